@@ -1,0 +1,99 @@
+# AIP-Speech — `make all` runs the pipeline headless; `make test` runs the tests.
+# Variables: PROFILE=demo|paper|custom, MODEL=…, TASK=…, PARAMS='-p name value …' (extra papermill
+# parameters), plus for custom: SPEECH_DIR TEXTS KWS_DIR KWS_LABELS BACKGROUNDS_DIR, for paper: MIRROR.
+SHELL := /bin/bash
+PROFILE ?= demo
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+DATA_ROOT ?= $(CURDIR)/data
+OUT := $(DATA_ROOT)/$(PROFILE)/executed
+STAGES := 01_download_data 02_build_item_banks 03_curate_backgrounds 04_extract_descriptors \
+          05_build_manifests 06_manipulation_checks 07_run_inference 08_score_outputs \
+          09_make_figures 10_listen_and_explore
+STAMP := $(VENV)/.installed
+
+# Make variables passed on to the notebooks as papermill parameters (only when set).
+PM_ARGS := -p profile $(PROFILE)
+ifdef MODEL
+PM_ARGS += -p model $(MODEL)
+endif
+ifdef TASK
+PM_ARGS += -p task $(TASK)
+endif
+ifdef SEED
+PM_ARGS += -p seed $(SEED)
+endif
+ifdef SPEECH_DIR
+PM_ARGS += -r speech_dir "$(SPEECH_DIR)"
+endif
+ifdef TEXTS
+PM_ARGS += -r texts "$(TEXTS)"
+endif
+ifdef KWS_DIR
+PM_ARGS += -r kws_dir "$(KWS_DIR)"
+endif
+ifdef KWS_LABELS
+PM_ARGS += -r kws_labels "$(KWS_LABELS)"
+endif
+ifdef BACKGROUNDS_DIR
+PM_ARGS += -r backgrounds_dir "$(BACKGROUNDS_DIR)"
+endif
+ifdef MIRROR
+export AIP_MIRROR := $(MIRROR)
+endif
+PM_ARGS += $(PARAMS)
+
+.PHONY: all setup test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
+
+all: setup
+	@for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done
+	@echo "make all: done — figures in $(DATA_ROOT)/$(PROFILE)/results/figures, tables in results/tables"
+
+help:
+	@sed -n '1,4p' Makefile
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml binder/apt.txt scripts/install_debian.sh
+	bash scripts/install_debian.sh
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[notebooks,test]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (AIP-Speech)" >/dev/null
+	touch $(STAMP)
+
+run-stage:
+	@mkdir -p $(OUT)
+	@echo "=== stage $(STAGE) (profile $(PROFILE)) ==="
+	@AIP_PROFILE=$(PROFILE) AIP_DATA_ROOT=$(DATA_ROOT) $(VENV)/bin/papermill --cwd notebooks \
+	  notebooks/$(STAGE).ipynb $(OUT)/$(STAGE).ipynb $(PM_ARGS) --log-level WARNING \
+	  || { echo "make: stage $(STAGE) FAILED — notebook notebooks/$(STAGE).ipynb; the failing cell is named above; executed copy: $(OUT)/$(STAGE).ipynb" >&2; exit 1; }
+
+# `make 03` or `make stage-03_curate_backgrounds` or `make stage-03` runs one stage.
+$(foreach s,$(STAGES),$(eval $(word 1,$(subst _, ,$(s))): setup ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
+$(foreach s,$(STAGES),$(eval stage-$(word 1,$(subst _, ,$(s))): setup ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
+$(foreach s,$(STAGES),$(eval stage-$(s): setup ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
+
+# Tests: unit tests, then every notebook under nbval with the smoke-size parameters ($AIP_SMOKE=1)
+# in a scratch data root, so the test run never touches data/.
+TEST_DATA := $(CURDIR)/build/test-data
+test: setup
+	rm -rf $(TEST_DATA)
+	AIP_SMOKE=1 AIP_DATA_ROOT=$(TEST_DATA) $(VENV)/bin/pytest -q -p no:cacheprovider tests
+	AIP_SMOKE=1 AIP_DATA_ROOT=$(TEST_DATA) AIP_PROFILE=demo $(VENV)/bin/pytest -q -p no:cacheprovider \
+	  --nbval-lax --nbval-current-env notebooks/
+
+unit: setup
+	AIP_SMOKE=1 AIP_DATA_ROOT=$(TEST_DATA) $(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and not browser" tests
+
+lab: setup
+	AIP_PROFILE=$(PROFILE) $(VENV)/bin/jupyter lab notebooks/
+
+bench: setup
+	$(PY) benchmarks/bench_mixing.py
+	$(PY) benchmarks/bench_inference.py
+
+clean:
+	@echo "removing generated data of profile $(PROFILE): $(DATA_ROOT)/$(PROFILE)"
+	rm -rf $(DATA_ROOT)/$(PROFILE)
