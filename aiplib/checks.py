@@ -1,0 +1,202 @@
+"""Stage 6: manipulation checks — does the mixing do what the manifest says?
+
+* :func:`background_presence` — per background and SNR, the SNR achieved in the materialised
+  stimuli and how much of the background segment is active (not near-silent);
+* :func:`wer_constancy` — the recogniser's WER on clean speech at several speech levels: if it does
+  not move, the SNR (not the absolute level) is what the noisy conditions change;
+* :func:`determinism` — the same manifest rows materialise to the same bytes, and every stored seed
+  and offset is what the manifest rules give;
+* :func:`write_inspection_clips` — a seeded set of stimuli written as WAV files for listening.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pandas as pd
+
+from .manifests import FAMILIES, bg_offset, read_manifest, row_seed
+from .mixing import SPEECH_LUFS, materialize
+
+__all__ = ["background_presence", "wer_constancy", "determinism", "write_inspection_clips",
+           "active_fraction"]
+
+
+def active_fraction(y, *, frame: int = 512, floor_db: float = -30.0) -> float:
+    """Share of 32 ms frames whose RMS is within ``floor_db`` dB of the loudest frame.
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)]
+    frame : int, samples (512 = 32 ms at 16 kHz)
+    floor_db : float, dB below the loudest frame
+
+    Returns
+    -------
+    float in [0, 1] (0 for an all-zero signal)
+    """
+    y = np.asarray(y, dtype=np.float64)
+    n = y.size // frame
+    if n == 0:
+        return float(np.any(y != 0))
+    rms = np.sqrt(np.mean(y[: n * frame].reshape(n, frame) ** 2, axis=1))
+    if rms.max() == 0:
+        return 0.0
+    return float(np.mean(20 * np.log10(np.maximum(rms, 1e-12) / rms.max()) > floor_db))
+
+
+def _manifests(ws, families=FAMILIES):
+    return {f: read_manifest(ws, f) for f in families if (ws.manifests / f"{f}.csv").is_file()}
+
+
+def background_presence(ws, *, max_items: int = 3) -> pd.DataFrame:
+    """Measure achieved SNR and background activity for every (background, SNR).
+
+    Uses the first ``max_items`` items of each manifest. The background part of a stimulus is the
+    mixture minus the (clip-scaled) clean speech, so the check measures what the model hears.
+
+    Returns
+    -------
+    DataFrame, one row per (family, bg_id, snr_db): ``target_snr_db``, ``achieved_snr_db``
+    (mean), ``max_abs_error_db``, ``bg_active_fraction`` (mean), ``clipped_share``, ``present``
+    (background energy found in every stimulus). Also written to ``checks/bg_presence.csv``.
+    """
+    rows = []
+    for fam, man in _manifests(ws).items():
+        items = man["item_id"].drop_duplicates().head(max_items)
+        sub = man[man["item_id"].isin(items)]
+        clean = {r["item_id"]: materialize(r, ws)[0] for r in sub[sub["bg_id"] == "clean"].to_dict("records")}
+        for r in sub[sub["bg_id"] != "clean"].to_dict("records"):
+            y, info = materialize(r, ws)
+            speech = clean[r["item_id"]].astype(np.float64) * info.clip_scale
+            resid = y.astype(np.float64) - speech
+            p_s, p_b = float(np.dot(speech, speech)), float(np.dot(resid, resid))
+            measured = 10 * np.log10(p_s / p_b) if p_b > 0 else float("inf")
+            rows.append(dict(family=fam, bg_id=r["bg_id"], snr_db=r["snr_db"], stimulus_id=r["stimulus_id"],
+                             measured_snr_db=measured, bg_active_fraction=active_fraction(resid),
+                             clipped=info.clip_scale < 1.0, bg_energy=p_b))
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    out = (df.groupby(["family", "bg_id", "snr_db"])
+             .agg(n=("stimulus_id", "size"), achieved_snr_db=("measured_snr_db", "mean"),
+                  bg_active_fraction=("bg_active_fraction", "mean"), clipped_share=("clipped", "mean"),
+                  present=("bg_energy", lambda e: bool((e > 0).all())))
+             .reset_index())
+    err = df.assign(err=(df["measured_snr_db"] - df["snr_db"]).abs()).groupby(
+        ["family", "bg_id", "snr_db"])["err"].max().reset_index(drop=True)
+    out["max_abs_error_db"] = err.values
+    out.insert(3, "target_snr_db", out["snr_db"])
+    out.to_csv(ws.checks / "bg_presence.csv", index=False)
+    return out
+
+
+def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed: int = 0,
+                  levels_lufs=(-33.0, -23.0, -13.0)) -> pd.DataFrame:
+    """WER of the recogniser on clean items at several speech levels.
+
+    Parameters
+    ----------
+    ws : Workspace
+    model : str
+        Registry id of the recogniser (loaded once).
+    n_items : int
+        Seeded choice of clean ASR items (real speech first, when the item bank marks it).
+    seed : int
+    levels_lufs : sequence of float, LUFS
+        Speech levels; the pipeline's own level is ``SPEECH_LUFS`` (−23 LUFS).
+
+    Returns
+    -------
+    DataFrame with ``item_id, level_lufs, reference, response, wer``; written to
+    ``checks/wer_constancy.csv``. The spread of WER across levels per item should be ~0.
+    """
+    from .models import load_model
+    from .prompts import prompt_for
+    from .scoring import wer
+
+    man = read_manifest(ws, "asr")
+    clean = man[man["bg_id"] == "clean"]
+    picked = clean.sample(n=min(n_items, len(clean)), random_state=seed).sort_values("item_id")
+    _, prompt = prompt_for("asr")
+    rows = []
+    rec = load_model(model)
+    try:
+        for r in picked.to_dict("records"):
+            y, _ = materialize(r, ws)
+            audios = [np.clip(y * np.float32(10 ** ((lv - SPEECH_LUFS) / 20)), -1, 1).astype(np.float32)
+                      for lv in levels_lufs]
+            outs = rec.generate(audios, [prompt] * len(audios))
+            for lv, out in zip(levels_lufs, outs):
+                rows.append(dict(item_id=r["item_id"], level_lufs=lv, reference=r["reference"], response=out,
+                                 wer=wer(r["reference"], out)))
+    finally:
+        rec.close()
+    df = pd.DataFrame(rows)
+    df.to_csv(ws.checks / "wer_constancy.csv", index=False)
+    return df
+
+
+def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
+    """Materialise ``n_rows`` seeded rows per manifest twice and compare bytes; re-derive seeds.
+
+    Returns
+    -------
+    dict with ``n_rows``, ``identical_bytes`` (bool), ``seeds_match`` (bool), ``offsets_match``
+    (bool) and the sha256 of each checked stimulus; written to ``checks/determinism.json``.
+    """
+    import soundfile as sf
+
+    meta_seed = {}
+    result = dict(n_rows=0, identical_bytes=True, seeds_match=True, offsets_match=True, stimuli={})
+    for fam, man in _manifests(ws).items():
+        meta = ws.manifests / f"{fam}.json"
+        base = json.loads(meta.read_text())["base_seed"] if meta.is_file() else None
+        meta_seed[fam] = base
+        rows = man.sample(n=min(n_rows, len(man)), random_state=seed).to_dict("records")
+        for r in rows:
+            a, _ = materialize(r, ws)
+            b, _ = materialize(r, ws)
+            h1, h2 = hashlib.sha256(a.tobytes()).hexdigest(), hashlib.sha256(b.tobytes()).hexdigest()
+            result["identical_bytes"] &= h1 == h2
+            result["stimuli"][r["stimulus_id"]] = h1
+            if base is not None:
+                result["seeds_match"] &= row_seed(base, r["stimulus_id"]) == int(r["seed"])
+            if r["bg_id"] != "clean":
+                n_bg = sf.info(str(ws.path(r["bg_path"]))).frames
+                result["offsets_match"] &= bg_offset(int(r["seed"]), n_bg, int(r["n_samples"])) == int(r["bg_offset"])
+            result["n_rows"] += 1
+    result["base_seeds"] = meta_seed
+    (ws.checks / "determinism.json").write_text(json.dumps(result, indent=2))
+    return {k: v for k, v in result.items() if k != "stimuli"}
+
+
+def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
+    """Write ``n`` seeded stimuli (every background and SNR represented when ``n`` allows) as
+    16-bit WAVs under ``checks/inspection/`` with an ``index.csv``; existing clips are kept.
+
+    Returns
+    -------
+    list of Path
+    """
+    out = ws.checks / "inspection"
+    out.mkdir(parents=True, exist_ok=True)
+    frames = []
+    for fam, man in _manifests(ws).items():
+        noisy = man[man["bg_id"] != "clean"]
+        frames.append(noisy.groupby(["bg_id", "snr_db"]).sample(n=1, random_state=seed))
+        frames.append(man[man["bg_id"] == "clean"].head(2))
+    pool = pd.concat(frames, ignore_index=True)
+    pick = pool.sample(n=min(n, len(pool)), random_state=seed).sort_values("stimulus_id")
+    written = []
+    for r in pick.to_dict("records"):
+        path = out / f"{r['stimulus_id']}.wav"
+        if not path.is_file():
+            y, _ = materialize(r, ws)
+            from .audio import write_wav
+
+            write_wav(path, y, subtype="PCM_16")
+        written.append(path)
+    pick[["stimulus_id", "item_id", "bg_id", "snr_db", "reference"]].to_csv(out / "index.csv", index=False)
+    return written
