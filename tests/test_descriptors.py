@@ -1,0 +1,237 @@
+"""Tests of aiplib.descriptors: real values on known signals, the VAD, and the resumable table."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aiplib import descriptors as D
+from aiplib.audio import load_audio, write_wav
+from aiplib.errors import AiplibError, AiplibParameterError
+from aiplib.workspace import workspace
+
+SR = 16000
+SPEECH = Path("/work/shared/fieldkit/speech_asr/ls_test-clean_1995-1837-0001.wav")  # read-only
+
+
+def _sine(f=1000.0, dur=2.0, amp=0.5):
+    t = np.arange(int(dur * SR)) / SR
+    return (amp * np.sin(2 * np.pi * f * t + 0.1)).astype(np.float32)
+
+
+def _white(dur=2.0, seed=0, amp=0.1):
+    return (amp * np.random.default_rng(seed).standard_normal(int(dur * SR))).astype(np.float32)
+
+
+def _am_sine(dur=2.0):
+    t = np.arange(int(dur * SR)) / SR
+    env = 0.5 + 0.5 * np.sin(2 * np.pi * 2.0 * t)  # 2 Hz, full-depth amplitude modulation
+    return (0.5 * env * np.sin(2 * np.pi * 1000 * t + 0.1)).astype(np.float32)
+
+
+# ------------------------------------------------------------------------------- constants
+
+
+def test_names_and_info():
+    assert D.DESCRIPTORS == ["zcr", "spectral_centroid", "spectral_rolloff", "spectral_bandwidth",
+                             "spectral_flux", "spectral_flatness", "spectral_contrast", "rms_variance",
+                             "vad_speech_fraction"]
+    assert list(D.DESCRIPTOR_INFO) == D.DESCRIPTORS
+    for name, info in D.DESCRIPTOR_INFO.items():
+        assert len(info) == 3 and all(isinstance(x, str) and x for x in info), name
+    assert D.FRAME["n_fft"] == 512 and D.FRAME["hop_length"] == 256 and D.FRAME["rolloff_percent"] == 0.85
+
+
+# ------------------------------------------------------------------------------- spectral values
+
+
+def test_sine_values():
+    d = D.spectral_descriptors(_sine(), SR)
+    assert list(d) == D.DESCRIPTORS[:8]
+    assert d["zcr"] == pytest.approx(0.125, abs=0.005)             # 2 crossings / 16-sample period
+    assert d["spectral_centroid"] == pytest.approx(1000, abs=50)
+    assert d["spectral_rolloff"] == pytest.approx(1000, abs=2 * SR / 512)  # within two bins (31.25 Hz)
+    assert d["spectral_bandwidth"] < 100
+    assert d["spectral_flatness"] < 1e-6
+    assert d["spectral_flux"] < 0.01                                  # frames repeat exactly
+    assert d["rms_variance"] == pytest.approx(0.0, abs=1e-10)
+    assert d["spectral_contrast"] > 30
+
+
+def test_white_noise_values():
+    w = D.spectral_descriptors(_white(), SR)
+    s = D.spectral_descriptors(_sine(), SR)
+    assert w["zcr"] == pytest.approx(0.5, abs=0.02)
+    assert w["spectral_centroid"] == pytest.approx(SR / 4, rel=0.05)   # flat spectrum: mid-band
+    assert w["spectral_flatness"] > 0.3                               # measured 0.56 (≈ e^-γ)
+    assert w["spectral_flatness"] > 1e6 * s["spectral_flatness"]
+    assert w["spectral_contrast"] < s["spectral_contrast"]
+    assert w["spectral_flux"] > 0.3
+
+
+def test_rms_variance_am_larger():
+    steady = D.spectral_descriptors(_sine(), SR)["rms_variance"]
+    am = D.spectral_descriptors(_am_sine(), SR)["rms_variance"]
+    assert steady < 1e-10
+    assert am > 1e-3                                                  # measured 0.015
+
+
+def test_level_invariance_of_shape_descriptors():
+    a = D.spectral_descriptors(_white(amp=0.1), SR)
+    b = D.spectral_descriptors(_white(amp=0.01), SR)
+    for k in ("zcr", "spectral_centroid", "spectral_rolloff", "spectral_bandwidth", "spectral_flux",
+              "spectral_flatness", "spectral_contrast"):
+        assert a[k] == pytest.approx(b[k], rel=1e-4), k
+
+
+def test_silent_frames_do_not_bias_shape():
+    y = np.concatenate([np.zeros(SR, np.float32), _sine(dur=1.0)])
+    d = D.spectral_descriptors(y, SR)
+    assert d["spectral_centroid"] == pytest.approx(1000, abs=50)   # silent frames would pull it to 0
+    assert d["spectral_flatness"] < 0.01                # silent frames would give 1 (measured 9e-5: onset click)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (np.array([0.0, np.nan] * 1000, dtype=np.float32), "NaN"),
+    (np.array([0.0, np.inf] * 1000, dtype=np.float32), "NaN or infinite"),
+    (np.zeros((2, 1000), np.float32), r"\(2, 1000\)"),
+    (np.zeros(100, np.float32), "at least 512"),
+    (np.zeros(4000, np.float32), "silence"),
+    (np.arange(4000), "dtype"),
+])
+def test_bad_input(bad, match):
+    with pytest.raises(AiplibParameterError, match=match):
+        D.compute_descriptors(bad)
+
+
+def test_wrong_rate():
+    with pytest.raises(AiplibParameterError, match="16000"):
+        D.spectral_descriptors(_sine(), 22050)
+    with pytest.raises(AiplibParameterError, match="8000 or 16000"):
+        D.vad_speech_fraction(_sine(), sr=44100)
+    with pytest.raises(AiplibParameterError, match="threshold"):
+        D.vad_speech_fraction(_sine(), threshold=1.5)
+
+
+# ------------------------------------------------------------------------------- VAD
+
+
+def test_vad_white_noise_and_sine():
+    assert D.vad_speech_fraction(_white(dur=5.0)) < 0.1
+    assert D.vad_speech_fraction(_sine(dur=5.0)) < 0.1
+
+
+def test_vad_threads_restored():
+    """silero_vad sets torch's thread count to 1 on import; aiplib must put the user's back."""
+    import subprocess
+    import sys
+
+    code = ("import torch; torch.set_num_threads(3); import numpy as np; from aiplib import descriptors as D; "
+            "D.load_vad_model(); D.vad_speech_fraction(np.zeros(16000, np.float32) + 0.01); "
+            "print(torch.get_num_threads())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip().splitlines()[-1] == "3"
+
+
+@pytest.mark.skipif(not SPEECH.is_file(), reason="shared speech sample not available")
+def test_real_speech():
+    y = load_audio(SPEECH)                                   # read in place, never copied
+    d = D.compute_descriptors(y)
+    assert list(d) == D.DESCRIPTORS
+    assert d["vad_speech_fraction"] > 0.3                   # measured 0.94
+    assert 0.0 < d["spectral_flatness"] < 0.3
+    assert d["rms_variance"] > D.spectral_descriptors(_sine(), SR)["rms_variance"]
+    assert D.load_vad_model() is D.load_vad_model()          # loaded once
+
+
+# ------------------------------------------------------------------------------- table
+
+
+@pytest.fixture
+def demo_ws(tmp_path):
+    ws = workspace("demo", data_root=tmp_path)
+    rows = []
+    for bg_id, y in (("white", _white(dur=3.0)), ("tone", _sine(dur=3.0)), ("am", _am_sine(dur=3.0))):
+        write_wav(ws.bg / f"{bg_id}.wav", y)
+        rows.append({"bg_id": bg_id, "category": "stationary", "path": f"bg/{bg_id}.wav"})
+    pd.DataFrame(rows).to_csv(ws.descriptors / "battery.csv", index=False)
+    return ws
+
+
+def test_descriptor_table_and_resume(demo_ws, monkeypatch):
+    ws = demo_ws
+    t1 = D.descriptor_table(ws, progress=False)
+    csv = ws.descriptors / "acoustic_descriptors.csv"
+    side = ws.descriptors / "acoustic_descriptors.json"
+    assert list(t1.columns) == ["bg_id", *D.DESCRIPTORS]
+    assert list(t1["bg_id"]) == ["white", "tone", "am"]
+    on_disk = pd.read_csv(csv)
+    assert list(on_disk.columns) == ["bg_id", *D.DESCRIPTORS]
+    pd.testing.assert_frame_equal(on_disk, t1)
+    meta = json.loads(side.read_text())
+    assert meta["settings"]["frame"]["n_fft"] == 512 and meta["settings"]["frame"]["hop_length"] == 256
+    assert meta["settings"]["vad_threshold"] == 0.5
+    assert meta["versions"]["librosa"] and meta["versions"]["silero-vad"]
+    assert set(meta["files"]) == {"white", "tone", "am"}
+    row = t1.set_index("bg_id")
+    assert row.loc["white", "spectral_flatness"] > 0.3 > row.loc["tone", "spectral_flatness"]
+    assert row.loc["am", "rms_variance"] > 1e3 * row.loc["tone", "rms_variance"]
+
+    # second call: read back, nothing recomputed, files untouched
+    mtimes = (csv.stat().st_mtime_ns, side.stat().st_mtime_ns)
+
+    def boom(*a, **k):
+        raise AssertionError("recomputed")
+
+    monkeypatch.setattr(D, "compute_descriptors", boom)
+    t2 = D.descriptor_table(ws, progress=False)
+    pd.testing.assert_frame_equal(t1, t2)
+    assert (csv.stat().st_mtime_ns, side.stat().st_mtime_ns) == mtimes
+
+    # overwrite, or a changed VAD threshold, recomputes everything
+    calls = []
+    real = D.spectral_descriptors
+
+    def counting(y, *, sr=SR, vad_threshold=0.5, vad_model=None, name="audio"):
+        calls.append(name)
+        return {**real(y, sr), "vad_speech_fraction": 0.0}
+
+    monkeypatch.setattr(D, "compute_descriptors", counting)
+    D.descriptor_table(ws, overwrite=True, progress=False)
+    assert len(calls) == 3
+    calls.clear()
+    D.descriptor_table(ws, vad_threshold=0.6, progress=False)
+    assert len(calls) == 3
+    assert json.loads(side.read_text())["settings"]["vad_threshold"] == 0.6
+
+    # a re-curated WAV is recomputed alone; a new background is added
+    calls.clear()
+    write_wav(ws.bg / "tone.wav", _sine(f=2000.0, dur=3.0))
+    write_wav(ws.bg / "extra.wav", _white(dur=3.0, seed=1))
+    bat = pd.read_csv(ws.descriptors / "battery.csv")
+    bat.loc[len(bat)] = {"bg_id": "extra", "category": "stationary", "path": "bg/extra.wav"}
+    bat.to_csv(ws.descriptors / "battery.csv", index=False)
+    t3 = D.descriptor_table(ws, vad_threshold=0.6, progress=False)
+    assert sorted(c.split("bg_id ")[1].rstrip(")") for c in calls) == ["extra", "tone"]
+    assert list(t3["bg_id"]) == ["white", "tone", "am", "extra"]
+    assert t3.set_index("bg_id").loc["tone", "spectral_centroid"] == pytest.approx(2000, abs=50)
+
+
+def test_descriptor_table_missing_battery(tmp_path):
+    ws = workspace("demo", data_root=tmp_path)
+    with pytest.raises(FileNotFoundError, match="battery.csv"):
+        D.descriptor_table(ws, progress=False)
+
+
+def test_descriptor_table_bad_battery(tmp_path):
+    ws = workspace("demo", data_root=tmp_path)
+    pd.DataFrame({"bg_id": ["a"]}).to_csv(ws.descriptors / "battery.csv", index=False)
+    with pytest.raises(AiplibParameterError, match="path"):
+        D.descriptor_table(ws, progress=False)
+    pd.DataFrame({"bg_id": ["a"], "path": ["bg/a.wav"]}).to_csv(ws.descriptors / "battery.csv", index=False)
+    with pytest.raises(AiplibError, match="a.wav"):
+        D.descriptor_table(ws, progress=False)
