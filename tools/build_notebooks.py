@@ -241,7 +241,8 @@ NB["10_listen_and_explore"] = [
 
 Choose a task, item, background, SNR and model; hear the clean utterance, the background segment
 and the mixture the model heard (mixed on the fly from the manifest row), and see the model's
-response, its WER or correctness, and ΔWER against clean.'''),
+response, its WER or correctness, and ΔWER against clean.
+**Reads** the manifests, `bg/`, `descriptors/`, `inference/` and `results/scores/` (whatever exists). **Writes** nothing.'''),
     params(COMMON),
     code(SETUP),
     code('''from aiplib.widgets import explorer
