@@ -1,0 +1,557 @@
+"""Statistics for the audit: every number with its uncertainty.
+
+Pure functions (no file I/O) used by :mod:`aiplib.figures` and :mod:`aiplib.report`:
+Spearman rank correlation [1]_, percentile bootstrap intervals [2]_, the exact sign test,
+McNemar's exact test [3]_, Benjamini–Hochberg adjustment [4]_, the Residual Effect Ratio of the
+steering prompt, and the per-background degradation / descriptor correlation tables.
+
+Conventions: *degradation* is positive when noise hurts —
+``delta_wer = WER(noisy) − WER(clean)`` for ASR and ``delta_acc = acc(clean) − acc(noisy)`` for KWS (both as fractions, not %).
+Randomness comes only from ``numpy.random.default_rng(seed)``; every result records its
+``seed`` and ``n_resamples``.
+
+References
+----------
+.. [1] C. Spearman, "The proof and measurement of association between two things",
+       American Journal of Psychology 15(1), 72–101, 1904.
+.. [2] B. Efron, "Bootstrap methods: another look at the jackknife", Annals of Statistics 7(1),
+       1–26, 1979; B. Efron, R. J. Tibshirani, *An Introduction to the Bootstrap*, 1993 (§13,
+       percentile interval).
+.. [3] Q. McNemar, "Note on the sampling error of the difference between correlated proportions
+       or percentages", Psychometrika 12(2), 153–157, 1947.
+.. [4] Y. Benjamini, Y. Hochberg, "Controlling the false discovery rate: a practical and
+       powerful approach to multiple testing", JRSS B 57(1), 289–300, 1995.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from .errors import AiplibParameterError
+
+__all__ = [
+    "DESCRIPTORS",
+    "DEGRADATION_COLUMN",
+    "SpearmanResult",
+    "BootstrapResult",
+    "BinomTestResult",
+    "spearman",
+    "bootstrap_ci",
+    "sign_test",
+    "mcnemar_exact",
+    "bh_adjust",
+    "rer",
+    "degradation_by_background",
+    "descriptor_correlations",
+]
+
+DESCRIPTORS = ("zcr", "spectral_centroid", "spectral_rolloff", "spectral_bandwidth",
+               "spectral_flux", "spectral_flatness", "spectral_contrast", "rms_variance",
+               "vad_speech_fraction")
+"""The nine descriptor columns, in the order of ``aiplib.descriptors.DESCRIPTORS`` (repeated
+here because :mod:`aiplib.stats` imports no other aiplib module)."""
+
+DEGRADATION_COLUMN = {"asr": "delta_wer", "kws": "delta_acc"}
+"""Score-file column holding the per-pair degradation of each task family."""
+
+
+@dataclass(frozen=True)
+class SpearmanResult:
+    """Spearman's ρ with its two-sided p-value. Unpacks as ``rho, p = spearman(x, y)``.
+
+    Attributes
+    ----------
+    rho : float in [-1, 1], or NaN
+    p : float in [0, 1], or NaN
+    n : int
+        Pairs used (after dropping pairs with a NaN).
+    note : str
+        Empty, or why ``rho`` is NaN / what was dropped.
+    """
+
+    rho: float
+    p: float
+    n: int
+    note: str = ""
+
+    def __iter__(self):
+        yield self.rho
+        yield self.p
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """A statistic with its percentile bootstrap interval.
+
+    Attributes
+    ----------
+    estimate : float
+        The statistic on the original data.
+    ci_low, ci_high : float
+        Percentile interval bounds (NaN when no resample gave a finite value).
+    level : float
+        Coverage, e.g. 0.95.
+    n_resamples : int
+        Resamples drawn.
+    n_valid : int
+        Resamples with a finite statistic (the interval uses only these).
+    seed : int
+    n : int
+        Observations (items) resampled.
+    note : str
+    """
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    level: float
+    n_resamples: int
+    n_valid: int
+    seed: int
+    n: int
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BinomTestResult:
+    """Result of an exact binomial test (sign test or McNemar).
+
+    Attributes
+    ----------
+    p : float
+        Two-sided exact p-value (NaN with a note when there is nothing to test).
+    n_pos, n_neg : int
+        Sign test: positive / negative deltas. McNemar: ``b`` (clean correct, noisy wrong) /
+        ``c`` (clean wrong, noisy correct).
+    n_ties : int
+        Dropped zero deltas (sign test) or concordant pairs (McNemar).
+    n : int
+        Pairs tested, ``n_pos + n_neg``.
+    note : str
+    """
+
+    p: float
+    n_pos: int
+    n_neg: int
+    n_ties: int
+    n: int
+    note: str = ""
+
+
+def _as_1d(x, name: str) -> np.ndarray:
+    a = np.asarray(x, dtype=float)
+    if a.ndim != 1:
+        raise AiplibParameterError(
+            f"{name}: expected a 1-D array of shape (n,), got shape {a.shape}")
+    return a
+
+
+def spearman(x, y) -> SpearmanResult:
+    """Spearman's rank correlation of one pair of columns [1]_ (``scipy.stats.spearmanr``).
+
+    Parameters
+    ----------
+    x, y : array-like [shape=(n,)], float
+        Paired observations (e.g. one descriptor and the mean degradation, per background).
+        Pairs where either value is NaN are dropped.
+
+    Returns
+    -------
+    SpearmanResult
+        ``rho`` and the two-sided ``p`` (t-distribution approximation of scipy); both NaN with
+        a ``note`` when fewer than 3 pairs remain or a column is constant — never an exception.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``x`` and ``y`` are not 1-D or differ in length.
+
+    Examples
+    --------
+    >>> round(spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]).rho, 12)   # 1 − 6·4 / (5·24)
+    0.8
+    """
+    from scipy.stats import spearmanr
+
+    x, y = _as_1d(x, "x"), _as_1d(y, "y")
+    if x.shape != y.shape:
+        raise AiplibParameterError(f"x and y differ in length: {x.shape[0]} vs {y.shape[0]}")
+    keep = np.isfinite(x) & np.isfinite(y)
+    notes = []
+    if (~keep).any():
+        notes.append(f"dropped {int((~keep).sum())} pairs with NaN")
+    x, y = x[keep], y[keep]
+    n = int(x.size)
+    if n < 3:
+        notes.append(f"only {n} pairs; need at least 3")
+        return SpearmanResult(math.nan, math.nan, n, "; ".join(notes))
+    const = [nm for nm, v in (("x", x), ("y", y)) if np.all(v == v[0])]
+    if const:
+        notes.append(f"constant column ({', '.join(const)}): rank correlation undefined")
+        return SpearmanResult(math.nan, math.nan, n, "; ".join(notes))
+    res = spearmanr(x, y)
+    return SpearmanResult(float(res.statistic), float(res.pvalue), n, "; ".join(notes))
+
+
+def _spearman_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Row-wise Spearman ρ of two arrays of shape (r, n); NaN where a row is constant."""
+    from scipy.stats import rankdata
+
+    rx = rankdata(xs, axis=-1)
+    ry = rankdata(ys, axis=-1)
+    rx -= rx.mean(axis=-1, keepdims=True)
+    ry -= ry.mean(axis=-1, keepdims=True)
+    den = np.sqrt((rx * rx).sum(-1) * (ry * ry).sum(-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (rx * ry).sum(-1) / den
+    r[den == 0] = np.nan
+    return np.clip(r, -1.0, 1.0)
+
+
+def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
+                 level: float = 0.95, vectorized: bool = False) -> BootstrapResult:
+    """Percentile bootstrap interval [2]_, resampling observations (items) with replacement.
+
+    Parameters
+    ----------
+    data : array-like [shape=(n,)] or tuple of array-likes, each [shape=(n,)]
+        One sample, or several *paired* samples (e.g. per-item errors and reference words, or
+        the same items under two conditions); paired samples are resampled with the same
+        indices. NaNs are kept (``stat`` decides what to do with them).
+    stat : callable
+        ``stat(*arrays) -> float``. With ``vectorized=True`` it is called once as
+        ``stat(*arrays_2d, axis=-1)`` on arrays of shape (n_resamples, n) and must return shape
+        (n_resamples,) — e.g. ``np.mean`` or ``lambda e, w, axis: e.sum(axis) / w.sum(axis)``.
+    n_resamples : int > 0
+    seed : int
+        Seed of ``numpy.random.default_rng``; the same seed gives the same interval.
+    level : float in (0, 1)
+        Coverage of the interval.
+    vectorized : bool
+
+    Returns
+    -------
+    BootstrapResult
+        ``estimate = stat(data)``; the interval is the (1−level)/2 and (1+level)/2 percentiles
+        of the finite resampled statistics.
+
+    Raises
+    ------
+    AiplibParameterError
+        If the paired samples differ in length, are empty or not 1-D, or ``n_resamples`` /
+        ``level`` are out of range.
+    """
+    arrays = tuple(_as_1d(a, "data") for a in (data if isinstance(data, tuple) else (data,)))
+    n = arrays[0].size
+    if any(a.size != n for a in arrays):
+        raise AiplibParameterError(f"paired samples differ in length: {[a.size for a in arrays]}")
+    if n == 0:
+        raise AiplibParameterError("bootstrap_ci: no observations")
+    if int(n_resamples) < 1:
+        raise AiplibParameterError(f"n_resamples must be > 0, got {n_resamples}")
+    if not 0 < level < 1:
+        raise AiplibParameterError(f"level must lie in (0, 1), got {level}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        estimate = float(stat(*arrays, axis=-1) if vectorized else stat(*arrays))
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, n, size=(int(n_resamples), n))
+        if vectorized:
+            boot = np.asarray(stat(*(a[idx] for a in arrays), axis=-1), dtype=float)
+        else:
+            boot = np.array([stat(*(a[i] for a in arrays)) for i in idx], dtype=float)
+    finite = boot[np.isfinite(boot)]
+    note = "" if n > 1 else "one observation: the interval is degenerate"
+    if finite.size == 0:
+        lo = hi = math.nan
+        note = "no resample gave a finite statistic"
+    else:
+        a = (1 - level) / 2
+        lo, hi = (float(v) for v in np.quantile(finite, [a, 1 - a]))
+        if finite.size < boot.size:
+            note = f"{boot.size - finite.size} of {boot.size} resamples gave NaN and were ignored"
+    return BootstrapResult(estimate, lo, hi, float(level), int(n_resamples), int(finite.size),
+                           int(seed), int(n), note)
+
+
+def sign_test(deltas) -> BinomTestResult:
+    """Exact two-sided sign test of the median delta against 0 (``scipy.stats.binomtest``).
+
+    Parameters
+    ----------
+    deltas : array-like [shape=(n,)]
+        Paired differences (e.g. ΔWER per item). Zeros (ties) and NaNs are dropped.
+
+    Returns
+    -------
+    BinomTestResult
+        ``p = binomtest(n_pos, n_pos + n_neg, 0.5).pvalue``; NaN with a note when every delta
+        is a tie.
+
+    Examples
+    --------
+    >>> sign_test([1] * 9 + [-1]).p
+    0.021484375
+    """
+    from scipy.stats import binomtest
+
+    d = _as_1d(deltas, "deltas")
+    d = d[np.isfinite(d)]
+    pos, neg = int((d > 0).sum()), int((d < 0).sum())
+    ties = int(d.size - pos - neg)
+    if pos + neg == 0:
+        return BinomTestResult(math.nan, 0, 0, ties, 0, "no non-zero deltas")
+    return BinomTestResult(float(binomtest(pos, pos + neg, 0.5).pvalue), pos, neg, ties, pos + neg)
+
+
+def mcnemar_exact(clean_correct, noisy_correct) -> BinomTestResult:
+    """McNemar's test [3]_ in its exact form: a binomial test on the discordant pairs.
+
+    Parameters
+    ----------
+    clean_correct, noisy_correct : array-like of bool or 0/1 [shape=(n,)]
+        Whether each paired item is correct in the clean and in the noisy condition.
+
+    Returns
+    -------
+    BinomTestResult
+        ``n_pos = b`` (clean correct, noisy wrong), ``n_neg = c`` (clean wrong, noisy correct),
+        ``p = binomtest(b, b + c, 0.5).pvalue`` (two-sided); NaN with a note when ``b + c == 0``.
+
+    Raises
+    ------
+    AiplibParameterError
+        If the arrays differ in length.
+    """
+    from scipy.stats import binomtest
+
+    a = _as_1d(clean_correct, "clean_correct").astype(bool)
+    b_ = _as_1d(noisy_correct, "noisy_correct").astype(bool)
+    if a.size != b_.size:
+        raise AiplibParameterError(
+            f"clean and noisy arrays differ in length: {a.size} vs {b_.size}")
+    b = int((a & ~b_).sum())
+    c = int((~a & b_).sum())
+    conc = int(a.size - b - c)
+    if b + c == 0:
+        return BinomTestResult(math.nan, b, c, conc, 0, "no discordant pairs")
+    return BinomTestResult(float(binomtest(b, b + c, 0.5).pvalue), b, c, conc, b + c)
+
+
+def bh_adjust(pvalues) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values [4]_ (``scipy.stats.false_discovery_control``).
+
+    ``p_bh(i) = min_{j ≥ i} min(1, m · p_(j) / j)`` over the ``m`` finite p-values sorted
+    ascending.
+
+    Parameters
+    ----------
+    pvalues : array-like [shape=(m,)]
+        NaNs are allowed: they stay NaN and do not count towards ``m``.
+
+    Returns
+    -------
+    np.ndarray [shape=(m,)], float
+
+    Raises
+    ------
+    AiplibParameterError
+        If a finite p-value lies outside [0, 1].
+    """
+    from scipy.stats import false_discovery_control
+
+    p = _as_1d(pvalues, "pvalues")
+    out = np.full(p.shape, np.nan)
+    ok = np.isfinite(p)
+    if ok.any():
+        if np.any((p[ok] < 0) | (p[ok] > 1)):
+            raise AiplibParameterError(f"p-values must lie in [0, 1], got {p[ok].tolist()}")
+        out[ok] = false_discovery_control(p[ok], method="bh")
+    return out
+
+
+def rer(delta_steer, delta_base, *, task_family: str, eps: float = 0.01):
+    """Residual Effect Ratio of the steering prompt: ``RER = Δ_steer / Δ_base``.
+
+    Δ is the mean degradation (``delta_wer`` for ASR, ``delta_acc`` for KWS, as fractions)
+    with the steering prompt and with the baseline prompt, on the same stimuli. RER < 1 means
+    the prompt removed part of the noise effect, RER > 1 that it made it worse.
+
+    Rules, applied in this order:
+
+    1. NaN in either input → NaN.
+    2. KWS only: both accuracy drops below ``eps`` (``Δ_steer < eps and Δ_base < eps``,
+       signed: no degradation to remove either way) → ``1.0``.
+    3. ``|Δ_base| < eps`` (either family) → NaN: the ratio of two near-zero numbers is
+       unstable and carries no information.
+    4. Otherwise ``Δ_steer / Δ_base``.
+
+    Parameters
+    ----------
+    delta_steer, delta_base : float or array-like (broadcastable)
+        Mean degradations (fractions: 0.05 = 5 percentage points).
+    task_family : {"asr", "kws"}
+    eps : float >= 0
+        Threshold of rules 2–3 (default 0.01 = 1 percentage point).
+
+    Returns
+    -------
+    float, or np.ndarray for array input
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``task_family`` is neither ``"asr"`` nor ``"kws"`` or ``eps < 0``.
+    """
+    if task_family not in ("asr", "kws"):
+        raise AiplibParameterError(f"task_family must be 'asr' or 'kws', got {task_family!r}")
+    if eps < 0:
+        raise AiplibParameterError(f"eps must be >= 0, got {eps}")
+    s = np.asarray(delta_steer, dtype=float)
+    b = np.asarray(delta_base, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = s / b
+    r = np.where(np.abs(b) < eps, np.nan, r)
+    if task_family == "kws":
+        r = np.where((s < eps) & (b < eps), 1.0, r)
+    r = np.where(np.isnan(s) | np.isnan(b), np.nan, r)
+    return float(r) if r.ndim == 0 else r
+
+
+def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str | None = None
+                              ) -> pd.DataFrame:
+    """Mean degradation per background: averaged over items, then over SNRs.
+
+    Parameters
+    ----------
+    scores_df : pandas.DataFrame
+        A ``results/scores/<task>.csv`` table (columns ``model, task, bg_id, snr_db`` and
+        ``delta_wer`` or ``delta_acc``). Clean rows and NaN deltas are ignored.
+    family : {"asr", "kws"}
+        Picks the column (:data:`DEGRADATION_COLUMN`).
+    task : str, optional
+        Keep only this task. Needed if ``scores_df`` holds several.
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(n_backgrounds, n_models + 1)]
+        Index ``bg_id`` (sorted); one column per model and ``pooled`` = the mean over the model
+        columns (NaN-skipping). Values are fractions (0.1 = 10 percentage points).
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``family`` is unknown, the column is missing or several tasks remain.
+    """
+    if family not in DEGRADATION_COLUMN:
+        raise AiplibParameterError(f"family must be 'asr' or 'kws', got {family!r}")
+    col = DEGRADATION_COLUMN[family]
+    df = scores_df
+    if task is not None and "task" in df.columns:
+        df = df[df["task"] == task]
+    if "task" in df.columns and df["task"].nunique() > 1:
+        raise AiplibParameterError(f"scores hold several tasks {sorted(df['task'].unique())}; "
+                                   "pass task=")
+    if col not in df.columns:
+        raise AiplibParameterError(f"scores lack the column {col!r} of family {family!r}")
+    df = df[(df["bg_id"] != "clean") & df[col].notna()]
+    per_snr = df.groupby(["model", "bg_id", "snr_db"])[col].mean()
+    per_bg = per_snr.groupby(level=["model", "bg_id"]).mean().unstack("model")
+    per_bg.columns = [str(c) for c in per_bg.columns]
+    per_bg.columns.name = None
+    per_bg = per_bg.sort_index()
+    per_bg["pooled"] = per_bg.mean(axis=1, skipna=True)
+    per_bg.index.name = "bg_id"
+    return per_bg
+
+
+def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFrame, *,
+                            descriptors=None, n_resamples: int = 2000, seed: int = 0,
+                            level: float = 0.95) -> pd.DataFrame:
+    """Spearman ρ of each descriptor against degradation across backgrounds, with CIs and BH.
+
+    Parameters
+    ----------
+    degradation : pandas.DataFrame [shape=(n_backgrounds, n_columns)]
+        Index ``bg_id``; columns are models and/or ``pooled`` (as returned by
+        :func:`degradation_by_background`).
+    descriptors_df : pandas.DataFrame [shape=(n_backgrounds, ...)]
+        ``descriptors/acoustic_descriptors.csv``: a ``bg_id`` column (or index) and the
+        descriptor columns.
+    descriptors : sequence of str, optional
+        Columns to use; default those of :data:`DESCRIPTORS` present (else every numeric column).
+    n_resamples : int
+        Bootstrap resamples of the *backgrounds* (descriptor and degradation resampled together).
+    seed : int
+        Every (model, descriptor) cell uses ``default_rng(seed)`` afresh, so a cell's interval
+        does not depend on which other cells are computed.
+    level : float
+
+    Returns
+    -------
+    pandas.DataFrame, long format
+        Columns ``model, descriptor, n, r_s, p, ci_low, ci_high, p_bh, level, n_resamples,
+        seed, note``: one row per (column of ``degradation``, descriptor). ``p_bh`` is the
+        Benjamini–Hochberg adjustment across the descriptors within each model column.
+        ``ci_low/ci_high`` are percentile bootstrap bounds; resamples where a column is
+        constant are skipped (counted in ``note``).
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``descriptors_df`` has no ``bg_id`` or a requested descriptor is missing.
+    """
+    d = descriptors_df.copy()
+    if "bg_id" in d.columns:
+        d = d.set_index("bg_id")
+    elif d.index.name != "bg_id":
+        raise AiplibParameterError("descriptors_df needs a bg_id column or index")
+    if descriptors is None:
+        descriptors = [c for c in DESCRIPTORS if c in d.columns] or \
+            [c for c in d.columns if pd.api.types.is_numeric_dtype(d[c])]
+    missing = [c for c in descriptors if c not in d.columns]
+    if missing:
+        raise AiplibParameterError(f"descriptors_df lacks {missing}; has {list(d.columns)}")
+    deg = degradation.copy()
+    deg.index = deg.index.astype(str)
+    d.index = d.index.astype(str)
+    common = deg.index.intersection(d.index)
+    only = sorted(set(deg.index) ^ set(d.index))
+    base_note = f"{len(only)} backgrounds without both values ignored" if only else ""
+    rows = []
+    for model in deg.columns:
+        y_all = deg.loc[common, model].to_numpy(dtype=float)
+        cell_rows = []
+        for desc in descriptors:
+            x_all = d.loc[common, desc].to_numpy(dtype=float)
+            res = spearman(x_all, y_all)
+            ok = np.isfinite(x_all) & np.isfinite(y_all)
+            x, y = x_all[ok], y_all[ok]
+            lo = hi = math.nan
+            notes = [n for n in (base_note, res.note) if n]
+            if np.isfinite(res.rho):
+                rng = np.random.default_rng(seed)
+                idx = rng.integers(0, x.size, size=(int(n_resamples), x.size))
+                boot = _spearman_rows(x[idx], y[idx])
+                fin = boot[np.isfinite(boot)]
+                if fin.size:
+                    a = (1 - level) / 2
+                    lo, hi = (float(v) for v in np.quantile(fin, [a, 1 - a]))
+                if fin.size < boot.size:
+                    notes.append(f"{boot.size - fin.size} constant resamples skipped")
+            cell_rows.append({"model": model, "descriptor": desc, "n": res.n, "r_s": res.rho,
+                              "p": res.p, "ci_low": lo, "ci_high": hi, "level": level,
+                              "n_resamples": int(n_resamples), "seed": int(seed),
+                              "note": "; ".join(notes)})
+        padj = bh_adjust([r["p"] for r in cell_rows])
+        for r, q in zip(cell_rows, padj):
+            r["p_bh"] = float(q)
+        rows.extend(cell_rows)
+    cols = ["model", "descriptor", "n", "r_s", "p", "ci_low", "ci_high", "p_bh", "level",
+            "n_resamples", "seed", "note"]
+    return pd.DataFrame(rows, columns=cols)

@@ -1,0 +1,175 @@
+"""Tests of aiplib.figures on a synthetic workspace (20 backgrounds, 2 models, 4 tasks)."""
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aiplib import figures, stats
+from aiplib.errors import AiplibError
+from aiplib.scoring import KEYWORDS, score_inference
+from aiplib.workspace import workspace
+
+N_BG = 20
+MODELS = ("tiny_en", "qwen2-audio-7b")
+SNRS = (10, 5, 0)
+SENTENCES = ["the quick brown fox jumps over the lazy dog",
+             "please call stella and ask her to bring these things",
+             "she sells sea shells by the sea shore today",
+             "a large number of people gathered in the old square",
+             "turn left at the second light and then go straight",
+             "my phone number is easy to remember for everyone"]
+ACCENTS = ["en-us", "en-gb", "en-us", "en-gb", "en-029", "en-029"]
+KWS_ITEMS = [("k0", "yes"), ("k1", "stop"), ("k2", "left"), ("k3", "go"), ("k4", "bed"),
+             ("k5", "tree")]
+
+
+def _sid(fam, item, bg, snr):
+    return f"{fam}__{item}__{bg}__" + ("clean" if snr is None else f"snr{snr:+03d}")
+
+
+def _conditions(bgs):
+    return [("clean", None)] + [(bg, snr) for bg in bgs for snr in SNRS]
+
+
+def make_fake_workspace(root, *, tasks=("asr", "kws", "asr_steer_p5", "kws_steer_p5")):
+    """Manifests, descriptors, battery and inference files whose degradation follows ``zcr``."""
+    ws = workspace("demo", data_root=root)
+    rng = np.random.default_rng(0)
+    bgs = [f"bg{i:02d}" for i in range(N_BG)]
+    severity = dict(zip(bgs, np.linspace(0.05, 0.9, N_BG)))
+    cats = ["stationary", "transient", "music", "speech-like"]
+    pd.DataFrame({"bg_id": bgs, "category": [cats[i % 4] for i in range(N_BG)],
+                  "description": [f"background {b}" for b in bgs]}
+                 ).to_csv(ws.descriptors / "battery.csv", index=False)
+    desc = {"bg_id": bgs}
+    for d in stats.DESCRIPTORS:
+        desc[d] = rng.normal(size=N_BG)
+    desc["zcr"] = np.array([severity[b] for b in bgs]) + rng.normal(scale=0.05, size=N_BG)
+    desc["spectral_flatness"] = -desc["zcr"] + rng.normal(scale=0.2, size=N_BG)
+    pd.DataFrame(desc).to_csv(ws.descriptors / "acoustic_descriptors.csv", index=False)
+
+    asr_m, kws_m = [], []
+    for i, (ref, acc) in enumerate(zip(SENTENCES, ACCENTS)):
+        for bg, snr in _conditions(bgs):
+            asr_m.append({"stimulus_id": _sid("asr", f"a{i}", bg, snr), "family": "asr",
+                          "item_id": f"a{i}", "bg_id": bg, "snr_db": "" if snr is None else snr,
+                          "reference": ref, "is_target": "", "accent_group": acc})
+    for item, lab in KWS_ITEMS:
+        for bg, snr in _conditions(bgs):
+            kws_m.append({"stimulus_id": _sid("kws", item, bg, snr), "family": "kws",
+                          "item_id": item, "bg_id": bg, "snr_db": "" if snr is None else snr,
+                          "reference": lab, "is_target": lab in KEYWORDS, "accent_group": ""})
+    pd.DataFrame(asr_m).to_csv(ws.manifests / "asr.csv", index=False)
+    pd.DataFrame(kws_m).to_csv(ws.manifests / "kws.csv", index=False)
+
+    for mi, model in enumerate(MODELS):
+        for task in tasks:
+            fam = task.split("_")[0]
+            damp = 0.5 if "steer" in task else 1.0
+            lines = []
+            for row in (asr_m if fam == "asr" else kws_m):
+                bg, snr = row["bg_id"], row["snr_db"]
+                p = 0.0 if bg == "clean" else damp * severity[bg] * (1 + (10 - snr) / 10) / 2
+                p = min(p * (1 + 0.5 * mi), 0.95)
+                if fam == "asr":
+                    words = row["reference"].split()
+                    keep = [w for w in words if rng.random() >= p]
+                    resp = " ".join(keep).capitalize() + "."
+                else:
+                    lab = row["reference"]
+                    ok = rng.random() >= p
+                    resp = (f"**{lab.capitalize()}**" if lab in KEYWORDS else "unknown") if ok \
+                        else ("no" if lab != "no" else "yes")
+                lines.append({"stimulus_id": row["stimulus_id"], "item_id": row["item_id"],
+                              "bg_id": bg, "snr_db": None if bg == "clean" else snr,
+                              "task": task, "model": model, "prompt_id": "p", "response": resp,
+                              "decode_s": 0.1, "audio_s": 2.0, "error": None})
+            lines[5]["response"], lines[5]["error"] = "__ERROR__", "timeout"
+            d = ws.inference / model
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"{task}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return ws
+
+
+@pytest.fixture(scope="module")
+def fake_ws(tmp_path_factory):
+    ws = make_fake_workspace(tmp_path_factory.mktemp("figs"))
+    score_inference(ws)
+    return ws
+
+
+def test_make_all_figures_writes_everything(fake_ws):
+    written = figures.make_all_figures(fake_ws, n_resamples=200, seed=0)
+    expected = {f"{n}.{e}" for n in figures.FIGURE_NAMES for e in ("png", "pdf")} | \
+        {f"{n}.csv" for n in figures.TABLE_NAMES}
+    assert set(written) == expected and len(written) == 16
+    for name, p in written.items():
+        assert p.exists() and p.stat().st_size > 500, name
+        sub = "tables" if name.endswith(".csv") else "figures"
+        assert p.parent == fake_ws.results / sub
+
+    t2 = pd.read_csv(written["table2_spearman_correlations.csv"])
+    assert t2.shape == (2 * (len(MODELS) + 1) * len(stats.DESCRIPTORS), 14)
+    assert set(t2["model"]) == {"pooled", *MODELS} and set(t2["task"]) == {"asr", "kws"}
+    for col in ("r_s", "p", "ci_low", "ci_high", "p_bh", "seed", "n_resamples"):
+        assert col in t2.columns
+    z = t2[(t2.task == "asr") & (t2.model == "pooled") & (t2.descriptor == "zcr")].iloc[0]
+    assert z.r_s > 0.8 and z.ci_low <= z.r_s <= z.ci_high and z.p_bh < 0.05
+    assert (t2["n"] == N_BG).all()
+
+    t3 = pd.read_csv(written["table3_descriptor_values.csv"])
+    assert len(t3) == N_BG and list(t3["rank"]) == list(range(1, N_BG + 1))
+    assert t3.columns[:3].tolist() == ["rank", "bg_id", "category"]
+    assert all(d in t3.columns for d in stats.DESCRIPTORS)
+
+    t4 = pd.read_csv(written["table4_accent_delta_wer.csv"])
+    assert set(t4["accent_group"]) == {"en-us", "en-gb", "en-029"}
+    assert len(t4) == 3 * (len(MODELS) + 1) and t4["model"].iloc[0] == "pooled"
+    assert (t4["ci_low_pp"] <= t4["mean_delta_wer_pp"]).all()
+
+    t5 = pd.read_csv(written["table5_prompt_steering_rer.csv"])
+    assert len(t5) == 2 * len(MODELS) and set(t5["family"]) == {"asr", "kws"}
+    # the fake steering prompt halves the error probability: RER well below 1
+    assert (t5.loc[t5.family == "asr", "rer"] < 0.8).all()
+
+
+def test_table_values_match_stats(fake_ws):
+    scores = figures.load_scores(fake_ws)
+    assert scores["asr"]["item_id"].str.startswith("a").all()
+    deg = stats.degradation_by_background(scores["asr"], "asr")
+    rank = figures.background_ranking(scores, n_resamples=100)
+    np.testing.assert_allclose(rank.loc[deg.index, "asr_delta_wer_pp"], deg["pooled"] * 100)
+    curves = figures.snr_curves(scores, n_resamples=100)
+    assert list(dict.fromkeys(curves["condition"])) == ["clean", "10 dB", "5 dB", "0 dB"]
+    c = curves[(curves.family == "asr") & (curves.condition == "clean")]
+    assert (c["value_pp"] == 0).all()            # clean hypotheses equal the reference
+
+
+def test_figure7_leaves_out_qwen_in_panel_b(fake_ws):
+    scores = figures.load_scores(fake_ws)
+    fig = figures.figure7_snr_curves(figures.snr_curves(scores, n_resamples=50))
+    a, b = fig.axes[:2]
+    assert {ln.get_label() for ln in a.get_lines()} == set(MODELS)
+    assert {ln.get_label() for ln in b.get_lines()} == {"tiny_en"}
+
+
+def test_steering_missing_is_skipped(tmp_path, caplog):
+    ws = make_fake_workspace(tmp_path, tasks=("asr", "kws"))
+    score_inference(ws)
+    with caplog.at_level(logging.WARNING, logger="aiplib.figures"):
+        written = figures.make_all_figures(ws, n_resamples=50, formats=("png",))
+    assert "figure6_prompt_steering_rer.png" not in written
+    assert "table5_prompt_steering_rer.csv" not in written
+    assert len(written) == 5 + 3
+    assert "Figure 6 and Table 5 skipped" in caplog.text
+
+
+def test_needs_asr_and_kws(tmp_path):
+    ws = make_fake_workspace(tmp_path, tasks=("asr",))
+    score_inference(ws)
+    with pytest.raises(AiplibError, match="kws"):
+        figures.make_all_figures(ws)

@@ -1,0 +1,160 @@
+"""Tests of aiplib.stats against hand-computed values."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aiplib import stats
+from aiplib.errors import AiplibParameterError
+
+
+# ----------------------------------------------------------------------------- Spearman
+def test_spearman_monotone():
+    rho, p = stats.spearman([1, 2, 3, 4, 5], [10, 20, 25, 100, 1000])
+    assert rho == pytest.approx(1.0) and p < 0.05
+    assert stats.spearman([1, 2, 3, 4], [4, 3, 2, 1]).rho == pytest.approx(-1.0)
+
+
+def test_spearman_hand_computed():
+    # d = (-1, 1, -1, 1, 0), Σd² = 4, ρ = 1 − 6·4 / (5·(25 − 1)) = 0.8
+    r = stats.spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5])
+    assert r.rho == pytest.approx(0.8) and r.n == 5 and r.note == ""
+
+
+def test_spearman_constant_column_is_nan_with_note():
+    r = stats.spearman([1, 2, 3, 4], [5, 5, 5, 5])
+    assert math.isnan(r.rho) and math.isnan(r.p)
+    assert "constant" in r.note
+
+
+def test_spearman_drops_nan_pairs_and_needs_three():
+    r = stats.spearman([1, 2, np.nan, 4, 5], [1, 2, 3, 4, 5])
+    assert r.n == 4 and r.rho == pytest.approx(1.0) and "NaN" in r.note
+    assert math.isnan(stats.spearman([1, 2], [1, 2]).rho)
+    with pytest.raises(AiplibParameterError, match="differ in length"):
+        stats.spearman([1, 2, 3], [1, 2])
+
+
+# ---------------------------------------------------------------------------- bootstrap
+def test_bootstrap_reproducible_and_covers_mean():
+    x = np.random.default_rng(1).normal(size=50)
+    a = stats.bootstrap_ci(x, np.mean, n_resamples=500, seed=7)
+    b = stats.bootstrap_ci(x, np.mean, n_resamples=500, seed=7)
+    c = stats.bootstrap_ci(x, np.mean, n_resamples=500, seed=7, vectorized=True)
+    assert a == b
+    assert (a.ci_low, a.ci_high) == pytest.approx((c.ci_low, c.ci_high))
+    assert a.ci_low < x.mean() < a.ci_high
+    assert a.estimate == pytest.approx(x.mean())
+    assert (a.seed, a.n_resamples, a.n_valid, a.n) == (7, 500, 500, 50)
+    d = stats.bootstrap_ci(x, np.mean, n_resamples=500, seed=8)
+    assert (d.ci_low, d.ci_high) != (a.ci_low, a.ci_high)
+
+
+def test_bootstrap_paired_ratio():
+    e, w = np.array([1.0, 2, 3, 4]), np.array([2.0, 4, 6, 8])   # ratio 0.5 in every resample
+    r = stats.bootstrap_ci((e, w), lambda a, b, axis=-1: a.sum(axis) / b.sum(axis),
+                           n_resamples=200, vectorized=True)
+    assert r.estimate == 0.5 and r.ci_low == pytest.approx(0.5) and r.ci_high == pytest.approx(0.5)
+    with pytest.raises(AiplibParameterError, match="differ in length"):
+        stats.bootstrap_ci((e, w[:3]), lambda a, b: 0)
+
+
+def test_bootstrap_constant_data():
+    r = stats.bootstrap_ci(np.full(5, 2.0), np.mean, n_resamples=100)
+    assert r.ci_low == r.ci_high == r.estimate == 2.0
+
+
+# -------------------------------------------------------------------------------- tests
+def test_sign_test_exact():
+    r = stats.sign_test([1] * 9 + [-1])
+    assert r.p == pytest.approx(0.021484375)       # 2 · (1 + 10) / 2**10
+    assert (r.n_pos, r.n_neg, r.n_ties, r.n) == (9, 1, 0, 10)
+    r = stats.sign_test([0.3] * 9 + [-0.1, 0, 0, np.nan])   # ties and NaN dropped
+    assert r.p == pytest.approx(0.021484375) and r.n_ties == 2
+    assert math.isnan(stats.sign_test([0, 0]).p)
+
+
+def test_mcnemar_exact():
+    clean = [1] * 10 + [0] * 2 + [1] * 5
+    noisy = [0] * 10 + [1] * 2 + [1] * 5
+    r = stats.mcnemar_exact(clean, noisy)
+    assert (r.n_pos, r.n_neg, r.n_ties) == (10, 2, 5)
+    # exact two-sided binomial: 2 · P(X ≤ 2 | n = 12, p = 0.5) = 2 · (1 + 12 + 66) / 4096
+    assert r.p == pytest.approx(2 * 79 / 4096)
+    assert math.isnan(stats.mcnemar_exact([1, 0], [1, 0]).p)
+
+
+def test_bh_adjust_hand_computed_and_nan_safe():
+    p = [0.01, np.nan, 0.04, 0.03, 0.2]
+    # finite sorted: .01 .03 .04 .2 (m = 4): 4·.01/1 = .04; 4·.03/2 = .06; 4·.04/3 = .0533;
+    # 4·.2/4 = .2; step-up minimum: .04, .0533, .0533, .2
+    q = stats.bh_adjust(p)
+    assert np.isnan(q[1])
+    assert q[[0, 3, 2, 4]] == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.2])
+    assert stats.bh_adjust([]).shape == (0,)
+    with pytest.raises(AiplibParameterError):
+        stats.bh_adjust([1.5])
+
+
+# ----------------------------------------------------------------------------------- RER
+def test_rer_rules():
+    assert stats.rer(0.05, 0.10, task_family="asr") == pytest.approx(0.5)
+    assert stats.rer(0.15, 0.10, task_family="kws") == pytest.approx(1.5)
+    assert stats.rer(0.005, 0.002, task_family="kws") == 1.0      # both drops < 0.01
+    assert stats.rer(-0.02, 0.0, task_family="kws") == 1.0
+    assert math.isnan(stats.rer(0.005, 0.002, task_family="asr"))  # near-zero baseline
+    assert math.isnan(stats.rer(0.05, 0.002, task_family="kws"))
+    assert math.isnan(stats.rer(np.nan, 0.1, task_family="asr"))
+    np.testing.assert_allclose(stats.rer([0.05, 0.0], [0.1, 0.1], task_family="kws"), [0.5, 0.0])
+    with pytest.raises(AiplibParameterError):
+        stats.rer(0.1, 0.1, task_family="mt")
+
+
+# --------------------------------------------------------------------- tables
+def _scores():
+    rows = []
+    for m, scale in (("m1", 1.0), ("m2", 3.0)):
+        for item in ("i1", "i2"):
+            rows.append(dict(model=m, task="asr", item_id=item, bg_id="clean", snr_db=np.nan,
+                             delta_wer=np.nan))
+            for bg, base in (("a", 0.1), ("b", 0.2)):
+                for snr, k in ((10, 1.0), (0, 3.0)):
+                    rows.append(dict(model=m, task="asr", item_id=item, bg_id=bg, snr_db=snr,
+                                     delta_wer=base * k * scale))
+    return pd.DataFrame(rows)
+
+
+def test_degradation_by_background():
+    d = stats.degradation_by_background(_scores(), "asr")
+    assert list(d.columns) == ["m1", "m2", "pooled"] and list(d.index) == ["a", "b"]
+    # bg a, m1: mean over SNRs of (0.1, 0.3) = 0.2; m2: 0.6; pooled 0.4
+    assert d.loc["a"].tolist() == pytest.approx([0.2, 0.6, 0.4])
+    assert d.loc["b"].tolist() == pytest.approx([0.4, 1.2, 0.8])
+    with pytest.raises(AiplibParameterError):
+        stats.degradation_by_background(_scores(), "kws")
+
+
+def test_descriptor_correlations_long_table():
+    bgs = [f"bg{i:02d}" for i in range(20)]
+    deg = pd.DataFrame({"m1": np.arange(20.0), "pooled": np.arange(20.0) ** 2},
+                       index=pd.Index(bgs, name="bg_id"))
+    rng = np.random.default_rng(0)
+    desc = pd.DataFrame({"bg_id": bgs, **{d: rng.normal(size=20) for d in stats.DESCRIPTORS}})
+    desc["zcr"] = np.arange(20.0)[::-1]            # perfectly anti-monotone
+    desc["rms_variance"] = 1.0                     # constant
+    t = stats.descriptor_correlations(deg, desc, n_resamples=300, seed=3)
+    assert t.shape == (18, 12)
+    z = t[(t.model == "m1") & (t.descriptor == "zcr")].iloc[0]
+    assert z.r_s == pytest.approx(-1.0) and z.ci_low == pytest.approx(-1.0)
+    rv = t[t.descriptor == "rms_variance"]
+    assert rv["r_s"].isna().all() and rv["p_bh"].isna().all()
+    assert rv["note"].str.contains("constant").all()
+    for m in ("m1", "pooled"):
+        sub = t[t.model == m]
+        np.testing.assert_allclose(sub["p_bh"], stats.bh_adjust(sub["p"]))
+    assert (t["seed"] == 3).all() and (t["n_resamples"] == 300).all()
+    t2 = stats.descriptor_correlations(deg, desc, n_resamples=300, seed=3)
+    pd.testing.assert_frame_equal(t, t2)
