@@ -170,6 +170,13 @@ def write_wav(path, y, *, sr: int = SR, subtype: str = "FLOAT") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
     sf.write(str(tmp), y, sr, subtype=subtype, format="WAV")
+    # libsndfile's PEAK chunk (float WAVs) stores the time of writing: zero it, so the same samples
+    # always give the same bytes.
+    with open(tmp, "r+b") as fh:
+        i = fh.read(512).find(b"PEAK")
+        if i >= 0:
+            fh.seek(i + 12)
+            fh.write(b"\0\0\0\0")
     tmp.replace(path)
     return path
 

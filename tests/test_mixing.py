@@ -54,3 +54,16 @@ def test_background_segment_wraps():
     bg = np.arange(10, dtype=np.float32)
     assert background_segment(bg, 8, 5).tolist() == [8, 9, 0, 1, 2]
     assert background_segment(bg, 2, 3).tolist() == [2, 3, 4]
+
+
+def test_write_wav_same_samples_same_bytes(tmp_path):
+    import time
+
+    from aiplib.audio import load_audio, write_wav
+
+    y = _sig(9, 0.1, 1600)
+    a = write_wav(tmp_path / "a.wav", y).read_bytes()
+    time.sleep(1.1)  # libsndfile's PEAK chunk would record a different second
+    b = write_wav(tmp_path / "b.wav", y).read_bytes()
+    assert a == b
+    assert np.array_equal(load_audio(tmp_path / "a.wav"), y)

@@ -1,0 +1,291 @@
+"""Background curation: any list of background specs → 30 s, −30 LUFS, 16 kHz mono WAVs.
+
+Profile-agnostic: the ``demo``, ``paper`` and ``custom`` profiles each produce a list of
+*background specs* (plain dicts, see ``docs/ARCHITECTURE.md``) and call :func:`curate_battery`,
+which writes ``bg/<bg_id>.wav`` and ``descriptors/battery.csv``.
+
+Loudness is integrated loudness after ITU-R BS.1770-4, measured with pyloudnorm through
+:func:`aiplib.audio.normalize_loudness`. Coloured noises are shaped in the frequency domain
+(power ∝ 1/f for pink, 1/f² for brown, nothing below 20 Hz), a standard construction (e.g.
+Kasdin 1995, *Proc. IEEE* 83(5), "Discrete simulation of colored noise").
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .audio import SR, load_audio, loop_or_cut, loudness_lufs, normalize_loudness, write_wav
+from .errors import AiplibParameterError, AudioFileError
+
+__all__ = ["CATEGORIES", "COMBINES", "BATTERY_COLUMNS", "REQUIRED_SPEC_KEYS", "colored_noise",
+           "spec_seed", "curate_background", "curate_battery", "read_battery"]
+
+CATEGORIES = ("stationary", "transient", "music", "speech-like")
+"""Allowed values of a spec's ``category``."""
+
+COMBINES = ("concat", "sum", "synthetic:white", "synthetic:pink", "synthetic:brown")
+"""Allowed values of a spec's ``combine``."""
+
+BATTERY_COLUMNS = ["bg_id", "category", "description", "source_package", "source_file", "licence",
+                   "attribution", "synthetic", "source_duration_s", "looped", "gain_db",
+                   "lufs_before", "lufs_after", "path"]
+"""Columns of ``descriptors/battery.csv``, in order."""
+
+REQUIRED_SPEC_KEYS = ("bg_id", "category", "description", "sources", "combine", "source_package",
+                      "licence", "attribution", "synthetic")
+
+_BG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_NOISE_EXPONENT = {"white": 0.0, "pink": 1.0, "brown": 2.0}
+
+
+def _check_spec(spec) -> None:
+    missing = [k for k in REQUIRED_SPEC_KEYS if k not in spec]
+    if missing:
+        raise AiplibParameterError(f"background spec {spec.get('bg_id', '?')!r} lacks {', '.join(missing)}")
+    bg_id = spec["bg_id"]
+    if not isinstance(bg_id, str) or not _BG_ID.match(bg_id):
+        raise AiplibParameterError(f"bg_id {bg_id!r} must be a non-empty name of letters, digits, '_', '-', '.'")
+    if spec["category"] not in CATEGORIES:
+        raise AiplibParameterError(f"{bg_id}: category {spec['category']!r} is not one of {', '.join(CATEGORIES)}")
+    if spec["combine"] not in COMBINES:
+        raise AiplibParameterError(f"{bg_id}: combine {spec['combine']!r} is not one of {', '.join(COMBINES)}")
+    if not spec["combine"].startswith("synthetic:") and not spec["sources"]:
+        raise AiplibParameterError(f"{bg_id}: combine={spec['combine']!r} needs at least one source file")
+
+
+def colored_noise(kind: str, n: int, *, seed: int = 0, sr: int = SR, f_min_hz: float = 20.0) -> np.ndarray:
+    """Gaussian white, pink (1/f) or brown (1/f²) noise.
+
+    Parameters
+    ----------
+    kind : {"white", "pink", "brown"}
+    n : int > 0, samples
+    seed : int
+        Seed of ``numpy.random.default_rng``; same seed → same samples.
+    sr : int, Hz
+    f_min_hz : float, Hz
+        Components below this frequency are removed (inaudible, and without the cut-off the
+        1/f² rise of brown noise makes its peaks huge for its loudness).
+
+    Returns
+    -------
+    np.ndarray [shape=(n,)], float32
+        Zero-mean noise, peak-scaled to 0.5 (the level is set later by loudness normalisation).
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``kind`` is unknown or ``n`` < 1.
+    """
+    if kind not in _NOISE_EXPONENT:
+        raise AiplibParameterError(f"unknown noise kind {kind!r}; choose white, pink or brown")
+    if n < 1:
+        raise AiplibParameterError(f"noise length must be ≥ 1 sample, got {n}")
+    white = np.random.default_rng(seed).standard_normal(n)
+    spec = np.fft.rfft(white)
+    f = np.fft.rfftfreq(n, d=1.0 / sr)
+    keep = f >= f_min_hz
+    spec[~keep] = 0.0
+    spec[keep] *= f[keep] ** (-_NOISE_EXPONENT[kind] / 2.0)  # amplitude ∝ f^(-β/2) → power ∝ f^(-β)
+    y = np.fft.irfft(spec, n=n)
+    return (0.5 * y / np.max(np.abs(y))).astype(np.float32)
+
+
+def spec_seed(seed: int, bg_id: str) -> int:
+    """Per-background seed: the first 4 bytes (big-endian) of sha256(f"{seed}:{bg_id}")."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{bg_id}".encode()).digest()[:4], "big")
+
+
+def _flatten(sources) -> list[Path]:
+    out = []
+    for s in sources:
+        out.extend(_flatten(s) if isinstance(s, (list, tuple)) else [Path(s)])
+    return out
+
+
+def _load_checked(path: Path, sr: int) -> np.ndarray:
+    y = load_audio(path, sr=sr)
+    if not np.any(y):
+        raise AudioFileError(f"{path}: the background source is silent (all samples are zero)")
+    return y
+
+
+def _stream(paths, sr: int, start_s: float = 0.0) -> np.ndarray:
+    """Concatenate ``paths`` end to end, skipping ``start_s`` seconds of the first one."""
+    parts = [_load_checked(p, sr) for p in paths]
+    skip = int(round(start_s * sr))
+    if skip:
+        if skip >= parts[0].size:
+            raise AiplibParameterError(f"{paths[0]}: start_s={start_s} s is past its end "
+                                       f"({parts[0].size / sr:.2f} s)")
+        parts[0] = parts[0][skip:]
+    return np.concatenate(parts)
+
+
+def _name(paths) -> str:
+    return ", ".join(str(p) for p in paths)
+
+
+def _real_background(spec, n: int, target_lufs: float, sr: int):
+    """Build the un-normalised 30 s signal of a concat/sum spec; returns (y, source_duration_s, looped)."""
+    start_s = float(spec.get("start_s", 0.0) or 0.0)
+    if spec["combine"] == "concat":
+        paths = _flatten(spec["sources"])
+        y = _stream(paths, sr, start_s)
+        return loop_or_cut(y, n), y.size / sr, y.size < n
+    streams, durations = [], []
+    for i, src in enumerate(spec["sources"]):  # "sum": each source (or list = one talker) normalised
+        paths = _flatten([src])
+        y = _stream(paths, sr, start_s if i == 0 else 0.0)
+        durations.append(y.size / sr)
+        y = loop_or_cut(y, n)
+        streams.append(normalize_loudness(y, target_lufs, sr=sr, name=_name(paths))[0])
+    return np.sum(streams, axis=0, dtype=np.float64), min(durations), min(durations) * sr < n
+
+
+def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = -30.0, seed: int = 0,
+                      sr: int = SR):
+    """Make one background: combine its sources, loop or cut, loudness-normalise.
+
+    Parameters
+    ----------
+    spec : dict
+        A background spec (``docs/ARCHITECTURE.md``): ``bg_id, category, description, sources,
+        combine, source_package, licence, attribution, synthetic`` and optional ``start_s``.
+        ``combine="concat"`` joins the sources end to end; ``"sum"`` loudness-normalises each
+        source to ``target_lufs`` and adds them (an element of ``sources`` may itself be a list
+        of files, concatenated into one talker stream first); ``"synthetic:white|pink|brown"``
+        ignores ``sources`` and generates seeded noise. ``start_s`` (s) skips the start of the
+        first source.
+    duration_s : float > 0, s
+        Output length; shorter material is looped end to end, longer is cut.
+    target_lufs : float, LUFS
+        Integrated loudness of the output (ITU-R BS.1770-4, pyloudnorm).
+    seed : int
+        Seed of the synthetic noises.
+    sr : int, Hz
+
+    Returns
+    -------
+    y : np.ndarray [shape=(round(duration_s * sr),)], float32
+    info : dict
+        ``source_duration_s`` (s, before looping; shortest talker for ``sum``), ``looped``,
+        ``gain_db`` (dB, final normalisation), ``lufs_before``, ``lufs_after`` (LUFS) and the spec's
+        descriptive fields.
+
+    Raises
+    ------
+    AiplibParameterError
+        If the spec is malformed, ``duration_s`` ≤ 0, or the signal holds NaN/inf samples.
+    AudioFileError
+        If a source is missing, unreadable or silent (the message names the file).
+    """
+    _check_spec(spec)
+    if not duration_s > 0:
+        raise AiplibParameterError(f"duration_s must be > 0 s, got {duration_s}")
+    n = int(round(duration_s * sr))
+    if spec["combine"].startswith("synthetic:"):
+        y = colored_noise(spec["combine"].split(":", 1)[1], n, seed=seed, sr=sr)
+        src_dur, looped, name = duration_s, False, f"{spec['bg_id']} ({spec['combine']})"
+    else:
+        y, src_dur, looped = _real_background(spec, n, target_lufs, sr)
+        name = _name(_flatten(spec["sources"]))
+    y, gain_db, before = normalize_loudness(np.asarray(y, dtype=np.float32), target_lufs, sr=sr, name=name)
+    info = {k: spec[k] for k in REQUIRED_SPEC_KEYS if k not in ("sources", "combine")}
+    info.update(source_duration_s=float(src_dur), looped=bool(looped), gain_db=gain_db,
+                lufs_before=before, lufs_after=loudness_lufs(y, sr=sr, name=name))
+    return y, info
+
+
+def _resolve(ws, sources):
+    return [_resolve(ws, s) if isinstance(s, (list, tuple)) else str(ws.path(s)) for s in sources]
+
+
+def _row(ws, spec, info, out: Path) -> dict:
+    files = _flatten(spec["sources"]) if not spec["combine"].startswith("synthetic:") else []
+    row = dict(info, bg_id=spec["bg_id"], path=ws.rel(out),
+               source_file=";".join(ws.rel(p) for p in files) or spec["combine"])
+    return {c: row[c] for c in BATTERY_COLUMNS}
+
+
+def read_battery(ws):
+    """Read ``descriptors/battery.csv`` of workspace ``ws`` (None when it does not exist)."""
+    import pandas as pd
+
+    path = ws.descriptors / "battery.csv"
+    if not path.is_file():
+        return None
+    return pd.read_csv(path, keep_default_na=False, dtype={"bg_id": str})
+
+
+def _check_ids(specs) -> None:
+    seen, dups = set(), []
+    for s in specs:
+        bg_id = s.get("bg_id")
+        if bg_id in seen:
+            dups.append(bg_id)
+        seen.add(bg_id)
+    if dups:
+        raise AiplibParameterError(f"duplicate bg_id in the background specs: {', '.join(map(str, dups))}")
+
+
+def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = -30.0,
+                   seed: int = 20240917, overwrite: bool = False):
+    """Curate every spec into ``bg/<bg_id>.wav`` and write ``descriptors/battery.csv``.
+
+    Parameters
+    ----------
+    ws : aiplib.workspace.Workspace
+    specs : list of dict
+        Background specs (see :func:`curate_background`); relative source paths are read
+        relative to ``ws.root``.
+    duration_s : float > 0, s
+    target_lufs : float, LUFS
+    seed : int
+        Base seed; background ``bg_id`` uses :func:`spec_seed` ``(seed, bg_id)``.
+    overwrite : bool
+        Re-make WAVs that already exist. Without it an existing ``bg/<bg_id>.wav`` listed in the
+        current ``battery.csv`` is kept as it is (with its row), missing ones are made; pass
+        True after changing a spec, durations or target loudness.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per spec, columns :data:`BATTERY_COLUMNS` (``path`` relative to ``ws.root``).
+
+    Raises
+    ------
+    AiplibParameterError
+        On duplicate ``bg_id`` or a malformed spec.
+    AudioFileError
+        If a source is missing, unreadable or silent.
+    """
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    _check_ids(specs)
+    for s in specs:
+        _check_spec(s)
+    ws.ensure()
+    old = read_battery(ws)
+    old = {} if old is None or overwrite else {r["bg_id"]: r for r in old.to_dict("records")}
+    rows = []
+    for spec in tqdm(specs, desc="curating backgrounds", unit="bg"):
+        out = ws.bg / f"{spec['bg_id']}.wav"
+        if out.is_file() and spec["bg_id"] in old:
+            rows.append({c: old[spec["bg_id"]][c] for c in BATTERY_COLUMNS})
+            continue
+        spec = dict(spec, sources=_resolve(ws, spec["sources"]))
+        y, info = curate_background(spec, duration_s=duration_s, target_lufs=target_lufs,
+                                    seed=spec_seed(seed, spec["bg_id"]))
+        if overwrite or not out.is_file():
+            write_wav(out, y)
+        rows.append(_row(ws, spec, info, out))
+    df = pd.DataFrame(rows, columns=BATTERY_COLUMNS)
+    tmp = ws.descriptors / "battery.csv.part"
+    df.to_csv(tmp, index=False)
+    tmp.replace(ws.descriptors / "battery.csv")
+    return df

@@ -1,0 +1,603 @@
+"""Stage 1–2 of the embedded default profile ``demo``: everything comes from Debian packages.
+
+* Real speech: the Asterisk English prompts (``asterisk-core-sounds-en-g722``, one female
+  speaker, Allison Smith, CC BY-SA 3.0) with the transcripts of ``asterisk-core-sounds-en``.
+* Synthetic speech: Harvard sentences (IEEE 1969, *Recommended Practice for Speech Quality
+  Measurements*, distributed as public domain) and single command words, read by espeak-ng
+  and flite voices. These items are marked ``synthetic: true``; they are robotic voices used
+  for the accent comparison and the KWS task, not human speech.
+* Backgrounds: recorded sounds from ``minetest-data``, ``sonic-pi-samples``,
+  ``asterisk-moh-opsound-g722`` and ``extremetuxracer-data`` (licence per file, read from the
+  packages' copyright and README files), babble and hubbub made from Asterisk prompts that are
+  not in the item bank, and three synthetic noise controls.
+
+Stage 1 :func:`gather_raw` copies the source files into ``raw/<package>/…`` (paths under
+``/usr/share`` kept) and writes ``raw/inventory.csv``. Stage 2 :func:`build_item_banks` writes
+``itembanks/{asr,kws}.jsonl`` and the 16 kHz WAVs. :func:`battery_specs` lists the 20 background
+specs for :func:`aiplib.backgrounds.curate_battery`.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..audio import SR, load_audio, write_wav
+from ..errors import AiplibError, AiplibParameterError, AudioFileError, MissingPackageError
+from . import debian
+
+__all__ = ["DEBIAN_PACKAGES", "KEYWORDS", "NON_TARGET_WORDS", "HARVARD_SENTENCES", "ASR_VOICES",
+           "KWS_VOICES", "gather_raw", "read_transcripts", "asterisk_prompts", "synthesize",
+           "trim_silence", "build_item_banks", "battery_specs"]
+
+DEBIAN_PACKAGES = ["ffmpeg", "espeak-ng", "flite", "sox", "asterisk-core-sounds-en",
+                   "asterisk-core-sounds-en-g722", "asterisk-moh-opsound-g722", "minetest-data",
+                   "sonic-pi-samples", "extremetuxracer-data"]
+"""Debian packages the demo profile needs (``asterisk-core-sounds-en`` brings the transcripts)."""
+
+KEYWORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
+"""The ten KWS target words (as in Speech Commands v0.02)."""
+
+NON_TARGET_WORDS = ("bed", "cat", "happy", "house", "marvin", "sheila", "tree", "wow", "bird", "dog")
+"""Non-target words (Speech Commands' auxiliary words)."""
+
+HARVARD_SENTENCES = (  # lists 1–3 of the Harvard sentences (IEEE 1969), public domain
+    "The birch canoe slid on the smooth planks.", "Glue the sheet to the dark blue background.",
+    "It's easy to tell the depth of a well.", "These days a chicken leg is a rare dish.",
+    "Rice is often served in round bowls.", "The juice of lemons makes fine punch.",
+    "The box was thrown beside the parked truck.", "The hogs were fed chopped corn and garbage.",
+    "Four hours of steady work faced us.", "A large size in stockings is hard to sell.",
+    "The boy was there when the sun rose.", "A rod is used to catch pink salmon.",
+    "The source of the huge river is the clear spring.", "Kick the ball straight and follow through.",
+    "Help the woman get back to her feet.", "A pot of tea helps to pass the evening.",
+    "Smoky fires lack flame and heat.", "The soft cushion broke the man's fall.",
+    "The salt breeze came across from the sea.", "The girl at the booth sold fifty bonds.",
+    "The small pup gnawed a hole in the sock.", "The fish twisted and turned on the bent hook.",
+    "Press the pants and sew a button on the vest.", "The swan dive was far short of perfect.",
+    "The beauty of the view stunned the young boy.", "Two blue fish swam in the tank.",
+    "Her purse was full of useless trash.", "The colt reared and threw the tall rider.",
+    "It snowed, rained, and hailed the same morning.", "Read verse out loud for pleasure.",
+)
+
+ASR_VOICES = ("espeak:en-us", "espeak:en-gb", "espeak:en-gb-scotland", "espeak:en-gb-x-rp",
+              "espeak:en-029", "espeak:en-us-nyc", "espeak:en-gb-x-gbclan", "espeak:en-gb-x-gbcwmd",
+              "flite:kal16", "flite:slt", "flite:rms", "flite:awb")
+"""Synthetic ASR voices (``engine:voice``); ``kal16`` is flite's 16 kHz build of ``kal``."""
+
+KWS_VOICES = ("espeak:en-us+f3", "espeak:en-gb+m2", "flite:slt", "espeak:en-gb-scotland+f2",
+              "flite:kal16", "espeak:en-029+m4", "espeak:en-us-nyc+f4", "flite:awb",
+              "espeak:en-gb-x-rp+m3", "espeak:en-gb-x-gbclan+f5", "flite:rms",
+              "espeak:en-gb-x-gbcwmd+m7", "espeak:en-us+m1", "espeak:en-gb+f1")
+"""Fourteen synthetic KWS voices (espeak-ng accent + voice variant, flite voices)."""
+
+_SHARE = Path("/usr/share")
+_PROMPTS = "asterisk/sounds/en_US_f_Allison"
+_TRANSCRIPT = "doc/asterisk-core-sounds-en/core-sounds-en.txt.gz"
+_AST_PKG, _TXT_PKG = "asterisk-core-sounds-en-g722", "asterisk-core-sounds-en"
+_AST_LICENCE = "CC BY-SA 3.0"
+_AST_ATTR = "Asterisk core sounds (English), recorded by Allison Smith (theivrvoice.com), Digium, Inc."
+_G722_BYTES_PER_S = 8000  # G.722 at 64 kbit/s
+_TEXT_OK = re.compile(r"^[A-Za-z0-9 ,.'?!;:\-]+$")
+_MT = "games/minetest/games/minetest_game/mods"
+_SP = "sonic-pi/samples"
+_NOTICES = {  # licence notices copied next to the audio (licence text, per-file credits)
+    "minetest-data": [f"{_MT}/{m}/README.txt" for m in ("env_sounds", "fire", "default", "doors", "carts")],
+    "sonic-pi-samples": [f"{_SP}/README.md"],
+}
+
+
+@dataclass(frozen=True)
+class _Src:
+    package: str
+    rel: str  # path under /usr/share
+    licence: str
+    attribution: str
+
+
+def _srcs(package, rels, licence, attribution):
+    return [_Src(package, r, licence, attribution) for r in rels]
+
+
+_FS = "freesound.org/people"
+_BG_SOURCES = {  # group → files; licence and credit from the packages' copyright / README files
+    "water": _srcs("minetest-data", [f"{_MT}/env_sounds/sounds/env_sounds_water.{i}.ogg" for i in range(1, 5)],
+                   "CC0 1.0", f"Yuval ({_FS}/Yuval/sounds/197023/), via Minetest Game"),
+    "fire": _srcs("minetest-data", [f"{_MT}/fire/sounds/fire_fire.{i}.ogg" for i in range(1, 4)],
+                  "CC BY 3.0", f"Dynamicell ({_FS}/Dynamicell/sounds/17548/), via Minetest Game"),
+    "furnace": _srcs("minetest-data", [f"{_MT}/default/sounds/default_furnace_active.ogg"],
+                     "CC0 1.0", f"iankath ({_FS}/iankath/sounds/173991/), via Minetest Game"),
+    "splash": _srcs("minetest-data", [f"{_MT}/default/sounds/default_water_footstep.{i}.ogg" for i in range(1, 4)],
+                    "CC BY 3.0", "AGFX (freesound.org/people/AGFX/packs/1253/), via Minetest Game"),
+    "cart": _srcs("minetest-data", [f"{_MT}/carts/sounds/carts_cart_moving.{i}.ogg" for i in range(1, 4)],
+                  "CC BY-SA 3.0", "Minetest Game contributors (Debian copyright of minetest-data, *.ogg)"),
+    "doors": (_srcs("minetest-data", [f"{_MT}/doors/sounds/doors_door_open.ogg"], "CC BY 3.0",
+                    "CGEffex, modified by BlockMen, via Minetest Game")
+              + _srcs("minetest-data", [f"{_MT}/doors/sounds/doors_door_close.ogg"], "CC BY 3.0",
+                      "bennstir, via Minetest Game")
+              + _srcs("minetest-data", [f"{_MT}/doors/sounds/doors_steel_door_{s}.ogg" for s in ("open", "close")],
+                      "CC BY 3.0", f"HazMattt ({_FS}/HazMattt/sounds/187283/), via Minetest Game")
+              + _srcs("minetest-data", [f"{_MT}/doors/sounds/doors_fencegate_close.ogg"], "CC BY 3.0",
+                      f"BarkersPinhead ({_FS}/BarkersPinhead/sounds/274807/) and rivernile7 "
+                      f"({_FS}/rivernile7/sounds/249573/), via Minetest Game")),
+    "sauna": _srcs("sonic-pi-samples", [f"{_SP}/ambi_sauna.flac"], "CC0 1.0",
+                   f"hullum ({_FS}/hullum/sounds/415551/), via Sonic Pi"),
+    "printer": _srcs("sonic-pi-samples", [f"{_SP}/loop_3d_printer.flac"], "CC0 1.0",
+                     f"hullum ({_FS}/hullum/sounds/415571/), via Sonic Pi"),
+    "vinyl": _srcs("sonic-pi-samples", [f"{_SP}/vinyl_hiss.flac"], "CC0 1.0",
+                   f"veezay ({_FS}/veezay/sounds/130393/), via Sonic Pi"),
+    "industrial": _srcs("sonic-pi-samples", [f"{_SP}/loop_industrial.flac"], "CC0 1.0",
+                        f"godspine ({_FS}/godspine/sounds/222072/), via Sonic Pi"),
+    "tabla": _srcs("sonic-pi-samples", [f"{_SP}/loop_tabla.flac"], "CC0 1.0",
+                   f"lezaarth ({_FS}/lezaarth/sounds/242591/), via Sonic Pi"),
+    "ski": _srcs("extremetuxracer-data", [f"games/etr/sounds/{s}_slide.wav" for s in ("snow", "mud", "rock", "grass")],
+                 "GPL-2.0-or-later", "Extreme Tux Racer Team / Tuxracer (Jasmin F. Patry)"),
+    "moh_cold_day": _srcs("asterisk-moh-opsound-g722", ["asterisk/moh/macroform-cold_day.g722"], "CC BY-SA 3.0",
+                          "'Cold Day' by Paul Shuler (Macroform), Asterisk opsound music on hold"),
+    "moh_morning_coffee": _srcs("asterisk-moh-opsound-g722", ["asterisk/moh/manolo_camp-morning_coffee.g722"],
+                                "CC BY-SA 3.0", "'Morning Coffee' by Manolo Camp, Asterisk opsound music on hold"),
+    "moh_system": _srcs("asterisk-moh-opsound-g722", ["asterisk/moh/reno_project-system.g722"], "CC BY-SA 3.0",
+                        "'System' by Reno Project, Asterisk opsound music on hold"),
+}
+
+# bg_id, category, source group or synthetic kind, description, start_s
+_BATTERY = [
+    ("fire_crackle", "stationary", "fire", "steady crackling fire", 0.0),
+    ("furnace_roar", "stationary", "furnace", "low roar of a burning furnace", 0.0),
+    ("printer_3d", "stationary", "printer", "3-D printer stepper motors whirring", 0.0),
+    ("vinyl_hiss", "stationary", "vinyl", "vinyl record surface hiss and crackle", 0.0),
+    ("cart_rails", "stationary", "cart", "mine cart rumbling along rails", 0.0),
+    ("ski_slide", "stationary", "ski", "skis sliding over snow, mud, rock and grass", 0.0),
+    ("white_noise", "stationary", "white", "synthetic white noise (control)", 0.0),
+    ("pink_noise", "stationary", "pink", "synthetic pink (1/f) noise (control)", 0.0),
+    ("brown_noise", "stationary", "brown", "synthetic brown (1/f²) noise (control)", 0.0),
+    ("water_stream", "transient", "water", "rain-like water stream, splashing and trickling", 0.0),
+    ("sauna_steam", "transient", "sauna", "sauna: bursts of water hissing on hot stones", 0.0),
+    ("water_splash", "transient", "splash", "footsteps splashing through water", 0.0),
+    ("industrial_clank", "transient", "industrial", "short industrial machine loop, rhythmic clanks", 0.0),
+    ("door_slams", "transient", "doors", "wooden and steel doors and a gate opening and closing", 0.0),
+    ("moh_cold_day", "music", "moh_cold_day", "electronic music-on-hold track 'Cold Day' (Macroform)", 30.0),
+    ("moh_morning_coffee", "music", "moh_morning_coffee", "music-on-hold track 'Morning Coffee' (Manolo Camp)", 10.0),
+    ("moh_system", "music", "moh_system", "music-on-hold track 'System' (Reno Project)", 30.0),
+    ("tabla_loop", "music", "tabla", "tabla drum loop (percussion music)", 0.0),
+]
+_N_BABBLE, _N_HUBBUB, _STREAM_S = 6, 2, 31.0
+
+
+# ----------------------------------------------------------------------------- stage 1
+def _raw(ws, package: str, rel: str) -> Path:
+    return ws.raw / package / rel
+
+
+def _copy(src: Path, dst: Path) -> None:
+    if dst.is_file() and dst.stat().st_size == src.stat().st_size:
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(dst.name + ".part")
+    shutil.copyfile(src, tmp)
+    tmp.replace(dst)
+
+
+def read_transcripts(path) -> dict[str, str]:
+    """Parse the Asterisk transcript file (``core-sounds-en.txt[.gz]``).
+
+    Parameters
+    ----------
+    path : str or Path
+        Lines look like ``agent-pass: Please enter your password followed by the pound key.``;
+        keys may hold a sub-folder (``digits/7: seven``); ``;`` starts a comment line.
+
+    Returns
+    -------
+    dict
+        prompt key (file path without ``.g722``) → transcript with runs of spaces collapsed.
+    """
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    out = {}
+    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if not line.strip() or line.startswith(";") or ":" not in line:
+                continue
+            key, _, text = line.partition(":")
+            out[key.strip()] = " ".join(text.split())
+    return out
+
+
+def _source_files() -> list[_Src]:
+    """Every file stage 1 copies: prompts, transcript, background sources, licence notices."""
+    texts = read_transcripts(_SHARE / _TRANSCRIPT)
+    files = [_Src(_TXT_PKG, _TRANSCRIPT, _AST_LICENCE, _AST_ATTR + " (transcripts)")]
+    files += [_Src(_AST_PKG, f"{_PROMPTS}/{k}.g722", _AST_LICENCE, _AST_ATTR) for k in sorted(texts)
+              if (_SHARE / _PROMPTS / f"{k}.g722").is_file()]
+    files += [s for group in _BG_SOURCES.values() for s in group]
+    pkgs = sorted({s.package for s in files})
+    files += [_Src(p, f"doc/{p}/copyright", "licence notice", "Debian copyright file") for p in pkgs]
+    files += [_Src(p, r, "licence notice", "upstream credits") for p, rs in _NOTICES.items() for r in rs]
+    return files
+
+
+def gather_raw(ws, *, install: bool = True):
+    """Stage 1: copy the demo's source files into ``raw/<package>/`` and write the inventory.
+
+    Parameters
+    ----------
+    ws : aiplib.workspace.Workspace
+    install : bool
+        Install missing Debian packages with apt-get when allowed (see
+        :func:`aiplib.corpora.debian.ensure_packages`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``raw/inventory.csv``: one row per copied file, columns ``file`` (relative to
+        ``ws.root``), ``package``, ``licence``, ``attribution``, ``bytes``.
+
+    Raises
+    ------
+    MissingPackageError
+        If a package of :data:`DEBIAN_PACKAGES` is missing and cannot be installed.
+
+    Notes
+    -----
+    Idempotent: files already copied (same size) are skipped.
+    """
+    import pandas as pd
+
+    debian.ensure_packages(DEBIAN_PACKAGES, install=install)
+    ws.ensure()
+    rows = []
+    for s in _source_files():
+        src, dst = _SHARE / s.rel, _raw(ws, s.package, s.rel)
+        if not src.is_file():
+            raise MissingPackageError(f"{src}: expected in Debian package {s.package}; reinstall it with\n"
+                                      f"    {debian.install_command([s.package])}")
+        _copy(src, dst)
+        rows.append(dict(file=ws.rel(dst), package=s.package, licence=s.licence,
+                         attribution=s.attribution, bytes=dst.stat().st_size))
+    df = pd.DataFrame(rows, columns=["file", "package", "licence", "attribution", "bytes"])
+    df.to_csv(ws.raw / "inventory.csv", index=False)
+    return df
+
+
+# ----------------------------------------------------------------------------- stage 2
+def asterisk_prompts(ws):
+    """The Asterisk English prompts copied by :func:`gather_raw`, with transcripts.
+
+    Parameters
+    ----------
+    ws : aiplib.workspace.Workspace
+
+    Returns
+    -------
+    pandas.DataFrame
+        Sorted by ``key``; columns ``key`` (e.g. ``agent-pass``, ``digits/7``), ``path`` (absolute
+        ``.g722`` path), ``text``, ``n_words``, ``duration_s`` (s, from the file size: G.722 is
+        64 kbit/s), ``clean_text`` (only letters, digits and plain punctuation, no ``[tone]``).
+
+    Raises
+    ------
+    AiplibError
+        If stage 1 has not been run.
+    """
+    import pandas as pd
+
+    tpath = _raw(ws, _TXT_PKG, _TRANSCRIPT)
+    if not tpath.is_file():
+        raise AiplibError(f"{tpath} is missing: run aiplib.corpora.demo.gather_raw(ws) first (stage 1)")
+    rows = []
+    for key, text in sorted(read_transcripts(tpath).items()):
+        p = _raw(ws, _AST_PKG, f"{_PROMPTS}/{key}.g722")
+        if p.is_file():
+            rows.append(dict(key=key, path=str(p), text=text, n_words=len(text.split()),
+                             duration_s=p.stat().st_size / _G722_BYTES_PER_S,
+                             clean_text=bool(_TEXT_OK.match(text))))
+    return pd.DataFrame(rows)
+
+
+def synthesize(text: str, voice: str, *, sr: int = SR) -> np.ndarray:
+    """Read ``text`` aloud with a local synthetic voice.
+
+    Parameters
+    ----------
+    text : str
+    voice : str
+        ``"espeak:<voice>"`` (espeak-ng, e.g. ``espeak:en-gb-scotland``, ``espeak:en-us+f3``) or
+        ``"flite:<voice>"`` (``kal``, ``kal16``, ``slt``, ``rms``, ``awb``).
+    sr : int, Hz
+
+    Returns
+    -------
+    np.ndarray [shape=(n,)], float32, mono at ``sr`` Hz (resampled from the engine's rate)
+
+    Raises
+    ------
+    AiplibParameterError
+        If the engine is unknown.
+    MissingPackageError
+        If espeak-ng or flite is not installed.
+    AudioFileError
+        If the engine fails or writes no audio.
+    """
+    engine, _, name = voice.partition(":")
+    exe = {"espeak": "espeak-ng", "flite": "flite"}.get(engine)
+    if exe is None or not name:
+        raise AiplibParameterError(f"voice {voice!r} must be 'espeak:<voice>' or 'flite:<voice>'")
+    if shutil.which(exe) is None:
+        raise MissingPackageError(f"{exe} is needed for voice {voice!r}; install it with\n"
+                                  f"    {debian.install_command([exe])}")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "tts.wav"
+        cmd = ([exe, "-v", name, "-w", str(out), text] if engine == "espeak"
+               else [exe, "-voice", name, "-t", text, "-o", str(out)])
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0 or not out.is_file():
+            raise AudioFileError(f"{exe} ({voice}) failed on {text!r}: {proc.stderr.strip()[-200:]}")
+        return load_audio(out, sr=sr)
+
+
+def trim_silence(y, *, top_db: float = 40.0, margin_s: float = 0.1, sr: int = SR) -> np.ndarray:
+    """Trim leading and trailing silence, keeping a margin.
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)], float
+    top_db : float, dB
+        Frames quieter than the loudest frame by more than this are silence (``librosa.effects.trim``).
+    margin_s : float, s
+        Silence kept before and after the sound.
+    sr : int, Hz
+
+    Returns
+    -------
+    np.ndarray [shape=(m,)], float32, m ≤ n
+    """
+    import librosa
+
+    _, (start, end) = librosa.effects.trim(y, top_db=top_db)
+    pad = int(round(margin_s * sr))
+    return np.ascontiguousarray(y[max(0, start - pad):min(y.size, end + pad)], dtype=np.float32)
+
+
+def _pad_to(y: np.ndarray, n: int) -> np.ndarray:
+    """Centre ``y`` in ``n`` samples of silence (no-op when it is already that long)."""
+    if y.size >= n:
+        return y
+    left = (n - y.size) // 2
+    return np.pad(y, (left, n - y.size - left)).astype(np.float32)
+
+
+def _slug(voice: str) -> str:
+    return voice.replace(":", "-").replace("+", "-")
+
+
+def _engine_credit(voice: str) -> str:
+    return "espeak-ng" if voice.startswith("espeak:") else "flite"
+
+
+def _item(ws, family, item_id, y, *, source_file, source, licence, attribution, speaker, accent_group,
+          synthetic, **extra) -> dict:
+    path = ws.itembanks / "audio" / family / f"{item_id}.wav"
+    write_wav(path, y)
+    return dict(item_id=item_id, path=ws.rel(path), source_file=source_file, source=source,
+                licence=licence, attribution=attribution, duration_s=float(y.size / SR), speaker=speaker,
+                accent_group=accent_group, synthetic=synthetic, **extra)
+
+
+def _asr_real(ws, n: int, rng) -> list[dict]:
+    p = asterisk_prompts(ws)
+    cand = p[(p.duration_s >= 2.0) & (p.duration_s <= 10.0) & (p.n_words >= 5) & p.clean_text]
+    if n > len(cand):
+        raise AiplibParameterError(f"n_asr_real={n} but only {len(cand)} Asterisk prompts qualify")
+    rows = []
+    for r in cand.iloc[np.sort(rng.choice(len(cand), size=n, replace=False))].itertuples():
+        rows.append(_item(ws, "asr", "ast-" + r.key.replace("/", "-"), load_audio(r.path), text=r.text,
+                          source_file=ws.rel(r.path), source=_AST_PKG, licence=_AST_LICENCE,
+                          attribution=_AST_ATTR, speaker="asterisk_allison",
+                          accent_group="en-US (Asterisk, real)", synthetic=False))
+    return rows
+
+
+def _asr_synth(ws, n: int, rng) -> list[dict]:
+    order = rng.permutation(len(HARVARD_SENTENCES))
+    rows = []
+    for i in range(n):
+        k = int(order[i % len(order)])
+        voice, text = ASR_VOICES[i % len(ASR_VOICES)], HARVARD_SENTENCES[k]
+        y = trim_silence(synthesize(text, voice))
+        rows.append(_item(ws, "asr", f"syn-{i:02d}-{_slug(voice)}", y, text=text,
+                          source_file=f"harvard:list{k // 10 + 1}/{k % 10 + 1}",
+                          source=f"{_engine_credit(voice)} (synthetic voice)",
+                          licence=f"public domain text; synthetic audio generated locally with {_engine_credit(voice)}",
+                          attribution=f"Harvard sentence list {k // 10 + 1} no. {k % 10 + 1} (IEEE 1969) "
+                                      f"read by the synthetic voice {voice}",
+                          speaker=voice, accent_group=voice, synthetic=True))
+    return rows
+
+
+def _kws(ws, n_target: int, n_nontarget: int, rng) -> list[dict]:
+    voices = [KWS_VOICES[j] for j in rng.permutation(len(KWS_VOICES))]
+    plan = [(KEYWORDS[i % len(KEYWORDS)], True) for i in range(n_target)]
+    plan += [(NON_TARGET_WORDS[i % len(NON_TARGET_WORDS)], False) for i in range(n_nontarget)]
+    rows = []
+    for i, (word, is_target) in enumerate(plan):
+        voice = voices[i % len(voices)]
+        y = _pad_to(trim_silence(synthesize(word, voice)), SR)  # ≥ 1 s, like Speech Commands clips
+        rows.append(_item(ws, "kws", f"kws-{i:02d}-{word}-{_slug(voice)}", y, label=word,
+                          is_target=is_target, source_file=f"word:{word}",
+                          source=f"{_engine_credit(voice)} (synthetic voice)",
+                          licence=f"public domain word; synthetic audio generated locally with {_engine_credit(voice)}",
+                          attribution=f"the word '{word}' read by the synthetic voice {voice}",
+                          speaker=voice, accent_group=voice.split("+")[0], synthetic=True))
+    return rows
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    tmp = path.with_name(path.name + ".part")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def _read_jsonl(path: Path):
+    import pandas as pd
+
+    return pd.DataFrame([json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line])
+
+
+def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_target: int = 20,
+                     n_kws_nontarget: int = 10, seed: int = 20240917, overwrite: bool = False):
+    """Stage 2: write ``itembanks/asr.jsonl``, ``itembanks/kws.jsonl`` and their 16 kHz WAVs.
+
+    Parameters
+    ----------
+    ws : aiplib.workspace.Workspace
+        Stage 1 (:func:`gather_raw`) must have been run.
+    n_asr_real : int ≥ 0
+        Real ASR items: a seeded choice among the Asterisk prompts of 2–10 s with ≥ 5 words and
+        a plain transcript (about 170 qualify); the WAV is the decoded prompt, untrimmed.
+    n_asr_synth : int ≥ 0
+        Synthetic ASR items: Harvard sentences (seeded order) read by :data:`ASR_VOICES` in turn
+        (round-robin), silence trimmed to a 0.1 s margin.
+    n_kws_target, n_kws_nontarget : int ≥ 0
+        KWS items; targets cycle through :data:`KEYWORDS`, non-targets through
+        :data:`NON_TARGET_WORDS`, voices go round-robin over a seeded order of :data:`KWS_VOICES`
+        (so min(n, 14) distinct voices). Clips are trimmed and centred in ≥ 1 s.
+    seed : int
+        Seed of ``numpy.random.default_rng``; the same seed gives the same items and bytes.
+    overwrite : bool
+        Rebuild even when both item banks exist (otherwise they are read back and returned).
+
+    Returns
+    -------
+    dict of str → pandas.DataFrame
+        ``{"asr": …, "kws": …}`` with the fields of ``docs/ARCHITECTURE.md``.
+
+    Raises
+    ------
+    AiplibError
+        If stage 1 has not been run.
+    AiplibParameterError
+        If a count is negative or more real items are asked for than qualify.
+    """
+    counts = dict(n_asr_real=n_asr_real, n_asr_synth=n_asr_synth, n_kws_target=n_kws_target,
+                  n_kws_nontarget=n_kws_nontarget)
+    bad = {k: v for k, v in counts.items() if int(v) != v or v < 0}
+    if bad:
+        raise AiplibParameterError(f"item counts must be integers ≥ 0, got {bad}")
+    paths = {f: ws.itembanks / f"{f}.jsonl" for f in ("asr", "kws")}
+    if not overwrite and all(p.is_file() for p in paths.values()):
+        banks = {f: _read_jsonl(p) for f, p in paths.items()}
+        if len(banks["asr"]) != n_asr_real + n_asr_synth or len(banks["kws"]) != n_kws_target + n_kws_nontarget:
+            warnings.warn("existing item banks have other sizes than asked; pass overwrite=True to rebuild",
+                          stacklevel=2)
+        return banks
+    ws.ensure()
+    rng_real, rng_synth, rng_kws = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
+    asr = _asr_real(ws, n_asr_real, rng_real) + _asr_synth(ws, n_asr_synth, rng_synth)
+    kws = _kws(ws, n_kws_target, n_kws_nontarget, rng_kws)
+    for fam, rows in (("asr", asr), ("kws", kws)):
+        _write_jsonl(paths[fam], rows)
+    return {f: _read_jsonl(p) for f, p in paths.items()}
+
+
+# ----------------------------------------------------------------------------- battery
+def _group_spec(ws, bg_id, category, group, description, start_s) -> dict:
+    srcs = _BG_SOURCES[group]
+    paths = [_raw(ws, s.package, s.rel) for s in srcs]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise AudioFileError(f"{missing[0]}: background source missing; run "
+                             f"aiplib.corpora.demo.gather_raw(ws) first (stage 1)")
+    spec = dict(bg_id=bg_id, category=category, description=description, sources=[str(p) for p in paths],
+                combine="concat", source_package=srcs[0].package,
+                licence="; ".join(dict.fromkeys(s.licence for s in srcs)),
+                attribution="; ".join(dict.fromkeys(s.attribution for s in srcs)), synthetic=False)
+    if start_s:
+        spec["start_s"] = float(start_s)
+    return spec
+
+
+def _noise_spec(bg_id, kind, description) -> dict:
+    return dict(bg_id=bg_id, category="stationary", description=description, sources=[],
+                combine=f"synthetic:{kind}", source_package="synthetic", licence="CC0 1.0 (generated)",
+                attribution=f"seeded {kind} noise generated by aiplib.backgrounds", synthetic=True)
+
+
+def _talker_streams(ws, n_streams: int, seed: int) -> list[list[str]]:
+    """Disjoint sequences of ≥ 31 s of Asterisk prompts that are not in ``itembanks/asr.jsonl``."""
+    bank = ws.itembanks / "asr.jsonl"
+    if not bank.is_file():
+        raise AiplibError(f"{bank} is missing: run build_item_banks(ws) first, so that the babble "
+                          "avoids the prompts of the item bank")
+    used = {str(ws.path(f)) for f in _read_jsonl(bank).get("source_file", [])}
+    p = asterisk_prompts(ws)
+    cand = p[(p.n_words >= 3) & (p.duration_s >= 1.5) & p.clean_text & ~p.path.isin(used)]
+    order = cand.iloc[np.random.default_rng(seed).permutation(len(cand))]
+    streams, cur, total = [], [], 0.0
+    for r in order.itertuples():
+        cur.append(r.path)
+        total += r.duration_s
+        if total >= _STREAM_S:
+            streams.append(cur)
+            cur, total = [], 0.0
+            if len(streams) == n_streams:
+                return streams
+    raise AiplibError(f"not enough Asterisk prompts outside the item bank for {n_streams} talker streams")
+
+
+def _speech_specs(ws, seed: int) -> list[dict]:
+    streams = _talker_streams(ws, _N_BABBLE + _N_HUBBUB, seed)
+    common = dict(category="speech-like", combine="sum", source_package=_AST_PKG, licence=_AST_LICENCE,
+                  attribution=_AST_ATTR, synthetic=False)
+    return [
+        dict(common, bg_id="babble_6talker", sources=streams[:_N_BABBLE],
+             description=f"{_N_BABBLE}-talker babble: {_N_BABBLE} different sequences of Asterisk prompts "
+                         "(all by one female speaker) summed; none is in the item bank"),
+        dict(common, bg_id="hubbub_2talker", sources=streams[_N_BABBLE:],
+             description="two-talker hubbub: two different sequences of Asterisk prompts (same female "
+                         "speaker) summed; none is in the item bank or the babble"),
+    ]
+
+
+def battery_specs(ws, *, seed: int = 20240917) -> list[dict]:
+    """The 20 background specs of the demo battery (input of :func:`aiplib.backgrounds.curate_battery`).
+
+    Parameters
+    ----------
+    ws : aiplib.workspace.Workspace
+        Stages 1 and 2 must have been run: the sources are the copies under ``raw/``, and the
+        babble / hubbub avoid every Asterisk prompt listed in ``itembanks/asr.jsonl``.
+    seed : int
+        Seed of the choice and order of the babble / hubbub prompts.
+
+    Returns
+    -------
+    list of dict
+        20 specs (``docs/ARCHITECTURE.md`` format), sources as absolute paths: 15 recordings
+        from Debian packages (stationary, transient, music), a 6-talker babble and a two-talker
+        hubbub (speech-like, ``combine="sum"``, each talker a list of prompt files played in
+        sequence) and 3 synthetic noise controls (white, pink, brown).
+
+    Raises
+    ------
+    AudioFileError
+        If a source file has not been copied to ``raw/`` yet.
+    AiplibError
+        If the item bank does not exist yet.
+    """
+    specs = []
+    for bg_id, category, group, description, start_s in _BATTERY:
+        if group in ("white", "pink", "brown"):
+            specs.append(_noise_spec(bg_id, group, description))
+        else:
+            specs.append(_group_spec(ws, bg_id, category, group, description, start_s))
+    return specs + _speech_specs(ws, seed)
