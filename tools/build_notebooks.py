@@ -16,7 +16,7 @@ COMMON = '''import os
 import aiplib
 
 profile: str = os.environ.get("AIP_PROFILE", "demo")  # demo | paper | custom
-smoke: bool = aiplib.smoke()  # $AIP_SMOKE=1: tiny sizes for tests and CI'''
+smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests and CI'''
 
 SETUP = '''ws = aiplib.workspace(profile)
 print(ws.root)'''
