@@ -39,14 +39,17 @@ endif
 ifdef BACKGROUNDS_DIR
 PM_ARGS += -r backgrounds_dir "$(BACKGROUNDS_DIR)"
 endif
+ifdef KEYWORDS
+PM_ARGS += -r keywords "$(KEYWORDS)"
+endif
 ifdef MIRROR
 export AIP_MIRROR := $(MIRROR)
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: all setup test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: all setup validate test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
 
-all: setup
+all: setup validate
 	@for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done
 	@echo "make all: done — figures in $(DATA_ROOT)/$(PROFILE)/results/figures, tables in results/tables"
 
@@ -63,6 +66,13 @@ $(STAMP): pyproject.toml binder/apt.txt scripts/install_debian.sh
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (AIP-Speech)" >/dev/null
 	touch $(STAMP)
 
+# Custom profile: check the user's folders before any work (lists every problem; exits 1 if fatal).
+validate: setup
+ifeq ($(PROFILE),custom)
+	$(PY) -m aiplib.corpora.custom --speech-dir "$(SPEECH_DIR)" --texts "$(TEXTS)" --kws-dir "$(KWS_DIR)" \
+	  --kws-labels "$(KWS_LABELS)" --backgrounds-dir "$(BACKGROUNDS_DIR)" $(if $(KEYWORDS),--keywords "$(KEYWORDS)")
+endif
+
 run-stage:
 	@mkdir -p $(OUT)
 	@echo "=== stage $(STAGE) (profile $(PROFILE)) ==="
@@ -71,7 +81,7 @@ run-stage:
 	  || { echo "make: stage $(STAGE) FAILED — notebook notebooks/$(STAGE).ipynb; the failing cell is named above; executed copy: $(OUT)/$(STAGE).ipynb" >&2; exit 1; }
 
 # `make 03` or `make stage-03_curate_backgrounds` or `make stage-03` runs one stage.
-$(foreach s,$(STAGES),$(eval $(word 1,$(subst _, ,$(s))): setup ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
+$(foreach s,$(STAGES),$(eval $(word 1,$(subst _, ,$(s))): setup $(if $(filter 01_%,$(s)),validate) ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
 $(foreach s,$(STAGES),$(eval stage-$(word 1,$(subst _, ,$(s))): setup ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
 $(foreach s,$(STAGES),$(eval stage-$(s): setup ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
 

@@ -659,7 +659,8 @@ def make_all_figures(ws, *, n_resamples: int = 2000, seed: int = 0, formats=("pn
         File name (e.g. ``"figure2_descriptor_regressions.png"``) → path, for what was written.
         Outputs that cannot be made are skipped with a logged warning: Figures 2, 3 and Tables
         2, 3 without ``descriptors/acoustic_descriptors.csv``; Figure 6 and Table 5 without
-        ``results/scores/asr_steer_p5.csv`` / ``kws_steer_p5.csv``.
+        ``results/scores/asr_steer_p5.csv`` / ``kws_steer_p5.csv``; Table 4 and Figure 5 when no
+        ASR item has an ``accent_group`` (a custom profile without that column).
 
     Raises
     ------
@@ -699,9 +700,12 @@ def make_all_figures(ws, *, n_resamples: int = 2000, seed: int = 0, formats=("pn
         tab_out("table3_descriptor_values",
                 table3_descriptor_values(ranking, descriptors, battery=battery))
     fig_out("figure4_background_ranking", figure4_background_ranking(ranking, battery=battery))
-    t4 = table4_accent_delta_wer(scores, **kw)
-    tab_out("table4_accent_delta_wer", t4)
-    fig_out("figure5_accent_groups", figure5_accent_groups(t4))
+    if scores["asr"]["accent_group"].isna().all():
+        log.warning("no accent_group in the ASR item bank: Table 4 and Figure 5 skipped")
+    else:
+        t4 = table4_accent_delta_wer(scores, **kw)
+        tab_out("table4_accent_delta_wer", t4)
+        fig_out("figure5_accent_groups", figure5_accent_groups(t4))
     t5 = table5_prompt_steering_rer(scores, **kw)
     absent = [t for t in STEER_TASKS.values() if t not in scores]
     if t5.empty:

@@ -173,3 +173,17 @@ def test_needs_asr_and_kws(tmp_path):
     score_inference(ws)
     with pytest.raises(AiplibError, match="kws"):
         figures.make_all_figures(ws)
+
+
+def test_no_accent_groups_skips_table4_with_a_note(tmp_path, caplog):
+    ws = make_fake_workspace(tmp_path, tasks=("asr", "kws"))
+    man = pd.read_csv(ws.manifests / "asr.csv")
+    man["accent_group"] = ""
+    man.to_csv(ws.manifests / "asr.csv", index=False)
+    score_inference(ws)
+    with caplog.at_level(logging.WARNING, logger="aiplib.figures"):
+        written = figures.make_all_figures(ws, n_resamples=50, formats=("png",))
+    assert "table4_accent_delta_wer.csv" not in written
+    assert "figure5_accent_groups.png" not in written
+    assert "figure4_background_ranking.png" in written
+    assert "Table 4 and Figure 5 skipped" in caplog.text

@@ -53,7 +53,8 @@ kws_dir: str = ""  # custom: folder of keyword clips
 kws_labels: str = ""  # custom: CSV/TSV with file,label
 keywords: str = "yes,no,up,down,left,right,on,off,stop,go"  # custom: the closed keyword set
 backgrounds_dir: str = ""  # custom: folder of background recordings (+ optional licences.csv)'''),
-    code(SETUP),
+    code('''ws = aiplib.workspace(profile, create=profile != "custom")  # custom: nothing is written before validation
+print(ws.root)'''),
     code('''from aiplib import pipeline
 
 params = dict(install=install) if profile == "demo" else {}
