@@ -1,0 +1,34 @@
+"""Qwen2-Audio-7B-Instruct (``Qwen2AudioForConditionalGeneration``).
+
+Prompt: the processor's chat template (default system turn "You are a helpful assistant.") with
+``Audio 1: <|audio_bos|><|AUDIO|><|audio_eos|>`` before the task text; the processor expands
+``<|AUDIO|>`` to one token per 40 ms of audio (25 per second). Features: 128-bin Whisper log-mel,
+always padded to 30 s (3,000 frames) with ``feature_attention_mask``.
+"""
+from __future__ import annotations
+
+from . import Adapter
+
+__all__ = ["Qwen2AudioAdapter", "ADAPTER"]
+
+
+class Qwen2AudioAdapter(Adapter):
+    family = "qwen2_audio"
+    model_class = "Qwen2AudioForConditionalGeneration"
+    feature_keys = ("input_features", "feature_attention_mask")
+
+    @classmethod
+    def load_processor(cls, source, **hub_kw):
+        proc = super().load_processor(source, **hub_kw)
+        if getattr(proc, "chat_template", None) is None:  # hub folders without chat_template.json
+            proc.chat_template = proc.default_chat_template
+        return proc
+
+    def conversation(self, prompt):
+        content = [{"type": "audio", "audio_url": "stimulus.wav"}]
+        if prompt:
+            content.append({"type": "text", "text": prompt})
+        return [{"role": "user", "content": content}]
+
+
+ADAPTER = Qwen2AudioAdapter

@@ -1,0 +1,261 @@
+"""``command`` and ``openai`` backends: stage 7 through an external program and a fake HTTP server."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import shlex
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+import tiny_models as tm
+from aiplib.errors import ModelUnavailableError
+from aiplib.inference import read_results, run_inference
+from aiplib.manifests import build_manifests, read_manifest
+from aiplib.mixing import materialize
+from aiplib.models import get_entry, load_model, load_registry
+from aiplib.models.command_backend import CommandError
+from aiplib.prompts import prompt_for
+from conftest import make_tiny_workspace
+
+KEY = "sk-test-DO-NOT-LEAK-7f3a9c"
+CMD_SECRET = "cmd-secret-Q4Z9"
+
+WHISPER_SCRIPT = """\
+import sys
+from aiplib.audio import load_audio
+from aiplib.models import load_model
+rec = load_model("whisper_tiny_en")
+print(rec.generate([load_audio(sys.argv[1])], [None])[0])
+"""
+FAIL_SCRIPT = f"""\
+import sys
+print("{CMD_SECRET} stdout"); print("{CMD_SECRET} stderr", file=sys.stderr)
+sys.exit(3)
+"""
+SLOW_SCRIPT = "import time; time.sleep(30)\n"
+COUNTER_SCRIPT = """\
+import pathlib, sys
+c = pathlib.Path(sys.argv[1]); n = int(c.read_text() or 0) + 1 if c.exists() else 1
+c.write_text(str(n))
+if n == 2:
+    sys.exit(5)
+print(f"call {n} " + str(pathlib.Path(sys.argv[2]).stat().st_size))
+"""
+
+
+@pytest.fixture
+def ws(tmp_path):
+    w = make_tiny_workspace(tmp_path / "data", n_asr=2, n_kws=1, n_bg=1)
+    build_manifests(w)
+    return w
+
+
+def _script(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(p))}"
+
+
+def _cmd_entry(command, **more):
+    return {"backend": "command", "family": "external", "command": command, "requires": "cpu",
+            "max_new_tokens": 64, "prompt_style": "initial_prompt", **more}
+
+
+# ------------------------------------------------------------------------------------------ command
+@pytest.mark.slow
+def test_command_backend_runs_the_embedded_whisper_model(ws, tmp_path, monkeypatch):
+    whisper = get_entry("whisper_tiny_en")
+    reg = tm.registry_yaml(tmp_path / "r.yaml", {
+        "cmd_whisper": _cmd_entry(_script(tmp_path, "asr.py", WHISPER_SCRIPT) + " {file}", timeout_s=120)})
+    tm.use_registry(monkeypatch, reg)
+    s = run_inference(ws, models="cmd_whisper", tasks="asr", limit=3, progress=False)
+    assert s.loc[0, "status"] == "done" and s.loc[0, "n_errors"] == 0 and s.loc[0, "n_run"] == 3
+    df = read_results(ws.inference / "cmd_whisper" / "asr.jsonl")
+    assert df["error"].isna().all()
+    # same transcripts as the model in-process on the same 16-bit WAVs
+    rec = load_model(whisper)
+    rows = read_manifest(ws, "asr").head(3).to_dict("records")
+    for r in rows:
+        buf = io.BytesIO()
+        sf.write(buf, materialize(r, ws)[0], 16000, subtype="PCM_16", format="WAV")
+        buf.seek(0)
+        y = sf.read(buf, dtype="float32")[0]
+        got = df.set_index("stimulus_id").loc[r["stimulus_id"], "response"]
+        assert got == rec.generate([y], [None])[0]
+    rec.close()
+
+
+def test_command_errors_hold_only_status_or_timeout(ws, tmp_path, monkeypatch):
+    fail = _script(tmp_path, "fail.py", FAIL_SCRIPT) + f" --api-key {CMD_SECRET} {{file}}"
+    slow = _script(tmp_path, "slow.py", SLOW_SCRIPT) + " {file}"
+    reg = tm.registry_yaml(tmp_path / "r.yaml", {"cmd_fail": _cmd_entry(fail),
+                                                  "cmd_slow": _cmd_entry(slow, timeout_s=0.5)})
+    tm.use_registry(monkeypatch, reg)
+    run_inference(ws, models="cmd_fail,cmd_slow", tasks="asr", limit=2, progress=False)
+    fails = read_results(ws.inference / "cmd_fail" / "asr.jsonl")
+    slows = read_results(ws.inference / "cmd_slow" / "asr.jsonl")
+    assert (fails["response"] == "__ERROR__").all() and (slows["response"] == "__ERROR__").all()
+    assert set(fails["error"]) == {"generate: CommandError: exit status 3"}
+    assert set(slows["error"]) == {"generate: CommandError: timeout"}
+    for p in (ws.inference / "cmd_fail").iterdir():  # rows and run log: no output, no secret
+        assert CMD_SECRET not in p.read_text().replace(f"--api-key {CMD_SECRET}", ""), p
+
+
+def test_command_batch_failure_is_not_rerun(tmp_path, monkeypatch):
+    counter = tmp_path / "count.txt"
+    reg = load_registry(tm.registry_yaml(tmp_path / "r.yaml", {
+        "cmd": _cmd_entry(_script(tmp_path, "c.py", COUNTER_SCRIPT) + f" {counter} {{file}}")}))
+    rec = load_model(reg["cmd"])
+    assert rec.batch_size == 1
+    audios = [np.full(8000 + 100 * i, 0.01 * (i + 1), np.float32) for i in range(3)]
+    with pytest.raises(CommandError, match="^exit status 5$"):
+        rec.generate(audios, [None] * 3)
+    assert counter.read_text() == "3"
+    # the runner's per-item retry is answered from the results just computed
+    assert rec.generate(audios[:1], [None])[0].startswith("call 1 ")
+    with pytest.raises(CommandError, match="exit status 5"):
+        rec.generate(audios[1:2], [None])
+    assert rec.generate(audios[2:], [None])[0].startswith("call 3 ")
+    assert counter.read_text() == "3"
+    assert rec.generate(audios[:1], [None])[0].startswith("call 4 ")  # a fresh call runs again
+    tmp = rec._tmp
+    rec.close()
+    assert not list(tmp_path.glob("*.wav")) and not __import__("os").path.exists(tmp)
+
+
+def test_command_needs_file_placeholder_and_a_program(tmp_path):
+    reg = load_registry(tm.registry_yaml(tmp_path / "r.yaml", {
+        "nofile": _cmd_entry("echo hi"), "noprog": _cmd_entry("no-such-asr-program-xyz {file}")}))
+    with pytest.raises(ValueError, match="{file}"):
+        load_model(reg["nofile"])
+    with pytest.raises(ModelUnavailableError, match="not found"):
+        load_model(reg["noprog"])
+
+
+# ------------------------------------------------------------------------------------------ openai
+class _Fake(BaseHTTPRequestHandler):
+    log = []
+    throttled = {"done": False}
+
+    def log_message(self, *a):  # keep the test output clean
+        pass
+
+    def do_POST(self):  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        auth = self.headers.get("Authorization")
+        type(self).log.append({"path": self.path, "auth_ok": auth == f"Bearer {KEY}", "body": body,
+                               "ctype": self.headers.get("Content-Type", "")})
+        if auth != f"Bearer {KEY}":
+            return self._send(401, {"error": {"message": f"bad key {auth}"}})
+        if not type(self).throttled["done"]:
+            type(self).throttled["done"] = True
+            return self._send(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
+        if self.path == "/v1/chat/completions":
+            return self._send(200, {"choices": [{"message": {"role": "assistant", "content": " yes \n"}}]})
+        if self.path == "/v1/audio/transcriptions":
+            return self._send(200, {"text": " hello world "})
+        return self._send(404, {"error": {"message": "no route"}})
+
+    def _send(self, status, obj, headers=None):
+        raw = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+@pytest.fixture
+def fake_server():
+    _Fake.log = []
+    _Fake.throttled = {"done": False}
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Fake)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    srv.shutdown()
+    srv.server_close()
+
+
+def _api_entry(base_url, style, **more):
+    return {"backend": "openai", "family": "api", "base_url": base_url, "model": "fake-model",
+            "api_key_env": "AIP_TEST_API_KEY", "prompt_style": style, "requires": "cpu", "max_new_tokens": 64,
+            "engine_args": {"backoff_s": 0.01, "max_retries": 3}, **more}
+
+
+def test_openai_backend_against_fake_server(ws, tmp_path, monkeypatch, fake_server):
+    monkeypatch.setenv("AIP_TEST_API_KEY", KEY)
+    reg = tm.registry_yaml(tmp_path / "r.yaml", {"api_llm": _api_entry(fake_server, "chat"),
+                                                  "api_asr": _api_entry(fake_server, "initial_prompt")})
+    tm.use_registry(monkeypatch, reg)
+    s = run_inference(ws, models="api_llm,api_asr", tasks="asr", limit=3, progress=False)
+    assert (s["status"] == "done").all() and (s["n_errors"] == 0).all(), s.to_dict("records")
+    llm = read_results(ws.inference / "api_llm" / "asr.jsonl")
+    asr = read_results(ws.inference / "api_asr" / "asr.jsonl")
+    assert set(llm["response"]) == {"yes"} and set(asr["response"]) == {"hello world"}
+
+    log = _Fake.log
+    assert all(r["auth_ok"] for r in log)
+    assert len(log) == 1 + 3 + 3  # one 429, retried, then one request per stimulus
+    _, task_text = prompt_for("asr")
+    chat = json.loads(log[1]["body"])
+    assert chat["model"] == "fake-model" and chat["temperature"] == 0 and chat["max_tokens"] == 64
+    parts = chat["messages"][0]["content"]
+    wav = base64.b64decode(parts[0]["input_audio"]["data"])
+    y, sr = sf.read(io.BytesIO(wav))
+    assert sr == 16000 and len(y) == 16000 and parts[1]["text"] == task_text
+    tr = log[-1]
+    assert tr["path"] == "/v1/audio/transcriptions" and tr["ctype"].startswith("multipart/form-data")
+    assert b'name="model"\r\n\r\nfake-model' in tr["body"] and task_text.encode() in tr["body"]
+    run_log = (ws.inference / "api_llm" / "run_log.jsonl").read_text()
+    assert "AIP_TEST_API_KEY" in run_log
+    assert tm.scan_for(tmp_path, KEY) == []
+
+
+def test_openai_wrong_key_and_missing_key(ws, tmp_path, monkeypatch, fake_server):
+    monkeypatch.setenv("AIP_TEST_API_KEY", KEY + "-wrong")
+    reg = tm.registry_yaml(tmp_path / "r.yaml", {"api_llm": _api_entry(fake_server, "chat")})
+    tm.use_registry(monkeypatch, reg)
+    run_inference(ws, models="api_llm", tasks="asr", limit=2, progress=False)
+    df = read_results(ws.inference / "api_llm" / "asr.jsonl")
+    assert (df["response"] == "__ERROR__").all()
+    assert all(e.startswith("generate: OpenAIBackendError: HTTP 401") for e in df["error"])
+    assert tm.scan_for(tmp_path, KEY) == []  # the server echoed the key: scrubbed
+    monkeypatch.delenv("AIP_TEST_API_KEY")
+    s = run_inference(ws, models="api_llm", tasks="asr", limit=2, progress=False)
+    assert s.loc[0, "status"] == "unavailable" and "AIP_TEST_API_KEY" in s.loc[0, "error"]
+
+
+def test_openai_gives_up_after_retries(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIP_TEST_API_KEY", KEY)
+    calls = []
+
+    class Always503(_Fake):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            calls.append(1)
+            self._send(503, {"error": {"message": "overloaded"}})
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Always503)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        reg = load_registry(tm.registry_yaml(tmp_path / "r.yaml", {
+            "api": _api_entry(f"http://127.0.0.1:{srv.server_address[1]}/v1", "chat")}))
+        rec = load_model(reg["api"])
+        from aiplib.models.openai_backend import OpenAIBackendError
+
+        with pytest.raises(OpenAIBackendError, match="HTTP 503.*after 4 attempts"):
+            rec.generate([np.zeros(1600, np.float32)], ["x"])
+        assert len(calls) == 4
+        assert KEY not in json.dumps(rec.info())
+    finally:
+        srv.shutdown()
+        srv.server_close()

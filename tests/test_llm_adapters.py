@@ -1,0 +1,186 @@
+"""transformers backend: the five Speech LLM families on tiny random-weight fixtures, offline, on CPU.
+
+The fixtures (tests/tiny_models.py) are built once per session into a temporary folder, loaded
+through a temporary registry with ``local_files_only=True`` and run through stage 7.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers", minversion="5.0")
+
+import tiny_models as tm  # noqa: E402
+from aiplib.errors import ModelUnavailableError  # noqa: E402
+from aiplib.inference import read_results, run_inference  # noqa: E402
+from aiplib.manifests import build_manifests, read_manifest  # noqa: E402
+from aiplib.mixing import materialize  # noqa: E402
+from aiplib.models import get_entry, load_model, load_registry  # noqa: E402
+from aiplib.models.adapters import AudioInputError, get_adapter  # noqa: E402
+from aiplib.models.transformers_backend import check_batch_invariance  # noqa: E402
+from aiplib.prompts import prompt_for  # noqa: E402
+from conftest import make_tiny_workspace  # noqa: E402
+
+LIMIT = 5          # entry.max_new_tokens of the test entries
+THINKER_LIMIT = 9  # Qwen2.5-Omni: the thinker's own limit applies instead
+N_STIMULI = 8
+
+
+@pytest.fixture(scope="module")
+def fixtures(tmp_path_factory):
+    return tm.build_all(tmp_path_factory.mktemp("tiny_llms"))
+
+
+@pytest.fixture(scope="module")
+def reg_path(fixtures, tmp_path_factory):
+    entries = {f"tiny_{f}": tm.registry_entry(f, folder, max_new_tokens=LIMIT, batch_size=4,
+                                              thinker_max_new_tokens=THINKER_LIMIT if f == "qwen25_omni" else None)
+               for f, folder in fixtures.items()}
+    return tm.registry_yaml(tmp_path_factory.mktemp("reg") / "registry.yaml", entries)
+
+
+@pytest.fixture(scope="module")
+def demo_ws(tmp_path_factory):
+    """2 ASR items (1.0 s and 1.5 s) × (clean + 1 background × 3 SNRs) = 8 stimuli."""
+    ws = make_tiny_workspace(tmp_path_factory.mktemp("ws"), n_asr=2, n_kws=1, n_bg=1)
+    build_manifests(ws)
+    return ws
+
+
+@pytest.mark.parametrize("family", tm.FAMILIES)
+def test_stage7_on_tiny_fixture(family, fixtures, reg_path, demo_ws, monkeypatch):
+    tm.use_registry(monkeypatch, reg_path)
+    import aiplib.models
+
+    made = []
+    real_load = aiplib.models.load_model
+
+    def spy(entry, **opts):
+        made.append(real_load(entry, **opts))
+        return made[-1]
+
+    monkeypatch.setattr(aiplib.models, "load_model", spy)
+    mid = f"tiny_{family}"
+    summary = run_inference(demo_ws, models=mid, tasks="asr", progress=False)
+    assert summary.loc[0, "status"] == "done", summary.to_dict("records")
+    assert summary.loc[0, "n_errors"] == 0 and summary.loc[0, "n_run"] == N_STIMULI
+
+    df = read_results(demo_ws.inference / mid / "asr.jsonl")
+    assert len(df) == N_STIMULI and df["error"].isna().all() and (df["response"] != "__ERROR__").all()
+
+    rec = made[0]
+    placeholder = rec.placeholder
+    _, task_text = prompt_for("asr")
+    assert rec.last["prompts"], "no prompt recorded"
+    for p in rec.last["prompts"]:
+        assert placeholder in p and task_text in p
+    limit = THINKER_LIMIT if family == "qwen25_omni" else LIMIT
+    assert rec.token_limit == limit
+    assert rec._stats["max_new_tokens_seen"] <= limit
+    assert rec._stats["max_new_tokens_seen"] == limit  # random weights rarely stop early: the limit is reached
+    assert max(rec.last["batch_sizes"]) == 4  # batches of 4 (equal-length clips for Gemma 3n / Phi-4)
+
+    log = [json.loads(line) for line in (demo_ws.inference / mid / "run_log.jsonl").read_text().splitlines()]
+    info = log[-1]["info"]
+    assert "revision" in info and info["revision_requested"] is None
+    assert info["decoding"]["max_new_tokens"] == limit and info["local_files_only"] is True
+
+    # batch 1 == batch N: decode the same stimuli one at a time, compare with the stage-7 rows (batch 4)
+    manifest = read_manifest(demo_ws, "asr")
+    audios = [np.asarray(materialize(r, demo_ws)[0], dtype=np.float32) for r in manifest.to_dict("records")]
+    single = load_model(get_entry(mid), local_files_only=True)
+    try:
+        single.batch_size = 1
+        one = single.generate(audios, [task_text] * len(audios))
+    finally:
+        single.close()
+    by_id = dict(zip(df["stimulus_id"], df["response"]))
+    diffs = [(sid, by_id[sid], r) for sid, r in zip(manifest["stimulus_id"], one) if by_id[sid] != r]
+    assert not diffs, diffs
+
+
+def test_batch_invariance_report_with_mixed_prompts(fixtures, reg_path):
+    entry = load_registry(reg_path)["tiny_qwen2_audio"]
+    rec = load_model(entry, local_files_only=True)
+    rng = np.random.default_rng(3)
+    audios = [(0.1 * rng.standard_normal(int(16000 * s))).astype(np.float32) for s in (0.7, 1.3)]
+    prompts = [None, "Which word is spoken in this audio? Answer with one word."]
+    r = check_batch_invariance(rec, audios, prompts, batch_size=2)
+    assert r["equal"] and r["n"] == 2 and r["batch_size"] == 2 and r["differences"] == []
+    assert r["seconds_batch1"] > 0 and r["speedup"] is not None
+    st = rec.stats()
+    assert st["n_stimuli"] == 4 and st["rtfx"] > 0 and st["peak_gpu_mem_mb"] is None
+    rec.close()
+    rec.close()  # idempotent
+
+
+def test_dropped_audio_is_detected(fixtures, reg_path):
+    rec = load_model(load_registry(reg_path)["tiny_qwen2_audio"], local_files_only=True)
+    a = rec.adapter
+    inputs, _ = a.encode([np.zeros(16000, np.float32)], ["Transcribe."])
+    a.check_inputs(inputs, 1)
+    del inputs["input_features"]
+    with pytest.raises(AudioInputError, match="input_features"):
+        a.check_inputs(inputs, 1)
+    text_only = a.processor(text=["<|im_start|>user\nhello<|im_end|>\n"], return_tensors="pt")
+    text_only["input_features"] = text_only["feature_attention_mask"] = np.zeros(1)
+    with pytest.raises(AudioInputError, match="placeholder"):
+        a.check_inputs(text_only, 1)
+    rec.close()
+
+
+def test_hub_snapshot_folder_reports_its_revision(fixtures, tmp_path):
+    snap = tmp_path / "models--tiny--qwen2-audio" / "snapshots" / "0123abcd"
+    shutil.copytree(fixtures["qwen2_audio"], snap)
+    e = dataclasses.replace(load_registry(tm.registry_yaml(tmp_path / "r.yaml", {
+        "snap": tm.registry_entry("qwen2_audio", snap)}))["snap"])
+    rec = load_model(e)
+    info = rec.info()
+    assert info["revision"] == "0123abcd" and len(info["weights_sha256"]) == 64
+    rec.close()
+
+
+def _cpu(entry):
+    return dataclasses.replace(entry, requires="cpu", device="cpu", precision="float32")
+
+
+def test_gated_gemma_gives_licence_and_login_hint(monkeypatch):
+    from aiplib.models.adapters import gemma3n
+
+    entry = _cpu(get_entry("gemma3n_e4b"))
+
+    class GatedRepoError(OSError):  # same name as huggingface_hub.errors.GatedRepoError
+        pass
+
+    def refuse(cls, source, **kw):
+        try:
+            raise GatedRepoError("401 Client Error. Cannot access gated repo")
+        except GatedRepoError as exc:
+            raise OSError("You are trying to access a gated repo.") from exc
+
+    monkeypatch.setattr(gemma3n.Gemma3nAdapter, "load_processor", classmethod(refuse))
+    with pytest.raises(ModelUnavailableError) as ei:
+        load_model(entry)
+    msg = str(ei.value)
+    assert "https://huggingface.co/google/gemma-3n-E4B-it" in msg and "hf auth login" in msg
+
+
+def test_hub_weights_missing_offline_is_one_clear_line(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    entry = _cpu(get_entry("qwen2_audio_7b"))
+    with pytest.raises(ModelUnavailableError, match="not in the local Hugging Face cache"):
+        load_model(entry, local_files_only=True)
+
+
+def test_every_registry_llm_family_has_an_adapter():
+    fams = {e.family for e in load_registry().values() if e.backend == "transformers"}
+    for f in fams:
+        assert get_adapter(f).family == f
+    with pytest.raises(KeyError, match="known families"):
+        get_adapter("nope")
+    omni = get_entry("qwen25_omni_7b")
+    assert omni.thinker_max_new_tokens == 1024 and omni.max_new_tokens == 64
