@@ -1,0 +1,235 @@
+"""Tests of aiplib.conditions against hand-computed values (issue 7, "Done when")."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aiplib import conditions as cond
+from aiplib import stats
+from aiplib.errors import AiplibParameterError
+from aiplib.figures import load_scores
+from aiplib.scoring import score_inference, wer_details
+from aiplib.workspace import workspace
+
+
+def _sid(fam, item, bg, snr):
+    return f"{fam}__{item}__{bg}__" + ("clean" if snr is None else f"snr{snr:+03d}")
+
+
+def make_ws(root, asr=(), kws=()):
+    """A workspace whose scores come from explicit rows.
+
+    ``asr``: tuples (item, reference, {(bg, snr): response}) with (\"clean\", None) for clean;
+    ``kws``: tuples (item, label, {(bg, snr): response}). One model ``m``.
+    """
+    ws = workspace("demo", data_root=root)
+    for fam, spec in (("asr", asr), ("kws", kws)):
+        man, lines = [], []
+        for item, ref, resp in spec:
+            for (bg, snr), r in resp.items():
+                sid = _sid(fam, item, bg, snr)
+                man.append({"stimulus_id": sid, "family": fam, "item_id": item, "bg_id": bg,
+                            "snr_db": "" if snr is None else snr, "reference": ref,
+                            "is_target": fam == "kws" and ref in ("yes", "no", "go"),
+                            "accent_group": ""})
+                lines.append({"stimulus_id": sid, "item_id": item, "bg_id": bg, "snr_db": snr,
+                              "task": fam, "model": "m", "prompt_id": "p", "response": r,
+                              "error": None})
+        if man:
+            pd.DataFrame(man).to_csv(ws.manifests / f"{fam}.csv", index=False)
+            (ws.inference / "m").mkdir(parents=True, exist_ok=True)
+            (ws.inference / "m" / f"{fam}.jsonl").write_text(
+                "".join(json.dumps(x) + "\n" for x in lines))
+    score_inference(ws)
+    return ws
+
+
+def _row(t, scope="condition", bg=None, snr=None):
+    sel = t["scope"] == scope
+    if bg is not None:
+        sel &= t["bg_id"] == bg
+    if snr is not None:
+        sel &= t["snr_db"] == snr
+    assert sel.sum() == 1, t[sel]
+    return t[sel].iloc[0]
+
+
+# ------------------------------------------------------------------------ S/D/I, corpus vs mean
+def test_sdi_split_of_a_b_c_vs_a_x_c_d(tmp_path):
+    ws = make_ws(tmp_path, asr=[("u1", "a b c", {("clean", None): "a b c",
+                                                 ("bg1", 0): "a x c d"})])
+    t = cond.condition_table(load_scores(ws)["asr"], "asr", n_resamples=200)
+    r = _row(t, bg="bg1", snr=0)
+    # 1 substitution, 0 deletions, 1 insertion over 3 reference words: WER 2/3
+    assert r.sub_pp == pytest.approx(100 / 3)
+    assert r.del_pp == 0
+    assert r.ins_pp == pytest.approx(100 / 3)
+    assert r.wer_pp == pytest.approx(200 / 3) == r.sub_pp + r.del_pp + r.ins_pp
+    assert r.mean_wer_pp == pytest.approx(200 / 3)
+    assert r.clean_wer_pp == 0 and r.delta_pp == pytest.approx(200 / 3)
+    assert r.cer_pp == pytest.approx(100 * wer_details(["a b c"], ["a x c d"])["cer"])
+    c = _row(t, scope="clean")
+    assert c.wer_pp == 0 and c.cer_pp == 0 and math.isnan(c.delta_pp)
+
+
+def test_corpus_vs_mean_wer_differ(tmp_path):
+    # u1: 0 errors / 4 words; u2: 1 S + 1 I / 1 word → corpus 2/5, mean (0 + 2) / 2 = 1
+    ws = make_ws(tmp_path, asr=[
+        ("u1", "a b c d", {("clean", None): "a b c d", ("bg1", 0): "a b c d"}),
+        ("u2", "e", {("clean", None): "e", ("bg1", 0): "f g"})])
+    t = cond.condition_table(load_scores(ws)["asr"], "asr", n_resamples=200)
+    r = _row(t, bg="bg1", snr=0)
+    assert r.wer_pp == pytest.approx(40.0)
+    assert r.mean_wer_pp == pytest.approx(100.0)
+    assert r.delta_pp == pytest.approx(100.0)            # mean of the per-item ΔWER (0, 2)
+    assert r.delta_corpus_pp == pytest.approx(40.0)      # (2 − 0) / 5 words
+    assert (r.sub_pp, r.del_pp, r.ins_pp) == pytest.approx((20.0, 0.0, 20.0))
+    d = wer_details(["a b c d", "e"], ["a b c d", "f g"])
+    assert r.cer_pp == pytest.approx(100 * d["cer"])
+
+
+# ------------------------------------------------------------------------------- exact tests
+def test_sign_test_p_value_exact(tmp_path):
+    # 9 items get worse, 1 gets better: p = 2 · (1 + 10) / 2**10
+    asr = []
+    for i in range(10):
+        clean, noisy = ("a b c d", "a b x d") if i < 9 else ("a x c d", "a b c d")
+        asr.append((f"u{i}", "a b c d", {("clean", None): clean, ("bg1", 5): noisy}))
+    ws = make_ws(tmp_path, asr=asr)
+    t = cond.condition_table(load_scores(ws)["asr"], "asr", n_resamples=300)
+    r = _row(t, bg="bg1", snr=5)
+    assert r.test == "sign"
+    assert r.p_value == pytest.approx(0.021484375)
+    assert (r.n_worse, r.n_better, r.n_ties) == (9, 1, 0)
+    assert r.delta_pp == pytest.approx(100 * (9 * 0.25 - 0.25) / 10)
+
+
+def test_kws_mcnemar_exact_and_aggregates(tmp_path):
+    # 10 items clean-right/noisy-wrong, 2 clean-wrong/noisy-right, 5 right in both
+    kws = []
+    for i in range(17):
+        if i < 10:
+            c, n = "yes", "no"
+        elif i < 12:
+            c, n = "no", "yes"
+        else:
+            c, n = "yes", "yes"
+        kws.append((f"k{i:02d}", "yes", {("clean", None): c, ("bg1", 0): n, ("bg2", 0): c}))
+    ws = make_ws(tmp_path, kws=kws)
+    t = cond.condition_table(load_scores(ws)["kws"], "kws", n_resamples=300)
+    r = _row(t, bg="bg1", snr=0)
+    assert r.test == "mcnemar_exact"
+    assert r.p_value == pytest.approx(2 * 79 / 4096)      # 2 · P(X ≤ 2 | 12, ½)
+    assert (r.n_worse, r.n_better, r.n_ties) == (10, 2, 5)
+    assert r.acc_pp == pytest.approx(100 * 7 / 17)
+    assert r.clean_acc_pp == pytest.approx(100 * 15 / 17)
+    assert r.delta_pp == pytest.approx(100 * 8 / 17)
+    assert r.verdict == "worse"
+    assert _row(t, bg="bg2", snr=0).delta_pp == 0
+    s = _row(t, scope="snr", snr=0)                        # pooled over bg1 and bg2
+    assert s.bg_id == "all" and s.n_stimuli == 34 and s.n_items == 17
+    assert s.test == "sign_item_means" and s.delta_pp == pytest.approx(100 * 8 / 34)
+    assert s.p_value == pytest.approx(stats.sign_test([0.5] * 10 + [-0.5] * 2).p)
+
+
+# -------------------------------------------------------------------------------- bootstrap
+def test_paired_change_bootstrap_reproducible_and_covers_truth():
+    rng = np.random.default_rng(42)
+    true = 5.0
+    d = true + rng.normal(scale=4.0, size=40)
+    n = np.ones_like(d)
+    a = cond.paired_change(d, n, n_resamples=1000, seed=11)
+    b = cond.paired_change(d, n, n_resamples=1000, seed=11)
+    assert a == b                                          # fixed seed → same interval
+    c = cond.paired_change(d, n, n_resamples=1000, seed=12)
+    assert (c["ci_low"], c["ci_high"]) != (a["ci_low"], a["ci_high"])
+    assert a["ci_low"] < true < a["ci_high"]
+    ref = stats.bootstrap_ci(d, np.mean, n_resamples=1000, seed=11)
+    assert (a["ci_low"], a["ci_high"]) == pytest.approx((ref.ci_low, ref.ci_high))
+    assert (a["seed"], a["n_resamples"], a["level"]) == (11, 1000, 0.95)
+    assert a["verdict"] == "worse" and a["test"] == "sign"
+    # coverage over repeated synthetic paired samples is close to the nominal 95 %
+    hits = 0
+    for k in range(200):
+        x = rng.normal(loc=1.0, scale=1.0, size=30)       # clean
+        y = x + true + rng.normal(scale=3.0, size=30)     # noisy, same items
+        r = cond.paired_change(y - x, np.ones(30), n_resamples=400, seed=k)
+        hits += r["ci_low"] <= true <= r["ci_high"]
+    assert 0.88 <= hits / 200 <= 0.99
+
+
+def test_paired_change_clusters_items():
+    # item 0 contributes 3 pairs, item 1 one pair: estimate is the mean over pairs
+    r = cond.paired_change([3.0, 4.0], [3, 1], n_resamples=200, seed=0)
+    assert r["estimate"] == pytest.approx(7 / 4)
+    assert r["test"] == "sign_item_means"
+    assert cond.paired_change([], [], n_resamples=10)["verdict"] == "n/a"
+    one = cond.paired_change([30.0], [3], n_resamples=10)       # one item: degenerate interval
+    assert one["ci_low"] == one["ci_high"] == 10.0 and one["verdict"] == "n/a"
+    assert "no verdict" in one["note"]
+    with pytest.raises(AiplibParameterError):
+        cond.paired_change([1.0, 2.0], [1.0], n_resamples=10)
+
+
+def test_verdict_rules_and_min_diff():
+    assert cond.verdict(5.0, 1.0, 9.0, 2.0) == "worse"
+    assert cond.verdict(1.5, 0.5, 2.5, 2.0) == "same"       # excludes 0 but below 2 pp
+    assert cond.verdict(1.5, 0.5, 2.5, 1.0) == "worse"      # configurable minimum
+    assert cond.verdict(3.0, -1.0, 7.0, 2.0) == "same"      # interval includes 0
+    assert cond.verdict(-3.0, -5.0, -1.0, 2.0) == "better"
+    assert cond.verdict(math.nan, 0, 1, 2.0) == "n/a"
+    with pytest.raises(AiplibParameterError):
+        cond.verdict(1, 0, 2, -1)
+
+
+# ---------------------------------------------------------------------------- table layout
+def test_scopes_aggregate_and_file(tmp_path):
+    asr = []
+    for i in range(4):
+        resp = {("clean", None): "red green blue pink"}
+        for bg in ("b1", "b2"):
+            for snr in (10, 0):
+                resp[(bg, snr)] = "red green blue" if snr == 0 else "red green blue pink"
+        asr.append((f"u{i}", "red green blue pink", resp))
+    ws = make_ws(tmp_path, asr=asr)
+    written = cond.write_condition_tables(ws, n_resamples=100, seed=3, min_diff_pp=5)
+    t = cond.read_condition_tables(ws.results)["asr"]
+    assert written["asr"].name == "conditions_asr.csv"
+    assert list(t["scope"].drop_duplicates()) == ["clean", "overall", "snr", "background",
+                                                  "condition"]
+    assert len(t) == 1 + 1 + 2 + 2 + 4
+    assert _row(t, "snr", snr=0).wer_pp == pytest.approx(25.0)
+    assert _row(t, "snr", snr=10).wer_pp == 0
+    assert _row(t, "background", bg="b1").wer_pp == pytest.approx(12.5)
+    assert _row(t, "background", bg="b1").condition == "b1 @ all SNRs"
+    o = _row(t, "overall")
+    assert o.condition == "all @ all SNRs" and o.n_stimuli == 16 and o.del_pp == 12.5
+    assert (t["seed"] == 3).all() and (t["n_resamples"] == 100).all()
+    assert (t["min_diff_pp"] == 5).all()
+    assert _row(t, "snr", snr=0).verdict == "worse"       # every item +25 pp, CI [25, 25]
+    assert _row(t, "snr", snr=10).verdict == "same"
+
+
+def test_missing_clean_partner_noted(tmp_path):
+    ws = make_ws(tmp_path, asr=[
+        ("u1", "a b", {("clean", None): "a b", ("bg1", 0): "a"}),
+        ("u2", "c d", {("bg1", 0): "c d"})])             # no clean row
+    t = cond.condition_table(load_scores(ws)["asr"], "asr", n_resamples=50)
+    r = _row(t, bg="bg1", snr=0)
+    assert r.n_stimuli == 2 and r.n_pairs == 1 and r.wer_pp == pytest.approx(25.0)
+    assert r.delta_pp == pytest.approx(50.0) and "without a clean partner" in r.note
+
+
+def test_bad_arguments():
+    with pytest.raises(AiplibParameterError):
+        cond.condition_table(pd.DataFrame({"x": [1]}), "mt")
+    with pytest.raises(AiplibParameterError, match="scopes"):
+        cond.condition_table(pd.DataFrame({"x": [1]}), "asr", scopes=["nope"])
+    with pytest.raises(AiplibParameterError, match="lack columns"):
+        cond.condition_table(pd.DataFrame({"model": ["m"]}), "asr")
+    assert cond.condition_label("bg1", 5.0) == "bg1 @ 5 dB"
+    assert cond.condition_label("all", float("nan")) == "all @ all SNRs"

@@ -1,0 +1,390 @@
+"""Tests of aiplib.report and aiplib.provenance on synthetic run workspaces (issue 7)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aiplib import conditions as cond
+from aiplib import figures, provenance, report, stats
+from aiplib.errors import AiplibError, ValidationError
+from aiplib.scoring import KEYWORDS, NORMALIZER_NAME, NORMALIZER_VERSION, score_inference
+from aiplib.workspace import workspace
+
+WORDS = ("the quick brown fox jumps over lazy dog please call stella ask her bring these things "
+         "from store six spoons fresh snow peas five thick slabs blue cheese maybe snack").split()
+
+
+def _sid(fam, item, bg, snr):
+    return f"{fam}__{item}__{bg}__" + ("clean" if snr is None else f"snr{snr:+03d}")
+
+
+def make_run(root, *, profile="demo", n_asr=6, n_kws=6, n_bg=20, snrs=(10, 5, 0),
+             models=("m_a",), tasks=("asr", "kws", "asr_steer_p5", "kws_steer_p5"), seed=0,
+             effect=1.0, insert=0.0):
+    """Manifests, descriptors, battery, run logs and inference files of a synthetic run.
+
+    Errors grow with the background's severity and falling SNR, scaled by ``effect`` (and by
+    1.5 for the second model); steering tasks halve them. The manifests depend only on
+    ``n_asr, n_kws, n_bg, snrs``, so two runs with other ``seed`` / ``effect`` share them.
+    ``insert``: probability that a noisy ASR response gains two inserted words.
+    """
+    ws = workspace(profile, data_root=root)
+    rng = np.random.default_rng(seed)
+    wrng = np.random.default_rng(1234)        # item texts do not depend on seed
+    bgs = [f"bg{i:02d}" for i in range(n_bg)]
+    severity = dict(zip(bgs, np.linspace(0.05, 0.6, n_bg)))
+    pd.DataFrame({"bg_id": bgs, "category": ["stationary"] * n_bg,
+                  "description": bgs}).to_csv(ws.descriptors / "battery.csv", index=False)
+    desc = {"bg_id": bgs, **{d: wrng.normal(size=n_bg) for d in stats.DESCRIPTORS}}
+    desc["zcr"] = np.array([severity[b] for b in bgs])
+    pd.DataFrame(desc).to_csv(ws.descriptors / "acoustic_descriptors.csv", index=False)
+    conds = [("clean", None)] + [(b, s) for b in bgs for s in snrs]
+    asr_m, kws_m = [], []
+    for i in range(n_asr):
+        ref = " ".join(wrng.choice(WORDS, size=int(wrng.integers(4, 12))))
+        for bg, snr in conds:
+            asr_m.append({"stimulus_id": _sid("asr", f"a{i:02d}", bg, snr), "family": "asr",
+                          "item_id": f"a{i:02d}", "bg_id": bg, "snr_db": "" if snr is None else snr,
+                          "reference": ref, "is_target": "", "accent_group": f"g{i % 3}"})
+    labels = list(KEYWORDS) + ["bed", "tree", "cat"]
+    for i in range(n_kws):
+        lab = labels[i % len(labels)]
+        for bg, snr in conds:
+            kws_m.append({"stimulus_id": _sid("kws", f"k{i:02d}", bg, snr), "family": "kws",
+                          "item_id": f"k{i:02d}", "bg_id": bg, "snr_db": "" if snr is None else snr,
+                          "reference": lab, "is_target": lab in KEYWORDS, "accent_group": ""})
+    pd.DataFrame(asr_m).to_csv(ws.manifests / "asr.csv", index=False)
+    pd.DataFrame(kws_m).to_csv(ws.manifests / "kws.csv", index=False)
+    for mi, model in enumerate(models):
+        d = ws.inference / model
+        d.mkdir(parents=True, exist_ok=True)
+        for task in tasks:
+            fam = task.split("_")[0]
+            damp = 0.5 if "steer" in task else 1.0
+            lines = []
+            for row in (asr_m if fam == "asr" else kws_m):
+                bg, snr = row["bg_id"], row["snr_db"]
+                p = 0.0 if bg == "clean" else \
+                    effect * damp * severity[bg] * (1 + (10 - snr) / 10) / 2
+                p = min(p * (1 + 0.5 * mi), 0.95)
+                if fam == "asr":
+                    words = row["reference"].split()
+                    keep = [w if rng.random() >= p else ("" if rng.random() < 0.7 else "zebra")
+                            for w in words]
+                    if bg != "clean" and rng.random() < insert:
+                        keep += ["music", "playing"]
+                    resp = " ".join(w for w in keep if w).capitalize() + "."
+                else:
+                    lab = row["reference"]
+                    ok = rng.random() >= p
+                    resp = (f"**{lab.capitalize()}**" if lab in KEYWORDS else "unknown") if ok \
+                        else ("no" if lab != "no" else "yes")
+                lines.append({"stimulus_id": row["stimulus_id"], "item_id": row["item_id"],
+                              "bg_id": bg, "snr_db": None if bg == "clean" else snr,
+                              "task": task, "model": model, "prompt_id": "p", "response": resp,
+                              "decode_s": 0.1, "audio_s": 2.0, "error": None})
+            (d / f"{task}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+        (d / "run_log.jsonl").write_text(json.dumps(
+            {"event": "run", "model": model, "revision": "rev1", "weights": f"pkg:{model}",
+             "weights_sha256": "ab" * 32, "path": "fast", "versions": {"aiplib": "0.1.0"}}) + "\n")
+    return ws
+
+
+SMALL = dict(n_asr=6, n_kws=6, n_bg=5, snrs=(10, 0), models=("m_a", "m_b"))
+
+
+def _scored(root, **kw):
+    ws = make_run(root, **{**SMALL, **kw})
+    score_inference(ws)
+    return ws
+
+
+@pytest.fixture(scope="module")
+def run_a(tmp_path_factory):
+    ws = _scored(tmp_path_factory.mktemp("run_a"), insert=0.3)
+    figures.make_all_figures(ws, n_resamples=100, formats=("png",))
+    out = report.build_report(ws, n_resamples=200, seed=1)
+    return ws, out
+
+
+@pytest.fixture(scope="module")
+def run_worse(tmp_path_factory):
+    """Same manifests as run_a, twice the error probability."""
+    ws = _scored(tmp_path_factory.mktemp("run_worse"), seed=5, effect=2.0, insert=0.3)
+    report.build_report(ws, n_resamples=200, seed=1)
+    return ws
+
+
+# ------------------------------------------------------------------------------------ report
+def test_report_written_with_intervals_verdicts_figures(run_a):
+    ws, out = run_a
+    md = out["report_md"].read_text()
+    html = out["report_html"].read_text()
+    assert out["report_md"] == ws.results / "report.md"
+    assert out["report_html"] == ws.results / "report.html"
+    for task in ("asr", "kws", "asr_steer_p5", "kws_steer_p5"):
+        assert f"## Task {task} " in md
+        assert out["conditions"][task] == ws.results / "tables" / f"conditions_{task}.csv"
+    assert "ΔWER pp [95% CI]" in md and "ΔAcc pp [95% CI]" in md
+    assert "| worse |" in md and "sign_item_means" in md and "mcnemar_exact" in md
+    assert "The ten stimuli that got worst" in md
+    for name in ("figure4_background_ranking", "figure7_snr_curves"):
+        assert f"](figures/{name}.png)" in md
+        assert f'<img src="figures/{name}.png"' in html
+    assert html.startswith("<!DOCTYPE html>") and '<td class="worse">worse</td>' in html
+    assert "<details>" in html and "Descriptors vs degradation (Table 2)" in html
+    assert "Near-zero denominators" in md                 # Table 5 rule stated
+    assert "Accent groups (Table 4)" in md and "mean ΔWER pp [95% CI]" in md
+    # the worst ASR stimulus of the report is the top row of worst_stimuli, with its texts
+    w = report.worst_stimuli(figures.load_scores(ws)["asr"], "asr")
+    assert len(w) == 10 and w["delta_wer_pp"].is_monotonic_decreasing
+    assert w["reference"].iloc[0] in md and w["stimulus_id"].iloc[0] in md
+    assert out["failures"] == [] and out["comparison"] is None
+
+
+def test_condition_table_file_has_intervals(run_a):
+    ws, out = run_a
+    t = pd.read_csv(out["conditions"]["asr"])
+    noisy = t[t.scope != "clean"]
+    assert noisy[["ci_low_pp", "ci_high_pp", "p_value"]].notna().all().all()
+    assert (noisy.ci_low_pp <= noisy.delta_pp + 1e-9).all()
+    assert (noisy.delta_pp <= noisy.ci_high_pp + 1e-9).all()
+    assert set(noisy.verdict) <= set(cond.VERDICTS)
+    np.testing.assert_allclose(noisy.sub_pp + noisy.del_pp + noisy.ins_pp, noisy.wer_pp)
+    assert (noisy.ins_pp > 0).any()                         # the fake run inserts words
+    assert (t.seed == 1).all() and (t.n_resamples == 200).all()
+    n_cond = t[(t.scope == "condition") & (t.model == "m_a")]
+    assert len(n_cond) == 5 * 2
+
+
+def test_provenance_and_sidecars(run_a):
+    ws, out = run_a
+    from aiplib.manifests import manifest_hash
+    from aiplib.prompts import PROMPTS, TASKS
+
+    rec = json.loads((ws.results / "provenance.json").read_text())
+    assert out["provenance"] == ws.results / "provenance.json"
+    assert rec["normalizer"]["name"] == NORMALIZER_NAME
+    assert rec["normalizer"]["version"] == NORMALIZER_VERSION
+    assert rec["manifests"]["asr"]["sha256"] == manifest_hash(ws, "asr")
+    assert rec["manifests"]["kws"]["sha256"] == manifest_hash(ws, "kws")
+    assert rec["models"]["m_a"]["revision"] == "rev1"
+    assert rec["models"]["m_b"]["weights"] == "pkg:m_b"
+    for task, (fam, var) in TASKS.items():
+        assert rec["tasks"][task]["text"] == PROMPTS[(fam, var)]["text"]
+    assert rec["prompt_ids_scored"]["asr"]["m_a"] == {"p": 6 * 11}
+    assert rec["analysis"] == {"seed": 1, "n_resamples": 200, "level": 0.95}
+    import aiplib
+
+    assert rec["aiplib_version"] == aiplib.__version__
+    files = [p for p in ws.results.rglob("*") if p.is_file() and p.suffix != ".json"]
+    assert any(p.suffix == ".csv" for p in files) and any(p.suffix == ".png" for p in files)
+    for p in files:
+        side = p.with_suffix(".json")
+        assert side.is_file(), p
+        prov = json.loads(side.read_text())["provenance"]
+        entry = [f for f in prov["files"] if f["file"] == p.relative_to(ws.results).as_posix()]
+        assert entry and entry[0]["sha256"] == provenance.file_sha256(p)
+        assert prov["normalizer"]["version"] == NORMALIZER_VERSION and prov["analysis"]["seed"] == 1
+    scores_side = json.loads((ws.results / "scores" / "asr.json").read_text())
+    assert "n_errors" in scores_side and "normalizer" in scores_side   # scoring keys kept
+    rep = json.loads((ws.results / "report.json").read_text())["provenance"]
+    assert {f["file"] for f in rep["files"]} == {"report.md", "report.html"}
+
+
+def test_write_sidecar_merges_and_rejects(tmp_path):
+    p = tmp_path / "x.csv"
+    p.write_text("a\n1\n")
+    (tmp_path / "x.json").write_text(json.dumps({"keep": 1}))
+    side = provenance.write_sidecar(p, seed=7, model="m")
+    obj = json.loads(side.read_text())
+    assert obj["keep"] == 1 and obj["provenance"]["seed"] == 7
+    assert obj["provenance"]["files"][0]["sha256"] == provenance.file_sha256(p)
+    with pytest.raises(AiplibError):
+        provenance.write_sidecar(tmp_path / "missing.csv")
+    with pytest.raises(AiplibError):
+        provenance.write_sidecar(tmp_path / "x.json")
+
+
+# -------------------------------------------------------------------------------- comparison
+def test_compare_same_run_is_all_same(run_a):
+    ws, _ = run_a
+    c = report.compare_runs(ws, ws, n_resamples=100)
+    assert set(c["verdict"]) <= {"same", "n/a"}
+    assert np.allclose(c["change_pp"].fillna(0), 0)
+    assert set(c["scope"]) == set(cond.SCOPES)
+    assert set(c["task"]) == {"asr", "kws", "asr_steer_p5", "kws_steer_p5"}
+
+
+def test_compare_detects_worse_run_and_reads_results_copy(run_a, run_worse, tmp_path):
+    ws, _ = run_a
+    prev = tmp_path / "last-green"
+    shutil.copytree(ws.results, prev)                    # an archived results folder
+    c = report.compare_runs(prev, run_worse, n_resamples=300, seed=2)
+    o = c[(c.scope == "overall") & (c.task == "asr") & (c.model == "m_a")].iloc[0]
+    assert o.b_pp > o.a_pp and o.change_pp == pytest.approx(o.b_pp - o.a_pp)
+    assert o.ci_low_pp > 0 and o.verdict == "worse"
+    k = c[(c.scope == "condition") & (c.task == "kws")]
+    assert set(k["test"]) == {"mcnemar_exact"}
+    assert (c[c.scope == "clean"]["verdict"] != "worse").all()   # clean output unchanged
+    out = report.build_report(run_worse, previous=prev, n_resamples=100)
+    assert out["comparison"].is_file()
+    assert "Comparison with the previous run" in out["report_md"].read_text()
+    assert any(f["kind"] == "regression" for f in out["failures"])
+
+
+def test_compare_refuses_different_manifest(run_a, tmp_path):
+    ws, _ = run_a
+    other = _scored(tmp_path, n_asr=5)                  # other items → other manifest hash
+    with pytest.raises(report.RunMismatchError, match=r"manifests/asr\.csv differ"):
+        report.compare_runs(ws, other)
+    with pytest.raises(AiplibError):                    # RunMismatchError is an AiplibError
+        report.compare_runs(other, ws)
+
+
+def test_compare_refuses_different_normaliser(run_a, tmp_path):
+    ws, _ = run_a
+    prev = tmp_path / "results"
+    shutil.copytree(ws.results, prev)
+    rec = json.loads((prev / "provenance.json").read_text())
+    rec["normalizer"]["version"] = "0.0.1"
+    (prev / "provenance.json").write_text(json.dumps(rec))
+    with pytest.raises(report.RunMismatchError, match="normalisers differ"):
+        report.compare_runs(prev, ws)
+    (prev / "provenance.json").unlink()
+    with pytest.raises(AiplibError, match="provenance.json"):
+        report.compare_runs(prev, ws)
+
+
+# ---------------------------------------------------------------------------------- criteria
+def test_criteria_validation():
+    spec = report.load_criteria(report.EXAMPLE_CRITERIA)
+    assert len(spec["criteria"]) == 4 and spec["min_diff_pp"] == 2.0
+    assert spec["criteria"][1]["model"] == "*"
+    with pytest.raises(ValidationError) as e:
+        report.load_criteria({"criteria": [{"measure": "wer"}, {"max": "x", "scope": "bad",
+                                                                "colour": 1}],
+                              "no_worse_than_previous": "yes", "extra": 1})
+    assert len(e.value.problems) >= 6
+    assert report.load_criteria([{"measure": "wer", "max": 1}])["criteria"][0]["max"] == 1
+
+
+def test_check_criteria_thresholds(run_a):
+    ws, _ = run_a
+    ok = [{"task": "asr", "measure": "wer", "max": 5.0},
+          {"task": "asr", "bg_id": "all", "snr_db": 0, "measure": "wer_pp", "min": 0, "max": 500},
+          {"task": "kws", "scope": "overall", "measure": "delta_acc", "max": 1.0}]
+    assert report.check_criteria(ws, ok) == []
+    fails = report.check_criteria(ws, [
+        {"task": "asr", "model": "m_a", "bg_id": "all", "snr_db": 0, "measure": "wer_pp",
+         "max": 0.0},
+        {"task": "nope", "measure": "wer", "max": 1},
+        {"task": "asr", "measure": "acc_pp", "min": 0}])
+    kinds = [f["kind"] for f in fails]
+    assert kinds.count("threshold") == 1 and "no_match" in kinds and "unknown_measure" in kinds
+    th = next(f for f in fails if f["kind"] == "threshold")
+    assert th["condition"] == "all @ 0 dB" and th["value"] > 0 and "criterion 0" in th["message"]
+    # fraction alias vs percent column
+    assert report.check_criteria(ws, [{"task": "asr", "scope": "clean", "measure": "wer",
+                                       "max": 0.01}]) == []
+    t = cond.read_condition_tables(ws.results)["asr"]
+    sel = report._select(t, {"snr_db": "all", "bg_id": "*", "task": "*", "model": "*",
+                             "scope": "*"})
+    assert set(sel["scope"]) == {"overall", "background"}
+
+
+def _write(path, obj):
+    path.write_text(json.dumps(obj))
+    return str(path)
+
+
+def test_cli_exit_codes(run_a, run_worse, tmp_path):
+    ws, _ = run_a
+    root = str(ws.root.parent)
+    bad = _write(tmp_path / "bad.json", {"criteria": [{"task": "asr", "measure": "wer_pp",
+                                                       "max": 0}]})
+    good = _write(tmp_path / "good.json", {"criteria": [{"task": "asr", "measure": "wer_pp",
+                                                         "max": 1000}]})
+    args = ["--profile", "demo", "--data-root", root, "--n-resamples", "100", "--check-only"]
+    assert report.main(args + ["--criteria", bad]) == report.EXIT_CRITERIA_FAILED == 3
+    assert report.main(args + ["--criteria", good]) == 0
+    assert report.main(args + ["--criteria", str(tmp_path / "absent.json")]) == 1
+    # regression against the previous (better) run: exit 3 even with passing criteria
+    worse_root = str(run_worse.root.parent)
+    assert report.main(["--profile", "demo", "--data-root", worse_root, "--n-resamples", "100",
+                        "--check-only", "--criteria", good, "--previous", str(ws.root)]) == 3
+    # previous run read from the criteria file; the better run is not worse overall (with 6
+    # items single conditions can flip by chance, so only the pooled scopes are checked)
+    nw = _write(tmp_path / "nw.json", {"criteria": [], "no_worse_than_previous": True,
+                                       "previous": os.path.relpath(run_worse.results, tmp_path),
+                                       "regression_scopes": ["overall", "snr"]})
+    assert report.main(args + ["--criteria", nw]) == 0
+
+
+def test_module_entry_point_exits_3(run_a, tmp_path):
+    ws, _ = run_a
+    bad = _write(tmp_path / "criteria.json", [{"task": "kws", "measure": "acc_pp", "min": 101}])
+    r = subprocess.run([sys.executable, "-m", "aiplib.report", "--profile", "demo",
+                        "--data-root", str(ws.root.parent), "--criteria", bad, "--check-only",
+                        "--n-resamples", "50"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 3, r.stderr
+    assert "criteria FAILED" in r.stderr and "acc_pp" in r.stderr
+
+
+# --------------------------------------------------------------------------------- Table 2
+def test_table2_constant_descriptor_and_bh(tmp_path):
+    ws = _scored(tmp_path, n_bg=8, models=("m_a",))
+    d = pd.read_csv(ws.descriptors / "acoustic_descriptors.csv")
+    d["rms_variance"] = 0.25                              # constant descriptor column
+    d.to_csv(ws.descriptors / "acoustic_descriptors.csv", index=False)
+    figures.make_all_figures(ws, n_resamples=100, formats=("png",))
+    t2 = pd.read_csv(ws.results / "tables" / "table2_spearman_correlations.csv")
+    rv = t2[t2.descriptor == "rms_variance"]
+    assert len(rv) == 2 * 2 and rv[["r_s", "p", "ci_low", "p_bh"]].isna().all().all()
+    assert rv["note"].str.contains("constant").all()
+    z = t2[(t2.descriptor == "zcr") & (t2.task == "asr") & (t2.model == "pooled")].iloc[0]
+    assert z.r_s > 0.5 and z.ci_low <= z.r_s <= z.ci_high
+    # BH by hand: sort the m finite p-values, q_(j) = min_{k >= j} m p_(k) / k
+    for (_, _), g in t2.groupby(["task", "model"]):
+        p = g["p"].to_numpy(float)
+        fin = np.isfinite(p)
+        m = fin.sum()
+        order = np.argsort(p[fin])
+        ps = p[fin][order]
+        q = np.minimum.accumulate((m * ps / np.arange(1, m + 1))[::-1])[::-1].clip(max=1)
+        hand = np.full(p.shape, np.nan)
+        hand[np.flatnonzero(fin)[order]] = q
+        np.testing.assert_allclose(g["p_bh"].to_numpy(float), hand)
+    out = report.build_report(ws, n_resamples=100)
+    assert "constant column" in out["report_md"].read_text()
+
+
+def test_constant_degradation_column_gives_nan_note():
+    bgs = [f"bg{i}" for i in range(6)]
+    deg = pd.DataFrame({"m": np.zeros(6), "pooled": np.arange(6.0)},
+                       index=pd.Index(bgs, name="bg_id"))
+    desc = pd.DataFrame({"bg_id": bgs, **{k: np.arange(6.0) + i
+                                          for i, k in enumerate(stats.DESCRIPTORS)}})
+    t = stats.descriptor_correlations(deg, desc, n_resamples=50)
+    m = t[t.model == "m"]
+    assert m["r_s"].isna().all() and m["note"].str.contains("constant").all()
+    assert np.allclose(t[t.model == "pooled"]["r_s"], 1.0)
+
+
+# ------------------------------------------------------------------------------------ timing
+@pytest.mark.slow
+def test_demo_sized_conditions_and_report_under_60_s(tmp_path):
+    import time
+
+    ws = make_run(tmp_path, n_asr=28, n_kws=30, models=("m_a",))
+    score_inference(ws)
+    t0 = time.perf_counter()
+    report.build_report(ws)                               # default 2000 resamples
+    assert time.perf_counter() - t0 < 60
