@@ -47,7 +47,7 @@ export AIP_MIRROR := $(MIRROR)
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: all setup validate test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: all setup validate criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
 
 all: setup validate
 	@for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done
@@ -96,6 +96,16 @@ test: setup
 
 unit: setup
 	AIP_SMOKE=1 AIP_DATA_ROOT=$(TEST_DATA) $(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and not browser" tests
+
+# `make criteria CRITERIA=criteria.json [PREVIOUS=old/results]`: check the last run against thresholds
+# and the previous run. GNU make reports any failure as status 2; for the exact status 3 (criteria
+# failed or a condition got worse) call the command itself in CI:
+#   .venv/bin/python -m aiplib.report --profile demo --criteria criteria.json --check-only
+CRITERIA ?= criteria.json
+criteria: setup
+	@test -f "$(CRITERIA)" || { echo "make criteria: $(CRITERIA) not found (set CRITERIA=...; format in aiplib/report.py)" >&2; exit 1; }
+	$(PY) -m aiplib.report --profile $(PROFILE) --data-root "$(DATA_ROOT)" --criteria "$(CRITERIA)" \
+	  $(if $(PREVIOUS),--previous "$(PREVIOUS)") $(if $(MIN_DIFF),--min-diff $(MIN_DIFF))
 
 lab: setup
 	AIP_PROFILE=$(PROFILE) $(VENV)/bin/jupyter lab notebooks/

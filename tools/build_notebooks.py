@@ -217,24 +217,42 @@ scores = score_inference(ws)
 ]
 
 NB["09_make_figures"] = [
-    md('''# 9 · Figures and tables
+    md('''# 9 · Figures, tables and the report
 
-**Reads** `results/scores/`, `descriptors/`. **Writes** the paper's Figures 2–7 (PNG and PDF under
-`results/figures/`) and Tables 2–5 (CSV under `results/tables/`). Degradation is averaged per
-background over the SNRs (and over the models for pooled values) and rank-correlated (Spearman)
-with each descriptor across the backgrounds.'''),
-    params(COMMON),
+**Reads** `results/scores/`, `descriptors/`, `manifests/`, `inference/*/run_log.jsonl`. **Writes** the
+paper's Figures 2–7 (PNG and PDF under `results/figures/`), Tables 2–5 (CSV under
+`results/tables/`), per-condition tables with intervals and verdicts
+(`results/tables/conditions_<task>.csv`), `results/report.md` and `report.html`, and a JSON
+provenance sidecar next to every results file. Degradation is averaged per background over the
+SNRs (and over the models for pooled values) and rank-correlated (Spearman) with each descriptor
+across the backgrounds; every number comes with a bootstrap 95 % interval.'''),
+    params(COMMON + '''
+n_resamples: int = 200 if smoke else 2000  # bootstrap resamples of every interval
+seed: int = 0  # bootstrap seed (recorded in every table and sidecar)
+min_diff_pp: float = 2.0  # smallest change (percentage points) called worse / better
+criteria: str = ""  # optional criteria JSON (format: aiplib/report.py); "" = none
+previous: str = ""  # optional previous run (workspace root or results folder) to compare with'''),
     code(SETUP),
     code('''from aiplib.figures import make_all_figures
 
-written = make_all_figures(ws)
-sorted(p.name for p in written.values())'''),
+written = make_all_figures(ws, n_resamples=n_resamples, seed=seed)
+sorted(written)'''),
     code('''import pandas as pd
 
 pd.read_csv(ws.results / "tables" / "table2_spearman_correlations.csv").round(3).head(20)'''),
     code('''from IPython.display import Image
 
 Image(filename=str(ws.results / "figures" / "figure4_background_ranking.png"))'''),
+    code('''from aiplib.report import build_report
+
+out = build_report(ws, n_resamples=n_resamples, seed=seed, min_diff_pp=min_diff_pp,
+                   criteria=criteria or None, previous=previous or None)
+print(out["report_md"])
+out["failures"][:20]'''),
+    code('''t = pd.read_csv(out["conditions"]["asr"])
+t.loc[t["scope"].isin(["clean", "overall", "snr"]),
+      ["model", "condition", "n_items", "wer_pp", "mean_wer_pp", "cer_pp", "sub_pp", "del_pp",
+       "ins_pp", "delta_pp", "ci_low_pp", "ci_high_pp", "p_value", "verdict"]].round(2)'''),
 ]
 
 NB["10_listen_and_explore"] = [
