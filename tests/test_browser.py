@@ -1,0 +1,216 @@
+"""Notebook 10 in a real browser: JupyterLab + headless Chromium (Debian's), driven by Playwright.
+
+The test starts JupyterLab on 127.0.0.1 with a token, in a scratch folder holding a copy of the
+repository's ``notebooks/10_listen_and_explore.ipynb`` and a synthetic workspace with made-up
+inference rows whose responses name their stimulus (``word 0 at 5 with foxtrot`` is item a00,
+background bg05, 5 dB). It opens the notebook, runs all cells from the Run menu, changes the
+background and the SNR in the widget, and checks that the mixture's ``<audio>`` source changes, that
+the bytes it plays are ``wav_bytes(materialize(row))`` of the chosen row, that Chromium decodes them
+(duration of the item), and that the displayed response is the one for that stimulus; then one
+click on the first worst case loads that stimulus. Screenshots go
+to the test's temporary folder. No browser is downloaded: Playwright launches /usr/bin/chromium
+(``make setup`` installs it from binder/apt.txt).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from aiplib import widgets as aw
+from aiplib.scoring import score_inference
+from test_widgets import make_explorer_workspace
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+NOTEBOOK = "10_listen_and_explore.ipynb"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SERVER_START_S = 60
+CELLS_DONE_MS = 90_000
+CHANGE_MS = 30_000
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium "
+                       "(make setup installs it from binder/apt.txt: apt-get install chromium)"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 2.0) -> int:
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status
+
+
+def _start_lab(tmp_path: Path, data_root: Path):
+    """Start JupyterLab in its own process group; return (process, base URL, token, log path)."""
+    root = tmp_path / "lab"
+    root.mkdir()
+    shutil.copy(ROOT / "notebooks" / NOTEBOOK, root / NOTEBOOK)
+    jdir = tmp_path / "jupyter"
+    settings = jdir / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    # no news or update checks (the machine has no network); no pop-ups over the notebook
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"checkForUpdates": False, "fetchNews": "false"}))
+    port, token = _free_port(), uuid.uuid4().hex
+    env = dict(os.environ, AIP_DATA_ROOT=str(data_root), AIP_PROFILE="demo", AIP_SMOKE="1",
+               JUPYTERLAB_SETTINGS_DIR=str(jdir / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(jdir / "workspaces"),
+               JUPYTER_RUNTIME_DIR=str(jdir / "runtime"), JUPYTER_CONFIG_DIR=str(jdir / "config"),
+               MPLBACKEND="Agg", PYTHONUNBUFFERED="1")
+    log = tmp_path / "jupyterlab.log"
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
+           "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+           "--LabApp.extension_manager=readonly", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")  # CI containers run as root
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, cwd=root,
+                                start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + SERVER_START_S
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            if _get(f"{base}/api/status?token={token}") == 200:
+                break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            _stop_lab(proc, base, token)
+            raise RuntimeError(f"jupyter lab did not answer within {SERVER_START_S} s:\n{log.read_text()[-3000:]}")
+        time.sleep(0.3)
+    return proc, base, token, log
+
+
+def _stop_lab(proc, base: str, token: str) -> None:
+    """Ask the server to shut down (it stops its kernels), then end its process group if needed."""
+    if proc.poll() is None:
+        try:
+            req = urllib.request.Request(f"{base}/api/shutdown?token={token}", method="POST", data=b"")
+            urllib.request.urlopen(req, timeout=5).close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)  # the group this test started (start_new_session), kernels included
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _mixture_bytes(page) -> tuple[str, bytes, float]:
+    """(src, bytes behind the blob URL, duration in s once Chromium has read the header)."""
+    out = page.evaluate("""async () => {
+        const el = document.querySelector('audio.aip-mixture-audio');
+        const buf = new Uint8Array(await (await fetch(el.src)).arrayBuffer());
+        let s = ''; for (let i = 0; i < buf.length; i += 8192) s += String.fromCharCode(...buf.subarray(i, i + 8192));
+        if (el.readyState < 1) {
+            el.load();
+            await new Promise(r => { el.addEventListener('loadedmetadata', r, {once: true});
+                                     el.addEventListener('error', r, {once: true}); setTimeout(r, 10000); });
+        }
+        return [el.src, btoa(s), el.duration, el.error ? el.error.message || String(el.error.code) : null];
+    }""")
+    src, b64, duration, err = out
+    assert err is None, f"Chromium could not decode the mixture: {err}"
+    return src, base64.b64decode(b64), duration
+
+
+def test_notebook10_explorer_in_headless_chromium(tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    t0 = time.monotonic()
+    data_root = tmp_path / "data"
+    ws = make_explorer_workspace(data_root)
+    score_inference(ws)  # results/scores/asr.csv: the worst-case list and the ranked table are filled
+    expected = {(bg, snr): aw.wav_bytes(aw.stimulus_audio(ws, "asr", "a00", bg, snr)["mixture"])
+                for bg, snr in (("bg00", 10), ("bg05", 10), ("bg05", 0), ("bg03", 0))}
+    proc, base, token, log = _start_lab(tmp_path, data_root)
+    shots = []
+    try:
+        with sync_playwright() as p:
+            ctx = p.chromium.launch_persistent_context(
+                str(tmp_path / "chromium-profile"), executable_path=str(CHROMIUM), headless=True,
+                args=CHROMIUM_FLAGS, viewport={"width": 1600, "height": 2000})
+            try:
+                page = ctx.new_page()
+                page.set_default_timeout(CHANGE_MS)
+                page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", wait_until="domcontentloaded",
+                          timeout=60_000)
+                page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=60_000)
+                # wait until the kernel is up (status bar "… | Idle"): a Run All sent while it starts is lost
+                page.get_by_text(re.compile(r"^Python 3.*\| Idle$")).first.wait_for(timeout=60_000)
+                # Run > Run All Cells
+                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+                page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+
+                response = page.locator(".aip-response .aip-response-text")
+                expect(response).to_have_text("word 0 at 10 with alpha", timeout=CELLS_DONE_MS)
+                src0, wav0, dur0 = _mixture_bytes(page)
+                assert src0.startswith("blob:")
+                assert wav0 == expected[("bg00", 10)]
+                assert dur0 == pytest.approx(1.0, abs=0.01)  # item a00 lasts 1 s
+
+                page.select_option(".aip-bg select", label="bg05")
+                expect(response).to_have_text("word 0 at 10 with foxtrot")
+                expect(page.locator(".aip-mixinfo")).to_contain_text("asr__a00__bg05__snr+10")
+                src1, wav1, dur1 = _mixture_bytes(page)
+                assert src1 != src0 and wav1 == expected[("bg05", 10)] != wav0
+                assert dur1 == pytest.approx(1.0, abs=0.01)
+
+                page.select_option(".aip-snr select", label="0 dB")
+                expect(response).to_have_text("word 0 at 0 with foxtrot")
+                src2, wav2, _ = _mixture_bytes(page)
+                assert src2 not in (src0, src1) and wav2 == expected[("bg05", 0)] != wav1
+                expect(page.locator(".aip-bg-info")).to_contain_text("bg05")
+                expect(page.locator(".aip-response")).to_contain_text("+2.000")  # ΔWER vs clean
+
+                # one click on the worst case (a00, bg03, 0 dB: ΔWER 2.5) loads it
+                page.locator(".aip-worst-case").first.click()
+                expect(response).to_have_text("bird 0 at 0 with delta")
+                expect(page.locator(".aip-bg select")).to_have_value("bg03")
+                src3, wav3, _ = _mixture_bytes(page)
+                assert src3 != src2 and wav3 == expected[("bg03", 0)]
+
+                explorer = page.locator(".aip-explorer")
+                explorer.scroll_into_view_if_needed()
+                shots = [tmp_path / "explorer.png", tmp_path / "jupyterlab.png"]
+                explorer.screenshot(path=str(shots[0]))
+                page.screenshot(path=str(shots[1]))
+            finally:
+                ctx.close()
+    finally:
+        _stop_lab(proc, base, token)
+    assert proc.poll() is not None, "jupyter lab is still running"
+    elapsed = time.monotonic() - t0
+    print(f"browser test: {elapsed:.1f} s; screenshots {', '.join(map(str, shots))}")
+    assert all(s.stat().st_size > 10_000 for s in shots)
+    assert elapsed < 120, f"the browser test took {elapsed:.0f} s (budget 120 s)"
