@@ -188,7 +188,7 @@ the model "ignored" an instruction.'''),
 model: str = "whisper_tiny_en"  # registry id, comma list, or "all"
 task: str = "all"  # asr | kws | asr_steer_p5 | kws_steer_p5 | comma list | all
 path: str = "fast"  # embedded Whisper decoding path: fast | standard
-limit: int = 0  # >0: only the first N stimuli per task (0 = all)'''),
+limit: int = 0  # >0: only the first N stimuli per task (0 means all)'''),
     code(SETUP),
     code('''from aiplib.inference import run_inference
 
@@ -230,7 +230,7 @@ across the backgrounds; every number comes with a bootstrap 95 % interval.'''),
 n_resamples: int = 200 if smoke else 2000  # bootstrap resamples of every interval
 seed: int = 0  # bootstrap seed (recorded in every table and sidecar)
 min_diff_pp: float = 2.0  # smallest change (percentage points) called worse / better
-criteria: str = ""  # optional criteria JSON (format: aiplib/report.py); "" = none
+criteria: str = ""  # optional criteria JSON (format: aiplib/report.py); empty for none
 previous: str = ""  # optional previous run (workspace root or results folder) to compare with'''),
     code(SETUP),
     code('''from aiplib.figures import make_all_figures
