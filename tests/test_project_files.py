@@ -39,3 +39,16 @@ def test_apt_txt_lists_the_embedded_default_packages():
     apt = (ROOT / "binder" / "apt.txt").read_text().split()
     for pkg in ("ffmpeg", "espeak-ng", "flite", "asterisk-core-sounds-en-g722", "chromium"):
         assert pkg in apt
+
+
+def test_papermill_parses_every_parameter():
+    import re
+
+    import papermill as pm
+
+    for name in STAGES:
+        path = ROOT / "notebooks" / f"{name}.ipynb"
+        nb = json.loads(path.read_text())
+        src = "".join(nb["cells"][1]["source"])
+        declared = re.findall(r"^([a-z_]+): [a-z]+ = ", src, flags=re.M)
+        assert list(pm.inspect_notebook(str(path))) == declared, name
