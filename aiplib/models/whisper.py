@@ -62,7 +62,9 @@ import math
 import os
 import shutil
 import time
+import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -295,7 +297,12 @@ class WhisperRecogniser(Recogniser):
     path : {"fast", "standard"}
         Decoding path (module notes). Both give the same transcripts with the default window.
     cpu_threads : int, optional
-        CTranslate2 intra-op threads; default the number of usable cores.
+        CTranslate2 intra-op threads per worker; default ``cores // workers`` (at least 1).
+    workers : int, optional
+        Fast path on CPU: sub-batches decoded concurrently (CTranslate2 ``inter_threads``);
+        default the number of usable cores. Two one-thread workers beat one two-thread worker
+        on 2 cores (measured: encoder 0.185 vs 0.214 s per 30 s window). Transcripts do not
+        depend on it.
     device, compute_type : str, optional
         Override the entry's ``device`` (``auto`` → cuda if present) and ``precision``.
     batch_size : int, optional
@@ -323,7 +330,7 @@ class WhisperRecogniser(Recogniser):
                  batch_size: int | None = None, min_window_frames: int = MIN_WINDOW_FRAMES,
                  margin_frames: int = MARGIN_FRAMES, round_frames: int = ROUND_FRAMES,
                  no_speech_threshold: float | None = 0.6, log_prob_threshold: float | None = -1.0,
-                 encoder_cache: int | None = None):
+                 encoder_cache: int | None = None, workers: int | None = None):
         if path not in PATHS:
             raise AiplibParameterError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
         try:
@@ -349,13 +356,15 @@ class WhisperRecogniser(Recogniser):
             dev = "cuda" if cuda_available() else "cpu"
         self.device = dev
         self.compute_type = compute_type or entry.precision
-        self.cpu_threads = int(cpu_threads or _n_threads())
+        cores = _n_threads()
+        self.workers = int(workers or (cores if (path == "fast" and self.device == "cpu") else 1))
+        self.cpu_threads = int(cpu_threads or max(1, cores // self.workers))
         self.weights_path, self.weights_sha256 = resolve_weights(entry)
         t0 = time.perf_counter()
         try:
             self.model = WhisperModel(self.weights_path, device=self.device,
                                       compute_type=self.compute_type, cpu_threads=self.cpu_threads,
-                                      local_files_only=True)
+                                      num_workers=self.workers, local_files_only=True)
         except Exception as exc:  # noqa: BLE001 - hub/ctranslate2 raise many types
             raise ModelUnavailableError(
                 f"{entry.id}: cannot open Whisper weights {self.weights_path!r} offline "
@@ -368,6 +377,7 @@ class WhisperRecogniser(Recogniser):
         self._prompt_cache: dict = {}
         self.encoder_cache_size = int(encoder_cache if encoder_cache is not None else 2 * self.batch_size)
         self._enc_cache: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ interface
     def info(self) -> dict:
@@ -382,7 +392,7 @@ class WhisperRecogniser(Recogniser):
             "window": ({**self.window, "max_frames": FULL_WINDOW_FRAMES} if self.path == "fast"
                        else {"frames": FULL_WINDOW_FRAMES}),
             "device": self.device, "compute_type": self.compute_type, "cpu_threads": self.cpu_threads,
-            "batch_size": self.batch_size if self.path == "fast" else 1,
+            "workers": self.workers, "batch_size": self.batch_size if self.path == "fast" else 1,
             "decoding": {"beam_size": 1, "temperature": 0.0, "language": "en",
                          "without_timestamps": True, "condition_on_previous_text": False,
                          "prompt_as": "initial_prompt", "max_new_tokens": self.entry.max_new_tokens,
@@ -452,12 +462,17 @@ class WhisperRecogniser(Recogniser):
         return self._prompt_cache[prompt]
 
     def _encode(self, clips, keys, w: int):
-        """Encoder outputs [shape=(b, w // 2, d_model)] for ``clips``, reusing cached ones."""
+        """Encoder outputs [shape=(b, w // 2, d_model)] for ``clips``, reusing cached ones.
+
+        Thread-safe: the cache is only touched under ``self._lock``; encoding runs outside it.
+        """
         import ctranslate2  # noqa: PLC0415
 
         use_cache = self.encoder_cache_size > 0 and self.device == "cpu"
-        missing = ([i for i, k in enumerate(keys) if (k, w) not in self._enc_cache] if use_cache
-                   else list(range(len(keys))))
+        with self._lock:
+            missing = ([i for i, k in enumerate(keys) if (k, w) not in self._enc_cache] if use_cache
+                       else list(range(len(keys))))
+        fresh = {}
         if missing:
             fe = self.model.feature_extractor
             batch = None
@@ -470,14 +485,16 @@ class WhisperRecogniser(Recogniser):
             if not use_cache:
                 return enc
             arr = np.array(enc)
-            for j, i in enumerate(missing):
-                self._enc_cache[(keys[i], w)] = arr[j]
+            fresh = {keys[i]: arr[j] for j, i in enumerate(missing)}
         rows = []
-        for k in keys:
-            self._enc_cache.move_to_end((k, w))
-            rows.append(self._enc_cache[(k, w)])
-        while len(self._enc_cache) > max(self.encoder_cache_size, len(keys)):
-            self._enc_cache.popitem(last=False)
+        with self._lock:
+            for k in keys:
+                if k in fresh:
+                    self._enc_cache[(k, w)] = fresh[k]
+                self._enc_cache.move_to_end((k, w))
+                rows.append(self._enc_cache[(k, w)])
+            while len(self._enc_cache) > max(self.encoder_cache_size, len(keys) * self.workers):
+                self._enc_cache.popitem(last=False)
         return ctranslate2.StorageView.from_array(np.ascontiguousarray(np.stack(rows)))
 
     def _fast(self, clips, prompts) -> list[str]:
@@ -494,8 +511,11 @@ class WhisperRecogniser(Recogniser):
                 raise AiplibParameterError(
                     f"prompt of {len(tokens)} tokens + max_new_tokens {self.entry.max_new_tokens} "
                     f"exceeds Whisper's {self.model.max_length}-token context")
-            for s in range(0, len(idx), self.batch_size):
-                chunk = idx[s: s + self.batch_size]
+            # sub-batches of at most batch_size, spread evenly over the workers
+            n_sub = max(self.workers, -(-len(idx) // self.batch_size))
+            chunks = [c for c in (idx[k::n_sub] for k in range(n_sub)) if c]
+
+            def run(chunk, tokens=tokens, max_length=max_length, w=w):
                 keys = [hashlib.blake2b(clips[i].tobytes(), digest_size=16).digest() for i in chunk]
                 enc = self._encode([clips[i] for i in chunk], keys, w)
                 results = self.model.model.generate(
@@ -506,6 +526,13 @@ class WhisperRecogniser(Recogniser):
                     max_initial_timestamp_index=self.max_initial_timestamp_index)
                 for i, r in zip(chunk, results):
                     out[i] = self._text(r)
+
+            if self.workers > 1 and len(chunks) > 1:
+                with ThreadPoolExecutor(max_workers=self.workers) as pool:
+                    list(pool.map(run, chunks))
+            else:
+                for chunk in chunks:
+                    run(chunk)
         return out
 
     def _text(self, result) -> str:
