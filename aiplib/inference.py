@@ -376,12 +376,17 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
                 summary.append({"model": entry.id, "task": task, **task_stats[task]})
         finally:
             diag.flush()
+            try:  # throughput, RTFx and peak GPU memory, where the backend measures them
+                end_stats = rec.stats() if hasattr(rec, "stats") else None
+            except Exception as exc:  # noqa: BLE001 - diagnostics must not hide the run's result
+                end_stats = {"stats_error": f"{type(exc).__name__}: {exc}"[:200]}
             rec.close()
             seconds = time.perf_counter() - t_model
             _log_run(run_log, {
                 "event": "run", "model": entry.id, "start": started, "end": _now(),
                 "seconds": round(seconds, 3), "path": info.get("path", path),
-                "window": info.get("window"), "revision": entry.revision,
+                "window": info.get("window"), "revision": info.get("revision", entry.revision),
+                "revision_requested": entry.revision, "stats": end_stats,
                 "weights": info.get("weights_path", entry.weights),
                 "weights_sha256": info.get("weights_sha256"), "batch_size": batch_size,
                 "limit": limit, "n_done": sum(s.get("n_run", 0) - s.get("n_errors", 0)
