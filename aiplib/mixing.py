@@ -18,7 +18,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .audio import SR, load_audio_cached, loudness_lufs, valid_audio, write_wav
+from .audio import SR, load_audio_cached, loudness_lufs, write_wav
 from .errors import AiplibParameterError, AudioFileError
 
 __all__ = ["SPEECH_LUFS", "PEAK_LIMIT", "MixInfo", "mix_at_snr", "achieved_snr_db", "speech_gain_db",

@@ -74,9 +74,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..audio import SR, load_audio, loudness_lufs, write_wav
 from ..errors import AiplibError, AudioFileError, MissingPackageError, ValidationError
+from ..jsonl import read_jsonl, write_jsonl
 
 __all__ = ["KEYWORDS", "MAX_UTTERANCE_S", "MIN_BACKGROUNDS", "AUDIO_EXTENSIONS", "CATEGORIES",
            "UNKNOWN_LICENCE", "TRANSIENT_PEAK_DB", "DIGITAL_SILENCE_DBFS", "MAX_SILENT_GAP_S",
@@ -833,18 +835,8 @@ def _select(idx: np.ndarray, n: int | None, rng, strata=None) -> np.ndarray:
     return np.sort(np.concatenate([rng.choice(a, size=na, replace=False), rng.choice(b, size=nb, replace=False)]))
 
 
-def _write_jsonl(path: Path, rows: list[dict]) -> None:
-    tmp = path.with_name(path.name + ".part")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    tmp.replace(path)
 
 
-def _read_jsonl(path: Path):
-    import pandas as pd
-
-    return pd.DataFrame([json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line])
 
 
 def _none(v):
@@ -899,7 +891,7 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
         if any(old.get(k) != v for k, v in want.items()):
             warnings.warn("existing item banks were built from another stage-1 inventory or other sizes; "
                           "pass overwrite=True to rebuild", stacklevel=2)
-        return {f: _read_jsonl(p) for f, p in paths.items()}
+        return {f: pd.DataFrame(read_jsonl(p)) for f, p in paths.items()}
     used = inv[(inv["package"].isin(["custom/speech", "custom/kws"])) & (inv["used"].str.lower() == "true")]
     _check_unchanged(used)
     ws.ensure()
@@ -921,10 +913,10 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
             else:
                 item.update(label=r["label"], is_target=r["is_target"].lower() == "true")
             rows.append(item)
-        _write_jsonl(paths[fam], rows)
+        write_jsonl(paths[fam], rows)
         banks[fam] = rows
     build_meta.write_text(json.dumps(dict(want, n_asr=len(banks["asr"]), n_kws=len(banks["kws"])), indent=2))
-    return {f: _read_jsonl(p) for f, p in paths.items()}
+    return {f: pd.DataFrame(read_jsonl(p)) for f, p in paths.items()}
 
 
 # ----------------------------------------------------------------------------- stage 3 input

@@ -19,7 +19,6 @@ specs for :func:`aiplib.backgrounds.curate_battery`.
 from __future__ import annotations
 
 import gzip
-import json
 import re
 import shutil
 import subprocess
@@ -29,9 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..audio import SR, load_audio, write_wav
 from ..errors import AiplibError, AiplibParameterError, AudioFileError, MissingPackageError
+from ..jsonl import read_jsonl, write_jsonl
 from . import debian
 
 __all__ = ["DEBIAN_PACKAGES", "KEYWORDS", "NON_TARGET_WORDS", "HARVARD_SENTENCES", "ASR_VOICES",
@@ -439,18 +440,8 @@ def _kws(ws, n_target: int, n_nontarget: int, rng) -> list[dict]:
     return rows
 
 
-def _write_jsonl(path: Path, rows: list[dict]) -> None:
-    tmp = path.with_name(path.name + ".part")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    tmp.replace(path)
 
 
-def _read_jsonl(path: Path):
-    import pandas as pd
-
-    return pd.DataFrame([json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line])
 
 
 def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_target: int = 20,
@@ -495,7 +486,7 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
         raise AiplibParameterError(f"item counts must be integers ≥ 0, got {bad}")
     paths = {f: ws.itembanks / f"{f}.jsonl" for f in ("asr", "kws")}
     if not overwrite and all(p.is_file() for p in paths.values()):
-        banks = {f: _read_jsonl(p) for f, p in paths.items()}
+        banks = {f: pd.DataFrame(read_jsonl(p)) for f, p in paths.items()}
         if len(banks["asr"]) != n_asr_real + n_asr_synth or len(banks["kws"]) != n_kws_target + n_kws_nontarget:
             warnings.warn("existing item banks have other sizes than asked; pass overwrite=True to rebuild",
                           stacklevel=2)
@@ -505,8 +496,8 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
     asr = _asr_real(ws, n_asr_real, rng_real) + _asr_synth(ws, n_asr_synth, rng_synth)
     kws = _kws(ws, n_kws_target, n_kws_nontarget, rng_kws)
     for fam, rows in (("asr", asr), ("kws", kws)):
-        _write_jsonl(paths[fam], rows)
-    return {f: _read_jsonl(p) for f, p in paths.items()}
+        write_jsonl(paths[fam], rows)
+    return {f: pd.DataFrame(read_jsonl(p)) for f, p in paths.items()}
 
 
 # ----------------------------------------------------------------------------- battery
@@ -538,7 +529,7 @@ def _talker_streams(ws, n_streams: int, seed: int) -> list[list[str]]:
     if not bank.is_file():
         raise AiplibError(f"{bank} is missing: run build_item_banks(ws) first, so that the babble "
                           "avoids the prompts of the item bank")
-    used = {str(ws.path(f)) for f in _read_jsonl(bank).get("source_file", [])}
+    used = {str(ws.path(f)) for f in pd.DataFrame(read_jsonl(bank)).get("source_file", [])}
     p = asterisk_prompts(ws)
     cand = p[(p.n_words >= 3) & (p.duration_s >= 1.5) & p.clean_text & ~p.path.isin(used)]
     order = cand.iloc[np.random.default_rng(seed).permutation(len(cand))]

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 import os
 import re
 from collections import defaultdict
@@ -57,6 +56,7 @@ import numpy as np
 from ..audio import SR, load_audio, write_wav
 from ..download import DownloadError, fetch, set_cache_env
 from ..errors import AiplibError, AiplibParameterError, MissingPackageError
+from ..jsonl import read_jsonl, write_jsonl
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
@@ -858,17 +858,8 @@ def _spread(df, n: int, rng, *, key: str, by: str = "speaker"):
     return df.sort_values(["_rank", "_pos"]).head(n).drop(columns=["_rank", "_pos"])
 
 
-def _write_jsonl(path: Path, rows: list) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    tmp.replace(path)
 
 
-def _read_jsonl(path: Path) -> list:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def build_item_banks(ws, *, seed: int = 0, cv_dataset=None, n_librispeech: int = N_LIBRISPEECH,
@@ -923,7 +914,7 @@ def build_item_banks(ws, *, seed: int = 0, cv_dataset=None, n_librispeech: int =
     ib = Path(ws.root) / "itembanks"
     asr_path, kws_path = ib / "asr.jsonl", ib / "kws.jsonl"
     if not overwrite and asr_path.is_file() and kws_path.is_file():
-        return {"asr": pd.DataFrame(_read_jsonl(asr_path)), "kws": pd.DataFrame(_read_jsonl(kws_path))}
+        return {"asr": pd.DataFrame(read_jsonl(asr_path)), "kws": pd.DataFrame(read_jsonl(kws_path))}
     rng = np.random.default_rng(seed)
     audio_dir = ib / "audio"
     if n_librispeech % 2:
@@ -1006,8 +997,8 @@ def build_item_banks(ws, *, seed: int = 0, cv_dataset=None, n_librispeech: int =
     for f in cv_dir.iterdir():
         if f.is_file() and f.name not in keep:
             f.unlink()
-    _write_jsonl(asr_path, asr_rows)
-    _write_jsonl(kws_path, kws_rows)
+    write_jsonl(asr_path, asr_rows)
+    write_jsonl(kws_path, kws_rows)
     return {"asr": pd.DataFrame(asr_rows), "kws": pd.DataFrame(kws_rows)}
 
 
