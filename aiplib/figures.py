@@ -21,6 +21,8 @@ import logging
 import re
 from pathlib import Path
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -553,9 +555,11 @@ def figure6_prompt_steering_rer(table5: pd.DataFrame):
         err = np.vstack([np.clip(v - t["ci_low"].to_numpy(float), 0, None),
                          np.clip(t["ci_high"].to_numpy(float) - v, 0, None)])
         xs = x + (k - (len(fams) - 1) / 2) * w
-        ax.bar(xs, np.nan_to_num(v), w, label=_FAMILY_LABEL[fam], yerr=np.nan_to_num(err),
-               color=_FAMILY_COLOURS[fam],
-               error_kw={"lw": 0.7, "capsize": 2})
+        with warnings.catch_warnings():  # matplotlib's own finiteness probe of a (2, 1) yerr
+            warnings.filterwarnings("ignore", message="Conversion of an array with ndim > 0",
+                                    category=DeprecationWarning)
+            ax.bar(xs, np.nan_to_num(v), w, label=_FAMILY_LABEL[fam], yerr=np.nan_to_num(err),
+                   color=_FAMILY_COLOURS[fam], error_kw={"lw": 0.7, "capsize": 2})
         for xi, vi in zip(xs, v):
             if not np.isfinite(vi):
                 ax.text(xi, 0.02, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
