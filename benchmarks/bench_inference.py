@@ -7,7 +7,7 @@ Usage::
 
 Stimuli: the ``demo`` workspace manifests when they exist (``n`` clean ASR rows and the ``n`` 0 dB
 rows of the same items, materialised on the fly, plus the KWS manifest if present); otherwise
-fieldkit speech (``/work/shared/fieldkit``, read only) mixed with white noise and the fieldkit
+fieldkit speech (``../shared/fieldkit``, read only) mixed with white noise and the fieldkit
 backgrounds at 0 dB. Prints s/clip of each path with one prompt and with
 two prompts per stimulus (baseline + p5, where the fast path reuses encoder outputs), the
 fast/standard throughput ratios and the share of identical transcripts on clean and 0 dB stimuli.
@@ -28,7 +28,7 @@ from aiplib.audio import load_audio  # noqa: E402
 from aiplib.models import load_model  # noqa: E402
 from aiplib.prompts import prompt_for  # noqa: E402
 
-FIELDKIT = Path("/work/shared/fieldkit")
+FIELDKIT = Path(__file__).resolve().parents[2] / "shared" / "fieldkit"
 
 
 def demo_stimuli(n: int):

@@ -14,7 +14,7 @@ from aiplib.errors import AiplibError, AiplibParameterError
 from aiplib.workspace import workspace
 
 SR = 16000
-SPEECH = Path("/work/shared/fieldkit/speech_asr/ls_test-clean_1995-1837-0001.wav")  # read-only
+SPEECH = Path(__file__).resolve().parents[2] / "shared" / "fieldkit" / "speech_asr" / "ls_test-clean_1995-1837-0001.wav"  # read-only
 
 
 def _sine(f=1000.0, dur=2.0, amp=0.5):

@@ -209,8 +209,9 @@ def test_read_results_is_tolerant(tmp_path):
     assert read_results(tmp_path / "missing.jsonl").columns.tolist() == RESULT_FIELDS
 
 
-FK_CLIP = "/work/shared/fieldkit/speech_asr/ls_test-clean_1089-134691-0000.flac"
-FK_BG = "/work/shared/fieldkit/backgrounds/sc_bg_running_tap.wav"
+_FK = Path(__file__).resolve().parents[2] / "shared" / "fieldkit"  # ../shared beside the project
+FK_CLIP = str(_FK / "speech_asr" / "ls_test-clean_1089-134691-0000.flac")
+FK_BG = str(_FK / "backgrounds" / "sc_bg_running_tap.wav")
 
 
 @pytest.mark.slow

