@@ -12,6 +12,10 @@ STAGES := 01_download_data 02_build_item_banks 03_curate_backgrounds 04_extract_
           05_build_manifests 06_manipulation_checks 07_run_inference 08_score_outputs \
           09_make_figures 10_listen_and_explore
 STAMP := $(VENV)/.installed
+PROFILES := demo paper custom
+ifeq ($(filter $(PROFILE),$(PROFILES)),)
+$(error PROFILE must be one of: $(PROFILES) (got '$(PROFILE)'))
+endif
 
 # Make variables passed on to the notebooks as papermill parameters (only when set).
 PM_ARGS := -p profile $(PROFILE)
@@ -73,12 +77,16 @@ ifeq ($(PROFILE),custom)
 	  --kws-labels "$(KWS_LABELS)" --backgrounds-dir "$(BACKGROUNDS_DIR)" $(if $(KEYWORDS),--keywords "$(KEYWORDS)")
 endif
 
+# The executed copy replaces the previous one only when the stage succeeds; a failed run is kept
+# beside it as NN_*.failed.ipynb, so a failed or mistyped re-run never hides the last good record.
 run-stage:
 	@mkdir -p $(OUT)
 	@echo "=== stage $(STAGE) (profile $(PROFILE)) ==="
 	@AIP_PROFILE=$(PROFILE) AIP_DATA_ROOT=$(DATA_ROOT) $(VENV)/bin/papermill --cwd notebooks \
-	  notebooks/$(STAGE).ipynb $(OUT)/$(STAGE).ipynb $(PM_ARGS) --log-level WARNING \
-	  || { echo "make: stage $(STAGE) FAILED — notebook notebooks/$(STAGE).ipynb; the failing cell is named above; executed copy: $(OUT)/$(STAGE).ipynb" >&2; exit 1; }
+	  notebooks/$(STAGE).ipynb $(OUT)/$(STAGE).running.ipynb $(PM_ARGS) --log-level WARNING \
+	  && mv -f $(OUT)/$(STAGE).running.ipynb $(OUT)/$(STAGE).ipynb \
+	  || { mv -f $(OUT)/$(STAGE).running.ipynb $(OUT)/$(STAGE).failed.ipynb 2>/dev/null; \
+	       echo "make: stage $(STAGE) FAILED — notebook notebooks/$(STAGE).ipynb (the cell and its error are above); executed copy: $(OUT)/$(STAGE).failed.ipynb" >&2; exit 1; }
 
 # `make 03` or `make stage-03_curate_backgrounds` or `make stage-03` runs one stage.
 $(foreach s,$(STAGES),$(eval $(word 1,$(subst _, ,$(s))): setup $(if $(filter 01_%,$(s)),validate) ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
@@ -108,11 +116,14 @@ criteria: setup
 	  $(if $(PREVIOUS),--previous "$(PREVIOUS)") $(if $(MIN_DIFF),--min-diff $(MIN_DIFF))
 
 lab: setup
-	AIP_PROFILE=$(PROFILE) $(VENV)/bin/jupyter lab notebooks/
+	AIP_PROFILE=$(PROFILE) AIP_DATA_ROOT=$(DATA_ROOT) $(VENV)/bin/jupyter lab notebooks/
 
+# bench_make_all.py reads the stage times of the last `make all` (add --run to time a fresh one).
 bench: setup
 	$(PY) benchmarks/bench_mixing.py
 	$(PY) benchmarks/bench_inference.py
+	$(PY) benchmarks/bench_batching.py
+	$(PY) benchmarks/bench_make_all.py --profile $(PROFILE) --data-root "$(DATA_ROOT)"
 
 clean:
 	@echo "removing generated data of profile $(PROFILE): $(DATA_ROOT)/$(PROFILE)"

@@ -48,10 +48,12 @@ import pandas as pd
 
 from . import __version__
 from .audio import SR
+from .errors import ModelUnavailableError
 from .prompts import TASKS, prompt_for, task_names
 
 __all__ = ["RESULT_FIELDS", "ERROR_RESPONSE", "MIX_DIAG_FIELDS", "run_inference", "read_results",
-           "repair_jsonl", "result_path", "pending_stimuli"]
+           "repair_jsonl", "result_path", "pending_stimuli", "raise_if_not_run"]
+
 
 log = logging.getLogger(__name__)
 
@@ -508,3 +510,26 @@ def _generate_into(rec, rows: list[dict], audios: list[np.ndarray], prompt: str)
             return
     for r, y in zip(rows, audios):
         _generate_into(rec, [r], [y], prompt)
+
+
+def raise_if_not_run(summary: pd.DataFrame) -> None:
+    """Fail loudly when a requested model or task did not run (after the others have).
+
+    The runner logs an unavailable model and goes on with the next, so one missing GPU never
+    costs the other models' work; this check, called at the end of stage 7, then makes the stage
+    fail with one line per model or task that did not run.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        What :func:`run_inference` returned.
+
+    Raises
+    ------
+    ModelUnavailableError
+        If any row's ``status`` is not ``done``; the message lists each model, task and reason.
+    """
+    bad = summary[summary["status"] != "done"]
+    if len(bad):
+        lines = [f"{r.model} / {r.task}: {r.status} — {r.error}" for r in bad.itertuples()]
+        raise ModelUnavailableError("not run:\n" + "\n".join(dict.fromkeys(lines)))

@@ -24,6 +24,8 @@ def stage_seconds(executed: Path) -> dict[str, float]:
     """{stage: seconds} from papermill's metadata of the executed notebooks in ``executed``."""
     out = {}
     for nb in sorted(executed.glob("[0-9][0-9]_*.ipynb")):
+        if "." in nb.stem:  # NN_stage.failed / .running copies
+            continue
         meta = json.loads(nb.read_text()).get("metadata", {}).get("papermill", {})
         if meta.get("duration") is not None:
             out[nb.stem] = float(meta["duration"])

@@ -238,3 +238,21 @@ def test_real_whisper_run(tmp_path):
     assert len(log["weights_sha256"]) == 64 and log["versions"]["faster_whisper"]
     diag = pd.read_csv(w.checks / "mix_diagnostics.csv")
     assert len(diag) == 2 and abs(diag.loc[diag["bg_id"] == "tap", "achieved_snr_db"].iloc[0]) < 0.01
+
+
+def test_raise_if_not_run_lists_every_model_that_did_not_run():
+    import pandas as pd
+
+    from aiplib.errors import ModelUnavailableError
+    from aiplib.inference import raise_if_not_run
+
+    ok = pd.DataFrame([{"model": "whisper_tiny_en", "task": "asr", "status": "done", "error": None}])
+    raise_if_not_run(ok)  # nothing to report
+    bad = pd.concat([ok, pd.DataFrame([
+        {"model": "qwen2_audio_7b", "task": "asr", "status": "unavailable", "error": "needs a CUDA GPU"},
+        {"model": "qwen2_audio_7b", "task": "kws", "status": "unavailable", "error": "needs a CUDA GPU"}])])
+    with pytest.raises(ModelUnavailableError) as exc:
+        raise_if_not_run(bad)
+    msg = str(exc.value)
+    assert "qwen2_audio_7b / asr: unavailable — needs a CUDA GPU" in msg
+    assert "qwen2_audio_7b / kws" in msg and "whisper_tiny_en" not in msg
