@@ -416,7 +416,8 @@ def table4_accent_delta_wer(scores: dict, *, n_resamples: int = 2000, seed: int 
     -------
     pandas.DataFrame
         Columns ``model, accent_group, n_items, clean_wer_pp`` (corpus WER of the group's clean
-        rows), ``mean_delta_wer_pp, ci_low_pp, ci_high_pp, level, n_resamples, seed``.
+        rows), ``mean_delta_wer_pp, ci_low_pp, ci_high_pp, level, n_resamples, seed, note``; a
+        group with one item has no interval (NaN, noted).
     """
     df = scores["asr"].copy()
     df["accent_group"] = df["accent_group"].fillna("unspecified")
@@ -434,10 +435,12 @@ def table4_accent_delta_wer(scores: dict, *, n_resamples: int = 2000, seed: int 
         if model != "pooled":
             c = c[c["model"] == model]
         cw = 100 * c["errors"].sum() / c["ref_words"].sum() if c["ref_words"].sum() else np.nan
+        few = len(g) < 2  # one item: a resampling interval would collapse to the point
         rows.append({"model": model, "accent_group": group, "n_items": len(g),
-                     "clean_wer_pp": cw, "mean_delta_wer_pp": b.estimate, "ci_low_pp": b.ci_low,
-                     "ci_high_pp": b.ci_high, "level": b.level, "n_resamples": b.n_resamples,
-                     "seed": b.seed})
+                     "clean_wer_pp": cw, "mean_delta_wer_pp": b.estimate,
+                     "ci_low_pp": np.nan if few else b.ci_low, "ci_high_pp": np.nan if few else b.ci_high,
+                     "level": b.level, "n_resamples": b.n_resamples, "seed": b.seed,
+                     "note": "one item: no interval" if few else ""})
     t = pd.DataFrame(rows)
     t["_o"] = t["model"] != "pooled"
     return (t.sort_values(["_o", "model", "accent_group"], kind="stable")

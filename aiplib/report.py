@@ -801,8 +801,10 @@ def _summary_table(tables: dict) -> pd.DataFrame:
                 "task": task, "model": model, "measure": "WER" if fam == "asr" else "accuracy",
                 "clean %": _f(cl[val].iloc[0]) if len(cl) else "–",
                 "noisy (all) %": _f(o[val]) if o is not None else "–",
-                "Δ pp [95% CI] (+ = worse)": _ci(o["delta_pp"], o["ci_low_pp"], o["ci_high_pp"])
+                "mean per-item Δ pp [95% CI] (+ = worse)": _ci(o["delta_pp"], o["ci_low_pp"], o["ci_high_pp"])
                 if o is not None else "–",
+                "corpus Δ pp [95% CI]": _ci(o["delta_corpus_pp"], o["corpus_ci_low_pp"], o["corpus_ci_high_pp"])
+                if o is not None and "delta_corpus_pp" in o.index else "–",
                 "p": _p(o["p_value"]) if o is not None else "–",
                 "verdict": o["verdict"] if o is not None else "",
                 "conditions worse / same / better / n/a": " / ".join(
