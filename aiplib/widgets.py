@@ -214,7 +214,7 @@ def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict
         hit = sel[np.isclose(sel["snr_db"].astype(float), float(snr_db))]
         if hit.empty:
             raise AiplibParameterError(f"no {family} stimulus for item {item_id!r}, background {bg_id!r} "
-                                       f"at {snr_db} dB; SNRs: {sorted(sel['snr_db'].astype(float).unique())}")
+                                       f"at {snr_db} dB; SNRs: {sorted(float(x) for x in sel['snr_db'].astype(float).unique())}")
         sel = hit
     return sel.iloc[0].to_dict()
 
