@@ -368,7 +368,8 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
         ``acc_pp, clean_acc_pp``; then ``measure`` (``delta_wer`` / ``delta_acc``),
         ``delta_pp`` (mean paired change, positive = worse), ``ci_low_pp, ci_high_pp``; ASR also
         ``delta_corpus_pp, corpus_ci_low_pp, corpus_ci_high_pp`` (corpus WER change, same
-        bootstrap); ``test, p_value, n_worse, n_better, n_ties, verdict, min_diff_pp, level,
+        bootstrap); ``test, p_value, p_bh`` (Benjamini–Hochberg across the conditions of the same
+        task, model and scope), ``n_worse, n_better, n_ties, verdict, min_diff_pp, level,
         n_resamples, seed, note``. ``clean`` rows carry the absolute values only.
 
     Raises
@@ -454,6 +455,11 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
          .drop(columns=["_s", "_snr"]).reset_index(drop=True))
     for c in ("n_worse", "n_better", "n_ties"):
         t[c] = t[c].astype("Int64")
+    # Benjamini–Hochberg across the conditions of one (task, model, scope): many conditions are
+    # tested at once, so the adjusted p-value is the one to read against a 5 % false discovery rate.
+    t["p_bh"] = np.nan
+    for _, idx in t.groupby(["task", "model", "scope"], sort=False).groups.items():
+        t.loc[idx, "p_bh"] = stats.bh_adjust(t.loc[idx, "p_value"].to_numpy(float))
     return t
 
 
@@ -468,7 +474,7 @@ def _columns(family: str) -> list[str]:
     delta = ["measure", "delta_pp", "ci_low_pp", "ci_high_pp"]
     if family == "asr":
         delta += ["delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp"]
-    tail = ["test", "p_value", "n_worse", "n_better", "n_ties", "verdict", "min_diff_pp", "level",
+    tail = ["test", "p_value", "p_bh", "n_worse", "n_better", "n_ties", "verdict", "min_diff_pp", "level",
             "n_resamples", "seed", "note"]
     return head + vals + delta + tail
 

@@ -676,6 +676,8 @@ def _display_conditions(t: pd.DataFrame, family: str, *, with_model: bool) -> pd
         for w, b, ti in zip(t["n_worse"], t["n_better"], t["n_ties"])]
     d["test"] = _text(t["test"]).to_numpy()
     d["p"] = [_p(v) for v in t["p_value"]]
+    if "p_bh" in t:
+        d["p (BH)"] = [_p(v) for v in t["p_bh"]]
     d["verdict"] = _text(t["verdict"]).to_numpy()
     return d
 
@@ -998,7 +1000,9 @@ def build_report(ws, *, n_resamples: int = 2000, seed: int = 0, level: float = 0
               f"Verdict: worse / better when the interval excludes 0 and the change is at least "
               f"{min_diff_pp:g} pp; otherwise same; n/a with fewer than "
               f"{cond.MIN_ITEMS_FOR_VERDICT} paired items. With few items the percentile "
-              "interval is too narrow; read the verdict together with the exact p-value."),
+              "interval is too narrow; read the verdict together with the exact p-value. "
+              "p (BH): Benjamini–Hochberg adjusted across the conditions of the same task, model and "
+              "scope (the per-SNR, per-background and background × SNR rows are many tests at once)."),
         ("h", 2, "Summary"),
         ("table", _summary_table(tables), None),
     ]

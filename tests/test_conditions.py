@@ -233,3 +233,32 @@ def test_bad_arguments():
         cond.condition_table(pd.DataFrame({"model": ["m"]}), "asr")
     assert cond.condition_label("bg1", 5.0) == "bg1 @ 5 dB"
     assert cond.condition_label("all", float("nan")) == "all @ all SNRs"
+
+
+def test_condition_p_values_are_bh_adjusted_within_scope():
+    import numpy as np
+    import pandas as pd
+
+    from aiplib import conditions, stats
+
+    rows = []
+    rng = np.random.default_rng(3)
+    for item in range(12):
+        for bg in ("b1", "b2", "b3"):
+            rows.append(dict(model="m", task="asr", stimulus_id=f"asr__i{item}__clean__clean", item_id=f"i{item}",
+                             bg_id="clean", snr_db=np.nan, wer=0.1, errors=1, ref_words=10,
+                             substitutions=1, deletions=0, insertions=0, hits=9, ref_norm="a b", hyp_norm="a b",
+                             accent_group="g"))
+            for snr in (0.0, 10.0):
+                w = 0.1 + (0.3 if bg == "b1" else 0.0) + rng.normal(0, 0.05)
+                rows.append(dict(model="m", task="asr", stimulus_id=f"asr__i{item}__{bg}__{snr}", item_id=f"i{item}",
+                                 bg_id=bg, snr_db=snr, wer=w, errors=round(w * 10), ref_words=10,
+                                 substitutions=round(w * 10), deletions=0, insertions=0, hits=10 - round(w * 10),
+                                 ref_norm="a b", hyp_norm="a b", accent_group="g"))
+    df = pd.DataFrame(rows).drop_duplicates("stimulus_id")
+    df["delta_wer"] = df["wer"] - 0.1
+    t = conditions.condition_table(df, "asr", n_resamples=200)
+    cond = t[t["scope"] == "condition"]
+    assert np.allclose(cond["p_bh"].to_numpy(float), stats.bh_adjust(cond["p_value"].to_numpy(float)),
+                       equal_nan=True)
+    assert (cond["p_bh"].dropna() >= cond["p_value"].dropna() - 1e-12).all()
