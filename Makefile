@@ -82,11 +82,14 @@ endif
 run-stage:
 	@mkdir -p $(OUT)
 	@echo "=== stage $(STAGE) (profile $(PROFILE)) ==="
-	@AIP_PROFILE=$(PROFILE) AIP_DATA_ROOT=$(DATA_ROOT) $(VENV)/bin/papermill --cwd notebooks \
+	@set -o pipefail; AIP_PROFILE=$(PROFILE) AIP_DATA_ROOT=$(DATA_ROOT) $(VENV)/bin/papermill --cwd notebooks \
 	  notebooks/$(STAGE).ipynb $(OUT)/$(STAGE).running.ipynb $(PM_ARGS) --log-level WARNING \
+	  2> >(tee $(OUT)/$(STAGE).log >&2) \
 	  && mv -f $(OUT)/$(STAGE).running.ipynb $(OUT)/$(STAGE).ipynb \
-	  || { mv -f $(OUT)/$(STAGE).running.ipynb $(OUT)/$(STAGE).failed.ipynb 2>/dev/null; \
-	       echo "make: stage $(STAGE) FAILED — notebook notebooks/$(STAGE).ipynb (the cell and its error are above); executed copy: $(OUT)/$(STAGE).failed.ipynb" >&2; exit 1; }
+	  || { mv -f $(OUT)/$(STAGE).running.ipynb $(OUT)/$(STAGE).failed.ipynb 2>/dev/null; sleep 0.2; \
+	       echo "" >&2; echo "make: stage $(STAGE) FAILED — notebook notebooks/$(STAGE).ipynb" >&2; \
+	       grep -A4 "^Exception encountered at" $(OUT)/$(STAGE).log | grep -v "^---" >&2; \
+	       echo "executed copy: $(OUT)/$(STAGE).failed.ipynb; full log: $(OUT)/$(STAGE).log" >&2; exit 1; }
 
 # `make 03` or `make stage-03_curate_backgrounds` or `make stage-03` runs one stage.
 $(foreach s,$(STAGES),$(eval $(word 1,$(subst _, ,$(s))): setup $(if $(filter 01_%,$(s)),validate) ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))

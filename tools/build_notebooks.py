@@ -202,7 +202,8 @@ if smoke and not limit:
     limit = 40
 summary = run_inference(ws, models=model, tasks=task, path=path, limit=limit or None)
 summary'''),
-    code('''from aiplib.inference import raise_if_not_run
+    code('''%xmode Minimal
+from aiplib.inference import raise_if_not_run
 
 raise_if_not_run(summary)  # a model that could not run (no GPU, gated weights …) fails the stage here'''),
 ]
