@@ -5,13 +5,21 @@ A *task* is a (family, prompt variant) pair: the family picks the item bank and 
 variant picks the instruction. ``baseline`` asks for the job only; ``p5`` ("steering prompt 5")
 adds an instruction to attend to the foreground speaker and ignore the background.
 
+Prompt sets: :data:`PROMPTS` below is the built-in set ``aip-closed-v1`` (closed-list KWS), the
+default and the set of the ``demo`` and ``custom`` profiles. The ``paper`` profile uses the
+authors' own prompts (open-answer KWS), read from their inference script — see
+:mod:`aiplib.prompt_sets` and ``prompt_for(task, prompt_set="paper")``. The tasks themselves are
+defined in ``aiplib/tasks.yaml``.
+
 Speech LLMs get ``text`` as the user turn of a chat. Whisper-style recognisers get it as the
 decoder's *initial prompt* (previous-context text, see :mod:`aiplib.models.whisper`), which biases
 spelling and style but is not an instruction the model follows.
 """
 from __future__ import annotations
 
-__all__ = ["KEYWORDS", "TASKS", "PROMPTS", "prompt_for", "task_names"]
+from .prompt_sets import default_prompt_set_name, task_file
+
+__all__ = ["KEYWORDS", "TASKS", "PROMPTS", "DEFAULT_PROMPT_SET", "prompt_for", "task_names"]
 
 KEYWORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
 """The ten Speech Commands keywords (closed set of the KWS task)."""
@@ -20,13 +28,12 @@ _KW_LIST = ", ".join(KEYWORDS)
 _STEER = ("Listen only to the main foreground speaker and ignore all background sounds, noise, "
           "music and other voices.")
 
-TASKS: dict[str, tuple[str, str]] = {
-    "asr": ("asr", "baseline"),
-    "kws": ("kws", "baseline"),
-    "asr_steer_p5": ("asr", "p5"),
-    "kws_steer_p5": ("kws", "p5"),
-}
-"""Task name → (family, prompt variant). The task name is the ``<task>`` of the result files."""
+TASKS: dict[str, tuple[str, str]] = {t: (d["family"], d["variant"]) for t, d in task_file()["tasks"].items()}
+"""Task name → (family, prompt variant), from ``aiplib/tasks.yaml``. The task name is the ``<task>``
+of the result files."""
+
+DEFAULT_PROMPT_SET: str = default_prompt_set_name()
+"""Name of the prompt set used when none is given (``"aip-closed-v1"``: the texts of :data:`PROMPTS`)."""
 
 PROMPTS: dict[tuple[str, str], dict[str, str]] = {
     ("asr", "baseline"): {
@@ -48,7 +55,7 @@ PROMPTS: dict[tuple[str, str], dict[str, str]] = {
                  f"{_KW_LIST}, or another word. Answer with the single word only."),
     },
 }
-"""(family, variant) → ``{"prompt_id", "text"}``. Change ``prompt_id`` whenever ``text`` changes:
+"""(family, variant) → ``{"prompt_id", "text"}`` of the built-in prompt set ``aip-closed-v1``. Change ``prompt_id`` whenever ``text`` changes:
 results are keyed by it."""
 
 
@@ -80,13 +87,20 @@ def task_names(tasks="all") -> list[str]:
     return names
 
 
-def prompt_for(task: str) -> tuple[str, str]:
-    """The prompt of a task.
+def prompt_for(task: str, prompt_set=None, **load) -> tuple[str, str]:
+    """The prompt of a task in a prompt set.
 
     Parameters
     ----------
     task : str
         A key of :data:`TASKS`.
+    prompt_set : str, aiplib.prompt_sets.PromptSet or None
+        A set name or alias (``"aip-closed-v1"``, ``"demo"``, ``"custom"``, ``"paper"``,
+        ``"authors-05"``), a loaded :class:`~aiplib.prompt_sets.PromptSet`, or None for
+        :data:`DEFAULT_PROMPT_SET` (the texts of :data:`PROMPTS`). Load a fetched set once with
+        :func:`aiplib.prompt_sets.get_prompt_set` and pass the object when asking for several tasks.
+    **load
+        Passed to :func:`aiplib.prompt_sets.get_prompt_set` (``ws``, ``prompts_file``, ``commit`` …).
 
     Returns
     -------
@@ -97,8 +111,13 @@ def prompt_for(task: str) -> tuple[str, str]:
     ------
     KeyError
         If ``task`` is unknown; the message lists the valid tasks.
+    aiplib.errors.AiplibParameterError
+        If ``prompt_set`` is no known set.
+    aiplib.prompt_sets.PromptFileError, aiplib.download.DownloadError
+        If a fetched set cannot be read or downloaded (see ``get_prompt_set``).
     """
+    from .prompt_sets import get_prompt_set  # noqa: PLC0415
+
     if task not in TASKS:
         raise KeyError(f"unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
-    p = PROMPTS[TASKS[task]]
-    return p["prompt_id"], p["text"]
+    return get_prompt_set(prompt_set, **load).prompt(task)

@@ -1,0 +1,658 @@
+"""Named prompt sets: which text each task gives a recogniser, and where that text came from.
+
+A *prompt set* maps every task of ``aiplib/tasks.yaml`` (``asr, kws, asr_steer_p5,
+kws_steer_p5``) to one text and says whether its KWS prompt is a closed list (the keywords are
+named and one is asked for) or an open answer (the spoken word, or ``SILENCE``). Two sets are
+defined in ``aiplib/tasks.yaml``:
+
+* ``aip-closed-v1`` (aliases ``demo``, ``custom``) — the texts of :data:`aiplib.prompts.PROMPTS`,
+  closed-list KWS. The default.
+* ``paper`` (alias ``authors-05``) — the ``PROMPTS`` dict of the authors' inference script
+  (``scripts/05_inference.py`` of github.com/IvLabs/AIP-Speech; later revisions of their README
+  call it ``scripts/07_run_inference.py``), open-answer KWS. The file is fetched like a corpus:
+  ``<base_url>/<commit>/<path>`` is downloaded once into ``<workspace>/raw/prompts/<commit>/`` (or
+  a local copy is named with ``$PROMPTS_FILE``), and the dict is read with :mod:`ast` — the file
+  is **never executed** (it imports transformers and patches it at import time).
+
+Every set has a provenance record (:func:`prompt_set_record`: name, source, the file's SHA-256 and
+the texts) and a name that inference rows carry in the field :data:`PROMPT_SET_FIELD`.
+
+Configuration, highest precedence first: function arguments, then ``$PROMPTS_FILE`` (local copy),
+``$PROMPTS_COMMIT``, ``$PROMPTS_BASE_URL``, ``$PROMPTS_PATH``, ``$PROMPTS_SHA256``, then
+``aiplib/tasks.yaml``.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from types import MappingProxyType
+from typing import Mapping
+
+from .errors import AiplibError, AiplibParameterError
+
+__all__ = [
+    "TASK_FILE",
+    "KWS_CLOSED_LIST",
+    "KWS_OPEN_ANSWER",
+    "PROMPT_SET_FIELD",
+    "ENV_VARS",
+    "PromptFileError",
+    "PromptSet",
+    "task_file",
+    "required_tasks",
+    "default_prompt_set_name",
+    "prompt_set_names",
+    "canonical_prompt_set_name",
+    "get_prompt_set",
+    "prompts_url",
+    "fetch_prompts_file",
+    "parse_prompts_file",
+    "prompt_set_from_file",
+    "prompt_set_record",
+    "text_sha256",
+]
+
+TASK_FILE = Path(__file__).with_name("tasks.yaml")
+"""The task file: tasks, the default prompt set and every prompt set's definition."""
+
+KWS_CLOSED_LIST = "closed-list"
+"""``kws_answer`` of a set whose KWS prompt names the keywords and asks for one of them."""
+KWS_OPEN_ANSWER = "open-answer"
+"""``kws_answer`` of a set whose KWS prompt asks for the spoken word, or SILENCE (the authors')."""
+
+PROMPT_SET_FIELD = "prompt_set"
+"""Name of the field (inference rows, score rows, sidecars) that holds :attr:`PromptSet.name`."""
+
+ENV_VARS = {"prompts_file": "PROMPTS_FILE", "commit": "PROMPTS_COMMIT",
+            "base_url": "PROMPTS_BASE_URL", "path": "PROMPTS_PATH", "sha256": "PROMPTS_SHA256"}
+"""Argument of :func:`get_prompt_set` → environment variable that supplies it when not given."""
+
+_COMMIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+class PromptFileError(AiplibError, ValueError):
+    """A prompts file cannot be used as a prompt set.
+
+    Raised when the file cannot be read or parsed, holds no literal ``PROMPTS = {...}`` at module
+    level, has a key or value that is not a string literal, or lacks a task's key. The message
+    names the file (and the line, where there is one).
+    """
+
+
+# ------------------------------------------------------------------------------------ task file
+@functools.lru_cache(maxsize=4)
+def _read_task_file(path: str) -> dict:
+    import yaml  # noqa: PLC0415
+
+    with open(path, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh)
+    problems = []
+    if not isinstance(data, dict):
+        raise AiplibParameterError(f"{path}: expected a mapping with 'tasks' and 'prompt_sets'")
+    tasks, sets = data.get("tasks"), data.get("prompt_sets")
+    if not isinstance(tasks, dict) or not tasks:
+        problems.append("'tasks' must map task names to {family, variant}")
+    else:
+        for t, d in tasks.items():
+            if not isinstance(d, dict) or not {"family", "variant"} <= set(d):
+                problems.append(f"task {t!r} needs 'family' and 'variant'")
+    if not isinstance(sets, dict) or not sets:
+        problems.append("'prompt_sets' must map set names to definitions")
+    else:
+        seen = {}
+        for name, d in sets.items():
+            if not isinstance(d, dict) or d.get("kws_answer") not in (KWS_CLOSED_LIST, KWS_OPEN_ANSWER):
+                problems.append(f"prompt set {name!r}: kws_answer must be {KWS_CLOSED_LIST!r} or "
+                                f"{KWS_OPEN_ANSWER!r}")
+                continue
+            src = d.get("source")
+            if src != "builtin" and not (isinstance(src, dict) and {"base_url", "commit", "path"} <= set(src)):
+                problems.append(f"prompt set {name!r}: source must be 'builtin' or have base_url, commit, path")
+            for alias in [name, *(d.get("aliases") or [])]:
+                if alias in seen:
+                    problems.append(f"name {alias!r} is used by {seen[alias]!r} and {name!r}")
+                seen[alias] = name
+        if data.get("default_prompt_set") not in sets:
+            problems.append(f"default_prompt_set {data.get('default_prompt_set')!r} is not a prompt set")
+    if problems:
+        raise AiplibParameterError(f"{path}: " + "; ".join(problems))
+    return data
+
+
+def task_file() -> dict:
+    """The parsed task file ``aiplib/tasks.yaml`` (validated; read once).
+
+    Returns
+    -------
+    dict
+        ``{"tasks": {task: {"family", "variant"}}, "default_prompt_set": str,
+        "prompt_sets": {name: {"aliases", "kws_answer", "source"}}}``. Do not modify it.
+
+    Raises
+    ------
+    AiplibParameterError
+        If the file is malformed (every problem is listed).
+    """
+    return _read_task_file(str(TASK_FILE))
+
+
+def required_tasks() -> tuple[str, ...]:
+    """The task names every prompt set must define, in task-file order.
+
+    Returns
+    -------
+    tuple of str
+        ``("asr", "kws", "asr_steer_p5", "kws_steer_p5")`` with the shipped task file.
+    """
+    return tuple(task_file()["tasks"])
+
+
+def default_prompt_set_name() -> str:
+    """Name of the prompt set used when none is given (``"aip-closed-v1"``)."""
+    return task_file()["default_prompt_set"]
+
+
+def prompt_set_names(*, aliases: bool = False) -> list[str]:
+    """Names of the prompt sets of the task file.
+
+    Parameters
+    ----------
+    aliases : bool
+        Also list the aliases (``demo``, ``custom``, ``authors-05``).
+
+    Returns
+    -------
+    list of str
+    """
+    out = []
+    for name, d in task_file()["prompt_sets"].items():
+        out.append(name)
+        if aliases:
+            out.extend(d.get("aliases") or [])
+    return out
+
+
+def canonical_prompt_set_name(name: str | None) -> str:
+    """Resolve an alias (or None: the default) to a prompt set's name.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``name`` is no prompt set or alias; the message lists the valid ones.
+    """
+    if name is None:
+        return default_prompt_set_name()
+    for canon, d in task_file()["prompt_sets"].items():
+        if name == canon or name in (d.get("aliases") or []):
+            return canon
+    raise AiplibParameterError(f"unknown prompt set {name!r}; valid: "
+                               f"{', '.join(prompt_set_names(aliases=True))}")
+
+
+# ------------------------------------------------------------------------------------ the set
+def text_sha256(text: str) -> str:
+    """Hex SHA-256 of a prompt text's UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, eq=False)
+class PromptSet:
+    """One named prompt set.
+
+    Attributes
+    ----------
+    name : str
+        Canonical name (``"aip-closed-v1"``, ``"paper"``); what result rows carry in
+        :data:`PROMPT_SET_FIELD`.
+    texts : Mapping[str, str]
+        Task → prompt text, exactly the tasks of :func:`required_tasks`.
+    prompt_ids : Mapping[str, str]
+        Task → prompt id. Built-in sets keep their ids (``asr_baseline_v1`` …); a set read from a
+        file gets ``<name>_<task>_<first 10 hex of the text's SHA-256>``, so the id changes
+        whenever the text does (stage 7 resumes on it).
+    kws_answer : str
+        :data:`KWS_CLOSED_LIST` or :data:`KWS_OPEN_ANSWER`.
+    source : Mapping[str, object]
+        ``{"kind": "builtin", "module": "aiplib.prompts"}``, ``{"kind": "url", "url", "repo",
+        "commit", "path", "cached_file", "downloaded"}`` or ``{"kind": "file", "path"}``.
+    sha256 : str or None
+        SHA-256 of the prompts file (None for a built-in set).
+    variable : str or None
+        Name of the dict read from the file (``"PROMPTS"``).
+    other_keys : tuple of str
+        Keys of the file's dict that no task uses (other steering prompts), recorded, not used.
+    """
+
+    name: str
+    texts: Mapping[str, str]
+    prompt_ids: Mapping[str, str]
+    kws_answer: str
+    source: Mapping[str, object]
+    sha256: str | None = None
+    variable: str | None = None
+    other_keys: tuple[str, ...] = ()
+
+    def text(self, task: str) -> str:
+        """Prompt text of ``task``; ``KeyError`` (listing the tasks) if unknown."""
+        if task not in self.texts:
+            raise KeyError(f"unknown task {task!r}; valid tasks: {', '.join(self.texts)}")
+        return self.texts[task]
+
+    def prompt(self, task: str) -> tuple[str, str]:
+        """``(prompt_id, text)`` of ``task``, as :func:`aiplib.prompts.prompt_for` returns it."""
+        text = self.text(task)
+        return self.prompt_ids[task], text
+
+    @property
+    def texts_sha256(self) -> str:
+        """SHA-256 of the texts as canonical JSON (sorted keys, UTF-8): one hash for the set."""
+        blob = json.dumps(dict(self.texts), sort_keys=True, ensure_ascii=False).encode("utf-8")
+        return hashlib.sha256(blob).hexdigest()
+
+    def __repr__(self) -> str:
+        return (f"PromptSet(name={self.name!r}, kws_answer={self.kws_answer!r}, "
+                f"source={dict(self.source)!r}, sha256={self.sha256!r})")
+
+
+def _builtin_set(name: str, spec: dict) -> PromptSet:
+    from .prompts import PROMPTS, TASKS  # noqa: PLC0415 - prompts imports this module
+
+    texts, ids = {}, {}
+    for task in required_tasks():
+        p = PROMPTS[TASKS[task]]
+        texts[task], ids[task] = p["text"], p["prompt_id"]
+    return PromptSet(name=name, texts=MappingProxyType(texts), prompt_ids=MappingProxyType(ids),
+                     kws_answer=spec["kws_answer"],
+                     source=MappingProxyType({"kind": "builtin", "module": "aiplib.prompts"}))
+
+
+def prompt_set_record(ps: PromptSet) -> dict:
+    """The provenance record of a prompt set (JSON-serialisable; embed it in sidecars and run logs).
+
+    Parameters
+    ----------
+    ps : PromptSet
+
+    Returns
+    -------
+    dict
+        ``{"prompt_set": name, "kws_answer", "source": {...}, "sha256": file SHA-256 or None,
+        "variable", "texts_sha256", "tasks": {task: {"prompt_id", "text", "text_sha256"}},
+        "other_keys": [...]}``.
+    """
+    return {
+        PROMPT_SET_FIELD: ps.name,
+        "kws_answer": ps.kws_answer,
+        "source": dict(ps.source),
+        "sha256": ps.sha256,
+        "variable": ps.variable,
+        "texts_sha256": ps.texts_sha256,
+        "tasks": {t: {"prompt_id": ps.prompt_ids[t], "text": ps.texts[t],
+                      "text_sha256": text_sha256(ps.texts[t])} for t in ps.texts},
+        "other_keys": list(ps.other_keys),
+    }
+
+
+# ------------------------------------------------------------------------------------ parsing
+def _scope_nodes(body):
+    """Statements that run at import time: the module body and the bodies of its if/try/with/for
+    blocks, never function or class bodies."""
+    for node in body:
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            yield from _scope_nodes(getattr(node, field, None) or [])
+        for h in getattr(node, "handlers", None) or []:
+            yield from _scope_nodes(h.body)
+
+
+def _names(target) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _names(e)]
+    return []
+
+
+def _is_var(node, variable) -> bool:
+    return isinstance(node, ast.Name) and node.id == variable
+
+
+def _mutation(node, variable) -> str | None:
+    """Why ``node`` (a module-level statement) changes the dict after its literal, or None."""
+    targets = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    elif isinstance(node, ast.Delete):
+        targets = node.targets
+    for t in targets:
+        if isinstance(t, (ast.Subscript, ast.Attribute)) and _is_var(t.value, variable):
+            return f"`{ast.unparse(t)}` is assigned or deleted"
+        if isinstance(node, ast.AugAssign) and _is_var(t, variable):
+            return f"`{variable}` is updated in place ({type(node.op).__name__})"
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        f = node.value.func
+        if isinstance(f, ast.Attribute) and _is_var(f.value, variable):
+            return f"`{variable}.{f.attr}(...)` is called"
+    return None
+
+
+def _describe(node) -> str:
+    if isinstance(node, ast.JoinedStr):
+        return "an f-string"
+    try:
+        text = ast.unparse(node)
+    except Exception:  # noqa: BLE001 - a description only
+        text = type(node).__name__
+    return f"`{text[:60]}{'…' if len(text) > 60 else ''}`"
+
+
+def _string(node, where: str) -> str:
+    """The str value of a string literal, of adjacent literals (joined by the parser) or of
+    ``+`` between such; anything else raises."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _string(node.left, where) + _string(node.right, where)
+    raise PromptFileError(f"{where}:{node.lineno}: {_describe(node)} is not a string literal; only "
+                          f"string literals (adjacent, parenthesised or joined with +) are read — the "
+                          f"file is never executed")
+
+
+def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
+    """Read the literal dict ``variable = {...}`` of a Python file without executing it.
+
+    The file is parsed with :func:`ast.parse`; the one module-level assignment to ``variable``
+    (also inside a module-level ``if``/``try`` block) must be a dict display whose keys are string
+    literals and whose values are string literals — adjacent literals (``"a " "b"``, joined by
+    the parser), parenthesised or joined with ``+``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The Python file (e.g. the authors' ``scripts/05_inference.py``).
+    variable : str
+        Name of the module-level dict.
+
+    Returns
+    -------
+    dict of str → str
+        Every key of the dict, in file order.
+
+    Raises
+    ------
+    PromptFileError
+        The file cannot be read or is not valid Python; there is no module-level assignment to
+        ``variable``, or more than one; its value is not a dict display; a key is ``**``
+        unpacking, not a string literal or repeated; a value is not a string literal (an
+        f-string, a name, a call …); or the dict is changed at module level after its literal
+        (``PROMPTS["x"] = …``, ``PROMPTS.update(…)``). The message names the file and line.
+    """
+    p = Path(path)
+    try:
+        source = p.read_bytes()
+    except OSError as exc:
+        raise PromptFileError(f"cannot read the prompts file {p}: {exc.strerror or exc}") from None
+    try:
+        tree = ast.parse(source, filename=str(p))
+    except (SyntaxError, ValueError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise PromptFileError(f"{p}{f':{line}' if line else ''}: not a Python file that can be parsed "
+                              f"({getattr(exc, 'msg', exc)})") from None
+    assigns, mutations = [], []
+    for node in _scope_nodes(tree.body):
+        if isinstance(node, ast.Assign) and any(variable in _names(t) for t in node.targets):
+            assigns.append(node)
+        elif isinstance(node, ast.AnnAssign) and _is_var(node.target, variable) and node.value is not None:
+            assigns.append(node)
+        elif (why := _mutation(node, variable)) is not None:
+            mutations.append((node.lineno, why))
+    if not assigns:
+        raise PromptFileError(f"{p}: no module-level assignment `{variable} = {{...}}` found "
+                              f"(is this the authors' inference script?)")
+    if len(assigns) > 1:
+        lines = ", ".join(str(a.lineno) for a in assigns)
+        raise PromptFileError(f"{p}:{assigns[1].lineno}: `{variable}` is assigned {len(assigns)} times at "
+                              f"module level (lines {lines}); cannot tell which dict the script used")
+    node = assigns[0]
+    if isinstance(node, ast.Assign) and not all(_is_var(t, variable) or variable not in _names(t)
+                                                 for t in node.targets):
+        raise PromptFileError(f"{p}:{node.lineno}: `{variable}` is unpacked from a tuple; expected "
+                              f"`{variable} = {{...}}`")
+    if mutations:
+        line, why = mutations[0]
+        raise PromptFileError(f"{p}:{line}: {why} at module level, so the dict the script used differs "
+                              f"from its literal; not read")
+    value = node.value
+    if not isinstance(value, ast.Dict):
+        raise PromptFileError(f"{p}:{value.lineno}: `{variable}` is {_describe(value)}, not a literal "
+                              f"dict `{{'task': 'text', ...}}`")
+    out: dict[str, str] = {}
+    for k, v in zip(value.keys, value.values):
+        if k is None:
+            raise PromptFileError(f"{p}:{v.lineno}: `**{_describe(v).strip('`')}` unpacking in "
+                                  f"`{variable}` is not read; only literal keys")
+        if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+            raise PromptFileError(f"{p}:{k.lineno}: key {_describe(k)} of `{variable}` is not a string literal")
+        if k.value in out:
+            raise PromptFileError(f"{p}:{k.lineno}: key {k.value!r} appears twice in `{variable}`")
+        out[k.value] = _string(v, str(p))
+    return out
+
+
+def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPEN_ANSWER,
+                         variable: str = "PROMPTS", source: Mapping | None = None,
+                         sha256: str | None = None) -> PromptSet:
+    """Build a prompt set from a prompts file (parsed with :func:`parse_prompts_file`).
+
+    Parameters
+    ----------
+    path : str or Path
+        The Python file holding ``variable = {task: text, ...}``.
+    name : str
+        The set's name (recorded in every result row).
+    kws_answer : {"open-answer", "closed-list"}
+    variable : str
+        Name of the dict in the file.
+    source : mapping, optional
+        Where the file came from; default ``{"kind": "file", "path": <absolute path>}``.
+    sha256 : str, optional
+        Expected SHA-256 of the file; checked when given.
+
+    Returns
+    -------
+    PromptSet
+        Texts of the :func:`required_tasks`; the dict's other keys in ``other_keys``.
+
+    Raises
+    ------
+    PromptFileError
+        As :func:`parse_prompts_file`; also when a required task's key is missing (the message
+        names the file, the missing keys and the keys found) or the SHA-256 differs.
+    """
+    from .hashing import sha256_file  # noqa: PLC0415
+
+    if kws_answer not in (KWS_CLOSED_LIST, KWS_OPEN_ANSWER):
+        raise AiplibParameterError(f"kws_answer must be {KWS_CLOSED_LIST!r} or {KWS_OPEN_ANSWER!r}, "
+                                   f"got {kws_answer!r}")
+    p = Path(path)
+    found = parse_prompts_file(p, variable=variable)
+    digest = sha256_file(p)
+    if sha256 and digest != sha256.lower():
+        raise PromptFileError(f"{p}: SHA-256 {digest} differs from the expected {sha256.lower()}; "
+                              f"the prompts file changed (delete the cached copy to fetch it again, or "
+                              f"update the pin)")
+    need = required_tasks()
+    missing = [t for t in need if t not in found]
+    if missing:
+        raise PromptFileError(f"{p}: the `{variable}` dict has no key {', '.join(map(repr, missing))} "
+                              f"(prompt set {name!r} needs {', '.join(need)}); keys found: "
+                              f"{', '.join(found) or 'none'}")
+    texts = {t: found[t] for t in need}
+    empty = [t for t, s in texts.items() if not s.strip()]
+    if empty:
+        raise PromptFileError(f"{p}: `{variable}` has an empty text for {', '.join(map(repr, empty))}")
+    ids = {t: f"{name}_{t}_{text_sha256(s)[:10]}" for t, s in texts.items()}
+    src = dict(source) if source is not None else {"kind": "file", "path": str(p.resolve())}
+    return PromptSet(name=name, texts=MappingProxyType(texts), prompt_ids=MappingProxyType(ids),
+                     kws_answer=kws_answer, source=MappingProxyType(src), sha256=digest,
+                     variable=variable, other_keys=tuple(k for k in found if k not in texts))
+
+
+# ------------------------------------------------------------------------------------ fetching
+def prompts_url(base_url: str, commit: str, path: str) -> str:
+    """``<base_url>/<commit>/<path>`` (the raw-file URL layout of raw.githubusercontent.com).
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``commit`` is not a plain name (letters, digits, ``._-``) or ``path`` is absolute or has
+        ``..`` (both become folder names of the cache).
+    """
+    if not isinstance(commit, str) or not _COMMIT_RE.match(commit):
+        raise AiplibParameterError(f"prompts commit must be a commit hash or plain ref name, got {commit!r}")
+    pp = PurePosixPath(path)
+    if pp.is_absolute() or ".." in pp.parts or not pp.name:
+        raise AiplibParameterError(f"prompts path must be a relative path inside the repository, got {path!r}")
+    return f"{base_url.rstrip('/')}/{commit}/{pp.as_posix()}"
+
+
+def fetch_prompts_file(*, base_url: str, commit: str, path: str, cache_dir, sha256: str | None = None,
+                       progress: bool = False) -> tuple[Path, dict]:
+    """Download a prompts file once into ``<cache_dir>/<commit>/<file name>`` (reused offline).
+
+    Uses :func:`aiplib.download.download_file` (HTTP(S), resumable, verified against ``sha256``
+    when given, else the announced size). This needs network access once per commit.
+
+    Parameters
+    ----------
+    base_url, commit, path : str
+        URL parts, see :func:`prompts_url`.
+    cache_dir : str or Path
+        Cache root (normally ``<workspace>/raw/prompts``).
+    sha256 : str, optional
+        Expected SHA-256; a cached copy that differs raises.
+    progress : bool
+        Show a download progress bar.
+
+    Returns
+    -------
+    path : pathlib.Path
+        The cached file.
+    source : dict
+        ``{"kind": "url", "url", "base_url", "commit", "path", "cached_file", "downloaded": bool}``.
+
+    Raises
+    ------
+    aiplib.download.DownloadError
+        The server cannot be reached or answers with an error (the message names the URL and says
+        to use ``PROMPTS_FILE`` offline).
+    aiplib.download.ChecksumError
+        The download does not match ``sha256``.
+    """
+    from .download import download_file  # noqa: PLC0415
+
+    url = prompts_url(base_url, commit, path)
+    dest = Path(cache_dir) / commit / PurePosixPath(path).name
+    downloaded = False
+    if not dest.is_file():
+        download_file(url, dest, sha256=sha256, progress=progress, retries=1,
+                      hint=(f"The paper prompt set needs network access once (the file is then cached "
+                            f"as {dest}). Offline, download {PurePosixPath(path).name} elsewhere and set "
+                            f"PROMPTS_FILE=<that file>, or set PROMPTS_BASE_URL to a mirror."))
+        downloaded = True
+    return dest, {"kind": "url", "url": url, "base_url": base_url, "commit": commit, "path": path,
+                  "cached_file": str(dest), "downloaded": downloaded}
+
+
+def _setting(arg, key: str, spec_value):
+    if arg is not None:
+        return arg
+    env = os.environ.get(ENV_VARS[key], "").strip()
+    return env or spec_value
+
+
+def get_prompt_set(prompt_set=None, *, ws=None, prompts_file=None, commit: str | None = None,
+                   base_url: str | None = None, path: str | None = None, sha256: str | None = None,
+                   cache_dir=None, progress: bool = False) -> PromptSet:
+    """Return a prompt set by name, fetching and parsing its file when it has one.
+
+    Parameters
+    ----------
+    prompt_set : str, PromptSet or None
+        A name or alias of ``aiplib/tasks.yaml`` (``"aip-closed-v1"``/``"demo"``/``"custom"``,
+        ``"paper"``/``"authors-05"``), a :class:`PromptSet` (returned as is) or None (the default
+        set, ``aip-closed-v1``).
+    ws : aiplib.workspace.Workspace, optional
+        Its ``raw/prompts/`` folder caches downloaded files; default the ``paper`` workspace
+        (``$AIP_DATA_ROOT/paper``). Unused by built-in sets.
+    prompts_file : str or Path, optional
+        A local copy of the prompts file; default ``$PROMPTS_FILE``. When set, nothing is fetched.
+    commit, base_url, path : str, optional
+        URL parts; default ``$PROMPTS_COMMIT`` / ``$PROMPTS_BASE_URL`` / ``$PROMPTS_PATH``, else
+        the task file's.
+    sha256 : str, optional
+        Expected SHA-256 of the file; default ``$PROMPTS_SHA256``, else the task file's pin
+        (which applies to the fetched file only, not to a ``prompts_file``).
+    cache_dir : str or Path, optional
+        Overrides ``<ws>/raw/prompts``.
+    progress : bool
+        Show a download progress bar.
+
+    Returns
+    -------
+    PromptSet
+
+    Raises
+    ------
+    AiplibParameterError
+        Unknown set name (valid names listed) or a malformed commit/path.
+    PromptFileError
+        The file cannot be parsed, lacks a task's key, or its SHA-256 differs from the pin.
+    aiplib.download.DownloadError
+        The file has to be fetched and cannot be (no network: use ``PROMPTS_FILE``).
+    """
+    if isinstance(prompt_set, PromptSet):
+        return prompt_set
+    name = canonical_prompt_set_name(prompt_set)
+    spec = task_file()["prompt_sets"][name]
+    src = spec["source"]
+    if src == "builtin":
+        return _builtin_set(name, spec)
+    variable = src.get("variable", "PROMPTS")
+    local = _setting(prompts_file, "prompts_file", None)
+    pin = _setting(sha256, "sha256", None)
+    if local:
+        p = Path(local).expanduser()
+        if not p.is_file():
+            raise PromptFileError(f"PROMPTS_FILE {p} does not exist (a local copy of the prompts file "
+                                  f"{src['path']} of {src.get('repo', src['base_url'])} is expected)")
+        return prompt_set_from_file(p, name=name, kws_answer=spec["kws_answer"], variable=variable,
+                                    sha256=pin, source={"kind": "file", "path": str(p.resolve()),
+                                                        "stands_for": src["path"]})
+    commit_ = _setting(commit, "commit", src["commit"])
+    base_ = _setting(base_url, "base_url", src["base_url"])
+    path_ = _setting(path, "path", src["path"])
+    if pin is None and (commit_, base_, path_) == (src["commit"], src["base_url"], src["path"]):
+        pin = src.get("sha256")
+    if cache_dir is None:
+        if ws is None:
+            from .workspace import workspace  # noqa: PLC0415
+
+            ws = workspace("paper")
+        cache_dir = Path(ws.raw) / "prompts"
+    file, source = fetch_prompts_file(base_url=base_, commit=commit_, path=path_, cache_dir=cache_dir,
+                                      sha256=pin, progress=progress)
+    if src.get("repo") and base_ == src["base_url"]:
+        source = {**source, "repo": src["repo"]}
+    return prompt_set_from_file(file, name=name, kws_answer=spec["kws_answer"], variable=variable,
+                                sha256=pin, source=source)
