@@ -439,3 +439,52 @@ def test_battery_curation_with_the_demo_code(paper_ws):
         info = sf.info(str(paper_ws.path(p)))
         assert (info.samplerate, info.channels, info.frames) == (16000, 1, 32000)
     assert (paper_ws.descriptors / "battery.csv").is_file()
+
+
+# ------------------------------------------------------------------------------------------------
+# dry run: stages 1–5 of PROFILE=paper on the loopback mirror (the notebooks' calls, in order)
+# ------------------------------------------------------------------------------------------------
+def test_paper_profile_dry_run_stages_1_to_5(tmp_path, server, registry, monkeypatch):
+    """``make 01 02 03 04 05 PROFILE=paper MIRROR=<loopback>`` as function calls: the same
+    ``aiplib.pipeline`` / stage functions notebooks 01–05 call, with their parameters (smoke sizes:
+    the authors' 5 items per bank), on fake corpora with the real file names."""
+    from aiplib import pipeline
+    from aiplib.backgrounds import curate_battery
+    from aiplib.descriptors import descriptor_table
+    from aiplib.manifests import build_manifests
+
+    monkeypatch.setenv("AIP_MIRROR", server.url)          # what `make … MIRROR=` exports
+    ws = workspace("paper", data_root=tmp_path)
+    # 01: downloads from the mirror (the fake registry carries the fake files' digests)
+    done = pipeline.gather_raw(ws, registry=registry, progress=False)
+    assert set(done) == set(paper.CORPORA)
+    urls = [e["url"] for e in json.loads((ws.root / "checks/download_progress.json").read_text())["files"].values()]
+    assert len(urls) == 7 and all(u.startswith(server.url + "/") for u in urls)
+    # 02: the authors' rules at their smoke size
+    sizes = pipeline.stage_sizes("paper", smoke=True)
+    assert sizes == {"n_librispeech": 5, "n_common_voice": 5, "n_kws": 5}
+    banks = pipeline.build_item_banks(ws, seed=20240917, cv_dataset=fake_cv_records(), **sizes)
+    asr, kws = banks["asr"], banks["kws"]
+    assert list(asr.item_id[:5]) == _authors_librispeech_ids(ws.root / "speech_asr/librispeech", 5)
+    assert list(kws.item_id) == _authors_kws_ids(ws.root / "kws/speech_commands/speech_commands_v0.02", 5)
+    assert len(asr) == 10 and asr.item_id.str.startswith("cv_").sum() == 5
+    # 03: Table 1 with the authors' ids and the two corrected files
+    specs = pipeline.battery_specs(ws)
+    check_table_1(specs)
+    battery = curate_battery(ws, specs, duration_s=3.0)
+    assert list(battery.bg_id) == AUTHORS_BG_IDS
+    # 04: descriptors of the 20 backgrounds
+    table = descriptor_table(ws, progress=False)
+    assert len(table) == 20 and set(table.index if table.index.name == "bg_id" else table.bg_id) == set(
+        AUTHORS_BG_IDS)
+    # 05: manifests, 61 rows per item (clean + 20 backgrounds × 3 SNRs)
+    manifests = build_manifests(ws, snrs=[10, 5, 0], base_seed=20240917)
+    for fam, bank in (("asr", asr), ("kws", kws)):
+        m = manifests[fam]
+        item_col = "speech_id" if "speech_id" in m.columns else "item_id"
+        assert len(m) == 61 * len(bank)
+        assert m.groupby(item_col).size().to_dict() == {i: 61 for i in bank.item_id}
+        # TODO(manifest schema, issue 11 item 4): once manifests carry the authors' columns, check
+        # `id, speech_id, background_id, snr_db, condition, seed, speech_path, bg_path` + ASR
+        # `accent, gender, transcript` / KWS `keyword, is_target`, ids `<item>_clean` /
+        # `<item>_<bg_id>_snr<N>`, and background_id ∈ AUTHORS_BG_IDS. Only the row count is checked here.
