@@ -16,7 +16,7 @@ SIZES = {
     "demo": dict(n_asr_real=12, n_asr_synth=16, n_kws_target=20, n_kws_nontarget=10),
     "demo_smoke": dict(n_asr_real=2, n_asr_synth=2, n_kws_target=2, n_kws_nontarget=1),
     "paper": dict(),
-    "paper_smoke": dict(),
+    "paper_smoke": dict(n_librispeech=5, n_common_voice=5, n_kws=5),  # the authors' --smoke-test: 5 per bank
     "custom": dict(),
     "custom_smoke": dict(max_items=3),
 }

@@ -38,11 +38,12 @@ LS_UTTS_PER_SPEAKER = 15          # 60 usable per part (+1 too short), 50 needed
 SC_SPEAKERS_PER_KEYWORD = 12      # 11 in testing_list.txt, 1 in training
 SC_NONTARGET_WORDS = ("backward", "bed", "bird", "cat", "dog", "eight", "five", "follow", "forward",
                       "four", "happy", "house", "marvin", "sheila", "wow")   # 15 ≥ 13 needed
-MUSAN_FILES = ("music/fma/music-fma-0000.wav", "music/fma/music-fma-0001.wav",
+MUSAN_FILES = ("music/fma/music-fma-0000.wav", "music/fma/music-fma-0001.wav", "music/fma/music-fma-0062.wav",
                "speech/librivox/speech-librivox-0000.wav", "speech/librivox/speech-librivox-0001.wav",
                "noise/free-sound/noise-free-sound-0000.wav")
 SNSD_FILES = ("noise_train/AirConditioner_1.wav", "noise_train/AirConditioner_2.wav",
-              "noise_train/AirportAnnouncements_1.wav", "noise_train/Babble_1.wav",
+              "noise_train/AirportAnnouncements_1.wav", "noise_train/AirportAnnouncements_7.wav",
+              "noise_train/Babble_1.wav",
               "noise_train/CafeTeria_1.wav", "noise_train/CafeTeria_2.wav", "noise_train/Restaurant_1.wav",
               "noise_train/Square_1.wav", "noise_test/AirConditioner_1.wav", "noise_test/Typing_1.wav",
               "clean_test/clnsp1.wav")
@@ -87,6 +88,16 @@ def make_targz(files: dict) -> bytes:
             info.mode = 0o644
             tf.addfile(info, io.BytesIO(data))
     return buf.getvalue()
+
+
+def speakers_txt() -> bytes:
+    """``SPEAKERS.TXT`` in LibriSpeech's format: every fake speaker, sex alternating F, M by id order."""
+    lines = ["; ID      |SEX| SUBSET           |MINUTES| NAME"]
+    spk = sorted((s for v in LS_SPEAKERS.values() for s, _ in v), key=int)
+    for i, s in enumerate(spk):
+        part = next(p for p, v in LS_SPEAKERS.items() if s in {x for x, _ in v})
+        lines.append(f"{s:<7}| {'FM'[i % 2]} | {part:<16} | 10.00 | Reader {s}")
+    return ("\n".join(lines) + "\n").encode()
 
 
 def build_archives() -> dict:
@@ -134,7 +145,8 @@ def build_archives() -> dict:
     out["librispeech"] = {}
     for part, speakers in LS_SPEAKERS.items():
         files = {f"LibriSpeech/{n}": f"{n} (fake)\n".encode()
-                 for n in ("BOOKS.TXT", "CHAPTERS.TXT", "LICENSE.TXT", "README.TXT", "SPEAKERS.TXT")}
+                 for n in ("BOOKS.TXT", "CHAPTERS.TXT", "LICENSE.TXT", "README.TXT")}
+        files["LibriSpeech/SPEAKERS.TXT"] = speakers_txt()
         for spk, chap in speakers:
             lines = []
             for u in range(LS_UTTS_PER_SPEAKER + (1 if spk == speakers[0][0] else 0)):
@@ -180,37 +192,42 @@ def fake_registry(archives: dict) -> dict:
     return reg
 
 
-def fake_cv_records(*, per_group: int = 9, sr: int = 48000, skip_groups=()) -> list:
-    """A fake Common Voice 17 stream: ``per_group`` usable records per accent group plus decoys."""
-    accents = {
-        "United States": "United States English", "England": "England English",
-        "India and South Asia": "India and South Asia (India, Pakistan, Sri Lanka)",
-        "Australia": "Australian English", "Canada": "Canadian English", "Scotland": "Scottish English",
-        "Ireland": "Irish English", "Southern Africa": "Southern African (South Africa, Zimbabwe, Namibia)",
-        "New Zealand": "New Zealand English", "Philippines": "Filipino",
-        "Hong Kong, Singapore and Malaysia": "Hong Kong English"}
+CV_ACCENTS = ("United States English", "England English", "India and South Asia (India, Pakistan, Sri Lanka)",
+              "Canadian English", "West Indies and Bermuda (Bahamas, Bermuda, Jamaica, Trinidad)",
+              "Scottish English", "Irish English", "Australian English",
+              "Southern African (South Africa, Zimbabwe, Namibia)", "Hong Kong English", "New Zealand English",
+              "United States English,England English")   # the last one is in no group
+
+
+def fake_cv_records(n_labelled: int = 84, *, sr: int = 48000) -> list:
+    """A fake Common Voice 17 ``validation`` stream shaped like the loading script's records.
+
+    Decoys that the authors' rule skips come first and then every 7th record (no accent, no gender,
+    ``unknown`` accent or gender); ``n_labelled`` labelled records cycle through :data:`CV_ACCENTS`.
+    Every 10th labelled record carries WAV bytes instead of a decoded array.
+    """
     recs, k = [], 0
 
-    def rec(accent, *, sentence="a fake sentence", dur=1.5, up=2, down=0, spk=None, as_bytes=False):
+    def rec(accent, gender, *, as_bytes=False):
         nonlocal k
         k += 1
-        y = np.sin(2 * np.pi * 220 * np.arange(int(dur * sr)) / sr).astype(np.float32) * 0.3
-        name = f"common_voice_en_{k:06d}.{'wav' if as_bytes else 'mp3'}"
+        dur = 1.0 + 0.1 * (k % 5)
+        y = (0.3 * np.sin(2 * np.pi * (200 + k) * np.arange(int(dur * sr)) / sr)).astype(np.float32)
+        name = f"common_voice_en_{k:06d}.mp3"
         audio = ({"path": name, "bytes": wav_bytes(dur, sr, seed=k), "array": None} if as_bytes else
                  {"path": name, "array": y, "sampling_rate": sr})
-        return {"client_id": spk or f"speaker{k:04d}", "path": name, "audio": audio, "sentence": sentence,
-                "up_votes": up, "down_votes": down, "age": "", "gender": "", "accent": accent,
-                "locale": "en", "segment": "", "variant": ""}
+        return {"client_id": hashlib.sha1(f"client{k}".encode()).hexdigest(), "path": name, "audio": audio,
+                "sentence": f"fake sentence number {k}", "up_votes": 2, "down_votes": 0, "age": "twenties",
+                "gender": gender, "accent": accent, "locale": "en", "segment": "", "variant": ""}
 
-    # decoys first: none of these may be kept
-    recs += [rec(""), rec("German English,Non native speaker"), rec("United States English|England English"),
-             rec("Canadian English", sentence="  "), rec("Irish English", up=0, down=3),
-             rec("Scottish English", dur=0.4)]
-    for g, accent in accents.items():
-        if g in skip_groups:
-            continue
-        for i in range(per_group):
-            recs.append(rec(accent, sentence=f"{g} sentence {i}", as_bytes=(i == 0)))
+    decoys = [("", "male_masculine"), ("United States English", ""), ("unknown", "female_feminine"),
+              ("England English", "Unknown")]
+    recs += [rec(a, g) for a, g in decoys]
+    for i in range(n_labelled):
+        if i % 7 == 6:
+            recs.append(rec(*decoys[i % len(decoys)]))
+        recs.append(rec(CV_ACCENTS[i % len(CV_ACCENTS)], ("female_feminine", "male_masculine")[i % 2],
+                        as_bytes=(i % 10 == 9)))
     return recs
 
 

@@ -184,3 +184,72 @@ def test_every_registry_llm_family_has_an_adapter():
         get_adapter("nope")
     omni = get_entry("qwen25_omni_7b")
     assert omni.thinker_max_new_tokens == 1024 and omni.max_new_tokens == 64
+
+
+# ------------------------------------------------------------------------------------ Phi-4 revision pin
+PHI4_HUB_ID = "microsoft/Phi-4-multimodal-instruct"
+PHI4_REVISION = "refs/pr/70"
+
+
+def test_phi4_fixture_has_the_pinned_revisions_native_layout(fixtures):
+    """refs/pr/70 holds the transformers-native layout; main still holds the remote-code one
+    (``model_type: phi4mm``, ``auto_map``, ``Phi4MMForCausalLM``). The fixture must be the former."""
+    folder = fixtures["phi4_multimodal"]
+    cfg = json.loads((folder / "config.json").read_text())
+    assert cfg["model_type"] == "phi4_multimodal"
+    assert cfg["architectures"] == ["Phi4MultimodalForCausalLM"]
+    assert "auto_map" not in cfg
+    assert cfg["audio_config"]["model_type"] == "phi4_multimodal_audio"
+    assert cfg["vision_config"]["model_type"] == "phi4_multimodal_vision"
+    assert not list(folder.glob("*.py"))  # no remote code
+    proc = json.loads((folder / "processor_config.json").read_text())
+    assert proc["processor_class"] == "Phi4MultimodalProcessor"
+
+
+def test_phi4_registry_entry_passes_the_pinned_revision_to_all_three_loads(fixtures, monkeypatch):
+    """The packaged ``phi4_multimodal`` entry, loaded with every hub call recorded and answered from
+    the tiny fixture: processor, model and speech LoRA all receive ``revision=refs/pr/70``."""
+    import sys
+    import types
+
+    import transformers
+
+    entry = _cpu(get_entry("phi4_multimodal"))
+    assert entry.weights == PHI4_HUB_ID and entry.revision == PHI4_REVISION
+    folder = str(fixtures["phi4_multimodal"])
+    calls = []
+    klass = transformers.Phi4MultimodalForCausalLM
+    real_proc = transformers.AutoProcessor.from_pretrained
+    real_model = klass.from_pretrained
+
+    def hub_kw(kw):
+        return {k: v for k, v in kw.items() if k not in ("revision",)}
+
+    def fake_proc(source, **kw):
+        calls.append(("processor", source, dict(kw)))
+        return real_proc(folder, **hub_kw(kw))
+
+    def fake_model(source, **kw):
+        calls.append(("model", source, dict(kw)))
+        return real_model(folder, **hub_kw(kw))
+
+    def fake_load_adapter(self, source, adapter_name=None, adapter_kwargs=None, **kw):
+        calls.append(("speech_lora", source, dict(adapter_kwargs or {}, adapter_name=adapter_name)))
+
+    monkeypatch.setattr(transformers.AutoProcessor, "from_pretrained", fake_proc)
+    monkeypatch.setattr(klass, "from_pretrained", fake_model)
+    monkeypatch.setattr(klass, "load_adapter", fake_load_adapter, raising=False)
+    monkeypatch.setattr(klass, "set_adapter", lambda self, name: None, raising=False)
+    monkeypatch.setitem(sys.modules, "peft", types.ModuleType("peft"))  # the adapter checks it is installed
+
+    rec = load_model(entry)
+    try:
+        assert [c[0] for c in calls] == ["processor", "model", "speech_lora"]
+        assert all(src == PHI4_HUB_ID and kw["revision"] == PHI4_REVISION for _, src, kw in calls)
+        assert calls[2][2]["subfolder"] == "speech-lora" and calls[2][2]["adapter_name"] == "speech"
+        info = rec.info()
+        assert info["revision_requested"] == PHI4_REVISION
+        out = rec.generate([np.sin(np.linspace(0, 400, 16000)).astype(np.float32)], [None])
+        assert len(out) == 1 and isinstance(out[0], str)
+    finally:
+        rec.close()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,8 @@ import soundfile as sf
 from aiplib import download as dl
 from aiplib.corpora import paper
 from aiplib.workspace import workspace
-from fake_corpora import build_archives, closed_port_url, fake_cv_records, fake_registry, serve_corpora
+from fake_corpora import (LS_SPEAKERS, build_archives, closed_port_url, fake_cv_records, fake_registry,
+                          serve_corpora)
 
 ARCH_FIELDS = {"item_id", "path", "source_file", "source", "licence", "attribution", "duration_s", "speaker",
                "accent_group", "synthetic"}
@@ -206,83 +206,184 @@ def test_cli_offline_exit_status(tmp_path, capsys):
     assert "noisex92/babble.wav" in err and "AIP_MIRROR_NOISEX92" in err
 
 
-# ------------------------------------------------------------------------------------------------
-# stage 2
+# stage 2 (the authors' rules, scripts/02_build_banks.py)
 # ------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def banks(paper_ws):
-    return paper.build_item_banks(paper_ws, seed=7, cv_dataset=fake_cv_records())
+    return paper.build_item_banks(paper_ws, cv_dataset=fake_cv_records())
 
 
-def test_item_bank_counts_and_fields(paper_ws, banks):
+def _authors_librispeech_ids(root: Path, n: int) -> list:
+    """An independent re-statement of the authors' rule: sorted transcripts, Random(42).shuffle."""
+    import random
+
+    ids = []
+    for part in ("test-clean", "test-other"):
+        for tf in sorted((root / "LibriSpeech" / part).rglob("*.trans.txt")):
+            for line in tf.read_text().splitlines():
+                utt = line.strip().split(" ", 1)[0]
+                if (tf.parent / f"{utt}.flac").exists():
+                    ids.append(utt)
+    random.Random(42).shuffle(ids)
+    return ids[:n]
+
+
+def _authors_kws_ids(root: Path, n: int) -> list:
+    import random
+
+    rng, items = random.Random(42), []
+    for kw in paper.KEYWORDS:
+        files = sorted((root / kw).glob("*.wav"))
+        rng.shuffle(files)
+        items += [f"kws_{kw}_{w.stem}" for w in files[:n // 10 + 2]]
+    for kw in ("_background_noise_", "silence"):
+        files = sorted((root / kw).glob("*.wav")) if (root / kw).exists() else []
+        rng.shuffle(files)
+        items += [f"kws_nt_{kw}_{w.stem}" for w in files[:n // 4]]
+    for kw in paper.KEYWORDS[:4]:
+        items += [f"probe_{kw}_{w.stem}" for w in sorted((root / kw).glob("*.wav"))[-3:]]
+    rng.shuffle(items)
+    return items[:n]
+
+
+def test_item_banks_follow_the_authors_rules(paper_ws, banks):
     asr, kws = banks["asr"], banks["kws"]
-    assert len(asr) == 180 and asr.item_id.is_unique
-    assert (asr.source == "LibriSpeech test-clean").sum() == 50
-    assert (asr.source == "LibriSpeech test-other").sum() == 50
+    assert len(asr) == 180 and asr.item_id.is_unique and len(kws) == 120 and kws.item_id.is_unique
+    ls = asr[asr.source.str.startswith("LibriSpeech")]
+    ls_root = paper_ws.root / "speech_asr/librispeech"
+    assert list(ls.item_id) == _authors_librispeech_ids(ls_root, 100)
+    assert list(kws.item_id) == _authors_kws_ids(paper_ws.root / "kws/speech_commands/speech_commands_v0.02", 120)
+    # gender from SPEAKERS.TXT (fake: sorted speaker ids alternate F, M); the authors' accent label
+    spk = sorted({s for v in LS_SPEAKERS.values() for s, _ in v}, key=int)
+    want = {s: ("female", "male")[i % 2] for i, s in enumerate(spk)}
+    assert all(r.gender == want[r.item_id.split("-")[0]] for r in ls.itertuples())
+    assert set(ls.accent) == {"american_english"} and ls.accent_group.isna().all()
+    # Common Voice: the first 80 records with accent and gender, ids cv_<client[:8]>_<k>
+    recs = [r for r in fake_cv_records() if r["accent"] not in ("", "unknown")
+            and r["gender"] not in ("", "Unknown")][:80]
     cv = asr[asr.source.str.startswith("Common Voice")]
-    assert len(cv) == 80
-    assert cv.accent_group.nunique() == 11
-    assert Counter(cv.accent_group) == Counter(paper.CV_ALLOCATION)
-    assert len(kws) == 113 and kws.item_id.is_unique
-    assert kws.is_target.sum() == 100 and (~kws.is_target).sum() == 13
-    tgt = kws[kws.is_target]
-    assert Counter(tgt.label) == {k: 10 for k in paper.KEYWORDS}
-    assert all(g.speaker.is_unique for _, g in tgt.groupby("label"))
-    assert kws[~kws.is_target].label.is_unique
+    assert list(cv.item_id) == [f"cv_{r['client_id'][:8]}_{k}" for k, r in enumerate(recs)]
+    assert list(cv.text) == [r["sentence"] for r in recs] and list(cv.gender) == [r["gender"] for r in recs]
+    assert list(cv.accent) == [r["accent"] for r in recs]
+    groups = cv.accent_group.dropna()
+    assert groups.nunique() == 11 and set(groups) == set(paper.CV_ACCENT_GROUPS.values())
+    assert cv[cv.accent == "United States English,England English"].accent_group.isna().all()
+    # KWS: targets, non-targets from _background_noise_, probes with is_target false
+    assert set(kws[kws.is_target].label) <= set(paper.KEYWORDS)
+    probes = kws[kws.item_id.str.startswith("probe_")]
+    assert (~probes.is_target).all() and list(probes.probe_id) == list(probes.item_id)
+    assert kws[kws.probe_id.isna()].is_target.sum() == (kws.label != "_background_noise_").sum() - len(probes)
+    # every record says which rule picked it
+    assert all("authors' scripts/02_build_banks.py" in r for r in list(asr.selection_rule) + list(kws.selection_rule))
     for fam in ("asr", "kws"):
         rows = [json.loads(x) for x in (paper_ws.itembanks / f"{fam}.jsonl").read_text().splitlines()]
-        extra = {"text"} if fam == "asr" else {"label", "is_target"}
-        assert all(set(r) == ARCH_FIELDS | extra for r in rows)
+        extra = {"text", "gender", "accent"} if fam == "asr" else {"label", "is_target", "probe_id"}
+        assert all(set(r) == ARCH_FIELDS | extra | {"selection_rule"} for r in rows)
         for r in rows[:3] + rows[-3:]:
             info = sf.info(str(paper_ws.path(r["path"])))
             assert (info.samplerate, info.channels, info.subtype) == (16000, 1, "FLOAT")
             assert r["path"] == f"itembanks/audio/{fam}/{r['item_id']}.wav"
             assert paper_ws.path(r["source_file"]).is_file()
-            assert r["synthetic"] is False
-    # only the kept Common Voice clips are saved, as originals
+    # the Common Voice originals are saved as the authors did: <id>.wav, native rate, 16-bit PCM
     saved = sorted((paper_ws.root / "speech_asr/common_voice").iterdir())
-    assert len(saved) == 80
-    assert {paper_ws.rel(p) for p in saved} == set(cv.source_file)
-    # LibriSpeech durations respect the limits (the 0.5 s decoys are left out)
-    assert asr[asr.source.str.startswith("LibriSpeech")].duration_s.min() >= 1.0
+    assert [p.stem for p in saved] == sorted(cv.item_id)
+    assert {(sf.info(str(p)).samplerate, sf.info(str(p)).subtype) for p in saved} == {(48000, "PCM_16")}
 
 
-def test_item_banks_are_seeded_and_reused(paper_ws, banks):
-    again = paper.build_item_banks(paper_ws, seed=7, cv_dataset=[])  # read back, not rebuilt
+def test_item_banks_are_reused_and_reproducible(paper_ws, banks):
+    again = paper.build_item_banks(paper_ws, cv_dataset=[])  # read back, not rebuilt
     assert list(again["asr"].item_id) == list(banks["asr"].item_id)
-    other = paper.build_item_banks(paper_ws, seed=8, cv_dataset=fake_cv_records(), overwrite=True)
-    assert set(other["kws"].item_id) != set(banks["kws"].item_id)
-    same = paper.build_item_banks(paper_ws, seed=7, cv_dataset=fake_cv_records(), overwrite=True)
-    assert list(same["asr"].item_id) == list(banks["asr"].item_id)
+    same = paper.build_item_banks(paper_ws, seed=8, cv_dataset=fake_cv_records(), overwrite=True)
+    assert list(same["asr"].item_id) == list(banks["asr"].item_id)   # the authors' seed, whatever `seed` is
     assert list(same["kws"].item_id) == list(banks["kws"].item_id)
 
 
 def test_common_voice_shortfall_is_a_clear_error(tmp_path):
-    recs = fake_cv_records(per_group=9, skip_groups=("Philippines",))
-    with pytest.raises(paper.CorpusError, match=r"Philippines: 0 usable clip\(s\), 7 needed"):
-        paper.select_common_voice(recs, tmp_path / "cv", seed=0)
+    with pytest.raises(paper.CorpusError, match=r"ended after 10 clip\(s\) with accent and gender labels, 80 needed"):
+        paper.select_common_voice(fake_cv_records(10), tmp_path / "cv")
     assert not (tmp_path / "cv").exists()  # nothing saved when the selection cannot be made
 
 
-def test_common_voice_filters_and_accent_mapping(tmp_path):
-    assert paper.accent_group("India and South Asia (India, Pakistan, Sri Lanka)") == "India and South Asia"
-    assert paper.accent_group("Southern African (South Africa, Zimbabwe, Namibia)") == "Southern Africa"
-    assert paper.accent_group("Hong Kong English") == "Hong Kong, Singapore and Malaysia"
-    assert paper.accent_group("United States English|England English") is None   # two groups
-    assert paper.accent_group("German English,Non native speaker") is None
-    assert paper.accent_group(None) is None
-    kept = paper.select_common_voice(fake_cv_records(per_group=2), tmp_path, seed=1,
-                                     allocation={"Canada": 2, "Ireland": 2, "Scotland": 2})
-    assert len(kept) == 6
-    assert all(k["text"].strip() for k in kept)                 # empty sentence left out
-    assert all(k["y"].dtype == np.float32 and k["y"].size >= 16000 for k in kept)  # 0.4 s decoy left out
-    assert {k["accent_group"] for k in kept} == {"Canada", "Ireland", "Scotland"}
+def test_accent_groups_come_from_the_data_file(tmp_path):
+    groups = paper.read_accent_groups()
+    assert groups == paper.CV_ACCENT_GROUPS and len(groups) == 11 and len(set(groups.values())) == 11
+    assert paper.ACCENT_GROUPS_FILE.name == "cv_accent_groups.csv"
+    assert paper.accent_group("India and South Asia (India, Pakistan, Sri Lanka)") == "India & S. Asia"
+    assert paper.accent_group(" West Indies and Bermuda (Bahamas, Bermuda, Jamaica, Trinidad) ") == "West Indies & Bermuda"
+    assert paper.accent_group("Filipino") is None and paper.accent_group(None) is None
+    assert paper.accent_group("United States English,England English") is None
+    custom = tmp_path / "g.csv"
+    custom.write_text("cv_accent,accent_group\nFilipino,Philippines\n")
+    assert paper.accent_group("Filipino", paper.read_accent_groups(custom)) == "Philippines"
+    custom.write_text("cv_accent,accent_group\nFilipino,A\nFilipino,B\n")
+    with pytest.raises(paper.CorpusError, match="listed twice"):
+        paper.read_accent_groups(custom)
 
 
-def test_kws_shortfall_is_a_clear_error(paper_ws, monkeypatch, tmp_path):
-    with pytest.raises(paper.CorpusError, match=r"keyword .yes.: 11 speakers in the test list, 12 needed"):
-        paper.build_item_banks(paper_ws, seed=0, cv_dataset=fake_cv_records(), n_per_keyword=12,
-                               overwrite=True, n_librispeech=2, cv_allocation={"Canada": 1})
+def _fake_datasets(version: str, calls: list, records: list):
+    import types
+
+    mod = types.ModuleType("datasets")
+    mod.__version__ = version
+
+    class Stream(list):
+        def cast_column(self, column, feature):
+            calls.append(("cast_column", column, feature))
+            return self
+
+    def load_dataset(path, name=None, **kw):
+        calls.append(("load_dataset", path, name, kw))
+        return Stream(records)
+
+    mod.load_dataset = load_dataset
+    mod.Audio = lambda decode=True: ("Audio", decode)
+    return mod
+
+
+def test_common_voice_step_with_a_fake_script_dataset(tmp_path, monkeypatch):
+    """datasets 3.x: the script data set is streamed as the authors did (validation, trust_remote_code)."""
+    import sys
+
+    calls = []
+    monkeypatch.setitem(sys.modules, "datasets", _fake_datasets("3.5.1", calls, fake_cv_records(6)))
+    ds = paper.load_common_voice()
+    assert calls[0] == ("load_dataset", "fsicoli/common_voice_17_0", "en",
+                        {"split": "validation", "streaming": True, "trust_remote_code": True})
+    assert calls[1] == ("cast_column", "audio", ("Audio", False))
+    kept = paper.select_common_voice(ds, tmp_path, n=5)
+    assert [k["item_id"][-2:] for k in kept] == ["_0", "_1", "_2", "_3", "_4"]
+    assert all(k["y"].dtype == np.float32 and abs(k["y"].size / 16000 - sf.info(str(k["source_file"])).duration) < 1e-3
+               for k in kept)
+
+
+@pytest.mark.parametrize("version", ["4.0.0", "4.1.1"])
+def test_common_voice_step_refuses_datasets_4_clearly(version, monkeypatch):
+    import sys
+
+    from aiplib.errors import MissingPackageError
+
+    calls = []
+    monkeypatch.setitem(sys.modules, "datasets", _fake_datasets(version, calls, []))
+    with pytest.raises(MissingPackageError) as ei:
+        paper.load_common_voice()
+    msg = str(ei.value)
+    assert "loading-script" in msg and f"datasets {version}" in msg and "pip install 'datasets>=3.5,<4'" in msg
+    assert calls == []  # never reached the hub
+
+
+def test_common_voice_step_without_datasets(monkeypatch):
+    import sys
+
+    from aiplib.errors import MissingPackageError
+
+    monkeypatch.setitem(sys.modules, "datasets", None)  # import fails
+    with pytest.raises(MissingPackageError, match=r"datasets>=3\.5,<4"):
+        paper.load_common_voice()
+
+
+def test_kws_shortfall_is_a_clear_error(paper_ws):
+    with pytest.raises(paper.CorpusError, match=r"Speech Commands: 133 candidate clips, 200 needed"):
+        paper.build_item_banks(paper_ws, cv_dataset=fake_cv_records(), n_kws=200, overwrite=True)
 
 
 def test_missing_corpus_says_run_stage_1(tmp_path):
@@ -296,30 +397,94 @@ def test_missing_corpus_says_run_stage_1(tmp_path):
 # ------------------------------------------------------------------------------------------------
 # stage 3
 # ------------------------------------------------------------------------------------------------
-def test_battery_specs_table_1(paper_ws):
-    specs = paper.battery_specs(paper_ws)
-    assert len(specs) == 20 and len({s["bg_id"] for s in specs}) == 20
+AUTHORS_BG_IDS = ["esc_rain", "esc_seawave", "esc_engine", "esc_vacuum", "esc_footsteps", "esc_fire",
+                  "esc_helicopter", "esc_clock", "esc_keyboard", "esc_dog", "esc_rooster", "esc_wind",
+                  "snsd_cafeteria", "snsd_restaurant", "snsd_square", "snsd_airport", "noisex_babble",
+                  "musan_music", "musan_hubbub", "snsd_airconditioner"]
+"""``BATTERY_SPEC`` ids of the authors' scripts/03_curate_battery.py, in their order."""
+
+
+def check_table_1(specs):
+    assert [s["bg_id"] for s in specs] == AUTHORS_BG_IDS
     by = {s["bg_id"]: s for s in specs}
     assert sum(s["source_package"] == "ESC-50" for s in specs) == 12
     assert sum(s["source_package"] == "MS-SNSD" for s in specs) == 5
-    assert {s["category"] for s in specs} == {"stationary", "transient", "music", "speech-like"}
+    # the two files where the authors' spec differs from the first file of the class
+    assert by["musan_music"]["sources"][0].endswith("musan/music/fma/music-fma-0062.wav")
+    assert Path(by["snsd_airport"]["sources"][0]).name == "AirportAnnouncements_7.wav"
+    assert Path(by["esc_rain"]["sources"][0]).name == "1-100010-A-10.wav"      # fold 1, take A, class 10
+    assert Path(by["esc_dog"]["sources"][0]).name == "1-100000-A-0.wav"
+    assert Path(by["snsd_cafeteria"]["sources"][0]).name == "CafeTeria_1.wav"
+    assert Path(by["snsd_airconditioner"]["sources"][0]).parent.name == "noise_train"
+    assert by["musan_hubbub"]["sources"][0].endswith("speech/librivox/speech-librivox-0001.wav")
+    assert by["noisex_babble"]["sources"][0].endswith("noisex92/babble.wav")
+    assert by["musan_music"]["authors_category"] == "speech_like" and by["esc_wind"]["authors_category"] == "non_speech"
+
+
+def test_battery_specs_table_1(paper_ws):
+    specs = paper.battery_specs(paper_ws)
+    check_table_1(specs)
     for s in specs:
         assert set(s) >= {"bg_id", "category", "description", "sources", "combine", "source_package",
                           "licence", "attribution", "synthetic"}
         assert s["combine"] == "concat" and s["synthetic"] is False
         assert all(Path(p).is_file() for p in s["sources"])
-    assert Path(by["esc50_rain"]["sources"][0]).name == "1-100010-A-10.wav"      # fold 1, take A
-    assert Path(by["mssnsd_cafeteria"]["sources"][0]).name == "CafeTeria_1.wav"
-    assert Path(by["mssnsd_air_conditioner"]["sources"][0]).parent.name == "noise_train"
-    assert by["musan_hubbub"]["sources"][0].endswith("speech/librivox/speech-librivox-0001.wav")
-    assert by["noisex_babble"]["sources"][0].endswith("noisex92/babble.wav")
 
 
 def test_battery_curation_with_the_demo_code(paper_ws):
     backgrounds = pytest.importorskip("aiplib.backgrounds")
     df = backgrounds.curate_battery(paper_ws, paper.battery_specs(paper_ws), duration_s=2.0)
-    assert len(df) == 20 and set(df.bg_id) == {b[0] for b in paper.BATTERY}
+    assert len(df) == 20 and set(df.bg_id) == set(AUTHORS_BG_IDS)
     for p in df.path:
         info = sf.info(str(paper_ws.path(p)))
         assert (info.samplerate, info.channels, info.frames) == (16000, 1, 32000)
     assert (paper_ws.descriptors / "battery.csv").is_file()
+
+
+# ------------------------------------------------------------------------------------------------
+# dry run: stages 1–5 of PROFILE=paper on the loopback mirror (the notebooks' calls, in order)
+# ------------------------------------------------------------------------------------------------
+def test_paper_profile_dry_run_stages_1_to_5(tmp_path, server, registry, monkeypatch):
+    """``make 01 02 03 04 05 PROFILE=paper MIRROR=<loopback>`` as function calls: the same
+    ``aiplib.pipeline`` / stage functions notebooks 01–05 call, with their parameters (smoke sizes:
+    the authors' 5 items per bank), on fake corpora with the real file names."""
+    from aiplib import pipeline
+    from aiplib.backgrounds import curate_battery
+    from aiplib.descriptors import descriptor_table
+    from aiplib.manifests import build_manifests
+
+    monkeypatch.setenv("AIP_MIRROR", server.url)          # what `make … MIRROR=` exports
+    ws = workspace("paper", data_root=tmp_path)
+    # 01: downloads from the mirror (the fake registry carries the fake files' digests)
+    done = pipeline.gather_raw(ws, registry=registry, progress=False)
+    assert set(done) == set(paper.CORPORA)
+    urls = [e["url"] for e in json.loads((ws.root / "checks/download_progress.json").read_text())["files"].values()]
+    assert len(urls) == 7 and all(u.startswith(server.url + "/") for u in urls)
+    # 02: the authors' rules at their smoke size
+    sizes = pipeline.stage_sizes("paper", smoke=True)
+    assert sizes == {"n_librispeech": 5, "n_common_voice": 5, "n_kws": 5}
+    banks = pipeline.build_item_banks(ws, seed=20240917, cv_dataset=fake_cv_records(), **sizes)
+    asr, kws = banks["asr"], banks["kws"]
+    assert list(asr.item_id[:5]) == _authors_librispeech_ids(ws.root / "speech_asr/librispeech", 5)
+    assert list(kws.item_id) == _authors_kws_ids(ws.root / "kws/speech_commands/speech_commands_v0.02", 5)
+    assert len(asr) == 10 and asr.item_id.str.startswith("cv_").sum() == 5
+    # 03: Table 1 with the authors' ids and the two corrected files
+    specs = pipeline.battery_specs(ws)
+    check_table_1(specs)
+    battery = curate_battery(ws, specs, duration_s=3.0)
+    assert list(battery.bg_id) == AUTHORS_BG_IDS
+    # 04: descriptors of the 20 backgrounds
+    table = descriptor_table(ws, progress=False)
+    assert len(table) == 20 and set(table.index if table.index.name == "bg_id" else table.bg_id) == set(
+        AUTHORS_BG_IDS)
+    # 05: manifests, 61 rows per item (clean + 20 backgrounds × 3 SNRs)
+    manifests = build_manifests(ws, snrs=[10, 5, 0], base_seed=20240917)
+    for fam, bank in (("asr", asr), ("kws", kws)):
+        m = manifests[fam]
+        item_col = "speech_id" if "speech_id" in m.columns else "item_id"
+        assert len(m) == 61 * len(bank)
+        assert m.groupby(item_col).size().to_dict() == {i: 61 for i in bank.item_id}
+        # TODO(manifest schema, issue 11 item 4): once manifests carry the authors' columns, check
+        # `id, speech_id, background_id, snr_db, condition, seed, speech_path, bg_path` + ASR
+        # `accent, gender, transcript` / KWS `keyword, is_target`, ids `<item>_clean` /
+        # `<item>_<bg_id>_snr<N>`, and background_id ∈ AUTHORS_BG_IDS. Only the row count is checked here.

@@ -37,6 +37,8 @@ def test_registry_loads_all_entries():
     assert reg["gemma3n_e4b"].gated is True
     assert reg["gemma3n_e4b"].licence_url == "https://huggingface.co/google/gemma-3n-E4B-it"
     assert reg["phi4_multimodal"].precision == "bfloat16"
+    # transformers-native layout lives on this hub ref (main is still remote code); see registry.yaml
+    assert reg["phi4_multimodal"].revision == "refs/pr/70"
 
 
 def test_unknown_id_lists_valid_ids():

@@ -47,7 +47,6 @@ import dataclasses
 import io
 import os
 import re
-from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -66,10 +65,11 @@ __all__ = [
     "download_corpus", "download_all", "download_esc50", "download_ms_snsd", "download_noisex92",
     "download_musan", "download_librispeech", "download_speech_commands",
     "prepare_esc50", "prepare_ms_snsd", "prepare_musan", "prepare_librispeech",
-    "prepare_speech_commands", "KEYWORDS", "CV_DATASET", "CV_ACCENT_GROUPS", "CV_ALLOCATION",
-    "accent_group", "load_common_voice", "select_common_voice", "build_item_banks",
-    "build_item_banks_paper", "BATTERY", "battery_specs", "battery_specs_paper", "set_cache_env",
-    "N_LIBRISPEECH", "N_COMMON_VOICE", "N_KWS_PER_KEYWORD", "N_KWS_NONTARGET",
+    "prepare_speech_commands", "read_librispeech_speakers", "KEYWORDS", "CV_DATASET", "CV_SPLIT",
+    "ACCENT_GROUPS_FILE", "read_accent_groups", "CV_ACCENT_GROUPS", "accent_group", "load_common_voice",
+    "select_common_voice", "build_item_banks", "build_item_banks_paper", "SELECTION_RULES", "BATTERY",
+    "AUTHORS_CATEGORY", "battery_specs", "battery_specs_paper", "set_cache_env", "AUTHORS_SEED",
+    "N_LIBRISPEECH", "N_COMMON_VOICE", "N_KWS",
 ]
 
 
@@ -600,108 +600,154 @@ def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pandas
 # stage 2: Common Voice (streamed)
 # ============================================================================================
 CV_DATASET = "fsicoli/common_voice_17_0"
-"""Hugging Face id of the Common Voice 17.0 mirror streamed in stage 2 (config ``en``)."""
+"""Hugging Face id of the Common Voice 17.0 mirror streamed in stage 2 (config ``en``). It is a
+*loading-script* data set: it needs ``datasets<4`` (4.0 removed script support; the authors used
+3.5.1, which the ``paper`` extra pins)."""
+CV_SPLIT = "validation"
+"""The split the authors stream (their ``scripts/02_build_banks.py``)."""
 
-CV_ACCENT_GROUPS = {
-    "United States": ("united states",),
-    "England": ("england",),
-    "India and South Asia": ("india and south asia", "india", "pakistan", "sri lanka", "bangladesh"),
-    "Australia": ("australia",),
-    "Canada": ("canad",),
-    "Scotland": ("scottish", "scotland"),
-    "Ireland": ("irish", "ireland"),
-    "Southern Africa": ("southern africa", "south africa", "zimbabwe", "namibia"),
-    "New Zealand": ("new zealand",),
-    "Philippines": ("filipino", "philippin"),
-    "Hong Kong, Singapore and Malaysia": ("hong kong", "singapor", "malaysia"),
-}
-"""The 11 accent groups: group name → lower-case substrings of Common Voice 17's free-text
-``accent(s)`` field (e.g. "United States English", "India and South Asia (India, Pakistan, Sri
-Lanka)", "Southern African (South Africa, Zimbabwe, Namibia)", "Hong Kong English"). A value that
-matches two groups (a speaker listing several accents) or none is not used."""
+ACCENT_GROUPS_FILE = Path(__file__).resolve().parent.parent / "data" / "cv_accent_groups.csv"
+"""``aiplib/data/cv_accent_groups.csv``: columns ``cv_accent`` (a Common Voice 17 ``accent``
+string, exactly) and ``accent_group`` (the group label). The 11 rows are the 11 accent groups of
+the authors' README, labelled as in their figure script (``accent_clean_map`` of
+``scripts/generate_results_new_2.py``); the project page says ten."""
 
-CV_ALLOCATION = {g: 7 for g in CV_ACCENT_GROUPS}
-CV_ALLOCATION.update({"United States": 8, "England": 8, "India and South Asia": 8})
-"""Clips per accent group: 7 each, plus one for the three largest groups = 80."""
-
+AUTHORS_SEED = 42
+"""``RANDOM_SEED`` of the authors' ``scripts/02_build_banks.py`` (``random.Random(42)``)."""
 N_LIBRISPEECH = 100
-"""LibriSpeech utterances in the ASR bank: 50 test-clean + 50 test-other."""
+"""LibriSpeech utterances in the ASR bank (authors' ``ASR_N``)."""
 N_COMMON_VOICE = 80
-"""Accent-labelled Common Voice 17 clips in the ASR bank (:data:`CV_ALLOCATION`)."""
-N_KWS_PER_KEYWORD = 10
-"""Target clips per keyword (10 keywords → 100 targets)."""
-N_KWS_NONTARGET = 13
-"""Non-target clips, one each from 13 different non-keyword words: 100 + 13 = the paper's 113."""
+"""Accent-labelled Common Voice 17 clips in the ASR bank (authors' ``CV_N``)."""
+N_KWS = 120
+"""Speech Commands items in the KWS bank (authors' ``KWS_N``)."""
+KWS_NONTARGET_FOLDERS = ("_background_noise_", "silence")
+"""Folders the authors draw non-target KWS items from (``silence`` does not exist in v0.02)."""
+N_PROBE_KEYWORDS, N_PROBES_PER_KEYWORD = 4, 3
+"""Injection probes: the last 3 clips (name order) of each of the first 4 keywords."""
+
+SELECTION_RULES = {
+    "librispeech": "authors' scripts/02_build_banks.py: every utterance of test-clean then test-other "
+                   "(sorted *.trans.txt, file order), random.Random(42).shuffle, first {n}",
+    "common_voice": "authors' scripts/02_build_banks.py: fsicoli/common_voice_17_0 en validation stream "
+                    "(unshuffled), first {n} clips whose accent and gender are both given and not 'unknown'",
+    "kws": "authors' scripts/02_build_banks.py: random.Random(42); per keyword (yes..go) sorted clips "
+           "shuffled, first {per_kw}; _background_noise_/silence clips shuffled, first {per_nt}; probes = last "
+           "3 sorted clips of yes/no/up/down; all shuffled, first {n}",
+}
+"""Text of the ``selection_rule`` field of each item bank record."""
 
 
-def accent_group(value) -> str | None:
-    """Map a Common Voice ``accent``/``accents`` value to one of :data:`CV_ACCENT_GROUPS`.
+def read_accent_groups(path=None) -> dict:
+    """Read the accent-group mapping.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        CSV with ``cv_accent,accent_group``; default :data:`ACCENT_GROUPS_FILE`.
+
+    Returns
+    -------
+    dict
+        Common Voice accent string → group label, in file order.
+
+    Raises
+    ------
+    CorpusError
+        A column is missing or an accent string appears twice.
+    """
+    import csv
+
+    with open(path or ACCENT_GROUPS_FILE, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or not {"cv_accent", "accent_group"} <= set(rows[0]):
+        raise CorpusError(f"{path or ACCENT_GROUPS_FILE} needs the columns cv_accent,accent_group")
+    out = {}
+    for r in rows:
+        key = r["cv_accent"].strip()
+        if key in out:
+            raise CorpusError(f"accent {key!r} is listed twice in {path or ACCENT_GROUPS_FILE}")
+        out[key] = r["accent_group"].strip()
+    return out
+
+
+CV_ACCENT_GROUPS = read_accent_groups()
+"""Common Voice accent string → one of the 11 accent groups (from :data:`ACCENT_GROUPS_FILE`)."""
+
+
+def accent_group(value, groups=None) -> str | None:
+    """The accent group of a Common Voice ``accent`` value (exact match after stripping spaces).
 
     Parameters
     ----------
     value : str or None
+    groups : dict, optional
+        Default :data:`CV_ACCENT_GROUPS`.
 
     Returns
     -------
     str or None
-        The group name, or ``None`` when the value is empty, unknown or matches several groups.
+        The group, or ``None`` for an empty, unlisted or multi-accent value (these clips stay in the
+        bank as the authors kept them; they are reported apart from the 11 groups).
     """
     if not value or not isinstance(value, str):
         return None
-    v = value.lower()
-    hits = {g for g, keys in CV_ACCENT_GROUPS.items() if any(k in v for k in keys)}
-    return hits.pop() if len(hits) == 1 else None
+    return (CV_ACCENT_GROUPS if groups is None else groups).get(value.strip())
 
 
-def load_common_voice(*, split: str = "test", dataset_id: str = CV_DATASET, config: str = "en",
-                      seed: int | None = None, buffer_size: int = 2000):
-    """Stream Common Voice 17 (English) from the Hugging Face hub [7]_.
+def _datasets_major(version: str) -> int:
+    m = re.match(r"(\d+)", str(version))
+    return int(m.group(1)) if m else 0
 
-    ``datasets`` is imported here only. Audio is left undecoded (``Audio(decode=False)``) so that
-    records of unwanted accents cost no decoding; :func:`select_common_voice` decodes kept ones.
+
+def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, config: str = "en"):
+    """Stream Common Voice 17 (English) from the Hugging Face hub [7]_, as the authors did.
+
+    ``datasets`` is imported here only. ``fsicoli/common_voice_17_0`` is a loading-script data set,
+    so it is loaded with ``trust_remote_code=True`` and needs ``datasets<4``. The stream is not
+    shuffled (the authors take the first labelled clips). Audio is left undecoded
+    (``Audio(decode=False)``); :func:`select_common_voice` decodes the kept clips.
 
     Parameters
     ----------
     split : str
+        Default ``validation`` (the authors' split).
     dataset_id, config : str
-    seed : int, optional
-        When given, the stream is shuffled with a seeded buffer of ``buffer_size`` records.
-    buffer_size : int > 0
 
     Returns
     -------
     datasets.IterableDataset
-        Records with ``client_id, path, audio, sentence, up_votes, down_votes, accent(s) …``.
+        Records with ``client_id, path, audio, sentence, up_votes, down_votes, age, gender, accent …``.
 
     Raises
     ------
     MissingPackageError
-        If ``datasets`` is not installed.
+        ``datasets`` is not installed, or is 4.0 or newer (no loading scripts): the message gives
+        the ``pip install 'datasets>=3.5,<4'`` command.
     AiplibError
-        If the hub cannot be reached or refuses the data set (gated: accept its terms and
-        ``huggingface-cli login``).
+        The hub cannot be reached or refuses the data set (accept its terms, ``hf auth login``).
     """
     set_cache_env()
+    fix = "pip install 'datasets>=3.5,<4'` (or `pip install -e \".[paper]\"`; the authors used 3.5.1)"
     try:
         import datasets
     except ImportError:
-        raise MissingPackageError("stage 2 of the paper profile streams Common Voice with Hugging Face "
-                                  "`datasets`; install it with `pip install datasets`") from None
+        raise MissingPackageError(f"stage 2 of the paper profile streams Common Voice with Hugging Face "
+                                  f"`datasets`; install it with `{fix}") from None
+    version = getattr(datasets, "__version__", "0")
+    if _datasets_major(version) >= 4:
+        raise MissingPackageError(
+            f"{dataset_id} is a loading-script data set and datasets {version} no longer runs loading "
+            f"scripts (removed in datasets 4.0); install a 3.x release with `{fix}")
     try:
-        try:
-            ds = datasets.load_dataset(dataset_id, config, split=split, streaming=True, trust_remote_code=True)
-        except TypeError:
-            ds = datasets.load_dataset(dataset_id, config, split=split, streaming=True)
-    except Exception as exc:  # network, gating, script support: all end here
+        ds = datasets.load_dataset(dataset_id, config, split=split, streaming=True, trust_remote_code=True)
+    except Exception as exc:  # network, gating: all end here
         raise AiplibError(f"cannot stream {dataset_id} ({config}, {split}) from the Hugging Face hub: {exc}. "
                           f"Check the network or HF_ENDPOINT, accept the data set's terms on its hub page "
-                          f"and log in with `huggingface-cli login`.") from None
+                          f"and log in with `hf auth login`.") from None
     try:
         ds = ds.cast_column("audio", datasets.Audio(decode=False))
-    except Exception:
+    except Exception:  # noqa: BLE001 - a stream without that column / an old datasets: decode as given
         pass
-    if seed is not None and hasattr(ds, "shuffle"):
-        ds = ds.shuffle(seed=seed, buffer_size=buffer_size)
     return ds
 
 
@@ -716,182 +762,186 @@ def _resample(y: np.ndarray, sr: int) -> np.ndarray:
     return np.ascontiguousarray(y, dtype=np.float32)
 
 
-def _cv_audio(record):
-    """→ (y at 16 kHz, original bytes or None, original file name, native array, native sr)."""
+def _cv_native(record):
+    """→ (samples at the native rate, float32 mono, native rate in Hz) of a Common Voice record."""
     import soundfile as sf
 
     a = record.get("audio")
-    name = Path(str((a or {}).get("path") or record.get("path") or "clip.wav")).name
     if isinstance(a, dict) and a.get("array") is not None:
         arr = np.asarray(a["array"], dtype=np.float32)
         if arr.ndim > 1:  # (n, channels) or (channels, n) → mono
             arr = arr.mean(axis=-1) if arr.shape[-1] <= 8 else arr.mean(axis=0)
-        sr = int(a["sampling_rate"])
-        return _resample(arr, sr), a.get("bytes"), name, arr, sr
+        return arr, int(a["sampling_rate"])
+    raw, name = None, Path(str((a or {}).get("path") or record.get("path") or "clip.mp3")).name
     if isinstance(a, dict) and a.get("bytes"):
         raw = a["bytes"]
-        try:
-            arr, sr = sf.read(io.BytesIO(raw), dtype="float32", always_2d=True)
-            arr = arr.mean(axis=1)
-            return _resample(arr, sr), raw, name, arr, sr
-        except Exception:
-            import tempfile
+    elif isinstance(a, dict) and a.get("path") and Path(a["path"]).is_file():
+        raw = Path(a["path"]).read_bytes()
+    if raw is None:
+        raise CorpusError(f"Common Voice record {record.get('path')!r} carries no audio")
+    try:
+        arr, sr = sf.read(io.BytesIO(raw), dtype="float32", always_2d=True)
+        return arr.mean(axis=1), int(sr)
+    except Exception:  # noqa: BLE001 - an MP3 libsndfile cannot read: ffmpeg through load_audio
+        import tempfile
 
-            with tempfile.TemporaryDirectory() as tmp:
-                p = Path(tmp) / name
-                p.write_bytes(raw)
-                return load_audio(p), raw, name, None, None
-    path = (a or {}).get("path") if isinstance(a, dict) else (a if isinstance(a, str) else None)
-    if path and Path(path).is_file():
-        return load_audio(path), Path(path).read_bytes(), name, None, None
-    raise CorpusError(f"Common Voice record {record.get('path')!r} carries no audio")
+        with tempfile.TemporaryDirectory() as tmp:
+            p = Path(tmp) / name
+            p.write_bytes(raw)
+            return load_audio(p), SR
 
 
-def select_common_voice(dataset, out_dir, *, seed: int = 0, allocation=None, pool_factor: int = 3,
-                        max_per_speaker: int = 1, min_duration_s: float = 1.0,
-                        max_duration_s: float = 15.0) -> list:
-    """Pick accent-labelled Common Voice clips from a stream and save the kept originals.
+def _labelled(value) -> bool:
+    return bool(value) and isinstance(value, str) and value.strip().lower() != "unknown"
 
-    The stream is read once. A record is a candidate when its accent maps to exactly one group
-    (:func:`accent_group`), its sentence is not empty, it has no more down- than up-votes, it
-    lasts ``min_duration_s``–``max_duration_s`` and its speaker has fewer than ``max_per_speaker``
-    candidates. Reading stops when every group holds ``pool_factor × allocation`` candidates (or
-    the stream ends); then ``allocation[g]`` clips per group are drawn with a seeded generator.
+
+def select_common_voice(dataset, out_dir, *, n: int = N_COMMON_VOICE, groups=None) -> list:
+    """The authors' Common Voice rule: the first ``n`` clips of the stream with accent and gender given.
+
+    As the authors' ``scripts/02_build_banks.py``: records are read in stream order; a record is
+    kept when its ``accent`` and ``gender`` are both non-empty and not ``unknown`` (nothing else is
+    filtered); the k-th kept clip (k from 0) gets the id ``cv_<first 8 characters of client_id>_<k>``
+    and is saved as ``<out_dir>/<id>.wav`` at its native rate (16-bit PCM, as their
+    ``soundfile.write``). Reading stops after ``n`` clips.
 
     Parameters
     ----------
     dataset : iterable of dict
         A Hugging Face ``IterableDataset`` or any iterable of records with ``audio`` (dict with
         ``array`` + ``sampling_rate``, or ``bytes``/``path``), ``sentence``, ``client_id``,
-        ``path`` and ``accent`` or ``accents`` (duck typing; tests use a list of dicts).
+        ``accent`` (or ``accents``), ``gender``, ``age`` (duck typing; tests use a list of dicts).
     out_dir : str or Path
-        Where the kept originals are saved (``data/paper/speech_asr/common_voice/``).
-    seed : int
-    allocation : dict, optional
-        Group → number of clips; default :data:`CV_ALLOCATION` (80).
-    pool_factor : int >= 1
-    max_per_speaker : int >= 1
-    min_duration_s, max_duration_s : float, s
+        ``data/paper/speech_asr/common_voice/``.
+    n : int > 0
+    groups : dict, optional
+        Accent string → group; default :data:`CV_ACCENT_GROUPS`.
 
     Returns
     -------
     list of dict
-        One per kept clip: ``item_id, y`` (np.ndarray [shape=(n,)], float32, 16 kHz), ``text``,
-        ``speaker``, ``accent_group``, ``accent`` (raw), ``source_file`` (saved original).
+        One per kept clip, in stream order: ``item_id, y`` (np.ndarray [shape=(samples,)], float32,
+        16 kHz, read back from the saved file), ``text, speaker, gender, age, accent`` (raw),
+        ``accent_group`` (or None), ``source_file`` (the saved WAV).
 
     Raises
     ------
     CorpusError
-        When a group has fewer usable clips than allocated; the message lists every short group
-        with the numbers found and needed.
+        The stream ends before ``n`` labelled clips (the message gives the numbers).
     """
-    allocation = dict(CV_ALLOCATION if allocation is None else allocation)
-    for g in allocation:
-        if g not in CV_ACCENT_GROUPS:
-            raise KeyError(f"unknown accent group {g!r}; valid: {', '.join(CV_ACCENT_GROUPS)}")
-    cap = {g: n * max(1, pool_factor) for g, n in allocation.items()}
-    pools: dict[str, list] = defaultdict(list)
-    per_speaker: dict[str, int] = defaultdict(int)
+    import soundfile as sf
+
+    picked = []
     for rec in dataset:
-        raw_accent = rec.get("accent") or rec.get("accents")
-        g = accent_group(raw_accent)
-        if g is None or g not in cap or len(pools[g]) >= cap[g]:
-            continue
-        text = (rec.get("sentence") or "").strip()
-        if not text:
-            continue
-        up, down = rec.get("up_votes"), rec.get("down_votes")
-        if up is not None and down is not None and int(down) > int(up):
-            continue
-        spk = str(rec.get("client_id") or "")
-        if per_speaker[spk] >= max_per_speaker:
-            continue
-        y, raw, name, arr, sr = _cv_audio(rec)
-        dur = y.size / SR
-        if not (min_duration_s <= dur <= max_duration_s):
-            continue
-        per_speaker[spk] += 1
-        pools[g].append({"y": y, "raw": raw, "name": name, "arr": arr, "sr": sr, "text": text,
-                         "speaker": spk, "accent": raw_accent, "accent_group": g})
-        if all(len(pools[k]) >= cap[k] for k in cap):
+        if len(picked) >= n:
             break
-    short = [f"{g}: {len(pools[g])} usable clip(s), {n} needed" for g, n in allocation.items()
-             if len(pools[g]) < n]
-    if short:
-        raise CorpusError("Common Voice has too few usable clips for the paper's accent groups — "
-                          + "; ".join(short) + ". Use another split (split='validation') or a "
-                          "smaller allocation.")
-    rng = np.random.default_rng(seed)
+        accent = rec.get("accent") or rec.get("accents") or ""
+        gender = rec.get("gender") or ""
+        if not (_labelled(accent) and _labelled(gender)):
+            continue
+        arr, sr = _cv_native(rec)
+        item_id = f"cv_{str(rec.get('client_id') or '')[:8]}_{len(picked)}"
+        picked.append({"item_id": item_id, "arr": arr, "sr": sr, "text": rec.get("sentence", "") or "",
+                       "speaker": str(rec.get("client_id") or ""), "gender": gender,
+                       "age": rec.get("age") or "unknown", "accent": accent})
+    if len(picked) < n:
+        raise CorpusError(f"the Common Voice stream ended after {len(picked)} clip(s) with accent and gender "
+                          f"labels, {n} needed")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     kept = []
-    for g, n in allocation.items():
-        pool = sorted(pools[g], key=lambda c: c["name"])
-        for i in sorted(rng.choice(len(pool), size=n, replace=False)):
-            c = pool[int(i)]
-            stem = Path(c["name"]).stem
-            if c["raw"]:
-                src = out_dir / c["name"]
-                src.write_bytes(c["raw"])
-            elif c["arr"] is not None:
-                src = write_wav(out_dir / f"{stem}.wav", c["arr"], sr=c["sr"])
-            else:
-                src = write_wav(out_dir / f"{stem}.wav", c["y"])
-            kept.append({"item_id": f"cv_{stem}", "y": c["y"], "text": c["text"], "speaker": c["speaker"],
-                         "accent_group": g, "accent": c["accent"], "source_file": src})
+    for c in picked:
+        src = out_dir / f"{c.pop('item_id')}.wav"
+        sf.write(str(src), c.pop("arr"), c.pop("sr"), subtype="PCM_16")
+        kept.append({"item_id": src.stem, "y": load_audio(src), **c, "accent_group": accent_group(c["accent"], groups),
+                     "source_file": src})
     return kept
 
 
 # ============================================================================================
-# stage 2: item banks
+# stage 2: item banks (the authors' rules)
 # ============================================================================================
-def _spread(df, n: int, rng, *, key: str, by: str = "speaker"):
-    """Seeded selection of ``n`` rows spread over ``by`` (round-robin over shuffled groups).
+def read_librispeech_speakers(corpus_dir) -> dict:
+    """Speaker → ``female``/``male``/``unknown`` from ``LibriSpeech/SPEAKERS.TXT`` (as the authors read it).
 
-    Rows are first put in ``key`` order so the result depends only on the data and ``rng``.
+    Returns
+    -------
+    dict
+        Empty when the file is missing.
     """
-    df = df.sort_values(key).reset_index(drop=True)
-    order = rng.permutation(len(df))
-    df = df.iloc[order].reset_index(drop=True)
-    df["_rank"] = df.groupby(by).cumcount()
-    df["_pos"] = np.arange(len(df))
-    return df.sort_values(["_rank", "_pos"]).head(n).drop(columns=["_rank", "_pos"])
+    path = Path(corpus_dir) / "LibriSpeech" / "SPEAKERS.TXT"
+    out = {}
+    if not path.is_file():
+        return out
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith(";"):
+            continue
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) >= 2:
+            out[parts[0]] = {"F": "female", "M": "male"}.get(parts[1], "unknown")
+    return out
 
 
+def _kws_candidates(sc_root: Path, n: int, rng) -> list:
+    """The authors' KWS candidate list before the final shuffle (dicts, in their order)."""
+    per_kw, per_nt = n // len(KEYWORDS) + 2, n // 4
+
+    def wavs(folder):
+        d = sc_root / folder
+        return sorted(d.glob("*.wav")) if d.is_dir() else []
+
+    items = []
+    for kw in KEYWORDS:
+        files = wavs(kw)
+        rng.shuffle(files)
+        items += [{"item_id": f"kws_{kw}_{w.stem}", "file": w, "label": kw, "is_target": True, "probe_id": None}
+                  for w in files[:per_kw]]
+    for folder in KWS_NONTARGET_FOLDERS:
+        files = wavs(folder)
+        rng.shuffle(files)
+        items += [{"item_id": f"kws_nt_{folder}_{w.stem}", "file": w, "label": folder, "is_target": False,
+                   "probe_id": None} for w in files[:per_nt]]
+    for kw in KEYWORDS[:N_PROBE_KEYWORDS]:
+        for w in wavs(kw)[-N_PROBES_PER_KEYWORD:]:
+            pid = f"probe_{kw}_{w.stem}"
+            items.append({"item_id": pid, "file": w, "label": kw, "is_target": False, "probe_id": pid})
+    return items
 
 
+def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispeech: int = N_LIBRISPEECH,
+                     n_common_voice: int = N_COMMON_VOICE, n_kws: int = N_KWS, overwrite: bool = False,
+                     registry=None) -> dict:
+    """Stage 2 of ``paper``: the authors' item banks, ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl``.
 
+    The rules are those of the authors' ``scripts/02_build_banks.py`` (each record says so in
+    ``selection_rule``):
 
-def build_item_banks(ws, *, seed: int = 0, cv_dataset=None, n_librispeech: int = N_LIBRISPEECH,
-                     cv_allocation=None, n_per_keyword: int = N_KWS_PER_KEYWORD,
-                     n_nontarget: int = N_KWS_NONTARGET, min_duration_s: float = 1.0,
-                     max_duration_s: float = 20.0, overwrite: bool = False, registry=None) -> dict:
-    """Stage 2 of ``paper``: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl``.
+    * ASR, LibriSpeech [5]_: every utterance of test-clean then test-other (transcript files in
+      sorted order, lines in file order), shuffled with ``random.Random(42)``, the first
+      ``n_librispeech`` (100). Item id = the utterance id; gender from ``SPEAKERS.TXT``; accent
+      ``american_english`` (the authors' label; no accent group).
+    * ASR, Common Voice 17 [7]_: :func:`select_common_voice` on the ``validation`` stream, the first
+      ``n_common_voice`` (80) clips with accent and gender; ``accent_group`` from
+      ``aiplib/data/cv_accent_groups.csv``.
+    * KWS, Speech Commands v0.02 [6]_ (every clip, not only the test list): ``random.Random(42)``;
+      per keyword the sorted clips shuffled and the first ``n_kws // 10 + 2``; the
+      ``_background_noise_`` (and ``silence``) clips shuffled, the first ``n_kws // 4``; injection
+      probes = the last 3 clips of yes/no/up/down (``is_target`` false, ``probe_id`` set); the whole
+      list shuffled with the same generator and the first ``n_kws`` (120) kept.
 
-    * ASR (180 items): ``n_librispeech`` LibriSpeech utterances [5]_, half test-clean and half
-      test-other, spread over speakers, ``min_duration_s``–``max_duration_s`` long; plus 80
-      accent-labelled Common Voice 17 clips [7]_ over 11 accent groups (:data:`CV_ALLOCATION`),
-      streamed, with only the kept originals saved under ``speech_asr/common_voice/``.
-    * KWS (113 items): from the Speech Commands v0.02 test list [6]_, ``n_per_keyword`` clips of
-      each of the 10 keywords from different speakers (100 targets) and ``n_nontarget`` clips of
-      13 different non-keywords, one each (13 non-targets).
-
-    Selection is seeded (``numpy.random.default_rng(seed)``); the counts are asserted. Item audio is
-    written as 16 kHz mono float32 WAV to ``itembanks/audio/<family>/<item_id>.wav``. Fields follow
-    ``docs/ARCHITECTURE.md``. When both files exist and ``overwrite`` is false they are read back.
+    Item audio: 16 kHz mono float32 WAV at ``itembanks/audio/<family>/<item_id>.wav``. Fields follow
+    ``docs/ARCHITECTURE.md`` plus ``selection_rule``; ASR adds ``gender`` and ``accent``, KWS adds
+    ``probe_id``. When both files exist and ``overwrite`` is false they are read back.
 
     Parameters
     ----------
     ws : aiplib.workspace.Workspace
-    seed : int
+    seed : int, optional
+        Ignored: the authors' rules always use ``random.Random(42)`` (:data:`AUTHORS_SEED`). Kept
+        so that every profile's stage 2 takes the notebook's ``seed``.
     cv_dataset : iterable of dict, optional
-        The Common Voice stream; default :func:`load_common_voice` (needs ``datasets`` and the hub).
-    n_librispeech : int > 0, even
-    cv_allocation : dict, optional
-        Group → clips; default :data:`CV_ALLOCATION`.
-    n_per_keyword, n_nontarget : int > 0
-    min_duration_s, max_duration_s : float, s
-        LibriSpeech duration limits (the backgrounds are 30 s long).
+        The Common Voice stream; default :func:`load_common_voice` (needs ``datasets<4`` and the hub).
+    n_librispeech, n_common_voice, n_kws : int > 0
+        The authors' sizes (100, 80, 120); their smoke test uses 5 each.
     overwrite : bool
     registry : dict, optional
         Replacement for :data:`CORPORA` (only its kinds/names are used, for the folders).
@@ -904,55 +954,44 @@ def build_item_banks(ws, *, seed: int = 0, cv_dataset=None, n_librispeech: int =
     Raises
     ------
     CorpusError
-        A corpus is missing (run stage 1) or too small for the counts (a shortfall), naming what
-        is short.
+        A corpus is missing (run stage 1) or too small for the counts, naming what is short.
     MissingPackageError
-        ``cv_dataset`` not given and ``datasets`` not installed.
+        ``cv_dataset`` not given and ``datasets`` missing or ≥ 4.
     """
+    import random
+
     import pandas as pd
 
+    del seed
     ib = Path(ws.root) / "itembanks"
     asr_path, kws_path = ib / "asr.jsonl", ib / "kws.jsonl"
     if not overwrite and asr_path.is_file() and kws_path.is_file():
         return {"asr": pd.DataFrame(read_jsonl(asr_path)), "kws": pd.DataFrame(read_jsonl(kws_path))}
-    rng = np.random.default_rng(seed)
     audio_dir = ib / "audio"
-    if n_librispeech % 2:
-        raise AiplibParameterError(f"n_librispeech must be even (half test-clean, half test-other), got {n_librispeech}")
 
     # ---- select (metadata only: nothing is written before every count is met) ----------------
-    ls = prepare_librispeech(corpus_dir(ws, "librispeech", registry=registry))
-    ls = ls[(ls.duration_s >= min_duration_s) & (ls.duration_s <= max_duration_s)]
-    sc = prepare_speech_commands(corpus_dir(ws, "speech_commands", registry=registry), split="test")
-    short, ls_sel, kws_sel = [], [], []
-    for part in ("test-clean", "test-other"):
-        cand = ls[ls.part == part]
-        need = n_librispeech // 2
-        if len(cand) < need:
-            short.append(f"LibriSpeech {part}: {len(cand)} utterances of {min_duration_s}–{max_duration_s} s, "
-                         f"{need} needed")
-        else:
-            ls_sel.append(_spread(cand, need, rng, key="utt_id").sort_values("utt_id"))
-    for kw in KEYWORDS:
-        cand = sc[sc.label == kw]
-        if cand.speaker.nunique() < n_per_keyword:
-            short.append(f"Speech Commands keyword {kw!r}: {cand.speaker.nunique()} speakers in the test "
-                         f"list, {n_per_keyword} needed")
-        else:
-            kws_sel.append(_spread(cand, n_per_keyword, rng, key="rel"))
-    words = sorted(set(sc.label[~sc.is_target]))
-    if len(words) < n_nontarget:
-        short.append(f"Speech Commands non-targets: {len(words)} non-keyword words, {n_nontarget} needed")
+    ls_dir = corpus_dir(ws, "librispeech", registry=registry)
+    ls = prepare_librispeech(ls_dir, with_duration=False)
+    ls_items = ls.to_dict("records")
+    random.Random(AUTHORS_SEED).shuffle(ls_items)
+    ls_items = ls_items[:n_librispeech]
+    sc_root = _need_dir(corpus_dir(ws, "speech_commands", registry=registry) / "speech_commands_v0.02",
+                        "Speech Commands v0.02")
+    rng = random.Random(AUTHORS_SEED)
+    kws_items = _kws_candidates(sc_root, n_kws, rng)
+    rng.shuffle(kws_items)
+    kws_items = kws_items[:n_kws]
+    short = []
+    if len(ls_items) < n_librispeech:
+        short.append(f"LibriSpeech test-clean+test-other: {len(ls_items)} utterances, {n_librispeech} needed")
+    if len(kws_items) < n_kws:
+        short.append(f"Speech Commands: {len(kws_items)} candidate clips, {n_kws} needed")
     if short:
         raise CorpusError("the corpora are too small for the paper's item banks — " + "; ".join(short))
-    for w in sorted(rng.choice(words, size=n_nontarget, replace=False)):
-        cand = sc[sc.label == w].sort_values("rel")
-        kws_sel.append(cand.iloc[[int(rng.integers(len(cand)))]])
-    allocation = dict(CV_ALLOCATION if cv_allocation is None else cv_allocation)
     if cv_dataset is None:
-        cv_dataset = load_common_voice(seed=seed)
+        cv_dataset = load_common_voice()
     cv_dir = _kind_dir(ws, "speech_asr") / "common_voice"
-    cv_kept = select_common_voice(cv_dataset, cv_dir, seed=seed, allocation=allocation)
+    cv_kept = select_common_voice(cv_dataset, cv_dir, n=n_common_voice)
 
     # ---- write item audio and rows ------------------------------------------------------------
     def item(family, item_id, y, **fields):
@@ -960,33 +999,39 @@ def build_item_banks(ws, *, seed: int = 0, cv_dataset=None, n_librispeech: int =
         return {"item_id": item_id, "path": ws.rel(out), **fields, "duration_s": round(y.size / SR, 4)}
 
     ls_c, sc_c = CORPORA["librispeech"], CORPORA["speech_commands"]
+    genders = read_librispeech_speakers(ls_dir)
+    rule_ls = SELECTION_RULES["librispeech"].format(n=n_librispeech)
+    rule_cv = SELECTION_RULES["common_voice"].format(n=n_common_voice)
+    rule_kws = SELECTION_RULES["kws"].format(n=n_kws, per_kw=n_kws // len(KEYWORDS) + 2, per_nt=n_kws // 4)
     asr_rows = []
-    for r in pd.concat(ls_sel).itertuples():
-        asr_rows.append(item("asr", f"ls_{r.part}_{r.utt_id}", load_audio(r.path), source_file=ws.rel(r.path),
-                             source=f"LibriSpeech {r.part}", licence=ls_c.licence,
-                             attribution=f"{ls_c.attribution}; LibriVox reader {r.speaker}",
-                             speaker=f"ls_{r.speaker}", accent_group=None, synthetic=False, text=r.text))
+    for r in ls_items:
+        asr_rows.append(item("asr", r["utt_id"], load_audio(r["path"]), source_file=ws.rel(r["path"]),
+                             source=f"LibriSpeech {r['part']}", licence=ls_c.licence,
+                             attribution=f"{ls_c.attribution}; LibriVox reader {r['speaker']}",
+                             speaker=f"ls_{r['speaker']}", accent_group=None, synthetic=False, text=r["text"],
+                             gender=genders.get(r["speaker"], "unknown"), accent="american_english",
+                             selection_rule=rule_ls))
     for c in cv_kept:
         asr_rows.append(item("asr", c["item_id"], c["y"], source_file=ws.rel(c["source_file"]),
-                             source="Common Voice 17.0 (en)", licence="CC0 1.0",
+                             source="Common Voice 17.0 (en, validation)", licence="CC0 1.0",
                              attribution=f"Mozilla Common Voice 17.0 via {CV_DATASET} (Ardila et al., LREC 2020)",
                              speaker=f"cv_{c['speaker'][:16]}", accent_group=c["accent_group"],
-                             synthetic=False, text=c["text"]))
+                             synthetic=False, text=c["text"], gender=c["gender"], accent=c["accent"],
+                             selection_rule=rule_cv))
     kws_rows = []
-    for r in pd.concat(kws_sel).sort_values("rel").itertuples():
-        kws_rows.append(item("kws", f"sc2_{r.label}_{Path(r.rel).stem}", load_audio(r.path),
-                             source_file=ws.rel(r.path), source="Speech Commands v0.02 (test)",
-                             licence=sc_c.licence, attribution=sc_c.attribution, speaker=f"sc2_{r.speaker}",
-                             accent_group=None, synthetic=False, label=r.label, is_target=bool(r.is_target)))
+    for r in kws_items:
+        kws_rows.append(item("kws", r["item_id"], load_audio(r["file"]), source_file=ws.rel(r["file"]),
+                             source="Speech Commands v0.02", licence=sc_c.licence, attribution=sc_c.attribution,
+                             speaker=f"sc2_{r['file'].stem.split('_nohash_')[0]}", accent_group=None,
+                             synthetic=False, label=r["label"], is_target=r["is_target"], probe_id=r["probe_id"],
+                             selection_rule=rule_kws))
 
     # ---- assert the counts, drop files of an earlier selection, write the banks ----------------
-    n_asr = n_librispeech + sum(allocation.values())
-    n_kws = n_per_keyword * len(KEYWORDS) + n_nontarget
+    n_asr = n_librispeech + n_common_voice
     if len(asr_rows) != n_asr or len({r["item_id"] for r in asr_rows}) != n_asr:
         raise CorpusError(f"ASR item bank has {len(asr_rows)} items "
                           f"({len({r['item_id'] for r in asr_rows})} unique), {n_asr} expected")
-    if (len(kws_rows) != n_kws or len({r["item_id"] for r in kws_rows}) != n_kws
-            or sum(r["is_target"] for r in kws_rows) != n_per_keyword * len(KEYWORDS)):
+    if len(kws_rows) != n_kws or len({r["item_id"] for r in kws_rows}) != n_kws:
         raise CorpusError(f"KWS item bank has {len(kws_rows)} items, {n_kws} expected")
     for family, rows in (("asr", asr_rows), ("kws", kws_rows)):
         keep = {ws.path(r["path"]).name for r in rows}
@@ -1009,33 +1054,42 @@ build_item_banks_paper = build_item_banks
 # stage 3: the battery of Table 1
 # ============================================================================================
 BATTERY = (
-    # bg_id, corpus, selector, category, description
-    ("esc50_rain", "esc50", "rain", "stationary", "rain (ESC-50)"),
-    ("esc50_sea_waves", "esc50", "sea_waves", "stationary", "sea waves (ESC-50)"),
-    ("esc50_engine", "esc50", "engine", "stationary", "engine (ESC-50)"),
-    ("esc50_vacuum_cleaner", "esc50", "vacuum_cleaner", "stationary", "vacuum cleaner (ESC-50)"),
-    ("esc50_footsteps", "esc50", "footsteps", "transient", "footsteps (ESC-50)"),
-    ("esc50_crackling_fire", "esc50", "crackling_fire", "transient", "crackling fire (ESC-50)"),
-    ("esc50_helicopter", "esc50", "helicopter", "stationary", "helicopter (ESC-50)"),
-    ("esc50_clock_tick", "esc50", "clock_tick", "transient", "clock tick (ESC-50)"),
-    ("esc50_keyboard_typing", "esc50", "keyboard_typing", "transient", "keyboard typing (ESC-50)"),
-    ("esc50_dog", "esc50", "dog", "transient", "dog barking (ESC-50)"),
-    ("esc50_rooster", "esc50", "rooster", "transient", "rooster (ESC-50)"),
-    ("esc50_wind", "esc50", "wind", "stationary", "wind (ESC-50)"),
-    ("mssnsd_cafeteria", "ms_snsd", "CafeTeria", "speech-like", "cafeteria (MS-SNSD)"),
-    ("mssnsd_restaurant", "ms_snsd", "Restaurant", "speech-like", "restaurant (MS-SNSD)"),
-    ("mssnsd_square", "ms_snsd", "Square", "speech-like", "town square (MS-SNSD)"),
-    ("mssnsd_airport_announcements", "ms_snsd", "AirportAnnouncements", "speech-like",
+    # bg_id (the authors'), corpus, selector, category, description
+    ("esc_rain", "esc50", 10, "stationary", "rain (ESC-50)"),
+    ("esc_seawave", "esc50", 11, "stationary", "sea waves (ESC-50)"),
+    ("esc_engine", "esc50", 44, "stationary", "engine (ESC-50)"),
+    ("esc_vacuum", "esc50", 36, "stationary", "vacuum cleaner (ESC-50)"),
+    ("esc_footsteps", "esc50", 25, "transient", "footsteps (ESC-50)"),
+    ("esc_fire", "esc50", 12, "transient", "crackling fire (ESC-50)"),
+    ("esc_helicopter", "esc50", 40, "stationary", "helicopter (ESC-50)"),
+    ("esc_clock", "esc50", 38, "transient", "clock tick (ESC-50)"),
+    ("esc_keyboard", "esc50", 32, "transient", "keyboard typing (ESC-50)"),
+    ("esc_dog", "esc50", 0, "transient", "dog barking (ESC-50)"),
+    ("esc_rooster", "esc50", 1, "transient", "rooster (ESC-50)"),
+    ("esc_wind", "esc50", 16, "stationary", "wind (ESC-50)"),
+    ("snsd_cafeteria", "ms_snsd", "noise_train/CafeTeria_1.wav", "speech-like", "cafeteria (MS-SNSD)"),
+    ("snsd_restaurant", "ms_snsd", "noise_train/Restaurant_1.wav", "speech-like", "restaurant (MS-SNSD)"),
+    ("snsd_square", "ms_snsd", "noise_train/Square_1.wav", "speech-like", "town square (MS-SNSD)"),
+    ("snsd_airport", "ms_snsd", "noise_train/AirportAnnouncements_7.wav", "speech-like",
      "airport announcements (MS-SNSD)"),
-    ("mssnsd_air_conditioner", "ms_snsd", "AirConditioner", "stationary", "air conditioner (MS-SNSD)"),
     ("noisex_babble", "noisex92", "babble.wav", "speech-like", "babble (NOISEX-92)"),
-    ("musan_music", "musan", "music/fma/music-fma-0001.wav", "music", "music (MUSAN, Free Music Archive)"),
-    ("musan_hubbub", "musan", "speech/librivox/speech-librivox-0001.wav", "speech-like",
+    ("musan_music", "musan", "music/fma/music-fma-0062.wav", "music", "music (MUSAN, Free Music Archive)"),
+    ("musan_hubbub", "musan", "speech/librivox/speech-librivox-0001.*", "speech-like",
      "read speech, one LibriVox talker (MUSAN)"),
+    ("snsd_airconditioner", "ms_snsd", "noise_train/AirConditioner_1.wav", "stationary",
+     "air conditioner (MS-SNSD)"),
 )
-"""Table 1: ``(bg_id, corpus, selector, category, description)``. Selectors: an ESC-50 category
-(clip = the first file of fold 1, take A, in name order), an MS-SNSD noise type (file
-``noise_train/<type>_1.wav``, else the lowest-numbered one), or a path inside the corpus."""
+"""Table 1 as the authors' ``BATTERY_SPEC`` (``scripts/03_curate_battery.py``), in their order and
+with their ``bg_id``s: ``(bg_id, corpus, selector, category, description)``. Selectors: an ESC-50
+class number (the first file, in name order, of ``audio/1-*-A-<class>.wav``: fold 1, take A), or a
+path (glob) inside the corpus folder (MS-SNSD ``MS-SNSD-master/``, MUSAN ``musan/``). ``category``
+is ours (``docs/ARCHITECTURE.md``); the authors' (``non_speech``/``speech_like``) is in
+:data:`AUTHORS_CATEGORY`. The authors tile/cut each to 30 s and normalise it to −23 LUFS
+(curation: :mod:`aiplib.backgrounds`)."""
+
+AUTHORS_CATEGORY = {b[0]: ("speech_like" if b[1] in ("noisex92", "musan") or b[3] == "speech-like"
+                           else "non_speech") for b in BATTERY}
+"""``bg_id`` → the authors' category (their spec labels ``musan_music`` ``speech_like`` too)."""
 
 
 def battery_specs(ws, *, registry=None) -> list:
@@ -1052,7 +1106,7 @@ def battery_specs(ws, *, registry=None) -> list:
     list of dict
         Background specs as in ``docs/ARCHITECTURE.md`` (``bg_id, category, description, sources``
         (absolute paths), ``combine="concat"``, ``source_package, licence, attribution,
-        synthetic=False``), in Table 1 order.
+        synthetic=False``) plus ``authors_category``, in the authors' order.
 
     Raises
     ------
@@ -1060,45 +1114,31 @@ def battery_specs(ws, *, registry=None) -> list:
         A corpus folder or a selected file is missing (run stage 1).
     """
     reg = _registry(registry)
-    esc = None
-    snsd = None
     specs = []
     for bg_id, corpus, sel, category, desc in BATTERY:
         c = reg[corpus]
         cdir = corpus_dir(ws, corpus, registry=reg)
-        attribution = c.attribution
-        licence = c.licence
+        attribution, licence = c.attribution, c.licence
         if corpus == "esc50":
-            if esc is None:
-                esc = prepare_esc50(cdir)
-            rows = esc[esc.category == sel].sort_values(["fold", "take", "filename"])
-            pref = rows[(rows["fold"] == 1) & (rows["take"].astype(str) == "A")]
-            rows = pref if len(pref) else rows
-            if not len(rows):
-                raise CorpusError(f"ESC-50 has no clip of class {sel!r}; the download is incomplete")
-            row = rows.iloc[0]
-            src = Path(row.path)
-            attribution = f"{c.attribution}; freesound.org clip {row.src_file}"
-        elif corpus == "ms_snsd":
-            if snsd is None:
-                snsd = prepare_ms_snsd(cdir)
-            rows = snsd[snsd.noise_type == sel]
-            rows = rows.assign(_pref=(rows.split != "noise_train").astype(int) * 1000 + rows["index"])
-            rows = rows.sort_values(["_pref", "path"])
-            if not len(rows):
-                raise CorpusError(f"MS-SNSD has no {sel!r} noise file in {cdir}; the download is incomplete")
-            src = Path(rows.iloc[0].path)
-        elif corpus == "noisex92":
-            src = cdir / sel
+            audio = _need_dir(cdir / "ESC-50-master", "ESC-50") / "audio"
+            found = sorted(audio.glob(f"1-*-A-{sel}.wav"))
+            if not found:
+                raise CorpusError(f"{bg_id}: ESC-50 has no fold-1 take-A clip of class {sel} "
+                                  f"(audio/1-*-A-{sel}.wav); run stage 1 (download) again")
+            src = found[0]
+            attribution = f"{c.attribution}; freesound.org clip {src.stem.split('-')[1]}"
         else:
-            src = cdir / "musan" / sel
+            base = {"ms_snsd": cdir / "MS-SNSD-master", "musan": cdir / "musan"}.get(corpus, cdir)
+            found = sorted(_need_dir(base, c.title).glob(sel))
+            src = found[0] if found else base / sel
             if "librivox" in sel:
                 licence = "public domain (LibriVox) in MUSAN, CC BY 4.0"
         if not src.is_file():
             raise CorpusError(f"{bg_id}: source file {src} is missing; run stage 1 (download) again")
         specs.append({"bg_id": bg_id, "category": category, "description": desc, "sources": [str(src)],
                       "combine": "concat", "source_package": c.title, "licence": licence,
-                      "attribution": attribution, "synthetic": False})
+                      "attribution": attribution, "synthetic": False,
+                      "authors_category": AUTHORS_CATEGORY[bg_id]})
     return specs
 
 
