@@ -1,24 +1,20 @@
-"""Stage 8: text normalisation, word error rate, the keyword-spotting rule and score files.
+"""Stage 8: word error rate, the keyword-spotting rule and score files.
 
-Normalisation and scoring are kept apart (style anchor 5): :func:`normalize_text` is Whisper's
-English text normaliser [1]_ from the maintained ``whisper_normalizer`` package, versioned in
-:data:`NORMALIZER_NAME` / :data:`NORMALIZER_VERSION`; word alignment and error counts come from
-jiwer [2]_. Raw and normalised text are both kept in ``results/scores/<task>.csv``; WER is reported
-both pooled over the corpus (Σ errors / Σ reference words) and as a per-utterance mean, with the
-substitution / deletion / insertion counts.
+The text rules live in :mod:`aiplib.textnorm` and are re-exported here. The headline WER uses
+the paper's normalisation (:func:`normalize_text`: lower-case, ASCII punctuation to spaces,
+white space collapsed, as the authors' scoring); a Whisper-style WER (``wer_whisper``) beside it
+uses OpenAI's ``EnglishTextNormalizer`` (:func:`normalize_whisper`), versioned in
+:data:`WHISPER_NORMALIZER_NAME` / :data:`WHISPER_NORMALIZER_VERSION`. Word alignment and error
+counts come from jiwer [1]_. Raw and normalised text are both kept in
+``results/scores/<task>.csv``.
 
 References
 ----------
-.. [1] A. Radford, J. W. Kim, T. Xu, G. Brockman, C. McLeavey, I. Sutskever, "Robust speech
-       recognition via large-scale weak supervision", arXiv:2212.04356, 2022 (the
-       ``EnglishTextNormalizer`` of openai/whisper, as packaged by ``whisper-normalizer``).
-.. [2] jiwer, https://github.com/jitsi/jiwer (``process_words``, ``cer``; Levenshtein alignment
+.. [1] jiwer, https://github.com/jitsi/jiwer (``process_words``, ``cer``; Levenshtein alignment
        via RapidFuzz).
 """
 from __future__ import annotations
 
-import functools
-import importlib.metadata
 import json
 import logging
 import math
@@ -30,163 +26,122 @@ import pandas as pd
 
 from .errors import AiplibError, AiplibParameterError
 
+from .textnorm import (JIWER_VERSION, KEYWORDS, KWS_RULE, NORMALIZER_NAME, NORMALIZER_RULE,
+                       NORMALIZER_VERSION, WHISPER_NORMALIZER_NAME, WHISPER_NORMALIZER_VERSION,
+                       kws_correct, kws_first_word, kws_non_answer, normalize_kws_label,
+                       normalize_text, normalize_whisper, reference_is_empty, score_asr_row,
+                       score_kws_row)
+from .textnorm import align as _align_norm
+
 __all__ = [
     "KEYWORDS",
     "ERROR_RESPONSE",
     "NORMALIZER_NAME",
     "NORMALIZER_VERSION",
+    "NORMALIZER_RULE",
+    "WHISPER_NORMALIZER_NAME",
+    "WHISPER_NORMALIZER_VERSION",
     "JIWER_VERSION",
-    "APOSTROPHES",
+    "KWS_RULE",
     "normalize_text",
+    "normalize_whisper",
+    "reference_is_empty",
+    "normalize_kws_label",
     "wer",
     "wer_details",
+    "score_asr_row",
+    "score_kws_row",
     "kws_first_word",
     "kws_correct",
+    "kws_non_answer",
     "task_family",
     "read_jsonl",
     "score_inference",
+    "normalizer_provenance",
 ]
 
 log = logging.getLogger(__name__)
 
-KEYWORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
-"""The ten closed-set keywords of the KWS task (Speech Commands)."""
-
 ERROR_RESPONSE = "__ERROR__"
 """The ``response`` of a failed generation in ``inference/<model>/<task>.jsonl``."""
 
-NORMALIZER_NAME = "whisper_normalizer.english.EnglishTextNormalizer"
-"""Which normaliser :func:`normalize_text` applies (after :data:`APOSTROPHES` mapping)."""
-
-NORMALIZER_VERSION = importlib.metadata.version("whisper-normalizer")
-"""Installed version of the ``whisper-normalizer`` package."""
-
-JIWER_VERSION = importlib.metadata.version("jiwer")
-"""Installed version of jiwer."""
-
-APOSTROPHES = {"\u2018": "'", "\u2019": "'", "\u02bc": "'"}
-"""Typographic apostrophes mapped to ``'`` before normalising (left / right single quotation
-mark, modifier letter apostrophe). Without it Whisper's normaliser turns ``don’t`` into
-``don t`` but ``don't`` into ``do not``."""
-
-_TRANSLATE = str.maketrans(APOSTROPHES)
-
-# Characters stripped around the first word of a KWS response: ASCII punctuation (markdown
-# ``**``/``*``/``_``/backticks, quotes, brackets, "-" bullets, ".,!?:;") and typographic quotes.
-_KWS_STRIP = "".join(sorted(set(
-    "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" "\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u00ab\u00bb"
-    "\u2039\u203a\u02bc\u2013\u2014\u2022\u00b7\u2026"
-)))
+_NORMALIZERS = {"paper": normalize_text, "whisper": normalize_whisper,
+                "none": lambda s: " ".join(str(s or "").split())}
 
 
-@functools.lru_cache(maxsize=1)
-def _normalizer():
-    from whisper_normalizer.english import EnglishTextNormalizer
-
-    return EnglishTextNormalizer()
-
-
-def normalize_text(s) -> str:
-    """Normalise a transcript the way Whisper's English evaluation does.
-
-    Typographic apostrophes (U+2018, U+2019, U+02BC) are first mapped to ``'``; then
-    ``whisper_normalizer.english.EnglishTextNormalizer`` [1]_ lower-cases, removes bracketed
-    text and fillers (``uh``, ``um``), spells out titles (``Mr.`` → ``mister``), standardises
-    numbers to digits (``two`` → ``2``), expands contractions, applies British → American
-    spelling and collapses white space.
-
-    Parameters
-    ----------
-    s : str or None
-        Raw text. ``None`` and NaN count as empty.
+def normalizer_provenance() -> dict:
+    """Name and version of both normalisations and jiwer, for sidecars and provenance.
 
     Returns
     -------
-    str
-        Normalised text, words separated by single spaces (may be empty).
-
-    Notes
-    -----
-    Quirks of the normaliser are kept on purpose, so that numbers are comparable to published
-    Whisper results: ``'s`` becomes ``is`` (``"smith's"`` → ``"smith is"``), and a lone
-    ``"..."`` becomes ``"."``.
-
-    Examples
-    --------
-    >>> normalize_text("Mr. Smith's 2 cats")
-    'mister smith is 2 cats'
-    >>> normalize_text("don\u2019t") == normalize_text("don't") == 'do not'
-    True
+    dict
+        ``{"normalizer": {"name", "version", "rule"}, "normalizer_whisper": {"name",
+        "version"}, "jiwer_version"}``.
     """
-    if s is None or (isinstance(s, float) and math.isnan(s)):
-        return ""
-    return _normalizer()(str(s).translate(_TRANSLATE)).strip()
+    return {"normalizer": {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION,
+                           "rule": NORMALIZER_RULE},
+            "normalizer_whisper": {"name": WHISPER_NORMALIZER_NAME,
+                                   "version": WHISPER_NORMALIZER_VERSION},
+            "jiwer_version": JIWER_VERSION}
 
 
-def _check_ref(ref_norm: str, raw, where: str = "") -> None:
-    if not ref_norm:
-        raise ValueError(
-            f"reference{where} is empty after normalisation (raw reference {raw!r}); WER is "
-            "undefined for an empty reference"
-        )
-
-
-def wer(ref: str, hyp: str) -> float:
+def wer(ref: str, hyp: str, *, normalizer: str = "paper") -> float:
     """Word error rate of one utterance, on normalised text.
 
-    ``WER = (S + D + I) / N`` with ``N`` the number of reference words (jiwer [2]_).
+    ``WER = (S + D + I) / N`` with ``N`` the number of reference words (jiwer [1]_).
 
     Parameters
     ----------
     ref : str
-        Reference transcript (raw; normalised here with :func:`normalize_text`).
+        Reference transcript (raw).
     hyp : str
         Recogniser output (raw). An empty hypothesis gives WER 1.0 (all deletions).
+    normalizer : {"paper", "whisper", "none"}
+        :func:`normalize_text` (headline, default), :func:`normalize_whisper`, or white-space
+        split only.
 
     Returns
     -------
-    float >= 0
-        Can exceed 1 when the hypothesis has many insertions (hallucinations).
-
-    Raises
-    ------
-    ValueError
-        If the reference is empty after normalisation.
+    float >= 0, or NaN
+        Can exceed 1 when the hypothesis has many insertions (hallucinations); NaN when the
+        reference is empty after normalisation (undefined).
 
     Examples
     --------
     >>> wer("the cat sat", "the cat sat down")
     0.3333333333333333
     """
-    return wer_details([ref], [hyp])["wer"]
+    return wer_details([ref], [hyp], normalizer=normalizer)["per_utterance"][0]
 
 
-def wer_details(refs, hyps, *, normalize: bool = True) -> dict:
+def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
     """Corpus-level WER, mean per-utterance WER, S/D/I/hit counts and CER.
 
     Parameters
     ----------
     refs, hyps : sequence of str [shape=(n_utterances,)]
         References and hypotheses, in the same order.
-    normalize : bool
-        Apply :func:`normalize_text` to both sides first (default). With ``False`` the strings
-        are only whitespace-split.
+    normalizer : {"paper", "whisper", "none"}
+        Normalisation of both sides (default the paper's, :func:`normalize_text`).
 
     Returns
     -------
     dict
-        ``wer`` — corpus WER = Σ(S+D+I) / Σ N (pooled over utterances; style anchor 5);
-        ``mean_wer`` — unweighted mean of the per-utterance WERs;
+        ``wer`` — corpus WER = Σ(S+D+I) / Σ N (pooled over utterances, NaN if Σ N = 0);
+        ``mean_wer`` — mean of the defined per-utterance WERs;
         ``substitutions, deletions, insertions, hits`` — int counts (jiwer ``process_words``);
         ``errors`` = S + D + I; ``ref_words`` = Σ N = H + S + D;
-        ``cer`` — corpus character error rate (``jiwer.cer`` on the normalised strings);
-        ``per_utterance`` — list of per-utterance WERs; ``n_utterances``.
+        ``cer`` — corpus character error rate (``jiwer.cer``) over utterances with a
+        reference; ``per_utterance`` — list of per-utterance WERs (NaN for an empty
+        reference); ``n_utterances``; ``n_ref_empty`` — references empty after
+        normalisation: their insertions count in ``wer`` and ``errors``, their per-utterance
+        WER is undefined and left out of ``mean_wer``.
 
     Raises
     ------
     ValueError
-        If the two sequences differ in length (both lengths quoted), are empty, or any
-        reference is empty after normalisation (its index and raw text quoted).
+        If the two sequences differ in length (both lengths quoted), are empty, or
+        ``normalizer`` is unknown.
     """
     import jiwer
 
@@ -195,88 +150,36 @@ def wer_details(refs, hyps, *, normalize: bool = True) -> dict:
         raise ValueError(f"got {len(refs)} references but {len(hyps)} hypotheses")
     if not refs:
         raise ValueError("no utterances to score")
-    norm = normalize_text if normalize else (lambda s: " ".join(str(s or "").split()))
+    if normalizer not in _NORMALIZERS:
+        raise ValueError(f"unknown normalizer {normalizer!r}; choose from {list(_NORMALIZERS)}")
+    norm = _NORMALIZERS[normalizer]
     r_n = [norm(r) for r in refs]
     h_n = [norm(h) for h in hyps]
-    for i, (rn, raw) in enumerate(zip(r_n, refs)):
-        _check_ref(rn, raw, f" #{i}")
     per = []
     s = d = ins = h = 0
     for rn, hn in zip(r_n, h_n):
-        o = jiwer.process_words(rn, hn)
-        s, d, ins, h = s + o.substitutions, d + o.deletions, ins + o.insertions, h + o.hits
-        per.append((o.substitutions + o.deletions + o.insertions)
-                   / (o.hits + o.substitutions + o.deletions))
+        so, do, io, ho = _align_norm(rn, hn)
+        s, d, ins, h = s + so, d + do, ins + io, h + ho
+        n = ho + so + do
+        per.append((so + do + io) / n if n else float("nan"))
     n_ref = h + s + d
+    with_ref = [(r, hh) for r, hh in zip(r_n, h_n) if r]
+    defined = [v for v in per if not math.isnan(v)]
     return {
-        "wer": (s + d + ins) / n_ref,
-        "mean_wer": float(np.mean(per)),
+        "wer": (s + d + ins) / n_ref if n_ref else float("nan"),
+        "mean_wer": float(np.mean(defined)) if defined else float("nan"),
         "substitutions": int(s),
         "deletions": int(d),
         "insertions": int(ins),
         "hits": int(h),
         "errors": int(s + d + ins),
         "ref_words": int(n_ref),
-        "cer": float(jiwer.cer(r_n, h_n)),
+        "cer": (float(jiwer.cer([r for r, _ in with_ref], [hh for _, hh in with_ref]))
+                if with_ref else float("nan")),
         "per_utterance": per,
         "n_utterances": len(refs),
+        "n_ref_empty": sum(1 for r in r_n if not r),
     }
-
-
-def kws_first_word(response) -> str:
-    """The first word of a KWS answer, stripped of punctuation and markup, lower-cased.
-
-    Leading white space, markdown emphasis (``**``, ``*``, ``_``), backticks, quotes, brackets
-    and ``-`` bullets are removed; the first white-space-delimited token is taken and stripped
-    of the same characters at both ends.
-
-    Parameters
-    ----------
-    response : str or None
-
-    Returns
-    -------
-    str
-        Possibly empty.
-
-    Examples
-    --------
-    >>> [kws_first_word(r) for r in ["Yes.", "**yes**", "Yes, it is.", "Yesterday", "- `Go`"]]
-    ['yes', 'yes', 'yes', 'yesterday', 'go']
-    """
-    if response is None or (isinstance(response, float) and math.isnan(response)):
-        return ""
-    text = str(response).strip().lstrip(_KWS_STRIP + " \t\r\n")
-    if not text:
-        return ""
-    return text.split()[0].strip(_KWS_STRIP).lower()
-
-
-def kws_correct(response, label, is_target, *, keywords=KEYWORDS) -> bool:
-    """The closed-set KWS scoring rule.
-
-    Parameters
-    ----------
-    response : str
-        Model answer.
-    label : str
-        The word spoken in the clip.
-    is_target : bool
-        Whether ``label`` is one of ``keywords``.
-    keywords : sequence of str
-        The closed set (default :data:`KEYWORDS`).
-
-    Returns
-    -------
-    bool
-        Target clip: ``kws_first_word(response) == label`` (case-insensitive).
-        Non-target clip: the first word is none of ``keywords`` (any other answer, e.g.
-        ``unknown``, counts as a correct rejection).
-    """
-    first = kws_first_word(response)
-    if bool(is_target):
-        return first == str(label).strip().lower()
-    return first not in {k.lower() for k in keywords}
 
 
 def task_family(task: str) -> str:
@@ -351,7 +254,14 @@ def _as_bool(v, label) -> bool:
         return True
     if t in ("false", "0", "no", "f"):
         return False
-    return str(label).strip().lower() in KEYWORDS
+    return normalize_kws_label(label) in KEYWORDS
+
+
+_ASR_ROW_COLUMNS = list(score_asr_row("a", "a"))
+"""Columns :func:`score_asr_row` adds to an ASR score file, in order."""
+
+_KWS_ROW_COLUMNS = list(score_kws_row("yes", "yes", True))
+"""Columns :func:`score_kws_row` adds to a KWS score file, in order."""
 
 
 def _score_task(ws, task: str, models, manifest: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
@@ -408,30 +318,28 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame) -> tuple[pd.DataF
         if fam == "asr":
             out["reference"] = man["reference"].to_numpy()
             out["response"] = resp
-            out["ref_norm"] = [normalize_text(r) for r in out["reference"]]
-            out["hyp_norm"] = [normalize_text(h) for h in resp]
-            empty = out["ref_norm"] == ""
+            per = pd.DataFrame([score_asr_row(r, h) for r, h in zip(out["reference"], resp)],
+                               index=out.index, columns=_ASR_ROW_COLUMNS)
+            out = pd.concat([out, per], axis=1)
+            empty = out["ref_empty"].astype(bool)
             meta["n_empty_reference"][model] = int(empty.sum())
+            meta.setdefault("n_loops", {})[model] = int(out["is_loop"].sum())
             if empty.any():
                 warnings.warn(f"{task}/{model}: {int(empty.sum())} references are empty after "
-                              "normalisation; those rows are dropped (WER undefined)", stacklevel=3)
-            out = out[~empty].reset_index(drop=True)
-            det = [_align(r, h) for r, h in zip(out["ref_norm"], out["hyp_norm"])]
-            sdih = ["substitutions", "deletions", "insertions", "hits"]
-            out[sdih] = pd.DataFrame(det, columns=sdih, index=out.index, dtype="int64")
-            out["errors"] = out["substitutions"] + out["deletions"] + out["insertions"]
-            out["ref_words"] = out["hits"] + out["substitutions"] + out["deletions"]
-            out["wer"] = out["errors"] / out["ref_words"]
+                              "normalisation; their per-utterance WER is NaN (ref_empty) and "
+                              "their insertions count in corpus WER", stacklevel=3)
             out = _add_delta(out, "wer", "delta_wer", noisy_minus_clean=True)
         else:
             out["label"] = man["reference"].to_numpy()
             out["is_target"] = [_as_bool(t, lab)
                                 for t, lab in zip(man["is_target"], man["reference"])]
             out["response"] = resp
-            out["first_word"] = [kws_first_word(r) for r in resp]
-            out["correct"] = [int(kws_correct(r, lab, t))
-                              for r, lab, t in zip(resp, out["label"], out["is_target"])]
+            per = pd.DataFrame([score_kws_row(r, lab, t)
+                                for r, lab, t in zip(resp, out["label"], out["is_target"])],
+                               index=out.index, columns=_KWS_ROW_COLUMNS)
+            out = pd.concat([out, per], axis=1)
             meta["n_empty_reference"][model] = 0
+            meta.setdefault("n_non_answers", {})[model] = int(out["non_answer"].sum())
             out = _add_delta(out, "correct", "delta_acc", noisy_minus_clean=False)
         meta["n_rows_per_model"][model] = int(len(out))
         frames.append(out)
@@ -442,13 +350,6 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame) -> tuple[pd.DataF
                              - res.loc[res["bg_id"] != "clean",
                                        "delta_wer" if fam == "asr" else "delta_acc"].notna().sum())
     return res, meta
-
-
-def _align(ref_norm: str, hyp_norm: str):
-    import jiwer
-
-    o = jiwer.process_words(ref_norm, hyp_norm)
-    return o.substitutions, o.deletions, o.insertions, o.hits
 
 
 def _add_delta(df: pd.DataFrame, col: str, out_col: str, *,
@@ -482,11 +383,15 @@ def score_inference(ws, *, models=None, tasks=None) -> dict[str, pd.DataFrame]:
     dict of str -> pandas.DataFrame
         Per task, one row per (model, stimulus). Common columns: ``model, task, stimulus_id,
         item_id, bg_id, snr_db (dB; NaN for clean), accent_group, prompt_id, response``.
-        ASR family adds ``reference, ref_norm, hyp_norm, substitutions, deletions, insertions,
-        hits, errors (S+D+I), ref_words (N), wer, delta_wer`` with
-        ``delta_wer = WER(noisy) − WER(clean)`` for the same (model, task, item) (NaN on clean
-        rows and when the clean row is missing). KWS family adds ``label, is_target,
-        first_word, correct (0/1), delta_acc = correct(clean) − correct(noisy)`` (so a
+        ASR family adds ``reference`` and the columns of :func:`score_asr_row`: headline
+        (paper normalisation) ``ref_norm, hyp_norm, substitutions, deletions, insertions, hits,
+        errors (S+D+I), ref_words (N), wer, ref_empty, score_failed``; Whisper-style
+        ``ref_whisper, hyp_whisper, errors_whisper, ref_words_whisper, wer_whisper``; loops
+        ``hyp_words, is_loop, loop_kind``; then ``delta_wer = WER(noisy) − WER(clean)`` for the
+        same (model, task, item) (NaN on clean rows and when the clean row is missing).
+        KWS family adds ``label, is_target`` and the columns of :func:`score_kws_row`:
+        ``first_word, correct (0/1, the paper's rule), non_answer, non_answer_kind,
+        correct_strict (0/1)``, then ``delta_acc = correct(clean) − correct(noisy)`` (so a
         positive value is a degradation, as for ``delta_wer``).
 
     Notes
@@ -499,10 +404,12 @@ def score_inference(ws, *, models=None, tasks=None) -> dict[str, pd.DataFrame]:
       raised when one file mixes prompts.
     * A half-written trailing JSONL line is skipped (``n_malformed_lines``).
     * The reference text / KWS label comes from the manifest (source of truth), not the JSONL.
-    * ASR rows whose reference is empty after normalisation are dropped and counted
-      (``n_empty_reference``), as the Open ASR Leaderboard does.
-    * The sidecar records the normaliser name and version, the jiwer version, the KWS rule and
-      the keywords.
+    * ASR rows whose reference is empty after normalisation are kept with ``ref_empty`` = True
+      and ``wer`` = NaN (their insertions count in Σ errors) and counted
+      (``n_empty_reference``); loops are counted per model (``n_loops``), KWS non-answers too
+      (``n_non_answers``).
+    * The sidecar records both normalisers' names and versions (:func:`normalizer_provenance`),
+      the jiwer version, the KWS rule and the keywords.
 
     Raises
     ------
@@ -533,16 +440,12 @@ def score_inference(ws, *, models=None, tasks=None) -> dict[str, pd.DataFrame]:
         side = {
             "task": task,
             "family": fam,
-            "normalizer": {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION,
-                           "apostrophes_mapped": sorted(APOSTROPHES)},
-            "jiwer_version": JIWER_VERSION,
+            **normalizer_provenance(),
             "n_rows": int(len(df)),
             **meta,
         }
         if fam == "kws":
-            side["kws_rule"] = ("first word of the response, stripped of punctuation/markup and "
-                                "lower-cased; target clip: equals label; non-target clip: is not "
-                                "one of the keywords")
+            side["kws_rule"] = KWS_RULE
             side["keywords"] = list(KEYWORDS)
         (out_dir / f"{task}.json").write_text(json.dumps(side, indent=2) + "\n", encoding="utf-8")
         total_err = sum(meta["n_errors"].values())

@@ -7,36 +7,81 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib import scoring
-from aiplib.scoring import (kws_correct, kws_first_word, normalize_text, score_inference, wer,
-                            wer_details)
+from aiplib import scoring, textnorm
+from aiplib.scoring import (kws_correct, kws_first_word, kws_non_answer, normalize_kws_label,
+                            normalize_text, normalize_whisper, reference_is_empty, score_asr_row,
+                            score_inference, score_kws_row, wer, wer_details)
 from aiplib.workspace import workspace
 
 
 # ------------------------------------------------------------------------------ normalisation
-def test_normaliser_recorded():
-    assert scoring.NORMALIZER_NAME.startswith("whisper_normalizer.english")
-    assert scoring.NORMALIZER_VERSION and scoring.JIWER_VERSION
+def test_normalisers_recorded():
+    assert scoring.NORMALIZER_NAME == "aip-speech-paper" and scoring.NORMALIZER_VERSION == "1"
+    assert scoring.WHISPER_NORMALIZER_NAME.startswith(
+        "openai-whisper whisper.normalizers.EnglishTextNormalizer")
+    assert scoring.WHISPER_NORMALIZER_VERSION == "20250625+pr2836"
+    prov = scoring.normalizer_provenance()
+    assert prov["normalizer_whisper"]["version"] == scoring.WHISPER_NORMALIZER_VERSION
+    assert prov["jiwer_version"] == scoring.JIWER_VERSION
 
 
-def test_whisper_normaliser_titles_numbers_possessive():
-    # Whisper's normaliser spells out "Mr.", turns number words into digits and "'s" into "is".
-    assert normalize_text("Mr. Smith's 2 cats") == "mister smith is 2 cats"
-    assert normalize_text("mister smith's two cats") == "mister smith is 2 cats"
-    assert wer("Mr. Smith's 2 cats", "mister smith's two cats") == 0.0
-
-
-def test_typographic_apostrophes_mapped():
-    assert normalize_text("don\u2019t") == normalize_text("don't") == "do not"
-    assert normalize_text("don\u2018t") == "do not"
-    assert normalize_text("don\u02bct") == "do not"
-
-
-def test_normaliser_punctuation_case_fillers_none():
+def test_paper_normalisation():
+    # the authors' rule: lower-case, ASCII punctuation -> space, white space collapsed
+    assert normalize_text("Mr. Smith's  2 cats!") == "mr smith s 2 cats"
     assert normalize_text("The cat, sat!") == "the cat sat"
-    assert normalize_text("uh the cat um") == "the cat"
-    assert normalize_text(None) == ""
-    assert normalize_text(float("nan")) == ""
+    assert normalize_text("uh the cat um") == "uh the cat um"          # fillers kept
+    assert normalize_text("don\u2019t") == "don\u2019t"                  # not ASCII punctuation
+    assert normalize_text("well-known (x)") == "well known x"
+    assert normalize_text(None) == "" and normalize_text(float("nan")) == ""
+
+
+def test_whisper_normaliser_is_openais():
+    assert normalize_whisper("Mr. Smith's 2 cats") == "mister smith is 2 cats"
+    assert normalize_whisper("mister smith's two cats") == "mister smith is 2 cats"
+    assert normalize_whisper("uh the cat um") == "the cat"
+    assert normalize_whisper("colour") == "color"
+    # whisper_normalizer 0.1.15 adds rules of its own; OpenAI's normaliser has none of them
+    assert normalize_whisper("the cause of it") == "the cause of it"
+    assert normalize_whisper("I dunno, kinda") == "i dunno kinda"
+    assert normalize_whisper("don\u2019t") == "don t"                     # no apostrophe mapping
+    assert wer("Mr. Smith's 2 cats", "mister smith's two cats", normalizer="whisper") == 0.0
+
+
+@pytest.mark.parametrize("text, expected", [
+    # openai/whisper#2836 (merged upstream after the 20250625 release): only a standalone 1
+    ("it costs one dollar", "it costs $1"), ("it costs one", "it costs one"),
+    ("three point one", "3.1"), ("one point five", "1.5"), ("one percent", "1%"),
+    ("minus one", "-1"), ("1", "one"), ("1s and 1", "ones and one"),
+    ("one dollar and twenty cents", "$1.20"), ("PyTorch 1.10.1", "pytorch 1.10.1"),
+])
+def test_whisper_upstream_standalone_one_fix(text, expected):
+    assert normalize_whisper(text) == expected
+
+
+def test_one_dollar_is_not_one():
+    assert wer("it costs one dollar", "it costs one", normalizer="whisper") == pytest.approx(1 / 3)
+    assert wer("it costs one dollar", "it costs one") == pytest.approx(1 / 4)
+
+
+_SENTENCES = [
+    "Mr. Smith's 2 cats", "He said, \"I'd been there\" (twice) [music] uh", "the colour grey",
+    "twenty-five percent of ten thousand dollars", "Dr. Jones won't go; she's gone!",
+    "It's 3:30 p.m. on the 2nd of May", "half a million and a half", "double five oh seven",
+    "Caf\u00e9 na\u00efve co\u00f6perate", "don\u2019t stop", "the cause of it",
+    "I dunno, kinda sorta", "nineteen eighty four", "$20 and ¢7", "one", "it costs two dollars",
+]
+
+
+def test_whisper_normaliser_equals_openai_release_except_upstream_fix():
+    # The installed package's own normaliser (imports torch): identical output on sentences
+    # without a digit 1 next to a symbol; our private copy leaves the package untouched.
+    english = pytest.importorskip("whisper.normalizers.english")
+    release = english.EnglishTextNormalizer()
+    for text in _SENTENCES:
+        assert normalize_whisper(text) == release(text).strip(), text
+    assert release("it costs one dollar").strip() == "it costs one"      # the release's bug
+    assert normalize_whisper("it costs one dollar") == "it costs $1"     # upstream #2836
+    assert release("it costs one dollar").strip() == "it costs one"      # still untouched
 
 
 # ------------------------------------------------------------------------------------ WER
@@ -65,20 +110,108 @@ def test_corpus_vs_mean_wer_differ():
     assert d["cer"] >= 0
 
 
-def test_empty_reference_raises():
-    with pytest.raises(ValueError, match="empty after normalisation"):
-        wer("uh", "hello")
+def test_paper_wer_differs_from_whisper_wer():
+    r = score_asr_row("Mr. Smith's 2 cats", "Mister Smith\u2019s two cats")
+    # paper: [mr smith s 2 cats] vs [mister smith’s two cats] -> 3 S + 1 D over 5 words
+    assert (r["substitutions"], r["deletions"], r["insertions"]) == (3, 1, 0)
+    assert r["wer"] == pytest.approx(4 / 5)
+    # Whisper: "mister smith is 2 cats" vs "mister smith s 2 cats" -> 1 S over 5
+    assert r["wer_whisper"] == pytest.approx(1 / 5)
+    assert (r["errors_whisper"], r["ref_words_whisper"]) == (1, 5)
+
+
+def test_empty_reference_convention():
+    both = score_asr_row("", "")
+    assert (both["errors"], both["ref_words"], both["ref_empty"]) == (0, 0, True)
+    assert np.isnan(both["wer"])
+    ins = score_asr_row("", "x y")
+    assert (ins["insertions"], ins["errors"], ins["ref_words"]) == (2, 2, 0)
+    assert ins["ref_empty"] and np.isnan(ins["wer"])
+    dele = score_asr_row("a b", "")
+    assert (dele["deletions"], dele["wer"], dele["ref_empty"]) == (2, 1.0, False)
+    # corpus view: the insertions of the empty reference count, its per-utterance WER not
+    d = wer_details(["", "", "a b"], ["", "x y", ""])
+    assert (d["errors"], d["ref_words"], d["n_ref_empty"]) == (4, 2, 2)
+    assert d["wer"] == pytest.approx(2.0)
+    assert d["mean_wer"] == 1.0
+    assert np.isnan(d["per_utterance"][0]) and np.isnan(d["per_utterance"][1])
+    assert np.isnan(wer("...", "hello"))
     with pytest.raises(ValueError, match="2 references but 1 hypotheses"):
         wer_details(["a", "b"], ["a"])
+
+
+def test_whisper_empty_reference_only():
+    r = score_asr_row("uh", "hello")           # "uh" is a word for the paper, a filler for Whisper
+    assert r["wer"] == 1.0 and not r["ref_empty"]
+    assert np.isnan(r["wer_whisper"]) and r["errors_whisper"] == 1
+
+
+@pytest.mark.parametrize("text, empty", [
+    ("", True), ("   ", True), ("...", True), ("uh", True), ("[music]", True),
+    ("(laughs) um", True), (None, True), ("the cat", False), ("Yes!", False),
+])
+def test_reference_is_empty(text, empty):
+    assert reference_is_empty(text) is empty
+
+
+def test_scoring_failure_counts_one(monkeypatch):
+    def boom(*a):
+        raise RuntimeError("alignment failed")
+
+    monkeypatch.setattr(textnorm, "align", boom)
+    with pytest.raises(RuntimeError):      # the Whisper-style column has no failure rule
+        score_asr_row("a b c", "a b")
+    calls = []
+
+    def first_fails(r, h):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("alignment failed")
+        return 0, 0, 0, len(r.split())
+
+    monkeypatch.setattr(textnorm, "align", first_fails)
+    r = score_asr_row("a b c", "a b")
+    assert r["score_failed"] and r["wer"] == 1.0
+    assert (r["deletions"], r["errors"], r["ref_words"]) == (3, 3, 3)
+
+
+# ---------------------------------------------------------------------------------- loops
+def test_max_ngram_repeats():
+    assert textnorm.max_ngram_repeats("left and left and left and left and".split()) == (4, 2)
+    assert textnorm.max_ngram_repeats("a b c".split()) == (1, 1)
+    assert textnorm.max_ngram_repeats([]) == (0, 0)
+    assert textnorm.max_ngram_repeats("x a b c a b c a b c a b c y".split()) == (4, 3)
+    assert textnorm.max_ngram_repeats("a b c d e a b c d e".split()) == (1, 1)   # n = 5 > 4
+
+
+def test_loops():
+    # "turn left" recognised as a looping "left and left and ...": 12 words >= 3 x 2
+    r = score_asr_row("Turn left.", "left and left and left and left and left and left and")
+    assert r["is_loop"] and r["loop_kind"] == "length" and r["hyp_words"] == 12
+    assert r["wer"] == pytest.approx(11 / 2)
+    ref = "the quick brown fox jumps over the lazy dog near the river bank"
+    hyp = "the quick brown fox jumps left and left and left and left and"
+    r = score_asr_row(ref, hyp)
+    assert r["is_loop"] and r["loop_kind"] == "ngram"
+    three = score_asr_row(ref, "the quick brown fox left and left and left and")   # 3 repeats
+    assert not three["is_loop"] and three["loop_kind"] == ""
+    # a reference that repeats itself is not a loop when recognised faithfully
+    faithful = score_asr_row("no no no no I said", "no no no no i said")
+    assert not faithful["is_loop"]
+    assert score_asr_row("no", "no no no no")["loop_kind"] == "length"
+    assert not score_asr_row("", "x y")["is_loop"]                # no length rule without a ref
 
 
 # ------------------------------------------------------------------------------------ KWS
 @pytest.mark.parametrize("response, first", [
     ("Yes.", "yes"), ("**yes**", "yes"), ("Yes, it is.", "yes"), ("Yesterday", "yesterday"),
-    ("- `Go`", "go"), ('"No"', "no"), ("[stop]", "stop"), ("*Off*!", "off"),
-    ("\u201cLeft\u201d", "left"), ("", ""), ("  ** ", ""), (None, ""),
+    ("- `Go`", ""), ('"No"', "no"), ("[stop]", "stop"), ("*Off*!", "off"),
+    ("\u201cLeft\u201d", "\u201cleft\u201d"), ("", "silence"), ("   ", "silence"),
+    ("  ** ", ""), (None, "silence"), ("SILENCE", "silence"),
 ])
 def test_kws_first_word(response, first):
+    # the authors' rule: first token of the lower-cased stripped response, ASCII punctuation
+    # stripped at both ends; "silence" for an empty response
     assert kws_first_word(response) == first
 
 
@@ -88,11 +221,54 @@ def test_kws_correct_rule():
     assert kws_correct("Yes, it is.", "yes", True)
     assert not kws_correct("Yesterday", "yes", True)
     assert not kws_correct("no", "yes", True)
+    assert not kws_correct("", "yes", True)
+    assert kws_correct("Yes", "Yes!", True)                # label normalised like responses
     # non-target clips: any answer that is not one of the ten keywords is correct
     assert kws_correct("unknown", "cat", False)
     assert kws_correct("Yesterday", "bed", False)
+    assert kws_correct("", "bed", False)                   # empty reads as "silence"
+    assert kws_correct("The word is yes.", "bed", False)   # first word "the"
     assert not kws_correct("Yes.", "bed", False)
     assert not kws_correct("off", "bed", False)
+
+
+@pytest.mark.parametrize("label, norm", [
+    ("Yes!", "yes"), (" YES ", "yes"), ("'Left'", "left"), ("go.", "go"), ("bed", "bed"),
+    ("...", ""), (None, ""), ("Turn  On", "turn on"),
+])
+def test_normalize_kws_label(label, norm):
+    assert normalize_kws_label(label) == norm
+
+
+def test_label_and_response_normalised_alike():
+    for word in ["Yes!", "'no'", "(Stop)", "**go**", "Off."]:
+        assert normalize_kws_label(word) == kws_first_word(word)
+
+
+@pytest.mark.parametrize("response, kind", [
+    ("", "empty"), ("  ", "empty"), ("...", "empty"), (None, "empty"),
+    ("Sorry, I can't tell.", "refusal"), ("I\u2019m unable to determine the word.", "refusal"),
+    ("There is no speech in this audio.", "refusal"), ("Inaudible", "refusal"),
+    ("I don't know", "refusal"),
+    ("The word is yes.", "multi_word"), ("yes it is", "multi_word"), ("bed or bad", "multi_word"),
+    ("yes", ""), ("Yes.", ""), ("- go", ""), ("**No**", ""), ("silence", ""), ("none", ""),
+])
+def test_kws_non_answer(response, kind):
+    assert kws_non_answer(response) == (kind != "", kind)
+
+
+def test_score_kws_row_strict():
+    assert score_kws_row("", "bed", False) == {
+        "first_word": "silence", "correct": 1, "non_answer": True, "non_answer_kind": "empty",
+        "correct_strict": 0}
+    r = score_kws_row("The word is yes.", "bed", False)
+    assert (r["correct"], r["correct_strict"], r["non_answer_kind"]) == (1, 0, "multi_word")
+    r = score_kws_row("Yes, it is.", "yes", True)
+    assert (r["correct"], r["correct_strict"]) == (1, 0)
+    r = score_kws_row("Yes!", "Yes!", True)
+    assert (r["first_word"], r["correct"], r["correct_strict"]) == ("yes", 1, 1)
+    r = score_kws_row("cat", "bed", False)
+    assert (r["correct"], r["correct_strict"], r["non_answer"]) == (1, 1, False)
 
 
 # ----------------------------------------------------------------------- score_inference
@@ -133,8 +309,8 @@ def tiny_ws(tmp_path):
         ("0001", "clean"): "The cat sat.",               # 0
         ("0001", "babble", 10): "the cat sat down",      # 1/3
         ("0001", "babble", 0): "__ERROR__",              # dropped
-        ("0002", "clean"): "Mister Smith’s two cats",    # 0 (typographic apostrophe)
-        ("0002", "babble", 10): "mister smith is cats",  # 1 deletion / 5 words
+        ("0002", "clean"): "Mr. Smith's 2 cats.",       # 0
+        ("0002", "babble", 10): "mr smith s cats",       # 1 deletion / 5 words
         ("0002", "babble", 0): "",                       # 5 deletions / 5 words
     }
     rows = []
@@ -171,14 +347,22 @@ def test_score_inference_asr(tiny_ws):
     assert asr.loc[_sid("asr", "0002", "babble", 10), "accent_group"] == "en-gb"
     assert asr.loc[_sid("asr", "0001", "babble", 10), "item_id"] == "0001"   # not 1
     for c in ("model", "task", "reference", "response", "ref_norm", "hyp_norm", "wer", "errors",
-              "ref_words", "delta_wer"):
+              "ref_words", "delta_wer", "ref_empty", "score_failed", "ref_whisper", "hyp_whisper",
+              "errors_whisper", "ref_words_whisper", "wer_whisper", "hyp_words", "is_loop",
+              "loop_kind"):
         assert c in asr.columns
+    row = asr.loc[_sid("asr", "0002", "babble", 10)]
+    assert row["ref_norm"] == "mr smith s 2 cats" and row["ref_whisper"] == "mister smith is 2 cats"
+    assert row["wer_whisper"] == pytest.approx(2 / 5)   # "mister smith s cats": 1 S + 1 D
+    assert not asr["ref_empty"].any() and not asr["is_loop"].any()
     side = json.loads((tiny_ws.results / "scores" / "asr.json").read_text())
     assert side["n_errors"] == {"m1": 1}
     assert side["n_malformed_lines"] == {"m1": 1}
     assert side["n_rows"] == 5
     assert side["normalizer"]["version"] == scoring.NORMALIZER_VERSION
+    assert side["normalizer_whisper"]["version"] == scoring.WHISPER_NORMALIZER_VERSION
     assert side["jiwer_version"] == scoring.JIWER_VERSION
+    assert side["n_empty_reference"] == {"m1": 0} and side["n_loops"] == {"m1": 0}
     back = pd.read_csv(tiny_ws.results / "scores" / "asr.csv")
     assert len(back) == 5
 
@@ -192,8 +376,31 @@ def test_score_inference_kws(tiny_ws):
     assert kws.loc[_sid("kws", "k2", "clean", None), "correct"] == 0      # keyword on non-target
     assert kws.loc[_sid("kws", "k2", "babble", 0), "delta_acc"] == -1     # 0 − 1
     assert bool(kws.loc[_sid("kws", "k1", "clean", None), "is_target"]) is True
+    assert kws.loc[_sid("kws", "k2", "babble", 0), "correct_strict"] == 1        # "unknown"
+    assert not kws["non_answer"].any()
     side = json.loads((tiny_ws.results / "scores" / "kws.json").read_text())
     assert side["n_errors"] == {"m1": 0} and side["keywords"][0] == "yes"
+    assert side["n_non_answers"] == {"m1": 0} and side["kws_rule"] == textnorm.KWS_RULE
+
+
+def test_score_inference_empty_reference_and_non_answers(tiny_ws):
+    man = pd.read_csv(tiny_ws.manifests / "asr.csv", dtype=str, keep_default_na=False)
+    man.loc[man["item_id"] == "0001", "reference"] = "..."
+    man.to_csv(tiny_ws.manifests / "asr.csv", index=False)
+    p = tiny_ws.inference / "m1" / "kws.jsonl"
+    rows = [json.loads(x) for x in p.read_text().splitlines()]
+    rows[3]["response"] = "The word is yes."            # k2 noisy, non-target
+    _write_jsonl(p, rows)
+    with pytest.warns(UserWarning, match="empty after normalisation"):
+        out = score_inference(tiny_ws)
+    asr = out["asr"].set_index("stimulus_id")
+    noisy = asr.loc[_sid("asr", "0001", "babble", 10)]   # "the cat sat down" vs ""
+    assert noisy["ref_empty"] and np.isnan(noisy["wer"]) and noisy["insertions"] == 4
+    assert np.isnan(noisy["delta_wer"])
+    side = json.loads((tiny_ws.results / "scores" / "asr.json").read_text())
+    assert side["n_empty_reference"] == {"m1": 2}
+    kws = out["kws"].set_index("stimulus_id").loc[_sid("kws", "k2", "babble", 0)]
+    assert (kws["correct"], kws["correct_strict"], kws["non_answer_kind"]) == (1, 0, "multi_word")
 
 
 def test_score_inference_keeps_last_success_on_rerun(tiny_ws):
