@@ -1,6 +1,7 @@
 # AIP-Speech — `make all` runs the pipeline headless; `make test` runs the tests.
 # Variables: PROFILE=demo|paper|custom, MODEL=…, TASK=…, PARAMS='-p name value …' (extra papermill
 # parameters), plus for custom: SPEECH_DIR TEXTS KWS_DIR KWS_LABELS BACKGROUNDS_DIR, for paper: MIRROR.
+# Paths may contain spaces (DATA_ROOT="/my data", a clone in "~/My Projects"): every recipe quotes them.
 SHELL := /bin/bash
 PROFILE ?= demo
 PYTHON ?= python3
@@ -12,6 +13,7 @@ STAGES := 01_download_data 02_build_item_banks 03_curate_backgrounds 04_extract_
           05_build_manifests 06_manipulation_checks 07_run_inference 08_score_outputs \
           09_make_figures 10_listen_and_explore
 STAMP := $(VENV)/.installed
+NOTEBOOKS ?= notebooks
 PROFILES := demo paper custom
 ifeq ($(filter $(PROFILE),$(PROFILES)),)
 $(error PROFILE must be one of: $(PROFILES) (got '$(PROFILE)'))
@@ -51,11 +53,11 @@ export AIP_MIRROR := $(MIRROR)
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: all setup validate criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: all setup validate run-stage criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
 
 all: setup validate
 	@for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done
-	@echo "make all: done — figures in $(DATA_ROOT)/$(PROFILE)/results/figures, tables in results/tables"
+	@echo "make all: done — figures in '$(DATA_ROOT)/$(PROFILE)/results/figures', tables in results/tables"
 
 help:
 	@sed -n '1,4p' Makefile
@@ -77,19 +79,13 @@ ifeq ($(PROFILE),custom)
 	  --kws-labels "$(KWS_LABELS)" --backgrounds-dir "$(BACKGROUNDS_DIR)" $(if $(KEYWORDS),--keywords "$(KEYWORDS)")
 endif
 
-# The executed copy replaces the previous one only when the stage succeeds; a failed run is kept
-# beside it as NN_*.failed.ipynb, so a failed or mistyped re-run never hides the last good record.
+# scripts/run_stage.sh runs $(NOTEBOOKS)/$(STAGE).ipynb with papermill. The executed copy replaces the
+# previous one only when the stage succeeds; a failed run is kept beside it as NN_*.failed.ipynb, so a
+# failed or mistyped re-run never hides the last good record. A failure ends with its reason (the
+# cell and its error, or one line when the kernel died); tracebacks stay in $(OUT)/NN_*.log.
 run-stage:
-	@mkdir -p $(OUT)
-	@echo "=== stage $(STAGE) (profile $(PROFILE)) ==="
-	@set -o pipefail; AIP_PROFILE=$(PROFILE) AIP_DATA_ROOT=$(DATA_ROOT) $(VENV)/bin/papermill --cwd notebooks \
-	  notebooks/$(STAGE).ipynb $(OUT)/$(STAGE).running.ipynb $(PM_ARGS) --log-level WARNING \
-	  2> >(tee $(OUT)/$(STAGE).log >&2) \
-	  && mv -f $(OUT)/$(STAGE).running.ipynb $(OUT)/$(STAGE).ipynb \
-	  || { mv -f $(OUT)/$(STAGE).running.ipynb $(OUT)/$(STAGE).failed.ipynb 2>/dev/null; sleep 0.2; \
-	       echo "" >&2; echo "make: stage $(STAGE) FAILED — notebook notebooks/$(STAGE).ipynb" >&2; \
-	       grep -A4 "^Exception encountered at" $(OUT)/$(STAGE).log | grep -v "^---" >&2; \
-	       echo "executed copy: $(OUT)/$(STAGE).failed.ipynb; full log: $(OUT)/$(STAGE).log" >&2; exit 1; }
+	@AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" PAPERMILL="$(VENV)/bin/papermill" FILTER_PYTHON="$(PY)" \
+	  bash scripts/run_stage.sh "$(STAGE)" "$(NOTEBOOKS)" "$(OUT)" $(PM_ARGS)
 
 # `make 03` or `make stage-03_curate_backgrounds` or `make stage-03` runs one stage.
 $(foreach s,$(STAGES),$(eval $(word 1,$(subst _, ,$(s))): setup $(if $(filter 01_%,$(s)),validate) ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
@@ -100,13 +96,13 @@ $(foreach s,$(STAGES),$(eval stage-$(s): setup ; @$$(MAKE) --no-print-directory 
 # in a scratch data root, so the test run never touches data/.
 TEST_DATA := $(CURDIR)/build/test-data
 test: setup
-	rm -rf $(TEST_DATA)
-	AIP_SMOKE=1 AIP_DATA_ROOT=$(TEST_DATA) $(VENV)/bin/pytest -q -p no:cacheprovider tests
-	AIP_SMOKE=1 AIP_DATA_ROOT=$(TEST_DATA) AIP_PROFILE=demo $(VENV)/bin/pytest -q -p no:cacheprovider \
+	rm -rf "$(TEST_DATA)"
+	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" $(VENV)/bin/pytest -q -p no:cacheprovider tests
+	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" AIP_PROFILE=demo $(VENV)/bin/pytest -q -p no:cacheprovider \
 	  --nbval-lax --nbval-current-env notebooks/
 
 unit: setup
-	AIP_SMOKE=1 AIP_DATA_ROOT=$(TEST_DATA) $(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and not browser" tests
+	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" $(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and not browser" tests
 
 # `make criteria CRITERIA=criteria.json [PREVIOUS=old/results]`: check the last run against thresholds
 # and the previous run. GNU make reports any failure as status 2; for the exact status 3 (criteria
@@ -115,19 +111,19 @@ unit: setup
 CRITERIA ?= criteria.json
 criteria: setup
 	@test -f "$(CRITERIA)" || { echo "make criteria: $(CRITERIA) not found (set CRITERIA=...; format in aiplib/report.py)" >&2; exit 1; }
-	$(PY) -m aiplib.report --profile $(PROFILE) --data-root "$(DATA_ROOT)" --criteria "$(CRITERIA)" \
+	$(PY) -m aiplib.report --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" --criteria "$(CRITERIA)" \
 	  $(if $(PREVIOUS),--previous "$(PREVIOUS)") $(if $(MIN_DIFF),--min-diff $(MIN_DIFF))
 
 lab: setup
-	AIP_PROFILE=$(PROFILE) AIP_DATA_ROOT=$(DATA_ROOT) $(VENV)/bin/jupyter lab notebooks/
+	AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" $(VENV)/bin/jupyter lab "$(NOTEBOOKS)/"
 
 # bench_make_all.py reads the stage times of the last `make all` (add --run to time a fresh one).
 bench: setup
 	$(PY) benchmarks/bench_mixing.py
 	$(PY) benchmarks/bench_inference.py
 	$(PY) benchmarks/bench_batching.py
-	$(PY) benchmarks/bench_make_all.py --profile $(PROFILE) --data-root "$(DATA_ROOT)"
+	$(PY) benchmarks/bench_make_all.py --profile "$(PROFILE)" --data-root "$(DATA_ROOT)"
 
 clean:
-	@echo "removing generated data of profile $(PROFILE): $(DATA_ROOT)/$(PROFILE)"
-	rm -rf $(DATA_ROOT)/$(PROFILE)
+	@echo "removing generated data of profile $(PROFILE): '$(DATA_ROOT)/$(PROFILE)'"
+	rm -rf -- "$(DATA_ROOT)/$(PROFILE)"

@@ -82,12 +82,15 @@ def broken_speech(root: Path) -> dict:
     return params
 
 
-def cli(params: dict, env=None) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "aiplib.corpora.custom",
+def cli_args(params: dict) -> list[str]:
+    return [sys.executable, "-m", "aiplib.corpora.custom",
             "--speech-dir", params["speech_dir"], "--texts", params["texts"],
             "--kws-dir", params["kws_dir"], "--kws-labels", params["kws_labels"],
             "--backgrounds-dir", params["backgrounds_dir"]]
-    return subprocess.run(args, capture_output=True, text=True, cwd=REPO, env=env, check=False)
+
+
+def cli(params: dict, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run(cli_args(params), capture_output=True, text=True, cwd=REPO, env=env, check=False)
 
 
 # ------------------------------------------------------------------ Done-when: all four problems, exit 1
@@ -411,3 +414,170 @@ def test_zero_padded_background_gets_a_trimmed_copy(tmp_path):
     worst = min(np.abs(y[s:s + SR]).max() for s in range(0, y.size - SR, SR // 4))
     assert worst > 0, "every 1 s window of the looped background holds sound"
     assert active_fraction(y) > 0.5
+
+
+# ------------------------------------------------------------------ folder scans never skip silently
+def _lock_bg_subfolder(params: dict) -> Path:
+    """Add backgrounds in a subfolder ``locked/`` of the backgrounds folder; returns it."""
+    locked = Path(params["backgrounds_dir"]) / "locked"
+    write(locked / "rain.wav", noise(2.0, seed=30))
+    write(locked / "wind.wav", noise(2.0, seed=31))
+    return locked
+
+
+def test_unreadable_subfolder_is_a_fatal_problem_naming_it(tmp_path, monkeypatch):
+    params = make_inputs(tmp_path / "in")
+    locked = _lock_bg_subfolder(params)
+    r = custom.validate_inputs(**params)
+    bg_scan = next(s for s in r.scans if s["role"] == "backgrounds_dir")
+    assert (bg_scan["n_files"], bg_scan["n_folders"], bg_scan["errors"]) == (11, 2, [])
+    assert bg_scan["per_folder"] == {".": 9, "locked": 2}
+    assert r.ok and "11 audio file(s) found in 2 folder(s)" in r.summary()
+
+    # root reads any folder whatever its mode, so a chmod 000 folder is simulated here: listing it
+    # raises the PermissionError os.scandir raises for a non-root user (the real chmod runs below).
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if os.path.abspath(os.fspath(path)) == str(locked):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    r = custom.validate_inputs(**params)
+    assert not r.ok
+    assert [(p.kind, p.file) for p in r.fatal] == [("unreadable_folder", str(locked))]
+    assert "Permission denied" in r.fatal[0].message and "backgrounds_dir" in r.fatal[0].message
+    bg_scan = next(s for s in r.scans if s["role"] == "backgrounds_dir")
+    assert (bg_scan["n_files"], bg_scan["n_folders"], bg_scan["errors"]) == (9, 1, [str(locked)])
+    assert len(r.backgrounds) == 9
+    summary = r.summary()
+    assert f"backgrounds_dir {Path(params['backgrounds_dir'])}: 9 audio file(s) found in 1 folder(s), " \
+           "1 could not be scanned" in summary
+    assert f"{locked}: not scanned" in summary
+    assert "speech_dir" in summary and "2 audio file(s) found in 2 folder(s)" in summary  # a.wav, sub/b.flac
+
+
+def _as_nobody() -> list[str] | None:
+    """Command prefix that runs as an unprivileged user ([] when not root; None when impossible)."""
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("setpriv"):
+        return None
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+
+
+def test_chmod_000_subfolder_fails_the_cli_for_a_normal_user(tmp_path):
+    prefix = _as_nobody()
+    if prefix is None:
+        pytest.skip("running as root without setpriv: the monkeypatched test above covers the scan")
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="aip-chmod-"))
+    try:
+        root.chmod(0o755)
+        params = make_inputs(root / "in")
+        for d in [root, *root.rglob("*")]:
+            d.chmod(0o755 if d.is_dir() else 0o644)
+        locked = _lock_bg_subfolder(params)
+        locked.chmod(0o755)
+        for f in locked.iterdir():
+            f.chmod(0o644)
+        env = dict(os.environ, PYTHONPATH=str(REPO), HOME=str(root), NUMBA_CACHE_DIR=str(root / ".numba"),
+                   MPLCONFIGDIR=str(root / ".mpl"))
+        (root / ".numba").mkdir(mode=0o777)
+        (root / ".mpl").mkdir(mode=0o777)
+        (root / ".numba").chmod(0o777)
+        (root / ".mpl").chmod(0o777)
+        probe = subprocess.run([*prefix, sys.executable, "-c", "import aiplib.corpora.custom"], env=env,
+                               cwd=str(root), capture_output=True, text=True, check=False)
+        if probe.returncode != 0:
+            pytest.skip(f"the unprivileged user cannot run the project's Python: {probe.stderr[-300:]}")
+        ok = subprocess.run([*prefix, *cli_args(params)], env=env, cwd=str(root), capture_output=True,
+                            text=True, check=False)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+        assert "11 audio file(s) found in 2 folder(s)" in ok.stdout
+        locked.chmod(0o000)
+        # not vacuous: the unprivileged user really cannot list the folder
+        assert subprocess.run([*prefix, "ls", str(locked)], capture_output=True, check=False).returncode != 0
+        bad = subprocess.run([*prefix, *cli_args(params)], env=env, cwd=str(root), capture_output=True,
+                             text=True, check=False)
+        assert bad.returncode == 1, bad.stdout + bad.stderr
+        assert f"FATAL [unreadable_folder] {locked}: backgrounds_dir: this folder cannot be scanned " \
+               "(Permission denied)" in bad.stdout
+        assert "9 audio file(s) found in 1 folder(s), 1 could not be scanned" in bad.stdout
+        assert "FAILED" in bad.stdout and "OK:" not in bad.stdout
+    finally:
+        for d in [root, *root.rglob("*")] if root.exists() else []:
+            if d.is_dir():
+                d.chmod(0o755)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ labels and references as the scorer reads them
+def test_label_yes_bang_is_the_keyword_yes_and_listed(tmp_path):
+    params = make_inputs(tmp_path / "in")
+    kw = Path(params["kws_dir"])
+    write(kw / "dots.wav", voice_like(1.0, seed=12))
+    pd.DataFrame({"file": ["yes.wav", "go.wav", "cat.wav", "happy.wav", "seq.wav", "dots.wav"],
+                  "label": ["Yes!", "GO", "“cat”,", "happy", "yes|no|go", "..."]}).to_csv(
+        params["kws_labels"], sep="\t", index=False)
+    r = custom.validate_inputs(**params)
+    targets = {k["item_id"]: (k["label"], k["is_target"]) for k in r.kws if k["used"]}
+    assert targets == {"yes": ("yes", True), "go": ("go", True), "cat": ("cat", False), "happy": ("happy", False)}
+    changed = {Path(p.file).name: p.message for p in r.warnings if p.kind == "label_normalised"}
+    assert set(changed) == {"yes.wav", "cat.wav"}  # "GO" → "go" is a change of case only: not listed
+    assert changed["yes.wav"].startswith("label 'Yes!' is read as 'yes' (one of the keywords)")
+    assert "'cat' (not a keyword)" in changed["cat.wav"]
+    assert next(k for k in r.kws if k["item_id"] == "yes")["note"] == "label 'Yes!' normalised to 'yes'"
+    assert [(p.kind, Path(p.file).name) for p in r.fatal] == [("missing_label", "dots.wav")]
+    assert "after normalisation" in r.fatal[0].message
+    assert "label_normalised" in r.summary() and "Yes!" in r.summary()
+
+
+@pytest.mark.parametrize("text", ["[music]", "uh", "...", "(laughs) um"])
+def test_reference_empty_after_normalisation_is_refused(tmp_path, text):
+    params = make_inputs(tmp_path / "in")
+    write(Path(params["speech_dir"]) / "filler.wav", voice_like(1.0, seed=13))
+    texts = pd.read_csv(params["texts"])
+    pd.concat([texts, pd.DataFrame({"file": ["filler.wav"], "text": [text]})]).to_csv(params["texts"], index=False)
+    r = custom.validate_inputs(**params)
+    assert [(p.kind, Path(p.file).name) for p in r.fatal] == [("empty_reference", "filler.wav")]
+    assert repr(text) in r.fatal[0].message and "WER is undefined" in r.fatal[0].message
+    assert sorted(x["item_id"] for x in r.speech) == ["a", "sub-b"]
+    assert not custom._reference_is_empty("uh, yes") and not custom._reference_is_empty("[music] go")
+
+
+# ------------------------------------------------------------------ ids that look like missing values
+def test_files_named_na_keep_the_string_id_everywhere(tmp_path):
+    params = make_inputs(tmp_path / "in")
+    sp, kw, bg = (Path(params[k]) for k in ("speech_dir", "kws_dir", "backgrounds_dir"))
+    write(sp / "NA.wav", voice_like(1.2, seed=20))
+    pd.concat([pd.read_csv(params["texts"]), pd.DataFrame({"file": ["NA.wav"], "text": ["not available"],
+                                                           "speaker": ["NA"], "accent_group": ["g1"]})]
+              ).to_csv(params["texts"], index=False)
+    write(kw / "NA.wav", voice_like(1.0, seed=21))
+    labels = pd.read_csv(params["kws_labels"], sep="\t")
+    pd.concat([labels, pd.DataFrame({"file": ["NA.wav"], "label": ["null"]})]).to_csv(
+        params["kws_labels"], sep="\t", index=False)
+    write(bg / "NA.wav", noise(3.0, seed=22))
+    lic = pd.read_csv(bg / "licences.csv", keep_default_na=False)
+    pd.concat([lic, pd.DataFrame({"file": ["NA.wav"], "licence": ["CC0 1.0"], "attribution": ["NA"],
+                                  "category": ["stationary"], "description": ["None"]})]).to_csv(
+        bg / "licences.csv", index=False)
+    ws = workspace("custom", data_root=tmp_path / "data", create=False)
+    with pytest.warns(UserWarning):
+        custom.gather_raw(ws, **params)
+    inv = custom._read_inventory(ws)
+    assert "NA" in set(inv.loc[inv["package"] == "custom/speech", "item_id"])
+    assert "NA" in set(inv.loc[inv["package"] == "custom/kws", "item_id"])
+    assert "NA" in set(inv.loc[inv["package"] == "custom/backgrounds", "bg_id"])
+    assert not inv[["item_id", "bg_id", "label", "speaker", "attribution", "description"]].isna().any().any()
+    banks = custom.build_item_banks(ws, seed=1)
+    asr = banks["asr"].set_index("item_id")
+    assert asr.loc["NA", "speaker"] == "NA" and asr.loc["NA", "text"] == "not available"
+    kws = banks["kws"].set_index("item_id")
+    assert kws.loc["NA", "label"] == "null" and not kws.loc["NA", "is_target"]
+    spec = {s["bg_id"]: s for s in custom.battery_specs(ws)}["NA"]
+    assert (spec["attribution"], spec["description"], spec["category"]) == ("NA", "None", "stationary")
+    assert spec["sources"] == [str(bg / "NA.wav")]

@@ -24,14 +24,20 @@ resamples to 16 kHz (soxr). A source below 16 kHz keeps its narrower band (an 8 
 content above 4 kHz).
 
 Validation (:func:`validate_inputs`) reads every file once and lists *all* problems, each with a
-severity (``fatal`` or ``warning``) and the file it concerns: a missing transcript or label,
-a listed file that does not exist, an unreadable or corrupt file, silent audio (integrated
+severity (``fatal`` or ``warning``) and the file it concerns: a folder (or subfolder) that cannot
+be scanned (every error of the directory walk is a problem naming the folder, and the number of
+audio files found is printed per folder), a missing transcript or label, a transcript that is
+empty after normalisation (``[music]``, ``uh``: WER undefined), a listed file that does not exist, an unreadable or corrupt file, silent audio (integrated
 loudness −inf LUFS: every 400 ms block below the ITU-R BS.1770 absolute gate of −70 LUFS, so the
 file cannot be loudness-normalised), NaN or infinite samples, an utterance or clip longer than
 the 30 s cap (:data:`MAX_UTTERANCE_S`, the length of every curated background), no keyword clips.
 Warnings: a background shorter than the longest utterance (it is looped), fewer than
 :data:`MIN_BACKGROUNDS` backgrounds (weak correlations), clips whose label holds several words
-(skipped, see below), backgrounds without a licence.
+(skipped, see below), backgrounds without a licence, labels changed by normalisation.
+
+KWS labels are normalised as model answers are (lower-case, first word, punctuation stripped at
+its ends: ``"Yes!"`` → ``yes``, a keyword); every label changed beyond its case is listed as a
+``label_normalised`` warning.
 
 Stage 1 (:func:`gather_raw`) validates first and writes nothing if any problem is fatal. It does
 **not copy** the user's audio: ``raw/inventory.csv`` points at the files where they are (absolute
@@ -145,9 +151,9 @@ class Problem:
     kind : str
         Short code: ``parameter``, ``table``, ``missing_transcript``, ``missing_label``,
         ``missing_file``, ``unreadable``, ``empty``, ``nan``, ``silent``, ``too_long``,
-        ``duplicate``, ``category``, ``no_items``, ``bg_looped``, ``digital_silence``,
-        ``few_backgrounds``, ``licence_row``, ``multi_keyword``, ``no_licence``, ``keywords``,
-        ``no_targets``.
+        ``duplicate``, ``category``, ``no_items``, ``unreadable_folder``, ``empty_reference``,
+        ``bg_looped``, ``digital_silence``, ``few_backgrounds``, ``licence_row``, ``multi_keyword``,
+        ``label_normalised``, ``no_licence``, ``keywords``, ``no_targets``, ``symlink_loop``.
     file : str
         The file (or folder, or table) concerned; empty when none.
     message : str
@@ -177,6 +183,10 @@ class ValidationReport:
         ``kws`` includes the skipped multi-word clips with ``used = False``.
     params : dict
         The resolved inputs (absolute paths, keyword list).
+    scans : list of dict
+        One per input folder scanned (see :func:`_scan`): ``role``, ``folder``, ``n_files``,
+        ``n_folders``, ``per_folder`` (relative folder → audio files in it) and ``errors``
+        (folders that could not be scanned; each is also a fatal problem).
     """
 
     problems: list = field(default_factory=list)
@@ -184,6 +194,7 @@ class ValidationReport:
     kws: list = field(default_factory=list)
     backgrounds: list = field(default_factory=list)
     params: dict = field(default_factory=dict)
+    scans: list = field(default_factory=list)
 
     @property
     def fatal(self) -> list:
@@ -200,13 +211,28 @@ class ValidationReport:
         """True when no problem is fatal."""
         return not self.fatal
 
-    def summary(self) -> str:
-        """A printable report: counts of files read, then every problem on its own line."""
+    def summary(self, max_folders: int = 20) -> str:
+        """A printable report: counts of files read, the audio files found per folder, then every problem.
+
+        Parameters
+        ----------
+        max_folders : int
+            Subfolders listed one by one per input folder (with their count of audio files) when
+            the input folder has at most this many; above it only the total is printed.
+        """
         n_kws = sum(1 for r in self.kws if r["used"])
         head = (f"custom inputs: {len(self.speech)} utterances, {n_kws} keyword clips "
                 f"({len(self.kws) - n_kws} skipped), {len(self.backgrounds)} backgrounds — "
                 f"{len(self.fatal)} fatal problem(s), {len(self.warnings)} warning(s)")
-        return "\n".join([head, *(f"  {p}" for p in self.problems)])
+        lines = [head]
+        for sc in self.scans:
+            bad = f", {len(sc['errors'])} could not be scanned" if sc["errors"] else ""
+            lines.append(f"  {sc['role']} {sc['folder']}: {sc['n_files']} audio file(s) found in "
+                         f"{sc['n_folders']} folder(s){bad}")
+            if 1 < sc["n_folders"] <= max_folders:
+                lines += [f"    {rel}/: {n}" for rel, n in sc["per_folder"].items()]
+            lines += [f"    {e}: not scanned" for e in sc["errors"]]
+        return "\n".join([*lines, *(f"  {p}" for p in self.problems)])
 
     def to_frame(self):
         """The problems as a pandas DataFrame (columns ``severity, kind, file, message``)."""
@@ -238,15 +264,126 @@ def _abs(p) -> Path:
     return Path(os.path.normpath(os.path.abspath(os.path.expanduser(str(p)))))
 
 
-def _scan(folder: Path) -> list[Path]:
-    """Audio files under ``folder`` (recursive, sorted, hidden files and folders skipped)."""
-    out = []
-    for root, dirs, files in os.walk(folder, followlinks=True):
+def _scan(folder: Path, probs: _Collector | None = None, *, role: str = "") -> tuple[list[Path], dict]:
+    """Audio files under ``folder`` (recursive, sorted, hidden files and folders skipped).
+
+    Every error of the directory walk is recorded instead of being ignored (``os.walk`` drops an
+    unreadable subfolder silently by default): a folder that cannot be listed is a fatal
+    ``unreadable_folder`` problem naming it, a symbolic-link loop a ``symlink_loop`` warning.
+
+    Parameters
+    ----------
+    folder : Path
+        The input folder (absolute).
+    probs : _Collector, optional
+        Where scan problems go (none recorded when None).
+    role : str
+        Which input the folder is (``speech_dir`` …), quoted in the problems.
+
+    Returns
+    -------
+    files : list of Path
+        Absolute paths of the audio files found, sorted.
+    scan : dict
+        ``role``, ``folder`` (str), ``n_files``, ``n_folders`` (folders listed, ``folder`` included),
+        ``per_folder`` (relative folder → number of audio files directly in it, ``"."`` for
+        ``folder`` itself), ``errors`` (the paths that could not be scanned).
+    """
+    out, errors, per_folder, seen = [], [], {}, set()
+
+    def onerror(exc: OSError) -> None:
+        where = exc.filename or str(folder)
+        errors.append(str(where))
+        if probs is not None:
+            probs.add("fatal", "unreadable_folder", where,
+                      f"{role}: this folder cannot be scanned ({exc.strerror or exc}), so its files would be "
+                      "skipped; make it readable (and listable) by this user, or move it out of the folder")
+
+    for root, dirs, files in os.walk(folder, onerror=onerror, followlinks=True):
+        try:
+            st = os.stat(root)
+        except OSError as exc:  # vanished or unreadable between listing and visiting
+            onerror(exc)
+            dirs[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            dirs[:] = []
+            if probs is not None:
+                probs.add("warning", "symlink_loop", root, f"{role}: a symbolic link leads back to a folder "
+                                                           "already scanned; not scanned twice")
+            continue
+        seen.add((st.st_dev, st.st_ino))
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            if not name.startswith(".") and Path(name).suffix.lower() in AUDIO_EXTENSIONS:
-                out.append(_abs(Path(root) / name))
-    return sorted(out)
+        found = [_abs(Path(root) / n) for n in sorted(files)
+                 if not n.startswith(".") and Path(n).suffix.lower() in AUDIO_EXTENSIONS]
+        per_folder[Path(os.path.relpath(root, folder)).as_posix()] = len(found)
+        out += found
+    scan = dict(role=role, folder=str(folder), n_files=len(out), n_folders=len(per_folder),
+                per_folder=per_folder, errors=errors)
+    return sorted(out), scan
+
+
+def _not_a(p: Path, kind: str) -> str:
+    """Why ``p`` is not an existing file (``kind="file"``) or folder (``"dir"``); "" when it is.
+
+    Unlike ``Path.is_file`` this never raises: a permission error on the way is the reason.
+    """
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        return "not found"
+    except OSError as exc:
+        return f"cannot be reached ({exc.strerror or exc})"
+    import stat
+
+    ok = stat.S_ISDIR(st.st_mode) if kind == "dir" else stat.S_ISREG(st.st_mode)
+    return "" if ok else ("not a folder" if kind == "dir" else "not a regular file")
+
+
+def _normalize_label(text) -> str:
+    """A KWS label normalised as a KWS response is (``"Yes!"`` → ``"yes"``).
+
+    Stand-in for ``aiplib.scoring.normalize_kws_label`` (to be switched to it when it exists):
+    lower-cased, the first white-space token, punctuation and markup stripped at both ends — the
+    rule :func:`aiplib.scoring.kws_first_word` applies to a model's answer, so a label and a
+    correct answer compare equal.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    str
+        Possibly empty (a label made of punctuation only).
+    """
+    from ..scoring import kws_first_word
+
+    return kws_first_word(text)
+
+
+def _reference_is_empty(text) -> bool:
+    """True when a reference transcript holds no word after normalisation.
+
+    Stand-in for ``aiplib.scoring.reference_is_empty`` (to be switched to it when it exists).
+    Empty under either normalisation a scorer may apply: Whisper's English normaliser
+    (:func:`aiplib.scoring.normalize_text`, which drops bracketed tags such as ``[music]`` and
+    fillers such as ``uh``, ``um``, ``hmm``; a result with no word character, e.g. ``"."`` from
+    ``"..."``, counts as empty) or the simple one (lower-case, punctuation removed). WER is
+    undefined for such a reference and its insertions would go uncounted at scoring.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    bool
+    """
+    from ..scoring import normalize_text
+
+    simple = re.sub(r"[^\w\s]|_", " ", str(text).lower()).split()
+    return not simple or not re.search(r"[^\W_]", normalize_text(text))
 
 
 def _safe_id(text: str) -> str:
@@ -281,7 +418,7 @@ def _read_table(path: Path, required: tuple, probs: _Collector, what: str, alias
     import pandas as pd
 
     aliases = aliases or {}
-    if not path.is_file():
+    if _not_a(path, "file"):
         probs.add("fatal", "table", path, f"{what} table not found")
         return None
     try:
@@ -454,11 +591,10 @@ def _param_path(value, name: str, probs: _Collector, *, kind: str, flag: str):
         probs.add("fatal", "parameter", "", f"{name} is not set (pass {flag})")
         return None
     p = _abs(value)
-    if kind == "dir" and not p.is_dir():
-        probs.add("fatal", "parameter", p, f"{name}: folder not found")
-        return None
-    if kind == "file" and not p.is_file():
-        probs.add("fatal", "parameter", p, f"{name}: file not found")
+    why = _not_a(p, kind)
+    if why:
+        what = "folder" if kind == "dir" else "file"
+        probs.add("fatal", "parameter", p, f"{name}: {what} {why}")
         return None
     return p
 
@@ -480,8 +616,9 @@ def _match_table(df, folder: Path, files: list[Path], probs: _Collector, *, what
             continue
         seen[p] = i
         listed.add(p)
-        if not p.is_file():
-            probs.add("fatal", "missing_file", p, f"{what}, line {i}: listed file not found")
+        why = _not_a(p, "file")
+        if why:
+            probs.add("fatal", "missing_file", p, f"{what}, line {i}: listed file {why}")
             continue
         if not row.get(value_col, ""):
             probs.add("fatal", missing_kind, p, f"{what}, line {i}: {missing_text}")
@@ -493,13 +630,14 @@ def _match_table(df, folder: Path, files: list[Path], probs: _Collector, *, what
     return pairs
 
 
-def _validate_speech(speech_dir, texts, probs):
+def _validate_speech(speech_dir, texts, probs, scans):
     rows = []
     folder = _param_path(speech_dir, "speech_dir", probs, kind="dir", flag="--speech-dir / SPEECH_DIR")
     table = _param_path(texts, "texts", probs, kind="file", flag="--texts / TEXTS")
     if folder is None or table is None:
         return rows
-    files = _scan(folder)
+    files, scan = _scan(folder, probs, role="speech_dir")
+    scans.append(scan)
     df = _read_table(table, ("file", "text"), probs, "texts", aliases={"transcript": "text", "path": "file"})
     if df is None:
         return rows
@@ -507,8 +645,12 @@ def _validate_speech(speech_dir, texts, probs):
                          missing_kind="missing_transcript", missing_text="missing transcript")
     ids = _unique_ids([p for p, _ in pairs], folder)
     for (p, row), item_id in zip(pairs, ids):
-        if not re.search(r"\w", row["text"]):
-            probs.add("fatal", "missing_transcript", p, "the transcript holds no word (WER is undefined)")
+        if _reference_is_empty(row["text"]):
+            probs.add("fatal", "empty_reference", p,
+                      f"the transcript {row['text']!r} holds no word after normalisation (tags such as [music], "
+                      "fillers such as 'uh' and punctuation are removed before scoring): its WER is undefined and "
+                      "the words a model outputs for it would go uncounted; give the words spoken or remove "
+                      "the file")
             continue
         info, _ = _probe(p, probs, cap_s=MAX_UTTERANCE_S, role="utterance")
         if info is None:
@@ -523,13 +665,14 @@ def _validate_speech(speech_dir, texts, probs):
     return rows
 
 
-def _validate_kws(kws_dir, kws_labels, keywords, probs):
+def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
     rows = []
     folder = _param_path(kws_dir, "kws_dir", probs, kind="dir", flag="--kws-dir / KWS_DIR")
     table = _param_path(kws_labels, "kws_labels", probs, kind="file", flag="--kws-labels / KWS_LABELS")
     if folder is None or table is None:
         return rows
-    files = _scan(folder)
+    files, scan = _scan(folder, probs, role="kws_dir")
+    scans.append(scan)
     df = _read_table(table, ("file", "label"), probs, "kws_labels", aliases={"word": "label", "path": "file"})
     if df is None:
         return rows
@@ -538,13 +681,25 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs):
     ids = _unique_ids([p for p, _ in pairs], folder)
     kw = set(keywords)
     for (p, row), item_id in zip(pairs, ids):
-        label = row["label"].strip().lower()
+        raw = row["label"].strip()
+        words = [w for w in (_normalize_label(x) for x in _MULTI.split(raw)) if w]
+        if not words:
+            probs.add("fatal", "missing_label", p, f"the label {raw!r} holds no word after normalisation "
+                                                   "(punctuation is stripped as in KWS answers)")
+            continue
+        multi = len(words) > 1
+        label = raw.lower() if multi else words[0]
         info, _ = _probe(p, probs, cap_s=MAX_UTTERANCE_S, role="keyword clip")
         if info is None:
             continue
         lic, att = _licence_of(row)
-        multi = bool(_MULTI.search(label))
         note = ""
+        if not multi and label != raw.lower():
+            role = "one of the keywords" if label in kw else "not a keyword"
+            note = f"label {raw!r} normalised to {label!r}"
+            probs.add("warning", "label_normalised", p,
+                      f"label {raw!r} is read as {label!r} ({role}): labels are normalised as KWS answers are "
+                      "(lower-case, first word, punctuation stripped at its ends)")
         if multi:
             note = "skipped: the label holds several words; the first-word KWS rule scores one word per clip"
             probs.add("warning", "multi_keyword", p, f"label {row['label']!r} holds several words: clip skipped "
@@ -563,18 +718,19 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs):
     return rows
 
 
-def _validate_backgrounds(backgrounds_dir, longest_s, probs):
+def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
     rows = []
     folder = _param_path(backgrounds_dir, "backgrounds_dir", probs, kind="dir",
                          flag="--backgrounds-dir / BACKGROUNDS_DIR")
     if folder is None:
         return rows
-    files = _scan(folder)
+    files, scan = _scan(folder, probs, role="backgrounds_dir")
+    scans.append(scan)
     lic_path = folder / "licences.csv"
-    if not lic_path.is_file() and (folder / "licenses.csv").is_file():
+    if _not_a(lic_path, "file") and not _not_a(folder / "licenses.csv", "file"):
         lic_path = folder / "licenses.csv"
     meta = {}
-    if lic_path.is_file():
+    if not _not_a(lic_path, "file"):
         df = _read_table(lic_path, ("file",), probs, "licences", aliases={"license": "licence", "path": "file"})
         if df is not None:
             for row in df.to_dict("records"):
@@ -670,14 +826,16 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
 
     Notes
     -----
-    Fatal: a parameter not set or a folder/table not found, a table without its required columns,
-    an audio file without a transcript (or label) and a row whose file is missing, a duplicate row,
+    Fatal: a parameter not set or a folder/table not found, a (sub)folder that cannot be scanned,
+    a table without its required columns, an audio file without a transcript (or label), a
+    transcript or label empty after normalisation, a row whose file is missing, a duplicate row,
     an unreadable or corrupt file, no samples, NaN or infinite samples, silence (−inf LUFS), an
     utterance or clip longer than :data:`MAX_UTTERANCE_S`, a category not in :data:`CATEGORIES`,
     no usable items or no backgrounds. Warnings: backgrounds shorter than the longest utterance
     (looped), backgrounds with long runs of digital silence (trimmed copy, see
     :func:`strip_digital_silence`), fewer than :data:`MIN_BACKGROUNDS` backgrounds, multi-word labels (skipped),
-    missing licences, a keyword list other than the default, no target clip.
+    labels changed by normalisation (``"Yes!"`` → ``yes``), missing licences, a keyword list other
+    than the default, no target clip, a symbolic-link loop.
     """
     probs = _Collector()
     kw = _keyword_list(keywords)
@@ -689,15 +847,17 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
         probs.add("warning", "keywords", "",
                   "the keyword list differs from the paper's ten: it sets is_target, but the KWS prompt "
                   "(aiplib.prompts) and the rejection rule of aiplib.scoring still name the ten defaults")
-    speech = _validate_speech(speech_dir, texts, probs)
-    kws = _validate_kws(kws_dir, kws_labels, kw, probs)
+    scans: list[dict] = []
+    speech = _validate_speech(speech_dir, texts, probs, scans)
+    kws = _validate_kws(kws_dir, kws_labels, kw, probs, scans)
     longest = max([r["duration_s"] for r in speech] + [r["duration_s"] for r in kws if r["used"]], default=0.0)
-    bgs = _validate_backgrounds(backgrounds_dir, longest, probs)
+    bgs = _validate_backgrounds(backgrounds_dir, longest, probs, scans)
     params = dict(speech_dir=speech_dir, texts=texts, kws_dir=kws_dir, kws_labels=kws_labels,
                   backgrounds_dir=backgrounds_dir)
     params = {k: (str(_abs(v)) if v not in (None, "") else "") for k, v in params.items()}
     params["keywords"] = kw
-    return ValidationReport(problems=probs.sorted(), speech=speech, kws=kws, backgrounds=bgs, params=params)
+    return ValidationReport(problems=probs.sorted(), speech=speech, kws=kws, backgrounds=bgs, params=params,
+                            scans=scans)
 
 
 # ----------------------------------------------------------------------------- stage 1

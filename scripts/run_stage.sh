@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Run one notebook stage with papermill: the recipe of `make run-stage` (see Makefile).
+#
+#   scripts/run_stage.sh STAGE NOTEBOOK_DIR OUT_DIR [papermill arguments ...]
+#
+# Executes NOTEBOOK_DIR/STAGE.ipynb (working directory NOTEBOOK_DIR) into OUT_DIR/STAGE.running.ipynb,
+# keeps papermill's messages in OUT_DIR/STAGE.log and shows them live without Python traceback
+# frames (they stay in the log). On success the executed copy becomes OUT_DIR/STAGE.ipynb; on
+# failure it is kept as OUT_DIR/STAGE.failed.ipynb (the last good copy is never replaced) and the
+# script ends with the reason: the failing cell and its error, or one line when the kernel died
+# (killed by the system, most often out of memory, or by kill -9). Exit status 1 on failure.
+# Every path may contain spaces. Environment: PAPERMILL (default .venv/bin/papermill), FILTER_PYTHON
+# (default .venv/bin/python, runs the live filter), AIP_PROFILE and AIP_DATA_ROOT (passed on).
+set -u -o pipefail
+if [ $# -lt 3 ]; then
+  echo "usage: $0 STAGE NOTEBOOK_DIR OUT_DIR [papermill arguments ...]" >&2
+  exit 2
+fi
+stage=$1 nbdir=$2 out=$3
+shift 3
+papermill=${PAPERMILL:-.venv/bin/papermill}
+filter_python=${FILTER_PYTHON:-.venv/bin/python}
+log="$out/$stage.log"
+running="$out/$stage.running.ipynb"
+
+mkdir -p -- "$out" || exit 1
+echo "=== stage $stage (profile ${AIP_PROFILE:-demo}) ==="
+
+# Pass stderr through unchanged (progress bars included) until a traceback starts at the beginning of
+# a line; hide the rest (it is in the log).
+hide_traceback='
+import os, sys
+mark = b"Traceback (most recent call last):"
+buf, hidden = b"", False
+while True:
+    chunk = os.read(0, 65536)
+    if not chunk:
+        break
+    if hidden:
+        continue
+    buf += chunk
+    i = buf.find(mark)
+    while i > 0 and buf[i - 1:i] not in (b"\n", b"\r"):
+        i = buf.find(mark, i + 1)
+    if i >= 0:
+        os.write(2, buf[:i])
+        hidden = True
+    else:
+        keep = len(mark)
+        os.write(2, buf[:-keep])
+        buf = buf[-keep:]
+if not hidden:
+    os.write(2, buf)
+'
+
+# papermill's stdout goes to ours (fd 3); its stderr to the log and, filtered, to our stderr.
+{ "$papermill" --cwd "$nbdir" "$nbdir/$stage.ipynb" "$running" "$@" --log-level WARNING 2>&1 1>&3 \
+    | tee "$log" | "$filter_python" -c "$hide_traceback"; } 3>&1
+status=$?
+if [ "$status" -eq 0 ]; then
+  mv -f -- "$running" "$out/$stage.ipynb"
+  exit 0
+fi
+
+mv -f -- "$running" "$out/$stage.failed.ipynb" 2>/dev/null
+echo "" >&2
+if grep -qE "DeadKernelError|Kernel died" "$log"; then
+  echo "make: stage $stage FAILED: the kernel died (killed by the system, most often for lack of memory, or by kill -9); finished work is kept, so re-running \`make ${stage%%_*}\` with the same variables resumes where it stopped" >&2
+elif grep -q "^Exception encountered at" "$log"; then
+  echo "make: stage $stage FAILED — notebook $nbdir/$stage.ipynb" >&2
+  block=$(grep -A4 "^Exception encountered at" "$log" | grep -v "^---")
+  echo "$block" >&2
+  last=$(grep -v "^[[:space:]]*$" "$log" | tail -n 1)  # the error message, when a long trace cut it off
+  grep -qxF -- "$last" <<<"$block" || echo "$last" >&2
+else
+  echo "make: stage $stage FAILED — notebook $nbdir/$stage.ipynb (papermill exit status $status)" >&2
+  grep -v "^[[:space:]]" "$log" | grep . | tail -n 1 >&2
+fi
+echo "executed copy: $out/$stage.failed.ipynb; full log: $log" >&2
+exit 1

@@ -1,0 +1,137 @@
+"""The Makefile's recipes: paths with spaces, and a stage whose kernel dies.
+
+These run `make` itself (GNU make, the project's .venv): a real stage of the custom profile with a
+DATA_ROOT and input folders whose paths hold spaces, and a tiny notebook that kills its own kernel
+(SIGKILL, as the out-of-memory killer does) run through `make run-stage` in a copy of the project
+whose own path holds a space.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from test_custom import make_inputs
+
+REPO = Path(__file__).resolve().parents[1]
+VENV = REPO / ".venv"
+
+needs_make = pytest.mark.skipif(
+    shutil.which("make") is None or not (VENV / "bin" / "papermill").exists(),
+    reason="needs GNU make and the project's .venv (make setup)")
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIP_DATA_ROOT", "AIP_PROFILE", "MAKE"))}
+    env["PYTHONPATH"] = str(REPO)  # the kernel imports this checkout's aiplib
+    return env
+
+
+def _tree_state(root: Path) -> tuple:
+    """What a stray folder would change: the entries of the project root and of notebooks/, git status."""
+    git = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root,
+                         capture_output=True, text=True, check=False).stdout
+    return sorted(os.listdir(root)), sorted(os.listdir(root / "notebooks")), git
+
+
+def test_dry_run_quotes_every_path():
+    data_root = "/tmp/aip quoted/da ta"
+    common = ["make", "-n", "--no-print-directory", "-o", ".venv/.installed", f"DATA_ROOT={data_root}"]
+    out = subprocess.run([*common, "05"], cwd=REPO, capture_output=True, text=True, env=_env(), check=True).stdout
+    assert f'AIP_DATA_ROOT="{data_root}"' in out
+    assert f'bash scripts/run_stage.sh "05_build_manifests" "notebooks" "{data_root}/demo/executed"' in out
+    out = subprocess.run([*common, "clean"], cwd=REPO, capture_output=True, text=True, env=_env(), check=True).stdout
+    assert f'rm -rf -- "{data_root}/demo"' in out
+
+
+@needs_make
+def test_stage_runs_with_spaces_in_data_root_and_inputs(tmp_path):
+    base = tmp_path / "a b"
+    params = make_inputs(base / "my inputs")
+    data_root = base / "the data"
+    before = _tree_state(REPO)
+    args = ["make", "--no-print-directory", "-o", ".venv/.installed", "01", "PROFILE=custom",
+            f"DATA_ROOT={data_root}", f"SPEECH_DIR={params['speech_dir']}", f"TEXTS={params['texts']}",
+            f"KWS_DIR={params['kws_dir']}", f"KWS_LABELS={params['kws_labels']}",
+            f"BACKGROUNDS_DIR={params['backgrounds_dir']}"]
+    proc = subprocess.run(args, cwd=REPO, capture_output=True, text=True, env=_env(), check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "0 fatal problem(s)" in proc.stdout  # the validate recipe ran on the quoted folders
+    assert "=== stage 01_download_data (profile custom) ===" in proc.stdout
+    executed = data_root / "custom" / "executed"
+    assert (executed / "01_download_data.ipynb").is_file() and (executed / "01_download_data.log").is_file()
+    assert not (executed / "01_download_data.running.ipynb").exists()
+    inventory = (data_root / "custom" / "raw" / "inventory.csv").read_text()
+    assert params["speech_dir"] + "/a.wav" in inventory  # the space-holding input path, unsplit
+    assert _tree_state(REPO) == before, "the run left a stray file or folder in the working tree"
+    assert sorted(os.listdir(base)) == ["my inputs", "the data"]
+
+
+def _killing_notebook(path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("die: bool = True")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params,
+                nbformat.v4.new_code_cell("import os, signal\nif die:\n    os.kill(os.getpid(), signal.SIGKILL)"),
+                nbformat.v4.new_code_cell("result = 42\nprint('finished')")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+
+
+@needs_make
+def test_killed_kernel_ends_with_one_line_in_a_clone_with_a_space(tmp_path):
+    clone = tmp_path / "my clone"
+    (clone / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "Makefile", clone / "Makefile")
+    shutil.copy(REPO / "scripts" / "run_stage.sh", clone / "scripts" / "run_stage.sh")
+    (clone / ".venv").symlink_to(VENV.resolve())
+    _killing_notebook(clone / "nbs" / "99_kill_kernel.ipynb")
+    args = ["make", "--no-print-directory", "run-stage", "STAGE=99_kill_kernel", "NOTEBOOKS=nbs"]
+    proc = subprocess.run(args, cwd=clone, capture_output=True, text=True, env=_env(), check=False)
+    assert proc.returncode != 0
+    executed = clone / "data" / "demo" / "executed"  # DATA_ROOT defaults to "$(CURDIR)/data", with its space
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert lines[-1].startswith("make: *** [Makefile") and "run-stage] Error 1" in lines[-1]  # make's own line
+    assert lines[-3:-1] == [
+        "make: stage 99_kill_kernel FAILED: the kernel died (killed by the system, most often for lack of "
+        "memory, or by kill -9); finished work is kept, so re-running `make 99` with the same variables "
+        "resumes where it stopped",
+        f"executed copy: {executed}/99_kill_kernel.failed.ipynb; full log: {executed}/99_kill_kernel.log"]
+    assert "Traceback" not in proc.stderr and 'File "' not in proc.stderr  # no nbclient trace on screen
+    assert "DeadKernelError" in (executed / "99_kill_kernel.log").read_text()  # the trace is in the log
+    assert (executed / "99_kill_kernel.failed.ipynb").is_file() and not (executed / "99_kill_kernel.ipynb").exists()
+    assert sorted(os.listdir(clone)) == [".venv", "Makefile", "data", "nbs", "scripts"]  # no stray folder
+
+    # the re-run the message suggests (here without the kill) completes and keeps the record
+    proc = subprocess.run([*args, "PARAMS=-p die False"], cwd=clone, capture_output=True, text=True, env=_env(),
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    done = nbformat.read(str(executed / "99_kill_kernel.ipynb"), as_version=4)
+    assert "finished" in done.cells[-1].outputs[0]["text"]
+    assert sorted(os.listdir(clone)) == [".venv", "Makefile", "data", "nbs", "scripts"]
+
+
+@needs_make
+def test_cell_error_still_names_the_cell_and_its_message(tmp_path):
+    nbdir = tmp_path / "nb dir"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("raise ValueError('bad input x')")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbdir.mkdir()
+    nbformat.write(nb, str(nbdir / "98_raise.ipynb"))
+    out = tmp_path / "out dir"
+    env = dict(_env(), PAPERMILL=str(VENV / "bin" / "papermill"), FILTER_PYTHON=str(VENV / "bin" / "python"))
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "run_stage.sh"), "98_raise", str(nbdir), str(out)],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 1
+    err = proc.stderr
+    assert f"make: stage 98_raise FAILED — notebook {nbdir}/98_raise.ipynb" in err
+    assert 'Exception encountered at "In [2]":' in err and "ValueError: bad input x" in err
+    assert "papermill/execute.py" not in err  # papermill's own frames are only in the log
+    assert "papermill/execute.py" in (out / "98_raise.log").read_text()
+    assert (out / "98_raise.failed.ipynb").is_file()
