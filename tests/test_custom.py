@@ -520,7 +520,7 @@ def test_label_yes_bang_is_the_keyword_yes_and_listed(tmp_path):
     kw = Path(params["kws_dir"])
     write(kw / "dots.wav", voice_like(1.0, seed=12))
     pd.DataFrame({"file": ["yes.wav", "go.wav", "cat.wav", "happy.wav", "seq.wav", "dots.wav"],
-                  "label": ["Yes!", "GO", "“cat”,", "happy", "yes|no|go", "..."]}).to_csv(
+                  "label": ["Yes!", "GO", "\"cat\",", "happy", "yes|no|go", "..."]}).to_csv(
         params["kws_labels"], sep="\t", index=False)
     r = custom.validate_inputs(**params)
     targets = {k["item_id"]: (k["label"], k["is_target"]) for k in r.kws if k["used"]}

@@ -341,49 +341,19 @@ def _not_a(p: Path, kind: str) -> str:
 
 
 def _normalize_label(text) -> str:
-    """A KWS label normalised as a KWS response is (``"Yes!"`` → ``"yes"``).
+    """A KWS label normalised exactly as a KWS response is (``"Yes!"`` → ``"yes"``); see
+    :func:`aiplib.scoring.normalize_kws_label`. Possibly empty (a label of punctuation only)."""
+    from ..scoring import normalize_kws_label
 
-    Stand-in for ``aiplib.scoring.normalize_kws_label`` (to be switched to it when it exists):
-    lower-cased, the first white-space token, punctuation and markup stripped at both ends — the
-    rule :func:`aiplib.scoring.kws_first_word` applies to a model's answer, so a label and a
-    correct answer compare equal.
-
-    Parameters
-    ----------
-    text : str
-
-    Returns
-    -------
-    str
-        Possibly empty (a label made of punctuation only).
-    """
-    from ..scoring import kws_first_word
-
-    return kws_first_word(text)
+    return normalize_kws_label(text)
 
 
 def _reference_is_empty(text) -> bool:
-    """True when a reference transcript holds no word after normalisation.
+    """True when a reference transcript holds no word under the paper's or the Whisper-style
+    normalisation (``"[music]"``, ``"uh"``, ``"..."``); see :func:`aiplib.scoring.reference_is_empty`."""
+    from ..scoring import reference_is_empty
 
-    Stand-in for ``aiplib.scoring.reference_is_empty`` (to be switched to it when it exists).
-    Empty under either normalisation a scorer may apply: Whisper's English normaliser
-    (:func:`aiplib.scoring.normalize_text`, which drops bracketed tags such as ``[music]`` and
-    fillers such as ``uh``, ``um``, ``hmm``; a result with no word character, e.g. ``"."`` from
-    ``"..."``, counts as empty) or the simple one (lower-case, punctuation removed). WER is
-    undefined for such a reference and its insertions would go uncounted at scoring.
-
-    Parameters
-    ----------
-    text : str
-
-    Returns
-    -------
-    bool
-    """
-    from ..scoring import normalize_text
-
-    simple = re.sub(r"[^\w\s]|_", " ", str(text).lower()).split()
-    return not simple or not re.search(r"[^\W_]", normalize_text(text))
+    return reference_is_empty(text)
 
 
 def _safe_id(text: str) -> str:
