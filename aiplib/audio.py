@@ -4,12 +4,21 @@ Reading uses soundfile (libsndfile: WAV, FLAC, OGG/Vorbis, MP3 with libsndfile �
 back to ffmpeg for what libsndfile cannot read (G.722, M4A, …). Channels are averaged to mono;
 the rate is converted with ``librosa.resample`` (soxr, high quality). Loudness is measured with
 pyloudnorm, an implementation of ITU-R BS.1770-4 (K-weighted, gated integrated loudness, LUFS).
+
+Full scale: samples are *not* clipped anywhere in this module. An integer file read at its own
+rate lies in [−1, 1); a float file, a resampled file (band-limiting overshoots at steep edges: a
+full-scale 44.1 kHz 1 kHz square wave peaks at 1.196 at 16 kHz, the Gibbs phenomenon) or a
+loudness-normalised signal can exceed 1. Clipping would change the waveform (and depart from the
+authors' ``load_audio``, which does not clip either); what needs the range handles it where it
+matters: the mixer divides a mixture by its peak when the peak exceeds 1, 16-bit writers
+saturate, and :func:`normalize_loudness` warns (:class:`ClippingWarning`) and returns the peak.
 """
 from __future__ import annotations
 
 import functools
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +26,7 @@ import numpy as np
 from .errors import AiplibParameterError, AudioFileError, MissingPackageError
 
 __all__ = ["SR", "valid_audio", "load_audio", "load_audio_cached", "write_wav", "loudness_lufs",
-           "normalize_loudness", "loop_or_cut", "MIN_LOUDNESS_S"]
+           "normalize_loudness", "peak_abs", "loop_or_cut", "MIN_LOUDNESS_S", "ClippingWarning"]
 
 SR = 16000
 """The pipeline's sample rate in Hz."""
@@ -26,6 +35,10 @@ MIN_LOUDNESS_S = 0.4
 """BS.1770 gating block length in seconds; shorter signals are looped before measuring."""
 
 _FFMPEG_FORMATS = {".g722": ["-f", "g722"]}
+
+
+class ClippingWarning(UserWarning):
+    """A loudness-normalised signal peaks above full scale (|y| > 1): a 16-bit copy would clip."""
 
 
 def valid_audio(y, *, name: str = "audio") -> np.ndarray:
@@ -87,7 +100,12 @@ def load_audio(path, *, sr: int = SR) -> np.ndarray:
 
     Returns
     -------
-    np.ndarray [shape=(n,)], float32, values in [-1, 1] for integer sources
+    np.ndarray [shape=(n,)], float32
+        Not clipped: values lie in [-1, 1) for an integer file read at its own rate; a float file
+        can hold larger values, and resampling can overshoot full scale at steep edges (a
+        full-scale 44.1 kHz 1 kHz square wave peaks at 1.196 at 16 kHz). Use :func:`peak_abs` to
+        check; nothing in aiplib relies on ``|y| <= 1`` after loading (the mixer limits the
+        mixture's peak, see the module docstring).
 
     Raises
     ------
@@ -239,8 +257,15 @@ def loudness_lufs(y, *, sr: int = SR, name: str = "audio") -> float:
         return float(_meter(sr).integrated_loudness(y))
 
 
-def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audio"):
-    """Scale ``y`` so that its integrated loudness is ``target_lufs``.
+def peak_abs(y) -> float:
+    """Largest absolute sample value (linear, full scale = 1); 0.0 for an empty array."""
+    y = np.asarray(y)
+    return float(np.max(np.abs(y))) if y.size else 0.0
+
+
+def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audio",
+                       return_peak: bool = False):
+    """Scale ``y`` so that its integrated loudness is ``target_lufs``, and check its peak.
 
     Parameters
     ----------
@@ -248,15 +273,27 @@ def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audi
     target_lufs : float, LUFS
     sr : int, Hz
     name : str
-        Used in error messages (a file name, say).
+        Used in error and warning messages (a file name, say).
+    return_peak : bool
+        Also return the peak after the gain (default False, for the three-value form).
 
     Returns
     -------
     y_out : np.ndarray [shape=(n,)], float32
+        ``y * 10 ** (gain_db / 20)``, not clipped (as ``pyloudnorm.normalize.loudness``, which the
+        authors' ``loudness_normalize`` calls).
     gain_db : float
         Gain applied, in dB.
     lufs_before : float
         Loudness measured before, in LUFS.
+    peak_after : float
+        Only with ``return_peak=True``: ``max |y_out|`` (linear, full scale = 1).
+
+    Warns
+    -----
+    ClippingWarning
+        When ``peak_after > 1`` (e.g. a 2 s 1 kHz sine at −3 LUFS peaks at 1.0096): the message
+        names ``name``, the peak and its dBFS. The samples are left as they are.
 
     Raises
     ------
@@ -270,4 +307,11 @@ def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audi
         raise AudioFileError(f"{name}: the audio is silent (loudness -inf LUFS) and cannot be normalised")
     gain_db = target_lufs - before
     out = (np.asarray(y, dtype=np.float64) * 10.0 ** (gain_db / 20.0)).astype(np.float32)
+    peak = peak_abs(out)
+    if peak > 1.0:
+        warnings.warn(f"{name}: normalised to {target_lufs:g} LUFS (gain {gain_db:+.2f} dB) it peaks at "
+                      f"{peak:.4f} ({20 * np.log10(peak):+.2f} dBFS) > full scale; a 16-bit copy would "
+                      "clip", ClippingWarning, stacklevel=2)
+    if return_peak:
+        return out, float(gain_db), float(before), peak
     return out, float(gain_db), float(before)

@@ -1,8 +1,15 @@
-"""Background curation: any list of background specs → 30 s, −30 LUFS, 16 kHz mono WAVs.
+"""Background curation: any list of background specs → 30 s, −23 LUFS, 16 kHz mono WAVs.
 
 Profile-agnostic: the ``demo``, ``paper`` and ``custom`` profiles each produce a list of
 *background specs* (plain dicts, see ``docs/ARCHITECTURE.md``) and call :func:`curate_battery`,
 which writes ``bg/<bg_id>.wav`` and ``descriptors/battery.csv``.
+
+As the authors' ``scripts/03_curate_battery.py``: mono, 16 kHz, tiled end to end and cut to 30 s,
+then loudness-normalised to −23 LUFS (their ``BG_LUFS``, the same level as the speech). Each row
+of ``battery.csv`` also records the peak after normalisation (``peak_after``; a
+:class:`aiplib.audio.ClippingWarning` is issued above full scale) and how much of the background
+is digital silence (``silent_share``, ``silent_share_1s``; see :func:`silent_shares`) — ESC-50
+clips, for instance, are zero-padded to 5 s.
 
 Loudness is integrated loudness after ITU-R BS.1770-4, measured with pyloudnorm through
 :func:`aiplib.audio.normalize_loudness`. Coloured noises are shaped in the frequency domain
@@ -20,8 +27,15 @@ import numpy as np
 from .audio import SR, load_audio, loop_or_cut, loudness_lufs, normalize_loudness, write_wav
 from .errors import AiplibParameterError, AudioFileError
 
-__all__ = ["CATEGORIES", "COMBINES", "BATTERY_COLUMNS", "REQUIRED_SPEC_KEYS", "colored_noise",
-           "spec_seed", "curate_background", "curate_battery", "read_battery"]
+__all__ = ["CATEGORIES", "COMBINES", "BATTERY_COLUMNS", "REQUIRED_SPEC_KEYS", "TARGET_LUFS",
+           "SILENT_RUN_S", "colored_noise", "silent_shares", "spec_seed", "curate_background",
+           "curate_battery", "read_battery"]
+
+TARGET_LUFS = -23.0
+"""Loudness of every curated background in LUFS (the authors' ``BG_LUFS``, scripts/utils.py)."""
+
+SILENT_RUN_S = 0.010
+"""Shortest run of exact-zero samples (s) that counts as digital silence in ``silent_share``."""
 
 CATEGORIES = ("stationary", "transient", "music", "speech-like")
 """Allowed values of a spec's ``category``."""
@@ -31,7 +45,7 @@ COMBINES = ("concat", "sum", "synthetic:white", "synthetic:pink", "synthetic:bro
 
 BATTERY_COLUMNS = ["bg_id", "category", "description", "source_package", "source_file", "licence",
                    "attribution", "synthetic", "source_duration_s", "looped", "gain_db",
-                   "lufs_before", "lufs_after", "path"]
+                   "lufs_before", "lufs_after", "peak_after", "silent_share", "silent_share_1s", "path"]
 """Columns of ``descriptors/battery.csv``, in order."""
 
 REQUIRED_SPEC_KEYS = ("bg_id", "category", "description", "sources", "combine", "source_package",
@@ -94,6 +108,49 @@ def colored_noise(kind: str, n: int, *, seed: int = 0, sr: int = SR, f_min_hz: f
     return (0.5 * y / np.max(np.abs(y))).astype(np.float32)
 
 
+def silent_shares(y, *, sr: int = SR, min_run_s: float = SILENT_RUN_S) -> dict[str, float]:
+    """How much of a background is digital silence (samples exactly 0.0).
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)], float
+        The curated background (after looping/cutting and normalisation; a gain keeps zeros).
+    sr : int, Hz
+    min_run_s : float, s
+        Shortest run of exact zeros that counts (10 ms): single zero samples of ordinary
+        16-bit audio are not silence.
+
+    Returns
+    -------
+    dict
+        ``silent_share``: fraction of the ``n`` samples that lie in runs of exact zeros at least
+        ``min_run_s`` long. ``silent_share_1s``: fraction of the 1 s windows ``y[o:o + sr]``, over
+        every start ``o`` in ``0 … n − sr``, that hold only zeros — the chance that a 1 s
+        utterance mixed at a uniformly drawn offset (the authors' mixer) meets digital silence
+        only (the whole signal is one window when ``n < sr``).
+
+    Examples
+    --------
+    >>> y = np.r_[np.ones(16000), np.zeros(32000)].astype(np.float32)   # 1 s sound, 2 s zeros
+    >>> s = silent_shares(y)   # 2/3 of the samples; windows starting at 16000 … 32000 of 0 … 32000
+    >>> round(s["silent_share"], 4), s["silent_share_1s"] == 16001 / 32001
+    (0.6667, True)
+    """
+    z = np.asarray(y) == 0
+    n = z.size
+    if n == 0:
+        raise AiplibParameterError("silent_shares: empty waveform")
+    edges = np.diff(np.r_[0, z.astype(np.int8), 0])
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    runs = ends - starts
+    min_run = max(1, int(round(min_run_s * sr)))
+    share = float(runs[runs >= min_run].sum() / n)
+    w = min(int(sr), n)
+    loud = np.r_[0, np.cumsum(~z)]
+    share_1s = float(np.mean(loud[w:] - loud[:-w] == 0))
+    return {"silent_share": share, "silent_share_1s": share_1s}
+
+
 def spec_seed(seed: int, bg_id: str) -> int:
     """Per-background seed: the first 4 bytes (big-endian) of sha256(f"{seed}:{bg_id}")."""
     return int.from_bytes(hashlib.sha256(f"{seed}:{bg_id}".encode()).digest()[:4], "big")
@@ -146,8 +203,8 @@ def _real_background(spec, n: int, target_lufs: float, sr: int):
     return np.sum(streams, axis=0, dtype=np.float64), min(durations), min(durations) * sr < n
 
 
-def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = -30.0, seed: int = 0,
-                      sr: int = SR):
+def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS,
+                      seed: int = 0, sr: int = SR):
     """Make one background: combine its sources, loop or cut, loudness-normalise.
 
     Parameters
@@ -163,7 +220,8 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = -3
     duration_s : float > 0, s
         Output length; shorter material is looped end to end, longer is cut.
     target_lufs : float, LUFS
-        Integrated loudness of the output (ITU-R BS.1770-4, pyloudnorm).
+        Integrated loudness of the output (ITU-R BS.1770-4, pyloudnorm); default −23 LUFS, the
+        authors' value.
     seed : int
         Seed of the synthetic noises.
     sr : int, Hz
@@ -173,8 +231,10 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = -3
     y : np.ndarray [shape=(round(duration_s * sr),)], float32
     info : dict
         ``source_duration_s`` (s, before looping; shortest talker for ``sum``), ``looped``,
-        ``gain_db`` (dB, final normalisation), ``lufs_before``, ``lufs_after`` (LUFS) and the spec's
-        descriptive fields.
+        ``gain_db`` (dB, final normalisation), ``lufs_before``, ``lufs_after`` (LUFS),
+        ``peak_after`` (max |y|, linear; above 1 a :class:`aiplib.audio.ClippingWarning` is issued
+        and the samples are kept, not clipped), ``silent_share``, ``silent_share_1s``
+        (:func:`silent_shares`) and the spec's descriptive fields.
 
     Raises
     ------
@@ -193,10 +253,12 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = -3
     else:
         y, src_dur, looped = _real_background(spec, n, target_lufs, sr)
         name = _name(_flatten(spec["sources"]))
-    y, gain_db, before = normalize_loudness(np.asarray(y, dtype=np.float32), target_lufs, sr=sr, name=name)
+    y, gain_db, before, peak = normalize_loudness(np.asarray(y, dtype=np.float32), target_lufs, sr=sr,
+                                                 name=f"{spec['bg_id']} ({name})", return_peak=True)
     info = {k: spec[k] for k in REQUIRED_SPEC_KEYS if k not in ("sources", "combine")}
     info.update(source_duration_s=float(src_dur), looped=bool(looped), gain_db=gain_db,
-                lufs_before=before, lufs_after=loudness_lufs(y, sr=sr, name=name))
+                lufs_before=before, lufs_after=loudness_lufs(y, sr=sr, name=name), peak_after=peak,
+                **silent_shares(y, sr=sr))
     return y, info
 
 
@@ -221,6 +283,16 @@ def read_battery(ws):
     return pd.read_csv(path, keep_default_na=False, dtype={"bg_id": str})
 
 
+def _row_current(row: dict, target_lufs: float) -> bool:
+    """An old battery.csv row is reusable: it has every current column and the target loudness."""
+    if any(c not in row for c in BATTERY_COLUMNS):
+        return False
+    try:
+        return abs(float(row["lufs_after"]) - float(target_lufs)) <= 0.05
+    except (TypeError, ValueError):
+        return False
+
+
 def _check_ids(specs) -> None:
     seen, dups = set(), []
     for s in specs:
@@ -232,7 +304,7 @@ def _check_ids(specs) -> None:
         raise AiplibParameterError(f"duplicate bg_id in the background specs: {', '.join(map(str, dups))}")
 
 
-def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = -30.0,
+def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS,
                    seed: int = 20240917, overwrite: bool = False):
     """Curate every spec into ``bg/<bg_id>.wav`` and write ``descriptors/battery.csv``.
 
@@ -244,17 +316,21 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
         relative to ``ws.root``.
     duration_s : float > 0, s
     target_lufs : float, LUFS
+        Default −23 LUFS (the authors' ``BG_LUFS``).
     seed : int
         Base seed; background ``bg_id`` uses :func:`spec_seed` ``(seed, bg_id)``.
     overwrite : bool
         Re-make WAVs that already exist. Without it an existing ``bg/<bg_id>.wav`` listed in the
-        current ``battery.csv`` is kept as it is (with its row), missing ones are made; pass
-        True after changing a spec, durations or target loudness.
+        current ``battery.csv`` is kept as it is (with its row), missing ones are made; a row
+        from an older ``battery.csv`` without the current columns, or curated to another
+        loudness (``|lufs_after - target_lufs| > 0.05``), is re-made. Pass True after changing a
+        spec or the duration.
 
     Returns
     -------
     pandas.DataFrame
-        One row per spec, columns :data:`BATTERY_COLUMNS` (``path`` relative to ``ws.root``).
+        One row per spec, columns :data:`BATTERY_COLUMNS` (``path`` relative to ``ws.root``;
+        ``peak_after``, ``silent_share`` and ``silent_share_1s`` as in :func:`curate_background`).
 
     Raises
     ------
@@ -275,13 +351,15 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     rows = []
     for spec in tqdm(specs, desc="curating backgrounds", unit="bg"):
         out = ws.bg / f"{spec['bg_id']}.wav"
-        if out.is_file() and spec["bg_id"] in old:
-            rows.append({c: old[spec["bg_id"]][c] for c in BATTERY_COLUMNS})
+        prev = old.get(spec["bg_id"])
+        stale = prev is not None and not _row_current(prev, target_lufs)
+        if out.is_file() and prev is not None and not stale:
+            rows.append({c: prev[c] for c in BATTERY_COLUMNS})
             continue
         spec = dict(spec, sources=_resolve(ws, spec["sources"]))
         y, info = curate_background(spec, duration_s=duration_s, target_lufs=target_lufs,
                                     seed=spec_seed(seed, spec["bg_id"]))
-        if overwrite or not out.is_file():
+        if overwrite or stale or not out.is_file():
             write_wav(out, y)
         rows.append(_row(ws, spec, info, out))
     df = pd.DataFrame(rows, columns=BATTERY_COLUMNS)

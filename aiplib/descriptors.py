@@ -2,20 +2,25 @@
 
 Each background of the battery is summarised by nine numbers (:data:`DESCRIPTORS`), written to
 ``descriptors/acoustic_descriptors.csv`` by :func:`descriptor_table`. Eight come from librosa [1]_
-short-time features, one from the Silero voice-activity detector [2]_.
+short-time features, one from the Silero voice-activity detector [2]_. They are computed **as the
+authors of AIP-Speech compute them** (``extract_acoustic_descriptors`` in their
+``scripts/generate_results_new_2.py``; VAD settings of their ``scripts/vad_classify_bg.py``), so
+that Table 2 / Figures 2–3 correlate the same numbers in every profile.
 
-Framing (fixed, the same for every descriptor; durations at the pipeline rate of 16 kHz):
+Framing: librosa's defaults at the pipeline rate of 16 kHz, the same for every descriptor:
 
-* ``n_fft = win_length = 512`` samples (32 ms), Hann window, ``hop_length = 256`` (16 ms, 50 %
-  overlap), ``center=False`` (every frame lies wholly inside the signal, no edge padding), so a
-  signal of ``n`` samples gives ``1 + (n - 512) // 256`` frames (1 874 for a 30 s background).
-* ``S`` is the magnitude STFT, ``|librosa.stft(y, n_fft=512, hop_length=256, center=False)|``,
-  shape ``(257, t)``; the spectral descriptors are computed from this one ``S``.
-* Each per-frame series is summarised by its **mean over frames** (``rms_variance``: variance).
-* Frames of digital silence (mean square < :data:`SILENCE_POWER`, −120 dBFS) have no spectral
-  shape: they are left out of the means of centroid, roll-off, bandwidth, flatness and contrast.
-  ZCR, RMS variance and flux use every frame (silence → sound is an onset, and the spread of level
-  includes the pauses).
+* ``n_fft = frame_length = 2048`` samples (128 ms), Hann window, ``hop_length = 512`` (32 ms),
+  ``center=True``: frame ``t`` is centred on sample ``512 t``; the signal is padded by 1024
+  samples at each end (zeros for the STFT, RMS and onset strength; edge values for the ZCR, as
+  librosa does), so ``n`` samples give ``1 + n // 512`` frames (938 for a 30 s background).
+* Each per-frame series is summarised by its **mean over all frames** (``rms_variance``:
+  population variance over frames; ``spectral_contrast``: mean over the 7 bands and all frames).
+* **Silent frames are included** in every mean, as in the authors' code. A frame of digital
+  silence (all 2048 samples exactly zero) has centroid, roll-off and bandwidth 0 Hz, contrast
+  0 dB, flatness 1 (librosa floors the power spectrum at ``amin = 1e-10``, which is flat), ZCR 0
+  and RMS 0. A background that is half digital silence therefore has about half the centroid of
+  its sounding part (white noise: ≈ 4000 Hz sounding, ≈ 2040 Hz over all frames). The share of
+  such frames is reported beside the descriptors (``silent_frame_share``).
 
 See :data:`DESCRIPTOR_INFO` for each descriptor's unit and exact definition.
 
@@ -25,8 +30,8 @@ References
    Python in Science Conf., 18–25. https://librosa.org (version 0.11 used here).
 .. [2] Silero Team (2021). Silero VAD: pre-trained enterprise-grade Voice Activity Detector (VAD),
    Number Detector and Language Classifier. https://github.com/snakers4/silero-vad
-.. [3] Tzanetakis, G. & Cook, P. (2002). Musical genre classification of audio signals. IEEE Trans.
-   Speech and Audio Processing 10(5), 293–302 (spectral flux of normalised magnitude spectra).
+.. [3] Böck, S. & Widmer, G. (2013). Maximum filter vibrato suppression for onset detection. Proc.
+   DAFx-13 (librosa's ``onset_strength``: half-wave-rectified log-mel spectral flux).
 .. [4] Jiang, D.-N. et al. (2002). Music type classification by spectral contrast feature. Proc.
    IEEE ICME, 113–116.
 .. [5] Dubnov, S. (2004). Generalization of spectral flatness measure for non-Gaussian linear
@@ -49,11 +54,12 @@ from .hashing import sha256_file
 __all__ = [
     "DESCRIPTORS",
     "DESCRIPTOR_INFO",
+    "TABLE_COLUMNS",
     "FRAME",
-    "SILENCE_POWER",
     "VAD_SETTINGS",
     "compute_descriptors",
     "spectral_descriptors",
+    "silent_frame_share",
     "vad_speech_fraction",
     "load_vad_model",
     "descriptor_table",
@@ -72,92 +78,110 @@ DESCRIPTORS = [
 ]
 """The nine descriptor names, in the column order of ``acoustic_descriptors.csv``."""
 
+TABLE_COLUMNS = ["bg_id", *DESCRIPTORS, "silent_frame_share"]
+"""Columns of ``acoustic_descriptors.csv``: the nine descriptors, then the share of the
+descriptor frames that are digital silence (included in the means, see the module docstring)."""
+
 FRAME = {
     "sr": SR,
-    "n_fft": 512,
-    "win_length": 512,
-    "hop_length": 256,
+    "n_fft": 2048,
+    "win_length": 2048,
+    "hop_length": 512,
     "window": "hann",
-    "center": False,
-    "summary": "mean over frames (rms_variance: population variance over frames)",
+    "center": True,
+    "pad_mode": "constant (zeros) for STFT, RMS and onset strength; edge for ZCR (librosa defaults)",
+    "summary": "mean over all frames (rms_variance: population variance over frames; "
+               "spectral_contrast: mean over bands and frames)",
+    "silent_frames": "included in every frame mean and in the RMS variance (as the authors' code); "
+                     "a digitally silent frame gives centroid/rolloff/bandwidth 0 Hz, contrast 0 dB, "
+                     "flatness 1, ZCR 0, RMS 0",
     "rolloff_percent": 0.85,
     "contrast_n_bands": 6,
     "contrast_fmin_hz": 200.0,
     "contrast_quantile": 0.02,
+    "flux": "librosa.onset.onset_strength defaults: 128-band mel power spectrogram in dB "
+            "(ref 1, amin 1e-10, top_db 80), lag 1, max_size 1, mean over mel bands, centred",
+    "source": "the authors' scripts/generate_results_new_2.py (extract_acoustic_descriptors), "
+              "librosa defaults at 16 kHz",
 }
 """Frame and summary settings shared by every descriptor (recorded in the JSON sidecar)."""
 
-SILENCE_POWER = 1e-12
-"""Mean-square level (linear, = −120 dBFS) below which a frame counts as digital silence."""
-
 VAD_SETTINGS = {
     "model": "silero_vad.jit (TorchScript, shipped in the silero-vad wheel)",
+    "threshold": "0.5 unless set (the authors' SILERO_SENSITIVITY)",
+    "window_size_samples": 512,
     "min_speech_duration_ms": 250,
     "min_silence_duration_ms": 100,
     "speech_pad_ms": 30,
-    "window_size_samples": "512 at 16 kHz, 256 at 8 kHz",
+    "fraction": "sum(end - start) / n over the returned segments (the authors' vad_classify_bg.py)",
 }
-"""``get_speech_timestamps`` settings (the silero-vad defaults) used by :func:`vad_speech_fraction`."""
+"""``get_speech_timestamps`` settings of the authors' ``scripts/vad_classify_bg.py`` (the silero-vad
+defaults) used by :func:`vad_speech_fraction`."""
 
 DESCRIPTOR_INFO = {
     "zcr": (
         "crossings per sample (fraction, 0–1)",
-        "mean over frames of (sign changes between consecutive samples inside the frame) / 512, "
-        "librosa's definition (so at most 511/512; a 1 kHz sine at 16 kHz gives 63/512 ≈ 0.123)",
-        "librosa.feature.zero_crossing_rate(y, frame_length=512, hop_length=256, center=False)",
+        "mean over all frames of (sign changes inside the 2048-sample frame) / 2048 (librosa's "
+        "definition; a 1 kHz sine at 16 kHz gives ≈ 0.125)",
+        "librosa.feature.zero_crossing_rate(y) (frame 2048, hop 512, centred)",
     ),
     "spectral_centroid": (
         "Hz",
-        "mean over non-silent frames of the magnitude-weighted mean frequency",
-        "librosa.feature.spectral_centroid(S=|STFT|, sr=16000)",
+        "mean over all frames (silent frames count as 0 Hz) of the magnitude-weighted mean frequency",
+        "librosa.feature.spectral_centroid(y=y, sr=16000)",
     ),
     "spectral_rolloff": (
         "Hz",
-        "mean over non-silent frames of the lowest bin-centre frequency below which 85 % of the "
-        "frame's spectral magnitude (sum of |STFT|, librosa's convention) lies",
-        "librosa.feature.spectral_rolloff(S=|STFT|, sr=16000, roll_percent=0.85)",
+        "mean over all frames (silent: 0 Hz) of the lowest bin-centre frequency below which 85 % of "
+        "the frame's spectral magnitude (sum of |STFT|, librosa's convention) lies",
+        "librosa.feature.spectral_rolloff(y=y, sr=16000)",
     ),
     "spectral_bandwidth": (
         "Hz",
-        "mean over non-silent frames of the magnitude-weighted standard deviation of frequency "
-        "around the centroid (p = 2)",
-        "librosa.feature.spectral_bandwidth(S=|STFT|, sr=16000, p=2)",
+        "mean over all frames (silent: 0 Hz) of the magnitude-weighted standard deviation of "
+        "frequency around the centroid (p = 2)",
+        "librosa.feature.spectral_bandwidth(y=y, sr=16000)",
     ),
     "spectral_flux": (
-        "unitless, 0–√2",
-        "mean over consecutive frame pairs of ||N_t − N_(t−1)||_2, where N_t = S_t / ||S_t||_2 is the "
-        "unit-L2-normalised magnitude spectrum (all-zero for a silent frame); level-invariant "
-        "(Tzanetakis & Cook 2002)",
-        "numpy, on librosa.stft magnitudes",
+        "dB per frame (mean over 128 mel bands)",
+        "mean over all frames of librosa's onset strength: the increase (half-wave rectified) of "
+        "the log-mel power spectrum (dB, 80 dB range) from the previous frame, averaged over mel "
+        "bands; level-invariant apart from the 80 dB floor (the authors' 'Spectral Flux')",
+        "numpy.mean(librosa.onset.onset_strength(y=y, sr=16000))",
     ),
     "spectral_flatness": (
         "ratio, 0–1",
-        "mean over non-silent frames of geometric / arithmetic mean of the power spectrum |STFT|²",
-        "librosa.feature.spectral_flatness(S=|STFT|, power=2.0)",
+        "mean over all frames (silent: 1) of geometric / arithmetic mean of the power spectrum "
+        "|STFT|² (floored at 1e-10)",
+        "librosa.feature.spectral_flatness(y=y)",
     ),
     "spectral_contrast": (
         "dB (librosa: 10·log10 of the magnitude peak / valley ratio)",
         "mean over the 7 sub-bands (6 octave bands from 200 Hz plus the residual top band) and over "
-        "non-silent frames of peak-minus-valley level (top vs bottom 2 % of magnitudes in the band)",
-        "librosa.feature.spectral_contrast(S=|STFT|, sr=16000, n_fft=512, n_bands=6, fmin=200)",
+        "all frames (silent: 0 dB) of peak-minus-valley level (top vs bottom 2 % of magnitudes)",
+        "librosa.feature.spectral_contrast(y=y, sr=16000)",
     ),
     "rms_variance": (
         "linear amplitude squared (full scale = 1)",
-        "population variance over frames of the frame RMS (un-windowed 512-sample frames); 0 for a "
-        "steady level, large for intermittent sound; not level-invariant, but the battery is "
-        "loudness-normalised to −30 LUFS so values are comparable across backgrounds",
-        "numpy.var(librosa.feature.rms(y=y, frame_length=512, hop_length=256, center=False))",
+        "population variance over all frames of the frame RMS (un-windowed 2048-sample frames, "
+        "zero-padded at the ends); 0 for a steady level, large for intermittent sound; not "
+        "level-invariant, but the battery is loudness-normalised (−23 LUFS) so values compare "
+        "across backgrounds",
+        "numpy.var(librosa.feature.rms(y=y)[0])",
     ),
     "vad_speech_fraction": (
         "fraction of samples, 0–1",
-        "share of the samples that lie inside the speech segments found by Silero VAD "
-        "(threshold 0.5 unless set; min speech 250 ms, min silence 100 ms, 30 ms padding)",
+        "sum of the lengths of the speech segments found by Silero VAD divided by the length "
+        "(threshold 0.5 unless set; 512-sample windows, min speech 250 ms, min silence 100 ms, "
+        "30 ms padding), as the authors' scripts/vad_classify_bg.py",
         "silero_vad.get_speech_timestamps (Silero Team 2021)",
     ),
 }
 """``name -> (unit, one-line meaning, librosa function or other source)``."""
 
-_DESCRIPTOR_DEFINITION_VERSION = 1  # bump when a definition changes: cached tables are recomputed
+_DESCRIPTOR_DEFINITION_VERSION = 2  # bump when a definition changes: cached tables are recomputed
+# 1: n_fft 512 / hop 256 uncentred, silent frames dropped, L2-normalised flux (aiplib's own)
+# 2: librosa defaults (2048 / 512, centred), all frames, onset-strength flux (the authors')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,18 +196,54 @@ def _check_input(y, sr, *, name="audio"):
             f"aiplib.audio.load_audio(path, sr={SR})")
     if y.size < FRAME["n_fft"]:
         raise AiplibParameterError(
-            f"{name}: need at least {FRAME['n_fft']} samples (one {FRAME['n_fft']}-sample frame), "
-            f"got shape {y.shape}")
+            f"{name}: need at least {FRAME['n_fft']} samples (one {FRAME['n_fft']}-sample frame, "
+            f"{FRAME['n_fft'] / SR * 1000:.0f} ms), got shape {y.shape}")
+    if not np.any(y):
+        raise AiplibParameterError(
+            f"{name}: the signal is digital silence (every sample is zero); its descriptors are "
+            "undefined")
     return y
+
+
+def silent_frame_share(y) -> float:
+    """Share of the descriptor frames that are digital silence (every sample exactly zero).
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)], float
+        Mono waveform.
+
+    Returns
+    -------
+    float in [0, 1]
+        Over the ``1 + n // 512`` centred frames of :data:`FRAME` (2048 samples, hop 512,
+        zero-padded by 1024 samples at each end, as librosa's STFT), the fraction whose samples
+        are all exactly 0. These frames are *included* in the descriptor means.
+
+    Examples
+    --------
+    >>> round(silent_frame_share(np.r_[np.zeros(16000), np.ones(16000)].astype(np.float32)), 3)
+    0.476
+    """
+    import librosa
+
+    y = np.asarray(y)
+    half = FRAME["n_fft"] // 2
+    frames = librosa.util.frame(np.pad(y != 0, half), frame_length=FRAME["n_fft"],
+                                hop_length=FRAME["hop_length"])
+    return float(np.mean(~frames.any(axis=0)))
 
 
 def spectral_descriptors(y, sr: int = SR, *, name: str = "audio") -> dict[str, float]:
     """The eight librosa descriptors of a waveform (every descriptor except the VAD fraction).
 
+    Computed as the authors' ``extract_acoustic_descriptors`` (``scripts/generate_results_new_2.py``):
+    librosa's default framing at 16 kHz, each descriptor the mean over all frames.
+
     Parameters
     ----------
-    y : np.ndarray [shape=(n,)], float, n >= 512
-        Mono waveform, nominally in [-1, 1].
+    y : np.ndarray [shape=(n,)], float, n >= 2048
+        Mono waveform, nominally in [-1, 1]; computed in float64 (as the authors' ``sf.read``).
     sr : int
         Sample rate in Hz; must be 16 000 (the pipeline rate), so that frame durations and
         frequency bins are the same for every background.
@@ -199,82 +259,41 @@ def spectral_descriptors(y, sr: int = SR, *, name: str = "audio") -> dict[str, f
     Raises
     ------
     AiplibParameterError
-        If ``y`` is not a 1-D float array, holds NaN/inf, has fewer than 512 samples, is digital
-        silence throughout (no spectral shape), or ``sr != 16000``.
+        If ``y`` is not a 1-D float array, holds NaN/inf, has fewer than 2048 samples, is digital
+        silence throughout, or ``sr != 16000``.
 
     See Also
     --------
     compute_descriptors : all nine descriptors, including the Silero VAD speech fraction.
+    silent_frame_share : how many of the averaged frames are digital silence.
 
     Notes
     -----
-    One magnitude STFT ``S`` (``n_fft=512``, hop 256, Hann, ``center=False``) feeds the spectral
-    features; ZCR and RMS use the same frames of the waveform. Summary = mean over frames, except
-    ``rms_variance`` (variance). Silent frames are dropped from the spectral-shape means (see the
-    module docstring). librosa [1]_; flux after Tzanetakis & Cook [3]_; contrast after Jiang et
-    al. [4]_.
-
-    References
-    ----------
-    .. [1] McFee, B. et al. (2015). librosa: Audio and music signal analysis in Python.
-    .. [3] Tzanetakis, G. & Cook, P. (2002). Musical genre classification of audio signals.
-    .. [4] Jiang, D.-N. et al. (2002). Music type classification by spectral contrast feature.
+    ``n_fft=2048``, ``hop_length=512``, Hann, ``center=True`` (librosa's defaults). Summary = mean
+    over all frames, silent ones included (see the module docstring), except ``rms_variance``
+    (variance). Spectral flux = mean of ``librosa.onset.onset_strength`` [3]_; contrast after
+    Jiang et al. [4]_, averaged over bands and frames.
 
     Examples
     --------
     >>> t = np.arange(16000) / 16000
     >>> d = spectral_descriptors(np.sin(2 * np.pi * 1000 * t + 0.1).astype(np.float32))
-    >>> round(d["zcr"], 3), round(d["spectral_centroid"]), d["spectral_flatness"] < 1e-6
-    (0.123, 1000, True)
+    >>> round(d["zcr"], 3), round(d["spectral_centroid"]), d["spectral_flatness"] < 1e-3  # 1 s: edge frames weigh
+    (0.119, 1010, True)
     """
     import librosa
 
-    y = _check_input(y, sr, name=name)
-    n_fft, hop, win = FRAME["n_fft"], FRAME["hop_length"], FRAME["win_length"]
-    y64 = y.astype(np.float64)
-
-    # time-domain frames: the same (512, 256, center=False) grid as the STFT
-    frames = librosa.util.frame(y64, frame_length=n_fft, hop_length=hop)  # (512, t)
-    power = np.mean(frames ** 2, axis=0)  # (t,)
-    active = power >= SILENCE_POWER
-    if not active.any():
-        raise AiplibParameterError(
-            f"{name}: the signal is digital silence (every frame below -120 dBFS); its spectral "
-            "descriptors are undefined")
-
-    zcr = librosa.feature.zero_crossing_rate(y64, frame_length=n_fft, hop_length=hop, center=False)[0]
-    rms = librosa.feature.rms(y=y64, frame_length=n_fft, hop_length=hop, center=False)[0]
-
-    S = np.abs(librosa.stft(y64, n_fft=n_fft, hop_length=hop, win_length=win, window=FRAME["window"],
-                            center=False))  # (257, t)
-    t = min(S.shape[1], active.size, zcr.size, rms.size)  # identical by construction; guard anyway
-    S, active, zcr, rms = S[:, :t], active[:t], zcr[:t], rms[:t]
-    Sa = S[:, active]
-
-    centroid = librosa.feature.spectral_centroid(S=Sa, sr=sr, n_fft=n_fft)[0]
-    rolloff = librosa.feature.spectral_rolloff(S=Sa, sr=sr, n_fft=n_fft,
-                                               roll_percent=FRAME["rolloff_percent"])[0]
-    bandwidth = librosa.feature.spectral_bandwidth(S=Sa, sr=sr, n_fft=n_fft, p=2)[0]
-    flatness = librosa.feature.spectral_flatness(S=Sa, power=2.0)[0]
-    contrast = librosa.feature.spectral_contrast(
-        S=Sa, sr=sr, n_fft=n_fft, n_bands=FRAME["contrast_n_bands"], fmin=FRAME["contrast_fmin_hz"],
-        quantile=FRAME["contrast_quantile"])  # (7, t_active)
-
-    # spectral flux of unit-L2-normalised magnitude spectra (silent frame -> zero vector)
-    norms = np.linalg.norm(S, axis=0)
-    N = np.divide(S, norms, out=np.zeros_like(S), where=norms > 0)
-    N[:, ~active] = 0.0
-    flux = np.linalg.norm(np.diff(N, axis=1), axis=0) if t > 1 else np.zeros(1)
-
+    y = _check_input(y, sr, name=name).astype(np.float64)
+    feat = librosa.feature
     return {
-        "zcr": float(np.mean(zcr)),
-        "spectral_centroid": float(np.mean(centroid)),
-        "spectral_rolloff": float(np.mean(rolloff)),
-        "spectral_bandwidth": float(np.mean(bandwidth)),
-        "spectral_flux": float(np.mean(flux)),
-        "spectral_flatness": float(np.mean(flatness)),
-        "spectral_contrast": float(np.mean(contrast)),
-        "rms_variance": float(np.var(rms)),
+        "zcr": float(np.mean(feat.zero_crossing_rate(y=y))),
+        "spectral_centroid": float(np.mean(feat.spectral_centroid(y=y, sr=sr))),
+        "spectral_rolloff": float(np.mean(feat.spectral_rolloff(y=y, sr=sr))),
+        "spectral_bandwidth": float(np.mean(feat.spectral_bandwidth(y=y, sr=sr))),
+        "spectral_flux": float(np.mean(librosa.onset.onset_strength(y=y, sr=sr))),
+        "spectral_flatness": float(np.mean(feat.spectral_flatness(y=y))),
+        "spectral_contrast": float(np.mean(feat.spectral_contrast(y=y, sr=sr))),
+        "rms_variance": float(np.var(feat.rms(y=y)[0])),
     }
 
 
@@ -373,8 +392,9 @@ def vad_speech_fraction(y, *, sr: int = SR, threshold: float = 0.5, model=None,
     float in [0, 1]
         ``sum(end - start) / n`` over the speech segments (sample indices) returned by
         ``silero_vad.get_speech_timestamps(..., threshold=threshold, sampling_rate=sr)`` with the
-        silero-vad defaults in :data:`VAD_SETTINGS` (min speech 250 ms, min silence 100 ms, 30 ms
-        padding), segments clipped to ``[0, n)``.
+        settings of the authors' ``scripts/vad_classify_bg.py`` (:data:`VAD_SETTINGS`: 512-sample
+        windows, min speech 250 ms, min silence 100 ms, 30 ms padding), segments clipped to
+        ``[0, n)``. The authors round it to 4 decimals for their table; it is not rounded here.
 
     Raises
     ------
@@ -408,14 +428,13 @@ def vad_speech_fraction(y, *, sr: int = SR, threshold: float = 0.5, model=None,
     wav = torch.from_numpy(np.ascontiguousarray(y, dtype=np.float32))
     with _torch_threads(1), torch.no_grad():
         stamps = get_speech_timestamps(wav, model, threshold=float(threshold), sampling_rate=sr,
+                                       window_size_samples=VAD_SETTINGS["window_size_samples"],
                                        min_speech_duration_ms=VAD_SETTINGS["min_speech_duration_ms"],
                                        min_silence_duration_ms=VAD_SETTINGS["min_silence_duration_ms"],
                                        speech_pad_ms=VAD_SETTINGS["speech_pad_ms"])
     n = y.size
-    covered = np.zeros(n, dtype=bool)  # union, in case padded segments ever touch
-    for s in stamps:
-        covered[max(0, int(s["start"])):min(n, int(s["end"]))] = True
-    return float(covered.mean())
+    speech = sum(max(0, min(n, int(s["end"])) - max(0, int(s["start"]))) for s in stamps)
+    return float(speech / n)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -428,7 +447,7 @@ def compute_descriptors(y, *, sr: int = SR, vad_threshold: float = 0.5, vad_mode
 
     Parameters
     ----------
-    y : np.ndarray [shape=(n,)], float, n >= 512
+    y : np.ndarray [shape=(n,)], float, n >= 2048
         Mono waveform at 16 kHz, nominally in [-1, 1].
     sr : int
         Sample rate in Hz; must be 16 000.
@@ -447,7 +466,7 @@ def compute_descriptors(y, *, sr: int = SR, vad_threshold: float = 0.5, vad_mode
     Raises
     ------
     AiplibParameterError
-        If ``y`` is not a 1-D float array, holds NaN/inf, has fewer than 512 samples or is digital
+        If ``y`` is not a 1-D float array, holds NaN/inf, has fewer than 2048 samples or is digital
         silence, if ``sr != 16000``, or if ``vad_threshold`` is outside (0, 1).
 
     See Also
@@ -477,9 +496,15 @@ def _versions() -> dict[str, str]:
 
 def _settings(vad_threshold: float) -> dict:
     return {"definition_version": _DESCRIPTOR_DEFINITION_VERSION, "frame": FRAME,
-            "vad_threshold": float(vad_threshold), "vad": VAD_SETTINGS}
+            "silent_frames_in_means": True, "vad_threshold": float(vad_threshold), "vad": VAD_SETTINGS}
 
 
+def _read_ids_csv(path: Path, numeric=()):
+    """Read a CSV keeping ``bg_id`` (and every text cell) as written: ``NA`` stays the string "NA"."""
+    import pandas as pd
+
+    return pd.read_csv(path, dtype={"bg_id": str}, keep_default_na=False,
+                       na_values={c: ["", "nan", "NaN"] for c in numeric})
 
 
 def _read_previous(csv_path: Path, json_path: Path, settings: dict):
@@ -490,13 +515,13 @@ def _read_previous(csv_path: Path, json_path: Path, settings: dict):
         return None, {}
     try:
         side = json.loads(json_path.read_text())
-        old = pd.read_csv(csv_path, dtype={"bg_id": str})
+        old = _read_ids_csv(csv_path, numeric=TABLE_COLUMNS[1:])
     except (OSError, ValueError):
         return None, {}
     # JSON round trip so tuples/ints compare like for like
     if side.get("settings") != json.loads(json.dumps(settings)):
         return None, {}
-    if list(old.columns) != ["bg_id", *DESCRIPTORS]:
+    if list(old.columns) != TABLE_COLUMNS:
         return None, {}
     return old.set_index("bg_id"), side.get("files", {})
 
@@ -507,9 +532,14 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
 
     Reads ``ws.descriptors / "battery.csv"`` (columns ``bg_id`` and ``path``, the WAV path relative
     to ``ws.root``), computes :func:`compute_descriptors` for each background, and writes
-    ``ws.descriptors / "acoustic_descriptors.csv"`` (columns ``bg_id`` + :data:`DESCRIPTORS`) and
-    the sidecar ``acoustic_descriptors.json`` (frame settings, VAD threshold and settings, package
-    versions, the SHA-256 of every WAV, and :data:`DESCRIPTOR_INFO`).
+    ``ws.descriptors / "acoustic_descriptors.csv"`` (columns :data:`TABLE_COLUMNS`: ``bg_id``, the
+    nine :data:`DESCRIPTORS`, ``silent_frame_share``) and the sidecar ``acoustic_descriptors.json``
+    (frame settings, ``silent_frames_in_means: true`` and what a silent frame contributes, VAD
+    threshold and settings, package versions, the SHA-256 and silent-frame share of every WAV, and
+    :data:`DESCRIPTOR_INFO`).
+
+    Silent frames are part of every mean (as the authors compute them); ``silent_frame_share``
+    (:func:`silent_frame_share`) says how much of each mean they make up.
 
     Resumable: a background whose row is already in the CSV, computed with the same settings from a
     WAV with the same SHA-256, is read back, not recomputed. When every background is found the
@@ -528,8 +558,8 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
 
     Returns
     -------
-    pandas.DataFrame [shape=(n_backgrounds, 10)]
-        Columns ``bg_id`` + :data:`DESCRIPTORS`, rows in ``battery.csv`` order.
+    pandas.DataFrame [shape=(n_backgrounds, 11)]
+        Columns :data:`TABLE_COLUMNS`, rows in ``battery.csv`` order.
 
     Raises
     ------
@@ -549,7 +579,7 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
         raise FileNotFoundError(
             f"{battery_path}: battery list not found; curate the backgrounds first "
             "(aiplib.backgrounds.curate_battery, notebook stage 3)")
-    battery = pd.read_csv(battery_path, dtype={"bg_id": str, "path": str})
+    battery = _read_ids_csv(battery_path)
     missing_cols = [c for c in ("bg_id", "path") if c not in battery.columns]
     if missing_cols:
         raise AiplibParameterError(f"{battery_path}: missing column(s) {', '.join(missing_cols)}")
@@ -574,8 +604,8 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
         digest = sha256_file(wav)
         files[bg_id] = {"path": str(rel), "sha256": digest}
         if (old is not None and bg_id in old.index and old_files.get(bg_id, {}).get("sha256") == digest
-                and old.loc[bg_id, DESCRIPTORS].notna().all()):
-            rows[bg_id] = {k: float(old.loc[bg_id, k]) for k in DESCRIPTORS}
+                and old.loc[bg_id, TABLE_COLUMNS[1:]].notna().all()):
+            rows[bg_id] = {k: float(old.loc[bg_id, k]) for k in TABLE_COLUMNS[1:]}
         else:
             todo.append((bg_id, wav))
 
@@ -586,9 +616,11 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
             y = load_audio(wav, sr=SR)
             rows[bg_id] = compute_descriptors(y, sr=SR, vad_threshold=vad_threshold, vad_model=model,
                                               name=f"{wav} (bg_id {bg_id})")
+            rows[bg_id]["silent_frame_share"] = silent_frame_share(y)
+    for bg_id in files:
+        files[bg_id]["silent_frame_share"] = rows[bg_id]["silent_frame_share"]
 
-    table = pd.DataFrame([{"bg_id": b, **rows[b]} for b in battery["bg_id"]],
-                         columns=["bg_id", *DESCRIPTORS])
+    table = pd.DataFrame([{"bg_id": b, **rows[b]} for b in battery["bg_id"]], columns=TABLE_COLUMNS)
     if not up_to_date:
         csv_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = csv_path.with_name(csv_path.name + ".part")

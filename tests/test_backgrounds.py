@@ -7,7 +7,9 @@ import pyloudnorm
 import pytest
 import soundfile as sf
 
-from aiplib.backgrounds import BATTERY_COLUMNS, colored_noise, curate_background, curate_battery
+from aiplib.audio import ClippingWarning
+from aiplib.backgrounds import (BATTERY_COLUMNS, TARGET_LUFS, colored_noise, curate_background,
+                                curate_battery, silent_shares)
 from aiplib.errors import AiplibParameterError, AudioFileError
 from aiplib.workspace import workspace
 
@@ -44,16 +46,19 @@ def ws(tmp_path):
     return workspace("custom", data_root=tmp_path / "data")
 
 
-def test_sine_curated_to_minus30_lufs(ws, tmp_path):
+def test_sine_curated_to_minus23_lufs(ws, tmp_path):
     src = tmp_path / "sine1k.wav"
     sf.write(src, _tone(1000, 5.0, SR), SR, subtype="FLOAT")
     df = curate_battery(ws, [_spec("sine", [src])])
     y, sr = sf.read(ws.root / df.path[0], dtype="float32")
     assert sr == SR and y.dtype == np.float32 and y.shape == (N30,)
-    assert abs(_lufs(y) - (-30.0)) < 0.1
-    assert abs(df.lufs_after[0] - (-30.0)) < 0.1
+    assert TARGET_LUFS == -23.0                     # the authors' BG_LUFS
+    assert abs(_lufs(y) - (-23.0)) < 0.1
+    assert abs(df.lufs_after[0] - (-23.0)) < 0.1
     assert df.looped[0] and abs(df.source_duration_s[0] - 5.0) < 1e-6
-    assert abs(df.gain_db[0] - (-30.0 - df.lufs_before[0])) < 1e-9
+    assert abs(df.gain_db[0] - (-23.0 - df.lufs_before[0])) < 1e-9
+    assert df.peak_after[0] == pytest.approx(np.max(np.abs(y)))
+    assert df.silent_share[0] == 0.0 and df.silent_share_1s[0] == 0.0
     assert abs(_peak_hz(y) - 1000) < 1.0
 
 
@@ -67,7 +72,7 @@ def test_short_source_is_looped_to_exactly_30_s(ws, tmp_path):
     n = burst.size
     np.testing.assert_array_equal(y[:n], y[n:2 * n])  # periodic: looped end to end
     assert bool(df.looped[0]) and abs(df.source_duration_s[0] - 0.2) < 1e-9
-    assert abs(_lufs(y) + 30.0) < 0.1
+    assert abs(_lufs(y) + 23.0) < 0.1
 
 
 @pytest.mark.parametrize("level", [0.0, 1e-6])
@@ -110,7 +115,7 @@ def test_source_formats(ws, tmp_path, fmt):
     df = curate_battery(ws, [_spec(fmt, [src])])
     out, out_sr = sf.read(ws.root / df.path[0], dtype="float32", always_2d=True)
     assert out_sr == SR and out.shape == (N30, 1)
-    assert abs(_lufs(out[:, 0]) + 30.0) < 0.1
+    assert abs(_lufs(out[:, 0]) + 23.0) < 0.1
     assert abs(_peak_hz(out[:, 0]) - 440) < 1.0  # resampled, not re-pitched
     assert abs(df.source_duration_s[0] - 3.0) < 0.01
 
@@ -135,7 +140,7 @@ def test_sum_combines_normalised_sources(ws, tmp_path):
     sf.write(a, _tone(500, 4.0, SR, amp=0.3), SR)
     sf.write(b, _tone(1500, 6.0, SR, amp=0.01), SR)
     y, info = curate_background(_spec("duo", [[a], str(b)], combine="sum"))
-    assert y.shape == (N30,) and abs(_lufs(y) + 30.0) < 0.1
+    assert y.shape == (N30,) and abs(_lufs(y) + 23.0) < 0.1
     spec = np.abs(np.fft.rfft(y))
     f = np.fft.rfftfreq(y.size, 1 / SR)
     p500, p1500 = spec[np.argmin(abs(f - 500))], spec[np.argmin(abs(f - 1500))]
@@ -205,3 +210,66 @@ def test_noise_colours_order_by_spectral_slope():
     assert abs(slopes["white"]) < 1.0
     assert abs(slopes["pink"] + 10.0) < 1.0  # 1/f: −10 dB per decade
     assert abs(slopes["brown"] + 20.0) < 1.0  # 1/f²: −20 dB per decade
+
+
+def test_silent_shares_by_hand():
+    y = np.r_[np.full(SR, 0.1), np.zeros(2 * SR)].astype(np.float32)     # 1 s sound, 2 s zeros
+    s = silent_shares(y)
+    assert s["silent_share"] == pytest.approx(2 / 3)
+    assert s["silent_share_1s"] == 16001 / 32001                       # starts 16000 … 32000 of 0 … 32000
+    # isolated zero samples (and runs under 10 ms) are not silence
+    z = np.full(SR, 0.1, np.float32)
+    z[::100] = 0.0
+    z[5000:5159] = 0.0                                                 # 159 samples < 160
+    assert silent_shares(z) == {"silent_share": 0.0, "silent_share_1s": 0.0}
+    z[5000:5160] = 0.0                                                 # 160 samples = 10 ms
+    assert silent_shares(z)["silent_share"] == pytest.approx(160 / SR)
+
+
+def test_zero_padded_clip_reports_its_silent_share(ws, tmp_path):
+    """An ESC-50-like clip: 1.5 s of sound zero-padded to 5 s, tiled to 30 s (6 copies)."""
+    clip = np.zeros(5 * SR, np.float32)
+    clip[:int(1.5 * SR)] = _tone(700, 1.5, SR, amp=0.3)
+    src = tmp_path / "1-100032-A-0.wav"
+    sf.write(src, clip, SR, subtype="FLOAT")
+    df = curate_battery(ws, [_spec("esc_dog", [src], category="transient")])
+    y, _ = sf.read(ws.root / df.path[0], dtype="float32")
+    assert df.silent_share[0] == pytest.approx(0.7, abs=1e-6)        # 3.5 s of every 5 s
+    # a 1 s window is silent when it starts 1.5 … 4 s into a 5 s period: 2.5 s of 5 s, 6 periods
+    # (the last period's windows stop at 29 s)
+    n_win = N30 - SR + 1
+    n_silent = 5 * (int(2.5 * SR) + 1) + (int(2.5 * SR) + 1)
+    assert df.silent_share_1s[0] == pytest.approx(n_silent / n_win, abs=1e-6)
+    csv = pd.read_csv(ws.descriptors / "battery.csv", keep_default_na=False)
+    assert {"peak_after", "silent_share", "silent_share_1s"} <= set(csv.columns)
+    assert abs(_lufs(y) + 23.0) < 0.1                                 # gated loudness: silence ignored
+
+
+def test_clipping_background_warns_and_records_peak(ws, tmp_path):
+    """Sparse clicks at -23 LUFS peak far above full scale: warned, recorded, not clipped."""
+    clicks = np.zeros(SR, np.float32)
+    clicks[::4000] = 0.5
+    src = tmp_path / "clock.wav"
+    sf.write(src, clicks + _tone(1000, 1.0, SR, amp=1e-4), SR, subtype="FLOAT")
+    with pytest.warns(ClippingWarning, match="clock"):
+        df = curate_battery(ws, [_spec("clock", [src], category="transient")])
+    y, _ = sf.read(ws.root / df.path[0], dtype="float32")
+    assert df.peak_after[0] > 1.0 and df.peak_after[0] == pytest.approx(np.max(np.abs(y)))
+
+
+def test_old_minus30_battery_is_recurated(ws, tmp_path):
+    """A battery.csv from before (-30 LUFS, no peak/silence columns) is re-made, WAV included."""
+    src = tmp_path / "s.wav"
+    sf.write(src, _tone(800, 2.0, SR), SR)
+    specs = [_spec("a", [src])]
+    curate_battery(ws, specs, target_lufs=-30.0)
+    old = pd.read_csv(ws.descriptors / "battery.csv")
+    old.drop(columns=["peak_after", "silent_share", "silent_share_1s"]).to_csv(
+        ws.descriptors / "battery.csv", index=False)
+    df = curate_battery(ws, specs)
+    y, _ = sf.read(ws.bg / "a.wav", dtype="float32")
+    assert abs(_lufs(y) + 23.0) < 0.1 and abs(df.lufs_after[0] + 23.0) < 0.1
+    assert list(df.columns) == BATTERY_COLUMNS
+    curate_battery(ws, specs, target_lufs=-30.0)                      # target changed: re-made
+    y, _ = sf.read(ws.bg / "a.wav", dtype="float32")
+    assert abs(_lufs(y) + 30.0) < 0.1
