@@ -91,11 +91,11 @@ NB["03_curate_backgrounds"] = [
     md('''# 3 · The background battery
 
 **Reads** the profile's background sources. **Writes** `bg/<bg_id>.wav` (mono 16 kHz, looped or cut
-to 30 s, loudness-normalised to −30 LUFS with pyloudnorm, ITU-R BS.1770) and
+to 30 s, loudness-normalised to −23 LUFS (the authors’ value) with pyloudnorm, ITU-R BS.1770) and
 `descriptors/battery.csv` (category, source, licence, attribution, source duration, gain, LUFS).'''),
     params(COMMON + '''
 duration_s: float = 30.0  # length of every curated background, s
-target_lufs: float = -30.0  # loudness of every background, LUFS
+target_lufs: float = -23.0  # loudness of every background, LUFS
 seed: int = 20240917  # seeds the synthetic controls
 overwrite: bool = False'''),
     code(SETUP),
