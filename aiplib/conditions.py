@@ -49,7 +49,9 @@ __all__ = [
     "SCOPES",
     "VERDICTS",
     "DEFAULT_MIN_DIFF_PP",
+    "ALPHA",
     "MIN_ITEMS_FOR_VERDICT",
+    "COARSE_BELOW_ITEMS",
     "verdict",
     "paired_change",
     "char_counts",
@@ -75,8 +77,17 @@ VERDICTS = ("worse", "better", "same", "n/a")
 DEFAULT_MIN_DIFF_PP = 2.0
 """Default minimum change (percentage points) for a ``worse`` / ``better`` verdict."""
 
-MIN_ITEMS_FOR_VERDICT = 2
-"""Fewest paired items for a ``worse``/``better``/``same`` verdict (else ``n/a``)."""
+ALPHA = 0.05
+"""Level of the exact test: a ``worse``/``better`` verdict needs its (Benjamini–Hochberg
+adjusted, in the condition tables) p-value below this."""
+
+MIN_ITEMS_FOR_VERDICT = stats.MIN_N_FOR_INTERVAL
+"""Fewest paired items for a verdict (else ``n/a``): the same as the minimum for an interval
+(:data:`aiplib.stats.MIN_N_FOR_INTERVAL`, 10), since the verdict needs the interval."""
+
+COARSE_BELOW_ITEMS = 48
+"""Rows with fewer paired items are marked ``coarse`` (as the audiolab stresstest does): the
+verdict stands, but the interval's coverage and the test's power are those of a small sample."""
 
 ALL = "all"
 """``bg_id`` of rows aggregated over backgrounds."""
@@ -84,7 +95,8 @@ ALL = "all"
 _SCOPE_ORDER = {s: i for i, s in enumerate(SCOPES)}
 
 
-def verdict(estimate: float, ci_low: float, ci_high: float, min_diff: float) -> str:
+def verdict(estimate: float, ci_low: float, ci_high: float, min_diff: float, p_value: float,
+            *, alpha: float = ALPHA) -> str:
     """Classify a paired change as ``worse``, ``better``, ``same`` or ``n/a``.
 
     Parameters
@@ -92,29 +104,40 @@ def verdict(estimate: float, ci_low: float, ci_high: float, min_diff: float) -> 
     estimate : float
         The change, oriented so that positive means worse (ΔWER, ΔAcc = acc before − acc after).
     ci_low, ci_high : float
-        Its confidence interval.
+        Its confidence interval (NaN when none could be given).
     min_diff : float >= 0
         Smallest change that counts, in the units of ``estimate``.
+    p_value : float
+        Exact two-sided p-value of the change (the Benjamini–Hochberg adjusted one when several
+        conditions are tested together). NaN (nothing to test: every pair tied) counts as
+        not significant.
+    alpha : float
+        Significance level (default :data:`ALPHA`).
 
     Returns
     -------
     str
-        ``worse`` if ``ci_low > 0`` and ``estimate >= min_diff``; ``better`` if ``ci_high < 0``
-        and ``estimate <= -min_diff``; ``n/a`` if any input is NaN; otherwise ``same`` (no
-        change that is both distinguishable from zero and at least ``min_diff``).
+        ``worse`` if ``ci_low > 0``, ``estimate >= min_diff`` and ``p_value < alpha``;
+        ``better`` if ``ci_high < 0``, ``estimate <= -min_diff`` and ``p_value < alpha``;
+        ``n/a`` if the estimate or an interval bound is NaN; otherwise ``same``. All three
+        conditions are needed: with few items a percentile interval can exclude 0 while the
+        exact test cannot (3 of 3 items worse: sign-test p = 0.25).
 
     Examples
     --------
-    >>> verdict(5.0, 1.0, 9.0, 2.0), verdict(1.5, 0.5, 2.5, 2.0), verdict(-3, -5, -1, 2)
-    ('worse', 'same', 'better')
+    >>> verdict(5.0, 1.0, 9.0, 2.0, 0.01), verdict(5.0, 1.0, 9.0, 2.0, 0.25)
+    ('worse', 'same')
+    >>> verdict(1.5, 0.5, 2.5, 2.0, 0.01), verdict(-3, -5, -1, 2, 0.001)
+    ('same', 'better')
     """
     if min_diff < 0:
         raise AiplibParameterError(f"min_diff must be >= 0, got {min_diff}")
     if not all(np.isfinite(v) for v in (estimate, ci_low, ci_high)):
         return "n/a"
-    if ci_low > 0 and estimate >= min_diff:
+    significant = bool(np.isfinite(p_value) and p_value < alpha)
+    if ci_low > 0 and estimate >= min_diff and significant:
         return "worse"
-    if ci_high < 0 and estimate <= -min_diff:
+    if ci_high < 0 and estimate <= -min_diff and significant:
         return "better"
     return "same"
 
@@ -144,17 +167,20 @@ def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0,
         ``(before_correct, after_correct)`` per pair. When given and every item has one pair,
         the test is :func:`aiplib.stats.mcnemar_exact` (exact McNemar) instead of the sign test.
     min_items : int
-        Fewer paired items than this give the verdict ``n/a`` (with one item the bootstrap
-        interval collapses to the point and would always "exclude" zero).
+        Fewer paired items than this give no interval and the verdict ``n/a`` (default
+        :data:`MIN_ITEMS_FOR_VERDICT`).
 
     Returns
     -------
     dict
-        ``estimate`` = Σ item_sum / Σ item_n (the mean over pairs), ``ci_low, ci_high``;
+        ``estimate`` = Σ item_sum / Σ item_n (the mean over pairs), ``ci_low, ci_high``,
+        ``ci_usable`` (usable bootstrap resamples; 0 when no interval was attempted);
         ``test`` (``sign``, ``sign_item_means`` or ``mcnemar_exact``), ``p_value`` (two-sided,
         exact), ``n_worse, n_better, n_ties`` (items — or discordant pairs for McNemar — with a
-        positive / negative / zero change); ``verdict``; ``level, n_resamples, seed``;
-        ``note``.
+        positive / negative / zero change); ``verdict`` (:func:`verdict` on the unadjusted
+        ``p_value``; :func:`condition_table` re-decides it on the BH-adjusted one);
+        ``n_items``, ``coarse`` (``n_items <`` :data:`COARSE_BELOW_ITEMS`); ``level,
+        n_resamples, seed``; ``note``.
 
     Notes
     -----
@@ -167,16 +193,17 @@ def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0,
     if s.shape != n.shape or s.ndim != 1:
         raise AiplibParameterError(f"item_sum and item_n must be 1-D of one length, got "
                                    f"{s.shape} and {n.shape}")
-    out = {"estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan, "test": "",
-           "p_value": math.nan, "n_worse": 0, "n_better": 0, "n_ties": 0, "verdict": "n/a",
-           "level": float(level), "n_resamples": int(n_resamples), "seed": int(seed), "note": ""}
+    out = {"estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_usable": 0,
+           "test": "", "p_value": math.nan, "n_worse": 0, "n_better": 0, "n_ties": 0,
+           "verdict": "n/a", "n_items": 0, "coarse": True, "level": float(level),
+           "n_resamples": int(n_resamples), "seed": int(seed), "note": ""}
     keep = (n > 0) & np.isfinite(s)
     s, n = s[keep], n[keep]
     if s.size == 0:
         out["note"] = "no paired items"
         return out
     b = stats.bootstrap_ci((s, n), _ratio, n_resamples=n_resamples, seed=seed, level=level,
-                           vectorized=True)
+                           vectorized=True, min_n=min_items)
     one_pair = bool(np.all(n == 1))
     if mcnemar is not None and one_pair:
         t = stats.mcnemar_exact(*mcnemar)
@@ -185,12 +212,15 @@ def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0,
         t = stats.sign_test(s / n)
         test = "sign" if one_pair else "sign_item_means"
     notes = [x for x in (b.note, t.note) if x]
-    out.update(estimate=b.estimate, ci_low=b.ci_low, ci_high=b.ci_high, test=test, p_value=t.p,
-               n_worse=t.n_pos, n_better=t.n_neg, n_ties=t.n_ties,
-               verdict=verdict(b.estimate, b.ci_low, b.ci_high, min_diff))
+    out.update(estimate=b.estimate, ci_low=b.ci_low, ci_high=b.ci_high, ci_usable=b.n_valid,
+               test=test, p_value=t.p, n_worse=t.n_pos, n_better=t.n_neg, n_ties=t.n_ties,
+               verdict=verdict(b.estimate, b.ci_low, b.ci_high, min_diff, t.p),
+               n_items=int(s.size), coarse=bool(s.size < COARSE_BELOW_ITEMS))
     if s.size < min_items:
         out["verdict"] = "n/a"
-        notes.append(f"{s.size} paired item(s) < {min_items}: no verdict")
+        notes.append(f"no verdict below {min_items} items")
+    elif s.size < COARSE_BELOW_ITEMS:
+        notes.append(f"coarse: {s.size} items < {COARSE_BELOW_ITEMS}")
     out["note"] = "; ".join(notes)
     return out
 
@@ -271,6 +301,11 @@ def _prepare_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
     r["n"] = 1.0
     z = lambda col: np.where(paired, r[col].to_numpy(dtype=float), 0.0)  # noqa: E731
     if family == "asr":
+        r["wer_capped"] = np.minimum(r["wer"].to_numpy(float), 1.0)
+        r["p_d_capped"] = np.where(paired, r["wer_capped"].to_numpy(float)
+                                   - np.minimum(r["clean_wer"].fillna(0).to_numpy(float), 1.0),
+                                   0.0)
+        r["loop"], r["loop_n"] = _flag_sums(r, "is_loop")
         r["p_ref_words"] = z("ref_words")
         r["p_errors"] = z("errors")
         r["p_clean_errors"] = np.where(paired, r["clean_errors"].fillna(0).to_numpy(float), 0.0)
@@ -278,6 +313,8 @@ def _prepare_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
         r["p_clean_wer"] = np.where(paired, r["clean_wer"].fillna(0).to_numpy(float), 0.0)
         r["d"] = r["p_wer"] - r["p_clean_wer"]
     else:
+        r["strict"], r["strict_n"] = _flag_sums(r, "correct_strict")
+        r["non_answer"], r["non_answer_n"] = _flag_sums(r, "non_answer")
         cc = r["clean_correct"].fillna(0).to_numpy(float)
         r["p_correct"] = z("correct")
         r["p_clean_correct"] = np.where(paired, cc, 0.0)
@@ -287,8 +324,60 @@ def _prepare_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
 
 _ASR_SUMS = ["n", "errors", "ref_words", "substitutions", "deletions", "insertions", "wer",
              "char_errors", "ref_chars", "paired", "p_ref_words", "p_errors", "p_clean_errors",
-             "p_wer", "p_clean_wer", "d"]
-_KWS_SUMS = ["n", "correct", "paired", "p_correct", "p_clean_correct", "d"]
+             "p_wer", "p_clean_wer", "d", "wer_capped", "p_d_capped", "loop", "loop_n"]
+_KWS_SUMS = ["n", "correct", "paired", "p_correct", "p_clean_correct", "d", "strict",
+             "strict_n", "non_answer", "non_answer_n"]
+
+
+def _as_flag(col: pd.Series) -> np.ndarray:
+    """A boolean score column (bool, 0/1 or "True"/"False" text) as floats, NaN if unknown."""
+    if col.dtype == bool:
+        return col.to_numpy(float)
+    txt = col.astype(str).str.strip().str.lower()
+    out = np.full(len(col), np.nan)
+    out[txt.isin(["true", "1", "1.0", "yes"]).to_numpy()] = 1.0
+    out[txt.isin(["false", "0", "0.0", "no"]).to_numpy()] = 0.0
+    return out
+
+
+def _flag_sums(r: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(flag as 0/1 with unknown → 0, 1 where known) of column ``name``; zeros if absent."""
+    if name not in r.columns:
+        z = np.zeros(len(r))
+        return z, z
+    f = _as_flag(r[name])
+    known = np.isfinite(f)
+    return np.where(known, f, 0.0), known.astype(float)
+
+
+def _share(tot: dict, num: str, den: str) -> float:
+    """100 · Σ num / Σ den, NaN when no row had the flag (column absent or all unknown)."""
+    return 100.0 * tot[num] / tot[den] if tot[den] else math.nan
+
+
+def _row_medians(rows: pd.DataFrame, col: str, scopes) -> dict:
+    """Median of ``col`` over the stimuli of every scope group: {(scope, model, task, bg_id,
+    snr_db or None): median}."""
+    out = {}
+    clean_rows = rows[rows["bg_id"] == "clean"]
+    noisy = rows[rows["bg_id"] != "clean"]
+    for scope in scopes:
+        src = clean_rows if scope == "clean" else noisy
+        if src.empty:
+            continue
+        by = ["model", "task"] + list(SCOPES[scope] or ())
+        for gkey, g in src.groupby(by, sort=False)[col]:
+            k = dict(zip(by, gkey if isinstance(gkey, tuple) else (gkey,)))
+            out[_median_key(scope, k.get("model"), k.get("task"),
+                            k.get("bg_id", "clean" if scope == "clean" else ALL),
+                            k.get("snr_db", math.nan))] = float(g.median())
+    return out
+
+
+def _median_key(scope, model, task, bg_id, snr_db):
+    snr = None if snr_db is None or (isinstance(snr_db, float) and math.isnan(snr_db)) \
+        else float(snr_db)
+    return (scope, str(model), str(task), str(bg_id), snr)
 
 
 def _pct(a, b) -> float:
@@ -364,13 +453,21 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
         family, bg_id, snr_db, condition, n_items, n_stimuli, n_pairs`` then, for ASR,
         ``wer_pp`` (corpus), ``mean_wer_pp``, ``cer_pp`` (corpus), ``sub_pp, del_pp, ins_pp``
         (shares of the reference words; they add up to ``wer_pp``), ``clean_wer_pp,
-        clean_mean_wer_pp`` (the same items clean, weighted like the noisy pairs), or for KWS
-        ``acc_pp, clean_acc_pp``; then ``measure`` (``delta_wer`` / ``delta_acc``),
-        ``delta_pp`` (mean paired change, positive = worse), ``ci_low_pp, ci_high_pp``; ASR also
-        ``delta_corpus_pp, corpus_ci_low_pp, corpus_ci_high_pp`` (corpus WER change, same
-        bootstrap); ``test, p_value, p_bh`` (Benjamini–Hochberg across the conditions of the same
-        task, model and scope), ``n_worse, n_better, n_ties, verdict, min_diff_pp, level,
-        n_resamples, seed, note``. ``clean`` rows carry the absolute values only.
+        clean_mean_wer_pp`` (the same items clean, weighted like the noisy pairs), the robust
+        view ``mean_wer_capped_pp`` (mean of min(WER, 1) per utterance), ``median_wer_pp``
+        (median over the stimuli) and ``n_loops`` (stimuli whose score row has ``is_loop``
+        true; NaN when the scores have no such column); or for KWS ``acc_pp, clean_acc_pp``
+        and, when the scores have the columns ``correct_strict`` / ``non_answer``,
+        ``strict_acc_pp`` (non-answers count wrong) and ``non_answer_pp`` (share of empty,
+        refusal or multi-word responses), else NaN; then ``measure`` (``delta_wer`` /
+        ``delta_acc``), ``delta_pp`` (mean paired change, positive = worse), ``ci_low_pp,
+        ci_high_pp, ci_usable`` (usable bootstrap resamples); ASR also ``delta_corpus_pp,
+        corpus_ci_low_pp, corpus_ci_high_pp, corpus_ci_usable`` (corpus WER change, same
+        bootstrap) and ``delta_capped_pp`` (paired change of the capped WER); ``test, p_value,
+        p_bh`` (Benjamini–Hochberg across the conditions of the same task, model and scope),
+        ``n_worse, n_better, n_ties, verdict, coarse`` (fewer than
+        :data:`COARSE_BELOW_ITEMS` paired items), ``min_diff_pp, level, n_resamples, seed,
+        note``. ``clean`` rows carry the absolute values only.
 
     Raises
     ------
@@ -381,9 +478,11 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     -----
     ``delta_pp`` (ASR) is the mean over pairs of WER(noisy) − WER(clean), the quantity of
     Figures 4–5 and Table 4; ``delta_corpus_pp`` = (Σ errors noisy − Σ errors clean) / Σ N
-    over the same pairs. The verdict uses ``delta_pp`` (:func:`verdict`; ``n/a`` with fewer
-    than :data:`MIN_ITEMS_FOR_VERDICT` paired items). Noisy rows whose clean partner is
-    missing count in the absolute values but not in the paired change (``note``).
+    over the same pairs. The verdict (:func:`verdict`) needs all of: the interval excludes 0,
+    ``|delta_pp| >= min_diff_pp`` and ``p_bh <`` :data:`ALPHA`; it is ``n/a`` with fewer than
+    :data:`MIN_ITEMS_FOR_VERDICT` paired items (no interval then either). Noisy rows whose
+    clean partner is missing count in the absolute values but not in the paired change
+    (``note``).
     """
     if family not in ("asr", "kws"):
         raise AiplibParameterError(f"family must be 'asr' or 'kws', got {family!r}")
@@ -394,6 +493,7 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
         return pd.DataFrame(columns=_columns(family))
     rows = _prepare_rows(scores, family)
     sum_cols = _ASR_SUMS if family == "asr" else _KWS_SUMS
+    medians = _row_medians(rows, "wer", scopes) if family == "asr" else {}
     out = []
     for scope, k, g in _iter_scopes(rows, sum_cols, scopes):
         tot = {c: g.total(c) for c in sum_cols}
@@ -408,9 +508,16 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
                        cer_pp=_pct(tot["char_errors"], tot["ref_chars"]),
                        sub_pp=_pct(tot["substitutions"], tot["ref_words"]),
                        del_pp=_pct(tot["deletions"], tot["ref_words"]),
-                       ins_pp=_pct(tot["insertions"], tot["ref_words"]))
+                       ins_pp=_pct(tot["insertions"], tot["ref_words"]),
+                       mean_wer_capped_pp=_pct(tot["wer_capped"], tot["n"]),
+                       median_wer_pp=100 * medians.get(
+                           _median_key(scope, k["model"], k["task"], k["bg_id"], k["snr_db"]),
+                           math.nan),
+                       n_loops=tot["loop"] if tot["loop_n"] else math.nan)
         else:
-            rec.update(acc_pp=_pct(tot["correct"], tot["n"]))
+            rec.update(acc_pp=_pct(tot["correct"], tot["n"]),
+                       strict_acc_pp=_share(tot, "strict", "strict_n"),
+                       non_answer_pp=_share(tot, "non_answer", "non_answer_n"))
         rec["measure"] = stats.DEGRADATION_COLUMN[family]
         rec.update(min_diff_pp=float(min_diff_pp), level=float(level),
                    n_resamples=int(n_resamples), seed=int(seed))
@@ -430,9 +537,9 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
                                n_resamples=n_resamples, seed=seed, level=level,
                                min_diff=min_diff_pp, mcnemar=mc)
             rec.update(delta_pp=pc["estimate"], ci_low_pp=pc["ci_low"],
-                       ci_high_pp=pc["ci_high"], test=pc["test"], p_value=pc["p_value"],
-                       n_worse=pc["n_worse"], n_better=pc["n_better"], n_ties=pc["n_ties"],
-                       verdict=pc["verdict"])
+                       ci_high_pp=pc["ci_high"], ci_usable=pc["ci_usable"], test=pc["test"],
+                       p_value=pc["p_value"], n_worse=pc["n_worse"], n_better=pc["n_better"],
+                       n_ties=pc["n_ties"], verdict=pc["verdict"], coarse=pc["coarse"])
             if pc["note"]:
                 notes.append(pc["note"])
             if family == "asr" and len(pg):
@@ -440,7 +547,8 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
                     (100 * (pg["p_errors"] - pg["p_clean_errors"]), pg["p_ref_words"]),
                     _ratio, n_resamples=n_resamples, seed=seed, level=level, vectorized=True)
                 rec.update(delta_corpus_pp=b.estimate, corpus_ci_low_pp=b.ci_low,
-                           corpus_ci_high_pp=b.ci_high)
+                           corpus_ci_high_pp=b.ci_high, corpus_ci_usable=b.n_valid,
+                           delta_capped_pp=_pct(tot["p_d_capped"], tot["paired"]))
             unpaired = rec["n_stimuli"] - rec["n_pairs"]
             if unpaired:
                 notes.append(f"{unpaired} noisy stimuli without a clean partner: in the "
@@ -460,6 +568,11 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     t["p_bh"] = np.nan
     for _, idx in t.groupby(["task", "model", "scope"], sort=False).groups.items():
         t.loc[idx, "p_bh"] = stats.bh_adjust(t.loc[idx, "p_value"].to_numpy(float))
+    # the verdict needs the adjusted p: interval, minimum change and p_BH < ALPHA together
+    tested = (t["scope"] != "clean") & (t["verdict"] != "n/a")
+    t.loc[tested, "verdict"] = [
+        verdict(e, lo, hi, min_diff_pp, q) for e, lo, hi, q in
+        t.loc[tested, ["delta_pp", "ci_low_pp", "ci_high_pp", "p_bh"]].itertuples(index=False)]
     return t
 
 
@@ -468,14 +581,16 @@ def _columns(family: str) -> list[str]:
             "n_stimuli", "n_pairs"]
     if family == "asr":
         vals = ["wer_pp", "mean_wer_pp", "cer_pp", "sub_pp", "del_pp", "ins_pp",
-                "clean_wer_pp", "clean_mean_wer_pp"]
+                "clean_wer_pp", "clean_mean_wer_pp", "mean_wer_capped_pp", "median_wer_pp",
+                "n_loops"]
     else:
-        vals = ["acc_pp", "clean_acc_pp"]
-    delta = ["measure", "delta_pp", "ci_low_pp", "ci_high_pp"]
+        vals = ["acc_pp", "clean_acc_pp", "strict_acc_pp", "non_answer_pp"]
+    delta = ["measure", "delta_pp", "ci_low_pp", "ci_high_pp", "ci_usable"]
     if family == "asr":
-        delta += ["delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp"]
-    tail = ["test", "p_value", "p_bh", "n_worse", "n_better", "n_ties", "verdict", "min_diff_pp", "level",
-            "n_resamples", "seed", "note"]
+        delta += ["delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp", "corpus_ci_usable",
+                  "delta_capped_pp"]
+    tail = ["test", "p_value", "p_bh", "n_worse", "n_better", "n_ties", "verdict", "coarse",
+            "min_diff_pp", "level", "n_resamples", "seed", "note"]
     return head + vals + delta + tail
 
 
@@ -539,7 +654,7 @@ def _score_tasks(ws) -> list[str]:
 
 
 _TEXT_COLUMNS = {"bg_id", "model", "task", "condition", "scope", "test", "verdict", "note",
-                 "measure", "family"}
+                 "measure", "family", "coarse"}
 
 
 def read_condition_tables(results_dir) -> dict[str, pd.DataFrame]:
@@ -551,7 +666,10 @@ def read_condition_tables(results_dir) -> dict[str, pd.DataFrame]:
                                   "measure": str, "family": str},
                         keep_default_na=False, na_values={"snr_db": [""]})
         for c in t.columns:
-            if t[c].dtype == object and c not in _TEXT_COLUMNS:
+            if c == "coarse":
+                t[c] = t[c].astype(str).map({"True": True, "False": False}).astype(object)
+            elif (t[c].dtype == object or pd.api.types.is_string_dtype(t[c])) \
+                    and c not in _TEXT_COLUMNS:
                 t[c] = pd.to_numeric(t[c].replace("", np.nan), errors="coerce")
         out[p.stem[len("conditions_"):]] = t
     return out

@@ -38,18 +38,19 @@ __all__ = [
     "load_scores",
     "load_descriptors",
     "load_battery",
-    "table2_spearman_correlations",
+    "table2_descriptor_correlations",
     "figure2_descriptor_regressions",
-    "figure3_spearman_heatmap",
+    "figure3_descriptor_correlations",
     "background_ranking",
     "figure4_background_ranking",
     "table3_descriptor_values",
-    "table4_accent_delta_wer",
-    "figure5_accent_groups",
+    "table4_accent_dwer",
+    "table4_supplement",
+    "figure5_accent_degradation",
     "table5_prompt_steering_rer",
     "figure6_prompt_steering_rer",
     "snr_curves",
-    "figure7_snr_curves",
+    "figure7_snr_performance",
     "save_figure",
     "make_all_figures",
 ]
@@ -63,11 +64,17 @@ STEER_TASKS = {"asr": "asr_steer_p5", "kws": "kws_steer_p5"}
 FIG7_KWS_EXCLUDE = ("qwen2_audio_7b",)
 """Models left out of Figure 7b (KWS accuracy per SNR), as in the paper. Matched after
 lower-casing and mapping ``-`` / ``.`` to ``_``."""
-FIGURE_NAMES = ("figure2_descriptor_regressions", "figure3_spearman_heatmap",
-                "figure4_background_ranking", "figure5_accent_groups",
-                "figure6_prompt_steering_rer", "figure7_snr_curves")
-TABLE_NAMES = ("table2_spearman_correlations", "table3_descriptor_values",
-               "table4_accent_delta_wer", "table5_prompt_steering_rer")
+FIGURE_NAMES = ("figure2_descriptor_regressions", "figure3_descriptor_correlations",
+                "figure4_background_ranking", "figure5_accent_degradation",
+                "figure6_prompt_steering_rer", "figure7_snr_performance")
+"""Output names of the figures (``results/figures/<name>.png`` / ``.pdf``), as the paper's
+README lists them."""
+TABLE_NAMES = ("table2_descriptor_correlations", "table3_descriptor_values",
+               "table4_accent_dwer", "table4_accent_dwer_pooled_unspecified",
+               "table5_prompt_steering_rer")
+"""Output names of the tables (``results/tables/<name>.csv``). Table 4 holds the accent groups
+per model only (as the paper); the ``pooled`` (over models) and ``unspecified`` (items without
+an accent group) rows are in ``table4_accent_dwer_pooled_unspecified``."""
 
 _FAMILY_LABEL = {"asr": "ASR", "kws": "KWS"}
 _FAMILY_COLOURS = {"asr": "#332288", "kws": "#88CCEE"}
@@ -183,7 +190,7 @@ def save_figure(fig, out_dir, name: str, *, formats=("png", "pdf"), dpi: int = 2
 
 
 # ------------------------------------------------------------------- Table 2, Figures 2 and 3
-def table2_spearman_correlations(scores: dict, descriptors: pd.DataFrame, *,
+def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
                                  n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Spearman ρ of each descriptor vs mean degradation per background (Table 2).
 
@@ -198,15 +205,18 @@ def table2_spearman_correlations(scores: dict, descriptors: pd.DataFrame, *,
 
     Returns
     -------
-    pandas.DataFrame [shape=(2 · (n_models + 1) · n_descriptors, 14)]
-        Columns ``task, family, model`` (``pooled`` first, then each model), ``descriptor, n,
-        r_s, p, ci_low, ci_high, p_bh`` (BH across the descriptors within each task and model),
-        ``level, n_resamples, seed, note``.
+    pandas.DataFrame [shape=(2 · (n_models + 1) · n_descriptors, 17)]
+        Columns ``task, family, model`` (``pooled`` first, then each model), then those of
+        :func:`aiplib.stats.descriptor_correlations`: ``descriptor, n, r_s, p, p_method,
+        n_permutations, ci_low, ci_high, ci_usable, p_bh`` (BH across the descriptors within
+        each task and model), ``level, n_resamples, seed, note``. ``pooled`` uses only the
+        backgrounds every model covers (the note names the others).
     """
     frames = []
     for fam, task in BASE_TASKS.items():
-        deg = stats.degradation_by_background(scores[task], fam)
-        deg = deg[["pooled"] + [c for c in deg.columns if c != "pooled"]]
+        full = stats.degradation_by_background(scores[task], fam)
+        deg = full[["pooled"] + [c for c in full.columns if c != "pooled"]]
+        deg.attrs = dict(full.attrs)
         t = stats.descriptor_correlations(deg, descriptors.reset_index(),
                                           n_resamples=n_resamples, seed=seed)
         t.insert(0, "family", fam)
@@ -215,9 +225,25 @@ def table2_spearman_correlations(scores: dict, descriptors: pd.DataFrame, *,
     return pd.concat(frames, ignore_index=True)
 
 
-def _top_descriptors(table2: pd.DataFrame, k: int = 3) -> list[str]:
+def top_descriptors(table2: pd.DataFrame, k: int = 3) -> list[str]:
+    """The ``k`` descriptors with the largest mean |r_s| over ASR and KWS (pooled over models).
+
+    As the authors' ``scripts/generate_results_new_2.py`` (Figure 2): the mean of |r_s(ASR)|
+    and |r_s(KWS)|; a descriptor whose r_s is NaN in either task is not selected.
+
+    Parameters
+    ----------
+    table2 : pandas.DataFrame
+        :func:`table2_descriptor_correlations`.
+
+    Returns
+    -------
+    list of str
+        Descriptors, largest mean |r_s| first (ties keep the table order).
+    """
     pooled = table2[table2["model"] == "pooled"]
-    m = pooled.assign(a=pooled["r_s"].abs()).groupby("descriptor", sort=False)["a"].mean()
+    m = (pooled.assign(a=pooled["r_s"].abs()).groupby("descriptor", sort=False)["a"]
+         .agg(lambda a: a.mean(skipna=False)))
     return list(m.dropna().sort_values(ascending=False, kind="stable").index[:k])
 
 
@@ -233,7 +259,7 @@ def figure2_descriptor_regressions(scores: dict, descriptors: pd.DataFrame,
     -------
     matplotlib.figure.Figure
     """
-    top = _top_descriptors(table2, k)
+    top = top_descriptors(table2, k)
     fig = _new_figure(3.2 * max(len(top), 1), 5.8)
     axes = fig.subplots(2, max(len(top), 1), squeeze=False)
     for i, (fam, task) in enumerate(BASE_TASKS.items()):
@@ -266,7 +292,7 @@ def figure2_descriptor_regressions(scores: dict, descriptors: pd.DataFrame,
     return fig
 
 
-def figure3_spearman_heatmap(table2: pd.DataFrame):
+def figure3_descriptor_correlations(table2: pd.DataFrame):
     """Figure 3: heatmap of pooled r_s, tasks (rows) × descriptors (columns), annotated.
 
     Each cell shows r_s; ``*`` marks p_BH < 0.05.
@@ -299,8 +325,12 @@ def figure3_spearman_heatmap(table2: pd.DataFrame):
 
 # ---------------------------------------------------------------------- Figure 4 and Table 3
 def _item_bg_means(df: pd.DataFrame, col: str) -> pd.DataFrame:
+    """Per (bg_id, item_id) the mean degradation over SNRs and models — only items that every
+    model of ``df`` has for that background (a pooled value never mixes sets of models)."""
     noisy = df[(df["bg_id"] != "clean") & df[col].notna()]
-    return noisy.groupby(["bg_id", "item_id"])[col].mean().reset_index()
+    per_model = noisy.groupby(["bg_id", "item_id", "model"])[col].mean().unstack("model")
+    per_model = per_model[per_model.notna().all(axis=1)]
+    return per_model.mean(axis=1).rename(col).reset_index()
 
 
 def background_ranking(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
@@ -310,52 +340,68 @@ def background_ranking(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
     ----------
     scores : dict of str -> pandas.DataFrame
         Needs ``"asr"`` and ``"kws"``.
+    n_resamples, seed : int
+        Bootstrap over items.
 
     Returns
     -------
-    pandas.DataFrame [shape=(n_backgrounds, 9)]
+    pandas.DataFrame [shape=(n_backgrounds, 13)]
         Index ``bg_id`` in Figure 4 order; columns ``rank`` (1 = most harmful),
-        ``asr_delta_wer_pp, asr_ci_low_pp, asr_ci_high_pp, kws_delta_acc_pp, kws_ci_low_pp,
-        kws_ci_high_pp, n_resamples, seed``. The point values come from
-        :func:`aiplib.stats.degradation_by_background` (pooled); intervals bootstrap the items
-        (each item's mean over models and SNRs).
+        ``mean_degradation_pp`` (mean of the ASR ΔWER and KWS ΔAcc below, the ranking key),
+        ``asr_delta_wer_pp, asr_ci_low_pp, asr_ci_high_pp, asr_ci_usable, kws_delta_acc_pp,
+        kws_ci_low_pp, kws_ci_high_pp, kws_ci_usable, n_resamples, seed, note``. The point
+        values come from :func:`aiplib.stats.degradation_by_background` (pooled over the models
+        when every model covers the background, else NaN and named in ``note``); intervals
+        bootstrap the items (each item's mean over models and SNRs) and are NaN below
+        :data:`aiplib.stats.MIN_N_FOR_INTERVAL` items.
 
     Notes
     -----
-    Figure 4 order: backgrounds sorted by the mean of their ASR rank and KWS rank (rank 1 =
-    largest degradation), ties broken by ASR degradation. Both panels share this order, so a
-    background sits on the same row in both.
+    Figure 4 order, as the authors' ``scripts/generate_results_new_2.py``: backgrounds sorted
+    by the mean of their ASR ΔWER and KWS ΔAcc (both positive = worse, in pp), largest first;
+    backgrounds without both values last. Both panels share this order.
     """
-    out = {}
+    out, notes = {}, {}
     for fam, task in BASE_TASKS.items():
         col = stats.DEGRADATION_COLUMN[fam]
-        point = stats.degradation_by_background(scores[task], fam)["pooled"] * 100
+        deg = stats.degradation_by_background(scores[task], fam)
+        for bg, missing in deg.attrs.get("partial", {}).items():
+            notes.setdefault(bg, []).append(
+                f"{fam.upper()}: not pooled, missing models {', '.join(missing)}")
+        point = deg["pooled"] * 100
         items = _item_bg_means(scores[task], col)
-        lo, hi = {}, {}
+        lo, hi, use = {}, {}, {}
         for bg, g in items.groupby("bg_id"):
+            if not np.isfinite(point.get(bg, np.nan)):
+                continue
             b = stats.bootstrap_ci(g[col].to_numpy(float) * 100, np.mean,
                                    n_resamples=n_resamples, seed=seed, vectorized=True)
-            lo[bg], hi[bg] = b.ci_low, b.ci_high
+            lo[bg], hi[bg], use[bg] = b.ci_low, b.ci_high, b.n_valid
+            if b.note:
+                notes.setdefault(bg, []).append(f"{fam.upper()}: {b.note}")
         name = "delta_wer" if fam == "asr" else "delta_acc"
         out[f"{fam}_{name}_pp"] = point
-        out[f"{fam}_ci_low_pp"] = pd.Series(lo)
-        out[f"{fam}_ci_high_pp"] = pd.Series(hi)
+        out[f"{fam}_ci_low_pp"] = pd.Series(lo, dtype=float)
+        out[f"{fam}_ci_high_pp"] = pd.Series(hi, dtype=float)
+        out[f"{fam}_ci_usable"] = pd.Series(use, dtype=float)
     t = pd.DataFrame(out)
     t.index.name = "bg_id"
-    mean_rank = (t["asr_delta_wer_pp"].rank(ascending=False)
-                 + t["kws_delta_acc_pp"].rank(ascending=False)) / 2
-    t = t.assign(_r=mean_rank, _a=-t["asr_delta_wer_pp"]).sort_values(["_r", "_a"])
-    t = t.drop(columns=["_r", "_a"])
+    t.insert(0, "mean_degradation_pp", (t["asr_delta_wer_pp"] + t["kws_delta_acc_pp"]) / 2)
+    t = t.sort_values("mean_degradation_pp", ascending=False, kind="stable", na_position="last")
     t.insert(0, "rank", np.arange(1, len(t) + 1))
+    for c in ("asr_ci_usable", "kws_ci_usable"):
+        t[c] = t[c].fillna(0).astype(int)
     t["n_resamples"], t["seed"] = int(n_resamples), int(seed)
+    t["note"] = ["; ".join(notes.get(bg, [])) for bg in t.index]
     return t
 
 
 def figure4_background_ranking(ranking: pd.DataFrame, *, battery=None):
-    """Figure 4: backgrounds ranked by mean ASR ΔWER (a) and KWS ΔAcc (b), pooled over models.
+    """Figure 4: ASR ΔWER (a) and KWS ΔAcc (b) per background, pooled over models.
 
-    Horizontal bars with 95 % bootstrap intervals (items), coloured by category; the most
-    harmful background is on top.
+    Horizontal bars with 95 % bootstrap intervals (items), coloured by category; backgrounds in
+    the order of :func:`background_ranking` (mean of ASR ΔWER and KWS ΔAcc, as the authors),
+    the most harmful on top.
 
     Returns
     -------
@@ -404,28 +450,19 @@ def table3_descriptor_values(ranking: pd.DataFrame, descriptors: pd.DataFrame, *
 
 
 # ---------------------------------------------------------------------- Table 4 and Figure 5
-def table4_accent_delta_wer(scores: dict, *, n_resamples: int = 2000, seed: int = 0
-                            ) -> pd.DataFrame:
-    """Table 4: mean ΔWER per model and accent group, with a bootstrap CI over items.
-
-    Each item's ΔWER is first averaged over backgrounds and SNRs; the table gives the mean over
-    the group's items (pp) and its 95 % percentile interval. ``pooled`` rows average each item
-    over models first. Items without an accent group are reported as ``unspecified``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``model, accent_group, n_items, clean_wer_pp`` (corpus WER of the group's clean
-        rows), ``mean_delta_wer_pp, ci_low_pp, ci_high_pp, level, n_resamples, seed, note``; a
-        group with one item has no interval (NaN, noted).
-    """
+def _accent_rows(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Every Table 4 row: per model and accent group, ``pooled`` over models, ``unspecified``."""
     df = scores["asr"].copy()
     df["accent_group"] = df["accent_group"].fillna("unspecified")
     noisy = df[(df["bg_id"] != "clean") & df["delta_wer"].notna()]
     clean = df[df["bg_id"] == "clean"]
     per_item = noisy.groupby(["model", "accent_group", "item_id"])["delta_wer"].mean().reset_index()
-    pooled = per_item.groupby(["accent_group", "item_id"])["delta_wer"].mean().reset_index()
+    wide = per_item.pivot_table(index=["accent_group", "item_id"], columns="model",
+                                values="delta_wer")
+    complete = wide.notna().all(axis=1)
+    pooled = wide[complete].mean(axis=1).rename("delta_wer").reset_index()
     pooled.insert(0, "model", "pooled")
+    dropped = wide[~complete].groupby(level="accent_group").size().to_dict()
     rows = []
     for (model, group), g in pd.concat([pooled, per_item]).groupby(["model", "accent_group"],
                                                                     sort=False):
@@ -435,25 +472,61 @@ def table4_accent_delta_wer(scores: dict, *, n_resamples: int = 2000, seed: int 
         if model != "pooled":
             c = c[c["model"] == model]
         cw = 100 * c["errors"].sum() / c["ref_words"].sum() if c["ref_words"].sum() else np.nan
-        few = len(g) < 2  # one item: a resampling interval would collapse to the point
+        notes = [b.note] if b.note else []
+        if model == "pooled" and dropped.get(group):
+            notes.append(f"{dropped[group]} item(s) not run by every model left out")
         rows.append({"model": model, "accent_group": group, "n_items": len(g),
                      "clean_wer_pp": cw, "mean_delta_wer_pp": b.estimate,
-                     "ci_low_pp": np.nan if few else b.ci_low, "ci_high_pp": np.nan if few else b.ci_high,
+                     "ci_low_pp": b.ci_low, "ci_high_pp": b.ci_high, "ci_usable": b.n_valid,
                      "level": b.level, "n_resamples": b.n_resamples, "seed": b.seed,
-                     "note": "one item: no interval" if few else ""})
+                     "note": "; ".join(notes)})
     t = pd.DataFrame(rows)
     t["_o"] = t["model"] != "pooled"
     return (t.sort_values(["_o", "model", "accent_group"], kind="stable")
             .drop(columns="_o").reset_index(drop=True))
 
 
-def figure5_accent_groups(table4: pd.DataFrame):
+def _split_table4(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    main = (rows["model"] != "pooled") & (rows["accent_group"] != "unspecified")
+    return rows[main].reset_index(drop=True), rows[~main].reset_index(drop=True)
+
+
+def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Table 4: mean ΔWER per model and accent group, with a bootstrap CI over items.
+
+    Each item's ΔWER is first averaged over backgrounds and SNRs; the table gives the mean over
+    the group's items (pp) and its 95 % percentile interval. Only accent groups and single
+    models, as the paper's table; the rest is :func:`table4_supplement`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``model, accent_group, n_items, clean_wer_pp`` (corpus WER of the group's clean
+        rows), ``mean_delta_wer_pp, ci_low_pp, ci_high_pp, ci_usable, level, n_resamples, seed,
+        note``; a group with fewer than :data:`aiplib.stats.MIN_N_FOR_INTERVAL` items has no
+        interval (NaN, noted).
+    """
+    return _split_table4(_accent_rows(scores, n_resamples=n_resamples, seed=seed))[0]
+
+
+def table4_supplement(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """The rows kept out of Table 4: ``pooled`` (each item averaged over the models — only
+    items every model ran) per accent group, and ``unspecified`` (items without an accent
+    group) per model. Columns as :func:`table4_accent_dwer`."""
+    return _split_table4(_accent_rows(scores, n_resamples=n_resamples, seed=seed))[1]
+
+
+def figure5_accent_degradation(table4: pd.DataFrame):
     """Figure 5: mean ΔWER per accent group (grouped bars per model, 95 % bootstrap CI).
+
+    Accent groups and single models only (pass :func:`table4_accent_dwer`); ``pooled`` and
+    ``unspecified`` rows, if present, are left out.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
+    table4 = table4[(table4["model"] != "pooled") & (table4["accent_group"] != "unspecified")]
     groups = list(dict.fromkeys(table4["accent_group"]))
     models = list(dict.fromkeys(table4["model"]))
     fig = _new_figure(max(4.5, 1.2 + 0.55 * len(groups) * max(len(models), 1) ** 0.5), 3.4)
@@ -480,22 +553,26 @@ def figure5_accent_groups(table4: pd.DataFrame):
 
 
 # ---------------------------------------------------------------------- Table 5 and Figure 6
-def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: int = 0,
-                               eps: float = 0.01) -> pd.DataFrame:
+def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: int = 0
+                               ) -> pd.DataFrame:
     """Table 5: Residual Effect Ratio of the steering prompt per model, ASR and KWS.
 
     For each family whose steering task is present, the baseline and steering rows are paired
     on (model, stimulus_id) (noisy stimuli with a degradation value in both), so both Δ use the
-    same stimuli. ``RER = rer(Δ_steer, Δ_base)`` (:func:`aiplib.stats.rer`, ``eps``); the CI
-    resamples items (all of an item's pairs together).
+    same stimuli. ``RER = Δ_steer / (Δ_base + 1e-9)``, KWS 1.0 when both |Δ| < 1 pp
+    (:func:`aiplib.stats.rer`, the authors' definition); ``base_flag``
+    (:func:`aiplib.stats.rer_flag`) says when Δ_base is not clearly positive, so that "RER < 1:
+    the prompt helped" does not hold. The CI (ours) resamples items (all of an item's pairs
+    together); a resample whose Δ_base is below 1 pp is unusable, and the interval is refused
+    when more than 5 % are.
 
     Returns
     -------
     pandas.DataFrame
         Columns ``model, family, base_task, steer_task, n_items, n_pairs, delta_base_pp,
-        delta_steer_pp, rer, ci_low, ci_high, rule, level, n_resamples, seed, note``; ``rule`` is
-        ``ratio``, ``kws_both_below_eps`` (RER = 1) or ``base_near_zero`` (RER = NaN). Empty if
-        no steering task is present.
+        delta_steer_pp, rer, base_flag, ci_low, ci_high, ci_usable, rule, level, n_resamples,
+        seed, note``; ``rule`` is ``ratio`` or ``kws_both_below_1pp`` (RER = 1). Empty if no
+        steering task is present.
     """
     rows = []
     for fam, steer_task in STEER_TASKS.items():
@@ -515,32 +592,34 @@ def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: i
 
             def stat(sb, ss, n, axis=-1, _fam=fam):
                 return stats.rer(ss.sum(axis) / n.sum(axis), sb.sum(axis) / n.sum(axis),
-                                 task_family=_fam, eps=eps)
+                                 task_family=_fam, usable_only=True)
 
             res = stats.bootstrap_ci((it["sb"].to_numpy(float), it["ss"].to_numpy(float),
                                       it["n"].to_numpy(float)), stat, n_resamples=n_resamples,
                                      seed=seed, vectorized=True)
             db, ds = g[f"{col}_base"].mean(), g[f"{col}_steer"].mean()
-            if fam == "kws" and ds < eps and db < eps:
-                rule = "kws_both_below_eps"
-            elif abs(db) < eps:
-                rule = "base_near_zero"
-            else:
-                rule = "ratio"
+            small = stats.RER_KWS_SMALL
+            rule = "kws_both_below_1pp" if fam == "kws" and abs(ds) < small and abs(db) < small \
+                else "ratio"
+            flag = "" if rule != "ratio" else stats.rer_flag(db)
             rows.append({"model": model, "family": fam, "base_task": base_task,
                          "steer_task": steer_task, "n_items": len(it), "n_pairs": len(g),
                          "delta_base_pp": 100 * db, "delta_steer_pp": 100 * ds,
-                         "rer": res.estimate, "ci_low": res.ci_low, "ci_high": res.ci_high,
+                         "rer": stats.rer(ds, db, task_family=fam), "base_flag": flag,
+                         "ci_low": res.ci_low, "ci_high": res.ci_high, "ci_usable": res.n_valid,
                          "rule": rule, "level": res.level, "n_resamples": res.n_resamples,
                          "seed": res.seed, "note": res.note})
     cols = ["model", "family", "base_task", "steer_task", "n_items", "n_pairs", "delta_base_pp",
-            "delta_steer_pp", "rer", "ci_low", "ci_high", "rule", "level", "n_resamples", "seed",
-            "note"]
+            "delta_steer_pp", "rer", "base_flag", "ci_low", "ci_high", "ci_usable", "rule",
+            "level", "n_resamples", "seed", "note"]
     return pd.DataFrame(rows, columns=cols)
 
 
 def figure6_prompt_steering_rer(table5: pd.DataFrame):
     """Figure 6: RER per model, ASR and KWS bars with 95 % bootstrap CI; 1 = no change.
+
+    An RER whose baseline change is flagged (``base_flag``: ≤ 0 or < 1 pp) is not drawn as a
+    bar but marked "flagged" (its value is in Table 5).
 
     Returns
     -------
@@ -554,7 +633,9 @@ def figure6_prompt_steering_rer(table5: pd.DataFrame):
     x = np.arange(len(models))
     for k, fam in enumerate(fams):
         t = table5[table5["family"] == fam].set_index("model").reindex(models)
-        v = t["rer"].to_numpy(float)
+        flagged = t["base_flag"].fillna("").astype(str).ne("").to_numpy() \
+            if "base_flag" in t.columns else np.zeros(len(t), bool)
+        v = np.where(flagged, np.nan, t["rer"].to_numpy(float))  # no readable ratio: not drawn
         err = np.vstack([np.clip(v - t["ci_low"].to_numpy(float), 0, None),
                          np.clip(t["ci_high"].to_numpy(float) - v, 0, None)])
         xs = x + (k - (len(fams) - 1) / 2) * w
@@ -563,12 +644,16 @@ def figure6_prompt_steering_rer(table5: pd.DataFrame):
                                     category=DeprecationWarning)
             ax.bar(xs, np.nan_to_num(v), w, label=_FAMILY_LABEL[fam], yerr=np.nan_to_num(err),
                    color=_FAMILY_COLOURS[fam], error_kw={"lw": 0.7, "capsize": 2})
-        for xi, vi in zip(xs, v):
+        for xi, vi, fl in zip(xs, v, flagged):
             if not np.isfinite(vi):
-                ax.text(xi, 0.02, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
+                ax.text(xi, 0.02, "flagged" if fl else "n/a", ha="center", va="bottom",
+                        fontsize=7, rotation=90)
     ax.axhline(1.0, color="k", lw=0.8, ls="--")
-    top = np.nanmax(np.r_[table5["ci_high"].to_numpy(float), table5["rer"].to_numpy(float), 1.0])
-    ax.set_ylim(min(0.0, np.nanmin(np.r_[table5["ci_low"].to_numpy(float), 0.0])), top * 1.25)
+    ok = table5["base_flag"].fillna("").astype(str).eq("").to_numpy() \
+        if "base_flag" in table5.columns else np.ones(len(table5), bool)
+    top = np.nanmax(np.r_[table5["ci_high"].to_numpy(float)[ok],
+                          table5["rer"].to_numpy(float)[ok], 1.0])
+    ax.set_ylim(min(0.0, np.nanmin(np.r_[table5["ci_low"].to_numpy(float)[ok], 0.0])), top * 1.25)
     ax.set_xticks(x, models, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("RER = Δ(steering) / Δ(baseline)", fontsize=8)
     ax.legend(fontsize=7, frameon=False, ncol=2, loc="upper right")
@@ -579,41 +664,49 @@ def figure6_prompt_steering_rer(table5: pd.DataFrame):
 
 # -------------------------------------------------------------------------------- Figure 7
 def snr_curves(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Corpus WER and KWS accuracy per model and condition (clean, then SNRs high → low).
+    """Mean per-utterance WER and KWS accuracy per model and condition (clean, SNRs high → low).
+
+    As the authors' Figure 7 (``scripts/generate_results_new_2.py``): the mean of the
+    per-utterance WERs over every stimulus of the condition (all backgrounds), and the mean
+    KWS correctness. The corpus WER is given beside it, named.
 
     Returns
     -------
     pandas.DataFrame
         Columns ``family, model, condition`` (``clean`` or e.g. ``10 dB``), ``snr_db`` (NaN for
-        clean), ``value_pp`` (corpus WER = Σ errors / Σ reference words, or accuracy, in %),
-        ``ci_low_pp, ci_high_pp`` (bootstrap over items), ``n_items``.
+        clean), ``value_pp`` (mean per-utterance WER, or accuracy, in %), ``ci_low_pp,
+        ci_high_pp, ci_usable`` (bootstrap over items: all of an item's stimuli together),
+        ``corpus_wer_pp`` (ASR: Σ errors / Σ reference words; NaN for KWS), ``n_items``.
     """
     rows = []
     for fam, task in BASE_TASKS.items():
         df = scores[task]
         snrs = sorted(df["snr_db"].dropna().unique(), reverse=True)
         conds = [("clean", np.nan)] + [(f"{s:g} dB", s) for s in snrs]
+        value = "wer" if fam == "asr" else "correct"
         for model, g in df.groupby("model"):
             for cond, snr in conds:
                 sel = g[g["bg_id"] == "clean"] if cond == "clean" else g[g["snr_db"] == snr]
+                sel = sel[sel[value].notna()]
                 if sel.empty:
                     continue
-                if fam == "asr":
-                    it = sel.groupby("item_id").agg(a=("errors", "sum"), n=("ref_words", "sum"))
-                else:
-                    it = sel.groupby("item_id").agg(a=("correct", "sum"), n=("correct", "size"))
+                it = sel.groupby("item_id").agg(a=(value, "sum"), n=(value, "size"))
                 res = stats.bootstrap_ci(
                     (it["a"].to_numpy(float), it["n"].to_numpy(float)),
                     lambda a, n, axis=-1: 100 * a.sum(axis) / n.sum(axis),
                     n_resamples=n_resamples, seed=seed, vectorized=True)
+                corpus = (100 * sel["errors"].sum() / sel["ref_words"].sum()
+                          if fam == "asr" and sel["ref_words"].sum() else np.nan)
                 rows.append({"family": fam, "model": model, "condition": cond, "snr_db": snr,
                              "value_pp": res.estimate, "ci_low_pp": res.ci_low,
-                             "ci_high_pp": res.ci_high, "n_items": len(it)})
+                             "ci_high_pp": res.ci_high, "ci_usable": res.n_valid,
+                             "corpus_wer_pp": corpus, "n_items": len(it)})
     return pd.DataFrame(rows)
 
 
-def figure7_snr_curves(curves: pd.DataFrame, *, kws_exclude=FIG7_KWS_EXCLUDE):
-    """Figure 7: (a) WER and (b) KWS accuracy per condition (clean, 10, 5, 0 dB), per model.
+def figure7_snr_performance(curves: pd.DataFrame, *, kws_exclude=FIG7_KWS_EXCLUDE):
+    """Figure 7: (a) mean per-utterance WER and (b) KWS accuracy per condition (clean, 10, 5,
+    0 dB), per model (:func:`snr_curves`).
 
     Panel (b) leaves out ``kws_exclude`` (default :data:`FIG7_KWS_EXCLUDE`, as in the paper).
     Shaded bands are 95 % bootstrap intervals over items.
@@ -627,7 +720,7 @@ def figure7_snr_curves(curves: pd.DataFrame, *, kws_exclude=FIG7_KWS_EXCLUDE):
     fig = _new_figure(8.0, 3.2)
     axes = fig.subplots(1, 2)
     for ax, fam, tag, ylab in zip(axes, ("asr", "kws"), ("a", "b"),
-                                  ("WER (%)", "KWS accuracy (%)")):
+                                  ("mean WER per utterance (%)", "KWS accuracy (%)")):
         c = curves[curves["family"] == fam]
         conds = list(dict.fromkeys(c["condition"]))
         for model, g in c.groupby("model"):
@@ -699,20 +792,24 @@ def make_all_figures(ws, *, n_resamples: int = 2000, seed: int = 0, formats=("pn
         log.warning("descriptors/acoustic_descriptors.csv is missing: Figures 2, 3 and Tables 2, "
                     "3 skipped (run stage 3)")
     else:
-        t2 = table2_spearman_correlations(scores, descriptors, **kw)
-        tab_out("table2_spearman_correlations", t2)
+        t2 = table2_descriptor_correlations(scores, descriptors, **kw)
+        tab_out("table2_descriptor_correlations", t2)
         fig_out("figure2_descriptor_regressions",
                 figure2_descriptor_regressions(scores, descriptors, t2, battery=battery))
-        fig_out("figure3_spearman_heatmap", figure3_spearman_heatmap(t2))
+        fig_out("figure3_descriptor_correlations", figure3_descriptor_correlations(t2))
         tab_out("table3_descriptor_values",
                 table3_descriptor_values(ranking, descriptors, battery=battery))
     fig_out("figure4_background_ranking", figure4_background_ranking(ranking, battery=battery))
     if scores["asr"]["accent_group"].isna().all():
         log.warning("no accent_group in the ASR item bank: Table 4 and Figure 5 skipped")
     else:
-        t4 = table4_accent_delta_wer(scores, **kw)
-        tab_out("table4_accent_delta_wer", t4)
-        fig_out("figure5_accent_groups", figure5_accent_groups(t4))
+        t4, t4s = _split_table4(_accent_rows(scores, **kw))
+        tab_out("table4_accent_dwer", t4)
+        tab_out("table4_accent_dwer_pooled_unspecified", t4s)
+        if t4.empty:
+            log.warning("no ASR item has an accent group: Table 4 is empty, Figure 5 skipped")
+        else:
+            fig_out("figure5_accent_degradation", figure5_accent_degradation(t4))
     t5 = table5_prompt_steering_rer(scores, **kw)
     absent = [t for t in STEER_TASKS.values() if t not in scores]
     if t5.empty:
@@ -724,5 +821,5 @@ def make_all_figures(ws, *, n_resamples: int = 2000, seed: int = 0, formats=("pn
                         ", ".join(absent))
         tab_out("table5_prompt_steering_rer", t5)
         fig_out("figure6_prompt_steering_rer", figure6_prompt_steering_rer(t5))
-    fig_out("figure7_snr_curves", figure7_snr_curves(snr_curves(scores, **kw)))
+    fig_out("figure7_snr_performance", figure7_snr_performance(snr_curves(scores, **kw)))
     return written

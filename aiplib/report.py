@@ -67,6 +67,7 @@ import numpy as np
 import pandas as pd
 
 from . import conditions as cond
+from . import stats
 from .errors import AiplibError, AiplibParameterError, ValidationError
 
 __all__ = [
@@ -773,12 +774,14 @@ def _html_page(title: str, blocks) -> str:
 _FIG_CAPTIONS = {
     "figure2_descriptor_regressions": "Figure 2 · the descriptors most correlated with "
                                       "degradation (one point per background, OLS line)",
-    "figure3_spearman_heatmap": "Figure 3 · Spearman r_s of descriptors vs degradation "
-                                "(* p_BH < 0.05)",
-    "figure4_background_ranking": "Figure 4 · backgrounds ranked by degradation (95 % CI)",
-    "figure5_accent_groups": "Figure 5 · ΔWER by accent group (95 % CI)",
+    "figure3_descriptor_correlations": "Figure 3 · Spearman r_s of descriptors vs degradation "
+                                       "(* p_BH < 0.05)",
+    "figure4_background_ranking": "Figure 4 · backgrounds ranked by the mean of ASR ΔWER and "
+                                  "KWS ΔAcc (95 % CI)",
+    "figure5_accent_degradation": "Figure 5 · ΔWER by accent group (95 % CI)",
     "figure6_prompt_steering_rer": "Figure 6 · steering prompt: Residual Effect Ratio (95 % CI)",
-    "figure7_snr_curves": "Figure 7 · WER and KWS accuracy per SNR (95 % CI bands)",
+    "figure7_snr_performance": "Figure 7 · mean per-utterance WER and KWS accuracy per SNR "
+                               "(95 % CI bands)",
 }
 
 
@@ -799,6 +802,18 @@ def _summary_table(tables: dict) -> pd.DataFrame:
             cs = g[g["scope"] == "condition"]["verdict"].value_counts()
             val = "wer_pp" if fam == "asr" else "acc_pp"
             o = ov.iloc[0] if len(ov) else None
+            coarse = int((g[g["scope"] == "condition"].get("coarse", pd.Series(dtype=object))
+                          .astype(str) == "True").sum())
+            if o is None:
+                robust = "–"
+            elif fam == "asr":
+                loops = o.get("n_loops", math.nan)
+                robust = (f"{_f(o.get('mean_wer_capped_pp', math.nan))} / "
+                          f"{_f(o.get('median_wer_pp', math.nan))}; loops "
+                          + ("–" if pd.isna(loops) else str(int(loops))))
+            else:
+                robust = (f"{_f(o.get('strict_acc_pp', math.nan))} / "
+                          f"{_f(o.get('non_answer_pp', math.nan))}")
             rows.append({
                 "task": task, "model": model, "measure": "WER" if fam == "asr" else "accuracy",
                 "clean %": _f(cl[val].iloc[0]) if len(cl) else "–",
@@ -811,6 +826,9 @@ def _summary_table(tables: dict) -> pd.DataFrame:
                 "verdict": o["verdict"] if o is not None else "",
                 "conditions worse / same / better / n/a": " / ".join(
                     str(int(cs.get(v, 0))) for v in ("worse", "same", "better", "n/a")),
+                "coarse conditions": str(coarse),
+                "robust (noisy): ASR capped mean / median WER %, loops; KWS strict acc / "
+                "non-answers %": robust,
             })
     d = pd.DataFrame(rows)
     return d.fillna("–")
@@ -860,9 +878,15 @@ def _table2_block(t2: pd.DataFrame) -> list:
         "note": _text(t2["note"])})
     return [("h", 2, "Descriptors vs degradation (Table 2)"),
             ("p", "Spearman r_s across backgrounds between each descriptor and the mean "
-                  "degradation (items, then SNRs; 'pooled' = mean over models); 95 % percentile "
-                  "bootstrap over backgrounds; p_BH = Benjamini–Hochberg over the descriptors "
-                  "within each task and model. A constant column gives NaN with a note."),
+                  "degradation (items, then SNRs; 'pooled' = mean over models, only backgrounds "
+                  "every model covers); p exact up to "
+                  f"{stats.SPEARMAN_EXACT_MAX_N} backgrounds, a seeded permutation test "
+                  f"({stats.SPEARMAN_N_PERMUTATIONS} permutations) up to "
+                  f"{stats.SPEARMAN_PERMUTATION_MAX_N}; 95 % percentile bootstrap over "
+                  "backgrounds (resamples with a constant column are unusable; no interval with "
+                  f"more than {100 - 100 * stats.MIN_USABLE_SHARE:g} % of them); p_BH = "
+                  "Benjamini–Hochberg over the descriptors within each task and model. A "
+                  "constant column gives NaN with a note."),
             ("table", d, None)]
 
 
@@ -874,7 +898,10 @@ def _table4_block(t4: pd.DataFrame) -> list:
                                   zip(t4["mean_delta_wer_pp"], t4["ci_low_pp"],
                                       t4["ci_high_pp"])]})
     return [("h", 2, "Accent groups (Table 4)"),
-            ("p", "Mean ΔWER per accent group, 95 % bootstrap interval over the group's items."),
+            ("p", "Mean ΔWER per model and accent group, 95 % bootstrap interval over the "
+                  f"group's items (none below {stats.MIN_N_FOR_INTERVAL} items). Rows pooled "
+                  "over models and items without an accent group: "
+                  "tables/table4_accent_dwer_pooled_unspecified.csv."),
             ("table", d, None)]
 
 
@@ -885,14 +912,17 @@ def _table5_block(t5: pd.DataFrame) -> list:
         "Δ steering pp": [_f(v) for v in t5["delta_steer_pp"]],
         "RER [95% CI]": [_ci(r, lo, hi, 2, signed=False) for r, lo, hi in
                          zip(t5["rer"], t5["ci_low"], t5["ci_high"])],
+        "flag": _text(t5["base_flag"]) if "base_flag" in t5 else "",
         "rule": _text(t5["rule"]), "note": _text(t5["note"])})
     return [("h", 2, "Steering prompt (Table 5)"),
-            ("p", "RER = Δ(steering) / Δ(baseline) on the same stimuli (< 1: the prompt reduced "
-                  "the noise effect). Near-zero denominators: NaN in either Δ → NaN; KWS with "
-                  "both accuracy drops below 1 pp → RER = 1 (nothing to remove); |Δ baseline| "
-                  "< 1 pp (either family) → NaN (the ratio of two near-zero numbers carries no "
-                  "information). The 95 % interval resamples items; resamples falling under a "
-                  "rule give 1 or NaN (NaNs ignored, counted in the note)."),
+            ("p", "RER = Δ(steering) / (Δ(baseline) + 1e-9) on the same stimuli, as the authors "
+                  "compute it; KWS with both |Δ| below 1 pp → RER = 1. RER < 1 means the prompt "
+                  "reduced the noise effect only when Δ(baseline) is clearly positive: the flag "
+                  "column marks Δ(baseline) ≤ 0 (the ratio's sign is inverted) or < 1 pp (an "
+                  "unstable ratio of small numbers). The 95 % interval (ours) resamples items; "
+                  "resamples whose Δ(baseline) is below 1 pp are unusable, and with more than "
+                  "5 % unusable (or fewer than "
+                  f"{stats.MIN_N_FOR_INTERVAL} items) no interval is given."),
             ("table", d, None)]
 
 
@@ -997,12 +1027,19 @@ def build_report(ws, *, n_resamples: int = 2000, seed: int = 0, level: float = 0
               "words (they add up to the WER; insertions show how much of a background voice "
               "ends up in the text). Tests are exact: the sign test (binomial, scipy.stats."
               "binomtest) on per-item changes; for KWS single conditions McNemar's exact test. "
-              f"Verdict: worse / better when the interval excludes 0 and the change is at least "
-              f"{min_diff_pp:g} pp; otherwise same; n/a with fewer than "
-              f"{cond.MIN_ITEMS_FOR_VERDICT} paired items. With few items the percentile "
-              "interval is too narrow; read the verdict together with the exact p-value. "
+              f"Verdict: worse / better when the interval excludes 0, the change is at least "
+              f"{min_diff_pp:g} pp and the Benjamini–Hochberg adjusted exact p is below "
+              f"{cond.ALPHA:g}; otherwise same; n/a with fewer than "
+              f"{cond.MIN_ITEMS_FOR_VERDICT} paired items, which get no interval either (a "
+              "percentile bootstrap of so few values only spans their range). Rows with fewer "
+              f"than {cond.COARSE_BELOW_ITEMS} paired items are marked coarse. An interval is "
+              f"refused when fewer than {100 * stats.MIN_USABLE_SHARE:g} % of its resamples "
+              "were usable; the tables give the usable count (ci_usable). "
               "p (BH): Benjamini–Hochberg adjusted across the conditions of the same task, model and "
-              "scope (the per-SNR, per-background and background × SNR rows are many tests at once)."),
+              "scope (the per-SNR, per-background and background × SNR rows are many tests at once). "
+              "Beside the paper's means, a robust view: WER capped at 1 per utterance, the median "
+              "WER and the count of looping transcripts (ASR); strict accuracy counting "
+              "non-answers wrong and the share of non-answers (KWS), when the scores carry them."),
         ("h", 2, "Summary"),
         ("table", _summary_table(tables), None),
     ]
@@ -1041,10 +1078,10 @@ def build_report(ws, *, n_resamples: int = 2000, seed: int = 0, level: float = 0
         fam = task_family(task)
         prompt = PROMPTS.get(TASKS.get(task, ("", "")), {}).get("text")
         blocks += _task_blocks(task, t, scores[task], fam, prompt)
-    t2 = _read_table(ws, "table2_spearman_correlations")
+    t2 = _read_table(ws, "table2_descriptor_correlations")
     if t2 is not None:
         blocks += _table2_block(t2)
-    t4 = _read_table(ws, "table4_accent_delta_wer")
+    t4 = _read_table(ws, "table4_accent_dwer")
     if t4 is not None:
         blocks += _table4_block(t4)
     t5 = _read_table(ws, "table5_prompt_steering_rer")

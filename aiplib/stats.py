@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from functools import lru_cache
+from itertools import permutations
 
 import numpy as np
 import pandas as pd
@@ -35,16 +37,27 @@ from .errors import AiplibParameterError
 __all__ = [
     "DESCRIPTORS",
     "DEGRADATION_COLUMN",
+    "MIN_N_FOR_INTERVAL",
+    "MIN_USABLE_SHARE",
+    "SPEARMAN_EXACT_MAX_N",
+    "SPEARMAN_PERMUTATION_MAX_N",
+    "SPEARMAN_N_PERMUTATIONS",
+    "RER_DENOMINATOR_EPS",
+    "RER_KWS_SMALL",
+    "RER_FLAG_BELOW",
     "SpearmanResult",
     "BootstrapResult",
     "BinomTestResult",
     "spearman",
+    "spearman_permutation_p",
     "bootstrap_ci",
     "sign_test",
     "mcnemar_exact",
     "bh_adjust",
     "rer",
+    "rer_flag",
     "degradation_by_background",
+    "partial_note",
     "descriptor_correlations",
 ]
 
@@ -56,6 +69,42 @@ here because :mod:`aiplib.stats` imports no other aiplib module)."""
 
 DEGRADATION_COLUMN = {"asr": "delta_wer", "kws": "delta_acc"}
 """Score-file column holding the per-pair degradation of each task family."""
+
+MIN_N_FOR_INTERVAL = 10
+"""Fewest resampled units (items, or backgrounds for correlations) for a bootstrap interval.
+
+Below it no interval is given (NaN with a note): a percentile bootstrap interval of ``n`` values
+lies inside their range, and for the mean it behaves like a z-interval with divisor ``n`` —
+about 80 % coverage at ``n = 5`` and about 90 % at ``n = 10`` for a nominal 95 %. A 2-item group
+would otherwise report the range of its two values as a "95 % interval"."""
+
+MIN_USABLE_SHARE = 0.95
+"""Least share of resamples that must give a finite statistic for an interval to be reported.
+
+Resamples fail when the statistic is undefined on them (a Spearman resample with a constant
+column, an RER resample whose baseline change is not positive); quantiles of the survivors are
+conditional on the failure not happening, so with more than 5 % failures the interval is refused
+(NaN with a note). Every table reports the usable count beside its interval."""
+
+SPEARMAN_EXACT_MAX_N = 9
+"""Up to this many pairs the Spearman p-value is exact (all ``n!`` permutations)."""
+SPEARMAN_PERMUTATION_MAX_N = 20
+"""Up to this many pairs (and above :data:`SPEARMAN_EXACT_MAX_N`) the Spearman p-value is a
+seeded Monte-Carlo permutation test with :data:`SPEARMAN_N_PERMUTATIONS` permutations; above
+it, scipy's t-distribution approximation. At n = 6 the approximation gives 0.0048 where the exact
+value is 0.0167, and at n = 20 it is still about 1.5× too small."""
+SPEARMAN_N_PERMUTATIONS = 9999
+"""Random permutations of the Monte-Carlo Spearman p-value (resolution 1 / 10 000)."""
+
+RER_DENOMINATOR_EPS = 1e-9
+"""Added to the baseline change in the RER denominator, as the authors'
+``scripts/generate_results_new_2.py``: ``RER = Δ_steer / (Δ_base + 1e-9)``."""
+RER_KWS_SMALL = 0.01
+"""KWS: RER is 1.0 when both ``|Δ_base|`` and ``|Δ_steer|`` are below this (1 pp), as the
+authors' script."""
+RER_FLAG_BELOW = 0.01
+"""A baseline change below this (1 pp) — or not positive — is flagged beside the RER
+(:func:`rer_flag`), and such resamples are unusable for the RER interval."""
 
 
 @dataclass(frozen=True)
@@ -70,12 +119,19 @@ class SpearmanResult:
         Pairs used (after dropping pairs with a NaN).
     note : str
         Empty, or why ``rho`` is NaN / what was dropped.
+    method : str
+        How ``p`` was computed: ``exact`` (all permutations), ``permutation`` (seeded Monte
+        Carlo), ``t_approx`` (scipy's large-sample approximation) or ``""`` (no p).
+    n_permutations : int
+        Permutations behind ``p`` (``n!`` when exact, 0 for ``t_approx``).
     """
 
     rho: float
     p: float
     n: int
     note: str = ""
+    method: str = ""
+    n_permutations: int = 0
 
     def __iter__(self):
         yield self.rho
@@ -97,7 +153,8 @@ class BootstrapResult:
     n_resamples : int
         Resamples drawn.
     n_valid : int
-        Resamples with a finite statistic (the interval uses only these).
+        Usable resamples: those with a finite statistic (the interval uses only these); 0 when
+        no resampling was done (fewer than ``min_n`` observations).
     seed : int
     n : int
         Observations (items) resampled.
@@ -152,7 +209,64 @@ def _as_1d(x, name: str) -> np.ndarray:
     return a
 
 
-def spearman(x, y) -> SpearmanResult:
+def _centred_ranks(v: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    r = rankdata(v)
+    return r - r.mean()
+
+
+@lru_cache(maxsize=None)
+def _all_permutations(n: int) -> np.ndarray:
+    """Every permutation of ``range(n)``, shape (n!, n), int8 (n <= 9: at most 3.3 MB)."""
+    return np.array(list(permutations(range(n))), dtype=np.int8)
+
+
+def spearman_permutation_p(x, y, *, seed: int = 0,
+                           n_permutations: int = SPEARMAN_N_PERMUTATIONS) -> tuple[float, str, int]:
+    """Two-sided permutation p-value of Spearman's ρ (the null of exchangeable pairings).
+
+    The same test as ``scipy.stats.permutation_test((y,), ρ, permutation_type="pairings")``,
+    vectorised on ranks: ``p = #{|ρ_π| >= |ρ_obs|} / #π`` over all ``n!`` permutations ``π``
+    of ``y`` when ``n <=`` :data:`SPEARMAN_EXACT_MAX_N` (exact), else
+    ``(1 + #{|ρ_π| >= |ρ_obs|}) / (1 + n_permutations)`` over seeded random permutations
+    (Phipson & Smyth 2010, never 0).
+
+    Parameters
+    ----------
+    x, y : array-like [shape=(n,)], float
+        Finite, non-constant, ``n >= 3`` (checked by :func:`spearman`).
+    seed : int
+        ``numpy.random.default_rng(seed)`` for the random permutations.
+    n_permutations : int
+
+    Returns
+    -------
+    (p, method, n_permutations) : (float, str, int)
+        ``method`` is ``"exact"`` or ``"permutation"``.
+
+    Examples
+    --------
+    >>> round(spearman_permutation_p([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 6, 5])[0], 4)  # 12 / 720
+    0.0167
+    """
+    rx = _centred_ranks(np.asarray(x, dtype=float))
+    ry = _centred_ranks(np.asarray(y, dtype=float))
+    den = math.sqrt(float((rx * rx).sum() * (ry * ry).sum()))
+    obs = abs(float(rx @ ry)) / den
+    tol = 1e-12 * max(1.0, obs)
+    n = rx.size
+    if n <= SPEARMAN_EXACT_MAX_N:
+        perm = np.abs(ry[_all_permutations(n)] @ rx) / den
+        return float((perm >= obs - tol).sum() / perm.size), "exact", int(perm.size)
+    rng = np.random.default_rng(seed)
+    shuffled = rng.permuted(np.broadcast_to(ry, (int(n_permutations), n)), axis=1)
+    perm = np.abs(shuffled @ rx) / den
+    return (float((1 + (perm >= obs - tol).sum()) / (1 + perm.size)), "permutation",
+            int(n_permutations))
+
+
+def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
     """Spearman's rank correlation of one pair of columns [1]_ (``scipy.stats.spearmanr``).
 
     Parameters
@@ -160,12 +274,17 @@ def spearman(x, y) -> SpearmanResult:
     x, y : array-like [shape=(n,)], float
         Paired observations (e.g. one descriptor and the mean degradation, per background).
         Pairs where either value is NaN are dropped.
+    seed : int
+        Seed of the Monte-Carlo permutation p-value (``10 <= n <= 20``).
 
     Returns
     -------
     SpearmanResult
-        ``rho`` and the two-sided ``p`` (t-distribution approximation of scipy); both NaN with
-        a ``note`` when fewer than 3 pairs remain or a column is constant — never an exception.
+        ``rho`` and the two-sided ``p``: exact for ``n <=`` :data:`SPEARMAN_EXACT_MAX_N`, a
+        seeded permutation test for ``n <=`` :data:`SPEARMAN_PERMUTATION_MAX_N`
+        (:func:`spearman_permutation_p`), else scipy's t-distribution approximation (``method``
+        says which). Both NaN with a ``note`` when fewer than 3 pairs remain or a column is
+        constant — never an exception.
 
     Raises
     ------
@@ -196,7 +315,11 @@ def spearman(x, y) -> SpearmanResult:
         notes.append(f"constant column ({', '.join(const)}): rank correlation undefined")
         return SpearmanResult(math.nan, math.nan, n, "; ".join(notes))
     res = spearmanr(x, y)
-    return SpearmanResult(float(res.statistic), float(res.pvalue), n, "; ".join(notes))
+    if n <= SPEARMAN_PERMUTATION_MAX_N:
+        p, method, n_perm = spearman_permutation_p(x, y, seed=seed)
+    else:
+        p, method, n_perm = float(res.pvalue), "t_approx", 0
+    return SpearmanResult(float(res.statistic), p, n, "; ".join(notes), method, n_perm)
 
 
 def _spearman_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
@@ -215,7 +338,9 @@ def _spearman_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
 
 
 def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
-                 level: float = 0.95, vectorized: bool = False) -> BootstrapResult:
+                 level: float = 0.95, vectorized: bool = False,
+                 min_n: int = MIN_N_FOR_INTERVAL,
+                 min_usable: float = MIN_USABLE_SHARE) -> BootstrapResult:
     """Percentile bootstrap interval [2]_, resampling observations (items) with replacement.
 
     Parameters
@@ -234,12 +359,18 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
     level : float in (0, 1)
         Coverage of the interval.
     vectorized : bool
+    min_n : int
+        With fewer observations no resampling is done and the interval is NaN with a note
+        (default :data:`MIN_N_FOR_INTERVAL`).
+    min_usable : float in [0, 1]
+        Least share of resamples with a finite statistic; below it the interval is NaN with a
+        note (default :data:`MIN_USABLE_SHARE`).
 
     Returns
     -------
     BootstrapResult
         ``estimate = stat(data)``; the interval is the (1−level)/2 and (1+level)/2 percentiles
-        of the finite resampled statistics.
+        of the finite resampled statistics; ``n_valid`` counts them.
 
     Raises
     ------
@@ -259,24 +390,40 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
         raise AiplibParameterError(f"level must lie in (0, 1), got {level}")
     with np.errstate(invalid="ignore", divide="ignore"):
         estimate = float(stat(*arrays, axis=-1) if vectorized else stat(*arrays))
+        if n < int(min_n):
+            return BootstrapResult(estimate, math.nan, math.nan, float(level), int(n_resamples),
+                                   0, int(seed), int(n), _few_note(n, min_n))
         rng = np.random.default_rng(seed)
         idx = rng.integers(0, n, size=(int(n_resamples), n))
         if vectorized:
             boot = np.asarray(stat(*(a[idx] for a in arrays), axis=-1), dtype=float)
         else:
             boot = np.array([stat(*(a[i] for a in arrays)) for i in idx], dtype=float)
-    finite = boot[np.isfinite(boot)]
-    note = "" if n > 1 else "one observation: the interval is degenerate"
-    if finite.size == 0:
-        lo = hi = math.nan
-        note = "no resample gave a finite statistic"
-    else:
-        a = (1 - level) / 2
-        lo, hi = (float(v) for v in np.quantile(finite, [a, 1 - a]))
-        if finite.size < boot.size:
-            note = f"{boot.size - finite.size} of {boot.size} resamples gave NaN and were ignored"
-    return BootstrapResult(estimate, lo, hi, float(level), int(n_resamples), int(finite.size),
+    lo, hi, n_valid, note = _percentile_interval(boot, level, min_usable)
+    return BootstrapResult(estimate, lo, hi, float(level), int(n_resamples), n_valid,
                            int(seed), int(n), note)
+
+
+def _few_note(n: int, min_n: int) -> str:
+    return (f"{n} observation(s) < {int(min_n)}: no interval (a percentile bootstrap of so few "
+            "values only spans their range)")
+
+
+def _percentile_interval(boot: np.ndarray, level: float, min_usable: float):
+    """(lo, hi, n_usable, note) of resampled statistics; NaN when too few are finite."""
+    finite = boot[np.isfinite(boot)]
+    n_valid = int(finite.size)
+    if n_valid == 0:
+        return math.nan, math.nan, 0, "no resample gave a finite statistic"
+    if n_valid < min_usable * boot.size:
+        return (math.nan, math.nan, n_valid,
+                f"only {n_valid} of {boot.size} resamples usable (< {100 * min_usable:g} %): "
+                "no interval")
+    a = (1 - level) / 2
+    lo, hi = (float(v) for v in np.quantile(finite, [a, 1 - a]))
+    note = "" if n_valid == boot.size else \
+        f"{boot.size - n_valid} of {boot.size} resamples unusable and ignored"
+    return lo, hi, n_valid, note
 
 
 def sign_test(deltas) -> BinomTestResult:
@@ -375,29 +522,25 @@ def bh_adjust(pvalues) -> np.ndarray:
     return out
 
 
-def rer(delta_steer, delta_base, *, task_family: str, eps: float = 0.01):
-    """Residual Effect Ratio of the steering prompt: ``RER = Δ_steer / Δ_base``.
+def rer(delta_steer, delta_base, *, task_family: str, usable_only: bool = False):
+    """Residual Effect Ratio of the steering prompt, as the authors compute it.
 
-    Δ is the mean degradation (``delta_wer`` for ASR, ``delta_acc`` for KWS, as fractions)
-    with the steering prompt and with the baseline prompt, on the same stimuli. RER < 1 means
-    the prompt removed part of the noise effect, RER > 1 that it made it worse.
-
-    Rules, applied in this order:
-
-    1. NaN in either input → NaN.
-    2. KWS only: both accuracy drops below ``eps`` (``Δ_steer < eps and Δ_base < eps``,
-       signed: no degradation to remove either way) → ``1.0``.
-    3. ``|Δ_base| < eps`` (either family) → NaN: the ratio of two near-zero numbers is
-       unstable and carries no information.
-    4. Otherwise ``Δ_steer / Δ_base``.
+    ``RER = Δ_steer / (Δ_base + 1e-9)`` (:data:`RER_DENOMINATOR_EPS`), where Δ is the mean
+    degradation (``delta_wer`` for ASR, ``delta_acc`` = acc(clean) − acc(noisy) for KWS, as
+    fractions) with the steering prompt and with the baseline prompt; for KWS, RER = 1.0 when
+    ``|Δ_base| <`` :data:`RER_KWS_SMALL` and ``|Δ_steer| <`` :data:`RER_KWS_SMALL` (the
+    authors' ``scripts/generate_results_new_2.py``). RER < 1 reads "the prompt removed part of
+    the noise effect" only when ``Δ_base`` is clearly positive: see :func:`rer_flag`.
 
     Parameters
     ----------
     delta_steer, delta_base : float or array-like (broadcastable)
-        Mean degradations (fractions: 0.05 = 5 percentage points).
+        Mean degradations (fractions: 0.05 = 5 percentage points). NaN in either → NaN.
     task_family : {"asr", "kws"}
-    eps : float >= 0
-        Threshold of rules 2–3 (default 0.01 = 1 percentage point).
+    usable_only : bool
+        NaN wherever :func:`rer_flag` would flag the baseline (``Δ_base <=`` 0 or below
+        :data:`RER_FLAG_BELOW`), except the KWS both-small rule (1.0). Used for bootstrap
+        resamples, whose ratio there is meaningless.
 
     Returns
     -------
@@ -406,21 +549,50 @@ def rer(delta_steer, delta_base, *, task_family: str, eps: float = 0.01):
     Raises
     ------
     AiplibParameterError
-        If ``task_family`` is neither ``"asr"`` nor ``"kws"`` or ``eps < 0``.
+        If ``task_family`` is neither ``"asr"`` nor ``"kws"``.
+
+    Examples
+    --------
+    >>> round(rer(0.05, 0.10, task_family="asr"), 6), rer(0.004, -0.003, task_family="kws")
+    (0.5, 1.0)
     """
     if task_family not in ("asr", "kws"):
         raise AiplibParameterError(f"task_family must be 'asr' or 'kws', got {task_family!r}")
-    if eps < 0:
-        raise AiplibParameterError(f"eps must be >= 0, got {eps}")
     s = np.asarray(delta_steer, dtype=float)
     b = np.asarray(delta_base, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        r = s / b
-    r = np.where(np.abs(b) < eps, np.nan, r)
+        r = s / (b + RER_DENOMINATOR_EPS)
+    if usable_only:
+        r = np.where(b < RER_FLAG_BELOW, np.nan, r)
     if task_family == "kws":
-        r = np.where((s < eps) & (b < eps), 1.0, r)
+        r = np.where((np.abs(s) < RER_KWS_SMALL) & (np.abs(b) < RER_KWS_SMALL), 1.0, r)
     r = np.where(np.isnan(s) | np.isnan(b), np.nan, r)
     return float(r) if r.ndim == 0 else r
+
+
+def rer_flag(delta_base) -> str:
+    """Why an RER cannot be read as "< 1: the prompt helped" ("" when it can).
+
+    Parameters
+    ----------
+    delta_base : float
+        Mean baseline degradation (fraction).
+
+    Returns
+    -------
+    str
+        ``"baseline <= 0"`` (no degradation to remove: the ratio's sign is inverted, a
+        negative RER or one above 1 can mean the prompt helped), ``"baseline < 1 pp"`` (the
+        ratio of small numbers is unstable), ``"baseline NaN"`` or ``""``.
+    """
+    b = float(delta_base)
+    if math.isnan(b):
+        return "baseline NaN"
+    if b <= 0:
+        return "baseline <= 0"
+    if b < RER_FLAG_BELOW:
+        return "baseline < 1 pp"
+    return ""
 
 
 def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str | None = None
@@ -441,7 +613,10 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     -------
     pandas.DataFrame [shape=(n_backgrounds, n_models + 1)]
         Index ``bg_id`` (sorted); one column per model and ``pooled`` = the mean over the model
-        columns (NaN-skipping). Values are fractions (0.1 = 10 percentage points).
+        columns, only for backgrounds that *every* model covers (NaN for the others, so a
+        pooled value never mixes different sets of models). Values are fractions (0.1 = 10
+        percentage points). ``attrs["partial"]``: ``{bg_id: [models without it]}`` for the
+        backgrounds left out of ``pooled`` (empty dict when none).
 
     Raises
     ------
@@ -465,9 +640,21 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     per_bg.columns = [str(c) for c in per_bg.columns]
     per_bg.columns.name = None
     per_bg = per_bg.sort_index()
-    per_bg["pooled"] = per_bg.mean(axis=1, skipna=True)
+    models = list(per_bg.columns)
+    complete = per_bg[models].notna().all(axis=1)
+    per_bg["pooled"] = per_bg[models].mean(axis=1).where(complete)
     per_bg.index.name = "bg_id"
+    per_bg.attrs["partial"] = {str(bg): [m for m in models if pd.isna(per_bg.at[bg, m])]
+                               for bg in per_bg.index[~complete]}
     return per_bg
+
+
+def partial_note(partial: dict) -> str:
+    """Text for ``attrs["partial"]`` of :func:`degradation_by_background` ("" when empty)."""
+    if not partial:
+        return ""
+    return (f"pooled only over backgrounds every model covers; {len(partial)} partial left out: "
+            + ", ".join(f"{bg} (missing {', '.join(ms)})" for bg, ms in sorted(partial.items())))
 
 
 def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFrame, *,
@@ -495,11 +682,15 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
     Returns
     -------
     pandas.DataFrame, long format
-        Columns ``model, descriptor, n, r_s, p, ci_low, ci_high, p_bh, level, n_resamples,
-        seed, note``: one row per (column of ``degradation``, descriptor). ``p_bh`` is the
-        Benjamini–Hochberg adjustment across the descriptors within each model column.
-        ``ci_low/ci_high`` are percentile bootstrap bounds; resamples where a column is
-        constant are skipped (counted in ``note``).
+        Columns ``model, descriptor, n, r_s, p, p_method, n_permutations, ci_low, ci_high,
+        ci_usable, p_bh, level, n_resamples, seed, note``: one row per (column of
+        ``degradation``, descriptor). ``p`` is exact / permutation / t-approximation by ``n``
+        (:func:`spearman`; ``p_method``, ``n_permutations``); ``p_bh`` is the
+        Benjamini–Hochberg adjustment of those p-values across the descriptors within each
+        model column. ``ci_low/ci_high`` are percentile bootstrap bounds over backgrounds;
+        ``ci_usable`` counts the resamples where neither column was constant. No interval
+        (NaN, noted) with fewer than :data:`MIN_N_FOR_INTERVAL` backgrounds or fewer than
+        :data:`MIN_USABLE_SHARE` of the resamples usable.
 
     Raises
     ------
@@ -517,6 +708,7 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
     missing = [c for c in descriptors if c not in d.columns]
     if missing:
         raise AiplibParameterError(f"descriptors_df lacks {missing}; has {list(d.columns)}")
+    pnote = partial_note(degradation.attrs.get("partial") or {})
     deg = degradation.copy()
     deg.index = deg.index.astype(str)
     d.index = d.index.astype(str)
@@ -529,29 +721,32 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
         cell_rows = []
         for desc in descriptors:
             x_all = d.loc[common, desc].to_numpy(dtype=float)
-            res = spearman(x_all, y_all)
+            res = spearman(x_all, y_all, seed=seed)
             ok = np.isfinite(x_all) & np.isfinite(y_all)
             x, y = x_all[ok], y_all[ok]
             lo = hi = math.nan
-            notes = [n for n in (base_note, res.note) if n]
+            usable = 0
+            notes = [n for n in (base_note, pnote if model == "pooled" else "", res.note) if n]
             if np.isfinite(res.rho):
-                rng = np.random.default_rng(seed)
-                idx = rng.integers(0, x.size, size=(int(n_resamples), x.size))
-                boot = _spearman_rows(x[idx], y[idx])
-                fin = boot[np.isfinite(boot)]
-                if fin.size:
-                    a = (1 - level) / 2
-                    lo, hi = (float(v) for v in np.quantile(fin, [a, 1 - a]))
-                if fin.size < boot.size:
-                    notes.append(f"{boot.size - fin.size} constant resamples skipped")
+                if x.size < MIN_N_FOR_INTERVAL:
+                    notes.append(_few_note(x.size, MIN_N_FOR_INTERVAL))
+                else:
+                    rng = np.random.default_rng(seed)
+                    idx = rng.integers(0, x.size, size=(int(n_resamples), x.size))
+                    boot = _spearman_rows(x[idx], y[idx])
+                    lo, hi, usable, bnote = _percentile_interval(boot, level, MIN_USABLE_SHARE)
+                    if bnote:
+                        notes.append(bnote.replace("unusable", "with a constant column"))
             cell_rows.append({"model": model, "descriptor": desc, "n": res.n, "r_s": res.rho,
-                              "p": res.p, "ci_low": lo, "ci_high": hi, "level": level,
+                              "p": res.p, "p_method": res.method,
+                              "n_permutations": res.n_permutations, "ci_low": lo,
+                              "ci_high": hi, "ci_usable": int(usable), "level": level,
                               "n_resamples": int(n_resamples), "seed": int(seed),
                               "note": "; ".join(notes)})
         padj = bh_adjust([r["p"] for r in cell_rows])
         for r, q in zip(cell_rows, padj):
             r["p_bh"] = float(q)
         rows.extend(cell_rows)
-    cols = ["model", "descriptor", "n", "r_s", "p", "ci_low", "ci_high", "p_bh", "level",
-            "n_resamples", "seed", "note"]
+    cols = ["model", "descriptor", "n", "r_s", "p", "p_method", "n_permutations", "ci_low",
+            "ci_high", "ci_usable", "p_bh", "level", "n_resamples", "seed", "note"]
     return pd.DataFrame(rows, columns=cols)

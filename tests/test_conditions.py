@@ -168,28 +168,103 @@ def test_paired_change_clusters_items():
     assert r["estimate"] == pytest.approx(7 / 4)
     assert r["test"] == "sign_item_means"
     assert cond.paired_change([], [], n_resamples=10)["verdict"] == "n/a"
-    one = cond.paired_change([30.0], [3], n_resamples=10)       # one item: degenerate interval
-    assert one["ci_low"] == one["ci_high"] == 10.0 and one["verdict"] == "n/a"
-    assert "no verdict" in one["note"]
+    one = cond.paired_change([30.0], [3], n_resamples=10)       # one item: no interval
+    assert one["estimate"] == 10.0 and math.isnan(one["ci_low"]) and one["verdict"] == "n/a"
+    assert "no verdict" in one["note"] and one["ci_usable"] == 0
     with pytest.raises(AiplibParameterError):
         cond.paired_change([1.0, 2.0], [1.0], n_resamples=10)
 
 
 def test_verdict_rules_and_min_diff():
-    assert cond.verdict(5.0, 1.0, 9.0, 2.0) == "worse"
-    assert cond.verdict(1.5, 0.5, 2.5, 2.0) == "same"       # excludes 0 but below 2 pp
-    assert cond.verdict(1.5, 0.5, 2.5, 1.0) == "worse"      # configurable minimum
-    assert cond.verdict(3.0, -1.0, 7.0, 2.0) == "same"      # interval includes 0
-    assert cond.verdict(-3.0, -5.0, -1.0, 2.0) == "better"
-    assert cond.verdict(math.nan, 0, 1, 2.0) == "n/a"
+    assert cond.verdict(5.0, 1.0, 9.0, 2.0, 0.01) == "worse"
+    assert cond.verdict(5.0, 1.0, 9.0, 2.0, 0.05) == "same"     # p must be < 0.05
+    assert cond.verdict(5.0, 1.0, 9.0, 2.0, math.nan) == "same"
+    assert cond.verdict(1.5, 0.5, 2.5, 2.0, 0.01) == "same"     # excludes 0 but below 2 pp
+    assert cond.verdict(1.5, 0.5, 2.5, 1.0, 0.01) == "worse"    # configurable minimum
+    assert cond.verdict(3.0, -1.0, 7.0, 2.0, 0.01) == "same"    # interval includes 0
+    assert cond.verdict(-3.0, -5.0, -1.0, 2.0, 0.01) == "better"
+    assert cond.verdict(math.nan, 0, 1, 2.0, 0.01) == "n/a"
+    assert cond.verdict(5.0, math.nan, math.nan, 2.0, 0.01) == "n/a"
     with pytest.raises(AiplibParameterError):
-        cond.verdict(1, 0, 2, -1)
+        cond.verdict(1, 0, 2, -1, 0.01)
+
+
+def test_three_items_all_worse_is_not_worse():
+    # the percentile interval of 3 identical changes is [50, 50], but sign-test p = 2 / 8
+    r = cond.paired_change([50.0, 50.0, 50.0], [1, 1, 1], n_resamples=200, min_items=1)
+    assert (r["ci_low"], r["ci_high"]) == (50.0, 50.0)
+    assert r["p_value"] == pytest.approx(0.25) and r["verdict"] == "same"
+    d = cond.paired_change([50.0, 50.0, 50.0], [1, 1, 1], n_resamples=200)   # the default rule
+    assert d["verdict"] == "n/a" and math.isnan(d["ci_low"]) and d["coarse"]
+
+
+def test_kws_four_worse_none_better_is_not_worse(tmp_path):
+    # 4 of 12 clips flip right → wrong, none the other way: McNemar p = 2 / 16 = 0.125
+    kws = [(f"k{i:02d}", "yes", {("clean", None): "yes", ("bg1", 0): "no" if i < 4 else "yes"})
+           for i in range(12)]
+    ws = make_ws(tmp_path, kws=kws)
+    t = cond.condition_table(load_scores(ws)["kws"], "kws", n_resamples=500)
+    r = _row(t, bg="bg1", snr=0)
+    assert r.test == "mcnemar_exact" and r.p_value == pytest.approx(0.125)
+    assert r.delta_pp == pytest.approx(100 / 3) and r.ci_low_pp > 0   # interval excludes 0
+    assert r.verdict == "same" and r.coarse is True
+    assert r.ci_usable == 500
+
+
+def test_verdict_uses_bh_adjusted_p(tmp_path):
+    # bg1: 10 items worse, 2 better (sign p = 0.0386); bg2: 6 / 6 (p = 1): p_BH(bg1) = 0.077
+    asr = []
+    for i in range(12):
+        worse = i < 10
+        asr.append((f"u{i:02d}", "a b c d", {("clean", None): "a b c d" if worse else "a b x d",
+                                             ("bg1", 0): "a b x d" if worse else "a b c d",
+                                             ("bg2", 0): "a b x d" if i % 2 else "a b c d"}))
+    ws = make_ws(tmp_path, asr=asr)
+    t = cond.condition_table(load_scores(ws)["asr"], "asr", n_resamples=500)
+    r = _row(t, bg="bg1", snr=0)
+    assert r.p_value == pytest.approx(0.0385742, abs=1e-6)
+    assert r.p_bh == pytest.approx(2 * 0.0385742, abs=1e-6)
+    assert r.ci_low_pp > 0 and r.delta_pp >= 2
+    assert r.verdict == "same"                              # unadjusted it would be "worse"
+    assert cond.verdict(r.delta_pp, r.ci_low_pp, r.ci_high_pp, 2.0, r.p_value) == "worse"
+
+
+def test_robust_view_caps_loops_and_median(tmp_path):
+    # noisy WERs 0, 0.5 and 4.0 (a looping hypothesis): mean 150 %, capped mean 50 %, median 50 %
+    ws = make_ws(tmp_path, asr=[
+        ("u1", "a b", {("clean", None): "a b", ("bg1", 0): "a b"}),
+        ("u2", "c d", {("clean", None): "c d", ("bg1", 0): "c"}),
+        ("u3", "e", {("clean", None): "e", ("bg1", 0): "e e e e e"})])
+    s = load_scores(ws)["asr"]
+    t = cond.condition_table(s, "asr", n_resamples=50)
+    r = _row(t, bg="bg1", snr=0)
+    assert r.mean_wer_pp == pytest.approx(150.0)
+    assert r.mean_wer_capped_pp == pytest.approx(50.0) and r.median_wer_pp == pytest.approx(50.0)
+    assert r.delta_capped_pp == pytest.approx(50.0)
+    assert math.isnan(r.n_loops)                           # scores without is_loop
+    s["is_loop"] = np.where(s["stimulus_id"].str.contains("u3__bg1"), "True", "False")
+    r = _row(cond.condition_table(s, "asr", n_resamples=50), bg="bg1", snr=0)
+    assert r.n_loops == 1
+
+
+def test_kws_strict_accuracy_and_non_answers(tmp_path):
+    kws = [(f"k{i}", "yes", {("clean", None): "yes", ("bg1", 0): r})
+           for i, r in enumerate(["yes", "", "yes", "no"])]
+    ws = make_ws(tmp_path, kws=kws)
+    s = load_scores(ws)["kws"]
+    r = _row(cond.condition_table(s, "kws", n_resamples=50), bg="bg1", snr=0)
+    assert math.isnan(r.strict_acc_pp) and math.isnan(r.non_answer_pp)
+    s["non_answer"] = s["response"].fillna("").eq("")
+    s["correct_strict"] = s["correct"].astype(float).astype(bool) & ~s["non_answer"]
+    r = _row(cond.condition_table(s, "kws", n_resamples=50), bg="bg1", snr=0)
+    assert r.non_answer_pp == pytest.approx(25.0)
+    assert r.strict_acc_pp == pytest.approx(50.0) and r.acc_pp == pytest.approx(50.0)
 
 
 # ---------------------------------------------------------------------------- table layout
 def test_scopes_aggregate_and_file(tmp_path):
     asr = []
-    for i in range(4):
+    for i in range(12):
         resp = {("clean", None): "red green blue pink"}
         for bg in ("b1", "b2"):
             for snr in (10, 0):
@@ -207,10 +282,12 @@ def test_scopes_aggregate_and_file(tmp_path):
     assert _row(t, "background", bg="b1").wer_pp == pytest.approx(12.5)
     assert _row(t, "background", bg="b1").condition == "b1 @ all SNRs"
     o = _row(t, "overall")
-    assert o.condition == "all @ all SNRs" and o.n_stimuli == 16 and o.del_pp == 12.5
+    assert o.condition == "all @ all SNRs" and o.n_stimuli == 48 and o.del_pp == 12.5
     assert (t["seed"] == 3).all() and (t["n_resamples"] == 100).all()
     assert (t["min_diff_pp"] == 5).all()
-    assert _row(t, "snr", snr=0).verdict == "worse"       # every item +25 pp, CI [25, 25]
+    r0 = _row(t, "snr", snr=0)
+    assert r0.verdict == "worse"                          # 12 of 12 items +25 pp, CI [25, 25]
+    assert r0.p_value == pytest.approx(2 / 4096) and r0.coarse in (True, "True")
     assert _row(t, "snr", snr=10).verdict == "same"
 
 

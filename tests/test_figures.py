@@ -106,14 +106,16 @@ def test_make_all_figures_writes_everything(fake_ws):
     written = figures.make_all_figures(fake_ws, n_resamples=200, seed=0)
     expected = {f"{n}.{e}" for n in figures.FIGURE_NAMES for e in ("png", "pdf")} | \
         {f"{n}.csv" for n in figures.TABLE_NAMES}
-    assert set(written) == expected and len(written) == 16
+    assert set(written) == expected and len(written) == 17
     for name, p in written.items():
         assert p.exists() and p.stat().st_size > 500, name
         sub = "tables" if name.endswith(".csv") else "figures"
         assert p.parent == fake_ws.results / sub
 
-    t2 = pd.read_csv(written["table2_spearman_correlations.csv"])
-    assert t2.shape == (2 * (len(MODELS) + 1) * len(stats.DESCRIPTORS), 14)
+    t2 = pd.read_csv(written["table2_descriptor_correlations.csv"])
+    assert t2.shape == (2 * (len(MODELS) + 1) * len(stats.DESCRIPTORS), 17)
+    assert (t2["p_method"] == "permutation").all() and (t2["n_permutations"] == 9999).all()
+    assert (t2["ci_usable"] >= 0.95 * 200).all()
     assert set(t2["model"]) == {"pooled", *MODELS} and set(t2["task"]) == {"asr", "kws"}
     for col in ("r_s", "p", "ci_low", "ci_high", "p_bh", "seed", "n_resamples"):
         assert col in t2.columns
@@ -126,10 +128,14 @@ def test_make_all_figures_writes_everything(fake_ws):
     assert t3.columns[:3].tolist() == ["rank", "bg_id", "category"]
     assert all(d in t3.columns for d in stats.DESCRIPTORS)
 
-    t4 = pd.read_csv(written["table4_accent_delta_wer.csv"])
+    t4 = pd.read_csv(written["table4_accent_dwer.csv"])
     assert set(t4["accent_group"]) == {"en-us", "en-gb", "en-029"}
-    assert len(t4) == 3 * (len(MODELS) + 1) and t4["model"].iloc[0] == "pooled"
-    assert (t4["ci_low_pp"] <= t4["mean_delta_wer_pp"]).all()
+    assert len(t4) == 3 * len(MODELS) and set(t4["model"]) == set(MODELS)   # no pooled row
+    # two items per group: no interval (a 2-item "interval" is only their range)
+    assert t4["ci_low_pp"].isna().all() and (t4["ci_usable"] == 0).all()
+    assert t4["note"].str.contains("no interval").all()
+    t4s = pd.read_csv(written["table4_accent_dwer_pooled_unspecified.csv"])
+    assert set(t4s["model"]) == {"pooled"} and len(t4s) == 3
 
     t5 = pd.read_csv(written["table5_prompt_steering_rer.csv"])
     assert len(t5) == 2 * len(MODELS) and set(t5["family"]) == {"asr", "kws"}
@@ -151,7 +157,7 @@ def test_table_values_match_stats(fake_ws):
 
 def test_figure7_leaves_out_qwen_in_panel_b(fake_ws):
     scores = figures.load_scores(fake_ws)
-    fig = figures.figure7_snr_curves(figures.snr_curves(scores, n_resamples=50))
+    fig = figures.figure7_snr_performance(figures.snr_curves(scores, n_resamples=50))
     a, b = fig.axes[:2]
     assert {ln.get_label() for ln in a.get_lines()} == set(MODELS)
     assert {ln.get_label() for ln in b.get_lines()} == {"tiny_en"}
@@ -164,7 +170,7 @@ def test_steering_missing_is_skipped(tmp_path, caplog):
         written = figures.make_all_figures(ws, n_resamples=50, formats=("png",))
     assert "figure6_prompt_steering_rer.png" not in written
     assert "table5_prompt_steering_rer.csv" not in written
-    assert len(written) == 5 + 3
+    assert len(written) == 5 + 4
     assert "Figure 6 and Table 5 skipped" in caplog.text
 
 
@@ -183,7 +189,94 @@ def test_no_accent_groups_skips_table4_with_a_note(tmp_path, caplog):
     score_inference(ws)
     with caplog.at_level(logging.WARNING, logger="aiplib.figures"):
         written = figures.make_all_figures(ws, n_resamples=50, formats=("png",))
-    assert "table4_accent_delta_wer.csv" not in written
-    assert "figure5_accent_groups.png" not in written
+    assert "table4_accent_dwer.csv" not in written
+    assert "figure5_accent_degradation.png" not in written
     assert "figure4_background_ranking.png" in written
     assert "Table 4 and Figure 5 skipped" in caplog.text
+
+
+# ------------------------------------------------------------------ the authors' definitions
+def _toy_scores():
+    """Two backgrounds, two items, two models: hand-computable degradations."""
+    rows = []
+    for m in ("m1", "m2"):
+        for item in ("i1", "i2"):
+            rows.append(dict(model=m, task="asr", stimulus_id=f"{m}{item}c", item_id=item,
+                             bg_id="clean", snr_db=np.nan, wer=0.0, errors=0, ref_words=4,
+                             delta_wer=np.nan, accent_group="g"))
+            rows += [dict(model=m, task="asr", stimulus_id=f"{m}{item}{bg}", item_id=item,
+                          bg_id=bg, snr_db=0.0, wer=w, errors=4 * w, ref_words=4, delta_wer=w,
+                          accent_group="g")
+                     for bg, w in (("A", 0.5), ("B", 0.1 if item == "i1" else 2.0))]
+    asr = pd.DataFrame(rows)
+    kws = []
+    for m in ("m1", "m2"):
+        for item in ("k1", "k2"):
+            kws.append(dict(model=m, task="kws", stimulus_id=f"{m}{item}c", item_id=item,
+                            bg_id="clean", snr_db=np.nan, correct=1.0, delta_acc=np.nan))
+            kws += [dict(model=m, task="kws", stimulus_id=f"{m}{item}{bg}", item_id=item,
+                         bg_id=bg, snr_db=0.0, correct=1.0 - d, delta_acc=d)
+                    for bg, d in (("A", 1.0), ("B", 0.0))]
+    return {"asr": asr, "kws": pd.DataFrame(kws)}
+
+
+def test_figure4_ranks_by_mean_of_asr_and_kws():
+    # A: ASR 50 pp, KWS 100 pp → mean 75; B: ASR mean(10, 200) = 105 pp, KWS 0 → 52.5.
+    # Mean of ranks would tie (1.5 each) and put B first on ASR; the authors' mean puts A first.
+    r = figures.background_ranking(_toy_scores(), n_resamples=50)
+    assert list(r.index) == ["A", "B"] and list(r["rank"]) == [1, 2]
+    assert r.loc["A", "mean_degradation_pp"] == pytest.approx(75.0)
+    assert r.loc["B", "mean_degradation_pp"] == pytest.approx(52.5)
+    assert r["asr_ci_low_pp"].isna().all() and (r["asr_ci_usable"] == 0).all()   # 2 items
+
+
+def test_figure4_pooling_leaves_out_a_background_one_model_lacks():
+    s = _toy_scores()
+    s["asr"] = s["asr"][~((s["asr"].model == "m2") & (s["asr"].bg_id == "B"))]
+    r = figures.background_ranking(s, n_resamples=50)
+    assert np.isnan(r.loc["B", "asr_delta_wer_pp"]) and list(r.index) == ["A", "B"]
+    assert "missing models m2" in r.loc["B", "note"]
+
+
+def test_figure7_is_mean_per_utterance_wer_with_corpus_beside():
+    c = figures.snr_curves(_toy_scores(), n_resamples=50)
+    a = c[(c.family == "asr") & (c.model == "m1") & (c.condition == "0 dB")].iloc[0]
+    # per-utterance WERs 0.5, 0.5, 0.1, 2.0 → mean 77.5 %; corpus (2+2+0.4+8)/16 = 77.5 % too,
+    # so use unequal lengths to tell them apart
+    assert a.value_pp == pytest.approx(77.5)
+    s = _toy_scores()
+    s["asr"].loc[s["asr"].item_id == "i2", "ref_words"] = 8
+    s["asr"].loc[s["asr"].item_id == "i2", "errors"] *= 2
+    a = figures.snr_curves(s, n_resamples=50).query("family == 'asr' and model == 'm1' and "
+                                                   "condition == '0 dB'").iloc[0]
+    assert a.value_pp == pytest.approx(77.5)                         # mean of utterance WERs
+    assert a.corpus_wer_pp == pytest.approx(100 * (2 + 0.4 + 4 + 16) / (4 + 4 + 8 + 8))
+
+
+def test_table5_rer_paper_definition_and_flag():
+    s = _toy_scores()
+    base = s["kws"]
+    steer = base.assign(task="kws_steer_p5")
+    steer.loc[steer.bg_id == "A", "delta_acc"] = 0.5
+    asr_steer = s["asr"].assign(task="asr_steer_p5", delta_wer=s["asr"]["delta_wer"] * 0.5)
+    asr_base = s["asr"].copy()
+    asr_base["delta_wer"] = asr_base["delta_wer"] * 0 - 0.02 * asr_base["delta_wer"].notna()
+    t = figures.table5_prompt_steering_rer({"asr": asr_base, "kws": base, "asr_steer_p5": asr_steer,
+                                            "kws_steer_p5": steer}, n_resamples=50)
+    k = t[(t.family == "kws") & (t.model == "m1")].iloc[0]
+    # Δ_base = mean(1, 0) = 0.5, Δ_steer = mean(0.5, 0) = 0.25: RER = 0.25 / (0.5 + 1e-9)
+    assert k.rer == pytest.approx(0.5) and k.base_flag == "" and k.rule == "ratio"
+    a = t[(t.family == "asr") & (t.model == "m1")].iloc[0]
+    assert a.delta_base_pp == pytest.approx(-2.0) and a.base_flag == "baseline <= 0"
+    assert a.rer == pytest.approx(a.delta_steer_pp / 100 / (-0.02 + 1e-9))
+    assert np.isnan(a.ci_low)                                        # 2 items: no interval
+    fig = figures.figure6_prompt_steering_rer(t)                    # flagged bar not drawn
+    assert any(tx.get_text() == "flagged" for tx in fig.axes[0].texts)
+
+
+def test_top_descriptors_largest_mean_abs_rs():
+    t2 = pd.DataFrame({"task": ["asr", "kws"] * 4, "model": "pooled",
+                       "descriptor": ["a", "a", "b", "b", "c", "c", "d", "d"],
+                       "r_s": [0.9, -0.1, -0.6, -0.6, 0.2, 0.3, np.nan, 0.99]})
+    # mean |r_s|: a 0.5, b 0.6, c 0.25, d NaN (not computable in ASR)
+    assert figures.top_descriptors(t2, 3) == ["b", "a", "c"]

@@ -97,7 +97,8 @@ def make_run(root, *, profile="demo", n_asr=6, n_kws=6, n_bg=20, snrs=(10, 5, 0)
     return ws
 
 
-SMALL = dict(n_asr=6, n_kws=6, n_bg=5, snrs=(10, 0), models=("m_a", "m_b"))
+SMALL = dict(n_asr=12, n_kws=12, n_bg=5, snrs=(10, 0), models=("m_a", "m_b"))
+"""12 items per task: above MIN_N_FOR_INTERVAL (10), so the rows have intervals and verdicts."""
 
 
 def _scored(root, **kw):
@@ -135,12 +136,14 @@ def test_report_written_with_intervals_verdicts_figures(run_a):
     assert "ΔWER pp [95% CI]" in md and "ΔAcc pp [95% CI]" in md
     assert "| worse |" in md and "sign_item_means" in md and "mcnemar_exact" in md
     assert "The ten stimuli that got worst" in md
-    for name in ("figure4_background_ranking", "figure7_snr_curves"):
+    for name in ("figure4_background_ranking", "figure7_snr_performance",
+                 "figure3_descriptor_correlations", "figure5_accent_degradation"):
         assert f"](figures/{name}.png)" in md
         assert f'<img src="figures/{name}.png"' in html
     assert html.startswith("<!DOCTYPE html>") and '<td class="worse">worse</td>' in html
     assert "<details>" in html and "Descriptors vs degradation (Table 2)" in html
-    assert "Near-zero denominators" in md                 # Table 5 rule stated
+    assert "Δ(steering) / (Δ(baseline) + 1e-9)" in md       # Table 5 rule stated
+    assert "coarse conditions" in md and "robust (noisy)" in md
     assert "Accent groups (Table 4)" in md and "mean ΔWER pp [95% CI]" in md
     # the worst ASR stimulus of the report is the top row of worst_stimuli, with its texts
     w = report.worst_stimuli(figures.load_scores(ws)["asr"], "asr")
@@ -179,7 +182,7 @@ def test_provenance_and_sidecars(run_a):
     assert rec["models"]["m_b"]["weights"] == "pkg:m_b"
     for task, (fam, var) in TASKS.items():
         assert rec["tasks"][task]["text"] == PROMPTS[(fam, var)]["text"]
-    assert rec["prompt_ids_scored"]["asr"]["m_a"] == {"p": 6 * 11}
+    assert rec["prompt_ids_scored"]["asr"]["m_a"] == {"p": 12 * 11}
     assert rec["analysis"] == {"seed": 1, "n_resamples": 200, "level": 0.95}
     import aiplib
 
@@ -345,12 +348,15 @@ def test_table2_constant_descriptor_and_bh(tmp_path):
     d["rms_variance"] = 0.25                              # constant descriptor column
     d.to_csv(ws.descriptors / "acoustic_descriptors.csv", index=False)
     figures.make_all_figures(ws, n_resamples=100, formats=("png",))
-    t2 = pd.read_csv(ws.results / "tables" / "table2_spearman_correlations.csv")
+    t2 = pd.read_csv(ws.results / "tables" / "table2_descriptor_correlations.csv")
     rv = t2[t2.descriptor == "rms_variance"]
     assert len(rv) == 2 * 2 and rv[["r_s", "p", "ci_low", "p_bh"]].isna().all().all()
     assert rv["note"].str.contains("constant").all()
     z = t2[(t2.descriptor == "zcr") & (t2.task == "asr") & (t2.model == "pooled")].iloc[0]
-    assert z.r_s > 0.5 and z.ci_low <= z.r_s <= z.ci_high
+    # 8 backgrounds: exact p (2 of 8! permutations reach |r_s| = 1), no bootstrap interval
+    assert z.r_s == pytest.approx(1.0) and z.p_method == "exact" and z.n_permutations == 40320
+    assert z.p == pytest.approx(2 / 40320)
+    assert np.isnan(z.ci_low) and z.ci_usable == 0 and "< 10: no interval" in z.note
     # BH by hand: sort the m finite p-values, q_(j) = min_{k >= j} m p_(k) / k
     for (_, _), g in t2.groupby(["task", "model"]):
         p = g["p"].to_numpy(float)

@@ -30,6 +30,49 @@ def test_spearman_constant_column_is_nan_with_note():
     assert "constant" in r.note
 
 
+def test_spearman_small_n_exact_p():
+    # one adjacent swap at n = 6: ρ = 1 − 6·2 / (6·35); |ρ| ≥ that in 12 of 720 permutations
+    r = stats.spearman([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 6, 5])
+    assert r.rho == pytest.approx(0.9428571428571)
+    assert r.p == pytest.approx(12 / 720) and round(r.p, 4) == 0.0167
+    assert (r.method, r.n_permutations) == ("exact", 720)
+    from scipy.stats import spearmanr
+    assert spearmanr([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 6, 5]).pvalue == pytest.approx(0.0048,
+                                                                                      abs=1e-4)
+
+
+def test_spearman_exact_matches_scipy_permutation_test():
+    from scipy.stats import permutation_test, rankdata
+    x = np.array([3.0, 1, 4, 1, 5, 9, 2, 6])                  # with a tie
+    y = np.array([2.0, 7, 1, 8, 2, 8, 1, 8])
+    rx = rankdata(x) - rankdata(x).mean()
+
+    def rho(yy, axis=-1):
+        ry = rankdata(yy, axis=-1)
+        ry = ry - ry.mean(axis=-1, keepdims=True)
+        return (ry * rx).sum(-1) / np.sqrt((rx * rx).sum() * (ry * ry).sum(-1))
+
+    ref = permutation_test((y,), lambda yy, axis=-1: np.abs(rho(yy, axis)),
+                           permutation_type="pairings", n_resamples=np.inf, vectorized=True,
+                           alternative="greater")
+    r = stats.spearman(x, y)
+    assert r.method == "exact" and r.p == pytest.approx(ref.pvalue)
+
+
+def test_spearman_permutation_for_n_up_to_20_seeded():
+    rng = np.random.default_rng(5)
+    x = np.arange(20.0)
+    y = x + rng.normal(0, 6, 20)                             # ρ = 0.671
+    a, b = stats.spearman(x, y, seed=1), stats.spearman(x, y, seed=1)
+    assert a == b and a.method == "permutation" and a.n_permutations == 9999
+    from scipy.stats import spearmanr
+    approx = spearmanr(x, y).pvalue                           # 0.0012
+    assert a.p == pytest.approx(0.0024) and a.p > 1.5 * approx   # the approximation is too small
+    assert abs(a.p - stats.spearman(x, y, seed=2).p) < 0.001
+    big = stats.spearman(np.arange(25.0), np.arange(25.0) ** 2)
+    assert big.method == "t_approx" and big.n_permutations == 0
+
+
 def test_spearman_drops_nan_pairs_and_needs_three():
     r = stats.spearman([1, 2, np.nan, 4, 5], [1, 2, 3, 4, 5])
     assert r.n == 4 and r.rho == pytest.approx(1.0) and "NaN" in r.note
@@ -56,15 +99,37 @@ def test_bootstrap_reproducible_and_covers_mean():
 def test_bootstrap_paired_ratio():
     e, w = np.array([1.0, 2, 3, 4]), np.array([2.0, 4, 6, 8])   # ratio 0.5 in every resample
     r = stats.bootstrap_ci((e, w), lambda a, b, axis=-1: a.sum(axis) / b.sum(axis),
-                           n_resamples=200, vectorized=True)
+                           n_resamples=200, vectorized=True, min_n=1)
     assert r.estimate == 0.5 and r.ci_low == pytest.approx(0.5) and r.ci_high == pytest.approx(0.5)
     with pytest.raises(AiplibParameterError, match="differ in length"):
         stats.bootstrap_ci((e, w[:3]), lambda a, b: 0)
 
 
 def test_bootstrap_constant_data():
-    r = stats.bootstrap_ci(np.full(5, 2.0), np.mean, n_resamples=100)
+    r = stats.bootstrap_ci(np.full(5, 2.0), np.mean, n_resamples=100, min_n=1)
     assert r.ci_low == r.ci_high == r.estimate == 2.0
+
+
+def test_bootstrap_refuses_interval_below_min_n():
+    # a 2-item group: the "interval" would only be the range of the two values
+    r = stats.bootstrap_ci(np.array([4.4, 6.9]), np.mean, n_resamples=100)
+    assert r.estimate == pytest.approx(5.65)
+    assert math.isnan(r.ci_low) and math.isnan(r.ci_high) and r.n_valid == 0
+    assert f"< {stats.MIN_N_FOR_INTERVAL}: no interval" in r.note
+    assert stats.MIN_N_FOR_INTERVAL == 10
+
+
+def test_bootstrap_counts_usable_and_refuses_below_95_percent():
+    # ratio with a zero denominator in some resamples: only items 0..8 have a denominator
+    num = np.arange(1.0, 13.0)
+    den = np.r_[np.ones(2), np.zeros(10)]
+    f = lambda a, b, axis=-1: a.sum(axis) / b.sum(axis)  # noqa: E731
+    r = stats.bootstrap_ci((num, den), f, n_resamples=1000, seed=0, vectorized=True)
+    # P(no resample draws item 0 or 1) = (10/12)**12 = 11.2 %: > 5 % unusable → refused
+    assert 0.08 * 1000 < 1000 - r.n_valid < 0.15 * 1000
+    assert math.isnan(r.ci_low) and "usable (< 95 %)" in r.note
+    ok = stats.bootstrap_ci((num, np.ones(12)), f, n_resamples=1000, vectorized=True)
+    assert ok.n_valid == 1000 and np.isfinite(ok.ci_low)
 
 
 # -------------------------------------------------------------------------------- tests
@@ -100,17 +165,29 @@ def test_bh_adjust_hand_computed_and_nan_safe():
 
 
 # ----------------------------------------------------------------------------------- RER
-def test_rer_rules():
+def test_rer_paper_definition():
+    # RER = Δ_steer / (Δ_base + 1e-9), as the authors' generate_results_new_2.py
     assert stats.rer(0.05, 0.10, task_family="asr") == pytest.approx(0.5)
     assert stats.rer(0.15, 0.10, task_family="kws") == pytest.approx(1.5)
-    assert stats.rer(0.005, 0.002, task_family="kws") == 1.0      # both drops < 0.01
-    assert stats.rer(-0.02, 0.0, task_family="kws") == 1.0
-    assert math.isnan(stats.rer(0.005, 0.002, task_family="asr"))  # near-zero baseline
-    assert math.isnan(stats.rer(0.05, 0.002, task_family="kws"))
+    assert stats.rer(0.005, 0.002, task_family="asr") == pytest.approx(2.5)   # no NaN rule
+    assert stats.rer(0.05, 0.002, task_family="kws") == pytest.approx(25.0)
+    assert stats.rer(0.005, 0.002, task_family="kws") == 1.0       # |both| < 0.01
+    assert stats.rer(0.004, -0.003, task_family="kws") == 1.0
+    assert stats.rer(-0.02, 0.0, task_family="kws") == pytest.approx(-0.02 / 1e-9)
     assert math.isnan(stats.rer(np.nan, 0.1, task_family="asr"))
-    np.testing.assert_allclose(stats.rer([0.05, 0.0], [0.1, 0.1], task_family="kws"), [0.5, 0.0])
+    np.testing.assert_allclose(stats.rer([0.05, 0.0], [0.1, 0.1], task_family="kws"),
+                               [0.5, 0.0], atol=1e-8)
+    u = stats.rer([0.05, 0.05, 0.005], [0.1, 0.005, 0.002], task_family="kws", usable_only=True)
+    assert u[0] == pytest.approx(0.5) and math.isnan(u[1]) and u[2] == 1.0
     with pytest.raises(AiplibParameterError):
         stats.rer(0.1, 0.1, task_family="mt")
+
+
+def test_rer_flag():
+    assert stats.rer_flag(0.10) == ""
+    assert stats.rer_flag(0.005) == "baseline < 1 pp"
+    assert stats.rer_flag(0.0) == stats.rer_flag(-0.03) == "baseline <= 0"
+    assert stats.rer_flag(np.nan) == "baseline NaN"
 
 
 # --------------------------------------------------------------------- tables
@@ -133,8 +210,20 @@ def test_degradation_by_background():
     # bg a, m1: mean over SNRs of (0.1, 0.3) = 0.2; m2: 0.6; pooled 0.4
     assert d.loc["a"].tolist() == pytest.approx([0.2, 0.6, 0.4])
     assert d.loc["b"].tolist() == pytest.approx([0.4, 1.2, 0.8])
+    assert d.attrs["partial"] == {}
     with pytest.raises(AiplibParameterError):
         stats.degradation_by_background(_scores(), "kws")
+
+
+def test_pooled_degradation_only_over_backgrounds_every_model_covers():
+    s = _scores()
+    s = s[~((s.model == "m2") & (s.bg_id == "b"))]          # m2 never ran background b
+    d = stats.degradation_by_background(s, "asr")
+    assert d.loc["a", "pooled"] == pytest.approx(0.4)        # both models
+    assert math.isnan(d.loc["b", "pooled"])                  # not m1's value alone
+    assert d.loc["b", "m1"] == pytest.approx(0.4)
+    assert d.attrs["partial"] == {"b": ["m2"]}
+    assert "b (missing m2)" in stats.partial_note(d.attrs["partial"])
 
 
 def test_descriptor_correlations_long_table():
@@ -146,7 +235,9 @@ def test_descriptor_correlations_long_table():
     desc["zcr"] = np.arange(20.0)[::-1]            # perfectly anti-monotone
     desc["rms_variance"] = 1.0                     # constant
     t = stats.descriptor_correlations(deg, desc, n_resamples=300, seed=3)
-    assert t.shape == (18, 12)
+    assert t.shape == (18, 15)
+    assert (t.loc[t.r_s.notna(), "p_method"] == "permutation").all()
+    assert (t.loc[t.r_s.notna(), "ci_usable"] == 300).all()
     z = t[(t.model == "m1") & (t.descriptor == "zcr")].iloc[0]
     assert z.r_s == pytest.approx(-1.0) and z.ci_low == pytest.approx(-1.0)
     rv = t[t.descriptor == "rms_variance"]

@@ -249,7 +249,7 @@ written = make_all_figures(ws, n_resamples=n_resamples, seed=seed)
 sorted(written)'''),
     code('''import pandas as pd
 
-pd.read_csv(ws.results / "tables" / "table2_spearman_correlations.csv").round(3).head(20)'''),
+pd.read_csv(ws.results / "tables" / "table2_descriptor_correlations.csv").round(3).head(20)'''),
     code('''from IPython.display import Image
 
 Image(filename=str(ws.results / "figures" / "figure4_background_ranking.png"))'''),
