@@ -241,7 +241,9 @@ def test_robust_view_caps_loops_and_median(tmp_path):
     assert r.mean_wer_pp == pytest.approx(150.0)
     assert r.mean_wer_capped_pp == pytest.approx(50.0) and r.median_wer_pp == pytest.approx(50.0)
     assert r.delta_capped_pp == pytest.approx(50.0)
-    assert math.isnan(r.n_loops)                           # scores without is_loop
+    assert r.n_loops == 1                                  # "e e e e e" for "e": the scorer flags the loop
+    assert math.isnan(_row(cond.condition_table(s.drop(columns="is_loop"), "asr", n_resamples=50),
+                           bg="bg1", snr=0).n_loops)   # scores without is_loop: no count
     s["is_loop"] = np.where(s["stimulus_id"].str.contains("u3__bg1"), "True", "False")
     r = _row(cond.condition_table(s, "asr", n_resamples=50), bg="bg1", snr=0)
     assert r.n_loops == 1
@@ -253,6 +255,11 @@ def test_kws_strict_accuracy_and_non_answers(tmp_path):
     ws = make_ws(tmp_path, kws=kws)
     s = load_scores(ws)["kws"]
     r = _row(cond.condition_table(s, "kws", n_resamples=50), bg="bg1", snr=0)
+    # the scorer marks the empty response as a non-answer (the paper's rule reads it as "silence")
+    assert r.non_answer_pp == pytest.approx(25.0)
+    assert r.strict_acc_pp == pytest.approx(50.0) and r.acc_pp == pytest.approx(50.0)
+    bare = s.drop(columns=["non_answer", "correct_strict"])          # scores without the columns
+    r = _row(cond.condition_table(bare, "kws", n_resamples=50), bg="bg1", snr=0)
     assert math.isnan(r.strict_acc_pp) and math.isnan(r.non_answer_pp)
     s["non_answer"] = s["response"].fillna("").eq("")
     s["correct_strict"] = s["correct"].astype(float).astype(bool) & ~s["non_answer"]
