@@ -81,6 +81,8 @@ def background_presence(ws, *, max_items: int = 3) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     if df.empty:
         return df
+    # a digitally silent segment (bg_active False) has no finite SNR: left out of the means
+    df["measured_snr_db"] = df["measured_snr_db"].where(np.isfinite(df["measured_snr_db"]))
     out = (df.groupby(["family", "bg_id", "snr_db"])
              .agg(n=("stimulus_id", "size"), achieved_snr_db=("measured_snr_db", "mean"),
                   bg_active_fraction=("bg_active_fraction", "mean"), clipped_share=("clipped", "mean"),
