@@ -200,7 +200,7 @@ def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict
     Returns
     -------
     dict
-        The row's fields (:data:`aiplib.manifests.MANIFEST_COLUMNS`).
+        The row's fields (:func:`aiplib.manifests.manifest_columns`, plus the explorer's aliases).
 
     Raises
     ------
