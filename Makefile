@@ -127,3 +127,12 @@ bench: setup
 clean:
 	@echo "removing generated data of profile $(PROFILE): '$(DATA_ROOT)/$(PROFILE)'"
 	rm -rf -- "$(DATA_ROOT)/$(PROFILE)"
+
+# `make score INFERENCE_DIR=path/to/inference [MANIFESTS_DIR=path/to/manifests] [PROFILE=paper]`:
+# score a folder of <model>/<task>.jsonl written elsewhere (e.g. the authors' published files), no
+# GPU: stages 08 and 09 only, results under $(DATA_ROOT)/$(PROFILE)/results.
+score: setup
+	@test -n "$(INFERENCE_DIR)" || { echo "make score: set INFERENCE_DIR=<folder of <model>/<task>.jsonl>" >&2; exit 1; }
+	@$(MAKE) --no-print-directory run-stage STAGE=08_score_outputs \
+	  PARAMS='$(PARAMS) -r inference_dir "$(INFERENCE_DIR)" $(if $(MANIFESTS_DIR),-r manifests_dir "$(MANIFESTS_DIR)")'
+	@$(MAKE) --no-print-directory run-stage STAGE=09_make_figures

@@ -5,7 +5,9 @@
 * :func:`wer_constancy` — the recogniser's WER on clean speech at several speech levels: if it does
   not move, the SNR (not the absolute level) is what the noisy conditions change;
 * :func:`determinism` — the same manifest rows materialise to the same bytes, and every stored seed
-  and offset is what the manifest rules give;
+  and offset is what the manifest rules give (seeds: a row counter from 0 / 10000);
+* :func:`inactive_backgrounds` — per background, the share of noisy rows whose segment is digital
+  silence (``bg_active`` False: effectively clean stimuli);
 * :func:`write_inspection_clips` — a seeded set of stimuli written as WAV files for listening.
 """
 from __future__ import annotations
@@ -16,11 +18,11 @@ import json
 import numpy as np
 import pandas as pd
 
-from .manifests import FAMILIES, bg_offset, read_manifest, row_seed
-from .mixing import SPEECH_LUFS, materialize
+from .manifests import FAMILIES, SEED_START, bg_offset, read_manifest
+from .mixing import BG_SILENCE_POWER, SPEECH_LUFS, materialize
 
 __all__ = ["background_presence", "wer_constancy", "determinism", "write_inspection_clips",
-           "active_fraction"]
+           "active_fraction", "inactive_backgrounds"]
 
 
 def active_fraction(y, *, frame: int = 512, floor_db: float = -30.0) -> float:
@@ -64,27 +66,31 @@ def background_presence(ws, *, max_items: int = 3) -> pd.DataFrame:
     """
     rows = []
     for fam, man in _manifests(ws).items():
-        items = man["item_id"].drop_duplicates().head(max_items)
-        sub = man[man["item_id"].isin(items)]
-        clean = {r["item_id"]: materialize(r, ws)[0] for r in sub[sub["bg_id"] == "clean"].to_dict("records")}
-        for r in sub[sub["bg_id"] != "clean"].to_dict("records"):
+        items = man["speech_id"].drop_duplicates().head(max_items)
+        sub = man[man["speech_id"].isin(items)]
+        clean = {r["speech_id"]: materialize(r, ws)[0] for r in sub[sub["condition"] == "clean"].to_dict("records")}
+        for r in sub[sub["condition"] != "clean"].to_dict("records"):
             y, info = materialize(r, ws)
-            speech = clean[r["item_id"]].astype(np.float64) * info.clip_scale
+            speech = clean[r["speech_id"]].astype(np.float64) * info.clip_scale
             resid = y.astype(np.float64) - speech
             p_s, p_b = float(np.dot(speech, speech)), float(np.dot(resid, resid))
             measured = 10 * np.log10(p_s / p_b) if p_b > 0 else float("inf")
-            rows.append(dict(family=fam, bg_id=r["bg_id"], snr_db=r["snr_db"], stimulus_id=r["stimulus_id"],
+            rows.append(dict(family=fam, bg_id=r["background_id"], snr_db=r["snr_db"], stimulus_id=r["id"],
                              measured_snr_db=measured, bg_active_fraction=active_fraction(resid),
                              clipped=info.clip_scale < 1.0, bg_energy=p_b))
     df = pd.DataFrame(rows)
     if df.empty:
         return df
+    # a digitally silent segment (bg_active False) has no finite SNR: left out of the means
+    df["measured_snr_db"] = df["measured_snr_db"].where(np.isfinite(df["measured_snr_db"]))
     out = (df.groupby(["family", "bg_id", "snr_db"])
              .agg(n=("stimulus_id", "size"), achieved_snr_db=("measured_snr_db", "mean"),
                   bg_active_fraction=("bg_active_fraction", "mean"), clipped_share=("clipped", "mean"),
                   present=("bg_energy", lambda e: bool((e > 0).all())))
              .reset_index())
-    err = df.assign(err=(df["measured_snr_db"] - df["snr_db"]).abs()).groupby(
+    fin = df.assign(err=(df["measured_snr_db"] - df["snr_db"]).abs())
+    fin.loc[~np.isfinite(fin["measured_snr_db"]), "err"] = np.nan  # silent segment: no SNR to check
+    err = fin.groupby(
         ["family", "bg_id", "snr_db"])["err"].max().reset_index(drop=True)
     out["max_abs_error_db"] = err.values
     out.insert(3, "target_snr_db", out["snr_db"])
@@ -117,8 +123,8 @@ def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed:
     from .scoring import wer
 
     man = read_manifest(ws, "asr")
-    clean = man[man["bg_id"] == "clean"]
-    picked = clean.sample(n=min(n_items, len(clean)), random_state=seed).sort_values("item_id")
+    clean = man[man["condition"] == "clean"]
+    picked = clean.sample(n=min(n_items, len(clean)), random_state=seed).sort_values("speech_id")
     _, prompt = prompt_for("asr")
     rows = []
     rec = load_model(model)
@@ -129,8 +135,8 @@ def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed:
                       for lv in levels_lufs]
             outs = rec.generate(audios, [prompt] * len(audios))
             for lv, out in zip(levels_lufs, outs):
-                rows.append(dict(item_id=r["item_id"], level_lufs=lv, reference=r["reference"], response=out,
-                                 wer=wer(r["reference"], out)))
+                rows.append(dict(item_id=r["speech_id"], level_lufs=lv, reference=r["transcript"], response=out,
+                                 wer=wer(r["transcript"], out)))
     finally:
         rec.close()
     df = pd.DataFrame(rows)
@@ -139,7 +145,8 @@ def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed:
 
 
 def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
-    """Materialise ``n_rows`` seeded rows per manifest twice and compare bytes; re-derive seeds.
+    """Materialise ``n_rows`` seeded rows per manifest twice and compare bytes; re-derive seeds
+    (the row counter from :data:`aiplib.manifests.SEED_START`) and offsets.
 
     Returns
     -------
@@ -152,24 +159,54 @@ def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
     result = dict(n_rows=0, identical_bytes=True, seeds_match=True, offsets_match=True, stimuli={})
     for fam, man in _manifests(ws).items():
         meta = ws.manifests / f"{fam}.json"
-        base = json.loads(meta.read_text())["base_seed"] if meta.is_file() else None
-        meta_seed[fam] = base
+        start = json.loads(meta.read_text()).get("seed_start", SEED_START[fam]) if meta.is_file() else SEED_START[fam]
+        meta_seed[fam] = start
+        result["seeds_match"] &= man["seed"].tolist() == list(range(start, start + len(man)))
         rows = man.sample(n=min(n_rows, len(man)), random_state=seed).to_dict("records")
         for r in rows:
             a, _ = materialize(r, ws)
             b, _ = materialize(r, ws)
             h1, h2 = hashlib.sha256(a.tobytes()).hexdigest(), hashlib.sha256(b.tobytes()).hexdigest()
             result["identical_bytes"] &= h1 == h2
-            result["stimuli"][r["stimulus_id"]] = h1
-            if base is not None:
-                result["seeds_match"] &= row_seed(base, r["stimulus_id"]) == int(r["seed"])
-            if r["bg_id"] != "clean":
+            result["stimuli"][f"{fam}/{r['id']}"] = h1
+            if r["condition"] != "clean" and "bg_offset" in r:
                 n_bg = sf.info(str(ws.path(r["bg_path"]))).frames
                 result["offsets_match"] &= bg_offset(int(r["seed"]), n_bg, int(r["n_samples"])) == int(r["bg_offset"])
             result["n_rows"] += 1
-    result["base_seeds"] = meta_seed
+    result["seed_starts"] = meta_seed
     (ws.checks / "determinism.json").write_text(json.dumps(result, indent=2))
     return {k: v for k, v in result.items() if k != "stimuli"}
+
+
+def inactive_backgrounds(ws) -> pd.DataFrame:
+    """Share of noisy stimuli per background whose segment is digital silence.
+
+    ``bg_active`` is measured at stage 5: False when the segment's mean power is below
+    :data:`aiplib.mixing.BG_SILENCE_POWER` (1e-10, −100 dB re full scale; e.g. the zero padding of
+    ESC-50 clips). Such stimuli are what the authors' mixer makes — effectively clean — and are
+    kept; the report offers the analysis without them.
+
+    Returns
+    -------
+    DataFrame, one row per (family, bg_id): ``n_rows, n_inactive, inactive_share``; written to
+    ``checks/bg_inactive.csv``.
+    """
+    frames = []
+    for fam, man in _manifests(ws).items():
+        noisy = man[man["condition"] != "clean"]
+        if "bg_active" not in noisy.columns:
+            continue
+        inactive = ~noisy["bg_active"].fillna(True).astype(bool)
+        g = pd.DataFrame({"bg_id": noisy["background_id"], "inactive": inactive}).groupby("bg_id", sort=False)
+        frames.append(pd.DataFrame({"family": fam, "n_rows": g.size(), "n_inactive": g["inactive"].sum()})
+                      .reset_index())
+    cols = ["family", "bg_id", "n_rows", "n_inactive", "inactive_share"]
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols[:-1])
+    out["inactive_share"] = (out["n_inactive"] / out["n_rows"]).astype(float) if len(out) else []
+    out = out[cols]
+    out.attrs["bg_silence_power"] = BG_SILENCE_POWER
+    out.to_csv(ws.checks / "bg_inactive.csv", index=False)
+    return out
 
 
 def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
@@ -184,19 +221,23 @@ def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
     out.mkdir(parents=True, exist_ok=True)
     frames = []
     for fam, man in _manifests(ws).items():
-        noisy = man[man["bg_id"] != "clean"]
-        frames.append(noisy.groupby(["bg_id", "snr_db"]).sample(n=1, random_state=seed))
-        frames.append(man[man["bg_id"] == "clean"].head(2))
+        noisy = man[man["condition"] != "clean"]
+        frames.append(noisy.groupby(["background_id", "snr_db"]).sample(n=1, random_state=seed)
+                      .assign(family=fam))
+        frames.append(man[man["condition"] == "clean"].head(2).assign(family=fam))
     pool = pd.concat(frames, ignore_index=True)
-    pick = pool.sample(n=min(n, len(pool)), random_state=seed).sort_values("stimulus_id")
+    pick = pool.sample(n=min(n, len(pool)), random_state=seed).sort_values(["family", "id"])
+    pick["reference"] = pick["transcript"] if "transcript" in pick else ""
+    if "keyword" in pick:
+        pick["reference"] = pick["reference"].where(pick["family"] == "asr", pick["keyword"])
     written = []
     for r in pick.to_dict("records"):
-        path = out / f"{r['stimulus_id']}.wav"
+        path = out / f"{r['family']}_{r['id']}.wav"
         if not path.is_file():
             y, _ = materialize(r, ws)
             from .audio import write_wav
 
             write_wav(path, y, subtype="PCM_16")
         written.append(path)
-    pick[["stimulus_id", "item_id", "bg_id", "snr_db", "reference"]].to_csv(out / "index.csv", index=False)
+    pick[["family", "id", "speech_id", "background_id", "snr_db", "reference"]].to_csv(out / "index.csv", index=False)
     return written

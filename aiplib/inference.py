@@ -3,9 +3,13 @@
 Files (``ws`` = the workspace)
 ------------------------------
 ``inference/<model>/<task>.jsonl``
-    Append-only; one JSON object per line with exactly :data:`RESULT_FIELDS`. A failed generation
-    is stored as ``response == "__ERROR__"`` with a short ``error``; the next run retries it and
-    appends a new row. Readers take the last successful row per stimulus (:func:`read_results`).
+    Append-only; one JSON object per line, in the authors' format (IvLabs/AIP-Speech
+    ``scripts/05_inference.py``): every manifest column of the stimulus (``id, speech_id,
+    background_id, snr_db, condition, seed, speech_path, bg_path`` …), then ``raw`` (the model's
+    output), ``model``, ``task``; then ours: :data:`EXTRA_FIELDS` (``prompt_id, decode_s,
+    audio_s``). A failed generation is ``{id, raw: "__ERROR__", error, model, task}`` plus the
+    same extras; the next run retries it and appends a new row. Readers take the last successful
+    row per ``id`` (:func:`read_results`). Every reader goes through :func:`read_inference_jsonl`.
 ``inference/<model>/run_log.jsonl``
     One object per run (or failed load): decoding path, window, model info (weights, revision or
     sha256), package versions, start / end, counts, seconds.
@@ -51,18 +55,21 @@ from .audio import SR
 from .errors import ModelUnavailableError
 from .prompts import TASKS, prompt_for, task_names
 
-__all__ = ["RESULT_FIELDS", "ERROR_RESPONSE", "MIX_DIAG_FIELDS", "run_inference", "read_results",
-           "repair_jsonl", "result_path", "pending_stimuli", "raise_if_not_run"]
+__all__ = ["CORE_FIELDS", "EXTRA_FIELDS", "ERROR_RESPONSE", "MIX_DIAG_FIELDS", "run_inference", "read_results",
+           "read_inference_jsonl", "is_error_row", "repair_jsonl", "result_path", "pending_stimuli", "raise_if_not_run"]
 
 
 log = logging.getLogger(__name__)
 
-RESULT_FIELDS = ["stimulus_id", "item_id", "bg_id", "snr_db", "task", "model", "prompt_id",
-                 "response", "decode_s", "audio_s", "error"]
-"""The fields of every row of ``inference/<model>/<task>.jsonl``, in order."""
+CORE_FIELDS = ["id", "raw", "model", "task"]
+"""Fields every row has (the authors'); a successful row has the manifest columns before ``raw``,
+a failed one ``error`` after ``raw``."""
+EXTRA_FIELDS = ["prompt_id", "decode_s", "audio_s"]
+"""Our fields, after the authors' (``decode_s``, ``audio_s`` in s)."""
 ERROR_RESPONSE = "__ERROR__"
-MIX_DIAG_FIELDS = ["stimulus_id", "family", "item_id", "bg_id", "snr_db", "target_snr_db",
-                   "achieved_snr_db", "speech_lufs", "bg_gain_db", "peak", "clip_scale"]
+MIX_DIAG_FIELDS = ["stimulus_id", "family", "speech_id", "background_id", "snr_db", "condition", "target_snr_db",
+                   "achieved_snr_db", "speech_lufs", "speech_peak", "bg_gain_db", "peak", "clip_scale",
+                   "bg_offset", "bg_active"]
 """Columns of ``checks/mix_diagnostics.csv``."""
 _ERROR_MAX_CHARS = 300
 
@@ -118,25 +125,56 @@ def repair_jsonl(path) -> int:
     return removed
 
 
-def _load_rows(path: Path) -> list[dict]:
+def read_inference_jsonl(path) -> tuple[list[dict], int]:
+    """Read an inference JSONL file: the one reader of stages 7, 8 and the explorer.
+
+    Policy: a line that is not UTF-8, not JSON, or not a JSON object with an ``id`` is skipped and
+    counted (one warning per file), never an exception; blank lines are ignored. ``NaN`` tokens
+    (the authors' clean rows hold ``"bg_path": NaN``) are read as float NaN.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``inference/<model>/<task>.jsonl`` (ours or the authors').
+
+    Returns
+    -------
+    rows : list of dict
+        In file order.
+    n_skipped : int
+        Lines skipped (a half-written last line included).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    """
+    path = Path(path)
     rows, bad = [], 0
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
+    with open(path, "rb") as f:
+        for raw in f:
+            if not raw.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except ValueError:
+                obj = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
                 bad += 1
                 continue
-            if isinstance(obj, dict) and obj.get("stimulus_id"):
+            if isinstance(obj, dict) and obj.get("id") not in (None, ""):
+                obj["id"] = str(obj["id"])
                 rows.append(obj)
             else:
                 bad += 1
     if bad:
-        log.warning("%s: skipped %d unreadable line(s); those stimuli count as not done", path, bad)
-    return rows
+        log.warning("%s: skipped %d unreadable line(s) (not UTF-8, not JSON or without an id)", path, bad)
+    return rows, bad
+
+
+def is_error_row(row: dict) -> bool:
+    """A failed generation: ``raw == "__ERROR__"`` (the authors' rule), no ``raw``, or a
+    non-null ``error``."""
+    raw = row.get("raw")
+    return raw is None or raw == ERROR_RESPONSE or row.get("error") is not None
 
 
 def read_results(path, *, keep_errors: bool = True) -> pd.DataFrame:
@@ -153,42 +191,42 @@ def read_results(path, *, keep_errors: bool = True) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`RESULT_FIELDS`; per ``stimulus_id`` the last successful row, else (with
-        ``keep_errors``) the last error row; in the order the kept rows were written. Empty (with
-        those columns) if the file is missing or empty.
+        Every field found (at least ``id, raw, error, model, task, prompt_id``); per ``id`` the
+        last successful row, else (with ``keep_errors``) the last error row; in the order the kept
+        rows were written. Empty (with those columns) if the file is missing or empty.
 
     Notes
     -----
-    Tolerant: a half-written last line or any unparsable line is skipped with a warning.
+    Lines are read with :func:`read_inference_jsonl` (unreadable lines skipped and counted).
     """
     path = Path(path)
-    rows = _load_rows(path) if path.is_file() else []
+    rows = read_inference_jsonl(path)[0] if path.is_file() else []
     df = pd.DataFrame(rows)
-    for col in RESULT_FIELDS:
+    base = CORE_FIELDS + ["error"] + EXTRA_FIELDS
+    for col in base:
         if col not in df.columns:
-            df[col] = pd.Series(dtype=object)
+            df[col] = pd.Series([None] * len(df), dtype=object)
     if df.empty:
-        return df[RESULT_FIELDS].reset_index(drop=True)
-    is_err = (df["response"] == ERROR_RESPONSE) | df["error"].notna()
-    ok = df[~is_err].drop_duplicates("stimulus_id", keep="last")
+        return df.reset_index(drop=True)
+    is_err = pd.Series([is_error_row(r) for r in rows], index=df.index)
+    ok = df[~is_err].drop_duplicates("id", keep="last")
     parts = [ok]
     if keep_errors:
-        parts.append(df[is_err & ~df["stimulus_id"].isin(ok["stimulus_id"])]
-                     .drop_duplicates("stimulus_id", keep="last"))
+        parts.append(df[is_err & ~df["id"].isin(ok["id"])].drop_duplicates("id", keep="last"))
     out = pd.concat(parts).sort_index()
-    return out[RESULT_FIELDS].reset_index(drop=True)
+    return out.reset_index(drop=True)
 
 
 def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str) -> pd.DataFrame:
-    """Manifest rows still to decode: no successful row with ``prompt_id`` in ``path`` yet."""
+    """Manifest rows still to decode: no successful row for their ``id`` in ``path`` yet (a row
+    with another ``prompt_id`` does not count; a row without one, as the authors', does)."""
     path = Path(path)
     done = set()
     if path.is_file():
-        for r in _load_rows(path):
-            if r.get("response") != ERROR_RESPONSE and r.get("error") is None \
-                    and r.get("prompt_id") == prompt_id:
-                done.add(r["stimulus_id"])
-    return manifest[~manifest["stimulus_id"].isin(done)]
+        for r in read_inference_jsonl(path)[0]:
+            if not is_error_row(r) and r.get("prompt_id") in (None, prompt_id):
+                done.add(r["id"])
+    return manifest[~manifest["id"].isin(done)]
 
 
 def _append_lines(path: Path, lines: list[str]) -> None:
@@ -201,7 +239,7 @@ def _append_lines(path: Path, lines: list[str]) -> None:
 
 
 def _json_value(v):
-    if v is None:
+    if v is None or v is pd.NA:
         return None
     if isinstance(v, (np.floating, float)):
         v = float(v)
@@ -214,7 +252,7 @@ def _json_value(v):
 
 
 def _row_json(row: dict) -> str:
-    return json.dumps({k: _json_value(row[k]) for k in RESULT_FIELDS}, ensure_ascii=False,
+    return json.dumps({k: _json_value(v) for k, v in row.items()}, ensure_ascii=False,
                       allow_nan=False) + "\n"
 
 
@@ -228,23 +266,25 @@ class _MixDiagnostics:
         self.seen: set[str] = set()
         if path.is_file() and path.stat().st_size > 0:
             try:
-                self.seen = set(pd.read_csv(path, usecols=["stimulus_id"])["stimulus_id"].astype(str))
+                self.seen = set(pd.read_csv(path, usecols=["stimulus_id"], dtype=str,
+                                            keep_default_na=False)["stimulus_id"])
             except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
                 log.warning("%s is unreadable; starting it again", path)
                 path.unlink()
         self.pending: list[dict] = []
 
     def add(self, row, family: str, info) -> None:
-        sid = str(row["stimulus_id"])
+        sid = str(row["id"])
         if sid in self.seen:
             return
         self.seen.add(sid)
         self.pending.append({
-            "stimulus_id": sid, "family": family, "item_id": row.get("item_id"), "bg_id": row.get("bg_id"),
-            "snr_db": row.get("snr_db"), "target_snr_db": getattr(info, "target_snr_db", None),
+            "stimulus_id": sid, "family": family, "speech_id": row.get("speech_id"),
+            "background_id": row.get("background_id"), "snr_db": row.get("snr_db"),
+            "condition": row.get("condition"), "target_snr_db": info.target_snr_db,
             "achieved_snr_db": info.achieved_snr_db, "speech_lufs": info.speech_lufs,
-            "bg_gain_db": getattr(info, "bg_gain_db", None), "peak": info.peak,
-            "clip_scale": info.clip_scale})
+            "speech_peak": info.speech_peak, "bg_gain_db": info.bg_gain_db, "peak": info.peak,
+            "clip_scale": info.clip_scale, "bg_offset": info.bg_offset, "bg_active": info.bg_active})
 
     def flush(self) -> None:
         if not self.pending:
@@ -429,9 +469,9 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
     for t in tasks:
         paths[t].parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(paths[t])
-        todo[t] = set(pending_stimuli(manifest, paths[t], prompts[t][0])["stimulus_id"])
+        todo[t] = set(pending_stimuli(manifest, paths[t], prompts[t][0])["id"])
     need = set().union(*todo.values())
-    records = [r for r in manifest.to_dict("records") if r["stimulus_id"] in need]
+    records = [r for r in manifest.to_dict("records") if r["id"] in need]
     max_samples = int(round(float(entry.max_audio_s) * SR))
     stats = {t: {"n_err": 0, "seconds": 0.0} for t in tasks}
     n_work = sum(len(v) for v in todo.values())
@@ -459,12 +499,10 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
                 prompt_id, text = prompts[t]
                 rows, ok, audios = [], [], []
                 for r, y, audio_s, err in mixed:
-                    if r["stimulus_id"] not in todo[t]:
+                    if r["id"] not in todo[t]:
                         continue
-                    rows.append({"stimulus_id": r["stimulus_id"], "item_id": r.get("item_id"),
-                                 "bg_id": r.get("bg_id"), "snr_db": r.get("snr_db"), "task": t,
-                                 "model": entry.id, "prompt_id": prompt_id, "response": ERROR_RESPONSE,
-                                 "decode_s": None, "audio_s": audio_s, "error": err})
+                    rows.append({"manifest": r, "raw": ERROR_RESPONSE, "model": entry.id, "task": t,
+                                 "prompt_id": prompt_id, "decode_s": None, "audio_s": audio_s, "error": err})
                     if err is None:
                         ok.append(rows[-1])
                         audios.append(y)
@@ -472,9 +510,8 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
                     _generate_into(rec, ok, audios, text)
                 for row in rows:
                     if row["error"] is not None:
-                        row["response"] = ERROR_RESPONSE
                         stats[t]["n_err"] += 1
-                _append_lines(paths[t], [_row_json(row) for row in rows])
+                _append_lines(paths[t], [_row_json(_output_row(row)) for row in rows])
                 stats[t]["seconds"] += time.perf_counter() - t0
                 if bar is not None and rows:
                     bar.update(len(rows))
@@ -491,8 +528,18 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
     return out
 
 
+def _output_row(work: dict) -> dict:
+    """The JSONL row in the authors' format: manifest columns, raw, model, task, then ours; a
+    failure: id, raw="__ERROR__", error, model, task, then ours."""
+    extras = {k: work[k] for k in EXTRA_FIELDS}
+    if work["error"] is not None:
+        return {"id": work["manifest"]["id"], "raw": ERROR_RESPONSE, "error": work["error"],
+                "model": work["model"], "task": work["task"], **extras}
+    return {**work["manifest"], "raw": work["raw"], "model": work["model"], "task": work["task"], **extras}
+
+
 def _generate_into(rec, rows: list[dict], audios: list[np.ndarray], prompt: str) -> None:
-    """Fill ``response``/``decode_s`` (or ``error``) of ``rows``; a failing batch is retried item
+    """Fill ``raw``/``decode_s`` (or ``error``) of ``rows``; a failing batch is retried item
     by item so one bad stimulus does not fail its neighbours."""
     t = time.perf_counter()
     try:
@@ -501,11 +548,11 @@ def _generate_into(rec, rows: list[dict], audios: list[np.ndarray], prompt: str)
             raise RuntimeError(f"backend returned {len(out)} responses for {len(audios)} inputs")
         share = (time.perf_counter() - t) / len(audios)
         for r, text in zip(rows, out):
-            r.update(response=str(text), decode_s=round(share, 4), error=None)
+            r.update(raw=str(text), decode_s=round(share, 4), error=None)
         return
     except Exception as exc:  # noqa: BLE001
         if len(audios) == 1:
-            rows[0].update(response=ERROR_RESPONSE, error="generate: " + _short(exc),
+            rows[0].update(raw=ERROR_RESPONSE, error="generate: " + _short(exc),
                            decode_s=round(time.perf_counter() - t, 4))
             return
     for r, y in zip(rows, audios):

@@ -1,11 +1,24 @@
-"""Stimulus manifests: one row per (item, background, SNR), plus the clean version of each item.
+"""Stimulus manifests in the authors' schema: one row per (item, background, SNR) plus the clean
+version of each item.
 
-Each item gets ``1 + n_backgrounds × n_snrs`` rows (61 for the paper's 20 backgrounds × 3 SNRs).
-Every row carries its own mixing seed, derived from the base seed and the stimulus id, so a row
-materialises the same samples whatever else is in the manifest:
+The rows, ids, seeds and columns are those of ``build_manifests`` in the authors'
+``scripts/05_inference.py`` (IvLabs/AIP-Speech), so their ``inference/<model>/<task>.jsonl`` files
+match ours row for row; the same scheme serves every profile (demo, paper, custom).
 
-    seed      = int.from_bytes(sha256(f"{base_seed}:{stimulus_id}")[:4], "big")
-    bg_offset = numpy.random.default_rng(seed).integers(0, n_bg - n_speech + 1)
+Row order: items in item-bank order; per item the clean row, then every background in battery
+order, each at 10, 5 and 0 dB. ``1 + n_backgrounds × n_snrs`` rows per item (61 for 20 × 3).
+
+Ids: ``<item_id>_clean`` and ``<item_id>_<bg_id>_snr<N>`` (N the integer SNR in dB).
+
+Seeds: a counter over the rows in order, starting at :data:`SEED_START` (0 for ASR, 10000 for
+KWS). The background offset follows from the seed (:func:`aiplib.mixing.bg_offset`).
+
+Columns (:func:`manifest_columns`), the authors' first, in their order:
+``id, speech_id, background_id, snr_db, condition, seed, speech_path, bg_path``, then ASR
+``accent, gender, transcript`` or KWS ``keyword, is_target``; then ours: :data:`EXTRA_COLUMNS`.
+
+Clean rows, as the authors wrote them: ``background_id = "clean"``, ``snr_db = 99``,
+``condition = "clean"``, ``bg_path`` empty; ours: ``bg_offset`` empty, ``bg_active`` empty.
 """
 from __future__ import annotations
 
@@ -19,38 +32,71 @@ import pandas as pd
 
 from .errors import AiplibParameterError
 
-__all__ = ["SNRS_DB", "BASE_SEED", "FAMILIES", "MANIFEST_COLUMNS", "stimulus_id", "row_seed", "bg_offset",
-           "read_item_bank", "build_manifest", "build_manifests", "read_manifest", "manifest_hash"]
+__all__ = ["SNRS_DB", "CLEAN_SNR_DB", "SEED_START", "FAMILIES", "AUTHOR_COLUMNS", "EXTRA_COLUMNS",
+           "TEXT_COLUMNS", "manifest_columns", "stimulus_id", "bg_offset", "read_item_bank",
+           "build_manifest", "build_manifests", "read_manifest", "read_manifest_csv", "manifest_hash"]
 
 SNRS_DB = (10, 5, 0)
-"""The paper's SNRs in dB."""
-BASE_SEED = 20240917
-"""Default base seed of the manifests."""
+"""The paper's SNRs in dB (integers: they are part of the ids)."""
+CLEAN_SNR_DB = 99
+"""``snr_db`` written on clean rows (the authors' value)."""
+SEED_START = {"asr": 0, "kws": 10000}
+"""First seed of each manifest's row counter (the authors' values)."""
 FAMILIES = ("asr", "kws")
-MANIFEST_COLUMNS = ["stimulus_id", "family", "item_id", "bg_id", "snr_db", "seed", "bg_offset", "speech_path",
-                    "bg_path", "reference", "is_target", "accent_group", "duration_s", "n_samples"]
+AUTHOR_COLUMNS = {
+    "asr": ["id", "speech_id", "background_id", "snr_db", "condition", "seed", "speech_path", "bg_path",
+            "accent", "gender", "transcript"],
+    "kws": ["id", "speech_id", "background_id", "snr_db", "condition", "seed", "speech_path", "bg_path",
+            "keyword", "is_target"],
+}
+"""The authors' manifest columns, in their order."""
+EXTRA_COLUMNS = ["family", "accent_group", "bg_offset", "bg_active", "duration_s", "n_samples"]
+"""Our columns after the authors': ``family``; ``accent_group`` (the item bank's group, empty when
+none); ``bg_offset`` (start sample of the background segment, informational: the mixer derives it
+from ``seed``); ``bg_active`` (False when that segment is digital silence, see
+:data:`aiplib.mixing.BG_SILENCE_POWER`; empty on clean rows); ``duration_s`` (s) and
+``n_samples`` of the speech."""
+TEXT_COLUMNS = ["id", "speech_id", "background_id", "condition", "speech_path", "bg_path", "accent",
+                "gender", "transcript", "keyword", "family", "accent_group"]
+"""Columns always read back as strings (an item or background named ``NA`` stays ``"NA"``)."""
 
 
-def stimulus_id(family: str, item_id: str, bg_id: str, snr_db) -> str:
-    """Deterministic stimulus id, e.g. ``asr__ast_0001__rain__snr+05`` or ``asr__ast_0001__clean__clean``."""
+def manifest_columns(family: str) -> list[str]:
+    """All columns of ``manifests/<family>.csv``, in order."""
+    if family not in FAMILIES:
+        raise AiplibParameterError(f"unknown family {family!r}; choose one of {FAMILIES}")
+    return AUTHOR_COLUMNS[family] + EXTRA_COLUMNS
+
+
+def _snr_int(snr) -> int:
+    v = float(snr)
+    if not v.is_integer():
+        raise AiplibParameterError(f"SNR {snr!r} dB is not an integer; stimulus ids need integer SNRs")
+    return int(v)
+
+
+def stimulus_id(item_id: str, bg_id: str, snr_db=None) -> str:
+    """The authors' stimulus id: ``<item_id>_clean`` or ``<item_id>_<bg_id>_snr<N>``.
+
+    Examples
+    --------
+    >>> stimulus_id("1089-134686-0000", "esc_rain", 5), stimulus_id("a01", "clean")
+    ('1089-134686-0000_esc_rain_snr5', 'a01_clean')
+    """
     if bg_id == "clean":
-        return f"{family}__{item_id}__clean__clean"
-    return f"{family}__{item_id}__{bg_id}__snr{int(round(float(snr_db))):+03d}"
-
-
-def row_seed(base_seed: int, stim_id: str) -> int:
-    """32-bit seed of one stimulus: the first 4 bytes of sha256(f"{base_seed}:{stim_id}"), big-endian."""
-    return int.from_bytes(hashlib.sha256(f"{int(base_seed)}:{stim_id}".encode()).digest()[:4], "big")
+        return f"{item_id}_clean"
+    return f"{item_id}_{bg_id}_snr{_snr_int(snr_db)}"
 
 
 def bg_offset(seed: int, n_bg: int, n_speech: int) -> int:
-    """Seeded start sample of the background segment (0 when the background is not longer)."""
-    hi = max(int(n_bg) - int(n_speech), 0)
-    return int(np.random.default_rng(int(seed)).integers(0, hi + 1))
+    """Start sample of a row's background segment (:func:`aiplib.mixing.bg_offset`)."""
+    from .mixing import bg_offset as _off
+
+    return _off(seed, n_bg, n_speech)
 
 
 def read_item_bank(ws, family: str) -> pd.DataFrame:
-    """Read ``itembanks/<family>.jsonl`` as a DataFrame.
+    """Read ``itembanks/<family>.jsonl`` as a DataFrame (``item_id`` kept as str).
 
     Raises
     ------
@@ -62,11 +108,13 @@ def read_item_bank(ws, family: str) -> pd.DataFrame:
     path = ws.itembanks / f"{family}.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: item bank not found; run stage 02_build_item_banks first")
-    df = pd.read_json(path, lines=True, dtype={"item_id": str})
+    rows = [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    df = pd.DataFrame(rows)
     need = {"item_id", "path", "duration_s"} | ({"text"} if family == "asr" else {"label", "is_target"})
     missing = need - set(df.columns)
     if missing:
         raise AiplibParameterError(f"{path}: missing fields {sorted(missing)}")
+    df["item_id"] = df["item_id"].map(str)
     dup = df["item_id"][df["item_id"].duplicated()].tolist()
     if dup:
         raise AiplibParameterError(f"{path}: repeated item ids {dup[:5]}")
@@ -77,70 +125,118 @@ def _battery(ws) -> pd.DataFrame:
     path = ws.descriptors / "battery.csv"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: background battery not found; run stage 03_curate_backgrounds first")
-    return pd.read_csv(path, dtype={"bg_id": str})
+    return pd.read_csv(path, dtype={"bg_id": str, "path": str}, keep_default_na=False)
 
 
-def build_manifest(ws, family: str, *, snrs=SNRS_DB, base_seed: int = BASE_SEED,
+def _text(v) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return ""
+    return str(v)
+
+
+def _n_samples(ws, rel) -> int:
+    import soundfile as sf
+
+    p = ws.path(rel)
+    info = sf.info(str(p))
+    if info.samplerate == 16000:
+        return int(info.frames)
+    from .audio import load_audio_cached
+
+    return int(load_audio_cached(p).shape[0])
+
+
+def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = None,
                    overwrite: bool = False) -> pd.DataFrame:
-    """Build (or read back) ``manifests/<family>.csv``.
+    """Build (or read back) ``manifests/<family>.csv`` in the authors' schema.
 
     Parameters
     ----------
     ws : Workspace
     family : {"asr", "kws"}
-    snrs : sequence of float, dB
-    base_seed : int
-        Recorded in every row's ``seed`` (through :func:`row_seed`) and in ``<family>.json``.
+    snrs : sequence of int, dB
+        In this order per background (the authors': 10, 5, 0).
+    seed_start : int, optional
+        First seed of the row counter; default :data:`SEED_START` of the family.
     overwrite : bool
         Rebuild even if the manifest exists. An existing manifest is otherwise kept as it is.
 
     Returns
     -------
-    pandas.DataFrame with :data:`MANIFEST_COLUMNS`, ``n_items × (1 + n_bg × len(snrs))`` rows.
+    pandas.DataFrame
+        :func:`manifest_columns` (as :func:`read_manifest` returns them),
+        ``n_items × (1 + n_bg × len(snrs))`` rows.
+
+    Notes
+    -----
+    ``bg_active`` is measured here: every background is loaded once and each row's segment
+    (offset from its seed) is tested with :func:`aiplib.mixing.segment_active`.
 
     Raises
     ------
     FileNotFoundError
         If the item bank or battery is missing.
+    AiplibParameterError
+        If an SNR is not an integer or ids repeat.
     """
-    import soundfile as sf
+    from .audio import load_audio_cached
+    from .mixing import BG_SILENCE_POWER, background_segment, segment_active
 
     if family not in FAMILIES:
         raise AiplibParameterError(f"unknown family {family!r}; choose one of {FAMILIES}")
     out = ws.manifests / f"{family}.csv"
     if out.is_file() and not overwrite:
         return read_manifest(ws, family)
+    snrs = [_snr_int(s) for s in snrs]
+    seed0 = SEED_START[family] if seed_start is None else int(seed_start)
     items = read_item_bank(ws, family)
     battery = _battery(ws)
-    bg_len = {r.bg_id: sf.info(str(ws.path(r.path))).frames for r in battery.itertuples()}
+    bgs = [(str(b.bg_id), str(b.path), load_audio_cached(ws.path(b.path))) for b in battery.itertuples()]
     rows = []
-    for it in items.itertuples():
-        n = int(sf.info(str(ws.path(it.path))).frames)
-        ref = it.text if family == "asr" else it.label
-        is_target = bool(getattr(it, "is_target", True)) if family == "kws" else True
-        accent = getattr(it, "accent_group", None)
-        common = dict(family=family, item_id=it.item_id, speech_path=it.path, reference=ref, is_target=is_target,
-                      accent_group=accent, duration_s=round(n / 16000, 4), n_samples=n)
-        sid = stimulus_id(family, it.item_id, "clean", None)
-        rows.append(dict(stimulus_id=sid, bg_id="clean", snr_db=np.nan, seed=row_seed(base_seed, sid),
-                         bg_offset=0, bg_path="", **common))
-        for bg in battery.itertuples():
+    seed = seed0
+    for it in items.to_dict("records"):
+        item_id = it["item_id"]
+        n = _n_samples(ws, it["path"])
+        if family == "asr":
+            accent = _text(it.get("accent")) or _text(it.get("accent_group"))
+            spec = dict(accent=accent, gender=_text(it.get("gender")), transcript=_text(it.get("text")))
+        else:
+            spec = dict(keyword=_text(it.get("label")), is_target=bool(it.get("is_target")))
+        extra = dict(family=family, accent_group=_text(it.get("accent_group")),
+                     duration_s=round(n / 16000, 4), n_samples=n)
+        rows.append(dict(id=stimulus_id(item_id, "clean"), speech_id=item_id, background_id="clean",
+                         snr_db=CLEAN_SNR_DB, condition="clean", seed=seed, speech_path=it["path"], bg_path="",
+                         **spec, bg_offset=None, bg_active=None, **extra))
+        seed += 1
+        for bg_id, bg_path, bg in bgs:
             for snr in snrs:
-                sid = stimulus_id(family, it.item_id, bg.bg_id, snr)
-                seed = row_seed(base_seed, sid)
-                rows.append(dict(stimulus_id=sid, bg_id=bg.bg_id, snr_db=float(snr), seed=seed,
-                                 bg_offset=bg_offset(seed, bg_len[bg.bg_id], n), bg_path=bg.path, **common))
-    df = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
-    if df["stimulus_id"].duplicated().any():
-        raise AiplibParameterError(f"{out}: stimulus ids repeat; check item and background ids")
+                seg, off = background_segment(bg, seed, n)
+                active, _ = segment_active(seg)
+                rows.append(dict(id=stimulus_id(item_id, bg_id, snr), speech_id=item_id, background_id=bg_id,
+                                 snr_db=snr, condition="noisy", seed=seed, speech_path=it["path"],
+                                 bg_path=bg_path, **spec, bg_offset=off, bg_active=active, **extra))
+                seed += 1
+    df = pd.DataFrame(rows, columns=manifest_columns(family))
+    if df["id"].duplicated().any():
+        dup = df["id"][df["id"].duplicated()].unique()[:5].tolist()
+        raise AiplibParameterError(f"{out}: stimulus ids repeat ({dup}); check item and background ids "
+                                   "(an id must not be another id followed by _<background>)")
+    df["bg_offset"] = df["bg_offset"].astype("Int64")
+    df["bg_active"] = df["bg_active"].astype("boolean")
     tmp = out.with_name(out.name + ".part")
     df.to_csv(tmp, index=False)
     tmp.replace(out)
-    meta = dict(family=family, base_seed=int(base_seed), snrs_db=[float(s) for s in snrs], n_items=len(items),
+    noisy = df[df["condition"] == "noisy"]
+    inactive = (~noisy["bg_active"].astype(bool)).groupby(noisy["background_id"]).mean()
+    meta = dict(family=family, seed_start=seed0, snrs_db=snrs, n_items=len(items),
                 n_backgrounds=len(battery), rows_per_item=1 + len(battery) * len(snrs), n_rows=len(df),
+                n_inactive_bg_rows=int((~noisy["bg_active"].astype(bool)).sum()),
+                inactive_share_per_background={k: round(float(v), 4) for k, v in inactive.items() if v > 0},
+                bg_silence_power=BG_SILENCE_POWER,
+                schema="authors (IvLabs/AIP-Speech scripts/05_inference.py build_manifests) + extras",
                 manifest_sha256=manifest_hash(ws, family))
     (ws.manifests / f"{family}.json").write_text(json.dumps(meta, indent=2))
-    return df
+    return read_manifest(ws, family)
 
 
 def build_manifests(ws, *, families=FAMILIES, **kwargs) -> dict:
@@ -154,22 +250,60 @@ def build_manifests(ws, *, families=FAMILIES, **kwargs) -> dict:
     return out
 
 
+def _bool_or_na(v):
+    t = str(v).strip().lower()
+    if t in ("true", "1", "1.0", "yes"):
+        return True
+    if t in ("false", "0", "0.0", "no"):
+        return False
+    return pd.NA
+
+
+def read_manifest_csv(path) -> pd.DataFrame:
+    """Read a manifest CSV (ours, or the authors' without our extras) with the right types.
+
+    Text columns (:data:`TEXT_COLUMNS`) stay strings (``"NA"``, ``"null"``, ``""`` are kept as
+    written); ``snr_db`` and ``seed`` are int; ``is_target`` bool; ``bg_offset`` / ``n_samples``
+    nullable Int64; ``bg_active`` nullable boolean; ``duration_s`` float.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    AiplibParameterError
+        If a column of the authors' schema is missing.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: manifest not found; run stage 05_build_manifests first")
+    df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+    need = ["id", "speech_id", "background_id", "snr_db", "condition", "seed", "speech_path", "bg_path"]
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise AiplibParameterError(f"{path}: missing columns {missing}")
+    df["snr_db"] = pd.to_numeric(df["snr_db"]).astype("int64") if len(df) else df["snr_db"].astype("int64")
+    df["seed"] = pd.to_numeric(df["seed"]).astype("int64") if len(df) else df["seed"].astype("int64")
+    if "is_target" in df.columns:
+        df["is_target"] = df["is_target"].map(lambda v: bool(_bool_or_na(v) is True))
+    for c in ("bg_offset", "n_samples"):
+        if c in df.columns:
+            df[c] = pd.to_numeric(df[c].replace("", None)).astype("Int64")
+    if "bg_active" in df.columns:
+        df["bg_active"] = df["bg_active"].map(_bool_or_na).astype("boolean")
+    if "duration_s" in df.columns:
+        df["duration_s"] = pd.to_numeric(df["duration_s"].replace("", None)).astype(float)
+    return df
+
+
 def read_manifest(ws, family: str) -> pd.DataFrame:
-    """Read ``manifests/<family>.csv``.
+    """Read ``manifests/<family>.csv`` (see :func:`read_manifest_csv`).
 
     Raises
     ------
     FileNotFoundError
         If it has not been built (run stage 05_build_manifests).
     """
-    path = ws.manifests / f"{family}.csv"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: manifest not found; run stage 05_build_manifests first")
-    df = pd.read_csv(path, dtype={"stimulus_id": str, "item_id": str, "bg_id": str, "bg_path": str,
-                                  "reference": str, "accent_group": str}, keep_default_na=False,
-                     na_values={"snr_db": [""], "accent_group": [""]})
-    df["bg_path"] = df["bg_path"].fillna("")
-    return df
+    return read_manifest_csv(ws.manifests / f"{family}.csv")
 
 
 def manifest_hash(ws, family: str) -> str:

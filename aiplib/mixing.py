@@ -1,34 +1,55 @@
-"""Mixing speech with a background at a target SNR, and materialising manifest rows.
+"""Mixing speech with a background at a target SNR, exactly as the authors' mixer, and
+materialising manifest rows.
 
-Method (as in the paper): the speech is loudness-normalised to :data:`SPEECH_LUFS` (ITU-R BS.1770
-via pyloudnorm); a background segment of the same length starts at the row's seeded offset; its gain
-sets the SNR from the speech and background powers over the utterance,
+One mixer for every profile, numerically the same as ``mix`` in the authors' ``mixing/mix.py``
+(IvLabs/AIP-Speech) with ``loudness_normalize`` / ``load_audio`` of their ``scripts/utils.py``
+(written again here, not copied):
 
-    SNR_dB = 10 · log10( Σ s[n]² / Σ (g·b[n])² ),   g = sqrt( P_s / (P_b · 10^(SNR/10)) );
+1. the speech (16 kHz, float32) is loudness-normalised to :data:`SPEECH_LUFS` = −23 LUFS with
+   pyloudnorm: ``measured = pyloudnorm.Meter(16000).integrated_loudness(x)``; if ``measured`` is
+   ±inf the speech is kept unchanged, else ``pyloudnorm.normalize.loudness(x, measured, -23)``
+   cast to float32;
+2. the background (float32) is tiled ``ceil(n / len(bg))`` times if it is shorter than the speech
+   (``n`` samples);
+3. the segment starts at ``off = numpy.random.default_rng(seed).integers(0, max(1, len(bg) − n))``
+   (``len(bg)`` after tiling) and is ``bg[off:off + n]``;
+4. ``ps = float(mean(s²)) + 1e-9``, ``pb = float(mean(b²)) + 1e-9`` (means of the float32
+   arrays), and the segment is multiplied by ``sqrt(ps / (pb · 10^(snr_db / 10)))`` (a float64
+   scalar, so with numpy ≥ 2 the scaled segment and the sum are float64);
+5. ``y = s + b``; if ``max|y| > 1`` then ``y / max|y|``; the result is cast to float32.
 
-if the sum would clip (peak above :data:`PEAK_LIMIT`), speech and background are scaled together,
-which leaves the SNR exact.
+A clean row (``condition == "clean"`` or ``background_id == "clean"``) is the normalised speech
+alone. A background segment that is digital silence is *not* an error: the 1e-9 floor keeps the
+gain finite and the stimulus is effectively clean (``bg_active`` is False, see
+:func:`segment_active`).
 """
 from __future__ import annotations
 
 import functools
+import math
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 
-from .audio import SR, load_audio_cached, loudness_lufs, write_wav
+from .audio import SR, load_audio_cached, write_wav
 from .errors import AiplibParameterError, AudioFileError
 
-__all__ = ["SPEECH_LUFS", "PEAK_LIMIT", "MixInfo", "mix_at_snr", "achieved_snr_db", "speech_gain_db",
-           "materialize", "background_segment"]
+__all__ = ["SPEECH_LUFS", "POWER_FLOOR", "BG_SILENCE_POWER", "MixInfo", "loudness_normalize",
+           "tile_background", "bg_offset", "background_segment", "segment_active", "mix",
+           "mix_components", "achieved_snr_db", "normalized_speech", "is_clean_row", "materialize"]
 
 SPEECH_LUFS = -23.0
-"""Loudness of the foreground speech in every stimulus, LUFS (EBU R128 programme level)."""
+"""Loudness of the foreground speech in every stimulus, LUFS (the authors' ``SPEECH_LUFS``)."""
 
-PEAK_LIMIT = 0.99
-"""Largest absolute sample value a stimulus may reach; above it the mixture is scaled down."""
+POWER_FLOOR = 1e-9
+"""Added to each mean power before the SNR gain is computed (the authors' mixer)."""
+
+BG_SILENCE_POWER = 1e-10
+"""A background segment whose mean power ``mean(b²)`` (float64, before scaling) is below this
+(−100 dB re full scale; all-zero segments included) is *digital silence*: ``bg_active`` is False."""
 
 
 @dataclass(frozen=True)
@@ -38,17 +59,28 @@ class MixInfo:
     Attributes
     ----------
     achieved_snr_db : float
-        SNR measured on the final speech and background parts, dB (``inf`` for clean stimuli).
+        ``10·log10(Σ s² / Σ b²)`` of the final speech and background parts, dB (``inf`` for clean
+        stimuli and for a silent background segment).
     target_snr_db : float
         SNR asked for, dB (``inf`` for clean).
     speech_lufs : float
-        Speech loudness before any anti-clipping scale, LUFS.
+        Speech loudness after normalisation, LUFS (the target, or the measured ``-inf`` of
+        silent speech).
     bg_gain_db : float
         Gain applied to the background segment, dB (``-inf`` for clean).
     peak : float
-        Largest absolute sample of the returned mixture.
+        Largest absolute sample of the returned stimulus.
     clip_scale : float
-        Common scale applied to avoid clipping (1.0 when none was needed).
+        ``1 / max|s + b|`` when the sum exceeded 1 (the authors' peak division), else 1.0.
+    bg_offset : int or None
+        Start sample of the background segment (after tiling); None for clean.
+    bg_power : float
+        Mean power of the background segment before scaling (NaN for clean).
+    bg_active : bool or None
+        False when the segment is digital silence (:data:`BG_SILENCE_POWER`); None for clean.
+    speech_peak : float
+        Largest absolute sample of the normalised speech (can exceed 1: pyloudnorm does not
+        limit; the authors' mixer divides only the sum).
     """
 
     achieved_snr_db: float
@@ -57,9 +89,178 @@ class MixInfo:
     bg_gain_db: float
     peak: float
     clip_scale: float
+    bg_offset: int | None = None
+    bg_power: float = float("nan")
+    bg_active: bool | None = None
+    speech_peak: float = float("nan")
 
     def asdict(self) -> dict:
         return asdict(self)
+
+
+def loudness_normalize(x, target_lufs: float = SPEECH_LUFS):
+    """Loudness-normalise a signal as the authors' ``scripts/utils.py::loudness_normalize``.
+
+    Parameters
+    ----------
+    x : np.ndarray [shape=(n,)], float32, 16 kHz
+    target_lufs : float, LUFS
+
+    Returns
+    -------
+    y : np.ndarray [shape=(n,)]
+        ``x`` itself when its integrated loudness is ±inf (silence), else
+        ``pyloudnorm.normalize.loudness(x, measured, target_lufs).astype(float32)``.
+    measured : float
+        Integrated loudness of ``x`` (ITU-R BS.1770-4, ``pyloudnorm.Meter(16000)``), LUFS.
+
+    Raises
+    ------
+    AudioFileError
+        If pyloudnorm refuses the signal (shorter than one 400 ms gating block).
+    """
+    import pyloudnorm as pyln
+
+    meter = pyln.Meter(SR)
+    try:
+        measured = meter.integrated_loudness(x)
+    except ValueError as exc:
+        raise AudioFileError(f"loudness cannot be measured: {exc}") from None
+    if np.isinf(measured):
+        return x, float(measured)
+    with warnings.catch_warnings():  # "Possible clipped samples": the peak is recorded instead
+        warnings.simplefilter("ignore", UserWarning)
+        y = pyln.normalize.loudness(x, measured, target_lufs).astype(np.float32)
+    return y, float(measured)
+
+
+def tile_background(bg, n: int) -> np.ndarray:
+    """The background repeated ``ceil(n / len(bg))`` times when shorter than ``n`` samples
+    (``numpy.tile``, as the authors' mixer), else unchanged.
+
+    Raises
+    ------
+    AudioFileError
+        If ``bg`` is empty.
+    """
+    bg = np.asarray(bg)
+    if bg.shape[0] == 0:
+        raise AudioFileError("the background holds no samples")
+    if bg.shape[0] < n:
+        bg = np.tile(bg, int(np.ceil(n / bg.shape[0])))
+    return bg
+
+
+def bg_offset(seed: int, n_bg: int, n_speech: int) -> int:
+    """Start sample of the background segment, the authors' rule.
+
+    ``numpy.random.default_rng(seed).integers(0, max(1, L − n_speech))`` with ``L`` the length
+    of the background after :func:`tile_background` (``n_bg · ceil(n_speech / n_bg)`` when
+    ``n_bg < n_speech``, else ``n_bg``).
+
+    Parameters
+    ----------
+    seed : int
+    n_bg, n_speech : int > 0, samples
+
+    Returns
+    -------
+    int, samples
+    """
+    n_bg, n_speech = int(n_bg), int(n_speech)
+    if n_bg <= 0:
+        raise AudioFileError("the background holds no samples")
+    if n_bg < n_speech:
+        n_bg *= int(np.ceil(n_speech / n_bg))
+    return int(np.random.default_rng(int(seed)).integers(0, max(1, n_bg - n_speech)))
+
+
+def background_segment(bg, seed: int, n: int) -> tuple[np.ndarray, int]:
+    """The ``n`` background samples a row with ``seed`` uses, and their offset.
+
+    Parameters
+    ----------
+    bg : np.ndarray [shape=(m,)]
+    seed : int
+    n : int > 0, samples
+
+    Returns
+    -------
+    segment : np.ndarray [shape=(n,)], bg's dtype
+    offset : int, samples (into the tiled background)
+    """
+    bg = tile_background(bg, n)
+    off = int(np.random.default_rng(int(seed)).integers(0, max(1, bg.shape[0] - n)))
+    return bg[off: off + n], off
+
+
+def segment_active(segment) -> tuple[bool, float]:
+    """Whether a background segment is not digital silence.
+
+    Returns
+    -------
+    active : bool
+        ``mean(segment²) >= BG_SILENCE_POWER`` (computed in float64).
+    power : float
+        That mean power.
+    """
+    seg = np.asarray(segment, dtype=np.float64)
+    p = float(np.mean(seg * seg)) if seg.size else 0.0
+    return bool(p >= BG_SILENCE_POWER), p
+
+
+def _mix_normalized(s, bg, snr_db: float, seed: int):
+    """The authors' mixing steps 2–5 on already-normalised speech; returns every part."""
+    n = s.shape[0]
+    b, off = background_segment(bg, seed, n)
+    snr_db = float(snr_db)
+    ps = float(np.mean(s ** 2)) + POWER_FLOOR
+    pb = float(np.mean(b ** 2)) + POWER_FLOOR
+    gain = np.sqrt(ps / (pb * (10 ** (snr_db / 10))))
+    bs = b * gain
+    y = s + bs
+    peak = float(np.max(np.abs(y))) if n else 0.0
+    scale = 1.0 / peak if peak > 1.0 else 1.0
+    out = (y / peak if peak > 1.0 else y).astype(np.float32)
+    return out, bs, off, float(gain), peak, scale, b
+
+
+def _info(s, bs, b, snr_db, lufs, gain, peak, scale, off, speech_peak) -> MixInfo:
+    active, p_b = segment_active(b)
+    achieved = achieved_snr_db(np.asarray(s, dtype=np.float64), np.asarray(bs, dtype=np.float64))
+    return MixInfo(achieved_snr_db=achieved, target_snr_db=float(snr_db), speech_lufs=lufs,
+                   bg_gain_db=float(20 * np.log10(gain)) if gain > 0 else float("-inf"),
+                   peak=float(min(peak, 1.0) if peak > 1.0 else peak), clip_scale=float(scale),
+                   bg_offset=int(off), bg_power=p_b, bg_active=active, speech_peak=speech_peak)
+
+
+def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUFS):
+    """Mix speech and a background at ``snr_db``, as the authors' ``mixing/mix.py::mix``.
+
+    Parameters
+    ----------
+    speech : np.ndarray [shape=(n,)], float32, 16 kHz
+        Speech at any level (normalised here).
+    bg : np.ndarray [shape=(m,)], float32, or None
+        Background (any length; tiled if shorter). ``None`` gives the normalised speech.
+    snr_db : float, dB
+    seed : int
+        Seeds the background offset.
+    speech_lufs : float, LUFS
+
+    Returns
+    -------
+    y : np.ndarray [shape=(n,)], float32
+    info : MixInfo
+    """
+    s, measured = loudness_normalize(np.asarray(speech, dtype=np.float32), speech_lufs)
+    lufs = float(speech_lufs) if np.isfinite(measured) else measured
+    speech_peak = float(np.max(np.abs(s))) if s.size else 0.0
+    if bg is None:
+        return s, MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0,
+                          speech_peak=speech_peak)
+    y, bs, off, gain, peak, scale, b = _mix_normalized(s, np.asarray(bg, dtype=np.float32), snr_db, seed)
+    return y, _info(s, bs, b, snr_db, lufs, gain, peak, scale, off, speech_peak)
 
 
 def achieved_snr_db(speech, noise) -> float:
@@ -73,124 +274,108 @@ def achieved_snr_db(speech, noise) -> float:
     -------
     float, dB (``inf`` if ``noise`` is all zeros)
     """
-    s = np.asarray(speech)
-    b = np.asarray(noise)
+    s = np.asarray(speech, dtype=np.float64)
+    b = np.asarray(noise, dtype=np.float64)
     pb = float(np.dot(b, b))
     if pb == 0.0:
         return float("inf")
-    return float(10.0 * np.log10(float(np.dot(s, s)) / pb))
+    ps = float(np.dot(s, s))
+    return float(10.0 * np.log10(ps / pb)) if ps > 0 else float("-inf")
 
 
-def mix_at_snr(speech, background, snr_db: float, *, peak_limit: float = PEAK_LIMIT):
-    """Add ``background`` to ``speech`` at ``snr_db``, scaling both together if the sum would clip.
+@functools.lru_cache(maxsize=512)
+def _normalized(path: str, mtime: float, target: float):
+    y = load_audio_cached(path)
+    s, measured = loudness_normalize(y, target)
+    if s is y:
+        s = y.copy()
+    s.setflags(write=False)
+    return s, measured
 
-    Parameters
-    ----------
-    speech : np.ndarray [shape=(n,)], float
-        Foreground speech (already at its final level).
-    background : np.ndarray [shape=(n,)], float
-        Background segment of the same length.
-    snr_db : float
-        Target SNR in dB, computed from the powers over the utterance.
-    peak_limit : float in (0, 1]
-        Largest allowed absolute sample of the mixture.
+
+def normalized_speech(path, *, target_lufs: float = SPEECH_LUFS):
+    """The speech file at ``path`` loudness-normalised as the authors' mixer (cached per file).
 
     Returns
     -------
-    mixture : np.ndarray [shape=(n,)], float32
-    info : MixInfo
-        ``speech_lufs`` is NaN here (:func:`materialize` fills it).
-
-    Raises
-    ------
-    AiplibParameterError
-        If the shapes differ, a signal holds NaN, the speech is all zeros, or the background
-        segment is silent (no gain can reach the SNR).
-    """
-    s = np.asarray(speech, dtype=np.float32)
-    b = np.asarray(background, dtype=np.float32)
-    if s.ndim != 1 or s.shape != b.shape:
-        raise AiplibParameterError(f"speech shape {s.shape} and background shape {b.shape} must be equal and 1-D")
-    # Powers in float64 from float32 dot products; a NaN or inf sample makes them non-finite,
-    # which replaces a full finiteness scan of both signals.
-    ps = float(np.dot(s, s))
-    pb = float(np.dot(b, b))
-    if not (np.isfinite(ps) and np.isfinite(pb)):
-        raise AiplibParameterError("speech or background holds NaN or infinite samples")
-    if ps == 0.0:
-        raise AiplibParameterError("speech is all zeros: the SNR is undefined")
-    if pb == 0.0:
-        raise AiplibParameterError("the background segment is silent: no gain reaches the SNR")
-    gain = np.sqrt(ps / (pb * 10.0 ** (snr_db / 10.0)))
-    noise = b * np.float32(gain)
-    mix = s + noise
-    peak = float(np.max(np.abs(mix)))
-    scale = 1.0 if peak <= peak_limit else peak_limit / peak
-    if scale != 1.0:
-        mix *= np.float32(scale)
-        s = s * np.float32(scale)
-        noise *= np.float32(scale)
-    info = MixInfo(achieved_snr_db=achieved_snr_db(s, noise), target_snr_db=float(snr_db),
-                   speech_lufs=float("nan"), bg_gain_db=float(20 * np.log10(gain)),
-                   peak=float(peak * scale), clip_scale=float(scale))
-    return mix, info
-
-
-@functools.lru_cache(maxsize=4096)
-def _speech_gain(path: str, mtime: float, target: float) -> float:
-    y = load_audio_cached(path)
-    lufs = loudness_lufs(y, name=path)
-    if not np.isfinite(lufs):
-        raise AudioFileError(f"{path}: the speech is silent (loudness -inf LUFS)")
-    return float(target - lufs)
-
-
-def speech_gain_db(path, *, target_lufs: float = SPEECH_LUFS) -> float:
-    """Gain in dB that brings the speech file at ``path`` to ``target_lufs`` (cached per file).
+    s : np.ndarray [shape=(n,)], float32, read-only
+    measured : float
+        Loudness before normalisation, LUFS (``-inf``: silent, returned unchanged).
 
     Raises
     ------
     AudioFileError
-        If the file is missing, unreadable or silent.
+        If the file is missing, unreadable or shorter than 0.4 s.
     """
     p = Path(path)
     if not p.is_file():
         raise AudioFileError(f"{p}: speech file not found")
-    return _speech_gain(str(p.resolve()), p.stat().st_mtime, float(target_lufs))
+    return _normalized(str(p.resolve()), p.stat().st_mtime, float(target_lufs))
 
 
-def background_segment(bg, offset: int, n: int) -> np.ndarray:
-    """``n`` samples of ``bg`` from ``offset``, wrapping round to the start if needed.
+def is_clean_row(row: Mapping) -> bool:
+    """True for a clean stimulus: ``condition == "clean"`` or ``background_id == "clean"`` (the
+    authors' inference rule)."""
+    return str(row.get("condition", "")) == "clean" or str(row.get("background_id", "")) == "clean"
 
-    Parameters
-    ----------
-    bg : np.ndarray [shape=(m,)]
-    offset : int >= 0, samples
-    n : int > 0, samples
+
+def _row_value(row: Mapping, key: str):
+    try:
+        return row[key]
+    except KeyError:
+        raise AiplibParameterError(f"manifest row lacks {key!r} (columns: {sorted(row)})") from None
+
+
+def mix_components(row: Mapping, ws) -> dict:
+    """Materialise a manifest row and return its parts as mixed.
 
     Returns
     -------
-    np.ndarray [shape=(n,)]
+    dict
+        ``mixture`` (float32 (n,), identical to :func:`materialize`), ``speech`` (float32 (n,),
+        the normalised speech as it is in the mixture: divided by the peak when the sum was),
+        ``background`` (float32 (n,), the scaled segment as in the mixture; zeros for clean),
+        ``info`` (:class:`MixInfo`).
     """
-    m = bg.shape[0]
-    offset = int(offset) % m
-    if offset + n <= m:
-        return bg[offset:offset + n]
-    return np.take(bg, np.arange(offset, offset + n) % m)
+    s, measured = normalized_speech(ws.path(str(_row_value(row, "speech_path"))))
+    lufs = SPEECH_LUFS if np.isfinite(measured) else measured
+    speech_peak = float(np.max(np.abs(s))) if s.size else 0.0
+    if is_clean_row(row):
+        y = s.copy()
+        info = MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0,
+                       speech_peak=speech_peak)
+        return dict(mixture=y, speech=y.copy(), background=np.zeros_like(y), info=info)
+    snr = _row_value(row, "snr_db")
+    seed = _row_value(row, "seed")
+    try:
+        snr, seed = float(snr), int(seed)
+    except (TypeError, ValueError):
+        raise AiplibParameterError(f"row {row.get('id')!r}: snr_db {snr!r} / seed {seed!r} are not numbers") from None
+    if not math.isfinite(snr):
+        raise AiplibParameterError(f"row {row.get('id')!r}: snr_db is {snr} on a noisy row")
+    bg_path = str(_row_value(row, "bg_path") or "")
+    if not bg_path or bg_path == "nan":
+        raise AiplibParameterError(f"row {row.get('id')!r}: noisy row without bg_path")
+    bg = load_audio_cached(ws.path(bg_path))
+    y, bs, off, gain, peak, scale, b = _mix_normalized(s, bg, snr, seed)
+    info = _info(s, bs, b, snr, lufs, gain, peak, scale, off, speech_peak)
+    sp = (s / peak if peak > 1.0 else s).astype(np.float32)
+    bp = (bs / peak if peak > 1.0 else bs).astype(np.float32)
+    return dict(mixture=y, speech=sp, background=bp, info=info)
 
 
 def materialize(row: Mapping, ws, *, write=None):
     """Return the exact samples of one manifest row (a stimulus), mixed on the fly.
 
-    The same row always gives the same samples, bit for bit: the offset and SNR are stored in the
-    row, and no other randomness is involved.
+    The same row always gives the same samples, bit for bit; a row of the authors' schema
+    (without our extra columns such as ``bg_offset``) works: the offset follows from ``seed``.
 
     Parameters
     ----------
     row : Mapping
-        A manifest row with ``speech_path``, ``bg_id``, ``bg_path``, ``bg_offset``, ``snr_db``
-        (paths relative to the workspace root or absolute). ``bg_id == "clean"`` gives the
-        loudness-normalised speech alone.
+        A manifest row with ``speech_path``, ``condition`` and/or ``background_id`` and, for a
+        noisy row, ``bg_path``, ``snr_db`` (dB) and ``seed`` (paths relative to the workspace
+        root or absolute).
     ws : aiplib.workspace.Workspace
     write : str or Path, optional
         Also write the stimulus to this WAV file (float32).
@@ -203,29 +388,11 @@ def materialize(row: Mapping, ws, *, write=None):
     Raises
     ------
     AudioFileError
-        If a file is missing, unreadable, or silent.
+        If a file is missing or unreadable, or the speech is shorter than 0.4 s.
     AiplibParameterError
         If the row is incomplete.
     """
-    try:
-        speech_path = ws.path(row["speech_path"])
-        bg_id = str(row["bg_id"])
-    except KeyError as exc:
-        raise AiplibParameterError(f"manifest row lacks {exc}") from None
-    gain_db = speech_gain_db(speech_path)
-    speech = load_audio_cached(speech_path) * np.float32(10.0 ** (gain_db / 20.0))
-    lufs = SPEECH_LUFS
-    if bg_id == "clean":
-        peak = float(np.max(np.abs(speech)))
-        scale = 1.0 if peak <= PEAK_LIMIT else PEAK_LIMIT / peak
-        y = (speech * np.float32(scale)).astype(np.float32)
-        info = MixInfo(float("inf"), float("inf"), lufs, float("-inf"), peak * scale, scale)
-    else:
-        bg = load_audio_cached(ws.path(row["bg_path"]))
-        seg = background_segment(bg, int(row["bg_offset"]), speech.shape[0])
-        y, info = mix_at_snr(speech, seg, float(row["snr_db"]))
-        info = MixInfo(info.achieved_snr_db, info.target_snr_db, lufs, info.bg_gain_db, info.peak,
-                       info.clip_scale)
+    parts = mix_components(row, ws)
     if write is not None:
-        write_wav(write, y, sr=SR)
-    return y, info
+        write_wav(write, parts["mixture"], sr=SR)
+    return parts["mixture"], parts["info"]

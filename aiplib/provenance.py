@@ -133,7 +133,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         Keys ``profile, aiplib_version, versions, normalizer {name, version, source},
         models {id: {revision, weights, weights_sha256, decoding_path, versions,
         revision_source}}, tasks {task: {family, variant, prompt_id, text}}, prompt_ids_scored
-        {task: {model: {prompt_id: n}}}, manifests {family: {sha256, base_seed, n_rows}},
+        {task: {model: {prompt_id: n}}}, manifests {family: {sha256, seed_start, n_rows}},
         analysis {seed, n_resamples, level}`` plus ``extra``.
     """
     from . import __version__
@@ -169,7 +169,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         from .manifests import manifest_hash
 
         meta = _read_json(p.with_suffix(".json")) or {}
-        manifests[fam] = {"sha256": manifest_hash(ws, fam), "base_seed": meta.get("base_seed"),
+        manifests[fam] = {"sha256": manifest_hash(ws, fam), "seed_start": meta.get("seed_start"),
                           "n_rows": meta.get("n_rows"), "file": f"manifests/{fam}.csv"}
     tasks = {t: {"family": fam, "variant": var, **PROMPTS[(fam, var)]}
              for t, (fam, var) in TASKS.items()}

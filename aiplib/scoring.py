@@ -197,55 +197,90 @@ def task_family(task: str) -> str:
 
 
 def read_jsonl(path) -> tuple[list[dict], int]:
-    """Read a JSON-lines file, tolerating a half-written trailing line.
+    """Read an inference JSON-lines file with the one reader of the project.
 
-    Parameters
-    ----------
-    path : str or Path
+    Same as :func:`aiplib.inference.read_inference_jsonl`: a line that is not UTF-8, not JSON or
+    not an object with an ``id`` is skipped and counted (never an exception).
 
     Returns
     -------
     rows : list of dict
     n_malformed : int
-        Lines that could not be parsed and were skipped. A bad *last* line (a run interrupted
-        while writing) is skipped with an info message; a bad line elsewhere with a warning.
     """
-    path = Path(path)
-    lines = path.read_text(encoding="utf-8").splitlines()
-    rows, bad = [], 0
-    last = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
-    for i, ln in enumerate(lines):
-        if not ln.strip():
-            continue
-        try:
-            obj = json.loads(ln)
-            if not isinstance(obj, dict):
-                raise ValueError("not a JSON object")
-        except ValueError:
-            bad += 1
-            if i == last:
-                log.info("%s: skipped a half-written last line", path)
-            else:
-                warnings.warn(f"{path}: line {i + 1} is not valid JSON; skipped", stacklevel=2)
-            continue
-        rows.append(obj)
-    return rows, bad
+    from .inference import read_inference_jsonl
+
+    return read_inference_jsonl(path)
 
 
-def _read_manifest(ws, family: str) -> pd.DataFrame:
-    p = Path(ws.manifests) / f"{family}.csv"
+SCORE_INPUT_COLUMNS = ["item_id", "bg_id", "snr_db", "reference", "accent_group", "is_target", "condition",
+                       "bg_active"]
+"""What scoring takes from a manifest row (or an inference row carrying the manifest columns)."""
+
+
+def _score_view(m: pd.DataFrame, fam: str) -> pd.DataFrame:
+    """Map rows of the authors' manifest schema to the scoring inputs, indexed by stimulus id.
+
+    ``item_id`` = ``speech_id``; ``bg_id`` = ``background_id`` ("clean" on clean rows);
+    ``snr_db`` = NaN on clean rows (the manifest's 99 is a marker, not an SNR);
+    ``reference`` = ``transcript`` (ASR) or ``keyword`` (KWS); ``accent_group`` = ``accent_group``
+    when present and not empty, else the authors' ``accent``; ``bg_active`` as in the manifest
+    (missing: unknown, NA).
+    """
+    def col(name, default=""):
+        if name in m.columns:
+            return m[name]
+        return pd.Series([default] * len(m), index=m.index, dtype=object)
+
+    def text(series):
+        return series.map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+
+    sid = text(col("id"))
+    cond = text(col("condition"))
+    bg = text(col("background_id"))
+    item = text(col("speech_id"))
+    clean = (cond == "clean") | (bg == "clean")
+    # The authors' script read its manifests with pandas defaults, so an id "NA" became NaN in its
+    # rows: recover it from the stimulus id (<item>_clean, <item>_<bg>_snr<N>).
+    item = item.where(item != "", sid.where(~sid.str.endswith("_clean"), sid.str[:-6]).where(clean, ""))
+    from_id = [s_[len(i_) + 1: s_.rfind("_snr")] if i_ and s_.startswith(i_ + "_") and "_snr" in s_ else ""
+               for s_, i_ in zip(sid, item)]
+    bg = bg.where((bg != "") | clean, pd.Series(from_id, index=bg.index))
+    snr = pd.to_numeric(col("snr_db", np.nan), errors="coerce").astype(float).where(~clean)
+    acc = text(col("accent_group"))
+    acc = acc.where(acc != "", text(col("accent")))
+    view = pd.DataFrame({
+        "stimulus_id": sid,
+        "item_id": item,
+        "bg_id": bg.where(~clean, "clean"),
+        "snr_db": snr,
+        "reference": text(col("transcript" if fam == "asr" else "keyword")),
+        "accent_group": acc,
+        "is_target": text(col("is_target")),
+        "condition": np.where(clean, "clean", "noisy"),
+        "bg_active": col("bg_active", pd.NA).map(
+            lambda v: pd.NA if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) or v == ""
+            else str(v).strip().lower() in ("true", "1", "1.0")).astype("boolean"),
+    })
+    view.loc[clean.to_numpy(), "bg_active"] = pd.NA
+    return view.drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id", drop=False)
+
+
+def _read_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
+    """The scoring view (:func:`_score_view`) of ``manifests/<family>.csv``.
+
+    ``manifests_dir`` overrides ``ws.manifests``. Returns None when the file does not exist (the
+    inference rows then supply the manifest columns themselves).
+    """
+    from .manifests import read_manifest_csv
+
+    p = Path(manifests_dir if manifests_dir is not None else ws.manifests) / f"{family}.csv"
     if not p.exists():
-        raise AiplibError(f"{p} is missing; run stage 5 (manifests) first")
-    m = pd.read_csv(p, dtype=str, keep_default_na=False)
-    need = {"stimulus_id", "item_id", "bg_id", "snr_db", "reference"}
-    if need - set(m.columns):
-        raise AiplibError(f"{p} lacks columns {sorted(need - set(m.columns))}")
-    m["snr_db"] = pd.to_numeric(m["snr_db"].where(m["bg_id"] != "clean", ""), errors="coerce")
-    if "accent_group" not in m.columns:
-        m["accent_group"] = ""
-    if "is_target" not in m.columns:
-        m["is_target"] = ""
-    return m.drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id", drop=False)
+        return None
+    try:
+        m = read_manifest_csv(p)
+    except AiplibParameterError as exc:
+        raise AiplibError(str(exc)) from None
+    return _score_view(m, family)
 
 
 def _as_bool(v, label) -> bool:
@@ -264,22 +299,26 @@ _KWS_ROW_COLUMNS = list(score_kws_row("yes", "yes", True))
 """Columns :func:`score_kws_row` adds to a KWS score file, in order."""
 
 
-def _score_task(ws, task: str, models, manifest: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
+                inference_dir=None) -> tuple[pd.DataFrame, dict]:
     fam = task_family(task)
     frames = []
     meta = {"n_errors": {}, "n_rows_per_model": {}, "n_malformed_lines": {}, "n_duplicates": {},
-            "n_not_in_manifest": {}, "n_empty_reference": {}, "prompt_ids": {}, "sources": []}
+            "n_not_in_manifest": {}, "n_empty_reference": {}, "prompt_ids": {}, "sources": [],
+            "manifest_source": "manifests" if manifest is not None else "inference rows"}
+    inf = Path(inference_dir if inference_dir is not None else ws.inference)
     for model in models:
-        path = Path(ws.inference) / model / f"{task}.jsonl"
+        path = inf / model / f"{task}.jsonl"
         if not path.exists():
             continue
         rows, bad = read_jsonl(path)
         meta["sources"].append(ws.rel(path) if hasattr(ws, "rel") else str(path))
         meta["n_malformed_lines"][model] = bad
-        cols = sorted({k for r in rows for k in r} | {"stimulus_id", "response", "error",
-                                                       "prompt_id"})
+        cols = list(dict.fromkeys([k for r in rows for k in r] + ["id", "raw", "error", "prompt_id"]))
         df = pd.DataFrame(rows, columns=cols)
-        df["stimulus_id"] = df["stimulus_id"].astype(str)
+        # the authors' row format: id, raw (the response), error on failures
+        df["stimulus_id"] = df["id"].astype(str)
+        df["response"] = df["raw"]
         # same rule as aiplib.inference: "__ERROR__" response or a non-null error
         is_err = ((df["response"].astype(str) == ERROR_RESPONSE) | df["response"].isna()
                   | df["error"].notna())
@@ -292,18 +331,28 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame) -> tuple[pd.DataF
         failed = failed.drop_duplicates("stimulus_id", keep="last")
         meta["n_duplicates"][model] = int(n_before - len(ok) - len(failed))
         meta["n_errors"][model] = int(len(failed))
-        unknown = ~ok["stimulus_id"].isin(manifest.index)
+        if manifest is not None:
+            unknown = ~ok["stimulus_id"].isin(manifest.index)
+        elif "speech_id" in ok.columns:
+            unknown = ok["speech_id"].isna()
+        else:
+            unknown = pd.Series(True, index=ok.index)
         meta["n_not_in_manifest"][model] = int(unknown.sum())
         if unknown.any():
             warnings.warn(f"{path}: {int(unknown.sum())} stimulus ids are not in "
-                          f"manifests/{fam}.csv; dropped", stacklevel=3)
+                          f"manifests/{fam}.csv (or carry no manifest columns); dropped", stacklevel=3)
         ok = ok[~unknown]
-        pids = ok["prompt_id"].fillna("").astype(str).value_counts().sort_index()
+        if manifest is None:  # no manifests folder: the rows carry the manifest columns
+            man_src = _score_view(ok.drop(columns=["stimulus_id"]), fam)
+        else:
+            man_src = manifest
+        ok["prompt_id"] = ok["prompt_id"].map(lambda v: "" if v is None or v != v else str(v))
+        pids = ok["prompt_id"].value_counts().sort_index()
         meta["prompt_ids"][model] = {k: int(v) for k, v in pids.items()}
         if len(pids) > 1:
             warnings.warn(f"{path}: rows come from {len(pids)} prompts {list(pids.index)}; "
                           "the scores mix them", stacklevel=3)
-        man = manifest.loc[ok["stimulus_id"]]
+        man = man_src.loc[ok["stimulus_id"]]
         out = pd.DataFrame({
             "model": model,
             "task": task,
@@ -313,6 +362,8 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame) -> tuple[pd.DataF
             "snr_db": man["snr_db"].to_numpy(),
             "accent_group": man["accent_group"].replace("", np.nan).to_numpy(),
             "prompt_id": ok["prompt_id"].to_numpy(),
+            "condition": man["condition"].to_numpy(),
+            "bg_active": man["bg_active"].to_numpy(),
         })
         resp = ok["response"].astype(str).to_numpy()
         if fam == "asr":
@@ -342,7 +393,8 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame) -> tuple[pd.DataF
             meta.setdefault("n_non_answers", {})[model] = int(out["non_answer"].sum())
             out = _add_delta(out, "correct", "delta_acc", noisy_minus_clean=False)
         meta["n_rows_per_model"][model] = int(len(out))
-        frames.append(out)
+        tail = ["condition", "bg_active"]
+        frames.append(out[[c for c in out.columns if c not in tail] + tail])
     if not frames:
         return pd.DataFrame(), meta
     res = pd.concat(frames, ignore_index=True)
@@ -365,13 +417,23 @@ def _add_delta(df: pd.DataFrame, col: str, out_col: str, *,
     return df
 
 
-def score_inference(ws, *, models=None, tasks=None) -> dict[str, pd.DataFrame]:
+def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
+                    manifests_dir=None) -> dict[str, pd.DataFrame]:
     """Score every inference file and write ``results/scores/<task>.csv`` + ``.json``.
 
     Parameters
     ----------
     ws : aiplib.workspace.Workspace
-        Reads ``inference/<model>/<task>.jsonl`` and ``manifests/<family>.csv``.
+        Reads ``inference/<model>/<task>.jsonl`` and ``manifests/<family>.csv``; writes
+        ``results/scores/``.
+    inference_dir : str or Path, optional
+        Score the ``<model>/<task>.jsonl`` files of this folder instead of ``ws.inference`` (e.g.
+        the authors' published ``inference/`` folder). Only tasks of the ASR and KWS families are
+        scored; other files (``sqa.jsonl``) are skipped with a warning.
+    manifests_dir : str or Path, optional
+        Read ``<family>.csv`` here instead of ``ws.manifests``. When no manifest is found at all,
+        the successful inference rows supply the manifest columns themselves (the authors' rows
+        carry them).
     models : sequence of str, optional
         Model folders to score (default: every folder under ``inference/``).
     tasks : sequence of str, optional
@@ -393,10 +455,18 @@ def score_inference(ws, *, models=None, tasks=None) -> dict[str, pd.DataFrame]:
         ``first_word, correct (0/1, the paper's rule), non_answer, non_answer_kind,
         correct_strict (0/1)``, then ``delta_acc = correct(clean) − correct(noisy)`` (so a
         positive value is a degradation, as for ``delta_wer``).
+        Last two columns:
+        ``condition`` (clean / noisy) and ``bg_active`` (False when the background segment was
+        digital silence; empty on clean rows and when the manifest does not say).
+
+        Input mapping (the authors' row format): ``stimulus_id`` = ``id``, ``item_id`` =
+        ``speech_id``, ``bg_id`` = ``background_id``, ``snr_db`` = ``snr_db`` (NaN on clean rows,
+        whose manifest value is 99), ``reference``/``label`` = ``transcript``/``keyword``,
+        ``response`` = ``raw``, ``accent_group`` = ``accent_group`` or else ``accent``.
 
     Notes
     -----
-    * Rows whose ``response`` is ``"__ERROR__"`` (or whose ``error`` is not null, the rule of
+    * Rows whose ``raw`` is ``"__ERROR__"`` (or whose ``error`` is not null, the rule of
       :mod:`aiplib.inference`) are dropped; stimuli with no successful row are counted
       (``n_errors`` per model in the JSON sidecar). When a resumed run holds several rows for
       one stimulus the last successful one is kept (``n_duplicates``).
@@ -416,12 +486,20 @@ def score_inference(ws, *, models=None, tasks=None) -> dict[str, pd.DataFrame]:
     AiplibError
         If no inference file exists at all, or a needed manifest is missing.
     """
-    inf = Path(ws.inference)
+    inf = Path(inference_dir if inference_dir is not None else ws.inference)
+    if inference_dir is not None and not inf.is_dir():
+        raise AiplibError(f"{inf}: inference folder not found")
     if models is None:
         models = sorted(p.name for p in inf.iterdir() if p.is_dir()) if inf.exists() else []
     if tasks is None:
-        tasks = sorted({p.stem for m in models for p in (inf / m).glob("*.jsonl")
-                        if p.stem != "run_log"})
+        found = sorted({p.stem for m in models for p in (inf / m).glob("*.jsonl") if p.stem != "run_log"})
+        tasks = []
+        for t in found:
+            try:
+                task_family(t)
+                tasks.append(t)
+            except AiplibParameterError:
+                warnings.warn(f"{inf}: task {t!r} is neither ASR nor KWS; not scored", stacklevel=2)
     if not models or not tasks:
         raise AiplibError(f"no inference files under {inf}; run stage 7 (inference) first")
     out_dir = Path(ws.results) / "scores"
@@ -434,14 +512,17 @@ def score_inference(ws, *, models=None, tasks=None) -> dict[str, pd.DataFrame]:
                           f"task {task!r} skipped", stacklevel=2)
             continue
         if fam not in manifests:
-            manifests[fam] = _read_manifest(ws, fam)
-        df, meta = _score_task(ws, task, models, manifests[fam])
+            manifests[fam] = _read_manifest(ws, fam, manifests_dir)
+            if manifests[fam] is None:
+                log.info("no %s manifest: the inference rows supply the manifest columns", fam)
+        df, meta = _score_task(ws, task, models, manifests[fam], inference_dir=inf)
         df.to_csv(out_dir / f"{task}.csv", index=False)
         side = {
             "task": task,
             "family": fam,
             **normalizer_provenance(),
             "n_rows": int(len(df)),
+            "inference_dir": str(inf),
             **meta,
         }
         if fam == "kws":
@@ -452,3 +533,44 @@ def score_inference(ws, *, models=None, tasks=None) -> dict[str, pd.DataFrame]:
         log.info("scored %s: %d rows, %d __ERROR__ rows dropped", task, len(df), total_err)
         result[task] = df
     return result
+
+
+def main(argv=None) -> int:
+    """``python -m aiplib.scoring --profile paper --inference-dir DIR [--manifests-dir DIR]``.
+
+    Scores a folder of inference files written elsewhere (stage 8 only; run notebook 09, or
+    ``make score``, for the figures, tables and report). Exit status 0, or 1 with a one-line
+    message when nothing could be scored.
+    """
+    import argparse
+
+    from .workspace import workspace
+
+    ap = argparse.ArgumentParser(prog="python -m aiplib.scoring", description=main.__doc__.splitlines()[0])
+    ap.add_argument("--profile", default="demo", help="workspace profile whose results/ receive the scores")
+    ap.add_argument("--data-root", default=None, help="data root (default $AIP_DATA_ROOT or <repo>/data)")
+    ap.add_argument("--inference-dir", default=None, help="folder of <model>/<task>.jsonl (default: the workspace's)")
+    ap.add_argument("--manifests-dir", default=None, help="folder of asr.csv / kws.csv (default: the workspace's; "
+                                                          "without manifests the rows' own columns are used)")
+    ap.add_argument("--models", default=None, help="comma-separated model folders (default: all)")
+    ap.add_argument("--tasks", default=None, help="comma-separated tasks (default: all found)")
+    a = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    ws = workspace(a.profile, data_root=a.data_root)
+    ws.ensure()
+    try:
+        out = score_inference(ws, models=a.models.split(",") if a.models else None,
+                              tasks=a.tasks.split(",") if a.tasks else None,
+                              inference_dir=a.inference_dir, manifests_dir=a.manifests_dir)
+    except AiplibError as exc:
+        print(f"scoring: {exc}", file=__import__("sys").stderr)
+        return 1
+    for task, df in out.items():
+        side = json.loads((Path(ws.results) / "scores" / f"{task}.json").read_text())
+        print(f"{task}: {len(df)} rows scored, {sum(side['n_errors'].values())} __ERROR__ stimuli dropped, "
+              f"{sum(side['n_malformed_lines'].values())} unreadable lines -> {Path(ws.results) / 'scores' / (task + '.csv')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

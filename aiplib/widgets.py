@@ -34,7 +34,7 @@ import pandas as pd
 
 from .audio import SR, load_audio_cached, valid_audio
 from .errors import AiplibParameterError
-from .mixing import background_segment, materialize, speech_gain_db
+from .mixing import materialize, mix_components
 
 __all__ = ["AUDIO_SUBTYPE", "MEL_SETTINGS", "task_family", "available_tasks", "available_models",
            "manifest_row", "stimulus_audio", "wav_bytes", "decode_wav", "log_mel", "mixture_figure_png",
@@ -75,10 +75,21 @@ def _cached(path: Path, reader):
 
 
 def _read_manifest_file(path: Path) -> pd.DataFrame:
-    df = pd.read_csv(path, dtype={"stimulus_id": str, "item_id": str, "bg_id": str, "bg_path": str,
-                                  "reference": str, "accent_group": str}, keep_default_na=False,
-                     na_values={"snr_db": [""], "accent_group": [""]})
-    df["bg_path"] = df["bg_path"].fillna("")
+    """The manifest (authors' columns, all kept for :func:`materialize`) plus the explorer's names,
+    those of the scores: ``stimulus_id`` = id, ``item_id`` = speech_id, ``bg_id`` =
+    background_id, ``snr_db`` (NaN on clean rows), ``reference`` = transcript / keyword,
+    ``accent_group`` (NaN when empty)."""
+    from .manifests import read_manifest_csv
+
+    df = read_manifest_csv(path)
+    clean = (df["condition"] == "clean").to_numpy()
+    df["stimulus_id"] = df["id"]
+    df["item_id"] = df["speech_id"]
+    df["bg_id"] = df["background_id"].where(~clean, "clean")
+    df["snr_db"] = df["snr_db"].astype(float).where(~clean)
+    df["reference"] = df["transcript"] if "transcript" in df.columns else df.get("keyword", "")
+    acc = df["accent_group"] if "accent_group" in df.columns else df.get("accent", pd.Series("", index=df.index))
+    df["accent_group"] = acc.replace("", np.nan)
     return df.set_index("stimulus_id", drop=False)
 
 
@@ -93,8 +104,9 @@ def _read_scores_file(path: Path) -> pd.DataFrame:
 def _read_results_file(path: Path) -> pd.DataFrame:
     from .inference import read_results
 
-    df = read_results(path)
-    df["stimulus_id"] = df["stimulus_id"].astype(str)
+    df = read_results(path)  # the one JSONL reader (unreadable lines skipped and counted)
+    df["stimulus_id"] = df["id"].astype(str)
+    df["response"] = df["raw"]
     return df.set_index("stimulus_id", drop=False)
 
 
@@ -188,7 +200,7 @@ def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict
     Returns
     -------
     dict
-        The row's fields (:data:`aiplib.manifests.MANIFEST_COLUMNS`).
+        The row's fields (:func:`aiplib.manifests.manifest_columns`, plus the explorer's aliases).
 
     Raises
     ------
@@ -239,15 +251,14 @@ def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> di
         ``mixture`` (np.ndarray [shape=(n,)], float32: exactly ``materialize(row, ws)[0]``),
         ``clean`` (np.ndarray [shape=(n,)], float32: ``materialize(clean_row, ws)[0]``, the item's
         loudness-normalised speech, −23 LUFS), ``background`` (np.ndarray [shape=(n,)], float32, the
-        background part *as mixed*: the segment ``background_segment(bg, bg_offset, n)`` times the
-        SNR gain and the anti-clipping scale; None for clean), ``info``
+        background part *as mixed* (:func:`aiplib.mixing.mix_components`: the seeded segment times
+        the SNR gain, divided by the peak when the sum was); None for clean), ``info``
         (:class:`aiplib.mixing.MixInfo`).
 
     Notes
     -----
-    The background part repeats the gain of :func:`aiplib.mixing.mix_at_snr` (powers over the
-    utterance, float32 samples). When no anti-clipping scale was needed
-    (``info.clip_scale == 1``), ``clean + background == mixture`` sample for sample.
+    The mixture is computed in float64 and cast to float32 (the authors' mixer), so
+    ``clean + background`` equals the mixture to within float32 rounding.
 
     Raises
     ------
@@ -264,16 +275,7 @@ def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> di
     clean = mixture if bg_id == "clean" else materialize(clean_row, ws)[0]
     background = None
     if bg_id != "clean":
-        speech_path = ws.path(row["speech_path"])
-        s = load_audio_cached(speech_path) * np.float32(10.0 ** (speech_gain_db(speech_path) / 20.0))
-        seg = background_segment(load_audio_cached(ws.path(row["bg_path"])), int(row["bg_offset"]),
-                                 s.shape[0]).astype(np.float32, copy=False)
-        ps, pb = float(np.dot(s, s)), float(np.dot(seg, seg))
-        gain = np.sqrt(ps / (pb * 10.0 ** (float(row["snr_db"]) / 10.0)))
-        background = seg * np.float32(gain)
-        if info.clip_scale != 1.0:
-            background = background * np.float32(info.clip_scale)
-        background = background.astype(np.float32, copy=False)
+        background = mix_components(row, ws)["background"]
     return dict(row=row, stimulus_id=str(row["stimulus_id"]), sr=SR, mixture=mixture, clean=clean,
                 background=background, info=info)
 
@@ -473,7 +475,7 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
         raise AiplibParameterError(f"stimulus {stimulus_id!r} is not in manifests/{fam}.csv")
     mrow = man.loc[stimulus_id]
     item_id, bg_id = str(mrow["item_id"]), str(mrow["bg_id"])
-    clean_id = f"{fam}__{item_id}__clean__clean"
+    clean_id = f"{item_id}_clean"
     out = dict(found=False, source=None, model=model, task=task, family=fam, stimulus_id=stimulus_id,
                item_id=item_id, bg_id=bg_id, snr_db=_nan(mrow["snr_db"]), reference=str(mrow["reference"]),
                response=None, error=None, clean_response=None)
@@ -868,8 +870,9 @@ class Explorer:
         achieved = round(info.achieved_snr_db, 2) + 0.0  # no "-0.00"
         snr_txt = "clean" if bg_id == "clean" else f"target {info.target_snr_db:g} dB, achieved {achieved:.2f} dB"
         self.mixinfo.value = (f"<code>{html.escape(sid)}</code> · {n / SR:.2f} s · {snr_txt} · "
-                              f"peak {info.peak:.3f} · clip scale {info.clip_scale:.3f} · "
-                              f"offset {int(audio['row']['bg_offset'])} samples")
+                              f"peak {info.peak:.3f} · clip scale {info.clip_scale:.3f}"
+                              + ("" if info.bg_offset is None else f" · offset {info.bg_offset} samples")
+                              + ("" if info.bg_active is not False else " · background segment is digital silence"))
         self.plot.value = mixture_figure_png(audio["mixture"], title=f"mixture {sid}")
         result = lookup_response(self.ws, model, task, sid) if model else None
         if not model:

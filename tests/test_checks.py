@@ -48,3 +48,27 @@ def test_wer_constancy_with_a_fake_recogniser(tiny_ws, monkeypatch):
     assert len(df) == 6
     assert sorted(df.loc[df.item_id == "a00", "wer"].tolist()) == [0.0, 0.0, 0.0]
     assert df.loc[df.item_id == "a01", "wer"].tolist() == [0.5, 0.5, 0.5]
+
+
+def test_inactive_share_per_background(tiny_ws):
+    from aiplib.audio import write_wav
+
+    # bg01: a 3 s clip whose last 2.5 s are zero padding (as ESC-50 clips are)
+    y = np.zeros(48000, dtype=np.float32)
+    y[:8000] = 0.1 * np.random.default_rng(0).standard_normal(8000).astype(np.float32)
+    write_wav(tiny_ws.bg / "bg01.wav", y)
+    man = build_manifests(tiny_ws)
+    df = checks.inactive_backgrounds(tiny_ws)
+    assert len(df) == 2 * 20 and (df["n_rows"] == df["family"].map({"asr": 6, "kws": 6})).all()
+    got = df.set_index(["family", "bg_id"])
+    asr = man["asr"]
+    sub = asr[asr["background_id"] == "bg01"]
+    expected = float((~sub["bg_active"].astype(bool)).mean())
+    # by hand: a segment is silent when it starts at or after sample 8000 (offsets are < 48000 − n)
+    by_hand = float(((sub["bg_offset"] >= 8000)).mean())
+    assert got.loc[("asr", "bg01"), "inactive_share"] == expected == by_hand
+    assert got.loc[("asr", "bg00"), "inactive_share"] == 0.0
+    assert (tiny_ws.checks / "bg_inactive.csv").is_file()
+    # a silent segment is not an error: presence reports an infinite achieved SNR, not a failure
+    pres = checks.background_presence(tiny_ws, max_items=2)
+    assert len(pres) == 2 * 20 * 3

@@ -157,8 +157,8 @@ def test_fieldkit_pipeline_end_to_end(fieldkit, tmp_path):
     assert len(desc) == 9 and np.isfinite(desc.select_dtypes("number").to_numpy()).all()
     lap("04_descriptors")
     # 5 · manifests: 1 clean + 9 backgrounds × 3 SNRs per item
-    manifests = build_manifests(ws, snrs=[10, 5, 0], base_seed=SEED)
-    assert set(manifests["asr"].groupby("item_id").size()) == {28}
+    manifests = build_manifests(ws, snrs=[10, 5, 0])
+    assert set(manifests["asr"].groupby("speech_id").size()) == {28}
     lap("05_manifests")
     # 6 · manipulation checks (smoke sizes, as the notebook under $AIP_SMOKE=1)
     presence = background_presence(ws)

@@ -9,9 +9,9 @@ import pytest
 import aiplib.models
 from aiplib.audio import SR, write_wav
 from aiplib.errors import ModelUnavailableError
-from aiplib.inference import (ERROR_RESPONSE, MIX_DIAG_FIELDS, RESULT_FIELDS, read_results,
-                              repair_jsonl, run_inference)
-from aiplib.manifests import MANIFEST_COLUMNS, stimulus_id
+from aiplib.inference import (ERROR_RESPONSE, EXTRA_FIELDS, MIX_DIAG_FIELDS, read_inference_jsonl,
+                              read_results, repair_jsonl, run_inference)
+from aiplib.manifests import manifest_columns, stimulus_id
 from aiplib.models import Recogniser, get_entry
 from aiplib.workspace import Workspace
 
@@ -61,14 +61,18 @@ def ws(tmp_path):
         (w.root / rel).parent.mkdir(parents=True, exist_ok=True)
         write_wav(w.root / rel, y)
         for bg_id, snr in (("clean", None), ("white", 10), ("white", 0)):
-            sid = stimulus_id("asr", f"it{k}", bg_id, snr)
-            rows.append({"stimulus_id": sid, "family": "asr", "item_id": f"it{k}", "bg_id": bg_id,
-                         "snr_db": "" if snr is None else snr, "seed": 1, "bg_offset": 0 if snr is None else 17 * k,
-                         "speech_path": rel, "bg_path": "" if snr is None else "bg/white.wav",
-                         "reference": "tone", "is_target": "", "accent_group": "", "duration_s": n / SR,
-                         "n_samples": n})
-    pd.DataFrame(rows, columns=MANIFEST_COLUMNS).to_csv(w.manifests / "asr.csv", index=False)
+            rows.append(_mrow(f"it{k}", bg_id, snr, len(rows), rel, "bg/white.wav", "tone", n))
+    pd.DataFrame(rows, columns=manifest_columns("asr")).to_csv(w.manifests / "asr.csv", index=False)
     return w
+
+
+def _mrow(item, bg_id, snr, seed, speech_path, bg_path, text, n):
+    clean = bg_id == "clean"
+    return {"id": stimulus_id(item, bg_id, snr), "speech_id": item, "background_id": bg_id,
+            "snr_db": 99 if clean else snr, "condition": "clean" if clean else "noisy", "seed": seed,
+            "speech_path": speech_path, "bg_path": "" if clean else bg_path, "accent": "", "gender": "",
+            "transcript": text, "family": "asr", "accent_group": "", "bg_offset": None, "bg_active": None,
+            "duration_s": n / SR, "n_samples": n}
 
 
 def _patch(monkeypatch, **kw):
@@ -96,13 +100,16 @@ def test_rows_have_exactly_the_contract_fields(ws, monkeypatch):
     objs = [json.loads(line) for line in _lines(path)]
     assert len(objs) == 9
     for o in objs:
-        assert list(o) == RESULT_FIELDS
-        assert o["error"] is None and o["model"] == "whisper_tiny_en" and o["prompt_id"] == "asr_baseline_v1"
-        assert o["response"].startswith("n")
+        # the authors' row: manifest columns, raw, model, task; then ours
+        assert list(o) == manifest_columns("asr") + ["raw", "model", "task"] + EXTRA_FIELDS
+        assert "error" not in o and o["model"] == "whisper_tiny_en" and o["task"] == "asr"
+        assert o["prompt_id"] == "asr_baseline_v1"
+        assert o["raw"].startswith("n")
         assert o["audio_s"] > 0.9
-    clean = [o for o in objs if o["bg_id"] == "clean"]
-    assert all(o["snr_db"] is None for o in clean)
-    assert sorted({o["snr_db"] for o in objs if o["bg_id"] != "clean"}) == [0, 10]
+    clean = [o for o in objs if o["background_id"] == "clean"]
+    assert all(o["snr_db"] == 99 and o["condition"] == "clean" and o["bg_path"] == "" for o in clean)
+    assert sorted({o["snr_db"] for o in objs if o["background_id"] != "clean"}) == [0, 10]
+    assert objs[0]["id"] == "it0_clean" and objs[1]["id"] == "it0_white_snr10"
     assert made[0].closed
     log = [json.loads(line) for line in _lines(ws.inference / "whisper_tiny_en" / "run_log.jsonl")]
     assert log[-1]["event"] == "run" and log[-1]["n_done"] == 9 and log[-1]["path"] == "fake"
@@ -117,16 +124,16 @@ def test_kill_and_half_line_then_rerun_gives_each_stimulus_once(ws, monkeypatch)
     n_first = len(_lines(path))
     assert n_first == 4  # batches of 2: the third batch died after its first item, unwritten
     with open(path, "a") as f:  # a process killed mid-write
-        f.write('{"stimulus_id": "asr__it2__white__snr+00", "resp')
+        f.write('{"id": "it2_white_snr0", "speech_id": "it')
     made = _patch(monkeypatch)
     run_inference(ws, tasks="asr", progress=False)
     assert len(made[0].seen) == 9 - n_first
     objs = [json.loads(line) for line in _lines(path)]  # every line parses: the fragment was cut
     assert len(objs) == 9
     df = read_results(path)
-    assert len(df) == 9 and df["stimulus_id"].is_unique
-    manifest = pd.read_csv(ws.manifests / "asr.csv")
-    assert set(df["stimulus_id"]) == set(manifest["stimulus_id"])
+    assert len(df) == 9 and df["id"].is_unique
+    manifest = pd.read_csv(ws.manifests / "asr.csv", dtype=str)
+    assert set(df["id"]) == set(manifest["id"])
     # a third run has nothing left to do
     made = _patch(monkeypatch)
     s = run_inference(ws, tasks="asr", progress=False)
@@ -139,16 +146,19 @@ def test_error_row_is_retried_next_run(ws, monkeypatch):
     assert s.loc[0, "n_errors"] == 3
     path = ws.inference / "whisper_tiny_en" / "asr.jsonl"
     df = read_results(path)
-    err = df[df["response"] == ERROR_RESPONSE]
-    assert sorted(err["item_id"]) == ["it1"] * 3
+    err = df[df["raw"] == ERROR_RESPONSE]
+    assert sorted(err["id"]) == ["it1_clean", "it1_white_snr0", "it1_white_snr10"]
     assert err["error"].str.contains("CUDA out of memory").all()
+    # the authors' error row: id, raw, error, model, task (then our extras)
+    first_err = next(json.loads(x) for x in _lines(path) if ERROR_RESPONSE in x)
+    assert list(first_err) == ["id", "raw", "error", "model", "task"] + EXTRA_FIELDS
     assert len(read_results(path, keep_errors=False)) == 6
     made = _patch(monkeypatch)
     s = run_inference(ws, tasks="asr", progress=False)
     assert made[0].seen == [SR + 1000] * 3 and s.loc[0, "n_run"] == 3 and s.loc[0, "n_errors"] == 0
     assert len(_lines(path)) == 12  # retries are appended
     df = read_results(path)
-    assert len(df) == 9 and (df["response"] != ERROR_RESPONSE).all() and df["error"].isna().all()
+    assert len(df) == 9 and (df["raw"] != ERROR_RESPONSE).all() and df["error"].isna().all()
 
 
 def test_materialize_failure_is_an_error_row(ws, monkeypatch):
@@ -156,8 +166,8 @@ def test_materialize_failure_is_an_error_row(ws, monkeypatch):
     (ws.root / "itembanks/audio/asr/it0.wav").unlink()
     run_inference(ws, tasks="asr", progress=False)
     df = read_results(ws.inference / "whisper_tiny_en" / "asr.jsonl")
-    bad = df[df["item_id"] == "it0"]
-    assert len(bad) == 3 and (bad["response"] == ERROR_RESPONSE).all()
+    bad = df[df["id"].str.startswith("it0_")]
+    assert len(bad) == 3 and (bad["raw"] == ERROR_RESPONSE).all()
     assert bad["error"].str.startswith("materialize:").all()
 
 
@@ -187,7 +197,7 @@ def test_mix_diagnostics_deduplicated_and_limit(ws, monkeypatch):
     diag = pd.read_csv(ws.checks / "mix_diagnostics.csv")
     assert list(diag.columns) == MIX_DIAG_FIELDS
     assert len(diag) == 4 and diag["stimulus_id"].is_unique
-    noisy = diag[diag["bg_id"] != "clean"]
+    noisy = diag[diag["condition"] != "clean"]
     assert np.allclose(noisy["achieved_snr_db"], noisy["snr_db"], atol=0.01)
     assert np.allclose(diag["speech_lufs"], -23.0)
     run_inference(ws, tasks="asr", progress=False)  # the 5 remaining stimuli
@@ -197,16 +207,33 @@ def test_mix_diagnostics_deduplicated_and_limit(ws, monkeypatch):
 
 def test_read_results_is_tolerant(tmp_path):
     p = tmp_path / "x.jsonl"
-    good = {k: None for k in RESULT_FIELDS}
-    rows = [dict(good, stimulus_id="a", response="one"), dict(good, stimulus_id="a", response="two"),
-            dict(good, stimulus_id="b", response=ERROR_RESPONSE, error="boom")]
-    p.write_text(json.dumps(rows[0]) + "\nnot json\n" + json.dumps(rows[1]) + "\n"
-                 + json.dumps(rows[2]) + "\n" + '{"stimulus_id": "c"')
+    rows = [dict(id="a", raw="one", model="m", task="asr"), dict(id="a", raw="two", model="m", task="asr"),
+            dict(id="b", raw=ERROR_RESPONSE, error="boom", model="m", task="asr")]
+    p.write_bytes((json.dumps(rows[0]) + "\nnot json\n").encode() + b'{"id": "z", "raw": "\xff\xfe"}\n'
+                  + (json.dumps(rows[1]) + "\n" + json.dumps(rows[2]) + "\n" + '{"id": "c"').encode())
+    objs, n_bad = read_inference_jsonl(p)  # not UTF-8, not JSON, half line: skipped and counted
+    assert [o["id"] for o in objs] == ["a", "a", "b"] and n_bad == 3
     df = read_results(p)
-    assert list(df["stimulus_id"]) == ["a", "b"] and list(df["response"]) == ["two", ERROR_RESPONSE]
-    assert repair_jsonl(p) == len('{"stimulus_id": "c"')
-    assert p.read_text().endswith("\n") and repair_jsonl(p) == 0
-    assert read_results(tmp_path / "missing.jsonl").columns.tolist() == RESULT_FIELDS
+    assert list(df["id"]) == ["a", "b"] and list(df["raw"]) == ["two", ERROR_RESPONSE]
+    assert repair_jsonl(p) == len('{"id": "c"')
+    assert p.read_bytes().endswith(b"\n") and repair_jsonl(p) == 0
+    assert {"id", "raw", "error", "model", "task", "prompt_id"} <= set(read_results(tmp_path / "missing.jsonl").columns)
+
+
+def test_authors_rows_count_as_done(ws, monkeypatch):
+    """An inference file written by the authors' script (no prompt_id, NaN bg_path) resumes here."""
+    path = ws.inference / "whisper_tiny_en" / "asr.jsonl"
+    path.parent.mkdir(parents=True)
+    man = pd.read_csv(ws.manifests / "asr.csv")
+    with open(path, "w") as f:
+        for r in man.head(4).to_dict("records"):
+            f.write(json.dumps({k: r[k] for k in ["id", "speech_id", "background_id", "snr_db", "condition", "seed",
+                                                  "speech_path", "bg_path", "accent", "gender", "transcript"]}
+                               | {"raw": "tone", "model": "whisper_tiny_en", "task": "asr"}) + "\n")
+    assert "NaN" in path.read_text()  # the authors' clean rows carry pandas' NaN
+    made = _patch(monkeypatch)
+    s = run_inference(ws, tasks="asr", progress=False)
+    assert s.loc[0, "n_done_before"] == 4 and len(made[0].seen) == 5
 
 
 _FK = Path(__file__).resolve().parents[2] / "shared" / "fieldkit"  # ../shared beside the project
@@ -221,23 +248,19 @@ def test_real_whisper_run(tmp_path):
     w = Workspace(profile="demo", root=tmp_path / "demo").ensure()
     rows = []
     for bg_id, snr in (("clean", None), ("tap", 0)):
-        rows.append({"stimulus_id": stimulus_id("asr", "ls0", bg_id, snr), "family": "asr", "item_id": "ls0",
-                     "bg_id": bg_id, "snr_db": "" if snr is None else snr, "seed": 1,
-                     "bg_offset": 0 if snr is None else 12345, "speech_path": FK_CLIP,
-                     "bg_path": "" if snr is None else FK_BG, "reference": "HE COULD WAIT NO LONGER",
-                     "is_target": "", "accent_group": "", "duration_s": 2.085, "n_samples": 33360})
-    pd.DataFrame(rows, columns=MANIFEST_COLUMNS).to_csv(w.manifests / "asr.csv", index=False)
+        rows.append(_mrow("ls0", bg_id, snr, len(rows), FK_CLIP, FK_BG, "HE COULD WAIT NO LONGER", 33360))
+    pd.DataFrame(rows, columns=manifest_columns("asr")).to_csv(w.manifests / "asr.csv", index=False)
     s = run_inference(w, tasks="asr,asr_steer_p5", progress=False)
     assert list(s["status"]) == ["done", "done"] and s["n_errors"].sum() == 0
     df = read_results(w.inference / "whisper_tiny_en" / "asr.jsonl")
-    clean = df[df["bg_id"] == "clean"].iloc[0]
-    assert clean["response"].lower().strip(".") == "he could wait no longer"
+    clean = df[df["background_id"] == "clean"].iloc[0]
+    assert clean["raw"].lower().strip(".") == "he could wait no longer"
     assert 2.0 < clean["audio_s"] < 2.2 and clean["decode_s"] > 0
     log = json.loads(_lines(w.inference / "whisper_tiny_en" / "run_log.jsonl")[-1])
     assert log["path"] == "fast" and log["window"]["min_frames"] == 3000
     assert len(log["weights_sha256"]) == 64 and log["versions"]["faster_whisper"]
     diag = pd.read_csv(w.checks / "mix_diagnostics.csv")
-    assert len(diag) == 2 and abs(diag.loc[diag["bg_id"] == "tap", "achieved_snr_db"].iloc[0]) < 0.01
+    assert len(diag) == 2 and abs(diag.loc[diag["background_id"] == "tap", "achieved_snr_db"].iloc[0]) < 0.01
 
 
 def test_raise_if_not_run_lists_every_model_that_did_not_run():

@@ -278,13 +278,22 @@ def _write_jsonl(path, rows, tail=""):
 
 
 def _row(sid, item, bg, snr, task, model, response):
-    return {"stimulus_id": sid, "item_id": item, "bg_id": bg, "snr_db": snr, "task": task,
-            "model": model, "prompt_id": "p0", "response": response, "decode_s": 0.1,
-            "audio_s": 1.0, "error": "boom" if response == "__ERROR__" else None}
+    """A row in the authors' format (manifest columns left to the manifest; id, raw, model, task)."""
+    if response == "__ERROR__":
+        return {"id": sid, "raw": response, "error": "boom", "model": model, "task": task}
+    return {"id": sid, "speech_id": item, "background_id": bg, "snr_db": 99 if snr is None else snr,
+            "raw": response, "model": model, "task": task, "prompt_id": "p0", "decode_s": 0.1, "audio_s": 1.0}
 
 
 def _sid(fam, item, bg, snr):
-    return f"{fam}__{item}__{bg}__" + ("clean" if snr is None else f"snr{snr:+03d}")
+    return f"{item}_clean" if snr is None else f"{item}_{bg}_snr{snr}"
+
+
+def _mrow(fam, item, bg, snr, seed):
+    clean = snr is None
+    return {"id": _sid(fam, item, bg, snr), "speech_id": item, "background_id": bg,
+            "snr_db": 99 if clean else snr, "condition": "clean" if clean else "noisy", "seed": seed,
+            "speech_path": f"{item}.wav", "bg_path": "" if clean else f"bg/{bg}.wav"}
 
 
 @pytest.fixture()
@@ -294,15 +303,13 @@ def tiny_ws(tmp_path):
     refs = {"0001": "the cat sat", "0002": "Mr. Smith's 2 cats"}
     for item, ref in refs.items():
         for bg, snr in [("clean", None), ("babble", 10), ("babble", 0)]:
-            asr_rows.append({"stimulus_id": _sid("asr", item, bg, snr), "family": "asr",
-                             "item_id": item, "bg_id": bg, "snr_db": "" if snr is None else snr,
-                             "reference": ref, "is_target": "", "accent_group": "en-gb"})
+            asr_rows.append({**_mrow("asr", item, bg, snr, len(asr_rows)), "accent": "en-gb", "gender": "",
+                             "transcript": ref})
     labels = {"k1": ("yes", True), "k2": ("bed", False)}
     for item, (lab, tgt) in labels.items():
         for bg, snr in [("clean", None), ("babble", 0)]:
-            kws_rows.append({"stimulus_id": _sid("kws", item, bg, snr), "family": "kws",
-                             "item_id": item, "bg_id": bg, "snr_db": "" if snr is None else snr,
-                             "reference": lab, "is_target": tgt, "accent_group": ""})
+            kws_rows.append({**_mrow("kws", item, bg, snr, 10000 + len(kws_rows)), "keyword": lab,
+                             "is_target": tgt})
     pd.DataFrame(asr_rows).to_csv(ws.manifests / "asr.csv", index=False)
     pd.DataFrame(kws_rows).to_csv(ws.manifests / "kws.csv", index=False)
     resp = {
@@ -319,7 +326,7 @@ def tiny_ws(tmp_path):
         snr = key[2] if len(key) == 3 else None
         rows.append(_row(_sid("asr", item, bg, snr), item, bg, snr, "asr", "m1", r))
     # the run was interrupted while writing the last line
-    _write_jsonl(ws.inference / "m1" / "asr.jsonl", rows, tail='{"stimulus_id": "asr__00')
+    _write_jsonl(ws.inference / "m1" / "asr.jsonl", rows, tail='{"id": "0001_bab')
     krows = [
         _row(_sid("kws", "k1", "clean", None), "k1", "clean", None, "kws", "m1", "**Yes**"),
         _row(_sid("kws", "k1", "babble", 0), "k1", "babble", 0, "kws", "m1", "Yesterday"),

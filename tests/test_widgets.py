@@ -60,15 +60,15 @@ def write_inference(ws, *, asr=True, kws=True, skip=()):
         path = ws.inference / model / f"{fam}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w") as f:
-            for r in m.itertuples():
-                if r.stimulus_id in skip:
+            for r in m.to_dict("records"):  # the authors' row format: manifest columns, raw, model, task
+                if r["id"] in skip:
                     continue
-                snr = None if r.bg_id == "clean" else float(r.snr_db)
-                resp = (fake_asr_response(r.item_id, r.bg_id, snr) if fam == "asr"
-                        else fake_kws_response(r.item_id, r.reference, r.bg_id, snr))
-                f.write(json.dumps(dict(stimulus_id=r.stimulus_id, item_id=r.item_id, bg_id=r.bg_id, snr_db=snr,
-                                        task=fam, model=model, prompt_id=f"{fam}_baseline", response=resp,
-                                        decode_s=0.01, audio_s=r.duration_s, error=None)) + "\n")
+                snr = None if r["condition"] == "clean" else float(r["snr_db"])
+                resp = (fake_asr_response(r["speech_id"], r["background_id"], snr) if fam == "asr"
+                        else fake_kws_response(r["speech_id"], r["keyword"], r["background_id"], snr))
+                keep = {k: r[k] for k in ("id", "speech_id", "background_id", "snr_db", "condition", "seed")}
+                f.write(json.dumps(dict(keep, raw=resp, model=model, task=fam, prompt_id=f"{fam}_baseline",
+                                        decode_s=0.01, audio_s=r["duration_s"])) + "\n")
 
 
 def write_descriptors(ws):
@@ -103,9 +103,9 @@ def ws1(tmp_path):
 
 def row_of(ws, fam, item, bg, snr=None):
     m = read_manifest(ws, fam)
-    sel = m[(m["item_id"] == item) & (m["bg_id"] == bg)]
+    sel = m[(m["speech_id"] == item) & (m["background_id"] == bg)]
     if bg != "clean":
-        sel = sel[sel["snr_db"] == float(snr)]
+        sel = sel[sel["snr_db"] == int(snr)]
     assert len(sel) == 1
     return sel.iloc[0].to_dict()
 
@@ -115,22 +115,23 @@ def test_stimulus_audio_is_materialize_sample_for_sample(ws0):
     a = aw.stimulus_audio(ws0, "asr", "a01", "bg07", 5)
     row = row_of(ws0, "asr", "a01", "bg07", 5)
     y, info = materialize(row, ws0)
-    assert a["stimulus_id"] == "asr__a01__bg07__snr+05" == row["stimulus_id"]
+    assert a["stimulus_id"] == "a01_bg07_snr5" == row["id"]
     assert a["mixture"].dtype == np.float32 and a["mixture"].shape == (24000,)  # a01 lasts 1.5 s
     assert np.array_equal(a["mixture"], y)
     clean, _ = materialize(row_of(ws0, "asr", "a01", "clean"), ws0)
     assert np.array_equal(a["clean"], clean)
-    # the background part is the one that was mixed: clean + part == mixture, bit for bit (no clipping here)
+    # the background part is the one that was mixed: clean + part == mixture (float32 rounding: the
+    # authors' mixer sums in float64)
     assert info.clip_scale == 1.0 and a["info"].clip_scale == 1.0
     assert a["background"].dtype == np.float32
-    assert np.array_equal(a["clean"] + a["background"], a["mixture"])
+    np.testing.assert_allclose(a["clean"] + a["background"], a["mixture"], atol=1e-6)
     assert achieved_snr_db(a["clean"], a["background"]) == pytest.approx(5.0, abs=1e-4)
 
 
 def test_stimulus_audio_clean_has_no_background(ws0):
     a = aw.stimulus_audio(ws0, "kws", "k00", "clean")
     assert a["background"] is None
-    assert a["stimulus_id"] == "kws__k00__clean__clean"
+    assert a["stimulus_id"] == "k00_clean"
     assert np.array_equal(a["mixture"], materialize(row_of(ws0, "kws", "k00", "clean"), ws0)[0])
 
 
@@ -187,7 +188,7 @@ def test_available_tasks_and_models(ws0, tmp_path):
 
 
 def test_lookup_response_from_inference_scores_it_here(ws1):
-    r = aw.lookup_response(ws1, ASR_MODEL, "asr", "asr__a01__bg03__snr+00")
+    r = aw.lookup_response(ws1, ASR_MODEL, "asr", "a01_bg03_snr0")
     assert r["found"] and r["source"] == "inference"
     assert r["reference"] == "word 1"
     assert r["response"] == "bird 1 at 0 with delta"
@@ -195,23 +196,23 @@ def test_lookup_response_from_inference_scores_it_here(ws1):
     assert r["wer"] == pytest.approx(2.5)  # S=1, I=4, N=2
     assert r["clean_wer"] == 0.0
     assert r["delta_wer"] == pytest.approx(2.5)
-    r = aw.lookup_response(ws1, ASR_MODEL, "asr", "asr__a00__bg05__snr+10")
+    r = aw.lookup_response(ws1, ASR_MODEL, "asr", "a00_bg05_snr10")
     assert r["response"] == "word 0 at 10 with foxtrot" and r["wer"] == pytest.approx(2.0)
     # KWS: target "yes" flips on bg01 at 5 dB; the non-target "cat" stays correct
-    k = aw.lookup_response(ws1, KWS_MODEL, "kws", "kws__k00__bg01__snr+05")
+    k = aw.lookup_response(ws1, KWS_MODEL, "kws", "k00_bg01_snr5")
     assert (k["first_word"], k["correct"], k["clean_correct"], k["delta_acc"]) == ("maybe", False, True, 1.0)
-    k = aw.lookup_response(ws1, KWS_MODEL, "kws", "kws__k01__bg01__snr+05")
+    k = aw.lookup_response(ws1, KWS_MODEL, "kws", "k01_bg01_snr5")
     assert (k["correct"], k["clean_correct"], k["delta_acc"]) == (True, True, 0.0)
 
 
 def test_lookup_response_missing_row_and_unknown_stimulus(tmp_path):
     ws = make_tiny_workspace(tmp_path)
     build_manifests(ws)
-    write_inference(ws, skip={"asr__a00__bg00__snr+10"})
-    r = aw.lookup_response(ws, ASR_MODEL, "asr", "asr__a00__bg00__snr+10")
+    write_inference(ws, skip={"a00_bg00_snr10"})
+    r = aw.lookup_response(ws, ASR_MODEL, "asr", "a00_bg00_snr10")
     assert not r["found"] and r["response"] is None and math.isnan(r["delta_wer"])
     with pytest.raises(AiplibParameterError, match="not in manifests/asr.csv"):
-        aw.lookup_response(ws, ASR_MODEL, "asr", "asr__zz__bg00__snr+10")
+        aw.lookup_response(ws, ASR_MODEL, "asr", "zz_bg00_snr10")
 
 
 def write_scores(ws):
@@ -220,22 +221,22 @@ def write_scores(ws):
     sd.mkdir(parents=True, exist_ok=True)
     asr = []
     for item in ("a00", "a01"):
-        asr.append(dict(model="m1", task="asr", stimulus_id=f"asr__{item}__clean__clean", item_id=item,
+        asr.append(dict(model="m1", task="asr", stimulus_id=f"{item}_clean", item_id=item,
                         bg_id="clean", snr_db="", reference="ref", response="clean says", wer=0.0, delta_wer=""))
     vals = {("a00", "bg00", 10): 0.5, ("a01", "bg00", 10): 0.3, ("a00", "bg02", 0): 0.9,
             ("a01", "bg02", 0): 0.1, ("a00", "bg04", 5): 0.9, ("a00", "bg05", 5): -0.2}
     for (item, bg, snr), d in vals.items():
-        asr.append(dict(model="m1", task="asr", stimulus_id=f"asr__{item}__{bg}__snr{snr:+03d}", item_id=item,
+        asr.append(dict(model="m1", task="asr", stimulus_id=f"{item}_{bg}_snr{snr}", item_id=item,
                         bg_id=bg, snr_db=float(snr), reference="ref", response=f"resp {item} {bg}", wer=d,
                         delta_wer=d))
     pd.DataFrame(asr).to_csv(sd / "asr.csv", index=False)
-    kws = [dict(model="m2", task="kws", stimulus_id="kws__k00__clean__clean", item_id="k00", bg_id="clean",
+    kws = [dict(model="m2", task="kws", stimulus_id="k00_clean", item_id="k00", bg_id="clean",
                 snr_db="", label="yes", is_target=True, response="yes", first_word="yes", correct=1, delta_acc=""),
-           dict(model="m2", task="kws", stimulus_id="kws__k00__bg01__snr+00", item_id="k00", bg_id="bg01",
+           dict(model="m2", task="kws", stimulus_id="k00_bg01_snr0", item_id="k00", bg_id="bg01",
                 snr_db=0.0, label="yes", is_target=True, response="no", first_word="no", correct=0, delta_acc=1),
-           dict(model="m2", task="kws", stimulus_id="kws__k00__bg01__snr+10", item_id="k00", bg_id="bg01",
+           dict(model="m2", task="kws", stimulus_id="k00_bg01_snr10", item_id="k00", bg_id="bg01",
                 snr_db=10.0, label="yes", is_target=True, response="go", first_word="go", correct=0, delta_acc=1),
-           dict(model="m2", task="kws", stimulus_id="kws__k00__bg02__snr+10", item_id="k00", bg_id="bg02",
+           dict(model="m2", task="kws", stimulus_id="k00_bg02_snr10", item_id="k00", bg_id="bg02",
                 snr_db=10.0, label="yes", is_target=True, response="yes", first_word="yes", correct=1,
                 delta_acc=0)]
     pd.DataFrame(kws).to_csv(sd / "kws.csv", index=False)
@@ -248,12 +249,12 @@ def test_worst_cases_order_and_columns(ws0):
     wc = aw.worst_cases(ws0, "asr", n=4)
     assert list(wc.columns) == aw.WORST_COLUMNS
     # 0.9 twice: the higher SNR (5 dB) first; then 0.5, 0.3
-    assert wc["stimulus_id"].tolist() == ["asr__a00__bg04__snr+05", "asr__a00__bg02__snr+00",
-                                          "asr__a00__bg00__snr+10", "asr__a01__bg00__snr+10"]
+    assert wc["stimulus_id"].tolist() == ["a00_bg04_snr5", "a00_bg02_snr0",
+                                          "a00_bg00_snr10", "a01_bg00_snr10"]
     assert wc["delta"].tolist() == [0.9, 0.9, 0.5, 0.3]
     assert len(aw.worst_cases(ws0, "asr", n=10)) == 5  # the negative ΔWER is not a "worst case"
     k = aw.worst_cases(ws0, "kws")
-    assert k["stimulus_id"].tolist() == ["kws__k00__bg01__snr+10", "kws__k00__bg01__snr+00"]
+    assert k["stimulus_id"].tolist() == ["k00_bg01_snr10", "k00_bg01_snr0"]
     assert k["reference"].tolist() == ["yes", "yes"] and k["response"].tolist() == ["go", "no"]
     with pytest.raises(AiplibParameterError):
         aw.worst_cases(ws0, "asr", n=0)
@@ -261,11 +262,11 @@ def test_worst_cases_order_and_columns(ws0):
 
 def test_lookup_response_prefers_the_score_file(ws0):
     write_scores(ws0)
-    r = aw.lookup_response(ws0, "m1", "asr", "asr__a00__bg02__snr+00")
+    r = aw.lookup_response(ws0, "m1", "asr", "a00_bg02_snr0")
     assert r["source"] == "scores" and r["response"] == "resp a00 bg02"
     assert (r["wer"], r["clean_wer"], r["delta_wer"]) == (0.9, 0.0, 0.9)
     assert r["clean_response"] == "clean says"
-    k = aw.lookup_response(ws0, "m2", "kws", "kws__k00__bg01__snr+00")
+    k = aw.lookup_response(ws0, "m2", "kws", "k00_bg01_snr0")
     assert (k["first_word"], k["correct"], k["clean_correct"], k["delta_acc"]) == ("no", False, True, 1.0)
 
 
@@ -274,7 +275,7 @@ def test_lookup_matches_real_scoring_of_the_same_rows(ws1):
     from aiplib.scoring import score_inference
 
     direct = [aw.lookup_response(ws1, ASR_MODEL, "asr", s) for s in
-              ("asr__a01__bg03__snr+00", "asr__a00__bg05__snr+10", "asr__a00__clean__clean")]
+              ("a01_bg03_snr0", "a00_bg05_snr10", "a00_clean")]
     score_inference(ws1)
     for d in direct:
         s = aw.lookup_response(ws1, ASR_MODEL, "asr", d["stimulus_id"])
@@ -283,9 +284,9 @@ def test_lookup_matches_real_scoring_of_the_same_rows(ws1):
         assert s["wer"] == pytest.approx(d["wer"])
         assert (math.isnan(s["delta_wer"]) and math.isnan(d["delta_wer"])) or s["delta_wer"] == pytest.approx(
             d["delta_wer"])
-    kd = aw.lookup_response(ws1, KWS_MODEL, "kws", "kws__k00__bg01__snr+00")
+    kd = aw.lookup_response(ws1, KWS_MODEL, "kws", "k00_bg01_snr0")
     assert kd["delta_acc"] == 1.0 and kd["source"] == "scores"
-    assert aw.worst_cases(ws1, "kws")["stimulus_id"].tolist() == ["kws__k00__bg01__snr+05", "kws__k00__bg01__snr+00"]
+    assert aw.worst_cases(ws1, "kws")["stimulus_id"].tolist() == ["k00_bg01_snr5", "k00_bg01_snr0"]
 
 
 def test_background_table_values_and_order(ws0):
@@ -319,8 +320,8 @@ def test_explorer_before_inference_plays_mixtures_and_says_so(ws0):
     # a static representation that does not spell out the audio bytes
     bundle = ui._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert "asr__a01__bg07__snr+00" in bundle["text/html"] and len(bundle["text/plain"]) < 200
-    assert "asr__a01__bg07__snr+00" in repr(ui)
+    assert "a01_bg07_snr0" in bundle["text/html"] and len(bundle["text/plain"]) < 200
+    assert "a01_bg07_snr0" in repr(ui)
 
 
 def test_explorer_changes_follow_the_controls(ws1):
@@ -331,10 +332,10 @@ def test_explorer_changes_follow_the_controls(ws1):
     assert [o for o in c["snr"].options] == [("10 dB", 10.0), ("5 dB", 5.0), ("0 dB", 0.0)]
     # drive the drop-downs as a user would: each change refreshes audio and response
     c["bg"].value = "bg03"
-    assert ex.state["stimulus_id"] == "asr__a00__bg03__snr+10"
+    assert ex.state["stimulus_id"] == "a00_bg03_snr10"
     before = ex.players["mixture"].value
     c["snr"].value = 0.0
-    sid = "asr__a00__bg03__snr+00"
+    sid = "a00_bg03_snr0"
     assert ex.state["stimulus_id"] == sid
     y, _ = materialize(row_of(ws1, "asr", "a00", "bg03", 0), ws1)
     assert ex.players["mixture"].value == aw.wav_bytes(y) != before
@@ -348,14 +349,14 @@ def test_explorer_changes_follow_the_controls(ws1):
     assert f"<td style='text-align:right'>{3.1:.4g}</td>" in ex.bg_info.value
     # clean: no background player, SNR disabled
     c["bg"].value = "clean"
-    assert ex.state["stimulus_id"] == "asr__a00__clean__clean"
+    assert ex.state["stimulus_id"] == "a00_clean"
     assert c["snr"].disabled and ex.player_boxes["background"].layout.display == "none"
     assert "<span class='aip-response-text'>word 0</span>" in ex.response.value
     # switching task repopulates items and models
     c["task"].value = "kws"
     assert c["model"].value == KWS_MODEL and c["item"].value == "k00"
     ex.select(bg_id="bg01", snr_db=5)
-    assert ex.state["stimulus_id"] == "kws__k00__bg01__snr+05"
+    assert ex.state["stimulus_id"] == "k00_bg01_snr5"
     assert "flip: correct → wrong" in ex.response.value
 
 
@@ -370,7 +371,7 @@ def test_explorer_worst_case_button_loads_the_stimulus(ws1):
     assert len(buttons) == 10
     assert buttons[0].description.startswith("ΔWER +2.50 · fake_asr · a00 · bg03 @ 0 dB")
     buttons[1].click()
-    assert ex.state["stimulus_id"] == "asr__a01__bg03__snr+00"
+    assert ex.state["stimulus_id"] == "a01_bg03_snr0"
     assert (ex.controls["item"].value, ex.controls["bg"].value, ex.controls["snr"].value) == ("a01", "bg03", 0.0)
     assert ex.state["result"]["source"] == "scores"
     assert ex.players["mixture"].value == aw.wav_bytes(

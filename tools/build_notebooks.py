@@ -132,19 +132,21 @@ pd.DataFrame(DESCRIPTOR_INFO, index=["unit", "meaning", "source"]).T'''),
 NB["05_build_manifests"] = [
     md('''# 5 · Stimulus manifests
 
-**Reads** the item banks and the battery. **Writes** `manifests/asr.csv` and `manifests/kws.csv`:
-61 stimuli per item (clean + 20 backgrounds × 10, 5 and 0 dB SNR), each with a deterministic
-stimulus id and its own mixing seed and background offset. No audio is written: every stimulus is
-mixed on the fly by `aiplib.mixing.materialize(row)`. Existing manifests are kept.'''),
+**Reads** the item banks and the battery. **Writes** `manifests/asr.csv` and `manifests/kws.csv` in
+the authors' schema (IvLabs/AIP-Speech): 61 stimuli per item (clean + 20 backgrounds × 10, 5 and
+0 dB SNR), ids `<item>_clean` / `<item>_<background>_snr<N>`, seeds counting rows from 0 (ASR) and
+10000 (KWS). No audio is written: every stimulus is mixed on the fly by
+`aiplib.mixing.materialize(row)` with the authors' formula. `bg_active` marks rows whose background
+segment is digital silence. Existing manifests are kept.'''),
     params(COMMON + '''
-snrs: list = [10, 5, 0]  # SNRs in dB
-base_seed: int = 20240917  # recorded in every row's seed
+snrs: list = [10, 5, 0]  # SNRs in dB (integers)
 overwrite: bool = False'''),
     code(SETUP),
     code('''from aiplib.manifests import build_manifests
 
-manifests = build_manifests(ws, snrs=snrs, base_seed=base_seed, overwrite=overwrite)
-{family: (len(df), df.groupby("item_id").size().unique().tolist()) for family, df in manifests.items()}'''),
+manifests = build_manifests(ws, snrs=snrs, overwrite=overwrite)
+{family: (len(df), df.groupby("speech_id").size().unique().tolist(),
+          int((df["bg_active"] == False).sum())) for family, df in manifests.items()}  # noqa: E712'''),
     code('''manifests["asr"].head()'''),
 ]
 
@@ -175,6 +177,10 @@ print(f"items whose WER changes with speech level: {(table['spread'] > 0).sum()}
 table'''),
     code('''determinism = checks.determinism(ws, n_rows=20, seed=seed)
 determinism'''),
+    code('''# Backgrounds whose segment is digital silence (e.g. ESC-50 zero padding): those stimuli are
+# effectively clean (the authors' mixer); the report offers the analysis without them.
+inactive = checks.inactive_backgrounds(ws)
+inactive[inactive["n_inactive"] > 0]'''),
     code('''written = checks.write_inspection_clips(ws, n=n_inspection, seed=seed)
 len(written)'''),
 ]
@@ -214,12 +220,17 @@ NB["08_score_outputs"] = [
 **Reads** `inference/*/*.jsonl` and the manifests. **Writes** `results/scores/<task>.csv`: per
 stimulus the WER on normalised text (Whisper's English normaliser) and ΔWER = WER(noisy) −
 WER(clean) of the same item, or, for keyword spotting, correctness under the closed-set first-word
-rule and Δacc = acc(clean) − acc(noisy). Failed generations are left out and counted.'''),
-    params(COMMON),
+rule and Δacc = acc(clean) − acc(noisy). Failed generations are left out and counted.
+`inference_dir` scores a folder of inference files written elsewhere (e.g. the authors' published
+`inference/`; `make score INFERENCE_DIR=…`), `manifests_dir` its manifests (optional: their rows
+carry the manifest columns).'''),
+    params(COMMON + '''
+inference_dir: str = ""  # empty: this workspace's inference/
+manifests_dir: str = ""  # empty: this workspace's manifests/'''),
     code(SETUP),
     code('''from aiplib.scoring import score_inference
 
-scores = score_inference(ws)
+scores = score_inference(ws, inference_dir=inference_dir or None, manifests_dir=manifests_dir or None)
 {task: len(df) for task, df in scores.items()}'''),
     code('''for task, df in scores.items():
     col = "wer" if "wer" in df else "correct"

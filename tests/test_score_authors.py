@@ -1,0 +1,125 @@
+"""Scoring the authors' published outputs (IvLabs/AIP-Speech layout) with no GPU: a fixture folder
+shaped like theirs — manifests/asr.csv, kws.csv with their columns only, inference/<model>/<task>.jsonl
+rows with their field names (manifest columns + raw, model, task; NaN bg_path on clean rows;
+{id, raw: "__ERROR__", error, model, task} failures) — written here, then stages 8–9.
+
+Texts are lower-case and punctuation-free so the hand-computed WERs hold for any normaliser."""
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aiplib.scoring import main as score_main
+from aiplib.workspace import workspace
+
+BGS = ["esc_rain", "snsd_cafeteria", "noisex_babble", "NA"]  # "NA" must stay a string
+ASR = {"1089-134686-0000": ("the cat sat on the mat", "us"), "cv_ab12cd34_0": ("hello world", "indian")}
+KWS = {"kws_yes_0a": ("yes", True), "kws_nt_silence_0b": ("silence", False)}
+
+
+def _manifest(fam, items):
+    rows, seed = [], 0 if fam == "asr" else 10000
+    for item, (text, extra) in items.items():
+        spec = {"accent": extra, "gender": "female", "transcript": text} if fam == "asr" else \
+            {"keyword": text, "is_target": extra}
+        rows.append({"id": f"{item}_clean", "speech_id": item, "background_id": "clean", "snr_db": 99,
+                     "condition": "clean", "seed": seed, "speech_path": f"data/speech/{item}.flac", "bg_path": "",
+                     **spec})
+        seed += 1
+        for bg in BGS:
+            for snr in (10, 5, 0):
+                rows.append({"id": f"{item}_{bg}_snr{snr}", "speech_id": item, "background_id": bg, "snr_db": snr,
+                             "condition": "noisy", "seed": seed, "speech_path": f"data/speech/{item}.flac",
+                             "bg_path": f"data/bg/{bg}.wav", **spec})
+                seed += 1
+    return pd.DataFrame(rows)
+
+
+def _asr_raw(row):
+    if row["id"] == "1089-134686-0000_esc_rain_snr0":
+        return None  # generation failed
+    if row["speech_id"] == "1089-134686-0000":
+        return "the cat sat on the mat" if row["condition"] == "clean" else "the cat sat on the"  # 1/6
+    return "hello world" if row["condition"] == "clean" else "hello word"  # 1/2
+
+
+def _kws_raw(row):
+    if row["speech_id"] == "kws_yes_0a":
+        return "Yes" if row["condition"] == "clean" or row["snr_db"] != 0 else "no"
+    return "SILENCE"
+
+
+def _write_authors_folder(root):
+    man_dir, inf_dir = root / "manifests", root / "inference"
+    man_dir.mkdir(parents=True)
+    lines = {}
+    for fam, items, rawf in (("asr", ASR, _asr_raw), ("kws", KWS, _kws_raw)):
+        m = _manifest(fam, items)
+        m.to_csv(man_dir / f"{fam}.csv", index=False)
+        back = pd.read_csv(man_dir / f"{fam}.csv")  # as their script read it (NaN bg_path, "NA" -> NaN!)
+        out = []
+        for (_, r), orig in zip(back.iterrows(), m.to_dict("records")):
+            raw = rawf(orig)
+            if raw is None:
+                out.append(json.dumps({"id": r["id"], "raw": "__ERROR__", "error": "CUDA out of memory",
+                                       "model": "qwen25_omni_3b", "task": fam}))
+            else:
+                d = {k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+                out.append(json.dumps({**d, "raw": raw, "model": "qwen25_omni_3b", "task": fam}, ensure_ascii=False))
+        lines[fam] = out
+    (inf_dir / "qwen25_omni_3b").mkdir(parents=True)
+    for fam, out in lines.items():
+        data = ("\n".join(out) + "\n").encode()
+        if fam == "asr":
+            data += b'{"id": "bad\xff line"}\n'  # one line that is not UTF-8
+        (inf_dir / "qwen25_omni_3b" / f"{fam}.jsonl").write_bytes(data)
+    (inf_dir / "qwen25_omni_3b" / "sqa.jsonl").write_text('{"id": "sqa_0_clean", "raw": "x"}\n')
+    return man_dir, inf_dir
+
+
+@pytest.mark.parametrize("with_manifests", [True, False])
+def test_authors_outputs_scored_without_gpu(tmp_path, with_manifests, capsys):
+    man_dir, inf_dir = _write_authors_folder(tmp_path / "theirs")
+    args = ["--profile", "paper", "--data-root", str(tmp_path / "data"), "--inference-dir", str(inf_dir)]
+    if with_manifests:
+        args += ["--manifests-dir", str(man_dir)]
+    with pytest.warns(UserWarning, match="sqa"):
+        assert score_main(args) == 0
+    assert "asr: 25 rows scored, 1 __ERROR__ stimuli dropped, 1 unreadable lines" in capsys.readouterr().out
+    ws = workspace("paper", data_root=tmp_path / "data")
+    asr = pd.read_csv(ws.results / "scores" / "asr.csv", dtype={"item_id": str, "bg_id": str},
+                      keep_default_na=False, na_values={"snr_db": [""], "delta_wer": [""]})
+    assert len(asr) == 25 and asr["stimulus_id"].is_unique
+    a = asr.set_index("stimulus_id")
+    s1, s2 = "1089-134686-0000", "cv_ab12cd34_0"
+    assert "1089-134686-0000_esc_rain_snr0" not in a.index  # the __ERROR__ row
+    assert a.loc[f"{s1}_clean", "wer"] == 0 and a.loc[f"{s1}_clean", "bg_id"] == "clean"
+    assert math.isnan(a.loc[f"{s1}_clean", "snr_db"]) and a.loc[f"{s1}_clean", "condition"] == "clean"
+    assert a.loc[f"{s1}_esc_rain_snr10", "delta_wer"] == pytest.approx(1 / 6)
+    assert a.loc[f"{s2}_NA_snr5", "delta_wer"] == pytest.approx(0.5) and a.loc[f"{s2}_NA_snr5", "bg_id"] == "NA"
+    assert a.loc[f"{s2}_NA_snr5", "snr_db"] == 5 and a.loc[f"{s2}_NA_snr5", "item_id"] == s2
+    assert a.loc[f"{s2}_NA_snr5", "accent_group"] == "indian"
+    noisy = asr[asr["bg_id"] != "clean"]
+    # by hand: 11 rows of 1/6 and 12 rows of 1/2
+    assert noisy["delta_wer"].mean() == pytest.approx((11 / 6 + 12 / 2) / 23)
+    assert list(asr.columns[-2:]) == ["condition", "bg_active"]
+    side = json.loads((ws.results / "scores" / "asr.json").read_text())
+    assert side["n_errors"] == {"qwen25_omni_3b": 1} and side["n_malformed_lines"] == {"qwen25_omni_3b": 1}
+    assert side["manifest_source"] == ("manifests" if with_manifests else "inference rows")
+    kws = pd.read_csv(ws.results / "scores" / "kws.csv", keep_default_na=False, na_values={"delta_acc": [""]})
+    k = kws.set_index("stimulus_id")
+    assert len(kws) == 26
+    assert k.loc["kws_yes_0a_esc_rain_snr0", "delta_acc"] == 1 and k.loc["kws_yes_0a_esc_rain_snr5", "delta_acc"] == 0
+    assert k.loc["kws_nt_silence_0b_clean", "correct"] == 1  # "SILENCE" on a non-keyword clip
+    # accuracy by SNR, by hand: target item wrong at 0 dB on all 4 backgrounds
+    acc0 = kws[kws["snr_db"].astype(str).isin(["0", "0.0"])]["correct"].mean()
+    assert acc0 == pytest.approx(4 / 8)
+
+    from aiplib.figures import make_all_figures
+
+    written = make_all_figures(ws, n_resamples=50, seed=0)
+    assert any(str(p).endswith(".png") for p in map(str, written.values()))
+    assert any(str(p).endswith(".csv") for p in map(str, written.values()))
+    assert (ws.results / "figures").is_dir() and any((ws.results / "tables").glob("*.csv"))
