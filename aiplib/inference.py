@@ -125,7 +125,7 @@ def repair_jsonl(path) -> int:
     return removed
 
 
-def read_inference_jsonl(path) -> tuple[list[dict], int]:
+def read_inference_jsonl(path, *, require_id: bool = True) -> tuple[list[dict], int]:
     """Read an inference JSONL file: the one reader of stages 7, 8 and the explorer.
 
     Policy: a line that is not UTF-8, not JSON, or not a JSON object with an ``id`` is skipped and
@@ -136,6 +136,9 @@ def read_inference_jsonl(path) -> tuple[list[dict], int]:
     ----------
     path : str or Path
         ``inference/<model>/<task>.jsonl`` (ours or the authors').
+    require_id : bool
+        Skip objects without an ``id`` (stimulus rows). False reads any JSON object (the
+        ``run_log.jsonl`` records), with the same skip-and-count policy for unreadable lines.
 
     Returns
     -------
@@ -160,7 +163,9 @@ def read_inference_jsonl(path) -> tuple[list[dict], int]:
             except (UnicodeDecodeError, ValueError):
                 bad += 1
                 continue
-            if isinstance(obj, dict) and obj.get("id") not in (None, ""):
+            if isinstance(obj, dict) and not require_id and "id" not in obj:
+                rows.append(obj)
+            elif isinstance(obj, dict) and obj.get("id") not in (None, ""):
                 obj["id"] = str(obj["id"])
                 rows.append(obj)
             else:

@@ -91,9 +91,9 @@ def _models(ws, scored_models) -> dict:
                "decoding_path": None, "versions": None}
         log_p = inf / m / "run_log.jsonl"
         if log_p.is_file():
-            from .scoring import read_jsonl
+            from .inference import read_inference_jsonl
 
-            rows, _ = read_jsonl(log_p)
+            rows, _ = read_inference_jsonl(log_p, require_id=False)
             runs = [r for r in rows if r.get("event", "run") == "run"]
             if runs:
                 last = runs[-1]

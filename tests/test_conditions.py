@@ -14,6 +14,7 @@ from aiplib.errors import AiplibParameterError
 from aiplib.figures import load_scores
 from aiplib.scoring import score_inference, wer_details
 from aiplib.workspace import workspace
+from authors_schema import inference_line, write_jsonl, write_manifest
 
 
 def _sid(fam, item, bg, snr):
@@ -24,26 +25,22 @@ def make_ws(root, asr=(), kws=()):
     """A workspace whose scores come from explicit rows.
 
     ``asr``: tuples (item, reference, {(bg, snr): response}) with (\"clean\", None) for clean;
-    ``kws``: tuples (item, label, {(bg, snr): response}). One model ``m``.
+    ``kws``: tuples (item, label, {(bg, snr): response}). One model ``m``. Written in the authors'
+    schema (ids ``<item>_clean`` / ``<item>_<bg>_snr<N>``).
     """
     ws = workspace("demo", data_root=root)
     for fam, spec in (("asr", asr), ("kws", kws)):
-        man, lines = [], []
+        man, resps = [], []
         for item, ref, resp in spec:
             for (bg, snr), r in resp.items():
-                sid = _sid(fam, item, bg, snr)
-                man.append({"stimulus_id": sid, "family": fam, "item_id": item, "bg_id": bg,
-                            "snr_db": "" if snr is None else snr, "reference": ref,
-                            "is_target": fam == "kws" and ref in ("yes", "no", "go"),
-                            "accent_group": ""})
-                lines.append({"stimulus_id": sid, "item_id": item, "bg_id": bg, "snr_db": snr,
-                              "task": fam, "model": "m", "prompt_id": "p", "response": r,
-                              "error": None})
+                man.append({"item_id": item, "bg_id": bg, "snr_db": snr, "reference": ref,
+                            "is_target": fam == "kws" and ref in ("yes", "no", "go"), "accent_group": ""})
+                resps.append(r)
         if man:
-            pd.DataFrame(man).to_csv(ws.manifests / f"{fam}.csv", index=False)
-            (ws.inference / "m").mkdir(parents=True, exist_ok=True)
-            (ws.inference / "m" / f"{fam}.jsonl").write_text(
-                "".join(json.dumps(x) + "\n" for x in lines))
+            rows = write_manifest(ws, fam, man).to_dict("records")
+            write_jsonl(ws.inference / "m" / f"{fam}.jsonl",
+                        [inference_line(row, model="m", task=fam, response=r, prompt_id="p")
+                         for row, r in zip(rows, resps)])
     score_inference(ws)
     return ws
 
@@ -244,7 +241,7 @@ def test_robust_view_caps_loops_and_median(tmp_path):
     assert r.n_loops == 1                                  # "e e e e e" for "e": the scorer flags the loop
     assert math.isnan(_row(cond.condition_table(s.drop(columns="is_loop"), "asr", n_resamples=50),
                            bg="bg1", snr=0).n_loops)   # scores without is_loop: no count
-    s["is_loop"] = np.where(s["stimulus_id"].str.contains("u3__bg1"), "True", "False")
+    s["is_loop"] = np.where(s["stimulus_id"].str.startswith("u3_bg1_"), "True", "False")
     r = _row(cond.condition_table(s, "asr", n_resamples=50), bg="bg1", snr=0)
     assert r.n_loops == 1
 

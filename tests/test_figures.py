@@ -12,6 +12,7 @@ from aiplib import figures, stats
 from aiplib.errors import AiplibError
 from aiplib.scoring import KEYWORDS, score_inference
 from aiplib.workspace import workspace
+from authors_schema import inference_line, write_manifest
 
 N_BG = 20
 MODELS = ("tiny_en", "qwen2-audio-7b")
@@ -55,16 +56,14 @@ def make_fake_workspace(root, *, tasks=("asr", "kws", "asr_steer_p5", "kws_steer
     asr_m, kws_m = [], []
     for i, (ref, acc) in enumerate(zip(SENTENCES, ACCENTS)):
         for bg, snr in _conditions(bgs):
-            asr_m.append({"stimulus_id": _sid("asr", f"a{i}", bg, snr), "family": "asr",
-                          "item_id": f"a{i}", "bg_id": bg, "snr_db": "" if snr is None else snr,
+            asr_m.append({"item_id": f"a{i}", "bg_id": bg, "snr_db": "" if snr is None else snr,
                           "reference": ref, "is_target": "", "accent_group": acc})
     for item, lab in KWS_ITEMS:
         for bg, snr in _conditions(bgs):
-            kws_m.append({"stimulus_id": _sid("kws", item, bg, snr), "family": "kws",
-                          "item_id": item, "bg_id": bg, "snr_db": "" if snr is None else snr,
+            kws_m.append({"item_id": item, "bg_id": bg, "snr_db": "" if snr is None else snr,
                           "reference": lab, "is_target": lab in KEYWORDS, "accent_group": ""})
-    pd.DataFrame(asr_m).to_csv(ws.manifests / "asr.csv", index=False)
-    pd.DataFrame(kws_m).to_csv(ws.manifests / "kws.csv", index=False)
+    asr_m = write_manifest(ws, "asr", asr_m).to_dict("records")
+    kws_m = write_manifest(ws, "kws", kws_m).to_dict("records")
 
     for mi, model in enumerate(MODELS):
         for task in tasks:
@@ -72,23 +71,22 @@ def make_fake_workspace(root, *, tasks=("asr", "kws", "asr_steer_p5", "kws_steer
             damp = 0.5 if "steer" in task else 1.0
             lines = []
             for row in (asr_m if fam == "asr" else kws_m):
-                bg, snr = row["bg_id"], row["snr_db"]
+                bg, snr = row["background_id"], row["snr_db"]
                 p = 0.0 if bg == "clean" else damp * severity[bg] * (1 + (10 - snr) / 10) / 2
                 p = min(p * (1 + 0.5 * mi), 0.95)
                 if fam == "asr":
-                    words = row["reference"].split()
+                    words = row["transcript"].split()
                     keep = [w for w in words if rng.random() >= p]
                     resp = " ".join(keep).capitalize() + "."
                 else:
-                    lab = row["reference"]
+                    lab = row["keyword"]
                     ok = rng.random() >= p
                     resp = (f"**{lab.capitalize()}**" if lab in KEYWORDS else "unknown") if ok \
                         else ("no" if lab != "no" else "yes")
-                lines.append({"stimulus_id": row["stimulus_id"], "item_id": row["item_id"],
-                              "bg_id": bg, "snr_db": None if bg == "clean" else snr,
-                              "task": task, "model": model, "prompt_id": "p", "response": resp,
-                              "decode_s": 0.1, "audio_s": 2.0, "error": None})
-            lines[5]["response"], lines[5]["error"] = "__ERROR__", "timeout"
+                lines.append(inference_line(row, model=model, task=task, response=resp, prompt_id="p",
+                                            decode_s=0.1, audio_s=2.0))
+            lines[5] = inference_line(lines[5], model=model, task=task, response="__ERROR__", error="timeout",
+                                      prompt_id="p")
             d = ws.inference / model
             d.mkdir(parents=True, exist_ok=True)
             (d / f"{task}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
@@ -185,6 +183,7 @@ def test_no_accent_groups_skips_table4_with_a_note(tmp_path, caplog):
     ws = make_fake_workspace(tmp_path, tasks=("asr", "kws"))
     man = pd.read_csv(ws.manifests / "asr.csv")
     man["accent_group"] = ""
+    man["accent"] = ""
     man.to_csv(ws.manifests / "asr.csv", index=False)
     score_inference(ws)
     with caplog.at_level(logging.WARNING, logger="aiplib.figures"):

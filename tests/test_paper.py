@@ -478,13 +478,19 @@ def test_paper_profile_dry_run_stages_1_to_5(tmp_path, server, registry, monkeyp
     assert len(table) == 20 and set(table.index if table.index.name == "bg_id" else table.bg_id) == set(
         AUTHORS_BG_IDS)
     # 05: manifests, 61 rows per item (clean + 20 backgrounds × 3 SNRs)
-    manifests = build_manifests(ws, snrs=[10, 5, 0], base_seed=20240917)
+    manifests = build_manifests(ws, snrs=[10, 5, 0])
     for fam, bank in (("asr", asr), ("kws", kws)):
         m = manifests[fam]
-        item_col = "speech_id" if "speech_id" in m.columns else "item_id"
         assert len(m) == 61 * len(bank)
-        assert m.groupby(item_col).size().to_dict() == {i: 61 for i in bank.item_id}
-        # TODO(manifest schema, issue 11 item 4): once manifests carry the authors' columns, check
-        # `id, speech_id, background_id, snr_db, condition, seed, speech_path, bg_path` + ASR
-        # `accent, gender, transcript` / KWS `keyword, is_target`, ids `<item>_clean` /
-        # `<item>_<bg_id>_snr<N>`, and background_id ∈ AUTHORS_BG_IDS. Only the row count is checked here.
+        assert m.groupby("speech_id").size().to_dict() == {i: 61 for i in bank.item_id}
+        # the authors' schema: their columns first, in their order, then ours
+        theirs = ["id", "speech_id", "background_id", "snr_db", "condition", "seed", "speech_path", "bg_path"]
+        theirs += ["accent", "gender", "transcript"] if fam == "asr" else ["keyword", "is_target"]
+        assert list(m.columns[:len(theirs)]) == theirs
+        assert list(m.seed) == list(range(0 if fam == "asr" else 10000, (0 if fam == "asr" else 10000) + len(m)))
+        first = bank.item_id.iloc[0]
+        rows = m[m.speech_id == first]
+        assert rows.id.iloc[0] == f"{first}_clean" and rows.snr_db.iloc[0] == 99
+        assert rows.condition.iloc[0] == "clean" and (rows.condition.iloc[1:] == "noisy").all()
+        assert list(rows.id.iloc[1:4]) == [f"{first}_{AUTHORS_BG_IDS[0]}_snr{n}" for n in (10, 5, 0)]
+        assert set(rows.background_id.iloc[1:]) == set(AUTHORS_BG_IDS)

@@ -16,6 +16,7 @@ from aiplib import figures, provenance, report, stats
 from aiplib.errors import AiplibError, ValidationError
 from aiplib.scoring import KEYWORDS, NORMALIZER_NAME, NORMALIZER_VERSION, score_inference
 from aiplib.workspace import workspace
+from authors_schema import inference_line, write_manifest
 
 WORDS = ("the quick brown fox jumps over lazy dog please call stella ask her bring these things "
          "from store six spoons fresh snow peas five thick slabs blue cheese maybe snack").split()
@@ -50,18 +51,16 @@ def make_run(root, *, profile="demo", n_asr=6, n_kws=6, n_bg=20, snrs=(10, 5, 0)
     for i in range(n_asr):
         ref = " ".join(wrng.choice(WORDS, size=int(wrng.integers(4, 12))))
         for bg, snr in conds:
-            asr_m.append({"stimulus_id": _sid("asr", f"a{i:02d}", bg, snr), "family": "asr",
-                          "item_id": f"a{i:02d}", "bg_id": bg, "snr_db": "" if snr is None else snr,
+            asr_m.append({"item_id": f"a{i:02d}", "bg_id": bg, "snr_db": "" if snr is None else snr,
                           "reference": ref, "is_target": "", "accent_group": f"g{i % 3}"})
     labels = list(KEYWORDS) + ["bed", "tree", "cat"]
     for i in range(n_kws):
         lab = labels[i % len(labels)]
         for bg, snr in conds:
-            kws_m.append({"stimulus_id": _sid("kws", f"k{i:02d}", bg, snr), "family": "kws",
-                          "item_id": f"k{i:02d}", "bg_id": bg, "snr_db": "" if snr is None else snr,
+            kws_m.append({"item_id": f"k{i:02d}", "bg_id": bg, "snr_db": "" if snr is None else snr,
                           "reference": lab, "is_target": lab in KEYWORDS, "accent_group": ""})
-    pd.DataFrame(asr_m).to_csv(ws.manifests / "asr.csv", index=False)
-    pd.DataFrame(kws_m).to_csv(ws.manifests / "kws.csv", index=False)
+    asr_m = write_manifest(ws, "asr", asr_m).to_dict("records")
+    kws_m = write_manifest(ws, "kws", kws_m).to_dict("records")
     for mi, model in enumerate(models):
         d = ws.inference / model
         d.mkdir(parents=True, exist_ok=True)
@@ -70,26 +69,24 @@ def make_run(root, *, profile="demo", n_asr=6, n_kws=6, n_bg=20, snrs=(10, 5, 0)
             damp = 0.5 if "steer" in task else 1.0
             lines = []
             for row in (asr_m if fam == "asr" else kws_m):
-                bg, snr = row["bg_id"], row["snr_db"]
+                bg, snr = row["background_id"], row["snr_db"]
                 p = 0.0 if bg == "clean" else \
                     effect * damp * severity[bg] * (1 + (10 - snr) / 10) / 2
                 p = min(p * (1 + 0.5 * mi), 0.95)
                 if fam == "asr":
-                    words = row["reference"].split()
+                    words = row["transcript"].split()
                     keep = [w if rng.random() >= p else ("" if rng.random() < 0.7 else "zebra")
                             for w in words]
                     if bg != "clean" and rng.random() < insert:
                         keep += ["music", "playing"]
                     resp = " ".join(w for w in keep if w).capitalize() + "."
                 else:
-                    lab = row["reference"]
+                    lab = row["keyword"]
                     ok = rng.random() >= p
                     resp = (f"**{lab.capitalize()}**" if lab in KEYWORDS else "unknown") if ok \
                         else ("no" if lab != "no" else "yes")
-                lines.append({"stimulus_id": row["stimulus_id"], "item_id": row["item_id"],
-                              "bg_id": bg, "snr_db": None if bg == "clean" else snr,
-                              "task": task, "model": model, "prompt_id": "p", "response": resp,
-                              "decode_s": 0.1, "audio_s": 2.0, "error": None})
+                lines.append(inference_line(row, model=model, task=task, response=resp, prompt_id="p",
+                                            decode_s=0.1, audio_s=2.0))
             (d / f"{task}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
         (d / "run_log.jsonl").write_text(json.dumps(
             {"event": "run", "model": model, "revision": "rev1", "weights": f"pkg:{model}",

@@ -392,11 +392,11 @@ def test_score_inference_kws(tiny_ws):
 
 def test_score_inference_empty_reference_and_non_answers(tiny_ws):
     man = pd.read_csv(tiny_ws.manifests / "asr.csv", dtype=str, keep_default_na=False)
-    man.loc[man["item_id"] == "0001", "reference"] = "..."
+    man.loc[man["speech_id"] == "0001", "transcript"] = "..."
     man.to_csv(tiny_ws.manifests / "asr.csv", index=False)
     p = tiny_ws.inference / "m1" / "kws.jsonl"
     rows = [json.loads(x) for x in p.read_text().splitlines()]
-    rows[3]["response"] = "The word is yes."            # k2 noisy, non-target
+    rows[3]["raw"] = "The word is yes."                 # k2 noisy, non-target
     _write_jsonl(p, rows)
     with pytest.warns(UserWarning, match="empty after normalisation"):
         out = score_inference(tiny_ws)
