@@ -53,7 +53,7 @@ import pandas as pd
 from . import __version__
 from .audio import SR
 from .errors import ModelUnavailableError
-from .prompts import TASKS, prompt_for, task_names
+from .prompts import TASKS, task_names
 
 __all__ = ["CORE_FIELDS", "EXTRA_FIELDS", "ERROR_RESPONSE", "MIX_DIAG_FIELDS", "run_inference", "read_results",
            "read_inference_jsonl", "is_error_row", "repair_jsonl", "result_path", "pending_stimuli", "raise_if_not_run"]
@@ -64,7 +64,7 @@ log = logging.getLogger(__name__)
 CORE_FIELDS = ["id", "raw", "model", "task"]
 """Fields every row has (the authors'); a successful row has the manifest columns before ``raw``,
 a failed one ``error`` after ``raw``."""
-EXTRA_FIELDS = ["prompt_id", "decode_s", "audio_s"]
+EXTRA_FIELDS = ["prompt_set", "prompt_id", "decode_s", "audio_s"]
 """Our fields, after the authors' (``decode_s``, ``audio_s`` in s)."""
 ERROR_RESPONSE = "__ERROR__"
 MIX_DIAG_FIELDS = ["stimulus_id", "family", "speech_id", "background_id", "snr_db", "condition", "target_snr_db",
@@ -333,7 +333,7 @@ def _log_run(path: Path, record: dict) -> None:
 # ------------------------------------------------------------------------------------------ the runner
 def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fast",
                   batch_size: int | None = None, limit: int | None = None,
-                  progress: bool = True) -> pd.DataFrame:
+                  progress: bool = True, prompt_set=None) -> pd.DataFrame:
     """Decode every stimulus of every task with every model, resuming where a run stopped.
 
     Parameters
@@ -349,6 +349,10 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
         Decoding path of faster-whisper models (other backends ignore it).
     batch_size : int > 0, optional
         Stimuli per ``generate`` call; default the entry's ``batch_size``.
+    prompt_set : str or aiplib.prompt_sets.PromptSet, optional
+        The prompt set (default: the profile's — ``paper`` reads the authors' ``PROMPTS`` dict,
+        ``demo``/``custom`` the built-in ``aip-closed-v1``); its name is written into every row
+        (``prompt_set``) and its record (texts, source, SHA-256) into ``run_log.jsonl``.
     limit : int > 0, optional
         Keep only the first ``limit`` manifest rows per task (smoke runs).
     progress : bool
@@ -380,6 +384,11 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
     for name, v in (("limit", limit), ("batch_size", batch_size)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0):
             raise AiplibParameterError(f"{name} must be a positive integer or None, got {v!r}")
+    from .prompt_sets import get_prompt_set, prompt_set_record  # noqa: PLC0415
+
+    # resolved before any model loads: a paper run without its prompts file fails at once
+    ps = get_prompt_set(prompt_set if prompt_set is not None else getattr(ws, "profile", None), ws=ws)
+    ps_record = prompt_set_record(ps)
     entries = resolve(models)
     task_list = task_names(tasks)
     diag = _MixDiagnostics(Path(ws.checks) / "mix_diagnostics.csv")
@@ -400,7 +409,7 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
             log.warning("%s: not run (%s)", entry.id, reason)
             _log_run(run_log, {"event": "load_failed", "model": entry.id, "error": _short(exc),
                                "error_type": type(exc).__name__, "start": started, "end": _now(),
-                               "requested_path": path, "versions": _versions(),
+                               "requested_path": path, "versions": _versions(), "prompt_set": ps_record,
                                "entry": entry.to_dict()})
             for task in task_list:
                 summary.append({"model": entry.id, "task": task, "status": "unavailable",
@@ -418,7 +427,7 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
                 families.setdefault(TASKS[task][0], []).append(task)
             for family, fam_tasks in families.items():
                 task_stats.update(_run_family(ws, rec, entry, family, fam_tasks, bs=bs, limit=limit,
-                                              progress=progress, diag=diag))
+                                              progress=progress, diag=diag, ps=ps))
             for task in task_list:
                 summary.append({"model": entry.id, "task": task, **task_stats[task]})
         finally:
@@ -439,7 +448,7 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
                 "limit": limit, "n_done": sum(s.get("n_run", 0) - s.get("n_errors", 0)
                                              for s in task_stats.values()),
                 "n_errors": sum(s.get("n_errors", 0) for s in task_stats.values()),
-                "tasks": task_stats, "info": info, "versions": _versions(),
+                "tasks": task_stats, "info": info, "versions": _versions(), "prompt_set": ps_record,
                 "entry": entry.to_dict()})
     cols = ["model", "task", "status", "n_stimuli", "n_done_before", "n_run", "n_errors", "seconds",
             "stimuli_per_s", "manifest_sha256", "error", "file"]
@@ -451,7 +460,7 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
 
 
 def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit, progress: bool,
-                diag) -> dict:
+                diag, ps) -> dict:
     """Run every task of one family over its manifest, batch by batch.
 
     The tasks of a family share their stimuli, so each stimulus is materialised once per batch
@@ -469,7 +478,7 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
     m_sha = manifest_hash(ws, family)
     if limit is not None:
         manifest = manifest.head(int(limit))
-    prompts = {t: prompt_for(t) for t in tasks}
+    prompts = {t: ps.prompt(t) for t in tasks}
     todo = {}
     for t in tasks:
         paths[t].parent.mkdir(parents=True, exist_ok=True)
@@ -507,7 +516,7 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
                     if r["id"] not in todo[t]:
                         continue
                     rows.append({"manifest": r, "raw": ERROR_RESPONSE, "model": entry.id, "task": t,
-                                 "prompt_id": prompt_id, "decode_s": None, "audio_s": audio_s, "error": err})
+                                 "prompt_set": ps.name, "prompt_id": prompt_id, "decode_s": None, "audio_s": audio_s, "error": err})
                     if err is None:
                         ok.append(rows[-1])
                         audios.append(y)

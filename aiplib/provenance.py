@@ -116,6 +116,31 @@ def _models(ws, scored_models) -> dict:
     return out
 
 
+def _prompt_set_used(ws) -> dict | None:
+    """The prompt-set record (name, source, SHA-256, texts) of the latest stage-7 run, read from
+    ``inference/*/run_log.jsonl`` (not re-resolved: that could need a download); else the
+    profile's set as resolved offline, or None when it cannot be."""
+    from .inference import read_inference_jsonl
+
+    best = None
+    inf = Path(ws.inference)
+    for log_p in sorted(inf.glob("*/run_log.jsonl")) if inf.is_dir() else []:
+        rows, _ = read_inference_jsonl(log_p, require_id=False)
+        for r in rows:
+            if isinstance(r.get("prompt_set"), dict) and (best is None or str(r.get("end", "")) >= best[0]):
+                best = (str(r.get("end", "")), r["prompt_set"])
+    if best:
+        return best[1]
+    if getattr(ws, "profile", None) == "paper":
+        return None  # the authors' prompts file is fetched by stage 7, never from a report
+    try:
+        from .prompt_sets import get_prompt_set, prompt_set_record
+
+        return prompt_set_record(get_prompt_set(getattr(ws, "profile", None), ws=ws))
+    except Exception:  # noqa: BLE001 - an unknown profile name: no record
+        return None
+
+
 def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=None) -> dict:
     """The run-level provenance record of a workspace.
 
@@ -171,8 +196,13 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         meta = _read_json(p.with_suffix(".json")) or {}
         manifests[fam] = {"sha256": manifest_hash(ws, fam), "seed_start": meta.get("seed_start"),
                           "n_rows": meta.get("n_rows"), "file": f"manifests/{fam}.csv"}
+    ps_rec = _prompt_set_used(ws)
     tasks = {t: {"family": fam, "variant": var, **PROMPTS[(fam, var)]}
              for t, (fam, var) in TASKS.items()}
+    if ps_rec:
+        for t, v in (ps_rec.get("tasks") or {}).items():
+            if t in tasks:
+                tasks[t].update(prompt_id=v.get("prompt_id"), text=v.get("text"))
     rec = {
         "profile": getattr(ws, "profile", None),
         "aiplib_version": __version__,
@@ -181,6 +211,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         "models": _models(ws, scored_models),
         "tasks": tasks,
         "prompt_ids_scored": prompt_ids,
+        "prompt_set": ps_rec,
         "manifests": manifests,
         "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level},
     }

@@ -200,13 +200,25 @@ the model "ignored" an instruction.'''),
 model: str = "whisper_tiny_en"  # registry id, comma list, or "all"
 task: str = "all"  # asr | kws | asr_steer_p5 | kws_steer_p5 | comma list | all
 path: str = "fast"  # embedded Whisper decoding path: fast | standard
-limit: int = 0  # >0: only the first N stimuli per task (0 means all)'''),
+limit: int = 0  # >0: only the first N stimuli per task (0 means all)
+prompt_set: str = ""  # prompt set name, empty for the profile default (paper: the PROMPTS dict of the authors)
+prompts_file: str = ""  # paper: local copy of the inference script of the authors, empty to fetch it by commit'''),
     code(SETUP),
+    md('''The prompts: the set's name, where its texts come from (for `paper`, the authors' script, read
+with `ast` and never run) and its SHA-256 are recorded in every inference row and in `run_log.jsonl`.'''),
+    code('''import pandas as pd
+from aiplib.prompt_sets import get_prompt_set, prompt_set_record
+
+ps = get_prompt_set(prompt_set or profile, ws=ws, prompts_file=prompts_file or None)
+ps_rec = prompt_set_record(ps)
+print(f"prompt set {ps_rec['prompt_set']} · KWS {ps_rec['kws_answer']} · sha256 {ps_rec['sha256']}")
+print("source:", ps_rec["source"])
+pd.DataFrame([{"task": t, "prompt_id": v["prompt_id"], "text": v["text"]} for t, v in ps_rec["tasks"].items()])'''),
     code('''from aiplib.inference import run_inference
 
 if smoke and not limit:
     limit = 40
-summary = run_inference(ws, models=model, tasks=task, path=path, limit=limit or None)
+summary = run_inference(ws, models=model, tasks=task, path=path, limit=limit or None, prompt_set=ps)
 summary'''),
     code('''%xmode Minimal
 from aiplib.inference import raise_if_not_run
