@@ -12,7 +12,7 @@ scores were made with, from the scores sidecars; else the installed one), every 
 registry revision, weights and weights hash (from ``inference/<model>/run_log.jsonl``), the
 prompts of every task (:data:`aiplib.prompts.TASKS`, :data:`aiplib.prompts.PROMPTS`) and the
 prompt ids actually scored, the SHA-256 of each manifest (:func:`aiplib.manifests.manifest_hash`)
-and its base seed, the aiplib / Python / package versions, and the analysis seed and bootstrap
+and its first seed, the aiplib / Python / package versions, and the analysis seed and bootstrap
 settings. Per file: its path relative to ``results/``, size and SHA-256. No time stamps, so
 re-running on the same inputs gives the same bytes.
 """

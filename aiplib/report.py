@@ -930,7 +930,7 @@ def _provenance_blocks(rec: dict) -> list:
     models = [f"{m}: revision {v.get('revision')}, weights {v.get('weights')}"
               + (f" (sha256 {str(v.get('weights_sha256'))[:12]}…)" if v.get("weights_sha256")
                  else "") for m, v in (rec.get("models") or {}).items()]
-    man = [f"manifests/{f}.csv sha256 {m.get('sha256')} (base seed {m.get('base_seed')})"
+    man = [f"manifests/{f}.csv sha256 {m.get('sha256')} (seeds from {m.get('seed_start')}, {m.get('n_rows')} rows)"
            for f, m in (rec.get("manifests") or {}).items()]
     n = rec.get("normalizer") or {}
     a = rec.get("analysis") or {}
