@@ -86,7 +86,7 @@ def test_command_backend_runs_the_embedded_whisper_model(ws, tmp_path, monkeypat
         sf.write(buf, materialize(r, ws)[0], 16000, subtype="PCM_16", format="WAV")
         buf.seek(0)
         y = sf.read(buf, dtype="float32")[0]
-        got = df.set_index("stimulus_id").loc[r["stimulus_id"], "response"]
+        got = df.set_index("id").loc[r["id"], "raw"]
         assert got == rec.generate([y], [None])[0]
     rec.close()
 
@@ -100,7 +100,7 @@ def test_command_errors_hold_only_status_or_timeout(ws, tmp_path, monkeypatch):
     run_inference(ws, models="cmd_fail,cmd_slow", tasks="asr", limit=2, progress=False)
     fails = read_results(ws.inference / "cmd_fail" / "asr.jsonl")
     slows = read_results(ws.inference / "cmd_slow" / "asr.jsonl")
-    assert (fails["response"] == "__ERROR__").all() and (slows["response"] == "__ERROR__").all()
+    assert (fails["raw"] == "__ERROR__").all() and (slows["raw"] == "__ERROR__").all()
     assert set(fails["error"]) == {"generate: CommandError: exit status 3"}
     assert set(slows["error"]) == {"generate: CommandError: timeout"}
     for p in (ws.inference / "cmd_fail").iterdir():  # rows and run log: no output, no secret
@@ -200,7 +200,7 @@ def test_openai_backend_against_fake_server(ws, tmp_path, monkeypatch, fake_serv
     assert (s["status"] == "done").all() and (s["n_errors"] == 0).all(), s.to_dict("records")
     llm = read_results(ws.inference / "api_llm" / "asr.jsonl")
     asr = read_results(ws.inference / "api_asr" / "asr.jsonl")
-    assert set(llm["response"]) == {"yes"} and set(asr["response"]) == {"hello world"}
+    assert set(llm["raw"]) == {"yes"} and set(asr["raw"]) == {"hello world"}
 
     log = _Fake.log
     assert all(r["auth_ok"] for r in log)
@@ -226,7 +226,7 @@ def test_openai_wrong_key_and_missing_key(ws, tmp_path, monkeypatch, fake_server
     tm.use_registry(monkeypatch, reg)
     run_inference(ws, models="api_llm", tasks="asr", limit=2, progress=False)
     df = read_results(ws.inference / "api_llm" / "asr.jsonl")
-    assert (df["response"] == "__ERROR__").all()
+    assert (df["raw"] == "__ERROR__").all()
     assert all(e.startswith("generate: OpenAIBackendError: HTTP 401") for e in df["error"])
     assert tm.scan_for(tmp_path, KEY) == []  # the server echoed the key: scrubbed
     monkeypatch.delenv("AIP_TEST_API_KEY")

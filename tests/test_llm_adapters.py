@@ -70,7 +70,7 @@ def test_stage7_on_tiny_fixture(family, fixtures, reg_path, demo_ws, monkeypatch
     assert summary.loc[0, "n_errors"] == 0 and summary.loc[0, "n_run"] == N_STIMULI
 
     df = read_results(demo_ws.inference / mid / "asr.jsonl")
-    assert len(df) == N_STIMULI and df["error"].isna().all() and (df["response"] != "__ERROR__").all()
+    assert len(df) == N_STIMULI and df["error"].isna().all() and (df["raw"] != "__ERROR__").all()
 
     rec = made[0]
     placeholder = rec.placeholder
@@ -98,8 +98,8 @@ def test_stage7_on_tiny_fixture(family, fixtures, reg_path, demo_ws, monkeypatch
         one = single.generate(audios, [task_text] * len(audios))
     finally:
         single.close()
-    by_id = dict(zip(df["stimulus_id"], df["response"]))
-    diffs = [(sid, by_id[sid], r) for sid, r in zip(manifest["stimulus_id"], one) if by_id[sid] != r]
+    by_id = dict(zip(df["id"], df["raw"]))
+    diffs = [(sid, by_id[sid], r) for sid, r in zip(manifest["id"], one) if by_id[sid] != r]
     assert not diffs, diffs
 
 
