@@ -56,8 +56,11 @@ def answer_for(wav: bytes, prompt: str | None) -> str:
 
 
 @contextmanager
-def fake_server(latency_s: float = 0.1, max_requests: int = 1000):
+def fake_server(latency_s: float = 0.1, max_requests: int = 1000, fail=None):
     """Start the fake endpoint; yields ``(base_url, state)``.
+
+    ``fail``, optional: a function of the answer a request would get returning an HTTP status to
+    send instead (e.g. 400 for one stimulus), or None.
 
     ``state`` holds ``n_requests``, ``in_flight``, ``max_in_flight`` and ``bodies`` (the parsed
     JSON of every chat request, in arrival order).
@@ -105,6 +108,9 @@ def fake_server(latency_s: float = 0.1, max_requests: int = 1000):
                 wav = base64.b64decode(audio[0]["input_audio"]["data"])
                 time.sleep(latency_s)
                 content = answer_for(wav, texts[0] if texts else None)
+                status = fail(content) if fail is not None else None
+                if status:
+                    return self._send(status, {"error": {"message": f"refused: {content[:20]}"}})
                 return self._send(200, {"object": "chat.completion", "model": req.get("model"),
                                         "choices": [{"index": 0, "finish_reason": "stop",
                                                      "message": {"role": "assistant", "content": content}}]})
