@@ -259,3 +259,127 @@ def test_openai_gives_up_after_retries(tmp_path, monkeypatch):
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+# ------------------------------------------------------------------------------------------ concurrency
+def _bench():
+    """benchmarks/bench_openai_concurrency.py as a module (its fake server and comparison)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_openai_concurrency.py"
+    spec = importlib.util.spec_from_file_location("bench_openai_concurrency", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_loopback_concurrency_benchmark_untimed_parts():
+    """The loopback benchmark at a small size (16 rows, 50 ms): the server sees 8 requests in
+    flight at concurrency 8 and 1 at concurrency 1; rows identical, in input order, and equal
+    to what the server derived from each request's own audio and prompt. (The rows/s ratio is
+    the benchmark's to print; timing is not asserted here.)"""
+    bench = _bench()
+    r = bench.compare(n=16, latency_s=0.05, concurrency=8, batch_size=16)
+    assert r["max_in_flight_serial"] == 1
+    assert r["max_in_flight_parallel"] == 8
+    assert r["parallel"]["stats"]["max_in_flight"] == 8 and r["serial"]["stats"]["max_in_flight"] == 1
+    assert r["identical"] and r["expected"]
+    assert r["n_requests"] == 32 and r["parallel"]["stats"]["n_requests"] == 16
+    # rows carry each input's own length and prompt: 8000 + 160 i samples, prompt on even rows
+    _, task_text = prompt_for("asr")
+    for i, row in enumerate(r["parallel"]["rows"]):
+        n, _, text = row.split(" ", 2)
+        assert int(n) == 8000 + 160 * i and text == (task_text if i % 2 == 0 else "-")
+    # the request body: one user turn, input_audio (base64 WAV, format wav) then the task text
+    body = r["bodies"][0]
+    assert body["model"] == bench.MODEL and body["temperature"] == 0 and body["max_tokens"] == 64
+    (msg,) = body["messages"]
+    assert msg["role"] == "user"
+    audio, text = msg["content"]
+    assert audio["type"] == "input_audio" and audio["input_audio"]["format"] == "wav"
+    y, sr = sf.read(io.BytesIO(base64.b64decode(audio["input_audio"]["data"])), dtype="int16")
+    assert sr == 16000 and y.ndim == 1
+    assert text == {"type": "text", "text": task_text}
+    no_prompt = [b for b in r["bodies"] if len(b["messages"][0]["content"]) == 1]
+    assert len(no_prompt) == 16  # half the rows of both runs had no task text: audio part only
+
+
+def _vllm_like(tmp_path, monkeypatch, bench, url, **more):
+    e = {"backend": "openai", "family": "api", "base_url": "http://127.0.0.1:9/v1", "base_url_env": "AIP_TEST_URL",
+         "model": bench.MODEL, "prompt_style": "chat", "requires": "cpu", "max_new_tokens": 64,
+         "batch_size": 8, "concurrency": 4, "engine_args": {"backoff_s": 0.01, "max_retries": 1}, **more}
+    monkeypatch.setenv("AIP_TEST_URL", url)
+    return e
+
+
+def test_stage7_rows_in_manifest_order_and_resume_exact_with_concurrency(ws, tmp_path, monkeypatch):
+    bench = _bench()
+    with bench.fake_server(0.02, max_requests=100) as (url, state):
+        reg = tm.registry_yaml(tmp_path / "r.yaml", {"fake_vllm": _vllm_like(tmp_path, monkeypatch, bench, url)})
+        tm.use_registry(monkeypatch, reg)
+        s = run_inference(ws, models="fake_vllm", tasks="asr", limit=6, progress=False)
+        assert s.loc[0, "status"] == "done" and s.loc[0, "n_run"] == 6 and s.loc[0, "n_errors"] == 0
+        assert state["max_in_flight"] == 4 and state["n_requests"] == 6  # base_url_env won over base_url
+        s = run_inference(ws, models="fake_vllm", tasks="asr", progress=False)  # resume: the rest only
+        assert s.loc[0, "n_done_before"] == 6 and s.loc[0, "n_run"] == s.loc[0, "n_stimuli"] - 6
+        n_total = int(s.loc[0, "n_stimuli"])
+        assert state["n_requests"] == n_total
+        s = run_inference(ws, models="fake_vllm", tasks="asr", progress=False)  # nothing left
+        assert s.loc[0, "n_run"] == 0 and state["n_requests"] == n_total
+    df = read_results(ws.inference / "fake_vllm" / "asr.jsonl")
+    manifest = read_manifest(ws, "asr")
+    assert list(df["id"]) == list(manifest["id"])  # written in manifest order across the two runs
+    _, task_text = prompt_for("asr")
+    for r in manifest.to_dict("records"):  # each row holds its own stimulus' answer
+        y = materialize(r, ws)[0]
+        got = df.set_index("id").loc[r["id"], "raw"]
+        assert got.startswith(f"{len(y)} ") and got.endswith(task_text)
+
+
+def test_failed_request_in_a_concurrent_batch_is_not_sent_twice(tmp_path, monkeypatch):
+    bench = _bench()
+    from aiplib.models.openai_backend import OpenAIBackendError, OpenAIRecogniser
+
+    bad_len = 8000 + 160 * 2
+    refuse = lambda answer: 400 if answer.startswith(f"{bad_len} ") else None  # noqa: E731 - the 3rd stimulus
+    with bench.fake_server(0.01, max_requests=100, fail=refuse) as (url, state):
+        reg = load_registry(tm.registry_yaml(tmp_path / "r.yaml", {"v": _vllm_like(tmp_path, monkeypatch, bench, url)}))
+        rec = OpenAIRecogniser(reg["v"])
+        audios = bench.stimuli(5)
+        prompts = ["p"] * 5
+        with pytest.raises(OpenAIBackendError, match="^HTTP 400: refused"):
+            rec.generate(audios, prompts)
+        sent = state["n_requests"]
+        assert sent == 5  # one request per stimulus (a 400 is not retried)
+        # the runner's per-item retry: answered from the batch just run, nothing is sent again
+        outs = []
+        for i in range(5):
+            if i == 2:
+                with pytest.raises(OpenAIBackendError, match="^HTTP 400: refused"):
+                    rec.generate(audios[i:i + 1], prompts[i:i + 1])
+            else:
+                outs.append(rec.generate(audios[i:i + 1], prompts[i:i + 1])[0])
+        assert state["n_requests"] == sent
+        assert [int(o.split()[0]) for o in outs] == [8000, 8160, 8480, 8640]
+        assert rec.stats()["n_errors"] == 1
+        rec.close()
+
+
+def test_probe_refuses_a_missing_server_and_a_wrong_model(tmp_path, monkeypatch):
+    import socket
+
+    bench = _bench()
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    entries = {"down": _vllm_like(tmp_path, monkeypatch, bench, f"http://127.0.0.1:{port}/v1")}
+    reg = load_registry(tm.registry_yaml(tmp_path / "r.yaml", entries))
+    with pytest.raises(ModelUnavailableError, match=f"no server answers at http://127.0.0.1:{port}/v1.*AIP_TEST_URL"):
+        load_model(reg["down"])
+    with bench.fake_server(0.0) as (url, _):
+        reg = load_registry(tm.registry_yaml(tmp_path / "r2.yaml", {
+            "wrong": _vllm_like(tmp_path, monkeypatch, bench, url, model="Qwen/Qwen2-Audio-7B-Instruct")}))
+        with pytest.raises(ModelUnavailableError, match=f"serves {bench.MODEL}, not Qwen/Qwen2-Audio-7B-Instruct"):
+            load_model(reg["wrong"])

@@ -35,9 +35,23 @@ def fixtures(tmp_path_factory):
     return tm.build_all(tmp_path_factory.mktemp("tiny_llms"))
 
 
+# the packaged registry entry whose batch size the tiny fixture of each family vouches for
+PACKAGED = {"qwen2_audio": ("qwen2_audio_7b",), "qwen25_omni": ("qwen25_omni_3b", "qwen25_omni_7b"),
+            "gemma3n": ("gemma3n_e4b",), "phi4_multimodal": ("phi4_multimodal",), "voxtral": ("voxtral_mini_3b",)}
+
+
+_PACKAGED_REGISTRY = load_registry()  # read at import, before any test swaps the registry
+
+
+def _registry_batch(family: str) -> int:
+    return _PACKAGED_REGISTRY[PACKAGED[family][0]].batch_size
+
+
 @pytest.fixture(scope="module")
 def reg_path(fixtures, tmp_path_factory):
-    entries = {f"tiny_{f}": tm.registry_entry(f, folder, max_new_tokens=LIMIT, batch_size=4,
+    # stage 7 runs each fixture at its packaged entry's batch size, so the batch-1 == batch-N check
+    # below is the evidence for that registry value
+    entries = {f"tiny_{f}": tm.registry_entry(f, folder, max_new_tokens=LIMIT, batch_size=_registry_batch(f),
                                               thinker_max_new_tokens=THINKER_LIMIT if f == "qwen25_omni" else None)
                for f, folder in fixtures.items()}
     return tm.registry_yaml(tmp_path_factory.mktemp("reg") / "registry.yaml", entries)
@@ -82,7 +96,10 @@ def test_stage7_on_tiny_fixture(family, fixtures, reg_path, demo_ws, monkeypatch
     assert rec.token_limit == limit
     assert rec._stats["max_new_tokens_seen"] <= limit
     assert rec._stats["max_new_tokens_seen"] == limit  # random weights rarely stop early: the limit is reached
-    assert max(rec.last["batch_sizes"]) == 4  # batches of 4 (equal-length clips for Gemma 3n / Phi-4)
+    bs = _registry_batch(family)
+    assert bs > 1 and rec.batch_size == bs
+    # 2 items × 4 stimuli: batches of bs (Gemma 3n / Phi-4 join only equal-length clips: ≤ 4)
+    assert max(rec.last["batch_sizes"]) == min(bs, 4 if rec.adapter_cls.same_length_batches else N_STIMULI)
 
     log = [json.loads(line) for line in (demo_ws.inference / mid / "run_log.jsonl").read_text().splitlines()]
     info = log[-1]["info"]
@@ -251,5 +268,42 @@ def test_phi4_registry_entry_passes_the_pinned_revision_to_all_three_loads(fixtu
         assert info["revision_requested"] == PHI4_REVISION
         out = rec.generate([np.sin(np.linspace(0, 400, 16000)).astype(np.float32)], [None])
         assert len(out) == 1 and isinstance(out[0], str)
+    finally:
+        rec.close()
+
+
+def test_registry_batch_sizes_are_the_tested_ones():
+    """Every transformers entry batches (> 1) at the size its family's stage-7 test runs with;
+    an entry whose batch-invariance test failed would keep 1 and say why in ``notes``."""
+    for family, ids in PACKAGED.items():
+        sizes = {_PACKAGED_REGISTRY[i].batch_size for i in ids}
+        assert sizes == {_registry_batch(family)} and min(sizes) > 1, (family, sizes)
+    assert {e.family for e in _PACKAGED_REGISTRY.values() if e.backend == "transformers"} == set(PACKAGED)
+
+
+@pytest.mark.parametrize("family", tm.FAMILIES)
+def test_left_padding_and_attention_mask(family, fixtures, reg_path):
+    """A batch mixing a prompt-less and a long prompt (and clips of two lengths where the family
+    pads audio to a fixed window) is left-padded: the shorter row's mask is 0 on its first
+    positions and 1 to the end, those positions hold the pad token, and every row ends with a
+    real token, so generation continues each row from its own last token."""
+    rec = load_model(load_registry(reg_path)[f"tiny_{family}"], local_files_only=True)
+    try:
+        a = rec.adapter
+        assert a.tokenizer.padding_side == "left"
+        rng = np.random.default_rng(0)
+        n2 = 16000 if a.same_length_batches else 24000
+        audios = [(0.1 * rng.standard_normal(n)).astype(np.float32) for n in (16000, n2)]
+        inputs, _ = a.encode(audios, [None, "Transcribe the speech in this audio exactly, word for word."])
+        mask, ids = inputs["attention_mask"], inputs["input_ids"]
+        assert mask.shape == ids.shape and mask.shape[0] == 2
+        assert bool((mask[:, -1] == 1).all())
+        lengths = mask.sum(dim=1).tolist()
+        short = int(np.argmin(lengths))
+        n_pad = mask.shape[1] - lengths[short]
+        assert n_pad > 0 and lengths[1 - short] == mask.shape[1]
+        assert mask[short, :n_pad].sum() == 0 and bool((mask[short, n_pad:] == 1).all())
+        pad = a.generator.generation_config.pad_token_id
+        assert set(ids[short, :n_pad].tolist()) == {pad}
     finally:
         rec.close()

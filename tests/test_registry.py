@@ -95,6 +95,7 @@ def test_gpu_entry_without_cuda_gives_clear_message(no_cuda):
 
 def test_resolve_all_without_cuda_is_cpu_only(no_cuda):
     assert [e.id for e in resolve("all")] == ["whisper_tiny_en", "whisper_base"]
+    assert [e.id for e in resolve("qwen2_audio_7b_vllm")] == ["qwen2_audio_7b_vllm"]  # named: yes
     assert [e.id for e in resolve("whisper_base, qwen25_omni_3b")] == ["whisper_base", "qwen25_omni_3b"]
     with pytest.raises(KeyError):
         resolve("nope")
@@ -137,3 +138,58 @@ def test_prompts_table():
     assert prompt_for("asr")[1] == "Transcribe the speech in this audio exactly."
     with pytest.raises(KeyError, match="valid tasks"):
         prompt_for("summarise")
+
+
+VLLM = {"qwen25_omni_3b_vllm": ("qwen25_omni_3b", "Qwen/Qwen2.5-Omni-3B"),
+        "qwen25_omni_7b_vllm": ("qwen25_omni_7b", "Qwen/Qwen2.5-Omni-7B"),
+        "qwen2_audio_7b_vllm": ("qwen2_audio_7b", "Qwen/Qwen2-Audio-7B-Instruct"),
+        "phi4_multimodal_vllm": ("phi4_multimodal", "phi4mm-speech"),
+        "gemma3n_e4b_vllm": ("gemma3n_e4b", "google/gemma-3n-E4B-it"),
+        "voxtral_mini_3b_vllm": ("voxtral_mini_3b", "mistralai/Voxtral-Mini-3B-2507")}
+
+
+def test_vllm_entries_mirror_the_transformers_ones(monkeypatch):
+    """One `*_vllm` entry per Speech LLM: openai backend, chat, localhost:8000 overridable by
+    AIP_VLLM_BASE_URL, 8 requests in flight, stage-7 batches of at least 8, and the decoding
+    limits of the transformers entry it stands for."""
+    reg = load_registry()
+    assert {k for k in reg if k.endswith("_vllm")} == set(VLLM)
+    for mid, (twin, served) in VLLM.items():
+        e, t = reg[mid], reg[twin]
+        assert (e.backend, e.prompt_style, e.requires) == ("openai", "chat", "cpu")
+        assert e.extra["base_url"] == "http://localhost:8000/v1" and e.extra["base_url_env"] == "AIP_VLLM_BASE_URL"
+        assert e.extra["model"] == served and e.weights == t.weights
+        assert e.extra["concurrency"] == 8 and e.batch_size >= 8
+        assert (e.max_new_tokens, e.thinker_max_new_tokens, e.max_audio_s) == (
+            t.max_new_tokens, t.thinker_max_new_tokens, t.max_audio_s)
+        assert e.gated == t.gated and "api_key_env" not in e.extra
+    from aiplib.models.openai_backend import OpenAIRecogniser
+
+    monkeypatch.setenv("AIP_VLLM_BASE_URL", "http://gpu-node:9000/v1/")
+    rec = OpenAIRecogniser(reg["qwen25_omni_7b_vllm"], probe=False)
+    info = rec.info()
+    assert info["base_url"] == "http://gpu-node:9000/v1" and info["concurrency"] == 8
+    assert info["max_tokens"] == 1024  # the paper's thinker limit for Qwen2.5-Omni
+    monkeypatch.delenv("AIP_VLLM_BASE_URL")
+    rec = OpenAIRecogniser(reg["qwen2_audio_7b_vllm"], probe=False)
+    assert rec.base_url == "http://localhost:8000/v1" and rec.max_tokens == 64
+
+
+def test_concurrency_is_validated(tmp_path):
+    p = tmp_path / "reg.yaml"
+    base = 'api: {backend: openai, family: api, base_url: "http://x/v1", model: m, '
+    p.write_text(base + "concurrency: 8, batch_size: 4}\n")
+    with pytest.raises(ValueError, match=r"'api': batch_size \(4\) must be at least concurrency \(8\)"):
+        load_registry(p)
+    p.write_text(base + "concurrency: 8}\n")  # batch_size defaults to 1
+    with pytest.raises(ValueError, match=r"batch_size \(1\) must be at least concurrency"):
+        load_registry(p)
+    for bad in ("0", "2.5", "true", "'8'"):
+        p.write_text(base + f"concurrency: {bad}, batch_size: 8}}\n")
+        with pytest.raises(ValueError, match="concurrency must be a positive integer"):
+            load_registry(p)
+    p.write_text("m: {backend: faster_whisper, family: whisper, weights: x, concurrency: 2, batch_size: 2}\n")
+    with pytest.raises(ValueError, match="concurrency applies to backend 'openai' only"):
+        load_registry(p)
+    p.write_text(base + "concurrency: 8, batch_size: 8}\n")
+    assert load_registry(p)["api"].extra["concurrency"] == 8

@@ -2,13 +2,18 @@
 
 Registry entry (extra fields)::
 
-    vllm_qwen2_audio:
+    qwen2_audio_7b_vllm:
       backend: openai
       family: api
       base_url: http://localhost:8000/v1
+      base_url_env: AIP_VLLM_BASE_URL    # optional: this variable, when set, overrides base_url
       model: Qwen/Qwen2-Audio-7B-Instruct
       api_key_env: OPENAI_API_KEY        # the variable's NAME; never the key
       prompt_style: chat                 # chat → chat completions; initial_prompt → transcriptions
+      concurrency: 8                     # requests in flight at once (default 1)
+      batch_size: 16                     # rows stage 7 hands over per generate() call (≥ concurrency)
+
+Serving the paper's Speech LLMs with vLLM's OpenAI-compatible server: ``docs/SERVING.md``.
 
 Endpoints (``base_url`` includes the ``/v1`` part)
 -------------------------------------------------
@@ -18,8 +23,9 @@ Endpoints (``base_url`` includes the ``/v1`` part)
     the task text as ``prompt`` (Whisper's initial prompt); the response is ``text``.
 ``prompt_style: chat`` (Speech LLMs)
     ``POST {base_url}/chat/completions``: one user turn with the audio as ``input_audio``
-    (base64 WAV) followed by the task text, ``temperature=0``, ``max_tokens=max_new_tokens``;
-    the response is ``choices[0].message.content``.
+    (base64 WAV) followed by the task text, ``temperature=0``, ``max_tokens=max_new_tokens``
+    (``thinker_max_new_tokens`` when the entry sets it: Qwen2.5-Omni, 1024 as in the paper);
+    the response is ``choices[0].message.content`` (see :func:`chat_payload`).
 
 ``entry.extra["generate_kwargs"]`` is merged into the request (JSON body or form fields).
 
@@ -29,10 +35,34 @@ Read from the environment variable named by ``api_key_env`` at each request and 
 ``Authorization: Bearer …``. It is never stored on the recogniser, never returned by ``info()``
 and scrubbed from every error message; without ``api_key_env`` no header is sent.
 
+Concurrency
+-----------
+``generate(audios, prompts)`` sends one request per stimulus, up to ``concurrency`` of them at
+once (a thread pool over the batch it is given), and returns the responses **in input order**,
+so stage 7 writes rows in manifest order and a resumed run is exact. At most
+``min(concurrency, len(audios))`` requests are in flight: stage 7 hands over ``batch_size`` rows
+per call, hence the registry requires ``batch_size >= concurrency`` (a smaller run-time
+``batch_size`` only lowers the parallelism; a warning says so). A serving engine such as vLLM
+batches the concurrent requests on the GPU (continuous batching), which is where the speed-up
+comes from; the responses themselves do not depend on the concurrency (each request is
+independent, greedy, ``temperature=0``).
+
+If any request of a batch fails for good, ``generate`` raises (the first failure in input
+order) after every request of the batch has finished; the runner then retries item by item, and
+those calls are answered from the results just obtained, so no request is sent twice.
+
+Reachability
+------------
+On load, ``GET {base_url}/models`` (5 s timeout) checks that a server answers: a refused or
+unresolvable connection raises :class:`~aiplib.errors.ModelUnavailableError` at once (instead of
+thousands of retried requests); when the server lists its models and ``model`` is not among
+them, the error names the ones it serves. Any other answer (401, 404, …) counts as reachable.
+``engine_args: {probe: false}`` skips the check.
+
 Retries
 -------
-HTTP 429 and 5xx answers and connection failures are retried up to ``max_retries`` times
-(5) with exponential backoff (``backoff_s`` · 2^attempt, at most ``max_backoff_s``; a numeric
+HTTP 429 and 5xx answers and connection failures are retried, per request, up to
+``max_retries`` times (5) with exponential backoff (``backoff_s`` · 2^attempt, at most ``max_backoff_s``; a numeric
 ``Retry-After`` header is honoured within the same cap). Set them in ``engine_args``. Any
 other failure raises :class:`OpenAIBackendError` (``HTTP 401`` …), which the stage-7 runner
 turns into an ``__ERROR__`` row.
@@ -40,12 +70,16 @@ turns into an ``__ERROR__`` row.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import logging
 import os
+import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -53,11 +87,14 @@ from ..audio import SR, valid_audio
 from ..errors import AiplibError, AiplibParameterError, ModelUnavailableError
 from .base import Recogniser
 
-__all__ = ["OpenAIRecogniser", "OpenAIBackendError", "load", "RETRY_STATUS"]
+__all__ = ["OpenAIRecogniser", "OpenAIBackendError", "load", "RETRY_STATUS", "chat_payload"]
+
+log = logging.getLogger(__name__)
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504}) | frozenset(range(505, 600))
 """HTTP statuses that are retried."""
-_DEFAULTS = {"max_retries": 5, "backoff_s": 1.0, "max_backoff_s": 30.0}
+_DEFAULTS = {"max_retries": 5, "backoff_s": 1.0, "max_backoff_s": 30.0, "probe": True}
+_PROBE_TIMEOUT_S = 5.0
 
 
 class OpenAIBackendError(AiplibError, RuntimeError):
@@ -85,34 +122,86 @@ def _multipart(fields: dict, file_bytes: bytes) -> tuple[bytes, str]:
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
+def _key(audio: np.ndarray, prompt) -> str:
+    h = hashlib.sha1(np.ascontiguousarray(audio, dtype=np.float32).tobytes())
+    h.update(repr(prompt).encode())
+    return h.hexdigest()
+
+
+def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int, extra: dict | None = None) -> dict:
+    """The chat-completions request body for one stimulus.
+
+    One user turn whose content is the audio as an ``input_audio`` part (base64 of a 16 kHz mono
+    16-bit WAV, ``format: "wav"``) followed by the task text as a ``text`` part (omitted when
+    ``prompt`` is None): the OpenAI schema, which vLLM's server accepts for its audio models
+    (vLLM example ``examples/online_serving/openai_chat_completion_client_for_multimodal.py``).
+    vLLM renders the model's own chat template with its audio placeholder, as the
+    ``transformers`` backend does.
+
+    Parameters
+    ----------
+    model : str
+        The server's model name (vLLM: the hub id or ``--served-model-name``).
+    wav : bytes
+        The WAV file.
+    prompt : str or None
+    max_tokens : int > 0
+        New-token limit (``entry.max_new_tokens``).
+    extra : dict, optional
+        Merged into the body last (``entry.extra["generate_kwargs"]``).
+
+    Returns
+    -------
+    dict
+        ``{"model", "messages", "temperature": 0, "max_tokens", **extra}`` (JSON-serialisable).
+    """
+    content = [{"type": "input_audio",
+                "input_audio": {"data": base64.b64encode(wav).decode("ascii"), "format": "wav"}}]
+    if prompt:
+        content.append({"type": "text", "text": prompt})
+    return {"model": model, "messages": [{"role": "user", "content": content}],
+            "temperature": 0, "max_tokens": int(max_tokens), **dict(extra or {})}
+
+
 class OpenAIRecogniser(Recogniser):
     """An OpenAI-compatible endpoint behind the Recogniser interface.
 
     Parameters
     ----------
     entry : ModelEntry
-        An ``openai`` entry (``base_url``, ``model``, optional ``api_key_env``).
+        An ``openai`` entry (``base_url``, ``model``, optional ``base_url_env``, ``api_key_env``,
+        ``concurrency``).
     timeout_s : float > 0, optional
         Seconds per HTTP request; default ``entry.extra["timeout_s"]`` or 120.
     max_retries, backoff_s, max_backoff_s : optional
         Override ``entry.extra["engine_args"]`` (see the module notes).
     batch_size : int > 0, optional
         Stimuli per ``generate`` call the runner should send (default ``entry.batch_size``).
+    concurrency : int > 0, optional
+        Requests in flight at once (default ``entry.extra["concurrency"]`` or 1).
+    probe : bool, optional
+        Check on load that the server answers (default ``engine_args["probe"]``, True).
     path : str, optional
         Ignored.
 
     Raises
     ------
     ModelUnavailableError
-        ``api_key_env`` names a variable that is not set.
+        ``api_key_env`` names a variable that is not set; no server answers at ``base_url``;
+        the server does not serve ``model``.
+    AiplibParameterError
+        ``concurrency`` or ``batch_size`` is not a positive integer.
     """
 
     def __init__(self, entry, *, timeout_s: float | None = None, max_retries: int | None = None,
                  backoff_s: float | None = None, max_backoff_s: float | None = None,
-                 batch_size: int | None = None, path: str | None = None):
+                 batch_size: int | None = None, concurrency: int | None = None,
+                 probe: bool | None = None, path: str | None = None):
         del path
         self.name, self.entry = entry.id, entry
-        self.base_url = str(entry.extra["base_url"]).rstrip("/")
+        self.base_url_env = entry.extra.get("base_url_env") or None
+        url = os.environ.get(self.base_url_env, "").strip() if self.base_url_env else ""
+        self.base_url = (url or str(entry.extra["base_url"])).rstrip("/")
         self.model = str(entry.extra["model"])
         self.key_env = entry.extra.get("api_key_env") or None
         if self.key_env and not os.environ.get(self.key_env):
@@ -125,48 +214,117 @@ class OpenAIRecogniser(Recogniser):
         self.timeout_s = float(timeout_s or entry.extra.get("timeout_s") or 120.0)
         self.mode = "transcriptions" if entry.prompt_style == "initial_prompt" else "chat"
         self.batch_size = int(batch_size or entry.batch_size or 1)
+        self.concurrency = int(concurrency or entry.extra.get("concurrency") or 1)
+        for name, v in (("batch_size", self.batch_size), ("concurrency", self.concurrency)):
+            if v <= 0:
+                raise AiplibParameterError(f"{entry.id}: {name} must be a positive integer, got {v!r}")
+        if self.batch_size < self.concurrency:
+            log.warning("%s: batch_size %d < concurrency %d: at most %d requests will be in flight",
+                        entry.id, self.batch_size, self.concurrency, self.batch_size)
         self.max_samples = int(round(float(entry.max_audio_s) * SR))
-        self._stats = {"n_requests": 0, "n_retries": 0, "seconds": 0.0, "audio_s": 0.0, "n_stimuli": 0}
+        # Qwen2.5-Omni: the thinker's limit (1024, as in the paper) replaces max_new_tokens
+        self.max_tokens = int(entry.thinker_max_new_tokens or entry.max_new_tokens)
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[bool, str]] = {}
+        self._in_flight = 0
+        self._stats = {"n_requests": 0, "n_retries": 0, "seconds": 0.0, "audio_s": 0.0, "n_stimuli": 0,
+                       "n_errors": 0, "max_in_flight": 0}
+        if probe if probe is not None else bool(ea["probe"]):
+            self._probe()
 
     # ------------------------------------------------------------------ interface
     def info(self) -> dict:
-        """Endpoint, model, mode, retry policy (never the key)."""
-        return {"model": self.name, "backend": "openai", "base_url": self.base_url, "server_model": self.model,
+        """Endpoint, model, mode, concurrency, retry policy (never the key)."""
+        return {"model": self.name, "backend": "openai", "base_url": self.base_url,
+                "base_url_env": self.base_url_env, "server_model": self.model,
                 "mode": self.mode, "api_key_env": self.key_env, "max_retries": self.max_retries,
-                "backoff_s": self.backoff_s, "timeout_s": self.timeout_s, "path": self.mode, "window": None,
+                "backoff_s": self.backoff_s, "timeout_s": self.timeout_s, "concurrency": self.concurrency,
+                "max_tokens": self.max_tokens if self.mode == "chat" else None,
+                "batch_size": self.batch_size, "path": self.mode, "window": None,
                 "weights_path": None, "revision": self.entry.revision, "stats": self.stats()}
 
     def stats(self) -> dict:
-        s = dict(self._stats)
+        """Requests, retries, errors, wall seconds inside ``generate``, stimuli/s, RTFx and the
+        largest number of requests observed in flight at once."""
+        with self._lock:
+            s = dict(self._stats)
         s["seconds"] = round(s["seconds"], 3)
         s["stimuli_per_s"] = round(s["n_stimuli"] / s["seconds"], 3) if s["seconds"] > 0 else None
         s["rtfx"] = round(s["audio_s"] / s["seconds"], 3) if s["seconds"] > 0 else None
         return s
 
     def generate(self, audios, prompts):
-        """One request per stimulus (see :meth:`Recogniser.generate`).
+        """One request per stimulus, up to ``concurrency`` at once, answers in input order
+        (see :meth:`Recogniser.generate` and the module notes).
 
         Raises
         ------
         OpenAIBackendError
-            A request failed for good (after the retries for 429 / 5xx).
+            A request failed for good (after the retries for 429 / 5xx); raised once every
+            request of the batch has finished.
         AiplibParameterError
             Lists of different lengths or an invalid waveform.
         """
         if len(audios) != len(prompts):
             raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
-        out = []
+        clips, texts, keys = [], [], []
         for i, (a, p) in enumerate(zip(audios, prompts)):
             y = np.asarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples], dtype=np.float32)
             p = p.strip() if isinstance(p, str) and p.strip() else None
-            t0 = time.perf_counter()
-            out.append(self._one(y, p).strip())
-            self._stats["seconds"] += time.perf_counter() - t0
-            self._stats["audio_s"] += len(y) / SR
-            self._stats["n_stimuli"] += 1
-        return out
+            clips.append(y)
+            texts.append(p)
+            keys.append(_key(y, p))
+        results: list = [None] * len(clips)
+        todo = []
+        for i, k in enumerate(keys):
+            if k in self._cache:  # the runner's per-item retry after a failed batch
+                results[i] = self._cache.pop(k)
+            else:
+                todo.append(i)
+        t0 = time.perf_counter()
+        if todo:
+            workers = min(self.concurrency, len(todo))
+            if workers == 1:
+                for i in todo:
+                    results[i] = self._attempt(clips[i], texts[i])
+            else:
+                with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"aip-{self.name}") as pool:
+                    futures = {i: pool.submit(self._attempt, clips[i], texts[i]) for i in todo}
+                    for i, f in futures.items():
+                        results[i] = f.result()
+            with self._lock:
+                self._stats["seconds"] += time.perf_counter() - t0
+                self._stats["audio_s"] += sum(len(clips[i]) for i in todo) / SR
+                self._stats["n_stimuli"] += len(todo)
+        bad = [msg for ok, msg in results if not ok]
+        if bad:
+            if len(clips) > 1:  # keep every answer so the per-item retry sends nothing again
+                for i in todo:
+                    self._cache[keys[i]] = results[i]
+            raise OpenAIBackendError(bad[0])
+        if len(clips) > 1:
+            self._cache.clear()
+        return [text for _, text in results]
+
+    def close(self) -> None:
+        """Forget cached answers (idempotent; there is no connection to close)."""
+        self._cache = {}
 
     # ------------------------------------------------------------------ requests
+    def _attempt(self, y: np.ndarray, prompt: str | None) -> tuple[bool, str]:
+        with self._lock:
+            self._in_flight += 1
+            self._stats["max_in_flight"] = max(self._stats["max_in_flight"], self._in_flight)
+        try:
+            return True, self._one(y, prompt).strip()
+        except OpenAIBackendError as exc:
+            with self._lock:
+                self._stats["n_errors"] += 1
+            return False, str(exc)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
     def _one(self, y: np.ndarray, prompt: str | None) -> str:
         wav = _wav_bytes(y)
         extra = dict(self.entry.extra.get("generate_kwargs") or {})
@@ -177,14 +335,9 @@ class OpenAIRecogniser(Recogniser):
             fields.update({k: str(v) for k, v in extra.items()})
             body, ctype = _multipart(fields, wav)
             data = self._post("/audio/transcriptions", body, ctype)
-            text = data.get("text")
+            text = data.get("text") if isinstance(data, dict) else None
         else:
-            content = [{"type": "input_audio",
-                        "input_audio": {"data": base64.b64encode(wav).decode("ascii"), "format": "wav"}}]
-            if prompt:
-                content.append({"type": "text", "text": prompt})
-            payload = {"model": self.model, "messages": [{"role": "user", "content": content}],
-                       "temperature": 0, "max_tokens": int(self.entry.max_new_tokens), **extra}
+            payload = chat_payload(self.model, wav, prompt, max_tokens=self.max_tokens, extra=extra)
             data = self._post("/chat/completions", json.dumps(payload).encode(), "application/json")
             try:
                 text = data["choices"][0]["message"]["content"]
@@ -194,21 +347,49 @@ class OpenAIRecogniser(Recogniser):
             raise OpenAIBackendError("malformed response (no text)")
         return text
 
+    def _headers(self, ctype: str | None = None) -> dict:
+        headers = {"Accept": "application/json"}
+        if ctype:
+            headers["Content-Type"] = ctype
+        if self.key_env:
+            headers["Authorization"] = "Bearer " + os.environ.get(self.key_env, "")
+        return headers
+
+    def _probe(self) -> None:
+        req = urllib.request.Request(self.base_url + "/models", headers=self._headers(), method="GET")
+        try:
+            with urllib.request.urlopen(req, timeout=min(self.timeout_s, _PROBE_TIMEOUT_S)) as resp:  # noqa: S310
+                raw = resp.read()
+        except urllib.error.HTTPError:
+            return  # something answers (401, 404, 405 …): the requests will tell more
+        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ModelUnavailableError(
+                f"{self.name}: no server answers at {self.base_url} ({type(reason).__name__}); start it "
+                f"first (vLLM: `vllm serve {self.model} …`, see docs/SERVING.md)"
+                + (f" or set {self.base_url_env} to its URL" if self.base_url_env else "")) from None
+        try:
+            served = [m.get("id") for m in json.loads(raw.decode("utf-8")).get("data", [])]
+        except (ValueError, AttributeError, TypeError):
+            return
+        if served and self.model not in served:
+            raise ModelUnavailableError(
+                f"{self.name}: the server at {self.base_url} serves {', '.join(map(str, served[:5]))}, "
+                f"not {self.model}; start `vllm serve {self.model}` there (see docs/SERVING.md)")
+
     def _scrub(self, text: str) -> str:
         key = os.environ.get(self.key_env, "") if self.key_env else ""
         text = text.replace(key, "***") if key else text
         return text.replace("\n", " ")[:200]
 
     def _post(self, route: str, body: bytes, ctype: str) -> dict:
-        headers = {"Content-Type": ctype, "Accept": "application/json"}
-        if self.key_env:
-            headers["Authorization"] = "Bearer " + os.environ.get(self.key_env, "")
+        headers = self._headers(ctype)
         last = ""
         for attempt in range(self.max_retries + 1):
-            if attempt:
-                self._stats["n_retries"] += 1
+            with self._lock:
+                self._stats["n_requests"] += 1
+                self._stats["n_retries"] += bool(attempt)
             req = urllib.request.Request(self.base_url + route, data=body, headers=headers, method="POST")
-            self._stats["n_requests"] += 1
             retry_after = None
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - URL from the registry

@@ -37,8 +37,8 @@ BACKENDS = tuple(BACKEND_MODULES)
 _PRECISION_WORDS = {"int8_bnb": "8-bit bitsandbytes", "float16": "float16", "bfloat16": "bfloat16",
                     "int8": "int8", "float32": "float32"}
 # backend-specific fields kept in ModelEntry.extra (anything else unknown is a typo → error)
-_EXTRA_FIELDS = {"command", "timeout_s", "base_url", "model", "api_key_env", "engine_args",
-                 "generate_kwargs"}
+_EXTRA_FIELDS = {"command", "timeout_s", "base_url", "base_url_env", "model", "api_key_env", "engine_args",
+                 "generate_kwargs", "concurrency"}
 _REQUIRED_EXTRA = {"command": ("command",), "openai": ("base_url", "model")}
 
 
@@ -68,8 +68,8 @@ class ModelEntry:
     licence_url : str or None
     notes : str
     extra : dict
-        Backend-specific fields (``command``, ``timeout_s``, ``base_url``, ``model``,
-        ``api_key_env``, ``engine_args``, ``generate_kwargs``).
+        Backend-specific fields (``command``, ``timeout_s``, ``base_url``, ``base_url_env``,
+        ``model``, ``api_key_env``, ``engine_args``, ``generate_kwargs``, ``concurrency``).
     """
 
     id: str
@@ -143,6 +143,18 @@ def _entry(model_id: str, raw) -> ModelEntry:
             continue
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
             raise ValueError(f"registry entry {model_id!r}: {key} must be a positive number, got {v!r}")
+    conc = raw.get("concurrency")
+    if conc is not None:
+        if backend != "openai":
+            raise ValueError(f"registry entry {model_id!r}: concurrency applies to backend 'openai' only")
+        if isinstance(conc, bool) or not isinstance(conc, int) or conc <= 0:
+            raise ValueError(f"registry entry {model_id!r}: concurrency must be a positive integer, got {conc!r}")
+        bs = raw.get("batch_size") or 1
+        if bs < conc:
+            # stage 7 hands the backend batch_size rows per generate() call: only that many
+            # requests can be in flight, so a smaller batch silently caps the concurrency
+            raise ValueError(f"registry entry {model_id!r}: batch_size ({bs}) must be at least concurrency "
+                             f"({conc}); stage 7 sends batch_size rows per call")
     for key in _REQUIRED_EXTRA.get(backend, ()):
         if not raw.get(key):
             raise ValueError(f"registry entry {model_id!r}: backend {backend!r} needs field {key!r}")
@@ -276,7 +288,8 @@ def resolve(model_spec, *, path=None) -> list[ModelEntry]:
     ----------
     model_spec : str or list of str
         ``"all"`` (every entry that can run here: the CPU ones when there is no CUDA GPU, and no
-        disabled ones), one id, a comma-separated list of ids, or a list of ids. Named ids are
+        disabled ones; ``openai`` entries, which need a server started first, are named
+        explicitly, never part of ``"all"``), one id, a comma-separated list of ids, or a list of ids. Named ids are
         returned even if they cannot run here (the runner logs why).
 
     Returns
@@ -291,7 +304,7 @@ def resolve(model_spec, *, path=None) -> list[ModelEntry]:
     reg = load_registry(path)
     if isinstance(model_spec, str):
         if model_spec.strip() == "all":
-            return [e for e in reg.values() if _runnable(e)]
+            return [e for e in reg.values() if e.backend != "openai" and _runnable(e)]
         ids = [m.strip() for m in model_spec.split(",") if m.strip()]
     else:
         ids = list(model_spec)
