@@ -122,6 +122,7 @@ bench: setup
 	$(PY) benchmarks/bench_mixing.py
 	$(PY) benchmarks/bench_inference.py
 	$(PY) benchmarks/bench_batching.py
+	$(PY) benchmarks/bench_openai_concurrency.py
 	$(PY) benchmarks/bench_make_all.py --profile "$(PROFILE)" --data-root "$(DATA_ROOT)"
 
 clean:
