@@ -181,7 +181,7 @@ def test_notebook10_explorer_in_headless_chromium(tmp_path):
 
                 page.select_option(".aip-bg select", label="bg05")
                 expect(response).to_have_text("word 0 at 10 with foxtrot")
-                expect(page.locator(".aip-mixinfo")).to_contain_text("asr__a00__bg05__snr+10")
+                expect(page.locator(".aip-mixinfo")).to_contain_text("a00_bg05_snr10")
                 src1, wav1, dur1 = _mixture_bytes(page)
                 assert src1 != src0 and wav1 == expected[("bg05", 10)] != wav0
                 assert dur1 == pytest.approx(1.0, abs=0.01)
