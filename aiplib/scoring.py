@@ -314,7 +314,8 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
         rows, bad = read_jsonl(path)
         meta["sources"].append(ws.rel(path) if hasattr(ws, "rel") else str(path))
         meta["n_malformed_lines"][model] = bad
-        cols = list(dict.fromkeys([k for r in rows for k in r] + ["id", "raw", "error", "prompt_id"]))
+        cols = list(dict.fromkeys([k for r in rows for k in r] + ["id", "raw", "error", "prompt_id",
+                                                                   "prompt_set"]))
         df = pd.DataFrame(rows, columns=cols)
         # the authors' row format: id, raw (the response), error on failures
         df["stimulus_id"] = df["id"].astype(str)
@@ -349,6 +350,11 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
         ok["prompt_id"] = ok["prompt_id"].map(lambda v: "" if v is None or v != v else str(v))
         pids = ok["prompt_id"].value_counts().sort_index()
         meta["prompt_ids"][model] = {k: int(v) for k, v in pids.items()}
+        # the prompt set named by each row (rows written elsewhere, e.g. the authors', name none)
+        ok["prompt_set"] = ok["prompt_set"].map(lambda v: "unrecorded" if v is None or v != v or v == ""
+                                                else str(v))
+        meta.setdefault("prompt_sets", {})[model] = {k: int(v) for k, v in
+                                                     ok["prompt_set"].value_counts().sort_index().items()}
         if len(pids) > 1:
             warnings.warn(f"{path}: rows come from {len(pids)} prompts {list(pids.index)}; "
                           "the scores mix them", stacklevel=3)
@@ -362,6 +368,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
             "snr_db": man["snr_db"].to_numpy(),
             "accent_group": man["accent_group"].replace("", np.nan).to_numpy(),
             "prompt_id": ok["prompt_id"].to_numpy(),
+            "prompt_set": ok["prompt_set"].to_numpy(),
             "condition": man["condition"].to_numpy(),
             "bg_active": man["bg_active"].to_numpy(),
         })
@@ -444,7 +451,8 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
     -------
     dict of str -> pandas.DataFrame
         Per task, one row per (model, stimulus). Common columns: ``model, task, stimulus_id,
-        item_id, bg_id, snr_db (dB; NaN for clean), accent_group, prompt_id, response``.
+        item_id, bg_id, snr_db (dB; NaN for clean), accent_group, prompt_id, prompt_set
+        ("unrecorded" for rows that name none, as the authors'), response``.
         ASR family adds ``reference`` and the columns of :func:`score_asr_row`: headline
         (paper normalisation) ``ref_norm, hyp_norm, substitutions, deletions, insertions, hits,
         errors (S+D+I), ref_words (N), wer, ref_empty, score_failed``; Whisper-style

@@ -132,6 +132,7 @@ def test_kill_and_half_line_then_rerun_gives_each_stimulus_once(ws, monkeypatch)
     assert len(objs) == 9
     df = read_results(path)
     assert len(df) == 9 and df["id"].is_unique
+    assert set(df["prompt_set"]) == {"aip-closed-v1"}  # every row names its prompt set (demo profile)
     manifest = pd.read_csv(ws.manifests / "asr.csv", dtype=str)
     assert set(df["id"]) == set(manifest["id"])
     # a third run has nothing left to do

@@ -92,6 +92,7 @@ def test_authors_outputs_scored_without_gpu(tmp_path, with_manifests, capsys):
     asr = pd.read_csv(ws.results / "scores" / "asr.csv", dtype={"item_id": str, "bg_id": str},
                       keep_default_na=False, na_values={"snr_db": [""], "delta_wer": [""]})
     assert len(asr) == 25 and asr["stimulus_id"].is_unique
+    assert set(asr["prompt_set"]) == {"unrecorded"}  # the authors' rows name no prompt set
     a = asr.set_index("stimulus_id")
     s1, s2 = "1089-134686-0000", "cv_ab12cd34_0"
     assert "1089-134686-0000_esc_rain_snr0" not in a.index  # the __ERROR__ row
