@@ -673,3 +673,64 @@ def read_condition_tables(results_dir) -> dict[str, pd.DataFrame]:
                 t[c] = pd.to_numeric(t[c].replace("", np.nan), errors="coerce")
         out[p.stem[len("conditions_"):]] = t
     return out
+
+
+def inactive_background_rows(scores: dict) -> pd.DataFrame:
+    """Count the scored noisy rows whose background segment was digital silence.
+
+    Such rows (``bg_active`` False, measured at stage 5; e.g. an ESC-50 clip zero-padded to 5 s)
+    are kept in every headline number, as the authors' mixer made them (effectively clean); this
+    table states how many there are per task and background.
+
+    Parameters
+    ----------
+    scores : dict of str -> pandas.DataFrame
+        Task → scores (``results/scores/<task>.csv``) with a ``bg_active`` column.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``task, bg_id, n_noisy, n_inactive, inactive_share`` (only backgrounds with inactive rows).
+    """
+    rows = []
+    for task, s in scores.items():
+        if "bg_active" not in s.columns:
+            continue
+        noisy = s[s["bg_id"].astype(str) != "clean"]
+        inactive = noisy["bg_active"].astype(str).str.lower().isin(["false", "0", "0.0"])
+        for bg, grp in noisy.groupby("bg_id"):
+            k = int(inactive.loc[grp.index].sum())
+            if k:
+                rows.append({"task": task, "bg_id": bg, "n_noisy": len(grp), "n_inactive": k,
+                             "inactive_share": k / len(grp)})
+    return pd.DataFrame(rows, columns=["task", "bg_id", "n_noisy", "n_inactive", "inactive_share"])
+
+
+def write_active_only_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
+    """The per-condition tables again without the rows whose background segment was silent.
+
+    Writes ``results/tables/conditions_<task>_bg_active.csv`` (clean rows kept, noisy rows with
+    ``bg_active`` False left out) for each task that has such rows; the headline tables keep them.
+
+    Returns
+    -------
+    dict of str -> pathlib.Path
+        Task → written file (empty when no row was inactive).
+    """
+    from .figures import load_scores
+
+    if scores is None:
+        scores = load_scores(ws, tasks=_score_tasks(ws))
+    counts = inactive_background_rows(scores)
+    out_dir = Path(ws.results) / "tables"
+    written = {}
+    for task in sorted(set(counts["task"])):
+        s = scores[task]
+        keep = ~s["bg_active"].astype(str).str.lower().isin(["false", "0", "0.0"])
+        t = condition_table(s[keep].reset_index(drop=True), "kws" if task.startswith("kws") else "asr",
+                            **kwargs)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        p = out_dir / f"conditions_{task}_bg_active.csv"
+        t.to_csv(p, index=False)
+        written[task] = p
+    return written

@@ -343,3 +343,23 @@ def test_condition_p_values_are_bh_adjusted_within_scope():
     assert np.allclose(cond["p_bh"].to_numpy(float), stats.bh_adjust(cond["p_value"].to_numpy(float)),
                        equal_nan=True)
     assert (cond["p_bh"].dropna() >= cond["p_value"].dropna() - 1e-12).all()
+
+
+def test_silent_background_rows_counted_and_left_out_on_request(tmp_path):
+    # 12 items; on bg1 @ 0 dB items 0-3 had a digitally silent segment (bg_active false): answered
+    # like clean; the others lost a word
+    spec = [(f"u{i}", "a b c d", {("clean", None): "a b c d", ("bg1", 0): "a b c d" if i < 4 else "a b c"})
+            for i in range(12)]
+    ws = make_ws(tmp_path, asr=spec)
+    s = load_scores(ws)["asr"]
+    s["bg_active"] = np.where(s["bg_id"] == "clean", "", np.where(s["item_id"].isin([f"u{i}" for i in range(4)]),
+                                                                 "False", "True"))
+    counts = cond.inactive_background_rows({"asr": s})
+    assert counts.to_dict("records") == [{"task": "asr", "bg_id": "bg1", "n_noisy": 12, "n_inactive": 4,
+                                          "inactive_share": 4 / 12}]
+    out = cond.write_active_only_tables(ws, scores={"asr": s}, n_resamples=50)
+    t = pd.read_csv(out["asr"])
+    r = t[(t["scope"] == "condition") & (t["bg_id"] == "bg1")].iloc[0]
+    assert r["n_items"] == 8 and r["mean_wer_pp"] == pytest.approx(25.0)   # 1 of 4 words, 8 items
+    full = _row(cond.condition_table(s, "asr", n_resamples=50), bg="bg1", snr=0)
+    assert full.n_items == 12 and full.mean_wer_pp == pytest.approx(25.0 * 8 / 12)

@@ -286,6 +286,19 @@ out["failures"][:20]'''),
 t.loc[t["scope"].isin(["clean", "overall", "snr"]),
       ["model", "condition", "n_items", "wer_pp", "mean_wer_pp", "cer_pp", "sub_pp", "del_pp",
        "ins_pp", "delta_pp", "ci_low_pp", "ci_high_pp", "p_value", "verdict"]].round(2)'''),
+    md('''**Silent background segments.** A background that is partly digital silence (ESC-50 clips are
+zero-padded to 5 s) can leave a stimulus effectively clean. Such rows (`bg_active` false, measured
+at stage 5) stay in every number above, as the authors' mixer made them; the table below counts
+them per background, and `results/tables/conditions_<task>_bg_active.csv` repeats the
+per-condition analysis without them.'''),
+    code('''from aiplib.conditions import inactive_background_rows, write_active_only_tables
+from aiplib.figures import load_scores
+
+inactive = inactive_background_rows(load_scores(ws, tasks=list(out["conditions"])))
+active_only = write_active_only_tables(ws, n_resamples=n_resamples, seed=seed)
+print(f"{int(inactive['n_inactive'].sum())} noisy rows with a silent background segment; "
+      f"analysis without them: {[str(p) for p in active_only.values()] or 'not needed'}")
+inactive'''),
 ]
 
 NB["10_listen_and_explore"] = [
