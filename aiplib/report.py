@@ -1043,6 +1043,13 @@ def build_report(ws, *, n_resamples: int = 2000, seed: int = 0, level: float = 0
         ("h", 2, "Summary"),
         ("table", _summary_table(tables), None),
     ]
+    inactive = cond.inactive_background_rows(scores)
+    if not inactive.empty:
+        per_bg = ", ".join(f"{r.bg_id} {r.n_inactive}/{r.n_noisy} ({r.task})" for r in inactive.itertuples())
+        blocks.append(("p", f"Silent background segments: {int(inactive['n_inactive'].sum())} noisy rows "
+                            f"had a background segment of digital silence (bg_active false: {per_bg}); they "
+                            "are in every number above, as the authors' mixer made them, and "
+                            "tables/conditions_<task>_bg_active.csv repeats the analysis without them."))
     if failures is not None:
         blocks.append(("h", 2, "Criteria and regression check"))
         if failures:
