@@ -675,6 +675,11 @@ def read_condition_tables(results_dir) -> dict[str, pd.DataFrame]:
     return out
 
 
+def _inactive(s: pd.DataFrame) -> pd.Series:
+    """True where a scored row's background segment was digital silence (``bg_active`` false)."""
+    return s["bg_active"].astype(str).str.lower().isin(["false", "0", "0.0"])
+
+
 def inactive_background_rows(scores: dict) -> pd.DataFrame:
     """Count the scored noisy rows whose background segment was digital silence.
 
@@ -697,7 +702,7 @@ def inactive_background_rows(scores: dict) -> pd.DataFrame:
         if "bg_active" not in s.columns:
             continue
         noisy = s[s["bg_id"].astype(str) != "clean"]
-        inactive = noisy["bg_active"].astype(str).str.lower().isin(["false", "0", "0.0"])
+        inactive = _inactive(noisy)
         for bg, grp in noisy.groupby("bg_id"):
             k = int(inactive.loc[grp.index].sum())
             if k:
@@ -726,7 +731,7 @@ def write_active_only_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     written = {}
     for task in sorted(set(counts["task"])):
         s = scores[task]
-        keep = ~s["bg_active"].astype(str).str.lower().isin(["false", "0", "0.0"])
+        keep = ~_inactive(s)
         t = condition_table(s[keep].reset_index(drop=True), "kws" if task.startswith("kws") else "asr",
                             **kwargs)
         out_dir.mkdir(parents=True, exist_ok=True)
