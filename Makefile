@@ -53,7 +53,7 @@ export AIP_MIRROR := $(MIRROR)
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: all setup validate run-stage criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: sync-notebooks all setup validate run-stage criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
 
 all: setup validate
 	@for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done
@@ -113,6 +113,10 @@ criteria: setup
 	@test -f "$(CRITERIA)" || { echo "make criteria: $(CRITERIA) not found (set CRITERIA=...; format in aiplib/report.py)" >&2; exit 1; }
 	$(PY) -m aiplib.report --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" --criteria "$(CRITERIA)" \
 	  $(if $(PREVIOUS),--previous "$(PREVIOUS)") $(if $(MIN_DIFF),--min-diff $(MIN_DIFF))
+
+# Notebooks are paired with percent-format .py scripts (jupytext.toml): bring each pair in step.
+sync-notebooks: setup
+	$(VENV)/bin/jupytext --sync "$(NOTEBOOKS)"/[0-9][0-9]_*.ipynb
 
 lab: setup
 	AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" $(VENV)/bin/jupyter lab "$(NOTEBOOKS)/"

@@ -7,7 +7,7 @@ tables (``texts.csv``, ``kws_labels.csv``, ``licences.csv``) into ``tmp_path`` f
 ``MANIFEST.csv``, and, to keep the run to a few minutes on 2 CPU cores, points the custom profile
 at folders of *symlinks* to a subset (7 utterances — 5 LibriSpeech, 1 LJSpeech at 22.05 kHz, the
 stereo 44.1 kHz FLAC — 2 keyword clips plus 1 multi-keyword clip that is skipped, and all 9
-backgrounds). Every stage is the function its notebook calls (``tools/build_notebooks.py``), with
+backgrounds). Every stage is the function its notebook calls (``notebooks/NN_*.py``), with
 the embedded recogniser ``whisper_tiny_en`` and all four tasks.
 """
 from __future__ import annotations

@@ -1,0 +1,56 @@
+# %% [markdown]
+# # 7 · Inference
+#
+# **Reads** the manifests and the model registry (`aiplib/models/registry.yaml`). **Writes**
+# `inference/<model>/<task>.jsonl`, one row per stimulus, appended as it goes: a re-run continues
+# where the last one stopped and retries failed generations. Each stimulus is mixed on the fly.
+#
+# For Whisper-family recognisers the task prompt is passed as the decoder's *initial prompt*: it is
+# text the decoder conditions on, not an instruction it follows. A steering prompt can therefore only
+# act as a lexical/stylistic prior, so a Whisper RER near 1 says the prompt changed little, not that
+# the model "ignored" an instruction.
+
+# %% tags=["parameters"]
+import os
+import aiplib
+
+profile: str = os.environ.get("AIP_PROFILE", "demo")  # demo | paper | custom
+smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests and CI
+model: str = "whisper_tiny_en"  # registry id, comma list, or "all"
+task: str = "all"  # asr | kws | asr_steer_p5 | kws_steer_p5 | comma list | all
+path: str = "fast"  # embedded Whisper decoding path: fast | standard
+limit: int = 0  # >0: only the first N stimuli per task (0 means all)
+prompt_set: str = ""  # prompt set name, empty for the profile default (paper: the PROMPTS dict of the authors)
+prompts_file: str = ""  # paper: local copy of the inference script of the authors, empty to fetch it by commit
+
+# %%
+ws = aiplib.workspace(profile)
+print(ws.root)
+
+# %% [markdown]
+# The prompts: the set's name, where its texts come from (for `paper`, the authors' script, read
+# with `ast` and never run) and its SHA-256 are recorded in every inference row and in `run_log.jsonl`.
+
+# %%
+import pandas as pd
+from aiplib.prompt_sets import get_prompt_set, prompt_set_record
+
+ps = get_prompt_set(prompt_set or profile, ws=ws, prompts_file=prompts_file or None)
+ps_rec = prompt_set_record(ps)
+print(f"prompt set {ps_rec['prompt_set']} · KWS {ps_rec['kws_answer']} · sha256 {ps_rec['sha256']}")
+print("source:", ps_rec["source"])
+pd.DataFrame([{"task": t, "prompt_id": v["prompt_id"], "text": v["text"]} for t, v in ps_rec["tasks"].items()])
+
+# %%
+from aiplib.inference import run_inference
+
+if smoke and not limit:
+    limit = 40
+summary = run_inference(ws, models=model, tasks=task, path=path, limit=limit or None, prompt_set=ps)
+summary
+
+# %%
+# %xmode Minimal
+from aiplib.inference import raise_if_not_run
+
+raise_if_not_run(summary)  # a model that could not run (no GPU, gated weights …) fails the stage here
