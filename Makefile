@@ -53,7 +53,7 @@ export AIP_MIRROR := $(MIRROR)
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: sync-notebooks all setup validate run-stage criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: sync-notebooks lock all setup validate run-stage criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
 
 all: setup validate
 	@for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done
@@ -64,11 +64,16 @@ help:
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml binder/apt.txt scripts/install_debian.sh
+# Python packages: every version comes from constraints.txt (Linux x86_64, Python 3.11, torch
+# 2.13.0+cpu). Where no CPU torch wheel is on pip's own indexes, add PyTorch's CPU index, e.g.
+#   make setup PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu"
+LOCK := constraints.txt
+PIP_ARGS ?=
+$(STAMP): pyproject.toml $(LOCK) binder/apt.txt scripts/apt-test.txt scripts/install_debian.sh
 	bash scripts/install_debian.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[notebooks,test]"
+	$(PY) -m pip install -q $(PIP_ARGS) -c $(LOCK) -e ".[notebooks,test]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (AIP-Speech)" >/dev/null
 	touch $(STAMP)
 
@@ -113,6 +118,17 @@ criteria: setup
 	@test -f "$(CRITERIA)" || { echo "make criteria: $(CRITERIA) not found (set CRITERIA=...; format in aiplib/report.py)" >&2; exit 1; }
 	$(PY) -m aiplib.report --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" --criteria "$(CRITERIA)" \
 	  $(if $(PREVIOUS),--previous "$(PREVIOUS)") $(if $(MIN_DIFF),--min-diff $(MIN_DIFF))
+
+# `make lock` re-resolves pyproject.toml (extras notebooks + test) with pip-tools after a dependency
+# change: requirements.lock has every pin with its SHA-256; constraints.txt is the same pins without
+# hashes (pip refuses an editable install beside hashed constraints). Pins already in the lock are
+# kept; `make lock LOCK_ARGS=--upgrade` moves them to the newest allowed.
+lock: setup
+	$(PY) -m pip install -q pip-tools
+	CUSTOM_COMPILE_COMMAND="make lock" $(VENV)/bin/pip-compile -q --extra notebooks --extra test --generate-hashes --strip-extras \
+	  --unsafe-package aiplib --unsafe-package pip --no-emit-index-url --no-emit-find-links \
+	  $(LOCK_ARGS) --output-file requirements.lock pyproject.toml
+	sed -e '/^ *--hash=/d' -e 's/ \\$$//' requirements.lock > $(LOCK)
 
 # Notebooks are paired with percent-format .py scripts (jupytext.toml): bring each pair in step.
 sync-notebooks: setup

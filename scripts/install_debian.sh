@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Install the Debian packages listed in binder/apt.txt (the embedded default's recordings, voices,
-# ffmpeg, and Chromium for the browser test). Uses apt-get as root, or sudo when it needs no
-# password; otherwise prints the exact command and fails.
+# ffmpeg) and scripts/apt-test.txt (Chromium for the browser test; not on Binder). Uses apt-get as
+# root, or sudo when it needs no password; otherwise prints the exact command and fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t pkgs < <(grep -vE '^\s*(#|$)' binder/apt.txt)
+mapfile -t pkgs < <(cat binder/apt.txt scripts/apt-test.txt | grep -vE '^\s*(#|$)')
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

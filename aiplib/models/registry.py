@@ -38,7 +38,7 @@ _PRECISION_WORDS = {"int8_bnb": "8-bit bitsandbytes", "float16": "float16", "bfl
                     "int8": "int8", "float32": "float32"}
 # backend-specific fields kept in ModelEntry.extra (anything else unknown is a typo → error)
 _EXTRA_FIELDS = {"command", "timeout_s", "base_url", "base_url_env", "model", "api_key_env", "engine_args",
-                 "generate_kwargs", "concurrency"}
+                 "generate_kwargs", "concurrency", "wheels"}
 _REQUIRED_EXTRA = {"command": ("command",), "openai": ("base_url", "model")}
 
 

@@ -1,0 +1,69 @@
+"""Stage 9: Figures 2–7 and Tables 2–5 from ``results/scores`` and the descriptors.
+
+Reads ``results/scores/<task>.csv`` (stage 8), ``descriptors/acoustic_descriptors.csv`` and
+``descriptors/battery.csv``; writes ``results/figures/<name>.png`` and ``.pdf`` and
+``results/tables/<name>.csv``. Figures are drawn on :class:`matplotlib.figure.Figure` objects
+(Agg canvas, never pyplot), so nothing is displayed and a notebook's backend is left alone.
+
+Conventions
+-----------
+* Degradation is positive when noise hurts: ΔWER = WER(noisy) − WER(clean);
+  ΔAcc = acc(clean) − acc(noisy). Figures and tables show both in percentage points (columns ending ``_pp``).
+* Per background, degradation is averaged over items, then over SNRs, then over models for the
+  ``pooled`` value (:func:`aiplib.stats.degradation_by_background`); descriptors are
+  rank-correlated with it across backgrounds (:func:`aiplib.stats.descriptor_correlations`).
+* Every interval is a 95 % percentile bootstrap over items (backgrounds for correlations), with
+  ``seed`` and ``n_resamples`` written into the tables.
+"""
+from .common import (  # noqa: F401
+    BASE_TASKS, STEER_TASKS, FIG7_KWS_EXCLUDE, FIGURE_NAMES, TABLE_NAMES, load_scores,
+    load_descriptors, load_battery, save_figure, _FAMILY_LABEL, _FAMILY_COLOURS, _DEG_LABEL,
+    _CATEGORY_COLOURS, _OTHER_COLOUR, _NUMERIC, _model_colours, _norm_id, _categories,
+    _category_legend, _new_figure,
+)
+from .descriptors import (  # noqa: F401
+    table2_descriptor_correlations, figure2_descriptor_regressions,
+    figure3_descriptor_correlations, table3_descriptor_values, top_descriptors,
+)
+from .backgrounds import (  # noqa: F401
+    background_ranking, figure4_background_ranking, _item_bg_means,
+)
+from .accent import (  # noqa: F401
+    table4_accent_dwer, table4_supplement, figure5_accent_degradation, _accent_rows,
+    _split_table4,
+)
+from .steering import (  # noqa: F401
+    table5_prompt_steering_rer, figure6_prompt_steering_rer,
+)
+from .snr import (  # noqa: F401
+    snr_curves, figure7_snr_performance,
+)
+from .make_all import (  # noqa: F401
+    make_all_figures,
+)
+
+__all__ = [
+    "BASE_TASKS",
+    "STEER_TASKS",
+    "FIG7_KWS_EXCLUDE",
+    "FIGURE_NAMES",
+    "TABLE_NAMES",
+    "load_scores",
+    "load_descriptors",
+    "load_battery",
+    "table2_descriptor_correlations",
+    "figure2_descriptor_regressions",
+    "figure3_descriptor_correlations",
+    "background_ranking",
+    "figure4_background_ranking",
+    "table3_descriptor_values",
+    "table4_accent_dwer",
+    "table4_supplement",
+    "figure5_accent_degradation",
+    "table5_prompt_steering_rer",
+    "figure6_prompt_steering_rer",
+    "snr_curves",
+    "figure7_snr_performance",
+    "save_figure",
+    "make_all_figures",
+]

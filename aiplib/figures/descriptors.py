@@ -1,0 +1,163 @@
+"""Figures 2–3 and Tables 2–3: acoustic descriptors against degradation (part of :mod:`aiplib.figures`)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import stats
+from .common import (
+    BASE_TASKS, _CATEGORY_COLOURS, _DEG_LABEL, _FAMILY_LABEL, _OTHER_COLOUR, _categories,
+    _category_legend, _new_figure,
+)
+
+
+# ------------------------------------------------------------------- Table 2, Figures 2 and 3
+def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
+                                 n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Spearman ρ of each descriptor vs mean degradation per background (Table 2).
+
+    Parameters
+    ----------
+    scores : dict of str -> pandas.DataFrame
+        Needs ``"asr"`` and ``"kws"`` (:func:`load_scores`).
+    descriptors : pandas.DataFrame
+        Indexed by ``bg_id`` (:func:`load_descriptors`).
+    n_resamples, seed : int
+        Bootstrap over backgrounds.
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(2 · (n_models + 1) · n_descriptors, 17)]
+        Columns ``task, family, model`` (``pooled`` first, then each model), then those of
+        :func:`aiplib.stats.descriptor_correlations`: ``descriptor, n, r_s, p, p_method,
+        n_permutations, ci_low, ci_high, ci_usable, p_bh`` (BH across the descriptors within
+        each task and model), ``level, n_resamples, seed, note``. ``pooled`` uses only the
+        backgrounds every model covers (the note names the others).
+    """
+    frames = []
+    for fam, task in BASE_TASKS.items():
+        full = stats.degradation_by_background(scores[task], fam)
+        deg = full[["pooled"] + [c for c in full.columns if c != "pooled"]]
+        deg.attrs = dict(full.attrs)
+        t = stats.descriptor_correlations(deg, descriptors.reset_index(),
+                                          n_resamples=n_resamples, seed=seed)
+        t.insert(0, "family", fam)
+        t.insert(0, "task", task)
+        frames.append(t)
+    return pd.concat(frames, ignore_index=True)
+
+
+def top_descriptors(table2: pd.DataFrame, k: int = 3) -> list[str]:
+    """The ``k`` descriptors with the largest mean |r_s| over ASR and KWS (pooled over models).
+
+    As the authors' ``scripts/generate_results_new_2.py`` (Figure 2): the mean of |r_s(ASR)|
+    and |r_s(KWS)|; a descriptor whose r_s is NaN in either task is not selected.
+
+    Parameters
+    ----------
+    table2 : pandas.DataFrame
+        :func:`table2_descriptor_correlations`.
+
+    Returns
+    -------
+    list of str
+        Descriptors, largest mean |r_s| first (ties keep the table order).
+    """
+    pooled = table2[table2["model"] == "pooled"]
+    m = (pooled.assign(a=pooled["r_s"].abs()).groupby("descriptor", sort=False)["a"]
+         .agg(lambda a: a.mean(skipna=False)))
+    return list(m.dropna().sort_values(ascending=False, kind="stable").index[:k])
+
+
+def figure2_descriptor_regressions(scores: dict, descriptors: pd.DataFrame,
+                                   table2: pd.DataFrame, *, battery=None, k: int = 3):
+    """Figure 2: the ``k`` descriptors with the largest mean |r_s| (pooled ASR and KWS).
+
+    One row per family (ASR, KWS) and one column per descriptor: each point is a background
+    (descriptor value vs pooled mean degradation in pp, coloured by category) with the
+    ordinary-least-squares line; the title gives r_s, its 95 % CI and the BH-adjusted p.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    top = top_descriptors(table2, k)
+    fig = _new_figure(3.2 * max(len(top), 1), 5.8)
+    axes = fig.subplots(2, max(len(top), 1), squeeze=False)
+    for i, (fam, task) in enumerate(BASE_TASKS.items()):
+        deg = stats.degradation_by_background(scores[task], fam)["pooled"] * 100
+        common = deg.index.intersection(descriptors.index)
+        cats = _categories(list(common), battery)
+        colours = [_CATEGORY_COLOURS.get(c, _OTHER_COLOUR) for c in cats]
+        for j, desc in enumerate(top):
+            ax = axes[i, j]
+            x = descriptors.loc[common, desc].to_numpy(float)
+            y = deg.loc[common].to_numpy(float)
+            ax.scatter(x, y, c=colours, s=22, edgecolors="k", linewidths=0.3, zorder=3)
+            ok = np.isfinite(x) & np.isfinite(y)
+            if ok.sum() >= 2 and np.ptp(x[ok]) > 0:
+                b1, b0 = np.polyfit(x[ok], y[ok], 1)
+                xs = np.linspace(x[ok].min(), x[ok].max(), 50)
+                ax.plot(xs, b0 + b1 * xs, color="k", lw=1)
+            r = table2[(table2["task"] == task) & (table2["model"] == "pooled")
+                       & (table2["descriptor"] == desc)].iloc[0]
+            ax.set_title(f"{_FAMILY_LABEL[fam]} · {desc}\n$r_s$ = {r.r_s:.2f} "
+                         f"[{r.ci_low:.2f}, {r.ci_high:.2f}], $p_{{BH}}$ = {r.p_bh:.3g}",
+                         fontsize=8)
+            ax.set_xlabel(desc, fontsize=8)
+            if j == 0:
+                ax.set_ylabel(_DEG_LABEL[fam], fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.grid(alpha=0.3)
+        if top:
+            _category_legend(axes[i, -1], cats)
+    return fig
+
+
+def figure3_descriptor_correlations(table2: pd.DataFrame):
+    """Figure 3: heatmap of pooled r_s, tasks (rows) × descriptors (columns), annotated.
+
+    Each cell shows r_s; ``*`` marks p_BH < 0.05.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    pooled = table2[table2["model"] == "pooled"]
+    descs = list(dict.fromkeys(pooled["descriptor"]))
+    tasks = list(dict.fromkeys(pooled["task"]))
+    mat = pooled.pivot(index="task", columns="descriptor", values="r_s").loc[tasks, descs]
+    pbh = pooled.pivot(index="task", columns="descriptor", values="p_bh").loc[tasks, descs]
+    fig = _new_figure(1.0 + 0.85 * len(descs), 1.2 + 0.6 * len(tasks))
+    ax = fig.subplots()
+    im = ax.imshow(mat.to_numpy(float), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+    for i in range(len(tasks)):
+        for j in range(len(descs)):
+            v, q = mat.iat[i, j], pbh.iat[i, j]
+            txt = "n/a" if not np.isfinite(v) else f"{v:.2f}" + ("*" if q < 0.05 else "")
+            ax.text(j, i, txt, ha="center", va="center", fontsize=8,
+                    color="white" if np.isfinite(v) and abs(v) > 0.6 else "black")
+    ax.set_xticks(range(len(descs)), descs, rotation=40, ha="right", fontsize=8)
+    ax.set_yticks(range(len(tasks)), [t.upper() for t in tasks], fontsize=8)
+    fig.colorbar(im, ax=ax, label="Spearman $r_s$", shrink=0.9)
+    ax.set_title("Descriptor vs mean degradation across backgrounds, pooled over models "
+                 "(* $p_{BH}$ < 0.05)", fontsize=9)
+    return fig
+
+
+def table3_descriptor_values(ranking: pd.DataFrame, descriptors: pd.DataFrame, *,
+                             battery=None) -> pd.DataFrame:
+    """Table 3: the descriptor values of each background, in Figure 4 order.
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(n_backgrounds, 5 + n_descriptors)]
+        Columns ``rank, bg_id, category, asr_delta_wer_pp, kws_delta_acc_pp`` and the
+        descriptors (in :data:`aiplib.stats.DESCRIPTORS` order when present).
+    """
+    descs = [c for c in stats.DESCRIPTORS if c in descriptors.columns] or list(descriptors.columns)
+    t = ranking[["rank", "asr_delta_wer_pp", "kws_delta_acc_pp"]].copy()
+    t.insert(1, "category", _categories(list(t.index), battery))
+    t = t.join(descriptors[descs], how="left")
+    return t.reset_index()[["rank", "bg_id", "category", "asr_delta_wer_pp",
+                            "kws_delta_acc_pp", *descs]]

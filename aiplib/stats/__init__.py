@@ -1,0 +1,68 @@
+"""Statistics for the audit: every number with its uncertainty.
+
+Pure functions (no file I/O) used by :mod:`aiplib.figures` and :mod:`aiplib.report`:
+Spearman rank correlation [1]_, percentile bootstrap intervals [2]_, the exact sign test,
+McNemar's exact test [3]_, Benjamini–Hochberg adjustment [4]_, the Residual Effect Ratio of the
+steering prompt, and the per-background degradation / descriptor correlation tables.
+
+Conventions: *degradation* is positive when noise hurts —
+``delta_wer = WER(noisy) − WER(clean)`` for ASR and ``delta_acc = acc(clean) − acc(noisy)`` for KWS (both as fractions, not %).
+Randomness comes only from ``numpy.random.default_rng(seed)``; every result records its
+``seed`` and ``n_resamples``.
+
+References
+----------
+.. [1] C. Spearman, "The proof and measurement of association between two things",
+       American Journal of Psychology 15(1), 72–101, 1904.
+.. [2] B. Efron, "Bootstrap methods: another look at the jackknife", Annals of Statistics 7(1),
+       1–26, 1979; B. Efron, R. J. Tibshirani, *An Introduction to the Bootstrap*, 1993 (§13,
+       percentile interval).
+.. [3] Q. McNemar, "Note on the sampling error of the difference between correlated proportions
+       or percentages", Psychometrika 12(2), 153–157, 1947.
+.. [4] Y. Benjamini, Y. Hochberg, "Controlling the false discovery rate: a practical and
+       powerful approach to multiple testing", JRSS B 57(1), 289–300, 1995.
+"""
+from .core import (  # noqa: F401
+    DESCRIPTORS, DEGRADATION_COLUMN, MIN_N_FOR_INTERVAL, MIN_USABLE_SHARE, SPEARMAN_EXACT_MAX_N,
+    SPEARMAN_PERMUTATION_MAX_N, SPEARMAN_N_PERMUTATIONS, RER_DENOMINATOR_EPS, RER_KWS_SMALL,
+    RER_FLAG_BELOW, SpearmanResult, BootstrapResult, BinomTestResult, _as_1d,
+)
+from .spearman import (  # noqa: F401
+    spearman, spearman_permutation_p, _centred_ranks, _all_permutations, _spearman_rows,
+)
+from .intervals import (  # noqa: F401
+    bootstrap_ci, _few_note, _percentile_interval,
+)
+from .exact_tests import (  # noqa: F401
+    sign_test, mcnemar_exact, bh_adjust,
+)
+from .degradation import (  # noqa: F401
+    rer, rer_flag, degradation_by_background, partial_note, descriptor_correlations,
+)
+
+__all__ = [
+    "DESCRIPTORS",
+    "DEGRADATION_COLUMN",
+    "MIN_N_FOR_INTERVAL",
+    "MIN_USABLE_SHARE",
+    "SPEARMAN_EXACT_MAX_N",
+    "SPEARMAN_PERMUTATION_MAX_N",
+    "SPEARMAN_N_PERMUTATIONS",
+    "RER_DENOMINATOR_EPS",
+    "RER_KWS_SMALL",
+    "RER_FLAG_BELOW",
+    "SpearmanResult",
+    "BootstrapResult",
+    "BinomTestResult",
+    "spearman",
+    "spearman_permutation_p",
+    "bootstrap_ci",
+    "sign_test",
+    "mcnemar_exact",
+    "bh_adjust",
+    "rer",
+    "rer_flag",
+    "degradation_by_background",
+    "partial_note",
+    "descriptor_correlations",
+]
