@@ -15,7 +15,8 @@ import pytest
 import soundfile as sf
 
 from aiplib import download as dl
-from aiplib.corpora import paper
+from aiplib.corpora import common_voice, paper, speech_commands
+from aiplib.corpora.corpus import CorpusError, RemoteFile
 from aiplib.workspace import workspace
 from fake_corpora import (LS_SPEAKERS, build_archives, closed_port_url, fake_cv_records, fake_registry,
                           serve_corpora)
@@ -173,7 +174,7 @@ def test_unsafe_corpus_archive_is_refused(tmp_path, archives, registry):
 
     evil = make_targz({"musan/README": b"x", "../../escaped.txt": b"owned"})
     reg = dict(registry)
-    reg["musan"] = dataclasses.replace(reg["musan"], files=(paper.RemoteFile("musan.tar.gz"),))
+    reg["musan"] = dataclasses.replace(reg["musan"], files=(RemoteFile("musan.tar.gz"),))
     ws = workspace("paper", data_root=tmp_path / "data")
     with FakeServer({"/musan/musan.tar.gz": evil}) as srv:
         with pytest.raises(dl.UnsafeArchiveError, match=r"\.\./\.\./escaped\.txt"):
@@ -232,7 +233,7 @@ def _authors_kws_ids(root: Path, n: int) -> list:
     import random
 
     rng, items = random.Random(42), []
-    for kw in paper.KEYWORDS:
+    for kw in speech_commands.KEYWORDS:
         files = sorted((root / kw).glob("*.wav"))
         rng.shuffle(files)
         items += [f"kws_{kw}_{w.stem}" for w in files[:n // 10 + 2]]
@@ -240,7 +241,7 @@ def _authors_kws_ids(root: Path, n: int) -> list:
         files = sorted((root / kw).glob("*.wav")) if (root / kw).exists() else []
         rng.shuffle(files)
         items += [f"kws_nt_{kw}_{w.stem}" for w in files[:n // 4]]
-    for kw in paper.KEYWORDS[:4]:
+    for kw in speech_commands.KEYWORDS[:4]:
         items += [f"probe_{kw}_{w.stem}" for w in sorted((root / kw).glob("*.wav"))[-3:]]
     rng.shuffle(items)
     return items[:n]
@@ -266,10 +267,10 @@ def test_item_banks_follow_the_authors_rules(paper_ws, banks):
     assert list(cv.text) == [r["sentence"] for r in recs] and list(cv.gender) == [r["gender"] for r in recs]
     assert list(cv.accent) == [r["accent"] for r in recs]
     groups = cv.accent_group.dropna()
-    assert groups.nunique() == 11 and set(groups) == set(paper.CV_ACCENT_GROUPS.values())
+    assert groups.nunique() == 11 and set(groups) == set(common_voice.CV_ACCENT_GROUPS.values())
     assert cv[cv.accent == "United States English,England English"].accent_group.isna().all()
     # KWS: targets, non-targets from _background_noise_, probes with is_target false
-    assert set(kws[kws.is_target].label) <= set(paper.KEYWORDS)
+    assert set(kws[kws.is_target].label) <= set(speech_commands.KEYWORDS)
     probes = kws[kws.item_id.str.startswith("probe_")]
     assert (~probes.is_target).all() and list(probes.probe_id) == list(probes.item_id)
     assert kws[kws.probe_id.isna()].is_target.sum() == (kws.label != "_background_noise_").sum() - len(probes)
@@ -299,25 +300,25 @@ def test_item_banks_are_reused_and_reproducible(paper_ws, banks):
 
 
 def test_common_voice_shortfall_is_a_clear_error(tmp_path):
-    with pytest.raises(paper.CorpusError, match=r"ended after 10 clip\(s\) with accent and gender labels, 80 needed"):
-        paper.select_common_voice(fake_cv_records(10), tmp_path / "cv")
+    with pytest.raises(CorpusError, match=r"ended after 10 clip\(s\) with accent and gender labels, 80 needed"):
+        common_voice.select_common_voice(fake_cv_records(10), tmp_path / "cv")
     assert not (tmp_path / "cv").exists()  # nothing saved when the selection cannot be made
 
 
 def test_accent_groups_come_from_the_data_file(tmp_path):
-    groups = paper.read_accent_groups()
-    assert groups == paper.CV_ACCENT_GROUPS and len(groups) == 11 and len(set(groups.values())) == 11
-    assert paper.ACCENT_GROUPS_FILE.name == "cv_accent_groups.csv"
-    assert paper.accent_group("India and South Asia (India, Pakistan, Sri Lanka)") == "India & S. Asia"
-    assert paper.accent_group(" West Indies and Bermuda (Bahamas, Bermuda, Jamaica, Trinidad) ") == "West Indies & Bermuda"
-    assert paper.accent_group("Filipino") is None and paper.accent_group(None) is None
-    assert paper.accent_group("United States English,England English") is None
+    groups = common_voice.read_accent_groups()
+    assert groups == common_voice.CV_ACCENT_GROUPS and len(groups) == 11 and len(set(groups.values())) == 11
+    assert common_voice.ACCENT_GROUPS_FILE.name == "cv_accent_groups.csv"
+    assert common_voice.accent_group("India and South Asia (India, Pakistan, Sri Lanka)") == "India & S. Asia"
+    assert common_voice.accent_group(" West Indies and Bermuda (Bahamas, Bermuda, Jamaica, Trinidad) ") == "West Indies & Bermuda"
+    assert common_voice.accent_group("Filipino") is None and common_voice.accent_group(None) is None
+    assert common_voice.accent_group("United States English,England English") is None
     custom = tmp_path / "g.csv"
     custom.write_text("cv_accent,accent_group\nFilipino,Philippines\n")
-    assert paper.accent_group("Filipino", paper.read_accent_groups(custom)) == "Philippines"
+    assert common_voice.accent_group("Filipino", common_voice.read_accent_groups(custom)) == "Philippines"
     custom.write_text("cv_accent,accent_group\nFilipino,A\nFilipino,B\n")
-    with pytest.raises(paper.CorpusError, match="listed twice"):
-        paper.read_accent_groups(custom)
+    with pytest.raises(CorpusError, match="listed twice"):
+        common_voice.read_accent_groups(custom)
 
 
 def _fake_datasets(version: str, calls: list, records: list):
@@ -346,11 +347,11 @@ def test_common_voice_step_with_a_fake_script_dataset(tmp_path, monkeypatch):
 
     calls = []
     monkeypatch.setitem(sys.modules, "datasets", _fake_datasets("3.5.1", calls, fake_cv_records(6)))
-    ds = paper.load_common_voice()
+    ds = common_voice.load_common_voice()
     assert calls[0] == ("load_dataset", "fsicoli/common_voice_17_0", "en",
                         {"split": "validation", "streaming": True, "trust_remote_code": True})
     assert calls[1] == ("cast_column", "audio", ("Audio", False))
-    kept = paper.select_common_voice(ds, tmp_path, n=5)
+    kept = common_voice.select_common_voice(ds, tmp_path, n=5)
     assert [k["item_id"][-2:] for k in kept] == ["_0", "_1", "_2", "_3", "_4"]
     assert all(k["y"].dtype == np.float32 and abs(k["y"].size / 16000 - sf.info(str(k["source_file"])).duration) < 1e-3
                for k in kept)
@@ -365,7 +366,7 @@ def test_common_voice_step_refuses_datasets_4_clearly(version, monkeypatch):
     calls = []
     monkeypatch.setitem(sys.modules, "datasets", _fake_datasets(version, calls, []))
     with pytest.raises(MissingPackageError) as ei:
-        paper.load_common_voice()
+        common_voice.load_common_voice()
     msg = str(ei.value)
     assert "loading-script" in msg and f"datasets {version}" in msg and "pip install 'datasets>=3.5,<4'" in msg
     assert calls == []  # never reached the hub
@@ -378,19 +379,19 @@ def test_common_voice_step_without_datasets(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "datasets", None)  # import fails
     with pytest.raises(MissingPackageError, match=r"datasets>=3\.5,<4"):
-        paper.load_common_voice()
+        common_voice.load_common_voice()
 
 
 def test_kws_shortfall_is_a_clear_error(paper_ws):
-    with pytest.raises(paper.CorpusError, match=r"Speech Commands: 133 candidate clips, 200 needed"):
+    with pytest.raises(CorpusError, match=r"Speech Commands: 133 candidate clips, 200 needed"):
         paper.build_item_banks(paper_ws, cv_dataset=fake_cv_records(), n_kws=200, overwrite=True)
 
 
 def test_missing_corpus_says_run_stage_1(tmp_path):
     ws = workspace("paper", data_root=tmp_path)
-    with pytest.raises(paper.CorpusError, match="run stage 1"):
+    with pytest.raises(CorpusError, match="run stage 1"):
         paper.build_item_banks(ws, cv_dataset=[])
-    with pytest.raises(paper.CorpusError, match="run stage 1"):
+    with pytest.raises(CorpusError, match="run stage 1"):
         paper.battery_specs(ws)
 
 
