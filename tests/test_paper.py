@@ -15,6 +15,7 @@ import pytest
 import soundfile as sf
 
 from aiplib import download as dl
+from aiplib import errors
 from aiplib.corpora import common_voice, paper, speech_commands
 from aiplib.corpora.corpus import CorpusError, RemoteFile
 from aiplib.workspace import workspace
@@ -115,7 +116,7 @@ def test_offline_run_names_url_says_mirror_and_loses_nothing(paper_ws, registry)
     before = {p: p.stat().st_size for p in root.rglob("*") if p.is_file()}
     prog_before = (root / "checks/download_progress.json").read_text()
     dead = closed_port_url()
-    with pytest.raises(dl.DownloadError) as exc:
+    with pytest.raises(errors.DownloadError) as exc:
         # force: pretend nothing is complete, so every corpus must reach the (dead) server
         paper.download_all(paper_ws, base_urls=dead, registry=registry, force_download=True,
                            retries=0, progress=False)
@@ -136,7 +137,7 @@ def test_default_urls_fail_clearly_without_network(tmp_path, monkeypatch):
 
     monkeypatch.setattr(requests.Session, "get", no_network)
     ws = workspace("paper", data_root=tmp_path)
-    with pytest.raises(dl.DownloadError) as exc:
+    with pytest.raises(errors.DownloadError) as exc:
         paper.download_all(ws, corpora=["musan"], retries=0, progress=False)
     assert "https://www.openslr.org/resources/17/musan.tar.gz" in str(exc.value)
     assert "AIP_MIRROR_MUSAN" in str(exc.value)
@@ -164,7 +165,7 @@ def test_checksum_mismatch_names_the_file(tmp_path, server, registry):
     bad["librispeech"] = dataclasses.replace(
         c, files=(dataclasses.replace(c.files[0], md5="0" * 32),) + c.files[1:])
     ws = workspace("paper", data_root=tmp_path)
-    with pytest.raises(dl.ChecksumError, match=r"test-clean\.tar\.gz.*MD5"):
+    with pytest.raises(errors.ChecksumError, match=r"test-clean\.tar\.gz.*MD5"):
         paper.download_all(ws, corpora=["librispeech"], base_urls=server.url, registry=bad, progress=False)
     assert not (ws.root / "speech_asr/librispeech/LibriSpeech/test-clean").exists()
 
@@ -177,7 +178,7 @@ def test_unsafe_corpus_archive_is_refused(tmp_path, archives, registry):
     reg["musan"] = dataclasses.replace(reg["musan"], files=(RemoteFile("musan.tar.gz"),))
     ws = workspace("paper", data_root=tmp_path / "data")
     with FakeServer({"/musan/musan.tar.gz": evil}) as srv:
-        with pytest.raises(dl.UnsafeArchiveError, match=r"\.\./\.\./escaped\.txt"):
+        with pytest.raises(errors.UnsafeArchiveError, match=r"\.\./\.\./escaped\.txt"):
             paper.download_all(ws, corpora=["musan"], base_urls=srv.url, registry=reg, progress=False)
     assert not list(tmp_path.rglob("escaped.txt"))
     assert not (ws.root / "backgrounds/musan/musan").exists()
@@ -186,7 +187,7 @@ def test_unsafe_corpus_archive_is_refused(tmp_path, archives, registry):
 def test_disk_space_shortage_is_reported_in_gb(tmp_path, server, registry, monkeypatch):
     monkeypatch.setattr(dl, "_free_bytes", lambda p: 10_000)
     ws = workspace("paper", data_root=tmp_path)
-    with pytest.raises(dl.InsufficientDiskSpaceError, match=r"musan\.tar\.gz.*needs \d+\.\d\d GB"):
+    with pytest.raises(errors.InsufficientDiskSpaceError, match=r"musan\.tar\.gz.*needs \d+\.\d\d GB"):
         paper.download_all(ws, corpora=["musan"], base_urls=server.url, registry=registry, progress=False)
     assert not (ws.root / "backgrounds/musan/musan.tar.gz").exists()
 
