@@ -19,7 +19,7 @@ from aiplib import errors
 from aiplib.corpora import common_voice, paper, speech_commands
 from aiplib.corpora.corpus import CorpusError, RemoteFile
 from aiplib.workspace import workspace
-from fake_corpora import (LS_SPEAKERS, build_archives, closed_port_url, fake_cv_records, fake_registry,
+from fake_corpora import (ESC_TARGETS, LS_SPEAKERS, build_archives, closed_port_url, fake_cv_records, fake_registry,
                           serve_corpora)
 
 ARCH_FIELDS = {"item_id", "path", "source_file", "source", "licence", "attribution", "duration_s", "speaker",
@@ -496,3 +496,28 @@ def test_paper_profile_dry_run_stages_1_to_5(tmp_path, server, registry, monkeyp
         assert rows.condition.iloc[0] == "clean" and (rows.condition.iloc[1:] == "noisy").all()
         assert list(rows.id.iloc[1:4]) == [f"{first}_{AUTHORS_BG_IDS[0]}_snr{n}" for n in (10, 5, 0)]
         assert set(rows.background_id.iloc[1:]) == set(AUTHORS_BG_IDS)
+
+
+# ------------------------------------------------------------------------------------------------
+# the corpus modules' prepare_<corpus> readers (lhotse's recipe layout) on the downloaded fakes
+# ------------------------------------------------------------------------------------------------
+def test_prepare_readers_of_each_corpus(paper_ws):
+    from aiplib.corpora import esc50, ms_snsd, musan
+
+    esc = esc50.prepare_esc50(paper.corpus_dir(paper_ws, "esc50"))
+    assert len(esc) == 28 and set(esc.target) == set(ESC_TARGETS.values())
+    rain = esc[(esc.target == 10) & (esc.fold == 1) & (esc["take"] == "A")]
+    assert list(rain.filename) == ["1-100010-A-10.wav"] and Path(rain.path.iloc[0]).is_file()
+    snsd = ms_snsd.prepare_ms_snsd(paper.corpus_dir(paper_ws, "ms_snsd"))
+    assert (snsd.split == "noise_train").sum() == 9 and (snsd.split == "noise_test").sum() == 2
+    caf = snsd[snsd.noise_type == "CafeTeria"]
+    assert list(zip(caf.split, caf["index"])) == [("noise_train", 1), ("noise_train", 2)]
+    mus = musan.prepare_musan(paper.corpus_dir(paper_ws, "musan"))
+    assert mus.groupby("subset").size().to_dict() == {"music": 3, "noise": 1, "speech": 2}
+    assert "music-fma-0062" in set(mus.rec_id)
+    sc_dir = paper.corpus_dir(paper_ws, "speech_commands")
+    sizes = {s: len(speech_commands.prepare_speech_commands(sc_dir, split=s))
+             for s in ("test", "validation", "train", None)}
+    assert sizes == {"test": 10 * 11 + 15, "validation": 10 + 15, "train": 0, None: 150}
+    test = speech_commands.prepare_speech_commands(sc_dir)
+    assert test.is_target.sum() == 110 and set(test[test.is_target].label) == set(speech_commands.KEYWORDS)

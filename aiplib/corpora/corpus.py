@@ -22,7 +22,7 @@ from pathlib import Path
 from ..download import fetch
 from ..errors import AiplibError
 
-__all__ = ["CorpusError", "RemoteFile", "Corpus", "need_dir", "resolve_base_url", "mirror_hint",
+__all__ = ["CorpusError", "RemoteFile", "Corpus", "need_dir", "resolve_base_url",
            "download_corpus"]
 
 
@@ -135,7 +135,7 @@ def resolve_base_url(c: Corpus, base_urls=None) -> str:
     return c.base_url.rstrip("/")
 
 
-def mirror_hint(c: Corpus) -> str:
+def _mirror_hint(c: Corpus) -> str:
     """One sentence telling how to fetch corpus ``c`` from a mirror (appended to network errors)."""
     return (f"To use a mirror, set {c.env_var}=<base URL holding {', '.join(f.name for f in c.files)}> "
             f"(or AIP_MIRROR=<root URL with one folder per corpus>, or pass base_urls/--base-url), "
@@ -178,5 +178,5 @@ def download_corpus(c: Corpus, target_dir, *, base_url: str | None = None, force
         fetch(f"{base}/{f.name}", target_dir / f.name, key=f"{c.name}/{f.name}",
               extract_to=None if f.extract_subdir is None else target_dir / f.extract_subdir,
               md5=f.md5, sha256=f.sha256, progress_file=progress_file,
-              extract_factor=c.extract_factor, hint=mirror_hint(c), force=force_download, **kwargs)
+              extract_factor=c.extract_factor, hint=_mirror_hint(c), force=force_download, **kwargs)
     return target_dir
