@@ -7,15 +7,15 @@ lhotse-style):
   interrupted download is continued, not restarted; a progress bar (tqdm); a free-disk-space check
   before the first byte is written; verification against the publisher's MD5 or a pinned SHA-256,
   else against the size the server announced (the SHA-256 is always recorded).
-* :func:`safe_extract` — ZIP / TAR(.gz|.bz2|.xz) extraction that checks *every* member before
-  writing anything and refuses absolute paths, ``..`` components, symbolic and hard links and
-  device files.
+* :func:`aiplib.archives.safe_extract` (its own module) — ZIP / TAR extraction that checks every
+  member before writing anything.
 * :func:`fetch` — download + extract + ``.completed`` marker + an entry in the JSON progress file
   (``checks/download_progress.json``), skipped when already complete.
 * :func:`set_cache_env` — point ``HF_HOME``, ``HF_DATASETS_CACHE`` and ``TORCH_HOME`` into
   ``models/cache/`` unless the user has set them.
 
-Failures raise :class:`DownloadError` (a :class:`~aiplib.errors.AiplibError`) whose message names
+Failures raise :class:`~aiplib.errors.DownloadError` (or its subclasses ``ChecksumError``,
+``UnsafeArchiveError``, ``InsufficientDiskSpaceError``, all in :mod:`aiplib.errors`) whose message names
 the URL or file and says how to continue (a mirror, free space, running again to resume).
 """
 from __future__ import annotations
@@ -26,20 +26,14 @@ import json
 import os
 import re
 import shutil
-import tarfile
 import time
-import zipfile
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from .errors import AiplibError
+from .archives import safe_extract
+from .errors import ChecksumError, DownloadError, InsufficientDiskSpaceError
 
 __all__ = [
-    "DownloadError",
-    "ChecksumError",
-    "UnsafeArchiveError",
-    "InsufficientDiskSpaceError",
     "download_file",
-    "safe_extract",
     "fetch",
     "file_digests",
     "check_disk_space",
@@ -54,34 +48,6 @@ RETRY_WAIT_S = 2.0
 
 _GB = 1e9
 _CHUNK = 1 << 16
-
-
-class DownloadError(AiplibError, OSError):
-    """A file could not be downloaded, verified or extracted.
-
-    The message names the URL or file concerned and says what to do next. Network failures also
-    carry ``url`` and ``reason`` attributes (``None`` otherwise).
-    """
-
-    def __init__(self, message: str = "", *, url: str | None = None, reason: str | None = None):
-        super().__init__(message)
-        self.url = url
-        self.reason = reason
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
-class ChecksumError(DownloadError):
-    """A downloaded file does not match its published checksum or announced size."""
-
-
-class UnsafeArchiveError(DownloadError):
-    """An archive holds a member that would be written outside the target folder (or a link)."""
-
-
-class InsufficientDiskSpaceError(DownloadError):
-    """Not enough free disk space for a download and its extraction (reported in GB)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -369,98 +335,6 @@ def download_file(url: str, dest, *, md5: str | None = None, sha256: str | None 
     return {"url": url, "path": str(dest), "size": digests["size"], "md5": digests["md5"],
             "sha256": digests["sha256"],
             "verified_by": "md5" if md5 else ("sha256" if sha256 else "size")}
-
-
-# --------------------------------------------------------------------------------------------
-# extraction
-# --------------------------------------------------------------------------------------------
-def _unsafe_name(name: str, root: Path) -> str | None:
-    """Why an archive member name is unsafe, or None."""
-    if not name:
-        return "empty name"
-    norm = name.replace("\\", "/")
-    if norm.startswith("/") or re.match(r"^[A-Za-z]:", norm):
-        return "absolute path"
-    if ".." in PurePosixPath(norm).parts:
-        return "'..' component"
-    target = (root / norm).resolve()
-    if target != root and root not in target.parents:
-        return "resolves outside the target folder"
-    return None
-
-
-def safe_extract(archive, target_dir) -> list[str]:
-    """Extract a ZIP or TAR archive into ``target_dir`` after checking every member.
-
-    Nothing is written unless all members are safe: a member with an absolute path (``/x``,
-    ``C:\\x``), a ``..`` component or a path resolving outside ``target_dir``, a symbolic or hard
-    link, or a device/FIFO member makes the whole archive refused. TAR members are then extracted
-    with Python's ``"data"`` filter as a second line of defence.
-
-    Parameters
-    ----------
-    archive : str or Path
-        ``.zip``, ``.tar``, ``.tar.gz``/``.tgz``, ``.tar.bz2``, ``.tar.xz``.
-    target_dir : str or Path
-        Created if missing.
-
-    Returns
-    -------
-    list of str
-        Member names extracted (files and folders, as stored in the archive).
-
-    Raises
-    ------
-    UnsafeArchiveError
-        Naming the archive, the first offending member and the reason.
-    DownloadError
-        If the file is not a readable ZIP or TAR archive.
-    """
-    archive = Path(archive)
-    root = Path(target_dir)
-    root.mkdir(parents=True, exist_ok=True)
-    root = root.resolve()
-
-    def refuse(member, why):
-        return UnsafeArchiveError(
-            f"{archive.name}: refusing to extract member {member!r} ({why}); nothing was extracted "
-            f"to {root}. The archive is not the expected one — delete it and check the source or mirror.")
-
-    if zipfile.is_zipfile(archive):
-        with zipfile.ZipFile(archive) as zf:
-            infos = zf.infolist()
-            for info in infos:
-                why = _unsafe_name(info.filename, root)
-                mode = (info.external_attr >> 16) & 0o170000
-                if why is None and mode == 0o120000:
-                    why = "symbolic link"
-                if why:
-                    raise refuse(info.filename, why)
-            zf.extractall(root)
-            return [i.filename for i in infos]
-    try:
-        tf = tarfile.open(archive, "r:*")
-    except (tarfile.TarError, OSError) as exc:
-        raise DownloadError(f"{archive}: not a readable ZIP or TAR archive ({exc}); delete it and "
-                            f"download again") from None
-    with tf:
-        members = tf.getmembers()
-        for m in members:
-            why = _unsafe_name(m.name, root)
-            if why is None:
-                if m.issym():
-                    why = f"symbolic link to {m.linkname!r}"
-                elif m.islnk():
-                    why = f"hard link to {m.linkname!r}"
-                elif not (m.isfile() or m.isdir()):
-                    why = "device, FIFO or other special file"
-            if why:
-                raise refuse(m.name, why)
-        if hasattr(tarfile, "data_filter"):
-            tf.extractall(root, members=members, filter="data")
-        else:  # pragma: no cover - Python < 3.11.4
-            tf.extractall(root, members=members)
-        return [m.name for m in members]
 
 
 # --------------------------------------------------------------------------------------------

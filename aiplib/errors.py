@@ -12,6 +12,10 @@ __all__ = [
     "MissingPackageError",
     "ValidationError",
     "ModelUnavailableError",
+    "DownloadError",
+    "ChecksumError",
+    "UnsafeArchiveError",
+    "InsufficientDiskSpaceError",
 ]
 
 
@@ -50,3 +54,31 @@ class ValidationError(AiplibError):
 
 class ModelUnavailableError(AiplibError, RuntimeError):
     """A registry model cannot run here (no GPU, gated weights, missing package, disabled entry)."""
+
+
+class DownloadError(AiplibError, OSError):
+    """A file could not be downloaded, verified or extracted.
+
+    The message names the URL or file concerned and says what to do next. Network failures also
+    carry ``url`` and ``reason`` attributes (``None`` otherwise).
+    """
+
+    def __init__(self, message: str = "", *, url: str | None = None, reason: str | None = None):
+        super().__init__(message)
+        self.url = url
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class ChecksumError(DownloadError):
+    """A downloaded file does not match its published checksum or announced size."""
+
+
+class UnsafeArchiveError(DownloadError):
+    """An archive holds a member that would be written outside the target folder (or a link)."""
+
+
+class InsufficientDiskSpaceError(DownloadError):
+    """Not enough free disk space for a download and its extraction (reported in GB)."""

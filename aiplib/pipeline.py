@@ -6,8 +6,7 @@ from stage 3's curation onwards is the same code for every profile.
 """
 from __future__ import annotations
 
-import importlib
-
+from .corpora import get_profile
 from .errors import AiplibParameterError
 
 __all__ = ["SIZES", "stage_sizes", "corpus_module", "gather_raw", "build_item_banks", "battery_specs"]
@@ -32,18 +31,13 @@ def stage_sizes(profile: str, smoke: bool = False) -> dict:
 
 
 def corpus_module(profile: str):
-    """The ``aiplib.corpora.<profile>`` module."""
-    if profile not in ("demo", "paper", "custom"):
-        raise AiplibParameterError(f"unknown profile {profile!r}; choose demo, paper or custom")
-    return importlib.import_module(f"aiplib.corpora.{profile}")
+    """The ``aiplib.corpora.<profile>`` module (an ``aiplib.corpora.Profile``)."""
+    return get_profile(profile)
 
 
 def gather_raw(ws, **params):
     """Stage 1: get the raw inputs of ``ws.profile`` into ``ws.raw`` (install, download or validate)."""
-    mod = corpus_module(ws.profile)
-    if ws.profile == "paper":
-        return mod.download_all(ws, **params)
-    return mod.gather_raw(ws, **params)
+    return corpus_module(ws.profile).gather_raw(ws, **params)
 
 
 def build_item_banks(ws, **params):

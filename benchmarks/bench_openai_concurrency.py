@@ -138,7 +138,7 @@ def entry(base_url: str, *, concurrency: int, batch_size: int):
     """A registry entry for the fake endpoint (``openai`` backend, chat)."""
     from aiplib.models import ModelEntry  # noqa: PLC0415
 
-    return ModelEntry(id=f"fake_c{concurrency}", backend="openai", family="api", prompt_style="chat",
+    return ModelEntry(id=f"fake_c{concurrency}", backend="openai", model_type="api", prompt_style="chat",
                       max_new_tokens=64, batch_size=batch_size, requires="cpu",
                       extra={"base_url": base_url, "model": MODEL, "concurrency": concurrency,
                              "engine_args": {"max_retries": 0}})

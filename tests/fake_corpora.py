@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import soundfile as sf
 
-from aiplib.corpora import paper
+from aiplib.corpora import paper, speech_commands
 
 ESC_TARGETS = {"dog": 0, "rooster": 1, "cat": 5, "rain": 10, "sea_waves": 11, "crackling_fire": 12,
                "wind": 16, "thunderstorm": 19, "footsteps": 25, "keyboard_typing": 32,
@@ -159,8 +159,8 @@ def build_archives() -> dict:
     expected["librispeech"] = sum(len(s) * LS_UTTS_PER_SPEAKER + 1 for s in LS_SPEAKERS.values())
 
     files, test_list, val_list = {}, [], []
-    for word in paper.KEYWORDS + SC_NONTARGET_WORDS:
-        n_spk = SC_SPEAKERS_PER_KEYWORD if word in paper.KEYWORDS else 2
+    for word in speech_commands.KEYWORDS + SC_NONTARGET_WORDS:
+        n_spk = SC_SPEAKERS_PER_KEYWORD if word in speech_commands.KEYWORDS else 2
         for k in range(n_spk):
             spk = hashlib.sha1(f"{word}{k}".encode()).hexdigest()[:8]
             rel = f"{word}/{spk}_nohash_0.wav"
@@ -173,7 +173,7 @@ def build_archives() -> dict:
     files["./LICENSE"] = b"CC BY 4.0\n"
     files["./README.md"] = b"Speech Commands v0.02 (fake)\n"
     out["speech_commands"] = {"speech_commands_v0.02.tar.gz": make_targz(files)}
-    expected["speech_commands"] = len(paper.KEYWORDS) * SC_SPEAKERS_PER_KEYWORD + 2 * len(SC_NONTARGET_WORDS) + 1
+    expected["speech_commands"] = len(speech_commands.KEYWORDS) * SC_SPEAKERS_PER_KEYWORD + 2 * len(SC_NONTARGET_WORDS) + 1
     out["_expected"] = expected
     return out
 

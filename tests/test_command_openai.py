@@ -63,7 +63,7 @@ def _script(tmp_path, name, text):
 
 
 def _cmd_entry(command, **more):
-    return {"backend": "command", "family": "external", "command": command, "requires": "cpu",
+    return {"backend": "command", "model_type": "external", "command": command, "requires": "cpu",
             "max_new_tokens": 64, "prompt_style": "initial_prompt", **more}
 
 
@@ -186,7 +186,7 @@ def fake_server():
 
 
 def _api_entry(base_url, style, **more):
-    return {"backend": "openai", "family": "api", "base_url": base_url, "model": "fake-model",
+    return {"backend": "openai", "model_type": "api", "base_url": base_url, "model": "fake-model",
             "api_key_env": "AIP_TEST_API_KEY", "prompt_style": style, "requires": "cpu", "max_new_tokens": 64,
             "engine_args": {"backoff_s": 0.01, "max_retries": 3}, **more}
 
@@ -306,7 +306,7 @@ def test_loopback_concurrency_benchmark_untimed_parts():
 
 
 def _vllm_like(tmp_path, monkeypatch, bench, url, **more):
-    e = {"backend": "openai", "family": "api", "base_url": "http://127.0.0.1:9/v1", "base_url_env": "AIP_TEST_URL",
+    e = {"backend": "openai", "model_type": "api", "base_url": "http://127.0.0.1:9/v1", "base_url_env": "AIP_TEST_URL",
          "model": bench.MODEL, "prompt_style": "chat", "requires": "cpu", "max_new_tokens": 64,
          "batch_size": 8, "concurrency": 4, "engine_args": {"backoff_s": 0.01, "max_retries": 1}, **more}
     monkeypatch.setenv("AIP_TEST_URL", url)

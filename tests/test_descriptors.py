@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from aiplib import descriptors as D
+from aiplib import vad
 from aiplib.audio import load_audio, write_wav
 from aiplib.errors import AiplibError, AiplibParameterError
 from aiplib.workspace import workspace
@@ -46,8 +47,8 @@ def test_names_and_info():
     # librosa's defaults at 16 kHz, as the authors' extract_acoustic_descriptors
     assert D.FRAME["n_fft"] == 2048 and D.FRAME["hop_length"] == 512 and D.FRAME["center"] is True
     assert D.FRAME["rolloff_percent"] == 0.85 and "included" in D.FRAME["silent_frames"]
-    assert D.VAD_SETTINGS["window_size_samples"] == 512
-    assert (D.VAD_SETTINGS["min_speech_duration_ms"], D.VAD_SETTINGS["min_silence_duration_ms"]) == (250, 100)
+    assert vad.VAD_SETTINGS["window_size_samples"] == 512
+    assert (vad.VAD_SETTINGS["min_speech_duration_ms"], vad.VAD_SETTINGS["min_silence_duration_ms"]) == (250, 100)
 
 
 # ------------------------------------------------------------------------------- spectral values
@@ -160,17 +161,17 @@ def test_wrong_rate():
     with pytest.raises(AiplibParameterError, match="16000"):
         D.spectral_descriptors(_sine(), 22050)
     with pytest.raises(AiplibParameterError, match="8000 or 16000"):
-        D.vad_speech_fraction(_sine(), sr=44100)
+        vad.vad_speech_fraction(_sine(), sr=44100)
     with pytest.raises(AiplibParameterError, match="threshold"):
-        D.vad_speech_fraction(_sine(), threshold=1.5)
+        vad.vad_speech_fraction(_sine(), threshold=1.5)
 
 
 # ------------------------------------------------------------------------------- VAD
 
 
 def test_vad_white_noise_and_sine():
-    assert D.vad_speech_fraction(_white(dur=5.0)) < 0.1
-    assert D.vad_speech_fraction(_sine(dur=5.0)) < 0.1
+    assert vad.vad_speech_fraction(_white(dur=5.0)) < 0.1
+    assert vad.vad_speech_fraction(_sine(dur=5.0)) < 0.1
 
 
 def test_vad_threads_restored():
@@ -178,8 +179,8 @@ def test_vad_threads_restored():
     import subprocess
     import sys
 
-    code = ("import torch; torch.set_num_threads(3); import numpy as np; from aiplib import descriptors as D; "
-            "D.load_vad_model(); D.vad_speech_fraction(np.zeros(16000, np.float32) + 0.01); "
+    code = ("import torch; torch.set_num_threads(3); import numpy as np; from aiplib import vad; "
+            "vad.load_vad_model(); vad.vad_speech_fraction(np.zeros(16000, np.float32) + 0.01); "
             "print(torch.get_num_threads())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])
@@ -194,7 +195,7 @@ def test_real_speech():
     assert d["vad_speech_fraction"] > 0.3                   # measured 0.94
     assert 0.0 < d["spectral_flatness"] < 0.3
     assert d["rms_variance"] > D.spectral_descriptors(_sine(), SR)["rms_variance"]
-    assert D.load_vad_model() is D.load_vad_model()          # loaded once
+    assert vad.load_vad_model() is vad.load_vad_model()          # loaded once
 
 
 # ------------------------------------------------------------------------------- table

@@ -13,7 +13,9 @@ import zipfile
 
 import pytest
 
+from aiplib import archives
 from aiplib import download as dl
+from aiplib import errors
 from aiplib.errors import AiplibError
 from fake_corpora import FakeServer, closed_port_url
 
@@ -43,7 +45,7 @@ def test_download_verifies_md5_and_records_sha256(server, tmp_path):
 def test_interrupted_download_resumes_with_range(server, tmp_path):
     url = f"{server.url}/data/file.bin"
     server.cut_once["/data/file.bin"] = len(PAYLOAD) // 2
-    with pytest.raises(dl.DownloadError, match="broke off") as exc:
+    with pytest.raises(errors.DownloadError, match="broke off") as exc:
         dl.download_file(url, tmp_path / "file.bin", retries=0, progress=False)
     assert url in str(exc.value)
     part = tmp_path / "file.bin.part"
@@ -77,7 +79,7 @@ def test_complete_part_file_is_accepted(server, tmp_path):
 
 
 def test_checksum_mismatch_names_the_file(server, tmp_path):
-    with pytest.raises(dl.ChecksumError, match=r"file\.bin.*MD5") as exc:
+    with pytest.raises(errors.ChecksumError, match=r"file\.bin.*MD5") as exc:
         dl.download_file(f"{server.url}/data/file.bin", tmp_path / "file.bin", md5="0" * 32, progress=False)
     assert isinstance(exc.value, AiplibError)
     assert not (tmp_path / "file.bin").exists()
@@ -86,23 +88,23 @@ def test_checksum_mismatch_names_the_file(server, tmp_path):
 
 def test_unreachable_url_is_named_with_hint(tmp_path):
     url = f"{closed_port_url()}/x/babble.wav"
-    with pytest.raises(dl.DownloadError) as exc:
+    with pytest.raises(errors.DownloadError) as exc:
         dl.download_file(url, tmp_path / "babble.wav", retries=0, hint="set AIP_MIRROR_X", progress=False)
     assert url in str(exc.value) and "AIP_MIRROR_X" in str(exc.value)
 
 
 def test_http_error_names_url(server, tmp_path):
-    with pytest.raises(dl.DownloadError, match="HTTP 404") as exc:
+    with pytest.raises(errors.DownloadError, match="HTTP 404") as exc:
         dl.download_file(f"{server.url}/nope.zip", tmp_path / "nope.zip", progress=False)
     assert f"{server.url}/nope.zip" in str(exc.value)
 
 
 def test_disk_space_is_checked_first_and_reported_in_gb(server, tmp_path, monkeypatch):
     monkeypatch.setattr(dl, "_free_bytes", lambda p: 1000)
-    with pytest.raises(dl.InsufficientDiskSpaceError, match=r"needs 0\.00 GB, only 0\.00 GB free"):
+    with pytest.raises(errors.InsufficientDiskSpaceError, match=r"needs 0\.00 GB, only 0\.00 GB free"):
         dl.download_file(f"{server.url}/data/file.bin", tmp_path / "f", progress=False)
     assert not (tmp_path / "f.part").exists() or (tmp_path / "f.part").stat().st_size == 0
-    with pytest.raises(dl.InsufficientDiskSpaceError, match="GB"):
+    with pytest.raises(errors.InsufficientDiskSpaceError, match="GB"):
         dl.check_disk_space(tmp_path, 5e9)
 
 
@@ -141,8 +143,8 @@ def test_unsafe_tar_members_are_refused(tmp_path, bad):
     target = tmp_path / "out"
     archive = _tar(tmp_path, [_file("ok/first.txt"), bad])
     before = sorted(p.name for p in tmp_path.iterdir())
-    with pytest.raises(dl.UnsafeArchiveError, match="refusing") as exc:
-        dl.safe_extract(archive, target)
+    with pytest.raises(errors.UnsafeArchiveError, match="refusing") as exc:
+        archives.safe_extract(archive, target)
     assert bad[0].name in str(exc.value) and "evil.tar.gz" in str(exc.value)
     assert not (tmp_path / "escaped.txt").exists()
     assert not os.path.exists("/tmp/aip_abs_escaped.txt")
@@ -156,8 +158,8 @@ def test_unsafe_zip_members_are_refused(tmp_path, name):
     with zipfile.ZipFile(p, "w") as zf:
         zf.writestr("ok.txt", b"fine")
         zf.writestr(zipfile.ZipInfo(name), b"bad")
-    with pytest.raises(dl.UnsafeArchiveError):
-        dl.safe_extract(p, tmp_path / "out")
+    with pytest.raises(errors.UnsafeArchiveError):
+        archives.safe_extract(p, tmp_path / "out")
     assert not (tmp_path / "escaped.txt").exists() and not os.path.exists("/tmp/aip_abs_escaped_zip.txt")
     assert list((tmp_path / "out").rglob("*")) == []
 
@@ -168,13 +170,13 @@ def test_zip_symlink_is_refused(tmp_path):
     info.external_attr = (0o120777 << 16)
     with zipfile.ZipFile(p, "w") as zf:
         zf.writestr(info, "/etc/passwd")
-    with pytest.raises(dl.UnsafeArchiveError, match="symbolic link"):
-        dl.safe_extract(p, tmp_path / "out")
+    with pytest.raises(errors.UnsafeArchiveError, match="symbolic link"):
+        archives.safe_extract(p, tmp_path / "out")
 
 
 def test_safe_archive_extracts(tmp_path):
     archive = _tar(tmp_path, [_file("top/a.txt", b"A"), _file("top/sub/b.txt", b"B")], name="ok.tar.gz")
-    names = dl.safe_extract(archive, tmp_path / "out")
+    names = archives.safe_extract(archive, tmp_path / "out")
     assert set(names) == {"top/a.txt", "top/sub/b.txt"}
     assert (tmp_path / "out/top/sub/b.txt").read_bytes() == b"B"
 
@@ -182,8 +184,8 @@ def test_safe_archive_extracts(tmp_path):
 def test_not_an_archive(tmp_path):
     p = tmp_path / "x.tar.gz"
     p.write_bytes(b"not an archive")
-    with pytest.raises(dl.DownloadError, match="not a readable"):
-        dl.safe_extract(p, tmp_path / "out")
+    with pytest.raises(errors.DownloadError, match="not a readable"):
+        archives.safe_extract(p, tmp_path / "out")
 
 
 # --------------------------------------------------------------------------------------------

@@ -194,10 +194,10 @@ def test_hub_weights_missing_offline_is_one_clear_line(monkeypatch):
 
 
 def test_every_registry_llm_family_has_an_adapter():
-    fams = {e.family for e in load_registry().values() if e.backend == "transformers"}
+    fams = {e.model_type for e in load_registry().values() if e.backend == "transformers"}
     for f in fams:
-        assert get_adapter(f).family == f
-    with pytest.raises(KeyError, match="known families"):
+        assert get_adapter(f).model_type == f
+    with pytest.raises(KeyError, match="known model types"):
         get_adapter("nope")
     omni = get_entry("qwen25_omni_7b")
     assert omni.thinker_max_new_tokens == 1024 and omni.max_new_tokens == 64
@@ -278,7 +278,7 @@ def test_registry_batch_sizes_are_the_tested_ones():
     for family, ids in PACKAGED.items():
         sizes = {_PACKAGED_REGISTRY[i].batch_size for i in ids}
         assert sizes == {_registry_batch(family)} and min(sizes) > 1, (family, sizes)
-    assert {e.family for e in _PACKAGED_REGISTRY.values() if e.backend == "transformers"} == set(PACKAGED)
+    assert {e.model_type for e in _PACKAGED_REGISTRY.values() if e.backend == "transformers"} == set(PACKAGED)
 
 
 @pytest.mark.parametrize("family", tm.FAMILIES)

@@ -15,9 +15,11 @@ import pytest
 import soundfile as sf
 
 from aiplib import download as dl
-from aiplib.corpora import paper
+from aiplib import errors
+from aiplib.corpora import common_voice, paper, speech_commands
+from aiplib.corpora.corpus import CorpusError, RemoteFile
 from aiplib.workspace import workspace
-from fake_corpora import (LS_SPEAKERS, build_archives, closed_port_url, fake_cv_records, fake_registry,
+from fake_corpora import (ESC_TARGETS, LS_SPEAKERS, build_archives, closed_port_url, fake_cv_records, fake_registry,
                           serve_corpora)
 
 ARCH_FIELDS = {"item_id", "path", "source_file", "source", "licence", "attribution", "duration_s", "speaker",
@@ -114,7 +116,7 @@ def test_offline_run_names_url_says_mirror_and_loses_nothing(paper_ws, registry)
     before = {p: p.stat().st_size for p in root.rglob("*") if p.is_file()}
     prog_before = (root / "checks/download_progress.json").read_text()
     dead = closed_port_url()
-    with pytest.raises(dl.DownloadError) as exc:
+    with pytest.raises(errors.DownloadError) as exc:
         # force: pretend nothing is complete, so every corpus must reach the (dead) server
         paper.download_all(paper_ws, base_urls=dead, registry=registry, force_download=True,
                            retries=0, progress=False)
@@ -135,7 +137,7 @@ def test_default_urls_fail_clearly_without_network(tmp_path, monkeypatch):
 
     monkeypatch.setattr(requests.Session, "get", no_network)
     ws = workspace("paper", data_root=tmp_path)
-    with pytest.raises(dl.DownloadError) as exc:
+    with pytest.raises(errors.DownloadError) as exc:
         paper.download_all(ws, corpora=["musan"], retries=0, progress=False)
     assert "https://www.openslr.org/resources/17/musan.tar.gz" in str(exc.value)
     assert "AIP_MIRROR_MUSAN" in str(exc.value)
@@ -163,7 +165,7 @@ def test_checksum_mismatch_names_the_file(tmp_path, server, registry):
     bad["librispeech"] = dataclasses.replace(
         c, files=(dataclasses.replace(c.files[0], md5="0" * 32),) + c.files[1:])
     ws = workspace("paper", data_root=tmp_path)
-    with pytest.raises(dl.ChecksumError, match=r"test-clean\.tar\.gz.*MD5"):
+    with pytest.raises(errors.ChecksumError, match=r"test-clean\.tar\.gz.*MD5"):
         paper.download_all(ws, corpora=["librispeech"], base_urls=server.url, registry=bad, progress=False)
     assert not (ws.root / "speech_asr/librispeech/LibriSpeech/test-clean").exists()
 
@@ -173,10 +175,10 @@ def test_unsafe_corpus_archive_is_refused(tmp_path, archives, registry):
 
     evil = make_targz({"musan/README": b"x", "../../escaped.txt": b"owned"})
     reg = dict(registry)
-    reg["musan"] = dataclasses.replace(reg["musan"], files=(paper.RemoteFile("musan.tar.gz"),))
+    reg["musan"] = dataclasses.replace(reg["musan"], files=(RemoteFile("musan.tar.gz"),))
     ws = workspace("paper", data_root=tmp_path / "data")
     with FakeServer({"/musan/musan.tar.gz": evil}) as srv:
-        with pytest.raises(dl.UnsafeArchiveError, match=r"\.\./\.\./escaped\.txt"):
+        with pytest.raises(errors.UnsafeArchiveError, match=r"\.\./\.\./escaped\.txt"):
             paper.download_all(ws, corpora=["musan"], base_urls=srv.url, registry=reg, progress=False)
     assert not list(tmp_path.rglob("escaped.txt"))
     assert not (ws.root / "backgrounds/musan/musan").exists()
@@ -185,7 +187,7 @@ def test_unsafe_corpus_archive_is_refused(tmp_path, archives, registry):
 def test_disk_space_shortage_is_reported_in_gb(tmp_path, server, registry, monkeypatch):
     monkeypatch.setattr(dl, "_free_bytes", lambda p: 10_000)
     ws = workspace("paper", data_root=tmp_path)
-    with pytest.raises(dl.InsufficientDiskSpaceError, match=r"musan\.tar\.gz.*needs \d+\.\d\d GB"):
+    with pytest.raises(errors.InsufficientDiskSpaceError, match=r"musan\.tar\.gz.*needs \d+\.\d\d GB"):
         paper.download_all(ws, corpora=["musan"], base_urls=server.url, registry=registry, progress=False)
     assert not (ws.root / "backgrounds/musan/musan.tar.gz").exists()
 
@@ -232,7 +234,7 @@ def _authors_kws_ids(root: Path, n: int) -> list:
     import random
 
     rng, items = random.Random(42), []
-    for kw in paper.KEYWORDS:
+    for kw in speech_commands.KEYWORDS:
         files = sorted((root / kw).glob("*.wav"))
         rng.shuffle(files)
         items += [f"kws_{kw}_{w.stem}" for w in files[:n // 10 + 2]]
@@ -240,7 +242,7 @@ def _authors_kws_ids(root: Path, n: int) -> list:
         files = sorted((root / kw).glob("*.wav")) if (root / kw).exists() else []
         rng.shuffle(files)
         items += [f"kws_nt_{kw}_{w.stem}" for w in files[:n // 4]]
-    for kw in paper.KEYWORDS[:4]:
+    for kw in speech_commands.KEYWORDS[:4]:
         items += [f"probe_{kw}_{w.stem}" for w in sorted((root / kw).glob("*.wav"))[-3:]]
     rng.shuffle(items)
     return items[:n]
@@ -266,10 +268,10 @@ def test_item_banks_follow_the_authors_rules(paper_ws, banks):
     assert list(cv.text) == [r["sentence"] for r in recs] and list(cv.gender) == [r["gender"] for r in recs]
     assert list(cv.accent) == [r["accent"] for r in recs]
     groups = cv.accent_group.dropna()
-    assert groups.nunique() == 11 and set(groups) == set(paper.CV_ACCENT_GROUPS.values())
+    assert groups.nunique() == 11 and set(groups) == set(common_voice.CV_ACCENT_GROUPS.values())
     assert cv[cv.accent == "United States English,England English"].accent_group.isna().all()
     # KWS: targets, non-targets from _background_noise_, probes with is_target false
-    assert set(kws[kws.is_target].label) <= set(paper.KEYWORDS)
+    assert set(kws[kws.is_target].label) <= set(speech_commands.KEYWORDS)
     probes = kws[kws.item_id.str.startswith("probe_")]
     assert (~probes.is_target).all() and list(probes.probe_id) == list(probes.item_id)
     assert kws[kws.probe_id.isna()].is_target.sum() == (kws.label != "_background_noise_").sum() - len(probes)
@@ -299,25 +301,25 @@ def test_item_banks_are_reused_and_reproducible(paper_ws, banks):
 
 
 def test_common_voice_shortfall_is_a_clear_error(tmp_path):
-    with pytest.raises(paper.CorpusError, match=r"ended after 10 clip\(s\) with accent and gender labels, 80 needed"):
-        paper.select_common_voice(fake_cv_records(10), tmp_path / "cv")
+    with pytest.raises(CorpusError, match=r"ended after 10 clip\(s\) with accent and gender labels, 80 needed"):
+        common_voice.select_common_voice(fake_cv_records(10), tmp_path / "cv")
     assert not (tmp_path / "cv").exists()  # nothing saved when the selection cannot be made
 
 
 def test_accent_groups_come_from_the_data_file(tmp_path):
-    groups = paper.read_accent_groups()
-    assert groups == paper.CV_ACCENT_GROUPS and len(groups) == 11 and len(set(groups.values())) == 11
-    assert paper.ACCENT_GROUPS_FILE.name == "cv_accent_groups.csv"
-    assert paper.accent_group("India and South Asia (India, Pakistan, Sri Lanka)") == "India & S. Asia"
-    assert paper.accent_group(" West Indies and Bermuda (Bahamas, Bermuda, Jamaica, Trinidad) ") == "West Indies & Bermuda"
-    assert paper.accent_group("Filipino") is None and paper.accent_group(None) is None
-    assert paper.accent_group("United States English,England English") is None
+    groups = common_voice.read_accent_groups()
+    assert groups == common_voice.CV_ACCENT_GROUPS and len(groups) == 11 and len(set(groups.values())) == 11
+    assert common_voice.ACCENT_GROUPS_FILE.name == "cv_accent_groups.csv"
+    assert common_voice.accent_group("India and South Asia (India, Pakistan, Sri Lanka)") == "India & S. Asia"
+    assert common_voice.accent_group(" West Indies and Bermuda (Bahamas, Bermuda, Jamaica, Trinidad) ") == "West Indies & Bermuda"
+    assert common_voice.accent_group("Filipino") is None and common_voice.accent_group(None) is None
+    assert common_voice.accent_group("United States English,England English") is None
     custom = tmp_path / "g.csv"
     custom.write_text("cv_accent,accent_group\nFilipino,Philippines\n")
-    assert paper.accent_group("Filipino", paper.read_accent_groups(custom)) == "Philippines"
+    assert common_voice.accent_group("Filipino", common_voice.read_accent_groups(custom)) == "Philippines"
     custom.write_text("cv_accent,accent_group\nFilipino,A\nFilipino,B\n")
-    with pytest.raises(paper.CorpusError, match="listed twice"):
-        paper.read_accent_groups(custom)
+    with pytest.raises(CorpusError, match="listed twice"):
+        common_voice.read_accent_groups(custom)
 
 
 def _fake_datasets(version: str, calls: list, records: list):
@@ -346,11 +348,11 @@ def test_common_voice_step_with_a_fake_script_dataset(tmp_path, monkeypatch):
 
     calls = []
     monkeypatch.setitem(sys.modules, "datasets", _fake_datasets("3.5.1", calls, fake_cv_records(6)))
-    ds = paper.load_common_voice()
+    ds = common_voice.load_common_voice()
     assert calls[0] == ("load_dataset", "fsicoli/common_voice_17_0", "en",
                         {"split": "validation", "streaming": True, "trust_remote_code": True})
     assert calls[1] == ("cast_column", "audio", ("Audio", False))
-    kept = paper.select_common_voice(ds, tmp_path, n=5)
+    kept = common_voice.select_common_voice(ds, tmp_path, n=5)
     assert [k["item_id"][-2:] for k in kept] == ["_0", "_1", "_2", "_3", "_4"]
     assert all(k["y"].dtype == np.float32 and abs(k["y"].size / 16000 - sf.info(str(k["source_file"])).duration) < 1e-3
                for k in kept)
@@ -365,7 +367,7 @@ def test_common_voice_step_refuses_datasets_4_clearly(version, monkeypatch):
     calls = []
     monkeypatch.setitem(sys.modules, "datasets", _fake_datasets(version, calls, []))
     with pytest.raises(MissingPackageError) as ei:
-        paper.load_common_voice()
+        common_voice.load_common_voice()
     msg = str(ei.value)
     assert "loading-script" in msg and f"datasets {version}" in msg and "pip install 'datasets>=3.5,<4'" in msg
     assert calls == []  # never reached the hub
@@ -378,19 +380,19 @@ def test_common_voice_step_without_datasets(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "datasets", None)  # import fails
     with pytest.raises(MissingPackageError, match=r"datasets>=3\.5,<4"):
-        paper.load_common_voice()
+        common_voice.load_common_voice()
 
 
 def test_kws_shortfall_is_a_clear_error(paper_ws):
-    with pytest.raises(paper.CorpusError, match=r"Speech Commands: 133 candidate clips, 200 needed"):
+    with pytest.raises(CorpusError, match=r"Speech Commands: 133 candidate clips, 200 needed"):
         paper.build_item_banks(paper_ws, cv_dataset=fake_cv_records(), n_kws=200, overwrite=True)
 
 
 def test_missing_corpus_says_run_stage_1(tmp_path):
     ws = workspace("paper", data_root=tmp_path)
-    with pytest.raises(paper.CorpusError, match="run stage 1"):
+    with pytest.raises(CorpusError, match="run stage 1"):
         paper.build_item_banks(ws, cv_dataset=[])
-    with pytest.raises(paper.CorpusError, match="run stage 1"):
+    with pytest.raises(CorpusError, match="run stage 1"):
         paper.battery_specs(ws)
 
 
@@ -494,3 +496,28 @@ def test_paper_profile_dry_run_stages_1_to_5(tmp_path, server, registry, monkeyp
         assert rows.condition.iloc[0] == "clean" and (rows.condition.iloc[1:] == "noisy").all()
         assert list(rows.id.iloc[1:4]) == [f"{first}_{AUTHORS_BG_IDS[0]}_snr{n}" for n in (10, 5, 0)]
         assert set(rows.background_id.iloc[1:]) == set(AUTHORS_BG_IDS)
+
+
+# ------------------------------------------------------------------------------------------------
+# the corpus modules' prepare_<corpus> readers (lhotse's recipe layout) on the downloaded fakes
+# ------------------------------------------------------------------------------------------------
+def test_prepare_readers_of_each_corpus(paper_ws):
+    from aiplib.corpora import esc50, ms_snsd, musan
+
+    esc = esc50.prepare_esc50(paper.corpus_dir(paper_ws, "esc50"))
+    assert len(esc) == 28 and set(esc.target) == set(ESC_TARGETS.values())
+    rain = esc[(esc.target == 10) & (esc.fold == 1) & (esc["take"] == "A")]
+    assert list(rain.filename) == ["1-100010-A-10.wav"] and Path(rain.path.iloc[0]).is_file()
+    snsd = ms_snsd.prepare_ms_snsd(paper.corpus_dir(paper_ws, "ms_snsd"))
+    assert (snsd.split == "noise_train").sum() == 9 and (snsd.split == "noise_test").sum() == 2
+    caf = snsd[snsd.noise_type == "CafeTeria"]
+    assert list(zip(caf.split, caf["index"])) == [("noise_train", 1), ("noise_train", 2)]
+    mus = musan.prepare_musan(paper.corpus_dir(paper_ws, "musan"))
+    assert mus.groupby("subset").size().to_dict() == {"music": 3, "noise": 1, "speech": 2}
+    assert "music-fma-0062" in set(mus.rec_id)
+    sc_dir = paper.corpus_dir(paper_ws, "speech_commands")
+    sizes = {s: len(speech_commands.prepare_speech_commands(sc_dir, split=s))
+             for s in ("test", "validation", "train", None)}
+    assert sizes == {"test": 10 * 11 + 15, "validation": 10 + 15, "train": 0, None: 150}
+    test = speech_commands.prepare_speech_commands(sc_dir)
+    assert test.is_target.sum() == 110 and set(test[test.is_target].label) == set(speech_commands.KEYWORDS)

@@ -52,8 +52,8 @@ def test_unknown_id_lists_valid_ids():
 def test_duplicate_key_is_rejected(tmp_path):
     p = tmp_path / "reg.yaml"
     p.write_text(textwrap.dedent("""\
-        a: {backend: faster_whisper, family: whisper, weights: x}
-        a: {backend: faster_whisper, family: whisper, weights: y}
+        a: {backend: faster_whisper, model_type: whisper, weights: x}
+        a: {backend: faster_whisper, model_type: whisper, weights: y}
     """))
     with pytest.raises(ValueError, match="duplicate key 'a'"):
         load_registry(p)
@@ -61,7 +61,7 @@ def test_duplicate_key_is_rejected(tmp_path):
 
 def test_unknown_backend_names_the_entry(tmp_path):
     p = tmp_path / "reg.yaml"
-    p.write_text("m1: {backend: vllm, family: x, weights: y}\n")
+    p.write_text("m1: {backend: vllm, model_type: x, weights: y}\n")
     with pytest.raises(ValueError, match=r"'m1'.*unknown backend 'vllm'"):
         load_registry(p)
 
@@ -69,17 +69,17 @@ def test_unknown_backend_names_the_entry(tmp_path):
 def test_command_and_openai_schema(tmp_path):
     p = tmp_path / "reg.yaml"
     p.write_text(textwrap.dedent("""\
-        ext: {backend: command, family: external, command: "my-asr {file}", timeout_s: 120}
-        api: {backend: openai, family: api, base_url: "http://localhost:8000/v1", model: m,
+        ext: {backend: command, model_type: external, command: "my-asr {file}", timeout_s: 120}
+        api: {backend: openai, model_type: api, base_url: "http://localhost:8000/v1", model: m,
               api_key_env: OPENAI_API_KEY}
     """))
     reg = load_registry(p)
     assert reg["ext"].extra == {"command": "my-asr {file}", "timeout_s": 120}
     assert reg["api"].extra["base_url"] == "http://localhost:8000/v1"
-    p.write_text("ext: {backend: command, family: external}\n")
+    p.write_text("ext: {backend: command, model_type: external}\n")
     with pytest.raises(ValueError, match="needs field 'command'"):
         load_registry(p)
-    p.write_text("m: {backend: faster_whisper, family: whisper, weights: x, max_new_tokns: 3}\n")
+    p.write_text("m: {backend: faster_whisper, model_type: whisper, weights: x, max_new_tokns: 3}\n")
     with pytest.raises(ValueError, match="unknown field"):
         load_registry(p)
 
@@ -118,7 +118,7 @@ def test_backend_modules_expose_load():
 
 def test_disabled_entry_reason_word_for_word(tmp_path):
     p = tmp_path / "reg.yaml"
-    p.write_text("m: {backend: faster_whisper, family: whisper, weights: x, disabled_reason: 'weights withdrawn'}\n")
+    p.write_text("m: {backend: faster_whisper, model_type: whisper, weights: x, disabled_reason: 'weights withdrawn'}\n")
     e = load_registry(p)["m"]
     with pytest.raises(ModelUnavailableError, match="m is disabled: weights withdrawn"):
         registry.check_runnable(e)
@@ -177,7 +177,7 @@ def test_vllm_entries_mirror_the_transformers_ones(monkeypatch):
 
 def test_concurrency_is_validated(tmp_path):
     p = tmp_path / "reg.yaml"
-    base = 'api: {backend: openai, family: api, base_url: "http://x/v1", model: m, '
+    base = 'api: {backend: openai, model_type: api, base_url: "http://x/v1", model: m, '
     p.write_text(base + "concurrency: 8, batch_size: 4}\n")
     with pytest.raises(ValueError, match=r"'api': batch_size \(4\) must be at least concurrency \(8\)"):
         load_registry(p)
@@ -188,8 +188,23 @@ def test_concurrency_is_validated(tmp_path):
         p.write_text(base + f"concurrency: {bad}, batch_size: 8}}\n")
         with pytest.raises(ValueError, match="concurrency must be a positive integer"):
             load_registry(p)
-    p.write_text("m: {backend: faster_whisper, family: whisper, weights: x, concurrency: 2, batch_size: 2}\n")
+    p.write_text("m: {backend: faster_whisper, model_type: whisper, weights: x, concurrency: 2, batch_size: 2}\n")
     with pytest.raises(ValueError, match="concurrency applies to backend 'openai' only"):
         load_registry(p)
     p.write_text(base + "concurrency: 8, batch_size: 8}\n")
     assert load_registry(p)["api"].extra["concurrency"] == 8
+
+
+def test_old_family_field_is_read_with_a_deprecation_message(tmp_path):
+    """``family`` was renamed ``model_type`` (it names the architecture, not the task family)."""
+    p = tmp_path / "reg.yaml"
+    p.write_text("m: {backend: faster_whisper, family: whisper, weights: x}\n")
+    with pytest.warns(FutureWarning, match=r"'m': the field 'family' is deprecated.*rename it to 'model_type'"):
+        e = load_registry(p)["m"]
+    assert e.model_type == "whisper" and "family" not in e.to_dict() and e.to_dict()["model_type"] == "whisper"
+    p.write_text("m: {backend: faster_whisper, family: whisper, model_type: gemma3n, weights: x}\n")
+    with pytest.raises(ValueError, match=r"both 'family' \('whisper'\) and 'model_type' \('gemma3n'\)"):
+        load_registry(p)
+    p.write_text("m: {backend: faster_whisper, weights: x}\n")
+    with pytest.raises(ValueError, match=r"'m': field 'model_type' is required"):
+        load_registry(p)

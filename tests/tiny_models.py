@@ -355,7 +355,7 @@ def build_all(root, families=FAMILIES) -> dict[str, Path]:
 def registry_entry(family: str, folder, *, max_new_tokens: int = 6, thinker_max_new_tokens: int | None = None,
                    batch_size: int = 4, **more) -> dict:
     """Fields of a CPU registry entry for a tiny fixture."""
-    e = dict(backend="transformers", family=family, weights=str(folder), revision=None, precision="float32",
+    e = dict(backend="transformers", model_type=family, weights=str(folder), revision=None, precision="float32",
              device="cpu", requires="cpu", max_new_tokens=max_new_tokens,
              thinker_max_new_tokens=thinker_max_new_tokens, max_audio_s=30, prompt_style="chat",
              batch_size=batch_size, disabled_reason=None, gated=False, notes="tiny random-weight test fixture")

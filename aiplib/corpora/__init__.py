@@ -1,16 +1,72 @@
-"""Stage 1–2 of each profile: gather raw inputs, build item banks, list the background battery.
+"""Stages 1–3 inputs of each profile, behind one interface; one module per corpus.
 
-One module per corpus family (lhotse-style ``gather`` / ``build`` split):
+Profiles (what :mod:`aiplib.pipeline` dispatches to, via :func:`get_profile`):
 
-``aiplib.corpora.debian``
-    check and install the Debian packages the embedded default is made of.
 ``aiplib.corpora.demo``
-    the embedded default profile ``demo`` (Asterisk prompts, espeak-ng / flite voices, KWS
-    words, 20 backgrounds from Debian packages).
-``aiplib.corpora.paper``, ``aiplib.corpora.custom``
-    the ``paper`` and ``custom`` profiles.
+    the embedded default: Asterisk prompts, espeak-ng / flite voices, KWS words, 20 backgrounds
+    from Debian packages (``aiplib.corpora.debian`` checks and installs them).
+``aiplib.corpora.paper``
+    the paper's corpora and the authors' selection rules; it assembles the corpus modules below.
+``aiplib.corpora.custom``
+    the user's own folders, validated all at once.
+
+Corpus modules (lhotse's recipe layout: a ``CORPUS`` download record and a ``prepare_<corpus>``
+reader each; downloading and mirrors are shared in ``aiplib.corpora.corpus``): ``esc50``,
+``ms_snsd``, ``noisex92``, ``musan``, ``librispeech``, ``speech_commands``, ``common_voice``.
 
 Submodules are imported on demand (``from aiplib.corpora import demo``) so that importing
 ``aiplib`` stays cheap.
 """
-__all__: list[str] = []  # submodules are imported explicitly
+from __future__ import annotations
+
+import importlib
+from typing import Protocol, runtime_checkable
+
+from ..errors import AiplibParameterError
+
+__all__ = ["Profile", "PROFILES", "get_profile"]
+
+
+@runtime_checkable
+class Profile(Protocol):
+    """What a profile provides: the inputs of stages 1–3 (everything later is profile-independent).
+
+    Each profile is a module of ``aiplib.corpora`` defining these three functions; ``**params``
+    are the stage notebook's parameters for that profile.
+    """
+
+    def gather_raw(self, ws, **params):
+        """Stage 1: get the raw inputs into the workspace (install, download or validate)."""
+
+    def build_item_banks(self, ws, **params) -> dict:
+        """Stage 2: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl``; ``{"asr": df, "kws": df}``."""
+
+    def battery_specs(self, ws, **params) -> list:
+        """Stage 3 input: the background specs for :func:`aiplib.backgrounds.curate_battery`."""
+
+
+PROFILES = {"demo": "aiplib.corpora.demo", "paper": "aiplib.corpora.paper", "custom": "aiplib.corpora.custom"}
+"""Profile name → the module implementing :class:`Profile`."""
+
+
+def get_profile(name: str) -> Profile:
+    """The module implementing profile ``name`` (imported on first use).
+
+    Parameters
+    ----------
+    name : str
+        ``demo``, ``paper`` or ``custom``.
+
+    Returns
+    -------
+    Profile
+        The module ``aiplib.corpora.<name>``.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``name`` is not a key of :data:`PROFILES`.
+    """
+    if name not in PROFILES:
+        raise AiplibParameterError(f"unknown profile {name!r}; choose {', '.join(PROFILES)}")
+    return importlib.import_module(PROFILES[name])

@@ -1,9 +1,20 @@
-"""Stages 1–3 of the ``paper`` profile: the paper's corpora, item banks and background battery.
+"""The ``paper`` profile: the paper's corpora, item banks and background battery (stages 1–3).
 
-Stage 1 (:func:`download_all`) downloads six public corpora (seven files) with the resumable,
-verified downloader of :mod:`aiplib.download`; stage 2 (:func:`build_item_banks`) selects the paper's item
-banks from them; stage 3 (:func:`battery_specs`) lists the 20 backgrounds of Table 1 as background
-specs for :func:`aiplib.backgrounds.curate_battery` (the same curation code as the demo).
+This module assembles the corpus modules (one per corpus, lhotse's recipe layout: a ``CORPUS``
+download record and a ``prepare_<corpus>`` reader each) and applies the authors' selection rules:
+
+* stage 1, :func:`gather_raw` (= :func:`download_all`): download the six corpora of
+  :data:`CORPORA` (seven files) with the resumable, verified downloader of :mod:`aiplib.download`;
+* stage 2, :func:`build_item_banks`: the authors' item banks from LibriSpeech, Common Voice
+  (streamed) and Speech Commands;
+* stage 3, :func:`battery_specs`: the 20 backgrounds of Table 1 as background specs for
+  :func:`aiplib.backgrounds.curate_battery` (the same curation code as the demo).
+
+Corpus modules: :mod:`~aiplib.corpora.esc50` [1]_, :mod:`~aiplib.corpora.ms_snsd` [2]_,
+:mod:`~aiplib.corpora.noisex92` [3]_, :mod:`~aiplib.corpora.musan` [4]_,
+:mod:`~aiplib.corpora.librispeech` [5]_, :mod:`~aiplib.corpora.speech_commands` [6]_,
+:mod:`~aiplib.corpora.common_voice` [7]_ (each module gives the source and licence); mirrors and
+downloading: :mod:`aiplib.corpora.corpus`.
 
 Layout under the workspace ``data/paper/`` (archives are kept next to their extracted data)::
 
@@ -16,191 +27,59 @@ Layout under the workspace ``data/paper/`` (archives are kept next to their extr
     kws/speech_commands/speech_commands_v0.02.tar.gz + speech_commands_v0.02/<word>/*.wav
     checks/download_progress.json           (one entry per completed file)
 
-Mirrors: every corpus has a default base URL; the file URL is ``<base>/<file name>``. The base is
-taken, in this order, from the ``base_urls`` argument, ``$AIP_MIRROR_<CORPUS>`` (e.g.
-``AIP_MIRROR_LIBRISPEECH``), ``$AIP_MIRROR/<corpus>`` (one root holding a folder per corpus, which
-is what ``make 01 PROFILE=paper MIRROR=...`` sets) and the publisher's URL. A mirror must serve the
-original bytes: published checksums are still checked.
-
-Sources and licences
---------------------
-.. [1] K. J. Piczak, "ESC: Dataset for Environmental Sound Classification", ACM Multimedia 2015.
-   github.com/karolpiczak/ESC-50. CC BY-NC 3.0 (clips from freesound.org).
-.. [2] C. K. A. Reddy et al., "A scalable noisy speech dataset and online subjective test
-   framework", Interspeech 2019. github.com/microsoft/MS-SNSD. Code MIT; noise clips from
-   Freesound (CC0 1.0) and DEMAND (CC BY-SA 3.0).
-.. [3] A. Varga and H. J. M. Steeneken, "Assessment for automatic speech recognition: II.
-   NOISEX-92", Speech Communication 12(3), 1993. No explicit licence; the original Rice SPIB page is
-   gone, so the default is a public GitHub mirror (github.com/speechdnn/Noises, ``NoiseX-92/``).
-.. [4] D. Snyder, G. Chen and D. Povey, "MUSAN: A Music, Speech, and Noise Corpus",
-   arXiv:1510.08484, 2015. openslr.org/17. CC BY 4.0 (per-file terms in each folder's LICENSE).
-.. [5] V. Panayotov, G. Chen, D. Povey and S. Khudanpur, "Librispeech: an ASR corpus based on
-   public domain audio books", ICASSP 2015. openslr.org/12. CC BY 4.0.
-.. [6] P. Warden, "Speech Commands: A Dataset for Limited-Vocabulary Speech Recognition",
-   arXiv:1804.03209, 2018. CC BY 4.0.
-.. [7] R. Ardila et al., "Common Voice: A Massively-Multilingual Speech Corpus", LREC 2020.
-   Common Voice 17.0 via the Hugging Face mirror ``fsicoli/common_voice_17_0``. CC0 1.0.
+References
+----------
+.. [1] K. J. Piczak, ESC-50, ACM Multimedia 2015.
+.. [2] C. K. A. Reddy et al., MS-SNSD, Interspeech 2019.
+.. [3] A. Varga and H. J. M. Steeneken, NOISEX-92, Speech Communication 12(3), 1993.
+.. [4] D. Snyder, G. Chen and D. Povey, MUSAN, arXiv:1510.08484, 2015.
+.. [5] V. Panayotov et al., Librispeech, ICASSP 2015.
+.. [6] P. Warden, Speech Commands, arXiv:1804.03209, 2018.
+.. [7] R. Ardila et al., Common Voice, LREC 2020.
 """
 from __future__ import annotations
 
-import dataclasses
-import io
-import os
-import re
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-import numpy as np
 
 from ..audio import SR, load_audio, write_wav
-from ..download import DownloadError, fetch, set_cache_env
-from ..errors import AiplibError, AiplibParameterError, MissingPackageError
+from ..download import DownloadError, set_cache_env
 from ..jsonl import read_jsonl, write_jsonl
+from . import esc50, librispeech, ms_snsd, musan, noisex92, speech_commands
+from .common_voice import CV_DATASET, N_COMMON_VOICE, load_common_voice, select_common_voice
+from .corpus import Corpus, CorpusError, download_corpus, need_dir, resolve_base_url
+from .librispeech import prepare_librispeech, read_librispeech_speakers
+from .speech_commands import KEYWORDS
 
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas
+__all__ = ["CORPORA", "corpus_dir", "base_url_for", "download_all", "gather_raw", "build_item_banks",
+           "battery_specs", "BATTERY", "AUTHORS_CATEGORY", "SELECTION_RULES", "AUTHORS_SEED",
+           "N_LIBRISPEECH", "N_KWS"]
 
-__all__ = [
-    "DownloadError", "CorpusError", "RemoteFile", "Corpus", "CORPORA", "corpus_dir", "base_url_for",
-    "download_corpus", "download_all", "download_esc50", "download_ms_snsd", "download_noisex92",
-    "download_musan", "download_librispeech", "download_speech_commands",
-    "prepare_esc50", "prepare_ms_snsd", "prepare_musan", "prepare_librispeech",
-    "prepare_speech_commands", "read_librispeech_speakers", "KEYWORDS", "CV_DATASET", "CV_SPLIT",
-    "ACCENT_GROUPS_FILE", "read_accent_groups", "CV_ACCENT_GROUPS", "accent_group", "load_common_voice",
-    "select_common_voice", "build_item_banks", "build_item_banks_paper", "SELECTION_RULES", "BATTERY",
-    "AUTHORS_CATEGORY", "battery_specs", "battery_specs_paper", "set_cache_env", "AUTHORS_SEED",
-    "N_LIBRISPEECH", "N_COMMON_VOICE", "N_KWS",
-]
-
-
-class CorpusError(AiplibError):
-    """A corpus is missing, incomplete, or too small for the paper's selection (a shortfall)."""
-
-
-# ============================================================================================
-# registry (data, not code)
-# ============================================================================================
-@dataclasses.dataclass(frozen=True)
-class RemoteFile:
-    """One file of a corpus.
-
-    Attributes
-    ----------
-    name : str
-        File name at the base URL and on disk.
-    md5, sha256 : str or None
-        Published (or pinned) digests; ``None`` when the publisher gives none (then the announced
-        size is checked and the SHA-256 recorded in ``checks/download_progress.json``).
-    approx_gb : float
-        Approximate size in GB (documentation and planning only; never checked).
-    extract_subdir : str or None
-        Folder (relative to the corpus folder) to extract into; ``""`` = the corpus folder itself;
-        ``None`` = not an archive.
-    """
-
-    name: str
-    md5: str | None = None
-    sha256: str | None = None
-    approx_gb: float = 0.0
-    extract_subdir: str | None = ""
-
-
-@dataclasses.dataclass(frozen=True)
-class Corpus:
-    """A downloadable corpus: where it comes from, where it goes, its licence.
-
-    Attributes
-    ----------
-    name : str
-        Registry key, also the folder name and the ``AIP_MIRROR_<NAME>`` suffix.
-    title : str
-    kind : str
-        Workspace sub-folder: ``backgrounds``, ``speech_asr`` or ``kws``.
-    base_url : str
-        Publisher's base URL (files are fetched from ``<base_url>/<file.name>``).
-    files : tuple of RemoteFile
-    licence, attribution, homepage : str
-    extract_factor : float
-        Extracted size / archive size, for the disk-space check.
-    notes : str
-    """
-
-    name: str
-    title: str
-    kind: str
-    base_url: str
-    files: tuple
-    licence: str
-    attribution: str
-    homepage: str
-    extract_factor: float = 1.1
-    notes: str = ""
-
-    @property
-    def env_var(self) -> str:
-        """Name of the environment variable holding this corpus's mirror base URL."""
-        return f"AIP_MIRROR_{self.name.upper()}"
-
-
-CORPORA: dict[str, Corpus] = {
-    "esc50": Corpus(
-        name="esc50", title="ESC-50", kind="backgrounds",
-        base_url="https://github.com/karoldvl/ESC-50/archive",
-        files=(RemoteFile("master.zip", approx_gb=0.65),),
-        licence="CC BY-NC 3.0", homepage="https://github.com/karolpiczak/ESC-50",
-        attribution="K. J. Piczak, ESC: Dataset for Environmental Sound Classification, ACM MM 2015",
-        notes="GitHub archive of the master branch: no published checksum and no range support "
-              "(an interrupted download restarts); the SHA-256 is recorded."),
-    "ms_snsd": Corpus(
-        name="ms_snsd", title="MS-SNSD", kind="backgrounds",
-        base_url="https://github.com/microsoft/MS-SNSD/archive",
-        files=(RemoteFile("master.zip", approx_gb=2.5),),
-        licence="noise: CC0 1.0 (Freesound) or CC BY-SA 3.0 (DEMAND); code MIT",
-        homepage="https://github.com/microsoft/MS-SNSD",
-        attribution="C. K. A. Reddy et al., A scalable noisy speech dataset and online subjective "
-                    "test framework, Interspeech 2019",
-        notes="The GitHub archive zip of the repository (rather than `git clone`): testable offline "
-              "and resumable by mirrors that support ranges; no published checksum."),
-    "noisex92": Corpus(
-        name="noisex92", title="NOISEX-92 babble", kind="backgrounds",
-        base_url="https://raw.githubusercontent.com/speechdnn/Noises/master/NoiseX-92",
-        files=(RemoteFile("babble.wav", approx_gb=0.01, extract_subdir=None),),
-        licence="no explicit licence (NOISEX-92 database, research use)",
-        homepage="https://github.com/speechdnn/Noises",
-        attribution="A. Varga and H. J. M. Steeneken, Assessment for automatic speech recognition II: "
-                    "NOISEX-92, Speech Communication 12(3), 1993",
-        extract_factor=0.0,
-        notes="A public mirror (the original Rice SPIB site is gone); override with "
-              "AIP_MIRROR_NOISEX92 if it moves."),
-    "musan": Corpus(
-        name="musan", title="MUSAN", kind="backgrounds",
-        base_url="https://www.openslr.org/resources/17",
-        files=(RemoteFile("musan.tar.gz", md5="0c472d4fc0c5141eca47ad1ffeb2a7df", approx_gb=11.0),),
-        licence="CC BY 4.0 (per-file terms in each folder's LICENSE)", homepage="https://www.openslr.org/17/",
-        attribution="D. Snyder, G. Chen and D. Povey, MUSAN: A Music, Speech, and Noise Corpus, "
-                    "arXiv:1510.08484, 2015"),
-    "librispeech": Corpus(
-        name="librispeech", title="LibriSpeech test-clean and test-other", kind="speech_asr",
-        base_url="https://www.openslr.org/resources/12",
-        files=(RemoteFile("test-clean.tar.gz", md5="32fa31d27d2e1cad72775fee3f4849a9", approx_gb=0.35),
-               RemoteFile("test-other.tar.gz", md5="fb5a50374b501bb3bac4815ee91d3135", approx_gb=0.33)),
-        licence="CC BY 4.0", homepage="https://www.openslr.org/12/",
-        attribution="V. Panayotov et al., Librispeech: an ASR corpus based on public domain audio "
-                    "books, ICASSP 2015"),
-    "speech_commands": Corpus(
-        name="speech_commands", title="Google Speech Commands v0.02", kind="kws",
-        base_url="http://download.tensorflow.org/data",
-        files=(RemoteFile("speech_commands_v0.02.tar.gz",
-                          sha256="af14739ee7dc311471de98f5f9d2c9191b18aedfe957f4a6ff791c709868ff58",
-                          approx_gb=2.4, extract_subdir="speech_commands_v0.02"),),
-        licence="CC BY 4.0", homepage="https://arxiv.org/abs/1804.03209",
-        attribution="P. Warden, Speech Commands: A Dataset for Limited-Vocabulary Speech Recognition, "
-                    "arXiv:1804.03209, 2018",
-        notes="The publisher gives no checksum; the SHA-256 is the one pinned by torchaudio's "
-              "SPEECHCOMMANDS loader. The archive has no top folder, so it is extracted into "
-              "speech_commands_v0.02/."),
-}
+CORPORA: dict[str, Corpus] = {c.name: c for c in (esc50.CORPUS, ms_snsd.CORPUS, noisex92.CORPUS, musan.CORPUS,
+                                                  librispeech.CORPUS, speech_commands.CORPUS)}
 """The corpora of stage 1, keyed by name (the folder name and mirror-variable suffix)."""
+
+AUTHORS_SEED = 42
+"""``RANDOM_SEED`` of the authors' ``scripts/02_build_banks.py`` (``random.Random(42)``)."""
+N_LIBRISPEECH = 100
+"""LibriSpeech utterances in the ASR bank (authors' ``ASR_N``)."""
+N_KWS = 120
+"""Speech Commands items in the KWS bank (authors' ``KWS_N``)."""
+KWS_NONTARGET_FOLDERS = ("_background_noise_", "silence")
+"""Folders the authors draw non-target KWS items from (``silence`` does not exist in v0.02)."""
+N_PROBE_KEYWORDS, N_PROBES_PER_KEYWORD = 4, 3
+"""Injection probes: the last 3 clips (name order) of each of the first 4 keywords."""
+
+SELECTION_RULES = {
+    "librispeech": "authors' scripts/02_build_banks.py: every utterance of test-clean then test-other "
+                   "(sorted *.trans.txt, file order), random.Random(42).shuffle, first {n}",
+    "common_voice": "authors' scripts/02_build_banks.py: fsicoli/common_voice_17_0 en validation stream "
+                    "(unshuffled), first {n} clips whose accent and gender are both given and not 'unknown'",
+    "kws": "authors' scripts/02_build_banks.py: random.Random(42); per keyword (yes..go) sorted clips "
+           "shuffled, first {per_kw}; _background_noise_/silence clips shuffled, first {per_nt}; probes = last "
+           "3 sorted clips of yes/no/up/down; all shuffled, first {n}",
+}
+"""Text of the ``selection_rule`` field of each item bank record."""
+
 
 
 def _registry(registry):
@@ -232,126 +111,19 @@ def corpus_dir(ws, name: str, *, registry=None) -> Path:
 
 
 def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
-    """Base URL of corpus ``name``: argument > ``$AIP_MIRROR_<NAME>`` > ``$AIP_MIRROR/<name>`` > default.
+    """Base URL of corpus ``name`` (see :func:`aiplib.corpora.corpus.resolve_base_url`).
 
-    Parameters
-    ----------
-    name : str
-    base_urls : dict or str, optional
-        ``{name: base_url}``, or one string used as ``$AIP_MIRROR`` would be (``<root>/<name>``).
-
-    Returns
-    -------
-    str without a trailing slash.
+    Raises
+    ------
+    KeyError
+        If ``name`` is not in the registry.
     """
-    c = _get(name, registry)
-    if isinstance(base_urls, str):
-        return base_urls.rstrip("/") + "/" + name
-    if base_urls and base_urls.get(name):
-        return base_urls[name].rstrip("/")
-    if os.environ.get(c.env_var):
-        return os.environ[c.env_var].rstrip("/")
-    if os.environ.get("AIP_MIRROR"):
-        return os.environ["AIP_MIRROR"].rstrip("/") + "/" + name
-    return c.base_url.rstrip("/")
-
-
-def _mirror_hint(c: Corpus) -> str:
-    return (f"To use a mirror, set {c.env_var}=<base URL holding {', '.join(f.name for f in c.files)}> "
-            f"(or AIP_MIRROR=<root URL with one folder per corpus>, or pass base_urls/--base-url), "
-            f"e.g. `make 01 PROFILE=paper MIRROR=https://my.mirror/aip-corpora`.")
+    return resolve_base_url(_get(name, registry), base_urls)
 
 
 # ============================================================================================
 # stage 1: downloads
 # ============================================================================================
-def download_corpus(name: str, target_dir, *, base_url: str | None = None, force_download: bool = False,
-                    progress_file=None, registry=None, **kwargs) -> Path:
-    """Download, verify and extract every file of corpus ``name`` into ``target_dir``.
-
-    Parameters
-    ----------
-    name : str
-        A key of :data:`CORPORA` (or of ``registry``).
-    target_dir : str or Path
-        The corpus folder (archives are kept there, next to the extracted data).
-    base_url : str, optional
-        Overrides the mirror resolution of :func:`base_url_for`.
-    force_download : bool
-        Download and extract again even when complete.
-    progress_file : str or Path, optional
-        ``checks/download_progress.json``; completed files recorded there are skipped.
-    registry : dict, optional
-        Replacement for :data:`CORPORA` (tests, private mirrors with other checksums).
-    **kwargs
-        Passed to :func:`aiplib.download.fetch` (``retries``, ``timeout``, ``progress``).
-
-    Returns
-    -------
-    Path
-        ``target_dir``.
-
-    Raises
-    ------
-    KeyError
-        Unknown corpus.
-    DownloadError
-        Unreachable URL (the message names it and says how to use a mirror), checksum mismatch,
-        unsafe archive or too little disk space.
-    """
-    c = _get(name, registry)
-    target_dir = Path(target_dir)
-    base = (base_url.rstrip("/") if base_url else base_url_for(name, registry=registry))
-    for f in c.files:
-        fetch(f"{base}/{f.name}", target_dir / f.name, key=f"{name}/{f.name}",
-              extract_to=None if f.extract_subdir is None else target_dir / f.extract_subdir,
-              md5=f.md5, sha256=f.sha256, progress_file=progress_file,
-              extract_factor=c.extract_factor, hint=_mirror_hint(c), force=force_download, **kwargs)
-    return target_dir
-
-
-def _doc_download(name):
-    c = CORPORA[name]
-
-    def fn(target_dir, *, base_url=None, force_download=False, progress_file=None, registry=None, **kwargs):
-        return download_corpus(name, target_dir, base_url=base_url, force_download=force_download,
-                               progress_file=progress_file, registry=registry, **kwargs)
-
-    fn.__name__ = fn.__qualname__ = f"download_{name}"
-    fn.__doc__ = f"""Download {c.title} into ``target_dir`` (see :func:`download_corpus`).
-
-    Files: {', '.join(f.name for f in c.files)} from ``{c.base_url}`` (mirror: ``${c.env_var}``).
-    {c.notes}
-
-    Source: {c.attribution}. {c.homepage}. Licence: {c.licence}.
-
-    Parameters
-    ----------
-    target_dir : str or Path
-    base_url : str, optional
-    force_download : bool
-    progress_file : str or Path, optional
-    registry : dict, optional
-
-    Returns
-    -------
-    Path
-
-    Raises
-    ------
-    DownloadError
-    """
-    return fn
-
-
-download_esc50 = _doc_download("esc50")
-download_ms_snsd = _doc_download("ms_snsd")
-download_noisex92 = _doc_download("noisex92")
-download_musan = _doc_download("musan")
-download_librispeech = _doc_download("librispeech")
-download_speech_commands = _doc_download("speech_commands")
-
-
 def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = False, registry=None,
                  **kwargs) -> dict:
     """Stage 1 of ``paper``: download every corpus (or those named) into the workspace.
@@ -395,10 +167,9 @@ def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = Fal
     out, errors = {}, []
     for n in names:
         try:
-            out[n] = download_corpus(n, corpus_dir(ws, n, registry=reg),
+            out[n] = download_corpus(reg[n], corpus_dir(ws, n, registry=reg),
                                      base_url=base_url_for(n, base_urls, registry=reg),
-                                     force_download=force_download, progress_file=progress_file,
-                                     registry=reg, **kwargs)
+                                     force_download=force_download, progress_file=progress_file, **kwargs)
         except DownloadError as exc:
             errors.append((n, exc))
     if errors:
@@ -417,470 +188,14 @@ def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = Fal
     return out
 
 
-# ============================================================================================
-# corpus readers (lhotse-style prepare_x)
-# ============================================================================================
-def _need_dir(path: Path, corpus: str) -> Path:
-    if not path.is_dir():
-        raise CorpusError(f"{corpus} not found at {path}; run stage 1 (notebook 01, `make 01 PROFILE=paper`)")
-    return path
-
-
-def prepare_esc50(corpus_dir) -> pandas.DataFrame:
-    """Read ESC-50's ``meta/esc50.csv`` [1]_.
-
-    Parameters
-    ----------
-    corpus_dir : str or Path
-        The corpus folder holding ``ESC-50-master/``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``filename, fold, target, category, esc10, src_file, take, path`` (``path`` absolute).
-
-    Raises
-    ------
-    CorpusError
-        If the folder or the metadata file is missing.
-    """
-    import pandas as pd
-
-    root = _need_dir(Path(corpus_dir) / "ESC-50-master", "ESC-50")
-    meta = root / "meta" / "esc50.csv"
-    if not meta.is_file():
-        raise CorpusError(f"ESC-50 metadata {meta} is missing; run stage 1 again with force_download=True")
-    df = pd.read_csv(meta, dtype={"src_file": str, "take": str})
-    df["path"] = [str(root / "audio" / f) for f in df["filename"]]
-    return df
-
-
-def prepare_ms_snsd(corpus_dir) -> pandas.DataFrame:
-    """List MS-SNSD's noise files [2]_.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``split`` (``noise_train``/``noise_test``), ``noise_type`` (``AirConditioner`` …),
-        ``index`` (int), ``path``; sorted.
-
-    Raises
-    ------
-    CorpusError
-        If the corpus folder is missing.
-    """
-    import pandas as pd
-
-    root = _need_dir(Path(corpus_dir) / "MS-SNSD-master", "MS-SNSD")
-    rows = []
-    for split in ("noise_train", "noise_test"):
-        for p in sorted((root / split).glob("*.wav")):
-            m = re.match(r"(.+?)_(\d+)$", p.stem)
-            rows.append({"split": split, "noise_type": m.group(1) if m else p.stem,
-                         "index": int(m.group(2)) if m else 0, "path": str(p)})
-    return pd.DataFrame(rows, columns=["split", "noise_type", "index", "path"])
-
-
-def prepare_musan(corpus_dir) -> pandas.DataFrame:
-    """List MUSAN's recordings [4]_.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``subset`` (music/speech/noise), ``source`` (fma, librivox …), ``rec_id``, ``path``.
-
-    Raises
-    ------
-    CorpusError
-        If the corpus folder is missing.
-    """
-    import pandas as pd
-
-    root = _need_dir(Path(corpus_dir) / "musan", "MUSAN")
-    rows = [{"subset": p.parent.parent.name, "source": p.parent.name, "rec_id": p.stem, "path": str(p)}
-            for p in sorted(root.glob("*/*/*.wav"))]
-    return pd.DataFrame(rows, columns=["subset", "source", "rec_id", "path"])
-
-
-def prepare_librispeech(corpus_dir, parts=("test-clean", "test-other"), *,
-                        with_duration: bool = True) -> pandas.DataFrame:
-    """Read LibriSpeech utterances and transcripts [5]_.
-
-    Parameters
-    ----------
-    corpus_dir : str or Path
-        Folder holding ``LibriSpeech/<part>/<speaker>/<chapter>/``.
-    parts : sequence of str
-    with_duration : bool
-        Read each file's header for ``duration_s``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``utt_id, part, speaker, chapter, text, path, duration_s`` (s), sorted by part and id.
-
-    Raises
-    ------
-    CorpusError
-        If a part's folder is missing.
-    """
-    import pandas as pd
-    import soundfile as sf
-
-    rows = []
-    for part in parts:
-        proot = _need_dir(Path(corpus_dir) / "LibriSpeech" / part, f"LibriSpeech {part}")
-        for trans in sorted(proot.glob("*/*/*.trans.txt")):
-            for line in trans.read_text(encoding="utf-8").splitlines():
-                if not line.strip():
-                    continue
-                utt, _, text = line.strip().partition(" ")
-                audio = trans.parent / f"{utt}.flac"
-                if not audio.is_file():
-                    continue
-                spk, chap, _ = utt.split("-")
-                rows.append({"utt_id": utt, "part": part, "speaker": spk, "chapter": chap, "text": text,
-                             "path": str(audio),
-                             "duration_s": float(sf.info(str(audio)).duration) if with_duration else np.nan})
-    return pd.DataFrame(rows, columns=["utt_id", "part", "speaker", "chapter", "text", "path", "duration_s"])
-
-
-KEYWORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
-"""The ten Speech Commands keywords (targets)."""
-
-
-def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pandas.DataFrame:
-    """List Speech Commands v0.02 clips [6]_.
-
-    Parameters
-    ----------
-    corpus_dir : str or Path
-        Folder holding ``speech_commands_v0.02/``.
-    split : {"test", "validation", "train", None}
-        ``test``/``validation`` use ``testing_list.txt``/``validation_list.txt``; ``train`` is the
-        rest; ``None`` keeps every clip. ``_background_noise_`` is always left out.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``label, speaker, rel, path, is_target``, sorted by ``rel``.
-
-    Raises
-    ------
-    CorpusError
-        If the folder or the list file needed for ``split`` is missing.
-    """
-    import pandas as pd
-
-    root = _need_dir(Path(corpus_dir) / "speech_commands_v0.02", "Speech Commands v0.02")
-    rels = sorted(p.relative_to(root).as_posix() for p in root.glob("*/*.wav")
-                  if p.parent.name != "_background_noise_")
-    if split is not None:
-        lists = {"test": "testing_list.txt", "validation": "validation_list.txt"}
-        if split in lists:
-            lf = root / lists[split]
-            if not lf.is_file():
-                raise CorpusError(f"Speech Commands list {lf} is missing; run stage 1 again")
-            keep = set(lf.read_text(encoding="utf-8").split())
-            rels = [r for r in rels if r in keep]
-        elif split == "train":
-            held = set()
-            for name in ("testing_list.txt", "validation_list.txt"):
-                if (root / name).is_file():
-                    held |= set((root / name).read_text(encoding="utf-8").split())
-            rels = [r for r in rels if r not in held]
-        else:
-            raise AiplibParameterError(f"split must be test, validation, train or None, got {split!r}")
-    rows = [{"label": r.split("/")[0], "speaker": Path(r).stem.split("_nohash_")[0], "rel": r,
-             "path": str(root / r), "is_target": r.split("/")[0] in KEYWORDS} for r in rels]
-    return pd.DataFrame(rows, columns=["label", "speaker", "rel", "path", "is_target"])
-
-
-# ============================================================================================
-# stage 2: Common Voice (streamed)
-# ============================================================================================
-CV_DATASET = "fsicoli/common_voice_17_0"
-"""Hugging Face id of the Common Voice 17.0 mirror streamed in stage 2 (config ``en``). It is a
-*loading-script* data set: it needs ``datasets<4`` (4.0 removed script support; the authors used
-3.5.1, which the ``paper`` extra pins)."""
-CV_SPLIT = "validation"
-"""The split the authors stream (their ``scripts/02_build_banks.py``)."""
-
-ACCENT_GROUPS_FILE = Path(__file__).resolve().parent.parent / "data" / "cv_accent_groups.csv"
-"""``aiplib/data/cv_accent_groups.csv``: columns ``cv_accent`` (a Common Voice 17 ``accent``
-string, exactly) and ``accent_group`` (the group label). The 11 rows are the 11 accent groups of
-the authors' README, labelled as in their figure script (``accent_clean_map`` of
-``scripts/generate_results_new_2.py``); the project page says ten."""
-
-AUTHORS_SEED = 42
-"""``RANDOM_SEED`` of the authors' ``scripts/02_build_banks.py`` (``random.Random(42)``)."""
-N_LIBRISPEECH = 100
-"""LibriSpeech utterances in the ASR bank (authors' ``ASR_N``)."""
-N_COMMON_VOICE = 80
-"""Accent-labelled Common Voice 17 clips in the ASR bank (authors' ``CV_N``)."""
-N_KWS = 120
-"""Speech Commands items in the KWS bank (authors' ``KWS_N``)."""
-KWS_NONTARGET_FOLDERS = ("_background_noise_", "silence")
-"""Folders the authors draw non-target KWS items from (``silence`` does not exist in v0.02)."""
-N_PROBE_KEYWORDS, N_PROBES_PER_KEYWORD = 4, 3
-"""Injection probes: the last 3 clips (name order) of each of the first 4 keywords."""
-
-SELECTION_RULES = {
-    "librispeech": "authors' scripts/02_build_banks.py: every utterance of test-clean then test-other "
-                   "(sorted *.trans.txt, file order), random.Random(42).shuffle, first {n}",
-    "common_voice": "authors' scripts/02_build_banks.py: fsicoli/common_voice_17_0 en validation stream "
-                    "(unshuffled), first {n} clips whose accent and gender are both given and not 'unknown'",
-    "kws": "authors' scripts/02_build_banks.py: random.Random(42); per keyword (yes..go) sorted clips "
-           "shuffled, first {per_kw}; _background_noise_/silence clips shuffled, first {per_nt}; probes = last "
-           "3 sorted clips of yes/no/up/down; all shuffled, first {n}",
-}
-"""Text of the ``selection_rule`` field of each item bank record."""
-
-
-def read_accent_groups(path=None) -> dict:
-    """Read the accent-group mapping.
-
-    Parameters
-    ----------
-    path : str or Path, optional
-        CSV with ``cv_accent,accent_group``; default :data:`ACCENT_GROUPS_FILE`.
-
-    Returns
-    -------
-    dict
-        Common Voice accent string → group label, in file order.
-
-    Raises
-    ------
-    CorpusError
-        A column is missing or an accent string appears twice.
-    """
-    import csv
-
-    with open(path or ACCENT_GROUPS_FILE, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    if not rows or not {"cv_accent", "accent_group"} <= set(rows[0]):
-        raise CorpusError(f"{path or ACCENT_GROUPS_FILE} needs the columns cv_accent,accent_group")
-    out = {}
-    for r in rows:
-        key = r["cv_accent"].strip()
-        if key in out:
-            raise CorpusError(f"accent {key!r} is listed twice in {path or ACCENT_GROUPS_FILE}")
-        out[key] = r["accent_group"].strip()
-    return out
-
-
-CV_ACCENT_GROUPS = read_accent_groups()
-"""Common Voice accent string → one of the 11 accent groups (from :data:`ACCENT_GROUPS_FILE`)."""
-
-
-def accent_group(value, groups=None) -> str | None:
-    """The accent group of a Common Voice ``accent`` value (exact match after stripping spaces).
-
-    Parameters
-    ----------
-    value : str or None
-    groups : dict, optional
-        Default :data:`CV_ACCENT_GROUPS`.
-
-    Returns
-    -------
-    str or None
-        The group, or ``None`` for an empty, unlisted or multi-accent value (these clips stay in the
-        bank as the authors kept them; they are reported apart from the 11 groups).
-    """
-    if not value or not isinstance(value, str):
-        return None
-    return (CV_ACCENT_GROUPS if groups is None else groups).get(value.strip())
-
-
-def _datasets_major(version: str) -> int:
-    m = re.match(r"(\d+)", str(version))
-    return int(m.group(1)) if m else 0
-
-
-def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, config: str = "en"):
-    """Stream Common Voice 17 (English) from the Hugging Face hub [7]_, as the authors did.
-
-    ``datasets`` is imported here only. ``fsicoli/common_voice_17_0`` is a loading-script data set,
-    so it is loaded with ``trust_remote_code=True`` and needs ``datasets<4``. The stream is not
-    shuffled (the authors take the first labelled clips). Audio is left undecoded
-    (``Audio(decode=False)``); :func:`select_common_voice` decodes the kept clips.
-
-    Parameters
-    ----------
-    split : str
-        Default ``validation`` (the authors' split).
-    dataset_id, config : str
-
-    Returns
-    -------
-    datasets.IterableDataset
-        Records with ``client_id, path, audio, sentence, up_votes, down_votes, age, gender, accent …``.
-
-    Raises
-    ------
-    MissingPackageError
-        ``datasets`` is not installed, or is 4.0 or newer (no loading scripts): the message gives
-        the ``pip install 'datasets>=3.5,<4'`` command.
-    AiplibError
-        The hub cannot be reached or refuses the data set (accept its terms, ``hf auth login``).
-    """
-    set_cache_env()
-    fix = "pip install 'datasets>=3.5,<4'` (or `pip install -e \".[paper]\"`; the authors used 3.5.1)"
-    try:
-        import datasets
-    except ImportError:
-        raise MissingPackageError(f"stage 2 of the paper profile streams Common Voice with Hugging Face "
-                                  f"`datasets`; install it with `{fix}") from None
-    version = getattr(datasets, "__version__", "0")
-    if _datasets_major(version) >= 4:
-        raise MissingPackageError(
-            f"{dataset_id} is a loading-script data set and datasets {version} no longer runs loading "
-            f"scripts (removed in datasets 4.0); install a 3.x release with `{fix}")
-    try:
-        ds = datasets.load_dataset(dataset_id, config, split=split, streaming=True, trust_remote_code=True)
-    except Exception as exc:  # network, gating: all end here
-        raise AiplibError(f"cannot stream {dataset_id} ({config}, {split}) from the Hugging Face hub: {exc}. "
-                          f"Check the network or HF_ENDPOINT, accept the data set's terms on its hub page "
-                          f"and log in with `hf auth login`.") from None
-    try:
-        ds = ds.cast_column("audio", datasets.Audio(decode=False))
-    except Exception:  # noqa: BLE001 - a stream without that column / an old datasets: decode as given
-        pass
-    return ds
-
-
-def _resample(y: np.ndarray, sr: int) -> np.ndarray:
-    y = np.asarray(y, dtype=np.float32)
-    if y.ndim > 1:
-        y = y.mean(axis=-1) if y.shape[-1] <= 8 else y.mean(axis=0)
-    if sr != SR:
-        import librosa
-
-        y = librosa.resample(y, orig_sr=sr, target_sr=SR, res_type="soxr_hq")
-    return np.ascontiguousarray(y, dtype=np.float32)
-
-
-def _cv_native(record):
-    """→ (samples at the native rate, float32 mono, native rate in Hz) of a Common Voice record."""
-    import soundfile as sf
-
-    a = record.get("audio")
-    if isinstance(a, dict) and a.get("array") is not None:
-        arr = np.asarray(a["array"], dtype=np.float32)
-        if arr.ndim > 1:  # (n, channels) or (channels, n) → mono
-            arr = arr.mean(axis=-1) if arr.shape[-1] <= 8 else arr.mean(axis=0)
-        return arr, int(a["sampling_rate"])
-    raw, name = None, Path(str((a or {}).get("path") or record.get("path") or "clip.mp3")).name
-    if isinstance(a, dict) and a.get("bytes"):
-        raw = a["bytes"]
-    elif isinstance(a, dict) and a.get("path") and Path(a["path"]).is_file():
-        raw = Path(a["path"]).read_bytes()
-    if raw is None:
-        raise CorpusError(f"Common Voice record {record.get('path')!r} carries no audio")
-    try:
-        arr, sr = sf.read(io.BytesIO(raw), dtype="float32", always_2d=True)
-        return arr.mean(axis=1), int(sr)
-    except Exception:  # noqa: BLE001 - an MP3 libsndfile cannot read: ffmpeg through load_audio
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as tmp:
-            p = Path(tmp) / name
-            p.write_bytes(raw)
-            return load_audio(p), SR
-
-
-def _labelled(value) -> bool:
-    return bool(value) and isinstance(value, str) and value.strip().lower() != "unknown"
-
-
-def select_common_voice(dataset, out_dir, *, n: int = N_COMMON_VOICE, groups=None) -> list:
-    """The authors' Common Voice rule: the first ``n`` clips of the stream with accent and gender given.
-
-    As the authors' ``scripts/02_build_banks.py``: records are read in stream order; a record is
-    kept when its ``accent`` and ``gender`` are both non-empty and not ``unknown`` (nothing else is
-    filtered); the k-th kept clip (k from 0) gets the id ``cv_<first 8 characters of client_id>_<k>``
-    and is saved as ``<out_dir>/<id>.wav`` at its native rate (16-bit PCM, as their
-    ``soundfile.write``). Reading stops after ``n`` clips.
-
-    Parameters
-    ----------
-    dataset : iterable of dict
-        A Hugging Face ``IterableDataset`` or any iterable of records with ``audio`` (dict with
-        ``array`` + ``sampling_rate``, or ``bytes``/``path``), ``sentence``, ``client_id``,
-        ``accent`` (or ``accents``), ``gender``, ``age`` (duck typing; tests use a list of dicts).
-    out_dir : str or Path
-        ``data/paper/speech_asr/common_voice/``.
-    n : int > 0
-    groups : dict, optional
-        Accent string → group; default :data:`CV_ACCENT_GROUPS`.
-
-    Returns
-    -------
-    list of dict
-        One per kept clip, in stream order: ``item_id, y`` (np.ndarray [shape=(samples,)], float32,
-        16 kHz, read back from the saved file), ``text, speaker, gender, age, accent`` (raw),
-        ``accent_group`` (or None), ``source_file`` (the saved WAV).
-
-    Raises
-    ------
-    CorpusError
-        The stream ends before ``n`` labelled clips (the message gives the numbers).
-    """
-    import soundfile as sf
-
-    picked = []
-    for rec in dataset:
-        if len(picked) >= n:
-            break
-        accent = rec.get("accent") or rec.get("accents") or ""
-        gender = rec.get("gender") or ""
-        if not (_labelled(accent) and _labelled(gender)):
-            continue
-        arr, sr = _cv_native(rec)
-        item_id = f"cv_{str(rec.get('client_id') or '')[:8]}_{len(picked)}"
-        picked.append({"item_id": item_id, "arr": arr, "sr": sr, "text": rec.get("sentence", "") or "",
-                       "speaker": str(rec.get("client_id") or ""), "gender": gender,
-                       "age": rec.get("age") or "unknown", "accent": accent})
-    if len(picked) < n:
-        raise CorpusError(f"the Common Voice stream ended after {len(picked)} clip(s) with accent and gender "
-                          f"labels, {n} needed")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    kept = []
-    for c in picked:
-        src = out_dir / f"{c.pop('item_id')}.wav"
-        sf.write(str(src), c.pop("arr"), c.pop("sr"), subtype="PCM_16")
-        kept.append({"item_id": src.stem, "y": load_audio(src), **c, "accent_group": accent_group(c["accent"], groups),
-                     "source_file": src})
-    return kept
+def gather_raw(ws, **params) -> dict:
+    """Stage 1 of the profile interface (:mod:`aiplib.corpora.profiles`): :func:`download_all`."""
+    return download_all(ws, **params)
 
 
 # ============================================================================================
 # stage 2: item banks (the authors' rules)
 # ============================================================================================
-def read_librispeech_speakers(corpus_dir) -> dict:
-    """Speaker → ``female``/``male``/``unknown`` from ``LibriSpeech/SPEAKERS.TXT`` (as the authors read it).
-
-    Returns
-    -------
-    dict
-        Empty when the file is missing.
-    """
-    path = Path(corpus_dir) / "LibriSpeech" / "SPEAKERS.TXT"
-    out = {}
-    if not path.is_file():
-        return out
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if line.startswith(";"):
-            continue
-        parts = [p.strip() for p in line.split("|")]
-        if len(parts) >= 2:
-            out[parts[0]] = {"F": "female", "M": "male"}.get(parts[1], "unknown")
-    return out
-
-
 def _kws_candidates(sc_root: Path, n: int, rng) -> list:
     """The authors' KWS candidate list before the final shuffle (dicts, in their order)."""
     per_kw, per_nt = n // len(KEYWORDS) + 2, n // 4
@@ -975,7 +290,7 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     ls_items = ls.to_dict("records")
     random.Random(AUTHORS_SEED).shuffle(ls_items)
     ls_items = ls_items[:n_librispeech]
-    sc_root = _need_dir(corpus_dir(ws, "speech_commands", registry=registry) / "speech_commands_v0.02",
+    sc_root = need_dir(corpus_dir(ws, "speech_commands", registry=registry) / speech_commands.ROOT,
                         "Speech Commands v0.02")
     rng = random.Random(AUTHORS_SEED)
     kws_items = _kws_candidates(sc_root, n_kws, rng)
@@ -998,7 +313,7 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
         out = write_wav(audio_dir / family / f"{item_id}.wav", y)
         return {"item_id": item_id, "path": ws.rel(out), **fields, "duration_s": round(y.size / SR, 4)}
 
-    ls_c, sc_c = CORPORA["librispeech"], CORPORA["speech_commands"]
+    ls_c, sc_c = librispeech.CORPUS, speech_commands.CORPUS
     genders = read_librispeech_speakers(ls_dir)
     rule_ls = SELECTION_RULES["librispeech"].format(n=n_librispeech)
     rule_cv = SELECTION_RULES["common_voice"].format(n=n_common_voice)
@@ -1046,8 +361,6 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     write_jsonl(kws_path, kws_rows)
     return {"asr": pd.DataFrame(asr_rows), "kws": pd.DataFrame(kws_rows)}
 
-
-build_item_banks_paper = build_item_banks
 
 
 # ============================================================================================
@@ -1120,7 +433,7 @@ def battery_specs(ws, *, registry=None) -> list:
         cdir = corpus_dir(ws, corpus, registry=reg)
         attribution, licence = c.attribution, c.licence
         if corpus == "esc50":
-            audio = _need_dir(cdir / "ESC-50-master", "ESC-50") / "audio"
+            audio = need_dir(cdir / esc50.ROOT, "ESC-50") / "audio"
             found = sorted(audio.glob(f"1-*-A-{sel}.wav"))
             if not found:
                 raise CorpusError(f"{bg_id}: ESC-50 has no fold-1 take-A clip of class {sel} "
@@ -1128,8 +441,8 @@ def battery_specs(ws, *, registry=None) -> list:
             src = found[0]
             attribution = f"{c.attribution}; freesound.org clip {src.stem.split('-')[1]}"
         else:
-            base = {"ms_snsd": cdir / "MS-SNSD-master", "musan": cdir / "musan"}.get(corpus, cdir)
-            found = sorted(_need_dir(base, c.title).glob(sel))
+            base = {"ms_snsd": cdir / ms_snsd.ROOT, "musan": cdir / musan.ROOT}.get(corpus, cdir)
+            found = sorted(need_dir(base, c.title).glob(sel))
             src = found[0] if found else base / sel
             if "librivox" in sel:
                 licence = "public domain (LibriVox) in MUSAN, CC BY 4.0"
@@ -1141,8 +454,6 @@ def battery_specs(ws, *, registry=None) -> list:
                       "authors_category": AUTHORS_CATEGORY[bg_id]})
     return specs
 
-
-battery_specs_paper = battery_specs
 
 
 # ============================================================================================

@@ -4,7 +4,7 @@ Registry entry (extra fields)::
 
     my_external_asr:
       backend: command
-      family: external
+      model_type: external
       command: "my-asr --lang en {file}"
       timeout_s: 120
 

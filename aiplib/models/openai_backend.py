@@ -4,7 +4,7 @@ Registry entry (extra fields)::
 
     qwen2_audio_7b_vllm:
       backend: openai
-      family: api
+      model_type: api
       base_url: http://localhost:8000/v1
       base_url_env: AIP_VLLM_BASE_URL    # optional: this variable, when set, overrides base_url
       model: Qwen/Qwen2-Audio-7B-Instruct

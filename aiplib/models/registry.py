@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,8 +53,10 @@ class ModelEntry:
         Registry key, the ``--model`` value and the ``inference/<model>/`` folder name.
     backend : str
         One of :data:`BACKENDS`.
-    family : str
-        Model family (selects the input builder inside a backend).
+    model_type : str
+        The model's architecture (``whisper``, ``qwen25_omni`` …, ``external``, ``api``): selects
+        the input builder (adapter) inside a backend. Called ``family`` before; a registry file
+        that still says ``family`` is read with a ``FutureWarning``.
     weights : str or None
         Hub id, ``package:<module>`` or a path (None for ``command`` / ``openai``).
     revision : str or None
@@ -74,7 +77,7 @@ class ModelEntry:
 
     id: str
     backend: str
-    family: str
+    model_type: str
     weights: str | None = None
     revision: str | None = None
     precision: str = "float32"
@@ -119,14 +122,38 @@ _CHOICES = {"requires": ("cpu", "cuda"), "device": ("cpu", "cuda", "auto"),
             "prompt_style": ("initial_prompt", "chat")}
 
 
+RENAMED_FIELDS = {"family": "model_type"}
+"""Old registry field → new name. The model's ``family`` became ``model_type`` so that "family"
+means only the task family (``asr`` / ``kws``); old files are still read, with a warning."""
+
+
+def _renamed_fields(model_id: str, raw):
+    """``raw`` with deprecated field names replaced (:data:`RENAMED_FIELDS`), warning once per field."""
+    if not isinstance(raw, dict) or not set(raw) & set(RENAMED_FIELDS):
+        return raw
+    raw = dict(raw)
+    for old, new in RENAMED_FIELDS.items():
+        if old not in raw:
+            continue
+        value = raw.pop(old)
+        if new in raw and raw[new] != value:
+            raise ValueError(f"registry entry {model_id!r}: both {old!r} ({value!r}) and {new!r} "
+                             f"({raw[new]!r}) are given; {old!r} is the old name of {new!r}, keep only {new!r}")
+        raw.setdefault(new, value)
+        warnings.warn(f"registry entry {model_id!r}: the field {old!r} is deprecated and will be removed; "
+                      f"rename it to {new!r} ({old}: {value} -> {new}: {value})", FutureWarning, stacklevel=4)
+    return raw
+
+
 def _entry(model_id: str, raw) -> ModelEntry:
     if not isinstance(raw, dict):
         raise ValueError(f"registry entry {model_id!r}: expected a mapping of fields, got {type(raw).__name__}")
+    raw = _renamed_fields(model_id, raw)
     names = {f.name for f in dataclasses.fields(ModelEntry)} - {"id", "extra"}
     unknown = set(raw) - names - _EXTRA_FIELDS
     if unknown:
         raise ValueError(f"registry entry {model_id!r}: unknown field(s) {', '.join(sorted(unknown))}")
-    for req in ("backend", "family"):
+    for req in ("backend", "model_type"):
         if not raw.get(req):
             raise ValueError(f"registry entry {model_id!r}: field {req!r} is required")
     backend = raw["backend"]

@@ -6,7 +6,7 @@ Loading
 ``weights`` is a hub id (loaded with ``revision=entry.revision`` when pinned) or a local folder
 (``save_pretrained`` layout; then nothing touches the network). ``precision`` picks the dtype
 (``float32``, ``float16``, ``bfloat16``) or 8-bit bitsandbytes (``int8_bnb``, needs the
-``bitsandbytes`` package); ``device`` is ``cpu``, ``cuda`` or ``auto``. The family adapter
+``bitsandbytes`` package); ``device`` is ``cpu``, ``cuda`` or ``auto``. The model-type adapter
 (:mod:`aiplib.models.adapters`) picks the model class and repairs known processor quirks.
 ``info()["revision"]`` is the revision actually loaded: the hub commit hash (from the config or
 the cache snapshot folder), else None for a plain local folder, which is then identified by
@@ -25,7 +25,7 @@ in the paper (see :mod:`aiplib.models.adapters.qwen25_omni`). Audio is cut to
 space stripped). ``entry.extra["generate_kwargs"]`` is passed on to ``generate`` unchanged.
 
 Batches of ``batch_size`` stimuli are left-padded with the processor's attention mask, so a
-response should not depend on its batch (families whose processor pads audio features only to the longest clip
+response should not depend on its batch (model types whose processor pads audio features only to the longest clip
 of the batch — Gemma 3n, Phi-4-multimodal — batch only clips of equal length; the others pad
 every clip to a fixed 30 s window); :func:`check_batch_invariance` measures that (batch 1
 against batch N on the same stimuli) and ``benchmarks/bench_batching.py`` the speed-up.
@@ -132,7 +132,7 @@ class TransformersRecogniser(Recogniser):
     Parameters
     ----------
     entry : ModelEntry
-        A ``transformers`` registry entry whose ``family`` has an adapter.
+        A ``transformers`` registry entry whose ``model_type`` has an adapter.
     batch_size : int > 0, optional
         Stimuli per ``generate`` call; default ``entry.batch_size``.
     device : {"cpu", "cuda", "auto"}, optional
@@ -148,7 +148,7 @@ class TransformersRecogniser(Recogniser):
     Raises
     ------
     KeyError
-        The family has no adapter.
+        The model type has no adapter.
     MissingPackageError
         transformers (or bitsandbytes / peft / mistral-common) is missing.
     ModelUnavailableError
@@ -168,7 +168,7 @@ class TransformersRecogniser(Recogniser):
 
         torch = _torch()
         self.name, self.entry = entry.id, entry
-        self.adapter_cls = get_adapter(entry.family)
+        self.adapter_cls = get_adapter(entry.model_type)
         self.batch_size = int(batch_size or entry.batch_size or 1)
         if self.batch_size <= 0:
             raise AiplibParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -252,7 +252,7 @@ class TransformersRecogniser(Recogniser):
 
         a = self.adapter
         return {
-            "model": self.name, "backend": "transformers", "family": self.entry.family,
+            "model": self.name, "backend": "transformers", "model_type": self.entry.model_type,
             "weights": self.entry.weights, "weights_path": self.source,
             "weights_sha256": self.weights_sha256, "revision": self.revision,
             "revision_requested": self.entry.revision, "local_files_only": self.local_files_only,

@@ -1,9 +1,9 @@
-"""Family adapters of the ``transformers`` backend: one module per Speech LLM family.
+"""Adapters of the ``transformers`` backend: one module per Speech LLM model type.
 
-An adapter knows how one family turns ``(waveform, prompt)`` pairs into model inputs and model
+An adapter knows how one model type (registry ``model_type``) turns ``(waveform, prompt)`` pairs into model inputs and model
 outputs back into text:
 
-1. build the chat conversation with the family's audio placeholder (:meth:`Adapter.conversation`),
+1. build the chat conversation with the model's audio placeholder (:meth:`Adapter.conversation`),
 2. render it with the processor's chat template and call the processor with the audio
    (``audio=`` in transformers 5; :meth:`Adapter.encode`),
 3. check that the processor output really holds the audio features and one run of placeholder
@@ -15,7 +15,7 @@ Batches are left-padded (``tokenizer.padding_side = "left"``) with the processor
 mask, so a response does not depend on the batch it was decoded in (checked by
 :func:`aiplib.models.transformers_backend.check_batch_invariance`).
 
-Family modules are imported on demand (:func:`get_adapter`), so a family whose classes are
+Adapter modules are imported on demand (:func:`get_adapter`), so a model type whose classes are
 missing from the installed ``transformers`` never breaks another.
 
 Machines without a usable torchvision / timm
@@ -37,37 +37,37 @@ import numpy as np
 
 from ...audio import SR
 
-__all__ = ["Adapter", "FAMILY_MODULES", "get_adapter", "torchvision_ok", "timm_ok",
+__all__ = ["Adapter", "ADAPTER_MODULES", "get_adapter", "torchvision_ok", "timm_ok",
            "no_torchvision_patch", "no_timm_vision_patch", "AudioInputError", "wav_bytes"]
 
 log = logging.getLogger(__name__)
 
-FAMILY_MODULES: dict[str, str] = {
+ADAPTER_MODULES: dict[str, str] = {
     "qwen2_audio": "aiplib.models.adapters.qwen2_audio",
     "qwen25_omni": "aiplib.models.adapters.qwen25_omni",
     "gemma3n": "aiplib.models.adapters.gemma3n",
     "phi4_multimodal": "aiplib.models.adapters.phi4mm",
     "voxtral": "aiplib.models.adapters.voxtral",
 }
-"""registry ``family`` → adapter module (each defines ``ADAPTER``, an :class:`Adapter` subclass)."""
+"""registry ``model_type`` → adapter module (each defines ``ADAPTER``, an :class:`Adapter` subclass)."""
 
 
 class AudioInputError(RuntimeError):
     """The processor output lacks the audio features or the audio placeholder tokens."""
 
 
-def get_adapter(family: str):
-    """The adapter class of a family.
+def get_adapter(model_type: str):
+    """The adapter class of a registry ``model_type``.
 
     Raises
     ------
     KeyError
-        If the family has no adapter; the message lists the known families.
+        If the model type has no adapter; the message lists the known model types.
     """
-    if family not in FAMILY_MODULES:
-        raise KeyError(f"no transformers adapter for family {family!r}; "
-                       f"known families: {', '.join(FAMILY_MODULES)}")
-    return importlib.import_module(FAMILY_MODULES[family]).ADAPTER
+    if model_type not in ADAPTER_MODULES:
+        raise KeyError(f"no transformers adapter for model_type {model_type!r}; "
+                       f"known model types: {', '.join(ADAPTER_MODULES)}")
+    return importlib.import_module(ADAPTER_MODULES[model_type]).ADAPTER
 
 
 def wav_bytes(y: np.ndarray, *, sr: int = SR) -> bytes:
@@ -81,7 +81,7 @@ def wav_bytes(y: np.ndarray, *, sr: int = SR) -> bytes:
 
 # ------------------------------------------------------------------------------------ the base class
 class Adapter:
-    """Input builder + generate/decode for one family (subclass per family).
+    """Input builder + generate/decode for one model type (subclass per model type).
 
     Parameters
     ----------
@@ -91,15 +91,15 @@ class Adapter:
 
     Class attributes
     ----------------
-    family : str
-        Registry ``family``.
+    model_type : str
+        Registry ``model_type``.
     model_class : str
         Name of the ``transformers`` class loaded with ``from_pretrained``.
     feature_keys : tuple of str
         Keys the processor output must hold when audio was given.
     """
 
-    family = ""
+    model_type = ""
     model_class = ""
     feature_keys: tuple[str, ...] = ("input_features",)
     needs_image_stub = False
@@ -128,7 +128,7 @@ class Adapter:
 
     @classmethod
     def load_processor(cls, source: str, **hub_kw):
-        """``AutoProcessor.from_pretrained(source, **hub_kw)`` (families may repair it)."""
+        """``AutoProcessor.from_pretrained(source, **hub_kw)`` (model types may repair it)."""
         from transformers import AutoProcessor  # noqa: PLC0415
 
         return AutoProcessor.from_pretrained(source, **hub_kw)
@@ -200,13 +200,13 @@ class Adapter:
         missing = [k for k in self.feature_keys if k not in inputs or inputs[k] is None]
         if missing:
             raise AudioInputError(
-                f"{self.family}: the processor output has no {', '.join(missing)} (keys: "
+                f"{self.model_type}: the processor output has no {', '.join(missing)} (keys: "
                 f"{', '.join(inputs.keys())}); the audio was dropped")
         ids = inputs["input_ids"]
         per_row = (ids == self.placeholder_id).sum(dim=1)
         if ids.shape[0] != n or bool((per_row == 0).any()):
             raise AudioInputError(
-                f"{self.family}: {int((per_row == 0).sum())} of {n} prompts have no audio "
+                f"{self.model_type}: {int((per_row == 0).sum())} of {n} prompts have no audio "
                 f"placeholder {self.placeholder!r}")
 
     # ------------------------------------------------------------------ generation

@@ -23,7 +23,7 @@ __all__ = ["Gemma3nAdapter", "ADAPTER"]
 
 
 class Gemma3nAdapter(Adapter):
-    family = "gemma3n"
+    model_type = "gemma3n"
     model_class = "Gemma3nForConditionalGeneration"
     feature_keys = ("input_features", "input_features_mask")
     same_length_batches = True

@@ -36,7 +36,7 @@ SPEECH_LORA = "speech-lora"
 
 
 class Phi4MultimodalAdapter(Adapter):
-    family = "phi4_multimodal"
+    model_type = "phi4_multimodal"
     model_class = "Phi4MultimodalForCausalLM"
     feature_keys = ("audio_input_features", "audio_embed_sizes")
     needs_image_stub = True

@@ -34,7 +34,7 @@ __all__ = ["Qwen25OmniAdapter", "ADAPTER"]
 
 
 class Qwen25OmniAdapter(Adapter):
-    family = "qwen25_omni"
+    model_type = "qwen25_omni"
     model_class = "Qwen2_5OmniThinkerForConditionalGeneration"
     feature_keys = ("input_features", "feature_attention_mask")
     needs_video_stub = True

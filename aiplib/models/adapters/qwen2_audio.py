@@ -13,7 +13,7 @@ __all__ = ["Qwen2AudioAdapter", "ADAPTER"]
 
 
 class Qwen2AudioAdapter(Adapter):
-    family = "qwen2_audio"
+    model_type = "qwen2_audio"
     model_class = "Qwen2AudioForConditionalGeneration"
     feature_keys = ("input_features", "feature_attention_mask")
 

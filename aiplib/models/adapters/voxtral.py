@@ -19,7 +19,7 @@ AUDIO_TOKEN_ID = 24
 
 
 class VoxtralAdapter(Adapter):
-    family = "voxtral"
+    model_type = "voxtral"
     model_class = "VoxtralForConditionalGeneration"
     feature_keys = ("input_features",)
 
