@@ -815,8 +815,9 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
         probs.add("fatal", "keywords", "", f"keywords must be single words, got {kw}")
     elif tuple(kw) != KEYWORDS:
         probs.add("warning", "keywords", "",
-                  "the keyword list differs from the paper's ten: it sets is_target, but the KWS prompt "
-                  "(aiplib.prompts) and the rejection rule of aiplib.scoring still name the ten defaults")
+                  "the keyword list differs from the paper's ten: it sets is_target, travels with the KWS item "
+                  "bank (itembanks/kws.json) and is named by the KWS prompt and used by the scoring, so the "
+                  "KWS results are not comparable with the paper's")
     scans: list[dict] = []
     speech = _validate_speech(speech_dir, texts, probs, scans)
     kws = _validate_kws(kws_dir, kws_labels, kw, probs, scans)
