@@ -624,10 +624,19 @@ def read_scores(path) -> pd.DataFrame:
 
 
 def load_scores(ws, tasks) -> dict[str, pd.DataFrame]:
-    """:func:`read_scores` of each task whose ``results/scores/<task>.csv`` exists (task → table)."""
+    """:func:`read_scores` of each task whose ``results/scores/<task>.csv`` exists (task → table).
+
+    Parameters
+    ----------
+    ws : aiplib.workspace.Workspace
+        (An object with only a ``results`` folder is accepted too, for a results folder copied
+        out of its workspace.)
+    tasks : iterable of str
+    """
+    scores_dir = ws.scores_dir if hasattr(ws, "scores_dir") else Path(ws.results) / "scores"
     out = {}
     for task in tasks:
-        p = ws.scores_csv(task)
+        p = scores_dir / f"{task}.csv"
         if p.exists():
             out[task] = read_scores(p)
     return out
