@@ -275,12 +275,9 @@ def _row(ws, spec, info, out: Path) -> dict:
 
 def read_battery(ws):
     """Read ``descriptors/battery.csv`` of workspace ``ws`` (None when it does not exist)."""
-    import pandas as pd
+    from .formats import read_battery_csv
 
-    path = ws.descriptors / "battery.csv"
-    if not path.is_file():
-        return None
-    return pd.read_csv(path, keep_default_na=False, dtype={"bg_id": str})
+    return read_battery_csv(ws.battery_csv)
 
 
 def _row_current(row: dict, target_lufs: float) -> bool:

@@ -49,7 +49,7 @@ def active_fraction(y, *, frame: int = 512, floor_db: float = -30.0) -> float:
 
 
 def _manifests(ws, families=FAMILIES):
-    return {f: read_manifest(ws, f) for f in families if (ws.manifests / f"{f}.csv").is_file()}
+    return {f: read_manifest(ws, f) for f in families if ws.manifest_csv(f).is_file()}
 
 
 def background_presence(ws, *, max_items: int = 3) -> pd.DataFrame:

@@ -62,22 +62,8 @@ __all__ = [
     "descriptor_table",
 ]
 
-DESCRIPTORS = [
-    "zcr",
-    "spectral_centroid",
-    "spectral_rolloff",
-    "spectral_bandwidth",
-    "spectral_flux",
-    "spectral_flatness",
-    "spectral_contrast",
-    "rms_variance",
-    "vad_speech_fraction",
-]
-"""The nine descriptor names, in the column order of ``acoustic_descriptors.csv``."""
-
-TABLE_COLUMNS = ["bg_id", *DESCRIPTORS, "silent_frame_share"]
-"""Columns of ``acoustic_descriptors.csv``: the nine descriptors, then the share of the
-descriptor frames that are digital silence (included in the means, see the module docstring)."""
+from .formats import DESCRIPTOR_TABLE_COLUMNS as TABLE_COLUMNS  # noqa: E402 - columns of acoustic_descriptors.csv
+from .formats import DESCRIPTORS  # noqa: E402 - the nine descriptor names, in column order
 
 FRAME = {
     "sr": SR,

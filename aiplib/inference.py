@@ -9,7 +9,8 @@ Files (``ws`` = the workspace)
     output), ``model``, ``task``; then ours: :data:`EXTRA_FIELDS` (``prompt_id, decode_s,
     audio_s``). A failed generation is ``{id, raw: "__ERROR__", error, model, task}`` plus the
     same extras; the next run retries it and appends a new row. Readers take the last successful
-    row per ``id`` (:func:`read_results`). Every reader goes through :func:`read_inference_jsonl`.
+    row per ``id`` (:func:`read_results`). Every reader goes through :func:`read_inference_jsonl`;
+    the format (reader and writer) lives in :mod:`aiplib.formats`, re-exported here.
 ``inference/<model>/run_log.jsonl``
     One object per run (or failed load): decoding path, window, model info (weights, revision or
     sha256), package versions, start / end, counts, seconds.
@@ -40,7 +41,6 @@ import csv
 import datetime as _dt
 import json
 import logging
-import math
 import os
 import platform
 import sys
@@ -53,6 +53,8 @@ import pandas as pd
 from . import __version__
 from .audio import SR
 from .errors import ModelUnavailableError
+from .formats import (CORE_FIELDS, ERROR_RESPONSE, EXTRA_FIELDS, append_jsonl_lines, inference_row_json,  # noqa: F401
+                      is_error_row, read_inference_jsonl, read_results, repair_jsonl)
 from .prompts import TASKS, task_names
 
 __all__ = ["CORE_FIELDS", "EXTRA_FIELDS", "ERROR_RESPONSE", "MIX_DIAG_FIELDS", "run_inference", "read_results",
@@ -61,12 +63,6 @@ __all__ = ["CORE_FIELDS", "EXTRA_FIELDS", "ERROR_RESPONSE", "MIX_DIAG_FIELDS", "
 
 log = logging.getLogger(__name__)
 
-CORE_FIELDS = ["id", "raw", "model", "task"]
-"""Fields every row has (the authors'); a successful row has the manifest columns before ``raw``,
-a failed one ``error`` after ``raw``."""
-EXTRA_FIELDS = ["prompt_set", "prompt_id", "decode_s", "audio_s"]
-"""Our fields, after the authors' (``decode_s``, ``audio_s`` in s)."""
-ERROR_RESPONSE = "__ERROR__"
 MIX_DIAG_FIELDS = ["stimulus_id", "family", "speech_id", "background_id", "snr_db", "condition", "target_snr_db",
                    "achieved_snr_db", "speech_lufs", "speech_peak", "bg_gain_db", "peak", "clip_scale",
                    "bg_offset", "bg_active"]
@@ -76,150 +72,8 @@ _ERROR_MAX_CHARS = 300
 
 # ------------------------------------------------------------------------------------------ file helpers
 def result_path(ws, model: str, task: str) -> Path:
-    """``<ws>/inference/<model>/<task>.jsonl``."""
-    return Path(ws.inference) / model / f"{task}.jsonl"
-
-
-def repair_jsonl(path) -> int:
-    """Cut a line-oriented file back to its last complete line.
-
-    A process killed while appending can leave a last line without its newline. That fragment is
-    removed; all complete lines are kept. Also used for ``mix_diagnostics.csv``.
-
-    Parameters
-    ----------
-    path : str or Path
-        File to repair in place (a missing file is left alone).
-
-    Returns
-    -------
-    int
-        Bytes removed (0 if the file was intact or absent).
-    """
-    path = Path(path)
-    if not path.is_file():
-        return 0
-    size = path.stat().st_size
-    if size == 0:
-        return 0
-    with open(path, "rb+") as f:
-        f.seek(-1, os.SEEK_END)
-        if f.read(1) == b"\n":
-            return 0
-        # scan back for the last newline, 64 KiB at a time
-        pos, keep = size, 0
-        while pos > 0:
-            step = min(65536, pos)
-            pos -= step
-            f.seek(pos)
-            block = f.read(step)
-            i = block.rfind(b"\n")
-            if i >= 0:
-                keep = pos + i + 1
-                break
-        f.truncate(keep)
-        f.flush()
-        os.fsync(f.fileno())
-    removed = size - keep
-    log.warning("%s: removed a half-written last line (%d bytes) left by an interrupted run", path, removed)
-    return removed
-
-
-def read_inference_jsonl(path, *, require_id: bool = True) -> tuple[list[dict], int]:
-    """Read an inference JSONL file: the one reader of stages 7, 8 and the explorer.
-
-    Policy: a line that is not UTF-8, not JSON, or not a JSON object with an ``id`` is skipped and
-    counted (one warning per file), never an exception; blank lines are ignored. ``NaN`` tokens
-    (the authors' clean rows hold ``"bg_path": NaN``) are read as float NaN.
-
-    Parameters
-    ----------
-    path : str or Path
-        ``inference/<model>/<task>.jsonl`` (ours or the authors').
-    require_id : bool
-        Skip objects without an ``id`` (stimulus rows). False reads any JSON object (the
-        ``run_log.jsonl`` records), with the same skip-and-count policy for unreadable lines.
-
-    Returns
-    -------
-    rows : list of dict
-        In file order.
-    n_skipped : int
-        Lines skipped (a half-written last line included).
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` does not exist.
-    """
-    path = Path(path)
-    rows, bad = [], 0
-    with open(path, "rb") as f:
-        for raw in f:
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError):
-                bad += 1
-                continue
-            if isinstance(obj, dict) and not require_id and "id" not in obj:
-                rows.append(obj)
-            elif isinstance(obj, dict) and obj.get("id") not in (None, ""):
-                obj["id"] = str(obj["id"])
-                rows.append(obj)
-            else:
-                bad += 1
-    if bad:
-        log.warning("%s: skipped %d unreadable line(s) (not UTF-8, not JSON or without an id)", path, bad)
-    return rows, bad
-
-
-def is_error_row(row: dict) -> bool:
-    """A failed generation: ``raw == "__ERROR__"`` (the authors' rule), no ``raw``, or a
-    non-null ``error``."""
-    raw = row.get("raw")
-    return raw is None or raw == ERROR_RESPONSE or row.get("error") is not None
-
-
-def read_results(path, *, keep_errors: bool = True) -> pd.DataFrame:
-    """Read an inference JSONL file, one row per stimulus.
-
-    Parameters
-    ----------
-    path : str or Path
-        ``inference/<model>/<task>.jsonl``.
-    keep_errors : bool
-        Keep stimuli whose every attempt failed (their last ``__ERROR__`` row). If False they are
-        dropped.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Every field found (at least ``id, raw, error, model, task, prompt_id``); per ``id`` the
-        last successful row, else (with ``keep_errors``) the last error row; in the order the kept
-        rows were written. Empty (with those columns) if the file is missing or empty.
-
-    Notes
-    -----
-    Lines are read with :func:`read_inference_jsonl` (unreadable lines skipped and counted).
-    """
-    path = Path(path)
-    rows = read_inference_jsonl(path)[0] if path.is_file() else []
-    df = pd.DataFrame(rows)
-    base = CORE_FIELDS + ["error"] + EXTRA_FIELDS
-    for col in base:
-        if col not in df.columns:
-            df[col] = pd.Series([None] * len(df), dtype=object)
-    if df.empty:
-        return df.reset_index(drop=True)
-    is_err = pd.Series([is_error_row(r) for r in rows], index=df.index)
-    ok = df[~is_err].drop_duplicates("id", keep="last")
-    parts = [ok]
-    if keep_errors:
-        parts.append(df[is_err & ~df["id"].isin(ok["id"])].drop_duplicates("id", keep="last"))
-    out = pd.concat(parts).sort_index()
-    return out.reset_index(drop=True)
+    """``<ws>/inference/<model>/<task>.jsonl`` (:meth:`aiplib.workspace.Workspace.inference_jsonl`)."""
+    return ws.inference_jsonl(model, task)
 
 
 def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str) -> pd.DataFrame:
@@ -234,31 +88,8 @@ def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str) -> pd.DataFram
     return manifest[~manifest["id"].isin(done)]
 
 
-def _append_lines(path: Path, lines: list[str]) -> None:
-    if not lines:
-        return
-    with open(path, "a", encoding="utf-8") as f:
-        f.write("".join(lines))
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _json_value(v):
-    if v is None or v is pd.NA:
-        return None
-    if isinstance(v, (np.floating, float)):
-        v = float(v)
-        return v if math.isfinite(v) else None
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.bool_,)):
-        return bool(v)
-    return v
-
-
-def _row_json(row: dict) -> str:
-    return json.dumps({k: _json_value(v) for k, v in row.items()}, ensure_ascii=False,
-                      allow_nan=False) + "\n"
+_append_lines = append_jsonl_lines
+_row_json = inference_row_json
 
 
 class _MixDiagnostics:

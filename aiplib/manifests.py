@@ -17,6 +17,9 @@ Columns (:func:`manifest_columns`), the authors' first, in their order:
 ``id, speech_id, background_id, snr_db, condition, seed, speech_path, bg_path``, then ASR
 ``accent, gender, transcript`` or KWS ``keyword, is_target``; then ours: :data:`EXTRA_COLUMNS`.
 
+Reading and writing the file: :mod:`aiplib.formats` (``read_manifest``, ``read_manifest_csv``,
+``read_item_bank`` are re-exported here).
+
 Clean rows, as the authors wrote them: ``background_id = "clean"``, ``snr_db = 99``,
 ``condition = "clean"``, ``bg_path`` empty; ours: ``bg_offset`` empty, ``bg_active`` empty.
 """
@@ -25,12 +28,13 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .errors import AiplibParameterError
+from .formats import MANIFEST_TEXT_COLUMNS, read_battery_csv, read_item_bank, read_manifest, read_manifest_csv
+from .tasks import FAMILIES
 
 __all__ = ["SNRS_DB", "CLEAN_SNR_DB", "SEED_START", "FAMILIES", "AUTHOR_COLUMNS", "EXTRA_COLUMNS",
            "TEXT_COLUMNS", "manifest_columns", "stimulus_id", "bg_offset", "read_item_bank",
@@ -42,7 +46,6 @@ CLEAN_SNR_DB = 99
 """``snr_db`` written on clean rows (the authors' value)."""
 SEED_START = {"asr": 0, "kws": 10000}
 """First seed of each manifest's row counter (the authors' values)."""
-FAMILIES = ("asr", "kws")
 AUTHOR_COLUMNS = {
     "asr": ["id", "speech_id", "background_id", "snr_db", "condition", "seed", "speech_path", "bg_path",
             "accent", "gender", "transcript"],
@@ -56,9 +59,8 @@ none); ``bg_offset`` (start sample of the background segment, informational: the
 from ``seed``); ``bg_active`` (False when that segment is digital silence, see
 :data:`aiplib.mixing.BG_SILENCE_POWER`; empty on clean rows); ``duration_s`` (s) and
 ``n_samples`` of the speech."""
-TEXT_COLUMNS = ["id", "speech_id", "background_id", "condition", "speech_path", "bg_path", "accent",
-                "gender", "transcript", "keyword", "family", "accent_group"]
-"""Columns always read back as strings (an item or background named ``NA`` stays ``"NA"``)."""
+TEXT_COLUMNS = MANIFEST_TEXT_COLUMNS
+"""Columns always read back as strings (:data:`aiplib.formats.MANIFEST_TEXT_COLUMNS`)."""
 
 
 def manifest_columns(family: str) -> list[str]:
@@ -95,37 +97,11 @@ def bg_offset(seed: int, n_bg: int, n_speech: int) -> int:
     return _off(seed, n_bg, n_speech)
 
 
-def read_item_bank(ws, family: str) -> pd.DataFrame:
-    """Read ``itembanks/<family>.jsonl`` as a DataFrame (``item_id`` kept as str).
-
-    Raises
-    ------
-    FileNotFoundError
-        If the item bank has not been built (run stage 2).
-    AiplibParameterError
-        If item ids repeat or required fields are missing.
-    """
-    path = ws.itembanks / f"{family}.jsonl"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: item bank not found; run stage 02_build_item_banks first")
-    rows = [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    df = pd.DataFrame(rows)
-    need = {"item_id", "path", "duration_s"} | ({"text"} if family == "asr" else {"label", "is_target"})
-    missing = need - set(df.columns)
-    if missing:
-        raise AiplibParameterError(f"{path}: missing fields {sorted(missing)}")
-    df["item_id"] = df["item_id"].map(str)
-    dup = df["item_id"][df["item_id"].duplicated()].tolist()
-    if dup:
-        raise AiplibParameterError(f"{path}: repeated item ids {dup[:5]}")
-    return df
-
-
 def _battery(ws) -> pd.DataFrame:
-    path = ws.descriptors / "battery.csv"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: background battery not found; run stage 03_curate_backgrounds first")
-    return pd.read_csv(path, dtype={"bg_id": str, "path": str}, keep_default_na=False)
+    battery = read_battery_csv(ws.battery_csv)
+    if battery is None:
+        raise FileNotFoundError(f"{ws.battery_csv}: background battery not found; run stage 03_curate_backgrounds first")
+    return battery
 
 
 def _text(v) -> str:
@@ -243,69 +219,13 @@ def build_manifests(ws, *, families=FAMILIES, **kwargs) -> dict:
     """:func:`build_manifest` for each family whose item bank exists; returns {family: DataFrame}."""
     out = {}
     for fam in families:
-        if not (ws.itembanks / f"{fam}.jsonl").is_file():
+        if not ws.item_bank(fam).is_file():
             warnings.warn(f"no item bank for {fam!r}; its manifest is skipped")
             continue
         out[fam] = build_manifest(ws, fam, **kwargs)
     return out
 
 
-def _bool_or_na(v):
-    t = str(v).strip().lower()
-    if t in ("true", "1", "1.0", "yes"):
-        return True
-    if t in ("false", "0", "0.0", "no"):
-        return False
-    return pd.NA
-
-
-def read_manifest_csv(path) -> pd.DataFrame:
-    """Read a manifest CSV (ours, or the authors' without our extras) with the right types.
-
-    Text columns (:data:`TEXT_COLUMNS`) stay strings (``"NA"``, ``"null"``, ``""`` are kept as
-    written); ``snr_db`` and ``seed`` are int; ``is_target`` bool; ``bg_offset`` / ``n_samples``
-    nullable Int64; ``bg_active`` nullable boolean; ``duration_s`` float.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` does not exist.
-    AiplibParameterError
-        If a column of the authors' schema is missing.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: manifest not found; run stage 05_build_manifests first")
-    df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
-    need = ["id", "speech_id", "background_id", "snr_db", "condition", "seed", "speech_path", "bg_path"]
-    missing = [c for c in need if c not in df.columns]
-    if missing:
-        raise AiplibParameterError(f"{path}: missing columns {missing}")
-    df["snr_db"] = pd.to_numeric(df["snr_db"]).astype("int64") if len(df) else df["snr_db"].astype("int64")
-    df["seed"] = pd.to_numeric(df["seed"]).astype("int64") if len(df) else df["seed"].astype("int64")
-    if "is_target" in df.columns:
-        df["is_target"] = df["is_target"].map(lambda v: bool(_bool_or_na(v) is True))
-    for c in ("bg_offset", "n_samples"):
-        if c in df.columns:
-            df[c] = pd.to_numeric(df[c].replace("", None)).astype("Int64")
-    if "bg_active" in df.columns:
-        df["bg_active"] = df["bg_active"].map(_bool_or_na).astype("boolean")
-    if "duration_s" in df.columns:
-        df["duration_s"] = pd.to_numeric(df["duration_s"].replace("", None)).astype(float)
-    return df
-
-
-def read_manifest(ws, family: str) -> pd.DataFrame:
-    """Read ``manifests/<family>.csv`` (see :func:`read_manifest_csv`).
-
-    Raises
-    ------
-    FileNotFoundError
-        If it has not been built (run stage 05_build_manifests).
-    """
-    return read_manifest_csv(ws.manifests / f"{family}.csv")
-
-
 def manifest_hash(ws, family: str) -> str:
     """sha256 of ``manifests/<family>.csv`` (hex): identifies the stimuli a run used."""
-    return hashlib.sha256(Path(ws.manifests / f"{family}.csv").read_bytes()).hexdigest()
+    return hashlib.sha256(ws.manifest_csv(family).read_bytes()).hexdigest()

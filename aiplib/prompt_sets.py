@@ -24,7 +24,6 @@ Configuration, highest precedence first: function arguments, then ``$PROMPTS_FIL
 from __future__ import annotations
 
 import ast
-import functools
 import hashlib
 import json
 import os
@@ -35,6 +34,8 @@ from types import MappingProxyType
 from typing import Mapping
 
 from .errors import AiplibError, AiplibParameterError
+from .tasks import (KEYWORDS, KWS_CLOSED_LIST, KWS_OPEN_ANSWER, TASK_FILE, normalize_keywords,
+                    required_tasks, task_file)
 
 __all__ = [
     "TASK_FILE",
@@ -58,14 +59,6 @@ __all__ = [
     "text_sha256",
 ]
 
-TASK_FILE = Path(__file__).with_name("tasks.yaml")
-"""The task file: tasks, the default prompt set and every prompt set's definition."""
-
-KWS_CLOSED_LIST = "closed-list"
-"""``kws_answer`` of a set whose KWS prompt names the keywords and asks for one of them."""
-KWS_OPEN_ANSWER = "open-answer"
-"""``kws_answer`` of a set whose KWS prompt asks for the spoken word, or SILENCE (the authors')."""
-
 PROMPT_SET_FIELD = "prompt_set"
 """Name of the field (inference rows, score rows, sidecars) that holds :attr:`PromptSet.name`."""
 
@@ -86,73 +79,6 @@ class PromptFileError(AiplibError, ValueError):
 
 
 # ------------------------------------------------------------------------------------ task file
-@functools.lru_cache(maxsize=4)
-def _read_task_file(path: str) -> dict:
-    import yaml  # noqa: PLC0415
-
-    with open(path, encoding="utf-8") as fh:
-        data = yaml.safe_load(fh)
-    problems = []
-    if not isinstance(data, dict):
-        raise AiplibParameterError(f"{path}: expected a mapping with 'tasks' and 'prompt_sets'")
-    tasks, sets = data.get("tasks"), data.get("prompt_sets")
-    if not isinstance(tasks, dict) or not tasks:
-        problems.append("'tasks' must map task names to {family, variant}")
-    else:
-        for t, d in tasks.items():
-            if not isinstance(d, dict) or not {"family", "variant"} <= set(d):
-                problems.append(f"task {t!r} needs 'family' and 'variant'")
-    if not isinstance(sets, dict) or not sets:
-        problems.append("'prompt_sets' must map set names to definitions")
-    else:
-        seen = {}
-        for name, d in sets.items():
-            if not isinstance(d, dict) or d.get("kws_answer") not in (KWS_CLOSED_LIST, KWS_OPEN_ANSWER):
-                problems.append(f"prompt set {name!r}: kws_answer must be {KWS_CLOSED_LIST!r} or "
-                                f"{KWS_OPEN_ANSWER!r}")
-                continue
-            src = d.get("source")
-            if src != "builtin" and not (isinstance(src, dict) and {"base_url", "commit", "path"} <= set(src)):
-                problems.append(f"prompt set {name!r}: source must be 'builtin' or have base_url, commit, path")
-            for alias in [name, *(d.get("aliases") or [])]:
-                if alias in seen:
-                    problems.append(f"name {alias!r} is used by {seen[alias]!r} and {name!r}")
-                seen[alias] = name
-        if data.get("default_prompt_set") not in sets:
-            problems.append(f"default_prompt_set {data.get('default_prompt_set')!r} is not a prompt set")
-    if problems:
-        raise AiplibParameterError(f"{path}: " + "; ".join(problems))
-    return data
-
-
-def task_file() -> dict:
-    """The parsed task file ``aiplib/tasks.yaml`` (validated; read once).
-
-    Returns
-    -------
-    dict
-        ``{"tasks": {task: {"family", "variant"}}, "default_prompt_set": str,
-        "prompt_sets": {name: {"aliases", "kws_answer", "source"}}}``. Do not modify it.
-
-    Raises
-    ------
-    AiplibParameterError
-        If the file is malformed (every problem is listed).
-    """
-    return _read_task_file(str(TASK_FILE))
-
-
-def required_tasks() -> tuple[str, ...]:
-    """The task names every prompt set must define, in task-file order.
-
-    Returns
-    -------
-    tuple of str
-        ``("asr", "kws", "asr_steer_p5", "kws_steer_p5")`` with the shipped task file.
-    """
-    return tuple(task_file()["tasks"])
-
-
 def default_prompt_set_name() -> str:
     """Name of the prompt set used when none is given (``"aip-closed-v1"``)."""
     return task_file()["default_prompt_set"]
@@ -260,16 +186,19 @@ class PromptSet:
                 f"source={dict(self.source)!r}, sha256={self.sha256!r})")
 
 
-def _builtin_set(name: str, spec: dict) -> PromptSet:
-    from .prompts import PROMPTS, TASKS  # noqa: PLC0415 - prompts imports this module
+def _builtin_set(name: str, spec: dict, keywords=None) -> PromptSet:
+    from .prompts import TASKS, builtin_prompts  # noqa: PLC0415 - prompts imports this module
 
+    kw = normalize_keywords(keywords)
+    prompts = builtin_prompts(kw)
     texts, ids = {}, {}
     for task in required_tasks():
-        p = PROMPTS[TASKS[task]]
+        p = prompts[TASKS[task]]
         texts[task], ids[task] = p["text"], p["prompt_id"]
     return PromptSet(name=name, texts=MappingProxyType(texts), prompt_ids=MappingProxyType(ids),
                      kws_answer=spec["kws_answer"],
-                     source=MappingProxyType({"kind": "builtin", "module": "aiplib.prompts"}))
+                     source=MappingProxyType({"kind": "builtin", "module": "aiplib.prompts",
+                                              **({} if kw == KEYWORDS else {"keywords": list(kw)})}))
 
 
 def prompt_set_record(ps: PromptSet) -> dict:
@@ -583,7 +512,7 @@ def _setting(arg, key: str, spec_value):
 
 def get_prompt_set(prompt_set=None, *, ws=None, prompts_file=None, commit: str | None = None,
                    base_url: str | None = None, path: str | None = None, sha256: str | None = None,
-                   cache_dir=None, progress: bool = False) -> PromptSet:
+                   cache_dir=None, progress: bool = False, keywords=None) -> PromptSet:
     """Return a prompt set by name, fetching and parsing its file when it has one.
 
     Parameters
@@ -607,6 +536,10 @@ def get_prompt_set(prompt_set=None, *, ws=None, prompts_file=None, commit: str |
         Overrides ``<ws>/raw/prompts``.
     progress : bool
         Show a download progress bar.
+    keywords : str or sequence of str, optional
+        Keyword set named by a closed-list (built-in) KWS prompt. Default: the set stored with
+        the KWS item bank of ``ws`` (:func:`aiplib.formats.read_item_bank_keywords`), else the
+        task file's default (:data:`aiplib.tasks.KEYWORDS`). Open-answer sets name no keywords.
 
     Returns
     -------
@@ -627,7 +560,11 @@ def get_prompt_set(prompt_set=None, *, ws=None, prompts_file=None, commit: str |
     spec = task_file()["prompt_sets"][name]
     src = spec["source"]
     if src == "builtin":
-        return _builtin_set(name, spec)
+        if keywords is None and ws is not None:
+            from .formats import read_item_bank_keywords  # noqa: PLC0415
+
+            keywords = read_item_bank_keywords(ws)
+        return _builtin_set(name, spec, keywords)
     variable = src.get("variable", "PROMPTS")
     local = _setting(prompts_file, "prompts_file", None)
     pin = _setting(sha256, "sha256", None)

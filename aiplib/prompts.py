@@ -17,14 +17,13 @@ spelling and style but is not an instruction the model follows.
 """
 from __future__ import annotations
 
+import hashlib
+
 from .prompt_sets import default_prompt_set_name, task_file
+from .tasks import KEYWORDS, normalize_keywords
 
-__all__ = ["KEYWORDS", "TASKS", "PROMPTS", "DEFAULT_PROMPT_SET", "prompt_for", "task_names"]
+__all__ = ["KEYWORDS", "TASKS", "PROMPTS", "DEFAULT_PROMPT_SET", "builtin_prompts", "prompt_for", "task_names"]
 
-KEYWORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
-"""The ten Speech Commands keywords (closed set of the KWS task)."""
-
-_KW_LIST = ", ".join(KEYWORDS)
 _STEER = ("Listen only to the main foreground speaker and ignore all background sounds, noise, "
           "music and other voices.")
 
@@ -35,28 +34,56 @@ of the result files."""
 DEFAULT_PROMPT_SET: str = default_prompt_set_name()
 """Name of the prompt set used when none is given (``"aip-closed-v1"``: the texts of :data:`PROMPTS`)."""
 
-PROMPTS: dict[tuple[str, str], dict[str, str]] = {
-    ("asr", "baseline"): {
-        "prompt_id": "asr_baseline_v1",
-        "text": "Transcribe the speech in this audio exactly.",
-    },
-    ("asr", "p5"): {
-        "prompt_id": "asr_p5_v1",
-        "text": f"{_STEER} Transcribe the speech of the main speaker in this audio exactly.",
-    },
-    ("kws", "baseline"): {
-        "prompt_id": "kws_baseline_v1",
-        "text": ("Which word is spoken in this audio? It is one of: "
-                 f"{_KW_LIST}, or another word. Answer with the single word only."),
-    },
-    ("kws", "p5"): {
-        "prompt_id": "kws_p5_v1",
-        "text": (f"{_STEER} Which word does the main speaker say? It is one of: "
-                 f"{_KW_LIST}, or another word. Answer with the single word only."),
-    },
-}
-"""(family, variant) → ``{"prompt_id", "text"}`` of the built-in prompt set ``aip-closed-v1``. Change ``prompt_id`` whenever ``text`` changes:
-results are keyed by it."""
+
+def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
+    """The built-in prompt set ``aip-closed-v1`` for a closed keyword set.
+
+    Parameters
+    ----------
+    keywords : str, sequence of str or None
+        The KWS keyword set named in the KWS prompts (None: the default ten,
+        :data:`aiplib.tasks.KEYWORDS`; normalised with :func:`aiplib.tasks.normalize_keywords`).
+
+    Returns
+    -------
+    dict
+        (family, variant) → ``{"prompt_id", "text"}``. With another keyword set than the default
+        the KWS prompt ids end in ``_kw<first 8 hex of the SHA-256 of "w1,w2,...">``, so results
+        (resumed on the prompt id) never mix two keyword sets.
+
+    Raises
+    ------
+    AiplibParameterError
+        If the keyword set is empty or has a multi-word keyword.
+    """
+    kw = normalize_keywords(keywords)
+    kw_list = ", ".join(kw)
+    suffix = "" if kw == KEYWORDS else "_kw" + hashlib.sha256(",".join(kw).encode("utf-8")).hexdigest()[:8]
+    return {
+        ("asr", "baseline"): {
+            "prompt_id": "asr_baseline_v1",
+            "text": "Transcribe the speech in this audio exactly.",
+        },
+        ("asr", "p5"): {
+            "prompt_id": "asr_p5_v1",
+            "text": f"{_STEER} Transcribe the speech of the main speaker in this audio exactly.",
+        },
+        ("kws", "baseline"): {
+            "prompt_id": "kws_baseline_v1" + suffix,
+            "text": ("Which word is spoken in this audio? It is one of: "
+                     f"{kw_list}, or another word. Answer with the single word only."),
+        },
+        ("kws", "p5"): {
+            "prompt_id": "kws_p5_v1" + suffix,
+            "text": (f"{_STEER} Which word does the main speaker say? It is one of: "
+                     f"{kw_list}, or another word. Answer with the single word only."),
+        },
+    }
+
+
+PROMPTS: dict[tuple[str, str], dict[str, str]] = builtin_prompts()
+"""(family, variant) → ``{"prompt_id", "text"}`` of the built-in prompt set ``aip-closed-v1`` with the
+default keywords. Change ``prompt_id`` whenever ``text`` changes: results are keyed by it."""
 
 
 def task_names(tasks="all") -> list[str]:

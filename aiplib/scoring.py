@@ -26,7 +26,9 @@ import pandas as pd
 
 from .errors import AiplibError, AiplibParameterError
 
-from .textnorm import (JIWER_VERSION, KEYWORDS, KWS_RULE, NORMALIZER_NAME, NORMALIZER_RULE,
+from .formats import ERROR_RESPONSE, manifest_view, write_scores, read_inference_jsonl, read_item_bank_keywords, read_manifest_csv
+from .tasks import DEGRADATION_COLUMN, DEGRADATION_SIGN, KEYWORDS, family_spec, task_family
+from .textnorm import (JIWER_VERSION, KWS_RULE, NORMALIZER_NAME, NORMALIZER_RULE,
                        NORMALIZER_VERSION, WHISPER_NORMALIZER_NAME, WHISPER_NORMALIZER_VERSION,
                        kws_correct, kws_first_word, kws_non_answer, normalize_kws_label,
                        normalize_text, normalize_whisper, reference_is_empty, score_asr_row,
@@ -61,9 +63,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-ERROR_RESPONSE = "__ERROR__"
-"""The ``response`` of a failed generation in ``inference/<model>/<task>.jsonl``."""
 
 _NORMALIZERS = {"paper": normalize_text, "whisper": normalize_whisper,
                 "none": lambda s: " ".join(str(s or "").split())}
@@ -182,33 +181,8 @@ def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
     }
 
 
-def task_family(task: str) -> str:
-    """``"asr"`` or ``"kws"`` for a task name (``asr``, ``kws``, ``asr_steer_p5`` …).
-
-    Raises
-    ------
-    AiplibParameterError
-        If the name starts with neither.
-    """
-    for fam in ("asr", "kws"):
-        if task == fam or task.startswith(fam + "_"):
-            return fam
-    raise AiplibParameterError(f"task {task!r} belongs to neither the asr nor the kws family")
-
-
 def read_jsonl(path) -> tuple[list[dict], int]:
-    """Read an inference JSON-lines file with the one reader of the project.
-
-    Same as :func:`aiplib.inference.read_inference_jsonl`: a line that is not UTF-8, not JSON or
-    not an object with an ``id`` is skipped and counted (never an exception).
-
-    Returns
-    -------
-    rows : list of dict
-    n_malformed : int
-    """
-    from .inference import read_inference_jsonl
-
+    """Read an inference JSON-lines file: :func:`aiplib.formats.read_inference_jsonl` (kept as a name)."""
     return read_inference_jsonl(path)
 
 
@@ -217,52 +191,7 @@ SCORE_INPUT_COLUMNS = ["item_id", "bg_id", "snr_db", "reference", "accent_group"
 """What scoring takes from a manifest row (or an inference row carrying the manifest columns)."""
 
 
-def _score_view(m: pd.DataFrame, fam: str) -> pd.DataFrame:
-    """Map rows of the authors' manifest schema to the scoring inputs, indexed by stimulus id.
-
-    ``item_id`` = ``speech_id``; ``bg_id`` = ``background_id`` ("clean" on clean rows);
-    ``snr_db`` = NaN on clean rows (the manifest's 99 is a marker, not an SNR);
-    ``reference`` = ``transcript`` (ASR) or ``keyword`` (KWS); ``accent_group`` = ``accent_group``
-    when present and not empty, else the authors' ``accent``; ``bg_active`` as in the manifest
-    (missing: unknown, NA).
-    """
-    def col(name, default=""):
-        if name in m.columns:
-            return m[name]
-        return pd.Series([default] * len(m), index=m.index, dtype=object)
-
-    def text(series):
-        return series.map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
-
-    sid = text(col("id"))
-    cond = text(col("condition"))
-    bg = text(col("background_id"))
-    item = text(col("speech_id"))
-    clean = (cond == "clean") | (bg == "clean")
-    # The authors' script read its manifests with pandas defaults, so an id "NA" became NaN in its
-    # rows: recover it from the stimulus id (<item>_clean, <item>_<bg>_snr<N>).
-    item = item.where(item != "", sid.where(~sid.str.endswith("_clean"), sid.str[:-6]).where(clean, ""))
-    from_id = [s_[len(i_) + 1: s_.rfind("_snr")] if i_ and s_.startswith(i_ + "_") and "_snr" in s_ else ""
-               for s_, i_ in zip(sid, item)]
-    bg = bg.where((bg != "") | clean, pd.Series(from_id, index=bg.index))
-    snr = pd.to_numeric(col("snr_db", np.nan), errors="coerce").astype(float).where(~clean)
-    acc = text(col("accent_group"))
-    acc = acc.where(acc != "", text(col("accent")))
-    view = pd.DataFrame({
-        "stimulus_id": sid,
-        "item_id": item,
-        "bg_id": bg.where(~clean, "clean"),
-        "snr_db": snr,
-        "reference": text(col("transcript" if fam == "asr" else "keyword")),
-        "accent_group": acc,
-        "is_target": text(col("is_target")),
-        "condition": np.where(clean, "clean", "noisy"),
-        "bg_active": col("bg_active", pd.NA).map(
-            lambda v: pd.NA if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) or v == ""
-            else str(v).strip().lower() in ("true", "1", "1.0")).astype("boolean"),
-    })
-    view.loc[clean.to_numpy(), "bg_active"] = pd.NA
-    return view.drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id", drop=False)
+_score_view = manifest_view
 
 
 def _read_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
@@ -271,9 +200,7 @@ def _read_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
     ``manifests_dir`` overrides ``ws.manifests``. Returns None when the file does not exist (the
     inference rows then supply the manifest columns themselves).
     """
-    from .manifests import read_manifest_csv
-
-    p = Path(manifests_dir if manifests_dir is not None else ws.manifests) / f"{family}.csv"
+    p = Path(manifests_dir) / f"{family}.csv" if manifests_dir is not None else ws.manifest_csv(family)
     if not p.exists():
         return None
     try:
@@ -283,13 +210,13 @@ def _read_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
     return _score_view(m, family)
 
 
-def _as_bool(v, label) -> bool:
+def _as_bool(v, label, keywords=KEYWORDS) -> bool:
     t = str(v).strip().lower()
     if t in ("true", "1", "yes", "t"):
         return True
     if t in ("false", "0", "no", "f"):
         return False
-    return normalize_kws_label(label) in KEYWORDS
+    return normalize_kws_label(label) in keywords
 
 
 _ASR_ROW_COLUMNS = list(score_asr_row("a", "a"))
@@ -300,7 +227,7 @@ _KWS_ROW_COLUMNS = list(score_kws_row("yes", "yes", True))
 
 
 def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
-                inference_dir=None) -> tuple[pd.DataFrame, dict]:
+                inference_dir=None, keywords=KEYWORDS) -> tuple[pd.DataFrame, dict]:
     fam = task_family(task)
     frames = []
     meta = {"n_errors": {}, "n_rows_per_model": {}, "n_malformed_lines": {}, "n_duplicates": {},
@@ -308,7 +235,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
             "manifest_source": "manifests" if manifest is not None else "inference rows"}
     inf = Path(inference_dir if inference_dir is not None else ws.inference)
     for model in models:
-        path = inf / model / f"{task}.jsonl"
+        path = inf / model / f"{task}.jsonl" if inference_dir is not None else ws.inference_jsonl(model, task)
         if not path.exists():
             continue
         rows, bad = read_jsonl(path)
@@ -386,19 +313,21 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
                 warnings.warn(f"{task}/{model}: {int(empty.sum())} references are empty after "
                               "normalisation; their per-utterance WER is NaN (ref_empty) and "
                               "their insertions count in corpus WER", stacklevel=3)
-            out = _add_delta(out, "wer", "delta_wer", noisy_minus_clean=True)
+            out = _add_delta(out, family_spec(fam)["measure"], DEGRADATION_COLUMN[fam],
+                             noisy_minus_clean=DEGRADATION_SIGN[fam] == "noisy_minus_clean")
         else:
             out["label"] = man["reference"].to_numpy()
-            out["is_target"] = [_as_bool(t, lab)
+            out["is_target"] = [_as_bool(t, lab, keywords)
                                 for t, lab in zip(man["is_target"], man["reference"])]
             out["response"] = resp
-            per = pd.DataFrame([score_kws_row(r, lab, t)
+            per = pd.DataFrame([score_kws_row(r, lab, t, keywords)
                                 for r, lab, t in zip(resp, out["label"], out["is_target"])],
                                index=out.index, columns=_KWS_ROW_COLUMNS)
             out = pd.concat([out, per], axis=1)
             meta["n_empty_reference"][model] = 0
             meta.setdefault("n_non_answers", {})[model] = int(out["non_answer"].sum())
-            out = _add_delta(out, "correct", "delta_acc", noisy_minus_clean=False)
+            out = _add_delta(out, family_spec(fam)["measure"], DEGRADATION_COLUMN[fam],
+                             noisy_minus_clean=DEGRADATION_SIGN[fam] == "noisy_minus_clean")
         meta["n_rows_per_model"][model] = int(len(out))
         tail = ["condition", "bg_active"]
         frames.append(out[[c for c in out.columns if c not in tail] + tail])
@@ -407,7 +336,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
     res = pd.concat(frames, ignore_index=True)
     meta["n_unpaired"] = int((res["bg_id"] != "clean").sum()
                              - res.loc[res["bg_id"] != "clean",
-                                       "delta_wer" if fam == "asr" else "delta_acc"].notna().sum())
+                                       DEGRADATION_COLUMN[fam]].notna().sum())
     return res, meta
 
 
@@ -425,7 +354,7 @@ def _add_delta(df: pd.DataFrame, col: str, out_col: str, *,
 
 
 def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
-                    manifests_dir=None) -> dict[str, pd.DataFrame]:
+                    manifests_dir=None, keywords=None) -> dict[str, pd.DataFrame]:
     """Score every inference file and write ``results/scores/<task>.csv`` + ``.json``.
 
     Parameters
@@ -446,6 +375,11 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
     tasks : sequence of str, optional
         Tasks to score (default: every ``<task>.jsonl`` found, ``run_log.jsonl`` excluded).
         A requested task with no file for any model is skipped with a warning.
+    keywords : str or sequence of str, optional
+        Closed keyword set of the KWS rule (a non-target clip is correct when the first word of
+        the answer is none of them). Default: the set stored with the workspace's KWS item bank
+        (:func:`aiplib.formats.read_item_bank_keywords`; the task file's ten words when none is
+        stored). Recorded in the KWS sidecar (``keywords``).
 
     Returns
     -------
@@ -494,6 +428,9 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
     AiplibError
         If no inference file exists at all, or a needed manifest is missing.
     """
+    from .tasks import normalize_keywords  # noqa: PLC0415
+
+    kw = normalize_keywords(keywords) if keywords is not None else read_item_bank_keywords(ws)
     inf = Path(inference_dir if inference_dir is not None else ws.inference)
     if inference_dir is not None and not inf.is_dir():
         raise AiplibError(f"{inf}: inference folder not found")
@@ -510,8 +447,6 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
                 warnings.warn(f"{inf}: task {t!r} is neither ASR nor KWS; not scored", stacklevel=2)
     if not models or not tasks:
         raise AiplibError(f"no inference files under {inf}; run stage 7 (inference) first")
-    out_dir = Path(ws.results) / "scores"
-    out_dir.mkdir(parents=True, exist_ok=True)
     manifests, result = {}, {}
     for task in tasks:
         fam = task_family(task)
@@ -523,8 +458,7 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
             manifests[fam] = _read_manifest(ws, fam, manifests_dir)
             if manifests[fam] is None:
                 log.info("no %s manifest: the inference rows supply the manifest columns", fam)
-        df, meta = _score_task(ws, task, models, manifests[fam], inference_dir=inf)
-        df.to_csv(out_dir / f"{task}.csv", index=False)
+        df, meta = _score_task(ws, task, models, manifests[fam], inference_dir=inf, keywords=kw)
         side = {
             "task": task,
             "family": fam,
@@ -535,8 +469,8 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
         }
         if fam == "kws":
             side["kws_rule"] = KWS_RULE
-            side["keywords"] = list(KEYWORDS)
-        (out_dir / f"{task}.json").write_text(json.dumps(side, indent=2) + "\n", encoding="utf-8")
+            side["keywords"] = list(kw)
+        write_scores(ws, task, df, side)
         total_err = sum(meta["n_errors"].values())
         log.info("scored %s: %d rows, %d __ERROR__ rows dropped", task, len(df), total_err)
         result[task] = df
@@ -574,9 +508,9 @@ def main(argv=None) -> int:
         print(f"scoring: {exc}", file=__import__("sys").stderr)
         return 1
     for task, df in out.items():
-        side = json.loads((Path(ws.results) / "scores" / f"{task}.json").read_text())
+        side = json.loads(ws.scores_sidecar(task).read_text())
         print(f"{task}: {len(df)} rows scored, {sum(side['n_errors'].values())} __ERROR__ stimuli dropped, "
-              f"{sum(side['n_malformed_lines'].values())} unreadable lines -> {Path(ws.results) / 'scores' / (task + '.csv')}")
+              f"{sum(side['n_malformed_lines'].values())} unreadable lines -> {ws.scores_csv(task)}")
     return 0
 
 

@@ -35,6 +35,8 @@ import re
 import string
 import sys
 
+from .tasks import KEYWORDS  # the default closed keyword set, defined in aiplib/tasks.yaml
+
 __all__ = [
     "KEYWORDS",
     "NORMALIZER_NAME",
@@ -63,8 +65,6 @@ __all__ = [
     "score_kws_row",
 ]
 
-KEYWORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
-"""The ten closed-set keywords of the KWS task (Speech Commands)."""
 
 NORMALIZER_NAME = "aip-speech-paper"
 """Name of the headline normalisation (:func:`normalize_text`), as the authors' scoring."""

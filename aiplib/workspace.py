@@ -53,6 +53,93 @@ class Workspace:
             (self.root / d).mkdir(parents=True, exist_ok=True)
         return self
 
+    # ---------------------------------------------------------------- the files of each stage
+    # One home for every path the pipeline writes; their formats live in aiplib.formats.
+    def item_bank(self, family: str) -> Path:
+        """``itembanks/<family>.jsonl`` (stage 2)."""
+        return self.root / "itembanks" / f"{family}.jsonl"
+
+    def item_bank_sidecar(self, family: str) -> Path:
+        """``itembanks/<family>.json``: the item bank's sidecar (the KWS keyword set)."""
+        return self.root / "itembanks" / f"{family}.json"
+
+    @property
+    def battery_csv(self) -> Path:
+        """``descriptors/battery.csv`` (stage 3)."""
+        return self.root / "descriptors" / "battery.csv"
+
+    @property
+    def descriptor_csv(self) -> Path:
+        """``descriptors/acoustic_descriptors.csv`` (stage 4)."""
+        return self.root / "descriptors" / "acoustic_descriptors.csv"
+
+    @property
+    def descriptor_json(self) -> Path:
+        """``descriptors/acoustic_descriptors.json``: the descriptor table's sidecar."""
+        return self.root / "descriptors" / "acoustic_descriptors.json"
+
+    def manifest_csv(self, family: str) -> Path:
+        """``manifests/<family>.csv`` (stage 5)."""
+        return self.root / "manifests" / f"{family}.csv"
+
+    def manifest_sidecar(self, family: str) -> Path:
+        """``manifests/<family>.json``: the manifest's sidecar."""
+        return self.root / "manifests" / f"{family}.json"
+
+    @property
+    def mix_diagnostics_csv(self) -> Path:
+        """``checks/mix_diagnostics.csv`` (stage 7)."""
+        return self.root / "checks" / "mix_diagnostics.csv"
+
+    def inference_jsonl(self, model: str, task: str) -> Path:
+        """``inference/<model>/<task>.jsonl`` (stage 7)."""
+        return self.root / "inference" / model / f"{task}.jsonl"
+
+    def run_log(self, model: str) -> Path:
+        """``inference/<model>/run_log.jsonl`` (stage 7)."""
+        return self.root / "inference" / model / "run_log.jsonl"
+
+    @property
+    def scores_dir(self) -> Path:
+        """``results/scores`` (stage 8)."""
+        return self.root / "results" / "scores"
+
+    def scores_csv(self, task: str) -> Path:
+        """``results/scores/<task>.csv`` (stage 8)."""
+        return self.scores_dir / f"{task}.csv"
+
+    def scores_sidecar(self, task: str) -> Path:
+        """``results/scores/<task>.json``: the score file's sidecar."""
+        return self.scores_dir / f"{task}.json"
+
+    @property
+    def tables_dir(self) -> Path:
+        """``results/tables`` (stage 9)."""
+        return self.root / "results" / "tables"
+
+    def table_csv(self, name: str) -> Path:
+        """``results/tables/<name>.csv`` (stage 9)."""
+        return self.tables_dir / f"{name}.csv"
+
+    @property
+    def figures_dir(self) -> Path:
+        """``results/figures`` (stage 9)."""
+        return self.root / "results" / "figures"
+
+    def figure_png(self, name: str) -> Path:
+        """``results/figures/<name>.png`` (stage 9)."""
+        return self.figures_dir / f"{name}.png"
+
+    @property
+    def report_md(self) -> Path:
+        """``results/report.md``."""
+        return self.root / "results" / "report.md"
+
+    @property
+    def report_html(self) -> Path:
+        """``results/report.html``."""
+        return self.root / "results" / "report.html"
+
     def path(self, rel) -> Path:
         """Resolve a path stored in a data file (relative to :attr:`root`, or absolute)."""
         p = Path(rel)

@@ -38,7 +38,7 @@ def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     if not scores:
         raise AiplibError(f"no results/scores/<task>.csv under {ws.results}; run stage 8 "
                           "(scoring) first")
-    out_dir = Path(ws.results) / "tables"
+    out_dir = ws.tables_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {}
     for task, t in condition_tables(scores, **kwargs).items():
@@ -49,7 +49,7 @@ def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
 
 
 def _score_tasks(ws) -> list[str]:
-    d = Path(ws.results) / "scores"
+    d = ws.scores_dir
     return sorted(p.stem for p in d.glob("*.csv")) if d.is_dir() else []
 
 
@@ -127,7 +127,7 @@ def write_active_only_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     if scores is None:
         scores = load_scores(ws, tasks=_score_tasks(ws))
     counts = inactive_background_rows(scores)
-    out_dir = Path(ws.results) / "tables"
+    out_dir = ws.tables_dir
     written = {}
     for task in sorted(set(counts["task"])):
         s = scores[task]

@@ -84,15 +84,15 @@ import pandas as pd
 from ..audio import SR, load_audio, loudness_lufs, write_wav
 from ..errors import AiplibError, AudioFileError, MissingPackageError, ValidationError
 from ..hashing import sha256_file
-from ..jsonl import read_jsonl, write_jsonl
+from ..formats import write_item_bank
+from ..jsonl import read_jsonl
 
 __all__ = ["KEYWORDS", "MAX_UTTERANCE_S", "MIN_BACKGROUNDS", "AUDIO_EXTENSIONS", "CATEGORIES",
            "UNKNOWN_LICENCE", "TRANSIENT_PEAK_DB", "DIGITAL_SILENCE_DBFS", "MAX_SILENT_GAP_S",
            "strip_digital_silence", "INVENTORY_COLUMNS", "Problem", "ValidationReport",
            "validate_inputs", "gather_raw", "build_item_banks", "battery_specs", "main"]
 
-KEYWORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
-"""The paper's ten keywords (Speech Commands v0.02), the default closed set."""
+from ..tasks import KEYWORDS  # noqa: E402 - the default keyword set, aiplib/tasks.yaml
 
 MAX_UTTERANCE_S = 30.0
 """Longest utterance or keyword clip accepted, in s (the length of every curated background)."""
@@ -815,8 +815,9 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
         probs.add("fatal", "keywords", "", f"keywords must be single words, got {kw}")
     elif tuple(kw) != KEYWORDS:
         probs.add("warning", "keywords", "",
-                  "the keyword list differs from the paper's ten: it sets is_target, but the KWS prompt "
-                  "(aiplib.prompts) and the rejection rule of aiplib.scoring still name the ten defaults")
+                  "the keyword list differs from the paper's ten: it sets is_target, travels with the KWS item "
+                  "bank (itembanks/kws.json) and is named by the KWS prompt and used by the scoring, so the "
+                  "KWS results are not comparable with the paper's")
     scans: list[dict] = []
     speech = _validate_speech(speech_dir, texts, probs, scans)
     kws = _validate_kws(kws_dir, kws_labels, kw, probs, scans)
@@ -963,6 +964,13 @@ def _select(idx: np.ndarray, n: int | None, rng, strata=None) -> np.ndarray:
 
 
 
+def _stage1_keywords(ws) -> list[str]:
+    """The keyword set stage 1 validated (``keywords`` of ``raw/custom_inputs.json``; default set if absent)."""
+    p = ws.raw / "custom_inputs.json"
+    kw = json.loads(p.read_text(encoding="utf-8")).get("keywords") if p.is_file() else None
+    return _keyword_list(kw)
+
+
 def _none(v):
     return None if v in ("", None) or (isinstance(v, float) and np.isnan(v)) else v
 
@@ -1007,7 +1015,7 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
         raise AiplibParameterError(f"max_items must be a positive integer or None, got {max_items!r}")
     inv = _read_inventory(ws)
     inv_sha = sha256_file(ws.raw / "inventory.csv")
-    paths = {f: ws.itembanks / f"{f}.jsonl" for f in ("asr", "kws")}
+    paths = {f: ws.item_bank(f) for f in ("asr", "kws")}
     build_meta = ws.itembanks / "custom_build.json"
     want = dict(inventory_sha256=inv_sha, seed=int(seed), max_items=None if max_items is None else int(max_items))
     if not overwrite and all(p.is_file() for p in paths.values()):
@@ -1037,7 +1045,8 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
             else:
                 item.update(label=r["label"], is_target=r["is_target"].lower() == "true")
             rows.append(item)
-        write_jsonl(paths[fam], rows)
+        # the keyword set validated in stage 1 travels with the KWS item bank (prompts and scoring read it)
+        write_item_bank(ws, fam, rows, keywords=_stage1_keywords(ws) if fam == "kws" else None)
         banks[fam] = rows
     build_meta.write_text(json.dumps(dict(want, n_asr=len(banks["asr"]), n_kws=len(banks["kws"])), indent=2))
     return {f: pd.DataFrame(read_jsonl(p)) for f, p in paths.items()}

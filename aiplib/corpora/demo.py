@@ -32,7 +32,8 @@ import pandas as pd
 
 from ..audio import SR, load_audio, write_wav
 from ..errors import AiplibError, AiplibParameterError, AudioFileError, MissingPackageError
-from ..jsonl import read_jsonl, write_jsonl
+from ..formats import write_item_bank
+from ..jsonl import read_jsonl
 from . import debian
 
 __all__ = ["DEBIAN_PACKAGES", "KEYWORDS", "NON_TARGET_WORDS", "HARVARD_SENTENCES", "ASR_VOICES",
@@ -44,8 +45,7 @@ DEBIAN_PACKAGES = ["ffmpeg", "espeak-ng", "flite", "sox", "asterisk-core-sounds-
                    "sonic-pi-samples", "extremetuxracer-data"]
 """Debian packages the demo profile needs (``asterisk-core-sounds-en`` brings the transcripts)."""
 
-KEYWORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
-"""The ten KWS target words (as in Speech Commands v0.02)."""
+from ..tasks import KEYWORDS  # noqa: E402 - the default keyword set, aiplib/tasks.yaml
 
 NON_TARGET_WORDS = ("bed", "cat", "happy", "house", "marvin", "sheila", "tree", "wow", "bird", "dog")
 """Non-target words (Speech Commands' auxiliary words)."""
@@ -484,7 +484,7 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
     bad = {k: v for k, v in counts.items() if int(v) != v or v < 0}
     if bad:
         raise AiplibParameterError(f"item counts must be integers ≥ 0, got {bad}")
-    paths = {f: ws.itembanks / f"{f}.jsonl" for f in ("asr", "kws")}
+    paths = {f: ws.item_bank(f) for f in ("asr", "kws")}
     if not overwrite and all(p.is_file() for p in paths.values()):
         banks = {f: pd.DataFrame(read_jsonl(p)) for f, p in paths.items()}
         if len(banks["asr"]) != n_asr_real + n_asr_synth or len(banks["kws"]) != n_kws_target + n_kws_nontarget:
@@ -496,7 +496,7 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
     asr = _asr_real(ws, n_asr_real, rng_real) + _asr_synth(ws, n_asr_synth, rng_synth)
     kws = _kws(ws, n_kws_target, n_kws_nontarget, rng_kws)
     for fam, rows in (("asr", asr), ("kws", kws)):
-        write_jsonl(paths[fam], rows)
+        write_item_bank(ws, fam, rows, keywords=KEYWORDS if fam == "kws" else None)
     return {f: pd.DataFrame(read_jsonl(p)) for f, p in paths.items()}
 
 

@@ -33,8 +33,7 @@ CORPUS = Corpus(
 ROOT = "speech_commands_v0.02"
 """Folder (inside the corpus folder) the archive is extracted into: ``<word>/*.wav``."""
 
-KEYWORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
-"""The ten Speech Commands keywords (targets)."""
+from ..tasks import KEYWORDS  # noqa: E402 - the ten Speech Commands keywords (targets), aiplib/tasks.yaml
 
 
 def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pandas.DataFrame:

@@ -79,37 +79,24 @@ def load_scores(ws, tasks=tuple(BASE_TASKS.values()) + tuple(STEER_TASKS.values(
     dict of str -> pandas.DataFrame
         Only the tasks whose file exists.
     """
-    out = {}
-    for task in tasks:
-        p = Path(ws.results) / "scores" / f"{task}.csv"
-        if not p.exists():
-            continue
-        df = pd.read_csv(p, dtype=str, keep_default_na=False)
-        for c in _NUMERIC:
-            if c in df.columns:
-                df[c] = pd.to_numeric(df[c], errors="coerce")
-        if "is_target" in df.columns:
-            df["is_target"] = df["is_target"].str.lower().isin(["true", "1"])
-        if "accent_group" in df.columns:
-            df["accent_group"] = df["accent_group"].replace("", np.nan)
-        out[task] = df
-    return out
+    from ..formats import load_scores as _load  # noqa: PLC0415 - the one reader of score files
+
+    return _load(ws, tasks)
 
 
 def load_descriptors(ws) -> pd.DataFrame | None:
     """``descriptors/acoustic_descriptors.csv`` indexed by ``bg_id``, or None if missing."""
-    p = Path(ws.descriptors) / "acoustic_descriptors.csv"
-    if not p.exists():
-        return None
-    return pd.read_csv(p, dtype={"bg_id": str}).set_index("bg_id")
+    from ..formats import read_descriptor_table  # noqa: PLC0415
+
+    return read_descriptor_table(ws.descriptor_csv, index=True)
 
 
 def load_battery(ws) -> pd.DataFrame | None:
     """``descriptors/battery.csv`` indexed by ``bg_id``, or None if missing."""
-    p = Path(ws.descriptors) / "battery.csv"
-    if not p.exists():
-        return None
-    return pd.read_csv(p, dtype=str, keep_default_na=False).set_index("bg_id")
+    from ..formats import read_battery_csv  # noqa: PLC0415
+
+    battery = read_battery_csv(ws.battery_csv)
+    return None if battery is None else battery.set_index("bg_id")
 
 
 def _categories(bg_ids, battery) -> list[str]:

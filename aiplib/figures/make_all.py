@@ -53,7 +53,7 @@ def make_all_figures(ws, *, n_resamples: int = 2000, seed: int = 0, formats=("pn
         raise AiplibError(f"stage 9 needs results/scores/{{{','.join(missing)}}}.csv under "
                           f"{ws.results}; run stage 8 (scoring) first")
     descriptors, battery = load_descriptors(ws), load_battery(ws)
-    fig_dir, tab_dir = Path(ws.results) / "figures", Path(ws.results) / "tables"
+    fig_dir, tab_dir = ws.figures_dir, ws.tables_dir
     tab_dir.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
     kw = {"n_resamples": n_resamples, "seed": seed}

@@ -9,14 +9,8 @@ import numpy as np
 from ..errors import AiplibParameterError
 
 
-DESCRIPTORS = ("zcr", "spectral_centroid", "spectral_rolloff", "spectral_bandwidth",
-               "spectral_flux", "spectral_flatness", "spectral_contrast", "rms_variance",
-               "vad_speech_fraction")
-"""The nine descriptor columns, in the order of ``aiplib.descriptors.DESCRIPTORS`` (repeated
-here because :mod:`aiplib.stats` imports no other aiplib module)."""
-
-DEGRADATION_COLUMN = {"asr": "delta_wer", "kws": "delta_acc"}
-"""Score-file column holding the per-pair degradation of each task family."""
+from ..formats import DESCRIPTORS  # noqa: E402 - the nine descriptor columns (one definition)
+from ..tasks import DEGRADATION_COLUMN  # noqa: E402 - {"asr": "delta_wer", "kws": "delta_acc"}, aiplib/tasks.yaml
 
 MIN_N_FOR_INTERVAL = 10
 """Fewest resampled units (items, or backgrounds for correlations) for a bootstrap interval.
