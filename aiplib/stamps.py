@@ -263,9 +263,13 @@ def stimulus_base(row: dict, ws) -> str:
 
     Hex SHA-256 of the canonical JSON of :data:`STIM_KEY_FIELDS` of ``row`` plus
     ``speech_sha256`` and ``bg_sha256`` (SHA-256 of the files ``speech_path`` and ``bg_path``
-    point to; ``""`` for no background, ``"missing"`` for a file not found).
+    point to; ``""`` for no background, ``"missing"`` for a file not found). A row without a
+    background (clean) has ``seed`` and ``bg_offset`` left out: its audio does not depend on them,
+    so a change of seeds re-runs the noisy stimuli only.
     """
     rec = {k: _val(row.get(k)) for k in STIM_KEY_FIELDS}
+    if not rec.get("bg_path"):  # a clean row's audio does not depend on its seed
+        rec["seed"] = rec["bg_offset"] = None
     for k, col in (("speech_sha256", "speech_path"), ("bg_sha256", "bg_path")):
         rel = rec.get(col)
         if not rel:
