@@ -236,6 +236,13 @@ def _same_value(a, b) -> bool:
         return str(a) == str(b)
 
 
+def _check_fields(manifest: pd.DataFrame) -> dict:
+    """``{id: {field: value}}`` of :data:`UNKEYED_CHECK_FIELDS` (fast: no full ``to_dict``)."""
+    cols = [c for c in UNKEYED_CHECK_FIELDS if c in manifest.columns]
+    vals = [manifest[c].tolist() for c in cols]
+    return {i: dict(zip(cols, v)) for i, *v in zip(manifest["id"].tolist(), *vals)}
+
+
 def _unkeyed_matches(row: dict, mrow: dict | None, prompt_id: str | None) -> bool:
     """A row without ``stim_key`` still answers the current stimulus: same (or no) ``prompt_id``
     and the same :data:`UNKEYED_CHECK_FIELDS` where the row has them."""
@@ -279,7 +286,7 @@ def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict 
     path = Path(path)
     done = set()
     if path.is_file():
-        mrows = {r["id"]: r for r in manifest.to_dict("records")}
+        mrows = _check_fields(manifest)
         for r in read_inference_jsonl(path)[0]:
             if is_error_row(r):
                 continue
@@ -318,7 +325,8 @@ def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases:
     from . import stamps  # noqa: PLC0415
 
     if bases is None:
-        bases = {r["id"]: stamps.stimulus_base(r, ws) for r in manifest.to_dict("records")}
+        hashes: dict = {}
+        bases = {r["id"]: stamps.stimulus_base(r, ws, hashes) for r in manifest.to_dict("records")}
     p_sha, e_sha = stamps.text_sha256(prompt_text), stamps.entry_sha256(entry)
     return {i: stamps.stimulus_key(b, prompt_sha256=p_sha, entry_sha256=e_sha) for i, b in bases.items()}
 
@@ -358,7 +366,7 @@ def set_aside_stale_rows(path, manifest: pd.DataFrame, keys: dict, prompt_id: st
     path = Path(path)
     if not path.is_file():
         return 0
-    mrows = {r["id"]: r for r in manifest.to_dict("records")}
+    mrows = _check_fields(manifest)
     keep, move = [], []
     with open(path, "rb") as f:
         lines = f.readlines()
@@ -663,7 +671,8 @@ def _plan_family(ws, entry, family: str, tasks: list[str], *, limit, ps, rerun_u
         return {"n_work": 0, "result": {t: {"status": "no_manifest", "error": str(exc), "file": str(paths[t])}
                                         for t in tasks}}
     m_sha = manifest_hash(ws, family)
-    bases = {r["id"]: stimulus_base(r, ws) for r in manifest.to_dict("records")}
+    hashes: dict = {}
+    bases = {r["id"]: stimulus_base(r, ws, hashes) for r in manifest.to_dict("records")}
     prompts = {t: ps.prompt(t) for t in tasks}
     keys, todo = {}, {}
     head = manifest.head(int(limit)) if limit is not None else manifest

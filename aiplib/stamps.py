@@ -258,14 +258,15 @@ def _val(v):
     return v if isinstance(v, (int, float, bool)) else str(v)
 
 
-def stimulus_base(row: dict, ws) -> str:
+def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
     """The part of a stimulus's resume key that depends on the manifest row only.
 
     Hex SHA-256 of the canonical JSON of :data:`STIM_KEY_FIELDS` of ``row`` plus
     ``speech_sha256`` and ``bg_sha256`` (SHA-256 of the files ``speech_path`` and ``bg_path``
     point to; ``""`` for no background, ``"missing"`` for a file not found). A row without a
     background (clean) has ``seed`` and ``bg_offset`` left out: its audio does not depend on them,
-    so a change of seeds re-runs the noisy stimuli only.
+    so a change of seeds re-runs the noisy stimuli only. ``hashes`` (path → SHA-256), when
+    given, is used and filled as a cache for the duration of one run.
     """
     rec = {k: _val(row.get(k)) for k in STIM_KEY_FIELDS}
     if not rec.get("bg_path"):  # a clean row's audio does not depend on its seed
@@ -275,8 +276,13 @@ def stimulus_base(row: dict, ws) -> str:
         if not rel:
             rec[k] = ""
             continue
+        if hashes is not None and rel in hashes:
+            rec[k] = hashes[rel]
+            continue
         p = ws.path(rel)
         rec[k] = file_sha256(p) if p.is_file() else "missing"
+        if hashes is not None:
+            hashes[rel] = rec[k]
     return json_sha256(rec)
 
 
