@@ -318,9 +318,11 @@ def main(argv=None) -> int:
             print(f"{ws.rel(p)}: unreadable")
             stale += 1
             continue
-        now = dict(old, inputs={k: (file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
-                                for k in old.get("inputs", {})})
-        diff = differences(old, now, ws=ws)
+        diff = []
+        for sub in [old, *old.get("backgrounds", {}).values()]:  # battery: one stamp per background
+            now = dict(sub, inputs={k: (file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
+                                    for k in sub.get("inputs", {})})
+            diff += differences(sub, now, ws=ws)
         stale += bool(diff)
         print(f"{ws.rel(p)} ({old.get('stage')}, {old.get('written')}): "
               + ("up to date" if not diff else "STALE — " + "; ".join(diff[:5])
