@@ -98,11 +98,13 @@ def _jsonable(v):
         return {str(k): _jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]
-    if hasattr(v, "item") and callable(v.item):  # numpy scalar
+    import numpy as np
+
+    if isinstance(v, np.generic):
         return v.item()
-    if isinstance(v, Path):
-        return str(v)
-    return v
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return str(v)  # paths, arrays, objects: their text
 
 
 def _rel(ws, p) -> str:
@@ -176,7 +178,7 @@ def write_stamp(path, stamp: dict, *, outputs=(), ws=None) -> Path:
                written=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
-    tmp.write_text(json.dumps(rec, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(rec, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, path)
     return path
 
