@@ -53,7 +53,7 @@ export AIP_MIRROR := $(MIRROR)
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: sync-notebooks lock all setup validate run-stage criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: stamps sync-notebooks lock all setup validate run-stage criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
 
 all: setup validate
 	@for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done
@@ -129,6 +129,13 @@ lock: setup
 	  --unsafe-package aiplib --unsafe-package pip --no-emit-index-url --no-emit-find-links \
 	  $(LOCK_ARGS) --output-file requirements.lock pyproject.toml
 	sed -e '/^ *--hash=/d' -e 's/ \\$$//' requirements.lock > $(LOCK)
+
+# Every stage checks its own stamp (aiplib/stamps.py: parameters + SHA-256 of what it read) and rebuilds
+# only what changed, so `make all` runs every stage and an up-to-date one returns quickly. Make's own
+# file-time rules cannot see a changed parameter, so the decision is not made here. `make stamps` lists
+# the stamps of $(PROFILE) whose inputs or outputs changed since they were written (runs nothing).
+stamps: setup
+	@$(PY) -m aiplib.stamps --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" || true
 
 # Notebooks are paired with percent-format .py scripts (jupytext.toml): bring each pair in step.
 sync-notebooks: setup

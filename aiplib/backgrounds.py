@@ -19,6 +19,7 @@ Kasdin 1995, *Proc. IEEE* 83(5), "Discrete simulation of colored noise").
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from pathlib import Path
 
@@ -26,6 +27,8 @@ import numpy as np
 
 from .audio import SR, load_audio, loop_or_cut, loudness_lufs, normalize_loudness, write_wav
 from .errors import AiplibParameterError, AudioFileError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["CATEGORIES", "COMBINES", "BATTERY_COLUMNS", "REQUIRED_SPEC_KEYS", "TARGET_LUFS",
            "SILENT_RUN_S", "colored_noise", "silent_shares", "spec_seed", "curate_background",
@@ -317,11 +320,14 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     seed : int
         Base seed; background ``bg_id`` uses :func:`spec_seed` ``(seed, bg_id)``.
     overwrite : bool
-        Re-make WAVs that already exist. Without it an existing ``bg/<bg_id>.wav`` listed in the
-        current ``battery.csv`` is kept as it is (with its row), missing ones are made; a row
-        from an older ``battery.csv`` without the current columns, or curated to another
-        loudness (``|lufs_after - target_lufs| > 0.05``), is re-made. Pass True after changing a
-        spec or the duration.
+        Re-make every WAV. Without it an existing ``bg/<bg_id>.wav`` listed in the current
+        ``battery.csv`` is kept as it is (with its row) only when ``descriptors/battery.stamp.json``
+        (:mod:`aiplib.stamps`) records for it the same spec, ``duration_s``, ``target_lufs``,
+        ``seed``, the same SHA-256 of every source file and of the WAV itself; any other
+        background is re-made (a warning names the re-made ones and why). A row from an older
+        ``battery.csv`` without the current columns, or curated to another loudness
+        (``|lufs_after - target_lufs| > 0.05``), is re-made too, as is every background of a
+        battery without a stamp (same inputs give the same samples).
 
     Returns
     -------
@@ -339,28 +345,54 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     import pandas as pd
     from tqdm.auto import tqdm
 
+    from .stamps import differences, make_stamp, read_stamp, stamp_path, write_stamp
+
     _check_ids(specs)
     for s in specs:
         _check_spec(s)
     ws.ensure()
     old = read_battery(ws)
     old = {} if old is None or overwrite else {r["bg_id"]: r for r in old.to_dict("records")}
-    rows = []
+    stamp_file = stamp_path(ws.descriptors, "battery")
+    old_stamp = (read_stamp(stamp_file) or {}).get("backgrounds", {})
+    params = dict(duration_s=float(duration_s), target_lufs=float(target_lufs), seed=int(seed))
+    rows, stamps, remade = [], {}, []
     for spec in tqdm(specs, desc="curating backgrounds", unit="bg"):
         out = ws.bg / f"{spec['bg_id']}.wav"
         prev = old.get(spec["bg_id"])
-        stale = prev is not None and not _row_current(prev, target_lufs)
-        if out.is_file() and prev is not None and not stale:
-            rows.append({c: prev[c] for c in BATTERY_COLUMNS})
-            continue
         spec = dict(spec, sources=_resolve(ws, spec["sources"]))
+        files = [] if spec["combine"].startswith("synthetic:") else _flatten(spec["sources"])
+        stamp = make_stamp(f"03_curate_backgrounds:{spec['bg_id']}", ws=ws, inputs=files,
+                           params=dict(params, spec={k: v for k, v in spec.items() if k != "sources"},
+                                       sources=[ws.rel(f) for f in files]))
+        stamp.pop("code")
+        changed = differences(old_stamp.get(spec["bg_id"]), stamp, ws=ws)
+        stale = prev is not None and not _row_current(prev, target_lufs)
+        if out.is_file() and prev is not None and not stale and not changed:
+            rows.append({c: prev[c] for c in BATTERY_COLUMNS})
+            stamps[spec["bg_id"]] = old_stamp[spec["bg_id"]]
+            continue
+        if prev is not None and changed:
+            remade.append(f"{spec['bg_id']} ({changed[0]})")
         y, info = curate_background(spec, duration_s=duration_s, target_lufs=target_lufs,
                                     seed=spec_seed(seed, spec["bg_id"]))
-        if overwrite or stale or not out.is_file():
-            write_wav(out, y)
+        write_wav(out, y)
         rows.append(_row(ws, spec, info, out))
+        stamps[spec["bg_id"]] = dict(stamp, outputs={ws.rel(out): _sha(out)})
+    if remade:
+        log.warning("re-curated %d background(s) whose inputs or parameters changed: %s", len(remade),
+                    "; ".join(remade))
     df = pd.DataFrame(rows, columns=BATTERY_COLUMNS)
     tmp = ws.descriptors / "battery.csv.part"
     df.to_csv(tmp, index=False)
     tmp.replace(ws.descriptors / "battery.csv")
+    top = make_stamp("03_curate_backgrounds", params=dict(params, bg_ids=[s["bg_id"] for s in specs]),
+                     module=__name__)
+    write_stamp(stamp_file, dict(top, backgrounds=stamps), outputs=[ws.descriptors / "battery.csv"], ws=ws)
     return df
+
+
+def _sha(path) -> str:
+    from .stamps import file_sha256
+
+    return file_sha256(path)

@@ -411,8 +411,9 @@ def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
 CORE_FIELDS = ["id", "raw", "model", "task"]
 """Fields every inference row has (the authors'); a successful row has the manifest columns before
 ``raw``, a failed one ``error`` after ``raw``."""
-EXTRA_FIELDS = ["prompt_set", "prompt_id", "decode_s", "audio_s"]
-"""Our fields, after the authors' (``decode_s``, ``audio_s`` in s)."""
+EXTRA_FIELDS = ["prompt_set", "prompt_id", "decode_s", "audio_s", "stim_key"]
+"""Our fields, after the authors' (``decode_s``, ``audio_s`` in s; ``stim_key`` the resume key,
+:func:`aiplib.inference.stimulus_keys`)."""
 ERROR_RESPONSE = "__ERROR__"
 """``raw`` of a failed generation (the authors' marker)."""
 

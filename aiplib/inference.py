@@ -58,7 +58,8 @@ from .formats import (CORE_FIELDS, ERROR_RESPONSE, EXTRA_FIELDS, append_jsonl_li
 from .prompts import TASKS, task_names
 
 __all__ = ["CORE_FIELDS", "EXTRA_FIELDS", "ERROR_RESPONSE", "MIX_DIAG_FIELDS", "run_inference", "read_results",
-           "read_inference_jsonl", "is_error_row", "repair_jsonl", "result_path", "pending_stimuli", "raise_if_not_run"]
+           "read_inference_jsonl", "is_error_row", "repair_jsonl", "result_path", "pending_stimuli", "raise_if_not_run",
+           "stimulus_keys", "set_aside_stale_rows", "UNKEYED_CHECK_FIELDS"]
 
 
 log = logging.getLogger(__name__)
@@ -76,16 +77,189 @@ def result_path(ws, model: str, task: str) -> Path:
     return ws.inference_jsonl(model, task)
 
 
-def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str) -> pd.DataFrame:
-    """Manifest rows still to decode: no successful row for their ``id`` in ``path`` yet (a row
-    with another ``prompt_id`` does not count; a row without one, as the authors', does)."""
+UNKEYED_CHECK_FIELDS = ("seed", "snr_db")
+"""Manifest columns compared for a row written without a resume key (the authors' rows carry
+them): a row whose value differs from the current manifest's is of another stimulus."""
+
+
+def _same_value(a, b) -> bool:
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+
+
+def _check_fields(manifest: pd.DataFrame) -> dict:
+    """``{id: {field: value}}`` of :data:`UNKEYED_CHECK_FIELDS` (fast: no full ``to_dict``)."""
+    cols = [c for c in UNKEYED_CHECK_FIELDS if c in manifest.columns]
+    vals = [manifest[c].tolist() for c in cols]
+    return {i: dict(zip(cols, v)) for i, *v in zip(manifest["id"].tolist(), *vals)}
+
+
+def _unkeyed_matches(row: dict, mrow: dict | None, prompt_id: str | None) -> bool:
+    """A row without ``stim_key`` still answers the current stimulus: same (or no) ``prompt_id``
+    and the same :data:`UNKEYED_CHECK_FIELDS` where the row has them."""
+    if row.get("prompt_id") not in (None, prompt_id):
+        return False
+    if mrow is None:
+        return True
+    return all(_same_value(row[f], mrow.get(f)) for f in UNKEYED_CHECK_FIELDS
+               if row.get(f) is not None and f in mrow)
+
+
+def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict | None = None,
+                    rerun_unkeyed: bool = False) -> pd.DataFrame:
+    """Manifest rows still to decode.
+
+    Parameters
+    ----------
+    manifest : pandas.DataFrame
+        Rows of ``manifests/<family>.csv`` (at least ``id``).
+    path : str or Path
+        ``inference/<model>/<task>.jsonl``.
+    prompt_id : str
+        The current prompt's id.
+    keys : dict of str → str, optional
+        The current resume key of each stimulus id (:func:`stimulus_keys`). A successful row
+        with a ``stim_key`` counts as done only when it equals ``keys[id]``. None: the rule of
+        rows without a key for every row.
+    rerun_unkeyed : bool
+        Rows without ``stim_key`` (the authors' files, files of older versions) never count
+        as done. By default they count when their ``prompt_id`` is the current one or absent
+        and their ``seed`` and ``snr_db``, where present, equal the manifest's (their audio
+        files cannot be checked).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of ``manifest`` without a successful row that answers them, in manifest order.
+    """
+    from .stamps import STIM_KEY_FIELD  # noqa: PLC0415
+
     path = Path(path)
     done = set()
     if path.is_file():
+        mrows = _check_fields(manifest)
         for r in read_inference_jsonl(path)[0]:
-            if not is_error_row(r) and r.get("prompt_id") in (None, prompt_id):
+            if is_error_row(r):
+                continue
+            key = r.get(STIM_KEY_FIELD)
+            if key is not None and keys is not None:
+                if keys.get(r["id"]) == key:
+                    done.add(r["id"])
+            elif not rerun_unkeyed and _unkeyed_matches(r, mrows.get(r["id"]), prompt_id):
                 done.add(r["id"])
     return manifest[~manifest["id"].isin(done)]
+
+
+def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases: dict | None = None) -> dict:
+    """The resume key of every manifest row for one prompt and one model.
+
+    Key = :func:`aiplib.stamps.stimulus_key` of the row's :func:`aiplib.stamps.stimulus_base`
+    (``id, seed, bg_offset, snr_db, background_id, condition, speech_path, bg_path`` and the
+    SHA-256 of the speech and background files), the SHA-256 of ``prompt_text`` and
+    :func:`aiplib.stamps.entry_sha256` of ``entry``: 16 hex digits.
+
+    Parameters
+    ----------
+    ws : Workspace
+        Resolves the audio paths.
+    manifest : pandas.DataFrame
+    prompt_text : str
+    entry : aiplib.models.ModelEntry or dict
+    bases : dict, optional
+        ``{id: base}`` computed before (shared by the tasks of a family).
+
+    Returns
+    -------
+    dict of str → str
+        ``{stimulus id: key}``.
+    """
+    from . import stamps  # noqa: PLC0415
+
+    if bases is None:
+        hashes: dict = {}
+        bases = {r["id"]: stamps.stimulus_base(r, ws, hashes) for r in manifest.to_dict("records")}
+    p_sha, e_sha = stamps.text_sha256(prompt_text), stamps.entry_sha256(entry)
+    return {i: stamps.stimulus_key(b, prompt_sha256=p_sha, entry_sha256=e_sha) for i, b in bases.items()}
+
+
+def set_aside_stale_rows(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *,
+                         rerun_unkeyed: bool = False) -> int:
+    """Move the rows of ``path`` that no longer answer the current manifest to
+    ``<model>/superseded/<task>.jsonl``, so no reader can take an old transcript for a changed
+    stimulus.
+
+    A row is moved when its ``id`` is not in ``manifest`` (an item or background that left), its
+    ``stim_key`` differs from ``keys[id]`` (the stimulus, the prompt or the model changed), or —
+    a successful row without a key — it fails the rule of :func:`pending_stimuli` (other seed or
+    SNR, other prompt id; every one with ``rerun_unkeyed``). Error rows without a key stay (they
+    are retried and never scored). The kept lines are rewritten byte for byte, atomically (a
+    ``.part`` file, fsync, rename) and only when a line moves; moved lines are appended (and
+    fsync'ed) to the superseded file first, so an interruption never loses a row.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``inference/<model>/<task>.jsonl``.
+    manifest : pandas.DataFrame
+        The whole current manifest of the family (not cut by ``limit``).
+    keys : dict
+        :func:`stimulus_keys` for this task and model.
+    prompt_id : str
+    rerun_unkeyed : bool
+
+    Returns
+    -------
+    int
+        Rows moved.
+    """
+    from .stamps import STIM_KEY_FIELD  # noqa: PLC0415
+
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    mrows = _check_fields(manifest)
+    keep, move = [], []
+    with open(path, "rb") as f:
+        lines = f.readlines()
+    for raw in lines:
+        try:
+            r = json.loads(raw.decode("utf-8"))
+            rid = str(r["id"]) if isinstance(r, dict) and r.get("id") not in (None, "") else None
+        except (UnicodeDecodeError, ValueError):
+            rid = None
+        if rid is None:  # unreadable lines stay, as the reader skips and counts them
+            keep.append(raw)
+            continue
+        key = r.get(STIM_KEY_FIELD)
+        if rid not in mrows:
+            stale = True
+        elif key is not None:
+            stale = key != keys.get(rid)
+        elif is_error_row(r):
+            stale = False
+        else:
+            stale = rerun_unkeyed or not _unkeyed_matches(r, mrows[rid], prompt_id)
+        (move if stale else keep).append(raw)
+    if not move:
+        return 0
+    side = path.parent / "superseded" / path.name
+    side.parent.mkdir(parents=True, exist_ok=True)
+    repair_jsonl(side)
+    with open(side, "ab") as f:
+        f.write(b"".join(x if x.endswith(b"\n") else x + b"\n" for x in move))
+        f.flush()
+        os.fsync(f.fileno())
+    tmp = path.with_name(path.name + ".part")
+    with open(tmp, "wb") as f:
+        f.write(b"".join(keep))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    log.warning("%s: %d row(s) answer stimuli, prompts or a model that changed (or left the manifest); "
+                "moved to %s and re-run", path, len(move), side)
+    return len(move)
 
 
 _append_lines = append_jsonl_lines
@@ -164,7 +338,7 @@ def _log_run(path: Path, record: dict) -> None:
 # ------------------------------------------------------------------------------------------ the runner
 def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fast",
                   batch_size: int | None = None, limit: int | None = None,
-                  progress: bool = True, prompt_set=None) -> pd.DataFrame:
+                  progress: bool = True, prompt_set=None, rerun_unkeyed: bool = False) -> pd.DataFrame:
     """Decode every stimulus of every task with every model, resuming where a run stopped.
 
     Parameters
@@ -188,6 +362,10 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
         Keep only the first ``limit`` manifest rows per task (smoke runs).
     progress : bool
         Show a tqdm bar per (model, task), in stimuli per second.
+    rerun_unkeyed : bool
+        Re-run the stimuli whose rows carry no resume key (``stim_key``: the authors' files,
+        files of older versions); by default such a row counts as done when its prompt id, seed
+        and SNR agree with the current manifest (see :func:`pending_stimuli`).
 
     Returns
     -------
@@ -208,6 +386,14 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
     A model that fails to load is logged and skipped; the stage goes on with the next model. A
     failing stimulus (unreadable audio, a backend error) becomes an ``__ERROR__`` row and is
     retried by the next run. Each model is closed before the next one loads.
+
+    Resume is per stimulus and content-keyed: every row carries ``stim_key``
+    (:func:`stimulus_keys`: the manifest row's seed, offset, SNR, file paths and the SHA-256 of
+    its audio files, the prompt text's SHA-256 and the registry entry's). Before a model loads,
+    rows whose key no longer matches (a changed seed, SNR, item or background file, prompt or
+    entry) are moved to ``inference/<model>/superseded/<task>.jsonl`` (:func:`set_aside_stale_rows`)
+    and their stimuli re-run; unchanged rows are kept. A model with nothing left to do is not
+    loaded (its ``run_log.jsonl`` gets an ``up_to_date`` event).
     """
     from .errors import AiplibParameterError  # noqa: PLC0415
     from .models import load_model, resolve  # noqa: PLC0415
@@ -225,11 +411,24 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
     diag = _MixDiagnostics(Path(ws.checks) / "mix_diagnostics.csv")
     summary: list[dict] = []
 
+    families: dict[str, list[str]] = {}
+    for task in task_list:
+        families.setdefault(TASKS[task][0], []).append(task)
     for entry in entries:
         model_dir = Path(ws.inference) / entry.id
         model_dir.mkdir(parents=True, exist_ok=True)
         run_log = model_dir / "run_log.jsonl"
         started, t_model = _now(), time.perf_counter()
+        plans = {fam: _plan_family(ws, entry, fam, fam_tasks, limit=limit, ps=ps, rerun_unkeyed=rerun_unkeyed)
+                 for fam, fam_tasks in families.items()}
+        if not any(pl.get("n_work") for pl in plans.values()):  # nothing to decode: do not load the model
+            stats = {t: st for pl in plans.values() for t, st in pl["result"].items()}
+            _log_run(run_log, {"event": "up_to_date", "model": entry.id, "start": started, "end": _now(),
+                               "seconds": round(time.perf_counter() - t_model, 3), "tasks": stats,
+                               "prompt_set": ps_record, "entry": entry.to_dict()})
+            for task in task_list:
+                summary.append({"model": entry.id, "task": task, **stats[task]})
+            continue
         opts = {"path": path}
         if batch_size is not None:
             opts["batch_size"] = int(batch_size)
@@ -253,12 +452,9 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
             except Exception as exc:  # noqa: BLE001
                 info = {"info_error": _short(exc)}
             bs = int(batch_size or getattr(rec, "batch_size", None) or entry.batch_size or 1)
-            families: dict[str, list[str]] = {}
-            for task in task_list:
-                families.setdefault(TASKS[task][0], []).append(task)
             for family, fam_tasks in families.items():
                 task_stats.update(_run_family(ws, rec, entry, family, fam_tasks, bs=bs, limit=limit,
-                                              progress=progress, diag=diag, ps=ps))
+                                              progress=progress, diag=diag, ps=ps, plan=plans[family]))
             for task in task_list:
                 summary.append({"model": entry.id, "task": task, **task_stats[task]})
         finally:
@@ -290,31 +486,55 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
     return df[cols]
 
 
-def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit, progress: bool,
-                diag, ps) -> dict:
-    """Run every task of one family over its manifest, batch by batch.
-
-    The tasks of a family share their stimuli, so each stimulus is materialised once per batch
-    and decoded with every task's prompt that still needs it (a backend can reuse its encoder
-    output across prompts)."""
+def _plan_family(ws, entry, family: str, tasks: list[str], *, limit, ps, rerun_unkeyed: bool) -> dict:
+    """Before a model loads: the resume keys of one family's stimuli, stale rows set aside, and
+    what is left to decode per task. ``n_work`` = 0 means nothing (``result`` then holds the
+    per-task summary)."""
     from .manifests import manifest_hash, read_manifest  # noqa: PLC0415
-    from .mixing import materialize  # noqa: PLC0415
+    from .stamps import stimulus_base  # noqa: PLC0415
 
     paths = {t: result_path(ws, entry.id, t) for t in tasks}
     try:
         manifest = read_manifest(ws, family)
     except FileNotFoundError as exc:
         log.warning("%s/%s: %s", entry.id, family, exc)
-        return {t: {"status": "no_manifest", "error": str(exc), "file": str(paths[t])} for t in tasks}
+        return {"n_work": 0, "result": {t: {"status": "no_manifest", "error": str(exc), "file": str(paths[t])}
+                                        for t in tasks}}
     m_sha = manifest_hash(ws, family)
-    if limit is not None:
-        manifest = manifest.head(int(limit))
+    hashes: dict = {}
+    bases = {r["id"]: stimulus_base(r, ws, hashes) for r in manifest.to_dict("records")}
     prompts = {t: ps.prompt(t) for t in tasks}
-    todo = {}
+    keys, todo = {}, {}
+    head = manifest.head(int(limit)) if limit is not None else manifest
     for t in tasks:
+        keys[t] = stimulus_keys(ws, manifest, prompt_text=prompts[t][1], entry=entry, bases=bases)
         paths[t].parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(paths[t])
-        todo[t] = set(pending_stimuli(manifest, paths[t], prompts[t][0])["id"])
+        set_aside_stale_rows(paths[t], manifest, keys[t], prompts[t][0], rerun_unkeyed=rerun_unkeyed)
+        todo[t] = set(pending_stimuli(head, paths[t], prompts[t][0], keys=keys[t],
+                                      rerun_unkeyed=rerun_unkeyed)["id"])
+    result = {t: {"status": "done", "n_stimuli": len(head), "n_done_before": len(head), "n_run": 0,
+                  "n_errors": 0, "seconds": 0.0, "stimuli_per_s": None, "manifest_sha256": m_sha,
+                  "error": None, "file": str(paths[t])} for t in tasks}
+    return {"n_work": sum(len(v) for v in todo.values()), "result": result, "manifest": head,
+            "m_sha": m_sha, "prompts": prompts, "keys": keys, "todo": todo, "paths": paths}
+
+
+def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit, progress: bool,
+                diag, ps, plan: dict | None = None) -> dict:
+    """Run every task of one family over its manifest, batch by batch.
+
+    The tasks of a family share their stimuli, so each stimulus is materialised once per batch
+    and decoded with every task's prompt that still needs it (a backend can reuse its encoder
+    output across prompts). ``plan`` is :func:`_plan_family`'s (made here when None)."""
+    from .mixing import materialize  # noqa: PLC0415
+
+    if plan is None:
+        plan = _plan_family(ws, entry, family, tasks, limit=limit, ps=ps, rerun_unkeyed=False)
+    if "manifest" not in plan:
+        return plan["result"]
+    manifest, m_sha, prompts, keys = plan["manifest"], plan["m_sha"], plan["prompts"], plan["keys"]
+    todo, paths = plan["todo"], plan["paths"]
     need = set().union(*todo.values())
     records = [r for r in manifest.to_dict("records") if r["id"] in need]
     max_samples = int(round(float(entry.max_audio_s) * SR))
@@ -347,7 +567,8 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
                     if r["id"] not in todo[t]:
                         continue
                     rows.append({"manifest": r, "raw": ERROR_RESPONSE, "model": entry.id, "task": t,
-                                 "prompt_set": ps.name, "prompt_id": prompt_id, "decode_s": None, "audio_s": audio_s, "error": err})
+                                 "prompt_set": ps.name, "prompt_id": prompt_id, "decode_s": None, "audio_s": audio_s,
+                                 "stim_key": keys[t][r["id"]], "error": err})
                     if err is None:
                         ok.append(rows[-1])
                         audios.append(y)

@@ -27,14 +27,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import warnings
 
 import numpy as np
 import pandas as pd
 
 from .errors import AiplibParameterError
-from .formats import MANIFEST_TEXT_COLUMNS, read_battery_csv, read_item_bank, read_manifest, read_manifest_csv
+from .formats import (MANIFEST_TEXT_COLUMNS, read_battery_csv, read_item_bank, read_manifest, read_manifest_csv,
+                      write_manifest_csv)
+from .stamps import differences, make_stamp, read_stamp, stamp_path, write_stamp
 from .tasks import FAMILIES
+
+log = logging.getLogger(__name__)
 
 __all__ = ["SNRS_DB", "CLEAN_SNR_DB", "SEED_START", "FAMILIES", "AUTHOR_COLUMNS", "EXTRA_COLUMNS",
            "TEXT_COLUMNS", "manifest_columns", "stimulus_id", "bg_offset", "read_item_bank",
@@ -135,7 +140,12 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
     seed_start : int, optional
         First seed of the row counter; default :data:`SEED_START` of the family.
     overwrite : bool
-        Rebuild even if the manifest exists. An existing manifest is otherwise kept as it is.
+        Rebuild even if the manifest is up to date. Without it an existing manifest is kept only
+        when its stamp (``manifests/<family>.stamp.json``, :mod:`aiplib.stamps`) records the same
+        ``snrs``, ``seed_start`` and the same SHA-256 of the item bank, ``battery.csv`` and every
+        speech and background WAV; otherwise it is rebuilt and a warning names what changed (a
+        manifest without a stamp, from an older version, is rebuilt: same inputs give the same
+        rows).
 
     Returns
     -------
@@ -161,12 +171,17 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
     if family not in FAMILIES:
         raise AiplibParameterError(f"unknown family {family!r}; choose one of {FAMILIES}")
     out = ws.manifests / f"{family}.csv"
-    if out.is_file() and not overwrite:
-        return read_manifest(ws, family)
     snrs = [_snr_int(s) for s in snrs]
     seed0 = SEED_START[family] if seed_start is None else int(seed_start)
     items = read_item_bank(ws, family)
     battery = _battery(ws)
+    stamp, stamp_file = _manifest_stamp(ws, family, items, battery, snrs, seed0)
+    if out.is_file() and not overwrite:
+        changed = differences(read_stamp(stamp_file), stamp, ws=ws)
+        if not changed:
+            return read_manifest(ws, family)
+        log.warning("manifests/%s.csv is rebuilt: %s", family, "; ".join(changed[:5])
+                    + (f" (+{len(changed) - 5} more)" if len(changed) > 5 else ""))
     bgs = [(str(b.bg_id), str(b.path), load_audio_cached(ws.path(b.path))) for b in battery.itertuples()]
     rows = []
     seed = seed0
@@ -199,9 +214,7 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
                                    "(an id must not be another id followed by _<background>)")
     df["bg_offset"] = df["bg_offset"].astype("Int64")
     df["bg_active"] = df["bg_active"].astype("boolean")
-    tmp = out.with_name(out.name + ".part")
-    df.to_csv(tmp, index=False)
-    tmp.replace(out)
+    write_manifest_csv(df, out)
     noisy = df[df["condition"] == "noisy"]
     inactive = (~noisy["bg_active"].astype(bool)).groupby(noisy["background_id"]).mean()
     meta = dict(family=family, seed_start=seed0, snrs_db=snrs, n_items=len(items),
@@ -212,7 +225,24 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
                 schema="authors (IvLabs/AIP-Speech scripts/05_inference.py build_manifests) + extras",
                 manifest_sha256=manifest_hash(ws, family))
     (ws.manifests / f"{family}.json").write_text(json.dumps(meta, indent=2))
+    write_stamp(stamp_file, stamp, outputs=[out], ws=ws)
     return read_manifest(ws, family)
+
+
+MANIFEST_DEFINITION_VERSION = 1
+"""Bumped when the rows :func:`build_manifest` writes for the same inputs change."""
+
+
+def _manifest_stamp(ws, family, items, battery, snrs, seed0):
+    """Stamp of ``manifests/<family>.csv`` (:mod:`aiplib.stamps`): the SNRs and first seed, and the
+    SHA-256 of the item bank, the battery table and every speech and background WAV they list."""
+    inputs = [ws.itembanks / f"{family}.jsonl", ws.descriptors / "battery.csv"]
+    inputs += [ws.path(p) for p in items["path"]] + [ws.path(p) for p in battery["path"]]
+    params = dict(family=family, snrs_db=list(snrs), seed_start=int(seed0),
+                  definition_version=MANIFEST_DEFINITION_VERSION)
+    stamp = make_stamp(f"05_build_manifests:{family}", params=params, inputs=inputs, ws=ws,
+                       module=__name__)
+    return stamp, stamp_path(ws.manifests, family)
 
 
 def build_manifests(ws, *, families=FAMILIES, **kwargs) -> dict:

@@ -6,8 +6,13 @@ from stage 3's curation onwards is the same code for every profile.
 """
 from __future__ import annotations
 
+import logging
+
+from . import stamps
 from .corpora import get_profile
 from .errors import AiplibParameterError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["SIZES", "stage_sizes", "corpus_module", "gather_raw", "build_item_banks", "battery_specs"]
 
@@ -36,13 +41,62 @@ def corpus_module(profile: str):
 
 
 def gather_raw(ws, **params):
-    """Stage 1: get the raw inputs of ``ws.profile`` into ``ws.raw`` (install, download or validate)."""
-    return corpus_module(ws.profile).gather_raw(ws, **params)
+    """Stage 1: get the raw inputs of ``ws.profile`` into ``ws.raw`` (install, download or validate).
+
+    Always runs (it re-reads the sources, so a file added to a custom folder is seen); then writes
+    ``raw/raw.stamp.json`` (:mod:`aiplib.stamps`) with the parameters and ``raw/inventory.csv``.
+    """
+    mod = corpus_module(ws.profile)
+    out = mod.gather_raw(ws, **params)
+    inv = ws.raw / "inventory.csv"
+    stamps.write_stamp(stamps.stamp_path(ws.raw, "raw"),
+                       stamps.make_stamp("01_download_data", params=dict(profile=ws.profile, **params), ws=ws,
+                                         module=mod.__name__),
+                       outputs=[inv] if inv.is_file() else [], ws=ws)
+    return out
 
 
-def build_item_banks(ws, **params):
-    """Stage 2: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl`` for ``ws.profile``."""
-    return corpus_module(ws.profile).build_item_banks(ws, **params)
+def _item_bank_stamp(ws, params: dict, mod) -> dict:
+    inv = ws.raw / "inventory.csv"
+    return stamps.make_stamp("02_build_item_banks", params=dict(profile=ws.profile, **params), ws=ws,
+                             inputs=[inv] if inv.is_file() else [], module=mod.__name__)
+
+
+def build_item_banks(ws, *, overwrite: bool = False, **params):
+    """Stage 2: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl`` for ``ws.profile``.
+
+    The item banks are rebuilt (``overwrite=True`` is passed to the profile) when
+    ``itembanks/itembanks.stamp.json`` (:mod:`aiplib.stamps`) records other parameters
+    (``seed``, sizes …) or another ``raw/inventory.csv`` — for ``custom`` the inventory holds the
+    SHA-256 of every user file and every transcript and label, so an added utterance, a corrected
+    transcript or a replaced clip rebuilds them; item banks without a stamp are rebuilt too. A
+    warning names what changed. Otherwise the existing item banks are read back.
+
+    Parameters
+    ----------
+    ws : Workspace
+    overwrite : bool
+        Rebuild whatever the stamp says.
+    **params
+        The profile's ``build_item_banks`` parameters (``seed``, sizes).
+
+    Returns
+    -------
+    dict of str → pandas.DataFrame
+        ``{"asr": …, "kws": …}``, as the profile's ``build_item_banks``.
+    """
+    mod = corpus_module(ws.profile)
+    stamp = _item_bank_stamp(ws, params, mod)
+    stamp_file = stamps.stamp_path(ws.itembanks, "itembanks")
+    banks = [ws.itembanks / f"{f}.jsonl" for f in ("asr", "kws")]
+    if not overwrite and any(p.is_file() for p in banks):
+        changed = stamps.differences(stamps.read_stamp(stamp_file), stamp, ws=ws)
+        if changed:
+            log.warning("item banks are rebuilt: %s", "; ".join(changed[:5]))
+            overwrite = True
+    out = mod.build_item_banks(ws, overwrite=overwrite, **params)
+    stamps.write_stamp(stamp_file, stamp, outputs=[p for p in banks if p.is_file()], ws=ws)
+    return out
 
 
 def battery_specs(ws, **params):

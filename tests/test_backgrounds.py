@@ -177,14 +177,22 @@ def test_existing_outputs_kept_missing_made(ws, tmp_path):
     sf.write(src, _tone(800, 2.0, SR), SR)
     specs = [_spec("a", [src]), _spec("b", [], combine="synthetic:white")]
     curate_battery(ws, specs)
+    a_bytes, b_mtime = (ws.bg / "a.wav").read_bytes(), (ws.bg / "b.wav").stat().st_mtime_ns
+    curate_battery(ws, specs)  # up to date (battery.stamp.json): nothing is re-made
+    assert (ws.bg / "a.wav").read_bytes() == a_bytes and (ws.bg / "b.wav").stat().st_mtime_ns == b_mtime
     marker = np.zeros(10, dtype=np.float32)
-    sf.write(ws.bg / "a.wav", marker, SR, subtype="FLOAT")  # pretend someone hand-edited it
+    sf.write(ws.bg / "a.wav", marker, SR, subtype="FLOAT")  # someone hand-edited it: its stamp says so
     (ws.bg / "b.wav").unlink()
     curate_battery(ws, specs)
-    assert sf.info(ws.bg / "a.wav").frames == 10  # kept
+    assert (ws.bg / "a.wav").read_bytes() == a_bytes  # re-made, bit-identical to the first curation
     assert sf.info(ws.bg / "b.wav").frames == N30  # re-made
-    curate_battery(ws, specs, overwrite=True)
-    assert sf.info(ws.bg / "a.wav").frames == N30
+    sf.write(src, _tone(500, 2.0, SR), SR)  # the source file is replaced: only "a" is re-made
+    b_mtime = (ws.bg / "b.wav").stat().st_mtime_ns
+    bat = curate_battery(ws, specs)
+    assert (ws.bg / "a.wav").read_bytes() != a_bytes and (ws.bg / "b.wav").stat().st_mtime_ns == b_mtime
+    assert abs(bat.set_index("bg_id").loc["a", "lufs_after"] + 23.0) < 0.05
+    curate_battery(ws, specs, duration_s=10.0)  # another duration: every background is re-made
+    assert sf.info(ws.bg / "a.wav").frames == 10 * SR and sf.info(ws.bg / "b.wav").frames == 10 * SR
 
 
 def test_duplicate_bg_id_rejected(ws):

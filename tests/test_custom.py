@@ -326,8 +326,11 @@ def test_build_item_banks_max_items_seeded_and_reuse(tmp_path):
     assert set(b1["kws"]["is_target"]) == {True, False}
     b2 = custom.build_item_banks(ws, seed=7, max_items=2, overwrite=True)
     assert list(b1["kws"]["item_id"]) == list(b2["kws"]["item_id"])
-    with pytest.warns(UserWarning, match="overwrite=True"):
-        custom.build_item_banks(ws, seed=7, max_items=1)
+    b3 = custom.build_item_banks(ws, seed=7, max_items=2)  # up to date: read back
+    assert b3["kws"].equals(b2["kws"])
+    with pytest.warns(UserWarning, match="item banks rebuilt: max_items changed"):
+        b4 = custom.build_item_banks(ws, seed=7, max_items=1)  # other sizes: rebuilt, not kept
+    assert len(b4["asr"]) == 1 and len(b4["kws"]) == 1
     with pytest.raises(ValueError):
         custom.build_item_banks(ws, max_items=0)
 

@@ -135,10 +135,13 @@ def test_kill_and_half_line_then_rerun_gives_each_stimulus_once(ws, monkeypatch)
     assert set(df["prompt_set"]) == {"aip-closed-v1"}  # every row names its prompt set (demo profile)
     manifest = pd.read_csv(ws.manifests / "asr.csv", dtype=str)
     assert set(df["id"]) == set(manifest["id"])
-    # a third run has nothing left to do
+    # a third run has nothing left to do: the model is not even loaded
     made = _patch(monkeypatch)
     s = run_inference(ws, tasks="asr", progress=False)
-    assert made[0].seen == [] and s.loc[0, "n_run"] == 0 and s.loc[0, "n_done_before"] == 9
+    assert made == [] and s.loc[0, "n_run"] == 0 and s.loc[0, "n_done_before"] == 9
+    assert s.loc[0, "status"] == "done"
+    log = json.loads(_lines(ws.inference / "whisper_tiny_en" / "run_log.jsonl")[-1])
+    assert log["event"] == "up_to_date"
 
 
 def test_error_row_is_retried_next_run(ws, monkeypatch):

@@ -985,8 +985,11 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
     seed : int
         Seed of the item choice when ``max_items`` is set.
     overwrite : bool
-        Rebuild even when both item banks exist (otherwise they are read back and returned; a
-        warning says so if stage 1 or the size parameters changed since).
+        Rebuild even when both item banks are up to date. Without it they are read back only
+        when ``itembanks/custom_build.json`` records the current ``raw/inventory.csv`` (its SHA-256:
+        every user file's SHA-256, transcript and label), ``seed`` and ``max_items``; otherwise
+        they are rebuilt, with a warning naming what changed (an added utterance, a corrected
+        transcript, a replaced clip all change the inventory).
     max_items : int > 0, optional
         At most this many items per family (ASR, KWS), a seeded choice; the KWS choice keeps at
         least one target and one non-target clip when both exist and ``max_items`` ≥ 2. None =
@@ -1020,10 +1023,11 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
     want = dict(inventory_sha256=inv_sha, seed=int(seed), max_items=None if max_items is None else int(max_items))
     if not overwrite and all(p.is_file() for p in paths.values()):
         old = json.loads(build_meta.read_text()) if build_meta.is_file() else {}
-        if any(old.get(k) != v for k, v in want.items()):
-            warnings.warn("existing item banks were built from another stage-1 inventory or other sizes; "
-                          "pass overwrite=True to rebuild", stacklevel=2)
-        return {f: pd.DataFrame(read_jsonl(p)) for f, p in paths.items()}
+        if all(old.get(k) == v for k, v in want.items()):
+            return {f: pd.DataFrame(read_jsonl(p)) for f, p in paths.items()}
+        changed = [k for k, v in want.items() if old.get(k) != v]
+        warnings.warn(f"item banks rebuilt: {', '.join(changed)} changed since they were built "
+                      "(stage 1 saw other inputs, or other sizes were asked for)", stacklevel=2)
     used = inv[(inv["package"].isin(["custom/speech", "custom/kws"])) & (inv["used"].str.lower() == "true")]
     _check_unchanged(used)
     ws.ensure()

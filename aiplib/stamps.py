@@ -1,0 +1,336 @@
+"""Stamps: what a stage read and with which parameters, so a re-run notices stale outputs.
+
+A *stamp* is a small JSON file written next to a stage's outputs when they are built::
+
+    {"stamp_version": 1,
+     "stage": "05_build_manifests:asr",
+     "params": {"family": "asr", "snrs_db": [10, 5, 0], "seed_start": 0, ...},
+     "inputs": {"itembanks/asr.jsonl": "<sha256>", "bg/bg00.wav": "<sha256>", ...},
+     "outputs": {"manifests/asr.csv": "<sha256>"},
+     "code": {"aiplib": "0.1.0", "module": "aiplib.manifests", "module_sha256": "<sha256>"},
+     "written": "2025-01-01T12:00:00+00:00"}
+
+Paths are relative to the workspace root when they lie inside it, else absolute. A stage is *up
+to date* when the stamp exists, its ``params`` equal the current ones and every input still has
+the recorded SHA-256 (:func:`differences`); ``code`` is recorded for provenance and not compared
+(a code change that changes outputs bumps a ``definition_version`` in ``params`` instead).
+
+Stamps written by the pipeline (see ``docs/ARCHITECTURE.md``):
+
+=============================  ================================================================
+``raw/raw.stamp.json``         stage 1: the parameters and ``raw/inventory.csv``
+``itembanks/itembanks.stamp.json``  stage 2: parameters + ``raw/inventory.csv`` (custom: it holds
+                               the SHA-256 of every user file and the transcripts)
+``descriptors/battery.stamp.json``  stage 3: per background, its spec and the SHA-256 of its
+                               source files (a changed background is re-curated, the others kept)
+``manifests/<family>.stamp.json``  stage 5: SNRs, first seed, item bank, battery and every WAV
+=============================  ================================================================
+
+Stage 4 keeps its own sidecar (``acoustic_descriptors.json``, per-WAV SHA-256); stage 7 keys
+every inference row (:func:`stimulus_key`), so resuming is per stimulus.
+
+``python -m aiplib.stamps --profile demo`` prints whether each stamp's inputs are unchanged.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from .hashing import sha256_file
+
+__all__ = ["STAMP_VERSION", "STAMP_SUFFIX", "ENTRY_KEY_FIELDS", "STIM_KEY_FIELDS", "STIM_KEY_FIELD",
+           "file_sha256", "text_sha256", "json_sha256", "make_stamp", "read_stamp", "write_stamp",
+           "differences", "stamp_path", "entry_sha256", "stimulus_key", "stimulus_base", "main"]
+
+STAMP_VERSION = 1
+"""Version of the stamp format."""
+STAMP_SUFFIX = ".stamp.json"
+STIM_KEY_FIELD = "stim_key"
+"""Field of an inference row holding its resume key (:func:`stimulus_key`)."""
+STIM_KEY_FIELDS = ("id", "seed", "bg_offset", "snr_db", "background_id", "condition", "speech_path", "bg_path")
+"""Manifest columns that enter the resume key (with the SHA-256 of the two audio files)."""
+ENTRY_KEY_FIELDS = ("backend", "weights", "revision", "precision", "max_new_tokens", "thinker_max_new_tokens",
+                    "max_audio_s", "prompt_style", "command", "model", "engine_args", "generate_kwargs")
+"""Registry-entry fields that decide a model's output; their hash enters the resume key
+(descriptive fields — ``notes``, ``device``, ``batch_size``, ``concurrency`` … — do not)."""
+
+_HASH_CACHE: dict[tuple, str] = {}
+
+
+def file_sha256(path) -> str:
+    """Hex SHA-256 of a file, cached in this process on (absolute path, size, mtime in ns).
+
+    Raises
+    ------
+    OSError
+        If the file cannot be read.
+    """
+    p = Path(path).resolve()
+    st = p.stat()
+    key = (str(p), st.st_size, st.st_mtime_ns)
+    if key not in _HASH_CACHE:
+        _HASH_CACHE[key] = sha256_file(p)
+    return _HASH_CACHE[key]
+
+
+def text_sha256(text: str) -> str:
+    """Hex SHA-256 of a text's UTF-8 bytes."""
+    return hashlib.sha256(str(text).encode("utf-8")).hexdigest()
+
+
+def _canon(obj) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def json_sha256(obj) -> str:
+    """Hex SHA-256 of ``obj`` as canonical JSON (sorted keys, no spaces; non-JSON values as str)."""
+    return text_sha256(_canon(obj))
+
+
+def _jsonable(v):
+    """Parameters as JSON values: tuples → lists, numpy scalars → Python, paths → str."""
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    import numpy as np
+
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return str(v)  # paths, arrays, objects: their text
+
+
+def _rel(ws, p) -> str:
+    return ws.rel(p) if ws is not None else str(Path(p).resolve())
+
+
+def stamp_path(folder, name: str) -> Path:
+    """``<folder>/<name>.stamp.json``."""
+    return Path(folder) / f"{name}{STAMP_SUFFIX}"
+
+
+def make_stamp(stage: str, *, params: dict, inputs=(), ws=None, module: str | None = None) -> dict:
+    """The stamp of a stage run: its parameters and the SHA-256 of every input file.
+
+    Parameters
+    ----------
+    stage : str
+        Stage name, e.g. ``"05_build_manifests:asr"``.
+    params : dict
+        JSON-able parameters that decide the outputs.
+    inputs : iterable of str or Path
+        Files read (missing files are recorded as ``"missing"``).
+    ws : Workspace, optional
+        Paths inside ``ws.root`` are recorded relative to it.
+    module : str, optional
+        Module implementing the stage; its source's SHA-256 is recorded under ``code``.
+
+    Returns
+    -------
+    dict
+        The stamp without ``outputs`` (see :func:`write_stamp`).
+    """
+    from . import __version__
+
+    rec = {}
+    for p in inputs:
+        p = ws.path(p) if ws is not None else Path(p)
+        rec[_rel(ws, p)] = file_sha256(p) if p.is_file() else "missing"
+    code = {"aiplib": __version__}
+    if module:
+        mod = sys.modules.get(module)
+        src = getattr(mod, "__file__", None)
+        code.update(module=module, module_sha256=file_sha256(src) if src else None)
+    return {"stamp_version": STAMP_VERSION, "stage": stage, "params": _jsonable(dict(params)),
+            "inputs": dict(sorted(rec.items())), "code": code}
+
+
+def read_stamp(path) -> dict | None:
+    """The stamp at ``path``, or None when it is missing or unreadable."""
+    try:
+        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def write_stamp(path, stamp: dict, *, outputs=(), ws=None) -> Path:
+    """Write ``stamp`` plus the SHA-256 of ``outputs`` atomically (``.part`` file, then rename).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    path = Path(path)
+    out = {}
+    for p in outputs:
+        p = ws.path(p) if ws is not None else Path(p)
+        out[_rel(ws, p)] = file_sha256(p) if p.is_file() else "missing"
+    rec = dict(stamp, outputs=dict(sorted(out.items())),
+               written=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(rec, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def _short(v, n: int = 60) -> str:
+    s = _canon(v)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None) -> list[str]:
+    """What changed between a recorded stamp and the current one, one line per change.
+
+    Parameters
+    ----------
+    old : dict or None
+        The recorded stamp (None: there is none).
+    new : dict
+        The current stamp (:func:`make_stamp`).
+    outputs_ok : bool
+        Also check that every output recorded in ``old`` still has its SHA-256 (an output edited
+        or deleted by hand is a change).
+    ws : Workspace, optional
+        Resolves the recorded output paths.
+
+    Returns
+    -------
+    list of str
+        Empty when up to date, e.g. ``["parameter snrs_db: [10,5,0] → [10,5]",
+        "input changed: bg/bg03.wav"]``.
+    """
+    if old is None:
+        return ["no stamp (outputs written by an older version, or not yet built)"]
+    out = []
+    if old.get("stamp_version") != new.get("stamp_version"):
+        out.append(f"stamp version {old.get('stamp_version')} → {new.get('stamp_version')}")
+    op, np_ = old.get("params", {}), new.get("params", {})
+    for k in sorted(set(op) | set(np_)):
+        if _canon(op.get(k)) != _canon(np_.get(k)):
+            out.append(f"parameter {k}: {_short(op.get(k))} → {_short(np_.get(k))}")
+    oi, ni = old.get("inputs", {}), new.get("inputs", {})
+    for k in sorted(set(oi) | set(ni)):
+        if k not in oi:
+            out.append(f"input added: {k}")
+        elif k not in ni:
+            out.append(f"input removed: {k}")
+        elif oi[k] != ni[k]:
+            out.append(f"input changed: {k}")
+    if outputs_ok:
+        for k, sha in old.get("outputs", {}).items():
+            p = ws.path(k) if ws is not None else Path(k)
+            if not p.is_file():
+                out.append(f"output missing: {k}")
+            elif file_sha256(p) != sha:
+                out.append(f"output changed since it was written: {k}")
+    return out
+
+
+# ------------------------------------------------------------------------------- stage 7 keys
+def entry_sha256(entry) -> str:
+    """Hex SHA-256 of the output-deciding fields (:data:`ENTRY_KEY_FIELDS`) of a registry entry
+    (an :class:`aiplib.models.ModelEntry` or its ``to_dict()``)."""
+    d = entry.to_dict() if hasattr(entry, "to_dict") else dict(entry)
+    return json_sha256({k: _jsonable(d.get(k)) for k in ENTRY_KEY_FIELDS})
+
+
+def _val(v):
+    if v is None:
+        return None
+    try:
+        import pandas as pd
+
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    v = _jsonable(v)
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v if isinstance(v, (int, float, bool)) else str(v)
+
+
+def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
+    """The part of a stimulus's resume key that depends on the manifest row only.
+
+    Hex SHA-256 of the canonical JSON of :data:`STIM_KEY_FIELDS` of ``row`` plus
+    ``speech_sha256`` and ``bg_sha256`` (SHA-256 of the files ``speech_path`` and ``bg_path``
+    point to; ``""`` for no background, ``"missing"`` for a file not found). A row without a
+    background (clean) has ``seed`` and ``bg_offset`` left out: its audio does not depend on them,
+    so a change of seeds re-runs the noisy stimuli only. ``hashes`` (path → SHA-256), when
+    given, is used and filled as a cache for the duration of one run.
+    """
+    rec = {k: _val(row.get(k)) for k in STIM_KEY_FIELDS}
+    if not rec.get("bg_path"):  # a clean row's audio does not depend on its seed
+        rec["seed"] = rec["bg_offset"] = None
+    for k, col in (("speech_sha256", "speech_path"), ("bg_sha256", "bg_path")):
+        rel = rec.get(col)
+        if not rel:
+            rec[k] = ""
+            continue
+        if hashes is not None and rel in hashes:
+            rec[k] = hashes[rel]
+            continue
+        p = ws.path(rel)
+        rec[k] = file_sha256(p) if p.is_file() else "missing"
+        if hashes is not None:
+            hashes[rel] = rec[k]
+    return json_sha256(rec)
+
+
+def stimulus_key(base: str, *, prompt_sha256: str, entry_sha256: str) -> str:
+    """Resume key of one (stimulus, prompt, model): the first 16 hex digits of
+    SHA-256(``base`` : ``prompt_sha256`` : ``entry_sha256``) (64 bits).
+
+    ``base`` is :func:`stimulus_base` of the manifest row, ``prompt_sha256`` the SHA-256 of the
+    prompt text (:func:`text_sha256`), ``entry_sha256`` :func:`entry_sha256` of the model.
+    """
+    return text_sha256(f"{base}:{prompt_sha256}:{entry_sha256}")[:16]
+
+
+# ------------------------------------------------------------------------------- command line
+def main(argv=None) -> int:
+    """``python -m aiplib.stamps --profile P [--data-root D]``: for every stamp of the workspace,
+    say whether its inputs and outputs are unchanged. Exit status 0 (all unchanged) or 1."""
+    from .workspace import workspace
+
+    ap = argparse.ArgumentParser(prog="python -m aiplib.stamps", description=main.__doc__)
+    ap.add_argument("--profile", default=os.environ.get("AIP_PROFILE", "demo"))
+    ap.add_argument("--data-root", default=None)
+    a = ap.parse_args(argv)
+    ws = workspace(a.profile, data_root=a.data_root, create=False)
+    found = sorted(ws.root.rglob(f"*{STAMP_SUFFIX}")) if ws.root.is_dir() else []
+    if not found:
+        print(f"{ws.root}: no stamps (nothing built yet)")
+        return 0
+    stale = 0
+    for p in found:
+        old = read_stamp(p)
+        if old is None:
+            print(f"{ws.rel(p)}: unreadable")
+            stale += 1
+            continue
+        diff = []
+        for sub in [old, *old.get("backgrounds", {}).values()]:  # battery: one stamp per background
+            now = dict(sub, inputs={k: (file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
+                                    for k in sub.get("inputs", {})})
+            diff += differences(sub, now, ws=ws)
+        stale += bool(diff)
+        print(f"{ws.rel(p)} ({old.get('stage')}, {old.get('written')}): "
+              + ("up to date" if not diff else "STALE — " + "; ".join(diff[:5])
+                 + (f" (+{len(diff) - 5} more)" if len(diff) > 5 else "")))
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

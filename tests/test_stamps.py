@@ -1,0 +1,272 @@
+"""Stages know their inputs: stamps rebuild what changed, stage 7 resumes on stimulus content.
+
+The fake recogniser answers each stimulus with the SHA-256 of its audio samples, so "this row's
+transcript belongs to this stimulus" is checked exactly: every kept row must equal the answer to
+the stimulus its manifest row makes *now*.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import aiplib.models
+from aiplib import pipeline, stamps
+from aiplib.backgrounds import curate_battery
+from aiplib.inference import read_inference_jsonl, read_results, run_inference
+from aiplib.manifests import build_manifests, read_manifest
+from aiplib.mixing import materialize
+from aiplib.models import Recogniser, get_entry
+from aiplib.scoring import score_inference
+from aiplib.workspace import workspace
+
+from conftest import make_tiny_workspace
+from test_custom import make_inputs, noise, voice_like, write
+
+
+def answer(audio: np.ndarray) -> str:
+    """The fake model's transcript of a stimulus: a digest of its float32 samples."""
+    return "w" + hashlib.sha256(np.asarray(audio, dtype=np.float32).tobytes()).hexdigest()[:12]
+
+
+class HashRecogniser(Recogniser):
+    def __init__(self, entry):
+        self.name, self.entry, self.batch_size = entry.id, entry, 4
+        self.calls = 0
+
+    def info(self):
+        return {"path": "fake", "window": None, "weights_path": "none"}
+
+    def generate(self, audios, prompts):
+        self.calls += len(audios)
+        return [answer(a) for a in audios]
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def fake_model(monkeypatch):
+    made = []
+
+    def load(entry, **_):
+        rec = HashRecogniser(get_entry(entry) if isinstance(entry, str) else entry)
+        made.append(rec)
+        return rec
+
+    monkeypatch.setattr(aiplib.models, "load_model", load)
+    return made
+
+
+def decoded_ids(ws, model="whisper_tiny_en", task="asr", since=0) -> list[str]:
+    """Ids of the rows appended to inference/<model>/<task>.jsonl after line ``since``."""
+    rows, _ = read_inference_jsonl(ws.inference / model / f"{task}.jsonl")
+    return [r["id"] for r in rows[since:]]
+
+
+def n_rows(ws, model="whisper_tiny_en", task="asr") -> int:
+    p = ws.inference / model / f"{task}.jsonl"
+    return len(read_inference_jsonl(p)[0]) if p.is_file() else 0
+
+
+def assert_every_row_answers_its_current_stimulus(ws, family, task):
+    """The exact check: each scored row's transcript is the answer to the current stimulus."""
+    man = read_manifest(ws, family).set_index("id", drop=False)
+    res = read_results(ws.inference / "whisper_tiny_en" / f"{task}.jsonl", keep_errors=False)
+    assert sorted(res["id"]) == sorted(man["id"])
+    for r in res.itertuples():
+        y, _ = materialize(man.loc[r.id].to_dict(), ws)
+        assert r.raw == answer(y[: 30 * 16000]), r.id
+
+
+# ------------------------------------------------------------------------------ unit level
+def test_stamp_differences_name_what_changed(tmp_path):
+    ws = workspace("demo", data_root=tmp_path)
+    a = ws.raw / "a.txt"
+    a.write_text("one")
+    old = stamps.make_stamp("x", params={"snrs_db": [10, 5, 0]}, inputs=[a], ws=ws)
+    stamps.write_stamp(ws.raw / "x.stamp.json", old, outputs=[a], ws=ws)
+    rec = stamps.read_stamp(ws.raw / "x.stamp.json")
+    assert rec["inputs"] == {"raw/a.txt": hashlib.sha256(b"one").hexdigest()}
+    assert rec["outputs"] == rec["inputs"] and rec["stage"] == "x" and rec["stamp_version"] == 1
+    assert stamps.differences(rec, old, ws=ws) == []
+    a.write_text("two")
+    new = stamps.make_stamp("x", params={"snrs_db": [10, 5]}, inputs=[a], ws=ws)
+    assert stamps.differences(rec, new, ws=ws) == [
+        "parameter snrs_db: [10,5,0] → [10,5]", "input changed: raw/a.txt",
+        "output changed since it was written: raw/a.txt"]
+    assert stamps.differences(None, new)[0].startswith("no stamp")
+
+
+def test_resume_key_covers_row_files_prompt_and_entry(tmp_path):
+    ws = make_tiny_workspace(tmp_path, n_asr=1, n_kws=1, n_bg=2)
+    build_manifests(ws, snrs=[10])
+    man = read_manifest(ws, "asr")
+    row = man.iloc[1].to_dict()
+    base = stamps.stimulus_base(row, ws)
+    e = get_entry("whisper_tiny_en")
+    key = stamps.stimulus_key(base, prompt_sha256=stamps.text_sha256("p"), entry_sha256=stamps.entry_sha256(e))
+    assert len(key) == 16 and int(key, 16) >= 0
+    other = {"seed": row["seed"] + 1, "snr_db": 0, "bg_path": "bg/bg01.wav", "speech_path": "x.wav"}
+    for k, v in other.items():
+        assert stamps.stimulus_base(dict(row, **{k: v}), ws) != base, k
+    assert stamps.stimulus_key(base, prompt_sha256=stamps.text_sha256("q"),
+                               entry_sha256=stamps.entry_sha256(e)) != key
+    e2 = dict(e.to_dict(), revision="other")
+    assert stamps.entry_sha256(e2) != stamps.entry_sha256(e)
+    assert stamps.entry_sha256(dict(e.to_dict(), notes="edited")) == stamps.entry_sha256(e)
+    # the background file's content counts, not only its path
+    write(ws.bg / "bg00.wav", noise(3.0, seed=77))
+    assert stamps.stimulus_base(row, ws) != base
+    # a clean row does not depend on its seed
+    clean = man.iloc[0].to_dict()
+    assert stamps.stimulus_base(dict(clean, seed=999), ws) == stamps.stimulus_base(clean, ws)
+
+
+def test_manifest_rebuilt_when_snrs_seed_or_inputs_change(tiny_ws):
+    p = tiny_ws.manifests / "asr.csv"
+    build_manifests(tiny_ws, snrs=[10, 0])
+    stamp = json.loads((tiny_ws.manifests / "asr.stamp.json").read_text())
+    assert stamp["params"]["snrs_db"] == [10, 0] and stamp["params"]["seed_start"] == 0
+    assert "itembanks/asr.jsonl" in stamp["inputs"] and "bg/bg00.wav" in stamp["inputs"]
+    assert stamp["outputs"]["manifests/asr.csv"] == hashlib.sha256(p.read_bytes()).hexdigest()
+    df = build_manifests(tiny_ws, snrs=[10, 5])["asr"]  # was kept whatever snrs said
+    assert sorted(df.loc[df["condition"] == "noisy", "snr_db"].unique()) == [5, 10]
+    df = build_manifests(tiny_ws, snrs=[10, 5], seed_start=500)["asr"]
+    assert df["seed"].iloc[0] == 500
+    mtime = p.stat().st_mtime_ns
+    build_manifests(tiny_ws, snrs=[10, 5], seed_start=500)  # up to date: untouched
+    assert p.stat().st_mtime_ns == mtime
+    write(tiny_ws.bg / "bg03.wav", noise(3.0, seed=55))  # a background WAV changed
+    before = read_manifest(tiny_ws, "asr")
+    after = build_manifests(tiny_ws, snrs=[10, 5], seed_start=500)["asr"]
+    assert p.stat().st_mtime_ns != mtime and before["id"].equals(after["id"])
+
+
+# ------------------------------------------------------------------------------ (b) seeds and SNRs
+def test_changed_seed_or_snrs_rerun_only_changed_stimuli(tmp_path, fake_model):
+    ws = make_tiny_workspace(tmp_path, n_asr=2, n_kws=1, n_bg=3)
+    build_manifests(ws, snrs=[10, 0])
+    run_inference(ws, tasks="asr", progress=False)
+    assert n_rows(ws) == 2 * (1 + 3 * 2) == 14
+    assert_every_row_answers_its_current_stimulus(ws, "asr", "asr")
+    old_noisy = {r["id"]: r["raw"] for r in read_inference_jsonl(ws.inference / "whisper_tiny_en" / "asr.jsonl")[0]
+                 if r["condition"] == "noisy"}
+
+    # (1) another first seed: every noisy stimulus has another offset; clean ones are unchanged
+    man = build_manifests(ws, snrs=[10, 0], seed_start=1000)["asr"]
+    noisy = set(man.loc[man["condition"] == "noisy", "id"])
+    s = run_inference(ws, tasks="asr", progress=False)
+    assert s.loc[0, "n_run"] == 12 and s.loc[0, "n_done_before"] == 2
+    assert set(decoded_ids(ws, since=2)) == noisy and n_rows(ws) == 14  # stale rows left the file
+    assert_every_row_answers_its_current_stimulus(ws, "asr", "asr")
+    res = read_results(ws.inference / "whisper_tiny_en" / "asr.jsonl").set_index("id")
+    changed = [i for i in noisy if res.loc[i, "raw"] != old_noisy[i]]
+    assert len(changed) >= 10  # other audio, other answer (an offset can coincide by chance)
+    superseded = read_inference_jsonl(ws.inference / "whisper_tiny_en" / "superseded" / "asr.jsonl")[0]
+    assert sorted(r["id"] for r in superseded) == sorted(noisy)
+    assert {r["raw"] for r in superseded} == set(old_noisy.values())
+
+    # (2) other SNRs: 0 dB leaves, 5 dB comes; 10 dB rows keep their seeds and are not re-run
+    man = build_manifests(ws, snrs=[10, 5], seed_start=1000)["asr"]
+    s = run_inference(ws, tasks="asr", progress=False)
+    new = set(man.loc[man["snr_db"] == 5, "id"])
+    assert s.loc[0, "n_run"] == 6 and set(decoded_ids(ws, since=8)) == new
+    assert_every_row_answers_its_current_stimulus(ws, "asr", "asr")
+    assert not any(i.endswith("_snr0") for i in decoded_ids(ws))
+
+    # (3) nothing changed: the model is not loaded
+    n_loaded = len(fake_model)
+    s = run_inference(ws, tasks="asr", progress=False)
+    assert len(fake_model) == n_loaded and s.loc[0, "n_run"] == 0
+
+
+def test_rows_without_key_authors_rule(tmp_path, fake_model):
+    """Rows without stim_key (the authors' files) count as done when prompt id, seed and SNR agree;
+    a row of another seed is re-run, and rerun_unkeyed=True re-runs them all."""
+    ws = make_tiny_workspace(tmp_path, n_asr=1, n_kws=1, n_bg=2)
+    man = build_manifests(ws, snrs=[10])["asr"]
+    path = ws.inference / "whisper_tiny_en" / "asr.jsonl"
+    path.parent.mkdir(parents=True)
+    rows = []
+    for r in man.to_dict("records"):
+        row = {k: r[k] for k in ["id", "speech_id", "background_id", "snr_db", "condition", "seed"]}
+        rows.append(dict(row, raw="authors", model="whisper_tiny_en", task="asr"))
+    rows[2]["seed"] += 7  # written for another seed: another stimulus
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    s = run_inference(ws, tasks="asr", progress=False)
+    assert s.loc[0, "n_run"] == 1 and decoded_ids(ws, since=2) == [man["id"].iloc[2]]
+    res = read_results(path).set_index("id")
+    assert list(res["raw"].iloc[:2]) == ["authors", "authors"] and res["raw"].iloc[2].startswith("w")
+    s = run_inference(ws, tasks="asr", progress=False, rerun_unkeyed=True)
+    assert s.loc[0, "n_run"] == 2
+    assert_every_row_answers_its_current_stimulus(ws, "asr", "asr")
+
+
+# ------------------------------------------------------------------------------ (a) the custom profile
+def run_stages(ws, params, *, snrs=(10, 0)):
+    """Stages 01–08 through the functions the notebooks call (stage 4 and 6 are not needed here)."""
+    with pytest.warns(UserWarning):
+        pipeline.gather_raw(ws, keywords="yes,no,up,down,left,right,on,off,stop,go", **params)
+    pipeline.build_item_banks(ws, seed=1, overwrite=False)
+    curate_battery(ws, pipeline.battery_specs(ws), duration_s=4.0, seed=3)
+    build_manifests(ws, snrs=list(snrs))
+    summary = run_inference(ws, tasks="asr,kws", progress=False)
+    scores = score_inference(ws)
+    return summary.set_index("task"), scores
+
+
+def test_custom_profile_rerun_after_adding_correcting_and_replacing(tmp_path, fake_model):
+    params = make_inputs(tmp_path / "in")
+    ws = workspace("custom", data_root=tmp_path / "data", create=False)
+    s1, sc1 = run_stages(ws, params)
+    n_bg = 9
+    assert s1.loc["asr", "n_run"] == 2 * (1 + n_bg * 2) and s1.loc["kws", "n_run"] == 4 * (1 + n_bg * 2)
+    ref = sc1["asr"].drop_duplicates("item_id").set_index("item_id")["reference"]
+    assert ref.to_dict() == {"a": "hello there", "sub-b": "good morning, friend"}
+    bg3 = (ws.bg / "noise_3.wav").read_bytes()
+    bg4 = (ws.bg / "noise_4.wav").read_bytes()
+    n_asr, n_kws = n_rows(ws, task="asr"), n_rows(ws, task="kws")
+
+    # the user adds an utterance with its text, corrects a transcript, replaces a background file
+    sp, bg = Path(params["speech_dir"]), Path(params["backgrounds_dir"])
+    write(sp / "c.wav", voice_like(1.2, f0=210, seed=31))
+    texts = pd.read_csv(params["texts"], keep_default_na=False)
+    texts.loc[texts["file"] == "a.wav", "text"] = "hello their friend"
+    texts = pd.concat([texts, pd.DataFrame({"file": ["c.wav"], "text": ["brand new words"],
+                                            "accent_group": ["g1"], "speaker": ["s3"]})])
+    texts.to_csv(params["texts"], index=False)
+    write(bg / "noise_3.wav", noise(3.0, seed=99, bursts=True))
+    s2, sc2 = run_stages(ws, params)
+
+    # item bank, manifest, scores: the new utterance is in, the corrected text is the reference
+    bank = pd.read_json(ws.itembanks / "asr.jsonl", lines=True, dtype={"item_id": str}).set_index("item_id")
+    assert list(bank.index) == ["a", "sub-b", "c"] and bank.loc["a", "text"] == "hello their friend"
+    man = read_manifest(ws, "asr")
+    assert (man["speech_id"] == "c").sum() == 1 + n_bg * 2
+    assert set(man.loc[man["speech_id"] == "a", "transcript"]) == {"hello their friend"}
+    ref = sc2["asr"].drop_duplicates("item_id").set_index("item_id")["reference"]
+    assert ref.to_dict() == {"a": "hello their friend", "sub-b": "good morning, friend", "c": "brand new words"}
+    assert (sc2["asr"]["item_id"] == "c").sum() == 1 + n_bg * 2
+    # the new background is in the battery; the others were kept as they were
+    assert (ws.bg / "noise_3.wav").read_bytes() != bg3 and (ws.bg / "noise_4.wav").read_bytes() == bg4
+    bat = pd.read_csv(ws.descriptors / "battery.csv", dtype={"bg_id": str}).set_index("bg_id")
+    assert len(bat) == n_bg and abs(bat.loc["noise_3", "lufs_after"] + 23.0) < 0.05
+    # stage 7 re-ran exactly: every stimulus of "c", and every stimulus on noise_3; nothing else
+    want_asr = set(man.loc[(man["speech_id"] == "c") | (man["background_id"] == "noise_3"), "id"])
+    kman = read_manifest(ws, "kws")
+    want_kws = set(kman.loc[kman["background_id"] == "noise_3", "id"])
+    assert len(want_asr) == 19 + 2 * 2 and len(want_kws) == 4 * 2
+    assert set(decoded_ids(ws, task="asr", since=n_asr - 4)) == want_asr
+    assert set(decoded_ids(ws, task="kws", since=n_kws - 8)) == want_kws
+    assert s2.loc["asr", "n_run"] == len(want_asr) and s2.loc["kws", "n_run"] == len(want_kws)
+    assert_every_row_answers_its_current_stimulus(ws, "asr", "asr")
+    assert_every_row_answers_its_current_stimulus(ws, "kws", "kws")
+    # a third run with nothing changed decodes nothing and loads no model
+    n_loaded = len(fake_model)
+    s3, _ = run_stages(ws, params)
+    assert len(fake_model) == n_loaded and s3["n_run"].sum() == 0
