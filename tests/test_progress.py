@@ -1,0 +1,95 @@
+"""aiplib.progress: plain lines at most every interval, final state N/N, tqdm bar otherwise."""
+import io
+
+import pytest
+
+from aiplib import progress
+from aiplib.progress import MARKER, Progress, format_duration, note, track
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_plain_lines_at_most_every_interval_and_final_line_is_n_of_n():
+    clock, out = FakeClock(), io.StringIO()
+    p = Progress(120, "whisper_tiny_en · asr+asr_steer_p5", unit="stim", plain=True, interval=10,
+                 clock=clock, stream=out)
+    emitted_at = [clock.t]  # the start line
+    for _ in range(120):  # one stimulus every 0.7 s: 84 s in all
+        clock.t += 0.7
+        n_before = len(p.lines)
+        p.update(1)
+        if len(p.lines) > n_before:
+            emitted_at.append(clock.t)
+    p.close()
+    lines = out.getvalue().splitlines()
+    assert lines == p.lines and all(x.startswith(MARKER + " ") for x in lines)
+    assert lines[0] == "[progress] whisper_tiny_en · asr+asr_steer_p5 · 0/120 stim · start"
+    gaps = [b - a for a, b in zip(emitted_at, emitted_at[1:])]
+    assert len(gaps) == 7 and all(g >= 10 - 1e-9 for g in gaps) and max(gaps) < 10.7
+    # 10.5 s in (shown 11s): 15 done, 15/10.5 = 1.43 stim/s, 105 left → ETA 73.5 s → 1m14s (rounded)
+    assert lines[1] == ("[progress] whisper_tiny_en · asr+asr_steer_p5 · 15/120 stim (12.5%) · 1.43 stim/s"
+                        " · elapsed 11s · ETA 1m14s")
+    assert lines[-1] == ("[progress] whisper_tiny_en · asr+asr_steer_p5 · 120/120 stim (100.0%) · 1.43 stim/s"
+                         " · elapsed 1m24s · done")
+    p.close()  # idempotent
+    assert len(p.lines) == len(lines)
+
+
+def test_interrupted_loop_says_stopped_and_track_counts_items():
+    clock, out = FakeClock(), io.StringIO()
+    seen = []
+    for x in track(range(5), "descriptors", unit="bg", plain=True, clock=clock, stream=out):
+        clock.t += 3
+        seen.append(x)
+        if x == 2:
+            break
+    lines = out.getvalue().splitlines()
+    assert seen == [0, 1, 2]
+    # 2 items counted (the third was being worked on when the loop was left), 9 s elapsed
+    assert lines == ["[progress] descriptors · 0/5 bg · start",
+                     "[progress] descriptors · 2/5 bg (40.0%) · 0.222 bg/s · elapsed 9s · stopped"]
+
+
+def test_disabled_and_env_selection(monkeypatch):
+    out = io.StringIO()
+    p = Progress(3, "x", enabled=False, plain=True, stream=out)
+    p.update(3)
+    p.close()
+    assert out.getvalue() == "" and p.done == 3
+    monkeypatch.setenv("AIP_PLAIN_PROGRESS", "1")
+    monkeypatch.setenv("AIP_PROGRESS_INTERVAL", "2.5")
+    assert progress.plain_mode() and progress.interval_s() == 2.5
+    assert Progress(1, "x", stream=out).plain and Progress(1, "x", stream=out).interval == 2.5
+    monkeypatch.setenv("AIP_PLAIN_PROGRESS", "0")
+    monkeypatch.setenv("AIP_PROGRESS_INTERVAL", "soon")
+    assert not progress.plain_mode() and progress.interval_s() == 10.0
+
+
+def test_bar_mode_uses_tqdm_and_writes_no_plain_line(capsys):
+    p = Progress(4, "bar test", unit="stim", plain=False)
+    p.update(4)
+    p.close()
+    err = capsys.readouterr().err
+    assert MARKER not in err and "4/4" in err and p.lines == []
+
+
+def test_note_and_format_duration(capsys):
+    assert note("m · throughput", plain=True) == "[progress] m · throughput"
+    assert capsys.readouterr().err == "[progress] m · throughput\n"
+    note("m · throughput", plain=False)
+    assert capsys.readouterr().out == "[progress] m · throughput\n"
+    assert [format_duration(x) for x in (9.6, 125, 3723.4, None, -3)] == ["10s", "2m05s", "1h02m03s", "?", "0s"]
+
+
+@pytest.mark.parametrize("total", [0])
+def test_empty_loop_final_line(total):
+    out = io.StringIO()
+    with Progress(total, "nothing", plain=True, stream=out, clock=FakeClock()):
+        pass
+    assert out.getvalue().splitlines()[-1] == "[progress] nothing · 0/0 it · ? it/s · elapsed 0s · done"
