@@ -340,7 +340,8 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
         If a source is missing, unreadable or silent.
     """
     import pandas as pd
-    from tqdm.auto import tqdm
+
+    from .progress import track
 
     _check_ids(specs)
     for s in specs:
@@ -349,7 +350,7 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     old = read_battery(ws)
     old = {} if old is None or overwrite else {r["bg_id"]: r for r in old.to_dict("records")}
     rows = []
-    for spec in tqdm(specs, desc="curating backgrounds", unit="bg"):
+    for spec in track(specs, "curating backgrounds", unit="bg"):  # tqdm bar, or [progress] lines under make
         out = ws.bg / f"{spec['bg_id']}.wav"
         prev = old.get(spec["bg_id"])
         stale = prev is not None and not _row_current(prev, target_lufs)
