@@ -93,3 +93,37 @@ def test_empty_loop_final_line(total):
     with Progress(total, "nothing", plain=True, stream=out, clock=FakeClock()):
         pass
     assert out.getvalue().splitlines()[-1] == "[progress] nothing · 0/0 it · ? it/s · elapsed 0s · done"
+
+
+def _bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_make_all.py"
+    spec = importlib.util.spec_from_file_location("bench_make_all", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_counts_progress_lines_per_stage_and_longest_gap(tmp_path):
+    b = _bench()
+    timed = [(0.0, "=== stage 06_manipulation_checks (profile demo) ==="),
+             (1.0, "[progress] background presence · asr · 0/5 stim · start"),
+             (2.0, "[progress] background presence · asr · 5/5 stim (100.0%) · 2.5 stim/s · elapsed 1s · done"),
+             (3.0, "=== stage 07_run_inference (profile demo) ==="),
+             (9.0, "[progress] whisper_tiny_en · asr+asr_steer_p5 · 0/9 stim · start"),
+             (19.5, "[progress] whisper_tiny_en · asr+asr_steer_p5 · 4/9 stim (44.4%) · 0.381 stim/s · elapsed 11s · ETA 13s"),
+             (45.0, "[progress] whisper_tiny_en · asr+asr_steer_p5 · 9/9 stim (100.0%) · 0.25 stim/s · elapsed 36s · done"),
+             (47.0, "some other line")]
+    st = b.parse_make_output(timed)
+    assert {k: len(v["progress"]) for k, v in st.items()} == {"06_manipulation_checks": 2, "07_run_inference": 3}
+    v = st["07_run_inference"]
+    assert (v["start"], v["end"]) == (3.0, 47.0)
+    assert b.longest_gap(v["progress"]) == pytest.approx(25.5)
+    assert b.longest_gap(v["progress"], v["start"], v["end"]) == pytest.approx(25.5)
+    assert b.longest_gap([], 0, 1) is None
+    ex = tmp_path / "executed"
+    ex.mkdir()
+    (ex / "07_run_inference.log").write_text("\n".join(line for _, line in timed[4:7]) + "\n")
+    assert b.progress_from_logs(ex) == {"07_run_inference": {"n": 3, "max_gap_s": 25.0}}
