@@ -3,9 +3,10 @@
 Two modes, chosen per process by the environment:
 
 * **plain** (``AIP_PLAIN_PROGRESS=1``, exported by ``scripts/run_stage.sh`` for every stage run by
-  ``make``): no bar; one text line on stderr at the start, then at most one every
-  ``AIP_PROGRESS_INTERVAL`` seconds (default :data:`DEFAULT_INTERVAL_S`, 10 s) while the loop runs,
-  and a final line when it ends. Every line starts with :data:`MARKER` (``[progress]``), so
+  ``make``): no bar; one text line on stderr at the start, then one every
+  ``AIP_PROGRESS_INTERVAL`` seconds (default :data:`DEFAULT_INTERVAL_S`, 10 s) while the loop runs
+  (at most one per interval; a heartbeat thread writes it even while a slow batch runs), and a
+  final line when it ends. Every line starts with :data:`MARKER` (``[progress]``), so
   ``make all 2>&1 | grep -c '\\[progress\\]'`` counts them. Under papermill the kernel's stderr is
   streamed to the terminal (``--stderr-file /dev/stderr``) and kept in the executed notebook, which
   therefore ends with the loop's final state (``N/N … done``), not a frozen "0% | 0/3416" widget.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from typing import Callable, Iterable, Iterator, TypeVar
 
@@ -128,6 +130,10 @@ class Progress:
         Monotonic clock in s (default ``time.monotonic``); tests pass a fake one.
     stream : file-like, optional
         Where plain lines go (default ``sys.stderr`` at the time of writing).
+    heartbeat : bool, optional
+        Plain mode: a background thread also writes the line when ``interval`` s pass without an
+        update (a slow batch still shows the loop is alive, with the elapsed time and ETA moving).
+        Default: on with the real clock, off with a fake ``clock``.
 
     Attributes
     ----------
@@ -139,7 +145,7 @@ class Progress:
 
     def __init__(self, total: int, label: str, *, unit: str = "it", enabled: bool = True,
                  plain: bool | None = None, interval: float | None = None,
-                 clock: Callable[[], float] | None = None, stream=None):
+                 clock: Callable[[], float] | None = None, stream=None, heartbeat: bool | None = None):
         self.total, self.label, self.unit = int(total), str(label), unit
         self.enabled = bool(enabled)
         self.plain = plain_mode() if plain is None else bool(plain)
@@ -152,10 +158,16 @@ class Progress:
         self.t0 = self.clock()
         self._last_line = self.t0
         self._bar = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
         if not self.enabled:
             return
         if self.plain:
             self._emit(self.line(start=True))
+            if heartbeat if heartbeat is not None else clock is None:
+                self._thread = threading.Thread(target=self._beat, name="aiplib-progress", daemon=True)
+                self._thread.start()
         else:
             from tqdm.auto import tqdm  # noqa: PLC0415
 
@@ -193,25 +205,40 @@ class Progress:
         self.lines.append(line)
         _write(line, self.stream)
 
+    def _beat(self) -> None:
+        while not self._stop.wait(min(1.0, self.interval)):
+            self._maybe_emit()
+
+    def _maybe_emit(self) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            now = self.clock()
+            if now - self._last_line >= self.interval and self.done < self.total:
+                self._last_line = now
+                self._emit(self.line())
+
     def update(self, n: int = 1) -> None:
         """Count ``n`` more units; in plain mode write a line if ``interval`` s have passed since
         the last one."""
-        self.done += int(n)
+        with self._lock:
+            self.done += int(n)
         if not self.enabled or self.closed:
             return
         if self._bar is not None:
             self._bar.update(int(n))
             return
-        now = self.clock()
-        if now - self._last_line >= self.interval and self.done < self.total:
-            self._last_line = now
-            self._emit(self.line())
+        self._maybe_emit()
 
     def close(self) -> None:
         """Write the final line (plain) or close the bar; idempotent."""
-        if self.closed:
-            return
-        self.closed = True
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
         if not self.enabled:
             return
         if self._bar is not None:

@@ -127,3 +127,17 @@ def test_bench_counts_progress_lines_per_stage_and_longest_gap(tmp_path):
     ex.mkdir()
     (ex / "07_run_inference.log").write_text("\n".join(line for _, line in timed[4:7]) + "\n")
     assert b.progress_from_logs(ex) == {"07_run_inference": {"n": 3, "max_gap_s": 25.0}}
+
+
+def test_heartbeat_writes_lines_while_a_slow_step_runs():
+    import time
+
+    out = io.StringIO()
+    with Progress(2, "slow", unit="stim", plain=True, interval=0.2, stream=out) as p:
+        time.sleep(0.75)  # one slow step, no update: the heartbeat shows the loop is alive
+        n_beats = len(p.lines) - 1
+        p.update(2)
+    lines = out.getvalue().splitlines()
+    assert 2 <= n_beats <= 4 and all(" · 0/2 stim (0.0%) · 0 stim/s · elapsed " in x for x in lines[1:1 + n_beats])
+    assert lines[-1].startswith("[progress] slow · 2/2 stim (100.0%)") and lines[-1].endswith(" · done")
+    assert not p._thread.is_alive()
