@@ -343,7 +343,8 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
         If a source is missing, unreadable or silent.
     """
     import pandas as pd
-    from tqdm.auto import tqdm
+
+    from .progress import track
 
     from .stamps import differences, make_stamp, read_stamp, stamp_path, write_stamp
 
@@ -357,7 +358,7 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     old_stamp = (read_stamp(stamp_file) or {}).get("backgrounds", {})
     params = dict(duration_s=float(duration_s), target_lufs=float(target_lufs), seed=int(seed))
     rows, stamps, remade = [], {}, []
-    for spec in tqdm(specs, desc="curating backgrounds", unit="bg"):
+    for spec in track(specs, "curating backgrounds", unit="bg"):  # tqdm bar, or [progress] lines under make
         out = ws.bg / f"{spec['bg_id']}.wav"
         prev = old.get(spec["bg_id"])
         spec = dict(spec, sources=_resolve(ws, spec["sources"]))

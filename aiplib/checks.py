@@ -20,6 +20,7 @@ import pandas as pd
 
 from .manifests import FAMILIES, SEED_START, bg_offset, read_manifest
 from .mixing import BG_SILENCE_POWER, SPEECH_LUFS, materialize
+from .progress import track
 
 __all__ = ["background_presence", "wer_constancy", "determinism", "write_inspection_clips",
            "active_fraction", "inactive_backgrounds"]
@@ -69,7 +70,8 @@ def background_presence(ws, *, max_items: int = 3) -> pd.DataFrame:
         items = man["speech_id"].drop_duplicates().head(max_items)
         sub = man[man["speech_id"].isin(items)]
         clean = {r["speech_id"]: materialize(r, ws)[0] for r in sub[sub["condition"] == "clean"].to_dict("records")}
-        for r in sub[sub["condition"] != "clean"].to_dict("records"):
+        noisy = sub[sub["condition"] != "clean"].to_dict("records")
+        for r in track(noisy, f"background presence · {fam}", unit="stim"):
             y, info = materialize(r, ws)
             speech = clean[r["speech_id"]].astype(np.float64) * info.clip_scale
             resid = y.astype(np.float64) - speech
@@ -129,7 +131,7 @@ def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed:
     rows = []
     rec = load_model(model)
     try:
-        for r in picked.to_dict("records"):
+        for r in track(picked.to_dict("records"), f"WER constancy · {model}", unit="item"):
             y, _ = materialize(r, ws)
             audios = [np.clip(y * np.float32(10 ** ((lv - SPEECH_LUFS) / 20)), -1, 1).astype(np.float32)
                       for lv in levels_lufs]

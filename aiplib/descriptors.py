@@ -383,7 +383,7 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
     overwrite : bool
         Recompute every background even if cached.
     progress : bool
-        Show a tqdm progress bar.
+        Show progress (:mod:`aiplib.progress`: a tqdm bar, or ``[progress]`` lines under ``make``).
 
     Returns
     -------
@@ -401,7 +401,8 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
         If a background WAV is missing or unreadable (the message names the file).
     """
     import pandas as pd
-    from tqdm.auto import tqdm
+
+    from .progress import track
 
     battery_path = Path(ws.descriptors) / "battery.csv"
     if not battery_path.is_file():
@@ -441,7 +442,7 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
     up_to_date = not todo and old is not None and list(old.index) == list(battery["bg_id"])
     if todo:
         model = load_vad_model()
-        for bg_id, wav in tqdm(todo, desc="descriptors", unit="bg", disable=not progress):
+        for bg_id, wav in track(todo, "descriptors", unit="bg", enabled=progress):
             y = load_audio(wav, sr=SR)
             rows[bg_id] = compute_descriptors(y, sr=SR, vad_threshold=vad_threshold, vad_model=model,
                                               name=f"{wav} (bg_id {bg_id})")

@@ -13,7 +13,9 @@ Files (``ws`` = the workspace)
     the format (reader and writer) lives in :mod:`aiplib.formats`, re-exported here.
 ``inference/<model>/run_log.jsonl``
     One object per run (or failed load): decoding path, window, model info (weights, revision or
-    sha256), package versions, start / end, counts, seconds.
+    sha256), package versions, start / end, counts, seconds; per task ``seconds`` (its share of
+    the family loop, see :func:`_run_family`) and ``decode_seconds``; ``throughput`` (stimuli,
+    decodes, audio s, loop s, stimuli/s, RTFx; per family too).
 ``checks/mix_diagnostics.csv``
     One row per stimulus materialised (achieved SNR, speech LUFS, peak, clip scale …), appended
     as the run goes, never duplicated.
@@ -361,7 +363,9 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
     limit : int > 0, optional
         Keep only the first ``limit`` manifest rows per task (smoke runs).
     progress : bool
-        Show a tqdm bar per (model, task), in stimuli per second.
+        Show progress per (model, task family), in stimuli per second: a tqdm bar, or plain
+        ``[progress]`` lines under ``make`` (:mod:`aiplib.progress`); then one throughput line per
+        model (stimuli/s, RTFx), also written to ``run_log.jsonl`` (``throughput``).
     rerun_unkeyed : bool
         Re-run the stimuli whose rows carry no resume key (``stim_key``: the authors' files,
         files of older versions); by default such a row counts as done when its prompt id, seed
@@ -373,6 +377,9 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
         One row per (model, task): ``model, task, status, n_stimuli, n_done_before, n_run,
         n_errors, seconds, stimuli_per_s, file``. ``status`` is ``done``, ``unavailable`` (the
         model did not load; reason in ``error`` and in ``run_log.jsonl``) or ``no_manifest``.
+        ``seconds`` is the task's share of the wall time of its family's loop (prompts decoded on
+        the same stimuli share it evenly), so a model's tasks add up to its decoding time;
+        ``stimuli_per_s = n_run / seconds``.
 
     Raises
     ------
@@ -446,6 +453,7 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
                                 "error": reason, "file": str(result_path(ws, entry.id, task))})
             continue
         task_stats, info = {}, {}
+        meter = _Throughput(entry.id)
         try:
             try:
                 info = rec.info()
@@ -454,9 +462,14 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
             bs = int(batch_size or getattr(rec, "batch_size", None) or entry.batch_size or 1)
             for family, fam_tasks in families.items():
                 task_stats.update(_run_family(ws, rec, entry, family, fam_tasks, bs=bs, limit=limit,
-                                              progress=progress, diag=diag, ps=ps, plan=plans[family]))
+                                              progress=progress, diag=diag, ps=ps, plan=plans[family],
+                                              meter=meter))
             for task in task_list:
                 summary.append({"model": entry.id, "task": task, **task_stats[task]})
+            if progress and meter.families:
+                from .progress import note  # noqa: PLC0415
+
+                note(meter.line())
         finally:
             diag.flush()
             try:  # throughput, RTFx and peak GPU memory, where the backend measures them
@@ -475,8 +488,8 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
                 "limit": limit, "n_done": sum(s.get("n_run", 0) - s.get("n_errors", 0)
                                              for s in task_stats.values()),
                 "n_errors": sum(s.get("n_errors", 0) for s in task_stats.values()),
-                "tasks": task_stats, "info": info, "versions": _versions(), "prompt_set": ps_record,
-                "entry": entry.to_dict()})
+                "tasks": task_stats, "throughput": meter.record(), "info": info, "versions": _versions(),
+                "prompt_set": ps_record, "entry": entry.to_dict()})
     cols = ["model", "task", "status", "n_stimuli", "n_done_before", "n_run", "n_errors", "seconds",
             "stimuli_per_s", "manifest_sha256", "error", "file"]
     df = pd.DataFrame(summary)
@@ -521,12 +534,17 @@ def _plan_family(ws, entry, family: str, tasks: list[str], *, limit, ps, rerun_u
 
 
 def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit, progress: bool,
-                diag, ps, plan: dict | None = None) -> dict:
+                diag, ps, plan: dict | None = None, meter: "_Throughput | None" = None) -> dict:
     """Run every task of one family over its manifest, batch by batch.
 
     The tasks of a family share their stimuli, so each stimulus is materialised once per batch
     and decoded with every task's prompt that still needs it (a backend can reuse its encoder
-    output across prompts). ``plan`` is :func:`_plan_family`'s (made here when None)."""
+    output across prompts). Progress (:class:`aiplib.progress.Progress`) counts stimuli. Per task,
+    ``seconds`` is its fair share of the loop's wall time (each batch's time split evenly over the
+    decodes made in it, so the tasks' ``seconds`` sum to the loop's wall time) and
+    ``decode_seconds`` its own time inside ``generate``; ``meter`` (if given) receives the
+    family's stimuli, decodes, audio seconds and loop seconds. ``plan`` is :func:`_plan_family`'s
+    (made here when None)."""
     from .mixing import materialize  # noqa: PLC0415
 
     if plan is None:
@@ -538,14 +556,20 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
     need = set().union(*todo.values())
     records = [r for r in manifest.to_dict("records") if r["id"] in need]
     max_samples = int(round(float(entry.max_audio_s) * SR))
-    stats = {t: {"n_err": 0, "seconds": 0.0} for t in tasks}
-    n_work = sum(len(v) for v in todo.values())
+    stats = {t: {"n_err": 0, "seconds": 0.0, "decode_seconds": 0.0} for t in tasks}
+    fam_audio_s, fam_decodes = 0.0, 0
 
-    bar = None
-    if progress and n_work:
-        from tqdm.auto import tqdm  # noqa: PLC0415
+    # Time accounting: the batch loop's wall time is cut into consecutive per-batch intervals
+    # (materialising + every prompt's decode + writing), and each batch's interval is split evenly
+    # over the decodes made in it (one per stimulus and prompt): the prompts of a family share the
+    # stimulus and, on the fast path, the encoder output, so neither pays it alone. Per-task
+    # ``seconds`` therefore sum to the loop's wall time; ``decode_seconds`` keeps each prompt's own
+    # time inside ``generate`` (the first prompt on a stimulus includes the shared encoder).
+    from .progress import Progress  # noqa: PLC0415
 
-        bar = tqdm(total=n_work, unit="stim", desc=f"{entry.id}/{'+'.join(tasks)}", dynamic_ncols=True)
+    bar = Progress(len(records), f"{entry.id} · {'+'.join(tasks)}", unit="stim",
+                   enabled=bool(progress and records))
+    loop_t0 = t_prev = time.perf_counter()
     try:
         for start in range(0, len(records), bs):
             batch = records[start: start + bs]
@@ -556,11 +580,12 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
                     y = np.asarray(y, dtype=np.float32)[:max_samples]
                     diag.add(r, family, info)
                     mixed.append((r, y, round(len(y) / SR, 4), None))
+                    fam_audio_s += len(y) / SR
                 except Exception as exc:  # noqa: BLE001
                     mixed.append((r, None, None, "materialize: " + _short(exc)))
             diag.flush()
+            n_dec = {}
             for t in tasks:
-                t0 = time.perf_counter()
                 prompt_id, text = prompts[t]
                 rows, ok, audios = [], [], []
                 for r, y, audio_s, err in mixed:
@@ -573,25 +598,76 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
                         ok.append(rows[-1])
                         audios.append(y)
                 if ok:
+                    t0 = time.perf_counter()
                     _generate_into(rec, ok, audios, text)
+                    stats[t]["decode_seconds"] += time.perf_counter() - t0
                 for row in rows:
                     if row["error"] is not None:
                         stats[t]["n_err"] += 1
                 _append_lines(paths[t], [_row_json(_output_row(row)) for row in rows])
-                stats[t]["seconds"] += time.perf_counter() - t0
-                if bar is not None and rows:
-                    bar.update(len(rows))
+                n_dec[t] = len(rows)
+            t_now = time.perf_counter()
+            n_batch = sum(n_dec.values())
+            for t, n in n_dec.items():
+                if n_batch:
+                    stats[t]["seconds"] += (t_now - t_prev) * n / n_batch
+            t_prev = t_now
+            fam_decodes += n_batch
+            bar.update(len(batch))
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
+    loop_s = time.perf_counter() - loop_t0
+    if meter is not None:
+        meter.add(family=family, stimuli=len(records), decodes=fam_decodes, audio_s=fam_audio_s,
+                  seconds=loop_s)
     out = {}
     for t in tasks:
         n_todo, secs = len(todo[t]), stats[t]["seconds"]
         out[t] = {"status": "done", "n_stimuli": len(manifest), "n_done_before": len(manifest) - n_todo,
                   "n_run": n_todo, "n_errors": stats[t]["n_err"], "seconds": round(secs, 3),
+                  "decode_seconds": round(stats[t]["decode_seconds"], 3),
                   "stimuli_per_s": round(n_todo / secs, 3) if n_todo and secs > 0 else None,
                   "manifest_sha256": m_sha, "error": None, "file": str(paths[t])}
     return out
+
+
+class _Throughput:
+    """Per-model throughput of stage 7, summed over the task families run.
+
+    ``stimuli`` are distinct stimuli materialised (each encoded once, whatever the number of
+    prompts), ``decodes`` the (stimulus, prompt) generations, ``audio_s`` the audio seconds of the
+    stimuli (each once, after the cut to ``max_audio_s``), ``seconds`` the wall time of the family
+    loops. RTFx = ``audio_s / seconds`` (audio seconds per wall second).
+    """
+
+    def __init__(self, model: str):
+        self.model = model
+        self.families: dict[str, dict] = {}
+
+    def add(self, *, family: str, stimuli: int, decodes: int, audio_s: float, seconds: float) -> None:
+        self.families[family] = {"stimuli": int(stimuli), "decodes": int(decodes),
+                                 "audio_s": round(float(audio_s), 3), "seconds": round(float(seconds), 3)}
+
+    def record(self) -> dict:
+        """``{stimuli, decodes, audio_s, seconds, stimuli_per_s, decodes_per_s, rtfx, families}``."""
+        tot = {k: sum(f[k] for f in self.families.values()) for k in ("stimuli", "decodes", "audio_s", "seconds")}
+        s = tot["seconds"]
+        return {"stimuli": tot["stimuli"], "decodes": tot["decodes"], "audio_s": round(tot["audio_s"], 3),
+                "seconds": round(s, 3),
+                "stimuli_per_s": round(tot["stimuli"] / s, 3) if s > 0 and tot["stimuli"] else None,
+                "decodes_per_s": round(tot["decodes"] / s, 3) if s > 0 and tot["decodes"] else None,
+                "rtfx": round(tot["audio_s"] / s, 3) if s > 0 and tot["audio_s"] else None,
+                "families": self.families}
+
+    def line(self) -> str:
+        """One summary line (without the ``[progress]`` marker)."""
+        r = self.record()
+        if not r["stimuli"]:
+            return f"{self.model} · nothing to run (every stimulus already decoded)"
+        rate = f"{r['stimuli_per_s']:.3g} stimuli/s" if r["stimuli_per_s"] else "? stimuli/s"
+        rtfx = f"RTFx {r['rtfx']:.3g}" if r["rtfx"] else "RTFx ?"
+        return (f"{self.model} · throughput · {r['stimuli']} stimuli, {r['decodes']} decodes, "
+                f"{r['audio_s']:.0f} s of audio in {r['seconds']:.1f} s · {rate} · {rtfx}")
 
 
 def _output_row(work: dict) -> dict:

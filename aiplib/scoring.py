@@ -448,7 +448,9 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
     if not models or not tasks:
         raise AiplibError(f"no inference files under {inf}; run stage 7 (inference) first")
     manifests, result = {}, {}
-    for task in tasks:
+    from .progress import track  # noqa: PLC0415
+
+    for task in track(list(tasks), "scoring", unit="task"):  # tqdm bar, or [progress] lines under make
         fam = task_family(task)
         if not any((inf / m / f"{task}.jsonl").exists() for m in models):
             warnings.warn(f"no inference/<model>/{task}.jsonl for models {list(models)}; "

@@ -53,8 +53,11 @@ if not hidden:
     os.write(2, buf)
 '
 
-# papermill's stdout goes to ours (fd 3); its stderr to the log and, filtered, to our stderr.
-{ "$papermill" --cwd "$nbdir" "$nbdir/$stage.ipynb" "$running" "$@" --log-level WARNING 2>&1 1>&3 \
+# papermill's stdout goes to ours (fd 3); its stderr to the log and, filtered, to our stderr. The
+# kernel's stderr (the plain `[progress]` lines of aiplib.progress, selected by AIP_PLAIN_PROGRESS=1,
+# and warnings) is streamed there live (--stderr-file); papermill's own per-cell bar is off.
+{ AIP_PLAIN_PROGRESS=${AIP_PLAIN_PROGRESS:-1} "$papermill" --cwd "$nbdir" "$nbdir/$stage.ipynb" "$running" "$@" \
+    --log-level WARNING --no-progress-bar --stderr-file /dev/stderr 2>&1 1>&3 \
     | tee "$log" | "$filter_python" -c "$hide_traceback"; } 3>&1
 status=$?
 if [ "$status" -eq 0 ]; then

@@ -283,3 +283,85 @@ def test_raise_if_not_run_lists_every_model_that_did_not_run():
     msg = str(exc.value)
     assert "qwen2_audio_7b / asr: unavailable — needs a CUDA GPU" in msg
     assert "qwen2_audio_7b / kws" in msg and "whisper_tiny_en" not in msg
+
+
+class _SharedEncoderRecogniser(FakeRecogniser):
+    """Fake with a fake clock: 1.0 s to encode a stimulus not seen before, 0.1 s per decode, so the
+    first prompt on a stimulus pays the shared encoder (as the faster-whisper fast path)."""
+
+    def __init__(self, entry, clock, **kw):
+        super().__init__(entry, **kw)
+        self.clock, self.encoded = clock, set()
+
+    def generate(self, audios, prompts):
+        for a in audios:
+            key = (len(a), float(a[len(a) // 2]))
+            if key not in self.encoded:
+                self.encoded.add(key)
+                self.clock.t += 1.0
+            self.clock.t += 0.1
+        return super().generate(audios, prompts)
+
+
+def test_time_split_between_prompts_adds_up_and_is_fair(ws, monkeypatch, capsys):
+    """Two prompts decoded on shared encodings: each task gets half of every batch's wall time,
+    the tasks' seconds sum to the loop's wall time, and the throughput goes to run_log.jsonl."""
+    import types
+
+    class Clock:
+        t = 0.0
+
+        def __call__(self):
+            return self.t
+
+    clock = Clock()
+    monkeypatch.setattr("aiplib.inference.time", types.SimpleNamespace(perf_counter=clock))
+    made = []
+
+    def load(entry, **opts):
+        entry = get_entry(entry) if isinstance(entry, str) else entry
+        made.append(_SharedEncoderRecogniser(entry, clock))
+        return made[-1]
+
+    monkeypatch.setattr(aiplib.models, "load_model", load)
+    monkeypatch.setenv("AIP_PLAIN_PROGRESS", "1")
+    s = run_inference(ws, tasks="asr,asr_steer_p5", progress=True).set_index("task")
+    # 9 stimuli × (1.0 s encoder + 2 × 0.1 s decode) = 10.8 s of loop time, 5.4 s per prompt
+    assert s.loc["asr", "seconds"] == pytest.approx(5.4) and s.loc["asr_steer_p5", "seconds"] == pytest.approx(5.4)
+    assert s.loc["asr", "stimuli_per_s"] == pytest.approx(9 / 5.4, abs=1e-3)
+    log = json.loads(_lines(ws.inference / "whisper_tiny_en" / "run_log.jsonl")[-1])
+    assert log["tasks"]["asr"]["decode_seconds"] == pytest.approx(9.9)  # its own generate calls (with the encoder)
+    assert log["tasks"]["asr_steer_p5"]["decode_seconds"] == pytest.approx(0.9)
+    thr = log["throughput"]
+    assert sum(t["seconds"] for t in log["tasks"].values()) == pytest.approx(thr["seconds"]) == pytest.approx(10.8)
+    audio = (3 * SR + 3 * (SR + 1000) + 3 * (SR + 2000)) / SR  # 3 items × 3 conditions
+    assert thr["stimuli"] == 9 and thr["decodes"] == 18 and thr["audio_s"] == pytest.approx(audio, abs=1e-3)
+    assert thr["stimuli_per_s"] == pytest.approx(9 / 10.8, abs=1e-3) and thr["rtfx"] == pytest.approx(audio / 10.8, abs=0.01)
+    err = capsys.readouterr().err.splitlines()
+    prog = [x for x in err if x.startswith("[progress]")]
+    assert prog[0] == "[progress] whisper_tiny_en · asr+asr_steer_p5 · 0/9 stim · start"
+    assert prog[-2].startswith("[progress] whisper_tiny_en · asr+asr_steer_p5 · 9/9 stim (100.0%)")
+    assert prog[-2].endswith(" · done")
+    assert prog[-1] == (f"[progress] whisper_tiny_en · throughput · 9 stimuli, 18 decodes, {audio:.0f} s of audio "
+                        f"in 10.8 s · 0.833 stimuli/s · RTFx {audio / 10.8:.3g}")
+
+
+def test_resumed_run_splits_time_only_over_the_prompt_that_ran(ws, monkeypatch):
+    """Only asr_steer_p5 has work left: it gets the whole loop time; asr gets 0 s."""
+    import types
+
+    class Clock:
+        t = 0.0
+
+        def __call__(self):
+            return self.t
+
+    clock = Clock()
+    monkeypatch.setattr("aiplib.inference.time", types.SimpleNamespace(perf_counter=clock))
+    monkeypatch.setattr(aiplib.models, "load_model",
+                        lambda entry, **o: _SharedEncoderRecogniser(get_entry(entry) if isinstance(entry, str)
+                                                                    else entry, clock))
+    run_inference(ws, tasks="asr", progress=False)
+    s = run_inference(ws, tasks="asr,asr_steer_p5", progress=False).set_index("task")
+    assert s.loc["asr", "n_run"] == 0 and s.loc["asr", "seconds"] == 0
+    assert s.loc["asr_steer_p5", "seconds"] == pytest.approx(9 * 1.1)  # a new fake: encodes again

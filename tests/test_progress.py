@@ -1,0 +1,143 @@
+"""aiplib.progress: plain lines at most every interval, final state N/N, tqdm bar otherwise."""
+import io
+
+import pytest
+
+from aiplib import progress
+from aiplib.progress import MARKER, Progress, format_duration, note, track
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_plain_lines_at_most_every_interval_and_final_line_is_n_of_n():
+    clock, out = FakeClock(), io.StringIO()
+    p = Progress(120, "whisper_tiny_en · asr+asr_steer_p5", unit="stim", plain=True, interval=10,
+                 clock=clock, stream=out)
+    emitted_at = [clock.t]  # the start line
+    for _ in range(120):  # one stimulus every 0.7 s: 84 s in all
+        clock.t += 0.7
+        n_before = len(p.lines)
+        p.update(1)
+        if len(p.lines) > n_before:
+            emitted_at.append(clock.t)
+    p.close()
+    lines = out.getvalue().splitlines()
+    assert lines == p.lines and all(x.startswith(MARKER + " ") for x in lines)
+    assert lines[0] == "[progress] whisper_tiny_en · asr+asr_steer_p5 · 0/120 stim · start"
+    gaps = [b - a for a, b in zip(emitted_at, emitted_at[1:])]
+    assert len(gaps) == 7 and all(g >= 10 - 1e-9 for g in gaps) and max(gaps) < 10.7
+    # 10.5 s in (shown 11s): 15 done, 15/10.5 = 1.43 stim/s, 105 left → ETA 73.5 s → 1m14s (rounded)
+    assert lines[1] == ("[progress] whisper_tiny_en · asr+asr_steer_p5 · 15/120 stim (12.5%) · 1.43 stim/s"
+                        " · elapsed 11s · ETA 1m14s")
+    assert lines[-1] == ("[progress] whisper_tiny_en · asr+asr_steer_p5 · 120/120 stim (100.0%) · 1.43 stim/s"
+                         " · elapsed 1m24s · done")
+    p.close()  # idempotent
+    assert len(p.lines) == len(lines)
+
+
+def test_interrupted_loop_says_stopped_and_track_counts_items():
+    clock, out = FakeClock(), io.StringIO()
+    seen = []
+    for x in track(range(5), "descriptors", unit="bg", plain=True, clock=clock, stream=out):
+        clock.t += 3
+        seen.append(x)
+        if x == 2:
+            break
+    lines = out.getvalue().splitlines()
+    assert seen == [0, 1, 2]
+    # 2 items counted (the third was being worked on when the loop was left), 9 s elapsed
+    assert lines == ["[progress] descriptors · 0/5 bg · start",
+                     "[progress] descriptors · 2/5 bg (40.0%) · 0.222 bg/s · elapsed 9s · stopped"]
+
+
+def test_disabled_and_env_selection(monkeypatch):
+    out = io.StringIO()
+    p = Progress(3, "x", enabled=False, plain=True, stream=out)
+    p.update(3)
+    p.close()
+    assert out.getvalue() == "" and p.done == 3
+    monkeypatch.setenv("AIP_PLAIN_PROGRESS", "1")
+    monkeypatch.setenv("AIP_PROGRESS_INTERVAL", "2.5")
+    assert progress.plain_mode() and progress.interval_s() == 2.5
+    assert Progress(1, "x", stream=out).plain and Progress(1, "x", stream=out).interval == 2.5
+    monkeypatch.setenv("AIP_PLAIN_PROGRESS", "0")
+    monkeypatch.setenv("AIP_PROGRESS_INTERVAL", "soon")
+    assert not progress.plain_mode() and progress.interval_s() == 10.0
+
+
+def test_bar_mode_uses_tqdm_and_writes_no_plain_line(capsys):
+    p = Progress(4, "bar test", unit="stim", plain=False)
+    p.update(4)
+    p.close()
+    err = capsys.readouterr().err
+    assert MARKER not in err and "4/4" in err and p.lines == []
+
+
+def test_note_and_format_duration(capsys):
+    assert note("m · throughput", plain=True) == "[progress] m · throughput"
+    assert capsys.readouterr().err == "[progress] m · throughput\n"
+    note("m · throughput", plain=False)
+    assert capsys.readouterr().out == "[progress] m · throughput\n"
+    assert [format_duration(x) for x in (9.6, 125, 3723.4, None, -3)] == ["10s", "2m05s", "1h02m03s", "?", "0s"]
+
+
+@pytest.mark.parametrize("total", [0])
+def test_empty_loop_final_line(total):
+    out = io.StringIO()
+    with Progress(total, "nothing", plain=True, stream=out, clock=FakeClock()):
+        pass
+    assert out.getvalue().splitlines()[-1] == "[progress] nothing · 0/0 it · ? it/s · elapsed 0s · done"
+
+
+def _bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_make_all.py"
+    spec = importlib.util.spec_from_file_location("bench_make_all", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_counts_progress_lines_per_stage_and_longest_gap(tmp_path):
+    b = _bench()
+    timed = [(0.0, "=== stage 06_manipulation_checks (profile demo) ==="),
+             (1.0, "[progress] background presence · asr · 0/5 stim · start"),
+             (2.0, "[progress] background presence · asr · 5/5 stim (100.0%) · 2.5 stim/s · elapsed 1s · done"),
+             (3.0, "=== stage 07_run_inference (profile demo) ==="),
+             (9.0, "[progress] whisper_tiny_en · asr+asr_steer_p5 · 0/9 stim · start"),
+             (19.5, "[progress] whisper_tiny_en · asr+asr_steer_p5 · 4/9 stim (44.4%) · 0.381 stim/s · elapsed 11s · ETA 13s"),
+             (45.0, "[progress] whisper_tiny_en · asr+asr_steer_p5 · 9/9 stim (100.0%) · 0.25 stim/s · elapsed 36s · done"),
+             (47.0, "some other line")]
+    st = b.parse_make_output(timed)
+    assert {k: len(v["progress"]) for k, v in st.items()} == {"06_manipulation_checks": 2, "07_run_inference": 3}
+    v = st["07_run_inference"]
+    assert (v["start"], v["end"]) == (3.0, 47.0)
+    assert b.longest_gap(v["progress"]) == pytest.approx(25.5)
+    assert b.longest_gap(v["progress"], v["start"], v["end"]) == pytest.approx(25.5)
+    assert b.longest_gap([], 0, 1) is None
+    ex = tmp_path / "executed"
+    ex.mkdir()
+    (ex / "07_run_inference.log").write_text("\n".join(line for _, line in timed[4:7]) + "\n")
+    assert b.progress_from_logs(ex) == {"07_run_inference": {"n": 3, "max_gap_s": 25.0}}
+
+
+def test_heartbeat_writes_lines_while_a_slow_step_runs():
+    import time
+
+    out = io.StringIO()
+    with Progress(2, "slow", unit="stim", plain=True, interval=0.2, stream=out) as p:
+        time.sleep(0.75)  # one slow step, no update: the heartbeat shows the loop is alive
+        n_beats = len(p.lines) - 1
+        p.update(2)
+    lines = out.getvalue().splitlines()
+    assert 2 <= n_beats <= 4 and all(" · 0/2 stim (0.0%) · 0 stim/s · elapsed " in x for x in lines[1:1 + n_beats])
+    assert lines[-1].startswith("[progress] slow · 2/2 stim (100.0%)") and lines[-1].endswith(" · done")
+    assert not p._thread.is_alive()
