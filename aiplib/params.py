@@ -404,10 +404,11 @@ def _yaml_loader():
         return yaml.SafeLoader
 
 
-def _main(argv: Sequence[str]) -> int:
+def main(argv: Sequence[str]) -> int:
     """``python -m aiplib.params filter-args NOTEBOOK.ipynb [papermill args ...]``.
 
-    Writes the kept arguments NUL-separated to stdout (paths with spaces survive), and one note to
+    (scripts/run_stage.sh calls it with ``python -c`` as ``aiplib`` imports this module.) Writes the
+    kept arguments NUL-separated to stdout (paths with spaces survive), and one note to
     stderr when a parameter no notebook of NOTEBOOK's folder declares was dropped. Exit 2 on usage
     errors, 1 when the notebook cannot be read.
     """
@@ -432,4 +433,4 @@ def _main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised through scripts/run_stage.sh
-    sys.exit(_main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:]))
