@@ -19,7 +19,8 @@ ifeq ($(filter $(PROFILE),$(PROFILES)),)
 $(error PROFILE must be one of: $(PROFILES) (got '$(PROFILE)'))
 endif
 
-# Make variables passed on to the notebooks as papermill parameters (only when set).
+# Make variables passed on to the notebooks as papermill parameters (only when set); scripts/run_stage.sh
+# hands each notebook only those its parameters cell declares (aiplib/params.py).
 PM_ARGS := -p profile $(PROFILE)
 ifdef MODEL
 PM_ARGS += -p model $(MODEL)

@@ -16,3 +16,4 @@ from .errors import (  # noqa: F401
     ValidationError,
 )
 from .workspace import Workspace, workspace, smoke  # noqa: F401
+from .params import check_parameters  # noqa: F401

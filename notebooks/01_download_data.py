@@ -14,13 +14,16 @@ import aiplib
 profile: str = os.environ.get("AIP_PROFILE", "demo")  # demo | paper | custom
 smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests and CI
 install: bool = True  # demo: apt-get missing Debian packages (root or sudo), else a clear message
-base_urls: dict = {}  # paper: mirrors per corpus, e.g. {"esc50": "http://mirror/esc50"}
+base_urls: dict[str, str] = {}  # paper: mirrors per corpus, e.g. {"esc50": "http://mirror/esc50"}
 speech_dir: str = ""  # custom: folder of utterances
 texts: str = ""  # custom: CSV/TSV with file,text[,accent_group,speaker]
 kws_dir: str = ""  # custom: folder of keyword clips
 kws_labels: str = ""  # custom: CSV/TSV with file,label
 keywords: str = "yes,no,up,down,left,right,on,off,stop,go"  # custom: the closed keyword set
 backgrounds_dir: str = ""  # custom: folder of background recordings (+ optional licences.csv)
+
+# %%
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
 
 # %%
 ws = aiplib.workspace(profile, create=profile != "custom")  # custom: nothing is written before validation

@@ -17,6 +17,9 @@ seed: int = 20240917  # item selection seed
 overwrite: bool = False  # rebuild existing item banks
 
 # %%
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+
+# %%
 ws = aiplib.workspace(profile)
 print(ws.root)
 

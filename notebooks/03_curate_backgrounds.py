@@ -17,6 +17,9 @@ seed: int = 20240917  # seeds the synthetic controls
 overwrite: bool = False
 
 # %%
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+
+# %%
 ws = aiplib.workspace(profile)
 print(ws.root)
 

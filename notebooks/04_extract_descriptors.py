@@ -16,6 +16,9 @@ vad_threshold: float = 0.5  # Silero VAD speech probability threshold
 overwrite: bool = False
 
 # %%
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+
+# %%
 ws = aiplib.workspace(profile)
 print(ws.root)
 

@@ -14,8 +14,11 @@ import aiplib
 
 profile: str = os.environ.get("AIP_PROFILE", "demo")  # demo | paper | custom
 smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests and CI
-snrs: list = [10, 5, 0]  # SNRs in dB (integers)
+snrs: list[int] = [10, 5, 0]  # SNRs in dB (integers)
 overwrite: bool = False
+
+# %%
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
 
 # %%
 ws = aiplib.workspace(profile)

@@ -11,13 +11,21 @@
 # %% tags=["parameters"]
 import os
 import aiplib
+from typing import Optional
 
 profile: str = os.environ.get("AIP_PROFILE", "demo")  # demo | paper | custom
 smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests and CI
 model: str = "whisper_tiny_en"  # recogniser for the WER check (registry id)
-n_inspection: int = 6 if smoke else 60  # clips written for listening
-n_wer_items: int = 2 if smoke else 8  # clean items in the WER constancy check
+n_inspection: Optional[int] = None  # clips written for listening; None: 6 when smoke, else 60
+n_wer_items: Optional[int] = None  # clean items in the WER constancy check; None: 2 when smoke, else 8
 seed: int = 20240917
+
+# %%
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+if n_inspection is None:
+    n_inspection = 6 if smoke else 60
+if n_wer_items is None:
+    n_wer_items = 2 if smoke else 8
 
 # %%
 ws = aiplib.workspace(profile)

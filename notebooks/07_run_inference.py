@@ -24,6 +24,9 @@ prompt_set: str = ""  # prompt set name, empty for the profile default (paper: t
 prompts_file: str = ""  # paper: local copy of the inference script of the authors, empty to fetch it by commit
 
 # %%
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+
+# %%
 ws = aiplib.workspace(profile)
 print(ws.root)
 

@@ -19,6 +19,9 @@ inference_dir: str = ""  # empty: this workspace's inference/
 manifests_dir: str = ""  # empty: this workspace's manifests/
 
 # %%
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+
+# %%
 ws = aiplib.workspace(profile)
 print(ws.root)
 

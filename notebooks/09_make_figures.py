@@ -12,14 +12,20 @@
 # %% tags=["parameters"]
 import os
 import aiplib
+from typing import Optional
 
 profile: str = os.environ.get("AIP_PROFILE", "demo")  # demo | paper | custom
 smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests and CI
-n_resamples: int = 200 if smoke else 2000  # bootstrap resamples of every interval
+n_resamples: Optional[int] = None  # bootstrap resamples of every interval; None: 200 when smoke, else 2000
 seed: int = 0  # bootstrap seed (recorded in every table and sidecar)
 min_diff_pp: float = 2.0  # smallest change (percentage points) called worse / better
 criteria: str = ""  # optional criteria JSON (format: aiplib/report.py); empty for none
 previous: str = ""  # optional previous run (workspace root or results folder) to compare with
+
+# %%
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+if n_resamples is None:
+    n_resamples = 200 if smoke else 2000
 
 # %%
 ws = aiplib.workspace(profile)

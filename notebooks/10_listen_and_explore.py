@@ -14,6 +14,9 @@ profile: str = os.environ.get("AIP_PROFILE", "demo")  # demo | paper | custom
 smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests and CI
 
 # %%
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+
+# %%
 ws = aiplib.workspace(profile)
 print(ws.root)
 

@@ -11,6 +11,9 @@
 # (killed by the system, most often out of memory, or by kill -9). Exit status 1 on failure.
 # Every path may contain spaces. Environment: PAPERMILL (default .venv/bin/papermill), FILTER_PYTHON
 # (default .venv/bin/python, runs the live filter), AIP_PROFILE and AIP_DATA_ROOT (passed on).
+# Parameters (-p/-r NAME VALUE, -y YAML) reach the notebook only if its parameters cell declares them
+# (aiplib.params.main filter-args): make passes one set to every stage; a name that no notebook
+# of NOTEBOOK_DIR declares (a typo) is dropped with one note.
 set -u -o pipefail
 if [ $# -lt 3 ]; then
   echo "usage: $0 STAGE NOTEBOOK_DIR OUT_DIR [papermill arguments ...]" >&2
@@ -25,6 +28,17 @@ running="$out/$stage.running.ipynb"
 
 mkdir -p -- "$out" || exit 1
 echo "=== stage $stage (profile ${AIP_PROFILE:-demo}) ==="
+
+# Keep only the parameters this notebook declares (NUL-separated, so values with spaces survive).
+root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
+if [ -f "$nbdir/$stage.ipynb" ]; then
+  mapfile -d '' -t pm_args < <(PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$filter_python" \
+    -c 'import sys; from aiplib.params import main; sys.exit(main(sys.argv[1:]))' \
+    filter-args "$nbdir/$stage.ipynb" "$@")
+  wait $! || { echo "make: stage $stage FAILED before papermill started" >&2; exit 1; }
+else
+  pm_args=("$@")  # papermill reports the missing notebook
+fi
 
 # Pass stderr through unchanged (progress bars included) until a traceback starts at the beginning of
 # a line; hide the rest (it is in the log).
@@ -56,8 +70,8 @@ if not hidden:
 # papermill's stdout goes to ours (fd 3); its stderr to the log and, filtered, to our stderr. The
 # kernel's stderr (the plain `[progress]` lines of aiplib.progress, selected by AIP_PLAIN_PROGRESS=1,
 # and warnings) is streamed there live (--stderr-file); papermill's own per-cell bar is off.
-{ AIP_PLAIN_PROGRESS=${AIP_PLAIN_PROGRESS:-1} "$papermill" --cwd "$nbdir" "$nbdir/$stage.ipynb" "$running" "$@" \
-    --log-level WARNING --no-progress-bar --stderr-file /dev/stderr 2>&1 1>&3 \
+{ AIP_PLAIN_PROGRESS=${AIP_PLAIN_PROGRESS:-1} "$papermill" --cwd "$nbdir" "$nbdir/$stage.ipynb" "$running" \
+    ${pm_args[@]+"${pm_args[@]}"} --log-level WARNING --no-progress-bar --stderr-file /dev/stderr 2>&1 1>&3 \
     | tee "$log" | "$filter_python" -c "$hide_traceback"; } 3>&1
 status=$?
 if [ "$status" -eq 0 ]; then

@@ -1,4 +1,5 @@
-"""The Makefile's recipes: paths with spaces, and a stage whose kernel dies.
+"""The Makefile's recipes: paths with spaces, a stage whose kernel dies, and the parameters each
+notebook receives.
 
 These run `make` itself (GNU make, the project's .venv): a real stage of the custom profile with a
 DATA_ROOT and input folders whose paths hold spaces, and a tiny notebook that kills its own kernel
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -135,3 +137,30 @@ def test_cell_error_still_names_the_cell_and_its_message(tmp_path):
     assert "papermill/execute.py" not in err  # papermill's own frames are only in the log
     assert "papermill/execute.py" in (out / "98_raise.log").read_text()
     assert (out / "98_raise.failed.ipynb").is_file()
+
+
+def test_run_stage_passes_a_notebook_only_the_parameters_it_declares(tmp_path):
+    """scripts/run_stage.sh filters make's one set of papermill arguments per notebook (real
+    notebook 05); a stand-in papermill records the arguments it receives, one per line."""
+    fake = tmp_path / "bin dir" / "papermill"
+    fake.parent.mkdir()
+    fake.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$RECORD"\necho "{}" > "$4"\n')
+    fake.chmod(0o755)
+    record, out = tmp_path / "args.txt", tmp_path / "out dir"
+    env = dict(_env(), PAPERMILL=str(fake), FILTER_PYTHON=sys.executable, RECORD=str(record))
+    args = ["-p", "profile", "custom", "-p", "model", "whisper_tiny_en", "-r", "texts", "/my inputs/t.csv",
+            "-p", "snrs_db", "10", "-y", "snrs: [10, 5]", "-p", "overwrite", "false"]
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "run_stage.sh"), "05_build_manifests",
+                           str(REPO / "notebooks"), str(out), *args],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    received = record.read_text().splitlines()
+    assert received[:4] == ["--cwd", str(REPO / "notebooks"), str(REPO / "notebooks" / "05_build_manifests.ipynb"),
+                            str(out / "05_build_manifests.running.ipynb")]
+    assert received[4:] == ["-p", "profile", "custom", "-y", "snrs: [10, 5]", "-p", "overwrite", "false",
+                            "--log-level", "WARNING"]
+    # model (stage 06/07) and texts (stage 01) leave silently; the typo gets one note
+    assert proc.stderr.splitlines() == [
+        f"note: not passed to 05_build_manifests: snrs_db — no notebook in {REPO / 'notebooks'} declares it (a typo?)"]
+    assert (out / "05_build_manifests.ipynb").is_file() and sorted(os.listdir(out)) == [
+        "05_build_manifests.ipynb", "05_build_manifests.log"]

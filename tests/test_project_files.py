@@ -114,5 +114,5 @@ def test_papermill_parses_every_parameter():
         path = ROOT / "notebooks" / f"{name}.ipynb"
         nb = json.loads(path.read_text())
         src = "".join(nb["cells"][1]["source"])
-        declared = re.findall(r"^([a-z_]+): [a-z]+ = ", src, flags=re.M)
+        declared = re.findall(r"^([a-z_]+): [A-Za-z_\[\], ]+ = ", src, flags=re.M)  # list[int], Optional[int]
         assert list(pm.inspect_notebook(str(path))) == declared, name
