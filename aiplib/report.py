@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import html
 import logging
 import re
 import sys
@@ -70,14 +71,14 @@ main{max-width:1250px;margin:auto}
 
 
 def _report_cells(nb) -> list:
-    """The cells that go into the report: no parameter/hidden cells, no stderr, no empty code."""
+    """The cells that go into the report: no parameter or hidden cells, no printed text (stdout
+    and stderr are the log; results are displayed), no code cell left without output."""
     cells = []
     for c in nb.cells:
         if _SKIP_TAGS & set(c.get("metadata", {}).get("tags", [])):
             continue
         if c.cell_type == "code":
-            c.outputs = [o for o in c.get("outputs", [])
-                         if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+            c.outputs = [o for o in c.get("outputs", []) if o.get("output_type") != "stream"]
             if not c.outputs:
                 continue
         cells.append(c)
@@ -174,6 +175,10 @@ def render_report(executed_nb, results_dir) -> dict:
                             exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(nb)
     body = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", body)
+    alts = iter([o.get("metadata", {}).get("aip_file", "figure") for c in nb.cells
+                 if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})])
+    body = re.sub(r'alt="No description has been provided for this image"',
+                  lambda m: f'alt="{html.escape(Path(next(alts, "figure")).stem)}"', body)
     toc = [(int(lvl), anchor, re.sub(r"<[^>]+>", "", text).strip())
            for lvl, anchor, text in re.findall(
                r'<h([23]) id="([^"]+)">(.*?)<a class="anchor-link"', body, flags=re.S)]
@@ -205,7 +210,8 @@ def render_report(executed_nb, results_dir) -> dict:
 
         sidecar = write_sidecar(md_path, root=results, provenance=read_provenance(results))
     return {"report_html": html_path, "report_md": md_path, "toc": toc,
-            "figures": body.count('src="data:image/png;base64,'), "files": files,
+            "figures": len(re.findall(r'<img[^>]*\ssrc="data:image/png;base64,', body)),
+            "files": files,
             "sidecar": sidecar}
 
 
