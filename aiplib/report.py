@@ -171,8 +171,10 @@ def render_report(executed_nb, results_dir) -> dict:
         + ("\n".join(f"- [{f}]({f})" for f in files) or "_(none)_")))
     nb.metadata["title"] = title
 
+    quiet = logging.getLogger("aiplib.report.nbconvert")   # alt texts are set below
+    quiet.setLevel(logging.ERROR)
     exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
-                            exclude_output_prompt=True)
+                            exclude_output_prompt=True, log=quiet)
     body, _ = exporter.from_notebook_node(nb)
     body = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", body)
     alts = iter([o.get("metadata", {}).get("aip_file", "figure") for c in nb.cells
