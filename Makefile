@@ -54,7 +54,7 @@ export AIP_MIRROR := $(MIRROR)
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: stamps sync-notebooks lock all setup validate run-stage criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: stamps sync-notebooks lock all setup validate run-stage report criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
 
 all: setup validate
 	@for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done
@@ -92,6 +92,13 @@ endif
 run-stage:
 	@AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" PAPERMILL="$(VENV)/bin/papermill" FILTER_PYTHON="$(PY)" \
 	  bash scripts/run_stage.sh "$(STAGE)" "$(NOTEBOOKS)" "$(OUT)" $(PM_ARGS)
+ifeq ($(STAGE),09_make_figures)
+	@$(MAKE) --no-print-directory report
+endif
+
+# results/report.html (one self-contained page) and report.md, rendered from the executed notebook 09.
+report: setup
+	@$(PY) -m aiplib.report --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" --render "$(OUT)/09_make_figures.ipynb"
 
 # `make 03` or `make stage-03_curate_backgrounds` or `make stage-03` runs one stage.
 $(foreach s,$(STAGES),$(eval $(word 1,$(subst _, ,$(s))): setup $(if $(filter 01_%,$(s)),validate) ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))

@@ -320,6 +320,5 @@ def read_provenance(results_dir) -> dict:
     obj = _read_json(p) if p.is_file() else None
     if obj is None:
         raise AiplibError(f"{p} is missing or unreadable: the run's manifests and normaliser "
-                          "cannot be verified (build the report with aiplib.report.build_report "
-                          "first)")
+                          "cannot be verified (run stage 9, notebook 09, first)")
     return obj

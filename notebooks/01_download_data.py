@@ -1,11 +1,18 @@
 # %% [markdown]
 # # 1 · Raw data
 #
-# **Reads** the profile's sources — for `demo` the Debian packages of the embedded default
-# (Asterisk English prompts, background sounds from game and sample packages, espeak-ng and flite
-# voices); for `paper` the public corpora (ESC-50, MS-SNSD, NOISEX-92, MUSAN, LibriSpeech, Speech
-# Commands); for `custom` the user's folders, validated before any work.
-# **Writes** `data/<profile>/raw/` and `raw/inventory.csv` (file, package, licence, attribution).
+# **What the authors did.** They drew speech from public corpora (LibriSpeech test-clean, Common
+# Voice English, Google Speech Commands v0.02) and backgrounds from public sound collections
+# (ESC-50, MS-SNSD, NOISEX-92, MUSAN, FMA), downloaded by hand (IvLabs/AIP-Speech `README.md`).
+# **What we do.** One call per profile: `paper` downloads the same corpora with resumable, verified
+# downloads (a mirror per corpus can be given); `demo` uses small Debian packages instead (Asterisk
+# English prompts, espeak-ng and flite voices, background sounds from game and sample packages), so
+# the whole pipeline runs offline on a laptop; `custom` validates the user's folders first and
+# lists every problem at once. Every file is recorded with its package or corpus, licence and
+# attribution.
+#
+# **Reads** the profile's sources. **Writes** `data/<profile>/raw/` and `raw/inventory.csv`
+# (file, package, licence, attribution).
 
 # %% tags=["parameters"]
 import os
@@ -40,3 +47,9 @@ if profile == "custom":
                   keywords=keywords, backgrounds_dir=backgrounds_dir)
 inventory = pipeline.gather_raw(ws, **params)
 inventory.groupby(inventory.columns[1]).size() if len(inventory) else inventory
+
+# %% [markdown]
+# The first rows of the inventory: every file with where it came from and under which licence.
+
+# %%
+inventory.head(10)

@@ -1,11 +1,18 @@
 # %% [markdown]
 # # 2 · Item banks
 #
-# **Reads** `raw/`. **Writes** `itembanks/asr.jsonl` (utterances with reference transcripts and accent
-# groups) and `itembanks/kws.jsonl` (keyword clips: `label`, `is_target`), each item's audio as a
-# 16 kHz mono WAV under `itembanks/audio/`, and the source, licence and attribution of every item.
-# In `demo`, the accent groups are **synthetic voices** (espeak-ng and flite) standing in for accents;
-# the real speech is one Asterisk speaker.
+# **What the authors did.** `scripts/02_build_banks.py` (IvLabs/AIP-Speech) picks the ASR items
+# (LibriSpeech shuffled with `Random(42)`, the first labelled Common Voice validation clips per
+# accent) and the KWS items (Speech Commands clips of the ten keywords *yes no up down left right on
+# off stop go* plus non-keyword probes), each with its reference.
+# **What we do.** The `paper` profile follows those rules item for item (`selection_rule` names the
+# rule of each item); `demo` and `custom` build banks of the same shape from their sources. In
+# `demo` the accent groups are **synthetic voices** (espeak-ng and flite) standing in for accents;
+# the real speech is one Asterisk speaker. Every item is written as a 16 kHz mono WAV.
+#
+# **Reads** `raw/`. **Writes** `itembanks/asr.jsonl` (utterances with reference transcripts and
+# accent groups), `itembanks/kws.jsonl` (keyword clips: `label`, `is_target`), each item's audio
+# under `itembanks/audio/`, and the source, licence and attribution of every item.
 
 # %% tags=["parameters"]
 import os
@@ -32,3 +39,17 @@ banks = pipeline.build_item_banks(ws, seed=seed, overwrite=overwrite, **sizes)
 
 # %%
 banks["asr"].groupby("accent_group").agg(items=("item_id", "size"), mean_s=("duration_s", "mean"))
+
+# %% [markdown]
+# The head of the ASR item bank: item, reference transcript, accent group, speaker and source.
+
+# %%
+cols = [c for c in ("item_id", "text", "accent_group", "speaker", "duration_s", "source", "licence")
+        if c in banks["asr"].columns]
+banks["asr"][cols].head(8)
+
+# %% [markdown]
+# The KWS item bank by label: the ten keywords (`is_target`) and the non-keyword probes.
+
+# %%
+banks["kws"].groupby(["is_target", "label"]).size().rename("clips").reset_index()

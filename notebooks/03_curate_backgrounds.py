@@ -1,9 +1,17 @@
 # %% [markdown]
 # # 3 · The background battery
 #
-# **Reads** the profile's background sources. **Writes** `bg/<bg_id>.wav` (mono 16 kHz, looped or cut
-# to 30 s, loudness-normalised to −23 LUFS (the authors’ value) with pyloudnorm, ITU-R BS.1770) and
-# `descriptors/battery.csv` (category, source, licence, attribution, source duration, gain, LUFS).
+# **What the authors did.** `scripts/03_curate_battery.py` (IvLabs/AIP-Speech) takes 20 background
+# recordings in four categories (stationary noise, transient events, music, speech-like babble —
+# the paper's Table 1), loops or cuts each to 30 s and normalises it to −23 LUFS (`BG_LUFS`).
+# **What we do.** The same: mono 16 kHz, tiled end to end then cut to 30 s, loudness measured and
+# normalised with pyloudnorm (ITU-R BS.1770). Beside the authors' values we record the peak after
+# normalisation (a `ClippingWarning` above full scale) and the share of digital silence (ESC-50
+# clips are zero-padded), which stage 5 uses to flag stimuli whose background segment is silent.
+#
+# **Reads** the profile's background sources. **Writes** `bg/<bg_id>.wav` and
+# `descriptors/battery.csv` (category, source, licence, attribution, source duration, gain, LUFS,
+# peak, silent share).
 
 # %% tags=["parameters"]
 import os
@@ -34,3 +42,12 @@ battery[["bg_id", "category", "source_package", "licence", "source_duration_s", 
 
 # %%
 battery.groupby("category").size()
+
+# %% [markdown]
+# Loudness after normalisation, peak and share of digital silence per background (the last two
+# are ours; a silent share above 0 means some stimuli of that background are effectively clean).
+
+# %%
+cols = [c for c in ("bg_id", "lufs_before", "gain_db", "lufs_after", "peak_after", "silent_share")
+        if c in battery.columns]
+battery[cols].round(3)

@@ -1,12 +1,17 @@
 # %% [markdown]
 # # 5 · Stimulus manifests
 #
-# **Reads** the item banks and the battery. **Writes** `manifests/asr.csv` and `manifests/kws.csv` in
-# the authors' schema (IvLabs/AIP-Speech): 61 stimuli per item (clean + 20 backgrounds × 10, 5 and
-# 0 dB SNR), ids `<item>_clean` / `<item>_<background>_snr<N>`, seeds counting rows from 0 (ASR) and
-# 10000 (KWS). No audio is written: every stimulus is mixed on the fly by
-# `aiplib.mixing.materialize(row)` with the authors' formula. `bg_active` marks rows whose background
-# segment is digital silence. Existing manifests are kept.
+# **What the authors did.** Each item is presented clean and mixed with each of the 20 backgrounds at
+# 10, 5 and 0 dB SNR: 61 stimuli per item. The mixture is made on the fly by `mixing/mix.py`
+# (IvLabs/AIP-Speech) from a manifest row: a background segment at a seeded offset, scaled to the
+# target SNR against the speech power, added, and the sum scaled down if it would clip. Ids are
+# `<item>_clean` / `<item>_<background>_snr<N>`; seeds count rows from 0 (ASR) and 10000 (KWS).
+# **What we do.** The authors' schema and formula bit for bit (`aiplib.mixing.materialize(row)`);
+# no audio is written. One column is ours: `bg_active` marks rows whose background segment is
+# digital silence (the stimulus is then effectively clean); stage 9 counts them and repeats the
+# analysis without them. Existing manifests are kept.
+#
+# **Reads** the item banks and the battery. **Writes** `manifests/asr.csv` and `manifests/kws.csv`.
 
 # %% tags=["parameters"]
 import os
@@ -28,8 +33,21 @@ print(ws.root)
 from aiplib.manifests import build_manifests
 
 manifests = build_manifests(ws, snrs=snrs, overwrite=overwrite)
-{family: (len(df), df.groupby("speech_id").size().unique().tolist(),
-          int((df["bg_active"] == False).sum())) for family, df in manifests.items()}  # noqa: E712
+
+# %% [markdown]
+# Stimuli per family: rows, stimuli per item (61 for 20 backgrounds × 3 SNRs + clean) and rows
+# whose background segment is silent (`bg_active` false).
 
 # %%
-manifests["asr"].head()
+import pandas as pd
+
+pd.DataFrame({family: {"rows": len(df), "per item": sorted(df.groupby("speech_id").size().unique().tolist()),
+                       "silent background rows": int((df["bg_active"] == False).sum())}  # noqa: E712
+              for family, df in manifests.items()}).T
+
+# %% [markdown]
+# An excerpt of the ASR manifest in the authors' columns: the clean row and the first mixtures of
+# the first item (background file, offset, SNR, seed).
+
+# %%
+manifests["asr"].head(6)

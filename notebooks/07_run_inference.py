@@ -1,14 +1,22 @@
 # %% [markdown]
 # # 7 · Inference
 #
-# **Reads** the manifests and the model registry (`aiplib/models/registry.yaml`). **Writes**
-# `inference/<model>/<task>.jsonl`, one row per stimulus, appended as it goes: a re-run continues
-# where the last one stopped and retries failed generations. Each stimulus is mixed on the fly.
+# **What the authors did.** `scripts/05_inference.py` (IvLabs/AIP-Speech) sends every stimulus of
+# each task to each model with the task's prompt (the `PROMPTS` dict: a plain ASR / KWS prompt and a
+# "steering" variant, p5, telling the model to ignore the background) and stores one JSON row per
+# stimulus (`id`, `raw`, the manifest columns).
+# **What we do.** The same rows, written by `aiplib.inference.run_inference` for every model of the
+# registry (`aiplib/models/registry.yaml`), plus `prompt_id`, `prompt_set`, decoding and audio
+# seconds. Each stimulus is mixed on the fly; rows are appended as they are made, so a re-run
+# continues where the last one stopped and retries failed generations.
 #
 # For Whisper-family recognisers the task prompt is passed as the decoder's *initial prompt*: it is
 # text the decoder conditions on, not an instruction it follows. A steering prompt can therefore only
 # act as a lexical/stylistic prior, so a Whisper RER near 1 says the prompt changed little, not that
 # the model "ignored" an instruction.
+#
+# **Reads** the manifests and the model registry. **Writes** `inference/<model>/<task>.jsonl` and
+# `inference/<model>/run_log.jsonl`.
 
 # %% tags=["parameters"]
 import os
@@ -57,3 +65,10 @@ summary
 from aiplib.inference import raise_if_not_run
 
 raise_if_not_run(summary)  # a model that could not run (no GPU, gated weights …) fails the stage here
+
+# %% [markdown]
+# What was written: rows per model and task in `inference/` (a re-run adds only what is missing).
+
+# %%
+pd.DataFrame([{"model": p.parent.name, "task": p.stem, "rows": len(p.read_text().splitlines())}
+              for p in sorted(ws.inference.glob("*/*.jsonl")) if p.stem != "run_log"])

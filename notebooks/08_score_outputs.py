@@ -1,13 +1,20 @@
 # %% [markdown]
 # # 8 · Scoring
 #
-# **Reads** `inference/*/*.jsonl` and the manifests. **Writes** `results/scores/<task>.csv`: per
-# stimulus the WER on normalised text (Whisper's English normaliser) and ΔWER = WER(noisy) −
-# WER(clean) of the same item, or, for keyword spotting, correctness under the closed-set first-word
-# rule and Δacc = acc(clean) − acc(noisy). Failed generations are left out and counted.
+# **What the authors did.** `scripts/06_score_metrics.py` and `scoring/score_all.py`
+# (IvLabs/AIP-Speech) normalise each response and reference and compute the WER per utterance
+# (ASR), and for KWS take the first word of the answer that is in the closed keyword set (a probe
+# clip is correct when the answer is none of them).
+# **What we do.** The same rules (`aiplib.textnorm`, `aiplib.scoring`), with Whisper's English
+# normaliser WER beside them (`wer_whisper`), the substitution / deletion / insertion split,
+# looping transcripts and KWS non-answers flagged per row. ΔWER = WER(noisy) − WER(clean) of the
+# same item and Δacc = acc(clean) − acc(noisy): positive means the background hurt. Failed
+# generations are left out and counted.
+#
 # `inference_dir` scores a folder of inference files written elsewhere (e.g. the authors' published
 # `inference/`; `make score INFERENCE_DIR=…`), `manifests_dir` its manifests (optional: their rows
-# carry the manifest columns).
+# carry the manifest columns). **Reads** `inference/*/*.jsonl` and the manifests. **Writes**
+# `results/scores/<task>.csv` (one row per stimulus and model) and a JSON sidecar.
 
 # %% tags=["parameters"]
 import os
@@ -35,3 +42,13 @@ scores = score_inference(ws, inference_dir=inference_dir or None, manifests_dir=
 for task, df in scores.items():
     col = "wer" if "wer" in df else "correct"
     display(df.assign(snr=df["snr_db"].fillna(99)).groupby(["model", "snr"])[col].mean().unstack().round(3))
+
+# %% [markdown]
+# An excerpt of the ASR scores: reference, response, WER and ΔWER of the first noisy stimuli.
+
+# %%
+import pandas as pd
+
+cols = [c for c in ("model", "stimulus_id", "bg_id", "snr_db", "reference", "response", "wer", "delta_wer")
+        if c in scores.get("asr", pd.DataFrame()).columns]
+scores["asr"][scores["asr"]["bg_id"] != "clean"][cols].head(8) if "asr" in scores else None

@@ -1,13 +1,21 @@
 # %% [markdown]
-# # 9 · Figures, tables and the report
+# # 9 · Results
 #
-# **Reads** `results/scores/`, `descriptors/`, `manifests/`, `inference/*/run_log.jsonl`. **Writes** the
-# paper's Figures 2–7 (PNG and PDF under `results/figures/`), Tables 2–5 (CSV under
-# `results/tables/`), per-condition tables with intervals and verdicts
-# (`results/tables/conditions_<task>.csv`), `results/report.md` and `report.html`, and a JSON
-# provenance sidecar next to every results file. Degradation is averaged per background over the
-# SNRs (and over the models for pooled values) and rank-correlated (Spearman) with each descriptor
-# across the backgrounds; every number comes with a bootstrap 95 % interval.
+# This notebook is the Results section. Each table or figure sits in its own cell under its
+# caption; `make` renders the executed copy into `results/report.html` (one self-contained page,
+# code hidden) and `results/report.md` (`aiplib.report.render_report`).
+#
+# **What the authors did.** They scored every response (`scripts/06_score_metrics.py`,
+# `scoring/score_all.py` in IvLabs/AIP-Speech: WER on normalised text, KWS by the first word of
+# the answer in the closed keyword set), averaged the degradation per background over items and
+# SNRs, rank-correlated it with the acoustic descriptors (Spearman) and drew Figures 2–7 and Tables
+# 2–5 (`scoring/figures.py`, `scripts/generate_plots_new.py`).
+# **What we do.** The same definitions (`aiplib.figures`), with, beside every number, a 95 %
+# bootstrap interval over items, an exact test and a verdict per condition (`aiplib.conditions`,
+# `aiplib.stats`). **Reads** `results/scores/`, `descriptors/`, `manifests/` and
+# `inference/*/run_log.jsonl`. **Writes** `results/figures/` (PNG + PDF), `results/tables/`
+# (Tables 2–5, `conditions_<task>.csv`), `results/provenance.json` and a JSON sidecar next to
+# every results file.
 
 # %% tags=["parameters"]
 import os
@@ -31,49 +39,296 @@ if n_resamples is None:
 ws = aiplib.workspace(profile)
 print(ws.root)
 
-# %%
-from aiplib.figures import make_all_figures
+# %% tags=["report-hide"]
+import json
+
+import pandas as pd
+from IPython.display import Markdown, display
+
+from aiplib import conditions as cond
+from aiplib import report_tables as rt
+from aiplib import stats
+from aiplib.figures import load_scores, make_all_figures
 
 written = make_all_figures(ws, n_resamples=n_resamples, seed=seed)
-sorted(written)
-
-# %%
-import pandas as pd
-
-pd.read_csv(ws.results / "tables" / "table2_descriptor_correlations.csv").round(3).head(20)
-
-# %%
-from IPython.display import Image
-
-Image(filename=str(ws.results / "figures" / "figure4_background_ranking.png"))
-
-# %%
-from aiplib.report import build_report
-
-out = build_report(ws, n_resamples=n_resamples, seed=seed, min_diff_pp=min_diff_pp,
-                   criteria=criteria or None, previous=previous or None)
-print(out["report_md"])
-out["failures"][:20]
-
-# %%
-t = pd.read_csv(out["conditions"]["asr"])
-t.loc[t["scope"].isin(["clean", "overall", "snr"]),
-      ["model", "condition", "n_items", "wer_pp", "mean_wer_pp", "cer_pp", "sub_pp", "del_pp",
-       "ins_pp", "delta_pp", "ci_low_pp", "ci_high_pp", "p_value", "verdict"]].round(2)
+kw = dict(n_resamples=n_resamples, seed=seed, min_diff_pp=min_diff_pp)
+cond_paths = cond.write_condition_tables(ws, **kw)
+tables = {t: v for t, v in cond.read_condition_tables(ws.results).items() if t in cond_paths}
+scores = load_scores(ws, tasks=list(cond_paths))
+figs, tabs = ws.results / "figures", ws.results / "tables"
+print(f"{len(written)} figure/table files and {len(cond_paths)} condition tables written under {ws.results}")
 
 # %% [markdown]
-# **Silent background segments.** A background that is partly digital silence (ESC-50 clips are
-# zero-padded to 5 s) can leave a stimulus effectively clean. Such rows (`bg_active` false, measured
-# at stage 5) stay in every number above, as the authors' mixer made them; the table below counts
-# them per background, and `results/tables/conditions_<task>_bg_active.csv` repeats the
+# ## How the numbers are made
+#
+# ΔWER = WER(noisy) − WER(clean) and ΔAcc = acc(clean) − acc(noisy) on the same items, in
+# percentage points (pp): positive means the background hurt. WER % is the corpus WER (Σ errors /
+# Σ reference words); mean WER is the mean of per-utterance WERs (the authors' figures use it);
+# S / D / I are substitutions, deletions and insertions as shares of the reference words (they add
+# up to the WER; insertions show how much of a background voice ends up in the text).
+#
+# Every interval is a 95 % percentile bootstrap over items; rows pooled over backgrounds and/or
+# SNRs resample whole items (all of an item's pairs together). Tests are exact: the sign test
+# (binomial, `scipy.stats.binomtest`) on per-item changes, McNemar's exact test for single KWS
+# conditions. p (BH) is Benjamini–Hochberg adjusted across the conditions of the same task, model
+# and scope. **Verdict:** *worse* / *better* when the interval excludes 0, the change is at least
+# the minimum change and the adjusted p is below α; otherwise *same*; *n/a* with too few paired
+# items, which get no interval either (a percentile bootstrap of so few values only spans their
+# range). Rows with few items are marked *coarse*; an interval is refused when too few of its
+# resamples were usable (the tables give the usable count, `ci_usable`). Beside the paper's means, a
+# robust view: WER capped at 1 per utterance, the median WER and the count of looping transcripts
+# (ASR); strict accuracy counting non-answers wrong and the share of non-answers (KWS).
+#
+# The settings of this run:
+
+# %%
+Markdown(
+    f"{n_resamples} bootstrap resamples, seed {seed}, level 95 %; minimum change {min_diff_pp:g} pp; "
+    f"α = {cond.ALPHA:g} (BH-adjusted); no interval or verdict below {cond.MIN_ITEMS_FOR_VERDICT} "
+    f"paired items; coarse below {cond.COARSE_BELOW_ITEMS}; an interval needs "
+    f"{100 * stats.MIN_USABLE_SHARE:g} % usable resamples. Models: "
+    f"{', '.join(sorted({m for s in scores.values() for m in s['model'].unique()}))}.")
+
+# %% [markdown]
+# ## Summary
+#
+# **Table R1 · Each task and model at a glance.** Clean and noisy (all backgrounds and SNRs)
+# level, the mean per-item change with its 95 % interval (+ = worse), the corpus-level change,
+# the exact test of the overall change and its verdict, and how the background × SNR conditions
+# split into verdicts. The last column is the robust view (ASR: capped mean / median WER and the
+# number of looping transcripts; KWS: strict accuracy / share of non-answers).
+
+# %%
+rt.summary_table(tables)
+
+# %% [markdown]
+# ## Performance against SNR (Figure 7)
+#
+# **Figure 7 · Mean per-utterance WER (ASR) and accuracy (KWS) per SNR**, one line per model, 95 %
+# bootstrap bands over items; the clean stimuli are the leftmost point. `figures/figure7_snr_performance.pdf`
+
+# %%
+rt.show_figure(ws.results, "figure7_snr_performance")
+
+# %% [markdown]
+# ## Which backgrounds hurt most (Figure 4, Table 3)
+#
+# **Figure 4 · Backgrounds ranked by the mean of ASR ΔWER and KWS ΔAcc** (the authors' ranking),
+# averaged over items, SNRs and models, with 95 % intervals; colours are the background categories.
+# `figures/figure4_background_ranking.pdf`
+
+# %%
+rt.show_figure(ws.results, "figure4_background_ranking")
+
+# %% [markdown]
+# **Table 3 · The acoustic descriptors of each background, in the order of Figure 4**, beside its
+# ASR ΔWER and KWS ΔAcc (pp). `tables/table3_descriptor_values.csv`
+
+# %%
+rt.table3_display(pd.read_csv(tabs / "table3_descriptor_values.csv", keep_default_na=False, na_values=[""])) \
+    if (tabs / "table3_descriptor_values.csv").is_file() else Markdown("_No descriptors: Table 3 not made._")
+
+# %% [markdown]
+# ## Descriptors and degradation (Table 2, Figures 3 and 2)
+#
+# **Table 2 · Spearman r_s across backgrounds between each descriptor and the mean degradation**
+# (items, then SNRs; `pooled` = mean over models, only backgrounds every model covers). p is exact up
+# to 9 backgrounds, a seeded permutation test (9999 permutations) up to 20, asymptotic above;
+# the 95 % interval is a percentile bootstrap over backgrounds (resamples with a constant column are
+# unusable; no interval with more than 5 % of them, nor below 10 backgrounds); p_BH =
+# Benjamini–Hochberg over the descriptors within each task and model. A constant column gives NaN
+# with a note. `tables/table2_descriptor_correlations.csv`
+
+# %%
+rt.table2_display(pd.read_csv(tabs / "table2_descriptor_correlations.csv", keep_default_na=False, na_values=[""])) \
+    if (tabs / "table2_descriptor_correlations.csv").is_file() else Markdown("_No descriptors: Table 2 not made._")
+
+# %% [markdown]
+# **Figure 3 · Spearman r_s of each descriptor against degradation**, per task and model
+# (* p_BH < 0.05). `figures/figure3_descriptor_correlations.pdf`
+
+# %%
+rt.show_figure(ws.results, "figure3_descriptor_correlations")
+
+# %% [markdown]
+# **Figure 2 · The descriptors most correlated with degradation**: one point per background, with
+# an ordinary least-squares line. `figures/figure2_descriptor_regressions.pdf`
+
+# %%
+rt.show_figure(ws.results, "figure2_descriptor_regressions")
+
+# %% [markdown]
+# ## Accent groups (Table 4, Figure 5)
+#
+# **Table 4 · Mean ΔWER per model and accent group**, 95 % bootstrap interval over the group's items
+# (none below 10 items). Rows pooled over models and items without an accent group are in
+# `tables/table4_accent_dwer_pooled_unspecified.csv`. In `demo` the groups are synthetic voices.
+# `tables/table4_accent_dwer.csv`
+
+# %%
+rt.table4_display(pd.read_csv(tabs / "table4_accent_dwer.csv", keep_default_na=False, na_values=[""])) \
+    if (tabs / "table4_accent_dwer.csv").is_file() else Markdown("_No accent groups: Table 4 not made._")
+
+# %% [markdown]
+# **Figure 5 · ΔWER by accent group** (95 % CI). `figures/figure5_accent_degradation.pdf`
+
+# %%
+rt.show_figure(ws.results, "figure5_accent_degradation")
+
+# %% [markdown]
+# ## The steering prompt (Table 5, Figure 6)
+#
+# **Table 5 · Residual Effect Ratio of the steering prompt.** RER = Δ(steering) / (Δ(baseline) +
+# 1e-9) on the same stimuli, as the authors compute it; KWS with both |Δ| below 1 pp → RER = 1.
+# RER < 1 means the prompt reduced the noise effect only when Δ(baseline) is clearly positive: the
+# flag column marks Δ(baseline) ≤ 0 (the ratio's sign is inverted) or < 1 pp (an unstable ratio of
+# small numbers). The 95 % interval (ours) resamples items; resamples whose Δ(baseline) is below
+# 1 pp are unusable, and with more than 5 % unusable (or fewer than 10 items) no interval is given.
+# For Whisper the prompt is the decoder's initial prompt (a lexical prior, not an instruction).
+# `tables/table5_prompt_steering_rer.csv`
+
+# %%
+rt.table5_display(pd.read_csv(tabs / "table5_prompt_steering_rer.csv", keep_default_na=False, na_values=[""])) \
+    if (tabs / "table5_prompt_steering_rer.csv").is_file() else Markdown("_No steering scores: Table 5 not made._")
+
+# %% [markdown]
+# **Figure 6 · Residual Effect Ratio per model and task** (95 % CI; 1 = the prompt changed
+# nothing). `figures/figure6_prompt_steering_rer.pdf`
+
+# %%
+rt.show_figure(ws.results, "figure6_prompt_steering_rer")
+
+# %% [markdown]
+# ## Speech recognition per condition
+#
+# **Table R2 · ASR by SNR, pooled over backgrounds** (and the clean stimuli), per model.
+# `tables/conditions_asr.csv`
+
+# %%
+rt.condition_display(tables["asr"], ["clean", "overall", "snr"])
+
+# %% [markdown]
+# **Table R3 · ASR by background, pooled over SNRs.**
+
+# %%
+rt.condition_display(tables["asr"], "background")
+
+# %% [markdown]
+# **Table R4 · ASR in every condition (background × SNR)**, collapsed in the report.
+
+# %%
+rt.condition_display(tables["asr"], "condition",
+                     collapsed=f"Show all {int((tables['asr']['scope'] == 'condition').sum())} ASR conditions")
+
+# %% [markdown]
+# **Table R5 · The ten ASR stimuli that got worst** (largest ΔWER against the clean version of the
+# same item; responses cut to 30 words, "… +N words").
+
+# %%
+rt.worst_display(scores["asr"], "asr")
+
+# %% [markdown]
+# ## Keyword spotting per condition
+#
+# **Table R6 · KWS by SNR, pooled over backgrounds** (and the clean clips), per model.
+# `tables/conditions_kws.csv`
+
+# %%
+rt.condition_display(tables["kws"], ["clean", "overall", "snr"])
+
+# %% [markdown]
+# **Table R7 · KWS by background, pooled over SNRs.**
+
+# %%
+rt.condition_display(tables["kws"], "background")
+
+# %% [markdown]
+# **Table R8 · KWS in every condition (background × SNR)**, collapsed in the report.
+
+# %%
+rt.condition_display(tables["kws"], "condition",
+                     collapsed=f"Show all {int((tables['kws']['scope'] == 'condition').sum())} KWS conditions")
+
+# %% [markdown]
+# **Table R9 · KWS clips recognised when clean and missed when noisy**, mildest SNR first, one per
+# item before any item's second.
+
+# %%
+rt.worst_display(scores["kws"], "kws")
+
+# %% [markdown]
+# ## Steering-prompt tasks per SNR
+#
+# **Table R10 · ASR with the steering prompt, by SNR.** `tables/conditions_asr_steer_p5.csv`
+
+# %%
+rt.condition_display(tables["asr_steer_p5"], ["clean", "overall", "snr"]) if "asr_steer_p5" in tables \
+    else Markdown("_asr_steer_p5 was not scored in this run._")
+
+# %% [markdown]
+# **Table R11 · KWS with the steering prompt, by SNR.** `tables/conditions_kws_steer_p5.csv`
+
+# %%
+rt.condition_display(tables["kws_steer_p5"], ["clean", "overall", "snr"]) if "kws_steer_p5" in tables \
+    else Markdown("_kws_steer_p5 was not scored in this run._")
+
+# %% [markdown]
+# ## Silent background segments
+#
+# A background that is partly digital silence (ESC-50 clips are zero-padded to 5 s) can leave a
+# stimulus effectively clean. Such rows (`bg_active` false, measured at stage 5) stay in every
+# number above, as the authors' mixer made them. **Table R12 · Noisy rows whose background segment
+# was silent, per task and background**; `tables/conditions_<task>_bg_active.csv` repeats the
 # per-condition analysis without them.
 
 # %%
-from aiplib.conditions import inactive_background_rows, write_active_only_tables
-from aiplib.figures import load_scores
+inactive = cond.inactive_background_rows(scores)
+active_only = cond.write_active_only_tables(ws, scores=scores, **kw)
+display(Markdown(f"{int(inactive['n_inactive'].sum())} noisy rows with a silent background segment; "
+                 f"analysis without them: {', '.join(f'`tables/{p.name}`' for p in active_only.values()) or 'not needed'}."))
+rt.Table(inactive.assign(inactive_share=inactive["inactive_share"].round(3)))
 
-inactive = inactive_background_rows(load_scores(ws, tasks=list(out["conditions"])))
-active_only = write_active_only_tables(ws, n_resamples=n_resamples, seed=seed)
-print(f"{int(inactive['n_inactive'].sum())} noisy rows with a silent background segment; "
-      f"analysis without them: {[str(p) for p in active_only.values()] or 'not needed'}")
-inactive
+# %% [markdown]
+# ## Criteria and the previous run
+#
+# With a criteria file (`criteria`, format in `aiplib/criteria.py`) every criterion is checked
+# against the condition tables; with a previous run (`previous`) the two runs are paired by (model,
+# stimulus id) and every condition that got worse fails (`aiplib.comparison.compare_runs`,
+# written to `tables/comparison.csv`). **Table R13 · Change from the previous run** (clean, overall
+# and per SNR; + = worse).
+
+# %%
+from aiplib.report import check_criteria, compare_runs
+
+failures = check_criteria(ws, criteria or None, previous or None, tables=tables, n_resamples=n_resamples,
+                          seed=seed) if (criteria or previous) else None
+if failures is None:
+    display(Markdown("No criteria file and no previous run were given."))
+elif failures:
+    display(Markdown(f"**FAILED: {len(failures)} problem(s).**\n\n"
+                     + "\n".join(f"- {f['message']}" for f in failures[:200])))
+else:
+    display(Markdown("**PASSED:** every criterion holds"
+                     + (" and no condition got worse than the previous run." if previous else ".")))
+if previous:
+    comparison = compare_runs(previous, ws, **kw)
+    comparison.to_csv(tabs / "comparison.csv", index=False)
+    n = comparison[comparison["scope"] == "condition"]["verdict"].value_counts()
+    display(Markdown(f"Previous run: `{comparison.attrs.get('run_a')}`. Per background × SNR: "
+                     + ", ".join(f"{int(n.get(v, 0))} {v}" for v in cond.VERDICTS) + "."))
+    display(rt.comparison_display(comparison))
+
+# %% [markdown]
+# ## Provenance
+#
+# The run record (`results/provenance.json`): versions, the normaliser, the bootstrap settings,
+# the SHA-256 of each manifest, each model's revision and weights, and the prompt of each task.
+# Every results file gets a JSON sidecar (same name, `.json`) with its SHA-256 and this record.
+
+# %%
+from aiplib.provenance import annotate_results
+
+sidecars = annotate_results(ws, seed=seed, n_resamples=n_resamples, level=0.95,
+                            extra={"min_diff_pp": float(min_diff_pp)})
+rec = json.loads(sidecars[0].read_text())
+Markdown("\n".join(f"- {line}" for line in rt.provenance_lines(rec)))

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -104,51 +106,204 @@ def _scored(root, **kw):
     return ws
 
 
+ROOT = Path(__file__).resolve().parents[1]
+NB09 = ROOT / "notebooks" / "09_make_figures.ipynb"
+
+
+def _analyse(ws, *, n_resamples=200, seed=1):
+    """What notebook 09 computes, without the notebook: figures, condition tables, provenance."""
+    figures.make_all_figures(ws, n_resamples=100, formats=("png", "pdf"))
+    paths = cond.write_condition_tables(ws, n_resamples=n_resamples, seed=seed)
+    provenance.annotate_results(ws, seed=seed, n_resamples=n_resamples, level=0.95)
+    return paths
+
+
 @pytest.fixture(scope="module")
 def run_a(tmp_path_factory):
     ws = _scored(tmp_path_factory.mktemp("run_a"), insert=0.3)
-    figures.make_all_figures(ws, n_resamples=100, formats=("png",))
-    out = report.build_report(ws, n_resamples=200, seed=1)
-    return ws, out
+    return ws, {"conditions": _analyse(ws)}
 
 
 @pytest.fixture(scope="module")
 def run_worse(tmp_path_factory):
     """Same manifests as run_a, twice the error probability."""
     ws = _scored(tmp_path_factory.mktemp("run_worse"), seed=5, effect=2.0, insert=0.3)
-    report.build_report(ws, n_resamples=200, seed=1)
+    cond.write_condition_tables(ws, n_resamples=200, seed=1)
+    provenance.annotate_results(ws, seed=1, n_resamples=200, level=0.95)
     return ws
 
 
-# ------------------------------------------------------------------------------------ report
-def test_report_written_with_intervals_verdicts_figures(run_a):
-    ws, out = run_a
+def _execute_09(ws, tmp_path, **params):
+    """Run notebook 09 on ``ws`` with papermill, as `make 09` does; the executed copy's path."""
+    import papermill as pm
+
+    out = tmp_path / "09_make_figures.ipynb"
+    env = {"AIP_DATA_ROOT": str(ws.root.parent), "AIP_PROFILE": ws.profile}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        pm.execute_notebook(str(NB09), str(out), parameters={"profile": ws.profile, **params},
+                            cwd=str(NB09.parent), progress_bar=False, log_output=False)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return out
+
+
+# ------------------------------------------------------------------------ rendering (fast)
+def _fake_executed(results, fig_names):
+    """An executed notebook shaped like 09: title, parameters, a printed path, a table, figures."""
+    import base64
+
+    import nbformat
+    from aiplib.report_tables import Table
+
+    v4 = nbformat.v4
+    t = Table(pd.DataFrame({"condition": ["all @ 0 dB"], "verdict": ["worse"]}))
+    cells = [v4.new_markdown_cell("# 9 · Results\n\nIntro."),
+             v4.new_code_cell("profile = 'demo'", metadata={"tags": ["parameters"]}),
+             v4.new_code_cell("print(ws.root)", outputs=[v4.new_output("stream", name="stdout",
+                                                                         text="/secret/path\n")]),
+             v4.new_markdown_cell("## Summary\n\n**Table R1 · caption.**"),
+             v4.new_code_cell("t", outputs=[v4.new_output(
+                 "execute_result", execution_count=1,
+                 data={"text/html": t._repr_html_(), "text/markdown": t._repr_markdown_(),
+                       "text/plain": repr(t)})])]
+    for name in fig_names:
+        png = base64.b64encode((results / "figures" / f"{name}.png").read_bytes()).decode()
+        cells += [v4.new_markdown_cell(f"## {name}\n\n**Figure · {name}.**"),
+                  v4.new_code_cell("show", outputs=[v4.new_output(
+                      "display_data", data={"image/png": png, "text/plain": "<Image>"},
+                      metadata={"aip_file": f"figures/{name}.png"})])]
+    p = results.parent / "executed" / "09_make_figures.ipynb"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(v4.new_notebook(cells=cells), p)
+    return p
+
+
+def test_render_report_self_contained_with_toc_and_links(run_a, tmp_path):
+    import base64
+
+    ws, _ = run_a
+    names = sorted(p.stem for p in (ws.results / "figures").glob("*.png"))
+    assert len(names) == 6                               # Figures 2-7 of the synthetic run
+    out = report.render_report(_fake_executed(ws.results, names), ws.results)
+    page = out["report_html"].read_text()
+    # every figure is embedded as a data: URI, byte for byte
+    for name in names:
+        b64 = base64.b64encode((ws.results / "figures" / f"{name}.png").read_bytes()).decode()
+        assert f'src="data:image/png;base64,{b64}"' in page
+    imgs = re.findall(r'<img[^>]*>', page)
+    assert out["figures"] == len(imgs) == 6
+    assert [re.search(r'alt="([^"]*)"', i).group(1) for i in imgs] == names
+    # table of contents: Summary, six figure sections, Files = 8 anchors, each to a heading
+    toc = page[page.index('<nav class="aip-toc">'):page.index("</nav>")]
+    anchors = re.findall(r'href="#([^"]+)"', toc)
+    assert len(anchors) == len(out["toc"]) == 1 + 6 + 1
+    for a in anchors:
+        assert f'id="{a}"' in page
+    assert page.index("aip-toc") < page.index('id="Summary"')   # TOC before the first section
+    # every CSV and PDF under results/ is linked from the Files section
+    files = sorted(p.relative_to(ws.results).as_posix() for p in ws.results.rglob("*")
+                   if p.suffix in (".csv", ".pdf"))
+    assert out["files"] == files and len(files) > 10
+    for f in files:
+        assert f'href="{f}"' in page
+    # no code, no printed text, no parameters, no remote scripts
+    assert "/secret/path" not in page and "print(ws.root)" not in page
+    assert "profile = " not in page
+    assert not re.search(r'<script[^>]*src="https?://', page)
+    assert '<td class="worse">worse</td>' in page
+    # a copy in another folder has no relative image link left
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    shutil.copy(out["report_html"], other / "report.html")
+    srcs = re.findall(r'<img[^>]*\ssrc="([^"]*)"', (other / "report.html").read_text())
+    assert len(srcs) == 6 and all(src.startswith("data:image/png;base64,") for src in srcs)
+    # Markdown: the pipe table, figures linked to their PNG files, the TOC
     md = out["report_md"].read_text()
-    html = out["report_html"].read_text()
-    assert out["report_md"] == ws.results / "report.md"
-    assert out["report_html"] == ws.results / "report.html"
-    for task in ("asr", "kws", "asr_steer_p5", "kws_steer_p5"):
-        assert f"## Task {task} " in md
-        assert out["conditions"][task] == ws.results / "tables" / f"conditions_{task}.csv"
-    assert "ΔWER pp [95% CI]" in md and "ΔAcc pp [95% CI]" in md
-    assert "| worse |" in md and "sign_item_means" in md and "mcnemar_exact" in md
-    assert "The ten stimuli that got worst" in md
-    for name in ("figure4_background_ranking", "figure7_snr_performance",
-                 "figure3_descriptor_correlations", "figure5_accent_degradation"):
-        assert f"](figures/{name}.png)" in md
-        assert f'<img src="figures/{name}.png"' in html
-    assert html.startswith("<!DOCTYPE html>") and '<td class="worse">worse</td>' in html
-    assert "<details>" in html and "Descriptors vs degradation (Table 2)" in html
-    assert "Δ(steering) / (Δ(baseline) + 1e-9)" in md       # Table 5 rule stated
+    assert "| condition | verdict |\n|---|---|\n| all @ 0 dB | worse |" in md
+    for name in names:
+        assert f"![{name}](figures/{name}.png)" in md
+    assert "- [Summary](#summary)" in md and "/secret/path" not in md
+    rep = json.loads(out["sidecar"].read_text())["provenance"]
+    assert {f["file"] for f in rep["files"]} == {"report.md", "report.html"}
+
+
+def test_render_report_refuses_unexecuted_notebook(tmp_path):
+    with pytest.raises(AiplibError, match="no outputs"):
+        report.render_report(NB09, tmp_path / "results")   # the tracked notebook has no outputs
+    with pytest.raises(AiplibError, match="does not exist"):
+        report.render_report(tmp_path / "absent.ipynb", tmp_path / "results")
+
+
+def test_cap_words_and_worst_table_caps_looping_response():
+    from aiplib.report_tables import cap_words, worst_display
+
+    assert cap_words("a b c d", 2) == "a b … +2 words"
+    assert cap_words("a b c", 2) == "a b … +1 word" and cap_words("a b", 2) == "a b"
+    assert cap_words(None) == "" and cap_words(float("nan")) == ""
+    loop = "go to the left and " * 40                    # 200 words
+    s = pd.DataFrame({
+        "model": ["m"] * 2, "task": ["asr"] * 2, "item_id": ["i1"] * 2,
+        "stimulus_id": ["i1_clean", "i1_bg1_snr0"], "bg_id": ["clean", "bg1"],
+        "snr_db": [np.nan, 0.0], "reference": ["go to the left"] * 2,
+        "response": ["go to the left", loop], "wer": [0.0, 49.0], "delta_wer": [np.nan, 49.0]})
+    t = worst_display(s, "asr").df
+    assert t.loc[0, "noisy response"] == " ".join(loop.split()[:30]) + " … +170 words"
+    assert t.loc[0, "background @ SNR"] == "bg1 @ 0 dB" and t.loc[0, "ΔWER pp"] == "4900.0"
+    assert "model" not in t.columns                      # one model: no model column
+
+
+# ------------------------------------------------------------- notebook 09 end to end (slow)
+@pytest.mark.slow
+def test_notebook_09_is_the_report(run_a, run_worse, tmp_path):
+    """Notebook 09 executed by papermill on a run worse than run_a (with criteria), then
+    rendered: every section, caption, figure and table of the Results is in the report."""
+    ws_a, _ = run_a
+    crit = tmp_path / "criteria.json"
+    crit.write_text(json.dumps([{"task": "asr", "measure": "wer_pp", "max": 1000}]))
+    nb = _execute_09(run_worse, tmp_path, n_resamples=200, seed=1, criteria=str(crit),
+                     previous=str(ws_a.root))
+    out = report.render_report(nb, run_worse.results)
+    md, page = out["report_md"].read_text(), out["report_html"].read_text()
+    assert out["figures"] == len(re.findall(r'<img[^>]*src="data:image/png;base64,', page)) == 6
+    heads = [t for _, _, t in out["toc"]]
+    assert heads[:3] == ["How the numbers are made", "Summary",
+                         "Performance against SNR (Figure 7)"]
+    assert heads[-1] == "Files" and len(heads) == 14
+    # each figure sits in its own section, right under its caption
+    for cap, name in [("Figure 7 · Mean per-utterance WER", "figure7_snr_performance"),
+                      ("Figure 4 · Backgrounds ranked", "figure4_background_ranking")]:
+        i, j = md.index(cap), md.index(f"](figures/{name}.png)")
+        assert i < j < md.index("\n## ", i)
+    for caption in ("Table R1 · Each task and model", "Table 2 · Spearman r_s",
+                    "Table 4 · Mean ΔWER per model and accent group",
+                    "RER = Δ(steering) / (Δ(baseline) +", "Table R5 · The ten ASR stimuli",
+                    "Table R13 · Change from the previous run"):
+        assert caption in md
+    assert "ΔWER pp [95% CI]" in md and "ΔAcc pp [95% CI]" in md and "mcnemar_exact" in md
     assert "coarse conditions" in md and "robust (noisy)" in md
-    assert "Accent groups (Table 4)" in md and "mean ΔWER pp [95% CI]" in md
-    # the worst ASR stimulus of the report is the top row of worst_stimuli, with its texts
-    w = report.worst_stimuli(figures.load_scores(ws)["asr"], "asr")
+    assert '<td class="worse">worse</td>' in page and "<details>" in page
+    # the worst ASR stimulus of the report is the top row of worst_stimuli, with its reference
+    w = report.worst_stimuli(figures.load_scores(run_worse)["asr"], "asr")
     assert len(w) == 10 and w["delta_wer_pp"].is_monotonic_decreasing
     assert w["reference"].iloc[0] in md and w["stimulus_id"].iloc[0] in md
-    assert out["failures"] == [] and out["comparison"] is None
+    # settings of this run and the comparison with run_a: worse, so the regression check fails
+    assert "200 bootstrap resamples, seed 1" in md
+    assert "**FAILED:" in md and "worse than the previous run" in md
+    assert (run_worse.results / "tables" / "comparison.csv").is_file()
+    t = pd.read_csv(run_worse.results / "tables" / "conditions_asr.csv")
+    assert (t.seed == 1).all() and (t.n_resamples == 200).all()
+    rec = json.loads((run_worse.results / "provenance.json").read_text())
+    assert rec["analysis"] == {"seed": 1, "n_resamples": 200, "level": 0.95}
+    assert "print(ws.root)" not in page and str(run_worse.root) not in md
 
 
+# ------------------------------------------------------------------------- condition tables
 def test_condition_table_file_has_intervals(run_a):
     ws, out = run_a
     t = pd.read_csv(out["conditions"]["asr"])
@@ -170,7 +325,6 @@ def test_provenance_and_sidecars(run_a):
     from aiplib.prompts import PROMPTS, TASKS
 
     rec = json.loads((ws.results / "provenance.json").read_text())
-    assert out["provenance"] == ws.results / "provenance.json"
     assert rec["normalizer"]["name"] == NORMALIZER_NAME
     assert rec["normalizer"]["version"] == NORMALIZER_VERSION
     assert rec["manifests"]["asr"]["sha256"] == manifest_hash(ws, "asr")
@@ -195,8 +349,6 @@ def test_provenance_and_sidecars(run_a):
         assert prov["normalizer"]["version"] == NORMALIZER_VERSION and prov["analysis"]["seed"] == 1
     scores_side = json.loads((ws.results / "scores" / "asr.json").read_text())
     assert "n_errors" in scores_side and "normalizer" in scores_side   # scoring keys kept
-    rep = json.loads((ws.results / "report.json").read_text())["provenance"]
-    assert {f["file"] for f in rep["files"]} == {"report.md", "report.html"}
 
 
 def test_write_sidecar_merges_and_rejects(tmp_path):
@@ -234,10 +386,9 @@ def test_compare_detects_worse_run_and_reads_results_copy(run_a, run_worse, tmp_
     k = c[(c.scope == "condition") & (c.task == "kws")]
     assert set(k["test"]) == {"mcnemar_exact"}
     assert (c[c.scope == "clean"]["verdict"] != "worse").all()   # clean output unchanged
-    out = report.build_report(run_worse, previous=prev, n_resamples=100)
-    assert out["comparison"].is_file()
-    assert "Comparison with the previous run" in out["report_md"].read_text()
-    assert any(f["kind"] == "regression" for f in out["failures"])
+    fails = report.check_criteria(run_worse, None, prev, n_resamples=100)
+    assert any(f["kind"] == "regression" for f in fails)
+    assert all(f["kind"] == "regression" for f in fails)
 
 
 def test_compare_refuses_different_manifest(run_a, tmp_path):
@@ -365,8 +516,11 @@ def test_table2_constant_descriptor_and_bh(tmp_path):
         hand = np.full(p.shape, np.nan)
         hand[np.flatnonzero(fin)[order]] = q
         np.testing.assert_allclose(g["p_bh"].to_numpy(float), hand)
-    out = report.build_report(ws, n_resamples=100)
-    assert "constant column" in out["report_md"].read_text()
+    from aiplib.report_tables import table2_display
+
+    shown = table2_display(t2).df
+    assert shown[shown.descriptor == "rms_variance"]["note"].str.contains("constant").all()
+    assert (shown[shown.descriptor == "rms_variance"]["r_s [95% CI]"] == "–").all()
 
 
 def test_constant_degradation_column_gives_nan_note():
@@ -383,11 +537,11 @@ def test_constant_degradation_column_gives_nan_note():
 
 # ------------------------------------------------------------------------------------ timing
 @pytest.mark.slow
-def test_demo_sized_conditions_and_report_under_60_s(tmp_path):
+def test_demo_sized_condition_tables_under_60_s(tmp_path):
     import time
 
     ws = make_run(tmp_path, n_asr=28, n_kws=30, models=("m_a",))
     score_inference(ws)
     t0 = time.perf_counter()
-    report.build_report(ws)                               # default 2000 resamples
+    cond.write_condition_tables(ws)                       # default 2000 resamples
     assert time.perf_counter() - t0 < 60
