@@ -2,7 +2,7 @@
 
 Plain functions over the workspace files (``manifests/``, ``descriptors/``, ``inference/``,
 ``results/scores/``), no widget code (:mod:`aiplib.widgets` draws the interface, :mod:`aiplib.listen`
-makes the WAV bytes and spectrograms). Nothing is written. What is reused, not re-implemented:
+rebuilds a stimulus's signals and makes the WAV bytes and spectrograms). Nothing is written. What is reused, not re-implemented:
 
 * manifests: :func:`aiplib.manifests.read_manifest_csv` and scoring's column view (``item_id``,
   ``bg_id``, ``snr_db``, ``reference``); inference rows: :func:`aiplib.inference.read_results`;
@@ -21,12 +21,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .audio import SR
 from .errors import AiplibParameterError
-from .mixing import materialize, mix_components
 from .scoring import task_family
 
-__all__ = ["available_tasks", "available_models", "manifest_row", "stimulus_audio", "lookup_response",
+__all__ = ["available_tasks", "available_models", "lookup_response",
            "word_diff", "cap_words", "WORST_COLUMNS", "worst_cases", "background_table",
            "descriptor_label", "summarise_sources", "under_papermill"]
 
@@ -129,89 +127,6 @@ def available_models(ws, task: str) -> list[str]:
     if sc is not None and "model" in sc.columns:
         models |= set(sc["model"].astype(str))
     return sorted(models)
-
-
-# ------------------------------------------------------------------------------------------- audio
-def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
-    """The manifest row of one stimulus.
-
-    Parameters
-    ----------
-    ws : aiplib.workspace.Workspace
-    family : {"asr", "kws"}
-    item_id, bg_id : str
-        ``bg_id`` is a background id of the battery, or ``"clean"``.
-    snr_db : float, optional
-        SNR in dB; ignored (and may be None) for ``bg_id == "clean"``.
-
-    Returns
-    -------
-    dict
-        The manifest's fields plus ``stimulus_id, item_id, bg_id, snr_db, reference``.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``manifests/<family>.csv`` does not exist (run stage 5).
-    AiplibParameterError
-        If no row matches (the message lists the valid values).
-    """
-    m = _need_manifest(ws, family)
-    sel = m[(m["item_id"] == str(item_id)) & (m["bg_id"] == str(bg_id))]
-    if sel.empty:
-        items, bgs = sorted(m["item_id"].unique()), sorted(m["bg_id"].unique())
-        raise AiplibParameterError(f"no {family} stimulus for item {item_id!r}, background {bg_id!r}; "
-                                   f"items: {', '.join(items[:10])}{' …' if len(items) > 10 else ''}; "
-                                   f"backgrounds: {', '.join(bgs)}")
-    if bg_id != "clean":
-        if snr_db is None:
-            raise AiplibParameterError(f"snr_db is required for background {bg_id!r}")
-        hit = sel[np.isclose(sel["snr_db"].astype(float), float(snr_db))]
-        if hit.empty:
-            raise AiplibParameterError(f"no {family} stimulus for item {item_id!r}, background {bg_id!r} "
-                                       f"at {snr_db} dB; SNRs: {sorted(sel['snr_db'].astype(float).unique())}")
-        sel = hit
-    return sel.iloc[0].to_dict()
-
-
-def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
-    """The three signals of one stimulus, mixed on the fly from the manifest.
-
-    Parameters
-    ----------
-    ws : aiplib.workspace.Workspace
-    family : {"asr", "kws"}
-    item_id, bg_id : str
-        ``bg_id`` may be ``"clean"``.
-    snr_db : float, optional
-        SNR in dB (ignored for clean).
-
-    Returns
-    -------
-    dict with keys
-        ``row`` (dict, :func:`manifest_row`), ``stimulus_id`` (str), ``sr`` (16000 Hz),
-        ``mixture`` (np.ndarray [shape=(n,)], float32: exactly ``materialize(row, ws)[0]``),
-        ``clean`` (float32 (n,): ``materialize(clean_row, ws)[0]``, the item's speech at −23
-        LUFS), ``background`` (float32 (n,): the background part *as mixed*,
-        :func:`aiplib.mixing.mix_components`; None for clean), ``info`` (:class:`aiplib.mixing.MixInfo`).
-
-    Notes
-    -----
-    The mixture is computed in float64 and cast to float32 (the authors' mixer), so
-    ``clean + background`` equals the mixture to within float32 rounding.
-
-    Raises
-    ------
-    FileNotFoundError, AiplibParameterError
-        As :func:`manifest_row`.
-    AudioFileError
-        If a speech or background file is missing or unreadable.
-    """
-    row = manifest_row(ws, family, item_id, bg_id, snr_db)
-    parts = mix_components(row, ws)
-    clean = parts["mixture"] if bg_id == "clean" else materialize(manifest_row(ws, family, item_id, "clean"), ws)[0]
-    return dict(row=row, stimulus_id=str(row["stimulus_id"]), sr=SR, mixture=parts["mixture"], clean=clean,
-                background=None if bg_id == "clean" else parts["background"], info=parts["info"])
 
 
 # ----------------------------------------------------------------------------------------- results

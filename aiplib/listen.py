@@ -1,4 +1,7 @@
-"""Notebook 10, audio side: the players' WAV bytes and the clean | mixture spectrograms.
+"""Notebook 10, audio side: a stimulus's three signals, the players' WAV bytes, the spectrograms.
+
+Every stimulus is rebuilt from its manifest row with :func:`aiplib.mixing.materialize` /
+:func:`aiplib.mixing.mix_components` (never read from a bulk file).
 
 No widget code here (:mod:`aiplib.widgets` draws the interface); every function is checked on
 values by ``tests/test_widgets.py``.
@@ -17,8 +20,10 @@ import numpy as np
 
 from .audio import SR, valid_audio
 from .errors import AiplibParameterError
+from .explore import _need_manifest
+from .mixing import materialize, mix_components
 
-__all__ = ["AUDIO_SUBTYPE", "MEL_SETTINGS", "wav_bytes", "decode_wav", "log_mel", "signals_figure_png"]
+__all__ = ["AUDIO_SUBTYPE", "MEL_SETTINGS", "manifest_row", "stimulus_audio", "wav_bytes", "decode_wav", "log_mel", "signals_figure_png"]
 
 AUDIO_SUBTYPE = "FLOAT"
 """Subtype of the WAV bytes given to the players: 32-bit IEEE float, lossless for float32."""
@@ -26,6 +31,88 @@ AUDIO_SUBTYPE = "FLOAT"
 MEL_SETTINGS = dict(n_fft=400, hop_length=160, n_mels=64, fmin=0.0, fmax=8000.0, top_db=80.0)
 """Log-mel spectrogram of the explorer: 25 ms windows, 10 ms hop, 64 mel bands up to 8 kHz,
 dB relative to the loudest bin, floored 80 dB below it."""
+
+
+def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
+    """The manifest row of one stimulus.
+
+    Parameters
+    ----------
+    ws : aiplib.workspace.Workspace
+    family : {"asr", "kws"}
+    item_id, bg_id : str
+        ``bg_id`` is a background id of the battery, or ``"clean"``.
+    snr_db : float, optional
+        SNR in dB; ignored (and may be None) for ``bg_id == "clean"``.
+
+    Returns
+    -------
+    dict
+        The manifest's fields plus ``stimulus_id, item_id, bg_id, snr_db, reference``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``manifests/<family>.csv`` does not exist (run stage 5).
+    AiplibParameterError
+        If no row matches (the message lists the valid values).
+    """
+    m = _need_manifest(ws, family)
+    sel = m[(m["item_id"] == str(item_id)) & (m["bg_id"] == str(bg_id))]
+    if sel.empty:
+        items, bgs = sorted(m["item_id"].unique()), sorted(m["bg_id"].unique())
+        raise AiplibParameterError(f"no {family} stimulus for item {item_id!r}, background {bg_id!r}; "
+                                   f"items: {', '.join(items[:10])}{' …' if len(items) > 10 else ''}; "
+                                   f"backgrounds: {', '.join(bgs)}")
+    if bg_id != "clean":
+        if snr_db is None:
+            raise AiplibParameterError(f"snr_db is required for background {bg_id!r}")
+        hit = sel[np.isclose(sel["snr_db"].astype(float), float(snr_db))]
+        if hit.empty:
+            raise AiplibParameterError(f"no {family} stimulus for item {item_id!r}, background {bg_id!r} "
+                                       f"at {snr_db} dB; SNRs: {sorted(sel['snr_db'].astype(float).unique())}")
+        sel = hit
+    return sel.iloc[0].to_dict()
+
+
+def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
+    """The three signals of one stimulus, mixed on the fly from the manifest.
+
+    Parameters
+    ----------
+    ws : aiplib.workspace.Workspace
+    family : {"asr", "kws"}
+    item_id, bg_id : str
+        ``bg_id`` may be ``"clean"``.
+    snr_db : float, optional
+        SNR in dB (ignored for clean).
+
+    Returns
+    -------
+    dict with keys
+        ``row`` (dict, :func:`manifest_row`), ``stimulus_id`` (str), ``sr`` (16000 Hz),
+        ``mixture`` (np.ndarray [shape=(n,)], float32: exactly ``materialize(row, ws)[0]``),
+        ``clean`` (float32 (n,): ``materialize(clean_row, ws)[0]``, the item's speech at −23
+        LUFS), ``background`` (float32 (n,): the background part *as mixed*,
+        :func:`aiplib.mixing.mix_components`; None for clean), ``info`` (:class:`aiplib.mixing.MixInfo`).
+
+    Notes
+    -----
+    The mixture is computed in float64 and cast to float32 (the authors' mixer), so
+    ``clean + background`` equals the mixture to within float32 rounding.
+
+    Raises
+    ------
+    FileNotFoundError, AiplibParameterError
+        As :func:`manifest_row`.
+    AudioFileError
+        If a speech or background file is missing or unreadable.
+    """
+    row = manifest_row(ws, family, item_id, bg_id, snr_db)
+    parts = mix_components(row, ws)
+    clean = parts["mixture"] if bg_id == "clean" else materialize(manifest_row(ws, family, item_id, "clean"), ws)[0]
+    return dict(row=row, stimulus_id=str(row["stimulus_id"]), sr=SR, mixture=parts["mixture"], clean=clean,
+                background=None if bg_id == "clean" else parts["background"], info=parts["info"])
 
 
 def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:

@@ -30,88 +30,17 @@ import ipywidgets as W
 
 from .audio import SR
 from .errors import AiplibParameterError
-from .explore import (available_models, available_tasks, background_table, cap_words, descriptor_label,
-                      lookup_response, stimulus_audio, word_diff, worst_cases, _manifest)
-from .listen import signals_figure_png, wav_bytes
+from .explore import (available_models, available_tasks, background_table, cap_words, lookup_response,
+                      worst_cases, _manifest)
+from .explore_html import (CAP_WORDS, CSS, bg_info_html, bg_table_html, col_header, metrics_html,
+                           response_html)
+from .listen import signals_figure_png, stimulus_audio, wav_bytes
 from .scoring import task_family
 
-__all__ = ["CAP_WORDS", "Explorer", "ExplorerWidget", "explorer"]
-
-CAP_WORDS = 40
-"""Words of a response shown before the "… +N words" toggle."""
+__all__ = ["Explorer", "ExplorerWidget", "explorer"]
 
 _NO_MODEL = ""
 _AS_RANKED = "(as ranked)"
-_CSS = """<style>
-.aip-explorer .aip-sub{background:#ffe0b2;border-bottom:2px solid #e65100}
-.aip-explorer .aip-ins{background:#c8e6c9;border-bottom:2px solid #2e7d32}
-.aip-explorer .aip-del::before{content:attr(data-w);text-decoration:line-through;color:#b71c1c}
-.aip-explorer .aip-resp-table{width:100%;border-collapse:collapse;font-size:13px}
-.aip-explorer .aip-resp-table th{text-align:left;white-space:nowrap;padding:2px 1em 2px 0;vertical-align:top;width:9em}
-.aip-explorer .aip-resp-table td{overflow-wrap:anywhere;padding:2px 0}
-.aip-explorer details.aip-more{display:inline}
-.aip-explorer details.aip-more summary{display:inline;cursor:pointer;color:#1565c0}
-.aip-explorer .aip-bg-table-inner th{white-space:nowrap;position:sticky;top:0;background:#f4f4f4;padding:2px 6px;font-weight:600}
-.aip-explorer .aip-bg-table-inner td{white-space:nowrap;padding:1px 6px}
-.aip-explorer .aip-worst-case button, .aip-explorer button.aip-worst-case{font-family:monospace}
-</style>"""
-
-
-def _fmt(v, spec: str = ".3f", none: str = "–") -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return none
-    return format(v, spec)
-
-
-def _col_header(c: str) -> str:
-    """Readable header of a background-table column (HTML)."""
-    from .descriptors import DESCRIPTORS
-
-    if c in DESCRIPTORS:
-        label, unit = descriptor_label(c)
-        return f"{html.escape(label)}<br><small>{html.escape(unit)}</small>"
-    if c == "mean_degradation_pp":
-        return "Figure 4 key<br><small>mean of ASR, KWS (pp)</small>"
-    if c.endswith("_delta_wer_pp") or c.endswith("_delta_acc_pp"):
-        task = c.rsplit("_delta_", 1)[0]
-        what = "ΔWER" if c.endswith("_wer_pp") else "ΔAcc"
-        name = task.upper() if task in ("asr", "kws") else task
-        return f"{html.escape(name)} {what}<br><small>pp, pooled</small>"
-    return html.escape(c.replace("_", " "))
-
-
-def _diff_html(tokens, cap: int = CAP_WORDS) -> str:
-    """A response marked against its reference (:func:`aiplib.explore.word_diff`), cut after ``cap``
-    response words; deleted reference words are shown by CSS only, so the span's text is the
-    (normalised) response itself."""
-    shown, rest, n = [], [], 0
-    for op, ref, hyp in tokens:
-        if op == "delete":
-            part = f"<span class='aip-del' data-w='{html.escape(ref)}' title='deleted: {html.escape(ref)}'></span>"
-        elif op == "substitute":
-            part = f"<span class='aip-sub' title='reference: {html.escape(ref)}'>{html.escape(hyp)}</span>"
-        elif op == "insert":
-            part = f"<span class='aip-ins' title='inserted'>{html.escape(hyp)}</span>"
-        else:
-            part = html.escape(hyp)
-        if op != "delete":
-            n += 1
-        (shown if n <= cap else rest).append(part)
-    out = f"<span class='aip-response-text'>{' '.join(shown)}</span>"
-    if rest:
-        k = sum(1 for op, _, _ in tokens if op != "delete") - cap
-        out += (f" <details class='aip-more'><summary>… +{k} words</summary>"
-                f"<span class='aip-response-rest'>{' '.join(rest)}</span></details>")
-    return out
-
-
-def _plain_html(text, cap: int = CAP_WORDS, cls: str = "aip-response-text") -> str:
-    words = str(text or "").split()
-    out = f"<span class='{cls}'>{html.escape(' '.join(words[:cap]))}</span>"
-    if len(words) > cap:
-        out += (f" <details class='aip-more'><summary>… +{len(words) - cap} words</summary>"
-                f"{html.escape(' '.join(words[cap:]))}</details>")
-    return out
 
 
 class Explorer:
@@ -197,7 +126,7 @@ class Explorer:
                            W.HBox([self.bg_sort, self.bg_ascending]), self.bg_table],
                           layout=W.Layout(width="100%"))
         bg_panel.add_class("aip-bg-panel")
-        title = W.HTML(_CSS + "<h3 style='margin:0'>Listen and explore — profile "
+        title = W.HTML(CSS + "<h3 style='margin:0'>Listen and explore — profile "
                        f"<code>{html.escape(ws.profile)}</code></h3>")
         self.widget = ExplorerWidget([
             title, self.status,
@@ -341,64 +270,12 @@ class Explorer:
             msg = "" if result["source"] == "scores" else (
                 f"scores not written yet for {task}: WER / correctness computed here from inference/{model}")
         self.status.value = f"<i>{html.escape(msg)}</i>" if msg else ""
-        self.response.value = self._response_html(fam, audio["row"], result, msg)
-        self.metrics.value = self._metrics_html(fam, result)
-        self.bg_info.value = self._bg_info_html(bg_id)
+        self.response.value = response_html(fam, audio["row"], result, msg)
+        self.metrics.value = metrics_html(fam, result)
+        self.bg_info.value = bg_info_html(self._bg_frame(), bg_id)
         self.state = {"stimulus_id": sid, "audio": audio, "result": result, "message": msg}
         if getattr(self, "_table_selected", None) != bg_id:
             self._render_bg_table()
-
-    def _response_html(self, fam, row, result, msg) -> str:
-        ref = html.escape(str(row["reference"]))
-        if fam == "kws":
-            ref += " (target)" if bool(row.get("is_target", True)) else " (non-target)"
-        rows = [("Reference" if fam == "asr" else "Keyword (label)", ref)]
-        found = result is not None and result["found"]
-        if found and result["bg_id"] != "clean":
-            cr = result["clean_response"]
-            rows.append(("Clean response", "–" if cr is None else (
-                _diff_html(word_diff(row["reference"], cr)).replace("aip-response-text", "aip-clean-text")
-                if fam == "asr" else _plain_html(cr, cls="aip-clean-text"))))
-        if not found:
-            rows.append(("Response", f"<span class='aip-response-text aip-no-response'>{html.escape(msg)}</span>"))
-        else:
-            resp = result["response"] or ""
-            rows.append(("Response", _diff_html(word_diff(row["reference"], resp)) if fam == "asr"
-                         else _plain_html(resp)))
-            if result.get("error"):
-                rows.append(("Error", html.escape(result["error"])))
-        body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
-        legend = ("" if fam != "asr" or not found else
-                  "<div style='font-size:11px;color:#555'>responses as scored (normalised words): "
-                  "<span class='aip-sub'>substituted</span> <span class='aip-ins'>inserted</span> "
-                  "<span class='aip-del' data-w='deleted'></span> reference word</div>")
-        return f"<table class='aip-resp-table'>{body}</table>{legend}"
-
-    @staticmethod
-    def _metrics_html(fam, result) -> str:
-        if result is None or not result["found"]:
-            return ""
-        noisy = result["bg_id"] != "clean"
-        if fam == "asr":
-            parts = [f"WER <b>{_fmt(result['wer'])}</b>"]
-            if not math.isnan(result.get("substitutions", float("nan"))):
-                parts.append(f"S {result['substitutions']:.0f} · D {result['deletions']:.0f} · "
-                             f"I {result['insertions']:.0f} of {result['ref_words']:.0f} reference words")
-            if result.get("is_loop"):
-                parts.append("<b>looping response</b>")
-            if noisy:
-                parts += [f"clean WER {_fmt(result['clean_wer'])}",
-                          f"ΔWER vs clean <b>{_fmt(result['delta_wer'], '+.3f')}</b>"]
-        else:
-            yn = {True: "correct", False: "wrong", None: "–"}
-            parts = [f"first word <b>{html.escape(result['first_word'] or '–')}</b>", yn[result["correct"]]]
-            if noisy:
-                flip = result["delta_acc"]
-                parts += [f"clean: {yn[result['clean_correct']]}",
-                          "–" if isinstance(flip, float) and math.isnan(flip) else
-                          "<b>flip: correct → wrong</b>" if flip > 0 else
-                          "recovered: wrong → correct" if flip < 0 else "no change"]
-        return "<div style='font-size:14px;padding:2px 0'>" + " · ".join(parts) + "</div>"
 
     def _bg_frame(self):
         from pathlib import Path
@@ -410,26 +287,6 @@ class Explorer:
         if getattr(self, "_bg_cache", None) is None or self._bg_cache[0] != stamp:
             self._bg_cache = (stamp, background_table(self.ws))
         return self._bg_cache[1]
-
-    def _bg_info_html(self, bg_id) -> str:
-        from .descriptors import DESCRIPTORS
-
-        if bg_id == "clean":
-            return "<i>clean: no background</i>"
-        table = self._bg_frame()
-        if bg_id not in table.index:
-            return f"<i>{html.escape(bg_id)}: not in the battery table</i>"
-        r = table.loc[bg_id]
-        e = lambda k: html.escape(str(r[k]))  # noqa: E731
-        head = (f"<b>{html.escape(bg_id)}</b> — {e('category')}: {e('description')}<br>licence <b>{e('licence')}</b>"
-                f"; source {e('source_package')} <code title='{e('source_file')}'>{e('sources')}</code>"
-                f"{'; ' + e('attribution') if r['attribution'] else ''}")
-        cells = "".join(
-            f"<tr><td>{html.escape(lab)}</td><td style='text-align:right'>{_fmt(r[d], '.4g')}</td>"
-            f"<td style='color:#555'>{html.escape(unit)}</td></tr>"
-            for d in DESCRIPTORS for lab, unit in [descriptor_label(d)])
-        return (f"{head}<table class='aip-descriptors' style='font-size:12px'><tr><th>descriptor</th><th>value</th>"
-                f"<th>unit</th></tr>{cells}</table>")
 
     def _render_bg_table(self):
         if getattr(self, "_rendering_table", False):  # setting the sort options fires the observer
@@ -447,7 +304,7 @@ class Explorer:
         deg = [c for c in table.columns if c.endswith("_pp")]
         cols = (["rank"] if "rank" in table.columns else []) + deg + ["category"] + list(DESCRIPTORS)
         options = [("Figure 4 order", _AS_RANKED)] + [
-            (_col_header(c).replace("<br><small>", " (").replace("</small>", ")"), c) for c in cols[1:]]
+            (col_header(c).replace("<br><small>", " (").replace("</small>", ")"), c) for c in cols[1:]]
         if list(self.bg_sort.options) != options:
             keep = self.bg_sort.value
             self.bg_sort.options = options
@@ -457,21 +314,8 @@ class Explorer:
             table = table.sort_values(by, ascending=bool(self.bg_ascending.value), kind="stable", na_position="last")
         elif self.bg_ascending.value:
             table = table.iloc[::-1]
-        head = "".join(f"<th title='{html.escape(c)}'>{_col_header(c)}</th>" for c in ["background", *cols])
         sel = self.controls["bg"].value if self.tasks else None
-        body = []
-        for bg, r in table.iterrows():
-            style = " style='background:#ffe9a8'" if bg == sel else ""
-            cells = [f"<td><b>{html.escape(str(bg))}</b></td>"]
-            for c in cols:
-                v = r[c]
-                cells.append(f"<td>{html.escape(str(v))}</td>" if isinstance(v, str) else
-                             f"<td style='text-align:right'>{_fmt(v, '.0f' if c == 'rank' else '+.1f' if c in deg else '.3g')}</td>")
-            body.append(f"<tr class='aip-bg-row' data-bg='{html.escape(str(bg))}'{style}>{''.join(cells)}</tr>")
-        note = "" if deg else "<i>no scores yet: run notebook 08 to rank the backgrounds</i>"
-        self.bg_table.value = (f"{note}<div style='max-height:340px;overflow:auto;font-size:11px'>"
-                               f"<table class='aip-bg-table-inner'><thead><tr>{head}</tr></thead>"
-                               f"<tbody>{''.join(body)}</tbody></table></div>")
+        self.bg_table.value = bg_table_html(table, cols, deg, sel)
         self._table_selected = sel
 
     def _render_worst(self, task, *, force=False):

@@ -29,7 +29,6 @@ from pathlib import Path
 
 import pytest
 
-from aiplib import explore as xd
 from aiplib import listen
 from aiplib.scoring import score_inference
 from test_widgets import make_explorer_workspace
@@ -152,7 +151,7 @@ def test_notebook10_explorer_in_headless_chromium(tmp_path):
     data_root = tmp_path / "data"
     ws = make_explorer_workspace(data_root)
     score_inference(ws)  # results/scores/asr.csv: the worst-case list and the ranked table are filled
-    expected = {(bg, snr): listen.wav_bytes(xd.stimulus_audio(ws, "asr", "a00", bg, snr)["mixture"])
+    expected = {(bg, snr): listen.wav_bytes(listen.stimulus_audio(ws, "asr", "a00", bg, snr)["mixture"])
                 for bg, snr in (("bg00", 10), ("bg05", 10), ("bg05", 0), ("bg03", 0))}
     proc, base, token, log = _start_lab(tmp_path, data_root)
     shots = []

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from aiplib import explore as xd
-from aiplib import listen
+from aiplib import explore_html, listen
 from aiplib import widgets as aw
 from aiplib.descriptors import DESCRIPTORS
 from aiplib.errors import AiplibParameterError
@@ -141,7 +141,7 @@ def row_of(ws, fam, item, bg, snr=None):
 
 # ------------------------------------------------------------------------------------------- audio
 def test_stimulus_audio_is_materialize_sample_for_sample(ws0):
-    a = xd.stimulus_audio(ws0, "asr", "a01", "bg07", 5)
+    a = listen.stimulus_audio(ws0, "asr", "a01", "bg07", 5)
     row = row_of(ws0, "asr", "a01", "bg07", 5)
     y, info = materialize(row, ws0)
     assert a["stimulus_id"] == "a01_bg07_snr5" == row["id"]
@@ -158,7 +158,7 @@ def test_stimulus_audio_is_materialize_sample_for_sample(ws0):
 
 
 def test_stimulus_audio_clean_has_no_background(ws0):
-    a = xd.stimulus_audio(ws0, "kws", "k00", "clean")
+    a = listen.stimulus_audio(ws0, "kws", "k00", "clean")
     assert a["background"] is None
     assert a["stimulus_id"] == "k00_clean"
     assert np.array_equal(a["mixture"], materialize(row_of(ws0, "kws", "k00", "clean"), ws0)[0])
@@ -166,13 +166,13 @@ def test_stimulus_audio_clean_has_no_background(ws0):
 
 def test_stimulus_audio_unknown_stimulus_lists_valid_values(ws0):
     with pytest.raises(AiplibParameterError, match="backgrounds: bg00, bg01"):
-        xd.stimulus_audio(ws0, "asr", "a00", "nope", 5)
+        listen.stimulus_audio(ws0, "asr", "a00", "nope", 5)
     with pytest.raises(AiplibParameterError, match="SNRs"):
-        xd.stimulus_audio(ws0, "asr", "a00", "bg00", 7)
+        listen.stimulus_audio(ws0, "asr", "a00", "bg00", 7)
 
 
 def test_wav_bytes_float32_roundtrip_is_exact_and_pcm16_quantises(ws0):
-    y = xd.stimulus_audio(ws0, "asr", "a00", "bg02", 0)["mixture"]
+    y = listen.stimulus_audio(ws0, "asr", "a00", "bg02", 0)["mixture"]
     data = listen.wav_bytes(y)
     assert data[:4] == b"RIFF" and data[8:12] == b"WAVE"
     back, sr = listen.decode_wav(data)
@@ -487,10 +487,10 @@ def test_explorer_worst_case_button_loads_the_stimulus(ws1):
 
 def test_long_response_is_capped_and_expandable():
     words = " ".join(["left and"] * 50)  # 100 words, a loop
-    h = aw._diff_html(xd.word_diff("go left", words))
-    assert text_of(h, "aip-response-text").split() == words.split()[:aw.CAP_WORDS]
-    assert f"<summary>… +{100 - aw.CAP_WORDS} words</summary>" in h
-    assert text_of(h, "aip-response-rest").split() == words.split()[aw.CAP_WORDS:]
+    h = explore_html.diff_html(xd.word_diff("go left", words))
+    assert text_of(h, "aip-response-text").split() == words.split()[:explore_html.CAP_WORDS]
+    assert f"<summary>… +{100 - explore_html.CAP_WORDS} words</summary>" in h
+    assert text_of(h, "aip-response-rest").split() == words.split()[explore_html.CAP_WORDS:]
 
 
 def test_explorer_without_manifests_says_what_to_run(tmp_path):
