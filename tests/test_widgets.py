@@ -499,3 +499,30 @@ def test_explorer_without_manifests_says_what_to_run(tmp_path):
     ui = aw.explorer(workspace("demo", data_root=tmp_path))
     assert "run notebooks 01–05 first" in ui.explorer.status.value
     assert ui.explorer.controls["task"].disabled
+
+
+def test_notebook10_executed_record_is_small_and_lists_the_worst_cases(tmp_path):
+    """Run by papermill (as ``make``), notebook 10 stores no widget state (< 100 KB) and prints the
+    worst cases as a static table."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from aiplib.scoring import score_inference
+
+    ws = make_explorer_workspace(tmp_path / "data")
+    score_inference(ws)
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "10.ipynb"
+    env = dict(os.environ, AIP_DATA_ROOT=str(tmp_path / "data"), AIP_PROFILE="demo",
+               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    subprocess.run([sys.executable, "-m", "papermill", "--cwd", str(root / "notebooks"),
+                    str(root / "notebooks" / "10_listen_and_explore.ipynb"), str(out), "--log-level", "ERROR"],
+                   check=True, env=env, capture_output=True)
+    assert out.stat().st_size < 100_000
+    nb = json.loads(out.read_text())
+    assert "widgets" not in nb["metadata"]
+    text = "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
+    assert "bg03 @ 0 dB     a00  +2.50" in text and "bird 0 at 0 with delta" in text
+    assert "bg01 @ 5 dB     k00  +1.00" in text and "interactive explorer" in text
