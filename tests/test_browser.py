@@ -6,9 +6,11 @@ inference rows whose responses name their stimulus (``word 0 at 5 with foxtrot``
 background bg05, 5 dB). It opens the notebook, runs all cells from the Run menu, changes the
 background and the SNR in the widget, and checks that the mixture's ``<audio>`` source changes, that
 the bytes it plays are ``wav_bytes(materialize(row))`` of the chosen row, that Chromium decodes them
-(duration of the item), and that the displayed response is the one for that stimulus; then one
-click on the first worst case loads that stimulus. Screenshots go
-to the test's temporary folder. No browser is downloaded: Playwright launches /usr/bin/chromium
+(duration of the item), and that the displayed response is the one for that stimulus. One stimulus
+(a00, bg06, 5 dB) answers with a loop of 88 words: clicking its worst case by the label "bg06 @ 5 dB"
+shows the response cut after 40 words and the metrics block within one screen height (900 px) below
+the players; the "… +N words" toggle opens the rest. Another click, on "bg03 @ 0 dB", loads that
+stimulus. Screenshots go to ``build/browser/`` for a person to look at. No browser is downloaded: Playwright launches /usr/bin/chromium
 (``make setup`` installs it from binder/apt.txt).
 """
 from __future__ import annotations
@@ -29,8 +31,9 @@ from pathlib import Path
 
 import pytest
 
-from aiplib import widgets as aw
-from aiplib.scoring import score_inference
+from aiplib import listen
+from aiplib.explore_html import CAP_WORDS
+from aiplib.scoring import normalize_text, score_inference
 from test_widgets import make_explorer_workspace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +44,9 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 SERVER_START_S = 60
 CELLS_DONE_MS = 90_000
 CHANGE_MS = 30_000
+VIEWPORT = {"width": 1400, "height": 900}
+SHOTS = ROOT / "build" / "browser"
+LOOP = "I'm going to go to the left and " + "left and " * 40  # 88 words
 
 pytestmark = [
     pytest.mark.browser,
@@ -144,22 +150,35 @@ def _mixture_bytes(page) -> tuple[str, bytes, float]:
     return src, base64.b64decode(b64), duration
 
 
+def _make_loop(ws, sid: str = "a00_bg06_snr5") -> None:
+    """Replace one response of the fake ASR model with a looping transcript."""
+    path = ws.inference / "fake_asr" / "asr.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for r in rows:
+        if r["id"] == sid:
+            r["raw"] = LOOP
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
 def test_notebook10_explorer_in_headless_chromium(tmp_path):
     from playwright.sync_api import expect, sync_playwright
 
     t0 = time.monotonic()
     data_root = tmp_path / "data"
     ws = make_explorer_workspace(data_root)
+    _make_loop(ws)
     score_inference(ws)  # results/scores/asr.csv: the worst-case list and the ranked table are filled
-    expected = {(bg, snr): aw.wav_bytes(aw.stimulus_audio(ws, "asr", "a00", bg, snr)["mixture"])
-                for bg, snr in (("bg00", 10), ("bg05", 10), ("bg05", 0), ("bg03", 0))}
+    expected = {(bg, snr): listen.wav_bytes(listen.stimulus_audio(ws, "asr", "a00", bg, snr)["mixture"])
+                for bg, snr in (("bg00", 10), ("bg05", 10), ("bg05", 0))}
+    expected[("a01", "bg03", 0)] = listen.wav_bytes(listen.stimulus_audio(ws, "asr", "a01", "bg03", 0)["mixture"])
+    SHOTS.mkdir(parents=True, exist_ok=True)
     proc, base, token, log = _start_lab(tmp_path, data_root)
     shots = []
     try:
         with sync_playwright() as p:
             ctx = p.chromium.launch_persistent_context(
                 str(tmp_path / "chromium-profile"), executable_path=str(CHROMIUM), headless=True,
-                args=CHROMIUM_FLAGS, viewport={"width": 1600, "height": 2000})
+                args=CHROMIUM_FLAGS, viewport=VIEWPORT)
             try:
                 page = ctx.new_page()
                 page.set_default_timeout(CHANGE_MS)
@@ -191,20 +210,42 @@ def test_notebook10_explorer_in_headless_chromium(tmp_path):
                 src2, wav2, _ = _mixture_bytes(page)
                 assert src2 not in (src0, src1) and wav2 == expected[("bg05", 0)] != wav1
                 expect(page.locator(".aip-bg-info")).to_contain_text("bg05")
-                expect(page.locator(".aip-response")).to_contain_text("+2.000")  # ΔWER vs clean
+                expect(page.locator(".aip-metrics")).to_contain_text("+2.000")  # ΔWER vs clean
+                # the diff's CSS is applied (the HTML widget keeps the <style>): an inserted word is green
+                ins = page.locator(".aip-response .aip-response-text .aip-ins").first
+                assert ins.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(200, 230, 201)"
 
-                # one click on the worst case (a00, bg03, 0 dB: ΔWER 2.5) loads it
-                page.locator(".aip-worst-case").first.click()
-                expect(response).to_have_text("bird 0 at 0 with delta")
+                # the looping worst case, clicked by its background/SNR label
+                page.locator(".aip-worst-case", has_text="bg06 @ 5 dB").click()
+                expect(page.locator(".aip-mixinfo")).to_contain_text("a00_bg06_snr5")
+                words = normalize_text(LOOP).split()  # the response as scored
+                expect(response).to_have_text(" ".join(words[:CAP_WORDS]))
+                more = page.locator(".aip-response details.aip-more summary").first
+                expect(more).to_have_text(f"… +{len(words) - CAP_WORDS} words")
+                expect(page.locator(".aip-metrics")).to_contain_text("looping response")
+                players = page.locator(".aip-players").bounding_box()
+                metrics = page.locator(".aip-metrics").bounding_box()
+                bottom = metrics["y"] + metrics["height"] - players["y"]
+                assert 0 < bottom <= VIEWPORT["height"], f"metrics end {bottom:.0f} px below the players"
+                page.locator(".aip-players").scroll_into_view_if_needed()
+                shots = [SHOTS / "explorer_loop_first_screen.png"]
+                page.screenshot(path=str(shots[-1]))
+                more.click()
+                expect(page.locator(".aip-response .aip-response-rest")).to_be_visible()
+
+                # one click on a worst case by its label (a01, bg03, 0 dB: ΔWER 2.5) loads it
+                page.locator(".aip-worst-case", has_text="bg03 @ 0 dB").click()
+                expect(response).to_have_text("bird 1 at 0 with delta")
                 expect(page.locator(".aip-bg select")).to_have_value("bg03")
                 src3, wav3, _ = _mixture_bytes(page)
-                assert src3 != src2 and wav3 == expected[("bg03", 0)]
+                assert src3 != src2 and wav3 == expected[("a01", "bg03", 0)]
 
-                explorer = page.locator(".aip-explorer")
-                explorer.scroll_into_view_if_needed()
-                shots = [tmp_path / "explorer.png", tmp_path / "jupyterlab.png"]
-                explorer.screenshot(path=str(shots[0]))
-                page.screenshot(path=str(shots[1]))
+                page.locator(".aip-worst-panel").scroll_into_view_if_needed()
+                shots += [SHOTS / "explorer_worst_cases.png"]
+                page.screenshot(path=str(shots[-1]))
+                page.locator(".aip-bg-table").scroll_into_view_if_needed()
+                shots += [SHOTS / "explorer_backgrounds.png"]
+                page.screenshot(path=str(shots[-1]))
             finally:
                 ctx.close()
     finally:

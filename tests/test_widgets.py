@@ -1,4 +1,4 @@
-"""aiplib.widgets: the helpers behind notebook 10's explorer, checked on real values.
+"""aiplib.explore / listen / widgets: notebook 10's explorer, checked on real values.
 
 The workspace is the synthetic one of ``conftest.make_tiny_workspace`` (2 ASR items, 2 KWS clips,
 20 noise backgrounds) with manifests, a made-up descriptor table, and made-up inference rows
@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from aiplib import explore as xd
+from aiplib import explore_html, listen
 from aiplib import widgets as aw
 from aiplib.descriptors import DESCRIPTORS
 from aiplib.errors import AiplibParameterError
@@ -101,6 +103,33 @@ def ws1(tmp_path):
     return make_explorer_workspace(tmp_path)
 
 
+def text_of(markup: str, cls: str) -> str:
+    """The text inside the first element of class ``cls`` (nested tags included), spaces collapsed."""
+    from html.parser import HTMLParser
+
+    class P(HTMLParser):
+        depth, parts = 0, []
+
+        def handle_starttag(self, tag, attrs):
+            if self.depth:
+                self.depth += 1
+            elif cls in (dict(attrs).get("class") or "").split() and not self.parts:
+                self.depth = 1
+
+        def handle_endtag(self, tag):
+            if self.depth:
+                self.depth -= 1
+
+        def handle_data(self, data):
+            if self.depth:
+                self.parts.append(data)
+
+    p = P()
+    p.parts = []
+    p.feed(markup)
+    return " ".join("".join(p.parts).split())
+
+
 def row_of(ws, fam, item, bg, snr=None):
     m = read_manifest(ws, fam)
     sel = m[(m["speech_id"] == item) & (m["background_id"] == bg)]
@@ -112,7 +141,7 @@ def row_of(ws, fam, item, bg, snr=None):
 
 # ------------------------------------------------------------------------------------------- audio
 def test_stimulus_audio_is_materialize_sample_for_sample(ws0):
-    a = aw.stimulus_audio(ws0, "asr", "a01", "bg07", 5)
+    a = listen.stimulus_audio(ws0, "asr", "a01", "bg07", 5)
     row = row_of(ws0, "asr", "a01", "bg07", 5)
     y, info = materialize(row, ws0)
     assert a["stimulus_id"] == "a01_bg07_snr5" == row["id"]
@@ -129,7 +158,7 @@ def test_stimulus_audio_is_materialize_sample_for_sample(ws0):
 
 
 def test_stimulus_audio_clean_has_no_background(ws0):
-    a = aw.stimulus_audio(ws0, "kws", "k00", "clean")
+    a = listen.stimulus_audio(ws0, "kws", "k00", "clean")
     assert a["background"] is None
     assert a["stimulus_id"] == "k00_clean"
     assert np.array_equal(a["mixture"], materialize(row_of(ws0, "kws", "k00", "clean"), ws0)[0])
@@ -137,35 +166,35 @@ def test_stimulus_audio_clean_has_no_background(ws0):
 
 def test_stimulus_audio_unknown_stimulus_lists_valid_values(ws0):
     with pytest.raises(AiplibParameterError, match="backgrounds: bg00, bg01"):
-        aw.stimulus_audio(ws0, "asr", "a00", "nope", 5)
+        listen.stimulus_audio(ws0, "asr", "a00", "nope", 5)
     with pytest.raises(AiplibParameterError, match="SNRs"):
-        aw.stimulus_audio(ws0, "asr", "a00", "bg00", 7)
+        listen.stimulus_audio(ws0, "asr", "a00", "bg00", 7)
 
 
 def test_wav_bytes_float32_roundtrip_is_exact_and_pcm16_quantises(ws0):
-    y = aw.stimulus_audio(ws0, "asr", "a00", "bg02", 0)["mixture"]
-    data = aw.wav_bytes(y)
+    y = listen.stimulus_audio(ws0, "asr", "a00", "bg02", 0)["mixture"]
+    data = listen.wav_bytes(y)
     assert data[:4] == b"RIFF" and data[8:12] == b"WAVE"
-    back, sr = aw.decode_wav(data)
+    back, sr = listen.decode_wav(data)
     assert sr == 16000 and back.dtype == np.float32
     assert np.array_equal(back, y)
     assert len(data) == 58 + 4 * y.shape[0]
-    assert aw.wav_bytes(y.copy()) == data  # deterministic: no time stamp in the file
+    assert listen.wav_bytes(y.copy()) == data  # deterministic: no time stamp in the file
     # 16-bit PCM, for comparison: off by up to one step of 1/32768 (written ×32767, read ÷32768)
     # — the loss a float WAV avoids
-    d16 = aw.wav_bytes(y, subtype="PCM_16")
+    d16 = listen.wav_bytes(y, subtype="PCM_16")
     assert len(d16) == 44 + 2 * y.shape[0]
-    back16, _ = aw.decode_wav(d16)
+    back16, _ = listen.decode_wav(d16)
     assert not np.array_equal(back16, y)
     assert np.max(np.abs(back16 - y)) <= 1 / 32768
     with pytest.raises(AiplibParameterError):
-        aw.wav_bytes(np.array([0.0, np.nan], dtype=np.float32))
+        listen.wav_bytes(np.array([0.0, np.nan], dtype=np.float32))
 
 
 def test_log_mel_shape_and_range():
     t = np.arange(16000) / 16000
     y = (0.5 * np.sin(2 * np.pi * 1000 * t)).astype(np.float32)
-    S = aw.log_mel(y)
+    S = listen.log_mel(y)
     assert S.shape == (64, 1 + 16000 // 160)
     assert S.max() == pytest.approx(0.0) and S.min() >= -80.0 - 1e-3
     # the 1 kHz tone's energy sits in the band around 1 kHz
@@ -174,21 +203,21 @@ def test_log_mel_shape_and_range():
     centres = librosa.mel_frequencies(n_mels=66, fmin=0, fmax=8000)[1:-1]
     peak_band = int(np.argmax(S[:, 50]))
     assert abs(centres[peak_band] - 1000) < 120
-    png = aw.mixture_figure_png(y, title="tone")
+    png = listen.signals_figure_png({"tone": y}, title="tone")
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 
 
 # ------------------------------------------------------------------------------- results lookups
 def test_available_tasks_and_models(ws0, tmp_path):
-    assert aw.available_tasks(ws0) == ["asr", "kws"]
-    assert aw.available_models(ws0, "asr") == []
+    assert xd.available_tasks(ws0) == ["asr", "kws"]
+    assert xd.available_models(ws0, "asr") == []
     write_inference(ws0)
-    assert aw.available_models(ws0, "asr") == [ASR_MODEL]
-    assert aw.available_models(ws0, "kws") == [KWS_MODEL]
+    assert xd.available_models(ws0, "asr") == [ASR_MODEL]
+    assert xd.available_models(ws0, "kws") == [KWS_MODEL]
 
 
 def test_lookup_response_from_inference_scores_it_here(ws1):
-    r = aw.lookup_response(ws1, ASR_MODEL, "asr", "a01_bg03_snr0")
+    r = xd.lookup_response(ws1, ASR_MODEL, "asr", "a01_bg03_snr0")
     assert r["found"] and r["source"] == "inference"
     assert r["reference"] == "word 1"
     assert r["response"] == "bird 1 at 0 with delta"
@@ -196,12 +225,12 @@ def test_lookup_response_from_inference_scores_it_here(ws1):
     assert r["wer"] == pytest.approx(2.5)  # S=1, I=4, N=2
     assert r["clean_wer"] == 0.0
     assert r["delta_wer"] == pytest.approx(2.5)
-    r = aw.lookup_response(ws1, ASR_MODEL, "asr", "a00_bg05_snr10")
+    r = xd.lookup_response(ws1, ASR_MODEL, "asr", "a00_bg05_snr10")
     assert r["response"] == "word 0 at 10 with foxtrot" and r["wer"] == pytest.approx(2.0)
     # KWS: target "yes" flips on bg01 at 5 dB; the non-target "cat" stays correct
-    k = aw.lookup_response(ws1, KWS_MODEL, "kws", "k00_bg01_snr5")
+    k = xd.lookup_response(ws1, KWS_MODEL, "kws", "k00_bg01_snr5")
     assert (k["first_word"], k["correct"], k["clean_correct"], k["delta_acc"]) == ("maybe", False, True, 1.0)
-    k = aw.lookup_response(ws1, KWS_MODEL, "kws", "k01_bg01_snr5")
+    k = xd.lookup_response(ws1, KWS_MODEL, "kws", "k01_bg01_snr5")
     assert (k["correct"], k["clean_correct"], k["delta_acc"]) == (True, True, 0.0)
 
 
@@ -209,10 +238,10 @@ def test_lookup_response_missing_row_and_unknown_stimulus(tmp_path):
     ws = make_tiny_workspace(tmp_path)
     build_manifests(ws)
     write_inference(ws, skip={"a00_bg00_snr10"})
-    r = aw.lookup_response(ws, ASR_MODEL, "asr", "a00_bg00_snr10")
+    r = xd.lookup_response(ws, ASR_MODEL, "asr", "a00_bg00_snr10")
     assert not r["found"] and r["response"] is None and math.isnan(r["delta_wer"])
     with pytest.raises(AiplibParameterError, match="not in manifests/asr.csv"):
-        aw.lookup_response(ws, ASR_MODEL, "asr", "zz_bg00_snr10")
+        xd.lookup_response(ws, ASR_MODEL, "asr", "zz_bg00_snr10")
 
 
 def write_scores(ws):
@@ -243,30 +272,37 @@ def write_scores(ws):
 
 
 def test_worst_cases_order_and_columns(ws0):
-    assert aw.worst_cases(ws0, "asr").empty
-    assert list(aw.worst_cases(ws0, "asr").columns) == aw.WORST_COLUMNS
+    assert xd.worst_cases(ws0, "asr").empty
+    assert list(xd.worst_cases(ws0, "asr").columns) == xd.WORST_COLUMNS
     write_scores(ws0)
-    wc = aw.worst_cases(ws0, "asr", n=4)
-    assert list(wc.columns) == aw.WORST_COLUMNS
-    # 0.9 twice: the higher SNR (5 dB) first; then 0.5, 0.3
+    wc = xd.worst_cases(ws0, "asr", n=4)
+    assert list(wc.columns) == xd.WORST_COLUMNS
+    # one row per item (its worst stimulus): a00's 0.9 twice, the higher SNR (5 dB) wins; a01's 0.3
+    assert wc["stimulus_id"].tolist() == ["a00_bg04_snr5", "a01_bg00_snr10"]
+    assert wc["delta"].tolist() == [0.9, 0.3]
+    assert wc["condition"].tolist() == ["bg04 @ 5 dB", "bg00 @ 10 dB"]
+    # every stimulus: 0.9 twice (higher SNR first), then 0.5, 0.3
+    wc = xd.worst_cases(ws0, "asr", n=4, one_per_item=False)
     assert wc["stimulus_id"].tolist() == ["a00_bg04_snr5", "a00_bg02_snr0",
                                           "a00_bg00_snr10", "a01_bg00_snr10"]
     assert wc["delta"].tolist() == [0.9, 0.9, 0.5, 0.3]
-    assert len(aw.worst_cases(ws0, "asr", n=10)) == 5  # the negative ΔWER is not a "worst case"
-    k = aw.worst_cases(ws0, "kws")
+    # the negative ΔWER is not a "worst case"
+    assert len(xd.worst_cases(ws0, "asr", n=10, one_per_item=False)) == 5
+    k = xd.worst_cases(ws0, "kws", one_per_item=False)
     assert k["stimulus_id"].tolist() == ["k00_bg01_snr10", "k00_bg01_snr0"]
     assert k["reference"].tolist() == ["yes", "yes"] and k["response"].tolist() == ["go", "no"]
+    assert xd.worst_cases(ws0, "kws")["stimulus_id"].tolist() == ["k00_bg01_snr10"]
     with pytest.raises(AiplibParameterError):
-        aw.worst_cases(ws0, "asr", n=0)
+        xd.worst_cases(ws0, "asr", n=0)
 
 
 def test_lookup_response_prefers_the_score_file(ws0):
     write_scores(ws0)
-    r = aw.lookup_response(ws0, "m1", "asr", "a00_bg02_snr0")
+    r = xd.lookup_response(ws0, "m1", "asr", "a00_bg02_snr0")
     assert r["source"] == "scores" and r["response"] == "resp a00 bg02"
     assert (r["wer"], r["clean_wer"], r["delta_wer"]) == (0.9, 0.0, 0.9)
     assert r["clean_response"] == "clean says"
-    k = aw.lookup_response(ws0, "m2", "kws", "k00_bg01_snr0")
+    k = xd.lookup_response(ws0, "m2", "kws", "k00_bg01_snr0")
     assert (k["first_word"], k["correct"], k["clean_correct"], k["delta_acc"]) == ("no", False, True, 1.0)
 
 
@@ -274,33 +310,80 @@ def test_lookup_matches_real_scoring_of_the_same_rows(ws1):
     """The inference fallback gives the same WER / ΔWER as stage 8's score files."""
     from aiplib.scoring import score_inference
 
-    direct = [aw.lookup_response(ws1, ASR_MODEL, "asr", s) for s in
+    direct = [xd.lookup_response(ws1, ASR_MODEL, "asr", s) for s in
               ("a01_bg03_snr0", "a00_bg05_snr10", "a00_clean")]
     score_inference(ws1)
     for d in direct:
-        s = aw.lookup_response(ws1, ASR_MODEL, "asr", d["stimulus_id"])
+        s = xd.lookup_response(ws1, ASR_MODEL, "asr", d["stimulus_id"])
         assert s["source"] == "scores" and d["source"] == "inference"
         assert s["response"] == d["response"]
         assert s["wer"] == pytest.approx(d["wer"])
         assert (math.isnan(s["delta_wer"]) and math.isnan(d["delta_wer"])) or s["delta_wer"] == pytest.approx(
             d["delta_wer"])
-    kd = aw.lookup_response(ws1, KWS_MODEL, "kws", "k00_bg01_snr0")
+    kd = xd.lookup_response(ws1, KWS_MODEL, "kws", "k00_bg01_snr0")
     assert kd["delta_acc"] == 1.0 and kd["source"] == "scores"
-    assert aw.worst_cases(ws1, "kws")["stimulus_id"].tolist() == ["k00_bg01_snr5", "k00_bg01_snr0"]
+    assert xd.worst_cases(ws1, "kws", one_per_item=False)["stimulus_id"].tolist() == ["k00_bg01_snr5",
+                                                                                      "k00_bg01_snr0"]
 
 
 def test_background_table_values_and_order(ws0):
-    t = aw.background_table(ws0)
+    t = xd.background_table(ws0)
     assert len(t) == 20 and t.index[0] == "bg00"  # no scores: battery order
     assert t.loc["bg03", "licence"] == "CC0" and t.loc["bg03", "source_package"] == "test"
     assert [t.loc["bg03", d] for d in DESCRIPTORS] == pytest.approx([3 + k / 10 for k in range(9)])
     write_scores(ws0)
-    t = aw.background_table(ws0)
-    # asr means over items/SNRs: bg02 (0.9+0.1)/2 = 0.5, bg04 0.9, bg00 0.4, bg05 -0.2
-    assert t["asr_delta_wer"].dropna().to_dict() == pytest.approx({"bg04": 0.9, "bg02": 0.5, "bg00": 0.4,
-                                                                   "bg05": -0.2})
-    assert t.index[:4].tolist() == ["bg04", "bg02", "bg00", "bg05"]
-    assert t.loc["bg01", "kws_delta_acc"] == 1.0 and t.loc["bg02", "kws_delta_acc"] == 0.0
+    t = xd.background_table(ws0)
+    # pooled (one model), mean over SNRs of the item means, in pp: bg02 (90+10)/2, bg04 90, bg00 40, bg05 -20
+    assert t["asr_delta_wer_pp"].dropna().to_dict() == pytest.approx({"bg04": 90, "bg02": 50, "bg00": 40,
+                                                                      "bg05": -20})
+    assert t.loc["bg01", "kws_delta_acc_pp"] == 100 and t.loc["bg02", "kws_delta_acc_pp"] == 0
+    # Figure 4's key, the mean of ASR and KWS, exists for bg02 only: (50 + 0) / 2
+    assert t.index[0] == "bg02" and t.loc["bg02", "mean_degradation_pp"] == pytest.approx(25)
+
+
+def test_background_order_is_figure_4s(ws1):
+    """The explorer ranks backgrounds exactly as Figure 4: ASR alone would put bg03 first."""
+    from aiplib.figures import background_ranking, load_scores
+    from aiplib.scoring import score_inference
+
+    score_inference(ws1)
+    ranking = background_ranking(load_scores(ws1))
+    t = xd.background_table(ws1)
+    assert t.index.tolist() == ranking.index.tolist()
+    assert t["rank"].tolist() == ranking["rank"].tolist()
+    # ASR: ΔWER 2 everywhere, bg03 2.5 at 0 dB -> 216.7 pp; KWS: bg01 flips k00 at 0 and 5 dB -> 33.3 pp;
+    # mean: bg01 (200 + 33.3) / 2 = 116.7 before bg03 (216.7 + 0) / 2 = 108.3
+    assert t.index[:2].tolist() == ["bg01", "bg03"]
+    assert t.loc["bg03", "asr_delta_wer_pp"] == pytest.approx(650 / 3)
+    assert t.loc["bg01", "mean_degradation_pp"] == pytest.approx((200 + 100 / 3) / 2)
+    np.testing.assert_allclose(t["mean_degradation_pp"], ranking["mean_degradation_pp"])
+
+
+def test_word_diff_is_the_sdi_alignment():
+    from aiplib.scoring import score_asr_row
+
+    d = xd.word_diff("word 1", "Bird 1 at 0 with delta.")
+    assert d == [("substitute", "word", "bird"), ("equal", "1", "1"), ("insert", "", "at"),
+                 ("insert", "", "0"), ("insert", "", "with"), ("insert", "", "delta")]
+    d = xd.word_diff("the cat sat down", "the sat town")
+    assert d == [("equal", "the", "the"), ("delete", "cat", ""), ("equal", "sat", "sat"),
+                 ("substitute", "down", "town")]
+    s = score_asr_row("the cat sat down", "the sat town")
+    ops = [o for o, _, _ in d]
+    assert (ops.count("substitute"), ops.count("delete"), ops.count("insert")) == (
+        s["substitutions"], s["deletions"], s["insertions"])
+    assert xd.word_diff("a b", "") == [("delete", "a", ""), ("delete", "b", "")]
+    assert xd.cap_words("a b c d e", 3) == "a b c … +2 words"
+    assert xd.cap_words("a b c", 3) == "a b c"
+
+
+def test_descriptor_labels_and_sources():
+    assert xd.descriptor_label("spectral_centroid") == ("centroid", "Hz")
+    assert xd.descriptor_label("spectral_flatness") == ("flatness", "ratio, 0–1")
+    assert xd.descriptor_label("zcr") == ("zero-crossing rate", "crossings per sample")
+    assert xd.summarise_sources("bg/a.wav;bg/b.wav;bg/c.wav") == "3 files: bg/a.wav, …"
+    assert xd.summarise_sources("bg/a.wav") == "bg/a.wav"
+    assert not xd.under_papermill()
 
 
 # ---------------------------------------------------------------------------------------- widget
@@ -313,8 +396,8 @@ def test_explorer_before_inference_plays_mixtures_and_says_so(ws0):
     assert "no inference results yet for asr" in ex.status.value
     ex.select(item_id="a01", bg_id="bg07", snr_db=0)
     y, _ = materialize(row_of(ws0, "asr", "a01", "bg07", 0), ws0)
-    assert ex.players["mixture"].value == aw.wav_bytes(y)
-    assert np.array_equal(aw.decode_wav(ex.players["mixture"].value)[0], y)
+    assert ex.players["mixture"].value == listen.wav_bytes(y)
+    assert np.array_equal(listen.decode_wav(ex.players["mixture"].value)[0], y)
     assert "aip-no-response" in ex.response.value
     assert ex.plot.value[:4] == b"\x89PNG"
     # a static representation that does not spell out the audio bytes
@@ -338,14 +421,19 @@ def test_explorer_changes_follow_the_controls(ws1):
     sid = "a00_bg03_snr0"
     assert ex.state["stimulus_id"] == sid
     y, _ = materialize(row_of(ws1, "asr", "a00", "bg03", 0), ws1)
-    assert ex.players["mixture"].value == aw.wav_bytes(y) != before
-    assert np.array_equal(aw.decode_wav(ex.players["clean"].value)[0],
+    assert ex.players["mixture"].value == listen.wav_bytes(y) != before
+    assert np.array_equal(listen.decode_wav(ex.players["clean"].value)[0],
                           materialize(row_of(ws1, "asr", "a00", "clean"), ws1)[0])
-    assert "<span class='aip-response-text'>bird 0 at 0 with delta</span>" in ex.response.value
-    assert "<b>+2.500</b>" in ex.response.value  # ΔWER vs clean
+    # the response marked against the reference "word 0": one substitution, four insertions
+    assert text_of(ex.response.value, "aip-response-text") == "bird 0 at 0 with delta"
+    assert ("<span class='aip-sub' title='reference: word'>bird</span> 0 "
+            "<span class='aip-ins' title='inserted'>at</span>") in ex.response.value
+    assert "S 1 · D 0 · I 4 of 2 reference words" in ex.metrics.value
+    assert "ΔWER vs clean <b>+2.500</b>" in ex.metrics.value
     assert ex.state["result"]["delta_wer"] == pytest.approx(2.5)
     # the background panel shows the chosen background's descriptors and licence
-    assert "CC0" in ex.bg_info.value and "spectral_centroid" in ex.bg_info.value
+    assert "CC0" in ex.bg_info.value and "<td>centroid</td>" in ex.bg_info.value
+    assert "<td style='color:#555'>Hz</td>" in ex.bg_info.value
     assert f"<td style='text-align:right'>{3.1:.4g}</td>" in ex.bg_info.value
     # clean: no background player, SNR disabled
     c["bg"].value = "clean"
@@ -357,7 +445,7 @@ def test_explorer_changes_follow_the_controls(ws1):
     assert c["model"].value == KWS_MODEL and c["item"].value == "k00"
     ex.select(bg_id="bg01", snr_db=5)
     assert ex.state["stimulus_id"] == "k00_bg01_snr5"
-    assert "flip: correct → wrong" in ex.response.value
+    assert "flip: correct → wrong" in ex.metrics.value
 
 
 def test_explorer_worst_case_button_loads_the_stimulus(ws1):
@@ -366,25 +454,43 @@ def test_explorer_worst_case_button_loads_the_stimulus(ws1):
     score_inference(ws1)
     ui = aw.explorer(ws1)
     ex = ui.explorer
-    buttons = ex.worst.children
-    # ASR: every noisy row has ΔWER 2; the largest (2.5) are bg03 at 0 dB, a00 before a01
-    assert len(buttons) == 10
-    assert buttons[0].description.startswith("ΔWER +2.50 · fake_asr · a00 · bg03 @ 0 dB")
+    buttons = ex.worst_buttons
+    # ASR: every noisy row has ΔWER 2; the largest (2.5) are bg03 at 0 dB; one row per item
+    assert [b.description for b in buttons] == ["bg03 @ 0 dB", "bg03 @ 0 dB"]
+    assert ex.worst_cases["item_id"].tolist() == ["a00", "a01"]
+    # a compact table: background @ SNR, item, ΔWER (no model column: one model)
+    assert ex.worst.layout.grid_template_columns == "repeat(3, max-content)"
+    assert [c.value for c in ex.worst.children[4:6]] == ["<code>a00</code>", "+2.50"]
     buttons[1].click()
     assert ex.state["stimulus_id"] == "a01_bg03_snr0"
     assert (ex.controls["item"].value, ex.controls["bg"].value, ex.controls["snr"].value) == ("a01", "bg03", 0.0)
     assert ex.state["result"]["source"] == "scores"
-    assert ex.players["mixture"].value == aw.wav_bytes(
+    assert ex.players["mixture"].value == listen.wav_bytes(
         materialize(row_of(ws1, "asr", "a01", "bg03", 0), ws1)[0])
-    # the sortable table: ranked by mean ΔWER, bg03 first; sorting by a descriptor reorders it
-    assert ex.bg_table.value.index("data-bg='bg03'") < ex.bg_table.value.index("data-bg='bg00'")
+    # clicking the "item" header sorts by item, a second click reverses
+    item_head = ex.worst.children[1]
+    item_head.click()
+    assert ex.worst_cases["item_id"].tolist() == ["a00", "a01"] and ex.worst.children[1].description == "item ▲"
+    ex.worst.children[1].click()
+    assert ex.worst_cases["item_id"].tolist() == ["a01", "a00"]
+    assert ex.worst_buttons[0].tooltip.startswith("a01_bg03_snr0: bird 1 at 0 with delta")
+    # the sortable table in Figure 4's order (bg01 then bg03); sorting by a descriptor reorders it
+    v = ex.bg_table.value
+    assert v.index("data-bg='bg01'") < v.index("data-bg='bg03'") < v.index("data-bg='bg00'")
+    assert "centroid<br><small>Hz</small>" in v and "ASR ΔWER<br><small>pp, pooled</small>" in v
     ex.bg_sort.value = "zcr"
     ex.bg_ascending.value = True
     assert ex.bg_table.value.index("data-bg='bg00'") < ex.bg_table.value.index("data-bg='bg03'")
     ex.controls["task"].value = "kws"
-    kb = ex.worst.children
-    assert [b.description for b in kb] == ["flip · fake_kws · k00 · bg01 @ 5 dB",
-                                           "flip · fake_kws · k00 · bg01 @ 0 dB"]
+    assert [b.description for b in ex.worst_buttons] == ["bg01 @ 5 dB"]  # one item (k00), its worst
+
+
+def test_long_response_is_capped_and_expandable():
+    words = " ".join(["left and"] * 50)  # 100 words, a loop
+    h = explore_html.diff_html(xd.word_diff("go left", words))
+    assert text_of(h, "aip-response-text").split() == words.split()[:explore_html.CAP_WORDS]
+    assert f"<summary>… +{100 - explore_html.CAP_WORDS} words</summary>" in h
+    assert text_of(h, "aip-response-rest").split() == words.split()[explore_html.CAP_WORDS:]
 
 
 def test_explorer_without_manifests_says_what_to_run(tmp_path):
@@ -393,3 +499,30 @@ def test_explorer_without_manifests_says_what_to_run(tmp_path):
     ui = aw.explorer(workspace("demo", data_root=tmp_path))
     assert "run notebooks 01–05 first" in ui.explorer.status.value
     assert ui.explorer.controls["task"].disabled
+
+
+def test_notebook10_executed_record_is_small_and_lists_the_worst_cases(tmp_path):
+    """Run by papermill (as ``make``), notebook 10 stores no widget state (< 100 KB) and prints the
+    worst cases as a static table."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from aiplib.scoring import score_inference
+
+    ws = make_explorer_workspace(tmp_path / "data")
+    score_inference(ws)
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "10.ipynb"
+    env = dict(os.environ, AIP_DATA_ROOT=str(tmp_path / "data"), AIP_PROFILE="demo",
+               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    subprocess.run([sys.executable, "-m", "papermill", "--cwd", str(root / "notebooks"),
+                    str(root / "notebooks" / "10_listen_and_explore.ipynb"), str(out), "--log-level", "ERROR"],
+                   check=True, env=env, capture_output=True)
+    assert out.stat().st_size < 100_000
+    nb = json.loads(out.read_text())
+    assert "widgets" not in nb["metadata"]
+    text = "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
+    assert "bg03 @ 0 dB     a00  +2.50" in text and "bird 0 at 0 with delta" in text
+    assert "bg01 @ 5 dB     k00  +1.00" in text and "interactive explorer" in text
