@@ -4,9 +4,9 @@ Plain functions over the workspace files (``manifests/``, ``descriptors/``, ``in
 ``results/scores/``), no widget code (:mod:`aiplib.widgets` draws the interface, :mod:`aiplib.listen`
 rebuilds a stimulus's signals and makes the WAV bytes and spectrograms). Nothing is written. What is reused, not re-implemented:
 
-* manifests: :func:`aiplib.manifests.read_manifest_csv` and scoring's column view (``item_id``,
-  ``bg_id``, ``snr_db``, ``reference``); inference rows: :func:`aiplib.inference.read_results`;
-  score files: :func:`aiplib.figures.load_scores`;
+* manifests: :func:`aiplib.formats.read_manifest_csv` and :func:`aiplib.formats.manifest_view` (``item_id``,
+  ``bg_id``, ``snr_db``, ``reference``); inference rows: :func:`aiplib.formats.read_results`;
+  score files: :func:`aiplib.formats.load_scores`;
 * a row scored here (scores not written yet) goes through :func:`aiplib.scoring.score_asr_row` /
   :func:`aiplib.scoring.score_kws_row`, the functions of stage 8;
 * the background ranking is Figure 4's (:func:`aiplib.figures.background_ranking`);
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import AiplibParameterError
-from .scoring import task_family
+from .tasks import task_family
 
 __all__ = ["available_tasks", "available_models", "lookup_response",
            "word_diff", "cap_words", "WORST_COLUMNS", "worst_cases", "background_table",
@@ -53,11 +53,10 @@ def _read_manifest(path: Path, family: str) -> pd.DataFrame:
     """The manifest (every column, for :func:`aiplib.mixing.materialize`) indexed by stimulus id,
     with scoring's names added: ``stimulus_id, item_id, bg_id`` ("clean" on clean rows),
     ``snr_db`` (dB, NaN on clean rows), ``reference`` (transcript or keyword)."""
-    from .manifests import read_manifest_csv
-    from .scoring import _score_view  # the one mapping of manifest columns to score columns
+    from .formats import manifest_view, read_manifest_csv  # the one mapping of manifest columns to score columns
 
     raw = read_manifest_csv(path).drop_duplicates("id", keep="last").set_index("id", drop=False)
-    view = _score_view(raw, family)
+    view = manifest_view(raw, family)
     for c in ("stimulus_id", "item_id", "bg_id", "snr_db", "reference"):
         raw[c] = view[c].reindex(raw.index)
     raw.index.name = "stimulus_id"
@@ -70,7 +69,7 @@ def _manifest(ws, family: str) -> pd.DataFrame | None:
 
 
 def _scores(ws, task: str) -> pd.DataFrame | None:
-    from .figures import load_scores
+    from .formats import load_scores
 
     df = _cached(Path(ws.results) / "scores" / f"{task}.csv", "scores",
                  lambda p: load_scores(ws, (task,)).get(task))
@@ -78,7 +77,7 @@ def _scores(ws, task: str) -> pd.DataFrame | None:
 
 
 def _results(ws, model: str, task: str) -> pd.DataFrame | None:
-    from .inference import read_results
+    from .formats import read_results
 
     if not model:
         return None
@@ -148,7 +147,7 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     """What ``model`` answered for one stimulus, with its score and the clean comparison.
 
     Reads ``results/scores/<task>.csv`` when it holds the stimulus; otherwise the raw
-    ``inference/<model>/<task>.jsonl`` (:func:`aiplib.inference.read_results`: last successful
+    ``inference/<model>/<task>.jsonl`` (:func:`aiplib.formats.read_results`: last successful
     row per stimulus), scored here with stage 8's :func:`aiplib.scoring.score_asr_row` /
     :func:`aiplib.scoring.score_kws_row` against the manifest reference.
 
@@ -343,7 +342,7 @@ def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per
         If ``n < 1`` or the task name is unknown.
     """
     from .conditions import condition_label
-    from .stats import DEGRADATION_COLUMN
+    from .tasks import DEGRADATION_COLUMN
 
     if int(n) < 1:
         raise AiplibParameterError(f"n must be at least 1, got {n}")
@@ -434,9 +433,10 @@ def background_table(ws) -> pd.DataFrame:
         :func:`aiplib.figures.background_ranking` (with one family scored: that family's pooled
         value, largest first); unranked backgrounds follow in battery order.
     """
-    from .descriptors import DESCRIPTORS
+    from .formats import DESCRIPTORS
     from .figures import load_battery, load_descriptors
-    from .stats import DEGRADATION_COLUMN, degradation_by_background
+    from .stats import degradation_by_background
+    from .tasks import DEGRADATION_COLUMN
 
     bat = load_battery(ws)
     if bat is None:

@@ -158,7 +158,7 @@ def test_run_stage_passes_a_notebook_only_the_parameters_it_declares(tmp_path):
     assert received[:4] == ["--cwd", str(REPO / "notebooks"), str(REPO / "notebooks" / "05_build_manifests.ipynb"),
                             str(out / "05_build_manifests.running.ipynb")]
     assert received[4:] == ["-p", "profile", "custom", "-y", "snrs: [10, 5]", "-p", "overwrite", "false",
-                            "--log-level", "WARNING"]
+                            "--log-level", "WARNING", "--no-progress-bar", "--stderr-file", "/dev/stderr"]
     # model (stage 06/07) and texts (stage 01) leave silently; the typo gets one note
     assert proc.stderr.splitlines() == [
         f"note: not passed to 05_build_manifests: snrs_db — no notebook in {REPO / 'notebooks'} declares it (a typo?)"]
