@@ -188,7 +188,7 @@ def test_filter_keeps_declared_parameters_and_sorts_the_dropped_ones():
 
 def test_filter_on_a_real_notebook_drops_the_undeclared_with_one_note(capsysbinary):
     nb = NBDIR / "05_build_manifests.ipynb"
-    assert notebook_parameters(nb) == ["profile", "smoke", "snrs", "overwrite"]
+    assert notebook_parameters(nb) == ["profile", "smoke", "snrs", "overwrite", "seed_offset"]
     status = main(["filter-args", str(nb), "-p", "profile", "demo", "-p", "model", "m1", "-p", "task", "asr",
                    "-p", "snr", "10", "-y", "snrs: [10, 5]", "-r", "speech_dir", "/a b"])
     out, err = capsysbinary.readouterr()
