@@ -71,8 +71,17 @@ def fake_server(latency_s: float = 0.1, max_requests: int = 1000, fail=None):
         def log_message(self, *a):  # quiet
             pass
 
+        def _leave(self) -> None:
+            # a request stops counting as in flight before its response is written: the client may
+            # send its next request as soon as it has read this one, before this thread runs again
+            if getattr(self, "_counted", False):
+                self._counted = False
+                with state["lock"]:
+                    state["in_flight"] -= 1
+
         def _send(self, status: int, obj) -> None:
             raw = json.dumps(obj).encode()
+            self._leave()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(raw)))
@@ -92,6 +101,7 @@ def fake_server(latency_s: float = 0.1, max_requests: int = 1000, fail=None):
                 over = state["n_requests"] > max_requests
                 state["in_flight"] += 1
                 state["max_in_flight"] = max(state["max_in_flight"], state["in_flight"])
+            self._counted = True
             try:
                 if over:
                     return self._send(400, {"error": {"message": "request budget exhausted"}})
@@ -115,8 +125,7 @@ def fake_server(latency_s: float = 0.1, max_requests: int = 1000, fail=None):
                                         "choices": [{"index": 0, "finish_reason": "stop",
                                                      "message": {"role": "assistant", "content": content}}]})
             finally:
-                with lock:
-                    state["in_flight"] -= 1
+                self._leave()
 
     srv = _Server(("127.0.0.1", 0), Handler)
     th = threading.Thread(target=srv.serve_forever, daemon=True)
