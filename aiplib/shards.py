@@ -407,6 +407,8 @@ def merge_all(inference_dir, checks_dir=None) -> list[dict]:
         for task, files in tasks.items():
             out.append(merge_shards(model_dir / f"{task}.jsonl", files))
         merge_run_logs(model_dir)
+        for lock in model_dir.glob(".shard-*-of-*.lock"):  # none is held (checked above): tidy up
+            lock.unlink(missing_ok=True)
     if checks_dir is None and inference_dir.name == "inference":
         checks_dir = inference_dir.parent / "checks"
     if checks_dir is not None:
