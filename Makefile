@@ -94,7 +94,7 @@ endif
 # failed or mistyped re-run never hides the last good record. A failure ends with its reason (the
 # cell and its error, or one line when the kernel died); tracebacks stay in $(OUT)/NN_*.log.
 run-stage:
-	@AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" PAPERMILL="$(VENV)/bin/papermill" FILTER_PYTHON="$(PY)" \
+	@AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" $(if $(and $(SHARD),$(filter 07_%,$(STAGE))),AIP_RUN_TAG=".shard-$(subst /,-of-,$(SHARD))") PAPERMILL="$(VENV)/bin/papermill" FILTER_PYTHON="$(PY)" \
 	  bash scripts/run_stage.sh "$(STAGE)" "$(NOTEBOOKS)" "$(OUT)" $(PM_ARGS)
 ifeq ($(STAGE),09_make_figures)
 	@$(MAKE) --no-print-directory report
