@@ -41,7 +41,8 @@ from aiplib.shards import merge_all, summary_line
 
 if not inference_dir:  # a folder written elsewhere is only read, never changed
     merged = merge_all(ws.inference)
-    print(f"{sum(r['rows_added'] for r in merged)} rows merged from stage-7 shard files")
+    if merged:
+        print(f"{sum(r['rows_added'] for r in merged)} rows merged from stage-7 shard files:")
     print(summary_line(merged, ws.inference))
 
 # %%
