@@ -36,7 +36,9 @@ writes to files of its own: ``<task>.shard-<i>-of-<n>.jsonl``, ``run_log.shard-<
 file with the current key counts as done, so a killed shard resumes alone. A shard never rewrites
 ``<task>.jsonl`` (other shards read it at the same time): stale rows there are set aside by an
 unsharded run or by the merge (:func:`aiplib.shards.merge_shards`, ``make merge``, stage 8);
-stale rows of its own shard file it sets aside itself.
+stale rows of its own shard file it sets aside itself. An unsharded run first merges the shard
+files it finds (:func:`aiplib.shards.merge_model`) and refuses to start while a shard of the same
+model runs.
 
 Order of work
 -------------
@@ -476,10 +478,14 @@ def _run_model(ws, entry, families, task_list, *, path, batch_size, limit, progr
                rerun_unkeyed, shard, diag) -> list[dict]:
     """One model of :func:`run_inference` (plan, load if anything is left, run, log); its summary rows."""
     from .models import load_model  # noqa: PLC0415 - looked up at call time (tests replace it)
-    from .shards import shard_label, shard_path  # noqa: PLC0415
+    from .shards import merge_model, shard_label, shard_path, summary_line  # noqa: PLC0415
 
     summary: list[dict] = []
     model_dir = Path(ws.inference) / entry.id
+    if shard is None:  # an unsharded run owns <task>.jsonl: shard files waiting there are merged first
+        merged = merge_model(model_dir)  # (refused while a shard still runs: it reads that file)
+        if merged:
+            log.warning("%s", summary_line(merged, model_dir))
     run_log = shard_path(model_dir / "run_log.jsonl", shard)
     label = shard_label(shard)
     started, t_model = _now(), time.perf_counter()

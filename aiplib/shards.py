@@ -37,7 +37,7 @@ from .errors import AiplibError, AiplibParameterError
 
 __all__ = ["ShardConflictError", "ShardBusyError", "parse_shard", "coerce_shard", "shard_label", "shard_of",
            "select_shard", "shard_path", "shard_files", "shard_lock", "busy_shards", "merge_shards",
-           "merge_run_logs", "merge_diagnostics", "merge_all", "summary_line"]
+           "merge_run_logs", "merge_diagnostics", "merge_model", "merge_all", "summary_line", "is_shard_file"]
 
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 _FILE_RE = re.compile(r"^(?P<task>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")
@@ -375,6 +375,39 @@ def merge_diagnostics(checks_dir) -> int:
     return len(new)
 
 
+def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
+    """Merge one model's shard files (rows per task, then run logs) and remove its released locks.
+
+    Returns one :func:`merge_shards` result per task merged (empty when there is nothing).
+
+    Raises
+    ------
+    ShardBusyError
+        (``check_busy``) If one of its shards still runs; nothing moves.
+    ShardConflictError
+        As :func:`merge_shards`.
+    """
+    model_dir = Path(model_dir)
+    tasks = shard_files(model_dir)
+    if not tasks and not shard_files(model_dir, run_logs=True):
+        return []
+    busy = busy_shards(model_dir) if check_busy else []
+    if busy:
+        raise ShardBusyError(f"shard(s) still running: {', '.join(f'{model_dir.name} {b}' for b in busy)}; "
+                             "merge when every array task has finished")
+    out = [merge_shards(model_dir / f"{task}.jsonl", files) for task, files in tasks.items()]
+    merge_run_logs(model_dir)
+    for lock in model_dir.glob(".shard-*-of-*.lock"):  # none is held (checked): tidy up
+        lock.unlink(missing_ok=True)
+    return out
+
+
+def is_shard_file(path) -> bool:
+    """True for ``<task>.shard-<i>-of-<n>.jsonl`` and ``run_log.shard-…`` (readers that list the
+    tasks of ``inference/<model>/`` should skip them: they are merged into ``<task>.jsonl``)."""
+    return _FILE_RE.match(Path(path).name) is not None
+
+
 def merge_all(inference_dir, checks_dir=None) -> list[dict]:
     """:func:`merge_shards` for every task of every model under ``inference_dir`` that has shards,
     then the shards' run logs (:func:`merge_run_logs`) and mix diagnostics
@@ -403,12 +436,8 @@ def merge_all(inference_dir, checks_dir=None) -> list[dict]:
     busy = [f"{d.name} {b}" for d, _ in todo for b in busy_shards(d)]
     if busy:  # checked for every model before anything moves
         raise ShardBusyError(f"shard(s) still running: {', '.join(busy)}; merge when every array task has finished")
-    for model_dir, tasks in todo:
-        for task, files in tasks.items():
-            out.append(merge_shards(model_dir / f"{task}.jsonl", files))
-        merge_run_logs(model_dir)
-        for lock in model_dir.glob(".shard-*-of-*.lock"):  # none is held (checked above): tidy up
-            lock.unlink(missing_ok=True)
+    for model_dir, _ in todo:
+        out += merge_model(model_dir, check_busy=False)
     if checks_dir is None and inference_dir.name == "inference":
         checks_dir = inference_dir.parent / "checks"
     if checks_dir is not None:
