@@ -1,6 +1,7 @@
 # AIP-Speech — `make all` runs the pipeline headless; `make test` runs the tests.
-# Variables: PROFILE=demo|paper|custom, MODEL=…, TASK=…, PARAMS='-p name value …' (extra papermill
-# parameters), plus for custom: SPEECH_DIR TEXTS KWS_DIR KWS_LABELS BACKGROUNDS_DIR, for paper: MIRROR.
+# Variables: PROFILE=demo|paper|custom, MODEL=…, TASK=…, SHARD=i/n (stage 7: one shard of n, then
+# `make merge`), PARAMS='-p name value …' (extra papermill parameters), plus for custom: SPEECH_DIR
+# TEXTS KWS_DIR KWS_LABELS BACKGROUNDS_DIR, for paper: MIRROR.
 # Paths may contain spaces (DATA_ROOT="/my data", a clone in "~/My Projects"): every recipe quotes them.
 SHELL := /bin/bash
 PROFILE ?= demo
@@ -31,6 +32,9 @@ endif
 ifdef SEED
 PM_ARGS += -p seed $(SEED)
 endif
+ifdef SHARD
+PM_ARGS += -r shard "$(SHARD)"
+endif
 ifdef SPEECH_DIR
 PM_ARGS += -r speech_dir "$(SPEECH_DIR)"
 endif
@@ -54,7 +58,7 @@ export AIP_MIRROR := $(MIRROR)
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: stamps sync-notebooks lock all setup validate run-stage report criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: stamps sync-notebooks lock all setup validate run-stage report merge criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
 
 all: setup validate
 	@for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done
@@ -90,7 +94,7 @@ endif
 # failed or mistyped re-run never hides the last good record. A failure ends with its reason (the
 # cell and its error, or one line when the kernel died); tracebacks stay in $(OUT)/NN_*.log.
 run-stage:
-	@AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" PAPERMILL="$(VENV)/bin/papermill" FILTER_PYTHON="$(PY)" \
+	@AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" $(if $(and $(SHARD),$(filter 07_%,$(STAGE))),AIP_RUN_TAG=".shard-$(subst /,-of-,$(SHARD))") PAPERMILL="$(VENV)/bin/papermill" FILTER_PYTHON="$(PY)" \
 	  bash scripts/run_stage.sh "$(STAGE)" "$(NOTEBOOKS)" "$(OUT)" $(PM_ARGS)
 ifeq ($(STAGE),09_make_figures)
 	@$(MAKE) --no-print-directory report
@@ -104,6 +108,12 @@ report: setup
 $(foreach s,$(STAGES),$(eval $(word 1,$(subst _, ,$(s))): setup $(if $(filter 01_%,$(s)),validate) ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
 $(foreach s,$(STAGES),$(eval stage-$(word 1,$(subst _, ,$(s))): setup ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
 $(foreach s,$(STAGES),$(eval stage-$(s): setup ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
+
+# `make merge`: fold stage 7's shard files (SHARD=i/n, a Slurm job array: scripts/slurm/stage7.sbatch)
+# into inference/<model>/<task>.jsonl; refuses two different answers for one stimulus and a shard still
+# running. Stage 8 does the same before it scores.
+merge: setup
+	@$(PY) -m aiplib.shards "$(DATA_ROOT)/$(PROFILE)/inference"
 
 # Tests: unit tests, then every notebook under nbval with the smoke-size parameters ($AIP_SMOKE=1)
 # in a scratch data root, so the test run never touches data/.

@@ -27,6 +27,19 @@ killed mid-write can leave a half line at the end of a file; it is cut back to t
 line (keeping every complete row) before anything is appended. Rows are flushed and fsync'ed
 after every batch, so a kill loses at most the batch being decoded.
 
+Shards (many GPUs or nodes)
+---------------------------
+``run_inference(..., shard="i/n")`` (or Slurm's ``SLURM_ARRAY_TASK_ID``/``COUNT`` when set) runs
+only the pending stimuli whose id hashes to shard ``i`` of ``n`` (:mod:`aiplib.shards`) and
+writes to files of its own: ``<task>.shard-<i>-of-<n>.jsonl``, ``run_log.shard-<i>-of-<n>.jsonl``,
+``checks/mix_diagnostics.shard-<i>-of-<n>.csv``. A row of ``<task>.jsonl`` or of the shard's own
+file with the current key counts as done, so a killed shard resumes alone. A shard never rewrites
+``<task>.jsonl`` (other shards read it at the same time): stale rows there are set aside by an
+unsharded run or by the merge (:func:`aiplib.shards.merge_shards`, ``make merge``, stage 8);
+stale rows of its own shard file it sets aside itself. An unsharded run first merges the shard
+files it finds (:func:`aiplib.shards.merge_model`) and refuses to start while a shard of the same
+model runs.
+
 Order of work
 -------------
 Per model, the tasks of one family (``asr`` and ``asr_steer_p5``; ``kws`` and ``kws_steer_p5``)
@@ -269,9 +282,11 @@ _row_json = inference_row_json
 
 
 class _MixDiagnostics:
-    """Append-only, de-duplicated writer of ``checks/mix_diagnostics.csv``."""
+    """Append-only, de-duplicated writer of ``checks/mix_diagnostics.csv`` (of a shard's
+    ``mix_diagnostics.shard-<i>-of-<n>.csv``; ``also_seen``: files only read, whose stimuli are
+    not written again)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, also_seen=()):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(path)
@@ -283,6 +298,13 @@ class _MixDiagnostics:
             except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
                 log.warning("%s is unreadable; starting it again", path)
                 path.unlink()
+        for other in also_seen:
+            if Path(other).is_file() and Path(other).stat().st_size > 0:
+                try:
+                    self.seen |= set(pd.read_csv(other, usecols=["stimulus_id"], dtype=str,
+                                                 keep_default_na=False)["stimulus_id"])
+                except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+                    pass  # only a hint against duplicates; the merge de-duplicates anyway
         self.pending: list[dict] = []
 
     def add(self, row, family: str, info) -> None:
@@ -340,7 +362,8 @@ def _log_run(path: Path, record: dict) -> None:
 # ------------------------------------------------------------------------------------------ the runner
 def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fast",
                   batch_size: int | None = None, limit: int | None = None,
-                  progress: bool = True, prompt_set=None, rerun_unkeyed: bool = False) -> pd.DataFrame:
+                  progress: bool = True, prompt_set=None, rerun_unkeyed: bool = False,
+                  shard=None) -> pd.DataFrame:
     """Decode every stimulus of every task with every model, resuming where a run stopped.
 
     Parameters
@@ -370,6 +393,13 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
         Re-run the stimuli whose rows carry no resume key (``stim_key``: the authors' files,
         files of older versions); by default such a row counts as done when its prompt id, seed
         and SNR agree with the current manifest (see :func:`pending_stimuli`).
+    shard : str or (int, int) or None or False
+        Run one shard of the pending stimuli: ``"i/n"`` or ``(i, n)`` (0-based ``i``), the
+        stimuli whose id hashes to ``i`` (:func:`aiplib.shards.shard_of`), written to
+        ``<task>.shard-<i>-of-<n>.jsonl`` (see "Shards" in the module doc). None (default) or
+        ``""``: Slurm's ``SLURM_ARRAY_TASK_ID``/``SLURM_ARRAY_TASK_COUNT`` when set, else every
+        stimulus; False: every stimulus, whatever the environment. Merge with
+        :func:`aiplib.shards.merge_all` (``make merge``; stage 8 does it first).
 
     Returns
     -------
@@ -386,7 +416,9 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
     KeyError
         Unknown model id or task name (message lists the valid ones).
     AiplibParameterError
-        If ``limit`` or ``batch_size`` is not a positive integer.
+        If ``limit`` or ``batch_size`` is not a positive integer, or ``shard`` is not ``i/n``.
+    aiplib.shards.ShardBusyError
+        If another process runs the same shard of a model (it holds the shard's lock).
 
     Notes
     -----
@@ -403,7 +435,10 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
     loaded (its ``run_log.jsonl`` gets an ``up_to_date`` event).
     """
     from .errors import AiplibParameterError  # noqa: PLC0415
-    from .models import load_model, resolve  # noqa: PLC0415
+    from .models import resolve  # noqa: PLC0415
+    from .shards import coerce_shard, shard_lock, shard_path  # noqa: PLC0415
+
+    shard = coerce_shard(shard)
 
     for name, v in (("limit", limit), ("batch_size", batch_size)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0):
@@ -415,7 +450,9 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
     ps_record = prompt_set_record(ps)
     entries = resolve(models)
     task_list = task_names(tasks)
-    diag = _MixDiagnostics(Path(ws.checks) / "mix_diagnostics.csv")
+    diag_main = Path(ws.checks) / "mix_diagnostics.csv"
+    diag = _MixDiagnostics(shard_path(diag_main, shard).with_suffix(".csv"),
+                           also_seen=[diag_main] if shard is not None else ())
     summary: list[dict] = []
 
     families: dict[str, list[str]] = {}
@@ -424,72 +461,10 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
     for entry in entries:
         model_dir = Path(ws.inference) / entry.id
         model_dir.mkdir(parents=True, exist_ok=True)
-        run_log = model_dir / "run_log.jsonl"
-        started, t_model = _now(), time.perf_counter()
-        plans = {fam: _plan_family(ws, entry, fam, fam_tasks, limit=limit, ps=ps, rerun_unkeyed=rerun_unkeyed)
-                 for fam, fam_tasks in families.items()}
-        if not any(pl.get("n_work") for pl in plans.values()):  # nothing to decode: do not load the model
-            stats = {t: st for pl in plans.values() for t, st in pl["result"].items()}
-            _log_run(run_log, {"event": "up_to_date", "model": entry.id, "start": started, "end": _now(),
-                               "seconds": round(time.perf_counter() - t_model, 3), "tasks": stats,
-                               "prompt_set": ps_record, "entry": entry.to_dict()})
-            for task in task_list:
-                summary.append({"model": entry.id, "task": task, **stats[task]})
-            continue
-        opts = {"path": path}
-        if batch_size is not None:
-            opts["batch_size"] = int(batch_size)
-        try:
-            rec = load_model(entry, **opts)
-        except Exception as exc:  # noqa: BLE001 - any load failure is logged, the stage goes on
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            log.warning("%s: not run (%s)", entry.id, reason)
-            _log_run(run_log, {"event": "load_failed", "model": entry.id, "error": _short(exc),
-                               "error_type": type(exc).__name__, "start": started, "end": _now(),
-                               "requested_path": path, "versions": _versions(), "prompt_set": ps_record,
-                               "entry": entry.to_dict()})
-            for task in task_list:
-                summary.append({"model": entry.id, "task": task, "status": "unavailable",
-                                "error": reason, "file": str(result_path(ws, entry.id, task))})
-            continue
-        task_stats, info = {}, {}
-        meter = _Throughput(entry.id)
-        try:
-            try:
-                info = rec.info()
-            except Exception as exc:  # noqa: BLE001
-                info = {"info_error": _short(exc)}
-            bs = int(batch_size or getattr(rec, "batch_size", None) or entry.batch_size or 1)
-            for family, fam_tasks in families.items():
-                task_stats.update(_run_family(ws, rec, entry, family, fam_tasks, bs=bs, limit=limit,
-                                              progress=progress, diag=diag, ps=ps, plan=plans[family],
-                                              meter=meter))
-            for task in task_list:
-                summary.append({"model": entry.id, "task": task, **task_stats[task]})
-            if progress and meter.families:
-                from .progress import note  # noqa: PLC0415
-
-                note(meter.line())
-        finally:
-            diag.flush()
-            try:  # throughput, RTFx and peak GPU memory, where the backend measures them
-                end_stats = rec.stats() if hasattr(rec, "stats") else None
-            except Exception as exc:  # noqa: BLE001 - diagnostics must not hide the run's result
-                end_stats = {"stats_error": f"{type(exc).__name__}: {exc}"[:200]}
-            rec.close()
-            seconds = time.perf_counter() - t_model
-            _log_run(run_log, {
-                "event": "run", "model": entry.id, "start": started, "end": _now(),
-                "seconds": round(seconds, 3), "path": info.get("path", path),
-                "window": info.get("window"), "revision": info.get("revision", entry.revision),
-                "revision_requested": entry.revision, "stats": end_stats,
-                "weights": info.get("weights_path", entry.weights),
-                "weights_sha256": info.get("weights_sha256"), "batch_size": batch_size,
-                "limit": limit, "n_done": sum(s.get("n_run", 0) - s.get("n_errors", 0)
-                                             for s in task_stats.values()),
-                "n_errors": sum(s.get("n_errors", 0) for s in task_stats.values()),
-                "tasks": task_stats, "throughput": meter.record(), "info": info, "versions": _versions(),
-                "prompt_set": ps_record, "entry": entry.to_dict()})
+        with shard_lock(model_dir, shard):
+            summary += _run_model(ws, entry, families, task_list, path=path, batch_size=batch_size, limit=limit,
+                                  progress=progress, ps=ps, ps_record=ps_record, rerun_unkeyed=rerun_unkeyed,
+                                  shard=shard, diag=diag)
     cols = ["model", "task", "status", "n_stimuli", "n_done_before", "n_run", "n_errors", "seconds",
             "stimuli_per_s", "manifest_sha256", "error", "file"]
     df = pd.DataFrame(summary)
@@ -499,14 +474,105 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
     return df[cols]
 
 
-def _plan_family(ws, entry, family: str, tasks: list[str], *, limit, ps, rerun_unkeyed: bool) -> dict:
+def _run_model(ws, entry, families, task_list, *, path, batch_size, limit, progress, ps, ps_record,
+               rerun_unkeyed, shard, diag) -> list[dict]:
+    """One model of :func:`run_inference` (plan, load if anything is left, run, log); its summary rows."""
+    from .models import load_model  # noqa: PLC0415 - looked up at call time (tests replace it)
+    from .shards import merge_model, shard_label, shard_path, summary_line  # noqa: PLC0415
+
+    summary: list[dict] = []
+    model_dir = Path(ws.inference) / entry.id
+    if shard is None:  # an unsharded run owns <task>.jsonl: shard files waiting there are merged first
+        merged = merge_model(model_dir)  # (refused while a shard still runs: it reads that file)
+        if merged:
+            log.warning("%s", summary_line(merged, model_dir))
+    run_log = shard_path(model_dir / "run_log.jsonl", shard)
+    label = shard_label(shard)
+    started, t_model = _now(), time.perf_counter()
+    plans = {fam: _plan_family(ws, entry, fam, fam_tasks, limit=limit, ps=ps, rerun_unkeyed=rerun_unkeyed,
+                               shard=shard)
+             for fam, fam_tasks in families.items()}
+    if not any(pl.get("n_work") for pl in plans.values()):  # nothing to decode: do not load the model
+        stats = {t: st for pl in plans.values() for t, st in pl["result"].items()}
+        _log_run(run_log, {"event": "up_to_date", "model": entry.id, "shard": label, "start": started,
+                           "end": _now(), "seconds": round(time.perf_counter() - t_model, 3), "tasks": stats,
+                           "prompt_set": ps_record, "entry": entry.to_dict()})
+        for task in task_list:
+            summary.append({"model": entry.id, "task": task, **stats[task]})
+        return summary
+    opts = {"path": path}
+    if batch_size is not None:
+        opts["batch_size"] = int(batch_size)
+    try:
+        rec = load_model(entry, **opts)
+    except Exception as exc:  # noqa: BLE001 - any load failure is logged, the stage goes on
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        log.warning("%s: not run (%s)", entry.id, reason)
+        _log_run(run_log, {"event": "load_failed", "model": entry.id, "shard": label, "error": _short(exc),
+                           "error_type": type(exc).__name__, "start": started, "end": _now(),
+                           "requested_path": path, "versions": _versions(), "prompt_set": ps_record,
+                           "entry": entry.to_dict()})
+        for task in task_list:
+            summary.append({"model": entry.id, "task": task, "status": "unavailable",
+                            "error": reason, "file": str(shard_path(result_path(ws, entry.id, task), shard))})
+        return summary
+    task_stats, info = {}, {}
+    meter = _Throughput(entry.id)
+    try:
+        try:
+            info = rec.info()
+        except Exception as exc:  # noqa: BLE001
+            info = {"info_error": _short(exc)}
+        bs = int(batch_size or getattr(rec, "batch_size", None) or entry.batch_size or 1)
+        for family, fam_tasks in families.items():
+            task_stats.update(_run_family(ws, rec, entry, family, fam_tasks, bs=bs, limit=limit,
+                                          progress=progress, diag=diag, ps=ps, plan=plans[family],
+                                          meter=meter, shard=shard))
+        for task in task_list:
+            summary.append({"model": entry.id, "task": task, **task_stats[task]})
+        if progress and meter.families:
+            from .progress import note  # noqa: PLC0415
+    
+            note(meter.line())
+    finally:
+        diag.flush()
+        try:  # throughput, RTFx and peak GPU memory, where the backend measures them
+            end_stats = rec.stats() if hasattr(rec, "stats") else None
+        except Exception as exc:  # noqa: BLE001 - diagnostics must not hide the run's result
+            end_stats = {"stats_error": f"{type(exc).__name__}: {exc}"[:200]}
+        rec.close()
+        seconds = time.perf_counter() - t_model
+        _log_run(run_log, {
+            "event": "run", "model": entry.id, "shard": label, "start": started, "end": _now(),
+            "seconds": round(seconds, 3), "path": info.get("path", path),
+            "window": info.get("window"), "revision": info.get("revision", entry.revision),
+            "revision_requested": entry.revision, "stats": end_stats,
+            "weights": info.get("weights_path", entry.weights),
+            "weights_sha256": info.get("weights_sha256"), "batch_size": batch_size,
+            "limit": limit, "n_done": sum(s.get("n_run", 0) - s.get("n_errors", 0)
+                                         for s in task_stats.values()),
+            "n_errors": sum(s.get("n_errors", 0) for s in task_stats.values()),
+            "tasks": task_stats, "throughput": meter.record(), "info": info, "versions": _versions(),
+            "prompt_set": ps_record, "entry": entry.to_dict()})
+    return summary
+
+
+def _plan_family(ws, entry, family: str, tasks: list[str], *, limit, ps, rerun_unkeyed: bool,
+                 shard: tuple[int, int] | None = None) -> dict:
     """Before a model loads: the resume keys of one family's stimuli, stale rows set aside, and
     what is left to decode per task. ``n_work`` = 0 means nothing (``result`` then holds the
-    per-task summary)."""
+    per-task summary).
+
+    With ``shard`` = ``(i, n)``: the stimuli (of the first ``limit``) whose id hashes to ``i``,
+    less those with a current row in ``<task>.jsonl`` (read, never written) or in the shard's
+    own ``<task>.shard-<i>-of-<n>.jsonl`` (repaired, its stale rows set aside, appended to);
+    ``paths`` are then the shard files."""
     from .manifests import manifest_hash, read_manifest  # noqa: PLC0415
+    from .shards import select_shard, shard_path  # noqa: PLC0415
     from .stamps import stimulus_base  # noqa: PLC0415
 
-    paths = {t: result_path(ws, entry.id, t) for t in tasks}
+    main_paths = {t: result_path(ws, entry.id, t) for t in tasks}
+    paths = {t: shard_path(main_paths[t], shard) for t in tasks}
     try:
         manifest = read_manifest(ws, family)
     except FileNotFoundError as exc:
@@ -519,13 +585,18 @@ def _plan_family(ws, entry, family: str, tasks: list[str], *, limit, ps, rerun_u
     prompts = {t: ps.prompt(t) for t in tasks}
     keys, todo = {}, {}
     head = manifest.head(int(limit)) if limit is not None else manifest
+    head = select_shard(head, shard)
     for t in tasks:
         keys[t] = stimulus_keys(ws, manifest, prompt_text=prompts[t][1], entry=entry, bases=bases)
         paths[t].parent.mkdir(parents=True, exist_ok=True)
-        repair_jsonl(paths[t])
+        repair_jsonl(paths[t])  # the file this process appends to (a shard's own file when sharded)
+        # stale rows are set aside in the file this process owns: a shard never rewrites <task>.jsonl,
+        # which the other shards read at the same time (the merge supersedes its stale rows)
         set_aside_stale_rows(paths[t], manifest, keys[t], prompts[t][0], rerun_unkeyed=rerun_unkeyed)
-        todo[t] = set(pending_stimuli(head, paths[t], prompts[t][0], keys=keys[t],
-                                      rerun_unkeyed=rerun_unkeyed)["id"])
+        pend = pending_stimuli(head, paths[t], prompts[t][0], keys=keys[t], rerun_unkeyed=rerun_unkeyed)
+        if shard is not None:
+            pend = pending_stimuli(pend, main_paths[t], prompts[t][0], keys=keys[t], rerun_unkeyed=rerun_unkeyed)
+        todo[t] = set(pend["id"])
     result = {t: {"status": "done", "n_stimuli": len(head), "n_done_before": len(head), "n_run": 0,
                   "n_errors": 0, "seconds": 0.0, "stimuli_per_s": None, "manifest_sha256": m_sha,
                   "error": None, "file": str(paths[t])} for t in tasks}
@@ -534,7 +605,8 @@ def _plan_family(ws, entry, family: str, tasks: list[str], *, limit, ps, rerun_u
 
 
 def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit, progress: bool,
-                diag, ps, plan: dict | None = None, meter: "_Throughput | None" = None) -> dict:
+                diag, ps, plan: dict | None = None, meter: "_Throughput | None" = None,
+                shard: tuple[int, int] | None = None) -> dict:
     """Run every task of one family over its manifest, batch by batch.
 
     The tasks of a family share their stimuli, so each stimulus is materialised once per batch
@@ -544,11 +616,11 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
     decodes made in it, so the tasks' ``seconds`` sum to the loop's wall time) and
     ``decode_seconds`` its own time inside ``generate``; ``meter`` (if given) receives the
     family's stimuli, decodes, audio seconds and loop seconds. ``plan`` is :func:`_plan_family`'s
-    (made here when None)."""
+    (made here when None, for ``shard``)."""
     from .mixing import materialize  # noqa: PLC0415
 
     if plan is None:
-        plan = _plan_family(ws, entry, family, tasks, limit=limit, ps=ps, rerun_unkeyed=False)
+        plan = _plan_family(ws, entry, family, tasks, limit=limit, ps=ps, rerun_unkeyed=False, shard=shard)
     if "manifest" not in plan:
         return plan["result"]
     manifest, m_sha, prompts, keys = plan["manifest"], plan["m_sha"], plan["prompts"], plan["keys"]
@@ -567,7 +639,8 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
     # time inside ``generate`` (the first prompt on a stimulus includes the shared encoder).
     from .progress import Progress  # noqa: PLC0415
 
-    bar = Progress(len(records), f"{entry.id} · {'+'.join(tasks)}", unit="stim",
+    where = f" · shard {shard[0]}/{shard[1]}" if shard is not None else ""
+    bar = Progress(len(records), f"{entry.id} · {'+'.join(tasks)}{where}", unit="stim",
                    enabled=bool(progress and records))
     loop_t0 = t_prev = time.perf_counter()
     try:

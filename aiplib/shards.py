@@ -8,18 +8,36 @@ the shard files to ``inference/<model>/merged-shards/``.
 
 The partition is a pure function of the stimulus id (SHA-256, so it is the same on every
 machine, Python version and run); a shard that was killed resumes alone, from its own file.
+
+What a shard process writes (nothing another process writes too, so shards may run at once on
+many nodes of a shared file system, where appends from several clients are not atomic):
+
+- ``inference/<model>/<task>.shard-<i>-of-<n>.jsonl``: its rows;
+- ``inference/<model>/run_log.shard-<i>-of-<n>.jsonl``: its run records (``"shard": "i/n"``);
+- ``checks/mix_diagnostics.shard-<i>-of-<n>.csv``: the diagnostics of the stimuli it mixed;
+- ``inference/<model>/superseded/<task>.shard-<i>-of-<n>.jsonl``: stale rows of its own file;
+- ``inference/<model>/.shard-<i>-of-<n>.lock``: held (``flock``) while it runs that model.
+
+A shard *reads* ``<task>.jsonl`` (rows already there are done) but never rewrites it: stale rows
+of the main file are set aside by an unsharded run (:func:`aiplib.inference.set_aside_stale_rows`)
+or by the merge, which moves every successful main row of a stimulus that a shard answered under
+another ``stim_key`` to ``superseded/<task>.jsonl``. The merge refuses to start while a shard of
+the same model still holds its lock (:class:`ShardBusyError`).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 import re
 from pathlib import Path
 
 from .errors import AiplibError, AiplibParameterError
 
-__all__ = ["ShardConflictError", "parse_shard", "shard_of", "select_shard", "shard_path", "shard_files",
-           "merge_shards", "merge_all"]
+__all__ = ["ShardConflictError", "ShardBusyError", "parse_shard", "coerce_shard", "shard_label", "shard_of",
+           "select_shard", "shard_path", "shard_files", "shard_lock", "busy_shards", "merge_shards",
+           "merge_run_logs", "merge_diagnostics", "merge_model", "merge_all", "summary_line", "is_shard_file"]
 
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 _FILE_RE = re.compile(r"^(?P<task>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")
@@ -27,6 +45,10 @@ _FILE_RE = re.compile(r"^(?P<task>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")
 
 class ShardConflictError(AiplibError):
     """Two files hold different answers for the same stimulus, prompt and stimulus key."""
+
+
+class ShardBusyError(AiplibError):
+    """A shard is still running (it holds its lock), or the same shard was started twice."""
 
 
 def parse_shard(spec: str | None = None, env=None) -> tuple[int, int] | None:
@@ -62,6 +84,33 @@ def parse_shard(spec: str | None = None, env=None) -> tuple[int, int] | None:
     return (i, n)
 
 
+def coerce_shard(shard=None, env=None) -> tuple[int, int] | None:
+    """The ``shard`` argument of :func:`aiplib.inference.run_inference` as ``(i, n)`` or None.
+
+    ``None`` or ``""``: Slurm's job-array variables if set (:func:`parse_shard`), else no
+    sharding; ``False``: no sharding, whatever the environment; ``"i/n"``; ``(i, n)``.
+
+    Raises
+    ------
+    AiplibParameterError
+        If the value is none of these or ``i`` is not in ``0 … n-1``.
+    """
+    if shard is False:
+        return None
+    if shard is None or isinstance(shard, str):
+        return parse_shard(shard, env=env)
+    try:
+        i, n = (int(x) for x in shard)
+    except (TypeError, ValueError):
+        raise AiplibParameterError(f"shard must be 'i/n' or (i, n), got {shard!r}") from None
+    return parse_shard(f"{i}/{n}", env={})
+
+
+def shard_label(shard: tuple[int, int] | None) -> str | None:
+    """``(1, 4)`` → ``"1/4"`` (None stays None): the form written into run records."""
+    return None if shard is None else f"{shard[0]}/{shard[1]}"
+
+
 def shard_of(stimulus_id: str, n: int) -> int:
     """Shard of one stimulus among ``n``: SHA-256 of its id (UTF-8), first 8 bytes, modulo ``n``."""
     digest = hashlib.sha256(str(stimulus_id).encode("utf-8")).digest()
@@ -85,16 +134,80 @@ def shard_path(result_file, shard: tuple[int, int] | None) -> Path:
     return p.with_name(f"{p.stem}.shard-{i}-of-{n}.jsonl")
 
 
-def shard_files(model_dir) -> dict[str, list[Path]]:
-    """Shard files waiting in one model's folder, per task (sorted by shard index)."""
+def shard_files(model_dir, *, run_logs: bool = False) -> dict[str, list[Path]]:
+    """Shard files waiting in one model's folder, per task (sorted by shard index).
+
+    ``run_log.shard-*`` files are left out (``run_logs=True``: only they, under ``"run_log"``).
+    """
     out: dict[str, list[Path]] = {}
     for p in sorted(Path(model_dir).glob("*.shard-*-of-*.jsonl")):
         m = _FILE_RE.match(p.name)
-        if m:
+        if m and (m.group("task") == "run_log") == run_logs:
             out.setdefault(m.group("task"), []).append(p)
     for task in out:
-        out[task].sort(key=lambda p: int(_FILE_RE.match(p.name).group("i")))
+        out[task].sort(key=lambda p: (int(_FILE_RE.match(p.name).group("n")), int(_FILE_RE.match(p.name).group("i"))))
     return out
+
+
+def _lock_path(model_dir, shard: tuple[int, int]) -> Path:
+    return Path(model_dir) / f".shard-{shard[0]}-of-{shard[1]}.lock"
+
+
+@contextlib.contextmanager
+def shard_lock(model_dir, shard: tuple[int, int] | None):
+    """Hold ``<model_dir>/.shard-<i>-of-<n>.lock`` (an exclusive ``flock``) while a shard runs.
+
+    The kernel drops the lock when the process ends, even by SIGKILL, so a killed shard never
+    blocks anything. No-op when ``shard`` is None or ``fcntl`` is missing (Windows).
+
+    Raises
+    ------
+    ShardBusyError
+        If another process holds it (the same shard started twice, e.g. a requeued array task
+        whose first copy still runs).
+    """
+    try:
+        import fcntl  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - not POSIX
+        fcntl = None
+    if shard is None or fcntl is None:
+        yield None
+        return
+    path = _lock_path(model_dir, shard)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise ShardBusyError(f"shard {shard_label(shard)} of {Path(model_dir).name} is already running "
+                                 f"(another process holds {path})") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {os.uname().nodename if hasattr(os, 'uname') else ''}\n".encode())
+        yield path
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def busy_shards(model_dir) -> list[str]:
+    """Shards (``"i/n"``) of one model whose lock another process holds right now."""
+    try:
+        import fcntl  # noqa: PLC0415
+    except ImportError:  # pragma: no cover
+        return []
+    busy = []
+    for p in sorted(Path(model_dir).glob(".shard-*-of-*.lock")):
+        m = re.match(r"^\.shard-(\d+)-of-(\d+)\.lock$", p.name)
+        if not m:
+            continue
+        fd = os.open(p, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            busy.append(f"{m.group(1)}/{m.group(2)}")
+        finally:
+            os.close(fd)
+    return busy
 
 
 def _key(row: dict) -> tuple:
@@ -114,7 +227,8 @@ def merge_shards(result_file, shards=None) -> dict:
     Returns
     -------
     dict
-        ``{"file", "shards", "rows_added", "duplicates_identical", "lines_skipped"}``.
+        ``{"file", "shards", "rows_added", "duplicates_identical", "lines_skipped",
+        "rows_superseded"}``.
 
     Raises
     ------
@@ -125,15 +239,19 @@ def merge_shards(result_file, shards=None) -> dict:
     Notes
     -----
     Identical duplicates are written once. Error rows (``__ERROR__``) never conflict: a later
-    successful row wins when results are read (:func:`aiplib.inference.read_results`). After the
-    merge the shard files move to ``merged-shards/`` so a second merge adds nothing.
+    successful row wins when results are read (:func:`aiplib.inference.read_results`). A
+    successful row of the result file whose stimulus a shard answered with a keyed row under
+    another ``stim_key`` (the stimulus, prompt or model changed since; a shard cannot set it
+    aside itself, it never rewrites the result file) moves to ``superseded/<task>.jsonl``, as
+    :func:`aiplib.inference.set_aside_stale_rows` would: the result file is then rewritten
+    atomically (``.part``, fsync, rename) after the moved lines are fsync'ed to the side file.
+    After the merge the shard files move to ``merged-shards/`` so a second merge adds nothing.
     """
     from .inference import _append_lines, _row_json, is_error_row, read_inference_jsonl, repair_jsonl  # noqa: PLC0415
 
     result_file = Path(result_file)
     if shards is None:
-        m = result_file.stem
-        shards = shard_files(result_file.parent).get(m, [])
+        shards = shard_files(result_file.parent).get(result_file.stem, [])
     shards = [Path(s) for s in shards]
     seen: dict[tuple, tuple[str, Path]] = {}
     skipped = 0
@@ -163,22 +281,167 @@ def merge_shards(result_file, shards=None) -> dict:
                 continue
             seen[k] = (r.get("raw"), s)
             new_rows.append(r)
+    # the current key of each stimulus a shard answered: other-keyed main rows are stale
+    current = {str(r["id"]): r["stim_key"] for r in new_rows
+               if not is_error_row(r) and r.get("stim_key") is not None}
+    keep, move = [], []
+    if current and result_file.is_file():
+        with open(result_file, "rb") as f:
+            for line in f:
+                try:
+                    r = json.loads(line.decode("utf-8"))
+                    rid = str(r["id"]) if isinstance(r, dict) and r.get("id") not in (None, "") else None
+                except (UnicodeDecodeError, ValueError):
+                    rid = None
+                stale = (rid in current and not is_error_row(r) and r.get("stim_key") != current[rid])
+                (move if stale else keep).append(line)
     result_file.parent.mkdir(parents=True, exist_ok=True)
-    _append_lines(result_file, [_row_json(r) for r in new_rows])
+    new_lines = [_row_json(r) for r in new_rows]
+    if move:
+        side = result_file.parent / "superseded" / result_file.name
+        side.parent.mkdir(parents=True, exist_ok=True)
+        repair_jsonl(side)
+        _append_lines(side, [x.decode("utf-8") for x in move])
+        tmp = result_file.with_name(result_file.name + ".part")
+        with open(tmp, "wb") as f:
+            f.write(b"".join(keep) + "".join(new_lines).encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, result_file)
+    else:
+        _append_lines(result_file, new_lines)
     done_dir = result_file.parent / "merged-shards"
     for s in shards:
         done_dir.mkdir(exist_ok=True)
         s.replace(done_dir / s.name)
     return {"file": str(result_file), "shards": [str(s) for s in shards], "rows_added": len(new_rows),
-            "duplicates_identical": identical, "lines_skipped": skipped}
+            "duplicates_identical": identical, "lines_skipped": skipped, "rows_superseded": len(move)}
 
 
-def merge_all(inference_dir) -> list[dict]:
-    """:func:`merge_shards` for every task of every model under ``inference_dir`` that has shards."""
+def merge_run_logs(model_dir) -> int:
+    """Append every ``run_log.shard-*-of-*.jsonl`` of one model to its ``run_log.jsonl`` (shard
+    order), then move them to ``merged-shards/``. Returns the records appended."""
+    from .inference import _append_lines, repair_jsonl  # noqa: PLC0415
+
+    model_dir = Path(model_dir)
+    files = shard_files(model_dir, run_logs=True).get("run_log", [])
+    n = 0
+    for s in files:
+        repair_jsonl(s)
+        lines = [x for x in s.read_text(encoding="utf-8").splitlines(keepends=True) if x.strip()]
+        repair_jsonl(model_dir / "run_log.jsonl")
+        _append_lines(model_dir / "run_log.jsonl", lines)
+        n += len(lines)
+        (model_dir / "merged-shards").mkdir(exist_ok=True)
+        s.replace(model_dir / "merged-shards" / s.name)
+    return n
+
+
+def merge_diagnostics(checks_dir) -> int:
+    """Append the rows of every ``mix_diagnostics.shard-*-of-*.csv`` in ``checks_dir`` to
+    ``mix_diagnostics.csv`` (one row per ``stimulus_id``, first seen kept), then move them to
+    ``checks/merged-shards/``. Returns the rows added."""
+    import pandas as pd  # noqa: PLC0415
+
+    from .inference import MIX_DIAG_FIELDS, repair_jsonl  # noqa: PLC0415
+
+    checks_dir = Path(checks_dir)
+    files = sorted(checks_dir.glob("mix_diagnostics.shard-*-of-*.csv")) if checks_dir.is_dir() else []
+    if not files:
+        return 0
+    main = checks_dir / "mix_diagnostics.csv"
+
+    def read(p):
+        repair_jsonl(p)
+        try:
+            return pd.read_csv(p, dtype=str, keep_default_na=False)
+        except (pd.errors.EmptyDataError, FileNotFoundError):
+            return pd.DataFrame(columns=MIX_DIAG_FIELDS)
+
+    have = set(read(main)["stimulus_id"]) if main.is_file() else set()
+    parts = [read(p) for p in files]
+    new = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=MIX_DIAG_FIELDS)
+    new = new[~new["stimulus_id"].isin(have)].drop_duplicates("stimulus_id")
+    new = new.reindex(columns=MIX_DIAG_FIELDS)
+    if len(new):
+        header = not main.is_file() or main.stat().st_size == 0
+        with open(main, "a", newline="", encoding="utf-8") as f:
+            new.to_csv(f, header=header, index=False)
+            f.flush()
+            os.fsync(f.fileno())
+    (checks_dir / "merged-shards").mkdir(exist_ok=True)
+    for p in files:
+        p.replace(checks_dir / "merged-shards" / p.name)
+    return len(new)
+
+
+def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
+    """Merge one model's shard files (rows per task, then run logs) and remove its released locks.
+
+    Returns one :func:`merge_shards` result per task merged (empty when there is nothing).
+
+    Raises
+    ------
+    ShardBusyError
+        (``check_busy``) If one of its shards still runs; nothing moves.
+    ShardConflictError
+        As :func:`merge_shards`.
+    """
+    model_dir = Path(model_dir)
+    tasks = shard_files(model_dir)
+    if not tasks and not shard_files(model_dir, run_logs=True):
+        return []
+    busy = busy_shards(model_dir) if check_busy else []
+    if busy:
+        raise ShardBusyError(f"shard(s) still running: {', '.join(f'{model_dir.name} {b}' for b in busy)}; "
+                             "merge when every array task has finished")
+    out = [merge_shards(model_dir / f"{task}.jsonl", files) for task, files in tasks.items()]
+    merge_run_logs(model_dir)
+    for lock in model_dir.glob(".shard-*-of-*.lock"):  # none is held (checked): tidy up
+        lock.unlink(missing_ok=True)
+    return out
+
+
+def is_shard_file(path) -> bool:
+    """True for ``<task>.shard-<i>-of-<n>.jsonl`` and ``run_log.shard-…`` (readers that list the
+    tasks of ``inference/<model>/`` should skip them: they are merged into ``<task>.jsonl``)."""
+    return _FILE_RE.match(Path(path).name) is not None
+
+
+def merge_all(inference_dir, checks_dir=None) -> list[dict]:
+    """:func:`merge_shards` for every task of every model under ``inference_dir`` that has shards,
+    then the shards' run logs (:func:`merge_run_logs`) and mix diagnostics
+    (:func:`merge_diagnostics`; ``checks_dir`` defaults to ``<workspace>/checks`` when
+    ``inference_dir`` is a workspace's ``inference/``).
+
+    Returns
+    -------
+    list of dict
+        One :func:`merge_shards` result per (model, task) merged.
+
+    Raises
+    ------
+    ShardBusyError
+        If a shard of a model that has shard files still runs (holds its lock); checked for every
+        model before anything is merged, so nothing moves.
+    ShardConflictError
+        As :func:`merge_shards`.
+    """
+    inference_dir = Path(inference_dir)
     out = []
-    for model_dir in sorted(p for p in Path(inference_dir).iterdir() if p.is_dir()):
-        for task, files in shard_files(model_dir).items():
-            out.append(merge_shards(model_dir / f"{task}.jsonl", files))
+    if not inference_dir.is_dir():
+        return out
+    todo = [(d, shard_files(d)) for d in sorted(p for p in inference_dir.iterdir() if p.is_dir())
+            if shard_files(d) or shard_files(d, run_logs=True)]
+    busy = [f"{d.name} {b}" for d, _ in todo for b in busy_shards(d)]
+    if busy:  # checked for every model before anything moves
+        raise ShardBusyError(f"shard(s) still running: {', '.join(busy)}; merge when every array task has finished")
+    for model_dir, _ in todo:
+        out += merge_model(model_dir, check_busy=False)
+    if checks_dir is None and inference_dir.name == "inference":
+        checks_dir = inference_dir.parent / "checks"
+    if checks_dir is not None:
+        merge_diagnostics(checks_dir)
     return out
 
 
@@ -191,15 +454,21 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     try:
         res = merge_all(a.inference_dir)
-    except ShardConflictError as exc:
+    except (ShardConflictError, ShardBusyError) as exc:
         print(f"merge refused: {exc}")
         return 1
-    for r in res:
-        print(f"merged {len(r['shards'])} shard(s) into {r['file']}: {r['rows_added']} rows added, "
-              f"{r['duplicates_identical']} identical duplicates, {r['lines_skipped']} unreadable lines skipped")
-    if not res:
-        print(f"no shard files under {a.inference_dir}")
+    print(summary_line(res, a.inference_dir))
     return 0
+
+
+def summary_line(res: list[dict], where) -> str:
+    """What :func:`merge_all` did, as lines for a log or a notebook (one per task merged)."""
+    if not res:
+        return f"no shard files to merge under {where}"
+    return "\n".join(
+        f"merged {len(r['shards'])} shard(s) into {r['file']}: {r['rows_added']} rows added, "
+        f"{r['duplicates_identical']} identical duplicates, {r.get('rows_superseded', 0)} stale rows set aside, "
+        f"{r['lines_skipped']} unreadable lines skipped" for r in res)
 
 
 if __name__ == "__main__":  # pragma: no cover

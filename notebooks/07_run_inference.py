@@ -17,6 +17,11 @@
 #
 # **Reads** the manifests and the model registry. **Writes** `inference/<model>/<task>.jsonl` and
 # `inference/<model>/run_log.jsonl`.
+#
+# **Many GPUs.** With `shard` = `i/n` (`make 07 SHARD=i/n`, or a Slurm job array through
+# `scripts/slurm/stage7.sbatch`) this run decodes only the stimuli still missing whose id hashes to
+# shard `i` of `n`, into `inference/<model>/<task>.shard-<i>-of-<n>.jsonl`; `make merge` or stage 8
+# folds the shards into `<task>.jsonl` and refuses two different answers for one stimulus.
 
 # %% tags=["parameters"]
 import os
@@ -30,6 +35,7 @@ path: str = "fast"  # embedded Whisper decoding path: fast | standard
 limit: int = 0  # >0: only the first N stimuli per task (0 means all)
 prompt_set: str = ""  # prompt set name, empty for the profile default (paper: the PROMPTS dict of the authors)
 prompts_file: str = ""  # paper: local copy of the inference script of the authors, empty to fetch it by commit
+shard: str = ""  # i/n: run only shard i of n (0-based, e.g. 0/4), empty for all stimuli or the Slurm array task
 
 # %%
 aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
@@ -57,18 +63,19 @@ from aiplib.inference import run_inference
 
 if smoke and not limit:
     limit = 40
-summary = run_inference(ws, models=model, tasks=task, path=path, limit=limit or None, prompt_set=ps)
+summary = run_inference(ws, models=model, tasks=task, path=path, limit=limit or None, prompt_set=ps,
+                        shard=shard or None)
 summary
 
 # %%
-# %xmode Minimal
 from aiplib.inference import raise_if_not_run
 
 raise_if_not_run(summary)  # a model that could not run (no GPU, gated weights …) fails the stage here
 
 # %% [markdown]
-# What was written: rows per model and task in `inference/` (a re-run adds only what is missing).
+# What was written: rows per model and file in `inference/` (a re-run adds only what is missing;
+# shard files wait there until `make merge` or stage 8).
 
 # %%
-pd.DataFrame([{"model": p.parent.name, "task": p.stem, "rows": len(p.read_text().splitlines())}
-              for p in sorted(ws.inference.glob("*/*.jsonl")) if p.stem != "run_log"])
+pd.DataFrame([{"model": p.parent.name, "file": p.name, "rows": len(p.read_text().splitlines())}
+              for p in sorted(ws.inference.glob("*/*.jsonl")) if not p.name.startswith("run_log")])

@@ -15,6 +15,10 @@
 # `inference/`; `make score INFERENCE_DIR=…`), `manifests_dir` its manifests (optional: their rows
 # carry the manifest columns). **Reads** `inference/*/*.jsonl` and the manifests. **Writes**
 # `results/scores/<task>.csv` (one row per stimulus and model) and a JSON sidecar.
+#
+# First, if stage 7 ran as shards (`SHARD=i/n`, a Slurm job array), their files are merged into
+# `inference/<model>/<task>.jsonl` (`aiplib.shards.merge_all`, the same as `make merge`): two
+# different answers for one stimulus stop the stage, and so does a shard still running.
 
 # %% tags=["parameters"]
 import os
@@ -31,6 +35,15 @@ aiplib.check_parameters(globals())  # each parameter has its declared type (aipl
 # %%
 ws = aiplib.workspace(profile)
 print(ws.root)
+
+# %%
+from aiplib.shards import merge_all, summary_line
+
+if not inference_dir:  # a folder written elsewhere is only read, never changed
+    merged = merge_all(ws.inference)
+    if merged:
+        print(f"{sum(r['rows_added'] for r in merged)} rows merged from stage-7 shard files:")
+    print(summary_line(merged, ws.inference))
 
 # %%
 from aiplib.scoring import score_inference

@@ -10,7 +10,9 @@
 # script ends with the reason: the failing cell and its error, or one line when the kernel died
 # (killed by the system, most often out of memory, or by kill -9). Exit status 1 on failure.
 # Every path may contain spaces. Environment: PAPERMILL (default .venv/bin/papermill), FILTER_PYTHON
-# (default .venv/bin/python, runs the live filter), AIP_PROFILE and AIP_DATA_ROOT (passed on).
+# (default .venv/bin/python, runs the live filter), AIP_PROFILE and AIP_DATA_ROOT (passed on),
+# AIP_RUN_TAG (appended to the output names, e.g. OUT_DIR/STAGE.shard-0-of-4.ipynb: make sets it
+# for stage 7 with SHARD=i/n, so shards running at once never share an executed copy or log).
 # Parameters (-p/-r NAME VALUE, -y YAML) reach the notebook only if its parameters cell declares them
 # (aiplib.params.main filter-args): make passes one set to every stage; a name that no notebook
 # of NOTEBOOK_DIR declares (a typo) is dropped with one note.
@@ -23,8 +25,9 @@ stage=$1 nbdir=$2 out=$3
 shift 3
 papermill=${PAPERMILL:-.venv/bin/papermill}
 filter_python=${FILTER_PYTHON:-.venv/bin/python}
-log="$out/$stage.log"
-running="$out/$stage.running.ipynb"
+tag=${AIP_RUN_TAG:-}  # e.g. ".shard-0-of-4": this run's own executed copy and log (stage-7 shards run at once)
+log="$out/$stage$tag.log"
+running="$out/$stage$tag.running.ipynb"
 
 mkdir -p -- "$out" || exit 1
 echo "=== stage $stage (profile ${AIP_PROFILE:-demo}) ==="
@@ -75,11 +78,11 @@ if not hidden:
     | tee "$log" | "$filter_python" -c "$hide_traceback"; } 3>&1
 status=$?
 if [ "$status" -eq 0 ]; then
-  mv -f -- "$running" "$out/$stage.ipynb"
+  mv -f -- "$running" "$out/$stage$tag.ipynb"
   exit 0
 fi
 
-mv -f -- "$running" "$out/$stage.failed.ipynb" 2>/dev/null
+mv -f -- "$running" "$out/$stage$tag.failed.ipynb" 2>/dev/null
 echo "" >&2
 if grep -qE "DeadKernelError|Kernel died" "$log"; then
   echo "make: stage $stage FAILED: the kernel died (killed by the system, most often for lack of memory, or by kill -9); finished work is kept, so re-running \`make ${stage%%_*}\` with the same variables resumes where it stopped" >&2
@@ -93,5 +96,5 @@ else
   echo "make: stage $stage FAILED — notebook $nbdir/$stage.ipynb (papermill exit status $status)" >&2
   grep -v "^[[:space:]]" "$log" | grep . | tail -n 1 >&2
 fi
-echo "executed copy: $out/$stage.failed.ipynb; full log: $log" >&2
+echo "executed copy: $out/$stage$tag.failed.ipynb; full log: $log" >&2
 exit 1

@@ -365,3 +365,32 @@ def test_resumed_run_splits_time_only_over_the_prompt_that_ran(ws, monkeypatch):
     s = run_inference(ws, tasks="asr,asr_steer_p5", progress=False).set_index("task")
     assert s.loc["asr", "n_run"] == 0 and s.loc["asr", "seconds"] == 0
     assert s.loc["asr_steer_p5", "seconds"] == pytest.approx(9 * 1.1)  # a new fake: encodes again
+
+
+def test_shard_runs_its_part_and_an_unsharded_run_merges_it_first(ws, monkeypatch):
+    """shard=(0, 2): only its stimuli, into its own files; a shard with nothing left is not loaded;
+    the next unsharded run merges the shard file, then decodes only the rest."""
+    from aiplib.shards import select_shard
+
+    manifest = pd.read_csv(ws.manifests / "asr.csv", dtype=str)
+    mine = set(select_shard(manifest, (0, 2))["id"])
+    assert 0 < len(mine) < 9
+    made = _patch(monkeypatch)
+    s = run_inference(ws, tasks="asr", progress=False, shard="0/2")
+    mdir = ws.inference / "whisper_tiny_en"
+    shard_file = mdir / "asr.shard-0-of-2.jsonl"
+    assert s.loc[0, "n_stimuli"] == len(mine) == s.loc[0, "n_run"] and s.loc[0, "file"] == str(shard_file)
+    assert {json.loads(x)["id"] for x in _lines(shard_file)} == mine and len(made[0].seen) == len(mine)
+    assert not (mdir / "asr.jsonl").exists() and not (mdir / "run_log.jsonl").exists()
+    assert json.loads(_lines(mdir / "run_log.shard-0-of-2.jsonl")[-1])["shard"] == "0/2"
+    assert len(pd.read_csv(ws.checks / "mix_diagnostics.shard-0-of-2.csv")) == len(mine)
+    made = _patch(monkeypatch)
+    assert run_inference(ws, tasks="asr", progress=False, shard=(0, 2)).loc[0, "n_run"] == 0 and made == []
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "0")  # False: unsharded whatever Slurm says
+    monkeypatch.setenv("SLURM_ARRAY_TASK_COUNT", "2")
+    s = run_inference(ws, tasks="asr", progress=False, shard=False)
+    assert s.loc[0, "n_done_before"] == len(mine) and len(made[0].seen) == 9 - len(mine)
+    assert not shard_file.exists() and (mdir / "merged-shards" / shard_file.name).exists()
+    df = read_results(mdir / "asr.jsonl")
+    assert len(df) == 9 and df["id"].is_unique
+    assert [json.loads(x).get("shard") for x in _lines(mdir / "run_log.jsonl")] == ["0/2", "0/2", None]
