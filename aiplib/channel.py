@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from .audio import SR, valid_audio
-from .channel_external import CODECS, ChannelUnavailableError, codec, codec_skip_reason, reverb
+from .channel_external import CODECS, ChannelUnavailableError, codec, codec_skip_reason, resample, reverb
 from .errors import AiplibParameterError
 
 __all__ = ["CHANNEL_CONDITIONS", "TRANSFORMS", "ChannelUnavailableError", "apply", "describe",
@@ -80,17 +80,15 @@ def telephone(y: np.ndarray, sr: int, *, low_hz: float = 300.0, high_hz: float =
               rate_hz: int = TEL_RATE_HZ) -> tuple[np.ndarray, dict]:
     """Narrowband telephone channel: resample to 8 kHz, band-pass 300–3400 Hz, resample back.
 
-    Resampling with librosa's soxr (``soxr_hq``, as :mod:`aiplib.audio`); the band-pass is
+    Resampling with soxr "HQ" (= librosa's ``soxr_hq``, as :mod:`aiplib.audio`); the band-pass is
     :func:`telephone_filter`, applied with ``scipy.signal.fftconvolve(mode="same")`` (zero delay).
     Output cut / zero-padded to ``len(y)``. Parameters in Hz.
     """
     from scipy import signal
 
-    from .channel_external import _resample
-
     h = telephone_filter(low_hz, high_hz, rate_hz)
-    nb = signal.fftconvolve(_resample(y, sr, rate_hz).astype(np.float64), h, mode="same")
-    back = _resample(nb.astype(np.float32), rate_hz, sr)
+    nb = signal.fftconvolve(resample(y, sr, rate_hz).astype(np.float64), h, mode="same")
+    back = resample(nb.astype(np.float32), rate_hz, sr)
     out = np.zeros(y.size, dtype=np.float32)
     out[:min(y.size, back.size)] = back[:y.size]
     return out, {"filter": "Kaiser-window linear-phase FIR", "taps": int(h.size),

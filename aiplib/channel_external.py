@@ -3,11 +3,12 @@ pyroomacoustics (issue 14, item 4). The registry, :func:`aiplib.channel.apply` a
 transforms live in :mod:`aiplib.channel`; call them through it.
 
 Codecs (:func:`codec`) run two ``ffmpeg`` processes (encode to the codec's own container, decode
-back to 16-bit PCM). The signal is resampled to the codec's rate with librosa's soxr (``soxr_hq``,
-as :func:`aiplib.audio.load_audio`), quantised to 16-bit PCM (samples beyond ±1 saturate, as a
-real 16-bit front end), encoded, decoded, resampled back and aligned to the input by
-cross-correlation (the lag of the largest correlation within ±``max_lag_ms``; codec and resampler
-delays are a few samples at most), then trimmed / zero-padded to the input length. A codec whose
+back to 16-bit PCM). The signal is resampled to the codec's rate with soxr at "HQ" quality (the
+same samples as ``librosa.resample(res_type="soxr_hq")`` of :func:`aiplib.audio.load_audio`),
+quantised to 16-bit PCM (samples beyond ±1 saturate, as a real 16-bit front end), encoded,
+decoded, resampled back and aligned to the input by cross-correlation (the lag of the largest
+correlation within ±``max_lag_ms``; measured here: 0 samples for G.711 and GSM, 2 for Opus), then
+cut / zero-padded to the input length. A codec whose
 encoder the local ffmpeg lacks (``ffmpeg -encoders``) is *skipped* with the reason
 (:class:`ChannelUnavailableError`), never replaced by another.
 
@@ -32,7 +33,7 @@ import numpy as np
 from .errors import AiplibParameterError, MissingPackageError
 
 __all__ = ["CODECS", "ChannelUnavailableError", "ffmpeg_encoders", "codec_skip_reason", "codec",
-           "room", "reverb", "align_to"]
+           "room", "reverb", "align_to", "resample"]
 
 
 class ChannelUnavailableError(MissingPackageError):
@@ -115,13 +116,14 @@ def _run(cmd: list[str], data: bytes, what: str) -> bytes:
     return proc.stdout
 
 
-def _resample(y: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
+def resample(y: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
+    """Resample with soxr at "HQ" quality: bit-identical to ``librosa.resample(res_type="soxr_hq")``
+    (what :mod:`aiplib.audio` uses), without importing librosa (seconds)."""
     if sr_in == sr_out:
         return np.asarray(y, dtype=np.float32)
-    import librosa
+    import soxr  # librosa's resampling backend
 
-    return librosa.resample(np.asarray(y, dtype=np.float32), orig_sr=sr_in, target_sr=sr_out,
-                            res_type="soxr_hq")
+    return soxr.resample(np.asarray(y, dtype=np.float32), sr_in, sr_out, quality="HQ").astype(np.float32)
 
 
 def align_to(d: np.ndarray, x: np.ndarray, max_lag: int) -> tuple[np.ndarray, int]:
@@ -214,7 +216,7 @@ def codec(y: np.ndarray, sr: int, *, codec: str, bitrate_kbps: float | None = No
     else:
         bitrate_kbps = spec["bitrates_kbps"][0]
     version, _ = ffmpeg_encoders()
-    x = _resample(y, sr, rate)
+    x = resample(y, sr, rate)
     saturated = int(np.count_nonzero(np.abs(x) > 1.0))
     pcm = np.clip(np.round(x.astype(np.float64) * 32768.0), -32768, 32767).astype("<i2").tobytes()
     base = [_ffmpeg(), "-v", "error", "-nostdin", "-threads", "1"]
@@ -222,7 +224,7 @@ def codec(y: np.ndarray, sr: int, *, codec: str, bitrate_kbps: float | None = No
                  spec["encoder"], *extra, "-f", spec["format"], "pipe:1"], pcm, f"encode {codec}")
     raw = _run([*base, "-f", spec["format"], "-i", "pipe:0", "-f", "s16le", "-ac", "1", "-ar",
                 str(rate), "pipe:1"], bits, f"decode {codec}")
-    d = _resample(np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0, rate, sr)
+    d = resample(np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0, rate, sr)
     out, lag = align_to(d, y, int(round(max_lag_ms * sr / 1000.0)))
     return out, {"codec": codec, "encoder": spec["encoder"], "codec_rate_hz": rate,
                  "bitrate_kbps": float(bitrate_kbps), "bytes": len(bits), "delay_samples": lag,
