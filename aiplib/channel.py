@@ -114,7 +114,7 @@ def packet_loss(y: np.ndarray, sr: int, *, seed: int, loss_rate: float = 0.10,
         ``info["lost_frames"]``: the zeroed frame indices; ``frame_samples``, ``n_frames``.
     """
     if not 0.0 <= loss_rate <= 1.0 or frame_ms <= 0:
-        raise AiplibParameterError(f"packet_loss needs 0 <= loss_rate <= 1 and frame_ms > 0")
+        raise AiplibParameterError(f"packet_loss needs 0 <= loss_rate <= 1 and frame_ms > 0, got {loss_rate}, {frame_ms}")
     flen = max(1, int(round(frame_ms * sr / 1000.0)))
     n_frames = -(-y.size // flen)
     k = int(round(loss_rate * n_frames))
@@ -210,7 +210,8 @@ TRANSFORMS = {
     "codec": (_seedless(codec), "mixture", "a speech codec's encode/decode round trip (ffmpeg)", None),
     "packet_loss": (packet_loss, "mixture", "lost VoIP packets, zero-filled (no concealment)",
                     "20 ms RTP/VoIP frames; independent losses"),
-    "clip": (_seedless(clip), "mixture", "a front end overdriven past full scale, hard clipping", "—"),
+    "clip": (_seedless(clip), "mixture", "a front end overdriven past full scale, hard clipping",
+             "hard clip at ±1 (full scale) after the gain"),
     "level": (_seedless(level), "mixture", "a very quiet input (distant talker, low gain)",
               "RMS dBFS, the mixer's mean-power definition"),
     "reverb": (reverb, "speech", "a reverberant room (image-source shoebox)",
@@ -220,6 +221,7 @@ TRANSFORMS = {
     "cut": (_seedless(cut), "mixture", "speech cut off at the start or end (late VAD / push-to-talk)", "—"),
 }
 """Transform name → (function(y, sr, *, seed, **params), applies_to, what it models, source)."""
+
 
 def _grid() -> dict[str, dict]:
     g: dict[str, dict] = {"telephone": {"transform": "telephone", "low_hz": 300.0, "high_hz": 3400.0}}
