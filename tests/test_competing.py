@@ -206,11 +206,14 @@ def test_transcript_parser_and_selection_rule_on_a_fake_package(tmp_path):
     assert al.is_damaged("sar? esattamente") and not al.is_damaged("Casella di posta? Premere")
 
 
-def test_es_is_flagged_as_the_target_voice(tmp_path):
-    sounds = _fake_package(tmp_path, "es", "es_MX_f_Allison", {"gracias": "muchas gracias a usted"})
+@pytest.mark.parametrize("lang,voice", [("es", "es_MX_f_Allison"), ("en", "en_US_f_Allison")])
+def test_the_target_voice_is_flagged(tmp_path, lang, voice):
+    sounds = _fake_package(tmp_path, lang, voice, {"gracias": "muchas gracias a usted"})
     write_wav(sounds / "gracias.wav", _speechlike(2.0, 200, 1))
-    df = al.asterisk_distractors(["es"], roots=[tmp_path])
-    assert df.same_voice_as_target.tolist() == [True] and df.voice.tolist() == ["es_MX_f_Allison"]
+    df = al.asterisk_distractors([lang], roots=[tmp_path])
+    assert df.same_voice_as_target.tolist() == [True] and df.voice.tolist() == [voice]
+    assert df.distractor_id.tolist() == [f"{lang}-gracias"]
+    assert "en" not in al.LANGUAGES and al.VOICES["fr"]["same_voice_as_target"] is False
 
 
 def test_missing_packages_say_how_to_get_them(tmp_path, monkeypatch):

@@ -17,7 +17,9 @@ es        es_MX_f_Allison       female  Allison Smith                        CC 
 
 ``es`` is read by Allison Smith, the *same voice* as the English Asterisk items of the demo's ASR
 bank: its rows carry ``same_voice_as_target = True`` and serve as a same-voice / other-language
-control. The other three are talkers other than the English target.
+control. The other three are talkers other than the English target. ``en`` (not in
+:data:`LANGUAGES`; ``asterisk-core-sounds-en`` + ``-en-g722``, already demo packages) gives the
+same-language distractor, necessarily the same voice too (flagged alike).
 
 Audio format: each language ships ``-g722`` (G.722, 16 kHz wideband), ``-wav`` (8 kHz PCM) and
 ``-gsm`` packages. :data:`FORMATS` searches G.722 first because the English target items are
@@ -72,11 +74,15 @@ VOICES = {  # language -> voice folder, sex, credit, licence, same voice as the 
                licence="CC BY 3.0", same_voice_as_target=False),
     "es": dict(voice="es_MX_f_Allison", sex="female", credit="Allison Smith", licence="CC BY-SA 3.0",
                same_voice_as_target=True),
+    "en": dict(voice="en_US_f_Allison", sex="female", credit="Allison Smith", licence="CC BY-SA 3.0",
+               same_voice_as_target=True),
 }
-"""The Asterisk distractor voices (from each package's ``copyright`` file)."""
+"""The Asterisk distractor voices (from each package's ``copyright`` file). ``en`` is the
+same-language (and same-voice) distractor: the English prompts of the target's own package; pass
+the target item's id in ``exclude_ids`` of :mod:`aiplib.competing` (``en-<key>``)."""
 
-LANGUAGES = tuple(VOICES)
-"""Languages of the demo distractors, in the order used by default: fr, it, ru, es."""
+LANGUAGES = ("fr", "it", "ru", "es")
+"""Languages of the demo's other-language distractors, in the order used by default."""
 
 FORMATS = ("g722", "wav")
 """Audio formats searched, in order (G.722 first: the target items' codec, see above)."""
