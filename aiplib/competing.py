@@ -111,6 +111,11 @@ def condition_grid(languages, *, snrs_db=SNRS_DB, cocktail=None) -> list[dict]:
             for s, g in groups for snr in snrs_db]
 
 
+def _truthy(v) -> bool:
+    """``True``/``"true"``/``1`` as True (a table read back from CSV holds strings)."""
+    return v is True or str(v).strip().lower() in ("1", "true", "yes")
+
+
 def _pool(table: pd.DataFrame, language: str, exclude_ids) -> pd.DataFrame:
     pool = table[(table["language"] == language) & ~table["distractor_id"].isin(list(exclude_ids))]
     if pool.empty:
@@ -172,7 +177,7 @@ def distractor_stream(table: pd.DataFrame, language: str, n: int, rng, *, gap_s:
         pos += u.size + gap
         i += 1
     part = dict(language=language, voice=str(pool["voice"].iloc[0]),
-                same_voice_as_target=bool(pool["same_voice_as_target"].astype(bool).any()), ids=ids,
+                same_voice_as_target=any(map(_truthy, pool["same_voice_as_target"])), ids=ids,
                 texts=texts, starts_s=starts, offset_s=round(offset / SR, 6), offset_samples=offset,
                 looped=bool(i > len(pool)))
     return out, part

@@ -113,6 +113,9 @@ def test_info_row_flags_same_voice_and_rejects_bad_languages(table, target):
     assert list(row) == comp.MANIFEST_COLUMNS
     assert row["same_voice_as_target"] is True and row["setting"] == "single"
     assert row["distractor_languages"] == "cc" and row["target_snr_db"] == 5.0
+    as_csv = table.astype(str)                  # a table read back from CSV: "False" is not a voice match
+    assert comp.distractor_stream(as_csv, "aa", 100, np.random.default_rng(0))[1]["same_voice_as_target"] is False
+    assert comp.distractor_stream(as_csv, "cc", 100, np.random.default_rng(0))[1]["same_voice_as_target"] is True
     with pytest.raises(AiplibParameterError):
         comp.build_distractor(table, 100, languages=["aa", "aa"], seed=0)
     with pytest.raises(AiplibParameterError):
