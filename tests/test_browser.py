@@ -10,7 +10,12 @@ the bytes it plays are ``wav_bytes(materialize(row))`` of the chosen row, that C
 (a00, bg06, 5 dB) answers with a loop of 88 words: clicking its worst case by the label "bg06 @ 5 dB"
 shows the response cut after 40 words and the metrics block within one screen height (900 px) below
 the players; the "… +N words" toggle opens the rest. Another click, on "bg03 @ 0 dB", loads that
-stimulus. Screenshots go to ``build/browser/`` for a person to look at. No browser is downloaded: Playwright launches /usr/bin/chromium
+stimulus. The server's root is laid out as the project (``jupytext.toml``, ``notebooks/`` with the
+pair): the notebook is served by jupytext's contents manager and shows as unmodified once the
+kernel is up. A second test opens a copy of ``report.html`` (rendered from notebook 09 executed
+by papermill on a small synthetic run) from another folder, without JupyterLab: every image is
+decoded, nothing but the page and ``data:`` URIs is requested, every TOC link reaches its section.
+Screenshots go to ``build/browser/`` for a person to look at. No browser is downloaded: Playwright launches /usr/bin/chromium
 (``make setup`` installs it from binder/apt.txt).
 """
 from __future__ import annotations
