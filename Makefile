@@ -58,7 +58,7 @@ export AIP_MIRROR := $(MIRROR)
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: stamps sync-notebooks lock all setup validate run-stage report merge criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: output-filter stamps sync-notebooks lock all setup validate run-stage report merge criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
 
 all: setup validate
 	@for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done
@@ -80,7 +80,23 @@ $(STAMP): pyproject.toml $(LOCK) binder/apt.txt scripts/apt-test.txt scripts/ins
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(PIP_ARGS) -c $(LOCK) -e ".[notebooks,test]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (AIP-Speech)" >/dev/null
+	@$(MAKE) --no-print-directory output-filter
 	touch $(STAMP)
+
+# Output filter (per clone: git config is not versioned; .gitattributes names the filter for *.ipynb):
+# nbstripout cleans every notebook on its way into git (`git add`, `git diff`, `git status`), so
+# outputs, execution counts and widget state that a JupyterLab session writes into notebooks/ stay
+# in the working copy only. Cell ids are kept (--keep-id): the committed notebooks are the filter's
+# fixed points. `make setup` runs this once; outside a git clone (an archive) it does nothing.
+NBSTRIPOUT_PY ?= $(CURDIR)/$(VENV)/bin/python
+output-filter:
+	@if git -C "$(CURDIR)" rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	  git -C "$(CURDIR)" config filter.nbstripout.clean '"$(NBSTRIPOUT_PY)" -m nbstripout --keep-id' && \
+	  git -C "$(CURDIR)" config filter.nbstripout.smudge cat && \
+	  git -C "$(CURDIR)" config filter.nbstripout.required true && \
+	  git -C "$(CURDIR)" config diff.ipynb.textconv '"$(NBSTRIPOUT_PY)" -m nbstripout --keep-id -t' && \
+	  echo "output filter: git strips outputs from *.ipynb (nbstripout, .gitattributes)"; \
+	else echo "output filter: not a git clone, nothing to configure"; fi
 
 # Custom profile: check the user's folders before any work (lists every problem; exits 1 if fatal).
 validate: setup
@@ -159,8 +175,15 @@ stamps: setup
 sync-notebooks: setup
 	$(VENV)/bin/jupytext --sync "$(NOTEBOOKS)"/[0-9][0-9]_*.ipynb
 
+# JupyterLab at the project root (file browser opened at notebooks/): notebooks/, the executed records
+# data/<profile>/executed/ and data/<profile>/results/report.html are all under it. Notebooks open
+# through jupytext's contents manager (the jupyterlab_jupytext server extension that jupytext
+# installs, reading jupytext.toml at the root), so a save updates the .ipynb and its .py together.
 lab: setup
-	AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" $(VENV)/bin/jupyter lab "$(NOTEBOOKS)/"
+	@echo "JupyterLab at $(CURDIR): $(NOTEBOOKS)/, executed records in $(OUT), report $(DATA_ROOT)/$(PROFILE)/results/report.html"
+	@case "$(DATA_ROOT)/" in "$(CURDIR)"/*|[!/]*) ;; *) echo "note: DATA_ROOT is outside the project folder, so JupyterLab's file browser cannot show it";; esac
+	AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
+	  --LabApp.default_url="/lab/tree/$(NOTEBOOKS)"
 
 # bench_make_all.py reads the stage times of the last `make all` (add --run to time a fresh one).
 bench: setup

@@ -10,7 +10,12 @@ the bytes it plays are ``wav_bytes(materialize(row))`` of the chosen row, that C
 (a00, bg06, 5 dB) answers with a loop of 88 words: clicking its worst case by the label "bg06 @ 5 dB"
 shows the response cut after 40 words and the metrics block within one screen height (900 px) below
 the players; the "… +N words" toggle opens the rest. Another click, on "bg03 @ 0 dB", loads that
-stimulus. Screenshots go to ``build/browser/`` for a person to look at. No browser is downloaded: Playwright launches /usr/bin/chromium
+stimulus. The server's root is laid out as the project (``jupytext.toml``, ``notebooks/`` with the
+pair): the notebook is served by jupytext's contents manager and shows as unmodified once the
+kernel is up. A second test opens a copy of ``report.html`` (rendered from notebook 09 executed
+by papermill on a small synthetic run) from another folder, without JupyterLab: every image is
+decoded, nothing but the page and ``data:`` URIs is requested, every TOC link reaches its section.
+Screenshots go to ``build/browser/`` for a person to look at. No browser is downloaded: Playwright launches /usr/bin/chromium
 (``make setup`` installs it from binder/apt.txt).
 """
 from __future__ import annotations
@@ -39,6 +44,7 @@ from test_widgets import make_explorer_workspace
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 NOTEBOOK = "10_listen_and_explore.ipynb"
+PAIR = "10_listen_and_explore.py"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SERVER_START_S = 60
@@ -68,9 +74,11 @@ def _get(url: str, timeout: float = 2.0) -> int:
 
 def _start_lab(tmp_path: Path, data_root: Path):
     """Start JupyterLab in its own process group; return (process, base URL, token, log path)."""
-    root = tmp_path / "lab"
-    root.mkdir()
-    shutil.copy(ROOT / "notebooks" / NOTEBOOK, root / NOTEBOOK)
+    root = tmp_path / "lab"          # laid out as the project: jupytext.toml + notebooks/ pairs
+    (root / "notebooks").mkdir(parents=True)
+    shutil.copy(ROOT / "jupytext.toml", root / "jupytext.toml")
+    for name in (NOTEBOOK, PAIR):
+        shutil.copy(ROOT / "notebooks" / name, root / "notebooks" / name)
     jdir = tmp_path / "jupyter"
     settings = jdir / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
@@ -150,6 +158,29 @@ def _mixture_bytes(page) -> tuple[str, bytes, float]:
     return src, base64.b64decode(b64), duration
 
 
+def _assert_opened_unmodified(page, base: str, token: str) -> None:
+    """The notebook is served by jupytext's contents manager and is not modified by opening it.
+
+    Only the jupytext contents manager opens a percent script as a notebook; the kernel is up,
+    so JupyterLab has already written its kernelspec and ``language_info`` into the model: the
+    tab is clean when the committed metadata matches them (issue 16; tests/test_lab_and_filter.py).
+    """
+    from ipykernel.ipkernel import IPythonKernel
+
+    with urllib.request.urlopen(f"{base}/api/contents/notebooks/{PAIR}?type=notebook&token={token}",
+                                timeout=10) as r:
+        model = json.load(r)
+    assert model["type"] == "notebook" and model["content"]["cells"][0]["cell_type"] == "markdown"
+    page.wait_for_timeout(1000)   # metadata from the kernel's info reply lands after "Idle"
+    committed = json.loads((ROOT / "notebooks" / NOTEBOOK).read_text())["metadata"]["language_info"]
+    if committed["version"] != IPythonKernel.language_info["version"]:
+        print(f"Python {IPythonKernel.language_info['version']} is not the notebooks' "
+              f"{committed['version']}: JupyterLab rewrites language_info on open here")
+        return
+    tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=NOTEBOOK).first
+    assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), "the notebook shows as modified on open"
+
+
 def _make_loop(ws, sid: str = "a00_bg06_snr5") -> None:
     """Replace one response of the fake ASR model with a looping transcript."""
     path = ws.inference / "fake_asr" / "asr.jsonl"
@@ -182,11 +213,12 @@ def test_notebook10_explorer_in_headless_chromium(tmp_path):
             try:
                 page = ctx.new_page()
                 page.set_default_timeout(CHANGE_MS)
-                page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", wait_until="domcontentloaded",
+                page.goto(f"{base}/lab/tree/notebooks/{NOTEBOOK}?token={token}", wait_until="domcontentloaded",
                           timeout=60_000)
                 page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=60_000)
                 # wait until the kernel is up (status bar "… | Idle"): a Run All sent while it starts is lost
                 page.get_by_text(re.compile(r"^Python 3.*\| Idle$")).first.wait_for(timeout=60_000)
+                _assert_opened_unmodified(page, base, token)
                 # Run > Run All Cells
                 page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
                 page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
@@ -255,3 +287,67 @@ def test_notebook10_explorer_in_headless_chromium(tmp_path):
     print(f"browser test: {elapsed:.1f} s; screenshots {', '.join(map(str, shots))}")
     assert all(s.stat().st_size > 10_000 for s in shots)
     assert elapsed < 120, f"the browser test took {elapsed:.0f} s (budget 120 s)"
+
+
+def test_report_copy_in_another_folder_in_headless_chromium(tmp_path):
+    """A copy of ``report.html`` alone, in another folder, opened from disk: every figure is
+    decoded (``naturalWidth > 0``), the page requests nothing but itself and ``data:`` URIs, and
+    each table-of-contents link brings its section's heading into view."""
+    from playwright.sync_api import sync_playwright
+
+    from aiplib import report
+    from test_report import _execute_09, make_run
+
+    t0 = time.monotonic()
+    ws = make_run(tmp_path / "data", n_asr=4, n_kws=4, n_bg=3, snrs=(10, 0), models=("m_a",))
+    score_inference(ws)
+    executed = _execute_09(ws, tmp_path, n_resamples=50, seed=1)   # notebook 09 through papermill
+    out = report.render_report(executed, ws.results)
+    assert out["figures"] == 6 and len(out["toc"]) > 8
+    copy = tmp_path / "elsewhere" / "copied report.html"
+    copy.parent.mkdir()
+    shutil.copy(out["report_html"], copy)                # the page only: no figures/ beside it
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shots = [SHOTS / "report_copy_top.png", SHOTS / "report_copy_figure_section.png"]
+    t1 = time.monotonic()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            requests, failed = [], []
+            page.on("request", lambda r: requests.append(r.url))
+            page.on("requestfailed", lambda r: failed.append(r.url))
+            page.goto(copy.as_uri(), wait_until="load")
+            imgs = page.evaluate("""() => Array.from(document.images, i => ({
+                alt: i.alt, complete: i.complete, w: i.naturalWidth, h: i.naturalHeight,
+                data: i.src.startsWith('data:image/png;base64,')}))""")
+            assert len(imgs) == out["figures"] == 6
+            for im in imgs:
+                assert im["complete"] and im["w"] > 0 and im["h"] > 0 and im["data"], im
+            assert sorted(i["alt"] for i in imgs) == sorted(
+                f.stem for f in (ws.results / "figures").glob("*.png"))
+            assert failed == []
+            assert all(u == copy.as_uri() or u.startswith("data:") for u in requests), requests
+            page.screenshot(path=str(shots[0]))
+
+            links = page.locator("nav.aip-toc a")
+            assert links.count() == len(out["toc"])
+            for k, (_, anchor, title) in enumerate(out["toc"]):
+                page.evaluate("window.scrollTo(0, 0)")
+                link = links.nth(k)
+                assert link.inner_text().strip() == title
+                link.click()
+                page.wait_for_function(f"location.hash === {json.dumps('#' + anchor)}")
+                top, height, scrolled = page.evaluate(
+                    "a => [document.getElementById(a).getBoundingClientRect().top, innerHeight, scrollY]",
+                    anchor)
+                assert -1 <= top < height, f"section {title!r} is at {top:.0f} px after its TOC link"
+                assert scrolled > 0, f"the TOC link to {title!r} did not move the page"
+                if "(Figure 7)" in title:          # a figure sits right under its section's caption
+                    page.screenshot(path=str(shots[1]))
+        finally:
+            browser.close()
+    print(f"report test: {time.monotonic() - t0:.1f} s ({time.monotonic() - t1:.1f} s in Chromium); "
+          f"screenshots {', '.join(map(str, shots))}")
+    assert all(s.stat().st_size > 10_000 for s in shots)
+    assert time.monotonic() - t1 < 60
