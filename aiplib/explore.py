@@ -7,8 +7,8 @@ rebuilds a stimulus's signals and makes the WAV bytes and spectrograms). Nothing
 * manifests: :func:`aiplib.formats.read_manifest_csv` and :func:`aiplib.formats.manifest_view` (``item_id``,
   ``bg_id``, ``snr_db``, ``reference``); inference rows: :func:`aiplib.formats.read_results`;
   score files: :func:`aiplib.formats.load_scores`;
-* a row scored here (scores not written yet) goes through :func:`aiplib.scoring.score_asr_row` /
-  :func:`aiplib.scoring.score_kws_row`, the functions of stage 8;
+* a row scored here (scores not written yet) goes through :func:`aiplib.textnorm.score_asr_row` /
+  :func:`aiplib.textnorm.score_kws_row`, the functions of stage 8;
 * the background ranking is Figure 4's (:func:`aiplib.figures.background_ranking`);
 * condition labels are :func:`aiplib.conditions.condition_label` (``"bg03 @ 0 dB"``);
 * the word diff is jiwer's alignment of the paper-normalised text, the one behind the S/D/I counts.
@@ -148,8 +148,8 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
 
     Reads ``results/scores/<task>.csv`` when it holds the stimulus; otherwise the raw
     ``inference/<model>/<task>.jsonl`` (:func:`aiplib.formats.read_results`: last successful
-    row per stimulus), scored here with stage 8's :func:`aiplib.scoring.score_asr_row` /
-    :func:`aiplib.scoring.score_kws_row` against the manifest reference.
+    row per stimulus), scored here with stage 8's :func:`aiplib.textnorm.score_asr_row` /
+    :func:`aiplib.textnorm.score_kws_row` against the manifest reference.
 
     Parameters
     ----------
@@ -180,7 +180,8 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     AiplibParameterError
         If ``stimulus_id`` is not in the manifest or the task name is unknown.
     """
-    from . import scoring
+    from .formats import is_error_row
+    from .textnorm import score_asr_row, score_kws_row
 
     fam = task_family(task)
     man = _need_manifest(ws, fam)
@@ -229,7 +230,7 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
         return out
 
     def ok(row) -> bool:
-        return row is not None and row["raw"] != scoring.ERROR_RESPONSE and not _present(row["error"])
+        return row is not None and not is_error_row(row)
 
     r = res.loc[stimulus_id]
     c = res.loc[clean_id] if clean_id in res.index else None
@@ -239,19 +240,19 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     ref = out["reference"]
     if fam == "asr":
         if ok(r):
-            s = scoring.score_asr_row(ref, out["response"])
+            s = score_asr_row(ref, out["response"])
             out.update({k: (bool(s[k]) if k == "is_loop" else float(s[k])) for k in _ASR_KEYS})
         if ok(c):
-            out["clean_wer"] = float(scoring.score_asr_row(ref, out["clean_response"])["wer"])
+            out["clean_wer"] = float(score_asr_row(ref, out["clean_response"])["wer"])
         if noisy:
             out["delta_wer"] = out["wer"] - out["clean_wer"]
     else:
         is_target = bool(mrow.get("is_target", True))
         if ok(r):
-            s = scoring.score_kws_row(out["response"], ref, is_target)
+            s = score_kws_row(out["response"], ref, is_target)
             out["first_word"], out["correct"] = s["first_word"], bool(s["correct"])
         if ok(c):
-            out["clean_correct"] = bool(scoring.score_kws_row(out["clean_response"], ref, is_target)["correct"])
+            out["clean_correct"] = bool(score_kws_row(out["clean_response"], ref, is_target)["correct"])
         if noisy and out["correct"] is not None and out["clean_correct"] is not None:
             out["delta_acc"] = float(int(out["clean_correct"]) - int(out["correct"]))
     return out
@@ -260,7 +261,7 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
 def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
     """Word-level alignment of a response against its reference, as WER counts it.
 
-    Both sides are normalised as the paper (:func:`aiplib.scoring.normalize_text`) and aligned
+    Both sides are normalised as the paper (:func:`aiplib.textnorm.normalize_text`) and aligned
     by jiwer's ``process_words`` — the alignment behind the S/D/I counts of the score files.
 
     Parameters
@@ -277,7 +278,7 @@ def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
     """
     import jiwer
 
-    from .scoring import normalize_text
+    from .textnorm import normalize_text
 
     r, h = normalize_text(reference).split(), normalize_text(response).split()
     if not r or not h:
@@ -434,11 +435,11 @@ def background_table(ws) -> pd.DataFrame:
         value, largest first); unranked backgrounds follow in battery order.
     """
     from .formats import DESCRIPTORS
-    from .figures import load_battery, load_descriptors
+    from .formats import read_battery_csv, read_descriptor_table
     from .stats import degradation_by_background
     from .tasks import DEGRADATION_COLUMN
 
-    bat = load_battery(ws)
+    bat = read_battery_csv(ws.battery_csv, index=True)
     if bat is None:
         ids = set()
         for fam in _BASE_TASKS:
@@ -450,7 +451,7 @@ def background_table(ws) -> pd.DataFrame:
     for c in ("category", "description", "licence", "source_package", "source_file", "attribution"):
         table[c] = bat[c] if c in bat.columns else ""
     table["sources"] = table["source_file"].map(summarise_sources)
-    desc = load_descriptors(ws)
+    desc = read_descriptor_table(ws.descriptor_csv, index=True)
     for c in DESCRIPTORS:
         table[c] = desc[c].reindex(table.index).astype(float) if desc is not None and c in desc else np.nan
     rank = _ranking(ws)

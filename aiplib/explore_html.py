@@ -42,7 +42,7 @@ def fmt(v, spec: str = ".3f", none: str = "–") -> str:
 
 def col_header(c: str) -> str:
     """Readable header of a background-table column (HTML)."""
-    from .descriptors import DESCRIPTORS
+    from .formats import DESCRIPTORS
 
     if c in DESCRIPTORS:
         label, unit = descriptor_label(c)
@@ -145,7 +145,7 @@ def metrics_html(fam, result) -> str:
 
 
 def bg_info_html(table, bg_id) -> str:
-    from .descriptors import DESCRIPTORS
+    from .formats import DESCRIPTORS
 
     if bg_id == "clean":
         return "<i>clean: no background</i>"

@@ -217,8 +217,8 @@ BATTERY_TEXT_COLUMNS = ("bg_id", "category", "description", "source_package", "s
 """Battery columns read as strings (the rest are parsed as numbers/booleans where they look so)."""
 
 
-def read_battery_csv(path) -> pd.DataFrame | None:
-    """Read ``descriptors/battery.csv`` (None when it does not exist).
+def read_battery_csv(path, *, index: bool = False) -> pd.DataFrame | None:
+    """Read ``descriptors/battery.csv`` (None when it does not exist), indexed by ``bg_id`` if ``index``.
 
     ``bg_id`` and the other text columns stay strings as written (``"NA"`` is not NaN); empty
     cells of text columns are ``""``.
@@ -226,7 +226,8 @@ def read_battery_csv(path) -> pd.DataFrame | None:
     path = Path(path)
     if not path.is_file():
         return None
-    return pd.read_csv(path, keep_default_na=False, dtype={c: str for c in BATTERY_TEXT_COLUMNS})
+    df = pd.read_csv(path, keep_default_na=False, dtype={c: str for c in BATTERY_TEXT_COLUMNS})
+    return df.set_index("bg_id") if index else df
 
 
 def write_battery_csv(df: pd.DataFrame, path) -> Path:
@@ -543,7 +544,8 @@ def read_results(path, *, keep_errors: bool = True) -> pd.DataFrame:
         decode_s, audio_s``); per ``id`` the last successful row, else (with ``keep_errors``) the
         last error row; in the order the kept rows were written. Empty (with those columns) if the
         file is missing or empty. Unreadable lines are skipped and counted
-        (:func:`read_inference_jsonl`); the count is in ``df.attrs["n_skipped"]``.
+        (:func:`read_inference_jsonl`). ``df.attrs``: ``n_skipped`` (those lines), ``n_rows``
+        (rows read) and ``n_failed`` (stimuli with no successful row).
     """
     path = Path(path)
     rows, bad = read_inference_jsonl(path) if path.is_file() else ([], 0)
@@ -551,17 +553,11 @@ def read_results(path, *, keep_errors: bool = True) -> pd.DataFrame:
     for col in CORE_FIELDS + ["error"] + EXTRA_FIELDS:
         if col not in df.columns:
             df[col] = pd.Series([None] * len(df), dtype=object)
-    if df.empty:
-        out = df.reset_index(drop=True)
-        out.attrs["n_skipped"] = bad
-        return out
-    is_err = pd.Series([is_error_row(r) for r in rows], index=df.index)
+    is_err = pd.Series([is_error_row(r) for r in rows], index=df.index, dtype=bool)
     ok = df[~is_err].drop_duplicates("id", keep="last")
-    parts = [ok]
-    if keep_errors:
-        parts.append(df[is_err & ~df["id"].isin(ok["id"])].drop_duplicates("id", keep="last"))
-    out = pd.concat(parts).sort_index().reset_index(drop=True)
-    out.attrs["n_skipped"] = bad
+    failed = df[is_err & ~df["id"].isin(ok["id"])].drop_duplicates("id", keep="last")
+    out = pd.concat([ok, failed] if keep_errors else [ok]).sort_index().reset_index(drop=True)
+    out.attrs.update(n_skipped=bad, n_rows=len(rows), n_failed=len(failed))
     return out
 
 
@@ -624,7 +620,7 @@ def read_scores(path) -> pd.DataFrame:
     return df
 
 
-def load_scores(ws, tasks) -> dict[str, pd.DataFrame]:
+def load_scores(ws, tasks=None) -> dict[str, pd.DataFrame]:
     """:func:`read_scores` of each task whose ``results/scores/<task>.csv`` exists (task → table).
 
     Parameters
@@ -632,9 +628,12 @@ def load_scores(ws, tasks) -> dict[str, pd.DataFrame]:
     ws : aiplib.workspace.Workspace
         (An object with only a ``results`` folder is accepted too, for a results folder copied
         out of its workspace.)
-    tasks : iterable of str
+    tasks : iterable of str, optional
+        Default: every ``<task>.csv`` there, in name order.
     """
     scores_dir = ws.scores_dir if hasattr(ws, "scores_dir") else Path(ws.results) / "scores"
+    if tasks is None:
+        tasks = sorted(p.stem for p in scores_dir.glob("*.csv"))
     out = {}
     for task in tasks:
         p = scores_dir / f"{task}.csv"

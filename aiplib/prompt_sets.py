@@ -34,19 +34,14 @@ from types import MappingProxyType
 from typing import Mapping
 
 from .errors import AiplibError, AiplibParameterError
-from .tasks import (KEYWORDS, KWS_CLOSED_LIST, KWS_OPEN_ANSWER, TASK_FILE, normalize_keywords,
-                    required_tasks, task_file)
+from .stamps import text_sha256
+from .tasks import KEYWORDS, KWS_CLOSED_LIST, KWS_OPEN_ANSWER, normalize_keywords, required_tasks, task_file
 
 __all__ = [
-    "TASK_FILE",
-    "KWS_CLOSED_LIST",
-    "KWS_OPEN_ANSWER",
     "PROMPT_SET_FIELD",
     "ENV_VARS",
     "PromptFileError",
     "PromptSet",
-    "task_file",
-    "required_tasks",
     "default_prompt_set_name",
     "prompt_set_names",
     "canonical_prompt_set_name",
@@ -56,7 +51,6 @@ __all__ = [
     "parse_prompts_file",
     "prompt_set_from_file",
     "prompt_set_record",
-    "text_sha256",
 ]
 
 PROMPT_SET_FIELD = "prompt_set"
@@ -122,11 +116,6 @@ def canonical_prompt_set_name(name: str | None) -> str:
 
 
 # ------------------------------------------------------------------------------------ the set
-def text_sha256(text: str) -> str:
-    """Hex SHA-256 of a prompt text's UTF-8 bytes."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 @dataclass(frozen=True, eq=False)
 class PromptSet:
     """One named prompt set.
@@ -482,10 +471,10 @@ def fetch_prompts_file(*, base_url: str, commit: str, path: str, cache_dir, sha2
 
     Raises
     ------
-    aiplib.download.DownloadError
+    aiplib.errors.DownloadError
         The server cannot be reached or answers with an error (the message names the URL and says
         to use ``PROMPTS_FILE`` offline).
-    aiplib.download.ChecksumError
+    aiplib.errors.ChecksumError
         The download does not match ``sha256``.
     """
     from .download import download_file  # noqa: PLC0415
@@ -551,7 +540,7 @@ def get_prompt_set(prompt_set=None, *, ws=None, prompts_file=None, commit: str |
         Unknown set name (valid names listed) or a malformed commit/path.
     PromptFileError
         The file cannot be parsed, lacks a task's key, or its SHA-256 differs from the pin.
-    aiplib.download.DownloadError
+    aiplib.errors.DownloadError
         The file has to be fetched and cannot be (no network: use ``PROMPTS_FILE``).
     """
     if isinstance(prompt_set, PromptSet):

@@ -172,7 +172,7 @@ def worst_stimuli(scores: pd.DataFrame, family: str, n: int = 10) -> pd.DataFram
     Parameters
     ----------
     scores : pandas.DataFrame
-        One task's ``results/scores/<task>.csv`` (:func:`aiplib.figures.load_scores`).
+        One task's ``results/scores/<task>.csv`` (:func:`aiplib.formats.load_scores`).
     family : {"asr", "kws"}
     n : int
 
@@ -385,7 +385,7 @@ def table5_display(t5: pd.DataFrame) -> Table:
 
 
 def comparison_display(c: pd.DataFrame) -> Table:
-    """:func:`aiplib.report.compare_runs` rows of the clean, overall and per-SNR scopes."""
+    """:func:`aiplib.comparison.compare_runs` rows of the clean, overall and per-SNR scopes."""
     top = c[c["scope"].isin(["clean", "overall", "snr"])]
     return Table(pd.DataFrame({
         "task": top["task"], "model": top["model"], "condition": top["condition"],

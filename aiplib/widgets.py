@@ -35,7 +35,7 @@ from .explore import (available_models, available_tasks, background_table, cap_w
 from .explore_html import (CAP_WORDS, CSS, bg_info_html, bg_table_html, col_header, metrics_html,
                            response_html)
 from .listen import signals_figure_png, stimulus_audio, wav_bytes
-from .scoring import task_family
+from .tasks import task_family
 
 __all__ = ["Explorer", "ExplorerWidget", "explorer"]
 
@@ -298,7 +298,7 @@ class Explorer:
             self._rendering_table = False
 
     def _render_bg_table_now(self):
-        from .descriptors import DESCRIPTORS
+        from .formats import DESCRIPTORS
 
         table = self._bg_frame()
         deg = [c for c in table.columns if c.endswith("_pp")]

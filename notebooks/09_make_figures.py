@@ -48,7 +48,8 @@ from IPython.display import Markdown, display
 from aiplib import conditions as cond
 from aiplib import report_tables as rt
 from aiplib import stats
-from aiplib.figures import load_scores, make_all_figures
+from aiplib.figures import make_all_figures
+from aiplib.formats import load_scores
 
 written = make_all_figures(ws, n_resamples=n_resamples, seed=seed)
 kw = dict(n_resamples=n_resamples, seed=seed, min_diff_pp=min_diff_pp)
@@ -298,7 +299,8 @@ rt.Table(inactive.assign(inactive_share=inactive["inactive_share"].round(3)))
 # and per SNR; + = worse).
 
 # %%
-from aiplib.report import check_criteria, compare_runs
+from aiplib.comparison import compare_runs
+from aiplib.criteria import check_criteria
 
 failures = check_criteria(ws, criteria or None, previous or None, tables=tables, n_resamples=n_resamples,
                           seed=seed) if (criteria or previous) else None

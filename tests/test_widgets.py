@@ -16,9 +16,9 @@ import pytest
 from aiplib import explore as xd
 from aiplib import explore_html, listen
 from aiplib import widgets as aw
-from aiplib.descriptors import DESCRIPTORS
+from aiplib.formats import DESCRIPTORS, read_manifest
 from aiplib.errors import AiplibParameterError
-from aiplib.manifests import build_manifests, read_manifest
+from aiplib.manifests import build_manifests
 from aiplib.mixing import achieved_snr_db, materialize
 from conftest import make_tiny_workspace
 
@@ -343,7 +343,8 @@ def test_background_table_values_and_order(ws0):
 
 def test_background_order_is_figure_4s(ws1):
     """The explorer ranks backgrounds exactly as Figure 4: ASR alone would put bg03 first."""
-    from aiplib.figures import background_ranking, load_scores
+    from aiplib.figures import background_ranking
+    from aiplib.formats import load_scores
     from aiplib.scoring import score_inference
 
     score_inference(ws1)
@@ -360,7 +361,7 @@ def test_background_order_is_figure_4s(ws1):
 
 
 def test_word_diff_is_the_sdi_alignment():
-    from aiplib.scoring import score_asr_row
+    from aiplib.textnorm import score_asr_row
 
     d = xd.word_diff("word 1", "Bird 1 at 0 with delta.")
     assert d == [("substitute", "word", "bird"), ("equal", "1", "1"), ("insert", "", "at"),

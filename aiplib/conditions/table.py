@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
+from ..tasks import DEGRADATION_COLUMN
 from ..errors import AiplibParameterError
 from .verdicts import (
     ALL, DEFAULT_MIN_DIFF_PP, SCOPES, _SCOPE_ORDER, _ratio, char_counts, condition_label,
@@ -183,7 +184,7 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     Parameters
     ----------
     scores : pandas.DataFrame
-        A ``results/scores/<task>.csv`` table (:func:`aiplib.figures.load_scores`); may hold
+        A ``results/scores/<task>.csv`` table (:func:`aiplib.formats.load_scores`); may hold
         several models (and tasks: each (model, task) is summarised separately).
     family : {"asr", "kws"}
     n_resamples, seed, level : int, int, float
@@ -265,7 +266,7 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
             rec.update(acc_pp=_pct(tot["correct"], tot["n"]),
                        strict_acc_pp=_share(tot, "strict", "strict_n"),
                        non_answer_pp=_share(tot, "non_answer", "non_answer_n"))
-        rec["measure"] = stats.DEGRADATION_COLUMN[family]
+        rec["measure"] = DEGRADATION_COLUMN[family]
         rec.update(min_diff_pp=float(min_diff_pp), level=float(level),
                    n_resamples=int(n_resamples), seed=int(seed))
         notes = []
@@ -347,11 +348,11 @@ def condition_tables(scores: dict, **kwargs) -> dict[str, pd.DataFrame]:
     Parameters
     ----------
     scores : dict of str -> pandas.DataFrame
-        As returned by :func:`aiplib.figures.load_scores`.
+        As returned by :func:`aiplib.formats.load_scores`.
     **kwargs
         Passed on (``n_resamples, seed, level, min_diff_pp, scopes``).
     """
-    from ..scoring import task_family
+    from ..tasks import task_family
 
     return {task: condition_table(df, task_family(task), **kwargs)
             for task, df in scores.items() if not df.empty}
