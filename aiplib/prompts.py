@@ -140,7 +140,7 @@ def prompt_for(task: str, prompt_set=None, **load) -> tuple[str, str]:
         If ``task`` is unknown; the message lists the valid tasks.
     aiplib.errors.AiplibParameterError
         If ``prompt_set`` is no known set.
-    aiplib.prompt_sets.PromptFileError, aiplib.errors.DownloadError
+    aiplib.prompt_file.PromptFileError, aiplib.errors.DownloadError
         If a fetched set cannot be read or downloaded (see ``get_prompt_set``).
     """
     from .prompt_sets import get_prompt_set  # noqa: PLC0415
