@@ -25,7 +25,7 @@ from .errors import AiplibParameterError
 from .tasks import task_family
 
 __all__ = ["available_tasks", "available_models", "lookup_response",
-           "word_diff", "cap_words", "WORST_COLUMNS", "worst_cases", "background_table",
+           "word_diff", "WORST_COLUMNS", "worst_cases", "background_table",
            "descriptor_label", "summarise_sources", "under_papermill"]
 
 _BASE_TASKS = ("asr", "kws")
@@ -293,18 +293,6 @@ def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
         else:
             out += [("insert", "", b) for b in hw]
     return out
-
-
-def cap_words(text, n: int = 30) -> str:
-    """``text`` cut after ``n`` words, with ``" … +M words"`` when ``M`` more were cut.
-
-    >>> cap_words("a b c d e", 3)
-    'a b c … +2 words'
-    """
-    words = str(text if text is not None else "").split()
-    if len(words) <= n:
-        return " ".join(words)
-    return " ".join(words[:n]) + f" … +{len(words) - n} word{'s' if len(words) - n > 1 else ''}"
 
 
 WORST_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "condition", "reference",

@@ -30,11 +30,11 @@ import ipywidgets as W
 
 from .audio import SR
 from .errors import AiplibParameterError
-from .explore import (available_models, available_tasks, background_table, cap_words, lookup_response,
-                      worst_cases, _manifest)
+from .explore import available_models, available_tasks, background_table, lookup_response, worst_cases, _manifest
 from .explore_html import (CAP_WORDS, CSS, bg_info_html, bg_table_html, col_header, metrics_html,
                            response_html)
 from .listen import signals_figure_png, stimulus_audio, wav_bytes
+from .report_tables import cap_words
 from .tasks import task_family
 
 __all__ = ["Explorer", "ExplorerWidget", "explorer"]
