@@ -64,15 +64,14 @@ def _read_manifest(path: Path, family: str) -> pd.DataFrame:
 
 
 def _manifest(ws, family: str) -> pd.DataFrame | None:
-    return _cached(Path(ws.manifests) / f"{family}.csv", f"manifest:{family}",
+    return _cached(ws.manifest_csv(family), f"manifest:{family}",
                    lambda p: _read_manifest(p, family))
 
 
 def _scores(ws, task: str) -> pd.DataFrame | None:
-    from .formats import load_scores
+    from .formats import read_scores
 
-    df = _cached(Path(ws.results) / "scores" / f"{task}.csv", "scores",
-                 lambda p: load_scores(ws, (task,)).get(task))
+    df = _cached(ws.scores_csv(task), "scores", read_scores)
     return None if df is None or df.empty or "stimulus_id" not in df.columns else df
 
 
@@ -81,14 +80,14 @@ def _results(ws, model: str, task: str) -> pd.DataFrame | None:
 
     if not model:
         return None
-    return _cached(Path(ws.inference) / model / f"{task}.jsonl", "results",
+    return _cached(ws.inference_jsonl(model, task), "results",
                    lambda p: read_results(p).set_index("id", drop=False))
 
 
 def _need_manifest(ws, family: str) -> pd.DataFrame:
     m = _manifest(ws, family)
     if m is None:
-        raise FileNotFoundError(f"{Path(ws.manifests) / f'{family}.csv'}: manifest not found; "
+        raise FileNotFoundError(f"{ws.manifest_csv(family)}: manifest not found; "
                                 "run stage 05_build_manifests first")
     return m
 
@@ -103,8 +102,8 @@ def available_tasks(ws) -> list[str]:
     list of str
         ``asr`` and ``kws`` first, the others sorted; empty if no manifest exists.
     """
-    fams = [f for f in _BASE_TASKS if (Path(ws.manifests) / f"{f}.csv").is_file()]
-    inf, sc = Path(ws.inference), Path(ws.results) / "scores"
+    fams = [f for f in _BASE_TASKS if ws.manifest_csv(f).is_file()]
+    inf, sc = Path(ws.inference), ws.scores_dir
     found = {p.stem for p in inf.glob("*/*.jsonl") if p.stem != "run_log"} if inf.is_dir() else set()
     found |= {p.stem for p in sc.glob("*.csv")} if sc.is_dir() else set()
     extra = []

@@ -166,7 +166,7 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
 
     if family not in FAMILIES:
         raise AiplibParameterError(f"unknown family {family!r}; choose one of {FAMILIES}")
-    out = ws.manifests / f"{family}.csv"
+    out = ws.manifest_csv(family)
     snrs = [_snr_int(s) for s in snrs]
     seed0 = SEED_START[family] if seed_start is None else int(seed_start)
     items = read_item_bank(ws, family)
@@ -232,7 +232,7 @@ MANIFEST_DEFINITION_VERSION = 1
 def _manifest_stamp(ws, family, items, battery, snrs, seed0):
     """Stamp of ``manifests/<family>.csv`` (:mod:`aiplib.stamps`): the SNRs and first seed, and the
     SHA-256 of the item bank, the battery table and every speech and background WAV they list."""
-    inputs = [ws.itembanks / f"{family}.jsonl", ws.descriptors / "battery.csv"]
+    inputs = [ws.item_bank(family), ws.battery_csv]
     inputs += [ws.path(p) for p in items["path"]] + [ws.path(p) for p in battery["path"]]
     params = dict(family=family, snrs_db=list(snrs), seed_start=int(seed0),
                   definition_version=MANIFEST_DEFINITION_VERSION)

@@ -185,7 +185,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
                       "source": "installed (no score sidecar found)"}
     manifests = {}
     for fam in ("asr", "kws"):
-        p = Path(ws.manifests) / f"{fam}.csv"
+        p = ws.manifest_csv(fam)
         if not p.is_file():
             continue
         from .manifests import manifest_hash

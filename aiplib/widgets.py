@@ -278,11 +278,8 @@ class Explorer:
             self._render_bg_table()
 
     def _bg_frame(self):
-        from pathlib import Path
-
-        d = Path(self.ws.descriptors)
-        files = list((Path(self.ws.results) / "scores").glob("*.csv")) + [
-            p for p in (d / "battery.csv", d / "acoustic_descriptors.csv") if p.is_file()]
+        files = list(self.ws.scores_dir.glob("*.csv")) + [
+            p for p in (self.ws.battery_csv, self.ws.descriptor_csv) if p.is_file()]
         stamp = tuple(sorted((str(p), p.stat().st_mtime_ns) for p in files))
         if getattr(self, "_bg_cache", None) is None or self._bg_cache[0] != stamp:
             self._bg_cache = (stamp, background_table(self.ws))
@@ -319,9 +316,7 @@ class Explorer:
         self._table_selected = sel
 
     def _render_worst(self, task, *, force=False):
-        from pathlib import Path
-
-        sc_path = Path(self.ws.results) / "scores" / f"{task}.csv"
+        sc_path = self.ws.scores_csv(task)
         key = (task, sc_path.stat().st_mtime_ns if sc_path.is_file() else None,
                tuple(available_models(self.ws, task)), self._worst_sort)
         if getattr(self, "_worst_key", None) == key and not force:  # same task, files, order: keep

@@ -56,7 +56,7 @@ kw = dict(n_resamples=n_resamples, seed=seed, min_diff_pp=min_diff_pp)
 cond_paths = cond.write_condition_tables(ws, **kw)
 tables = {t: v for t, v in cond.read_condition_tables(ws.results).items() if t in cond_paths}
 scores = load_scores(ws, tasks=list(cond_paths))
-figs, tabs = ws.results / "figures", ws.results / "tables"
+tabs = ws.tables_dir
 print(f"{len(written)} figure/table files and {len(cond_paths)} condition tables written under {ws.results}")
 
 # %% [markdown]
