@@ -260,8 +260,6 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
                 warnings.warn(f"{task}/{model}: {int(empty.sum())} references are empty after "
                               "normalisation; their per-utterance WER is NaN (ref_empty) and "
                               "their insertions count in corpus WER", stacklevel=3)
-            out = _add_delta(out, family_spec(fam)["measure"], DEGRADATION_COLUMN[fam],
-                             noisy_minus_clean=DEGRADATION_SIGN[fam] == "noisy_minus_clean")
         else:
             out["label"] = man["reference"].to_numpy()
             out["is_target"] = [_as_bool(t, lab, keywords)
@@ -273,8 +271,8 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
             out = pd.concat([out, per], axis=1)
             meta["n_empty_reference"][model] = 0
             meta.setdefault("n_non_answers", {})[model] = int(out["non_answer"].sum())
-            out = _add_delta(out, family_spec(fam)["measure"], DEGRADATION_COLUMN[fam],
-                             noisy_minus_clean=DEGRADATION_SIGN[fam] == "noisy_minus_clean")
+        out = _add_delta(out, family_spec(fam)["measure"], DEGRADATION_COLUMN[fam],
+                         noisy_minus_clean=DEGRADATION_SIGN[fam] == "noisy_minus_clean")
         meta["n_rows_per_model"][model] = int(len(out))
         tail = ["condition", "bg_active"]
         frames.append(out[[c for c in out.columns if c not in tail] + tail])
@@ -333,25 +331,14 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
     dict of str -> pandas.DataFrame
         Per task, one row per (model, stimulus). Common columns: ``model, task, stimulus_id,
         item_id, bg_id, snr_db (dB; NaN for clean), accent_group, prompt_id, prompt_set
-        ("unrecorded" for rows that name none, as the authors'), response``.
-        ASR family adds ``reference`` and the columns of :func:`score_asr_row`: headline
-        (paper normalisation) ``ref_norm, hyp_norm, substitutions, deletions, insertions, hits,
-        errors (S+D+I), ref_words (N), wer, ref_empty, score_failed``; Whisper-style
-        ``ref_whisper, hyp_whisper, errors_whisper, ref_words_whisper, wer_whisper``; loops
-        ``hyp_words, is_loop, loop_kind``; then ``delta_wer = WER(noisy) − WER(clean)`` for the
-        same (model, task, item) (NaN on clean rows and when the clean row is missing).
-        KWS family adds ``label, is_target`` and the columns of :func:`score_kws_row`:
-        ``first_word, correct (0/1, the paper's rule), non_answer, non_answer_kind,
-        correct_strict (0/1)``, then ``delta_acc = correct(clean) − correct(noisy)`` (so a
-        positive value is a degradation, as for ``delta_wer``).
-        Last two columns:
-        ``condition`` (clean / noisy) and ``bg_active`` (False when the background segment was
-        digital silence; empty on clean rows and when the manifest does not say).
-
-        Input mapping (the authors' row format): ``stimulus_id`` = ``id``, ``item_id`` =
-        ``speech_id``, ``bg_id`` = ``background_id``, ``snr_db`` = ``snr_db`` (NaN on clean rows,
-        whose manifest value is 99), ``reference``/``label`` = ``transcript``/``keyword``,
-        ``response`` = ``raw``, ``accent_group`` = ``accent_group`` or else ``accent``.
+        ("unrecorded" for rows that name none, as the authors'), response``, taken from the
+        manifest's scoring view (:func:`aiplib.formats.manifest_view`) and the row's ``raw``.
+        ASR family adds ``reference``, the columns of :func:`aiplib.textnorm.score_asr_row` and
+        ``delta_wer = WER(noisy) − WER(clean)``; KWS family adds ``label, is_target``, the columns
+        of :func:`aiplib.textnorm.score_kws_row` and ``delta_acc = correct(clean) − correct(noisy)``
+        (a positive delta is a degradation in both; NaN on clean rows and when the clean row of the
+        same (model, task, item) is missing). Last: ``condition`` (clean / noisy) and ``bg_active``
+        (False when the background segment was digital silence; empty when unknown).
 
     Notes
     -----
