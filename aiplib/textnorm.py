@@ -57,10 +57,8 @@ JIWER_VERSION = importlib.metadata.version("jiwer")
 """Installed version of jiwer."""
 
 _WHISPER_DIST = "openai-whisper"
-_PR = "openai/whisper#2836"
-
-WHISPER_NORMALIZER_NAME = (f"{_WHISPER_DIST} whisper.normalizers.EnglishTextNormalizer "
-                           f"+ {_PR} (standalone-1 rule)")
+WHISPER_NORMALIZER_NAME = (f"{_WHISPER_DIST} whisper.normalizers.EnglishTextNormalizer"
+                           " + openai/whisper#2836 (standalone-1 rule)")
 """Which normaliser :func:`normalize_whisper` applies."""
 
 WHISPER_NORMALIZER_VERSION = f"{importlib.metadata.version(_WHISPER_DIST)}+pr2836"
