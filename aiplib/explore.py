@@ -413,7 +413,7 @@ def background_table(ws) -> pd.DataFrame:
     pandas.DataFrame [shape=(n_backgrounds, k)]
         Index ``bg_id``. Columns ``category, description, licence, source_package, source_file,
         attribution`` (battery; "" when missing), ``sources`` (:func:`summarise_sources`), the
-        descriptors (:data:`aiplib.descriptors.DESCRIPTORS`, NaN before stage 4), ``rank``
+        descriptors (:data:`aiplib.formats.DESCRIPTORS`, NaN before stage 4), ``rank``
         (Figure 4: 1 = most harmful), ``mean_degradation_pp`` (Figure 4's key, when ASR and KWS are
         scored), ``asr_delta_wer_pp`` / ``kws_delta_acc_pp`` (pooled over models, pp, as Figure 4)
         and ``<task>_delta_wer_pp`` / ``<task>_delta_acc_pp`` for the other scored tasks
