@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import conditions as cond
+from .conditions.table import _iter_scopes
 from .errors import AiplibError
 
 __all__ = ["RunMismatchError", "run_identity", "compare_runs"]
@@ -94,10 +95,9 @@ def _check_same_run_inputs(ia: dict, ib: dict, families) -> None:
 
 # --------------------------------------------------------------------------------- comparison
 def _load_scores_dir(results: Path) -> dict:
-    from .figures import load_scores
+    from .formats import load_scores
 
-    tasks = sorted(p.stem for p in (results / "scores").glob("*.csv"))
-    return load_scores(SimpleNamespace(results=results), tasks=tasks)
+    return load_scores(SimpleNamespace(results=results))
 
 
 def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int = 0,
@@ -143,7 +143,7 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
     McNemar test for KWS conditions with one pair per item, otherwise the exact sign test on the
     per-item mean changes (:func:`aiplib.conditions.paired_change`).
     """
-    from .scoring import task_family
+    from .tasks import task_family
 
     ia, ib = run_identity(run_a), run_identity(run_b)
     sa, sb = _load_scores_dir(ia["results"]), _load_scores_dir(ib["results"])
@@ -194,7 +194,7 @@ def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_di
     rows["item_id"] = rows["item_id"].astype(str)
     rows["bg_id"] = rows["bg_id"].astype(str)
     out = []
-    for scope, k, g in cond._iter_scopes(rows, sums, scopes):
+    for scope, k, g in _iter_scopes(rows, sums, scopes):
         n = g.total("n")
         mc = None
         if fam == "kws" and bool(np.all(g["n"] == 1)):

@@ -7,8 +7,8 @@ rebuilds a stimulus's signals and makes the WAV bytes and spectrograms). Nothing
 * manifests: :func:`aiplib.formats.read_manifest_csv` and :func:`aiplib.formats.manifest_view` (``item_id``,
   ``bg_id``, ``snr_db``, ``reference``); inference rows: :func:`aiplib.formats.read_results`;
   score files: :func:`aiplib.formats.load_scores`;
-* a row scored here (scores not written yet) goes through :func:`aiplib.scoring.score_asr_row` /
-  :func:`aiplib.scoring.score_kws_row`, the functions of stage 8;
+* a row scored here (scores not written yet) goes through :func:`aiplib.textnorm.score_asr_row` /
+  :func:`aiplib.textnorm.score_kws_row`, the functions of stage 8;
 * the background ranking is Figure 4's (:func:`aiplib.figures.background_ranking`);
 * condition labels are :func:`aiplib.conditions.condition_label` (``"bg03 @ 0 dB"``);
 * the word diff is jiwer's alignment of the paper-normalised text, the one behind the S/D/I counts.
@@ -25,7 +25,7 @@ from .errors import AiplibParameterError
 from .tasks import task_family
 
 __all__ = ["available_tasks", "available_models", "lookup_response",
-           "word_diff", "cap_words", "WORST_COLUMNS", "worst_cases", "background_table",
+           "word_diff", "WORST_COLUMNS", "worst_cases", "background_table",
            "descriptor_label", "summarise_sources", "under_papermill"]
 
 _BASE_TASKS = ("asr", "kws")
@@ -64,15 +64,14 @@ def _read_manifest(path: Path, family: str) -> pd.DataFrame:
 
 
 def _manifest(ws, family: str) -> pd.DataFrame | None:
-    return _cached(Path(ws.manifests) / f"{family}.csv", f"manifest:{family}",
+    return _cached(ws.manifest_csv(family), f"manifest:{family}",
                    lambda p: _read_manifest(p, family))
 
 
 def _scores(ws, task: str) -> pd.DataFrame | None:
-    from .formats import load_scores
+    from .formats import read_scores
 
-    df = _cached(Path(ws.results) / "scores" / f"{task}.csv", "scores",
-                 lambda p: load_scores(ws, (task,)).get(task))
+    df = _cached(ws.scores_csv(task), "scores", read_scores)
     return None if df is None or df.empty or "stimulus_id" not in df.columns else df
 
 
@@ -81,14 +80,14 @@ def _results(ws, model: str, task: str) -> pd.DataFrame | None:
 
     if not model:
         return None
-    return _cached(Path(ws.inference) / model / f"{task}.jsonl", "results",
+    return _cached(ws.inference_jsonl(model, task), "results",
                    lambda p: read_results(p).set_index("id", drop=False))
 
 
 def _need_manifest(ws, family: str) -> pd.DataFrame:
     m = _manifest(ws, family)
     if m is None:
-        raise FileNotFoundError(f"{Path(ws.manifests) / f'{family}.csv'}: manifest not found; "
+        raise FileNotFoundError(f"{ws.manifest_csv(family)}: manifest not found; "
                                 "run stage 05_build_manifests first")
     return m
 
@@ -103,8 +102,8 @@ def available_tasks(ws) -> list[str]:
     list of str
         ``asr`` and ``kws`` first, the others sorted; empty if no manifest exists.
     """
-    fams = [f for f in _BASE_TASKS if (Path(ws.manifests) / f"{f}.csv").is_file()]
-    inf, sc = Path(ws.inference), Path(ws.results) / "scores"
+    fams = [f for f in _BASE_TASKS if ws.manifest_csv(f).is_file()]
+    inf, sc = Path(ws.inference), ws.scores_dir
     found = {p.stem for p in inf.glob("*/*.jsonl") if p.stem != "run_log"} if inf.is_dir() else set()
     found |= {p.stem for p in sc.glob("*.csv")} if sc.is_dir() else set()
     extra = []
@@ -148,8 +147,8 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
 
     Reads ``results/scores/<task>.csv`` when it holds the stimulus; otherwise the raw
     ``inference/<model>/<task>.jsonl`` (:func:`aiplib.formats.read_results`: last successful
-    row per stimulus), scored here with stage 8's :func:`aiplib.scoring.score_asr_row` /
-    :func:`aiplib.scoring.score_kws_row` against the manifest reference.
+    row per stimulus), scored here with stage 8's :func:`aiplib.textnorm.score_asr_row` /
+    :func:`aiplib.textnorm.score_kws_row` against the manifest reference.
 
     Parameters
     ----------
@@ -180,7 +179,8 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     AiplibParameterError
         If ``stimulus_id`` is not in the manifest or the task name is unknown.
     """
-    from . import scoring
+    from .formats import is_error_row
+    from .textnorm import score_asr_row, score_kws_row
 
     fam = task_family(task)
     man = _need_manifest(ws, fam)
@@ -229,7 +229,7 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
         return out
 
     def ok(row) -> bool:
-        return row is not None and row["raw"] != scoring.ERROR_RESPONSE and not _present(row["error"])
+        return row is not None and not is_error_row(row)
 
     r = res.loc[stimulus_id]
     c = res.loc[clean_id] if clean_id in res.index else None
@@ -239,19 +239,19 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     ref = out["reference"]
     if fam == "asr":
         if ok(r):
-            s = scoring.score_asr_row(ref, out["response"])
+            s = score_asr_row(ref, out["response"])
             out.update({k: (bool(s[k]) if k == "is_loop" else float(s[k])) for k in _ASR_KEYS})
         if ok(c):
-            out["clean_wer"] = float(scoring.score_asr_row(ref, out["clean_response"])["wer"])
+            out["clean_wer"] = float(score_asr_row(ref, out["clean_response"])["wer"])
         if noisy:
             out["delta_wer"] = out["wer"] - out["clean_wer"]
     else:
         is_target = bool(mrow.get("is_target", True))
         if ok(r):
-            s = scoring.score_kws_row(out["response"], ref, is_target)
+            s = score_kws_row(out["response"], ref, is_target)
             out["first_word"], out["correct"] = s["first_word"], bool(s["correct"])
         if ok(c):
-            out["clean_correct"] = bool(scoring.score_kws_row(out["clean_response"], ref, is_target)["correct"])
+            out["clean_correct"] = bool(score_kws_row(out["clean_response"], ref, is_target)["correct"])
         if noisy and out["correct"] is not None and out["clean_correct"] is not None:
             out["delta_acc"] = float(int(out["clean_correct"]) - int(out["correct"]))
     return out
@@ -260,7 +260,7 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
 def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
     """Word-level alignment of a response against its reference, as WER counts it.
 
-    Both sides are normalised as the paper (:func:`aiplib.scoring.normalize_text`) and aligned
+    Both sides are normalised as the paper (:func:`aiplib.textnorm.normalize_text`) and aligned
     by jiwer's ``process_words`` — the alignment behind the S/D/I counts of the score files.
 
     Parameters
@@ -277,7 +277,7 @@ def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
     """
     import jiwer
 
-    from .scoring import normalize_text
+    from .textnorm import normalize_text
 
     r, h = normalize_text(reference).split(), normalize_text(response).split()
     if not r or not h:
@@ -292,18 +292,6 @@ def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
         else:
             out += [("insert", "", b) for b in hw]
     return out
-
-
-def cap_words(text, n: int = 30) -> str:
-    """``text`` cut after ``n`` words, with ``" … +M words"`` when ``M`` more were cut.
-
-    >>> cap_words("a b c d e", 3)
-    'a b c … +2 words'
-    """
-    words = str(text if text is not None else "").split()
-    if len(words) <= n:
-        return " ".join(words)
-    return " ".join(words[:n]) + f" … +{len(words) - n} word{'s' if len(words) - n > 1 else ''}"
 
 
 WORST_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "condition", "reference",
@@ -425,7 +413,7 @@ def background_table(ws) -> pd.DataFrame:
     pandas.DataFrame [shape=(n_backgrounds, k)]
         Index ``bg_id``. Columns ``category, description, licence, source_package, source_file,
         attribution`` (battery; "" when missing), ``sources`` (:func:`summarise_sources`), the
-        descriptors (:data:`aiplib.descriptors.DESCRIPTORS`, NaN before stage 4), ``rank``
+        descriptors (:data:`aiplib.formats.DESCRIPTORS`, NaN before stage 4), ``rank``
         (Figure 4: 1 = most harmful), ``mean_degradation_pp`` (Figure 4's key, when ASR and KWS are
         scored), ``asr_delta_wer_pp`` / ``kws_delta_acc_pp`` (pooled over models, pp, as Figure 4)
         and ``<task>_delta_wer_pp`` / ``<task>_delta_acc_pp`` for the other scored tasks
@@ -434,11 +422,11 @@ def background_table(ws) -> pd.DataFrame:
         value, largest first); unranked backgrounds follow in battery order.
     """
     from .formats import DESCRIPTORS
-    from .figures import load_battery, load_descriptors
+    from .formats import read_battery_csv, read_descriptor_table
     from .stats import degradation_by_background
     from .tasks import DEGRADATION_COLUMN
 
-    bat = load_battery(ws)
+    bat = read_battery_csv(ws.battery_csv, index=True)
     if bat is None:
         ids = set()
         for fam in _BASE_TASKS:
@@ -450,7 +438,7 @@ def background_table(ws) -> pd.DataFrame:
     for c in ("category", "description", "licence", "source_package", "source_file", "attribution"):
         table[c] = bat[c] if c in bat.columns else ""
     table["sources"] = table["source_file"].map(summarise_sources)
-    desc = load_descriptors(ws)
+    desc = read_descriptor_table(ws.descriptor_csv, index=True)
     for c in DESCRIPTORS:
         table[c] = desc[c].reindex(table.index).astype(float) if desc is not None and c in desc else np.nan
     rank = _ranking(ws)

@@ -12,8 +12,9 @@ import html
 import math
 
 from .explore import descriptor_label, word_diff
+from .report_tables import fmt
 
-__all__ = ["CAP_WORDS", "CSS", "fmt", "col_header", "diff_html", "plain_html", "response_html", "metrics_html",
+__all__ = ["CAP_WORDS", "CSS", "col_header", "diff_html", "plain_html", "response_html", "metrics_html",
            "bg_info_html", "bg_table_html"]
 
 CAP_WORDS = 40
@@ -34,15 +35,9 @@ CSS = """<style>
 </style>"""
 
 
-def fmt(v, spec: str = ".3f", none: str = "–") -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return none
-    return format(v, spec)
-
-
 def col_header(c: str) -> str:
     """Readable header of a background-table column (HTML)."""
-    from .descriptors import DESCRIPTORS
+    from .formats import DESCRIPTORS
 
     if c in DESCRIPTORS:
         label, unit = descriptor_label(c)
@@ -123,14 +118,14 @@ def metrics_html(fam, result) -> str:
         return ""
     noisy = result["bg_id"] != "clean"
     if fam == "asr":
-        parts = [f"WER <b>{fmt(result['wer'])}</b>"]
+        parts = [f"WER <b>{fmt(result['wer'], '.3f')}</b>"]
         if not math.isnan(result.get("substitutions", float("nan"))):
             parts.append(f"S {result['substitutions']:.0f} · D {result['deletions']:.0f} · "
                          f"I {result['insertions']:.0f} of {result['ref_words']:.0f} reference words")
         if result.get("is_loop"):
             parts.append("<b>looping response</b>")
         if noisy:
-            parts += [f"clean WER {fmt(result['clean_wer'])}",
+            parts += [f"clean WER {fmt(result['clean_wer'], '.3f')}",
                       f"ΔWER vs clean <b>{fmt(result['delta_wer'], '+.3f')}</b>"]
     else:
         yn = {True: "correct", False: "wrong", None: "–"}
@@ -145,7 +140,7 @@ def metrics_html(fam, result) -> str:
 
 
 def bg_info_html(table, bg_id) -> str:
-    from .descriptors import DESCRIPTORS
+    from .formats import DESCRIPTORS
 
     if bg_id == "clean":
         return "<i>clean: no background</i>"

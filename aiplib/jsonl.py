@@ -1,7 +1,7 @@
 """JSON Lines files of records (item banks): atomic writing and strict reading.
 
 Results files that grow while a stage runs (``inference/*.jsonl``) have their own tolerant,
-append-only reader and writer in :mod:`aiplib.inference`.
+append-only reader and writer in :mod:`aiplib.formats`.
 """
 from __future__ import annotations
 

@@ -17,8 +17,7 @@ Columns (:func:`manifest_columns`), the authors' first, in their order:
 ``id, speech_id, background_id, snr_db, condition, seed, speech_path, bg_path``, then ASR
 ``accent, gender, transcript`` or KWS ``keyword, is_target``; then ours: :data:`EXTRA_COLUMNS`.
 
-Reading and writing the file: :mod:`aiplib.formats` (``read_manifest``, ``read_manifest_csv``,
-``read_item_bank`` are re-exported here).
+Reading and writing the file: :mod:`aiplib.formats` (``read_manifest``, ``write_manifest_csv``).
 
 Clean rows, as the authors wrote them: ``background_id = "clean"``, ``snr_db = 99``,
 ``condition = "clean"``, ``bg_path`` empty; ours: ``bg_offset`` empty, ``bg_active`` empty.
@@ -34,16 +33,15 @@ import numpy as np
 import pandas as pd
 
 from .errors import AiplibParameterError
-from .formats import (MANIFEST_TEXT_COLUMNS, read_battery_csv, read_item_bank, read_manifest, read_manifest_csv,
-                      write_manifest_csv)
+# read_manifest and FAMILIES are also imported from here by aiplib/inference.py and aiplib/checks.py
+from .formats import read_battery_csv, read_item_bank, read_manifest, write_manifest_csv
 from .stamps import differences, make_stamp, read_stamp, stamp_path, write_stamp
 from .tasks import FAMILIES
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SNRS_DB", "CLEAN_SNR_DB", "SEED_START", "FAMILIES", "AUTHOR_COLUMNS", "EXTRA_COLUMNS",
-           "TEXT_COLUMNS", "manifest_columns", "stimulus_id", "bg_offset", "read_item_bank",
-           "build_manifest", "build_manifests", "read_manifest", "read_manifest_csv", "manifest_hash"]
+__all__ = ["SNRS_DB", "CLEAN_SNR_DB", "SEED_START", "AUTHOR_COLUMNS", "EXTRA_COLUMNS", "manifest_columns",
+           "stimulus_id", "bg_offset", "build_manifest", "build_manifests", "manifest_hash"]
 
 SNRS_DB = (10, 5, 0)
 """The paper's SNRs in dB (integers: they are part of the ids)."""
@@ -64,8 +62,6 @@ none); ``bg_offset`` (start sample of the background segment, informational: the
 from ``seed``); ``bg_active`` (False when that segment is digital silence, see
 :data:`aiplib.mixing.BG_SILENCE_POWER`; empty on clean rows); ``duration_s`` (s) and
 ``n_samples`` of the speech."""
-TEXT_COLUMNS = MANIFEST_TEXT_COLUMNS
-"""Columns always read back as strings (:data:`aiplib.formats.MANIFEST_TEXT_COLUMNS`)."""
 
 
 def manifest_columns(family: str) -> list[str]:
@@ -170,7 +166,7 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
 
     if family not in FAMILIES:
         raise AiplibParameterError(f"unknown family {family!r}; choose one of {FAMILIES}")
-    out = ws.manifests / f"{family}.csv"
+    out = ws.manifest_csv(family)
     snrs = [_snr_int(s) for s in snrs]
     seed0 = SEED_START[family] if seed_start is None else int(seed_start)
     items = read_item_bank(ws, family)
@@ -236,7 +232,7 @@ MANIFEST_DEFINITION_VERSION = 1
 def _manifest_stamp(ws, family, items, battery, snrs, seed0):
     """Stamp of ``manifests/<family>.csv`` (:mod:`aiplib.stamps`): the SNRs and first seed, and the
     SHA-256 of the item bank, the battery table and every speech and background WAV they list."""
-    inputs = [ws.itembanks / f"{family}.jsonl", ws.descriptors / "battery.csv"]
+    inputs = [ws.item_bank(family), ws.battery_csv]
     inputs += [ws.path(p) for p in items["path"]] + [ws.path(p) for p in battery["path"]]
     params = dict(family=family, snrs_db=list(snrs), seed_start=int(seed0),
                   definition_version=MANIFEST_DEFINITION_VERSION)

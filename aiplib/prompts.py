@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import hashlib
 
-from .prompt_sets import default_prompt_set_name, task_file
-from .tasks import KEYWORDS, normalize_keywords
+from .prompt_sets import default_prompt_set_name
+from .tasks import KEYWORDS, normalize_keywords, task_file
 
-__all__ = ["KEYWORDS", "TASKS", "PROMPTS", "DEFAULT_PROMPT_SET", "builtin_prompts", "prompt_for", "task_names"]
+__all__ = ["TASKS", "PROMPTS", "DEFAULT_PROMPT_SET", "builtin_prompts", "prompt_for", "task_names"]
 
 _STEER = ("Listen only to the main foreground speaker and ignore all background sounds, noise, "
           "music and other voices.")
@@ -140,7 +140,7 @@ def prompt_for(task: str, prompt_set=None, **load) -> tuple[str, str]:
         If ``task`` is unknown; the message lists the valid tasks.
     aiplib.errors.AiplibParameterError
         If ``prompt_set`` is no known set.
-    aiplib.prompt_sets.PromptFileError, aiplib.download.DownloadError
+    aiplib.prompt_file.PromptFileError, aiplib.errors.DownloadError
         If a fetched set cannot be read or downloaded (see ``get_prompt_set``).
     """
     from .prompt_sets import get_prompt_set  # noqa: PLC0415

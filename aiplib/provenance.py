@@ -4,7 +4,7 @@ A results file ``results/<dir>/<name>.<ext>`` gets ``results/<dir>/<name>.json``
 of ``results/scores/<task>.json``, whose scoring metadata is kept: provenance is merged in under
 the key ``"provenance"``). ``report.md`` and ``report.html`` share ``report.json``; a figure's
 PNG and PDF share one sidecar. ``results/provenance.json`` holds the run-level record, which is
-what :func:`aiplib.report.compare_runs` reads to refuse comparing runs of different manifests or
+what :func:`aiplib.comparison.compare_runs` reads to refuse comparing runs of different manifests or
 normalisers.
 
 What is recorded (:func:`collect_provenance`): the text normaliser name and version (the one the
@@ -31,7 +31,6 @@ __all__ = [
     "PROVENANCE_FILE",
     "SIDECAR_KEY",
     "sidecar_path",
-    "file_sha256",
     "collect_provenance",
     "write_sidecar",
     "annotate_results",
@@ -55,8 +54,6 @@ def sidecar_path(path) -> Path:
     return p.with_suffix(".json")
 
 
-file_sha256 = sha256_file
-"""Hex SHA-256 of a file's bytes (:func:`aiplib.hashing.sha256_file`)."""
 
 
 def _versions() -> dict:
@@ -91,7 +88,7 @@ def _models(ws, scored_models) -> dict:
                "decoding_path": None, "versions": None}
         log_p = inf / m / "run_log.jsonl"
         if log_p.is_file():
-            from .inference import read_inference_jsonl
+            from .formats import read_inference_jsonl
 
             rows, _ = read_inference_jsonl(log_p, require_id=False)
             runs = [r for r in rows if r.get("event", "run") == "run"]
@@ -120,7 +117,7 @@ def _prompt_set_used(ws) -> dict | None:
     """The prompt-set record (name, source, SHA-256, texts) of the latest stage-7 run, read from
     ``inference/*/run_log.jsonl`` (not re-resolved: that could need a download); else the
     profile's set as resolved offline, or None when it cannot be."""
-    from .inference import read_inference_jsonl
+    from .formats import read_inference_jsonl
 
     best = None
     inf = Path(ws.inference)
@@ -163,7 +160,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
     """
     from . import __version__
     from .prompts import PROMPTS, TASKS
-    from .scoring import NORMALIZER_NAME, NORMALIZER_VERSION
+    from .textnorm import NORMALIZER_NAME, NORMALIZER_VERSION
 
     results = Path(ws.results)
     scores_dir = results / "scores"
@@ -188,7 +185,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
                       "source": "installed (no score sidecar found)"}
     manifests = {}
     for fam in ("asr", "kws"):
-        p = Path(ws.manifests) / f"{fam}.csv"
+        p = ws.manifest_csv(fam)
         if not p.is_file():
             continue
         from .manifests import manifest_hash
@@ -264,7 +261,7 @@ def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
         except ValueError:
             return str(q)
 
-    files = [{"file": rel(q), "bytes": q.stat().st_size, "sha256": file_sha256(q)}
+    files = [{"file": rel(q), "bytes": q.stat().st_size, "sha256": sha256_file(q)}
              for q in siblings]
     obj[SIDECAR_KEY] = {"files": files, **(provenance or {}), **info}
     tmp = side.with_name(side.name + ".part")

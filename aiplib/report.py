@@ -7,16 +7,15 @@ URIs so the page is one self-contained file, a table of contents, links to every
 ``results/``) and ``results/report.md`` (figures linked to ``figures/<name>.png``). ``make``
 calls it after stage 9 succeeds (``python -m aiplib.report --render <executed 09>``).
 
-:func:`compare_runs` pairs two runs by (model, stimulus id) and reports, per condition, the
+:func:`aiplib.comparison.compare_runs` pairs two runs by (model, stimulus id) and reports, per condition, the
 paired change B − A with a bootstrap interval over items, an exact test and a verdict. It refuses
-(:class:`RunMismatchError`) to compare runs whose manifests (SHA-256) or text normalisers (name or
+(:class:`~aiplib.comparison.RunMismatchError`) to compare runs whose manifests (SHA-256) or text normalisers (name or
 version) differ: their numbers would not be about the same stimuli or the same scoring.
 
-:func:`check_criteria` tests a run against a criteria file and, optionally, against a previous
+:func:`aiplib.criteria.check_criteria` tests a run against a criteria file and, optionally, against a previous
 run; ``python -m aiplib.report --criteria criteria.json [--previous PATH]`` exits with status
 :data:`EXIT_CRITERIA_FAILED` (3) when anything fails, for use in CI. The comparison lives in
-:mod:`aiplib.comparison` and the criteria (file format included) in :mod:`aiplib.criteria`;
-both are re-exported here.
+:mod:`aiplib.comparison` and the criteria (file format included) in :mod:`aiplib.criteria`.
 """
 from __future__ import annotations
 
@@ -29,24 +28,10 @@ import sys
 from pathlib import Path
 
 from . import conditions as cond
-from .comparison import RunMismatchError, compare_runs, run_identity  # noqa: F401
-from .criteria import (EXAMPLE_CRITERIA, MEASURE_ALIASES, _select, check_criteria,  # noqa: F401
-                       load_criteria)
+from .criteria import check_criteria, load_criteria
 from .errors import AiplibError
-from .report_tables import worst_stimuli  # noqa: F401  (kept at its old import path)
 
-__all__ = [
-    "EXIT_CRITERIA_FAILED",
-    "MEASURE_ALIASES",
-    "EXAMPLE_CRITERIA",
-    "RunMismatchError",
-    "run_identity",
-    "compare_runs",
-    "load_criteria",
-    "check_criteria",
-    "render_report",
-    "main",
-]
+__all__ = ["EXIT_CRITERIA_FAILED", "REPORT_HIDE_TAG", "render_report", "main"]
 
 log = logging.getLogger(__name__)
 

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_WORDS",
     "Table",
     "cap_words",
+    "fmt",
     "show_figure",
     "worst_stimuli",
     "summary_table",
@@ -47,12 +48,13 @@ def _text(col: pd.Series) -> pd.Series:
     return col.astype(object).where(col.notna(), "").astype(str)
 
 
-def _f(v, nd=1) -> str:
+def fmt(v, spec: str = ".1f", none: str = "–") -> str:
+    """A number formatted with ``spec``; ``none`` for None / NaN / inf; a non-number as ``str(v)``."""
     try:
         x = float(v)
     except (TypeError, ValueError):
         return str(v)
-    return "–" if not math.isfinite(x) else f"{x:.{nd}f}"
+    return none if not math.isfinite(x) else format(x, spec)
 
 
 def _p(v) -> str:
@@ -172,7 +174,7 @@ def worst_stimuli(scores: pd.DataFrame, family: str, n: int = 10) -> pd.DataFram
     Parameters
     ----------
     scores : pandas.DataFrame
-        One task's ``results/scores/<task>.csv`` (:func:`aiplib.figures.load_scores`).
+        One task's ``results/scores/<task>.csv`` (:func:`aiplib.formats.load_scores`).
     family : {"asr", "kws"}
     n : int
 
@@ -231,11 +233,11 @@ def worst_display(scores: pd.DataFrame, family: str, n: int = 10,
     d = pd.DataFrame()
     if scores["model"].nunique() > 1:
         d["model"] = w["model"]
-    d["background @ SNR"] = [f"{b} @ {_f(s, 0)} dB" for b, s in zip(w["bg_id"], w["snr_db"])]
+    d["background @ SNR"] = [f"{b} @ {fmt(s, '.0f')} dB" for b, s in zip(w["bg_id"], w["snr_db"])]
     d["item"] = w["item_id"]
     if family == "asr":
-        d["ΔWER pp"] = [_f(v) for v in w["delta_wer_pp"]]
-        d["WER % clean → noisy"] = [f"{_f(a)} → {_f(b)}" for a, b in
+        d["ΔWER pp"] = [fmt(v) for v in w["delta_wer_pp"]]
+        d["WER % clean → noisy"] = [f"{fmt(a)} → {fmt(b)}" for a, b in
                                     zip(w["clean_wer_pp"], w["wer_pp"])]
         d["reference"] = [cap_words(t, max_words) for t in w["reference"]]
         d["clean response"] = [cap_words(t, max_words) for t in w["clean_hypothesis"]]
@@ -271,20 +273,20 @@ def condition_display(t: pd.DataFrame, scope, *, collapsed: str | None = None) -
     d["items"] = t["n_items"].to_numpy()
     d["stimuli"] = t["n_stimuli"].to_numpy()
     if family == "asr":
-        d["WER %"] = [_f(v) for v in t["wer_pp"]]
-        d["mean WER %"] = [_f(v) for v in t["mean_wer_pp"]]
-        d["CER %"] = [_f(v) for v in t["cer_pp"]]
-        d["S / D / I %"] = [f"{_f(s)} / {_f(dl)} / {_f(i)}"
+        d["WER %"] = [fmt(v) for v in t["wer_pp"]]
+        d["mean WER %"] = [fmt(v) for v in t["mean_wer_pp"]]
+        d["CER %"] = [fmt(v) for v in t["cer_pp"]]
+        d["S / D / I %"] = [f"{fmt(s)} / {fmt(dl)} / {fmt(i)}"
                             for s, dl, i in zip(t["sub_pp"], t["del_pp"], t["ins_pp"])]
-        d["clean WER %"] = [_f(v) for v in t["clean_wer_pp"]]
+        d["clean WER %"] = [fmt(v) for v in t["clean_wer_pp"]]
         d["ΔWER pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in
                                  zip(t["delta_pp"], t["ci_low_pp"], t["ci_high_pp"])]
         d["corpus ΔWER pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in
                                         zip(t["delta_corpus_pp"], t["corpus_ci_low_pp"],
                                             t["corpus_ci_high_pp"])]
     else:
-        d["acc %"] = [_f(v) for v in t["acc_pp"]]
-        d["clean acc %"] = [_f(v) for v in t["clean_acc_pp"]]
+        d["acc %"] = [fmt(v) for v in t["acc_pp"]]
+        d["clean acc %"] = [fmt(v) for v in t["clean_acc_pp"]]
         d["ΔAcc pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in
                                  zip(t["delta_pp"], t["ci_low_pp"], t["ci_high_pp"])]
     d["worse / better / tie"] = [
@@ -316,16 +318,16 @@ def summary_table(tables: dict) -> Table:
                 robust = "–"
             elif fam == "asr":
                 loops = o.get("n_loops", math.nan)
-                robust = (f"{_f(o.get('mean_wer_capped_pp', math.nan))} / "
-                          f"{_f(o.get('median_wer_pp', math.nan))}; loops "
+                robust = (f"{fmt(o.get('mean_wer_capped_pp', math.nan))} / "
+                          f"{fmt(o.get('median_wer_pp', math.nan))}; loops "
                           + ("–" if pd.isna(loops) else str(int(loops))))
             else:
-                robust = (f"{_f(o.get('strict_acc_pp', math.nan))} / "
-                          f"{_f(o.get('non_answer_pp', math.nan))}")
+                robust = (f"{fmt(o.get('strict_acc_pp', math.nan))} / "
+                          f"{fmt(o.get('non_answer_pp', math.nan))}")
             rows.append({
                 "task": task, "model": model, "measure": "WER" if fam == "asr" else "accuracy",
-                "clean %": _f(cl[val].iloc[0]) if len(cl) else "–",
-                "noisy (all) %": _f(o[val]) if o is not None else "–",
+                "clean %": fmt(cl[val].iloc[0]) if len(cl) else "–",
+                "noisy (all) %": fmt(o[val]) if o is not None else "–",
                 "mean per-item Δ pp [95% CI] (+ = worse)":
                     _ci(o["delta_pp"], o["ci_low_pp"], o["ci_high_pp"]) if o is not None else "–",
                 "corpus Δ pp [95% CI]":
@@ -358,7 +360,7 @@ def table3_display(t3: pd.DataFrame) -> Table:
     d = t3.copy()
     for c in d.columns:
         if pd.api.types.is_float_dtype(d[c]):
-            d[c] = [_f(v, 3) for v in d[c]]
+            d[c] = [fmt(v, '.3f') for v in d[c]]
     return Table(d)
 
 
@@ -366,7 +368,7 @@ def table4_display(t4: pd.DataFrame) -> Table:
     """Table 4 (``table4_accent_dwer.csv``): mean ΔWER per model and accent group."""
     return Table(pd.DataFrame({
         "model": t4["model"], "accent group": t4["accent_group"], "items": t4["n_items"],
-        "clean WER %": [_f(v) for v in t4["clean_wer_pp"]],
+        "clean WER %": [fmt(v) for v in t4["clean_wer_pp"]],
         "mean ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
                                   zip(t4["mean_delta_wer_pp"], t4["ci_low_pp"],
                                       t4["ci_high_pp"])]}))
@@ -376,8 +378,8 @@ def table5_display(t5: pd.DataFrame) -> Table:
     """Table 5 (``table5_prompt_steering_rer.csv``): Δ baseline, Δ steering and RER."""
     return Table(pd.DataFrame({
         "model": t5["model"], "family": t5["family"], "items": t5["n_items"],
-        "Δ baseline pp": [_f(v) for v in t5["delta_base_pp"]],
-        "Δ steering pp": [_f(v) for v in t5["delta_steer_pp"]],
+        "Δ baseline pp": [fmt(v) for v in t5["delta_base_pp"]],
+        "Δ steering pp": [fmt(v) for v in t5["delta_steer_pp"]],
         "RER [95% CI]": [_ci(r, lo, hi, 2, signed=False) for r, lo, hi in
                          zip(t5["rer"], t5["ci_low"], t5["ci_high"])],
         "flag": _text(t5["base_flag"]) if "base_flag" in t5 else "",
@@ -385,12 +387,12 @@ def table5_display(t5: pd.DataFrame) -> Table:
 
 
 def comparison_display(c: pd.DataFrame) -> Table:
-    """:func:`aiplib.report.compare_runs` rows of the clean, overall and per-SNR scopes."""
+    """:func:`aiplib.comparison.compare_runs` rows of the clean, overall and per-SNR scopes."""
     top = c[c["scope"].isin(["clean", "overall", "snr"])]
     return Table(pd.DataFrame({
         "task": top["task"], "model": top["model"], "condition": top["condition"],
-        "pairs": top["n_pairs"], "previous %": [_f(v) for v in top["a_pp"]],
-        "this run %": [_f(v) for v in top["b_pp"]],
+        "pairs": top["n_pairs"], "previous %": [fmt(v) for v in top["a_pp"]],
+        "this run %": [fmt(v) for v in top["b_pp"]],
         "change pp [95% CI] (+ = worse)": [_ci(e, lo, hi) for e, lo, hi in
                                            zip(top["change_pp"], top["ci_low_pp"],
                                                top["ci_high_pp"])],

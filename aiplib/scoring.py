@@ -1,10 +1,10 @@
 """Stage 8: word error rate, the keyword-spotting rule and score files.
 
-The text rules live in :mod:`aiplib.textnorm` and are re-exported here. The headline WER uses
-the paper's normalisation (:func:`normalize_text`: lower-case, ASCII punctuation to spaces,
+The text rules live in :mod:`aiplib.textnorm`. The headline WER uses
+the paper's normalisation (:func:`~aiplib.textnorm.normalize_text`: lower-case, ASCII punctuation to spaces,
 white space collapsed, as the authors' scoring); a Whisper-style WER (``wer_whisper``) beside it
-uses OpenAI's ``EnglishTextNormalizer`` (:func:`normalize_whisper`), versioned in
-:data:`WHISPER_NORMALIZER_NAME` / :data:`WHISPER_NORMALIZER_VERSION`. Word alignment and error
+uses OpenAI's ``EnglishTextNormalizer`` (:func:`~aiplib.textnorm.normalize_whisper`), versioned as
+:func:`normalizer_provenance` records. Word alignment and error
 counts come from jiwer [1]_. Raw and normalised text are both kept in
 ``results/scores/<task>.csv``.
 
@@ -25,42 +25,16 @@ import numpy as np
 import pandas as pd
 
 from .errors import AiplibError, AiplibParameterError
-
-from .formats import ERROR_RESPONSE, manifest_view, write_scores, read_inference_jsonl, read_item_bank_keywords, read_manifest_csv
+from .formats import manifest_view, read_item_bank_keywords, read_manifest_csv, read_results, write_scores
 from .tasks import DEGRADATION_COLUMN, DEGRADATION_SIGN, KEYWORDS, family_spec, task_family
-from .textnorm import (JIWER_VERSION, KWS_RULE, NORMALIZER_NAME, NORMALIZER_RULE,
+# normalize_kws_label and reference_is_empty are also imported from here by aiplib/corpora/custom.py
+from .textnorm import (JIWER_VERSION, KWS_RULE, NORMALIZER_NAME, NORMALIZER_RULE,  # noqa: F401
                        NORMALIZER_VERSION, WHISPER_NORMALIZER_NAME, WHISPER_NORMALIZER_VERSION,
-                       kws_correct, kws_first_word, kws_non_answer, normalize_kws_label,
-                       normalize_text, normalize_whisper, reference_is_empty, score_asr_row,
-                       score_kws_row)
+                       normalize_kws_label, normalize_text, normalize_whisper, reference_is_empty,
+                       score_asr_row, score_kws_row)
 from .textnorm import align as _align_norm
 
-__all__ = [
-    "KEYWORDS",
-    "ERROR_RESPONSE",
-    "NORMALIZER_NAME",
-    "NORMALIZER_VERSION",
-    "NORMALIZER_RULE",
-    "WHISPER_NORMALIZER_NAME",
-    "WHISPER_NORMALIZER_VERSION",
-    "JIWER_VERSION",
-    "KWS_RULE",
-    "normalize_text",
-    "normalize_whisper",
-    "reference_is_empty",
-    "normalize_kws_label",
-    "wer",
-    "wer_details",
-    "score_asr_row",
-    "score_kws_row",
-    "kws_first_word",
-    "kws_correct",
-    "kws_non_answer",
-    "task_family",
-    "read_jsonl",
-    "score_inference",
-    "normalizer_provenance",
-]
+__all__ = ["wer", "wer_details", "score_inference", "normalizer_provenance"]
 
 log = logging.getLogger(__name__)
 
@@ -181,21 +155,8 @@ def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
     }
 
 
-def read_jsonl(path) -> tuple[list[dict], int]:
-    """Read an inference JSON-lines file: :func:`aiplib.formats.read_inference_jsonl` (kept as a name)."""
-    return read_inference_jsonl(path)
-
-
-SCORE_INPUT_COLUMNS = ["item_id", "bg_id", "snr_db", "reference", "accent_group", "is_target", "condition",
-                       "bg_active"]
-"""What scoring takes from a manifest row (or an inference row carrying the manifest columns)."""
-
-
-_score_view = manifest_view
-
-
 def _read_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
-    """The scoring view (:func:`_score_view`) of ``manifests/<family>.csv``.
+    """The scoring view (:func:`aiplib.formats.manifest_view`) of ``manifests/<family>.csv``.
 
     ``manifests_dir`` overrides ``ws.manifests``. Returns None when the file does not exist (the
     inference rows then supply the manifest columns themselves).
@@ -207,7 +168,7 @@ def _read_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
         m = read_manifest_csv(p)
     except AiplibParameterError as exc:
         raise AiplibError(str(exc)) from None
-    return _score_view(m, family)
+    return manifest_view(m, family)
 
 
 def _as_bool(v, label, keywords=KEYWORDS) -> bool:
@@ -238,27 +199,13 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
         path = inf / model / f"{task}.jsonl" if inference_dir is not None else ws.inference_jsonl(model, task)
         if not path.exists():
             continue
-        rows, bad = read_jsonl(path)
+        ok = read_results(path, keep_errors=False)  # per id the last successful row
         meta["sources"].append(ws.rel(path) if hasattr(ws, "rel") else str(path))
-        meta["n_malformed_lines"][model] = bad
-        cols = list(dict.fromkeys([k for r in rows for k in r] + ["id", "raw", "error", "prompt_id",
-                                                                   "prompt_set"]))
-        df = pd.DataFrame(rows, columns=cols)
-        # the authors' row format: id, raw (the response), error on failures
-        df["stimulus_id"] = df["id"].astype(str)
-        df["response"] = df["raw"]
-        # same rule as aiplib.inference: "__ERROR__" response or a non-null error
-        is_err = ((df["response"].astype(str) == ERROR_RESPONSE) | df["response"].isna()
-                  | df["error"].notna())
-        df["_err"] = is_err
-        # A resumed run may hold several rows per stimulus: keep the last successful one.
-        n_before = len(df)
-        df = df.sort_values("_err", kind="stable")  # successes first, original order kept
-        ok = df[~df["_err"]].drop_duplicates("stimulus_id", keep="last")
-        failed = df[df["_err"] & ~df["stimulus_id"].isin(ok["stimulus_id"])]
-        failed = failed.drop_duplicates("stimulus_id", keep="last")
-        meta["n_duplicates"][model] = int(n_before - len(ok) - len(failed))
-        meta["n_errors"][model] = int(len(failed))
+        meta["n_malformed_lines"][model] = ok.attrs["n_skipped"]
+        meta["n_errors"][model] = ok.attrs["n_failed"]
+        meta["n_duplicates"][model] = ok.attrs["n_rows"] - len(ok) - ok.attrs["n_failed"]
+        ok["stimulus_id"] = ok["id"]
+        ok["response"] = ok["raw"]  # the authors' row format: id, raw (the response), error on failures
         if manifest is not None:
             unknown = ~ok["stimulus_id"].isin(manifest.index)
         elif "speech_id" in ok.columns:
@@ -271,7 +218,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
                           f"manifests/{fam}.csv (or carry no manifest columns); dropped", stacklevel=3)
         ok = ok[~unknown]
         if manifest is None:  # no manifests folder: the rows carry the manifest columns
-            man_src = _score_view(ok.drop(columns=["stimulus_id"]), fam)
+            man_src = manifest_view(ok.drop(columns=["stimulus_id"]), fam)
         else:
             man_src = manifest
         ok["prompt_id"] = ok["prompt_id"].map(lambda v: "" if v is None or v != v else str(v))
@@ -313,8 +260,6 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
                 warnings.warn(f"{task}/{model}: {int(empty.sum())} references are empty after "
                               "normalisation; their per-utterance WER is NaN (ref_empty) and "
                               "their insertions count in corpus WER", stacklevel=3)
-            out = _add_delta(out, family_spec(fam)["measure"], DEGRADATION_COLUMN[fam],
-                             noisy_minus_clean=DEGRADATION_SIGN[fam] == "noisy_minus_clean")
         else:
             out["label"] = man["reference"].to_numpy()
             out["is_target"] = [_as_bool(t, lab, keywords)
@@ -326,8 +271,8 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
             out = pd.concat([out, per], axis=1)
             meta["n_empty_reference"][model] = 0
             meta.setdefault("n_non_answers", {})[model] = int(out["non_answer"].sum())
-            out = _add_delta(out, family_spec(fam)["measure"], DEGRADATION_COLUMN[fam],
-                             noisy_minus_clean=DEGRADATION_SIGN[fam] == "noisy_minus_clean")
+        out = _add_delta(out, family_spec(fam)["measure"], DEGRADATION_COLUMN[fam],
+                         noisy_minus_clean=DEGRADATION_SIGN[fam] == "noisy_minus_clean")
         meta["n_rows_per_model"][model] = int(len(out))
         tail = ["condition", "bg_active"]
         frames.append(out[[c for c in out.columns if c not in tail] + tail])
@@ -386,25 +331,14 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
     dict of str -> pandas.DataFrame
         Per task, one row per (model, stimulus). Common columns: ``model, task, stimulus_id,
         item_id, bg_id, snr_db (dB; NaN for clean), accent_group, prompt_id, prompt_set
-        ("unrecorded" for rows that name none, as the authors'), response``.
-        ASR family adds ``reference`` and the columns of :func:`score_asr_row`: headline
-        (paper normalisation) ``ref_norm, hyp_norm, substitutions, deletions, insertions, hits,
-        errors (S+D+I), ref_words (N), wer, ref_empty, score_failed``; Whisper-style
-        ``ref_whisper, hyp_whisper, errors_whisper, ref_words_whisper, wer_whisper``; loops
-        ``hyp_words, is_loop, loop_kind``; then ``delta_wer = WER(noisy) − WER(clean)`` for the
-        same (model, task, item) (NaN on clean rows and when the clean row is missing).
-        KWS family adds ``label, is_target`` and the columns of :func:`score_kws_row`:
-        ``first_word, correct (0/1, the paper's rule), non_answer, non_answer_kind,
-        correct_strict (0/1)``, then ``delta_acc = correct(clean) − correct(noisy)`` (so a
-        positive value is a degradation, as for ``delta_wer``).
-        Last two columns:
-        ``condition`` (clean / noisy) and ``bg_active`` (False when the background segment was
-        digital silence; empty on clean rows and when the manifest does not say).
-
-        Input mapping (the authors' row format): ``stimulus_id`` = ``id``, ``item_id`` =
-        ``speech_id``, ``bg_id`` = ``background_id``, ``snr_db`` = ``snr_db`` (NaN on clean rows,
-        whose manifest value is 99), ``reference``/``label`` = ``transcript``/``keyword``,
-        ``response`` = ``raw``, ``accent_group`` = ``accent_group`` or else ``accent``.
+        ("unrecorded" for rows that name none, as the authors'), response``, taken from the
+        manifest's scoring view (:func:`aiplib.formats.manifest_view`) and the row's ``raw``.
+        ASR family adds ``reference``, the columns of :func:`aiplib.textnorm.score_asr_row` and
+        ``delta_wer = WER(noisy) − WER(clean)``; KWS family adds ``label, is_target``, the columns
+        of :func:`aiplib.textnorm.score_kws_row` and ``delta_acc = correct(clean) − correct(noisy)``
+        (a positive delta is a degradation in both; NaN on clean rows and when the clean row of the
+        same (model, task, item) is missing). Last: ``condition`` (clean / noisy) and ``bg_active``
+        (False when the background segment was digital silence; empty when unknown).
 
     Notes
     -----

@@ -14,10 +14,8 @@ Two normalisations are kept side by side, one meaning per column:
   :data:`WHISPER_NORMALIZER_NAME`, :data:`WHISPER_NORMALIZER_VERSION`.
 
 KWS follows the authors' rule (``_score_kws_row`` of ``06_score_metrics.py`` and ``is_correct``
-of ``generate_results_new_2.py``): the first white-space token of the lower-cased, stripped
-response, stripped of ASCII punctuation at both ends; an empty response reads as ``"silence"``.
-A target clip is correct when that word equals the label; a non-target clip when it is none of
-the keywords. Beside it, :func:`kws_non_answer` marks empty, refusal-like and multi-word answers.
+of ``generate_results_new_2.py``), :data:`KWS_RULE`; beside it, :func:`kws_non_answer` marks
+empty, refusal-like and multi-word answers.
 
 References
 ----------
@@ -35,36 +33,15 @@ import re
 import string
 import sys
 
-from .tasks import KEYWORDS  # the default closed keyword set, defined in aiplib/tasks.yaml
+from .tasks import KEYWORDS
 
 __all__ = [
-    "KEYWORDS",
-    "NORMALIZER_NAME",
-    "NORMALIZER_VERSION",
-    "NORMALIZER_RULE",
-    "WHISPER_NORMALIZER_NAME",
-    "WHISPER_NORMALIZER_VERSION",
-    "JIWER_VERSION",
-    "LOOP_LENGTH_RATIO",
-    "LOOP_MAX_N",
-    "LOOP_MIN_REPEATS",
-    "KWS_EMPTY_WORD",
-    "KWS_RULE",
-    "NON_ANSWER_KINDS",
-    "normalize_text",
-    "normalize_whisper",
-    "reference_is_empty",
-    "align",
-    "max_ngram_repeats",
-    "loop_kind",
-    "score_asr_row",
-    "kws_first_word",
-    "normalize_kws_label",
-    "kws_correct",
-    "kws_non_answer",
-    "score_kws_row",
+    "NORMALIZER_NAME", "NORMALIZER_VERSION", "NORMALIZER_RULE", "WHISPER_NORMALIZER_NAME",
+    "WHISPER_NORMALIZER_VERSION", "JIWER_VERSION", "LOOP_LENGTH_RATIO", "LOOP_MAX_N", "LOOP_MIN_REPEATS",
+    "KWS_EMPTY_WORD", "KWS_RULE", "NON_ANSWER_KINDS",
+    "normalize_text", "normalize_whisper", "reference_is_empty", "align", "max_ngram_repeats", "loop_kind",
+    "score_asr_row", "kws_first_word", "normalize_kws_label", "kws_correct", "kws_non_answer", "score_kws_row",
 ]
-
 
 NORMALIZER_NAME = "aip-speech-paper"
 """Name of the headline normalisation (:func:`normalize_text`), as the authors' scoring."""
@@ -80,10 +57,8 @@ JIWER_VERSION = importlib.metadata.version("jiwer")
 """Installed version of jiwer."""
 
 _WHISPER_DIST = "openai-whisper"
-_PR = "openai/whisper#2836"
-
-WHISPER_NORMALIZER_NAME = (f"{_WHISPER_DIST} whisper.normalizers.EnglishTextNormalizer "
-                           f"+ {_PR} (standalone-1 rule)")
+WHISPER_NORMALIZER_NAME = (f"{_WHISPER_DIST} whisper.normalizers.EnglishTextNormalizer"
+                           " + openai/whisper#2836 (standalone-1 rule)")
 """Which normaliser :func:`normalize_whisper` applies."""
 
 WHISPER_NORMALIZER_VERSION = f"{importlib.metadata.version(_WHISPER_DIST)}+pr2836"
@@ -147,26 +122,21 @@ def normalize_text(s) -> str:
 
 
 def _load_whisper_module(name: str):
-    """Load ``whisper/normalizers/<name>.py`` of openai-whisper without running
+    """Load ``whisper/normalizers/<name>.py`` of openai-whisper as a private module, without running
     ``whisper/__init__.py`` (which imports torch, numba and tiktoken for the recogniser)."""
     pkg = "_aiplib_openai_whisper_normalizers"
-    if pkg not in sys.modules:
-        spec = importlib.util.find_spec("whisper")
-        if spec is None or not spec.submodule_search_locations:
-            raise ImportError(f"the {_WHISPER_DIST} package is not installed "
-                              f"(pip install {_WHISPER_DIST})")
-        base = [f"{spec.submodule_search_locations[0]}/normalizers"]
-        pspec = importlib.util.spec_from_file_location(pkg, f"{base[0]}/__init__.py",
-                                                       submodule_search_locations=base)
-        module = importlib.util.module_from_spec(pspec)
-        sys.modules[pkg] = module  # bare package: its __init__ is not executed
     full = f"{pkg}.{name}"
     if full not in sys.modules:
-        base = sys.modules[pkg].__path__[0]
-        spec = importlib.util.spec_from_file_location(full, f"{base}/{name}.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[full] = mod
-        spec.loader.exec_module(mod)
+        spec = importlib.util.find_spec("whisper")
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError(f"the {_WHISPER_DIST} package is not installed (pip install {_WHISPER_DIST})")
+        base = f"{spec.submodule_search_locations[0]}/normalizers"
+        if pkg not in sys.modules:  # a bare package: its __init__ is not executed
+            sys.modules[pkg] = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
+                pkg, f"{base}/__init__.py", submodule_search_locations=[base]))
+        mspec = importlib.util.spec_from_file_location(full, f"{base}/{name}.py")
+        sys.modules[full] = mod = importlib.util.module_from_spec(mspec)
+        mspec.loader.exec_module(mod)
     return sys.modules[full]
 
 
@@ -207,15 +177,7 @@ def normalize_whisper(s) -> str:
     whose last release spells every ``1`` next to ``$``, ``.``, ``%`` or ``-`` as ``one``;
     upstream fixed that (only a standalone ``1`` becomes ``one``) and the fix is applied here.
 
-    Parameters
-    ----------
-    s : str or None
-        Raw text; ``None``/NaN count as empty.
-
-    Returns
-    -------
-    str
-        Normalised words separated by single spaces, stripped (may be empty).
+    Parameters and return value as :func:`normalize_text`.
 
     Raises
     ------
@@ -241,14 +203,6 @@ def reference_is_empty(text) -> bool:
     (:func:`normalize_whisper`, which drops fillers such as ``uh`` and bracketed text such as
     ``[music]``) leaves nothing: per-utterance WER is undefined for such a reference, so item
     banks and custom validation should refuse it.
-
-    Parameters
-    ----------
-    text : str or None
-
-    Returns
-    -------
-    bool
 
     Examples
     --------
@@ -393,27 +347,12 @@ def score_asr_row(reference, response) -> dict:
     ref_w, hyp_w = normalize_whisper(reference), normalize_whisper(response)
     sw, dw, iw, hw = align(ref_w, hyp_w)
     kind = loop_kind(ref_n, hyp_n)
-    return {
-        "ref_norm": ref_n,
-        "hyp_norm": hyp_n,
-        "substitutions": s,
-        "deletions": d,
-        "insertions": i,
-        "hits": h,
-        "errors": errors,
-        "ref_words": ref_words,
-        "wer": errors / ref_words if ref_words else float("nan"),
-        "ref_empty": n_ref == 0,
-        "score_failed": failed,
-        "ref_whisper": ref_w,
-        "hyp_whisper": hyp_w,
-        "errors_whisper": sw + dw + iw,
-        "ref_words_whisper": hw + sw + dw,
-        "wer_whisper": (sw + dw + iw) / (hw + sw + dw) if hw + sw + dw else float("nan"),
-        "hyp_words": len(hyp_n.split()),
-        "is_loop": bool(kind),
-        "loop_kind": kind,
-    }
+    return dict(ref_norm=ref_n, hyp_norm=hyp_n, substitutions=s, deletions=d, insertions=i, hits=h,
+                errors=errors, ref_words=ref_words, wer=errors / ref_words if ref_words else float("nan"),
+                ref_empty=n_ref == 0, score_failed=failed, ref_whisper=ref_w, hyp_whisper=hyp_w,
+                errors_whisper=sw + dw + iw, ref_words_whisper=hw + sw + dw,
+                wer_whisper=(sw + dw + iw) / (hw + sw + dw) if hw + sw + dw else float("nan"),
+                hyp_words=len(hyp_n.split()), is_loop=bool(kind), loop_kind=kind)
 
 
 # ------------------------------------------------------------------------------------- KWS
@@ -546,15 +485,7 @@ def kws_non_answer(response) -> tuple[bool, str]:
 def score_kws_row(response, label, is_target, keywords=KEYWORDS) -> dict:
     """Every per-row KWS score of ``results/scores/<kws task>.csv``.
 
-    Parameters
-    ----------
-    response : str
-        Model answer (raw).
-    label : str
-        Word spoken in the clip (normalised with :func:`normalize_kws_label`).
-    is_target : bool
-        Whether the clip is a keyword clip.
-    keywords : sequence of str
+    Parameters are those of :func:`kws_correct`.
 
     Returns
     -------
@@ -565,10 +496,5 @@ def score_kws_row(response, label, is_target, keywords=KEYWORDS) -> dict:
     """
     ok = kws_correct(response, label, is_target, keywords=keywords)
     non, kind = kws_non_answer(response)
-    return {
-        "first_word": kws_first_word(response),
-        "correct": int(ok),
-        "non_answer": non,
-        "non_answer_kind": kind,
-        "correct_strict": int(ok and not non),
-    }
+    return dict(first_word=kws_first_word(response), correct=int(ok), non_answer=non, non_answer_kind=kind,
+                correct_strict=int(ok and not non))

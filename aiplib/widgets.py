@@ -30,12 +30,12 @@ import ipywidgets as W
 
 from .audio import SR
 from .errors import AiplibParameterError
-from .explore import (available_models, available_tasks, background_table, cap_words, lookup_response,
-                      worst_cases, _manifest)
+from .explore import available_models, available_tasks, background_table, lookup_response, worst_cases, _manifest
 from .explore_html import (CAP_WORDS, CSS, bg_info_html, bg_table_html, col_header, metrics_html,
                            response_html)
 from .listen import signals_figure_png, stimulus_audio, wav_bytes
-from .scoring import task_family
+from .report_tables import cap_words
+from .tasks import task_family
 
 __all__ = ["Explorer", "ExplorerWidget", "explorer"]
 
@@ -278,11 +278,8 @@ class Explorer:
             self._render_bg_table()
 
     def _bg_frame(self):
-        from pathlib import Path
-
-        d = Path(self.ws.descriptors)
-        files = list((Path(self.ws.results) / "scores").glob("*.csv")) + [
-            p for p in (d / "battery.csv", d / "acoustic_descriptors.csv") if p.is_file()]
+        files = list(self.ws.scores_dir.glob("*.csv")) + [
+            p for p in (self.ws.battery_csv, self.ws.descriptor_csv) if p.is_file()]
         stamp = tuple(sorted((str(p), p.stat().st_mtime_ns) for p in files))
         if getattr(self, "_bg_cache", None) is None or self._bg_cache[0] != stamp:
             self._bg_cache = (stamp, background_table(self.ws))
@@ -298,7 +295,7 @@ class Explorer:
             self._rendering_table = False
 
     def _render_bg_table_now(self):
-        from .descriptors import DESCRIPTORS
+        from .formats import DESCRIPTORS
 
         table = self._bg_frame()
         deg = [c for c in table.columns if c.endswith("_pp")]
@@ -319,9 +316,7 @@ class Explorer:
         self._table_selected = sel
 
     def _render_worst(self, task, *, force=False):
-        from pathlib import Path
-
-        sc_path = Path(self.ws.results) / "scores" / f"{task}.csv"
+        sc_path = self.ws.scores_csv(task)
         key = (task, sc_path.stat().st_mtime_ns if sc_path.is_file() else None,
                tuple(available_models(self.ws, task)), self._worst_sort)
         if getattr(self, "_worst_key", None) == key and not force:  # same task, files, order: keep

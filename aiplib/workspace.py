@@ -73,18 +73,9 @@ class Workspace:
         """``descriptors/acoustic_descriptors.csv`` (stage 4)."""
         return self.root / "descriptors" / "acoustic_descriptors.csv"
 
-    @property
-    def descriptor_json(self) -> Path:
-        """``descriptors/acoustic_descriptors.json``: the descriptor table's sidecar."""
-        return self.root / "descriptors" / "acoustic_descriptors.json"
-
     def manifest_csv(self, family: str) -> Path:
         """``manifests/<family>.csv`` (stage 5)."""
         return self.root / "manifests" / f"{family}.csv"
-
-    def manifest_sidecar(self, family: str) -> Path:
-        """``manifests/<family>.json``: the manifest's sidecar."""
-        return self.root / "manifests" / f"{family}.json"
 
     @property
     def mix_diagnostics_csv(self) -> Path:
@@ -117,28 +108,10 @@ class Workspace:
         """``results/tables`` (stage 9)."""
         return self.root / "results" / "tables"
 
-    def table_csv(self, name: str) -> Path:
-        """``results/tables/<name>.csv`` (stage 9)."""
-        return self.tables_dir / f"{name}.csv"
-
     @property
     def figures_dir(self) -> Path:
         """``results/figures`` (stage 9)."""
         return self.root / "results" / "figures"
-
-    def figure_png(self, name: str) -> Path:
-        """``results/figures/<name>.png`` (stage 9)."""
-        return self.figures_dir / f"{name}.png"
-
-    @property
-    def report_md(self) -> Path:
-        """``results/report.md``."""
-        return self.root / "results" / "report.md"
-
-    @property
-    def report_html(self) -> Path:
-        """``results/report.html``."""
-        return self.root / "results" / "report.html"
 
     def path(self, rel) -> Path:
         """Resolve a path stored in a data file (relative to :attr:`root`, or absolute)."""

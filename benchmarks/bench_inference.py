@@ -33,7 +33,7 @@ FIELDKIT = Path(__file__).resolve().parents[2] / "shared" / "fieldkit"
 
 def demo_stimuli(n: int):
     """(family, condition, waveform) from the demo workspace, or None if it has no manifests."""
-    from aiplib.manifests import read_manifest  # noqa: PLC0415
+    from aiplib.formats import read_manifest  # noqa: PLC0415
     from aiplib.mixing import materialize  # noqa: PLC0415
     from aiplib.workspace import workspace  # noqa: PLC0415
 

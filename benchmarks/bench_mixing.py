@@ -18,7 +18,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from aiplib.audio import write_wav  # noqa: E402
-from aiplib.manifests import build_manifest, read_manifest  # noqa: E402
+from aiplib.manifests import build_manifest  # noqa: E402
+from aiplib.formats import read_manifest  # noqa: E402
 from aiplib.mixing import materialize  # noqa: E402
 from aiplib.workspace import workspace  # noqa: E402
 

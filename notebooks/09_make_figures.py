@@ -48,14 +48,15 @@ from IPython.display import Markdown, display
 from aiplib import conditions as cond
 from aiplib import report_tables as rt
 from aiplib import stats
-from aiplib.figures import load_scores, make_all_figures
+from aiplib.figures import make_all_figures
+from aiplib.formats import load_scores
 
 written = make_all_figures(ws, n_resamples=n_resamples, seed=seed)
 kw = dict(n_resamples=n_resamples, seed=seed, min_diff_pp=min_diff_pp)
 cond_paths = cond.write_condition_tables(ws, **kw)
 tables = {t: v for t, v in cond.read_condition_tables(ws.results).items() if t in cond_paths}
 scores = load_scores(ws, tasks=list(cond_paths))
-figs, tabs = ws.results / "figures", ws.results / "tables"
+tabs = ws.tables_dir
 print(f"{len(written)} figure/table files and {len(cond_paths)} condition tables written under {ws.results}")
 
 # %% [markdown]
@@ -298,7 +299,8 @@ rt.Table(inactive.assign(inactive_share=inactive["inactive_share"].round(3)))
 # and per SNR; + = worse).
 
 # %%
-from aiplib.report import check_criteria, compare_runs
+from aiplib.comparison import compare_runs
+from aiplib.criteria import check_criteria
 
 failures = check_criteria(ws, criteria or None, previous or None, tables=tables, n_resamples=n_resamples,
                           seed=seed) if (criteria or previous) else None

@@ -29,7 +29,8 @@ print(ws.root)
 
 # %%
 import pandas as pd
-from aiplib.explore import available_tasks, cap_words, worst_cases
+from aiplib.explore import available_tasks, worst_cases
+from aiplib.report_tables import cap_words
 
 for task in available_tasks(ws):
     wc = worst_cases(ws, task, 10)

@@ -15,8 +15,9 @@ import soundfile as sf
 
 import tiny_models as tm
 from aiplib.errors import ModelUnavailableError
-from aiplib.inference import read_results, run_inference
-from aiplib.manifests import build_manifests, read_manifest
+from aiplib.inference import run_inference
+from aiplib.formats import read_manifest, read_results
+from aiplib.manifests import build_manifests
 from aiplib.mixing import materialize
 from aiplib.models import get_entry, load_model, load_registry
 from aiplib.models.command_backend import CommandError

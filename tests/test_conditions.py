@@ -11,7 +11,7 @@ import pytest
 from aiplib import conditions as cond
 from aiplib import stats
 from aiplib.errors import AiplibParameterError
-from aiplib.figures import load_scores
+from aiplib.formats import load_scores
 from aiplib.scoring import score_inference, wer_details
 from aiplib.workspace import workspace
 from authors_schema import inference_line, write_jsonl, write_manifest

@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib import figures, stats
+from aiplib import figures, formats, stats
 from aiplib.errors import AiplibError
-from aiplib.scoring import KEYWORDS, score_inference
+from aiplib.scoring import score_inference
+from aiplib.tasks import KEYWORDS
 from aiplib.workspace import workspace
 from authors_schema import inference_line, write_manifest
 
@@ -47,7 +48,7 @@ def make_fake_workspace(root, *, tasks=("asr", "kws", "asr_steer_p5", "kws_steer
                   "description": [f"background {b}" for b in bgs]}
                  ).to_csv(ws.descriptors / "battery.csv", index=False)
     desc = {"bg_id": bgs}
-    for d in stats.DESCRIPTORS:
+    for d in formats.DESCRIPTORS:
         desc[d] = rng.normal(size=N_BG)
     desc["zcr"] = np.array([severity[b] for b in bgs]) + rng.normal(scale=0.05, size=N_BG)
     desc["spectral_flatness"] = -desc["zcr"] + rng.normal(scale=0.2, size=N_BG)
@@ -111,7 +112,7 @@ def test_make_all_figures_writes_everything(fake_ws):
         assert p.parent == fake_ws.results / sub
 
     t2 = pd.read_csv(written["table2_descriptor_correlations.csv"])
-    assert t2.shape == (2 * (len(MODELS) + 1) * len(stats.DESCRIPTORS), 17)
+    assert t2.shape == (2 * (len(MODELS) + 1) * len(formats.DESCRIPTORS), 17)
     assert (t2["p_method"] == "permutation").all() and (t2["n_permutations"] == 9999).all()
     assert (t2["ci_usable"] >= 0.95 * 200).all()
     assert set(t2["model"]) == {"pooled", *MODELS} and set(t2["task"]) == {"asr", "kws"}
@@ -124,7 +125,7 @@ def test_make_all_figures_writes_everything(fake_ws):
     t3 = pd.read_csv(written["table3_descriptor_values.csv"])
     assert len(t3) == N_BG and list(t3["rank"]) == list(range(1, N_BG + 1))
     assert t3.columns[:3].tolist() == ["rank", "bg_id", "category"]
-    assert all(d in t3.columns for d in stats.DESCRIPTORS)
+    assert all(d in t3.columns for d in formats.DESCRIPTORS)
 
     t4 = pd.read_csv(written["table4_accent_dwer.csv"])
     assert set(t4["accent_group"]) == {"en-us", "en-gb", "en-029"}
@@ -142,7 +143,7 @@ def test_make_all_figures_writes_everything(fake_ws):
 
 
 def test_table_values_match_stats(fake_ws):
-    scores = figures.load_scores(fake_ws)
+    scores = formats.load_scores(fake_ws)
     assert scores["asr"]["item_id"].str.startswith("a").all()
     deg = stats.degradation_by_background(scores["asr"], "asr")
     rank = figures.background_ranking(scores, n_resamples=100)
@@ -154,7 +155,7 @@ def test_table_values_match_stats(fake_ws):
 
 
 def test_figure7_leaves_out_qwen_in_panel_b(fake_ws):
-    scores = figures.load_scores(fake_ws)
+    scores = formats.load_scores(fake_ws)
     fig = figures.figure7_snr_performance(figures.snr_curves(scores, n_resamples=50))
     a, b = fig.axes[:2]
     assert {ln.get_label() for ln in a.get_lines()} == set(MODELS)

@@ -16,8 +16,9 @@ pytest.importorskip("transformers", minversion="5.0")
 
 import tiny_models as tm  # noqa: E402
 from aiplib.errors import ModelUnavailableError  # noqa: E402
-from aiplib.inference import read_results, run_inference  # noqa: E402
-from aiplib.manifests import build_manifests, read_manifest  # noqa: E402
+from aiplib.inference import run_inference  # noqa: E402
+from aiplib.formats import read_manifest, read_results  # noqa: E402
+from aiplib.manifests import build_manifests  # noqa: E402
 from aiplib.mixing import materialize  # noqa: E402
 from aiplib.models import get_entry, load_model, load_registry  # noqa: E402
 from aiplib.models.adapters import AudioInputError, get_adapter  # noqa: E402

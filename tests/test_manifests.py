@@ -6,7 +6,8 @@ import pytest
 
 from aiplib.audio import write_wav
 from aiplib.errors import AiplibParameterError
-from aiplib.manifests import AUTHOR_COLUMNS, build_manifests, manifest_columns, read_manifest, stimulus_id
+from aiplib.manifests import AUTHOR_COLUMNS, build_manifests, manifest_columns, stimulus_id
+from aiplib.formats import read_manifest
 from aiplib.mixing import materialize
 
 

@@ -6,7 +6,8 @@ import pytest
 import soundfile as sf
 
 from aiplib.audio import loudness_lufs, normalize_loudness, write_wav
-from aiplib.manifests import build_manifests, read_manifest
+from aiplib.manifests import build_manifests
+from aiplib.formats import read_manifest
 from aiplib.mixing import (BG_SILENCE_POWER, achieved_snr_db, background_segment, bg_offset, materialize,
                            mix, mix_components)
 

@@ -20,7 +20,8 @@ import pytest
 from aiplib import download as dl
 from aiplib import prompt_sets as psets
 from aiplib.errors import AiplibParameterError
-from aiplib.prompt_sets import PromptFileError, get_prompt_set, parse_prompts_file, prompt_set_record
+from aiplib.prompt_file import PromptFileError, parse_prompts_file
+from aiplib.prompt_sets import get_prompt_set, prompt_set_record
 from aiplib.prompts import DEFAULT_PROMPT_SET, PROMPTS, TASKS, prompt_for
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

@@ -14,9 +14,12 @@ import pandas as pd
 import pytest
 
 from aiplib import conditions as cond
-from aiplib import figures, provenance, report, stats
+from aiplib import comparison, criteria, figures, formats, provenance, report, report_tables, stats
 from aiplib.errors import AiplibError, ValidationError
-from aiplib.scoring import KEYWORDS, NORMALIZER_NAME, NORMALIZER_VERSION, score_inference
+from aiplib.hashing import sha256_file
+from aiplib.scoring import score_inference
+from aiplib.tasks import KEYWORDS
+from aiplib.textnorm import NORMALIZER_NAME, NORMALIZER_VERSION
 from aiplib.workspace import workspace
 from authors_schema import inference_line, write_manifest
 
@@ -45,7 +48,7 @@ def make_run(root, *, profile="demo", n_asr=6, n_kws=6, n_bg=20, snrs=(10, 5, 0)
     severity = dict(zip(bgs, np.linspace(0.05, 0.6, n_bg)))
     pd.DataFrame({"bg_id": bgs, "category": ["stationary"] * n_bg,
                   "description": bgs}).to_csv(ws.descriptors / "battery.csv", index=False)
-    desc = {"bg_id": bgs, **{d: wrng.normal(size=n_bg) for d in stats.DESCRIPTORS}}
+    desc = {"bg_id": bgs, **{d: wrng.normal(size=n_bg) for d in formats.DESCRIPTORS}}
     desc["zcr"] = np.array([severity[b] for b in bgs])
     pd.DataFrame(desc).to_csv(ws.descriptors / "acoustic_descriptors.csv", index=False)
     conds = [("clean", None)] + [(b, s) for b in bgs for s in snrs]
@@ -289,7 +292,7 @@ def test_notebook_09_is_the_report(run_a, run_worse, tmp_path):
     assert "coarse conditions" in md and "robust (noisy)" in md
     assert '<td class="worse">worse</td>' in page and "<details>" in page
     # the worst ASR stimulus of the report is the top row of worst_stimuli, with its reference
-    w = report.worst_stimuli(figures.load_scores(run_worse)["asr"], "asr")
+    w = report_tables.worst_stimuli(formats.load_scores(run_worse)["asr"], "asr")
     assert len(w) == 10 and w["delta_wer_pp"].is_monotonic_decreasing
     assert w["reference"].iloc[0] in md and w["stimulus_id"].iloc[0] in md
     # settings of this run and the comparison with run_a: worse, so the regression check fails
@@ -345,7 +348,7 @@ def test_provenance_and_sidecars(run_a):
         assert side.is_file(), p
         prov = json.loads(side.read_text())["provenance"]
         entry = [f for f in prov["files"] if f["file"] == p.relative_to(ws.results).as_posix()]
-        assert entry and entry[0]["sha256"] == provenance.file_sha256(p)
+        assert entry and entry[0]["sha256"] == sha256_file(p)
         assert prov["normalizer"]["version"] == NORMALIZER_VERSION and prov["analysis"]["seed"] == 1
     scores_side = json.loads((ws.results / "scores" / "asr.json").read_text())
     assert "n_errors" in scores_side and "normalizer" in scores_side   # scoring keys kept
@@ -358,7 +361,7 @@ def test_write_sidecar_merges_and_rejects(tmp_path):
     side = provenance.write_sidecar(p, seed=7, model="m")
     obj = json.loads(side.read_text())
     assert obj["keep"] == 1 and obj["provenance"]["seed"] == 7
-    assert obj["provenance"]["files"][0]["sha256"] == provenance.file_sha256(p)
+    assert obj["provenance"]["files"][0]["sha256"] == sha256_file(p)
     with pytest.raises(AiplibError):
         provenance.write_sidecar(tmp_path / "missing.csv")
     with pytest.raises(AiplibError):
@@ -368,7 +371,7 @@ def test_write_sidecar_merges_and_rejects(tmp_path):
 # -------------------------------------------------------------------------------- comparison
 def test_compare_same_run_is_all_same(run_a):
     ws, _ = run_a
-    c = report.compare_runs(ws, ws, n_resamples=100)
+    c = comparison.compare_runs(ws, ws, n_resamples=100)
     assert set(c["verdict"]) <= {"same", "n/a"}
     assert np.allclose(c["change_pp"].fillna(0), 0)
     assert set(c["scope"]) == set(cond.SCOPES)
@@ -379,14 +382,14 @@ def test_compare_detects_worse_run_and_reads_results_copy(run_a, run_worse, tmp_
     ws, _ = run_a
     prev = tmp_path / "last-green"
     shutil.copytree(ws.results, prev)                    # an archived results folder
-    c = report.compare_runs(prev, run_worse, n_resamples=300, seed=2)
+    c = comparison.compare_runs(prev, run_worse, n_resamples=300, seed=2)
     o = c[(c.scope == "overall") & (c.task == "asr") & (c.model == "m_a")].iloc[0]
     assert o.b_pp > o.a_pp and o.change_pp == pytest.approx(o.b_pp - o.a_pp)
     assert o.ci_low_pp > 0 and o.verdict == "worse"
     k = c[(c.scope == "condition") & (c.task == "kws")]
     assert set(k["test"]) == {"mcnemar_exact"}
     assert (c[c.scope == "clean"]["verdict"] != "worse").all()   # clean output unchanged
-    fails = report.check_criteria(run_worse, None, prev, n_resamples=100)
+    fails = criteria.check_criteria(run_worse, None, prev, n_resamples=100)
     assert any(f["kind"] == "regression" for f in fails)
     assert all(f["kind"] == "regression" for f in fails)
 
@@ -394,10 +397,10 @@ def test_compare_detects_worse_run_and_reads_results_copy(run_a, run_worse, tmp_
 def test_compare_refuses_different_manifest(run_a, tmp_path):
     ws, _ = run_a
     other = _scored(tmp_path, n_asr=5)                  # other items → other manifest hash
-    with pytest.raises(report.RunMismatchError, match=r"manifests/asr\.csv differ"):
-        report.compare_runs(ws, other)
+    with pytest.raises(comparison.RunMismatchError, match=r"manifests/asr\.csv differ"):
+        comparison.compare_runs(ws, other)
     with pytest.raises(AiplibError):                    # RunMismatchError is an AiplibError
-        report.compare_runs(other, ws)
+        comparison.compare_runs(other, ws)
 
 
 def test_compare_refuses_different_normaliser(run_a, tmp_path):
@@ -407,24 +410,24 @@ def test_compare_refuses_different_normaliser(run_a, tmp_path):
     rec = json.loads((prev / "provenance.json").read_text())
     rec["normalizer"]["version"] = "0.0.1"
     (prev / "provenance.json").write_text(json.dumps(rec))
-    with pytest.raises(report.RunMismatchError, match="normalisers differ"):
-        report.compare_runs(prev, ws)
+    with pytest.raises(comparison.RunMismatchError, match="normalisers differ"):
+        comparison.compare_runs(prev, ws)
     (prev / "provenance.json").unlink()
     with pytest.raises(AiplibError, match="provenance.json"):
-        report.compare_runs(prev, ws)
+        comparison.compare_runs(prev, ws)
 
 
 # ---------------------------------------------------------------------------------- criteria
 def test_criteria_validation():
-    spec = report.load_criteria(report.EXAMPLE_CRITERIA)
+    spec = criteria.load_criteria(criteria.EXAMPLE_CRITERIA)
     assert len(spec["criteria"]) == 4 and spec["min_diff_pp"] == 2.0
     assert spec["criteria"][1]["model"] == "*"
     with pytest.raises(ValidationError) as e:
-        report.load_criteria({"criteria": [{"measure": "wer"}, {"max": "x", "scope": "bad",
+        criteria.load_criteria({"criteria": [{"measure": "wer"}, {"max": "x", "scope": "bad",
                                                                 "colour": 1}],
                               "no_worse_than_previous": "yes", "extra": 1})
     assert len(e.value.problems) >= 6
-    assert report.load_criteria([{"measure": "wer", "max": 1}])["criteria"][0]["max"] == 1
+    assert criteria.load_criteria([{"measure": "wer", "max": 1}])["criteria"][0]["max"] == 1
 
 
 def test_check_criteria_thresholds(run_a):
@@ -432,8 +435,8 @@ def test_check_criteria_thresholds(run_a):
     ok = [{"task": "asr", "measure": "wer", "max": 5.0},
           {"task": "asr", "bg_id": "all", "snr_db": 0, "measure": "wer_pp", "min": 0, "max": 500},
           {"task": "kws", "scope": "overall", "measure": "delta_acc", "max": 1.0}]
-    assert report.check_criteria(ws, ok) == []
-    fails = report.check_criteria(ws, [
+    assert criteria.check_criteria(ws, ok) == []
+    fails = criteria.check_criteria(ws, [
         {"task": "asr", "model": "m_a", "bg_id": "all", "snr_db": 0, "measure": "wer_pp",
          "max": 0.0},
         {"task": "nope", "measure": "wer", "max": 1},
@@ -443,10 +446,10 @@ def test_check_criteria_thresholds(run_a):
     th = next(f for f in fails if f["kind"] == "threshold")
     assert th["condition"] == "all @ 0 dB" and th["value"] > 0 and "criterion 0" in th["message"]
     # fraction alias vs percent column
-    assert report.check_criteria(ws, [{"task": "asr", "scope": "clean", "measure": "wer",
+    assert criteria.check_criteria(ws, [{"task": "asr", "scope": "clean", "measure": "wer",
                                        "max": 0.01}]) == []
     t = cond.read_condition_tables(ws.results)["asr"]
-    sel = report._select(t, {"snr_db": "all", "bg_id": "*", "task": "*", "model": "*",
+    sel = criteria._select(t, {"snr_db": "all", "bg_id": "*", "task": "*", "model": "*",
                              "scope": "*"})
     assert set(sel["scope"]) == {"overall", "background"}
 
@@ -528,7 +531,7 @@ def test_constant_degradation_column_gives_nan_note():
     deg = pd.DataFrame({"m": np.zeros(6), "pooled": np.arange(6.0)},
                        index=pd.Index(bgs, name="bg_id"))
     desc = pd.DataFrame({"bg_id": bgs, **{k: np.arange(6.0) + i
-                                          for i, k in enumerate(stats.DESCRIPTORS)}})
+                                          for i, k in enumerate(formats.DESCRIPTORS)}})
     t = stats.descriptor_correlations(deg, desc, n_resamples=50)
     m = t[t.model == "m"]
     assert m["r_s"].isna().all() and m["note"].str.contains("constant").all()

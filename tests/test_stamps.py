@@ -17,8 +17,9 @@ import pytest
 import aiplib.models
 from aiplib import pipeline, stamps
 from aiplib.backgrounds import curate_battery
-from aiplib.inference import read_inference_jsonl, read_results, run_inference
-from aiplib.manifests import build_manifests, read_manifest
+from aiplib.inference import run_inference
+from aiplib.formats import read_inference_jsonl, read_manifest, read_results
+from aiplib.manifests import build_manifests
 from aiplib.mixing import materialize
 from aiplib.models import Recogniser, get_entry
 from aiplib.scoring import score_inference

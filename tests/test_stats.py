@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib import stats
+from aiplib import formats, stats
 from aiplib.errors import AiplibParameterError
 
 
@@ -231,7 +231,7 @@ def test_descriptor_correlations_long_table():
     deg = pd.DataFrame({"m1": np.arange(20.0), "pooled": np.arange(20.0) ** 2},
                        index=pd.Index(bgs, name="bg_id"))
     rng = np.random.default_rng(0)
-    desc = pd.DataFrame({"bg_id": bgs, **{d: rng.normal(size=20) for d in stats.DESCRIPTORS}})
+    desc = pd.DataFrame({"bg_id": bgs, **{d: rng.normal(size=20) for d in formats.DESCRIPTORS}})
     desc["zcr"] = np.arange(20.0)[::-1]            # perfectly anti-monotone
     desc["rms_variance"] = 1.0                     # constant
     t = stats.descriptor_correlations(deg, desc, n_resamples=300, seed=3)

@@ -16,9 +16,9 @@ import pytest
 from aiplib import explore as xd
 from aiplib import explore_html, listen
 from aiplib import widgets as aw
-from aiplib.descriptors import DESCRIPTORS
+from aiplib.formats import DESCRIPTORS, read_manifest
 from aiplib.errors import AiplibParameterError
-from aiplib.manifests import build_manifests, read_manifest
+from aiplib.manifests import build_manifests
 from aiplib.mixing import achieved_snr_db, materialize
 from conftest import make_tiny_workspace
 
@@ -343,7 +343,8 @@ def test_background_table_values_and_order(ws0):
 
 def test_background_order_is_figure_4s(ws1):
     """The explorer ranks backgrounds exactly as Figure 4: ASR alone would put bg03 first."""
-    from aiplib.figures import background_ranking, load_scores
+    from aiplib.figures import background_ranking
+    from aiplib.formats import load_scores
     from aiplib.scoring import score_inference
 
     score_inference(ws1)
@@ -360,7 +361,7 @@ def test_background_order_is_figure_4s(ws1):
 
 
 def test_word_diff_is_the_sdi_alignment():
-    from aiplib.scoring import score_asr_row
+    from aiplib.textnorm import score_asr_row
 
     d = xd.word_diff("word 1", "Bird 1 at 0 with delta.")
     assert d == [("substitute", "word", "bird"), ("equal", "1", "1"), ("insert", "", "at"),
@@ -373,8 +374,9 @@ def test_word_diff_is_the_sdi_alignment():
     assert (ops.count("substitute"), ops.count("delete"), ops.count("insert")) == (
         s["substitutions"], s["deletions"], s["insertions"])
     assert xd.word_diff("a b", "") == [("delete", "a", ""), ("delete", "b", "")]
-    assert xd.cap_words("a b c d e", 3) == "a b c … +2 words"
-    assert xd.cap_words("a b c", 3) == "a b c"
+    from aiplib.report_tables import cap_words
+    assert cap_words("a b c d e", 3) == "a b c … +2 words"
+    assert cap_words("a b c", 3) == "a b c"
 
 
 def test_descriptor_labels_and_sources():

@@ -35,15 +35,13 @@ References
 """
 from .verdicts import (  # noqa: F401
     SCOPES, VERDICTS, DEFAULT_MIN_DIFF_PP, ALPHA, MIN_ITEMS_FOR_VERDICT, COARSE_BELOW_ITEMS,
-    verdict, paired_change, char_counts, condition_label, ALL, _SCOPE_ORDER, _ratio,
+    verdict, paired_change, char_counts, condition_label, ALL,
 )
 from .table import (  # noqa: F401
-    condition_table, condition_tables, _prepare_rows, _ASR_SUMS, _KWS_SUMS, _as_flag,
-    _flag_sums, _share, _row_medians, _median_key, _pct, _Group, _iter_scopes, _columns,
+    condition_table, condition_tables,
 )
 from .files import (  # noqa: F401
-    write_condition_tables, read_condition_tables, _score_tasks, _TEXT_COLUMNS, _inactive,
-    inactive_background_rows, write_active_only_tables,
+    write_condition_tables, read_condition_tables, inactive_background_rows, write_active_only_tables,
 )
 
 __all__ = [

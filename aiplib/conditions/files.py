@@ -17,7 +17,7 @@ def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     ----------
     ws : aiplib.workspace.Workspace
     scores : dict, optional
-        Default :func:`aiplib.figures.load_scores` of ``ws`` (every task file present).
+        Default :func:`aiplib.formats.load_scores` of ``ws`` (every task file present).
     **kwargs
         Passed to :func:`condition_table`.
 
@@ -31,10 +31,10 @@ def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     AiplibError
         If there are no score files (run stage 8 first).
     """
-    from ..figures import load_scores
+    from ..formats import load_scores
 
     if scores is None:
-        scores = load_scores(ws, tasks=_score_tasks(ws))
+        scores = load_scores(ws)
     if not scores:
         raise AiplibError(f"no results/scores/<task>.csv under {ws.results}; run stage 8 "
                           "(scoring) first")
@@ -46,11 +46,6 @@ def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
         t.to_csv(p, index=False)
         written[task] = p
     return written
-
-
-def _score_tasks(ws) -> list[str]:
-    d = ws.scores_dir
-    return sorted(p.stem for p in d.glob("*.csv")) if d.is_dir() else []
 
 
 _TEXT_COLUMNS = {"bg_id", "model", "task", "condition", "scope", "test", "verdict", "note",
@@ -122,10 +117,10 @@ def write_active_only_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     dict of str -> pathlib.Path
         Task → written file (empty when no row was inactive).
     """
-    from ..figures import load_scores
+    from ..formats import load_scores
 
     if scores is None:
-        scores = load_scores(ws, tasks=_score_tasks(ws))
+        scores = load_scores(ws)
     counts = inactive_background_rows(scores)
     out_dir = ws.tables_dir
     written = {}

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
+from ..tasks import DEGRADATION_COLUMN
 from ..errors import AiplibParameterError
 from .verdicts import (
     ALL, DEFAULT_MIN_DIFF_PP, SCOPES, _SCOPE_ORDER, _ratio, char_counts, condition_label,
@@ -102,22 +103,32 @@ def _share(tot: dict, num: str, den: str) -> float:
     return 100.0 * tot[num] / tot[den] if tot[den] else math.nan
 
 
+def _scope_sources(rows: pd.DataFrame, scopes):
+    """Yield (scope, group-by columns, its rows): the clean rows for ``"clean"``, else the noisy ones."""
+    is_clean = rows["bg_id"] == "clean"
+    clean_rows, noisy = rows[is_clean], rows[~is_clean]
+    for scope in scopes:
+        src = clean_rows if scope == "clean" else noisy
+        if not src.empty:
+            yield scope, ["model", "task"] + list(SCOPES[scope] or ()), src
+
+
+def _scope_key(scope, by, gkey) -> dict:
+    """{model, task, bg_id, snr_db} of one group (bg_id "clean" / ALL and snr_db NaN when not grouped on)."""
+    k = dict(zip(by, gkey if isinstance(gkey, tuple) else (gkey,)))
+    k.setdefault("bg_id", "clean" if scope == "clean" else ALL)
+    k.setdefault("snr_db", math.nan)
+    return k
+
+
 def _row_medians(rows: pd.DataFrame, col: str, scopes) -> dict:
     """Median of ``col`` over the stimuli of every scope group: {(scope, model, task, bg_id,
     snr_db or None): median}."""
     out = {}
-    clean_rows = rows[rows["bg_id"] == "clean"]
-    noisy = rows[rows["bg_id"] != "clean"]
-    for scope in scopes:
-        src = clean_rows if scope == "clean" else noisy
-        if src.empty:
-            continue
-        by = ["model", "task"] + list(SCOPES[scope] or ())
+    for scope, by, src in _scope_sources(rows, scopes):
         for gkey, g in src.groupby(by, sort=False)[col]:
-            k = dict(zip(by, gkey if isinstance(gkey, tuple) else (gkey,)))
-            out[_median_key(scope, k.get("model"), k.get("task"),
-                            k.get("bg_id", "clean" if scope == "clean" else ALL),
-                            k.get("snr_db", math.nan))] = float(g.median())
+            k = _scope_key(scope, by, gkey)
+            out[_median_key(scope, k["model"], k["task"], k["bg_id"], k["snr_db"])] = float(g.median())
     return out
 
 
@@ -156,22 +167,11 @@ class _Group:
 
 def _iter_scopes(rows: pd.DataFrame, sum_cols, scopes):
     """Yield (scope, {model, task, bg_id, snr_db}, :class:`_Group` of per-item sums)."""
-    clean_rows = rows[rows["bg_id"] == "clean"]
-    noisy = rows[rows["bg_id"] != "clean"]
-    for scope in scopes:
-        src = clean_rows if scope == "clean" else noisy
-        if src.empty:
-            continue
-        extra = list(SCOPES[scope] or ())
-        by = ["model", "task"] + extra
+    for scope, by, src in _scope_sources(rows, scopes):
         items = src.groupby(by + ["item_id"], sort=True)[sum_cols].sum()
         cols = {c: items[c].to_numpy(dtype=float) for c in sum_cols}
         for gkey, idx in items.groupby(level=by, sort=True).indices.items():
-            gkey = gkey if isinstance(gkey, tuple) else (gkey,)
-            k = dict(zip(by, gkey))
-            k.setdefault("bg_id", "clean" if scope == "clean" else ALL)
-            k.setdefault("snr_db", math.nan)
-            yield scope, k, _Group(cols, np.asarray(idx))
+            yield scope, _scope_key(scope, by, gkey), _Group(cols, np.asarray(idx))
 
 
 def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 2000,
@@ -183,7 +183,7 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     Parameters
     ----------
     scores : pandas.DataFrame
-        A ``results/scores/<task>.csv`` table (:func:`aiplib.figures.load_scores`); may hold
+        A ``results/scores/<task>.csv`` table (:func:`aiplib.formats.load_scores`); may hold
         several models (and tasks: each (model, task) is summarised separately).
     family : {"asr", "kws"}
     n_resamples, seed, level : int, int, float
@@ -265,7 +265,7 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
             rec.update(acc_pp=_pct(tot["correct"], tot["n"]),
                        strict_acc_pp=_share(tot, "strict", "strict_n"),
                        non_answer_pp=_share(tot, "non_answer", "non_answer_n"))
-        rec["measure"] = stats.DEGRADATION_COLUMN[family]
+        rec["measure"] = DEGRADATION_COLUMN[family]
         rec.update(min_diff_pp=float(min_diff_pp), level=float(level),
                    n_resamples=int(n_resamples), seed=int(seed))
         notes = []
@@ -347,11 +347,11 @@ def condition_tables(scores: dict, **kwargs) -> dict[str, pd.DataFrame]:
     Parameters
     ----------
     scores : dict of str -> pandas.DataFrame
-        As returned by :func:`aiplib.figures.load_scores`.
+        As returned by :func:`aiplib.formats.load_scores`.
     **kwargs
         Passed on (``n_resamples, seed, level, min_diff_pp, scopes``).
     """
-    from ..scoring import task_family
+    from ..tasks import task_family
 
     return {task: condition_table(df, task_family(task), **kwargs)
             for task, df in scores.items() if not df.empty}

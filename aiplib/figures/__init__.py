@@ -16,8 +16,7 @@ Conventions
   ``seed`` and ``n_resamples`` written into the tables.
 """
 from .common import (  # noqa: F401
-    BASE_TASKS, STEER_TASKS, FIG7_KWS_EXCLUDE, FIGURE_NAMES, TABLE_NAMES, load_scores,
-    load_descriptors, load_battery, save_figure, _FAMILY_LABEL, _FAMILY_COLOURS, _DEG_LABEL,
+    BASE_TASKS, STEER_TASKS, FIG7_KWS_EXCLUDE, FIGURE_NAMES, TABLE_NAMES, save_figure, _FAMILY_LABEL, _FAMILY_COLOURS, _DEG_LABEL,
     _CATEGORY_COLOURS, _OTHER_COLOUR, _NUMERIC, _model_colours, _norm_id, _categories,
     _category_legend, _new_figure,
 )
@@ -48,9 +47,6 @@ __all__ = [
     "FIG7_KWS_EXCLUDE",
     "FIGURE_NAMES",
     "TABLE_NAMES",
-    "load_scores",
-    "load_descriptors",
-    "load_battery",
     "table2_descriptor_correlations",
     "figure2_descriptor_regressions",
     "figure3_descriptor_correlations",

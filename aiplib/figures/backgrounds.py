@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
+from ..tasks import DEGRADATION_COLUMN
 from .common import (
     BASE_TASKS, _CATEGORY_COLOURS, _DEG_LABEL, _FAMILY_LABEL, _OTHER_COLOUR, _categories,
     _category_legend, _new_figure,
@@ -51,7 +52,7 @@ def background_ranking(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
     """
     out, notes = {}, {}
     for fam, task in BASE_TASKS.items():
-        col = stats.DEGRADATION_COLUMN[fam]
+        col = DEGRADATION_COLUMN[fam]
         deg = stats.degradation_by_background(scores[task], fam)
         for bg, missing in deg.attrs.get("partial", {}).items():
             notes.setdefault(bg, []).append(

@@ -61,44 +61,6 @@ def _norm_id(s: str) -> str:
     return re.sub(r"[-.]", "_", str(s).lower())
 
 
-# --------------------------------------------------------------------------------------- loading
-def load_scores(ws, tasks=tuple(BASE_TASKS.values()) + tuple(STEER_TASKS.values())
-                ) -> dict[str, pd.DataFrame]:
-    """Read the ``results/scores/<task>.csv`` files that exist.
-
-    Text columns stay strings (``"None"``, ``"NA"`` or ``"0001"`` are not turned into NaN or
-    numbers); numeric columns are converted; ``accent_group`` ``""`` becomes NaN.
-
-    Parameters
-    ----------
-    ws : aiplib.workspace.Workspace
-    tasks : sequence of str
-
-    Returns
-    -------
-    dict of str -> pandas.DataFrame
-        Only the tasks whose file exists.
-    """
-    from ..formats import load_scores as _load  # noqa: PLC0415 - the one reader of score files
-
-    return _load(ws, tasks)
-
-
-def load_descriptors(ws) -> pd.DataFrame | None:
-    """``descriptors/acoustic_descriptors.csv`` indexed by ``bg_id``, or None if missing."""
-    from ..formats import read_descriptor_table  # noqa: PLC0415
-
-    return read_descriptor_table(ws.descriptor_csv, index=True)
-
-
-def load_battery(ws) -> pd.DataFrame | None:
-    """``descriptors/battery.csv`` indexed by ``bg_id``, or None if missing."""
-    from ..formats import read_battery_csv  # noqa: PLC0415
-
-    battery = read_battery_csv(ws.battery_csv)
-    return None if battery is None else battery.set_index("bg_id")
-
-
 def _categories(bg_ids, battery) -> list[str]:
     if battery is None or "category" not in battery.columns:
         return ["unknown"] * len(bg_ids)

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
+from ..formats import DESCRIPTORS
 from .common import (
     BASE_TASKS, _CATEGORY_COLOURS, _DEG_LABEL, _FAMILY_LABEL, _OTHER_COLOUR, _categories,
     _category_legend, _new_figure,
@@ -153,9 +154,9 @@ def table3_descriptor_values(ranking: pd.DataFrame, descriptors: pd.DataFrame, *
     -------
     pandas.DataFrame [shape=(n_backgrounds, 5 + n_descriptors)]
         Columns ``rank, bg_id, category, asr_delta_wer_pp, kws_delta_acc_pp`` and the
-        descriptors (in :data:`aiplib.stats.DESCRIPTORS` order when present).
+        descriptors (in :data:`aiplib.formats.DESCRIPTORS` order when present).
     """
-    descs = [c for c in stats.DESCRIPTORS if c in descriptors.columns] or list(descriptors.columns)
+    descs = [c for c in DESCRIPTORS if c in descriptors.columns] or list(descriptors.columns)
     t = ranking[["rank", "asr_delta_wer_pp", "kws_delta_acc_pp"]].copy()
     t.insert(1, "category", _categories(list(t.index), battery))
     t = t.join(descriptors[descs], how="left")

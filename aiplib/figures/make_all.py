@@ -5,8 +5,9 @@ from pathlib import Path
 import logging
 
 from ..errors import AiplibError
+from ..formats import load_scores, read_battery_csv, read_descriptor_table
 from .common import (
-    BASE_TASKS, STEER_TASKS, load_battery, load_descriptors, load_scores, save_figure,
+    BASE_TASKS, STEER_TASKS, save_figure,
 )
 from .descriptors import (
     figure2_descriptor_regressions, figure3_descriptor_correlations, table2_descriptor_correlations,
@@ -52,7 +53,8 @@ def make_all_figures(ws, *, n_resamples: int = 2000, seed: int = 0, formats=("pn
     if missing:
         raise AiplibError(f"stage 9 needs results/scores/{{{','.join(missing)}}}.csv under "
                           f"{ws.results}; run stage 8 (scoring) first")
-    descriptors, battery = load_descriptors(ws), load_battery(ws)
+    descriptors = read_descriptor_table(ws.descriptor_csv, index=True)
+    battery = read_battery_csv(ws.battery_csv, index=True)
     fig_dir, tab_dir = ws.figures_dir, ws.tables_dir
     tab_dir.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
+from ..tasks import DEGRADATION_COLUMN
 from .common import BASE_TASKS, STEER_TASKS, _FAMILY_COLOURS, _FAMILY_LABEL, _new_figure
 
 
@@ -37,7 +38,7 @@ def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: i
         base_task = BASE_TASKS[fam]
         if steer_task not in scores or base_task not in scores:
             continue
-        col = stats.DEGRADATION_COLUMN[fam]
+        col = DEGRADATION_COLUMN[fam]
         keys = ["model", "stimulus_id"]
         b = scores[base_task].loc[lambda d: (d["bg_id"] != "clean") & d[col].notna(),
                                   keys + ["item_id", col]]

@@ -23,15 +23,15 @@ References
        powerful approach to multiple testing", JRSS B 57(1), 289–300, 1995.
 """
 from .core import (  # noqa: F401
-    DESCRIPTORS, DEGRADATION_COLUMN, MIN_N_FOR_INTERVAL, MIN_USABLE_SHARE, SPEARMAN_EXACT_MAX_N,
+    MIN_N_FOR_INTERVAL, MIN_USABLE_SHARE, SPEARMAN_EXACT_MAX_N,
     SPEARMAN_PERMUTATION_MAX_N, SPEARMAN_N_PERMUTATIONS, RER_DENOMINATOR_EPS, RER_KWS_SMALL,
-    RER_FLAG_BELOW, SpearmanResult, BootstrapResult, BinomTestResult, _as_1d,
+    RER_FLAG_BELOW, SpearmanResult, BootstrapResult, BinomTestResult,
 )
 from .spearman import (  # noqa: F401
-    spearman, spearman_permutation_p, _centred_ranks, _all_permutations, _spearman_rows,
+    spearman, spearman_permutation_p,
 )
 from .intervals import (  # noqa: F401
-    bootstrap_ci, _few_note, _percentile_interval,
+    bootstrap_ci,
 )
 from .exact_tests import (  # noqa: F401
     sign_test, mcnemar_exact, bh_adjust,
@@ -41,8 +41,6 @@ from .degradation import (  # noqa: F401
 )
 
 __all__ = [
-    "DESCRIPTORS",
-    "DEGRADATION_COLUMN",
     "MIN_N_FOR_INTERVAL",
     "MIN_USABLE_SHARE",
     "SPEARMAN_EXACT_MAX_N",

@@ -1,16 +1,11 @@
 """Constants and result records shared by :mod:`aiplib.stats` (see its docstring)."""
 from __future__ import annotations
 
-from dataclasses import asdict
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import AiplibParameterError
-
-
-from ..formats import DESCRIPTORS  # noqa: E402 - the nine descriptor columns (one definition)
-from ..tasks import DEGRADATION_COLUMN  # noqa: E402 - {"asr": "delta_wer", "kws": "delta_acc"}, aiplib/tasks.yaml
 
 MIN_N_FOR_INTERVAL = 10
 """Fewest resampled units (items, or backgrounds for correlations) for a bootstrap interval.
@@ -116,9 +111,6 @@ class BootstrapResult:
     seed: int
     n: int
     note: str = ""
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AiplibParameterError
+from ..formats import DESCRIPTORS
+from ..tasks import DEGRADATION_COLUMN
 from .core import (
-    DEGRADATION_COLUMN, DESCRIPTORS, MIN_N_FOR_INTERVAL, MIN_USABLE_SHARE, RER_DENOMINATOR_EPS,
+    MIN_N_FOR_INTERVAL, MIN_USABLE_SHARE, RER_DENOMINATOR_EPS,
     RER_FLAG_BELOW, RER_KWS_SMALL,
 )
 from .spearman import _spearman_rows, spearman
