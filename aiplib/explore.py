@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import AiplibParameterError
+from .shards import is_shard_file
 from .tasks import task_family
 
 __all__ = ["available_tasks", "available_models", "lookup_response",
@@ -104,7 +105,8 @@ def available_tasks(ws) -> list[str]:
     """
     fams = [f for f in _BASE_TASKS if ws.manifest_csv(f).is_file()]
     inf, sc = Path(ws.inference), ws.scores_dir
-    found = {p.stem for p in inf.glob("*/*.jsonl") if p.stem != "run_log"} if inf.is_dir() else set()
+    found = ({p.stem for p in inf.glob("*/*.jsonl") if p.stem != "run_log" and not is_shard_file(p)}
+             if inf.is_dir() else set())
     found |= {p.stem for p in sc.glob("*.csv")} if sc.is_dir() else set()
     extra = []
     for t in sorted(found - set(_BASE_TASKS)):

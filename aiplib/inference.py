@@ -6,10 +6,10 @@ Files (``ws`` = the workspace)
     Append-only; one JSON object per line, in the authors' format (IvLabs/AIP-Speech
     ``scripts/05_inference.py``): every manifest column of the stimulus (``id, speech_id,
     background_id, snr_db, condition, seed, speech_path, bg_path`` …), then ``raw`` (the model's
-    output), ``model``, ``task``; then ours: :data:`EXTRA_FIELDS` (``prompt_id, decode_s,
+    output), ``model``, ``task``; then ours: :data:`aiplib.formats.EXTRA_FIELDS` (``prompt_id, decode_s,
     audio_s``). A failed generation is ``{id, raw: "__ERROR__", error, model, task}`` plus the
     same extras; the next run retries it and appends a new row. Readers take the last successful
-    row per ``id`` (:func:`read_results`). Every reader goes through :func:`read_inference_jsonl`;
+    row per ``id`` (:func:`aiplib.formats.read_results`). Every reader goes through :func:`aiplib.formats.read_inference_jsonl`;
     the format (reader and writer) lives in :mod:`aiplib.formats`, re-exported here.
 ``inference/<model>/run_log.jsonl``
     One object per run (or failed load): decoding path, window, model info (weights, revision or
@@ -68,12 +68,11 @@ import pandas as pd
 from . import __version__
 from .audio import SR
 from .errors import ModelUnavailableError
-from .formats import (CORE_FIELDS, ERROR_RESPONSE, EXTRA_FIELDS, append_jsonl_lines, inference_row_json,  # noqa: F401
-                      is_error_row, read_inference_jsonl, read_results, repair_jsonl)
+from .formats import (ERROR_RESPONSE, EXTRA_FIELDS, append_jsonl_lines, inference_row_json, is_error_row,
+                      read_inference_jsonl, repair_jsonl)
 from .prompts import TASKS, task_names
 
-__all__ = ["CORE_FIELDS", "EXTRA_FIELDS", "ERROR_RESPONSE", "MIX_DIAG_FIELDS", "run_inference", "read_results",
-           "read_inference_jsonl", "is_error_row", "repair_jsonl", "result_path", "pending_stimuli", "raise_if_not_run",
+__all__ = ["MIX_DIAG_FIELDS", "run_inference", "result_path", "pending_stimuli", "raise_if_not_run",
            "stimulus_keys", "set_aside_stale_rows", "UNKEYED_CHECK_FIELDS"]
 
 
@@ -277,8 +276,6 @@ def set_aside_stale_rows(path, manifest: pd.DataFrame, keys: dict, prompt_id: st
     return len(move)
 
 
-_append_lines = append_jsonl_lines
-_row_json = inference_row_json
 
 
 class _MixDiagnostics:
@@ -356,7 +353,7 @@ def _short(exc: BaseException) -> str:
 def _log_run(path: Path, record: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     repair_jsonl(path)
-    _append_lines(path, [json.dumps(record, default=str, allow_nan=False) + "\n"])
+    append_jsonl_lines(path, [json.dumps(record, default=str, allow_nan=False) + "\n"])
 
 
 # ------------------------------------------------------------------------------------------ the runner
@@ -677,7 +674,7 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
                 for row in rows:
                     if row["error"] is not None:
                         stats[t]["n_err"] += 1
-                _append_lines(paths[t], [_row_json(_output_row(row)) for row in rows])
+                append_jsonl_lines(paths[t], [inference_row_json(_output_row(row)) for row in rows])
                 n_dec[t] = len(rows)
             t_now = time.perf_counter()
             n_batch = sum(n_dec.values())

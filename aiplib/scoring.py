@@ -26,6 +26,7 @@ import pandas as pd
 
 from .errors import AiplibError, AiplibParameterError
 from .formats import manifest_view, read_item_bank_keywords, read_manifest_csv, read_results, write_scores
+from .shards import is_shard_file
 from .tasks import DEGRADATION_COLUMN, DEGRADATION_SIGN, KEYWORDS, family_spec, task_family
 # normalize_kws_label and reference_is_empty are also imported from here by aiplib/corpora/custom.py
 from .textnorm import (JIWER_VERSION, KWS_RULE, NORMALIZER_NAME, NORMALIZER_RULE,  # noqa: F401
@@ -371,7 +372,8 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
     if models is None:
         models = sorted(p.name for p in inf.iterdir() if p.is_dir()) if inf.exists() else []
     if tasks is None:
-        found = sorted({p.stem for m in models for p in (inf / m).glob("*.jsonl") if p.stem != "run_log"})
+        found = sorted({p.stem for m in models for p in (inf / m).glob("*.jsonl")
+                        if p.stem != "run_log" and not is_shard_file(p)})
         tasks = []
         for t in found:
             try:

@@ -239,7 +239,7 @@ def merge_shards(result_file, shards=None) -> dict:
     Notes
     -----
     Identical duplicates are written once. Error rows (``__ERROR__``) never conflict: a later
-    successful row wins when results are read (:func:`aiplib.inference.read_results`). A
+    successful row wins when results are read (:func:`aiplib.formats.read_results`). A
     successful row of the result file whose stimulus a shard answered with a keyed row under
     another ``stim_key`` (the stimulus, prompt or model changed since; a shard cannot set it
     aside itself, it never rewrites the result file) moves to ``superseded/<task>.jsonl``, as
@@ -247,7 +247,7 @@ def merge_shards(result_file, shards=None) -> dict:
     atomically (``.part``, fsync, rename) after the moved lines are fsync'ed to the side file.
     After the merge the shard files move to ``merged-shards/`` so a second merge adds nothing.
     """
-    from .inference import _append_lines, _row_json, is_error_row, read_inference_jsonl, repair_jsonl  # noqa: PLC0415
+    from .formats import append_jsonl_lines, inference_row_json, is_error_row, read_inference_jsonl, repair_jsonl  # noqa: PLC0415
 
     result_file = Path(result_file)
     if shards is None:
@@ -296,12 +296,12 @@ def merge_shards(result_file, shards=None) -> dict:
                 stale = (rid in current and not is_error_row(r) and r.get("stim_key") != current[rid])
                 (move if stale else keep).append(line)
     result_file.parent.mkdir(parents=True, exist_ok=True)
-    new_lines = [_row_json(r) for r in new_rows]
+    new_lines = [inference_row_json(r) for r in new_rows]
     if move:
         side = result_file.parent / "superseded" / result_file.name
         side.parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(side)
-        _append_lines(side, [x.decode("utf-8") for x in move])
+        append_jsonl_lines(side, [x.decode("utf-8") for x in move])
         tmp = result_file.with_name(result_file.name + ".part")
         with open(tmp, "wb") as f:
             f.write(b"".join(keep) + "".join(new_lines).encode("utf-8"))
@@ -309,7 +309,7 @@ def merge_shards(result_file, shards=None) -> dict:
             os.fsync(f.fileno())
         os.replace(tmp, result_file)
     else:
-        _append_lines(result_file, new_lines)
+        append_jsonl_lines(result_file, new_lines)
     done_dir = result_file.parent / "merged-shards"
     for s in shards:
         done_dir.mkdir(exist_ok=True)
@@ -321,7 +321,7 @@ def merge_shards(result_file, shards=None) -> dict:
 def merge_run_logs(model_dir) -> int:
     """Append every ``run_log.shard-*-of-*.jsonl`` of one model to its ``run_log.jsonl`` (shard
     order), then move them to ``merged-shards/``. Returns the records appended."""
-    from .inference import _append_lines, repair_jsonl  # noqa: PLC0415
+    from .formats import append_jsonl_lines, repair_jsonl  # noqa: PLC0415
 
     model_dir = Path(model_dir)
     files = shard_files(model_dir, run_logs=True).get("run_log", [])
@@ -330,7 +330,7 @@ def merge_run_logs(model_dir) -> int:
         repair_jsonl(s)
         lines = [x for x in s.read_text(encoding="utf-8").splitlines(keepends=True) if x.strip()]
         repair_jsonl(model_dir / "run_log.jsonl")
-        _append_lines(model_dir / "run_log.jsonl", lines)
+        append_jsonl_lines(model_dir / "run_log.jsonl", lines)
         n += len(lines)
         (model_dir / "merged-shards").mkdir(exist_ok=True)
         s.replace(model_dir / "merged-shards" / s.name)
@@ -343,7 +343,8 @@ def merge_diagnostics(checks_dir) -> int:
     ``checks/merged-shards/``. Returns the rows added."""
     import pandas as pd  # noqa: PLC0415
 
-    from .inference import MIX_DIAG_FIELDS, repair_jsonl  # noqa: PLC0415
+    from .formats import repair_jsonl  # noqa: PLC0415
+    from .inference import MIX_DIAG_FIELDS  # noqa: PLC0415
 
     checks_dir = Path(checks_dir)
     files = sorted(checks_dir.glob("mix_diagnostics.shard-*-of-*.csv")) if checks_dir.is_dir() else []

@@ -9,8 +9,8 @@ import pytest
 import aiplib.models
 from aiplib.audio import SR, write_wav
 from aiplib.errors import ModelUnavailableError
-from aiplib.inference import (ERROR_RESPONSE, EXTRA_FIELDS, MIX_DIAG_FIELDS, read_inference_jsonl,
-                              read_results, repair_jsonl, run_inference)
+from aiplib.formats import ERROR_RESPONSE, EXTRA_FIELDS, read_inference_jsonl, read_results, repair_jsonl
+from aiplib.inference import MIX_DIAG_FIELDS, run_inference
 from aiplib.manifests import manifest_columns, stimulus_id
 from aiplib.models import Recogniser, get_entry
 from aiplib.workspace import Workspace

@@ -163,7 +163,7 @@ def _run_shard(root, shard, kill_after=0):
 
 def _rows(inference_dir):
     """Every row of every task file: {(model, task): sorted (id, raw, stim_key)}."""
-    from aiplib.inference import read_inference_jsonl
+    from aiplib.formats import read_inference_jsonl
 
     out = {}
     for p in sorted(inference_dir.glob("*/*.jsonl")):
@@ -174,7 +174,7 @@ def _rows(inference_dir):
 
 
 def test_two_shard_processes_merged_equal_an_unsharded_run_and_a_killed_shard_resumes(tmp_path):
-    from aiplib.inference import read_inference_jsonl
+    from aiplib.formats import read_inference_jsonl
     from aiplib.manifests import build_manifests
     from conftest import make_tiny_workspace
 
