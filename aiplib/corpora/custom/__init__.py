@@ -59,9 +59,8 @@ import pandas as pd
 
 from ...audio import SR, load_audio, write_wav
 from ...errors import AiplibError, AiplibParameterError
-from ...formats import write_item_bank
+from ...formats import read_item_bank, write_item_bank
 from ...hashing import sha256_file
-from ...jsonl import read_jsonl
 from ...tasks import KEYWORDS
 from .cli import main
 from .files import AUDIO_EXTENSIONS
@@ -231,11 +230,10 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
     seed : int
         Seed of the item choice when ``max_items`` is set.
     overwrite : bool
-        Rebuild even when both item banks are up to date. Without it they are read back only
-        when ``itembanks/custom_build.json`` records the current ``raw/inventory.csv`` (its SHA-256:
-        every user file's SHA-256, transcript and label), ``seed`` and ``max_items``; otherwise
-        they are rebuilt, with a warning naming what changed (an added utterance, a corrected
-        transcript, a replaced clip all change the inventory).
+        Rebuild even when both item banks exist (without it they are read back).
+        :func:`aiplib.pipeline.build_item_banks` passes it when its stamp records another
+        ``raw/inventory.csv`` (an added utterance, a corrected transcript, a replaced clip) or other
+        ``seed`` / ``max_items``.
     max_items : int > 0, optional
         At most this many items per family (ASR, KWS), a seeded choice; the KWS choice keeps at
         least one target and one non-target clip when both exist and ``max_items`` ≥ 2. None =
@@ -261,22 +259,12 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
     if max_items is not None and (isinstance(max_items, bool) or int(max_items) != max_items or max_items < 1):
         raise AiplibParameterError(f"max_items must be a positive integer or None, got {max_items!r}")
     inv = _read_inventory(ws)
-    inv_sha = sha256_file(ws.raw / "inventory.csv")
-    paths = {f: ws.item_bank(f) for f in ("asr", "kws")}
-    build_meta = ws.itembanks / "custom_build.json"
-    want = dict(inventory_sha256=inv_sha, seed=int(seed), max_items=None if max_items is None else int(max_items))
-    if not overwrite and all(p.is_file() for p in paths.values()):
-        old = json.loads(build_meta.read_text()) if build_meta.is_file() else {}
-        if all(old.get(k) == v for k, v in want.items()):
-            return {f: pd.DataFrame(read_jsonl(p)) for f, p in paths.items()}
-        changed = [k for k, v in want.items() if old.get(k) != v]
-        warnings.warn(f"item banks rebuilt: {', '.join(changed)} changed since they were built "
-                      "(stage 1 saw other inputs, or other sizes were asked for)", stacklevel=2)
+    if not overwrite and all(ws.item_bank(f).is_file() for f in ("asr", "kws")):
+        return {f: read_item_bank(ws, f) for f in ("asr", "kws")}
     used = inv[(inv["package"].isin(["custom/speech", "custom/kws"])) & (inv["used"].str.lower() == "true")]
     _check_unchanged(used)
     ws.ensure()
     rng_asr, rng_kws = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
-    banks = {}
     for fam, pkg, rng in (("asr", "custom/speech", rng_asr), ("kws", "custom/kws", rng_kws)):
         sub = used[used["package"] == pkg].reset_index(drop=True)
         strata = (sub["is_target"].str.lower() == "true").to_numpy() if fam == "kws" else None
@@ -295,9 +283,7 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
             rows.append(item)
         # the keyword set validated in stage 1 travels with the KWS item bank (prompts and scoring read it)
         write_item_bank(ws, fam, rows, keywords=_stage1_keywords(ws) if fam == "kws" else None)
-        banks[fam] = rows
-    build_meta.write_text(json.dumps(dict(want, n_asr=len(banks["asr"]), n_kws=len(banks["kws"])), indent=2))
-    return {f: pd.DataFrame(read_jsonl(p)) for f, p in paths.items()}
+    return {f: read_item_bank(ws, f) for f in ("asr", "kws")}
 
 
 # ----------------------------------------------------------------------------- stage 3 input
