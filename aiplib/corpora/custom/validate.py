@@ -11,6 +11,7 @@ import re
 import numpy as np
 
 from ...audio import SR
+from ...backgrounds import CATEGORIES
 from ...tasks import KEYWORDS
 from .files import _abs, _match_table, _not_a, _param_path, _probe, _read_table, _scan, _unique_ids
 from .report import ValidationReport, _Collector
@@ -23,9 +24,6 @@ MAX_UTTERANCE_S = 30.0
 
 MIN_BACKGROUNDS = 8
 """Fewer backgrounds than this give a warning: Spearman correlations over so few are weak."""
-
-CATEGORIES = ("stationary", "transient", "music", "speech-like")
-"""Allowed background categories (as in ``descriptors/battery.csv``)."""
 
 UNKNOWN_LICENCE = "unknown — supplied by the user"
 """Licence and attribution recorded when the user gives none."""
