@@ -19,10 +19,6 @@ KWS_FIELDS = ASR_FIELDS - {"text"} | {"label", "is_target"}
 SIZES = dict(n_asr_real=4, n_asr_synth=5, n_kws_target=6, n_kws_nontarget=3)
 
 
-needs_debian = pytest.mark.skipif(not all(debian.installed(p) for p in demo.DEBIAN_PACKAGES),
-                                  reason="demo Debian packages not installed")
-
-
 # --------------------------------------------------------------------------- Debian checks
 def test_missing_package_message_names_package_and_command(monkeypatch):
     monkeypatch.setattr(debian, "installed", lambda p: p not in ("minetest-data", "flite"))
