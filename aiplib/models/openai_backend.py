@@ -85,6 +85,7 @@ import numpy as np
 
 from ..audio import SR, valid_audio
 from ..errors import AiplibError, AiplibParameterError, ModelUnavailableError
+from .adapters import wav_bytes  # 16-bit PCM WAV in memory
 from .base import Recogniser
 
 __all__ = ["OpenAIRecogniser", "OpenAIBackendError", "load", "RETRY_STATUS", "chat_payload"]
@@ -99,16 +100,6 @@ _PROBE_TIMEOUT_S = 5.0
 
 class OpenAIBackendError(AiplibError, RuntimeError):
     """An endpoint call failed for good (message: status and a short, key-free reason)."""
-
-
-def _wav_bytes(y: np.ndarray) -> bytes:
-    import io  # noqa: PLC0415
-
-    import soundfile as sf  # noqa: PLC0415
-
-    buf = io.BytesIO()
-    sf.write(buf, y, SR, subtype="PCM_16", format="WAV")
-    return buf.getvalue()
 
 
 def _multipart(fields: dict, file_bytes: bytes) -> tuple[bytes, str]:
@@ -326,7 +317,7 @@ class OpenAIRecogniser(Recogniser):
                 self._in_flight -= 1
 
     def _one(self, y: np.ndarray, prompt: str | None) -> str:
-        wav = _wav_bytes(y)
+        wav = wav_bytes(y)
         extra = dict(self.entry.extra.get("generate_kwargs") or {})
         if self.mode == "transcriptions":
             fields = {"model": self.model, "temperature": "0", "response_format": "json", "language": "en"}
