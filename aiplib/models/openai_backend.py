@@ -35,37 +35,19 @@ Read from the environment variable named by ``api_key_env`` at each request and 
 ``Authorization: Bearer …``. It is never stored on the recogniser, never returned by ``info()``
 and scrubbed from every error message; without ``api_key_env`` no header is sent.
 
-Concurrency
------------
-``generate(audios, prompts)`` sends one request per stimulus, up to ``concurrency`` of them at
-once (a thread pool over the batch it is given), and returns the responses **in input order**,
-so stage 7 writes rows in manifest order and a resumed run is exact. At most
-``min(concurrency, len(audios))`` requests are in flight: stage 7 hands over ``batch_size`` rows
-per call, hence the registry requires ``batch_size >= concurrency`` (a smaller run-time
-``batch_size`` only lowers the parallelism; a warning says so). A serving engine such as vLLM
-batches the concurrent requests on the GPU (continuous batching), which is where the speed-up
-comes from; the responses themselves do not depend on the concurrency (each request is
-independent, greedy, ``temperature=0``).
-
-If any request of a batch fails for good, ``generate`` raises (the first failure in input
-order) after every request of the batch has finished; the runner then retries item by item, and
-those calls are answered from the results just obtained, so no request is sent twice.
-
-Reachability
-------------
-On load, ``GET {base_url}/models`` (5 s timeout) checks that a server answers: a refused or
-unresolvable connection raises :class:`~aiplib.errors.ModelUnavailableError` at once (instead of
-thousands of retried requests); when the server lists its models and ``model`` is not among
-them, the error names the ones it serves. Any other answer (401, 404, …) counts as reachable.
-``engine_args: {probe: false}`` skips the check.
-
-Retries
--------
-HTTP 429 and 5xx answers and connection failures are retried, per request, up to
-``max_retries`` times (5) with exponential backoff (``backoff_s`` · 2^attempt, at most ``max_backoff_s``; a numeric
-``Retry-After`` header is honoured within the same cap). Set them in ``engine_args``. Any
-other failure raises :class:`OpenAIBackendError` (``HTTP 401`` …), which the stage-7 runner
-turns into an ``__ERROR__`` row.
+Concurrency, retries, reachability (details and the benchmark: ``docs/SERVING.md``)
+-----------------------------------------------------------------------------------
+``generate(audios, prompts)`` sends one request per stimulus, up to ``concurrency`` at once, and
+returns the responses **in input order** (so a resumed stage 7 is exact); the registry requires
+``batch_size >= concurrency``. If a request fails for good, ``generate`` raises the first failure
+after the whole batch has finished, and the runner's item-by-item retry is answered from the
+results just obtained (no request is sent twice). HTTP 429 / 5xx and connection failures are
+retried per request (``engine_args``: ``max_retries`` 5, ``backoff_s`` · 2^attempt up to
+``max_backoff_s``, a numeric ``Retry-After`` honoured within that cap); any other failure raises
+:class:`OpenAIBackendError`, which stage 7 turns into an ``__ERROR__`` row. On load,
+``GET {base_url}/models`` (5 s) checks that a server answers and serves ``model``
+(:class:`~aiplib.errors.ModelUnavailableError` otherwise; a 401/404 counts as reachable;
+``engine_args: {probe: false}`` skips it).
 """
 from __future__ import annotations
 
