@@ -88,16 +88,10 @@ silence (relative to the workspace; empty when the file is used as it is)."""
 
 # ----------------------------------------------------------------------------- stage 1
 def _inventory_frame(report: ValidationReport):
-    rows = []
-    for name in ("texts", "kws_labels"):
-        p = report.params.get(name)
-        if p:
-            rows.append(dict(file=p, package="custom/metadata", licence="", attribution="", used=True,
-                             note=f"the {name} table", bytes=Path(p).stat().st_size))
-    lic = Path(report.params["backgrounds_dir"]) / "licences.csv"
-    if lic.is_file():
-        rows.append(dict(file=str(lic), package="custom/metadata", licence="", attribution="", used=True,
-                         note="background licences", bytes=lic.stat().st_size))
+    tables = [(report.params.get(n), f"the {n} table") for n in ("texts", "kws_labels")]
+    tables.append((Path(report.params["backgrounds_dir"]) / "licences.csv", "background licences"))
+    rows = [dict(file=str(p), package="custom/metadata", licence="", attribution="", used=True, note=note,
+                 bytes=Path(p).stat().st_size) for p, note in tables if p and Path(p).is_file()]
     rows += report.speech + report.kws + report.backgrounds
     df = pd.DataFrame(rows)
     for c in INVENTORY_COLUMNS:

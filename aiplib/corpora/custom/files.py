@@ -33,7 +33,7 @@ def _abs(p) -> Path:
     return Path(os.path.normpath(os.path.abspath(os.path.expanduser(str(p)))))
 
 
-def _scan(folder: Path, probs: _Collector | None = None, *, role: str = "") -> tuple[list[Path], dict]:
+def _scan(folder: Path, probs: _Collector, *, role: str = "") -> tuple[list[Path], dict]:
     """Audio files under ``folder`` (recursive, sorted, hidden files and folders skipped).
 
     Every error of the directory walk is recorded instead of being ignored (``os.walk`` drops an
@@ -44,8 +44,8 @@ def _scan(folder: Path, probs: _Collector | None = None, *, role: str = "") -> t
     ----------
     folder : Path
         The input folder (absolute).
-    probs : _Collector, optional
-        Where scan problems go (none recorded when None).
+    probs : _Collector
+        Where scan problems go.
     role : str
         Which input the folder is (``speech_dir`` …), quoted in the problems.
 
@@ -63,10 +63,9 @@ def _scan(folder: Path, probs: _Collector | None = None, *, role: str = "") -> t
     def onerror(exc: OSError) -> None:
         where = exc.filename or str(folder)
         errors.append(str(where))
-        if probs is not None:
-            probs.add("fatal", "unreadable_folder", where,
-                      f"{role}: this folder cannot be scanned ({exc.strerror or exc}), so its files would be "
-                      "skipped; make it readable (and listable) by this user, or move it out of the folder")
+        probs.add("fatal", "unreadable_folder", where,
+                  f"{role}: this folder cannot be scanned ({exc.strerror or exc}), so its files would be "
+                  "skipped; make it readable (and listable) by this user, or move it out of the folder")
 
     for root, dirs, files in os.walk(folder, onerror=onerror, followlinks=True):
         try:
@@ -77,9 +76,8 @@ def _scan(folder: Path, probs: _Collector | None = None, *, role: str = "") -> t
             continue
         if (st.st_dev, st.st_ino) in seen:
             dirs[:] = []
-            if probs is not None:
-                probs.add("warning", "symlink_loop", root, f"{role}: a symbolic link leads back to a folder "
-                                                           "already scanned; not scanned twice")
+            probs.add("warning", "symlink_loop", root, f"{role}: a symbolic link leads back to a folder "
+                                                       "already scanned; not scanned twice")
             continue
         seen.add((st.st_dev, st.st_ino))
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
