@@ -236,7 +236,7 @@ def _match_table(df, folder: Path, files: list[Path], probs: _Collector, *, what
         if not name:
             probs.add("fatal", "table", "", f"{what}, line {i}: empty 'file' cell")
             continue
-        p = _abs(name) if os.path.isabs(name) else _abs(folder / name)
+        p = _abs(folder / name)  # an absolute name replaces folder
         if p in seen:
             probs.add("fatal", "duplicate", p, f"{what}: listed twice (lines {seen[p]} and {i})")
             continue

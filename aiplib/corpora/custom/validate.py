@@ -5,7 +5,6 @@ The inputs, the problems found and how backgrounds are prepared are described in
 """
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np
@@ -249,7 +248,7 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
         df = _read_table(lic_path, ("file",), probs, "licences", aliases={"license": "licence", "path": "file"})
         if df is not None:
             for row in df.to_dict("records"):
-                p = _abs(row["file"]) if os.path.isabs(row["file"]) else _abs(folder / row["file"])
+                p = _abs(folder / row["file"])  # an absolute path replaces folder
                 meta[p] = row
             for p in meta:
                 if p not in files:
