@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["CATEGORIES", "COMBINES", "BATTERY_COLUMNS", "REQUIRED_SPEC_KEYS", "TARGET_LUFS",
            "SILENT_RUN_S", "colored_noise", "silent_shares", "spec_seed", "curate_background",
-           "curate_battery", "read_battery"]
+           "curate_battery"]
 
 TARGET_LUFS = -23.0
 """Loudness of every curated background in LUFS (the authors' ``BG_LUFS``, scripts/utils.py)."""
@@ -276,13 +276,6 @@ def _row(ws, spec, info, out: Path) -> dict:
     return {c: row[c] for c in BATTERY_COLUMNS}
 
 
-def read_battery(ws):
-    """Read ``descriptors/battery.csv`` of workspace ``ws`` (None when it does not exist)."""
-    from .formats import read_battery_csv
-
-    return read_battery_csv(ws.battery_csv)
-
-
 def _row_current(row: dict, target_lufs: float) -> bool:
     """An old battery.csv row is reusable: it has every current column and the target loudness."""
     if any(c not in row for c in BATTERY_COLUMNS):
@@ -344,15 +337,15 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     """
     import pandas as pd
 
+    from .formats import read_battery_csv, write_battery_csv
     from .progress import track
-
-    from .stamps import differences, make_stamp, read_stamp, stamp_path, write_stamp
+    from .stamps import differences, file_sha256, make_stamp, read_stamp, stamp_path, write_stamp
 
     _check_ids(specs)
     for s in specs:
         _check_spec(s)
     ws.ensure()
-    old = read_battery(ws)
+    old = read_battery_csv(ws.battery_csv)
     old = {} if old is None or overwrite else {r["bg_id"]: r for r in old.to_dict("records")}
     stamp_file = stamp_path(ws.descriptors, "battery")
     old_stamp = (read_stamp(stamp_file) or {}).get("backgrounds", {})
@@ -379,21 +372,13 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
                                     seed=spec_seed(seed, spec["bg_id"]))
         write_wav(out, y)
         rows.append(_row(ws, spec, info, out))
-        stamps[spec["bg_id"]] = dict(stamp, outputs={ws.rel(out): _sha(out)})
+        stamps[spec["bg_id"]] = dict(stamp, outputs={ws.rel(out): file_sha256(out)})
     if remade:
         log.warning("re-curated %d background(s) whose inputs or parameters changed: %s", len(remade),
                     "; ".join(remade))
     df = pd.DataFrame(rows, columns=BATTERY_COLUMNS)
-    tmp = ws.descriptors / "battery.csv.part"
-    df.to_csv(tmp, index=False)
-    tmp.replace(ws.descriptors / "battery.csv")
+    write_battery_csv(df, ws.battery_csv)
     top = make_stamp("03_curate_backgrounds", params=dict(params, bg_ids=[s["bg_id"] for s in specs]),
                      module=__name__)
     write_stamp(stamp_file, dict(top, backgrounds=stamps), outputs=[ws.descriptors / "battery.csv"], ws=ws)
     return df
-
-
-def _sha(path) -> str:
-    from .stamps import file_sha256
-
-    return file_sha256(path)

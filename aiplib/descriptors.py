@@ -48,6 +48,8 @@ import numpy as np
 
 from .audio import SR, load_audio, valid_audio
 from .errors import AiplibParameterError
+from .formats import DESCRIPTOR_TABLE_COLUMNS as TABLE_COLUMNS  # columns of acoustic_descriptors.csv
+from .formats import DESCRIPTORS, read_battery_csv, read_descriptor_table, write_descriptor_table
 from .hashing import sha256_file
 from .vad import VAD_SETTINGS, load_vad_model, vad_speech_fraction
 
@@ -62,8 +64,6 @@ __all__ = [
     "descriptor_table",
 ]
 
-from .formats import DESCRIPTOR_TABLE_COLUMNS as TABLE_COLUMNS  # noqa: E402 - columns of acoustic_descriptors.csv
-from .formats import DESCRIPTORS  # noqa: E402 - the nine descriptor names, in column order
 
 FRAME = {
     "sr": SR,
@@ -330,21 +330,13 @@ def _settings(vad_threshold: float) -> dict:
             "silent_frames_in_means": True, "vad_threshold": float(vad_threshold), "vad": VAD_SETTINGS}
 
 
-def _read_ids_csv(path: Path, numeric=()):
-    """Read a CSV keeping ``bg_id`` (and every text cell) as written: ``NA`` stays the string "NA"."""
-    import pandas as pd
-
-    return pd.read_csv(path, dtype={"bg_id": str}, keep_default_na=False,
-                       na_values={c: ["", "nan", "NaN"] for c in numeric})
-
-
 def _read_previous(csv_path: Path, json_path: Path, settings: dict):
     """Rows of an earlier table whose settings match, with the file hashes they were computed from."""
     if not (csv_path.is_file() and json_path.is_file()):
         return None, {}
     try:
         side = json.loads(json_path.read_text())
-        old = _read_ids_csv(csv_path, numeric=TABLE_COLUMNS[1:])
+        old = read_descriptor_table(csv_path)
     except (OSError, ValueError):
         return None, {}
     # JSON round trip so tuples/ints compare like for like
@@ -409,7 +401,7 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
         raise FileNotFoundError(
             f"{battery_path}: battery list not found; curate the backgrounds first "
             "(aiplib.backgrounds.curate_battery, notebook stage 3)")
-    battery = _read_ids_csv(battery_path)
+    battery = read_battery_csv(battery_path)
     missing_cols = [c for c in ("bg_id", "path") if c not in battery.columns]
     if missing_cols:
         raise AiplibParameterError(f"{battery_path}: missing column(s) {', '.join(missing_cols)}")
@@ -452,10 +444,7 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
 
     table = pd.DataFrame([{"bg_id": b, **rows[b]} for b in battery["bg_id"]], columns=TABLE_COLUMNS)
     if not up_to_date:
-        csv_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = csv_path.with_name(csv_path.name + ".part")
-        table.to_csv(tmp, index=False)
-        tmp.replace(csv_path)
+        write_descriptor_table(table, csv_path)
         sidecar = {"settings": settings, "versions": _versions(), "n_backgrounds": len(table),
                    "files": files, "descriptor_info": {k: list(v) for k, v in DESCRIPTOR_INFO.items()}}
         tmp = json_path.with_name(json_path.name + ".part")

@@ -192,9 +192,9 @@ def compare(n: int = 64, latency_s: float = 0.1, concurrency: int = 8, batch_siz
         parallel = run(url, audios, prompts, concurrency=concurrency, batch_size=batch_size)
         peak_parallel = state["max_in_flight"]
         n_requests, bodies = state["n_requests"], list(state["bodies"])
-    from aiplib.models.openai_backend import _wav_bytes  # noqa: PLC0415
+    from aiplib.models.adapters import wav_bytes  # noqa: PLC0415 - what the backend sends
 
-    expected = [answer_for(_wav_bytes(a), p) for a, p in zip(audios, prompts)]
+    expected = [answer_for(wav_bytes(a), p) for a, p in zip(audios, prompts)]
     return {"n": n, "latency_s": latency_s, "concurrency": concurrency, "batch_size": batch_size,
             "serial": serial, "parallel": parallel, "ratio": parallel["rows_per_s"] / serial["rows_per_s"],
             "identical": serial["rows"] == parallel["rows"], "expected": parallel["rows"] == expected,

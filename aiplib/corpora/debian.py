@@ -1,21 +1,19 @@
 """Check and install the Debian packages a profile is built from, with a clear message.
 
 The embedded ``demo`` profile takes its recordings from Debian packages (Asterisk prompts, game
-and music-software sound effects). :func:`require_packages` refuses to go on when one is missing
-and says exactly how to install it; :func:`ensure_packages` installs them itself when it may
-(running as root, or password-less ``sudo``).
+and music-software sound effects). :func:`ensure_packages` installs a missing one itself when it may
+(running as root, or password-less ``sudo``), and otherwise refuses to go on, saying exactly how to
+install it.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 from ..errors import MissingPackageError
 
-__all__ = ["installed", "missing_packages", "install_command", "require_packages",
-           "ensure_packages", "package_copyright"]
+__all__ = ["installed", "missing_packages", "install_command", "ensure_packages"]
 
 _APT_FLAGS = ["install", "-y", "--no-install-recommends"]
 
@@ -54,25 +52,6 @@ def _missing_error(missing) -> MissingPackageError:
     return MissingPackageError(
         f"missing Debian package(s): {', '.join(missing)}. Install them with:\n"
         f"    {install_command(missing)}")
-
-
-def require_packages(pkgs) -> None:
-    """Raise unless every package of ``pkgs`` is installed.
-
-    Parameters
-    ----------
-    pkgs : iterable of str
-        Debian package names.
-
-    Raises
-    ------
-    MissingPackageError
-        Naming every missing package and the exact ``sudo apt-get install -y
-        --no-install-recommends …`` command that installs them.
-    """
-    missing = missing_packages(pkgs)
-    if missing:
-        raise _missing_error(missing)
 
 
 def _apt_prefix() -> list[str] | None:
@@ -132,27 +111,3 @@ def ensure_packages(pkgs, *, install: bool = True) -> list[str]:
         err = _missing_error(still)
         raise MissingPackageError(f"{err}\napt-get said: {' | '.join(tail)}")
     return missing
-
-
-def package_copyright(pkg: str) -> str:
-    """The text of ``/usr/share/doc/<pkg>/copyright`` (Debian's licence statement for ``pkg``).
-
-    Parameters
-    ----------
-    pkg : str
-        Debian package name.
-
-    Returns
-    -------
-    str
-        The file's text.
-
-    Raises
-    ------
-    MissingPackageError
-        If the package (hence its copyright file) is not installed.
-    """
-    path = Path("/usr/share/doc") / pkg / "copyright"
-    if not path.is_file():
-        raise _missing_error([pkg])
-    return path.read_text(encoding="utf-8", errors="replace")

@@ -14,17 +14,15 @@
 Stage 1 :func:`gather_raw` copies the source files into ``raw/<package>/…`` (paths under
 ``/usr/share`` kept) and writes ``raw/inventory.csv``. Stage 2 :func:`build_item_banks` writes
 ``itembanks/{asr,kws}.jsonl`` and the 16 kHz WAVs. :func:`battery_specs` lists the 20 background
-specs for :func:`aiplib.backgrounds.curate_battery`.
+specs for :func:`aiplib.backgrounds.curate_battery`. The background files and their credits are
+listed in :mod:`aiplib.corpora.demo_sources`; the synthetic voices are :mod:`aiplib.corpora.tts`.
 """
 from __future__ import annotations
 
 import gzip
 import re
 import shutil
-import subprocess
-import tempfile
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -32,9 +30,11 @@ import pandas as pd
 
 from ..audio import SR, load_audio, write_wav
 from ..errors import AiplibError, AiplibParameterError, AudioFileError, MissingPackageError
-from ..formats import write_item_bank
-from ..jsonl import read_jsonl
+from ..formats import read_item_bank, write_item_bank
+from ..tasks import KEYWORDS
 from . import debian
+from .demo_sources import BATTERY, BG_SOURCES, NOTICES, Src
+from .tts import pad_to, synthesize, trim_silence
 
 __all__ = ["DEBIAN_PACKAGES", "KEYWORDS", "NON_TARGET_WORDS", "HARVARD_SENTENCES", "ASR_VOICES",
            "KWS_VOICES", "gather_raw", "read_transcripts", "asterisk_prompts", "synthesize",
@@ -44,8 +44,6 @@ DEBIAN_PACKAGES = ["ffmpeg", "espeak-ng", "flite", "sox", "asterisk-core-sounds-
                    "asterisk-core-sounds-en-g722", "asterisk-moh-opsound-g722", "minetest-data",
                    "sonic-pi-samples", "extremetuxracer-data"]
 """Debian packages the demo profile needs (``asterisk-core-sounds-en`` brings the transcripts)."""
-
-from ..tasks import KEYWORDS  # noqa: E402 - the default keyword set, aiplib/tasks.yaml
 
 NON_TARGET_WORDS = ("bed", "cat", "happy", "house", "marvin", "sheila", "tree", "wow", "bird", "dog")
 """Non-target words (Speech Commands' auxiliary words)."""
@@ -87,88 +85,6 @@ _AST_LICENCE = "CC BY-SA 3.0"
 _AST_ATTR = "Asterisk core sounds (English), recorded by Allison Smith (theivrvoice.com), Digium, Inc."
 _G722_BYTES_PER_S = 8000  # G.722 at 64 kbit/s
 _TEXT_OK = re.compile(r"^[A-Za-z0-9 ,.'?!;:\-]+$")
-_MT = "games/minetest/games/minetest_game/mods"
-_SP = "sonic-pi/samples"
-_NOTICES = {  # licence notices copied next to the audio (licence text, per-file credits)
-    "minetest-data": [f"{_MT}/{m}/README.txt" for m in ("env_sounds", "fire", "default", "doors", "carts")],
-    "sonic-pi-samples": [f"{_SP}/README.md"],
-}
-
-
-@dataclass(frozen=True)
-class _Src:
-    package: str
-    rel: str  # path under /usr/share
-    licence: str
-    attribution: str
-
-
-def _srcs(package, rels, licence, attribution):
-    return [_Src(package, r, licence, attribution) for r in rels]
-
-
-_FS = "freesound.org/people"
-_BG_SOURCES = {  # group → files; licence and credit from the packages' copyright / README files
-    "water": _srcs("minetest-data", [f"{_MT}/env_sounds/sounds/env_sounds_water.{i}.ogg" for i in range(1, 5)],
-                   "CC0 1.0", f"Yuval ({_FS}/Yuval/sounds/197023/), via Minetest Game"),
-    "fire": _srcs("minetest-data", [f"{_MT}/fire/sounds/fire_fire.{i}.ogg" for i in range(1, 4)],
-                  "CC BY 3.0", f"Dynamicell ({_FS}/Dynamicell/sounds/17548/), via Minetest Game"),
-    "furnace": _srcs("minetest-data", [f"{_MT}/default/sounds/default_furnace_active.ogg"],
-                     "CC0 1.0", f"iankath ({_FS}/iankath/sounds/173991/), via Minetest Game"),
-    "splash": _srcs("minetest-data", [f"{_MT}/default/sounds/default_water_footstep.{i}.ogg" for i in range(1, 4)],
-                    "CC BY 3.0", "AGFX (freesound.org/people/AGFX/packs/1253/), via Minetest Game"),
-    "cart": _srcs("minetest-data", [f"{_MT}/carts/sounds/carts_cart_moving.{i}.ogg" for i in range(1, 4)],
-                  "CC BY-SA 3.0", "Minetest Game contributors (Debian copyright of minetest-data, *.ogg)"),
-    "doors": (_srcs("minetest-data", [f"{_MT}/doors/sounds/doors_door_open.ogg"], "CC BY 3.0",
-                    "CGEffex, modified by BlockMen, via Minetest Game")
-              + _srcs("minetest-data", [f"{_MT}/doors/sounds/doors_door_close.ogg"], "CC BY 3.0",
-                      "bennstir, via Minetest Game")
-              + _srcs("minetest-data", [f"{_MT}/doors/sounds/doors_steel_door_{s}.ogg" for s in ("open", "close")],
-                      "CC BY 3.0", f"HazMattt ({_FS}/HazMattt/sounds/187283/), via Minetest Game")
-              + _srcs("minetest-data", [f"{_MT}/doors/sounds/doors_fencegate_close.ogg"], "CC BY 3.0",
-                      f"BarkersPinhead ({_FS}/BarkersPinhead/sounds/274807/) and rivernile7 "
-                      f"({_FS}/rivernile7/sounds/249573/), via Minetest Game")),
-    "sauna": _srcs("sonic-pi-samples", [f"{_SP}/ambi_sauna.flac"], "CC0 1.0",
-                   f"hullum ({_FS}/hullum/sounds/415551/), via Sonic Pi"),
-    "printer": _srcs("sonic-pi-samples", [f"{_SP}/loop_3d_printer.flac"], "CC0 1.0",
-                     f"hullum ({_FS}/hullum/sounds/415571/), via Sonic Pi"),
-    "vinyl": _srcs("sonic-pi-samples", [f"{_SP}/vinyl_hiss.flac"], "CC0 1.0",
-                   f"veezay ({_FS}/veezay/sounds/130393/), via Sonic Pi"),
-    "industrial": _srcs("sonic-pi-samples", [f"{_SP}/loop_industrial.flac"], "CC0 1.0",
-                        f"godspine ({_FS}/godspine/sounds/222072/), via Sonic Pi"),
-    "tabla": _srcs("sonic-pi-samples", [f"{_SP}/loop_tabla.flac"], "CC0 1.0",
-                   f"lezaarth ({_FS}/lezaarth/sounds/242591/), via Sonic Pi"),
-    "ski": _srcs("extremetuxracer-data", [f"games/etr/sounds/{s}_slide.wav" for s in ("snow", "mud", "rock", "grass")],
-                 "GPL-2.0-or-later", "Extreme Tux Racer Team / Tuxracer (Jasmin F. Patry)"),
-    "moh_cold_day": _srcs("asterisk-moh-opsound-g722", ["asterisk/moh/macroform-cold_day.g722"], "CC BY-SA 3.0",
-                          "'Cold Day' by Paul Shuler (Macroform), Asterisk opsound music on hold"),
-    "moh_morning_coffee": _srcs("asterisk-moh-opsound-g722", ["asterisk/moh/manolo_camp-morning_coffee.g722"],
-                                "CC BY-SA 3.0", "'Morning Coffee' by Manolo Camp, Asterisk opsound music on hold"),
-    "moh_system": _srcs("asterisk-moh-opsound-g722", ["asterisk/moh/reno_project-system.g722"], "CC BY-SA 3.0",
-                        "'System' by Reno Project, Asterisk opsound music on hold"),
-}
-
-# bg_id, category, source group or synthetic kind, description, start_s
-_BATTERY = [
-    ("fire_crackle", "stationary", "fire", "steady crackling fire", 0.0),
-    ("furnace_roar", "stationary", "furnace", "low roar of a burning furnace", 0.0),
-    ("printer_3d", "stationary", "printer", "3-D printer stepper motors whirring", 0.0),
-    ("vinyl_hiss", "stationary", "vinyl", "vinyl record surface hiss and crackle", 0.0),
-    ("cart_rails", "stationary", "cart", "mine cart rumbling along rails", 0.0),
-    ("ski_slide", "stationary", "ski", "skis sliding over snow, mud, rock and grass", 0.0),
-    ("white_noise", "stationary", "white", "synthetic white noise (control)", 0.0),
-    ("pink_noise", "stationary", "pink", "synthetic pink (1/f) noise (control)", 0.0),
-    ("brown_noise", "stationary", "brown", "synthetic brown (1/f²) noise (control)", 0.0),
-    ("water_stream", "transient", "water", "rain-like water stream, splashing and trickling", 0.0),
-    ("sauna_steam", "transient", "sauna", "sauna: bursts of water hissing on hot stones", 0.0),
-    ("water_splash", "transient", "splash", "footsteps splashing through water", 0.0),
-    ("industrial_clank", "transient", "industrial", "short industrial machine loop, rhythmic clanks", 0.0),
-    ("door_slams", "transient", "doors", "wooden and steel doors and a gate opening and closing", 0.0),
-    ("moh_cold_day", "music", "moh_cold_day", "electronic music-on-hold track 'Cold Day' (Macroform)", 30.0),
-    ("moh_morning_coffee", "music", "moh_morning_coffee", "music-on-hold track 'Morning Coffee' (Manolo Camp)", 10.0),
-    ("moh_system", "music", "moh_system", "music-on-hold track 'System' (Reno Project)", 30.0),
-    ("tabla_loop", "music", "tabla", "tabla drum loop (percussion music)", 0.0),
-]
 _N_BABBLE, _N_HUBBUB, _STREAM_S = 6, 2, 31.0
 
 
@@ -212,16 +128,16 @@ def read_transcripts(path) -> dict[str, str]:
     return out
 
 
-def _source_files() -> list[_Src]:
+def _source_files() -> list[Src]:
     """Every file stage 1 copies: prompts, transcript, background sources, licence notices."""
     texts = read_transcripts(_SHARE / _TRANSCRIPT)
-    files = [_Src(_TXT_PKG, _TRANSCRIPT, _AST_LICENCE, _AST_ATTR + " (transcripts)")]
-    files += [_Src(_AST_PKG, f"{_PROMPTS}/{k}.g722", _AST_LICENCE, _AST_ATTR) for k in sorted(texts)
+    files = [Src(_TXT_PKG, _TRANSCRIPT, _AST_LICENCE, _AST_ATTR + " (transcripts)")]
+    files += [Src(_AST_PKG, f"{_PROMPTS}/{k}.g722", _AST_LICENCE, _AST_ATTR) for k in sorted(texts)
               if (_SHARE / _PROMPTS / f"{k}.g722").is_file()]
-    files += [s for group in _BG_SOURCES.values() for s in group]
+    files += [s for group in BG_SOURCES.values() for s in group]
     pkgs = sorted({s.package for s in files})
-    files += [_Src(p, f"doc/{p}/copyright", "licence notice", "Debian copyright file") for p in pkgs]
-    files += [_Src(p, r, "licence notice", "upstream credits") for p, rs in _NOTICES.items() for r in rs]
+    files += [Src(p, f"doc/{p}/copyright", "licence notice", "Debian copyright file") for p in pkgs]
+    files += [Src(p, r, "licence notice", "upstream credits") for p, rs in NOTICES.items() for r in rs]
     return files
 
 
@@ -250,8 +166,6 @@ def gather_raw(ws, *, install: bool = True):
     -----
     Idempotent: files already copied (same size) are skipped.
     """
-    import pandas as pd
-
     debian.ensure_packages(DEBIAN_PACKAGES, install=install)
     ws.ensure()
     rows = []
@@ -288,8 +202,6 @@ def asterisk_prompts(ws):
     AiplibError
         If stage 1 has not been run.
     """
-    import pandas as pd
-
     tpath = _raw(ws, _TXT_PKG, _TRANSCRIPT)
     if not tpath.is_file():
         raise AiplibError(f"{tpath} is missing: run aiplib.corpora.demo.gather_raw(ws) first (stage 1)")
@@ -301,78 +213,6 @@ def asterisk_prompts(ws):
                              duration_s=p.stat().st_size / _G722_BYTES_PER_S,
                              clean_text=bool(_TEXT_OK.match(text))))
     return pd.DataFrame(rows)
-
-
-def synthesize(text: str, voice: str, *, sr: int = SR) -> np.ndarray:
-    """Read ``text`` aloud with a local synthetic voice.
-
-    Parameters
-    ----------
-    text : str
-    voice : str
-        ``"espeak:<voice>"`` (espeak-ng, e.g. ``espeak:en-gb-scotland``, ``espeak:en-us+f3``) or
-        ``"flite:<voice>"`` (``kal``, ``kal16``, ``slt``, ``rms``, ``awb``).
-    sr : int, Hz
-
-    Returns
-    -------
-    np.ndarray [shape=(n,)], float32, mono at ``sr`` Hz (resampled from the engine's rate)
-
-    Raises
-    ------
-    AiplibParameterError
-        If the engine is unknown.
-    MissingPackageError
-        If espeak-ng or flite is not installed.
-    AudioFileError
-        If the engine fails or writes no audio.
-    """
-    engine, _, name = voice.partition(":")
-    exe = {"espeak": "espeak-ng", "flite": "flite"}.get(engine)
-    if exe is None or not name:
-        raise AiplibParameterError(f"voice {voice!r} must be 'espeak:<voice>' or 'flite:<voice>'")
-    if shutil.which(exe) is None:
-        raise MissingPackageError(f"{exe} is needed for voice {voice!r}; install it with\n"
-                                  f"    {debian.install_command([exe])}")
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "tts.wav"
-        cmd = ([exe, "-v", name, "-w", str(out), text] if engine == "espeak"
-               else [exe, "-voice", name, "-t", text, "-o", str(out)])
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0 or not out.is_file():
-            raise AudioFileError(f"{exe} ({voice}) failed on {text!r}: {proc.stderr.strip()[-200:]}")
-        return load_audio(out, sr=sr)
-
-
-def trim_silence(y, *, top_db: float = 40.0, margin_s: float = 0.1, sr: int = SR) -> np.ndarray:
-    """Trim leading and trailing silence, keeping a margin.
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-    top_db : float, dB
-        Frames quieter than the loudest frame by more than this are silence (``librosa.effects.trim``).
-    margin_s : float, s
-        Silence kept before and after the sound.
-    sr : int, Hz
-
-    Returns
-    -------
-    np.ndarray [shape=(m,)], float32, m ≤ n
-    """
-    import librosa
-
-    _, (start, end) = librosa.effects.trim(y, top_db=top_db)
-    pad = int(round(margin_s * sr))
-    return np.ascontiguousarray(y[max(0, start - pad):min(y.size, end + pad)], dtype=np.float32)
-
-
-def _pad_to(y: np.ndarray, n: int) -> np.ndarray:
-    """Centre ``y`` in ``n`` samples of silence (no-op when it is already that long)."""
-    if y.size >= n:
-        return y
-    left = (n - y.size) // 2
-    return np.pad(y, (left, n - y.size - left)).astype(np.float32)
 
 
 def _slug(voice: str) -> str:
@@ -430,7 +270,7 @@ def _kws(ws, n_target: int, n_nontarget: int, rng) -> list[dict]:
     rows = []
     for i, (word, is_target) in enumerate(plan):
         voice = voices[i % len(voices)]
-        y = _pad_to(trim_silence(synthesize(word, voice)), SR)  # ≥ 1 s, like Speech Commands clips
+        y = pad_to(trim_silence(synthesize(word, voice)), SR)  # ≥ 1 s, like Speech Commands clips
         rows.append(_item(ws, "kws", f"kws-{i:02d}-{word}-{_slug(voice)}", y, label=word,
                           is_target=is_target, source_file=f"word:{word}",
                           source=f"{_engine_credit(voice)} (synthetic voice)",
@@ -438,10 +278,6 @@ def _kws(ws, n_target: int, n_nontarget: int, rng) -> list[dict]:
                           attribution=f"the word '{word}' read by the synthetic voice {voice}",
                           speaker=voice, accent_group=voice.split("+")[0], synthetic=True))
     return rows
-
-
-
-
 
 
 def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_target: int = 20,
@@ -484,9 +320,8 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
     bad = {k: v for k, v in counts.items() if int(v) != v or v < 0}
     if bad:
         raise AiplibParameterError(f"item counts must be integers ≥ 0, got {bad}")
-    paths = {f: ws.item_bank(f) for f in ("asr", "kws")}
-    if not overwrite and all(p.is_file() for p in paths.values()):
-        banks = {f: pd.DataFrame(read_jsonl(p)) for f, p in paths.items()}
+    if not overwrite and all(ws.item_bank(f).is_file() for f in ("asr", "kws")):
+        banks = {f: read_item_bank(ws, f) for f in ("asr", "kws")}
         if len(banks["asr"]) != n_asr_real + n_asr_synth or len(banks["kws"]) != n_kws_target + n_kws_nontarget:
             warnings.warn("existing item banks have other sizes than asked; pass overwrite=True to rebuild",
                           stacklevel=2)
@@ -497,12 +332,12 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
     kws = _kws(ws, n_kws_target, n_kws_nontarget, rng_kws)
     for fam, rows in (("asr", asr), ("kws", kws)):
         write_item_bank(ws, fam, rows, keywords=KEYWORDS if fam == "kws" else None)
-    return {f: pd.DataFrame(read_jsonl(p)) for f, p in paths.items()}
+    return {f: read_item_bank(ws, f) for f in ("asr", "kws")}
 
 
 # ----------------------------------------------------------------------------- battery
 def _group_spec(ws, bg_id, category, group, description, start_s) -> dict:
-    srcs = _BG_SOURCES[group]
+    srcs = BG_SOURCES[group]
     paths = [_raw(ws, s.package, s.rel) for s in srcs]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
@@ -525,11 +360,10 @@ def _noise_spec(bg_id, kind, description) -> dict:
 
 def _talker_streams(ws, n_streams: int, seed: int) -> list[list[str]]:
     """Disjoint sequences of ≥ 31 s of Asterisk prompts that are not in ``itembanks/asr.jsonl``."""
-    bank = ws.itembanks / "asr.jsonl"
-    if not bank.is_file():
-        raise AiplibError(f"{bank} is missing: run build_item_banks(ws) first, so that the babble "
+    if not ws.item_bank("asr").is_file():
+        raise AiplibError(f"{ws.item_bank('asr')} is missing: run build_item_banks(ws) first, so that the babble "
                           "avoids the prompts of the item bank")
-    used = {str(ws.path(f)) for f in pd.DataFrame(read_jsonl(bank)).get("source_file", [])}
+    used = {str(ws.path(f)) for f in read_item_bank(ws, "asr").get("source_file", [])}
     p = asterisk_prompts(ws)
     cand = p[(p.n_words >= 3) & (p.duration_s >= 1.5) & p.clean_text & ~p.path.isin(used)]
     order = cand.iloc[np.random.default_rng(seed).permutation(len(cand))]
@@ -586,7 +420,7 @@ def battery_specs(ws, *, seed: int = 20240917) -> list[dict]:
         If the item bank does not exist yet.
     """
     specs = []
-    for bg_id, category, group, description, start_s in _BATTERY:
+    for bg_id, category, group, description, start_s in BATTERY:
         if group in ("white", "pink", "brown"):
             specs.append(_noise_spec(bg_id, group, description))
         else:

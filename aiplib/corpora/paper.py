@@ -43,7 +43,7 @@ from pathlib import Path
 
 from ..audio import SR, load_audio, write_wav
 from ..download import DownloadError, set_cache_env
-from ..jsonl import read_jsonl, write_jsonl
+from ..formats import read_item_bank, write_item_bank
 from . import esc50, librispeech, ms_snsd, musan, noisex92, speech_commands
 from .common_voice import CV_DATASET, N_COMMON_VOICE, load_common_voice, select_common_voice
 from .corpus import Corpus, CorpusError, download_corpus, need_dir, resolve_base_url
@@ -281,7 +281,7 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     ib = Path(ws.root) / "itembanks"
     asr_path, kws_path = ib / "asr.jsonl", ib / "kws.jsonl"
     if not overwrite and asr_path.is_file() and kws_path.is_file():
-        return {"asr": pd.DataFrame(read_jsonl(asr_path)), "kws": pd.DataFrame(read_jsonl(kws_path))}
+        return {f: read_item_bank(ws, f) for f in ("asr", "kws")}
     audio_dir = ib / "audio"
 
     # ---- select (metadata only: nothing is written before every count is met) ----------------
@@ -357,8 +357,8 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     for f in cv_dir.iterdir():
         if f.is_file() and f.name not in keep:
             f.unlink()
-    write_jsonl(asr_path, asr_rows)
-    write_jsonl(kws_path, kws_rows)
+    write_item_bank(ws, "asr", asr_rows)
+    write_item_bank(ws, "kws", kws_rows, keywords=KEYWORDS)
     return {"asr": pd.DataFrame(asr_rows), "kws": pd.DataFrame(kws_rows)}
 
 

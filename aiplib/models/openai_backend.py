@@ -35,37 +35,19 @@ Read from the environment variable named by ``api_key_env`` at each request and 
 ``Authorization: Bearer …``. It is never stored on the recogniser, never returned by ``info()``
 and scrubbed from every error message; without ``api_key_env`` no header is sent.
 
-Concurrency
------------
-``generate(audios, prompts)`` sends one request per stimulus, up to ``concurrency`` of them at
-once (a thread pool over the batch it is given), and returns the responses **in input order**,
-so stage 7 writes rows in manifest order and a resumed run is exact. At most
-``min(concurrency, len(audios))`` requests are in flight: stage 7 hands over ``batch_size`` rows
-per call, hence the registry requires ``batch_size >= concurrency`` (a smaller run-time
-``batch_size`` only lowers the parallelism; a warning says so). A serving engine such as vLLM
-batches the concurrent requests on the GPU (continuous batching), which is where the speed-up
-comes from; the responses themselves do not depend on the concurrency (each request is
-independent, greedy, ``temperature=0``).
-
-If any request of a batch fails for good, ``generate`` raises (the first failure in input
-order) after every request of the batch has finished; the runner then retries item by item, and
-those calls are answered from the results just obtained, so no request is sent twice.
-
-Reachability
-------------
-On load, ``GET {base_url}/models`` (5 s timeout) checks that a server answers: a refused or
-unresolvable connection raises :class:`~aiplib.errors.ModelUnavailableError` at once (instead of
-thousands of retried requests); when the server lists its models and ``model`` is not among
-them, the error names the ones it serves. Any other answer (401, 404, …) counts as reachable.
-``engine_args: {probe: false}`` skips the check.
-
-Retries
--------
-HTTP 429 and 5xx answers and connection failures are retried, per request, up to
-``max_retries`` times (5) with exponential backoff (``backoff_s`` · 2^attempt, at most ``max_backoff_s``; a numeric
-``Retry-After`` header is honoured within the same cap). Set them in ``engine_args``. Any
-other failure raises :class:`OpenAIBackendError` (``HTTP 401`` …), which the stage-7 runner
-turns into an ``__ERROR__`` row.
+Concurrency, retries, reachability (details and the benchmark: ``docs/SERVING.md``)
+-----------------------------------------------------------------------------------
+``generate(audios, prompts)`` sends one request per stimulus, up to ``concurrency`` at once, and
+returns the responses **in input order** (so a resumed stage 7 is exact); the registry requires
+``batch_size >= concurrency``. If a request fails for good, ``generate`` raises the first failure
+after the whole batch has finished, and the runner's item-by-item retry is answered from the
+results just obtained (no request is sent twice). HTTP 429 / 5xx and connection failures are
+retried per request (``engine_args``: ``max_retries`` 5, ``backoff_s`` · 2^attempt up to
+``max_backoff_s``, a numeric ``Retry-After`` honoured within that cap); any other failure raises
+:class:`OpenAIBackendError`, which stage 7 turns into an ``__ERROR__`` row. On load,
+``GET {base_url}/models`` (5 s) checks that a server answers and serves ``model``
+(:class:`~aiplib.errors.ModelUnavailableError` otherwise; a 401/404 counts as reachable;
+``engine_args: {probe: false}`` skips it).
 """
 from __future__ import annotations
 
@@ -85,6 +67,7 @@ import numpy as np
 
 from ..audio import SR, valid_audio
 from ..errors import AiplibError, AiplibParameterError, ModelUnavailableError
+from .adapters import wav_bytes  # 16-bit PCM WAV in memory
 from .base import Recogniser
 
 __all__ = ["OpenAIRecogniser", "OpenAIBackendError", "load", "RETRY_STATUS", "chat_payload"]
@@ -99,16 +82,6 @@ _PROBE_TIMEOUT_S = 5.0
 
 class OpenAIBackendError(AiplibError, RuntimeError):
     """An endpoint call failed for good (message: status and a short, key-free reason)."""
-
-
-def _wav_bytes(y: np.ndarray) -> bytes:
-    import io  # noqa: PLC0415
-
-    import soundfile as sf  # noqa: PLC0415
-
-    buf = io.BytesIO()
-    sf.write(buf, y, SR, subtype="PCM_16", format="WAV")
-    return buf.getvalue()
 
 
 def _multipart(fields: dict, file_bytes: bytes) -> tuple[bytes, str]:
@@ -326,7 +299,7 @@ class OpenAIRecogniser(Recogniser):
                 self._in_flight -= 1
 
     def _one(self, y: np.ndarray, prompt: str | None) -> str:
-        wav = _wav_bytes(y)
+        wav = wav_bytes(y)
         extra = dict(self.entry.extra.get("generate_kwargs") or {})
         if self.mode == "transcriptions":
             fields = {"model": self.model, "temperature": "0", "response_format": "json", "language": "en"}

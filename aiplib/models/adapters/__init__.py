@@ -128,10 +128,21 @@ class Adapter:
 
     @classmethod
     def load_processor(cls, source: str, **hub_kw):
-        """``AutoProcessor.from_pretrained(source, **hub_kw)`` (model types may repair it)."""
+        """``AutoProcessor.from_pretrained(source, **hub_kw)``; a processor that lost its chat
+        template on reload gets :meth:`fallback_chat_template`."""
         from transformers import AutoProcessor  # noqa: PLC0415
 
-        return AutoProcessor.from_pretrained(source, **hub_kw)
+        proc = AutoProcessor.from_pretrained(source, **hub_kw)
+        if getattr(proc, "chat_template", None) is None:
+            fallback = cls.fallback_chat_template(proc)
+            if fallback is not None:
+                proc.chat_template = fallback
+        return proc
+
+    @staticmethod
+    def fallback_chat_template(processor):
+        """Chat template used when the processor has none (None: leave it so)."""
+        return None
 
     @classmethod
     def load_model(cls, source: str, **kw):
@@ -172,9 +183,13 @@ class Adapter:
     def placeholder_id(self) -> int:
         return int(self.tokenizer.convert_tokens_to_ids(self.placeholder))
 
-    def conversation(self, prompt: str | None) -> list[dict]:
-        """One user turn: the audio, then the prompt text (if any)."""
-        content = [{"type": "audio", "audio": "stimulus.wav"}]
+    def audio_item(self, audio=None) -> dict:
+        """The audio part of the user turn, as the model's chat template expects it."""
+        return {"type": "audio", "audio": "stimulus.wav"}
+
+    def conversation(self, prompt: str | None, audio=None) -> list[dict]:
+        """One user turn: the audio (:meth:`audio_item`), then the prompt text (if any)."""
+        content = [self.audio_item(audio)]
         if prompt:
             content.append({"type": "text", "text": prompt})
         return [{"role": "user", "content": content}]

@@ -42,12 +42,9 @@ class Phi4MultimodalAdapter(Adapter):
     needs_image_stub = True
     same_length_batches = True
 
-    @classmethod
-    def load_processor(cls, source, **hub_kw):
-        proc = super().load_processor(source, **hub_kw)
-        if getattr(proc, "chat_template", None) is None:
-            proc.chat_template = getattr(proc.tokenizer, "chat_template", None)
-        return proc
+    @staticmethod
+    def fallback_chat_template(processor):
+        return getattr(processor.tokenizer, "chat_template", None)  # lost on reload (see module notes)
 
     @classmethod
     def load_model(cls, source, **kw):
@@ -69,12 +66,6 @@ class Phi4MultimodalAdapter(Adapter):
         model.set_adapter("speech")
         model._aip_speech_lora = True
         return model.eval()
-
-    def conversation(self, prompt):
-        content = [{"type": "audio", "audio": "stimulus.wav"}]
-        if prompt:
-            content.append({"type": "text", "text": prompt})
-        return [{"role": "user", "content": content}]
 
 
 ADAPTER = Phi4MultimodalAdapter

@@ -17,18 +17,12 @@ class Qwen2AudioAdapter(Adapter):
     model_class = "Qwen2AudioForConditionalGeneration"
     feature_keys = ("input_features", "feature_attention_mask")
 
-    @classmethod
-    def load_processor(cls, source, **hub_kw):
-        proc = super().load_processor(source, **hub_kw)
-        if getattr(proc, "chat_template", None) is None:  # hub folders without chat_template.json
-            proc.chat_template = proc.default_chat_template
-        return proc
+    @staticmethod
+    def fallback_chat_template(processor):
+        return processor.default_chat_template  # hub folders without chat_template.json
 
-    def conversation(self, prompt):
-        content = [{"type": "audio", "audio_url": "stimulus.wav"}]
-        if prompt:
-            content.append({"type": "text", "text": prompt})
-        return [{"role": "user", "content": content}]
+    def audio_item(self, audio=None):
+        return {"type": "audio", "audio_url": "stimulus.wav"}
 
 
 ADAPTER = Qwen2AudioAdapter

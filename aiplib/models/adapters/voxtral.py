@@ -31,12 +31,8 @@ class VoxtralAdapter(Adapter):
     def placeholder_id(self) -> int:
         return AUDIO_TOKEN_ID
 
-    def conversation(self, prompt, audio=None):
-        item = {"type": "audio", "base64": base64.b64encode(wav_bytes(audio)).decode("ascii")}
-        content = [item]
-        if prompt:
-            content.append({"type": "text", "text": prompt})
-        return [{"role": "user", "content": content}]
+    def audio_item(self, audio=None):
+        return {"type": "audio", "base64": base64.b64encode(wav_bytes(audio)).decode("ascii")}
 
     def encode(self, audios, prompts):
         convs = [self.conversation(p, a) for a, p in zip(audios, prompts)]

@@ -1,0 +1,375 @@
+"""Validation of the custom profile's inputs: every problem of the user's folders, found at once.
+
+The inputs, the problems found and how backgrounds are prepared are described in
+:mod:`aiplib.corpora.custom`; :func:`validate_inputs` is the entry point.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ...audio import SR
+from ...backgrounds import CATEGORIES
+from ...tasks import KEYWORDS
+from .files import _abs, _match_table, _not_a, _param_path, _probe, _read_table, _scan, _unique_ids
+from .report import ValidationReport, _Collector
+
+__all__ = ["MAX_UTTERANCE_S", "MIN_BACKGROUNDS", "CATEGORIES", "UNKNOWN_LICENCE", "TRANSIENT_PEAK_DB",
+           "DIGITAL_SILENCE_DBFS", "MAX_SILENT_GAP_S", "strip_digital_silence", "validate_inputs"]
+
+MAX_UTTERANCE_S = 30.0
+"""Longest utterance or keyword clip accepted, in s (the length of every curated background)."""
+
+MIN_BACKGROUNDS = 8
+"""Fewer backgrounds than this give a warning: Spearman correlations over so few are weak."""
+
+UNKNOWN_LICENCE = "unknown — supplied by the user"
+"""Licence and attribution recorded when the user gives none."""
+
+TRANSIENT_PEAK_DB = 10.0
+"""Peak-to-median 100 ms frame level (dB) from which a background is inferred ``transient``."""
+
+DIGITAL_SILENCE_DBFS = -80.0
+"""A 10 ms frame whose peak is below this level (dBFS) counts as digital silence."""
+
+MAX_SILENT_GAP_S = 0.25
+"""Longest run of digital silence kept inside a background (half of it at each end), s."""
+
+_MULTI = re.compile(r"[|,;+/\s]")
+_LEVEL_FRAME_S = 0.1
+
+
+def _keyword_list(keywords) -> list[str]:
+    if keywords is None:
+        return list(KEYWORDS)
+    if isinstance(keywords, str):
+        keywords = keywords.split(",")
+    return [str(k).strip().lower() for k in keywords if str(k).strip()]
+
+
+def _licence_of(row: dict) -> tuple[str, str]:
+    lic = (row.get("licence") or "").strip() or UNKNOWN_LICENCE
+    att = (row.get("attribution") or "").strip() or UNKNOWN_LICENCE
+    return lic, att
+
+
+def _opt(row: dict, key: str):
+    v = (row.get(key) or "").strip()
+    return v or None
+
+
+def _peak_to_median_db(y: np.ndarray, sr: int = SR) -> float:
+    """Loudest minus median 100 ms frame RMS level of the first 30 s, dB.
+
+    Frames more than 60 dB below the loudest (digital silence, zero padding) are left out.
+    """
+    y = y[: int(MAX_UTTERANCE_S * sr)]
+    n = int(_LEVEL_FRAME_S * sr)
+    k = y.size // n
+    if k < 2:
+        return 0.0
+    rms = np.sqrt(np.mean(y[: k * n].astype(np.float64).reshape(k, n) ** 2, axis=1))
+    db = 20 * np.log10(np.maximum(rms, 1e-12))
+    db = db[db > db.max() - 60.0]
+    return float(db.max() - np.median(db))
+
+
+def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_S,
+                          floor_dbfs: float = DIGITAL_SILENCE_DBFS):
+    """Shorten long runs of digital silence, so a looped background never falls silent for long.
+
+    Inside the signal a run longer than ``max_gap_s`` keeps its first ``max_gap_s``; at the start
+    and end it keeps ``max_gap_s / 2`` next to the sound, so the junction of two loop repetitions
+    holds at most ``max_gap_s`` of silence.
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)], float
+    sr : int, Hz
+    max_gap_s : float ≥ 0, s
+        Runs of silent frames up to this length are left alone; longer ones are shortened.
+    floor_dbfs : float, dBFS
+        A 10 ms frame whose peak |y| is below ``10 ** (floor_dbfs / 20)`` is silent.
+
+    Returns
+    -------
+    y_out : np.ndarray [shape=(m,)], float32, m ≤ n
+        ``y`` itself (as float32) when nothing was removed.
+    removed : dict
+        Seconds removed: ``start_s``, ``end_s``, ``inside_s``.
+    """
+    y = np.asarray(y, dtype=np.float32)
+    frame = max(1, sr // 100)
+    k = -(-y.size // frame)
+    padded = np.zeros(k * frame, dtype=np.float32)
+    padded[: y.size] = np.abs(y)
+    silent = padded.reshape(k, frame).max(axis=1) < 10.0 ** (floor_dbfs / 20.0)
+    gap = int(round(max_gap_s * 100))
+    half = gap // 2
+    keep = np.ones(k, dtype=bool)
+    removed = dict(start_s=0.0, end_s=0.0, inside_s=0.0)
+    d = np.diff(np.concatenate([[0], silent.astype(np.int8), [0]]))
+    for a, b in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
+        if b - a <= gap:
+            continue
+        if a == 0:
+            keep[: b - half] = False
+            removed["start_s"] += (b - half) * frame / sr
+        elif b == k:
+            keep[a + half:] = False
+            removed["end_s"] += (y.size - (a + half) * frame) / sr
+        else:
+            keep[a + gap:b] = False
+            removed["inside_s"] += (b - a - gap) * frame / sr
+    if keep.all() or not keep.any():
+        return y, dict(start_s=0.0, end_s=0.0, inside_s=0.0)
+    mask = np.repeat(keep, frame)[: y.size]
+    return np.ascontiguousarray(y[mask]), {k2: round(v, 3) for k2, v in removed.items()}
+
+
+def _listed_files(dir_value, table_value, probs, scans, *, dir_name, table_name, value_col, aliases,
+                  missing_kind, missing_text):
+    """Shared head of the speech and KWS checks: the folder, its table, and their pairing.
+
+    Returns ``(folder, files, pairs, ids)`` — ``pairs`` the ``(path, row)`` of rows with a
+    ``value_col`` (see :func:`~aiplib.corpora.custom.files._match_table`), ``ids`` their item ids —
+    or None when the folder or table is unusable (problem recorded).
+    """
+    folder = _param_path(dir_value, dir_name, probs, kind="dir",
+                         flag=f"--{dir_name.replace('_', '-')} / {dir_name.upper()}")
+    table = _param_path(table_value, table_name, probs, kind="file",
+                        flag=f"--{table_name.replace('_', '-')} / {table_name.upper()}")
+    if folder is None or table is None:
+        return None
+    files, scan = _scan(folder, probs, role=dir_name)
+    scans.append(scan)
+    df = _read_table(table, ("file", value_col), probs, table_name, aliases=dict(aliases, path="file"))
+    if df is None:
+        return None
+    pairs = _match_table(df, folder, files, probs, what=f"{table_name} ({table.name})", value_col=value_col,
+                         missing_kind=missing_kind, missing_text=missing_text)
+    return folder, files, pairs, _unique_ids([p for p, _ in pairs], folder)
+
+
+def _item_row(p, row, package, item_id, info, **fields) -> dict:
+    """One inventory row of an utterance or keyword clip (fields of :data:`INVENTORY_COLUMNS`)."""
+    lic, att = _licence_of(row)
+    return dict(file=str(p), package=package, licence=lic, attribution=att, used=True, item_id=item_id,
+                accent_group=_opt(row, "accent_group"), speaker=_opt(row, "speaker") or "unknown",
+                **fields, **info)
+
+
+def _validate_speech(speech_dir, texts, probs, scans):
+    from ...scoring import reference_is_empty
+
+    found = _listed_files(speech_dir, texts, probs, scans, dir_name="speech_dir", table_name="texts",
+                          value_col="text", aliases={"transcript": "text"}, missing_kind="missing_transcript",
+                          missing_text="missing transcript")
+    if found is None:
+        return []
+    folder, files, pairs, ids = found
+    rows = []
+    for (p, row), item_id in zip(pairs, ids):
+        if reference_is_empty(row["text"]):
+            probs.add("fatal", "empty_reference", p,
+                      f"the transcript {row['text']!r} holds no word after normalisation (tags such as [music], "
+                      "fillers such as 'uh' and punctuation are removed before scoring): its WER is undefined and "
+                      "the words a model outputs for it would go uncounted; give the words spoken or remove "
+                      "the file")
+            continue
+        info, _ = _probe(p, probs, cap_s=MAX_UTTERANCE_S, role="utterance")
+        if info is not None:
+            rows.append(_item_row(p, row, "custom/speech", item_id, info, text=" ".join(row["text"].split())))
+    if not files and not pairs:
+        probs.add("fatal", "no_items", folder, "no audio file found in the folder")
+    return rows
+
+
+def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
+    from ...scoring import normalize_kws_label
+
+    found = _listed_files(kws_dir, kws_labels, probs, scans, dir_name="kws_dir", table_name="kws_labels",
+                          value_col="label", aliases={"word": "label"}, missing_kind="missing_label",
+                          missing_text="missing keyword label")
+    if found is None:
+        return []
+    folder, files, pairs, ids = found
+    rows, kw = [], set(keywords)
+    for (p, row), item_id in zip(pairs, ids):
+        raw = row["label"].strip()
+        words = [w for w in (normalize_kws_label(x) for x in _MULTI.split(raw)) if w]
+        if not words:
+            probs.add("fatal", "missing_label", p, f"the label {raw!r} holds no word after normalisation "
+                                                   "(punctuation is stripped as in KWS answers)")
+            continue
+        multi = len(words) > 1
+        label = raw.lower() if multi else words[0]
+        info, _ = _probe(p, probs, cap_s=MAX_UTTERANCE_S, role="keyword clip")
+        if info is None:
+            continue
+        note = ""
+        if not multi and label != raw.lower():
+            role = "one of the keywords" if label in kw else "not a keyword"
+            note = f"label {raw!r} normalised to {label!r}"
+            probs.add("warning", "label_normalised", p,
+                      f"label {raw!r} is read as {label!r} ({role}): labels are normalised as KWS answers are "
+                      "(lower-case, first word, punctuation stripped at its ends)")
+        if multi:
+            note = "skipped: the label holds several words; the first-word KWS rule scores one word per clip"
+            probs.add("warning", "multi_keyword", p, f"label {row['label']!r} holds several words: clip skipped "
+                                                     "(the closed-set first-word rule scores one word per clip)")
+        rows.append(_item_row(p, row, "custom/kws", item_id, info, label=label, note=note,
+                              is_target=(label in kw) if not multi else None))
+        rows[-1]["used"] = not multi
+    used = [r for r in rows if r["used"]]
+    if rows and not used:
+        probs.add("fatal", "no_items", folder, "no usable keyword clip (every label holds several words)")
+    elif not files and not pairs:
+        probs.add("fatal", "no_items", folder, "no audio file found in the folder")
+    if used and not any(r["is_target"] for r in used):
+        probs.add("warning", "no_targets", folder, f"no clip is labelled with one of the keywords {', '.join(keywords)}")
+    return rows
+
+
+def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
+    rows = []
+    folder = _param_path(backgrounds_dir, "backgrounds_dir", probs, kind="dir",
+                         flag="--backgrounds-dir / BACKGROUNDS_DIR")
+    if folder is None:
+        return rows
+    files, scan = _scan(folder, probs, role="backgrounds_dir")
+    scans.append(scan)
+    lic_path = folder / "licences.csv"
+    if _not_a(lic_path, "file") and not _not_a(folder / "licenses.csv", "file"):
+        lic_path = folder / "licenses.csv"
+    meta = {}
+    if not _not_a(lic_path, "file"):
+        df = _read_table(lic_path, ("file",), probs, "licences", aliases={"license": "licence", "path": "file"})
+        if df is not None:
+            for row in df.to_dict("records"):
+                p = _abs(folder / row["file"])  # an absolute path replaces folder
+                meta[p] = row
+            for p in meta:
+                if p not in files:
+                    probs.add("warning", "licence_row", p,
+                              f"listed in {lic_path.name} but not an audio file of the folder")
+    elif files:
+        probs.add("warning", "no_licence", folder,
+                  f"no licences.csv: every background's licence is recorded as '{UNKNOWN_LICENCE}'")
+    ids = _unique_ids(files, folder, reserved=("clean",))
+    for p, bg_id in zip(files, ids):
+        row = meta.get(p, {})
+        if meta and p not in meta:
+            probs.add("warning", "no_licence", p, f"not in {lic_path.name}: licence recorded as '{UNKNOWN_LICENCE}'")
+        cat = (row.get("category") or "").strip().lower()
+        if cat and cat not in CATEGORIES:
+            probs.add("fatal", "category", p, f"category {row.get('category')!r} in {lic_path.name} is not one of "
+                                              f"{', '.join(CATEGORIES)}")
+            continue
+        info, y = _probe(p, probs, cap_s=None, role="background")
+        if info is None:
+            continue
+        y, removed = strip_digital_silence(y)
+        note, prepared_s = "", None
+        if any(removed.values()):
+            prepared_s = round(y.size / SR, 4)
+            note = (f"digital silence shortened: {removed['start_s']:.2f} s removed at the start, {removed['end_s']:.2f} s "
+                    f"at the end, {removed['inside_s']:.2f} s inside (runs longer than {MAX_SILENT_GAP_S:g} s); "
+                    f"{prepared_s:.2f} s remain")
+            probs.add("warning", "digital_silence", p,
+                      note + ": a stimulus on such a stretch would hear no background, so stage 1 writes "
+                             f"this trimmed copy to raw/backgrounds/{bg_id}.wav and stage 3 uses it")
+        source = "licences.csv"
+        if not cat:
+            pm = _peak_to_median_db(y)
+            cat = "transient" if pm >= TRANSIENT_PEAK_DB else "stationary"
+            source = f"inferred (peak-to-median level {pm:.1f} dB)"
+        desc = (row.get("description") or "").strip() or f"user background {p.name}"
+        if not source.startswith("licences"):
+            desc += f" (category inferred: {cat})"
+        lic, att = _licence_of(row)
+        rows.append(dict(file=str(p), package="custom/backgrounds", licence=lic, attribution=att, used=True,
+                         bg_id=bg_id, category=cat, category_source=source, description=desc, note=note,
+                         prepared_duration_s=prepared_s, **info))
+    if not files:
+        probs.add("fatal", "no_items", folder, "no background recording found")
+    elif 0 < len(files) < MIN_BACKGROUNDS:
+        probs.add("warning", "few_backgrounds", folder,
+                  f"only {len(files)} backgrounds (fewer than {MIN_BACKGROUNDS}): the descriptor–degradation "
+                  "Spearman correlations will be weak and their intervals wide")
+    if longest_s:
+        for r in rows:
+            dur = r["prepared_duration_s"] or r["duration_s"]
+            if dur < longest_s:
+                trimmed = " (after shortening its digital silence)" if r["prepared_duration_s"] else ""
+                probs.add("warning", "bg_looped", r["file"],
+                          f"background of {dur:.1f} s{trimmed} is shorter than the longest utterance "
+                          f"({longest_s:.1f} s): it is looped end to end to {MAX_UTTERANCE_S:g} s, so longer "
+                          "utterances hear it repeat")
+    return rows
+
+
+def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords=KEYWORDS
+                    ) -> ValidationReport:
+    """Check the custom profile's folders and tables; find every problem, write nothing.
+
+    Every audio file is decoded once, as the pipeline will decode it (16 kHz mono float32, see
+    :func:`aiplib.audio.load_audio`), so a file that passes here can be read by every stage.
+
+    Parameters
+    ----------
+    speech_dir, kws_dir, backgrounds_dir : str or Path
+        Folders of utterances, keyword clips and backgrounds (searched recursively for
+        :data:`~aiplib.corpora.custom.files.AUDIO_EXTENSIONS`; ``backgrounds_dir`` may hold
+        ``licences.csv``).
+    texts, kws_labels : str or Path
+        CSV or TSV tables of the utterances and clips; columns in :mod:`aiplib.corpora.custom`.
+    keywords : str or sequence of str
+        Closed keyword set, a list or a comma-separated string (default :data:`KEYWORDS`).
+
+    Returns
+    -------
+    ValidationReport
+        ``report.ok`` is False when any problem is fatal; ``report.summary()`` prints them all.
+        Nothing is raised for bad inputs: each is a :class:`Problem`.
+
+    Notes
+    -----
+    Fatal: a parameter not set or a folder/table not found, a (sub)folder that cannot be scanned,
+    a table without its required columns, an audio file without a transcript (or label), a
+    transcript or label empty after normalisation (``[music]``, ``uh``: WER undefined), a row whose
+    file is missing, a duplicate row, an unreadable or corrupt file, no samples, NaN or infinite
+    samples, silence (−inf LUFS: every 400 ms block below the ITU-R BS.1770 gate of −70 LUFS, so
+    it cannot be loudness-normalised), an utterance or clip longer than :data:`MAX_UTTERANCE_S`, a
+    category not in :data:`CATEGORIES`, no usable items or no backgrounds. Warnings: backgrounds
+    shorter than the longest utterance (looped), backgrounds with long runs of digital silence
+    (trimmed copy, see :func:`strip_digital_silence`), fewer than :data:`MIN_BACKGROUNDS`
+    backgrounds, multi-word labels (skipped), labels changed by normalisation (``"Yes!"`` →
+    ``yes``), missing licences, a keyword list other than the default, no target clip, a
+    symbolic-link loop.
+    """
+    probs = _Collector()
+    kw = _keyword_list(keywords)
+    if not kw:
+        probs.add("fatal", "keywords", "", "the keyword list is empty")
+    elif any(_MULTI.search(k) for k in kw):
+        probs.add("fatal", "keywords", "", f"keywords must be single words, got {kw}")
+    elif tuple(kw) != KEYWORDS:
+        probs.add("warning", "keywords", "",
+                  "the keyword list differs from the paper's ten: it sets is_target, travels with the KWS item "
+                  "bank (itembanks/kws.json) and is named by the KWS prompt and used by the scoring, so the "
+                  "KWS results are not comparable with the paper's")
+    scans: list[dict] = []
+    speech = _validate_speech(speech_dir, texts, probs, scans)
+    kws = _validate_kws(kws_dir, kws_labels, kw, probs, scans)
+    longest = max([r["duration_s"] for r in speech] + [r["duration_s"] for r in kws if r["used"]], default=0.0)
+    bgs = _validate_backgrounds(backgrounds_dir, longest, probs, scans)
+    params = dict(speech_dir=speech_dir, texts=texts, kws_dir=kws_dir, kws_labels=kws_labels,
+                  backgrounds_dir=backgrounds_dir)
+    params = {k: (str(_abs(v)) if v not in (None, "") else "") for k, v in params.items()}
+    params["keywords"] = kw
+    return ValidationReport(problems=probs.sorted(), speech=speech, kws=kws, backgrounds=bgs, params=params,
+                            scans=scans)
+
+
