@@ -310,12 +310,10 @@ def asterisk_distractors(languages=LANGUAGES, *, roots=None, formats=FORMATS, mi
 
 
 def _custom_validator():
-    """The custom profile's speech validator and problem collector (its module layout may vary)."""
-    try:  # aiplib/corpora/custom/ as a package (validate.py, report.py)
-        from .custom.report import _Collector, ValidationReport
-        from .custom.validate import _validate_speech
-    except ImportError:  # aiplib/corpora/custom.py as one module
-        from .custom import _Collector, ValidationReport, _validate_speech
+    """The custom profile's speech validator and problem collector (:mod:`aiplib.corpora.custom`)."""
+    from .custom.report import _Collector, ValidationReport
+    from .custom.validate import _validate_speech
+
     return _validate_speech, _Collector, ValidationReport
 
 
