@@ -357,7 +357,7 @@ def _log_run(path: Path, record: dict) -> None:
 
 
 # ------------------------------------------------------------------------------------------ the runner
-def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fast",
+def run_inference(ws, *, models="whisper_tiny_en", tasks="all", decoding: str = "fast",
                   batch_size: int | None = None, limit: int | None = None,
                   progress: bool = True, prompt_set=None, rerun_unkeyed: bool = False,
                   shard=None) -> pd.DataFrame:
@@ -372,8 +372,9 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
         :func:`aiplib.models.resolve`.
     tasks : str or list of str
         ``"all"`` or names from :data:`aiplib.prompts.TASKS`.
-    path : {"fast", "standard"}
-        Decoding path of faster-whisper models (other backends ignore it).
+    decoding : {"fast", "standard"}
+        Decoding path of faster-whisper models (other backends ignore it): ``fast`` encodes each
+        stimulus once for all prompts, ``standard`` is faster-whisper's own ``transcribe``.
     batch_size : int > 0, optional
         Stimuli per ``generate`` call; default the entry's ``batch_size``.
     prompt_set : str or aiplib.prompt_sets.PromptSet, optional
@@ -459,7 +460,7 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
         model_dir = Path(ws.inference) / entry.id
         model_dir.mkdir(parents=True, exist_ok=True)
         with shard_lock(model_dir, shard):
-            summary += _run_model(ws, entry, families, task_list, path=path, batch_size=batch_size, limit=limit,
+            summary += _run_model(ws, entry, families, task_list, decoding=decoding, batch_size=batch_size, limit=limit,
                                   progress=progress, ps=ps, ps_record=ps_record, rerun_unkeyed=rerun_unkeyed,
                                   shard=shard, diag=diag)
     cols = ["model", "task", "status", "n_stimuli", "n_done_before", "n_run", "n_errors", "seconds",
@@ -471,7 +472,7 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", path: str = "fas
     return df[cols]
 
 
-def _run_model(ws, entry, families, task_list, *, path, batch_size, limit, progress, ps, ps_record,
+def _run_model(ws, entry, families, task_list, *, decoding, batch_size, limit, progress, ps, ps_record,
                rerun_unkeyed, shard, diag) -> list[dict]:
     """One model of :func:`run_inference` (plan, load if anything is left, run, log); its summary rows."""
     from .models import load_model  # noqa: PLC0415 - looked up at call time (tests replace it)
@@ -497,7 +498,7 @@ def _run_model(ws, entry, families, task_list, *, path, batch_size, limit, progr
         for task in task_list:
             summary.append({"model": entry.id, "task": task, **stats[task]})
         return summary
-    opts = {"path": path}
+    opts = {"path": decoding}  # the Whisper backend calls it its decoding path
     if batch_size is not None:
         opts["batch_size"] = int(batch_size)
     try:
@@ -507,7 +508,7 @@ def _run_model(ws, entry, families, task_list, *, path, batch_size, limit, progr
         log.warning("%s: not run (%s)", entry.id, reason)
         _log_run(run_log, {"event": "load_failed", "model": entry.id, "shard": label, "error": _short(exc),
                            "error_type": type(exc).__name__, "start": started, "end": _now(),
-                           "requested_path": path, "versions": _versions(), "prompt_set": ps_record,
+                           "requested_decoding": decoding, "versions": _versions(), "prompt_set": ps_record,
                            "entry": entry.to_dict()})
         for task in task_list:
             summary.append({"model": entry.id, "task": task, "status": "unavailable",
@@ -541,7 +542,7 @@ def _run_model(ws, entry, families, task_list, *, path, batch_size, limit, progr
         seconds = time.perf_counter() - t_model
         _log_run(run_log, {
             "event": "run", "model": entry.id, "shard": label, "start": started, "end": _now(),
-            "seconds": round(seconds, 3), "path": info.get("path", path),
+            "seconds": round(seconds, 3), "decoding": info.get("path", decoding),
             "window": info.get("window"), "revision": info.get("revision", entry.revision),
             "revision_requested": entry.revision, "stats": end_stats,
             "weights": info.get("weights_path", entry.weights),

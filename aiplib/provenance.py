@@ -96,7 +96,7 @@ def _models(ws, scored_models) -> dict:
                 last = runs[-1]
                 rec.update(revision=last.get("revision"), weights=last.get("weights"),
                            weights_sha256=last.get("weights_sha256"),
-                           decoding_path=last.get("path"), versions=last.get("versions"))
+                           decoding_path=last.get("decoding", last.get("path")), versions=last.get("versions"))
         if rec["revision"] is None:
             try:
                 from .models import get_entry

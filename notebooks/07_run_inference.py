@@ -31,7 +31,7 @@ profile: str = os.environ.get("AIP_PROFILE", "demo")  # demo | paper | custom
 smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests and CI
 model: str = "whisper_tiny_en"  # registry id, comma list, or "all"
 task: str = "all"  # asr | kws | asr_steer_p5 | kws_steer_p5 | comma list | all
-path: str = "fast"  # embedded Whisper decoding path: fast | standard
+decoding: str = "fast"  # embedded Whisper decoding path: fast (one encode for every prompt) | standard
 limit: int = 0  # >0: only the first N stimuli per task (0 means all)
 prompt_set: str = ""  # prompt set name, empty for the profile default (paper: the PROMPTS dict of the authors)
 prompts_file: str = ""  # paper: local copy of the inference script of the authors, empty to fetch it by commit
@@ -63,7 +63,7 @@ from aiplib.inference import run_inference
 
 if smoke and not limit:
     limit = 40
-summary = run_inference(ws, models=model, tasks=task, path=path, limit=limit or None, prompt_set=ps,
+summary = run_inference(ws, models=model, tasks=task, decoding=decoding, limit=limit or None, prompt_set=ps,
                         shard=shard or None)
 summary
 

@@ -170,7 +170,7 @@ def test_fieldkit_pipeline_end_to_end(fieldkit, tmp_path):
     assert len(write_inspection_clips(ws, n=6, seed=SEED)) == 6
     lap("06_checks")
     # 7 · inference: all four tasks, every stimulus
-    summary = run_inference(ws, models=MODEL, tasks="all", path="fast", progress=False)
+    summary = run_inference(ws, models=MODEL, tasks="all", decoding="fast", progress=False)
     assert set(summary["status"]) == {"done"}, summary
     assert int(summary["n_errors"].fillna(0).sum()) == 0
     lap("07_inference")

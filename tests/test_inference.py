@@ -112,7 +112,7 @@ def test_rows_have_exactly_the_contract_fields(ws, monkeypatch):
     assert objs[0]["id"] == "it0_clean" and objs[1]["id"] == "it0_white_snr10"
     assert made[0].closed
     log = [json.loads(line) for line in _lines(ws.inference / "whisper_tiny_en" / "run_log.jsonl")]
-    assert log[-1]["event"] == "run" and log[-1]["n_done"] == 9 and log[-1]["path"] == "fake"
+    assert log[-1]["event"] == "run" and log[-1]["n_done"] == 9 and log[-1]["decoding"] == "fake"
     assert {"start", "end", "seconds", "versions", "window", "weights"} <= set(log[-1])
 
 
@@ -261,7 +261,7 @@ def test_real_whisper_run(tmp_path):
     assert clean["raw"].lower().strip(".") == "he could wait no longer"
     assert 2.0 < clean["audio_s"] < 2.2 and clean["decode_s"] > 0
     log = json.loads(_lines(w.inference / "whisper_tiny_en" / "run_log.jsonl")[-1])
-    assert log["path"] == "fast" and log["window"]["min_frames"] == 3000
+    assert log["decoding"] == "fast" and log["window"]["min_frames"] == 3000
     assert len(log["weights_sha256"]) == 64 and log["versions"]["faster_whisper"]
     diag = pd.read_csv(w.checks / "mix_diagnostics.csv")
     assert len(diag) == 2 and abs(diag.loc[diag["background_id"] == "tap", "achieved_snr_db"].iloc[0]) < 0.01
