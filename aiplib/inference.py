@@ -52,11 +52,9 @@ Stimuli are never stored as audio: each is rebuilt from its manifest row by
 """
 from __future__ import annotations
 
-import csv
 import datetime as _dt
 import json
 import logging
-import os
 import platform
 import sys
 import time
@@ -68,20 +66,16 @@ import pandas as pd
 from . import __version__
 from .audio import SR
 from .errors import ModelUnavailableError
-from .formats import (ERROR_RESPONSE, EXTRA_FIELDS, append_jsonl_lines, inference_row_json, is_error_row,
-                      read_inference_jsonl, repair_jsonl)
+from .formats import ERROR_RESPONSE, EXTRA_FIELDS, append_jsonl_lines, inference_row_json, repair_jsonl
 from .prompts import TASKS, task_names
+from .resume import pending_stimuli, set_aside_stale_rows, stimulus_keys
+from .run_records import MixDiagnostics, Throughput
 
-__all__ = ["MIX_DIAG_FIELDS", "run_inference", "result_path", "pending_stimuli", "raise_if_not_run",
-           "stimulus_keys", "set_aside_stale_rows", "UNKEYED_CHECK_FIELDS"]
+__all__ = ["run_inference", "result_path", "raise_if_not_run"]
 
 
 log = logging.getLogger(__name__)
 
-MIX_DIAG_FIELDS = ["stimulus_id", "family", "speech_id", "background_id", "snr_db", "condition", "target_snr_db",
-                   "achieved_snr_db", "speech_lufs", "speech_peak", "bg_gain_db", "peak", "clip_scale",
-                   "bg_offset", "bg_active"]
-"""Columns of ``checks/mix_diagnostics.csv``."""
 _ERROR_MAX_CHARS = 300
 
 
@@ -89,246 +83,6 @@ _ERROR_MAX_CHARS = 300
 def result_path(ws, model: str, task: str) -> Path:
     """``<ws>/inference/<model>/<task>.jsonl`` (:meth:`aiplib.workspace.Workspace.inference_jsonl`)."""
     return ws.inference_jsonl(model, task)
-
-
-UNKEYED_CHECK_FIELDS = ("seed", "snr_db")
-"""Manifest columns compared for a row written without a resume key (the authors' rows carry
-them): a row whose value differs from the current manifest's is of another stimulus."""
-
-
-def _same_value(a, b) -> bool:
-    try:
-        return float(a) == float(b)
-    except (TypeError, ValueError):
-        return str(a) == str(b)
-
-
-def _check_fields(manifest: pd.DataFrame) -> dict:
-    """``{id: {field: value}}`` of :data:`UNKEYED_CHECK_FIELDS` (fast: no full ``to_dict``)."""
-    cols = [c for c in UNKEYED_CHECK_FIELDS if c in manifest.columns]
-    vals = [manifest[c].tolist() for c in cols]
-    return {i: dict(zip(cols, v)) for i, *v in zip(manifest["id"].tolist(), *vals)}
-
-
-def _unkeyed_matches(row: dict, mrow: dict | None, prompt_id: str | None) -> bool:
-    """A row without ``stim_key`` still answers the current stimulus: same (or no) ``prompt_id``
-    and the same :data:`UNKEYED_CHECK_FIELDS` where the row has them."""
-    if row.get("prompt_id") not in (None, prompt_id):
-        return False
-    if mrow is None:
-        return True
-    return all(_same_value(row[f], mrow.get(f)) for f in UNKEYED_CHECK_FIELDS
-               if row.get(f) is not None and f in mrow)
-
-
-def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict | None = None,
-                    rerun_unkeyed: bool = False) -> pd.DataFrame:
-    """Manifest rows still to decode.
-
-    Parameters
-    ----------
-    manifest : pandas.DataFrame
-        Rows of ``manifests/<family>.csv`` (at least ``id``).
-    path : str or Path
-        ``inference/<model>/<task>.jsonl``.
-    prompt_id : str
-        The current prompt's id.
-    keys : dict of str → str, optional
-        The current resume key of each stimulus id (:func:`stimulus_keys`). A successful row
-        with a ``stim_key`` counts as done only when it equals ``keys[id]``. None: the rule of
-        rows without a key for every row.
-    rerun_unkeyed : bool
-        Rows without ``stim_key`` (the authors' files, files of older versions) never count
-        as done. By default they count when their ``prompt_id`` is the current one or absent
-        and their ``seed`` and ``snr_db``, where present, equal the manifest's (their audio
-        files cannot be checked).
-
-    Returns
-    -------
-    pandas.DataFrame
-        The rows of ``manifest`` without a successful row that answers them, in manifest order.
-    """
-    from .stamps import STIM_KEY_FIELD  # noqa: PLC0415
-
-    path = Path(path)
-    done = set()
-    if path.is_file():
-        mrows = _check_fields(manifest)
-        for r in read_inference_jsonl(path)[0]:
-            if is_error_row(r):
-                continue
-            key = r.get(STIM_KEY_FIELD)
-            if key is not None and keys is not None:
-                if keys.get(r["id"]) == key:
-                    done.add(r["id"])
-            elif not rerun_unkeyed and _unkeyed_matches(r, mrows.get(r["id"]), prompt_id):
-                done.add(r["id"])
-    return manifest[~manifest["id"].isin(done)]
-
-
-def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases: dict | None = None) -> dict:
-    """The resume key of every manifest row for one prompt and one model.
-
-    Key = :func:`aiplib.stamps.stimulus_key` of the row's :func:`aiplib.stamps.stimulus_base`
-    (``id, seed, bg_offset, snr_db, background_id, condition, speech_path, bg_path`` and the
-    SHA-256 of the speech and background files), the SHA-256 of ``prompt_text`` and
-    :func:`aiplib.stamps.entry_sha256` of ``entry``: 16 hex digits.
-
-    Parameters
-    ----------
-    ws : Workspace
-        Resolves the audio paths.
-    manifest : pandas.DataFrame
-    prompt_text : str
-    entry : aiplib.models.ModelEntry or dict
-    bases : dict, optional
-        ``{id: base}`` computed before (shared by the tasks of a family).
-
-    Returns
-    -------
-    dict of str → str
-        ``{stimulus id: key}``.
-    """
-    from . import stamps  # noqa: PLC0415
-
-    if bases is None:
-        hashes: dict = {}
-        bases = {r["id"]: stamps.stimulus_base(r, ws, hashes) for r in manifest.to_dict("records")}
-    p_sha, e_sha = stamps.text_sha256(prompt_text), stamps.entry_sha256(entry)
-    return {i: stamps.stimulus_key(b, prompt_sha256=p_sha, entry_sha256=e_sha) for i, b in bases.items()}
-
-
-def set_aside_stale_rows(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *,
-                         rerun_unkeyed: bool = False) -> int:
-    """Move the rows of ``path`` that no longer answer the current manifest to
-    ``<model>/superseded/<task>.jsonl``, so no reader can take an old transcript for a changed
-    stimulus.
-
-    A row is moved when its ``id`` is not in ``manifest`` (an item or background that left), its
-    ``stim_key`` differs from ``keys[id]`` (the stimulus, the prompt or the model changed), or —
-    a successful row without a key — it fails the rule of :func:`pending_stimuli` (other seed or
-    SNR, other prompt id; every one with ``rerun_unkeyed``). Error rows without a key stay (they
-    are retried and never scored). The kept lines are rewritten byte for byte, atomically (a
-    ``.part`` file, fsync, rename) and only when a line moves; moved lines are appended (and
-    fsync'ed) to the superseded file first, so an interruption never loses a row.
-
-    Parameters
-    ----------
-    path : str or Path
-        ``inference/<model>/<task>.jsonl``.
-    manifest : pandas.DataFrame
-        The whole current manifest of the family (not cut by ``limit``).
-    keys : dict
-        :func:`stimulus_keys` for this task and model.
-    prompt_id : str
-    rerun_unkeyed : bool
-
-    Returns
-    -------
-    int
-        Rows moved.
-    """
-    from .stamps import STIM_KEY_FIELD  # noqa: PLC0415
-
-    path = Path(path)
-    if not path.is_file():
-        return 0
-    mrows = _check_fields(manifest)
-    keep, move = [], []
-    with open(path, "rb") as f:
-        lines = f.readlines()
-    for raw in lines:
-        try:
-            r = json.loads(raw.decode("utf-8"))
-            rid = str(r["id"]) if isinstance(r, dict) and r.get("id") not in (None, "") else None
-        except (UnicodeDecodeError, ValueError):
-            rid = None
-        if rid is None:  # unreadable lines stay, as the reader skips and counts them
-            keep.append(raw)
-            continue
-        key = r.get(STIM_KEY_FIELD)
-        if rid not in mrows:
-            stale = True
-        elif key is not None:
-            stale = key != keys.get(rid)
-        elif is_error_row(r):
-            stale = False
-        else:
-            stale = rerun_unkeyed or not _unkeyed_matches(r, mrows[rid], prompt_id)
-        (move if stale else keep).append(raw)
-    if not move:
-        return 0
-    side = path.parent / "superseded" / path.name
-    side.parent.mkdir(parents=True, exist_ok=True)
-    repair_jsonl(side)
-    with open(side, "ab") as f:
-        f.write(b"".join(x if x.endswith(b"\n") else x + b"\n" for x in move))
-        f.flush()
-        os.fsync(f.fileno())
-    tmp = path.with_name(path.name + ".part")
-    with open(tmp, "wb") as f:
-        f.write(b"".join(keep))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    log.warning("%s: %d row(s) answer stimuli, prompts or a model that changed (or left the manifest); "
-                "moved to %s and re-run", path, len(move), side)
-    return len(move)
-
-
-
-
-class _MixDiagnostics:
-    """Append-only, de-duplicated writer of ``checks/mix_diagnostics.csv`` (of a shard's
-    ``mix_diagnostics.shard-<i>-of-<n>.csv``; ``also_seen``: files only read, whose stimuli are
-    not written again)."""
-
-    def __init__(self, path: Path, also_seen=()):
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        repair_jsonl(path)
-        self.seen: set[str] = set()
-        if path.is_file() and path.stat().st_size > 0:
-            try:
-                self.seen = set(pd.read_csv(path, usecols=["stimulus_id"], dtype=str,
-                                            keep_default_na=False)["stimulus_id"])
-            except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
-                log.warning("%s is unreadable; starting it again", path)
-                path.unlink()
-        for other in also_seen:
-            if Path(other).is_file() and Path(other).stat().st_size > 0:
-                try:
-                    self.seen |= set(pd.read_csv(other, usecols=["stimulus_id"], dtype=str,
-                                                 keep_default_na=False)["stimulus_id"])
-                except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
-                    pass  # only a hint against duplicates; the merge de-duplicates anyway
-        self.pending: list[dict] = []
-
-    def add(self, row, family: str, info) -> None:
-        sid = str(row["id"])
-        if sid in self.seen:
-            return
-        self.seen.add(sid)
-        self.pending.append({
-            "stimulus_id": sid, "family": family, "speech_id": row.get("speech_id"),
-            "background_id": row.get("background_id"), "snr_db": row.get("snr_db"),
-            "condition": row.get("condition"), "target_snr_db": info.target_snr_db,
-            "achieved_snr_db": info.achieved_snr_db, "speech_lufs": info.speech_lufs,
-            "speech_peak": info.speech_peak, "bg_gain_db": info.bg_gain_db, "peak": info.peak,
-            "clip_scale": info.clip_scale, "bg_offset": info.bg_offset, "bg_active": info.bg_active})
-
-    def flush(self) -> None:
-        if not self.pending:
-            return
-        new = not self.path.is_file() or self.path.stat().st_size == 0
-        with open(self.path, "a", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=MIX_DIAG_FIELDS)
-            if new:
-                w.writeheader()
-            w.writerows(self.pending)
-            f.flush()
-            os.fsync(f.fileno())
-        self.pending = []
 
 
 def _versions() -> dict:
@@ -390,7 +144,7 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", decoding: str = 
     rerun_unkeyed : bool
         Re-run the stimuli whose rows carry no resume key (``stim_key``: the authors' files,
         files of older versions); by default such a row counts as done when its prompt id, seed
-        and SNR agree with the current manifest (see :func:`pending_stimuli`).
+        and SNR agree with the current manifest (see :func:`aiplib.resume.pending_stimuli`).
     shard : str or (int, int) or None or False
         Run one shard of the pending stimuli: ``"i/n"`` or ``(i, n)`` (0-based ``i``), the
         stimuli whose id hashes to ``i`` (:func:`aiplib.shards.shard_of`), written to
@@ -425,10 +179,10 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", decoding: str = 
     retried by the next run. Each model is closed before the next one loads.
 
     Resume is per stimulus and content-keyed: every row carries ``stim_key``
-    (:func:`stimulus_keys`: the manifest row's seed, offset, SNR, file paths and the SHA-256 of
+    (:func:`aiplib.resume.stimulus_keys`: the manifest row's seed, offset, SNR, file paths and the SHA-256 of
     its audio files, the prompt text's SHA-256 and the registry entry's). Before a model loads,
     rows whose key no longer matches (a changed seed, SNR, item or background file, prompt or
-    entry) are moved to ``inference/<model>/superseded/<task>.jsonl`` (:func:`set_aside_stale_rows`)
+    entry) are moved to ``inference/<model>/superseded/<task>.jsonl`` (:func:`aiplib.resume.set_aside_stale_rows`)
     and their stimuli re-run; unchanged rows are kept. A model with nothing left to do is not
     loaded (its ``run_log.jsonl`` gets an ``up_to_date`` event).
     """
@@ -449,7 +203,7 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", decoding: str = 
     entries = resolve(models)
     task_list = task_names(tasks)
     diag_main = Path(ws.checks) / "mix_diagnostics.csv"
-    diag = _MixDiagnostics(shard_path(diag_main, shard).with_suffix(".csv"),
+    diag = MixDiagnostics(shard_path(diag_main, shard).with_suffix(".csv"),
                            also_seen=[diag_main] if shard is not None else ())
     summary: list[dict] = []
 
@@ -515,7 +269,7 @@ def _run_model(ws, entry, families, task_list, *, decoding, batch_size, limit, p
                             "error": reason, "file": str(shard_path(result_path(ws, entry.id, task), shard))})
         return summary
     task_stats, info = {}, {}
-    meter = _Throughput(entry.id)
+    meter = Throughput(entry.id)
     try:
         try:
             info = rec.info()
@@ -603,7 +357,7 @@ def _plan_family(ws, entry, family: str, tasks: list[str], *, limit, ps, rerun_u
 
 
 def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit, progress: bool,
-                diag, ps, plan: dict | None = None, meter: "_Throughput | None" = None,
+                diag, ps, plan: dict | None = None, meter: "Throughput | None" = None,
                 shard: tuple[int, int] | None = None) -> dict:
     """Run every task of one family over its manifest, batch by batch.
 
@@ -700,45 +454,6 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
                   "stimuli_per_s": round(n_todo / secs, 3) if n_todo and secs > 0 else None,
                   "manifest_sha256": m_sha, "error": None, "file": str(paths[t])}
     return out
-
-
-class _Throughput:
-    """Per-model throughput of stage 7, summed over the task families run.
-
-    ``stimuli`` are distinct stimuli materialised (each encoded once, whatever the number of
-    prompts), ``decodes`` the (stimulus, prompt) generations, ``audio_s`` the audio seconds of the
-    stimuli (each once, after the cut to ``max_audio_s``), ``seconds`` the wall time of the family
-    loops. RTFx = ``audio_s / seconds`` (audio seconds per wall second).
-    """
-
-    def __init__(self, model: str):
-        self.model = model
-        self.families: dict[str, dict] = {}
-
-    def add(self, *, family: str, stimuli: int, decodes: int, audio_s: float, seconds: float) -> None:
-        self.families[family] = {"stimuli": int(stimuli), "decodes": int(decodes),
-                                 "audio_s": round(float(audio_s), 3), "seconds": round(float(seconds), 3)}
-
-    def record(self) -> dict:
-        """``{stimuli, decodes, audio_s, seconds, stimuli_per_s, decodes_per_s, rtfx, families}``."""
-        tot = {k: sum(f[k] for f in self.families.values()) for k in ("stimuli", "decodes", "audio_s", "seconds")}
-        s = tot["seconds"]
-        return {"stimuli": tot["stimuli"], "decodes": tot["decodes"], "audio_s": round(tot["audio_s"], 3),
-                "seconds": round(s, 3),
-                "stimuli_per_s": round(tot["stimuli"] / s, 3) if s > 0 and tot["stimuli"] else None,
-                "decodes_per_s": round(tot["decodes"] / s, 3) if s > 0 and tot["decodes"] else None,
-                "rtfx": round(tot["audio_s"] / s, 3) if s > 0 and tot["audio_s"] else None,
-                "families": self.families}
-
-    def line(self) -> str:
-        """One summary line (without the ``[progress]`` marker)."""
-        r = self.record()
-        if not r["stimuli"]:
-            return f"{self.model} · nothing to run (every stimulus already decoded)"
-        rate = f"{r['stimuli_per_s']:.3g} stimuli/s" if r["stimuli_per_s"] else "? stimuli/s"
-        rtfx = f"RTFx {r['rtfx']:.3g}" if r["rtfx"] else "RTFx ?"
-        return (f"{self.model} · throughput · {r['stimuli']} stimuli, {r['decodes']} decodes, "
-                f"{r['audio_s']:.0f} s of audio in {r['seconds']:.1f} s · {rate} · {rtfx}")
 
 
 def _output_row(work: dict) -> dict:

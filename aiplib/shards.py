@@ -19,7 +19,7 @@ many nodes of a shared file system, where appends from several clients are not a
 - ``inference/<model>/.shard-<i>-of-<n>.lock``: held (``flock``) while it runs that model.
 
 A shard *reads* ``<task>.jsonl`` (rows already there are done) but never rewrites it: stale rows
-of the main file are set aside by an unsharded run (:func:`aiplib.inference.set_aside_stale_rows`)
+of the main file are set aside by an unsharded run (:func:`aiplib.resume.set_aside_stale_rows`)
 or by the merge, which moves every successful main row of a stimulus that a shard answered under
 another ``stim_key`` to ``superseded/<task>.jsonl``. The merge refuses to start while a shard of
 the same model still holds its lock (:class:`ShardBusyError`).
@@ -243,7 +243,7 @@ def merge_shards(result_file, shards=None) -> dict:
     successful row of the result file whose stimulus a shard answered with a keyed row under
     another ``stim_key`` (the stimulus, prompt or model changed since; a shard cannot set it
     aside itself, it never rewrites the result file) moves to ``superseded/<task>.jsonl``, as
-    :func:`aiplib.inference.set_aside_stale_rows` would: the result file is then rewritten
+    :func:`aiplib.resume.set_aside_stale_rows` would: the result file is then rewritten
     atomically (``.part``, fsync, rename) after the moved lines are fsync'ed to the side file.
     After the merge the shard files move to ``merged-shards/`` so a second merge adds nothing.
     """
@@ -344,7 +344,7 @@ def merge_diagnostics(checks_dir) -> int:
     import pandas as pd  # noqa: PLC0415
 
     from .formats import repair_jsonl  # noqa: PLC0415
-    from .inference import MIX_DIAG_FIELDS  # noqa: PLC0415
+    from .run_records import MIX_DIAG_FIELDS  # noqa: PLC0415
 
     checks_dir = Path(checks_dir)
     files = sorted(checks_dir.glob("mix_diagnostics.shard-*-of-*.csv")) if checks_dir.is_dir() else []

@@ -10,7 +10,8 @@ import aiplib.models
 from aiplib.audio import SR, write_wav
 from aiplib.errors import ModelUnavailableError
 from aiplib.formats import ERROR_RESPONSE, EXTRA_FIELDS, read_inference_jsonl, read_results, repair_jsonl
-from aiplib.inference import MIX_DIAG_FIELDS, run_inference
+from aiplib.inference import run_inference
+from aiplib.run_records import MIX_DIAG_FIELDS
 from aiplib.manifests import manifest_columns, stimulus_id
 from aiplib.models import Recogniser, get_entry
 from aiplib.workspace import Workspace

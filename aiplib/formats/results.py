@@ -27,7 +27,7 @@ CORE_FIELDS = ["id", "raw", "model", "task"]
 ``raw``, a failed one ``error`` after ``raw``."""
 EXTRA_FIELDS = ["prompt_set", "prompt_id", "decode_s", "audio_s", "stim_key"]
 """Our fields, after the authors' (``decode_s``, ``audio_s`` in s; ``stim_key`` the resume key,
-:func:`aiplib.inference.stimulus_keys`)."""
+:func:`aiplib.resume.stimulus_keys`)."""
 ERROR_RESPONSE = "__ERROR__"
 """``raw`` of a failed generation (the authors' marker)."""
 

@@ -1,0 +1,209 @@
+"""Stage 7's resume rule: which manifest rows still need an answer, keyed on what the model heard.
+
+Every inference row carries ``stim_key`` (:func:`stimulus_keys`): a hash of the manifest row's
+content (ids, seed, background offset, SNR, files and their SHA-256), the prompt text and the
+registry entry. A row whose key no longer matches (the stimulus, prompt or model changed) is moved
+to ``<model>/superseded/<task>.jsonl`` before anything is decoded (:func:`set_aside_stale_rows`),
+so no reader can take an old transcript for a changed stimulus; :func:`pending_stimuli` lists what
+is left. Rows written without a key (the authors' files, older versions) follow
+:data:`UNKEYED_CHECK_FIELDS`. Used by :mod:`aiplib.inference` and :mod:`aiplib.shards`.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from .formats import is_error_row, read_inference_jsonl, repair_jsonl
+
+__all__ = ["UNKEYED_CHECK_FIELDS", "pending_stimuli", "stimulus_keys", "set_aside_stale_rows"]
+
+log = logging.getLogger(__name__)
+
+
+UNKEYED_CHECK_FIELDS = ("seed", "snr_db")
+"""Manifest columns compared for a row written without a resume key (the authors' rows carry
+them): a row whose value differs from the current manifest's is of another stimulus."""
+
+
+def _same_value(a, b) -> bool:
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+
+
+def _check_fields(manifest: pd.DataFrame) -> dict:
+    """``{id: {field: value}}`` of :data:`UNKEYED_CHECK_FIELDS` (fast: no full ``to_dict``)."""
+    cols = [c for c in UNKEYED_CHECK_FIELDS if c in manifest.columns]
+    vals = [manifest[c].tolist() for c in cols]
+    return {i: dict(zip(cols, v)) for i, *v in zip(manifest["id"].tolist(), *vals)}
+
+
+def _unkeyed_matches(row: dict, mrow: dict | None, prompt_id: str | None) -> bool:
+    """A row without ``stim_key`` still answers the current stimulus: same (or no) ``prompt_id``
+    and the same :data:`UNKEYED_CHECK_FIELDS` where the row has them."""
+    if row.get("prompt_id") not in (None, prompt_id):
+        return False
+    if mrow is None:
+        return True
+    return all(_same_value(row[f], mrow.get(f)) for f in UNKEYED_CHECK_FIELDS
+               if row.get(f) is not None and f in mrow)
+
+
+def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict | None = None,
+                    rerun_unkeyed: bool = False) -> pd.DataFrame:
+    """Manifest rows still to decode.
+
+    Parameters
+    ----------
+    manifest : pandas.DataFrame
+        Rows of ``manifests/<family>.csv`` (at least ``id``).
+    path : str or Path
+        ``inference/<model>/<task>.jsonl``.
+    prompt_id : str
+        The current prompt's id.
+    keys : dict of str → str, optional
+        The current resume key of each stimulus id (:func:`stimulus_keys`). A successful row
+        with a ``stim_key`` counts as done only when it equals ``keys[id]``. None: the rule of
+        rows without a key for every row.
+    rerun_unkeyed : bool
+        Rows without ``stim_key`` (the authors' files, files of older versions) never count
+        as done. By default they count when their ``prompt_id`` is the current one or absent
+        and their ``seed`` and ``snr_db``, where present, equal the manifest's (their audio
+        files cannot be checked).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of ``manifest`` without a successful row that answers them, in manifest order.
+    """
+    from .stamps import STIM_KEY_FIELD  # noqa: PLC0415
+
+    path = Path(path)
+    done = set()
+    if path.is_file():
+        mrows = _check_fields(manifest)
+        for r in read_inference_jsonl(path)[0]:
+            if is_error_row(r):
+                continue
+            key = r.get(STIM_KEY_FIELD)
+            if key is not None and keys is not None:
+                if keys.get(r["id"]) == key:
+                    done.add(r["id"])
+            elif not rerun_unkeyed and _unkeyed_matches(r, mrows.get(r["id"]), prompt_id):
+                done.add(r["id"])
+    return manifest[~manifest["id"].isin(done)]
+
+
+def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases: dict | None = None) -> dict:
+    """The resume key of every manifest row for one prompt and one model.
+
+    Key = :func:`aiplib.stamps.stimulus_key` of the row's :func:`aiplib.stamps.stimulus_base`
+    (``id, seed, bg_offset, snr_db, background_id, condition, speech_path, bg_path`` and the
+    SHA-256 of the speech and background files), the SHA-256 of ``prompt_text`` and
+    :func:`aiplib.stamps.entry_sha256` of ``entry``: 16 hex digits.
+
+    Parameters
+    ----------
+    ws : Workspace
+        Resolves the audio paths.
+    manifest : pandas.DataFrame
+    prompt_text : str
+    entry : aiplib.models.ModelEntry or dict
+    bases : dict, optional
+        ``{id: base}`` computed before (shared by the tasks of a family).
+
+    Returns
+    -------
+    dict of str → str
+        ``{stimulus id: key}``.
+    """
+    from . import stamps  # noqa: PLC0415
+
+    if bases is None:
+        hashes: dict = {}
+        bases = {r["id"]: stamps.stimulus_base(r, ws, hashes) for r in manifest.to_dict("records")}
+    p_sha, e_sha = stamps.text_sha256(prompt_text), stamps.entry_sha256(entry)
+    return {i: stamps.stimulus_key(b, prompt_sha256=p_sha, entry_sha256=e_sha) for i, b in bases.items()}
+
+
+def set_aside_stale_rows(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *,
+                         rerun_unkeyed: bool = False) -> int:
+    """Move the rows of ``path`` that no longer answer the current manifest to
+    ``<model>/superseded/<task>.jsonl``, so no reader can take an old transcript for a changed
+    stimulus.
+
+    A row is moved when its ``id`` is not in ``manifest`` (an item or background that left), its
+    ``stim_key`` differs from ``keys[id]`` (the stimulus, the prompt or the model changed), or —
+    a successful row without a key — it fails the rule of :func:`pending_stimuli` (other seed or
+    SNR, other prompt id; every one with ``rerun_unkeyed``). Error rows without a key stay (they
+    are retried and never scored). The kept lines are rewritten byte for byte, atomically (a
+    ``.part`` file, fsync, rename) and only when a line moves; moved lines are appended (and
+    fsync'ed) to the superseded file first, so an interruption never loses a row.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``inference/<model>/<task>.jsonl``.
+    manifest : pandas.DataFrame
+        The whole current manifest of the family (not cut by ``limit``).
+    keys : dict
+        :func:`stimulus_keys` for this task and model.
+    prompt_id : str
+    rerun_unkeyed : bool
+
+    Returns
+    -------
+    int
+        Rows moved.
+    """
+    from .stamps import STIM_KEY_FIELD  # noqa: PLC0415
+
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    mrows = _check_fields(manifest)
+    keep, move = [], []
+    with open(path, "rb") as f:
+        lines = f.readlines()
+    for raw in lines:
+        try:
+            r = json.loads(raw.decode("utf-8"))
+            rid = str(r["id"]) if isinstance(r, dict) and r.get("id") not in (None, "") else None
+        except (UnicodeDecodeError, ValueError):
+            rid = None
+        if rid is None:  # unreadable lines stay, as the reader skips and counts them
+            keep.append(raw)
+            continue
+        key = r.get(STIM_KEY_FIELD)
+        if rid not in mrows:
+            stale = True
+        elif key is not None:
+            stale = key != keys.get(rid)
+        elif is_error_row(r):
+            stale = False
+        else:
+            stale = rerun_unkeyed or not _unkeyed_matches(r, mrows[rid], prompt_id)
+        (move if stale else keep).append(raw)
+    if not move:
+        return 0
+    side = path.parent / "superseded" / path.name
+    side.parent.mkdir(parents=True, exist_ok=True)
+    repair_jsonl(side)
+    with open(side, "ab") as f:
+        f.write(b"".join(x if x.endswith(b"\n") else x + b"\n" for x in move))
+        f.flush()
+        os.fsync(f.fileno())
+    tmp = path.with_name(path.name + ".part")
+    with open(tmp, "wb") as f:
+        f.write(b"".join(keep))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    log.warning("%s: %d row(s) answer stimuli, prompts or a model that changed (or left the manifest); "
+                "moved to %s and re-run", path, len(move), side)
+    return len(move)
