@@ -304,9 +304,9 @@ class _SharedEncoderRecogniser(FakeRecogniser):
         return super().generate(audios, prompts)
 
 
-def test_time_split_between_prompts_adds_up_and_is_fair(ws, monkeypatch, capsys):
-    """Two prompts decoded on shared encodings: each task gets half of every batch's wall time,
-    the tasks' seconds sum to the loop's wall time, and the throughput goes to run_log.jsonl."""
+def _patch_shared_encoder(monkeypatch):
+    """Stage 7 on a fake clock (``aiplib.inference.time.perf_counter``) with every model loaded as a
+    new :class:`_SharedEncoderRecogniser` that advances it."""
     import types
 
     class Clock:
@@ -317,14 +317,15 @@ def test_time_split_between_prompts_adds_up_and_is_fair(ws, monkeypatch, capsys)
 
     clock = Clock()
     monkeypatch.setattr("aiplib.inference.time", types.SimpleNamespace(perf_counter=clock))
-    made = []
+    monkeypatch.setattr(aiplib.models, "load_model",
+                        lambda entry, **o: _SharedEncoderRecogniser(get_entry(entry) if isinstance(entry, str)
+                                                                    else entry, clock))
 
-    def load(entry, **opts):
-        entry = get_entry(entry) if isinstance(entry, str) else entry
-        made.append(_SharedEncoderRecogniser(entry, clock))
-        return made[-1]
 
-    monkeypatch.setattr(aiplib.models, "load_model", load)
+def test_time_split_between_prompts_adds_up_and_is_fair(ws, monkeypatch, capsys):
+    """Two prompts decoded on shared encodings: each task gets half of every batch's wall time,
+    the tasks' seconds sum to the loop's wall time, and the throughput goes to run_log.jsonl."""
+    _patch_shared_encoder(monkeypatch)
     monkeypatch.setenv("AIP_PLAIN_PROGRESS", "1")
     s = run_inference(ws, tasks="asr,asr_steer_p5", progress=True).set_index("task")
     # 9 stimuli × (1.0 s encoder + 2 × 0.1 s decode) = 10.8 s of loop time, 5.4 s per prompt
@@ -349,19 +350,7 @@ def test_time_split_between_prompts_adds_up_and_is_fair(ws, monkeypatch, capsys)
 
 def test_resumed_run_splits_time_only_over_the_prompt_that_ran(ws, monkeypatch):
     """Only asr_steer_p5 has work left: it gets the whole loop time; asr gets 0 s."""
-    import types
-
-    class Clock:
-        t = 0.0
-
-        def __call__(self):
-            return self.t
-
-    clock = Clock()
-    monkeypatch.setattr("aiplib.inference.time", types.SimpleNamespace(perf_counter=clock))
-    monkeypatch.setattr(aiplib.models, "load_model",
-                        lambda entry, **o: _SharedEncoderRecogniser(get_entry(entry) if isinstance(entry, str)
-                                                                    else entry, clock))
+    _patch_shared_encoder(monkeypatch)
     run_inference(ws, tasks="asr", progress=False)
     s = run_inference(ws, tasks="asr,asr_steer_p5", progress=False).set_index("task")
     assert s.loc["asr", "n_run"] == 0 and s.loc["asr", "seconds"] == 0
