@@ -28,10 +28,9 @@ from .errors import AiplibError, AiplibParameterError
 from .formats import manifest_view, read_item_bank_keywords, read_manifest_csv, read_results, write_scores
 from .shards import is_shard_file
 from .tasks import DEGRADATION_COLUMN, DEGRADATION_SIGN, KEYWORDS, family_spec, task_family
-# normalize_kws_label and reference_is_empty are also imported from here by aiplib/corpora/custom.py
 from .textnorm import (JIWER_VERSION, KWS_RULE, NORMALIZER_NAME, NORMALIZER_RULE,  # noqa: F401
                        NORMALIZER_VERSION, WHISPER_NORMALIZER_NAME, WHISPER_NORMALIZER_VERSION,
-                       normalize_kws_label, normalize_text, normalize_whisper, reference_is_empty,
+                       normalize_kws_label, normalize_text, normalize_whisper,
                        score_asr_row, score_kws_row)
 from .textnorm import align as _align_norm
 

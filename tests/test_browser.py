@@ -38,7 +38,8 @@ import pytest
 
 from aiplib import listen
 from aiplib.explore_html import CAP_WORDS
-from aiplib.scoring import normalize_text, score_inference
+from aiplib.scoring import score_inference
+from aiplib.textnorm import normalize_text
 from test_widgets import make_explorer_workspace
 
 ROOT = Path(__file__).resolve().parents[1]

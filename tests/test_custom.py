@@ -549,7 +549,7 @@ def test_reference_empty_after_normalisation_is_refused(tmp_path, text):
     assert [(p.kind, Path(p.file).name) for p in r.fatal] == [("empty_reference", "filler.wav")]
     assert repr(text) in r.fatal[0].message and "WER is undefined" in r.fatal[0].message
     assert sorted(x["item_id"] for x in r.speech) == ["a", "sub-b"]
-    from aiplib.scoring import reference_is_empty  # the rule validation applies
+    from aiplib.textnorm import reference_is_empty  # the rule validation applies
 
     assert not reference_is_empty("uh, yes") and not reference_is_empty("[music] go")
 

@@ -35,7 +35,7 @@ Stage 2 (:func:`build_item_banks`) writes the 16 kHz mono item WAVs, and stage 3
 (:func:`battery_specs` → :func:`aiplib.backgrounds.curate_battery`) the 30 s backgrounds, inside the
 workspace, so stages 4–10 never read the user's folders.
 
-KWS labels are normalised as model answers are (:func:`aiplib.scoring.normalize_kws_label`:
+KWS labels are normalised as model answers are (:func:`aiplib.textnorm.normalize_kws_label`:
 ``"Yes!"`` → ``yes``); a label holding several words (``yes|no``, ``turn on``) cannot be scored by
 the closed-set first-word rule, so such clips are listed in the inventory with ``used = False``
 and skipped with a warning.

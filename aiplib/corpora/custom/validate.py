@@ -161,7 +161,7 @@ def _item_row(p, row, package, item_id, info, **fields) -> dict:
 
 
 def _validate_speech(speech_dir, texts, probs, scans):
-    from ...scoring import reference_is_empty
+    from ...textnorm import reference_is_empty
 
     found = _listed_files(speech_dir, texts, probs, scans, dir_name="speech_dir", table_name="texts",
                           value_col="text", aliases={"transcript": "text"}, missing_kind="missing_transcript",
@@ -187,7 +187,7 @@ def _validate_speech(speech_dir, texts, probs, scans):
 
 
 def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
-    from ...scoring import normalize_kws_label
+    from ...textnorm import normalize_kws_label
 
     found = _listed_files(kws_dir, kws_labels, probs, scans, dir_name="kws_dir", table_name="kws_labels",
                           value_col="label", aliases={"word": "label"}, missing_kind="missing_label",
