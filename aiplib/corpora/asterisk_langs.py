@@ -47,6 +47,7 @@ problems), and returns the same table.
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import re
@@ -63,7 +64,8 @@ from . import debian
 
 __all__ = ["VOICES", "LANGUAGES", "FORMATS", "MIN_WORDS", "MIN_DURATION_S", "DISTRACTOR_COLUMNS",
            "ROOT_ENV", "debian_packages", "read_transcripts", "speech_text", "is_damaged",
-           "find_root", "download_and_extract", "asterisk_distractors", "folder_distractors"]
+           "find_root", "download_and_extract", "asterisk_distractors", "folder_distractors",
+           "read_distractor_table"]
 
 VOICES = {  # language -> voice folder, sex, credit, licence, same voice as the English target
     "fr": dict(voice="fr_CA_f_June", sex="female", credit="June Wallack", licence="CC BY-SA 3.0",
@@ -375,3 +377,35 @@ def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.
                         duration_s=r["duration_s"], source="custom/distractors", licence=r["licence"],
                         attribution=r["attribution"]))
     return pd.DataFrame(out, columns=DISTRACTOR_COLUMNS)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_table(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
+    df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+    missing = [c for c in DISTRACTOR_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValidationError([f"{path}: distractor table lacks columns {missing}"])
+    for c in ("n_words",):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
+    df["duration_s"] = pd.to_numeric(df["duration_s"], errors="coerce")
+    df["same_voice_as_target"] = df["same_voice_as_target"].map(_truthy)
+    return df
+
+
+def read_distractor_table(path) -> pd.DataFrame:
+    """Read a distractor table written by stage 1 (``raw/distractors/distractors.csv``), cached per
+    file (path, mtime, size): treat the result as read-only.
+
+    Text columns stay strings as written; ``n_words`` Int64, ``duration_s`` float,
+    ``same_voice_as_target`` bool.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    ValidationError
+        If a column of :data:`DISTRACTOR_COLUMNS` is missing.
+    """
+    p = Path(path).resolve()
+    st = p.stat()
+    return _read_table(str(p), st.st_mtime_ns, st.st_size)
