@@ -12,7 +12,9 @@
 # attribution.
 #
 # **Reads** the profile's sources. **Writes** `data/<profile>/raw/` and `raw/inventory.csv`
-# (file, package, licence, attribution).
+# (file, package, licence, attribution), and the distractor table of the competing-speech family,
+# `raw/distractors/distractors.csv` (demo: the Debian Asterisk prompts in French, Italian, Russian and
+# Spanish; paper/custom: `distractors_dir` with `distractor_texts`, validated like the custom speech).
 
 # %% tags=["parameters"]
 import os
@@ -28,6 +30,8 @@ kws_dir: str = ""  # custom: folder of keyword clips
 kws_labels: str = ""  # custom: CSV/TSV with file,label
 keywords: str = "yes,no,up,down,left,right,on,off,stop,go"  # custom: the closed keyword set
 backgrounds_dir: str = ""  # custom: folder of background recordings (+ optional licences.csv)
+distractors_dir: str = ""  # paper and custom: folder of other-language speech for the competing_speech family
+distractor_texts: str = ""  # paper and custom: CSV/TSV with file,text,language[,speaker,same_voice_as_target]
 
 # %%
 aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
@@ -53,3 +57,24 @@ inventory.groupby(inventory.columns[1]).size() if len(inventory) else inventory
 
 # %%
 inventory.head(10)
+
+# %% [markdown]
+# Distractor talkers for the `competing_speech` condition family (used only when the suite asks for
+# it, `make all SUITE=all`): one row per utterance with its language, voice and transcript. The
+# Spanish voice (`es_MX_f_Allison`) is the voice of the English demo items: a same-voice control.
+
+# %%
+from aiplib.errors import MissingPackageError
+from aiplib.families import prepare_distractors
+
+try:
+    distractors = prepare_distractors(ws, distractors_dir=distractors_dir, distractor_texts=distractor_texts)
+except MissingPackageError as exc:  # demo without the packages: only the competing_speech suite needs them
+    distractors = None
+    print(f"no distractor table: {str(exc).splitlines()[0]}")
+if distractors is None:
+    print("no distractor table (competing_speech needs distractors_dir and distractor_texts for this profile)")
+else:
+    print(ws.rel(ws.distractors_csv))
+    display(distractors.groupby(["language", "voice", "same_voice_as_target"]).agg(
+        utterances=("distractor_id", "size"), minutes=("duration_s", lambda d: round(d.sum() / 60, 1))))
