@@ -1,7 +1,7 @@
 # AIP-Speech — `make all` runs the pipeline headless; `make test` runs the tests.
 # Variables: PROFILE=demo|paper|custom, MODEL=…, TASK=…, SHARD=i/n (stage 7: one shard of n, then
 # `make merge`), SUITE=background|competing_speech|channel|comma list|all (condition families of
-# stages 5 and 7; default background), PARAMS='-p name value …' (extra papermill parameters), plus for
+# stages 1, 5 and 7; default background), PARAMS='-p name value …' (extra papermill parameters), plus for
 # custom: SPEECH_DIR TEXTS KWS_DIR KWS_LABELS BACKGROUNDS_DIR (and DISTRACTORS_DIR DISTRACTOR_TEXTS for
 # competing_speech, also paper), for paper: MIRROR.
 # Paths may contain spaces (DATA_ROOT="/my data", a clone in "~/My Projects"): every recipe quotes them.

@@ -336,7 +336,7 @@ def row_components(row, ws) -> dict:
         raise AiplibParameterError(f"competing-speech row {rid!r}: bad condition_params/seed/snr_db ({exc})") from None
     if not ws.distractors_csv.is_file():
         raise AiplibParameterError(f"competing-speech row {rid!r}: {ws.distractors_csv} not found (run stage 01)")
-    table = read_distractor_table(ws.distractors_csv)
+    table = read_distractor_table(ws.distractors_csv, root=ws.root)
     speech = load_audio_cached(ws.path(str(row["speech_path"])))
     c = competing_components(speech, table, snr, seed, languages=langs, gap_s=float(params.get("gap_s", GAP_S)),
                              exclude_ids=params.get("exclude_ids", ()))

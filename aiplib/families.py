@@ -21,6 +21,8 @@ from __future__ import annotations
 import datetime as _dt
 import time
 
+import numpy as np
+
 from .errors import AiplibParameterError
 
 __all__ = ["CONDITION_FAMILIES", "DEFAULT_SUITE", "FAMILY_COLUMNS", "FAMILY_SEED_START", "check_family",
@@ -114,7 +116,8 @@ def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str 
 
     ``demo``: the installed Debian Asterisk prompt packages of ``languages`` (default
     :data:`aiplib.corpora.asterisk_langs.LANGUAGES`, fr it ru es;
-    :func:`~aiplib.corpora.asterisk_langs.asterisk_distractors`). ``paper``/``custom``: the folder
+    :func:`~aiplib.corpora.asterisk_langs.asterisk_distractors`), decoded once to FLAC under
+    ``raw/distractors/audio/`` (same samples; ~2 min the first time, 946 files). ``paper``/``custom``: the folder
     ``distractors_dir`` with its texts table ``distractor_texts``
     (:func:`~aiplib.corpora.asterisk_langs.folder_distractors`, validated as custom speech); when
     neither is given nothing is written (the suite then cannot hold ``competing_speech``).
@@ -143,12 +146,42 @@ def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str 
     if distractors_dir:
         table = al.folder_distractors(distractors_dir, distractor_texts)
     elif ws.profile == "demo":
-        table = al.asterisk_distractors(tuple(languages or al.LANGUAGES))
+        table = _decoded(ws, al.asterisk_distractors(tuple(languages or al.LANGUAGES)))
     else:
         return None
     ws.distractors_csv.parent.mkdir(parents=True, exist_ok=True)
     write_csv_atomic(table, ws.distractors_csv)
     return table
+
+
+def _decoded(ws, table):
+    """The Asterisk G.722 prompts decoded once to 16-bit FLAC under ``raw/distractors/audio/``.
+
+    Reading G.722 takes an ffmpeg process (~0.1 s a file); stages 5 and 7 read each utterance many
+    times. The decoder's output is 16-bit, so FLAC PCM_16 holds exactly the samples
+    :func:`aiplib.audio.load_audio` gives for the G.722 file (checked per file; float32 FLAC is not
+    possible, so a file that is not exact keeps its G.722 path). ``path`` becomes relative to the
+    workspace root; ``source_path`` keeps the package's file. A file already decoded is kept.
+    """
+    import soundfile as sf
+
+    from .audio import SR, load_audio
+
+    out = ws.raw / "distractors" / "audio"
+    paths = []
+    for did, lang, src in zip(table["distractor_id"], table["language"], table["path"]):
+        dest = out / lang / f"{did}.flac"
+        if not dest.is_file():
+            y = load_audio(src)
+            if not np.array_equal(np.round(y.astype(np.float64) * 32768.0) / 32768.0, y):
+                paths.append(src)
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(dest.name + ".part")
+            sf.write(str(tmp), y, SR, subtype="PCM_16", format="FLAC")
+            tmp.replace(dest)
+        paths.append(ws.rel(dest))
+    return table.assign(source_path=table["path"], path=paths)
 
 
 # ------------------------------------------------------------------------- stage 7: the suite

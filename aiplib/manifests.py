@@ -300,7 +300,7 @@ def _distractor_table(ws):
             f"the suite asks for competing_speech but {ws.rel(ws.distractors_csv)} does not exist: run stage "
             "01_download_data (demo: Debian asterisk-core-sounds-fr/it/ru/es; paper/custom: set the parameters "
             "distractors_dir and distractor_texts)")
-    return read_distractor_table(ws.distractors_csv)
+    return read_distractor_table(ws.distractors_csv, root=ws.root)
 
 
 def _languages(table, languages) -> list[str]:

@@ -32,6 +32,7 @@ keywords: str = "yes,no,up,down,left,right,on,off,stop,go"  # custom: the closed
 backgrounds_dir: str = ""  # custom: folder of background recordings (+ optional licences.csv)
 distractors_dir: str = ""  # paper and custom: folder of other-language speech for the competing_speech family
 distractor_texts: str = ""  # paper and custom: CSV/TSV with file,text,language[,speaker,same_voice_as_target]
+suite: str = "background"  # condition families: background | competing_speech | channel | comma list | all
 
 # %%
 aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
@@ -59,21 +60,22 @@ inventory.groupby(inventory.columns[1]).size() if len(inventory) else inventory
 inventory.head(10)
 
 # %% [markdown]
-# Distractor talkers for the `competing_speech` condition family (used only when the suite asks for
-# it, `make all SUITE=all`): one row per utterance with its language, voice and transcript. The
-# Spanish voice (`es_MX_f_Allison`) is the voice of the English demo items: a same-voice control.
+# Distractor talkers for the `competing_speech` condition family, made only when the suite holds it
+# (`make all SUITE=all`): one row per utterance with its language, voice and transcript. The Spanish
+# voice (`es_MX_f_Allison`) is the voice of the English demo items: a same-voice control.
 
 # %%
-from aiplib.errors import MissingPackageError
-from aiplib.families import prepare_distractors
+from aiplib.errors import AiplibParameterError
+from aiplib.families import parse_suite, prepare_distractors
 
-try:
+distractors = None
+if "competing_speech" in parse_suite(suite):
     distractors = prepare_distractors(ws, distractors_dir=distractors_dir, distractor_texts=distractor_texts)
-except MissingPackageError as exc:  # demo without the packages: only the competing_speech suite needs them
-    distractors = None
-    print(f"no distractor table: {str(exc).splitlines()[0]}")
+    if distractors is None:
+        raise AiplibParameterError(
+            "the suite holds competing_speech: set the parameters distractors_dir and distractor_texts")
 if distractors is None:
-    print("no distractor table (competing_speech needs distractors_dir and distractor_texts for this profile)")
+    print("no distractor table: the suite does not hold competing_speech")
 else:
     print(ws.rel(ws.distractors_csv))
     display(distractors.groupby(["language", "voice", "same_voice_as_target"]).agg(

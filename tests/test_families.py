@@ -296,3 +296,23 @@ def test_stage7_runs_each_family_in_its_own_folder_and_leaves_background_alone(f
     assert again["n_run"].sum() == 0 and list(again["condition_family"].unique()) == list(CONDITION_FAMILIES)
     log = pd.read_csv(fam_ws.checks / "stage7_families.csv")
     assert log["condition_family"].tolist() == ["competing_speech", "channel", *CONDITION_FAMILIES]
+
+
+def test_demo_prompts_decoded_once_to_flac_hold_the_same_samples(tmp_path):
+    """Stage 1 (demo) stores the Asterisk G.722 prompts as 16-bit FLAC: the samples load_audio gives
+    for the G.722 file, bit for bit, and a table whose paths are relative to the workspace root."""
+    from aiplib.audio import load_audio
+    from aiplib.families import _decoded
+
+    try:
+        table = al.asterisk_distractors(("fr",)).head(3)
+    except aiplib.errors.MissingPackageError:
+        pytest.skip("asterisk-core-sounds-fr(-g722) not installed")
+    ws = workspace("demo", data_root=tmp_path)
+    dec = _decoded(ws, table)
+    assert dec["path"].str.startswith("raw/distractors/audio/fr/").all()
+    for rel, src in zip(dec["path"], dec["source_path"]):
+        assert np.array_equal(load_audio(ws.path(rel)), load_audio(src))
+    dec.to_csv(ws.distractors_csv, index=False)
+    back = al.read_distractor_table(ws.distractors_csv, root=ws.root)
+    assert back["path"].tolist() == [str(ws.path(r)) for r in dec["path"]]

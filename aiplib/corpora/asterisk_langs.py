@@ -380,8 +380,10 @@ def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.
 
 
 @functools.lru_cache(maxsize=4)
-def _read_table(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
+def _read_table(path: str, mtime_ns: int, size: int, root: str | None) -> pd.DataFrame:
     df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+    if root is not None and "path" in df.columns:
+        df["path"] = [p if os.path.isabs(p) else os.path.join(root, p) for p in df["path"]]
     missing = [c for c in DISTRACTOR_COLUMNS if c not in df.columns]
     if missing:
         raise ValidationError([f"{path}: distractor table lacks columns {missing}"])
@@ -392,9 +394,12 @@ def _read_table(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
     return df
 
 
-def read_distractor_table(path) -> pd.DataFrame:
+def read_distractor_table(path, *, root=None) -> pd.DataFrame:
     """Read a distractor table written by stage 1 (``raw/distractors/distractors.csv``), cached per
     file (path, mtime, size): treat the result as read-only.
+
+    ``root`` (the workspace root): relative ``path`` entries are resolved against it (stage 1
+    stores the demo's decoded files relative to the root, as every other data file).
 
     Text columns stay strings as written; ``n_words`` Int64, ``duration_s`` float,
     ``same_voice_as_target`` bool.
@@ -408,4 +413,4 @@ def read_distractor_table(path) -> pd.DataFrame:
     """
     p = Path(path).resolve()
     st = p.stat()
-    return _read_table(str(p), st.st_mtime_ns, st.st_size)
+    return _read_table(str(p), st.st_mtime_ns, st.st_size, None if root is None else str(Path(root).resolve()))
