@@ -26,7 +26,8 @@ import numpy as np
 from .errors import AiplibParameterError
 
 __all__ = ["CONDITION_FAMILIES", "DEFAULT_SUITE", "FAMILY_COLUMNS", "FAMILY_SEED_START", "check_family",
-           "parse_suite", "row_family", "prepare_distractors", "run_suite", "STAGE7_TIMES_COLUMNS"]
+           "parse_suite", "row_family", "prepare_distractors", "family_manifest_summary", "run_suite",
+           "STAGE7_TIMES_COLUMNS"]
 
 CONDITION_FAMILIES = ("background", "competing_speech", "channel")
 """The condition families, in report order."""
@@ -182,6 +183,28 @@ def _decoded(ws, table):
             tmp.replace(dest)
         paths.append(ws.rel(dest))
     return table.assign(source_path=table["path"], path=paths)
+
+
+# ------------------------------------------------------------------------- stage 5: the table
+def family_manifest_summary(ws, manifests: dict) -> pd.DataFrame:
+    """Notebook 05's table: one row per (condition family, task) with ``rows``, ``items``,
+    ``conditions`` (distinct non-clean ``background_id``) and ``skipped`` (channel conditions that
+    cannot run here, with the reason)."""
+    import pandas as pd
+
+    from .manifests import channel_skipped_csv
+
+    skipped = ""
+    p = channel_skipped_csv(ws)
+    if p.is_file():
+        sk = pd.read_csv(p, dtype=str, keep_default_na=False)
+        skipped = "; ".join(f"{c}: {r}" for c, r in zip(sk["condition"], sk["reason"]))
+    rows = []
+    for (cf, fam), df in manifests.items():
+        rows.append(dict(condition_family=cf, task=fam, rows=len(df), items=df["speech_id"].nunique(),
+                         conditions=df.loc[df["condition"] != "clean", "background_id"].nunique(),
+                         skipped=skipped if cf == "channel" else ""))
+    return pd.DataFrame(rows)
 
 
 # ------------------------------------------------------------------------- stage 7: the suite

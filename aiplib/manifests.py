@@ -42,8 +42,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["SNRS_DB", "CLEAN_SNR_DB", "SEED_START", "AUTHOR_COLUMNS", "EXTRA_COLUMNS", "manifest_columns",
            "stimulus_id", "bg_offset", "build_manifest", "build_manifests", "manifest_hash"]
-__all__ += ["family_manifest_columns", "build_family_manifest", "build_family_manifests", "channel_skipped_csv",
-            "family_manifest_summary"]
+__all__ += ["family_manifest_columns", "build_family_manifest", "build_family_manifests", "channel_skipped_csv"]
 
 SNRS_DB = (10, 5, 0)
 """The paper's SNRs in dB (integers: they are part of the ids)."""
@@ -499,19 +498,3 @@ def build_family_manifests(ws, suite, *, seed_offset: int = 0, snrs=SNRS_DB, ove
                                                        overwrite=overwrite)
     return out
 
-
-def family_manifest_summary(ws, manifests: dict) -> pd.DataFrame:
-    """Notebook 05's table: one row per (condition family, task) with ``rows``, ``items``,
-    ``conditions`` (distinct non-clean ``background_id``) and ``skipped`` (channel conditions that
-    cannot run here, with the reason)."""
-    skipped = ""
-    p = channel_skipped_csv(ws)
-    if p.is_file():
-        sk = pd.read_csv(p, dtype=str, keep_default_na=False)
-        skipped = "; ".join(f"{c}: {r}" for c, r in zip(sk["condition"], sk["reason"]))
-    rows = []
-    for (cf, fam), df in manifests.items():
-        rows.append(dict(condition_family=cf, task=fam, rows=len(df), items=df["speech_id"].nunique(),
-                         conditions=df.loc[df["condition"] != "clean", "background_id"].nunique(),
-                         skipped=skipped if cf == "channel" else ""))
-    return pd.DataFrame(rows)
