@@ -321,9 +321,14 @@ def _competing_rows(ws, table, item, spec, extra, n, grid, seed, gap_s):
 
     from . import competing
 
+    from .corpora.asterisk_langs import SAME_VOICE_TARGET_SPEAKERS
+
     target = os.path.realpath(ws.path(item["path"]))
     exclude = sorted(d for d, p in zip(table["distractor_id"], table["path"])
                      if d == item["item_id"] or os.path.realpath(p) == target)
+    # the Asterisk table flags the voice of the demo's Allison items; a user's table flags its own
+    voice_known = (not table["source"].str.startswith("asterisk-core-sounds").all()
+                   or _text(item.get("speaker")) in SAME_VOICE_TARGET_SPEAKERS)
     rows = []
     for g in grid:
         _, _, parts = competing.build_distractor(table, n, languages=g["languages"], seed=seed, gap_s=gap_s,
@@ -335,7 +340,7 @@ def _competing_rows(ws, table, item, spec, extra, n, grid, seed, gap_s):
             background_id=g["condition_id"], snr_db=g["snr_db"], condition="noisy", seed=seed,
             speech_path=item["path"], bg_path="", **spec, bg_offset=None, bg_active=None, **extra,
             setting=g["setting"], distractor_languages="+".join(g["languages"]),
-            same_voice_as_target=any(p["same_voice_as_target"] for p in parts),
+            same_voice_as_target=voice_known and any(p["same_voice_as_target"] for p in parts),
             distractor_ids="|".join(i for p in parts for i in p["ids"]),
             distractor_text=" ".join(t for p in parts for t in p["texts"]),
             looped=any(p["looped"] for p in parts), condition_params=_compact(params)))
@@ -373,7 +378,8 @@ def build_family_manifest(ws, condition_family: str, family: str, *, seed_start:
     dB): id ``<item>_<condition_id>_snr<N>``, ``background_id`` the condition id (``talker_fr``,
     ``cocktail_fr_it_ru``), ``condition = "noisy"``, ``bg_path`` empty; then ``setting``
     (single|cocktail), ``distractor_languages`` (``fr`` or ``fr+it+ru``), ``same_voice_as_target``
-    (``es`` is read by the English demo target's voice, Allison Smith: a same-voice control),
+    (a distractor read by the target's own voice: demo ``es`` is Allison Smith, the voice of the
+    12 real ASR items, a same-voice / other-language control; False for the synthetic targets),
     ``distractor_ids`` (``|``-joined, in the order heard, stream by stream), ``distractor_text``
     (their transcripts as in the table, space-joined), ``looped`` and ``condition_params``
     (compact sorted JSON: ``languages``, ``gap_s``, ``seed``, ``exclude_ids``: the table rows that

@@ -316,3 +316,17 @@ def test_demo_prompts_decoded_once_to_flac_hold_the_same_samples(tmp_path):
     dec.to_csv(ws.distractors_csv, index=False)
     back = al.read_distractor_table(ws.distractors_csv, root=ws.root)
     assert back["path"].tolist() == [str(ws.path(r)) for r in dec["path"]]
+
+
+def test_same_voice_holds_for_the_asterisk_voice_s_own_items_only(fam_ws):
+    """The Asterisk table flags es as the voice of the demo's real ASR items (speaker
+    asterisk_allison); a synthetic target hearing es is not a same-voice condition."""
+    table = pd.read_csv(fam_ws.distractors_csv)
+    table.assign(source="asterisk-core-sounds-" + table["language"] + "-g722").to_csv(fam_ws.distractors_csv, index=False)
+    bank = pd.read_json(fam_ws.item_bank("asr"), lines=True, dtype={"item_id": str})
+    bank.loc[bank["item_id"] == "a00", "speaker"] = "asterisk_allison"
+    bank.to_json(fam_ws.item_bank("asr"), orient="records", lines=True)
+    df = build_family_manifest(fam_ws, "competing_speech", "asr").set_index("id")
+    assert df.loc["a00_talker_es_snr0", "same_voice_as_target"] == "True"
+    assert df.loc["a01_talker_es_snr0", "same_voice_as_target"] == "False"
+    assert df.loc["a00_talker_fr_snr0", "same_voice_as_target"] == "False"

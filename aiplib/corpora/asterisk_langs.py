@@ -62,7 +62,7 @@ from ..errors import AiplibParameterError, MissingPackageError, ValidationError
 from ..textnorm import normalize_text
 from . import debian
 
-__all__ = ["VOICES", "LANGUAGES", "FORMATS", "MIN_WORDS", "MIN_DURATION_S", "DISTRACTOR_COLUMNS",
+__all__ = ["VOICES", "SAME_VOICE_TARGET_SPEAKERS", "LANGUAGES", "FORMATS", "MIN_WORDS", "MIN_DURATION_S", "DISTRACTOR_COLUMNS",
            "ROOT_ENV", "debian_packages", "read_transcripts", "speech_text", "is_damaged",
            "find_root", "download_and_extract", "asterisk_distractors", "folder_distractors",
            "read_distractor_table"]
@@ -82,6 +82,11 @@ VOICES = {  # language -> voice folder, sex, credit, licence, same voice as the 
 """The Asterisk distractor voices (from each package's ``copyright`` file). ``en`` is the
 same-language (and same-voice) distractor: the English prompts of the target's own package; pass
 the target item's id in ``exclude_ids`` of :mod:`aiplib.competing` (``en-<key>``)."""
+
+SAME_VOICE_TARGET_SPEAKERS = ("asterisk_allison",)
+"""Item-bank ``speaker`` ids of targets read by Allison Smith (the demo's real ASR items,
+:mod:`aiplib.corpora.demo`): an Asterisk table's ``same_voice_as_target`` holds for these targets
+only (the demo's synthetic ASR items and every KWS item have other voices)."""
 
 LANGUAGES = ("fr", "it", "ru", "es")
 """Languages of the demo's other-language distractors, in the order used by default."""
