@@ -138,10 +138,13 @@ $(foreach s,$(STAGES),$(eval stage-$(word 1,$(subst _, ,$(s))): setup ; @$$(MAKE
 $(foreach s,$(STAGES),$(eval stage-$(s): setup ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
 
 # `make merge`: fold stage 7's shard files (SHARD=i/n, a Slurm job array: scripts/slurm/stage7.sbatch)
-# into inference/<model>/<task>.jsonl; refuses two different answers for one stimulus and a shard still
-# running. Stage 8 does the same before it scores.
+# into inference/<model>/<task>.jsonl (and inference/<family>/<model>/… of the other condition
+# families); refuses two different answers for one stimulus and a shard still running. Stage 8 does
+# the same before it scores.
 merge: setup
 	@$(PY) -m aiplib.shards "$(DATA_ROOT)/$(PROFILE)/inference"
+	@for cf in competing_speech channel; do d="$(DATA_ROOT)/$(PROFILE)/inference/$$cf"; \
+	  if [ -d "$$d" ]; then $(PY) -m aiplib.shards "$$d" || exit 1; fi; done
 
 # Tests: unit tests, then every notebook under nbval with the smoke-size parameters ($AIP_SMOKE=1)
 # in a scratch data root, so the test run never touches data/.
