@@ -1,7 +1,9 @@
 # AIP-Speech — `make all` runs the pipeline headless; `make test` runs the tests.
 # Variables: PROFILE=demo|paper|custom, MODEL=…, TASK=…, SHARD=i/n (stage 7: one shard of n, then
-# `make merge`), PARAMS='-p name value …' (extra papermill parameters), plus for custom: SPEECH_DIR
-# TEXTS KWS_DIR KWS_LABELS BACKGROUNDS_DIR, for paper: MIRROR.
+# `make merge`), SUITE=background|competing_speech|channel|comma list|all (condition families of
+# stages 1, 5 and 7; default background), PARAMS='-p name value …' (extra papermill parameters), plus for
+# custom: SPEECH_DIR TEXTS KWS_DIR KWS_LABELS BACKGROUNDS_DIR (and DISTRACTORS_DIR DISTRACTOR_TEXTS for
+# competing_speech, also paper), for paper: MIRROR.
 # Paths may contain spaces (DATA_ROOT="/my data", a clone in "~/My Projects"): every recipe quotes them.
 SHELL := /bin/bash
 PROFILE ?= demo
@@ -35,6 +37,10 @@ endif
 ifdef SHARD
 PM_ARGS += -r shard "$(SHARD)"
 endif
+SUITE ?=
+ifneq ($(strip $(SUITE)),)
+PM_ARGS += -r suite "$(SUITE)"
+endif
 ifdef SPEECH_DIR
 PM_ARGS += -r speech_dir "$(SPEECH_DIR)"
 endif
@@ -53,6 +59,12 @@ endif
 ifdef KEYWORDS
 PM_ARGS += -r keywords "$(KEYWORDS)"
 endif
+ifdef DISTRACTORS_DIR
+PM_ARGS += -r distractors_dir "$(DISTRACTORS_DIR)"
+endif
+ifdef DISTRACTOR_TEXTS
+PM_ARGS += -r distractor_texts "$(DISTRACTOR_TEXTS)"
+endif
 ifdef MIRROR
 export AIP_MIRROR := $(MIRROR)
 endif
@@ -65,7 +77,7 @@ all: setup validate
 	@echo "make all: done — figures in '$(DATA_ROOT)/$(PROFILE)/results/figures', tables in results/tables"
 
 help:
-	@sed -n '1,4p' Makefile
+	@sed -n '1,6p' Makefile
 
 setup: $(STAMP)
 
@@ -126,10 +138,13 @@ $(foreach s,$(STAGES),$(eval stage-$(word 1,$(subst _, ,$(s))): setup ; @$$(MAKE
 $(foreach s,$(STAGES),$(eval stage-$(s): setup ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
 
 # `make merge`: fold stage 7's shard files (SHARD=i/n, a Slurm job array: scripts/slurm/stage7.sbatch)
-# into inference/<model>/<task>.jsonl; refuses two different answers for one stimulus and a shard still
-# running. Stage 8 does the same before it scores.
+# into inference/<model>/<task>.jsonl (and inference/<family>/<model>/… of the other condition
+# families); refuses two different answers for one stimulus and a shard still running. Stage 8 does
+# the same before it scores.
 merge: setup
 	@$(PY) -m aiplib.shards "$(DATA_ROOT)/$(PROFILE)/inference"
+	@for cf in competing_speech channel; do d="$(DATA_ROOT)/$(PROFILE)/inference/$$cf"; \
+	  if [ -d "$$d" ]; then $(PY) -m aiplib.shards "$$d" || exit 1; fi; done
 
 # Tests: unit tests, then every notebook under nbval with the smoke-size parameters ($AIP_SMOKE=1)
 # in a scratch data root, so the test run never touches data/.

@@ -32,7 +32,7 @@ from .errors import AiplibParameterError
 
 __all__ = ["CHANNEL_CONDITIONS", "TRANSFORMS", "ChannelUnavailableError", "apply", "describe",
            "skip_reason", "available_conditions", "rms_dbfs", "telephone", "packet_loss", "clip",
-           "level", "echo", "cut", "telephone_filter"]
+           "level", "echo", "cut", "telephone_filter", "row_components", "tool_versions"]
 
 SEED_STREAM = 14
 """Seeded draws use ``numpy.random.default_rng([seed, SEED_STREAM])``, a stream independent of the
@@ -347,3 +347,75 @@ def describe():
                      "applies_to": applies_to, "models": models, "source": source,
                      "available": reason is None, "skip_reason": reason or ""})
     return pd.DataFrame(rows)
+
+
+# ---- manifest rows (the ``channel`` condition family, issue 14) -------------------------------
+
+def tool_versions(name: str, **params) -> dict:
+    """The external tool whose build decides condition ``name``'s output: ``{"ffmpeg": version
+    line}`` for codecs, ``{"pyroomacoustics": version}`` for rooms, ``{}`` otherwise (a resume
+    key includes it, so a new ffmpeg re-runs the codec stimuli)."""
+    from importlib import metadata
+
+    from .channel_external import ffmpeg_encoders
+
+    t = _resolve(name, params)["transform"]
+    if t == "codec":
+        try:
+            return {"ffmpeg": ffmpeg_encoders()[0].split(" Copyright")[0]}
+        except ChannelUnavailableError as exc:
+            return {"ffmpeg": exc.reason}
+    if t == "reverb":
+        try:
+            return {"pyroomacoustics": metadata.version("pyroomacoustics")}
+        except metadata.PackageNotFoundError:
+            return {"pyroomacoustics": "missing"}
+    return {}
+
+
+def row_components(row, ws) -> dict:
+    """Materialise a ``channel`` manifest row (:func:`aiplib.mixing.mix_components` calls it).
+
+    The speech (``speech_path``) is loudness-normalised to −23 LUFS as by the mixer (the clean
+    row's samples exactly), then :func:`apply` ``(channel_condition, s, 16000, seed=row seed,
+    **condition_params)``. In this family every transform acts on the speech alone (no
+    background); combined with a background the ``mixture`` transforms (band, codecs, packet
+    loss, clipping, level, echo, cuts) would act on speech + background, the room on the speech.
+    The output is not peak-scaled (the clean row is not either).
+
+    Returns
+    -------
+    dict
+        ``mixture`` (float32 (m,), ``m = n`` except for the cut conditions), ``speech`` (float32:
+        the normalised speech; for a cut, the output itself), ``background`` (float32: ``mixture
+        − speech``, what the transform changed; zeros for a cut), ``info``
+        (:class:`aiplib.mixing.MixInfo`: target and achieved SNR ``inf``, no noise was added),
+        ``detail`` (:func:`apply`'s info).
+
+    Raises
+    ------
+    AiplibParameterError
+        Bad ``condition_params`` or seed; ChannelUnavailableError for a codec ffmpeg lacks.
+    """
+    import json
+
+    from .mixing import SPEECH_LUFS, MixInfo, normalized_speech
+
+    rid = row.get("id")
+    name = str(row.get("channel_condition") or row.get("background_id"))
+    try:
+        raw = row.get("condition_params")
+        params = json.loads(str(raw)) if raw not in (None, "") and raw == raw else {}
+        seed = int(row["seed"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AiplibParameterError(f"channel row {rid!r}: bad condition_params/seed ({exc})") from None
+    s, measured = normalized_speech(ws.path(str(row["speech_path"])))
+    y, info = apply(name, s, SR, seed=seed, **params)
+    if y.size == s.size:
+        speech, bg = s.copy(), (y.astype(np.float64) - s).astype(np.float32)
+    else:
+        speech, bg = y.copy(), np.zeros_like(y)
+    lufs = SPEECH_LUFS if np.isfinite(measured) else measured
+    mi = MixInfo(math.inf, math.inf, lufs, -math.inf, float(np.max(np.abs(y))), 1.0,
+                 speech_peak=float(np.max(np.abs(s))))
+    return dict(mixture=y, speech=speech, background=bg, info=mi, detail=info)

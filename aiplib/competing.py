@@ -55,7 +55,7 @@ from .textnorm import kws_first_word, normalize_kws_label, normalize_text
 
 __all__ = ["FAMILY", "SNRS_DB", "SETTINGS", "COCKTAIL_SIZE", "GAP_S", "MANIFEST_COLUMNS", "condition_id",
            "condition_grid", "distractor_stream", "build_distractor", "competing_components",
-           "mix_competing", "info_row", "leakage_asr", "leakage_kws", "leakage_summary"]
+           "mix_competing", "row_components", "info_row", "leakage_asr", "leakage_kws", "leakage_summary"]
 
 FAMILY = "competing_speech"
 """Value of ``condition_family`` for these rows."""
@@ -297,6 +297,63 @@ def mix_competing(speech, table: pd.DataFrame, snr_db: float, seed: int, *, lang
     c = competing_components(speech, table, snr_db, seed, languages=languages, gap_s=gap_s,
                              exclude_ids=exclude_ids, speech_lufs=speech_lufs)
     return c["mixture"], c["info"]
+
+
+def row_components(row, ws) -> dict:
+    """Materialise a ``competing_speech`` manifest row (:func:`aiplib.mixing.mix_components` calls it).
+
+    The target (``speech_path``, loudness-normalised by the mixer exactly as a background row's)
+    is mixed by :func:`competing_components` with the distractor of ``condition_params``
+    (``languages``, ``gap_s``, ``exclude_ids``) drawn with the row's ``seed`` from the
+    workspace's distractor table (``raw/distractors/distractors.csv``, read once per file
+    version), at ``snr_db``.
+
+    Returns
+    -------
+    dict
+        ``mixture`` (float32 (n,)), ``speech`` and ``background`` (float32 (n,): the target and
+        the scaled distractor as they are in the mixture), ``info`` (:class:`aiplib.mixing.MixInfo`:
+        achieved SNR, distractor gain, peak, clip scale; ``bg_offset`` None), ``detail``
+        (:func:`competing_components`'s ``info``).
+
+    Raises
+    ------
+    AiplibParameterError
+        The row lacks ``condition_params`` / ``seed`` / ``snr_db``, the table is missing, or the
+        utterances drawn now differ from the row's ``distractor_ids`` (the distractor table
+        changed since stage 5: rebuild the manifests).
+    """
+    from .audio import load_audio_cached
+    from .corpora.asterisk_langs import read_distractor_table
+    from .mixing import BG_SILENCE_POWER, MixInfo
+
+    rid = row.get("id")
+    try:
+        params = json.loads(str(row["condition_params"]))
+        seed, snr = int(row["seed"]), float(row["snr_db"])
+        langs = params["languages"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AiplibParameterError(f"competing-speech row {rid!r}: bad condition_params/seed/snr_db ({exc})") from None
+    if not ws.distractors_csv.is_file():
+        raise AiplibParameterError(f"competing-speech row {rid!r}: {ws.distractors_csv} not found (run stage 01)")
+    table = read_distractor_table(ws.distractors_csv, root=ws.root)
+    speech = load_audio_cached(ws.path(str(row["speech_path"])))
+    c = competing_components(speech, table, snr, seed, languages=langs, gap_s=float(params.get("gap_s", GAP_S)),
+                             exclude_ids=params.get("exclude_ids", ()))
+    ids = "|".join(i for p in c["info"]["streams"] for i in p["ids"])
+    if "distractor_ids" in row and ids != str(row["distractor_ids"]):
+        raise AiplibParameterError(f"competing-speech row {rid!r}: the distractor utterances drawn now ({ids[:80]}) "
+                                   f"differ from the manifest's ({str(row['distractor_ids'])[:80]}): the distractor "
+                                   "table changed since stage 5; rebuild the manifests (stage 05)")
+    y, inf = c["mixture"], c["info"]
+    scale, gain = inf["clip_scale"], 10 ** (inf["gain_db"] / 20)
+    p_d = float(np.mean(c["distractor"] ** 2)) / (gain * scale) ** 2 if gain > 0 else 0.0
+    info = MixInfo(achieved_snr_db=inf["achieved_snr_db"], target_snr_db=snr, speech_lufs=inf["speech_lufs"],
+                   bg_gain_db=inf["gain_db"], peak=float(np.max(np.abs(y))), clip_scale=scale, bg_offset=None,
+                   bg_power=p_d, bg_active=p_d >= BG_SILENCE_POWER,
+                   speech_peak=float(np.max(np.abs(c["speech"]))) / scale)
+    return dict(mixture=y, speech=c["speech"].astype(np.float32), background=c["distractor"].astype(np.float32),
+                info=info, detail=inf)
 
 
 def info_row(info: dict) -> dict:

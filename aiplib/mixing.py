@@ -329,14 +329,34 @@ def _row_value(row: Mapping, key: str):
 def mix_components(row: Mapping, ws) -> dict:
     """Materialise a manifest row and return its parts as mixed.
 
+    Dispatches on the row's ``condition_family`` (:func:`aiplib.families.row_family`; absent or
+    empty: ``background``). ``background`` rows and every clean row: the authors' mixer below,
+    unchanged. ``competing_speech``: :func:`aiplib.competing.row_components` (``background`` is
+    the scaled distractor). ``channel``: :func:`aiplib.channel.row_components` (``background`` is
+    the change the transform made, ``mixture − speech``, or zeros when it changed the length).
+
     Returns
     -------
     dict
         ``mixture`` (float32 (n,), identical to :func:`materialize`), ``speech`` (float32 (n,),
         the normalised speech as it is in the mixture: divided by the peak when the sum was),
         ``background`` (float32 (n,), the scaled segment as in the mixture; zeros for clean),
-        ``info`` (:class:`MixInfo`).
+        ``info`` (:class:`MixInfo`); family rows add ``detail`` (the family's own info dict).
+
+    Raises
+    ------
+    AiplibParameterError
+        An incomplete row, or an unknown ``condition_family``.
     """
+    from .families import check_family, row_family
+
+    cf = row_family(row)
+    if cf != "background" and not is_clean_row(row):
+        if check_family(cf) == "competing_speech":
+            from .competing import row_components
+        else:
+            from .channel import row_components
+        return row_components(row, ws)
     s, measured = normalized_speech(ws.path(str(_row_value(row, "speech_path"))))
     lufs = SPEECH_LUFS if np.isfinite(measured) else measured
     speech_peak = float(np.max(np.abs(s))) if s.size else 0.0

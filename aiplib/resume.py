@@ -104,7 +104,9 @@ def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases:
 
     Key = :func:`aiplib.stamps.stimulus_key` of the row's :func:`aiplib.stamps.stimulus_base`
     (``id, seed, bg_offset, snr_db, background_id, condition, speech_path, bg_path`` and the
-    SHA-256 of the speech and background files), the SHA-256 of ``prompt_text`` and
+    SHA-256 of the speech and background files; rows of the ``competing_speech`` and ``channel``
+    condition families add their family columns, and the distractor table's SHA-256 or the
+    external tool's version), the SHA-256 of ``prompt_text`` and
     :func:`aiplib.stamps.entry_sha256` of ``entry``: 16 hex digits.
 
     Parameters

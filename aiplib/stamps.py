@@ -269,9 +269,37 @@ def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
     background (clean) has ``seed`` and ``bg_offset`` left out: its audio does not depend on them,
     so a change of seeds re-runs the noisy stimuli only. ``hashes`` (path → SHA-256), when
     given, is used and filled as a cache for the duration of one run.
+
+    Rows of another condition family (``condition_family`` not ``background``, not clean; issue
+    14) have no ``bg_path`` but their audio depends on the seed: their key keeps ``seed`` and adds
+    ``condition_family``, every column of :data:`aiplib.families.FAMILY_COLUMNS` (as text),
+    for ``competing_speech`` the SHA-256 of the distractor table (``distractor_table_sha256``)
+    and for ``channel`` the version of the external tool (:func:`aiplib.channel.tool_versions`).
+    Background rows and clean rows keep exactly the key above (results made before the families
+    existed stay valid; a family's clean row has the background clean row's key).
     """
+    from .families import FAMILY_COLUMNS, row_family  # noqa: PLC0415
+
     rec = {k: _val(row.get(k)) for k in STIM_KEY_FIELDS}
-    if not rec.get("bg_path"):  # a clean row's audio does not depend on its seed
+    cf = row_family(row)
+    clean = str(row.get("condition", "")) == "clean" or str(row.get("background_id", "")) == "clean"
+    if cf != "background" and not clean:
+        rec["condition_family"] = cf
+        for col in FAMILY_COLUMNS.get(cf, ()):
+            v = _val(row.get(col))
+            rec[col] = "" if v is None else str(v)
+        if cf == "competing_speech":
+            tab = ws.distractors_csv
+            rec["distractor_table_sha256"] = file_sha256(tab) if tab.is_file() else "missing"
+        elif cf == "channel":
+            from .channel import tool_versions  # noqa: PLC0415
+
+            name = rec.get("channel_condition") or str(rec.get("background_id"))
+            try:
+                rec["tools"] = tool_versions(name)
+            except Exception as exc:  # noqa: BLE001 - an unknown condition fails at materialisation
+                rec["tools"] = f"unknown: {type(exc).__name__}"
+    elif not rec.get("bg_path"):  # a clean row's audio does not depend on its seed
         rec["seed"] = rec["bg_offset"] = None
     for k, col in (("speech_sha256", "speech_path"), ("bg_sha256", "bg_path")):
         rel = rec.get(col)

@@ -9,11 +9,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PROFILES", "STAGE_DIRS", "Workspace", "workspace", "smoke", "repo_root"]
+__all__ = ["PROFILES", "STAGE_DIRS", "FAMILY_STAGE_DIRS", "Workspace", "workspace", "smoke", "repo_root"]
 
 PROFILES = ("demo", "paper", "custom")
 STAGE_DIRS = ("raw", "itembanks", "bg", "descriptors", "manifests", "checks", "inference",
               "results", "executed")
+FAMILY_STAGE_DIRS = ("manifests", "inference", "checks")
+"""Stage folders that have one sub-folder per condition family other than ``background``
+(:meth:`Workspace.with_family`); the others are shared by every family."""
 
 
 def repo_root() -> Path:
@@ -37,20 +40,47 @@ class Workspace:
     root : pathlib.Path
         ``<data_root>/<profile>``; every other attribute is a sub-folder of it
         (``raw itembanks bg descriptors manifests checks inference results executed``).
+    condition_family : str
+        The condition family this view reads and writes (:data:`aiplib.families.CONDITION_FAMILIES`).
+        ``background`` (default): every path as it has always been. Any other family ``cf``:
+        :data:`FAMILY_STAGE_DIRS` (``manifests``, ``inference``, ``checks``) resolve to
+        ``<root>/<stage>/<cf>`` and :attr:`scores_dir` to ``results/scores/<cf>``; ``raw``,
+        ``itembanks``, ``bg``, ``descriptors``, the tables, the figures and :meth:`path` stay
+        shared. So stage 7 and stage 8 run on a family unchanged:
+        ``run_inference(ws.with_family("channel"), …)``.
     """
 
     profile: str
     root: Path
+    condition_family: str = "background"
 
     def __getattr__(self, name):
         if name in STAGE_DIRS:
+            if name in FAMILY_STAGE_DIRS and self.condition_family != "background":
+                return self.root / name / self.condition_family
             return self.root / name
         raise AttributeError(name)
 
+    def with_family(self, condition_family: str) -> "Workspace":
+        """The view of this workspace for one condition family (see :attr:`condition_family`).
+
+        Raises
+        ------
+        AiplibParameterError
+            If ``condition_family`` is not one of :data:`aiplib.families.CONDITION_FAMILIES`.
+        """
+        import dataclasses
+
+        from .families import check_family
+
+        return dataclasses.replace(self, condition_family=check_family(condition_family))
+
     def ensure(self) -> "Workspace":
-        """Create the stage folders (idempotent) and return ``self``."""
+        """Create the stage folders (and this family's own ones; idempotent) and return ``self``."""
         for d in STAGE_DIRS:
             (self.root / d).mkdir(parents=True, exist_ok=True)
+        for d in FAMILY_STAGE_DIRS:
+            getattr(self, d).mkdir(parents=True, exist_ok=True)
         return self
 
     # ---------------------------------------------------------------- the files of each stage
@@ -73,26 +103,34 @@ class Workspace:
         """``descriptors/acoustic_descriptors.csv`` (stage 4)."""
         return self.root / "descriptors" / "acoustic_descriptors.csv"
 
+    @property
+    def distractors_csv(self) -> Path:
+        """``raw/distractors/distractors.csv``: the competing-speech distractor table (stage 1;
+        columns :data:`aiplib.corpora.asterisk_langs.DISTRACTOR_COLUMNS`), shared by all families."""
+        return self.root / "raw" / "distractors" / "distractors.csv"
+
     def manifest_csv(self, family: str) -> Path:
-        """``manifests/<family>.csv`` (stage 5)."""
-        return self.root / "manifests" / f"{family}.csv"
+        """``manifests/<family>.csv`` (stage 5; ``manifests/<cf>/<family>.csv`` in a family view)."""
+        return self.manifests / f"{family}.csv"
 
     @property
     def mix_diagnostics_csv(self) -> Path:
-        """``checks/mix_diagnostics.csv`` (stage 7)."""
-        return self.root / "checks" / "mix_diagnostics.csv"
+        """``checks/mix_diagnostics.csv`` (stage 7; ``checks/<cf>/…`` in a family view)."""
+        return self.checks / "mix_diagnostics.csv"
 
     def inference_jsonl(self, model: str, task: str) -> Path:
-        """``inference/<model>/<task>.jsonl`` (stage 7)."""
-        return self.root / "inference" / model / f"{task}.jsonl"
+        """``inference/<model>/<task>.jsonl`` (stage 7; ``inference/<cf>/<model>/…`` in a family view)."""
+        return self.inference / model / f"{task}.jsonl"
 
     def run_log(self, model: str) -> Path:
-        """``inference/<model>/run_log.jsonl`` (stage 7)."""
-        return self.root / "inference" / model / "run_log.jsonl"
+        """``inference/<model>/run_log.jsonl`` (stage 7; under ``inference/<cf>/`` in a family view)."""
+        return self.inference / model / "run_log.jsonl"
 
     @property
     def scores_dir(self) -> Path:
-        """``results/scores`` (stage 8)."""
+        """``results/scores`` (stage 8; ``results/scores/<cf>`` in a family view)."""
+        if self.condition_family != "background":
+            return self.root / "results" / "scores" / self.condition_family
         return self.root / "results" / "scores"
 
     def scores_csv(self, task: str) -> Path:

@@ -12,7 +12,9 @@
 # attribution.
 #
 # **Reads** the profile's sources. **Writes** `data/<profile>/raw/` and `raw/inventory.csv`
-# (file, package, licence, attribution).
+# (file, package, licence, attribution), and the distractor table of the competing-speech family,
+# `raw/distractors/distractors.csv` (demo: the Debian Asterisk prompts in French, Italian, Russian and
+# Spanish; paper/custom: `distractors_dir` with `distractor_texts`, validated like the custom speech).
 
 # %% tags=["parameters"]
 import os
@@ -28,6 +30,9 @@ kws_dir: str = ""  # custom: folder of keyword clips
 kws_labels: str = ""  # custom: CSV/TSV with file,label
 keywords: str = "yes,no,up,down,left,right,on,off,stop,go"  # custom: the closed keyword set
 backgrounds_dir: str = ""  # custom: folder of background recordings (+ optional licences.csv)
+distractors_dir: str = ""  # paper and custom: folder of other-language speech for the competing_speech family
+distractor_texts: str = ""  # paper and custom: CSV/TSV with file,text,language[,speaker,same_voice_as_target]
+suite: str = "background"  # condition families: background | competing_speech | channel | comma list | all
 
 # %%
 aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
@@ -53,3 +58,25 @@ inventory.groupby(inventory.columns[1]).size() if len(inventory) else inventory
 
 # %%
 inventory.head(10)
+
+# %% [markdown]
+# Distractor talkers for the `competing_speech` condition family, made only when the suite holds it
+# (`make all SUITE=all`): one row per utterance with its language, voice and transcript. The Spanish
+# voice (`es_MX_f_Allison`) is the voice of the English demo items: a same-voice control.
+
+# %%
+from aiplib.errors import AiplibParameterError
+from aiplib.families import parse_suite, prepare_distractors
+
+distractors = None
+if "competing_speech" in parse_suite(suite):
+    distractors = prepare_distractors(ws, distractors_dir=distractors_dir, distractor_texts=distractor_texts)
+    if distractors is None:
+        raise AiplibParameterError(
+            "the suite holds competing_speech: set the parameters distractors_dir and distractor_texts")
+if distractors is None:
+    print("no distractor table: the suite does not hold competing_speech")
+else:
+    print(ws.rel(ws.distractors_csv))
+    display(distractors.groupby(["language", "voice", "same_voice_as_target"]).agg(
+        utterances=("distractor_id", "size"), minutes=("duration_s", lambda d: round(d.sum() / 60, 1))))

@@ -13,7 +13,16 @@
 # (`manifests/<family>.stamp.json`: SNRs, first seed, SHA-256 of the item bank, the battery and every
 # WAV) matches; otherwise it is rebuilt, and stage 7 re-runs exactly the stimuli whose rows changed.
 #
-# **Reads** the item banks and the battery. **Writes** `manifests/asr.csv` and `manifests/kws.csv`.
+# **Condition families** (`suite`, issue 14). `background` is the battery above. `competing_speech`
+# mixes each item with other talkers (one language, or a cocktail of three) at -10 to +10 dB;
+# `channel` passes the clean speech through a telephone band, codecs, packet loss, clipping, low
+# level, rooms, echo or a cut. Each family has its own manifests, `manifests/<family>/<asr|kws>.csv`,
+# with the clean rows of its items (same ids) so the drops pair within the family; a channel
+# condition the local ffmpeg cannot encode is not replaced: it is listed in
+# `manifests/channel/skipped.csv` with the reason.
+#
+# **Reads** the item banks and the battery (and the distractor table for `competing_speech`).
+# **Writes** `manifests/asr.csv` and `manifests/kws.csv` (and the family manifests of the suite).
 
 # %% tags=["parameters"]
 import os
@@ -24,6 +33,7 @@ smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests a
 snrs: list[int] = [10, 5, 0]  # SNRs in dB (integers)
 overwrite: bool = False
 seed_offset: int = 0  # added to the first seed of each family (ASR 0, KWS 10000 as the authors); 0 reproduces theirs
+suite: str = "background"  # condition families: background | competing_speech | channel | comma list | all
 
 # %%
 aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
@@ -33,12 +43,11 @@ ws = aiplib.workspace(profile)
 print(ws.root)
 
 # %%
-from aiplib.manifests import SEED_START, build_manifests
+from aiplib.families import family_manifest_summary
+from aiplib.manifests import build_family_manifests
 
-manifests = {}
-for family, first_seed in SEED_START.items():
-    manifests.update(build_manifests(ws, families=(family,), snrs=snrs, seed_start=first_seed + seed_offset,
-                                     overwrite=overwrite))
+by_family = build_family_manifests(ws, suite, seed_offset=seed_offset, snrs=snrs, overwrite=overwrite)
+manifests = {family: df for (cf, family), df in by_family.items() if cf == "background"}
 
 # %% [markdown]
 # Stimuli per family: rows, stimuli per item (61 for 20 backgrounds × 3 SNRs + clean) and rows
@@ -57,3 +66,10 @@ pd.DataFrame({family: {"rows": len(df), "per item": sorted(df.groupby("speech_id
 
 # %%
 manifests["asr"].head(6)
+
+# %% [markdown]
+# The condition families of this suite: manifests, rows, items, conditions, and the conditions
+# skipped here with their reason.
+
+# %%
+family_manifest_summary(ws, by_family)

@@ -16,7 +16,8 @@
 # the model "ignored" an instruction.
 #
 # **Reads** the manifests and the model registry. **Writes** `inference/<model>/<task>.jsonl` and
-# `inference/<model>/run_log.jsonl`.
+# `inference/<model>/run_log.jsonl`; for the other condition families of `suite` the same files under
+# `inference/<family>/`, and the stage-7 time per family in `checks/stage7_families.csv`.
 #
 # **Many GPUs.** With `shard` = `i/n` (`make 07 SHARD=i/n`, or a Slurm job array through
 # `scripts/slurm/stage7.sbatch`) this run decodes only the stimuli still missing whose id hashes to
@@ -36,6 +37,7 @@ limit: int = 0  # >0: only the first N stimuli per task (0 means all)
 prompt_set: str = ""  # prompt set name, empty for the profile default (paper: the PROMPTS dict of the authors)
 prompts_file: str = ""  # paper: local copy of the inference script of the authors, empty to fetch it by commit
 shard: str = ""  # i/n: run only shard i of n (0-based, e.g. 0/4), empty for all stimuli or the Slurm array task
+suite: str = "background"  # condition families: background | competing_speech | channel | comma list | all
 
 # %%
 aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
@@ -59,12 +61,15 @@ print("source:", ps_rec["source"])
 pd.DataFrame([{"task": t, "prompt_id": v["prompt_id"], "text": v["text"]} for t, v in ps_rec["tasks"].items()])
 
 # %%
-from aiplib.inference import run_inference
+from aiplib.families import run_suite
 
 if smoke and not limit:
     limit = 40
-summary = run_inference(ws, models=model, tasks=task, decoding=decoding, limit=limit or None, prompt_set=ps,
-                        shard=shard or None)
+summary, family_times = run_suite(ws, suite, models=model, tasks=task, decoding=decoding, limit=limit or None,
+                                  prompt_set=ps, shard=shard or None)
+for r in family_times.itertuples():
+    print(f"stage 7 · {r.condition_family}: {r.seconds:.1f} s ({r.n_run} decodes)")
+display(family_times[["condition_family", "seconds", "n_stimuli", "n_run", "n_errors"]])
 summary
 
 # %%
@@ -73,9 +78,12 @@ from aiplib.inference import raise_if_not_run
 raise_if_not_run(summary)  # a model that could not run (no GPU, gated weights …) fails the stage here
 
 # %% [markdown]
-# What was written: rows per model and file in `inference/` (a re-run adds only what is missing;
-# shard files wait there until `make merge` or stage 8).
+# What was written: rows per condition family, model and file in `inference/` (a re-run adds only what
+# is missing; shard files wait there until `make merge` or stage 8).
 
 # %%
-pd.DataFrame([{"model": p.parent.name, "file": p.name, "rows": len(p.read_text().splitlines())}
-              for p in sorted(ws.inference.glob("*/*.jsonl")) if not p.name.startswith("run_log")])
+from aiplib.families import parse_suite
+
+pd.DataFrame([{"condition_family": cf, "model": p.parent.name, "file": p.name, "rows": len(p.read_text().splitlines())}
+              for cf in parse_suite(suite) for p in sorted(ws.with_family(cf).inference.glob("*/*.jsonl"))
+              if not p.name.startswith("run_log")])

@@ -50,6 +50,17 @@ def test_dry_run_quotes_every_path():
     assert f'rm -rf -- "{data_root}/demo"' in out
 
 
+def test_suite_reaches_the_notebooks_only_when_set():
+    """SUITE=… becomes `-r suite "…"` (stages 05 and 07 declare it); without SUITE nothing is passed,
+    so `make all` runs the background battery alone, as before the condition families."""
+    common = ["make", "-n", "--no-print-directory", "-o", ".venv/.installed", "DATA_ROOT=/tmp/aip-suite"]
+    out = subprocess.run([*common, "07", "SUITE=background,channel"], cwd=REPO, capture_output=True, text=True,
+                         env=_env(), check=True).stdout
+    assert '"/tmp/aip-suite/demo/executed" -p profile demo -r suite "background,channel"' in out
+    out = subprocess.run([*common, "07"], cwd=REPO, capture_output=True, text=True, env=_env(), check=True).stdout
+    assert "-r suite" not in out and '"/tmp/aip-suite/demo/executed" -p profile demo' in out
+
+
 @needs_make
 def test_stage_runs_with_spaces_in_data_root_and_inputs(tmp_path):
     base = tmp_path / "a b"

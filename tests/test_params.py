@@ -32,6 +32,7 @@ NOTEBOOKS = sorted(NBDIR.glob("[0-9][0-9]_*.ipynb"))
     (20240917, int, 20240917), (5.0, int, 5), ("5", int, 5), ("-3", int, -3),
     (30, float, 30.0), (2.5, float, 2.5), ("2.5", float, 2.5), (float("inf"), float, float("inf")),
     ("whisper_tiny_en", str, "whisper_tiny_en"), ("", str, ""),
+    ("competing_speech,channel", str, "competing_speech,channel"),  # make SUITE=… (-r suite)
     ([10, 5, 0], list[int], [10, 5, 0]), (10, list[int], [10]), ("10,5,0", list[int], [10, 5, 0]),
     ("[10, 5]", list[int], [10, 5]), ((10, 5), list[int], [10, 5]), ([10.0, "5"], list[int], [10, 5]),
     ("", list[int], []), ([1, "a"], list, [1, "a"]),
@@ -188,7 +189,7 @@ def test_filter_keeps_declared_parameters_and_sorts_the_dropped_ones():
 
 def test_filter_on_a_real_notebook_drops_the_undeclared_with_one_note(capsysbinary):
     nb = NBDIR / "05_build_manifests.ipynb"
-    assert notebook_parameters(nb) == ["profile", "smoke", "snrs", "overwrite", "seed_offset"]
+    assert notebook_parameters(nb) == ["profile", "smoke", "snrs", "overwrite", "seed_offset", "suite"]
     status = main(["filter-args", str(nb), "-p", "profile", "demo", "-p", "model", "m1", "-p", "task", "asr",
                    "-p", "snr", "10", "-y", "snrs: [10, 5]", "-r", "speech_dir", "/a b"])
     out, err = capsysbinary.readouterr()

@@ -47,6 +47,7 @@ problems), and returns the same table.
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import re
@@ -61,9 +62,10 @@ from ..errors import AiplibParameterError, MissingPackageError, ValidationError
 from ..textnorm import normalize_text
 from . import debian
 
-__all__ = ["VOICES", "LANGUAGES", "FORMATS", "MIN_WORDS", "MIN_DURATION_S", "DISTRACTOR_COLUMNS",
+__all__ = ["VOICES", "SAME_VOICE_TARGET_SPEAKERS", "LANGUAGES", "FORMATS", "MIN_WORDS", "MIN_DURATION_S", "DISTRACTOR_COLUMNS",
            "ROOT_ENV", "debian_packages", "read_transcripts", "speech_text", "is_damaged",
-           "find_root", "download_and_extract", "asterisk_distractors", "folder_distractors"]
+           "find_root", "download_and_extract", "asterisk_distractors", "folder_distractors",
+           "read_distractor_table"]
 
 VOICES = {  # language -> voice folder, sex, credit, licence, same voice as the English target
     "fr": dict(voice="fr_CA_f_June", sex="female", credit="June Wallack", licence="CC BY-SA 3.0",
@@ -80,6 +82,11 @@ VOICES = {  # language -> voice folder, sex, credit, licence, same voice as the 
 """The Asterisk distractor voices (from each package's ``copyright`` file). ``en`` is the
 same-language (and same-voice) distractor: the English prompts of the target's own package; pass
 the target item's id in ``exclude_ids`` of :mod:`aiplib.competing` (``en-<key>``)."""
+
+SAME_VOICE_TARGET_SPEAKERS = ("asterisk_allison",)
+"""Item-bank ``speaker`` ids of targets read by Allison Smith (the demo's real ASR items,
+:mod:`aiplib.corpora.demo`): an Asterisk table's ``same_voice_as_target`` holds for these targets
+only (the demo's synthetic ASR items and every KWS item have other voices)."""
 
 LANGUAGES = ("fr", "it", "ru", "es")
 """Languages of the demo's other-language distractors, in the order used by default."""
@@ -375,3 +382,40 @@ def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.
                         duration_s=r["duration_s"], source="custom/distractors", licence=r["licence"],
                         attribution=r["attribution"]))
     return pd.DataFrame(out, columns=DISTRACTOR_COLUMNS)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_table(path: str, mtime_ns: int, size: int, root: str | None) -> pd.DataFrame:
+    df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+    if root is not None and "path" in df.columns:
+        df["path"] = [p if os.path.isabs(p) else os.path.join(root, p) for p in df["path"]]
+    missing = [c for c in DISTRACTOR_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValidationError([f"{path}: distractor table lacks columns {missing}"])
+    for c in ("n_words",):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
+    df["duration_s"] = pd.to_numeric(df["duration_s"], errors="coerce")
+    df["same_voice_as_target"] = df["same_voice_as_target"].map(_truthy)
+    return df
+
+
+def read_distractor_table(path, *, root=None) -> pd.DataFrame:
+    """Read a distractor table written by stage 1 (``raw/distractors/distractors.csv``), cached per
+    file (path, mtime, size): treat the result as read-only.
+
+    ``root`` (the workspace root): relative ``path`` entries are resolved against it (stage 1
+    stores the demo's decoded files relative to the root, as every other data file).
+
+    Text columns stay strings as written; ``n_words`` Int64, ``duration_s`` float,
+    ``same_voice_as_target`` bool.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    ValidationError
+        If a column of :data:`DISTRACTOR_COLUMNS` is missing.
+    """
+    p = Path(path).resolve()
+    st = p.stat()
+    return _read_table(str(p), st.st_mtime_ns, st.st_size, None if root is None else str(Path(root).resolve()))
