@@ -302,8 +302,9 @@ WORST_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "
 
 def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per_item: bool = True
                 ) -> pd.DataFrame:
-    """The stimuli that hurt most: largest ΔWER (ASR family) or KWS flips (correct when clean,
-    wrong with the background), from ``results/scores/<task>.csv``.
+    """The stimuli that hurt most, from ``results/scores/<task>.csv``: the report's ranking
+    (:func:`aiplib.stats.worst_stimuli`, largest ΔWER or the KWS flips, ties to the higher SNR),
+    with each stimulus's condition label.
 
     Parameters
     ----------
@@ -322,9 +323,8 @@ def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per
         Columns ``model, task, stimulus_id, item_id, bg_id, snr_db (dB), condition`` (e.g.
         ``"bg03 @ 0 dB"``, :func:`aiplib.conditions.condition_label`), ``reference`` (transcript
         or label), ``response``, ``score`` (WER, or correct 0/1), ``delta`` (ΔWER, or Δacc = 1 for
-        a flip). Rows with delta > 0, largest first; ties go to the higher SNR (a loss at 10 dB
-        says more than at 0 dB), then model and stimulus id. Empty (with these columns) before
-        scores exist.
+        a flip), in :func:`aiplib.stats.worst_stimuli`'s order. Empty (with these columns)
+        before scores exist.
 
     Raises
     ------
@@ -332,32 +332,12 @@ def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per
         If ``n < 1`` or the task name is unknown.
     """
     from .conditions import condition_label
-    from .tasks import DEGRADATION_COLUMN
+    from .stats import worst_stimuli
 
-    if int(n) < 1:
-        raise AiplibParameterError(f"n must be at least 1, got {n}")
-    fam = task_family(task)
-    col = DEGRADATION_COLUMN[fam]
-    sc = _scores(ws, task)
-    if sc is None or col not in sc.columns:
-        return pd.DataFrame(columns=WORST_COLUMNS)
-    df = sc[(sc["bg_id"] != "clean") & (sc[col] > 0)]
-    if model is not None:
-        df = df[df["model"].astype(str) == model]
-    df = df.sort_values([col, "snr_db", "model", "stimulus_id"], ascending=[False, False, True, True],
-                        kind="stable")
-    if one_per_item:
-        df = df.drop_duplicates("item_id", keep="first")
-    df = df.head(int(n))
-    ref_col = "reference" if fam == "asr" else "label"
-    out = pd.DataFrame({
-        "model": df["model"].astype(str), "task": task, "stimulus_id": df["stimulus_id"],
-        "item_id": df["item_id"].astype(str), "bg_id": df["bg_id"].astype(str), "snr_db": df["snr_db"],
-        "condition": [condition_label(b, s) for b, s in zip(df["bg_id"], df["snr_db"])],
-        "reference": df[ref_col] if ref_col in df.columns else "",
-        "response": df["response"] if "response" in df.columns else "",
-        "score": df["wer" if fam == "asr" else "correct"], "delta": df[col]})
-    return out.reset_index(drop=True)[WORST_COLUMNS]
+    w = worst_stimuli(_scores(ws, task), task_family(task), n, model=model, one_per_item=one_per_item)
+    w["task"] = task
+    w["condition"] = [condition_label(b, s) for b, s in zip(w["bg_id"], w["snr_db"])]
+    return w[WORST_COLUMNS]
 
 
 # ------------------------------------------------------------------------------------- backgrounds

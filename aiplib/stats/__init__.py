@@ -38,6 +38,7 @@ from .exact_tests import (  # noqa: F401
 )
 from .degradation import (  # noqa: F401
     rer, rer_flag, degradation_by_background, partial_note, descriptor_correlations,
+    WORST_STIMULI_COLUMNS, worst_stimuli,
 )
 
 __all__ = [
@@ -63,4 +64,6 @@ __all__ = [
     "degradation_by_background",
     "partial_note",
     "descriptor_correlations",
+    "WORST_STIMULI_COLUMNS",
+    "worst_stimuli",
 ]

@@ -145,6 +145,83 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     return per_bg
 
 
+WORST_STIMULI_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "reference",
+                         "clean_response", "response", "clean_score", "score", "delta"]
+"""Columns of :func:`worst_stimuli`, in order."""
+
+
+def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: str | None = None,
+                  one_per_item: bool = True) -> pd.DataFrame:
+    """The stimuli that hurt most: the one ranking of the report (notebook 09) and the explorer.
+
+    A stimulus counts when its degradation against the clean version of the same item is
+    positive (``delta_wer`` > 0 for ASR; for KWS ``delta_acc`` = 1, a flip: correct when clean,
+    wrong with the background). Largest degradation first; ties go to the higher SNR (a loss at
+    10 dB says more than at 0 dB), then model and stimulus id.
+
+    Parameters
+    ----------
+    scores_df : pandas.DataFrame
+        One task's ``results/scores/<task>.csv`` (:func:`aiplib.formats.read_scores`).
+    family : {"asr", "kws"}
+        Picks the degradation column (:data:`aiplib.tasks.DEGRADATION_COLUMN`).
+    n : int >= 1
+        How many rows at most.
+    model : str, optional
+        Only this model (default: every model of the table).
+    one_per_item : bool
+        Keep only each item's worst stimulus (default), so the list shows different items.
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(<= n, 12)]
+        Columns :data:`WORST_STIMULI_COLUMNS`: ``model, task, stimulus_id, item_id, bg_id``,
+        ``snr_db`` (dB), ``reference`` (ASR transcript or KWS label), ``clean_response`` (the
+        same model's answer to the clean version, "" when missing), ``response``,
+        ``clean_score`` / ``score`` (WER as a fraction, or KWS correct 0/1; NaN when missing),
+        ``delta`` (ΔWER as a fraction, or Δacc = 1). Empty, with these columns, when nothing got
+        worse or the column is missing.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``family`` is unknown or ``n < 1``.
+    """
+    if family not in DEGRADATION_COLUMN:
+        raise AiplibParameterError(f"family must be 'asr' or 'kws', got {family!r}")
+    if int(n) < 1:
+        raise AiplibParameterError(f"n must be at least 1, got {n}")
+    col = DEGRADATION_COLUMN[family]
+    if scores_df is None or scores_df.empty or col not in scores_df.columns:
+        return pd.DataFrame(columns=WORST_STIMULI_COLUMNS)
+    df = scores_df if model is None else scores_df[scores_df["model"].astype(str) == model]
+    df = df[(df["bg_id"] != "clean") & (df[col] > 0)]
+    df = df.sort_values([col, "snr_db", "model", "stimulus_id"], ascending=[False, False, True, True],
+                        kind="stable")
+    if one_per_item:
+        df = df.drop_duplicates("item_id", keep="first")
+    df = df.head(int(n))
+    key = ["model", "task", "item_id"]
+    clean = scores_df[scores_df["bg_id"] == "clean"].drop_duplicates(key, keep="last").set_index(key)
+    at = pd.MultiIndex.from_frame(df[key])
+    score_col, ref_col = ("wer", "reference") if family == "asr" else ("correct", "label")
+
+    def column(frame, name, default):
+        return frame[name].to_numpy() if name in frame.columns else default
+
+    out = pd.DataFrame({
+        "model": df["model"].astype(str).to_numpy(), "task": df["task"].to_numpy(),
+        "stimulus_id": df["stimulus_id"].to_numpy(), "item_id": df["item_id"].astype(str).to_numpy(),
+        "bg_id": df["bg_id"].astype(str).to_numpy(), "snr_db": df["snr_db"].to_numpy(),
+        "reference": column(df, ref_col, ""),
+        "clean_response": column(clean.reindex(at), "response", ""),
+        "response": column(df, "response", ""),
+        "clean_score": column(clean.reindex(at), score_col, math.nan),
+        "score": df[score_col].to_numpy(), "delta": df[col].to_numpy()})
+    out["clean_response"] = out["clean_response"].where(out["clean_response"].notna(), "")
+    return out[WORST_STIMULI_COLUMNS]
+
+
 def partial_note(partial: dict) -> str:
     """Text for ``attrs["partial"]`` of :func:`degradation_by_background` ("" when empty)."""
     if not partial:
