@@ -19,7 +19,6 @@ listed in :mod:`aiplib.corpora.demo_sources`; the synthetic voices are :mod:`aip
 """
 from __future__ import annotations
 
-import gzip
 import re
 import shutil
 import warnings
@@ -33,6 +32,7 @@ from ..errors import AiplibError, AiplibParameterError, AudioFileError, MissingP
 from ..formats import read_item_bank, write_item_bank
 from ..tasks import KEYWORDS
 from . import debian
+from .asterisk_langs import read_transcripts  # the one Asterisk transcript parser (every language)
 from .demo_sources import BATTERY, BG_SOURCES, NOTICES, Src
 from .tts import pad_to, synthesize, trim_silence
 
@@ -100,32 +100,6 @@ def _copy(src: Path, dst: Path) -> None:
     tmp = dst.with_name(dst.name + ".part")
     shutil.copyfile(src, tmp)
     tmp.replace(dst)
-
-
-def read_transcripts(path) -> dict[str, str]:
-    """Parse the Asterisk transcript file (``core-sounds-en.txt[.gz]``).
-
-    Parameters
-    ----------
-    path : str or Path
-        Lines look like ``agent-pass: Please enter your password followed by the pound key.``;
-        keys may hold a sub-folder (``digits/7: seven``); ``;`` starts a comment line.
-
-    Returns
-    -------
-    dict
-        prompt key (file path without ``.g722``) → transcript with runs of spaces collapsed.
-    """
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    out = {}
-    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            if not line.strip() or line.startswith(";") or ":" not in line:
-                continue
-            key, _, text = line.partition(":")
-            out[key.strip()] = " ".join(text.split())
-    return out
 
 
 def _source_files() -> list[Src]:
