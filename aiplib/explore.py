@@ -23,13 +23,12 @@ import pandas as pd
 
 from .errors import AiplibParameterError
 from .shards import is_shard_file
-from .tasks import task_family
+from .tasks import BASE_TASKS, FAMILIES, task_family
 
 __all__ = ["available_tasks", "available_models", "lookup_response",
            "word_diff", "WORST_COLUMNS", "worst_cases", "background_table",
            "descriptor_label", "summarise_sources", "under_papermill"]
 
-_BASE_TASKS = ("asr", "kws")
 _CACHE: dict = {}
 
 
@@ -103,13 +102,13 @@ def available_tasks(ws) -> list[str]:
     list of str
         ``asr`` and ``kws`` first, the others sorted; empty if no manifest exists.
     """
-    fams = [f for f in _BASE_TASKS if ws.manifest_csv(f).is_file()]
+    fams = [f for f in FAMILIES if ws.manifest_csv(f).is_file()]
     inf, sc = Path(ws.inference), ws.scores_dir
     found = ({p.stem for p in inf.glob("*/*.jsonl") if p.stem != "run_log" and not is_shard_file(p)}
              if inf.is_dir() else set())
     found |= {p.stem for p in sc.glob("*.csv")} if sc.is_dir() else set()
     extra = []
-    for t in sorted(found - set(_BASE_TASKS)):
+    for t in sorted(found - set(BASE_TASKS.values())):
         try:
             if task_family(t) in fams:
                 extra.append(t)
@@ -367,7 +366,7 @@ def _ranking(ws) -> pd.DataFrame:
     from .figures import background_ranking
     from .stats import degradation_by_background
 
-    scores = {t: _scores(ws, t) for t in _BASE_TASKS}
+    scores = {t: _scores(ws, t) for t in BASE_TASKS.values()}
     scores = {t: s for t, s in scores.items() if s is not None}
     if len(scores) == 2:
         return background_ranking(scores)[["rank", "mean_degradation_pp", "asr_delta_wer_pp", "kws_delta_acc_pp"]]
@@ -411,7 +410,7 @@ def background_table(ws) -> pd.DataFrame:
     bat = read_battery_csv(ws.battery_csv, index=True)
     if bat is None:
         ids = set()
-        for fam in _BASE_TASKS:
+        for fam in FAMILIES:
             m = _manifest(ws, fam)
             if m is not None:
                 ids |= set(m.loc[m["bg_id"] != "clean", "bg_id"])
@@ -427,7 +426,7 @@ def background_table(ws) -> pd.DataFrame:
     for c in rank.columns:
         table[c] = rank[c].reindex(table.index)
     for task in available_tasks(ws):
-        if task in _BASE_TASKS or _scores(ws, task) is None:
+        if task in BASE_TASKS.values() or _scores(ws, task) is None:
             continue
         fam = task_family(task)
         deg = degradation_by_background(_scores(ws, task), fam, task=task)

@@ -11,6 +11,7 @@ import logging
 from . import stamps
 from .corpora import get_profile
 from .errors import AiplibParameterError
+from .tasks import FAMILIES
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ def build_item_banks(ws, *, overwrite: bool = False, **params):
     mod = corpus_module(ws.profile)
     stamp = _item_bank_stamp(ws, params, mod)
     stamp_file = stamps.stamp_path(ws.itembanks, "itembanks")
-    banks = [ws.itembanks / f"{f}.jsonl" for f in ("asr", "kws")]
+    banks = [ws.item_bank(f) for f in FAMILIES]
     if not overwrite and any(p.is_file() for p in banks):
         changed = stamps.differences(stamps.read_stamp(stamp_file), stamp, ws=ws)
         if changed:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .errors import AiplibError
 from .hashing import sha256_file
+from .tasks import FAMILIES
 
 __all__ = [
     "PROVENANCE_FILE",
@@ -184,7 +185,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         normalizer = {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION,
                       "source": "installed (no score sidecar found)"}
     manifests = {}
-    for fam in ("asr", "kws"):
+    for fam in FAMILIES:
         p = ws.manifest_csv(fam)
         if not p.is_file():
             continue

@@ -30,7 +30,7 @@ import pandas as pd
 from ..audio import SR, load_audio, write_wav
 from ..errors import AiplibError, AiplibParameterError, AudioFileError, MissingPackageError
 from ..formats import read_item_bank, write_item_bank
-from ..tasks import KEYWORDS
+from ..tasks import FAMILIES, KEYWORDS
 from . import debian
 from .asterisk_langs import read_transcripts  # the one Asterisk transcript parser (every language)
 from .demo_sources import BATTERY, BG_SOURCES, NOTICES, Src
@@ -294,8 +294,8 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
     bad = {k: v for k, v in counts.items() if int(v) != v or v < 0}
     if bad:
         raise AiplibParameterError(f"item counts must be integers ≥ 0, got {bad}")
-    if not overwrite and all(ws.item_bank(f).is_file() for f in ("asr", "kws")):
-        banks = {f: read_item_bank(ws, f) for f in ("asr", "kws")}
+    if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
+        banks = {f: read_item_bank(ws, f) for f in FAMILIES}
         if len(banks["asr"]) != n_asr_real + n_asr_synth or len(banks["kws"]) != n_kws_target + n_kws_nontarget:
             warnings.warn("existing item banks have other sizes than asked; pass overwrite=True to rebuild",
                           stacklevel=2)
@@ -306,7 +306,7 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
     kws = _kws(ws, n_kws_target, n_kws_nontarget, rng_kws)
     for fam, rows in (("asr", asr), ("kws", kws)):
         write_item_bank(ws, fam, rows, keywords=KEYWORDS if fam == "kws" else None)
-    return {f: read_item_bank(ws, f) for f in ("asr", "kws")}
+    return {f: read_item_bank(ws, f) for f in FAMILIES}
 
 
 # ----------------------------------------------------------------------------- battery

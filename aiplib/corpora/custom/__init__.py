@@ -61,7 +61,7 @@ from ...audio import SR, load_audio, write_wav
 from ...errors import AiplibError, AiplibParameterError
 from ...formats import read_item_bank, write_item_bank
 from ...hashing import sha256_file
-from ...tasks import KEYWORDS
+from ...tasks import FAMILIES, KEYWORDS
 from .cli import main
 from .files import AUDIO_EXTENSIONS
 from .report import Problem, ValidationReport
@@ -253,8 +253,8 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
     if max_items is not None and (isinstance(max_items, bool) or int(max_items) != max_items or max_items < 1):
         raise AiplibParameterError(f"max_items must be a positive integer or None, got {max_items!r}")
     inv = _read_inventory(ws)
-    if not overwrite and all(ws.item_bank(f).is_file() for f in ("asr", "kws")):
-        return {f: read_item_bank(ws, f) for f in ("asr", "kws")}
+    if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
+        return {f: read_item_bank(ws, f) for f in FAMILIES}
     used = inv[(inv["package"].isin(["custom/speech", "custom/kws"])) & (inv["used"].str.lower() == "true")]
     _check_unchanged(used)
     ws.ensure()
@@ -277,7 +277,7 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
             rows.append(item)
         # the keyword set validated in stage 1 travels with the KWS item bank (prompts and scoring read it)
         write_item_bank(ws, fam, rows, keywords=_stage1_keywords(ws) if fam == "kws" else None)
-    return {f: read_item_bank(ws, f) for f in ("asr", "kws")}
+    return {f: read_item_bank(ws, f) for f in FAMILIES}
 
 
 # ----------------------------------------------------------------------------- stage 3 input
