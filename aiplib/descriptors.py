@@ -49,7 +49,7 @@ import numpy as np
 from .audio import SR, load_audio, valid_audio
 from .errors import AiplibParameterError
 from .formats import DESCRIPTOR_TABLE_COLUMNS as TABLE_COLUMNS  # columns of acoustic_descriptors.csv
-from .formats import DESCRIPTORS, read_battery_csv, read_descriptor_table, write_descriptor_table
+from .formats import DESCRIPTORS, read_battery_csv, read_descriptor_table, write_descriptor_table, write_json_atomic
 from .hashing import sha256_file
 from .vad import VAD_SETTINGS, load_vad_model, vad_speech_fraction
 
@@ -335,7 +335,7 @@ def _read_previous(csv_path: Path, json_path: Path, settings: dict):
     if not (csv_path.is_file() and json_path.is_file()):
         return None, {}
     try:
-        side = json.loads(json_path.read_text())
+        side = json.loads(json_path.read_text(encoding="utf-8"))
         old = read_descriptor_table(csv_path)
     except (OSError, ValueError):
         return None, {}
@@ -447,7 +447,5 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
         write_descriptor_table(table, csv_path)
         sidecar = {"settings": settings, "versions": _versions(), "n_backgrounds": len(table),
                    "files": files, "descriptor_info": {k: list(v) for k, v in DESCRIPTOR_INFO.items()}}
-        tmp = json_path.with_name(json_path.name + ".part")
-        tmp.write_text(json.dumps(sidecar, indent=2) + "\n")
-        tmp.replace(json_path)
+        write_json_atomic(sidecar, json_path)
     return table

@@ -180,7 +180,7 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     AiplibParameterError
         If ``stimulus_id`` is not in the manifest or the task name is unknown.
     """
-    from .formats import is_error_row
+    from .formats import is_error_row, parse_bool
     from .textnorm import score_asr_row, score_kws_row
 
     fam = task_family(task)
@@ -214,8 +214,8 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
             if fam == "asr":
                 for k in _ASR_KEYS[:-1]:
                     out[k] = _nan(r.get(k))
-                out["is_loop"] = None if not _present(r.get("is_loop")) else \
-                    str(r.get("is_loop")).strip().lower() in ("true", "1", "1.0")
+                loop = parse_bool(r.get("is_loop"))
+                out["is_loop"] = None if loop is pd.NA else loop
                 out["clean_wer"] = _nan(c.get("wer")) if c is not None else float("nan")
                 out["delta_wer"] = _nan(r.get("delta_wer")) if noisy else float("nan")
             else:

@@ -59,7 +59,7 @@ import pandas as pd
 
 from ...audio import SR, load_audio, write_wav
 from ...errors import AiplibError, AiplibParameterError
-from ...formats import read_item_bank, write_item_bank
+from ...formats import read_item_bank, write_csv_atomic, write_item_bank
 from ...hashing import sha256_file
 from ...tasks import FAMILIES, KEYWORDS
 from .cli import main
@@ -146,9 +146,7 @@ def gather_raw(ws, *, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, k
         y, _ = strip_digital_silence(load_audio(inv.at[i, "file"], sr=SR))
         out = write_wav(ws.raw / "backgrounds" / f"{inv.at[i, 'bg_id']}.wav", y)
         inv.at[i, "prepared"] = ws.rel(out)
-    tmp = ws.raw / "inventory.csv.part"
-    inv.to_csv(tmp, index=False)
-    tmp.replace(ws.raw / "inventory.csv")
+    write_csv_atomic(inv, ws.raw / "inventory.csv")
     report.to_frame().to_csv(ws.raw / "validation.csv", index=False)
     meta = dict(report.params, max_utterance_s=MAX_UTTERANCE_S, sample_rate_hz=SR,
                 validated_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
