@@ -235,12 +235,12 @@ def load_scores(ws, tasks=None) -> dict[str, pd.DataFrame]:
     Parameters
     ----------
     ws : aiplib.workspace.Workspace
-        (An object with only a ``results`` folder is accepted too, for a results folder copied
-        out of its workspace.)
+        (An object with only a ``results`` folder, or the path of a results folder, is accepted
+        too, for a results folder copied out of its workspace.)
     tasks : iterable of str, optional
         Default: every ``<task>.csv`` there, in name order.
     """
-    scores_dir = ws.scores_dir if hasattr(ws, "scores_dir") else Path(ws.results) / "scores"
+    scores_dir = ws.scores_dir if hasattr(ws, "scores_dir") else Path(getattr(ws, "results", ws)) / "scores"
     if tasks is None:
         tasks = sorted(p.stem for p in scores_dir.glob("*.csv"))
     out = {}
