@@ -36,6 +36,7 @@ __all__ = [
     "write_sidecar",
     "annotate_results",
     "read_provenance",
+    "package_versions",
 ]
 
 log = logging.getLogger(__name__)
@@ -57,16 +58,21 @@ def sidecar_path(path) -> Path:
 
 
 
-def _versions() -> dict:
-    from . import __version__
-
-    out = {"aiplib": __version__, "python": platform.python_version()}
-    for pkg in _PACKAGES:
+def package_versions(packages) -> dict:
+    """``{distribution: installed version}`` of each name in ``packages`` (None when not installed)."""
+    out = {}
+    for pkg in packages:
         try:
             out[pkg] = importlib.metadata.version(pkg)
         except importlib.metadata.PackageNotFoundError:
             out[pkg] = None
     return out
+
+
+def _versions() -> dict:
+    from . import __version__
+
+    return {"aiplib": __version__, "python": platform.python_version(), **package_versions(_PACKAGES)}
 
 
 def _read_json(p: Path) -> dict | None:
