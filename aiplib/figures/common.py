@@ -1,4 +1,4 @@
-"""Task names, figure/table names, colours, score loaders and figure saving (part of :mod:`aiplib.figures`)."""
+"""Task names, figure/table names, colours and figure saving (part of :mod:`aiplib.figures`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -40,10 +40,6 @@ _CATEGORY_COLOURS = {"stationary": "#4477AA", "transient": "#EE6677", "music": "
                      "speech-like": "#CCBB44"}
 
 _OTHER_COLOUR = "#BBBBBB"
-
-_NUMERIC = ("snr_db", "wer", "errors", "ref_words", "substitutions", "deletions", "insertions",
-            "hits", "delta_wer", "correct", "delta_acc")
-
 
 def _model_colours(models) -> dict:
     """One colour per model (tab10 by sorted name), grey for ``pooled``: same in every figure."""
