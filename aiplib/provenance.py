@@ -25,6 +25,7 @@ import platform
 from pathlib import Path
 
 from .errors import AiplibError
+from .formats import read_manifest_meta
 from .hashing import sha256_file
 from .tasks import FAMILIES
 
@@ -197,7 +198,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
             continue
         from .manifests import manifest_hash
 
-        meta = _read_json(p.with_suffix(".json")) or {}
+        meta = read_manifest_meta(ws, fam)
         manifests[fam] = {"sha256": manifest_hash(ws, fam), "seed_start": meta.get("seed_start"),
                           "n_rows": meta.get("n_rows"), "file": f"manifests/{fam}.csv"}
     ps_rec = _prompt_set_used(ws)

@@ -14,7 +14,7 @@ __all__ = [
     "ITEM_BANK_FIELDS", "write_item_bank", "read_item_bank", "read_item_bank_keywords", "BATTERY_TEXT_COLUMNS",
     "read_battery_csv", "write_battery_csv", "DESCRIPTORS", "DESCRIPTOR_TABLE_COLUMNS",
     "read_descriptor_table", "write_descriptor_table", "MANIFEST_TEXT_COLUMNS", "MANIFEST_REQUIRED",
-    "read_manifest_csv", "read_manifest", "write_manifest_csv", "manifest_view", "write_csv_atomic",
+    "read_manifest_csv", "read_manifest", "read_manifest_meta", "write_manifest_csv", "manifest_view", "write_csv_atomic",
     "write_json_atomic", "parse_bool",
 ]
 
@@ -292,6 +292,17 @@ def read_manifest(ws, family: str) -> pd.DataFrame:
         If it has not been built (run stage 05_build_manifests).
     """
     return read_manifest_csv(ws.manifest_csv(family))
+
+
+def read_manifest_meta(ws, family: str) -> dict:
+    """The sidecar ``manifests/<family>.json`` written by stage 5 with the manifest
+    (``seed_start``, ``snrs_db``, counts, inactive shares, ``sha256``); ``{}`` when it is missing
+    or unreadable."""
+    try:
+        meta = json.loads(ws.manifest_csv(family).with_suffix(".json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def write_manifest_csv(df: pd.DataFrame, path) -> Path:
