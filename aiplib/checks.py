@@ -13,12 +13,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 
 import numpy as np
 import pandas as pd
 
-from .formats import read_manifest, read_manifest_meta
+from .formats import read_manifest, read_manifest_meta, write_json_atomic
 from .manifests import SEED_START, bg_offset
 from .mixing import BG_SILENCE_POWER, SPEECH_LUFS, materialize
 from .progress import track
@@ -177,7 +176,7 @@ def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
                 result["offsets_match"] &= bg_offset(int(r["seed"]), n_bg, int(r["n_samples"])) == int(r["bg_offset"])
             result["n_rows"] += 1
     result["seed_starts"] = meta_seed
-    (ws.checks / "determinism.json").write_text(json.dumps(result, indent=2))
+    write_json_atomic(result, ws.checks / "determinism.json")
     return {k: v for k, v in result.items() if k != "stimuli"}
 
 

@@ -41,8 +41,9 @@ def _write_text_atomic(text: str, path) -> Path:
 
 def write_json_atomic(obj, path) -> Path:
     """Write ``obj`` as indented UTF-8 JSON to ``path`` (folder created) atomically, like
-    :func:`write_csv_atomic` (the sidecars of item banks, scores and descriptors)."""
-    return _write_text_atomic(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", path)
+    :func:`write_csv_atomic` (sidecars, provenance and check records). Values JSON has no type
+    for (paths, NumPy integers) are written as their ``str``."""
+    return _write_text_atomic(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n", path)
 
 
 def _read_text_csv(path) -> pd.DataFrame:

@@ -59,7 +59,7 @@ import pandas as pd
 
 from ...audio import SR, load_audio, write_wav
 from ...errors import AiplibError, AiplibParameterError
-from ...formats import read_item_bank, write_csv_atomic, write_item_bank
+from ...formats import read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
 from ...hashing import sha256_file
 from ...tasks import FAMILIES, KEYWORDS
 from .cli import main
@@ -153,7 +153,7 @@ def gather_raw(ws, *, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, k
                 n_speech=len(report.speech), n_kws=sum(r["used"] for r in report.kws),
                 n_kws_skipped=sum(not r["used"] for r in report.kws), n_backgrounds=len(report.backgrounds),
                 n_warnings=len(report.warnings))
-    (ws.raw / "custom_inputs.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+    write_json_atomic(meta, ws.raw / "custom_inputs.json")
     if report.warnings:
         warnings.warn("custom inputs: " + "; ".join(str(p) for p in report.warnings), UserWarning, stacklevel=2)
     return inv
