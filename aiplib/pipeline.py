@@ -15,7 +15,7 @@ from .tasks import FAMILIES
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SIZES", "stage_sizes", "corpus_module", "gather_raw", "build_item_banks", "battery_specs"]
+__all__ = ["SIZES", "stage_sizes", "gather_raw", "build_item_banks", "battery_specs"]
 
 SIZES = {
     "demo": dict(n_asr_real=12, n_asr_synth=16, n_kws_target=20, n_kws_nontarget=10),
@@ -36,18 +36,13 @@ def stage_sizes(profile: str, smoke: bool = False) -> dict:
     return dict(SIZES[key])
 
 
-def corpus_module(profile: str):
-    """The ``aiplib.corpora.<profile>`` module (an ``aiplib.corpora.Profile``)."""
-    return get_profile(profile)
-
-
 def gather_raw(ws, **params):
     """Stage 1: get the raw inputs of ``ws.profile`` into ``ws.raw`` (install, download or validate).
 
     Always runs (it re-reads the sources, so a file added to a custom folder is seen); then writes
     ``raw/raw.stamp.json`` (:mod:`aiplib.stamps`) with the parameters and ``raw/inventory.csv``.
     """
-    mod = corpus_module(ws.profile)
+    mod = get_profile(ws.profile)
     out = mod.gather_raw(ws, **params)
     inv = ws.raw / "inventory.csv"
     stamps.write_stamp(stamps.stamp_path(ws.raw, "raw"),
@@ -86,7 +81,7 @@ def build_item_banks(ws, *, overwrite: bool = False, **params):
     dict of str → pandas.DataFrame
         ``{"asr": …, "kws": …}``, as the profile's ``build_item_banks``.
     """
-    mod = corpus_module(ws.profile)
+    mod = get_profile(ws.profile)
     stamp = _item_bank_stamp(ws, params, mod)
     stamp_file = stamps.stamp_path(ws.itembanks, "itembanks")
     banks = [ws.item_bank(f) for f in FAMILIES]
@@ -102,4 +97,4 @@ def build_item_banks(ws, *, overwrite: bool = False, **params):
 
 def battery_specs(ws, **params):
     """Stage 3 input: the background specs of ``ws.profile`` (see ``aiplib.backgrounds``)."""
-    return corpus_module(ws.profile).battery_specs(ws, **params)
+    return get_profile(ws.profile).battery_specs(ws, **params)

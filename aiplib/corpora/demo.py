@@ -36,9 +36,8 @@ from .asterisk_langs import read_transcripts  # the one Asterisk transcript pars
 from .demo_sources import BATTERY, BG_SOURCES, NOTICES, Src
 from .tts import pad_to, synthesize, trim_silence
 
-__all__ = ["DEBIAN_PACKAGES", "KEYWORDS", "NON_TARGET_WORDS", "HARVARD_SENTENCES", "ASR_VOICES",
-           "KWS_VOICES", "gather_raw", "read_transcripts", "asterisk_prompts", "synthesize",
-           "trim_silence", "build_item_banks", "battery_specs"]
+__all__ = ["DEBIAN_PACKAGES", "NON_TARGET_WORDS", "HARVARD_SENTENCES", "ASR_VOICES", "KWS_VOICES",
+           "gather_raw", "asterisk_prompts", "build_item_banks", "battery_specs"]
 
 DEBIAN_PACKAGES = ["ffmpeg", "espeak-ng", "flite", "sox", "asterisk-core-sounds-en",
                    "asterisk-core-sounds-en-g722", "asterisk-moh-opsound-g722", "minetest-data",
