@@ -11,7 +11,7 @@ import pandas as pd
 from ..errors import AiplibParameterError
 
 __all__ = [
-    "ITEM_BANK_FIELDS", "write_item_bank", "read_item_bank", "read_item_bank_keywords", "BATTERY_TEXT_COLUMNS",
+    "ITEM_BANK_FIELDS", "write_item_bank", "read_item_bank", "read_item_bank_keywords", "BATTERY_COLUMNS", "BATTERY_TEXT_COLUMNS",
     "read_battery_csv", "write_battery_csv", "DESCRIPTORS", "DESCRIPTOR_TABLE_COLUMNS",
     "read_descriptor_table", "write_descriptor_table", "MANIFEST_TEXT_COLUMNS", "MANIFEST_REQUIRED",
     "read_manifest_csv", "read_manifest", "read_manifest_meta", "write_manifest_csv", "manifest_view", "write_csv_atomic",
@@ -179,6 +179,11 @@ def read_item_bank_keywords(ws) -> tuple[str, ...]:
 
 
 # ============================================================================== battery, descriptors
+BATTERY_COLUMNS = ["bg_id", "category", "description", "source_package", "source_file", "licence",
+                   "attribution", "synthetic", "source_duration_s", "looped", "gain_db",
+                   "lufs_before", "lufs_after", "peak_after", "silent_share", "silent_share_1s", "path"]
+"""Columns of ``descriptors/battery.csv``, in order (written by :func:`aiplib.backgrounds.curate_battery`)."""
+
 BATTERY_TEXT_COLUMNS = ("bg_id", "category", "description", "source_package", "source_file", "licence",
                         "attribution", "path")
 """Battery columns read as strings (the rest are parsed as numbers/booleans where they look so)."""
