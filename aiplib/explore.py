@@ -23,7 +23,7 @@ import pandas as pd
 
 from .errors import AiplibParameterError
 from .shards import is_shard_file
-from .tasks import BASE_TASKS, FAMILIES, task_family
+from .tasks import BASE_TASKS, DEGRADATION_COLUMN, FAMILIES, task_family
 
 __all__ = ["available_tasks", "available_models", "lookup_response",
            "word_diff", "WORST_COLUMNS", "worst_cases", "background_table",
@@ -373,8 +373,9 @@ def _ranking(ws) -> pd.DataFrame:
     if not scores:
         return pd.DataFrame(columns=["rank"])
     (task, sc), = scores.items()
-    name = "asr_delta_wer_pp" if task == "asr" else "kws_delta_acc_pp"
-    t = (degradation_by_background(sc, task)[["pooled"]] * 100).rename(columns={"pooled": name})
+    fam = task_family(task)
+    name = f"{task}_{DEGRADATION_COLUMN[fam]}_pp"  # Figure 4's column names: asr_delta_wer_pp, kws_delta_acc_pp
+    t = (degradation_by_background(sc, fam)[["pooled"]] * 100).rename(columns={"pooled": name})
     t = t.sort_values(name, ascending=False, kind="stable", na_position="last")
     t.insert(0, "rank", np.arange(1, len(t) + 1))
     return t
@@ -405,7 +406,6 @@ def background_table(ws) -> pd.DataFrame:
     from .formats import DESCRIPTORS
     from .formats import read_battery_csv, read_descriptor_table
     from .stats import degradation_by_background
-    from .tasks import DEGRADATION_COLUMN
 
     bat = read_battery_csv(ws.battery_csv, index=True)
     if bat is None:

@@ -59,7 +59,7 @@ import pandas as pd
 
 from ...audio import SR, load_audio, write_wav
 from ...errors import AiplibError, AiplibParameterError
-from ...formats import read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
+from ...formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
 from ...hashing import sha256_file
 from ...tasks import FAMILIES, KEYWORDS
 from .cli import main
@@ -259,7 +259,7 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
     rng_asr, rng_kws = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     for fam, pkg, rng in (("asr", "custom/speech", rng_asr), ("kws", "custom/kws", rng_kws)):
         sub = used[used["package"] == pkg].reset_index(drop=True)
-        strata = (sub["is_target"].str.lower() == "true").to_numpy() if fam == "kws" else None
+        strata = sub["is_target"].map(lambda v: parse_bool(v) is True).to_numpy(bool) if fam == "kws" else None
         keep = _select(np.arange(len(sub)), max_items, rng, strata)
         rows = []
         for r in sub.iloc[keep].to_dict("records"):
