@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
-from ..tasks import DEGRADATION_COLUMN
+from ..tasks import DEGRADATION_COLUMN, family_spec
 from ..errors import AiplibParameterError
 from ..formats import parse_bool
 from .verdicts import (
@@ -228,8 +228,7 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     clean partner is missing count in the absolute values but not in the paired change
     (``note``).
     """
-    if family not in ("asr", "kws"):
-        raise AiplibParameterError(f"family must be 'asr' or 'kws', got {family!r}")
+    family_spec(family)  # an unknown family raises
     bad = [s for s in scopes if s not in SCOPES]
     if bad:
         raise AiplibParameterError(f"unknown scopes {bad}; choose from {list(SCOPES)}")

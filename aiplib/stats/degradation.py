@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..errors import AiplibParameterError
 from ..formats import DESCRIPTORS
-from ..tasks import DEGRADATION_COLUMN
+from ..tasks import family_spec
 from .core import (
     MIN_N_FOR_INTERVAL, MIN_USABLE_SHARE, RER_DENOMINATOR_EPS,
     RER_FLAG_BELOW, RER_KWS_SMALL,
@@ -45,15 +45,14 @@ def rer(delta_steer, delta_base, *, task_family: str, usable_only: bool = False)
     Raises
     ------
     AiplibParameterError
-        If ``task_family`` is neither ``"asr"`` nor ``"kws"``.
+        If ``task_family`` is not a family of ``aiplib/tasks.yaml`` (``asr``, ``kws``).
 
     Examples
     --------
     >>> round(rer(0.05, 0.10, task_family="asr"), 6), rer(0.004, -0.003, task_family="kws")
     (0.5, 1.0)
     """
-    if task_family not in ("asr", "kws"):
-        raise AiplibParameterError(f"task_family must be 'asr' or 'kws', got {task_family!r}")
+    family_spec(task_family)  # an unknown family raises
     s = np.asarray(delta_steer, dtype=float)
     b = np.asarray(delta_base, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -101,7 +100,7 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
         A ``results/scores/<task>.csv`` table (columns ``model, task, bg_id, snr_db`` and
         ``delta_wer`` or ``delta_acc``). Clean rows and NaN deltas are ignored.
     family : {"asr", "kws"}
-        Picks the column (:data:`DEGRADATION_COLUMN`).
+        Picks the column (:data:`aiplib.tasks.DEGRADATION_COLUMN`).
     task : str, optional
         Keep only this task. Needed if ``scores_df`` holds several.
 
@@ -119,9 +118,7 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     AiplibParameterError
         If ``family`` is unknown, the column is missing or several tasks remain.
     """
-    if family not in DEGRADATION_COLUMN:
-        raise AiplibParameterError(f"family must be 'asr' or 'kws', got {family!r}")
-    col = DEGRADATION_COLUMN[family]
+    col = family_spec(family)["degradation"]["column"]
     df = scores_df
     if task is not None and "task" in df.columns:
         df = df[df["task"] == task]
@@ -187,11 +184,9 @@ def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: s
     AiplibParameterError
         If ``family`` is unknown or ``n < 1``.
     """
-    if family not in DEGRADATION_COLUMN:
-        raise AiplibParameterError(f"family must be 'asr' or 'kws', got {family!r}")
+    col = family_spec(family)["degradation"]["column"]
     if int(n) < 1:
         raise AiplibParameterError(f"n must be at least 1, got {n}")
-    col = DEGRADATION_COLUMN[family]
     if scores_df is None or scores_df.empty or col not in scores_df.columns:
         return pd.DataFrame(columns=WORST_STIMULI_COLUMNS)
     df = scores_df if model is None else scores_df[scores_df["model"].astype(str) == model]
