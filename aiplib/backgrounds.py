@@ -27,10 +27,11 @@ import numpy as np
 
 from .audio import SR, load_audio, loop_or_cut, loudness_lufs, normalize_loudness, write_wav
 from .errors import AiplibParameterError, AudioFileError
+from .formats import BATTERY_COLUMNS, read_battery_csv, write_battery_csv
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CATEGORIES", "COMBINES", "BATTERY_COLUMNS", "REQUIRED_SPEC_KEYS", "TARGET_LUFS",
+__all__ = ["CATEGORIES", "COMBINES", "REQUIRED_SPEC_KEYS", "TARGET_LUFS",
            "SILENT_RUN_S", "colored_noise", "silent_shares", "spec_seed", "curate_background",
            "curate_battery"]
 
@@ -45,11 +46,6 @@ CATEGORIES = ("stationary", "transient", "music", "speech-like")
 
 COMBINES = ("concat", "sum", "synthetic:white", "synthetic:pink", "synthetic:brown")
 """Allowed values of a spec's ``combine``."""
-
-BATTERY_COLUMNS = ["bg_id", "category", "description", "source_package", "source_file", "licence",
-                   "attribution", "synthetic", "source_duration_s", "looped", "gain_db",
-                   "lufs_before", "lufs_after", "peak_after", "silent_share", "silent_share_1s", "path"]
-"""Columns of ``descriptors/battery.csv``, in order."""
 
 REQUIRED_SPEC_KEYS = ("bg_id", "category", "description", "sources", "combine", "source_package",
                       "licence", "attribution", "synthetic")
@@ -325,7 +321,7 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     Returns
     -------
     pandas.DataFrame
-        One row per spec, columns :data:`BATTERY_COLUMNS` (``path`` relative to ``ws.root``;
+        One row per spec, columns :data:`aiplib.formats.BATTERY_COLUMNS` (``path`` relative to ``ws.root``;
         ``peak_after``, ``silent_share`` and ``silent_share_1s`` as in :func:`curate_background`).
 
     Raises
@@ -337,7 +333,6 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     """
     import pandas as pd
 
-    from .formats import read_battery_csv, write_battery_csv
     from .progress import track
     from .stamps import differences, file_sha256, make_stamp, read_stamp, stamp_path, write_stamp
 

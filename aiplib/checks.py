@@ -13,14 +13,15 @@
 from __future__ import annotations
 
 import hashlib
-import json
 
 import numpy as np
 import pandas as pd
 
-from .manifests import FAMILIES, SEED_START, bg_offset, read_manifest
+from .formats import read_manifest, read_manifest_meta, write_json_atomic
+from .manifests import SEED_START, bg_offset
 from .mixing import BG_SILENCE_POWER, SPEECH_LUFS, materialize
 from .progress import track
+from .tasks import FAMILIES
 
 __all__ = ["background_presence", "wer_constancy", "determinism", "write_inspection_clips",
            "active_fraction", "inactive_backgrounds"]
@@ -160,8 +161,7 @@ def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
     meta_seed = {}
     result = dict(n_rows=0, identical_bytes=True, seeds_match=True, offsets_match=True, stimuli={})
     for fam, man in _manifests(ws).items():
-        meta = ws.manifests / f"{fam}.json"
-        start = json.loads(meta.read_text()).get("seed_start", SEED_START[fam]) if meta.is_file() else SEED_START[fam]
+        start = read_manifest_meta(ws, fam).get("seed_start", SEED_START[fam])
         meta_seed[fam] = start
         result["seeds_match"] &= man["seed"].tolist() == list(range(start, start + len(man)))
         rows = man.sample(n=min(n_rows, len(man)), random_state=seed).to_dict("records")
@@ -176,7 +176,7 @@ def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
                 result["offsets_match"] &= bg_offset(int(r["seed"]), n_bg, int(r["n_samples"])) == int(r["bg_offset"])
             result["n_rows"] += 1
     result["seed_starts"] = meta_seed
-    (ws.checks / "determinism.json").write_text(json.dumps(result, indent=2))
+    write_json_atomic(result, ws.checks / "determinism.json")
     return {k: v for k, v in result.items() if k != "stimuli"}
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -18,6 +17,7 @@ import pandas as pd
 from . import conditions as cond
 from .conditions.table import _iter_scopes
 from .errors import AiplibError
+from .formats import load_scores
 
 __all__ = ["RunMismatchError", "run_identity", "compare_runs"]
 
@@ -94,12 +94,6 @@ def _check_same_run_inputs(ia: dict, ib: dict, families) -> None:
 
 
 # --------------------------------------------------------------------------------- comparison
-def _load_scores_dir(results: Path) -> dict:
-    from .formats import load_scores
-
-    return load_scores(SimpleNamespace(results=results))
-
-
 def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int = 0,
                  level: float = 0.95, min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP,
                  scopes=tuple(cond.SCOPES)) -> pd.DataFrame:
@@ -146,7 +140,7 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
     from .tasks import task_family
 
     ia, ib = run_identity(run_a), run_identity(run_b)
-    sa, sb = _load_scores_dir(ia["results"]), _load_scores_dir(ib["results"])
+    sa, sb = load_scores(ia["results"]), load_scores(ib["results"])
     if not sa or not sb:
         raise AiplibError(f"run {'A' if not sa else 'B'} has no results/scores/<task>.csv")
     common = sorted(set(sa) & set(sb)) if tasks is None else list(tasks)

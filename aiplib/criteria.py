@@ -47,7 +47,8 @@ import numpy as np
 import pandas as pd
 
 from . import conditions as cond
-from .comparison import _load_scores_dir, compare_runs
+from .comparison import compare_runs
+from .formats import load_scores
 from .errors import AiplibError, ValidationError
 
 __all__ = ["MEASURE_ALIASES", "EXAMPLE_CRITERIA", "load_criteria", "check_criteria"]
@@ -248,7 +249,7 @@ def check_criteria(ws, criteria=None, previous=None, *, tables=None, n_resamples
         if tables is None:
             tables = cond.read_condition_tables(ws.results)
             if not tables:
-                tables = cond.condition_tables(_load_scores_dir(Path(ws.results)),
+                tables = cond.condition_tables(load_scores(ws),
                                                n_resamples=n_resamples, seed=seed, level=level,
                                                min_diff_pp=spec["min_diff_pp"])
         for i, c in enumerate(spec["criteria"]):

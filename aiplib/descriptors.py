@@ -41,7 +41,6 @@ References
 from __future__ import annotations
 
 import json
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -49,8 +48,9 @@ import numpy as np
 from .audio import SR, load_audio, valid_audio
 from .errors import AiplibParameterError
 from .formats import DESCRIPTOR_TABLE_COLUMNS as TABLE_COLUMNS  # columns of acoustic_descriptors.csv
-from .formats import DESCRIPTORS, read_battery_csv, read_descriptor_table, write_descriptor_table
+from .formats import DESCRIPTORS, read_battery_csv, read_descriptor_table, write_descriptor_table, write_json_atomic
 from .hashing import sha256_file
+from .provenance import package_versions
 from .vad import VAD_SETTINGS, load_vad_model, vad_speech_fraction
 
 __all__ = [
@@ -315,16 +315,6 @@ def compute_descriptors(y, *, sr: int = SR, vad_threshold: float = 0.5, vad_mode
 # the battery table
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for pkg in ("librosa", "silero-vad", "torch", "numpy", "aiplib"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = None
-    return out
-
-
 def _settings(vad_threshold: float) -> dict:
     return {"definition_version": _DESCRIPTOR_DEFINITION_VERSION, "frame": FRAME,
             "silent_frames_in_means": True, "vad_threshold": float(vad_threshold), "vad": VAD_SETTINGS}
@@ -335,7 +325,7 @@ def _read_previous(csv_path: Path, json_path: Path, settings: dict):
     if not (csv_path.is_file() and json_path.is_file()):
         return None, {}
     try:
-        side = json.loads(json_path.read_text())
+        side = json.loads(json_path.read_text(encoding="utf-8"))
         old = read_descriptor_table(csv_path)
     except (OSError, ValueError):
         return None, {}
@@ -445,9 +435,8 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
     table = pd.DataFrame([{"bg_id": b, **rows[b]} for b in battery["bg_id"]], columns=TABLE_COLUMNS)
     if not up_to_date:
         write_descriptor_table(table, csv_path)
-        sidecar = {"settings": settings, "versions": _versions(), "n_backgrounds": len(table),
+        versions = package_versions(("librosa", "silero-vad", "torch", "numpy", "aiplib"))
+        sidecar = {"settings": settings, "versions": versions, "n_backgrounds": len(table),
                    "files": files, "descriptor_info": {k: list(v) for k, v in DESCRIPTOR_INFO.items()}}
-        tmp = json_path.with_name(json_path.name + ".part")
-        tmp.write_text(json.dumps(sidecar, indent=2) + "\n")
-        tmp.replace(json_path)
+        write_json_atomic(sidecar, json_path)
     return table

@@ -23,13 +23,12 @@ import pandas as pd
 
 from .errors import AiplibParameterError
 from .shards import is_shard_file
-from .tasks import task_family
+from .tasks import BASE_TASKS, DEGRADATION_COLUMN, FAMILIES, task_family
 
 __all__ = ["available_tasks", "available_models", "lookup_response",
            "word_diff", "WORST_COLUMNS", "worst_cases", "background_table",
            "descriptor_label", "summarise_sources", "under_papermill"]
 
-_BASE_TASKS = ("asr", "kws")
 _CACHE: dict = {}
 
 
@@ -103,13 +102,13 @@ def available_tasks(ws) -> list[str]:
     list of str
         ``asr`` and ``kws`` first, the others sorted; empty if no manifest exists.
     """
-    fams = [f for f in _BASE_TASKS if ws.manifest_csv(f).is_file()]
+    fams = [f for f in FAMILIES if ws.manifest_csv(f).is_file()]
     inf, sc = Path(ws.inference), ws.scores_dir
     found = ({p.stem for p in inf.glob("*/*.jsonl") if p.stem != "run_log" and not is_shard_file(p)}
              if inf.is_dir() else set())
     found |= {p.stem for p in sc.glob("*.csv")} if sc.is_dir() else set()
     extra = []
-    for t in sorted(found - set(_BASE_TASKS)):
+    for t in sorted(found - set(BASE_TASKS.values())):
         try:
             if task_family(t) in fams:
                 extra.append(t)
@@ -181,7 +180,7 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     AiplibParameterError
         If ``stimulus_id`` is not in the manifest or the task name is unknown.
     """
-    from .formats import is_error_row
+    from .formats import is_error_row, parse_bool
     from .textnorm import score_asr_row, score_kws_row
 
     fam = task_family(task)
@@ -215,8 +214,8 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
             if fam == "asr":
                 for k in _ASR_KEYS[:-1]:
                     out[k] = _nan(r.get(k))
-                out["is_loop"] = None if not _present(r.get("is_loop")) else \
-                    str(r.get("is_loop")).strip().lower() in ("true", "1", "1.0")
+                loop = parse_bool(r.get("is_loop"))
+                out["is_loop"] = None if loop is pd.NA else loop
                 out["clean_wer"] = _nan(c.get("wer")) if c is not None else float("nan")
                 out["delta_wer"] = _nan(r.get("delta_wer")) if noisy else float("nan")
             else:
@@ -302,8 +301,9 @@ WORST_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "
 
 def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per_item: bool = True
                 ) -> pd.DataFrame:
-    """The stimuli that hurt most: largest ΔWER (ASR family) or KWS flips (correct when clean,
-    wrong with the background), from ``results/scores/<task>.csv``.
+    """The stimuli that hurt most, from ``results/scores/<task>.csv``: the report's ranking
+    (:func:`aiplib.stats.worst_stimuli`, largest ΔWER or the KWS flips, ties to the higher SNR),
+    with each stimulus's condition label.
 
     Parameters
     ----------
@@ -322,9 +322,8 @@ def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per
         Columns ``model, task, stimulus_id, item_id, bg_id, snr_db (dB), condition`` (e.g.
         ``"bg03 @ 0 dB"``, :func:`aiplib.conditions.condition_label`), ``reference`` (transcript
         or label), ``response``, ``score`` (WER, or correct 0/1), ``delta`` (ΔWER, or Δacc = 1 for
-        a flip). Rows with delta > 0, largest first; ties go to the higher SNR (a loss at 10 dB
-        says more than at 0 dB), then model and stimulus id. Empty (with these columns) before
-        scores exist.
+        a flip), in :func:`aiplib.stats.worst_stimuli`'s order. Empty (with these columns)
+        before scores exist.
 
     Raises
     ------
@@ -332,32 +331,12 @@ def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per
         If ``n < 1`` or the task name is unknown.
     """
     from .conditions import condition_label
-    from .tasks import DEGRADATION_COLUMN
+    from .stats import worst_stimuli
 
-    if int(n) < 1:
-        raise AiplibParameterError(f"n must be at least 1, got {n}")
-    fam = task_family(task)
-    col = DEGRADATION_COLUMN[fam]
-    sc = _scores(ws, task)
-    if sc is None or col not in sc.columns:
-        return pd.DataFrame(columns=WORST_COLUMNS)
-    df = sc[(sc["bg_id"] != "clean") & (sc[col] > 0)]
-    if model is not None:
-        df = df[df["model"].astype(str) == model]
-    df = df.sort_values([col, "snr_db", "model", "stimulus_id"], ascending=[False, False, True, True],
-                        kind="stable")
-    if one_per_item:
-        df = df.drop_duplicates("item_id", keep="first")
-    df = df.head(int(n))
-    ref_col = "reference" if fam == "asr" else "label"
-    out = pd.DataFrame({
-        "model": df["model"].astype(str), "task": task, "stimulus_id": df["stimulus_id"],
-        "item_id": df["item_id"].astype(str), "bg_id": df["bg_id"].astype(str), "snr_db": df["snr_db"],
-        "condition": [condition_label(b, s) for b, s in zip(df["bg_id"], df["snr_db"])],
-        "reference": df[ref_col] if ref_col in df.columns else "",
-        "response": df["response"] if "response" in df.columns else "",
-        "score": df["wer" if fam == "asr" else "correct"], "delta": df[col]})
-    return out.reset_index(drop=True)[WORST_COLUMNS]
+    w = worst_stimuli(_scores(ws, task), task_family(task), n, model=model, one_per_item=one_per_item)
+    w["task"] = task
+    w["condition"] = [condition_label(b, s) for b, s in zip(w["bg_id"], w["snr_db"])]
+    return w[WORST_COLUMNS]
 
 
 # ------------------------------------------------------------------------------------- backgrounds
@@ -387,15 +366,16 @@ def _ranking(ws) -> pd.DataFrame:
     from .figures import background_ranking
     from .stats import degradation_by_background
 
-    scores = {t: _scores(ws, t) for t in _BASE_TASKS}
+    scores = {t: _scores(ws, t) for t in BASE_TASKS.values()}
     scores = {t: s for t, s in scores.items() if s is not None}
     if len(scores) == 2:
         return background_ranking(scores)[["rank", "mean_degradation_pp", "asr_delta_wer_pp", "kws_delta_acc_pp"]]
     if not scores:
         return pd.DataFrame(columns=["rank"])
     (task, sc), = scores.items()
-    name = "asr_delta_wer_pp" if task == "asr" else "kws_delta_acc_pp"
-    t = (degradation_by_background(sc, task)[["pooled"]] * 100).rename(columns={"pooled": name})
+    fam = task_family(task)
+    name = f"{task}_{DEGRADATION_COLUMN[fam]}_pp"  # Figure 4's column names: asr_delta_wer_pp, kws_delta_acc_pp
+    t = (degradation_by_background(sc, fam)[["pooled"]] * 100).rename(columns={"pooled": name})
     t = t.sort_values(name, ascending=False, kind="stable", na_position="last")
     t.insert(0, "rank", np.arange(1, len(t) + 1))
     return t
@@ -426,12 +406,11 @@ def background_table(ws) -> pd.DataFrame:
     from .formats import DESCRIPTORS
     from .formats import read_battery_csv, read_descriptor_table
     from .stats import degradation_by_background
-    from .tasks import DEGRADATION_COLUMN
 
     bat = read_battery_csv(ws.battery_csv, index=True)
     if bat is None:
         ids = set()
-        for fam in _BASE_TASKS:
+        for fam in FAMILIES:
             m = _manifest(ws, fam)
             if m is not None:
                 ids |= set(m.loc[m["bg_id"] != "clean", "bg_id"])
@@ -447,7 +426,7 @@ def background_table(ws) -> pd.DataFrame:
     for c in rank.columns:
         table[c] = rank[c].reindex(table.index)
     for task in available_tasks(ws):
-        if task in _BASE_TASKS or _scores(ws, task) is None:
+        if task in BASE_TASKS.values() or _scores(ws, task) is None:
             continue
         fam = task_family(task)
         deg = degradation_by_background(_scores(ws, task), fam, task=task)

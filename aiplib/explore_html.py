@@ -13,6 +13,7 @@ import math
 
 from .explore import descriptor_label, word_diff
 from .report_tables import fmt
+from .tasks import FAMILIES
 
 __all__ = ["CAP_WORDS", "CSS", "col_header", "diff_html", "plain_html", "response_html", "metrics_html",
            "bg_info_html", "bg_table_html"]
@@ -47,7 +48,7 @@ def col_header(c: str) -> str:
     if c.endswith("_delta_wer_pp") or c.endswith("_delta_acc_pp"):
         task = c.rsplit("_delta_", 1)[0]
         what = "ΔWER" if c.endswith("_wer_pp") else "ΔAcc"
-        name = task.upper() if task in ("asr", "kws") else task
+        name = task.upper() if task in FAMILIES else task
         return f"{html.escape(name)} {what}<br><small>pp, pooled</small>"
     return html.escape(c.replace("_", " "))
 

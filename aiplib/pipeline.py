@@ -11,10 +11,11 @@ import logging
 from . import stamps
 from .corpora import get_profile
 from .errors import AiplibParameterError
+from .tasks import FAMILIES
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SIZES", "stage_sizes", "corpus_module", "gather_raw", "build_item_banks", "battery_specs"]
+__all__ = ["SIZES", "stage_sizes", "gather_raw", "build_item_banks", "battery_specs"]
 
 SIZES = {
     "demo": dict(n_asr_real=12, n_asr_synth=16, n_kws_target=20, n_kws_nontarget=10),
@@ -35,18 +36,13 @@ def stage_sizes(profile: str, smoke: bool = False) -> dict:
     return dict(SIZES[key])
 
 
-def corpus_module(profile: str):
-    """The ``aiplib.corpora.<profile>`` module (an ``aiplib.corpora.Profile``)."""
-    return get_profile(profile)
-
-
 def gather_raw(ws, **params):
     """Stage 1: get the raw inputs of ``ws.profile`` into ``ws.raw`` (install, download or validate).
 
     Always runs (it re-reads the sources, so a file added to a custom folder is seen); then writes
     ``raw/raw.stamp.json`` (:mod:`aiplib.stamps`) with the parameters and ``raw/inventory.csv``.
     """
-    mod = corpus_module(ws.profile)
+    mod = get_profile(ws.profile)
     out = mod.gather_raw(ws, **params)
     inv = ws.raw / "inventory.csv"
     stamps.write_stamp(stamps.stamp_path(ws.raw, "raw"),
@@ -85,10 +81,10 @@ def build_item_banks(ws, *, overwrite: bool = False, **params):
     dict of str → pandas.DataFrame
         ``{"asr": …, "kws": …}``, as the profile's ``build_item_banks``.
     """
-    mod = corpus_module(ws.profile)
+    mod = get_profile(ws.profile)
     stamp = _item_bank_stamp(ws, params, mod)
     stamp_file = stamps.stamp_path(ws.itembanks, "itembanks")
-    banks = [ws.itembanks / f"{f}.jsonl" for f in ("asr", "kws")]
+    banks = [ws.item_bank(f) for f in FAMILIES]
     if not overwrite and any(p.is_file() for p in banks):
         changed = stamps.differences(stamps.read_stamp(stamp_file), stamp, ws=ws)
         if changed:
@@ -101,4 +97,4 @@ def build_item_banks(ws, *, overwrite: bool = False, **params):
 
 def battery_specs(ws, **params):
     """Stage 3 input: the background specs of ``ws.profile`` (see ``aiplib.backgrounds``)."""
-    return corpus_module(ws.profile).battery_specs(ws, **params)
+    return get_profile(ws.profile).battery_specs(ws, **params)

@@ -25,16 +25,18 @@ import platform
 from pathlib import Path
 
 from .errors import AiplibError
+from .formats import read_manifest_meta, write_json_atomic
 from .hashing import sha256_file
+from .tasks import FAMILIES
 
 __all__ = [
     "PROVENANCE_FILE",
     "SIDECAR_KEY",
-    "sidecar_path",
     "collect_provenance",
     "write_sidecar",
     "annotate_results",
     "read_provenance",
+    "package_versions",
 ]
 
 log = logging.getLogger(__name__)
@@ -48,24 +50,24 @@ SIDECAR_KEY = "provenance"
 _PACKAGES = ("numpy", "scipy", "pandas", "jiwer", "whisper-normalizer", "matplotlib")
 
 
-def sidecar_path(path) -> Path:
-    """``<dir>/<stem>.json`` for ``<dir>/<stem>.<ext>`` (the sidecar of a results file)."""
-    p = Path(path)
-    return p.with_suffix(".json")
 
 
 
-
-def _versions() -> dict:
-    from . import __version__
-
-    out = {"aiplib": __version__, "python": platform.python_version()}
-    for pkg in _PACKAGES:
+def package_versions(packages) -> dict:
+    """``{distribution: installed version}`` of each name in ``packages`` (None when not installed)."""
+    out = {}
+    for pkg in packages:
         try:
             out[pkg] = importlib.metadata.version(pkg)
         except importlib.metadata.PackageNotFoundError:
             out[pkg] = None
     return out
+
+
+def _versions() -> dict:
+    from . import __version__
+
+    return {"aiplib": __version__, "python": platform.python_version(), **package_versions(_PACKAGES)}
 
 
 def _read_json(p: Path) -> dict | None:
@@ -184,13 +186,13 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         normalizer = {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION,
                       "source": "installed (no score sidecar found)"}
     manifests = {}
-    for fam in ("asr", "kws"):
+    for fam in FAMILIES:
         p = ws.manifest_csv(fam)
         if not p.is_file():
             continue
         from .manifests import manifest_hash
 
-        meta = _read_json(p.with_suffix(".json")) or {}
+        meta = read_manifest_meta(ws, fam)
         manifests[fam] = {"sha256": manifest_hash(ws, fam), "seed_start": meta.get("seed_start"),
                           "n_rows": meta.get("n_rows"), "file": f"manifests/{fam}.csv"}
     ps_rec = _prompt_set_used(ws)
@@ -223,7 +225,7 @@ def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
     Parameters
     ----------
     path : str or Path
-        The results file (must exist). Its sidecar is :func:`sidecar_path` ``(path)``.
+        The results file (must exist). Its sidecar is ``<dir>/<stem>.json``.
     root : str or Path, optional
         Folder the recorded file path is relative to (default: the file's folder).
     provenance : dict, optional
@@ -248,7 +250,7 @@ def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
         raise AiplibError(f"{p}: no such results file; cannot write its sidecar")
     if p.suffix == ".json":
         raise AiplibError(f"{p} is a JSON file; sidecars are written for data files only")
-    side = sidecar_path(p)
+    side = p.with_suffix(".json")
     base = Path(root) if root is not None else p.parent
     obj = _read_json(side) if side.is_file() else None
     obj = obj or {}
@@ -264,10 +266,7 @@ def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
     files = [{"file": rel(q), "bytes": q.stat().st_size, "sha256": sha256_file(q)}
              for q in siblings]
     obj[SIDECAR_KEY] = {"files": files, **(provenance or {}), **info}
-    tmp = side.with_name(side.name + ".part")
-    tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n", encoding="utf-8")
-    tmp.replace(side)
-    return side
+    return write_json_atomic(obj, side)
 
 
 def annotate_results(ws, *, seed=None, n_resamples=None, level=None, extra=None,
@@ -291,7 +290,7 @@ def annotate_results(ws, *, seed=None, n_resamples=None, level=None, extra=None,
     results.mkdir(parents=True, exist_ok=True)
     rec = collect_provenance(ws, seed=seed, n_resamples=n_resamples, level=level, extra=extra)
     run = results / PROVENANCE_FILE
-    run.write_text(json.dumps(rec, indent=2, default=str) + "\n", encoding="utf-8")
+    write_json_atomic(rec, run)
     written, done = [run], set()
     for p in sorted(results.rglob("*")):
         if (not p.is_file() or p.suffix in (".json", ".part") or p.name in exclude

@@ -26,7 +26,6 @@ __all__ = [
     "cap_words",
     "fmt",
     "show_figure",
-    "worst_stimuli",
     "summary_table",
     "condition_display",
     "worst_display",
@@ -168,84 +167,32 @@ def show_figure(results, name: str, *, width: int = 860):
 
 
 # ---------------------------------------------------------------------------- worst stimuli
-def worst_stimuli(scores: pd.DataFrame, family: str, n: int = 10) -> pd.DataFrame:
-    """The ``n`` noisy stimuli whose result got worst against their clean version.
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        One task's ``results/scores/<task>.csv`` (:func:`aiplib.formats.load_scores`).
-    family : {"asr", "kws"}
-    n : int
-
-    Returns
-    -------
-    pandas.DataFrame
-        ASR: the largest ΔWER first (ties: higher noisy WER, then stimulus id); columns
-        ``model, stimulus_id, item_id, bg_id, snr_db, reference, clean_hypothesis, hypothesis,
-        clean_wer_pp, wer_pp, delta_wer_pp``. KWS: clips correct when clean and wrong when noisy,
-        highest SNR first (a flip at a mild SNR is the more telling), one per item
-        before any item's second; columns ``model,
-        stimulus_id, item_id, bg_id, snr_db, label, clean_response, response``.
-    """
-    if scores.empty:
-        return pd.DataFrame()
-    df = scores.copy()
-    key = ["model", "task", "item_id"]
-    clean = df[df["bg_id"] == "clean"].drop_duplicates(key, keep="last").set_index(key)
-    noisy = df[df["bg_id"] != "clean"]
-    if family == "asr":
-        noisy = noisy[noisy["delta_wer"].notna()].copy()
-        idx = pd.MultiIndex.from_frame(noisy[key])
-        noisy["clean_hypothesis"] = clean["response"].reindex(idx).to_numpy()
-        noisy["clean_wer"] = clean["wer"].reindex(idx).to_numpy()
-        noisy = noisy.sort_values(["delta_wer", "wer", "stimulus_id"],
-                                  ascending=[False, False, True], kind="stable").head(n)
-        return pd.DataFrame({
-            "model": noisy["model"], "stimulus_id": noisy["stimulus_id"],
-            "item_id": noisy["item_id"], "bg_id": noisy["bg_id"], "snr_db": noisy["snr_db"],
-            "reference": noisy["reference"], "clean_hypothesis": noisy["clean_hypothesis"],
-            "hypothesis": noisy["response"], "clean_wer_pp": 100 * noisy["clean_wer"],
-            "wer_pp": 100 * noisy["wer"], "delta_wer_pp": 100 * noisy["delta_wer"],
-        }).reset_index(drop=True)
-    flips = noisy[noisy["delta_acc"] > 0].copy()
-    idx = pd.MultiIndex.from_frame(flips[key])
-    flips["clean_response"] = clean["response"].reindex(idx).to_numpy()
-    flips = flips.sort_values(["snr_db", "stimulus_id"], ascending=[False, True], kind="stable")
-    # spread the list over items: each item's first flip, then second flips, ...
-    flips["_k"] = flips.groupby("item_id").cumcount()
-    flips = flips.sort_values(["_k", "snr_db", "stimulus_id"], ascending=[True, False, True],
-                              kind="stable").head(n)
-    return pd.DataFrame({
-        "model": flips["model"], "stimulus_id": flips["stimulus_id"],
-        "item_id": flips["item_id"], "bg_id": flips["bg_id"], "snr_db": flips["snr_db"],
-        "label": flips["label"], "clean_response": flips["clean_response"],
-        "response": flips["response"]}).reset_index(drop=True)
-
-
 def worst_display(scores: pd.DataFrame, family: str, n: int = 10,
                   max_words: int = MAX_WORDS) -> Table:
-    """:func:`worst_stimuli` formatted: background @ SNR in one column, texts capped
+    """The ``n`` stimuli that got worst against their clean version, one per item, in the ranking
+    of :func:`aiplib.stats.worst_stimuli` (the explorer's too): background @ SNR in one column
+    (:func:`aiplib.conditions.condition_label`), WER in %, ΔWER in pp, texts capped
     (:func:`cap_words`), model only when several models were scored."""
+    from .conditions import condition_label
+    from .stats import worst_stimuli
+
     w = worst_stimuli(scores, family, n)
     if w.empty:
-        return Table(w)
+        return Table(pd.DataFrame())
     d = pd.DataFrame()
     if scores["model"].nunique() > 1:
         d["model"] = w["model"]
-    d["background @ SNR"] = [f"{b} @ {fmt(s, '.0f')} dB" for b, s in zip(w["bg_id"], w["snr_db"])]
+    d["background @ SNR"] = [condition_label(b, s) for b, s in zip(w["bg_id"], w["snr_db"])]
     d["item"] = w["item_id"]
     if family == "asr":
-        d["ΔWER pp"] = [fmt(v) for v in w["delta_wer_pp"]]
-        d["WER % clean → noisy"] = [f"{fmt(a)} → {fmt(b)}" for a, b in
-                                    zip(w["clean_wer_pp"], w["wer_pp"])]
+        d["ΔWER pp"] = [fmt(100 * v) for v in w["delta"]]
+        d["WER % clean → noisy"] = [f"{fmt(100 * a)} → {fmt(100 * b)}" for a, b in
+                                    zip(w["clean_score"], w["score"])]
         d["reference"] = [cap_words(t, max_words) for t in w["reference"]]
-        d["clean response"] = [cap_words(t, max_words) for t in w["clean_hypothesis"]]
-        d["noisy response"] = [cap_words(t, max_words) for t in w["hypothesis"]]
     else:
-        d["label"] = w["label"]
-        d["clean response"] = [cap_words(t, max_words) for t in w["clean_response"]]
-        d["noisy response"] = [cap_words(t, max_words) for t in w["response"]]
+        d["label"] = w["reference"]
+    d["clean response"] = [cap_words(t, max_words) for t in w["clean_response"]]
+    d["noisy response"] = [cap_words(t, max_words) for t in w["response"]]
     d["stimulus"] = w["stimulus_id"]
     return Table(d)
 

@@ -22,6 +22,7 @@ __all__ = [
     "KWS_CLOSED_LIST",
     "KWS_OPEN_ANSWER",
     "FAMILIES",
+    "BASE_TASKS",
     "KEYWORDS",
     "DEGRADATION_COLUMN",
     "DEGRADATION_SIGN",
@@ -219,6 +220,10 @@ def keyword_set(name: str | None = None) -> tuple[str, ...]:
 
 FAMILIES: tuple[str, ...] = tuple(task_file()["families"])
 """The task families (``("asr", "kws")``)."""
+
+BASE_TASKS: dict[str, str] = {t["family"]: name for name, t in task_file()["tasks"].items()
+                              if t["variant"] == "baseline"}
+"""The baseline task (prompt variant ``baseline``) of each family: ``{"asr": "asr", "kws": "kws"}``."""
 
 KEYWORDS: tuple[str, ...] = keyword_set()
 """The default closed keyword set of the KWS family: the paper's ten Speech Commands words

@@ -8,7 +8,8 @@ import pytest
 import soundfile as sf
 
 from aiplib.audio import ClippingWarning
-from aiplib.backgrounds import (BATTERY_COLUMNS, TARGET_LUFS, colored_noise, curate_background,
+from aiplib.formats import BATTERY_COLUMNS
+from aiplib.backgrounds import (TARGET_LUFS, colored_noise, curate_background,
                                 curate_battery, silent_shares)
 from aiplib.errors import AiplibParameterError, AudioFileError
 from aiplib.workspace import workspace

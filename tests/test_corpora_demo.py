@@ -10,6 +10,8 @@ import pytest
 import soundfile as sf
 
 from aiplib.corpora import debian, demo
+from aiplib.corpora.asterisk_langs import read_transcripts
+from aiplib.tasks import KEYWORDS
 from aiplib.errors import MissingPackageError
 from aiplib.workspace import workspace
 
@@ -49,7 +51,7 @@ def test_installed_false_for_unknown_package():
 def test_transcript_parser(tmp_path):
     p = tmp_path / "core-sounds-en.txt"
     p.write_text("; comment\n\nagent-pass: Please enter your  password.\ndigits/7: seven\n")
-    assert demo.read_transcripts(p) == {"agent-pass": "Please enter your password.", "digits/7": "seven"}
+    assert read_transcripts(p) == {"agent-pass": "Please enter your password.", "digits/7": "seven"}
 
 
 # --------------------------------------------------------------------------- stage 1–2
@@ -121,8 +123,8 @@ def test_kws_items(built):
     _, _, banks = built
     kws = banks["kws"]
     assert kws.speaker.nunique() >= min(10, len(kws))
-    assert (kws.is_target == kws.label.isin(demo.KEYWORDS)).all()
-    assert set(kws.label[kws.is_target]) == set(demo.KEYWORDS[:SIZES["n_kws_target"]])
+    assert (kws.is_target == kws.label.isin(KEYWORDS)).all()
+    assert set(kws.label[kws.is_target]) == set(KEYWORDS[:SIZES["n_kws_target"]])
     assert (kws.duration_s >= 1.0).all()
 
 

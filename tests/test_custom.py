@@ -365,8 +365,9 @@ def test_ids_are_unique_and_never_clean(tmp_path):
 
 def test_pipeline_dispatch_and_notebook_parameters(tmp_path):
     from aiplib import pipeline
+    from aiplib.corpora import get_profile
 
-    assert pipeline.corpus_module("custom") is custom
+    assert get_profile("custom") is custom
     assert pipeline.stage_sizes("custom", smoke=True) == {"max_items": 3}
     params = make_inputs(tmp_path / "in")
     ws = workspace("custom", data_root=tmp_path / "data", create=False)

@@ -296,6 +296,30 @@ def test_worst_cases_order_and_columns(ws0):
         xd.worst_cases(ws0, "asr", n=0)
 
 
+def test_explorer_worst_cases_are_the_reports_worst_table(ws0):
+    """One ranking: notebook 10's worst cases are notebook 09's Tables R5 / R9, row for row."""
+    from aiplib import stats
+    from aiplib.formats import load_scores
+    from aiplib.report_tables import worst_display
+
+    write_scores(ws0)
+    scores = load_scores(ws0)
+    for task in ("asr", "kws"):
+        wc = xd.worst_cases(ws0, task, 10)
+        table = worst_display(scores[task], task).df
+        assert table["stimulus"].tolist() == wc["stimulus_id"].tolist()
+        assert table["background @ SNR"].tolist() == wc["condition"].tolist()
+        assert stats.worst_stimuli(scores[task], task)["stimulus_id"].tolist() == wc["stimulus_id"].tolist()
+    asr = worst_display(scores["asr"], "asr").df
+    assert asr["stimulus"].tolist() == ["a00_bg04_snr5", "a01_bg00_snr10"]
+    assert asr["ΔWER pp"].tolist() == ["90.0", "30.0"]
+    assert asr["WER % clean → noisy"].tolist() == ["0.0 → 90.0", "0.0 → 30.0"]
+    assert asr["clean response"].tolist() == ["clean says"] * 2
+    kws = worst_display(scores["kws"], "kws").df
+    assert kws["stimulus"].tolist() == ["k00_bg01_snr10"]
+    assert (kws.loc[0, "label"], kws.loc[0, "clean response"], kws.loc[0, "noisy response"]) == ("yes", "yes", "go")
+
+
 def test_lookup_response_prefers_the_score_file(ws0):
     write_scores(ws0)
     r = xd.lookup_response(ws0, "m1", "asr", "a00_bg02_snr0")

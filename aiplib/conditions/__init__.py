@@ -37,26 +37,7 @@ from .verdicts import (  # noqa: F401
     SCOPES, VERDICTS, DEFAULT_MIN_DIFF_PP, ALPHA, MIN_ITEMS_FOR_VERDICT, COARSE_BELOW_ITEMS,
     verdict, paired_change, char_counts, condition_label, ALL,
 )
-from .table import (  # noqa: F401
-    condition_table, condition_tables,
-)
+from .table import condition_table, condition_tables  # noqa: F401
 from .files import (  # noqa: F401
     write_condition_tables, read_condition_tables, inactive_background_rows, write_active_only_tables,
 )
-
-__all__ = [
-    "SCOPES",
-    "VERDICTS",
-    "DEFAULT_MIN_DIFF_PP",
-    "ALPHA",
-    "MIN_ITEMS_FOR_VERDICT",
-    "COARSE_BELOW_ITEMS",
-    "verdict",
-    "paired_change",
-    "char_counts",
-    "condition_label",
-    "condition_table",
-    "condition_tables",
-    "write_condition_tables",
-    "read_condition_tables",
-]

@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AiplibError
+from ..formats import load_scores, parse_bool, write_csv_atomic
+from ..tasks import task_family
 from .table import condition_table, condition_tables
 
 
@@ -31,8 +33,6 @@ def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     AiplibError
         If there are no score files (run stage 8 first).
     """
-    from ..formats import load_scores
-
     if scores is None:
         scores = load_scores(ws)
     if not scores:
@@ -42,9 +42,7 @@ def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {}
     for task, t in condition_tables(scores, **kwargs).items():
-        p = out_dir / f"conditions_{task}.csv"
-        t.to_csv(p, index=False)
-        written[task] = p
+        written[task] = write_csv_atomic(t, out_dir / f"conditions_{task}.csv")
     return written
 
 
@@ -56,13 +54,11 @@ def read_condition_tables(results_dir) -> dict[str, pd.DataFrame]:
     """Read every ``tables/conditions_<task>.csv`` under a results folder (task → table)."""
     out = {}
     for p in sorted((Path(results_dir) / "tables").glob("conditions_*.csv")):
-        t = pd.read_csv(p, dtype={"bg_id": str, "model": str, "task": str, "condition": str,
-                                  "scope": str, "test": str, "verdict": str, "note": str,
-                                  "measure": str, "family": str},
-                        keep_default_na=False, na_values={"snr_db": [""]})
+        t = pd.read_csv(p, dtype={c: str for c in _TEXT_COLUMNS}, keep_default_na=False,
+                        na_values={"snr_db": [""]})
         for c in t.columns:
             if c == "coarse":
-                t[c] = t[c].astype(str).map({"True": True, "False": False}).astype(object)
+                t[c] = t[c].map(parse_bool).map(lambda v: np.nan if v is pd.NA else v).astype(object)
             elif (t[c].dtype == object or pd.api.types.is_string_dtype(t[c])) \
                     and c not in _TEXT_COLUMNS:
                 t[c] = pd.to_numeric(t[c].replace("", np.nan), errors="coerce")
@@ -72,7 +68,7 @@ def read_condition_tables(results_dir) -> dict[str, pd.DataFrame]:
 
 def _inactive(s: pd.DataFrame) -> pd.Series:
     """True where a scored row's background segment was digital silence (``bg_active`` false)."""
-    return s["bg_active"].astype(str).str.lower().isin(["false", "0", "0.0"])
+    return s["bg_active"].map(lambda v: parse_bool(v) is False)
 
 
 def inactive_background_rows(scores: dict) -> pd.DataFrame:
@@ -117,8 +113,6 @@ def write_active_only_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     dict of str -> pathlib.Path
         Task → written file (empty when no row was inactive).
     """
-    from ..formats import load_scores
-
     if scores is None:
         scores = load_scores(ws)
     counts = inactive_background_rows(scores)
@@ -127,10 +121,6 @@ def write_active_only_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     for task in sorted(set(counts["task"])):
         s = scores[task]
         keep = ~_inactive(s)
-        t = condition_table(s[keep].reset_index(drop=True), "kws" if task.startswith("kws") else "asr",
-                            **kwargs)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        p = out_dir / f"conditions_{task}_bg_active.csv"
-        t.to_csv(p, index=False)
-        written[task] = p
+        t = condition_table(s[keep].reset_index(drop=True), task_family(task), **kwargs)
+        written[task] = write_csv_atomic(t, out_dir / f"conditions_{task}_bg_active.csv")
     return written

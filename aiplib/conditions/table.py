@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
-from ..tasks import DEGRADATION_COLUMN
+from ..tasks import DEGRADATION_COLUMN, family_spec
 from ..errors import AiplibParameterError
+from ..formats import parse_bool
 from .verdicts import (
     ALL, DEFAULT_MIN_DIFF_PP, SCOPES, _SCOPE_ORDER, _ratio, char_counts, condition_label,
     paired_change, verdict,
@@ -78,14 +79,10 @@ _KWS_SUMS = ["n", "correct", "paired", "p_correct", "p_clean_correct", "d", "str
 
 
 def _as_flag(col: pd.Series) -> np.ndarray:
-    """A boolean score column (bool, 0/1 or "True"/"False" text) as floats, NaN if unknown."""
-    if col.dtype == bool:
-        return col.to_numpy(float)
-    txt = col.astype(str).str.strip().str.lower()
-    out = np.full(len(col), np.nan)
-    out[txt.isin(["true", "1", "1.0", "yes"]).to_numpy()] = 1.0
-    out[txt.isin(["false", "0", "0.0", "no"]).to_numpy()] = 0.0
-    return out
+    """A boolean score column (bool, 0/1 or "True"/"False" text) as floats, NaN if unknown
+    (:func:`aiplib.formats.parse_bool`)."""
+    flags = [parse_bool(v) for v in col]
+    return np.array([np.nan if f is pd.NA else float(f) for f in flags])
 
 
 def _flag_sums(r: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -231,8 +228,7 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     clean partner is missing count in the absolute values but not in the paired change
     (``note``).
     """
-    if family not in ("asr", "kws"):
-        raise AiplibParameterError(f"family must be 'asr' or 'kws', got {family!r}")
+    family_spec(family)  # an unknown family raises
     bad = [s for s in scopes if s not in SCOPES]
     if bad:
         raise AiplibParameterError(f"unknown scopes {bad}; choose from {list(SCOPES)}")

@@ -19,7 +19,6 @@ listed in :mod:`aiplib.corpora.demo_sources`; the synthetic voices are :mod:`aip
 """
 from __future__ import annotations
 
-import gzip
 import re
 import shutil
 import warnings
@@ -31,14 +30,14 @@ import pandas as pd
 from ..audio import SR, load_audio, write_wav
 from ..errors import AiplibError, AiplibParameterError, AudioFileError, MissingPackageError
 from ..formats import read_item_bank, write_item_bank
-from ..tasks import KEYWORDS
+from ..tasks import FAMILIES, KEYWORDS
 from . import debian
+from .asterisk_langs import read_transcripts  # the one Asterisk transcript parser (every language)
 from .demo_sources import BATTERY, BG_SOURCES, NOTICES, Src
 from .tts import pad_to, synthesize, trim_silence
 
-__all__ = ["DEBIAN_PACKAGES", "KEYWORDS", "NON_TARGET_WORDS", "HARVARD_SENTENCES", "ASR_VOICES",
-           "KWS_VOICES", "gather_raw", "read_transcripts", "asterisk_prompts", "synthesize",
-           "trim_silence", "build_item_banks", "battery_specs"]
+__all__ = ["DEBIAN_PACKAGES", "NON_TARGET_WORDS", "HARVARD_SENTENCES", "ASR_VOICES", "KWS_VOICES",
+           "gather_raw", "asterisk_prompts", "build_item_banks", "battery_specs"]
 
 DEBIAN_PACKAGES = ["ffmpeg", "espeak-ng", "flite", "sox", "asterisk-core-sounds-en",
                    "asterisk-core-sounds-en-g722", "asterisk-moh-opsound-g722", "minetest-data",
@@ -100,32 +99,6 @@ def _copy(src: Path, dst: Path) -> None:
     tmp = dst.with_name(dst.name + ".part")
     shutil.copyfile(src, tmp)
     tmp.replace(dst)
-
-
-def read_transcripts(path) -> dict[str, str]:
-    """Parse the Asterisk transcript file (``core-sounds-en.txt[.gz]``).
-
-    Parameters
-    ----------
-    path : str or Path
-        Lines look like ``agent-pass: Please enter your password followed by the pound key.``;
-        keys may hold a sub-folder (``digits/7: seven``); ``;`` starts a comment line.
-
-    Returns
-    -------
-    dict
-        prompt key (file path without ``.g722``) → transcript with runs of spaces collapsed.
-    """
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    out = {}
-    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            if not line.strip() or line.startswith(";") or ":" not in line:
-                continue
-            key, _, text = line.partition(":")
-            out[key.strip()] = " ".join(text.split())
-    return out
 
 
 def _source_files() -> list[Src]:
@@ -320,8 +293,8 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
     bad = {k: v for k, v in counts.items() if int(v) != v or v < 0}
     if bad:
         raise AiplibParameterError(f"item counts must be integers ≥ 0, got {bad}")
-    if not overwrite and all(ws.item_bank(f).is_file() for f in ("asr", "kws")):
-        banks = {f: read_item_bank(ws, f) for f in ("asr", "kws")}
+    if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
+        banks = {f: read_item_bank(ws, f) for f in FAMILIES}
         if len(banks["asr"]) != n_asr_real + n_asr_synth or len(banks["kws"]) != n_kws_target + n_kws_nontarget:
             warnings.warn("existing item banks have other sizes than asked; pass overwrite=True to rebuild",
                           stacklevel=2)
@@ -332,7 +305,7 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
     kws = _kws(ws, n_kws_target, n_kws_nontarget, rng_kws)
     for fam, rows in (("asr", asr), ("kws", kws)):
         write_item_bank(ws, fam, rows, keywords=KEYWORDS if fam == "kws" else None)
-    return {f: read_item_bank(ws, f) for f in ("asr", "kws")}
+    return {f: read_item_bank(ws, f) for f in FAMILIES}
 
 
 # ----------------------------------------------------------------------------- battery

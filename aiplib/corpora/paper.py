@@ -48,6 +48,7 @@ from . import esc50, librispeech, ms_snsd, musan, noisex92, speech_commands
 from .common_voice import CV_DATASET, N_COMMON_VOICE, load_common_voice, select_common_voice
 from .corpus import Corpus, CorpusError, download_corpus, need_dir, resolve_base_url
 from .librispeech import prepare_librispeech, read_librispeech_speakers
+from ..tasks import FAMILIES
 from .speech_commands import KEYWORDS
 
 __all__ = ["CORPORA", "corpus_dir", "base_url_for", "download_all", "gather_raw", "build_item_banks",
@@ -278,11 +279,9 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     import pandas as pd
 
     del seed
-    ib = Path(ws.root) / "itembanks"
-    asr_path, kws_path = ib / "asr.jsonl", ib / "kws.jsonl"
-    if not overwrite and asr_path.is_file() and kws_path.is_file():
-        return {f: read_item_bank(ws, f) for f in ("asr", "kws")}
-    audio_dir = ib / "audio"
+    if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
+        return {f: read_item_bank(ws, f) for f in FAMILIES}
+    audio_dir = ws.itembanks / "audio"
 
     # ---- select (metadata only: nothing is written before every count is met) ----------------
     ls_dir = corpus_dir(ws, "librispeech", registry=registry)

@@ -16,50 +16,14 @@ Conventions
   ``seed`` and ``n_resamples`` written into the tables.
 """
 from .common import (  # noqa: F401
-    BASE_TASKS, STEER_TASKS, FIG7_KWS_EXCLUDE, FIGURE_NAMES, TABLE_NAMES, save_figure, _FAMILY_LABEL, _FAMILY_COLOURS, _DEG_LABEL,
-    _CATEGORY_COLOURS, _OTHER_COLOUR, _NUMERIC, _model_colours, _norm_id, _categories,
-    _category_legend, _new_figure,
+    BASE_TASKS, STEER_TASKS, FIG7_KWS_EXCLUDE, FIGURE_NAMES, TABLE_NAMES, save_figure,
 )
 from .descriptors import (  # noqa: F401
     table2_descriptor_correlations, figure2_descriptor_regressions,
     figure3_descriptor_correlations, table3_descriptor_values, top_descriptors,
 )
-from .backgrounds import (  # noqa: F401
-    background_ranking, figure4_background_ranking, _item_bg_means,
-)
-from .accent import (  # noqa: F401
-    table4_accent_dwer, table4_supplement, figure5_accent_degradation, _accent_rows,
-    _split_table4,
-)
-from .steering import (  # noqa: F401
-    table5_prompt_steering_rer, figure6_prompt_steering_rer,
-)
-from .snr import (  # noqa: F401
-    snr_curves, figure7_snr_performance,
-)
-from .make_all import (  # noqa: F401
-    make_all_figures,
-)
-
-__all__ = [
-    "BASE_TASKS",
-    "STEER_TASKS",
-    "FIG7_KWS_EXCLUDE",
-    "FIGURE_NAMES",
-    "TABLE_NAMES",
-    "table2_descriptor_correlations",
-    "figure2_descriptor_regressions",
-    "figure3_descriptor_correlations",
-    "background_ranking",
-    "figure4_background_ranking",
-    "table3_descriptor_values",
-    "table4_accent_dwer",
-    "table4_supplement",
-    "figure5_accent_degradation",
-    "table5_prompt_steering_rer",
-    "figure6_prompt_steering_rer",
-    "snr_curves",
-    "figure7_snr_performance",
-    "save_figure",
-    "make_all_figures",
-]
+from .backgrounds import background_ranking, figure4_background_ranking  # noqa: F401
+from .accent import table4_accent_dwer, figure5_accent_degradation  # noqa: F401
+from .steering import table5_prompt_steering_rer, figure6_prompt_steering_rer  # noqa: F401
+from .snr import snr_curves, figure7_snr_performance  # noqa: F401
+from .make_all import make_all_figures  # noqa: F401

@@ -9,8 +9,24 @@ from .common import _model_colours, _new_figure
 
 
 # ---------------------------------------------------------------------- Table 4 and Figure 5
-def _accent_rows(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Every Table 4 row: per model and accent group, ``pooled`` over models, ``unspecified``."""
+def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0
+                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 4: mean ΔWER per model and accent group, with a bootstrap CI over items.
+
+    Each item's ΔWER is first averaged over backgrounds and SNRs; the table gives the mean over
+    the group's items (pp) and its 95 % percentile interval.
+
+    Returns
+    -------
+    (table4, supplement) : tuple of pandas.DataFrame
+        ``table4``: accent groups and single models only, as the paper's table. ``supplement``:
+        the rows kept out of it, ``pooled`` (each item averaged over the models — only items
+        every model ran) per accent group, and ``unspecified`` (items without an accent group)
+        per model. Columns ``model, accent_group, n_items, clean_wer_pp`` (corpus WER of the
+        group's clean rows), ``mean_delta_wer_pp, ci_low_pp, ci_high_pp, ci_usable, level,
+        n_resamples, seed, note``; a group with fewer than
+        :data:`aiplib.stats.MIN_N_FOR_INTERVAL` items has no interval (NaN, noted).
+    """
     df = scores["asr"].copy()
     df["accent_group"] = df["accent_group"].fillna("unspecified")
     noisy = df[(df["bg_id"] != "clean") & df["delta_wer"].notna()]
@@ -41,44 +57,15 @@ def _accent_rows(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.
                      "note": "; ".join(notes)})
     t = pd.DataFrame(rows)
     t["_o"] = t["model"] != "pooled"
-    return (t.sort_values(["_o", "model", "accent_group"], kind="stable")
-            .drop(columns="_o").reset_index(drop=True))
-
-
-def _split_table4(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    main = (rows["model"] != "pooled") & (rows["accent_group"] != "unspecified")
-    return rows[main].reset_index(drop=True), rows[~main].reset_index(drop=True)
-
-
-def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Table 4: mean ΔWER per model and accent group, with a bootstrap CI over items.
-
-    Each item's ΔWER is first averaged over backgrounds and SNRs; the table gives the mean over
-    the group's items (pp) and its 95 % percentile interval. Only accent groups and single
-    models, as the paper's table; the rest is :func:`table4_supplement`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``model, accent_group, n_items, clean_wer_pp`` (corpus WER of the group's clean
-        rows), ``mean_delta_wer_pp, ci_low_pp, ci_high_pp, ci_usable, level, n_resamples, seed,
-        note``; a group with fewer than :data:`aiplib.stats.MIN_N_FOR_INTERVAL` items has no
-        interval (NaN, noted).
-    """
-    return _split_table4(_accent_rows(scores, n_resamples=n_resamples, seed=seed))[0]
-
-
-def table4_supplement(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """The rows kept out of Table 4: ``pooled`` (each item averaged over the models — only
-    items every model ran) per accent group, and ``unspecified`` (items without an accent
-    group) per model. Columns as :func:`table4_accent_dwer`."""
-    return _split_table4(_accent_rows(scores, n_resamples=n_resamples, seed=seed))[1]
+    t = t.sort_values(["_o", "model", "accent_group"], kind="stable").drop(columns="_o")
+    main = (t["model"] != "pooled") & (t["accent_group"] != "unspecified")
+    return t[main].reset_index(drop=True), t[~main].reset_index(drop=True)
 
 
 def figure5_accent_degradation(table4: pd.DataFrame):
     """Figure 5: mean ΔWER per accent group (grouped bars per model, 95 % bootstrap CI).
 
-    Accent groups and single models only (pass :func:`table4_accent_dwer`); ``pooled`` and
+    Accent groups and single models only (pass Table 4 of :func:`table4_accent_dwer`); ``pooled`` and
     ``unspecified`` rows, if present, are left out.
 
     Returns

@@ -1,4 +1,4 @@
-"""Task names, figure/table names, colours, score loaders and figure saving (part of :mod:`aiplib.figures`)."""
+"""Task names, figure/table names, colours and figure saving (part of :mod:`aiplib.figures`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,12 +7,11 @@ import re
 import numpy as np
 import pandas as pd
 
+from ..tasks import BASE_TASKS, task_file  # noqa: F401 - BASE_TASKS: the baseline task of each family
 
-BASE_TASKS = {"asr": "asr", "kws": "kws"}
-"""Baseline task of each family."""
-
-STEER_TASKS = {"asr": "asr_steer_p5", "kws": "kws_steer_p5"}
-"""Steering-prompt task of each family (Figure 6, Table 5)."""
+STEER_TASKS = {t["family"]: name for name, t in task_file()["tasks"].items() if t["variant"] == "p5"}
+"""Steering-prompt task of each family (Figure 6, Table 5): the task of ``aiplib/tasks.yaml`` with
+the authors' prompt 5 (``{"asr": "asr_steer_p5", "kws": "kws_steer_p5"}``)."""
 
 FIG7_KWS_EXCLUDE = ("qwen2_audio_7b",)
 """Models left out of Figure 7b (KWS accuracy per SNR), as in the paper. Matched after
@@ -41,10 +40,6 @@ _CATEGORY_COLOURS = {"stationary": "#4477AA", "transient": "#EE6677", "music": "
                      "speech-like": "#CCBB44"}
 
 _OTHER_COLOUR = "#BBBBBB"
-
-_NUMERIC = ("snr_db", "wer", "errors", "ref_words", "substitutions", "deletions", "insertions",
-            "hits", "delta_wer", "correct", "delta_acc")
-
 
 def _model_colours(models) -> dict:
     """One colour per model (tab10 by sorted name), grey for ``pooled``: same in every figure."""

@@ -14,7 +14,7 @@ from .descriptors import (
     table3_descriptor_values,
 )
 from .backgrounds import background_ranking, figure4_background_ranking
-from .accent import _accent_rows, _split_table4, figure5_accent_degradation
+from .accent import figure5_accent_degradation, table4_accent_dwer
 from .steering import figure6_prompt_steering_rer, table5_prompt_steering_rer
 from .snr import figure7_snr_performance, snr_curves
 
@@ -85,7 +85,7 @@ def make_all_figures(ws, *, n_resamples: int = 2000, seed: int = 0, formats=("pn
     if scores["asr"]["accent_group"].isna().all():
         log.warning("no accent_group in the ASR item bank: Table 4 and Figure 5 skipped")
     else:
-        t4, t4s = _split_table4(_accent_rows(scores, **kw))
+        t4, t4s = table4_accent_dwer(scores, **kw)
         tab_out("table4_accent_dwer", t4)
         tab_out("table4_accent_dwer_pooled_unspecified", t4s)
         if t4.empty:

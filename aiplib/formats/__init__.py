@@ -27,14 +27,8 @@ modules: :mod:`~aiplib.formats.tables` (item banks, battery, descriptors, manife
 """
 from __future__ import annotations
 
-from .tables import (ITEM_BANK_FIELDS, write_item_bank, read_item_bank, read_item_bank_keywords,
-    BATTERY_TEXT_COLUMNS, read_battery_csv, write_battery_csv, DESCRIPTORS, DESCRIPTOR_TABLE_COLUMNS,
-    read_descriptor_table, write_descriptor_table, MANIFEST_TEXT_COLUMNS, MANIFEST_REQUIRED, read_manifest_csv,
-    read_manifest, write_manifest_csv, manifest_view, write_csv_atomic)
-from .results import (CORE_FIELDS, EXTRA_FIELDS, ERROR_RESPONSE, is_error_row, repair_jsonl,
-    read_inference_jsonl, read_results, inference_row_json, append_jsonl_lines, SCORE_NUMERIC_COLUMNS,
-    read_scores, load_scores, write_scores)
-
 from . import results, tables
+from .tables import *  # noqa: F401,F403 - the names of tables.__all__
+from .results import *  # noqa: F401,F403 - the names of results.__all__
 
 __all__ = [*tables.__all__, *results.__all__]

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .tables import _read_text_csv, _write_json_atomic, write_csv_atomic
+from .tables import _read_text_csv, parse_bool, write_csv_atomic, write_json_atomic
 
 __all__ = [
     "CORE_FIELDS", "EXTRA_FIELDS", "ERROR_RESPONSE", "is_error_row", "repair_jsonl", "read_inference_jsonl",
@@ -223,7 +223,7 @@ def read_scores(path) -> pd.DataFrame:
         if c in df.columns:
             df[c] = pd.to_numeric(df[c], errors="coerce")
     if "is_target" in df.columns:
-        df["is_target"] = df["is_target"].str.lower().isin(["true", "1"])
+        df["is_target"] = df["is_target"].map(lambda v: parse_bool(v) is True)
     if "accent_group" in df.columns:
         df["accent_group"] = df["accent_group"].replace("", np.nan)
     return df
@@ -235,12 +235,12 @@ def load_scores(ws, tasks=None) -> dict[str, pd.DataFrame]:
     Parameters
     ----------
     ws : aiplib.workspace.Workspace
-        (An object with only a ``results`` folder is accepted too, for a results folder copied
-        out of its workspace.)
+        (An object with only a ``results`` folder, or the path of a results folder, is accepted
+        too, for a results folder copied out of its workspace.)
     tasks : iterable of str, optional
         Default: every ``<task>.csv`` there, in name order.
     """
-    scores_dir = ws.scores_dir if hasattr(ws, "scores_dir") else Path(ws.results) / "scores"
+    scores_dir = ws.scores_dir if hasattr(ws, "scores_dir") else Path(getattr(ws, "results", ws)) / "scores"
     if tasks is None:
         tasks = sorted(p.stem for p in scores_dir.glob("*.csv"))
     out = {}
@@ -260,5 +260,5 @@ def write_scores(ws, task: str, df: pd.DataFrame, sidecar: dict) -> Path:
         The CSV.
     """
     path = write_csv_atomic(df, ws.scores_csv(task))
-    _write_json_atomic(sidecar, ws.scores_sidecar(task))
+    write_json_atomic(sidecar, ws.scores_sidecar(task))
     return path

@@ -11,10 +11,11 @@ import pandas as pd
 from ..errors import AiplibParameterError
 
 __all__ = [
-    "ITEM_BANK_FIELDS", "write_item_bank", "read_item_bank", "read_item_bank_keywords", "BATTERY_TEXT_COLUMNS",
+    "ITEM_BANK_FIELDS", "write_item_bank", "read_item_bank", "read_item_bank_keywords", "BATTERY_COLUMNS", "BATTERY_TEXT_COLUMNS",
     "read_battery_csv", "write_battery_csv", "DESCRIPTORS", "DESCRIPTOR_TABLE_COLUMNS",
     "read_descriptor_table", "write_descriptor_table", "MANIFEST_TEXT_COLUMNS", "MANIFEST_REQUIRED",
-    "read_manifest_csv", "read_manifest", "write_manifest_csv", "manifest_view", "write_csv_atomic",
+    "read_manifest_csv", "read_manifest", "read_manifest_meta", "write_manifest_csv", "manifest_view", "write_csv_atomic",
+    "write_json_atomic", "parse_bool",
 ]
 
 
@@ -29,13 +30,20 @@ def write_csv_atomic(df: pd.DataFrame, path) -> Path:
     return path
 
 
-def _write_json_atomic(obj, path) -> Path:
+def _write_text_atomic(text: str, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def write_json_atomic(obj, path) -> Path:
+    """Write ``obj`` as indented UTF-8 JSON to ``path`` (folder created) atomically, like
+    :func:`write_csv_atomic` (sidecars, provenance and check records). Values JSON has no type
+    for (paths, NumPy integers) are written as their ``str``."""
+    return _write_text_atomic(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n", path)
 
 
 def _read_text_csv(path) -> pd.DataFrame:
@@ -43,7 +51,9 @@ def _read_text_csv(path) -> pd.DataFrame:
     return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
 
 
-def _bool_or_na(v):
+def parse_bool(v):
+    """A flag as written in a CSV: True for ``true/1/1.0/yes``, False for ``false/0/0.0/no`` (any
+    case, bools and numbers too), ``pandas.NA`` for anything else (empty, NaN)."""
     t = str(v).strip().lower()
     if t in ("true", "1", "1.0", "yes"):
         return True
@@ -84,7 +94,6 @@ def write_item_bank(ws, family: str, rows, *, keywords=None, extra: dict | None 
     AiplibParameterError
         Unknown family, a row missing a required field, or a bad keyword set.
     """
-    from ..jsonl import write_jsonl  # noqa: PLC0415
     from ..tasks import normalize_keywords  # noqa: PLC0415
 
     if family not in ITEM_BANK_FIELDS:
@@ -94,11 +103,12 @@ def write_item_bank(ws, family: str, rows, *, keywords=None, extra: dict | None 
         missing = [k for k in ITEM_BANK_FIELDS[family] if k not in r]
         if missing:
             raise AiplibParameterError(f"item bank {family}: row {i} ({r.get('item_id')!r}) lacks {missing}")
-    path = write_jsonl(ws.item_bank(family), rows)
+    path = _write_text_atomic("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                              ws.item_bank(family))
     side = {"family": family, "n_items": len(rows), **(extra or {})}
     if family == "kws":
         side["keywords"] = list(normalize_keywords(keywords))
-    _write_json_atomic(side, ws.item_bank_sidecar(family))
+    write_json_atomic(side, ws.item_bank_sidecar(family))
     return path
 
 
@@ -111,13 +121,20 @@ def read_item_bank(ws, family: str) -> pd.DataFrame:
         If the item bank has not been built (run stage 2).
     AiplibParameterError
         If item ids repeat or required fields are missing.
+    ValueError
+        If a line is not valid JSON (the message names the file and line).
     """
-    from ..jsonl import read_jsonl  # noqa: PLC0415
-
     path = ws.item_bank(family)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: item bank not found; run stage 02_build_item_banks first")
-    df = pd.DataFrame(read_jsonl(path))
+    rows = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{i}: not valid JSON ({exc.msg})") from None
+    df = pd.DataFrame(rows)
     need = set(ITEM_BANK_FIELDS.get(family, ("item_id", "path", "duration_s")))
     missing = need - set(df.columns)
     if missing:
@@ -162,6 +179,11 @@ def read_item_bank_keywords(ws) -> tuple[str, ...]:
 
 
 # ============================================================================== battery, descriptors
+BATTERY_COLUMNS = ["bg_id", "category", "description", "source_package", "source_file", "licence",
+                   "attribution", "synthetic", "source_duration_s", "looped", "gain_db",
+                   "lufs_before", "lufs_after", "peak_after", "silent_share", "silent_share_1s", "path"]
+"""Columns of ``descriptors/battery.csv``, in order (written by :func:`aiplib.backgrounds.curate_battery`)."""
+
 BATTERY_TEXT_COLUMNS = ("bg_id", "category", "description", "source_package", "source_file", "licence",
                         "attribution", "path")
 """Battery columns read as strings (the rest are parsed as numbers/booleans where they look so)."""
@@ -256,12 +278,12 @@ def read_manifest_csv(path) -> pd.DataFrame:
     for c in ("snr_db", "seed"):
         df[c] = pd.to_numeric(df[c]).astype("int64") if len(df) else df[c].astype("int64")
     if "is_target" in df.columns:
-        df["is_target"] = df["is_target"].map(lambda v: bool(_bool_or_na(v) is True))
+        df["is_target"] = df["is_target"].map(lambda v: bool(parse_bool(v) is True))
     for c in ("bg_offset", "n_samples"):
         if c in df.columns:
             df[c] = pd.to_numeric(df[c].replace("", None)).astype("Int64")
     if "bg_active" in df.columns:
-        df["bg_active"] = df["bg_active"].map(_bool_or_na).astype("boolean")
+        df["bg_active"] = df["bg_active"].map(parse_bool).astype("boolean")
     if "duration_s" in df.columns:
         df["duration_s"] = pd.to_numeric(df["duration_s"].replace("", None)).astype(float)
     return df
@@ -276,6 +298,17 @@ def read_manifest(ws, family: str) -> pd.DataFrame:
         If it has not been built (run stage 05_build_manifests).
     """
     return read_manifest_csv(ws.manifest_csv(family))
+
+
+def read_manifest_meta(ws, family: str) -> dict:
+    """The sidecar ``manifests/<family>.json`` written by stage 5 with the manifest
+    (``seed_start``, ``snrs_db``, counts, inactive shares, ``sha256``); ``{}`` when it is missing
+    or unreadable."""
+    try:
+        meta = json.loads(ws.manifest_csv(family).with_suffix(".json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def write_manifest_csv(df: pd.DataFrame, path) -> Path:
@@ -341,7 +374,7 @@ def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
         "accent_group": acc,
         "is_target": text(col("is_target")),
         "condition": np.where(clean, "clean", "noisy"),
-        "bg_active": col("bg_active", pd.NA).map(_bool_or_na).astype("boolean"),
+        "bg_active": col("bg_active", pd.NA).map(parse_bool).astype("boolean"),
     })
     view.loc[clean.to_numpy(), "bg_active"] = pd.NA
     return view.drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id", drop=False)

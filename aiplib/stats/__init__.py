@@ -27,40 +27,10 @@ from .core import (  # noqa: F401
     SPEARMAN_PERMUTATION_MAX_N, SPEARMAN_N_PERMUTATIONS, RER_DENOMINATOR_EPS, RER_KWS_SMALL,
     RER_FLAG_BELOW, SpearmanResult, BootstrapResult, BinomTestResult,
 )
-from .spearman import (  # noqa: F401
-    spearman, spearman_permutation_p,
-)
-from .intervals import (  # noqa: F401
-    bootstrap_ci,
-)
-from .exact_tests import (  # noqa: F401
-    sign_test, mcnemar_exact, bh_adjust,
-)
+from .spearman import spearman, spearman_permutation_p  # noqa: F401
+from .intervals import bootstrap_ci  # noqa: F401
+from .exact_tests import sign_test, mcnemar_exact, bh_adjust  # noqa: F401
 from .degradation import (  # noqa: F401
     rer, rer_flag, degradation_by_background, partial_note, descriptor_correlations,
+    WORST_STIMULI_COLUMNS, worst_stimuli,
 )
-
-__all__ = [
-    "MIN_N_FOR_INTERVAL",
-    "MIN_USABLE_SHARE",
-    "SPEARMAN_EXACT_MAX_N",
-    "SPEARMAN_PERMUTATION_MAX_N",
-    "SPEARMAN_N_PERMUTATIONS",
-    "RER_DENOMINATOR_EPS",
-    "RER_KWS_SMALL",
-    "RER_FLAG_BELOW",
-    "SpearmanResult",
-    "BootstrapResult",
-    "BinomTestResult",
-    "spearman",
-    "spearman_permutation_p",
-    "bootstrap_ci",
-    "sign_test",
-    "mcnemar_exact",
-    "bh_adjust",
-    "rer",
-    "rer_flag",
-    "degradation_by_background",
-    "partial_note",
-    "descriptor_correlations",
-]

@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..errors import AiplibParameterError
 from ..formats import DESCRIPTORS
-from ..tasks import DEGRADATION_COLUMN
+from ..tasks import family_spec
 from .core import (
     MIN_N_FOR_INTERVAL, MIN_USABLE_SHARE, RER_DENOMINATOR_EPS,
     RER_FLAG_BELOW, RER_KWS_SMALL,
@@ -45,15 +45,14 @@ def rer(delta_steer, delta_base, *, task_family: str, usable_only: bool = False)
     Raises
     ------
     AiplibParameterError
-        If ``task_family`` is neither ``"asr"`` nor ``"kws"``.
+        If ``task_family`` is not a family of ``aiplib/tasks.yaml`` (``asr``, ``kws``).
 
     Examples
     --------
     >>> round(rer(0.05, 0.10, task_family="asr"), 6), rer(0.004, -0.003, task_family="kws")
     (0.5, 1.0)
     """
-    if task_family not in ("asr", "kws"):
-        raise AiplibParameterError(f"task_family must be 'asr' or 'kws', got {task_family!r}")
+    family_spec(task_family)  # an unknown family raises
     s = np.asarray(delta_steer, dtype=float)
     b = np.asarray(delta_base, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -101,7 +100,7 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
         A ``results/scores/<task>.csv`` table (columns ``model, task, bg_id, snr_db`` and
         ``delta_wer`` or ``delta_acc``). Clean rows and NaN deltas are ignored.
     family : {"asr", "kws"}
-        Picks the column (:data:`DEGRADATION_COLUMN`).
+        Picks the column (:data:`aiplib.tasks.DEGRADATION_COLUMN`).
     task : str, optional
         Keep only this task. Needed if ``scores_df`` holds several.
 
@@ -119,9 +118,7 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     AiplibParameterError
         If ``family`` is unknown, the column is missing or several tasks remain.
     """
-    if family not in DEGRADATION_COLUMN:
-        raise AiplibParameterError(f"family must be 'asr' or 'kws', got {family!r}")
-    col = DEGRADATION_COLUMN[family]
+    col = family_spec(family)["degradation"]["column"]
     df = scores_df
     if task is not None and "task" in df.columns:
         df = df[df["task"] == task]
@@ -143,6 +140,81 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     per_bg.attrs["partial"] = {str(bg): [m for m in models if pd.isna(per_bg.at[bg, m])]
                                for bg in per_bg.index[~complete]}
     return per_bg
+
+
+WORST_STIMULI_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "reference",
+                         "clean_response", "response", "clean_score", "score", "delta"]
+"""Columns of :func:`worst_stimuli`, in order."""
+
+
+def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: str | None = None,
+                  one_per_item: bool = True) -> pd.DataFrame:
+    """The stimuli that hurt most: the one ranking of the report (notebook 09) and the explorer.
+
+    A stimulus counts when its degradation against the clean version of the same item is
+    positive (``delta_wer`` > 0 for ASR; for KWS ``delta_acc`` = 1, a flip: correct when clean,
+    wrong with the background). Largest degradation first; ties go to the higher SNR (a loss at
+    10 dB says more than at 0 dB), then model and stimulus id.
+
+    Parameters
+    ----------
+    scores_df : pandas.DataFrame
+        One task's ``results/scores/<task>.csv`` (:func:`aiplib.formats.read_scores`).
+    family : {"asr", "kws"}
+        Picks the degradation column (:data:`aiplib.tasks.DEGRADATION_COLUMN`).
+    n : int >= 1
+        How many rows at most.
+    model : str, optional
+        Only this model (default: every model of the table).
+    one_per_item : bool
+        Keep only each item's worst stimulus (default), so the list shows different items.
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(<= n, 12)]
+        Columns :data:`WORST_STIMULI_COLUMNS`: ``model, task, stimulus_id, item_id, bg_id``,
+        ``snr_db`` (dB), ``reference`` (ASR transcript or KWS label), ``clean_response`` (the
+        same model's answer to the clean version, "" when missing), ``response``,
+        ``clean_score`` / ``score`` (WER as a fraction, or KWS correct 0/1; NaN when missing),
+        ``delta`` (ΔWER as a fraction, or Δacc = 1). Empty, with these columns, when nothing got
+        worse or the column is missing.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``family`` is unknown or ``n < 1``.
+    """
+    col = family_spec(family)["degradation"]["column"]
+    if int(n) < 1:
+        raise AiplibParameterError(f"n must be at least 1, got {n}")
+    if scores_df is None or scores_df.empty or col not in scores_df.columns:
+        return pd.DataFrame(columns=WORST_STIMULI_COLUMNS)
+    df = scores_df if model is None else scores_df[scores_df["model"].astype(str) == model]
+    df = df[(df["bg_id"] != "clean") & (df[col] > 0)]
+    df = df.sort_values([col, "snr_db", "model", "stimulus_id"], ascending=[False, False, True, True],
+                        kind="stable")
+    if one_per_item:
+        df = df.drop_duplicates("item_id", keep="first")
+    df = df.head(int(n))
+    key = ["model", "task", "item_id"]
+    clean = scores_df[scores_df["bg_id"] == "clean"].drop_duplicates(key, keep="last").set_index(key)
+    at = pd.MultiIndex.from_frame(df[key])
+    score_col, ref_col = ("wer", "reference") if family == "asr" else ("correct", "label")
+
+    def column(frame, name, default):
+        return frame[name].to_numpy() if name in frame.columns else default
+
+    out = pd.DataFrame({
+        "model": df["model"].astype(str).to_numpy(), "task": df["task"].to_numpy(),
+        "stimulus_id": df["stimulus_id"].to_numpy(), "item_id": df["item_id"].astype(str).to_numpy(),
+        "bg_id": df["bg_id"].astype(str).to_numpy(), "snr_db": df["snr_db"].to_numpy(),
+        "reference": column(df, ref_col, ""),
+        "clean_response": column(clean.reindex(at), "response", ""),
+        "response": column(df, "response", ""),
+        "clean_score": column(clean.reindex(at), score_col, math.nan),
+        "score": df[score_col].to_numpy(), "delta": df[col].to_numpy()})
+    out["clean_response"] = out["clean_response"].where(out["clean_response"].notna(), "")
+    return out[WORST_STIMULI_COLUMNS]
 
 
 def partial_note(partial: dict) -> str:

@@ -59,9 +59,9 @@ import pandas as pd
 
 from ...audio import SR, load_audio, write_wav
 from ...errors import AiplibError, AiplibParameterError
-from ...formats import read_item_bank, write_item_bank
+from ...formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
 from ...hashing import sha256_file
-from ...tasks import KEYWORDS
+from ...tasks import FAMILIES, KEYWORDS
 from .cli import main
 from .files import AUDIO_EXTENSIONS
 from .report import Problem, ValidationReport
@@ -146,16 +146,14 @@ def gather_raw(ws, *, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, k
         y, _ = strip_digital_silence(load_audio(inv.at[i, "file"], sr=SR))
         out = write_wav(ws.raw / "backgrounds" / f"{inv.at[i, 'bg_id']}.wav", y)
         inv.at[i, "prepared"] = ws.rel(out)
-    tmp = ws.raw / "inventory.csv.part"
-    inv.to_csv(tmp, index=False)
-    tmp.replace(ws.raw / "inventory.csv")
+    write_csv_atomic(inv, ws.raw / "inventory.csv")
     report.to_frame().to_csv(ws.raw / "validation.csv", index=False)
     meta = dict(report.params, max_utterance_s=MAX_UTTERANCE_S, sample_rate_hz=SR,
                 validated_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                 n_speech=len(report.speech), n_kws=sum(r["used"] for r in report.kws),
                 n_kws_skipped=sum(not r["used"] for r in report.kws), n_backgrounds=len(report.backgrounds),
                 n_warnings=len(report.warnings))
-    (ws.raw / "custom_inputs.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+    write_json_atomic(meta, ws.raw / "custom_inputs.json")
     if report.warnings:
         warnings.warn("custom inputs: " + "; ".join(str(p) for p in report.warnings), UserWarning, stacklevel=2)
     return inv
@@ -253,15 +251,15 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
     if max_items is not None and (isinstance(max_items, bool) or int(max_items) != max_items or max_items < 1):
         raise AiplibParameterError(f"max_items must be a positive integer or None, got {max_items!r}")
     inv = _read_inventory(ws)
-    if not overwrite and all(ws.item_bank(f).is_file() for f in ("asr", "kws")):
-        return {f: read_item_bank(ws, f) for f in ("asr", "kws")}
+    if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
+        return {f: read_item_bank(ws, f) for f in FAMILIES}
     used = inv[(inv["package"].isin(["custom/speech", "custom/kws"])) & (inv["used"].str.lower() == "true")]
     _check_unchanged(used)
     ws.ensure()
     rng_asr, rng_kws = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     for fam, pkg, rng in (("asr", "custom/speech", rng_asr), ("kws", "custom/kws", rng_kws)):
         sub = used[used["package"] == pkg].reset_index(drop=True)
-        strata = (sub["is_target"].str.lower() == "true").to_numpy() if fam == "kws" else None
+        strata = sub["is_target"].map(lambda v: parse_bool(v) is True).to_numpy(bool) if fam == "kws" else None
         keep = _select(np.arange(len(sub)), max_items, rng, strata)
         rows = []
         for r in sub.iloc[keep].to_dict("records"):
@@ -277,7 +275,7 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
             rows.append(item)
         # the keyword set validated in stage 1 travels with the KWS item bank (prompts and scoring read it)
         write_item_bank(ws, fam, rows, keywords=_stage1_keywords(ws) if fam == "kws" else None)
-    return {f: read_item_bank(ws, f) for f in ("asr", "kws")}
+    return {f: read_item_bank(ws, f) for f in FAMILIES}
 
 
 # ----------------------------------------------------------------------------- stage 3 input
