@@ -1,0 +1,485 @@
+"""Condition families beyond the background battery (issue 14): their score columns, tables and
+figure.
+
+Two families join the additive backgrounds: ``competing_speech`` (a target under other talkers,
+:mod:`aiplib.competing`) and ``channel`` (the phone / codec / room chain, :mod:`aiplib.channel`).
+Their manifests hold the items' clean rows, so ΔWER / ΔAcc pair within the family exactly as for
+the backgrounds (:mod:`aiplib.scoring`); a row is clean by ``condition == "clean"`` or
+``background_id == "clean"``, never by its SNR (a channel row carries the marker ``snr_db = 99``).
+
+Leakage (competing speech; :func:`aiplib.competing.leakage_asr`, :func:`~aiplib.competing.
+leakage_kws`, MUSA's "interference" error class): the share of hypothesis words that are in the
+distractor's normalised transcript and not in the target's, and for KWS an answer that is a
+distractor word. Words shared by chance ("a", "no", "de") count too, so each row also gets the
+*floor*: the same measure of the item's clean hypothesis against this row's distractor text.
+
+Statistics come from :mod:`aiplib.conditions` (paired change against clean with a percentile
+bootstrap over items, exact sign / McNemar test, Benjamini–Hochberg, verdict) and
+:func:`aiplib.competing.leakage_summary` (bootstrap over items of Σ leak words / Σ words); every
+table records ``n_resamples``, ``seed`` and ``level``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import competing as comp
+from . import conditions as cond
+from .errors import AiplibParameterError
+
+__all__ = ["FAMILIES", "FAMILY_SCORE_COLUMNS", "LEAK_ASR_COLUMNS", "LEAK_KWS_COLUMNS", "add_family_scores",
+           "family_sidecar", "family_path", "read_family_scores", "competing_table", "figure_competing_speech",
+           "channel_table", "conditions_listing", "competing_display", "channel_display"]
+
+FAMILIES = ("competing_speech", "channel")
+"""The condition families other than ``background``, in report order."""
+
+FAMILY_SCORE_COLUMNS = ["condition_family", "setting", "distractor_languages", "same_voice_as_target",
+                        "distractor_ids", "distractor_text", "looped", "channel_condition", "applied_to",
+                        "condition_params"]
+"""Manifest columns copied into a family's score rows (those present)."""
+
+LEAK_ASR_COLUMNS = ["n_hyp_words", "n_leak_words", "leak_share", "n_leak_insertions", "leak_words",
+                    "floor_n_hyp_words", "floor_n_leak_words", "floor_leak_share"]
+"""ASR leakage columns of a competing-speech score row (NaN on clean rows; ``floor_*`` NaN without
+a clean row of the item)."""
+
+LEAK_KWS_COLUMNS = ["kws_leak", "kws_leak_floor"]
+"""KWS leakage columns (empty on clean rows)."""
+
+LEAKAGE_RULE = ("leak words: hypothesis words (paper normalisation) in the distractor transcript and not in "
+                "the target's; leak_share = n_leak_words / n_hyp_words; KWS: first word of the answer is a "
+                "distractor word other than the label; floor_*: the item's clean hypothesis against this "
+                "row's distractor text")
+
+
+# ------------------------------------------------------------------------------ score rows
+def add_family_scores(out: pd.DataFrame, man: pd.DataFrame, task_family: str) -> pd.DataFrame:
+    """Append the family columns and, on competing-speech rows, the leakage and its floor.
+
+    Parameters
+    ----------
+    out : pandas.DataFrame [shape=(n_rows, ...)]
+        Score rows of one (model, task) as :func:`aiplib.scoring.score_inference` builds them
+        (``item_id, bg_id, response`` and ``reference`` (ASR) or ``label`` (KWS)).
+    man : pandas.DataFrame [shape=(n_rows, ...)]
+        The manifest rows of ``out``, in the same order, with :data:`FAMILY_SCORE_COLUMNS`.
+    task_family : {"asr", "kws"}
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``out`` with the family columns present in ``man``, then :data:`LEAK_ASR_COLUMNS` or
+        :data:`LEAK_KWS_COLUMNS` when some noisy row is ``competing_speech`` with a
+        ``distractor_text``.
+    """
+    out = out.copy()
+    for c in [c for c in FAMILY_SCORE_COLUMNS if c in man.columns]:
+        out[c] = man[c].to_numpy()
+    comp_rows = ((out["condition_family"] == comp.FAMILY) & (out["bg_id"] != "clean")).to_numpy()
+    if "distractor_text" not in out.columns or not comp_rows.any():
+        return out
+    clean = out[out["bg_id"] == "clean"].drop_duplicates("item_id", keep="last").set_index("item_id")["response"]
+    floor_resp = clean.reindex(out["item_id"]).to_numpy()
+    if task_family == "asr":
+        nan = dict.fromkeys(LEAK_ASR_COLUMNS, math.nan) | {"leak_words": ""}
+        rows = []
+        for ok, resp, ref, dtext, fresp in zip(comp_rows, out["response"], out["reference"],
+                                               out["distractor_text"], floor_resp):
+            if not ok:
+                rows.append(nan)
+                continue
+            a = comp.leakage_asr(resp, ref, dtext)
+            r = {k: a[k] for k in LEAK_ASR_COLUMNS[:5]}
+            if isinstance(fresp, str):
+                f = comp.leakage_asr(fresp, ref, dtext)
+                r.update(floor_n_hyp_words=f["n_hyp_words"], floor_n_leak_words=f["n_leak_words"],
+                         floor_leak_share=f["leak_share"])
+            else:
+                r.update(floor_n_hyp_words=math.nan, floor_n_leak_words=math.nan, floor_leak_share=math.nan)
+            rows.append(r)
+        leak = pd.DataFrame(rows, index=out.index, columns=LEAK_ASR_COLUMNS)
+    else:
+        leak = pd.DataFrame({c: pd.array([pd.NA] * len(out), dtype="boolean") for c in LEAK_KWS_COLUMNS},
+                            index=out.index)
+        for i, (ok, resp, lab, dtext, fresp) in enumerate(zip(comp_rows, out["response"], out["label"],
+                                                              out["distractor_text"], floor_resp)):
+            if ok:
+                leak.iloc[i, 0] = comp.leakage_kws(resp, dtext, label=lab)["kws_leak"]
+                if isinstance(fresp, str):
+                    leak.iloc[i, 1] = comp.leakage_kws(fresp, dtext, label=lab)["kws_leak"]
+    return pd.concat([out, leak], axis=1)
+
+
+def family_sidecar(df: pd.DataFrame, task_family: str) -> dict:
+    """Sidecar fields of a family's score file: ``condition_family`` (sorted list) and, with
+    leakage columns, ``leakage_rule`` and the count of leak rows without a clean partner."""
+    side = {"condition_family": sorted({str(v) for v in df["condition_family"].dropna()})}
+    if "leak_share" in df.columns or "kws_leak" in df.columns:
+        floor = "floor_leak_share" if task_family == "asr" else "kws_leak_floor"
+        noisy = (df["condition_family"] == comp.FAMILY) & (df["bg_id"] != "clean")
+        side.update(leakage_rule=LEAKAGE_RULE, n_leak_rows_without_floor=int(df.loc[noisy, floor].isna().sum()))
+    return side
+
+
+# ------------------------------------------------------------------------------ reading
+def family_path(ws, family: str, kind: str, name: str) -> Path:
+    """Path of a family file: ``kind`` ``scores`` → ``results/scores/<family>/<name>.csv``,
+    ``manifests`` → ``manifests/<family>/<name>`` (through ``ws.with_family`` when the workspace
+    has it, else the same layout under ``ws.root``)."""
+    if hasattr(ws, "with_family"):
+        view = ws.with_family(family)
+        return view.scores_csv(name) if kind == "scores" else Path(view.manifest_csv("asr")).parent / name
+    return (ws.root / "results" / "scores" / family / f"{name}.csv" if kind == "scores"
+            else ws.root / "manifests" / family / name)
+
+
+def read_family_scores(ws, family: str, tasks=("asr", "kws")) -> dict[str, pd.DataFrame]:
+    """The family's score files that exist (task → table, :func:`aiplib.formats.read_scores`, with
+    the leakage and family columns typed); ``{}`` when the family was not run."""
+    from .formats import read_scores
+
+    out = {}
+    for task in tasks:
+        p = family_path(ws, family, "scores", task)
+        if Path(p).is_file():
+            df = read_scores(p)
+            for c in [c for c in LEAK_ASR_COLUMNS if c != "leak_words" and c in df.columns]:
+                df[c] = pd.to_numeric(df[c], errors="coerce")
+            for c in [c for c in (*LEAK_KWS_COLUMNS, "same_voice_as_target") if c in df.columns]:
+                df[c] = df[c].astype(str).str.lower().map({"true": True, "false": False}).astype("boolean")
+            out[task] = df
+    return out
+
+
+# ------------------------------------------------------------------------------ competing speech
+def _truthy(v) -> bool:
+    return str(v).strip().lower() in ("true", "1", "yes")
+
+
+def _need(df, cols, what):
+    miss = [c for c in cols if c not in df.columns]
+    if miss:
+        raise AiplibParameterError(f"{what}: score table lacks column(s) {miss}")
+
+
+def _paired(scores, family, scope, kw):
+    """condition_table rows of one scope, keyed on (model, bg_id, snr_db)."""
+    t = cond.condition_table(scores, family, scopes=(scope,), **kw)
+    return t.rename(columns={"bg_id": "condition_id"})
+
+
+def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_resamples: int = 2000,
+                    seed: int = 0, level: float = 0.95, min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP
+                    ) -> pd.DataFrame:
+    """Per model × distractor condition × SNR: ΔWER, leakage and its floor, ΔAcc, KWS leak rate.
+
+    Parameters
+    ----------
+    asr : pandas.DataFrame
+        Competing-speech ASR scores (``results/scores/competing_speech/asr.csv``): the condition
+        columns of :func:`aiplib.conditions.condition_table`, ``setting, distractor_languages,
+        same_voice_as_target`` and :data:`LEAK_ASR_COLUMNS`.
+    kws : pandas.DataFrame, optional
+        The KWS scores (:data:`LEAK_KWS_COLUMNS`); without them the KWS columns are NaN.
+    n_resamples, seed, level, min_diff_pp
+        Bootstrap and verdict settings (recorded in every row).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (model, condition_id, snr_db in dB): ``setting, distractor_languages,
+        same_voice_control`` (bool), ``n_items``, ``delta_wer_pp`` with ``delta_wer_ci_low_pp /
+        _high_pp``, ``asr_p_bh, asr_verdict`` (exact sign test, BH over the family's conditions);
+        ``leak_pct`` (Σ leak words / Σ hypothesis words, %) with ``leak_ci_low_pct / _high_pct``,
+        ``leak_floor_pct`` (the clean hypotheses' share against the same distractor texts),
+        ``leak_insertions_per_item``; ``n_items_kws, delta_acc_pp`` with its interval, ``kws_p_bh,
+        kws_verdict, kws_leak_pct`` with ``kws_leak_ci_low_pct / _high_pct``,
+        ``kws_leak_floor_pct``; ``level, n_resamples, seed, note``.
+
+    Raises
+    ------
+    AiplibParameterError
+        If a needed column is missing.
+    """
+    _need(asr, ["setting", "distractor_languages", "same_voice_as_target", *LEAK_ASR_COLUMNS], "competing_table")
+    kw = dict(n_resamples=n_resamples, seed=seed, level=level)
+    key = ["model", "condition_id", "snr_db"]
+    a = _paired(asr, "asr", "condition", {**kw, "min_diff_pp": min_diff_pp})
+    t = a[key + ["n_items"]].assign(delta_wer_pp=a["delta_pp"], delta_wer_ci_low_pp=a["ci_low_pp"],
+                                    delta_wer_ci_high_pp=a["ci_high_pp"], asr_p_bh=a["p_bh"],
+                                    asr_verdict=a["verdict"], note=a["note"])
+    noisy = asr[asr["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
+    by = ("model", "condition_id", "snr_db")
+    lk = comp.leakage_summary(noisy, by=by, task="asr", **kw)
+    fl = noisy[noisy["floor_n_hyp_words"].notna()].drop(columns=["n_hyp_words", "n_leak_words"])
+    fl = fl.rename(columns={"floor_n_hyp_words": "n_hyp_words", "floor_n_leak_words": "n_leak_words"})
+    fl = comp.leakage_summary(fl.assign(n_leak_insertions=0.0), by=by, task="asr", **kw) if len(fl) else \
+        pd.DataFrame(columns=[*by, "leak_share"])
+    t = t.merge(lk[[*by, "leak_share", "leak_share_ci_low", "leak_share_ci_high", "leak_insertions_per_item"]],
+                on=key, how="left").merge(fl[[*by, "leak_share"]].rename(columns={"leak_share": "floor"}),
+                                          on=key, how="left")
+    t = t.assign(leak_pct=100 * t.pop("leak_share"), leak_ci_low_pct=100 * t.pop("leak_share_ci_low"),
+                 leak_ci_high_pct=100 * t.pop("leak_share_ci_high"), leak_floor_pct=100 * t.pop("floor"))
+    meta = (noisy.drop_duplicates("condition_id").set_index("condition_id")
+            [["setting", "distractor_languages", "same_voice_as_target"]])
+    if kws is not None and not kws.empty:
+        _need(kws, LEAK_KWS_COLUMNS, "competing_table (KWS)")
+        k = _paired(kws, "kws", "condition", {**kw, "min_diff_pp": min_diff_pp})
+        kn = kws[kws["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
+        kl = comp.leakage_summary(kn.assign(kws_leak=kn["kws_leak"].fillna(False)), by=by, task="kws", **kw)
+        kf = (kn[kn["kws_leak_floor"].notna()].assign(f=lambda d: d["kws_leak_floor"].astype(float))
+              .groupby(list(by))["f"].mean().rename("kws_leak_floor_pct").mul(100).reset_index())
+        ks = (k[key + ["n_items", "delta_pp", "ci_low_pp", "ci_high_pp", "p_bh", "verdict"]]
+              .rename(columns={"n_items": "n_items_kws", "delta_pp": "delta_acc_pp", "ci_low_pp": "delta_acc_ci_low_pp",
+                               "ci_high_pp": "delta_acc_ci_high_pp", "p_bh": "kws_p_bh", "verdict": "kws_verdict"})
+              .merge(kl[[*by, "kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"]], on=key, how="left")
+              .merge(kf, on=key, how="left"))
+        for c in ("kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"):
+            ks[c] = 100 * ks[c]
+        ks = ks.rename(columns={"kws_leak_rate": "kws_leak_pct", "kws_leak_ci_low": "kws_leak_ci_low_pct",
+                                "kws_leak_ci_high": "kws_leak_ci_high_pct"})
+        t = t.merge(ks, on=key, how="outer")
+        meta = pd.concat([meta, kn.drop_duplicates("condition_id").set_index("condition_id")[meta.columns]])
+        meta = meta[~meta.index.duplicated()]
+    else:
+        for c in ("n_items_kws", "delta_acc_pp", "delta_acc_ci_low_pp", "delta_acc_ci_high_pp", "kws_p_bh",
+                  "kws_verdict", "kws_leak_pct", "kws_leak_ci_low_pct", "kws_leak_ci_high_pct", "kws_leak_floor_pct"):
+            t[c] = math.nan
+    m = meta.reindex(t["condition_id"])
+    t.insert(2, "setting", m["setting"].to_numpy())
+    t.insert(3, "distractor_languages", m["distractor_languages"].to_numpy())
+    t.insert(4, "same_voice_control", [_truthy(v) for v in m["same_voice_as_target"]])
+    t = t.assign(level=float(level), n_resamples=int(n_resamples), seed=int(seed))
+    t["note"] = t.pop("note").fillna("")
+    order = {s: i for i, s in enumerate(comp.SETTINGS)}
+    return (t.assign(_s=t["setting"].map(order).fillna(9)).sort_values(["model", "_s", "condition_id", "snr_db"])
+            .drop(columns="_s").reset_index(drop=True))
+
+
+def figure_competing_speech(table: pd.DataFrame, *, model: str | None = None):
+    """Two panels sharing x = SNR (dB): (a) ASR ΔWER (pp), (b) leakage share (%), one line per
+    distractor condition with its 95 % bootstrap band; the same-voice control is dashed and each
+    condition's leakage floor is a thin dotted line.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`competing_table`.
+    model : str, optional
+        The model to draw (default: the first in name order; named in the title).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two axes; x ticks at the table's SNRs.
+    """
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
+
+    if table.empty:
+        raise AiplibParameterError("figure_competing_speech: the table is empty")
+    model = model or sorted(table["model"].unique())[0]
+    t = table[table["model"] == model]
+    snrs = sorted(t["snr_db"].unique())
+    fig = Figure(figsize=(8.6, 3.4), layout="constrained")
+    axes = fig.subplots(1, 2, sharex=True)
+    cmap = colormaps["tab10"]
+    for i, (cid, g) in enumerate(t.groupby("condition_id", sort=False)):
+        g = g.sort_values("snr_db")
+        ls = "--" if bool(g["same_voice_control"].iloc[0]) else "-"
+        label = f"{cid} (same voice)" if ls == "--" else cid
+        for ax, y, lo, hi in ((axes[0], "delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp"),
+                              (axes[1], "leak_pct", "leak_ci_low_pct", "leak_ci_high_pct")):
+            ax.plot(g["snr_db"], g[y], ls, marker="o", ms=3, color=cmap(i % 10), label=label)
+            ax.fill_between(g["snr_db"], g[lo].astype(float), g[hi].astype(float), color=cmap(i % 10), alpha=0.12)
+        axes[1].plot(g["snr_db"], g["leak_floor_pct"], ":", lw=0.8, color=cmap(i % 10))
+    for ax, tag, ylab in zip(axes, "ab", ("ASR ΔWER (pp)", "leak words (% of hypothesis words)")):
+        ax.set_xticks(snrs)
+        ax.set_xlabel("SNR, target over distractor (dB)")
+        ax.set_ylabel(ylab)
+        ax.axhline(0, color="#999999", lw=0.6)
+        ax.set_title(f"({tag}) {model}", fontsize=9, loc="left")
+    axes[1].legend(fontsize=7, frameon=False, loc="best")
+    return fig
+
+
+# ------------------------------------------------------------------------------ channel
+def _params(v) -> str:
+    """``condition_params`` JSON as ``key=value, …`` (the ``transform`` first), text as written."""
+    try:
+        p = json.loads(v) if isinstance(v, str) else dict(v)
+    except (ValueError, TypeError):
+        return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+    return ", ".join(f"{k}={p[k]:g}" if isinstance(p[k], float) else f"{k}={p[k]}"
+                     for k in sorted(p, key=lambda k: (k != "transform", k)))
+
+
+def _channel_order(names) -> list[str]:
+    try:
+        from .channel import CHANNEL_CONDITIONS
+        grid = list(CHANNEL_CONDITIONS)
+    except ImportError:  # pragma: no cover - the channel module always imports
+        grid = []
+    names = list(dict.fromkeys(names))
+    return [n for n in grid if n in names] + [n for n in names if n not in grid]
+
+
+def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped: pd.DataFrame | None = None,
+                  n_resamples: int = 2000, seed: int = 0, level: float = 0.95,
+                  min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP) -> pd.DataFrame:
+    """Per model × channel condition: parameters, ΔWER / ΔAcc with intervals, exact test, verdict.
+
+    Parameters
+    ----------
+    asr, kws : pandas.DataFrame
+        Channel scores (``results/scores/channel/<task>.csv``) with ``condition_params`` and
+        ``applied_to``; ``kws`` optional.
+    skipped : pandas.DataFrame, optional
+        ``manifests/channel/skipped.csv`` (``condition, reason``): listed with ``status`` =
+        ``skipped`` and the reason in ``note``.
+    n_resamples, seed, level, min_diff_pp
+        As :func:`aiplib.conditions.condition_table` (scope ``background``: one channel condition
+        over its single marker SNR 99).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model, condition, parameters, applied_to, status`` (``run`` / ``skipped``), ``n_items,
+        wer_pp, clean_wer_pp, delta_wer_pp, delta_wer_ci_low_pp, delta_wer_ci_high_pp, asr_test,
+        asr_p_bh, asr_verdict, n_items_kws, acc_pp, clean_acc_pp, delta_acc_pp,
+        delta_acc_ci_low_pp, delta_acc_ci_high_pp, kws_test, kws_p_bh, kws_verdict, level,
+        n_resamples, seed, note``.
+    """
+    _need(asr, ["condition_params", "applied_to"], "channel_table")
+    kw = dict(n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=min_diff_pp)
+    key = ["model", "condition_id"]
+    a = _paired(asr, "asr", "background", kw)
+    t = a[key + ["n_items", "wer_pp", "clean_wer_pp"]].assign(
+        delta_wer_pp=a["delta_pp"], delta_wer_ci_low_pp=a["ci_low_pp"], delta_wer_ci_high_pp=a["ci_high_pp"],
+        asr_test=a["test"], asr_p_bh=a["p_bh"], asr_verdict=a["verdict"], note=a["note"].fillna(""))
+    if kws is not None and not kws.empty:
+        k = _paired(kws, "kws", "background", kw)
+        t = t.merge(k[key + ["n_items", "acc_pp", "clean_acc_pp", "delta_pp", "ci_low_pp", "ci_high_pp", "test",
+                             "p_bh", "verdict"]].rename(columns={
+                                 "n_items": "n_items_kws", "delta_pp": "delta_acc_pp", "ci_low_pp": "delta_acc_ci_low_pp",
+                                 "ci_high_pp": "delta_acc_ci_high_pp", "test": "kws_test", "p_bh": "kws_p_bh",
+                                 "verdict": "kws_verdict"}), on=key, how="outer")
+    rows = pd.concat([d for d in (asr, kws) if d is not None])
+    rows = rows[rows["bg_id"] != "clean"].drop_duplicates("bg_id").set_index("bg_id")
+    t.insert(2, "parameters", [_params(v) for v in rows["condition_params"].reindex(t["condition_id"])])
+    t.insert(3, "applied_to", rows["applied_to"].reindex(t["condition_id"]).to_numpy())
+    t.insert(4, "status", "run")
+    if skipped is not None and len(skipped):
+        sk = pd.DataFrame({"model": "", "condition_id": skipped["condition"].astype(str), "parameters": "",
+                           "applied_to": "", "status": "skipped", "note": skipped["reason"].astype(str)})
+        t = pd.concat([t, sk], ignore_index=True)
+    t = t.assign(level=float(level), n_resamples=int(n_resamples), seed=int(seed))
+    t["note"] = t.pop("note").fillna("")
+    order = {n: i for i, n in enumerate(_channel_order(t["condition_id"]))}
+    t = (t.assign(_o=t["condition_id"].map(order)).sort_values(["_o", "model"]).drop(columns="_o")
+         .rename(columns={"condition_id": "condition"}).reset_index(drop=True))
+    return t
+
+
+# ------------------------------------------------------------------------------ every condition
+def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every condition of the two families with its parameters and source (the report's list).
+
+    Parameters
+    ----------
+    competing : pandas.DataFrame, optional
+        Competing-speech score or manifest rows (``background_id``/``bg_id``, ``setting``,
+        ``distractor_languages``, ``same_voice_as_target``, ``snr_db``); default: the grid of
+        :func:`aiplib.competing.condition_grid` over :data:`aiplib.corpora.asterisk_langs.LANGUAGES`.
+    channel : pandas.DataFrame, optional
+        Channel score or manifest rows (``applied_to``): where each transform was applied in the
+        run; default :func:`aiplib.channel.describe`'s ``applies_to``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``family, condition, parameters, applied_to, source, status`` (``run`` / ``available``
+        / ``skipped: <reason>``).
+    """
+    from .corpora.asterisk_langs import LANGUAGES, VOICES
+
+    if competing is not None and len(competing):
+        c = competing.rename(columns={"background_id": "bg_id"})
+        c = c[c["bg_id"] != "clean"]
+        snr = pd.to_numeric(c["snr_db"], errors="coerce")
+        groups = [(cid, str(g["setting"].iloc[0]), str(g["distractor_languages"].iloc[0]).split("+"),
+                   sorted(snr[g.index].dropna().astype(int).unique()), "run") for cid, g in c.groupby("bg_id", sort=False)]
+    else:
+        grid = comp.condition_grid(LANGUAGES)
+        groups = [(cid, s, list(ls), sorted({g["snr_db"] for g in grid if g["condition_id"] == cid}), "available")
+                  for cid, s, ls in dict.fromkeys((g["condition_id"], g["setting"], g["languages"]) for g in grid)]
+    rows = []
+    for cid, setting, langs, snrs, status in groups:
+        voices = [VOICES.get(lang, {}) for lang in langs]
+        same = any(v.get("same_voice_as_target") for v in voices)
+        par = (f"languages={'+'.join(langs)}, voices={'+'.join(v.get('voice', '?') for v in voices)}, "
+               f"SNR={','.join(f'{s:g}' for s in snrs)} dB (target over total distractor power), "
+               f"gap={comp.GAP_S:g} s, each utterance at -23 LUFS"
+               + (f", {len(langs)} streams at equal power" if setting == "cocktail" else "")
+               + (", same voice as the target (control)" if same else ""))
+        src = "; ".join(f"Debian asterisk-core-sounds-{lang}(-g722): {v.get('credit', '?')}, {v.get('licence', '?')}"
+                        for lang, v in zip(langs, voices))
+        rows.append(dict(family=comp.FAMILY, condition=cid, parameters=par, applied_to="target speech (mixed)",
+                         source=src, status=status))
+    from .channel import describe
+
+    d = describe()
+    run = {}
+    if channel is not None and len(channel):
+        ch = channel.rename(columns={"background_id": "bg_id"})
+        run = ch[ch["bg_id"] != "clean"].drop_duplicates("bg_id").set_index("bg_id")["applied_to"].to_dict()
+    for r in d.itertuples(index=False):
+        status = ("run" if r.condition in run else "available") if r.available else f"skipped: {r.skip_reason}"
+        rows.append(dict(family="channel", condition=r.condition, parameters=r.parameters,
+                         applied_to=run.get(r.condition, r.applies_to), source=r.source or "", status=status))
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------ display
+def competing_display(t: pd.DataFrame):
+    """:func:`competing_table` formatted for the report (:class:`aiplib.report_tables.Table`)."""
+    from .report_tables import Table, _ci, fmt
+
+    return Table(pd.DataFrame({
+        "model": t["model"], "distractor": t["condition_id"], "SNR (dB)": t["snr_db"].map(lambda v: f"{v:g}"),
+        "control": np.where(t["same_voice_control"], "same voice", ""),
+        "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
+        "ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
+                             zip(t["delta_wer_pp"], t["delta_wer_ci_low_pp"], t["delta_wer_ci_high_pp"])],
+        "ASR verdict": t["asr_verdict"],
+        "leak % [95% CI]": [_ci(e, lo, hi, signed=False) for e, lo, hi in
+                            zip(t["leak_pct"], t["leak_ci_low_pct"], t["leak_ci_high_pct"])],
+        "floor %": t["leak_floor_pct"].map(fmt),
+        "ΔAcc pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
+                             zip(t["delta_acc_pp"], t["delta_acc_ci_low_pp"], t["delta_acc_ci_high_pp"])],
+        "KWS leak % [95% CI]": [_ci(e, lo, hi, signed=False) for e, lo, hi in
+                                zip(t["kws_leak_pct"], t["kws_leak_ci_low_pct"], t["kws_leak_ci_high_pct"])],
+        "KWS floor %": t["kws_leak_floor_pct"].map(fmt)}))
+
+
+def channel_display(t: pd.DataFrame):
+    """:func:`channel_table` formatted for the report."""
+    from .report_tables import Table, _ci, _p, fmt
+
+    return Table(pd.DataFrame({
+        "model": t["model"], "condition": t["condition"], "parameters": t["parameters"],
+        "applied to": t["applied_to"], "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
+        "WER %": t["wer_pp"].map(fmt) if "wer_pp" in t else "",
+        "ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
+                             zip(t["delta_wer_pp"], t["delta_wer_ci_low_pp"], t["delta_wer_ci_high_pp"])],
+        "p (BH)": t["asr_p_bh"].map(_p), "ASR verdict": t["asr_verdict"].fillna(t["status"]),
+        "ΔAcc pp [95% CI]": ([_ci(e, lo, hi) for e, lo, hi in
+                              zip(t["delta_acc_pp"], t["delta_acc_ci_low_pp"], t["delta_acc_ci_high_pp"])]
+                             if "delta_acc_pp" in t else "–"),
+        "KWS verdict": t["kws_verdict"].fillna("") if "kws_verdict" in t else "",
+        "note": t["note"]}))
