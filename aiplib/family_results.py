@@ -32,8 +32,9 @@ from . import conditions as cond
 from .errors import AiplibParameterError
 
 __all__ = ["FAMILIES", "FAMILY_SCORE_COLUMNS", "LEAK_ASR_COLUMNS", "LEAK_KWS_COLUMNS", "add_family_scores",
-           "family_sidecar", "family_path", "read_family_scores", "competing_table", "figure_competing_speech",
-           "channel_table", "conditions_listing", "competing_display", "channel_display"]
+           "family_sidecar", "suite_families", "score_families", "family_path", "read_family_scores",
+           "competing_table", "figure_competing_speech", "channel_table", "conditions_listing",
+           "competing_display", "channel_display"]
 
 FAMILIES = ("competing_speech", "channel")
 """The condition families other than ``background``, in report order."""
@@ -124,6 +125,56 @@ def family_sidecar(df: pd.DataFrame, task_family: str) -> dict:
         noisy = (df["condition_family"] == comp.FAMILY) & (df["bg_id"] != "clean")
         side.update(leakage_rule=LEAKAGE_RULE, n_leak_rows_without_floor=int(df.loc[noisy, floor].isna().sum()))
     return side
+
+
+# ------------------------------------------------------------------------------ stage 8
+def suite_families(suite) -> tuple:
+    """The condition families of a ``suite`` parameter (``"background"``, a comma list, ``"all"``):
+    :func:`aiplib.families.parse_suite` where it exists, else the same rule here."""
+    try:
+        from .families import parse_suite
+    except ImportError:  # before the families module (issue 14 plumbing) is merged
+        names = [s.strip() for s in str(suite or "background").split(",") if s.strip()]
+        names = list(("background", *FAMILIES)) if names == ["all"] else names
+        bad = [n for n in names if n not in ("background", *FAMILIES)]
+        if bad:
+            raise AiplibParameterError(f"unknown condition family {bad}; choose among background, "
+                                       f"{', '.join(FAMILIES)} (or 'all')")
+        return tuple(n for n in ("background", *FAMILIES) if n in names)
+    return tuple(parse_suite(suite))
+
+
+def score_families(ws, suite) -> dict:
+    """Stage 8 for the condition families of ``suite`` other than ``background`` whose manifests
+    exist: shard files merged (:func:`aiplib.shards.merge_all`), then
+    :func:`aiplib.scoring.score_inference` on ``ws.with_family(cf)``.
+
+    Returns
+    -------
+    dict
+        ``{family: {task: scores}}`` of the families scored; a family without manifests or
+        inference files is left out with a printed line saying why.
+    """
+    from .scoring import score_inference
+    from .shards import merge_all
+
+    out = {}
+    for cf in [f for f in suite_families(suite) if f != "background"]:
+        if not hasattr(ws, "with_family"):
+            print(f"{cf}: not scored (this workspace has no condition-family views)")
+            continue
+        view = ws.with_family(cf)
+        if not any(Path(view.manifest_csv(t)).is_file() for t in ("asr", "kws")):
+            print(f"{cf}: no manifests under {ws.rel(view.manifest_csv('asr').parent)}; not scored")
+            continue
+        if not any(Path(view.inference).glob("*/*.jsonl")):
+            print(f"{cf}: no inference files under {ws.rel(view.inference)} (stage 7); not scored")
+            continue
+        merge_all(view.inference, getattr(view, "checks", None))
+        out[cf] = score_inference(view)
+        print(f"{cf}: " + ", ".join(f"{t} {len(d)} rows" for t, d in out[cf].items())
+              + f" -> {ws.rel(view.scores_dir)}")
+    return out
 
 
 # ------------------------------------------------------------------------------ reading
@@ -443,6 +494,47 @@ def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFr
         rows.append(dict(family="channel", condition=r.condition, parameters=r.parameters,
                          applied_to=run.get(r.condition, r.applies_to), source=r.source or "", status=status))
     return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------ notebook 09
+NOT_RUN = "not run: make all SUITE=all"
+"""What a cell of notebook 09's family section prints when its family has no scores."""
+
+
+def stage7_times(ws) -> pd.DataFrame | None:
+    """The last stage-7 time of each family (``checks/stage7_families.csv``, rows with
+    ``n_run > 0``), or None when the file does not exist."""
+    p = Path(ws.root) / "checks" / "stage7_families.csv"
+    if not p.is_file():
+        return None
+    t = pd.read_csv(p, dtype=str, keep_default_na=False)
+    if "n_run" in t.columns:
+        t = t[pd.to_numeric(t["n_run"], errors="coerce").fillna(0) > 0]
+    return t.drop_duplicates("condition_family", keep="last").reset_index(drop=True)
+
+
+def write_competing(ws, scores: dict, **kw) -> pd.DataFrame:
+    """:func:`competing_table` of ``scores`` (``{"asr", "kws"}``) written to
+    ``results/tables/competing_speech.csv`` and its figure to ``results/figures/
+    figure_competing_speech.png/.pdf`` (:func:`aiplib.figures.save_figure`); returns the table."""
+    from .figures import save_figure
+
+    t = competing_table(scores["asr"], scores.get("kws"), **kw)
+    Path(ws.tables_dir).mkdir(parents=True, exist_ok=True)
+    t.to_csv(Path(ws.tables_dir) / "competing_speech.csv", index=False)
+    save_figure(figure_competing_speech(t), ws.figures_dir, "figure_competing_speech")
+    return t
+
+
+def write_channel(ws, scores: dict, **kw) -> pd.DataFrame:
+    """:func:`channel_table` (with ``manifests/channel/skipped.csv`` when present) written to
+    ``results/tables/channel_conditions.csv``; returns the table."""
+    sk = family_path(ws, "channel", "manifests", "skipped.csv")
+    skipped = pd.read_csv(sk, dtype=str, keep_default_na=False) if Path(sk).is_file() else None
+    t = channel_table(scores["asr"], scores.get("kws"), skipped=skipped, **kw)
+    Path(ws.tables_dir).mkdir(parents=True, exist_ok=True)
+    t.to_csv(Path(ws.tables_dir) / "channel_conditions.csv", index=False)
+    return t
 
 
 # ------------------------------------------------------------------------------ display

@@ -270,3 +270,31 @@ def test_conditions_listing(fam_ws):
     assert list(r.index[:3]) == ["talker_fr", "talker_es", "cocktail_fr_it_ru"]
     assert r.loc["telephone", "status"] == "run" and r.loc["telephone", "applied_to"] == "speech"
     assert r.loc["cut_head_300ms", "status"] in ("available",) or r.loc["cut_head_300ms", "status"].startswith("skipped")
+
+
+def test_notebook_09_writers(fam_ws):
+    ws = fam_ws.ws
+    comp = fr.read_family_scores(fam_ws, "competing_speech")
+    t = fr.write_competing(ws, comp, n_resamples=200, seed=0)
+    back = pd.read_csv(ws.tables_dir / "competing_speech.csv")
+    assert len(back) == len(t) == 15 and back["delta_wer_pp"].max() == pytest.approx(37.5)
+    assert (ws.figures_dir / "figure_competing_speech.png").is_file()
+    assert (ws.figures_dir / "figure_competing_speech.pdf").is_file()
+    fr.write_channel(ws, fr.read_family_scores(ws, "channel"), n_resamples=200, seed=0)  # the layout without views
+    ch = pd.read_csv(ws.tables_dir / "channel_conditions.csv", keep_default_na=False)
+    assert list(ch["status"]) == ["run", "skipped", "run"] and ch["note"].iloc[1].startswith("no AMR-NB")
+    assert fr.stage7_times(ws) is None
+    (ws.root / "checks").mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"run_start": ["t0", "t1", "t1"], "condition_family": ["channel", "channel", "competing_speech"],
+                  "seconds": ["5.0", "7.5", "0"], "n_run": ["10", "12", "0"]}).to_csv(
+        ws.root / "checks" / "stage7_families.csv", index=False)
+    times = fr.stage7_times(ws)
+    assert list(times["condition_family"]) == ["channel"] and times["seconds"].iloc[0] == "7.5"
+
+
+def test_suite_families():
+    assert fr.suite_families("background") == ("background",)
+    assert fr.suite_families("all") == ("background", "competing_speech", "channel")
+    assert fr.suite_families("channel,background") == ("background", "channel")
+    with pytest.raises(Exception, match="unknown condition family"):
+        fr.suite_families("chanel")
