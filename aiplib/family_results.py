@@ -1,22 +1,14 @@
-"""Condition families beyond the background battery (issue 14): their score columns, tables and
-figure.
+"""The report of the condition families beyond the background battery (issue 14): tables,
+figure and the list of conditions (notebook 09, section "Beyond additive background").
 
 Two families join the additive backgrounds: ``competing_speech`` (a target under other talkers,
 :mod:`aiplib.competing`) and ``channel`` (the phone / codec / room chain, :mod:`aiplib.channel`).
-Their manifests hold the items' clean rows, so ΔWER / ΔAcc pair within the family exactly as for
-the backgrounds (:mod:`aiplib.scoring`); a row is clean by ``condition == "clean"`` or
-``background_id == "clean"``, never by its SNR (a channel row carries the marker ``snr_db = 99``).
-
-Leakage (competing speech; :func:`aiplib.competing.leakage_asr`, :func:`~aiplib.competing.
-leakage_kws`, MUSA's "interference" error class): the share of hypothesis words that are in the
-distractor's normalised transcript and not in the target's, and for KWS an answer that is a
-distractor word. Words shared by chance ("a", "no", "de") count too, so each row also gets the
-*floor*: the same measure of the item's clean hypothesis against this row's distractor text.
-
-Statistics come from :mod:`aiplib.conditions` (paired change against clean with a percentile
-bootstrap over items, exact sign / McNemar test, Benjamini–Hochberg, verdict) and
-:func:`aiplib.competing.leakage_summary` (bootstrap over items of Σ leak words / Σ words); every
-table records ``n_resamples``, ``seed`` and ``level``.
+Their score files (:mod:`aiplib.family_scoring`, stage 8) pair every row with the item's clean
+row of the same family, so the statistics are those of the background conditions:
+:mod:`aiplib.conditions` (paired change against clean with a percentile bootstrap over items,
+exact sign / McNemar test, Benjamini–Hochberg, verdict) and :func:`aiplib.competing.
+leakage_summary` (bootstrap over items of Σ leak words / Σ hypothesis words); every table
+records ``n_resamples``, ``seed`` and ``level``.
 """
 from __future__ import annotations
 
@@ -30,181 +22,12 @@ import pandas as pd
 from . import competing as comp
 from . import conditions as cond
 from .errors import AiplibParameterError
+from .family_scoring import (FAMILIES, LEAK_ASR_COLUMNS, LEAK_KWS_COLUMNS, family_path,  # noqa: F401
+                             read_family_scores, score_families, suite_families)
 
-__all__ = ["FAMILIES", "FAMILY_SCORE_COLUMNS", "LEAK_ASR_COLUMNS", "LEAK_KWS_COLUMNS", "add_family_scores",
-           "family_sidecar", "suite_families", "score_families", "family_path", "read_family_scores",
-           "competing_table", "figure_competing_speech", "channel_table", "conditions_listing",
+__all__ = ["FAMILIES", "NOT_RUN", "read_family_scores", "competing_table", "figure_competing_speech",
+           "channel_table", "conditions_listing", "stage7_times", "write_competing", "write_channel",
            "competing_display", "channel_display"]
-
-FAMILIES = ("competing_speech", "channel")
-"""The condition families other than ``background``, in report order."""
-
-FAMILY_SCORE_COLUMNS = ["condition_family", "setting", "distractor_languages", "same_voice_as_target",
-                        "distractor_ids", "distractor_text", "looped", "channel_condition", "applied_to",
-                        "condition_params"]
-"""Manifest columns copied into a family's score rows (those present)."""
-
-LEAK_ASR_COLUMNS = ["n_hyp_words", "n_leak_words", "leak_share", "n_leak_insertions", "leak_words",
-                    "floor_n_hyp_words", "floor_n_leak_words", "floor_leak_share"]
-"""ASR leakage columns of a competing-speech score row (NaN on clean rows; ``floor_*`` NaN without
-a clean row of the item)."""
-
-LEAK_KWS_COLUMNS = ["kws_leak", "kws_leak_floor"]
-"""KWS leakage columns (empty on clean rows)."""
-
-LEAKAGE_RULE = ("leak words: hypothesis words (paper normalisation) in the distractor transcript and not in "
-                "the target's; leak_share = n_leak_words / n_hyp_words; KWS: first word of the answer is a "
-                "distractor word other than the label; floor_*: the item's clean hypothesis against this "
-                "row's distractor text")
-
-
-# ------------------------------------------------------------------------------ score rows
-def add_family_scores(out: pd.DataFrame, man: pd.DataFrame, task_family: str) -> pd.DataFrame:
-    """Append the family columns and, on competing-speech rows, the leakage and its floor.
-
-    Parameters
-    ----------
-    out : pandas.DataFrame [shape=(n_rows, ...)]
-        Score rows of one (model, task) as :func:`aiplib.scoring.score_inference` builds them
-        (``item_id, bg_id, response`` and ``reference`` (ASR) or ``label`` (KWS)).
-    man : pandas.DataFrame [shape=(n_rows, ...)]
-        The manifest rows of ``out``, in the same order, with :data:`FAMILY_SCORE_COLUMNS`.
-    task_family : {"asr", "kws"}
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``out`` with the family columns present in ``man``, then :data:`LEAK_ASR_COLUMNS` or
-        :data:`LEAK_KWS_COLUMNS` when some noisy row is ``competing_speech`` with a
-        ``distractor_text``.
-    """
-    out = out.copy()
-    for c in [c for c in FAMILY_SCORE_COLUMNS if c in man.columns]:
-        out[c] = man[c].to_numpy()
-    comp_rows = ((out["condition_family"] == comp.FAMILY) & (out["bg_id"] != "clean")).to_numpy()
-    if "distractor_text" not in out.columns or not comp_rows.any():
-        return out
-    clean = out[out["bg_id"] == "clean"].drop_duplicates("item_id", keep="last").set_index("item_id")["response"]
-    floor_resp = clean.reindex(out["item_id"]).to_numpy()
-    if task_family == "asr":
-        nan = dict.fromkeys(LEAK_ASR_COLUMNS, math.nan) | {"leak_words": ""}
-        rows = []
-        for ok, resp, ref, dtext, fresp in zip(comp_rows, out["response"], out["reference"],
-                                               out["distractor_text"], floor_resp):
-            if not ok:
-                rows.append(nan)
-                continue
-            a = comp.leakage_asr(resp, ref, dtext)
-            r = {k: a[k] for k in LEAK_ASR_COLUMNS[:5]}
-            if isinstance(fresp, str):
-                f = comp.leakage_asr(fresp, ref, dtext)
-                r.update(floor_n_hyp_words=f["n_hyp_words"], floor_n_leak_words=f["n_leak_words"],
-                         floor_leak_share=f["leak_share"])
-            else:
-                r.update(floor_n_hyp_words=math.nan, floor_n_leak_words=math.nan, floor_leak_share=math.nan)
-            rows.append(r)
-        leak = pd.DataFrame(rows, index=out.index, columns=LEAK_ASR_COLUMNS)
-    else:
-        leak = pd.DataFrame({c: pd.array([pd.NA] * len(out), dtype="boolean") for c in LEAK_KWS_COLUMNS},
-                            index=out.index)
-        for i, (ok, resp, lab, dtext, fresp) in enumerate(zip(comp_rows, out["response"], out["label"],
-                                                              out["distractor_text"], floor_resp)):
-            if ok:
-                leak.iloc[i, 0] = comp.leakage_kws(resp, dtext, label=lab)["kws_leak"]
-                if isinstance(fresp, str):
-                    leak.iloc[i, 1] = comp.leakage_kws(fresp, dtext, label=lab)["kws_leak"]
-    return pd.concat([out, leak], axis=1)
-
-
-def family_sidecar(df: pd.DataFrame, task_family: str) -> dict:
-    """Sidecar fields of a family's score file: ``condition_family`` (sorted list) and, with
-    leakage columns, ``leakage_rule`` and the count of leak rows without a clean partner."""
-    side = {"condition_family": sorted({str(v) for v in df["condition_family"].dropna()})}
-    if "leak_share" in df.columns or "kws_leak" in df.columns:
-        floor = "floor_leak_share" if task_family == "asr" else "kws_leak_floor"
-        noisy = (df["condition_family"] == comp.FAMILY) & (df["bg_id"] != "clean")
-        side.update(leakage_rule=LEAKAGE_RULE, n_leak_rows_without_floor=int(df.loc[noisy, floor].isna().sum()))
-    return side
-
-
-# ------------------------------------------------------------------------------ stage 8
-def suite_families(suite) -> tuple:
-    """The condition families of a ``suite`` parameter (``"background"``, a comma list, ``"all"``):
-    :func:`aiplib.families.parse_suite` where it exists, else the same rule here."""
-    try:
-        from .families import parse_suite
-    except ImportError:  # before the families module (issue 14 plumbing) is merged
-        names = [s.strip() for s in str(suite or "background").split(",") if s.strip()]
-        names = list(("background", *FAMILIES)) if names == ["all"] else names
-        bad = [n for n in names if n not in ("background", *FAMILIES)]
-        if bad:
-            raise AiplibParameterError(f"unknown condition family {bad}; choose among background, "
-                                       f"{', '.join(FAMILIES)} (or 'all')")
-        return tuple(n for n in ("background", *FAMILIES) if n in names)
-    return tuple(parse_suite(suite))
-
-
-def score_families(ws, suite) -> dict:
-    """Stage 8 for the condition families of ``suite`` other than ``background`` whose manifests
-    exist: shard files merged (:func:`aiplib.shards.merge_all`), then
-    :func:`aiplib.scoring.score_inference` on ``ws.with_family(cf)``.
-
-    Returns
-    -------
-    dict
-        ``{family: {task: scores}}`` of the families scored; a family without manifests or
-        inference files is left out with a printed line saying why.
-    """
-    from .scoring import score_inference
-    from .shards import merge_all
-
-    out = {}
-    for cf in [f for f in suite_families(suite) if f != "background"]:
-        if not hasattr(ws, "with_family"):
-            print(f"{cf}: not scored (this workspace has no condition-family views)")
-            continue
-        view = ws.with_family(cf)
-        if not any(Path(view.manifest_csv(t)).is_file() for t in ("asr", "kws")):
-            print(f"{cf}: no manifests under {ws.rel(view.manifest_csv('asr').parent)}; not scored")
-            continue
-        if not any(Path(view.inference).glob("*/*.jsonl")):
-            print(f"{cf}: no inference files under {ws.rel(view.inference)} (stage 7); not scored")
-            continue
-        merge_all(view.inference, getattr(view, "checks", None))
-        out[cf] = score_inference(view)
-        print(f"{cf}: " + ", ".join(f"{t} {len(d)} rows" for t, d in out[cf].items())
-              + f" -> {ws.rel(view.scores_dir)}")
-    return out
-
-
-# ------------------------------------------------------------------------------ reading
-def family_path(ws, family: str, kind: str, name: str) -> Path:
-    """Path of a family file: ``kind`` ``scores`` → ``results/scores/<family>/<name>.csv``,
-    ``manifests`` → ``manifests/<family>/<name>`` (through ``ws.with_family`` when the workspace
-    has it, else the same layout under ``ws.root``)."""
-    if hasattr(ws, "with_family"):
-        view = ws.with_family(family)
-        return view.scores_csv(name) if kind == "scores" else Path(view.manifest_csv("asr")).parent / name
-    return (ws.root / "results" / "scores" / family / f"{name}.csv" if kind == "scores"
-            else ws.root / "manifests" / family / name)
-
-
-def read_family_scores(ws, family: str, tasks=("asr", "kws")) -> dict[str, pd.DataFrame]:
-    """The family's score files that exist (task → table, :func:`aiplib.formats.read_scores`, with
-    the leakage and family columns typed); ``{}`` when the family was not run."""
-    from .formats import read_scores
-
-    out = {}
-    for task in tasks:
-        p = family_path(ws, family, "scores", task)
-        if Path(p).is_file():
-            df = read_scores(p)
-            for c in [c for c in LEAK_ASR_COLUMNS if c != "leak_words" and c in df.columns]:
-                df[c] = pd.to_numeric(df[c], errors="coerce")
-            for c in [c for c in (*LEAK_KWS_COLUMNS, "same_voice_as_target") if c in df.columns]:
-                df[c] = df[c].astype(str).str.lower().map({"true": True, "false": False}).astype("boolean")
-            out[task] = df
-    return out
 
 
 # ------------------------------------------------------------------------------ competing speech
@@ -307,9 +130,10 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     t.insert(4, "same_voice_control", [_truthy(v) for v in m["same_voice_as_target"]])
     t = t.assign(level=float(level), n_resamples=int(n_resamples), seed=int(seed))
     t["note"] = t.pop("note").fillna("")
-    order = {s: i for i, s in enumerate(comp.SETTINGS)}
-    return (t.assign(_s=t["setting"].map(order).fillna(9)).sort_values(["model", "_s", "condition_id", "snr_db"])
-            .drop(columns="_s").reset_index(drop=True))
+    order = {c: i for i, c in enumerate(meta.index)}  # the manifest's order: single languages, then the cocktail
+    s_order = {s: i for i, s in enumerate(comp.SETTINGS)}
+    return (t.assign(_s=t["setting"].map(s_order).fillna(9), _c=t["condition_id"].map(order))
+            .sort_values(["model", "_s", "_c", "snr_db"]).drop(columns=["_s", "_c"]).reset_index(drop=True))
 
 
 def figure_competing_speech(table: pd.DataFrame, *, model: str | None = None):

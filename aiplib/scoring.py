@@ -176,7 +176,7 @@ def _read_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
 
 
 def _with_family_columns(view: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
-    """``view`` plus the condition-family columns of ``m`` (:data:`aiplib.family_results.
+    """``view`` plus the condition-family columns of ``m`` (:data:`aiplib.family_scoring.
     FAMILY_SCORE_COLUMNS`), only when a row's ``condition_family`` is not ``background``: the
     background battery's scoring view, and so its score files, stay as they were."""
     if "condition_family" not in m.columns:
@@ -184,7 +184,7 @@ def _with_family_columns(view: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
     fams = sorted({str(v) for v in m["condition_family"]} - {"", "background", "clean", "nan"})
     if not fams:
         return view
-    from .family_results import FAMILY_SCORE_COLUMNS  # noqa: PLC0415
+    from .family_scoring import FAMILY_SCORE_COLUMNS  # noqa: PLC0415
 
     extra = m.assign(id=m["id"].astype(str)).drop_duplicates("id", keep="last").set_index("id")
     view = view.copy()
@@ -301,7 +301,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
         tail = ["condition", "bg_active"]
         out = out[[c for c in out.columns if c not in tail] + tail]
         if "condition_family" in man.columns:  # a condition family other than the background battery
-            from .family_results import add_family_scores  # noqa: PLC0415
+            from .family_scoring import add_family_scores  # noqa: PLC0415
 
             out = add_family_scores(out, man, fam)
         frames.append(out)
@@ -372,8 +372,8 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
         (False when the background segment was digital silence; empty when unknown).
         Scores of a condition family (a manifest whose rows name a ``condition_family`` other
         than ``background``; issue 14) add the family columns of the manifest
-        (:data:`aiplib.family_results.FAMILY_SCORE_COLUMNS`) and, on competing-speech rows, the
-        leakage and its floor (:func:`aiplib.family_results.add_family_scores`); background
+        (:data:`aiplib.family_scoring.FAMILY_SCORE_COLUMNS`) and, on competing-speech rows, the
+        leakage and its floor (:func:`aiplib.family_scoring.add_family_scores`); background
         score files are unchanged.
 
     Notes
@@ -446,7 +446,7 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
             side["kws_rule"] = KWS_RULE
             side["keywords"] = list(kw)
         if "condition_family" in df.columns:
-            from .family_results import family_sidecar  # noqa: PLC0415
+            from .family_scoring import family_sidecar  # noqa: PLC0415
 
             side.update(family_sidecar(df, fam))
         write_scores(ws, task, df, side)

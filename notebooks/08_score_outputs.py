@@ -24,7 +24,7 @@
 # families of the suite whose manifests exist (`competing_speech`, `channel`) the same scoring runs
 # on `inference/<family>/` and writes `results/scores/<family>/<task>.csv`, pairing each row with
 # its item's clean row of the same family; competing-speech rows also get the leakage of the
-# distractor's words and its floor (`aiplib.family_results`). The default suite scores the
+# distractor's words and its floor (`aiplib.family_scoring`). The default suite scores the
 # background battery only, as before.
 
 # %% tags=["parameters"]
@@ -54,7 +54,7 @@ if not inference_dir:  # a folder written elsewhere is only read, never changed
     print(summary_line(merged, ws.inference))
 
 # %%
-from aiplib.family_results import score_families, suite_families
+from aiplib.family_scoring import score_families, suite_families
 from aiplib.scoring import score_inference
 
 families = suite_families(suite)

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from aiplib import family_results as fr
+from aiplib import family_scoring as fs
 from aiplib.scoring import score_inference
 from aiplib.workspace import workspace
 
@@ -171,7 +172,7 @@ def test_floor_is_the_clean_hypothesis_against_the_row_distractor():
     out = pd.DataFrame({"item_id": ["a", "a"], "bg_id": ["clean", "talker_fr"], "reference": [REF, REF],
                         "response": ["a please enter your password", "please enter votre password"]})
     man = pd.DataFrame({"condition_family": ["competing_speech"] * 2, "distractor_text": ["", "a votre mot"]})
-    r = fr.add_family_scores(out, man, "asr").iloc[1]
+    r = fs.add_family_scores(out, man, "asr").iloc[1]
     assert r["leak_share"] == 0.25 and r["floor_leak_share"] == pytest.approx(1 / 5)  # "a" by chance
     assert r["floor_n_leak_words"] == 1 and r["floor_n_hyp_words"] == 5
 
@@ -221,7 +222,7 @@ def test_competing_table_values(comp_table):
     assert top["delta_wer_pp"] == 0 and top["leak_pct"] == 0 and top["asr_verdict"] == "same"
     assert t.loc[("talker_es", 0), "same_voice_control"] and not t.loc[("talker_fr", 0), "same_voice_control"]
     assert (t["n_resamples"] == 500).all() and (t["seed"] == 3).all()
-    assert list(comp_table["setting"].unique()) == ["single", "cocktail"]
+    assert list(comp_table["condition_id"].unique()) == ["talker_fr", "talker_es", "cocktail_fr_it_ru"]
     shown = fr.competing_display(comp_table)
     assert "same voice" in set(shown.df["control"]) and shown.df["ΔWER pp [95% CI]"].iloc[0].startswith("+37.5 [")
 
@@ -293,8 +294,8 @@ def test_notebook_09_writers(fam_ws):
 
 
 def test_suite_families():
-    assert fr.suite_families("background") == ("background",)
-    assert fr.suite_families("all") == ("background", "competing_speech", "channel")
-    assert fr.suite_families("channel,background") == ("background", "channel")
+    assert fs.suite_families("background") == ("background",)
+    assert fs.suite_families("all") == ("background", "competing_speech", "channel")
+    assert fs.suite_families("channel,background") == ("background", "channel")
     with pytest.raises(Exception, match="unknown condition family"):
-        fr.suite_families("chanel")
+        fs.suite_families("chanel")
