@@ -71,9 +71,10 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
         _high_pp``, ``asr_p_bh, asr_verdict`` (exact sign test, BH over the family's conditions);
         ``leak_pct`` (Σ leak words / Σ hypothesis words, %) with ``leak_ci_low_pct / _high_pct``,
         ``leak_floor_pct`` (the clean hypotheses' share against the same distractor texts),
-        ``leak_insertions_per_item``; ``n_items_kws, delta_acc_pp`` with its interval, ``kws_p_bh,
+        ``leak_mismatch_pct`` (the noisy hypotheses against texts they did not hear, see
+        :mod:`aiplib.family_scoring`), ``leak_insertions_per_item``; ``n_items_kws, delta_acc_pp`` with its interval, ``kws_p_bh,
         kws_verdict, kws_leak_pct`` with ``kws_leak_ci_low_pct / _high_pct``,
-        ``kws_leak_floor_pct``; ``level, n_resamples, seed, note``.
+        ``kws_leak_floor_pct, kws_leak_mismatch_pct``; ``level, n_resamples, seed, note``.
 
     Raises
     ------
@@ -94,11 +95,16 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     fl = fl.rename(columns={"floor_n_hyp_words": "n_hyp_words", "floor_n_leak_words": "n_leak_words"})
     fl = comp.leakage_summary(fl.assign(n_leak_insertions=0.0), by=by, task="asr", **kw) if len(fl) else \
         pd.DataFrame(columns=[*by, "leak_share"])
-    t = t.merge(lk[[*by, "leak_share", "leak_share_ci_low", "leak_share_ci_high", "leak_insertions_per_item"]],
-                on=key, how="left").merge(fl[[*by, "leak_share"]].rename(columns={"leak_share": "floor"}),
-                                          on=key, how="left")
+    mm = noisy[noisy["mismatch_n_leak_words"].notna()].drop(columns=["n_leak_words"])
+    mm = (comp.leakage_summary(mm.rename(columns={"mismatch_n_leak_words": "n_leak_words"}), by=by, task="asr", **kw)
+          if len(mm) else pd.DataFrame(columns=[*by, "leak_share"]))
+    t = (t.merge(lk[[*by, "leak_share", "leak_share_ci_low", "leak_share_ci_high", "leak_insertions_per_item"]],
+                 on=key, how="left")
+         .merge(fl[[*by, "leak_share"]].rename(columns={"leak_share": "floor"}), on=key, how="left")
+         .merge(mm[[*by, "leak_share"]].rename(columns={"leak_share": "mism"}), on=key, how="left"))
     t = t.assign(leak_pct=100 * t.pop("leak_share"), leak_ci_low_pct=100 * t.pop("leak_share_ci_low"),
-                 leak_ci_high_pct=100 * t.pop("leak_share_ci_high"), leak_floor_pct=100 * t.pop("floor"))
+                 leak_ci_high_pct=100 * t.pop("leak_share_ci_high"), leak_floor_pct=100 * t.pop("floor"),
+                 leak_mismatch_pct=100 * t.pop("mism").astype(float))
     meta = (noisy.drop_duplicates("condition_id").set_index("condition_id")
             [["setting", "distractor_languages", "same_voice_as_target"]])
     if kws is not None and not kws.empty:
@@ -106,8 +112,10 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
         k = _paired(kws, "kws", "condition", {**kw, "min_diff_pp": min_diff_pp})
         kn = kws[kws["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
         kl = comp.leakage_summary(kn.assign(kws_leak=kn["kws_leak"].fillna(False)), by=by, task="kws", **kw)
-        kf = (kn[kn["kws_leak_floor"].notna()].assign(f=lambda d: d["kws_leak_floor"].astype(float))
-              .groupby(list(by))["f"].mean().rename("kws_leak_floor_pct").mul(100).reset_index())
+        kf = pd.concat([kn[kn[c].notna()].assign(f=kn[c].astype(float)).groupby(list(by))["f"].mean()
+                        .mul(100).rename(name) for c, name in (("kws_leak_floor", "kws_leak_floor_pct"),
+                                                               ("kws_leak_mismatch", "kws_leak_mismatch_pct"))],
+                       axis=1).reset_index()
         ks = (k[key + ["n_items", "delta_pp", "ci_low_pp", "ci_high_pp", "p_bh", "verdict"]]
               .rename(columns={"n_items": "n_items_kws", "delta_pp": "delta_acc_pp", "ci_low_pp": "delta_acc_ci_low_pp",
                                "ci_high_pp": "delta_acc_ci_high_pp", "p_bh": "kws_p_bh", "verdict": "kws_verdict"})
@@ -122,7 +130,8 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
         meta = meta[~meta.index.duplicated()]
     else:
         for c in ("n_items_kws", "delta_acc_pp", "delta_acc_ci_low_pp", "delta_acc_ci_high_pp", "kws_p_bh",
-                  "kws_verdict", "kws_leak_pct", "kws_leak_ci_low_pct", "kws_leak_ci_high_pct", "kws_leak_floor_pct"):
+                  "kws_verdict", "kws_leak_pct", "kws_leak_ci_low_pct", "kws_leak_ci_high_pct", "kws_leak_floor_pct",
+                  "kws_leak_mismatch_pct"):
             t[c] = math.nan
     m = meta.reindex(t["condition_id"])
     t.insert(2, "setting", m["setting"].to_numpy())
@@ -375,7 +384,7 @@ def competing_display(t: pd.DataFrame):
         "ASR verdict": t["asr_verdict"],
         "leak % [95% CI]": [_ci(e, lo, hi, signed=False) for e, lo, hi in
                             zip(t["leak_pct"], t["leak_ci_low_pct"], t["leak_ci_high_pct"])],
-        "floor %": t["leak_floor_pct"].map(fmt),
+        "floor %": t["leak_floor_pct"].map(fmt), "mismatch %": t["leak_mismatch_pct"].map(fmt),
         "ΔAcc pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
                              zip(t["delta_acc_pp"], t["delta_acc_ci_low_pp"], t["delta_acc_ci_high_pp"])],
         "KWS leak % [95% CI]": [_ci(e, lo, hi, signed=False) for e, lo, hi in

@@ -13,12 +13,17 @@ leakage_kws`, MUSA's "interference" error class): the share of hypothesis words 
 distractor's normalised transcript and not in the target's, and for KWS an answer that is a
 distractor word. Words shared by chance ("a", "no", "de") count too, so each row also gets the
 *floor*: the same measure of the item's clean hypothesis against this row's distractor text.
+That floor is near 0 whenever the clean transcript is right (the target's own words never count),
+so a second chance baseline is kept beside it, the *mismatch* share: this row's (noisy)
+hypothesis against a distractor text it did not hear (the next item's, same condition and SNR) —
+the words a confused recogniser produces that any text of those languages would contain.
 """
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from . import competing as comp
@@ -37,17 +42,19 @@ FAMILY_SCORE_COLUMNS = ["condition_family", "setting", "distractor_languages", "
 """Manifest columns copied into a family's score rows (those present)."""
 
 LEAK_ASR_COLUMNS = ["n_hyp_words", "n_leak_words", "leak_share", "n_leak_insertions", "leak_words",
-                    "floor_n_hyp_words", "floor_n_leak_words", "floor_leak_share"]
+                    "floor_n_hyp_words", "floor_n_leak_words", "floor_leak_share", "mismatch_n_leak_words",
+                    "mismatch_leak_share"]
 """ASR leakage columns of a competing-speech score row (NaN on clean rows; ``floor_*`` NaN without
 a clean row of the item)."""
 
-LEAK_KWS_COLUMNS = ["kws_leak", "kws_leak_floor"]
+LEAK_KWS_COLUMNS = ["kws_leak", "kws_leak_floor", "kws_leak_mismatch"]
 """KWS leakage columns (empty on clean rows)."""
 
 LEAKAGE_RULE = ("leak words: hypothesis words (paper normalisation) in the distractor transcript and not in "
                 "the target's; leak_share = n_leak_words / n_hyp_words; KWS: first word of the answer is a "
                 "distractor word other than the label; floor_*: the item's clean hypothesis against this "
-                "row's distractor text")
+                "row's distractor text; mismatch_*: this row's hypothesis against the distractor text of the "
+                "next item in the same condition and SNR (same languages, not heard)")
 
 
 # ------------------------------------------------------------------------------ score rows
@@ -78,11 +85,12 @@ def add_family_scores(out: pd.DataFrame, man: pd.DataFrame, task_family: str) ->
         return out
     clean = out[out["bg_id"] == "clean"].drop_duplicates("item_id", keep="last").set_index("item_id")["response"]
     floor_resp = clean.reindex(out["item_id"]).to_numpy()
+    other = _mismatched_texts(out, comp_rows)
     if task_family == "asr":
         nan = dict.fromkeys(LEAK_ASR_COLUMNS, math.nan) | {"leak_words": ""}
         rows = []
-        for ok, resp, ref, dtext, fresp in zip(comp_rows, out["response"], out["reference"],
-                                               out["distractor_text"], floor_resp):
+        for ok, resp, ref, dtext, fresp, otext in zip(comp_rows, out["response"], out["reference"],
+                                                      out["distractor_text"], floor_resp, other):
             if not ok:
                 rows.append(nan)
                 continue
@@ -94,18 +102,36 @@ def add_family_scores(out: pd.DataFrame, man: pd.DataFrame, task_family: str) ->
                          floor_leak_share=f["leak_share"])
             else:
                 r.update(floor_n_hyp_words=math.nan, floor_n_leak_words=math.nan, floor_leak_share=math.nan)
+            m = comp.leakage_asr(resp, ref, otext) if isinstance(otext, str) else None
+            r.update(mismatch_n_leak_words=m["n_leak_words"] if m else math.nan,
+                     mismatch_leak_share=m["leak_share"] if m else math.nan)
             rows.append(r)
         leak = pd.DataFrame(rows, index=out.index, columns=LEAK_ASR_COLUMNS)
     else:
         leak = pd.DataFrame({c: pd.array([pd.NA] * len(out), dtype="boolean") for c in LEAK_KWS_COLUMNS},
                             index=out.index)
-        for i, (ok, resp, lab, dtext, fresp) in enumerate(zip(comp_rows, out["response"], out["label"],
-                                                              out["distractor_text"], floor_resp)):
+        for i, (ok, resp, lab, dtext, fresp, otext) in enumerate(zip(comp_rows, out["response"], out["label"],
+                                                                     out["distractor_text"], floor_resp, other)):
             if ok:
                 leak.iloc[i, 0] = comp.leakage_kws(resp, dtext, label=lab)["kws_leak"]
                 if isinstance(fresp, str):
                     leak.iloc[i, 1] = comp.leakage_kws(fresp, dtext, label=lab)["kws_leak"]
+                if isinstance(otext, str):
+                    leak.iloc[i, 2] = comp.leakage_kws(resp, otext, label=lab)["kws_leak"]
     return pd.concat([out, leak], axis=1)
+
+
+def _mismatched_texts(out: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """Per row, the distractor text of the *next* item (item ids sorted, cyclic) in the same
+    condition and SNR: a text of the same language(s) the row did not hear (None when the
+    condition holds one item, or on other rows)."""
+    res = np.full(len(out), None, dtype=object)
+    sub = (out[rows].assign(_pos=np.flatnonzero(rows))
+           .sort_values(["bg_id", "snr_db", "item_id"], kind="stable"))
+    for _, g in sub.groupby(["bg_id", "snr_db"], sort=False):
+        if len(g) > 1:
+            res[g["_pos"].to_numpy()] = np.roll(g["distractor_text"].to_numpy(dtype=object), -1)
+    return res
 
 
 def family_sidecar(df: pd.DataFrame, task_family: str) -> dict:

@@ -318,6 +318,10 @@ rt.Table(inactive.assign(inactive_share=inactive["inactive_share"].round(3)))
 # whose first word is a distractor word other than the label. Some words are shared by chance
 # ("a", "no", "de"), so every condition also gets its **floor**: the same measure of the items'
 # clean hypotheses against the same distractor texts. Leakage above the floor is the distractor's.
+# That floor is near 0 whenever the clean transcript is right (the target's own words never count),
+# so a second chance baseline stands beside it, **mismatch**: the noisy hypotheses against a
+# distractor text they did not hear (the next item's, same languages and SNR). Leakage clearly
+# above the mismatch share is content taken from the distractor actually heard.
 #
 # **Channel.** Each condition is a named, parameterised transform of the clean speech (no
 # background is added; `applied_to` = speech; `snr_db` 99 is a marker, not an SNR): telephone band
@@ -356,8 +360,8 @@ display(rt.Table(times)) if any(family_scores.values()) and times is not None el
 
 # %% [markdown]
 # **Table F3 · Competing speech per distractor and SNR**: n items, ASR ΔWER (pp) with its 95 %
-# interval and verdict, the leak share of the hypothesis words (%) with its interval and its floor,
-# KWS ΔAcc (pp) and the share of KWS answers that are a distractor word (with its floor); *same
+# interval and verdict, the leak share of the hypothesis words (%) with its interval, its floor and
+# the mismatch baseline, KWS ΔAcc (pp) and the share of KWS answers that are a distractor word (with its floor); *same
 # voice* marks the control. `tables/competing_speech.csv`
 
 # %%

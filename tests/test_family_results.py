@@ -169,12 +169,19 @@ def test_channel_rows_with_snr_99_are_not_clean(fam_ws):
 
 
 def test_floor_is_the_clean_hypothesis_against_the_row_distractor():
-    out = pd.DataFrame({"item_id": ["a", "a"], "bg_id": ["clean", "talker_fr"], "reference": [REF, REF],
-                        "response": ["a please enter your password", "please enter votre password"]})
-    man = pd.DataFrame({"condition_family": ["competing_speech"] * 2, "distractor_text": ["", "a votre mot"]})
-    r = fs.add_family_scores(out, man, "asr").iloc[1]
+    out = pd.DataFrame({"item_id": ["a", "a", "b", "b"], "bg_id": ["clean", "talker_fr"] * 2,
+                        "snr_db": [np.nan, -10, np.nan, -10], "reference": [REF] * 4,
+                        "response": ["a please enter your password", "please enter votre password", REF,
+                                     "please enter the password"]}, index=[10, 11, 12, 13])
+    man = pd.DataFrame({"condition_family": ["competing_speech"] * 4,
+                        "distractor_text": ["", "a votre mot", "", "merci votre"]})
+    res = fs.add_family_scores(out, man, "asr")
+    r = res.loc[11]
     assert r["leak_share"] == 0.25 and r["floor_leak_share"] == pytest.approx(1 / 5)  # "a" by chance
     assert r["floor_n_leak_words"] == 1 and r["floor_n_hyp_words"] == 5
+    # mismatch: a's hypothesis against b's distractor text ("votre" again), b's against a's (none)
+    assert r["mismatch_leak_share"] == 0.25 and res.loc[13, "mismatch_leak_share"] == 0
+    assert np.isnan(res.loc[10, "mismatch_leak_share"]) and res.loc[13, "floor_leak_share"] == 0
 
 
 def test_background_manifest_with_family_column_scores_as_before(tmp_path):
@@ -215,9 +222,10 @@ def test_competing_table_values(comp_table):
     assert 25 <= r["delta_wer_ci_low_pp"] and r["delta_wer_ci_high_pp"] <= 50
     assert r["leak_pct"] == pytest.approx(100 * 6 / 42)     # 6 leak words in 6×4 + 6×3 words
     assert r["leak_ci_low_pct"] <= r["leak_pct"] <= r["leak_ci_high_pct"] and r["leak_floor_pct"] == 0
+    assert r["leak_mismatch_pct"] == pytest.approx(r["leak_pct"])   # one text per condition: mismatch = heard
     assert r["asr_verdict"] == "worse" and r["asr_p_bh"] < 0.05
     assert r["delta_acc_pp"] == pytest.approx(50) and r["kws_leak_pct"] == pytest.approx(50)
-    assert r["kws_leak_floor_pct"] == 0
+    assert r["kws_leak_floor_pct"] == 0 and r["kws_leak_mismatch_pct"] == pytest.approx(50)
     top = t.loc[("talker_fr", 10)]
     assert top["delta_wer_pp"] == 0 and top["leak_pct"] == 0 and top["asr_verdict"] == "same"
     assert t.loc[("talker_es", 0), "same_voice_control"] and not t.loc[("talker_fr", 0), "same_voice_control"]
