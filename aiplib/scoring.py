@@ -38,6 +38,10 @@ __all__ = ["wer", "wer_details", "score_inference", "normalizer_provenance"]
 
 log = logging.getLogger(__name__)
 
+_FAMILY_FOLDERS = ("background", "competing_speech", "channel")
+"""Condition families whose inference files live in ``inference/<family>/<model>/`` (issue 14):
+never taken for model folders."""
+
 _NORMALIZERS = {"paper": normalize_text, "whisper": normalize_whisper,
                 "none": lambda s: " ".join(str(s or "").split())}
 
@@ -168,7 +172,27 @@ def _read_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
         m = read_manifest_csv(p)
     except AiplibParameterError as exc:
         raise AiplibError(str(exc)) from None
-    return manifest_view(m, family)
+    return _with_family_columns(manifest_view(m, family), m)
+
+
+def _with_family_columns(view: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
+    """``view`` plus the condition-family columns of ``m`` (:data:`aiplib.family_scoring.
+    FAMILY_SCORE_COLUMNS`), only when a row's ``condition_family`` is not ``background``: the
+    background battery's scoring view, and so its score files, stay as they were."""
+    if "condition_family" not in m.columns:
+        return view
+    fams = sorted({str(v) for v in m["condition_family"]} - {"", "background", "clean", "nan"})
+    if not fams:
+        return view
+    from .family_scoring import FAMILY_SCORE_COLUMNS  # noqa: PLC0415
+
+    extra = m.assign(id=m["id"].astype(str)).drop_duplicates("id", keep="last").set_index("id")
+    view = view.copy()
+    for c in [c for c in FAMILY_SCORE_COLUMNS if c in extra.columns]:
+        view[c] = extra[c].reindex(view.index.astype(str)).to_numpy()
+    if len(fams) == 1:  # the items' clean rows belong to the family of their manifest
+        view["condition_family"] = fams[0]
+    return view
 
 
 def _as_bool(v, label, keywords=KEYWORDS) -> bool:
@@ -218,7 +242,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
                           f"manifests/{fam}.csv (or carry no manifest columns); dropped", stacklevel=3)
         ok = ok[~unknown]
         if manifest is None:  # no manifests folder: the rows carry the manifest columns
-            man_src = manifest_view(ok.drop(columns=["stimulus_id"]), fam)
+            man_src = _with_family_columns(manifest_view(ok.drop(columns=["stimulus_id"]), fam), ok)
         else:
             man_src = manifest
         ok["prompt_id"] = ok["prompt_id"].map(lambda v: "" if v is None or v != v else str(v))
@@ -275,7 +299,12 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
                          noisy_minus_clean=DEGRADATION_SIGN[fam] == "noisy_minus_clean")
         meta["n_rows_per_model"][model] = int(len(out))
         tail = ["condition", "bg_active"]
-        frames.append(out[[c for c in out.columns if c not in tail] + tail])
+        out = out[[c for c in out.columns if c not in tail] + tail]
+        if "condition_family" in man.columns:  # a condition family other than the background battery
+            from .family_scoring import add_family_scores  # noqa: PLC0415
+
+            out = add_family_scores(out, man, fam)
+        frames.append(out)
     if not frames:
         return pd.DataFrame(), meta
     res = pd.concat(frames, ignore_index=True)
@@ -306,7 +335,9 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
     ----------
     ws : aiplib.workspace.Workspace
         Reads ``inference/<model>/<task>.jsonl`` and ``manifests/<family>.csv``; writes
-        ``results/scores/``.
+        ``results/scores/``. A condition family's view of the workspace (``ws.with_family(cf)``)
+        reads and writes that family's folders (its ``inference_jsonl``, ``manifest_csv``,
+        ``scores_csv`` and ``scores_sidecar``).
     inference_dir : str or Path, optional
         Score the ``<model>/<task>.jsonl`` files of this folder instead of ``ws.inference`` (e.g.
         the authors' published ``inference/`` folder). Only tasks of the ASR and KWS families are
@@ -339,6 +370,11 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
         (a positive delta is a degradation in both; NaN on clean rows and when the clean row of the
         same (model, task, item) is missing). Last: ``condition`` (clean / noisy) and ``bg_active``
         (False when the background segment was digital silence; empty when unknown).
+        Scores of a condition family (a manifest whose rows name a ``condition_family`` other
+        than ``background``; issue 14) add the family columns of the manifest
+        (:data:`aiplib.family_scoring.FAMILY_SCORE_COLUMNS`) and, on competing-speech rows, the
+        leakage and its floor (:func:`aiplib.family_scoring.add_family_scores`); background
+        score files are unchanged.
 
     Notes
     -----
@@ -365,11 +401,13 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
     from .tasks import normalize_keywords  # noqa: PLC0415
 
     kw = normalize_keywords(keywords) if keywords is not None else read_item_bank_keywords(ws)
-    inf = Path(inference_dir if inference_dir is not None else ws.inference)
+    # the workspace's own inference folder, ``inference/`` or a family view's ``inference/<family>/``
+    inf = Path(inference_dir) if inference_dir is not None else Path(ws.inference_jsonl("m", "t")).parents[1]
     if inference_dir is not None and not inf.is_dir():
         raise AiplibError(f"{inf}: inference folder not found")
-    if models is None:
-        models = sorted(p.name for p in inf.iterdir() if p.is_dir()) if inf.exists() else []
+    if models is None:  # model folders; a condition family's folder (inference/<family>/) is none
+        models = sorted(p.name for p in inf.iterdir()
+                        if p.is_dir() and p.name not in _FAMILY_FOLDERS) if inf.exists() else []
     if tasks is None:
         found = sorted({p.stem for m in models for p in (inf / m).glob("*.jsonl")
                         if p.stem != "run_log" and not is_shard_file(p)})
@@ -407,6 +445,10 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
         if fam == "kws":
             side["kws_rule"] = KWS_RULE
             side["keywords"] = list(kw)
+        if "condition_family" in df.columns:
+            from .family_scoring import family_sidecar  # noqa: PLC0415
+
+            side.update(family_sidecar(df, fam))
         write_scores(ws, task, df, side)
         total_err = sum(meta["n_errors"].values())
         log.info("scored %s: %d rows, %d __ERROR__ rows dropped", task, len(df), total_err)

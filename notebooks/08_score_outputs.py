@@ -19,6 +19,13 @@
 # First, if stage 7 ran as shards (`SHARD=i/n`, a Slurm job array), their files are merged into
 # `inference/<model>/<task>.jsonl` (`aiplib.shards.merge_all`, the same as `make merge`): two
 # different answers for one stimulus stop the stage, and so does a shard still running.
+#
+# **Condition families** (`suite`, issue 14): `background` is the battery above; for the other
+# families of the suite whose manifests exist (`competing_speech`, `channel`) the same scoring runs
+# on `inference/<family>/` and writes `results/scores/<family>/<task>.csv`, pairing each row with
+# its item's clean row of the same family; competing-speech rows also get the leakage of the
+# distractor's words and its floor (`aiplib.family_scoring`). The default suite scores the
+# background battery only, as before.
 
 # %% tags=["parameters"]
 import os
@@ -28,6 +35,7 @@ profile: str = os.environ.get("AIP_PROFILE", "demo")  # demo | paper | custom
 smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests and CI
 inference_dir: str = ""  # empty: this workspace's inference/
 manifests_dir: str = ""  # empty: this workspace's manifests/
+suite: str = "background"  # condition families: background | competing_speech | channel | comma list | all
 
 # %%
 aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
@@ -46,9 +54,12 @@ if not inference_dir:  # a folder written elsewhere is only read, never changed
     print(summary_line(merged, ws.inference))
 
 # %%
+from aiplib.family_scoring import score_families, suite_families
 from aiplib.scoring import score_inference
 
-scores = score_inference(ws, inference_dir=inference_dir or None, manifests_dir=manifests_dir or None)
+families = suite_families(suite)
+scores = (score_inference(ws, inference_dir=inference_dir or None, manifests_dir=manifests_dir or None)
+          if "background" in families or inference_dir else {})
 {task: len(df) for task, df in scores.items()}
 
 # %%
@@ -65,3 +76,10 @@ import pandas as pd
 cols = [c for c in ("model", "stimulus_id", "bg_id", "snr_db", "reference", "response", "wer", "delta_wer")
         if c in scores.get("asr", pd.DataFrame()).columns]
 scores["asr"][scores["asr"]["bg_id"] != "clean"][cols].head(8) if "asr" in scores else None
+
+# %% [markdown]
+# The other condition families of the suite (nothing to do for the default suite, `background`).
+
+# %%
+family_scores = score_families(ws, suite)
+{cf: {task: len(df) for task, df in by_task.items()} for cf, by_task in family_scores.items()}
