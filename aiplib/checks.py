@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from .formats import read_manifest, read_manifest_meta, write_json_atomic
-from .manifests import SEED_START, bg_offset
-from .mixing import BG_SILENCE_POWER, SPEECH_LUFS, materialize
+from .manifests import SEED_START
+from .mixing import BG_SILENCE_POWER, SPEECH_LUFS, bg_offset, materialize
 from .progress import track
 from .tasks import FAMILIES
 
