@@ -222,8 +222,8 @@ rt.condition_display(tables["asr"], "condition",
                      collapsed=f"Show all {int((tables['asr']['scope'] == 'condition').sum())} ASR conditions")
 
 # %% [markdown]
-# **Table R5 · The ten ASR stimuli that got worst** (largest ΔWER against the clean version of the
-# same item; responses cut to 30 words, "… +N words").
+# **Table R5 · The ASR stimuli that got worst**, one per item (largest ΔWER against the clean version
+# of the same item, ties to the higher SNR; responses cut to 30 words, "… +N words").
 
 # %%
 rt.worst_display(scores["asr"], "asr")
@@ -251,8 +251,8 @@ rt.condition_display(tables["kws"], "condition",
                      collapsed=f"Show all {int((tables['kws']['scope'] == 'condition').sum())} KWS conditions")
 
 # %% [markdown]
-# **Table R9 · KWS clips recognised when clean and missed when noisy**, mildest SNR first, one per
-# item before any item's second.
+# **Table R9 · KWS clips recognised when clean and missed when noisy**, one per item (its
+# mildest-SNR flip), mildest SNR first.
 
 # %%
 rt.worst_display(scores["kws"], "kws")
