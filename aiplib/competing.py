@@ -50,6 +50,7 @@ import pandas as pd
 
 from .audio import SR
 from .errors import AiplibParameterError
+from .formats import parse_bool
 from .mixing import POWER_FLOOR, SPEECH_LUFS, achieved_snr_db, loudness_normalize, mix, normalized_speech
 from .textnorm import kws_first_word, normalize_kws_label, normalize_text
 
@@ -109,11 +110,6 @@ def condition_grid(languages, *, snrs_db=SNRS_DB, cocktail=None) -> list[dict]:
     groups = [("single", (lang,)) for lang in langs] + ([("cocktail", mix_langs)] if mix_langs else [])
     return [dict(condition_id=condition_id(g, setting=s), setting=s, languages=g, snr_db=int(snr))
             for s, g in groups for snr in snrs_db]
-
-
-def _truthy(v) -> bool:
-    """``True``/``"true"``/``1`` as True (a table read back from CSV holds strings)."""
-    return v is True or str(v).strip().lower() in ("1", "true", "yes")
 
 
 def _pool(table: pd.DataFrame, language: str, exclude_ids) -> pd.DataFrame:
@@ -177,7 +173,7 @@ def distractor_stream(table: pd.DataFrame, language: str, n: int, rng, *, gap_s:
         pos += u.size + gap
         i += 1
     part = dict(language=language, voice=str(pool["voice"].iloc[0]),
-                same_voice_as_target=any(map(_truthy, pool["same_voice_as_target"])), ids=ids,
+                same_voice_as_target=any(parse_bool(v) is True for v in pool["same_voice_as_target"]), ids=ids,
                 texts=texts, starts_s=starts, offset_s=round(offset / SR, 6), offset_samples=offset,
                 looped=bool(i > len(pool)))
     return out, part

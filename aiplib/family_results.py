@@ -22,6 +22,7 @@ import pandas as pd
 from . import competing as comp
 from . import conditions as cond
 from .errors import AiplibParameterError
+from .formats import parse_bool
 from .family_scoring import (FAMILIES, LEAK_ASR_COLUMNS, LEAK_KWS_COLUMNS, family_path,  # noqa: F401
                              read_family_scores, score_families, suite_families)
 
@@ -31,10 +32,6 @@ __all__ = ["FAMILIES", "NOT_RUN", "read_family_scores", "competing_table", "figu
 
 
 # ------------------------------------------------------------------------------ competing speech
-def _truthy(v) -> bool:
-    return str(v).strip().lower() in ("true", "1", "yes")
-
-
 def _need(df, cols, what):
     miss = [c for c in cols if c not in df.columns]
     if miss:
@@ -136,7 +133,7 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     m = meta.reindex(t["condition_id"])
     t.insert(2, "setting", m["setting"].to_numpy())
     t.insert(3, "distractor_languages", m["distractor_languages"].to_numpy())
-    t.insert(4, "same_voice_control", [_truthy(v) for v in m["same_voice_as_target"]])
+    t.insert(4, "same_voice_control", [parse_bool(v) is True for v in m["same_voice_as_target"]])
     t = t.assign(level=float(level), n_resamples=int(n_resamples), seed=int(seed))
     t["note"] = t.pop("note").fillna("")
     order = {c: i for i, c in enumerate(meta.index)}  # the manifest's order: single languages, then the cocktail

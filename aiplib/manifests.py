@@ -41,7 +41,7 @@ from .tasks import FAMILIES
 log = logging.getLogger(__name__)
 
 __all__ = ["SNRS_DB", "CLEAN_SNR_DB", "SEED_START", "AUTHOR_COLUMNS", "EXTRA_COLUMNS", "manifest_columns",
-           "stimulus_id", "bg_offset", "build_manifest", "build_manifests", "manifest_hash"]
+           "stimulus_id", "build_manifest", "build_manifests", "manifest_hash"]
 __all__ += ["family_manifest_columns", "build_family_manifest", "build_family_manifests", "channel_skipped_csv"]
 
 SNRS_DB = (10, 5, 0)
@@ -97,13 +97,6 @@ def stimulus_id(item_id: str, bg_id: str, snr_db=None) -> str:
     if bg_id == "clean":
         return f"{item_id}_clean"
     return f"{item_id}_{bg_id}_snr{_snr_int(snr_db)}"
-
-
-def bg_offset(seed: int, n_bg: int, n_speech: int) -> int:
-    """Start sample of a row's background segment (:func:`aiplib.mixing.bg_offset`)."""
-    from .mixing import bg_offset as _off
-
-    return _off(seed, n_bg, n_speech)
 
 
 def _battery(ws) -> pd.DataFrame:

@@ -59,6 +59,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import AiplibParameterError, MissingPackageError, ValidationError
+from ..formats import parse_bool
 from ..textnorm import normalize_text
 from . import debian
 
@@ -324,10 +325,6 @@ def _custom_validator():
     return _validate_speech, _Collector, ValidationReport
 
 
-def _truthy(v) -> bool:
-    return str(v).strip().lower() in ("1", "true", "yes", "y")
-
-
 def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.DataFrame:
     """Distractor utterances from any folder of speech with a texts table (paper/custom).
 
@@ -377,7 +374,7 @@ def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.
             raise ValidationError([f"{r['file']}: no language (give a 'language' column or language=)"])
         norm = normalize_text(r["text"])
         out.append(dict(distractor_id=f"{lang}-{r['item_id']}", language=lang, voice=r["speaker"], sex="",
-                        same_voice_as_target=_truthy(e.get("same_voice_as_target", "")), key=r["item_id"],
+                        same_voice_as_target=parse_bool(e.get("same_voice_as_target", "")) is True, key=r["item_id"],
                         path=r["file"], text=r["text"], text_norm=norm, n_words=len(norm.split()),
                         duration_s=r["duration_s"], source="custom/distractors", licence=r["licence"],
                         attribution=r["attribution"]))
@@ -395,7 +392,7 @@ def _read_table(path: str, mtime_ns: int, size: int, root: str | None) -> pd.Dat
     for c in ("n_words",):
         df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
     df["duration_s"] = pd.to_numeric(df["duration_s"], errors="coerce")
-    df["same_voice_as_target"] = df["same_voice_as_target"].map(_truthy)
+    df["same_voice_as_target"] = df["same_voice_as_target"].map(lambda v: parse_bool(v) is True)
     return df
 
 

@@ -52,12 +52,12 @@ def _read_text_csv(path) -> pd.DataFrame:
 
 
 def parse_bool(v):
-    """A flag as written in a CSV: True for ``true/1/1.0/yes``, False for ``false/0/0.0/no`` (any
-    case, bools and numbers too), ``pandas.NA`` for anything else (empty, NaN)."""
+    """A flag as written in a CSV: True for ``true/1/1.0/yes/y``, False for ``false/0/0.0/no/n``
+    (any case, bools and numbers too), ``pandas.NA`` for anything else (empty, NaN)."""
     t = str(v).strip().lower()
-    if t in ("true", "1", "1.0", "yes"):
+    if t in ("true", "1", "1.0", "yes", "y"):
         return True
-    if t in ("false", "0", "0.0", "no"):
+    if t in ("false", "0", "0.0", "no", "n"):
         return False
     return pd.NA
 
