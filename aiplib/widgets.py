@@ -224,8 +224,8 @@ class Explorer:
                          for b, lang, sv in zip(bgs, noisy["distractor_languages"], same)]
             else:
                 names = bgs
+            cur_bg = bg_id if bg_id is not None else c["bg"].value   # before new options reset it
             c["bg"].options = [(_CHOOSER[self.ws.condition_family][1], "clean")] + list(zip(names, bgs))
-            cur_bg = bg_id if bg_id is not None else c["bg"].value
             c["bg"].value = cur_bg if cur_bg in ["clean", *bgs] else (bgs[0] if bgs else "clean")
             snrs = sorted({float(s) for s in man["snr_db"].dropna()}, reverse=True)
             c["snr"].options = [(f"{s:g} dB", s) for s in snrs]

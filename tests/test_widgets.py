@@ -702,6 +702,7 @@ def test_explorer_condition_family_selector(fws):
     # competing speech: the distractor's languages, voice flag and transcript; the family's scores
     c["family"].value = "competing_speech"
     assert ex.ws.condition_family == "competing_speech" and c["bg"].description == "Distractor"
+    assert ex.state["stimulus_id"] == "a00_talker_fr_snr0"      # bg00 is not a distractor: the first one, at 0 dB
     assert ("talker_es (es, same voice)", "talker_es") in c["bg"].options
     assert [o[1] for o in c["snr"].options] == [0.0, -5.0] and ex.bg_panel.layout.display == "none"
     ex.select(item_id="a01", bg_id="talker_ru", snr_db=-5)
