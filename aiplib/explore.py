@@ -25,7 +25,7 @@ from .errors import AiplibParameterError
 from .shards import is_shard_file
 from .tasks import BASE_TASKS, DEGRADATION_COLUMN, FAMILIES, task_family
 
-__all__ = ["available_tasks", "available_models", "lookup_response",
+__all__ = ["available_families", "available_tasks", "available_models", "lookup_response",
            "word_diff", "WORST_COLUMNS", "worst_cases", "background_table",
            "descriptor_label", "summarise_sources", "under_papermill"]
 
@@ -93,6 +93,26 @@ def _need_manifest(ws, family: str) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------ what exists
+def available_families(ws) -> list[str]:
+    """Condition families the explorer can show: those with a manifest (``manifests/asr.csv`` /
+    ``kws.csv`` for ``background``, ``manifests/<cf>/…`` for the others), in
+    :data:`aiplib.families.CONDITION_FAMILIES` order (``background`` first).
+
+    Parameters
+    ----------
+    ws : aiplib.workspace.Workspace
+        Any view of the workspace.
+
+    Returns
+    -------
+    list of str
+        Empty when no family has a manifest (stage 5 not run).
+    """
+    from .families import CONDITION_FAMILIES
+
+    return [cf for cf in CONDITION_FAMILIES if any(ws.with_family(cf).manifest_csv(f).is_file() for f in FAMILIES)]
+
+
 def available_tasks(ws) -> list[str]:
     """Tasks the explorer can show: ``asr`` / ``kws`` when their manifest exists, plus every task
     found in ``inference/*/<task>.jsonl`` or ``results/scores/<task>.csv`` whose family has one.
@@ -308,6 +328,8 @@ def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per
     Parameters
     ----------
     ws : aiplib.workspace.Workspace
+        Any condition-family view: its ``results/scores/<cf>/<task>.csv``. In the ``channel``
+        family the label is the condition's name alone (its manifest SNR, 99, is a marker).
     task : str
     n : int > 0
         How many rows at most.
@@ -320,7 +342,8 @@ def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per
     -------
     pandas.DataFrame [shape=(≤ n, 11)]
         Columns ``model, task, stimulus_id, item_id, bg_id, snr_db (dB), condition`` (e.g.
-        ``"bg03 @ 0 dB"``, :func:`aiplib.conditions.condition_label`), ``reference`` (transcript
+        ``"bg03 @ 0 dB"``, ``"talker_fr @ -5 dB"``, :func:`aiplib.conditions.condition_label`;
+        ``"telephone"`` for a channel condition), ``reference`` (transcript
         or label), ``response``, ``score`` (WER, or correct 0/1), ``delta`` (ΔWER, or Δacc = 1 for
         a flip), in :func:`aiplib.stats.worst_stimuli`'s order. Empty (with these columns)
         before scores exist.
@@ -335,7 +358,8 @@ def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per
 
     w = worst_stimuli(_scores(ws, task), task_family(task), n, model=model, one_per_item=one_per_item)
     w["task"] = task
-    w["condition"] = [condition_label(b, s) for b, s in zip(w["bg_id"], w["snr_db"])]
+    channel = getattr(ws, "condition_family", "background") == "channel"
+    w["condition"] = [str(b) if channel else condition_label(b, s) for b, s in zip(w["bg_id"], w["snr_db"])]
     return w[WORST_COLUMNS]
 
 

@@ -3,6 +3,12 @@
 Every stimulus is rebuilt from its manifest row with :func:`aiplib.mixing.materialize` /
 :func:`aiplib.mixing.mix_components` (never read from a bulk file).
 
+Every condition family works the same way (issue 14): on a family view
+(:meth:`aiplib.workspace.Workspace.with_family`) the row comes from ``manifests/<cf>/<task>.csv``
+and :func:`~aiplib.mixing.mix_components` dispatches on it; :func:`stimulus_labels` says what the
+three players hold in that family (clean / background, distractor or the transform's change /
+mixture) and lists the condition's parameters.
+
 No widget code here (:mod:`aiplib.widgets` draws the interface); every function is checked on
 values by ``tests/test_widgets.py``.
 
@@ -14,6 +20,7 @@ play float WAV.)
 from __future__ import annotations
 
 import io
+import json
 import struct
 
 import numpy as np
@@ -23,7 +30,8 @@ from .errors import AiplibParameterError
 from .explore import _need_manifest
 from .mixing import materialize, mix_components
 
-__all__ = ["AUDIO_SUBTYPE", "MEL_SETTINGS", "manifest_row", "stimulus_audio", "wav_bytes", "decode_wav", "log_mel", "signals_figure_png"]
+__all__ = ["AUDIO_SUBTYPE", "MEL_SETTINGS", "PLAYER_LABELS", "manifest_row", "stimulus_labels", "stimulus_audio",
+           "wav_bytes", "decode_wav", "log_mel", "signals_figure_png"]
 
 AUDIO_SUBTYPE = "FLOAT"
 """Subtype of the WAV bytes given to the players: 32-bit IEEE float, lossless for float32."""
@@ -33,17 +41,31 @@ MEL_SETTINGS = dict(n_fft=400, hop_length=160, n_mels=64, fmin=0.0, fmax=8000.0,
 dB relative to the loudest bin, floored 80 dB below it."""
 
 
+PLAYER_LABELS = {
+    "background": ("Clean utterance", "Background segment (as mixed)", "Mixture (what the model heard)"),
+    "competing_speech": ("Clean target", "Distractor (as mixed)", "Mixture: target + distractor (what the model heard)"),
+    "channel": ("Clean utterance", "The transform's change (transformed − clean)",
+                "Transformed speech (what the model heard)"),
+}
+"""Titles of the three players (clean, middle, mixture) per condition family;
+:func:`stimulus_labels` adds each stimulus's details."""
+
+
 def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
-    """The manifest row of one stimulus.
+    """The manifest row of one stimulus (in the condition family of ``ws``).
 
     Parameters
     ----------
     ws : aiplib.workspace.Workspace
+        Any family view: the row is read from ``ws.manifest_csv(family)``.
     family : {"asr", "kws"}
     item_id, bg_id : str
-        ``bg_id`` is a background id of the battery, or ``"clean"``.
+        ``bg_id`` is the row's ``background_id``: a background of the battery, a distractor
+        condition (``talker_fr``, ``cocktail_fr_it_ru``), a channel condition (``telephone``), or
+        ``"clean"``.
     snr_db : float, optional
-        SNR in dB; ignored (and may be None) for ``bg_id == "clean"``.
+        SNR in dB; ignored (and may be None) for ``bg_id == "clean"``, and may be None when the
+        condition has one row per item (a channel condition, whose manifest SNR is the marker 99).
 
     Returns
     -------
@@ -64,7 +86,7 @@ def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict
         raise AiplibParameterError(f"no {family} stimulus for item {item_id!r}, background {bg_id!r}; "
                                    f"items: {', '.join(items[:10])}{' …' if len(items) > 10 else ''}; "
                                    f"backgrounds: {', '.join(bgs)}")
-    if bg_id != "clean":
+    if bg_id != "clean" and not (snr_db is None and len(sel) == 1):
         if snr_db is None:
             raise AiplibParameterError(f"snr_db is required for background {bg_id!r}")
         hit = sel[np.isclose(sel["snr_db"].astype(float), float(snr_db))]
@@ -75,44 +97,118 @@ def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict
     return sel.iloc[0].to_dict()
 
 
+def _text(v) -> str:
+    return "" if v is None or (isinstance(v, float) and v != v) else str(v).strip()
+
+
+def stimulus_labels(row, *, middle: bool = True) -> dict:
+    """What the three players of one stimulus hold, and the condition's details, per family.
+
+    Parameters
+    ----------
+    row : Mapping
+        A manifest row (:func:`manifest_row`); its family is :func:`aiplib.families.row_family`.
+    middle : bool
+        False when the middle signal is not shown (a channel transform that changed the length:
+        ``mixture − speech`` is not defined); its title then says why.
+
+    Returns
+    -------
+    dict with keys
+        ``condition_family`` (str), ``clean``, ``background``, ``mixture`` (player titles, str;
+        :data:`PLAYER_LABELS` with the stimulus's condition: the distractor's languages and the
+        same-voice flag, the channel condition's name), ``notes`` (list of (name, text): competing
+        speech — setting, languages, same voice as the target, the distractor transcript, the
+        distractor utterance ids, looped; channel — condition, applied to, the parameters of
+        ``condition_params``; empty for background and clean rows).
+
+    Raises
+    ------
+    AiplibParameterError
+        An unknown ``condition_family``.
+    """
+    from .families import check_family, row_family
+    from .formats import parse_bool
+    from .mixing import is_clean_row
+
+    cf = check_family(row_family(row))
+    clean_t, mid_t, mix_t = PLAYER_LABELS[cf]
+    out = dict(condition_family=cf, clean=clean_t, background=mid_t, mixture=mix_t, notes=[])
+    if is_clean_row(row) or cf == "background":
+        return out
+    name = _text(row.get("background_id"))
+    if cf == "competing_speech":
+        langs, setting = _text(row.get("distractor_languages")), _text(row.get("setting"))
+        same = parse_bool(row.get("same_voice_as_target")) is True
+        out["background"] = (f"Distractor: {langs or name} ({setting or 'distractor'}"
+                             f"{'; same voice as the target' if same else ''}), as mixed")
+        out["notes"] = [("setting", setting), ("languages", langs),
+                        ("same voice as the target", "yes: a same-voice, other-language control" if same else "no"),
+                        ("distractor transcript", _text(row.get("distractor_text"))),
+                        ("distractor utterances", _text(row.get("distractor_ids")).replace("|", ", ")),
+                        ("looped", _text(row.get("looped")))]
+    else:
+        raw = _text(row.get("condition_params"))
+        try:
+            params = json.loads(raw) if raw else {}
+        except ValueError:
+            params = {"condition_params": raw}
+        name = _text(row.get("channel_condition")) or name
+        out["mixture"] = f"Transformed speech: {name} (what the model heard)"
+        if not middle:
+            out["background"] = f"No difference signal: {name} changes the length (parameters below)"
+        out["notes"] = [("condition", name), ("applied to", _text(row.get("applied_to")) or "speech"),
+                        ("parameters", ", ".join(f"{k} = {v}" for k, v in sorted(params.items())) or "none")]
+    return out
+
+
 def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
-    """The three signals of one stimulus, mixed on the fly from the manifest.
+    """The three signals of one stimulus, mixed on the fly from the manifest of ``ws``'s family.
 
     Parameters
     ----------
     ws : aiplib.workspace.Workspace
+        Any condition-family view (:meth:`~aiplib.workspace.Workspace.with_family`).
     family : {"asr", "kws"}
     item_id, bg_id : str
         ``bg_id`` may be ``"clean"``.
     snr_db : float, optional
-        SNR in dB (ignored for clean).
+        SNR in dB (ignored for clean; optional for a channel condition).
 
     Returns
     -------
     dict with keys
         ``row`` (dict, :func:`manifest_row`), ``stimulus_id`` (str), ``sr`` (16000 Hz),
-        ``mixture`` (np.ndarray [shape=(n,)], float32: exactly ``materialize(row, ws)[0]``),
-        ``clean`` (float32 (n,): ``materialize(clean_row, ws)[0]``, the item's speech at −23
-        LUFS), ``background`` (float32 (n,): the background part *as mixed*,
-        :func:`aiplib.mixing.mix_components`; None for clean), ``info`` (:class:`aiplib.mixing.MixInfo`).
+        ``condition_family`` (str), ``mixture`` (np.ndarray [shape=(n,)], float32: exactly
+        ``materialize(row, ws)[0]``), ``clean`` (float32 (m,): ``materialize(clean_row, ws)[0]``,
+        the item's speech at −23 LUFS; ``m = n`` except after a channel cut), ``background``
+        (float32 (n,): the middle signal as in the mixture, :func:`aiplib.mixing.mix_components`
+        — the background segment, the scaled distractor, or the channel transform's change
+        ``mixture − speech``; None for clean and for a transform that changed the length),
+        ``info`` (:class:`aiplib.mixing.MixInfo`), ``detail`` (the family's info dict, or None),
+        ``labels`` (:func:`stimulus_labels`).
 
     Notes
     -----
     The mixture is computed in float64 and cast to float32 (the authors' mixer), so
-    ``clean + background`` equals the mixture to within float32 rounding.
+    ``clean + background`` equals the mixture to within float32 rounding (not for competing
+    speech or channel rows peak-scaled after the sum: then ``speech + background`` of
+    :func:`~aiplib.mixing.mix_components` does).
 
     Raises
     ------
     FileNotFoundError, AiplibParameterError
         As :func:`manifest_row`.
     AudioFileError
-        If a speech or background file is missing or unreadable.
+        If a speech, background or distractor file is missing or unreadable.
     """
     row = manifest_row(ws, family, item_id, bg_id, snr_db)
     parts = mix_components(row, ws)
     clean = parts["mixture"] if bg_id == "clean" else materialize(manifest_row(ws, family, item_id, "clean"), ws)[0]
-    return dict(row=row, stimulus_id=str(row["stimulus_id"]), sr=SR, mixture=parts["mixture"], clean=clean,
-                background=None if bg_id == "clean" else parts["background"], info=parts["info"])
+    middle = bg_id != "clean" and parts["background"].shape == parts["mixture"].shape == clean.shape
+    return dict(row=row, stimulus_id=str(row["stimulus_id"]), sr=SR, condition_family=ws.condition_family,
+                mixture=parts["mixture"], clean=clean, background=parts["background"] if middle else None,
+                info=parts["info"], detail=parts.get("detail"), labels=stimulus_labels(row, middle=middle or bg_id == "clean"))
 
 
 def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:

@@ -1,10 +1,15 @@
 # %% [markdown]
 # # 10 · Listen and explore
 #
-# Choose a task, item, background, SNR and model; hear the clean utterance, the background segment
-# and the mixture the model heard (mixed on the fly from the manifest row), and see the model's
-# response, its WER or correctness, and ΔWER against clean.
-# **Reads** the manifests, `bg/`, `descriptors/`, `inference/` and `results/scores/` (whatever exists). **Writes** nothing.
+# Choose a condition family, task, item, condition, SNR and model; hear the clean utterance, the
+# interference as mixed and the stimulus the model heard (mixed on the fly from the manifest row),
+# and see the model's response, its WER or correctness, and ΔWER against clean. The three players
+# per family: **background** — clean / background segment / mixture; **competing speech** — clean
+# target / distractor (its languages, transcript and whether it is the target's voice) / mixture;
+# **channel** — clean / the transform's change (transformed minus clean; for a cut, the condition's
+# parameters) / transformed speech.
+# **Reads** the manifests, `bg/`, `raw/distractors/`, `descriptors/`, `inference/` and `results/scores/`
+# of every family (whatever exists). **Writes** nothing.
 
 # %% tags=["parameters"]
 import os
@@ -23,19 +28,31 @@ print(ws.root)
 # %% [markdown]
 # ## The worst cases, as a table
 #
-# Per task, the stimuli that hurt most (largest ΔWER; for keyword spotting the flips, correct when
-# clean and wrong with the background), one row per item, from `results/scores/`. The same rows are
-# the explorer's worst-case table below; responses are cut after 30 words.
+# Per condition family and task, the stimuli that hurt most (largest ΔWER; for keyword spotting the
+# flips, correct when clean and wrong under the condition), one row per item, from `results/scores/`
+# (`results/scores/<family>/` for competing speech and channel). A family without scores says
+# "not run". The same rows are the explorer's worst-case table below; responses are cut after 30 words.
 
 # %%
 import pandas as pd
 from aiplib.explore import available_tasks, worst_cases
+from aiplib.families import CONDITION_FAMILIES
 from aiplib.report_tables import cap_words
 
-for task in available_tasks(ws):
-    wc = worst_cases(ws, task, 10)
-    print(f"\n{task}: " + ("no scores yet (run notebooks 07 and 08)" if wc.empty else f"{len(wc)} worst case{'s' if len(wc) > 1 else ''}"))
-    if not wc.empty:
+for cf in CONDITION_FAMILIES:
+    fws = ws.with_family(cf)
+    tasks = available_tasks(fws)
+    scored = [t for t in tasks if fws.scores_csv(t).is_file()]
+    if cf != "background" and not scored:
+        print(f"\n== {cf}: not run (no scores in {fws.rel(fws.scores_dir)}/)")
+        continue
+    print(f"\n== {cf}")
+    for task in tasks if cf == "background" else scored:
+        wc = worst_cases(fws, task, 10)
+        if wc.empty:
+            print(f"\n{task}: " + ("no stimulus did worse than clean" if task in scored else "no scores yet (run notebooks 07 and 08)"))
+            continue
+        print(f"\n{task}: {len(wc)} worst case{'s' if len(wc) > 1 else ''}")
         show = wc.assign(response=wc["response"].map(lambda r: cap_words(r, 30)))
         cols = ["condition", "item_id", "delta", "reference", "response"]
         if show["model"].nunique() > 1:
@@ -46,9 +63,10 @@ for task in available_tasks(ws):
 # %% [markdown]
 # ## The explorer
 #
-# Choose a stimulus, or click a worst case by its "background @ SNR" button. Under papermill (`make`)
-# the widget is not built: its state (the WAV bytes of the players) would be stored in the executed
-# notebook, which keeps the tables above instead.
+# Choose a condition family and a stimulus, or click a worst case by its condition button
+# ("bg03 @ 0 dB", "talker_fr @ -5 dB", "telephone"). Under papermill (`make`) the widget is not
+# built: its state (the WAV bytes of the players) would be stored in the executed notebook, which
+# keeps the tables above instead.
 
 # %%
 from aiplib.explore import under_papermill

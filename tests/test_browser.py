@@ -10,7 +10,9 @@ the bytes it plays are ``wav_bytes(materialize(row))`` of the chosen row, that C
 (a00, bg06, 5 dB) answers with a loop of 88 words: clicking its worst case by the label "bg06 @ 5 dB"
 shows the response cut after 40 words and the metrics block within one screen height (900 px) below
 the players; the "… +N words" toggle opens the rest. Another click, on "bg03 @ 0 dB", loads that
-stimulus. The server's root is laid out as the project (``jupytext.toml``, ``notebooks/`` with the
+stimulus. Last, the condition-family selector switches to the ``channel`` family (manifests,
+inference rows and scores made here for three cheap transforms): the SNR chooser disappears and the
+mixture player holds ``wav_bytes(materialize(row))`` of the item's ``telephone`` row. The server's root is laid out as the project (``jupytext.toml``, ``notebooks/`` with the
 pair): the notebook is served by jupytext's contents manager and shows as unmodified once the
 kernel is up. A second test opens a copy of ``report.html`` (rendered from notebook 09 executed
 by papermill on a small synthetic run) from another folder, without JupyterLab: every image is
@@ -40,7 +42,7 @@ from aiplib import listen
 from aiplib.explore_html import CAP_WORDS
 from aiplib.scoring import score_inference
 from aiplib.textnorm import normalize_text
-from test_widgets import make_explorer_workspace
+from test_widgets import CHANNEL, make_explorer_workspace, write_family_inference
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -200,9 +202,16 @@ def test_notebook10_explorer_in_headless_chromium(tmp_path):
     ws = make_explorer_workspace(data_root)
     _make_loop(ws)
     score_inference(ws)  # results/scores/asr.csv: the worst-case list and the ranked table are filled
+    from aiplib.manifests import build_family_manifest
+
+    ch = ws.with_family("channel")
+    build_family_manifest(ws, "channel", "asr", conditions=CHANNEL)
+    write_family_inference(ch, "asr")
+    score_inference(ch)
     expected = {(bg, snr): listen.wav_bytes(listen.stimulus_audio(ws, "asr", "a00", bg, snr)["mixture"])
                 for bg, snr in (("bg00", 10), ("bg05", 10), ("bg05", 0))}
     expected[("a01", "bg03", 0)] = listen.wav_bytes(listen.stimulus_audio(ws, "asr", "a01", "bg03", 0)["mixture"])
+    expected[("a01", "telephone")] = listen.wav_bytes(listen.stimulus_audio(ch, "asr", "a01", "telephone")["mixture"])
     SHOTS.mkdir(parents=True, exist_ok=True)
     proc, base, token, log = _start_lab(tmp_path, data_root)
     shots = []
@@ -278,6 +287,22 @@ def test_notebook10_explorer_in_headless_chromium(tmp_path):
                 page.screenshot(path=str(shots[-1]))
                 page.locator(".aip-bg-table").scroll_into_view_if_needed()
                 shots += [SHOTS / "explorer_backgrounds.png"]
+                page.screenshot(path=str(shots[-1]))
+
+                # the condition-family selector: background first and chosen; channel switches the view
+                family = page.locator(".aip-family select")
+                expect(family).to_have_value("background")
+                assert family.locator("option").all_inner_texts() == ["background", "channel"]
+                page.select_option(".aip-family select", label="channel")
+                expect(page.locator(".aip-mixinfo")).to_contain_text("a01_ch_telephone")
+                expect(response).to_have_text("word 1")
+                expect(page.locator(".aip-snr")).to_be_hidden()
+                expect(page.locator(".aip-mixture-player")).to_contain_text("Transformed speech: telephone")
+                expect(page.locator(".aip-family-info")).to_contain_text("low_hz = 300.0")
+                src4, wav4, _ = _mixture_bytes(page)
+                assert src4 != src3 and wav4 == expected[("a01", "telephone")]
+                page.locator(".aip-players").scroll_into_view_if_needed()
+                shots += [SHOTS / "explorer_channel_family.png"]
                 page.screenshot(path=str(shots[-1]))
             finally:
                 ctx.close()

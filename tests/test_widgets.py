@@ -529,7 +529,8 @@ def test_explorer_without_manifests_says_what_to_run(tmp_path):
 
 def test_notebook10_executed_record_is_small_and_lists_the_worst_cases(tmp_path):
     """Run by papermill (as ``make``), notebook 10 stores no widget state (< 100 KB) and prints the
-    worst cases as a static table."""
+    worst cases as a static table, per condition family: the channel family's (scored here) too, and
+    "not run" for competing speech (no manifest, no scores)."""
     import os
     import subprocess
     import sys
@@ -537,8 +538,15 @@ def test_notebook10_executed_record_is_small_and_lists_the_worst_cases(tmp_path)
 
     from aiplib.scoring import score_inference
 
+    from aiplib.manifests import build_family_manifest
+
     ws = make_explorer_workspace(tmp_path / "data")
     score_inference(ws)
+    ch = ws.with_family("channel")
+    for task in ("asr", "kws"):
+        build_family_manifest(ws, "channel", task, conditions=CHANNEL)
+        write_family_inference(ch, task)
+    score_inference(ch)
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "10.ipynb"
     env = dict(os.environ, AIP_DATA_ROOT=str(tmp_path / "data"), AIP_PROFILE="demo",
@@ -552,3 +560,186 @@ def test_notebook10_executed_record_is_small_and_lists_the_worst_cases(tmp_path)
     text = "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
     assert "bg03 @ 0 dB     a00  +2.50" in text and "bird 0 at 0 with delta" in text
     assert "bg01 @ 5 dB     k00  +1.00" in text and "interactive explorer" in text
+    assert "== competing_speech: not run (no scores in results/scores/competing_speech/)" in text
+    channel = text[text.index("== channel"):]
+    assert "packet_loss_10pct     a00  +0.50" in channel and "telephone     k00  +1.00" in channel
+
+
+# ------------------------------------------------------------------------------ condition families
+CHANNEL = ["telephone", "packet_loss_10pct", "cut_tail_300ms"]
+
+
+def fam_response(task: str, row: dict) -> str:
+    """Made-up answers in the families. ASR (reference ``word N``): clean exact; a distractor at
+    ≥ 0 dB adds its first word (``word N frword0``: 1 insertion, WER 0.5), below 0 dB the target's
+    first word is lost as well (``bird N frword0``: WER 1.0); channel ``packet_loss_10pct`` says
+    ``bird N`` (WER 0.5), the others are exact. KWS: right, except ``telephone`` (``maybe``: a flip
+    for the target clip ``k00``)."""
+    n, cond = int(row["speech_id"][1:]), str(row["background_id"])
+    if task == "kws":
+        if cond == "telephone":
+            return "maybe"
+        return f"{row['keyword']}." if row["keyword"] == "yes" else "unknown"
+    if row["condition"] == "clean":
+        return f"word {n}"
+    if row["condition_family"] == "channel":
+        return f"bird {n}" if cond == "packet_loss_10pct" else f"word {n}"
+    head = "word" if int(row["snr_db"]) >= 0 else "bird"
+    return f"{head} {n} {row['distractor_text'].split()[0]}"
+
+
+def write_family_inference(fws, task: str) -> None:
+    """``inference/<cf>/<model>/<task>.jsonl`` of the made-up models (:func:`fam_response`) for
+    every row of the family view's manifest."""
+    model = ASR_MODEL if task == "asr" else KWS_MODEL
+    path = fws.inference_jsonl(model, task)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        for r in read_manifest(fws, task).to_dict("records"):
+            keep = {k: r[k] for k in ("id", "speech_id", "background_id", "snr_db", "condition", "seed")}
+            f.write(json.dumps(dict(keep, raw=fam_response(task, r), model=model, task=task,
+                                    prompt_id=f"{task}_baseline", decode_s=0.01, audio_s=r["duration_s"],
+                                    condition_family=fws.condition_family)) + "\n")
+
+
+def make_family_workspace(root, *, scored=("competing_speech", "channel")):
+    """Tiny workspace (2 backgrounds) with background, competing-speech (SNR 0 and −5 dB) and channel
+    (:data:`CHANNEL`) manifests for ASR and KWS, fake inference rows in each family and the family
+    score files of ``scored`` (stage 8's :func:`aiplib.scoring.score_inference` on the family view)."""
+    from aiplib.manifests import build_family_manifest
+    from aiplib.scoring import score_inference
+    from test_families import add_distractors
+
+    ws = make_tiny_workspace(root, n_bg=2)
+    add_distractors(ws)
+    build_manifests(ws, snrs=[10, 0])
+    write_descriptors(ws)
+    write_inference(ws)
+    for task in ("asr", "kws"):
+        build_family_manifest(ws, "competing_speech", task, snrs=[0, -5])
+        build_family_manifest(ws, "channel", task, conditions=CHANNEL)
+        for cf in ("competing_speech", "channel"):
+            write_family_inference(ws.with_family(cf), task)
+    for cf in scored:
+        score_inference(ws.with_family(cf))
+    return ws
+
+
+@pytest.fixture
+def fws(tmp_path):
+    return make_family_workspace(tmp_path)
+
+
+def fam_row(ws, cf, task, rid):
+    m = read_manifest(ws.with_family(cf), task).set_index("id", drop=False)
+    return m.loc[rid].to_dict()
+
+
+def test_family_stimulus_audio_is_materialize_with_labels(fws):
+    from aiplib.mixing import mix_components
+
+    comp = fws.with_family("competing_speech")
+    assert xd.available_families(fws) == ["background", "competing_speech", "channel"]
+    a = listen.stimulus_audio(comp, "asr", "a01", "cocktail_fr_it_ru", -5)
+    row = fam_row(fws, "competing_speech", "asr", "a01_cocktail_fr_it_ru_snr-5")
+    y = materialize(row, fws)[0]
+    assert a["stimulus_id"] == row["id"] and a["condition_family"] == "competing_speech"
+    assert np.array_equal(listen.decode_wav(listen.wav_bytes(a["mixture"]))[0], y)       # what the model heard
+    assert np.array_equal(a["clean"], materialize(fam_row(fws, "competing_speech", "asr", "a01_clean"), fws)[0])
+    parts = mix_components(row, fws)
+    assert np.array_equal(a["background"], parts["background"])                           # the scaled distractor
+    assert achieved_snr_db(parts["speech"], a["background"]) == pytest.approx(-5.0, abs=0.1)
+    lab = a["labels"]
+    assert (lab["clean"], lab["mixture"]) == ("Clean target", "Mixture: target + distractor (what the model heard)")
+    assert lab["background"] == "Distractor: fr+it+ru (cocktail), as mixed"
+    notes = dict(lab["notes"])
+    assert notes["distractor transcript"] == row["distractor_text"] and notes["same voice as the target"] == "no"
+    assert notes["distractor utterances"] == row["distractor_ids"].replace("|", ", ") and notes["setting"] == "cocktail"
+    es = listen.stimulus_audio(comp, "asr", "a00", "talker_es", 0)["labels"]
+    assert es["background"] == "Distractor: es (single; same voice as the target), as mixed"
+    assert dict(es["notes"])["same voice as the target"].startswith("yes")
+    # channel: the SNR is not needed (one row per item and condition); the middle signal is the change
+    ch = fws.with_family("channel")
+    t = listen.stimulus_audio(ch, "kws", "k00", "telephone")
+    row = fam_row(fws, "channel", "kws", "k00_ch_telephone")
+    assert t["stimulus_id"] == "k00_ch_telephone"
+    assert listen.decode_wav(listen.wav_bytes(t["mixture"]))[0].tobytes() == materialize(row, fws)[0].tobytes()
+    np.testing.assert_array_equal(t["background"], (t["mixture"].astype(np.float64) - t["clean"]).astype(np.float32))
+    assert t["labels"]["mixture"] == "Transformed speech: telephone (what the model heard)"
+    assert t["labels"]["background"] == "The transform's change (transformed − clean)"
+    assert t["labels"]["notes"] == [("condition", "telephone"), ("applied to", "speech"),
+                                    ("parameters", "high_hz = 3400.0, low_hz = 300.0, transform = telephone")]
+    cut = listen.stimulus_audio(ch, "asr", "a00", "cut_tail_300ms")
+    assert cut["background"] is None and cut["mixture"].size == cut["clean"].size - 4800   # 300 ms at 16 kHz
+    assert cut["labels"]["background"].startswith("No difference signal: cut_tail_300ms changes the length")
+    assert cut["mixture"].tobytes() == materialize(fam_row(fws, "channel", "asr", "a00_ch_cut_tail_300ms"), fws)[0].tobytes()
+    # background: today's titles, no notes
+    b = listen.stimulus_audio(fws, "asr", "a00", "bg01", 0)["labels"]
+    assert (b["clean"], b["background"], b["mixture"], b["notes"]) == (*listen.PLAYER_LABELS["background"], [])
+
+
+def test_family_lookup_and_worst_cases_come_from_the_family_scores(fws):
+    comp, ch = fws.with_family("competing_speech"), fws.with_family("channel")
+    r = xd.lookup_response(comp, ASR_MODEL, "asr", "a00_talker_it_snr-5")
+    heard = fam_row(fws, "competing_speech", "asr", "a00_talker_it_snr-5")["distractor_text"].split()[0]
+    assert r["source"] == "scores" and r["response"] == f"bird 0 {heard}" and heard.startswith("itword")
+    assert (r["wer"], r["clean_wer"], r["delta_wer"]) == (1.0, 0.0, 1.0)
+    wc = xd.worst_cases(comp, "asr", 10)
+    # ties (ΔWER 1.0 at −5 dB everywhere) go by stimulus id: the cocktail first
+    assert wc["condition"].tolist() == ["cocktail_fr_it_ru @ -5 dB"] * 2 and wc["delta"].tolist() == [1.0, 1.0]
+    k = xd.worst_cases(ch, "kws", 10)
+    assert k["condition"].tolist() == ["telephone"] and k["stimulus_id"].tolist() == ["k00_ch_telephone"]
+    assert xd.worst_cases(ch, "asr", 10)["condition"].tolist() == ["packet_loss_10pct"] * 2
+
+
+def test_explorer_condition_family_selector(fws):
+    ui = aw.explorer(fws)
+    ex, c = ui.explorer, ui.explorer.controls
+    # background first and default: today's explorer
+    assert [o[1] for o in c["family"].options] == ["background", "competing_speech", "channel"]
+    assert c["family"].value == "background" and ex.state["stimulus_id"] == "a00_bg00_snr10"
+    assert c["bg"].description == "Background" and ex.bg_panel.layout.display is None
+    # competing speech: the distractor's languages, voice flag and transcript; the family's scores
+    c["family"].value = "competing_speech"
+    assert ex.ws.condition_family == "competing_speech" and c["bg"].description == "Distractor"
+    assert ex.state["stimulus_id"] == "a00_talker_fr_snr0"      # bg00 is not a distractor: the first one, at 0 dB
+    assert ("talker_es (es, same voice)", "talker_es") in c["bg"].options
+    assert [o[1] for o in c["snr"].options] == [0.0, -5.0] and ex.bg_panel.layout.display == "none"
+    ex.select(item_id="a01", bg_id="talker_ru", snr_db=-5)
+    row = fam_row(fws, "competing_speech", "asr", "a01_talker_ru_snr-5")
+    assert ex.state["stimulus_id"] == row["id"]
+    assert listen.decode_wav(ex.players["mixture"].value)[0].tobytes() == materialize(row, fws)[0].tobytes()
+    assert ex.player_titles["background"].value == "<b>Distractor: ru (single), as mixed</b>"
+    assert html_escape(row["distractor_text"]) in ex.family_info.value
+    heard = row["distractor_text"].split()[0]                    # the made-up model repeats the distractor's first word
+    assert text_of(ex.response.value, "aip-response-text") == f"bird 1 {heard}"
+    assert "ΔWER vs clean <b>+1.000</b>" in ex.metrics.value and ex.state["result"]["source"] == "scores"
+    assert [b.description for b in ex.worst_buttons] == ["cocktail_fr_it_ru @ -5 dB"] * 2
+    # channel: no SNR chooser; a worst case switches nothing but the stimulus
+    ex.select(condition_family="channel", task="kws", item_id="k00", bg_id="telephone")
+    assert c["snr"].layout.display == "none" and c["bg"].description == "Channel"
+    assert ex.state["stimulus_id"] == "k00_ch_telephone" and "flip: correct → wrong" in ex.metrics.value
+    assert ex.player_titles["mixture"].value == "<b>Transformed speech: telephone (what the model heard)</b>"
+    assert "transform = telephone" in ex.family_info.value and "no noise added" in ex.mixinfo.value
+    assert [b.description for b in ex.worst_buttons] == ["telephone"]
+    ex.select(bg_id="cut_tail_300ms")
+    assert ex.players["background"].value == b"" and ex.players["background"].layout.display == "none"
+    assert ex.player_boxes["background"].layout.display is None          # its title says why
+    # back to background: the battery's labels and table again
+    ex.select(condition_family="background", task="asr", item_id="a00", bg_id="bg01", snr_db=0)
+    assert ex.player_titles["clean"].value == "<b>Clean utterance</b>" and ex.family_info.value == ""
+    assert c["snr"].layout.display is None and ex.bg_panel.layout.display is None
+    with pytest.raises(AiplibParameterError, match="no manifests here"):
+        ex.select(condition_family="reverb")
+
+
+def test_explorer_offers_only_families_with_manifests(ws0):
+    ex = aw.explorer(ws0).explorer
+    assert ex.families == ["background"] and ex.controls["family"].disabled
+    assert ex.controls["snr"].layout.display is None
+
+
+def html_escape(s: str) -> str:
+    import html
+
+    return html.escape(s)
