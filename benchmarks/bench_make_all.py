@@ -241,8 +241,9 @@ def main(argv=None) -> int:
     total = sum(secs.values())
     for stage, s in secs.items():
         print(f"{stage:28s} {s:8.1f} s")
-    print(f"{'total (notebooks)':28s} {total:8.1f} s   = {total / 60:.1f} min; goal <= 15 min: "
-          f"ratio {total / GOAL_S:.2f}")
+    if secs:
+        print(f"{'total (notebooks)':28s} {total:8.1f} s   = {total / 60:.1f} min; goal <= 15 min: "
+              f"ratio {total / GOAL_S:.2f}")
     if wall is not None:
         print(f"{'make all (wall, incl. setup)':28s} {wall:8.1f} s")
     print()
