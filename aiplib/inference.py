@@ -45,6 +45,7 @@ Order of work
 Per model, the tasks of one family (``asr`` and ``asr_steer_p5``; ``kws`` and ``kws_steer_p5``)
 run together: each batch of stimuli is materialised once and decoded with every prompt still
 needing it, so a backend can reuse its audio encoding (the faster-whisper fast path does).
+The next batch is mixed in a background thread while the current one is decoded.
 
 Stimuli are never stored as audio: each is rebuilt from its manifest row by
 :func:`aiplib.mixing.materialize` (bit-identical every time) and cut to the model's
@@ -52,62 +53,31 @@ Stimuli are never stored as audio: each is rebuilt from its manifest row by
 """
 from __future__ import annotations
 
-import datetime as _dt
-import json
 import logging
-import platform
-import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from . import __version__
 from .audio import SR
 from .errors import ModelUnavailableError
 from .formats import ERROR_RESPONSE, EXTRA_FIELDS, append_jsonl_lines, inference_row_json, repair_jsonl
 from .prompts import TASKS, task_names
 from .resume import pending_stimuli, set_aside_stale_rows, stimulus_keys
-from .run_records import MixDiagnostics, Throughput
+from .run_records import MixDiagnostics, Throughput, log_run as _log_run, now_iso as _now
+from .run_records import short_error as _short, versions as _versions
 
 __all__ = ["run_inference", "result_path", "raise_if_not_run"]
 
 
 log = logging.getLogger(__name__)
 
-_ERROR_MAX_CHARS = 300
-
-
 # ------------------------------------------------------------------------------------------ file helpers
 def result_path(ws, model: str, task: str) -> Path:
     """``<ws>/inference/<model>/<task>.jsonl`` (:meth:`aiplib.workspace.Workspace.inference_jsonl`)."""
     return ws.inference_jsonl(model, task)
-
-
-def _versions() -> dict:
-    out = {"aiplib": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
-           "numpy": np.__version__, "pandas": pd.__version__}
-    for mod in ("faster_whisper", "ctranslate2", "torch", "transformers"):
-        m = sys.modules.get(mod)
-        if m is not None:
-            out[mod] = getattr(m, "__version__", "?")
-    return out
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds")
-
-
-def _short(exc: BaseException) -> str:
-    msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-    return msg[:_ERROR_MAX_CHARS]
-
-
-def _log_run(path: Path, record: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    repair_jsonl(path)
-    append_jsonl_lines(path, [json.dumps(record, default=str, allow_nan=False) + "\n"])
 
 
 # ------------------------------------------------------------------------------------------ the runner
@@ -369,8 +339,6 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
     ``decode_seconds`` its own time inside ``generate``; ``meter`` (if given) receives the
     family's stimuli, decodes, audio seconds and loop seconds. ``plan`` is :func:`_plan_family`'s
     (made here when None, for ``shard``)."""
-    from .mixing import materialize  # noqa: PLC0415
-
     if plan is None:
         plan = _plan_family(ws, entry, family, tasks, limit=limit, ps=ps, rerun_unkeyed=False, shard=shard)
     if "manifest" not in plan:
@@ -394,20 +362,21 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
     where = f" · shard {shard[0]}/{shard[1]}" if shard is not None else ""
     bar = Progress(len(records), f"{entry.id} · {'+'.join(tasks)}{where}", unit="stim",
                    enabled=bool(progress and records))
+    batches = [records[k: k + bs] for k in range(0, len(records), bs)]
     loop_t0 = t_prev = time.perf_counter()
+    # the next batch is mixed in a thread while this one is decoded (numpy/scipy release the GIL)
+    mixer = ThreadPoolExecutor(1, thread_name_prefix="aip-mix")
     try:
-        for start in range(0, len(records), bs):
-            batch = records[start: start + bs]
+        ahead = mixer.submit(_mix_batch, batches[0], ws, max_samples) if batches else None
+        for k, batch in enumerate(batches):
+            done = ahead.result()
+            ahead = mixer.submit(_mix_batch, batches[k + 1], ws, max_samples) if k + 1 < len(batches) else None
             mixed = []  # (record, audio or None, audio_s, error)
-            for r in batch:
-                try:
-                    y, info = materialize(r, ws)
-                    y = np.asarray(y, dtype=np.float32)[:max_samples]
+            for r, y, info, err in done:
+                if err is None:
                     diag.add(r, family, info)
-                    mixed.append((r, y, round(len(y) / SR, 4), None))
                     fam_audio_s += len(y) / SR
-                except Exception as exc:  # noqa: BLE001
-                    mixed.append((r, None, None, "materialize: " + _short(exc)))
+                mixed.append((r, y, None if y is None else round(len(y) / SR, 4), err))
             diag.flush()
             n_dec = {}
             for t in tasks:
@@ -440,6 +409,7 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
             fam_decodes += n_batch
             bar.update(len(batch))
     finally:
+        mixer.shutdown(wait=True, cancel_futures=True)
         bar.close()
     loop_s = time.perf_counter() - loop_t0
     if meter is not None:
@@ -453,6 +423,21 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
                   "decode_seconds": round(stats[t]["decode_seconds"], 3),
                   "stimuli_per_s": round(n_todo / secs, 3) if n_todo and secs > 0 else None,
                   "manifest_sha256": m_sha, "error": None, "file": str(paths[t])}
+    return out
+
+
+def _mix_batch(batch: list[dict], ws, max_samples: int) -> list[tuple]:
+    """(record, float32 audio cut to ``max_samples`` or None, MixInfo or None, error or None) per
+    manifest row (:func:`aiplib.mixing.materialize`)."""
+    from .mixing import materialize  # noqa: PLC0415
+
+    out = []
+    for r in batch:
+        try:
+            y, info = materialize(r, ws)
+            out.append((r, np.asarray(y, dtype=np.float32)[:max_samples], info, None))
+        except Exception as exc:  # noqa: BLE001 - a bad stimulus becomes an error row
+            out.append((r, None, None, "materialize: " + _short(exc)))
     return out
 
 

@@ -9,17 +9,57 @@ decoded (stimuli, decodes, audio seconds, wall seconds) into the ``throughput`` 
 from __future__ import annotations
 
 import csv
+import datetime as _dt
+import json
 import logging
 import os
+import platform
+import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from .formats import repair_jsonl
+from .formats import append_jsonl_lines, repair_jsonl
 
-__all__ = ["MIX_DIAG_FIELDS", "MixDiagnostics", "Throughput"]
+__all__ = ["MIX_DIAG_FIELDS", "MixDiagnostics", "Throughput", "versions", "now_iso", "short_error", "log_run"]
 
 log = logging.getLogger(__name__)
+
+ERROR_MAX_CHARS = 300
+"""Longest error message kept in a row or run-log record."""
+
+
+def versions() -> dict:
+    """Versions of aiplib, Python, the platform and the numeric / model packages already imported."""
+    from . import __version__  # noqa: PLC0415
+
+    out = {"aiplib": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
+           "numpy": np.__version__, "pandas": pd.__version__}
+    for mod in ("faster_whisper", "ctranslate2", "torch", "transformers"):
+        m = sys.modules.get(mod)
+        if m is not None:
+            out[mod] = getattr(m, "__version__", "?")
+    return out
+
+
+def now_iso() -> str:
+    """Local time with its UTC offset, ISO 8601, whole seconds."""
+    return _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+def short_error(exc: BaseException) -> str:
+    """``"Type: message"`` on one line, at most :data:`ERROR_MAX_CHARS` characters."""
+    msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    return msg[:ERROR_MAX_CHARS]
+
+
+def log_run(path: Path, record: dict) -> None:
+    """Append ``record`` as one JSON line to ``path`` (``run_log.jsonl``), a half last line cut first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    repair_jsonl(path)
+    append_jsonl_lines(path, [json.dumps(record, default=str, allow_nan=False) + "\n"])
+
 
 MIX_DIAG_FIELDS = ["stimulus_id", "family", "speech_id", "background_id", "snr_db", "condition", "target_snr_db",
                    "achieved_snr_db", "speech_lufs", "speech_peak", "bg_gain_db", "peak", "clip_scale",

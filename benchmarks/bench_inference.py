@@ -11,6 +11,17 @@ fieldkit speech (``../shared/fieldkit``, read only) mixed with white noise and t
 backgrounds at 0 dB. Prints s/clip of each path with one prompt and with
 two prompts per stimulus (baseline + p5, where the fast path reuses encoder outputs), the
 fast/standard throughput ratios and the share of identical transcripts on clean and 0 dB stimuli.
+
+``--floor`` instead measures stage 7's floor (issue 13) on the first ``--limit`` manifest rows per
+family of a workspace (default: the demo's), the stimuli ``run_inference(ws, limit=…)`` decodes:
+the encoder-only throughput (s per stimulus: features precomputed, every stimulus encoded once in
+sub-batches spread over the recogniser's workers, no barrier) and the decoder-only throughput (s
+per decode: encoder outputs precomputed, every prompt of the family). The floor of a run that
+encodes ``S`` stimuli and makes ``D`` decodes is ``S * encode_s + D * decode_s``
+(:func:`floor_seconds`); ``benchmarks/bench_make_all.py`` divides stage 7's time by it.
+``--floor --stage`` also runs the stage-7 loop on the same slice (into a scratch copy of the
+workspace's inference folder), alternating with the floor ``--repeat`` times, and prints the ratio
+of each pair: the machine may be shared, so only ratios measured back to back mean much.
 """
 from __future__ import annotations
 
@@ -29,6 +40,152 @@ from aiplib.models import load_model  # noqa: E402
 from aiplib.prompts import prompt_for  # noqa: E402
 
 FIELDKIT = Path(__file__).resolve().parents[2] / "shared" / "fieldkit"
+
+
+def slice_stimuli(ws, limit: int | None):
+    """The stimuli ``run_inference(ws, limit=limit)`` decodes, materialised.
+
+    Parameters
+    ----------
+    ws : aiplib.workspace.Workspace
+        With ``manifests/<family>.csv`` (stage 5).
+    limit : int or None
+        First rows per family manifest (None: every row).
+
+    Returns
+    -------
+    list of (family, np.ndarray [shape=(n,)], float32, 16 kHz)
+        Each stimulus once, cut to 30 s (``max_audio_s`` of the Whisper entries).
+    """
+    from aiplib.manifests import read_manifest  # noqa: PLC0415
+    from aiplib.mixing import materialize  # noqa: PLC0415
+
+    out = []
+    for fam in ("asr", "kws"):
+        try:
+            m = read_manifest(ws, fam)
+        except FileNotFoundError:
+            continue
+        m = m.head(limit) if limit else m
+        out += [(fam, np.asarray(materialize(r, ws)[0], dtype=np.float32)[: 30 * 16000])
+                for r in m.to_dict("records")]
+    return out
+
+
+def measure_floor(rec, stims, prompts: dict) -> dict:
+    """Encoder-only and decoder-only throughput of a faster-whisper recogniser (fast path).
+
+    Parameters
+    ----------
+    rec : aiplib.models.whisper.WhisperRecogniser
+        Loaded as stage 7 loads it (its ``workers``, ``cpu_threads``, ``batch_size``).
+    stims : list of (family, waveform)
+        :func:`slice_stimuli`.
+    prompts : dict
+        family → list of prompt texts (every prompt decoded on each of its stimuli).
+
+    Returns
+    -------
+    dict
+        ``encode_s`` (wall s per stimulus encoded), ``decode_s`` (wall s per decode), ``stimuli``,
+        ``decodes``, ``encode_wall_s``, ``decode_wall_s``, ``workers``, ``cpu_threads``,
+        ``sub_batch``. Feature extraction is not timed (it is part of the overhead the ratio shows).
+
+    Notes
+    -----
+    Work is cut into sub-batches of ``ceil(batch_size / workers)`` clips (the fast path's split)
+    and handed to ``workers`` threads without any barrier, so both CTranslate2 workers stay busy.
+    """
+    import ctranslate2  # noqa: PLC0415
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    sub = max(1, -(-rec.batch_size // rec.workers))
+    chunks = []  # (family, features)
+    for fam in dict.fromkeys(f for f, _ in stims):
+        clips = [y for f, y in stims if f == fam]
+        chunks += [(fam, rec.features(clips[k: k + sub])) for k in range(0, len(clips), sub)]
+
+    def enc(ch):
+        return ch[0], np.array(rec.model.model.encode(ctranslate2.StorageView.from_array(ch[1]), to_cpu=False))
+
+    with ThreadPoolExecutor(rec.workers) as pool:
+        list(pool.map(enc, chunks[: rec.workers]))  # warm-up
+        t0 = time.perf_counter()
+        encoded = list(pool.map(enc, chunks))
+        t_enc = time.perf_counter() - t0
+        jobs = [(e, *rec.decode_options(p)) for fam, e in encoded for p in prompts[fam]]
+
+        def dec(job):
+            e, tokens, kw = job
+            return rec.model.model.generate(ctranslate2.StorageView.from_array(e), [tokens] * len(e), **kw)
+
+        t0 = time.perf_counter()
+        list(pool.map(dec, jobs))
+        t_dec = time.perf_counter() - t0
+    n_dec = sum(len(e) for e, _, _ in jobs)
+    return {"encode_s": t_enc / len(stims), "decode_s": t_dec / n_dec, "stimuli": len(stims),
+            "decodes": n_dec, "encode_wall_s": round(t_enc, 3), "decode_wall_s": round(t_dec, 3),
+            "workers": rec.workers, "cpu_threads": rec.cpu_threads, "sub_batch": sub}
+
+
+def floor_seconds(floor: dict, stimuli: int, decodes: int) -> float:
+    """Stage 7's floor, s: ``stimuli * floor["encode_s"] + decodes * floor["decode_s"]``."""
+    return stimuli * floor["encode_s"] + decodes * floor["decode_s"]
+
+
+def family_prompts(ws, tasks="all") -> dict:
+    """family → prompt texts of ``tasks`` in the workspace's prompt set (as stage 7 uses them)."""
+    from aiplib.prompt_sets import get_prompt_set  # noqa: PLC0415
+    from aiplib.prompts import TASKS, task_names  # noqa: PLC0415
+
+    ps = get_prompt_set(getattr(ws, "profile", None), ws=ws)
+    out: dict = {}
+    for t in task_names(tasks):
+        out.setdefault(TASKS[t][0], []).append(ps.prompt(t)[1])
+    return out
+
+
+def floor_for_workspace(ws, limit: int | None = 100, model: str = "whisper_tiny_en") -> dict:
+    """:func:`measure_floor` on the first ``limit`` rows per family of ``ws``, the model loaded
+    as stage 7 loads it (``load_model(model, path="fast")``)."""
+    rec = load_model(model, path="fast")
+    try:
+        return {**measure_floor(rec, slice_stimuli(ws, limit), family_prompts(ws)), "model": model,
+                "limit": limit}
+    finally:
+        rec.close()
+
+
+def stage_vs_floor(ws, limit: int, repeat: int = 2, model: str = "whisper_tiny_en") -> list[dict]:
+    """Stage 7's loop (``run_inference(limit=limit)``, into a scratch copy of ``ws``) and the floor
+    on the same stimuli, alternating ``repeat`` times; one dict per pair with their ``ratio``."""
+    import json  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
+    from aiplib.inference import run_inference  # noqa: PLC0415
+    from aiplib.workspace import STAGE_DIRS, Workspace  # noqa: PLC0415
+
+    out = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory(prefix="aip-bench-") as tmp:
+            # a scratch workspace: the inputs linked, inference/ and checks/ its own
+            view = Workspace(profile=ws.profile, root=Path(tmp) / ws.profile)
+            view.root.mkdir()
+            for d in STAGE_DIRS:
+                if d not in ("inference", "checks") and (ws.root / d).exists():
+                    (view.root / d).symlink_to((ws.root / d).resolve(), target_is_directory=True)
+            view.ensure()
+            t0 = time.perf_counter()
+            run_inference(view, models=model, limit=limit, progress=False)
+            wall = time.perf_counter() - t0
+            log = [json.loads(x) for x in view.run_log(model).open()][-1]
+        tp = log["throughput"]
+        fl = floor_for_workspace(ws, limit, model)
+        fs = floor_seconds(fl, tp["stimuli"], tp["decodes"])
+        out.append({"loop_s": tp["seconds"], "run_s": round(wall, 3), "stimuli": tp["stimuli"],
+                    "decodes": tp["decodes"], "floor_s": round(fs, 3), "ratio": round(tp["seconds"] / fs, 3),
+                    "encode_s": round(fl["encode_s"], 4), "decode_s": round(fl["decode_s"], 4)})
+    return out
 
 
 def demo_stimuli(n: int):
@@ -99,7 +256,27 @@ def main(argv=None):
     ap.add_argument("--margin", type=int, default=None, help="fast path: padding after the clip, frames")
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--source", choices=["auto", "demo", "fieldkit"], default="auto")
+    ap.add_argument("--floor", action="store_true", help="measure stage 7's floor (module notes)")
+    ap.add_argument("--stage", action="store_true", help="with --floor: also run stage 7 on the slice")
+    ap.add_argument("--limit", type=int, default=100, help="--floor: manifest rows per family")
+    ap.add_argument("--repeat", type=int, default=2, help="--floor --stage: stage/floor pairs")
+    ap.add_argument("--profile", default="demo", help="--floor: workspace profile")
     a = ap.parse_args(argv)
+    if a.floor:
+        from aiplib.workspace import workspace  # noqa: PLC0415
+
+        ws = workspace(a.profile, create=False)
+        if a.stage:
+            for r in stage_vs_floor(ws, a.limit, a.repeat, a.model):
+                print(f"stage-7 loop {r['loop_s']:.1f} s / floor {r['floor_s']:.1f} s = {r['ratio']:.3f}  "
+                      f"({r['stimuli']} stimuli, {r['decodes']} decodes; encode {r['encode_s'] * 1000:.0f} ms/stim, "
+                      f"decode {r['decode_s'] * 1000:.0f} ms/decode)")
+        else:
+            fl = floor_for_workspace(ws, a.limit, a.model)
+            print(f"{a.model} floor on {fl['stimuli']} stimuli ({fl['workers']} workers x {fl['cpu_threads']} "
+                  f"threads, sub-batch {fl['sub_batch']}): encode {fl['encode_s'] * 1000:.1f} ms/stimulus, "
+                  f"decode {fl['decode_s'] * 1000:.1f} ms/decode")
+        return 0
     stims = None if a.source == "fieldkit" else demo_stimuli(a.n)
     src = "demo workspace"
     if stims is None:

@@ -141,3 +141,29 @@ def test_heartbeat_writes_lines_while_a_slow_step_runs():
     assert 2 <= n_beats <= 4 and all(" · 0/2 stim (0.0%) · 0 stim/s · elapsed " in x for x in lines[1:1 + n_beats])
     assert lines[-1].startswith("[progress] slow · 2/2 stim (100.0%)") and lines[-1].endswith(" · done")
     assert not p._thread.is_alive()
+
+
+def test_bench_stage7_ratio_to_its_floor_from_run_logs(tmp_path, capsys):
+    """--from-log: run events summed (a resumed stage has two), other events and a half line
+    ignored; ratio = stage seconds / (stimuli × encode_s + decodes × decode_s)."""
+    import json
+
+    b = _bench()
+    d = tmp_path / "inference" / "whisper_tiny_en"
+    d.mkdir(parents=True)
+    ev = [{"event": "run", "model": "whisper_tiny_en", "throughput": {"stimuli": 3000, "decodes": 6000, "seconds": 900.0}},
+          {"event": "up_to_date", "model": "whisper_tiny_en"},
+          {"event": "run", "model": "whisper_tiny_en", "throughput": {"stimuli": 538, "decodes": 1076, "seconds": 160.0}}]
+    (d / "run_log.jsonl").write_text("".join(json.dumps(e) + "\n" for e in ev) + '{"event": "ru')
+    work = b.stage7_work(tmp_path / "inference")
+    assert (work["stimuli"], work["decodes"], work["loop_s"]) == (3538, 7076, 1060.0)
+    assert work["models"]["whisper_tiny_en"]["runs"] == 2
+    floor = {"encode_s": 0.2, "decode_s": 0.02, "stimuli": 200, "workers": 2, "cpu_threads": 1}
+    r = b.report_floor(1100.0, work, floor, 1400.0, "sum of the notebooks")
+    fs = 3538 * 0.2 + 7076 * 0.02  # 849.12 s
+    assert r["floor_s"] == pytest.approx(fs, abs=1e-3)
+    assert r["ratio"] == pytest.approx(1100.0 / fs, abs=1e-3) and r["loop_ratio"] == pytest.approx(1060.0 / fs, abs=1e-3)
+    assert r["met"] is True  # 1.295 <= 1.3
+    out = capsys.readouterr().out
+    assert "stage 7 / floor: 1.30 (1100.0 s / 849.1 s" in out and "goal <= 1.3: met" in out
+    assert "make all after setup: 1400.0 s (sum of the notebooks); moonshot <= 600 s: NOT met by 800 s" in out

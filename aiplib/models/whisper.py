@@ -199,6 +199,7 @@ class WhisperRecogniser(Recogniser):
         self.encoder_cache_size = int(encoder_cache if encoder_cache is not None else 2 * self.batch_size)
         self._enc_cache: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ interface
     def info(self) -> dict:
@@ -265,6 +266,9 @@ class WhisperRecogniser(Recogniser):
                 pass
         self.model = None
         getattr(self, "_enc_cache", {}).clear()
+        if getattr(self, "_pool", None) is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     # ------------------------------------------------------------------ paths
     def _standard(self, audio: np.ndarray, prompt: str | None) -> str:
@@ -282,6 +286,50 @@ class WhisperRecogniser(Recogniser):
                                                                without_timestamps=True)
         return self._prompt_cache[prompt]
 
+    def features(self, clips, w: int = FULL_WINDOW_FRAMES) -> np.ndarray:
+        """Log-mel features of ``clips`` as ``transcribe`` computes them, zero-padded to ``w`` frames.
+
+        Parameters
+        ----------
+        clips : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
+        w : int
+            Window in mel frames (100 per second); 3,000 = Whisper's 30 s window.
+
+        Returns
+        -------
+        np.ndarray [shape=(len(clips), n_mels, w)], float32
+            Each clip's features (faster-whisper's ``FeatureExtractor``, the pad frame dropped,
+            cut to 3,000 frames) followed by zeros.
+        """
+        fe = self.model.feature_extractor
+        batch = None
+        for j, clip in enumerate(clips):
+            f = fe(clip)[:, :-1][:, :FULL_WINDOW_FRAMES]  # as transcribe(): drop the pad frame
+            if batch is None:
+                batch = np.zeros((len(clips), f.shape[0], w), dtype=np.float32)
+            batch[j, :, : f.shape[1]] = f
+        return batch
+
+    def decode_options(self, prompt: str | None) -> tuple[list[int], dict]:
+        """(prompt tokens, keyword arguments of CTranslate2 ``Whisper.generate``) of the fast path.
+
+        Raises
+        ------
+        AiplibParameterError
+            If the prompt plus ``entry.max_new_tokens`` exceeds Whisper's 448-token context.
+        """
+        tokens = self._prompt_tokens(prompt)
+        max_length = len(tokens) + int(self.entry.max_new_tokens)
+        if max_length > self.model.max_length:
+            raise AiplibParameterError(
+                f"prompt of {len(tokens)} tokens + max_new_tokens {self.entry.max_new_tokens} "
+                f"exceeds Whisper's {self.model.max_length}-token context")
+        return tokens, dict(beam_size=1, patience=1, length_penalty=1, repetition_penalty=1,
+                            no_repeat_ngram_size=0, max_length=max_length, return_scores=True,
+                            return_no_speech_prob=True, suppress_blank=True,
+                            suppress_tokens=self.suppress_tokens,
+                            max_initial_timestamp_index=self.max_initial_timestamp_index)
+
     def _encode(self, clips, keys, w: int):
         """Encoder outputs [shape=(b, w // 2, d_model)] for ``clips``, reusing cached ones.
 
@@ -295,13 +343,7 @@ class WhisperRecogniser(Recogniser):
                        else list(range(len(keys))))
         fresh = {}
         if missing:
-            fe = self.model.feature_extractor
-            batch = None
-            for j, i in enumerate(missing):
-                f = fe(clips[i])[:, :-1][:, :FULL_WINDOW_FRAMES]  # as transcribe(): drop the pad frame
-                if batch is None:
-                    batch = np.zeros((len(missing), f.shape[0], w), dtype=np.float32)
-                batch[j, :, : f.shape[1]] = f
+            batch = self.features([clips[i] for i in missing], w)
             enc = self.model.model.encode(ctranslate2.StorageView.from_array(batch), to_cpu=False)
             if not use_cache:
                 return enc
@@ -326,31 +368,22 @@ class WhisperRecogniser(Recogniser):
             groups.setdefault((w, prompts[i]), []).append(i)
         out = [""] * len(clips)
         for (w, prompt), idx in groups.items():
-            tokens = self._prompt_tokens(prompt)
-            max_length = len(tokens) + int(self.entry.max_new_tokens)
-            if max_length > self.model.max_length:
-                raise AiplibParameterError(
-                    f"prompt of {len(tokens)} tokens + max_new_tokens {self.entry.max_new_tokens} "
-                    f"exceeds Whisper's {self.model.max_length}-token context")
+            tokens, gen_kw = self.decode_options(prompt)
             # sub-batches of at most batch_size, spread evenly over the workers
             n_sub = max(self.workers, -(-len(idx) // self.batch_size))
             chunks = [c for c in (idx[k::n_sub] for k in range(n_sub)) if c]
 
-            def run(chunk, tokens=tokens, max_length=max_length, w=w):
+            def run(chunk, tokens=tokens, gen_kw=gen_kw, w=w):
                 keys = [hashlib.blake2b(clips[i].tobytes(), digest_size=16).digest() for i in chunk]
                 enc = self._encode([clips[i] for i in chunk], keys, w)
-                results = self.model.model.generate(
-                    enc, [tokens] * len(chunk), beam_size=1, patience=1, length_penalty=1,
-                    repetition_penalty=1, no_repeat_ngram_size=0, max_length=max_length,
-                    return_scores=True, return_no_speech_prob=True, suppress_blank=True,
-                    suppress_tokens=self.suppress_tokens,
-                    max_initial_timestamp_index=self.max_initial_timestamp_index)
+                results = self.model.model.generate(enc, [tokens] * len(chunk), **gen_kw)
                 for i, r in zip(chunk, results):
                     out[i] = self._text(r)
 
             if self.workers > 1 and len(chunks) > 1:
-                with ThreadPoolExecutor(max_workers=self.workers) as pool:
-                    list(pool.map(run, chunks))
+                if self._pool is None:  # one pool for the model's life (threads are not re-made per call)
+                    self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="aip-whisper")
+                list(self._pool.map(run, chunks))
             else:
                 for chunk in chunks:
                     run(chunk)
