@@ -141,7 +141,9 @@ def stage_seconds(executed: Path) -> dict[str, float]:
 
 
 def stage7_work(inference_dir: Path) -> dict:
-    """Stage 7's work and time from ``inference/<model>/run_log.jsonl`` (and shard logs).
+    """Stage 7's work and time from ``inference/<model>/run_log.jsonl`` (and shard logs), and from
+    ``inference/<family>/<model>/run_log.jsonl`` of the condition families a ``SUITE=`` run decoded
+    (stage 7's notebook time covers every family of the suite).
 
     Every ``run`` event is counted (a resumed stage has several; ``up_to_date`` and
     ``load_failed`` events decode nothing). Returns ``{"stimuli", "decodes", "loop_s",
@@ -149,7 +151,8 @@ def stage7_work(inference_dir: Path) -> dict:
     the decoding loops (``throughput.seconds``), summed.
     """
     models: dict[str, dict] = {}
-    for log in sorted(Path(inference_dir).glob("*/run_log*.jsonl")):
+    logs = list(Path(inference_dir).glob("*/run_log*.jsonl")) + list(Path(inference_dir).glob("*/*/run_log*.jsonl"))
+    for log in sorted(logs):
         for line in log.read_text(errors="replace").splitlines():
             try:
                 ev = json.loads(line)

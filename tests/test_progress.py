@@ -167,3 +167,19 @@ def test_bench_stage7_ratio_to_its_floor_from_run_logs(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "stage 7 / floor: 1.30 (1100.0 s / 849.1 s" in out and "goal <= 1.3: met" in out
     assert "make all after setup: 1400.0 s (sum of the notebooks); moonshot <= 600 s: NOT met by 800 s" in out
+
+
+def test_bench_stage7_work_counts_the_condition_families(tmp_path):
+    """A SUITE= run: the families' run logs (inference/<family>/<model>/) add to stage 7's work."""
+    import json
+
+    b = _bench()
+    for sub, n in (("whisper_tiny_en", 3538), ("channel/whisper_tiny_en", 1160)):
+        d = tmp_path / "inference" / sub
+        d.mkdir(parents=True)
+        (d / "run_log.jsonl").write_text(json.dumps(
+            {"event": "run", "model": "whisper_tiny_en", "throughput": {"stimuli": n, "decodes": 2 * n,
+                                                                       "seconds": n / 2}}) + "\n")
+    work = b.stage7_work(tmp_path / "inference")
+    assert (work["stimuli"], work["decodes"], work["loop_s"]) == (4698, 9396, 2349.0)
+    assert work["models"]["whisper_tiny_en"]["runs"] == 2
