@@ -73,3 +73,23 @@ def test_same_voice_control_flag_does_not_depend_on_row_order():
     b = fr.competing_table(asr.iloc[::-1].reset_index(drop=True), n_resamples=200)
     flag = lambda t: t.loc[t["condition_id"] == "talker_es", "same_voice_control"].unique().tolist()  # noqa: E731
     assert flag(a) == flag(b)
+
+
+def test_make_merge_folds_a_family_s_mix_diagnostics_shards(tmp_path):
+    """``make merge`` runs ``python -m aiplib.shards <root>/inference/<family>`` for the families;
+    their mix-diagnostics shards (``checks/<family>/``) stayed unmerged: merge_all only found the
+    checks folder of a folder named ``inference``."""
+    from aiplib import shards
+    from aiplib.run_records import MIX_DIAG_FIELDS
+
+    root = tmp_path / "demo"
+    inf = root / "inference" / "channel"
+    (inf / "m").mkdir(parents=True)
+    chk = root / "checks" / "channel"
+    chk.mkdir(parents=True)
+    row = dict.fromkeys(MIX_DIAG_FIELDS, "")
+    row["stimulus_id"] = "a00_ch_telephone"
+    pd.DataFrame([row], columns=MIX_DIAG_FIELDS).to_csv(chk / "mix_diagnostics.shard-0-of-2.csv", index=False)
+    assert shards.main([str(inf)]) == 0
+    assert (chk / "mix_diagnostics.csv").is_file()
+    assert pd.read_csv(chk / "mix_diagnostics.csv")["stimulus_id"].tolist() == ["a00_ch_telephone"]
