@@ -93,3 +93,24 @@ def test_make_merge_folds_a_family_s_mix_diagnostics_shards(tmp_path):
     assert shards.main([str(inf)]) == 0
     assert (chk / "mix_diagnostics.csv").is_file()
     assert pd.read_csv(chk / "mix_diagnostics.csv")["stimulus_id"].tolist() == ["a00_ch_telephone"]
+
+
+def test_channel_seeds_do_not_depend_on_which_codecs_this_ffmpeg_has(fam_ws, monkeypatch):  # noqa: F811
+    """The channel rows' seeds count the *runnable* rows, so a codec the local ffmpeg lacks (AMR-NB
+    on Debian, present elsewhere) shifts the seed of every later condition: the packet-loss frames
+    of the same item and condition differ between two machines."""
+    import json
+
+    from aiplib import channel
+    from aiplib.mixing import materialize
+
+    def rows(skip):
+        monkeypatch.setattr(channel, "skip_reason", lambda name, **p: "no encoder" if name in skip else None)
+        df = build_family_manifest(fam_ws, "channel", "asr", overwrite=True).set_index("id", drop=False)
+        return df.loc["a01_ch_packet_loss_10pct"].to_dict()
+
+    here, there = rows({"amr_nb_12k2"}), rows(set())
+    lost = lambda r: materialize(r, fam_ws)[0]  # noqa: E731
+    assert json.loads(here["condition_params"]) == json.loads(there["condition_params"])
+    assert here["seed"] == there["seed"]
+    assert lost(here).tobytes() == lost(there).tobytes()
