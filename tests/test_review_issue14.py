@@ -114,3 +114,17 @@ def test_channel_seeds_do_not_depend_on_which_codecs_this_ffmpeg_has(fam_ws, mon
     assert json.loads(here["condition_params"]) == json.loads(there["condition_params"])
     assert here["seed"] == there["seed"]
     assert lost(here).tobytes() == lost(there).tobytes()
+
+
+def test_kws_leak_reads_the_distractor_words_as_it_reads_the_answer():
+    """leakage_kws split the distractor text with the paper's ASR normalisation (``l'appel`` →
+    ``l appel``) but read the answer with the KWS first-word rule (``l'appel``): a French word with
+    an apostrophe never leaked, a bare ``S.`` leaked through ``s'il``, and an empty answer (read as
+    ``silence``) leaked whenever the distractor said "silence"."""
+    from aiplib.competing import leakage_kws
+
+    assert leakage_kws("L'appel.", "L'appel est terminé.", label="yes")["kws_leak"] is True
+    assert leakage_kws("S.", "S'il vous plaît.", label="yes")["kws_leak"] is False
+    assert leakage_kws("", "Silence, s'il vous plaît.", label="yes")["kws_leak"] is False
+    assert leakage_kws("Merci!", "merci beaucoup", label="yes")["kws_leak"] is True
+    assert leakage_kws("Yes.", "yes merci", label="yes")["kws_leak"] is False   # the label never leaks
