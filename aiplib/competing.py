@@ -432,11 +432,19 @@ def leakage_kws(response, distractor_text, *, label) -> dict:
     Returns
     -------
     dict
-        ``first_word`` (:func:`aiplib.textnorm.kws_first_word`), ``kws_leak`` (bool).
+        ``first_word`` (:func:`aiplib.textnorm.kws_first_word`), ``kws_leak`` (bool): the first
+        word is one of the distractor transcript's words read by the same rule (lower case,
+        punctuation stripped at the ends), not the label; an empty answer never leaks.
     """
     first = kws_first_word(response)
-    vocab = set(_words(distractor_text)) - {normalize_kws_label(label)}
-    return dict(first_word=first, kws_leak=bool(first) and first in vocab)
+    if isinstance(distractor_text, (list, tuple)):
+        distractor_text = " ".join(str(t) for t in distractor_text)
+    # the distractor's words read as the answer is (kws_first_word: lower case, ASCII punctuation
+    # stripped at the ends, apostrophes kept), not with the ASR normalisation (which splits "l'appel")
+    vocab = {kws_first_word(t) for t in str(distractor_text or "").split()} - {normalize_kws_label(label), ""}
+    answered = not (response is None or (isinstance(response, float) and math.isnan(response))
+                    or not str(response).strip())  # an empty answer reads "silence": no leak
+    return dict(first_word=first, kws_leak=bool(answered and first and first in vocab))
 
 
 def _ratio(a, b, axis=-1):

@@ -44,6 +44,16 @@ def _paired(scores, family, scope, kw):
     return t.rename(columns={"bg_id": "condition_id"})
 
 
+def _condition_meta(noisy: pd.DataFrame) -> pd.DataFrame:
+    """Per ``condition_id`` (first-seen order): ``setting``, ``distractor_languages`` and
+    ``same_voice_as_target`` = True when *any* of its rows is a same-voice row (the flag is per
+    item: the demo's es distractor is the voice of the Asterisk items only), never the first row's."""
+    g = noisy.groupby("condition_id", sort=False)
+    return pd.DataFrame({"setting": g["setting"].first(), "distractor_languages": g["distractor_languages"].first(),
+                         "same_voice_as_target": g["same_voice_as_target"].agg(
+                             lambda v: any(parse_bool(x) is True for x in v))})
+
+
 def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_resamples: int = 2000,
                     seed: int = 0, level: float = 0.95, min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP
                     ) -> pd.DataFrame:
@@ -102,8 +112,7 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     t = t.assign(leak_pct=100 * t.pop("leak_share"), leak_ci_low_pct=100 * t.pop("leak_share_ci_low"),
                  leak_ci_high_pct=100 * t.pop("leak_share_ci_high"), leak_floor_pct=100 * t.pop("floor"),
                  leak_mismatch_pct=100 * t.pop("mism").astype(float))
-    meta = (noisy.drop_duplicates("condition_id").set_index("condition_id")
-            [["setting", "distractor_languages", "same_voice_as_target"]])
+    meta = _condition_meta(noisy)
     if kws is not None and not kws.empty:
         _need(kws, LEAK_KWS_COLUMNS, "competing_table (KWS)")
         k = _paired(kws, "kws", "condition", {**kw, "min_diff_pp": min_diff_pp})
@@ -123,7 +132,7 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
         ks = ks.rename(columns={"kws_leak_rate": "kws_leak_pct", "kws_leak_ci_low": "kws_leak_ci_low_pct",
                                 "kws_leak_ci_high": "kws_leak_ci_high_pct"})
         t = t.merge(ks, on=key, how="outer")
-        meta = pd.concat([meta, kn.drop_duplicates("condition_id").set_index("condition_id")[meta.columns]])
+        meta = pd.concat([meta, _condition_meta(kn)])
         meta = meta[~meta.index.duplicated()]
     else:
         for c in ("n_items_kws", "delta_acc_pp", "delta_acc_ci_low_pp", "delta_acc_ci_high_pp", "kws_p_bh",

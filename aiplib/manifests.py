@@ -341,12 +341,17 @@ def _competing_rows(ws, table, item, spec, extra, n, grid, seed, gap_s):
     return rows
 
 
-def _channel_rows(item, spec, extra, conditions, seed):
-    """The channel rows of one item (after its clean row), seeds from ``seed``."""
+def _channel_rows(item, spec, extra, conditions, seed, skipped=()):
+    """The channel rows of one item (after its clean row), seeds from ``seed``: one seed per
+    condition of ``conditions``, those in ``skipped`` too (they give no row), so a codec the local
+    ffmpeg lacks does not move the seeds of the other conditions from one machine to another."""
     from .channel import _resolve
 
     rows = []
     for name in conditions:
+        if name in skipped:
+            seed += 1
+            continue
         rows.append(dict(
             id=f"{item['item_id']}_ch_{name}", speech_id=item["item_id"], background_id=name,
             snr_db=CLEAN_SNR_DB, condition=f"channel_{name}", seed=seed, speech_path=item["path"], bg_path="",
@@ -389,7 +394,9 @@ def build_family_manifest(ws, condition_family: str, family: str, *, seed_start:
     echo and cuts would act on the mixture, see :mod:`aiplib.channel`) and ``condition_params``
     (the resolved parameters). A condition that cannot run here (a codec the local ffmpeg cannot
     encode, AMR-NB on Debian) is not a row: it is listed with the reason in
-    :func:`channel_skipped_csv`, never replaced.
+    :func:`channel_skipped_csv`, never replaced; it keeps its seed (each item's channel seeds
+    count every condition of ``conditions``), so the other rows' seeds, and the packet-loss
+    frames, do not depend on the local ffmpeg.
 
     Kept while the stamp ``manifests/<cf>/<family>.stamp.json`` matches (parameters, item bank,
     speech WAVs, distractor table), else rebuilt, as :func:`build_manifest`.
@@ -431,7 +438,8 @@ def build_family_manifest(ws, condition_family: str, family: str, *, seed_start:
         reasons = {c: skip_reason(c) for c in names}
         runnable = [c for c in names if reasons[c] is None]
         skipped = pd.DataFrame([(c, r) for c, r in reasons.items() if r], columns=["condition", "reason"])
-        params.update(conditions={c: _resolve(c, {}) for c in runnable}, skipped=skipped.values.tolist())
+        params.update(conditions={c: _resolve(c, {}) for c in runnable}, skipped=skipped.values.tolist(),
+                      seeds="one per condition, skipped ones too")
     stamp = make_stamp(f"05_build_manifests:{cf}:{family}", params=params, inputs=inputs, ws=ws, module=__name__)
     stamp_file = stamp_path(fws.manifests, family)
     if cf == "channel":
@@ -452,9 +460,9 @@ def build_family_manifest(ws, condition_family: str, family: str, *, seed_start:
         if cf == "competing_speech":
             new = _competing_rows(ws, table, it, spec, extra, n, grid, seed, competing.GAP_S)
         else:
-            new = _channel_rows(it, spec, extra, runnable, seed)
+            new = _channel_rows(it, spec, extra, names, seed, skipped=set(names) - set(runnable))
         rows += new
-        seed += len(new)
+        seed += len(new) if cf == "competing_speech" else len(names)
     df = pd.DataFrame(rows, columns=family_manifest_columns(cf, family))
     if df["id"].duplicated().any():
         raise AiplibParameterError(f"{out}: stimulus ids repeat ({df['id'][df['id'].duplicated()].unique()[:5].tolist()})")

@@ -413,7 +413,8 @@ def merge_all(inference_dir, checks_dir=None) -> list[dict]:
     """:func:`merge_shards` for every task of every model under ``inference_dir`` that has shards,
     then the shards' run logs (:func:`merge_run_logs`) and mix diagnostics
     (:func:`merge_diagnostics`; ``checks_dir`` defaults to ``<workspace>/checks`` when
-    ``inference_dir`` is a workspace's ``inference/``).
+    ``inference_dir`` is a workspace's ``inference/``, and to ``checks/<family>`` for a condition
+    family's ``inference/<family>/``).
 
     Returns
     -------
@@ -441,6 +442,8 @@ def merge_all(inference_dir, checks_dir=None) -> list[dict]:
         out += merge_model(model_dir, check_busy=False)
     if checks_dir is None and inference_dir.name == "inference":
         checks_dir = inference_dir.parent / "checks"
+    elif checks_dir is None and inference_dir.parent.name == "inference":  # inference/<family>/: checks/<family>/
+        checks_dir = inference_dir.parent.parent / "checks" / inference_dir.name
     if checks_dir is not None:
         merge_diagnostics(checks_dir)
     return out

@@ -274,7 +274,9 @@ def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
     14) have no ``bg_path`` but their audio depends on the seed: their key keeps ``seed`` and adds
     ``condition_family``, every column of :data:`aiplib.families.FAMILY_COLUMNS` (as text),
     for ``competing_speech`` the SHA-256 of the distractor table (``distractor_table_sha256``)
-    and for ``channel`` the version of the external tool (:func:`aiplib.channel.tool_versions`).
+    and of each distractor recording the row mixes in (``distractor_audio_sha256``: the table
+    names files, not their samples), and for ``channel`` the version of the external tool
+    (:func:`aiplib.channel.tool_versions`).
     Background rows and clean rows keep exactly the key above (results made before the families
     existed stay valid; a family's clean row has the background clean row's key).
     """
@@ -291,6 +293,7 @@ def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
         if cf == "competing_speech":
             tab = ws.distractors_csv
             rec["distractor_table_sha256"] = file_sha256(tab) if tab.is_file() else "missing"
+            rec["distractor_audio_sha256"] = _distractor_audio_sha256(row, ws, hashes)
         elif cf == "channel":
             from .channel import tool_versions  # noqa: PLC0415
 
@@ -314,6 +317,34 @@ def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
         if hashes is not None:
             hashes[rel] = rec[k]
     return json_sha256(rec)
+
+
+def _distractor_audio_sha256(row: dict, ws, hashes: dict | None) -> list:
+    """SHA-256 of each distractor recording a competing-speech row mixes in (its ``distractor_ids``,
+    ``|``-joined, through the paths of the distractor table), in that order; ``"missing"`` for an
+    id the table lacks or a file not found. The table names a file, not its samples: a recording
+    replaced under the same path (a new package version, a user's folder) changes these only."""
+    tab = ws.distractors_csv
+    if not tab.is_file():
+        return ["missing"]
+    from .corpora.asterisk_langs import read_distractor_table  # noqa: PLC0415
+
+    table = read_distractor_table(tab, root=ws.root)
+    paths = dict(zip(table["distractor_id"].astype(str), table["path"].astype(str)))
+    out = []
+    for did in str(row.get("distractor_ids") or "").split("|"):
+        p = paths.get(did)
+        if p is None:
+            out.append("missing")
+            continue
+        if hashes is None or p not in hashes:
+            sha = file_sha256(ws.path(p)) if ws.path(p).is_file() else "missing"
+            if hashes is None:
+                out.append(sha)
+                continue
+            hashes[p] = sha
+        out.append(hashes[p])
+    return out
 
 
 def stimulus_key(base: str, *, prompt_sha256: str, entry_sha256: str) -> str:

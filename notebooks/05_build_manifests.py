@@ -65,7 +65,7 @@ pd.DataFrame({family: {"rows": len(df), "per item": sorted(df.groupby("speech_id
 # the first item (background file, offset, SNR, seed).
 
 # %%
-manifests["asr"].head(6)
+manifests["asr"].head(6) if "asr" in manifests else print("no background ASR manifest: the suite does not hold background")
 
 # %% [markdown]
 # The condition families of this suite: manifests, rows, items, conditions, and the conditions
