@@ -406,11 +406,14 @@ def row_components(row, ws) -> dict:
     try:
         raw = row.get("condition_params")
         params = json.loads(str(raw)) if raw not in (None, "") and raw == raw else {}
-        seed = int(row["seed"])
+        seed, speech_rel = int(row["seed"]), str(row["speech_path"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise AiplibParameterError(f"channel row {rid!r}: bad condition_params/seed ({exc})") from None
-    s, measured = normalized_speech(ws.path(str(row["speech_path"])))
-    y, info = apply(name, s, SR, seed=seed, **params)
+        raise AiplibParameterError(f"channel row {rid!r}: bad condition_params/seed/speech_path ({exc})") from None
+    s, measured = normalized_speech(ws.path(speech_rel))
+    try:
+        y, info = apply(name, s, SR, seed=seed, **params)
+    except AiplibParameterError as exc:
+        raise AiplibParameterError(f"channel row {rid!r} ({speech_rel}): {exc}") from None
     if y.size == s.size:
         speech, bg = s.copy(), (y.astype(np.float64) - s).astype(np.float32)
     else:

@@ -327,13 +327,13 @@ def row_components(row, ws) -> dict:
     try:
         params = json.loads(str(row["condition_params"]))
         seed, snr = int(row["seed"]), float(row["snr_db"])
-        langs = params["languages"]
+        langs, speech_rel = params["languages"], str(row["speech_path"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise AiplibParameterError(f"competing-speech row {rid!r}: bad condition_params/seed/snr_db ({exc})") from None
+        raise AiplibParameterError(f"competing-speech row {rid!r}: bad condition_params/seed/snr_db/speech_path ({exc})") from None
     if not ws.distractors_csv.is_file():
         raise AiplibParameterError(f"competing-speech row {rid!r}: {ws.distractors_csv} not found (run stage 01)")
     table = read_distractor_table(ws.distractors_csv, root=ws.root)
-    speech = load_audio_cached(ws.path(str(row["speech_path"])))
+    speech = load_audio_cached(ws.path(speech_rel))
     c = competing_components(speech, table, snr, seed, languages=langs, gap_s=float(params.get("gap_s", GAP_S)),
                              exclude_ids=params.get("exclude_ids", ()))
     ids = "|".join(i for p in c["info"]["streams"] for i in p["ids"])

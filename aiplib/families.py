@@ -61,7 +61,7 @@ def check_family(name) -> str:
     name = str(name).strip()
     if name not in CONDITION_FAMILIES:
         raise AiplibParameterError(f"unknown condition family {name!r}; choose among "
-                                   f"{', '.join(CONDITION_FAMILIES)} (or 'all')")
+                                   f"{', '.join(CONDITION_FAMILIES)}")
     return name
 
 
@@ -95,9 +95,9 @@ def parse_suite(value) -> tuple:
     parts = [p for p in parts if p]
     if not parts:
         return DEFAULT_SUITE
+    chosen = {check_family(p) for p in parts if p != "all"}  # every name is checked, with "all" too
     if "all" in parts:
         return CONDITION_FAMILIES
-    chosen = {check_family(p) for p in parts}
     return tuple(f for f in CONDITION_FAMILIES if f in chosen)
 
 
@@ -238,7 +238,6 @@ def run_suite(ws, suite, **kwargs):
     """
     import pandas as pd
 
-    from .formats import write_csv_atomic
     from .inference import run_inference
 
     start = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -254,6 +253,8 @@ def run_suite(ws, suite, **kwargs):
                           n_stimuli=num("n_stimuli"), n_run=num("n_run"), n_errors=num("n_errors")))
     times = pd.DataFrame(times, columns=STAGE7_TIMES_COLUMNS)
     path = ws.with_family("background").checks / "stage7_families.csv"
-    old = pd.read_csv(path, dtype=str, keep_default_na=False) if path.is_file() else None
-    write_csv_atomic(times if old is None else pd.concat([old, times.astype(str)], ignore_index=True), path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # appended, never rewritten: stage-7 shards finishing at once (a Slurm array) keep every row
+    with open(path, "a", newline="") as f:
+        times.to_csv(f, header=f.tell() == 0, index=False)
     return pd.concat(frames, ignore_index=True), times

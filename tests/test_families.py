@@ -93,6 +93,8 @@ def test_parse_suite_names_order_and_errors():
     assert parse_suite("") == parse_suite(None) == ("background",)
     with pytest.raises(AiplibParameterError, match="unknown condition family 'chanel'.*background, competing_speech, channel"):
         parse_suite("background,chanel")
+    with pytest.raises(AiplibParameterError, match="unknown condition family 'bogus'"):
+        parse_suite("all,bogus")  # "all" does not hide a misspelt name
 
 
 def test_family_view_moves_manifests_inference_checks_and_scores_only(tmp_path):
@@ -296,6 +298,24 @@ def test_stage7_runs_each_family_in_its_own_folder_and_leaves_background_alone(f
     assert again["n_run"].sum() == 0 and list(again["condition_family"].unique()) == list(CONDITION_FAMILIES)
     log = pd.read_csv(fam_ws.checks / "stage7_families.csv")
     assert log["condition_family"].tolist() == ["competing_speech", "channel", *CONDITION_FAMILIES]
+    assert (fam_ws.checks / "stage7_families.csv").read_text().count("run_start") == 1  # appended under one header
+
+
+def test_channel_row_errors_name_the_row_and_file(fam_ws):
+    """A transform that cannot apply (here: a cut longer than the utterance) names the row and its file."""
+    from aiplib.channel import row_components
+
+    import json
+
+    build_family_manifest(fam_ws, "channel", "asr", conditions=CHEAP_CHANNEL)
+    m = read_manifest(fam_ws.with_family("channel"), "asr")
+    row = m[m["channel_condition"] == "cut_tail_300ms"].iloc[0].to_dict()
+    row["condition_params"] = json.dumps({**json.loads(row["condition_params"]), "ms": 60000.0})
+    with pytest.raises(AiplibParameterError, match=rf"channel row '{row['id']}' \({row['speech_path']}\): cut tail"):
+        row_components(row, fam_ws)
+    del row["speech_path"]
+    with pytest.raises(AiplibParameterError, match=rf"channel row '{row['id']}': bad .*speech_path"):
+        row_components(row, fam_ws)
 
 
 def test_demo_prompts_decoded_once_to_flac_hold_the_same_samples(tmp_path):
