@@ -277,7 +277,21 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
 
 
 # ------------------------------------------------------------------------------ every condition
-def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFrame | None = None) -> pd.DataFrame:
+def _voice(lang: str, table: pd.DataFrame | None, demo_voices: dict) -> dict:
+    """Voice, credit, licence, source and same-voice flag of one distractor language: from the run's
+    distractor table when given (its first row of ``lang``), else the demo's list."""
+    if table is None or "language" not in table or not (table["language"] == lang).any():
+        return demo_voices.get(lang, {})
+    r = table[table["language"] == lang].iloc[0]
+    get = lambda c: str(r[c]) if c in r.index and str(r[c]) not in ("", "nan") else None  # noqa: E731
+    return dict(voice=get("voice") or "?", credit=get("attribution") or "?", licence=get("licence") or "?",
+                source=get("source"),
+                same_voice_as_target=any(parse_bool(v) is True for v in table.loc[table["language"] == lang,
+                                                                               "same_voice_as_target"]))
+
+
+def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFrame | None = None, *,
+                       distractors: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every condition of the two families with its parameters and source (the report's list).
 
     Parameters
@@ -289,6 +303,10 @@ def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFr
     channel : pandas.DataFrame, optional
         Channel score or manifest rows (``applied_to``): where each transform was applied in the
         run; default :func:`aiplib.channel.describe`'s ``applies_to``.
+    distractors : pandas.DataFrame, optional
+        The run's distractor table (``raw/distractors/distractors.csv``: ``language, voice,
+        source, licence, attribution``): voices and sources are read from it (a user's folder
+        on paper/custom); default the demo's Debian Asterisk voices.
 
     Returns
     -------
@@ -310,15 +328,15 @@ def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFr
                   for cid, s, ls in dict.fromkeys((g["condition_id"], g["setting"], g["languages"]) for g in grid)]
     rows = []
     for cid, setting, langs, snrs, status in groups:
-        voices = [VOICES.get(lang, {}) for lang in langs]
+        voices = [_voice(lang, distractors, VOICES) for lang in langs]
         same = any(v.get("same_voice_as_target") for v in voices)
         par = (f"languages={'+'.join(langs)}, voices={'+'.join(v.get('voice', '?') for v in voices)}, "
                f"SNR={','.join(f'{s:g}' for s in snrs)} dB (target over total distractor power), "
                f"gap={comp.GAP_S:g} s, each utterance at -23 LUFS"
                + (f", {len(langs)} streams at equal power" if setting == "cocktail" else "")
                + (", same voice as the target (control)" if same else ""))
-        src = "; ".join(f"Debian asterisk-core-sounds-{lang}(-g722): {v.get('credit', '?')}, {v.get('licence', '?')}"
-                        for lang, v in zip(langs, voices))
+        src = "; ".join(f"{v.get('source') or f'Debian asterisk-core-sounds-{lang}(-g722)'}: "
+                        f"{v.get('credit', '?')}, {v.get('licence', '?')}" for lang, v in zip(langs, voices))
         rows.append(dict(family=comp.FAMILY, condition=cid, parameters=par, applied_to="target speech (mixed)",
                          source=src, status=status))
     from .channel import describe

@@ -344,7 +344,11 @@ print({cf: {t: len(d) for t, d in s.items()} for cf, s in family_scores.items()}
 
 # %%
 if any(family_scores.values()):
-    listing = fr.conditions_listing(family_scores["competing_speech"].get("asr"), family_scores["channel"].get("asr"))
+    from aiplib.corpora.asterisk_langs import read_distractor_table
+
+    table = read_distractor_table(ws.distractors_csv, root=ws.root) if ws.distractors_csv.is_file() else None
+    listing = fr.conditions_listing(family_scores["competing_speech"].get("asr"), family_scores["channel"].get("asr"),
+                                    distractors=table)
     listing.to_csv(tabs / "family_conditions.csv", index=False)
     display(rt.Table(listing))
 else:

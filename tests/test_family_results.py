@@ -279,6 +279,16 @@ def test_conditions_listing(fam_ws):
     assert list(r.index[:3]) == ["talker_fr", "talker_es", "cocktail_fr_it_ru"]
     assert r.loc["telephone", "status"] == "run" and r.loc["telephone", "applied_to"] == "speech"
     assert r.loc["cut_head_300ms", "status"] in ("available",) or r.loc["cut_head_300ms", "status"].startswith("skipped")
+    # a user's own distractors (paper/custom): voices and sources come from the run's table, not the demo's list
+    table = pd.DataFrame([dict(language="fr", voice="fleurs_fr_0042", same_voice_as_target="False",
+                               source="FLEURS fr_fr test", licence="CC BY 4.0", attribution="Google FLEURS"),
+                          dict(language="es", voice="cv_es_17", same_voice_as_target="False",
+                               source="Common Voice 17 es", licence="CC0", attribution="Mozilla")])
+    own = fr.conditions_listing(fr.read_family_scores(fam_ws, "competing_speech")["asr"], s,
+                                distractors=table).set_index("condition")
+    assert own.loc["talker_fr", "source"] == "FLEURS fr_fr test: Google FLEURS, CC BY 4.0"
+    assert "voices=cv_es_17" in own.loc["talker_es", "parameters"]
+    assert "same voice" not in own.loc["talker_es", "parameters"] and "Asterisk" not in own.loc["talker_es", "source"]
 
 
 def test_notebook_09_writers(fam_ws):
