@@ -27,13 +27,13 @@ import numpy as np
 import pandas as pd
 
 from . import competing as comp
-from .errors import AiplibParameterError
+from .families import CONDITION_FAMILIES, parse_suite
 
-__all__ = ["FAMILIES", "FAMILY_SCORE_COLUMNS", "LEAK_ASR_COLUMNS", "LEAK_KWS_COLUMNS", "LEAKAGE_RULE",
+__all__ = ["stale_reasons", "FAMILIES", "FAMILY_SCORE_COLUMNS", "LEAK_ASR_COLUMNS", "LEAK_KWS_COLUMNS", "LEAKAGE_RULE",
            "add_family_scores", "family_sidecar", "suite_families", "score_families", "family_path",
            "read_family_scores"]
 
-FAMILIES = ("competing_speech", "channel")
+FAMILIES = tuple(f for f in CONDITION_FAMILIES if f != "background")
 """The condition families other than ``background``, in report order."""
 
 FAMILY_SCORE_COLUMNS = ["condition_family", "setting", "distractor_languages", "same_voice_as_target",
@@ -148,17 +148,7 @@ def family_sidecar(df: pd.DataFrame, task_family: str) -> dict:
 # ------------------------------------------------------------------------------ stage 8
 def suite_families(suite) -> tuple:
     """The condition families of a ``suite`` parameter (``"background"``, a comma list, ``"all"``):
-    :func:`aiplib.families.parse_suite` where it exists, else the same rule here."""
-    try:
-        from .families import parse_suite
-    except ImportError:  # before the families module (issue 14 plumbing) is merged
-        names = [s.strip() for s in str(suite or "background").split(",") if s.strip()]
-        names = list(("background", *FAMILIES)) if names == ["all"] else names
-        bad = [n for n in names if n not in ("background", *FAMILIES)]
-        if bad:
-            raise AiplibParameterError(f"unknown condition family {bad}; choose among background, "
-                                       f"{', '.join(FAMILIES)} (or 'all')")
-        return tuple(n for n in ("background", *FAMILIES) if n in names)
+    :func:`aiplib.families.parse_suite`."""
     return tuple(parse_suite(suite))
 
 
@@ -222,4 +212,48 @@ def read_family_scores(ws, family: str, tasks=("asr", "kws")) -> dict[str, pd.Da
             for c in [c for c in (*LEAK_KWS_COLUMNS, "same_voice_as_target") if c in df.columns]:
                 df[c] = df[c].astype(str).str.lower().map({"true": True, "false": False}).astype("boolean")
             out[task] = df
+    return out
+
+
+def stale_reasons(ws, family: str, tasks=("asr", "kws")) -> list[str]:
+    """Why a family's score files no longer describe the current inputs (``[]`` when current).
+
+    A family runs only when ``SUITE=`` asks for it, so a later default ``make all`` on changed
+    items leaves its scores behind. Stale when, for a task with a score file, the family manifest's
+    stamp (``manifests/<family>/<task family>.stamp.json``) records another SHA-256 of the item bank
+    than ``itembanks/<task family>.jsonl`` has now, or the score file is older than that manifest.
+
+    Parameters
+    ----------
+    ws : aiplib.workspace.Workspace
+    family : str
+        ``competing_speech`` or ``channel``.
+    tasks : sequence of str
+        Task names whose score files are checked.
+
+    Returns
+    -------
+    list of str
+        One line per problem, naming the file and what to re-run.
+    """
+    from .stamps import file_sha256, read_stamp
+    from .tasks import task_family
+
+    out = []
+    for task in tasks:
+        scores = family_path(ws, family, "scores", task)
+        if not Path(scores).is_file():
+            continue
+        fam = task_family(task)
+        manifest = family_path(ws, family, "manifests", f"{fam}.csv")
+        stamp = read_stamp(Path(manifest).with_suffix(".stamp.json")) or {}
+        bank = ws.item_bank(fam)
+        recorded = (stamp.get("inputs") or {}).get(f"itembanks/{fam}.jsonl")
+        fix = f"re-run make all SUITE={family}"
+        if not Path(manifest).is_file():
+            out.append(f"{ws.rel(scores)}: its manifest {ws.rel(manifest)} is gone ({fix})")
+        elif recorded and bank.is_file() and recorded != file_sha256(bank):
+            out.append(f"{ws.rel(scores)}: built from an older {ws.rel(bank)} ({fix})")
+        elif Path(scores).stat().st_mtime < Path(manifest).stat().st_mtime:
+            out.append(f"{ws.rel(scores)}: older than {ws.rel(manifest)} ({fix})")
     return out

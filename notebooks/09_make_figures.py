@@ -334,7 +334,14 @@ rt.Table(inactive.assign(inactive_share=inactive["inactive_share"].round(3)))
 # %% tags=["report-hide"]
 from aiplib import family_results as fr
 
-family_scores = {cf: fr.read_family_scores(ws, cf) for cf in fr.FAMILIES}
+from aiplib.family_scoring import stale_reasons
+
+family_scores = {}
+for cf in fr.FAMILIES:  # a family left behind by a later run on changed inputs is named, not shown
+    stale = stale_reasons(ws, cf)
+    for line in stale:
+        print("stale, not shown:", line)
+    family_scores[cf] = {} if stale else fr.read_family_scores(ws, cf)
 fam_kw = dict(n_resamples=n_resamples, seed=seed, min_diff_pp=min_diff_pp)
 print({cf: {t: len(d) for t, d in s.items()} for cf, s in family_scores.items()})
 

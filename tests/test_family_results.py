@@ -317,3 +317,31 @@ def test_suite_families():
     assert fs.suite_families("channel,background") == ("background", "channel")
     with pytest.raises(Exception, match="unknown condition family"):
         fs.suite_families("chanel")
+
+
+def test_stale_family_scores_are_named_not_shown(tmp_path):
+    """A default run on changed items leaves a SUITE=all run's family scores behind: notebook 09 names
+    them (stale_reasons) instead of showing them beside the new background results."""
+    import os
+
+    from aiplib.family_scoring import stale_reasons
+    from aiplib.stamps import file_sha256
+
+    ws = workspace("demo", data_root=tmp_path)
+    bank = ws.item_bank("asr")
+    bank.write_text('{"item_id": "a01"}\n')
+    view = ws.with_family("channel")
+    manifest = view.manifest_csv("asr")
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest.write_text("id\na01_clean\n")
+    manifest.with_suffix(".stamp.json").write_text(json.dumps({"inputs": {"itembanks/asr.jsonl": file_sha256(bank)}}))
+    scores = view.scores_csv("asr")
+    scores.parent.mkdir(parents=True, exist_ok=True)
+    scores.write_text("stimulus_id\na01_clean\n")
+    assert stale_reasons(ws, "channel") == [] and stale_reasons(ws, "competing_speech") == []
+    os.utime(manifest, (scores.stat().st_mtime + 10,) * 2)           # manifest rebuilt after scoring
+    assert stale_reasons(ws, "channel") == [
+        "results/scores/channel/asr.csv: older than manifests/channel/asr.csv (re-run make all SUITE=channel)"]
+    bank.write_text('{"item_id": "a01"}\n{"item_id": "a02"}\n')         # an item added since
+    assert stale_reasons(ws, "channel") == [
+        "results/scores/channel/asr.csv: built from an older itembanks/asr.jsonl (re-run make all SUITE=channel)"]
