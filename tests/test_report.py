@@ -285,7 +285,7 @@ def test_notebook_09_is_the_report(run_a, run_worse, tmp_path):
         assert i < j < md.index("\n## ", i)
     for caption in ("Table R1 · Each task and model", "Table 2 · Spearman r_s",
                     "Table 4 · Mean ΔWER per model and accent group",
-                    "RER = Δ(steering) / (Δ(baseline) +", "Table R5 · The ten ASR stimuli",
+                    "RER = Δ(steering) / (Δ(baseline) +", "Table R5 · The ASR stimuli that got worst",
                     "Table R13 · Change from the previous run"):
         assert caption in md
     assert "ΔWER pp [95% CI]" in md and "ΔAcc pp [95% CI]" in md and "mcnemar_exact" in md
