@@ -54,9 +54,9 @@ from .formats import parse_bool
 from .mixing import POWER_FLOOR, SPEECH_LUFS, achieved_snr_db, loudness_normalize, mix, normalized_speech
 from .textnorm import kws_first_word, normalize_kws_label, normalize_text
 
-__all__ = ["FAMILY", "SNRS_DB", "SETTINGS", "COCKTAIL_SIZE", "GAP_S", "MANIFEST_COLUMNS", "condition_id",
+__all__ = ["FAMILY", "SNRS_DB", "SETTINGS", "COCKTAIL_SIZE", "GAP_S", "condition_id",
            "condition_grid", "distractor_stream", "build_distractor", "competing_components",
-           "mix_competing", "row_components", "info_row", "leakage_asr", "leakage_kws", "leakage_summary"]
+           "mix_competing", "row_components", "leakage_asr", "leakage_kws", "leakage_summary"]
 
 FAMILY = "competing_speech"
 """Value of ``condition_family`` for these rows."""
@@ -72,13 +72,6 @@ COCKTAIL_SIZE = 3
 
 GAP_S = 0.2
 """Silence between consecutive distractor utterances of a stream, s."""
-
-MANIFEST_COLUMNS = ["condition_family", "setting", "distractor_languages", "distractor_voices",
-                    "same_voice_as_target", "distractor_ids", "distractor_offsets_s", "distractor_text",
-                    "distractor_seed", "looped", "target_snr_db", "achieved_snr_db", "stream_snr_db",
-                    "clip_scale"]
-"""The flat fields of :func:`info_row`, proposed as manifest/score columns of this family."""
-
 
 def condition_id(languages, *, setting: str | None = None) -> str:
     """The ``background_id``-like name of a distractor condition: ``talker_fr``,
@@ -248,7 +241,7 @@ def competing_components(speech, table: pd.DataFrame, snr_db: float, seed: int, 
         ``mixture`` (float32 (n,), exactly :func:`aiplib.mixing.mix` of the target and the
         distractor), ``speech`` and ``distractor`` (float64 (n,), the scaled parts, summing to the
         mixture up to float32 rounding), ``streams`` (list of float64 (n,), each language's part),
-        ``info`` (dict, see :func:`info_row` for its flat form): ``condition_family``,
+        ``info`` (dict): ``condition_family``,
         ``setting``, ``languages``, ``streams`` (the parts of :func:`distractor_stream`),
         ``seed``, ``gap_s``, ``target_snr_db``, ``achieved_snr_db``, ``stream_snr_db`` (per
         language), ``gain_db``, ``clip_scale``, ``speech_lufs``.
@@ -352,27 +345,6 @@ def row_components(row, ws) -> dict:
                 info=info, detail=inf)
 
 
-def info_row(info: dict) -> dict:
-    """The flat, manifest-ready form of an ``info`` dict (keys :data:`MANIFEST_COLUMNS`).
-
-    Lists are joined: languages and voices with ``+`` (one per stream), utterance ids with a space
-    inside a stream and `` + `` between streams, offsets (s) with ``+``, the transcripts heard with
-    `` | `` (what :func:`leakage_asr` takes as ``distractor_text``), per-stream SNRs as JSON.
-    """
-    st = info["streams"]
-    return dict(condition_family=info["condition_family"], setting=info["setting"],
-                distractor_languages="+".join(p["language"] for p in st),
-                distractor_voices="+".join(p["voice"] for p in st),
-                same_voice_as_target=any(p["same_voice_as_target"] for p in st),
-                distractor_ids=" + ".join(" ".join(p["ids"]) for p in st),
-                distractor_offsets_s="+".join(f"{p['offset_s']:.6f}" for p in st),
-                distractor_text=" | ".join(t for p in st for t in p["texts"]),
-                distractor_seed=info["seed"], looped=any(p["looped"] for p in st),
-                target_snr_db=info["target_snr_db"], achieved_snr_db=round(info["achieved_snr_db"], 6),
-                stream_snr_db=json.dumps([round(v, 4) for v in info["stream_snr_db"]]),
-                clip_scale=info["clip_scale"])
-
-
 # ------------------------------------------------------------------------------------ leakage
 def _words(text) -> list[str]:
     if isinstance(text, (list, tuple)):
@@ -389,7 +361,7 @@ def leakage_asr(hypothesis, target_text, distractor_text) -> dict:
     target_text : str
         The target's reference transcript.
     distractor_text : str or sequence of str
-        The transcripts of the distractor utterances heard (e.g. ``info_row(info)["distractor_text"]``).
+        The transcripts of the distractor utterances heard (the manifest column ``distractor_text``).
 
     Returns
     -------
