@@ -116,7 +116,7 @@ def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str 
     """Stage 1: write the competing-speech distractor table ``raw/distractors/distractors.csv``.
 
     ``demo``: the installed Debian Asterisk prompt packages of ``languages`` (default
-    :data:`aiplib.corpora.asterisk_langs.LANGUAGES`, fr it ru es;
+    :data:`aiplib.corpora.asterisk_langs.DEMO_LANGUAGES`, fr it ru es and en, the same language;
     :func:`~aiplib.corpora.asterisk_langs.asterisk_distractors`), decoded once to FLAC under
     ``raw/distractors/audio/`` (same samples; ~2 min the first time, 946 files). ``paper``/``custom``: the folder
     ``distractors_dir`` with its texts table ``distractor_texts``
@@ -147,7 +147,7 @@ def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str 
     if distractors_dir:
         table = al.folder_distractors(distractors_dir, distractor_texts)
     elif ws.profile == "demo":
-        table = _decoded(ws, al.asterisk_distractors(tuple(languages or al.LANGUAGES)))
+        table = _decoded(ws, al.asterisk_distractors(tuple(languages or al.DEMO_LANGUAGES)))
     else:
         return None
     ws.distractors_csv.parent.mkdir(parents=True, exist_ok=True)

@@ -299,7 +299,7 @@ def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFr
     competing : pandas.DataFrame, optional
         Competing-speech score or manifest rows (``background_id``/``bg_id``, ``setting``,
         ``distractor_languages``, ``same_voice_as_target``, ``snr_db``); default: the grid of
-        :func:`aiplib.competing.condition_grid` over :data:`aiplib.corpora.asterisk_langs.LANGUAGES`.
+        :func:`aiplib.competing.condition_grid` over :data:`aiplib.corpora.asterisk_langs.DEMO_LANGUAGES`.
     channel : pandas.DataFrame, optional
         Channel score or manifest rows (``applied_to``): where each transform was applied in the
         run; default :func:`aiplib.channel.describe`'s ``applies_to``.
@@ -314,7 +314,7 @@ def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFr
         ``family, condition, parameters, applied_to, source, status`` (``run`` / ``available``
         / ``skipped: <reason>``).
     """
-    from .corpora.asterisk_langs import LANGUAGES, VOICES
+    from .corpora.asterisk_langs import DEMO_LANGUAGES, VOICES
 
     if competing is not None and len(competing):
         c = competing.rename(columns={"background_id": "bg_id"})
@@ -323,7 +323,7 @@ def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFr
         groups = [(cid, str(g["setting"].iloc[0]), str(g["distractor_languages"].iloc[0]).split("+"),
                    sorted(snr[g.index].dropna().astype(int).unique()), "run") for cid, g in c.groupby("bg_id", sort=False)]
     else:
-        grid = comp.condition_grid(LANGUAGES)
+        grid = comp.condition_grid(DEMO_LANGUAGES, cocktail=DEMO_LANGUAGES[:comp.COCKTAIL_SIZE])
         groups = [(cid, s, list(ls), sorted({g["snr_db"] for g in grid if g["condition_id"] == cid}), "available")
                   for cid, s, ls in dict.fromkeys((g["condition_id"], g["setting"], g["languages"]) for g in grid)]
     rows = []

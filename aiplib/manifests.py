@@ -290,13 +290,13 @@ def _distractor_table(ws):
     if not ws.distractors_csv.is_file():
         raise AiplibParameterError(
             f"the suite asks for competing_speech but {ws.rel(ws.distractors_csv)} does not exist: run stage "
-            "01_download_data (demo: Debian asterisk-core-sounds-fr/it/ru/es; paper/custom: set the parameters "
+            "01_download_data (demo: Debian asterisk-core-sounds-fr/it/ru/es/en; paper/custom: set the parameters "
             "distractors_dir and distractor_texts)")
     return read_distractor_table(ws.distractors_csv, root=ws.root)
 
 
 def _languages(table, languages) -> list[str]:
-    from .corpora.asterisk_langs import LANGUAGES
+    from .corpora.asterisk_langs import DEMO_LANGUAGES as LANGUAGES
 
     have = list(dict.fromkeys(table["language"]))
     if languages:
@@ -317,8 +317,12 @@ def _competing_rows(ws, table, item, spec, extra, n, grid, seed, gap_s):
     from .corpora.asterisk_langs import SAME_VOICE_TARGET_SPEAKERS
 
     target = os.path.realpath(ws.path(item["path"]))
-    exclude = sorted(d for d, p in zip(table["distractor_id"], table["path"])
-                     if d == item["item_id"] or os.path.realpath(p) == target)
+    # never the target itself: same id, same file, or (Asterisk) the same prompt of the same voice folder
+    tail = lambda p: "/".join(str(p).replace("\\", "/").split("/")[-2:])  # noqa: E731
+    src = tail(item.get("source_file") or "")
+    origin = table["source_path"] if "source_path" in table else table["path"]
+    exclude = sorted(d for d, p, o in zip(table["distractor_id"], table["path"], origin)
+                     if d == item["item_id"] or os.path.realpath(p) == target or ("/" in src and tail(o) == src))
     # the Asterisk table flags the voice of the demo's Allison items; a user's table flags its own
     voice_known = (not table["source"].str.startswith("asterisk-core-sounds").all()
                    or _text(item.get("speaker")) in SAME_VOICE_TARGET_SPEAKERS)

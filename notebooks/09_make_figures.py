@@ -304,7 +304,10 @@ rt.Table(inactive.assign(inactive_share=inactive["inactive_share"].round(3)))
 # (`fr_CA_f_June`), Italian (`it_IT_m_Carlo`, male) and Russian (`ru_RU_f_IvrvoiceRU`). Spanish
 # (`es_MX_f_Allison`) is read by the *same voice* as the English Asterisk items: a same-voice,
 # other-language control, marked in the tables and dashed in the figure (for the demo items read
-# by synthetic voices it is simply another talker). A distractor is a stream of a language's
+# by synthetic voices it is simply another talker). English (`en_US_f_Allison`, `talker_en`) is the
+# same-language distractor: the *other* English prompts of the target's own package (its own prompt
+# is never played); for the Allison items it is also the same voice, so only there can an
+# English-only recogniser write the distractor's words. A distractor is a stream of a language's
 # utterances in a seeded order, each at −23 LUFS, 0.2 s apart, starting at a seeded offset before
 # the target; the cocktail sums the French, Italian and Russian streams at equal power. The SNR is
 # the target over the *total* distractor power, with the background mixer's own formula (target at

@@ -350,3 +350,33 @@ def test_same_voice_holds_for_the_asterisk_voice_s_own_items_only(fam_ws):
     assert df.loc["a00_talker_es_snr0", "same_voice_as_target"] == "True"
     assert df.loc["a01_talker_es_snr0", "same_voice_as_target"] == "False"
     assert df.loc["a00_talker_fr_snr0", "same_voice_as_target"] == "False"
+
+
+def test_same_language_distractor_never_plays_the_target_prompt(fam_ws):
+    """talker_en: the target's own Asterisk prompt (same voice folder and file name as its
+    source_file) is excluded; the other prompts of that voice are heard; the rows come after the
+    other languages and before the cocktail."""
+    import json
+
+    item = json.loads(fam_ws.item_bank("asr").read_text().splitlines()[0])
+    table = pd.read_csv(fam_ws.distractors_csv, dtype=str, keep_default_na=False)
+    en = table[table["language"] == "fr"].assign(language="en", voice="en_US_f_Allison",
+                                                 distractor_id=lambda t: "en-" + t["key"])
+    # the first English prompt is the target's own recording, as the package holds it
+    en["source_path"] = [f"/usr/share/asterisk/sounds/en_US_f_Allison/{k}.g722" for k in en["key"]]
+    item_source = f"raw/asterisk-core-sounds-en-g722/asterisk/sounds/en_US_f_Allison/{en['key'].iloc[0]}.g722"
+    bank = [json.loads(x) for x in fam_ws.item_bank("asr").read_text().splitlines()]
+    bank[0]["source_file"] = item_source
+    fam_ws.item_bank("asr").write_text("".join(json.dumps(r) + "\n" for r in bank))
+    pd.concat([table.assign(source_path=table["path"]), en], ignore_index=True).to_csv(fam_ws.distractors_csv, index=False)
+    m = build_family_manifest(fam_ws, "competing_speech", "asr")
+    conds = list(dict.fromkeys(m.loc[m["background_id"] != "clean", "background_id"]))
+    assert conds == ["talker_fr", "talker_it", "talker_ru", "talker_es", "talker_en", "cocktail_fr_it_ru"]
+    rows = m[(m["speech_id"] == item["item_id"]) & (m["background_id"] == "talker_en")]
+    assert len(rows) == 5
+    own = en["distractor_id"].iloc[0]
+    for r in rows.itertuples():
+        assert own in json.loads(r.condition_params)["exclude_ids"]
+        assert own not in r.distractor_ids.split("|") and set(r.distractor_ids.split("|")) <= set(en["distractor_id"])
+    other = m[(m["speech_id"] != item["item_id"]) & (m["background_id"] == "talker_en")]
+    assert not any(own in json.loads(p)["exclude_ids"] for p in other["condition_params"])

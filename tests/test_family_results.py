@@ -267,8 +267,9 @@ def test_channel_table_and_skipped(fam_ws):
 def test_conditions_listing(fam_ws):
     default = fr.conditions_listing()
     cs = default[default["family"] == "competing_speech"].set_index("condition")
-    assert list(cs.index) == ["talker_fr", "talker_it", "talker_ru", "talker_es", "cocktail_fr_it_ru"]
+    assert list(cs.index) == ["talker_fr", "talker_it", "talker_ru", "talker_es", "talker_en", "cocktail_fr_it_ru"]
     assert "same voice as the target" in cs.loc["talker_es", "parameters"]
+    assert "voices=en_US_f_Allison" in cs.loc["talker_en", "parameters"]
     assert "SNR=-10,-5,0,5,10 dB" in cs.loc["talker_fr", "parameters"] and "June Wallack" in cs.loc["talker_fr", "source"]
     assert "3 streams at equal power" in cs.loc["cocktail_fr_it_ru", "parameters"]
     ch = default[default["family"] == "channel"].set_index("condition")

@@ -18,8 +18,10 @@ es        es_MX_f_Allison       female  Allison Smith                        CC 
 ``es`` is read by Allison Smith, the *same voice* as the English Asterisk items of the demo's ASR
 bank: its rows carry ``same_voice_as_target = True`` and serve as a same-voice / other-language
 control. The other three are talkers other than the English target. ``en`` (not in
-:data:`LANGUAGES`; ``asterisk-core-sounds-en`` + ``-en-g722``, already demo packages) gives the
-same-language distractor, necessarily the same voice too (flagged alike).
+:data:`LANGUAGES`, but in :data:`DEMO_LANGUAGES`; ``asterisk-core-sounds-en`` + ``-en-g722``,
+already demo packages) gives the same-language distractor: the *other* English prompts of the
+target's own package (the target's own prompt is excluded), the same voice for the demo's Allison
+items (flagged alike), another voice for its synthetic items.
 
 Audio format: each language ships ``-g722`` (G.722, 16 kHz wideband), ``-wav`` (8 kHz PCM) and
 ``-gsm`` packages. :data:`FORMATS` searches G.722 first because the English target items are
@@ -64,7 +66,7 @@ from ..textnorm import normalize_text
 from . import debian
 
 __all__ = ["VOICES", "SAME_VOICE_TARGET_SPEAKERS", "LANGUAGES", "FORMATS", "MIN_WORDS", "MIN_DURATION_S", "DISTRACTOR_COLUMNS",
-           "ROOT_ENV", "debian_packages", "read_transcripts", "speech_text", "is_damaged",
+           "DEMO_LANGUAGES", "ROOT_ENV", "debian_packages", "read_transcripts", "speech_text", "is_damaged",
            "find_root", "download_and_extract", "asterisk_distractors", "folder_distractors",
            "read_distractor_table"]
 
@@ -91,6 +93,9 @@ only (the demo's synthetic ASR items and every KWS item have other voices)."""
 
 LANGUAGES = ("fr", "it", "ru", "es")
 """Languages of the demo's other-language distractors, in the order used by default."""
+
+DEMO_LANGUAGES = LANGUAGES + ("en",)
+"""The demo's distractor languages: :data:`LANGUAGES` and ``en``, the same-language distractor."""
 
 FORMATS = ("g722", "wav")
 """Audio formats searched, in order (G.722 first: the target items' codec, see above)."""
