@@ -57,15 +57,10 @@ def slice_stimuli(ws, limit: int | None):
     list of (family, np.ndarray [shape=(n,)], float32, 16 kHz)
         Each stimulus once, cut to 30 s (``max_audio_s`` of the Whisper entries).
     """
-    from aiplib.manifests import read_manifest  # noqa: PLC0415
     from aiplib.mixing import materialize  # noqa: PLC0415
 
     out = []
-    for fam in ("asr", "kws"):
-        try:
-            m = read_manifest(ws, fam)
-        except FileNotFoundError:
-            continue
+    for fam, m in _manifests(ws):
         m = m.head(limit) if limit else m
         out += [(fam, np.asarray(materialize(r, ws)[0], dtype=np.float32)[: 30 * 16000])
                 for r in m.to_dict("records")]
@@ -188,19 +183,26 @@ def stage_vs_floor(ws, limit: int, repeat: int = 2, model: str = "whisper_tiny_e
     return out
 
 
+def _manifests(ws):
+    """(task family, manifest) of each family whose ``manifests/<family>.csv`` exists."""
+    from aiplib.formats import read_manifest  # noqa: PLC0415
+    from aiplib.tasks import FAMILIES  # noqa: PLC0415
+
+    for fam in FAMILIES:
+        try:
+            yield fam, read_manifest(ws, fam)
+        except FileNotFoundError:
+            continue
+
+
 def demo_stimuli(n: int):
     """(family, condition, waveform) from the demo workspace, or None if it has no manifests."""
-    from aiplib.formats import read_manifest  # noqa: PLC0415
     from aiplib.mixing import materialize  # noqa: PLC0415
     from aiplib.workspace import workspace  # noqa: PLC0415
 
     ws = workspace("demo", create=False)
     out = []
-    for fam in ("asr", "kws"):
-        try:
-            m = read_manifest(ws, fam)
-        except FileNotFoundError:
-            continue
+    for fam, m in _manifests(ws):
         clean = m[m["bg_id"] == "clean"].head(n)
         zero = m[(m["bg_id"] != "clean") & (m["snr_db"] == 0) & m["item_id"].isin(clean["item_id"])]
         bgs = sorted(zero["bg_id"].unique())
