@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -203,12 +204,14 @@ def demo_stimuli(n: int):
     ws = workspace("demo", create=False)
     out = []
     for fam, m in _manifests(ws):
-        clean = m[m["bg_id"] == "clean"].head(n)
-        zero = m[(m["bg_id"] != "clean") & (m["snr_db"] == 0) & m["item_id"].isin(clean["item_id"])]
-        bgs = sorted(zero["bg_id"].unique())
+        # the manifest's own columns (background_id, speech_id), not the score tables' (bg_id, item_id)
+        clean = m[m["background_id"] == "clean"].head(n)
+        snr = pd.to_numeric(m["snr_db"], errors="coerce")
+        zero = m[(m["background_id"] != "clean") & (snr == 0) & m["speech_id"].isin(clean["speech_id"])]
+        bgs = sorted(zero["background_id"].unique())
         # one 0 dB stimulus per item, the backgrounds taken in turn so all kinds appear
-        pick = {it: bgs[k % len(bgs)] for k, it in enumerate(clean["item_id"])} if bgs else {}
-        zero = zero[[pick.get(it) == bg for it, bg in zip(zero["item_id"], zero["bg_id"])]]
+        pick = {it: bgs[k % len(bgs)] for k, it in enumerate(clean["speech_id"])} if bgs else {}
+        zero = zero[[pick.get(it) == bg for it, bg in zip(zero["speech_id"], zero["background_id"])]]
         for cond, rows in (("clean", clean), ("0dB", zero)):
             for r in rows.to_dict("records"):
                 out.append((fam, cond, materialize(r, ws)[0]))
