@@ -118,7 +118,7 @@ def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str 
     ``demo``: the installed Debian Asterisk prompt packages of ``languages`` (default
     :data:`aiplib.corpora.asterisk_langs.DEMO_LANGUAGES`, fr it ru es and en, the same language;
     :func:`~aiplib.corpora.asterisk_langs.asterisk_distractors`), decoded once to FLAC under
-    ``raw/distractors/audio/`` (same samples; ~2 min the first time, 946 files). ``paper``/``custom``: the folder
+    ``raw/distractors/audio/`` (same samples; ~3 min the first time: 1,197 files, 251 of them English). ``paper``/``custom``: the folder
     ``distractors_dir`` with its texts table ``distractor_texts``
     (:func:`~aiplib.corpora.asterisk_langs.folder_distractors`, validated as custom speech); when
     neither is given nothing is written (the suite then cannot hold ``competing_speech``).

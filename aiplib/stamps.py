@@ -281,10 +281,11 @@ def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
     existed stay valid; a family's clean row has the background clean row's key).
     """
     from .families import FAMILY_COLUMNS, row_family  # noqa: PLC0415
+    from .mixing import is_clean_row  # noqa: PLC0415
 
     rec = {k: _val(row.get(k)) for k in STIM_KEY_FIELDS}
     cf = row_family(row)
-    clean = str(row.get("condition", "")) == "clean" or str(row.get("background_id", "")) == "clean"
+    clean = is_clean_row(row)
     if cf != "background" and not clean:
         rec["condition_family"] = cf
         for col in FAMILY_COLUMNS.get(cf, ()):
