@@ -19,6 +19,7 @@ row (:func:`row_family`), the distractor table of stage 1 (:func:`prepare_distra
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import time
 
 import numpy as np
@@ -162,26 +163,42 @@ def _decoded(ws, table):
     times. The decoder's output is 16-bit, so FLAC PCM_16 holds exactly the samples
     :func:`aiplib.audio.load_audio` gives for the G.722 file (checked per file; float32 FLAC is not
     possible, so a file that is not exact keeps its G.722 path). ``path`` becomes relative to the
-    workspace root; ``source_path`` keeps the package's file. A file already decoded is kept.
+    workspace root; ``source_path`` keeps the package's file. A decoded file is kept while the
+    SHA-256 of its source file is the one recorded in ``raw/distractors/audio/sources.json``; a
+    source that changed (a newer Debian package) is decoded again.
     """
     import soundfile as sf
 
     from .audio import SR, load_audio
+    from .formats import write_json_atomic
+    from .hashing import sha256_file
 
     out = ws.raw / "distractors" / "audio"
-    paths = []
+    index_path = out / "sources.json"
+    index = json.loads(index_path.read_text()) if index_path.is_file() else {}
+    paths, n_decoded = [], 0
     for did, lang, src in zip(table["distractor_id"], table["language"], table["path"]):
         dest = out / lang / f"{did}.flac"
-        if not dest.is_file():
+        rel = ws.rel(dest)
+        digest = sha256_file(src)
+        if not (dest.is_file() and index.get(rel) == digest):
             y = load_audio(src)
             if not np.array_equal(np.round(y.astype(np.float64) * 32768.0) / 32768.0, y):
+                index.pop(rel, None)
                 paths.append(src)
                 continue
             dest.parent.mkdir(parents=True, exist_ok=True)
             tmp = dest.with_name(dest.name + ".part")
             sf.write(str(tmp), y, SR, subtype="PCM_16", format="FLAC")
             tmp.replace(dest)
-        paths.append(ws.rel(dest))
+            index[rel] = digest
+            n_decoded += 1
+            if n_decoded % 200 == 0:  # a stop part-way keeps what is done
+                write_json_atomic(index, index_path)
+        paths.append(rel)
+    if n_decoded or not index_path.is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(index, index_path)
     return table.assign(source_path=table["path"], path=paths)
 
 

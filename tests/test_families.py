@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -336,6 +337,34 @@ def test_demo_prompts_decoded_once_to_flac_hold_the_same_samples(tmp_path):
     dec.to_csv(ws.distractors_csv, index=False)
     back = al.read_distractor_table(ws.distractors_csv, root=ws.root)
     assert back["path"].tolist() == [str(ws.path(r)) for r in dec["path"]]
+
+
+def test_a_changed_prompt_file_is_decoded_again(tmp_path):
+    """The FLAC cache is keyed on the SHA-256 of the package's file: a replaced prompt (a newer
+    Debian package) is decoded again; an unchanged one is not touched."""
+    import shutil
+
+    from aiplib.audio import load_audio
+    from aiplib.families import _decoded
+
+    try:
+        table = al.asterisk_distractors(("fr",)).head(3).reset_index(drop=True)
+    except aiplib.errors.MissingPackageError:
+        pytest.skip("asterisk-core-sounds-fr(-g722) not installed")
+    src = tmp_path / "pkg"
+    src.mkdir()
+    copies = [shutil.copy(p, src / f"{i}{Path(p).suffix}") for i, p in enumerate(table["path"])]
+    table = table.assign(path=[str(c) for c in copies])
+    ws = workspace("demo", data_root=tmp_path / "ws")
+    first = _decoded(ws, table)
+    flacs = [ws.path(r) for r in first["path"]]
+    mtimes = [f.stat().st_mtime_ns for f in flacs]
+    shutil.copy(copies[2], copies[0])  # the "new package" ships other audio under the same name
+    second = _decoded(ws, table)
+    assert second["path"].tolist() == first["path"].tolist()
+    assert np.array_equal(load_audio(flacs[0]), load_audio(copies[2]))
+    assert [f.stat().st_mtime_ns for f in flacs[1:]] == mtimes[1:]
+    assert flacs[0].stat().st_mtime_ns != mtimes[0]
 
 
 def test_same_voice_holds_for_the_asterisk_voice_s_own_items_only(fam_ws):
