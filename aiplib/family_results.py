@@ -8,7 +8,9 @@ row of the same family, so the statistics are those of the background conditions
 :mod:`aiplib.conditions` (paired change against clean with a percentile bootstrap over items,
 exact sign / McNemar test, Benjamini–Hochberg, verdict) and :func:`aiplib.competing.
 leakage_summary` (bootstrap over items of Σ leak words / Σ hypothesis words); every table
-records ``n_resamples``, ``seed`` and ``level``.
+records ``n_resamples``, ``seed`` and ``level``. Beside the paper's mean ΔWER / ΔAcc each table
+carries the robust view of :mod:`aiplib.family_robust` (capped and median ΔWER, loops counted;
+strict ΔAcc, non-answers counted).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import pandas as pd
 from . import competing as comp
 from . import conditions as cond
 from .errors import AiplibParameterError
+from .family_robust import KWS_ROBUST_COLUMNS, asr_robust, kws_robust
 from .formats import parse_bool
 from .family_scoring import (FAMILIES, LEAK_ASR_COLUMNS, LEAK_KWS_COLUMNS, family_path,  # noqa: F401
                              read_family_scores, score_families, suite_families)
@@ -75,13 +78,17 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     pandas.DataFrame
         One row per (model, condition_id, snr_db in dB): ``setting, distractor_languages,
         same_voice_control`` (bool), ``n_items``, ``delta_wer_pp`` with ``delta_wer_ci_low_pp /
-        _high_pp``, ``asr_p_bh, asr_verdict`` (exact sign test, BH over the family's conditions);
+        _high_pp``, beside it the robust view :data:`~aiplib.family_robust.ASR_ROBUST_COLUMNS`
+        (``delta_wer_capped_pp``, ``median_delta_wer_pp``, ``n_loops``), ``asr_p_bh, asr_verdict``
+        (exact sign test, BH over the family's conditions);
         ``leak_pct`` (Σ leak words / Σ hypothesis words, %) with ``leak_ci_low_pct / _high_pct``,
         ``leak_floor_pct`` (the clean hypotheses' share against the same distractor texts),
         ``leak_mismatch_pct`` (the noisy hypotheses against texts they did not hear, see
         :mod:`aiplib.family_scoring`), ``leak_insertions_per_item``; ``n_items_kws, delta_acc_pp`` with its interval, ``kws_p_bh,
         kws_verdict, kws_leak_pct`` with ``kws_leak_ci_low_pct / _high_pct``,
-        ``kws_leak_floor_pct, kws_leak_mismatch_pct``; ``level, n_resamples, seed, note``.
+        ``kws_leak_floor_pct, kws_leak_mismatch_pct``, the KWS robust view
+        :data:`~aiplib.family_robust.KWS_ROBUST_COLUMNS` (``delta_strict_acc_pp`` with its interval,
+        ``n_non_answers``); ``level, n_resamples, seed, note``. Robust view: :mod:`aiplib.family_robust`.
 
     Raises
     ------
@@ -92,8 +99,9 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     kw = dict(n_resamples=n_resamples, seed=seed, level=level)
     key = ["model", "condition_id", "snr_db"]
     a = _paired(asr, "asr", "condition", {**kw, "min_diff_pp": min_diff_pp})
+    rb = asr_robust(a, asr, "condition")
     t = a[key + ["n_items"]].assign(delta_wer_pp=a["delta_pp"], delta_wer_ci_low_pp=a["ci_low_pp"],
-                                    delta_wer_ci_high_pp=a["ci_high_pp"], asr_p_bh=a["p_bh"],
+                                    delta_wer_ci_high_pp=a["ci_high_pp"], **rb, asr_p_bh=a["p_bh"],
                                     asr_verdict=a["verdict"], note=a["note"])
     noisy = asr[asr["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
     by = ("model", "condition_id", "snr_db")
@@ -126,7 +134,7 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
               .rename(columns={"n_items": "n_items_kws", "delta_pp": "delta_acc_pp", "ci_low_pp": "delta_acc_ci_low_pp",
                                "ci_high_pp": "delta_acc_ci_high_pp", "p_bh": "kws_p_bh", "verdict": "kws_verdict"})
               .merge(kl[[*by, "kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"]], on=key, how="left")
-              .merge(kf, on=key, how="left"))
+              .merge(kf, on=key, how="left").merge(kws_robust(kws, "condition", **kw), on=key, how="left"))
         for c in ("kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"):
             ks[c] = 100 * ks[c]
         ks = ks.rename(columns={"kws_leak_rate": "kws_leak_pct", "kws_leak_ci_low": "kws_leak_ci_low_pct",
@@ -137,7 +145,7 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     else:
         for c in ("n_items_kws", "delta_acc_pp", "delta_acc_ci_low_pp", "delta_acc_ci_high_pp", "kws_p_bh",
                   "kws_verdict", "kws_leak_pct", "kws_leak_ci_low_pct", "kws_leak_ci_high_pct", "kws_leak_floor_pct",
-                  "kws_leak_mismatch_pct"):
+                  "kws_leak_mismatch_pct", *KWS_ROBUST_COLUMNS):
             t[c] = math.nan
     m = meta.reindex(t["condition_id"])
     t.insert(2, "setting", m["setting"].to_numpy())
@@ -240,10 +248,12 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
     -------
     pandas.DataFrame
         ``model, condition, parameters, applied_to, status`` (``run`` / ``skipped``), ``n_items,
-        wer_pp, clean_wer_pp, delta_wer_pp, delta_wer_ci_low_pp, delta_wer_ci_high_pp, asr_test,
-        asr_p_bh, asr_verdict, n_items_kws, acc_pp, clean_acc_pp, delta_acc_pp,
-        delta_acc_ci_low_pp, delta_acc_ci_high_pp, kws_test, kws_p_bh, kws_verdict, level,
-        n_resamples, seed, note``.
+        wer_pp, clean_wer_pp, delta_wer_pp, delta_wer_ci_low_pp, delta_wer_ci_high_pp,
+        delta_wer_capped_pp, median_delta_wer_pp, n_loops, asr_test, asr_p_bh, asr_verdict,
+        n_items_kws, acc_pp, clean_acc_pp, delta_acc_pp, delta_acc_ci_low_pp, delta_acc_ci_high_pp,
+        kws_test, kws_p_bh, kws_verdict, delta_strict_acc_pp, delta_strict_acc_ci_low_pp,
+        delta_strict_acc_ci_high_pp, n_non_answers, level, n_resamples, seed, note`` (the robust
+        view: :mod:`aiplib.family_robust`; the KWS columns only with ``kws``).
     """
     _need(asr, ["condition_params", "applied_to"], "channel_table")
     kw = dict(n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=min_diff_pp)
@@ -251,14 +261,17 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
     a = _paired(asr, "asr", "background", kw)
     t = a[key + ["n_items", "wer_pp", "clean_wer_pp"]].assign(
         delta_wer_pp=a["delta_pp"], delta_wer_ci_low_pp=a["ci_low_pp"], delta_wer_ci_high_pp=a["ci_high_pp"],
-        asr_test=a["test"], asr_p_bh=a["p_bh"], asr_verdict=a["verdict"], note=a["note"].fillna(""))
+        **asr_robust(a, asr, "background"), asr_test=a["test"], asr_p_bh=a["p_bh"], asr_verdict=a["verdict"],
+        note=a["note"].fillna(""))
     if kws is not None and not kws.empty:
         k = _paired(kws, "kws", "background", kw)
         t = t.merge(k[key + ["n_items", "acc_pp", "clean_acc_pp", "delta_pp", "ci_low_pp", "ci_high_pp", "test",
                              "p_bh", "verdict"]].rename(columns={
                                  "n_items": "n_items_kws", "delta_pp": "delta_acc_pp", "ci_low_pp": "delta_acc_ci_low_pp",
                                  "ci_high_pp": "delta_acc_ci_high_pp", "test": "kws_test", "p_bh": "kws_p_bh",
-                                 "verdict": "kws_verdict"}), on=key, how="outer")
+                                 "verdict": "kws_verdict"}).merge(
+            kws_robust(kws, "background", n_resamples=n_resamples, seed=seed, level=level), on=key, how="left"),
+            on=key, how="outer")
     rows = pd.concat([d for d in (asr, kws) if d is not None])
     rows = rows[rows["bg_id"] != "clean"].drop_duplicates("bg_id").set_index("bg_id")
     t.insert(2, "parameters", [_params(v) for v in rows["condition_params"].reindex(t["condition_id"])])
@@ -395,6 +408,20 @@ def write_channel(ws, scores: dict, **kw) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------ display
+def _robust_cells(t: pd.DataFrame, task: str = "asr") -> dict:
+    """The robust view's display columns (:mod:`aiplib.family_robust`); "–" where not computed."""
+    from .report_tables import _ci, fmt
+
+    def col(c, f):
+        return t[c].map(f) if c in t else "–"
+
+    signed, count = (lambda v: _ci(v, math.nan, math.nan)), (lambda v: fmt(v, ".0f"))
+    if task == "asr":
+        return {"capped ΔWER pp": col("delta_wer_capped_pp", signed),
+                "median ΔWER pp": col("median_delta_wer_pp", signed), "loops": col("n_loops", count)}
+    return {"Δ strict acc pp": col("delta_strict_acc_pp", signed), "non-answers": col("n_non_answers", count)}
+
+
 def competing_display(t: pd.DataFrame):
     """:func:`competing_table` formatted for the report (:class:`aiplib.report_tables.Table`)."""
     from .report_tables import Table, _ci, fmt
@@ -405,7 +432,7 @@ def competing_display(t: pd.DataFrame):
         "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
         "ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
                              zip(t["delta_wer_pp"], t["delta_wer_ci_low_pp"], t["delta_wer_ci_high_pp"])],
-        "ASR verdict": t["asr_verdict"],
+        **_robust_cells(t), "ASR verdict": t["asr_verdict"],
         "leak % [95% CI]": [_ci(e, lo, hi, signed=False) for e, lo, hi in
                             zip(t["leak_pct"], t["leak_ci_low_pct"], t["leak_ci_high_pct"])],
         "floor %": t["leak_floor_pct"].map(fmt), "mismatch %": t["leak_mismatch_pct"].map(fmt),
@@ -413,7 +440,7 @@ def competing_display(t: pd.DataFrame):
                              zip(t["delta_acc_pp"], t["delta_acc_ci_low_pp"], t["delta_acc_ci_high_pp"])],
         "KWS leak % [95% CI]": [_ci(e, lo, hi, signed=False) for e, lo, hi in
                                 zip(t["kws_leak_pct"], t["kws_leak_ci_low_pct"], t["kws_leak_ci_high_pct"])],
-        "KWS floor %": t["kws_leak_floor_pct"].map(fmt)}))
+        "KWS floor %": t["kws_leak_floor_pct"].map(fmt), **_robust_cells(t, "kws")}))
 
 
 def channel_display(t: pd.DataFrame):
@@ -426,9 +453,9 @@ def channel_display(t: pd.DataFrame):
         "WER %": t["wer_pp"].map(fmt) if "wer_pp" in t else "",
         "ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
                              zip(t["delta_wer_pp"], t["delta_wer_ci_low_pp"], t["delta_wer_ci_high_pp"])],
-        "p (BH)": t["asr_p_bh"].map(_p), "ASR verdict": t["asr_verdict"].fillna(t["status"]),
+        **_robust_cells(t), "p (BH)": t["asr_p_bh"].map(_p), "ASR verdict": t["asr_verdict"].fillna(t["status"]),
         "ΔAcc pp [95% CI]": ([_ci(e, lo, hi) for e, lo, hi in
                               zip(t["delta_acc_pp"], t["delta_acc_ci_low_pp"], t["delta_acc_ci_high_pp"])]
                              if "delta_acc_pp" in t else "–"),
         "KWS verdict": t["kws_verdict"].fillna("") if "kws_verdict" in t else "",
-        "note": t["note"]}))
+        **_robust_cells(t, "kws"), "note": t["note"]}))

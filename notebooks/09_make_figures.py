@@ -376,7 +376,13 @@ display(rt.Table(times)) if any(family_scores.values()) and times is not None el
 # **Table F3 · Competing speech per distractor and SNR**: n items, ASR ΔWER (pp) with its 95 %
 # interval and verdict, the leak share of the hypothesis words (%) with its interval, its floor and
 # the mismatch baseline, KWS ΔAcc (pp) and the share of KWS answers that are a distractor word (with its floor); *same
-# voice* marks the control. `tables/competing_speech.csv`
+# voice* marks the control. Beside the mean ΔWER (the paper's measure), which a few looping transcripts
+# ("a a a a …", WER 5 and more) can carry past +100 pp, the robust view: *capped ΔWER*, the mean paired change of
+# min(WER, 1) per utterance; *median ΔWER*, the median of the per-stimulus paired changes; *loops*, the
+# number of noisy transcripts counted as repetition loops (clean ones are not counted). For KWS, *Δ strict
+# acc*, the paired change of the accuracy that counts non-answers wrong (+ = worse, as ΔAcc), and
+# *non-answers*, the number of noisy responses that are empty, a refusal or several words. ΔWER and
+# ΔAcc stay as the paper defines them; the robust columns stand beside them. `tables/competing_speech.csv`
 
 # %%
 if "asr" in family_scores["competing_speech"]:
@@ -397,8 +403,10 @@ rt.show_figure(ws.results, "figure_competing_speech") if "asr" in family_scores[
 # %% [markdown]
 # **Table F4 · Channel conditions**: parameters, what the transform was applied to, n items, WER,
 # ΔWER (pp) with its 95 % interval, the exact sign test (BH-adjusted p) and verdict, KWS ΔAcc with
-# its interval and verdict (McNemar); conditions that could not run are listed with the reason.
-# `tables/channel_conditions.csv`
+# its interval and verdict (McNemar); conditions that could not run are listed with the reason. The
+# robust view stands beside the means as in Table F3: capped ΔWER (min(WER, 1) per utterance,
+# paired), median ΔWER, the count of noisy looping transcripts (*loops*), Δ strict accuracy
+# (non-answers count wrong) and the count of noisy KWS non-answers. `tables/channel_conditions.csv`
 
 # %%
 if "asr" in family_scores["channel"]:

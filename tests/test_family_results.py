@@ -228,11 +228,104 @@ def test_competing_table_values(comp_table):
     assert r["kws_leak_floor_pct"] == 0 and r["kws_leak_mismatch_pct"] == pytest.approx(50)
     top = t.loc[("talker_fr", 10)]
     assert top["delta_wer_pp"] == 0 and top["leak_pct"] == 0 and top["asr_verdict"] == "same"
+    # no loops, WER <= 1: the robust view equals the mean (6 items +25 pp, 6 items +50 pp: median 37.5)
+    assert (r["delta_wer_capped_pp"], r["median_delta_wer_pp"], r["n_loops"]) == (37.5, 37.5, 0)
+    assert r["delta_strict_acc_pp"] == pytest.approx(50) and r["n_non_answers"] == 0
     assert t.loc[("talker_es", 0), "same_voice_control"] and not t.loc[("talker_fr", 0), "same_voice_control"]
     assert (t["n_resamples"] == 500).all() and (t["seed"] == 3).all()
     assert list(comp_table["condition_id"].unique()) == ["talker_fr", "talker_es", "cocktail_fr_it_ru"]
     shown = fr.competing_display(comp_table)
     assert "same voice" in set(shown.df["control"]) and shown.df["ΔWER pp [95% CI]"].iloc[0].startswith("+37.5 [")
+
+
+# ------------------------------------------------------------------------------ robust view
+LOOP = " ".join(["a"] * 20)            # 20 words against 4: 4 substitutions + 16 insertions, WER 5.0
+ROBUST_ASR = {  # item -> (clean hypothesis, noisy hypothesis): WER clean -> noisy
+    0: (REF, LOOP),                                   # 0 -> 5.0, a noisy loop ("length")
+    1: (REF, "please enter the password"),            # 0 -> 0.25
+    2: (REF, REF),                                    # 0 -> 0
+    3: (REF + " password" * 4, REF),                  # 1.0 (a *clean* loop, "ngram") -> 0
+}
+ROBUST_KWS = ["Yes.",                                 # correct, strict
+              "Yes, the word is yes.",                # correct by the paper's first word; a multi-word non-answer
+              "Sorry, I can't hear it.",              # wrong, a non-answer (refusal)
+              "No."]                                  # wrong, an answer
+
+
+def _robust_rows(family, task):
+    """Four items, one noisy condition (talker_fr at -10 dB or telephone), the hypotheses above (clean KWS: "Yes.")."""
+    man, inf = [], []
+    bg, snr = ("talker_fr", -10) if family == "competing_speech" else ("telephone", 99)
+    extra = (dict(setting="single", distractor_languages="fr", same_voice_as_target=False, distractor_ids="fr_1",
+                  distractor_text="votre mot de passe merci", looped=False,
+                  condition_params=json.dumps({"snr_db": snr, "languages": "fr"}))
+             if family == "competing_speech" else
+             dict(channel_condition=bg, applied_to="speech", condition_params=json.dumps(CHANNEL[bg])))
+    for k in range(4):
+        item = f"{task}{k:02d}"
+        spec = {"transcript": REF} if task == "asr" else {"keyword": "yes", "is_target": True}
+        clean, noisy = ROBUST_ASR[k] if task == "asr" else ("Yes.", ROBUST_KWS[k])
+        man.append({**_base(f"{item}_clean", item, "clean", 99, "clean", len(man), family), **spec})
+        inf.append({"id": f"{item}_clean", "raw": clean})
+        man.append({**_base(f"{item}_{bg}", item, bg, snr, f"x_{bg}", len(man), family), **spec, **extra})
+        inf.append({"id": f"{item}_{bg}", "raw": noisy})
+    return man, inf
+
+
+@pytest.fixture(scope="module")
+def robust_scores(tmp_path_factory):
+    wf = WithFamily(workspace("demo", data_root=tmp_path_factory.mktemp("robust")))
+    out = {}
+    for family in ("competing_speech", "channel"):
+        view = wf.with_family(family)
+        for task in ("asr", "kws"):
+            _write(view, task, *_robust_rows(family, task))
+        score_inference(view)
+        out[family] = fr.read_family_scores(wf, family)
+    return out
+
+
+def test_one_looping_hypothesis_inflates_the_mean_not_the_robust_view(robust_scores):
+    s = robust_scores["competing_speech"]
+    asr = s["asr"].set_index("stimulus_id")
+    assert asr.loc["asr00_talker_fr", "wer"] == 5.0 and asr.loc["asr03_clean", "wer"] == 1.0
+    assert asr.loc["asr00_talker_fr", "loop_kind"] == "length" and asr.loc["asr03_clean", "loop_kind"] == "ngram"
+    r = fr.competing_table(s["asr"], s["kws"], n_resamples=200, seed=0).iloc[0]
+    assert (r["condition_id"], r["snr_db"], r["n_items"]) == ("talker_fr", -10, 4)
+    assert r["delta_wer_pp"] == pytest.approx(106.25)         # (500 + 25 + 0 - 100) / 4, the paper's mean
+    assert r["delta_wer_capped_pp"] == pytest.approx(6.25)    # (100 + 25 + 0 - 100) / 4, min(WER, 1) each side
+    assert r["median_delta_wer_pp"] == pytest.approx(12.5)    # median of 500, 25, 0, -100
+    assert r["n_loops"] == 1                                  # the noisy loop; the clean one is not counted
+    assert r["delta_acc_pp"] == pytest.approx(50)             # 4/4 -> 2/4 by the paper's first-word rule
+    assert r["delta_strict_acc_pp"] == pytest.approx(75)      # 4/4 -> 1/4: non-answers count wrong
+    assert r["n_non_answers"] == 2
+    shown = fr.competing_display(pd.DataFrame([r])).df.iloc[0]
+    assert (shown["ΔWER pp [95% CI]"], shown["capped ΔWER pp"], shown["median ΔWER pp"], shown["loops"]) == (
+        "+106.2", "+6.2", "+12.5", "1")                       # 4 items: no interval
+    assert (shown["Δ strict acc pp"], shown["non-answers"]) == ("+75.0", "2")
+
+
+def test_channel_table_robust_view(robust_scores):
+    s = robust_scores["channel"]
+    c = fr.channel_table(s["asr"], s["kws"], n_resamples=200, seed=0).set_index("condition").loc["telephone"]
+    assert (c["delta_wer_pp"], c["delta_wer_capped_pp"], c["median_delta_wer_pp"], c["n_loops"]) == pytest.approx(
+        (106.25, 6.25, 12.5, 1))
+    assert (c["delta_acc_pp"], c["delta_strict_acc_pp"], c["n_non_answers"]) == pytest.approx((50, 75, 2))
+    shown = fr.channel_display(c.to_frame().T.reset_index(names="condition")).df.iloc[0]
+    assert (shown["capped ΔWER pp"], shown["loops"], shown["Δ strict acc pp"], shown["non-answers"]) == (
+        "+6.2", "1", "+75.0", "2")
+
+
+def test_robust_view_without_the_flags_is_nan(robust_scores):
+    """Scores written before the loop / strict flags: the robust columns that need them are NaN, shown "–"."""
+    s = robust_scores["competing_speech"]
+    asr = s["asr"].drop(columns=["is_loop"])
+    kws = s["kws"].drop(columns=["correct_strict", "non_answer"])
+    r = fr.competing_table(asr, kws, n_resamples=200, seed=0).iloc[0]
+    assert r["delta_wer_capped_pp"] == pytest.approx(6.25) and np.isnan(r["n_loops"])
+    assert np.isnan(r["delta_strict_acc_pp"]) and np.isnan(r["n_non_answers"])
+    shown = fr.competing_display(pd.DataFrame([r])).df.iloc[0]
+    assert (shown["loops"], shown["Δ strict acc pp"], shown["non-answers"]) == ("–", "–", "–")
 
 
 def test_competing_figure(comp_table):
