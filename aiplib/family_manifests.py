@@ -17,7 +17,7 @@ import pandas as pd
 
 from .errors import AiplibParameterError
 from .formats import read_item_bank, read_manifest, write_manifest_csv
-from .manifests import (CLEAN_SNR_DB, MANIFEST_DEFINITION_VERSION, SEED_START, SNRS_DB, _clean_row, _item_spec,
+from .manifests import (MANIFEST_DEFINITION_VERSION, SEED_START, SNRS_DB, _item_spec, _row,
                         _n_samples, _snr_int, _text, _up_to_date, _write_rows, build_manifest, manifest_columns,
                         manifest_hash, stimulus_id)
 from .stamps import make_stamp, stamp_path, write_stamp
@@ -91,11 +91,9 @@ def _competing_rows(ws, table, item, spec, extra, n, grid, seed, gap_s):
                                                  exclude_ids=exclude)
         params = dict(languages=list(g["languages"]), gap_s=gap_s, seed=seed, exclude_ids=exclude,
                       offsets_s=[p["offset_s"] for p in parts])
-        rows.append(dict(
-            id=stimulus_id(item["item_id"], g["condition_id"], g["snr_db"]), speech_id=item["item_id"],
-            background_id=g["condition_id"], snr_db=g["snr_db"], condition="noisy", seed=seed,
-            speech_path=item["path"], bg_path="", **spec, bg_offset=None, bg_active=None, **extra,
-            setting=g["setting"], distractor_languages="+".join(g["languages"]),
+        rows.append(_row(
+            item, spec, extra, seed, id=stimulus_id(item["item_id"], g["condition_id"], g["snr_db"]),
+            background_id=g["condition_id"], snr_db=g["snr_db"], condition="noisy", setting=g["setting"], distractor_languages="+".join(g["languages"]),
             same_voice_as_target=voice_known and any(p["same_voice_as_target"] for p in parts),
             distractor_ids="|".join(i for p in parts for i in p["ids"]),
             distractor_text=" ".join(t for p in parts for t in p["texts"]),
@@ -115,11 +113,9 @@ def _channel_rows(item, spec, extra, conditions, seed, skipped=()):
         if name in skipped:
             seed += 1
             continue
-        rows.append(dict(
-            id=f"{item['item_id']}_ch_{name}", speech_id=item["item_id"], background_id=name,
-            snr_db=CLEAN_SNR_DB, condition=f"channel_{name}", seed=seed, speech_path=item["path"], bg_path="",
-            **spec, bg_offset=None, bg_active=None, **extra, channel_condition=name, applied_to="speech",
-            condition_params=_compact(_resolve(name, {}))))
+        rows.append(_row(item, spec, extra, seed, id=f"{item['item_id']}_ch_{name}", background_id=name,
+                         condition=f"channel_{name}", channel_condition=name, applied_to="speech",
+                         condition_params=_compact(_resolve(name, {}))))  # snr_db: the clean rows' 99
         seed += 1
     return rows
 
@@ -212,7 +208,7 @@ def build_family_manifest(ws, condition_family: str, family: str, *, seed_start:
     for it in items.to_dict("records"):
         n = _n_samples(ws, it["path"])
         spec, extra = _item_spec(it, family, n, cf)
-        rows.append(_clean_row(it, spec, extra, seed))
+        rows.append(_row(it, spec, extra, seed))
         seed += 1
         if cf == "competing_speech":
             new = _competing_rows(ws, table, it, spec, extra, n, grid, seed, competing.GAP_S)

@@ -137,11 +137,12 @@ def _item_spec(it: dict, family: str, n: int, condition_family: str) -> tuple[di
     return spec, extra
 
 
-def _clean_row(it: dict, spec: dict, extra: dict, seed: int) -> dict:
-    """An item's clean row (the authors' values, module docstring), the same in every manifest."""
+def _row(it: dict, spec: dict, extra: dict, seed: int, **condition) -> dict:
+    """A row of item ``it``: its clean row (the authors' values, module docstring; the same in every
+    manifest) with the ``condition``'s columns (``id``, ``background_id``, ``snr_db`` …) set."""
     return dict(id=stimulus_id(it["item_id"], "clean"), speech_id=it["item_id"], background_id="clean",
                 snr_db=CLEAN_SNR_DB, condition="clean", seed=seed, speech_path=it["path"], bg_path="",
-                **spec, bg_offset=None, bg_active=None, **extra)
+                **spec, bg_offset=None, bg_active=None, **extra) | condition
 
 
 def _up_to_date(stamp_file, stamp: dict, ws, what: str) -> bool:
@@ -223,15 +224,14 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
         item_id = it["item_id"]
         n = _n_samples(ws, it["path"])
         spec, extra = _item_spec(it, family, n, "background")
-        rows.append(_clean_row(it, spec, extra, seed))
+        rows.append(_row(it, spec, extra, seed))
         seed += 1
         for bg_id, bg_path, bg in bgs:
             for snr in snrs:
                 seg, off = background_segment(bg, seed, n)
                 active, _ = segment_active(seg)
-                rows.append(dict(id=stimulus_id(item_id, bg_id, snr), speech_id=item_id, background_id=bg_id,
-                                 snr_db=snr, condition="noisy", seed=seed, speech_path=it["path"],
-                                 bg_path=bg_path, **spec, bg_offset=off, bg_active=active, **extra))
+                rows.append(_row(it, spec, extra, seed, id=stimulus_id(item_id, bg_id, snr), background_id=bg_id,
+                                 snr_db=snr, condition="noisy", bg_path=bg_path, bg_offset=off, bg_active=active))
                 seed += 1
     df = _write_rows(rows, columns, out)
     noisy = df[df["condition"] == "noisy"]
