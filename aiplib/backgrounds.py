@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import DEFAULT_SEED
 from .audio import SR, load_audio, loop_or_cut, loudness_lufs, normalize_loudness, write_wav
 from .errors import AiplibParameterError, AudioFileError
 from .formats import BATTERY_COLUMNS, read_battery_csv, write_battery_csv
@@ -294,7 +295,7 @@ def _check_ids(specs) -> None:
 
 
 def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS,
-                   seed: int = 20240917, overwrite: bool = False):
+                   seed: int = DEFAULT_SEED, overwrite: bool = False):
     """Curate every spec into ``bg/<bg_id>.wav`` and write ``descriptors/battery.csv``.
 
     Parameters
@@ -307,7 +308,8 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     target_lufs : float, LUFS
         Default −23 LUFS (the authors' ``BG_LUFS``).
     seed : int
-        Base seed; background ``bg_id`` uses :func:`spec_seed` ``(seed, bg_id)``.
+        Base seed (default :data:`aiplib.DEFAULT_SEED`); background ``bg_id`` uses :func:`spec_seed`
+        ``(seed, bg_id)``.
     overwrite : bool
         Re-make every WAV. Without it an existing ``bg/<bg_id>.wav`` listed in the current
         ``battery.csv`` is kept as it is (with its row) only when ``descriptors/battery.stamp.json``

@@ -31,7 +31,12 @@ ERROR_MAX_CHARS = 300
 
 
 def versions() -> dict:
-    """Versions of aiplib, Python, the platform and the numeric / model packages already imported."""
+    """Versions of aiplib, Python, the platform and the numeric / model packages already imported.
+
+    What this process runs with (``module.__version__`` of the modules loaded, for the stage-7
+    ``run_log.jsonl``); :func:`aiplib.provenance.package_versions` gives what is installed (package
+    metadata, for the results' provenance). Different facts: neither is derived from the other.
+    """
     from . import __version__  # noqa: PLC0415
 
     out = {"aiplib": __version__, "python": sys.version.split()[0], "platform": platform.platform(),

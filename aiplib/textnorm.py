@@ -9,9 +9,8 @@ Two normalisations are kept side by side, one meaning per column:
   is jiwer's on these strings [2]_; a scoring failure counts 1.0 (``generate_results_new_2.py``).
 * **Whisper-style** — :func:`normalize_whisper`: OpenAI's reference ``EnglishTextNormalizer`` [1]_
   from the ``openai-whisper`` package, with the one upstream fix merged after its last release
-  (openai/whisper PR #2836: the digit 1 is spelled ``one`` only when it stands alone, so that
-  ``"one dollar"`` → ``"$1"`` no longer equals ``"one"``). Name and version:
-  :data:`WHISPER_NORMALIZER_NAME`, :data:`WHISPER_NORMALIZER_VERSION`.
+  (openai/whisper PR #2836; loaded without torch by :mod:`aiplib.textnorm_whisper`). Name and
+  version: :data:`WHISPER_NORMALIZER_NAME`, :data:`WHISPER_NORMALIZER_VERSION`.
 
 KWS follows the authors' rule (``_score_kws_row`` of ``06_score_metrics.py`` and ``is_correct``
 of ``generate_results_new_2.py``), :data:`KWS_RULE`; beside it, :func:`kws_non_answer` marks
@@ -25,15 +24,13 @@ References
 """
 from __future__ import annotations
 
-import functools
 import importlib.metadata
-import importlib.util
 import math
 import re
 import string
-import sys
 
 from .tasks import KEYWORDS
+from .textnorm_whisper import WHISPER_NORMALIZER_NAME, WHISPER_NORMALIZER_VERSION, english_normalizer
 
 __all__ = [
     "NORMALIZER_NAME", "NORMALIZER_VERSION", "NORMALIZER_RULE", "WHISPER_NORMALIZER_NAME",
@@ -55,14 +52,6 @@ NORMALIZER_RULE = ("lower-case; each ASCII punctuation character (string.punctua
 
 JIWER_VERSION = importlib.metadata.version("jiwer")
 """Installed version of jiwer."""
-
-_WHISPER_DIST = "openai-whisper"
-WHISPER_NORMALIZER_NAME = (f"{_WHISPER_DIST} whisper.normalizers.EnglishTextNormalizer"
-                           " + openai/whisper#2836 (standalone-1 rule)")
-"""Which normaliser :func:`normalize_whisper` applies."""
-
-WHISPER_NORMALIZER_VERSION = f"{importlib.metadata.version(_WHISPER_DIST)}+pr2836"
-"""Installed ``openai-whisper`` release, with the upstream fix applied on top."""
 
 LOOP_LENGTH_RATIO = 3
 """A hypothesis with at least this many times the reference's words is a loop."""
@@ -121,52 +110,6 @@ def normalize_text(s) -> str:
     return " ".join(str(s).lower().translate(_PUNCT_TO_SPACE).split())
 
 
-def _load_whisper_module(name: str):
-    """Load ``whisper/normalizers/<name>.py`` of openai-whisper as a private module, without running
-    ``whisper/__init__.py`` (which imports torch, numba and tiktoken for the recogniser)."""
-    pkg = "_aiplib_openai_whisper_normalizers"
-    full = f"{pkg}.{name}"
-    if full not in sys.modules:
-        spec = importlib.util.find_spec("whisper")
-        if spec is None or not spec.submodule_search_locations:
-            raise ImportError(f"the {_WHISPER_DIST} package is not installed (pip install {_WHISPER_DIST})")
-        base = f"{spec.submodule_search_locations[0]}/normalizers"
-        if pkg not in sys.modules:  # a bare package: its __init__ is not executed
-            sys.modules[pkg] = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
-                pkg, f"{base}/__init__.py", submodule_search_locations=[base]))
-        mspec = importlib.util.spec_from_file_location(full, f"{base}/{name}.py")
-        sys.modules[full] = mod = importlib.util.module_from_spec(mspec)
-        mspec.loader.exec_module(mod)
-    return sys.modules[full]
-
-
-_RELEASE_ONE = r"\b1(s?)\b"
-_FIXED_ONE = r"(?<!\S)1(s?)(?!\S)"  # openai/whisper#2836: only a 1 standing alone
-
-
-class _ReWithFix:
-    """The ``re`` module as seen by our private copy of ``whisper/normalizers/english.py``:
-    identical, except that the release's readability rule ``\\b1(s?)\\b`` -> ``one`` is run
-    with the pattern of openai/whisper#2836 (white space, or the text's ends, on both sides)."""
-
-    def __getattr__(self, name):
-        return getattr(re, name)
-
-    @staticmethod
-    def sub(pattern, repl, string, *args, **kwargs):
-        if pattern == _RELEASE_ONE:
-            pattern = _FIXED_ONE
-        return re.sub(pattern, repl, string, *args, **kwargs)
-
-
-@functools.lru_cache(maxsize=1)
-def _whisper_normalizer():
-    _load_whisper_module("basic")
-    eng = _load_whisper_module("english")
-    eng.re = _ReWithFix()  # our private module copy only; the whisper package is untouched
-    return eng.EnglishTextNormalizer()
-
-
 def normalize_whisper(s) -> str:
     """OpenAI's English text normaliser (Whisper-style WER), with upstream PR #2836.
 
@@ -193,7 +136,7 @@ def normalize_whisper(s) -> str:
     """
     if _is_missing(s):
         return ""
-    return _whisper_normalizer()(str(s)).strip()
+    return english_normalizer()(str(s)).strip()
 
 
 def reference_is_empty(text) -> bool:

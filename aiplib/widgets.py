@@ -7,15 +7,16 @@ spectrograms); this module only lays it out and wires the controls. Nothing is w
 Layout, top to bottom: controls (the condition family first: ``background``, ``competing_speech``,
 ``channel``, whichever has manifests; choosing one switches the workspace view, so every list, file
 and score below is that family's); the three players (clean utterance, background / distractor /
-the channel transform's change as mixed, mixture or transformed speech, titled per family by
-:func:`aiplib.listen.stimulus_labels`) and the condition's details (distractor languages,
-transcript and same-voice flag; channel parameters); a full-width block with the reference, the clean response and the response, each
-response marked word by word against the reference (substituted, inserted and deleted words, as the
-S/D/I counts; long responses cut after :data:`CAP_WORDS` words with a "… +N words" toggle); the
-metrics (WER, S/D/I, ΔWER or the KWS flip); the clean | mixture spectrograms next to the worst
-cases (a compact table sorted by clicking its headers, one row per item, loaded by one click on
-its "background @ SNR" button); the chosen background's licence, sources and descriptors (with
-units) and all backgrounds in Figure 4's order.
+the channel transform's change as mixed, mixture or transformed speech, float32 WAVs rebuilt from the
+manifest row, titled per family by :func:`aiplib.listen.stimulus_labels`) and the condition's
+details (distractor languages, transcript and same-voice flag; channel parameters); a full-width
+block with the reference, the clean response and the response, each response marked word by word
+against the reference (substituted, inserted and deleted words, as the S/D/I counts; long responses
+cut after :data:`CAP_WORDS` words with a "… +N words" toggle); the metrics (WER, S/D/I, ΔWER or
+the KWS flip); the clean | mixture spectrograms next to the worst cases (a compact table sorted by
+clicking its headers, one row per item, loaded by one click on its "background @ SNR" button); the
+chosen background's licence, sources and descriptors (with units) and all backgrounds in Figure 4's
+order, sortable by any column.
 
 Widget classes (for the browser test): ``aip-explorer`` (the whole widget), ``aip-family``, ``aip-task``,
 ``aip-item``, ``aip-bg``, ``aip-snr``, ``aip-model`` (drop-downs), ``aip-clean-audio``,
@@ -93,11 +94,9 @@ class Explorer:
         self.worst_buttons: list = []
         self.tasks = available_tasks(self.ws)
 
-        def dd(name, desc, width="auto"):
-            w = W.Dropdown(description=desc, options=[], layout=W.Layout(width=width),
-                           style={"description_width": "initial"})
-            w.add_class(f"aip-{name}")
-            return w
+        def dd(name, desc, width="auto"):  # add_class returns the widget
+            return W.Dropdown(description=desc, options=[], layout=W.Layout(width=width),
+                              style={"description_width": "initial"}).add_class(f"aip-{name}")
 
         self.controls = {"family": dd("family", "Condition family", "270px"),
                          "task": dd("task", "Task", "150px"), "item": dd("item", "Item", "320px"),
@@ -105,20 +104,15 @@ class Explorer:
                          "model": dd("model", "Model", "260px")}
         self.players, self.player_titles, boxes = {}, {}, []
         for key, label in zip(("clean", "background", "mixture"), PLAYER_LABELS["background"]):
-            a = W.Audio(value=b"", format="wav", autoplay=False, controls=True, loop=False)
-            a.add_class(f"aip-{key}-audio")
-            self.players[key] = a
-            self.player_titles[key] = W.HTML(f"<b>{html.escape(label)}</b>", layout=W.Layout(max_width="420px"))
-            self.player_titles[key].add_class("aip-player-title")
-            box = W.VBox([self.player_titles[key], a])
-            box.add_class(f"aip-{key}-player")
-            boxes.append(box)
+            a = self.players[key] = W.Audio(value=b"", format="wav", autoplay=False, controls=True,
+                                            loop=False).add_class(f"aip-{key}-audio")
+            self.player_titles[key] = W.HTML(f"<b>{html.escape(label)}</b>", layout=W.Layout(max_width="420px")
+                                             ).add_class("aip-player-title")
+            boxes.append(W.VBox([self.player_titles[key], a]).add_class(f"aip-{key}-player"))
         self.player_boxes = dict(zip(("clean", "background", "mixture"), boxes))
 
         def html_w(cls, **layout):
-            w = W.HTML(layout=W.Layout(**layout))
-            w.add_class(cls)
-            return w
+            return W.HTML(layout=W.Layout(**layout)).add_class(cls)
 
         self.status = html_w("aip-status")
         self.mixinfo = html_w("aip-mixinfo")
@@ -128,27 +122,20 @@ class Explorer:
         self.bg_info = html_w("aip-bg-info")
         self.bg_table = html_w("aip-bg-table", width="100%")
         self.worst_title = W.HTML()
-        self.plot = W.Image(format="png", layout=W.Layout(max_width="860px", width="auto"))
-        self.plot.add_class("aip-plot")
+        self.plot = W.Image(format="png", layout=W.Layout(max_width="860px", width="auto")).add_class("aip-plot")
         self.bg_sort = W.Dropdown(description="Sort by", options=[], style={"description_width": "initial"},
-                                  layout=W.Layout(width="320px"))
-        self.bg_sort.add_class("aip-bg-sort")
-        self.bg_ascending = W.Checkbox(value=False, description="ascending", indent=False)
-        self.bg_ascending.add_class("aip-bg-sort-asc")
+                                  layout=W.Layout(width="320px")).add_class("aip-bg-sort")
+        self.bg_ascending = W.Checkbox(value=False, description="ascending", indent=False).add_class("aip-bg-sort-asc")
         self.worst = W.GridBox([], layout=W.Layout(grid_template_columns="repeat(4, max-content)",
-                                                   grid_gap="2px 12px", align_items="center"))
-        self.worst.add_class("aip-worst")
+                                                   grid_gap="2px 12px", align_items="center")).add_class("aip-worst")
 
-        players = W.HBox(boxes, layout=W.Layout(flex_flow="row wrap"))
-        players.add_class("aip-players")
-        worst_panel = W.VBox([self.worst_title, self.worst], layout=W.Layout(min_width="380px"))
-        worst_panel.add_class("aip-worst-panel")
-        bg_panel = W.VBox([W.HTML("<b>Background</b>"), self.bg_info,
-                           W.HTML("<b>All backgrounds, in Figure 4's order (most harmful first)</b>"),
-                           W.HBox([self.bg_sort, self.bg_ascending]), self.bg_table],
-                          layout=W.Layout(width="100%"))
-        bg_panel.add_class("aip-bg-panel")
-        self.bg_panel = bg_panel
+        players = W.HBox(boxes, layout=W.Layout(flex_flow="row wrap")).add_class("aip-players")
+        worst_panel = W.VBox([self.worst_title, self.worst],
+                             layout=W.Layout(min_width="380px")).add_class("aip-worst-panel")
+        self.bg_panel = W.VBox([W.HTML("<b>Background</b>"), self.bg_info,
+                                W.HTML("<b>All backgrounds, in Figure 4's order (most harmful first)</b>"),
+                                W.HBox([self.bg_sort, self.bg_ascending]), self.bg_table],
+                               layout=W.Layout(width="100%")).add_class("aip-bg-panel")
         title = W.HTML(CSS + "<h3 style='margin:0'>Listen and explore — profile "
                        f"<code>{html.escape(ws.profile)}</code></h3>")
         self.widget = ExplorerWidget([
@@ -157,9 +144,8 @@ class Explorer:
             players, self.mixinfo, self.family_info, self.response, self.metrics,
             W.HBox([self.plot, worst_panel], layout=W.Layout(flex_flow="row wrap", align_items="flex-start",
                                                              grid_gap="16px")),
-            bg_panel,
-        ])
-        self.widget.add_class("aip-explorer")
+            self.bg_panel,
+        ]).add_class("aip-explorer")
         self.widget.explorer = self
 
         if not self.tasks:
@@ -361,34 +347,32 @@ class Explorer:
         return self._bg_cache[1]
 
     def _render_bg_table(self):
+        from .formats import DESCRIPTORS
+
         if getattr(self, "_rendering_table", False):  # setting the sort options fires the observer
             return
         self._rendering_table = True
         try:
-            self._render_bg_table_now()
+            table = self._bg_frame()
+            deg = [c for c in table.columns if c.endswith("_pp")]
+            cols = (["rank"] if "rank" in table.columns else []) + deg + ["category"] + list(DESCRIPTORS)
+            options = [("Figure 4 order", _AS_RANKED)] + [
+                (col_header(c).replace("<br><small>", " (").replace("</small>", ")"), c) for c in cols[1:]]
+            if list(self.bg_sort.options) != options:
+                keep = self.bg_sort.value
+                self.bg_sort.options = options
+                self.bg_sort.value = keep if keep in [o[1] for o in options] else _AS_RANKED
+            by = self.bg_sort.value
+            if by and by != _AS_RANKED:
+                table = table.sort_values(by, ascending=bool(self.bg_ascending.value), kind="stable",
+                                          na_position="last")
+            elif self.bg_ascending.value:
+                table = table.iloc[::-1]
+            sel = self.controls["bg"].value if self.tasks and self.ws.condition_family == "background" else None
+            self.bg_table.value = bg_table_html(table, cols, deg, sel)
+            self._table_selected = sel
         finally:
             self._rendering_table = False
-
-    def _render_bg_table_now(self):
-        from .formats import DESCRIPTORS
-
-        table = self._bg_frame()
-        deg = [c for c in table.columns if c.endswith("_pp")]
-        cols = (["rank"] if "rank" in table.columns else []) + deg + ["category"] + list(DESCRIPTORS)
-        options = [("Figure 4 order", _AS_RANKED)] + [
-            (col_header(c).replace("<br><small>", " (").replace("</small>", ")"), c) for c in cols[1:]]
-        if list(self.bg_sort.options) != options:
-            keep = self.bg_sort.value
-            self.bg_sort.options = options
-            self.bg_sort.value = keep if keep in [o[1] for o in options] else _AS_RANKED
-        by = self.bg_sort.value
-        if by and by != _AS_RANKED:
-            table = table.sort_values(by, ascending=bool(self.bg_ascending.value), kind="stable", na_position="last")
-        elif self.bg_ascending.value:
-            table = table.iloc[::-1]
-        sel = self.controls["bg"].value if self.tasks and self.ws.condition_family == "background" else None
-        self.bg_table.value = bg_table_html(table, cols, deg, sel)
-        self._table_selected = sel
 
     def _render_worst(self, task, *, force=False):
         sc_path = self.ws.scores_csv(task)
@@ -476,15 +460,10 @@ class ExplorerWidget(W.VBox):
 
 
 def explorer(ws, *, n_worst: int = 10):
-    """The notebook-10 interface for a workspace.
+    """The notebook-10 interface for a workspace (what it shows, top to bottom: the module docstring).
 
-    Choose task, item, background, SNR and model (from what exists in the workspace); play the
-    clean utterance, the background part and the mixture (rebuilt from the manifest row, float32
-    WAV); read the reference and the responses marked word by word, their WER / correctness and the
-    change against clean; see clean and mixture spectrograms side by side; the worst cases (one
-    click loads one); the chosen background's licence, sources and descriptors (with units) and
-    all backgrounds in Figure 4's order, sortable by any column. Without inference results the
-    mixtures still play and the status line says so.
+    The controls list what exists in the workspace; without inference results the mixtures still
+    play and the status line says so.
 
     Parameters
     ----------

@@ -20,7 +20,7 @@ import aiplib
 
 profile: str = os.environ.get("AIP_PROFILE", "demo")  # demo | paper | custom
 smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests and CI
-seed: int = 20240917  # item selection seed
+seed: int = aiplib.DEFAULT_SEED  # item selection seed
 overwrite: bool = False  # rebuild existing item banks
 
 # %%

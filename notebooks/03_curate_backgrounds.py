@@ -21,7 +21,7 @@ profile: str = os.environ.get("AIP_PROFILE", "demo")  # demo | paper | custom
 smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests and CI
 duration_s: float = 30.0  # length of every curated background, s
 target_lufs: float = -23.0  # loudness of every background, LUFS
-seed: int = 20240917  # seeds the synthetic controls
+seed: int = aiplib.DEFAULT_SEED  # seeds the synthetic controls
 overwrite: bool = False
 
 # %%

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from aiplib import DEFAULT_SEED
 from aiplib import download as dl
 from aiplib import errors
 from aiplib.corpora import common_voice, paper, speech_commands
@@ -465,7 +466,7 @@ def test_paper_profile_dry_run_stages_1_to_5(tmp_path, server, registry, monkeyp
     # 02: the authors' rules at their smoke size
     sizes = pipeline.stage_sizes("paper", smoke=True)
     assert sizes == {"n_librispeech": 5, "n_common_voice": 5, "n_kws": 5}
-    banks = pipeline.build_item_banks(ws, seed=20240917, cv_dataset=fake_cv_records(), **sizes)
+    banks = pipeline.build_item_banks(ws, seed=DEFAULT_SEED, cv_dataset=fake_cv_records(), **sizes)
     asr, kws = banks["asr"], banks["kws"]
     assert list(asr.item_id[:5]) == _authors_librispeech_ids(ws.root / "speech_asr/librispeech", 5)
     assert list(kws.item_id) == _authors_kws_ids(ws.root / "kws/speech_commands/speech_commands_v0.02", 5)

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import DEFAULT_SEED
 from ..audio import SR, load_audio, write_wav
 from ..errors import AiplibError, AiplibParameterError, AudioFileError, MissingPackageError
 from ..formats import read_item_bank, write_item_bank
@@ -254,7 +255,7 @@ def _kws(ws, n_target: int, n_nontarget: int, rng) -> list[dict]:
 
 
 def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_target: int = 20,
-                     n_kws_nontarget: int = 10, seed: int = 20240917, overwrite: bool = False):
+                     n_kws_nontarget: int = 10, seed: int = DEFAULT_SEED, overwrite: bool = False):
     """Stage 2: write ``itembanks/asr.jsonl``, ``itembanks/kws.jsonl`` and their 16 kHz WAVs.
 
     Parameters
@@ -272,7 +273,8 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
         :data:`NON_TARGET_WORDS`, voices go round-robin over a seeded order of :data:`KWS_VOICES`
         (so min(n, 14) distinct voices). Clips are trimmed and centred in ≥ 1 s.
     seed : int
-        Seed of ``numpy.random.default_rng``; the same seed gives the same items and bytes.
+        Seed of ``numpy.random.default_rng`` (default :data:`aiplib.DEFAULT_SEED`); the same seed gives
+        the same items and bytes.
     overwrite : bool
         Rebuild even when both item banks exist (otherwise they are read back and returned).
 
@@ -366,7 +368,7 @@ def _speech_specs(ws, seed: int) -> list[dict]:
     ]
 
 
-def battery_specs(ws, *, seed: int = 20240917) -> list[dict]:
+def battery_specs(ws, *, seed: int = DEFAULT_SEED) -> list[dict]:
     """The 20 background specs of the demo battery (input of :func:`aiplib.backgrounds.curate_battery`).
 
     Parameters
@@ -375,7 +377,7 @@ def battery_specs(ws, *, seed: int = 20240917) -> list[dict]:
         Stages 1 and 2 must have been run: the sources are the copies under ``raw/``, and the
         babble / hubbub avoid every Asterisk prompt listed in ``itembanks/asr.jsonl``.
     seed : int
-        Seed of the choice and order of the babble / hubbub prompts.
+        Seed of the choice and order of the babble / hubbub prompts (default :data:`aiplib.DEFAULT_SEED`).
 
     Returns
     -------

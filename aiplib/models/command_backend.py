@@ -45,7 +45,7 @@ from ..audio import SR, valid_audio
 from ..errors import AiplibError, AiplibParameterError, ModelUnavailableError
 from .base import Recogniser
 
-__all__ = ["CommandRecogniser", "CommandError", "load", "DEFAULT_TIMEOUT_S"]
+__all__ = ["CommandRecogniser", "CommandError", "load", "DEFAULT_TIMEOUT_S", "retry_key"]
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -55,7 +55,23 @@ class CommandError(AiplibError, RuntimeError):
     ``cannot start`` only."""
 
 
-def _key(audio: np.ndarray, prompt) -> str:
+def retry_key(audio: np.ndarray, prompt) -> str:
+    """Key of one stimulus in a backend's retry cache (this backend and the ``openai`` one).
+
+    When a batch ``generate`` fails, the answers it did get are kept under this key, so the
+    runner's per-item retry of the same (audio, prompt) does not call the program or endpoint again.
+
+    Parameters
+    ----------
+    audio : np.ndarray [shape=(n,)]
+        The waveform as sent (after the cut to ``max_audio_s``); hashed as float32.
+    prompt : str or None
+
+    Returns
+    -------
+    str
+        Hex SHA-1 of the float32 samples' bytes followed by ``repr(prompt)``.
+    """
     h = hashlib.sha1(np.ascontiguousarray(audio, dtype=np.float32).tobytes())
     h.update(repr(prompt).encode())
     return h.hexdigest()
@@ -176,7 +192,7 @@ class CommandRecogniser(Recogniser):
         for i, (a, p) in enumerate(zip(audios, prompts)):
             a = np.asarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples], dtype=np.float32)
             p = p.strip() if isinstance(p, str) and p.strip() else None
-            k = _key(a, p)
+            k = retry_key(a, p)
             if k in self._cache:
                 results.append(self._cache.pop(k))
                 continue

@@ -52,7 +52,6 @@ retried per request (``engine_args``: ``max_retries`` 5, ``backoff_s`` · 2^atte
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import logging
 import os
@@ -69,6 +68,7 @@ from ..audio import SR, valid_audio
 from ..errors import AiplibError, AiplibParameterError, ModelUnavailableError
 from .adapters import wav_bytes  # 16-bit PCM WAV in memory
 from .base import Recogniser
+from .command_backend import retry_key  # the one retry-cache key of both backends
 
 __all__ = ["OpenAIRecogniser", "OpenAIBackendError", "load", "RETRY_STATUS", "chat_payload"]
 
@@ -93,12 +93,6 @@ def _multipart(fields: dict, file_bytes: bytes) -> tuple[bytes, str]:
                  f"Content-Type: audio/wav\r\n\r\n".encode() + file_bytes + b"\r\n")
     parts.append(f"--{boundary}--\r\n".encode())
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
-
-
-def _key(audio: np.ndarray, prompt) -> str:
-    h = hashlib.sha1(np.ascontiguousarray(audio, dtype=np.float32).tobytes())
-    h.update(repr(prompt).encode())
-    return h.hexdigest()
 
 
 def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int, extra: dict | None = None) -> dict:
@@ -246,7 +240,7 @@ class OpenAIRecogniser(Recogniser):
             p = p.strip() if isinstance(p, str) and p.strip() else None
             clips.append(y)
             texts.append(p)
-            keys.append(_key(y, p))
+            keys.append(retry_key(y, p))
         results: list = [None] * len(clips)
         todo = []
         for i, k in enumerate(keys):

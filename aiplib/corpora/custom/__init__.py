@@ -57,6 +57,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ... import DEFAULT_SEED
 from ...audio import SR, load_audio, write_wav
 from ...errors import AiplibError, AiplibParameterError
 from ...formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
@@ -212,7 +213,7 @@ def _none(v):
     return None if v in ("", None) or (isinstance(v, float) and np.isnan(v)) else v
 
 
-def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_items: int | None = None):
+def build_item_banks(ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, max_items: int | None = None):
     """Stage 2 of ``custom``: decode the validated files into the item banks.
 
     Parameters
@@ -220,7 +221,7 @@ def build_item_banks(ws, *, seed: int = 20240917, overwrite: bool = False, max_i
     ws : aiplib.workspace.Workspace
         Stage 1 (:func:`gather_raw`) must have been run.
     seed : int
-        Seed of the item choice when ``max_items`` is set.
+        Seed of the item choice when ``max_items`` is set (default :data:`aiplib.DEFAULT_SEED`).
     overwrite : bool
         Rebuild even when both item banks exist (without it they are read back).
         :func:`aiplib.pipeline.build_item_banks` passes it when its stamp records another
