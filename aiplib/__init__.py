@@ -10,8 +10,8 @@ __version__ = "0.1.0"
 DEFAULT_SEED = 20240917
 """The pipeline's default seed: item selection (stage 2), the synthetic backgrounds (stage 3) and
 the manipulation checks (stage 6), whose notebooks' ``seed`` parameter defaults to it (``make
-SEED=N`` passes another), and the demo's babble / hubbub prompt choice (stage 3, which notebook 03
-does not pass its ``seed`` to). Defined before the imports below so that every submodule can
+SEED=N`` passes another), including the demo's babble / hubbub prompt choice (stage 3). The
+mixing seeds of stage 5 are not this: they count manifest rows (``seed_offset``). Defined before the imports below so that every submodule can
 import it (``from aiplib import DEFAULT_SEED``)."""
 
 from .errors import (  # noqa: F401

@@ -35,7 +35,7 @@ print(ws.root)
 from aiplib import pipeline
 from aiplib.backgrounds import curate_battery
 
-specs = pipeline.battery_specs(ws)
+specs = pipeline.battery_specs(ws, seed=seed)
 battery = curate_battery(ws, specs, duration_s=duration_s, target_lufs=target_lufs, seed=seed,
                          overwrite=overwrite)
 battery[["bg_id", "category", "source_package", "licence", "source_duration_s", "lufs_after"]]

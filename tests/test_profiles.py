@@ -27,3 +27,13 @@ def test_unknown_profile_is_refused_by_name():
         get_profile("timit")
     with pytest.raises(AiplibParameterError, match="unknown profile 'timit'"):
         pipeline.stage_sizes("timit")
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_every_profile_takes_stage_3_s_seed(name):
+    """Notebook 03 passes its ``seed`` to ``battery_specs`` (``make SEED=N`` reaches the demo's
+    babble / hubbub choice), so every profile's ``battery_specs`` must take it."""
+    import inspect
+
+    assert "seed" in inspect.signature(get_profile(name).battery_specs).parameters
+    assert "battery_specs(ws, seed=seed)" in open("notebooks/03_curate_backgrounds.py").read()

@@ -404,12 +404,14 @@ AUTHORS_CATEGORY = {b[0]: ("speech_like" if b[1] in ("noisex92", "musan") or b[3
 """``bg_id`` → the authors' category (their spec labels ``musan_music`` ``speech_like`` too)."""
 
 
-def battery_specs(ws, *, registry=None) -> list:
+def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
     """Stage 3 of ``paper``: the 20 background specs of Table 1 for ``curate_battery``.
 
     Parameters
     ----------
     ws : aiplib.workspace.Workspace
+    seed : int, optional
+        Stage 3's seed; unused (the authors' files are fixed, no random choice).
     registry : dict, optional
         Replacement for :data:`CORPORA` (folders and licences).
 

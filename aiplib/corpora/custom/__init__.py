@@ -280,13 +280,15 @@ def build_item_banks(ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, m
 
 
 # ----------------------------------------------------------------------------- stage 3 input
-def battery_specs(ws) -> list[dict]:
+def battery_specs(ws, *, seed: int | None = None) -> list[dict]:
     """The background specs of ``custom`` (input of :func:`aiplib.backgrounds.curate_battery`).
 
     Parameters
     ----------
     ws : aiplib.workspace.Workspace
         Stage 1 must have been run.
+    seed : int, optional
+        Stage 3's seed; unused (one spec per file, no random choice).
 
     Returns
     -------
