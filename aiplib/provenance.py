@@ -47,9 +47,9 @@ PROVENANCE_FILE = "provenance.json"
 SIDECAR_KEY = "provenance"
 """Key under which a sidecar holds the provenance (other keys of an existing sidecar are kept)."""
 
-_PACKAGES = ("numpy", "scipy", "pandas", "jiwer", "whisper-normalizer", "matplotlib")
-
-
+_PACKAGES = ("numpy", "scipy", "pandas", "jiwer", "openai-whisper", "matplotlib")
+"""Distributions whose versions every provenance record holds (``openai-whisper`` supplies the
+Whisper-style normaliser, :mod:`aiplib.textnorm_whisper`)."""
 
 
 
