@@ -7,7 +7,7 @@ is the families one run covers (``make all SUITE=background,channel``; default `
 ``make all`` does what it always did, at the same cost).
 
 Every family has its own manifests (``manifests/<cf>/<asr|kws>.csv``, built by stage 5 with
-:func:`aiplib.manifests.build_family_manifest`), its own inference files
+:func:`aiplib.family_manifests.build_family_manifest`), its own inference files
 (``inference/<cf>/<model>/<task>.jsonl``) and scores (``results/scores/<cf>/``): the workspace
 view :meth:`aiplib.workspace.Workspace.with_family` resolves those folders, so stage 7 and 8 run
 on a family unchanged. ``background`` keeps today's paths.
@@ -43,7 +43,7 @@ FAMILY_COLUMNS = {
     "channel": ["channel_condition", "applied_to", "condition_params"],
 }
 """Columns a family's manifest has after :data:`aiplib.manifests.EXTRA_COLUMNS`, in order
-(meanings: :func:`aiplib.manifests.build_family_manifest`)."""
+(meanings: :func:`aiplib.family_manifests.build_family_manifest`)."""
 
 FAMILY_SEED_START = {("competing_speech", "asr"): 20000, ("competing_speech", "kws"): 30000,
                      ("channel", "asr"): 40000, ("channel", "kws"): 50000}

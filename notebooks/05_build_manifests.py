@@ -44,7 +44,7 @@ print(ws.root)
 
 # %%
 from aiplib.families import family_manifest_summary
-from aiplib.manifests import build_family_manifests
+from aiplib.family_manifests import build_family_manifests
 
 by_family = build_family_manifests(ws, suite, seed_offset=seed_offset, snrs=snrs, overwrite=overwrite)
 manifests = {family: df for (cf, family), df in by_family.items() if cf == "background"}
