@@ -216,13 +216,14 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
     info["duration_s"] = round(float(y.size / SR), 4)
     bad = False
     if y.size < MIN_LOUDNESS_S * SR:  # pyloudnorm's own test (util.valid_audio)
-        what = ("looped to fill a stimulus it would repeat every fraction of a second"
-                if role == "background" else "stage 5 would build it into the manifests and stage 6 fail on it")
+        what = (f"looped to fill a stimulus it would repeat every {y.size / SR:.3f} s, a buzz rather than a "
+                "background" if role == "background" else
+                "it cannot be loudness-normalised: the mixer would fail on it at stage 6 or 7")
         probs.add("fatal", "too_short", path,
                   f"{role}: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) is shorter than the "
                   f"{MIN_LOUDNESS_S:g} s ITU-R BS.1770 gating block, so its loudness cannot be measured "
-                  f"and it cannot be loudness-normalised ({what}); is the file truncated? Give a recording "
-                  f"of at least {MIN_LOUDNESS_S:g} s or remove it")
+                  f"({what}); is the file truncated? Give a recording of at least {MIN_LOUDNESS_S:g} s or "
+                  "remove it")
         bad = True
     if not np.isfinite(loudness_lufs(y, sr=SR, name=str(path))):
         probs.add("fatal", "silent", path,
