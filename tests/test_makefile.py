@@ -230,3 +230,17 @@ def test_real_stage_hides_the_tcp_warning_from_the_screen_only(tmp_path):
 
     if tuple(int(x) for x in ipykernel.__version__.split(".")[:2]) >= (7, 3):
         assert "Kernel is running over TCP without encryption." in (out / "97_ok.log").read_text()
+
+
+def test_seed_reaches_stages_2_3_6_9_and_seed_offset_stage_5_only():
+    """What the README says of SEED= and PARAMS='-p seed_offset n', read from the notebooks' own
+    parameters cells (the declarations scripts/run_stage.sh filters make's arguments by)."""
+    from aiplib.params import notebook_parameters
+
+    notebooks = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    declares = {nb.name[:2]: set(notebook_parameters(nb)) for nb in notebooks}
+    assert sorted(k for k, names in declares.items() if "seed" in names) == ["02", "03", "06", "09"]
+    assert sorted(k for k, names in declares.items() if "seed_offset" in names) == ["05"]
+    out = subprocess.run(["make", "-n", "--no-print-directory", "-o", ".venv/.installed", "DATA_ROOT=/tmp/aip-seed",
+                          "05", "SEED=7"], cwd=REPO, capture_output=True, text=True, env=_env(), check=True).stdout
+    assert "-p seed 7" in out  # make passes it to every stage; run_stage.sh drops it where not declared

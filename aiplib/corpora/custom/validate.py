@@ -366,12 +366,13 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
     transcript or label empty after normalisation (``[music]``, ``uh``: WER undefined), a row whose
     file is missing, a duplicate row, an unreadable or corrupt file, an empty file (0 bytes) or no
     samples, NaN or infinite samples, an utterance, clip or background shorter than the 0.4 s
-    BS.1770 gating block (:data:`aiplib.audio.MIN_LOUDNESS_S`: its loudness cannot be measured), silence (−inf LUFS: every 400 ms block below the ITU-R BS.1770 gate of −70 LUFS, so
-    it cannot be loudness-normalised), an utterance or clip longer than :data:`MAX_UTTERANCE_S`, a
+    BS.1770 gating block (:data:`aiplib.audio.MIN_LOUDNESS_S`: its loudness cannot be measured),
+    silence (−inf LUFS: every 400 ms block below the ITU-R BS.1770 gate of −70 LUFS, so it cannot
+    be loudness-normalised), an utterance or clip longer than :data:`MAX_UTTERANCE_S`, a
     category not in :data:`CATEGORIES`, no usable items or no backgrounds. Warnings: an utterance
     shorter than :data:`MIN_S_PER_WORD` (0.1 s) per word of its transcript, backgrounds
     shorter than the longest utterance (looped), backgrounds with long runs of digital silence
-    (trimmed copy, see :func:`strip_digital_silence`), fewer than :data:`MIN_BACKGROUNDS`
+    (trimmed copy, see :func:`strip_digital_silence`), fewer than :data:`MIN_BACKGROUNDS` accepted
     backgrounds, multi-word labels (skipped), labels changed by normalisation (``"Yes!"`` →
     ``yes``), missing licences, a keyword list other than the default, no target clip, a
     symbolic-link loop.
