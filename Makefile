@@ -1,9 +1,10 @@
 # AIP-Speech — `make all` runs the pipeline headless; `make test` runs the tests.
 # Variables: PROFILE=demo|paper|custom, MODEL=…, TASK=…, SHARD=i/n (stage 7: one shard of n, then
 # `make merge`), SUITE=background|competing_speech|channel|comma list|all (condition families of
-# stages 1, 5 and 7; default background), PARAMS='-p name value …' (extra papermill parameters), plus for
-# custom: SPEECH_DIR TEXTS KWS_DIR KWS_LABELS BACKGROUNDS_DIR (and DISTRACTORS_DIR DISTRACTOR_TEXTS for
-# competing_speech, also paper), for paper: MIRROR.
+# stages 1, 5 and 7; default background), SEED=n (the seed of stages 2, 3, 6 and 9, not the mixing:
+# PARAMS='-p seed_offset n' moves the manifests' seeds, stage 5), PARAMS='-p name value …' (extra
+# papermill parameters), plus for custom (all five required): SPEECH_DIR TEXTS KWS_DIR KWS_LABELS
+# BACKGROUNDS_DIR (and DISTRACTORS_DIR DISTRACTOR_TEXTS for competing_speech, also paper), for paper: MIRROR.
 # Paths may contain spaces (DATA_ROOT="/my data", a clone in "~/My Projects"): every recipe quotes them.
 SHELL := /bin/bash
 PROFILE ?= demo
@@ -77,7 +78,7 @@ all: setup validate
 	@echo "make all: done — figures in '$(DATA_ROOT)/$(PROFILE)/results/figures', tables in results/tables"
 
 help:
-	@sed -n '1,6p' Makefile
+	@sed -n '1,7p' Makefile
 
 setup: $(STAMP)
 

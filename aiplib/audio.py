@@ -32,7 +32,13 @@ SR = 16000
 """The pipeline's sample rate in Hz."""
 
 MIN_LOUDNESS_S = 0.4
-"""BS.1770 gating block length in seconds; shorter signals are looped before measuring."""
+"""BS.1770 gating block length in seconds, the ``block_size`` of the pyloudnorm meter used here.
+
+pyloudnorm refuses a signal of fewer than ``MIN_LOUDNESS_S * sr`` samples ("Audio must have length
+greater than the block size"): :func:`loudness_lufs` loops such a signal first, the authors' mixer
+(:func:`aiplib.mixing.loudness_normalize`) does not, so custom-profile validation refuses every
+utterance, keyword clip and background shorter than this
+(:func:`aiplib.corpora.custom.validate.validate_inputs`)."""
 
 _FFMPEG_FORMATS = {".g722": ["-f", "g722"]}
 
@@ -224,7 +230,7 @@ def loop_or_cut(y, n: int) -> np.ndarray:
 def _meter(sr: int):
     import pyloudnorm
 
-    return pyloudnorm.Meter(sr)  # BS.1770-4, 400 ms blocks
+    return pyloudnorm.Meter(sr, block_size=MIN_LOUDNESS_S)  # BS.1770-4, 400 ms blocks
 
 
 def loudness_lufs(y, *, sr: int = SR, name: str = "audio") -> float:

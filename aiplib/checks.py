@@ -17,6 +17,8 @@ import hashlib
 import numpy as np
 import pandas as pd
 
+from .audio import MIN_LOUDNESS_S
+from .errors import AudioFileError
 from .formats import read_manifest, read_manifest_meta, write_json_atomic
 from .manifests import SEED_START
 from .mixing import BG_SILENCE_POWER, SPEECH_LUFS, bg_offset, materialize
@@ -50,6 +52,42 @@ def active_fraction(y, *, frame: int = 512, floor_db: float = -30.0) -> float:
     return float(np.mean(20 * np.log10(np.maximum(rms, 1e-12) / rms.max()) > floor_db))
 
 
+def _materialize(row, ws):
+    """:func:`aiplib.mixing.materialize`, with the files named when an :class:`AudioFileError` does not.
+
+    The mixer's loudness error (pyloudnorm refuses a signal shorter than the
+    :data:`aiplib.audio.MIN_LOUDNESS_S` = 0.4 s BS.1770 block) names no file: it is raised again
+    naming the speech file it measured, its length (samples and s at 16 kHz) and the stimulus id.
+    Any other :class:`AudioFileError` that names neither file gets the stimulus id and its files.
+
+    Raises
+    ------
+    AudioFileError
+        As :func:`~aiplib.mixing.materialize`, with the message above.
+    """
+    try:
+        return materialize(row, ws)
+    except AudioFileError as exc:
+        msg = str(exc)
+        speech = str(ws.path(str(row.get("speech_path", "")))) if row.get("speech_path") else ""
+        bg = row.get("bg_path")
+        bg = str(ws.path(str(bg))) if isinstance(bg, str) and bg and bg != "nan" else ""
+        if (speech and speech in msg) or (bg and bg in msg):
+            raise
+        if speech and msg.startswith("loudness cannot be measured"):
+            import soundfile as sf
+
+            try:
+                info = sf.info(speech)
+                length = f"{info.frames} samples = {info.duration:.3f} s at {info.samplerate} Hz, "
+            except Exception:  # noqa: BLE001 - the length is a courtesy; the file is named anyway
+                length = ""
+            raise AudioFileError(f"{speech}: {msg} ({length}shorter than the {MIN_LOUDNESS_S:g} s BS.1770 block; "
+                                 f"speech of stimulus {row.get('id')!r})") from None
+        files = ", ".join(f for f in (speech, bg) if f) or "no file named in the row"
+        raise AudioFileError(f"stimulus {row.get('id')!r} ({files}): {msg}") from None
+
+
 def _manifests(ws, families=FAMILIES):
     return {f: read_manifest(ws, f) for f in families if ws.manifest_csv(f).is_file()}
 
@@ -70,10 +108,10 @@ def background_presence(ws, *, max_items: int = 3) -> pd.DataFrame:
     for fam, man in _manifests(ws).items():
         items = man["speech_id"].drop_duplicates().head(max_items)
         sub = man[man["speech_id"].isin(items)]
-        clean = {r["speech_id"]: materialize(r, ws)[0] for r in sub[sub["condition"] == "clean"].to_dict("records")}
+        clean = {r["speech_id"]: _materialize(r, ws)[0] for r in sub[sub["condition"] == "clean"].to_dict("records")}
         noisy = sub[sub["condition"] != "clean"].to_dict("records")
         for r in track(noisy, f"background presence · {fam}", unit="stim"):
-            y, info = materialize(r, ws)
+            y, info = _materialize(r, ws)
             speech = clean[r["speech_id"]].astype(np.float64) * info.clip_scale
             resid = y.astype(np.float64) - speech
             p_s, p_b = float(np.dot(speech, speech)), float(np.dot(resid, resid))
@@ -133,7 +171,7 @@ def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed:
     rec = load_model(model)
     try:
         for r in track(picked.to_dict("records"), f"WER constancy · {model}", unit="item"):
-            y, _ = materialize(r, ws)
+            y, _ = _materialize(r, ws)
             audios = [np.clip(y * np.float32(10 ** ((lv - SPEECH_LUFS) / 20)), -1, 1).astype(np.float32)
                       for lv in levels_lufs]
             outs = rec.generate(audios, [prompt] * len(audios))
@@ -166,8 +204,8 @@ def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
         result["seeds_match"] &= man["seed"].tolist() == list(range(start, start + len(man)))
         rows = man.sample(n=min(n_rows, len(man)), random_state=seed).to_dict("records")
         for r in rows:
-            a, _ = materialize(r, ws)
-            b, _ = materialize(r, ws)
+            a, _ = _materialize(r, ws)
+            b, _ = _materialize(r, ws)
             h1, h2 = hashlib.sha256(a.tobytes()).hexdigest(), hashlib.sha256(b.tobytes()).hexdigest()
             result["identical_bytes"] &= h1 == h2
             result["stimuli"][f"{fam}/{r['id']}"] = h1
@@ -236,7 +274,7 @@ def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
     for r in pick.to_dict("records"):
         path = out / f"{r['family']}_{r['id']}.wav"
         if not path.is_file():
-            y, _ = materialize(r, ws)
+            y, _ = _materialize(r, ws)
             from .audio import write_wav
 
             write_wav(path, y, subtype="PCM_16")

@@ -44,10 +44,24 @@ else
 fi
 
 # Pass stderr through unchanged (progress bars included) until a traceback starts at the beginning of
-# a line; hide the rest (it is in the log).
+# a line; hide the rest (it is in the log). Two known-benign kernel lines are also left off the screen
+# (only: each is matched from the start of its line; both stay in the log):
+# - "[IPKernelApp] WARNING | Kernel is running over TCP without encryption...": ipykernel >= 7.3 logs
+#   it at every kernel start unless the kernel manager provisions CurveZMQ keys
+#   (KernelManager.transport_encryption = "auto", which the .venv kernelspec supports) or uses IPC
+#   transport. papermill's command line cannot configure the kernel manager (no config option;
+#   nbclient builds it from an empty traitlets config), so the line is filtered here. The kernel and
+#   papermill talk over the loopback interface of this machine.
+# - "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel.": jupyter_client's shutdown_kernel
+#   interrupts the kernel (SIGINT) before it sends the shutdown request, so a kernel still inside a
+#   message handler when a stage ends logs it. A real interrupt of a cell is a cell error instead
+#   (papermill's "Exception encountered", reported below as a failure).
 hide_traceback='
 import os, sys
 mark = b"Traceback (most recent call last):"
+benign = (b"[IPKernelApp] WARNING | Kernel is running over TCP without encryption.",
+          b"[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel")
+head = b"[IPKernelApp] "
 buf, hidden = b"", False
 while True:
     chunk = os.read(0, 65536)
@@ -56,17 +70,23 @@ while True:
     if hidden:
         continue
     buf += chunk
-    i = buf.find(mark)
-    while i > 0 and buf[i - 1:i] not in (b"\n", b"\r"):
-        i = buf.find(mark, i + 1)
-    if i >= 0:
-        os.write(2, buf[:i])
-        hidden = True
-    else:
-        keep = len(mark)
-        os.write(2, buf[:-keep])
-        buf = buf[-keep:]
-if not hidden:
+    out = []
+    while True:  # complete lines (ended by \n or \r: progress bars redraw with \r)
+        ends = [k for k in (buf.find(b"\n"), buf.find(b"\r")) if k >= 0]
+        if not ends:
+            break
+        line, buf = buf[:min(ends) + 1], buf[min(ends) + 1:]
+        if line.startswith(mark):
+            hidden, buf = True, b""
+            break
+        if not line.startswith(benign):
+            out.append(line)
+    # an unfinished line is shown at once, unless it may still become a traceback or a benign line
+    if buf and not (mark.startswith(buf) or head.startswith(buf) or buf.startswith(head)):
+        out.append(buf)
+        buf = b""
+    os.write(2, b"".join(out))
+if not hidden and not buf.startswith((mark, *benign)):
     os.write(2, buf)
 '
 

@@ -175,3 +175,72 @@ def test_run_stage_passes_a_notebook_only_the_parameters_it_declares(tmp_path):
         f"note: not passed to 05_build_manifests: snrs_db — no notebook in {REPO / 'notebooks'} declares it (a typo?)"]
     assert (out / "05_build_manifests.ipynb").is_file() and sorted(os.listdir(out)) == [
         "05_build_manifests.ipynb", "05_build_manifests.log"]
+
+
+def test_run_stage_keeps_two_benign_kernel_lines_in_the_log_only(tmp_path):
+    """The kernel's TCP-encryption warning and the KeyboardInterrupt that jupyter_client's shutdown
+    interrupt makes the kernel log are left off the screen (matched from the start of a line only) and
+    kept in the stage's log; every other line, an unfinished progress line and a traceback's
+    hiding behave as before. A stand-in papermill writes the lines to its stderr."""
+    tcp = ("[IPKernelApp] WARNING | Kernel is running over TCP without encryption. All communication (including "
+           "code and outputs) is sent in plain text and is susceptible to eavesdropping. Use IPC transport or launch "
+           "with kernel manager-provisioned CurveZMQ keys to enable transport encryption.")
+    kbi = "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel."
+    other = "[IPKernelApp] WARNING | Unknown message type: 'foo'"
+    fake = tmp_path / "bin" / "papermill"
+    fake.parent.mkdir()
+    fake.write_text("#!/usr/bin/env bash\n"
+                    f"printf '%s\\n' \"{tcp}\" >&2\n"
+                    "printf '[progress] stage · 1/2 item\\n' >&2\n"
+                    f"printf '%s\\n' \"{other}\" >&2\n"
+                    "printf '[progress] stage · 2/2 item · done' >&2\n"  # no newline at the end
+                    f"printf '\\n%s\\n' \"{kbi}\" >&2\n"
+                    "printf 'note: the kernel said %s\\n' 'KeyboardInterrupt caught in kernel' >&2\n"
+                    "echo '{}' > \"$4\"\n")
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    env = dict(_env(), PAPERMILL=str(fake), FILTER_PYTHON=sys.executable)
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "run_stage.sh"), "05_build_manifests",
+                           str(REPO / "notebooks"), str(out)], cwd=tmp_path, capture_output=True, text=True,
+                          env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "[progress] stage · 1/2 item", other, "[progress] stage · 2/2 item · done",
+        "note: the kernel said KeyboardInterrupt caught in kernel"]  # not at a line start: shown
+    log = (out / "05_build_manifests.log").read_text().splitlines()
+    assert log[0] == tcp and kbi in log and other in log
+
+
+@needs_make
+def test_real_stage_hides_the_tcp_warning_from_the_screen_only(tmp_path):
+    """A real papermill run (ipykernel >= 7.3 logs the warning at kernel start): not on screen, in the log."""
+    nbdir = tmp_path / "nbs"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import sys\nprint('to stderr', file=sys.stderr)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbdir.mkdir()
+    nbformat.write(nb, str(nbdir / "97_ok.ipynb"))
+    out = tmp_path / "out"
+    env = dict(_env(), PAPERMILL=str(VENV / "bin" / "papermill"), FILTER_PYTHON=str(VENV / "bin" / "python"))
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "run_stage.sh"), "97_ok", str(nbdir), str(out)],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "to stderr" in proc.stderr and "IPKernelApp" not in proc.stderr
+    import ipykernel
+
+    if tuple(int(x) for x in ipykernel.__version__.split(".")[:2]) >= (7, 3):
+        assert "Kernel is running over TCP without encryption." in (out / "97_ok.log").read_text()
+
+
+def test_seed_reaches_stages_2_3_6_9_and_seed_offset_stage_5_only():
+    """What the README says of SEED= and PARAMS='-p seed_offset n', read from the notebooks' own
+    parameters cells (the declarations scripts/run_stage.sh filters make's arguments by)."""
+    from aiplib.params import notebook_parameters
+
+    notebooks = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    declares = {nb.name[:2]: set(notebook_parameters(nb)) for nb in notebooks}
+    assert sorted(k for k, names in declares.items() if "seed" in names) == ["02", "03", "06", "09"]
+    assert sorted(k for k, names in declares.items() if "seed_offset" in names) == ["05"]
+    out = subprocess.run(["make", "-n", "--no-print-directory", "-o", ".venv/.installed", "DATA_ROOT=/tmp/aip-seed",
+                          "05", "SEED=7"], cwd=REPO, capture_output=True, text=True, env=_env(), check=True).stdout
+    assert "-p seed 7" in out  # make passes it to every stage; run_stage.sh drops it where not declared

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import soundfile as sf
 
-from ...audio import SR, load_audio, loudness_lufs
+from ...audio import MIN_LOUDNESS_S, SR, load_audio, loudness_lufs
 from ...errors import AudioFileError, MissingPackageError
 from .report import _Collector
 
@@ -170,12 +170,28 @@ def _read_table(path: Path, required: tuple, probs: _Collector, what: str, alias
 
 
 def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
-    """Read one file as the pipeline will; record problems. Returns (info dict, y) or (None, None)."""
+    """Read one file as the pipeline will (16 kHz mono float32); record its problems.
+
+    Fatal problems recorded: ``missing_file``, ``empty`` (a 0-byte file: "empty file (0 bytes)";
+    or a header without samples), ``unreadable``, ``nan``, ``too_short`` (fewer than
+    ``MIN_LOUDNESS_S * SR`` samples at 16 kHz, i.e. shorter than the 0.4 s ITU-R BS.1770 gating
+    block: pyloudnorm refuses to measure its loudness, so the mixer cannot normalise it;
+    :data:`aiplib.audio.MIN_LOUDNESS_S`), ``silent`` and ``too_long`` (longer than ``cap_s``, s).
+
+    Returns
+    -------
+    (info, y) : dict, np.ndarray [shape=(n,)] float32 at 16 kHz
+        ``info`` is None when a fatal problem was recorded; ``(None, None)`` when the file could
+        not be decoded.
+    """
     info = dict(bytes=None, sample_rate=None, channels=None, duration_s=None)
     try:
         info["bytes"] = path.stat().st_size
     except OSError:
         probs.add("fatal", "missing_file", path, f"{role}: file not found")
+        return None, None
+    if info["bytes"] == 0:
+        probs.add("fatal", "empty", path, f"{role}: empty file (0 bytes)")
         return None, None
     try:
         si = sf.info(str(path))
@@ -199,6 +215,16 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
         return None, None
     info["duration_s"] = round(float(y.size / SR), 4)
     bad = False
+    if y.size < MIN_LOUDNESS_S * SR:  # pyloudnorm's own test (util.valid_audio)
+        what = (f"looped to fill a stimulus it would repeat every {y.size / SR:.3f} s, a buzz rather than a "
+                "background" if role == "background" else
+                "it cannot be loudness-normalised: the mixer would fail on it at stage 6 or 7")
+        probs.add("fatal", "too_short", path,
+                  f"{role}: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) is shorter than the "
+                  f"{MIN_LOUDNESS_S:g} s ITU-R BS.1770 gating block, so its loudness cannot be measured "
+                  f"({what}); is the file truncated? Give a recording of at least {MIN_LOUDNESS_S:g} s or "
+                  "remove it")
+        bad = True
     if not np.isfinite(loudness_lufs(y, sr=SR, name=str(path))):
         probs.add("fatal", "silent", path,
                   f"{role}: the audio is silent (integrated loudness -inf LUFS: no 400 ms block above "

@@ -1,6 +1,7 @@
 """What validation of the custom inputs reports: :class:`Problem` and :class:`ValidationReport`."""
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
@@ -10,6 +11,8 @@ from ...errors import ValidationError
 __all__ = ["Problem", "ValidationReport"]
 
 _SEVERITIES = ("fatal", "warning")
+_ROLES = {"speech_dir": ("utterances", "speech"), "kws_dir": ("keyword clips", "kws"),
+          "backgrounds_dir": ("backgrounds", "backgrounds")}
 
 
 @dataclass(frozen=True)
@@ -22,9 +25,9 @@ class Problem:
         ``fatal`` stops the pipeline; ``warning`` is reported and the run goes on.
     kind : str
         Short code: ``parameter``, ``table``, ``missing_transcript``, ``missing_label``,
-        ``missing_file``, ``unreadable``, ``empty``, ``nan``, ``silent``, ``too_long``,
+        ``missing_file``, ``unreadable``, ``empty``, ``nan``, ``silent``, ``too_short``, ``too_long``,
         ``duplicate``, ``category``, ``no_items``, ``unreadable_folder``, ``empty_reference``,
-        ``bg_looped``, ``digital_silence``, ``few_backgrounds``, ``licence_row``, ``multi_keyword``,
+        ``short_for_text``, ``bg_looped``, ``digital_silence``, ``few_backgrounds``, ``licence_row``, ``multi_keyword``,
         ``label_normalised``, ``no_licence``, ``keywords``, ``no_targets``, ``symlink_loop``.
     file : str
         The file (or folder, or table) concerned; empty when none.
@@ -83,8 +86,22 @@ class ValidationReport:
         """True when no problem is fatal."""
         return not self.fatal
 
+    def _accepted(self, role: str, folder: str | None = None) -> tuple[int, int]:
+        """Files of ``role`` accepted and skipped (multi-word KWS labels), only those under ``folder`` if given."""
+        rows = getattr(self, _ROLES[role][1])
+        if folder is not None:
+            top = os.path.join(folder, "")
+            rows = [r for r in rows if str(r["file"]).startswith(top)]
+        used = sum(1 for r in rows if r.get("used", True))
+        return used, len(rows) - used
+
     def summary(self, max_folders: int = 20) -> str:
-        """A printable report: counts of files read, the audio files found per folder, then every problem.
+        """A printable report: files found and accepted per input, the audio files per folder, every problem.
+
+        The head line and the folder lines count the same things: *found* is the audio files the
+        folder scan found, *accepted* those that passed (the rows of ``speech``, ``kws`` with
+        ``used``, ``backgrounds``), *skipped* the keyword clips left out for a multi-word label,
+        *rejected* the rest of the found files (each named by a fatal problem below).
 
         Parameters
         ----------
@@ -92,15 +109,27 @@ class ValidationReport:
             Subfolders listed one by one per input folder (with their count of audio files) when
             the input folder has at most this many; above it only the total is printed.
         """
-        n_kws = sum(1 for r in self.kws if r["used"])
-        head = (f"custom inputs: {len(self.speech)} utterances, {n_kws} keyword clips "
-                f"({len(self.kws) - n_kws} skipped), {len(self.backgrounds)} backgrounds — "
-                f"{len(self.fatal)} fatal problem(s), {len(self.warnings)} warning(s)")
+        scans = {sc["role"]: sc for sc in self.scans}
+        parts = []
+        for role, (noun, _) in _ROLES.items():
+            used, skipped = self._accepted(role)
+            skip = f" ({skipped} skipped)" if role == "kws_dir" else ""
+            found = f" of {scans[role]['n_files']} found" if role in scans else ""
+            parts.append(f"{used} {noun} accepted{skip}{found}")
+        head = (f"custom inputs: {', '.join(parts)} — {len(self.fatal)} fatal problem(s), "
+                f"{len(self.warnings)} warning(s)")
         lines = [head]
         for sc in self.scans:
             bad = f", {len(sc['errors'])} could not be scanned" if sc["errors"] else ""
+            counts = ""
+            if sc["role"] in _ROLES:
+                used, skipped = self._accepted(sc["role"], sc["folder"])
+                rejected = max(sc["n_files"] - used - skipped, 0)
+                counts = f"; {used} accepted"
+                counts += f", {skipped} skipped" if sc["role"] == "kws_dir" else ""
+                counts += f", {rejected} rejected" + (" (FATAL below)" if rejected else "")
             lines.append(f"  {sc['role']} {sc['folder']}: {sc['n_files']} audio file(s) found in "
-                         f"{sc['n_folders']} folder(s){bad}")
+                         f"{sc['n_folders']} folder(s){bad}{counts}")
             if 1 < sc["n_folders"] <= max_folders:
                 lines += [f"    {rel}/: {n}" for rel, n in sc["per_folder"].items()]
             lines += [f"    {e}: not scanned" for e in sc["errors"]]

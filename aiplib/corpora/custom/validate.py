@@ -15,11 +15,18 @@ from ...tasks import KEYWORDS
 from .files import _abs, _match_table, _not_a, _param_path, _probe, _read_table, _scan, _unique_ids
 from .report import ValidationReport, _Collector
 
-__all__ = ["MAX_UTTERANCE_S", "MIN_BACKGROUNDS", "CATEGORIES", "UNKNOWN_LICENCE", "TRANSIENT_PEAK_DB",
+__all__ = ["MAX_UTTERANCE_S", "MIN_S_PER_WORD", "MIN_BACKGROUNDS", "CATEGORIES", "UNKNOWN_LICENCE", "TRANSIENT_PEAK_DB",
            "DIGITAL_SILENCE_DBFS", "MAX_SILENT_GAP_S", "strip_digital_silence", "validate_inputs"]
 
 MAX_UTTERANCE_S = 30.0
 """Longest utterance or keyword clip accepted, in s (the length of every curated background)."""
+
+MIN_S_PER_WORD = 0.1
+"""An utterance shorter than this many seconds per word of its transcript gets a ``short_for_text``
+warning (not fatal). Words are those of the normalised transcript the WER counts
+(:func:`aiplib.textnorm.normalize_text`); 0.1 s per word is 10 words/s, twice the fastest read
+speech (about 5 words/s), so a shorter file is most likely truncated or paired with the wrong text.
+Every input is also refused below the 0.4 s BS.1770 block (:data:`aiplib.audio.MIN_LOUDNESS_S`)."""
 
 MIN_BACKGROUNDS = 8
 """Fewer backgrounds than this give a warning: Spearman correlations over so few are weak."""
@@ -160,6 +167,23 @@ def _item_row(p, row, package, item_id, info, **fields) -> dict:
                 **fields, **info)
 
 
+def _check_words_per_second(path, text: str, duration_s: float, probs) -> None:
+    """Warn (``short_for_text``) when ``duration_s`` < :data:`MIN_S_PER_WORD` × the words of ``text``.
+
+    The rule: ``n`` words after :func:`aiplib.textnorm.normalize_text`; an utterance of ``d`` s is
+    implausibly short when ``d < 0.1 * n`` (fewer than 0.1 s per word). Example: 0.45 s for
+    "the quick brown fox jumps over the lazy dog" (9 words, 0.9 s needed) is warned about.
+    """
+    from ...textnorm import normalize_text
+
+    n = len(normalize_text(text).split())
+    if n and duration_s < MIN_S_PER_WORD * n:
+        probs.add("warning", "short_for_text", path,
+                  f"utterance: {duration_s:.2f} s for {n} words of transcript ({duration_s / n:.3f} s per word, "
+                  f"under {MIN_S_PER_WORD:g} s per word, twice as fast as the fastest read speech): a truncated "
+                  "recording or the wrong transcript? The missing words would count as deletions in its WER")
+
+
 def _validate_speech(speech_dir, texts, probs, scans):
     from ...textnorm import reference_is_empty
 
@@ -180,6 +204,7 @@ def _validate_speech(speech_dir, texts, probs, scans):
             continue
         info, _ = _probe(p, probs, cap_s=MAX_UTTERANCE_S, role="utterance")
         if info is not None:
+            _check_words_per_second(p, row["text"], info["duration_s"], probs)
             rows.append(_item_row(p, row, "custom/speech", item_id, info, text=" ".join(row["text"].split())))
     if not files and not pairs:
         probs.add("fatal", "no_items", folder, "no audio file found in the folder")
@@ -294,9 +319,9 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
                          prepared_duration_s=prepared_s, **info))
     if not files:
         probs.add("fatal", "no_items", folder, "no background recording found")
-    elif 0 < len(files) < MIN_BACKGROUNDS:
+    elif 0 < len(rows) < MIN_BACKGROUNDS:
         probs.add("warning", "few_backgrounds", folder,
-                  f"only {len(files)} backgrounds (fewer than {MIN_BACKGROUNDS}): the descriptor–degradation "
+                  f"only {len(rows)} backgrounds accepted (fewer than {MIN_BACKGROUNDS}): the descriptor–degradation "
                   "Spearman correlations will be weak and their intervals wide")
     if longest_s:
         for r in rows:
@@ -339,12 +364,15 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
     Fatal: a parameter not set or a folder/table not found, a (sub)folder that cannot be scanned,
     a table without its required columns, an audio file without a transcript (or label), a
     transcript or label empty after normalisation (``[music]``, ``uh``: WER undefined), a row whose
-    file is missing, a duplicate row, an unreadable or corrupt file, no samples, NaN or infinite
-    samples, silence (−inf LUFS: every 400 ms block below the ITU-R BS.1770 gate of −70 LUFS, so
-    it cannot be loudness-normalised), an utterance or clip longer than :data:`MAX_UTTERANCE_S`, a
-    category not in :data:`CATEGORIES`, no usable items or no backgrounds. Warnings: backgrounds
+    file is missing, a duplicate row, an unreadable or corrupt file, an empty file (0 bytes) or no
+    samples, NaN or infinite samples, an utterance, clip or background shorter than the 0.4 s
+    BS.1770 gating block (:data:`aiplib.audio.MIN_LOUDNESS_S`: its loudness cannot be measured),
+    silence (−inf LUFS: every 400 ms block below the ITU-R BS.1770 gate of −70 LUFS, so it cannot
+    be loudness-normalised), an utterance or clip longer than :data:`MAX_UTTERANCE_S`, a
+    category not in :data:`CATEGORIES`, no usable items or no backgrounds. Warnings: an utterance
+    shorter than :data:`MIN_S_PER_WORD` (0.1 s) per word of its transcript, backgrounds
     shorter than the longest utterance (looped), backgrounds with long runs of digital silence
-    (trimmed copy, see :func:`strip_digital_silence`), fewer than :data:`MIN_BACKGROUNDS`
+    (trimmed copy, see :func:`strip_digital_silence`), fewer than :data:`MIN_BACKGROUNDS` accepted
     backgrounds, multi-word labels (skipped), labels changed by normalisation (``"Yes!"`` →
     ``yes``), missing licences, a keyword list other than the default, no target clip, a
     symbolic-link loop.
