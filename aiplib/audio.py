@@ -26,7 +26,7 @@ import numpy as np
 from .errors import AiplibParameterError, AudioFileError, MissingPackageError
 
 __all__ = ["SR", "valid_audio", "load_audio", "load_audio_cached", "write_wav", "loudness_lufs",
-           "normalize_loudness", "peak_abs", "loop_or_cut", "MIN_LOUDNESS_S", "ClippingWarning"]
+           "normalize_loudness", "loudness_meter", "peak_abs", "loop_or_cut", "MIN_LOUDNESS_S", "ClippingWarning"]
 
 SR = 16000
 """The pipeline's sample rate in Hz."""
@@ -227,7 +227,9 @@ def loop_or_cut(y, n: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=8)
-def _meter(sr: int):
+def loudness_meter(sr: int = SR):
+    """The ``pyloudnorm.Meter`` at ``sr`` Hz with the :data:`MIN_LOUDNESS_S` (0.4 s) block (ITU-R
+    BS.1770-4), one per rate."""
     import pyloudnorm
 
     return pyloudnorm.Meter(sr, block_size=MIN_LOUDNESS_S)  # BS.1770-4, 400 ms blocks
@@ -260,7 +262,7 @@ def loudness_lufs(y, *, sr: int = SR, name: str = "audio") -> float:
     if y.size < n_min:
         y = loop_or_cut(y, n_min)
     with np.errstate(divide="ignore"):
-        return float(_meter(sr).integrated_loudness(y))
+        return float(loudness_meter(sr).integrated_loudness(y))
 
 
 def peak_abs(y) -> float:

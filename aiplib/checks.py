@@ -17,7 +17,6 @@ import hashlib
 import numpy as np
 import pandas as pd
 
-from .audio import MIN_LOUDNESS_S
 from .errors import AudioFileError
 from .formats import read_manifest, read_manifest_meta, write_json_atomic
 from .manifests import SEED_START
@@ -53,12 +52,11 @@ def active_fraction(y, *, frame: int = 512, floor_db: float = -30.0) -> float:
 
 
 def _materialize(row, ws):
-    """:func:`aiplib.mixing.materialize`, with the files named when an :class:`AudioFileError` does not.
+    """:func:`aiplib.mixing.materialize`, its :class:`AudioFileError` naming the stimulus.
 
-    The mixer's loudness error (pyloudnorm refuses a signal shorter than the
-    :data:`aiplib.audio.MIN_LOUDNESS_S` = 0.4 s BS.1770 block) names no file: it is raised again
-    naming the speech file it measured, its length (samples and s at 16 kHz) and the stimulus id.
-    Any other :class:`AudioFileError` that names neither file gets the stimulus id and its files.
+    The mixer's errors name the file they read (a speech file shorter than the 0.4 s BS.1770 block:
+    :func:`aiplib.mixing.loudness_normalize`); the stimulus id is added, and the row's files when
+    the message names neither.
 
     Raises
     ------
@@ -73,17 +71,7 @@ def _materialize(row, ws):
         bg = row.get("bg_path")
         bg = str(ws.path(str(bg))) if isinstance(bg, str) and bg and bg != "nan" else ""
         if (speech and speech in msg) or (bg and bg in msg):
-            raise
-        if speech and msg.startswith("loudness cannot be measured"):
-            import soundfile as sf
-
-            try:
-                info = sf.info(speech)
-                length = f"{info.frames} samples = {info.duration:.3f} s at {info.samplerate} Hz, "
-            except Exception:  # noqa: BLE001 - the length is a courtesy; the file is named anyway
-                length = ""
-            raise AudioFileError(f"{speech}: {msg} ({length}shorter than the {MIN_LOUDNESS_S:g} s BS.1770 block; "
-                                 f"speech of stimulus {row.get('id')!r})") from None
+            raise AudioFileError(f"{msg} (stimulus {row.get('id')!r})") from None
         files = ", ".join(f for f in (speech, bg) if f) or "no file named in the row"
         raise AudioFileError(f"stimulus {row.get('id')!r} ({files}): {msg}") from None
 

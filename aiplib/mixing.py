@@ -34,7 +34,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .audio import SR, load_audio_cached, write_wav
+from .audio import MIN_LOUDNESS_S, SR, load_audio_cached, loudness_meter, write_wav
 from .errors import AiplibParameterError, AudioFileError
 
 __all__ = ["SPEECH_LUFS", "POWER_FLOOR", "BG_SILENCE_POWER", "MixInfo", "loudness_normalize",
@@ -98,13 +98,15 @@ class MixInfo:
         return asdict(self)
 
 
-def loudness_normalize(x, target_lufs: float = SPEECH_LUFS):
+def loudness_normalize(x, target_lufs: float = SPEECH_LUFS, *, name: str = "audio"):
     """Loudness-normalise a signal as the authors' ``scripts/utils.py::loudness_normalize``.
 
     Parameters
     ----------
     x : np.ndarray [shape=(n,)], float32, 16 kHz
     target_lufs : float, LUFS
+    name : str
+        What ``x`` is (its file), for the error message.
 
     Returns
     -------
@@ -112,20 +114,23 @@ def loudness_normalize(x, target_lufs: float = SPEECH_LUFS):
         ``x`` itself when its integrated loudness is ±inf (silence), else
         ``pyloudnorm.normalize.loudness(x, measured, target_lufs).astype(float32)``.
     measured : float
-        Integrated loudness of ``x`` (ITU-R BS.1770-4, ``pyloudnorm.Meter(16000)``), LUFS.
+        Integrated loudness of ``x`` (ITU-R BS.1770-4, ``pyloudnorm.Meter(16000)`` with its 0.4 s
+        block, :data:`aiplib.audio.MIN_LOUDNESS_S`), LUFS.
 
     Raises
     ------
     AudioFileError
-        If pyloudnorm refuses the signal (shorter than one 400 ms gating block).
+        If pyloudnorm refuses the signal (shorter than one 0.4 s gating block), naming ``name``
+        and its length in samples and seconds.
     """
     import pyloudnorm as pyln
 
-    meter = pyln.Meter(SR)
     try:
-        measured = meter.integrated_loudness(x)
+        measured = loudness_meter(SR).integrated_loudness(x)
     except ValueError as exc:
-        raise AudioFileError(f"loudness cannot be measured: {exc}") from None
+        n = len(x)
+        raise AudioFileError(f"{name}: loudness cannot be measured ({n} samples = {n / SR:.3f} s at {SR} Hz, "
+                             f"shorter than the {MIN_LOUDNESS_S:g} s BS.1770 block): {exc}") from None
     if np.isinf(measured):
         return x, float(measured)
     with warnings.catch_warnings():  # "Possible clipped samples": the peak is recorded instead
@@ -286,7 +291,7 @@ def achieved_snr_db(speech, noise) -> float:
 @functools.lru_cache(maxsize=512)
 def _normalized(path: str, mtime: float, target: float):
     y = load_audio_cached(path)
-    s, measured = loudness_normalize(y, target)
+    s, measured = loudness_normalize(y, target, name=path)
     if s is y:
         s = y.copy()
     s.setflags(write=False)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import soundfile as sf
 
-from aiplib.audio import MIN_LOUDNESS_S, SR, _meter
+from aiplib.audio import MIN_LOUDNESS_S, SR, loudness_meter
 from aiplib.corpora import custom
 from aiplib.corpora.custom.validate import MIN_S_PER_WORD
 from test_custom import make_inputs, noise, voice_like, write
@@ -29,10 +29,10 @@ def _kinds(report, severity="fatal"):
 
 def test_the_rule_is_pyloudnorms_block_size():
     """Validation's threshold is the block the meter uses: pyloudnorm refuses 0.39 s, measures 0.41 s."""
-    assert MIN_LOUDNESS_S == 0.4 and _meter(SR).block_size == MIN_LOUDNESS_S
+    assert MIN_LOUDNESS_S == 0.4 and loudness_meter(SR).block_size == MIN_LOUDNESS_S
     with pytest.raises(ValueError, match="greater than the block size"):
-        _meter(SR).integrated_loudness(voice_like(0.39).astype(np.float64))
-    assert np.isfinite(_meter(SR).integrated_loudness(voice_like(0.41).astype(np.float64)))
+        loudness_meter(SR).integrated_loudness(voice_like(0.39).astype(np.float64))
+    assert np.isfinite(loudness_meter(SR).integrated_loudness(voice_like(0.41).astype(np.float64)))
 
 
 def test_utterance_of_039_s_is_fatal_041_s_passes(tmp_path):
@@ -165,6 +165,7 @@ def test_stage6_loudness_error_names_the_speech_file(tiny_ws, monkeypatch):
     with pytest.raises(AudioFileError) as exc:
         checks.wer_constancy(tiny_ws, n_items=2, seed=0)
     msg = str(exc.value)
-    assert msg.startswith(f"{short}: loudness cannot be measured: Audio must have length greater than the block size.")
-    assert "978 samples = 0.061 s at 16000 Hz" in msg and "'a00_clean'" in msg
+    assert msg.startswith(f"{short}: loudness cannot be measured (978 samples = 0.061 s at 16000 Hz, shorter "
+                          "than the 0.4 s BS.1770 block): Audio must have length greater than the block size.")
+    assert msg.endswith("(stimulus 'a00_clean')")
     assert sf.info(str(short)).frames == 978

@@ -144,3 +144,16 @@ def test_write_wav_same_samples_same_bytes(tmp_path):
     b = write_wav(tmp_path / "b.wav", y).read_bytes()
     assert a == b
     assert np.array_equal(load_audio(tmp_path / "a.wav"), y)
+
+
+def test_a_speech_file_shorter_than_the_loudness_block_is_named(tmp_path):
+    """Stage 5/7's mixer names the file pyloudnorm refuses, with its length (0.4 s BS.1770 block)."""
+    from aiplib.errors import AudioFileError
+    from aiplib.mixing import normalized_speech
+
+    short = tmp_path / "short.wav"
+    write_wav(short, (0.1 * np.sin(np.arange(978) / 5)).astype(np.float32))
+    with pytest.raises(AudioFileError) as exc:
+        normalized_speech(short)
+    assert str(exc.value).startswith(f"{short}: loudness cannot be measured (978 samples = 0.061 s at 16000 Hz, "
+                                     "shorter than the 0.4 s BS.1770 block)")
