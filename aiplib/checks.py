@@ -239,12 +239,18 @@ def inactive_backgrounds(ws) -> pd.DataFrame:
 
 def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
     """Write ``n`` seeded stimuli (every background and SNR represented when ``n`` allows) as
-    16-bit WAVs under ``checks/inspection/`` with an ``index.csv``; existing clips are kept.
+    16-bit WAVs under ``checks/inspection/`` with an ``index.csv``.
+
+    Every clip is mixed again from the current manifests (a few seconds: a clip of the same id may
+    hold other audio after a change of seed, background or utterance), and clips of an earlier run
+    that are not picked now are removed, so the folder holds exactly the clips of ``index.csv``.
 
     Returns
     -------
     list of Path
     """
+    from .audio import write_wav
+
     out = ws.checks / "inspection"
     out.mkdir(parents=True, exist_ok=True)
     frames = []
@@ -261,11 +267,10 @@ def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
     written = []
     for r in pick.to_dict("records"):
         path = out / f"{r['family']}_{r['id']}.wav"
-        if not path.is_file():
-            y, _ = _materialize(r, ws)
-            from .audio import write_wav
-
-            write_wav(path, y, subtype="PCM_16")
+        y, _ = _materialize(r, ws)
+        write_wav(path, y, subtype="PCM_16")
         written.append(path)
+    for old in set(out.glob("*.wav")) - set(written):
+        old.unlink()
     pick[["family", "id", "speech_id", "background_id", "snr_db", "reference"]].to_csv(out / "index.csv", index=False)
     return written

@@ -72,3 +72,30 @@ def test_inactive_share_per_background(tiny_ws):
     # a silent segment is not an error: presence reports an infinite achieved SNR, not a failure
     pres = checks.background_presence(tiny_ws, max_items=2)
     assert len(pres) == 2 * 20 * 3
+
+
+def test_inspection_clips_are_the_current_stimuli(tiny_ws):
+    """A clip of the same id is mixed again (its audio may have changed), and a clip of an
+    earlier run that is not picked now is removed: the folder holds exactly index.csv's clips."""
+    import pandas as pd
+    import soundfile as sf
+
+    from aiplib.audio import write_wav
+    from aiplib.formats import read_manifest
+    from aiplib.mixing import materialize
+
+    build_manifests(tiny_ws)
+    first = checks.write_inspection_clips(tiny_ws, n=7, seed=0)
+    write_wav(first[0], np.zeros(1600, dtype=np.float32), subtype="PCM_16")  # "an old run's audio"
+    stale = first[0].parent / "asr_not_in_this_run.wav"
+    write_wav(stale, np.zeros(1600, dtype=np.float32), subtype="PCM_16")
+    again = checks.write_inspection_clips(tiny_ws, n=7, seed=0)
+    assert again == first and not stale.exists()
+    assert sorted(p.name for p in first[0].parent.glob("*.wav")) == sorted(p.name for p in again)
+    idx = pd.read_csv(first[0].parent / "index.csv", dtype=str)
+    fam, sid = idx.iloc[0]["family"], idx.iloc[0]["id"]
+    assert first[0].name == f"{fam}_{sid}.wav"
+    row = read_manifest(tiny_ws, fam).set_index("id").loc[sid].to_dict() | {"id": sid}
+    y, _ = materialize(row, tiny_ws)
+    clip, _ = sf.read(str(first[0]), dtype="float32")
+    assert clip.shape == y.shape and np.max(np.abs(clip - y)) <= 1 / 32768 + 1e-7
