@@ -45,7 +45,7 @@ from .hashing import sha256_file
 
 __all__ = ["STAMP_VERSION", "STAMP_SUFFIX", "ENTRY_KEY_FIELDS", "STIM_KEY_FIELDS", "STIM_KEY_FIELD",
            "file_sha256", "text_sha256", "json_sha256", "make_stamp", "read_stamp", "write_stamp",
-           "differences", "stamp_path", "entry_sha256", "stimulus_key", "stimulus_base", "main"]
+           "differences", "value_differences", "stamp_path", "entry_sha256", "stimulus_key", "stimulus_base", "main"]
 
 STAMP_VERSION = 1
 """Version of the stamp format."""
@@ -184,12 +184,68 @@ def write_stamp(path, stamp: dict, *, outputs=(), ws=None) -> Path:
 
 
 def _short(v, n: int = 60) -> str:
+    if isinstance(v, str) and len(v) >= 32 and all(c in "0123456789abcdef" for c in v):
+        return v[:12] + "…"  # a SHA-256: its first 12 hex digits tell two apart
     s = _canon(v)
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _pair(a, b, n: int = 60) -> str:
+    """``a → b``, each cut to ``n`` characters from where they start to differ (two long texts
+    with a common beginning are never shown as identical prefixes)."""
+    sa, sb = _short(a, 10**9), _short(b, 10**9)
+    if len(sa) > n or len(sb) > n:
+        i = 0
+        while i < min(len(sa), len(sb)) and sa[i] == sb[i]:
+            i += 1
+        cut = max(0, i - 10)
+        sa, sb = (("…" if cut else "") + x[cut:] for x in (sa, sb))
+        sa, sb = (x if len(x) <= n else x[: n - 1] + "…" for x in (sa, sb))
+    return f"{sa} → {sb}"
+
+
+def value_differences(name: str, old, new) -> list[str]:
+    """Where two JSON values differ, one ``"<path>: <old> → <new>"`` per differing leaf.
+
+    Dicts are compared key by key, recursively, so a change inside a nested parameter names its
+    key (``spec.category: "stationary" → "transient"``, not two cut-off copies of the whole spec);
+    a key only on one side reads ``<path>: added <new>`` / ``<path>: removed (was <old>)``.
+    Lists and scalars are shown whole when short; SHA-256 values by their first 12 hex digits;
+    long texts from where they start to differ.
+
+    Parameters
+    ----------
+    name : str
+        Path of the value (``"spec"``).
+    old, new
+        JSON values (compared as canonical JSON).
+
+    Returns
+    -------
+    list of str
+        Empty when equal.
+    """
+    if _canon(old) == _canon(new):
+        return []
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in sorted(set(old) | set(new), key=str):
+            sub = f"{name}.{k}"
+            if k not in old:
+                out.append(f"{sub}: added {_short(new[k])}")
+            elif k not in new:
+                out.append(f"{sub}: removed (was {_short(old[k])})")
+            else:
+                out += value_differences(sub, old[k], new[k])
+        return out
+    return [f"{name}: {_pair(old, new)}"]
+
+
 def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None) -> list[str]:
     """What changed between a recorded stamp and the current one, one line per change.
+
+    Inputs come first (a changed file is usually the cause; parameters derived from it, such as
+    an inferred category, follow), then parameters, then outputs edited since.
 
     Parameters
     ----------
@@ -206,18 +262,16 @@ def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None
     Returns
     -------
     list of str
-        Empty when up to date, e.g. ``["parameter snrs_db: [10,5,0] → [10,5]",
-        "input changed: bg/bg03.wav"]``.
+        Empty when up to date, e.g. ``["input changed: bg/bg03.wav (3fa2c1d09e7b… → 9c1b…)",
+        "parameter snrs_db: [10,5,0] → [10,5]", "parameter spec.category: \"stationary\" →
+        \"transient\""]``: a nested parameter names the key that differs
+        (:func:`value_differences`).
     """
     if old is None:
         return ["no stamp (outputs written by an older version, or not yet built)"]
     out = []
     if old.get("stamp_version") != new.get("stamp_version"):
         out.append(f"stamp version {old.get('stamp_version')} → {new.get('stamp_version')}")
-    op, np_ = old.get("params", {}), new.get("params", {})
-    for k in sorted(set(op) | set(np_)):
-        if _canon(op.get(k)) != _canon(np_.get(k)):
-            out.append(f"parameter {k}: {_short(op.get(k))} → {_short(np_.get(k))}")
     oi, ni = old.get("inputs", {}), new.get("inputs", {})
     for k in sorted(set(oi) | set(ni)):
         if k not in oi:
@@ -225,7 +279,10 @@ def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None
         elif k not in ni:
             out.append(f"input removed: {k}")
         elif oi[k] != ni[k]:
-            out.append(f"input changed: {k}")
+            out.append(f"input changed: {k} ({_pair(oi[k], ni[k])})")
+    op, np_ = old.get("params", {}), new.get("params", {})
+    for k in sorted(set(op) | set(np_)):
+        out += [f"parameter {d}" for d in value_differences(k, op.get(k), np_.get(k))]
     if outputs_ok:
         for k, sha in old.get("outputs", {}).items():
             p = ws.path(k) if ws is not None else Path(k)

@@ -97,10 +97,30 @@ def test_stamp_differences_name_what_changed(tmp_path):
     assert stamps.differences(rec, old, ws=ws) == []
     a.write_text("two")
     new = stamps.make_stamp("x", params={"snrs_db": [10, 5]}, inputs=[a], ws=ws)
+    one, two = hashlib.sha256(b"one").hexdigest(), hashlib.sha256(b"two").hexdigest()
     assert stamps.differences(rec, new, ws=ws) == [
-        "parameter snrs_db: [10,5,0] → [10,5]", "input changed: raw/a.txt",
+        f"input changed: raw/a.txt ({one[:12]}… → {two[:12]}…)", "parameter snrs_db: [10,5,0] → [10,5]",
         "output changed since it was written: raw/a.txt"]
     assert stamps.differences(None, new)[0].startswith("no stamp")
+
+
+def test_difference_message_names_the_nested_key_that_differs():
+    """New-user trial: a background's spec differed in one key, and the message showed two
+    identical cut-off copies of the whole spec."""
+    spec = {"attribution": "unknown — supplied by the user", "bg_id": "sc_bg_running_tap", "combine": "concat",
+            "category": "stationary", "sha256": "3fa2" + "0" * 60}
+    old = {"stamp_version": 1, "params": {"seed": 1, "spec": spec}, "inputs": {}}
+    new = {"stamp_version": 1, "params": {"seed": 1, "spec": dict(spec, category="transient", sha256="9c1b" + "1" * 60,
+                                                                   licence="CC0")}, "inputs": {}}
+    assert stamps.differences(old, new) == [
+        'parameter spec.category: "stationary" → "transient"', 'parameter spec.licence: added "CC0"',
+        "parameter spec.sha256: 3fa200000000… → 9c1b11111111…"]
+    del new["params"]["spec"]["combine"]
+    assert 'parameter spec.combine: removed (was "concat")' in stamps.differences(old, new)
+    # long texts are shown from where they start to differ
+    a, b = "user background " * 8 + "(stationary)", "user background " * 8 + "(transient)"
+    (line,) = stamps.value_differences("description", a, b)
+    assert "stationary" in line and "transient" in line and len(line) < 100
 
 
 def test_resume_key_covers_row_files_prompt_and_entry(tmp_path):
