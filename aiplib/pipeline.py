@@ -7,6 +7,7 @@ from stage 3's curation onwards is the same code for every profile.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from . import stamps
 from .corpora import get_profile
@@ -15,7 +16,8 @@ from .tasks import FAMILIES
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SIZES", "stage_sizes", "gather_raw", "build_item_banks", "battery_specs"]
+__all__ = ["SIZES", "stage_sizes", "raw_input_files", "raw_stamp", "raw_changes", "gather_raw", "build_item_banks",
+           "battery_specs"]
 
 SIZES = {
     "demo": dict(n_asr_real=12, n_asr_synth=16, n_kws_target=20, n_kws_nontarget=10),
@@ -36,20 +38,96 @@ def stage_sizes(profile: str, smoke: bool = False) -> dict:
     return dict(SIZES[key])
 
 
+def raw_input_files(ws, params: dict) -> list[Path]:
+    """The files stage 1 reads for ``ws.profile`` with ``params`` (the stage's parameters as
+    recorded in ``raw/raw.stamp.json``), for its stamp.
+
+    ``custom``: the tables (``texts``, ``kws_labels``, ``<backgrounds_dir>/licences.csv`` or
+    ``licenses.csv``) and every audio file of ``speech_dir``, ``kws_dir`` and ``backgrounds_dir``
+    found by the folder scan stage 1 uses (:func:`aiplib.corpora.custom.files._scan`: recursive,
+    audio extensions, hidden files skipped), plus every file ``raw/inventory.csv`` lists (a table
+    may name a file outside its folder). An added, removed or edited file therefore changes the
+    stamp's inputs. Other profiles: none (their stage 1 installs or downloads fixed packages).
+
+    Returns
+    -------
+    list of Path
+        Absolute paths, sorted, without duplicates.
+    """
+    if ws.profile != "custom":
+        return []
+    from .corpora.custom.files import _abs, _scan  # noqa: PLC0415 - the scan stage 1 itself uses
+    from .corpora.custom.report import _Collector  # noqa: PLC0415
+
+    found = set()
+    for name in ("texts", "kws_labels"):
+        if params.get(name):
+            found.add(_abs(params[name]))
+    for name in ("speech_dir", "kws_dir", "backgrounds_dir"):
+        folder = params.get(name)
+        if not folder or not Path(folder).is_dir():
+            continue
+        found.update(_scan(_abs(folder), _Collector(), role=name)[0])
+        if name == "backgrounds_dir":
+            found.update(_abs(Path(folder) / n) for n in ("licences.csv", "licenses.csv")
+                         if (Path(folder) / n).is_file())
+    inv = ws.raw / "inventory.csv"
+    if inv.is_file():
+        import pandas as pd  # noqa: PLC0415
+
+        files = pd.read_csv(inv, dtype=str, keep_default_na=False, usecols=lambda c: c == "file")
+        found.update(_abs(f) for f in files.get("file", []) if f)
+    return sorted(found)
+
+
+def raw_stamp(ws, params: dict) -> dict:
+    """Stage 1's stamp (:func:`aiplib.stamps.make_stamp`): ``params`` (``profile`` included) and
+    the SHA-256 of :func:`raw_input_files`. Written by :func:`gather_raw`; computed again by
+    ``python -m aiplib.stamps`` (``make stamps``) to tell whether the user's files changed since."""
+    mod = get_profile(ws.profile)
+    return stamps.make_stamp("01_download_data", params=params, ws=ws, inputs=raw_input_files(ws, params),
+                             module=mod.__name__)
+
+
 def gather_raw(ws, **params):
     """Stage 1: get the raw inputs of ``ws.profile`` into ``ws.raw`` (install, download or validate).
 
     Always runs (it re-reads the sources, so a file added to a custom folder is seen); then writes
-    ``raw/raw.stamp.json`` (:mod:`aiplib.stamps`) with the parameters and ``raw/inventory.csv``.
+    ``raw/raw.stamp.json`` (:mod:`aiplib.stamps`, :func:`raw_stamp`) with the parameters, the
+    SHA-256 of the files read (``custom``: the user's tables and audio, :func:`raw_input_files`)
+    and ``raw/inventory.csv``.
     """
     mod = get_profile(ws.profile)
     out = mod.gather_raw(ws, **params)
     inv = ws.raw / "inventory.csv"
-    stamps.write_stamp(stamps.stamp_path(ws.raw, "raw"),
-                       stamps.make_stamp("01_download_data", params=dict(profile=ws.profile, **params), ws=ws,
-                                         module=mod.__name__),
+    stamps.write_stamp(stamps.stamp_path(ws.raw, "raw"), raw_stamp(ws, dict(profile=ws.profile, **params)),
                        outputs=[inv] if inv.is_file() else [], ws=ws)
     return out
+
+
+def raw_changes(ws, recorded: dict) -> list[str]:
+    """What the next stage 1 would see changed in its inputs, for ``make stamps``.
+
+    Compares ``recorded`` (``raw/raw.stamp.json``) with :func:`raw_stamp` of its own parameters
+    now, by :func:`aiplib.stamps.differences`, the code every stage decides with. A stamp written
+    before stage 1 recorded its inputs is compared with the files and SHA-256 of
+    ``raw/inventory.csv`` instead (stage 1's own list of what it read).
+
+    Returns
+    -------
+    list of str
+        E.g. ``["input added: /home/me/speech/c.wav", "input changed: /home/me/texts.csv (…)"]``.
+    """
+    now = raw_stamp(ws, recorded.get("params", {}))
+    old = recorded
+    inv = ws.raw / "inventory.csv"
+    if not recorded.get("inputs") and now["inputs"] and inv.is_file():
+        import pandas as pd  # noqa: PLC0415
+
+        df = pd.read_csv(inv, dtype=str, keep_default_na=False)
+        if {"file", "sha256"} <= set(df.columns):
+            old = dict(recorded, inputs={ws.rel(f): sha for f, sha in zip(df["file"], df["sha256"]) if f})
+    return stamps.differences(old, now, ws=ws)
 
 
 def _item_bank_stamp(ws, params: dict, mod) -> dict:

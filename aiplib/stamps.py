@@ -18,7 +18,8 @@ the recorded SHA-256 (:func:`differences`); ``code`` is recorded for provenance 
 Stamps written by the pipeline (see ``docs/ARCHITECTURE.md``):
 
 =============================  ================================================================
-``raw/raw.stamp.json``         stage 1: the parameters and ``raw/inventory.csv``
+``raw/raw.stamp.json``         stage 1: the parameters, the files read (custom: the user's tables
+                               and audio, :func:`aiplib.pipeline.raw_input_files`) and ``raw/inventory.csv``
 ``itembanks/itembanks.stamp.json``  stage 2: parameters + ``raw/inventory.csv`` (custom: it holds
                                the SHA-256 of every user file and the transcripts)
 ``descriptors/battery.stamp.json``  stage 3: per background, its spec and the SHA-256 of its
@@ -29,7 +30,10 @@ Stamps written by the pipeline (see ``docs/ARCHITECTURE.md``):
 Stage 4 keeps its own sidecar (``acoustic_descriptors.json``, per-WAV SHA-256); stage 7 keys
 every inference row (:func:`stimulus_key`), so resuming is per stimulus.
 
-``python -m aiplib.stamps --profile demo`` prints whether each stamp's inputs are unchanged.
+``python -m aiplib.stamps --profile demo`` (``make stamps``) prints, for each stamp, whether the next
+``make all`` would rebuild it and why: stage 1's stamp is compared with the files it would read now
+(a file added to a custom folder counts), the others' recorded inputs and outputs are re-hashed,
+and a stamp whose input another stale stage rewrites is stale too (:func:`stale_stamps`).
 """
 from __future__ import annotations
 
@@ -45,7 +49,7 @@ from .hashing import sha256_file
 
 __all__ = ["STAMP_VERSION", "STAMP_SUFFIX", "ENTRY_KEY_FIELDS", "STIM_KEY_FIELDS", "STIM_KEY_FIELD",
            "file_sha256", "text_sha256", "json_sha256", "make_stamp", "read_stamp", "write_stamp",
-           "differences", "value_differences", "stamp_path", "entry_sha256", "stimulus_key", "stimulus_base", "main"]
+           "differences", "value_differences", "stamp_path", "entry_sha256", "stimulus_key", "stimulus_base", "stale_stamps", "main"]
 
 STAMP_VERSION = 1
 """Version of the stamp format."""
@@ -416,36 +420,101 @@ def stimulus_key(base: str, *, prompt_sha256: str, entry_sha256: str) -> str:
 
 
 # ------------------------------------------------------------------------------- command line
+def _now_differences(ws, old: dict) -> list[str]:
+    """Changes of one recorded stamp: stage 1's against the files it would read now
+    (:func:`aiplib.pipeline.raw_changes`: a file added to a user's folder counts), every other
+    stamp's recorded inputs and outputs re-hashed (a battery stamp: per background)."""
+    if old.get("stage") == "01_download_data":
+        from .pipeline import raw_changes  # noqa: PLC0415
+
+        return raw_changes(ws, old)
+    diff = []
+    for sub in [old, *old.get("backgrounds", {}).values()]:  # battery: one stamp per background
+        now = dict(sub, inputs={k: (file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
+                                for k in sub.get("inputs", {})})
+        diff += differences(sub, now, ws=ws)
+    return diff
+
+
+def stale_stamps(ws) -> list[dict]:
+    """Every stamp of the workspace and whether the next ``make all`` would rebuild it.
+
+    A stamp is stale when its own inputs, parameters or outputs changed (:func:`_now_differences`)
+    or when one of its inputs is an output of a stamp stale in that way (``upstream:
+    raw/inventory.csv is rewritten by 01_download_data``): stage 1 always runs, so a changed
+    user file rewrites ``raw/inventory.csv``, and stage 2 — which compares that file's SHA-256
+    with its stamp — rebuilds the item banks. Further down it depends on what the rebuild writes
+    (a corrected transcript changes ``itembanks/asr.jsonl``, not ``kws.jsonl``): a stamp whose
+    input is an output of a stamp stale only through its upstream is listed under ``follows``
+    (rebuilt if that file changes), not ``changes``.
+
+    Returns
+    -------
+    list of dict
+        In pipeline order (stage name): ``path`` (relative), ``stage``, ``written``, ``changes``
+        (list of str, empty when up to date; None for an unreadable stamp), ``follows`` (list of
+        str: may be rebuilt).
+    """
+    found = sorted(ws.root.rglob(f"*{STAMP_SUFFIX}")) if ws.root.is_dir() else []
+    recs = []
+    for p in found:
+        old = read_stamp(p)
+        recs.append({"path": ws.rel(p), "stage": (old or {}).get("stage", ""), "written": (old or {}).get("written"),
+                     "stamp": old, "changes": None if old is None else _now_differences(ws, old), "follows": []})
+    recs.sort(key=lambda r: (r["stage"], r["path"]))
+    rewritten: dict[str, tuple[str, bool]] = {}  # output → (stage rebuilding it, its own inputs changed)
+    for r in recs:
+        if r["stamp"] is None:
+            continue
+        direct = bool(r["changes"])
+        ins = set(r["stamp"].get("inputs", {}))
+        for sub in r["stamp"].get("backgrounds", {}).values():
+            ins |= set(sub.get("inputs", {}))
+        for k in sorted(ins & set(rewritten)):
+            stage, sure = rewritten[k]
+            if sure:
+                r["changes"].append(f"upstream: {k} is rewritten by {stage}")
+            else:
+                r["follows"].append(f"if {stage} writes another {k}")
+        if r["changes"] or r["follows"]:
+            rewritten.update({k: (r["stage"], direct) for k in r["stamp"].get("outputs", {})})
+    for r in recs:
+        r.pop("stamp")
+    return recs
+
+
 def main(argv=None) -> int:
     """``python -m aiplib.stamps --profile P [--data-root D]``: for every stamp of the workspace,
-    say whether its inputs and outputs are unchanged. Exit status 0 (all unchanged) or 1."""
+    say whether the next ``make all`` would rebuild it, and why (:func:`stale_stamps`). Exit
+    status 0 (all up to date) or 1."""
+    import time  # noqa: PLC0415
+
     from .workspace import workspace
 
     ap = argparse.ArgumentParser(prog="python -m aiplib.stamps", description=main.__doc__)
     ap.add_argument("--profile", default=os.environ.get("AIP_PROFILE", "demo"))
     ap.add_argument("--data-root", default=None)
     a = ap.parse_args(argv)
+    t0 = time.perf_counter()
     ws = workspace(a.profile, data_root=a.data_root, create=False)
-    found = sorted(ws.root.rglob(f"*{STAMP_SUFFIX}")) if ws.root.is_dir() else []
-    if not found:
+    recs = stale_stamps(ws)
+    if not recs:
         print(f"{ws.root}: no stamps (nothing built yet)")
         return 0
-    stale = 0
-    for p in found:
-        old = read_stamp(p)
-        if old is None:
-            print(f"{ws.rel(p)}: unreadable")
+    stale = maybe = 0
+    for r in recs:
+        diff = r["changes"]
+        if diff is None:
+            print(f"{r['path']}: unreadable")
             stale += 1
             continue
-        diff = []
-        for sub in [old, *old.get("backgrounds", {}).values()]:  # battery: one stamp per background
-            now = dict(sub, inputs={k: (file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
-                                    for k in sub.get("inputs", {})})
-            diff += differences(sub, now, ws=ws)
         stale += bool(diff)
-        print(f"{ws.rel(p)} ({old.get('stage')}, {old.get('written')}): "
-              + ("up to date" if not diff else "STALE — " + "; ".join(diff[:5])
-                 + (f" (+{len(diff) - 5} more)" if len(diff) > 5 else "")))
+        maybe += bool(r["follows"]) and not diff
+        state = ("STALE — " + "; ".join(diff[:5]) + (f" (+{len(diff) - 5} more)" if len(diff) > 5 else "")
+                 if diff else "may be rebuilt — " + "; ".join(r["follows"]) if r["follows"] else "up to date")
+        print(f"{r['path']} ({r['stage']}, {r['written']}): {state}")
+    print(f"{stale} of {len(recs)} stamp(s) stale" + (f", {maybe} more may follow" if maybe else "")
+          + f" ({time.perf_counter() - t0:.2f} s)")
     return 1 if stale else 0
 
 
