@@ -17,7 +17,7 @@ from .tasks import FAMILIES
 log = logging.getLogger(__name__)
 
 __all__ = ["SIZES", "stage_sizes", "raw_input_files", "raw_stamp", "raw_changes", "gather_raw", "build_item_banks",
-           "battery_specs"]
+           "battery_specs", "stale_stamps"]
 
 SIZES = {
     "demo": dict(n_asr_real=12, n_asr_synth=16, n_kws_target=20, n_kws_nontarget=10),
@@ -176,3 +176,65 @@ def build_item_banks(ws, *, overwrite: bool = False, **params):
 def battery_specs(ws, **params):
     """Stage 3 input: the background specs of ``ws.profile`` (see ``aiplib.backgrounds``)."""
     return get_profile(ws.profile).battery_specs(ws, **params)
+
+
+# ------------------------------------------------------------------------------- make stamps
+def _now_differences(ws, old: dict) -> list[str]:
+    """Changes of one recorded stamp: stage 1's against the files it would read now
+    (:func:`aiplib.pipeline.raw_changes`: a file added to a user's folder counts), every other
+    stamp's recorded inputs and outputs re-hashed (a battery stamp: per background)."""
+    if old.get("stage") == "01_download_data":
+        return raw_changes(ws, old)
+    diff = []
+    for sub in [old, *old.get("backgrounds", {}).values()]:  # battery: one stamp per background
+        now = dict(sub, inputs={k: (stamps.file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
+                                for k in sub.get("inputs", {})})
+        diff += stamps.differences(sub, now, ws=ws)
+    return diff
+
+
+def stale_stamps(ws) -> list[dict]:
+    """Every stamp of the workspace and whether the next ``make all`` would rebuild it.
+
+    A stamp is stale when its own inputs, parameters or outputs changed (:func:`_now_differences`)
+    or when one of its inputs is an output of a stamp stale in that way (``upstream:
+    raw/inventory.csv is rewritten by 01_download_data``): stage 1 always runs, so a changed
+    user file rewrites ``raw/inventory.csv``, and stage 2 — which compares that file's SHA-256
+    with its stamp — rebuilds the item banks. Further down it depends on what the rebuild writes
+    (a corrected transcript changes ``itembanks/asr.jsonl``, not ``kws.jsonl``): a stamp whose
+    input is an output of a stamp stale only through its upstream is listed under ``follows``
+    (rebuilt if that file changes), not ``changes``.
+
+    Returns
+    -------
+    list of dict
+        In pipeline order (stage name): ``path`` (relative), ``stage``, ``written``, ``changes``
+        (list of str, empty when up to date; None for an unreadable stamp), ``follows`` (list of
+        str: may be rebuilt).
+    """
+    found = sorted(ws.root.rglob(f"*{stamps.STAMP_SUFFIX}")) if ws.root.is_dir() else []
+    recs = []
+    for p in found:
+        old = stamps.read_stamp(p)
+        recs.append({"path": ws.rel(p), "stage": (old or {}).get("stage", ""), "written": (old or {}).get("written"),
+                     "stamp": old, "changes": None if old is None else _now_differences(ws, old), "follows": []})
+    recs.sort(key=lambda r: (r["stage"], r["path"]))
+    rewritten: dict[str, tuple[str, bool]] = {}  # output → (stage rebuilding it, its own inputs changed)
+    for r in recs:
+        if r["stamp"] is None:
+            continue
+        direct = bool(r["changes"])
+        ins = set(r["stamp"].get("inputs", {}))
+        for sub in r["stamp"].get("backgrounds", {}).values():
+            ins |= set(sub.get("inputs", {}))
+        for k in sorted(ins & set(rewritten)):
+            stage, sure = rewritten[k]
+            if sure:
+                r["changes"].append(f"upstream: {k} is rewritten by {stage}")
+            else:
+                r["follows"].append(f"if {stage} writes another {k}")
+        if r["changes"] or r["follows"]:
+            rewritten.update({k: (r["stage"], direct) for k in r["stamp"].get("outputs", {})})
+    for r in recs:
+        r.pop("stamp")
+    return recs

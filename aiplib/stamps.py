@@ -33,7 +33,8 @@ every inference row (:func:`stimulus_key`), so resuming is per stimulus.
 ``python -m aiplib.stamps --profile demo`` (``make stamps``) prints, for each stamp, whether the next
 ``make all`` would rebuild it and why: stage 1's stamp is compared with the files it would read now
 (a file added to a custom folder counts), the others' recorded inputs and outputs are re-hashed,
-and a stamp whose input another stale stage rewrites is stale too (:func:`stale_stamps`).
+and a stamp whose input another stale stage rewrites is stale too
+(:func:`aiplib.pipeline.stale_stamps`).
 """
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ from .hashing import sha256_file
 
 __all__ = ["STAMP_VERSION", "STAMP_SUFFIX", "ENTRY_KEY_FIELDS", "STIM_KEY_FIELDS", "STIM_KEY_FIELD",
            "file_sha256", "text_sha256", "json_sha256", "make_stamp", "read_stamp", "write_stamp",
-           "differences", "value_differences", "stamp_path", "entry_sha256", "stimulus_key", "stimulus_base", "stale_stamps", "main"]
+           "differences", "value_differences", "stamp_path", "entry_sha256", "stimulus_key", "stimulus_base", "main"]
 
 STAMP_VERSION = 1
 """Version of the stamp format."""
@@ -282,6 +283,8 @@ def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None
             out.append(f"input added: {k}")
         elif k not in ni:
             out.append(f"input removed: {k}")
+        elif oi[k] != ni[k] and ni[k] == "missing":
+            out.append(f"input missing: {k}")
         elif oi[k] != ni[k]:
             out.append(f"input changed: {k} ({_pair(oi[k], ni[k])})")
     op, np_ = old.get("params", {}), new.get("params", {})
@@ -420,72 +423,10 @@ def stimulus_key(base: str, *, prompt_sha256: str, entry_sha256: str) -> str:
 
 
 # ------------------------------------------------------------------------------- command line
-def _now_differences(ws, old: dict) -> list[str]:
-    """Changes of one recorded stamp: stage 1's against the files it would read now
-    (:func:`aiplib.pipeline.raw_changes`: a file added to a user's folder counts), every other
-    stamp's recorded inputs and outputs re-hashed (a battery stamp: per background)."""
-    if old.get("stage") == "01_download_data":
-        from .pipeline import raw_changes  # noqa: PLC0415
-
-        return raw_changes(ws, old)
-    diff = []
-    for sub in [old, *old.get("backgrounds", {}).values()]:  # battery: one stamp per background
-        now = dict(sub, inputs={k: (file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
-                                for k in sub.get("inputs", {})})
-        diff += differences(sub, now, ws=ws)
-    return diff
-
-
-def stale_stamps(ws) -> list[dict]:
-    """Every stamp of the workspace and whether the next ``make all`` would rebuild it.
-
-    A stamp is stale when its own inputs, parameters or outputs changed (:func:`_now_differences`)
-    or when one of its inputs is an output of a stamp stale in that way (``upstream:
-    raw/inventory.csv is rewritten by 01_download_data``): stage 1 always runs, so a changed
-    user file rewrites ``raw/inventory.csv``, and stage 2 — which compares that file's SHA-256
-    with its stamp — rebuilds the item banks. Further down it depends on what the rebuild writes
-    (a corrected transcript changes ``itembanks/asr.jsonl``, not ``kws.jsonl``): a stamp whose
-    input is an output of a stamp stale only through its upstream is listed under ``follows``
-    (rebuilt if that file changes), not ``changes``.
-
-    Returns
-    -------
-    list of dict
-        In pipeline order (stage name): ``path`` (relative), ``stage``, ``written``, ``changes``
-        (list of str, empty when up to date; None for an unreadable stamp), ``follows`` (list of
-        str: may be rebuilt).
-    """
-    found = sorted(ws.root.rglob(f"*{STAMP_SUFFIX}")) if ws.root.is_dir() else []
-    recs = []
-    for p in found:
-        old = read_stamp(p)
-        recs.append({"path": ws.rel(p), "stage": (old or {}).get("stage", ""), "written": (old or {}).get("written"),
-                     "stamp": old, "changes": None if old is None else _now_differences(ws, old), "follows": []})
-    recs.sort(key=lambda r: (r["stage"], r["path"]))
-    rewritten: dict[str, tuple[str, bool]] = {}  # output → (stage rebuilding it, its own inputs changed)
-    for r in recs:
-        if r["stamp"] is None:
-            continue
-        direct = bool(r["changes"])
-        ins = set(r["stamp"].get("inputs", {}))
-        for sub in r["stamp"].get("backgrounds", {}).values():
-            ins |= set(sub.get("inputs", {}))
-        for k in sorted(ins & set(rewritten)):
-            stage, sure = rewritten[k]
-            if sure:
-                r["changes"].append(f"upstream: {k} is rewritten by {stage}")
-            else:
-                r["follows"].append(f"if {stage} writes another {k}")
-        if r["changes"] or r["follows"]:
-            rewritten.update({k: (r["stage"], direct) for k in r["stamp"].get("outputs", {})})
-    for r in recs:
-        r.pop("stamp")
-    return recs
-
-
 def main(argv=None) -> int:
     """``python -m aiplib.stamps --profile P [--data-root D]``: for every stamp of the workspace,
-    say whether the next ``make all`` would rebuild it, and why (:func:`stale_stamps`). Exit
+    say whether the next ``make all`` would rebuild it, and why
+    (:func:`aiplib.pipeline.stale_stamps`). Exit
     status 0 (all up to date) or 1."""
     import time  # noqa: PLC0415
 
@@ -496,6 +437,8 @@ def main(argv=None) -> int:
     ap.add_argument("--data-root", default=None)
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
+    from .pipeline import stale_stamps  # noqa: PLC0415
+
     ws = workspace(a.profile, data_root=a.data_root, create=False)
     recs = stale_stamps(ws)
     if not recs:

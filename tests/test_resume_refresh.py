@@ -10,7 +10,6 @@ import json
 import os
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import aiplib.models

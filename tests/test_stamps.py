@@ -303,7 +303,7 @@ def _stage_1_to_5(ws, params):
 
 
 def _changes(ws) -> dict:
-    return {r["path"]: r["changes"] for r in stamps.stale_stamps(ws)}
+    return {r["path"]: r["changes"] for r in pipeline.stale_stamps(ws)}
 
 
 def test_make_stamps_tells_what_the_next_run_rebuilds_after_user_edits(tmp_path, caplog):
@@ -335,7 +335,7 @@ def test_make_stamps_tells_what_the_next_run_rebuilds_after_user_edits(tmp_path,
         f"input changed: {params['texts']} ({old_texts[:12]}… → {new_texts[:12]}…)"]
     assert now["itembanks/itembanks.stamp.json"] == [
         "upstream: raw/inventory.csv is rewritten by 01_download_data"]
-    recs = {r["path"]: r for r in stamps.stale_stamps(ws)}
+    recs = {r["path"]: r for r in pipeline.stale_stamps(ws)}
     for fam in ("asr", "kws"):  # rebuilt if stage 2 writes another item bank (asr will, kws will not)
         assert now[f"manifests/{fam}.stamp.json"] == []
         assert recs[f"manifests/{fam}.stamp.json"]["follows"] == [
@@ -372,5 +372,5 @@ def test_make_stamps_command_line(tmp_path, capsys):
     Path(params["texts"]).write_text(Path(params["texts"]).read_text().replace("hello there", "hello, there"))
     assert stamps.main(["--profile", "custom", "--data-root", str(tmp_path / "data")]) == 1
     out = capsys.readouterr().out
-    assert f"raw/raw.stamp.json (01_download_data" in out and f"STALE — input changed: {params['texts']}" in out
+    assert "raw/raw.stamp.json (01_download_data" in out and f"STALE — input changed: {params['texts']}" in out
     assert "itembanks/itembanks.stamp.json (02_build_item_banks" in out and "2 of 5 stamp(s) stale, 2 more may follow" in out
