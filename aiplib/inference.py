@@ -22,7 +22,8 @@ Files (``ws`` = the workspace)
 
 Resuming
 --------
-A re-run decodes only the stimuli without a successful row for the current prompt. A process
+A re-run decodes only the stimuli without a successful row for the current prompt and stimulus
+(:mod:`aiplib.resume`); kept rows get the current manifest's reference text, label and seed. A process
 killed mid-write can leave a half line at the end of a file; it is cut back to the last complete
 line (keeping every complete row) before anything is appended. Rows are flushed and fsync'ed
 after every batch, so a kill loses at most the batch being decoded.
@@ -65,7 +66,7 @@ from .audio import SR
 from .errors import ModelUnavailableError
 from .formats import ERROR_RESPONSE, EXTRA_FIELDS, append_jsonl_lines, inference_row_json, repair_jsonl
 from .prompts import TASKS, task_names
-from .resume import pending_stimuli, set_aside_stale_rows, stimulus_keys
+from .resume import pending_stimuli, refreshed_copies, resume_file, stimulus_keys
 from .run_records import MixDiagnostics, Throughput, log_run as _log_run, now_iso as _now
 from .run_records import short_error as _short, versions as _versions
 
@@ -153,8 +154,13 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", decoding: str = 
     its audio files, the prompt text's SHA-256 and the registry entry's). Before a model loads,
     rows whose key no longer matches (a changed seed, SNR, item or background file, prompt or
     entry) are moved to ``inference/<model>/superseded/<task>.jsonl`` (:func:`aiplib.resume.set_aside_stale_rows`)
-    and their stimuli re-run; unchanged rows are kept. A model with nothing left to do is not
-    loaded (its ``run_log.jsonl`` gets an ``up_to_date`` event).
+    and their stimuli re-run; unchanged rows are kept, with their copy of the manifest row (reference
+    text, KWS label, a clean row's seed …, which the key does not cover) brought up to date in one
+    atomic rewrite when it differs (:func:`aiplib.resume.resume_file`; a shard writes refreshed copies
+    to its own file instead, swapped in by the merge). A model with nothing left to do is not
+    loaded (its ``run_log.jsonl`` gets an ``up_to_date`` event) and, with ``progress``, each family
+    with nothing to decode prints one line (``[progress] stage 7 <model> <tasks>: 0 to decode, N up
+    to date``).
     """
     from .errors import AiplibParameterError  # noqa: PLC0415
     from .models import resolve  # noqa: PLC0415
@@ -214,6 +220,8 @@ def _run_model(ws, entry, families, task_list, *, decoding, batch_size, limit, p
     plans = {fam: _plan_family(ws, entry, fam, fam_tasks, limit=limit, ps=ps, rerun_unkeyed=rerun_unkeyed,
                                shard=shard)
              for fam, fam_tasks in families.items()}
+    if progress:
+        _note_up_to_date(entry.id, plans, label)
     if not any(pl.get("n_work") for pl in plans.values()):  # nothing to decode: do not load the model
         stats = {t: st for pl in plans.values() for t, st in pl["result"].items()}
         _log_run(run_log, {"event": "up_to_date", "model": entry.id, "shard": label, "start": started,
@@ -279,6 +287,21 @@ def _run_model(ws, entry, families, task_list, *, decoding, batch_size, limit, p
     return summary
 
 
+def _note_up_to_date(model: str, plans: dict, shard_label=None) -> None:
+    """One ``[progress]`` line per family with nothing to decode (its progress bar never shows), so
+    an up-to-date stage 7 still says so on the console under ``make``, e.g.
+    ``[progress] stage 7 whisper_tiny_en asr+asr_steer_p5: 0 to decode, 63 up to date``."""
+    from .progress import note  # noqa: PLC0415
+
+    for pl in plans.values():
+        if pl.get("n_work") or "manifest" not in pl:
+            continue
+        n_ref = sum(pl["refreshed"].values())
+        where = f" (shard {shard_label})" if shard_label else ""
+        note(f"stage 7 {model} {'+'.join(pl['result'])}{where}: 0 to decode, {len(pl['manifest'])} up to date"
+             + (f", {n_ref} kept row(s) refreshed from the manifest" if n_ref else ""))
+
+
 def _plan_family(ws, entry, family: str, tasks: list[str], *, limit, ps, rerun_unkeyed: bool,
                  shard: tuple[int, int] | None = None) -> dict:
     """Before a model loads: the resume keys of one family's stimuli, stale rows set aside, and
@@ -303,9 +326,10 @@ def _plan_family(ws, entry, family: str, tasks: list[str], *, limit, ps, rerun_u
                                         for t in tasks}}
     m_sha = manifest_hash(ws, family)
     hashes: dict = {}
-    bases = {r["id"]: stimulus_base(r, ws, hashes) for r in manifest.to_dict("records")}
+    records = manifest.to_dict("records")
+    bases = {r["id"]: stimulus_base(r, ws, hashes) for r in records}
     prompts = {t: ps.prompt(t) for t in tasks}
-    keys, todo = {}, {}
+    keys, todo, refreshed = {}, {}, {}
     head = manifest.head(int(limit)) if limit is not None else manifest
     head = select_shard(head, shard)
     for t in tasks:
@@ -314,15 +338,21 @@ def _plan_family(ws, entry, family: str, tasks: list[str], *, limit, ps, rerun_u
         repair_jsonl(paths[t])  # the file this process appends to (a shard's own file when sharded)
         # stale rows are set aside in the file this process owns: a shard never rewrites <task>.jsonl,
         # which the other shards read at the same time (the merge supersedes its stale rows)
-        set_aside_stale_rows(paths[t], manifest, keys[t], prompts[t][0], rerun_unkeyed=rerun_unkeyed)
+        # (kept rows get the manifest's current reference text, label, seed …: refreshed)
+        refreshed[t] = resume_file(paths[t], manifest, keys[t], prompts[t][0], rerun_unkeyed=rerun_unkeyed,
+                                   records=records)["refreshed"]
         pend = pending_stimuli(head, paths[t], prompts[t][0], keys=keys[t], rerun_unkeyed=rerun_unkeyed)
         if shard is not None:
             pend = pending_stimuli(pend, main_paths[t], prompts[t][0], keys=keys[t], rerun_unkeyed=rerun_unkeyed)
+            # rows of <task>.jsonl it may not rewrite: refreshed copies go to its own file (the merge swaps them in)
+            copies = refreshed_copies(main_paths[t], paths[t], head["id"], keys[t], records)
+            append_jsonl_lines(paths[t], [inference_row_json(r) for r in copies])
+            refreshed[t] += len(copies)
         todo[t] = set(pend["id"])
     result = {t: {"status": "done", "n_stimuli": len(head), "n_done_before": len(head), "n_run": 0,
                   "n_errors": 0, "seconds": 0.0, "stimuli_per_s": None, "manifest_sha256": m_sha,
                   "error": None, "file": str(paths[t])} for t in tasks}
-    return {"n_work": sum(len(v) for v in todo.values()), "result": result, "manifest": head,
+    return {"n_work": sum(len(v) for v in todo.values()), "result": result, "manifest": head, "refreshed": refreshed,
             "m_sha": m_sha, "prompts": prompts, "keys": keys, "todo": todo, "paths": paths}
 
 

@@ -4,8 +4,9 @@ Every inference row carries ``stim_key`` (:func:`stimulus_keys`): a hash of the 
 content (ids, seed, background offset, SNR, files and their SHA-256), the prompt text and the
 registry entry. A row whose key no longer matches (the stimulus, prompt or model changed) is moved
 to ``<model>/superseded/<task>.jsonl`` before anything is decoded (:func:`set_aside_stale_rows`),
-so no reader can take an old transcript for a changed stimulus; :func:`pending_stimuli` lists what
-is left. Rows written without a key (the authors' files, older versions) follow
+so no reader can take an old transcript for a changed stimulus, and the kept rows' copies of their
+manifest row (reference text, label, a clean row's seed …, which the key does not cover) are brought
+up to date; :func:`pending_stimuli` lists what is left. Rows written without a key (the authors' files, older versions) follow
 :data:`UNKEYED_CHECK_FIELDS`. Used by :mod:`aiplib.inference` and :mod:`aiplib.shards`.
 """
 from __future__ import annotations
@@ -19,7 +20,8 @@ import pandas as pd
 
 from .formats import is_error_row, read_inference_jsonl, repair_jsonl
 
-__all__ = ["UNKEYED_CHECK_FIELDS", "pending_stimuli", "stimulus_keys", "set_aside_stale_rows"]
+__all__ = ["UNKEYED_CHECK_FIELDS", "pending_stimuli", "stimulus_keys", "set_aside_stale_rows", "resume_file",
+           "refreshed_row", "refreshed_copies"]
 
 log = logging.getLogger(__name__)
 
@@ -133,43 +135,100 @@ def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases:
     return {i: stamps.stimulus_key(b, prompt_sha256=p_sha, entry_sha256=e_sha) for i, b in bases.items()}
 
 
+def _differs(a, b) -> bool:
+    """Two JSON values differ (``True`` is not ``1``; ``1`` is ``1.0``)."""
+    return isinstance(a, bool) != isinstance(b, bool) or a != b
+
+
+def refreshed_row(row: dict, mrow: dict) -> dict | None:
+    """``row`` with its manifest copy brought up to date, or None when it already is.
+
+    A successful inference row is its manifest row's columns followed by
+    :data:`aiplib.formats.RUN_FIELDS` (:func:`aiplib.inference.run_inference` writes
+    ``{**manifest_row, raw, model, task, …}``). The refreshed row is what a run would write now
+    for the same answer: every column of ``mrow`` (the current manifest row, values as stored,
+    :func:`aiplib.formats.json_values`) first, in manifest order, then the row's other fields in
+    their order with their values (``raw``, ``stim_key`` … are never changed; a field of neither,
+    e.g. an old manifest column, is kept).
+
+    Parameters
+    ----------
+    row : dict
+        A row read back from ``inference/<model>/<task>.jsonl``.
+    mrow : dict
+        ``json_values`` of its current manifest row.
+    """
+    if all(k in row and not _differs(row[k], v) for k, v in mrow.items()):
+        return None
+    return {**mrow, **{k: v for k, v in row.items() if k not in mrow}}
+
+
 def set_aside_stale_rows(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *,
-                         rerun_unkeyed: bool = False) -> int:
+                         rerun_unkeyed: bool = False, refresh: bool = True,
+                         records: list | None = None) -> int:
     """Move the rows of ``path`` that no longer answer the current manifest to
     ``<model>/superseded/<task>.jsonl``, so no reader can take an old transcript for a changed
-    stimulus.
+    stimulus; bring the manifest fields of the kept rows up to date.
 
     A row is moved when its ``id`` is not in ``manifest`` (an item or background that left), its
     ``stim_key`` differs from ``keys[id]`` (the stimulus, the prompt or the model changed), or —
     a successful row without a key — it fails the rule of :func:`pending_stimuli` (other seed or
     SNR, other prompt id; every one with ``rerun_unkeyed``). Error rows without a key stay (they
-    are retried and never scored). The kept lines are rewritten byte for byte, atomically (a
-    ``.part`` file, fsync, rename) and only when a line moves; moved lines are appended (and
-    fsync'ed) to the superseded file first, so an interruption never loses a row.
+    are retried and never scored).
+
+    A kept successful row with a key (ours) answers the same audio, but its copy of the manifest
+    row can be old: the key covers what the model heard, not the reference ``transcript`` or
+    ``keyword`` / ``is_target``, a clean row's ``seed``, ``bg_active``, ``accent_group``,
+    ``duration_s`` … With ``refresh`` those fields are replaced by the current manifest row's
+    (:func:`refreshed_row`; the response fields :data:`aiplib.formats.RUN_FIELDS` are untouched),
+    so a reader of the file alone (``make score INFERENCE_DIR=…``) scores against the current
+    references. Rows without a key (the authors' files) are not changed.
+
+    The file is rewritten only when a line moves or a row is refreshed: atomically (a ``.part``
+    file, fsync, rename), other lines byte for byte; moved lines are appended (and fsync'ed) to
+    the superseded file first, so an interruption never loses a row. With nothing to do the file
+    is only read.
 
     Parameters
     ----------
     path : str or Path
-        ``inference/<model>/<task>.jsonl``.
+        ``inference/<model>/<task>.jsonl`` (or a shard's own file).
     manifest : pandas.DataFrame
         The whole current manifest of the family (not cut by ``limit``).
     keys : dict
         :func:`stimulus_keys` for this task and model.
     prompt_id : str
     rerun_unkeyed : bool
+    refresh : bool
+        Refresh the manifest fields of kept keyed rows (default True).
+    records : list of dict, optional
+        ``manifest.to_dict("records")`` when the caller has it (saves a conversion).
 
     Returns
     -------
     int
-        Rows moved.
+        Rows moved (the rows refreshed are logged, see :func:`resume_file`).
     """
+    return resume_file(path, manifest, keys, prompt_id, rerun_unkeyed=rerun_unkeyed, refresh=refresh,
+                       records=records)["moved"]
+
+
+def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rerun_unkeyed: bool = False,
+                refresh: bool = True, records: list | None = None) -> dict:
+    """:func:`set_aside_stale_rows`, returning ``{"moved": int, "refreshed": int}`` (rows moved to
+    ``superseded/``, kept rows whose manifest fields were brought up to date)."""
+    from .formats import inference_row_json, json_values  # noqa: PLC0415
     from .stamps import STIM_KEY_FIELD  # noqa: PLC0415
 
     path = Path(path)
     if not path.is_file():
-        return 0
+        return {"moved": 0, "refreshed": 0}
     mrows = _check_fields(manifest)
-    keep, move = [], []
+    full = None
+    if refresh:
+        recs = records if records is not None else manifest.to_dict("records")
+        full = {r["id"]: r for r in recs}
+    out, move, n_new = [], [], 0
     with open(path, "rb") as f:
         lines = f.readlines()
     for raw in lines:
@@ -179,7 +238,7 @@ def set_aside_stale_rows(path, manifest: pd.DataFrame, keys: dict, prompt_id: st
         except (UnicodeDecodeError, ValueError):
             rid = None
         if rid is None:  # unreadable lines stay, as the reader skips and counts them
-            keep.append(raw)
+            out.append(raw)
             continue
         key = r.get(STIM_KEY_FIELD)
         if rid not in mrows:
@@ -190,22 +249,74 @@ def set_aside_stale_rows(path, manifest: pd.DataFrame, keys: dict, prompt_id: st
             stale = False
         else:
             stale = rerun_unkeyed or not _unkeyed_matches(r, mrows[rid], prompt_id)
-        (move if stale else keep).append(raw)
-    if not move:
-        return 0
-    side = path.parent / "superseded" / path.name
-    side.parent.mkdir(parents=True, exist_ok=True)
-    repair_jsonl(side)
-    with open(side, "ab") as f:
-        f.write(b"".join(x if x.endswith(b"\n") else x + b"\n" for x in move))
-        f.flush()
-        os.fsync(f.fileno())
+        if stale:
+            move.append(raw)
+            continue
+        if full is not None and key is not None and not is_error_row(r):
+            new = refreshed_row(r, json_values(full[rid]))
+            if new is not None:
+                raw = inference_row_json(new).encode("utf-8")
+                n_new += 1
+        out.append(raw)
+    if not move and not n_new:
+        return {"moved": 0, "refreshed": 0}
+    if move:
+        side = path.parent / "superseded" / path.name
+        side.parent.mkdir(parents=True, exist_ok=True)
+        repair_jsonl(side)
+        with open(side, "ab") as f:
+            f.write(b"".join(x if x.endswith(b"\n") else x + b"\n" for x in move))
+            f.flush()
+            os.fsync(f.fileno())
     tmp = path.with_name(path.name + ".part")
     with open(tmp, "wb") as f:
-        f.write(b"".join(keep))
+        f.write(b"".join(out))
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    log.warning("%s: %d row(s) answer stimuli, prompts or a model that changed (or left the manifest); "
-                "moved to %s and re-run", path, len(move), side)
-    return len(move)
+    if move:
+        log.warning("%s: %d row(s) answer stimuli, prompts or a model that changed (or left the manifest); "
+                    "moved to %s and re-run", path, len(move), side)
+    if n_new:
+        log.warning("%s: %d kept row(s) brought up to date with the manifest (reference text, label, seed …; "
+                    "answers unchanged)", path, n_new)
+    return {"moved": len(move), "refreshed": n_new}
+
+
+def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> list[dict]:
+    """For a shard, which never rewrites ``<task>.jsonl``: the rows of ``main_path`` it would
+    refresh, as new rows for its own file (``own_path``), so the merge can replace them.
+
+    A successful keyed row of ``main_path`` whose ``id`` is in ``ids`` (the shard's stimuli),
+    whose ``stim_key`` is current (``keys[id]``) and whose manifest copy is old
+    (:func:`refreshed_row` of the manifest row in ``records``) gives its refreshed row, unless
+    ``own_path`` already holds that very row (a shard run again adds nothing).
+    :func:`aiplib.shards.merge_shards` then puts it in place of the main file's row (same id,
+    key and answer, other manifest fields).
+
+    Returns
+    -------
+    list of dict
+        Rows to append to ``own_path``, in ``main_path`` order.
+    """
+    from .formats import json_values  # noqa: PLC0415
+    from .stamps import STIM_KEY_FIELD  # noqa: PLC0415
+
+    main_path, own_path = Path(main_path), Path(own_path)
+    if not main_path.is_file():
+        return []
+    ids = set(ids)
+    full = {r["id"]: r for r in records if r["id"] in ids}
+    have = set()
+    if own_path.is_file():
+        have = {json.dumps(r, sort_keys=True) for r in read_inference_jsonl(own_path)[0] if not is_error_row(r)}
+    out = []
+    for r in read_inference_jsonl(main_path)[0]:
+        rid, key = r["id"], r.get(STIM_KEY_FIELD)
+        if rid not in full or key is None or key != keys.get(rid) or is_error_row(r):
+            continue
+        new = refreshed_row(r, json_values(full[rid]))
+        if new is not None and json.dumps(new, sort_keys=True) not in have:
+            have.add(json.dumps(new, sort_keys=True))
+            out.append(new)
+    return out

@@ -228,7 +228,7 @@ def merge_shards(result_file, shards=None) -> dict:
     -------
     dict
         ``{"file", "shards", "rows_added", "duplicates_identical", "lines_skipped",
-        "rows_superseded"}``.
+        "rows_superseded", "rows_refreshed"}``.
 
     Raises
     ------
@@ -245,6 +245,10 @@ def merge_shards(result_file, shards=None) -> dict:
     aside itself, it never rewrites the result file) moves to ``superseded/<task>.jsonl``, as
     :func:`aiplib.resume.set_aside_stale_rows` would: the result file is then rewritten
     atomically (``.part``, fsync, rename) after the moved lines are fsync'ed to the side file.
+    A shard row with the key and answer of a result-file row but other fields is a refreshed
+    copy (the manifest's reference text, label or a clean row's seed changed since;
+    :func:`aiplib.resume.refreshed_copies`): it replaces that row in place, by the same atomic
+    rewrite (``rows_refreshed``).
     After the merge the shard files move to ``merged-shards/`` so a second merge adds nothing.
     """
     from .formats import append_jsonl_lines, inference_row_json, is_error_row, read_inference_jsonl, repair_jsonl  # noqa: PLC0415
@@ -255,13 +259,16 @@ def merge_shards(result_file, shards=None) -> dict:
     shards = [Path(s) for s in shards]
     seen: dict[tuple, tuple[str, Path]] = {}
     skipped = 0
+    main_rows: dict[tuple, dict] = {}
     if result_file.is_file():
         repair_jsonl(result_file)
         rows, skipped = read_inference_jsonl(result_file)
         for r in rows:
             if not is_error_row(r):
                 seen.setdefault(_key(r), (r.get("raw"), result_file))
+                main_rows[_key(r)] = r
     new_rows, identical = [], 0
+    refresh: dict[tuple, dict] = {}  # key → a shard's refreshed copy of a result-file row
     for s in shards:
         repair_jsonl(s)
         rows, n_bad = read_inference_jsonl(s)
@@ -278,6 +285,8 @@ def merge_shards(result_file, shards=None) -> dict:
                         f"stimulus {k[0]!r} (prompt {k[1]}) has two different answers: {raw!r} in "
                         f"{where} and {r.get('raw')!r} in {s}; remove the wrong shard file and re-run it")
                 identical += 1
+                if where == result_file and r != main_rows[k] and k[2] is not None:
+                    refresh[k] = r  # same answer, current manifest fields (aiplib.resume.refreshed_copies)
                 continue
             seen[k] = (r.get("raw"), s)
             new_rows.append(r)
@@ -285,7 +294,7 @@ def merge_shards(result_file, shards=None) -> dict:
     current = {str(r["id"]): r["stim_key"] for r in new_rows
                if not is_error_row(r) and r.get("stim_key") is not None}
     keep, move = [], []
-    if current and result_file.is_file():
+    if (current or refresh) and result_file.is_file():
         with open(result_file, "rb") as f:
             for line in f:
                 try:
@@ -294,14 +303,17 @@ def merge_shards(result_file, shards=None) -> dict:
                 except (UnicodeDecodeError, ValueError):
                     rid = None
                 stale = (rid in current and not is_error_row(r) and r.get("stim_key") != current[rid])
+                if not stale and rid is not None and not is_error_row(r) and _key(r) in refresh:
+                    line = inference_row_json(refresh[_key(r)]).encode("utf-8")
                 (move if stale else keep).append(line)
     result_file.parent.mkdir(parents=True, exist_ok=True)
     new_lines = [inference_row_json(r) for r in new_rows]
-    if move:
-        side = result_file.parent / "superseded" / result_file.name
-        side.parent.mkdir(parents=True, exist_ok=True)
-        repair_jsonl(side)
-        append_jsonl_lines(side, [x.decode("utf-8") for x in move])
+    if move or refresh:
+        if move:
+            side = result_file.parent / "superseded" / result_file.name
+            side.parent.mkdir(parents=True, exist_ok=True)
+            repair_jsonl(side)
+            append_jsonl_lines(side, [x.decode("utf-8") for x in move])
         tmp = result_file.with_name(result_file.name + ".part")
         with open(tmp, "wb") as f:
             f.write(b"".join(keep) + "".join(new_lines).encode("utf-8"))
@@ -315,7 +327,8 @@ def merge_shards(result_file, shards=None) -> dict:
         done_dir.mkdir(exist_ok=True)
         s.replace(done_dir / s.name)
     return {"file": str(result_file), "shards": [str(s) for s in shards], "rows_added": len(new_rows),
-            "duplicates_identical": identical, "lines_skipped": skipped, "rows_superseded": len(move)}
+            "duplicates_identical": identical, "lines_skipped": skipped, "rows_superseded": len(move),
+            "rows_refreshed": len(refresh)}
 
 
 def merge_run_logs(model_dir) -> int:

@@ -18,7 +18,8 @@ the recorded SHA-256 (:func:`differences`); ``code`` is recorded for provenance 
 Stamps written by the pipeline (see ``docs/ARCHITECTURE.md``):
 
 =============================  ================================================================
-``raw/raw.stamp.json``         stage 1: the parameters and ``raw/inventory.csv``
+``raw/raw.stamp.json``         stage 1: the parameters, the files read (custom: the user's tables
+                               and audio, :func:`aiplib.pipeline.raw_input_files`) and ``raw/inventory.csv``
 ``itembanks/itembanks.stamp.json``  stage 2: parameters + ``raw/inventory.csv`` (custom: it holds
                                the SHA-256 of every user file and the transcripts)
 ``descriptors/battery.stamp.json``  stage 3: per background, its spec and the SHA-256 of its
@@ -29,7 +30,11 @@ Stamps written by the pipeline (see ``docs/ARCHITECTURE.md``):
 Stage 4 keeps its own sidecar (``acoustic_descriptors.json``, per-WAV SHA-256); stage 7 keys
 every inference row (:func:`stimulus_key`), so resuming is per stimulus.
 
-``python -m aiplib.stamps --profile demo`` prints whether each stamp's inputs are unchanged.
+``python -m aiplib.stamps --profile demo`` (``make stamps``) prints, for each stamp, whether the next
+``make all`` would rebuild it and why: stage 1's stamp is compared with the files it would read now
+(a file added to a custom folder counts), the others' recorded inputs and outputs are re-hashed,
+and a stamp whose input another stale stage rewrites is stale too
+(:func:`aiplib.pipeline.stale_stamps`).
 """
 from __future__ import annotations
 
@@ -45,7 +50,7 @@ from .hashing import sha256_file
 
 __all__ = ["STAMP_VERSION", "STAMP_SUFFIX", "ENTRY_KEY_FIELDS", "STIM_KEY_FIELDS", "STIM_KEY_FIELD",
            "file_sha256", "text_sha256", "json_sha256", "make_stamp", "read_stamp", "write_stamp",
-           "differences", "stamp_path", "entry_sha256", "stimulus_key", "stimulus_base", "main"]
+           "differences", "value_differences", "stamp_path", "entry_sha256", "stimulus_key", "stimulus_base", "main"]
 
 STAMP_VERSION = 1
 """Version of the stamp format."""
@@ -184,12 +189,68 @@ def write_stamp(path, stamp: dict, *, outputs=(), ws=None) -> Path:
 
 
 def _short(v, n: int = 60) -> str:
+    if isinstance(v, str) and len(v) >= 32 and all(c in "0123456789abcdef" for c in v):
+        return v[:12] + "…"  # a SHA-256: its first 12 hex digits tell two apart
     s = _canon(v)
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _pair(a, b, n: int = 60) -> str:
+    """``a → b``, each cut to ``n`` characters from where they start to differ (two long texts
+    with a common beginning are never shown as identical prefixes)."""
+    sa, sb = _short(a, 10**9), _short(b, 10**9)
+    if len(sa) > n or len(sb) > n:
+        i = 0
+        while i < min(len(sa), len(sb)) and sa[i] == sb[i]:
+            i += 1
+        cut = max(0, i - 10)
+        sa, sb = (("…" if cut else "") + x[cut:] for x in (sa, sb))
+        sa, sb = (x if len(x) <= n else x[: n - 1] + "…" for x in (sa, sb))
+    return f"{sa} → {sb}"
+
+
+def value_differences(name: str, old, new) -> list[str]:
+    """Where two JSON values differ, one ``"<path>: <old> → <new>"`` per differing leaf.
+
+    Dicts are compared key by key, recursively, so a change inside a nested parameter names its
+    key (``spec.category: "stationary" → "transient"``, not two cut-off copies of the whole spec);
+    a key only on one side reads ``<path>: added <new>`` / ``<path>: removed (was <old>)``.
+    Lists and scalars are shown whole when short; SHA-256 values by their first 12 hex digits;
+    long texts from where they start to differ.
+
+    Parameters
+    ----------
+    name : str
+        Path of the value (``"spec"``).
+    old, new
+        JSON values (compared as canonical JSON).
+
+    Returns
+    -------
+    list of str
+        Empty when equal.
+    """
+    if _canon(old) == _canon(new):
+        return []
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in sorted(set(old) | set(new), key=str):
+            sub = f"{name}.{k}"
+            if k not in old:
+                out.append(f"{sub}: added {_short(new[k])}")
+            elif k not in new:
+                out.append(f"{sub}: removed (was {_short(old[k])})")
+            else:
+                out += value_differences(sub, old[k], new[k])
+        return out
+    return [f"{name}: {_pair(old, new)}"]
+
+
 def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None) -> list[str]:
     """What changed between a recorded stamp and the current one, one line per change.
+
+    Inputs come first (a changed file is usually the cause; parameters derived from it, such as
+    an inferred category, follow), then parameters, then outputs edited since.
 
     Parameters
     ----------
@@ -206,26 +267,29 @@ def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None
     Returns
     -------
     list of str
-        Empty when up to date, e.g. ``["parameter snrs_db: [10,5,0] → [10,5]",
-        "input changed: bg/bg03.wav"]``.
+        Empty when up to date, e.g. ``["input changed: bg/bg03.wav (3fa2c1d09e7b… → 9c1b…)",
+        "parameter snrs_db: [10,5,0] → [10,5]", "parameter spec.category: \"stationary\" →
+        \"transient\""]``: a nested parameter names the key that differs
+        (:func:`value_differences`).
     """
     if old is None:
         return ["no stamp (outputs written by an older version, or not yet built)"]
     out = []
     if old.get("stamp_version") != new.get("stamp_version"):
         out.append(f"stamp version {old.get('stamp_version')} → {new.get('stamp_version')}")
-    op, np_ = old.get("params", {}), new.get("params", {})
-    for k in sorted(set(op) | set(np_)):
-        if _canon(op.get(k)) != _canon(np_.get(k)):
-            out.append(f"parameter {k}: {_short(op.get(k))} → {_short(np_.get(k))}")
     oi, ni = old.get("inputs", {}), new.get("inputs", {})
     for k in sorted(set(oi) | set(ni)):
         if k not in oi:
             out.append(f"input added: {k}")
         elif k not in ni:
             out.append(f"input removed: {k}")
+        elif oi[k] != ni[k] and ni[k] == "missing":
+            out.append(f"input missing: {k}")
         elif oi[k] != ni[k]:
-            out.append(f"input changed: {k}")
+            out.append(f"input changed: {k} ({_pair(oi[k], ni[k])})")
+    op, np_ = old.get("params", {}), new.get("params", {})
+    for k in sorted(set(op) | set(np_)):
+        out += [f"parameter {d}" for d in value_differences(k, op.get(k), np_.get(k))]
     if outputs_ok:
         for k, sha in old.get("outputs", {}).items():
             p = ws.path(k) if ws is not None else Path(k)
@@ -361,34 +425,39 @@ def stimulus_key(base: str, *, prompt_sha256: str, entry_sha256: str) -> str:
 # ------------------------------------------------------------------------------- command line
 def main(argv=None) -> int:
     """``python -m aiplib.stamps --profile P [--data-root D]``: for every stamp of the workspace,
-    say whether its inputs and outputs are unchanged. Exit status 0 (all unchanged) or 1."""
+    say whether the next ``make all`` would rebuild it, and why
+    (:func:`aiplib.pipeline.stale_stamps`). Exit
+    status 0 (all up to date) or 1."""
+    import time  # noqa: PLC0415
+
     from .workspace import workspace
 
     ap = argparse.ArgumentParser(prog="python -m aiplib.stamps", description=main.__doc__)
     ap.add_argument("--profile", default=os.environ.get("AIP_PROFILE", "demo"))
     ap.add_argument("--data-root", default=None)
     a = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    from .pipeline import stale_stamps  # noqa: PLC0415
+
     ws = workspace(a.profile, data_root=a.data_root, create=False)
-    found = sorted(ws.root.rglob(f"*{STAMP_SUFFIX}")) if ws.root.is_dir() else []
-    if not found:
+    recs = stale_stamps(ws)
+    if not recs:
         print(f"{ws.root}: no stamps (nothing built yet)")
         return 0
-    stale = 0
-    for p in found:
-        old = read_stamp(p)
-        if old is None:
-            print(f"{ws.rel(p)}: unreadable")
+    stale = maybe = 0
+    for r in recs:
+        diff = r["changes"]
+        if diff is None:
+            print(f"{r['path']}: unreadable")
             stale += 1
             continue
-        diff = []
-        for sub in [old, *old.get("backgrounds", {}).values()]:  # battery: one stamp per background
-            now = dict(sub, inputs={k: (file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
-                                    for k in sub.get("inputs", {})})
-            diff += differences(sub, now, ws=ws)
         stale += bool(diff)
-        print(f"{ws.rel(p)} ({old.get('stage')}, {old.get('written')}): "
-              + ("up to date" if not diff else "STALE — " + "; ".join(diff[:5])
-                 + (f" (+{len(diff) - 5} more)" if len(diff) > 5 else "")))
+        maybe += bool(r["follows"]) and not diff
+        state = ("STALE — " + "; ".join(diff[:5]) + (f" (+{len(diff) - 5} more)" if len(diff) > 5 else "")
+                 if diff else "may be rebuilt — " + "; ".join(r["follows"]) if r["follows"] else "up to date")
+        print(f"{r['path']} ({r['stage']}, {r['written']}): {state}")
+    print(f"{stale} of {len(recs)} stamp(s) stale" + (f", {maybe} more may follow" if maybe else "")
+          + f" ({time.perf_counter() - t0:.2f} s)")
     return 1 if stale else 0
 
 

@@ -97,10 +97,30 @@ def test_stamp_differences_name_what_changed(tmp_path):
     assert stamps.differences(rec, old, ws=ws) == []
     a.write_text("two")
     new = stamps.make_stamp("x", params={"snrs_db": [10, 5]}, inputs=[a], ws=ws)
+    one, two = hashlib.sha256(b"one").hexdigest(), hashlib.sha256(b"two").hexdigest()
     assert stamps.differences(rec, new, ws=ws) == [
-        "parameter snrs_db: [10,5,0] → [10,5]", "input changed: raw/a.txt",
+        f"input changed: raw/a.txt ({one[:12]}… → {two[:12]}…)", "parameter snrs_db: [10,5,0] → [10,5]",
         "output changed since it was written: raw/a.txt"]
     assert stamps.differences(None, new)[0].startswith("no stamp")
+
+
+def test_difference_message_names_the_nested_key_that_differs():
+    """New-user trial: a background's spec differed in one key, and the message showed two
+    identical cut-off copies of the whole spec."""
+    spec = {"attribution": "unknown — supplied by the user", "bg_id": "sc_bg_running_tap", "combine": "concat",
+            "category": "stationary", "sha256": "3fa2" + "0" * 60}
+    old = {"stamp_version": 1, "params": {"seed": 1, "spec": spec}, "inputs": {}}
+    new = {"stamp_version": 1, "params": {"seed": 1, "spec": dict(spec, category="transient", sha256="9c1b" + "1" * 60,
+                                                                   licence="CC0")}, "inputs": {}}
+    assert stamps.differences(old, new) == [
+        'parameter spec.category: "stationary" → "transient"', 'parameter spec.licence: added "CC0"',
+        "parameter spec.sha256: 3fa200000000… → 9c1b11111111…"]
+    del new["params"]["spec"]["combine"]
+    assert 'parameter spec.combine: removed (was "concat")' in stamps.differences(old, new)
+    # long texts are shown from where they start to differ
+    a, b = "user background " * 8 + "(stationary)", "user background " * 8 + "(transient)"
+    (line,) = stamps.value_differences("description", a, b)
+    assert "stationary" in line and "transient" in line and len(line) < 100
 
 
 def test_resume_key_covers_row_files_prompt_and_entry(tmp_path):
@@ -271,3 +291,86 @@ def test_custom_profile_rerun_after_adding_correcting_and_replacing(tmp_path, fa
     n_loaded = len(fake_model)
     s3, _ = run_stages(ws, params)
     assert len(fake_model) == n_loaded and s3["n_run"].sum() == 0
+
+
+# ------------------------------------------------------------------------------ make stamps
+def _stage_1_to_5(ws, params):
+    with pytest.warns(UserWarning):
+        pipeline.gather_raw(ws, keywords="yes,no,up,down,left,right,on,off,stop,go", **params)
+    pipeline.build_item_banks(ws, seed=1, overwrite=False)
+    curate_battery(ws, pipeline.battery_specs(ws), duration_s=4.0, seed=3)
+    build_manifests(ws, snrs=[10])
+
+
+def _changes(ws) -> dict:
+    return {r["path"]: r["changes"] for r in pipeline.stale_stamps(ws)}
+
+
+def test_make_stamps_tells_what_the_next_run_rebuilds_after_user_edits(tmp_path, caplog):
+    """New-user trial: after adding an utterance and correcting a transcript, ``make stamps`` said
+    raw and itembanks were up to date although ``make all`` then rebuilt the item banks."""
+    params = make_inputs(tmp_path / "in")
+    ws = workspace("custom", data_root=tmp_path / "data", create=False)
+    _stage_1_to_5(ws, params)
+    before = _changes(ws)
+    assert set(before) >= {"raw/raw.stamp.json", "itembanks/itembanks.stamp.json", "descriptors/battery.stamp.json",
+                           "manifests/asr.stamp.json", "manifests/kws.stamp.json"}
+    assert all(v == [] for v in before.values()), before
+    rec = stamps.read_stamp(ws.raw / "raw.stamp.json")
+    sp = Path(params["speech_dir"])
+    assert str(sp / "a.wav") in rec["inputs"] and params["texts"] in rec["inputs"]
+    assert len(rec["inputs"]) == 2 + 5 + 9 + 3  # utterances, clips, backgrounds, tables
+
+    # the user adds an utterance and corrects a transcript (no background changes)
+    old_texts = stamps.file_sha256(params["texts"])
+    write(sp / "c.wav", voice_like(1.2, f0=210, seed=31))
+    texts = pd.read_csv(params["texts"], keep_default_na=False)
+    texts.loc[texts["file"] == "a.wav", "text"] = "hello their friend"
+    texts = pd.concat([texts, pd.DataFrame({"file": ["c.wav"], "text": ["brand new words"]})])
+    texts.to_csv(params["texts"], index=False)
+    now = _changes(ws)
+    new_texts = stamps.file_sha256(params["texts"])
+    assert now["raw/raw.stamp.json"] == [
+        f"input added: {sp / 'c.wav'}",
+        f"input changed: {params['texts']} ({old_texts[:12]}… → {new_texts[:12]}…)"]
+    assert now["itembanks/itembanks.stamp.json"] == [
+        "upstream: raw/inventory.csv is rewritten by 01_download_data"]
+    recs = {r["path"]: r for r in pipeline.stale_stamps(ws)}
+    for fam in ("asr", "kws"):  # rebuilt if stage 2 writes another item bank (asr will, kws will not)
+        assert now[f"manifests/{fam}.stamp.json"] == []
+        assert recs[f"manifests/{fam}.stamp.json"]["follows"] == [
+            f"if 02_build_item_banks writes another itembanks/{fam}.jsonl"]
+    assert now["descriptors/battery.stamp.json"] == []  # no background changed: none is re-curated
+
+    # and that is what the stages then do
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        _stage_1_to_5(ws, params)
+    msgs = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("item banks are rebuilt: input changed: raw/inventory.csv") for m in msgs), msgs
+    assert any(m.startswith("manifests/asr.csv is rebuilt") for m in msgs), msgs
+    assert not any(m.startswith("manifests/kws.csv is rebuilt") for m in msgs), msgs
+    assert not any("re-curated" in m for m in msgs)
+    assert all(v == [] for v in _changes(ws).values())
+
+    # a stamp of an older version, without inputs: compared with raw/inventory.csv
+    rec = stamps.read_stamp(ws.raw / "raw.stamp.json")
+    (ws.raw / "raw.stamp.json").write_text(json.dumps(dict(rec, inputs={})))
+    assert _changes(ws)["raw/raw.stamp.json"] == []
+    write(sp / "c.wav", voice_like(1.3, f0=190, seed=32))
+    (line,) = _changes(ws)["raw/raw.stamp.json"]
+    assert line.startswith(f"input changed: {sp / 'c.wav'} (")
+
+
+def test_make_stamps_command_line(tmp_path, capsys):
+    params = make_inputs(tmp_path / "in")
+    ws = workspace("custom", data_root=tmp_path / "data", create=False)
+    _stage_1_to_5(ws, params)
+    assert stamps.main(["--profile", "custom", "--data-root", str(tmp_path / "data")]) == 0
+    out = capsys.readouterr().out
+    assert "raw/raw.stamp.json (01_download_data," in out and "0 of 5 stamp(s) stale" in out
+    Path(params["texts"]).write_text(Path(params["texts"]).read_text().replace("hello there", "hello, there"))
+    assert stamps.main(["--profile", "custom", "--data-root", str(tmp_path / "data")]) == 1
+    out = capsys.readouterr().out
+    assert "raw/raw.stamp.json (01_download_data" in out and f"STALE — input changed: {params['texts']}" in out
+    assert "itembanks/itembanks.stamp.json (02_build_item_banks" in out and "2 of 5 stamp(s) stale, 2 more may follow" in out

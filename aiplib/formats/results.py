@@ -13,9 +13,9 @@ import pandas as pd
 from .tables import _read_text_csv, parse_bool, write_csv_atomic, write_json_atomic
 
 __all__ = [
-    "CORE_FIELDS", "EXTRA_FIELDS", "ERROR_RESPONSE", "is_error_row", "repair_jsonl", "read_inference_jsonl",
-    "read_results", "inference_row_json", "append_jsonl_lines", "SCORE_NUMERIC_COLUMNS", "read_scores",
-    "load_scores", "write_scores",
+    "CORE_FIELDS", "EXTRA_FIELDS", "RUN_FIELDS", "ERROR_RESPONSE", "is_error_row", "repair_jsonl",
+    "read_inference_jsonl", "read_results", "json_values", "inference_row_json", "append_jsonl_lines",
+    "SCORE_NUMERIC_COLUMNS", "read_scores", "load_scores", "write_scores",
 ]
 
 log = logging.getLogger("aiplib.formats")
@@ -28,6 +28,10 @@ CORE_FIELDS = ["id", "raw", "model", "task"]
 EXTRA_FIELDS = ["prompt_set", "prompt_id", "decode_s", "audio_s", "stim_key"]
 """Our fields, after the authors' (``decode_s``, ``audio_s`` in s; ``stim_key`` the resume key,
 :func:`aiplib.resume.stimulus_keys`)."""
+RUN_FIELDS = ("raw", "model", "task", "error", *EXTRA_FIELDS)
+"""Fields stage 7 writes itself (the response and how it was made); every other field of a
+successful row is a copy of its manifest row (``id`` included), see
+:func:`aiplib.resume.set_aside_stale_rows` which keeps those copies equal to the manifest."""
 ERROR_RESPONSE = "__ERROR__"
 """``raw`` of a failed generation (the authors' marker)."""
 
@@ -183,10 +187,15 @@ def _json_value(v):
     return v
 
 
+def json_values(row: dict) -> dict:
+    """``row`` with the values an inference line stores: numpy scalars as Python numbers and
+    bools, NaN / NA / None as None (what :func:`inference_row_json` writes and JSON reads back)."""
+    return {k: _json_value(v) for k, v in row.items()}
+
+
 def inference_row_json(row: dict) -> str:
     """One inference row as a JSON line (numpy scalars to Python, NaN/NA to null, UTF-8 kept)."""
-    return json.dumps({k: _json_value(v) for k, v in row.items()}, ensure_ascii=False,
-                      allow_nan=False) + "\n"
+    return json.dumps(json_values(row), ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def append_jsonl_lines(path, lines: list[str]) -> None:
