@@ -64,9 +64,9 @@ import pandas as pd
 
 from .audio import SR
 from .errors import ModelUnavailableError
-from .formats import ERROR_RESPONSE, EXTRA_FIELDS, append_jsonl_lines, inference_row_json, repair_jsonl
+from .formats import ERROR_RESPONSE, EXTRA_FIELDS, append_jsonl_lines, inference_row_json
 from .prompts import TASKS, task_names
-from .resume import pending_stimuli, refreshed_copies, resume_file, stimulus_keys
+from .resume import plan_family
 from .run_records import MixDiagnostics, Throughput, log_run as _log_run, now_iso as _now
 from .run_records import short_error as _short, versions as _versions
 
@@ -217,8 +217,8 @@ def _run_model(ws, entry, families, task_list, *, decoding, batch_size, limit, p
     run_log = shard_path(model_dir / "run_log.jsonl", shard)
     label = shard_label(shard)
     started, t_model = _now(), time.perf_counter()
-    plans = {fam: _plan_family(ws, entry, fam, fam_tasks, limit=limit, ps=ps, rerun_unkeyed=rerun_unkeyed,
-                               shard=shard)
+    plans = {fam: plan_family(ws, entry, fam, {t: result_path(ws, entry.id, t) for t in fam_tasks}, limit=limit,
+                              ps=ps, rerun_unkeyed=rerun_unkeyed, shard=shard)
              for fam, fam_tasks in families.items()}
     if progress:
         _note_up_to_date(entry.id, plans, label)
@@ -302,60 +302,6 @@ def _note_up_to_date(model: str, plans: dict, shard_label=None) -> None:
              + (f", {n_ref} kept row(s) refreshed from the manifest" if n_ref else ""))
 
 
-def _plan_family(ws, entry, family: str, tasks: list[str], *, limit, ps, rerun_unkeyed: bool,
-                 shard: tuple[int, int] | None = None) -> dict:
-    """Before a model loads: the resume keys of one family's stimuli, stale rows set aside, and
-    what is left to decode per task. ``n_work`` = 0 means nothing (``result`` then holds the
-    per-task summary).
-
-    With ``shard`` = ``(i, n)``: the stimuli (of the first ``limit``) whose id hashes to ``i``,
-    less those with a current row in ``<task>.jsonl`` (read, never written) or in the shard's
-    own ``<task>.shard-<i>-of-<n>.jsonl`` (repaired, its stale rows set aside, appended to);
-    ``paths`` are then the shard files."""
-    from .manifests import manifest_hash, read_manifest  # noqa: PLC0415
-    from .shards import select_shard, shard_path  # noqa: PLC0415
-    from .stamps import stimulus_base  # noqa: PLC0415
-
-    main_paths = {t: result_path(ws, entry.id, t) for t in tasks}
-    paths = {t: shard_path(main_paths[t], shard) for t in tasks}
-    try:
-        manifest = read_manifest(ws, family)
-    except FileNotFoundError as exc:
-        log.warning("%s/%s: %s", entry.id, family, exc)
-        return {"n_work": 0, "result": {t: {"status": "no_manifest", "error": str(exc), "file": str(paths[t])}
-                                        for t in tasks}}
-    m_sha = manifest_hash(ws, family)
-    hashes: dict = {}
-    records = manifest.to_dict("records")
-    bases = {r["id"]: stimulus_base(r, ws, hashes) for r in records}
-    prompts = {t: ps.prompt(t) for t in tasks}
-    keys, todo, refreshed = {}, {}, {}
-    head = manifest.head(int(limit)) if limit is not None else manifest
-    head = select_shard(head, shard)
-    for t in tasks:
-        keys[t] = stimulus_keys(ws, manifest, prompt_text=prompts[t][1], entry=entry, bases=bases)
-        paths[t].parent.mkdir(parents=True, exist_ok=True)
-        repair_jsonl(paths[t])  # the file this process appends to (a shard's own file when sharded)
-        # stale rows are set aside in the file this process owns: a shard never rewrites <task>.jsonl,
-        # which the other shards read at the same time (the merge supersedes its stale rows)
-        # (kept rows get the manifest's current reference text, label, seed …: refreshed)
-        refreshed[t] = resume_file(paths[t], manifest, keys[t], prompts[t][0], rerun_unkeyed=rerun_unkeyed,
-                                   records=records)["refreshed"]
-        pend = pending_stimuli(head, paths[t], prompts[t][0], keys=keys[t], rerun_unkeyed=rerun_unkeyed)
-        if shard is not None:
-            pend = pending_stimuli(pend, main_paths[t], prompts[t][0], keys=keys[t], rerun_unkeyed=rerun_unkeyed)
-            # rows of <task>.jsonl it may not rewrite: refreshed copies go to its own file (the merge swaps them in)
-            copies = refreshed_copies(main_paths[t], paths[t], head["id"], keys[t], records)
-            append_jsonl_lines(paths[t], [inference_row_json(r) for r in copies])
-            refreshed[t] += len(copies)
-        todo[t] = set(pend["id"])
-    result = {t: {"status": "done", "n_stimuli": len(head), "n_done_before": len(head), "n_run": 0,
-                  "n_errors": 0, "seconds": 0.0, "stimuli_per_s": None, "manifest_sha256": m_sha,
-                  "error": None, "file": str(paths[t])} for t in tasks}
-    return {"n_work": sum(len(v) for v in todo.values()), "result": result, "manifest": head, "refreshed": refreshed,
-            "m_sha": m_sha, "prompts": prompts, "keys": keys, "todo": todo, "paths": paths}
-
-
 def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit, progress: bool,
                 diag, ps, plan: dict | None = None, meter: "Throughput | None" = None,
                 shard: tuple[int, int] | None = None) -> dict:
@@ -367,10 +313,11 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
     ``seconds`` is its fair share of the loop's wall time (each batch's time split evenly over the
     decodes made in it, so the tasks' ``seconds`` sum to the loop's wall time) and
     ``decode_seconds`` its own time inside ``generate``; ``meter`` (if given) receives the
-    family's stimuli, decodes, audio seconds and loop seconds. ``plan`` is :func:`_plan_family`'s
+    family's stimuli, decodes, audio seconds and loop seconds. ``plan`` is :func:`aiplib.resume.plan_family`'s
     (made here when None, for ``shard``)."""
     if plan is None:
-        plan = _plan_family(ws, entry, family, tasks, limit=limit, ps=ps, rerun_unkeyed=False, shard=shard)
+        plan = plan_family(ws, entry, family, {t: result_path(ws, entry.id, t) for t in tasks}, limit=limit, ps=ps,
+                           rerun_unkeyed=False, shard=shard)
     if "manifest" not in plan:
         return plan["result"]
     manifest, m_sha, prompts, keys = plan["manifest"], plan["m_sha"], plan["prompts"], plan["keys"]

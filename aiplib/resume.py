@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .formats import is_error_row, read_inference_jsonl, repair_jsonl
+from .formats import append_jsonl_lines, inference_row_json, is_error_row, read_inference_jsonl, repair_jsonl
 
 __all__ = ["UNKEYED_CHECK_FIELDS", "pending_stimuli", "stimulus_keys", "set_aside_stale_rows", "resume_file",
-           "refreshed_row", "refreshed_copies"]
+           "refreshed_row", "refreshed_copies", "plan_family"]
 
 log = logging.getLogger(__name__)
 
@@ -320,3 +320,59 @@ def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> lis
             have.add(json.dumps(new, sort_keys=True))
             out.append(new)
     return out
+
+
+def plan_family(ws, entry, family: str, main_paths: dict, *, limit, ps, rerun_unkeyed: bool,
+                shard: tuple[int, int] | None = None) -> dict:
+    """Before a model loads: the resume keys of one family's stimuli, stale rows set aside, and
+    what is left to decode per task. ``n_work`` = 0 means nothing (``result`` then holds the
+    per-task summary). ``main_paths``: ``{task: inference/<model>/<task>.jsonl}`` of the tasks to
+    plan (:func:`aiplib.inference.result_path`). Stage 7's plan, made before its model loads
+    (:func:`aiplib.inference.run_inference`).
+
+    With ``shard`` = ``(i, n)``: the stimuli (of the first ``limit``) whose id hashes to ``i``,
+    less those with a current row in ``<task>.jsonl`` (read, never written) or in the shard's
+    own ``<task>.shard-<i>-of-<n>.jsonl`` (repaired, its stale rows set aside, appended to);
+    ``paths`` are then the shard files."""
+    from .manifests import manifest_hash, read_manifest  # noqa: PLC0415
+    from .shards import select_shard, shard_path  # noqa: PLC0415
+    from .stamps import stimulus_base  # noqa: PLC0415
+
+    tasks = list(main_paths)
+    paths = {t: shard_path(main_paths[t], shard) for t in tasks}
+    try:
+        manifest = read_manifest(ws, family)
+    except FileNotFoundError as exc:
+        log.warning("%s/%s: %s", entry.id, family, exc)
+        return {"n_work": 0, "result": {t: {"status": "no_manifest", "error": str(exc), "file": str(paths[t])}
+                                        for t in tasks}}
+    m_sha = manifest_hash(ws, family)
+    hashes: dict = {}
+    records = manifest.to_dict("records")
+    bases = {r["id"]: stimulus_base(r, ws, hashes) for r in records}
+    prompts = {t: ps.prompt(t) for t in tasks}
+    keys, todo, refreshed = {}, {}, {}
+    head = manifest.head(int(limit)) if limit is not None else manifest
+    head = select_shard(head, shard)
+    for t in tasks:
+        keys[t] = stimulus_keys(ws, manifest, prompt_text=prompts[t][1], entry=entry, bases=bases)
+        paths[t].parent.mkdir(parents=True, exist_ok=True)
+        repair_jsonl(paths[t])  # the file this process appends to (a shard's own file when sharded)
+        # stale rows are set aside in the file this process owns: a shard never rewrites <task>.jsonl,
+        # which the other shards read at the same time (the merge supersedes its stale rows)
+        # (kept rows get the manifest's current reference text, label, seed …: refreshed)
+        refreshed[t] = resume_file(paths[t], manifest, keys[t], prompts[t][0], rerun_unkeyed=rerun_unkeyed,
+                                   records=records)["refreshed"]
+        pend = pending_stimuli(head, paths[t], prompts[t][0], keys=keys[t], rerun_unkeyed=rerun_unkeyed)
+        if shard is not None:
+            pend = pending_stimuli(pend, main_paths[t], prompts[t][0], keys=keys[t], rerun_unkeyed=rerun_unkeyed)
+            # rows of <task>.jsonl it may not rewrite: refreshed copies go to its own file (the merge swaps them in)
+            copies = refreshed_copies(main_paths[t], paths[t], head["id"], keys[t], records)
+            append_jsonl_lines(paths[t], [inference_row_json(r) for r in copies])
+            refreshed[t] += len(copies)
+        todo[t] = set(pend["id"])
+    result = {t: {"status": "done", "n_stimuli": len(head), "n_done_before": len(head), "n_run": 0,
+                  "n_errors": 0, "seconds": 0.0, "stimuli_per_s": None, "manifest_sha256": m_sha,
+                  "error": None, "file": str(paths[t])} for t in tasks}
+    return {"n_work": sum(len(v) for v in todo.values()), "result": result, "manifest": head, "refreshed": refreshed,
+            "m_sha": m_sha, "prompts": prompts, "keys": keys, "todo": todo, "paths": paths}
