@@ -183,7 +183,8 @@ lock: setup
 # Every stage checks its own stamp (aiplib/stamps.py: parameters + SHA-256 of what it read) and rebuilds
 # only what changed, so `make all` runs every stage and an up-to-date one returns quickly. Make's own
 # file-time rules cannot see a changed parameter, so the decision is not made here. `make stamps` lists
-# the stamps of $(PROFILE) whose inputs or outputs changed since they were written (runs nothing).
+# the stamps the next `make all` of $(PROFILE) would rebuild and why, a file added to or edited in the
+# custom folders included (runs nothing).
 stamps: setup
 	@$(PY) -m aiplib.stamps --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" || true
 

@@ -364,7 +364,7 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
             stamps[spec["bg_id"]] = old_stamp[spec["bg_id"]]
             continue
         if prev is not None and changed:
-            remade.append(f"{spec['bg_id']} ({changed[0]})")
+            remade.append(f"{spec['bg_id']} ({'; '.join(changed[:3])})")
         y, info = curate_background(spec, duration_s=duration_s, target_lufs=target_lufs,
                                     seed=spec_seed(seed, spec["bg_id"]))
         write_wav(out, y)

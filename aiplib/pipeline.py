@@ -44,7 +44,7 @@ def raw_input_files(ws, params: dict) -> list[Path]:
 
     ``custom``: the tables (``texts``, ``kws_labels``, ``<backgrounds_dir>/licences.csv`` or
     ``licenses.csv``) and every audio file of ``speech_dir``, ``kws_dir`` and ``backgrounds_dir``
-    found by the folder scan stage 1 uses (:func:`aiplib.corpora.custom.files._scan`: recursive,
+    found by the folder scan stage 1 uses (:func:`aiplib.corpora.custom.files.scan_audio_files`: recursive,
     audio extensions, hidden files skipped), plus every file ``raw/inventory.csv`` lists (a table
     may name a file outside its folder). An added, removed or edited file therefore changes the
     stamp's inputs. Other profiles: none (their stage 1 installs or downloads fixed packages).
@@ -56,27 +56,26 @@ def raw_input_files(ws, params: dict) -> list[Path]:
     """
     if ws.profile != "custom":
         return []
-    from .corpora.custom.files import _abs, _scan  # noqa: PLC0415 - the scan stage 1 itself uses
-    from .corpora.custom.report import _Collector  # noqa: PLC0415
+    from .corpora.custom.files import absolute_path, scan_audio_files  # noqa: PLC0415 - stage 1's own scan
 
     found = set()
     for name in ("texts", "kws_labels"):
         if params.get(name):
-            found.add(_abs(params[name]))
+            found.add(absolute_path(params[name]))
     for name in ("speech_dir", "kws_dir", "backgrounds_dir"):
         folder = params.get(name)
         if not folder or not Path(folder).is_dir():
             continue
-        found.update(_scan(_abs(folder), _Collector(), role=name)[0])
+        found.update(scan_audio_files(folder))
         if name == "backgrounds_dir":
-            found.update(_abs(Path(folder) / n) for n in ("licences.csv", "licenses.csv")
+            found.update(absolute_path(Path(folder) / n) for n in ("licences.csv", "licenses.csv")
                          if (Path(folder) / n).is_file())
     inv = ws.raw / "inventory.csv"
     if inv.is_file():
         import pandas as pd  # noqa: PLC0415
 
         files = pd.read_csv(inv, dtype=str, keep_default_na=False, usecols=lambda c: c == "file")
-        found.update(_abs(f) for f in files.get("file", []) if f)
+        found.update(absolute_path(f) for f in files.get("file", []) if f)
     return sorted(found)
 
 

@@ -28,9 +28,16 @@ AUDIO_EXTENSIONS = frozenset({
 _ID_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def _abs(p) -> Path:
+def absolute_path(p) -> Path:
     """Absolute, normalised path without resolving symlinks (a linked file keeps its own name)."""
     return Path(os.path.normpath(os.path.abspath(os.path.expanduser(str(p)))))
+
+
+def scan_audio_files(folder) -> list[Path]:
+    """The audio files stage 1 finds under ``folder``: recursive, audio extensions, hidden files and
+    folders skipped (:func:`_scan`, the validation's own scan), as sorted absolute paths. Problems
+    of the walk are not raised here; :func:`aiplib.corpora.custom.validate_inputs` reports them."""
+    return _scan(absolute_path(folder), _Collector())[0]
 
 
 def _scan(folder: Path, probs: _Collector, *, role: str = "") -> tuple[list[Path], dict]:
@@ -81,7 +88,7 @@ def _scan(folder: Path, probs: _Collector, *, role: str = "") -> tuple[list[Path
             continue
         seen.add((st.st_dev, st.st_ino))
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found = [_abs(Path(root) / n) for n in sorted(files)
+        found = [absolute_path(Path(root) / n) for n in sorted(files)
                  if not n.startswith(".") and Path(n).suffix.lower() in AUDIO_EXTENSIONS]
         per_folder[Path(os.path.relpath(root, folder)).as_posix()] = len(found)
         out += found
@@ -243,7 +250,7 @@ def _param_path(value, name: str, probs: _Collector, *, kind: str, flag: str):
     if value is None or str(value).strip() == "":
         probs.add("fatal", "parameter", "", f"{name} is not set (pass {flag})")
         return None
-    p = _abs(value)
+    p = absolute_path(value)
     why = _not_a(p, kind)
     if why:
         what = "folder" if kind == "dir" else "file"
@@ -262,7 +269,7 @@ def _match_table(df, folder: Path, files: list[Path], probs: _Collector, *, what
         if not name:
             probs.add("fatal", "table", "", f"{what}, line {i}: empty 'file' cell")
             continue
-        p = _abs(folder / name)  # an absolute name replaces folder
+        p = absolute_path(folder / name)  # an absolute name replaces folder
         if p in seen:
             probs.add("fatal", "duplicate", p, f"{what}: listed twice (lines {seen[p]} and {i})")
             continue

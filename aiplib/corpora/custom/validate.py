@@ -12,7 +12,7 @@ import numpy as np
 from ...audio import SR
 from ...backgrounds import CATEGORIES
 from ...tasks import KEYWORDS
-from .files import _abs, _match_table, _not_a, _param_path, _probe, _read_table, _scan, _unique_ids
+from .files import absolute_path, _match_table, _not_a, _param_path, _probe, _read_table, _scan, _unique_ids
 from .report import ValidationReport, _Collector
 
 __all__ = ["MAX_UTTERANCE_S", "MIN_S_PER_WORD", "MIN_BACKGROUNDS", "CATEGORIES", "UNKNOWN_LICENCE", "TRANSIENT_PEAK_DB",
@@ -273,7 +273,7 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
         df = _read_table(lic_path, ("file",), probs, "licences", aliases={"license": "licence", "path": "file"})
         if df is not None:
             for row in df.to_dict("records"):
-                p = _abs(folder / row["file"])  # an absolute path replaces folder
+                p = absolute_path(folder / row["file"])  # an absolute path replaces folder
                 meta[p] = row
             for p in meta:
                 if p not in files:
@@ -395,7 +395,7 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
     bgs = _validate_backgrounds(backgrounds_dir, longest, probs, scans)
     params = dict(speech_dir=speech_dir, texts=texts, kws_dir=kws_dir, kws_labels=kws_labels,
                   backgrounds_dir=backgrounds_dir)
-    params = {k: (str(_abs(v)) if v not in (None, "") else "") for k, v in params.items()}
+    params = {k: (str(absolute_path(v)) if v not in (None, "") else "") for k, v in params.items()}
     params["keywords"] = kw
     return ValidationReport(problems=probs.sorted(), speech=speech, kws=kws, backgrounds=bgs, params=params,
                             scans=scans)
