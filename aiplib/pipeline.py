@@ -42,7 +42,7 @@ def raw_input_files(ws, params: dict) -> list[Path]:
     """The files stage 1 reads for ``ws.profile`` with ``params`` (the stage's parameters as
     recorded in ``raw/raw.stamp.json``), for its stamp.
 
-    ``custom``: the tables (``texts``, ``kws_labels``, ``<backgrounds_dir>/licences.csv`` or
+    ``custom``: the tables (``texts``, ``kws_labels``, ``<backgrounds_dir>/licences.csv``, else
     ``licenses.csv``) and every audio file of ``speech_dir``, ``kws_dir`` and ``backgrounds_dir``
     found by the folder scan stage 1 uses (:func:`aiplib.corpora.custom.files.scan_audio_files`: recursive,
     audio extensions, hidden files skipped), plus every file ``raw/inventory.csv`` lists (a table
@@ -67,9 +67,9 @@ def raw_input_files(ws, params: dict) -> list[Path]:
         if not folder or not Path(folder).is_dir():
             continue
         found.update(scan_audio_files(folder))
-        if name == "backgrounds_dir":
-            found.update(absolute_path(Path(folder) / n) for n in ("licences.csv", "licenses.csv")
-                         if (Path(folder) / n).is_file())
+        if name == "backgrounds_dir":  # the licence table stage 1 reads: licences.csv, else licenses.csv
+            found.update([absolute_path(Path(folder) / n) for n in ("licences.csv", "licenses.csv")
+                          if (Path(folder) / n).is_file()][:1])
     inv = ws.raw / "inventory.csv"
     if inv.is_file():
         import pandas as pd  # noqa: PLC0415

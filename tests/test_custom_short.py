@@ -169,3 +169,20 @@ def test_stage6_loudness_error_names_the_speech_file(tiny_ws, monkeypatch):
                           "than the 0.4 s BS.1770 block): Audio must have length greater than the block size.")
     assert msg.endswith("(stimulus 'a00_clean')")
     assert sf.info(str(short)).frames == 978
+
+
+def test_background_whose_trimmed_copy_is_under_the_block_is_fatal(tmp_path):
+    """0.65 s of file, but 0.3 s digital silence + a 50 ms burst + 0.3 s digital silence: stage 1's
+    trimmed copy (the one stage 3 loops) is 0.29 s, under the 0.4 s block the raw file passes."""
+    params = make_inputs(tmp_path / "in")
+    t = np.arange(int(0.05 * SR)) / SR
+    burst = 0.5 * np.sin(2 * np.pi * 440 * t)
+    y = np.concatenate([np.zeros(int(0.3 * SR)), burst, np.zeros(int(0.3 * SR))]).astype(np.float32)
+    write(Path(params["backgrounds_dir"]) / "burst.wav", y)
+    r = custom.validate_inputs(**params)
+    fatal = _kinds(r)
+    assert set(fatal) == {("too_short", "burst.wav")}
+    assert fatal[("too_short", "burst.wav")].startswith(
+        "background: 0.290 s (4640 samples at 16000 Hz) after shortening its digital silence (0.650 s as "
+        "recorded) is shorter than the 0.4 s")
+    assert "burst" not in {b["bg_id"] for b in r.backgrounds}

@@ -90,7 +90,9 @@ silence (relative to the workspace; empty when the file is used as it is)."""
 # ----------------------------------------------------------------------------- stage 1
 def _inventory_frame(report: ValidationReport):
     tables = [(report.params.get(n), f"the {n} table") for n in ("texts", "kws_labels")]
-    tables.append((Path(report.params["backgrounds_dir"]) / "licences.csv", "background licences"))
+    bg = Path(report.params["backgrounds_dir"])  # the licence table validation read: licences.csv, else licenses.csv
+    tables.append((next((bg / n for n in ("licences.csv", "licenses.csv") if (bg / n).is_file()), None),
+                   "background licences"))
     rows = [dict(file=str(p), package="custom/metadata", licence="", attribution="", used=True, note=note,
                  bytes=Path(p).stat().st_size) for p, note in tables if p and Path(p).is_file()]
     rows += report.speech + report.kws + report.backgrounds

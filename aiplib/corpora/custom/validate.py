@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from ...audio import SR
+from ...audio import MIN_LOUDNESS_S, SR
 from ...backgrounds import CATEGORIES
 from ...tasks import KEYWORDS
 from .files import absolute_path, _match_table, _not_a, _param_path, _probe, _read_table, _scan, _unique_ids
@@ -296,6 +296,14 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
         if info is None:
             continue
         y, removed = strip_digital_silence(y)
+        if y.size < MIN_LOUDNESS_S * SR:  # the copy stage 3 loops: the raw file's too_short rule applies to it
+            probs.add("fatal", "too_short", p,
+                      f"background: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) after shortening its digital "
+                      f"silence ({info['duration_s']:.3f} s as recorded) is shorter than the {MIN_LOUDNESS_S:g} s "
+                      f"ITU-R BS.1770 gating block (looped to fill a stimulus it would repeat every "
+                      f"{y.size / SR:.3f} s, a buzz rather than a background); give a recording with at least "
+                      f"{MIN_LOUDNESS_S:g} s of sound or remove it")
+            continue
         note, prepared_s = "", None
         if any(removed.values()):
             prepared_s = round(y.size / SR, 4)
@@ -366,7 +374,8 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
     transcript or label empty after normalisation (``[music]``, ``uh``: WER undefined), a row whose
     file is missing, a duplicate row, an unreadable or corrupt file, an empty file (0 bytes) or no
     samples, NaN or infinite samples, an utterance, clip or background shorter than the 0.4 s
-    BS.1770 gating block (:data:`aiplib.audio.MIN_LOUDNESS_S`: its loudness cannot be measured),
+    BS.1770 gating block (:data:`aiplib.audio.MIN_LOUDNESS_S`: its loudness cannot be measured; a
+    background also after its digital silence is shortened, as stage 3 loops that copy),
     silence (−inf LUFS: every 400 ms block below the ITU-R BS.1770 gate of −70 LUFS, so it cannot
     be loudness-normalised), an utterance or clip longer than :data:`MAX_UTTERANCE_S`, a
     category not in :data:`CATEGORIES`, no usable items or no backgrounds. Warnings: an utterance
