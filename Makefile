@@ -5,13 +5,19 @@
 # PARAMS='-p seed_offset n' moves the manifests' seeds, stage 5), PARAMS='-p name value …' (extra
 # papermill parameters), plus for custom (all five required): SPEECH_DIR TEXTS KWS_DIR KWS_LABELS
 # BACKGROUNDS_DIR (and DISTRACTORS_DIR DISTRACTOR_TEXTS for competing_speech, also paper), for paper: MIRROR.
-# Paths may contain spaces (DATA_ROOT="/my data", a clone in "~/My Projects"): every recipe quotes them.
+# Paths may contain spaces (DATA_ROOT="/my data", a clone in "~/My Projects"): every recipe quotes them;
+# relative paths are taken from the folder make runs in.
 SHELL := /bin/bash
 PROFILE ?= demo
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 DATA_ROOT ?= $(CURDIR)/data
+# A relative path given to make (DATA_ROOT=out, SPEECH_DIR=my/speech) is taken from the folder make
+# runs in, as `make validate` and `make stamps` take it, not from notebooks/ where the kernels run.
+# Absolute and ~ paths are kept (aiplib expands ~); the test is on the first word, so spaces are fine.
+from_here = $(if $(filter /% ~%,$(firstword $(1))),$(1),$(CURDIR)/$(1))
+override DATA_ROOT := $(call from_here,$(DATA_ROOT))
 OUT := $(DATA_ROOT)/$(PROFILE)/executed
 STAGES := 01_download_data 02_build_item_banks 03_curate_backgrounds 04_extract_descriptors \
           05_build_manifests 06_manipulation_checks 07_run_inference 08_score_outputs \
@@ -43,28 +49,28 @@ ifneq ($(strip $(SUITE)),)
 PM_ARGS += -r suite "$(SUITE)"
 endif
 ifdef SPEECH_DIR
-PM_ARGS += -r speech_dir "$(SPEECH_DIR)"
+PM_ARGS += -r speech_dir "$(call from_here,$(SPEECH_DIR))"
 endif
 ifdef TEXTS
-PM_ARGS += -r texts "$(TEXTS)"
+PM_ARGS += -r texts "$(call from_here,$(TEXTS))"
 endif
 ifdef KWS_DIR
-PM_ARGS += -r kws_dir "$(KWS_DIR)"
+PM_ARGS += -r kws_dir "$(call from_here,$(KWS_DIR))"
 endif
 ifdef KWS_LABELS
-PM_ARGS += -r kws_labels "$(KWS_LABELS)"
+PM_ARGS += -r kws_labels "$(call from_here,$(KWS_LABELS))"
 endif
 ifdef BACKGROUNDS_DIR
-PM_ARGS += -r backgrounds_dir "$(BACKGROUNDS_DIR)"
+PM_ARGS += -r backgrounds_dir "$(call from_here,$(BACKGROUNDS_DIR))"
 endif
 ifdef KEYWORDS
 PM_ARGS += -r keywords "$(KEYWORDS)"
 endif
 ifdef DISTRACTORS_DIR
-PM_ARGS += -r distractors_dir "$(DISTRACTORS_DIR)"
+PM_ARGS += -r distractors_dir "$(call from_here,$(DISTRACTORS_DIR))"
 endif
 ifdef DISTRACTOR_TEXTS
-PM_ARGS += -r distractor_texts "$(DISTRACTOR_TEXTS)"
+PM_ARGS += -r distractor_texts "$(call from_here,$(DISTRACTOR_TEXTS))"
 endif
 ifdef MIRROR
 export AIP_MIRROR := $(MIRROR)
@@ -220,5 +226,5 @@ clean:
 score: setup
 	@test -n "$(INFERENCE_DIR)" || { echo "make score: set INFERENCE_DIR=<folder of <model>/<task>.jsonl>" >&2; exit 1; }
 	@$(MAKE) --no-print-directory run-stage STAGE=08_score_outputs \
-	  PARAMS='$(PARAMS) -r inference_dir "$(INFERENCE_DIR)" $(if $(MANIFESTS_DIR),-r manifests_dir "$(MANIFESTS_DIR)")'
+	  PARAMS='$(PARAMS) -r inference_dir "$(call from_here,$(INFERENCE_DIR))" $(if $(MANIFESTS_DIR),-r manifests_dir "$(call from_here,$(MANIFESTS_DIR))")'
 	@$(MAKE) --no-print-directory run-stage STAGE=09_make_figures

@@ -244,3 +244,16 @@ def test_seed_reaches_stages_2_3_6_9_and_seed_offset_stage_5_only():
     out = subprocess.run(["make", "-n", "--no-print-directory", "-o", ".venv/.installed", "DATA_ROOT=/tmp/aip-seed",
                           "05", "SEED=7"], cwd=REPO, capture_output=True, text=True, env=_env(), check=True).stdout
     assert "-p seed 7" in out  # make passes it to every stage; run_stage.sh drops it where not declared
+
+
+def test_relative_paths_are_taken_from_where_make_runs():
+    """The kernels run in notebooks/, so a relative DATA_ROOT or input folder reaches them made
+    absolute from make's folder (as `make validate` / `make stamps` read it); absolute and ~ paths
+    are kept, a space inside a relative path too."""
+    out = subprocess.run(["make", "-n", "--no-print-directory", "-o", ".venv/.installed", "run-stage",
+                          "STAGE=01_download_data", "PROFILE=custom", "DATA_ROOT=rel/out", "SPEECH_DIR=my sp/eech",
+                          "TEXTS=/abs/texts.csv", "KWS_DIR=~/kws"],
+                         cwd=REPO, env=_env(), capture_output=True, text=True, check=True).stdout
+    assert f'AIP_DATA_ROOT="{REPO}/rel/out"' in out
+    assert f'speech_dir "{REPO}/my sp/eech"' in out
+    assert 'texts "/abs/texts.csv"' in out and 'kws_dir "~/kws"' in out
