@@ -17,31 +17,22 @@ import aiplib.resume
 from aiplib.formats import RUN_FIELDS, read_inference_jsonl, read_manifest
 from aiplib.inference import run_inference
 from aiplib.manifests import build_manifests
-from aiplib.models import Recogniser, get_entry
+from aiplib.models import get_entry
 from aiplib.scoring import score_inference
 from aiplib.workspace import workspace
 
 from conftest import make_tiny_workspace
+from test_stamps import HashRecogniser
 
 ANSWER = "word 0"
 
 
-class ConstantRecogniser(Recogniser):
+class ConstantRecogniser(HashRecogniser):
     """Answers every stimulus with ``ANSWER``, so the WER against each reference is known."""
-
-    def __init__(self, entry):
-        self.name, self.entry, self.batch_size = entry.id, entry, 4
-        self.calls = 0
-
-    def info(self):
-        return {"path": "fake", "window": None, "weights_path": "none"}
 
     def generate(self, audios, prompts):
         self.calls += len(audios)
         return [ANSWER] * len(audios)
-
-    def close(self):
-        pass
 
 
 @pytest.fixture
