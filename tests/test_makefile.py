@@ -129,18 +129,24 @@ def test_killed_kernel_ends_with_one_line_in_a_clone_with_a_space(tmp_path):
     assert sorted(os.listdir(clone)) == [".venv", "Makefile", "data", "nbs", "scripts"]
 
 
+def _run_tiny_stage(tmp_path, stage: str, cells: list[str], nbdir: str = "nbs", out: str = "out"):
+    """Run a one-off notebook of ``cells`` as stage ``stage`` through scripts/run_stage.sh (real papermill)."""
+    d = tmp_path / nbdir
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    d.mkdir()
+    nbformat.write(nb, str(d / f"{stage}.ipynb"))
+    env = dict(_env(), PAPERMILL=str(VENV / "bin" / "papermill"), FILTER_PYTHON=str(VENV / "bin" / "python"))
+    return subprocess.run(["bash", str(REPO / "scripts" / "run_stage.sh"), stage, str(d), str(tmp_path / out)],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
+
+
 @needs_make
 def test_cell_error_still_names_the_cell_and_its_message(tmp_path):
-    nbdir = tmp_path / "nb dir"
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("raise ValueError('bad input x')")]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbdir.mkdir()
-    nbformat.write(nb, str(nbdir / "98_raise.ipynb"))
-    out = tmp_path / "out dir"
-    env = dict(_env(), PAPERMILL=str(VENV / "bin" / "papermill"), FILTER_PYTHON=str(VENV / "bin" / "python"))
-    proc = subprocess.run(["bash", str(REPO / "scripts" / "run_stage.sh"), "98_raise", str(nbdir), str(out)],
-                          cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
+    proc = _run_tiny_stage(tmp_path, "98_raise", ["x = 1", "raise ValueError('bad input x')"],
+                           nbdir="nb dir", out="out dir")
+    nbdir, out = tmp_path / "nb dir", tmp_path / "out dir"
     assert proc.returncode == 1
     err = proc.stderr
     assert f"make: stage 98_raise FAILED — notebook {nbdir}/98_raise.ipynb" in err
@@ -214,16 +220,8 @@ def test_run_stage_keeps_two_benign_kernel_lines_in_the_log_only(tmp_path):
 @needs_make
 def test_real_stage_hides_the_tcp_warning_from_the_screen_only(tmp_path):
     """A real papermill run (ipykernel >= 7.3 logs the warning at kernel start): not on screen, in the log."""
-    nbdir = tmp_path / "nbs"
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("import sys\nprint('to stderr', file=sys.stderr)")]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbdir.mkdir()
-    nbformat.write(nb, str(nbdir / "97_ok.ipynb"))
+    proc = _run_tiny_stage(tmp_path, "97_ok", ["import sys\nprint('to stderr', file=sys.stderr)"])
     out = tmp_path / "out"
-    env = dict(_env(), PAPERMILL=str(VENV / "bin" / "papermill"), FILTER_PYTHON=str(VENV / "bin" / "python"))
-    proc = subprocess.run(["bash", str(REPO / "scripts" / "run_stage.sh"), "97_ok", str(nbdir), str(out)],
-                          cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "to stderr" in proc.stderr and "IPKernelApp" not in proc.stderr
     import ipykernel
