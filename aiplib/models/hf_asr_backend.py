@@ -171,19 +171,26 @@ class HFASRRecogniser(Recogniser):
         # default): any clips batch together; the others pad to the longest clip of the batch
         pad = inspect.signature(self.feature_extractor.__call__).parameters.get("padding")
         self.fixed_window = pad is not None and pad.default == "max_length"
-        self.revision = self._loaded_revision(config)
+        self.revision = self._loaded_revision(config, hub_kw)
         self.weights_sha256 = _folder_fingerprint(folder) if self.local else None
         self.generate_kwargs = self._generate_kwargs()
         self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0,
                        "n_prompts_ignored": 0}
 
     # ------------------------------------------------------------------ provenance
-    def _loaded_revision(self, config) -> str:
+    def _loaded_revision(self, config, hub_kw: dict) -> str:
         h = getattr(config, "_commit_hash", None) or getattr(self.model.config, "_commit_hash", None)
         if h:
             return str(h)
         p = Path(self.source)
-        if self.local and p.parent.name == "snapshots":  # a folder inside the hub cache
+        if not self.local:  # the hub cache file the config came from: .../snapshots/<commit>/config.json
+            from transformers.utils import cached_file  # noqa: PLC0415
+
+            try:
+                p = Path(cached_file(self.source, "config.json", **hub_kw)).parent
+            except Exception:  # noqa: BLE001 - provenance only; the model has loaded
+                return self.entry.revision or "unknown"
+        if p.parent.name == "snapshots":  # a folder inside the hub cache
             return p.name
         return "local" if self.local else (self.entry.revision or "unknown")
 
