@@ -188,4 +188,13 @@ def test_stages_7_to_9_on_the_smoke_workspace(name, reg, smoke_demo_root, tmp_pa
     first = kws["stimulus_id"].map(lambda i: kws_first_word(raw[i]))
     assert len(kws) == 12 and (first == kws["response"].map(kws_first_word)).all()
     report = (ws.results / "report.md").read_text()
-    assert mid in report
+    assert (f"_Not applicable (the model takes no task prompt, so a steering prompt would repeat its baseline "
+            f"decode): {mid} — asr_steer_p5, kws_steer_p5._") in report
+    assert f"{mid}: revision local, weights {reg_weights(reg, mid)}" in report
+    prov = json.loads((ws.results / "provenance.json").read_text())
+    assert prov["models"][mid]["revision"] == "local" and set(prov["models"][mid]["not_applicable"]) == {
+        "asr_steer_p5", "kws_steer_p5"}
+
+
+def reg_weights(reg, mid):
+    return load_registry(reg)[mid].weights
