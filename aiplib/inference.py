@@ -65,8 +65,8 @@ import pandas as pd
 from .audio import SR
 from .errors import ModelUnavailableError
 from .formats import ERROR_RESPONSE, EXTRA_FIELDS, append_jsonl_lines, inference_row_json
-from .prompts import TASKS, task_names
-from .resume import NO_PROMPT_ID, plan_family
+from .prompts import NO_PROMPT_ID, TASKS, not_applicable, task_names
+from .resume import plan_family
 from .run_records import MixDiagnostics, Throughput, log_run as _log_run, now_iso as _now
 from .run_records import short_error as _short, versions as _versions
 
@@ -296,32 +296,6 @@ def _run_model(ws, entry, families, task_list, *, decoding, batch_size, limit, p
             "tasks": task_stats, "throughput": meter.record(), "info": info, "versions": _versions(),
             "prompt_set": ps_record, "entry": entry.to_dict()})
     return summary
-
-
-def not_applicable(entry, tasks) -> dict[str, str]:
-    """The tasks a model cannot do differently from its baseline, with the reason.
-
-    A model that takes no task prompt (``prompt_style: none``: CTC and other plain recognisers,
-    backend ``hf_asr``) hears no instruction, so a prompt variant (``asr_steer_p5`` …) would repeat
-    the decode of its family's baseline task: such tasks are *not applicable* to it and are not
-    run (stage 7's summary and ``run_log.jsonl`` say so; stage 8 then has no file to score).
-
-    Parameters
-    ----------
-    entry : aiplib.models.ModelEntry
-    tasks : list of str
-        Task names (:data:`aiplib.prompts.TASKS`).
-
-    Returns
-    -------
-    dict of str → str
-        ``{task: reason}``; empty for a model that takes prompts.
-    """
-    if getattr(entry, "takes_prompt", True):
-        return {}
-    return {t: (f"{entry.id} takes no task prompt (prompt_style none): the {variant} prompt would repeat "
-                f"the {family} baseline's decode")
-            for t in tasks for family, variant in [TASKS[t]] if variant != "baseline"}
 
 
 def _note_up_to_date(model: str, plans: dict, shard_label=None) -> None:

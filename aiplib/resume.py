@@ -19,15 +19,12 @@ from pathlib import Path
 import pandas as pd
 
 from .formats import append_jsonl_lines, inference_row_json, is_error_row, read_inference_jsonl, repair_jsonl
+from .prompts import NO_PROMPT_ID
 
 __all__ = ["UNKEYED_CHECK_FIELDS", "pending_stimuli", "stimulus_keys", "set_aside_stale_rows", "resume_file",
-           "refreshed_row", "refreshed_copies", "plan_family", "NO_PROMPT_ID"]
+           "refreshed_row", "refreshed_copies", "plan_family"]
 
 log = logging.getLogger(__name__)
-
-NO_PROMPT_ID = "none"
-"""``prompt_id`` of the rows of a model that takes no task prompt (``prompt_style: none``): it is
-sent none (:func:`aiplib.inference.not_applicable`)."""
 
 
 UNKEYED_CHECK_FIELDS = ("seed", "snr_db")
