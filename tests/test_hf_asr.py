@@ -58,6 +58,22 @@ def test_registry_hf_asr_entry_takes_no_prompt_and_refuses_a_prompt_style(tmp_pa
         load_registry(tm.registry_yaml(tmp_path / "r.yaml", {"m": tm.hf_asr_entry("org/m", model_type="whisper")}))
 
 
+def test_cuda_entry_without_a_gpu_is_one_line(ckpts, tmp_path):
+    import torch
+
+    from aiplib.errors import ModelUnavailableError
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    regs = load_registry(tm.registry_yaml(tmp_path / "r.yaml", {
+        "on_cuda": tm.hf_asr_entry(ckpts["ctc"], device="cuda"),
+        "needs_cuda": tm.hf_asr_entry(ckpts["ctc"], requires="cuda", precision="float16")}))
+    with pytest.raises(ModelUnavailableError, match="^on_cuda is set to run on CUDA but torch sees no GPU"):
+        load_model(regs["on_cuda"])
+    with pytest.raises(ModelUnavailableError, match="^needs_cuda needs a CUDA GPU"):
+        load_model(regs["needs_cuda"])
+
+
 @pytest.mark.parametrize("name, kind, batching", [("ctc", "ctc", "padded with attention mask"),
                                                   ("ctc_nomask", "ctc", "equal-length clips only"),
                                                   ("whisper", "seq2seq", "fixed window")])

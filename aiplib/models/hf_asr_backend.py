@@ -299,7 +299,12 @@ class HFASRRecogniser(Recogniser):
         logits = self.model(x, attention_mask=mask).logits
         ids = logits.argmax(dim=-1)
         if mask is not None:  # frames beyond a clip's own length become blanks
-            lens = self.model._get_feat_extract_output_lengths(mask.sum(-1)).tolist()
+            n_in = mask.sum(-1)
+            out_lengths = getattr(self.model, "_get_feat_extract_output_lengths", None)
+            if out_lengths is not None:  # the wav2vec2 family's own conv arithmetic
+                lens = out_lengths(n_in).tolist()
+            else:  # others: the same fraction of the output frames as of the input samples
+                lens = [int(np.ceil(int(k) * ids.shape[1] / mask.shape[1])) for k in n_in]
             blank = self.model.config.pad_token_id
             for i, k in enumerate(lens):
                 ids[i, int(k):] = blank
