@@ -65,12 +65,12 @@ import pandas as pd
 from .audio import SR
 from .errors import ModelUnavailableError
 from .formats import ERROR_RESPONSE, EXTRA_FIELDS, append_jsonl_lines, inference_row_json
-from .prompts import TASKS, task_names
+from .prompts import NO_PROMPT_ID, TASKS, not_applicable, task_names
 from .resume import plan_family
 from .run_records import MixDiagnostics, Throughput, log_run as _log_run, now_iso as _now
 from .run_records import short_error as _short, versions as _versions
 
-__all__ = ["run_inference", "result_path", "raise_if_not_run"]
+__all__ = ["run_inference", "result_path", "raise_if_not_run", "not_applicable", "NO_PROMPT_ID"]
 
 
 log = logging.getLogger(__name__)
@@ -129,7 +129,8 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", decoding: str = 
     pandas.DataFrame
         One row per (model, task): ``model, task, status, n_stimuli, n_done_before, n_run,
         n_errors, seconds, stimuli_per_s, file``. ``status`` is ``done``, ``unavailable`` (the
-        model did not load; reason in ``error`` and in ``run_log.jsonl``) or ``no_manifest``.
+        model did not load; reason in ``error`` and in ``run_log.jsonl``), ``no_manifest`` or
+        ``not_applicable`` (a prompt variant for a model that takes no prompt, :func:`not_applicable`).
         ``seconds`` is the task's share of the wall time of its family's loop (prompts decoded on
         the same stimuli share it evenly), so a model's tasks add up to its decoding time;
         ``stimuli_per_s = n_run / seconds``.
@@ -189,10 +190,20 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", decoding: str = 
     for entry in entries:
         model_dir = Path(ws.inference) / entry.id
         model_dir.mkdir(parents=True, exist_ok=True)
+        na = not_applicable(entry, task_list)
+        run_tasks = [t for t in task_list if t not in na]
+        fams = {f: [t for t in ts if t not in na] for f, ts in families.items()}
         with shard_lock(model_dir, shard):
-            summary += _run_model(ws, entry, families, task_list, decoding=decoding, batch_size=batch_size, limit=limit,
-                                  progress=progress, ps=ps, ps_record=ps_record, rerun_unkeyed=rerun_unkeyed,
-                                  shard=shard, diag=diag)
+            if na:
+                _log_run(shard_path(model_dir / "run_log.jsonl", shard),
+                         {"event": "not_applicable", "model": entry.id, "tasks": na, "time": _now()})
+                summary += [{"model": entry.id, "task": t, "status": "not_applicable", "error": why, "n_run": 0}
+                            for t, why in na.items()]
+            if run_tasks:
+                summary += _run_model(ws, entry, {f: ts for f, ts in fams.items() if ts}, run_tasks,
+                                      decoding=decoding, batch_size=batch_size, limit=limit, progress=progress,
+                                      ps=ps, ps_record=ps_record, rerun_unkeyed=rerun_unkeyed, shard=shard,
+                                      diag=diag)
     cols = ["model", "task", "status", "n_stimuli", "n_done_before", "n_run", "n_errors", "seconds",
             "stimuli_per_s", "manifest_sha256", "error", "file"]
     df = pd.DataFrame(summary)
@@ -370,7 +381,7 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
                         audios.append(y)
                 if ok:
                     t0 = time.perf_counter()
-                    _generate_into(rec, ok, audios, text)
+                    _generate_into(rec, ok, audios, text if getattr(entry, "takes_prompt", True) else None)
                     stats[t]["decode_seconds"] += time.perf_counter() - t0
                 for row in rows:
                     if row["error"] is not None:
@@ -464,9 +475,11 @@ def raise_if_not_run(summary: pd.DataFrame) -> None:
     Raises
     ------
     ModelUnavailableError
-        If any row's ``status`` is not ``done``; the message lists each model, task and reason.
+        If any row's ``status`` is neither ``done`` nor ``not_applicable`` (a steering task of a
+        model that takes no prompt, :func:`not_applicable`); the message lists each model, task
+        and reason.
     """
-    bad = summary[summary["status"] != "done"]
+    bad = summary[~summary["status"].isin(["done", "not_applicable"])]
     if len(bad):
         lines = [f"{r.model} / {r.task}: {r.status} — {r.error}" for r in bad.itertuples()]
         raise ModelUnavailableError("not run:\n" + "\n".join(dict.fromkeys(lines)))

@@ -22,7 +22,8 @@ import hashlib
 from .prompt_sets import default_prompt_set_name
 from .tasks import KEYWORDS, normalize_keywords, task_file
 
-__all__ = ["TASKS", "PROMPTS", "DEFAULT_PROMPT_SET", "builtin_prompts", "prompt_for", "task_names"]
+__all__ = ["TASKS", "PROMPTS", "DEFAULT_PROMPT_SET", "NO_PROMPT_ID", "builtin_prompts", "prompt_for", "task_names",
+           "not_applicable"]
 
 _STEER = ("Listen only to the main foreground speaker and ignore all background sounds, noise, "
           "music and other voices.")
@@ -148,3 +149,34 @@ def prompt_for(task: str, prompt_set=None, **load) -> tuple[str, str]:
     if task not in TASKS:
         raise KeyError(f"unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
     return get_prompt_set(prompt_set, **load).prompt(task)
+
+
+NO_PROMPT_ID = "none"
+"""``prompt_id`` of the rows of a model that takes no task prompt (``prompt_style: none``): it is
+sent none (:func:`not_applicable`)."""
+
+
+def not_applicable(entry, tasks) -> dict[str, str]:
+    """The tasks a model cannot do differently from its baseline, with the reason.
+
+    A model that takes no task prompt (``prompt_style: none``: CTC and other plain recognisers,
+    backend ``hf_asr``) hears no instruction, so a prompt variant (``asr_steer_p5`` …) would repeat
+    the decode of its family's baseline task: such tasks are *not applicable* to it and are not
+    run (stage 7's summary and ``run_log.jsonl`` say so; stage 8 then has no file to score).
+
+    Parameters
+    ----------
+    entry : aiplib.models.ModelEntry
+    tasks : list of str
+        Task names (:data:`aiplib.prompts.TASKS`).
+
+    Returns
+    -------
+    dict of str → str
+        ``{task: reason}``; empty for a model that takes prompts.
+    """
+    if getattr(entry, "takes_prompt", True):
+        return {}
+    return {t: (f"{entry.id} takes no task prompt (prompt_style none): the {variant} prompt would repeat "
+                f"the {family} baseline's decode")
+            for t in tasks for family, variant in [TASKS[t]] if variant != "baseline"}

@@ -93,6 +93,9 @@ def _models(ws, scored_models) -> dict:
             from .formats import read_inference_jsonl
 
             rows, _ = read_inference_jsonl(log_p, require_id=False)
+            na = [r for r in rows if r.get("event") == "not_applicable"]
+            if na:  # a model that takes no task prompt: its steering tasks were not run
+                rec["not_applicable"] = dict(na[-1].get("tasks") or {})
             runs = [r for r in rows if r.get("event", "run") == "run"]
             if runs:
                 last = runs[-1]

@@ -347,11 +347,31 @@ def comparison_display(c: pd.DataFrame) -> Table:
         "verdict": top["verdict"]}))
 
 
+def not_applicable_note(ws) -> str | None:
+    """One Markdown line naming the models whose steering tasks are not applicable (they take no
+    task prompt, :func:`aiplib.inference.not_applicable`; read from ``inference/<model>/run_log.jsonl``),
+    or None when there are none."""
+    from .formats import read_inference_jsonl  # noqa: PLC0415
+
+    found = {}
+    for log_p in sorted(Path(ws.inference).glob("*/run_log.jsonl")):
+        rows, _ = read_inference_jsonl(log_p, require_id=False)
+        na = [r for r in rows if r.get("event") == "not_applicable"]
+        if na:
+            found[log_p.parent.name] = sorted(na[-1].get("tasks") or {})
+    if not found:
+        return None
+    return ("_Not applicable (the model takes no task prompt, so a steering prompt would repeat its "
+            "baseline decode): " + "; ".join(f"{m} — {', '.join(t)}" for m, t in found.items()) + "._")
+
+
 def provenance_lines(rec: dict) -> list[str]:
     """Readable lines of a run record (:func:`aiplib.provenance.collect_provenance`)."""
     models = [f"{m}: revision {v.get('revision')}, weights {v.get('weights')}"
               + (f" (sha256 {str(v.get('weights_sha256'))[:12]}…)" if v.get("weights_sha256")
-                 else "") for m, v in (rec.get("models") or {}).items()]
+                 else "")
+              + (f"; takes no task prompt (not applicable: {', '.join(v['not_applicable'])})"
+                 if v.get("not_applicable") else "") for m, v in (rec.get("models") or {}).items()]
     man = [f"manifests/{f}.csv sha256 {m.get('sha256')} (seeds from {m.get('seed_start')}, "
            f"{m.get('n_rows')} rows)" for f, m in (rec.get("manifests") or {}).items()]
     n = rec.get("normalizer") or {}

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from .formats import append_jsonl_lines, inference_row_json, is_error_row, read_inference_jsonl, repair_jsonl
+from .prompts import NO_PROMPT_ID
 
 __all__ = ["UNKEYED_CHECK_FIELDS", "pending_stimuli", "stimulus_keys", "set_aside_stale_rows", "resume_file",
            "refreshed_row", "refreshed_copies", "plan_family"]
@@ -350,7 +351,9 @@ def plan_family(ws, entry, family: str, main_paths: dict, *, limit, ps, rerun_un
     hashes: dict = {}
     records = manifest.to_dict("records")
     bases = {r["id"]: stimulus_base(r, ws, hashes) for r in records}
-    prompts = {t: ps.prompt(t) for t in tasks}
+    # a model that takes no prompt is sent none: its rows say prompt_id "none", and its resume key
+    # does not change with a prompt text it never hears
+    prompts = {t: ps.prompt(t) if getattr(entry, "takes_prompt", True) else (NO_PROMPT_ID, "") for t in tasks}
     keys, todo, refreshed = {}, {}, {}
     head = manifest.head(int(limit)) if limit is not None else manifest
     head = select_shard(head, shard)

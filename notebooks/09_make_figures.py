@@ -189,8 +189,10 @@ rt.show_figure(ws.results, "figure5_accent_degradation")
 # `tables/table5_prompt_steering_rer.csv`
 
 # %%
-rt.table5_display(pd.read_csv(tabs / "table5_prompt_steering_rer.csv", keep_default_na=False, na_values=[""])) \
-    if (tabs / "table5_prompt_steering_rer.csv").is_file() else Markdown("_No steering scores: Table 5 not made._")
+display(rt.table5_display(pd.read_csv(tabs / "table5_prompt_steering_rer.csv", keep_default_na=False, na_values=[""]))
+        if (tabs / "table5_prompt_steering_rer.csv").is_file() else Markdown("_No steering scores: Table 5 not made._"))
+if rt.not_applicable_note(ws):
+    display(Markdown(rt.not_applicable_note(ws)))
 
 # %% [markdown]
 # **Figure 6 · Residual Effect Ratio per model and task** (95 % CI; 1 = the prompt changed

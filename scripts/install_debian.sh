@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages listed in binder/apt.txt (the embedded default's recordings, voices,
-# ffmpeg) and scripts/apt-test.txt (Chromium for the browser test; not on Binder). Uses apt-get as
+# ffmpeg) and scripts/apt-test.txt (Chromium for the browser test, Slurm + MUNGE for the Slurm test; not
+# on Binder). Uses apt-get as
 # root, or sudo when it needs no password; otherwise prints the exact command and fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -66,3 +66,25 @@ def make_tiny_workspace(root, *, n_asr=2, n_kws=2, n_bg=20, bg_seconds=3.0, seed
 @pytest.fixture
 def tiny_ws(tmp_path):
     return make_tiny_workspace(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def smoke_demo_root(tmp_path_factory) -> Path:
+    """A data root whose ``demo/`` holds stages 1–6 at smoke size (``make 01 … 06`` with
+    ``AIP_SMOKE=1``, about 2–3 min, once per session). Tests copy it, never write into it.
+    ``$AIP_TEST_SMOKE_ROOT`` names such a data root made before (then nothing is built)."""
+    import os
+    import subprocess
+
+    given = os.environ.get("AIP_TEST_SMOKE_ROOT")
+    if given:
+        return Path(given)
+    root = tmp_path_factory.mktemp("smoke-demo")
+    env = {**os.environ, "AIP_SMOKE": "1"}
+    env.pop("MAKEFLAGS", None)
+    stages = ["01", "02", "03", "04", "05", "06"]
+    out = subprocess.run(["make", "--no-print-directory", *stages, f"DATA_ROOT={root}"],
+                         cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True, text=True,
+                         timeout=1800)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    return root

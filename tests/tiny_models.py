@@ -24,7 +24,8 @@ import yaml
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-__all__ = ["BUILDERS", "FAMILIES", "build", "build_all", "registry_entry", "registry_yaml",
+__all__ = ["BUILDERS", "FAMILIES", "build", "build_all", "registry_entry", "registry_yaml", "HF_ASR_BUILDERS",
+           "build_wav2vec2_ctc", "build_whisper_asr", "hf_asr_entry",
            "byte_level_tokenizer", "use_registry", "scan_for"]
 
 
@@ -359,6 +360,102 @@ def registry_entry(family: str, folder, *, max_new_tokens: int = 6, thinker_max_
              device="cpu", requires="cpu", max_new_tokens=max_new_tokens,
              thinker_max_new_tokens=thinker_max_new_tokens, max_audio_s=30, prompt_style="chat",
              batch_size=batch_size, disabled_reason=None, gated=False, notes="tiny random-weight test fixture")
+    e.update(more)
+    return e
+
+
+# ------------------------------------------------------------------------------------ hf_asr checkpoints
+# Plain recognisers for the ``hf_asr`` backend (not Speech LLMs: not in BUILDERS). Random weights; the
+# output layers are kept to letters and space so that transcripts are words, and the weights are
+# large enough (init_std 1) that a transcript depends on its audio.
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+WHISPER_SPECIALS = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|translate|>", "<|transcribe|>",
+                    "<|startoflm|>", "<|startofprev|>", "<|nocaptions|>", "<|notimestamps|>"]
+
+
+def build_wav2vec2_ctc(folder, *, attention_mask: bool = True):
+    """A tiny ``Wav2Vec2ForCTC`` with a letter ``vocab.json`` (``Wav2Vec2CTCTokenizer``) and its
+    feature extractor. ``attention_mask=False`` builds the wav2vec2-base layout (group norm, no
+    attention mask: zero padding changes the output, so clips batch only with equal lengths)."""
+    import torch
+    from transformers import (Wav2Vec2Config, Wav2Vec2CTCTokenizer, Wav2Vec2FeatureExtractor, Wav2Vec2ForCTC,
+                              Wav2Vec2Processor)
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, "|": 4,
+             **{c: i + 5 for i, c in enumerate(_LETTERS.upper() + "'")}}
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    tok = Wav2Vec2CTCTokenizer(str(folder / "vocab.json"), unk_token="<unk>", pad_token="<pad>",
+                               word_delimiter_token="|")
+    fe = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000, padding_value=0.0, do_normalize=True,
+                                  return_attention_mask=attention_mask)
+    torch.manual_seed(0)
+    cfg = Wav2Vec2Config(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, conv_dim=(16, 16), conv_stride=(5, 4), conv_kernel=(10, 4),
+                         num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2,
+                         feat_extract_norm="layer" if attention_mask else "group",
+                         do_stable_layer_norm=attention_mask, pad_token_id=0)
+    model = Wav2Vec2ForCTC(cfg).eval()
+    with torch.no_grad():  # no <s>, </s>, <unk>: letters, apostrophe, word breaks and blanks only
+        model.lm_head.bias[1:4] = -1e4
+    model.save_pretrained(folder)
+    Wav2Vec2Processor(feature_extractor=fe, tokenizer=tok).save_pretrained(folder)
+    return folder
+
+
+def build_whisper_asr(folder):
+    """A tiny English-only ``WhisperForConditionalGeneration`` (80 mel bins, 1 + 1 layers) with a
+    ``WhisperProcessor`` whose tokenizer is byte-level BPE without merges (``vocab.json`` of the
+    256 byte symbols, an empty ``merges.txt``) plus Whisper's special tokens."""
+    import torch
+    from tokenizers import pre_tokenizers
+    from transformers import (WhisperConfig, WhisperFeatureExtractor, WhisperForConditionalGeneration,
+                              WhisperProcessor, WhisperTokenizer)
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    (folder / "vocab.json").write_text(json.dumps({c: i for i, c in enumerate(alphabet)}))
+    (folder / "merges.txt").write_text("#version: 0.2\n")
+    eot_s = WHISPER_SPECIALS[0]
+    tok = WhisperTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"), unk_token=eot_s,
+                           bos_token=eot_s, eos_token=eot_s, pad_token=eot_s)
+    tok.add_special_tokens({"additional_special_tokens": WHISPER_SPECIALS[1:]})
+    ids = {t: tok.convert_tokens_to_ids(t) for t in WHISPER_SPECIALS}
+    eot, sot = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
+    torch.manual_seed(0)
+    cfg = WhisperConfig(vocab_size=len(tok), num_mel_bins=80, d_model=32, encoder_layers=1, decoder_layers=1,
+                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                        decoder_ffn_dim=64, max_source_positions=1500, max_target_positions=64, init_std=1.0,
+                        decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot, bos_token_id=eot,
+                        suppress_tokens=[], begin_suppress_tokens=None)
+    model = WhisperForConditionalGeneration(cfg).eval()
+    keep = set(tok.convert_tokens_to_ids(list(_LETTERS) + ["\u0120"])) | {eot}  # Ġ: the byte of a space
+    with torch.no_grad():  # tied output layer: only letters, space and end-of-text can win
+        w = model.model.decoder.embed_tokens.weight
+        for i in range(w.shape[0]):
+            if i not in keep:
+                w[i] = 0
+        w[eot] *= 0.5
+    g = model.generation_config
+    g.decoder_start_token_id, g.eos_token_id, g.pad_token_id = sot, eot, eot
+    g.no_timestamps_token_id, g.is_multilingual, g.forced_decoder_ids = ids["<|notimestamps|>"], False, None
+    g.suppress_tokens, g.begin_suppress_tokens = [], None
+    model.save_pretrained(folder)
+    WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=80), tokenizer=tok).save_pretrained(folder)
+    return folder
+
+
+HF_ASR_BUILDERS = {"wav2vec2_ctc": build_wav2vec2_ctc, "whisper": build_whisper_asr}
+"""hf_asr fixture name → builder."""
+
+
+def hf_asr_entry(folder, *, model_type: str = "auto", max_new_tokens: int = 12, batch_size: int = 4, **more) -> dict:
+    """Fields of a CPU ``hf_asr`` registry entry for a tiny checkpoint folder."""
+    e = dict(backend="hf_asr", model_type=model_type, weights=str(folder), revision=None, precision="float32",
+             device="cpu", requires="cpu", max_new_tokens=max_new_tokens, max_audio_s=30, batch_size=batch_size,
+             notes="tiny random-weight hf_asr test fixture")
     e.update(more)
     return e
 

@@ -31,6 +31,7 @@ BACKEND_MODULES: dict[str, str] = {
     "transformers": "aiplib.models.transformers_backend",
     "command": "aiplib.models.command_backend",
     "openai": "aiplib.models.openai_backend",
+    "hf_asr": "aiplib.models.hf_asr_backend",
 }
 """backend → module path; each module defines ``load(entry, **opts) -> Recogniser``."""
 BACKENDS = tuple(BACKEND_MODULES)
@@ -94,6 +95,12 @@ class ModelEntry:
     notes: str = ""
     extra: dict = field(default_factory=dict)
 
+    @property
+    def takes_prompt(self) -> bool:
+        """False for a model that takes no task prompt (``prompt_style: none``): stage 7 sends it
+        none and marks its steering tasks not applicable."""
+        return self.prompt_style != "none"
+
     def to_dict(self) -> dict:
         """The entry as a plain JSON-serialisable dict (``extra`` merged in)."""
         d = dataclasses.asdict(self)
@@ -119,7 +126,9 @@ def _construct_mapping(loader, node, deep=False):
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 _CHOICES = {"requires": ("cpu", "cuda"), "device": ("cpu", "cuda", "auto"),
-            "prompt_style": ("initial_prompt", "chat")}
+            "prompt_style": ("initial_prompt", "chat", "none")}
+HF_ASR_KINDS = ("auto", "ctc", "seq2seq")
+"""``model_type`` values of an ``hf_asr`` entry (:mod:`aiplib.models.hf_asr_backend`)."""
 
 
 RENAMED_FIELDS = {"family": "model_type"}
@@ -160,6 +169,14 @@ def _entry(model_id: str, raw) -> ModelEntry:
     if backend not in BACKENDS:
         raise ValueError(f"registry entry {model_id!r}: unknown backend {backend!r}; "
                          f"valid backends: {', '.join(BACKENDS)}")
+    if backend == "hf_asr":
+        raw = {"prompt_style": "none", **raw}
+        if raw["prompt_style"] != "none":
+            raise ValueError(f"registry entry {model_id!r}: backend 'hf_asr' sends no task prompt; prompt_style "
+                             f"must be none, got {raw['prompt_style']!r}")
+        if raw["model_type"] not in HF_ASR_KINDS:
+            raise ValueError(f"registry entry {model_id!r}: model_type of backend 'hf_asr' must be one of "
+                             f"{', '.join(HF_ASR_KINDS)}, got {raw['model_type']!r}")
     for key, choices in _CHOICES.items():
         if key in raw and raw[key] not in choices:
             raise ValueError(f"registry entry {model_id!r}: {key} must be one of {', '.join(choices)}, "
