@@ -293,12 +293,15 @@ def summary_table(tables: dict) -> Table:
 
 # ----------------------------------------------------------------------------- Tables 2–5
 def table2_display(t2: pd.DataFrame) -> Table:
-    """Table 2 (``table2_descriptor_correlations.csv``): r_s with its interval, p and p_BH."""
+    """Table 2 (``table2_descriptor_correlations.csv``): r_s with its interval, p and p_BH
+    (descriptors rounded as the authors), and r_s of the unrounded descriptors beside."""
     return Table(pd.DataFrame({
         "task": t2["task"], "model": t2["model"], "descriptor": t2["descriptor"], "n": t2["n"],
         "r_s [95% CI]": [_ci(r, lo, hi, 2) for r, lo, hi in
                          zip(t2["r_s"], t2["ci_low"], t2["ci_high"])],
         "p": [_p(v) for v in t2["p"]], "p_BH": [_p(v) for v in t2["p_bh"]],
+        "r_s unrounded descriptors": [fmt(v, '.2f') for v in t2["r_s_unrounded"]]
+        if "r_s_unrounded" in t2 else "–",
         "note": _text(t2["note"])}))
 
 
@@ -322,7 +325,8 @@ def table4_display(t4: pd.DataFrame) -> Table:
 
 
 def table5_display(t5: pd.DataFrame) -> Table:
-    """Table 5 (``table5_prompt_steering_rer.csv``): Δ baseline, Δ steering and RER."""
+    """Table 5 (``table5_prompt_steering_rer.csv``): Δ baseline, Δ steering and the authors'
+    unpaired RER, our paired RER beside."""
     return Table(pd.DataFrame({
         "model": t5["model"], "family": t5["family"], "items": t5["n_items"],
         "Δ baseline pp": [fmt(v) for v in t5["delta_base_pp"]],
@@ -330,7 +334,12 @@ def table5_display(t5: pd.DataFrame) -> Table:
         "RER [95% CI]": [_ci(r, lo, hi, 2, signed=False) for r, lo, hi in
                          zip(t5["rer"], t5["ci_low"], t5["ci_high"])],
         "flag": _text(t5["base_flag"]) if "base_flag" in t5 else "",
-        "rule": _text(t5["rule"]), "note": _text(t5["note"])}))
+        "rule": _text(t5["rule"]),
+        "paired RER (ours) [95% CI]": [_ci(r, lo, hi, 2, signed=False) for r, lo, hi in
+                                       zip(t5["rer_paired"], t5["rer_paired_ci_low"],
+                                           t5["rer_paired_ci_high"])]
+        if "rer_paired" in t5 else "–",
+        "pairs": t5["n_pairs"] if "n_pairs" in t5 else "–", "note": _text(t5["note"])}))
 
 
 def comparison_display(c: pd.DataFrame) -> Table:

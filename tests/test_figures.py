@@ -112,7 +112,7 @@ def test_make_all_figures_writes_everything(fake_ws):
         assert p.parent == fake_ws.results / sub
 
     t2 = pd.read_csv(written["table2_descriptor_correlations.csv"])
-    assert t2.shape == (2 * (len(MODELS) + 1) * len(formats.DESCRIPTORS), 17)
+    assert t2.shape == (2 * (len(MODELS) + 1) * len(formats.DESCRIPTORS), 18)
     assert (t2["p_method"] == "permutation").all() and (t2["n_permutations"] == 9999).all()
     assert (t2["ci_usable"] >= 0.95 * 200).all()
     assert set(t2["model"]) == {"pooled", *MODELS} and set(t2["task"]) == {"asr", "kws"}
@@ -234,8 +234,10 @@ def test_figure4_pooling_leaves_out_a_background_one_model_lacks():
     s = _toy_scores()
     s["asr"] = s["asr"][~((s["asr"].model == "m2") & (s["asr"].bg_id == "B"))]
     r = figures.background_ranking(s, n_resamples=50)
-    assert np.isnan(r.loc["B", "asr_delta_wer_pp"]) and list(r.index) == ["A", "B"]
-    assert "missing models m2" in r.loc["B", "note"]
+    # the authors' flat mean pools the rows there are (m1's 0.1 and 2.0); ours is not pooled
+    assert r.loc["B", "asr_delta_wer_pp"] == pytest.approx(105.0)
+    assert np.isnan(r.loc["B", "asr_delta_wer_snr_balanced_pp"]) and list(r.index) == ["A", "B"]
+    assert "no rows of models m2" in r.loc["B", "note"]
 
 
 def test_figure7_is_mean_per_utterance_wer_with_corpus_beside():
@@ -264,14 +266,42 @@ def test_table5_rer_paper_definition_and_flag():
     t = figures.table5_prompt_steering_rer({"asr": asr_base, "kws": base, "asr_steer_p5": asr_steer,
                                             "kws_steer_p5": steer}, n_resamples=50)
     k = t[(t.family == "kws") & (t.model == "m1")].iloc[0]
-    # Δ_base = mean(1, 0) = 0.5, Δ_steer = mean(0.5, 0) = 0.25: RER = 0.25 / (0.5 + 1e-9)
-    assert k.rer == pytest.approx(0.5) and k.base_flag == "" and k.rule == "ratio"
+    # paired (ours, on delta_acc): Δ_base = mean(1, 0) = 0.5, Δ_steer = mean(0.5, 0) = 0.25
+    assert k.rer_paired == pytest.approx(0.5) and k.base_flag == "" and k.rule == "ratio"
+    # the authors' (on `correct`, unchanged here): 1 − 0.5 in both tasks
+    assert k.rer == pytest.approx(1.0) and k.delta_base_pp == pytest.approx(50.0)
     a = t[(t.family == "asr") & (t.model == "m1")].iloc[0]
     assert a.delta_base_pp == pytest.approx(-2.0) and a.base_flag == "baseline <= 0"
     assert a.rer == pytest.approx(a.delta_steer_pp / 100 / (-0.02 + 1e-9))
     assert np.isnan(a.ci_low)                                        # 2 items: no interval
     fig = figures.figure6_prompt_steering_rer(t)                    # flagged bar not drawn
     assert any(tx.get_text() == "flagged" for tx in fig.axes[0].texts)
+
+
+def test_table5_rer_the_authors_unpaired_way_and_ours_paired_beside():
+    s = _toy_scores()
+    kb = s["kws"]
+    ks = kb.assign(task="kws_steer_p5")
+    # the steering run failed on k2 at background A (no row), otherwise the same answers
+    ks = ks[~((ks.item_id == "k2") & (ks.bg_id == "A"))]
+    ab = s["asr"]
+    as_ = ab.assign(task="asr_steer_p5", delta_wer=ab["delta_wer"] * 0.5)
+    as_ = as_[~((as_.item_id == "i2") & (as_.bg_id == "B"))]         # one steering row missing
+    t = figures.table5_prompt_steering_rer({"asr": ab, "kws": kb, "asr_steer_p5": as_,
+                                            "kws_steer_p5": ks}, n_resamples=50)
+    k = t[(t.family == "kws") & (t.model == "m1")].iloc[0]
+    # authors, by hand: base acc clean 1, noisy (0 + 1 + 0 + 1) / 4 → Δ 0.5; steer clean 1,
+    # noisy (0 + 1 + 1) / 3 → Δ 1/3; RER = (1/3) / 0.5
+    assert k.delta_base_pp == pytest.approx(50.0) and k.delta_steer_pp == pytest.approx(100 / 3)
+    assert k.rer == pytest.approx(2 / 3) and (k.n_base_rows, k.n_steer_rows) == (6, 5)
+    # paired: the 3 noisy stimuli both tasks have, Δ 1/3 in both → 1
+    assert k.n_pairs == 3 and k.rer_paired == pytest.approx(1.0)
+    a = t[(t.family == "asr") & (t.model == "m1")].iloc[0]
+    # authors: base mean(0.5, 0.1, 0.5, 2.0) = 0.775; steer mean(0.25, 0.05, 0.25) = 0.55 / 3
+    assert a.rer == pytest.approx((0.55 / 3) / 0.775)
+    # paired on the 3 common rows: base (0.5 + 0.1 + 0.5) / 3, steer half of it
+    assert a.rer_paired == pytest.approx(0.5)
+    assert list(t.columns) == figures.TABLE5_COLUMNS
 
 
 def test_top_descriptors_largest_mean_abs_rs():

@@ -24,6 +24,6 @@ from .descriptors import (  # noqa: F401
 )
 from .backgrounds import background_ranking, figure4_background_ranking  # noqa: F401
 from .accent import table4_accent_dwer, figure5_accent_degradation  # noqa: F401
-from .steering import table5_prompt_steering_rer, figure6_prompt_steering_rer  # noqa: F401
+from .steering import table5_prompt_steering_rer, figure6_prompt_steering_rer, TABLE5_COLUMNS  # noqa: F401
 from .snr import snr_curves, figure7_snr_performance  # noqa: F401
 from .make_all import make_all_figures  # noqa: F401
