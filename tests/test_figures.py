@@ -310,3 +310,38 @@ def test_top_descriptors_largest_mean_abs_rs():
                        "r_s": [0.9, -0.1, -0.6, -0.6, 0.2, 0.3, np.nan, 0.99]})
     # mean |r_s|: a 0.5, b 0.6, c 0.25, d NaN (not computable in ASR)
     assert figures.top_descriptors(t2, 3) == ["b", "a", "c"]
+
+
+def test_descriptors_rounded_before_spearman_as_the_authors():
+    from scipy.stats import spearmanr
+
+    bgs = [f"bg{i}" for i in range(6)]
+    deg = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    rows = [dict(model="m1", task=t, item_id="i", bg_id=b, snr_db=0.0, **{c: d})
+            for t, c in (("asr", "delta_wer"), ("kws", "delta_acc")) for b, d in zip(bgs, deg)]
+    scores = {"asr": pd.DataFrame(rows[:6]), "kws": pd.DataFrame(rows[6:])}
+    desc = pd.DataFrame({c: np.linspace(1, 2, 6) for c in formats.DESCRIPTORS},
+                        index=pd.Index(bgs, name="bg_id"))
+    # ZCR differs only in the 5th decimal among the first three: the authors' round(·, 4) ties them
+    desc["zcr"] = [0.10004, 0.10001, 0.10003, 0.2, 0.3, 0.4]
+    t2 = figures.table2_descriptor_correlations(scores, desc, n_resamples=20)
+    z = t2[(t2.task == "asr") & (t2.model == "pooled") & (t2.descriptor == "zcr")].iloc[0]
+    assert z.r_s == pytest.approx(spearmanr([0.1, 0.1, 0.1, 0.2, 0.3, 0.4], deg).statistic)
+    assert z.r_s_unrounded == pytest.approx(spearmanr(desc["zcr"], deg).statistic)
+    # unrounded: ranks (3, 1, 2, 4, 5, 6), Σd² = 6 → 1 − 36/210; rounded: tied ranks (2, 2, 2, …)
+    assert z.r_s_unrounded == pytest.approx(1 - 6 * 6 / 210)
+    assert z.r_s == pytest.approx(0.941124, abs=1e-6) and z.r_s > z.r_s_unrounded + 0.1
+    # spectral centroid to 2 decimals: 1000.004 and 1000.001 tie as well
+    assert stats.round_descriptors(pd.DataFrame({"spectral_centroid": [1000.004, 1000.006],
+                                                 "vad_speech_fraction": [0.123456, 0.5]})
+                                   ).to_numpy().tolist() == [[1000.0, 0.123456], [1000.01, 0.5]]
+
+
+def test_top_three_ranked_on_mean_abs_rs_rounded_to_3_decimals():
+    # a: mean |r_s| 0.80020, b: 0.80004 → both 0.800 → table order (b first), unrounded a first
+    t2 = pd.DataFrame({"task": ["asr", "kws"] * 4, "model": "pooled",
+                       "descriptor": ["b", "b", "a", "a", "c", "c", "d", "d"],
+                       "r_s": [0.80008, -0.8, 0.8004, 0.8, 0.5, 0.5, 0.1, 0.1]})
+    assert figures.top_descriptors(t2, 2) == ["b", "a"]
+    m = t2.assign(a=t2.r_s.abs()).groupby("descriptor")["a"].mean().sort_values(ascending=False)
+    assert list(m.index[:2]) == ["a", "b"]          # what the unrounded ranking would pick
