@@ -503,7 +503,7 @@ def test_paper_profile_dry_run_stages_1_to_5(tmp_path, server, registry, monkeyp
         theirs += ["accent", "gender", "transcript"] if fam == "asr" else ["keyword", "is_target"]
         assert list(m.columns[:len(theirs)]) == theirs
         assert list(m.seed) == list(range(0 if fam == "asr" else 10000, (0 if fam == "asr" else 10000) + len(m)))
-        first = bank.item_id.iloc[0]
+        first = fg[0]
         rows = m[m.speech_id == first]
         assert rows.id.iloc[0] == f"{first}_clean" and rows.snr_db.iloc[0] == 99
         assert rows.condition.iloc[0] == "clean" and (rows.condition.iloc[1:] == "noisy").all()
