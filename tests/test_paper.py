@@ -440,7 +440,7 @@ def test_battery_curation_with_the_demo_code(paper_ws):
     assert len(df) == 20 and set(df.bg_id) == set(AUTHORS_BG_IDS)
     for p in df.path:
         info = sf.info(str(paper_ws.path(p)))
-        assert (info.samplerate, info.channels, info.frames) == (16000, 1, 32000)
+        assert (info.samplerate, info.channels, info.frames, info.subtype) == (16000, 1, 32000, "PCM_16")
     assert (paper_ws.descriptors / "battery.csv").is_file()
 
 
