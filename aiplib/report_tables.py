@@ -32,6 +32,7 @@ __all__ = [
     "table2_display",
     "table3_display",
     "table4_display",
+    "table4_authors_display",
     "table5_display",
     "comparison_display",
     "provenance_lines",
@@ -322,6 +323,13 @@ def table4_display(t4: pd.DataFrame) -> Table:
         "mean ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
                                   zip(t4["mean_delta_wer_pp"], t4["ci_low_pp"],
                                       t4["ci_high_pp"])]}))
+
+
+def table4_authors_display(t4a: pd.DataFrame) -> Table:
+    """Table 4, the authors' view (``table4_accent_dwer_authors.csv``): their accent labels."""
+    return Table(pd.DataFrame({
+        "model": t4a["model"], "accent label": t4a["accent_label"], "items": t4a["n_items"],
+        "noisy rows": t4a["n_rows"], "mean ΔWER pp": [fmt(v) for v in t4a["mean_delta_wer_pp"]]}))
 
 
 def table5_display(t5: pd.DataFrame) -> Table:

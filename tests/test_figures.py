@@ -105,9 +105,9 @@ def test_make_all_figures_writes_everything(fake_ws):
     written = figures.make_all_figures(fake_ws, n_resamples=200, seed=0)
     expected = {f"{n}.{e}" for n in figures.FIGURE_NAMES for e in ("png", "pdf")} | \
         {f"{n}.csv" for n in figures.TABLE_NAMES}
-    assert set(written) == expected and len(written) == 17
+    assert set(written) == expected and len(written) == 18
     for name, p in written.items():
-        assert p.exists() and p.stat().st_size > 500, name
+        assert p.exists() and p.stat().st_size > (300 if name.endswith("_authors.csv") else 500), name
         sub = "tables" if name.endswith(".csv") else "figures"
         assert p.parent == fake_ws.results / sub
 
@@ -133,6 +133,8 @@ def test_make_all_figures_writes_everything(fake_ws):
     # two items per group: no interval (a 2-item "interval" is only their range)
     assert t4["ci_low_pp"].isna().all() and (t4["ci_usable"] == 0).all()
     assert t4["note"].str.contains("no interval").all()
+    t4a = pd.read_csv(written["table4_accent_dwer_authors.csv"])
+    assert set(t4a["accent_label"]) == {"en-us", "en-gb", "en-029"}      # not in their table: as is
     t4s = pd.read_csv(written["table4_accent_dwer_pooled_unspecified.csv"])
     assert set(t4s["model"]) == {"pooled"} and len(t4s) == 3
 
@@ -169,7 +171,7 @@ def test_steering_missing_is_skipped(tmp_path, caplog):
         written = figures.make_all_figures(ws, n_resamples=50, formats=("png",))
     assert "figure6_prompt_steering_rer.png" not in written
     assert "table5_prompt_steering_rer.csv" not in written
-    assert len(written) == 5 + 4
+    assert len(written) == 5 + 5
     assert "Figure 6 and Table 5 skipped" in caplog.text
 
 
@@ -345,3 +347,33 @@ def test_top_three_ranked_on_mean_abs_rs_rounded_to_3_decimals():
     assert figures.top_descriptors(t2, 2) == ["b", "a"]
     m = t2.assign(a=t2.r_s.abs()).groupby("descriptor")["a"].mean().sort_values(ascending=False)
     assert list(m.index[:2]) == ["a", "b"]          # what the unrounded ranking would pick
+
+
+def test_table4_the_authors_accent_labels_beside_our_groups():
+    rows = []
+    for item, accent, group, d in (("ls1", "american_english", None, (0.1, 0.3)),
+                                   ("ls2", "american_english", None, (0.2, None)),
+                                   ("cv1", "United States English", "US English", (0.0, 0.4)),
+                                   ("cv2", "United States English,England English", None, (0.5, 0.5)),
+                                   ("cv3", "India and South Asia (India, Pakistan, Sri Lanka)",
+                                    "India & S. Asia", (0.2, 0.2))):
+        rows.append(dict(model="m1", task="asr", item_id=item, bg_id="clean", snr_db=np.nan,
+                         delta_wer=np.nan, accent=accent, accent_group=group, errors=0, ref_words=4))
+        rows += [dict(model="m1", task="asr", item_id=item, bg_id=bg, snr_db=5.0, delta_wer=v,
+                      accent=accent, accent_group=group, errors=0, ref_words=4)
+                 for bg, v in zip(("A", "B"), d) if v is not None]
+    scores = {"asr": pd.DataFrame(rows)}
+    t = figures.table4_accent_dwer_authors(scores).set_index("accent_label")
+    # their label table; an unmapped string kept as it is; flat mean over rows (0.1, 0.3, 0.2)
+    assert set(t.index) == {"US English (anon)", "US English", "India & S. Asia",
+                            "United States English,England English"}
+    assert t.loc["US English (anon)", "mean_delta_wer_pp"] == pytest.approx(20.0)
+    assert (t.loc["US English (anon)", "n_items"], t.loc["US English (anon)", "n_rows"]) == (2, 3)
+    assert t.loc["United States English,England English", "mean_delta_wer_pp"] == pytest.approx(50.0)
+    # ours beside: only the mapped groups (the others are "unspecified", kept out of Table 4)
+    ours, rest = figures.table4_accent_dwer(scores, n_resamples=20)
+    assert set(ours["accent_group"]) == {"US English", "India & S. Asia"}
+    assert figures.authors_accent_label("american_english") == "US English (anon)"
+    assert figures.authors_accent_label("Hong Kong English") == "Hong Kong English"
+    fig = figures.figure5_accent_degradation(ours, figures.table4_accent_dwer_authors(scores))
+    assert len(fig.axes) == 2

@@ -181,13 +181,17 @@ def table3_descriptor_values(ranking: pd.DataFrame, descriptors: pd.DataFrame, *
 
     Returns
     -------
-    pandas.DataFrame [shape=(n_backgrounds, 5 + n_descriptors)]
-        Columns ``rank, bg_id, category, asr_delta_wer_pp, kws_delta_acc_pp`` and the
-        descriptors (in :data:`aiplib.formats.DESCRIPTORS` order when present).
+    pandas.DataFrame [shape=(n_backgrounds, 7 + n_descriptors)]
+        Columns ``rank, bg_id, category, asr_delta_wer_pp, kws_delta_acc_pp`` (the authors' flat
+        mean), ``asr_delta_wer_snr_balanced_pp, kws_delta_acc_snr_balanced_pp`` (ours, when the
+        ranking has them) and the descriptors as stored, unrounded (in
+        :data:`aiplib.formats.DESCRIPTORS` order when present).
     """
     descs = [c for c in DESCRIPTORS if c in descriptors.columns] or list(descriptors.columns)
-    t = ranking[["rank", "asr_delta_wer_pp", "kws_delta_acc_pp"]].copy()
+    deg = ["asr_delta_wer_pp", "kws_delta_acc_pp"]
+    deg += [c for c in ("asr_delta_wer_snr_balanced_pp", "kws_delta_acc_snr_balanced_pp")
+            if c in ranking.columns]
+    t = ranking[["rank", *deg]].copy()
     t.insert(1, "category", _categories(list(t.index), battery))
     t = t.join(descriptors[descs], how="left")
-    return t.reset_index()[["rank", "bg_id", "category", "asr_delta_wer_pp",
-                            "kws_delta_acc_pp", *descs]]
+    return t.reset_index()[["rank", "bg_id", "category", *deg, *descs]]

@@ -220,7 +220,7 @@ def read_scores(path) -> pd.DataFrame:
 
     Text columns stay strings (``"None"``, ``"NA"`` or ``"0001"`` are not turned into NaN or
     numbers); :data:`SCORE_NUMERIC_COLUMNS` are numbers; ``is_target`` is bool; ``accent_group``
-    ``""`` becomes NaN.
+    and ``accent`` ``""`` become NaN.
 
     Raises
     ------
@@ -233,8 +233,9 @@ def read_scores(path) -> pd.DataFrame:
             df[c] = pd.to_numeric(df[c], errors="coerce")
     if "is_target" in df.columns:
         df["is_target"] = df["is_target"].map(lambda v: parse_bool(v) is True)
-    if "accent_group" in df.columns:
-        df["accent_group"] = df["accent_group"].replace("", np.nan)
+    for c in ("accent_group", "accent"):
+        if c in df.columns:
+            df[c] = df[c].replace("", np.nan)
     return df
 
 
