@@ -373,7 +373,8 @@ def provenance_lines(rec: dict) -> list[str]:
            f"{m.get('n_rows')} rows)" for f, m in (rec.get("manifests") or {}).items()]
     n = rec.get("normalizer") or {}
     a = rec.get("analysis") or {}
-    prompts = [f"prompt of {t}: [{p.get('prompt_id')}] {p.get('text')}"
+    prompts = [f"prompt of {t}: [{p.get('prompt_id')}] {p.get('text')}" if p.get("text") is not None
+               else f"prompt of {t}: {p.get('prompt_set')} set, text in its source file (not fetched here)"
                for t, p in (rec.get("tasks") or {}).items()]
     return [f"aiplib {rec.get('aiplib_version')}; " + ", ".join(
         f"{k} {v}" for k, v in (rec.get("versions") or {}).items() if k != "aiplib"),

@@ -211,3 +211,17 @@ def test_flat_mean_per_background_feeds_figure4_tables_2_and_3(tmp_path):
     t2 = pd.read_csv(written["table2_descriptor_correlations.csv"])
     z = t2[(t2.task == "asr") & (t2.model == "pooled") & (t2.descriptor == "zcr")].iloc[0]
     assert z.r_s == pytest.approx(0.5)      # the SNR-balanced input (17.92 > 15) would give 1.0
+
+
+def test_provenance_of_the_authors_files_names_the_paper_prompt_set(tmp_path):
+    from aiplib.prompts import PROMPTS
+    from aiplib.provenance import collect_provenance
+
+    man_dir, inf_dir = _write_flat_fixture(tmp_path / "theirs")
+    assert score_main(["--profile", "paper", "--data-root", str(tmp_path / "data"),
+                       "--inference-dir", str(inf_dir), "--manifests-dir", str(man_dir)]) == 0
+    rec = collect_provenance(workspace("paper", data_root=tmp_path / "data"))
+    assert rec["prompt_set"]["prompt_set"] == "paper" and rec["prompt_set"]["source"]["fetched"] is False
+    assert rec["prompt_set"]["source"]["path"] == "scripts/05_inference.py"
+    demo_texts = {v["text"] for v in PROMPTS.values()}
+    assert all(t["prompt_set"] == "paper" and t["text"] not in demo_texts for t in rec["tasks"].values())
