@@ -14,8 +14,9 @@ clips, for instance, are zero-padded to 5 s.
 The WAVs are 16-bit PCM (:data:`BG_SUBTYPE`), as the authors' ``sf.write`` with its default
 subtype wrote them, and every later stage (descriptors, mixing) reads that file back as float:
 samples are quantised to 1/32768 and a background above full scale after normalisation is
-clipped at ±1 by libsndfile, as in theirs (``clipped_samples`` counts those samples). The
-loudness and silence columns are measured on the file as stored.
+clipped at ±1 by libsndfile, as in theirs (``clipped_samples`` counts those samples; such a file
+is quieter than ``lufs_after``, the loudness after normalisation). The silence columns are
+measured on the file as stored.
 
 Loudness is integrated loudness after ITU-R BS.1770-4, measured with pyloudnorm through
 :func:`aiplib.audio.normalize_loudness`. Coloured noises are shaped in the frequency domain
@@ -273,16 +274,18 @@ BG_SUBTYPE = "PCM_16"
 
 
 def _as_stored(out: Path, y: np.ndarray, info: dict, sr: int) -> dict:
-    """``info`` with the loudness and silence columns of the file as written (read back as float)
-    and ``clipped_samples``: samples of ``y`` above full scale (|y| > 1), clipped in the file."""
+    """``info`` with the silence columns of the file as written (read back as float) and
+    ``clipped_samples``: samples of ``y`` above full scale (|y| > 1), clipped in the file.
+    ``lufs_after`` stays the loudness after normalisation (the target); a clipped file is
+    quieter, by the amount the warning gives."""
     stored = load_audio(out, sr=sr)
     n_clip = int(np.count_nonzero(np.abs(y) > 1.0))
     if n_clip:
-        log.warning("%s: %d samples above full scale after loudness normalisation are clipped "
-                    "in the 16-bit file (peak %.3f), as in the authors' battery", out.name, n_clip,
-                    float(np.max(np.abs(y))))
-    return dict(info, lufs_after=loudness_lufs(stored, sr=sr, name=str(out)),
-                clipped_samples=n_clip, **silent_shares(stored, sr=sr))
+        log.warning("%s: %d samples above full scale after loudness normalisation are clipped in the "
+                    "16-bit file (peak %.3f; the file measures %.2f LUFS), as in the authors' battery",
+                    out.name, n_clip, float(np.max(np.abs(y))),
+                    loudness_lufs(stored, sr=sr, name=str(out)))
+    return dict(info, clipped_samples=n_clip, **silent_shares(stored, sr=sr))
 
 
 def _resolve(ws, sources):
@@ -348,8 +351,8 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     pandas.DataFrame
         One row per spec, columns :data:`aiplib.formats.BATTERY_COLUMNS` (``path`` relative to ``ws.root``;
         ``peak_after`` as in :func:`curate_background` (before the 16-bit file, so it can exceed
-        1), ``clipped_samples`` (samples clipped at full scale in the file), ``lufs_after``,
-        ``silent_share`` and ``silent_share_1s`` of the file as stored).
+        1), ``clipped_samples`` (samples clipped at full scale in the file), ``silent_share``
+        and ``silent_share_1s`` of the file as stored).
 
     Raises
     ------
