@@ -77,7 +77,7 @@ export AIP_MIRROR := $(MIRROR)
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: output-filter stamps sync-notebooks lock all setup validate run-stage report merge criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: output-filter stamps sync-notebooks lock lock-paper all setup validate run-stage report merge criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
 
 all: setup validate
 	@for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done
@@ -185,6 +185,16 @@ lock: setup
 	  --unsafe-package aiplib --unsafe-package pip --no-emit-index-url --no-emit-find-links \
 	  $(LOCK_ARGS) --output-file requirements.lock pyproject.toml
 	sed -e '/^ *--hash=/d' -e 's/ \\$$//' requirements.lock > $(LOCK)
+
+# The paper extra (datasets<4, for Common Voice 17's loading script) caps fsspec below the main pin:
+# its lock starts from requirements.lock, so pip-compile keeps every other pin and adds the extra's.
+lock-paper: setup
+	$(PY) -m pip install -q pip-tools
+	cp requirements.lock requirements-paper.lock
+	CUSTOM_COMPILE_COMMAND="make lock-paper" $(VENV)/bin/pip-compile -q --extra notebooks --extra test --extra paper \
+	  --generate-hashes --strip-extras --unsafe-package aiplib --unsafe-package pip --no-emit-index-url \
+	  --no-emit-find-links $(LOCK_ARGS) --output-file requirements-paper.lock pyproject.toml
+	sed -e '/^ *--hash=/d' -e 's/ \\$$//' requirements-paper.lock > constraints-paper.txt
 
 # Every stage checks its own stamp (aiplib/stamps.py: parameters + SHA-256 of what it read) and rebuilds
 # only what changed, so `make all` runs every stage and an up-to-date one returns quickly. Make's own

@@ -11,6 +11,13 @@ of ``battery.csv`` also records the peak after normalisation (``peak_after``; a
 is digital silence (``silent_share``, ``silent_share_1s``; see :func:`silent_shares`) — ESC-50
 clips, for instance, are zero-padded to 5 s.
 
+The WAVs are 16-bit PCM (:data:`BG_SUBTYPE`), as the authors' ``sf.write`` with its default
+subtype wrote them, and every later stage (descriptors, mixing) reads that file back as float:
+samples are quantised to 1/32768 and a background above full scale after normalisation is
+clipped at ±1 by libsndfile, as in theirs (``clipped_samples`` counts those samples; such a file
+is quieter than ``lufs_after``, the loudness after normalisation). The silence columns are
+measured on the file as stored.
+
 Loudness is integrated loudness after ITU-R BS.1770-4, measured with pyloudnorm through
 :func:`aiplib.audio.normalize_loudness`. Coloured noises are shaped in the frequency domain
 (power ∝ 1/f for pink, 1/f² for brown, nothing below 20 Hz), a standard construction (e.g.
@@ -262,6 +269,25 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
     return y, info
 
 
+BG_SUBTYPE = "PCM_16"
+"""soundfile subtype of ``bg/<bg_id>.wav``: 16-bit PCM (the authors' files)."""
+
+
+def _as_stored(out: Path, y: np.ndarray, info: dict, sr: int) -> dict:
+    """``info`` with the silence columns of the file as written (read back as float) and
+    ``clipped_samples``: samples of ``y`` above full scale (|y| > 1), clipped in the file.
+    ``lufs_after`` stays the loudness after normalisation (the target); a clipped file is
+    quieter, by the amount the warning gives."""
+    stored = load_audio(out, sr=sr)
+    n_clip = int(np.count_nonzero(np.abs(y) > 1.0))
+    if n_clip:
+        log.warning("%s: %d samples above full scale after loudness normalisation are clipped in the "
+                    "16-bit file (peak %.3f; the file measures %.2f LUFS), as in the authors' battery",
+                    out.name, n_clip, float(np.max(np.abs(y))),
+                    loudness_lufs(stored, sr=sr, name=str(out)))
+    return dict(info, clipped_samples=n_clip, **silent_shares(stored, sr=sr))
+
+
 def _resolve(ws, sources):
     return [_resolve(ws, s) if isinstance(s, (list, tuple)) else str(ws.path(s)) for s in sources]
 
@@ -296,7 +322,7 @@ def _check_ids(specs) -> None:
 
 def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS,
                    seed: int = DEFAULT_SEED, overwrite: bool = False):
-    """Curate every spec into ``bg/<bg_id>.wav`` and write ``descriptors/battery.csv``.
+    """Curate every spec into ``bg/<bg_id>.wav`` (16-bit PCM) and write ``descriptors/battery.csv``.
 
     Parameters
     ----------
@@ -324,7 +350,9 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     -------
     pandas.DataFrame
         One row per spec, columns :data:`aiplib.formats.BATTERY_COLUMNS` (``path`` relative to ``ws.root``;
-        ``peak_after``, ``silent_share`` and ``silent_share_1s`` as in :func:`curate_background`).
+        ``peak_after`` as in :func:`curate_background` (before the 16-bit file, so it can exceed
+        1), ``clipped_samples`` (samples clipped at full scale in the file), ``silent_share``
+        and ``silent_share_1s`` of the file as stored).
 
     Raises
     ------
@@ -346,7 +374,8 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     old = {} if old is None or overwrite else {r["bg_id"]: r for r in old.to_dict("records")}
     stamp_file = stamp_path(ws.descriptors, "battery")
     old_stamp = (read_stamp(stamp_file) or {}).get("backgrounds", {})
-    params = dict(duration_s=float(duration_s), target_lufs=float(target_lufs), seed=int(seed))
+    params = dict(duration_s=float(duration_s), target_lufs=float(target_lufs), seed=int(seed),
+                  subtype=BG_SUBTYPE)
     rows, stamps, remade = [], {}, []
     for spec in track(specs, "curating backgrounds", unit="bg"):  # tqdm bar, or [progress] lines under make
         out = ws.bg / f"{spec['bg_id']}.wav"
@@ -367,8 +396,8 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
             remade.append(f"{spec['bg_id']} ({'; '.join(changed[:3])})")
         y, info = curate_background(spec, duration_s=duration_s, target_lufs=target_lufs,
                                     seed=spec_seed(seed, spec["bg_id"]))
-        write_wav(out, y)
-        rows.append(_row(ws, spec, info, out))
+        write_wav(out, y, subtype=BG_SUBTYPE)
+        rows.append(_row(ws, spec, _as_stored(out, y, info, SR), out))
         stamps[spec["bg_id"]] = dict(stamp, outputs={ws.rel(out): file_sha256(out)})
     if remade:
         log.warning("re-curated %d background(s) whose inputs or parameters changed: %s", len(remade),

@@ -19,7 +19,7 @@ from .errors import AiplibParameterError
 from .formats import read_item_bank, read_manifest, write_manifest_csv
 from .manifests import (MANIFEST_DEFINITION_VERSION, SEED_START, SNRS_DB, _item_spec, _row,
                         _n_samples, _snr_int, _text, _up_to_date, _write_rows, build_manifest, manifest_columns,
-                        manifest_hash, stimulus_id)
+                        foreground_items, manifest_hash, stimulus_id)
 from .stamps import make_stamp, stamp_path, write_stamp
 from .tasks import FAMILIES
 
@@ -205,7 +205,8 @@ def build_family_manifest(ws, condition_family: str, family: str, *, seed_start:
     if out.is_file() and not overwrite and _up_to_date(stamp_file, stamp, ws, f"manifests/{cf}/{family}.csv"):
         return read_manifest(fws, family)
     rows, seed = [], seed0
-    for it in items.to_dict("records"):
+    kept, n_probes = foreground_items(items)
+    for it in kept.to_dict("records"):
         n = _n_samples(ws, it["path"])
         spec, extra = _item_spec(it, family, n, cf)
         rows.append(_row(it, spec, extra, seed))
@@ -217,7 +218,8 @@ def build_family_manifest(ws, condition_family: str, family: str, *, seed_start:
         rows += new
         seed += len(new) if cf == "competing_speech" else len(names)
     df = _write_rows(rows, columns, out)
-    meta = dict(condition_family=cf, family=family, seed_start=seed0, n_items=len(items), n_rows=len(df),
+    meta = dict(condition_family=cf, family=family, seed_start=seed0, n_items=len(kept),
+                n_probes_skipped=n_probes, n_rows=len(df),
                 conditions=sorted(set(df.loc[df["condition"] != "clean", "background_id"])),
                 params=params, manifest_sha256=manifest_hash(fws, family))
     (fws.manifests / f"{family}.json").write_text(json.dumps(meta, indent=2, default=str))

@@ -7,7 +7,8 @@ Files (``ws`` = the workspace)
     ``scripts/05_inference.py``): every manifest column of the stimulus (``id, speech_id,
     background_id, snr_db, condition, seed, speech_path, bg_path`` …), then ``raw`` (the model's
     output), ``model``, ``task``; then ours: :data:`aiplib.formats.EXTRA_FIELDS` (``prompt_id, decode_s,
-    audio_s``). A failed generation is ``{id, raw: "__ERROR__", error, model, task}`` plus the
+    audio_s, stim_key, batch_size`` — the number of stimuli in the ``generate`` call that decoded
+    the row, 1 when a failing batch was retried item by item). A failed generation is ``{id, raw: "__ERROR__", error, model, task}`` plus the
     same extras; the next run retries it and appends a new row. Readers take the last successful
     row per ``id`` (:func:`aiplib.formats.read_results`). Every reader goes through :func:`aiplib.formats.read_inference_jsonl`;
     the format (reader and writer) lives in :mod:`aiplib.formats`, re-exported here.
@@ -54,6 +55,7 @@ Stimuli are never stored as audio: each is rebuilt from its manifest row by
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -213,12 +215,38 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", decoding: str = 
     return df[cols]
 
 
+PAPER_BATCH_SIZE = 1
+"""Stimuli per ``generate`` call of the transformers Speech LLMs in the ``paper`` profile: the
+authors' ``scripts/05_inference.py`` decoded one stimulus at a time (batched greedy decoding with
+padding, and 8-bit bitsandbytes kernels in particular, can change a generation)."""
+
+
+def effective_batch_size(entry, batch_size: int | None, profile: str | None) -> int:
+    """The batch size stage 7 decodes ``entry`` with.
+
+    ``batch_size`` when given (the notebook's / caller's parameter, any profile); else
+    :data:`PAPER_BATCH_SIZE` for a ``transformers`` entry in the ``paper`` profile; else the
+    registry entry's ``batch_size``. For the batch-variant backends
+    (:data:`aiplib.stamps.BATCH_VARIANT_BACKENDS`) it enters the resume key, so a changed batch
+    size re-decodes.
+    """
+    if batch_size is not None:
+        return int(batch_size)
+    if profile == "paper" and entry.backend == "transformers":
+        return PAPER_BATCH_SIZE
+    return int(entry.batch_size or 1)
+
+
 def _run_model(ws, entry, families, task_list, *, decoding, batch_size, limit, progress, ps, ps_record,
                rerun_unkeyed, shard, diag) -> list[dict]:
     """One model of :func:`run_inference` (plan, load if anything is left, run, log); its summary rows."""
     from .models import load_model  # noqa: PLC0415 - looked up at call time (tests replace it)
     from .shards import merge_model, shard_label, shard_path, summary_line  # noqa: PLC0415
 
+    eff = effective_batch_size(entry, batch_size, getattr(ws, "profile", None))
+    if eff != entry.batch_size:  # the resume key and run log see the batch size really used
+        entry = dataclasses.replace(entry, batch_size=eff)
+        batch_size = eff
     summary: list[dict] = []
     model_dir = Path(ws.inference) / entry.id
     if shard is None:  # an unsharded run owns <task>.jsonl: shard files waiting there are merged first
@@ -375,7 +403,7 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
                         continue
                     rows.append({"manifest": r, "raw": ERROR_RESPONSE, "model": entry.id, "task": t,
                                  "prompt_set": ps.name, "prompt_id": prompt_id, "decode_s": None, "audio_s": audio_s,
-                                 "stim_key": keys[t][r["id"]], "error": err})
+                                 "stim_key": keys[t][r["id"]], "batch_size": None, "error": err})
                     if err is None:
                         ok.append(rows[-1])
                         audios.append(y)
@@ -449,11 +477,11 @@ def _generate_into(rec, rows: list[dict], audios: list[np.ndarray], prompt: str)
             raise RuntimeError(f"backend returned {len(out)} responses for {len(audios)} inputs")
         share = (time.perf_counter() - t) / len(audios)
         for r, text in zip(rows, out):
-            r.update(raw=str(text), decode_s=round(share, 4), error=None)
+            r.update(raw=str(text), decode_s=round(share, 4), batch_size=len(audios), error=None)
         return
     except Exception as exc:  # noqa: BLE001
         if len(audios) == 1:
-            rows[0].update(raw=ERROR_RESPONSE, error="generate: " + _short(exc),
+            rows[0].update(raw=ERROR_RESPONSE, error="generate: " + _short(exc), batch_size=1,
                            decode_s=round(time.perf_counter() - t, 4))
             return
     for r, y in zip(rows, audios):

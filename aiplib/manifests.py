@@ -5,6 +5,10 @@ The rows, ids, seeds and columns are those of ``build_manifests`` in the authors
 ``scripts/05_inference.py`` (IvLabs/AIP-Speech), so their ``inference/<model>/<task>.jsonl`` files
 match ours row for row; the same scheme serves every profile (demo, paper, custom).
 
+Items: every item of the bank except the KWS injection probes (``probe_id`` set), which the
+authors' ``build_manifests`` skips ("probes are used as backgrounds, not foreground") without
+giving them a seed (:func:`foreground_items`); the item bank keeps them, flagged.
+
 Row order: items in item-bank order; per item the clean row, then every background in battery
 order, each at 10, 5 and 0 dB. ``1 + n_backgrounds × n_snrs`` rows per item (61 for 20 × 3).
 
@@ -41,7 +45,7 @@ from .tasks import FAMILIES
 log = logging.getLogger(__name__)
 
 __all__ = ["SNRS_DB", "CLEAN_SNR_DB", "SEED_START", "AUTHOR_COLUMNS", "EXTRA_COLUMNS", "manifest_columns",
-           "stimulus_id", "build_manifest", "build_manifests", "manifest_hash"]
+           "stimulus_id", "foreground_items", "build_manifest", "build_manifests", "manifest_hash"]
 _FAMILY_NAMES = ("family_manifest_columns", "build_family_manifest", "build_family_manifests", "channel_skipped_csv")
 __all__ += list(_FAMILY_NAMES)  # defined in aiplib.family_manifests (see __getattr__ below)
 
@@ -98,6 +102,31 @@ def stimulus_id(item_id: str, bg_id: str, snr_db=None) -> str:
     if bg_id == "clean":
         return f"{item_id}_clean"
     return f"{item_id}_{bg_id}_snr{_snr_int(snr_db)}"
+
+
+def foreground_items(items: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The items that get manifest rows: all but the injection probes (``probe_id`` set).
+
+    As ``build_manifests`` in the authors' ``scripts/05_inference.py``: an item with a
+    ``probe_id`` is skipped before the seed counter moves, so the kept rows' seeds are the same
+    as if the probes were not in the bank.
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        An item bank (:func:`aiplib.formats.read_item_bank`); a bank without a ``probe_id``
+        column (ASR, demo, custom) has no probes.
+
+    Returns
+    -------
+    (pandas.DataFrame, int)
+        The kept items (bank order, index reset) and the number of probes left out.
+    """
+    if "probe_id" not in items.columns:
+        return items.reset_index(drop=True), 0
+    pid = items["probe_id"]
+    probe = pid.notna() & (pid.astype(str).str.strip() != "")
+    return items[~probe].reset_index(drop=True), int(probe.sum())
 
 
 def _battery(ws) -> pd.DataFrame:
@@ -191,7 +220,8 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
     -------
     pandas.DataFrame
         :func:`manifest_columns` (as :func:`read_manifest` returns them),
-        ``n_items × (1 + n_bg × len(snrs))`` rows.
+        ``(n_items − n_probes) × (1 + n_bg × len(snrs))`` rows (:func:`foreground_items`; the
+        sidecar ``manifests/<family>.json`` counts ``n_probes_skipped``).
 
     Notes
     -----
@@ -220,7 +250,8 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
     bgs = [(str(b.bg_id), str(b.path), load_audio_cached(ws.path(b.path))) for b in battery.itertuples()]
     rows = []
     seed = seed0
-    for it in items.to_dict("records"):
+    kept, n_probes = foreground_items(items)
+    for it in kept.to_dict("records"):
         item_id = it["item_id"]
         n = _n_samples(ws, it["path"])
         spec, extra = _item_spec(it, family, n, "background")
@@ -236,8 +267,8 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
     df = _write_rows(rows, columns, out)
     noisy = df[df["condition"] == "noisy"]
     inactive = (~noisy["bg_active"].astype(bool)).groupby(noisy["background_id"]).mean()
-    meta = dict(family=family, seed_start=seed0, snrs_db=snrs, n_items=len(items),
-                n_backgrounds=len(battery), rows_per_item=1 + len(battery) * len(snrs), n_rows=len(df),
+    meta = dict(family=family, seed_start=seed0, snrs_db=snrs, n_items=len(kept),
+                n_probes_skipped=n_probes, n_backgrounds=len(battery), rows_per_item=1 + len(battery) * len(snrs), n_rows=len(df),
                 n_inactive_bg_rows=int((~noisy["bg_active"].astype(bool)).sum()),
                 inactive_share_per_background={k: round(float(v), 4) for k, v in inactive.items() if v > 0},
                 bg_silence_power=BG_SILENCE_POWER,
@@ -248,9 +279,10 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
     return read_manifest(ws, family)
 
 
-MANIFEST_DEFINITION_VERSION = 2
+MANIFEST_DEFINITION_VERSION = 3
 """Bumped when the rows :func:`build_manifest` writes for the same inputs change (2: the
-``condition_family`` column; the rows' resume keys are unchanged, so stage 7 re-runs nothing)."""
+``condition_family`` column; the rows' resume keys are unchanged, so stage 7 re-runs nothing;
+3: injection probes left out, which moves the seeds of a bank that has probes)."""
 
 
 def _manifest_stamp(ws, family, items, battery, snrs, seed0):

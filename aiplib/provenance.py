@@ -118,6 +118,29 @@ def _models(ws, scored_models) -> dict:
     return out
 
 
+def _paper_set_offline(ws) -> dict:
+    """The ``paper`` prompt set's record without a download: from the cached copy of the authors'
+    file (``raw/prompts/<commit>/``) when stage 7 fetched it, else the set's name and source with
+    no texts (``tasks`` empty, ``fetched`` false) — never the built-in set's texts."""
+    from .prompt_sets import get_prompt_set, prompt_set_record  # noqa: PLC0415
+    from .tasks import task_file  # noqa: PLC0415
+
+    spec = task_file()["prompt_sets"]["paper"]
+    src = spec["source"]
+    cached = Path(ws.raw) / "prompts" / src["commit"] / Path(src["path"]).name
+    if cached.is_file():
+        try:
+            return prompt_set_record(get_prompt_set("paper", ws=ws))
+        except Exception as exc:  # noqa: BLE001 - a bad cached copy: recorded, not fatal here
+            log.warning("paper prompt set not read from %s: %s", cached, exc)
+    return {"prompt_set": "paper", "kws_answer": spec["kws_answer"],
+            "source": {"kind": "url", "repo": src.get("repo"), "base_url": src["base_url"],
+                       "commit": src["commit"], "path": src["path"], "fetched": False},
+            "sha256": None, "variable": src.get("variable", "PROMPTS"), "texts_sha256": None,
+            "tasks": {}, "other_keys": [],
+            "note": "the texts are those of the authors' file at this commit; not fetched when scoring"}
+
+
 def _prompt_set_used(ws) -> dict | None:
     """The prompt-set record (name, source, SHA-256, texts) of the latest stage-7 run, read from
     ``inference/*/run_log.jsonl`` (not re-resolved: that could need a download); else the
@@ -134,7 +157,7 @@ def _prompt_set_used(ws) -> dict | None:
     if best:
         return best[1]
     if getattr(ws, "profile", None) == "paper":
-        return None  # the authors' prompts file is fetched by stage 7, never from a report
+        return _paper_set_offline(ws)  # the authors' file is fetched by stage 7, never by a report
     try:
         from .prompt_sets import get_prompt_set, prompt_set_record
 
@@ -202,9 +225,13 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
     tasks = {t: {"family": fam, "variant": var, **PROMPTS[(fam, var)]}
              for t, (fam, var) in TASKS.items()}
     if ps_rec:
-        for t, v in (ps_rec.get("tasks") or {}).items():
-            if t in tasks:
-                tasks[t].update(prompt_id=v.get("prompt_id"), text=v.get("text"))
+        known = ps_rec.get("tasks") or {}
+        for t in tasks:
+            if t in known:
+                tasks[t].update(prompt_id=known[t].get("prompt_id"), text=known[t].get("text"))
+            elif not known:  # a set whose texts were not fetched: never the built-in texts
+                tasks[t].update(prompt_id=None, text=None)
+            tasks[t]["prompt_set"] = ps_rec.get("prompt_set")
     rec = {
         "profile": getattr(ws, "profile", None),
         "aiplib_version": __version__,

@@ -32,6 +32,7 @@ __all__ = [
     "table2_display",
     "table3_display",
     "table4_display",
+    "table4_authors_display",
     "table5_display",
     "comparison_display",
     "provenance_lines",
@@ -293,12 +294,15 @@ def summary_table(tables: dict) -> Table:
 
 # ----------------------------------------------------------------------------- Tables 2–5
 def table2_display(t2: pd.DataFrame) -> Table:
-    """Table 2 (``table2_descriptor_correlations.csv``): r_s with its interval, p and p_BH."""
+    """Table 2 (``table2_descriptor_correlations.csv``): r_s with its interval, p and p_BH
+    (descriptors rounded as the authors), and r_s of the unrounded descriptors beside."""
     return Table(pd.DataFrame({
         "task": t2["task"], "model": t2["model"], "descriptor": t2["descriptor"], "n": t2["n"],
         "r_s [95% CI]": [_ci(r, lo, hi, 2) for r, lo, hi in
                          zip(t2["r_s"], t2["ci_low"], t2["ci_high"])],
         "p": [_p(v) for v in t2["p"]], "p_BH": [_p(v) for v in t2["p_bh"]],
+        "r_s unrounded descriptors": [fmt(v, '.2f') for v in t2["r_s_unrounded"]]
+        if "r_s_unrounded" in t2 else "–",
         "note": _text(t2["note"])}))
 
 
@@ -321,8 +325,16 @@ def table4_display(t4: pd.DataFrame) -> Table:
                                       t4["ci_high_pp"])]}))
 
 
+def table4_authors_display(t4a: pd.DataFrame) -> Table:
+    """Table 4, the authors' view (``table4_accent_dwer_authors.csv``): their accent labels."""
+    return Table(pd.DataFrame({
+        "model": t4a["model"], "accent label": t4a["accent_label"], "items": t4a["n_items"],
+        "noisy rows": t4a["n_rows"], "mean ΔWER pp": [fmt(v) for v in t4a["mean_delta_wer_pp"]]}))
+
+
 def table5_display(t5: pd.DataFrame) -> Table:
-    """Table 5 (``table5_prompt_steering_rer.csv``): Δ baseline, Δ steering and RER."""
+    """Table 5 (``table5_prompt_steering_rer.csv``): Δ baseline, Δ steering and the authors'
+    unpaired RER, our paired RER beside."""
     return Table(pd.DataFrame({
         "model": t5["model"], "family": t5["family"], "items": t5["n_items"],
         "Δ baseline pp": [fmt(v) for v in t5["delta_base_pp"]],
@@ -330,7 +342,12 @@ def table5_display(t5: pd.DataFrame) -> Table:
         "RER [95% CI]": [_ci(r, lo, hi, 2, signed=False) for r, lo, hi in
                          zip(t5["rer"], t5["ci_low"], t5["ci_high"])],
         "flag": _text(t5["base_flag"]) if "base_flag" in t5 else "",
-        "rule": _text(t5["rule"]), "note": _text(t5["note"])}))
+        "rule": _text(t5["rule"]),
+        "paired RER (ours) [95% CI]": [_ci(r, lo, hi, 2, signed=False) for r, lo, hi in
+                                       zip(t5["rer_paired"], t5["rer_paired_ci_low"],
+                                           t5["rer_paired_ci_high"])]
+        if "rer_paired" in t5 else "–",
+        "pairs": t5["n_pairs"] if "n_pairs" in t5 else "–", "note": _text(t5["note"])}))
 
 
 def comparison_display(c: pd.DataFrame) -> Table:
@@ -376,7 +393,8 @@ def provenance_lines(rec: dict) -> list[str]:
            f"{m.get('n_rows')} rows)" for f, m in (rec.get("manifests") or {}).items()]
     n = rec.get("normalizer") or {}
     a = rec.get("analysis") or {}
-    prompts = [f"prompt of {t}: [{p.get('prompt_id')}] {p.get('text')}"
+    prompts = [f"prompt of {t}: [{p.get('prompt_id')}] {p.get('text')}" if p.get("text") is not None
+               else f"prompt of {t}: {p.get('prompt_set')} set, text in its source file (not fetched here)"
                for t, p in (rec.get("tasks") or {}).items()]
     return [f"aiplib {rec.get('aiplib_version')}; " + ", ".join(
         f"{k} {v}" for k, v in (rec.get("versions") or {}).items() if k != "aiplib"),

@@ -265,6 +265,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
             "bg_id": man["bg_id"].to_numpy(),
             "snr_db": man["snr_db"].to_numpy(),
             "accent_group": man["accent_group"].replace("", np.nan).to_numpy(),
+            "accent": man["accent"].replace("", np.nan).to_numpy(),
             "prompt_id": ok["prompt_id"].to_numpy(),
             "prompt_set": ok["prompt_set"].to_numpy(),
             "condition": man["condition"].to_numpy(),
@@ -361,7 +362,8 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
     -------
     dict of str -> pandas.DataFrame
         Per task, one row per (model, stimulus). Common columns: ``model, task, stimulus_id,
-        item_id, bg_id, snr_db (dB; NaN for clean), accent_group, prompt_id, prompt_set
+        item_id, bg_id, snr_db (dB; NaN for clean), accent_group, accent (the raw accent label
+        of the manifest, for the authors' accent table), prompt_id, prompt_set
         ("unrecorded" for rows that name none, as the authors'), response``, taken from the
         manifest's scoring view (:func:`aiplib.formats.manifest_view`) and the row's ``raw``.
         ASR family adds ``reference``, the columns of :func:`aiplib.textnorm.score_asr_row` and

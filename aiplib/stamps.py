@@ -62,7 +62,8 @@ STIM_KEY_FIELDS = ("id", "seed", "bg_offset", "snr_db", "background_id", "condit
 ENTRY_KEY_FIELDS = ("backend", "weights", "revision", "precision", "max_new_tokens", "thinker_max_new_tokens",
                     "max_audio_s", "prompt_style", "command", "model", "engine_args", "generate_kwargs")
 """Registry-entry fields that decide a model's output; their hash enters the resume key
-(descriptive fields — ``notes``, ``device``, ``batch_size``, ``concurrency`` … — do not)."""
+(descriptive fields — ``notes``, ``device``, ``concurrency`` … — do not; ``batch_size`` does for
+:data:`BATCH_VARIANT_BACKENDS` only)."""
 
 _HASH_CACHE: dict[tuple, str] = {}
 
@@ -301,11 +302,20 @@ def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None
 
 
 # ------------------------------------------------------------------------------- stage 7 keys
+BATCH_VARIANT_BACKENDS = ("transformers",)
+"""Backends whose output can depend on the batch size (padded batched greedy decoding, 8-bit
+kernels): for them ``batch_size`` is an output-deciding field too, so a changed batch size
+re-decodes. The other backends decode each stimulus alike in any batch (Whisper pads every input
+to its 30 s window; a server answers each request alone), and their keys leave it out."""
+
+
 def entry_sha256(entry) -> str:
-    """Hex SHA-256 of the output-deciding fields (:data:`ENTRY_KEY_FIELDS`) of a registry entry
-    (an :class:`aiplib.models.ModelEntry` or its ``to_dict()``)."""
+    """Hex SHA-256 of the output-deciding fields (:data:`ENTRY_KEY_FIELDS`, plus ``batch_size``
+    for :data:`BATCH_VARIANT_BACKENDS`) of a registry entry (an :class:`aiplib.models.ModelEntry`
+    or its ``to_dict()``; stage 7 passes the entry with the batch size it decodes with)."""
     d = entry.to_dict() if hasattr(entry, "to_dict") else dict(entry)
-    return json_sha256({k: _jsonable(d.get(k)) for k in ENTRY_KEY_FIELDS})
+    fields = ENTRY_KEY_FIELDS + (("batch_size",) if d.get("backend") in BATCH_VARIANT_BACKENDS else ())
+    return json_sha256({k: _jsonable(d.get(k)) for k in fields})
 
 
 def _val(v):

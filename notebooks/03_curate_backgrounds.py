@@ -44,10 +44,12 @@ battery[["bg_id", "category", "source_package", "licence", "source_duration_s", 
 battery.groupby("category").size()
 
 # %% [markdown]
-# Loudness after normalisation, peak and share of digital silence per background (the last two
-# are ours; a silent share above 0 means some stimuli of that background are effectively clean).
+# Loudness after normalisation, peak, samples clipped at full scale in the 16-bit file (as in the
+# authors' battery) and share of digital silence per background (peak, clipped count and silent
+# share are ours; a silent share above 0 means some stimuli of that background are effectively clean).
 
 # %%
-cols = [c for c in ("bg_id", "lufs_before", "gain_db", "lufs_after", "peak_after", "silent_share")
+cols = [c for c in ("bg_id", "lufs_before", "gain_db", "lufs_after", "peak_after", "clipped_samples",
+                    "silent_share")
         if c in battery.columns]
 battery[cols].round(3)

@@ -6,6 +6,8 @@
 # (IvLabs/AIP-Speech) from a manifest row: a background segment at a seeded offset, scaled to the
 # target SNR against the speech power, added, and the sum scaled down if it would clip. Ids are
 # `<item>_clean` / `<item>_<background>_snr<N>`; seeds count rows from 0 (ASR) and 10000 (KWS).
+# KWS injection probes (paper profile, `probe_id` set) stay in the item bank but get no rows and no
+# seed, as the authors' `build_manifests` ("probes are used as backgrounds, not foreground").
 # **What we do.** The authors' schema and formula bit for bit (`aiplib.mixing.materialize(row)`);
 # no audio is written. One column is ours: `bg_active` marks rows whose background segment is
 # digital silence (the stimulus is then effectively clean); stage 9 counts them and repeats the

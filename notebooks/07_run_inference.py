@@ -34,6 +34,7 @@ model: str = "whisper_tiny_en"  # registry id, comma list, or "all"
 task: str = "all"  # asr | kws | asr_steer_p5 | kws_steer_p5 | comma list | all
 decoding: str = "fast"  # embedded Whisper decoding path: fast (one encode for every prompt) | standard
 limit: int = 0  # >0: only the first N stimuli per task (0 means all)
+batch_size: int = 0  # >0: stimuli per generate() call; 0: the registry's (paper: 1 for the Speech LLMs, as the authors)
 prompt_set: str = ""  # prompt set name, empty for the profile default (paper: the PROMPTS dict of the authors)
 prompts_file: str = ""  # paper: local copy of the inference script of the authors, empty to fetch it by commit
 shard: str = ""  # i/n: run only shard i of n (0-based, e.g. 0/4), empty for all stimuli or the Slurm array task
@@ -66,7 +67,7 @@ from aiplib.families import run_suite
 if smoke and not limit:
     limit = 40
 summary, family_times = run_suite(ws, suite, models=model, tasks=task, decoding=decoding, limit=limit or None,
-                                  prompt_set=ps, shard=shard or None)
+                                  batch_size=batch_size or None, prompt_set=ps, shard=shard or None)
 for r in family_times.itertuples():
     print(f"stage 7 · {r.condition_family}: {r.seconds:.1f} s ({r.n_run} decodes)")
 display(family_times[["condition_family", "seconds", "n_stimuli", "n_run", "n_errors"]])

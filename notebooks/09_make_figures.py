@@ -114,8 +114,10 @@ rt.show_figure(ws.results, "figure7_snr_performance")
 # %% [markdown]
 # ## Which backgrounds hurt most (Figure 4, Table 3)
 #
-# **Figure 4 · Backgrounds ranked by the mean of ASR ΔWER and KWS ΔAcc** (the authors' ranking),
-# averaged over items, SNRs and models, with 95 % intervals; colours are the background categories.
+# **Figure 4 · Backgrounds ranked by the mean of ASR ΔWER and KWS ΔAcc** (the authors' ranking):
+# per background the plain mean over all its noisy rows of every model (the authors' rule), with
+# 95 % intervals over items; colours are the background categories. Our per-SNR-balanced mean is in
+# Table 3's `*_snr_balanced_pp` columns (the two differ only when rows are missing).
 # `figures/figure4_background_ranking.pdf`
 
 # %%
@@ -133,7 +135,9 @@ rt.table3_display(pd.read_csv(tabs / "table3_descriptor_values.csv", keep_defaul
 # ## Descriptors and degradation (Table 2, Figures 3 and 2)
 #
 # **Table 2 · Spearman r_s across backgrounds between each descriptor and the mean degradation**
-# (items, then SNRs; `pooled` = mean over models, only backgrounds every model covers). p is exact up
+# (the plain mean over a background's noisy rows; `pooled` = over every model's rows together), on
+# the descriptors rounded as the authors (ZCR, flux, flatness, contrast to 4 decimals; centroid,
+# rolloff, bandwidth to 2; RMS variance to 6); r_s of the unrounded descriptors beside. p is exact up
 # to 9 backgrounds, a seeded permutation test (9999 permutations) up to 20, asymptotic above;
 # the 95 % interval is a percentile bootstrap over backgrounds (resamples with a constant column are
 # unusable; no interval with more than 5 % of them, nor below 10 backgrounds); p_BH =
@@ -171,7 +175,19 @@ rt.table4_display(pd.read_csv(tabs / "table4_accent_dwer.csv", keep_default_na=F
     if (tabs / "table4_accent_dwer.csv").is_file() else Markdown("_No accent groups: Table 4 not made._")
 
 # %% [markdown]
-# **Figure 5 · ΔWER by accent group** (95 % CI). `figures/figure5_accent_degradation.pdf`
+# **Table 4, the authors' view · Mean ΔWER per model and accent label**: the raw accent strings
+# mapped through the authors' label table (`aiplib/data/authors_accent_labels.csv`; LibriSpeech's
+# `american_english` → "US English (anon)"; strings not in it kept as they are), plain mean over
+# the noisy rows, no interval. `tables/table4_accent_dwer_authors.csv`
+
+# %%
+rt.table4_authors_display(pd.read_csv(tabs / "table4_accent_dwer_authors.csv", keep_default_na=False,
+                                      na_values=[""])) \
+    if (tabs / "table4_accent_dwer_authors.csv").is_file() else Markdown("_No accents: not made._")
+
+# %% [markdown]
+# **Figure 5 · ΔWER by accent**: (a) the authors' labels, (b) our groups (95 % CI).
+# `figures/figure5_accent_degradation.pdf`
 
 # %%
 rt.show_figure(ws.results, "figure5_accent_degradation")
@@ -180,7 +196,9 @@ rt.show_figure(ws.results, "figure5_accent_degradation")
 # ## The steering prompt (Table 5, Figure 6)
 #
 # **Table 5 · Residual Effect Ratio of the steering prompt.** RER = Δ(steering) / (Δ(baseline) +
-# 1e-9) on the same stimuli, as the authors compute it; KWS with both |Δ| below 1 pp → RER = 1.
+# 1e-9) as the authors compute it, each Δ on its own task's rows (ASR: mean per-row ΔWER; KWS:
+# accuracy over all clean rows − over all noisy rows); KWS with both |Δ| below 1 pp → RER = 1. Our
+# paired RER (the same stimuli in both tasks) is beside it.
 # RER < 1 means the prompt reduced the noise effect only when Δ(baseline) is clearly positive: the
 # flag column marks Δ(baseline) ≤ 0 (the ratio's sign is inverted) or < 1 pp (an unstable ratio of
 # small numbers). The 95 % interval (ours) resamples items; resamples whose Δ(baseline) is below

@@ -58,7 +58,10 @@ def test_sine_curated_to_minus23_lufs(ws, tmp_path):
     assert abs(df.lufs_after[0] - (-23.0)) < 0.1
     assert df.looped[0] and abs(df.source_duration_s[0] - 5.0) < 1e-6
     assert abs(df.gain_db[0] - (-23.0 - df.lufs_before[0])) < 1e-9
-    assert df.peak_after[0] == pytest.approx(np.max(np.abs(y)))
+    assert df.peak_after[0] == pytest.approx(np.max(np.abs(y)), abs=0.5 / 32768)  # 16-bit file
+    assert sf.info(str(ws.root / df.path[0])).subtype == "PCM_16" and df.clipped_samples[0] == 0
+    # the file holds 16-bit steps, read back as float
+    assert np.all(y * 32768 == np.round(y * 32768))
     assert df.silent_share[0] == 0.0 and df.silent_share_1s[0] == 0.0
     assert abs(_peak_hz(y) - 1000) < 1.0
 
@@ -255,7 +258,8 @@ def test_zero_padded_clip_reports_its_silent_share(ws, tmp_path):
 
 
 def test_clipping_background_warns_and_records_peak(ws, tmp_path):
-    """Sparse clicks at -23 LUFS peak far above full scale: warned, recorded, not clipped."""
+    """Sparse clicks at -23 LUFS peak far above full scale: warned, recorded, and clipped at full
+    scale in the 16-bit file, as the authors' sf.write did."""
     clicks = np.zeros(SR, np.float32)
     clicks[::4000] = 0.5
     src = tmp_path / "clock.wav"
@@ -263,7 +267,9 @@ def test_clipping_background_warns_and_records_peak(ws, tmp_path):
     with pytest.warns(ClippingWarning, match="clock"):
         df = curate_battery(ws, [_spec("clock", [src], category="transient")])
     y, _ = sf.read(ws.root / df.path[0], dtype="float32")
-    assert df.peak_after[0] > 1.0 and df.peak_after[0] == pytest.approx(np.max(np.abs(y)))
+    assert df.peak_after[0] > 3.0 and np.max(np.abs(y)) == pytest.approx(1.0, abs=1 / 32768)
+    # 4 clicks per second of source, looped to 30 s: 120 samples above full scale, all clipped
+    assert df.clipped_samples[0] == 4 * 30 == np.count_nonzero(np.abs(y) >= 32767 / 32768)
 
 
 def test_old_minus30_battery_is_recurated(ws, tmp_path):

@@ -183,7 +183,11 @@ def test_demo_battery_curates(built):
     df = curate_battery(ws, demo.battery_specs(ws))
     assert len(df) == 20 and df.lufs_after.between(-23.1, -22.9).all()
     meter = pyloudnorm.Meter(16000)
-    for p in df.path:
+    for p, n_clip in zip(df.path, df.clipped_samples):
         y, sr = sf.read(ws.path(p), dtype="float64")
-        assert sr == 16000 and y.shape == (480000,)
-        assert abs(meter.integrated_loudness(y) + 23.0) < 0.1
+        assert sr == 16000 and y.shape == (480000,) and sf.info(str(ws.path(p))).subtype == "PCM_16"
+        if n_clip:   # 16-bit as the authors': what exceeded full scale is clipped, a little quieter
+            assert -24.0 < meter.integrated_loudness(y) < -23.0 and np.max(np.abs(y)) <= 1.0
+        else:
+            assert abs(meter.integrated_loudness(y) + 23.0) < 0.1
+    assert ((df.clipped_samples > 0) == (df.peak_after > 1.0)).all()

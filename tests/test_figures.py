@@ -105,14 +105,14 @@ def test_make_all_figures_writes_everything(fake_ws):
     written = figures.make_all_figures(fake_ws, n_resamples=200, seed=0)
     expected = {f"{n}.{e}" for n in figures.FIGURE_NAMES for e in ("png", "pdf")} | \
         {f"{n}.csv" for n in figures.TABLE_NAMES}
-    assert set(written) == expected and len(written) == 17
+    assert set(written) == expected and len(written) == 18
     for name, p in written.items():
-        assert p.exists() and p.stat().st_size > 500, name
+        assert p.exists() and p.stat().st_size > (300 if name.endswith("_authors.csv") else 500), name
         sub = "tables" if name.endswith(".csv") else "figures"
         assert p.parent == fake_ws.results / sub
 
     t2 = pd.read_csv(written["table2_descriptor_correlations.csv"])
-    assert t2.shape == (2 * (len(MODELS) + 1) * len(formats.DESCRIPTORS), 17)
+    assert t2.shape == (2 * (len(MODELS) + 1) * len(formats.DESCRIPTORS), 18)
     assert (t2["p_method"] == "permutation").all() and (t2["n_permutations"] == 9999).all()
     assert (t2["ci_usable"] >= 0.95 * 200).all()
     assert set(t2["model"]) == {"pooled", *MODELS} and set(t2["task"]) == {"asr", "kws"}
@@ -133,6 +133,8 @@ def test_make_all_figures_writes_everything(fake_ws):
     # two items per group: no interval (a 2-item "interval" is only their range)
     assert t4["ci_low_pp"].isna().all() and (t4["ci_usable"] == 0).all()
     assert t4["note"].str.contains("no interval").all()
+    t4a = pd.read_csv(written["table4_accent_dwer_authors.csv"])
+    assert set(t4a["accent_label"]) == {"en-us", "en-gb", "en-029"}      # not in their table: as is
     t4s = pd.read_csv(written["table4_accent_dwer_pooled_unspecified.csv"])
     assert set(t4s["model"]) == {"pooled"} and len(t4s) == 3
 
@@ -169,7 +171,7 @@ def test_steering_missing_is_skipped(tmp_path, caplog):
         written = figures.make_all_figures(ws, n_resamples=50, formats=("png",))
     assert "figure6_prompt_steering_rer.png" not in written
     assert "table5_prompt_steering_rer.csv" not in written
-    assert len(written) == 5 + 4
+    assert len(written) == 5 + 5
     assert "Figure 6 and Table 5 skipped" in caplog.text
 
 
@@ -234,8 +236,10 @@ def test_figure4_pooling_leaves_out_a_background_one_model_lacks():
     s = _toy_scores()
     s["asr"] = s["asr"][~((s["asr"].model == "m2") & (s["asr"].bg_id == "B"))]
     r = figures.background_ranking(s, n_resamples=50)
-    assert np.isnan(r.loc["B", "asr_delta_wer_pp"]) and list(r.index) == ["A", "B"]
-    assert "missing models m2" in r.loc["B", "note"]
+    # the authors' flat mean pools the rows there are (m1's 0.1 and 2.0); ours is not pooled
+    assert r.loc["B", "asr_delta_wer_pp"] == pytest.approx(105.0)
+    assert np.isnan(r.loc["B", "asr_delta_wer_snr_balanced_pp"]) and list(r.index) == ["A", "B"]
+    assert "no rows of models m2" in r.loc["B", "note"]
 
 
 def test_figure7_is_mean_per_utterance_wer_with_corpus_beside():
@@ -264,8 +268,10 @@ def test_table5_rer_paper_definition_and_flag():
     t = figures.table5_prompt_steering_rer({"asr": asr_base, "kws": base, "asr_steer_p5": asr_steer,
                                             "kws_steer_p5": steer}, n_resamples=50)
     k = t[(t.family == "kws") & (t.model == "m1")].iloc[0]
-    # Δ_base = mean(1, 0) = 0.5, Δ_steer = mean(0.5, 0) = 0.25: RER = 0.25 / (0.5 + 1e-9)
-    assert k.rer == pytest.approx(0.5) and k.base_flag == "" and k.rule == "ratio"
+    # paired (ours, on delta_acc): Δ_base = mean(1, 0) = 0.5, Δ_steer = mean(0.5, 0) = 0.25
+    assert k.rer_paired == pytest.approx(0.5) and k.base_flag == "" and k.rule == "ratio"
+    # the authors' (on `correct`, unchanged here): 1 − 0.5 in both tasks
+    assert k.rer == pytest.approx(1.0) and k.delta_base_pp == pytest.approx(50.0)
     a = t[(t.family == "asr") & (t.model == "m1")].iloc[0]
     assert a.delta_base_pp == pytest.approx(-2.0) and a.base_flag == "baseline <= 0"
     assert a.rer == pytest.approx(a.delta_steer_pp / 100 / (-0.02 + 1e-9))
@@ -274,9 +280,100 @@ def test_table5_rer_paper_definition_and_flag():
     assert any(tx.get_text() == "flagged" for tx in fig.axes[0].texts)
 
 
+def test_table5_rer_the_authors_unpaired_way_and_ours_paired_beside():
+    s = _toy_scores()
+    kb = s["kws"]
+    ks = kb.assign(task="kws_steer_p5")
+    # the steering run failed on k2 at background A (no row), otherwise the same answers
+    ks = ks[~((ks.item_id == "k2") & (ks.bg_id == "A"))]
+    ab = s["asr"]
+    as_ = ab.assign(task="asr_steer_p5", delta_wer=ab["delta_wer"] * 0.5)
+    as_ = as_[~((as_.item_id == "i2") & (as_.bg_id == "B"))]         # one steering row missing
+    t = figures.table5_prompt_steering_rer({"asr": ab, "kws": kb, "asr_steer_p5": as_,
+                                            "kws_steer_p5": ks}, n_resamples=50)
+    k = t[(t.family == "kws") & (t.model == "m1")].iloc[0]
+    # authors, by hand: base acc clean 1, noisy (0 + 1 + 0 + 1) / 4 → Δ 0.5; steer clean 1,
+    # noisy (0 + 1 + 1) / 3 → Δ 1/3; RER = (1/3) / 0.5
+    assert k.delta_base_pp == pytest.approx(50.0) and k.delta_steer_pp == pytest.approx(100 / 3)
+    assert k.rer == pytest.approx(2 / 3) and (k.n_base_rows, k.n_steer_rows) == (6, 5)
+    # paired: the 3 noisy stimuli both tasks have, Δ 1/3 in both → 1
+    assert k.n_pairs == 3 and k.rer_paired == pytest.approx(1.0)
+    a = t[(t.family == "asr") & (t.model == "m1")].iloc[0]
+    # authors: base mean(0.5, 0.1, 0.5, 2.0) = 0.775; steer mean(0.25, 0.05, 0.25) = 0.55 / 3
+    assert a.rer == pytest.approx((0.55 / 3) / 0.775)
+    # paired on the 3 common rows: base (0.5 + 0.1 + 0.5) / 3, steer half of it
+    assert a.rer_paired == pytest.approx(0.5)
+    assert list(t.columns) == figures.TABLE5_COLUMNS
+
+
 def test_top_descriptors_largest_mean_abs_rs():
     t2 = pd.DataFrame({"task": ["asr", "kws"] * 4, "model": "pooled",
                        "descriptor": ["a", "a", "b", "b", "c", "c", "d", "d"],
                        "r_s": [0.9, -0.1, -0.6, -0.6, 0.2, 0.3, np.nan, 0.99]})
     # mean |r_s|: a 0.5, b 0.6, c 0.25, d NaN (not computable in ASR)
     assert figures.top_descriptors(t2, 3) == ["b", "a", "c"]
+
+
+def test_descriptors_rounded_before_spearman_as_the_authors():
+    from scipy.stats import spearmanr
+
+    bgs = [f"bg{i}" for i in range(6)]
+    deg = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    rows = [dict(model="m1", task=t, item_id="i", bg_id=b, snr_db=0.0, **{c: d})
+            for t, c in (("asr", "delta_wer"), ("kws", "delta_acc")) for b, d in zip(bgs, deg)]
+    scores = {"asr": pd.DataFrame(rows[:6]), "kws": pd.DataFrame(rows[6:])}
+    desc = pd.DataFrame({c: np.linspace(1, 2, 6) for c in formats.DESCRIPTORS},
+                        index=pd.Index(bgs, name="bg_id"))
+    # ZCR differs only in the 5th decimal among the first three: the authors' round(·, 4) ties them
+    desc["zcr"] = [0.10004, 0.10001, 0.10003, 0.2, 0.3, 0.4]
+    t2 = figures.table2_descriptor_correlations(scores, desc, n_resamples=20)
+    z = t2[(t2.task == "asr") & (t2.model == "pooled") & (t2.descriptor == "zcr")].iloc[0]
+    assert z.r_s == pytest.approx(spearmanr([0.1, 0.1, 0.1, 0.2, 0.3, 0.4], deg).statistic)
+    assert z.r_s_unrounded == pytest.approx(spearmanr(desc["zcr"], deg).statistic)
+    # unrounded: ranks (3, 1, 2, 4, 5, 6), Σd² = 6 → 1 − 36/210; rounded: tied ranks (2, 2, 2, …)
+    assert z.r_s_unrounded == pytest.approx(1 - 6 * 6 / 210)
+    assert z.r_s == pytest.approx(0.941124, abs=1e-6) and z.r_s > z.r_s_unrounded + 0.1
+    # spectral centroid to 2 decimals: 1000.004 and 1000.001 tie as well
+    assert stats.round_descriptors(pd.DataFrame({"spectral_centroid": [1000.004, 1000.006],
+                                                 "vad_speech_fraction": [0.123456, 0.5]})
+                                   ).to_numpy().tolist() == [[1000.0, 0.123456], [1000.01, 0.5]]
+
+
+def test_top_three_ranked_on_mean_abs_rs_rounded_to_3_decimals():
+    # a: mean |r_s| 0.80020, b: 0.80004 → both 0.800 → table order (b first), unrounded a first
+    t2 = pd.DataFrame({"task": ["asr", "kws"] * 4, "model": "pooled",
+                       "descriptor": ["b", "b", "a", "a", "c", "c", "d", "d"],
+                       "r_s": [0.80008, -0.8, 0.8004, 0.8, 0.5, 0.5, 0.1, 0.1]})
+    assert figures.top_descriptors(t2, 2) == ["b", "a"]
+    m = t2.assign(a=t2.r_s.abs()).groupby("descriptor")["a"].mean().sort_values(ascending=False)
+    assert list(m.index[:2]) == ["a", "b"]          # what the unrounded ranking would pick
+
+
+def test_table4_the_authors_accent_labels_beside_our_groups():
+    rows = []
+    for item, accent, group, d in (("ls1", "american_english", None, (0.1, 0.3)),
+                                   ("ls2", "american_english", None, (0.2, None)),
+                                   ("cv1", "United States English", "US English", (0.0, 0.4)),
+                                   ("cv2", "United States English,England English", None, (0.5, 0.5)),
+                                   ("cv3", "India and South Asia (India, Pakistan, Sri Lanka)",
+                                    "India & S. Asia", (0.2, 0.2))):
+        rows.append(dict(model="m1", task="asr", item_id=item, bg_id="clean", snr_db=np.nan,
+                         delta_wer=np.nan, accent=accent, accent_group=group, errors=0, ref_words=4))
+        rows += [dict(model="m1", task="asr", item_id=item, bg_id=bg, snr_db=5.0, delta_wer=v,
+                      accent=accent, accent_group=group, errors=0, ref_words=4)
+                 for bg, v in zip(("A", "B"), d) if v is not None]
+    scores = {"asr": pd.DataFrame(rows)}
+    t = figures.table4_accent_dwer_authors(scores).set_index("accent_label")
+    # their label table; an unmapped string kept as it is; flat mean over rows (0.1, 0.3, 0.2)
+    assert set(t.index) == {"US English (anon)", "US English", "India & S. Asia",
+                            "United States English,England English"}
+    assert t.loc["US English (anon)", "mean_delta_wer_pp"] == pytest.approx(20.0)
+    assert (t.loc["US English (anon)", "n_items"], t.loc["US English (anon)", "n_rows"]) == (2, 3)
+    assert t.loc["United States English,England English", "mean_delta_wer_pp"] == pytest.approx(50.0)
+    # ours beside: only the mapped groups (the others are "unspecified", kept out of Table 4)
+    ours, rest = figures.table4_accent_dwer(scores, n_resamples=20)
+    assert set(ours["accent_group"]) == {"US English", "India & S. Asia"}
+    assert figures.authors_accent_label("american_english") == "US English (anon)"
+    assert figures.authors_accent_label("Hong Kong English") == "Hong Kong English"
+    fig = figures.figure5_accent_degradation(ours, figures.table4_accent_dwer_authors(scores))
+    assert len(fig.axes) == 2

@@ -384,3 +384,39 @@ def test_shard_runs_its_part_and_an_unsharded_run_merges_it_first(ws, monkeypatc
     df = read_results(mdir / "asr.jsonl")
     assert len(df) == 9 and df["id"].is_unique
     assert [json.loads(x).get("shard") for x in _lines(mdir / "run_log.jsonl")] == ["0/2", "0/2", None]
+
+
+def test_paper_speech_llms_decode_one_at_a_time_and_rows_record_it(ws, monkeypatch):
+    from aiplib.inference import PAPER_BATCH_SIZE, effective_batch_size
+    from aiplib.stamps import entry_sha256
+
+    qwen, whisper = get_entry("qwen25_omni_3b"), get_entry("whisper_tiny_en")
+    assert qwen.batch_size == 4 and PAPER_BATCH_SIZE == 1
+    assert effective_batch_size(qwen, None, "paper") == 1          # as the authors
+    assert effective_batch_size(qwen, None, "demo") == 4           # the registry's
+    assert effective_batch_size(qwen, 8, "paper") == 8             # the parameter wins
+    assert effective_batch_size(whisper, None, "paper") == whisper.batch_size
+    # a changed batch size is a changed decoding config for transformers only
+    import dataclasses
+
+    assert entry_sha256(qwen) != entry_sha256(dataclasses.replace(qwen, batch_size=1))
+    assert entry_sha256(whisper) == entry_sha256(dataclasses.replace(whisper, batch_size=1))
+
+    made = _patch(monkeypatch)
+    paper_ws = Workspace(profile="paper", root=ws.root)
+    path = ws.inference / "qwen25_omni_3b" / "asr.jsonl"
+    s = run_inference(paper_ws, models="qwen25_omni_3b", tasks="asr", progress=False, prompt_set="demo")
+    assert s.loc[0, "n_run"] == 9
+    rows = [json.loads(x) for x in _lines(path)]
+    assert [r["batch_size"] for r in rows] == [1] * 9
+    # the same run again: nothing to do; with batch 4: every stimulus decoded again (4 + 4 + 1)
+    s = run_inference(paper_ws, models="qwen25_omni_3b", tasks="asr", progress=False, prompt_set="demo")
+    assert s.loc[0, "n_run"] == 0
+    s = run_inference(paper_ws, models="qwen25_omni_3b", tasks="asr", progress=False, prompt_set="demo",
+                      batch_size=4)
+    assert s.loc[0, "n_run"] == 9
+    rows = [json.loads(x) for x in _lines(path)]                   # the batch-1 rows set aside
+    assert [r["batch_size"] for r in rows] == [4] * 8 + [1]
+    assert len(_lines(ws.inference / "qwen25_omni_3b" / "superseded" / "asr.jsonl")) == 9
+    log = [json.loads(x) for x in _lines(ws.inference / "qwen25_omni_3b" / "run_log.jsonl")]
+    assert [e["entry"]["batch_size"] for e in log if e["event"] == "run"] == [1, 4]

@@ -440,7 +440,7 @@ def test_battery_curation_with_the_demo_code(paper_ws):
     assert len(df) == 20 and set(df.bg_id) == set(AUTHORS_BG_IDS)
     for p in df.path:
         info = sf.info(str(paper_ws.path(p)))
-        assert (info.samplerate, info.channels, info.frames) == (16000, 1, 32000)
+        assert (info.samplerate, info.channels, info.frames, info.subtype) == (16000, 1, 32000, "PCM_16")
     assert (paper_ws.descriptors / "battery.csv").is_file()
 
 
@@ -480,18 +480,30 @@ def test_paper_profile_dry_run_stages_1_to_5(tmp_path, server, registry, monkeyp
     table = descriptor_table(ws, progress=False)
     assert len(table) == 20 and set(table.index if table.index.name == "bg_id" else table.bg_id) == set(
         AUTHORS_BG_IDS)
-    # 05: manifests, 61 rows per item (clean + 20 backgrounds × 3 SNRs)
+    # 05: manifests, 61 rows per item (clean + 20 backgrounds × 3 SNRs); the KWS injection probes
+    # stay in the bank, flagged, and get no rows and no seed (the authors' build_manifests)
+    raw_kws = [json.loads(x) for x in (ws.itembanks / "kws.jsonl").read_text().splitlines()]
+    probe_ids = [r["item_id"] for r in raw_kws if r.get("probe_id")]
+    assert probe_ids and all(p.startswith("probe_") for p in probe_ids)
     manifests = build_manifests(ws, snrs=[10, 5, 0])
     for fam, bank in (("asr", asr), ("kws", kws)):
         m = manifests[fam]
-        assert len(m) == 61 * len(bank)
-        assert m.groupby("speech_id").size().to_dict() == {i: 61 for i in bank.item_id}
+        fg = [i for i in bank.item_id if i not in set(probe_ids)]
+        assert len(m) == 61 * (len(bank) - (len(probe_ids) if fam == "kws" else 0)) == 61 * len(fg)
+        assert m.groupby("speech_id").size().to_dict() == {i: 61 for i in fg}
+        assert not set(m.speech_id) & set(probe_ids)
+        # an independent count of the seeds: 61 per kept item, in bank order, from 0 / 10000
+        want = {}
+        for k, item in enumerate(fg):
+            want[f"{item}_clean"] = (0 if fam == "asr" else 10000) + 61 * k
+        got = m.set_index("id")["seed"]
+        assert {i: int(got[i]) for i in want} == want
         # the authors' schema: their columns first, in their order, then ours
         theirs = ["id", "speech_id", "background_id", "snr_db", "condition", "seed", "speech_path", "bg_path"]
         theirs += ["accent", "gender", "transcript"] if fam == "asr" else ["keyword", "is_target"]
         assert list(m.columns[:len(theirs)]) == theirs
         assert list(m.seed) == list(range(0 if fam == "asr" else 10000, (0 if fam == "asr" else 10000) + len(m)))
-        first = bank.item_id.iloc[0]
+        first = fg[0]
         rows = m[m.speech_id == first]
         assert rows.id.iloc[0] == f"{first}_clean" and rows.snr_db.iloc[0] == 99
         assert rows.condition.iloc[0] == "clean" and (rows.condition.iloc[1:] == "noisy").all()

@@ -2,6 +2,7 @@
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,6 +71,39 @@ def test_constraints_are_the_hashed_lock_without_hashes():
     assert len(_lock_pins("constraints.txt")) > 100
     assert "--hash" not in (ROOT / "constraints.txt").read_text()   # pip: no hashes beside -e .
     assert "aiplib" not in _lock_pins("constraints.txt")
+
+
+def test_paper_constraints_keep_every_pin_but_the_one_datasets_3_caps():
+    """constraints-paper.txt = requirements-paper.lock without hashes; against constraints.txt
+    only fsspec moves (datasets 3.x requires fsspec<=2025.3.0), the paper extra's packages are
+    added and every other pin is the same."""
+    main, paper = _lock_pins("constraints.txt"), _lock_pins("constraints-paper.txt")
+    assert paper == _lock_pins("requirements-paper.lock") and "--hash" not in (ROOT / "constraints-paper.txt").read_text()
+    assert paper["datasets"].startswith("3.")
+    assert {d for d in main if paper.get(d) != main[d]} == {"fsspec"}
+    assert tuple(int(x) for x in paper["fsspec"].split(".")[:2]) <= (2025, 3)
+    added = set(paper) - set(main)
+    assert "datasets" in added and {"dill", "multiprocess", "pyarrow", "xxhash"} <= added
+    assert "lock-paper:" in (ROOT / "Makefile").read_text()
+
+
+@pytest.mark.slow
+def test_paper_extra_resolves_against_its_constraints_from_the_index(tmp_path):
+    """pip resolves ``.[paper]`` with constraints-paper.txt (needs only the package index)."""
+    import subprocess
+    import sys
+
+    report = tmp_path / "report.json"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+                        "--report", str(report), "-c", "constraints-paper.txt", ".[paper]"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = {i["metadata"]["name"].lower().replace("_", "-"): i["metadata"]["version"]
+           for i in json.loads(report.read_text())["install"]}
+    pins = _lock_pins("constraints-paper.txt")
+    assert got["datasets"] == pins["datasets"] and got["fsspec"] == pins["fsspec"]
+    assert got["huggingface-hub"] == _lock_pins("constraints.txt")["huggingface-hub"]
+    assert {d: v for d, v in got.items() if d in pins and pins[d] != v} == {}
 
 
 def test_weight_wheels_pinned_with_sha256_of_the_lock():

@@ -124,3 +124,104 @@ def test_authors_outputs_scored_without_gpu(tmp_path, with_manifests, capsys):
     assert any(str(p).endswith(".png") for p in map(str, written.values()))
     assert any(str(p).endswith(".csv") for p in map(str, written.values()))
     assert (ws.results / "figures").is_dir() and any((ws.results / "tables").glob("*.csv"))
+
+
+# ------------------------------------------------------------------------------------------------
+# the authors' per-background mean (flat over rows) on a fixture in their format with one failure
+# ------------------------------------------------------------------------------------------------
+A_TEXT, B_TEXT = "one two three four five", "alpha beta gamma delta epsilon zeta eta theta"
+# errors per (background, SNR) of item A (5 words) and B (8 words); None = __ERROR__
+ERRS = {"esc_rain": {"a": (0, 1, None), "b": (0, 1, 3)},      # flat 0.7 / 5 = 14.00 pp
+        "esc_dog": {"a": (1, 1, 0), "b": (1, 1, 2)},          # flat = balanced = 15.00 pp
+        "esc_wind": {"a": (0, 0, 0), "b": (0, 0, 0)}}         # 0 pp
+
+
+def _hyp(text, n_err):
+    w = text.split()
+    return " ".join(["x"] * n_err + w[n_err:])
+
+
+def _write_flat_fixture(root):
+    from types import SimpleNamespace
+
+    from authors_schema import inference_line, write_jsonl, write_manifest
+
+    (root / "manifests").mkdir(parents=True)
+    where = SimpleNamespace(manifests=root / "manifests")
+    bgs = list(ERRS)
+    asr_rows, kws_rows = [], []
+    for item, text in (("a", A_TEXT), ("b", B_TEXT)):
+        asr_rows.append(dict(item_id=f"item_{item}", bg_id="clean", reference=text))
+        asr_rows += [dict(item_id=f"item_{item}", bg_id=bg, snr_db=snr, reference=text)
+                     for bg in bgs for snr in (10, 5, 0)]
+    kws_rows.append(dict(item_id="kws_yes_0a", bg_id="clean", reference="yes", is_target=True))
+    kws_rows += [dict(item_id="kws_yes_0a", bg_id=bg, snr_db=snr, reference="yes", is_target=True)
+                 for bg in bgs for snr in (10, 5, 0)]
+    asr = write_manifest(where, "asr", asr_rows)
+    kws = write_manifest(where, "kws", kws_rows)
+    lines = []
+    for r in asr.to_dict("records"):
+        text = r["transcript"]
+        if r["condition"] == "clean":
+            resp = text
+        else:
+            k = (10, 5, 0).index(int(r["snr_db"]))
+            n_err = ERRS[r["background_id"]][r["speech_id"][-1]][k]
+            resp = "__ERROR__" if n_err is None else _hyp(text, n_err)
+        lines.append(inference_line(r, model="qwen25_omni_3b", task="asr", response=resp))
+    write_jsonl(root / "inference" / "qwen25_omni_3b" / "asr.jsonl", lines)
+    write_jsonl(root / "inference" / "qwen25_omni_3b" / "kws.jsonl",
+                [inference_line(r, model="qwen25_omni_3b", task="kws", response="yes")
+                 for r in kws.to_dict("records")])
+    return root / "manifests", root / "inference"
+
+
+def test_flat_mean_per_background_feeds_figure4_tables_2_and_3(tmp_path):
+    """By hand, esc_rain: A 0/5, 1/5, (failed); B 0/8, 1/8, 3/8. The authors' rule
+    (noisy.groupby("bg_id")["dwer"].mean()) gives 0.7 / 5 = 14.00 pp; per SNR, then over SNRs
+    (ours, beside) gives (0 + 0.1625 + 0.375) / 3 = 17.92 pp. esc_dog is 15.00 pp both ways, so
+    the order of esc_rain and esc_dog turns on the rule."""
+    from aiplib.figures import make_all_figures
+    from aiplib.formats import DESCRIPTOR_TABLE_COLUMNS
+
+    man_dir, inf_dir = _write_flat_fixture(tmp_path / "theirs")
+    args = ["--profile", "paper", "--data-root", str(tmp_path / "data"), "--inference-dir", str(inf_dir),
+            "--manifests-dir", str(man_dir)]
+    assert score_main(args) == 0
+    ws = workspace("paper", data_root=tmp_path / "data")
+    ws.descriptors.mkdir(parents=True, exist_ok=True)
+    desc = pd.DataFrame({c: [0.5, 0.5, 0.5] for c in DESCRIPTOR_TABLE_COLUMNS[1:]})
+    desc.insert(0, "bg_id", ["esc_rain", "esc_dog", "esc_wind"])
+    desc["zcr"] = [0.3, 0.2, 0.1]
+    desc.to_csv(ws.descriptor_csv, index=False)
+    written = make_all_figures(ws, n_resamples=20, seed=0)
+    assert "figure4_background_ranking.png" in written
+    t3 = pd.read_csv(written["table3_descriptor_values.csv"])
+    assert list(t3["bg_id"]) == ["esc_dog", "esc_rain", "esc_wind"]            # Table 3's order
+    got = t3.set_index("bg_id")["asr_delta_wer_pp"]
+    assert round(got["esc_rain"], 2) == 14.00 and round(got["esc_dog"], 2) == 15.00
+    assert got["esc_wind"] == 0
+    from aiplib.figures import background_ranking
+    from aiplib.formats import load_scores
+
+    ranking = background_ranking(load_scores(ws), n_resamples=20)                # Figure 4's table
+    assert round(ranking.loc["esc_rain", "asr_delta_wer_pp"], 2) == 14.00
+    assert round(ranking.loc["esc_rain", "asr_delta_wer_snr_balanced_pp"], 2) == 17.92
+    # Table 2's input: ranks of (14.00, 15.00, 0) against zcr (0.3, 0.2, 0.1): r_s = 1 − 6·2/24
+    t2 = pd.read_csv(written["table2_descriptor_correlations.csv"])
+    z = t2[(t2.task == "asr") & (t2.model == "pooled") & (t2.descriptor == "zcr")].iloc[0]
+    assert z.r_s == pytest.approx(0.5)      # the SNR-balanced input (17.92 > 15) would give 1.0
+
+
+def test_provenance_of_the_authors_files_names_the_paper_prompt_set(tmp_path):
+    from aiplib.prompts import PROMPTS
+    from aiplib.provenance import collect_provenance
+
+    man_dir, inf_dir = _write_flat_fixture(tmp_path / "theirs")
+    assert score_main(["--profile", "paper", "--data-root", str(tmp_path / "data"),
+                       "--inference-dir", str(inf_dir), "--manifests-dir", str(man_dir)]) == 0
+    rec = collect_provenance(workspace("paper", data_root=tmp_path / "data"))
+    assert rec["prompt_set"]["prompt_set"] == "paper" and rec["prompt_set"]["source"]["fetched"] is False
+    assert rec["prompt_set"]["source"]["path"] == "scripts/05_inference.py"
+    demo_texts = {v["text"] for v in PROMPTS.values()}
+    assert all(t["prompt_set"] == "paper" and t["text"] not in demo_texts for t in rec["tasks"].values())

@@ -215,10 +215,41 @@ def test_degradation_by_background():
         stats.degradation_by_background(_scores(), "kws")
 
 
-def test_pooled_degradation_only_over_backgrounds_every_model_covers():
+def test_flat_mean_over_rows_is_the_authors_rule_and_balanced_stays_beside():
+    s = _scores()
+    # one failed generation: m1, item i1, background a, 0 dB (its delta is NaN)
+    gone = (s.model == "m1") & (s.item_id == "i1") & (s.bg_id == "a") & (s.snr_db == 0)
+    s.loc[gone, "delta_wer"] = np.nan
+    flat = stats.degradation_by_background(s, "asr")
+    bal = stats.degradation_by_background(s, "asr", method="snr_balanced")
+    assert flat.attrs["method"] == "flat" and bal.attrs["method"] == "snr_balanced"
+    # by hand, bg a: m1 rows 0.1, 0.1, 0.3 (i2 at 0 dB) → flat 0.5/3; m2 rows 0.3, 0.9, 0.3, 0.9
+    assert flat.loc["a", "m1"] == pytest.approx(0.5 / 3)
+    assert flat.loc["a", "m2"] == pytest.approx(0.6)
+    # pooled = groupby("bg_id").mean() over both models' 7 rows, not the mean of the two columns
+    assert flat.loc["a", "pooled"] == pytest.approx((0.5 + 2.4) / 7)
+    assert flat.attrs["n_rows"] == {"a": 7, "b": 8}
+    # ours: per SNR, then over SNRs: m1 = mean(0.1, 0.3) = 0.2, then over models (0.2 + 0.6) / 2
+    assert bal.loc["a", "m1"] == pytest.approx(0.2) and bal.loc["a", "pooled"] == pytest.approx(0.4)
+    assert flat.loc["b"].tolist() == pytest.approx(bal.loc["b"].tolist())   # no row missing
+    with pytest.raises(AiplibParameterError, match="method"):
+        stats.degradation_by_background(s, "asr", method="median")
+
+
+def test_flat_pooled_uses_the_models_there_are():
     s = _scores()
     s = s[~((s.model == "m2") & (s.bg_id == "b"))]          # m2 never ran background b
     d = stats.degradation_by_background(s, "asr")
+    assert d.loc["b", "pooled"] == pytest.approx(0.4) and math.isnan(d.loc["b", "m2"])
+    assert d.attrs["partial"] == {"b": ["m2"]}
+    assert "pooled over the models that have rows: b (missing m2)" in \
+        stats.partial_note(d.attrs["partial"], d.attrs["method"])
+
+
+def test_pooled_degradation_only_over_backgrounds_every_model_covers():
+    s = _scores()
+    s = s[~((s.model == "m2") & (s.bg_id == "b"))]          # m2 never ran background b
+    d = stats.degradation_by_background(s, "asr", method="snr_balanced")
     assert d.loc["a", "pooled"] == pytest.approx(0.4)        # both models
     assert math.isnan(d.loc["b", "pooled"])                  # not m1's value alone
     assert d.loc["b", "m1"] == pytest.approx(0.4)

@@ -23,7 +23,10 @@ from .descriptors import (  # noqa: F401
     figure3_descriptor_correlations, table3_descriptor_values, top_descriptors,
 )
 from .backgrounds import background_ranking, figure4_background_ranking  # noqa: F401
-from .accent import table4_accent_dwer, figure5_accent_degradation  # noqa: F401
-from .steering import table5_prompt_steering_rer, figure6_prompt_steering_rer  # noqa: F401
+from .accent import (  # noqa: F401
+    table4_accent_dwer, table4_accent_dwer_authors, figure5_accent_degradation, authors_accent_label,
+    authors_accent_labels,
+)
+from .steering import table5_prompt_steering_rer, figure6_prompt_steering_rer, TABLE5_COLUMNS  # noqa: F401
 from .snr import snr_curves, figure7_snr_performance  # noqa: F401
 from .make_all import make_all_figures  # noqa: F401

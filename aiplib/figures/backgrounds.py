@@ -34,14 +34,17 @@ def background_ranking(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
 
     Returns
     -------
-    pandas.DataFrame [shape=(n_backgrounds, 13)]
+    pandas.DataFrame [shape=(n_backgrounds, 15)]
         Index ``bg_id`` in Figure 4 order; columns ``rank`` (1 = most harmful),
         ``mean_degradation_pp`` (mean of the ASR ΔWER and KWS ΔAcc below, the ranking key),
-        ``asr_delta_wer_pp, asr_ci_low_pp, asr_ci_high_pp, asr_ci_usable, kws_delta_acc_pp,
-        kws_ci_low_pp, kws_ci_high_pp, kws_ci_usable, n_resamples, seed, note``. The point
-        values come from :func:`aiplib.stats.degradation_by_background` (pooled over the models
-        when every model covers the background, else NaN and named in ``note``); intervals
-        bootstrap the items (each item's mean over models and SNRs) and are NaN below
+        ``asr_delta_wer_pp, asr_ci_low_pp, asr_ci_high_pp, asr_ci_usable,
+        asr_delta_wer_snr_balanced_pp, kws_delta_acc_pp, kws_ci_low_pp, kws_ci_high_pp,
+        kws_ci_usable, kws_delta_acc_snr_balanced_pp, n_resamples, seed, note``. The point
+        values are the authors' flat mean over all of the background's noisy rows of every
+        model together (:func:`aiplib.stats.degradation_by_background`, ``flat``); beside them
+        ``*_snr_balanced_pp`` (ours: over items per SNR, then SNRs, then models; NaN when a
+        model lacks the background, named in ``note``). Intervals bootstrap the items (each
+        item's mean over models and SNRs, items every model has) and are NaN below
         :data:`aiplib.stats.MIN_N_FOR_INTERVAL` items.
 
     Notes
@@ -54,9 +57,11 @@ def background_ranking(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
     for fam, task in BASE_TASKS.items():
         col = DEGRADATION_COLUMN[fam]
         deg = stats.degradation_by_background(scores[task], fam)
+        balanced = stats.degradation_by_background(scores[task], fam, method="snr_balanced")
         for bg, missing in deg.attrs.get("partial", {}).items():
             notes.setdefault(bg, []).append(
-                f"{fam.upper()}: not pooled, missing models {', '.join(missing)}")
+                f"{fam.upper()}: no rows of models {', '.join(missing)} (flat mean over the "
+                "others; SNR-balanced value not pooled)")
         point = deg["pooled"] * 100
         items = _item_bg_means(scores[task], col)
         lo, hi, use = {}, {}, {}
@@ -73,6 +78,7 @@ def background_ranking(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
         out[f"{fam}_ci_low_pp"] = pd.Series(lo, dtype=float)
         out[f"{fam}_ci_high_pp"] = pd.Series(hi, dtype=float)
         out[f"{fam}_ci_usable"] = pd.Series(use, dtype=float)
+        out[f"{fam}_{name}_snr_balanced_pp"] = balanced["pooled"] * 100
     t = pd.DataFrame(out)
     t.index.name = "bg_id"
     t.insert(0, "mean_degradation_pp", (t["asr_delta_wer_pp"] + t["kws_delta_acc_pp"]) / 2)

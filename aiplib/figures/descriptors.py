@@ -13,35 +13,59 @@ from .common import (
 
 
 # ------------------------------------------------------------------- Table 2, Figures 2 and 3
+def _rho(y: pd.Series, x: pd.Series) -> float:
+    """Spearman ρ of two series on their common finite backgrounds (``scipy.stats.spearmanr``;
+    NaN with fewer than 3 or a constant column)."""
+    from scipy.stats import spearmanr
+
+    y = y.copy()
+    y.index, x = y.index.astype(str), x.set_axis(x.index.astype(str))
+    both = pd.concat([x.astype(float), y.astype(float)], axis=1, join="inner")
+    both = both[np.isfinite(both).all(axis=1)]
+    if len(both) < 3 or both.nunique().min() < 2:
+        return float("nan")
+    return float(spearmanr(both.iloc[:, 0], both.iloc[:, 1]).statistic)
+
+
 def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
                                  n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Spearman ρ of each descriptor vs mean degradation per background (Table 2).
+
+    As the authors' ``scripts/generate_results_new_2.py``: the degradation is the flat mean over
+    a background's noisy rows (:func:`aiplib.stats.degradation_by_background`, ``flat``) and
+    the descriptors are rounded first (:func:`aiplib.stats.round_descriptors`), which can make
+    ties and so change the ranks. ``r_s_unrounded`` (ours) is the same correlation on the
+    descriptors as stored.
 
     Parameters
     ----------
     scores : dict of str -> pandas.DataFrame
         Needs ``"asr"`` and ``"kws"`` (:func:`load_scores`).
     descriptors : pandas.DataFrame
-        Indexed by ``bg_id`` (:func:`load_descriptors`).
+        Indexed by ``bg_id`` (:func:`load_descriptors`), unrounded.
     n_resamples, seed : int
         Bootstrap over backgrounds.
 
     Returns
     -------
-    pandas.DataFrame [shape=(2 · (n_models + 1) · n_descriptors, 17)]
+    pandas.DataFrame [shape=(2 · (n_models + 1) · n_descriptors, 18)]
         Columns ``task, family, model`` (``pooled`` first, then each model), then those of
-        :func:`aiplib.stats.descriptor_correlations`: ``descriptor, n, r_s, p, p_method,
-        n_permutations, ci_low, ci_high, ci_usable, p_bh`` (BH across the descriptors within
-        each task and model), ``level, n_resamples, seed, note``. ``pooled`` uses only the
-        backgrounds every model covers (the note names the others).
+        :func:`aiplib.stats.descriptor_correlations` on the rounded descriptors: ``descriptor,
+        n, r_s, p, p_method, n_permutations, ci_low, ci_high, ci_usable, p_bh`` (BH across the
+        descriptors within each task and model), ``level, n_resamples, seed, note``, then
+        ``r_s_unrounded``. ``pooled`` is the flat mean over every model's rows together (the
+        note names backgrounds some model lacks).
     """
+    rounded = stats.round_descriptors(descriptors)
     frames = []
     for fam, task in BASE_TASKS.items():
         full = stats.degradation_by_background(scores[task], fam)
         deg = full[["pooled"] + [c for c in full.columns if c != "pooled"]]
         deg.attrs = dict(full.attrs)
-        t = stats.descriptor_correlations(deg, descriptors.reset_index(),
+        t = stats.descriptor_correlations(deg, rounded.reset_index(),
                                           n_resamples=n_resamples, seed=seed)
+        t["r_s_unrounded"] = [_rho(deg[m], descriptors[d]) for m, d in zip(t["model"],
+                                                                          t["descriptor"])]
         t.insert(0, "family", fam)
         t.insert(0, "task", task)
         frames.append(t)
@@ -52,22 +76,25 @@ def top_descriptors(table2: pd.DataFrame, k: int = 3) -> list[str]:
     """The ``k`` descriptors with the largest mean |r_s| over ASR and KWS (pooled over models).
 
     As the authors' ``scripts/generate_results_new_2.py`` (Figure 2): the mean of |r_s(ASR)|
-    and |r_s(KWS)|; a descriptor whose r_s is NaN in either task is not selected.
+    and |r_s(KWS)| rounded to 3 decimals (:func:`aiplib.stats.rank_by_mean_abs_rs`), largest
+    first, ties in table order; a descriptor whose r_s is NaN in either task is not selected.
 
     Parameters
     ----------
     table2 : pandas.DataFrame
-        :func:`table2_descriptor_correlations`.
+        :func:`table2_descriptor_correlations` (columns ``task, model, descriptor, r_s``).
 
     Returns
     -------
     list of str
-        Descriptors, largest mean |r_s| first (ties keep the table order).
     """
     pooled = table2[table2["model"] == "pooled"]
-    m = (pooled.assign(a=pooled["r_s"].abs()).groupby("descriptor", sort=False)["a"]
-         .agg(lambda a: a.mean(skipna=False)))
-    return list(m.dropna().sort_values(ascending=False, kind="stable").index[:k])
+    descs = list(dict.fromkeys(pooled["descriptor"]))
+    tasks = list(dict.fromkeys(pooled["task"]))
+    r = pooled.pivot(index="descriptor", columns="task", values="r_s").reindex(descs)
+    if len(tasks) < 2:
+        return []
+    return list(stats.rank_by_mean_abs_rs(r[tasks[0]], r[tasks[1]]).index[:k])
 
 
 def figure2_descriptor_regressions(scores: dict, descriptors: pd.DataFrame,
@@ -75,14 +102,16 @@ def figure2_descriptor_regressions(scores: dict, descriptors: pd.DataFrame,
     """Figure 2: the ``k`` descriptors with the largest mean |r_s| (pooled ASR and KWS).
 
     One row per family (ASR, KWS) and one column per descriptor: each point is a background
-    (descriptor value vs pooled mean degradation in pp, coloured by category) with the
-    ordinary-least-squares line; the title gives r_s, its 95 % CI and the BH-adjusted p.
+    (descriptor value, rounded as the authors, vs pooled mean degradation in pp, coloured by
+    category) with the ordinary-least-squares line; the title gives r_s, its 95 % CI and the
+    BH-adjusted p.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     top = top_descriptors(table2, k)
+    descriptors = stats.round_descriptors(descriptors)
     fig = _new_figure(3.2 * max(len(top), 1), 5.8)
     axes = fig.subplots(2, max(len(top), 1), squeeze=False)
     for i, (fam, task) in enumerate(BASE_TASKS.items()):
@@ -152,13 +181,17 @@ def table3_descriptor_values(ranking: pd.DataFrame, descriptors: pd.DataFrame, *
 
     Returns
     -------
-    pandas.DataFrame [shape=(n_backgrounds, 5 + n_descriptors)]
-        Columns ``rank, bg_id, category, asr_delta_wer_pp, kws_delta_acc_pp`` and the
-        descriptors (in :data:`aiplib.formats.DESCRIPTORS` order when present).
+    pandas.DataFrame [shape=(n_backgrounds, 7 + n_descriptors)]
+        Columns ``rank, bg_id, category, asr_delta_wer_pp, kws_delta_acc_pp`` (the authors' flat
+        mean), ``asr_delta_wer_snr_balanced_pp, kws_delta_acc_snr_balanced_pp`` (ours, when the
+        ranking has them) and the descriptors as stored, unrounded (in
+        :data:`aiplib.formats.DESCRIPTORS` order when present).
     """
     descs = [c for c in DESCRIPTORS if c in descriptors.columns] or list(descriptors.columns)
-    t = ranking[["rank", "asr_delta_wer_pp", "kws_delta_acc_pp"]].copy()
+    deg = ["asr_delta_wer_pp", "kws_delta_acc_pp"]
+    deg += [c for c in ("asr_delta_wer_snr_balanced_pp", "kws_delta_acc_snr_balanced_pp")
+            if c in ranking.columns]
+    t = ranking[["rank", *deg]].copy()
     t.insert(1, "category", _categories(list(t.index), battery))
     t = t.join(descriptors[descs], how="left")
-    return t.reset_index()[["rank", "bg_id", "category", "asr_delta_wer_pp",
-                            "kws_delta_acc_pp", *descs]]
+    return t.reset_index()[["rank", "bg_id", "category", *deg, *descs]]

@@ -14,7 +14,7 @@ from .descriptors import (
     table3_descriptor_values,
 )
 from .backgrounds import background_ranking, figure4_background_ranking
-from .accent import figure5_accent_degradation, table4_accent_dwer
+from .accent import figure5_accent_degradation, table4_accent_dwer, table4_accent_dwer_authors
 from .steering import figure6_prompt_steering_rer, table5_prompt_steering_rer
 from .snr import figure7_snr_performance, snr_curves
 
@@ -86,12 +86,14 @@ def make_all_figures(ws, *, n_resamples: int = 2000, seed: int = 0, formats=("pn
         log.warning("no accent_group in the ASR item bank: Table 4 and Figure 5 skipped")
     else:
         t4, t4s = table4_accent_dwer(scores, **kw)
+        t4a = table4_accent_dwer_authors(scores)
         tab_out("table4_accent_dwer", t4)
         tab_out("table4_accent_dwer_pooled_unspecified", t4s)
+        tab_out("table4_accent_dwer_authors", t4a)
         if t4.empty:
             log.warning("no ASR item has an accent group: Table 4 is empty, Figure 5 skipped")
         else:
-            fig_out("figure5_accent_degradation", figure5_accent_degradation(t4))
+            fig_out("figure5_accent_degradation", figure5_accent_degradation(t4, t4a))
     t5 = table5_prompt_steering_rer(scores, **kw)
     absent = [t for t in STEER_TASKS.values() if t not in scores]
     if t5.empty:

@@ -12,26 +12,68 @@ from .common import BASE_TASKS, STEER_TASKS, _FAMILY_COLOURS, _FAMILY_LABEL, _ne
 
 
 # ---------------------------------------------------------------------- Table 5 and Figure 6
+TABLE5_COLUMNS = ["model", "family", "base_task", "steer_task", "n_items", "n_base_rows",
+                  "n_steer_rows", "delta_base_pp", "delta_steer_pp", "rer", "base_flag", "ci_low",
+                  "ci_high", "ci_usable", "rule", "n_pairs", "delta_base_paired_pp",
+                  "delta_steer_paired_pp", "rer_paired", "rer_paired_ci_low", "rer_paired_ci_high",
+                  "rer_paired_ci_usable", "level", "n_resamples", "seed", "note"]
+"""Columns of :func:`table5_prompt_steering_rer`, in order."""
+
+
+def _rer_rule(fam: str, ds: float, db: float) -> tuple[str, str]:
+    small = stats.RER_KWS_SMALL
+    rule = "kws_both_below_1pp" if fam == "kws" and abs(ds) < small and abs(db) < small else "ratio"
+    return rule, ("" if rule != "ratio" else stats.rer_flag(db))
+
+
+def _authors_rer(fam: str, b: pd.DataFrame, s: pd.DataFrame, *, n_resamples: int, seed: int):
+    """The authors' unpaired RER of one model and its item bootstrap (both tasks' rows of an
+    item resampled together)."""
+    db, nb = stats.unpaired_delta(b, fam)
+    ds, ns = stats.unpaired_delta(s, fam)
+    sb, ss = stats.unpaired_item_sums(b, fam), stats.unpaired_item_sums(s, fam)
+    items = sb.index.union(ss.index)
+    sb, ss = sb.reindex(items, fill_value=0.0), ss.reindex(items, fill_value=0.0)
+    arrays = tuple(t[c].to_numpy(float) for t in (sb, ss)
+                   for c in ("clean_sum", "clean_n", "noisy_sum", "noisy_n"))
+
+    def stat(*a, axis=-1, _fam=fam):
+        d_base = stats.delta_from_sums(*a[:4], family=_fam, axis=axis)
+        d_steer = stats.delta_from_sums(*a[4:], family=_fam, axis=axis)
+        return stats.rer(d_steer, d_base, task_family=_fam, usable_only=True)
+
+    res = stats.bootstrap_ci(arrays, stat, n_resamples=n_resamples, seed=seed, vectorized=True)
+    return db, ds, nb, ns, len(items), res
+
+
 def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: int = 0
                                ) -> pd.DataFrame:
     """Table 5: Residual Effect Ratio of the steering prompt per model, ASR and KWS.
 
-    For each family whose steering task is present, the baseline and steering rows are paired
-    on (model, stimulus_id) (noisy stimuli with a degradation value in both), so both Δ use the
-    same stimuli. ``RER = Δ_steer / (Δ_base + 1e-9)``, KWS 1.0 when both |Δ| < 1 pp
-    (:func:`aiplib.stats.rer`, the authors' definition); ``base_flag``
-    (:func:`aiplib.stats.rer_flag`) says when Δ_base is not clearly positive, so that "RER < 1:
-    the prompt helped" does not hold. The CI (ours) resamples items (all of an item's pairs
-    together); a resample whose Δ_base is below 1 pp is unusable, and the interval is refused
-    when more than 5 % are.
+    ``rer`` is the authors' (``generate_prompt_rer_plot`` of their
+    ``scripts/generate_results_new_2.py``): each task's Δ is computed on its own rows, unpaired
+    (:func:`aiplib.stats.unpaired_delta`: ASR the mean of the task's per-row ΔWER; KWS accuracy
+    over all clean rows − accuracy over all noisy rows), then ``RER = Δ_steer / (Δ_base +
+    1e-9)``, KWS 1.0 when both |Δ| < 1 pp (:func:`aiplib.stats.rer`). Its CI (ours) resamples
+    items (all of an item's rows of both tasks together); a resample whose Δ_base is below 1 pp
+    is unusable, and the interval is refused when more than 5 % are.
+
+    Beside it, ours: ``rer_paired`` pairs the baseline and steering rows on (model,
+    stimulus_id) — noisy stimuli with a degradation value in both — so both Δ use the same
+    stimuli; it differs from ``rer`` whenever the two tasks' failed or missing rows differ
+    (and, for KWS, because the clean rows of both tasks enter). ``base_flag``
+    (:func:`aiplib.stats.rer_flag`, of ``delta_base_pp``) says when Δ_base is not clearly
+    positive, so that "RER < 1: the prompt helped" does not hold.
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``model, family, base_task, steer_task, n_items, n_pairs, delta_base_pp,
-        delta_steer_pp, rer, base_flag, ci_low, ci_high, ci_usable, rule, level, n_resamples,
-        seed, note``; ``rule`` is ``ratio`` or ``kws_both_below_1pp`` (RER = 1). Empty if no
-        steering task is present.
+        :data:`TABLE5_COLUMNS`: ``model, family, base_task, steer_task, n_items, n_base_rows,
+        n_steer_rows`` (rows each Δ used), ``delta_base_pp, delta_steer_pp, rer, base_flag,
+        ci_low, ci_high, ci_usable, rule`` (``ratio`` or ``kws_both_below_1pp``: RER = 1), then
+        the paired view ``n_pairs, delta_base_paired_pp, delta_steer_paired_pp, rer_paired,
+        rer_paired_ci_low, rer_paired_ci_high, rer_paired_ci_usable``, and ``level,
+        n_resamples, seed, note``. Empty if no steering task is present.
     """
     rows = []
     for fam, steer_task in STEER_TASKS.items():
@@ -40,12 +82,19 @@ def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: i
             continue
         col = DEGRADATION_COLUMN[fam]
         keys = ["model", "stimulus_id"]
-        b = scores[base_task].loc[lambda d: (d["bg_id"] != "clean") & d[col].notna(),
-                                  keys + ["item_id", col]]
-        s = scores[steer_task].loc[lambda d: (d["bg_id"] != "clean") & d[col].notna(),
-                                   keys + [col]]
+        base_all, steer_all = scores[base_task], scores[steer_task]
+        b = base_all.loc[lambda d: (d["bg_id"] != "clean") & d[col].notna(),
+                         keys + ["item_id", col]]
+        s = steer_all.loc[lambda d: (d["bg_id"] != "clean") & d[col].notna(), keys + [col]]
         pairs = b.merge(s, on=keys, suffixes=("_base", "_steer"))
-        for model, g in pairs.groupby("model"):
+        models = sorted(set(base_all["model"].astype(str)) & set(steer_all["model"].astype(str)))
+        for model in models:
+            db, ds, nb, ns, n_items, res = _authors_rer(
+                fam, base_all[base_all["model"].astype(str) == model],
+                steer_all[steer_all["model"].astype(str) == model],
+                n_resamples=n_resamples, seed=seed)
+            rule, flag = _rer_rule(fam, ds, db)
+            g = pairs[pairs["model"].astype(str) == model]
             it = g.groupby("item_id").agg(sb=(f"{col}_base", "sum"), ss=(f"{col}_steer", "sum"),
                                           n=(f"{col}_base", "size"))
 
@@ -53,25 +102,26 @@ def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: i
                 return stats.rer(ss.sum(axis) / n.sum(axis), sb.sum(axis) / n.sum(axis),
                                  task_family=_fam, usable_only=True)
 
-            res = stats.bootstrap_ci((it["sb"].to_numpy(float), it["ss"].to_numpy(float),
-                                      it["n"].to_numpy(float)), stat, n_resamples=n_resamples,
-                                     seed=seed, vectorized=True)
-            db, ds = g[f"{col}_base"].mean(), g[f"{col}_steer"].mean()
-            small = stats.RER_KWS_SMALL
-            rule = "kws_both_below_1pp" if fam == "kws" and abs(ds) < small and abs(db) < small \
-                else "ratio"
-            flag = "" if rule != "ratio" else stats.rer_flag(db)
+            pres = stats.bootstrap_ci((it["sb"].to_numpy(float), it["ss"].to_numpy(float),
+                                       it["n"].to_numpy(float)), stat, n_resamples=n_resamples,
+                                      seed=seed, vectorized=True) if len(it) else None
+            pdb = g[f"{col}_base"].mean() if len(g) else np.nan
+            pds = g[f"{col}_steer"].mean() if len(g) else np.nan
+            notes = [n for n in (res.note, f"paired: {pres.note}" if pres and pres.note else "") if n]
             rows.append({"model": model, "family": fam, "base_task": base_task,
-                         "steer_task": steer_task, "n_items": len(it), "n_pairs": len(g),
-                         "delta_base_pp": 100 * db, "delta_steer_pp": 100 * ds,
+                         "steer_task": steer_task, "n_items": n_items, "n_base_rows": nb,
+                         "n_steer_rows": ns, "delta_base_pp": 100 * db, "delta_steer_pp": 100 * ds,
                          "rer": stats.rer(ds, db, task_family=fam), "base_flag": flag,
                          "ci_low": res.ci_low, "ci_high": res.ci_high, "ci_usable": res.n_valid,
-                         "rule": rule, "level": res.level, "n_resamples": res.n_resamples,
-                         "seed": res.seed, "note": res.note})
-    cols = ["model", "family", "base_task", "steer_task", "n_items", "n_pairs", "delta_base_pp",
-            "delta_steer_pp", "rer", "base_flag", "ci_low", "ci_high", "ci_usable", "rule",
-            "level", "n_resamples", "seed", "note"]
-    return pd.DataFrame(rows, columns=cols)
+                         "rule": rule, "n_pairs": len(g), "delta_base_paired_pp": 100 * pdb,
+                         "delta_steer_paired_pp": 100 * pds,
+                         "rer_paired": stats.rer(pds, pdb, task_family=fam),
+                         "rer_paired_ci_low": pres.ci_low if pres else np.nan,
+                         "rer_paired_ci_high": pres.ci_high if pres else np.nan,
+                         "rer_paired_ci_usable": pres.n_valid if pres else 0,
+                         "level": res.level, "n_resamples": res.n_resamples,
+                         "seed": res.seed, "note": "; ".join(notes)})
+    return pd.DataFrame(rows, columns=TABLE5_COLUMNS)
 
 
 def figure6_prompt_steering_rer(table5: pd.DataFrame):

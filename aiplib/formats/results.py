@@ -25,9 +25,10 @@ log = logging.getLogger("aiplib.formats")
 CORE_FIELDS = ["id", "raw", "model", "task"]
 """Fields every inference row has (the authors'); a successful row has the manifest columns before
 ``raw``, a failed one ``error`` after ``raw``."""
-EXTRA_FIELDS = ["prompt_set", "prompt_id", "decode_s", "audio_s", "stim_key"]
+EXTRA_FIELDS = ["prompt_set", "prompt_id", "decode_s", "audio_s", "stim_key", "batch_size"]
 """Our fields, after the authors' (``decode_s``, ``audio_s`` in s; ``stim_key`` the resume key,
-:func:`aiplib.resume.stimulus_keys`)."""
+:func:`aiplib.resume.stimulus_keys`; ``batch_size`` the stimuli of the ``generate`` call that
+decoded the row, empty on rows written before it was recorded and on mixing failures)."""
 RUN_FIELDS = ("raw", "model", "task", "error", *EXTRA_FIELDS)
 """Fields stage 7 writes itself (the response and how it was made); every other field of a
 successful row is a copy of its manifest row (``id`` included), see
@@ -220,7 +221,7 @@ def read_scores(path) -> pd.DataFrame:
 
     Text columns stay strings (``"None"``, ``"NA"`` or ``"0001"`` are not turned into NaN or
     numbers); :data:`SCORE_NUMERIC_COLUMNS` are numbers; ``is_target`` is bool; ``accent_group``
-    ``""`` becomes NaN.
+    and ``accent`` ``""`` become NaN.
 
     Raises
     ------
@@ -233,8 +234,9 @@ def read_scores(path) -> pd.DataFrame:
             df[c] = pd.to_numeric(df[c], errors="coerce")
     if "is_target" in df.columns:
         df["is_target"] = df["is_target"].map(lambda v: parse_bool(v) is True)
-    if "accent_group" in df.columns:
-        df["accent_group"] = df["accent_group"].replace("", np.nan)
+    for c in ("accent_group", "accent"):
+        if c in df.columns:
+            df[c] = df[c].replace("", np.nan)
     return df
 
 

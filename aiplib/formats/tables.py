@@ -181,7 +181,8 @@ def read_item_bank_keywords(ws) -> tuple[str, ...]:
 # ============================================================================== battery, descriptors
 BATTERY_COLUMNS = ["bg_id", "category", "description", "source_package", "source_file", "licence",
                    "attribution", "synthetic", "source_duration_s", "looped", "gain_db",
-                   "lufs_before", "lufs_after", "peak_after", "silent_share", "silent_share_1s", "path"]
+                   "lufs_before", "lufs_after", "peak_after", "clipped_samples", "silent_share",
+                   "silent_share_1s", "path"]
 """Columns of ``descriptors/battery.csv``, in order (written by :func:`aiplib.backgrounds.curate_battery`)."""
 
 BATTERY_TEXT_COLUMNS = ("bg_id", "category", "description", "source_package", "source_file", "licence",
@@ -332,7 +333,9 @@ def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
         ``item_id`` = ``speech_id``; ``bg_id`` = ``background_id`` ("clean" on clean rows);
         ``snr_db`` (float dB, NaN on clean rows: the manifest's 99 is a marker, not an SNR);
         ``reference`` = ``transcript`` (ASR) or ``keyword`` (KWS); ``accent_group`` =
-        ``accent_group`` when present and not empty, else the authors' ``accent``; ``is_target``
+        ``accent_group`` when present and not empty, else the authors' ``accent``; ``accent`` =
+        the authors' raw ``accent`` label (``american_english``, a Common Voice string) when not
+        empty, else ``accent_group``; ``is_target``
         (text as written); ``condition``; ``bg_active`` (nullable boolean, NA on clean rows and
         when unknown).
 
@@ -372,6 +375,7 @@ def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
         "snr_db": snr,
         "reference": text(col(family_spec(family)["reference"])),
         "accent_group": acc,
+        "accent": text(col("accent")).where(text(col("accent")) != "", acc),
         "is_target": text(col("is_target")),
         "condition": np.where(clean, "clean", "noisy"),
         "bg_active": col("bg_active", pd.NA).map(parse_bool).astype("boolean"),

@@ -32,5 +32,9 @@ from .intervals import bootstrap_ci  # noqa: F401
 from .exact_tests import sign_test, mcnemar_exact, bh_adjust  # noqa: F401
 from .degradation import (  # noqa: F401
     rer, rer_flag, degradation_by_background, partial_note, descriptor_correlations,
-    WORST_STIMULI_COLUMNS, worst_stimuli,
+    WORST_STIMULI_COLUMNS, worst_stimuli, DEGRADATION_METHODS,
+)
+from .authors import (  # noqa: F401
+    AUTHORS_DESCRIPTOR_DECIMALS, TOP_RANK_DECIMALS, round_descriptors, rank_by_mean_abs_rs,
+    unpaired_delta, unpaired_item_sums, delta_from_sums,
 )

@@ -90,35 +90,54 @@ def rer_flag(delta_base) -> str:
     return ""
 
 
-def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str | None = None
-                              ) -> pd.DataFrame:
-    """Mean degradation per background: averaged over items, then over SNRs.
+DEGRADATION_METHODS = ("flat", "snr_balanced")
+"""Ways :func:`degradation_by_background` averages: ``flat`` (the authors'), ``snr_balanced``."""
+
+
+def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str | None = None,
+                              method: str = "flat") -> pd.DataFrame:
+    """Mean degradation per background, the authors' way (``flat``) or SNR-balanced.
+
+    ``method="flat"`` is the rule of the authors' ``scripts/generate_results_new_2.py``
+    (``load_task_degradations``): the plain mean of the degradation over *all* of a background's
+    noisy rows, i.e. ``noisy.groupby("bg_id")[col].mean()``; per model over that model's rows,
+    and ``pooled`` over the rows of every model together (the concatenated results), so a model
+    or SNR with more scored rows weighs more. ``method="snr_balanced"`` (ours) averages over the
+    items at each SNR, then over the SNRs, then (``pooled``) over the models, and gives
+    ``pooled`` only for backgrounds every model covers. The two agree when no row is missing.
 
     Parameters
     ----------
     scores_df : pandas.DataFrame
         A ``results/scores/<task>.csv`` table (columns ``model, task, bg_id, snr_db`` and
-        ``delta_wer`` or ``delta_acc``). Clean rows and NaN deltas are ignored.
+        ``delta_wer`` or ``delta_acc``). Clean rows and NaN deltas (failed or missing
+        generations) are ignored.
     family : {"asr", "kws"}
-        Picks the column (:data:`aiplib.tasks.DEGRADATION_COLUMN`).
+        Picks the column (:data:`aiplib.tasks.DEGRADATION_COLUMN`): ΔWER, or Δacc = acc(clean)
+        − acc(noisy), which is the authors' −Δacc (positive = worse).
     task : str, optional
         Keep only this task. Needed if ``scores_df`` holds several.
+    method : {"flat", "snr_balanced"}
+        See above (:data:`DEGRADATION_METHODS`).
 
     Returns
     -------
     pandas.DataFrame [shape=(n_backgrounds, n_models + 1)]
-        Index ``bg_id`` (sorted); one column per model and ``pooled`` = the mean over the model
-        columns, only for backgrounds that *every* model covers (NaN for the others, so a
-        pooled value never mixes different sets of models). Values are fractions (0.1 = 10
-        percentage points). ``attrs["partial"]``: ``{bg_id: [models without it]}`` for the
-        backgrounds left out of ``pooled`` (empty dict when none).
+        Index ``bg_id`` (sorted); one column per model and ``pooled``. Values are fractions
+        (0.1 = 10 percentage points). ``attrs["partial"]``: ``{bg_id: [models without a row
+        of it]}`` (empty dict when every model covers every background); ``attrs["method"]``;
+        ``attrs["n_rows"]``: ``{bg_id: scored noisy rows, all models}``. With ``snr_balanced``
+        the partial backgrounds' ``pooled`` is NaN (a pooled value never mixes different sets
+        of models); with ``flat`` it is the mean over the rows there are, as the authors'.
 
     Raises
     ------
     AiplibParameterError
-        If ``family`` is unknown, the column is missing or several tasks remain.
+        If ``family`` or ``method`` is unknown, the column is missing or several tasks remain.
     """
     col = family_spec(family)["degradation"]["column"]
+    if method not in DEGRADATION_METHODS:
+        raise AiplibParameterError(f"method must be one of {DEGRADATION_METHODS}, got {method!r}")
     df = scores_df
     if task is not None and "task" in df.columns:
         df = df[df["task"] == task]
@@ -128,17 +147,25 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     if col not in df.columns:
         raise AiplibParameterError(f"scores lack the column {col!r} of family {family!r}")
     df = df[(df["bg_id"] != "clean") & df[col].notna()]
-    per_snr = df.groupby(["model", "bg_id", "snr_db"])[col].mean()
-    per_bg = per_snr.groupby(level=["model", "bg_id"]).mean().unstack("model")
+    if method == "flat":
+        per_bg = df.groupby(["model", "bg_id"])[col].mean().unstack("model")
+    else:
+        per_snr = df.groupby(["model", "bg_id", "snr_db"])[col].mean()
+        per_bg = per_snr.groupby(level=["model", "bg_id"]).mean().unstack("model")
     per_bg.columns = [str(c) for c in per_bg.columns]
     per_bg.columns.name = None
     per_bg = per_bg.sort_index()
     models = list(per_bg.columns)
     complete = per_bg[models].notna().all(axis=1)
-    per_bg["pooled"] = per_bg[models].mean(axis=1).where(complete)
+    if method == "flat":
+        per_bg["pooled"] = df.groupby("bg_id")[col].mean().reindex(per_bg.index)
+    else:
+        per_bg["pooled"] = per_bg[models].mean(axis=1).where(complete)
     per_bg.index.name = "bg_id"
     per_bg.attrs["partial"] = {str(bg): [m for m in models if pd.isna(per_bg.at[bg, m])]
                                for bg in per_bg.index[~complete]}
+    per_bg.attrs["method"] = method
+    per_bg.attrs["n_rows"] = {str(k): int(v) for k, v in df.groupby("bg_id").size().items()}
     return per_bg
 
 
@@ -217,12 +244,18 @@ def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: s
     return out[WORST_STIMULI_COLUMNS]
 
 
-def partial_note(partial: dict) -> str:
-    """Text for ``attrs["partial"]`` of :func:`degradation_by_background` ("" when empty)."""
+def partial_note(partial: dict, method: str = "snr_balanced") -> str:
+    """Text for ``attrs["partial"]`` of :func:`degradation_by_background` ("" when empty).
+
+    ``method`` is the table's ``attrs["method"]``: ``snr_balanced`` leaves the partial
+    backgrounds out of ``pooled``; ``flat`` pools the rows there are (the authors' rule).
+    """
     if not partial:
         return ""
-    return (f"pooled only over backgrounds every model covers; {len(partial)} partial left out: "
-            + ", ".join(f"{bg} (missing {', '.join(ms)})" for bg, ms in sorted(partial.items())))
+    names = ", ".join(f"{bg} (missing {', '.join(ms)})" for bg, ms in sorted(partial.items()))
+    if method == "flat":
+        return f"{len(partial)} backgrounds pooled over the models that have rows: {names}"
+    return f"pooled only over backgrounds every model covers; {len(partial)} partial left out: {names}"
 
 
 def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFrame, *,
@@ -276,7 +309,8 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
     missing = [c for c in descriptors if c not in d.columns]
     if missing:
         raise AiplibParameterError(f"descriptors_df lacks {missing}; has {list(d.columns)}")
-    pnote = partial_note(degradation.attrs.get("partial") or {})
+    pnote = partial_note(degradation.attrs.get("partial") or {},
+                         degradation.attrs.get("method", "snr_balanced"))
     deg = degradation.copy()
     deg.index = deg.index.astype(str)
     d.index = d.index.astype(str)
