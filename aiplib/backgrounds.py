@@ -73,17 +73,22 @@ def _check_spec(spec) -> None:
         raise AiplibParameterError(f"{bg_id}: subaudible {spec['subaudible']!r} is not 'keep' or 'remove'")
 
 
-def _subaudible_step(y, spec, sr: int, record: dict) -> np.ndarray:
-    """Measure a source stream's DC + sub-20 Hz power share and, when the spec says ``subaudible:
-    "remove"`` and the share is at least :data:`aiplib.subaudible.SUBAUDIBLE_LIMIT_DB`, high-pass it
+def _subaudible_step(y, spec, sr: int, record: dict, n: int) -> np.ndarray:
+    """Measure the DC + sub-20 Hz power share of the ``n`` samples of a source stream that the
+    background will use (looped or cut) and, when the spec says ``subaudible: "remove"`` and the
+    share is at least :data:`aiplib.subaudible.SUBAUDIBLE_LIMIT_DB`, high-pass the stream
     (:func:`aiplib.subaudible.remove_subaudible`). ``record`` keeps the largest share (dB) and whether
     anything was removed."""
-    share = subaudible_power(y, sr=sr)["subaudible_db"]
+    share = subaudible_power(loop_or_cut(y, n), sr=sr)["subaudible_db"]
     record["subaudible_db"] = max(record.get("subaudible_db", -np.inf), share)
     if spec.get("subaudible", "keep") == "remove" and share >= SUBAUDIBLE_LIMIT_DB:
         record["subaudible_removed"] = True
         log.info("%s: removed DC and rumble below 20 Hz (%.1f dB of its power)", spec["bg_id"], share)
         return remove_subaudible(y, sr=sr)
+    if share >= SUBAUDIBLE_LIMIT_DB:  # kept (the paper profile: the authors' files as they are)
+        log.warning("%s: %.1f dB of its power is DC or below 20 Hz (kept: the profile uses its files as they are); "
+                    "the audible SNR of its stimuli is %.2f dB above the nominal one (stage 6, checks/subaudible.csv)",
+                    spec["bg_id"], share, -10 * np.log10(max(1 - 10 ** (share / 10), 1e-15)))
     return y
 
 
@@ -208,12 +213,12 @@ def _real_background(spec, n: int, target_lufs: float, sr: int, record: dict):
     start_s = float(spec.get("start_s", 0.0) or 0.0)
     if spec["combine"] == "concat":
         paths = _flatten(spec["sources"])
-        y = _subaudible_step(_stream(paths, sr, start_s), spec, sr, record)
+        y = _subaudible_step(_stream(paths, sr, start_s), spec, sr, record, n)
         return loop_or_cut(y, n), y.size / sr, y.size < n
     streams, durations = [], []
     for i, src in enumerate(spec["sources"]):  # "sum": each source (or list = one talker) normalised
         paths = _flatten([src])
-        y = _subaudible_step(_stream(paths, sr, start_s if i == 0 else 0.0), spec, sr, record)
+        y = _subaudible_step(_stream(paths, sr, start_s if i == 0 else 0.0), spec, sr, record, n)
         durations.append(y.size / sr)
         y = loop_or_cut(y, n)
         streams.append(normalize_loudness(y, target_lufs, sr=sr, name=_name(paths))[0])
@@ -257,7 +262,7 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
         ``peak_after`` (max |y|, linear; above 1 a :class:`aiplib.audio.ClippingWarning` is issued
         and the samples are kept, not clipped), ``silent_share``, ``silent_share_1s``
         (:func:`silent_shares`), ``subaudible_db`` (dB re total power: the largest DC + sub-20 Hz
-        share of a source stream, measured before any removal), ``subaudible_removed`` (bool),
+        share of a source stream's looped/cut ``duration_s``, measured before any removal), ``subaudible_removed`` (bool),
         ``bandwidth_hz`` (Hz, :func:`aiplib.subaudible.effective_bandwidth_hz` of the output: about
         4000 for a source resampled up from 8 kHz) and the spec's descriptive fields.
 
