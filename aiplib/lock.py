@@ -92,22 +92,22 @@ def _describe(rec: dict | None) -> str:
 def holders(root) -> list[dict]:
     """Holder records of ``root``'s lock as written (the exclusive one first, then the shards).
 
-    Shard records of a pid that is not running on this host are removed (stale) and not returned.
+    Shard records (in order of start, then command) of a pid that is not running on this host are
+    removed (stale) and not returned.
     """
     root = Path(root)
-    out = []
     rec = _read_record(root / LOCK_NAME)
-    if rec:
-        out.append(rec)
     host = socket.gethostname()
+    shards = []
     for p in sorted((root / f"{LOCK_NAME}.d").glob("*.json")):
         r = _read_record(p)
         if r and r.get("host") == host and not _pid_alive(r.get("pid")):
             p.unlink(missing_ok=True)
             continue
         if r:
-            out.append(r)
-    return out
+            shards.append(r)
+    shards.sort(key=lambda r: (str(r.get("started")), str(r.get("command"))))
+    return ([rec] if rec else []) + shards
 
 
 def _busy_line(root: Path, mode: str) -> str:

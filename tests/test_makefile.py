@@ -288,3 +288,14 @@ def test_relative_paths_are_taken_from_where_make_runs():
     assert f'AIP_DATA_ROOT="{REPO}/rel/out"' in out
     assert f'speech_dir "{REPO}/my sp/eech"' in out
     assert 'texts "/abs/texts.csv"' in out and 'kws_dir "~/kws"' in out
+
+
+def test_make_all_and_merge_hold_the_data_folder_lock():
+    """`make all` runs its stages inside one exclusive lock of DATA_ROOT/PROFILE (each stage, run by
+    scripts/run_stage.sh, takes it too, or runs at once inside make all); `make merge` as well."""
+    common = ["make", "-n", "--no-print-directory", "-o", ".venv/.installed", "DATA_ROOT=/tmp/aip lock"]
+    out = subprocess.run([*common, "all"], cwd=REPO, capture_output=True, text=True, env=_env(), check=True).stdout
+    assert ('.venv/bin/python -m aiplib.lock run "/tmp/aip lock/demo" --command "make all PROFILE=demo" -- bash -c '
+            "'for s in 01_download_data") in out
+    out = subprocess.run([*common, "merge"], cwd=REPO, capture_output=True, text=True, env=_env(), check=True).stdout
+    assert '-m aiplib.lock run "/tmp/aip lock/demo" --command "make merge PROFILE=demo" --' in out
