@@ -79,8 +79,15 @@ PM_ARGS += $(PARAMS)
 
 .PHONY: output-filter stamps sync-notebooks lock lock-paper all setup validate run-stage report merge criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
 
+# One writer per data folder (aiplib/lock.py): `make all`, each stage and `make merge` hold the lock of
+# $(DATA_ROOT)/$(PROFILE); a second run stops with one line naming the holder, or waits LOCK_WAIT=<s>
+# seconds. Stage 7 with SHARD=i/n takes the shared shard mode: shards run together, nothing else.
+ifdef LOCK_WAIT
+export AIP_LOCK_WAIT := $(LOCK_WAIT)
+endif
+WITH_LOCK = $(PY) -m aiplib.lock run "$(DATA_ROOT)/$(PROFILE)" --command
 all: setup validate
-	@for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done
+	@$(WITH_LOCK) "make all PROFILE=$(PROFILE)" -- bash -c 'for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done'
 	@echo "make all: done — figures in '$(DATA_ROOT)/$(PROFILE)/results/figures', tables in results/tables"
 
 help:
@@ -149,9 +156,9 @@ $(foreach s,$(STAGES),$(eval stage-$(s): setup ; @$$(MAKE) --no-print-directory 
 # families); refuses two different answers for one stimulus and a shard still running. Stage 8 does
 # the same before it scores.
 merge: setup
-	@$(PY) -m aiplib.shards "$(DATA_ROOT)/$(PROFILE)/inference"
-	@for cf in competing_speech channel; do d="$(DATA_ROOT)/$(PROFILE)/inference/$$cf"; \
-	  if [ -d "$$d" ]; then $(PY) -m aiplib.shards "$$d" || exit 1; fi; done
+	@$(WITH_LOCK) "make merge PROFILE=$(PROFILE)" -- bash -c '$(PY) -m aiplib.shards "$(DATA_ROOT)/$(PROFILE)/inference" && \
+	  for cf in competing_speech channel; do d="$(DATA_ROOT)/$(PROFILE)/inference/$$cf"; \
+	  if [ -d "$$d" ]; then $(PY) -m aiplib.shards "$$d" || exit 1; fi; done'
 
 # Tests: unit tests, then every notebook under nbval with the smoke-size parameters ($AIP_SMOKE=1)
 # in a scratch data root, so the test run never touches data/.

@@ -36,6 +36,7 @@ from . import DEFAULT_SEED
 from .audio import SR, load_audio, loop_or_cut, loudness_lufs, normalize_loudness, write_wav
 from .errors import AiplibParameterError, AudioFileError
 from .formats import BATTERY_COLUMNS, read_battery_csv, write_battery_csv
+from .subaudible import SUBAUDIBLE_LIMIT_DB, effective_bandwidth_hz, remove_subaudible, subaudible_power
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,27 @@ def _check_spec(spec) -> None:
         raise AiplibParameterError(f"{bg_id}: combine {spec['combine']!r} is not one of {', '.join(COMBINES)}")
     if not spec["combine"].startswith("synthetic:") and not spec["sources"]:
         raise AiplibParameterError(f"{bg_id}: combine={spec['combine']!r} needs at least one source file")
+    if spec.get("subaudible", "keep") not in ("keep", "remove"):
+        raise AiplibParameterError(f"{bg_id}: subaudible {spec['subaudible']!r} is not 'keep' or 'remove'")
+
+
+def _subaudible_step(y, spec, sr: int, record: dict, n: int) -> np.ndarray:
+    """Measure the DC + sub-20 Hz power share of the ``n`` samples of a source stream that the
+    background will use (looped or cut) and, when the spec says ``subaudible: "remove"`` and the
+    share is at least :data:`aiplib.subaudible.SUBAUDIBLE_LIMIT_DB`, high-pass the stream
+    (:func:`aiplib.subaudible.remove_subaudible`). ``record`` keeps the largest share (dB) and whether
+    anything was removed."""
+    share = subaudible_power(loop_or_cut(y, n), sr=sr)["subaudible_db"]
+    record["subaudible_db"] = max(record.get("subaudible_db", -np.inf), share)
+    if spec.get("subaudible", "keep") == "remove" and share >= SUBAUDIBLE_LIMIT_DB:
+        record["subaudible_removed"] = True
+        log.info("%s: removed DC and rumble below 20 Hz (%.1f dB of its power)", spec["bg_id"], share)
+        return remove_subaudible(y, sr=sr)
+    if share >= SUBAUDIBLE_LIMIT_DB:  # kept (the paper profile: the authors' files as they are)
+        log.warning("%s: %.1f dB of its power is DC or below 20 Hz (kept: the profile uses its files as they are); "
+                    "the audible SNR of its stimuli is %.2f dB above the nominal one (stage 6, checks/subaudible.csv)",
+                    spec["bg_id"], share, -10 * np.log10(max(1 - 10 ** (share / 10), 1e-15)))
+    return y
 
 
 def colored_noise(kind: str, n: int, *, seed: int = 0, sr: int = SR, f_min_hz: float = 20.0) -> np.ndarray:
@@ -193,17 +215,17 @@ def _name(paths) -> str:
     return ", ".join(str(p) for p in paths)
 
 
-def _real_background(spec, n: int, target_lufs: float, sr: int):
+def _real_background(spec, n: int, target_lufs: float, sr: int, record: dict):
     """Build the un-normalised 30 s signal of a concat/sum spec; returns (y, source_duration_s, looped)."""
     start_s = float(spec.get("start_s", 0.0) or 0.0)
     if spec["combine"] == "concat":
         paths = _flatten(spec["sources"])
-        y = _stream(paths, sr, start_s)
+        y = _subaudible_step(_stream(paths, sr, start_s), spec, sr, record, n)
         return loop_or_cut(y, n), y.size / sr, y.size < n
     streams, durations = [], []
     for i, src in enumerate(spec["sources"]):  # "sum": each source (or list = one talker) normalised
         paths = _flatten([src])
-        y = _stream(paths, sr, start_s if i == 0 else 0.0)
+        y = _subaudible_step(_stream(paths, sr, start_s if i == 0 else 0.0), spec, sr, record, n)
         durations.append(y.size / sr)
         y = loop_or_cut(y, n)
         streams.append(normalize_loudness(y, target_lufs, sr=sr, name=_name(paths))[0])
@@ -223,7 +245,12 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
         source to ``target_lufs`` and adds them (an element of ``sources`` may itself be a list
         of files, concatenated into one talker stream first); ``"synthetic:white|pink|brown"``
         ignores ``sources`` and generates seeded noise. ``start_s`` (s) skips the start of the
-        first source.
+        first source. ``subaudible`` (optional, ``"keep"`` by default, as the paper profile) set
+        to ``"remove"`` (custom and demo) high-passes each source stream whose DC + sub-20 Hz power
+        is at least :data:`aiplib.subaudible.SUBAUDIBLE_LIMIT_DB` (−20 dB) of its total, before
+        looping and loudness normalisation: mean removed, then a zero-phase 4th-order Butterworth
+        high-pass at 20 Hz (``scipy.signal.sosfiltfilt``; :func:`aiplib.subaudible.remove_subaudible`).
+        Every other file is used bit for bit.
     duration_s : float > 0, s
         Output length; shorter material is looped end to end, longer is cut.
     target_lufs : float, LUFS
@@ -241,7 +268,10 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
         ``gain_db`` (dB, final normalisation), ``lufs_before``, ``lufs_after`` (LUFS),
         ``peak_after`` (max |y|, linear; above 1 a :class:`aiplib.audio.ClippingWarning` is issued
         and the samples are kept, not clipped), ``silent_share``, ``silent_share_1s``
-        (:func:`silent_shares`) and the spec's descriptive fields.
+        (:func:`silent_shares`), ``subaudible_db`` (dB re total power: the largest DC + sub-20 Hz
+        share of a source stream's looped/cut ``duration_s``, measured before any removal), ``subaudible_removed`` (bool),
+        ``bandwidth_hz`` (Hz, :func:`aiplib.subaudible.effective_bandwidth_hz` of the output: about
+        4000 for a source resampled up from 8 kHz) and the spec's descriptive fields.
 
     Raises
     ------
@@ -254,18 +284,22 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
     if not duration_s > 0:
         raise AiplibParameterError(f"duration_s must be > 0 s, got {duration_s}")
     n = int(round(duration_s * sr))
+    record = {"subaudible_removed": False}
     if spec["combine"].startswith("synthetic:"):
         y = colored_noise(spec["combine"].split(":", 1)[1], n, seed=seed, sr=sr)
+        record["subaudible_db"] = subaudible_power(y, sr=sr)["subaudible_db"]
         src_dur, looped, name = duration_s, False, f"{spec['bg_id']} ({spec['combine']})"
     else:
-        y, src_dur, looped = _real_background(spec, n, target_lufs, sr)
+        y, src_dur, looped = _real_background(spec, n, target_lufs, sr, record)
         name = _name(_flatten(spec["sources"]))
     y, gain_db, before, peak = normalize_loudness(np.asarray(y, dtype=np.float32), target_lufs, sr=sr,
                                                  name=f"{spec['bg_id']} ({name})", return_peak=True)
     info = {k: spec[k] for k in REQUIRED_SPEC_KEYS if k not in ("sources", "combine")}
     info.update(source_duration_s=float(src_dur), looped=bool(looped), gain_db=gain_db,
                 lufs_before=before, lufs_after=loudness_lufs(y, sr=sr, name=name), peak_after=peak,
-                **silent_shares(y, sr=sr))
+                **silent_shares(y, sr=sr), subaudible_db=round(float(record["subaudible_db"]), 2),
+                subaudible_removed=bool(record["subaudible_removed"]),
+                bandwidth_hz=round(effective_bandwidth_hz(y, sr=sr), 1))
     return y, info
 
 

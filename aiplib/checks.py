@@ -8,6 +8,8 @@
   and offset is what the manifest rules give (seeds: a row counter from 0 / 10000);
 * :func:`inactive_backgrounds` — per background, the share of noisy rows whose segment is digital
   silence (``bg_active`` False: effectively clean stimuli);
+* :func:`subaudible_backgrounds` — per background, the share of its power that is DC or below
+  20 Hz, and how far the audible SNR lies above the nominal one;
 * :func:`write_inspection_clips` — a seeded set of stimuli written as WAV files for listening.
 """
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .progress import track
 from .tasks import FAMILIES
 
 __all__ = ["background_presence", "wer_constancy", "determinism", "write_inspection_clips",
-           "active_fraction", "inactive_backgrounds"]
+           "active_fraction", "inactive_backgrounds", "subaudible_backgrounds"]
 
 
 def active_fraction(y, *, frame: int = 512, floor_db: float = -30.0) -> float:
@@ -144,8 +146,13 @@ def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed:
 
     Returns
     -------
-    DataFrame with ``item_id, level_lufs, reference, response, wer``; written to
+    DataFrame with ``item_id, level_lufs, reference, response, wer, error``; written to
     ``checks/wer_constancy.csv``. The spread of WER across levels per item should be ~0.
+    A recogniser failure (an HTTP 400 of an endpoint, a model error) is a result, as in stage 7:
+    the item's levels are retried one by one, a level that still fails gets ``response`` None,
+    ``wer`` NaN and ``error`` ``"<ExceptionType>: <message>"``; ``df.attrs["n_failed"]`` counts them
+    and ``df.attrs["failed"]`` names them (``item_id@level``). Nothing is cached, so the next run
+    of stage 6 decodes every item again, the failed ones included.
     """
     from .models import load_model
     from .prompts import prompt_for
@@ -162,15 +169,34 @@ def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed:
             y, _ = _materialize(r, ws)
             audios = [np.clip(y * np.float32(10 ** ((lv - SPEECH_LUFS) / 20)), -1, 1).astype(np.float32)
                       for lv in levels_lufs]
-            outs = rec.generate(audios, [prompt] * len(audios))
-            for lv, out in zip(levels_lufs, outs):
+            for lv, (out, err) in zip(levels_lufs, _generate_each(rec, audios, prompt)):
                 rows.append(dict(item_id=r["speech_id"], level_lufs=lv, reference=r["transcript"], response=out,
-                                 wer=wer(r["transcript"], out)))
+                                 wer=wer(r["transcript"], out) if err is None else np.nan, error=err))
     finally:
         rec.close()
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(rows, columns=["item_id", "level_lufs", "reference", "response", "wer", "error"])
     df.to_csv(ws.checks / "wer_constancy.csv", index=False)
+    bad = df[df["error"].notna()]
+    df.attrs.update(n_failed=len(bad), failed=[f"{i}@{lv:g} LUFS" for i, lv in zip(bad["item_id"], bad["level_lufs"])])
     return df
+
+
+def _generate_each(rec, audios, prompt) -> list[tuple]:
+    """``(response, None)`` or ``(None, "Type: message")`` per audio: one call for all, and where
+    that fails one call per audio (so one refused request does not fail its neighbours)."""
+    try:
+        out = rec.generate(audios, [prompt] * len(audios))
+        if len(out) == len(audios):
+            return [(str(o), None) for o in out]
+    except Exception:  # noqa: BLE001 - retried one by one below
+        pass
+    res = []
+    for a in audios:
+        try:
+            res.append((str(rec.generate([a], [prompt])[0]), None))
+        except Exception as exc:  # noqa: BLE001 - a recogniser failure is a result, counted and named
+            res.append((None, f"{type(exc).__name__}: {str(exc)[:300]}"))
+    return res
 
 
 def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
@@ -274,3 +300,38 @@ def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
         old.unlink()
     pick[["family", "id", "speech_id", "background_id", "snr_db", "reference"]].to_csv(out / "index.csv", index=False)
     return written
+
+
+def subaudible_backgrounds(ws) -> pd.DataFrame:
+    """Per curated background, the share of its power a listener cannot hear (DC, below 20 Hz).
+
+    The mixer sets the SNR from the background's total power; when a share ``s`` of it is
+    inaudible the audible SNR is the nominal one plus ``-10·log10(1 - s)`` dB. The custom and demo
+    profiles remove such power at curation (``battery.csv`` ``subaudible_removed``); the paper
+    profile keeps the authors' files, so it shows here.
+
+    Returns
+    -------
+    DataFrame with ``bg_id, dc_db, subaudible_db`` (dB re the background's power,
+    :func:`aiplib.subaudible.subaudible_power` of ``bg/<bg_id>.wav``), ``audible_share`` (linear),
+    ``audible_snr_excess_db`` (dB), ``removed_at_curation`` (bool, from ``battery.csv``; False when
+    the column is absent); written to ``checks/subaudible.csv``.
+    """
+    from .audio import load_audio
+    from .formats import parse_bool, read_battery_csv
+    from .subaudible import subaudible_power
+
+    battery = read_battery_csv(ws.battery_csv)
+    if battery is None:
+        raise AudioFileError(f"{ws.battery_csv} is missing: run stage 3 first")
+    rows = []
+    for r in battery.to_dict("records"):
+        y = load_audio(ws.path(r["path"]))
+        p = subaudible_power(y, sr=16000)
+        a = max(p["audible_share"], 1e-15)
+        rows.append(dict(bg_id=r["bg_id"], dc_db=round(p["dc_db"], 2), subaudible_db=round(p["subaudible_db"], 2),
+                         audible_share=round(a, 6), audible_snr_excess_db=round(-10 * np.log10(a), 3),
+                         removed_at_curation=parse_bool(r.get("subaudible_removed")) is True))
+    df = pd.DataFrame(rows)
+    df.to_csv(ws.checks / "subaudible.csv", index=False)
+    return df

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .formats import append_jsonl_lines, inference_row_json, is_error_row, read_inference_jsonl, repair_jsonl
+from .formats import (append_jsonl_lines, inference_row_json, is_error_row, quarantine_lines, read_inference_jsonl,
+                      repair_jsonl)
 from .prompts import NO_PROMPT_ID
 
 __all__ = ["UNKEYED_CHECK_FIELDS", "pending_stimuli", "stimulus_keys", "set_aside_stale_rows", "resume_file",
@@ -216,30 +217,36 @@ def set_aside_stale_rows(path, manifest: pd.DataFrame, keys: dict, prompt_id: st
 
 def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rerun_unkeyed: bool = False,
                 refresh: bool = True, records: list | None = None) -> dict:
-    """:func:`set_aside_stale_rows`, returning ``{"moved": int, "refreshed": int}`` (rows moved to
-    ``superseded/``, kept rows whose manifest fields were brought up to date)."""
+    """:func:`set_aside_stale_rows`, returning ``{"moved": int, "refreshed": int, "quarantined": int}``
+    (rows moved to ``superseded/``, kept rows whose manifest fields were brought up to date, and
+    unreadable lines — not UTF-8, not JSON, not an object with an ``id`` — moved with their line
+    number to ``quarantine/<task>.jsonl`` by :func:`aiplib.formats.quarantine_lines`; the stimulus
+    such a line answered has no row left, so the same run decodes it again)."""
     from .formats import inference_row_json, json_values  # noqa: PLC0415
     from .stamps import STIM_KEY_FIELD  # noqa: PLC0415
 
     path = Path(path)
     if not path.is_file():
-        return {"moved": 0, "refreshed": 0}
+        return {"moved": 0, "refreshed": 0, "quarantined": 0}
     mrows = _check_fields(manifest)
     full = None
     if refresh:
         recs = records if records is not None else manifest.to_dict("records")
         full = {r["id"]: r for r in recs}
-    out, move, n_new = [], [], 0
+    out, move, bad, n_new = [], [], [], 0
     with open(path, "rb") as f:
         lines = f.readlines()
-    for raw in lines:
+    for number, raw in enumerate(lines, start=1):
         try:
             r = json.loads(raw.decode("utf-8"))
             rid = str(r["id"]) if isinstance(r, dict) and r.get("id") not in (None, "") else None
         except (UnicodeDecodeError, ValueError):
             rid = None
-        if rid is None:  # unreadable lines stay, as the reader skips and counts them
-            out.append(raw)
+        if rid is None:  # not UTF-8 / JSON / a row: to quarantine/, its stimulus is decoded again
+            if raw.strip():
+                bad.append((number, raw))
+            else:
+                out.append(raw)
             continue
         key = r.get(STIM_KEY_FIELD)
         if rid not in mrows:
@@ -259,8 +266,10 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
                 raw = inference_row_json(new).encode("utf-8")
                 n_new += 1
         out.append(raw)
-    if not move and not n_new:
-        return {"moved": 0, "refreshed": 0}
+    if not move and not n_new and not bad:
+        return {"moved": 0, "refreshed": 0, "quarantined": 0}
+    if bad:  # kept aside (fsync'ed) before the file is rewritten without them
+        side_q = quarantine_lines(path, bad)
     if move:
         side = path.parent / "superseded" / path.name
         side.parent.mkdir(parents=True, exist_ok=True)
@@ -281,7 +290,11 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
     if n_new:
         log.warning("%s: %d kept row(s) brought up to date with the manifest (reference text, label, seed …; "
                     "answers unchanged)", path, n_new)
-    return {"moved": len(move), "refreshed": n_new}
+    if bad:
+        log.warning("%s: %d unreadable line(s) (not UTF-8, not JSON or without an id; line %s) moved to %s; "
+                    "their stimuli have no answer now and are decoded again", path, len(bad),
+                    ", ".join(str(n) for n, _ in bad[:5]) + (" …" if len(bad) > 5 else ""), side_q)
+    return {"moved": len(move), "refreshed": n_new, "quarantined": len(bad)}
 
 
 def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> list[dict]:

@@ -84,7 +84,16 @@ raise_if_not_run(summary)  # a model that could not run (no GPU, gated weights â
 
 # %%
 from aiplib.families import parse_suite
+from aiplib.formats import quarantine_path, read_inference_jsonl
 
-pd.DataFrame([{"condition_family": cf, "model": p.parent.name, "file": p.name, "rows": len(p.read_text().splitlines())}
-              for cf in parse_suite(suite) for p in sorted(ws.with_family(cf).inference.glob("*/*.jsonl"))
+
+def _written(cf, p):  # the one tolerant reader: an unreadable line is counted, never an exception
+    rows, n_bad = read_inference_jsonl(p)
+    q = quarantine_path(p)
+    return {"condition_family": cf, "model": p.parent.name, "file": p.name, "rows": len(rows),
+            "unreadable_lines": n_bad, "quarantined_lines": len(read_inference_jsonl(q, require_id=False)[0])
+            if q.is_file() else 0}
+
+
+pd.DataFrame([_written(cf, p) for cf in parse_suite(suite) for p in sorted(ws.with_family(cf).inference.glob("*/*.jsonl"))
               if not p.name.startswith("run_log")])

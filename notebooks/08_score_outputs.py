@@ -63,6 +63,14 @@ scores = (score_inference(ws, inference_dir=inference_dir or None, manifests_dir
 {task: len(df) for task, df in scores.items()}
 
 # %%
+from aiplib.failures import failure_sentence, write_failure_tables
+
+# stimuli left out (recogniser failures, no answer): per model × task, and each one, in results/tables/
+left_out, _ = write_failure_tables(ws, inference_dir=inference_dir or None, manifests_dir=manifests_dir or None)
+print(failure_sentence(left_out))
+left_out
+
+# %%
 for task, df in scores.items():
     col = "wer" if "wer" in df else "correct"
     display(df.assign(snr=df["snr_db"].fillna(99)).groupby(["model", "snr"])[col].mean().unstack().round(3))

@@ -466,6 +466,20 @@ if previous:
     display(rt.comparison_display(comparison))
 
 # %% [markdown]
+# ## Stimuli left out
+#
+# A decode that failed (an endpoint's refusal, a model error) or never ran is left out of every
+# score above; stage 8 counts them per model × task and lists each in
+# `results/tables/failed_stimuli.csv`. The next stage-7 run retries them.
+
+# %%
+from aiplib.failures import failure_markdown
+
+left_out = tabs / "failures_by_model_task.csv"
+Markdown(failure_markdown(pd.read_csv(left_out)) if left_out.is_file() else
+         "Stage 8 wrote no table of left-out stimuli (results/tables/failures_by_model_task.csv): re-run stage 8.")
+
+# %% [markdown]
 # ## Provenance
 #
 # The run record (`results/provenance.json`): versions, the normaliser, the bootstrap settings,

@@ -12,7 +12,14 @@
 # Every path may contain spaces. Environment: PAPERMILL (default .venv/bin/papermill), FILTER_PYTHON
 # (default .venv/bin/python, runs the live filter), AIP_PROFILE and AIP_DATA_ROOT (passed on),
 # AIP_RUN_TAG (appended to the output names, e.g. OUT_DIR/STAGE.shard-0-of-4.ipynb: make sets it
-# for stage 7 with SHARD=i/n, so shards running at once never share an executed copy or log).
+# for stage 7 with SHARD=i/n, so shards running at once never share an executed copy or log),
+# AIP_LOCK_WAIT (seconds to wait for another run of the same data folder; default 0: stop at once).
+# One writer per data folder: the stage runs under the lock of OUT_DIR's parent (the workspace
+# data/<profile>, python -m aiplib.lock): a second run of the same folder stops with one line naming
+# the holder (exit status 75); a stage-7 shard (AIP_RUN_TAG=.shard-*) takes the shared "shard" mode, so
+# shards run together; inside `make all` (which holds the lock) a stage runs at once.
+# A failure ends with one line giving the exception type and message (read from papermill's stream
+# as it passes, so it is known even when the log cannot be written, e.g. on a full disk).
 # Parameters (-p/-r NAME VALUE, -y YAML) reach the notebook only if its parameters cell declares them
 # (aiplib.params.main filter-args): make passes one set to every stage; a name that no notebook
 # of NOTEBOOK_DIR declares (a typo) is dropped with one note.
@@ -28,12 +35,23 @@ filter_python=${FILTER_PYTHON:-.venv/bin/python}
 tag=${AIP_RUN_TAG:-}  # e.g. ".shard-0-of-4": this run's own executed copy and log (stage-7 shards run at once)
 log="$out/$stage$tag.log"
 running="$out/$stage$tag.running.ipynb"
+root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Take the data folder's lock (aiplib/lock.py), then run this script again inside it.
+if [ -z "${AIP_STAGE_LOCKED:-}" ]; then
+  mkdir -p -- "$out" || exit 1
+  mode=exclusive
+  case "$stage$tag" in 07_*.shard-*) mode=shard ;; esac
+  AIP_STAGE_LOCKED=1 PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" exec "$filter_python" -m aiplib.lock run \
+    "$(dirname -- "$out")" --mode "$mode" --command "stage $stage$tag (profile ${AIP_PROFILE:-demo})" \
+    -- bash "${BASH_SOURCE[0]}" "$stage" "$nbdir" "$out" "$@"
+fi
+unset AIP_STAGE_LOCKED
 
 mkdir -p -- "$out" || exit 1
 echo "=== stage $stage (profile ${AIP_PROFILE:-demo}) ==="
 
 # Keep only the parameters this notebook declares (NUL-separated, so values with spaces survive).
-root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 if [ -f "$nbdir/$stage.ipynb" ]; then
   mapfile -d '' -t pm_args < <(PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$filter_python" \
     -c 'import sys; from aiplib.params import main; sys.exit(main(sys.argv[1:]))' \
@@ -63,10 +81,23 @@ benign = (b"[IPKernelApp] WARNING | Kernel is running over TCP without encryptio
           b"[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel")
 head = b"[IPKernelApp] "
 buf, hidden = b"", False
+import re
+exc_line = re.compile(rb"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt)(?::.*)?$")
+ansi = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
+reason, pending = b"", b""
+def note(data):  # the last line that names an exception (type: message), ANSI colours removed
+    global reason, pending
+    pending += data
+    *lines, pending = re.split(rb"[\r\n]", pending)
+    for ln in lines:
+        ln = ansi.sub(b"", ln).strip()
+        if exc_line.match(ln) and not ln.startswith(b"Exception encountered"):
+            reason = ln
 while True:
     chunk = os.read(0, 65536)
     if not chunk:
         break
+    note(chunk)
     if hidden:
         continue
     buf += chunk
@@ -88,33 +119,52 @@ while True:
     os.write(2, b"".join(out))
 if not hidden and not buf.startswith((mark, *benign)):
     os.write(2, buf)
+note(b"\n")
+os.write(1, b"reason " + reason + b"\n")
 '
 
 # papermill's stdout goes to ours (fd 3); its stderr to the log and, filtered, to our stderr. The
 # kernel's stderr (the plain `[progress]` lines of aiplib.progress, selected by AIP_PLAIN_PROGRESS=1,
 # and warnings) is streamed there live (--stderr-file); papermill's own per-cell bar is off.
-{ AIP_PLAIN_PROGRESS=${AIP_PLAIN_PROGRESS:-1} "$papermill" --cwd "$nbdir" "$nbdir/$stage.ipynb" "$running" \
-    ${pm_args[@]+"${pm_args[@]}"} --log-level WARNING --no-progress-bar --stderr-file /dev/stderr 2>&1 1>&3 \
-    | tee "$log" | "$filter_python" -c "$hide_traceback"; } 3>&1
-status=$?
-if [ "$status" -eq 0 ]; then
-  mv -f -- "$running" "$out/$stage$tag.ipynb"
-  exit 0
+# The filter's stdout (captured here) is one line "reason <last exception line>", then the statuses.
+exec 3>&1
+result=$( { AIP_PLAIN_PROGRESS=${AIP_PLAIN_PROGRESS:-1} "$papermill" --cwd "$nbdir" "$nbdir/$stage.ipynb" "$running" \
+    ${pm_args[@]+"${pm_args[@]}"} --log-level WARNING --no-progress-bar --stderr-file /dev/stderr 2>&1 1>&3 3>&- \
+    | tee "$log" 3>&- | "$filter_python" -c "$hide_traceback" 3>&-; echo "status ${PIPESTATUS[*]}"; } )
+exec 3>&-
+read -r _ status tee_status _ <<<"$(tail -n 1 <<<"$result")"
+reason=$(grep -m1 "^reason " <<<"$result" | cut -c8-)
+if [ "${tee_status:-0}" -ne 0 ]; then
+  echo "warning: the log $log could not be written in full (see tee's message above)" >&2
+fi
+if [ "${status:-1}" -eq 0 ]; then
+  mv -f -- "$running" "$out/$stage$tag.ipynb" && exit 0
+  echo "make: stage $stage FAILED: the executed copy could not be moved to $out/$stage$tag.ipynb; finished work is kept" >&2
+  exit 1
 fi
 
 mv -f -- "$running" "$out/$stage$tag.failed.ipynb" 2>/dev/null
 echo "" >&2
-if grep -qE "DeadKernelError|Kernel died" "$log"; then
-  echo "make: stage $stage FAILED: the kernel died (killed by the system, most often for lack of memory, or by kill -9); finished work is kept, so re-running \`make ${stage%%_*}\` with the same variables resumes where it stopped" >&2
-elif grep -q "^Exception encountered at" "$log"; then
+in_log() { [ -f "$log" ] && grep "$@" -- "$log" 2>/dev/null; }  # a regular file only (not a device)
+redo="re-running \`make ${stage%%_*}\` with the same variables resumes where it stopped"
+if in_log -qE "DeadKernelError|Kernel died" || [[ "$reason" == *DeadKernelError* ]]; then
+  echo "executed copy: $out/$stage$tag.failed.ipynb; full log: $log" >&2
+  echo "make: stage $stage FAILED: the kernel died (killed by the system, most often for lack of memory, or by kill -9); finished work is kept, so $redo" >&2
+  exit 1
+fi
+if in_log -q "^Exception encountered at"; then
   echo "make: stage $stage FAILED — notebook $nbdir/$stage.ipynb" >&2
-  block=$(grep -A4 "^Exception encountered at" "$log" | grep -v "^---")
-  echo "$block" >&2
-  last=$(grep -v "^[[:space:]]*$" "$log" | tail -n 1)  # the error message, when a long trace cut it off
-  grep -qxF -- "$last" <<<"$block" || echo "$last" >&2
+  in_log -A4 "^Exception encountered at" | grep -v "^---" >&2
 else
   echo "make: stage $stage FAILED — notebook $nbdir/$stage.ipynb (papermill exit status $status)" >&2
-  grep -v "^[[:space:]]" "$log" | grep . | tail -n 1 >&2
 fi
 echo "executed copy: $out/$stage$tag.failed.ipynb; full log: $log" >&2
+[ -n "$reason" ] || reason=$(in_log -v "^[[:space:]]" | grep . | tail -n 1)
+[ -n "$reason" ] || reason="papermill exit status $status (no exception message in its output)"
+case "$reason" in
+  *"No space left on device"*) hint="; free space on the disk of $(dirname -- "$out"), then $redo" ;;
+  *"Permission denied"*) hint="; give write permission to the data folder, then $redo" ;;
+  *) hint=", so once the cause is fixed $redo" ;;
+esac
+echo "make: stage $stage FAILED: $reason — finished work is kept$hint" >&2
 exit 1

@@ -384,3 +384,74 @@ def test_probe_refuses_a_missing_server_and_a_wrong_model(tmp_path, monkeypatch)
             "wrong": _vllm_like(tmp_path, monkeypatch, bench, url, model="Qwen/Qwen2-Audio-7B-Instruct")}))
         with pytest.raises(ModelUnavailableError, match=f"serves {bench.MODEL}, not Qwen/Qwen2-Audio-7B-Instruct"):
             load_model(reg["wrong"])
+
+
+class _FlakyFake(BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint that refuses every ``every``-th request with HTTP 400."""
+    every, count, lock = 4, [0], threading.Lock()
+
+    def log_message(self, *a):
+        pass
+
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        with type(self).lock:
+            type(self).count[0] += 1
+            n = type(self).count[0]
+        if n % type(self).every == 0:
+            return _Fake._send(self, 400, {"error": {"message": f"request {n} refused (fake)"}})
+        if self.path == "/v1/audio/transcriptions":
+            return _Fake._send(self, 200, {"text": " word 1 "})
+        return _Fake._send(self, 200, {"choices": [{"message": {"role": "assistant", "content": "yes"}}]})
+
+
+def test_one_request_in_n_refused_during_stages_6_to_8(tmp_path, monkeypatch):
+    """Stage 6's WER-constancy check, stage 7 and stage 8 against an endpoint failing one request in
+    four (HTTP 400): no stage raises; the failures are counted and named; the report's table gives
+    the failed count per model × task and failed_stimuli.csv lists them; the next run retries them."""
+    from aiplib import checks
+    from aiplib.failures import failure_markdown, write_failure_tables
+    from aiplib.scoring import score_inference
+
+    ws = make_tiny_workspace(tmp_path / "data", n_asr=3, n_kws=2, n_bg=2)
+    build_manifests(ws)
+    _FlakyFake.count = [0]
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _FlakyFake)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    monkeypatch.setenv("AIP_TEST_API_KEY", KEY)
+    entry = _api_entry(url, "initial_prompt", engine_args={"backoff_s": 0.01, "max_retries": 0})
+    tm.use_registry(monkeypatch, tm.registry_yaml(tmp_path / "r.yaml", {"api_asr": entry}))
+    try:
+        # stage 6: 3 items × 3 levels, one call per item; a refused batch is retried level by level
+        wc = checks.wer_constancy(ws, model="api_asr", n_items=3, seed=0)
+        assert len(wc) == 9 and wc.attrs["n_failed"] == int(wc["error"].notna().sum()) >= 1
+        assert all("400" in e and "refused (fake)" in e for e in wc["error"].dropna())
+        assert wc.loc[wc["error"].isna(), "wer"].notna().all() and wc.loc[wc["error"].notna(), "wer"].isna().all()
+        assert len(wc.attrs["failed"]) == wc.attrs["n_failed"] and wc.attrs["failed"][0].endswith(" LUFS")
+        # stage 7: failed requests are __ERROR__ rows
+        s = run_inference(ws, models="api_asr", tasks="asr,kws", progress=False)
+        errors = dict(zip(s["task"], s["n_errors"]))
+        assert sum(errors.values()) >= 2 and (s["status"] == "done").all()
+        # stage 8: scores the rest, and says what it left out
+        scores = score_inference(ws)
+        summary, failed = write_failure_tables(ws)
+        n_asr, n_kws = len(read_manifest(ws, "asr")), len(read_manifest(ws, "kws"))
+        by = summary.set_index("task")
+        assert list(by.loc[["asr", "kws"], "n_stimuli"]) == [n_asr, n_kws]
+        for task in ("asr", "kws"):
+            assert by.loc[task, "n_failed"] == errors[task] and by.loc[task, "n_missing"] == 0
+            assert by.loc[task, "n_scored"] == len(scores[task]) == {"asr": n_asr, "kws": n_kws}[task] - errors[task]
+        assert (ws.tables_dir / "failed_stimuli.csv").is_file() and len(failed) == sum(errors.values())
+        assert failed["error"].str.contains("400").all() and set(failed["status"]) == {"failed"}
+        md = failure_markdown(summary)
+        assert (f"api_asr × asr: {errors['asr']} of {n_asr} left out ({errors['asr']} failed, 0 missing)" in md)
+        assert f"| api_asr | kws | {n_kws} | {n_kws - errors['kws']} | {errors['kws']} | 0 | {errors['kws']} | 0 |" in md
+        # the next stage-7 run retries exactly the failed stimuli
+        before = _FlakyFake.count[0]
+        s2 = run_inference(ws, models="api_asr", tasks="asr,kws", progress=False)
+        assert int(s2["n_run"].sum()) == sum(errors.values())
+        assert _FlakyFake.count[0] - before >= sum(errors.values())
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -420,3 +420,51 @@ def test_paper_speech_llms_decode_one_at_a_time_and_rows_record_it(ws, monkeypat
     assert len(_lines(ws.inference / "qwen25_omni_3b" / "superseded" / "asr.jsonl")) == 9
     log = [json.loads(x) for x in _lines(ws.inference / "qwen25_omni_3b" / "run_log.jsonl")]
     assert [e["entry"]["batch_size"] for e in log if e["event"] == "run"] == [1, 4]
+
+
+def test_non_utf8_line_is_quarantined_and_its_stimulus_decoded_again(ws, monkeypatch, caplog):
+    """A line that is not UTF-8 (here a row whose bytes were damaged) before stage 7: the run moves
+    it, with its line number, to quarantine/asr.jsonl and decodes that stimulus again; no reader
+    raises, and a run after that has nothing left to do."""
+    from aiplib.formats import quarantine_path
+
+    _patch(monkeypatch)
+    run_inference(ws, tasks="asr", progress=False)
+    path = ws.inference / "whisper_tiny_en" / "asr.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 9
+    damaged = lines[3].replace(b'"raw": "n', b'"raw": "\xff\xfe')  # it1_clean's answer, not UTF-8 now
+    path.write_bytes(b"".join(lines[:3] + [damaged] + lines[4:]))
+    bad_id = json.loads(lines[3])["id"]
+    with pytest.raises(UnicodeDecodeError):
+        path.read_text()  # what a plain reader meets
+    assert read_inference_jsonl(path)[1] == 1
+    assert f"line 4" in caplog.text and str(path) in caplog.text
+    made = _patch(monkeypatch)
+    s = run_inference(ws, tasks="asr", progress=False)
+    assert s.loc[0, "n_run"] == 1 and len(made[0].seen) == 1  # only the stimulus of the bad line
+    q = [json.loads(x) for x in quarantine_path(path).read_text().splitlines()]
+    assert [(r["file"], r["line"]) for r in q] == [("asr.jsonl", 4)]
+    assert bytes.fromhex(q[0]["bytes_hex"]) == damaged.rstrip(b"\n") and "\ufffd" in q[0]["text"]
+    df = read_results(path)
+    assert len(df) == 9 and df["id"].is_unique and bad_id in set(df["id"])
+    path.read_text()  # every line is UTF-8 again
+    assert read_inference_jsonl(path)[1] == 0
+    made = _patch(monkeypatch)
+    assert run_inference(ws, tasks="asr", progress=False).loc[0, "n_run"] == 0 and made == []
+
+
+def test_no_notebook_reads_a_results_file_by_hand():
+    """Inference and results files are read by aiplib's readers only (the tolerant JSONL reader,
+    read_scores …): the notebooks' sources hold no read_text / open / json.loads, except the one
+    provenance sidecar notebook 09 has just written itself."""
+    import re
+
+    allowed = {("09_make_figures.py", "rec = json.loads(sidecars[0].read_text())")}
+    found = set()
+    for py in sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.py")):
+        for line in py.read_text(encoding="utf-8").splitlines():
+            code = line.split("#", 1)[0]
+            if re.search(r"\.read_text\(|\bopen\(|json\.loads?\(|\.read_bytes\(|readlines\(", code):
+                found.add((py.name, line.strip()))
+    assert found == allowed

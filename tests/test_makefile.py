@@ -110,11 +110,11 @@ def test_killed_kernel_ends_with_one_line_in_a_clone_with_a_space(tmp_path):
     executed = clone / "data" / "demo" / "executed"  # DATA_ROOT defaults to "$(CURDIR)/data", with its space
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert lines[-1].startswith("make: *** [Makefile") and "run-stage] Error 1" in lines[-1]  # make's own line
-    assert lines[-3:-1] == [
+    assert lines[-3:-1] == [  # the reason is the stage's last line
+        f"executed copy: {executed}/99_kill_kernel.failed.ipynb; full log: {executed}/99_kill_kernel.log",
         "make: stage 99_kill_kernel FAILED: the kernel died (killed by the system, most often for lack of "
         "memory, or by kill -9); finished work is kept, so re-running `make 99` with the same variables "
-        "resumes where it stopped",
-        f"executed copy: {executed}/99_kill_kernel.failed.ipynb; full log: {executed}/99_kill_kernel.log"]
+        "resumes where it stopped"]
     assert "Traceback" not in proc.stderr and 'File "' not in proc.stderr  # no nbclient trace on screen
     assert "DeadKernelError" in (executed / "99_kill_kernel.log").read_text()  # the trace is in the log
     assert (executed / "99_kill_kernel.failed.ipynb").is_file() and not (executed / "99_kill_kernel.ipynb").exists()
@@ -154,6 +154,39 @@ def test_cell_error_still_names_the_cell_and_its_message(tmp_path):
     assert "papermill/execute.py" not in err  # papermill's own frames are only in the log
     assert "papermill/execute.py" in (out / "98_raise.log").read_text()
     assert (out / "98_raise.failed.ipynb").is_file()
+    assert err.splitlines()[-1] == (
+        "make: stage 98_raise FAILED: ValueError: bad input x — finished work is kept, so once the cause is "
+        "fixed re-running `make 98` with the same variables resumes where it stopped")
+
+
+@needs_make
+def test_full_disk_ends_with_no_space_left_on_device(tmp_path):
+    """A write that fails with ENOSPC inside a cell, with the stage's log on a full device too
+    (/dev/full: every write raises ENOSPC), as on a data folder out of space: the reason is read from
+    papermill's stream as it passes, so the last line names it although the log holds nothing."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "96_full.log").symlink_to("/dev/full")
+    proc = _run_tiny_stage(tmp_path, "96_full", [
+        "done = 1  # finished work",
+        "with open('/dev/full', 'w') as f:\n    f.write('x' * 10)\n    f.flush()"])
+    assert proc.returncode == 1
+    last = proc.stderr.splitlines()[-1]
+    assert last == ("make: stage 96_full FAILED: OSError: [Errno 28] No space left on device — finished work is "
+                    f"kept; free space on the disk of {tmp_path}, then re-running `make 96` with the "
+                    "same variables resumes where it stopped")
+    assert f"warning: the log {out}/96_full.log could not be written in full" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@needs_make
+def test_permission_denied_is_named_in_the_last_line(tmp_path):
+    proc = _run_tiny_stage(tmp_path, "95_perm", [
+        "import errno\nraise PermissionError(errno.EACCES, 'Permission denied', '/data/demo/bg/x.wav')"])
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1].startswith(
+        "make: stage 95_perm FAILED: PermissionError: [Errno 13] Permission denied: '/data/demo/bg/x.wav' — "
+        "finished work is kept; give write permission to the data folder")
 
 
 def test_run_stage_passes_a_notebook_only_the_parameters_it_declares(tmp_path):
@@ -255,3 +288,14 @@ def test_relative_paths_are_taken_from_where_make_runs():
     assert f'AIP_DATA_ROOT="{REPO}/rel/out"' in out
     assert f'speech_dir "{REPO}/my sp/eech"' in out
     assert 'texts "/abs/texts.csv"' in out and 'kws_dir "~/kws"' in out
+
+
+def test_make_all_and_merge_hold_the_data_folder_lock():
+    """`make all` runs its stages inside one exclusive lock of DATA_ROOT/PROFILE (each stage, run by
+    scripts/run_stage.sh, takes it too, or runs at once inside make all); `make merge` as well."""
+    common = ["make", "-n", "--no-print-directory", "-o", ".venv/.installed", "DATA_ROOT=/tmp/aip lock"]
+    out = subprocess.run([*common, "all"], cwd=REPO, capture_output=True, text=True, env=_env(), check=True).stdout
+    assert ('.venv/bin/python -m aiplib.lock run "/tmp/aip lock/demo" --command "make all PROFILE=demo" -- bash -c '
+            "'for s in 01_download_data") in out
+    out = subprocess.run([*common, "merge"], cwd=REPO, capture_output=True, text=True, env=_env(), check=True).stdout
+    assert '-m aiplib.lock run "/tmp/aip lock/demo" --command "make merge PROFILE=demo" --' in out

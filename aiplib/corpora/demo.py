@@ -385,7 +385,9 @@ def battery_specs(ws, *, seed: int = DEFAULT_SEED) -> list[dict]:
         20 specs (``docs/ARCHITECTURE.md`` format), sources as absolute paths: 15 recordings
         from Debian packages (stationary, transient, music), a 6-talker babble and a two-talker
         hubbub (speech-like, ``combine="sum"``, each talker a list of prompt files played in
-        sequence) and 3 synthetic noise controls (white, pink, brown).
+        sequence) and 3 synthetic noise controls (white, pink, brown); each with
+        ``subaudible="remove"`` (DC and sub-20 Hz rumble removed where they reach −20 dB of
+        the power, see :func:`aiplib.backgrounds.curate_background`).
 
     Raises
     ------
@@ -400,4 +402,5 @@ def battery_specs(ws, *, seed: int = DEFAULT_SEED) -> list[dict]:
             specs.append(_noise_spec(bg_id, group, description))
         else:
             specs.append(_group_spec(ws, bg_id, category, group, description, start_s))
-    return specs + _speech_specs(ws, seed)
+    # DC and rumble below 20 Hz are taken out before normalisation (aiplib.subaudible)
+    return [dict(s, subaudible="remove") for s in specs + _speech_specs(ws, seed)]

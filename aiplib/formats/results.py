@@ -14,7 +14,7 @@ from .tables import _read_text_csv, parse_bool, write_csv_atomic, write_json_ato
 
 __all__ = [
     "CORE_FIELDS", "EXTRA_FIELDS", "RUN_FIELDS", "ERROR_RESPONSE", "is_error_row", "repair_jsonl",
-    "read_inference_jsonl", "read_results", "json_values", "inference_row_json", "append_jsonl_lines",
+    "read_inference_jsonl", "quarantine_path", "quarantine_lines", "read_results", "json_values", "inference_row_json", "append_jsonl_lines",
     "SCORE_NUMERIC_COLUMNS", "read_scores", "load_scores", "write_scores",
 ]
 
@@ -78,7 +78,13 @@ def repair_jsonl(path) -> int:
     return removed
 
 
-def read_inference_jsonl(path, *, require_id: bool = True) -> tuple[list[dict], int]:
+def _line_list(numbers: list[int], at_most: int = 5) -> str:
+    shown = ", ".join(str(n) for n in numbers[:at_most])
+    return shown + (f" … ({len(numbers) - at_most} more)" if len(numbers) > at_most else "")
+
+
+def read_inference_jsonl(path, *, require_id: bool = True, bad_lines: list | None = None
+                         ) -> tuple[list[dict], int]:
     """Read an inference JSONL file: the one reader of stages 7, 8 and the explorer.
 
     Policy: a line that is not UTF-8, not JSON, or not a JSON object with an ``id`` is skipped and
@@ -92,6 +98,9 @@ def read_inference_jsonl(path, *, require_id: bool = True) -> tuple[list[dict], 
     require_id : bool
         Skip objects without an ``id`` (stimulus rows). False reads any JSON object (the
         ``run_log.jsonl`` records), with the same skip-and-count policy for unreadable lines.
+    bad_lines : list, optional
+        If given, ``(line_number, raw_bytes)`` of every skipped line is appended to it (1-based line
+        numbers). The warning names the file and the first line numbers.
 
     Returns
     -------
@@ -106,15 +115,15 @@ def read_inference_jsonl(path, *, require_id: bool = True) -> tuple[list[dict], 
         If ``path`` does not exist.
     """
     path = Path(path)
-    rows, bad = [], 0
+    rows, bad = [], []
     with open(path, "rb") as f:
-        for raw in f:
+        for number, raw in enumerate(f, start=1):
             if not raw.strip():
                 continue
             try:
                 obj = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, ValueError):
-                bad += 1
+                bad.append((number, raw))
                 continue
             if isinstance(obj, dict) and not require_id and "id" not in obj:
                 rows.append(obj)
@@ -122,10 +131,52 @@ def read_inference_jsonl(path, *, require_id: bool = True) -> tuple[list[dict], 
                 obj["id"] = str(obj["id"])
                 rows.append(obj)
             else:
-                bad += 1
+                bad.append((number, raw))
     if bad:
-        log.warning("%s: skipped %d unreadable line(s) (not UTF-8, not JSON or without an id)", path, bad)
-    return rows, bad
+        log.warning("%s: skipped %d unreadable line(s) (not UTF-8, not JSON or without an id): line %s",
+                    path, len(bad), _line_list([n for n, _ in bad]))
+    if bad_lines is not None:
+        bad_lines.extend(bad)
+    return rows, len(bad)
+
+
+def quarantine_path(path) -> Path:
+    """Where :func:`quarantine_lines` puts the unreadable lines of ``<model>/<task>.jsonl``:
+    ``<model>/quarantine/<task>.jsonl``."""
+    path = Path(path)
+    return path.parent / "quarantine" / path.name
+
+
+def quarantine_lines(path, bad: list) -> Path:
+    """Append unreadable lines of an inference file to its quarantine file (then fsync).
+
+    Each record is one JSON object: ``file`` (name of the inference file), ``line`` (1-based line
+    number in it when set aside), ``text`` (the bytes decoded as UTF-8 with U+FFFD for what is
+    not), ``bytes_hex`` (the exact bytes, without the newline) and ``set_aside`` (UTC time).
+
+    Parameters
+    ----------
+    path : str or Path
+        The inference file.
+    bad : list of (int, bytes)
+        As collected by :func:`read_inference_jsonl` (``bad_lines=``).
+
+    Returns
+    -------
+    Path
+        The quarantine file (:func:`quarantine_path`).
+    """
+    import datetime as _dt
+
+    side = quarantine_path(path)
+    side.parent.mkdir(parents=True, exist_ok=True)
+    repair_jsonl(side)
+    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    recs = [json.dumps({"file": Path(path).name, "line": int(n), "text": raw.rstrip(b"\r\n").decode("utf-8", "replace"),
+                        "bytes_hex": raw.rstrip(b"\r\n").hex(), "set_aside": when}, ensure_ascii=False) + "\n"
+            for n, raw in bad]
+    append_jsonl_lines(side, recs)
+    return side
 
 
 def is_error_row(row: dict) -> bool:

@@ -182,7 +182,7 @@ def read_item_bank_keywords(ws) -> tuple[str, ...]:
 BATTERY_COLUMNS = ["bg_id", "category", "description", "source_package", "source_file", "licence",
                    "attribution", "synthetic", "source_duration_s", "looped", "gain_db",
                    "lufs_before", "lufs_after", "peak_after", "clipped_samples", "silent_share",
-                   "silent_share_1s", "path"]
+                   "silent_share_1s", "subaudible_db", "subaudible_removed", "bandwidth_hz", "path"]
 """Columns of ``descriptors/battery.csv``, in order (written by :func:`aiplib.backgrounds.curate_battery`)."""
 
 BATTERY_TEXT_COLUMNS = ("bg_id", "category", "description", "source_package", "source_file", "licence",

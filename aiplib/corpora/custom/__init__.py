@@ -301,7 +301,9 @@ def battery_specs(ws, *, seed: int | None = None) -> list[dict]:
         ``sources = [absolute path]`` (the user's file, or stage 1's copy without digital silence
         under ``raw/backgrounds/``), ``combine = "concat"``, ``source_package``
         ``"custom (user-supplied)"``, ``licence`` and ``attribution`` from ``licences.csv``
-        (else :data:`UNKNOWN_LICENCE`), ``synthetic = False``.
+        (else :data:`UNKNOWN_LICENCE`), ``synthetic = False``, ``subaudible = "remove"`` (a DC
+        offset or sub-20 Hz rumble of at least −20 dB of the power is removed before loudness
+        normalisation, :func:`aiplib.backgrounds.curate_background`).
 
     Raises
     ------
@@ -317,4 +319,4 @@ def battery_specs(ws, *, seed: int | None = None) -> list[dict]:
     return [dict(bg_id=r["bg_id"], category=r["category"], description=r["description"],
                  sources=[str(ws.path(r["prepared"])) if r["prepared"] else r["file"]],
                  combine="concat", source_package=SOURCE, licence=r["licence"], attribution=r["attribution"],
-                 synthetic=False) for r in bgs.to_dict("records")]
+                 synthetic=False, subaudible="remove") for r in bgs.to_dict("records")]

@@ -176,6 +176,22 @@ def _read_table(path: Path, required: tuple, probs: _Collector, what: str, alias
     return df
 
 
+def _cancelling_channels(path: Path, channels) -> str:
+    """For a multichannel file whose mono mix is silent: ``"channel 1 -20.3 dBFS RMS, channel 2 …"``
+    when some channel alone is not silent (they cancel), else ``""``."""
+    if not channels or channels < 2:
+        return ""
+    try:
+        data, _ = sf.read(str(path), dtype="float64", always_2d=True)
+    except Exception:  # noqa: BLE001 - not readable by soundfile: no per-channel levels
+        return ""
+    rms = np.sqrt(np.mean(data ** 2, axis=0))
+    if not np.any(rms > 10 ** (-70 / 20)):
+        return ""
+    return ", ".join(f"channel {i + 1} {20 * np.log10(r):.1f} dBFS RMS" if r > 0 else f"channel {i + 1} silent"
+                     for i, r in enumerate(rms))
+
+
 def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
     """Read one file as the pipeline will (16 kHz mono float32); record its problems.
 
@@ -183,7 +199,8 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
     or a header without samples), ``unreadable``, ``nan``, ``too_short`` (fewer than
     ``MIN_LOUDNESS_S * SR`` samples at 16 kHz, i.e. shorter than the 0.4 s ITU-R BS.1770 gating
     block: pyloudnorm refuses to measure its loudness, so the mixer cannot normalise it;
-    :data:`aiplib.audio.MIN_LOUDNESS_S`), ``silent`` and ``too_long`` (longer than ``cap_s``, s).
+    :data:`aiplib.audio.MIN_LOUDNESS_S`), ``silent`` (``channels_cancel`` when each channel plays
+    but their mean, the mono mix, is silent: anti-phase stereo) and ``too_long`` (longer than ``cap_s``, s).
 
     Returns
     -------
@@ -233,9 +250,16 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
                   "remove it")
         bad = True
     if not np.isfinite(loudness_lufs(y, sr=SR, name=str(path))):
-        probs.add("fatal", "silent", path,
-                  f"{role}: the audio is silent (integrated loudness -inf LUFS: no 400 ms block above "
-                  "the BS.1770 gate of -70 LUFS), so it cannot be loudness-normalised")
+        cancel = _cancelling_channels(path, info["channels"])
+        if cancel:
+            probs.add("fatal", "channels_cancel", path,
+                      f"{role}: the channels cancel when averaged to mono ({cancel}; their mean is silent, -inf "
+                      "LUFS): one channel is polarity-inverted (anti-phase); give one channel, or the channels "
+                      "with the same polarity")
+        else:
+            probs.add("fatal", "silent", path,
+                      f"{role}: the audio is silent (integrated loudness -inf LUFS: no 400 ms block above "
+                      "the BS.1770 gate of -70 LUFS), so it cannot be loudness-normalised")
         bad = True
     if cap_s is not None and y.size / SR > cap_s:
         probs.add("fatal", "too_long", path,

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...audio import MIN_LOUDNESS_S, SR
 from ...backgrounds import CATEGORIES
+from ...subaudible import BAND_LIMITED_SHARE, SUBAUDIBLE_LIMIT_DB, effective_bandwidth_hz, subaudible_power
 from ...tasks import KEYWORDS
 from .files import absolute_path, _match_table, _not_a, _param_path, _probe, _read_table, _scan, _unique_ids
 from .report import ValidationReport, _Collector
@@ -257,6 +258,28 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
     return rows
 
 
+def _check_audible(path, y, probs) -> str:
+    """Warn about a DC offset / sub-20 Hz rumble and a band-limited source; returns the note for the
+    inventory (empty when neither applies)."""
+    notes = []
+    sub = subaudible_power(y, sr=SR)
+    if sub["subaudible_db"] >= SUBAUDIBLE_LIMIT_DB:
+        notes.append(f"DC offset {sub['dc_db']:.1f} dB and energy below 20 Hz {sub['subaudible_db']:.1f} dB re the "
+                     "file's power")
+        probs.add("warning", "subaudible", path,
+                  f"background: {notes[-1]} (inaudible, yet counted by the power-based SNR and the loudness gain): "
+                  "stage 3 removes them (zero-phase 20 Hz high-pass) before loudness normalisation, so the "
+                  "nominal SNR is the audible one")
+    bw = effective_bandwidth_hz(y, sr=SR)
+    if bw < BAND_LIMITED_SHARE * SR / 2:
+        notes.append(f"band-limited: effective bandwidth {bw:.0f} Hz of the {SR // 2} Hz a {SR // 1000} kHz file holds")
+        probs.add("warning", "band_limited", path,
+                  f"background: {notes[-1]} (spectrum within 60 dB of its maximum; e.g. a recording resampled "
+                  "up from a lower rate): above it the background masks nothing, which its descriptors show "
+                  "only indirectly (rolloff, centroid)")
+    return "; ".join(notes)
+
+
 def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
     rows = []
     folder = _param_path(backgrounds_dir, "backgrounds_dir", probs, kind="dir",
@@ -313,6 +336,7 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
             probs.add("warning", "digital_silence", p,
                       note + ": a stimulus on such a stretch would hear no background, so stage 1 writes "
                              f"this trimmed copy to raw/backgrounds/{bg_id}.wav and stage 3 uses it")
+        note = "; ".join(x for x in (note, _check_audible(p, y, probs)) if x)
         source = "licences.csv"
         if not cat:
             pm = _peak_to_median_db(y)
@@ -382,7 +406,9 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
     shorter than :data:`MIN_S_PER_WORD` (0.1 s) per word of its transcript, backgrounds
     shorter than the longest utterance (looped), backgrounds with long runs of digital silence
     (trimmed copy, see :func:`strip_digital_silence`), fewer than :data:`MIN_BACKGROUNDS` accepted
-    backgrounds, multi-word labels (skipped), labels changed by normalisation (``"Yes!"`` →
+    backgrounds, a background whose DC offset and energy below 20 Hz reach −20 dB of its power
+    (:data:`aiplib.subaudible.SUBAUDIBLE_LIMIT_DB`; removed by stage 3) or whose effective bandwidth
+    is under 7 kHz (band-limited, e.g. resampled up from 8 kHz), multi-word labels (skipped), labels changed by normalisation (``"Yes!"`` →
     ``yes``), missing licences, a keyword list other than the default, no target clip, a
     symbolic-link loop.
     """

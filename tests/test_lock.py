@@ -1,0 +1,154 @@
+"""One writer per data folder (aiplib.lock): exclusive and shard modes, stale locks, and two real
+stage runs of one folder through scripts/run_stage.sh."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from aiplib.lock import BUSY_STATUS, LOCK_NAME, FolderBusyError, acquire, holders, run
+
+REPO = Path(__file__).resolve().parents[1]
+VENV = REPO / ".venv"
+needs_venv = pytest.mark.skipif(not (VENV / "bin" / "papermill").exists(), reason="needs the project's .venv")
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_second_exclusive_holder_is_refused_naming_the_first(tmp_path):
+    fd, rec, _, old = acquire(tmp_path, command="make all PROFILE=demo")
+    try:
+        assert old is None and rec["pid"] == os.getpid() and rec["host"] == socket.gethostname()
+        assert json.loads((tmp_path / LOCK_NAME).read_text())["command"] == "make all PROFILE=demo"
+        with pytest.raises(FolderBusyError) as e:
+            acquire(tmp_path, command="stage 05")
+        msg = str(e.value)
+        assert "\n" not in msg
+        assert f"in use by pid {os.getpid()} on host {socket.gethostname()} (exclusive: make all PROFILE=demo" in msg
+        with pytest.raises(FolderBusyError):
+            acquire(tmp_path, mode="shard", command="stage 07 shard")
+        t0 = time.monotonic()
+        with pytest.raises(FolderBusyError):
+            acquire(tmp_path, command="stage 05", wait_s=0.6, poll_s=0.1)  # waits, then gives up
+        assert time.monotonic() - t0 >= 0.6
+    finally:
+        os.close(fd)
+
+
+def test_shards_share_the_folder_and_keep_stages_out(tmp_path):
+    a = acquire(tmp_path, mode="shard", command="stage 07 shard 0/2")
+    b = acquire(tmp_path, mode="shard", command="stage 07 shard 1/2")  # no error: shards run together
+    try:
+        assert sorted(r["command"] for r in holders(tmp_path)) == ["stage 07 shard 0/2", "stage 07 shard 1/2"]
+        with pytest.raises(FolderBusyError, match=r"shard: stage 07 shard 0/2.*shard: stage 07 shard 1/2"):
+            acquire(tmp_path, command="stage 08")
+    finally:
+        os.close(a[0])
+        os.close(b[0])
+    fd, *_ = acquire(tmp_path, command="stage 08")  # both gone: the stage runs
+    os.close(fd)
+
+
+def test_stale_lock_of_a_dead_pid_is_taken_over(tmp_path, capfd):
+    dead = _dead_pid()
+    (tmp_path / LOCK_NAME).write_text(json.dumps(dict(pid=dead, host=socket.gethostname(), command="make all",
+                                                      mode="exclusive", started="2026-01-01T00:00:00Z", token="x")))
+    (tmp_path / f"{LOCK_NAME}.d").mkdir()
+    (tmp_path / f"{LOCK_NAME}.d" / "h-1.json").write_text(json.dumps(dict(pid=dead, host=socket.gethostname(),
+                                                                         mode="shard", command="old shard")))
+    assert [r["command"] for r in holders(tmp_path)] == ["make all"]  # the dead shard's record is removed
+    status = run(tmp_path, [sys.executable, "-c", "import os; print(os.environ['AIP_LOCK_HELD'])"], command="stage 03")
+    assert status == 0
+    err = capfd.readouterr().err
+    assert f"took over the stale lock of {tmp_path} left by pid {dead}" in err and "which ended" in err
+    assert (tmp_path / LOCK_NAME).read_text() == ""  # released on exit
+
+
+def test_nested_run_inside_the_holder_runs_at_once(tmp_path):
+    inner = (f"import sys; from aiplib.lock import run; "
+             f"sys.exit(run({str(tmp_path)!r}, [sys.executable, '-c', 'pass'], command='stage 01'))")
+    assert run(tmp_path, [sys.executable, "-c", inner], command="make all") == 0
+
+
+def _sleeping_stage(nbdir: Path, stage: str, marker: Path, seconds: float) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(f"import time, pathlib\npathlib.Path({str(marker)!r}).write_text('started')\n"
+                                          f"time.sleep({seconds})\nprint('finished')")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbdir.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(nbdir / f"{stage}.ipynb"))
+
+
+def _stage_cmd(stage, nbdir, out):
+    return ["bash", str(REPO / "scripts" / "run_stage.sh"), stage, str(nbdir), str(out)]
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIP_LOCK", "AIP_STAGE", "MAKE"))}
+    env.update(PYTHONPATH=str(REPO), PAPERMILL=str(VENV / "bin" / "papermill"),
+               FILTER_PYTHON=str(VENV / "bin" / "python"), **extra)
+    return env
+
+
+def _wait_for(path: Path, timeout: float = 120.0) -> None:
+    t0 = time.monotonic()
+    while not path.exists():
+        assert time.monotonic() - t0 < timeout, f"{path} never appeared"
+        time.sleep(0.2)
+
+
+@needs_venv
+def test_two_stage_runs_on_one_folder_second_stops_with_one_line(tmp_path):
+    ws = tmp_path / "data" / "demo"
+    out, nbdir, marker = ws / "executed", tmp_path / "nbs", tmp_path / "started"
+    _sleeping_stage(nbdir, "05_slow", marker, 6)
+    first = subprocess.Popen(_stage_cmd("05_slow", nbdir, out), env=_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(marker)
+        second = subprocess.run(_stage_cmd("05_slow", nbdir, out), env=_env(), capture_output=True, text=True,
+                                timeout=120)
+        assert second.returncode == BUSY_STATUS
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1, second.stderr
+        assert lines[0].startswith(f"make: data folder {ws} is in use by pid {first.pid} on host "
+                                   f"{socket.gethostname()} (exclusive: stage 05_slow (profile demo), since ")
+        assert "LOCK_WAIT=<seconds>" in lines[0]
+        # waiting for it instead: runs once the first has finished
+        waited = subprocess.run(_stage_cmd("05_slow", nbdir, out), env=_env(AIP_LOCK_WAIT="120"),
+                                capture_output=True, text=True, timeout=240)
+        assert first.wait(timeout=120) == 0
+        assert waited.returncode == 0, waited.stderr
+        assert "waiting up to 120 s: data folder" in waited.stderr
+    finally:
+        first.kill()
+    assert (ws / LOCK_NAME).read_text() == ""  # released
+    assert (out / "05_slow.ipynb").is_file() and not (out / "05_slow.running.ipynb").exists()
+
+
+@needs_venv
+def test_stage7_shards_run_at_once_under_the_folder_lock(tmp_path):
+    ws = tmp_path / "data" / "demo"
+    out, nbdir = ws / "executed", tmp_path / "nbs"
+    _sleeping_stage(nbdir, "07_shardy", tmp_path / "s0", 4)
+    procs = [subprocess.Popen(_stage_cmd("07_shardy", nbdir, out), env=_env(AIP_RUN_TAG=f".shard-{i}-of-2"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    _wait_for(tmp_path / "s0")
+    blocked = subprocess.run(_stage_cmd("07_shardy", nbdir, out), env=_env(), capture_output=True, text=True,
+                             timeout=120)  # the whole stage 7 (or any stage) waits for the shards
+    results = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    assert blocked.returncode == BUSY_STATUS and "(shard: stage 07_shardy.shard-" in blocked.stderr
+    assert sorted(p.name for p in out.glob("*.ipynb")) == ["07_shardy.shard-0-of-2.ipynb",
+                                                           "07_shardy.shard-1-of-2.ipynb"]
