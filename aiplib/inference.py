@@ -70,7 +70,10 @@ from .resume import plan_family
 from .run_records import MixDiagnostics, Throughput, log_run as _log_run, now_iso as _now
 from .run_records import short_error as _short, versions as _versions
 
-__all__ = ["run_inference", "result_path", "raise_if_not_run"]
+__all__ = ["run_inference", "result_path", "raise_if_not_run", "DEFAULT_DECODING"]
+
+DEFAULT_DECODING = "fast"
+"""Stage 7's decoding of the embedded Whisper (:mod:`aiplib.models.whisper`): ``fast`` (30 s window)."""
 
 
 log = logging.getLogger(__name__)
@@ -82,7 +85,7 @@ def result_path(ws, model: str, task: str) -> Path:
 
 
 # ------------------------------------------------------------------------------------------ the runner
-def run_inference(ws, *, models="whisper_tiny_en", tasks="all", decoding: str = "fast",
+def run_inference(ws, *, models="whisper_tiny_en", tasks="all", decoding: str = DEFAULT_DECODING,
                   batch_size: int | None = None, limit: int | None = None,
                   progress: bool = True, prompt_set=None, rerun_unkeyed: bool = False,
                   shard=None) -> pd.DataFrame:
