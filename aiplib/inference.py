@@ -105,7 +105,7 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", decoding: str = 
         ``"all"`` or names from :data:`aiplib.prompts.TASKS`.
     decoding : {"window", "fast", "standard"}
         Decoding path of faster-whisper models (other backends ignore it,
-        :mod:`aiplib.models.whisper`): ``fast`` encodes each stimulus once for all prompts on
+        :mod:`aiplib.models.whisper`; default :data:`DEFAULT_DECODING`, ``window``): ``fast`` encodes each stimulus once for all prompts on
         Whisper's 30 s window, ``window`` does the same on the shortest of 15 / 20 / 30 s that
         leaves 5 s of padding, ``standard`` is faster-whisper's own ``transcribe`` (30 s, the
         same transcripts as ``fast``). The window policy enters the resume key (rows of another
