@@ -225,12 +225,14 @@ lab: setup
 	AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
 	  --LabApp.default_url="/lab/tree/$(NOTEBOOKS)"
 
-# bench_make_all.py reads the stage times of the last `make all` (add --run to time a fresh one).
+# bench_make_all.py reads the stage times of the last `make all` (add --run to time a fresh one);
+# bench_window.py needs the workspace's manifests (stages 1-5) and decodes ~300 stimuli twice per window.
 bench: setup
 	$(PY) benchmarks/bench_mixing.py
 	$(PY) benchmarks/bench_inference.py
 	$(PY) benchmarks/bench_batching.py
 	$(PY) benchmarks/bench_openai_concurrency.py
+	-$(PY) benchmarks/bench_window.py --profile "$(PROFILE)" --data-root "$(DATA_ROOT)"
 	$(PY) benchmarks/bench_make_all.py --profile "$(PROFILE)" --data-root "$(DATA_ROOT)"
 
 clean:

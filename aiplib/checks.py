@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import AudioFileError
+from .inference import DEFAULT_DECODING
 from .formats import read_manifest, read_manifest_meta, write_json_atomic
 from .manifests import SEED_START
 from .mixing import BG_SILENCE_POWER, SPEECH_LUFS, bg_offset, materialize
@@ -130,7 +131,7 @@ def background_presence(ws, *, max_items: int = 3) -> pd.DataFrame:
 
 
 def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed: int = 0,
-                  levels_lufs=(-33.0, -23.0, -13.0)) -> pd.DataFrame:
+                  levels_lufs=(-33.0, -23.0, -13.0), decoding: str = DEFAULT_DECODING) -> pd.DataFrame:
     """WER of the recogniser on clean items at several speech levels.
 
     Parameters
@@ -143,6 +144,9 @@ def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed:
     seed : int
     levels_lufs : sequence of float, LUFS
         Speech levels; the pipeline's own level is ``SPEECH_LUFS`` (−23 LUFS).
+    decoding : str
+        Decoding path, as stage 7's (:data:`aiplib.inference.DEFAULT_DECODING`), so the check
+        measures the instrument stage 7 uses (the embedded Whisper's encoder window).
 
     Returns
     -------
@@ -163,7 +167,7 @@ def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed:
     picked = clean.sample(n=min(n_items, len(clean)), random_state=seed).sort_values("speech_id")
     _, prompt = prompt_for("asr")
     rows = []
-    rec = load_model(model)
+    rec = load_model(model, path=decoding)
     try:
         for r in track(picked.to_dict("records"), f"WER constancy · {model}", unit="item"):
             y, _ = _materialize(r, ws)

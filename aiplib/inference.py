@@ -7,8 +7,8 @@ Files (``ws`` = the workspace)
     ``scripts/05_inference.py``): every manifest column of the stimulus (``id, speech_id,
     background_id, snr_db, condition, seed, speech_path, bg_path`` …), then ``raw`` (the model's
     output), ``model``, ``task``; then ours: :data:`aiplib.formats.EXTRA_FIELDS` (``prompt_id, decode_s,
-    audio_s, stim_key, batch_size`` — the number of stimuli in the ``generate`` call that decoded
-    the row, 1 when a failing batch was retried item by item). A failed generation is ``{id, raw: "__ERROR__", error, model, task}`` plus the
+    audio_s, stim_key, batch_size, window_s`` — ``batch_size`` the number of stimuli in the ``generate``
+    call that decoded the row, 1 when a failing batch was retried item by item). A failed generation is ``{id, raw: "__ERROR__", error, model, task}`` plus the
     same extras; the next run retries it and appends a new row. Readers take the last successful
     row per ``id`` (:func:`aiplib.formats.read_results`). Every reader goes through :func:`aiplib.formats.read_inference_jsonl`;
     the format (reader and writer) lives in :mod:`aiplib.formats`, re-exported here.
@@ -72,7 +72,13 @@ from .resume import plan_family
 from .run_records import MixDiagnostics, Throughput, log_run as _log_run, now_iso as _now
 from .run_records import short_error as _short, versions as _versions
 
-__all__ = ["run_inference", "result_path", "raise_if_not_run", "not_applicable", "NO_PROMPT_ID"]
+__all__ = ["run_inference", "result_path", "raise_if_not_run", "not_applicable", "NO_PROMPT_ID", "DEFAULT_DECODING"]
+
+DEFAULT_DECODING = "window"
+"""Stage 7's decoding of the embedded Whisper (:mod:`aiplib.models.whisper`): ``window`` (the shortest
+of 15 / 20 / 30 s leaving 5 s of padding). ``benchmarks/bench_window.py`` chose it over ``fast`` (30 s)
+by its rule: the clean-WER interval window − 30 s includes 0 and the per-background ΔWER ranking
+agrees (r_s >= 0.9), at 0.34–0.37 of the time (``docs/BENCHMARKS.md``)."""
 
 
 log = logging.getLogger(__name__)
@@ -84,7 +90,7 @@ def result_path(ws, model: str, task: str) -> Path:
 
 
 # ------------------------------------------------------------------------------------------ the runner
-def run_inference(ws, *, models="whisper_tiny_en", tasks="all", decoding: str = "fast",
+def run_inference(ws, *, models="whisper_tiny_en", tasks="all", decoding: str = DEFAULT_DECODING,
                   batch_size: int | None = None, limit: int | None = None,
                   progress: bool = True, prompt_set=None, rerun_unkeyed: bool = False,
                   shard=None) -> pd.DataFrame:
@@ -99,9 +105,13 @@ def run_inference(ws, *, models="whisper_tiny_en", tasks="all", decoding: str = 
         :func:`aiplib.models.resolve`.
     tasks : str or list of str
         ``"all"`` or names from :data:`aiplib.prompts.TASKS`.
-    decoding : {"fast", "standard"}
-        Decoding path of faster-whisper models (other backends ignore it): ``fast`` encodes each
-        stimulus once for all prompts, ``standard`` is faster-whisper's own ``transcribe``.
+    decoding : {"window", "fast", "standard"}
+        Decoding path of faster-whisper models (other backends ignore it,
+        :mod:`aiplib.models.whisper`; default :data:`DEFAULT_DECODING`, ``window``): ``fast`` encodes each stimulus once for all prompts on
+        Whisper's 30 s window, ``window`` does the same on the shortest of 15 / 20 / 30 s that
+        leaves 5 s of padding, ``standard`` is faster-whisper's own ``transcribe`` (30 s, the
+        same transcripts as ``fast``). The window policy enters the resume key (rows of another
+        window are set aside and re-run) and each row records its ``window_s``.
     batch_size : int > 0, optional
         Stimuli per ``generate`` call; default the entry's ``batch_size``.
     prompt_set : str or aiplib.prompt_sets.PromptSet, optional
@@ -240,7 +250,7 @@ def effective_batch_size(entry, batch_size: int | None, profile: str | None) -> 
 def _run_model(ws, entry, families, task_list, *, decoding, batch_size, limit, progress, ps, ps_record,
                rerun_unkeyed, shard, diag) -> list[dict]:
     """One model of :func:`run_inference` (plan, load if anything is left, run, log); its summary rows."""
-    from .models import load_model  # noqa: PLC0415 - looked up at call time (tests replace it)
+    from .models import decoding_key, load_model  # noqa: PLC0415 - looked up at call time (tests replace it)
     from .shards import merge_model, shard_label, shard_path, summary_line  # noqa: PLC0415
 
     eff = effective_batch_size(entry, batch_size, getattr(ws, "profile", None))
@@ -256,8 +266,9 @@ def _run_model(ws, entry, families, task_list, *, decoding, batch_size, limit, p
     run_log = shard_path(model_dir / "run_log.jsonl", shard)
     label = shard_label(shard)
     started, t_model = _now(), time.perf_counter()
+    dkey = decoding_key(entry, decoding)  # the window policy: part of every resume key
     plans = {fam: plan_family(ws, entry, fam, {t: result_path(ws, entry.id, t) for t in fam_tasks}, limit=limit,
-                              ps=ps, rerun_unkeyed=rerun_unkeyed, shard=shard)
+                              ps=ps, rerun_unkeyed=rerun_unkeyed, shard=shard, decoding=dkey)
              for fam, fam_tasks in families.items()}
     if progress:
         _note_up_to_date(entry.id, plans, label)
@@ -314,7 +325,8 @@ def _run_model(ws, entry, families, task_list, *, decoding, batch_size, limit, p
         _log_run(run_log, {
             "event": "run", "model": entry.id, "shard": label, "start": started, "end": _now(),
             "seconds": round(seconds, 3), "decoding": info.get("path", decoding),
-            "window": info.get("window"), "revision": info.get("revision", entry.revision),
+            "window": info.get("window"), "decoding_key": dkey,
+            "revision": info.get("revision", entry.revision),
             "revision_requested": entry.revision, "stats": end_stats,
             "weights": info.get("weights_path", entry.weights),
             "weights_sha256": info.get("weights_sha256"), "batch_size": batch_size,
@@ -343,7 +355,7 @@ def _note_up_to_date(model: str, plans: dict, shard_label=None) -> None:
 
 def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit, progress: bool,
                 diag, ps, plan: dict | None = None, meter: "Throughput | None" = None,
-                shard: tuple[int, int] | None = None) -> dict:
+                shard: tuple[int, int] | None = None, decoding: dict | None = None) -> dict:
     """Run every task of one family over its manifest, batch by batch.
 
     The tasks of a family share their stimuli, so each stimulus is materialised once per batch
@@ -353,10 +365,12 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
     decodes made in it, so the tasks' ``seconds`` sum to the loop's wall time) and
     ``decode_seconds`` its own time inside ``generate``; ``meter`` (if given) receives the
     family's stimuli, decodes, audio seconds and loop seconds. ``plan`` is :func:`aiplib.resume.plan_family`'s
-    (made here when None, for ``shard``)."""
+    (made here when None, for ``shard``, with the resume keys of ``decoding``). Each row records
+    ``window_s``, the encoder window of a backend that chooses one (``rec.window_s(n_samples)``)."""
     if plan is None:
         plan = plan_family(ws, entry, family, {t: result_path(ws, entry.id, t) for t in tasks}, limit=limit, ps=ps,
-                           rerun_unkeyed=False, shard=shard)
+                           rerun_unkeyed=False, shard=shard, decoding=decoding)
+    window_of = getattr(rec, "window_s", None)
     if "manifest" not in plan:
         return plan["result"]
     manifest, m_sha, prompts, keys = plan["manifest"], plan["m_sha"], plan["prompts"], plan["keys"]
@@ -403,7 +417,8 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
                         continue
                     rows.append({"manifest": r, "raw": ERROR_RESPONSE, "model": entry.id, "task": t,
                                  "prompt_set": ps.name, "prompt_id": prompt_id, "decode_s": None, "audio_s": audio_s,
-                                 "stim_key": keys[t][r["id"]], "batch_size": None, "error": err})
+                                 "stim_key": keys[t][r["id"]], "batch_size": None, "error": err,
+                                 "window_s": window_of(len(y)) if (window_of and y is not None) else None})
                     if err is None:
                         ok.append(rows[-1])
                         audios.append(y)

@@ -87,7 +87,7 @@ def _models(ws, scored_models) -> dict:
         names |= {p.name for p in inf.iterdir() if (p / "run_log.jsonl").is_file()}
     for m in sorted(names):
         rec = {"id": m, "revision": None, "weights": None, "weights_sha256": None,
-               "decoding_path": None, "versions": None}
+               "decoding_path": None, "window": None, "versions": None}
         log_p = inf / m / "run_log.jsonl"
         if log_p.is_file():
             from .formats import read_inference_jsonl
@@ -101,7 +101,8 @@ def _models(ws, scored_models) -> dict:
                 last = runs[-1]
                 rec.update(revision=last.get("revision"), weights=last.get("weights"),
                            weights_sha256=last.get("weights_sha256"),
-                           decoding_path=last.get("decoding", last.get("path")), versions=last.get("versions"))
+                           decoding_path=last.get("decoding", last.get("path")), window=last.get("window"),
+                           versions=last.get("versions"))
         if rec["revision"] is None:
             try:
                 from .models import get_entry
@@ -181,7 +182,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
     -------
     dict
         Keys ``profile, aiplib_version, versions, normalizer {name, version, source},
-        models {id: {revision, weights, weights_sha256, decoding_path, versions,
+        models {id: {revision, weights, weights_sha256, decoding_path, window, versions,
         revision_source}}, tasks {task: {family, variant, prompt_id, text}}, prompt_ids_scored
         {task: {model: {prompt_id: n}}}, manifests {family: {sha256, seed_start, n_rows}},
         analysis {seed, n_resamples, level}`` plus ``extra``.

@@ -103,7 +103,8 @@ def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict 
     return manifest[~manifest["id"].isin(done)]
 
 
-def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases: dict | None = None) -> dict:
+def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases: dict | None = None,
+                  decoding: dict | None = None) -> dict:
     """The resume key of every manifest row for one prompt and one model.
 
     Key = :func:`aiplib.stamps.stimulus_key` of the row's :func:`aiplib.stamps.stimulus_base`
@@ -111,7 +112,8 @@ def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases:
     SHA-256 of the speech and background files; rows of the ``competing_speech`` and ``channel``
     condition families add their family columns, and the distractor table's SHA-256 or the
     external tool's version), the SHA-256 of ``prompt_text`` and
-    :func:`aiplib.stamps.entry_sha256` of ``entry``: 16 hex digits.
+    :func:`aiplib.stamps.entry_sha256` of ``entry`` and, when given, the SHA-256 of ``decoding``:
+    16 hex digits.
 
     Parameters
     ----------
@@ -122,6 +124,10 @@ def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases:
     entry : aiplib.models.ModelEntry or dict
     bases : dict, optional
         ``{id: base}`` computed before (shared by the tasks of a family).
+    decoding : dict, optional
+        The output-deciding decoding options of the run (:func:`aiplib.models.decoding_key`, e.g.
+        the embedded Whisper's window policy ``{"windows_s": [15, 20, 30], "min_pad_s": 5.0}``);
+        None for the backend's reference decoding (the key rows always had).
 
     Returns
     -------
@@ -134,7 +140,9 @@ def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases:
         hashes: dict = {}
         bases = {r["id"]: stamps.stimulus_base(r, ws, hashes) for r in manifest.to_dict("records")}
     p_sha, e_sha = stamps.text_sha256(prompt_text), stamps.entry_sha256(entry)
-    return {i: stamps.stimulus_key(b, prompt_sha256=p_sha, entry_sha256=e_sha) for i, b in bases.items()}
+    d_sha = stamps.json_sha256(decoding) if decoding else None
+    return {i: stamps.stimulus_key(b, prompt_sha256=p_sha, entry_sha256=e_sha, decoding_sha256=d_sha)
+            for i, b in bases.items()}
 
 
 def _differs(a, b) -> bool:
@@ -337,12 +345,13 @@ def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> lis
 
 
 def plan_family(ws, entry, family: str, main_paths: dict, *, limit, ps, rerun_unkeyed: bool,
-                shard: tuple[int, int] | None = None) -> dict:
+                shard: tuple[int, int] | None = None, decoding: dict | None = None) -> dict:
     """Before a model loads: the resume keys of one family's stimuli, stale rows set aside, and
     what is left to decode per task. ``n_work`` = 0 means nothing (``result`` then holds the
     per-task summary). ``main_paths``: ``{task: inference/<model>/<task>.jsonl}`` of the tasks to
     plan (:func:`aiplib.inference.result_path`). Stage 7's plan, made before its model loads
-    (:func:`aiplib.inference.run_inference`).
+    (:func:`aiplib.inference.run_inference`); ``decoding`` enters the resume keys
+    (:func:`stimulus_keys`).
 
     With ``shard`` = ``(i, n)``: the stimuli (of the first ``limit``) whose id hashes to ``i``,
     less those with a current row in ``<task>.jsonl`` (read, never written) or in the shard's
@@ -371,7 +380,8 @@ def plan_family(ws, entry, family: str, main_paths: dict, *, limit, ps, rerun_un
     head = manifest.head(int(limit)) if limit is not None else manifest
     head = select_shard(head, shard)
     for t in tasks:
-        keys[t] = stimulus_keys(ws, manifest, prompt_text=prompts[t][1], entry=entry, bases=bases)
+        keys[t] = stimulus_keys(ws, manifest, prompt_text=prompts[t][1], entry=entry, bases=bases,
+                                decoding=decoding)
         paths[t].parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(paths[t])  # the file this process appends to (a shard's own file when sharded)
         # stale rows are set aside in the file this process owns: a shard never rewrites <task>.jsonl,

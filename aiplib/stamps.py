@@ -422,14 +422,19 @@ def _distractor_audio_sha256(row: dict, ws, hashes: dict | None) -> list:
     return out
 
 
-def stimulus_key(base: str, *, prompt_sha256: str, entry_sha256: str) -> str:
-    """Resume key of one (stimulus, prompt, model): the first 16 hex digits of
-    SHA-256(``base`` : ``prompt_sha256`` : ``entry_sha256``) (64 bits).
+def stimulus_key(base: str, *, prompt_sha256: str, entry_sha256: str, decoding_sha256: str | None = None) -> str:
+    """Resume key of one (stimulus, prompt, model, decoding): the first 16 hex digits of
+    SHA-256(``base`` : ``prompt_sha256`` : ``entry_sha256``), with ``: decoding_sha256``
+    appended when given (64 bits).
 
     ``base`` is :func:`stimulus_base` of the manifest row, ``prompt_sha256`` the SHA-256 of the
-    prompt text (:func:`text_sha256`), ``entry_sha256`` :func:`entry_sha256` of the model.
+    prompt text (:func:`text_sha256`), ``entry_sha256`` :func:`entry_sha256` of the model,
+    ``decoding_sha256`` the :func:`json_sha256` of the backend's output-deciding decoding options
+    (:func:`aiplib.models.decoding_key`, e.g. the embedded Whisper's encoder window policy); None
+    for a backend's reference decoding, whose rows keep the key they always had.
     """
-    return text_sha256(f"{base}:{prompt_sha256}:{entry_sha256}")[:16]
+    tail = f":{decoding_sha256}" if decoding_sha256 else ""
+    return text_sha256(f"{base}:{prompt_sha256}:{entry_sha256}{tail}")[:16]
 
 
 # ------------------------------------------------------------------------------- command line

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/bench_inference.py [--n 40] [--model whisper_tiny_en] [--min-window 1000]
-                                         [--margin 500] [--batch-size 8]
+    python benchmarks/bench_inference.py [--n 40] [--model whisper_tiny_en] [--windows 10,15,30]
+                                         [--min-pad 5] [--batch-size 8]
 
 Stimuli: the ``demo`` workspace manifests when they exist (``n`` clean ASR rows and the ``n`` 0 dB
 rows of the same items, materialised on the fly, plus the KWS manifest if present); otherwise
@@ -37,6 +37,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aiplib.audio import load_audio  # noqa: E402
+from aiplib.inference import DEFAULT_DECODING  # noqa: E402
 from aiplib.models import load_model  # noqa: E402
 from aiplib.prompts import prompt_for  # noqa: E402
 
@@ -97,9 +98,10 @@ def measure_floor(rec, stims, prompts: dict) -> dict:
 
     sub = max(1, -(-rec.batch_size // rec.workers))
     chunks = []  # (family, features)
-    for fam in dict.fromkeys(f for f, _ in stims):
-        clips = [y for f, y in stims if f == fam]
-        chunks += [(fam, rec.features(clips[k: k + sub])) for k in range(0, len(clips), sub)]
+    wins = [(f, rec.window_s(len(y)) * 100) for f, y in stims]  # each clip on the window stage 7 gives it
+    for fam, w in dict.fromkeys(wins):
+        clips = [y for (f, y), fw in zip(stims, wins) if fw == (fam, w)]
+        chunks += [(fam, rec.features(clips[k: k + sub], w)) for k in range(0, len(clips), sub)]
 
     def enc(ch):
         return ch[0], np.array(rec.model.model.encode(ctranslate2.StorageView.from_array(ch[1]), to_cpu=False))
@@ -141,13 +143,16 @@ def family_prompts(ws, tasks="all") -> dict:
     return out
 
 
-def floor_for_workspace(ws, limit: int | None = 100, model: str = "whisper_tiny_en") -> dict:
+def floor_for_workspace(ws, limit: int | None = 100, model: str = "whisper_tiny_en",
+                        decoding: str | None = None) -> dict:
     """:func:`measure_floor` on the first ``limit`` rows per family of ``ws``, the model loaded
-    as stage 7 loads it (``load_model(model, path="fast")``)."""
-    rec = load_model(model, path="fast")
+    as stage 7 loads it (``load_model(model, path=decoding)``, default stage 7's decoding), each
+    clip encoded on the window that decoding gives it."""
+    decoding = decoding or DEFAULT_DECODING
+    rec = load_model(model, path=decoding)
     try:
         return {**measure_floor(rec, slice_stimuli(ws, limit), family_prompts(ws)), "model": model,
-                "limit": limit}
+                "limit": limit, "decoding": decoding}
     finally:
         rec.close()
 
@@ -257,8 +262,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=40, help="items (each gives a clean and a 0 dB stimulus)")
     ap.add_argument("--model", default="whisper_tiny_en")
-    ap.add_argument("--min-window", type=int, default=None, help="fast path: smallest window, frames")
-    ap.add_argument("--margin", type=int, default=None, help="fast path: padding after the clip, frames")
+    ap.add_argument("--windows", default=None, help="fast path: encoder windows, s, comma-separated (default 30)")
+    ap.add_argument("--min-pad", type=float, default=None, help="fast path: padding after the clip, s")
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--source", choices=["auto", "demo", "fieldkit"], default="auto")
     ap.add_argument("--floor", action="store_true", help="measure stage 7's floor (module notes)")
@@ -289,10 +294,10 @@ def main(argv=None):
             sys.exit("no demo manifests: run the demo stages 1-5 first")
         stims, src = fieldkit_stimuli(a.n), "fieldkit"
     fast_opts = {"batch_size": a.batch_size}
-    if a.min_window is not None:
-        fast_opts["min_window_frames"] = a.min_window
-    if a.margin is not None:
-        fast_opts["margin_frames"] = a.margin
+    if a.windows is not None:
+        fast_opts["windows_s"] = [int(w) for w in a.windows.split(",")]
+    if a.min_pad is not None:
+        fast_opts["min_pad_s"] = a.min_pad
     variants = ("baseline", "p5")
     std = load_model(a.model, path="standard")
     decode(std, stims[:2], 1)  # warm-up

@@ -43,7 +43,7 @@ def test_wer_constancy_with_a_fake_recogniser(tiny_ws, monkeypatch):
         def close(self):
             pass
 
-    monkeypatch.setattr("aiplib.models.load_model", lambda model: Fake())
+    monkeypatch.setattr("aiplib.models.load_model", lambda model, **opts: Fake())
     df = checks.wer_constancy(tiny_ws, n_items=2, seed=0)
     assert len(df) == 6
     assert sorted(df.loc[df.item_id == "a00", "wer"].tolist()) == [0.0, 0.0, 0.0]

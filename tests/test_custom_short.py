@@ -161,7 +161,7 @@ def test_stage6_loudness_error_names_the_speech_file(tiny_ws, monkeypatch):
         def close(self):
             pass
 
-    monkeypatch.setattr("aiplib.models.load_model", lambda model: Fake())
+    monkeypatch.setattr("aiplib.models.load_model", lambda model, **opts: Fake())
     with pytest.raises(AudioFileError) as exc:
         checks.wer_constancy(tiny_ws, n_items=2, seed=0)
     msg = str(exc.value)

@@ -262,10 +262,49 @@ def test_real_whisper_run(tmp_path):
     assert clean["raw"].lower().strip(".") == "he could wait no longer"
     assert 2.0 < clean["audio_s"] < 2.2 and clean["decode_s"] > 0
     log = json.loads(_lines(w.inference / "whisper_tiny_en" / "run_log.jsonl")[-1])
-    assert log["decoding"] == "fast" and log["window"]["min_frames"] == 3000
+    # stage 7's default decoding: a 15 s encoder window for this 2.1 s utterance
+    assert log["decoding"] == "window" and log["window"]["windows_s"] == [15, 20, 30]
+    assert clean["window_s"] == 15 and log["decoding_key"] == {"windows_s": [15, 20, 30], "min_pad_s": 5.0}
     assert len(log["weights_sha256"]) == 64 and log["versions"]["faster_whisper"]
     diag = pd.read_csv(w.checks / "mix_diagnostics.csv")
     assert len(diag) == 2 and abs(diag.loc[diag["background_id"] == "tap", "achieved_snr_db"].iloc[0]) < 0.01
+
+
+class _WindowRecogniser(FakeRecogniser):
+    """Fake that, like the embedded Whisper, chooses an encoder window per stimulus."""
+
+    def window_s(self, n_samples):
+        return 15 if n_samples < 1.5 * SR else 20
+
+
+def test_rows_record_the_window_and_a_changed_window_reruns(ws, monkeypatch):
+    made = []
+
+    def fake_load(entry, **opts):
+        made.append((_WindowRecogniser(get_entry(entry) if isinstance(entry, str) else entry), opts))
+        return made[-1][0]
+
+    monkeypatch.setattr(aiplib.models, "load_model", fake_load)
+    path = ws.inference / "whisper_tiny_en" / "asr.jsonl"
+    s = run_inference(ws, tasks="asr", decoding="fast", progress=False)
+    assert s.loc[0, "n_run"] == 9 and made[-1][1]["path"] == "fast"
+    rows = [json.loads(x) for x in _lines(path)]
+    # items of 1.0, 1.06, 1.13 s (x3 stimuli): 15 s windows
+    assert [r["window_s"] for r in rows] == [15] * 9
+    keys_30 = {r["id"]: r["stim_key"] for r in rows}
+    # the standard path decodes on the same 30 s window: the same key, nothing to do
+    s = run_inference(ws, tasks="asr", decoding="standard", progress=False)
+    assert s.loc[0, "n_run"] == 0 and len(made) == 1
+    # another window policy: every row is set aside and re-run, never mixed with the old ones
+    s = run_inference(ws, tasks="asr", decoding="window", progress=False)
+    assert s.loc[0, "n_done_before"] == 0 and s.loc[0, "n_run"] == 9 and made[-1][1]["path"] == "window"
+    rows = [json.loads(x) for x in _lines(path)]
+    assert len(rows) == 9 and all(r["stim_key"] != keys_30[r["id"]] for r in rows)
+    assert len(_lines(path.parent / "superseded" / "asr.jsonl")) == 9
+    log = json.loads(_lines(path.parent / "run_log.jsonl")[-1])
+    assert log["decoding_key"] == {"windows_s": [15, 20, 30], "min_pad_s": 5.0}
+    # and back: the 30 s rows were superseded, so they are decoded again
+    assert run_inference(ws, tasks="asr", decoding="fast", progress=False).loc[0, "n_run"] == 9
 
 
 def test_raise_if_not_run_lists_every_model_that_did_not_run():

