@@ -74,6 +74,31 @@ def test_cuda_entry_without_a_gpu_is_one_line(ckpts, tmp_path):
         load_model(regs["needs_cuda"])
 
 
+def test_wrong_checkpoints_are_one_line_naming_the_entry(ckpts, tmp_path):
+    from aiplib.errors import ModelUnavailableError
+
+    llm = tm.build("qwen2_audio", tmp_path / "qwen")  # a Speech LLM, not an ASR checkpoint
+    (tmp_path / "empty").mkdir()
+    regs = load_registry(tm.registry_yaml(tmp_path / "r.yaml", {
+        "not_asr": tm.hf_asr_entry(llm),
+        "as_ctc": tm.hf_asr_entry(ckpts["whisper"], model_type="ctc"),
+        "as_s2s": tm.hf_asr_entry(ckpts["ctc"], model_type="seq2seq"),
+        "gone": tm.hf_asr_entry(tmp_path / "nothere"),
+        "empty": tm.hf_asr_entry(tmp_path / "empty")}))
+    expect = {"not_asr": f"^not_asr: {llm}: model type 'qwen2_audio' is neither a CTC nor a speech",
+              "as_ctc": "^as_ctc: .*model_type 'ctc', but transformers runs a 'whisper' checkpoint as seq2seq; "
+                        "set model_type: seq2seq",
+              "as_s2s": "^as_s2s: .*model_type 'seq2seq', but transformers runs a 'wav2vec2' checkpoint as ctc",
+              "gone": f"^gone: weights folder {tmp_path / 'nothere'} does not exist",
+              "empty": f"^empty: weights folder {tmp_path / 'empty'} has no config.json"}
+    for name, pattern in expect.items():
+        with pytest.raises(ModelUnavailableError, match=pattern) as err:
+            load_model(regs[name])
+        assert "\n" not in str(err.value)
+    assert load_model(load_registry(tm.registry_yaml(tmp_path / "ok.yaml", {
+        "ok": tm.hf_asr_entry(ckpts["ctc"], model_type="ctc")}))["ok"]).kind == "ctc"
+
+
 @pytest.mark.parametrize("name, kind, batching", [("ctc", "ctc", "padded with attention mask"),
                                                   ("ctc_nomask", "ctc", "equal-length clips only"),
                                                   ("whisper", "seq2seq", "fixed window")])
