@@ -349,6 +349,17 @@ def test_top_three_ranked_on_mean_abs_rs_rounded_to_3_decimals():
     assert list(m.index[:2]) == ["a", "b"]          # what the unrounded ranking would pick
 
 
+def test_top_three_rounding_is_numpys_as_the_authors_float64():
+    # a (first in table order): mean |r_s| 0.3015 → numpy 0.302 (the authors' round of an
+    # np.float64), Python's round 0.301; b: 0.3020 → 0.302 both: a tie, so a stays first
+    t2 = pd.DataFrame({"task": ["asr", "kws"] * 3, "model": "pooled", "descriptor": ["a", "a", "b", "b", "c", "c"],
+                       "r_s": [0.3015, -0.3015, 0.302, 0.302, 0.1, 0.1]})
+    assert round(np.mean([0.3015, 0.3015]), 3) == 0.302 and round(0.3015, 3) == 0.301
+    assert figures.top_descriptors(t2, 2) == ["a", "b"]
+    assert stats.rank_by_mean_abs_rs(t2.r_s[::2].set_axis(list("abc")), t2.r_s[1::2].set_axis(list("abc"))
+                                     ).to_dict() == {"a": 0.302, "b": 0.302, "c": 0.1}
+
+
 def test_table4_the_authors_accent_labels_beside_our_groups():
     rows = []
     for item, accent, group, d in (("ls1", "american_english", None, (0.1, 0.3)),
