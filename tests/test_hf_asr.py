@@ -2,6 +2,7 @@
 Whisper checkpoints built offline (tests/tiny_models.py)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from aiplib.manifests import build_manifests
 from aiplib.mixing import materialize
 from aiplib.models import load_model, load_registry
 from aiplib.models.transformers_backend import check_batch_invariance
+from aiplib.stamps import entry_sha256
 from aiplib.textnorm import kws_first_word
 from conftest import make_tiny_workspace
 
@@ -52,6 +54,8 @@ def test_registry_hf_asr_entry_takes_no_prompt_and_refuses_a_prompt_style(tmp_pa
     e = load_registry(tm.registry_yaml(tmp_path / "r.yaml", {"m": tm.hf_asr_entry("org/m")}))["m"]
     assert (e.backend, e.model_type, e.prompt_style, e.takes_prompt) == ("hf_asr", "auto", "none", False)
     assert not_applicable(e, ["asr", "kws", "asr_steer_p5", "kws_steer_p5"]).keys() == {"asr_steer_p5", "kws_steer_p5"}
+    # padded batches: a changed batch size re-decodes (the resume key holds it), as for transformers
+    assert entry_sha256(e) != entry_sha256(dataclasses.replace(e, batch_size=1))
     with pytest.raises(ValueError, match=r"'m': backend 'hf_asr' sends no task prompt; prompt_style must be none"):
         load_registry(tm.registry_yaml(tmp_path / "r.yaml", {"m": tm.hf_asr_entry("org/m", prompt_style="chat")}))
     with pytest.raises(ValueError, match=r"'m': model_type of backend 'hf_asr' must be one of auto, ctc, seq2seq"):
