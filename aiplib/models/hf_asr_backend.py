@@ -40,7 +40,6 @@ files, for folders under 4 GB).
 """
 from __future__ import annotations
 
-import gc
 import inspect
 import os
 import time
@@ -51,7 +50,7 @@ import numpy as np
 from ..audio import SR, valid_audio
 from ..errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
 from .base import Recogniser
-from .transformers_backend import DTYPES, _folder_fingerprint, _resolve_device, hub_error_message
+from .transformers_backend import DTYPES, _folder_fingerprint, _resolve_device, free_memory, hub_error_message
 
 __all__ = ["HFASRRecogniser", "load", "KINDS", "detect_kind"]
 
@@ -354,14 +353,7 @@ class HFASRRecogniser(Recogniser):
         if getattr(self, "model", None) is None:
             return
         self.model = self.processor = self.feature_extractor = None
-        gc.collect()
-        try:
-            import torch  # noqa: PLC0415
-
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
-        except Exception:  # noqa: BLE001 - best effort
-            pass
+        free_memory()
 
 
 def load(entry, **opts) -> HFASRRecogniser:
