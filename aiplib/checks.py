@@ -19,12 +19,14 @@ import hashlib
 import numpy as np
 import pandas as pd
 
+from .audio import load_audio
 from .errors import AudioFileError
+from .formats import parse_bool, read_battery_csv, read_manifest, read_manifest_meta, write_json_atomic
 from .inference import DEFAULT_DECODING
-from .formats import read_manifest, read_manifest_meta, write_json_atomic
 from .manifests import SEED_START
 from .mixing import BG_SILENCE_POWER, SPEECH_LUFS, bg_offset, materialize
 from .progress import track
+from .subaudible import subaudible_power
 from .tasks import FAMILIES
 
 __all__ = ["background_presence", "wer_constancy", "determinism", "write_inspection_clips",
@@ -321,10 +323,6 @@ def subaudible_backgrounds(ws) -> pd.DataFrame:
     ``audible_snr_excess_db`` (dB), ``removed_at_curation`` (bool, from ``battery.csv``; False when
     the column is absent); written to ``checks/subaudible.csv``.
     """
-    from .audio import load_audio
-    from .formats import parse_bool, read_battery_csv
-    from .subaudible import subaudible_power
-
     battery = read_battery_csv(ws.battery_csv)
     if battery is None:
         raise AudioFileError(f"{ws.battery_csv} is missing: run stage 3 first")

@@ -65,8 +65,9 @@ import numpy as np
 import pandas as pd
 
 from .audio import SR
+from .batch_decode import generate_into, mix_batch, output_row
 from .errors import ModelUnavailableError
-from .formats import ERROR_RESPONSE, EXTRA_FIELDS, append_jsonl_lines, inference_row_json
+from .formats import ERROR_RESPONSE, append_jsonl_lines, inference_row_json
 from .prompts import NO_PROMPT_ID, TASKS, not_applicable, task_names
 from .resume import plan_family
 from .run_records import MixDiagnostics, Throughput, log_run as _log_run, now_iso as _now
@@ -397,10 +398,10 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
     # the next batch is mixed in a thread while this one is decoded (numpy/scipy release the GIL)
     mixer = ThreadPoolExecutor(1, thread_name_prefix="aip-mix")
     try:
-        ahead = mixer.submit(_mix_batch, batches[0], ws, max_samples) if batches else None
+        ahead = mixer.submit(mix_batch, batches[0], ws, max_samples) if batches else None
         for k, batch in enumerate(batches):
             done = ahead.result()
-            ahead = mixer.submit(_mix_batch, batches[k + 1], ws, max_samples) if k + 1 < len(batches) else None
+            ahead = mixer.submit(mix_batch, batches[k + 1], ws, max_samples) if k + 1 < len(batches) else None
             mixed = []  # (record, audio or None, audio_s, error)
             for r, y, info, err in done:
                 if err is None:
@@ -424,12 +425,12 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
                         audios.append(y)
                 if ok:
                     t0 = time.perf_counter()
-                    _generate_into(rec, ok, audios, text if getattr(entry, "takes_prompt", True) else None)
+                    generate_into(rec, ok, audios, text if getattr(entry, "takes_prompt", True) else None)
                     stats[t]["decode_seconds"] += time.perf_counter() - t0
                 for row in rows:
                     if row["error"] is not None:
                         stats[t]["n_err"] += 1
-                append_jsonl_lines(paths[t], [inference_row_json(_output_row(row)) for row in rows])
+                append_jsonl_lines(paths[t], [inference_row_json(output_row(row)) for row in rows])
                 n_dec[t] = len(rows)
             t_now = time.perf_counter()
             n_batch = sum(n_dec.values())
@@ -455,52 +456,6 @@ def _run_family(ws, rec, entry, family: str, tasks: list[str], *, bs: int, limit
                   "stimuli_per_s": round(n_todo / secs, 3) if n_todo and secs > 0 else None,
                   "manifest_sha256": m_sha, "error": None, "file": str(paths[t])}
     return out
-
-
-def _mix_batch(batch: list[dict], ws, max_samples: int) -> list[tuple]:
-    """(record, float32 audio cut to ``max_samples`` or None, MixInfo or None, error or None) per
-    manifest row (:func:`aiplib.mixing.materialize`)."""
-    from .mixing import materialize  # noqa: PLC0415
-
-    out = []
-    for r in batch:
-        try:
-            y, info = materialize(r, ws)
-            out.append((r, np.asarray(y, dtype=np.float32)[:max_samples], info, None))
-        except Exception as exc:  # noqa: BLE001 - a bad stimulus becomes an error row
-            out.append((r, None, None, "materialize: " + _short(exc)))
-    return out
-
-
-def _output_row(work: dict) -> dict:
-    """The JSONL row in the authors' format: manifest columns, raw, model, task, then ours; a
-    failure: id, raw="__ERROR__", error, model, task, then ours."""
-    extras = {k: work[k] for k in EXTRA_FIELDS}
-    if work["error"] is not None:
-        return {"id": work["manifest"]["id"], "raw": ERROR_RESPONSE, "error": work["error"],
-                "model": work["model"], "task": work["task"], **extras}
-    return {**work["manifest"], "raw": work["raw"], "model": work["model"], "task": work["task"], **extras}
-
-
-def _generate_into(rec, rows: list[dict], audios: list[np.ndarray], prompt: str) -> None:
-    """Fill ``raw``/``decode_s`` (or ``error``) of ``rows``; a failing batch is retried item
-    by item so one bad stimulus does not fail its neighbours."""
-    t = time.perf_counter()
-    try:
-        out = rec.generate(audios, [prompt] * len(audios))
-        if len(out) != len(audios):
-            raise RuntimeError(f"backend returned {len(out)} responses for {len(audios)} inputs")
-        share = (time.perf_counter() - t) / len(audios)
-        for r, text in zip(rows, out):
-            r.update(raw=str(text), decode_s=round(share, 4), batch_size=len(audios), error=None)
-        return
-    except Exception as exc:  # noqa: BLE001
-        if len(audios) == 1:
-            rows[0].update(raw=ERROR_RESPONSE, error="generate: " + _short(exc), batch_size=1,
-                           decode_s=round(time.perf_counter() - t, 4))
-            return
-    for r, y in zip(rows, audios):
-        _generate_into(rec, [r], [y], prompt)
 
 
 def raise_if_not_run(summary: pd.DataFrame) -> None:

@@ -25,9 +25,9 @@ import platform
 from pathlib import Path
 
 from .errors import AiplibError
-from .formats import read_manifest_meta, write_json_atomic
+from .formats import read_inference_jsonl, read_manifest_meta, write_json_atomic
 from .hashing import sha256_file
-from .tasks import FAMILIES
+from .tasks import FAMILIES, task_file
 
 __all__ = [
     "PROVENANCE_FILE",
@@ -90,8 +90,6 @@ def _models(ws, scored_models) -> dict:
                "decoding_path": None, "window": None, "versions": None}
         log_p = inf / m / "run_log.jsonl"
         if log_p.is_file():
-            from .formats import read_inference_jsonl
-
             rows, _ = read_inference_jsonl(log_p, require_id=False)
             na = [r for r in rows if r.get("event") == "not_applicable"]
             if na:  # a model that takes no task prompt: its steering tasks were not run
@@ -124,7 +122,6 @@ def _paper_set_offline(ws) -> dict:
     file (``raw/prompts/<commit>/``) when stage 7 fetched it, else the set's name and source with
     no texts (``tasks`` empty, ``fetched`` false) — never the built-in set's texts."""
     from .prompt_sets import get_prompt_set, prompt_set_record  # noqa: PLC0415
-    from .tasks import task_file  # noqa: PLC0415
 
     spec = task_file()["prompt_sets"]["paper"]
     src = spec["source"]
@@ -146,8 +143,6 @@ def _prompt_set_used(ws) -> dict | None:
     """The prompt-set record (name, source, SHA-256, texts) of the latest stage-7 run, read from
     ``inference/*/run_log.jsonl`` (not re-resolved: that could need a download); else the
     profile's set as resolved offline, or None when it cannot be."""
-    from .formats import read_inference_jsonl
-
     best = None
     inf = Path(ws.inference)
     for log_p in sorted(inf.glob("*/run_log.jsonl")) if inf.is_dir() else []:

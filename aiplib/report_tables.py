@@ -295,12 +295,14 @@ def summary_table(tables: dict) -> Table:
 # ----------------------------------------------------------------------------- Tables 2–5
 def table2_display(t2: pd.DataFrame) -> Table:
     """Table 2 (``table2_descriptor_correlations.csv``): r_s with its interval, p and p_BH
-    (descriptors rounded as the authors), and r_s of the unrounded descriptors beside."""
+    (descriptors rounded as the authors), the authors' t-approximation p and r_s of the
+    unrounded descriptors beside."""
     return Table(pd.DataFrame({
         "task": t2["task"], "model": t2["model"], "descriptor": t2["descriptor"], "n": t2["n"],
         "r_s [95% CI]": [_ci(r, lo, hi, 2) for r, lo, hi in
                          zip(t2["r_s"], t2["ci_low"], t2["ci_high"])],
         "p": [_p(v) for v in t2["p"]], "p_BH": [_p(v) for v in t2["p_bh"]],
+        "p (t approx., as the authors)": [_p(v) for v in t2["p_t_approx"]] if "p_t_approx" in t2 else "–",
         "r_s unrounded descriptors": [fmt(v, '.2f') for v in t2["r_s_unrounded"]]
         if "r_s_unrounded" in t2 else "–",
         "note": _text(t2["note"])}))

@@ -302,11 +302,13 @@ def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None
 
 
 # ------------------------------------------------------------------------------- stage 7 keys
-BATCH_VARIANT_BACKENDS = ("transformers",)
+BATCH_VARIANT_BACKENDS = ("transformers", "hf_asr")
 """Backends whose output can depend on the batch size (padded batched greedy decoding, 8-bit
-kernels): for them ``batch_size`` is an output-deciding field too, so a changed batch size
-re-decodes. The other backends decode each stimulus alike in any batch (Whisper pads every input
-to its 30 s window; a server answers each request alone), and their keys leave it out."""
+kernels; an ``hf_asr`` checkpoint batched with an attention mask runs padded frames, whose
+float16 / GPU arithmetic can move an arg-max): for them ``batch_size`` is an output-deciding
+field too, so a changed batch size re-decodes. The other backends decode each stimulus alike in
+any batch (the Whisper backends pad every input to its 30 s window; a server answers each request
+alone), and their keys leave it out."""
 
 
 def entry_sha256(entry) -> str:

@@ -11,6 +11,7 @@ from 8 kHz) ends.
 from __future__ import annotations
 
 import numpy as np
+from scipy.signal import butter, sosfiltfilt, welch
 
 from .errors import AiplibParameterError
 
@@ -104,8 +105,6 @@ def remove_subaudible(y, *, sr: int, cutoff_hz: float = SUBAUDIBLE_HZ, order: in
     AiplibParameterError
         If the cut-off is outside (0, sr / 2) or ``y`` is too short for the filter's padding.
     """
-    from scipy.signal import butter, sosfiltfilt
-
     if not 0 < cutoff_hz < sr / 2:
         raise AiplibParameterError(f"cutoff_hz must be in (0, {sr / 2:g}) Hz, got {cutoff_hz}")
     y = np.asarray(y, dtype=np.float64).ravel()
@@ -134,8 +133,6 @@ def effective_bandwidth_hz(y, *, sr: int, floor_db: float = BANDWIDTH_FLOOR_DB) 
     float, Hz
         0.0 for an all-zero signal.
     """
-    from scipy.signal import welch
-
     y = np.asarray(y, dtype=np.float64).ravel()
     f, p = welch(y, fs=sr, nperseg=min(2048, y.size))
     audible = f >= SUBAUDIBLE_HZ

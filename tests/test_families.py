@@ -206,6 +206,33 @@ def test_channel_manifest_rows_and_skipped_conditions(fam_ws):
     assert (skipped["reason"].str.len() > 20).all() and not set(skipped["condition"]) & set(ch["channel_condition"])
 
 
+def test_condition_family_manifests_leave_the_kws_probes_out_without_a_seed(tmp_path):
+    def family_rows(root, probe: str):
+        ws = make_tiny_workspace(root, n_asr=1, n_kws=3, n_bg=1)
+        bank = ws.itembanks / "kws.jsonl"
+        rows = [json.loads(line) for line in bank.read_text().splitlines()]
+        if probe == "flagged":
+            rows[1]["probe_id"] = "probe_k01"  # the middle item is an injection probe
+        elif probe == "absent":
+            del rows[1]
+        bank.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        add_distractors(ws)
+        build_manifests(ws, snrs=[10, 0])
+        meta = lambda: json.loads((ws.root / "manifests" / "channel" / "kws.json").read_text())  # noqa: E731
+        return build_family_manifest(ws, "channel", "kws"), meta()
+
+    df, meta = family_rows(tmp_path / "flagged", "flagged")
+    alone, _ = family_rows(tmp_path / "absent", "absent")
+    kept, _ = family_rows(tmp_path / "kept", "none")
+    n_cond = 1 + len(available_conditions())
+    assert set(df["speech_id"]) == {"k00", "k02"} and len(df) == 2 * n_cond
+    assert (meta["n_probes_skipped"], meta["n_items"]) == (1, 2)
+    # the seeds as if the probe were not in the bank; with it scored, k02's seeds would move
+    assert df[["id", "seed"]].equals(alone[["id", "seed"]])
+    k02 = kept[kept["speech_id"] == "k02"]["seed"].to_numpy()
+    assert (k02 > df[df["speech_id"] == "k02"]["seed"].to_numpy()).all()
+
+
 def _band_energy(y, lo, hi):
     """(energy inside [lo, hi] Hz, energy outside it) of a Welch spectrum (as tests/test_channel.py)."""
     from scipy import signal

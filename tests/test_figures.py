@@ -112,7 +112,7 @@ def test_make_all_figures_writes_everything(fake_ws):
         assert p.parent == fake_ws.results / sub
 
     t2 = pd.read_csv(written["table2_descriptor_correlations.csv"])
-    assert t2.shape == (2 * (len(MODELS) + 1) * len(formats.DESCRIPTORS), 18)
+    assert t2.shape == (2 * (len(MODELS) + 1) * len(formats.DESCRIPTORS), 19)
     assert (t2["p_method"] == "permutation").all() and (t2["n_permutations"] == 9999).all()
     assert (t2["ci_usable"] >= 0.95 * 200).all()
     assert set(t2["model"]) == {"pooled", *MODELS} and set(t2["task"]) == {"asr", "kws"}
@@ -316,6 +316,7 @@ def test_top_descriptors_largest_mean_abs_rs():
 
 def test_descriptors_rounded_before_spearman_as_the_authors():
     from scipy.stats import spearmanr
+    from scipy.stats import t as scipy_t
 
     bgs = [f"bg{i}" for i in range(6)]
     deg = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
@@ -333,6 +334,10 @@ def test_descriptors_rounded_before_spearman_as_the_authors():
     # unrounded: ranks (3, 1, 2, 4, 5, 6), Σd² = 6 → 1 − 36/210; rounded: tied ranks (2, 2, 2, …)
     assert z.r_s_unrounded == pytest.approx(1 - 6 * 6 / 210)
     assert z.r_s == pytest.approx(0.941124, abs=1e-6) and z.r_s > z.r_s_unrounded + 0.1
+    # the authors' p beside ours: scipy's t approximation, t = r √(4 / (1 − r²)) on 4 df
+    t = z.r_s * np.sqrt(4 / (1 - z.r_s ** 2))
+    assert z.p_t_approx == pytest.approx(2 * scipy_t.sf(t, 4)) and z.p_t_approx == pytest.approx(0.005098, abs=1e-6)
+    assert z.p_method != "t_approx" and z.p != pytest.approx(z.p_t_approx)
     # spectral centroid to 2 decimals: 1000.004 and 1000.001 tie as well
     assert stats.round_descriptors(pd.DataFrame({"spectral_centroid": [1000.004, 1000.006],
                                                  "vad_speech_fraction": [0.123456, 0.5]})
@@ -347,6 +352,17 @@ def test_top_three_ranked_on_mean_abs_rs_rounded_to_3_decimals():
     assert figures.top_descriptors(t2, 2) == ["b", "a"]
     m = t2.assign(a=t2.r_s.abs()).groupby("descriptor")["a"].mean().sort_values(ascending=False)
     assert list(m.index[:2]) == ["a", "b"]          # what the unrounded ranking would pick
+
+
+def test_top_three_rounding_is_numpys_as_the_authors_float64():
+    # a (first in table order): mean |r_s| 0.3015 → numpy 0.302 (the authors' round of an
+    # np.float64), Python's round 0.301; b: 0.3020 → 0.302 both: a tie, so a stays first
+    t2 = pd.DataFrame({"task": ["asr", "kws"] * 3, "model": "pooled", "descriptor": ["a", "a", "b", "b", "c", "c"],
+                       "r_s": [0.3015, -0.3015, 0.302, 0.302, 0.1, 0.1]})
+    assert round(np.mean([0.3015, 0.3015]), 3) == 0.302 and round(0.3015, 3) == 0.301
+    assert figures.top_descriptors(t2, 2) == ["a", "b"]
+    assert stats.rank_by_mean_abs_rs(t2.r_s[::2].set_axis(list("abc")), t2.r_s[1::2].set_axis(list("abc"))
+                                     ).to_dict() == {"a": 0.302, "b": 0.302, "c": 0.1}
 
 
 def test_table4_the_authors_accent_labels_beside_our_groups():

@@ -2,6 +2,7 @@
 Whisper checkpoints built offline (tests/tiny_models.py)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from aiplib.manifests import build_manifests
 from aiplib.mixing import materialize
 from aiplib.models import load_model, load_registry
 from aiplib.models.transformers_backend import check_batch_invariance
+from aiplib.stamps import entry_sha256
 from aiplib.textnorm import kws_first_word
 from conftest import make_tiny_workspace
 
@@ -52,6 +54,8 @@ def test_registry_hf_asr_entry_takes_no_prompt_and_refuses_a_prompt_style(tmp_pa
     e = load_registry(tm.registry_yaml(tmp_path / "r.yaml", {"m": tm.hf_asr_entry("org/m")}))["m"]
     assert (e.backend, e.model_type, e.prompt_style, e.takes_prompt) == ("hf_asr", "auto", "none", False)
     assert not_applicable(e, ["asr", "kws", "asr_steer_p5", "kws_steer_p5"]).keys() == {"asr_steer_p5", "kws_steer_p5"}
+    # padded batches: a changed batch size re-decodes (the resume key holds it), as for transformers
+    assert entry_sha256(e) != entry_sha256(dataclasses.replace(e, batch_size=1))
     with pytest.raises(ValueError, match=r"'m': backend 'hf_asr' sends no task prompt; prompt_style must be none"):
         load_registry(tm.registry_yaml(tmp_path / "r.yaml", {"m": tm.hf_asr_entry("org/m", prompt_style="chat")}))
     with pytest.raises(ValueError, match=r"'m': model_type of backend 'hf_asr' must be one of auto, ctc, seq2seq"):
@@ -72,6 +76,31 @@ def test_cuda_entry_without_a_gpu_is_one_line(ckpts, tmp_path):
         load_model(regs["on_cuda"])
     with pytest.raises(ModelUnavailableError, match="^needs_cuda needs a CUDA GPU"):
         load_model(regs["needs_cuda"])
+
+
+def test_wrong_checkpoints_are_one_line_naming_the_entry(ckpts, tmp_path):
+    from aiplib.errors import ModelUnavailableError
+
+    llm = tm.build("qwen2_audio", tmp_path / "qwen")  # a Speech LLM, not an ASR checkpoint
+    (tmp_path / "empty").mkdir()
+    regs = load_registry(tm.registry_yaml(tmp_path / "r.yaml", {
+        "not_asr": tm.hf_asr_entry(llm),
+        "as_ctc": tm.hf_asr_entry(ckpts["whisper"], model_type="ctc"),
+        "as_s2s": tm.hf_asr_entry(ckpts["ctc"], model_type="seq2seq"),
+        "gone": tm.hf_asr_entry(tmp_path / "nothere"),
+        "empty": tm.hf_asr_entry(tmp_path / "empty")}))
+    expect = {"not_asr": f"^not_asr: {llm}: model type 'qwen2_audio' is neither a CTC nor a speech",
+              "as_ctc": "^as_ctc: .*model_type 'ctc', but transformers runs a 'whisper' checkpoint as seq2seq; "
+                        "set model_type: seq2seq",
+              "as_s2s": "^as_s2s: .*model_type 'seq2seq', but transformers runs a 'wav2vec2' checkpoint as ctc",
+              "gone": f"^gone: weights folder {tmp_path / 'nothere'} does not exist",
+              "empty": f"^empty: weights folder {tmp_path / 'empty'} has no config.json"}
+    for name, pattern in expect.items():
+        with pytest.raises(ModelUnavailableError, match=pattern) as err:
+            load_model(regs[name])
+        assert "\n" not in str(err.value)
+    assert load_model(load_registry(tm.registry_yaml(tmp_path / "ok.yaml", {
+        "ok": tm.hf_asr_entry(ckpts["ctc"], model_type="ctc")}))["ok"]).kind == "ctc"
 
 
 @pytest.mark.parametrize("name, kind, batching", [("ctc", "ctc", "padded with attention mask"),

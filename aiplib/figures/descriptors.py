@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy.stats import spearmanr
 
 from .. import stats
 from ..formats import DESCRIPTORS
@@ -13,18 +14,18 @@ from .common import (
 
 
 # ------------------------------------------------------------------- Table 2, Figures 2 and 3
-def _rho(y: pd.Series, x: pd.Series) -> float:
-    """Spearman ρ of two series on their common finite backgrounds (``scipy.stats.spearmanr``;
-    NaN with fewer than 3 or a constant column)."""
-    from scipy.stats import spearmanr
-
+def _spearmanr(y: pd.Series, x: pd.Series) -> tuple[float, float]:
+    """Spearman ρ and scipy's p-value (t-distribution approximation) of two series on their
+    common finite backgrounds (``scipy.stats.spearmanr``); NaN, NaN with fewer than 3 or a
+    constant column."""
     y = y.copy()
     y.index, x = y.index.astype(str), x.set_axis(x.index.astype(str))
     both = pd.concat([x.astype(float), y.astype(float)], axis=1, join="inner")
     both = both[np.isfinite(both).all(axis=1)]
     if len(both) < 3 or both.nunique().min() < 2:
-        return float("nan")
-    return float(spearmanr(both.iloc[:, 0], both.iloc[:, 1]).statistic)
+        return float("nan"), float("nan")
+    res = spearmanr(both.iloc[:, 0], both.iloc[:, 1])
+    return float(res.statistic), float(res.pvalue)
 
 
 def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
@@ -35,7 +36,9 @@ def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
     a background's noisy rows (:func:`aiplib.stats.degradation_by_background`, ``flat``) and
     the descriptors are rounded first (:func:`aiplib.stats.round_descriptors`), which can make
     ties and so change the ranks. ``r_s_unrounded`` (ours) is the same correlation on the
-    descriptors as stored.
+    descriptors as stored. ``p`` is ours (exact or permutation up to 20 backgrounds,
+    :func:`aiplib.stats.spearman`); ``p_t_approx`` is the p-value the authors print ("ASR (p)",
+    ``scipy.stats.spearmanr``'s t-distribution approximation, on the rounded descriptors).
 
     Parameters
     ----------
@@ -48,12 +51,12 @@ def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
 
     Returns
     -------
-    pandas.DataFrame [shape=(2 · (n_models + 1) · n_descriptors, 18)]
+    pandas.DataFrame [shape=(2 · (n_models + 1) · n_descriptors, 19)]
         Columns ``task, family, model`` (``pooled`` first, then each model), then those of
         :func:`aiplib.stats.descriptor_correlations` on the rounded descriptors: ``descriptor,
         n, r_s, p, p_method, n_permutations, ci_low, ci_high, ci_usable, p_bh`` (BH across the
         descriptors within each task and model), ``level, n_resamples, seed, note``, then
-        ``r_s_unrounded``. ``pooled`` is the flat mean over every model's rows together (the
+        ``r_s_unrounded``, ``p_t_approx``. ``pooled`` is the flat mean over every model's rows together (the
         note names backgrounds some model lacks).
     """
     rounded = stats.round_descriptors(descriptors)
@@ -64,8 +67,8 @@ def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
         deg.attrs = dict(full.attrs)
         t = stats.descriptor_correlations(deg, rounded.reset_index(),
                                           n_resamples=n_resamples, seed=seed)
-        t["r_s_unrounded"] = [_rho(deg[m], descriptors[d]) for m, d in zip(t["model"],
-                                                                          t["descriptor"])]
+        t["r_s_unrounded"] = [_spearmanr(deg[m], descriptors[d])[0] for m, d in zip(t["model"], t["descriptor"])]
+        t["p_t_approx"] = [_spearmanr(deg[m], rounded[d])[1] for m, d in zip(t["model"], t["descriptor"])]
         t.insert(0, "family", fam)
         t.insert(0, "task", task)
         frames.append(t)

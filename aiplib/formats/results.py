@@ -1,6 +1,7 @@
 """Inference JSONL and score files: readers and writers (:mod:`aiplib.formats`)."""
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import logging
 import math
@@ -168,7 +169,6 @@ def quarantine_lines(path, bad: list) -> Path:
     Path
         The quarantine file (:func:`quarantine_path`).
     """
-    import datetime as _dt
 
     side = quarantine_path(path)
     side.parent.mkdir(parents=True, exist_ok=True)

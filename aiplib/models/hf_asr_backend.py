@@ -40,7 +40,6 @@ files, for folders under 4 GB).
 """
 from __future__ import annotations
 
-import gc
 import inspect
 import os
 import time
@@ -51,7 +50,7 @@ import numpy as np
 from ..audio import SR, valid_audio
 from ..errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
 from .base import Recogniser
-from .transformers_backend import DTYPES, _folder_fingerprint, _resolve_device, hub_error_message
+from .transformers_backend import DTYPES, _folder_fingerprint, _resolve_device, free_memory, hub_error_message
 
 __all__ = ["HFASRRecogniser", "load", "KINDS", "detect_kind"]
 
@@ -59,12 +58,16 @@ KINDS = ("auto", "ctc", "seq2seq")
 """Accepted ``model_type`` values of an ``hf_asr`` entry."""
 
 
-def detect_kind(config) -> str:
+def detect_kind(config, wanted: str = "auto") -> str:
     """``"ctc"`` or ``"seq2seq"`` for a transformers config, from transformers' own model mappings.
 
     Parameters
     ----------
     config : transformers.PretrainedConfig
+    wanted : {"auto", "ctc", "seq2seq"}
+        The entry's ``model_type``: ``auto`` picks CTC if transformers maps the model type to
+        ``AutoModelForCTC``, else sequence-to-sequence; ``ctc`` / ``seq2seq`` must be a mapping
+        that holds the model type.
 
     Returns
     -------
@@ -73,19 +76,39 @@ def detect_kind(config) -> str:
     Raises
     ------
     ModelUnavailableError
-        If transformers maps the config's model type to neither a CTC nor a speech seq2seq model.
+        If transformers maps the config's model type to neither a CTC nor a speech seq2seq model,
+        or not to the ``wanted`` one (the message says which one it is).
     """
     from transformers.models.auto.modeling_auto import (  # noqa: PLC0415
         MODEL_FOR_CTC_MAPPING_NAMES, MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES)
 
     mt = getattr(config, "model_type", None)
-    if mt in MODEL_FOR_CTC_MAPPING_NAMES:
-        return "ctc"
-    if mt in MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES:
-        return "seq2seq"
-    raise ModelUnavailableError(
-        f"model type {mt!r} is neither a CTC nor a speech sequence-to-sequence model in transformers "
-        f"(AutoModelForCTC / AutoModelForSpeechSeq2Seq); hf_asr cannot run it")
+    found = [k for k, names in (("ctc", MODEL_FOR_CTC_MAPPING_NAMES),
+                                ("seq2seq", MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES)) if mt in names]
+    if not found:
+        raise ModelUnavailableError(
+            f"model type {mt!r} is neither a CTC nor a speech sequence-to-sequence model in transformers "
+            f"(AutoModelForCTC / AutoModelForSpeechSeq2Seq); hf_asr cannot run it")
+    if wanted == "auto" or wanted in found:
+        return found[0] if wanted == "auto" else wanted
+    raise ModelUnavailableError(f"model_type {wanted!r}, but transformers runs a {mt!r} checkpoint as "
+                                f"{found[0]}; set model_type: {found[0]} (or auto)")
+
+
+def _check_folder(entry, folder: Path) -> None:
+    """One line for ``weights:`` that names a local folder which is missing or holds no config.
+
+    A value that is an absolute path or starts with ``.`` or ``~`` is a folder (a hub id is
+    ``name`` or ``namespace/name``); any other value is left to the hub.
+    """
+    w = str(entry.weights)
+    if folder.is_dir():
+        if not (folder / "config.json").is_file():
+            raise ModelUnavailableError(f"{entry.id}: weights folder {folder} has no config.json (save the "
+                                        "checkpoint there with save_pretrained, model and processor)")
+    elif folder.is_absolute() or w.startswith((".", "~")):
+        raise ModelUnavailableError(f"{entry.id}: weights folder {folder} does not exist (a hub id is "
+                                    "'name' or 'namespace/name')")
 
 
 class HFASRRecogniser(Recogniser):
@@ -111,8 +134,10 @@ class HFASRRecogniser(Recogniser):
     MissingPackageError
         transformers is not installed.
     ModelUnavailableError
-        Gated, missing or unreachable weights, a checkpoint that is not an ASR model, or CUDA
-        asked for where torch sees no GPU (one actionable line).
+        Gated, missing or unreachable weights (a ``weights`` folder that does not exist or holds
+        no ``config.json``), a checkpoint that is not an ASR model or not of the entry's
+        ``model_type``, or CUDA asked for where torch sees no GPU (one actionable line naming the
+        entry).
     AiplibParameterError
         An unsupported precision or a non-positive batch size.
     """
@@ -141,6 +166,7 @@ class HFASRRecogniser(Recogniser):
                                         f"(torch {torch.__version__}); set device: cpu or run on a GPU machine")
         self.max_samples = int(round(float(entry.max_audio_s) * SR))
         folder = Path(str(entry.weights)).expanduser()
+        _check_folder(entry, folder)
         self.local = folder.is_dir()
         self.source = str(folder) if self.local else str(entry.weights)
         if local_files_only is None:
@@ -152,7 +178,10 @@ class HFASRRecogniser(Recogniser):
         t0 = time.perf_counter()
         try:
             config = transformers.AutoConfig.from_pretrained(self.source, **hub_kw)
-            self.kind = detect_kind(config) if entry.model_type == "auto" else entry.model_type
+            try:
+                self.kind = detect_kind(config, entry.model_type)
+            except ModelUnavailableError as exc:
+                raise ModelUnavailableError(f"{entry.id}: {self.source}: {exc}") from None
             auto = transformers.AutoModelForCTC if self.kind == "ctc" else transformers.AutoModelForSpeechSeq2Seq
             self.processor = transformers.AutoProcessor.from_pretrained(self.source, **hub_kw)
             self.model = auto.from_pretrained(self.source, dtype=getattr(torch, DTYPES[self.precision]),
@@ -324,14 +353,7 @@ class HFASRRecogniser(Recogniser):
         if getattr(self, "model", None) is None:
             return
         self.model = self.processor = self.feature_extractor = None
-        gc.collect()
-        try:
-            import torch  # noqa: PLC0415
-
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
-        except Exception:  # noqa: BLE001 - best effort
-            pass
+        free_memory()
 
 
 def load(entry, **opts) -> HFASRRecogniser:

@@ -50,7 +50,7 @@ from ..audio import SR, valid_audio
 from ..errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
 from .base import Recogniser
 
-__all__ = ["TransformersRecogniser", "load", "check_batch_invariance", "hub_error_message", "DTYPES"]
+__all__ = ["TransformersRecogniser", "load", "check_batch_invariance", "hub_error_message", "free_memory", "DTYPES"]
 
 log = logging.getLogger(__name__)
 
@@ -353,14 +353,20 @@ class TransformersRecogniser(Recogniser):
         if getattr(self, "adapter", None) is None:
             return
         self.adapter = self.model = self.processor = None
-        gc.collect()
-        try:
-            import torch  # noqa: PLC0415
+        free_memory()
 
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
-        except Exception:  # noqa: BLE001 - best effort
-            pass
+
+def free_memory() -> None:
+    """Collect garbage and return PyTorch's cached CUDA memory to the device (best effort; no-op
+    without torch or a GPU). Called by the backends' ``close`` after they drop their model."""
+    gc.collect()
+    try:
+        import torch  # noqa: PLC0415
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001 - best effort
+        pass
 
 
 def load(entry, **opts) -> TransformersRecogniser:

@@ -24,7 +24,8 @@ AUTHORS_DESCRIPTOR_DECIMALS = {
 ``vad_speech_fraction`` (read from their VAD table) and any other column are not rounded."""
 
 TOP_RANK_DECIMALS = 3
-"""The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals."""
+"""The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals
+(``numpy.round``, :func:`rank_by_mean_abs_rs`)."""
 
 
 def _round_value(v, nd: int):
@@ -70,7 +71,11 @@ def rank_by_mean_abs_rs(r_asr: pd.Series, r_kws: pd.Series, *, decimals: int = T
         r_s per descriptor (index: descriptor names, in table order).
     decimals : int
         The mean is rounded to this many decimals before sorting (the authors': 3), so
-        descriptors equal at that precision keep the table order (a stable sort).
+        descriptors equal at that precision keep the table order (a stable sort). The rounding
+        is ``numpy.round``, as theirs: ``round(np.mean([...]), 3)`` rounds a ``numpy.float64``,
+        whose ``__round__`` is ``numpy.round`` (scale by 10^n, round half to even), not Python's
+        correctly rounded ``round`` of a float — at a value such as 0.3015 the two give 0.302
+        and 0.301.
 
     Returns
     -------
@@ -79,7 +84,7 @@ def rank_by_mean_abs_rs(r_asr: pd.Series, r_kws: pd.Series, *, decimals: int = T
         left out.
     """
     m = pd.concat([r_asr.abs(), r_kws.abs()], axis=1).mean(axis=1, skipna=False).dropna()
-    m = m.map(lambda v: _round_value(v, decimals))
+    m = pd.Series(np.round(m.to_numpy(dtype=float), int(decimals)), index=m.index)
     return m.sort_values(ascending=False, kind="stable")
 
 
