@@ -54,6 +54,7 @@ def _run(stage, data_root, out_dir, *, shim=None, **params):
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     out = Path(out_dir) / f"{stage}.ipynb"
+    out.parent.mkdir(parents=True, exist_ok=True)
     try:
         pm.execute_notebook(str(NOTEBOOKS / f"{stage}.ipynb"), str(out), parameters={"profile": "demo", **params},
                             cwd=str(NOTEBOOKS), progress_bar=False, log_output=False, kernel_name="python3")
@@ -84,7 +85,7 @@ def _failure(stage, root, tmp_path, shim, **params):
     with pytest.raises(PapermillExecutionError) as err:
         _run(stage, root, tmp_path, shim=shim, **params)
     nb = nbformat.read(str(tmp_path / f"{stage}.ipynb"), as_version=4)
-    cells = nb.cells
+    cells = [c for c in nb.cells if "papermill-error-cell" not in c.source]  # papermill's own banner
     failing = next(i for i, c in enumerate(cells) if c.cell_type == "code"
                    and any(o.get("output_type") == "error" for o in c.get("outputs", [])))
     heading = next(c.source for c in reversed(cells[:failing]) if c.cell_type == "markdown")
