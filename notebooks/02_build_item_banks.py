@@ -68,8 +68,11 @@ for family, df in banks.items():
     dup = df["item_id"][df["item_id"].duplicated()]
     assert dup.empty, f"itembanks/{family}.jsonl: item id {dup.iloc[0]!r} repeats ({len(dup)} repeats)"
     for r in df.itertuples():
-        assert ws.path(r.path).is_file() and sf.info(str(ws.path(r.path))).frames > 0, f"itembanks/{family}.jsonl {r.item_id}: no audio at {r.path}"
+        audio = ws.path(r.path)
+        assert audio.is_file() and sf.info(str(audio)).frames > 0, \
+            f"itembanks/{family}.jsonl {r.item_id}: no audio at {r.path}"
 empty = banks["asr"][banks["asr"]["text"].map(lambda t: not normalize_text(t))] if "asr" in banks else []
-assert len(empty) == 0 or profile == "paper", f"itembanks/asr.jsonl {empty.iloc[0]['item_id']}: the reference {empty.iloc[0]['text']!r} is empty after normalisation"
+assert len(empty) == 0 or profile == "paper", \
+    f"itembanks/asr.jsonl {empty.iloc[0]['item_id']}: the reference {empty.iloc[0]['text']!r} is empty after normalisation"
 print(", ".join(f"{family}: {len(df)} items, unique ids, audio readable" for family, df in banks.items())
       + f"; {len(empty)} ASR references empty after normalisation")

@@ -53,8 +53,10 @@ assert len(DESCRIPTOR_INFO) == 9, f"{len(DESCRIPTOR_INFO)} descriptors defined, 
 missing = [d for d in DESCRIPTOR_INFO if d not in table.columns]
 assert not missing, f"acoustic_descriptors.csv lacks the descriptors {missing}"
 assert sorted(table["bg_id"].astype(str)) == sorted(bg_ids), \
-    f"acoustic_descriptors.csv has {len(table)} rows for {len(bg_ids)} backgrounds: {sorted(set(bg_ids) ^ set(table['bg_id'].astype(str)))[:5]}"
+    (f"acoustic_descriptors.csv has {len(table)} rows for {len(bg_ids)} backgrounds; differing: "
+     f"{sorted(set(bg_ids) ^ set(table['bg_id'].astype(str)))[:5]}")
 values = table[list(DESCRIPTOR_INFO)].to_numpy(dtype=float)
 bad = ~np.isfinite(values)
-assert not bad.any(), f"{table['bg_id'].iloc[bad.any(axis=1).argmax()]}: descriptor {list(DESCRIPTOR_INFO)[bad.any(axis=0).argmax()]} is not finite"
+row, col = np.argwhere(bad)[0] if bad.any() else (0, 0)
+assert not bad.any(), f"acoustic_descriptors.csv {table['bg_id'].iloc[row]}: {list(DESCRIPTOR_INFO)[col]} is not finite"
 print(f"{len(table)} backgrounds × {len(DESCRIPTOR_INFO)} descriptors, all finite")

@@ -509,7 +509,8 @@ left = pd.read_csv(tabs / "failures_by_model_task.csv") if (tabs / "failures_by_
 if left is not None:
     for r in left.itertuples():
         assert r.n_left_out == r.n_failed + r.n_missing and r.n_scored + r.n_left_out == r.n_stimuli, \
-            f"failures_by_model_task.csv {r.model}/{r.task}: scored {r.n_scored} + failed {r.n_failed} + missing {r.n_missing} ≠ {r.n_stimuli} stimuli"
+            (f"failures_by_model_task.csv {r.model}/{r.task}: scored {r.n_scored} + failed {r.n_failed} "
+             f"+ missing {r.n_missing} ≠ {r.n_stimuli} stimuli")
         if r.task in scores:
             n_rows = int((scores[r.task]["model"] == r.model).sum())
             assert n_rows == r.n_scored, f"{r.model}/{r.task}: {n_rows} rows in results/scores, the left-out table says {r.n_scored} scored"
@@ -539,7 +540,8 @@ if (tabs / "table2_descriptor_correlations.csv").is_file() and battery is not No
                   if task in scores else False for model, task in zip(t2["model"], t2["task"])]
     full = t2[covered_t2]
     wrong = full[full["n"] != n_bg]
-    assert wrong.empty, f"table2 {wrong.iloc[0]['task']}/{wrong.iloc[0]['model']}/{wrong.iloc[0]['descriptor']}: n {wrong.iloc[0]['n']}, not the {n_bg} backgrounds"
+    first = wrong.iloc[0] if len(wrong) else None
+    assert wrong.empty, f"table2 {first['task']}/{first['model']}/{first['descriptor']}: n {first['n']}, not the {n_bg} backgrounds"
 print(f"counts add up in {len(tables)} condition tables"
       + (f"; items × backgrounds × SNRs not checked for {', '.join(not_covered)}: stimuli were left out (a `limit` or failed run)"
          if not_covered else "; every run covered its manifest"))
