@@ -165,12 +165,12 @@ merge: setup
 TEST_DATA := $(CURDIR)/build/test-data
 test: setup
 	rm -rf "$(TEST_DATA)"
-	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" $(VENV)/bin/pytest -q -p no:cacheprovider tests
-	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" AIP_PROFILE=demo $(VENV)/bin/pytest -q -p no:cacheprovider \
+	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" $(VENV)/bin/pytest -q -rs -p no:cacheprovider tests
+	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" AIP_PROFILE=demo $(VENV)/bin/pytest -q -rs -p no:cacheprovider \
 	  --nbval-lax --nbval-current-env notebooks/
 
 unit: setup
-	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" $(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and not browser" tests
+	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" $(VENV)/bin/pytest -q -p no:cacheprovider -rs -m "not slow and not browser" tests
 
 # `make criteria CRITERIA=criteria.json [PREVIOUS=old/results]`: check the last run against thresholds
 # and the previous run. GNU make reports any failure as status 2; for the exact status 3 (criteria

@@ -80,3 +80,25 @@ else:
     print(ws.rel(ws.distractors_csv))
     display(distractors.groupby(["language", "voice", "same_voice_as_target"]).agg(
         utterances=("distractor_id", "size"), minutes=("duration_s", lambda d: round(d.sum() / 60, 1))))
+
+# %% [markdown]
+# ## Checks
+# Every file of the inventory is there with its size in bytes, and (demo, paper: packages we fetch)
+# names a licence and an attribution; a custom folder's licences are optional and only counted.
+
+# %%
+import pandas as pd
+
+listed = pd.read_csv(ws.raw / "inventory.csv", dtype=str, keep_default_na=False) if (ws.raw / "inventory.csv").is_file() else None
+if listed is None:
+    print("no raw/inventory.csv written by this profile: nothing to check")
+else:
+    for r in listed.to_dict("records"):
+        p = ws.path(r["file"])
+        assert p.is_file(), f"raw/inventory.csv: {r['file']} is listed but not there"
+        assert not r.get("bytes") or p.stat().st_size == int(r["bytes"]), \
+            f"raw/inventory.csv: {r['file']} has {p.stat().st_size} bytes, the inventory says {r['bytes']}"
+        assert profile == "custom" or (r.get("licence", "").strip() and r.get("attribution", "").strip()), \
+            f"raw/inventory.csv: {r['file']} names no licence or attribution"
+    n_free = int((listed.get("licence", pd.Series("", index=listed.index)).str.strip() == "").sum())
+    print(f"{len(listed)} files listed in raw/inventory.csv, each there with its size; {n_free} without a licence")

@@ -53,3 +53,26 @@ banks["asr"][cols].head(8)
 
 # %%
 banks["kws"].groupby(["is_target", "label"]).size().rename("clips").reset_index()
+
+# %% [markdown]
+# ## Checks
+# Item ids are unique within each bank, every item's audio file is there and readable, and every
+# ASR reference keeps at least one word after the paper's normalisation (an empty one has no WER;
+# the paper profile keeps the authors' items as they are, so there they are only counted).
+
+# %%
+import soundfile as sf
+from aiplib.textnorm import normalize_text
+
+for family, df in banks.items():
+    dup = df["item_id"][df["item_id"].duplicated()]
+    assert dup.empty, f"itembanks/{family}.jsonl: item id {dup.iloc[0]!r} repeats ({len(dup)} repeats)"
+    for r in df.itertuples():
+        audio = ws.path(r.path)
+        assert audio.is_file() and sf.info(str(audio)).frames > 0, \
+            f"itembanks/{family}.jsonl {r.item_id}: no audio at {r.path}"
+empty = banks["asr"][banks["asr"]["text"].map(lambda t: not normalize_text(t))] if "asr" in banks else []
+assert len(empty) == 0 or profile == "paper", \
+    f"itembanks/asr.jsonl {empty.iloc[0]['item_id']}: the reference {empty.iloc[0]['text']!r} is empty after normalisation"
+print(", ".join(f"{family}: {len(df)} items, unique ids, audio readable" for family, df in banks.items())
+      + f"; {len(empty)} ASR references empty after normalisation")

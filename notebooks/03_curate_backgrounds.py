@@ -53,3 +53,25 @@ cols = [c for c in ("bg_id", "lufs_before", "gain_db", "lufs_after", "peak_after
                     "silent_share")
         if c in battery.columns]
 battery[cols].round(3)
+
+# %% [markdown]
+# ## Checks
+# Every curated background is a `duration_s` 16-bit PCM WAV at 16 kHz whose loudness, measured again
+# here on the file (pyloudnorm, ITU-R BS.1770-4), is `target_lufs` ± 0.5 LU, unless samples were
+# clipped at full scale (they lower the loudness; counted in `clipped_samples` above).
+
+# %%
+import pyloudnorm as pyln
+import soundfile as sf
+
+for r in battery.itertuples():
+    info = sf.info(str(ws.path(r.path)))
+    assert info.subtype == "PCM_16" and info.samplerate == 16000 and info.channels == 1, \
+        f"{r.path}: {info.subtype} at {info.samplerate} Hz, {info.channels} channels; the battery is mono 16-bit PCM at 16 kHz"
+    assert info.frames == round(duration_s * 16000), f"{r.path}: {info.frames / 16000:.3f} s, not {duration_s:g} s"
+    y, sr = sf.read(str(ws.path(r.path)), dtype="float64")
+    lufs = pyln.Meter(sr).integrated_loudness(y)
+    assert r.clipped_samples > 0 or abs(lufs - target_lufs) <= 0.5, \
+        f"{r.path}: {lufs:.2f} LUFS measured, the rule is {target_lufs:g} ± 0.5 LUFS (no sample clipped)"
+print(f"{len(battery)} backgrounds: {duration_s:g} s, mono 16-bit PCM at 16 kHz, {target_lufs:g} ± 0.5 LUFS "
+      f"({int((battery['clipped_samples'] > 0).sum())} with clipped samples, loudness not judged)")

@@ -39,3 +39,24 @@ table.round(3)
 import pandas as pd
 
 pd.DataFrame(DESCRIPTOR_INFO, index=["unit", "meaning", "source"]).T
+
+# %% [markdown]
+# ## Checks
+# One row per curated background, each with the nine descriptors and every value finite.
+
+# %%
+import numpy as np
+from aiplib.formats import read_battery_csv
+
+bg_ids = read_battery_csv(ws.battery_csv)["bg_id"].astype(str)
+assert len(DESCRIPTOR_INFO) == 9, f"{len(DESCRIPTOR_INFO)} descriptors defined, the paper has nine"
+missing = [d for d in DESCRIPTOR_INFO if d not in table.columns]
+assert not missing, f"acoustic_descriptors.csv lacks the descriptors {missing}"
+assert sorted(table["bg_id"].astype(str)) == sorted(bg_ids), \
+    (f"acoustic_descriptors.csv has {len(table)} rows for {len(bg_ids)} backgrounds; differing: "
+     f"{sorted(set(bg_ids) ^ set(table['bg_id'].astype(str)))[:5]}")
+values = table[list(DESCRIPTOR_INFO)].to_numpy(dtype=float)
+bad = ~np.isfinite(values)
+row, col = np.argwhere(bad)[0] if bad.any() else (0, 0)
+assert not bad.any(), f"acoustic_descriptors.csv {table['bg_id'].iloc[row]}: {list(DESCRIPTOR_INFO)[col]} is not finite"
+print(f"{len(table)} backgrounds × {len(DESCRIPTOR_INFO)} descriptors, all finite")

@@ -75,3 +75,42 @@ manifests["asr"].head(6) if "asr" in manifests else print("no background ASR man
 
 # %%
 family_manifest_summary(ws, by_family)
+
+# %% [markdown]
+# ## Checks
+# Every foreground item (injection probes aside) has 1 + n_backgrounds × n_SNRs rows (61 for the
+# 20 backgrounds at 10, 5 and 0 dB: its clean row and one per background and SNR), and the seeds
+# count the rows in order from the family's first seed (0 for ASR, 10000 for KWS, plus
+# `seed_offset`); the first mixture's background offset follows from its seed
+# (`aiplib.mixing.bg_offset`). A broken rule stops the run here, naming the manifest and the row.
+
+# %%
+import numpy as np
+import soundfile as sf
+from aiplib.formats import read_battery_csv, read_item_bank
+from aiplib.manifests import SEED_START, foreground_items
+from aiplib.mixing import bg_offset
+
+if not manifests:
+    print("no check here: the suite does not hold background (its family manifests have their own rules)")
+n_backgrounds = len(read_battery_csv(ws.battery_csv)) if manifests else 0
+per_item = 1 + n_backgrounds * len(snrs)
+for family, df in manifests.items():
+    items, n_probes = foreground_items(read_item_bank(ws, family))
+    counts = df.groupby("speech_id", sort=False).size()
+    wrong = counts[counts != per_item]
+    assert wrong.empty, (f"manifests/{family}.csv: item {wrong.index[0]!r} has {wrong.iloc[0]} rows; the rule is "
+                         f"1 + {n_backgrounds} backgrounds × {len(snrs)} SNRs = {per_item} ({len(wrong)} items break it)")
+    missing = sorted(set(items["item_id"].astype(str)) - set(counts.index.astype(str)))
+    assert not missing, f"manifests/{family}.csv: {len(missing)} items of the item bank have no rows, first {missing[0]!r}"
+    assert len(df) == len(items) * per_item, f"manifests/{family}.csv: {len(df)} rows, not {len(items)} items × {per_item}"
+    start = SEED_START[family] + seed_offset
+    off_rule = df["seed"].to_numpy() != np.arange(start, start + len(df))
+    assert not off_rule.any(), (f"manifests/{family}.csv row {off_rule.argmax()} ({df['id'].iloc[off_rule.argmax()]}): "
+                                f"seed {df['seed'].iloc[off_rule.argmax()]}, the row counter from {start} gives "
+                                f"{start + off_rule.argmax()}")
+    row = df[df["condition"] == "noisy"].iloc[0]
+    offset = bg_offset(int(row["seed"]), sf.info(str(ws.path(row["bg_path"]))).frames, int(row["n_samples"]))
+    assert offset == row["bg_offset"], f"manifests/{family}.csv {row['id']}: bg_offset {row['bg_offset']}, seed {row['seed']} gives {offset}"
+    print(f"{family}: {len(items)} items × {per_item} rows = {len(df)} ({n_probes} probes without rows); seeds "
+          f"{start}…{start + len(df) - 1} in row order; {row['id']}: seed {row['seed']} → offset {offset} samples")

@@ -97,3 +97,26 @@ def _written(cf, p):  # the one tolerant reader: an unreadable line is counted, 
 
 pd.DataFrame([_written(cf, p) for cf in parse_suite(suite) for p in sorted(ws.with_family(cf).inference.glob("*/*.jsonl"))
               if not p.name.startswith("run_log")])
+
+# %% [markdown]
+# ## Checks
+# Every stimulus of the manifest has a row in each task file this run wrote: a response, or an
+# `__ERROR__` row that the next run retries. A `limit` or a shard covers part of the manifest on
+# purpose, and the cell then says so instead of judging.
+
+# %%
+from aiplib.formats import read_manifest
+from aiplib.tasks import task_family
+
+done = summary[summary["status"] == "done"]
+if limit or shard:
+    print(f"coverage not judged: this run was limited ({'limit ' + str(limit) if limit else 'shard ' + shard})")
+else:
+    for r in done.itertuples():
+        wsf = ws.with_family(r.condition_family)
+        rows, _ = read_inference_jsonl(wsf.inference_jsonl(r.model, r.task))
+        wanted = set(read_manifest(wsf, task_family(r.task))["id"])
+        missing = sorted(wanted - {row["id"] for row in rows})
+        assert not missing, (f"{wsf.inference_jsonl(r.model, r.task)}: {len(missing)} of {len(wanted)} stimuli of the manifest "
+                             f"have no row (neither a response nor __ERROR__), first {missing[0]!r}")
+    print(f"{len(done)} model × task files each hold a row for every stimulus of their manifest")

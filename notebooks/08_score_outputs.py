@@ -91,3 +91,50 @@ scores["asr"][scores["asr"]["bg_id"] != "clean"][cols].head(8) if "asr" in score
 # %%
 family_scores = score_families(ws, suite)
 {cf: {task: len(df) for task, df in by_task.items()} for cf, by_task in family_scores.items()}
+
+# %% [markdown]
+# ## Checks
+# The rules, recomputed outside the scorer. ASR: a noisy row with errors (else the first row with a
+# reference) has as WER jiwer's WER of its two normalised texts, and as ΔWER the difference from
+# its item's clean row. KWS, on the first 200 rows: `correct` is the paper's rule (the answer's
+# first word, lower-cased and stripped of ASCII punctuation, `silence` when empty; a target clip is
+# correct when that word is the clip's, a non-target clip when it is none of the keywords).
+
+# %%
+import string
+
+import jiwer
+import numpy as np
+from aiplib.formats import read_item_bank_keywords
+from aiplib.textnorm import normalize_text
+
+if "asr" not in scores or scores["asr"].empty:
+    print("no ASR scores to check in this run")
+else:
+    asr = scores["asr"]
+    has_ref = asr["ref_norm"].str.len() > 0  # an empty reference has no WER (counted by the scorer)
+    shown = asr[has_ref & (asr["bg_id"] != "clean") & (asr["hyp_norm"].str.len() > 0)]
+    shown = shown[shown["wer"] > 0] if (shown["wer"] > 0).any() else shown  # a row with errors shows more
+    r = (shown if len(shown) else asr[has_ref]).iloc[0]
+    assert r["ref_norm"] == normalize_text(r["reference"]), f"{r['stimulus_id']}: ref_norm is not normalize_text(reference)"
+    expect = jiwer.wer(r["ref_norm"], r["hyp_norm"]) if r["ref_norm"] and r["hyp_norm"] else float(bool(r["ref_norm"]))
+    assert np.isclose(r["wer"], expect, rtol=0, atol=1e-12), (f"{r['model']}/{r['stimulus_id']}: WER {r['wer']} in the "
+                                                             f"scores, jiwer gives {expect} on {r['ref_norm']!r} / {r['hyp_norm']!r}")
+    clean = asr[(asr["model"] == r["model"]) & (asr["item_id"] == r["item_id"]) & (asr["bg_id"] == "clean")]
+    if len(clean) and r["bg_id"] != "clean":
+        assert np.isclose(r["delta_wer"], r["wer"] - clean["wer"].iloc[-1], equal_nan=True), \
+            f"{r['model']}/{r['stimulus_id']}: ΔWER {r['delta_wer']} is not WER {r['wer']} − clean {clean['wer'].iloc[-1]}"
+    print(f"ASR {r['model']}/{r['stimulus_id']}: jiwer WER {expect:.4f} = scored {r['wer']:.4f}")
+if "kws" not in scores or scores["kws"].empty:
+    print("no KWS scores to check in this run")
+else:
+    keywords = set(read_item_bank_keywords(ws))
+    for r in scores["kws"].head(200).itertuples():
+        text = "" if not isinstance(r.response, str) else r.response.lower().strip()
+        first = (text.split()[0] if text else "silence").strip(string.punctuation)
+        correct = first == str(r.label).lower().strip().strip(string.punctuation) if r.is_target else first not in keywords
+        assert int(correct) == r.correct, (f"{r.model}/{r.stimulus_id}: answer {r.response!r} → first word {first!r}, "
+                                           f"{'target' if r.is_target else 'non-target'} {r.label!r}: the rule gives "
+                                           f"{int(correct)}, the scores {r.correct}")
+    print(f"KWS: the first-word rule gives the scored `correct` on the first {min(200, len(scores['kws']))} rows "
+          f"(e.g. {r.stimulus_id}: {r.response!r} → {first!r}, correct {r.correct})")

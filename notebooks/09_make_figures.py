@@ -493,3 +493,55 @@ sidecars = annotate_results(ws, seed=seed, n_resamples=n_resamples, level=0.95,
                             extra={"min_diff_pp": float(min_diff_pp)})
 rec = json.loads(sidecars[0].read_text())
 Markdown("\n".join(f"- {line}" for line in rt.provenance_lines(rec)))
+
+# %% [markdown]
+# ## Checks
+# The counts add up. In every condition table and for each model, the pairs of the background × SNR
+# conditions sum to the overall pairs, and so do those of the SNR rows and of the background rows;
+# where the run covered the manifest (no stimulus left out), the overall pairs are items ×
+# backgrounds × SNRs of the manifest and Table 2's `n` is the number of backgrounds. The left-out
+# table holds: scored + failed + missing = the manifest's stimuli, and scored = the rows of the scores.
+
+# %%
+from aiplib.formats import read_battery_csv, read_manifest
+
+left = pd.read_csv(tabs / "failures_by_model_task.csv") if (tabs / "failures_by_model_task.csv").is_file() else None
+if left is not None:
+    for r in left.itertuples():
+        assert r.n_left_out == r.n_failed + r.n_missing and r.n_scored + r.n_left_out == r.n_stimuli, \
+            (f"failures_by_model_task.csv {r.model}/{r.task}: scored {r.n_scored} + failed {r.n_failed} "
+             f"+ missing {r.n_missing} ≠ {r.n_stimuli} stimuli")
+        if r.task in scores:
+            n_rows = int((scores[r.task]["model"] == r.model).sum())
+            assert n_rows == r.n_scored, f"{r.model}/{r.task}: {n_rows} rows in results/scores, the left-out table says {r.n_scored} scored"
+covered = {(r.model, r.task) for r in left.itertuples() if r.n_left_out == 0} if left is not None else set()
+not_covered = []
+for task, t in tables.items():
+    for model, g in t.groupby("model"):
+        overall = int(g.loc[g["scope"] == "overall", "n_pairs"].sum())
+        for scope in ("condition", "snr", "background"):
+            n = int(g.loc[g["scope"] == scope, "n_pairs"].sum())
+            assert n == overall, f"conditions_{task}.csv {model}: the {scope} rows hold {n} pairs, the overall row {overall}"
+        if (model, task) not in covered:
+            not_covered.append(f"{model}/{task}")
+            continue
+        man = read_manifest(ws, g["family"].iloc[0])
+        noisy = man[man["condition"] == "noisy"]
+        expect = man["speech_id"].nunique() * noisy["background_id"].nunique() * noisy["snr_db"].nunique()
+        assert overall == expect, (f"conditions_{task}.csv {model}: {overall} pairs, but the run covered the manifest: "
+                                   f"{man['speech_id'].nunique()} items × {noisy['background_id'].nunique()} backgrounds × "
+                                   f"{noisy['snr_db'].nunique()} SNRs = {expect}")
+battery = read_battery_csv(ws.battery_csv)
+if (tabs / "table2_descriptor_correlations.csv").is_file() and battery is not None:
+    t2 = pd.read_csv(tabs / "table2_descriptor_correlations.csv")
+    n_bg = len(battery)
+    assert (t2["n"] <= n_bg).all(), f"table2: n up to {t2['n'].max()}, more than the {n_bg} backgrounds"
+    covered_t2 = [all((m, task) in covered for m in (scores[task]["model"].unique() if model == "pooled" else [model]))
+                  if task in scores else False for model, task in zip(t2["model"], t2["task"])]
+    full = t2[covered_t2]
+    wrong = full[full["n"] != n_bg]
+    first = wrong.iloc[0] if len(wrong) else None
+    assert wrong.empty, f"table2 {first['task']}/{first['model']}/{first['descriptor']}: n {first['n']}, not the {n_bg} backgrounds"
+print(f"counts add up in {len(tables)} condition tables"
+      + (f"; items × backgrounds × SNRs not checked for {', '.join(not_covered)}: stimuli were left out (a `limit` or failed run)"
+         if not_covered else "; every run covered its manifest"))

@@ -78,3 +78,18 @@ if under_papermill():
 else:
     ui = explorer(ws)
 ui
+
+# %% [markdown]
+# ## Checks
+# Each worst-case table of the background battery holds one row per item, every one worse than
+# clean (Δ > 0), largest first.
+
+# %%
+for task in available_tasks(ws):
+    wc = worst_cases(ws, task, 10)
+    if wc.empty:
+        continue
+    assert not wc.duplicated(["model", "item_id"]).any(), f"worst cases of {task}: an item appears twice"
+    assert (wc["delta"] > 0).all(), f"worst cases of {task}: {wc.loc[wc['delta'] <= 0, 'item_id'].iloc[0]} is not worse than clean"
+    assert wc["delta"].is_monotonic_decreasing or wc["model"].nunique() > 1, f"worst cases of {task}: not largest first"
+print("worst cases: one row per item, each worse than clean, largest first")

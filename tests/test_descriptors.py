@@ -187,7 +187,7 @@ def test_vad_threads_restored():
     assert out.stdout.strip().splitlines()[-1] == "3"
 
 
-@pytest.mark.skipif(not SPEECH.is_file(), reason="shared speech sample not available")
+@pytest.mark.skipif(not SPEECH.is_file(), reason="shared speech sample (../shared/fieldkit) not available")
 def test_real_speech():
     y = load_audio(SPEECH)                                   # read in place, never copied
     d = D.compute_descriptors(y)

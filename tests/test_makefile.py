@@ -299,3 +299,31 @@ def test_make_all_and_merge_hold_the_data_folder_lock():
             "'for s in 01_download_data") in out
     out = subprocess.run([*common, "merge"], cwd=REPO, capture_output=True, text=True, env=_env(), check=True).stdout
     assert '-m aiplib.lock run "/tmp/aip lock/demo" --command "make merge PROFILE=demo" --' in out
+
+
+def test_make_test_prints_the_reason_of_every_skip():
+    """Both pytest calls of `make test` (unit tests, then nbval) carry ``-rs``."""
+    recipe = (REPO / "Makefile").read_text().split("\ntest: setup\n", 1)[1].split("\n\n", 1)[0]
+    calls = [line for line in recipe.splitlines() if "/bin/pytest" in line]
+    assert len(calls) == 2 and all(" -rs " in c for c in calls), calls
+
+
+def test_a_missing_fieldkit_fails_under_ci(tmp_path):
+    """With CI set, a test that needs ../shared/fieldkit fails instead of skipping (the ``fieldkit``
+    fixture and a ``skipif`` naming the field kit alike); without CI both skip, with their reason."""
+    tests = tmp_path / "proj" / "tests"  # ../shared/fieldkit of this copy does not exist
+    tests.mkdir(parents=True)
+    shutil.copy(REPO / "tests" / "conftest.py", tests / "conftest.py")
+    (tests / "test_fk.py").write_text(
+        "import pytest\n\n"
+        "def test_fixture(fieldkit):\n    pass\n\n"
+        "@pytest.mark.skipif(True, reason='fieldkit absent')\ndef test_marker():\n    pass\n\n"
+        "@pytest.mark.skipif(True, reason='no GPU')\ndef test_other_skip():\n    pass\n")
+    assert not (tmp_path / "shared" / "fieldkit").exists()
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    args = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(tests)]
+    local = subprocess.run(args, env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert "3 skipped" in local.stdout and "../shared/fieldkit is not present" in local.stdout, local.stdout
+    ci = subprocess.run(args, env=env | {"CI": "true"}, capture_output=True, text=True, cwd=tmp_path)
+    assert ci.returncode == 1 and "1 skipped, 2 errors" in ci.stdout, ci.stdout
+    assert "may not skip under CI" in ci.stdout and "no GPU" in ci.stdout
