@@ -42,8 +42,8 @@ def test_notebook05_cells_survive_a_suite_without_background(fam_ws):  # noqa: F
     src = (Path(__file__).resolve().parents[1] / "notebooks" / "05_build_manifests.py").read_text()
     cells = [c for c in src.split("# %%") if "manifests" in c and "build_family_manifests(" not in c
              and "[markdown]" not in c and "tags=" not in c]
-    ns = dict(by_family=by_family, ws=fam_ws, display=lambda *a, **k: None,
-              manifests={f: d for (cf, f), d in by_family.items() if cf == "background"})
+    ns = dict(by_family=by_family, ws=fam_ws, display=lambda *a, **k: None, snrs=[10, 5, 0], seed_offset=0,
+              manifests={f: d for (cf, f), d in by_family.items() if cf == "background"})  # + the parameters' defaults
     for cell in cells:
         code = compile(ast.parse(cell), "<05 cell>", "exec")
         exec(code, ns)  # noqa: S102
