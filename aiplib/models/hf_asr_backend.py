@@ -50,12 +50,10 @@ import numpy as np
 from ..audio import SR, valid_audio
 from ..errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
 from .base import Recogniser
-from .transformers_backend import DTYPES, _folder_fingerprint, _resolve_device, free_memory, hub_error_message
+from .registry import HF_ASR_KINDS as KINDS
+from .transformers_backend import DTYPES, folder_fingerprint, free_memory, hub_error_message, resolve_device
 
 __all__ = ["HFASRRecogniser", "load", "KINDS", "detect_kind"]
-
-KINDS = ("auto", "ctc", "seq2seq")
-"""Accepted ``model_type`` values of an ``hf_asr`` entry."""
 
 
 def detect_kind(config, wanted: str = "auto") -> str:
@@ -156,7 +154,7 @@ class HFASRRecogniser(Recogniser):
         self.batch_size = int(batch_size or entry.batch_size or 1)
         if self.batch_size <= 0:
             raise AiplibParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
-        self.device = _resolve_device(device or entry.device)
+        self.device = resolve_device(device or entry.device)
         self.precision = precision or entry.precision
         if self.precision not in DTYPES:
             raise AiplibParameterError(f"{entry.id}: precision {self.precision!r} is not supported by the hf_asr "
@@ -201,7 +199,7 @@ class HFASRRecogniser(Recogniser):
         pad = inspect.signature(self.feature_extractor.__call__).parameters.get("padding")
         self.fixed_window = pad is not None and pad.default == "max_length"
         self.revision = self._loaded_revision(config, hub_kw)
-        self.weights_sha256 = _folder_fingerprint(folder) if self.local else None
+        self.weights_sha256 = folder_fingerprint(folder) if self.local else None
         self.generate_kwargs = self._generate_kwargs()
         self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0,
                        "n_prompts_ignored": 0}

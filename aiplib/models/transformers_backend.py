@@ -49,8 +49,10 @@ import numpy as np
 from ..audio import SR, valid_audio
 from ..errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
 from .base import Recogniser
+from . import registry as _registry
 
-__all__ = ["TransformersRecogniser", "load", "check_batch_invariance", "hub_error_message", "free_memory", "DTYPES"]
+__all__ = ["TransformersRecogniser", "load", "check_batch_invariance", "hub_error_message", "free_memory", "DTYPES",
+           "resolve_device", "folder_fingerprint"]
 
 log = logging.getLogger(__name__)
 
@@ -105,15 +107,18 @@ def _torch():
                                   "`pip install torch`") from None
 
 
-def _resolve_device(device: str) -> str:
+def resolve_device(device: str) -> str:
+    """The torch device of an entry's ``device`` field: ``"auto"`` becomes ``"cuda"`` where a GPU is
+    visible (:func:`aiplib.models.registry.cuda_available`), else ``"cpu"``; any other value is kept."""
     if device == "auto":
-        from .registry import cuda_available  # noqa: PLC0415
-
-        return "cuda" if cuda_available() else "cpu"
+        return "cuda" if _registry.cuda_available() else "cpu"  # looked up per call (tests replace it)
     return device
 
 
-def _folder_fingerprint(folder: Path) -> str | None:
+def folder_fingerprint(folder: Path) -> str | None:
+    """SHA-256 (hex) over the names and bytes of a local checkpoint folder's weight files
+    (``*.safetensors``, ``*.bin``, in name order); None when there are none or they exceed the
+    hashing limit (``_HASH_LIMIT`` bytes in all)."""
     files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
     if not files or sum(p.stat().st_size for p in files) > _HASH_LIMIT:
         return None
@@ -172,7 +177,7 @@ class TransformersRecogniser(Recogniser):
         self.batch_size = int(batch_size or entry.batch_size or 1)
         if self.batch_size <= 0:
             raise AiplibParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
-        self.device = _resolve_device(device or entry.device)
+        self.device = resolve_device(device or entry.device)
         self.precision = precision or entry.precision
         self.max_samples = int(round(float(entry.max_audio_s) * SR))
         weights = str(entry.weights)
@@ -230,7 +235,7 @@ class TransformersRecogniser(Recogniser):
         self.token_limit = self.adapter.token_limit()
         self.model, self.processor = model, processor
         self.revision = self._loaded_revision()
-        self.weights_sha256 = _folder_fingerprint(folder) if self.local else None
+        self.weights_sha256 = folder_fingerprint(folder) if self.local else None
         self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0,
                        "max_new_tokens_seen": 0}
         self.last: dict = {}
