@@ -14,7 +14,7 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     from .registry import ModelEntry
 
-__all__ = ["Recogniser"]
+__all__ = ["Recogniser", "generate_throughput"]
 
 
 class Recogniser(abc.ABC):
@@ -70,3 +70,26 @@ class Recogniser(abc.ABC):
 
     def __repr__(self):
         return f"<{type(self).__name__} {getattr(self, 'name', '?')}>"
+
+
+def generate_throughput(raw: dict) -> dict:
+    """A copy of a backend's running counts with its throughput added, for ``Recogniser.stats``.
+
+    Parameters
+    ----------
+    raw : dict
+        At least ``n_stimuli`` (count), ``audio_s`` (s of audio decoded) and ``generate_s`` (s spent
+        in ``generate``); other keys are copied as they are.
+
+    Returns
+    -------
+    dict
+        ``generate_s`` rounded to 0.1 ms, ``audio_s`` to 1 ms, ``stimuli_per_s`` (stimuli / s, 4
+        decimals) and ``rtfx`` (audio s / generate s, 3 decimals); both None before any generate time.
+    """
+    s = dict(raw)
+    g = s["generate_s"]
+    s["generate_s"], s["audio_s"] = round(g, 4), round(s["audio_s"], 3)
+    s["stimuli_per_s"] = round(s["n_stimuli"] / g, 4) if g > 0 else None
+    s["rtfx"] = round(raw["audio_s"] / g, 3) if g > 0 else None
+    return s

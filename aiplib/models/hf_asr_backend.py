@@ -49,7 +49,7 @@ import numpy as np
 
 from ..audio import SR, valid_audio
 from ..errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
-from .base import Recogniser
+from .base import Recogniser, generate_throughput
 from .registry import HF_ASR_KINDS as KINDS
 from .transformers_backend import DTYPES, folder_fingerprint, free_memory, hub_error_message, resolve_device
 
@@ -255,12 +255,7 @@ class HFASRRecogniser(Recogniser):
 
     def stats(self) -> dict:
         """Throughput so far: stimuli, batches, audio s, generate s, stimuli/s, RTFx, prompts ignored."""
-        s = dict(self._stats)
-        g = s["generate_s"]
-        s["generate_s"], s["audio_s"] = round(g, 4), round(s["audio_s"], 3)
-        s["stimuli_per_s"] = round(s["n_stimuli"] / g, 4) if g > 0 else None
-        s["rtfx"] = round(self._stats["audio_s"] / g, 3) if g > 0 else None
-        return s
+        return generate_throughput(self._stats)
 
     # ------------------------------------------------------------------ decoding
     def generate(self, audios, prompts):

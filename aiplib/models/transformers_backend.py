@@ -48,7 +48,7 @@ import numpy as np
 
 from ..audio import SR, valid_audio
 from ..errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
-from .base import Recogniser
+from .base import Recogniser, generate_throughput
 from . import registry as _registry
 
 __all__ = ["TransformersRecogniser", "load", "check_batch_invariance", "hub_error_message", "free_memory", "DTYPES",
@@ -279,12 +279,7 @@ class TransformersRecogniser(Recogniser):
 
     def stats(self) -> dict:
         """Throughput so far: stimuli, audio s, generate s, stimuli/s, RTFx, peak GPU memory (MB)."""
-        s = dict(self._stats)
-        g = s["generate_s"]
-        s["generate_s"] = round(g, 4)
-        s["audio_s"] = round(s["audio_s"], 3)
-        s["stimuli_per_s"] = round(s["n_stimuli"] / g, 4) if g > 0 else None
-        s["rtfx"] = round(self._stats["audio_s"] / g, 3) if g > 0 else None
+        s = generate_throughput(self._stats)
         s["peak_gpu_mem_mb"] = None
         if self.device == "cuda":
             import torch  # noqa: PLC0415
