@@ -30,7 +30,7 @@ $(error PROFILE must be one of: $(PROFILES) (got '$(PROFILE)'))
 endif
 
 # Make variables passed on to the notebooks as papermill parameters (only when set); scripts/run_stage.sh
-# hands each notebook only those its parameters cell declares (aiplib/params.py).
+# hands each notebook only those its parameters cell declares (aiplib/core/params.py).
 PM_ARGS := -p profile $(PROFILE)
 ifdef MODEL
 PM_ARGS += -p model $(MODEL)
@@ -79,13 +79,13 @@ PM_ARGS += $(PARAMS)
 
 .PHONY: output-filter stamps sync-notebooks lock lock-paper all setup validate run-stage report merge criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
 
-# One writer per data folder (aiplib/lock.py): `make all`, each stage and `make merge` hold the lock of
+# One writer per data folder (aiplib/core/lock.py): `make all`, each stage and `make merge` hold the lock of
 # $(DATA_ROOT)/$(PROFILE); a second run stops with one line naming the holder, or waits LOCK_WAIT=<s>
 # seconds. Stage 7 with SHARD=i/n takes the shared shard mode: shards run together, nothing else.
 ifdef LOCK_WAIT
 export AIP_LOCK_WAIT := $(LOCK_WAIT)
 endif
-WITH_LOCK = $(PY) -m aiplib.lock run "$(DATA_ROOT)/$(PROFILE)" --command
+WITH_LOCK = $(PY) -m aiplib.core.lock run "$(DATA_ROOT)/$(PROFILE)" --command
 all: setup validate
 	@$(WITH_LOCK) "make all PROFILE=$(PROFILE)" -- bash -c 'for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done'
 	@echo "make all: done — figures in '$(DATA_ROOT)/$(PROFILE)/results/figures', tables in results/tables"
@@ -127,7 +127,7 @@ output-filter:
 # Custom profile: check the user's folders before any work (lists every problem; exits 1 if fatal).
 validate: setup
 ifeq ($(PROFILE),custom)
-	$(PY) -m aiplib.corpora.custom --speech-dir "$(SPEECH_DIR)" --texts "$(TEXTS)" --kws-dir "$(KWS_DIR)" \
+	$(PY) -m aiplib.sources.corpora.custom --speech-dir "$(SPEECH_DIR)" --texts "$(TEXTS)" --kws-dir "$(KWS_DIR)" \
 	  --kws-labels "$(KWS_LABELS)" --backgrounds-dir "$(BACKGROUNDS_DIR)" $(if $(KEYWORDS),--keywords "$(KEYWORDS)")
 endif
 
@@ -144,7 +144,7 @@ endif
 
 # results/report.html (one self-contained page) and report.md, rendered from the executed notebook 09.
 report: setup
-	@$(PY) -m aiplib.report --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" --render "$(OUT)/09_make_figures.ipynb"
+	@$(PY) -m aiplib.analysis.report --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" --render "$(OUT)/09_make_figures.ipynb"
 
 # `make 03` or `make stage-03_curate_backgrounds` or `make stage-03` runs one stage.
 $(foreach s,$(STAGES),$(eval $(word 1,$(subst _, ,$(s))): setup $(if $(filter 01_%,$(s)),validate) ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
@@ -156,9 +156,9 @@ $(foreach s,$(STAGES),$(eval stage-$(s): setup ; @$$(MAKE) --no-print-directory 
 # families); refuses two different answers for one stimulus and a shard still running. Stage 8 does
 # the same before it scores.
 merge: setup
-	@$(WITH_LOCK) "make merge PROFILE=$(PROFILE)" -- bash -c '$(PY) -m aiplib.shards "$(DATA_ROOT)/$(PROFILE)/inference" && \
+	@$(WITH_LOCK) "make merge PROFILE=$(PROFILE)" -- bash -c '$(PY) -m aiplib.inference.shards "$(DATA_ROOT)/$(PROFILE)/inference" && \
 	  for cf in competing_speech channel; do d="$(DATA_ROOT)/$(PROFILE)/inference/$$cf"; \
-	  if [ -d "$$d" ]; then $(PY) -m aiplib.shards "$$d" || exit 1; fi; done'
+	  if [ -d "$$d" ]; then $(PY) -m aiplib.inference.shards "$$d" || exit 1; fi; done'
 
 # Tests: unit tests, then every notebook under nbval with the smoke-size parameters ($AIP_SMOKE=1)
 # in a scratch data root, so the test run never touches data/.
@@ -175,11 +175,11 @@ unit: setup
 # `make criteria CRITERIA=criteria.json [PREVIOUS=old/results]`: check the last run against thresholds
 # and the previous run. GNU make reports any failure as status 2; for the exact status 3 (criteria
 # failed or a condition got worse) call the command itself in CI:
-#   .venv/bin/python -m aiplib.report --profile demo --criteria criteria.json --check-only
+#   .venv/bin/python -m aiplib.analysis.report --profile demo --criteria criteria.json --check-only
 CRITERIA ?= criteria.json
 criteria: setup
-	@test -f "$(CRITERIA)" || { echo "make criteria: $(CRITERIA) not found (set CRITERIA=...; format in aiplib/report.py)" >&2; exit 1; }
-	$(PY) -m aiplib.report --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" --criteria "$(CRITERIA)" \
+	@test -f "$(CRITERIA)" || { echo "make criteria: $(CRITERIA) not found (set CRITERIA=...; format in aiplib/analysis/report.py)" >&2; exit 1; }
+	$(PY) -m aiplib.analysis.report --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" --criteria "$(CRITERIA)" \
 	  $(if $(PREVIOUS),--previous "$(PREVIOUS)") $(if $(MIN_DIFF),--min-diff $(MIN_DIFF))
 
 # `make lock` re-resolves pyproject.toml (extras notebooks + test) with pip-tools after a dependency
@@ -203,13 +203,13 @@ lock-paper: setup
 	  --no-emit-find-links $(LOCK_ARGS) --output-file requirements-paper.lock pyproject.toml
 	sed -e '/^ *--hash=/d' -e 's/ \\$$//' requirements-paper.lock > constraints-paper.txt
 
-# Every stage checks its own stamp (aiplib/stamps.py: parameters + SHA-256 of what it read) and rebuilds
+# Every stage checks its own stamp (aiplib/core/stamps.py: parameters + SHA-256 of what it read) and rebuilds
 # only what changed, so `make all` runs every stage and an up-to-date one returns quickly. Make's own
 # file-time rules cannot see a changed parameter, so the decision is not made here. `make stamps` lists
 # the stamps the next `make all` of $(PROFILE) would rebuild and why, a file added to or edited in the
 # custom folders included (runs nothing).
 stamps: setup
-	@$(PY) -m aiplib.stamps --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" || true
+	@$(PY) -m aiplib.sources.pipeline --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" || true
 
 # Notebooks are paired with percent-format .py scripts (jupytext.toml): bring each pair in step.
 sync-notebooks: setup

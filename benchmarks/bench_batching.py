@@ -1,7 +1,7 @@
 """Benchmark: throughput of batch N against batch 1 for the transformers Speech LLMs.
 
 For each model, the same stimuli are decoded one at a time and then in batches of N
-(:func:`aiplib.models.transformers_backend.check_batch_invariance`); the script prints stimuli/s
+(:func:`aiplib.inference.models.transformers_backend.check_batch_invariance`); the script prints stimuli/s
 for both, the batch-N / batch-1 throughput ratio, RTFx, whether every response was identical
 and, on CUDA, the peak GPU memory.
 
@@ -49,9 +49,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=3.0, help="clip length, s")
     args = ap.parse_args(argv)
 
-    from aiplib.models import cuda_available, get_entry, load_model, load_registry
-    from aiplib.models.transformers_backend import check_batch_invariance
-    from aiplib.prompts import prompt_for
+    from aiplib.inference.models import cuda_available, get_entry, load_model, load_registry
+    from aiplib.inference.models.transformers_backend import check_batch_invariance
+    from aiplib.inference.prompts import prompt_for
 
     _, prompt = prompt_for("asr")
     audios = stimuli(args.n, args.seconds)

@@ -36,10 +36,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aiplib.audio import load_audio  # noqa: E402
-from aiplib.inference import DEFAULT_DECODING  # noqa: E402
-from aiplib.models import load_model  # noqa: E402
-from aiplib.prompts import prompt_for  # noqa: E402
+from aiplib.io.audio import load_audio  # noqa: E402
+from aiplib.inference.runner import DEFAULT_DECODING  # noqa: E402
+from aiplib.inference.models import load_model  # noqa: E402
+from aiplib.inference.prompts import prompt_for  # noqa: E402
 
 FIELDKIT = Path(__file__).resolve().parents[2] / "shared" / "fieldkit"
 
@@ -49,7 +49,7 @@ def slice_stimuli(ws, limit: int | None):
 
     Parameters
     ----------
-    ws : aiplib.workspace.Workspace
+    ws : aiplib.core.workspace.Workspace
         With ``manifests/<family>.csv`` (stage 5).
     limit : int or None
         First rows per family manifest (None: every row).
@@ -59,7 +59,7 @@ def slice_stimuli(ws, limit: int | None):
     list of (family, np.ndarray [shape=(n,)], float32, 16 kHz)
         Each stimulus once, cut to 30 s (``max_audio_s`` of the Whisper entries).
     """
-    from aiplib.mixing import materialize  # noqa: PLC0415
+    from aiplib.stimuli.families import materialize  # noqa: PLC0415
 
     out = []
     for fam, m in _manifests(ws):
@@ -74,7 +74,7 @@ def measure_floor(rec, stims, prompts: dict) -> dict:
 
     Parameters
     ----------
-    rec : aiplib.models.whisper.WhisperRecogniser
+    rec : aiplib.inference.models.whisper.WhisperRecogniser
         Loaded as stage 7 loads it (its ``workers``, ``cpu_threads``, ``batch_size``).
     stims : list of (family, waveform)
         :func:`slice_stimuli`.
@@ -133,8 +133,8 @@ def floor_seconds(floor: dict, stimuli: int, decodes: int) -> float:
 
 def family_prompts(ws, tasks="all") -> dict:
     """family → prompt texts of ``tasks`` in the workspace's prompt set (as stage 7 uses them)."""
-    from aiplib.prompt_sets import get_prompt_set  # noqa: PLC0415
-    from aiplib.prompts import TASKS, task_names  # noqa: PLC0415
+    from aiplib.inference.prompts import get_prompt_set  # noqa: PLC0415
+    from aiplib.inference.prompts import TASKS, task_names  # noqa: PLC0415
 
     ps = get_prompt_set(getattr(ws, "profile", None), ws=ws)
     out: dict = {}
@@ -163,8 +163,8 @@ def stage_vs_floor(ws, limit: int, repeat: int = 2, model: str = "whisper_tiny_e
     import json  # noqa: PLC0415
     import tempfile  # noqa: PLC0415
 
-    from aiplib.inference import run_inference  # noqa: PLC0415
-    from aiplib.workspace import STAGE_DIRS, Workspace  # noqa: PLC0415
+    from aiplib.inference.runner import run_inference  # noqa: PLC0415
+    from aiplib.core.workspace import STAGE_DIRS, Workspace  # noqa: PLC0415
 
     out = []
     for _ in range(repeat):
@@ -191,8 +191,8 @@ def stage_vs_floor(ws, limit: int, repeat: int = 2, model: str = "whisper_tiny_e
 
 def _manifests(ws):
     """(task family, manifest) of each family whose ``manifests/<family>.csv`` exists."""
-    from aiplib.formats import read_manifest  # noqa: PLC0415
-    from aiplib.tasks import FAMILIES  # noqa: PLC0415
+    from aiplib.io.formats import read_manifest  # noqa: PLC0415
+    from aiplib.core.tasks import FAMILIES  # noqa: PLC0415
 
     for fam in FAMILIES:
         try:
@@ -203,8 +203,8 @@ def _manifests(ws):
 
 def demo_stimuli(n: int):
     """(family, condition, waveform) from the demo workspace, or None if it has no manifests."""
-    from aiplib.mixing import materialize  # noqa: PLC0415
-    from aiplib.workspace import workspace  # noqa: PLC0415
+    from aiplib.stimuli.families import materialize  # noqa: PLC0415
+    from aiplib.core.workspace import workspace  # noqa: PLC0415
 
     ws = workspace("demo", create=False)
     out = []
@@ -273,7 +273,7 @@ def main(argv=None):
     ap.add_argument("--profile", default="demo", help="--floor: workspace profile")
     a = ap.parse_args(argv)
     if a.floor:
-        from aiplib.workspace import workspace  # noqa: PLC0415
+        from aiplib.core.workspace import workspace  # noqa: PLC0415
 
         ws = workspace(a.profile, create=False)
         if a.stage:

@@ -4,7 +4,7 @@ Reads the durations papermill records in each executed notebook
 (``data/<profile>/executed/NN_*.ipynb``, ``metadata.papermill.duration``). With ``--run`` it first
 runs ``make all`` into a fresh data root (``build/bench-data``), so ``data/`` is left alone.
 
-Progress (issue 13): per stage, the number of ``[progress]`` lines (:mod:`aiplib.progress`) and,
+Progress (issue 13): per stage, the number of ``[progress]`` lines (:mod:`aiplib.core.progress`) and,
 for stage 7, the longest gap between two of them (goal ≤ 30 s). With ``--run`` the make output is
 echoed and every line timed as it arrives (gaps measured on the wall clock, from the stage's
 ``=== stage …`` line to its end); without it the lines are read from ``executed/NN_*.log`` and the
@@ -41,7 +41,7 @@ MOONSHOT_S = 600.0
 """``make all`` after setup on 2 cores, s (issue 13's moonshot)."""
 FLOOR_RATIO_GOAL = 1.3
 """Stage 7's seconds / its measured floor (issue 13)."""
-MARKER = "[progress]"  # aiplib.progress.MARKER (not imported: this script runs before setup too)
+MARKER = "[progress]"  # aiplib.core.progress.MARKER (not imported: this script runs before setup too)
 GAP_GOAL_S = 30.0
 INFERENCE_STAGE = "07_run_inference"
 _STAGE_RE = re.compile(r"^=== stage (\S+) ")
@@ -187,7 +187,7 @@ def measure_floor(data_root: Path, profile: str, limit: int) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     sys.path.insert(0, str(ROOT))
     import bench_inference  # noqa: PLC0415
-    from aiplib.workspace import workspace  # noqa: PLC0415
+    from aiplib.core.workspace import workspace  # noqa: PLC0415
 
     return bench_inference.floor_for_workspace(workspace(profile, data_root=data_root, create=False), limit)
 

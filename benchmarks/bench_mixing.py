@@ -1,6 +1,6 @@
 """Benchmark: stimuli materialised per second per core (3 s utterances, 30 s backgrounds).
 
-Prints the throughput of :func:`aiplib.mixing.materialize` on one thread and its ratio to copying
+Prints the throughput of :func:`aiplib.stimuli.families.materialize` on one thread and its ratio to copying
 the same number of bytes (``np.copyto`` of the 3 s float32 waveform): the goal is ≥ 2,000
 stimuli/s/core. Run: ``.venv/bin/python benchmarks/bench_mixing.py``.
 """
@@ -17,11 +17,11 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from aiplib.audio import write_wav  # noqa: E402
-from aiplib.manifests import build_manifest  # noqa: E402
-from aiplib.formats import read_manifest  # noqa: E402
-from aiplib.mixing import materialize  # noqa: E402
-from aiplib.workspace import workspace  # noqa: E402
+from aiplib.io.audio import write_wav  # noqa: E402
+from aiplib.stimuli.manifests import build_manifest  # noqa: E402
+from aiplib.io.formats import read_manifest  # noqa: E402
+from aiplib.stimuli.families import materialize  # noqa: E402
+from aiplib.core.workspace import workspace  # noqa: E402
 
 
 def _workspace(root):

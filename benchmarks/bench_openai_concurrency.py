@@ -8,7 +8,7 @@ and the prompt text — so a response that lands on the wrong row is caught. It 
 and the largest number in flight at once, and refuses (HTTP 400, not retried) every request
 beyond a bound, so a bug can never keep it busy.
 
-The same stimuli go through :class:`aiplib.models.openai_backend.OpenAIRecogniser` in batches of
+The same stimuli go through :class:`aiplib.inference.models.openai_backend.OpenAIRecogniser` in batches of
 ``batch_size`` rows (as stage 7 hands them over), once at concurrency 1 and once at concurrency
 8. The script prints rows/s for both, their ratio (goal ≥ 6× at 100 ms), the server's peak
 in-flight count and whether the rows are identical and in input order.
@@ -145,7 +145,7 @@ def stimuli(n: int, seed: int = 0) -> list[np.ndarray]:
 
 def entry(base_url: str, *, concurrency: int, batch_size: int):
     """A registry entry for the fake endpoint (``openai`` backend, chat)."""
-    from aiplib.models import ModelEntry  # noqa: PLC0415
+    from aiplib.inference.models import ModelEntry  # noqa: PLC0415
 
     return ModelEntry(id=f"fake_c{concurrency}", backend="openai", model_type="api", prompt_style="chat",
                       max_new_tokens=64, batch_size=batch_size, requires="cpu",
@@ -156,7 +156,7 @@ def entry(base_url: str, *, concurrency: int, batch_size: int):
 def run(base_url: str, audios, prompts, *, concurrency: int, batch_size: int) -> dict:
     """Decode ``audios`` in stage-7 style batches; returns ``rows``, ``seconds``, ``rows_per_s``
     and the recogniser's ``stats``."""
-    from aiplib.models.openai_backend import OpenAIRecogniser  # noqa: PLC0415
+    from aiplib.inference.models.openai_backend import OpenAIRecogniser  # noqa: PLC0415
 
     rec = OpenAIRecogniser(entry(base_url, concurrency=concurrency, batch_size=batch_size))
     rows: list[str] = []
@@ -180,7 +180,7 @@ def compare(n: int = 64, latency_s: float = 0.1, concurrency: int = 8, batch_siz
         each input, in input order), ``max_in_flight_serial`` / ``max_in_flight_parallel``
         (server-side peaks), ``n_requests`` (server total) and ``bodies`` (the parsed requests).
     """
-    from aiplib.prompts import prompt_for  # noqa: PLC0415
+    from aiplib.inference.prompts import prompt_for  # noqa: PLC0415
 
     _, text = prompt_for("asr")
     audios = stimuli(n)
@@ -192,7 +192,7 @@ def compare(n: int = 64, latency_s: float = 0.1, concurrency: int = 8, batch_siz
         parallel = run(url, audios, prompts, concurrency=concurrency, batch_size=batch_size)
         peak_parallel = state["max_in_flight"]
         n_requests, bodies = state["n_requests"], list(state["bodies"])
-    from aiplib.models.adapters import wav_bytes  # noqa: PLC0415 - what the backend sends
+    from aiplib.inference.models.adapters import wav_bytes  # noqa: PLC0415 - what the backend sends
 
     expected = [answer_for(wav_bytes(a), p) for a, p in zip(audios, prompts)]
     return {"n": n, "latency_s": latency_s, "concurrency": concurrency, "batch_size": batch_size,

@@ -10,7 +10,7 @@ read only). The slice: every item of every task family clean (the clean-WER comp
 items), plus, for every (background, SNR) cell of the manifest, ``--asr-per-cell`` ASR and
 ``--kws-per-cell`` KWS items drawn in turn from a seeded shuffle of the items (so every
 background is heard at every SNR by several items, and every item at several cells).
-Stimuli are materialised once by :func:`aiplib.mixing.materialize`, exactly as stage 7 makes
+Stimuli are materialised once by :func:`aiplib.stimuli.families.materialize`, exactly as stage 7 makes
 them, then decoded back to back by two recognisers loaded as stage 7 loads them: ``fast``
 (Whisper's 30 s window) and ``window`` (the shortest of 15 / 20 / 30 s leaving 5 s of padding),
 each with every prompt of the family's tasks (``asr`` + ``asr_steer_p5``, ``kws`` +
@@ -20,8 +20,8 @@ and order (a batch decoded with each prompt in turn, so the second prompt reuses
 shared, so the time ratio of each back-to-back pair is printed; the transcripts of every repeat
 must be the same (greedy decoding), and the benchmark says so.
 
-Scores are aiplib's own (:func:`aiplib.textnorm.score_asr_row`, :func:`aiplib.textnorm.score_kws_row`,
-:func:`aiplib.stats.bootstrap_ci`, :func:`aiplib.stats.spearman`), on the base prompts (``asr``,
+Scores are aiplib's own (:func:`aiplib.core.textnorm.score_asr_row`, :func:`aiplib.core.textnorm.score_kws_row`,
+:func:`aiplib.analysis.stats.bootstrap_ci`, :func:`aiplib.analysis.stats.spearman`), on the base prompts (``asr``,
 ``kws``):
 
 * corpus WER (Σ errors / Σ reference words) and capped WER (mean of min(WER, 1) per stimulus)
@@ -30,7 +30,7 @@ Scores are aiplib's own (:func:`aiplib.textnorm.score_asr_row`, :func:`aiplib.te
   (``--resamples`` resamples, seed ``--seed``), and the corpus-WER difference likewise;
 * ΔWER per background (mean over its noisy stimuli of capped WER(noisy) − capped WER(clean) of
   the same item, pp) for both windows, and their Spearman rank agreement (exact / permutation p);
-* runaway outputs: the share of ASR responses :func:`aiplib.textnorm.loop_kind` marks as loops;
+* runaway outputs: the share of ASR responses :func:`aiplib.core.textnorm.loop_kind` marks as loops;
 * KWS accuracy (the paper's rule) per SNR and the non-answers (empty, refusal, multi-word);
 * seconds of each window's decoding, and their ratio per repeat.
 
@@ -51,15 +51,15 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aiplib.formats import read_manifest  # noqa: E402
-from aiplib.mixing import materialize  # noqa: E402
-from aiplib.models import get_entry, load_model  # noqa: E402
-from aiplib.prompt_sets import get_prompt_set  # noqa: E402
-from aiplib.prompts import TASKS  # noqa: E402
-from aiplib.scoring import _as_bool  # noqa: E402
-from aiplib.stats import bootstrap_ci, spearman  # noqa: E402
-from aiplib.textnorm import score_asr_row, score_kws_row  # noqa: E402
-from aiplib.workspace import workspace  # noqa: E402
+from aiplib.io.formats import read_manifest  # noqa: E402
+from aiplib.stimuli.families import materialize  # noqa: E402
+from aiplib.inference.models import get_entry, load_model  # noqa: E402
+from aiplib.inference.prompts import get_prompt_set  # noqa: E402
+from aiplib.inference.prompts import TASKS  # noqa: E402
+from aiplib.scoring.score import _as_bool  # noqa: E402
+from aiplib.analysis.stats import bootstrap_ci, spearman  # noqa: E402
+from aiplib.core.textnorm import score_asr_row, score_kws_row  # noqa: E402
+from aiplib.core.workspace import workspace  # noqa: E402
 
 WINDOWS = ("fast", "window")
 """The two decodings compared: Whisper's 30 s window, and the shortest window that fits."""
@@ -104,7 +104,7 @@ def select_slice(manifest: pd.DataFrame, per_cell: int, seed: int) -> pd.DataFra
 
 
 def materialise(ws, rows: pd.DataFrame, max_audio_s: float) -> list[np.ndarray]:
-    """The stimuli of ``rows`` as stage 7 decodes them (:func:`aiplib.mixing.materialize`, cut to
+    """The stimuli of ``rows`` as stage 7 decodes them (:func:`aiplib.stimuli.families.materialize`, cut to
     ``max_audio_s``), float32 16 kHz."""
     n = int(round(max_audio_s * 16000))
     return [np.asarray(materialize(r, ws)[0], dtype=np.float32)[:n] for r in rows.to_dict("records")]

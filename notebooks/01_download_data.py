@@ -35,14 +35,14 @@ distractor_texts: str = ""  # paper and custom: CSV/TSV with file,text,language[
 suite: str = "background"  # condition families: background | competing_speech | channel | comma list | all
 
 # %%
-aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/core/params.py)
 
 # %%
 ws = aiplib.workspace(profile, create=profile != "custom")  # custom: nothing is written before validation
 print(ws.root)
 
 # %%
-from aiplib import pipeline
+from aiplib.sources import pipeline
 
 params = dict(install=install) if profile == "demo" else {}
 if profile == "paper":
@@ -65,8 +65,9 @@ inventory.head(10)
 # voice (`es_MX_f_Allison`) is the voice of the English demo items: a same-voice control.
 
 # %%
-from aiplib.errors import AiplibParameterError
-from aiplib.families import parse_suite, prepare_distractors
+from aiplib.core.errors import AiplibParameterError
+from aiplib.stimuli.families import prepare_distractors
+from aiplib.core.tasks import parse_suite
 
 distractors = None
 if "competing_speech" in parse_suite(suite):

@@ -24,14 +24,14 @@ seed: int = aiplib.DEFAULT_SEED  # item selection seed
 overwrite: bool = False  # rebuild existing item banks
 
 # %%
-aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/core/params.py)
 
 # %%
 ws = aiplib.workspace(profile)
 print(ws.root)
 
 # %%
-from aiplib import pipeline
+from aiplib.sources import pipeline
 
 sizes = pipeline.stage_sizes(profile, smoke)
 banks = pipeline.build_item_banks(ws, seed=seed, overwrite=overwrite, **sizes)
@@ -62,7 +62,7 @@ banks["kws"].groupby(["is_target", "label"]).size().rename("clips").reset_index(
 
 # %%
 import soundfile as sf
-from aiplib.textnorm import normalize_text
+from aiplib.core.textnorm import normalize_text
 
 for family, df in banks.items():
     dup = df["item_id"][df["item_id"].duplicated()]

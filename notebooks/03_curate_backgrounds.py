@@ -25,15 +25,15 @@ seed: int = aiplib.DEFAULT_SEED  # seeds the synthetic controls
 overwrite: bool = False
 
 # %%
-aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/core/params.py)
 
 # %%
 ws = aiplib.workspace(profile)
 print(ws.root)
 
 # %%
-from aiplib import pipeline
-from aiplib.backgrounds import curate_battery
+from aiplib.sources import pipeline
+from aiplib.battery.backgrounds import curate_battery
 
 specs = pipeline.battery_specs(ws, seed=seed)
 battery = curate_battery(ws, specs, duration_s=duration_s, target_lufs=target_lufs, seed=seed,

@@ -9,7 +9,7 @@
 # degradation a background causes (Table 2, Figures 2–3).
 # **What we do.** The same definitions and settings (silent frames included, their share reported
 # as `silent_frame_share`); units and frame settings of each descriptor are listed below
-# (`aiplib.descriptors.DESCRIPTOR_INFO`).
+# (`aiplib.battery.descriptors.DESCRIPTOR_INFO`).
 #
 # **Reads** `bg/*.wav` and `descriptors/battery.csv`. **Writes** `descriptors/acoustic_descriptors.csv`.
 
@@ -23,14 +23,14 @@ vad_threshold: float = 0.5  # Silero VAD speech probability threshold
 overwrite: bool = False
 
 # %%
-aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/core/params.py)
 
 # %%
 ws = aiplib.workspace(profile)
 print(ws.root)
 
 # %%
-from aiplib.descriptors import DESCRIPTOR_INFO, descriptor_table
+from aiplib.battery.descriptors import DESCRIPTOR_INFO, descriptor_table
 
 table = descriptor_table(ws, vad_threshold=vad_threshold, overwrite=overwrite)
 table.round(3)
@@ -46,7 +46,7 @@ pd.DataFrame(DESCRIPTOR_INFO, index=["unit", "meaning", "source"]).T
 
 # %%
 import numpy as np
-from aiplib.formats import read_battery_csv
+from aiplib.io.formats import read_battery_csv
 
 bg_ids = read_battery_csv(ws.battery_csv)["bg_id"].astype(str)
 assert len(DESCRIPTOR_INFO) == 9, f"{len(DESCRIPTOR_INFO)} descriptors defined, the paper has nine"

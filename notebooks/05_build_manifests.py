@@ -8,7 +8,7 @@
 # `<item>_clean` / `<item>_<background>_snr<N>`; seeds count rows from 0 (ASR) and 10000 (KWS).
 # KWS injection probes (paper profile, `probe_id` set) stay in the item bank but get no rows and no
 # seed, as the authors' `build_manifests` ("probes are used as backgrounds, not foreground").
-# **What we do.** The authors' schema and formula bit for bit (`aiplib.mixing.materialize(row)`);
+# **What we do.** The authors' schema and formula bit for bit (`aiplib.stimuli.families.materialize(row)`);
 # no audio is written. One column is ours: `bg_active` marks rows whose background segment is
 # digital silence (the stimulus is then effectively clean); stage 9 counts them and repeats the
 # analysis without them. An existing manifest is kept only while its stamp
@@ -38,15 +38,15 @@ seed_offset: int = 0  # added to the first seed of each family (ASR 0, KWS 10000
 suite: str = "background"  # condition families: background | competing_speech | channel | comma list | all
 
 # %%
-aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/core/params.py)
 
 # %%
 ws = aiplib.workspace(profile)
 print(ws.root)
 
 # %%
-from aiplib.families import family_manifest_summary
-from aiplib.family_manifests import build_family_manifests
+from aiplib.stimuli.family_manifests import family_manifest_summary
+from aiplib.stimuli.family_manifests import build_family_manifests
 
 by_family = build_family_manifests(ws, suite, seed_offset=seed_offset, snrs=snrs, overwrite=overwrite)
 manifests = {family: df for (cf, family), df in by_family.items() if cf == "background"}
@@ -82,14 +82,14 @@ family_manifest_summary(ws, by_family)
 # 20 backgrounds at 10, 5 and 0 dB: its clean row and one per background and SNR), and the seeds
 # count the rows in order from the family's first seed (0 for ASR, 10000 for KWS, plus
 # `seed_offset`); the first mixture's background offset follows from its seed
-# (`aiplib.mixing.bg_offset`). A broken rule stops the run here, naming the manifest and the row.
+# (`aiplib.stimuli.mixing.bg_offset`). A broken rule stops the run here, naming the manifest and the row.
 
 # %%
 import numpy as np
 import soundfile as sf
-from aiplib.formats import read_battery_csv, read_item_bank
-from aiplib.manifests import SEED_START, foreground_items
-from aiplib.mixing import bg_offset
+from aiplib.io.formats import read_battery_csv, read_item_bank
+from aiplib.stimuli.manifests import SEED_START, foreground_items
+from aiplib.stimuli.mixing import bg_offset
 
 if not manifests:
     print("no check here: the suite does not hold background (its family manifests have their own rules)")

@@ -29,7 +29,7 @@ snr_tolerance_db: float = 0.1  # largest |achieved − target| SNR (dB) a stimul
 max_wer_spread: float = 0.25  # largest change of the mean clean WER (0–1) across speech levels
 
 # %%
-aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/core/params.py)
 if n_inspection is None:
     n_inspection = 6 if smoke else 60
 if n_wer_items is None:
@@ -40,13 +40,14 @@ ws = aiplib.workspace(profile)
 print(ws.root)
 
 # %%
-from aiplib import checks
+from aiplib.scoring import wer_check
+from aiplib.stimuli import checks
 
 presence = checks.background_presence(ws)
 presence.groupby("snr_db")[["target_snr_db", "achieved_snr_db", "bg_active_fraction"]].mean().round(3)
 
 # %%
-constancy = checks.wer_constancy(ws, model=model, n_items=n_wer_items, seed=seed)
+constancy = wer_check.wer_constancy(ws, model=model, n_items=n_wer_items, seed=seed)
 if constancy.attrs["n_failed"]:  # recogniser failures are results: counted, named, retried by the next run
     print(f"{constancy.attrs['n_failed']} of {len(constancy)} decodes failed and are left out of the spread: "
           + ", ".join(constancy.attrs["failed"][:10]) + f"; first error: {constancy['error'].dropna().iloc[0]}")

@@ -5,8 +5,8 @@
 # each task to each model with the task's prompt (the `PROMPTS` dict: a plain ASR / KWS prompt and a
 # "steering" variant, p5, telling the model to ignore the background) and stores one JSON row per
 # stimulus (`id`, `raw`, the manifest columns).
-# **What we do.** The same rows, written by `aiplib.inference.run_inference` for every model of the
-# registry (`aiplib/models/registry.yaml`), plus `prompt_id`, `prompt_set`, decoding and audio
+# **What we do.** The same rows, written by `aiplib.inference.runner.run_inference` for every model of the
+# registry (`aiplib/inference/models/registry.yaml`), plus `prompt_id`, `prompt_set`, decoding and audio
 # seconds. Each stimulus is mixed on the fly; rows are appended as they are made, so a re-run
 # continues where the last one stopped and retries failed generations.
 #
@@ -41,7 +41,7 @@ shard: str = ""  # i/n: run only shard i of n (0-based, e.g. 0/4), empty for all
 suite: str = "background"  # condition families: background | competing_speech | channel | comma list | all
 
 # %%
-aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/core/params.py)
 
 # %%
 ws = aiplib.workspace(profile)
@@ -53,7 +53,7 @@ print(ws.root)
 
 # %%
 import pandas as pd
-from aiplib.prompt_sets import get_prompt_set, prompt_set_record
+from aiplib.inference.prompts import get_prompt_set, prompt_set_record
 
 ps = get_prompt_set(prompt_set or profile, ws=ws, prompts_file=prompts_file or None)
 ps_rec = prompt_set_record(ps)
@@ -62,7 +62,7 @@ print("source:", ps_rec["source"])
 pd.DataFrame([{"task": t, "prompt_id": v["prompt_id"], "text": v["text"]} for t, v in ps_rec["tasks"].items()])
 
 # %%
-from aiplib.families import run_suite
+from aiplib.inference.runner import run_suite
 
 if smoke and not limit:
     limit = 40
@@ -74,7 +74,7 @@ display(family_times[["condition_family", "seconds", "n_stimuli", "n_run", "n_er
 summary
 
 # %%
-from aiplib.inference import raise_if_not_run
+from aiplib.inference.runner import raise_if_not_run
 
 raise_if_not_run(summary)  # a model that could not run (no GPU, gated weights â€¦) fails the stage here
 
@@ -83,8 +83,8 @@ raise_if_not_run(summary)  # a model that could not run (no GPU, gated weights â
 # is missing; shard files wait there until `make merge` or stage 8).
 
 # %%
-from aiplib.families import parse_suite
-from aiplib.formats import quarantine_path, read_inference_jsonl
+from aiplib.core.tasks import parse_suite
+from aiplib.io.formats import quarantine_path, read_inference_jsonl
 
 
 def _written(cf, p):  # the one tolerant reader: an unreadable line is counted, never an exception
@@ -105,8 +105,8 @@ pd.DataFrame([_written(cf, p) for cf in parse_suite(suite) for p in sorted(ws.wi
 # purpose, and the cell then says so instead of judging.
 
 # %%
-from aiplib.formats import read_manifest
-from aiplib.tasks import task_family
+from aiplib.io.formats import read_manifest
+from aiplib.core.tasks import task_family
 
 done = summary[summary["status"] == "done"]
 if limit or shard:

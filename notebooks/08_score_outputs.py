@@ -5,7 +5,7 @@
 # (IvLabs/AIP-Speech) normalise each response and reference and compute the WER per utterance
 # (ASR), and for KWS take the first word of the answer that is in the closed keyword set (a probe
 # clip is correct when the answer is none of them).
-# **What we do.** The same rules (`aiplib.textnorm`, `aiplib.scoring`), with Whisper's English
+# **What we do.** The same rules (`aiplib.core.textnorm`, `aiplib.scoring.score`), with Whisper's English
 # normaliser WER beside them (`wer_whisper`), the substitution / deletion / insertion split,
 # looping transcripts and KWS non-answers flagged per row. ΔWER = WER(noisy) − WER(clean) of the
 # same item and Δacc = acc(clean) − acc(noisy): positive means the background hurt. Failed
@@ -17,14 +17,14 @@
 # `results/scores/<task>.csv` (one row per stimulus and model) and a JSON sidecar.
 #
 # First, if stage 7 ran as shards (`SHARD=i/n`, a Slurm job array), their files are merged into
-# `inference/<model>/<task>.jsonl` (`aiplib.shards.merge_all`, the same as `make merge`): two
+# `inference/<model>/<task>.jsonl` (`aiplib.inference.shards.merge_all`, the same as `make merge`): two
 # different answers for one stimulus stop the stage, and so does a shard still running.
 #
 # **Condition families** (`suite`, issue 14): `background` is the battery above; for the other
 # families of the suite whose manifests exist (`competing_speech`, `channel`) the same scoring runs
 # on `inference/<family>/` and writes `results/scores/<family>/<task>.csv`, pairing each row with
 # its item's clean row of the same family; competing-speech rows also get the leakage of the
-# distractor's words and its floor (`aiplib.family_scoring`). The default suite scores the
+# distractor's words and its floor (`aiplib.scoring.families`). The default suite scores the
 # background battery only, as before.
 
 # %% tags=["parameters"]
@@ -38,14 +38,14 @@ manifests_dir: str = ""  # empty: this workspace's manifests/
 suite: str = "background"  # condition families: background | competing_speech | channel | comma list | all
 
 # %%
-aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/core/params.py)
 
 # %%
 ws = aiplib.workspace(profile)
 print(ws.root)
 
 # %%
-from aiplib.shards import merge_all, summary_line
+from aiplib.inference.shards import merge_all, summary_line
 
 if not inference_dir:  # a folder written elsewhere is only read, never changed
     merged = merge_all(ws.inference)
@@ -54,8 +54,8 @@ if not inference_dir:  # a folder written elsewhere is only read, never changed
     print(summary_line(merged, ws.inference))
 
 # %%
-from aiplib.family_scoring import score_families, suite_families
-from aiplib.scoring import score_inference
+from aiplib.scoring.families import score_families, suite_families
+from aiplib.scoring.score import score_inference
 
 families = suite_families(suite)
 scores = (score_inference(ws, inference_dir=inference_dir or None, manifests_dir=manifests_dir or None)
@@ -63,7 +63,7 @@ scores = (score_inference(ws, inference_dir=inference_dir or None, manifests_dir
 {task: len(df) for task, df in scores.items()}
 
 # %%
-from aiplib.failures import failure_sentence, write_failure_tables
+from aiplib.scoring.failures import failure_sentence, write_failure_tables
 
 # stimuli left out (recogniser failures, no answer): per model × task, and each one, in results/tables/
 left_out, _ = write_failure_tables(ws, inference_dir=inference_dir or None, manifests_dir=manifests_dir or None)
@@ -105,8 +105,8 @@ import string
 
 import jiwer
 import numpy as np
-from aiplib.formats import read_item_bank_keywords
-from aiplib.textnorm import normalize_text
+from aiplib.io.formats import read_item_bank_keywords
+from aiplib.core.textnorm import normalize_text
 
 if "asr" not in scores or scores["asr"].empty:
     print("no ASR scores to check in this run")

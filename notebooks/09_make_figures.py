@@ -3,16 +3,16 @@
 #
 # This notebook is the Results section. Each table or figure sits in its own cell under its
 # caption; `make` renders the executed copy into `results/report.html` (one self-contained page,
-# code hidden) and `results/report.md` (`aiplib.report.render_report`).
+# code hidden) and `results/report.md` (`aiplib.analysis.report.render_report`).
 #
 # **What the authors did.** They scored every response (`scripts/06_score_metrics.py`,
 # `scoring/score_all.py` in IvLabs/AIP-Speech: WER on normalised text, KWS by the first word of
 # the answer in the closed keyword set), averaged the degradation per background over items and
 # SNRs, rank-correlated it with the acoustic descriptors (Spearman) and drew Figures 2–7 and Tables
 # 2–5 (`scoring/figures.py`, `scripts/generate_plots_new.py`).
-# **What we do.** The same definitions (`aiplib.figures`), with, beside every number, a 95 %
-# bootstrap interval over items, an exact test and a verdict per condition (`aiplib.conditions`,
-# `aiplib.stats`). **Reads** `results/scores/`, `descriptors/`, `manifests/` and
+# **What we do.** The same definitions (`aiplib.analysis.figures`), with, beside every number, a 95 %
+# bootstrap interval over items, an exact test and a verdict per condition (`aiplib.analysis.conditions`,
+# `aiplib.analysis.stats`). **Reads** `results/scores/`, `descriptors/`, `manifests/` and
 # `inference/*/run_log.jsonl`. **Writes** `results/figures/` (PNG + PDF), `results/tables/`
 # (Tables 2–5, `conditions_<task>.csv`), `results/provenance.json` and a JSON sidecar next to
 # every results file.
@@ -27,11 +27,11 @@ smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests a
 n_resamples: Optional[int] = None  # bootstrap resamples of every interval; None: 200 when smoke, else 2000
 seed: int = 0  # bootstrap seed (recorded in every table and sidecar)
 min_diff_pp: float = 2.0  # smallest change (percentage points) called worse / better
-criteria: str = ""  # optional criteria JSON (format: aiplib/report.py); empty for none
+criteria: str = ""  # optional criteria JSON (format: aiplib/analysis/report.py); empty for none
 previous: str = ""  # optional previous run (workspace root or results folder) to compare with
 
 # %%
-aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/core/params.py)
 if n_resamples is None:
     n_resamples = 200 if smoke else 2000
 
@@ -45,11 +45,11 @@ import json
 import pandas as pd
 from IPython.display import Markdown, display
 
-from aiplib import conditions as cond
-from aiplib import report_tables as rt
-from aiplib import stats
-from aiplib.figures import make_all_figures
-from aiplib.formats import load_scores
+from aiplib.analysis import conditions as cond
+from aiplib.analysis import report_tables as rt
+from aiplib.analysis import stats
+from aiplib.analysis.figures import make_all_figures
+from aiplib.io.formats import load_scores
 
 written = make_all_figures(ws, n_resamples=n_resamples, seed=seed)
 kw = dict(n_resamples=n_resamples, seed=seed, min_diff_pp=min_diff_pp)
@@ -176,7 +176,7 @@ rt.table4_display(pd.read_csv(tabs / "table4_accent_dwer.csv", keep_default_na=F
 
 # %% [markdown]
 # **Table 4, the authors' view · Mean ΔWER per model and accent label**: the raw accent strings
-# mapped through the authors' label table (`aiplib/data/authors_accent_labels.csv`; LibriSpeech's
+# mapped through the authors' label table (`aiplib/analysis/authors_accent_labels.csv`; LibriSpeech's
 # `american_english` → "US English (anon)"; strings not in it kept as they are), plain mean over
 # the noisy rows, no interval. `tables/table4_accent_dwer_authors.csv`
 
@@ -355,9 +355,9 @@ rt.Table(inactive.assign(inactive_share=inactive["inactive_share"].round(3)))
 # never replaced.
 
 # %% tags=["report-hide"]
-from aiplib import family_results as fr
+from aiplib.analysis import family_results as fr
 
-from aiplib.family_scoring import stale_reasons
+from aiplib.scoring.families import stale_reasons
 
 family_scores = {}
 for cf in fr.FAMILIES:  # a family left behind by a later run on changed inputs is named, not shown
@@ -374,7 +374,7 @@ print({cf: {t: len(d) for t, d in s.items()} for cf, s in family_scores.items()}
 
 # %%
 if any(family_scores.values()):
-    from aiplib.corpora.asterisk_langs import read_distractor_table
+    from aiplib.sources.corpora.asterisk_langs import read_distractor_table
 
     table = read_distractor_table(ws.distractors_csv, root=ws.root) if ws.distractors_csv.is_file() else None
     listing = fr.conditions_listing(family_scores["competing_speech"].get("asr"), family_scores["channel"].get("asr"),
@@ -437,15 +437,15 @@ else:
 # %% [markdown]
 # ## Criteria and the previous run
 #
-# With a criteria file (`criteria`, format in `aiplib/criteria.py`) every criterion is checked
+# With a criteria file (`criteria`, format in `aiplib/analysis/criteria.py`) every criterion is checked
 # against the condition tables; with a previous run (`previous`) the two runs are paired by (model,
-# stimulus id) and every condition that got worse fails (`aiplib.comparison.compare_runs`,
+# stimulus id) and every condition that got worse fails (`aiplib.analysis.comparison.compare_runs`,
 # written to `tables/comparison.csv`). **Table R13 · Change from the previous run** (clean, overall
 # and per SNR; + = worse).
 
 # %%
-from aiplib.comparison import compare_runs
-from aiplib.criteria import check_criteria
+from aiplib.analysis.comparison import compare_runs
+from aiplib.analysis.criteria import check_criteria
 
 failures = check_criteria(ws, criteria or None, previous or None, tables=tables, n_resamples=n_resamples,
                           seed=seed) if (criteria or previous) else None
@@ -473,7 +473,7 @@ if previous:
 # `results/tables/failed_stimuli.csv`. The next stage-7 run retries them.
 
 # %%
-from aiplib.failures import failure_markdown
+from aiplib.scoring.failures import failure_markdown
 
 left_out = tabs / "failures_by_model_task.csv"
 Markdown(failure_markdown(pd.read_csv(left_out)) if left_out.is_file() else
@@ -487,7 +487,7 @@ Markdown(failure_markdown(pd.read_csv(left_out)) if left_out.is_file() else
 # Every results file gets a JSON sidecar (same name, `.json`) with its SHA-256 and this record.
 
 # %%
-from aiplib.provenance import annotate_results
+from aiplib.analysis.provenance import annotate_results
 
 sidecars = annotate_results(ws, seed=seed, n_resamples=n_resamples, level=0.95,
                             extra={"min_diff_pp": float(min_diff_pp)})
@@ -503,7 +503,7 @@ Markdown("\n".join(f"- {line}" for line in rt.provenance_lines(rec)))
 # table holds: scored + failed + missing = the manifest's stimuli, and scored = the rows of the scores.
 
 # %%
-from aiplib.formats import read_battery_csv, read_manifest
+from aiplib.io.formats import read_battery_csv, read_manifest
 
 left = pd.read_csv(tabs / "failures_by_model_task.csv") if (tabs / "failures_by_model_task.csv").is_file() else None
 if left is not None:

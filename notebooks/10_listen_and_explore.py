@@ -19,7 +19,7 @@ profile: str = os.environ.get("AIP_PROFILE", "demo")  # demo | paper | custom
 smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests and CI
 
 # %%
-aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/params.py)
+aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/core/params.py)
 
 # %%
 ws = aiplib.workspace(profile)
@@ -35,9 +35,9 @@ print(ws.root)
 
 # %%
 import pandas as pd
-from aiplib.explore import available_tasks, worst_cases
-from aiplib.families import CONDITION_FAMILIES
-from aiplib.report_tables import cap_words
+from aiplib.explore.data import available_tasks, worst_cases
+from aiplib.core.tasks import CONDITION_FAMILIES
+from aiplib.analysis.report_tables import cap_words
 
 for cf in CONDITION_FAMILIES:
     fws = ws.with_family(cf)
@@ -69,8 +69,8 @@ for cf in CONDITION_FAMILIES:
 # keeps the tables above instead.
 
 # %%
-from aiplib.explore import under_papermill
-from aiplib.widgets import explorer
+from aiplib.explore.data import under_papermill
+from aiplib.explore.widgets import explorer
 
 if under_papermill():
     print("executed by papermill: open this notebook in JupyterLab (make lab) for the interactive explorer")

@@ -15,13 +15,13 @@
 # for stage 7 with SHARD=i/n, so shards running at once never share an executed copy or log),
 # AIP_LOCK_WAIT (seconds to wait for another run of the same data folder; default 0: stop at once).
 # One writer per data folder: the stage runs under the lock of OUT_DIR's parent (the workspace
-# data/<profile>, python -m aiplib.lock): a second run of the same folder stops with one line naming
+# data/<profile>, python -m aiplib.core.lock): a second run of the same folder stops with one line naming
 # the holder (exit status 75); a stage-7 shard (AIP_RUN_TAG=.shard-*) takes the shared "shard" mode, so
 # shards run together; inside `make all` (which holds the lock) a stage runs at once.
 # A failure ends with one line giving the exception type and message (read from papermill's stream
 # as it passes, so it is known even when the log cannot be written, e.g. on a full disk).
 # Parameters (-p/-r NAME VALUE, -y YAML) reach the notebook only if its parameters cell declares them
-# (aiplib.params.main filter-args): make passes one set to every stage; a name that no notebook
+# (aiplib.core.params.main filter-args): make passes one set to every stage; a name that no notebook
 # of NOTEBOOK_DIR declares (a typo) is dropped with one note.
 set -u -o pipefail
 if [ $# -lt 3 ]; then
@@ -37,12 +37,12 @@ log="$out/$stage$tag.log"
 running="$out/$stage$tag.running.ipynb"
 root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 
-# Take the data folder's lock (aiplib/lock.py), then run this script again inside it.
+# Take the data folder's lock (aiplib/core/lock.py), then run this script again inside it.
 if [ -z "${AIP_STAGE_LOCKED:-}" ]; then
   mkdir -p -- "$out" || exit 1
   mode=exclusive
   case "$stage$tag" in 07_*.shard-*) mode=shard ;; esac
-  AIP_STAGE_LOCKED=1 PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" exec "$filter_python" -m aiplib.lock run \
+  AIP_STAGE_LOCKED=1 PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" exec "$filter_python" -m aiplib.core.lock run \
     "$(dirname -- "$out")" --mode "$mode" --command "stage $stage$tag (profile ${AIP_PROFILE:-demo})" \
     -- bash "${BASH_SOURCE[0]}" "$stage" "$nbdir" "$out" "$@"
 fi
@@ -54,7 +54,7 @@ echo "=== stage $stage (profile ${AIP_PROFILE:-demo}) ==="
 # Keep only the parameters this notebook declares (NUL-separated, so values with spaces survive).
 if [ -f "$nbdir/$stage.ipynb" ]; then
   mapfile -d '' -t pm_args < <(PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$filter_python" \
-    -c 'import sys; from aiplib.params import main; sys.exit(main(sys.argv[1:]))' \
+    -c 'import sys; from aiplib.core.params import main; sys.exit(main(sys.argv[1:]))' \
     filter-args "$nbdir/$stage.ipynb" "$@")
   wait $! || { echo "make: stage $stage FAILED before papermill started" >&2; exit 1; }
 else
@@ -124,7 +124,7 @@ os.write(1, b"reason " + reason + b"\n")
 '
 
 # papermill's stdout goes to ours (fd 3); its stderr to the log and, filtered, to our stderr. The
-# kernel's stderr (the plain `[progress]` lines of aiplib.progress, selected by AIP_PLAIN_PROGRESS=1,
+# kernel's stderr (the plain `[progress]` lines of aiplib.core.progress, selected by AIP_PLAIN_PROGRESS=1,
 # and warnings) is streamed there live (--stderr-file); papermill's own per-cell bar is off.
 # The filter's stdout (captured here) is one line "reason <last exception line>", then the statuses.
 exec 3>&1

@@ -11,7 +11,7 @@ import json
 
 import pandas as pd
 
-from aiplib.manifests import SEED_START, manifest_columns, stimulus_id
+from aiplib.stimuli.manifests import SEED_START, manifest_columns, stimulus_id
 
 
 def _snr(v):

@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import soundfile as sf
 
-from aiplib.corpora import paper, speech_commands
+from aiplib.sources.corpora import paper, speech_commands
 
 ESC_TARGETS = {"dog": 0, "rooster": 1, "cat": 5, "rain": 10, "sea_waves": 11, "crackling_fire": 12,
                "wind": 16, "thunderstorm": 19, "footsteps": 25, "keyboard_typing": 32,

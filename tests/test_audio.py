@@ -1,4 +1,4 @@
-"""aiplib.audio: the full-scale contract of load_audio, and the peak check of normalize_loudness."""
+"""aiplib.io.audio: the full-scale contract of load_audio, and the peak check of normalize_loudness."""
 from __future__ import annotations
 
 import warnings
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from aiplib.audio import (ClippingWarning, load_audio, loudness_lufs, normalize_loudness, peak_abs,
+from aiplib.io.audio import (ClippingWarning, load_audio, loudness_lufs, normalize_loudness, peak_abs,
                           write_wav)
 
 SR = 16000

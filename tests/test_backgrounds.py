@@ -7,12 +7,12 @@ import pyloudnorm
 import pytest
 import soundfile as sf
 
-from aiplib.audio import ClippingWarning
-from aiplib.formats import BATTERY_COLUMNS
-from aiplib.backgrounds import (TARGET_LUFS, colored_noise, curate_background,
+from aiplib.io.audio import ClippingWarning
+from aiplib.io.formats import BATTERY_COLUMNS
+from aiplib.battery.backgrounds import (TARGET_LUFS, colored_noise, curate_background,
                                 curate_battery, silent_shares)
-from aiplib.errors import AiplibParameterError, AudioFileError
-from aiplib.workspace import workspace
+from aiplib.core.errors import AiplibParameterError, AudioFileError
+from aiplib.core.workspace import workspace
 
 SR = 16000
 N30 = 30 * SR

@@ -38,10 +38,10 @@ from pathlib import Path
 
 import pytest
 
-from aiplib import listen
-from aiplib.explore_html import CAP_WORDS
-from aiplib.scoring import score_inference
-from aiplib.textnorm import normalize_text
+from aiplib.explore import listen
+from aiplib.explore.html import CAP_WORDS
+from aiplib.scoring.score import score_inference
+from aiplib.core.textnorm import normalize_text
 from test_widgets import CHANNEL, make_explorer_workspace, write_family_inference
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,7 +202,7 @@ def test_notebook10_explorer_in_headless_chromium(tmp_path):
     ws = make_explorer_workspace(data_root)
     _make_loop(ws)
     score_inference(ws)  # results/scores/asr.csv: the worst-case list and the ranked table are filled
-    from aiplib.manifests import build_family_manifest
+    from aiplib.stimuli.family_manifests import build_family_manifest
 
     ch = ws.with_family("channel")
     build_family_manifest(ws, "channel", "asr", conditions=CHANNEL)
@@ -321,7 +321,7 @@ def test_report_copy_in_another_folder_in_headless_chromium(tmp_path):
     each table-of-contents link brings its section's heading into view."""
     from playwright.sync_api import sync_playwright
 
-    from aiplib import report
+    from aiplib.analysis import report
     from test_report import _execute_09, make_run
 
     t0 = time.monotonic()

@@ -2,8 +2,9 @@ import json
 
 import numpy as np
 
-from aiplib import checks
-from aiplib.manifests import build_manifests
+from aiplib.scoring import wer_check
+from aiplib.stimuli import checks
+from aiplib.stimuli.manifests import build_manifests
 
 
 def test_active_fraction_known_values():
@@ -43,15 +44,15 @@ def test_wer_constancy_with_a_fake_recogniser(tiny_ws, monkeypatch):
         def close(self):
             pass
 
-    monkeypatch.setattr("aiplib.models.load_model", lambda model, **opts: Fake())
-    df = checks.wer_constancy(tiny_ws, n_items=2, seed=0)
+    monkeypatch.setattr("aiplib.inference.models.load_model", lambda model, **opts: Fake())
+    df = wer_check.wer_constancy(tiny_ws, n_items=2, seed=0)
     assert len(df) == 6
     assert sorted(df.loc[df.item_id == "a00", "wer"].tolist()) == [0.0, 0.0, 0.0]
     assert df.loc[df.item_id == "a01", "wer"].tolist() == [0.5, 0.5, 0.5]
 
 
 def test_inactive_share_per_background(tiny_ws):
-    from aiplib.audio import write_wav
+    from aiplib.io.audio import write_wav
 
     # bg01: a 3 s clip whose last 2.5 s are zero padding (as ESC-50 clips are)
     y = np.zeros(48000, dtype=np.float32)
@@ -80,9 +81,9 @@ def test_inspection_clips_are_the_current_stimuli(tiny_ws):
     import pandas as pd
     import soundfile as sf
 
-    from aiplib.audio import write_wav
-    from aiplib.formats import read_manifest
-    from aiplib.mixing import materialize
+    from aiplib.io.audio import write_wav
+    from aiplib.io.formats import read_manifest
+    from aiplib.stimuli.families import materialize
 
     build_manifests(tiny_ws)
     first = checks.write_inspection_clips(tiny_ws, n=7, seed=0)

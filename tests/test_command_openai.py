@@ -14,14 +14,15 @@ import pytest
 import soundfile as sf
 
 import tiny_models as tm
-from aiplib.errors import ModelUnavailableError
-from aiplib.inference import run_inference
-from aiplib.formats import read_manifest, read_results
-from aiplib.manifests import build_manifests
-from aiplib.mixing import materialize
-from aiplib.models import get_entry, load_model, load_registry
-from aiplib.models.command_backend import CommandError
-from aiplib.prompts import prompt_for
+from aiplib.scoring import wer_check
+from aiplib.core.errors import ModelUnavailableError
+from aiplib.inference.runner import run_inference
+from aiplib.io.formats import read_manifest, read_results
+from aiplib.stimuli.manifests import build_manifests
+from aiplib.stimuli.families import materialize
+from aiplib.inference.models import get_entry, load_model, load_registry
+from aiplib.inference.models.command_backend import CommandError
+from aiplib.inference.prompts import prompt_for
 from conftest import make_tiny_workspace
 
 KEY = "sk-test-DO-NOT-LEAK-7f3a9c"
@@ -29,8 +30,8 @@ CMD_SECRET = "cmd-secret-Q4Z9"
 
 WHISPER_SCRIPT = """\
 import sys
-from aiplib.audio import load_audio
-from aiplib.models import load_model
+from aiplib.io.audio import load_audio
+from aiplib.inference.models import load_model
 rec = load_model("whisper_tiny_en")
 print(rec.generate([load_audio(sys.argv[1])], [None])[0])
 """
@@ -251,7 +252,7 @@ def test_openai_gives_up_after_retries(tmp_path, monkeypatch):
         reg = load_registry(tm.registry_yaml(tmp_path / "r.yaml", {
             "api": _api_entry(f"http://127.0.0.1:{srv.server_address[1]}/v1", "chat")}))
         rec = load_model(reg["api"])
-        from aiplib.models.openai_backend import OpenAIBackendError
+        from aiplib.inference.models.openai_backend import OpenAIBackendError
 
         with pytest.raises(OpenAIBackendError, match="HTTP 503.*after 4 attempts"):
             rec.generate([np.zeros(1600, np.float32)], ["x"])
@@ -340,7 +341,7 @@ def test_stage7_rows_in_manifest_order_and_resume_exact_with_concurrency(ws, tmp
 
 def test_failed_request_in_a_concurrent_batch_is_not_sent_twice(tmp_path, monkeypatch):
     bench = _bench()
-    from aiplib.models.openai_backend import OpenAIBackendError, OpenAIRecogniser
+    from aiplib.inference.models.openai_backend import OpenAIBackendError, OpenAIRecogniser
 
     bad_len = 8000 + 160 * 2
     refuse = lambda answer: 400 if answer.startswith(f"{bad_len} ") else None  # noqa: E731 - the 3rd stimulus
@@ -409,9 +410,9 @@ def test_one_request_in_n_refused_during_stages_6_to_8(tmp_path, monkeypatch):
     """Stage 6's WER-constancy check, stage 7 and stage 8 against an endpoint failing one request in
     four (HTTP 400): no stage raises; the failures are counted and named; the report's table gives
     the failed count per model × task and failed_stimuli.csv lists them; the next run retries them."""
-    from aiplib import checks
-    from aiplib.failures import failure_markdown, write_failure_tables
-    from aiplib.scoring import score_inference
+    from aiplib.stimuli import checks
+    from aiplib.scoring.failures import failure_markdown, write_failure_tables
+    from aiplib.scoring.score import score_inference
 
     ws = make_tiny_workspace(tmp_path / "data", n_asr=3, n_kws=2, n_bg=2)
     build_manifests(ws)
@@ -424,7 +425,7 @@ def test_one_request_in_n_refused_during_stages_6_to_8(tmp_path, monkeypatch):
     tm.use_registry(monkeypatch, tm.registry_yaml(tmp_path / "r.yaml", {"api_asr": entry}))
     try:
         # stage 6: 3 items × 3 levels, one call per item; a refused batch is retried level by level
-        wc = checks.wer_constancy(ws, model="api_asr", n_items=3, seed=0)
+        wc = wer_check.wer_constancy(ws, model="api_asr", n_items=3, seed=0)
         assert len(wc) == 9 and wc.attrs["n_failed"] == int(wc["error"].notna().sum()) >= 1
         assert all("400" in e and "refused (fake)" in e for e in wc["error"].dropna())
         assert wc.loc[wc["error"].isna(), "wer"].notna().all() and wc.loc[wc["error"].notna(), "wer"].isna().all()

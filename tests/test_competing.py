@@ -9,11 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib import competing as comp
-from aiplib.audio import SR, write_wav
-from aiplib.corpora import asterisk_langs as al
-from aiplib.errors import AiplibParameterError, MissingPackageError, ValidationError
-from aiplib.mixing import mix
+from aiplib.stimuli import competing as comp
+from aiplib.analysis import family_results
+from aiplib.io.audio import SR, write_wav
+from aiplib.sources.corpora import asterisk_langs as al
+from aiplib.core.errors import AiplibParameterError, MissingPackageError, ValidationError
+from aiplib.stimuli.mixing import mix
 
 SNRS = (-10, -5, 0, 5, 10)
 
@@ -157,7 +158,7 @@ def test_leakage_summary_pools_items_and_reports_the_bootstrap():
     df = pd.DataFrame(dict(setting="single", distractor_languages="fr", target_snr_db=[-10] * n + [10] * n,
                            n_hyp_words=np.r_[words, words], n_leak_words=np.r_[leak, 0 * leak],
                            n_leak_insertions=np.r_[leak // 2, 0 * leak]))
-    s = comp.leakage_summary(df, n_resamples=500, seed=3)
+    s = family_results.leakage_summary(df, n_resamples=500, seed=3)
     lo = s[s.target_snr_db == -10].iloc[0]
     assert lo.n_items == 12 and lo.n_hyp_words == words.sum()
     assert lo.leak_share == pytest.approx(leak.sum() / words.sum(), abs=1e-12)
@@ -166,10 +167,10 @@ def test_leakage_summary_pools_items_and_reports_the_bootstrap():
     assert lo.n_resamples == 500 and lo.seed == 3 and lo.level == 0.95
     hi = s[s.target_snr_db == 10].iloc[0]
     assert hi.leak_share == 0.0 and hi.leak_share_ci_high == 0.0
-    assert s.equals(comp.leakage_summary(df, n_resamples=500, seed=3))  # reproducible
-    few = comp.leakage_summary(df.head(4), n_resamples=500)
+    assert s.equals(family_results.leakage_summary(df, n_resamples=500, seed=3))  # reproducible
+    few = family_results.leakage_summary(df.head(4), n_resamples=500)
     assert math.isnan(few.leak_share_ci_low.iloc[0]) and "observation" in few.note.iloc[0]
-    k = comp.leakage_summary(pd.DataFrame(dict(setting="single", distractor_languages="fr", target_snr_db=0,
+    k = family_results.leakage_summary(pd.DataFrame(dict(setting="single", distractor_languages="fr", target_snr_db=0,
                                                kws_leak=[True] * 3 + [False] * 9)), task="kws")
     assert k.kws_leak_rate.iloc[0] == 0.25
 

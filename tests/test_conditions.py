@@ -1,4 +1,4 @@
-"""Tests of aiplib.conditions against hand-computed values (issue 7, "Done when")."""
+"""Tests of aiplib.analysis.conditions against hand-computed values (issue 7, "Done when")."""
 from __future__ import annotations
 
 import json
@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib import conditions as cond
-from aiplib import stats
-from aiplib.errors import AiplibParameterError
-from aiplib.formats import load_scores
-from aiplib.scoring import score_inference, wer_details
-from aiplib.workspace import workspace
+from aiplib.analysis import conditions as cond
+from aiplib.analysis import stats
+from aiplib.core.errors import AiplibParameterError
+from aiplib.io.formats import load_scores
+from aiplib.scoring.score import score_inference, wer_details
+from aiplib.core.workspace import workspace
 from authors_schema import inference_line, write_jsonl, write_manifest
 
 
@@ -320,7 +320,7 @@ def test_condition_p_values_are_bh_adjusted_within_scope():
     import numpy as np
     import pandas as pd
 
-    from aiplib import conditions, stats
+    from aiplib.analysis import conditions, stats
 
     rows = []
     rng = np.random.default_rng(3)

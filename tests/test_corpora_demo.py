@@ -9,11 +9,11 @@ import pyloudnorm
 import pytest
 import soundfile as sf
 
-from aiplib.corpora import debian, demo
-from aiplib.corpora.asterisk_langs import read_transcripts
-from aiplib.tasks import KEYWORDS
-from aiplib.errors import MissingPackageError
-from aiplib.workspace import workspace
+from aiplib.sources.corpora import debian, demo
+from aiplib.sources.corpora.asterisk_langs import read_transcripts
+from aiplib.core.tasks import KEYWORDS
+from aiplib.core.errors import MissingPackageError
+from aiplib.core.workspace import workspace
 
 ASR_FIELDS = {"item_id", "path", "source_file", "source", "licence", "attribution", "duration_s",
               "speaker", "accent_group", "synthetic", "text"}
@@ -177,7 +177,7 @@ def test_battery_specs(built):
 
 @pytest.mark.slow
 def test_demo_battery_curates(built):
-    from aiplib.backgrounds import curate_battery
+    from aiplib.battery.backgrounds import curate_battery
 
     ws, _, _ = built
     df = curate_battery(ws, demo.battery_specs(ws))

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 import soundfile as sf
 
-from aiplib import pipeline
-from aiplib.audio import SR
-from aiplib.corpora import custom
-from aiplib.errors import AiplibError, ValidationError
-from aiplib.workspace import workspace
+from aiplib.sources import pipeline
+from aiplib.io.audio import SR
+from aiplib.sources.corpora import custom
+from aiplib.core.errors import AiplibError, ValidationError
+from aiplib.core.workspace import workspace
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -84,7 +84,7 @@ def broken_speech(root: Path) -> dict:
 
 
 def cli_args(params: dict) -> list[str]:
-    return [sys.executable, "-m", "aiplib.corpora.custom",
+    return [sys.executable, "-m", "aiplib.sources.corpora.custom",
             "--speech-dir", params["speech_dir"], "--texts", params["texts"],
             "--kws-dir", params["kws_dir"], "--kws-labels", params["kws_labels"],
             "--backgrounds-dir", params["backgrounds_dir"]]
@@ -310,7 +310,7 @@ def test_gather_raw_item_banks_and_battery_specs(tmp_path):
     assert by_id["noise_2"]["licence"] == custom.UNKNOWN_LICENCE and by_id["noise_2"]["category"] == "stationary"
     assert all(s["combine"] == "concat" and not s["synthetic"] and Path(s["sources"][0]).is_file() for s in specs)
 
-    from aiplib.backgrounds import curate_battery
+    from aiplib.battery.backgrounds import curate_battery
 
     battery = curate_battery(ws, specs, duration_s=4.0)
     assert len(battery) == 9 and battery["looped"].all()
@@ -364,8 +364,8 @@ def test_ids_are_unique_and_never_clean(tmp_path):
 
 
 def test_pipeline_dispatch_and_notebook_parameters(tmp_path):
-    from aiplib import pipeline
-    from aiplib.corpora import get_profile
+    from aiplib.sources import pipeline
+    from aiplib.sources.corpora import get_profile
 
     assert get_profile("custom") is custom
     assert pipeline.stage_sizes("custom", smoke=True) == {"max_items": 3}
@@ -411,8 +411,8 @@ def test_zero_padded_background_gets_a_trimmed_copy(tmp_path):
     assert [p.name for p in ws.raw.rglob("*.wav")] == ["bark.wav"]
     spec = {s["bg_id"]: s for s in custom.battery_specs(ws)}["bark"]
     assert spec["sources"] == [str(ws.root / "raw/backgrounds/bark.wav")]
-    from aiplib.backgrounds import curate_battery
-    from aiplib.checks import active_fraction
+    from aiplib.battery.backgrounds import curate_battery
+    from aiplib.stimuli.checks import active_fraction
 
     battery = curate_battery(ws, [spec], duration_s=30.0)
     y, _ = sf.read(str(ws.path(battery["path"].iloc[0])), dtype="float32")
@@ -494,7 +494,7 @@ def test_chmod_000_subfolder_fails_the_cli_for_a_normal_user(tmp_path):
         (root / ".mpl").mkdir(mode=0o777)
         (root / ".numba").chmod(0o777)
         (root / ".mpl").chmod(0o777)
-        probe = subprocess.run([*prefix, sys.executable, "-c", "import aiplib.corpora.custom"], env=env,
+        probe = subprocess.run([*prefix, sys.executable, "-c", "import aiplib.sources.corpora.custom"], env=env,
                                cwd=str(root), capture_output=True, text=True, check=False)
         if probe.returncode != 0:
             pytest.skip(f"the unprivileged user cannot run the project's Python: {probe.stderr[-300:]}")
@@ -550,7 +550,7 @@ def test_reference_empty_after_normalisation_is_refused(tmp_path, text):
     assert [(p.kind, Path(p.file).name) for p in r.fatal] == [("empty_reference", "filler.wav")]
     assert repr(text) in r.fatal[0].message and "WER is undefined" in r.fatal[0].message
     assert sorted(x["item_id"] for x in r.speech) == ["a", "sub-b"]
-    from aiplib.textnorm import reference_is_empty  # the rule validation applies
+    from aiplib.core.textnorm import reference_is_empty  # the rule validation applies
 
     assert not reference_is_empty("uh, yes") and not reference_is_empty("[music] go")
 

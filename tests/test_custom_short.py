@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 import soundfile as sf
 
-from aiplib.audio import MIN_LOUDNESS_S, SR, loudness_meter
-from aiplib.corpora import custom
-from aiplib.corpora.custom.validate import MIN_S_PER_WORD
+from aiplib.scoring import wer_check
+from aiplib.io.audio import MIN_LOUDNESS_S, SR, loudness_meter
+from aiplib.sources.corpora import custom
+from aiplib.sources.corpora.custom.validate import MIN_S_PER_WORD
 from test_custom import make_inputs, noise, voice_like, write
 
 
@@ -145,10 +146,10 @@ def test_summary_counts_found_and_accepted_the_same_way(tmp_path):
 
 def test_stage6_loudness_error_names_the_speech_file(tiny_ws, monkeypatch):
     """A speech file shorter than the block reaching the mixer: the error names it and its length."""
-    from aiplib import checks
-    from aiplib.audio import write_wav
-    from aiplib.errors import AudioFileError
-    from aiplib.manifests import build_manifests
+    from aiplib.stimuli import checks
+    from aiplib.io.audio import write_wav
+    from aiplib.core.errors import AudioFileError
+    from aiplib.stimuli.manifests import build_manifests
 
     build_manifests(tiny_ws)
     short = tiny_ws.itembanks / "audio" / "asr" / "a00.wav"
@@ -161,9 +162,9 @@ def test_stage6_loudness_error_names_the_speech_file(tiny_ws, monkeypatch):
         def close(self):
             pass
 
-    monkeypatch.setattr("aiplib.models.load_model", lambda model, **opts: Fake())
+    monkeypatch.setattr("aiplib.inference.models.load_model", lambda model, **opts: Fake())
     with pytest.raises(AudioFileError) as exc:
-        checks.wer_constancy(tiny_ws, n_items=2, seed=0)
+        wer_check.wer_constancy(tiny_ws, n_items=2, seed=0)
     msg = str(exc.value)
     assert msg.startswith(f"{short}: loudness cannot be measured (978 samples = 0.061 s at 16000 Hz, shorter "
                           "than the 0.4 s BS.1770 block): Audio must have length greater than the block size.")

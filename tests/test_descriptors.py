@@ -1,4 +1,4 @@
-"""Tests of aiplib.descriptors: real values on known signals, the VAD, and the resumable table."""
+"""Tests of aiplib.battery.descriptors: real values on known signals, the VAD, and the resumable table."""
 from __future__ import annotations
 
 import json
@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib import descriptors as D
-from aiplib import vad
-from aiplib.audio import load_audio, write_wav
-from aiplib.errors import AiplibError, AiplibParameterError
-from aiplib.workspace import workspace
+from aiplib.battery import descriptors as D
+from aiplib.battery import vad
+from aiplib.io.audio import load_audio, write_wav
+from aiplib.core.errors import AiplibError, AiplibParameterError
+from aiplib.core.workspace import workspace
 
 SR = 16000
 SPEECH = Path(__file__).resolve().parents[2] / "shared" / "fieldkit" / "speech_asr" / "ls_test-clean_1995-1837-0001.wav"  # read-only
@@ -179,7 +179,7 @@ def test_vad_threads_restored():
     import subprocess
     import sys
 
-    code = ("import torch; torch.set_num_threads(3); import numpy as np; from aiplib import vad; "
+    code = ("import torch; torch.set_num_threads(3); import numpy as np; from aiplib.battery import vad; "
             "vad.load_vad_model(); vad.vad_speech_fraction(np.zeros(16000, np.float32) + 0.01); "
             "print(torch.get_num_threads())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

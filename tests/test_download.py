@@ -1,4 +1,4 @@
-"""aiplib.download: resumable downloads, verification, safe extraction, progress file, caches.
+"""aiplib.sources.download: resumable downloads, verification, safe extraction, progress file, caches.
 
 Everything runs against a local HTTP server on 127.0.0.1 (tests/fake_corpora.py).
 """
@@ -13,10 +13,10 @@ import zipfile
 
 import pytest
 
-from aiplib import archives
-from aiplib import download as dl
-from aiplib import errors
-from aiplib.errors import AiplibError
+from aiplib.sources import archives
+from aiplib.sources import download as dl
+from aiplib.core import errors
+from aiplib.core.errors import AiplibError
 from fake_corpora import FakeServer, closed_port_url
 
 PAYLOAD = bytes(range(256)) * 4096  # 1 MiB
@@ -247,7 +247,7 @@ def test_set_cache_env_only_fills_unset(monkeypatch, tmp_path):
 
 
 def test_default_cache_root_is_models_cache(monkeypatch):
-    from aiplib.workspace import repo_root
+    from aiplib.core.workspace import repo_root
 
     for v in ("HF_HOME", "TORCH_HOME", "HF_DATASETS_CACHE"):
         monkeypatch.setenv(v, "recorded")  # so that monkeypatch restores the real state afterwards

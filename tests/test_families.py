@@ -10,20 +10,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import aiplib.models
-from aiplib import stamps
-from aiplib.audio import SR, write_wav
-from aiplib.channel import available_conditions, CHANNEL_CONDITIONS
-from aiplib.corpora import asterisk_langs as al
-from aiplib.errors import AiplibParameterError
-from aiplib.families import CONDITION_FAMILIES, FAMILY_COLUMNS, parse_suite, prepare_distractors, run_suite
-from aiplib.formats import read_inference_jsonl, read_manifest
-from aiplib.inference import run_inference
-from aiplib.manifests import (build_family_manifest, build_manifests, channel_skipped_csv, family_manifest_columns,
-                              manifest_columns)
-from aiplib.mixing import materialize, mix_components
-from aiplib.models import Recogniser, get_entry
-from aiplib.workspace import workspace
+import aiplib.inference.models
+from aiplib.core import stamps
+from aiplib.inference import keys
+from aiplib.io.audio import SR, write_wav
+from aiplib.stimuli.channel import available_conditions, CHANNEL_CONDITIONS
+from aiplib.sources.corpora import asterisk_langs as al
+from aiplib.core.errors import AiplibParameterError
+from aiplib.stimuli.families import FAMILY_COLUMNS, prepare_distractors
+from aiplib.inference.runner import run_suite
+from aiplib.core.tasks import CONDITION_FAMILIES, parse_suite
+from aiplib.io.formats import read_inference_jsonl, read_manifest
+from aiplib.inference.runner import run_inference
+from aiplib.stimuli.manifests import build_manifests, manifest_columns
+from aiplib.stimuli.family_manifests import (
+    build_family_manifest, channel_skipped_csv, family_manifest_columns,
+)
+from aiplib.stimuli.families import materialize, mix_components
+from aiplib.inference.models import Recogniser, get_entry
+from aiplib.core.workspace import workspace
 
 from conftest import make_tiny_workspace
 
@@ -77,7 +82,7 @@ class DigestRecogniser(Recogniser):
 
 @pytest.fixture
 def fake_model(monkeypatch):
-    monkeypatch.setattr(aiplib.models, "load_model",
+    monkeypatch.setattr(aiplib.inference.models, "load_model",
                         lambda entry, **_: DigestRecogniser(get_entry(entry) if isinstance(entry, str) else entry))
 
 
@@ -264,8 +269,8 @@ def test_channel_rows_materialise_bit_for_bit_with_their_defining_property(fam_w
 
 # ------------------------------------------------------------------------------ resume keys
 def _todays_base(row, ws) -> str:
-    """The resume base as it was before the condition families (stamps.stimulus_base, 2026-11)."""
-    rec = {k: stamps._val(row.get(k)) for k in stamps.STIM_KEY_FIELDS}
+    """The resume base as it was before the condition families (keys.stimulus_base, 2026-11)."""
+    rec = {k: keys._val(row.get(k)) for k in keys.STIM_KEY_FIELDS}
     if not rec.get("bg_path"):
         rec["seed"] = rec["bg_offset"] = None
     for k, col in (("speech_sha256", "speech_path"), ("bg_sha256", "bg_path")):
@@ -276,19 +281,19 @@ def _todays_base(row, ws) -> str:
 def test_resume_keys_background_unchanged_family_rows_keyed_on_seed_and_table(fam_ws):
     bg = read_manifest(fam_ws, "asr")
     for row in bg.to_dict("records"):
-        assert stamps.stimulus_base(row, fam_ws) == _todays_base(row, fam_ws), row["id"]
+        assert keys.stimulus_base(row, fam_ws) == _todays_base(row, fam_ws), row["id"]
     comp = build_family_manifest(fam_ws, "competing_speech", "asr").set_index("id", drop=False)
     row = comp.loc["a00_talker_fr_snr0"].to_dict()
-    base = stamps.stimulus_base(row, fam_ws)
-    assert stamps.stimulus_base(dict(row, seed=row["seed"] + 1), fam_ws) != base
-    assert stamps.stimulus_base(dict(row, condition_params=row["condition_params"].replace("0.2", "0.3")), fam_ws) != base
-    assert stamps.stimulus_base(comp.loc["a00_clean"].to_dict(), fam_ws) == \
-        stamps.stimulus_base(bg.set_index("id", drop=False).loc["a00_clean"].to_dict(), fam_ws)
+    base = keys.stimulus_base(row, fam_ws)
+    assert keys.stimulus_base(dict(row, seed=row["seed"] + 1), fam_ws) != base
+    assert keys.stimulus_base(dict(row, condition_params=row["condition_params"].replace("0.2", "0.3")), fam_ws) != base
+    assert keys.stimulus_base(comp.loc["a00_clean"].to_dict(), fam_ws) == \
+        keys.stimulus_base(bg.set_index("id", drop=False).loc["a00_clean"].to_dict(), fam_ws)
     pd.read_csv(fam_ws.distractors_csv).iloc[::-1].to_csv(fam_ws.distractors_csv, index=False)
-    assert stamps.stimulus_base(row, fam_ws) != base                              # the table's SHA-256
+    assert keys.stimulus_base(row, fam_ws) != base                              # the table's SHA-256
     ch = build_family_manifest(fam_ws, "channel", "asr", conditions=CHEAP_CHANNEL).set_index("id", drop=False)
     r = ch.loc["a01_ch_packet_loss_10pct"].to_dict()
-    assert stamps.stimulus_base(dict(r, seed=r["seed"] + 1), fam_ws) != stamps.stimulus_base(r, fam_ws)
+    assert keys.stimulus_base(dict(r, seed=r["seed"] + 1), fam_ws) != keys.stimulus_base(r, fam_ws)
 
 
 def test_unknown_condition_family_is_refused(fam_ws):
@@ -331,7 +336,7 @@ def test_stage7_runs_each_family_in_its_own_folder_and_leaves_background_alone(f
 
 def test_channel_row_errors_name_the_row_and_file(fam_ws):
     """A transform that cannot apply (here: a cut longer than the utterance) names the row and its file."""
-    from aiplib.channel import row_components
+    from aiplib.stimuli.channel import row_components
 
     import json
 
@@ -349,12 +354,12 @@ def test_channel_row_errors_name_the_row_and_file(fam_ws):
 def test_demo_prompts_decoded_once_to_flac_hold_the_same_samples(tmp_path):
     """Stage 1 (demo) stores the Asterisk G.722 prompts as 16-bit FLAC: the samples load_audio gives
     for the G.722 file, bit for bit, and a table whose paths are relative to the workspace root."""
-    from aiplib.audio import load_audio
-    from aiplib.families import _decoded
+    from aiplib.io.audio import load_audio
+    from aiplib.stimuli.families import _decoded
 
     try:
         table = al.asterisk_distractors(("fr",)).head(3)
-    except aiplib.errors.MissingPackageError:
+    except aiplib.core.errors.MissingPackageError:
         pytest.skip("asterisk-core-sounds-fr(-g722) not installed")
     ws = workspace("demo", data_root=tmp_path)
     dec = _decoded(ws, table)
@@ -371,12 +376,12 @@ def test_a_changed_prompt_file_is_decoded_again(tmp_path):
     Debian package) is decoded again; an unchanged one is not touched."""
     import shutil
 
-    from aiplib.audio import load_audio
-    from aiplib.families import _decoded
+    from aiplib.io.audio import load_audio
+    from aiplib.stimuli.families import _decoded
 
     try:
         table = al.asterisk_distractors(("fr",)).head(3).reset_index(drop=True)
-    except aiplib.errors.MissingPackageError:
+    except aiplib.core.errors.MissingPackageError:
         pytest.skip("asterisk-core-sounds-fr(-g722) not installed")
     src = tmp_path / "pkg"
     src.mkdir()

@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib import family_results as fr
-from aiplib import family_scoring as fs
-from aiplib.scoring import score_inference
-from aiplib.workspace import workspace
+from aiplib.analysis import family_results as fr
+from aiplib.scoring import families as fs
+from aiplib.scoring import family_columns
+from aiplib.scoring.score import score_inference
+from aiplib.core.workspace import workspace
 
 REF = "please enter your password"
 SNRS = (-10, -5, 0, 5, 10)
@@ -175,7 +176,7 @@ def test_floor_is_the_clean_hypothesis_against_the_row_distractor():
                                      "please enter the password"]}, index=[10, 11, 12, 13])
     man = pd.DataFrame({"condition_family": ["competing_speech"] * 4,
                         "distractor_text": ["", "a votre mot", "", "merci votre"]})
-    res = fs.add_family_scores(out, man, "asr")
+    res = family_columns.add_family_scores(out, man, "asr")
     r = res.loc[11]
     assert r["leak_share"] == 0.25 and r["floor_leak_share"] == pytest.approx(1 / 5)  # "a" by chance
     assert r["floor_n_leak_words"] == 1 and r["floor_n_hyp_words"] == 5
@@ -200,7 +201,7 @@ def test_background_manifest_with_family_column_scores_as_before(tmp_path):
 
 def test_family_folders_are_not_models(fam_ws, tmp_path):
     ws = fam_ws.ws                                         # inference/ holds only the family folders
-    from aiplib.errors import AiplibError
+    from aiplib.core.errors import AiplibError
 
     with pytest.raises(AiplibError, match="no inference files"):
         score_inference(ws)
@@ -418,8 +419,8 @@ def test_stale_family_scores_are_named_not_shown(tmp_path):
     them (stale_reasons) instead of showing them beside the new background results."""
     import os
 
-    from aiplib.family_scoring import stale_reasons
-    from aiplib.stamps import file_sha256
+    from aiplib.scoring.families import stale_reasons
+    from aiplib.core.stamps import file_sha256
 
     ws = workspace("demo", data_root=tmp_path)
     bank = ws.item_bank("asr")

@@ -22,9 +22,10 @@ import pandas as pd
 import pytest
 import soundfile as sf
 
-from aiplib import DEFAULT_SEED, pipeline
-from aiplib.corpora import custom
-from aiplib.workspace import workspace
+from aiplib.core import DEFAULT_SEED
+from aiplib.sources import pipeline
+from aiplib.sources.corpora import custom
+from aiplib.core.workspace import workspace
 
 MODEL = "whisper_tiny_en"
 SEED = DEFAULT_SEED  # the notebooks' default
@@ -110,13 +111,14 @@ def test_fieldkit_folders_validate(fieldkit, tmp_path):
 
 @pytest.mark.slow
 def test_fieldkit_pipeline_end_to_end(fieldkit, tmp_path):
-    from aiplib.backgrounds import curate_battery
-    from aiplib.checks import background_presence, determinism, wer_constancy, write_inspection_clips
-    from aiplib.descriptors import descriptor_table
-    from aiplib.figures import FIGURE_NAMES, TABLE_NAMES, make_all_figures
-    from aiplib.inference import run_inference
-    from aiplib.manifests import build_manifests
-    from aiplib.scoring import score_inference
+    from aiplib.battery.backgrounds import curate_battery
+    from aiplib.scoring.wer_check import wer_constancy
+    from aiplib.stimuli.checks import background_presence, determinism, write_inspection_clips
+    from aiplib.battery.descriptors import descriptor_table
+    from aiplib.analysis.figures import FIGURE_NAMES, TABLE_NAMES, make_all_figures
+    from aiplib.inference.runner import run_inference
+    from aiplib.stimuli.manifests import build_manifests
+    from aiplib.scoring.score import score_inference
 
     t0 = time.perf_counter()
     timings = {}

@@ -1,4 +1,4 @@
-"""Tests of aiplib.figures on a synthetic workspace (20 backgrounds, 2 models, 4 tasks)."""
+"""Tests of aiplib.analysis.figures on a synthetic workspace (20 backgrounds, 2 models, 4 tasks)."""
 from __future__ import annotations
 
 import json
@@ -8,11 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib import figures, formats, stats
-from aiplib.errors import AiplibError
-from aiplib.scoring import score_inference
-from aiplib.tasks import KEYWORDS
-from aiplib.workspace import workspace
+from aiplib.analysis import figures, stats
+from aiplib.io import formats
+from aiplib.core.errors import AiplibError
+from aiplib.scoring.score import score_inference
+from aiplib.core.tasks import KEYWORDS
+from aiplib.core.workspace import workspace
 from authors_schema import inference_line, write_manifest
 
 N_BG = 20
@@ -167,7 +168,7 @@ def test_figure7_leaves_out_qwen_in_panel_b(fake_ws):
 def test_steering_missing_is_skipped(tmp_path, caplog):
     ws = make_fake_workspace(tmp_path, tasks=("asr", "kws"))
     score_inference(ws)
-    with caplog.at_level(logging.WARNING, logger="aiplib.figures"):
+    with caplog.at_level(logging.WARNING, logger="aiplib.analysis.figures"):
         written = figures.make_all_figures(ws, n_resamples=50, formats=("png",))
     assert "figure6_prompt_steering_rer.png" not in written
     assert "table5_prompt_steering_rer.csv" not in written
@@ -189,7 +190,7 @@ def test_no_accent_groups_skips_table4_with_a_note(tmp_path, caplog):
     man["accent"] = ""
     man.to_csv(ws.manifests / "asr.csv", index=False)
     score_inference(ws)
-    with caplog.at_level(logging.WARNING, logger="aiplib.figures"):
+    with caplog.at_level(logging.WARNING, logger="aiplib.analysis.figures"):
         written = figures.make_all_figures(ws, n_resamples=50, formats=("png",))
     assert "table4_accent_dwer.csv" not in written
     assert "figure5_accent_degradation.png" not in written

@@ -14,14 +14,14 @@ import pandas as pd
 import pytest
 
 import tiny_models as tm  # noqa: I001 - sets HF_HUB_OFFLINE before transformers loads
-from aiplib.formats import read_manifest, read_results
-from aiplib.inference import not_applicable, raise_if_not_run, run_inference
-from aiplib.manifests import build_manifests
-from aiplib.mixing import materialize
-from aiplib.models import load_model, load_registry
-from aiplib.models.transformers_backend import check_batch_invariance
-from aiplib.stamps import entry_sha256
-from aiplib.textnorm import kws_first_word
+from aiplib.io.formats import read_manifest, read_results
+from aiplib.inference.runner import not_applicable, raise_if_not_run, run_inference
+from aiplib.stimuli.manifests import build_manifests
+from aiplib.stimuli.families import materialize
+from aiplib.inference.models import load_model, load_registry
+from aiplib.inference.models.transformers_backend import check_batch_invariance
+from aiplib.inference.keys import entry_sha256
+from aiplib.core.textnorm import kws_first_word
 from conftest import make_tiny_workspace
 
 pytest.importorskip("transformers")
@@ -65,7 +65,7 @@ def test_registry_hf_asr_entry_takes_no_prompt_and_refuses_a_prompt_style(tmp_pa
 def test_cuda_entry_without_a_gpu_is_one_line(ckpts, tmp_path):
     import torch
 
-    from aiplib.errors import ModelUnavailableError
+    from aiplib.core.errors import ModelUnavailableError
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
@@ -79,7 +79,7 @@ def test_cuda_entry_without_a_gpu_is_one_line(ckpts, tmp_path):
 
 
 def test_wrong_checkpoints_are_one_line_naming_the_entry(ckpts, tmp_path):
-    from aiplib.errors import ModelUnavailableError
+    from aiplib.core.errors import ModelUnavailableError
 
     llm = tm.build("qwen2_audio", tmp_path / "qwen")  # a Speech LLM, not an ASR checkpoint
     (tmp_path / "empty").mkdir()
@@ -161,7 +161,7 @@ def test_hub_checkpoint_records_the_commit_loaded(ckpts, tmp_path, monkeypatch):
         assert (info["revision"], info["revision_requested"], info["weights_sha256"]) == (
             COMMIT, regs[mid].revision, None)
         rec.close()
-    from aiplib.errors import ModelUnavailableError
+    from aiplib.core.errors import ModelUnavailableError
 
     with pytest.raises(ModelUnavailableError, match="absent: tiny-org/not-cached is not in the local Hugging Face cache"):
         load_model(regs["absent"])
@@ -211,8 +211,8 @@ def _make(args, root, timeout=900):
 @pytest.mark.parametrize("name", ["ctc", "whisper"])
 def test_stages_7_to_9_on_the_smoke_workspace(name, reg, smoke_demo_root, tmp_path, monkeypatch):
     """Stage 7 (in this process, with the test registry), then `make 08 09`: rows, scores, report."""
-    from aiplib import workspace
-    from aiplib.families import run_suite
+    from aiplib.core.workspace import workspace
+    from aiplib.inference.runner import run_suite
 
     root = tmp_path / "data"
     shutil.copytree(smoke_demo_root, root, ignore=shutil.ignore_patterns("inference", "results"))

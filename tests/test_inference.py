@@ -6,15 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import aiplib.models
-from aiplib.audio import SR, write_wav
-from aiplib.errors import ModelUnavailableError
-from aiplib.formats import ERROR_RESPONSE, EXTRA_FIELDS, read_inference_jsonl, read_results, repair_jsonl
-from aiplib.inference import run_inference
-from aiplib.run_records import MIX_DIAG_FIELDS
-from aiplib.manifests import manifest_columns, stimulus_id
-from aiplib.models import Recogniser, get_entry
-from aiplib.workspace import Workspace
+import aiplib.inference.models
+from aiplib.io.audio import SR, write_wav
+from aiplib.core.errors import ModelUnavailableError
+from aiplib.io.formats import ERROR_RESPONSE, EXTRA_FIELDS, read_inference_jsonl, read_results, repair_jsonl
+from aiplib.inference.runner import run_inference
+from aiplib.inference.run_records import MIX_DIAG_FIELDS
+from aiplib.stimuli.manifests import manifest_columns, stimulus_id
+from aiplib.inference.models import Recogniser, get_entry
+from aiplib.core.workspace import Workspace
 
 
 class Killed(BaseException):
@@ -85,7 +85,7 @@ def _patch(monkeypatch, **kw):
         made.append(rec)
         return rec
 
-    monkeypatch.setattr(aiplib.models, "load_model", fake_load)
+    monkeypatch.setattr(aiplib.inference.models, "load_model", fake_load)
     return made
 
 
@@ -178,14 +178,14 @@ def test_materialize_failure_is_an_error_row(ws, monkeypatch):
 
 def test_unloadable_model_is_logged_and_stage_goes_on(ws, monkeypatch):
     made = _patch(monkeypatch)
-    fake = aiplib.models.load_model
+    fake = aiplib.inference.models.load_model
 
     def load(entry, **opts):
         if entry.id == "whisper_base":
             raise ModelUnavailableError("whisper_base: cannot open weights (test)")
         return fake(entry, **opts)
 
-    monkeypatch.setattr(aiplib.models, "load_model", load)
+    monkeypatch.setattr(aiplib.inference.models, "load_model", load)
     s = run_inference(ws, models="whisper_base,whisper_tiny_en", tasks="asr", progress=False)
     assert list(s["status"]) == ["unavailable", "done"]
     assert "cannot open weights" in s.loc[0, "error"]
@@ -284,7 +284,7 @@ def test_rows_record_the_window_and_a_changed_window_reruns(ws, monkeypatch):
         made.append((_WindowRecogniser(get_entry(entry) if isinstance(entry, str) else entry), opts))
         return made[-1][0]
 
-    monkeypatch.setattr(aiplib.models, "load_model", fake_load)
+    monkeypatch.setattr(aiplib.inference.models, "load_model", fake_load)
     path = ws.inference / "whisper_tiny_en" / "asr.jsonl"
     s = run_inference(ws, tasks="asr", decoding="fast", progress=False)
     assert s.loc[0, "n_run"] == 9 and made[-1][1]["path"] == "fast"
@@ -310,8 +310,8 @@ def test_rows_record_the_window_and_a_changed_window_reruns(ws, monkeypatch):
 def test_raise_if_not_run_lists_every_model_that_did_not_run():
     import pandas as pd
 
-    from aiplib.errors import ModelUnavailableError
-    from aiplib.inference import raise_if_not_run
+    from aiplib.core.errors import ModelUnavailableError
+    from aiplib.inference.runner import raise_if_not_run
 
     ok = pd.DataFrame([{"model": "whisper_tiny_en", "task": "asr", "status": "done", "error": None}])
     raise_if_not_run(ok)  # nothing to report
@@ -344,7 +344,7 @@ class _SharedEncoderRecogniser(FakeRecogniser):
 
 
 def _patch_shared_encoder(monkeypatch):
-    """Stage 7 on a fake clock (``aiplib.inference.time.perf_counter``) with every model loaded as a
+    """Stage 7 on a fake clock (``aiplib.inference.runner.time.perf_counter``) with every model loaded as a
     new :class:`_SharedEncoderRecogniser` that advances it."""
     import types
 
@@ -355,8 +355,8 @@ def _patch_shared_encoder(monkeypatch):
             return self.t
 
     clock = Clock()
-    monkeypatch.setattr("aiplib.inference.time", types.SimpleNamespace(perf_counter=clock))
-    monkeypatch.setattr(aiplib.models, "load_model",
+    monkeypatch.setattr("aiplib.inference.runner.time", types.SimpleNamespace(perf_counter=clock))
+    monkeypatch.setattr(aiplib.inference.models, "load_model",
                         lambda entry, **o: _SharedEncoderRecogniser(get_entry(entry) if isinstance(entry, str)
                                                                     else entry, clock))
 
@@ -399,7 +399,7 @@ def test_resumed_run_splits_time_only_over_the_prompt_that_ran(ws, monkeypatch):
 def test_shard_runs_its_part_and_an_unsharded_run_merges_it_first(ws, monkeypatch):
     """shard=(0, 2): only its stimuli, into its own files; a shard with nothing left is not loaded;
     the next unsharded run merges the shard file, then decodes only the rest."""
-    from aiplib.shards import select_shard
+    from aiplib.inference.shards import select_shard
 
     manifest = pd.read_csv(ws.manifests / "asr.csv", dtype=str)
     mine = set(select_shard(manifest, (0, 2))["id"])
@@ -426,8 +426,8 @@ def test_shard_runs_its_part_and_an_unsharded_run_merges_it_first(ws, monkeypatc
 
 
 def test_paper_speech_llms_decode_one_at_a_time_and_rows_record_it(ws, monkeypatch):
-    from aiplib.inference import PAPER_BATCH_SIZE, effective_batch_size
-    from aiplib.stamps import entry_sha256
+    from aiplib.inference.runner import PAPER_BATCH_SIZE, effective_batch_size
+    from aiplib.inference.keys import entry_sha256
 
     qwen, whisper = get_entry("qwen25_omni_3b"), get_entry("whisper_tiny_en")
     assert qwen.batch_size == 4 and PAPER_BATCH_SIZE == 1
@@ -465,7 +465,7 @@ def test_non_utf8_line_is_quarantined_and_its_stimulus_decoded_again(ws, monkeyp
     """A line that is not UTF-8 (here a row whose bytes were damaged) before stage 7: the run moves
     it, with its line number, to quarantine/asr.jsonl and decodes that stimulus again; no reader
     raises, and a run after that has nothing left to do."""
-    from aiplib.formats import quarantine_path
+    from aiplib.io.formats import quarantine_path
 
     _patch(monkeypatch)
     run_inference(ws, tasks="asr", progress=False)

@@ -13,12 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from aiplib import formats, tasks
-from aiplib.corpora import custom
-from aiplib.prompt_sets import get_prompt_set
-from aiplib.prompts import PROMPTS
-from aiplib.scoring import score_inference
-from aiplib.workspace import workspace
+from aiplib.io import formats
+from aiplib.core import tasks
+from aiplib.sources.corpora import custom
+from aiplib.inference.prompts import get_prompt_set
+from aiplib.inference.prompts import PROMPTS
+from aiplib.scoring.score import score_inference
+from aiplib.core.workspace import workspace
 from test_custom import make_inputs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,11 +96,11 @@ def test_keyword_set_and_task_facts_have_one_home():
     assert [tasks.task_family(t) for t in ("asr", "kws_steer_p5", "asr_steer_p3")] == ["asr", "kws", "asr"]
     out = subprocess.run(["grep", "-rn", '"yes", "no"', "aiplib"], cwd=REPO, capture_output=True, text=True)
     hits = [ln for ln in out.stdout.splitlines() if "__pycache__" not in ln]
-    assert len(hits) == 1 and hits[0].startswith("aiplib/tasks.yaml"), hits
+    assert len(hits) == 1 and hits[0].startswith("aiplib/core/tasks.yaml"), hits
     out = subprocess.run(["grep", "-rn", "^def task_family\\|^DESCRIPTORS = \\|^DEGRADATION_COLUMN", "aiplib",
                           "--include=*.py"], cwd=REPO, capture_output=True, text=True)
     homes = sorted(ln.split(":")[0] for ln in out.stdout.splitlines())
-    assert homes.count("aiplib/tasks.py") == 2 and homes.count("aiplib/formats/tables.py") == 1, homes
+    assert homes.count("aiplib/core/tasks.py") == 2 and homes.count("aiplib/io/formats/tables.py") == 1, homes
 
 
 def test_ids_named_na_stay_strings(tmp_path):

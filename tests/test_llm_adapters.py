@@ -15,15 +15,15 @@ import pytest
 pytest.importorskip("transformers", minversion="5.0")
 
 import tiny_models as tm  # noqa: E402
-from aiplib.errors import ModelUnavailableError  # noqa: E402
-from aiplib.inference import run_inference  # noqa: E402
-from aiplib.formats import read_manifest, read_results  # noqa: E402
-from aiplib.manifests import build_manifests  # noqa: E402
-from aiplib.mixing import materialize  # noqa: E402
-from aiplib.models import get_entry, load_model, load_registry  # noqa: E402
-from aiplib.models.adapters import AudioInputError, get_adapter  # noqa: E402
-from aiplib.models.transformers_backend import check_batch_invariance  # noqa: E402
-from aiplib.prompts import prompt_for  # noqa: E402
+from aiplib.core.errors import ModelUnavailableError  # noqa: E402
+from aiplib.inference.runner import run_inference  # noqa: E402
+from aiplib.io.formats import read_manifest, read_results  # noqa: E402
+from aiplib.stimuli.manifests import build_manifests  # noqa: E402
+from aiplib.stimuli.families import materialize  # noqa: E402
+from aiplib.inference.models import get_entry, load_model, load_registry  # noqa: E402
+from aiplib.inference.models.adapters import AudioInputError, get_adapter  # noqa: E402
+from aiplib.inference.models.transformers_backend import check_batch_invariance  # noqa: E402
+from aiplib.inference.prompts import prompt_for  # noqa: E402
 from conftest import make_tiny_workspace  # noqa: E402
 
 LIMIT = 5          # entry.max_new_tokens of the test entries
@@ -69,16 +69,16 @@ def demo_ws(tmp_path_factory):
 @pytest.mark.parametrize("family", tm.FAMILIES)
 def test_stage7_on_tiny_fixture(family, fixtures, reg_path, demo_ws, monkeypatch):
     tm.use_registry(monkeypatch, reg_path)
-    import aiplib.models
+    import aiplib.inference.models
 
     made = []
-    real_load = aiplib.models.load_model
+    real_load = aiplib.inference.models.load_model
 
     def spy(entry, **opts):
         made.append(real_load(entry, **opts))
         return made[-1]
 
-    monkeypatch.setattr(aiplib.models, "load_model", spy)
+    monkeypatch.setattr(aiplib.inference.models, "load_model", spy)
     mid = f"tiny_{family}"
     summary = run_inference(demo_ws, models=mid, tasks="asr", progress=False)
     assert summary.loc[0, "status"] == "done", summary.to_dict("records")
@@ -167,7 +167,7 @@ def _cpu(entry):
 
 
 def test_gated_gemma_gives_licence_and_login_hint(monkeypatch):
-    from aiplib.models.adapters import gemma3n
+    from aiplib.inference.models.adapters import gemma3n
 
     entry = _cpu(get_entry("gemma3n_e4b"))
 

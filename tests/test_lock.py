@@ -1,4 +1,4 @@
-"""One writer per data folder (aiplib.lock): exclusive and shard modes, stale locks, and two real
+"""One writer per data folder (aiplib.core.lock): exclusive and shard modes, stale locks, and two real
 stage runs of one folder through scripts/run_stage.sh."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from aiplib.lock import BUSY_STATUS, LOCK_NAME, FolderBusyError, acquire, holders, run
+from aiplib.core.lock import BUSY_STATUS, LOCK_NAME, FolderBusyError, acquire, holders, run
 
 REPO = Path(__file__).resolve().parents[1]
 VENV = REPO / ".venv"
@@ -76,7 +76,7 @@ def test_stale_lock_of_a_dead_pid_is_taken_over(tmp_path, capfd):
 
 
 def test_nested_run_inside_the_holder_runs_at_once(tmp_path):
-    inner = (f"import sys; from aiplib.lock import run; "
+    inner = (f"import sys; from aiplib.core.lock import run; "
              f"sys.exit(run({str(tmp_path)!r}, [sys.executable, '-c', 'pass'], command='stage 01'))")
     assert run(tmp_path, [sys.executable, "-c", inner], command="make all") == 0
 

@@ -266,7 +266,7 @@ def test_real_stage_hides_the_tcp_warning_from_the_screen_only(tmp_path):
 def test_seed_reaches_stages_2_3_6_9_and_seed_offset_stage_5_only():
     """What the README says of SEED= and PARAMS='-p seed_offset n', read from the notebooks' own
     parameters cells (the declarations scripts/run_stage.sh filters make's arguments by)."""
-    from aiplib.params import notebook_parameters
+    from aiplib.core.params import notebook_parameters
 
     notebooks = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     declares = {nb.name[:2]: set(notebook_parameters(nb)) for nb in notebooks}
@@ -295,10 +295,10 @@ def test_make_all_and_merge_hold_the_data_folder_lock():
     scripts/run_stage.sh, takes it too, or runs at once inside make all); `make merge` as well."""
     common = ["make", "-n", "--no-print-directory", "-o", ".venv/.installed", "DATA_ROOT=/tmp/aip lock"]
     out = subprocess.run([*common, "all"], cwd=REPO, capture_output=True, text=True, env=_env(), check=True).stdout
-    assert ('.venv/bin/python -m aiplib.lock run "/tmp/aip lock/demo" --command "make all PROFILE=demo" -- bash -c '
+    assert ('.venv/bin/python -m aiplib.core.lock run "/tmp/aip lock/demo" --command "make all PROFILE=demo" -- bash -c '
             "'for s in 01_download_data") in out
     out = subprocess.run([*common, "merge"], cwd=REPO, capture_output=True, text=True, env=_env(), check=True).stdout
-    assert '-m aiplib.lock run "/tmp/aip lock/demo" --command "make merge PROFILE=demo" --' in out
+    assert '-m aiplib.core.lock run "/tmp/aip lock/demo" --command "make merge PROFILE=demo" --' in out
 
 
 def test_make_test_prints_the_reason_of_every_skip():

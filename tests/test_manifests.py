@@ -4,11 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib.audio import write_wav
-from aiplib.errors import AiplibParameterError
-from aiplib.manifests import AUTHOR_COLUMNS, build_manifests, manifest_columns, stimulus_id
-from aiplib.formats import read_manifest
-from aiplib.mixing import materialize
+from aiplib.io.audio import write_wav
+from aiplib.core.errors import AiplibParameterError
+from aiplib.stimuli.manifests import AUTHOR_COLUMNS, build_manifests, manifest_columns, stimulus_id
+from aiplib.io.formats import read_manifest
+from aiplib.stimuli.families import materialize
 
 
 def test_authors_schema_ids_seeds_and_order(tiny_ws):

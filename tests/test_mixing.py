@@ -5,11 +5,11 @@ import pandas as pd
 import pytest
 import soundfile as sf
 
-from aiplib.audio import loudness_lufs, normalize_loudness, write_wav
-from aiplib.manifests import build_manifests
-from aiplib.formats import read_manifest
-from aiplib.mixing import (BG_SILENCE_POWER, achieved_snr_db, background_segment, bg_offset, materialize,
-                           mix, mix_components)
+from aiplib.io.audio import loudness_lufs, normalize_loudness, write_wav
+from aiplib.stimuli.manifests import build_manifests
+from aiplib.io.formats import read_manifest
+from aiplib.stimuli.mixing import BG_SILENCE_POWER, achieved_snr_db, background_segment, bg_offset, mix
+from aiplib.stimuli.families import materialize, mix_components
 
 
 def _reference_mix(speech_file, bg_file, snr_db, seed, clean):
@@ -136,7 +136,7 @@ def test_sine_normalised_to_minus_23_lufs():
 def test_write_wav_same_samples_same_bytes(tmp_path):
     import time
 
-    from aiplib.audio import load_audio
+    from aiplib.io.audio import load_audio
 
     y = _sig(9, 0.1, 1600)
     a = write_wav(tmp_path / "a.wav", y).read_bytes()
@@ -148,8 +148,8 @@ def test_write_wav_same_samples_same_bytes(tmp_path):
 
 def test_a_speech_file_shorter_than_the_loudness_block_is_named(tmp_path):
     """Stage 5/7's mixer names the file pyloudnorm refuses, with its length (0.4 s BS.1770 block)."""
-    from aiplib.errors import AudioFileError
-    from aiplib.mixing import normalized_speech
+    from aiplib.core.errors import AudioFileError
+    from aiplib.stimuli.mixing import normalized_speech
 
     short = tmp_path / "short.wav"
     write_wav(short, (0.1 * np.sin(np.arange(978) / 5)).astype(np.float32))

@@ -25,7 +25,7 @@ BUILD = ["01_download_data", "02_build_item_banks", "03_curate_backgrounds", "04
          "05_build_manifests", "06_manipulation_checks"]
 
 GAIN_PLUS_1DB = """
-import aiplib.mixing as _m
+import aiplib.stimuli.mixing as _m
 _mix = _m._mix_normalized
 def _louder(s, bg, snr_db, seed):  # background 1 dB louder than the rule
     return _mix(s, bg, float(snr_db) - 1.0, seed)
@@ -33,7 +33,7 @@ _m._mix_normalized = _louder
 """
 
 DROP_ONE_ROW = """
-import aiplib.manifests as _mf
+import aiplib.stimuli.manifests as _mf
 _write = _mf._write_rows
 def _drop(rows, columns, out):  # the sixth row (a mixture of the first item) is lost
     return _write(rows[:5] + rows[6:], columns, out)

@@ -1,4 +1,4 @@
-"""aiplib.corpora.paper: stage 1–3 of the ``paper`` profile on fake corpora served on 127.0.0.1.
+"""aiplib.sources.corpora.paper: stage 1–3 of the ``paper`` profile on fake corpora served on 127.0.0.1.
 
 The fake archives (tests/fake_corpora.py) have each corpus's real folder layout and metadata files;
 the Common Voice path uses a fake record stream, never the hub.
@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from aiplib import DEFAULT_SEED
-from aiplib import download as dl
-from aiplib import errors
-from aiplib.corpora import common_voice, paper, speech_commands
-from aiplib.corpora.corpus import CorpusError, RemoteFile
-from aiplib.workspace import workspace
+from aiplib.core import DEFAULT_SEED
+from aiplib.sources import download as dl
+from aiplib.core import errors
+from aiplib.sources.corpora import common_voice, paper, speech_commands
+from aiplib.sources.corpora.corpus import CorpusError, RemoteFile
+from aiplib.core.workspace import workspace
 from fake_corpora import (ESC_TARGETS, LS_SPEAKERS, build_archives, closed_port_url, fake_cv_records, fake_registry,
                           serve_corpora)
 
@@ -363,7 +363,7 @@ def test_common_voice_step_with_a_fake_script_dataset(tmp_path, monkeypatch):
 def test_common_voice_step_refuses_datasets_4_clearly(version, monkeypatch):
     import sys
 
-    from aiplib.errors import MissingPackageError
+    from aiplib.core.errors import MissingPackageError
 
     calls = []
     monkeypatch.setitem(sys.modules, "datasets", _fake_datasets(version, calls, []))
@@ -377,7 +377,7 @@ def test_common_voice_step_refuses_datasets_4_clearly(version, monkeypatch):
 def test_common_voice_step_without_datasets(monkeypatch):
     import sys
 
-    from aiplib.errors import MissingPackageError
+    from aiplib.core.errors import MissingPackageError
 
     monkeypatch.setitem(sys.modules, "datasets", None)  # import fails
     with pytest.raises(MissingPackageError, match=r"datasets>=3\.5,<4"):
@@ -435,7 +435,7 @@ def test_battery_specs_table_1(paper_ws):
 
 
 def test_battery_curation_with_the_demo_code(paper_ws):
-    backgrounds = pytest.importorskip("aiplib.backgrounds")
+    backgrounds = pytest.importorskip("aiplib.battery.backgrounds")
     df = backgrounds.curate_battery(paper_ws, paper.battery_specs(paper_ws), duration_s=2.0)
     assert len(df) == 20 and set(df.bg_id) == set(AUTHORS_BG_IDS)
     for p in df.path:
@@ -449,12 +449,12 @@ def test_battery_curation_with_the_demo_code(paper_ws):
 # ------------------------------------------------------------------------------------------------
 def test_paper_profile_dry_run_stages_1_to_5(tmp_path, server, registry, monkeypatch):
     """``make 01 02 03 04 05 PROFILE=paper MIRROR=<loopback>`` as function calls: the same
-    ``aiplib.pipeline`` / stage functions notebooks 01–05 call, with their parameters (smoke sizes:
+    ``aiplib.sources.pipeline`` / stage functions notebooks 01–05 call, with their parameters (smoke sizes:
     the authors' 5 items per bank), on fake corpora with the real file names."""
-    from aiplib import pipeline
-    from aiplib.backgrounds import curate_battery
-    from aiplib.descriptors import descriptor_table
-    from aiplib.manifests import build_manifests
+    from aiplib.sources import pipeline
+    from aiplib.battery.backgrounds import curate_battery
+    from aiplib.battery.descriptors import descriptor_table
+    from aiplib.stimuli.manifests import build_manifests
 
     monkeypatch.setenv("AIP_MIRROR", server.url)          # what `make … MIRROR=` exports
     ws = workspace("paper", data_root=tmp_path)
@@ -515,7 +515,7 @@ def test_paper_profile_dry_run_stages_1_to_5(tmp_path, server, registry, monkeyp
 # the corpus modules' prepare_<corpus> readers (lhotse's recipe layout) on the downloaded fakes
 # ------------------------------------------------------------------------------------------------
 def test_prepare_readers_of_each_corpus(paper_ws):
-    from aiplib.corpora import esc50, ms_snsd, musan
+    from aiplib.sources.corpora import esc50, ms_snsd, musan
 
     esc = esc50.prepare_esc50(paper.corpus_dir(paper_ws, "esc50"))
     assert len(esc) == 28 and set(esc.target) == set(ESC_TARGETS.values())

@@ -1,4 +1,4 @@
-"""Typed notebook parameters (aiplib/params.py).
+"""Typed notebook parameters (aiplib/core/params.py).
 
 The conversions and refusals of :func:`coerce_parameter` with the values papermill really delivers;
 the real notebooks' first cells (parameters cell, papermill's injected cell made by papermill's own
@@ -15,7 +15,7 @@ from typing import Literal, Optional
 import nbformat
 import pytest
 
-from aiplib.params import (ParameterTypeError, check_parameters, coerce_parameter, filter_papermill_args,
+from aiplib.core.params import (ParameterTypeError, check_parameters, coerce_parameter, filter_papermill_args,
                            main, notebook_parameters)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -201,7 +201,7 @@ def test_filter_on_a_real_notebook_drops_the_undeclared_with_one_note(capsysbina
 
 
 def test_filter_refuses_an_option_without_its_values():
-    from aiplib.errors import AiplibParameterError
+    from aiplib.core.errors import AiplibParameterError
 
     with pytest.raises(AiplibParameterError, match="needs NAME VALUE"):
         filter_papermill_args(["-p", "seed"], declared=["seed"])

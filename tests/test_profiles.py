@@ -1,25 +1,25 @@
-"""aiplib.corpora: the three profiles behind one interface (the Profile protocol and registry)."""
+"""aiplib.sources.corpora: the three profiles behind one interface (the Profile protocol and registry)."""
 from __future__ import annotations
 
 import pytest
 
-from aiplib import pipeline
-from aiplib.corpora import PROFILES, Profile, get_profile
-from aiplib.errors import AiplibParameterError
+from aiplib.sources import pipeline
+from aiplib.sources.corpora import PROFILES, Profile, get_profile
+from aiplib.core.errors import AiplibParameterError
 
 
 @pytest.mark.parametrize("name", ["demo", "paper", "custom"])
 def test_every_profile_implements_the_interface(name):
     mod = get_profile(name)
-    assert mod.__name__ == f"aiplib.corpora.{name}" and PROFILES[name] == mod.__name__
+    assert mod.__name__ == f"aiplib.sources.corpora.{name}" and PROFILES[name] == mod.__name__
     assert isinstance(mod, Profile)
 
 
 def test_paper_stage_1_is_its_download():
-    from aiplib.corpora import paper
+    from aiplib.sources.corpora import paper
 
     assert {"gather_raw", "download_all"} <= set(paper.__all__)
-    assert get_profile("paper").gather_raw.__module__ == "aiplib.corpora.paper"
+    assert get_profile("paper").gather_raw.__module__ == "aiplib.sources.corpora.paper"
 
 
 def test_unknown_profile_is_refused_by_name():

@@ -1,10 +1,10 @@
-"""aiplib.progress: plain lines at most every interval, final state N/N, tqdm bar otherwise."""
+"""aiplib.core.progress: plain lines at most every interval, final state N/N, tqdm bar otherwise."""
 import io
 
 import pytest
 
-from aiplib import progress
-from aiplib.progress import MARKER, Progress, format_duration, note, track
+from aiplib.core import progress
+from aiplib.core.progress import MARKER, Progress, format_duration, note, track
 
 
 class FakeClock:

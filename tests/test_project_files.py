@@ -107,7 +107,7 @@ def test_paper_extra_resolves_against_its_constraints_from_the_index(tmp_path):
 
 
 def test_weight_wheels_pinned_with_sha256_of_the_lock():
-    from aiplib.models.registry import load_registry
+    from aiplib.inference.models.registry import load_registry
 
     text = (ROOT / "pyproject.toml").read_text()
     pins, hashes = _lock_pins("constraints.txt"), _lock_hashes()

@@ -1,4 +1,4 @@
-"""aiplib.prompt_sets / aiplib.prompts: named prompt sets, the authors' PROMPTS dict read with ast.
+"""aiplib.inference.prompts / aiplib.inference.prompts: named prompt sets, the authors' PROMPTS dict read with ast.
 
 The fixture files are written here, shaped like the authors' inference script (imports and
 side effects around a module-level ``PROMPTS = {...}`` of adjacent string literals) with made-up
@@ -17,12 +17,12 @@ import textwrap
 
 import pytest
 
-from aiplib import download as dl
-from aiplib import prompt_sets as psets
-from aiplib.errors import AiplibParameterError
-from aiplib.prompt_file import PromptFileError, parse_prompts_file
-from aiplib.prompt_sets import get_prompt_set, prompt_set_record
-from aiplib.prompts import DEFAULT_PROMPT_SET, PROMPTS, TASKS, prompt_for
+from aiplib.sources import download as dl
+from aiplib.inference import prompts as psets
+from aiplib.core.errors import AiplibParameterError
+from aiplib.inference.prompt_file import PromptFileError, parse_prompts_file
+from aiplib.inference.prompts import get_prompt_set, prompt_set_record
+from aiplib.inference.prompts import DEFAULT_PROMPT_SET, PROMPTS, TASKS, prompt_for
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -124,7 +124,7 @@ def test_builtin_set_is_the_old_prompts_and_prompt_for_is_unchanged():
     assert prompt_for("asr") == ("asr_baseline_v1", "Transcribe the speech in this audio exactly.")
     rec = prompt_set_record(demo)
     assert rec["prompt_set"] == "aip-closed-v1" and rec["sha256"] is None
-    assert rec["source"] == {"kind": "builtin", "module": "aiplib.prompts"}
+    assert rec["source"] == {"kind": "builtin", "module": "aiplib.inference.prompts"}
     blob = json.dumps({t: PROMPTS[k]["text"] for t, k in TASKS.items()}, sort_keys=True).encode()
     assert rec["texts_sha256"] == hashlib.sha256(blob).hexdigest()
 

@@ -1,5 +1,5 @@
 """Stage 1 of the custom profile reads ``licenses.csv`` when there is no ``licences.csv``
-(:func:`aiplib.corpora.custom.validate.validate_inputs`): the inventory must list the table it read
+(:func:`aiplib.sources.corpora.custom.validate.validate_inputs`): the inventory must list the table it read
 and ``make stamps`` must hash that one table, so an unchanged workspace reads up to date."""
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from aiplib import pipeline, stamps
-from aiplib.workspace import workspace
+from aiplib.sources import pipeline
+from aiplib.core import stamps
+from aiplib.core.workspace import workspace
 from test_custom import make_inputs
 
 KEYWORDS = "yes,no,up,down,left,right,on,off,stop,go"

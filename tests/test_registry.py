@@ -3,10 +3,10 @@ import textwrap
 
 import pytest
 
-import aiplib.models.registry as registry
-from aiplib.errors import ModelUnavailableError
-from aiplib.models import ModelEntry, get_entry, list_models, load_model, load_registry, resolve
-from aiplib.prompts import PROMPTS, TASKS, prompt_for
+import aiplib.inference.models.registry as registry
+from aiplib.core.errors import ModelUnavailableError
+from aiplib.inference.models import ModelEntry, get_entry, list_models, load_model, load_registry, resolve
+from aiplib.inference.prompts import PROMPTS, TASKS, prompt_for
 
 PAPER_MODELS = {"qwen25_omni_3b", "qwen25_omni_7b", "qwen2_audio_7b", "phi4_multimodal", "gemma3n_e4b"}
 
@@ -104,7 +104,7 @@ def test_resolve_all_without_cuda_is_cpu_only(no_cuda):
 def test_unimplemented_backend_is_unavailable_not_a_crash(monkeypatch):
     # a backend whose module does not exist (yet) fails cleanly, and nothing else is imported
     monkeypatch.setattr(registry, "cuda_available", lambda: True)
-    monkeypatch.setitem(registry.BACKEND_MODULES, "transformers", "aiplib.models._no_such_backend")
+    monkeypatch.setitem(registry.BACKEND_MODULES, "transformers", "aiplib.inference.models._no_such_backend")
     with pytest.raises(ModelUnavailableError, match="backend 'transformers' is not implemented yet"):
         load_model("qwen25_omni_3b")
 
@@ -163,7 +163,7 @@ def test_vllm_entries_mirror_the_transformers_ones(monkeypatch):
         assert (e.max_new_tokens, e.thinker_max_new_tokens, e.max_audio_s) == (
             t.max_new_tokens, t.thinker_max_new_tokens, t.max_audio_s)
         assert e.gated == t.gated and "api_key_env" not in e.extra
-    from aiplib.models.openai_backend import OpenAIRecogniser
+    from aiplib.inference.models.openai_backend import OpenAIRecogniser
 
     monkeypatch.setenv("AIP_VLLM_BASE_URL", "http://gpu-node:9000/v1/")
     rec = OpenAIRecogniser(reg["qwen25_omni_7b_vllm"], probe=False)

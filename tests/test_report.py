@@ -1,4 +1,4 @@
-"""Tests of aiplib.report and aiplib.provenance on synthetic run workspaces (issue 7)."""
+"""Tests of aiplib.analysis.report and aiplib.analysis.provenance on synthetic run workspaces (issue 7)."""
 from __future__ import annotations
 
 import json
@@ -13,14 +13,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib import conditions as cond
-from aiplib import comparison, criteria, figures, formats, provenance, report, report_tables, stats
-from aiplib.errors import AiplibError, ValidationError
-from aiplib.hashing import sha256_file
-from aiplib.scoring import score_inference
-from aiplib.tasks import KEYWORDS
-from aiplib.textnorm import NORMALIZER_NAME, NORMALIZER_VERSION
-from aiplib.workspace import workspace
+from aiplib.analysis import conditions as cond
+from aiplib.analysis import comparison, criteria, figures, provenance, report, report_tables, stats
+from aiplib.io import formats
+from aiplib.core.errors import AiplibError, ValidationError
+from aiplib.core.hashing import sha256_file
+from aiplib.scoring.score import score_inference
+from aiplib.core.tasks import KEYWORDS
+from aiplib.core.textnorm import NORMALIZER_NAME, NORMALIZER_VERSION
+from aiplib.core.workspace import workspace
 from authors_schema import inference_line, write_manifest
 
 WORDS = ("the quick brown fox jumps over lazy dog please call stella ask her bring these things "
@@ -162,7 +163,7 @@ def _fake_executed(results, fig_names):
     import base64
 
     import nbformat
-    from aiplib.report_tables import Table
+    from aiplib.analysis.report_tables import Table
 
     v4 = nbformat.v4
     t = Table(pd.DataFrame({"condition": ["all @ 0 dB"], "verdict": ["worse"]}))
@@ -244,7 +245,7 @@ def test_render_report_refuses_unexecuted_notebook(tmp_path):
 
 
 def test_cap_words_and_worst_table_caps_looping_response():
-    from aiplib.report_tables import cap_words, worst_display
+    from aiplib.analysis.report_tables import cap_words, worst_display
 
     assert cap_words("a b c d", 2) == "a b … +2 words"
     assert cap_words("a b c", 2) == "a b … +1 word" and cap_words("a b", 2) == "a b"
@@ -324,8 +325,8 @@ def test_condition_table_file_has_intervals(run_a):
 
 def test_provenance_and_sidecars(run_a):
     ws, out = run_a
-    from aiplib.manifests import manifest_hash
-    from aiplib.prompts import PROMPTS, TASKS
+    from aiplib.stimuli.manifests import manifest_hash
+    from aiplib.inference.prompts import PROMPTS, TASKS
 
     rec = json.loads((ws.results / "provenance.json").read_text())
     assert rec["normalizer"]["name"] == NORMALIZER_NAME
@@ -485,7 +486,7 @@ def test_cli_exit_codes(run_a, run_worse, tmp_path):
 def test_module_entry_point_exits_3(run_a, tmp_path):
     ws, _ = run_a
     bad = _write(tmp_path / "criteria.json", [{"task": "kws", "measure": "acc_pp", "min": 101}])
-    r = subprocess.run([sys.executable, "-m", "aiplib.report", "--profile", "demo",
+    r = subprocess.run([sys.executable, "-m", "aiplib.analysis.report", "--profile", "demo",
                         "--data-root", str(ws.root.parent), "--criteria", bad, "--check-only",
                         "--n-resamples", "50"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 3, r.stderr
@@ -519,7 +520,7 @@ def test_table2_constant_descriptor_and_bh(tmp_path):
         hand = np.full(p.shape, np.nan)
         hand[np.flatnonzero(fin)[order]] = q
         np.testing.assert_allclose(g["p_bh"].to_numpy(float), hand)
-    from aiplib.report_tables import table2_display
+    from aiplib.analysis.report_tables import table2_display
 
     shown = table2_display(t2).df
     assert shown[shown.descriptor == "rms_variance"]["note"].str.contains("constant").all()

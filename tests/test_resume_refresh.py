@@ -12,14 +12,14 @@ import os
 import numpy as np
 import pytest
 
-import aiplib.models
-import aiplib.resume
-from aiplib.formats import RUN_FIELDS, read_inference_jsonl, read_manifest
-from aiplib.inference import run_inference
-from aiplib.manifests import build_manifests
-from aiplib.models import get_entry
-from aiplib.scoring import score_inference
-from aiplib.workspace import workspace
+import aiplib.inference.models
+import aiplib.inference.resume
+from aiplib.io.formats import RUN_FIELDS, read_inference_jsonl, read_manifest
+from aiplib.inference.runner import run_inference
+from aiplib.stimuli.manifests import build_manifests
+from aiplib.inference.models import get_entry
+from aiplib.scoring.score import score_inference
+from aiplib.core.workspace import workspace
 
 from conftest import make_tiny_workspace
 from test_stamps import HashRecogniser
@@ -43,7 +43,7 @@ def loads(monkeypatch):
         made.append(ConstantRecogniser(get_entry(entry) if isinstance(entry, str) else entry))
         return made[-1]
 
-    monkeypatch.setattr(aiplib.models, "load_model", load)
+    monkeypatch.setattr(aiplib.inference.models, "load_model", load)
     return made
 
 
@@ -151,11 +151,11 @@ def test_interrupted_refresh_loses_nothing(tmp_path, loads, monkeypatch):
         raise Killed
 
     real_replace = os.replace
-    monkeypatch.setattr(aiplib.resume.os, "replace", killed)
+    monkeypatch.setattr(aiplib.inference.resume.os, "replace", killed)
     with pytest.raises(Killed):
         run_inference(ws, tasks="asr", progress=False)
     assert path.read_bytes() == data  # every finished row is still there
-    monkeypatch.setattr(aiplib.resume.os, "replace", real_replace)
+    monkeypatch.setattr(aiplib.inference.resume.os, "replace", real_replace)
     s = run_inference(ws, tasks="asr", progress=False)
     assert s.loc[0, "n_run"] == 0
     rows = _rows(path)
@@ -180,7 +180,7 @@ def test_rows_without_key_are_not_rewritten(tmp_path, loads):
 def test_shard_file_rows_refreshed_and_merge_agrees(tmp_path, loads):
     """A shard refreshes the rows of its own file; rows of <task>.jsonl (which it never rewrites)
     get refreshed copies in its file, which the merge puts in their place; nothing is decoded."""
-    from aiplib.shards import merge_model
+    from aiplib.inference.shards import merge_model
 
     ws = make_tiny_workspace(tmp_path, n_asr=2, n_kws=1, n_bg=2)
     build_manifests(ws, snrs=[10])

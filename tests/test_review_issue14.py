@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from aiplib import stamps
-from aiplib.audio import SR, load_audio, write_wav
-from aiplib.manifests import build_family_manifest, build_family_manifests
-from aiplib.mixing import materialize
+from aiplib.core import stamps
+from aiplib.inference import keys
+from aiplib.io.audio import SR, load_audio, write_wav
+from aiplib.stimuli.family_manifests import build_family_manifest, build_family_manifests
+from aiplib.stimuli.families import materialize
 
 from test_families import add_distractors, fam_ws  # noqa: F401  (fixture)
 
@@ -19,7 +20,7 @@ def test_changed_distractor_audio_changes_the_resume_key(fam_ws):  # noqa: F811
     stage 7 keeps the old transcript for the new stimulus."""
     df = build_family_manifest(fam_ws, "competing_speech", "asr").set_index("id", drop=False)
     row = df.loc["a00_talker_fr_snr0"].to_dict()
-    before = stamps.stimulus_base(row, fam_ws, {})
+    before = keys.stimulus_base(row, fam_ws, {})
     heard = materialize(row, fam_ws)[0]
     table_bytes = fam_ws.distractors_csv.read_bytes()
     table = pd.read_csv(fam_ws.distractors_csv)
@@ -29,7 +30,7 @@ def test_changed_distractor_audio_changes_the_resume_key(fam_ws):  # noqa: F811
     write_wav(path, (0.5 * y[::-1]).astype(np.float32))          # other samples, same length
     assert fam_ws.distractors_csv.read_bytes() == table_bytes     # the table did not change
     assert materialize(row, fam_ws)[0].tobytes() != heard.tobytes()  # the stimulus did
-    assert stamps.stimulus_base(row, fam_ws, {}) != before
+    assert keys.stimulus_base(row, fam_ws, {}) != before
 
 
 def test_notebook05_cells_survive_a_suite_without_background(fam_ws):  # noqa: F811
@@ -54,9 +55,9 @@ def test_same_voice_control_flag_does_not_depend_on_row_order():
     rows of one condition differ (demo: the es distractor is the voice of the 12 Allison items,
     not of the 16 synthetic ones), so the same scores in another row order gave another flag."""
     import test_family_results as tfr
-    from aiplib import family_results as fr
-    from aiplib.scoring import score_inference
-    from aiplib.workspace import workspace
+    from aiplib.analysis import family_results as fr
+    from aiplib.scoring.score import score_inference
+    from aiplib.core.workspace import workspace
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
@@ -76,11 +77,11 @@ def test_same_voice_control_flag_does_not_depend_on_row_order():
 
 
 def test_make_merge_folds_a_family_s_mix_diagnostics_shards(tmp_path):
-    """``make merge`` runs ``python -m aiplib.shards <root>/inference/<family>`` for the families;
+    """``make merge`` runs ``python -m aiplib.inference.shards <root>/inference/<family>`` for the families;
     their mix-diagnostics shards (``checks/<family>/``) stayed unmerged: merge_all only found the
     checks folder of a folder named ``inference``."""
-    from aiplib import shards
-    from aiplib.run_records import MIX_DIAG_FIELDS
+    from aiplib.inference import shards
+    from aiplib.inference.run_records import MIX_DIAG_FIELDS
 
     root = tmp_path / "demo"
     inf = root / "inference" / "channel"
@@ -101,8 +102,8 @@ def test_channel_seeds_do_not_depend_on_which_codecs_this_ffmpeg_has(fam_ws, mon
     of the same item and condition differ between two machines."""
     import json
 
-    from aiplib import channel
-    from aiplib.mixing import materialize
+    from aiplib.stimuli import channel
+    from aiplib.stimuli.families import materialize
 
     def rows(skip):
         monkeypatch.setattr(channel, "skip_reason", lambda name, **p: "no encoder" if name in skip else None)
@@ -121,7 +122,7 @@ def test_kws_leak_reads_the_distractor_words_as_it_reads_the_answer():
     ``l appel``) but read the answer with the KWS first-word rule (``l'appel``): a French word with
     an apostrophe never leaked, a bare ``S.`` leaked through ``s'il``, and an empty answer (read as
     ``silence``) leaked whenever the distractor said "silence"."""
-    from aiplib.competing import leakage_kws
+    from aiplib.stimuli.competing import leakage_kws
 
     assert leakage_kws("L'appel.", "L'appel est terminé.", label="yes")["kws_leak"] is True
     assert leakage_kws("S.", "S'il vous plaît.", label="yes")["kws_leak"] is False

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib.scoring import main as score_main
-from aiplib.workspace import workspace
+from aiplib.scoring.score import main as score_main
+from aiplib.core.workspace import workspace
 
 BGS = ["esc_rain", "snsd_cafeteria", "noisex_babble", "NA"]  # "NA" must stay a string
 ASR = {"1089-134686-0000": ("the cat sat on the mat", "us"), "cv_ab12cd34_0": ("hello world", "indian")}
@@ -118,7 +118,7 @@ def test_authors_outputs_scored_without_gpu(tmp_path, with_manifests, capsys):
     acc0 = kws[kws["snr_db"].astype(str).isin(["0", "0.0"])]["correct"].mean()
     assert acc0 == pytest.approx(4 / 8)
 
-    from aiplib.figures import make_all_figures
+    from aiplib.analysis.figures import make_all_figures
 
     written = make_all_figures(ws, n_resamples=50, seed=0)
     assert any(str(p).endswith(".png") for p in map(str, written.values()))
@@ -181,8 +181,8 @@ def test_flat_mean_per_background_feeds_figure4_tables_2_and_3(tmp_path):
     (noisy.groupby("bg_id")["dwer"].mean()) gives 0.7 / 5 = 14.00 pp; per SNR, then over SNRs
     (ours, beside) gives (0 + 0.1625 + 0.375) / 3 = 17.92 pp. esc_dog is 15.00 pp both ways, so
     the order of esc_rain and esc_dog turns on the rule."""
-    from aiplib.figures import make_all_figures
-    from aiplib.formats import DESCRIPTOR_TABLE_COLUMNS
+    from aiplib.analysis.figures import make_all_figures
+    from aiplib.io.formats import DESCRIPTOR_TABLE_COLUMNS
 
     man_dir, inf_dir = _write_flat_fixture(tmp_path / "theirs")
     args = ["--profile", "paper", "--data-root", str(tmp_path / "data"), "--inference-dir", str(inf_dir),
@@ -201,8 +201,8 @@ def test_flat_mean_per_background_feeds_figure4_tables_2_and_3(tmp_path):
     got = t3.set_index("bg_id")["asr_delta_wer_pp"]
     assert round(got["esc_rain"], 2) == 14.00 and round(got["esc_dog"], 2) == 15.00
     assert got["esc_wind"] == 0
-    from aiplib.figures import background_ranking
-    from aiplib.formats import load_scores
+    from aiplib.analysis.figures import background_ranking
+    from aiplib.io.formats import load_scores
 
     ranking = background_ranking(load_scores(ws), n_resamples=20)                # Figure 4's table
     assert round(ranking.loc["esc_rain", "asr_delta_wer_pp"], 2) == 14.00
@@ -214,8 +214,8 @@ def test_flat_mean_per_background_feeds_figure4_tables_2_and_3(tmp_path):
 
 
 def test_provenance_of_the_authors_files_names_the_paper_prompt_set(tmp_path):
-    from aiplib.prompts import PROMPTS
-    from aiplib.provenance import collect_provenance
+    from aiplib.inference.prompts import PROMPTS
+    from aiplib.analysis.provenance import collect_provenance
 
     man_dir, inf_dir = _write_flat_fixture(tmp_path / "theirs")
     assert score_main(["--profile", "paper", "--data-root", str(tmp_path / "data"),

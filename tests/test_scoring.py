@@ -1,4 +1,4 @@
-"""Tests of aiplib.scoring: normaliser, WER, KWS rule and score files (known values)."""
+"""Tests of aiplib.scoring.score: normaliser, WER, KWS rule and score files (known values)."""
 from __future__ import annotations
 
 import json
@@ -7,11 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib import scoring, textnorm
-from aiplib.scoring import score_inference, wer, wer_details
-from aiplib.textnorm import (kws_correct, kws_first_word, kws_non_answer, normalize_kws_label, normalize_text,
+from aiplib.scoring import score as scoring
+from aiplib.core import textnorm
+from aiplib.scoring.score import score_inference, wer, wer_details
+from aiplib.core.textnorm import (kws_correct, kws_first_word, kws_non_answer, normalize_kws_label, normalize_text,
                              normalize_whisper, reference_is_empty, score_asr_row, score_kws_row)
-from aiplib.workspace import workspace
+from aiplib.core.workspace import workspace
 
 
 # ------------------------------------------------------------------------------ normalisation
@@ -423,7 +424,7 @@ def test_score_inference_keeps_last_success_on_rerun(tiny_ws):
 
 
 def test_score_inference_no_files(tmp_path):
-    from aiplib.errors import AiplibError
+    from aiplib.core.errors import AiplibError
 
     with pytest.raises(AiplibError, match="no inference files"):
         score_inference(workspace("demo", data_root=tmp_path))

@@ -1,4 +1,4 @@
-"""Stage 7 shards (aiplib.shards): a stable partition of the stimuli and a merge that refuses
+"""Stage 7 shards (aiplib.inference.shards): a stable partition of the stimuli and a merge that refuses
 contradictions."""
 from __future__ import annotations
 
@@ -12,9 +12,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from aiplib.errors import AiplibParameterError
-from aiplib.shards import (ShardConflictError, merge_all, merge_shards, parse_shard, select_shard, shard_of,
-                           shard_path)
+from aiplib.core.errors import AiplibParameterError
+from aiplib.inference.shards import (
+    ShardConflictError,
+    merge_all,
+    merge_shards,
+    parse_shard,
+    select_shard,
+    shard_of,
+    shard_path,
+)
 
 
 def test_parse_shard_from_spec_and_slurm():
@@ -95,7 +102,7 @@ def test_merge_sets_aside_main_rows_a_shard_answered_under_another_key(tmp_path)
 
 
 def test_merge_refuses_while_a_shard_runs_and_a_shard_runs_once(tmp_path):
-    from aiplib.shards import ShardBusyError, busy_shards, shard_lock
+    from aiplib.inference.shards import ShardBusyError, busy_shards, shard_lock
 
     model_dir = tmp_path / "inference" / "m"
     _write(shard_path(model_dir / "asr.jsonl", (1, 2)), [_row("a", "x")])
@@ -118,10 +125,10 @@ def test_merge_refuses_while_a_shard_runs_and_a_shard_runs_once(tmp_path):
 _SHARD_RUN = r"""
 import hashlib, os, signal, sys
 import numpy as np
-import aiplib.models
-from aiplib.inference import run_inference
-from aiplib.models import Recogniser
-from aiplib.workspace import workspace
+import aiplib.inference.models
+from aiplib.inference.runner import run_inference
+from aiplib.inference.models import Recogniser
+from aiplib.core.workspace import workspace
 
 root, shard, kill_after = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
@@ -142,7 +149,7 @@ class Fake(Recogniser):
     def close(self):
         pass
 
-aiplib.models.load_model = lambda entry, **o: Fake(entry)
+aiplib.inference.models.load_model = lambda entry, **o: Fake(entry)
 s = run_inference(workspace("demo", data_root=root), tasks="all", limit=12, progress=False,
                   shard=shard or False)
 print("n_run", int(s["n_run"].sum()))
@@ -163,7 +170,7 @@ def _run_shard(root, shard, kill_after=0):
 
 def _rows(inference_dir):
     """Every row of every task file: {(model, task): sorted (id, raw, stim_key)}."""
-    from aiplib.formats import read_inference_jsonl
+    from aiplib.io.formats import read_inference_jsonl
 
     out = {}
     for p in sorted(inference_dir.glob("*/*.jsonl")):
@@ -174,8 +181,8 @@ def _rows(inference_dir):
 
 
 def test_two_shard_processes_merged_equal_an_unsharded_run_and_a_killed_shard_resumes(tmp_path):
-    from aiplib.formats import read_inference_jsonl
-    from aiplib.manifests import build_manifests
+    from aiplib.io.formats import read_inference_jsonl
+    from aiplib.stimuli.manifests import build_manifests
     from conftest import make_tiny_workspace
 
     ws = make_tiny_workspace(tmp_path / "data", n_asr=2, n_kws=2, n_bg=2)  # 14 stimuli per family

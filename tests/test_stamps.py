@@ -14,16 +14,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import aiplib.models
-from aiplib import pipeline, stamps
-from aiplib.backgrounds import curate_battery
-from aiplib.inference import run_inference
-from aiplib.formats import read_inference_jsonl, read_manifest, read_results
-from aiplib.manifests import build_manifests
-from aiplib.mixing import materialize
-from aiplib.models import Recogniser, get_entry
-from aiplib.scoring import score_inference
-from aiplib.workspace import workspace
+import aiplib.inference.models
+from aiplib.sources import pipeline
+from aiplib.core import stamps
+from aiplib.inference import keys
+from aiplib.battery.backgrounds import curate_battery
+from aiplib.inference.runner import run_inference
+from aiplib.io.formats import read_inference_jsonl, read_manifest, read_results
+from aiplib.stimuli.manifests import build_manifests
+from aiplib.stimuli.families import materialize
+from aiplib.inference.models import Recogniser, get_entry
+from aiplib.scoring.score import score_inference
+from aiplib.core.workspace import workspace
 
 from conftest import make_tiny_workspace
 from test_custom import make_inputs, noise, voice_like, write
@@ -59,7 +61,7 @@ def fake_model(monkeypatch):
         made.append(rec)
         return rec
 
-    monkeypatch.setattr(aiplib.models, "load_model", load)
+    monkeypatch.setattr(aiplib.inference.models, "load_model", load)
     return made
 
 
@@ -128,24 +130,24 @@ def test_resume_key_covers_row_files_prompt_and_entry(tmp_path):
     build_manifests(ws, snrs=[10])
     man = read_manifest(ws, "asr")
     row = man.iloc[1].to_dict()
-    base = stamps.stimulus_base(row, ws)
+    base = keys.stimulus_base(row, ws)
     e = get_entry("whisper_tiny_en")
-    key = stamps.stimulus_key(base, prompt_sha256=stamps.text_sha256("p"), entry_sha256=stamps.entry_sha256(e))
+    key = keys.stimulus_key(base, prompt_sha256=stamps.text_sha256("p"), entry_sha256=keys.entry_sha256(e))
     assert len(key) == 16 and int(key, 16) >= 0
     other = {"seed": row["seed"] + 1, "snr_db": 0, "bg_path": "bg/bg01.wav", "speech_path": "x.wav"}
     for k, v in other.items():
-        assert stamps.stimulus_base(dict(row, **{k: v}), ws) != base, k
-    assert stamps.stimulus_key(base, prompt_sha256=stamps.text_sha256("q"),
-                               entry_sha256=stamps.entry_sha256(e)) != key
+        assert keys.stimulus_base(dict(row, **{k: v}), ws) != base, k
+    assert keys.stimulus_key(base, prompt_sha256=stamps.text_sha256("q"),
+                               entry_sha256=keys.entry_sha256(e)) != key
     e2 = dict(e.to_dict(), revision="other")
-    assert stamps.entry_sha256(e2) != stamps.entry_sha256(e)
-    assert stamps.entry_sha256(dict(e.to_dict(), notes="edited")) == stamps.entry_sha256(e)
+    assert keys.entry_sha256(e2) != keys.entry_sha256(e)
+    assert keys.entry_sha256(dict(e.to_dict(), notes="edited")) == keys.entry_sha256(e)
     # the background file's content counts, not only its path
     write(ws.bg / "bg00.wav", noise(3.0, seed=77))
-    assert stamps.stimulus_base(row, ws) != base
+    assert keys.stimulus_base(row, ws) != base
     # a clean row does not depend on its seed
     clean = man.iloc[0].to_dict()
-    assert stamps.stimulus_base(dict(clean, seed=999), ws) == stamps.stimulus_base(clean, ws)
+    assert keys.stimulus_base(dict(clean, seed=999), ws) == keys.stimulus_base(clean, ws)
 
 
 def test_manifest_rebuilt_when_snrs_seed_or_inputs_change(tiny_ws):
@@ -366,11 +368,11 @@ def test_make_stamps_command_line(tmp_path, capsys):
     params = make_inputs(tmp_path / "in")
     ws = workspace("custom", data_root=tmp_path / "data", create=False)
     _stage_1_to_5(ws, params)
-    assert stamps.main(["--profile", "custom", "--data-root", str(tmp_path / "data")]) == 0
+    assert pipeline.main(["--profile", "custom", "--data-root", str(tmp_path / "data")]) == 0
     out = capsys.readouterr().out
     assert "raw/raw.stamp.json (01_download_data," in out and "0 of 5 stamp(s) stale" in out
     Path(params["texts"]).write_text(Path(params["texts"]).read_text().replace("hello there", "hello, there"))
-    assert stamps.main(["--profile", "custom", "--data-root", str(tmp_path / "data")]) == 1
+    assert pipeline.main(["--profile", "custom", "--data-root", str(tmp_path / "data")]) == 1
     out = capsys.readouterr().out
     assert "raw/raw.stamp.json (01_download_data" in out and f"STALE — input changed: {params['texts']}" in out
     assert "itembanks/itembanks.stamp.json (02_build_item_banks" in out and "2 of 5 stamp(s) stale, 2 more may follow" in out

@@ -1,4 +1,4 @@
-"""Tests of aiplib.stats against hand-computed values."""
+"""Tests of aiplib.analysis.stats against hand-computed values."""
 from __future__ import annotations
 
 import math
@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib import formats, stats
-from aiplib.errors import AiplibParameterError
+from aiplib.io import formats
+from aiplib.analysis import stats
+from aiplib.core.errors import AiplibParameterError
 
 
 # ----------------------------------------------------------------------------- Spearman

@@ -8,10 +8,10 @@ import pytest
 import soundfile as sf
 import soxr
 
-from aiplib.audio import SR
-from aiplib.backgrounds import curate_background
-from aiplib.corpora.custom import validate_inputs
-from aiplib.subaudible import effective_bandwidth_hz, remove_subaudible, subaudible_power
+from aiplib.io.audio import SR
+from aiplib.battery.backgrounds import curate_background
+from aiplib.sources.corpora.custom import validate_inputs
+from aiplib.io.subaudible import effective_bandwidth_hz, remove_subaudible, subaudible_power
 
 from test_custom import make_inputs
 
@@ -97,9 +97,9 @@ def test_validation_warns_about_dc_refuses_anti_phase_and_notes_a_narrow_band(tm
 
 
 def test_stage6_reports_the_inaudible_share_per_background(tmp_path):
-    from aiplib import checks
-    from aiplib.backgrounds import curate_battery
-    from aiplib.workspace import workspace
+    from aiplib.stimuli import checks
+    from aiplib.battery.backgrounds import curate_battery
+    from aiplib.core.workspace import workspace
 
     ws = workspace("custom", data_root=tmp_path / "data").ensure()
     x = _noise(3, seed=1) / 0.1

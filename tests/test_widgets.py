@@ -1,4 +1,4 @@
-"""aiplib.explore / listen / widgets: notebook 10's explorer, checked on real values.
+"""aiplib.explore.data / listen / widgets: notebook 10's explorer, checked on real values.
 
 The workspace is the synthetic one of ``conftest.make_tiny_workspace`` (2 ASR items, 2 KWS clips,
 20 noise backgrounds) with manifests, a made-up descriptor table, and made-up inference rows
@@ -13,13 +13,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib import explore as xd
-from aiplib import explore_html, listen
-from aiplib import widgets as aw
-from aiplib.formats import DESCRIPTORS, read_manifest
-from aiplib.errors import AiplibParameterError
-from aiplib.manifests import build_manifests
-from aiplib.mixing import achieved_snr_db, materialize
+from aiplib.explore import data as xd
+from aiplib.explore import html as explore_html, listen
+from aiplib.explore import widgets as aw
+from aiplib.io.formats import DESCRIPTORS, read_manifest
+from aiplib.core.errors import AiplibParameterError
+from aiplib.stimuli.manifests import build_manifests
+from aiplib.stimuli.mixing import achieved_snr_db
+from aiplib.stimuli.families import materialize
 from conftest import make_tiny_workspace
 
 ASR_MODEL = "fake_asr"
@@ -298,9 +299,9 @@ def test_worst_cases_order_and_columns(ws0):
 
 def test_explorer_worst_cases_are_the_reports_worst_table(ws0):
     """One ranking: notebook 10's worst cases are notebook 09's Tables R5 / R9, row for row."""
-    from aiplib import stats
-    from aiplib.formats import load_scores
-    from aiplib.report_tables import worst_display
+    from aiplib.analysis import stats
+    from aiplib.io.formats import load_scores
+    from aiplib.analysis.report_tables import worst_display
 
     write_scores(ws0)
     scores = load_scores(ws0)
@@ -332,7 +333,7 @@ def test_lookup_response_prefers_the_score_file(ws0):
 
 def test_lookup_matches_real_scoring_of_the_same_rows(ws1):
     """The inference fallback gives the same WER / ΔWER as stage 8's score files."""
-    from aiplib.scoring import score_inference
+    from aiplib.scoring.score import score_inference
 
     direct = [xd.lookup_response(ws1, ASR_MODEL, "asr", s) for s in
               ("a01_bg03_snr0", "a00_bg05_snr10", "a00_clean")]
@@ -367,9 +368,9 @@ def test_background_table_values_and_order(ws0):
 
 def test_background_order_is_figure_4s(ws1):
     """The explorer ranks backgrounds exactly as Figure 4: ASR alone would put bg03 first."""
-    from aiplib.figures import background_ranking
-    from aiplib.formats import load_scores
-    from aiplib.scoring import score_inference
+    from aiplib.analysis.figures import background_ranking
+    from aiplib.io.formats import load_scores
+    from aiplib.scoring.score import score_inference
 
     score_inference(ws1)
     ranking = background_ranking(load_scores(ws1))
@@ -385,7 +386,7 @@ def test_background_order_is_figure_4s(ws1):
 
 
 def test_word_diff_is_the_sdi_alignment():
-    from aiplib.textnorm import score_asr_row
+    from aiplib.core.textnorm import score_asr_row
 
     d = xd.word_diff("word 1", "Bird 1 at 0 with delta.")
     assert d == [("substitute", "word", "bird"), ("equal", "1", "1"), ("insert", "", "at"),
@@ -398,7 +399,7 @@ def test_word_diff_is_the_sdi_alignment():
     assert (ops.count("substitute"), ops.count("delete"), ops.count("insert")) == (
         s["substitutions"], s["deletions"], s["insertions"])
     assert xd.word_diff("a b", "") == [("delete", "a", ""), ("delete", "b", "")]
-    from aiplib.report_tables import cap_words
+    from aiplib.analysis.report_tables import cap_words
     assert cap_words("a b c d e", 3) == "a b c … +2 words"
     assert cap_words("a b c", 3) == "a b c"
 
@@ -475,7 +476,7 @@ def test_explorer_changes_follow_the_controls(ws1):
 
 
 def test_explorer_worst_case_button_loads_the_stimulus(ws1):
-    from aiplib.scoring import score_inference
+    from aiplib.scoring.score import score_inference
 
     score_inference(ws1)
     ui = aw.explorer(ws1)
@@ -520,7 +521,7 @@ def test_long_response_is_capped_and_expandable():
 
 
 def test_explorer_without_manifests_says_what_to_run(tmp_path):
-    from aiplib.workspace import workspace
+    from aiplib.core.workspace import workspace
 
     ui = aw.explorer(workspace("demo", data_root=tmp_path))
     assert "run notebooks 01–05 first" in ui.explorer.status.value
@@ -536,9 +537,9 @@ def test_notebook10_executed_record_is_small_and_lists_the_worst_cases(tmp_path)
     import sys
     from pathlib import Path
 
-    from aiplib.scoring import score_inference
+    from aiplib.scoring.score import score_inference
 
-    from aiplib.manifests import build_family_manifest
+    from aiplib.stimuli.family_manifests import build_family_manifest
 
     ws = make_explorer_workspace(tmp_path / "data")
     score_inference(ws)
@@ -605,9 +606,9 @@ def write_family_inference(fws, task: str) -> None:
 def make_family_workspace(root, *, scored=("competing_speech", "channel")):
     """Tiny workspace (2 backgrounds) with background, competing-speech (SNR 0 and −5 dB) and channel
     (:data:`CHANNEL`) manifests for ASR and KWS, fake inference rows in each family and the family
-    score files of ``scored`` (stage 8's :func:`aiplib.scoring.score_inference` on the family view)."""
-    from aiplib.manifests import build_family_manifest
-    from aiplib.scoring import score_inference
+    score files of ``scored`` (stage 8's :func:`aiplib.scoring.score.score_inference` on the family view)."""
+    from aiplib.stimuli.family_manifests import build_family_manifest
+    from aiplib.scoring.score import score_inference
     from test_families import add_distractors
 
     ws = make_tiny_workspace(root, n_bg=2)
@@ -636,7 +637,7 @@ def fam_row(ws, cf, task, rid):
 
 
 def test_family_stimulus_audio_is_materialize_with_labels(fws):
-    from aiplib.mixing import mix_components
+    from aiplib.stimuli.families import mix_components
 
     comp = fws.with_family("competing_speech")
     assert xd.available_families(fws) == ["background", "competing_speech", "channel"]

@@ -117,7 +117,7 @@ def build_qwen25_omni(folder):
     from transformers import (Qwen2_5OmniConfig, Qwen2_5OmniProcessor, Qwen2_5OmniThinkerForConditionalGeneration,
                               WhisperFeatureExtractor)
 
-    from aiplib.models.adapters import no_torchvision_patch, stub_video_processor, torchvision_ok
+    from aiplib.inference.models.adapters import no_torchvision_patch, stub_video_processor, torchvision_ok
 
     no_torchvision_patch()
     torch.manual_seed(0)
@@ -190,7 +190,7 @@ def build_gemma3n(folder):
     from transformers import (Gemma3nAudioFeatureExtractor, Gemma3nConfig, Gemma3nForConditionalGeneration,
                               Gemma3nProcessor, SiglipImageProcessorPil)
 
-    from aiplib.models.adapters import no_timm_vision_patch
+    from aiplib.inference.models.adapters import no_timm_vision_patch
 
     no_timm_vision_patch()
     torch.manual_seed(0)
@@ -248,7 +248,7 @@ def build_phi4mm(folder):
     from transformers import (Phi4MultimodalConfig, Phi4MultimodalFeatureExtractor, Phi4MultimodalForCausalLM,
                               Phi4MultimodalProcessor)
 
-    from aiplib.models.adapters import no_torchvision_patch, stub_image_processor, torchvision_ok
+    from aiplib.inference.models.adapters import no_torchvision_patch, stub_image_processor, torchvision_ok
 
     no_torchvision_patch(image=True)
     torch.manual_seed(0)
@@ -471,7 +471,7 @@ def use_registry(monkeypatch, path) -> None:
     """Make ``path`` the registry every ``aiplib`` call reads (ids, ``resolve``, stage 7)."""
     import functools
 
-    from aiplib.models import registry
+    from aiplib.inference.models import registry
 
     # a fresh cache for the test; the packaged registry's cache is restored untouched afterwards
     monkeypatch.setattr(registry, "_default_registry",

@@ -1,0 +1,1 @@
+"""Stage 9: statistics, condition tables, provenance, run comparison and criteria."""

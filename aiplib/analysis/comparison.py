@@ -1,0 +1,217 @@
+"""Comparing two runs of the same stimuli: the paired change per condition.
+
+:func:`compare_runs` pairs two runs by (model, stimulus id) and reports, per condition, the
+paired change B − A with a bootstrap interval over items, an exact test and a verdict. It refuses
+(:class:`RunMismatchError`) to compare runs whose manifests (SHA-256) or text normalisers (name or
+version) differ: their numbers would not be about the same stimuli or the same scoring.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aiplib.analysis import conditions as cond
+from aiplib.analysis.conditions.table import _iter_scopes
+from aiplib.analysis.provenance import collect_provenance, read_provenance
+from aiplib.core.errors import AiplibError
+from aiplib.core.tasks import task_family
+from aiplib.core.workspace import Workspace
+from aiplib.io.formats import load_scores
+
+__all__ = ["RunMismatchError", "run_identity", "compare_runs"]
+
+log = logging.getLogger(__name__)
+
+
+class RunMismatchError(AiplibError):
+    """Two runs cannot be compared: different manifests or text normalisers."""
+
+
+
+# ------------------------------------------------------------------------------- run identity
+def _results_of(run) -> tuple[Path, object | None]:
+    """(results folder, Workspace or None) of a Workspace, workspace root or results folder."""
+    if hasattr(run, "results") and hasattr(run, "manifests"):
+        return Path(run.results), run
+    p = Path(run)
+    if (p / "results").is_dir() and (p / "manifests").is_dir():
+
+        ws = Workspace(profile=p.name, root=p.resolve())
+        return ws.results, ws
+    if (p / "scores").is_dir():
+        return p, None
+    raise AiplibError(f"{p}: neither a workspace (with results/ and manifests/) nor a results "
+                      "folder (with scores/)")
+
+
+def run_identity(run) -> dict:
+    """Manifest hashes and normaliser of a run: what must agree for a comparison.
+
+    Parameters
+    ----------
+    run : Workspace, or path of a workspace root or of a ``results`` folder
+        A workspace is inspected live (manifests hashed, normaliser read from the score
+        sidecars); a lone results folder needs its ``provenance.json``.
+
+    Returns
+    -------
+    dict
+        ``{"results": Path, "manifests": {family: sha256}, "normalizer": {"name", "version"}}``.
+
+    Raises
+    ------
+    AiplibError
+        If a results folder has no ``provenance.json``.
+    """
+
+    results, ws = _results_of(run)
+    rec = collect_provenance(ws) if ws is not None else read_provenance(results)
+    man = {fam: (m or {}).get("sha256") for fam, m in (rec.get("manifests") or {}).items()}
+    norm = rec.get("normalizer") or {}
+    return {"results": results, "manifests": man,
+            "normalizer": {"name": norm.get("name"), "version": norm.get("version")}}
+
+
+def _check_same_run_inputs(ia: dict, ib: dict, families) -> None:
+    problems = []
+    for fam in sorted(families):
+        ha, hb = ia["manifests"].get(fam), ib["manifests"].get(fam)
+        if not ha or not hb:
+            problems.append(f"manifest hash of {fam!r} unknown for run "
+                            f"{'A' if not ha else 'B'} ({(ia if not ha else ib)['results']})")
+        elif ha != hb:
+            problems.append(f"manifests/{fam}.csv differ: A {ha[:12]}… vs B {hb[:12]}…")
+    na, nb = ia["normalizer"], ib["normalizer"]
+    if (na.get("name"), na.get("version")) != (nb.get("name"), nb.get("version")):
+        problems.append(f"text normalisers differ: A {na.get('name')} {na.get('version')} vs "
+                        f"B {nb.get('name')} {nb.get('version')}")
+    if problems:
+        raise RunMismatchError("refusing to compare runs A = " + str(ia["results"]) + " and B = "
+                               + str(ib["results"]) + ": " + "; ".join(problems))
+
+
+# --------------------------------------------------------------------------------- comparison
+def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int = 0,
+                 level: float = 0.95, min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP,
+                 scopes=tuple(cond.SCOPES)) -> pd.DataFrame:
+    """Paired change from run A to run B, per condition, with interval, exact test and verdict.
+
+    Parameters
+    ----------
+    run_a, run_b : Workspace or path
+        A workspace, a workspace root or a ``results`` folder (which then needs its
+        ``provenance.json``, written by stage 9). A is the reference (e.g. the
+        previous run), B the new one.
+    tasks : sequence of str, optional
+        Default: every task scored in both runs.
+    n_resamples, seed, level, min_diff_pp, scopes
+        As in :func:`aiplib.analysis.conditions.condition_table`; ``scopes`` may include ``clean`` (the
+        clean stimuli are compared like any condition).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (task, model, scope, bg_id, snr_db): ``scope, model, task, family, bg_id,
+        snr_db, condition, n_items, n_pairs, measure`` (``wer`` or ``acc``), ``a_pp, b_pp``
+        (mean per-utterance WER or accuracy on the paired stimuli), ASR also ``a_corpus_pp,
+        b_corpus_pp``; ``change_pp`` (oriented so that positive = B worse: WER_B − WER_A,
+        acc_A − acc_B), ``ci_low_pp, ci_high_pp, test, p_value, n_worse, n_better, n_ties,
+        verdict, min_diff_pp, level, n_resamples, seed, note``. ``attrs["unpaired"]`` counts,
+        per task and model, the stimuli present in only one run.
+
+    Raises
+    ------
+    RunMismatchError
+        If the manifests of a compared family differ (SHA-256) or are unknown, or the text
+        normalisers differ in name or version.
+    AiplibError
+        If a run has no scores or the runs share no task.
+
+    Notes
+    -----
+    Stimuli are paired by ``(model, stimulus_id)``; only pairs present in both runs count. The
+    interval resamples items (cluster bootstrap for aggregated scopes); the test is the exact
+    McNemar test for KWS conditions with one pair per item, otherwise the exact sign test on the
+    per-item mean changes (:func:`aiplib.analysis.conditions.paired_change`).
+    """
+
+    ia, ib = run_identity(run_a), run_identity(run_b)
+    sa, sb = load_scores(ia["results"]), load_scores(ib["results"])
+    if not sa or not sb:
+        raise AiplibError(f"run {'A' if not sa else 'B'} has no results/scores/<task>.csv")
+    common = sorted(set(sa) & set(sb)) if tasks is None else list(tasks)
+    missing = [t for t in common if t not in sa or t not in sb]
+    if missing:
+        raise AiplibError(f"tasks {missing} are not scored in both runs")
+    if not common:
+        raise AiplibError(f"the runs share no scored task (A: {sorted(sa)}, B: {sorted(sb)})")
+    _check_same_run_inputs(ia, ib, {task_family(t) for t in common})
+    frames, unpaired = [], {}
+    for task in common:
+        fam = task_family(task)
+        val = "wer" if fam == "asr" else "correct"
+        cols = ["model", "stimulus_id", val] + (["errors", "ref_words"] if fam == "asr" else [])
+        a = sa[task][["task", "item_id", "bg_id", "snr_db"] + cols]
+        b = sb[task][cols]
+        m = a.merge(b, on=["model", "stimulus_id"], suffixes=("_a", "_b"), how="inner")
+        for model in sorted(set(sa[task]["model"]) | set(sb[task]["model"])):
+            na = int((sa[task]["model"] == model).sum())
+            nb = int((sb[task]["model"] == model).sum())
+            npair = int((m["model"] == model).sum())
+            if na != npair or nb != npair:
+                unpaired[f"{task}/{model}"] = {"only_a": na - npair, "only_b": nb - npair}
+        frames.append(_compare_task(m, fam, n_resamples=n_resamples, seed=seed, level=level,
+                                    min_diff_pp=min_diff_pp, scopes=scopes))
+    if unpaired:
+        log.warning("stimuli present in only one run (left out): %s", unpaired)
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    out.attrs["unpaired"] = unpaired
+    out.attrs["run_a"], out.attrs["run_b"] = str(ia["results"]), str(ib["results"])
+    return out
+
+
+def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_diff_pp, scopes):
+    rows = m.copy()
+    rows["n"] = 1.0
+    if fam == "asr":
+        rows["a"], rows["b"] = rows["wer_a"].astype(float), rows["wer_b"].astype(float)
+        rows["d"] = rows["b"] - rows["a"]
+        sums = ["n", "a", "b", "d", "errors_a", "errors_b", "ref_words_a"]
+    else:
+        rows["a"], rows["b"] = rows["correct_a"].astype(float), rows["correct_b"].astype(float)
+        rows["d"] = rows["a"] - rows["b"]
+        sums = ["n", "a", "b", "d"]
+    rows["item_id"] = rows["item_id"].astype(str)
+    rows["bg_id"] = rows["bg_id"].astype(str)
+    out = []
+    for scope, k, g in _iter_scopes(rows, sums, scopes):
+        n = g.total("n")
+        mc = None
+        if fam == "kws" and bool(np.all(g["n"] == 1)):
+            mc = (g["a"].astype(bool), g["b"].astype(bool))
+        pc = cond.paired_change(100 * g["d"], g["n"], n_resamples=n_resamples, seed=seed,
+                                level=level, min_diff=min_diff_pp, mcnemar=mc)
+        rec = {"scope": scope, "model": k["model"], "task": k["task"], "family": fam,
+               "bg_id": k["bg_id"], "snr_db": k["snr_db"],
+               "condition": cond.condition_label(k["bg_id"], k["snr_db"]),
+               "n_items": len(g), "n_pairs": int(n), "measure": "wer" if fam == "asr" else "acc",
+               "a_pp": 100 * g.total("a") / n, "b_pp": 100 * g.total("b") / n}
+        if fam == "asr":
+            w = g.total("ref_words_a")
+            rec.update(a_corpus_pp=100 * g.total("errors_a") / w if w else math.nan,
+                       b_corpus_pp=100 * g.total("errors_b") / w if w else math.nan)
+        rec.update(change_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"],
+                   test=pc["test"], p_value=pc["p_value"], n_worse=pc["n_worse"],
+                   n_better=pc["n_better"], n_ties=pc["n_ties"], verdict=pc["verdict"],
+                   min_diff_pp=float(min_diff_pp), level=float(level),
+                   n_resamples=int(n_resamples), seed=int(seed), note=pc["note"])
+        out.append(rec)
+    cols = ["scope", "model", "task", "family", "bg_id", "snr_db", "condition", "n_items",
+            "n_pairs", "measure", "a_pp", "b_pp", "a_corpus_pp", "b_corpus_pp", "change_pp",
+            "ci_low_pp", "ci_high_pp", "test", "p_value", "n_worse", "n_better", "n_ties",
+            "verdict", "min_diff_pp", "level", "n_resamples", "seed", "note"]
+    return pd.DataFrame(out).reindex(columns=cols)

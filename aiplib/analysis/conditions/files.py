@@ -1,0 +1,126 @@
+"""Condition tables on disk, and the analysis without silent background segments (part of :mod:`aiplib.analysis.conditions`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aiplib.analysis.conditions.table import condition_table, condition_tables
+from aiplib.core.errors import AiplibError
+from aiplib.core.tasks import task_family
+from aiplib.io.formats import load_scores, parse_bool, write_csv_atomic
+
+
+def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
+    """Write ``results/tables/conditions_<task>.csv`` for every scored task.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+    scores : dict, optional
+        Default :func:`aiplib.io.formats.load_scores` of ``ws`` (every task file present).
+    **kwargs
+        Passed to :func:`condition_table`.
+
+    Returns
+    -------
+    dict of str -> pathlib.Path
+        Task → written file.
+
+    Raises
+    ------
+    AiplibError
+        If there are no score files (run stage 8 first).
+    """
+    if scores is None:
+        scores = load_scores(ws)
+    if not scores:
+        raise AiplibError(f"no results/scores/<task>.csv under {ws.results}; run stage 8 "
+                          "(scoring) first")
+    out_dir = ws.tables_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for task, t in condition_tables(scores, **kwargs).items():
+        written[task] = write_csv_atomic(t, out_dir / f"conditions_{task}.csv")
+    return written
+
+
+_TEXT_COLUMNS = {"bg_id", "model", "task", "condition", "scope", "test", "verdict", "note",
+                 "measure", "family", "coarse"}
+
+
+def read_condition_tables(results_dir) -> dict[str, pd.DataFrame]:
+    """Read every ``tables/conditions_<task>.csv`` under a results folder (task → table)."""
+    out = {}
+    for p in sorted((Path(results_dir) / "tables").glob("conditions_*.csv")):
+        t = pd.read_csv(p, dtype={c: str for c in _TEXT_COLUMNS}, keep_default_na=False,
+                        na_values={"snr_db": [""]})
+        for c in t.columns:
+            if c == "coarse":
+                t[c] = t[c].map(parse_bool).map(lambda v: np.nan if v is pd.NA else v).astype(object)
+            elif (t[c].dtype == object or pd.api.types.is_string_dtype(t[c])) \
+                    and c not in _TEXT_COLUMNS:
+                t[c] = pd.to_numeric(t[c].replace("", np.nan), errors="coerce")
+        out[p.stem[len("conditions_"):]] = t
+    return out
+
+
+def _inactive(s: pd.DataFrame) -> pd.Series:
+    """True where a scored row's background segment was digital silence (``bg_active`` false)."""
+    return s["bg_active"].map(lambda v: parse_bool(v) is False)
+
+
+def inactive_background_rows(scores: dict) -> pd.DataFrame:
+    """Count the scored noisy rows whose background segment was digital silence.
+
+    Such rows (``bg_active`` False, measured at stage 5; e.g. an ESC-50 clip zero-padded to 5 s)
+    are kept in every headline number, as the authors' mixer made them (effectively clean); this
+    table states how many there are per task and background.
+
+    Parameters
+    ----------
+    scores : dict of str -> pandas.DataFrame
+        Task → scores (``results/scores/<task>.csv``) with a ``bg_active`` column.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``task, bg_id, n_noisy, n_inactive, inactive_share`` (only backgrounds with inactive rows).
+    """
+    rows = []
+    for task, s in scores.items():
+        if "bg_active" not in s.columns:
+            continue
+        noisy = s[s["bg_id"].astype(str) != "clean"]
+        inactive = _inactive(noisy)
+        for bg, grp in noisy.groupby("bg_id"):
+            k = int(inactive.loc[grp.index].sum())
+            if k:
+                rows.append({"task": task, "bg_id": bg, "n_noisy": len(grp), "n_inactive": k,
+                             "inactive_share": k / len(grp)})
+    return pd.DataFrame(rows, columns=["task", "bg_id", "n_noisy", "n_inactive", "inactive_share"])
+
+
+def write_active_only_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
+    """The per-condition tables again without the rows whose background segment was silent.
+
+    Writes ``results/tables/conditions_<task>_bg_active.csv`` (clean rows kept, noisy rows with
+    ``bg_active`` False left out) for each task that has such rows; the headline tables keep them.
+
+    Returns
+    -------
+    dict of str -> pathlib.Path
+        Task → written file (empty when no row was inactive).
+    """
+    if scores is None:
+        scores = load_scores(ws)
+    counts = inactive_background_rows(scores)
+    out_dir = ws.tables_dir
+    written = {}
+    for task in sorted(set(counts["task"])):
+        s = scores[task]
+        keep = ~_inactive(s)
+        t = condition_table(s[keep].reset_index(drop=True), task_family(task), **kwargs)
+        written[task] = write_csv_atomic(t, out_dir / f"conditions_{task}_bg_active.csv")
+    return written

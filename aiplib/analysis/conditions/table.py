@@ -1,0 +1,359 @@
+"""The per-condition table of one task: rows, sums per scope, intervals and verdicts (part of :mod:`aiplib.analysis.conditions`)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from aiplib.analysis import stats
+from aiplib.analysis.conditions.verdicts import (
+    _SCOPE_ORDER,
+    ALL,
+    DEFAULT_MIN_DIFF_PP,
+    SCOPES,
+    _ratio,
+    char_counts,
+    condition_label,
+    paired_change,
+    verdict,
+)
+from aiplib.core.errors import AiplibParameterError
+from aiplib.core.tasks import DEGRADATION_COLUMN, family_spec, task_family
+from aiplib.io.formats import parse_bool
+
+
+def _prepare_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
+    """Per-row numeric columns for the sums, with each noisy row's clean partner joined."""
+    need = {"model", "task", "item_id", "bg_id", "snr_db"}
+    need |= ({"errors", "ref_words", "substitutions", "deletions", "insertions", "wer",
+              "ref_norm", "hyp_norm"} if family == "asr" else {"correct"})
+    missing = need - set(df.columns)
+    if missing:
+        raise AiplibParameterError(f"scores lack columns {sorted(missing)}")
+    r = df.copy()
+    r["item_id"] = r["item_id"].astype(str)
+    r["bg_id"] = r["bg_id"].astype(str)
+    r["snr_db"] = pd.to_numeric(r["snr_db"], errors="coerce")
+    if family == "asr":
+        for c in ("ref_norm", "hyp_norm"):
+            r[c] = r[c].fillna("").astype(str)
+        r["char_errors"], r["ref_chars"] = char_counts(r["ref_norm"].tolist(),
+                                                       r["hyp_norm"].tolist())
+        value_cols = ["errors", "wer"]
+    else:
+        r["correct"] = pd.to_numeric(r["correct"], errors="coerce").astype(float)
+        value_cols = ["correct"]
+    clean = (r[r["bg_id"] == "clean"].drop_duplicates(["model", "task", "item_id"], keep="last")
+             .set_index(["model", "task", "item_id"])[value_cols])
+    key = pd.MultiIndex.from_frame(r[["model", "task", "item_id"]])
+    cl = clean.reindex(key)
+    for c in value_cols:
+        r[f"clean_{c}"] = cl[c].to_numpy(dtype=float)
+    is_noisy = (r["bg_id"] != "clean").to_numpy()
+    paired = is_noisy & np.isfinite(r[f"clean_{value_cols[0]}"].to_numpy(dtype=float))
+    r["paired"] = paired.astype(float)
+    r["n"] = 1.0
+    z = lambda col: np.where(paired, r[col].to_numpy(dtype=float), 0.0)  # noqa: E731
+    if family == "asr":
+        r["wer_capped"] = np.minimum(r["wer"].to_numpy(float), 1.0)
+        r["p_d_capped"] = np.where(paired, r["wer_capped"].to_numpy(float)
+                                   - np.minimum(r["clean_wer"].fillna(0).to_numpy(float), 1.0),
+                                   0.0)
+        r["loop"], r["loop_n"] = _flag_sums(r, "is_loop")
+        r["p_ref_words"] = z("ref_words")
+        r["p_errors"] = z("errors")
+        r["p_clean_errors"] = np.where(paired, r["clean_errors"].fillna(0).to_numpy(float), 0.0)
+        r["p_wer"] = z("wer")
+        r["p_clean_wer"] = np.where(paired, r["clean_wer"].fillna(0).to_numpy(float), 0.0)
+        r["d"] = r["p_wer"] - r["p_clean_wer"]
+    else:
+        r["strict"], r["strict_n"] = _flag_sums(r, "correct_strict")
+        r["non_answer"], r["non_answer_n"] = _flag_sums(r, "non_answer")
+        cc = r["clean_correct"].fillna(0).to_numpy(float)
+        r["p_correct"] = z("correct")
+        r["p_clean_correct"] = np.where(paired, cc, 0.0)
+        r["d"] = r["p_clean_correct"] - r["p_correct"]
+    return r
+
+
+_ASR_SUMS = ["n", "errors", "ref_words", "substitutions", "deletions", "insertions", "wer",
+             "char_errors", "ref_chars", "paired", "p_ref_words", "p_errors", "p_clean_errors",
+             "p_wer", "p_clean_wer", "d", "wer_capped", "p_d_capped", "loop", "loop_n"]
+
+_KWS_SUMS = ["n", "correct", "paired", "p_correct", "p_clean_correct", "d", "strict",
+             "strict_n", "non_answer", "non_answer_n"]
+
+
+def _as_flag(col: pd.Series) -> np.ndarray:
+    """A boolean score column (bool, 0/1 or "True"/"False" text) as floats, NaN if unknown
+    (:func:`aiplib.io.formats.parse_bool`)."""
+    flags = [parse_bool(v) for v in col]
+    return np.array([np.nan if f is pd.NA else float(f) for f in flags])
+
+
+def _flag_sums(r: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(flag as 0/1 with unknown → 0, 1 where known) of column ``name``; zeros if absent."""
+    if name not in r.columns:
+        z = np.zeros(len(r))
+        return z, z
+    f = _as_flag(r[name])
+    known = np.isfinite(f)
+    return np.where(known, f, 0.0), known.astype(float)
+
+
+def _share(tot: dict, num: str, den: str) -> float:
+    """100 · Σ num / Σ den, NaN when no row had the flag (column absent or all unknown)."""
+    return 100.0 * tot[num] / tot[den] if tot[den] else math.nan
+
+
+def _scope_sources(rows: pd.DataFrame, scopes):
+    """Yield (scope, group-by columns, its rows): the clean rows for ``"clean"``, else the noisy ones."""
+    is_clean = rows["bg_id"] == "clean"
+    clean_rows, noisy = rows[is_clean], rows[~is_clean]
+    for scope in scopes:
+        src = clean_rows if scope == "clean" else noisy
+        if not src.empty:
+            yield scope, ["model", "task"] + list(SCOPES[scope] or ()), src
+
+
+def _scope_key(scope, by, gkey) -> dict:
+    """{model, task, bg_id, snr_db} of one group (bg_id "clean" / ALL and snr_db NaN when not grouped on)."""
+    k = dict(zip(by, gkey if isinstance(gkey, tuple) else (gkey,)))
+    k.setdefault("bg_id", "clean" if scope == "clean" else ALL)
+    k.setdefault("snr_db", math.nan)
+    return k
+
+
+def _row_medians(rows: pd.DataFrame, col: str, scopes) -> dict:
+    """Median of ``col`` over the stimuli of every scope group: {(scope, model, task, bg_id,
+    snr_db or None): median}."""
+    out = {}
+    for scope, by, src in _scope_sources(rows, scopes):
+        for gkey, g in src.groupby(by, sort=False)[col]:
+            k = _scope_key(scope, by, gkey)
+            out[_median_key(scope, k["model"], k["task"], k["bg_id"], k["snr_db"])] = float(g.median())
+    return out
+
+
+def _median_key(scope, model, task, bg_id, snr_db):
+    snr = None if snr_db is None or (isinstance(snr_db, float) and math.isnan(snr_db)) \
+        else float(snr_db)
+    return (scope, str(model), str(task), str(bg_id), snr)
+
+
+def _pct(a, b) -> float:
+    return 100.0 * a / b if b else math.nan
+
+
+class _Group:
+    """Per-item sums of one group: ``g["col"]`` is a float array [shape=(n_items,)]."""
+
+    __slots__ = ("cols", "idx", "_cache")
+
+    def __init__(self, cols: dict, idx: np.ndarray):
+        self.cols, self.idx, self._cache = cols, idx, {}
+
+    def __getitem__(self, c) -> np.ndarray:
+        if c not in self._cache:
+            self._cache[c] = self.cols[c][self.idx]
+        return self._cache[c]
+
+    def __len__(self) -> int:
+        return int(self.idx.size)
+
+    def total(self, c) -> float:
+        return float(self[c].sum())
+
+    def subset(self, mask) -> "_Group":
+        return _Group(self.cols, self.idx[np.asarray(mask, dtype=bool)])
+
+
+def _iter_scopes(rows: pd.DataFrame, sum_cols, scopes):
+    """Yield (scope, {model, task, bg_id, snr_db}, :class:`_Group` of per-item sums)."""
+    for scope, by, src in _scope_sources(rows, scopes):
+        items = src.groupby(by + ["item_id"], sort=True)[sum_cols].sum()
+        cols = {c: items[c].to_numpy(dtype=float) for c in sum_cols}
+        for gkey, idx in items.groupby(level=by, sort=True).indices.items():
+            yield scope, _scope_key(scope, by, gkey), _Group(cols, np.asarray(idx))
+
+
+def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 2000,
+                    seed: int = 0, level: float = 0.95,
+                    min_diff_pp: float = DEFAULT_MIN_DIFF_PP, scopes=tuple(SCOPES)
+                    ) -> pd.DataFrame:
+    """The per-condition table of one task (every model), with intervals, tests and verdicts.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        A ``results/scores/<task>.csv`` table (:func:`aiplib.io.formats.load_scores`); may hold
+        several models (and tasks: each (model, task) is summarised separately).
+    family : {"asr", "kws"}
+    n_resamples, seed, level : int, int, float
+        Bootstrap settings; recorded in every row.
+    min_diff_pp : float
+        Minimum change in percentage points for a ``worse``/``better`` verdict (default 2).
+    scopes : sequence of str
+        Subset of :data:`SCOPES` to compute.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (scope, model, task, bg_id, snr_db). Common columns ``scope, model, task,
+        family, bg_id, snr_db, condition, n_items, n_stimuli, n_pairs`` then, for ASR,
+        ``wer_pp`` (corpus), ``mean_wer_pp``, ``cer_pp`` (corpus), ``sub_pp, del_pp, ins_pp``
+        (shares of the reference words; they add up to ``wer_pp``), ``clean_wer_pp,
+        clean_mean_wer_pp`` (the same items clean, weighted like the noisy pairs), the robust
+        view ``mean_wer_capped_pp`` (mean of min(WER, 1) per utterance), ``median_wer_pp``
+        (median over the stimuli) and ``n_loops`` (stimuli whose score row has ``is_loop``
+        true; NaN when the scores have no such column); or for KWS ``acc_pp, clean_acc_pp``
+        and, when the scores have the columns ``correct_strict`` / ``non_answer``,
+        ``strict_acc_pp`` (non-answers count wrong) and ``non_answer_pp`` (share of empty,
+        refusal or multi-word responses), else NaN; then ``measure`` (``delta_wer`` /
+        ``delta_acc``), ``delta_pp`` (mean paired change, positive = worse), ``ci_low_pp,
+        ci_high_pp, ci_usable`` (usable bootstrap resamples); ASR also ``delta_corpus_pp,
+        corpus_ci_low_pp, corpus_ci_high_pp, corpus_ci_usable`` (corpus WER change, same
+        bootstrap) and ``delta_capped_pp`` (paired change of the capped WER); ``test, p_value,
+        p_bh`` (Benjamini–Hochberg across the conditions of the same task, model and scope),
+        ``n_worse, n_better, n_ties, verdict, coarse`` (fewer than
+        :data:`COARSE_BELOW_ITEMS` paired items), ``min_diff_pp, level, n_resamples, seed,
+        note``. ``clean`` rows carry the absolute values only.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``family`` is unknown, a scope is unknown or a needed column is missing.
+
+    Notes
+    -----
+    ``delta_pp`` (ASR) is the mean over pairs of WER(noisy) − WER(clean), the quantity of
+    Figures 4–5 and Table 4; ``delta_corpus_pp`` = (Σ errors noisy − Σ errors clean) / Σ N
+    over the same pairs. The verdict (:func:`verdict`) needs all of: the interval excludes 0,
+    ``|delta_pp| >= min_diff_pp`` and ``p_bh <`` :data:`ALPHA`; it is ``n/a`` with fewer than
+    :data:`MIN_ITEMS_FOR_VERDICT` paired items (no interval then either). Noisy rows whose
+    clean partner is missing count in the absolute values but not in the paired change
+    (``note``).
+    """
+    family_spec(family)  # an unknown family raises
+    bad = [s for s in scopes if s not in SCOPES]
+    if bad:
+        raise AiplibParameterError(f"unknown scopes {bad}; choose from {list(SCOPES)}")
+    if scores.empty:
+        return pd.DataFrame(columns=_columns(family))
+    rows = _prepare_rows(scores, family)
+    sum_cols = _ASR_SUMS if family == "asr" else _KWS_SUMS
+    medians = _row_medians(rows, "wer", scopes) if family == "asr" else {}
+    out = []
+    for scope, k, g in _iter_scopes(rows, sum_cols, scopes):
+        tot = {c: g.total(c) for c in sum_cols}
+        rec = {"scope": scope, "model": k["model"], "task": k["task"], "family": family,
+               "bg_id": k["bg_id"], "snr_db": k["snr_db"],
+               "condition": condition_label(k["bg_id"], k["snr_db"]),
+               "n_items": int(len(g)), "n_stimuli": int(tot["n"]),
+               "n_pairs": int(tot["paired"])}
+        if family == "asr":
+            rec.update(wer_pp=_pct(tot["errors"], tot["ref_words"]),
+                       mean_wer_pp=_pct(tot["wer"], tot["n"]),
+                       cer_pp=_pct(tot["char_errors"], tot["ref_chars"]),
+                       sub_pp=_pct(tot["substitutions"], tot["ref_words"]),
+                       del_pp=_pct(tot["deletions"], tot["ref_words"]),
+                       ins_pp=_pct(tot["insertions"], tot["ref_words"]),
+                       mean_wer_capped_pp=_pct(tot["wer_capped"], tot["n"]),
+                       median_wer_pp=100 * medians.get(
+                           _median_key(scope, k["model"], k["task"], k["bg_id"], k["snr_db"]),
+                           math.nan),
+                       n_loops=tot["loop"] if tot["loop_n"] else math.nan)
+        else:
+            rec.update(acc_pp=_pct(tot["correct"], tot["n"]),
+                       strict_acc_pp=_share(tot, "strict", "strict_n"),
+                       non_answer_pp=_share(tot, "non_answer", "non_answer_n"))
+        rec["measure"] = DEGRADATION_COLUMN[family]
+        rec.update(min_diff_pp=float(min_diff_pp), level=float(level),
+                   n_resamples=int(n_resamples), seed=int(seed))
+        notes = []
+        if scope != "clean":
+            pg = g.subset(g["paired"] > 0)
+            if family == "asr":
+                rec.update(clean_wer_pp=_pct(tot["p_clean_errors"], tot["p_ref_words"]),
+                           clean_mean_wer_pp=_pct(tot["p_clean_wer"], tot["paired"]))
+                mc = None
+            else:
+                rec["clean_acc_pp"] = _pct(tot["p_clean_correct"], tot["paired"])
+                mc = None
+                if len(pg) and bool((pg["paired"] == 1).all()):
+                    mc = (pg["p_clean_correct"].astype(bool), pg["p_correct"].astype(bool))
+            pc = paired_change(100 * pg["d"], pg["paired"],
+                               n_resamples=n_resamples, seed=seed, level=level,
+                               min_diff=min_diff_pp, mcnemar=mc)
+            rec.update(delta_pp=pc["estimate"], ci_low_pp=pc["ci_low"],
+                       ci_high_pp=pc["ci_high"], ci_usable=pc["ci_usable"], test=pc["test"],
+                       p_value=pc["p_value"], n_worse=pc["n_worse"], n_better=pc["n_better"],
+                       n_ties=pc["n_ties"], verdict=pc["verdict"], coarse=pc["coarse"])
+            if pc["note"]:
+                notes.append(pc["note"])
+            if family == "asr" and len(pg):
+                b = stats.bootstrap_ci(
+                    (100 * (pg["p_errors"] - pg["p_clean_errors"]), pg["p_ref_words"]),
+                    _ratio, n_resamples=n_resamples, seed=seed, level=level, vectorized=True)
+                rec.update(delta_corpus_pp=b.estimate, corpus_ci_low_pp=b.ci_low,
+                           corpus_ci_high_pp=b.ci_high, corpus_ci_usable=b.n_valid,
+                           delta_capped_pp=_pct(tot["p_d_capped"], tot["paired"]))
+            unpaired = rec["n_stimuli"] - rec["n_pairs"]
+            if unpaired:
+                notes.append(f"{unpaired} noisy stimuli without a clean partner: in the "
+                             "absolute values only")
+        rec["note"] = "; ".join(notes)
+        out.append(rec)
+    t = pd.DataFrame(out)
+    t = t.reindex(columns=_columns(family))
+    t["_s"] = t["scope"].map(_SCOPE_ORDER)
+    t["_snr"] = -t["snr_db"].fillna(np.inf)
+    t = (t.sort_values(["task", "model", "_s", "_snr", "bg_id"], kind="stable")
+         .drop(columns=["_s", "_snr"]).reset_index(drop=True))
+    for c in ("n_worse", "n_better", "n_ties"):
+        t[c] = t[c].astype("Int64")
+    # Benjamini–Hochberg across the conditions of one (task, model, scope): many conditions are
+    # tested at once, so the adjusted p-value is the one to read against a 5 % false discovery rate.
+    t["p_bh"] = np.nan
+    for _, idx in t.groupby(["task", "model", "scope"], sort=False).groups.items():
+        t.loc[idx, "p_bh"] = stats.bh_adjust(t.loc[idx, "p_value"].to_numpy(float))
+    # the verdict needs the adjusted p: interval, minimum change and p_BH < ALPHA together
+    tested = (t["scope"] != "clean") & (t["verdict"] != "n/a")
+    t.loc[tested, "verdict"] = [
+        verdict(e, lo, hi, min_diff_pp, q) for e, lo, hi, q in
+        t.loc[tested, ["delta_pp", "ci_low_pp", "ci_high_pp", "p_bh"]].itertuples(index=False)]
+    return t
+
+
+def _columns(family: str) -> list[str]:
+    head = ["scope", "model", "task", "family", "bg_id", "snr_db", "condition", "n_items",
+            "n_stimuli", "n_pairs"]
+    if family == "asr":
+        vals = ["wer_pp", "mean_wer_pp", "cer_pp", "sub_pp", "del_pp", "ins_pp",
+                "clean_wer_pp", "clean_mean_wer_pp", "mean_wer_capped_pp", "median_wer_pp",
+                "n_loops"]
+    else:
+        vals = ["acc_pp", "clean_acc_pp", "strict_acc_pp", "non_answer_pp"]
+    delta = ["measure", "delta_pp", "ci_low_pp", "ci_high_pp", "ci_usable"]
+    if family == "asr":
+        delta += ["delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp", "corpus_ci_usable",
+                  "delta_capped_pp"]
+    tail = ["test", "p_value", "p_bh", "n_worse", "n_better", "n_ties", "verdict", "coarse",
+            "min_diff_pp", "level", "n_resamples", "seed", "note"]
+    return head + vals + delta + tail
+
+
+def condition_tables(scores: dict, **kwargs) -> dict[str, pd.DataFrame]:
+    """:func:`condition_table` for every task in ``scores`` (task → table).
+
+    Parameters
+    ----------
+    scores : dict of str -> pandas.DataFrame
+        As returned by :func:`aiplib.io.formats.load_scores`.
+    **kwargs
+        Passed on (``n_resamples, seed, level, min_diff_pp, scopes``).
+    """
+
+    return {task: condition_table(df, task_family(task), **kwargs)
+            for task, df in scores.items() if not df.empty}

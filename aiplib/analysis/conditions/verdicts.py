@@ -1,0 +1,212 @@
+"""Scopes, the paired change against clean and its verdict (part of :mod:`aiplib.analysis.conditions`)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from aiplib.analysis import stats
+from aiplib.core.errors import AiplibParameterError
+
+SCOPES = {"clean": None, "overall": (), "snr": ("snr_db",), "background": ("bg_id",),
+          "condition": ("bg_id", "snr_db")}
+"""Aggregation scopes → the keys grouped on besides (model, task). ``clean``: the clean stimuli
+(absolute values only); ``overall``: every noisy stimulus; ``snr``: per SNR over backgrounds
+(``bg_id == "all"``); ``background``: per background over SNRs (``snr_db`` NaN);
+``condition``: one background at one SNR."""
+
+VERDICTS = ("worse", "better", "same", "n/a")
+"""Possible verdicts (:func:`verdict`)."""
+
+DEFAULT_MIN_DIFF_PP = 2.0
+"""Default minimum change (percentage points) for a ``worse`` / ``better`` verdict."""
+
+ALPHA = 0.05
+"""Level of the exact test: a ``worse``/``better`` verdict needs its (Benjamini–Hochberg
+adjusted, in the condition tables) p-value below this."""
+
+MIN_ITEMS_FOR_VERDICT = stats.MIN_N_FOR_INTERVAL
+"""Fewest paired items for a verdict (else ``n/a``): the same as the minimum for an interval
+(:data:`aiplib.analysis.stats.MIN_N_FOR_INTERVAL`, 10), since the verdict needs the interval."""
+
+COARSE_BELOW_ITEMS = 48
+"""Rows with fewer paired items are marked ``coarse`` (as the audiolab stresstest does): the
+verdict stands, but the interval's coverage and the test's power are those of a small sample."""
+
+ALL = "all"
+"""``bg_id`` of rows aggregated over backgrounds."""
+
+_SCOPE_ORDER = {s: i for i, s in enumerate(SCOPES)}
+
+
+def verdict(estimate: float, ci_low: float, ci_high: float, min_diff: float, p_value: float,
+            *, alpha: float = ALPHA) -> str:
+    """Classify a paired change as ``worse``, ``better``, ``same`` or ``n/a``.
+
+    Parameters
+    ----------
+    estimate : float
+        The change, oriented so that positive means worse (ΔWER, ΔAcc = acc before − acc after).
+    ci_low, ci_high : float
+        Its confidence interval (NaN when none could be given).
+    min_diff : float >= 0
+        Smallest change that counts, in the units of ``estimate``.
+    p_value : float
+        Exact two-sided p-value of the change (the Benjamini–Hochberg adjusted one when several
+        conditions are tested together). NaN (nothing to test: every pair tied) counts as
+        not significant.
+    alpha : float
+        Significance level (default :data:`ALPHA`).
+
+    Returns
+    -------
+    str
+        ``worse`` if ``ci_low > 0``, ``estimate >= min_diff`` and ``p_value < alpha``;
+        ``better`` if ``ci_high < 0``, ``estimate <= -min_diff`` and ``p_value < alpha``;
+        ``n/a`` if the estimate or an interval bound is NaN; otherwise ``same``. All three
+        conditions are needed: with few items a percentile interval can exclude 0 while the
+        exact test cannot (3 of 3 items worse: sign-test p = 0.25).
+
+    Examples
+    --------
+    >>> verdict(5.0, 1.0, 9.0, 2.0, 0.01), verdict(5.0, 1.0, 9.0, 2.0, 0.25)
+    ('worse', 'same')
+    >>> verdict(1.5, 0.5, 2.5, 2.0, 0.01), verdict(-3, -5, -1, 2, 0.001)
+    ('same', 'better')
+    """
+    if min_diff < 0:
+        raise AiplibParameterError(f"min_diff must be >= 0, got {min_diff}")
+    if not all(np.isfinite(v) for v in (estimate, ci_low, ci_high)):
+        return "n/a"
+    significant = bool(np.isfinite(p_value) and p_value < alpha)
+    if ci_low > 0 and estimate >= min_diff and significant:
+        return "worse"
+    if ci_high < 0 and estimate <= -min_diff and significant:
+        return "better"
+    return "same"
+
+
+def _ratio(s, n, axis=-1):
+    return s.sum(axis) / n.sum(axis)
+
+
+def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0,
+                  level: float = 0.95, min_diff: float = DEFAULT_MIN_DIFF_PP,
+                  mcnemar=None, min_items: int = MIN_ITEMS_FOR_VERDICT) -> dict:
+    """Mean paired change with a cluster-bootstrap interval, an exact test and a verdict.
+
+    Parameters
+    ----------
+    item_sum : array-like [shape=(n_items,)]
+        Per item, the sum of its paired changes (positive = worse).
+    item_n : array-like [shape=(n_items,)]
+        Per item, how many pairs it contributes (>= 1).
+    n_resamples, seed, level : int, int, float
+        Percentile bootstrap (:func:`aiplib.analysis.stats.bootstrap_ci`) resampling *items* with
+        replacement; ``default_rng(seed)`` afresh for every call, so one condition's interval
+        does not depend on which others are computed.
+    min_diff : float
+        Minimum change for a verdict other than ``same`` (same units as the changes).
+    mcnemar : tuple of two bool arrays, optional
+        ``(before_correct, after_correct)`` per pair. When given and every item has one pair,
+        the test is :func:`aiplib.analysis.stats.mcnemar_exact` (exact McNemar) instead of the sign test.
+    min_items : int
+        Fewer paired items than this give no interval and the verdict ``n/a`` (default
+        :data:`MIN_ITEMS_FOR_VERDICT`).
+
+    Returns
+    -------
+    dict
+        ``estimate`` = Σ item_sum / Σ item_n (the mean over pairs), ``ci_low, ci_high``,
+        ``ci_usable`` (usable bootstrap resamples; 0 when no interval was attempted);
+        ``test`` (``sign``, ``sign_item_means`` or ``mcnemar_exact``), ``p_value`` (two-sided,
+        exact), ``n_worse, n_better, n_ties`` (items — or discordant pairs for McNemar — with a
+        positive / negative / zero change); ``verdict`` (:func:`verdict` on the unadjusted
+        ``p_value``; :func:`condition_table` re-decides it on the BH-adjusted one);
+        ``n_items``, ``coarse`` (``n_items <`` :data:`COARSE_BELOW_ITEMS`); ``level,
+        n_resamples, seed``; ``note``.
+
+    Notes
+    -----
+    Sign test: ``p = binomtest(n_worse, n_worse + n_better, 0.5)`` on the per-item mean changes
+    (ties dropped). With one pair per item this is the classical sign test; with several it is
+    the sign test of the item means, which keeps the tested units independent.
+    """
+    s = np.asarray(item_sum, dtype=float)
+    n = np.asarray(item_n, dtype=float)
+    if s.shape != n.shape or s.ndim != 1:
+        raise AiplibParameterError(f"item_sum and item_n must be 1-D of one length, got "
+                                   f"{s.shape} and {n.shape}")
+    out = {"estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_usable": 0,
+           "test": "", "p_value": math.nan, "n_worse": 0, "n_better": 0, "n_ties": 0,
+           "verdict": "n/a", "n_items": 0, "coarse": True, "level": float(level),
+           "n_resamples": int(n_resamples), "seed": int(seed), "note": ""}
+    keep = (n > 0) & np.isfinite(s)
+    s, n = s[keep], n[keep]
+    if s.size == 0:
+        out["note"] = "no paired items"
+        return out
+    b = stats.bootstrap_ci((s, n), _ratio, n_resamples=n_resamples, seed=seed, level=level,
+                           vectorized=True, min_n=min_items)
+    one_pair = bool(np.all(n == 1))
+    if mcnemar is not None and one_pair:
+        t = stats.mcnemar_exact(*mcnemar)
+        test = "mcnemar_exact"
+    else:
+        t = stats.sign_test(s / n)
+        test = "sign" if one_pair else "sign_item_means"
+    notes = [x for x in (b.note, t.note) if x]
+    out.update(estimate=b.estimate, ci_low=b.ci_low, ci_high=b.ci_high, ci_usable=b.n_valid,
+               test=test, p_value=t.p, n_worse=t.n_pos, n_better=t.n_neg, n_ties=t.n_ties,
+               verdict=verdict(b.estimate, b.ci_low, b.ci_high, min_diff, t.p),
+               n_items=int(s.size), coarse=bool(s.size < COARSE_BELOW_ITEMS))
+    if s.size < min_items:
+        out["verdict"] = "n/a"
+        notes.append(f"no verdict below {min_items} items")
+    elif s.size < COARSE_BELOW_ITEMS:
+        notes.append(f"coarse: {s.size} items < {COARSE_BELOW_ITEMS}")
+    out["note"] = "; ".join(notes)
+    return out
+
+
+def char_counts(ref_norm, hyp_norm) -> tuple[np.ndarray, np.ndarray]:
+    """Per-utterance character errors and reference characters (jiwer [1]_).
+
+    Parameters
+    ----------
+    ref_norm, hyp_norm : sequence of str [shape=(n,)]
+        Normalised references (non-empty) and hypotheses.
+
+    Returns
+    -------
+    errors, n_chars : np.ndarray of int [shape=(n,)]
+        ``S + D + I`` and ``H + S + D`` of ``jiwer.process_characters`` (spaces count as
+        characters, as in ``jiwer.cer``), so ``errors.sum() / n_chars.sum()`` is the corpus CER
+        that :func:`aiplib.scoring.score.wer_details` reports.
+    """
+    import jiwer
+
+    e = np.zeros(len(ref_norm), dtype=np.int64)
+    c = np.zeros(len(ref_norm), dtype=np.int64)
+    cache: dict = {}
+    for i, (r, h) in enumerate(zip(ref_norm, hyp_norm)):
+        key = (r, h)
+        if key not in cache:
+            if not r:
+                cache[key] = (len(h), 0)
+            else:
+                o = jiwer.process_characters(r, h)
+                cache[key] = (o.substitutions + o.deletions + o.insertions,
+                              o.hits + o.substitutions + o.deletions)
+        e[i], c[i] = cache[key]
+    return e, c
+
+
+def condition_label(bg_id, snr_db) -> str:
+    """Human label of a condition: ``"bg03 @ 0 dB"``, ``"all @ 5 dB"``, ``"bg03 @ all SNRs"``,
+    ``"all @ all SNRs"`` or ``"clean"``."""
+    if bg_id == "clean":
+        return "clean"
+    snr = "all SNRs" if snr_db is None or (isinstance(snr_db, float) and math.isnan(snr_db)) \
+        else f"{float(snr_db):g} dB"
+    return f"{bg_id} @ {snr}"

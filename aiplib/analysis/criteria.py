@@ -1,0 +1,326 @@
+"""Pass/fail criteria for CI: thresholds on the condition tables and no regression.
+
+Criteria file (``criteria.json``)
+---------------------------------
+A JSON object (or just the list of criteria)::
+
+    {
+      "criteria": [
+        {"task": "asr", "model": "*", "bg_id": "all", "snr_db": 0,
+         "measure": "wer_pp", "max": 60},
+        {"task": "kws", "scope": "condition", "measure": "acc_pp", "min": 40},
+        {"task": "asr", "scope": "overall", "measure": "delta_wer", "max": 0.30},
+        {"task": "asr", "bg_id": "clean", "measure": "wer", "max": 0.25}
+      ],
+      "no_worse_than_previous": true,
+      "previous": "../last-green/results",
+      "min_diff_pp": 2.0,
+      "regression_scopes": ["clean", "overall", "snr", "background", "condition"]
+    }
+
+Each criterion selects rows of the ``conditions_<task>.csv`` tables and bounds one measure:
+
+* ``task``, ``model``, ``bg_id``, ``scope``: a value or ``"*"`` (any; the default). ``bg_id``
+  ``"all"`` is the aggregate over backgrounds and ``"clean"`` the clean stimuli; ``scope`` is one
+  of ``clean, overall, snr, background, condition`` (:data:`aiplib.analysis.conditions.SCOPES`).
+* ``snr_db``: a number, ``"all"`` (rows aggregated over SNRs) or ``"*"`` (any; the default).
+* ``measure``: a numeric column of the table (``wer_pp, mean_wer_pp, cer_pp, sub_pp, del_pp,
+  ins_pp, acc_pp, delta_pp, ci_low_pp, ci_high_pp, delta_corpus_pp, p_value`` …, percent /
+  percentage points) or an alias in fractions: ``wer, mean_wer, cer, substitutions, deletions,
+  insertions, acc, delta_wer, delta_acc`` (:data:`MEASURE_ALIASES`).
+* ``min`` and/or ``max``: inclusive bounds. Every selected row with a finite value must satisfy
+  them; a criterion that selects no row with a value fails too (a typo must not pass silently).
+
+``no_worse_than_previous`` (default true when a previous run is known, through the argument
+``previous`` or the ``previous`` key, a path relative to the criteria file): every condition in
+``regression_scopes`` (default all) whose verdict in :func:`aiplib.analysis.comparison.compare_runs`
+(previous → this run) is ``worse`` fails. ``min_diff_pp`` sets the minimum change of that verdict
+(default 2). ``python -m aiplib.analysis.report --criteria criteria.json`` checks a run from the shell.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aiplib.analysis import conditions as cond
+from aiplib.analysis.comparison import compare_runs
+from aiplib.core.errors import AiplibError, ValidationError
+from aiplib.io.formats import load_scores
+
+__all__ = ["MEASURE_ALIASES", "EXAMPLE_CRITERIA", "load_criteria", "check_criteria"]
+
+log = logging.getLogger(__name__)
+
+MEASURE_ALIASES = {"wer": "wer_pp", "mean_wer": "mean_wer_pp", "cer": "cer_pp",
+                   "substitutions": "sub_pp", "deletions": "del_pp", "insertions": "ins_pp",
+                   "acc": "acc_pp", "delta_wer": "delta_pp", "delta_acc": "delta_pp",
+                   "clean_wer": "clean_wer_pp", "clean_acc": "clean_acc_pp"}
+"""Criteria measures given as fractions → the percent column they are read from (÷ 100)."""
+
+EXAMPLE_CRITERIA = {
+    "criteria": [
+        {"task": "asr", "model": "*", "bg_id": "all", "snr_db": 0, "measure": "wer_pp",
+         "max": 60},
+        {"task": "kws", "scope": "condition", "measure": "acc_pp", "min": 40},
+        {"task": "asr", "scope": "overall", "measure": "delta_wer", "max": 0.30},
+        {"task": "asr", "bg_id": "clean", "measure": "wer", "max": 0.25},
+    ],
+    "no_worse_than_previous": True,
+    "min_diff_pp": 2.0,
+}
+"""The example of the module docstring, as a Python object."""
+
+_CRITERION_KEYS = {"task", "model", "bg_id", "snr_db", "scope", "measure", "min", "max", "note"}
+_TOP_KEYS = {"criteria", "no_worse_than_previous", "previous", "min_diff_pp",
+             "regression_scopes", "note"}
+
+
+# ----------------------------------------------------------------------------------- criteria
+def load_criteria(criteria) -> dict:
+    """Read and validate a criteria file (format in the module docstring).
+
+    Parameters
+    ----------
+    criteria : str, Path, dict or list
+        A path to a JSON file, or the parsed object (a list is taken as the ``criteria``).
+
+    Returns
+    -------
+    dict
+        ``criteria`` (list of dicts with defaults filled: ``"*"`` selectors),
+        ``no_worse_than_previous`` (bool or None when unset), ``previous`` (absolute path or
+        None), ``min_diff_pp`` (float), ``regression_scopes`` (list), ``source`` (file or None).
+
+    Raises
+    ------
+    ValidationError
+        Listing every problem found (unknown keys, bad measures, missing bounds …).
+    AiplibError
+        If the file does not exist or is not JSON.
+    """
+    source = None
+    if isinstance(criteria, (str, Path)):
+        source = Path(criteria)
+        if not source.is_file():
+            raise AiplibError(f"criteria file {source} does not exist")
+        try:
+            criteria = json.loads(source.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise AiplibError(f"criteria file {source} is not valid JSON: {exc}") from exc
+    if isinstance(criteria, list):
+        criteria = {"criteria": criteria}
+    problems = []
+    if not isinstance(criteria, dict):
+        raise ValidationError([f"criteria must be a JSON object or list, got "
+                               f"{type(criteria).__name__}"])
+    unknown = set(criteria) - _TOP_KEYS
+    if unknown:
+        problems.append(f"unknown top-level keys {sorted(unknown)}; allowed {sorted(_TOP_KEYS)}")
+    items = criteria.get("criteria", [])
+    if not isinstance(items, list):
+        problems.append("'criteria' must be a list of objects")
+        items = []
+    out = []
+    for i, c in enumerate(items):
+        where = f"criteria[{i}]"
+        if not isinstance(c, dict):
+            problems.append(f"{where}: must be an object")
+            continue
+        bad = set(c) - _CRITERION_KEYS
+        if bad:
+            problems.append(f"{where}: unknown keys {sorted(bad)}; allowed "
+                            f"{sorted(_CRITERION_KEYS)}")
+        if not isinstance(c.get("measure"), str) or not c.get("measure"):
+            problems.append(f"{where}: 'measure' (a column name or alias) is required")
+        if "min" not in c and "max" not in c:
+            problems.append(f"{where}: give 'min' and/or 'max'")
+        for b in ("min", "max"):
+            if b in c and (isinstance(c[b], bool) or not isinstance(c[b], (int, float))):
+                problems.append(f"{where}: {b!r} must be a number, got {c[b]!r}")
+        nums = [c.get(b) for b in ("min", "max")]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in nums) \
+                and nums[0] > nums[1]:
+            problems.append(f"{where}: min {c['min']} > max {c['max']}")
+        scope = c.get("scope", "*")
+        if scope != "*" and scope not in cond.SCOPES:
+            problems.append(f"{where}: scope {scope!r} is not one of {list(cond.SCOPES)} or '*'")
+        snr = c.get("snr_db", "*")
+        if not (snr in ("*", "all") or (isinstance(snr, (int, float))
+                                        and not isinstance(snr, bool))):
+            problems.append(f"{where}: snr_db must be a number, 'all' or '*', got {snr!r}")
+        out.append({"task": "*", "model": "*", "bg_id": "*", "scope": "*", "snr_db": "*", **c})
+    nwp = criteria.get("no_worse_than_previous")
+    if nwp is not None and not isinstance(nwp, bool):
+        problems.append(f"'no_worse_than_previous' must be true or false, got {nwp!r}")
+    md = criteria.get("min_diff_pp", cond.DEFAULT_MIN_DIFF_PP)
+    if isinstance(md, bool) or not isinstance(md, (int, float)) or md < 0:
+        problems.append(f"'min_diff_pp' must be a number >= 0, got {md!r}")
+        md = cond.DEFAULT_MIN_DIFF_PP
+    rs = criteria.get("regression_scopes", list(cond.SCOPES))
+    if not isinstance(rs, list) or any(s not in cond.SCOPES for s in rs):
+        problems.append(f"'regression_scopes' must be a list drawn from {list(cond.SCOPES)}")
+        rs = list(cond.SCOPES)
+    prev = criteria.get("previous")
+    if prev is not None:
+        if not isinstance(prev, str):
+            problems.append(f"'previous' must be a path string, got {prev!r}")
+            prev = None
+        else:
+            prev = Path(prev)
+            if not prev.is_absolute() and source is not None:
+                prev = (source.parent / prev).resolve()
+    if problems:
+        raise ValidationError([f"{source or 'criteria'}: {p}" for p in problems])
+    return {"criteria": out, "no_worse_than_previous": nwp, "previous": prev,
+            "min_diff_pp": float(md), "regression_scopes": rs, "source": source}
+
+
+def _select(t: pd.DataFrame, c: dict) -> pd.DataFrame:
+    sel = pd.Series(True, index=t.index)
+    for key in ("task", "model", "bg_id", "scope"):
+        v = c.get(key, "*")
+        if v != "*":
+            sel &= t[key].astype(str) == str(v)
+    snr = c.get("snr_db", "*")
+    if snr == "all":
+        sel &= t["snr_db"].isna() & (t["bg_id"].astype(str) != "clean")
+    elif snr != "*":
+        sel &= np.isclose(pd.to_numeric(t["snr_db"], errors="coerce").to_numpy(float),
+                          float(snr))
+    return t[sel]
+
+
+def _measure(t: pd.DataFrame, measure: str):
+    """(values, column used, scale) or None if the measure is unknown for this table."""
+    if measure in t.columns and pd.api.types.is_numeric_dtype(t[measure]):
+        return t[measure].astype(float), measure, 1.0
+    col = MEASURE_ALIASES.get(measure)
+    if col is not None and col in t.columns:
+        fam = set(t["family"].astype(str)) if "family" in t.columns else set()
+        if measure == "delta_wer" and fam - {"asr"} or measure == "delta_acc" and fam - {"kws"}:
+            return None
+        return t[col].astype(float) / 100.0, col, 0.01
+    return None
+
+
+def check_criteria(ws, criteria=None, previous=None, *, tables=None, n_resamples: int = 2000,
+                   seed: int = 0, level: float = 0.95) -> list[dict]:
+    """Test a run against criteria and, optionally, against a previous run.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+        The run under test. Its ``results/tables/conditions_<task>.csv`` are read (computed from
+        the scores when absent).
+    criteria : str, Path, dict or list, optional
+        A criteria file or object (:func:`load_criteria`). None: only the regression check.
+    previous : Workspace or path, optional
+        The previous run (overrides the file's ``previous``). When a previous run is known and
+        ``no_worse_than_previous`` is not false, every condition whose verdict in
+        :func:`compare_runs` (previous → ``ws``) is ``worse`` fails.
+    tables : dict of str -> pandas.DataFrame, optional
+        Condition tables to use instead of reading them.
+    n_resamples, seed, level
+        Bootstrap settings of the regression comparison (and of the tables, if computed).
+
+    Returns
+    -------
+    list of dict
+        One dict per failure: ``kind`` (``threshold``, ``no_match``, ``unknown_measure`` or
+        ``regression``), ``criterion`` (index or None), ``task, model, condition, measure,
+        value, min, max`` where they apply, and a readable ``message``. Empty = pass.
+
+    Raises
+    ------
+    ValidationError
+        If the criteria file is invalid.
+    RunMismatchError
+        If the previous run has other manifests or another normaliser.
+    """
+    spec = load_criteria(criteria) if criteria is not None else {
+        "criteria": [], "no_worse_than_previous": None, "previous": None,
+        "min_diff_pp": cond.DEFAULT_MIN_DIFF_PP, "regression_scopes": list(cond.SCOPES)}
+    failures: list[dict] = []
+    if spec["criteria"]:
+        if tables is None:
+            tables = cond.read_condition_tables(ws.results)
+            if not tables:
+                tables = cond.condition_tables(load_scores(ws),
+                                               n_resamples=n_resamples, seed=seed, level=level,
+                                               min_diff_pp=spec["min_diff_pp"])
+        for i, c in enumerate(spec["criteria"]):
+            failures.extend(_check_one(tables, i, c))
+    prev = previous if previous is not None else spec["previous"]
+    if prev is not None and spec["no_worse_than_previous"] is not False:
+        cmp_ = compare_runs(prev, ws, n_resamples=n_resamples, seed=seed, level=level,
+                            min_diff_pp=spec["min_diff_pp"], scopes=spec["regression_scopes"])
+        for r in cmp_[cmp_["verdict"] == "worse"].itertuples(index=False):
+            failures.append({
+                "kind": "regression", "criterion": None, "task": r.task, "model": r.model,
+                "condition": r.condition, "measure": r.measure, "value": r.change_pp,
+                "min": None, "max": None,
+                "message": (f"{r.task}/{r.model} {r.condition}: worse than the previous run — "
+                            f"{r.measure} {r.a_pp:.1f} → {r.b_pp:.1f} %, change "
+                            f"{r.change_pp:+.1f} pp [{r.ci_low_pp:.1f}, {r.ci_high_pp:.1f}], "
+                            f"p = {r.p_value:.3g}")})
+    elif spec["no_worse_than_previous"]:
+        log.warning("no_worse_than_previous is set but no previous run was given: "
+                    "regression check skipped")
+    return failures
+
+
+def _fmt_bound(c):
+    parts = []
+    if "min" in c:
+        parts.append(f">= {c['min']:g}")
+    if "max" in c:
+        parts.append(f"<= {c['max']:g}")
+    return " and ".join(parts)
+
+
+def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
+    base = {"criterion": i, "task": c["task"], "model": c["model"], "measure": c["measure"],
+            "min": c.get("min"), "max": c.get("max")}
+    out, any_value, any_row = [], False, False
+    for task in sorted(tables):
+        t = tables[task]
+        if t.empty or (c["task"] != "*" and str(c["task"]) != task):
+            continue
+        part = _select(t, c)
+        if part.empty:
+            continue
+        any_row = True
+        got = _measure(part, c["measure"])
+        if got is None:
+            out.append({**base, "kind": "unknown_measure", "task": task, "condition": None,
+                        "value": None,
+                        "message": f"criterion {i}: measure {c['measure']!r} does not exist in "
+                                   f"conditions_{task}.csv"})
+            continue
+        vals = got[0].to_numpy(float)
+        ok = np.isfinite(vals)
+        any_value |= bool(ok.any())
+        lo, hi = c.get("min", -np.inf), c.get("max", np.inf)
+        bad = ok & ((vals < lo) | (vals > hi))
+        for (_, r), v in zip(part[bad].iterrows(), vals[bad]):
+            out.append({**base, "kind": "threshold", "task": r["task"], "model": r["model"],
+                        "condition": r["condition"], "value": float(v),
+                        "message": f"{r['task']}/{r['model']} {r['condition']}: {c['measure']} = "
+                                   f"{v:.4g}, required {_fmt_bound(c)} (criterion {i})"})
+    if not any_row:
+        out.append({**base, "kind": "no_match", "condition": None, "value": None,
+                    "message": f"criterion {i} ({_describe(c)}) selects no condition"})
+    elif not any_value and not any(f["kind"] == "unknown_measure" for f in out):
+        out.append({**base, "kind": "no_match", "condition": None, "value": None,
+                    "message": f"criterion {i} ({_describe(c)}) selects no condition with a "
+                               f"value of {c['measure']!r}"})
+    return out
+
+
+def _describe(c: dict) -> str:
+    return ", ".join(f"{k}={c[k]}" for k in ("task", "model", "scope", "bg_id", "snr_db",
+                                             "measure") if c.get(k, "*") != "*")

@@ -1,0 +1,527 @@
+"""The report of the condition families beyond the background battery (issue 14): tables,
+figure and the list of conditions (notebook 09, section "Beyond additive background").
+
+Two families join the additive backgrounds: ``competing_speech`` (a target under other talkers,
+:mod:`aiplib.stimuli.competing`) and ``channel`` (the phone / codec / room chain, :mod:`aiplib.stimuli.channel`).
+Their score files (:mod:`aiplib.scoring.families`, stage 8) pair every row with the item's clean
+row of the same family, so the statistics are those of the background conditions:
+:mod:`aiplib.analysis.conditions` (paired change against clean with a percentile bootstrap over items,
+exact sign / McNemar test, Benjamini–Hochberg, verdict) and :func:`aiplib.stimuli.competing.
+leakage_summary` (bootstrap over items of Σ leak words / Σ hypothesis words); every table
+records ``n_resamples``, ``seed`` and ``level``. Beside the paper's mean ΔWER / ΔAcc each table
+carries the robust view of :mod:`aiplib.analysis.family_robust` (capped and median ΔWER, loops counted;
+strict ΔAcc, non-answers counted).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aiplib.analysis import conditions as cond
+from aiplib.analysis.family_robust import KWS_ROBUST_COLUMNS, asr_robust, kws_robust
+from aiplib.analysis.figures import save_figure
+from aiplib.analysis.report_tables import Table, _ci, _p, fmt
+from aiplib.analysis.stats import bootstrap_ci
+from aiplib.core.errors import AiplibParameterError
+from aiplib.io.formats import parse_bool
+from aiplib.scoring.families import family_path, read_family_scores
+from aiplib.scoring.family_columns import FAMILIES, LEAK_ASR_COLUMNS, LEAK_KWS_COLUMNS
+from aiplib.sources.corpora.asterisk_langs import DEMO_LANGUAGES, VOICES
+from aiplib.stimuli import competing as comp
+from aiplib.stimuli.channel import CHANNEL_CONDITIONS, describe
+
+__all__ = ["FAMILIES", "NOT_RUN", "leakage_summary", "read_family_scores", "competing_table", "figure_competing_speech",
+           "channel_table", "conditions_listing", "stage7_times", "write_competing", "write_channel",
+           "competing_display", "channel_display"]
+
+
+# ------------------------------------------------------------------------------ competing speech
+def _ratio(a, b, axis=-1):
+    return np.sum(a, axis=axis) / np.sum(b, axis=axis)
+
+
+def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_languages", "target_snr_db"),
+                    task: str = "asr", n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Leakage per condition with percentile bootstrap intervals over items.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        One row per stimulus: the ``by`` columns and, for ``task="asr"``, ``n_hyp_words``,
+        ``n_leak_words``, ``n_leak_insertions`` (:func:`leakage_asr`); for ``"kws"``, ``kws_leak``.
+    by : sequence of str
+        Condition columns.
+    task : {"asr", "kws"}
+    n_resamples : int
+    seed : int
+    level : float
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per condition: the ``by`` columns, ``n_items``; ASR: ``n_hyp_words``,
+        ``leak_share`` (Σ leak words / Σ hypothesis words, resampling items in pairs) with
+        ``leak_share_ci_low/high``, ``leak_insertions_per_item`` (mean) with
+        ``leak_insertions_ci_low/high``; KWS: ``kws_leak_rate`` with ``kws_leak_ci_low/high``;
+        then ``level``, ``n_resamples``, ``seed`` and ``note`` (why an interval is NaN: fewer
+        than 10 items, or no hypothesis words).
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``task`` is unknown or a column is missing.
+    """
+
+    need = {"asr": ["n_hyp_words", "n_leak_words", "n_leak_insertions"], "kws": ["kws_leak"]}
+    if task not in need:
+        raise AiplibParameterError(f"task must be 'asr' or 'kws', got {task!r}")
+    missing = [c for c in [*by, *need[task]] if c not in scores.columns]
+    if missing:
+        raise AiplibParameterError(f"leakage_summary: missing column(s) {missing}")
+    kw = dict(n_resamples=n_resamples, seed=seed, level=level)
+    rows = []
+    for key, g in scores.groupby(list(by), sort=True, dropna=False):
+        row = dict(zip(by, key if isinstance(key, tuple) else (key,)), n_items=len(g))
+        if task == "asr":
+            leak, words = g["n_leak_words"].to_numpy(float), g["n_hyp_words"].to_numpy(float)
+            row["n_hyp_words"] = int(words.sum())
+            if words.sum() > 0:
+                r = bootstrap_ci((leak, words), _ratio, vectorized=True, **kw)
+            else:
+                r = None
+            ins = bootstrap_ci(g["n_leak_insertions"].to_numpy(float), np.mean, vectorized=True, **kw)
+            row.update(leak_share=r.estimate if r else float("nan"),
+                       leak_share_ci_low=r.ci_low if r else float("nan"),
+                       leak_share_ci_high=r.ci_high if r else float("nan"),
+                       leak_insertions_per_item=ins.estimate, leak_insertions_ci_low=ins.ci_low,
+                       leak_insertions_ci_high=ins.ci_high,
+                       note="; ".join(x for x in ((r.note if r else "no hypothesis words"), ins.note) if x))
+        else:
+            k = bootstrap_ci(g["kws_leak"].astype(bool).to_numpy(float), np.mean, vectorized=True, **kw)
+            row.update(kws_leak_rate=k.estimate, kws_leak_ci_low=k.ci_low, kws_leak_ci_high=k.ci_high, note=k.note)
+        row.update(level=level, n_resamples=int(n_resamples), seed=int(seed))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _need(df, cols, what):
+    miss = [c for c in cols if c not in df.columns]
+    if miss:
+        raise AiplibParameterError(f"{what}: score table lacks column(s) {miss}")
+
+
+def _paired(scores, family, scope, kw):
+    """condition_table rows of one scope, keyed on (model, bg_id, snr_db)."""
+    t = cond.condition_table(scores, family, scopes=(scope,), **kw)
+    return t.rename(columns={"bg_id": "condition_id"})
+
+
+def _condition_meta(noisy: pd.DataFrame) -> pd.DataFrame:
+    """Per ``condition_id`` (first-seen order): ``setting``, ``distractor_languages`` and
+    ``same_voice_as_target`` = True when *any* of its rows is a same-voice row (the flag is per
+    item: the demo's es distractor is the voice of the Asterisk items only), never the first row's."""
+    g = noisy.groupby("condition_id", sort=False)
+    return pd.DataFrame({"setting": g["setting"].first(), "distractor_languages": g["distractor_languages"].first(),
+                         "same_voice_as_target": g["same_voice_as_target"].agg(
+                             lambda v: any(parse_bool(x) is True for x in v))})
+
+
+def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_resamples: int = 2000,
+                    seed: int = 0, level: float = 0.95, min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP
+                    ) -> pd.DataFrame:
+    """Per model × distractor condition × SNR: ΔWER, leakage and its floor, ΔAcc, KWS leak rate.
+
+    Parameters
+    ----------
+    asr : pandas.DataFrame
+        Competing-speech ASR scores (``results/scores/competing_speech/asr.csv``): the condition
+        columns of :func:`aiplib.analysis.conditions.condition_table`, ``setting, distractor_languages,
+        same_voice_as_target`` and :data:`LEAK_ASR_COLUMNS`.
+    kws : pandas.DataFrame, optional
+        The KWS scores (:data:`LEAK_KWS_COLUMNS`); without them the KWS columns are NaN.
+    n_resamples, seed, level, min_diff_pp
+        Bootstrap and verdict settings (recorded in every row).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (model, condition_id, snr_db in dB): ``setting, distractor_languages,
+        same_voice_control`` (bool), ``n_items``, ``delta_wer_pp`` with ``delta_wer_ci_low_pp /
+        _high_pp``, beside it the robust view :data:`~aiplib.analysis.family_robust.ASR_ROBUST_COLUMNS`
+        (``delta_wer_capped_pp``, ``median_delta_wer_pp``, ``n_loops``), ``asr_p_bh, asr_verdict``
+        (exact sign test, BH over the family's conditions);
+        ``leak_pct`` (Σ leak words / Σ hypothesis words, %) with ``leak_ci_low_pct / _high_pct``,
+        ``leak_floor_pct`` (the clean hypotheses' share against the same distractor texts),
+        ``leak_mismatch_pct`` (the noisy hypotheses against texts they did not hear, see
+        :mod:`aiplib.scoring.families`), ``leak_insertions_per_item``; ``n_items_kws, delta_acc_pp`` with its interval, ``kws_p_bh,
+        kws_verdict, kws_leak_pct`` with ``kws_leak_ci_low_pct / _high_pct``,
+        ``kws_leak_floor_pct, kws_leak_mismatch_pct``, the KWS robust view
+        :data:`~aiplib.analysis.family_robust.KWS_ROBUST_COLUMNS` (``delta_strict_acc_pp`` with its interval,
+        ``n_non_answers``); ``level, n_resamples, seed, note``. Robust view: :mod:`aiplib.analysis.family_robust`.
+
+    Raises
+    ------
+    AiplibParameterError
+        If a needed column is missing.
+    """
+    _need(asr, ["setting", "distractor_languages", "same_voice_as_target", *LEAK_ASR_COLUMNS], "competing_table")
+    kw = dict(n_resamples=n_resamples, seed=seed, level=level)
+    key = ["model", "condition_id", "snr_db"]
+    a = _paired(asr, "asr", "condition", {**kw, "min_diff_pp": min_diff_pp})
+    rb = asr_robust(a, asr, "condition")
+    t = a[key + ["n_items"]].assign(delta_wer_pp=a["delta_pp"], delta_wer_ci_low_pp=a["ci_low_pp"],
+                                    delta_wer_ci_high_pp=a["ci_high_pp"], **rb, asr_p_bh=a["p_bh"],
+                                    asr_verdict=a["verdict"], note=a["note"])
+    noisy = asr[asr["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
+    by = ("model", "condition_id", "snr_db")
+    lk = leakage_summary(noisy, by=by, task="asr", **kw)
+    fl = noisy[noisy["floor_n_hyp_words"].notna()].drop(columns=["n_hyp_words", "n_leak_words"])
+    fl = fl.rename(columns={"floor_n_hyp_words": "n_hyp_words", "floor_n_leak_words": "n_leak_words"})
+    fl = leakage_summary(fl.assign(n_leak_insertions=0.0), by=by, task="asr", **kw) if len(fl) else \
+        pd.DataFrame(columns=[*by, "leak_share"])
+    mm = noisy[noisy["mismatch_n_leak_words"].notna()].drop(columns=["n_leak_words"])
+    mm = (leakage_summary(mm.rename(columns={"mismatch_n_leak_words": "n_leak_words"}), by=by, task="asr", **kw)
+          if len(mm) else pd.DataFrame(columns=[*by, "leak_share"]))
+    t = (t.merge(lk[[*by, "leak_share", "leak_share_ci_low", "leak_share_ci_high", "leak_insertions_per_item"]],
+                 on=key, how="left")
+         .merge(fl[[*by, "leak_share"]].rename(columns={"leak_share": "floor"}), on=key, how="left")
+         .merge(mm[[*by, "leak_share"]].rename(columns={"leak_share": "mism"}), on=key, how="left"))
+    t = t.assign(leak_pct=100 * t.pop("leak_share"), leak_ci_low_pct=100 * t.pop("leak_share_ci_low"),
+                 leak_ci_high_pct=100 * t.pop("leak_share_ci_high"), leak_floor_pct=100 * t.pop("floor"),
+                 leak_mismatch_pct=100 * t.pop("mism").astype(float))
+    meta = _condition_meta(noisy)
+    if kws is not None and not kws.empty:
+        _need(kws, LEAK_KWS_COLUMNS, "competing_table (KWS)")
+        k = _paired(kws, "kws", "condition", {**kw, "min_diff_pp": min_diff_pp})
+        kn = kws[kws["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
+        kl = leakage_summary(kn.assign(kws_leak=kn["kws_leak"].fillna(False)), by=by, task="kws", **kw)
+        kf = pd.concat([kn[kn[c].notna()].assign(f=kn[c].astype(float)).groupby(list(by))["f"].mean()
+                        .mul(100).rename(name) for c, name in (("kws_leak_floor", "kws_leak_floor_pct"),
+                                                               ("kws_leak_mismatch", "kws_leak_mismatch_pct"))],
+                       axis=1).reset_index()
+        ks = (k[key + ["n_items", "delta_pp", "ci_low_pp", "ci_high_pp", "p_bh", "verdict"]]
+              .rename(columns={"n_items": "n_items_kws", "delta_pp": "delta_acc_pp", "ci_low_pp": "delta_acc_ci_low_pp",
+                               "ci_high_pp": "delta_acc_ci_high_pp", "p_bh": "kws_p_bh", "verdict": "kws_verdict"})
+              .merge(kl[[*by, "kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"]], on=key, how="left")
+              .merge(kf, on=key, how="left").merge(kws_robust(kws, "condition", **kw), on=key, how="left"))
+        for c in ("kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"):
+            ks[c] = 100 * ks[c]
+        ks = ks.rename(columns={"kws_leak_rate": "kws_leak_pct", "kws_leak_ci_low": "kws_leak_ci_low_pct",
+                                "kws_leak_ci_high": "kws_leak_ci_high_pct"})
+        t = t.merge(ks, on=key, how="outer")
+        meta = pd.concat([meta, _condition_meta(kn)])
+        meta = meta[~meta.index.duplicated()]
+    else:
+        for c in ("n_items_kws", "delta_acc_pp", "delta_acc_ci_low_pp", "delta_acc_ci_high_pp", "kws_p_bh",
+                  "kws_verdict", "kws_leak_pct", "kws_leak_ci_low_pct", "kws_leak_ci_high_pct", "kws_leak_floor_pct",
+                  "kws_leak_mismatch_pct", *KWS_ROBUST_COLUMNS):
+            t[c] = math.nan
+    m = meta.reindex(t["condition_id"])
+    t.insert(2, "setting", m["setting"].to_numpy())
+    t.insert(3, "distractor_languages", m["distractor_languages"].to_numpy())
+    t.insert(4, "same_voice_control", [parse_bool(v) is True for v in m["same_voice_as_target"]])
+    t = t.assign(level=float(level), n_resamples=int(n_resamples), seed=int(seed))
+    t["note"] = t.pop("note").fillna("")
+    order = {c: i for i, c in enumerate(meta.index)}  # the manifest's order: single languages, then the cocktail
+    s_order = {s: i for i, s in enumerate(comp.SETTINGS)}
+    return (t.assign(_s=t["setting"].map(s_order).fillna(9), _c=t["condition_id"].map(order))
+            .sort_values(["model", "_s", "_c", "snr_db"]).drop(columns=["_s", "_c"]).reset_index(drop=True))
+
+
+def figure_competing_speech(table: pd.DataFrame, *, model: str | None = None):
+    """Two panels sharing x = SNR (dB): (a) ASR ΔWER (pp), (b) leakage share (%), one line per
+    distractor condition with its 95 % bootstrap band; the same-voice control is dashed and each
+    condition's leakage floor is a thin dotted line.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`competing_table`.
+    model : str, optional
+        The model to draw (default: the first in name order; named in the title).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two axes; x ticks at the table's SNRs.
+    """
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
+
+    if table.empty:
+        raise AiplibParameterError("figure_competing_speech: the table is empty")
+    model = model or sorted(table["model"].unique())[0]
+    t = table[table["model"] == model]
+    snrs = sorted(t["snr_db"].unique())
+    fig = Figure(figsize=(8.6, 3.4), layout="constrained")
+    axes = fig.subplots(1, 2, sharex=True)
+    cmap = colormaps["tab10"]
+    for i, (cid, g) in enumerate(t.groupby("condition_id", sort=False)):
+        g = g.sort_values("snr_db")
+        ls = "--" if bool(g["same_voice_control"].iloc[0]) else "-"
+        label = f"{cid} (same voice)" if ls == "--" else cid
+        for ax, y, lo, hi in ((axes[0], "delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp"),
+                              (axes[1], "leak_pct", "leak_ci_low_pct", "leak_ci_high_pct")):
+            ax.plot(g["snr_db"], g[y], ls, marker="o", ms=3, color=cmap(i % 10), label=label)
+            ax.fill_between(g["snr_db"], g[lo].astype(float), g[hi].astype(float), color=cmap(i % 10), alpha=0.12)
+        axes[1].plot(g["snr_db"], g["leak_floor_pct"], ":", lw=0.8, color=cmap(i % 10))
+    for ax, tag, ylab in zip(axes, "ab", ("ASR ΔWER (pp)", "leak words (% of hypothesis words)")):
+        ax.set_xticks(snrs)
+        ax.set_xlabel("SNR, target over distractor (dB)")
+        ax.set_ylabel(ylab)
+        ax.axhline(0, color="#999999", lw=0.6)
+        ax.set_title(f"({tag}) {model}", fontsize=9, loc="left")
+    axes[1].legend(fontsize=7, frameon=False, loc="best")
+    return fig
+
+
+# ------------------------------------------------------------------------------ channel
+def _params(v) -> str:
+    """``condition_params`` JSON as ``key=value, …`` (the ``transform`` first), text as written."""
+    try:
+        p = json.loads(v) if isinstance(v, str) else dict(v)
+    except (ValueError, TypeError):
+        return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+    return ", ".join(f"{k}={p[k]:g}" if isinstance(p[k], float) else f"{k}={p[k]}"
+                     for k in sorted(p, key=lambda k: (k != "transform", k)))
+
+
+def _channel_order(names) -> list[str]:
+    try:
+        grid = list(CHANNEL_CONDITIONS)
+    except ImportError:  # pragma: no cover - the channel module always imports
+        grid = []
+    names = list(dict.fromkeys(names))
+    return [n for n in grid if n in names] + [n for n in names if n not in grid]
+
+
+def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped: pd.DataFrame | None = None,
+                  n_resamples: int = 2000, seed: int = 0, level: float = 0.95,
+                  min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP) -> pd.DataFrame:
+    """Per model × channel condition: parameters, ΔWER / ΔAcc with intervals, exact test, verdict.
+
+    Parameters
+    ----------
+    asr, kws : pandas.DataFrame
+        Channel scores (``results/scores/channel/<task>.csv``) with ``condition_params`` and
+        ``applied_to``; ``kws`` optional.
+    skipped : pandas.DataFrame, optional
+        ``manifests/channel/skipped.csv`` (``condition, reason``): listed with ``status`` =
+        ``skipped`` and the reason in ``note``.
+    n_resamples, seed, level, min_diff_pp
+        As :func:`aiplib.analysis.conditions.condition_table` (scope ``background``: one channel condition
+        over its single marker SNR 99).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model, condition, parameters, applied_to, status`` (``run`` / ``skipped``), ``n_items,
+        wer_pp, clean_wer_pp, delta_wer_pp, delta_wer_ci_low_pp, delta_wer_ci_high_pp,
+        delta_wer_capped_pp, median_delta_wer_pp, n_loops, asr_test, asr_p_bh, asr_verdict,
+        n_items_kws, acc_pp, clean_acc_pp, delta_acc_pp, delta_acc_ci_low_pp, delta_acc_ci_high_pp,
+        kws_test, kws_p_bh, kws_verdict, delta_strict_acc_pp, delta_strict_acc_ci_low_pp,
+        delta_strict_acc_ci_high_pp, n_non_answers, level, n_resamples, seed, note`` (the robust
+        view: :mod:`aiplib.analysis.family_robust`; the KWS columns only with ``kws``).
+    """
+    _need(asr, ["condition_params", "applied_to"], "channel_table")
+    kw = dict(n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=min_diff_pp)
+    key = ["model", "condition_id"]
+    a = _paired(asr, "asr", "background", kw)
+    t = a[key + ["n_items", "wer_pp", "clean_wer_pp"]].assign(
+        delta_wer_pp=a["delta_pp"], delta_wer_ci_low_pp=a["ci_low_pp"], delta_wer_ci_high_pp=a["ci_high_pp"],
+        **asr_robust(a, asr, "background"), asr_test=a["test"], asr_p_bh=a["p_bh"], asr_verdict=a["verdict"],
+        note=a["note"].fillna(""))
+    if kws is not None and not kws.empty:
+        k = _paired(kws, "kws", "background", kw)
+        t = t.merge(k[key + ["n_items", "acc_pp", "clean_acc_pp", "delta_pp", "ci_low_pp", "ci_high_pp", "test",
+                             "p_bh", "verdict"]].rename(columns={
+                                 "n_items": "n_items_kws", "delta_pp": "delta_acc_pp", "ci_low_pp": "delta_acc_ci_low_pp",
+                                 "ci_high_pp": "delta_acc_ci_high_pp", "test": "kws_test", "p_bh": "kws_p_bh",
+                                 "verdict": "kws_verdict"}).merge(
+            kws_robust(kws, "background", n_resamples=n_resamples, seed=seed, level=level), on=key, how="left"),
+            on=key, how="outer")
+    rows = pd.concat([d for d in (asr, kws) if d is not None])
+    rows = rows[rows["bg_id"] != "clean"].drop_duplicates("bg_id").set_index("bg_id")
+    t.insert(2, "parameters", [_params(v) for v in rows["condition_params"].reindex(t["condition_id"])])
+    t.insert(3, "applied_to", rows["applied_to"].reindex(t["condition_id"]).to_numpy())
+    t.insert(4, "status", "run")
+    if skipped is not None and len(skipped):
+        sk = pd.DataFrame({"model": "", "condition_id": skipped["condition"].astype(str), "parameters": "",
+                           "applied_to": "", "status": "skipped", "note": skipped["reason"].astype(str)})
+        t = pd.concat([t, sk], ignore_index=True)
+    t = t.assign(level=float(level), n_resamples=int(n_resamples), seed=int(seed))
+    t["note"] = t.pop("note").fillna("")
+    order = {n: i for i, n in enumerate(_channel_order(t["condition_id"]))}
+    t = (t.assign(_o=t["condition_id"].map(order)).sort_values(["_o", "model"]).drop(columns="_o")
+         .rename(columns={"condition_id": "condition"}).reset_index(drop=True))
+    return t
+
+
+# ------------------------------------------------------------------------------ every condition
+def _voice(lang: str, table: pd.DataFrame | None, demo_voices: dict) -> dict:
+    """Voice, credit, licence, source and same-voice flag of one distractor language: from the run's
+    distractor table when given (its first row of ``lang``), else the demo's list."""
+    if table is None or "language" not in table or not (table["language"] == lang).any():
+        return demo_voices.get(lang, {})
+    r = table[table["language"] == lang].iloc[0]
+    get = lambda c: str(r[c]) if c in r.index and str(r[c]) not in ("", "nan") else None  # noqa: E731
+    return dict(voice=get("voice") or "?", credit=get("attribution") or "?", licence=get("licence") or "?",
+                source=get("source"),
+                same_voice_as_target=any(parse_bool(v) is True for v in table.loc[table["language"] == lang,
+                                                                               "same_voice_as_target"]))
+
+
+def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFrame | None = None, *,
+                       distractors: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every condition of the two families with its parameters and source (the report's list).
+
+    Parameters
+    ----------
+    competing : pandas.DataFrame, optional
+        Competing-speech score or manifest rows (``background_id``/``bg_id``, ``setting``,
+        ``distractor_languages``, ``same_voice_as_target``, ``snr_db``); default: the grid of
+        :func:`aiplib.stimuli.competing.condition_grid` over :data:`aiplib.sources.corpora.asterisk_langs.DEMO_LANGUAGES`.
+    channel : pandas.DataFrame, optional
+        Channel score or manifest rows (``applied_to``): where each transform was applied in the
+        run; default :func:`aiplib.stimuli.channel.describe`'s ``applies_to``.
+    distractors : pandas.DataFrame, optional
+        The run's distractor table (``raw/distractors/distractors.csv``: ``language, voice,
+        source, licence, attribution``): voices and sources are read from it (a user's folder
+        on paper/custom); default the demo's Debian Asterisk voices.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``family, condition, parameters, applied_to, source, status`` (``run`` / ``available``
+        / ``skipped: <reason>``).
+    """
+
+    if competing is not None and len(competing):
+        c = competing.rename(columns={"background_id": "bg_id"})
+        c = c[c["bg_id"] != "clean"]
+        snr = pd.to_numeric(c["snr_db"], errors="coerce")
+        groups = [(cid, str(g["setting"].iloc[0]), str(g["distractor_languages"].iloc[0]).split("+"),
+                   sorted(snr[g.index].dropna().astype(int).unique()), "run") for cid, g in c.groupby("bg_id", sort=False)]
+    else:
+        grid = comp.condition_grid(DEMO_LANGUAGES, cocktail=DEMO_LANGUAGES[:comp.COCKTAIL_SIZE])
+        groups = [(cid, s, list(ls), sorted({g["snr_db"] for g in grid if g["condition_id"] == cid}), "available")
+                  for cid, s, ls in dict.fromkeys((g["condition_id"], g["setting"], g["languages"]) for g in grid)]
+    rows = []
+    for cid, setting, langs, snrs, status in groups:
+        voices = [_voice(lang, distractors, VOICES) for lang in langs]
+        same = any(v.get("same_voice_as_target") for v in voices)
+        par = (f"languages={'+'.join(langs)}, voices={'+'.join(v.get('voice', '?') for v in voices)}, "
+               f"SNR={','.join(f'{s:g}' for s in snrs)} dB (target over total distractor power), "
+               f"gap={comp.GAP_S:g} s, each utterance at -23 LUFS"
+               + (f", {len(langs)} streams at equal power" if setting == "cocktail" else "")
+               + (", same voice as the target (control)" if same else ""))
+        src = "; ".join(f"{v.get('source') or f'Debian asterisk-core-sounds-{lang}(-g722)'}: "
+                        f"{v.get('credit', '?')}, {v.get('licence', '?')}" for lang, v in zip(langs, voices))
+        rows.append(dict(family=comp.FAMILY, condition=cid, parameters=par, applied_to="target speech (mixed)",
+                         source=src, status=status))
+
+    d = describe()
+    run = {}
+    if channel is not None and len(channel):
+        ch = channel.rename(columns={"background_id": "bg_id"})
+        run = ch[ch["bg_id"] != "clean"].drop_duplicates("bg_id").set_index("bg_id")["applied_to"].to_dict()
+    for r in d.itertuples(index=False):
+        status = ("run" if r.condition in run else "available") if r.available else f"skipped: {r.skip_reason}"
+        rows.append(dict(family="channel", condition=r.condition, parameters=r.parameters,
+                         applied_to=run.get(r.condition, r.applies_to), source=r.source or "", status=status))
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------ notebook 09
+NOT_RUN = "not run: make all SUITE=all"
+"""What a cell of notebook 09's family section prints when its family has no scores."""
+
+
+def stage7_times(ws) -> pd.DataFrame | None:
+    """The last stage-7 time of each family (``checks/stage7_families.csv``, rows with
+    ``n_run > 0``), or None when the file does not exist."""
+    p = Path(ws.root) / "checks" / "stage7_families.csv"
+    if not p.is_file():
+        return None
+    t = pd.read_csv(p, dtype=str, keep_default_na=False)
+    if "n_run" in t.columns:
+        t = t[pd.to_numeric(t["n_run"], errors="coerce").fillna(0) > 0]
+    return t.drop_duplicates("condition_family", keep="last").reset_index(drop=True)
+
+
+def write_competing(ws, scores: dict, **kw) -> pd.DataFrame:
+    """:func:`competing_table` of ``scores`` (``{"asr", "kws"}``) written to
+    ``results/tables/competing_speech.csv`` and its figure to ``results/figures/
+    figure_competing_speech.png/.pdf`` (:func:`aiplib.analysis.figures.save_figure`); returns the table."""
+
+    t = competing_table(scores["asr"], scores.get("kws"), **kw)
+    Path(ws.tables_dir).mkdir(parents=True, exist_ok=True)
+    t.to_csv(Path(ws.tables_dir) / "competing_speech.csv", index=False)
+    save_figure(figure_competing_speech(t), ws.figures_dir, "figure_competing_speech")
+    return t
+
+
+def write_channel(ws, scores: dict, **kw) -> pd.DataFrame:
+    """:func:`channel_table` (with ``manifests/channel/skipped.csv`` when present) written to
+    ``results/tables/channel_conditions.csv``; returns the table."""
+    sk = family_path(ws, "channel", "manifests", "skipped.csv")
+    skipped = pd.read_csv(sk, dtype=str, keep_default_na=False) if Path(sk).is_file() else None
+    t = channel_table(scores["asr"], scores.get("kws"), skipped=skipped, **kw)
+    Path(ws.tables_dir).mkdir(parents=True, exist_ok=True)
+    t.to_csv(Path(ws.tables_dir) / "channel_conditions.csv", index=False)
+    return t
+
+
+# ------------------------------------------------------------------------------ display
+def _robust_cells(t: pd.DataFrame, task: str = "asr") -> dict:
+    """The robust view's display columns (:mod:`aiplib.analysis.family_robust`); "–" where not computed."""
+
+    def col(c, f):
+        return t[c].map(f) if c in t else "–"
+
+    signed, count = (lambda v: _ci(v, math.nan, math.nan)), (lambda v: fmt(v, ".0f"))
+    if task == "asr":
+        return {"capped ΔWER pp": col("delta_wer_capped_pp", signed),
+                "median ΔWER pp": col("median_delta_wer_pp", signed), "loops": col("n_loops", count)}
+    return {"Δ strict acc pp": col("delta_strict_acc_pp", signed), "non-answers": col("n_non_answers", count)}
+
+
+def competing_display(t: pd.DataFrame):
+    """:func:`competing_table` formatted for the report (:class:`aiplib.analysis.report_tables.Table`)."""
+
+    return Table(pd.DataFrame({
+        "model": t["model"], "distractor": t["condition_id"], "SNR (dB)": t["snr_db"].map(lambda v: f"{v:g}"),
+        "control": np.where(t["same_voice_control"], "same voice", ""),
+        "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
+        "ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
+                             zip(t["delta_wer_pp"], t["delta_wer_ci_low_pp"], t["delta_wer_ci_high_pp"])],
+        **_robust_cells(t), "ASR verdict": t["asr_verdict"],
+        "leak % [95% CI]": [_ci(e, lo, hi, signed=False) for e, lo, hi in
+                            zip(t["leak_pct"], t["leak_ci_low_pct"], t["leak_ci_high_pct"])],
+        "floor %": t["leak_floor_pct"].map(fmt), "mismatch %": t["leak_mismatch_pct"].map(fmt),
+        "ΔAcc pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
+                             zip(t["delta_acc_pp"], t["delta_acc_ci_low_pp"], t["delta_acc_ci_high_pp"])],
+        "KWS leak % [95% CI]": [_ci(e, lo, hi, signed=False) for e, lo, hi in
+                                zip(t["kws_leak_pct"], t["kws_leak_ci_low_pct"], t["kws_leak_ci_high_pct"])],
+        "KWS floor %": t["kws_leak_floor_pct"].map(fmt), **_robust_cells(t, "kws")}))
+
+
+def channel_display(t: pd.DataFrame):
+    """:func:`channel_table` formatted for the report."""
+
+    return Table(pd.DataFrame({
+        "model": t["model"], "condition": t["condition"], "parameters": t["parameters"],
+        "applied to": t["applied_to"], "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
+        "WER %": t["wer_pp"].map(fmt) if "wer_pp" in t else "",
+        "ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
+                             zip(t["delta_wer_pp"], t["delta_wer_ci_low_pp"], t["delta_wer_ci_high_pp"])],
+        **_robust_cells(t), "p (BH)": t["asr_p_bh"].map(_p), "ASR verdict": t["asr_verdict"].fillna(t["status"]),
+        "ΔAcc pp [95% CI]": ([_ci(e, lo, hi) for e, lo, hi in
+                              zip(t["delta_acc_pp"], t["delta_acc_ci_low_pp"], t["delta_acc_ci_high_pp"])]
+                             if "delta_acc_pp" in t else "–"),
+        "KWS verdict": t["kws_verdict"].fillna("") if "kws_verdict" in t else "",
+        **_robust_cells(t, "kws"), "note": t["note"]}))

@@ -1,0 +1,330 @@
+"""Provenance: a JSON sidecar next to every results file, and one record for the whole run.
+
+A results file ``results/<dir>/<name>.<ext>`` gets ``results/<dir>/<name>.json`` (the convention
+of ``results/scores/<task>.json``, whose scoring metadata is kept: provenance is merged in under
+the key ``"provenance"``). ``report.md`` and ``report.html`` share ``report.json``; a figure's
+PNG and PDF share one sidecar. ``results/provenance.json`` holds the run-level record, which is
+what :func:`aiplib.analysis.comparison.compare_runs` reads to refuse comparing runs of different manifests or
+normalisers.
+
+What is recorded (:func:`collect_provenance`): the text normaliser name and version (the one the
+scores were made with, from the scores sidecars; else the installed one), every model with its
+registry revision, weights and weights hash (from ``inference/<model>/run_log.jsonl``), the
+prompts of every task (:data:`aiplib.inference.prompts.TASKS`, :data:`aiplib.inference.prompts.PROMPTS`) and the
+prompt ids actually scored, the SHA-256 of each manifest (:func:`aiplib.stimuli.manifests.manifest_hash`)
+and its first seed, the aiplib / Python / package versions, and the analysis seed and bootstrap
+settings. Per file: its path relative to ``results/``, size and SHA-256. No time stamps, so
+re-running on the same inputs gives the same bytes.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import platform
+from pathlib import Path
+
+from aiplib.core import __version__
+from aiplib.core.errors import AiplibError
+from aiplib.core.hashing import sha256_file
+from aiplib.core.tasks import FAMILIES, task_file
+from aiplib.core.textnorm import NORMALIZER_NAME, NORMALIZER_VERSION
+from aiplib.core.versions import package_versions
+from aiplib.inference.models import get_entry
+from aiplib.inference.prompts import PROMPTS, TASKS, get_prompt_set, prompt_set_record
+from aiplib.io.formats import read_inference_jsonl, read_manifest_meta, write_json_atomic
+from aiplib.stimuli.manifests import manifest_hash
+
+__all__ = [
+    "PROVENANCE_FILE",
+    "SIDECAR_KEY",
+    "collect_provenance",
+    "write_sidecar",
+    "annotate_results",
+    "read_provenance",
+]
+
+log = logging.getLogger(__name__)
+
+PROVENANCE_FILE = "provenance.json"
+"""Run-level record, directly under ``results/``."""
+
+SIDECAR_KEY = "provenance"
+"""Key under which a sidecar holds the provenance (other keys of an existing sidecar are kept)."""
+
+_PACKAGES = ("numpy", "scipy", "pandas", "jiwer", "openai-whisper", "matplotlib")
+"""Distributions whose versions every provenance record holds (``openai-whisper`` supplies the
+Whisper-style normaliser, :mod:`aiplib.core.textnorm_whisper`)."""
+
+
+def _versions() -> dict:
+
+    return {"aiplib": __version__, "python": platform.python_version(), **package_versions(_PACKAGES)}
+
+
+def _read_json(p: Path) -> dict | None:
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _models(ws, scored_models) -> dict:
+    """Model id → what its last successful run logged (revision, weights, hash, path)."""
+    out = {}
+    inf = Path(ws.inference)
+    names = set(scored_models)
+    if inf.is_dir():
+        names |= {p.name for p in inf.iterdir() if (p / "run_log.jsonl").is_file()}
+    for m in sorted(names):
+        rec = {"id": m, "revision": None, "weights": None, "weights_sha256": None,
+               "decoding_path": None, "window": None, "versions": None}
+        log_p = inf / m / "run_log.jsonl"
+        if log_p.is_file():
+            rows, _ = read_inference_jsonl(log_p, require_id=False)
+            na = [r for r in rows if r.get("event") == "not_applicable"]
+            if na:  # a model that takes no task prompt: its steering tasks were not run
+                rec["not_applicable"] = dict(na[-1].get("tasks") or {})
+            runs = [r for r in rows if r.get("event", "run") == "run"]
+            if runs:
+                last = runs[-1]
+                rec.update(revision=last.get("revision"), weights=last.get("weights"),
+                           weights_sha256=last.get("weights_sha256"),
+                           decoding_path=last.get("decoding", last.get("path")), window=last.get("window"),
+                           versions=last.get("versions"))
+        if rec["revision"] is None:
+            try:
+
+                e = get_entry(m)
+                rec.update(revision=getattr(e, "revision", None),
+                           weights=rec["weights"] or getattr(e, "weights", None))
+                rec["revision_source"] = "registry (no run_log.jsonl entry)"
+            except Exception:  # noqa: BLE001 - an unknown id is recorded as such
+                rec["revision_source"] = "unknown (no run log, not in the registry)"
+        else:
+            rec["revision_source"] = "inference/<model>/run_log.jsonl"
+        out[m] = rec
+    return out
+
+
+def _paper_set_offline(ws) -> dict:
+    """The ``paper`` prompt set's record without a download: from the cached copy of the authors'
+    file (``raw/prompts/<commit>/``) when stage 7 fetched it, else the set's name and source with
+    no texts (``tasks`` empty, ``fetched`` false) — never the built-in set's texts."""
+
+    spec = task_file()["prompt_sets"]["paper"]
+    src = spec["source"]
+    cached = Path(ws.raw) / "prompts" / src["commit"] / Path(src["path"]).name
+    if cached.is_file():
+        try:
+            return prompt_set_record(get_prompt_set("paper", ws=ws))
+        except Exception as exc:  # noqa: BLE001 - a bad cached copy: recorded, not fatal here
+            log.warning("paper prompt set not read from %s: %s", cached, exc)
+    return {"prompt_set": "paper", "kws_answer": spec["kws_answer"],
+            "source": {"kind": "url", "repo": src.get("repo"), "base_url": src["base_url"],
+                       "commit": src["commit"], "path": src["path"], "fetched": False},
+            "sha256": None, "variable": src.get("variable", "PROMPTS"), "texts_sha256": None,
+            "tasks": {}, "other_keys": [],
+            "note": "the texts are those of the authors' file at this commit; not fetched when scoring"}
+
+
+def _prompt_set_used(ws) -> dict | None:
+    """The prompt-set record (name, source, SHA-256, texts) of the latest stage-7 run, read from
+    ``inference/*/run_log.jsonl`` (not re-resolved: that could need a download); else the
+    profile's set as resolved offline, or None when it cannot be."""
+    best = None
+    inf = Path(ws.inference)
+    for log_p in sorted(inf.glob("*/run_log.jsonl")) if inf.is_dir() else []:
+        rows, _ = read_inference_jsonl(log_p, require_id=False)
+        for r in rows:
+            if isinstance(r.get("prompt_set"), dict) and (best is None or str(r.get("end", "")) >= best[0]):
+                best = (str(r.get("end", "")), r["prompt_set"])
+    if best:
+        return best[1]
+    if getattr(ws, "profile", None) == "paper":
+        return _paper_set_offline(ws)  # the authors' file is fetched by stage 7, never by a report
+    try:
+
+        return prompt_set_record(get_prompt_set(getattr(ws, "profile", None), ws=ws))
+    except Exception:  # noqa: BLE001 - an unknown profile name: no record
+        return None
+
+
+def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=None) -> dict:
+    """The run-level provenance record of a workspace.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+    seed, n_resamples, level : optional
+        Analysis settings (bootstrap seed, resamples, interval coverage) to record.
+    extra : dict, optional
+        Merged in last (e.g. ``{"min_diff_pp": 2.0}``).
+
+    Returns
+    -------
+    dict
+        Keys ``profile, aiplib_version, versions, normalizer {name, version, source},
+        models {id: {revision, weights, weights_sha256, decoding_path, window, versions,
+        revision_source}}, tasks {task: {family, variant, prompt_id, text}}, prompt_ids_scored
+        {task: {model: {prompt_id: n}}}, manifests {family: {sha256, seed_start, n_rows}},
+        analysis {seed, n_resamples, level}`` plus ``extra``.
+    """
+
+    results = Path(ws.results)
+    scores_dir = results / "scores"
+    norms, prompt_ids, scored_models = {}, {}, set()
+    for side in sorted(scores_dir.glob("*.json")) if scores_dir.is_dir() else []:
+        meta = _read_json(side) or {}
+        if "normalizer" in meta and isinstance(meta["normalizer"], dict):
+            n = meta["normalizer"]
+            norms[(n.get("name"), n.get("version"))] = side.stem
+        if "prompt_ids" in meta:
+            prompt_ids[side.stem] = meta["prompt_ids"]
+            scored_models |= set(meta["prompt_ids"])
+    if len(norms) > 1:
+        log.warning("score files were made with different normalisers: %s", sorted(norms))
+    if norms:
+        (name, version), _ = sorted(norms.items(), key=lambda kv: str(kv[0]))[0]
+        normalizer = {"name": name, "version": version, "source": "results/scores/*.json"}
+        if len(norms) > 1:
+            normalizer["conflict"] = [list(k) for k in sorted(norms, key=str)]
+    else:
+        normalizer = {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION,
+                      "source": "installed (no score sidecar found)"}
+    manifests = {}
+    for fam in FAMILIES:
+        p = ws.manifest_csv(fam)
+        if not p.is_file():
+            continue
+
+        meta = read_manifest_meta(ws, fam)
+        manifests[fam] = {"sha256": manifest_hash(ws, fam), "seed_start": meta.get("seed_start"),
+                          "n_rows": meta.get("n_rows"), "file": f"manifests/{fam}.csv"}
+    ps_rec = _prompt_set_used(ws)
+    tasks = {t: {"family": fam, "variant": var, **PROMPTS[(fam, var)]}
+             for t, (fam, var) in TASKS.items()}
+    if ps_rec:
+        known = ps_rec.get("tasks") or {}
+        for t in tasks:
+            if t in known:
+                tasks[t].update(prompt_id=known[t].get("prompt_id"), text=known[t].get("text"))
+            elif not known:  # a set whose texts were not fetched: never the built-in texts
+                tasks[t].update(prompt_id=None, text=None)
+            tasks[t]["prompt_set"] = ps_rec.get("prompt_set")
+    rec = {
+        "profile": getattr(ws, "profile", None),
+        "aiplib_version": __version__,
+        "versions": _versions(),
+        "normalizer": normalizer,
+        "models": _models(ws, scored_models),
+        "tasks": tasks,
+        "prompt_ids_scored": prompt_ids,
+        "prompt_set": ps_rec,
+        "manifests": manifests,
+        "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level},
+    }
+    if extra:
+        rec.update(extra)
+    return rec
+
+
+def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
+    """Write (or update) the JSON sidecar of one results file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The results file (must exist). Its sidecar is ``<dir>/<stem>.json``.
+    root : str or Path, optional
+        Folder the recorded file path is relative to (default: the file's folder).
+    provenance : dict, optional
+        A run-level record (:func:`collect_provenance`) to embed.
+    **info
+        More keys to record (e.g. ``seed=0``, ``model="whisper_tiny_en"``).
+
+    Returns
+    -------
+    pathlib.Path
+        The sidecar. An existing sidecar keeps its other keys; ``"provenance"`` is replaced.
+        Under it, ``files`` lists every file sharing the stem (``report.md`` and
+        ``report.html``; a figure's PNG and PDF) with its size and SHA-256.
+
+    Raises
+    ------
+    AiplibError
+        If ``path`` does not exist or is itself a ``.json`` file.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise AiplibError(f"{p}: no such results file; cannot write its sidecar")
+    if p.suffix == ".json":
+        raise AiplibError(f"{p} is a JSON file; sidecars are written for data files only")
+    side = p.with_suffix(".json")
+    base = Path(root) if root is not None else p.parent
+    obj = _read_json(side) if side.is_file() else None
+    obj = obj or {}
+    siblings = sorted(q for q in p.parent.glob(f"{p.stem}.*")
+                      if q.is_file() and q.suffix not in (".json", ".part") and q.stem == p.stem)
+
+    def rel(q):
+        try:
+            return q.resolve().relative_to(base.resolve()).as_posix()
+        except ValueError:
+            return str(q)
+
+    files = [{"file": rel(q), "bytes": q.stat().st_size, "sha256": sha256_file(q)}
+             for q in siblings]
+    obj[SIDECAR_KEY] = {"files": files, **(provenance or {}), **info}
+    return write_json_atomic(obj, side)
+
+
+def annotate_results(ws, *, seed=None, n_resamples=None, level=None, extra=None,
+                     exclude=()) -> list[Path]:
+    """Write ``results/provenance.json`` and a sidecar for every results file.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+    seed, n_resamples, level, extra
+        Passed to :func:`collect_provenance`.
+    exclude : sequence of str
+        File names to skip.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The run record first, then every sidecar written (one per stem and folder).
+    """
+    results = Path(ws.results)
+    results.mkdir(parents=True, exist_ok=True)
+    rec = collect_provenance(ws, seed=seed, n_resamples=n_resamples, level=level, extra=extra)
+    run = results / PROVENANCE_FILE
+    write_json_atomic(rec, run)
+    written, done = [run], set()
+    for p in sorted(results.rglob("*")):
+        if (not p.is_file() or p.suffix in (".json", ".part") or p.name in exclude
+                or p.name.startswith(".")):
+            continue
+        key = (p.parent, p.stem)
+        if key in done:
+            continue
+        done.add(key)
+        written.append(write_sidecar(p, root=results, provenance=rec))
+    return written
+
+
+def read_provenance(results_dir) -> dict:
+    """The run record ``<results_dir>/provenance.json``.
+
+    Raises
+    ------
+    AiplibError
+        If it is missing or not valid JSON (say which file).
+    """
+    p = Path(results_dir) / PROVENANCE_FILE
+    obj = _read_json(p) if p.is_file() else None
+    if obj is None:
+        raise AiplibError(f"{p} is missing or unreadable: the run's manifests and normaliser "
+                          "cannot be verified (run stage 9, notebook 09, first)")
+    return obj

@@ -1,0 +1,278 @@
+"""The run comparison, pass/fail criteria for CI, and the rendering of the report.
+
+The report is notebook 09 (``notebooks/09_make_figures.py``), the Results section: every table
+and figure in its own cell under its caption. :func:`render_report` turns the *executed*
+notebook into ``results/report.html`` (nbconvert, code hidden, figures embedded as ``data:``
+URIs so the page is one self-contained file, a table of contents, links to every CSV/PDF under
+``results/``) and ``results/report.md`` (figures linked to ``figures/<name>.png``). ``make``
+calls it after stage 9 succeeds (``python -m aiplib.analysis.report --render <executed 09>``).
+
+:func:`aiplib.analysis.comparison.compare_runs` pairs two runs by (model, stimulus id) and reports, per condition, the
+paired change B − A with a bootstrap interval over items, an exact test and a verdict. It refuses
+(:class:`~aiplib.analysis.comparison.RunMismatchError`) to compare runs whose manifests (SHA-256) or text normalisers (name or
+version) differ: their numbers would not be about the same stimuli or the same scoring.
+
+:func:`aiplib.analysis.criteria.check_criteria` tests a run against a criteria file and, optionally, against a previous
+run; ``python -m aiplib.analysis.report --criteria criteria.json [--previous PATH]`` exits with status
+:data:`EXIT_CRITERIA_FAILED` (3) when anything fails, for use in CI. The comparison lives in
+:mod:`aiplib.analysis.comparison` and the criteria (file format included) in :mod:`aiplib.analysis.criteria`.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import logging
+import re
+import sys
+from pathlib import Path
+
+from aiplib.analysis import conditions as cond
+from aiplib.analysis.criteria import check_criteria, load_criteria
+from aiplib.analysis.provenance import read_provenance, write_sidecar
+from aiplib.core.errors import AiplibError
+from aiplib.core.workspace import PROFILES, workspace
+
+__all__ = ["EXIT_CRITERIA_FAILED", "REPORT_HIDE_TAG", "render_report", "main"]
+
+log = logging.getLogger(__name__)
+
+EXIT_CRITERIA_FAILED = 3
+"""Exit status of ``python -m aiplib.analysis.report`` when a criterion fails or a condition got worse
+than in the previous run."""
+
+# ------------------------------------------------------------------------------------ render
+REPORT_HIDE_TAG = "report-hide"
+"""Cells of notebook 09 with this tag are left out of the report (with the parameter cells)."""
+
+_SKIP_TAGS = {"parameters", "injected-parameters", REPORT_HIDE_TAG}
+
+_CSS = """<style>
+nav.aip-toc{border:1px solid #ddd;background:#fafafa;padding:.4em 1.2em;margin:1em 0;font-size:14px}
+nav.aip-toc ul{margin:.2em 0;padding-left:1.2em} nav.aip-toc li.h3{margin-left:1.2em;font-size:13px}
+table.tbl{border-collapse:collapse;font-size:12px} table.tbl td,table.tbl th{text-align:left;
+vertical-align:top;padding:3px 7px} td.worse{color:#b00020;font-weight:600}
+td.better{color:#1b7d2c;font-weight:600} td.same{color:#666}
+main{max-width:1250px;margin:auto}
+</style>"""
+
+
+def _report_cells(nb) -> list:
+    """The cells that go into the report: no parameter or hidden cells, no printed text (stdout
+    and stderr are the log; results are displayed), no code cell left without output."""
+    cells = []
+    for c in nb.cells:
+        if _SKIP_TAGS & set(c.get("metadata", {}).get("tags", [])):
+            continue
+        if c.cell_type == "code":
+            c.outputs = [o for o in c.get("outputs", []) if o.get("output_type") != "stream"]
+            if not c.outputs:
+                continue
+        cells.append(c)
+    return cells
+
+
+def _result_files(results: Path) -> list[str]:
+    """Every CSV and PDF under ``results`` (relative POSIX paths, sorted)."""
+    return sorted(p.relative_to(results).as_posix() for p in results.rglob("*")
+                  if p.is_file() and p.suffix in (".csv", ".pdf"))
+
+
+def _output_markdown(o, results: Path, stem: str) -> str:
+    kind = o.get("output_type")
+    if kind == "stream":
+        return "```\n" + "".join(o.get("text", "")).rstrip() + "\n```"
+    if kind == "error":
+        return "```\n" + f"{o.get('ename')}: {o.get('evalue')}" + "\n```"
+    data, meta = o.get("data", {}), o.get("metadata", {})
+    if "text/markdown" in data:
+        return "".join(data["text/markdown"]).strip()
+    if "image/png" in data:
+        rel = meta.get("aip_file")
+        if not rel:                                   # an image without a file: write one
+            rel = f"report_files/{stem}.png"
+            (results / "report_files").mkdir(exist_ok=True)
+            (results / rel).write_bytes(base64.b64decode("".join(data["image/png"])))
+        return f"![{Path(rel).stem}]({rel})"
+    if "text/html" in data:
+        return "".join(data["text/html"]).strip()
+    if "text/plain" in data:
+        return "```\n" + "".join(data["text/plain"]).rstrip() + "\n```"
+    return ""
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+def render_report(executed_nb, results_dir) -> dict:
+    """Render ``report.html`` and ``report.md`` from the executed notebook 09.
+
+    Parameters
+    ----------
+    executed_nb : str or Path
+        Notebook 09 executed by papermill (``data/<profile>/executed/09_make_figures.ipynb``).
+    results_dir : str or Path
+        The run's ``results`` folder; the report is written there and links its files
+        relative to it.
+
+    Returns
+    -------
+    dict
+        ``report_html, report_md`` (paths), ``toc`` (list of ``(level, anchor, title)`` of the
+        h2/h3 headings, in order), ``figures`` (number of embedded images), ``files`` (the
+        CSV/PDF paths linked), ``sidecar`` (``report.json`` or None without ``provenance.json``).
+
+    Raises
+    ------
+    AiplibError
+        If the notebook does not exist or holds no executed output (run stage 9 first).
+
+    Notes
+    -----
+    HTML: nbconvert's ``HTMLExporter`` (lab template) with the code hidden (``--no-input``);
+    every ``image/png`` output is a ``data:`` URI, and the template's remote scripts (require.js,
+    MathJax) are removed, so the page needs no other file and no network. A table of contents of
+    the h2/h3 headings is put after the first cell, and a last section links every CSV/PDF
+    under ``results/``. Markdown: markdown cells as written; outputs as their ``text/markdown``
+    form (the :class:`aiplib.analysis.report_tables.Table` pipe tables), figures as links to
+    ``figures/<name>.png`` (output metadata ``aip_file``), other outputs as HTML or text.
+    """
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    executed_nb, results = Path(executed_nb), Path(results_dir)
+    if not executed_nb.is_file():
+        raise AiplibError(f"{executed_nb} does not exist: run stage 9 first (make 09)")
+    nb = nbformat.read(executed_nb, as_version=4)
+    if not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
+        raise AiplibError(f"{executed_nb} has no outputs: render the executed copy of notebook 09")
+    nb.cells = _report_cells(nb)
+    results.mkdir(parents=True, exist_ok=True)
+    files = _result_files(results)
+    title = next((m.group(1).strip() for c in nb.cells if c.cell_type == "markdown"
+                  for m in [re.search(r"^# (.+)$", c.source, re.M)] if m), "AIP-Speech report")
+    nb.cells.append(nbformat.v4.new_markdown_cell(
+        "## Files\n\nEvery table (CSV) and figure (PDF) of this run, relative to `results/` "
+        "(each has a JSON provenance sidecar of the same name):\n\n"
+        + ("\n".join(f"- [{f}]({f})" for f in files) or "_(none)_")))
+    nb.metadata["title"] = title
+
+    quiet = logging.getLogger("aiplib.analysis.report.nbconvert")   # alt texts are set below
+    quiet.setLevel(logging.ERROR)
+    exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
+                            exclude_output_prompt=True, log=quiet)
+    body, _ = exporter.from_notebook_node(nb)
+    body = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", body)
+    alts = iter([o.get("metadata", {}).get("aip_file", "figure") for c in nb.cells
+                 if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})])
+    body = re.sub(r'alt="No description has been provided for this image"',
+                  lambda m: f'alt="{html.escape(Path(next(alts, "figure")).stem)}"', body)
+    toc = [(int(lvl), anchor, re.sub(r"<[^>]+>", "", text).strip())
+           for lvl, anchor, text in re.findall(
+               r'<h([23]) id="([^"]+)">(.*?)<a class="anchor-link"', body, flags=re.S)]
+    nav = ('<nav class="aip-toc"><strong>Contents</strong><ul>' + "".join(
+        f'<li class="h{lvl}"><a href="#{a}">{t}</a></li>' for lvl, a, t in toc) + "</ul></nav>")
+    cells_at = [m.start() for m in re.finditer(r'<div class="jp-Cell ', body)]
+    at = cells_at[1] if len(cells_at) > 1 else body.find("</main>")
+    body = body[:at] + nav + "\n" + body[at:]
+    body = body.replace("</head>", _CSS + "\n</head>", 1)
+    html_path = results / "report.html"
+    html_path.write_text(body, encoding="utf-8")
+
+    parts = []
+    for i, c in enumerate(nb.cells):
+        if c.cell_type == "markdown":
+            parts.append(c.source.strip())
+            if i == 0 and toc:
+                parts.append("\n".join(("  " if lvl == 3 else "") + f"- [{t}](#{_slug(t)})"
+                                       for lvl, _, t in toc))
+        elif c.cell_type == "code":
+            parts += [s for k, o in enumerate(c.outputs)
+                      if (s := _output_markdown(o, results, f"cell{i}_{k}"))]
+    md_path = results / "report.md"
+    md_path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+
+    sidecar = None
+    if (results / "provenance.json").is_file():
+
+        sidecar = write_sidecar(md_path, root=results, provenance=read_provenance(results))
+    return {"report_html": html_path, "report_md": md_path, "toc": toc,
+            "figures": len(re.findall(r'<img[^>]*\ssrc="data:image/png;base64,', body)),
+            "files": files,
+            "sidecar": sidecar}
+
+
+# ------------------------------------------------------------------------------------------ CLI
+def main(argv=None) -> int:
+    """``python -m aiplib.analysis.report``: render the report, or check criteria / regressions.
+
+    ``--render NOTEBOOK`` writes ``results/report.html`` and ``.md`` from the executed notebook
+    09 (:func:`render_report`). Otherwise the condition tables are recomputed and written (unless
+    ``--check-only``) and the criteria checked.
+
+    Exit status: 0 pass; :data:`EXIT_CRITERIA_FAILED` (3) when a criterion fails or a condition
+    got worse than the previous run; 1 on an aiplib error (missing scores or notebook, invalid
+    criteria file, runs that cannot be compared); 2 on bad arguments.
+    """
+
+    ap = argparse.ArgumentParser(
+        prog="python -m aiplib.analysis.report",
+        description="Render results/report.html and .md from the executed notebook 09 "
+                    "(--render), or check criteria (exit status 3 on failure).")
+    ap.add_argument("--profile", default="demo", choices=PROFILES)
+    ap.add_argument("--data-root", default=None, help="parent of the profile folders "
+                    "(default $AIP_DATA_ROOT, else <repo>/data)")
+    ap.add_argument("--render", default=None, metavar="NOTEBOOK",
+                    help="executed notebook 09 to render into the profile's results/")
+    ap.add_argument("--criteria", default=None, help="criteria JSON file")
+    ap.add_argument("--previous", default=None,
+                    help="previous run: workspace root or results folder with provenance.json")
+    ap.add_argument("--n-resamples", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--level", type=float, default=0.95)
+    ap.add_argument("--min-diff", type=float, default=None,
+                    help="minimum change in pp for a worse/better verdict (default: the "
+                         "criteria file's min_diff_pp, else 2)")
+    ap.add_argument("--check-only", action="store_true",
+                    help="do not recompute the condition tables; check the existing ones")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        ws = workspace(args.profile, data_root=args.data_root)
+        if args.render:
+            out = render_report(args.render, ws.results)
+            print(f"report: {out['report_html']} ({out['figures']} figures embedded, "
+                  f"{len(out['toc'])} sections) and {out['report_md']}")
+            return 0
+        spec = load_criteria(args.criteria) if args.criteria else None
+        min_diff = args.min_diff if args.min_diff is not None else (
+            spec["min_diff_pp"] if spec else cond.DEFAULT_MIN_DIFF_PP)
+        if spec is not None:
+            spec = {**{k: v for k, v in spec.items() if k not in ("source",)},
+                    "previous": str(spec["previous"]) if spec["previous"] else None,
+                    "min_diff_pp": min_diff}
+        elif args.previous:
+            spec = {"criteria": [], "min_diff_pp": min_diff}
+        kw = dict(n_resamples=args.n_resamples, seed=args.seed, level=args.level)
+        if not args.check_only:
+            written = cond.write_condition_tables(ws, min_diff_pp=min_diff, **kw)
+            print("condition tables: " + ", ".join(str(p) for p in written.values()))
+        failures = check_criteria(ws, spec, args.previous, **kw)
+    except AiplibError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if failures:
+        print(f"criteria FAILED ({len(failures)}):", file=sys.stderr)
+        for f in failures[:50]:
+            print(f"  - {f['message']}", file=sys.stderr)
+        if len(failures) > 50:
+            print(f"  … and {len(failures) - 50} more", file=sys.stderr)
+        return EXIT_CRITERIA_FAILED
+    if args.criteria or args.previous:
+        print("criteria passed")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

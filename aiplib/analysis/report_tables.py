@@ -1,0 +1,405 @@
+"""The display form of the results: the tables notebook 09 (the Results section) shows.
+
+Notebook 09 computes nothing itself: it calls :mod:`aiplib.analysis.figures`, :mod:`aiplib.analysis.conditions` and
+:mod:`aiplib.analysis.stats`, then shows their tables through the functions here, which only choose,
+rename and format columns (percentages to one decimal, ``estimate [low, high]`` intervals,
+p-values) and wrap the result in :class:`Table`, a display object with an HTML form (the notebook
+and ``report.html``) and a Markdown form (``report.md``, see :func:`aiplib.analysis.report.render_report`).
+
+Formatting conventions: a missing or non-finite number is ``–``; percentages and percentage
+points (``pp``) to one decimal; p-values to three decimals (two significant digits below 0.001);
+long responses are cut to :data:`MAX_WORDS` words with ``… +N words`` (:func:`cap_words`).
+"""
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aiplib.analysis.conditions import condition_label
+from aiplib.analysis.stats import worst_stimuli
+from aiplib.io.formats import read_inference_jsonl
+
+__all__ = [
+    "MAX_WORDS",
+    "Table",
+    "cap_words",
+    "fmt",
+    "show_figure",
+    "summary_table",
+    "condition_display",
+    "worst_display",
+    "table2_display",
+    "table3_display",
+    "table4_display",
+    "table4_authors_display",
+    "table5_display",
+    "comparison_display",
+    "provenance_lines",
+]
+
+MAX_WORDS = 30
+"""Responses longer than this many words are cut in the worst-stimuli table (``… +N words``)."""
+
+
+# ------------------------------------------------------------------------------ formatting
+def _text(col: pd.Series) -> pd.Series:
+    """A column as strings, missing values as ``""``."""
+    return col.astype(object).where(col.notna(), "").astype(str)
+
+
+def fmt(v, spec: str = ".1f", none: str = "–") -> str:
+    """A number formatted with ``spec``; ``none`` for None / NaN / inf; a non-number as ``str(v)``."""
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return none if not math.isfinite(x) else format(x, spec)
+
+
+def _p(v) -> str:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return "–"
+    return "–" if not math.isfinite(x) else (f"{x:.2g}" if x < 0.001 else f"{x:.3f}")
+
+
+def _ci(est, lo, hi, nd=1, signed=True) -> str:
+    if not np.isfinite(float(est)):
+        return "–"
+    e = f"{float(est):+.{nd}f}" if signed else f"{float(est):.{nd}f}"
+    if not (np.isfinite(float(lo)) and np.isfinite(float(hi))):
+        return e
+    return f"{e} [{float(lo):.{nd}f}, {float(hi):.{nd}f}]"
+
+
+def cap_words(text, max_words: int = MAX_WORDS) -> str:
+    """``text`` cut to its first ``max_words`` words, followed by ``… +N words`` if longer.
+
+    Parameters
+    ----------
+    text : str or None
+        A response or reference (a looping transcript can run to hundreds of words).
+    max_words : int
+
+    Returns
+    -------
+    str
+        E.g. ``cap_words("a b c d", 2) == "a b … +2 words"``; ``""`` for None / NaN.
+    """
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return ""
+    words = str(text).split()
+    if len(words) <= max_words:
+        return str(text)
+    rest = len(words) - max_words
+    return " ".join(words[:max_words]) + f" … +{rest} word{'s' if rest != 1 else ''}"
+
+
+def _md_cell(v) -> str:
+    s = "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+    return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+
+
+class Table:
+    """A table to show: HTML in the notebook and ``report.html``, a pipe table in ``report.md``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Already formatted (strings or numbers); the index is not shown.
+    collapsed : str, optional
+        Show the HTML inside ``<details>`` with this summary (long tables).
+    """
+
+    def __init__(self, df: pd.DataFrame, collapsed: str | None = None):
+        self.df = df.reset_index(drop=True)
+        self.collapsed = collapsed
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    def _repr_html_(self) -> str:
+        if self.df.empty:
+            return "<p><em>(no rows)</em></p>"
+        h = self.df.to_html(index=False, escape=True, na_rep="–", border=0, classes="tbl")
+        for v in ("worse", "better", "same"):
+            h = h.replace(f"<td>{v}</td>", f'<td class="{v}">{v}</td>')
+        if self.collapsed:
+            h = f"<details><summary>{html.escape(self.collapsed)}</summary>{h}</details>"
+        return h
+
+    def _repr_markdown_(self) -> str:
+        if self.df.empty:
+            return "_(no rows)_"
+        head = "| " + " | ".join(_md_cell(c) for c in self.df.columns) + " |"
+        sep = "|" + "|".join("---" for _ in self.df.columns) + "|"
+        body = ["| " + " | ".join(_md_cell(v) for v in row) + " |"
+                for row in self.df.itertuples(index=False)]
+        return "\n".join([head, sep, *body])
+
+    def __repr__(self) -> str:
+        return self.df.to_string(index=False)
+
+
+def show_figure(results, name: str, *, width: int = 860):
+    """Display ``results/figures/<name>.png`` (embedded in the output) or say why it is missing.
+
+    The output's metadata carries ``aip_file: "figures/<name>.png"`` so that ``report.md`` links
+    the file instead of repeating the image (:func:`aiplib.analysis.report.render_report`).
+
+    Parameters
+    ----------
+    results : Path
+        The results folder (``ws.results``).
+    name : str
+        Figure stem, e.g. ``"figure4_background_ranking"``.
+    width : int
+        Display width in pixels (the PNG keeps its 200 dpi).
+    """
+    from IPython.display import Image, Markdown, display
+
+    p = Path(results) / "figures" / f"{name}.png"
+    if not p.is_file():
+        display(Markdown(f"_{name} was not made for this run (see the log of stage 9)._"))
+        return
+    display(Image(filename=str(p), width=width), metadata={"aip_file": f"figures/{name}.png"})
+
+
+# ---------------------------------------------------------------------------- worst stimuli
+def worst_display(scores: pd.DataFrame, family: str, n: int = 10,
+                  max_words: int = MAX_WORDS) -> Table:
+    """The ``n`` stimuli that got worst against their clean version, one per item, in the ranking
+    of :func:`aiplib.analysis.stats.worst_stimuli` (the explorer's too): background @ SNR in one column
+    (:func:`aiplib.analysis.conditions.condition_label`), WER in %, ΔWER in pp, texts capped
+    (:func:`cap_words`), model only when several models were scored."""
+
+    w = worst_stimuli(scores, family, n)
+    if w.empty:
+        return Table(pd.DataFrame())
+    d = pd.DataFrame()
+    if scores["model"].nunique() > 1:
+        d["model"] = w["model"]
+    d["background @ SNR"] = [condition_label(b, s) for b, s in zip(w["bg_id"], w["snr_db"])]
+    d["item"] = w["item_id"]
+    if family == "asr":
+        d["ΔWER pp"] = [fmt(100 * v) for v in w["delta"]]
+        d["WER % clean → noisy"] = [f"{fmt(100 * a)} → {fmt(100 * b)}" for a, b in
+                                    zip(w["clean_score"], w["score"])]
+        d["reference"] = [cap_words(t, max_words) for t in w["reference"]]
+    else:
+        d["label"] = w["reference"]
+    d["clean response"] = [cap_words(t, max_words) for t in w["clean_response"]]
+    d["noisy response"] = [cap_words(t, max_words) for t in w["response"]]
+    d["stimulus"] = w["stimulus_id"]
+    return Table(d)
+
+
+# ---------------------------------------------------------------------------- condition tables
+def condition_display(t: pd.DataFrame, scope, *, collapsed: str | None = None) -> Table:
+    """Rows of one task's condition table (:func:`aiplib.analysis.conditions.condition_table`).
+
+    Parameters
+    ----------
+    t : pandas.DataFrame
+        ``conditions_<task>.csv``.
+    scope : str or sequence of str
+        Scopes to keep (:data:`aiplib.analysis.conditions.SCOPES`), e.g. ``["clean", "overall", "snr"]``.
+    collapsed : str, optional
+        Summary line of a collapsed HTML table.
+    """
+    scopes = [scope] if isinstance(scope, str) else list(scope)
+    t = t[t["scope"].isin(scopes)]
+    family = str(t["family"].iloc[0]) if len(t) else "asr"
+    d = pd.DataFrame()
+    if t["model"].nunique() > 1:
+        d["model"] = t["model"].to_numpy()
+    d["condition"] = t["condition"].to_numpy()
+    d["items"] = t["n_items"].to_numpy()
+    d["stimuli"] = t["n_stimuli"].to_numpy()
+    if family == "asr":
+        d["WER %"] = [fmt(v) for v in t["wer_pp"]]
+        d["mean WER %"] = [fmt(v) for v in t["mean_wer_pp"]]
+        d["CER %"] = [fmt(v) for v in t["cer_pp"]]
+        d["S / D / I %"] = [f"{fmt(s)} / {fmt(dl)} / {fmt(i)}"
+                            for s, dl, i in zip(t["sub_pp"], t["del_pp"], t["ins_pp"])]
+        d["clean WER %"] = [fmt(v) for v in t["clean_wer_pp"]]
+        d["ΔWER pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in
+                                 zip(t["delta_pp"], t["ci_low_pp"], t["ci_high_pp"])]
+        d["corpus ΔWER pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in
+                                        zip(t["delta_corpus_pp"], t["corpus_ci_low_pp"],
+                                            t["corpus_ci_high_pp"])]
+    else:
+        d["acc %"] = [fmt(v) for v in t["acc_pp"]]
+        d["clean acc %"] = [fmt(v) for v in t["clean_acc_pp"]]
+        d["ΔAcc pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in
+                                 zip(t["delta_pp"], t["ci_low_pp"], t["ci_high_pp"])]
+    d["worse / better / tie"] = [
+        "–" if pd.isna(w) else f"{int(w)} / {int(b)} / {int(ti)}"
+        for w, b, ti in zip(t["n_worse"], t["n_better"], t["n_ties"])]
+    d["test"] = _text(t["test"]).to_numpy()
+    d["p"] = [_p(v) for v in t["p_value"]]
+    if "p_bh" in t:
+        d["p (BH)"] = [_p(v) for v in t["p_bh"]]
+    d["verdict"] = _text(t["verdict"]).to_numpy()
+    return Table(d, collapsed=collapsed)
+
+
+def summary_table(tables: dict) -> Table:
+    """One row per task and model: clean and noisy level, the overall change with its interval,
+    verdict counts over the background × SNR conditions and the robust view."""
+    rows = []
+    for task, t in tables.items():
+        fam = t["family"].iloc[0]
+        for model, g in t.groupby("model", sort=True):
+            cl = g[g["scope"] == "clean"]
+            ov = g[g["scope"] == "overall"]
+            cs = g[g["scope"] == "condition"]["verdict"].value_counts()
+            val = "wer_pp" if fam == "asr" else "acc_pp"
+            o = ov.iloc[0] if len(ov) else None
+            coarse = int((g[g["scope"] == "condition"].get("coarse", pd.Series(dtype=object))
+                          .astype(str) == "True").sum())
+            if o is None:
+                robust = "–"
+            elif fam == "asr":
+                loops = o.get("n_loops", math.nan)
+                robust = (f"{fmt(o.get('mean_wer_capped_pp', math.nan))} / "
+                          f"{fmt(o.get('median_wer_pp', math.nan))}; loops "
+                          + ("–" if pd.isna(loops) else str(int(loops))))
+            else:
+                robust = (f"{fmt(o.get('strict_acc_pp', math.nan))} / "
+                          f"{fmt(o.get('non_answer_pp', math.nan))}")
+            rows.append({
+                "task": task, "model": model, "measure": "WER" if fam == "asr" else "accuracy",
+                "clean %": fmt(cl[val].iloc[0]) if len(cl) else "–",
+                "noisy (all) %": fmt(o[val]) if o is not None else "–",
+                "mean per-item Δ pp [95% CI] (+ = worse)":
+                    _ci(o["delta_pp"], o["ci_low_pp"], o["ci_high_pp"]) if o is not None else "–",
+                "corpus Δ pp [95% CI]":
+                    _ci(o["delta_corpus_pp"], o["corpus_ci_low_pp"], o["corpus_ci_high_pp"])
+                    if o is not None and "delta_corpus_pp" in o.index else "–",
+                "p": _p(o["p_value"]) if o is not None else "–",
+                "verdict": o["verdict"] if o is not None else "",
+                "conditions worse / same / better / n/a": " / ".join(
+                    str(int(cs.get(v, 0))) for v in ("worse", "same", "better", "n/a")),
+                "coarse conditions": str(coarse),
+                "robust (noisy): ASR capped mean / median WER %, loops; KWS strict acc / "
+                "non-answers %": robust,
+            })
+    return Table(pd.DataFrame(rows).fillna("–"))
+
+
+# ----------------------------------------------------------------------------- Tables 2–5
+def table2_display(t2: pd.DataFrame) -> Table:
+    """Table 2 (``table2_descriptor_correlations.csv``): r_s with its interval, p and p_BH
+    (descriptors rounded as the authors), the authors' t-approximation p and r_s of the
+    unrounded descriptors beside."""
+    return Table(pd.DataFrame({
+        "task": t2["task"], "model": t2["model"], "descriptor": t2["descriptor"], "n": t2["n"],
+        "r_s [95% CI]": [_ci(r, lo, hi, 2) for r, lo, hi in
+                         zip(t2["r_s"], t2["ci_low"], t2["ci_high"])],
+        "p": [_p(v) for v in t2["p"]], "p_BH": [_p(v) for v in t2["p_bh"]],
+        "p (t approx., as the authors)": [_p(v) for v in t2["p_t_approx"]] if "p_t_approx" in t2 else "–",
+        "r_s unrounded descriptors": [fmt(v, '.2f') for v in t2["r_s_unrounded"]]
+        if "r_s_unrounded" in t2 else "–",
+        "note": _text(t2["note"])}))
+
+
+def table3_display(t3: pd.DataFrame) -> Table:
+    """Table 3 (``table3_descriptor_values.csv``): numbers to three decimals."""
+    d = t3.copy()
+    for c in d.columns:
+        if pd.api.types.is_float_dtype(d[c]):
+            d[c] = [fmt(v, '.3f') for v in d[c]]
+    return Table(d)
+
+
+def table4_display(t4: pd.DataFrame) -> Table:
+    """Table 4 (``table4_accent_dwer.csv``): mean ΔWER per model and accent group."""
+    return Table(pd.DataFrame({
+        "model": t4["model"], "accent group": t4["accent_group"], "items": t4["n_items"],
+        "clean WER %": [fmt(v) for v in t4["clean_wer_pp"]],
+        "mean ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
+                                  zip(t4["mean_delta_wer_pp"], t4["ci_low_pp"],
+                                      t4["ci_high_pp"])]}))
+
+
+def table4_authors_display(t4a: pd.DataFrame) -> Table:
+    """Table 4, the authors' view (``table4_accent_dwer_authors.csv``): their accent labels."""
+    return Table(pd.DataFrame({
+        "model": t4a["model"], "accent label": t4a["accent_label"], "items": t4a["n_items"],
+        "noisy rows": t4a["n_rows"], "mean ΔWER pp": [fmt(v) for v in t4a["mean_delta_wer_pp"]]}))
+
+
+def table5_display(t5: pd.DataFrame) -> Table:
+    """Table 5 (``table5_prompt_steering_rer.csv``): Δ baseline, Δ steering and the authors'
+    unpaired RER, our paired RER beside."""
+    return Table(pd.DataFrame({
+        "model": t5["model"], "family": t5["family"], "items": t5["n_items"],
+        "Δ baseline pp": [fmt(v) for v in t5["delta_base_pp"]],
+        "Δ steering pp": [fmt(v) for v in t5["delta_steer_pp"]],
+        "RER [95% CI]": [_ci(r, lo, hi, 2, signed=False) for r, lo, hi in
+                         zip(t5["rer"], t5["ci_low"], t5["ci_high"])],
+        "flag": _text(t5["base_flag"]) if "base_flag" in t5 else "",
+        "rule": _text(t5["rule"]),
+        "paired RER (ours) [95% CI]": [_ci(r, lo, hi, 2, signed=False) for r, lo, hi in
+                                       zip(t5["rer_paired"], t5["rer_paired_ci_low"],
+                                           t5["rer_paired_ci_high"])]
+        if "rer_paired" in t5 else "–",
+        "pairs": t5["n_pairs"] if "n_pairs" in t5 else "–", "note": _text(t5["note"])}))
+
+
+def comparison_display(c: pd.DataFrame) -> Table:
+    """:func:`aiplib.analysis.comparison.compare_runs` rows of the clean, overall and per-SNR scopes."""
+    top = c[c["scope"].isin(["clean", "overall", "snr"])]
+    return Table(pd.DataFrame({
+        "task": top["task"], "model": top["model"], "condition": top["condition"],
+        "pairs": top["n_pairs"], "previous %": [fmt(v) for v in top["a_pp"]],
+        "this run %": [fmt(v) for v in top["b_pp"]],
+        "change pp [95% CI] (+ = worse)": [_ci(e, lo, hi) for e, lo, hi in
+                                           zip(top["change_pp"], top["ci_low_pp"],
+                                               top["ci_high_pp"])],
+        "test": top["test"], "p": [_p(v) for v in top["p_value"]],
+        "verdict": top["verdict"]}))
+
+
+def not_applicable_note(ws) -> str | None:
+    """One Markdown line naming the models whose steering tasks are not applicable (they take no
+    task prompt, :func:`aiplib.inference.runner.not_applicable`; read from ``inference/<model>/run_log.jsonl``),
+    or None when there are none."""
+
+    found = {}
+    for log_p in sorted(Path(ws.inference).glob("*/run_log.jsonl")):
+        rows, _ = read_inference_jsonl(log_p, require_id=False)
+        na = [r for r in rows if r.get("event") == "not_applicable"]
+        if na:
+            found[log_p.parent.name] = sorted(na[-1].get("tasks") or {})
+    if not found:
+        return None
+    return ("_Not applicable (the model takes no task prompt, so a steering prompt would repeat its "
+            "baseline decode): " + "; ".join(f"{m} — {', '.join(t)}" for m, t in found.items()) + "._")
+
+
+def provenance_lines(rec: dict) -> list[str]:
+    """Readable lines of a run record (:func:`aiplib.analysis.provenance.collect_provenance`)."""
+    models = [f"{m}: revision {v.get('revision')}, weights {v.get('weights')}"
+              + (f" (sha256 {str(v.get('weights_sha256'))[:12]}…)" if v.get("weights_sha256")
+                 else "")
+              + (f"; takes no task prompt (not applicable: {', '.join(v['not_applicable'])})"
+                 if v.get("not_applicable") else "") for m, v in (rec.get("models") or {}).items()]
+    man = [f"manifests/{f}.csv sha256 {m.get('sha256')} (seeds from {m.get('seed_start')}, "
+           f"{m.get('n_rows')} rows)" for f, m in (rec.get("manifests") or {}).items()]
+    n = rec.get("normalizer") or {}
+    a = rec.get("analysis") or {}
+    prompts = [f"prompt of {t}: [{p.get('prompt_id')}] {p.get('text')}" if p.get("text") is not None
+               else f"prompt of {t}: {p.get('prompt_set')} set, text in its source file (not fetched here)"
+               for t, p in (rec.get("tasks") or {}).items()]
+    return [f"aiplib {rec.get('aiplib_version')}; " + ", ".join(
+        f"{k} {v}" for k, v in (rec.get("versions") or {}).items() if k != "aiplib"),
+        f"normaliser {n.get('name')} {n.get('version')}",
+        f"bootstrap seed {a.get('seed')}, {a.get('n_resamples')} resamples, level "
+        f"{a.get('level')}", *man, *models, *prompts]

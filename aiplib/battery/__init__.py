@@ -1,0 +1,1 @@
+"""Stages 3–4: the background battery (curation), its acoustic descriptors and VAD."""

@@ -1,0 +1,447 @@
+"""Background curation: any list of background specs → 30 s, −23 LUFS, 16 kHz mono WAVs.
+
+Profile-agnostic: the ``demo``, ``paper`` and ``custom`` profiles each produce a list of
+*background specs* (plain dicts, see ``docs/ARCHITECTURE.md``) and call :func:`curate_battery`,
+which writes ``bg/<bg_id>.wav`` and ``descriptors/battery.csv``.
+
+As the authors' ``scripts/03_curate_battery.py``: mono, 16 kHz, tiled end to end and cut to 30 s,
+then loudness-normalised to −23 LUFS (their ``BG_LUFS``, the same level as the speech). Each row
+of ``battery.csv`` also records the peak after normalisation (``peak_after``; a
+:class:`aiplib.io.audio.ClippingWarning` is issued above full scale) and how much of the background
+is digital silence (``silent_share``, ``silent_share_1s``; see :func:`silent_shares`) — ESC-50
+clips, for instance, are zero-padded to 5 s.
+
+The WAVs are 16-bit PCM (:data:`BG_SUBTYPE`), as the authors' ``sf.write`` with its default
+subtype wrote them, and every later stage (descriptors, mixing) reads that file back as float:
+samples are quantised to 1/32768 and a background above full scale after normalisation is
+clipped at ±1 by libsndfile, as in theirs (``clipped_samples`` counts those samples; such a file
+is quieter than ``lufs_after``, the loudness after normalisation). The silence columns are
+measured on the file as stored.
+
+Loudness is integrated loudness after ITU-R BS.1770-4, measured with pyloudnorm through
+:func:`aiplib.io.audio.normalize_loudness`. Coloured noises are shaped in the frequency domain
+(power ∝ 1/f for pink, 1/f² for brown, nothing below 20 Hz), a standard construction (e.g.
+Kasdin 1995, *Proc. IEEE* 83(5), "Discrete simulation of colored noise").
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aiplib.core import DEFAULT_SEED
+from aiplib.core.errors import AiplibParameterError, AudioFileError
+from aiplib.core.progress import track
+from aiplib.core.stamps import differences, file_sha256, make_stamp, read_stamp, stamp_path, write_stamp
+from aiplib.io.audio import SR, load_audio, loop_or_cut, loudness_lufs, normalize_loudness, write_wav
+from aiplib.io.formats import BATTERY_COLUMNS, CATEGORIES, read_battery_csv, write_battery_csv
+from aiplib.io.subaudible import (
+    SUBAUDIBLE_LIMIT_DB,
+    effective_bandwidth_hz,
+    remove_subaudible,
+    subaudible_power,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["COMBINES", "REQUIRED_SPEC_KEYS", "TARGET_LUFS",
+           "SILENT_RUN_S", "colored_noise", "silent_shares", "spec_seed", "curate_background",
+           "curate_battery"]
+
+TARGET_LUFS = -23.0
+"""Loudness of every curated background in LUFS (the authors' ``BG_LUFS``, scripts/utils.py)."""
+
+SILENT_RUN_S = 0.010
+"""Shortest run of exact-zero samples (s) that counts as digital silence in ``silent_share``."""
+
+
+COMBINES = ("concat", "sum", "synthetic:white", "synthetic:pink", "synthetic:brown")
+"""Allowed values of a spec's ``combine``."""
+
+REQUIRED_SPEC_KEYS = ("bg_id", "category", "description", "sources", "combine", "source_package",
+                      "licence", "attribution", "synthetic")
+
+_BG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_NOISE_EXPONENT = {"white": 0.0, "pink": 1.0, "brown": 2.0}
+
+
+def _check_spec(spec) -> None:
+    missing = [k for k in REQUIRED_SPEC_KEYS if k not in spec]
+    if missing:
+        raise AiplibParameterError(f"background spec {spec.get('bg_id', '?')!r} lacks {', '.join(missing)}")
+    bg_id = spec["bg_id"]
+    if not isinstance(bg_id, str) or not _BG_ID.match(bg_id):
+        raise AiplibParameterError(f"bg_id {bg_id!r} must be a non-empty name of letters, digits, '_', '-', '.'")
+    if spec["category"] not in CATEGORIES:
+        raise AiplibParameterError(f"{bg_id}: category {spec['category']!r} is not one of {', '.join(CATEGORIES)}")
+    if spec["combine"] not in COMBINES:
+        raise AiplibParameterError(f"{bg_id}: combine {spec['combine']!r} is not one of {', '.join(COMBINES)}")
+    if not spec["combine"].startswith("synthetic:") and not spec["sources"]:
+        raise AiplibParameterError(f"{bg_id}: combine={spec['combine']!r} needs at least one source file")
+    if spec.get("subaudible", "keep") not in ("keep", "remove"):
+        raise AiplibParameterError(f"{bg_id}: subaudible {spec['subaudible']!r} is not 'keep' or 'remove'")
+
+
+def _subaudible_step(y, spec, sr: int, record: dict, n: int) -> np.ndarray:
+    """Measure the DC + sub-20 Hz power share of the ``n`` samples of a source stream that the
+    background will use (looped or cut) and, when the spec says ``subaudible: "remove"`` and the
+    share is at least :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`, high-pass the stream
+    (:func:`aiplib.io.subaudible.remove_subaudible`). ``record`` keeps the largest share (dB) and whether
+    anything was removed."""
+    share = subaudible_power(loop_or_cut(y, n), sr=sr)["subaudible_db"]
+    record["subaudible_db"] = max(record.get("subaudible_db", -np.inf), share)
+    if spec.get("subaudible", "keep") == "remove" and share >= SUBAUDIBLE_LIMIT_DB:
+        record["subaudible_removed"] = True
+        log.info("%s: removed DC and rumble below 20 Hz (%.1f dB of its power)", spec["bg_id"], share)
+        return remove_subaudible(y, sr=sr)
+    if share >= SUBAUDIBLE_LIMIT_DB:  # kept (the paper profile: the authors' files as they are)
+        log.warning("%s: %.1f dB of its power is DC or below 20 Hz (kept: the profile uses its files as they are); "
+                    "the audible SNR of its stimuli is %.2f dB above the nominal one (stage 6, checks/subaudible.csv)",
+                    spec["bg_id"], share, -10 * np.log10(max(1 - 10 ** (share / 10), 1e-15)))
+    return y
+
+
+def colored_noise(kind: str, n: int, *, seed: int = 0, sr: int = SR, f_min_hz: float = 20.0) -> np.ndarray:
+    """Gaussian white, pink (1/f) or brown (1/f²) noise.
+
+    Parameters
+    ----------
+    kind : {"white", "pink", "brown"}
+    n : int > 0, samples
+    seed : int
+        Seed of ``numpy.random.default_rng``; same seed → same samples.
+    sr : int, Hz
+    f_min_hz : float, Hz
+        Components below this frequency are removed (inaudible, and without the cut-off the
+        1/f² rise of brown noise makes its peaks huge for its loudness).
+
+    Returns
+    -------
+    np.ndarray [shape=(n,)], float32
+        Zero-mean noise, peak-scaled to 0.5 (the level is set later by loudness normalisation).
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``kind`` is unknown or ``n`` < 1.
+    """
+    if kind not in _NOISE_EXPONENT:
+        raise AiplibParameterError(f"unknown noise kind {kind!r}; choose white, pink or brown")
+    if n < 1:
+        raise AiplibParameterError(f"noise length must be ≥ 1 sample, got {n}")
+    white = np.random.default_rng(seed).standard_normal(n)
+    spec = np.fft.rfft(white)
+    f = np.fft.rfftfreq(n, d=1.0 / sr)
+    keep = f >= f_min_hz
+    spec[~keep] = 0.0
+    spec[keep] *= f[keep] ** (-_NOISE_EXPONENT[kind] / 2.0)  # amplitude ∝ f^(-β/2) → power ∝ f^(-β)
+    y = np.fft.irfft(spec, n=n)
+    return (0.5 * y / np.max(np.abs(y))).astype(np.float32)
+
+
+def silent_shares(y, *, sr: int = SR, min_run_s: float = SILENT_RUN_S) -> dict[str, float]:
+    """How much of a background is digital silence (samples exactly 0.0).
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)], float
+        The curated background (after looping/cutting and normalisation; a gain keeps zeros).
+    sr : int, Hz
+    min_run_s : float, s
+        Shortest run of exact zeros that counts (10 ms): single zero samples of ordinary
+        16-bit audio are not silence.
+
+    Returns
+    -------
+    dict
+        ``silent_share``: fraction of the ``n`` samples that lie in runs of exact zeros at least
+        ``min_run_s`` long. ``silent_share_1s``: fraction of the 1 s windows ``y[o:o + sr]``, over
+        every start ``o`` in ``0 … n − sr``, that hold only zeros — the chance that a 1 s
+        utterance mixed at a uniformly drawn offset (the authors' mixer) meets digital silence
+        only (the whole signal is one window when ``n < sr``).
+
+    Examples
+    --------
+    >>> y = np.r_[np.ones(16000), np.zeros(32000)].astype(np.float32)   # 1 s sound, 2 s zeros
+    >>> s = silent_shares(y)   # 2/3 of the samples; windows starting at 16000 … 32000 of 0 … 32000
+    >>> round(s["silent_share"], 4), s["silent_share_1s"] == 16001 / 32001
+    (0.6667, True)
+    """
+    z = np.asarray(y) == 0
+    n = z.size
+    if n == 0:
+        raise AiplibParameterError("silent_shares: empty waveform")
+    edges = np.diff(np.r_[0, z.astype(np.int8), 0])
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    runs = ends - starts
+    min_run = max(1, int(round(min_run_s * sr)))
+    share = float(runs[runs >= min_run].sum() / n)
+    w = min(int(sr), n)
+    loud = np.r_[0, np.cumsum(~z)]
+    share_1s = float(np.mean(loud[w:] - loud[:-w] == 0))
+    return {"silent_share": share, "silent_share_1s": share_1s}
+
+
+def spec_seed(seed: int, bg_id: str) -> int:
+    """Per-background seed: the first 4 bytes (big-endian) of sha256(f"{seed}:{bg_id}")."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{bg_id}".encode()).digest()[:4], "big")
+
+
+def _flatten(sources) -> list[Path]:
+    out = []
+    for s in sources:
+        out.extend(_flatten(s) if isinstance(s, (list, tuple)) else [Path(s)])
+    return out
+
+
+def _load_checked(path: Path, sr: int) -> np.ndarray:
+    y = load_audio(path, sr=sr)
+    if not np.any(y):
+        raise AudioFileError(f"{path}: the background source is silent (all samples are zero)")
+    return y
+
+
+def _stream(paths, sr: int, start_s: float = 0.0) -> np.ndarray:
+    """Concatenate ``paths`` end to end, skipping ``start_s`` seconds of the first one."""
+    parts = [_load_checked(p, sr) for p in paths]
+    skip = int(round(start_s * sr))
+    if skip:
+        if skip >= parts[0].size:
+            raise AiplibParameterError(f"{paths[0]}: start_s={start_s} s is past its end "
+                                       f"({parts[0].size / sr:.2f} s)")
+        parts[0] = parts[0][skip:]
+    return np.concatenate(parts)
+
+
+def _name(paths) -> str:
+    return ", ".join(str(p) for p in paths)
+
+
+def _real_background(spec, n: int, target_lufs: float, sr: int, record: dict):
+    """Build the un-normalised 30 s signal of a concat/sum spec; returns (y, source_duration_s, looped)."""
+    start_s = float(spec.get("start_s", 0.0) or 0.0)
+    if spec["combine"] == "concat":
+        paths = _flatten(spec["sources"])
+        y = _subaudible_step(_stream(paths, sr, start_s), spec, sr, record, n)
+        return loop_or_cut(y, n), y.size / sr, y.size < n
+    streams, durations = [], []
+    for i, src in enumerate(spec["sources"]):  # "sum": each source (or list = one talker) normalised
+        paths = _flatten([src])
+        y = _subaudible_step(_stream(paths, sr, start_s if i == 0 else 0.0), spec, sr, record, n)
+        durations.append(y.size / sr)
+        y = loop_or_cut(y, n)
+        streams.append(normalize_loudness(y, target_lufs, sr=sr, name=_name(paths))[0])
+    return np.sum(streams, axis=0, dtype=np.float64), min(durations), min(durations) * sr < n
+
+
+def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS,
+                      seed: int = 0, sr: int = SR):
+    """Make one background: combine its sources, loop or cut, loudness-normalise.
+
+    Parameters
+    ----------
+    spec : dict
+        A background spec (``docs/ARCHITECTURE.md``): ``bg_id, category, description, sources,
+        combine, source_package, licence, attribution, synthetic`` and optional ``start_s``.
+        ``combine="concat"`` joins the sources end to end; ``"sum"`` loudness-normalises each
+        source to ``target_lufs`` and adds them (an element of ``sources`` may itself be a list
+        of files, concatenated into one talker stream first); ``"synthetic:white|pink|brown"``
+        ignores ``sources`` and generates seeded noise. ``start_s`` (s) skips the start of the
+        first source. ``subaudible`` (optional, ``"keep"`` by default, as the paper profile) set
+        to ``"remove"`` (custom and demo) high-passes each source stream whose DC + sub-20 Hz power
+        is at least :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB` (−20 dB) of its total, before
+        looping and loudness normalisation: mean removed, then a zero-phase 4th-order Butterworth
+        high-pass at 20 Hz (``scipy.signal.sosfiltfilt``; :func:`aiplib.io.subaudible.remove_subaudible`).
+        Every other file is used bit for bit.
+    duration_s : float > 0, s
+        Output length; shorter material is looped end to end, longer is cut.
+    target_lufs : float, LUFS
+        Integrated loudness of the output (ITU-R BS.1770-4, pyloudnorm); default −23 LUFS, the
+        authors' value.
+    seed : int
+        Seed of the synthetic noises.
+    sr : int, Hz
+
+    Returns
+    -------
+    y : np.ndarray [shape=(round(duration_s * sr),)], float32
+    info : dict
+        ``source_duration_s`` (s, before looping; shortest talker for ``sum``), ``looped``,
+        ``gain_db`` (dB, final normalisation), ``lufs_before``, ``lufs_after`` (LUFS),
+        ``peak_after`` (max |y|, linear; above 1 a :class:`aiplib.io.audio.ClippingWarning` is issued
+        and the samples are kept, not clipped), ``silent_share``, ``silent_share_1s``
+        (:func:`silent_shares`), ``subaudible_db`` (dB re total power: the largest DC + sub-20 Hz
+        share of a source stream's looped/cut ``duration_s``, measured before any removal), ``subaudible_removed`` (bool),
+        ``bandwidth_hz`` (Hz, :func:`aiplib.io.subaudible.effective_bandwidth_hz` of the output: about
+        4000 for a source resampled up from 8 kHz) and the spec's descriptive fields.
+
+    Raises
+    ------
+    AiplibParameterError
+        If the spec is malformed, ``duration_s`` ≤ 0, or the signal holds NaN/inf samples.
+    AudioFileError
+        If a source is missing, unreadable or silent (the message names the file).
+    """
+    _check_spec(spec)
+    if not duration_s > 0:
+        raise AiplibParameterError(f"duration_s must be > 0 s, got {duration_s}")
+    n = int(round(duration_s * sr))
+    record = {"subaudible_removed": False}
+    if spec["combine"].startswith("synthetic:"):
+        y = colored_noise(spec["combine"].split(":", 1)[1], n, seed=seed, sr=sr)
+        record["subaudible_db"] = subaudible_power(y, sr=sr)["subaudible_db"]
+        src_dur, looped, name = duration_s, False, f"{spec['bg_id']} ({spec['combine']})"
+    else:
+        y, src_dur, looped = _real_background(spec, n, target_lufs, sr, record)
+        name = _name(_flatten(spec["sources"]))
+    y, gain_db, before, peak = normalize_loudness(np.asarray(y, dtype=np.float32), target_lufs, sr=sr,
+                                                 name=f"{spec['bg_id']} ({name})", return_peak=True)
+    info = {k: spec[k] for k in REQUIRED_SPEC_KEYS if k not in ("sources", "combine")}
+    info.update(source_duration_s=float(src_dur), looped=bool(looped), gain_db=gain_db,
+                lufs_before=before, lufs_after=loudness_lufs(y, sr=sr, name=name), peak_after=peak,
+                **silent_shares(y, sr=sr), subaudible_db=round(float(record["subaudible_db"]), 2),
+                subaudible_removed=bool(record["subaudible_removed"]),
+                bandwidth_hz=round(effective_bandwidth_hz(y, sr=sr), 1))
+    return y, info
+
+
+BG_SUBTYPE = "PCM_16"
+"""soundfile subtype of ``bg/<bg_id>.wav``: 16-bit PCM (the authors' files)."""
+
+
+def _as_stored(out: Path, y: np.ndarray, info: dict, sr: int) -> dict:
+    """``info`` with the silence columns of the file as written (read back as float) and
+    ``clipped_samples``: samples of ``y`` above full scale (|y| > 1), clipped in the file.
+    ``lufs_after`` stays the loudness after normalisation (the target); a clipped file is
+    quieter, by the amount the warning gives."""
+    stored = load_audio(out, sr=sr)
+    n_clip = int(np.count_nonzero(np.abs(y) > 1.0))
+    if n_clip:
+        log.warning("%s: %d samples above full scale after loudness normalisation are clipped in the "
+                    "16-bit file (peak %.3f; the file measures %.2f LUFS), as in the authors' battery",
+                    out.name, n_clip, float(np.max(np.abs(y))),
+                    loudness_lufs(stored, sr=sr, name=str(out)))
+    return dict(info, clipped_samples=n_clip, **silent_shares(stored, sr=sr))
+
+
+def _resolve(ws, sources):
+    return [_resolve(ws, s) if isinstance(s, (list, tuple)) else str(ws.path(s)) for s in sources]
+
+
+def _row(ws, spec, info, out: Path) -> dict:
+    files = _flatten(spec["sources"]) if not spec["combine"].startswith("synthetic:") else []
+    row = dict(info, bg_id=spec["bg_id"], path=ws.rel(out),
+               source_file=";".join(ws.rel(p) for p in files) or spec["combine"])
+    return {c: row[c] for c in BATTERY_COLUMNS}
+
+
+def _row_current(row: dict, target_lufs: float) -> bool:
+    """An old battery.csv row is reusable: it has every current column and the target loudness."""
+    if any(c not in row for c in BATTERY_COLUMNS):
+        return False
+    try:
+        return abs(float(row["lufs_after"]) - float(target_lufs)) <= 0.05
+    except (TypeError, ValueError):
+        return False
+
+
+def _check_ids(specs) -> None:
+    seen, dups = set(), []
+    for s in specs:
+        bg_id = s.get("bg_id")
+        if bg_id in seen:
+            dups.append(bg_id)
+        seen.add(bg_id)
+    if dups:
+        raise AiplibParameterError(f"duplicate bg_id in the background specs: {', '.join(map(str, dups))}")
+
+
+def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS,
+                   seed: int = DEFAULT_SEED, overwrite: bool = False):
+    """Curate every spec into ``bg/<bg_id>.wav`` (16-bit PCM) and write ``descriptors/battery.csv``.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+    specs : list of dict
+        Background specs (see :func:`curate_background`); relative source paths are read
+        relative to ``ws.root``.
+    duration_s : float > 0, s
+    target_lufs : float, LUFS
+        Default −23 LUFS (the authors' ``BG_LUFS``).
+    seed : int
+        Base seed (default :data:`aiplib.DEFAULT_SEED`); background ``bg_id`` uses :func:`spec_seed`
+        ``(seed, bg_id)``.
+    overwrite : bool
+        Re-make every WAV. Without it an existing ``bg/<bg_id>.wav`` listed in the current
+        ``battery.csv`` is kept as it is (with its row) only when ``descriptors/battery.stamp.json``
+        (:mod:`aiplib.core.stamps`) records for it the same spec, ``duration_s``, ``target_lufs``,
+        ``seed``, the same SHA-256 of every source file and of the WAV itself; any other
+        background is re-made (a warning names the re-made ones and why). A row from an older
+        ``battery.csv`` without the current columns, or curated to another loudness
+        (``|lufs_after - target_lufs| > 0.05``), is re-made too, as is every background of a
+        battery without a stamp (same inputs give the same samples).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per spec, columns :data:`aiplib.io.formats.BATTERY_COLUMNS` (``path`` relative to ``ws.root``;
+        ``peak_after`` as in :func:`curate_background` (before the 16-bit file, so it can exceed
+        1), ``clipped_samples`` (samples clipped at full scale in the file), ``silent_share``
+        and ``silent_share_1s`` of the file as stored).
+
+    Raises
+    ------
+    AiplibParameterError
+        On duplicate ``bg_id`` or a malformed spec.
+    AudioFileError
+        If a source is missing, unreadable or silent.
+    """
+
+
+    _check_ids(specs)
+    for s in specs:
+        _check_spec(s)
+    ws.ensure()
+    old = read_battery_csv(ws.battery_csv)
+    old = {} if old is None or overwrite else {r["bg_id"]: r for r in old.to_dict("records")}
+    stamp_file = stamp_path(ws.descriptors, "battery")
+    old_stamp = (read_stamp(stamp_file) or {}).get("backgrounds", {})
+    params = dict(duration_s=float(duration_s), target_lufs=float(target_lufs), seed=int(seed),
+                  subtype=BG_SUBTYPE)
+    rows, stamps, remade = [], {}, []
+    for spec in track(specs, "curating backgrounds", unit="bg"):  # tqdm bar, or [progress] lines under make
+        out = ws.bg / f"{spec['bg_id']}.wav"
+        prev = old.get(spec["bg_id"])
+        spec = dict(spec, sources=_resolve(ws, spec["sources"]))
+        files = [] if spec["combine"].startswith("synthetic:") else _flatten(spec["sources"])
+        stamp = make_stamp(f"03_curate_backgrounds:{spec['bg_id']}", ws=ws, inputs=files,
+                           params=dict(params, spec={k: v for k, v in spec.items() if k != "sources"},
+                                       sources=[ws.rel(f) for f in files]))
+        stamp.pop("code")
+        changed = differences(old_stamp.get(spec["bg_id"]), stamp, ws=ws)
+        stale = prev is not None and not _row_current(prev, target_lufs)
+        if out.is_file() and prev is not None and not stale and not changed:
+            rows.append({c: prev[c] for c in BATTERY_COLUMNS})
+            stamps[spec["bg_id"]] = old_stamp[spec["bg_id"]]
+            continue
+        if prev is not None and changed:
+            remade.append(f"{spec['bg_id']} ({'; '.join(changed[:3])})")
+        y, info = curate_background(spec, duration_s=duration_s, target_lufs=target_lufs,
+                                    seed=spec_seed(seed, spec["bg_id"]))
+        write_wav(out, y, subtype=BG_SUBTYPE)
+        rows.append(_row(ws, spec, _as_stored(out, y, info, SR), out))
+        stamps[spec["bg_id"]] = dict(stamp, outputs={ws.rel(out): file_sha256(out)})
+    if remade:
+        log.warning("re-curated %d background(s) whose inputs or parameters changed: %s", len(remade),
+                    "; ".join(remade))
+    df = pd.DataFrame(rows, columns=BATTERY_COLUMNS)
+    write_battery_csv(df, ws.battery_csv)
+    top = make_stamp("03_curate_backgrounds", params=dict(params, bg_ids=[s["bg_id"] for s in specs]),
+                     module=__name__)
+    write_stamp(stamp_file, dict(top, backgrounds=stamps), outputs=[ws.descriptors / "battery.csv"], ws=ws)
+    return df

@@ -1,0 +1,447 @@
+"""The nine acoustic descriptors of a background, and the Silero VAD speech fraction.
+
+Each background of the battery is summarised by nine numbers (:data:`DESCRIPTORS`), written to
+``descriptors/acoustic_descriptors.csv`` by :func:`descriptor_table`. Eight come from librosa [1]_
+short-time features, one from the Silero voice-activity detector [2]_. They are computed **as the
+authors of AIP-Speech compute them** (``extract_acoustic_descriptors`` in their
+``scripts/generate_results_new_2.py``; VAD settings of their ``scripts/vad_classify_bg.py``), so
+that Table 2 / Figures 2–3 correlate the same numbers in every profile.
+
+Framing: librosa's defaults at the pipeline rate of 16 kHz, the same for every descriptor:
+
+* ``n_fft = frame_length = 2048`` samples (128 ms), Hann window, ``hop_length = 512`` (32 ms),
+  ``center=True``: frame ``t`` is centred on sample ``512 t``; the signal is padded by 1024
+  samples at each end (zeros for the STFT, RMS and onset strength; edge values for the ZCR, as
+  librosa does), so ``n`` samples give ``1 + n // 512`` frames (938 for a 30 s background).
+* Each per-frame series is summarised by its **mean over all frames** (``rms_variance``:
+  population variance over frames; ``spectral_contrast``: mean over the 7 bands and all frames).
+* **Silent frames are included** in every mean, as in the authors' code. A frame of digital
+  silence (all 2048 samples exactly zero) has centroid, roll-off and bandwidth 0 Hz, contrast
+  0 dB, flatness 1 (librosa floors the power spectrum at ``amin = 1e-10``, which is flat), ZCR 0
+  and RMS 0. A background that is half digital silence therefore has about half the centroid of
+  its sounding part (white noise: ≈ 4000 Hz sounding, ≈ 2040 Hz over all frames). The share of
+  such frames is reported beside the descriptors (``silent_frame_share``).
+
+See :data:`DESCRIPTOR_INFO` for each descriptor's unit and exact definition. The VAD fraction is
+computed by :mod:`aiplib.battery.vad`.
+
+References
+----------
+.. [1] McFee, B. et al. (2015). librosa: Audio and music signal analysis in Python. Proc. 14th
+   Python in Science Conf., 18–25. https://librosa.org (version 0.11 used here).
+.. [2] Silero Team (2021). Silero VAD: pre-trained enterprise-grade Voice Activity Detector (VAD),
+   Number Detector and Language Classifier. https://github.com/snakers4/silero-vad
+.. [3] Böck, S. & Widmer, G. (2013). Maximum filter vibrato suppression for onset detection. Proc.
+   DAFx-13 (librosa's ``onset_strength``: half-wave-rectified log-mel spectral flux).
+.. [4] Jiang, D.-N. et al. (2002). Music type classification by spectral contrast feature. Proc.
+   IEEE ICME, 113–116.
+.. [5] Dubnov, S. (2004). Generalization of spectral flatness measure for non-Gaussian linear
+   processes. IEEE Signal Processing Letters 11(8), 698–701.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aiplib.battery.vad import VAD_SETTINGS, load_vad_model, vad_speech_fraction
+from aiplib.core.errors import AiplibParameterError, AudioFileError
+from aiplib.core.hashing import sha256_file
+from aiplib.core.progress import track
+from aiplib.core.versions import package_versions
+from aiplib.io.audio import SR, load_audio, valid_audio
+from aiplib.io.formats import DESCRIPTOR_TABLE_COLUMNS as TABLE_COLUMNS  # columns of acoustic_descriptors.csv
+from aiplib.io.formats import (
+    DESCRIPTORS,
+    read_battery_csv,
+    read_descriptor_table,
+    write_descriptor_table,
+    write_json_atomic,
+)
+
+__all__ = [
+    "DESCRIPTORS",
+    "DESCRIPTOR_INFO",
+    "TABLE_COLUMNS",
+    "FRAME",
+    "compute_descriptors",
+    "spectral_descriptors",
+    "silent_frame_share",
+    "descriptor_table",
+]
+
+
+FRAME = {
+    "sr": SR,
+    "n_fft": 2048,
+    "win_length": 2048,
+    "hop_length": 512,
+    "window": "hann",
+    "center": True,
+    "pad_mode": "constant (zeros) for STFT, RMS and onset strength; edge for ZCR (librosa defaults)",
+    "summary": "mean over all frames (rms_variance: population variance over frames; "
+               "spectral_contrast: mean over bands and frames)",
+    "silent_frames": "included in every frame mean and in the RMS variance (as the authors' code); "
+                     "a digitally silent frame gives centroid/rolloff/bandwidth 0 Hz, contrast 0 dB, "
+                     "flatness 1, ZCR 0, RMS 0",
+    "rolloff_percent": 0.85,
+    "contrast_n_bands": 6,
+    "contrast_fmin_hz": 200.0,
+    "contrast_quantile": 0.02,
+    "flux": "librosa.onset.onset_strength defaults: 128-band mel power spectrogram in dB "
+            "(ref 1, amin 1e-10, top_db 80), lag 1, max_size 1, mean over mel bands, centred",
+    "source": "the authors' scripts/generate_results_new_2.py (extract_acoustic_descriptors), "
+              "librosa defaults at 16 kHz",
+}
+"""Frame and summary settings shared by every descriptor (recorded in the JSON sidecar)."""
+
+DESCRIPTOR_INFO = {
+    "zcr": (
+        "crossings per sample (fraction, 0–1)",
+        "mean over all frames of (sign changes inside the 2048-sample frame) / 2048 (librosa's "
+        "definition; a 1 kHz sine at 16 kHz gives ≈ 0.125)",
+        "librosa.feature.zero_crossing_rate(y) (frame 2048, hop 512, centred)",
+    ),
+    "spectral_centroid": (
+        "Hz",
+        "mean over all frames (silent frames count as 0 Hz) of the magnitude-weighted mean frequency",
+        "librosa.feature.spectral_centroid(y=y, sr=16000)",
+    ),
+    "spectral_rolloff": (
+        "Hz",
+        "mean over all frames (silent: 0 Hz) of the lowest bin-centre frequency below which 85 % of "
+        "the frame's spectral magnitude (sum of |STFT|, librosa's convention) lies",
+        "librosa.feature.spectral_rolloff(y=y, sr=16000)",
+    ),
+    "spectral_bandwidth": (
+        "Hz",
+        "mean over all frames (silent: 0 Hz) of the magnitude-weighted standard deviation of "
+        "frequency around the centroid (p = 2)",
+        "librosa.feature.spectral_bandwidth(y=y, sr=16000)",
+    ),
+    "spectral_flux": (
+        "dB per frame (mean over 128 mel bands)",
+        "mean over all frames of librosa's onset strength: the increase (half-wave rectified) of "
+        "the log-mel power spectrum (dB, 80 dB range) from the previous frame, averaged over mel "
+        "bands; level-invariant apart from the 80 dB floor (the authors' 'Spectral Flux')",
+        "numpy.mean(librosa.onset.onset_strength(y=y, sr=16000))",
+    ),
+    "spectral_flatness": (
+        "ratio, 0–1",
+        "mean over all frames (silent: 1) of geometric / arithmetic mean of the power spectrum "
+        "|STFT|² (floored at 1e-10)",
+        "librosa.feature.spectral_flatness(y=y)",
+    ),
+    "spectral_contrast": (
+        "dB (librosa: 10·log10 of the magnitude peak / valley ratio)",
+        "mean over the 7 sub-bands (6 octave bands from 200 Hz plus the residual top band) and over "
+        "all frames (silent: 0 dB) of peak-minus-valley level (top vs bottom 2 % of magnitudes)",
+        "librosa.feature.spectral_contrast(y=y, sr=16000)",
+    ),
+    "rms_variance": (
+        "linear amplitude squared (full scale = 1)",
+        "population variance over all frames of the frame RMS (un-windowed 2048-sample frames, "
+        "zero-padded at the ends); 0 for a steady level, large for intermittent sound; not "
+        "level-invariant, but the battery is loudness-normalised (−23 LUFS) so values compare "
+        "across backgrounds",
+        "numpy.var(librosa.feature.rms(y=y)[0])",
+    ),
+    "vad_speech_fraction": (
+        "fraction of samples, 0–1",
+        "sum of the lengths of the speech segments found by Silero VAD divided by the length "
+        "(threshold 0.5 unless set; 512-sample windows, min speech 250 ms, min silence 100 ms, "
+        "30 ms padding), as the authors' scripts/vad_classify_bg.py",
+        "silero_vad.get_speech_timestamps (Silero Team 2021)",
+    ),
+}
+"""``name -> (unit, one-line meaning, librosa function or other source)``."""
+
+_DESCRIPTOR_DEFINITION_VERSION = 2  # bump when a definition changes: cached tables are recomputed
+# 1: n_fft 512 / hop 256 uncentred, silent frames dropped, L2-normalised flux (aiplib's own)
+# 2: librosa defaults (2048 / 512, centred), all frames, onset-strength flux (the authors')
+
+
+# ---------------------------------------------------------------------------------------------
+# spectral descriptors
+
+
+def _check_input(y, sr, *, name="audio"):
+    y = valid_audio(np.asarray(y) if not isinstance(y, np.ndarray) else y, name=name)
+    if sr != SR:
+        raise AiplibParameterError(
+            f"{name}: descriptors are defined at {SR} Hz only (got sr={sr}); resample first, e.g. "
+            f"aiplib.io.audio.load_audio(path, sr={SR})")
+    if y.size < FRAME["n_fft"]:
+        raise AiplibParameterError(
+            f"{name}: need at least {FRAME['n_fft']} samples (one {FRAME['n_fft']}-sample frame, "
+            f"{FRAME['n_fft'] / SR * 1000:.0f} ms), got shape {y.shape}")
+    if not np.any(y):
+        raise AiplibParameterError(
+            f"{name}: the signal is digital silence (every sample is zero); its descriptors are "
+            "undefined")
+    return y
+
+
+def silent_frame_share(y) -> float:
+    """Share of the descriptor frames that are digital silence (every sample exactly zero).
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)], float
+        Mono waveform.
+
+    Returns
+    -------
+    float in [0, 1]
+        Over the ``1 + n // 512`` centred frames of :data:`FRAME` (2048 samples, hop 512,
+        zero-padded by 1024 samples at each end, as librosa's STFT), the fraction whose samples
+        are all exactly 0. These frames are *included* in the descriptor means.
+
+    Examples
+    --------
+    >>> round(silent_frame_share(np.r_[np.zeros(16000), np.ones(16000)].astype(np.float32)), 3)
+    0.476
+    """
+    import librosa
+
+    y = np.asarray(y)
+    half = FRAME["n_fft"] // 2
+    frames = librosa.util.frame(np.pad(y != 0, half), frame_length=FRAME["n_fft"],
+                                hop_length=FRAME["hop_length"])
+    return float(np.mean(~frames.any(axis=0)))
+
+
+def spectral_descriptors(y, sr: int = SR, *, name: str = "audio") -> dict[str, float]:
+    """The eight librosa descriptors of a waveform (every descriptor except the VAD fraction).
+
+    Computed as the authors' ``extract_acoustic_descriptors`` (``scripts/generate_results_new_2.py``):
+    librosa's default framing at 16 kHz, each descriptor the mean over all frames.
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)], float, n >= 2048
+        Mono waveform, nominally in [-1, 1]; computed in float64 (as the authors' ``sf.read``).
+    sr : int
+        Sample rate in Hz; must be 16 000 (the pipeline rate), so that frame durations and
+        frequency bins are the same for every background.
+    name : str
+        What to call the signal in error messages.
+
+    Returns
+    -------
+    dict[str, float]
+        Keys ``DESCRIPTORS[:8]`` (``zcr`` … ``rms_variance``) in that order; units in
+        :data:`DESCRIPTOR_INFO`.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``y`` is not a 1-D float array, holds NaN/inf, has fewer than 2048 samples, is digital
+        silence throughout, or ``sr != 16000``.
+
+    See Also
+    --------
+    compute_descriptors : all nine descriptors, including the Silero VAD speech fraction.
+    silent_frame_share : how many of the averaged frames are digital silence.
+
+    Notes
+    -----
+    ``n_fft=2048``, ``hop_length=512``, Hann, ``center=True`` (librosa's defaults). Summary = mean
+    over all frames, silent ones included (see the module docstring), except ``rms_variance``
+    (variance). Spectral flux = mean of ``librosa.onset.onset_strength`` [3]_; contrast after
+    Jiang et al. [4]_, averaged over bands and frames.
+
+    Examples
+    --------
+    >>> t = np.arange(16000) / 16000
+    >>> d = spectral_descriptors(np.sin(2 * np.pi * 1000 * t + 0.1).astype(np.float32))
+    >>> round(d["zcr"], 3), round(d["spectral_centroid"]), d["spectral_flatness"] < 1e-3  # 1 s: edge frames weigh
+    (0.119, 1010, True)
+    """
+    import librosa
+
+    y = _check_input(y, sr, name=name).astype(np.float64)
+    feat = librosa.feature
+    return {
+        "zcr": float(np.mean(feat.zero_crossing_rate(y=y))),
+        "spectral_centroid": float(np.mean(feat.spectral_centroid(y=y, sr=sr))),
+        "spectral_rolloff": float(np.mean(feat.spectral_rolloff(y=y, sr=sr))),
+        "spectral_bandwidth": float(np.mean(feat.spectral_bandwidth(y=y, sr=sr))),
+        "spectral_flux": float(np.mean(librosa.onset.onset_strength(y=y, sr=sr))),
+        "spectral_flatness": float(np.mean(feat.spectral_flatness(y=y))),
+        "spectral_contrast": float(np.mean(feat.spectral_contrast(y=y, sr=sr))),
+        "rms_variance": float(np.var(feat.rms(y=y)[0])),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# all nine
+
+
+def compute_descriptors(y, *, sr: int = SR, vad_threshold: float = 0.5, vad_model=None,
+                        name: str = "audio") -> dict[str, float]:
+    """All nine descriptors of a waveform.
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)], float, n >= 2048
+        Mono waveform at 16 kHz, nominally in [-1, 1].
+    sr : int
+        Sample rate in Hz; must be 16 000.
+    vad_threshold : float in (0, 1)
+        Silero VAD speech-probability threshold.
+    vad_model : optional
+        A loaded Silero VAD model (default: :func:`aiplib.battery.vad.load_vad_model`).
+    name : str
+        What to call the signal in error messages.
+
+    Returns
+    -------
+    dict[str, float]
+        Keys :data:`DESCRIPTORS`, in order; units and definitions in :data:`DESCRIPTOR_INFO`.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``y`` is not a 1-D float array, holds NaN/inf, has fewer than 2048 samples or is digital
+        silence, if ``sr != 16000``, or if ``vad_threshold`` is outside (0, 1).
+
+    See Also
+    --------
+    spectral_descriptors, aiplib.battery.vad.vad_speech_fraction, descriptor_table
+    """
+    y = _check_input(y, sr, name=name)
+    out = spectral_descriptors(y, sr, name=name)
+    out["vad_speech_fraction"] = vad_speech_fraction(y, sr=sr, threshold=vad_threshold,
+                                                     model=vad_model, name=name)
+    return {k: out[k] for k in DESCRIPTORS}
+
+
+# ---------------------------------------------------------------------------------------------
+# the battery table
+
+
+def _settings(vad_threshold: float) -> dict:
+    return {"definition_version": _DESCRIPTOR_DEFINITION_VERSION, "frame": FRAME,
+            "silent_frames_in_means": True, "vad_threshold": float(vad_threshold), "vad": VAD_SETTINGS}
+
+
+def _read_previous(csv_path: Path, json_path: Path, settings: dict):
+    """Rows of an earlier table whose settings match, with the file hashes they were computed from."""
+    if not (csv_path.is_file() and json_path.is_file()):
+        return None, {}
+    try:
+        side = json.loads(json_path.read_text(encoding="utf-8"))
+        old = read_descriptor_table(csv_path)
+    except (OSError, ValueError):
+        return None, {}
+    # JSON round trip so tuples/ints compare like for like
+    if side.get("settings") != json.loads(json.dumps(settings)):
+        return None, {}
+    if list(old.columns) != TABLE_COLUMNS:
+        return None, {}
+    return old.set_index("bg_id"), side.get("files", {})
+
+
+def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
+                     progress: bool = True):
+    """Compute (or read back) the nine descriptors of every background in the battery.
+
+    Reads ``ws.descriptors / "battery.csv"`` (columns ``bg_id`` and ``path``, the WAV path relative
+    to ``ws.root``), computes :func:`compute_descriptors` for each background, and writes
+    ``ws.descriptors / "acoustic_descriptors.csv"`` (columns :data:`TABLE_COLUMNS`: ``bg_id``, the
+    nine :data:`DESCRIPTORS`, ``silent_frame_share``) and the sidecar ``acoustic_descriptors.json``
+    (frame settings, ``silent_frames_in_means: true`` and what a silent frame contributes, VAD
+    threshold and settings, package versions, the SHA-256 and silent-frame share of every WAV, and
+    :data:`DESCRIPTOR_INFO`).
+
+    Silent frames are part of every mean (as the authors compute them); ``silent_frame_share``
+    (:func:`silent_frame_share`) says how much of each mean they make up.
+
+    Resumable: a background whose row is already in the CSV, computed with the same settings from a
+    WAV with the same SHA-256, is read back, not recomputed. When every background is found the
+    files are left untouched.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+        The profile's workspace.
+    vad_threshold : float in (0, 1)
+        Silero VAD threshold; a different value than the cached table's recomputes everything.
+    overwrite : bool
+        Recompute every background even if cached.
+    progress : bool
+        Show progress (:mod:`aiplib.core.progress`: a tqdm bar, or ``[progress]`` lines under ``make``).
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(n_backgrounds, 11)]
+        Columns :data:`TABLE_COLUMNS`, rows in ``battery.csv`` order.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``battery.csv`` does not exist (the message names it and the stage that writes it).
+    AiplibParameterError
+        If ``battery.csv`` lacks the ``bg_id`` or ``path`` column or repeats a ``bg_id``, or a
+        background fails :func:`compute_descriptors`.
+    AudioFileError
+        If a background WAV is missing or unreadable (the message names the file).
+    """
+
+
+    battery_path = Path(ws.descriptors) / "battery.csv"
+    if not battery_path.is_file():
+        raise FileNotFoundError(
+            f"{battery_path}: battery list not found; curate the backgrounds first "
+            "(aiplib.battery.backgrounds.curate_battery, notebook stage 3)")
+    battery = read_battery_csv(battery_path)
+    missing_cols = [c for c in ("bg_id", "path") if c not in battery.columns]
+    if missing_cols:
+        raise AiplibParameterError(f"{battery_path}: missing column(s) {', '.join(missing_cols)}")
+    dup = battery["bg_id"][battery["bg_id"].duplicated()].tolist()
+    if dup:
+        raise AiplibParameterError(f"{battery_path}: duplicate bg_id {', '.join(map(str, dup))}")
+    if not (0.0 < float(vad_threshold) < 1.0):
+        raise AiplibParameterError(f"VAD threshold must lie in (0, 1), got {vad_threshold}")
+
+    csv_path = Path(ws.descriptors) / "acoustic_descriptors.csv"
+    json_path = csv_path.with_suffix(".json")
+    settings = _settings(vad_threshold)
+    old, old_files = (None, {}) if overwrite else _read_previous(csv_path, json_path, settings)
+
+    files, rows, todo = {}, {}, []
+    for bg_id, rel in zip(battery["bg_id"], battery["path"]):
+        wav = ws.path(rel)
+        if not wav.is_file():
+
+            raise AudioFileError(f"{wav}: background audio file not found (bg_id {bg_id})")
+        digest = sha256_file(wav)
+        files[bg_id] = {"path": str(rel), "sha256": digest}
+        if (old is not None and bg_id in old.index and old_files.get(bg_id, {}).get("sha256") == digest
+                and old.loc[bg_id, TABLE_COLUMNS[1:]].notna().all()):
+            rows[bg_id] = {k: float(old.loc[bg_id, k]) for k in TABLE_COLUMNS[1:]}
+        else:
+            todo.append((bg_id, wav))
+
+    up_to_date = not todo and old is not None and list(old.index) == list(battery["bg_id"])
+    if todo:
+        model = load_vad_model()
+        for bg_id, wav in track(todo, "descriptors", unit="bg", enabled=progress):
+            y = load_audio(wav, sr=SR)
+            rows[bg_id] = compute_descriptors(y, sr=SR, vad_threshold=vad_threshold, vad_model=model,
+                                              name=f"{wav} (bg_id {bg_id})")
+            rows[bg_id]["silent_frame_share"] = silent_frame_share(y)
+    for bg_id in files:
+        files[bg_id]["silent_frame_share"] = rows[bg_id]["silent_frame_share"]
+
+    table = pd.DataFrame([{"bg_id": b, **rows[b]} for b in battery["bg_id"]], columns=TABLE_COLUMNS)
+    if not up_to_date:
+        write_descriptor_table(table, csv_path)
+        versions = package_versions(("librosa", "silero-vad", "torch", "numpy", "aiplib"))
+        sidecar = {"settings": settings, "versions": versions, "n_backgrounds": len(table),
+                   "files": files, "descriptor_info": {k: list(v) for k, v in DESCRIPTOR_INFO.items()}}
+        write_json_atomic(sidecar, json_path)
+    return table

@@ -1,0 +1,289 @@
+"""One writer per data folder: the lock every stage and ``make all`` take on ``data/<profile>/``.
+
+``python -m aiplib.core.lock run ROOT [--mode exclusive|shard] [--wait S] [--command TEXT] -- CMD ...``
+runs ``CMD`` while holding the lock of the workspace ``ROOT`` and exits with its status.
+
+The lock is an ``flock`` (see ``flock(2)``) on ``ROOT/.aip-lock``:
+
+- ``exclusive`` (every stage, ``make all``, ``make merge``): no other holder of either mode.
+- ``shard`` (stage 7 with ``SHARD=i/n``): a shared ``flock``; any number of shards run at once
+  (each still takes its own per-model shard lock, :func:`aiplib.inference.shards.shard_lock`), but no
+  exclusive holder meanwhile, so no stage rewrites the manifests under a running shard.
+
+Who holds it: the exclusive holder writes ``{"pid", "host", "command", "mode", "started", "token"}``
+(JSON) into ``.aip-lock``; a shard writes the same into ``.aip-lock.d/<host>-<pid>-<token>.json``. A run
+that cannot take the lock stops (exit status :data:`BUSY_STATUS`) with one line naming the holder,
+or, with ``--wait S`` (``LOCK_WAIT=S`` of make, ``$AIP_LOCK_WAIT``), waits up to ``S`` seconds.
+
+The command inherits the locked file descriptor, so the kernel keeps the lock until the command
+ends, even if this wrapper is killed. On a normal end (or SIGTERM/SIGINT/SIGHUP, forwarded to the
+command) the holder record is cleared. A record left by a holder that no longer holds the
+``flock`` (killed with ``kill -9`` together with its command, a crashed node) is *stale*: the next
+run takes the lock over and says whose it was; a shard record whose pid is not running on this
+host is removed.
+
+Nested runs: the wrapper exports ``AIP_LOCK_HELD=<ROOT>`` and ``AIP_LOCK_TOKEN``; a run inside
+(``make all`` → each stage) whose ``ROOT`` is already held by its ancestor runs at once.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import errno
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no locking
+    fcntl = None
+
+__all__ = ["BUSY_STATUS", "LOCK_NAME", "FolderBusyError", "holders", "acquire", "run", "main"]
+
+BUSY_STATUS = 75
+"""Exit status of a run that found the folder in use (``EX_TEMPFAIL`` of ``sysexits.h``)."""
+
+LOCK_NAME = ".aip-lock"
+"""Name of the lock file inside the workspace root (shard records in ``.aip-lock.d/``)."""
+
+MODES = ("exclusive", "shard")
+
+
+class FolderBusyError(RuntimeError):
+    """The data folder is held by another run; ``str(exc)`` is the one line shown to the user."""
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _pid_alive(pid) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, TypeError, OverflowError):
+        return True  # another user's process, or a record we cannot read: assume alive
+    return True
+
+
+def _read_record(path: Path) -> dict | None:
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+        return json.loads(text) if text else None
+    except (OSError, ValueError):
+        return None
+
+
+def _describe(rec: dict | None) -> str:
+    if not rec:
+        return "another process (no holder record)"
+    return (f"pid {rec.get('pid')} on host {rec.get('host')} ({rec.get('mode', 'exclusive')}: "
+            f"{rec.get('command') or '?'}, since {rec.get('started', '?')})")
+
+
+def holders(root) -> list[dict]:
+    """Holder records of ``root``'s lock as written (the exclusive one first, then the shards).
+
+    Shard records (in order of start, then command) of a pid that is not running on this host are
+    removed (stale) and not returned.
+    """
+    root = Path(root)
+    rec = _read_record(root / LOCK_NAME)
+    host = socket.gethostname()
+    shards = []
+    for p in sorted((root / f"{LOCK_NAME}.d").glob("*.json")):
+        r = _read_record(p)
+        if r and r.get("host") == host and not _pid_alive(r.get("pid")):
+            p.unlink(missing_ok=True)
+            continue
+        if r:
+            shards.append(r)
+    shards.sort(key=lambda r: (str(r.get("started")), str(r.get("command"))))
+    return ([rec] if rec else []) + shards
+
+
+def _busy_line(root: Path, mode: str) -> str:
+    live = holders(root)
+    if mode == "shard":  # a shard is refused only by an exclusive holder
+        live = [r for r in live if r.get("mode", "exclusive") == "exclusive"] or live
+    who = "; ".join(_describe(r) for r in live[:3]) or _describe(None)
+    more = f" and {len(live) - 3} more" if len(live) > 3 else ""
+    return (f"data folder {root} is in use by {who}{more}: one run writes a data folder at a time; "
+            "wait for it to end, or set LOCK_WAIT=<seconds> to wait")
+
+
+def acquire(root, *, mode: str = "exclusive", command: str = "", wait_s: float = 0.0, poll_s: float = 0.5):
+    """Take the lock of the workspace ``root``.
+
+    Parameters
+    ----------
+    root : str or Path
+        Workspace root (``data/<profile>``); created if missing.
+    mode : {"exclusive", "shard"}
+    command : str
+        What runs (recorded for the message another run shows).
+    wait_s : float ≥ 0, s
+        How long to wait for the holder to end; 0 = stop at once.
+    poll_s : float > 0, s
+        Interval between tries while waiting.
+
+    Returns
+    -------
+    (fd, record, record_path, taken_over)
+        ``fd`` the locked descriptor (keep it open to hold the lock), the holder record written, where,
+        and the stale record taken over (or None).
+
+    Raises
+    ------
+    FolderBusyError
+        If another run holds a conflicting lock after ``wait_s`` seconds.
+    ValueError
+        If ``mode`` is unknown.
+    """
+    if mode not in MODES:
+        raise ValueError(f"lock mode {mode!r} is not one of {', '.join(MODES)}")
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    flag = fcntl.LOCK_EX if mode == "exclusive" else fcntl.LOCK_SH
+    deadline, said = time.monotonic() + max(0.0, float(wait_s)), False
+    while True:
+        try:
+            fcntl.flock(fd, flag | fcntl.LOCK_NB)
+            break
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                os.close(fd)
+                raise
+            line = _busy_line(root, mode)
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise FolderBusyError(line) from None
+            if not said:
+                print(f"waiting up to {wait_s:g} s: {line.split(': one run')[0]}", file=sys.stderr, flush=True)
+                said = True
+            time.sleep(poll_s)
+    rec = dict(pid=os.getpid(), host=socket.gethostname(), command=command, mode=mode, started=_now(),
+               token=uuid.uuid4().hex)
+    old = _read_record(path)
+    taken_over = None
+    if mode == "exclusive":
+        if old:  # we hold LOCK_EX, so whoever wrote it no longer holds the flock
+            taken_over = old
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(rec).encode(), 0)
+        rec_path = path
+    else:
+        if old:  # we hold LOCK_SH, so no exclusive holder is alive: its record is stale
+            taken_over = old
+            os.ftruncate(fd, 0)
+        d = root / f"{LOCK_NAME}.d"
+        d.mkdir(exist_ok=True)
+        holders(root)  # removes the records of dead shards on this host
+        rec_path = d / f"{rec['host']}-{rec['pid']}-{rec['token'][:8]}.json"
+        rec_path.write_text(json.dumps(rec), encoding="utf-8")
+    return fd, rec, rec_path, taken_over
+
+
+def _release(fd: int, rec_path: Path, mode: str) -> None:
+    try:
+        if mode == "exclusive":
+            os.ftruncate(fd, 0)
+        else:
+            rec_path.unlink(missing_ok=True)
+    finally:
+        os.close(fd)
+
+
+def _held_by_ancestor(root: Path) -> bool:
+    held, token = os.environ.get("AIP_LOCK_HELD"), os.environ.get("AIP_LOCK_TOKEN")
+    if not held or not token:
+        return False
+    try:
+        if Path(held).resolve() != root.resolve():
+            return False
+    except OSError:
+        return False
+    rec = _read_record(root / LOCK_NAME) or {}
+    if rec.get("token") == token:
+        return True
+    return any(r.get("token") == token for r in holders(root))
+
+
+def run(root, cmd: list[str], *, mode: str = "exclusive", command: str = "", wait_s: float = 0.0) -> int:
+    """Run ``cmd`` holding the lock of ``root`` (see the module text); returns its exit status.
+
+    Raises
+    ------
+    FolderBusyError
+        As :func:`acquire`.
+    """
+    root = Path(root)
+    if not cmd:
+        raise ValueError("no command to run")
+    if _held_by_ancestor(root):
+        return subprocess.call(cmd)
+    fd, rec, rec_path, old = acquire(root, mode=mode, command=command or " ".join(cmd), wait_s=wait_s)
+    if old:
+        state = "ended" if old.get("host") == rec["host"] and not _pid_alive(old.get("pid")) else "no longer holds it"
+        print(f"note: took over the stale lock of {root} left by {_describe(old)}, which {state}",
+              file=sys.stderr, flush=True)
+    env = dict(os.environ, AIP_LOCK_HELD=str(root), AIP_LOCK_TOKEN=rec["token"])
+    try:
+        proc = subprocess.Popen(cmd, env=env, pass_fds=(fd,))  # the command keeps the lock if we die
+    except BaseException:
+        _release(fd, rec_path, mode)
+        raise
+
+    def forward(signum, _frame):
+        proc.send_signal(signum)
+
+    old_handlers = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        return proc.wait()
+    finally:
+        for s, h in old_handlers.items():
+            signal.signal(s, h)
+        _release(fd, rec_path, mode)
+
+
+def main(argv=None) -> int:
+    """Command line: ``python -m aiplib.core.lock run ROOT [--mode M] [--wait S] [--command T] -- CMD ...``
+    (exit status of ``CMD``, or :data:`BUSY_STATUS` with one line on stderr when the folder is in use);
+    ``python -m aiplib.core.lock show ROOT`` prints the holder records."""
+    ap = argparse.ArgumentParser(prog="python -m aiplib.core.lock")
+    sub = ap.add_subparsers(dest="action", required=True)
+    r = sub.add_parser("run", help="run a command holding the data folder's lock")
+    r.add_argument("root")
+    r.add_argument("--mode", choices=MODES, default="exclusive")
+    r.add_argument("--wait", type=float, default=None,
+                   help="seconds to wait for the holder (default $AIP_LOCK_WAIT, else 0: stop at once)")
+    r.add_argument("--command", default="")
+    s = sub.add_parser("show", help="print who holds the lock")
+    s.add_argument("root")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    a, cmd = ap.parse_args(argv[:cut]), argv[cut + 1:]
+    if a.action == "show":
+        for rec in holders(a.root):
+            print(_describe(rec))
+        return 0
+    wait = a.wait if a.wait is not None else float(os.environ.get("AIP_LOCK_WAIT") or 0)
+    try:
+        return run(a.root, cmd, mode=a.mode, command=a.command, wait_s=wait)
+    except FolderBusyError as exc:
+        print(f"make: {exc}", file=sys.stderr)
+        return BUSY_STATUS
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""Stamps: what a stage read and with which parameters, so a re-run notices stale outputs.
+
+A *stamp* is a small JSON file written next to a stage's outputs when they are built::
+
+    {"stamp_version": 1,
+     "stage": "05_build_manifests:asr",
+     "params": {"family": "asr", "snrs_db": [10, 5, 0], "seed_start": 0, ...},
+     "inputs": {"itembanks/asr.jsonl": "<sha256>", "bg/bg00.wav": "<sha256>", ...},
+     "outputs": {"manifests/asr.csv": "<sha256>"},
+     "code": {"aiplib": "0.1.0", "module": "aiplib.stimuli.manifests", "module_sha256": "<sha256>"},
+     "written": "2025-01-01T12:00:00+00:00"}
+
+Paths are relative to the workspace root when they lie inside it, else absolute. A stage is *up
+to date* when the stamp exists, its ``params`` equal the current ones and every input still has
+the recorded SHA-256 (:func:`differences`); ``code`` is recorded for provenance and not compared
+(a code change that changes outputs bumps a ``definition_version`` in ``params`` instead).
+
+Stamps written by the pipeline (see ``docs/ARCHITECTURE.md``):
+
+=============================  ================================================================
+``raw/raw.stamp.json``         stage 1: the parameters, the files read (custom: the user's tables
+                               and audio, :func:`aiplib.sources.pipeline.raw_input_files`) and ``raw/inventory.csv``
+``itembanks/itembanks.stamp.json``  stage 2: parameters + ``raw/inventory.csv`` (custom: it holds
+                               the SHA-256 of every user file and the transcripts)
+``descriptors/battery.stamp.json``  stage 3: per background, its spec and the SHA-256 of its
+                               source files (a changed background is re-curated, the others kept)
+``manifests/<family>.stamp.json``  stage 5: SNRs, first seed, item bank, battery and every WAV
+=============================  ================================================================
+
+Stage 4 keeps its own sidecar (``acoustic_descriptors.json``, per-WAV SHA-256); stage 7 keys
+every inference row (:func:`aiplib.inference.keys.stimulus_key`), so resuming is per stimulus.
+
+``python -m aiplib.sources.pipeline --profile demo`` (``make stamps``) prints, for each stamp, whether the next
+``make all`` would rebuild it and why: stage 1's stamp is compared with the files it would read now
+(a file added to a custom folder counts), the others' recorded inputs and outputs are re-hashed,
+and a stamp whose input another stale stage rewrites is stale too
+(:func:`aiplib.sources.pipeline.stale_stamps`).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from aiplib.core import __version__
+from aiplib.core.hashing import sha256_file
+
+__all__ = ["STAMP_VERSION", "STAMP_SUFFIX", "file_sha256", "text_sha256", "json_sha256", "jsonable", "make_stamp",
+           "read_stamp", "write_stamp", "differences", "value_differences", "stamp_path"]
+
+STAMP_VERSION = 1
+"""Version of the stamp format."""
+STAMP_SUFFIX = ".stamp.json"
+_HASH_CACHE: dict[tuple, str] = {}
+
+
+def file_sha256(path) -> str:
+    """Hex SHA-256 of a file, cached in this process on (absolute path, size, mtime in ns).
+
+    Raises
+    ------
+    OSError
+        If the file cannot be read.
+    """
+    p = Path(path).resolve()
+    st = p.stat()
+    key = (str(p), st.st_size, st.st_mtime_ns)
+    if key not in _HASH_CACHE:
+        _HASH_CACHE[key] = sha256_file(p)
+    return _HASH_CACHE[key]
+
+
+def text_sha256(text: str) -> str:
+    """Hex SHA-256 of a text's UTF-8 bytes."""
+    return hashlib.sha256(str(text).encode("utf-8")).hexdigest()
+
+
+def _canon(obj) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def json_sha256(obj) -> str:
+    """Hex SHA-256 of ``obj`` as canonical JSON (sorted keys, no spaces; non-JSON values as str)."""
+    return text_sha256(_canon(obj))
+
+
+def jsonable(v):
+    """Parameters as JSON values: tuples → lists, numpy scalars → Python, paths → str."""
+    if isinstance(v, dict):
+        return {str(k): jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x) for x in v]
+
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return str(v)  # paths, arrays, objects: their text
+
+
+def _rel(ws, p) -> str:
+    return ws.rel(p) if ws is not None else str(Path(p).resolve())
+
+
+def stamp_path(folder, name: str) -> Path:
+    """``<folder>/<name>.stamp.json``."""
+    return Path(folder) / f"{name}{STAMP_SUFFIX}"
+
+
+def make_stamp(stage: str, *, params: dict, inputs=(), ws=None, module: str | None = None) -> dict:
+    """The stamp of a stage run: its parameters and the SHA-256 of every input file.
+
+    Parameters
+    ----------
+    stage : str
+        Stage name, e.g. ``"05_build_manifests:asr"``.
+    params : dict
+        JSON-able parameters that decide the outputs.
+    inputs : iterable of str or Path
+        Files read (missing files are recorded as ``"missing"``).
+    ws : Workspace, optional
+        Paths inside ``ws.root`` are recorded relative to it.
+    module : str, optional
+        Module implementing the stage; its source's SHA-256 is recorded under ``code``.
+
+    Returns
+    -------
+    dict
+        The stamp without ``outputs`` (see :func:`write_stamp`).
+    """
+
+    rec = {}
+    for p in inputs:
+        p = ws.path(p) if ws is not None else Path(p)
+        rec[_rel(ws, p)] = file_sha256(p) if p.is_file() else "missing"
+    code = {"aiplib": __version__}
+    if module:
+        mod = sys.modules.get(module)
+        src = getattr(mod, "__file__", None)
+        code.update(module=module, module_sha256=file_sha256(src) if src else None)
+    return {"stamp_version": STAMP_VERSION, "stage": stage, "params": jsonable(dict(params)),
+            "inputs": dict(sorted(rec.items())), "code": code}
+
+
+def read_stamp(path) -> dict | None:
+    """The stamp at ``path``, or None when it is missing or unreadable."""
+    try:
+        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def write_stamp(path, stamp: dict, *, outputs=(), ws=None) -> Path:
+    """Write ``stamp`` plus the SHA-256 of ``outputs`` atomically (``.part`` file, then rename).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    path = Path(path)
+    out = {}
+    for p in outputs:
+        p = ws.path(p) if ws is not None else Path(p)
+        out[_rel(ws, p)] = file_sha256(p) if p.is_file() else "missing"
+    rec = dict(stamp, outputs=dict(sorted(out.items())),
+               written=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(rec, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def _short(v, n: int = 60) -> str:
+    if isinstance(v, str) and len(v) >= 32 and all(c in "0123456789abcdef" for c in v):
+        return v[:12] + "…"  # a SHA-256: its first 12 hex digits tell two apart
+    s = _canon(v)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _pair(a, b, n: int = 60) -> str:
+    """``a → b``, each cut to ``n`` characters from where they start to differ (two long texts
+    with a common beginning are never shown as identical prefixes)."""
+    sa, sb = _short(a, 10**9), _short(b, 10**9)
+    if len(sa) > n or len(sb) > n:
+        i = 0
+        while i < min(len(sa), len(sb)) and sa[i] == sb[i]:
+            i += 1
+        cut = max(0, i - 10)
+        sa, sb = (("…" if cut else "") + x[cut:] for x in (sa, sb))
+        sa, sb = (x if len(x) <= n else x[: n - 1] + "…" for x in (sa, sb))
+    return f"{sa} → {sb}"
+
+
+def value_differences(name: str, old, new) -> list[str]:
+    """Where two JSON values differ, one ``"<path>: <old> → <new>"`` per differing leaf.
+
+    Dicts are compared key by key, recursively, so a change inside a nested parameter names its
+    key (``spec.category: "stationary" → "transient"``, not two cut-off copies of the whole spec);
+    a key only on one side reads ``<path>: added <new>`` / ``<path>: removed (was <old>)``.
+    Lists and scalars are shown whole when short; SHA-256 values by their first 12 hex digits;
+    long texts from where they start to differ.
+
+    Parameters
+    ----------
+    name : str
+        Path of the value (``"spec"``).
+    old, new
+        JSON values (compared as canonical JSON).
+
+    Returns
+    -------
+    list of str
+        Empty when equal.
+    """
+    if _canon(old) == _canon(new):
+        return []
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in sorted(set(old) | set(new), key=str):
+            sub = f"{name}.{k}"
+            if k not in old:
+                out.append(f"{sub}: added {_short(new[k])}")
+            elif k not in new:
+                out.append(f"{sub}: removed (was {_short(old[k])})")
+            else:
+                out += value_differences(sub, old[k], new[k])
+        return out
+    return [f"{name}: {_pair(old, new)}"]
+
+
+def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None) -> list[str]:
+    """What changed between a recorded stamp and the current one, one line per change.
+
+    Inputs come first (a changed file is usually the cause; parameters derived from it, such as
+    an inferred category, follow), then parameters, then outputs edited since.
+
+    Parameters
+    ----------
+    old : dict or None
+        The recorded stamp (None: there is none).
+    new : dict
+        The current stamp (:func:`make_stamp`).
+    outputs_ok : bool
+        Also check that every output recorded in ``old`` still has its SHA-256 (an output edited
+        or deleted by hand is a change).
+    ws : Workspace, optional
+        Resolves the recorded output paths.
+
+    Returns
+    -------
+    list of str
+        Empty when up to date, e.g. ``["input changed: bg/bg03.wav (3fa2c1d09e7b… → 9c1b…)",
+        "parameter snrs_db: [10,5,0] → [10,5]", "parameter spec.category: \"stationary\" →
+        \"transient\""]``: a nested parameter names the key that differs
+        (:func:`value_differences`).
+    """
+    if old is None:
+        return ["no stamp (outputs written by an older version, or not yet built)"]
+    out = []
+    if old.get("stamp_version") != new.get("stamp_version"):
+        out.append(f"stamp version {old.get('stamp_version')} → {new.get('stamp_version')}")
+    oi, ni = old.get("inputs", {}), new.get("inputs", {})
+    for k in sorted(set(oi) | set(ni)):
+        if k not in oi:
+            out.append(f"input added: {k}")
+        elif k not in ni:
+            out.append(f"input removed: {k}")
+        elif oi[k] != ni[k] and ni[k] == "missing":
+            out.append(f"input missing: {k}")
+        elif oi[k] != ni[k]:
+            out.append(f"input changed: {k} ({_pair(oi[k], ni[k])})")
+    op, np_ = old.get("params", {}), new.get("params", {})
+    for k in sorted(set(op) | set(np_)):
+        out += [f"parameter {d}" for d in value_differences(k, op.get(k), np_.get(k))]
+    if outputs_ok:
+        for k, sha in old.get("outputs", {}).items():
+            p = ws.path(k) if ws is not None else Path(k)
+            if not p.is_file():
+                out.append(f"output missing: {k}")
+            elif file_sha256(p) != sha:
+                out.append(f"output changed since it was written: {k}")
+    return out

@@ -1,0 +1,90 @@
+"""OpenAI Whisper's English text normaliser, loaded without torch, with the upstream fix #2836.
+
+:func:`aiplib.core.textnorm.normalize_whisper` (the Whisper-style WER of stage 8) applies
+:func:`english_normalizer`. ``whisper/normalizers/basic.py`` and ``english.py`` of the installed
+``openai-whisper`` are loaded as private modules, so ``whisper/__init__.py`` (which imports torch,
+numba and tiktoken for the recogniser) never runs. In that private copy the release's readability
+rule ``\\b1(s?)\\b`` → ``one`` runs with the pattern of openai/whisper PR #2836, merged after the
+last release: only a ``1`` standing alone becomes ``one``, so ``"one dollar"`` → ``"$1"`` no longer
+equals ``"one"``.
+
+References
+----------
+.. [1] A. Radford et al., "Robust speech recognition via large-scale weak supervision",
+       arXiv:2212.04356, 2022; code: github.com/openai/whisper, ``whisper/normalizers``.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import re
+import sys
+
+__all__ = ["WHISPER_NORMALIZER_NAME", "WHISPER_NORMALIZER_VERSION", "english_normalizer"]
+
+_WHISPER_DIST = "openai-whisper"
+WHISPER_NORMALIZER_NAME = (f"{_WHISPER_DIST} whisper.normalizers.EnglishTextNormalizer"
+                           " + openai/whisper#2836 (standalone-1 rule)")
+"""Which normaliser :func:`aiplib.core.textnorm.normalize_whisper` applies."""
+
+WHISPER_NORMALIZER_VERSION = f"{importlib.metadata.version(_WHISPER_DIST)}+pr2836"
+"""Installed ``openai-whisper`` release, with the upstream fix applied on top."""
+
+
+def _load_whisper_module(name: str):
+    """Load ``whisper/normalizers/<name>.py`` of openai-whisper as a private module, without running
+    ``whisper/__init__.py`` (which imports torch, numba and tiktoken for the recogniser)."""
+    pkg = "_aiplib_openai_whisper_normalizers"
+    full = f"{pkg}.{name}"
+    if full not in sys.modules:
+        spec = importlib.util.find_spec("whisper")
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError(f"the {_WHISPER_DIST} package is not installed (pip install {_WHISPER_DIST})")
+        base = f"{spec.submodule_search_locations[0]}/normalizers"
+        if pkg not in sys.modules:  # a bare package: its __init__ is not executed
+            sys.modules[pkg] = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
+                pkg, f"{base}/__init__.py", submodule_search_locations=[base]))
+        mspec = importlib.util.spec_from_file_location(full, f"{base}/{name}.py")
+        sys.modules[full] = mod = importlib.util.module_from_spec(mspec)
+        mspec.loader.exec_module(mod)
+    return sys.modules[full]
+
+
+_RELEASE_ONE = r"\b1(s?)\b"
+_FIXED_ONE = r"(?<!\S)1(s?)(?!\S)"  # openai/whisper#2836: only a 1 standing alone
+
+
+class _ReWithFix:
+    """The ``re`` module as seen by our private copy of ``whisper/normalizers/english.py``:
+    identical, except that the release's readability rule ``\\b1(s?)\\b`` -> ``one`` is run
+    with the pattern of openai/whisper#2836 (white space, or the text's ends, on both sides)."""
+
+    def __getattr__(self, name):
+        return getattr(re, name)
+
+    @staticmethod
+    def sub(pattern, repl, string, *args, **kwargs):
+        if pattern == _RELEASE_ONE:
+            pattern = _FIXED_ONE
+        return re.sub(pattern, repl, string, *args, **kwargs)
+
+
+@functools.lru_cache(maxsize=1)
+def english_normalizer():
+    """The ``EnglishTextNormalizer`` instance of the installed ``openai-whisper``, with PR #2836.
+
+    Returns
+    -------
+    callable
+        ``str -> str`` (one instance, cached).
+
+    Raises
+    ------
+    ImportError
+        If ``openai-whisper`` is not installed.
+    """
+    _load_whisper_module("basic")
+    eng = _load_whisper_module("english")
+    eng.re = _ReWithFix()  # our private module copy only; the whisper package is untouched
+    return eng.EnglishTextNormalizer()

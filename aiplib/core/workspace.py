@@ -1,0 +1,192 @@
+"""Where a profile's generated data lives: ``data/<profile>/`` and its stage folders.
+
+A *profile* changes the inputs of the pipeline, never its stages: ``demo`` (embedded default,
+offline, CPU), ``paper`` (the paper's corpora and models) and ``custom`` (the user's folders).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiplib.core.errors import AiplibParameterError
+from aiplib.core.tasks import check_family
+
+__all__ = ["PROFILES", "STAGE_DIRS", "FAMILY_STAGE_DIRS", "Workspace", "workspace", "smoke", "repo_root"]
+
+PROFILES = ("demo", "paper", "custom")
+STAGE_DIRS = ("raw", "itembanks", "bg", "descriptors", "manifests", "checks", "inference",
+              "results", "executed")
+FAMILY_STAGE_DIRS = ("manifests", "inference", "checks")
+"""Stage folders that have one sub-folder per condition family other than ``background``
+(:meth:`Workspace.with_family`); the others are shared by every family."""
+
+
+def repo_root() -> Path:
+    """The project's root folder (the parent of the ``aiplib`` package)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def smoke() -> bool:
+    """True when ``$AIP_SMOKE`` is ``1``/``true``: notebooks then default to tiny sizes (tests, CI)."""
+    return os.environ.get("AIP_SMOKE", "0").strip().lower() in ("1", "true", "yes")
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """The stage folders of one profile.
+
+    Attributes
+    ----------
+    profile : str
+        Profile name.
+    root : pathlib.Path
+        ``<data_root>/<profile>``; every other attribute is a sub-folder of it
+        (``raw itembanks bg descriptors manifests checks inference results executed``).
+    condition_family : str
+        The condition family this view reads and writes (:data:`aiplib.core.tasks.CONDITION_FAMILIES`).
+        ``background`` (default): every path as it has always been. Any other family ``cf``:
+        :data:`FAMILY_STAGE_DIRS` (``manifests``, ``inference``, ``checks``) resolve to
+        ``<root>/<stage>/<cf>`` and :attr:`scores_dir` to ``results/scores/<cf>``; ``raw``,
+        ``itembanks``, ``bg``, ``descriptors``, the tables, the figures and :meth:`path` stay
+        shared. So stage 7 and stage 8 run on a family unchanged:
+        ``run_inference(ws.with_family("channel"), …)``.
+    """
+
+    profile: str
+    root: Path
+    condition_family: str = "background"
+
+    def __getattr__(self, name):
+        if name in STAGE_DIRS:
+            if name in FAMILY_STAGE_DIRS and self.condition_family != "background":
+                return self.root / name / self.condition_family
+            return self.root / name
+        raise AttributeError(name)
+
+    def with_family(self, condition_family: str) -> "Workspace":
+        """The view of this workspace for one condition family (see :attr:`condition_family`).
+
+        Raises
+        ------
+        AiplibParameterError
+            If ``condition_family`` is not one of :data:`aiplib.core.tasks.CONDITION_FAMILIES`.
+        """
+
+
+        return dataclasses.replace(self, condition_family=check_family(condition_family))
+
+    def ensure(self) -> "Workspace":
+        """Create the stage folders (and this family's own ones; idempotent) and return ``self``."""
+        for d in STAGE_DIRS:
+            (self.root / d).mkdir(parents=True, exist_ok=True)
+        for d in FAMILY_STAGE_DIRS:
+            getattr(self, d).mkdir(parents=True, exist_ok=True)
+        return self
+
+    # ---------------------------------------------------------------- the files of each stage
+    # One home for every path the pipeline writes; their formats live in aiplib.io.formats.
+    def item_bank(self, family: str) -> Path:
+        """``itembanks/<family>.jsonl`` (stage 2)."""
+        return self.root / "itembanks" / f"{family}.jsonl"
+
+    def item_bank_sidecar(self, family: str) -> Path:
+        """``itembanks/<family>.json``: the item bank's sidecar (the KWS keyword set)."""
+        return self.root / "itembanks" / f"{family}.json"
+
+    @property
+    def battery_csv(self) -> Path:
+        """``descriptors/battery.csv`` (stage 3)."""
+        return self.root / "descriptors" / "battery.csv"
+
+    @property
+    def descriptor_csv(self) -> Path:
+        """``descriptors/acoustic_descriptors.csv`` (stage 4)."""
+        return self.root / "descriptors" / "acoustic_descriptors.csv"
+
+    @property
+    def distractors_csv(self) -> Path:
+        """``raw/distractors/distractors.csv``: the competing-speech distractor table (stage 1;
+        columns :data:`aiplib.sources.corpora.asterisk_langs.DISTRACTOR_COLUMNS`), shared by all families."""
+        return self.root / "raw" / "distractors" / "distractors.csv"
+
+    def manifest_csv(self, family: str) -> Path:
+        """``manifests/<family>.csv`` (stage 5; ``manifests/<cf>/<family>.csv`` in a family view)."""
+        return self.manifests / f"{family}.csv"
+
+    @property
+    def mix_diagnostics_csv(self) -> Path:
+        """``checks/mix_diagnostics.csv`` (stage 7; ``checks/<cf>/…`` in a family view)."""
+        return self.checks / "mix_diagnostics.csv"
+
+    def inference_jsonl(self, model: str, task: str) -> Path:
+        """``inference/<model>/<task>.jsonl`` (stage 7; ``inference/<cf>/<model>/…`` in a family view)."""
+        return self.inference / model / f"{task}.jsonl"
+
+    def run_log(self, model: str) -> Path:
+        """``inference/<model>/run_log.jsonl`` (stage 7; under ``inference/<cf>/`` in a family view)."""
+        return self.inference / model / "run_log.jsonl"
+
+    @property
+    def scores_dir(self) -> Path:
+        """``results/scores`` (stage 8; ``results/scores/<cf>`` in a family view)."""
+        if self.condition_family != "background":
+            return self.root / "results" / "scores" / self.condition_family
+        return self.root / "results" / "scores"
+
+    def scores_csv(self, task: str) -> Path:
+        """``results/scores/<task>.csv`` (stage 8)."""
+        return self.scores_dir / f"{task}.csv"
+
+    def scores_sidecar(self, task: str) -> Path:
+        """``results/scores/<task>.json``: the score file's sidecar."""
+        return self.scores_dir / f"{task}.json"
+
+    @property
+    def tables_dir(self) -> Path:
+        """``results/tables`` (stage 9)."""
+        return self.root / "results" / "tables"
+
+    @property
+    def figures_dir(self) -> Path:
+        """``results/figures`` (stage 9)."""
+        return self.root / "results" / "figures"
+
+    def path(self, rel) -> Path:
+        """Resolve a path stored in a data file (relative to :attr:`root`, or absolute)."""
+        p = Path(rel)
+        return p if p.is_absolute() else self.root / p
+
+    def rel(self, p) -> str:
+        """Express ``p`` relative to :attr:`root` when it lies inside it (else absolute, as str)."""
+        p = Path(p).resolve()
+        try:
+            return p.relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return str(p)
+
+
+def workspace(profile: str = "demo", *, data_root=None, create: bool = True) -> Workspace:
+    """Return the :class:`Workspace` of ``profile``.
+
+    Parameters
+    ----------
+    profile : str
+        One of :data:`PROFILES`.
+    data_root : str or Path, optional
+        Parent of the profile folders. Default ``$AIP_DATA_ROOT``, else ``<repo>/data``.
+    create : bool
+        Create the stage folders.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``profile`` is unknown.
+    """
+
+    if profile not in PROFILES:
+        raise AiplibParameterError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    root = Path(data_root or os.environ.get("AIP_DATA_ROOT") or repo_root() / "data")
+    ws = Workspace(profile=profile, root=(root / profile).resolve())
+    return ws.ensure() if create else ws

@@ -1,0 +1,1 @@
+"""Stage 10: the explorer's data, audio and interface."""

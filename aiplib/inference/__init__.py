@@ -1,0 +1,1 @@
+"""Stage 7: the runner, its resume rule, shards, prompts and the recognisers."""

@@ -1,0 +1,153 @@
+"""Stage 7's resume keys: a hash of what the model heard (the manifest row and its audio files),
+of the prompt, and of the registry entry's output-deciding fields."""
+from __future__ import annotations
+
+import pandas as pd
+
+from aiplib.core.stamps import file_sha256, json_sha256, jsonable, text_sha256
+from aiplib.sources.corpora.asterisk_langs import read_distractor_table
+from aiplib.stimuli.channel import tool_versions
+from aiplib.stimuli.families import FAMILY_COLUMNS, row_family
+from aiplib.stimuli.mixing import is_clean_row
+
+__all__ = ["STIM_KEY_FIELD", "STIM_KEY_FIELDS", "ENTRY_KEY_FIELDS", "BATCH_VARIANT_BACKENDS", "entry_sha256",
+           "stimulus_base", "stimulus_key"]
+
+STIM_KEY_FIELD = "stim_key"
+"""Field of an inference row holding its resume key (:func:`stimulus_key`)."""
+STIM_KEY_FIELDS = ("id", "seed", "bg_offset", "snr_db", "background_id", "condition", "speech_path", "bg_path")
+"""Manifest columns that enter the resume key (with the SHA-256 of the two audio files)."""
+ENTRY_KEY_FIELDS = ("backend", "weights", "revision", "precision", "max_new_tokens", "thinker_max_new_tokens",
+                    "max_audio_s", "prompt_style", "command", "model", "engine_args", "generate_kwargs")
+"""Registry-entry fields that decide a model's output; their hash enters the resume key
+(descriptive fields — ``notes``, ``device``, ``concurrency`` … — do not; ``batch_size`` does for
+:data:`BATCH_VARIANT_BACKENDS` only)."""
+
+
+BATCH_VARIANT_BACKENDS = ("transformers", "hf_asr")
+"""Backends whose output can depend on the batch size (padded batched greedy decoding, 8-bit
+kernels; an ``hf_asr`` checkpoint batched with an attention mask runs padded frames, whose
+float16 / GPU arithmetic can move an arg-max): for them ``batch_size`` is an output-deciding
+field too, so a changed batch size re-decodes. The other backends decode each stimulus alike in
+any batch (the Whisper backends pad every input to its 30 s window; a server answers each request
+alone), and their keys leave it out."""
+
+
+def entry_sha256(entry) -> str:
+    """Hex SHA-256 of the output-deciding fields (:data:`ENTRY_KEY_FIELDS`, plus ``batch_size``
+    for :data:`BATCH_VARIANT_BACKENDS`) of a registry entry (an :class:`aiplib.inference.models.ModelEntry`
+    or its ``to_dict()``; stage 7 passes the entry with the batch size it decodes with)."""
+    d = entry.to_dict() if hasattr(entry, "to_dict") else dict(entry)
+    fields = ENTRY_KEY_FIELDS + (("batch_size",) if d.get("backend") in BATCH_VARIANT_BACKENDS else ())
+    return json_sha256({k: jsonable(d.get(k)) for k in fields})
+
+
+def _val(v):
+    if v is None:
+        return None
+    try:
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    v = jsonable(v)
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v if isinstance(v, (int, float, bool)) else str(v)
+
+
+def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
+    """The part of a stimulus's resume key that depends on the manifest row only.
+
+    Hex SHA-256 of the canonical JSON of :data:`STIM_KEY_FIELDS` of ``row`` plus
+    ``speech_sha256`` and ``bg_sha256`` (SHA-256 of the files ``speech_path`` and ``bg_path``
+    point to; ``""`` for no background, ``"missing"`` for a file not found). A row without a
+    background (clean) has ``seed`` and ``bg_offset`` left out: its audio does not depend on them,
+    so a change of seeds re-runs the noisy stimuli only. ``hashes`` (path → SHA-256), when
+    given, is used and filled as a cache for the duration of one run.
+
+    Rows of another condition family (``condition_family`` not ``background``, not clean; issue
+    14) have no ``bg_path`` but their audio depends on the seed: their key keeps ``seed`` and adds
+    ``condition_family``, every column of :data:`aiplib.stimuli.families.FAMILY_COLUMNS` (as text),
+    for ``competing_speech`` the SHA-256 of the distractor table (``distractor_table_sha256``)
+    and of each distractor recording the row mixes in (``distractor_audio_sha256``: the table
+    names files, not their samples), and for ``channel`` the version of the external tool
+    (:func:`aiplib.stimuli.channel.tool_versions`).
+    Background rows and clean rows keep exactly the key above (results made before the families
+    existed stay valid; a family's clean row has the background clean row's key).
+    """
+
+    rec = {k: _val(row.get(k)) for k in STIM_KEY_FIELDS}
+    cf = row_family(row)
+    clean = is_clean_row(row)
+    if cf != "background" and not clean:
+        rec["condition_family"] = cf
+        for col in FAMILY_COLUMNS.get(cf, ()):
+            v = _val(row.get(col))
+            rec[col] = "" if v is None else str(v)
+        if cf == "competing_speech":
+            tab = ws.distractors_csv
+            rec["distractor_table_sha256"] = file_sha256(tab) if tab.is_file() else "missing"
+            rec["distractor_audio_sha256"] = _distractor_audio_sha256(row, ws, hashes)
+        elif cf == "channel":
+            name = rec.get("channel_condition") or str(rec.get("background_id"))
+            try:
+                rec["tools"] = tool_versions(name)
+            except Exception as exc:  # noqa: BLE001 - an unknown condition fails at materialisation
+                rec["tools"] = f"unknown: {type(exc).__name__}"
+    elif not rec.get("bg_path"):  # a clean row's audio does not depend on its seed
+        rec["seed"] = rec["bg_offset"] = None
+    for k, col in (("speech_sha256", "speech_path"), ("bg_sha256", "bg_path")):
+        rel = rec.get(col)
+        if not rel:
+            rec[k] = ""
+            continue
+        if hashes is not None and rel in hashes:
+            rec[k] = hashes[rel]
+            continue
+        p = ws.path(rel)
+        rec[k] = file_sha256(p) if p.is_file() else "missing"
+        if hashes is not None:
+            hashes[rel] = rec[k]
+    return json_sha256(rec)
+
+
+def _distractor_audio_sha256(row: dict, ws, hashes: dict | None) -> list:
+    """SHA-256 of each distractor recording a competing-speech row mixes in (its ``distractor_ids``,
+    ``|``-joined, through the paths of the distractor table), in that order; ``"missing"`` for an
+    id the table lacks or a file not found. The table names a file, not its samples: a recording
+    replaced under the same path (a new package version, a user's folder) changes these only."""
+    tab = ws.distractors_csv
+    if not tab.is_file():
+        return ["missing"]
+    table = read_distractor_table(tab, root=ws.root)
+    paths = dict(zip(table["distractor_id"].astype(str), table["path"].astype(str)))
+    out = []
+    for did in str(row.get("distractor_ids") or "").split("|"):
+        p = paths.get(did)
+        if p is None:
+            out.append("missing")
+            continue
+        if hashes is None or p not in hashes:
+            sha = file_sha256(ws.path(p)) if ws.path(p).is_file() else "missing"
+            if hashes is None:
+                out.append(sha)
+                continue
+            hashes[p] = sha
+        out.append(hashes[p])
+    return out
+
+
+def stimulus_key(base: str, *, prompt_sha256: str, entry_sha256: str, decoding_sha256: str | None = None) -> str:
+    """Resume key of one (stimulus, prompt, model, decoding): the first 16 hex digits of
+    SHA-256(``base`` : ``prompt_sha256`` : ``entry_sha256``), with ``: decoding_sha256``
+    appended when given (64 bits).
+
+    ``base`` is :func:`stimulus_base` of the manifest row, ``prompt_sha256`` the SHA-256 of the
+    prompt text (:func:`text_sha256`), ``entry_sha256`` :func:`entry_sha256` of the model,
+    ``decoding_sha256`` the :func:`json_sha256` of the backend's output-deciding decoding options
+    (:func:`aiplib.inference.models.decoding_key`, e.g. the embedded Whisper's encoder window policy); None
+    for a backend's reference decoding, whose rows keep the key they always had.
+    """
+    tail = f":{decoding_sha256}" if decoding_sha256 else ""
+    return text_sha256(f"{base}:{prompt_sha256}:{entry_sha256}{tail}")[:16]

@@ -1,0 +1,436 @@
+"""Adapters of the ``transformers`` backend: one module per Speech LLM model type.
+
+An adapter knows how one model type (registry ``model_type``) turns ``(waveform, prompt)`` pairs into model inputs and model
+outputs back into text:
+
+1. build the chat conversation with the model's audio placeholder (:meth:`Adapter.conversation`),
+2. render it with the processor's chat template and call the processor with the audio
+   (``audio=`` in transformers 5; :meth:`Adapter.encode`),
+3. check that the processor output really holds the audio features and one run of placeholder
+   tokens per row (:meth:`Adapter.check_inputs`: some argument names, such as ``audios=`` in
+   older releases, are silently ignored and the model would then answer from the text alone),
+4. generate greedily and decode only the new tokens (:meth:`Adapter.generate`).
+
+Batches are left-padded (``tokenizer.padding_side = "left"``) with the processor's attention
+mask, so a response does not depend on the batch it was decoded in (checked by
+:func:`aiplib.inference.models.transformers_backend.check_batch_invariance`).
+
+Adapter modules are imported on demand (:func:`get_adapter`), so a model type whose classes are
+missing from the installed ``transformers`` never breaks another.
+
+Machines without a usable torchvision / timm
+--------------------------------------------
+The CPU ``torch`` wheel cannot load the PyPI torchvision build (its extension is CUDA-linked), and
+timm needs torchvision. Some processors own image/video sub-processors that need torchvision, and
+Gemma 3n's vision tower is a timm model. Audio-only use needs none of them, so
+:func:`no_torchvision_patch` and :func:`no_timm_vision_patch` replace them by inert stubs — only
+when torchvision / timm cannot be imported; on a machine where they work nothing changes.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import io
+import logging
+
+import numpy as np
+
+from aiplib.io.audio import SR
+
+__all__ = ["Adapter", "ADAPTER_MODULES", "get_adapter", "torchvision_ok", "timm_ok",
+           "no_torchvision_patch", "no_timm_vision_patch", "AudioInputError", "wav_bytes"]
+
+log = logging.getLogger(__name__)
+
+ADAPTER_MODULES: dict[str, str] = {
+    "qwen2_audio": "aiplib.inference.models.adapters.qwen2_audio",
+    "qwen25_omni": "aiplib.inference.models.adapters.qwen25_omni",
+    "gemma3n": "aiplib.inference.models.adapters.gemma3n",
+    "phi4_multimodal": "aiplib.inference.models.adapters.phi4mm",
+    "voxtral": "aiplib.inference.models.adapters.voxtral",
+}
+"""registry ``model_type`` → adapter module (each defines ``ADAPTER``, an :class:`Adapter` subclass)."""
+
+
+class AudioInputError(RuntimeError):
+    """The processor output lacks the audio features or the audio placeholder tokens."""
+
+
+def get_adapter(model_type: str):
+    """The adapter class of a registry ``model_type``.
+
+    Raises
+    ------
+    KeyError
+        If the model type has no adapter; the message lists the known model types.
+    """
+    if model_type not in ADAPTER_MODULES:
+        raise KeyError(f"no transformers adapter for model_type {model_type!r}; "
+                       f"known model types: {', '.join(ADAPTER_MODULES)}")
+    return importlib.import_module(ADAPTER_MODULES[model_type]).ADAPTER
+
+
+def wav_bytes(y: np.ndarray, *, sr: int = SR) -> bytes:
+    """A float32 waveform as the bytes of a 16-bit PCM WAV file (in memory)."""
+    import soundfile as sf  # noqa: PLC0415
+
+    buf = io.BytesIO()
+    sf.write(buf, np.asarray(y, dtype=np.float32), sr, format="WAV", subtype="PCM_16")
+    return buf.getvalue()
+
+
+# ------------------------------------------------------------------------------------ the base class
+class Adapter:
+    """Input builder + generate/decode for one model type (subclass per model type).
+
+    Parameters
+    ----------
+    entry : ModelEntry
+    processor : transformers ProcessorMixin
+    model : transformers PreTrainedModel (already on its device, in eval mode)
+
+    Class attributes
+    ----------------
+    model_type : str
+        Registry ``model_type``.
+    model_class : str
+        Name of the ``transformers`` class loaded with ``from_pretrained``.
+    feature_keys : tuple of str
+        Keys the processor output must hold when audio was given.
+    """
+
+    model_type = ""
+    model_class = ""
+    feature_keys: tuple[str, ...] = ("input_features",)
+    needs_image_stub = False
+    needs_video_stub = False
+    same_length_batches = False
+    """True when the audio encoder is not padding-invariant: a batch then only joins clips of
+    equal length (Phi-4-multimodal's conformer convolutions see the padded frames)."""
+
+    def __init__(self, entry, processor, model):
+        self.entry = entry
+        self.processor = processor
+        self.model = model
+        tok = self.tokenizer
+        if hasattr(tok, "padding_side"):
+            tok.padding_side = "left"
+        self.fix_generation_config()
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def prepare(cls) -> None:
+        """Patches needed before the processor / model can be loaded on this machine."""
+        if cls.needs_video_stub:
+            no_torchvision_patch()
+        if cls.needs_image_stub:
+            no_torchvision_patch(image=True)
+
+    @classmethod
+    def load_processor(cls, source: str, **hub_kw):
+        """``AutoProcessor.from_pretrained(source, **hub_kw)``; a processor that lost its chat
+        template on reload gets :meth:`fallback_chat_template`."""
+        from transformers import AutoProcessor  # noqa: PLC0415
+
+        proc = AutoProcessor.from_pretrained(source, **hub_kw)
+        if getattr(proc, "chat_template", None) is None:
+            fallback = cls.fallback_chat_template(proc)
+            if fallback is not None:
+                proc.chat_template = fallback
+        return proc
+
+    @staticmethod
+    def fallback_chat_template(processor):
+        """Chat template used when the processor has none (None: leave it so)."""
+        return None
+
+    @classmethod
+    def load_model(cls, source: str, **kw):
+        """``<model_class>.from_pretrained(source, **kw)`` in eval mode."""
+        import transformers  # noqa: PLC0415
+
+        klass = getattr(transformers, cls.model_class)
+        return klass.from_pretrained(source, **kw).eval()
+
+    @property
+    def tokenizer(self):
+        return getattr(self.processor, "tokenizer", self.processor)
+
+    @property
+    def generator(self):
+        """The module whose ``generate`` is called (Qwen2.5-Omni: the thinker)."""
+        return self.model
+
+    def fix_generation_config(self) -> None:
+        """Give generate a pad token (the tokenizer's, else the first eos)."""
+        gc = getattr(self.generator, "generation_config", None)
+        if gc is None:
+            return
+        if gc.pad_token_id is None:
+            pad = getattr(self.tokenizer, "pad_token_id", None)
+            if pad is None:
+                eos = gc.eos_token_id
+                pad = eos[0] if isinstance(eos, (list, tuple)) else eos
+            gc.pad_token_id = pad
+
+    # ------------------------------------------------------------------ inputs
+    @property
+    def placeholder(self) -> str:
+        """The audio placeholder token as it appears in the rendered prompt."""
+        return getattr(self.processor, "audio_token", None) or getattr(self.tokenizer, "audio_token")
+
+    @property
+    def placeholder_id(self) -> int:
+        return int(self.tokenizer.convert_tokens_to_ids(self.placeholder))
+
+    def audio_item(self, audio=None) -> dict:
+        """The audio part of the user turn, as the model's chat template expects it."""
+        return {"type": "audio", "audio": "stimulus.wav"}
+
+    def conversation(self, prompt: str | None, audio=None) -> list[dict]:
+        """One user turn: the audio (:meth:`audio_item`), then the prompt text (if any)."""
+        content = [self.audio_item(audio)]
+        if prompt:
+            content.append({"type": "text", "text": prompt})
+        return [{"role": "user", "content": content}]
+
+    def render(self, prompt: str | None) -> str:
+        """The chat prompt as text (audio placeholder not yet expanded)."""
+        return self.processor.apply_chat_template(self.conversation(prompt), add_generation_prompt=True,
+                                                  tokenize=False)
+
+    def encode(self, audios: list[np.ndarray], prompts: list[str | None]):
+        """Processor output (``BatchFeature``, left-padded) and the rendered prompts."""
+        texts = [self.render(p) for p in prompts]
+        inputs = self.processor(text=texts, audio=list(audios), sampling_rate=SR, return_tensors="pt",
+                                padding=True)
+        return inputs, texts
+
+    def check_inputs(self, inputs, n: int) -> None:
+        """Raise :class:`AudioInputError` unless every row carries audio.
+
+        Checks the feature tensors named in :attr:`feature_keys` (present, batch of audio
+        non-empty) and at least one audio placeholder token per row of ``input_ids``.
+        """
+        missing = [k for k in self.feature_keys if k not in inputs or inputs[k] is None]
+        if missing:
+            raise AudioInputError(
+                f"{self.model_type}: the processor output has no {', '.join(missing)} (keys: "
+                f"{', '.join(inputs.keys())}); the audio was dropped")
+        ids = inputs["input_ids"]
+        per_row = (ids == self.placeholder_id).sum(dim=1)
+        if ids.shape[0] != n or bool((per_row == 0).any()):
+            raise AudioInputError(
+                f"{self.model_type}: {int((per_row == 0).sum())} of {n} prompts have no audio "
+                f"placeholder {self.placeholder!r}")
+
+    # ------------------------------------------------------------------ generation
+    def token_limit(self) -> int:
+        """New-token limit of one response (``entry.max_new_tokens``)."""
+        return int(self.entry.max_new_tokens)
+
+    def generate_kwargs(self) -> dict:
+        kw = dict(do_sample=False, num_beams=1, max_new_tokens=self.token_limit())
+        kw.update(dict(self.entry.extra.get("generate_kwargs") or {}))
+        return kw
+
+    def generate(self, inputs):
+        """New token ids, shape (batch, n_new) (the prompt part cut off)."""
+        import torch  # noqa: PLC0415
+
+        inputs = inputs.to(self.device)
+        dtype = self.dtype
+        if dtype is not None:
+            for k, v in list(inputs.items()):
+                if torch.is_tensor(v) and v.is_floating_point():
+                    inputs[k] = v.to(dtype)
+        with torch.inference_mode():
+            out = self.generator.generate(**inputs, **self.generate_kwargs())
+        seq = out.sequences if hasattr(out, "sequences") else out
+        return seq[:, inputs["input_ids"].shape[1]:]
+
+    def decode(self, new_tokens) -> list[str]:
+        texts = self.tokenizer.batch_decode(new_tokens.tolist(), skip_special_tokens=True)
+        return [t.strip() for t in texts]
+
+    def n_new_tokens(self, new_tokens) -> list[int]:
+        """Generated tokens per row, not counting padding after an early end-of-sequence."""
+        gc = self.generator.generation_config
+        pad = gc.pad_token_id
+        eos = gc.eos_token_id
+        eos = set(eos if isinstance(eos, (list, tuple)) else ([eos] if eos is not None else []))
+        counts = []
+        for row in new_tokens.tolist():
+            n = 0
+            for t in row:
+                n += 1
+                if t in eos:
+                    break
+            else:
+                while n and pad is not None and row[n - 1] == pad and pad not in eos:
+                    n -= 1
+            counts.append(n)
+        return counts
+
+    @property
+    def device(self):
+        return getattr(self.generator, "device", None) or "cpu"
+
+    @property
+    def dtype(self):
+        return getattr(self.generator, "dtype", None)
+
+
+# ------------------------------------------------------------------------------------ compat stubs
+def _importable(name: str) -> bool:
+    if importlib.util.find_spec(name) is None:
+        return False
+    try:
+        importlib.import_module(name)
+        return True
+    except Exception:  # noqa: BLE001 - e.g. "operator torchvision::nms does not exist"
+        return False
+
+
+_STATE: dict[str, bool] = {}
+
+
+def torchvision_ok() -> bool:
+    """True when torchvision imports (cached)."""
+    if "torchvision" not in _STATE:
+        _STATE["torchvision"] = _importable("torchvision")
+    return _STATE["torchvision"]
+
+
+def timm_ok() -> bool:
+    """True when timm imports (cached)."""
+    if "timm" not in _STATE:
+        _STATE["timm"] = torchvision_ok() and _importable("timm")
+    return _STATE["timm"]
+
+
+def no_torchvision_patch(*, image: bool = False) -> bool:
+    """Let processors with video / image sub-processors load without torchvision.
+
+    Video: ``AutoVideoProcessor`` returns an inert ``NoVideoProcessor`` and the processor's class
+    check accepts it. ``image=True`` also makes ``AutoImageProcessor.from_pretrained`` fall back
+    to an inert ``NoImageProcessor`` when the real one cannot load (Phi-4-multimodal's image
+    processor exists only as a torchvision backend). Idempotent; does nothing (returns False)
+    when torchvision works.
+    """
+    if torchvision_ok():
+        return False
+    key = "image_patch" if image else "video_patch"
+    if _STATE.get(key):
+        return True
+    from transformers.processing_utils import ProcessorMixin  # noqa: PLC0415
+
+    stubs = _stub_classes()
+    if not image:
+        import transformers.models.auto.video_processing_auto as vpa  # noqa: PLC0415
+
+        class _StubAutoVideoProcessor:
+            @classmethod
+            def from_pretrained(cls, *args, **kwargs):
+                return stubs["video"]()
+
+        vpa.AutoVideoProcessor = _StubAutoVideoProcessor
+        orig_check = ProcessorMixin.check_argument_for_proper_class
+        from transformers.video_processing_utils import VideoProcessorMixin  # noqa: PLC0415
+
+        def _check(self, argument_name, argument):
+            if "video_processor" in argument_name and isinstance(argument, VideoProcessorMixin):
+                return type(argument)
+            return orig_check(self, argument_name, argument)
+
+        ProcessorMixin.check_argument_for_proper_class = _check
+    else:
+        import transformers.models.auto.image_processing_auto as ipa  # noqa: PLC0415
+
+        orig_cls = ipa.AutoImageProcessor
+
+        class _AutoImageProcessor(orig_cls):
+            @classmethod
+            def from_pretrained(cls, *args, **kwargs):
+                try:
+                    return orig_cls.from_pretrained(*args, **kwargs)
+                except Exception:  # noqa: BLE001 - ImportError (torchvision) or unknown stub type
+                    return stubs["image"]()
+
+        ipa.AutoImageProcessor = _AutoImageProcessor
+    _STATE[key] = True
+    return True
+
+
+_STUBS: dict = {}
+
+
+def _stub_classes() -> dict:
+    if not _STUBS:
+        from transformers.image_processing_utils import BaseImageProcessor  # noqa: PLC0415
+        from transformers.video_processing_utils import VideoProcessorMixin  # noqa: PLC0415
+
+        class NoVideoProcessor(VideoProcessorMixin):
+            """Placeholder video processor (audio/text-only use, no torchvision)."""
+
+            temporal_patch_size = 2
+            merge_size = 2
+            patch_size = 14
+
+        class NoImageProcessor(BaseImageProcessor):
+            """Placeholder image processor (audio/text-only use, no torchvision)."""
+
+            model_input_names = ["pixel_values"]
+
+            def preprocess(self, *a, **k):
+                raise RuntimeError("image processing is stubbed out (torchvision unusable here)")
+
+        _STUBS.update(video=NoVideoProcessor, image=NoImageProcessor)
+    return _STUBS
+
+
+def stub_video_processor():
+    """An inert video processor instance (for building processors without torchvision)."""
+    return _stub_classes()["video"]()
+
+
+def stub_image_processor():
+    """An inert image processor instance (for building processors without torchvision)."""
+    return _stub_classes()["image"]()
+
+
+def no_timm_vision_patch() -> bool:
+    """Build Gemma 3n's vision tower as a parameter-free stub when timm is unusable.
+
+    Gemma 3n's vision tower is a timm MobileNetV5; audio-only inference never calls it. With the
+    patch, loading a real checkpoint reports the vision-tower weights as unused (a warning) and
+    an image input raises. Idempotent; does nothing (returns False) when timm works.
+    """
+    if timm_ok():
+        return False
+    if _STATE.get("timm_patch"):
+        return True
+    import transformers.models.gemma3n.modeling_gemma3n as g3n  # noqa: PLC0415
+    from torch import nn  # noqa: PLC0415
+
+    class _StubVisionTower(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.config = config
+
+        def forward(self, *a, **k):
+            raise RuntimeError("the Gemma 3n vision tower is stubbed out (timm unusable here); "
+                               "audio and text only")
+
+    orig = g3n.AutoModel
+
+    class _AutoModel:
+        @staticmethod
+        def from_config(config, *a, **k):
+            if getattr(config, "model_type", "") == "gemma3n_vision":
+                return _StubVisionTower(config)
+            return orig.from_config(config, *a, **k)
+
+    g3n.AutoModel = _AutoModel
+    _STATE["timm_patch"] = True
+    return True

@@ -1,0 +1,71 @@
+"""Phi-4-multimodal-instruct with its speech LoRA, transformers-native classes.
+
+Model: ``Phi4MultimodalForCausalLM`` (no ``trust_remote_code``). The speech adapter is the
+``speech-lora`` subfolder of the checkpoint, loaded with ``model.load_adapter(…,
+adapter_name="speech", adapter_kwargs={"subfolder": "speech-lora"})`` and activated with
+``set_adapter("speech")`` (needs ``peft``), as in the transformers documentation. A local folder
+without ``speech-lora/`` (the tiny test fixtures) is used as it is; ``info()["speech_lora"]``
+says which.
+
+Prompt: ``<|user|><|audio|>{task}<|end|><|assistant|>``; the processor expands ``<|audio|>``
+(about 12.5 tokens per second). Features: ``audio_input_features`` (80-bin log-mel) and
+``audio_embed_sizes``.
+
+Batches: the conformer's convolutions (subsampling and depthwise) see the padded frames of a
+shorter clip in a mixed-length batch, so its response could depend on its batch mates (seen on
+the tiny fixture: 4 of 5 responses changed). Batches therefore only join clips of equal length
+(``same_length_batches``); a manifest lists an item's stimuli together, all of one length, so
+this costs little.
+
+Gotcha: ``Phi4MultimodalProcessor`` loses its chat template on reload (its ``__init__`` has no
+``chat_template`` argument); the tokenizer's copy is used instead. Its image processor exists
+only as a torchvision backend, so without torchvision an inert stub stands in.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from aiplib.core.errors import MissingPackageError
+from aiplib.inference.models.adapters import Adapter
+
+__all__ = ["Phi4MultimodalAdapter", "ADAPTER", "SPEECH_LORA"]
+
+log = logging.getLogger(__name__)
+SPEECH_LORA = "speech-lora"
+
+
+class Phi4MultimodalAdapter(Adapter):
+    model_type = "phi4_multimodal"
+    model_class = "Phi4MultimodalForCausalLM"
+    feature_keys = ("audio_input_features", "audio_embed_sizes")
+    needs_image_stub = True
+    same_length_batches = True
+
+    @staticmethod
+    def fallback_chat_template(processor):
+        return getattr(processor.tokenizer, "chat_template", None)  # lost on reload (see module notes)
+
+    @classmethod
+    def load_model(cls, source, **kw):
+        model = super().load_model(source, **kw)
+        local = Path(source).is_dir()
+        if local and not (Path(source) / SPEECH_LORA).is_dir():
+            log.info("%s has no %s/ folder: running without the speech LoRA", source, SPEECH_LORA)
+            model._aip_speech_lora = False
+            return model
+        try:
+            import peft  # noqa: F401, PLC0415
+        except ModuleNotFoundError:
+            raise MissingPackageError("Phi-4-multimodal's speech adapter needs the Python package "
+                                      "'peft'; install it with `pip install peft`") from None
+        hub = {k: v for k, v in kw.items() if k in ("revision", "local_files_only", "token")}
+        model.load_adapter(source, adapter_name="speech",
+                           adapter_kwargs={"subfolder": SPEECH_LORA, **hub},
+                           device_map=kw.get("device_map"))
+        model.set_adapter("speech")
+        model._aip_speech_lora = True
+        return model.eval()
+
+
+ADAPTER = Phi4MultimodalAdapter

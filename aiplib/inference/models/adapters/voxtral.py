@@ -1,0 +1,45 @@
+"""Voxtral-Mini-3B-2507 (``VoxtralForConditionalGeneration``), chat mode.
+
+Voxtral's processor takes audio only through its chat template (mistral-common renders the
+request): each waveform goes in as an in-memory 16-bit WAV, base64-encoded, in a user turn
+followed by the task text. mistral-common pads the audio to a multiple of 30 s and the prompt
+holds ``[BEGIN_AUDIO]`` + 375 ``[AUDIO]`` tokens per 30 s chunk. Features: 128-bin Whisper
+log-mel (``input_features``). Needs the ``mistral-common`` package (the Tekken tokenizer).
+"""
+from __future__ import annotations
+
+import base64
+
+from aiplib.inference.models.adapters import Adapter, wav_bytes
+
+__all__ = ["VoxtralAdapter", "ADAPTER", "AUDIO_TOKEN_ID"]
+
+AUDIO_TOKEN_ID = 24
+"""Id of ``[AUDIO]`` (hard-coded in ``VoxtralProcessor``)."""
+
+
+class VoxtralAdapter(Adapter):
+    model_type = "voxtral"
+    model_class = "VoxtralForConditionalGeneration"
+    feature_keys = ("input_features",)
+
+    @property
+    def placeholder(self) -> str:
+        return self.processor.audio_token
+
+    @property
+    def placeholder_id(self) -> int:
+        return AUDIO_TOKEN_ID
+
+    def audio_item(self, audio=None):
+        return {"type": "audio", "base64": base64.b64encode(wav_bytes(audio)).decode("ascii")}
+
+    def encode(self, audios, prompts):
+        convs = [self.conversation(p, a) for a, p in zip(audios, prompts)]
+        inputs = self.processor.apply_chat_template(convs, tokenize=True, return_dict=True,
+                                                    return_tensors="pt")
+        texts = [self.tokenizer.decode(row, skip_special_tokens=False) for row in inputs["input_ids"].tolist()]
+        return inputs, texts
+
+
+ADAPTER = VoxtralAdapter

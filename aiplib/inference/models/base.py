@@ -1,0 +1,95 @@
+"""The interface every recogniser backend implements.
+
+A backend module (``aiplib/inference/models/<module>.py``) exposes ``load(entry, **opts) -> Recogniser``;
+:func:`aiplib.inference.models.registry.load_model` imports it only when an entry of that backend is
+chosen, so one model's heavy dependencies never break another's.
+"""
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from aiplib.inference.models.registry import ModelEntry
+
+__all__ = ["Recogniser", "generate_throughput"]
+
+
+class Recogniser(abc.ABC):
+    """A loaded model that turns audio (+ prompt) into text.
+
+    Attributes
+    ----------
+    name : str
+        The registry id (``entry.id``).
+    entry : ModelEntry
+        The registry entry it was loaded from.
+    """
+
+    name: str
+    entry: "ModelEntry"
+
+    @abc.abstractmethod
+    def info(self) -> dict:
+        """What was actually run: weights path or hub id, revision / checksum, decoding path,
+        precision, threads … (JSON-serialisable; written to ``run_log.jsonl``)."""
+
+    @abc.abstractmethod
+    def generate(self, audios: list[np.ndarray], prompts: list[str | None]) -> list[str]:
+        """Decode a batch greedily.
+
+        Parameters
+        ----------
+        audios : list of np.ndarray [shape=(n_i,)], float32
+            16 kHz mono waveforms, values in [-1, 1]; backends cut them to ``entry.max_audio_s``.
+        prompts : list of (str or None)
+            One prompt per waveform (same length as ``audios``); None means no prompt.
+
+        Returns
+        -------
+        list of str
+            One response per waveform, stripped of surrounding white space.
+
+        Raises
+        ------
+        AiplibParameterError
+            If the lists differ in length or a waveform is invalid.
+        """
+
+    def close(self) -> None:
+        """Free the model's memory (idempotent). The default does nothing."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {getattr(self, 'name', '?')}>"
+
+
+def generate_throughput(raw: dict) -> dict:
+    """A copy of a backend's running counts with its throughput added, for ``Recogniser.stats``.
+
+    Parameters
+    ----------
+    raw : dict
+        At least ``n_stimuli`` (count), ``audio_s`` (s of audio decoded) and ``generate_s`` (s spent
+        in ``generate``); other keys are copied as they are.
+
+    Returns
+    -------
+    dict
+        ``generate_s`` rounded to 0.1 ms, ``audio_s`` to 1 ms, ``stimuli_per_s`` (stimuli / s, 4
+        decimals) and ``rtfx`` (audio s / generate s, 3 decimals); both None before any generate time.
+    """
+    s = dict(raw)
+    g = s["generate_s"]
+    s["generate_s"], s["audio_s"] = round(g, 4), round(s["audio_s"], 3)
+    s["stimuli_per_s"] = round(s["n_stimuli"] / g, 4) if g > 0 else None
+    s["rtfx"] = round(raw["audio_s"] / g, 3) if g > 0 else None
+    return s

@@ -1,0 +1,221 @@
+"""``command`` backend: any program that prints the transcript of the audio file it is given.
+
+Registry entry (extra fields)::
+
+    my_external_asr:
+      backend: command
+      model_type: external
+      command: "my-asr --lang en {file}"
+      timeout_s: 120
+
+The command is split like a shell would (``shlex``) but run **without** a shell. In every
+argument ``{file}`` becomes the path of a temporary 16 kHz mono 16-bit WAV holding the stimulus
+(required), ``{prompt}`` the task text (optional; empty when there is none), and ``$VAR`` /
+``${VAR}`` the value of an environment variable — so a key can stay in the environment rather
+than in the registry. The program's standard output, stripped, is the response; its standard
+error is discarded. Each WAV is written to a private temporary folder (mode 0700) and deleted
+after the call.
+
+Errors
+------
+A non-zero exit status, a call that runs longer than ``timeout_s`` (120 s by default; the whole
+process group is killed) or a program that cannot be started raises :class:`CommandError` whose
+message is only ``exit status N``, ``timeout`` or ``cannot start`` — never the command line or
+its output, which may hold a key. The stage-7 runner turns it into an ``__ERROR__`` row.
+
+Batches: the recogniser asks for one stimulus per call (``batch_size = 1``). When it is given
+more, every stimulus is still run once; if any failed, the batch raises and the runner's
+per-item retry is answered from the results just computed (nothing runs twice).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailableError
+from aiplib.inference.models.base import Recogniser
+from aiplib.io.audio import SR, valid_audio
+
+__all__ = ["CommandRecogniser", "CommandError", "load", "DEFAULT_TIMEOUT_S", "retry_key"]
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+class CommandError(AiplibError, RuntimeError):
+    """A command-backend call failed; the message is ``exit status N``, ``timeout`` or
+    ``cannot start`` only."""
+
+
+def retry_key(audio: np.ndarray, prompt) -> str:
+    """Key of one stimulus in a backend's retry cache (this backend and the ``openai`` one).
+
+    When a batch ``generate`` fails, the answers it did get are kept under this key, so the
+    runner's per-item retry of the same (audio, prompt) does not call the program or endpoint again.
+
+    Parameters
+    ----------
+    audio : np.ndarray [shape=(n,)]
+        The waveform as sent (after the cut to ``max_audio_s``); hashed as float32.
+    prompt : str or None
+
+    Returns
+    -------
+    str
+        Hex SHA-1 of the float32 samples' bytes followed by ``repr(prompt)``.
+    """
+    h = hashlib.sha1(np.ascontiguousarray(audio, dtype=np.float32).tobytes())
+    h.update(repr(prompt).encode())
+    return h.hexdigest()
+
+
+class CommandRecogniser(Recogniser):
+    """An external program behind the Recogniser interface.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        A ``command`` entry (``extra["command"]`` holds ``{file}``).
+    timeout_s : float > 0, optional
+        Seconds per call; default ``entry.extra["timeout_s"]`` or 120.
+    batch_size : int > 0, optional
+        Stimuli per ``generate`` call the runner should send (default 1).
+    path : str, optional
+        Ignored (the runner's faster-whisper decoding path).
+
+    Raises
+    ------
+    AiplibParameterError
+        The command has no ``{file}``, or ``timeout_s`` is not positive.
+    ModelUnavailableError
+        The program is not found (the message names the program only).
+    """
+
+    def __init__(self, entry, *, timeout_s: float | None = None, batch_size: int | None = None,
+                 path: str | None = None):
+        del path
+        self.name, self.entry = entry.id, entry
+        template = str(entry.extra.get("command") or "")
+        try:
+            self.argv_template = shlex.split(template)
+        except ValueError:
+            raise AiplibParameterError(f"{entry.id}: the command cannot be parsed (unbalanced quotes)") from None
+        if not any("{file}" in a for a in self.argv_template):
+            raise AiplibParameterError(f"{entry.id}: the command must contain {{file}} (the WAV to transcribe)")
+        t = timeout_s if timeout_s is not None else entry.extra.get("timeout_s", DEFAULT_TIMEOUT_S)
+        if t is None or isinstance(t, bool) or float(t) <= 0:
+            raise AiplibParameterError(f"{entry.id}: timeout_s must be a positive number of seconds, got {t!r}")
+        self.timeout_s = float(t)
+        self.batch_size = int(batch_size or 1)
+        program = os.path.expandvars(self.argv_template[0])
+        self.program = shutil.which(program)
+        if self.program is None:
+            raise ModelUnavailableError(f"{entry.id}: program {Path(program).name!r} not found "
+                                        "(not on PATH or not executable)")
+        self.max_samples = int(round(float(entry.max_audio_s) * SR))
+        self._tmp = tempfile.mkdtemp(prefix="aip_cmd_")
+        os.chmod(self._tmp, 0o700)
+        self._cache: dict[str, tuple[bool, str]] = {}
+        self._stats = {"n_calls": 0, "n_errors": 0, "seconds": 0.0, "audio_s": 0.0}
+
+    def info(self) -> dict:
+        """Program name, timeout and counts (never the command line)."""
+        return {"model": self.name, "backend": "command", "program": Path(self.program).name,
+                "timeout_s": self.timeout_s, "batch_size": self.batch_size, "path": "command",
+                "window": None, "weights_path": None, "stats": self.stats()}
+
+    def stats(self) -> dict:
+        s = dict(self._stats)
+        s["seconds"] = round(s["seconds"], 3)
+        s["rtfx"] = round(s["audio_s"] / s["seconds"], 3) if s["seconds"] > 0 else None
+        return s
+
+    def _argv(self, wav: str, prompt: str | None) -> list[str]:
+        argv = [os.path.expandvars(a).replace("{file}", wav).replace("{prompt}", prompt or "")
+                for a in self.argv_template]
+        argv[0] = self.program
+        return argv
+
+    def _call(self, audio: np.ndarray, prompt: str | None) -> str:
+        fd, wav = tempfile.mkstemp(suffix=".wav", dir=self._tmp)
+        os.close(fd)
+        t0 = time.perf_counter()
+        try:
+            import soundfile as sf  # noqa: PLC0415
+
+            sf.write(wav, audio, SR, subtype="PCM_16", format="WAV")
+            try:
+                proc = subprocess.Popen(self._argv(wav, prompt), stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        start_new_session=True)
+            except OSError:
+                raise CommandError("cannot start") from None
+            try:
+                out, _ = proc.communicate(timeout=self.timeout_s)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    proc.kill()
+                proc.communicate()
+                raise CommandError("timeout") from None
+            if proc.returncode != 0:
+                raise CommandError(f"exit status {proc.returncode}") from None
+            return out.decode("utf-8", errors="replace").strip()
+        finally:
+            Path(wav).unlink(missing_ok=True)
+            self._stats["n_calls"] += 1
+            self._stats["seconds"] += time.perf_counter() - t0
+            self._stats["audio_s"] += len(audio) / SR
+
+    def generate(self, audios, prompts):
+        """Run the program once per stimulus (see :meth:`Recogniser.generate`).
+
+        Raises
+        ------
+        CommandError
+            If any call failed (``exit status N``, ``timeout`` or ``cannot start``).
+        AiplibParameterError
+            Lists of different lengths or an invalid waveform.
+        """
+        if len(audios) != len(prompts):
+            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
+        results: list[tuple[bool, str]] = []
+        for i, (a, p) in enumerate(zip(audios, prompts)):
+            a = np.asarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples], dtype=np.float32)
+            p = p.strip() if isinstance(p, str) and p.strip() else None
+            k = retry_key(a, p)
+            if k in self._cache:
+                results.append(self._cache.pop(k))
+                continue
+            try:
+                results.append((True, self._call(a, p)))
+            except CommandError as exc:
+                self._stats["n_errors"] += 1
+                results.append((False, str(exc)))
+            if len(audios) > 1:
+                self._cache[k] = results[-1]
+        bad = [msg for ok, msg in results if not ok]
+        if bad:
+            raise CommandError(bad[0])
+        if len(audios) > 1:  # all succeeded: nothing will be retried
+            self._cache.clear()
+        return [msg for _, msg in results]
+
+    def close(self) -> None:
+        """Delete the temporary folder (idempotent)."""
+        shutil.rmtree(getattr(self, "_tmp", ""), ignore_errors=True)
+        self._cache = {}
+
+
+def load(entry, **opts) -> CommandRecogniser:
+    """Backend entry point used by :func:`aiplib.inference.models.load_model` (``opts`` → constructor)."""
+    return CommandRecogniser(entry, **opts)

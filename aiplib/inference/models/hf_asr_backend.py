@@ -1,0 +1,362 @@
+"""``hf_asr`` backend: any Hugging Face speech-recognition checkpoint, by id and revision.
+
+A registry entry names the checkpoint and nothing else::
+
+    my_wav2vec2:
+      backend: hf_asr
+      model_type: auto          # auto | ctc | seq2seq
+      weights: facebook/wav2vec2-base-960h   # hub id or a local save_pretrained folder
+      revision: <commit>        # pin it; the commit actually loaded is recorded either way
+      device: auto
+      batch_size: 8
+
+and stage 7 runs it through transformers' own ASR classes: :class:`transformers.AutoProcessor`
+with :class:`transformers.AutoModelForCTC` (wav2vec2, HuBERT, WavLM, Conformer-CTC … : greedy
+CTC, i.e. the arg-max per frame, repeats merged and blanks removed by the checkpoint's tokenizer)
+or :class:`transformers.AutoModelForSpeechSeq2Seq` (Whisper of any size or fine-tune, Moonshine,
+Speech2Text …: ``generate`` with ``do_sample=False, num_beams=1`` and at most
+``entry.max_new_tokens`` new tokens). ``model_type: auto`` picks the class from the checkpoint's
+config (the model types transformers maps to CTC or to speech seq2seq).
+
+Audio is cut to ``entry.max_audio_s`` (30 s) before the processor sees it. Batches of
+``batch_size`` clips are padded with the processor's attention mask (Whisper's extractor pads
+every clip to its fixed 30 s window instead); a checkpoint whose feature extractor returns no
+attention mask (wav2vec2-base and other group-norm models, whose output
+changes with zero padding) is batched only over clips of equal length, so a transcript never
+depends on its batch (batch 1 == batch N, tests/test_hf_asr.py). A multilingual Whisper is
+decoded as English (``language="en", task="transcribe"``) unless ``generate_kwargs`` say
+otherwise; ``entry.extra["generate_kwargs"]`` reaches ``generate`` (seq2seq) unchanged.
+
+Prompts: these models take no task prompt. The entry's ``prompt_style`` is ``none``; stage 7 then
+sends no prompt (its rows carry ``prompt_id: "none"``) and marks the steering tasks *not
+applicable* for the model, since they would repeat the baseline's decode (:mod:`aiplib.inference.runner`).
+A prompt handed to :meth:`HFASRRecogniser.generate` anyway is ignored and counted
+(``stats()["n_prompts_ignored"]``).
+
+Provenance: ``info()["revision"]`` is the revision actually loaded — the hub commit hash (the
+config's ``_commit_hash``, or the ``snapshots/<hash>`` folder of the hub cache) — or ``"local"``
+for a plain folder, which is then identified by ``weights_sha256`` (SHA-256 over its weight
+files, for folders under 4 GB).
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
+from aiplib.inference.models.base import Recogniser, generate_throughput
+from aiplib.inference.models.registry import HF_ASR_KINDS as KINDS
+from aiplib.inference.models.transformers_backend import (
+    DTYPES,
+    folder_fingerprint,
+    free_memory,
+    hub_error_message,
+    resolve_device,
+)
+from aiplib.io.audio import SR, valid_audio
+
+__all__ = ["HFASRRecogniser", "load", "KINDS", "detect_kind"]
+
+
+def detect_kind(config, wanted: str = "auto") -> str:
+    """``"ctc"`` or ``"seq2seq"`` for a transformers config, from transformers' own model mappings.
+
+    Parameters
+    ----------
+    config : transformers.PretrainedConfig
+    wanted : {"auto", "ctc", "seq2seq"}
+        The entry's ``model_type``: ``auto`` picks CTC if transformers maps the model type to
+        ``AutoModelForCTC``, else sequence-to-sequence; ``ctc`` / ``seq2seq`` must be a mapping
+        that holds the model type.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ModelUnavailableError
+        If transformers maps the config's model type to neither a CTC nor a speech seq2seq model,
+        or not to the ``wanted`` one (the message says which one it is).
+    """
+    from transformers.models.auto.modeling_auto import (  # noqa: PLC0415
+        MODEL_FOR_CTC_MAPPING_NAMES,
+        MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES,
+    )
+
+    mt = getattr(config, "model_type", None)
+    found = [k for k, names in (("ctc", MODEL_FOR_CTC_MAPPING_NAMES),
+                                ("seq2seq", MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES)) if mt in names]
+    if not found:
+        raise ModelUnavailableError(
+            f"model type {mt!r} is neither a CTC nor a speech sequence-to-sequence model in transformers "
+            f"(AutoModelForCTC / AutoModelForSpeechSeq2Seq); hf_asr cannot run it")
+    if wanted == "auto" or wanted in found:
+        return found[0] if wanted == "auto" else wanted
+    raise ModelUnavailableError(f"model_type {wanted!r}, but transformers runs a {mt!r} checkpoint as "
+                                f"{found[0]}; set model_type: {found[0]} (or auto)")
+
+
+def _check_folder(entry, folder: Path) -> None:
+    """One line for ``weights:`` that names a local folder which is missing or holds no config.
+
+    A value that is an absolute path or starts with ``.`` or ``~`` is a folder (a hub id is
+    ``name`` or ``namespace/name``); any other value is left to the hub.
+    """
+    w = str(entry.weights)
+    if folder.is_dir():
+        if not (folder / "config.json").is_file():
+            raise ModelUnavailableError(f"{entry.id}: weights folder {folder} has no config.json (save the "
+                                        "checkpoint there with save_pretrained, model and processor)")
+    elif folder.is_absolute() or w.startswith((".", "~")):
+        raise ModelUnavailableError(f"{entry.id}: weights folder {folder} does not exist (a hub id is "
+                                    "'name' or 'namespace/name')")
+
+
+class HFASRRecogniser(Recogniser):
+    """A transformers ASR checkpoint (CTC or seq2seq) behind the Recogniser interface.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        An ``hf_asr`` registry entry (``model_type`` one of :data:`KINDS`).
+    batch_size : int > 0, optional
+        Clips per forward pass; default ``entry.batch_size``.
+    device : {"cpu", "cuda", "auto"}, optional
+        Overrides ``entry.device``.
+    precision : {"float32", "float16", "bfloat16"}, optional
+        Overrides ``entry.precision``.
+    local_files_only : bool, optional
+        Never touch the network. Default: True for a local folder or when ``HF_HUB_OFFLINE`` is set.
+    path : str, optional
+        Ignored (the runner's faster-whisper decoding path).
+
+    Raises
+    ------
+    MissingPackageError
+        transformers is not installed.
+    ModelUnavailableError
+        Gated, missing or unreachable weights (a ``weights`` folder that does not exist or holds
+        no ``config.json``), a checkpoint that is not an ASR model or not of the entry's
+        ``model_type``, or CUDA asked for where torch sees no GPU (one actionable line naming the
+        entry).
+    AiplibParameterError
+        An unsupported precision or a non-positive batch size.
+    """
+
+    def __init__(self, entry, *, batch_size: int | None = None, device: str | None = None,
+                 precision: str | None = None, local_files_only: bool | None = None, path: str | None = None):
+        del path
+        try:
+            import transformers  # noqa: PLC0415
+        except ModuleNotFoundError:
+            raise MissingPackageError("the hf_asr backend needs transformers; install it with "
+                                      "`pip install 'transformers>=5'` (or the project's [llm] extra)") from None
+        import torch  # noqa: PLC0415
+
+        self.name, self.entry = entry.id, entry
+        self.batch_size = int(batch_size or entry.batch_size or 1)
+        if self.batch_size <= 0:
+            raise AiplibParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.device = resolve_device(device or entry.device)
+        self.precision = precision or entry.precision
+        if self.precision not in DTYPES:
+            raise AiplibParameterError(f"{entry.id}: precision {self.precision!r} is not supported by the hf_asr "
+                                       f"backend (use {', '.join(DTYPES)})")
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ModelUnavailableError(f"{entry.id} is set to run on CUDA but torch sees no GPU "
+                                        f"(torch {torch.__version__}); set device: cpu or run on a GPU machine")
+        self.max_samples = int(round(float(entry.max_audio_s) * SR))
+        folder = Path(str(entry.weights)).expanduser()
+        _check_folder(entry, folder)
+        self.local = folder.is_dir()
+        self.source = str(folder) if self.local else str(entry.weights)
+        if local_files_only is None:
+            local_files_only = self.local or os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+        self.local_files_only = bool(local_files_only)
+        hub_kw = {"local_files_only": self.local_files_only}
+        if entry.revision and not self.local:
+            hub_kw["revision"] = entry.revision
+        t0 = time.perf_counter()
+        try:
+            config = transformers.AutoConfig.from_pretrained(self.source, **hub_kw)
+            try:
+                self.kind = detect_kind(config, entry.model_type)
+            except ModelUnavailableError as exc:
+                raise ModelUnavailableError(f"{entry.id}: {self.source}: {exc}") from None
+            auto = transformers.AutoModelForCTC if self.kind == "ctc" else transformers.AutoModelForSpeechSeq2Seq
+            self.processor = transformers.AutoProcessor.from_pretrained(self.source, **hub_kw)
+            self.model = auto.from_pretrained(self.source, dtype=getattr(torch, DTYPES[self.precision]),
+                                              **hub_kw).to(self.device).eval()
+        except (MissingPackageError, ModelUnavailableError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - hub / transformers raise many types
+            msg = hub_error_message(entry, exc)
+            if msg is not None:
+                raise ModelUnavailableError(msg) from exc
+            raise
+        self.load_s = time.perf_counter() - t0
+        self.feature_extractor = getattr(self.processor, "feature_extractor", self.processor)
+        self.masked = bool(getattr(self.feature_extractor, "return_attention_mask", False))
+        # Whisper-style extractors pad every clip to one fixed window (padding="max_length" by
+        # default): any clips batch together; the others pad to the longest clip of the batch
+        pad = inspect.signature(self.feature_extractor.__call__).parameters.get("padding")
+        self.fixed_window = pad is not None and pad.default == "max_length"
+        self.revision = self._loaded_revision(config, hub_kw)
+        self.weights_sha256 = folder_fingerprint(folder) if self.local else None
+        self.generate_kwargs = self._generate_kwargs()
+        self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0,
+                       "n_prompts_ignored": 0}
+
+    # ------------------------------------------------------------------ provenance
+    def _loaded_revision(self, config, hub_kw: dict) -> str:
+        h = getattr(config, "_commit_hash", None) or getattr(self.model.config, "_commit_hash", None)
+        if h:
+            return str(h)
+        p = Path(self.source)
+        if not self.local:  # the hub cache file the config came from: .../snapshots/<commit>/config.json
+            from transformers.utils import cached_file  # noqa: PLC0415
+
+            try:
+                p = Path(cached_file(self.source, "config.json", **hub_kw)).parent
+            except Exception:  # noqa: BLE001 - provenance only; the model has loaded
+                return self.entry.revision or "unknown"
+        if p.parent.name == "snapshots":  # a folder inside the hub cache
+            return p.name
+        return "local" if self.local else (self.entry.revision or "unknown")
+
+    def _generate_kwargs(self) -> dict:
+        kw = {"do_sample": False, "num_beams": 1, "max_new_tokens": int(self.entry.max_new_tokens)}
+        if self.kind == "seq2seq" and getattr(getattr(self.model, "generation_config", None), "is_multilingual", False):
+            kw.update(language="en", task="transcribe")
+        kw.update(dict(self.entry.extra.get("generate_kwargs") or {}))
+        return kw
+
+    def info(self) -> dict:
+        """Weights, revision loaded, classes, dtype, device, decoding, versions (JSON-serialisable)."""
+        import torch  # noqa: PLC0415
+        import transformers  # noqa: PLC0415
+
+        decoding = {"greedy": True, "max_audio_s": self.entry.max_audio_s}
+        if self.kind == "ctc":
+            decoding["rule"] = "arg-max per frame, repeats merged, blank removed (tokenizer.batch_decode)"
+        else:
+            decoding.update({k: v for k, v in self.generate_kwargs.items()})
+        return {
+            "model": self.name, "backend": "hf_asr", "model_type": self.entry.model_type, "kind": self.kind,
+            "weights": self.entry.weights, "weights_path": self.source, "weights_sha256": self.weights_sha256,
+            "revision": self.revision, "revision_requested": self.entry.revision,
+            "local_files_only": self.local_files_only, "path": "hf_asr", "window": None,
+            "model_class": type(self.model).__name__, "processor_class": type(self.processor).__name__,
+            "precision": self.precision, "dtype": str(self.model.dtype), "device": self.device,
+            "batch_size": self.batch_size, "attention_mask": self.masked,
+            "batching": ("fixed window" if self.fixed_window else "padded with attention mask" if self.masked
+                         else "equal-length clips only"),
+            "prompt": "none: the model takes no task prompt", "decoding": decoding,
+            "transformers": transformers.__version__, "torch": torch.__version__,
+            "load_s": round(self.load_s, 3), "stats": self.stats(),
+        }
+
+    def stats(self) -> dict:
+        """Throughput so far: stimuli, batches, audio s, generate s, stimuli/s, RTFx, prompts ignored."""
+        return generate_throughput(self._stats)
+
+    # ------------------------------------------------------------------ decoding
+    def generate(self, audios, prompts):
+        """Transcribe a batch greedily (see :meth:`Recogniser.generate`); prompts are ignored.
+
+        Parameters
+        ----------
+        audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
+            Cut to ``entry.max_audio_s`` seconds.
+        prompts : list of (str or None)
+            Must match ``audios`` in length; a non-empty one is ignored and counted.
+
+        Returns
+        -------
+        list of str
+            One transcript per clip, white space stripped.
+
+        Raises
+        ------
+        AiplibParameterError
+            Lists of different lengths, an invalid waveform, or a closed model.
+        """
+        if self.model is None:
+            raise AiplibParameterError(f"{self.name} was closed")
+        if len(audios) != len(prompts):
+            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
+        self._stats["n_prompts_ignored"] += sum(1 for p in prompts if isinstance(p, str) and p.strip())
+        clips = [np.ascontiguousarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples],
+                                      dtype=np.float32) for i, a in enumerate(audios)]
+        groups: dict = {}
+        for i, c in enumerate(clips):
+            groups.setdefault(None if self.masked or self.fixed_window else len(c), []).append(i)
+        out: list = [None] * len(clips)
+        for idx in groups.values():
+            for s in range(0, len(idx), self.batch_size):
+                chunk = idx[s: s + self.batch_size]
+                for i, text in zip(chunk, self._batch([clips[i] for i in chunk])):
+                    out[i] = text
+        return out
+
+    def _batch(self, clips: list[np.ndarray]) -> list[str]:
+        import torch  # noqa: PLC0415
+
+        t0 = time.perf_counter()
+        kw = {"return_attention_mask": True} if self.masked else {}
+        if not self.fixed_window:
+            kw["padding"] = True
+        inputs = self.feature_extractor(clips, sampling_rate=SR, return_tensors="pt", **kw)
+        name = self.model.main_input_name
+        x = inputs[name].to(self.device, dtype=self.model.dtype)
+        mask = inputs.get("attention_mask") if self.masked else None
+        mask = mask.to(self.device) if mask is not None else None
+        with torch.inference_mode():
+            texts = self._ctc(x, mask, len(clips)) if self.kind == "ctc" else self._seq2seq(name, x, mask)
+        st = self._stats
+        st["n_stimuli"] += len(clips)
+        st["n_batches"] += 1
+        st["audio_s"] += sum(len(c) for c in clips) / SR
+        st["generate_s"] += time.perf_counter() - t0
+        return [str(t).strip() for t in texts]
+
+    def _ctc(self, x, mask, n: int) -> list[str]:
+        logits = self.model(x, attention_mask=mask).logits
+        ids = logits.argmax(dim=-1)
+        if mask is not None:  # frames beyond a clip's own length become blanks
+            n_in = mask.sum(-1)
+            out_lengths = getattr(self.model, "_get_feat_extract_output_lengths", None)
+            if out_lengths is not None:  # the wav2vec2 family's own conv arithmetic
+                lens = out_lengths(n_in).tolist()
+            else:  # others: the same fraction of the output frames as of the input samples
+                lens = [int(np.ceil(int(k) * ids.shape[1] / mask.shape[1])) for k in n_in]
+            blank = self.model.config.pad_token_id
+            for i, k in enumerate(lens):
+                ids[i, int(k):] = blank
+        tok = getattr(self.processor, "tokenizer", self.processor)
+        return tok.batch_decode(ids.cpu().tolist(), skip_special_tokens=True)
+
+    def _seq2seq(self, name: str, x, mask) -> list[str]:
+        kw = {name: x, **self.generate_kwargs}
+        if mask is not None:
+            kw["attention_mask"] = mask
+        seq = self.model.generate(**kw)
+        seq = getattr(seq, "sequences", seq)
+        return self.processor.batch_decode(seq, skip_special_tokens=True)
+
+    def close(self) -> None:
+        """Drop the model and processor and free (GPU) memory; idempotent."""
+        if getattr(self, "model", None) is None:
+            return
+        self.model = self.processor = self.feature_extractor = None
+        free_memory()
+
+
+def load(entry, **opts) -> HFASRRecogniser:
+    """Backend entry point used by :func:`aiplib.inference.models.load_model` (``opts`` → constructor)."""
+    return HFASRRecogniser(entry, **opts)

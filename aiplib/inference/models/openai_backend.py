@@ -1,0 +1,396 @@
+"""``openai`` backend: an OpenAI-compatible HTTP endpoint (OpenAI, vLLM ``serve``, …).
+
+Registry entry (extra fields)::
+
+    qwen2_audio_7b_vllm:
+      backend: openai
+      model_type: api
+      base_url: http://localhost:8000/v1
+      base_url_env: AIP_VLLM_BASE_URL    # optional: this variable, when set, overrides base_url
+      model: Qwen/Qwen2-Audio-7B-Instruct
+      api_key_env: OPENAI_API_KEY        # the variable's NAME; never the key
+      prompt_style: chat                 # chat → chat completions; initial_prompt → transcriptions
+      concurrency: 8                     # requests in flight at once (default 1)
+      batch_size: 16                     # rows stage 7 hands over per generate() call (≥ concurrency)
+
+Serving the paper's Speech LLMs with vLLM's OpenAI-compatible server: ``docs/SERVING.md``.
+
+Endpoints (``base_url`` includes the ``/v1`` part)
+-------------------------------------------------
+``prompt_style: initial_prompt`` (recognisers)
+    ``POST {base_url}/audio/transcriptions``, multipart: the stimulus as ``audio.wav`` (16 kHz
+    mono 16-bit), ``model``, ``temperature=0``, ``response_format=json``, ``language=en`` and
+    the task text as ``prompt`` (Whisper's initial prompt); the response is ``text``.
+``prompt_style: chat`` (Speech LLMs)
+    ``POST {base_url}/chat/completions``: one user turn with the audio as ``input_audio``
+    (base64 WAV) followed by the task text, ``temperature=0``, ``max_tokens=max_new_tokens``
+    (``thinker_max_new_tokens`` when the entry sets it: Qwen2.5-Omni, 1024 as in the paper);
+    the response is ``choices[0].message.content`` (see :func:`chat_payload`).
+
+``entry.extra["generate_kwargs"]`` is merged into the request (JSON body or form fields).
+
+The key
+-------
+Read from the environment variable named by ``api_key_env`` at each request and sent only as
+``Authorization: Bearer …``. It is never stored on the recogniser, never returned by ``info()``
+and scrubbed from every error message; without ``api_key_env`` no header is sent.
+
+Concurrency, retries, reachability (details and the benchmark: ``docs/SERVING.md``)
+-----------------------------------------------------------------------------------
+``generate(audios, prompts)`` sends one request per stimulus, up to ``concurrency`` at once, and
+returns the responses **in input order** (so a resumed stage 7 is exact); the registry requires
+``batch_size >= concurrency``. If a request fails for good, ``generate`` raises the first failure
+after the whole batch has finished, and the runner's item-by-item retry is answered from the
+results just obtained (no request is sent twice). HTTP 429 / 5xx and connection failures are
+retried per request (``engine_args``: ``max_retries`` 5, ``backoff_s`` · 2^attempt up to
+``max_backoff_s``, a numeric ``Retry-After`` honoured within that cap); any other failure raises
+:class:`OpenAIBackendError`, which stage 7 turns into an ``__ERROR__`` row. On load,
+``GET {base_url}/models`` (5 s) checks that a server answers and serves ``model``
+(:class:`~aiplib.core.errors.ModelUnavailableError` otherwise; a 401/404 counts as reachable;
+``engine_args: {probe: false}`` skips it).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailableError
+from aiplib.inference.models.adapters import wav_bytes  # 16-bit PCM WAV in memory
+from aiplib.inference.models.base import Recogniser
+from aiplib.inference.models.command_backend import retry_key  # the one retry-cache key of both backends
+from aiplib.io.audio import SR, valid_audio
+
+__all__ = ["OpenAIRecogniser", "OpenAIBackendError", "load", "RETRY_STATUS", "chat_payload"]
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504}) | frozenset(range(505, 600))
+"""HTTP statuses that are retried."""
+_DEFAULTS = {"max_retries": 5, "backoff_s": 1.0, "max_backoff_s": 30.0, "probe": True}
+_PROBE_TIMEOUT_S = 5.0
+
+
+class OpenAIBackendError(AiplibError, RuntimeError):
+    """An endpoint call failed for good (message: status and a short, key-free reason)."""
+
+
+def _multipart(fields: dict, file_bytes: bytes) -> tuple[bytes, str]:
+    boundary = uuid.uuid4().hex
+    parts = []
+    for k, v in fields.items():
+        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode())
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="audio.wav"\r\n'
+                 f"Content-Type: audio/wav\r\n\r\n".encode() + file_bytes + b"\r\n")
+    parts.append(f"--{boundary}--\r\n".encode())
+    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
+
+
+def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int, extra: dict | None = None) -> dict:
+    """The chat-completions request body for one stimulus.
+
+    One user turn whose content is the audio as an ``input_audio`` part (base64 of a 16 kHz mono
+    16-bit WAV, ``format: "wav"``) followed by the task text as a ``text`` part (omitted when
+    ``prompt`` is None): the OpenAI schema, which vLLM's server accepts for its audio models
+    (vLLM example ``examples/online_serving/openai_chat_completion_client_for_multimodal.py``).
+    vLLM renders the model's own chat template with its audio placeholder, as the
+    ``transformers`` backend does.
+
+    Parameters
+    ----------
+    model : str
+        The server's model name (vLLM: the hub id or ``--served-model-name``).
+    wav : bytes
+        The WAV file.
+    prompt : str or None
+    max_tokens : int > 0
+        New-token limit (``entry.max_new_tokens``).
+    extra : dict, optional
+        Merged into the body last (``entry.extra["generate_kwargs"]``).
+
+    Returns
+    -------
+    dict
+        ``{"model", "messages", "temperature": 0, "max_tokens", **extra}`` (JSON-serialisable).
+    """
+    content = [{"type": "input_audio",
+                "input_audio": {"data": base64.b64encode(wav).decode("ascii"), "format": "wav"}}]
+    if prompt:
+        content.append({"type": "text", "text": prompt})
+    return {"model": model, "messages": [{"role": "user", "content": content}],
+            "temperature": 0, "max_tokens": int(max_tokens), **dict(extra or {})}
+
+
+class OpenAIRecogniser(Recogniser):
+    """An OpenAI-compatible endpoint behind the Recogniser interface.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        An ``openai`` entry (``base_url``, ``model``, optional ``base_url_env``, ``api_key_env``,
+        ``concurrency``).
+    timeout_s : float > 0, optional
+        Seconds per HTTP request; default ``entry.extra["timeout_s"]`` or 120.
+    max_retries, backoff_s, max_backoff_s : optional
+        Override ``entry.extra["engine_args"]`` (see the module notes).
+    batch_size : int > 0, optional
+        Stimuli per ``generate`` call the runner should send (default ``entry.batch_size``).
+    concurrency : int > 0, optional
+        Requests in flight at once (default ``entry.extra["concurrency"]`` or 1).
+    probe : bool, optional
+        Check on load that the server answers (default ``engine_args["probe"]``, True).
+    path : str, optional
+        Ignored.
+
+    Raises
+    ------
+    ModelUnavailableError
+        ``api_key_env`` names a variable that is not set; no server answers at ``base_url``;
+        the server does not serve ``model``.
+    AiplibParameterError
+        ``concurrency`` or ``batch_size`` is not a positive integer.
+    """
+
+    def __init__(self, entry, *, timeout_s: float | None = None, max_retries: int | None = None,
+                 backoff_s: float | None = None, max_backoff_s: float | None = None,
+                 batch_size: int | None = None, concurrency: int | None = None,
+                 probe: bool | None = None, path: str | None = None):
+        del path
+        self.name, self.entry = entry.id, entry
+        self.base_url_env = entry.extra.get("base_url_env") or None
+        url = os.environ.get(self.base_url_env, "").strip() if self.base_url_env else ""
+        self.base_url = (url or str(entry.extra["base_url"])).rstrip("/")
+        self.model = str(entry.extra["model"])
+        self.key_env = entry.extra.get("api_key_env") or None
+        if self.key_env and not os.environ.get(self.key_env):
+            raise ModelUnavailableError(f"{entry.id}: set the environment variable {self.key_env} to the "
+                                        "endpoint's API key (it is read from there only)")
+        ea = {**_DEFAULTS, **dict(entry.extra.get("engine_args") or {})}
+        self.max_retries = int(max_retries if max_retries is not None else ea["max_retries"])
+        self.backoff_s = float(backoff_s if backoff_s is not None else ea["backoff_s"])
+        self.max_backoff_s = float(max_backoff_s if max_backoff_s is not None else ea["max_backoff_s"])
+        self.timeout_s = float(timeout_s or entry.extra.get("timeout_s") or 120.0)
+        self.mode = "transcriptions" if entry.prompt_style == "initial_prompt" else "chat"
+        self.batch_size = int(batch_size or entry.batch_size or 1)
+        self.concurrency = int(concurrency or entry.extra.get("concurrency") or 1)
+        for name, v in (("batch_size", self.batch_size), ("concurrency", self.concurrency)):
+            if v <= 0:
+                raise AiplibParameterError(f"{entry.id}: {name} must be a positive integer, got {v!r}")
+        if self.batch_size < self.concurrency:
+            log.warning("%s: batch_size %d < concurrency %d: at most %d requests will be in flight",
+                        entry.id, self.batch_size, self.concurrency, self.batch_size)
+        self.max_samples = int(round(float(entry.max_audio_s) * SR))
+        # Qwen2.5-Omni: the thinker's limit (1024, as in the paper) replaces max_new_tokens
+        self.max_tokens = int(entry.thinker_max_new_tokens or entry.max_new_tokens)
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[bool, str]] = {}
+        self._in_flight = 0
+        self._stats = {"n_requests": 0, "n_retries": 0, "seconds": 0.0, "audio_s": 0.0, "n_stimuli": 0,
+                       "n_errors": 0, "max_in_flight": 0}
+        if probe if probe is not None else bool(ea["probe"]):
+            self._probe()
+
+    # ------------------------------------------------------------------ interface
+    def info(self) -> dict:
+        """Endpoint, model, mode, concurrency, retry policy (never the key)."""
+        return {"model": self.name, "backend": "openai", "base_url": self.base_url,
+                "base_url_env": self.base_url_env, "server_model": self.model,
+                "mode": self.mode, "api_key_env": self.key_env, "max_retries": self.max_retries,
+                "backoff_s": self.backoff_s, "timeout_s": self.timeout_s, "concurrency": self.concurrency,
+                "max_tokens": self.max_tokens if self.mode == "chat" else None,
+                "batch_size": self.batch_size, "path": self.mode, "window": None,
+                "weights_path": None, "revision": self.entry.revision, "stats": self.stats()}
+
+    def stats(self) -> dict:
+        """Requests, retries, errors, wall seconds inside ``generate``, stimuli/s, RTFx and the
+        largest number of requests observed in flight at once."""
+        with self._lock:
+            s = dict(self._stats)
+        s["seconds"] = round(s["seconds"], 3)
+        s["stimuli_per_s"] = round(s["n_stimuli"] / s["seconds"], 3) if s["seconds"] > 0 else None
+        s["rtfx"] = round(s["audio_s"] / s["seconds"], 3) if s["seconds"] > 0 else None
+        return s
+
+    def generate(self, audios, prompts):
+        """One request per stimulus, up to ``concurrency`` at once, answers in input order
+        (see :meth:`Recogniser.generate` and the module notes).
+
+        Raises
+        ------
+        OpenAIBackendError
+            A request failed for good (after the retries for 429 / 5xx); raised once every
+            request of the batch has finished.
+        AiplibParameterError
+            Lists of different lengths or an invalid waveform.
+        """
+        if len(audios) != len(prompts):
+            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
+        clips, texts, keys = [], [], []
+        for i, (a, p) in enumerate(zip(audios, prompts)):
+            y = np.asarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples], dtype=np.float32)
+            p = p.strip() if isinstance(p, str) and p.strip() else None
+            clips.append(y)
+            texts.append(p)
+            keys.append(retry_key(y, p))
+        results: list = [None] * len(clips)
+        todo = []
+        for i, k in enumerate(keys):
+            if k in self._cache:  # the runner's per-item retry after a failed batch
+                results[i] = self._cache.pop(k)
+            else:
+                todo.append(i)
+        t0 = time.perf_counter()
+        if todo:
+            workers = min(self.concurrency, len(todo))
+            if workers == 1:
+                for i in todo:
+                    results[i] = self._attempt(clips[i], texts[i])
+            else:
+                with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"aip-{self.name}") as pool:
+                    futures = {i: pool.submit(self._attempt, clips[i], texts[i]) for i in todo}
+                    for i, f in futures.items():
+                        results[i] = f.result()
+            with self._lock:
+                self._stats["seconds"] += time.perf_counter() - t0
+                self._stats["audio_s"] += sum(len(clips[i]) for i in todo) / SR
+                self._stats["n_stimuli"] += len(todo)
+        bad = [msg for ok, msg in results if not ok]
+        if bad:
+            if len(clips) > 1:  # keep every answer so the per-item retry sends nothing again
+                for i in todo:
+                    self._cache[keys[i]] = results[i]
+            raise OpenAIBackendError(bad[0])
+        if len(clips) > 1:
+            self._cache.clear()
+        return [text for _, text in results]
+
+    def close(self) -> None:
+        """Forget cached answers (idempotent; there is no connection to close)."""
+        self._cache = {}
+
+    # ------------------------------------------------------------------ requests
+    def _attempt(self, y: np.ndarray, prompt: str | None) -> tuple[bool, str]:
+        with self._lock:
+            self._in_flight += 1
+            self._stats["max_in_flight"] = max(self._stats["max_in_flight"], self._in_flight)
+        try:
+            return True, self._one(y, prompt).strip()
+        except OpenAIBackendError as exc:
+            with self._lock:
+                self._stats["n_errors"] += 1
+            return False, str(exc)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _one(self, y: np.ndarray, prompt: str | None) -> str:
+        wav = wav_bytes(y)
+        extra = dict(self.entry.extra.get("generate_kwargs") or {})
+        if self.mode == "transcriptions":
+            fields = {"model": self.model, "temperature": "0", "response_format": "json", "language": "en"}
+            if prompt:
+                fields["prompt"] = prompt
+            fields.update({k: str(v) for k, v in extra.items()})
+            body, ctype = _multipart(fields, wav)
+            data = self._post("/audio/transcriptions", body, ctype)
+            text = data.get("text") if isinstance(data, dict) else None
+        else:
+            payload = chat_payload(self.model, wav, prompt, max_tokens=self.max_tokens, extra=extra)
+            data = self._post("/chat/completions", json.dumps(payload).encode(), "application/json")
+            try:
+                text = data["choices"][0]["message"]["content"]
+            except (KeyError, IndexError, TypeError):
+                text = None
+        if not isinstance(text, str):
+            raise OpenAIBackendError("malformed response (no text)")
+        return text
+
+    def _headers(self, ctype: str | None = None) -> dict:
+        headers = {"Accept": "application/json"}
+        if ctype:
+            headers["Content-Type"] = ctype
+        if self.key_env:
+            headers["Authorization"] = "Bearer " + os.environ.get(self.key_env, "")
+        return headers
+
+    def _probe(self) -> None:
+        req = urllib.request.Request(self.base_url + "/models", headers=self._headers(), method="GET")
+        try:
+            with urllib.request.urlopen(req, timeout=min(self.timeout_s, _PROBE_TIMEOUT_S)) as resp:  # noqa: S310
+                raw = resp.read()
+        except urllib.error.HTTPError:
+            return  # something answers (401, 404, 405 …): the requests will tell more
+        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ModelUnavailableError(
+                f"{self.name}: no server answers at {self.base_url} ({type(reason).__name__}); start it "
+                f"first (vLLM: `vllm serve {self.model} …`, see docs/SERVING.md)"
+                + (f" or set {self.base_url_env} to its URL" if self.base_url_env else "")) from None
+        try:
+            served = [m.get("id") for m in json.loads(raw.decode("utf-8")).get("data", [])]
+        except (ValueError, AttributeError, TypeError):
+            return
+        if served and self.model not in served:
+            raise ModelUnavailableError(
+                f"{self.name}: the server at {self.base_url} serves {', '.join(map(str, served[:5]))}, "
+                f"not {self.model}; start `vllm serve {self.model}` there (see docs/SERVING.md)")
+
+    def _scrub(self, text: str) -> str:
+        key = os.environ.get(self.key_env, "") if self.key_env else ""
+        text = text.replace(key, "***") if key else text
+        return text.replace("\n", " ")[:200]
+
+    def _post(self, route: str, body: bytes, ctype: str) -> dict:
+        headers = self._headers(ctype)
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            with self._lock:
+                self._stats["n_requests"] += 1
+                self._stats["n_retries"] += bool(attempt)
+            req = urllib.request.Request(self.base_url + route, data=body, headers=headers, method="POST")
+            retry_after = None
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - URL from the registry
+                    raw = resp.read()
+                try:
+                    return json.loads(raw.decode("utf-8"))
+                except ValueError:
+                    raise OpenAIBackendError("malformed response (not JSON)") from None
+            except urllib.error.HTTPError as exc:
+                status = exc.code
+                try:
+                    detail = json.loads(exc.read().decode("utf-8", "replace")).get("error", {})
+                    detail = detail.get("message", "") if isinstance(detail, dict) else str(detail)
+                except Exception:  # noqa: BLE001
+                    detail = ""
+                last = f"HTTP {status}" + (f": {self._scrub(detail)}" if detail else "")
+                if status not in RETRY_STATUS:
+                    raise OpenAIBackendError(last) from None
+                ra = exc.headers.get("Retry-After") if exc.headers else None
+                try:
+                    retry_after = float(ra) if ra is not None else None
+                except ValueError:
+                    retry_after = None
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+                reason = getattr(exc, "reason", exc)
+                last = f"connection failed ({type(reason).__name__})"
+            if attempt < self.max_retries:
+                delay = self.backoff_s * (2 ** attempt)
+                if retry_after is not None:
+                    delay = max(delay, retry_after)
+                time.sleep(min(self.max_backoff_s, delay))
+        raise OpenAIBackendError(f"{last} after {self.max_retries + 1} attempts")
+
+
+def load(entry, **opts) -> OpenAIRecogniser:
+    """Backend entry point used by :func:`aiplib.inference.models.load_model` (``opts`` → constructor)."""
+    return OpenAIRecogniser(entry, **opts)

@@ -1,0 +1,408 @@
+"""The model registry: ``registry.yaml`` (data) → :class:`ModelEntry` → a loaded Recogniser.
+
+The YAML file is keyed by the id users pass as ``--model``; see the comments at its top for every
+field. Backends are code: ``BACKEND_MODULES`` maps a ``backend`` value to the module implementing
+it, and that module is imported only when an entry using it is loaded (lazy, as in lmms-eval), so
+adding a backend means adding its module and one line here, nothing else.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from aiplib.core.errors import MissingPackageError, ModelUnavailableError
+
+__all__ = ["ModelEntry", "BACKENDS", "BACKEND_MODULES", "DEFAULT_MODEL", "REGISTRY_PATH",
+           "load_registry", "get_entry", "list_models", "resolve", "check_runnable",
+           "cuda_available", "load_model", "decoding_key"]
+
+REGISTRY_PATH = Path(__file__).with_name("registry.yaml")
+DEFAULT_MODEL = "whisper_tiny_en"
+"""The embedded model every machine can run (suggested when another entry cannot run)."""
+
+BACKEND_MODULES: dict[str, str] = {
+    "faster_whisper": "aiplib.inference.models.whisper",
+    "transformers": "aiplib.inference.models.transformers_backend",
+    "command": "aiplib.inference.models.command_backend",
+    "openai": "aiplib.inference.models.openai_backend",
+    "hf_asr": "aiplib.inference.models.hf_asr_backend",
+}
+"""backend → module path; each module defines ``load(entry, **opts) -> Recogniser``."""
+BACKENDS = tuple(BACKEND_MODULES)
+
+_PRECISION_WORDS = {"int8_bnb": "8-bit bitsandbytes", "float16": "float16", "bfloat16": "bfloat16",
+                    "int8": "int8", "float32": "float32"}
+# backend-specific fields kept in ModelEntry.extra (anything else unknown is a typo → error)
+_EXTRA_FIELDS = {"command", "timeout_s", "base_url", "base_url_env", "model", "api_key_env", "engine_args",
+                 "generate_kwargs", "concurrency", "wheels"}
+_REQUIRED_EXTRA = {"command": ("command",), "openai": ("base_url", "model")}
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One registry entry (see ``registry.yaml`` for the meaning of each field).
+
+    Attributes
+    ----------
+    id : str
+        Registry key, the ``--model`` value and the ``inference/<model>/`` folder name.
+    backend : str
+        One of :data:`BACKENDS`.
+    model_type : str
+        The model's architecture (``whisper``, ``qwen25_omni`` …, ``external``, ``api``): selects
+        the input builder (adapter) inside a backend. Called ``family`` before; a registry file
+        that still says ``family`` is read with a ``FutureWarning``.
+    weights : str or None
+        Hub id, ``package:<module>`` or a path (None for ``command`` / ``openai``).
+    revision : str or None
+        Pinned hub revision.
+    precision, device, requires, prompt_style : str
+    max_new_tokens : int > 0
+    thinker_max_new_tokens : int or None
+    max_audio_s : float > 0, seconds
+    batch_size : int > 0
+    disabled_reason : str or None
+    gated : bool
+    licence_url : str or None
+    notes : str
+    extra : dict
+        Backend-specific fields (``command``, ``timeout_s``, ``base_url``, ``base_url_env``,
+        ``model``, ``api_key_env``, ``engine_args``, ``generate_kwargs``, ``concurrency``).
+    """
+
+    id: str
+    backend: str
+    model_type: str
+    weights: str | None = None
+    revision: str | None = None
+    precision: str = "float32"
+    device: str = "auto"
+    requires: str = "cpu"
+    max_new_tokens: int = 64
+    thinker_max_new_tokens: int | None = None
+    max_audio_s: float = 30.0
+    prompt_style: str = "chat"
+    batch_size: int = 1
+    disabled_reason: str | None = None
+    gated: bool = False
+    licence_url: str | None = None
+    notes: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def takes_prompt(self) -> bool:
+        """False for a model that takes no task prompt (``prompt_style: none``): stage 7 sends it
+        none and marks its steering tasks not applicable."""
+        return self.prompt_style != "none"
+
+    def to_dict(self) -> dict:
+        """The entry as a plain JSON-serialisable dict (``extra`` merged in)."""
+        d = dataclasses.asdict(self)
+        d.update(d.pop("extra"))
+        return d
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate mapping keys (PyYAML silently keeps the last)."""
+
+
+def _construct_mapping(loader, node, deep=False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise ValueError(f"duplicate key {key!r} in model registry "
+                             f"(line {key_node.start_mark.line + 1}); each model id must appear once")
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+_CHOICES = {"requires": ("cpu", "cuda"), "device": ("cpu", "cuda", "auto"),
+            "prompt_style": ("initial_prompt", "chat", "none")}
+HF_ASR_KINDS = ("auto", "ctc", "seq2seq")
+"""``model_type`` values of an ``hf_asr`` entry (:mod:`aiplib.inference.models.hf_asr_backend`)."""
+
+
+RENAMED_FIELDS = {"family": "model_type"}
+"""Old registry field → new name. The model's ``family`` became ``model_type`` so that "family"
+means only the task family (``asr`` / ``kws``); old files are still read, with a warning."""
+
+
+def _renamed_fields(model_id: str, raw):
+    """``raw`` with deprecated field names replaced (:data:`RENAMED_FIELDS`), warning once per field."""
+    if not isinstance(raw, dict) or not set(raw) & set(RENAMED_FIELDS):
+        return raw
+    raw = dict(raw)
+    for old, new in RENAMED_FIELDS.items():
+        if old not in raw:
+            continue
+        value = raw.pop(old)
+        if new in raw and raw[new] != value:
+            raise ValueError(f"registry entry {model_id!r}: both {old!r} ({value!r}) and {new!r} "
+                             f"({raw[new]!r}) are given; {old!r} is the old name of {new!r}, keep only {new!r}")
+        raw.setdefault(new, value)
+        warnings.warn(f"registry entry {model_id!r}: the field {old!r} is deprecated and will be removed; "
+                      f"rename it to {new!r} ({old}: {value} -> {new}: {value})", FutureWarning, stacklevel=4)
+    return raw
+
+
+def _entry(model_id: str, raw) -> ModelEntry:
+    if not isinstance(raw, dict):
+        raise ValueError(f"registry entry {model_id!r}: expected a mapping of fields, got {type(raw).__name__}")
+    raw = _renamed_fields(model_id, raw)
+    names = {f.name for f in dataclasses.fields(ModelEntry)} - {"id", "extra"}
+    unknown = set(raw) - names - _EXTRA_FIELDS
+    if unknown:
+        raise ValueError(f"registry entry {model_id!r}: unknown field(s) {', '.join(sorted(unknown))}")
+    for req in ("backend", "model_type"):
+        if not raw.get(req):
+            raise ValueError(f"registry entry {model_id!r}: field {req!r} is required")
+    backend = raw["backend"]
+    if backend not in BACKENDS:
+        raise ValueError(f"registry entry {model_id!r}: unknown backend {backend!r}; "
+                         f"valid backends: {', '.join(BACKENDS)}")
+    if backend == "hf_asr":
+        raw = {"prompt_style": "none", **raw}
+        if raw["prompt_style"] != "none":
+            raise ValueError(f"registry entry {model_id!r}: backend 'hf_asr' sends no task prompt; prompt_style "
+                             f"must be none, got {raw['prompt_style']!r}")
+        if raw["model_type"] not in HF_ASR_KINDS:
+            raise ValueError(f"registry entry {model_id!r}: model_type of backend 'hf_asr' must be one of "
+                             f"{', '.join(HF_ASR_KINDS)}, got {raw['model_type']!r}")
+    for key, choices in _CHOICES.items():
+        if key in raw and raw[key] not in choices:
+            raise ValueError(f"registry entry {model_id!r}: {key} must be one of {', '.join(choices)}, "
+                             f"got {raw[key]!r}")
+    for key in ("max_new_tokens", "batch_size", "thinker_max_new_tokens", "max_audio_s"):
+        v = raw.get(key)
+        if v is None and key in ("thinker_max_new_tokens",):
+            continue
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
+            raise ValueError(f"registry entry {model_id!r}: {key} must be a positive number, got {v!r}")
+    conc = raw.get("concurrency")
+    if conc is not None:
+        if backend != "openai":
+            raise ValueError(f"registry entry {model_id!r}: concurrency applies to backend 'openai' only")
+        if isinstance(conc, bool) or not isinstance(conc, int) or conc <= 0:
+            raise ValueError(f"registry entry {model_id!r}: concurrency must be a positive integer, got {conc!r}")
+        bs = raw.get("batch_size") or 1
+        if bs < conc:
+            # stage 7 hands the backend batch_size rows per generate() call: only that many
+            # requests can be in flight, so a smaller batch silently caps the concurrency
+            raise ValueError(f"registry entry {model_id!r}: batch_size ({bs}) must be at least concurrency "
+                             f"({conc}); stage 7 sends batch_size rows per call")
+    for key in _REQUIRED_EXTRA.get(backend, ()):
+        if not raw.get(key):
+            raise ValueError(f"registry entry {model_id!r}: backend {backend!r} needs field {key!r}")
+    if backend not in ("command", "openai") and not raw.get("weights"):
+        raise ValueError(f"registry entry {model_id!r}: field 'weights' is required for backend {backend!r}")
+    kwargs = {k: v for k, v in raw.items() if k in names and v is not None}
+    if "thinker_max_new_tokens" in raw:
+        kwargs["thinker_max_new_tokens"] = raw["thinker_max_new_tokens"]
+    for k in ("weights", "revision", "disabled_reason", "licence_url"):
+        if k in raw:
+            kwargs[k] = raw[k]
+    if "max_audio_s" in kwargs:
+        kwargs["max_audio_s"] = float(kwargs["max_audio_s"])
+    kwargs["notes"] = str(raw.get("notes") or "").strip()
+    extra = {k: v for k, v in raw.items() if k in _EXTRA_FIELDS}
+    return ModelEntry(id=model_id, extra=extra, **kwargs)
+
+
+def load_registry(path=None) -> dict[str, ModelEntry]:
+    """Read and validate a registry file.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        YAML file; default the packaged ``aiplib/inference/models/registry.yaml``.
+
+    Returns
+    -------
+    dict
+        model id → :class:`ModelEntry`, in file order.
+
+    Raises
+    ------
+    ValueError
+        On a duplicate model id, an unknown backend or field, or an invalid value; the message
+        names the entry.
+    FileNotFoundError
+        If ``path`` does not exist.
+    """
+    path = Path(path) if path is not None else REGISTRY_PATH
+    if path == REGISTRY_PATH:
+        return dict(_default_registry(path.stat().st_mtime))
+    return _parse(path)
+
+
+def _parse(path: Path) -> dict[str, ModelEntry]:
+    text = path.read_text(encoding="utf-8")
+    raw = yaml.load(text, Loader=_UniqueKeyLoader) or {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: the registry must be a mapping of model id → fields")
+    return {str(k): _entry(str(k), v) for k, v in raw.items()}
+
+
+@functools.lru_cache(maxsize=4)
+def _default_registry(_mtime: float) -> dict[str, ModelEntry]:
+    return _parse(REGISTRY_PATH)
+
+
+def list_models(path=None) -> list[str]:
+    """Model ids of the registry, in file order."""
+    return list(load_registry(path))
+
+
+def get_entry(model_id: str, *, path=None) -> ModelEntry:
+    """Look a model up by id.
+
+    Raises
+    ------
+    KeyError
+        If ``model_id`` is not in the registry; the message lists the valid ids.
+    """
+    reg = load_registry(path)
+    if model_id not in reg:
+        raise KeyError(f"unknown model {model_id!r}; valid models: {', '.join(reg)}")
+    return reg[model_id]
+
+
+@functools.lru_cache(maxsize=1)
+def _cuda_probe() -> bool:
+    try:
+        import torch  # noqa: PLC0415
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - no torch or a broken CUDA install both mean "no GPU"
+        pass
+    try:
+        import ctranslate2  # noqa: PLC0415
+
+        return ctranslate2.get_cuda_device_count() > 0
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def cuda_available() -> bool:
+    """True when an NVIDIA GPU is usable (torch, else CTranslate2, decides; cached)."""
+    return _cuda_probe()
+
+
+def check_runnable(entry: ModelEntry) -> None:
+    """Raise if ``entry`` cannot run on this machine; return None otherwise.
+
+    Checks the ``disabled_reason`` and the ``requires: cuda`` condition. It does not touch the
+    network (gated or missing weights surface when the backend loads).
+
+    Raises
+    ------
+    ModelUnavailableError
+        With a one-line, actionable message (no traceback needed).
+    """
+    if entry.disabled_reason:
+        raise ModelUnavailableError(f"{entry.id} is disabled: {entry.disabled_reason}")
+    if entry.requires == "cuda" and not cuda_available():
+        what = _PRECISION_WORDS.get(entry.precision, entry.precision)
+        raise ModelUnavailableError(
+            f"{entry.id} needs a CUDA GPU ({what}); none found. "
+            f"Run on a GPU machine or choose {DEFAULT_MODEL}")
+
+
+def _runnable(entry: ModelEntry) -> bool:
+    try:
+        check_runnable(entry)
+    except ModelUnavailableError:
+        return False
+    return True
+
+
+def resolve(model_spec, *, path=None) -> list[ModelEntry]:
+    """Expand a ``--model`` value into registry entries.
+
+    Parameters
+    ----------
+    model_spec : str or list of str
+        ``"all"`` (every entry that can run here: the CPU ones when there is no CUDA GPU, and no
+        disabled ones; ``openai`` entries, which need a server started first, are named
+        explicitly, never part of ``"all"``), one id, a comma-separated list of ids, or a list of ids. Named ids are
+        returned even if they cannot run here (the runner logs why).
+
+    Returns
+    -------
+    list of ModelEntry
+
+    Raises
+    ------
+    KeyError
+        If an id is unknown (message lists the valid ids).
+    """
+    reg = load_registry(path)
+    if isinstance(model_spec, str):
+        if model_spec.strip() == "all":
+            return [e for e in reg.values() if e.backend != "openai" and _runnable(e)]
+        ids = [m.strip() for m in model_spec.split(",") if m.strip()]
+    else:
+        ids = list(model_spec)
+    return [get_entry(m, path=path) for m in ids]
+
+
+def load_model(entry_or_id, **opts):
+    """Load a recogniser through its backend module.
+
+    Parameters
+    ----------
+    entry_or_id : ModelEntry or str
+    **opts
+        Passed to the backend's ``load`` (e.g. ``path="fast"`` for faster-whisper).
+
+    Returns
+    -------
+    Recogniser
+
+    Raises
+    ------
+    KeyError
+        Unknown model id.
+    ModelUnavailableError
+        The entry cannot run here (see :func:`check_runnable`) or its backend is not implemented.
+    MissingPackageError
+        The backend needs a Python package that is not installed.
+    """
+    entry = get_entry(entry_or_id) if isinstance(entry_or_id, str) else entry_or_id
+    check_runnable(entry)
+    module_path = BACKEND_MODULES[entry.backend]
+    try:
+        module = importlib.import_module(module_path)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_path or (exc.name and module_path.startswith(exc.name + ".")):
+            raise ModelUnavailableError(
+                f"backend {entry.backend!r} is not implemented yet (needed by {entry.id})") from None
+        raise MissingPackageError(
+            f"{entry.id} (backend {entry.backend!r}) needs the Python package {exc.name!r}; "
+            f"install it with `pip install {exc.name}`") from exc
+    return module.load(entry, **opts)
+
+
+def decoding_key(entry: ModelEntry, decoding: str) -> dict | None:
+    """The output-deciding part of ``decoding`` for ``entry``'s backend, which enters stage 7's
+    resume key (:func:`aiplib.inference.resume.stimulus_keys`), computed without loading the model.
+
+    A backend module may define ``decoding_key(decoding) -> dict | None`` (the faster-whisper
+    backend: its encoder window policy, :func:`aiplib.inference.models.whisper.decoding_key`); backends
+    without one ignore ``decoding`` (None). Raises what the backend raises for an unknown value.
+    """
+    try:
+        module = importlib.import_module(BACKEND_MODULES[entry.backend])
+    except ModuleNotFoundError:  # a backend that cannot load ignores decoding (its load fails later)
+        return None
+    fn = getattr(module, "decoding_key", None)
+    return fn(decoding) if fn is not None else None

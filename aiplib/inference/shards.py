@@ -1,0 +1,497 @@
+"""Stage 7 over many GPUs or nodes: stable shards of the stimuli, and their merge.
+
+A Slurm job array (``scripts/slurm/stage7.sbatch``) runs one process per shard; each decodes the
+stimuli whose id hashes to its shard and appends to its own file
+``inference/<model>/<task>.shard-<i>-of-<n>.jsonl``. :func:`merge_shards` (``make merge``, and
+stage 8 before scoring) appends the shards' rows to ``inference/<model>/<task>.jsonl`` and moves
+the shard files to ``inference/<model>/merged-shards/``.
+
+The partition is a pure function of the stimulus id (SHA-256, so it is the same on every
+machine, Python version and run); a shard that was killed resumes alone, from its own file.
+
+What a shard process writes (nothing another process writes too, so shards may run at once on
+many nodes of a shared file system, where appends from several clients are not atomic):
+
+- ``inference/<model>/<task>.shard-<i>-of-<n>.jsonl``: its rows;
+- ``inference/<model>/run_log.shard-<i>-of-<n>.jsonl``: its run records (``"shard": "i/n"``);
+- ``checks/mix_diagnostics.shard-<i>-of-<n>.csv``: the diagnostics of the stimuli it mixed;
+- ``inference/<model>/superseded/<task>.shard-<i>-of-<n>.jsonl``: stale rows of its own file;
+- ``inference/<model>/.shard-<i>-of-<n>.lock``: held (``flock``) while it runs that model.
+
+A shard *reads* ``<task>.jsonl`` (rows already there are done) but never rewrites it: stale rows
+of the main file are set aside by an unsharded run (:func:`aiplib.inference.resume.set_aside_stale_rows`)
+or by the merge, which moves every successful main row of a stimulus that a shard answered under
+another ``stim_key`` to ``superseded/<task>.jsonl``. The merge refuses to start while a shard of
+the same model still holds its lock (:class:`ShardBusyError`).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from aiplib.core.errors import AiplibError, AiplibParameterError
+from aiplib.inference.run_records import MIX_DIAG_FIELDS
+from aiplib.io.formats import (
+    append_jsonl_lines,
+    inference_row_json,
+    is_error_row,
+    read_inference_jsonl,
+    repair_jsonl,
+)
+
+__all__ = ["ShardConflictError", "ShardBusyError", "parse_shard", "coerce_shard", "shard_label", "shard_of",
+           "select_shard", "shard_path", "shard_files", "shard_lock", "busy_shards", "merge_shards",
+           "merge_run_logs", "merge_diagnostics", "merge_model", "merge_all", "summary_line", "is_shard_file"]
+
+_SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+_FILE_RE = re.compile(r"^(?P<task>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")
+
+
+class ShardConflictError(AiplibError):
+    """Two files hold different answers for the same stimulus, prompt and stimulus key."""
+
+
+class ShardBusyError(AiplibError):
+    """A shard is still running (it holds its lock), or the same shard was started twice."""
+
+
+def parse_shard(spec: str | None = None, env=None) -> tuple[int, int] | None:
+    """The shard this process runs, as ``(i, n)`` with ``0 <= i < n``, or None (no sharding).
+
+    Parameters
+    ----------
+    spec : str, optional
+        ``"i/n"`` (0-based ``i``), e.g. ``SHARD=0/4`` … ``SHARD=3/4``. Empty or None: read Slurm's
+        job-array variables instead.
+    env : mapping, optional
+        Environment (default ``os.environ``): ``SLURM_ARRAY_TASK_ID``, ``SLURM_ARRAY_TASK_COUNT``
+        and ``SLURM_ARRAY_TASK_MIN`` (an array ``--array=1-4`` has ids 1…4, min 1: shard = id − min).
+
+    Raises
+    ------
+    AiplibParameterError
+        If the spec is not ``i/n`` with ``0 <= i < n``.
+    """
+    env = os.environ if env is None else env
+    if spec is not None and str(spec).strip():
+        m = _SHARD_RE.match(str(spec))
+        if not m:
+            raise AiplibParameterError(f"shard must look like i/n (e.g. 0/4), got {spec!r}")
+        i, n = int(m.group(1)), int(m.group(2))
+    elif env.get("SLURM_ARRAY_TASK_ID") and env.get("SLURM_ARRAY_TASK_COUNT"):
+        i = int(env["SLURM_ARRAY_TASK_ID"]) - int(env.get("SLURM_ARRAY_TASK_MIN") or 0)
+        n = int(env["SLURM_ARRAY_TASK_COUNT"])
+    else:
+        return None
+    if not 0 <= i < n:
+        raise AiplibParameterError(f"shard {i}/{n}: the index must be in 0…{n - 1}")
+    return (i, n)
+
+
+def coerce_shard(shard=None, env=None) -> tuple[int, int] | None:
+    """The ``shard`` argument of :func:`aiplib.inference.runner.run_inference` as ``(i, n)`` or None.
+
+    ``None`` or ``""``: Slurm's job-array variables if set (:func:`parse_shard`), else no
+    sharding; ``False``: no sharding, whatever the environment; ``"i/n"``; ``(i, n)``.
+
+    Raises
+    ------
+    AiplibParameterError
+        If the value is none of these or ``i`` is not in ``0 … n-1``.
+    """
+    if shard is False:
+        return None
+    if shard is None or isinstance(shard, str):
+        return parse_shard(shard, env=env)
+    try:
+        i, n = (int(x) for x in shard)
+    except (TypeError, ValueError):
+        raise AiplibParameterError(f"shard must be 'i/n' or (i, n), got {shard!r}") from None
+    return parse_shard(f"{i}/{n}", env={})
+
+
+def shard_label(shard: tuple[int, int] | None) -> str | None:
+    """``(1, 4)`` → ``"1/4"`` (None stays None): the form written into run records."""
+    return None if shard is None else f"{shard[0]}/{shard[1]}"
+
+
+def shard_of(stimulus_id: str, n: int) -> int:
+    """Shard of one stimulus among ``n``: SHA-256 of its id (UTF-8), first 8 bytes, modulo ``n``."""
+    digest = hashlib.sha256(str(stimulus_id).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % int(n)
+
+
+def select_shard(manifest, shard: tuple[int, int] | None):
+    """Rows of ``manifest`` (DataFrame with an ``id`` column) in shard ``(i, n)``; all if None."""
+    if shard is None:
+        return manifest
+    i, n = shard
+    return manifest[[shard_of(s, n) == i for s in manifest["id"]]]
+
+
+def shard_path(result_file, shard: tuple[int, int] | None) -> Path:
+    """``<task>.jsonl`` → ``<task>.shard-<i>-of-<n>.jsonl`` (unchanged when ``shard`` is None)."""
+    p = Path(result_file)
+    if shard is None:
+        return p
+    i, n = shard
+    return p.with_name(f"{p.stem}.shard-{i}-of-{n}.jsonl")
+
+
+def shard_files(model_dir, *, run_logs: bool = False) -> dict[str, list[Path]]:
+    """Shard files waiting in one model's folder, per task (sorted by shard index).
+
+    ``run_log.shard-*`` files are left out (``run_logs=True``: only they, under ``"run_log"``).
+    """
+    out: dict[str, list[Path]] = {}
+    for p in sorted(Path(model_dir).glob("*.shard-*-of-*.jsonl")):
+        m = _FILE_RE.match(p.name)
+        if m and (m.group("task") == "run_log") == run_logs:
+            out.setdefault(m.group("task"), []).append(p)
+    for task in out:
+        out[task].sort(key=lambda p: (int(_FILE_RE.match(p.name).group("n")), int(_FILE_RE.match(p.name).group("i"))))
+    return out
+
+
+def _lock_path(model_dir, shard: tuple[int, int]) -> Path:
+    return Path(model_dir) / f".shard-{shard[0]}-of-{shard[1]}.lock"
+
+
+@contextlib.contextmanager
+def shard_lock(model_dir, shard: tuple[int, int] | None):
+    """Hold ``<model_dir>/.shard-<i>-of-<n>.lock`` (an exclusive ``flock``) while a shard runs.
+
+    The kernel drops the lock when the process ends, even by SIGKILL, so a killed shard never
+    blocks anything. No-op when ``shard`` is None or ``fcntl`` is missing (Windows).
+
+    Raises
+    ------
+    ShardBusyError
+        If another process holds it (the same shard started twice, e.g. a requeued array task
+        whose first copy still runs).
+    """
+    try:
+        import fcntl  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - not POSIX
+        fcntl = None
+    if shard is None or fcntl is None:
+        yield None
+        return
+    path = _lock_path(model_dir, shard)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise ShardBusyError(f"shard {shard_label(shard)} of {Path(model_dir).name} is already running "
+                                 f"(another process holds {path})") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {os.uname().nodename if hasattr(os, 'uname') else ''}\n".encode())
+        yield path
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def busy_shards(model_dir) -> list[str]:
+    """Shards (``"i/n"``) of one model whose lock another process holds right now."""
+    try:
+        import fcntl  # noqa: PLC0415
+    except ImportError:  # pragma: no cover
+        return []
+    busy = []
+    for p in sorted(Path(model_dir).glob(".shard-*-of-*.lock")):
+        m = re.match(r"^\.shard-(\d+)-of-(\d+)\.lock$", p.name)
+        if not m:
+            continue
+        fd = os.open(p, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            busy.append(f"{m.group(1)}/{m.group(2)}")
+        finally:
+            os.close(fd)
+    return busy
+
+
+def _key(row: dict) -> tuple:
+    return (str(row.get("id")), row.get("prompt_id"), row.get("stim_key"))
+
+
+def merge_shards(result_file, shards=None) -> dict:
+    """Append the rows of a task's shard files to its result file, refusing contradictions.
+
+    Parameters
+    ----------
+    result_file : str or Path
+        ``inference/<model>/<task>.jsonl`` (created if missing).
+    shards : list of Path, optional
+        Default: every ``<task>.shard-*-of-*.jsonl`` beside it.
+
+    Returns
+    -------
+    dict
+        ``{"file", "shards", "rows_added", "duplicates_identical", "lines_skipped",
+        "rows_superseded", "rows_refreshed"}``.
+
+    Raises
+    ------
+    ShardConflictError
+        If two successful rows with the same ``(id, prompt_id, stim_key)`` give different ``raw``
+        answers (in different files, or in a shard against the result file). Nothing is written.
+
+    Notes
+    -----
+    Identical duplicates are written once. Error rows (``__ERROR__``) never conflict: a later
+    successful row wins when results are read (:func:`aiplib.io.formats.read_results`). A
+    successful row of the result file whose stimulus a shard answered with a keyed row under
+    another ``stim_key`` (the stimulus, prompt or model changed since; a shard cannot set it
+    aside itself, it never rewrites the result file) moves to ``superseded/<task>.jsonl``, as
+    :func:`aiplib.inference.resume.set_aside_stale_rows` would: the result file is then rewritten
+    atomically (``.part``, fsync, rename) after the moved lines are fsync'ed to the side file.
+    A shard row with the key and answer of a result-file row but other fields is a refreshed
+    copy (the manifest's reference text, label or a clean row's seed changed since;
+    :func:`aiplib.inference.resume.refreshed_copies`): it replaces that row in place, by the same atomic
+    rewrite (``rows_refreshed``).
+    After the merge the shard files move to ``merged-shards/`` so a second merge adds nothing.
+    """
+
+    result_file = Path(result_file)
+    if shards is None:
+        shards = shard_files(result_file.parent).get(result_file.stem, [])
+    shards = [Path(s) for s in shards]
+    seen: dict[tuple, tuple[str, Path]] = {}
+    skipped = 0
+    main_rows: dict[tuple, dict] = {}
+    if result_file.is_file():
+        repair_jsonl(result_file)
+        rows, skipped = read_inference_jsonl(result_file)
+        for r in rows:
+            if not is_error_row(r):
+                seen.setdefault(_key(r), (r.get("raw"), result_file))
+                main_rows[_key(r)] = r
+    new_rows, identical = [], 0
+    refresh: dict[tuple, dict] = {}  # key → a shard's refreshed copy of a result-file row
+    for s in shards:
+        repair_jsonl(s)
+        rows, n_bad = read_inference_jsonl(s)
+        skipped += n_bad
+        for r in rows:
+            if is_error_row(r):
+                new_rows.append(r)
+                continue
+            k = _key(r)
+            if k in seen:
+                raw, where = seen[k]
+                if raw != r.get("raw"):
+                    raise ShardConflictError(
+                        f"stimulus {k[0]!r} (prompt {k[1]}) has two different answers: {raw!r} in "
+                        f"{where} and {r.get('raw')!r} in {s}; remove the wrong shard file and re-run it")
+                identical += 1
+                if where == result_file and r != main_rows[k] and k[2] is not None:
+                    refresh[k] = r  # same answer, current manifest fields (aiplib.inference.resume.refreshed_copies)
+                continue
+            seen[k] = (r.get("raw"), s)
+            new_rows.append(r)
+    # the current key of each stimulus a shard answered: other-keyed main rows are stale
+    current = {str(r["id"]): r["stim_key"] for r in new_rows
+               if not is_error_row(r) and r.get("stim_key") is not None}
+    keep, move = [], []
+    if (current or refresh) and result_file.is_file():
+        with open(result_file, "rb") as f:
+            for line in f:
+                try:
+                    r = json.loads(line.decode("utf-8"))
+                    rid = str(r["id"]) if isinstance(r, dict) and r.get("id") not in (None, "") else None
+                except (UnicodeDecodeError, ValueError):
+                    rid = None
+                stale = (rid in current and not is_error_row(r) and r.get("stim_key") != current[rid])
+                if not stale and rid is not None and not is_error_row(r) and _key(r) in refresh:
+                    line = inference_row_json(refresh[_key(r)]).encode("utf-8")
+                (move if stale else keep).append(line)
+    result_file.parent.mkdir(parents=True, exist_ok=True)
+    new_lines = [inference_row_json(r) for r in new_rows]
+    if move or refresh:
+        if move:
+            side = result_file.parent / "superseded" / result_file.name
+            side.parent.mkdir(parents=True, exist_ok=True)
+            repair_jsonl(side)
+            append_jsonl_lines(side, [x.decode("utf-8") for x in move])
+        tmp = result_file.with_name(result_file.name + ".part")
+        with open(tmp, "wb") as f:
+            f.write(b"".join(keep) + "".join(new_lines).encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, result_file)
+    else:
+        append_jsonl_lines(result_file, new_lines)
+    done_dir = result_file.parent / "merged-shards"
+    for s in shards:
+        done_dir.mkdir(exist_ok=True)
+        s.replace(done_dir / s.name)
+    return {"file": str(result_file), "shards": [str(s) for s in shards], "rows_added": len(new_rows),
+            "duplicates_identical": identical, "lines_skipped": skipped, "rows_superseded": len(move),
+            "rows_refreshed": len(refresh)}
+
+
+def merge_run_logs(model_dir) -> int:
+    """Append every ``run_log.shard-*-of-*.jsonl`` of one model to its ``run_log.jsonl`` (shard
+    order), then move them to ``merged-shards/``. Returns the records appended."""
+
+    model_dir = Path(model_dir)
+    files = shard_files(model_dir, run_logs=True).get("run_log", [])
+    n = 0
+    for s in files:
+        repair_jsonl(s)
+        lines = [x for x in s.read_text(encoding="utf-8").splitlines(keepends=True) if x.strip()]
+        repair_jsonl(model_dir / "run_log.jsonl")
+        append_jsonl_lines(model_dir / "run_log.jsonl", lines)
+        n += len(lines)
+        (model_dir / "merged-shards").mkdir(exist_ok=True)
+        s.replace(model_dir / "merged-shards" / s.name)
+    return n
+
+
+def merge_diagnostics(checks_dir) -> int:
+    """Append the rows of every ``mix_diagnostics.shard-*-of-*.csv`` in ``checks_dir`` to
+    ``mix_diagnostics.csv`` (one row per ``stimulus_id``, first seen kept), then move them to
+    ``checks/merged-shards/``. Returns the rows added."""
+
+
+    checks_dir = Path(checks_dir)
+    files = sorted(checks_dir.glob("mix_diagnostics.shard-*-of-*.csv")) if checks_dir.is_dir() else []
+    if not files:
+        return 0
+    main = checks_dir / "mix_diagnostics.csv"
+
+    def read(p):
+        repair_jsonl(p)
+        try:
+            return pd.read_csv(p, dtype=str, keep_default_na=False)
+        except (pd.errors.EmptyDataError, FileNotFoundError):
+            return pd.DataFrame(columns=MIX_DIAG_FIELDS)
+
+    have = set(read(main)["stimulus_id"]) if main.is_file() else set()
+    parts = [read(p) for p in files]
+    new = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=MIX_DIAG_FIELDS)
+    new = new[~new["stimulus_id"].isin(have)].drop_duplicates("stimulus_id")
+    new = new.reindex(columns=MIX_DIAG_FIELDS)
+    if len(new):
+        header = not main.is_file() or main.stat().st_size == 0
+        with open(main, "a", newline="", encoding="utf-8") as f:
+            new.to_csv(f, header=header, index=False)
+            f.flush()
+            os.fsync(f.fileno())
+    (checks_dir / "merged-shards").mkdir(exist_ok=True)
+    for p in files:
+        p.replace(checks_dir / "merged-shards" / p.name)
+    return len(new)
+
+
+def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
+    """Merge one model's shard files (rows per task, then run logs) and remove its released locks.
+
+    Returns one :func:`merge_shards` result per task merged (empty when there is nothing).
+
+    Raises
+    ------
+    ShardBusyError
+        (``check_busy``) If one of its shards still runs; nothing moves.
+    ShardConflictError
+        As :func:`merge_shards`.
+    """
+    model_dir = Path(model_dir)
+    tasks = shard_files(model_dir)
+    if not tasks and not shard_files(model_dir, run_logs=True):
+        return []
+    busy = busy_shards(model_dir) if check_busy else []
+    if busy:
+        raise ShardBusyError(f"shard(s) still running: {', '.join(f'{model_dir.name} {b}' for b in busy)}; "
+                             "merge when every array task has finished")
+    out = [merge_shards(model_dir / f"{task}.jsonl", files) for task, files in tasks.items()]
+    merge_run_logs(model_dir)
+    for lock in model_dir.glob(".shard-*-of-*.lock"):  # none is held (checked): tidy up
+        lock.unlink(missing_ok=True)
+    return out
+
+
+def is_shard_file(path) -> bool:
+    """True for ``<task>.shard-<i>-of-<n>.jsonl`` and ``run_log.shard-…`` (readers that list the
+    tasks of ``inference/<model>/`` should skip them: they are merged into ``<task>.jsonl``)."""
+    return _FILE_RE.match(Path(path).name) is not None
+
+
+def merge_all(inference_dir, checks_dir=None) -> list[dict]:
+    """:func:`merge_shards` for every task of every model under ``inference_dir`` that has shards,
+    then the shards' run logs (:func:`merge_run_logs`) and mix diagnostics
+    (:func:`merge_diagnostics`; ``checks_dir`` defaults to ``<workspace>/checks`` when
+    ``inference_dir`` is a workspace's ``inference/``, and to ``checks/<family>`` for a condition
+    family's ``inference/<family>/``).
+
+    Returns
+    -------
+    list of dict
+        One :func:`merge_shards` result per (model, task) merged.
+
+    Raises
+    ------
+    ShardBusyError
+        If a shard of a model that has shard files still runs (holds its lock); checked for every
+        model before anything is merged, so nothing moves.
+    ShardConflictError
+        As :func:`merge_shards`.
+    """
+    inference_dir = Path(inference_dir)
+    out = []
+    if not inference_dir.is_dir():
+        return out
+    todo = [(d, shard_files(d)) for d in sorted(p for p in inference_dir.iterdir() if p.is_dir())
+            if shard_files(d) or shard_files(d, run_logs=True)]
+    busy = [f"{d.name} {b}" for d, _ in todo for b in busy_shards(d)]
+    if busy:  # checked for every model before anything moves
+        raise ShardBusyError(f"shard(s) still running: {', '.join(busy)}; merge when every array task has finished")
+    for model_dir, _ in todo:
+        out += merge_model(model_dir, check_busy=False)
+    if checks_dir is None and inference_dir.name == "inference":
+        checks_dir = inference_dir.parent / "checks"
+    elif checks_dir is None and inference_dir.parent.name == "inference":  # inference/<family>/: checks/<family>/
+        checks_dir = inference_dir.parent.parent / "checks" / inference_dir.name
+    if checks_dir is not None:
+        merge_diagnostics(checks_dir)
+    return out
+
+
+def main(argv=None) -> int:
+    """``python -m aiplib.inference.shards INFERENCE_DIR``: merge every shard file below it; exit 1 on a conflict."""
+
+    ap = argparse.ArgumentParser(prog="python -m aiplib.inference.shards", description=main.__doc__)
+    ap.add_argument("inference_dir")
+    a = ap.parse_args(argv)
+    try:
+        res = merge_all(a.inference_dir)
+    except (ShardConflictError, ShardBusyError) as exc:
+        print(f"merge refused: {exc}")
+        return 1
+    print(summary_line(res, a.inference_dir))
+    return 0
+
+
+def summary_line(res: list[dict], where) -> str:
+    """What :func:`merge_all` did, as lines for a log or a notebook (one per task merged)."""
+    if not res:
+        return f"no shard files to merge under {where}"
+    return "\n".join(
+        f"merged {len(r['shards'])} shard(s) into {r['file']}: {r['rows_added']} rows added, "
+        f"{r['duplicates_identical']} identical duplicates, {r.get('rows_superseded', 0)} stale rows set aside, "
+        f"{r['lines_skipped']} unreadable lines skipped" for r in res)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

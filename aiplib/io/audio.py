@@ -1,0 +1,325 @@
+"""Audio I/O and loudness: every file becomes 16 kHz mono float32.
+
+Reading uses soundfile (libsndfile: WAV, FLAC, OGG/Vorbis, MP3 with libsndfile ≥ 1.1) and falls
+back to ffmpeg for what libsndfile cannot read (G.722, M4A, …). Channels are averaged to mono;
+the rate is converted with ``librosa.resample`` (soxr, high quality). Loudness is measured with
+pyloudnorm, an implementation of ITU-R BS.1770-4 (K-weighted, gated integrated loudness, LUFS).
+
+Full scale: samples are *not* clipped anywhere in this module. An integer file read at its own
+rate lies in [−1, 1); a float file, a resampled file (band-limiting overshoots at steep edges: a
+full-scale 44.1 kHz 1 kHz square wave peaks at 1.196 at 16 kHz, the Gibbs phenomenon) or a
+loudness-normalised signal can exceed 1. Clipping would change the waveform (and depart from the
+authors' ``load_audio``, which does not clip either); what needs the range handles it where it
+matters: the mixer divides a mixture by its peak when the peak exceeds 1, 16-bit writers
+saturate, and :func:`normalize_loudness` warns (:class:`ClippingWarning`) and returns the peak.
+"""
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from aiplib.core.errors import AiplibParameterError, AudioFileError, MissingPackageError
+
+__all__ = ["SR", "valid_audio", "load_audio", "load_audio_cached", "write_wav", "loudness_lufs",
+           "normalize_loudness", "loudness_meter", "peak_abs", "loop_or_cut", "MIN_LOUDNESS_S", "ClippingWarning"]
+
+SR = 16000
+"""The pipeline's sample rate in Hz."""
+
+MIN_LOUDNESS_S = 0.4
+"""BS.1770 gating block length in seconds, the ``block_size`` of the pyloudnorm meter used here.
+
+pyloudnorm refuses a signal of fewer than ``MIN_LOUDNESS_S * sr`` samples ("Audio must have length
+greater than the block size"): :func:`loudness_lufs` loops such a signal first, the authors' mixer
+(:func:`aiplib.stimuli.mixing.loudness_normalize`) does not, so custom-profile validation refuses every
+utterance, keyword clip and background shorter than this
+(:func:`aiplib.sources.corpora.custom.validate.validate_inputs`)."""
+
+_FFMPEG_FORMATS = {".g722": ["-f", "g722"]}
+
+
+class ClippingWarning(UserWarning):
+    """A loudness-normalised signal peaks above full scale (|y| > 1): a 16-bit copy would clip."""
+
+
+def valid_audio(y, *, name: str = "audio") -> np.ndarray:
+    """Check a waveform and return it as float32.
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)]
+        Mono waveform, any float dtype, values nominally in [-1, 1].
+    name : str
+        What to call it in the error message (a file name, say).
+
+    Returns
+    -------
+    np.ndarray [shape=(n,)], float32
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``y`` is not a 1-D floating-point array, is empty, or holds NaN or infinite samples.
+    """
+    if not isinstance(y, np.ndarray):
+        raise AiplibParameterError(f"{name}: expected a numpy array, got {type(y).__name__}")
+    if y.ndim != 1:
+        raise AiplibParameterError(f"{name}: expected a mono waveform of shape (n,), got shape {y.shape}")
+    if not np.issubdtype(y.dtype, np.floating):
+        raise AiplibParameterError(f"{name}: expected floating-point samples, got dtype {y.dtype}")
+    if y.size == 0:
+        raise AiplibParameterError(f"{name}: the waveform is empty")
+    if not np.all(np.isfinite(y)):
+        raise AiplibParameterError(f"{name}: the waveform holds NaN or infinite samples")
+    return y.astype(np.float32, copy=False)
+
+
+def _read_ffmpeg(path: Path, sr: int) -> np.ndarray:
+    exe = shutil.which("ffmpeg")
+    if exe is None:
+        raise MissingPackageError(
+            f"{path}: reading this format needs ffmpeg; install it with `sudo apt-get install ffmpeg`")
+    cmd = [exe, "-v", "error", "-nostdin", *_FFMPEG_FORMATS.get(path.suffix.lower(), []), "-i", str(path),
+           "-ac", "1", "-ar", str(sr), "-f", "f32le", "-"]
+    proc = subprocess.run(cmd, capture_output=True, check=False)
+    if proc.returncode != 0 or not proc.stdout:
+        msg = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no audio decoded"]
+        raise AudioFileError(f"{path}: unreadable or corrupt audio file ({msg[0]})")
+    return np.frombuffer(proc.stdout, dtype="<f4").copy()
+
+
+def load_audio(path, *, sr: int = SR) -> np.ndarray:
+    """Read an audio file as mono float32 at ``sr`` Hz.
+
+    Parameters
+    ----------
+    path : str or Path
+        Any format soundfile reads (WAV 16/24/32-bit int or float, FLAC, OGG, MP3 …) or ffmpeg
+        reads (``.g722`` is decoded as raw G.722 at 16 kHz).
+    sr : int > 0
+        Target sample rate in Hz.
+
+    Returns
+    -------
+    np.ndarray [shape=(n,)], float32
+        Not clipped: values lie in [-1, 1) for an integer file read at its own rate; a float file
+        can hold larger values, and resampling can overshoot full scale at steep edges (a
+        full-scale 44.1 kHz 1 kHz square wave peaks at 1.196 at 16 kHz). Use :func:`peak_abs` to
+        check; nothing in aiplib relies on ``|y| <= 1`` after loading (the mixer limits the
+        mixture's peak, see the module docstring).
+
+    Raises
+    ------
+    AudioFileError
+        If the file does not exist, cannot be decoded, is empty or holds NaN/inf samples.
+    MissingPackageError
+        If ffmpeg is needed and not installed.
+    """
+    import soundfile as sf
+
+    path = Path(path)
+    if not path.is_file():
+        raise AudioFileError(f"{path}: audio file not found")
+    y = None
+    file_sr = sr
+    if path.suffix.lower() not in _FFMPEG_FORMATS:
+        try:
+            data, file_sr = sf.read(str(path), dtype="float32", always_2d=True)
+            y = data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
+        except Exception:  # libsndfile cannot read it: try ffmpeg
+            y = None
+    if y is None:
+        y = _read_ffmpeg(path, sr)
+        file_sr = sr
+    if y.size == 0:
+        raise AudioFileError(f"{path}: the file holds no audio samples")
+    if not np.all(np.isfinite(y)):
+        raise AudioFileError(f"{path}: the file holds NaN or infinite samples")
+    if file_sr != sr:
+        import librosa
+
+        y = librosa.resample(y, orig_sr=file_sr, target_sr=sr, res_type="soxr_hq")
+    return np.ascontiguousarray(y, dtype=np.float32)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached(path: str, sr: int, mtime: float) -> np.ndarray:
+    y = load_audio(path, sr=sr)
+    y.setflags(write=False)
+    return y
+
+
+def load_audio_cached(path, *, sr: int = SR) -> np.ndarray:
+    """:func:`load_audio` with an in-memory LRU cache (512 files), keyed on path and mtime.
+
+    The returned array is read-only; copy it before changing it.
+    """
+    p = Path(path)
+    try:
+        mtime = p.stat().st_mtime
+    except OSError:
+        raise AudioFileError(f"{p}: audio file not found") from None
+    return _cached(str(p.resolve()), sr, mtime)
+
+
+def write_wav(path, y, *, sr: int = SR, subtype: str = "FLOAT") -> Path:
+    """Write a mono waveform to a WAV file (float32 by default), creating the folder.
+
+    Parameters
+    ----------
+    path : str or Path
+    y : np.ndarray [shape=(n,)], float
+    sr : int, Hz
+    subtype : str
+        soundfile subtype: ``FLOAT`` keeps samples bit-exact, ``PCM_16`` for listening copies.
+
+    Returns
+    -------
+    Path of the written file.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``y`` fails :func:`valid_audio`.
+    """
+    import soundfile as sf
+
+    y = valid_audio(np.asarray(y), name=str(path))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    sf.write(str(tmp), y, sr, subtype=subtype, format="WAV")
+    # libsndfile's PEAK chunk (float WAVs) stores the time of writing: zero it, so the same samples
+    # always give the same bytes.
+    with open(tmp, "r+b") as fh:
+        i = fh.read(512).find(b"PEAK")
+        if i >= 0:
+            fh.seek(i + 12)
+            fh.write(b"\0\0\0\0")
+    tmp.replace(path)
+    return path
+
+
+def loop_or_cut(y, n: int) -> np.ndarray:
+    """Repeat ``y`` end to end, or cut it, to exactly ``n`` samples.
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(m,)]
+    n : int > 0, samples
+
+    Returns
+    -------
+    np.ndarray [shape=(n,)]
+    """
+    y = np.asarray(y)
+    if y.size == 0:
+        raise AiplibParameterError("cannot loop an empty waveform")
+    if y.size >= n:
+        return y[:n].copy()
+    reps = -(-n // y.size)
+    return np.tile(y, reps)[:n]
+
+
+@functools.lru_cache(maxsize=8)
+def loudness_meter(sr: int = SR):
+    """The ``pyloudnorm.Meter`` at ``sr`` Hz with the :data:`MIN_LOUDNESS_S` (0.4 s) block (ITU-R
+    BS.1770-4), one per rate."""
+    import pyloudnorm
+
+    return pyloudnorm.Meter(sr, block_size=MIN_LOUDNESS_S)  # BS.1770-4, 400 ms blocks
+
+
+def loudness_lufs(y, *, sr: int = SR, name: str = "audio") -> float:
+    """Integrated loudness in LUFS (ITU-R BS.1770-4, via pyloudnorm).
+
+    Signals shorter than :data:`MIN_LOUDNESS_S` (0.4 s, one gating block) are looped to 0.4 s first.
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)], float
+    sr : int, Hz
+    name : str
+        Used in error messages.
+
+    Returns
+    -------
+    float
+        Loudness in LUFS; ``-inf`` for digital silence.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``y`` fails :func:`valid_audio`.
+    """
+    y = valid_audio(np.asarray(y), name=name).astype(np.float64)
+    n_min = int(np.ceil(MIN_LOUDNESS_S * sr)) + 1
+    if y.size < n_min:
+        y = loop_or_cut(y, n_min)
+    with np.errstate(divide="ignore"):
+        return float(loudness_meter(sr).integrated_loudness(y))
+
+
+def peak_abs(y) -> float:
+    """Largest absolute sample value (linear, full scale = 1); 0.0 for an empty array."""
+    y = np.asarray(y)
+    return float(np.max(np.abs(y))) if y.size else 0.0
+
+
+def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audio",
+                       return_peak: bool = False):
+    """Scale ``y`` so that its integrated loudness is ``target_lufs``, and check its peak.
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)], float
+    target_lufs : float, LUFS
+    sr : int, Hz
+    name : str
+        Used in error and warning messages (a file name, say).
+    return_peak : bool
+        Also return the peak after the gain (default False, for the three-value form).
+
+    Returns
+    -------
+    y_out : np.ndarray [shape=(n,)], float32
+        ``y * 10 ** (gain_db / 20)``, not clipped (as ``pyloudnorm.normalize.loudness``, which the
+        authors' ``loudness_normalize`` calls).
+    gain_db : float
+        Gain applied, in dB.
+    lufs_before : float
+        Loudness measured before, in LUFS.
+    peak_after : float
+        Only with ``return_peak=True``: ``max |y_out|`` (linear, full scale = 1).
+
+    Warns
+    -----
+    ClippingWarning
+        When ``peak_after > 1`` (e.g. a 2 s 1 kHz sine at −3 LUFS peaks at 1.0096): the message
+        names ``name``, the peak and its dBFS. The samples are left as they are.
+
+    Raises
+    ------
+    AudioFileError
+        If the signal is silent (loudness −inf): it cannot be normalised.
+    AiplibParameterError
+        If ``y`` fails :func:`valid_audio`.
+    """
+    before = loudness_lufs(y, sr=sr, name=name)
+    if not np.isfinite(before):
+        raise AudioFileError(f"{name}: the audio is silent (loudness -inf LUFS) and cannot be normalised")
+    gain_db = target_lufs - before
+    out = (np.asarray(y, dtype=np.float64) * 10.0 ** (gain_db / 20.0)).astype(np.float32)
+    peak = peak_abs(out)
+    if peak > 1.0:
+        warnings.warn(f"{name}: normalised to {target_lufs:g} LUFS (gain {gain_db:+.2f} dB) it peaks at "
+                      f"{peak:.4f} ({20 * np.log10(peak):+.2f} dBFS) > full scale; a 16-bit copy would "
+                      "clip", ClippingWarning, stacklevel=2)
+    if return_peak:
+        return out, float(gain_db), float(before), peak
+    return out, float(gain_db), float(before)

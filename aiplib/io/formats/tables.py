@@ -1,0 +1,385 @@
+"""Item banks, battery, descriptor table and manifests: readers and writers (:mod:`aiplib.io.formats`)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aiplib.core.errors import AiplibParameterError
+from aiplib.core.tasks import KEYWORDS, family_spec, normalize_keywords
+
+__all__ = [
+    "ITEM_BANK_FIELDS", "write_item_bank", "read_item_bank", "read_item_bank_keywords", "CATEGORIES", "BATTERY_COLUMNS", "BATTERY_TEXT_COLUMNS",
+    "read_battery_csv", "write_battery_csv", "DESCRIPTORS", "DESCRIPTOR_TABLE_COLUMNS",
+    "read_descriptor_table", "write_descriptor_table", "MANIFEST_TEXT_COLUMNS", "MANIFEST_REQUIRED",
+    "read_manifest_csv", "read_manifest", "read_manifest_meta", "write_manifest_csv", "manifest_view", "write_csv_atomic",
+    "write_json_atomic", "parse_bool",
+]
+
+
+# ============================================================================== generic
+def write_csv_atomic(df: pd.DataFrame, path) -> Path:
+    """Write ``df`` (no index) to ``path`` (folder created) atomically: ``<path>.part``, then a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    df.to_csv(tmp, index=False)
+    tmp.replace(path)
+    return path
+
+
+def _write_text_atomic(text: str, path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def write_json_atomic(obj, path) -> Path:
+    """Write ``obj`` as indented UTF-8 JSON to ``path`` (folder created) atomically, like
+    :func:`write_csv_atomic` (sidecars, provenance and check records). Values JSON has no type
+    for (paths, NumPy integers) are written as their ``str``."""
+    return _write_text_atomic(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n", path)
+
+
+def _read_text_csv(path) -> pd.DataFrame:
+    """Every cell as the string written (no NA parsing)."""
+    return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+
+
+def parse_bool(v):
+    """A flag as written in a CSV: True for ``true/1/1.0/yes/y``, False for ``false/0/0.0/no/n``
+    (any case, bools and numbers too), ``pandas.NA`` for anything else (empty, NaN)."""
+    t = str(v).strip().lower()
+    if t in ("true", "1", "1.0", "yes", "y"):
+        return True
+    if t in ("false", "0", "0.0", "no", "n"):
+        return False
+    return pd.NA
+
+
+# ============================================================================== item banks
+ITEM_BANK_FIELDS = {"asr": ("item_id", "path", "duration_s", "text"),
+                    "kws": ("item_id", "path", "duration_s", "label", "is_target")}
+"""Fields every item-bank row must have, per family (others are kept as written)."""
+
+
+def write_item_bank(ws, family: str, rows, *, keywords=None, extra: dict | None = None) -> Path:
+    """Write ``itembanks/<family>.jsonl`` (one JSON object per item, atomically) and its sidecar.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+    family : {"asr", "kws"}
+    rows : iterable of dict
+        Item records with at least :data:`ITEM_BANK_FIELDS` of the family.
+    keywords : str or sequence of str, optional
+        KWS only: the closed keyword set the item bank was labelled with (default the task
+        file's, :data:`aiplib.core.tasks.KEYWORDS`). Stored in the sidecar ``itembanks/kws.json``
+        (``{"family", "n_items", "keywords"}``), from where the prompts and the scoring read it.
+    extra : dict, optional
+        More sidecar fields.
+
+    Returns
+    -------
+    Path
+        The JSONL file.
+
+    Raises
+    ------
+    AiplibParameterError
+        Unknown family, a row missing a required field, or a bad keyword set.
+    """
+
+    if family not in ITEM_BANK_FIELDS:
+        raise AiplibParameterError(f"unknown family {family!r}; choose one of {tuple(ITEM_BANK_FIELDS)}")
+    rows = list(rows)
+    for i, r in enumerate(rows):
+        missing = [k for k in ITEM_BANK_FIELDS[family] if k not in r]
+        if missing:
+            raise AiplibParameterError(f"item bank {family}: row {i} ({r.get('item_id')!r}) lacks {missing}")
+    path = _write_text_atomic("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                              ws.item_bank(family))
+    side = {"family": family, "n_items": len(rows), **(extra or {})}
+    if family == "kws":
+        side["keywords"] = list(normalize_keywords(keywords))
+    write_json_atomic(side, ws.item_bank_sidecar(family))
+    return path
+
+
+def read_item_bank(ws, family: str) -> pd.DataFrame:
+    """Read ``itembanks/<family>.jsonl`` as a DataFrame (``item_id`` kept as str).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the item bank has not been built (run stage 2).
+    AiplibParameterError
+        If item ids repeat or required fields are missing.
+    ValueError
+        If a line is not valid JSON (the message names the file and line).
+    """
+    path = ws.item_bank(family)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: item bank not found; run stage 02_build_item_banks first")
+    rows = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{i}: not valid JSON ({exc.msg})") from None
+    df = pd.DataFrame(rows)
+    need = set(ITEM_BANK_FIELDS.get(family, ("item_id", "path", "duration_s")))
+    missing = need - set(df.columns)
+    if missing:
+        raise AiplibParameterError(f"{path}: missing fields {sorted(missing)}")
+    df["item_id"] = df["item_id"].map(str)
+    dup = df["item_id"][df["item_id"].duplicated()].tolist()
+    if dup:
+        raise AiplibParameterError(f"{path}: repeated item ids {dup[:5]}")
+    return df
+
+
+def read_item_bank_keywords(ws) -> tuple[str, ...]:
+    """The closed keyword set of the workspace's KWS item bank.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+
+    Returns
+    -------
+    tuple of str
+        ``keywords`` of ``itembanks/kws.json`` (written by :func:`write_item_bank`); the task
+        file's default (:data:`aiplib.core.tasks.KEYWORDS`) when there is no sidecar or it names none
+        (item banks written before the sidecar existed, the authors' files).
+
+    Raises
+    ------
+    AiplibParameterError
+        If the sidecar is not valid JSON or its keyword set is empty.
+    """
+
+    p = ws.item_bank_sidecar("kws")
+    if not p.is_file():
+        return KEYWORDS
+    try:
+        side = json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise AiplibParameterError(f"{p}: not valid JSON ({exc})") from None
+    kw = side.get("keywords") if isinstance(side, dict) else None
+    return KEYWORDS if kw is None else normalize_keywords(kw)
+
+
+# ============================================================================== battery, descriptors
+CATEGORIES = ("stationary", "transient", "music", "speech-like")
+"""Allowed values of a background's ``category`` (a spec's, the battery's)."""
+
+BATTERY_COLUMNS = ["bg_id", "category", "description", "source_package", "source_file", "licence",
+                   "attribution", "synthetic", "source_duration_s", "looped", "gain_db",
+                   "lufs_before", "lufs_after", "peak_after", "clipped_samples", "silent_share",
+                   "silent_share_1s", "subaudible_db", "subaudible_removed", "bandwidth_hz", "path"]
+"""Columns of ``descriptors/battery.csv``, in order (written by :func:`aiplib.battery.backgrounds.curate_battery`)."""
+
+BATTERY_TEXT_COLUMNS = ("bg_id", "category", "description", "source_package", "source_file", "licence",
+                        "attribution", "path")
+"""Battery columns read as strings (the rest are parsed as numbers/booleans where they look so)."""
+
+
+def read_battery_csv(path, *, index: bool = False) -> pd.DataFrame | None:
+    """Read ``descriptors/battery.csv`` (None when it does not exist), indexed by ``bg_id`` if ``index``.
+
+    ``bg_id`` and the other text columns stay strings as written (``"NA"`` is not NaN); empty
+    cells of text columns are ``""``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return None
+    df = pd.read_csv(path, keep_default_na=False, dtype={c: str for c in BATTERY_TEXT_COLUMNS})
+    return df.set_index("bg_id") if index else df
+
+
+def write_battery_csv(df: pd.DataFrame, path) -> Path:
+    """Write ``descriptors/battery.csv`` atomically (:func:`write_csv_atomic`)."""
+    return write_csv_atomic(df, path)
+
+
+DESCRIPTORS = ["zcr", "spectral_centroid", "spectral_rolloff", "spectral_bandwidth", "spectral_flux",
+               "spectral_flatness", "spectral_contrast", "rms_variance", "vad_speech_fraction"]
+"""The nine descriptor names, in the column order of ``acoustic_descriptors.csv`` (definitions and
+units in :data:`aiplib.battery.descriptors.DESCRIPTOR_INFO`)."""
+
+DESCRIPTOR_TABLE_COLUMNS = ["bg_id", *DESCRIPTORS, "silent_frame_share"]
+"""Columns of ``acoustic_descriptors.csv``: the nine descriptors, then the share of the descriptor
+frames that are digital silence."""
+
+
+def read_descriptor_table(path, *, index: bool = False) -> pd.DataFrame | None:
+    """Read ``descriptors/acoustic_descriptors.csv`` (None when it does not exist).
+
+    Parameters
+    ----------
+    path : str or Path
+    index : bool
+        Index the table by ``bg_id``.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        ``bg_id`` as written (str; ``"NA"`` stays ``"NA"``); every other column float, an empty
+        cell (or ``nan``) NaN.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return None
+    df = pd.read_csv(path, dtype={"bg_id": str}, keep_default_na=False,
+                     na_values={c: ["", "nan", "NaN"] for c in DESCRIPTOR_TABLE_COLUMNS[1:]})
+    return df.set_index("bg_id") if index else df
+
+
+def write_descriptor_table(df: pd.DataFrame, path) -> Path:
+    """Write ``descriptors/acoustic_descriptors.csv`` atomically (:func:`write_csv_atomic`)."""
+    return write_csv_atomic(df, path)
+
+
+# ============================================================================== manifests
+MANIFEST_REQUIRED = ["id", "speech_id", "background_id", "snr_db", "condition", "seed", "speech_path", "bg_path"]
+"""The authors' first manifest columns: every manifest has them."""
+
+MANIFEST_TEXT_COLUMNS = ["id", "speech_id", "background_id", "condition", "speech_path", "bg_path", "accent",
+                         "gender", "transcript", "keyword", "family", "accent_group"]
+"""Columns always read back as strings (an item or background named ``NA`` stays ``"NA"``)."""
+
+
+def read_manifest_csv(path) -> pd.DataFrame:
+    """Read a manifest CSV (ours, or the authors' without our extras) with the right types.
+
+    Text columns (:data:`MANIFEST_TEXT_COLUMNS`) stay strings (``"NA"``, ``"null"``, ``""`` are
+    kept as written); ``snr_db`` and ``seed`` are int; ``is_target`` bool; ``bg_offset`` /
+    ``n_samples`` nullable Int64; ``bg_active`` nullable boolean; ``duration_s`` float.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    AiplibParameterError
+        If a column of the authors' schema is missing.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: manifest not found; run stage 05_build_manifests first")
+    df = _read_text_csv(path)
+    missing = [c for c in MANIFEST_REQUIRED if c not in df.columns]
+    if missing:
+        raise AiplibParameterError(f"{path}: missing columns {missing}")
+    for c in ("snr_db", "seed"):
+        df[c] = pd.to_numeric(df[c]).astype("int64") if len(df) else df[c].astype("int64")
+    if "is_target" in df.columns:
+        df["is_target"] = df["is_target"].map(lambda v: bool(parse_bool(v) is True))
+    for c in ("bg_offset", "n_samples"):
+        if c in df.columns:
+            df[c] = pd.to_numeric(df[c].replace("", None)).astype("Int64")
+    if "bg_active" in df.columns:
+        df["bg_active"] = df["bg_active"].map(parse_bool).astype("boolean")
+    if "duration_s" in df.columns:
+        df["duration_s"] = pd.to_numeric(df["duration_s"].replace("", None)).astype(float)
+    return df
+
+
+def read_manifest(ws, family: str) -> pd.DataFrame:
+    """Read ``manifests/<family>.csv`` of a workspace (see :func:`read_manifest_csv`).
+
+    Raises
+    ------
+    FileNotFoundError
+        If it has not been built (run stage 05_build_manifests).
+    """
+    return read_manifest_csv(ws.manifest_csv(family))
+
+
+def read_manifest_meta(ws, family: str) -> dict:
+    """The sidecar ``manifests/<family>.json`` written by stage 5 with the manifest
+    (``seed_start``, ``snrs_db``, counts, inactive shares, ``sha256``); ``{}`` when it is missing
+    or unreadable."""
+    try:
+        meta = json.loads(ws.manifest_csv(family).with_suffix(".json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def write_manifest_csv(df: pd.DataFrame, path) -> Path:
+    """Write a manifest atomically (:func:`write_csv_atomic`); :func:`read_manifest_csv` reads it back."""
+    return write_csv_atomic(df, path)
+
+
+def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
+    """Manifest rows (or inference rows carrying the manifest columns) under the score files' names.
+
+    Parameters
+    ----------
+    m : pandas.DataFrame
+        Rows in the authors' schema (:func:`read_manifest_csv`, or inference rows).
+    family : {"asr", "kws"}
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``stimulus_id`` (kept as a column), last row per id: ``stimulus_id`` = ``id``;
+        ``item_id`` = ``speech_id``; ``bg_id`` = ``background_id`` ("clean" on clean rows);
+        ``snr_db`` (float dB, NaN on clean rows: the manifest's 99 is a marker, not an SNR);
+        ``reference`` = ``transcript`` (ASR) or ``keyword`` (KWS); ``accent_group`` =
+        ``accent_group`` when present and not empty, else the authors' ``accent``; ``accent`` =
+        the authors' raw ``accent`` label (``american_english``, a Common Voice string) when not
+        empty, else ``accent_group``; ``is_target``
+        (text as written); ``condition``; ``bg_active`` (nullable boolean, NA on clean rows and
+        when unknown).
+
+    Notes
+    -----
+    The authors' script read its manifests with pandas defaults, so an id ``NA`` became NaN in its
+    rows: ``item_id`` and ``bg_id`` are recovered from the stimulus id (``<item>_clean``,
+    ``<item>_<bg>_snr<N>``) when missing.
+    """
+
+    def col(name, default=""):
+        if name in m.columns:
+            return m[name]
+        return pd.Series([default] * len(m), index=m.index, dtype=object)
+
+    def text(series):
+        return series.map(lambda v: "" if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+                          else str(v))
+
+    sid = text(col("id"))
+    cond = text(col("condition"))
+    bg = text(col("background_id"))
+    item = text(col("speech_id"))
+    clean = (cond == "clean") | (bg == "clean")
+    item = item.where(item != "", sid.where(~sid.str.endswith("_clean"), sid.str[:-6]).where(clean, ""))
+    from_id = [s_[len(i_) + 1: s_.rfind("_snr")] if i_ and s_.startswith(i_ + "_") and "_snr" in s_ else ""
+               for s_, i_ in zip(sid, item)]
+    bg = bg.where((bg != "") | clean, pd.Series(from_id, index=bg.index))
+    snr = pd.to_numeric(col("snr_db", np.nan), errors="coerce").astype(float).where(~clean)
+    acc = text(col("accent_group"))
+    acc = acc.where(acc != "", text(col("accent")))
+    view = pd.DataFrame({
+        "stimulus_id": sid,
+        "item_id": item,
+        "bg_id": bg.where(~clean, "clean"),
+        "snr_db": snr,
+        "reference": text(col(family_spec(family)["reference"])),
+        "accent_group": acc,
+        "accent": text(col("accent")).where(text(col("accent")) != "", acc),
+        "is_target": text(col("is_target")),
+        "condition": np.where(clean, "clean", "noisy"),
+        "bg_active": col("bg_active", pd.NA).map(parse_bool).astype("boolean"),
+    })
+    view.loc[clean.to_numpy(), "bg_active"] = pd.NA
+    return view.drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id", drop=False)

@@ -1,0 +1,519 @@
+"""Stage 8: word error rate, the keyword-spotting rule and score files.
+
+The text rules live in :mod:`aiplib.core.textnorm`. The headline WER uses
+the paper's normalisation (:func:`~aiplib.core.textnorm.normalize_text`: lower-case, ASCII punctuation to spaces,
+white space collapsed, as the authors' scoring); a Whisper-style WER (``wer_whisper``) beside it
+uses OpenAI's ``EnglishTextNormalizer`` (:func:`~aiplib.core.textnorm.normalize_whisper`), versioned as
+:func:`normalizer_provenance` records. Word alignment and error
+counts come from jiwer [1]_. Raw and normalised text are both kept in
+``results/scores/<task>.csv``.
+
+References
+----------
+.. [1] jiwer, https://github.com/jitsi/jiwer (``process_words``, ``cer``; Levenshtein alignment
+       via RapidFuzz).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aiplib.core.errors import AiplibError, AiplibParameterError
+from aiplib.core.progress import track
+from aiplib.core.tasks import (
+    DEGRADATION_COLUMN,
+    DEGRADATION_SIGN,
+    KEYWORDS,
+    family_spec,
+    normalize_keywords,
+    task_family,
+)
+from aiplib.core.textnorm import (
+    JIWER_VERSION,
+    KWS_RULE,
+    NORMALIZER_NAME,
+    NORMALIZER_RULE,
+    NORMALIZER_VERSION,
+    WHISPER_NORMALIZER_NAME,
+    WHISPER_NORMALIZER_VERSION,
+    normalize_kws_label,
+    normalize_text,
+    normalize_whisper,
+    score_asr_row,
+    score_kws_row,
+)
+from aiplib.core.textnorm import align as _align_norm
+from aiplib.core.workspace import workspace
+from aiplib.inference.shards import is_shard_file
+from aiplib.io.formats import (
+    manifest_view,
+    read_item_bank_keywords,
+    read_manifest_csv,
+    read_results,
+    write_scores,
+)
+from aiplib.scoring.family_columns import FAMILY_SCORE_COLUMNS, add_family_scores, family_sidecar
+
+__all__ = ["wer", "wer_details", "score_inference", "normalizer_provenance"]
+
+log = logging.getLogger(__name__)
+
+_FAMILY_FOLDERS = ("background", "competing_speech", "channel")
+"""Condition families whose inference files live in ``inference/<family>/<model>/`` (issue 14):
+never taken for model folders."""
+
+_NORMALIZERS = {"paper": normalize_text, "whisper": normalize_whisper,
+                "none": lambda s: " ".join(str(s or "").split())}
+
+
+def normalizer_provenance() -> dict:
+    """Name and version of both normalisations and jiwer, for sidecars and provenance.
+
+    Returns
+    -------
+    dict
+        ``{"normalizer": {"name", "version", "rule"}, "normalizer_whisper": {"name",
+        "version"}, "jiwer_version"}``.
+    """
+    return {"normalizer": {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION,
+                           "rule": NORMALIZER_RULE},
+            "normalizer_whisper": {"name": WHISPER_NORMALIZER_NAME,
+                                   "version": WHISPER_NORMALIZER_VERSION},
+            "jiwer_version": JIWER_VERSION}
+
+
+def wer(ref: str, hyp: str, *, normalizer: str = "paper") -> float:
+    """Word error rate of one utterance, on normalised text.
+
+    ``WER = (S + D + I) / N`` with ``N`` the number of reference words (jiwer [1]_).
+
+    Parameters
+    ----------
+    ref : str
+        Reference transcript (raw).
+    hyp : str
+        Recogniser output (raw). An empty hypothesis gives WER 1.0 (all deletions).
+    normalizer : {"paper", "whisper", "none"}
+        :func:`normalize_text` (headline, default), :func:`normalize_whisper`, or white-space
+        split only.
+
+    Returns
+    -------
+    float >= 0, or NaN
+        Can exceed 1 when the hypothesis has many insertions (hallucinations); NaN when the
+        reference is empty after normalisation (undefined).
+
+    Examples
+    --------
+    >>> wer("the cat sat", "the cat sat down")
+    0.3333333333333333
+    """
+    return wer_details([ref], [hyp], normalizer=normalizer)["per_utterance"][0]
+
+
+def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
+    """Corpus-level WER, mean per-utterance WER, S/D/I/hit counts and CER.
+
+    Parameters
+    ----------
+    refs, hyps : sequence of str [shape=(n_utterances,)]
+        References and hypotheses, in the same order.
+    normalizer : {"paper", "whisper", "none"}
+        Normalisation of both sides (default the paper's, :func:`normalize_text`).
+
+    Returns
+    -------
+    dict
+        ``wer`` — corpus WER = Σ(S+D+I) / Σ N (pooled over utterances, NaN if Σ N = 0);
+        ``mean_wer`` — mean of the defined per-utterance WERs;
+        ``substitutions, deletions, insertions, hits`` — int counts (jiwer ``process_words``);
+        ``errors`` = S + D + I; ``ref_words`` = Σ N = H + S + D;
+        ``cer`` — corpus character error rate (``jiwer.cer``) over utterances with a
+        reference; ``per_utterance`` — list of per-utterance WERs (NaN for an empty
+        reference); ``n_utterances``; ``n_ref_empty`` — references empty after
+        normalisation: their insertions count in ``wer`` and ``errors``, their per-utterance
+        WER is undefined and left out of ``mean_wer``.
+
+    Raises
+    ------
+    ValueError
+        If the two sequences differ in length (both lengths quoted), are empty, or
+        ``normalizer`` is unknown.
+    """
+    import jiwer
+
+    refs, hyps = list(refs), list(hyps)
+    if len(refs) != len(hyps):
+        raise ValueError(f"got {len(refs)} references but {len(hyps)} hypotheses")
+    if not refs:
+        raise ValueError("no utterances to score")
+    if normalizer not in _NORMALIZERS:
+        raise ValueError(f"unknown normalizer {normalizer!r}; choose from {list(_NORMALIZERS)}")
+    norm = _NORMALIZERS[normalizer]
+    r_n = [norm(r) for r in refs]
+    h_n = [norm(h) for h in hyps]
+    per = []
+    s = d = ins = h = 0
+    for rn, hn in zip(r_n, h_n):
+        so, do, io, ho = _align_norm(rn, hn)
+        s, d, ins, h = s + so, d + do, ins + io, h + ho
+        n = ho + so + do
+        per.append((so + do + io) / n if n else float("nan"))
+    n_ref = h + s + d
+    with_ref = [(r, hh) for r, hh in zip(r_n, h_n) if r]
+    defined = [v for v in per if not math.isnan(v)]
+    return {
+        "wer": (s + d + ins) / n_ref if n_ref else float("nan"),
+        "mean_wer": float(np.mean(defined)) if defined else float("nan"),
+        "substitutions": int(s),
+        "deletions": int(d),
+        "insertions": int(ins),
+        "hits": int(h),
+        "errors": int(s + d + ins),
+        "ref_words": int(n_ref),
+        "cer": (float(jiwer.cer([r for r, _ in with_ref], [hh for _, hh in with_ref]))
+                if with_ref else float("nan")),
+        "per_utterance": per,
+        "n_utterances": len(refs),
+        "n_ref_empty": sum(1 for r in r_n if not r),
+    }
+
+
+def _read_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
+    """The scoring view (:func:`aiplib.io.formats.manifest_view`) of ``manifests/<family>.csv``.
+
+    ``manifests_dir`` overrides ``ws.manifests``. Returns None when the file does not exist (the
+    inference rows then supply the manifest columns themselves).
+    """
+    p = Path(manifests_dir) / f"{family}.csv" if manifests_dir is not None else ws.manifest_csv(family)
+    if not p.exists():
+        return None
+    try:
+        m = read_manifest_csv(p)
+    except AiplibParameterError as exc:
+        raise AiplibError(str(exc)) from None
+    return _with_family_columns(manifest_view(m, family), m)
+
+
+def _with_family_columns(view: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
+    """``view`` plus the condition-family columns of ``m`` (:data:`aiplib.scoring.families.
+    FAMILY_SCORE_COLUMNS`), only when a row's ``condition_family`` is not ``background``: the
+    background battery's scoring view, and so its score files, stay as they were."""
+    if "condition_family" not in m.columns:
+        return view
+    fams = sorted({str(v) for v in m["condition_family"]} - {"", "background", "clean", "nan"})
+    if not fams:
+        return view
+
+    extra = m.assign(id=m["id"].astype(str)).drop_duplicates("id", keep="last").set_index("id")
+    view = view.copy()
+    for c in [c for c in FAMILY_SCORE_COLUMNS if c in extra.columns]:
+        view[c] = extra[c].reindex(view.index.astype(str)).to_numpy()
+    if len(fams) == 1:  # the items' clean rows belong to the family of their manifest
+        view["condition_family"] = fams[0]
+    return view
+
+
+def _as_bool(v, label, keywords=KEYWORDS) -> bool:
+    t = str(v).strip().lower()
+    if t in ("true", "1", "yes", "t"):
+        return True
+    if t in ("false", "0", "no", "f"):
+        return False
+    return normalize_kws_label(label) in keywords
+
+
+_ASR_ROW_COLUMNS = list(score_asr_row("a", "a"))
+"""Columns :func:`score_asr_row` adds to an ASR score file, in order."""
+
+_KWS_ROW_COLUMNS = list(score_kws_row("yes", "yes", True))
+"""Columns :func:`score_kws_row` adds to a KWS score file, in order."""
+
+
+def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
+                inference_dir=None, keywords=KEYWORDS) -> tuple[pd.DataFrame, dict]:
+    fam = task_family(task)
+    frames = []
+    meta = {"n_errors": {}, "n_rows_per_model": {}, "n_malformed_lines": {}, "n_duplicates": {},
+            "n_not_in_manifest": {}, "n_empty_reference": {}, "prompt_ids": {}, "sources": [],
+            "manifest_source": "manifests" if manifest is not None else "inference rows"}
+    inf = Path(inference_dir if inference_dir is not None else ws.inference)
+    for model in models:
+        path = inf / model / f"{task}.jsonl" if inference_dir is not None else ws.inference_jsonl(model, task)
+        if not path.exists():
+            continue
+        ok = read_results(path, keep_errors=False)  # per id the last successful row
+        meta["sources"].append(ws.rel(path) if hasattr(ws, "rel") else str(path))
+        meta["n_malformed_lines"][model] = ok.attrs["n_skipped"]
+        meta["n_errors"][model] = ok.attrs["n_failed"]
+        meta["n_duplicates"][model] = ok.attrs["n_rows"] - len(ok) - ok.attrs["n_failed"]
+        ok["stimulus_id"] = ok["id"]
+        ok["response"] = ok["raw"]  # the authors' row format: id, raw (the response), error on failures
+        if manifest is not None:
+            unknown = ~ok["stimulus_id"].isin(manifest.index)
+        elif "speech_id" in ok.columns:
+            unknown = ok["speech_id"].isna()
+        else:
+            unknown = pd.Series(True, index=ok.index)
+        meta["n_not_in_manifest"][model] = int(unknown.sum())
+        if unknown.any():
+            warnings.warn(f"{path}: {int(unknown.sum())} stimulus ids are not in "
+                          f"manifests/{fam}.csv (or carry no manifest columns); dropped", stacklevel=3)
+        ok = ok[~unknown]
+        if manifest is None:  # no manifests folder: the rows carry the manifest columns
+            man_src = _with_family_columns(manifest_view(ok.drop(columns=["stimulus_id"]), fam), ok)
+        else:
+            man_src = manifest
+        ok["prompt_id"] = ok["prompt_id"].map(lambda v: "" if v is None or v != v else str(v))
+        pids = ok["prompt_id"].value_counts().sort_index()
+        meta["prompt_ids"][model] = {k: int(v) for k, v in pids.items()}
+        # the prompt set named by each row (rows written elsewhere, e.g. the authors', name none)
+        ok["prompt_set"] = ok["prompt_set"].map(lambda v: "unrecorded" if v is None or v != v or v == ""
+                                                else str(v))
+        meta.setdefault("prompt_sets", {})[model] = {k: int(v) for k, v in
+                                                     ok["prompt_set"].value_counts().sort_index().items()}
+        if len(pids) > 1:
+            warnings.warn(f"{path}: rows come from {len(pids)} prompts {list(pids.index)}; "
+                          "the scores mix them", stacklevel=3)
+        man = man_src.loc[ok["stimulus_id"]]
+        out = pd.DataFrame({
+            "model": model,
+            "task": task,
+            "stimulus_id": ok["stimulus_id"].to_numpy(),
+            "item_id": man["item_id"].to_numpy(),
+            "bg_id": man["bg_id"].to_numpy(),
+            "snr_db": man["snr_db"].to_numpy(),
+            "accent_group": man["accent_group"].replace("", np.nan).to_numpy(),
+            "accent": man["accent"].replace("", np.nan).to_numpy(),
+            "prompt_id": ok["prompt_id"].to_numpy(),
+            "prompt_set": ok["prompt_set"].to_numpy(),
+            "condition": man["condition"].to_numpy(),
+            "bg_active": man["bg_active"].to_numpy(),
+        })
+        resp = ok["response"].astype(str).to_numpy()
+        if fam == "asr":
+            out["reference"] = man["reference"].to_numpy()
+            out["response"] = resp
+            per = pd.DataFrame([score_asr_row(r, h) for r, h in zip(out["reference"], resp)],
+                               index=out.index, columns=_ASR_ROW_COLUMNS)
+            out = pd.concat([out, per], axis=1)
+            empty = out["ref_empty"].astype(bool)
+            meta["n_empty_reference"][model] = int(empty.sum())
+            meta.setdefault("n_loops", {})[model] = int(out["is_loop"].sum())
+            if empty.any():
+                warnings.warn(f"{task}/{model}: {int(empty.sum())} references are empty after "
+                              "normalisation; their per-utterance WER is NaN (ref_empty) and "
+                              "their insertions count in corpus WER", stacklevel=3)
+        else:
+            out["label"] = man["reference"].to_numpy()
+            out["is_target"] = [_as_bool(t, lab, keywords)
+                                for t, lab in zip(man["is_target"], man["reference"])]
+            out["response"] = resp
+            per = pd.DataFrame([score_kws_row(r, lab, t, keywords)
+                                for r, lab, t in zip(resp, out["label"], out["is_target"])],
+                               index=out.index, columns=_KWS_ROW_COLUMNS)
+            out = pd.concat([out, per], axis=1)
+            meta["n_empty_reference"][model] = 0
+            meta.setdefault("n_non_answers", {})[model] = int(out["non_answer"].sum())
+        out = _add_delta(out, family_spec(fam)["measure"], DEGRADATION_COLUMN[fam],
+                         noisy_minus_clean=DEGRADATION_SIGN[fam] == "noisy_minus_clean")
+        meta["n_rows_per_model"][model] = int(len(out))
+        tail = ["condition", "bg_active"]
+        out = out[[c for c in out.columns if c not in tail] + tail]
+        if "condition_family" in man.columns:  # a condition family other than the background battery
+
+            out = add_family_scores(out, man, fam)
+        frames.append(out)
+    if not frames:
+        return pd.DataFrame(), meta
+    res = pd.concat(frames, ignore_index=True)
+    meta["n_unpaired"] = int((res["bg_id"] != "clean").sum()
+                             - res.loc[res["bg_id"] != "clean",
+                                       DEGRADATION_COLUMN[fam]].notna().sum())
+    return res, meta
+
+
+def _add_delta(df: pd.DataFrame, col: str, out_col: str, *,
+               noisy_minus_clean: bool) -> pd.DataFrame:
+    clean = (df[df["bg_id"] == "clean"].drop_duplicates(["model", "task", "item_id"], keep="last")
+             .set_index(["model", "task", "item_id"])[col])
+    key = pd.MultiIndex.from_frame(df[["model", "task", "item_id"]])
+    c = clean.reindex(key).to_numpy(dtype=float)
+    v = df[col].to_numpy(dtype=float)
+    d = v - c if noisy_minus_clean else c - v
+    d[(df["bg_id"] == "clean").to_numpy()] = np.nan
+    df[out_col] = d
+    return df
+
+
+def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
+                    manifests_dir=None, keywords=None) -> dict[str, pd.DataFrame]:
+    """Score every inference file and write ``results/scores/<task>.csv`` + ``.json``.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+        Reads ``inference/<model>/<task>.jsonl`` and ``manifests/<family>.csv``; writes
+        ``results/scores/``. A condition family's view of the workspace (``ws.with_family(cf)``)
+        reads and writes that family's folders (its ``inference_jsonl``, ``manifest_csv``,
+        ``scores_csv`` and ``scores_sidecar``).
+    inference_dir : str or Path, optional
+        Score the ``<model>/<task>.jsonl`` files of this folder instead of ``ws.inference`` (e.g.
+        the authors' published ``inference/`` folder). Only tasks of the ASR and KWS families are
+        scored; other files (``sqa.jsonl``) are skipped with a warning.
+    manifests_dir : str or Path, optional
+        Read ``<family>.csv`` here instead of ``ws.manifests``. When no manifest is found at all,
+        the successful inference rows supply the manifest columns themselves (the authors' rows
+        carry them).
+    models : sequence of str, optional
+        Model folders to score (default: every folder under ``inference/``).
+    tasks : sequence of str, optional
+        Tasks to score (default: every ``<task>.jsonl`` found, ``run_log.jsonl`` excluded).
+        A requested task with no file for any model is skipped with a warning.
+    keywords : str or sequence of str, optional
+        Closed keyword set of the KWS rule (a non-target clip is correct when the first word of
+        the answer is none of them). Default: the set stored with the workspace's KWS item bank
+        (:func:`aiplib.io.formats.read_item_bank_keywords`; the task file's ten words when none is
+        stored). Recorded in the KWS sidecar (``keywords``).
+
+    Returns
+    -------
+    dict of str -> pandas.DataFrame
+        Per task, one row per (model, stimulus). Common columns: ``model, task, stimulus_id,
+        item_id, bg_id, snr_db (dB; NaN for clean), accent_group, accent (the raw accent label
+        of the manifest, for the authors' accent table), prompt_id, prompt_set
+        ("unrecorded" for rows that name none, as the authors'), response``, taken from the
+        manifest's scoring view (:func:`aiplib.io.formats.manifest_view`) and the row's ``raw``.
+        ASR family adds ``reference``, the columns of :func:`aiplib.core.textnorm.score_asr_row` and
+        ``delta_wer = WER(noisy) − WER(clean)``; KWS family adds ``label, is_target``, the columns
+        of :func:`aiplib.core.textnorm.score_kws_row` and ``delta_acc = correct(clean) − correct(noisy)``
+        (a positive delta is a degradation in both; NaN on clean rows and when the clean row of the
+        same (model, task, item) is missing). Last: ``condition`` (clean / noisy) and ``bg_active``
+        (False when the background segment was digital silence; empty when unknown).
+        Scores of a condition family (a manifest whose rows name a ``condition_family`` other
+        than ``background``; issue 14) add the family columns of the manifest
+        (:data:`aiplib.scoring.family_columns.FAMILY_SCORE_COLUMNS`) and, on competing-speech rows, the
+        leakage and its floor (:func:`aiplib.scoring.family_columns.add_family_scores`); background
+        score files are unchanged.
+
+    Notes
+    -----
+    * Rows whose ``raw`` is ``"__ERROR__"`` (or whose ``error`` is not null, the rule of
+      :mod:`aiplib.inference.runner`) are dropped; stimuli with no successful row are counted
+      (``n_errors`` per model in the JSON sidecar). When a resumed run holds several rows for
+      one stimulus the last successful one is kept (``n_duplicates``).
+    * ``prompt_ids`` in the sidecar counts the scored rows per prompt id and model; a warning is
+      raised when one file mixes prompts.
+    * A half-written trailing JSONL line is skipped (``n_malformed_lines``).
+    * The reference text / KWS label comes from the manifest (source of truth), not the JSONL.
+    * ASR rows whose reference is empty after normalisation are kept with ``ref_empty`` = True
+      and ``wer`` = NaN (their insertions count in Σ errors) and counted
+      (``n_empty_reference``); loops are counted per model (``n_loops``), KWS non-answers too
+      (``n_non_answers``).
+    * The sidecar records both normalisers' names and versions (:func:`normalizer_provenance`),
+      the jiwer version, the KWS rule and the keywords.
+
+    Raises
+    ------
+    AiplibError
+        If no inference file exists at all, or a needed manifest is missing.
+    """
+
+    kw = normalize_keywords(keywords) if keywords is not None else read_item_bank_keywords(ws)
+    # the workspace's own inference folder, ``inference/`` or a family view's ``inference/<family>/``
+    inf = Path(inference_dir) if inference_dir is not None else Path(ws.inference_jsonl("m", "t")).parents[1]
+    if inference_dir is not None and not inf.is_dir():
+        raise AiplibError(f"{inf}: inference folder not found")
+    if models is None:  # model folders; a condition family's folder (inference/<family>/) is none
+        models = sorted(p.name for p in inf.iterdir()
+                        if p.is_dir() and p.name not in _FAMILY_FOLDERS) if inf.exists() else []
+    if tasks is None:
+        found = sorted({p.stem for m in models for p in (inf / m).glob("*.jsonl")
+                        if p.stem != "run_log" and not is_shard_file(p)})
+        tasks = []
+        for t in found:
+            try:
+                task_family(t)
+                tasks.append(t)
+            except AiplibParameterError:
+                warnings.warn(f"{inf}: task {t!r} is neither ASR nor KWS; not scored", stacklevel=2)
+    if not models or not tasks:
+        raise AiplibError(f"no inference files under {inf}; run stage 7 (inference) first")
+    manifests, result = {}, {}
+
+    for task in track(list(tasks), "scoring", unit="task"):  # tqdm bar, or [progress] lines under make
+        fam = task_family(task)
+        if not any((inf / m / f"{task}.jsonl").exists() for m in models):
+            warnings.warn(f"no inference/<model>/{task}.jsonl for models {list(models)}; "
+                          f"task {task!r} skipped", stacklevel=2)
+            continue
+        if fam not in manifests:
+            manifests[fam] = _read_manifest(ws, fam, manifests_dir)
+            if manifests[fam] is None:
+                log.info("no %s manifest: the inference rows supply the manifest columns", fam)
+        df, meta = _score_task(ws, task, models, manifests[fam], inference_dir=inf, keywords=kw)
+        side = {
+            "task": task,
+            "family": fam,
+            **normalizer_provenance(),
+            "n_rows": int(len(df)),
+            "inference_dir": str(inf),
+            **meta,
+        }
+        if fam == "kws":
+            side["kws_rule"] = KWS_RULE
+            side["keywords"] = list(kw)
+        if "condition_family" in df.columns:
+
+            side.update(family_sidecar(df, fam))
+        write_scores(ws, task, df, side)
+        total_err = sum(meta["n_errors"].values())
+        log.info("scored %s: %d rows, %d __ERROR__ rows dropped", task, len(df), total_err)
+        result[task] = df
+    return result
+
+
+def main(argv=None) -> int:
+    """``python -m aiplib.scoring.score --profile paper --inference-dir DIR [--manifests-dir DIR]``.
+
+    Scores a folder of inference files written elsewhere (stage 8 only; run notebook 09, or
+    ``make score``, for the figures, tables and report). Exit status 0, or 1 with a one-line
+    message when nothing could be scored.
+    """
+
+
+    ap = argparse.ArgumentParser(prog="python -m aiplib.scoring.score", description=main.__doc__.splitlines()[0])
+    ap.add_argument("--profile", default="demo", help="workspace profile whose results/ receive the scores")
+    ap.add_argument("--data-root", default=None, help="data root (default $AIP_DATA_ROOT or <repo>/data)")
+    ap.add_argument("--inference-dir", default=None, help="folder of <model>/<task>.jsonl (default: the workspace's)")
+    ap.add_argument("--manifests-dir", default=None, help="folder of asr.csv / kws.csv (default: the workspace's; "
+                                                          "without manifests the rows' own columns are used)")
+    ap.add_argument("--models", default=None, help="comma-separated model folders (default: all)")
+    ap.add_argument("--tasks", default=None, help="comma-separated tasks (default: all found)")
+    a = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    ws = workspace(a.profile, data_root=a.data_root)
+    ws.ensure()
+    try:
+        out = score_inference(ws, models=a.models.split(",") if a.models else None,
+                              tasks=a.tasks.split(",") if a.tasks else None,
+                              inference_dir=a.inference_dir, manifests_dir=a.manifests_dir)
+    except AiplibError as exc:
+        print(f"scoring: {exc}", file=__import__("sys").stderr)
+        return 1
+    for task, df in out.items():
+        side = json.loads(ws.scores_sidecar(task).read_text())
+        print(f"{task}: {len(df)} rows scored, {sum(side['n_errors'].values())} __ERROR__ stimuli dropped, "
+              f"{sum(side['n_malformed_lines'].values())} unreadable lines -> {ws.scores_csv(task)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""Stage 6's check that needs a recogniser: its WER on clean speech at several speech levels. If it
+does not move, the SNR (not the absolute level) is what the noisy conditions change."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from aiplib.core.progress import track
+from aiplib.inference import models
+from aiplib.inference.prompts import prompt_for
+from aiplib.inference.runner import DEFAULT_DECODING
+from aiplib.io.formats import read_manifest
+from aiplib.scoring.score import wer
+from aiplib.stimuli.checks import materialize_named
+from aiplib.stimuli.mixing import SPEECH_LUFS
+
+__all__ = ["wer_constancy"]
+
+
+def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed: int = 0,
+                  levels_lufs=(-33.0, -23.0, -13.0), decoding: str = DEFAULT_DECODING) -> pd.DataFrame:
+    """WER of the recogniser on clean items at several speech levels.
+
+    Parameters
+    ----------
+    ws : Workspace
+    model : str
+        Registry id of the recogniser (loaded once).
+    n_items : int
+        Seeded choice of clean ASR items (real speech first, when the item bank marks it).
+    seed : int
+    levels_lufs : sequence of float, LUFS
+        Speech levels; the pipeline's own level is ``SPEECH_LUFS`` (−23 LUFS).
+    decoding : str
+        Decoding path, as stage 7's (:data:`aiplib.inference.runner.DEFAULT_DECODING`), so the check
+        measures the instrument stage 7 uses (the embedded Whisper's encoder window).
+
+    Returns
+    -------
+    DataFrame with ``item_id, level_lufs, reference, response, wer, error``; written to
+    ``checks/wer_constancy.csv``. The spread of WER across levels per item should be ~0.
+    A recogniser failure (an HTTP 400 of an endpoint, a model error) is a result, as in stage 7:
+    the item's levels are retried one by one, a level that still fails gets ``response`` None,
+    ``wer`` NaN and ``error`` ``"<ExceptionType>: <message>"``; ``df.attrs["n_failed"]`` counts them
+    and ``df.attrs["failed"]`` names them (``item_id@level``). Nothing is cached, so the next run
+    of stage 6 decodes every item again, the failed ones included.
+    """
+
+    man = read_manifest(ws, "asr")
+    clean = man[man["condition"] == "clean"]
+    picked = clean.sample(n=min(n_items, len(clean)), random_state=seed).sort_values("speech_id")
+    _, prompt = prompt_for("asr")
+    rows = []
+    rec = models.load_model(model, path=decoding)
+    try:
+        for r in track(picked.to_dict("records"), f"WER constancy · {model}", unit="item"):
+            y, _ = materialize_named(r, ws)
+            audios = [np.clip(y * np.float32(10 ** ((lv - SPEECH_LUFS) / 20)), -1, 1).astype(np.float32)
+                      for lv in levels_lufs]
+            for lv, (out, err) in zip(levels_lufs, _generate_each(rec, audios, prompt)):
+                rows.append(dict(item_id=r["speech_id"], level_lufs=lv, reference=r["transcript"], response=out,
+                                 wer=wer(r["transcript"], out) if err is None else np.nan, error=err))
+    finally:
+        rec.close()
+    df = pd.DataFrame(rows, columns=["item_id", "level_lufs", "reference", "response", "wer", "error"])
+    df.to_csv(ws.checks / "wer_constancy.csv", index=False)
+    bad = df[df["error"].notna()]
+    df.attrs.update(n_failed=len(bad), failed=[f"{i}@{lv:g} LUFS" for i, lv in zip(bad["item_id"], bad["level_lufs"])])
+    return df
+
+
+def _generate_each(rec, audios, prompt) -> list[tuple]:
+    """``(response, None)`` or ``(None, "Type: message")`` per audio: one call for all, and where
+    that fails one call per audio (so one refused request does not fail its neighbours)."""
+    try:
+        out = rec.generate(audios, [prompt] * len(audios))
+        if len(out) == len(audios):
+            return [(str(o), None) for o in out]
+    except Exception:  # noqa: BLE001 - retried one by one below
+        pass
+    res = []
+    for a in audios:
+        try:
+            res.append((str(rec.generate([a], [prompt])[0]), None))
+        except Exception as exc:  # noqa: BLE001 - a recogniser failure is a result, counted and named
+            res.append((None, f"{type(exc).__name__}: {str(exc)[:300]}"))
+    return res

@@ -1,0 +1,72 @@
+"""Stages 1–3 inputs of each profile, behind one interface; one module per corpus.
+
+Profiles (what :mod:`aiplib.sources.pipeline` dispatches to, via :func:`get_profile`):
+
+``aiplib.sources.corpora.demo``
+    the embedded default: Asterisk prompts, espeak-ng / flite voices, KWS words, 20 backgrounds
+    from Debian packages (``aiplib.sources.corpora.debian`` checks and installs them).
+``aiplib.sources.corpora.paper``
+    the paper's corpora and the authors' selection rules; it assembles the corpus modules below.
+``aiplib.sources.corpora.custom``
+    the user's own folders, validated all at once.
+
+Corpus modules (lhotse's recipe layout: a ``CORPUS`` download record and a ``prepare_<corpus>``
+reader each; downloading and mirrors are shared in ``aiplib.sources.corpora.corpus``): ``esc50``,
+``ms_snsd``, ``noisex92``, ``musan``, ``librispeech``, ``speech_commands``, ``common_voice``.
+
+Submodules are imported on demand (``from aiplib.sources.corpora import demo``) so that importing
+``aiplib`` stays cheap.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Protocol, runtime_checkable
+
+from aiplib.core.errors import AiplibParameterError
+
+__all__ = ["Profile", "PROFILES", "get_profile"]
+
+
+@runtime_checkable
+class Profile(Protocol):
+    """What a profile provides: the inputs of stages 1–3 (everything later is profile-independent).
+
+    Each profile is a module of ``aiplib.sources.corpora`` defining these three functions; ``**params``
+    are the stage notebook's parameters for that profile.
+    """
+
+    def gather_raw(self, ws, **params):
+        """Stage 1: get the raw inputs into the workspace (install, download or validate)."""
+
+    def build_item_banks(self, ws, **params) -> dict:
+        """Stage 2: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl``; ``{"asr": df, "kws": df}``."""
+
+    def battery_specs(self, ws, **params) -> list:
+        """Stage 3 input: the background specs for :func:`aiplib.battery.backgrounds.curate_battery`."""
+
+
+PROFILES = {"demo": "aiplib.sources.corpora.demo", "paper": "aiplib.sources.corpora.paper", "custom": "aiplib.sources.corpora.custom"}
+"""Profile name → the module implementing :class:`Profile`."""
+
+
+def get_profile(name: str) -> Profile:
+    """The module implementing profile ``name`` (imported on first use).
+
+    Parameters
+    ----------
+    name : str
+        ``demo``, ``paper`` or ``custom``.
+
+    Returns
+    -------
+    Profile
+        The module ``aiplib.sources.corpora.<name>``.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``name`` is not a key of :data:`PROFILES`.
+    """
+    if name not in PROFILES:
+        raise AiplibParameterError(f"unknown profile {name!r}; choose {', '.join(PROFILES)}")
+    return importlib.import_module(PROFILES[name])

@@ -1,0 +1,423 @@
+"""Distractor talkers for the competing-speech family (issue 14): Asterisk prompts in other
+languages, and any folder of speech with a texts table.
+
+Demo distractors come from Debian's Asterisk prompt packages (Debian bookworm, version 1.6.1-1),
+human recordings with a transcript file ``/usr/share/doc/asterisk-core-sounds-<lang>/
+core-sounds-<lang>.txt.gz`` (lines ``name: text``, ``;`` comments, keys may hold a sub-folder
+such as ``digits/7``) and the audio under ``/usr/share/asterisk/sounds/<voice>/<name>.<ext>``:
+
+========  ====================  ======  ===================================  ==============
+language  voice (talker id)     sex     recorded by (Debian copyright file)  licence
+========  ====================  ======  ===================================  ==============
+fr        fr_CA_f_June          female  June Wallack                         CC BY-SA 3.0
+it        it_IT_m_Carlo         male    Carlo Flora                          CC BY 3.0
+ru        ru_RU_f_IvrvoiceRU    female  Maxim Topal, ivrvoice.ru             CC BY 3.0
+es        es_MX_f_Allison       female  Allison Smith                        CC BY-SA 3.0
+========  ====================  ======  ===================================  ==============
+
+``es`` is read by Allison Smith, the *same voice* as the English Asterisk items of the demo's ASR
+bank: its rows carry ``same_voice_as_target = True`` and serve as a same-voice / other-language
+control. The other three are talkers other than the English target. ``en`` (not in
+:data:`LANGUAGES`, but in :data:`DEMO_LANGUAGES`; ``asterisk-core-sounds-en`` + ``-en-g722``,
+already demo packages) gives the same-language distractor: the *other* English prompts of the
+target's own package (the target's own prompt is excluded), the same voice for the demo's Allison
+items (flagged alike), another voice for its synthetic items.
+
+Audio format: each language ships ``-g722`` (G.722, 16 kHz wideband), ``-wav`` (8 kHz PCM) and
+``-gsm`` packages. :data:`FORMATS` searches G.722 first because the English target items are
+G.722 too (``asterisk-core-sounds-en-g722``): same codec and bandwidth, so a distractor does not
+differ from the target by lacking the 4–8 kHz band (measured on ``fr agent-newlocation``: 0.7 % of
+the energy above 4.1 kHz in G.722, 5e-13 in the 8 kHz WAV). The ``-wav`` packages work as well.
+
+Selection rule (:func:`asterisk_distractors`): a prompt is kept when its audio file exists, its
+transcript holds at least :data:`MIN_WORDS` words after removing stage directions in brackets or
+parentheses (``[ascending tones]``, ``(ahooga)``, ``(10 secondi di silenzio)``) and applying the
+paper's normalisation (:func:`aiplib.core.textnorm.normalize_text`), it lasts at least
+:data:`MIN_DURATION_S` seconds, and the transcript is not damaged (the Italian file lost its
+accented vowels to ``?``: ``pu? essere``; a ``?`` after a letter and before a lower-case word
+marks it). With the packages of Debian bookworm this keeps 251 fr, 225 it, 243 ru and 227 es
+prompts (about 20 min per language).
+
+Where the files are: :func:`find_root` looks under ``/`` (installed packages) and then under
+the folders in ``$AIP_ASTERISK_ROOT`` (``os.pathsep``-separated), e.g. a folder filled by
+:func:`download_and_extract` (``apt-get download`` + ``dpkg-deb -x``, no root needed).
+
+Paper/custom: :func:`folder_distractors` reads any folder of speech with a texts CSV/TSV
+(``file, text`` and ``language``, optional ``speaker``, ``same_voice_as_target``, ``licence``,
+``attribution``), validated exactly as the custom profile's speech (same checks, same fatal
+problems), and returns the same table.
+"""
+from __future__ import annotations
+
+import functools
+import gzip
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from aiplib.core.errors import AiplibParameterError, MissingPackageError, ValidationError
+from aiplib.core.textnorm import normalize_text
+from aiplib.io.formats import parse_bool
+from aiplib.sources.corpora import debian
+from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
+from aiplib.sources.corpora.custom.validate import _validate_speech
+
+__all__ = ["VOICES", "SAME_VOICE_TARGET_SPEAKERS", "LANGUAGES", "FORMATS", "MIN_WORDS", "MIN_DURATION_S", "DISTRACTOR_COLUMNS",
+           "DEMO_LANGUAGES", "ROOT_ENV", "debian_packages", "read_transcripts", "speech_text", "is_damaged",
+           "find_root", "download_and_extract", "asterisk_distractors", "folder_distractors",
+           "read_distractor_table"]
+
+VOICES = {  # language -> voice folder, sex, credit, licence, same voice as the English target
+    "fr": dict(voice="fr_CA_f_June", sex="female", credit="June Wallack", licence="CC BY-SA 3.0",
+               same_voice_as_target=False),
+    "it": dict(voice="it_IT_m_Carlo", sex="male", credit="Carlo Flora", licence="CC BY 3.0",
+               same_voice_as_target=False),
+    "ru": dict(voice="ru_RU_f_IvrvoiceRU", sex="female", credit="Maxim Topal (ivrvoice.ru)",
+               licence="CC BY 3.0", same_voice_as_target=False),
+    "es": dict(voice="es_MX_f_Allison", sex="female", credit="Allison Smith", licence="CC BY-SA 3.0",
+               same_voice_as_target=True),
+    "en": dict(voice="en_US_f_Allison", sex="female", credit="Allison Smith", licence="CC BY-SA 3.0",
+               same_voice_as_target=True),
+}
+"""The Asterisk distractor voices (from each package's ``copyright`` file). ``en`` is the
+same-language (and same-voice) distractor: the English prompts of the target's own package; pass
+the target item's id in ``exclude_ids`` of :mod:`aiplib.stimuli.competing` (``en-<key>``)."""
+
+SAME_VOICE_TARGET_SPEAKERS = ("asterisk_allison",)
+"""Item-bank ``speaker`` ids of targets read by Allison Smith (the demo's real ASR items,
+:mod:`aiplib.sources.corpora.demo`): an Asterisk table's ``same_voice_as_target`` holds for these targets
+only (the demo's synthetic ASR items and every KWS item have other voices)."""
+
+LANGUAGES = ("fr", "it", "ru", "es")
+"""Languages of the demo's other-language distractors, in the order used by default."""
+
+DEMO_LANGUAGES = LANGUAGES + ("en",)
+"""The demo's distractor languages: :data:`LANGUAGES` and ``en``, the same-language distractor."""
+
+FORMATS = ("g722", "wav")
+"""Audio formats searched, in order (G.722 first: the target items' codec, see above)."""
+
+MIN_WORDS = 3
+"""Least number of words (paper normalisation, stage directions removed) of a kept prompt."""
+
+MIN_DURATION_S = 1.5
+"""Least duration of a kept prompt, s."""
+
+ROOT_ENV = "AIP_ASTERISK_ROOT"
+"""Environment variable: further roots (``os.pathsep``-separated) holding extracted packages."""
+
+DISTRACTOR_COLUMNS = ["distractor_id", "language", "voice", "sex", "same_voice_as_target", "key", "path",
+                      "text", "text_norm", "n_words", "duration_s", "source", "licence", "attribution"]
+"""Columns of a distractor table (both loaders)."""
+
+_G722_BYTES_PER_S = 8000  # G.722 at 64 kbit/s
+_STAGE = re.compile(r"\[[^\]]*\]|\([^)]*\)")
+_DAMAGED = re.compile(r"[^\W\d_]\?\s*([^\W\d_])")
+
+
+def debian_packages(languages=LANGUAGES, fmt: str = "g722") -> list[str]:
+    """Debian packages holding the transcripts and the ``fmt`` audio of ``languages``.
+
+    Returns
+    -------
+    list of str
+        e.g. ``["asterisk-core-sounds-fr", "asterisk-core-sounds-fr-g722", …]``.
+    """
+    return [p for lang in languages for p in (f"asterisk-core-sounds-{lang}", f"asterisk-core-sounds-{lang}-{fmt}")]
+
+
+def read_transcripts(path) -> dict[str, str]:
+    """Parse an Asterisk transcript file ``core-sounds-<lang>.txt[.gz]``.
+
+    Parameters
+    ----------
+    path : str or Path
+        Lines ``name: text`` (``name`` may hold a sub-folder, ``digits/7``); lines starting with
+        ``;`` and lines without ``:`` are skipped; a UTF-8 byte-order mark is ignored (the Italian
+        file has one).
+
+    Returns
+    -------
+    dict
+        prompt key → transcript with white space collapsed (``""`` for an empty entry). A key
+        listed twice keeps its last text.
+    """
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    out = {}
+    with opener(path, "rt", encoding="utf-8-sig", errors="replace") as fh:
+        for line in fh:
+            line = line.lstrip("\ufeff")
+            if not line.strip() or line.lstrip().startswith(";") or ":" not in line:
+                continue
+            key, _, text = line.partition(":")
+            out[key.strip()] = " ".join(text.split())
+    return out
+
+
+def speech_text(text: str) -> str:
+    """The transcript without stage directions in brackets or parentheses (``[beep]``, ``(ahooga)``)."""
+    return " ".join(_STAGE.sub(" ", str(text)).split())
+
+
+def is_damaged(text: str) -> bool:
+    """True when a ``?`` sits after a letter and before a lower-case word (``pu? essere``): an
+    accented letter lost in the file's encoding, so the words are wrong."""
+    m = _DAMAGED.search(str(text))
+    return bool(m and m.group(1).islower())
+
+
+def _roots(extra=None) -> list[Path]:
+    roots = [Path(r) for r in (extra or [])]
+    roots.append(Path("/"))
+    roots += [Path(r) for r in os.environ.get(ROOT_ENV, "").split(os.pathsep) if r]
+    return roots
+
+
+def _transcript_rel(lang: str) -> str:
+    return f"usr/share/doc/asterisk-core-sounds-{lang}/core-sounds-{lang}.txt.gz"
+
+
+def find_root(lang: str, *, roots=None, formats=FORMATS) -> tuple[Path, str]:
+    """The first root holding both the transcript and the audio folder of ``lang``.
+
+    Parameters
+    ----------
+    lang : str
+        One of :data:`LANGUAGES`.
+    roots : list of str or Path, optional
+        Searched first; then ``/`` and the folders of ``$AIP_ASTERISK_ROOT``.
+    formats : sequence of str
+        Audio extensions tried in order.
+
+    Returns
+    -------
+    root : Path
+    fmt : str
+        The audio extension found (``g722`` or ``wav``).
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``lang`` is not in :data:`VOICES`.
+    MissingPackageError
+        If no root holds them; the message names the packages and both ways to get them.
+    """
+    if lang not in VOICES:
+        raise AiplibParameterError(f"no Asterisk distractor voice for {lang!r} (known: {', '.join(VOICES)})")
+    voice = VOICES[lang]["voice"]
+    for root in _roots(roots):
+        if not (root / _transcript_rel(lang)).is_file():
+            continue
+        folder = root / "usr/share/asterisk/sounds" / voice
+        for fmt in formats:
+            if folder.is_dir() and any(folder.glob(f"*.{fmt}")):
+                return root, fmt
+    pkgs = debian_packages([lang], formats[0])
+    raise MissingPackageError(
+        f"the {lang} Asterisk prompts are not installed (packages {', '.join(pkgs)}). Install them with\n"
+        f"    {debian.install_command(pkgs)}\nor, without root, run aiplib.sources.corpora.asterisk_langs."
+        f"download_and_extract(DIR) and set {ROOT_ENV}=DIR")
+
+
+def download_and_extract(dest, languages=LANGUAGES, *, fmt: str = "g722") -> Path:
+    """Fetch the packages with ``apt-get download`` and unpack them with ``dpkg-deb -x`` (no root).
+
+    Parameters
+    ----------
+    dest : str or Path
+        Folder the packages are extracted into (``dest/usr/share/…``); pass it to
+        :func:`asterisk_distractors` as ``roots=[dest]`` or through ``$AIP_ASTERISK_ROOT``.
+    languages : sequence of str
+    fmt : {"g722", "wav", "gsm"}
+
+    Returns
+    -------
+    Path
+        ``dest``.
+
+    Raises
+    ------
+    MissingPackageError
+        If apt-get or dpkg-deb is missing or a download fails (message from apt-get).
+    """
+    dest = Path(dest)
+    if not (shutil.which("apt-get") and shutil.which("dpkg-deb")):
+        raise MissingPackageError("apt-get and dpkg-deb are needed to fetch the Asterisk packages")
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="asterisk-debs-") as tmp:
+        pkgs = debian_packages(languages, fmt)
+        proc = subprocess.run(["apt-get", "download", *pkgs], cwd=tmp, capture_output=True, text=True,
+                              check=False)
+        if proc.returncode != 0:
+            raise MissingPackageError(f"apt-get download {' '.join(pkgs)} failed: "
+                                      f"{(proc.stderr or proc.stdout).strip()[-500:]}")
+        for deb in sorted(Path(tmp).glob("*.deb")):
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(dest)], check=True, capture_output=True)
+    return dest
+
+
+def _duration_s(path: Path, fmt: str) -> float:
+    if fmt == "g722":
+        return path.stat().st_size / _G722_BYTES_PER_S
+    import soundfile as sf
+
+    return float(sf.info(str(path)).duration)
+
+
+def asterisk_distractors(languages=LANGUAGES, *, roots=None, formats=FORMATS, min_words: int = MIN_WORDS,
+                         min_duration_s: float = MIN_DURATION_S) -> pd.DataFrame:
+    """The table of Asterisk distractor utterances, after the selection rule of the module.
+
+    Parameters
+    ----------
+    languages : sequence of str
+        Subset of :data:`LANGUAGES`.
+    roots : list of str or Path, optional
+        Extra roots searched first (see :func:`find_root`).
+    formats : sequence of str
+    min_words : int
+        See :data:`MIN_WORDS`.
+    min_duration_s : float, s
+        See :data:`MIN_DURATION_S`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`DISTRACTOR_COLUMNS`, sorted by language (given order) then key:
+        ``distractor_id`` (``<lang>-<key>``, ``/`` → ``-``), ``language``, ``voice`` (the talker
+        id, e.g. ``fr_CA_f_June``), ``sex``, ``same_voice_as_target`` (True for ``es``),
+        ``key``, ``path`` (absolute), ``text`` (as in the file), ``text_norm`` (paper
+        normalisation of the text without stage directions), ``n_words``, ``duration_s`` (s; for
+        G.722 from the file size at 64 kbit/s), ``source`` (the audio package), ``licence``,
+        ``attribution``.
+
+    Raises
+    ------
+    MissingPackageError
+        If a language's packages are found nowhere (see :func:`find_root`).
+    """
+    rows = []
+    for lang in languages:
+        root, fmt = find_root(lang, roots=roots, formats=formats)
+        v = VOICES[lang]
+        folder = root / "usr/share/asterisk/sounds" / v["voice"]
+        for key, text in sorted(read_transcripts(root / _transcript_rel(lang)).items()):
+            path = folder / f"{key}.{fmt}"
+            norm = normalize_text(speech_text(text))
+            if is_damaged(text) or len(norm.split()) < min_words or not path.is_file():
+                continue
+            dur = _duration_s(path, fmt)
+            if dur < min_duration_s:
+                continue
+            rows.append(dict(distractor_id=f"{lang}-{key.replace('/', '-')}", language=lang, voice=v["voice"],
+                             sex=v["sex"], same_voice_as_target=v["same_voice_as_target"], key=key,
+                             path=str(path), text=text, text_norm=norm, n_words=len(norm.split()),
+                             duration_s=round(dur, 6), source=f"asterisk-core-sounds-{lang}-{fmt}",
+                             licence=v["licence"],
+                             attribution=f"Asterisk core sounds ({lang}), recorded by {v['credit']}"))
+    return pd.DataFrame(rows, columns=DISTRACTOR_COLUMNS)
+
+
+def _custom_validator():
+    """The custom profile's speech validator and problem collector (:mod:`aiplib.sources.corpora.custom`)."""
+
+    return _validate_speech, _Collector, ValidationReport
+
+
+def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.DataFrame:
+    """Distractor utterances from any folder of speech with a texts table (paper/custom).
+
+    The folder and table are validated by the custom profile's speech validation (every audio
+    file listed, decodable, not silent, at most 30 s, transcript not empty after normalisation);
+    any fatal problem raises with the full list.
+
+    Parameters
+    ----------
+    speech_dir : str or Path
+        Folder of utterances (searched recursively).
+    texts : str or Path
+        CSV/TSV with ``file`` and ``text``, and ``language`` (unless given as ``language=``);
+        optional ``speaker`` (the talker id), ``same_voice_as_target`` (true/false; default
+        false), ``licence``, ``attribution``.
+    language : str, optional
+        Language of every row (overrides the column).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`DISTRACTOR_COLUMNS`; ``distractor_id`` ``<language>-<item id>``, ``voice``
+        the ``speaker`` column (``unknown`` when absent), ``sex`` empty, ``key`` the item id,
+        ``source`` ``custom/distractors``, ``duration_s`` measured after decoding.
+
+    Raises
+    ------
+    ValidationError
+        If the validation finds a fatal problem, or a row has no language.
+    """
+    validate_speech, Collector, Report = _custom_validator()
+    probs, scans = Collector(), []
+    rows = validate_speech(speech_dir, texts, probs, scans)
+    report = Report(problems=probs.sorted(), speech=rows, scans=scans)
+    report.raise_if_fatal()
+    table = pd.read_csv(texts, sep=None, engine="python", dtype=str, keep_default_na=False,
+                        encoding="utf-8-sig")
+    table.columns = [str(c).strip().lower() for c in table.columns]
+    folder = Path(os.path.abspath(os.path.expanduser(str(speech_dir))))
+    extra = {os.path.normpath(str(folder / f)): r for f, r in zip(table["file"].str.strip(),
+                                                                   table.to_dict("records"))}
+    out = []
+    for r in rows:
+        e = extra.get(os.path.normpath(r["file"]), {})
+        lang = language or str(e.get("language", "")).strip()
+        if not lang:
+            raise ValidationError([f"{r['file']}: no language (give a 'language' column or language=)"])
+        norm = normalize_text(r["text"])
+        out.append(dict(distractor_id=f"{lang}-{r['item_id']}", language=lang, voice=r["speaker"], sex="",
+                        same_voice_as_target=parse_bool(e.get("same_voice_as_target", "")) is True, key=r["item_id"],
+                        path=r["file"], text=r["text"], text_norm=norm, n_words=len(norm.split()),
+                        duration_s=r["duration_s"], source="custom/distractors", licence=r["licence"],
+                        attribution=r["attribution"]))
+    return pd.DataFrame(out, columns=DISTRACTOR_COLUMNS)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_table(path: str, mtime_ns: int, size: int, root: str | None) -> pd.DataFrame:
+    df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+    if root is not None and "path" in df.columns:
+        df["path"] = [p if os.path.isabs(p) else os.path.join(root, p) for p in df["path"]]
+    missing = [c for c in DISTRACTOR_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValidationError([f"{path}: distractor table lacks columns {missing}"])
+    for c in ("n_words",):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
+    df["duration_s"] = pd.to_numeric(df["duration_s"], errors="coerce")
+    df["same_voice_as_target"] = df["same_voice_as_target"].map(lambda v: parse_bool(v) is True)
+    return df
+
+
+def read_distractor_table(path, *, root=None) -> pd.DataFrame:
+    """Read a distractor table written by stage 1 (``raw/distractors/distractors.csv``), cached per
+    file (path, mtime, size): treat the result as read-only.
+
+    ``root`` (the workspace root): relative ``path`` entries are resolved against it (stage 1
+    stores the demo's decoded files relative to the root, as every other data file).
+
+    Text columns stay strings as written; ``n_words`` Int64, ``duration_s`` float,
+    ``same_voice_as_target`` bool.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    ValidationError
+        If a column of :data:`DISTRACTOR_COLUMNS` is missing.
+    """
+    p = Path(path).resolve()
+    st = p.stat()
+    return _read_table(str(p), st.st_mtime_ns, st.st_size, None if root is None else str(Path(root).resolve()))

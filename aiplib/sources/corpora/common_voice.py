@@ -1,0 +1,249 @@
+"""Mozilla Common Voice 17.0 [7]_ (English), streamed from the Hugging Face hub: accented ASR items.
+
+Not downloaded as an archive in stage 1: stage 2 streams the ``validation`` split
+(:func:`load_common_voice`) and keeps the first labelled clips (:func:`select_common_voice`, the
+authors' rule), mapping each raw ``accent`` string to one of 11 accent groups
+(:func:`accent_group`, ``aiplib/sources/corpora/cv_accent_groups.csv``).
+
+.. [7] R. Ardila et al., "Common Voice: A Massively-Multilingual Speech Corpus", LREC 2020.
+   Common Voice 17.0 via the Hugging Face mirror ``fsicoli/common_voice_17_0``. CC0 1.0.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+
+from aiplib.core.errors import AiplibError, MissingPackageError
+from aiplib.io.audio import SR, load_audio
+from aiplib.sources.corpora.corpus import CorpusError
+from aiplib.sources.download import set_cache_env
+
+__all__ = ["CV_DATASET", "CV_SPLIT", "N_COMMON_VOICE", "ACCENT_GROUPS_FILE", "read_accent_groups",
+           "CV_ACCENT_GROUPS", "accent_group", "load_common_voice", "select_common_voice"]
+
+CV_DATASET = "fsicoli/common_voice_17_0"
+"""Hugging Face id of the Common Voice 17.0 mirror streamed in stage 2 (config ``en``). It is a
+*loading-script* data set: it needs ``datasets<4`` (4.0 removed script support; the authors used
+3.5.1, which the ``paper`` extra pins)."""
+CV_SPLIT = "validation"
+"""The split the authors stream (their ``scripts/02_build_banks.py``)."""
+
+ACCENT_GROUPS_FILE = Path(__file__).with_name("cv_accent_groups.csv")
+"""``aiplib/sources/corpora/cv_accent_groups.csv``: columns ``cv_accent`` (a Common Voice 17 ``accent``
+string, exactly) and ``accent_group`` (the group label). The 11 rows are the 11 accent groups of
+the authors' README, labelled as in their figure script (``accent_clean_map`` of
+``scripts/generate_results_new_2.py``); the project page says ten."""
+N_COMMON_VOICE = 80
+"""Accent-labelled Common Voice 17 clips in the ASR bank (authors' ``CV_N``)."""
+
+
+def read_accent_groups(path=None) -> dict:
+    """Read the accent-group mapping.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        CSV with ``cv_accent,accent_group``; default :data:`ACCENT_GROUPS_FILE`.
+
+    Returns
+    -------
+    dict
+        Common Voice accent string → group label, in file order.
+
+    Raises
+    ------
+    CorpusError
+        A column is missing or an accent string appears twice.
+    """
+
+    with open(path or ACCENT_GROUPS_FILE, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or not {"cv_accent", "accent_group"} <= set(rows[0]):
+        raise CorpusError(f"{path or ACCENT_GROUPS_FILE} needs the columns cv_accent,accent_group")
+    out = {}
+    for r in rows:
+        key = r["cv_accent"].strip()
+        if key in out:
+            raise CorpusError(f"accent {key!r} is listed twice in {path or ACCENT_GROUPS_FILE}")
+        out[key] = r["accent_group"].strip()
+    return out
+
+
+CV_ACCENT_GROUPS = read_accent_groups()
+"""Common Voice accent string → one of the 11 accent groups (from :data:`ACCENT_GROUPS_FILE`)."""
+
+
+def accent_group(value, groups=None) -> str | None:
+    """The accent group of a Common Voice ``accent`` value (exact match after stripping spaces).
+
+    Parameters
+    ----------
+    value : str or None
+    groups : dict, optional
+        Default :data:`CV_ACCENT_GROUPS`.
+
+    Returns
+    -------
+    str or None
+        The group, or ``None`` for an empty, unlisted or multi-accent value (these clips stay in the
+        bank as the authors kept them; they are reported apart from the 11 groups).
+    """
+    if not value or not isinstance(value, str):
+        return None
+    return (CV_ACCENT_GROUPS if groups is None else groups).get(value.strip())
+
+
+def _datasets_major(version: str) -> int:
+    m = re.match(r"(\d+)", str(version))
+    return int(m.group(1)) if m else 0
+
+
+def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, config: str = "en"):
+    """Stream Common Voice 17 (English) from the Hugging Face hub [7]_, as the authors did.
+
+    ``datasets`` is imported here only. ``fsicoli/common_voice_17_0`` is a loading-script data set,
+    so it is loaded with ``trust_remote_code=True`` and needs ``datasets<4``. The stream is not
+    shuffled (the authors take the first labelled clips). Audio is left undecoded
+    (``Audio(decode=False)``); :func:`select_common_voice` decodes the kept clips.
+
+    Parameters
+    ----------
+    split : str
+        Default ``validation`` (the authors' split).
+    dataset_id, config : str
+
+    Returns
+    -------
+    datasets.IterableDataset
+        Records with ``client_id, path, audio, sentence, up_votes, down_votes, age, gender, accent …``.
+
+    Raises
+    ------
+    MissingPackageError
+        ``datasets`` is not installed, or is 4.0 or newer (no loading scripts): the message gives
+        the ``pip install 'datasets>=3.5,<4'`` command.
+    AiplibError
+        The hub cannot be reached or refuses the data set (accept its terms, ``hf auth login``).
+    """
+    set_cache_env()
+    fix = "pip install 'datasets>=3.5,<4'` (or `pip install -e \".[paper]\"`; the authors used 3.5.1)"
+    try:
+        import datasets
+    except ImportError:
+        raise MissingPackageError(f"stage 2 of the paper profile streams Common Voice with Hugging Face "
+                                  f"`datasets`; install it with `{fix}") from None
+    version = getattr(datasets, "__version__", "0")
+    if _datasets_major(version) >= 4:
+        raise MissingPackageError(
+            f"{dataset_id} is a loading-script data set and datasets {version} no longer runs loading "
+            f"scripts (removed in datasets 4.0); install a 3.x release with `{fix}")
+    try:
+        ds = datasets.load_dataset(dataset_id, config, split=split, streaming=True, trust_remote_code=True)
+    except Exception as exc:  # network, gating: all end here
+        raise AiplibError(f"cannot stream {dataset_id} ({config}, {split}) from the Hugging Face hub: {exc}. "
+                          f"Check the network or HF_ENDPOINT, accept the data set's terms on its hub page "
+                          f"and log in with `hf auth login`.") from None
+    try:
+        ds = ds.cast_column("audio", datasets.Audio(decode=False))
+    except Exception:  # noqa: BLE001 - a stream without that column / an old datasets: decode as given
+        pass
+    return ds
+
+
+def _cv_native(record):
+    """→ (samples at the native rate, float32 mono, native rate in Hz) of a Common Voice record."""
+    import soundfile as sf
+
+    a = record.get("audio")
+    if isinstance(a, dict) and a.get("array") is not None:
+        arr = np.asarray(a["array"], dtype=np.float32)
+        if arr.ndim > 1:  # (n, channels) or (channels, n) → mono
+            arr = arr.mean(axis=-1) if arr.shape[-1] <= 8 else arr.mean(axis=0)
+        return arr, int(a["sampling_rate"])
+    raw, name = None, Path(str((a or {}).get("path") or record.get("path") or "clip.mp3")).name
+    if isinstance(a, dict) and a.get("bytes"):
+        raw = a["bytes"]
+    elif isinstance(a, dict) and a.get("path") and Path(a["path"]).is_file():
+        raw = Path(a["path"]).read_bytes()
+    if raw is None:
+        raise CorpusError(f"Common Voice record {record.get('path')!r} carries no audio")
+    try:
+        arr, sr = sf.read(io.BytesIO(raw), dtype="float32", always_2d=True)
+        return arr.mean(axis=1), int(sr)
+    except Exception:  # noqa: BLE001 - an MP3 libsndfile cannot read: ffmpeg through load_audio
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            p = Path(tmp) / name
+            p.write_bytes(raw)
+            return load_audio(p), SR
+
+
+def _labelled(value) -> bool:
+    return bool(value) and isinstance(value, str) and value.strip().lower() != "unknown"
+
+
+def select_common_voice(dataset, out_dir, *, n: int = N_COMMON_VOICE, groups=None) -> list:
+    """The authors' Common Voice rule: the first ``n`` clips of the stream with accent and gender given.
+
+    As the authors' ``scripts/02_build_banks.py``: records are read in stream order; a record is
+    kept when its ``accent`` and ``gender`` are both non-empty and not ``unknown`` (nothing else is
+    filtered); the k-th kept clip (k from 0) gets the id ``cv_<first 8 characters of client_id>_<k>``
+    and is saved as ``<out_dir>/<id>.wav`` at its native rate (16-bit PCM, as their
+    ``soundfile.write``). Reading stops after ``n`` clips.
+
+    Parameters
+    ----------
+    dataset : iterable of dict
+        A Hugging Face ``IterableDataset`` or any iterable of records with ``audio`` (dict with
+        ``array`` + ``sampling_rate``, or ``bytes``/``path``), ``sentence``, ``client_id``,
+        ``accent`` (or ``accents``), ``gender``, ``age`` (duck typing; tests use a list of dicts).
+    out_dir : str or Path
+        ``data/paper/speech_asr/common_voice/``.
+    n : int > 0
+    groups : dict, optional
+        Accent string → group; default :data:`CV_ACCENT_GROUPS`.
+
+    Returns
+    -------
+    list of dict
+        One per kept clip, in stream order: ``item_id, y`` (np.ndarray [shape=(samples,)], float32,
+        16 kHz, read back from the saved file), ``text, speaker, gender, age, accent`` (raw),
+        ``accent_group`` (or None), ``source_file`` (the saved WAV).
+
+    Raises
+    ------
+    CorpusError
+        The stream ends before ``n`` labelled clips (the message gives the numbers).
+    """
+    import soundfile as sf
+
+    picked = []
+    for rec in dataset:
+        if len(picked) >= n:
+            break
+        accent = rec.get("accent") or rec.get("accents") or ""
+        gender = rec.get("gender") or ""
+        if not (_labelled(accent) and _labelled(gender)):
+            continue
+        arr, sr = _cv_native(rec)
+        item_id = f"cv_{str(rec.get('client_id') or '')[:8]}_{len(picked)}"
+        picked.append({"item_id": item_id, "arr": arr, "sr": sr, "text": rec.get("sentence", "") or "",
+                       "speaker": str(rec.get("client_id") or ""), "gender": gender,
+                       "age": rec.get("age") or "unknown", "accent": accent})
+    if len(picked) < n:
+        raise CorpusError(f"the Common Voice stream ended after {len(picked)} clip(s) with accent and gender "
+                          f"labels, {n} needed")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    kept = []
+    for c in picked:
+        src = out_dir / f"{c.pop('item_id')}.wav"
+        sf.write(str(src), c.pop("arr"), c.pop("sr"), subtype="PCM_16")
+        kept.append({"item_id": src.stem, "y": load_audio(src), **c, "accent_group": accent_group(c["accent"], groups),
+                     "source_file": src})
+    return kept

@@ -1,0 +1,332 @@
+"""Stages 1–3 of the ``custom`` profile: the user's own folders, validated before any work.
+
+Inputs (the parameters of notebook 01, or ``make all PROFILE=custom SPEECH_DIR=… TEXTS=… KWS_DIR=…
+KWS_LABELS=… BACKGROUNDS_DIR=…``):
+
+``speech_dir`` and ``texts``
+    A folder of utterances and a CSV or TSV table with the columns ``file`` (path relative to
+    ``speech_dir``, or absolute) and ``text`` (the reference transcript), and optionally
+    ``accent_group``, ``speaker``, ``licence`` and ``attribution``.
+``kws_dir`` and ``kws_labels``
+    A folder of keyword clips and a table with ``file`` and ``label`` (the one word spoken), and
+    optionally ``speaker``, ``accent_group``, ``licence``, ``attribution``. ``keywords`` is the
+    closed keyword set (default the paper's ten, :data:`KEYWORDS`); ``is_target`` is
+    ``label in keywords``.
+``backgrounds_dir``
+    A folder of background recordings, with an optional ``licences.csv`` (``file``, ``licence``,
+    ``attribution``, and optionally ``category`` — one of :data:`CATEGORIES` — and ``description``).
+
+Audio files are recognised by extension (:data:`AUDIO_EXTENSIONS`, searched recursively; hidden
+files such as macOS ``._*`` are ignored). Any format soundfile or ffmpeg reads, at any sample rate
+and channel count, is accepted: :func:`aiplib.io.audio.load_audio` averages the channels to mono and
+resamples to 16 kHz (soxr). A source below 16 kHz keeps its narrower band.
+
+Modules: :mod:`~aiplib.sources.corpora.custom.validate` (:func:`validate_inputs` reads every file once and
+lists *all* problems, each ``fatal`` or ``warning`` with the file it concerns — the list is in its
+Notes), :mod:`~aiplib.sources.corpora.custom.files` (folder scan, tables, ids), :mod:`~aiplib.sources.corpora.custom.report`
+(:class:`ValidationReport`), :mod:`~aiplib.sources.corpora.custom.cli` (``python -m aiplib.sources.corpora.custom``:
+validation only).
+This module holds the stages.
+
+Stage 1 (:func:`gather_raw`) validates first and writes nothing if any problem is fatal. It does
+**not copy** the user's audio: ``raw/inventory.csv`` points at the files where they are (absolute
+paths) with their size and SHA-256, and stage 2 refuses to build from a file that changed since.
+Stage 2 (:func:`build_item_banks`) writes the 16 kHz mono item WAVs, and stage 3
+(:func:`battery_specs` → :func:`aiplib.battery.backgrounds.curate_battery`) the 30 s backgrounds, inside the
+workspace, so stages 4–10 never read the user's folders.
+
+KWS labels are normalised as model answers are (:func:`aiplib.core.textnorm.normalize_kws_label`:
+``"Yes!"`` → ``yes``); a label holding several words (``yes|no``, ``turn on``) cannot be scored by
+the closed-set first-word rule, so such clips are listed in the inventory with ``used = False``
+and skipped with a warning.
+
+Backgrounds without a ``category`` in ``licences.csv`` get one inferred from the first 30 s:
+``transient`` when the loudest 100 ms frame is at least :data:`TRANSIENT_PEAK_DB` dB above the
+median frame level, else ``stationary`` (music and speech-like are never inferred). Runs of digital
+silence (zero padding of short sound events, as in ESC-50) would leave a looped background silent
+under a stimulus, so they are shortened (:func:`strip_digital_silence`) and stage 1 writes that
+16 kHz copy to ``raw/backgrounds/<bg_id>.wav`` — the only audio stage 1 writes.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aiplib.core import DEFAULT_SEED
+from aiplib.io.audio import SR, load_audio, write_wav
+from aiplib.core.errors import AiplibError, AiplibParameterError
+from aiplib.io.formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
+from aiplib.core.hashing import sha256_file
+from aiplib.core.tasks import FAMILIES, KEYWORDS
+from aiplib.sources.corpora.custom.cli import main
+from aiplib.sources.corpora.custom.files import AUDIO_EXTENSIONS
+from aiplib.sources.corpora.custom.report import Problem, ValidationReport
+from aiplib.sources.corpora.custom.validate import (
+    CATEGORIES,
+    DIGITAL_SILENCE_DBFS,
+    MAX_SILENT_GAP_S,
+    MAX_UTTERANCE_S,
+    MIN_BACKGROUNDS,
+    TRANSIENT_PEAK_DB,
+    UNKNOWN_LICENCE,
+    _keyword_list,
+    strip_digital_silence,
+    validate_inputs,
+)
+
+__all__ = ["KEYWORDS", "MAX_UTTERANCE_S", "MIN_BACKGROUNDS", "AUDIO_EXTENSIONS", "CATEGORIES",
+           "UNKNOWN_LICENCE", "TRANSIENT_PEAK_DB", "DIGITAL_SILENCE_DBFS", "MAX_SILENT_GAP_S",
+           "strip_digital_silence", "INVENTORY_COLUMNS", "Problem", "ValidationReport",
+           "validate_inputs", "gather_raw", "build_item_banks", "battery_specs", "main"]
+
+SOURCE = "custom (user-supplied)"
+"""Value of the item banks' ``source`` and the battery's ``source_package``."""
+
+INVENTORY_COLUMNS = ["file", "package", "licence", "attribution", "bytes", "sha256", "used", "item_id",
+                     "bg_id", "text", "label", "is_target", "accent_group", "speaker", "category",
+                     "category_source", "description", "duration_s", "sample_rate", "channels", "prepared",
+                     "prepared_duration_s", "note"]
+"""Columns of ``raw/inventory.csv`` for this profile. ``package`` is ``custom/speech``,
+``custom/kws``, ``custom/backgrounds`` or ``custom/metadata`` (the tables themselves); ``file`` is
+the user's file (absolute path), ``prepared`` the background copy stage 1 wrote without its digital
+silence (relative to the workspace; empty when the file is used as it is)."""
+
+
+# ----------------------------------------------------------------------------- stage 1
+def _inventory_frame(report: ValidationReport):
+    tables = [(report.params.get(n), f"the {n} table") for n in ("texts", "kws_labels")]
+    bg = Path(report.params["backgrounds_dir"])  # the licence table validation read: licences.csv, else licenses.csv
+    tables.append((next((bg / n for n in ("licences.csv", "licenses.csv") if (bg / n).is_file()), None),
+                   "background licences"))
+    rows = [dict(file=str(p), package="custom/metadata", licence="", attribution="", used=True, note=note,
+                 bytes=Path(p).stat().st_size) for p, note in tables if p and Path(p).is_file()]
+    rows += report.speech + report.kws + report.backgrounds
+    df = pd.DataFrame(rows)
+    for c in INVENTORY_COLUMNS:
+        if c not in df.columns:
+            df[c] = None
+    df["sha256"] = [sha256_file(f) for f in df["file"]]
+    return df[INVENTORY_COLUMNS]
+
+
+def gather_raw(ws, *, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords=KEYWORDS):
+    """Stage 1 of ``custom``: validate the user's folders, then record them in ``raw/inventory.csv``.
+
+    Nothing is written (no workspace folder is created) unless validation finds no fatal problem.
+    The audio is **not copied**: the inventory points at the user's files (absolute paths) with
+    size and SHA-256; stage 2 decodes them into the workspace.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+        Workspace of the ``custom`` profile; it may not exist yet (``workspace("custom",
+        create=False)``).
+    speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords
+        See :func:`validate_inputs`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``raw/inventory.csv``, columns :data:`INVENTORY_COLUMNS`: one row per audio file (and
+        per table), ``package`` naming its role (``custom/speech``, ``custom/kws``,
+        ``custom/backgrounds``, ``custom/metadata``).
+
+    Raises
+    ------
+    ValidationError
+        If any problem is fatal; ``exc.problems`` lists every problem found (fatal first, then
+        warnings), the message has one line per problem.
+
+    Notes
+    -----
+    Backgrounds with long runs of digital silence are the exception to "no copy": their trimmed
+    16 kHz copy is written to ``raw/backgrounds/<bg_id>.wav`` (see :func:`strip_digital_silence`).
+    Also writes ``raw/custom_inputs.json`` (the resolved parameters, read by stages 2 and 3) and
+    ``raw/validation.csv`` (every problem, warnings included). Warnings are also issued as one
+    :class:`UserWarning`.
+    """
+    report = validate_inputs(speech_dir=speech_dir, texts=texts, kws_dir=kws_dir, kws_labels=kws_labels,
+                             backgrounds_dir=backgrounds_dir, keywords=keywords)
+    report.raise_if_fatal()
+    inv = _inventory_frame(report)  # reads the user's files only: still nothing written
+    ws.ensure()
+    for i in np.flatnonzero(inv["prepared_duration_s"].notna().to_numpy()):
+        y, _ = strip_digital_silence(load_audio(inv.at[i, "file"], sr=SR))
+        out = write_wav(ws.raw / "backgrounds" / f"{inv.at[i, 'bg_id']}.wav", y)
+        inv.at[i, "prepared"] = ws.rel(out)
+    write_csv_atomic(inv, ws.raw / "inventory.csv")
+    report.to_frame().to_csv(ws.raw / "validation.csv", index=False)
+    meta = dict(report.params, max_utterance_s=MAX_UTTERANCE_S, sample_rate_hz=SR,
+                validated_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                n_speech=len(report.speech), n_kws=sum(r["used"] for r in report.kws),
+                n_kws_skipped=sum(not r["used"] for r in report.kws), n_backgrounds=len(report.backgrounds),
+                n_warnings=len(report.warnings))
+    write_json_atomic(meta, ws.raw / "custom_inputs.json")
+    if report.warnings:
+        warnings.warn("custom inputs: " + "; ".join(str(p) for p in report.warnings), UserWarning, stacklevel=2)
+    return inv
+
+
+# ----------------------------------------------------------------------------- stage 2
+def _read_inventory(ws):
+    path = ws.raw / "inventory.csv"
+    if not path.is_file():
+        raise AiplibError(f"{path} is missing: run stage 1 (aiplib.sources.corpora.custom.gather_raw) first")
+    inv = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in INVENTORY_COLUMNS if c not in inv.columns]
+    if missing or not (inv["package"].str.startswith("custom/")).any():
+        raise AiplibError(f"{path} is not a custom-profile inventory (lacks {missing or 'custom rows'}); "
+                          "re-run stage 1 with PROFILE=custom")
+    return inv
+
+
+def _check_unchanged(inv) -> None:
+    changed = []
+    for r in inv.itertuples():
+        p = Path(r.file)
+        if not p.is_file():
+            changed.append(f"{p} (gone)")
+        elif str(p.stat().st_size) != str(r.bytes) or sha256_file(p) != r.sha256:
+            changed.append(f"{p} (changed)")
+    if changed:
+        raise AiplibError("these input files changed since stage 1; re-run stage 1 to validate them again:\n  "
+                          + "\n  ".join(changed))
+
+
+def _select(idx: np.ndarray, n: int | None, rng, strata=None) -> np.ndarray:
+    """Seeded choice of ``n`` of ``idx`` (all when ``n`` is None), kept in original order.
+
+    With ``strata`` (bool per element) both groups keep at least one member when n ≥ 2.
+    """
+    if n is None or n >= idx.size:
+        return idx
+    if strata is None or n < 2 or strata.all() or not strata.any():
+        return np.sort(rng.choice(idx, size=n, replace=False))
+    a, b = idx[strata], idx[~strata]
+    na = int(np.clip(round(n * a.size / idx.size), 1, n - 1))
+    na, nb = min(na, a.size), n - min(na, a.size)
+    nb = min(nb, b.size)
+    return np.sort(np.concatenate([rng.choice(a, size=na, replace=False), rng.choice(b, size=nb, replace=False)]))
+
+
+def _stage1_keywords(ws) -> list[str]:
+    """The keyword set stage 1 validated (``keywords`` of ``raw/custom_inputs.json``; default set if absent)."""
+    p = ws.raw / "custom_inputs.json"
+    kw = json.loads(p.read_text(encoding="utf-8")).get("keywords") if p.is_file() else None
+    return _keyword_list(kw)
+
+
+def _none(v):
+    return None if v in ("", None) or (isinstance(v, float) and np.isnan(v)) else v
+
+
+def build_item_banks(ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, max_items: int | None = None):
+    """Stage 2 of ``custom``: decode the validated files into the item banks.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+        Stage 1 (:func:`gather_raw`) must have been run.
+    seed : int
+        Seed of the item choice when ``max_items`` is set (default :data:`aiplib.DEFAULT_SEED`).
+    overwrite : bool
+        Rebuild even when both item banks exist (without it they are read back).
+        :func:`aiplib.sources.pipeline.build_item_banks` passes it when its stamp records another
+        ``raw/inventory.csv`` (an added utterance, a corrected transcript, a replaced clip) or other
+        ``seed`` / ``max_items``.
+    max_items : int > 0, optional
+        At most this many items per family (ASR, KWS), a seeded choice; the KWS choice keeps at
+        least one target and one non-target clip when both exist and ``max_items`` ≥ 2. None =
+        every usable item.
+
+    Returns
+    -------
+    dict of str → pandas.DataFrame
+        ``{"asr": …, "kws": …}`` with the fields of ``docs/ARCHITECTURE.md``: ``item_id``,
+        ``path`` (``itembanks/audio/<family>/<item_id>.wav``, 16 kHz mono float32), ``source_file``
+        (the user's file, absolute), ``source``, ``licence``, ``attribution``, ``duration_s`` (s),
+        ``speaker``, ``accent_group`` (None when the table has no ``accent_group``),
+        ``synthetic`` (False), and ``text`` (ASR) or ``label``, ``is_target`` (KWS). Multi-word
+        KWS clips are not in the bank.
+
+    Raises
+    ------
+    AiplibError
+        If stage 1 has not been run, or an input file changed since stage 1.
+    AiplibParameterError
+        If ``max_items`` is not a positive integer.
+    """
+    if max_items is not None and (isinstance(max_items, bool) or int(max_items) != max_items or max_items < 1):
+        raise AiplibParameterError(f"max_items must be a positive integer or None, got {max_items!r}")
+    inv = _read_inventory(ws)
+    if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
+        return {f: read_item_bank(ws, f) for f in FAMILIES}
+    used = inv[(inv["package"].isin(["custom/speech", "custom/kws"])) & (inv["used"].str.lower() == "true")]
+    _check_unchanged(used)
+    ws.ensure()
+    rng_asr, rng_kws = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+    for fam, pkg, rng in (("asr", "custom/speech", rng_asr), ("kws", "custom/kws", rng_kws)):
+        sub = used[used["package"] == pkg].reset_index(drop=True)
+        strata = sub["is_target"].map(lambda v: parse_bool(v) is True).to_numpy(bool) if fam == "kws" else None
+        keep = _select(np.arange(len(sub)), max_items, rng, strata)
+        rows = []
+        for r in sub.iloc[keep].to_dict("records"):
+            y = load_audio(r["file"], sr=SR)
+            out = write_wav(ws.itembanks / "audio" / fam / f"{r['item_id']}.wav", y)
+            item = dict(item_id=r["item_id"], path=ws.rel(out), source_file=r["file"], source=SOURCE,
+                        licence=r["licence"], attribution=r["attribution"], duration_s=float(y.size / SR),
+                        speaker=r["speaker"] or "unknown", accent_group=_none(r["accent_group"]), synthetic=False)
+            if fam == "asr":
+                item["text"] = r["text"]
+            else:
+                item.update(label=r["label"], is_target=r["is_target"].lower() == "true")
+            rows.append(item)
+        # the keyword set validated in stage 1 travels with the KWS item bank (prompts and scoring read it)
+        write_item_bank(ws, fam, rows, keywords=_stage1_keywords(ws) if fam == "kws" else None)
+    return {f: read_item_bank(ws, f) for f in FAMILIES}
+
+
+# ----------------------------------------------------------------------------- stage 3 input
+def battery_specs(ws, *, seed: int | None = None) -> list[dict]:
+    """The background specs of ``custom`` (input of :func:`aiplib.battery.backgrounds.curate_battery`).
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+        Stage 1 must have been run.
+    seed : int, optional
+        Stage 3's seed; unused (one spec per file, no random choice).
+
+    Returns
+    -------
+    list of dict
+        One spec per background file (``docs/ARCHITECTURE.md`` format): ``bg_id`` from the file
+        name, ``category`` from ``licences.csv`` or inferred (``stationary``/``transient``, see
+        module notes), ``description`` (from ``licences.csv``, else the file name),
+        ``sources = [absolute path]`` (the user's file, or stage 1's copy without digital silence
+        under ``raw/backgrounds/``), ``combine = "concat"``, ``source_package``
+        ``"custom (user-supplied)"``, ``licence`` and ``attribution`` from ``licences.csv``
+        (else :data:`UNKNOWN_LICENCE`), ``synthetic = False``, ``subaudible = "remove"`` (a DC
+        offset or sub-20 Hz rumble of at least −20 dB of the power is removed before loudness
+        normalisation, :func:`aiplib.battery.backgrounds.curate_background`).
+
+    Raises
+    ------
+    AiplibError
+        If stage 1 has not been run, or a background changed since stage 1.
+    """
+    inv = _read_inventory(ws)
+    bgs = inv[inv["package"] == "custom/backgrounds"]
+    _check_unchanged(bgs)
+    for r in bgs.to_dict("records"):
+        if r["prepared"] and not ws.path(r["prepared"]).is_file():
+            raise AiplibError(f"{ws.path(r['prepared'])} is missing: re-run stage 1")
+    return [dict(bg_id=r["bg_id"], category=r["category"], description=r["description"],
+                 sources=[str(ws.path(r["prepared"])) if r["prepared"] else r["file"]],
+                 combine="concat", source_package=SOURCE, licence=r["licence"], attribution=r["attribution"],
+                 synthetic=False, subaudible="remove") for r in bgs.to_dict("records")]

@@ -1,0 +1,313 @@
+"""Reading the user's folders and tables for the custom profile, each problem recorded, never raised.
+
+Package-internal helpers of :mod:`aiplib.sources.corpora.custom.validate`: the folder scan, the CSV/TSV
+tables, the item ids and the one decode of each file.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import re
+import stat
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import soundfile as sf
+
+from aiplib.core.errors import AudioFileError, MissingPackageError
+from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio, loudness_lufs
+from aiplib.sources.corpora.custom.report import _Collector
+
+AUDIO_EXTENSIONS = frozenset({
+    ".wav", ".wave", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".mp4", ".aac", ".wma",
+    ".aif", ".aiff", ".aifc", ".au", ".snd", ".caf", ".w64", ".rf64", ".sph", ".nist", ".webm",
+    ".mka", ".amr", ".ac3", ".g722", ".spx"})
+"""File name extensions treated as audio when the folders are scanned (case-insensitive)."""
+
+_ID_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def absolute_path(p) -> Path:
+    """Absolute, normalised path without resolving symlinks (a linked file keeps its own name)."""
+    return Path(os.path.normpath(os.path.abspath(os.path.expanduser(str(p)))))
+
+
+def scan_audio_files(folder) -> list[Path]:
+    """The audio files stage 1 finds under ``folder``: recursive, audio extensions, hidden files and
+    folders skipped (:func:`_scan`, the validation's own scan), as sorted absolute paths. Problems
+    of the walk are not raised here; :func:`aiplib.sources.corpora.custom.validate_inputs` reports them."""
+    return _scan(absolute_path(folder), _Collector())[0]
+
+
+def _scan(folder: Path, probs: _Collector, *, role: str = "") -> tuple[list[Path], dict]:
+    """Audio files under ``folder`` (recursive, sorted, hidden files and folders skipped).
+
+    Every error of the directory walk is recorded instead of being ignored (``os.walk`` drops an
+    unreadable subfolder silently by default): a folder that cannot be listed is a fatal
+    ``unreadable_folder`` problem naming it, a symbolic-link loop a ``symlink_loop`` warning.
+
+    Parameters
+    ----------
+    folder : Path
+        The input folder (absolute).
+    probs : _Collector
+        Where scan problems go.
+    role : str
+        Which input the folder is (``speech_dir`` …), quoted in the problems.
+
+    Returns
+    -------
+    files : list of Path
+        Absolute paths of the audio files found, sorted.
+    scan : dict
+        ``role``, ``folder`` (str), ``n_files``, ``n_folders`` (folders listed, ``folder`` included),
+        ``per_folder`` (relative folder → number of audio files directly in it, ``"."`` for
+        ``folder`` itself), ``errors`` (the paths that could not be scanned).
+    """
+    out, errors, per_folder, seen = [], [], {}, set()
+
+    def onerror(exc: OSError) -> None:
+        where = exc.filename or str(folder)
+        errors.append(str(where))
+        probs.add("fatal", "unreadable_folder", where,
+                  f"{role}: this folder cannot be scanned ({exc.strerror or exc}), so its files would be "
+                  "skipped; make it readable (and listable) by this user, or move it out of the folder")
+
+    for root, dirs, files in os.walk(folder, onerror=onerror, followlinks=True):
+        try:
+            st = os.stat(root)
+        except OSError as exc:  # vanished or unreadable between listing and visiting
+            onerror(exc)
+            dirs[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            dirs[:] = []
+            probs.add("warning", "symlink_loop", root, f"{role}: a symbolic link leads back to a folder "
+                                                       "already scanned; not scanned twice")
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found = [absolute_path(Path(root) / n) for n in sorted(files)
+                 if not n.startswith(".") and Path(n).suffix.lower() in AUDIO_EXTENSIONS]
+        per_folder[Path(os.path.relpath(root, folder)).as_posix()] = len(found)
+        out += found
+    scan = dict(role=role, folder=str(folder), n_files=len(out), n_folders=len(per_folder),
+                per_folder=per_folder, errors=errors)
+    return sorted(out), scan
+
+
+def _not_a(p: Path, kind: str) -> str:
+    """Why ``p`` is not an existing file (``kind="file"``) or folder (``"dir"``); "" when it is.
+
+    Unlike ``Path.is_file`` this never raises: a permission error on the way is the reason.
+    """
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        return "not found"
+    except OSError as exc:
+        return f"cannot be reached ({exc.strerror or exc})"
+    ok = stat.S_ISDIR(st.st_mode) if kind == "dir" else stat.S_ISREG(st.st_mode)
+    return "" if ok else ("not a folder" if kind == "dir" else "not a regular file")
+
+
+def _safe_id(text: str) -> str:
+    s = _ID_BAD.sub("_", text).strip("._-")
+    s = re.sub(r"_+", "_", s)  # "__" separates the parts of a stimulus id
+    return s or "item"
+
+
+def _unique_ids(paths: list[Path], base: Path, reserved=()) -> list[str]:
+    """Ids from the path relative to ``base`` without extension; clashes get the extension, then a number."""
+    ids, seen = [], set(reserved)
+    for p in paths:
+        try:
+            rel = p.relative_to(base)
+        except ValueError:
+            rel = Path(p.name)
+        stem = _safe_id(rel.with_suffix("").as_posix().replace("/", "-"))
+        cand = stem
+        if cand in seen:
+            cand = f"{stem}_{p.suffix.lstrip('.').lower() or 'x'}"
+        k = 2
+        while cand in seen:
+            cand = f"{stem}-{k}"
+            k += 1
+        seen.add(cand)
+        ids.append(cand)
+    return ids
+
+
+def _read_table(path: Path, required: tuple, probs: _Collector, what: str, aliases=None):
+    """Read a CSV/TSV table with string cells; returns a DataFrame or None (problem recorded)."""
+    aliases = aliases or {}
+    if _not_a(path, "file"):
+        probs.add("fatal", "table", path, f"{what} table not found")
+        return None
+    try:
+        raw = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        probs.add("fatal", "table", path, f"{what} table cannot be read as UTF-8 text ({exc})")
+        return None
+    if path.suffix.lower() in (".tsv", ".tab"):
+        sep = "\t"
+    else:
+        first = raw.splitlines()[0] if raw.strip() else ""
+        try:
+            sep = csv.Sniffer().sniff(first, delimiters=",\t;").delimiter
+        except csv.Error:
+            sep = ","
+    try:
+        df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, encoding="utf-8-sig",
+                         skipinitialspace=True)
+    except Exception as exc:  # noqa: BLE001 - any parser error is a table problem
+        probs.add("fatal", "table", path, f"{what} table cannot be parsed ({exc})")
+        return None
+    df.columns = [str(c).strip().lower() for c in df.columns]
+    df = df.rename(columns={a: c for a, c in aliases.items() if a in df.columns and c not in df.columns})
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        probs.add("fatal", "table", path, f"{what} table lacks the column(s) {', '.join(missing)} "
+                                          f"(it has {', '.join(df.columns) or 'none'}; separator {sep!r})")
+        return None
+    for c in df.columns:
+        df[c] = df[c].astype(str).str.strip()
+    return df
+
+
+def _cancelling_channels(path: Path, channels) -> str:
+    """For a multichannel file whose mono mix is silent: ``"channel 1 -20.3 dBFS RMS, channel 2 …"``
+    when some channel alone is not silent (they cancel), else ``""``."""
+    if not channels or channels < 2:
+        return ""
+    try:
+        data, _ = sf.read(str(path), dtype="float64", always_2d=True)
+    except Exception:  # noqa: BLE001 - not readable by soundfile: no per-channel levels
+        return ""
+    rms = np.sqrt(np.mean(data ** 2, axis=0))
+    if not np.any(rms > 10 ** (-70 / 20)):
+        return ""
+    return ", ".join(f"channel {i + 1} {20 * np.log10(r):.1f} dBFS RMS" if r > 0 else f"channel {i + 1} silent"
+                     for i, r in enumerate(rms))
+
+
+def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
+    """Read one file as the pipeline will (16 kHz mono float32); record its problems.
+
+    Fatal problems recorded: ``missing_file``, ``empty`` (a 0-byte file: "empty file (0 bytes)";
+    or a header without samples), ``unreadable``, ``nan``, ``too_short`` (fewer than
+    ``MIN_LOUDNESS_S * SR`` samples at 16 kHz, i.e. shorter than the 0.4 s ITU-R BS.1770 gating
+    block: pyloudnorm refuses to measure its loudness, so the mixer cannot normalise it;
+    :data:`aiplib.io.audio.MIN_LOUDNESS_S`), ``silent`` (``channels_cancel`` when each channel plays
+    but their mean, the mono mix, is silent: anti-phase stereo) and ``too_long`` (longer than ``cap_s``, s).
+
+    Returns
+    -------
+    (info, y) : dict, np.ndarray [shape=(n,)] float32 at 16 kHz
+        ``info`` is None when a fatal problem was recorded; ``(None, None)`` when the file could
+        not be decoded.
+    """
+    info = dict(bytes=None, sample_rate=None, channels=None, duration_s=None)
+    try:
+        info["bytes"] = path.stat().st_size
+    except OSError:
+        probs.add("fatal", "missing_file", path, f"{role}: file not found")
+        return None, None
+    if info["bytes"] == 0:
+        probs.add("fatal", "empty", path, f"{role}: empty file (0 bytes)")
+        return None, None
+    try:
+        si = sf.info(str(path))
+        info["sample_rate"], info["channels"] = int(si.samplerate), int(si.channels)
+    except Exception:  # noqa: BLE001 - not a libsndfile format: ffmpeg decides below
+        pass
+    try:
+        y = load_audio(path, sr=SR)
+    except MissingPackageError as exc:
+        probs.add("fatal", "unreadable", path, f"{role}: {exc}")
+        return None, None
+    except AudioFileError as exc:
+        msg = str(exc)
+        if "NaN" in msg:
+            probs.add("fatal", "nan", path, f"{role}: the audio holds NaN or infinite samples")
+        elif "no audio samples" in msg:
+            probs.add("fatal", "empty", path, f"{role}: the file holds no audio samples")
+        else:
+            probs.add("fatal", "unreadable", path,
+                      f"{role}: unreadable or corrupt audio file (neither soundfile nor ffmpeg decodes it)")
+        return None, None
+    info["duration_s"] = round(float(y.size / SR), 4)
+    bad = False
+    if y.size < MIN_LOUDNESS_S * SR:  # pyloudnorm's own test (util.valid_audio)
+        what = (f"looped to fill a stimulus it would repeat every {y.size / SR:.3f} s, a buzz rather than a "
+                "background" if role == "background" else
+                "it cannot be loudness-normalised: the mixer would fail on it at stage 6 or 7")
+        probs.add("fatal", "too_short", path,
+                  f"{role}: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) is shorter than the "
+                  f"{MIN_LOUDNESS_S:g} s ITU-R BS.1770 gating block, so its loudness cannot be measured "
+                  f"({what}); is the file truncated? Give a recording of at least {MIN_LOUDNESS_S:g} s or "
+                  "remove it")
+        bad = True
+    if not np.isfinite(loudness_lufs(y, sr=SR, name=str(path))):
+        cancel = _cancelling_channels(path, info["channels"])
+        if cancel:
+            probs.add("fatal", "channels_cancel", path,
+                      f"{role}: the channels cancel when averaged to mono ({cancel}; their mean is silent, -inf "
+                      "LUFS): one channel is polarity-inverted (anti-phase); give one channel, or the channels "
+                      "with the same polarity")
+        else:
+            probs.add("fatal", "silent", path,
+                      f"{role}: the audio is silent (integrated loudness -inf LUFS: no 400 ms block above "
+                      "the BS.1770 gate of -70 LUFS), so it cannot be loudness-normalised")
+        bad = True
+    if cap_s is not None and y.size / SR > cap_s:
+        probs.add("fatal", "too_long", path,
+                  f"{role}: {y.size / SR:.1f} s is longer than the {cap_s:g} s cap (every background is "
+                  f"{cap_s:g} s); cut it into shorter utterances")
+        bad = True
+    return (None if bad else info), y
+
+
+def _param_path(value, name: str, probs: _Collector, *, kind: str, flag: str):
+    """Check a path parameter; returns the absolute Path or None (problem recorded)."""
+    if value is None or str(value).strip() == "":
+        probs.add("fatal", "parameter", "", f"{name} is not set (pass {flag})")
+        return None
+    p = absolute_path(value)
+    why = _not_a(p, kind)
+    if why:
+        what = "folder" if kind == "dir" else "file"
+        probs.add("fatal", "parameter", p, f"{name}: {what} {why}")
+        return None
+    return p
+
+
+def _match_table(df, folder: Path, files: list[Path], probs: _Collector, *, what: str, value_col: str,
+                 missing_kind: str, missing_text: str):
+    """Pair table rows with audio files. Returns list of (path, row dict) for rows with a value."""
+    pairs, seen = [], {}
+    listed = set()
+    for i, row in enumerate(df.to_dict("records"), start=2):  # line 1 is the header
+        name = row.get("file", "")
+        if not name:
+            probs.add("fatal", "table", "", f"{what}, line {i}: empty 'file' cell")
+            continue
+        p = absolute_path(folder / name)  # an absolute name replaces folder
+        if p in seen:
+            probs.add("fatal", "duplicate", p, f"{what}: listed twice (lines {seen[p]} and {i})")
+            continue
+        seen[p] = i
+        listed.add(p)
+        why = _not_a(p, "file")
+        if why:
+            probs.add("fatal", "missing_file", p, f"{what}, line {i}: listed file {why}")
+            continue
+        if not row.get(value_col, ""):
+            probs.add("fatal", missing_kind, p, f"{what}, line {i}: {missing_text}")
+            continue
+        pairs.append((p, row))
+    for p in files:
+        if p not in listed:
+            probs.add("fatal", missing_kind, p, f"{missing_text}: the file is in the folder but not in the {what} table")
+    return pairs

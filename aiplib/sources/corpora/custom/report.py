@@ -1,0 +1,158 @@
+"""What validation of the custom inputs reports: :class:`Problem` and :class:`ValidationReport`."""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+
+import pandas as pd
+
+from aiplib.core.errors import ValidationError
+
+__all__ = ["Problem", "ValidationReport"]
+
+_SEVERITIES = ("fatal", "warning")
+_ROLES = {"speech_dir": ("utterances", "speech"), "kws_dir": ("keyword clips", "kws"),
+          "backgrounds_dir": ("backgrounds", "backgrounds")}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation finding.
+
+    Attributes
+    ----------
+    severity : {"fatal", "warning"}
+        ``fatal`` stops the pipeline; ``warning`` is reported and the run goes on.
+    kind : str
+        Short code: ``parameter``, ``table``, ``missing_transcript``, ``missing_label``,
+        ``missing_file``, ``unreadable``, ``empty``, ``nan``, ``silent``, ``too_short``, ``too_long``,
+        ``duplicate``, ``category``, ``no_items``, ``unreadable_folder``, ``empty_reference``,
+        ``short_for_text``, ``bg_looped``, ``digital_silence``, ``few_backgrounds``, ``licence_row``, ``multi_keyword``,
+        ``label_normalised``, ``no_licence``, ``keywords``, ``no_targets``, ``symlink_loop``.
+    file : str
+        The file (or folder, or table) concerned; empty when none.
+    message : str
+        What is wrong and what to do.
+    """
+
+    severity: str
+    kind: str
+    file: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}: " if self.file else ""
+        return f"{self.severity.upper()} [{self.kind}] {where}{self.message}"
+
+
+@dataclass
+class ValidationReport:
+    """Everything :func:`~aiplib.sources.corpora.custom.validate.validate_inputs` found, and the usable entries it parsed.
+
+    Attributes
+    ----------
+    problems : list of Problem
+        Fatal problems first, then warnings, each group in the order found.
+    speech, kws, backgrounds : list of dict
+        One dict per audio file that was read (fields as in :data:`INVENTORY_COLUMNS`);
+        ``kws`` includes the skipped multi-word clips with ``used = False``.
+    params : dict
+        The resolved inputs (absolute paths, keyword list).
+    scans : list of dict
+        One per input folder scanned (see :func:`aiplib.sources.corpora.custom.files._scan`): ``role``, ``folder``, ``n_files``,
+        ``n_folders``, ``per_folder`` (relative folder → audio files in it) and ``errors``
+        (folders that could not be scanned; each is also a fatal problem).
+    """
+
+    problems: list = field(default_factory=list)
+    speech: list = field(default_factory=list)
+    kws: list = field(default_factory=list)
+    backgrounds: list = field(default_factory=list)
+    params: dict = field(default_factory=dict)
+    scans: list = field(default_factory=list)
+
+    @property
+    def fatal(self) -> list:
+        """The fatal problems."""
+        return [p for p in self.problems if p.severity == "fatal"]
+
+    @property
+    def warnings(self) -> list:
+        """The warnings."""
+        return [p for p in self.problems if p.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        """True when no problem is fatal."""
+        return not self.fatal
+
+    def _accepted(self, role: str, folder: str | None = None) -> tuple[int, int]:
+        """Files of ``role`` accepted and skipped (multi-word KWS labels), only those under ``folder`` if given."""
+        rows = getattr(self, _ROLES[role][1])
+        if folder is not None:
+            top = os.path.join(folder, "")
+            rows = [r for r in rows if str(r["file"]).startswith(top)]
+        used = sum(1 for r in rows if r.get("used", True))
+        return used, len(rows) - used
+
+    def summary(self, max_folders: int = 20) -> str:
+        """A printable report: files found and accepted per input, the audio files per folder, every problem.
+
+        The head line and the folder lines count the same things: *found* is the audio files the
+        folder scan found, *accepted* those that passed (the rows of ``speech``, ``kws`` with
+        ``used``, ``backgrounds``), *skipped* the keyword clips left out for a multi-word label,
+        *rejected* the rest of the found files (each named by a fatal problem below).
+
+        Parameters
+        ----------
+        max_folders : int
+            Subfolders listed one by one per input folder (with their count of audio files) when
+            the input folder has at most this many; above it only the total is printed.
+        """
+        scans = {sc["role"]: sc for sc in self.scans}
+        parts = []
+        for role, (noun, _) in _ROLES.items():
+            used, skipped = self._accepted(role)
+            skip = f" ({skipped} skipped)" if role == "kws_dir" else ""
+            found = f" of {scans[role]['n_files']} found" if role in scans else ""
+            parts.append(f"{used} {noun} accepted{skip}{found}")
+        head = (f"custom inputs: {', '.join(parts)} — {len(self.fatal)} fatal problem(s), "
+                f"{len(self.warnings)} warning(s)")
+        lines = [head]
+        for sc in self.scans:
+            bad = f", {len(sc['errors'])} could not be scanned" if sc["errors"] else ""
+            counts = ""
+            if sc["role"] in _ROLES:
+                used, skipped = self._accepted(sc["role"], sc["folder"])
+                rejected = max(sc["n_files"] - used - skipped, 0)
+                counts = f"; {used} accepted"
+                counts += f", {skipped} skipped" if sc["role"] == "kws_dir" else ""
+                counts += f", {rejected} rejected" + (" (FATAL below)" if rejected else "")
+            lines.append(f"  {sc['role']} {sc['folder']}: {sc['n_files']} audio file(s) found in "
+                         f"{sc['n_folders']} folder(s){bad}{counts}")
+            if 1 < sc["n_folders"] <= max_folders:
+                lines += [f"    {rel}/: {n}" for rel, n in sc["per_folder"].items()]
+            lines += [f"    {e}: not scanned" for e in sc["errors"]]
+        return "\n".join([*lines, *(f"  {p}" for p in self.problems)])
+
+    def to_frame(self):
+        """The problems as a pandas DataFrame (columns ``severity, kind, file, message``)."""
+        return pd.DataFrame([asdict(p) for p in self.problems], columns=["severity", "kind", "file", "message"])
+
+    def raise_if_fatal(self) -> None:
+        """Raise :class:`aiplib.core.errors.ValidationError` with every problem if any is fatal."""
+        if self.fatal:
+            raise ValidationError(self.problems)
+
+
+class _Collector:
+    def __init__(self):
+        self.items: list[Problem] = []
+
+    def add(self, severity: str, kind: str, file, message: str) -> None:
+        assert severity in _SEVERITIES
+        self.items.append(Problem(severity, kind, str(file) if file else "", message))
+
+    def sorted(self) -> list[Problem]:
+        return [p for p in self.items if p.severity == "fatal"] + [p for p in self.items if p.severity == "warning"]
+

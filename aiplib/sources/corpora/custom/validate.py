@@ -1,0 +1,450 @@
+"""Validation of the custom profile's inputs: every problem of the user's folders, found at once.
+
+The inputs, the problems found and how backgrounds are prepared are described in
+:mod:`aiplib.sources.corpora.custom`; :func:`validate_inputs` is the entry point.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from aiplib.core.tasks import KEYWORDS
+from aiplib.core.textnorm import normalize_kws_label, normalize_text, reference_is_empty
+from aiplib.io.audio import MIN_LOUDNESS_S, SR
+from aiplib.io.formats import CATEGORIES
+from aiplib.io.subaudible import (
+    BAND_LIMITED_SHARE,
+    SUBAUDIBLE_LIMIT_DB,
+    effective_bandwidth_hz,
+    subaudible_power,
+)
+from aiplib.sources.corpora.custom.files import (
+    _match_table,
+    _not_a,
+    _param_path,
+    _probe,
+    _read_table,
+    _scan,
+    _unique_ids,
+    absolute_path,
+)
+from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
+
+__all__ = ["MAX_UTTERANCE_S", "MIN_S_PER_WORD", "MIN_BACKGROUNDS", "CATEGORIES", "UNKNOWN_LICENCE", "TRANSIENT_PEAK_DB",
+           "DIGITAL_SILENCE_DBFS", "MAX_SILENT_GAP_S", "strip_digital_silence", "validate_inputs"]
+
+MAX_UTTERANCE_S = 30.0
+"""Longest utterance or keyword clip accepted, in s (the length of every curated background)."""
+
+MIN_S_PER_WORD = 0.1
+"""An utterance shorter than this many seconds per word of its transcript gets a ``short_for_text``
+warning (not fatal). Words are those of the normalised transcript the WER counts
+(:func:`aiplib.core.textnorm.normalize_text`); 0.1 s per word is 10 words/s, twice the fastest read
+speech (about 5 words/s), so a shorter file is most likely truncated or paired with the wrong text.
+Every input is also refused below the 0.4 s BS.1770 block (:data:`aiplib.io.audio.MIN_LOUDNESS_S`)."""
+
+MIN_BACKGROUNDS = 8
+"""Fewer backgrounds than this give a warning: Spearman correlations over so few are weak."""
+
+UNKNOWN_LICENCE = "unknown — supplied by the user"
+"""Licence and attribution recorded when the user gives none."""
+
+TRANSIENT_PEAK_DB = 10.0
+"""Peak-to-median 100 ms frame level (dB) from which a background is inferred ``transient``."""
+
+DIGITAL_SILENCE_DBFS = -80.0
+"""A 10 ms frame whose peak is below this level (dBFS) counts as digital silence."""
+
+MAX_SILENT_GAP_S = 0.25
+"""Longest run of digital silence kept inside a background (half of it at each end), s."""
+
+_MULTI = re.compile(r"[|,;+/\s]")
+_LEVEL_FRAME_S = 0.1
+
+
+def _keyword_list(keywords) -> list[str]:
+    if keywords is None:
+        return list(KEYWORDS)
+    if isinstance(keywords, str):
+        keywords = keywords.split(",")
+    return [str(k).strip().lower() for k in keywords if str(k).strip()]
+
+
+def _licence_of(row: dict) -> tuple[str, str]:
+    lic = (row.get("licence") or "").strip() or UNKNOWN_LICENCE
+    att = (row.get("attribution") or "").strip() or UNKNOWN_LICENCE
+    return lic, att
+
+
+def _opt(row: dict, key: str):
+    v = (row.get(key) or "").strip()
+    return v or None
+
+
+def _peak_to_median_db(y: np.ndarray, sr: int = SR) -> float:
+    """Loudest minus median 100 ms frame RMS level of the first 30 s, dB.
+
+    Frames more than 60 dB below the loudest (digital silence, zero padding) are left out.
+    """
+    y = y[: int(MAX_UTTERANCE_S * sr)]
+    n = int(_LEVEL_FRAME_S * sr)
+    k = y.size // n
+    if k < 2:
+        return 0.0
+    rms = np.sqrt(np.mean(y[: k * n].astype(np.float64).reshape(k, n) ** 2, axis=1))
+    db = 20 * np.log10(np.maximum(rms, 1e-12))
+    db = db[db > db.max() - 60.0]
+    return float(db.max() - np.median(db))
+
+
+def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_S,
+                          floor_dbfs: float = DIGITAL_SILENCE_DBFS):
+    """Shorten long runs of digital silence, so a looped background never falls silent for long.
+
+    Inside the signal a run longer than ``max_gap_s`` keeps its first ``max_gap_s``; at the start
+    and end it keeps ``max_gap_s / 2`` next to the sound, so the junction of two loop repetitions
+    holds at most ``max_gap_s`` of silence.
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)], float
+    sr : int, Hz
+    max_gap_s : float ≥ 0, s
+        Runs of silent frames up to this length are left alone; longer ones are shortened.
+    floor_dbfs : float, dBFS
+        A 10 ms frame whose peak |y| is below ``10 ** (floor_dbfs / 20)`` is silent.
+
+    Returns
+    -------
+    y_out : np.ndarray [shape=(m,)], float32, m ≤ n
+        ``y`` itself (as float32) when nothing was removed.
+    removed : dict
+        Seconds removed: ``start_s``, ``end_s``, ``inside_s``.
+    """
+    y = np.asarray(y, dtype=np.float32)
+    frame = max(1, sr // 100)
+    k = -(-y.size // frame)
+    padded = np.zeros(k * frame, dtype=np.float32)
+    padded[: y.size] = np.abs(y)
+    silent = padded.reshape(k, frame).max(axis=1) < 10.0 ** (floor_dbfs / 20.0)
+    gap = int(round(max_gap_s * 100))
+    half = gap // 2
+    keep = np.ones(k, dtype=bool)
+    removed = dict(start_s=0.0, end_s=0.0, inside_s=0.0)
+    d = np.diff(np.concatenate([[0], silent.astype(np.int8), [0]]))
+    for a, b in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
+        if b - a <= gap:
+            continue
+        if a == 0:
+            keep[: b - half] = False
+            removed["start_s"] += (b - half) * frame / sr
+        elif b == k:
+            keep[a + half:] = False
+            removed["end_s"] += (y.size - (a + half) * frame) / sr
+        else:
+            keep[a + gap:b] = False
+            removed["inside_s"] += (b - a - gap) * frame / sr
+    if keep.all() or not keep.any():
+        return y, dict(start_s=0.0, end_s=0.0, inside_s=0.0)
+    mask = np.repeat(keep, frame)[: y.size]
+    return np.ascontiguousarray(y[mask]), {k2: round(v, 3) for k2, v in removed.items()}
+
+
+def _listed_files(dir_value, table_value, probs, scans, *, dir_name, table_name, value_col, aliases,
+                  missing_kind, missing_text):
+    """Shared head of the speech and KWS checks: the folder, its table, and their pairing.
+
+    Returns ``(folder, files, pairs, ids)`` — ``pairs`` the ``(path, row)`` of rows with a
+    ``value_col`` (see :func:`~aiplib.sources.corpora.custom.files._match_table`), ``ids`` their item ids —
+    or None when the folder or table is unusable (problem recorded).
+    """
+    folder = _param_path(dir_value, dir_name, probs, kind="dir",
+                         flag=f"--{dir_name.replace('_', '-')} / {dir_name.upper()}")
+    table = _param_path(table_value, table_name, probs, kind="file",
+                        flag=f"--{table_name.replace('_', '-')} / {table_name.upper()}")
+    if folder is None or table is None:
+        return None
+    files, scan = _scan(folder, probs, role=dir_name)
+    scans.append(scan)
+    df = _read_table(table, ("file", value_col), probs, table_name, aliases=dict(aliases, path="file"))
+    if df is None:
+        return None
+    pairs = _match_table(df, folder, files, probs, what=f"{table_name} ({table.name})", value_col=value_col,
+                         missing_kind=missing_kind, missing_text=missing_text)
+    return folder, files, pairs, _unique_ids([p for p, _ in pairs], folder)
+
+
+def _item_row(p, row, package, item_id, info, **fields) -> dict:
+    """One inventory row of an utterance or keyword clip (fields of :data:`INVENTORY_COLUMNS`)."""
+    lic, att = _licence_of(row)
+    return dict(file=str(p), package=package, licence=lic, attribution=att, used=True, item_id=item_id,
+                accent_group=_opt(row, "accent_group"), speaker=_opt(row, "speaker") or "unknown",
+                **fields, **info)
+
+
+def _check_words_per_second(path, text: str, duration_s: float, probs) -> None:
+    """Warn (``short_for_text``) when ``duration_s`` < :data:`MIN_S_PER_WORD` × the words of ``text``.
+
+    The rule: ``n`` words after :func:`aiplib.core.textnorm.normalize_text`; an utterance of ``d`` s is
+    implausibly short when ``d < 0.1 * n`` (fewer than 0.1 s per word). Example: 0.45 s for
+    "the quick brown fox jumps over the lazy dog" (9 words, 0.9 s needed) is warned about.
+    """
+
+    n = len(normalize_text(text).split())
+    if n and duration_s < MIN_S_PER_WORD * n:
+        probs.add("warning", "short_for_text", path,
+                  f"utterance: {duration_s:.2f} s for {n} words of transcript ({duration_s / n:.3f} s per word, "
+                  f"under {MIN_S_PER_WORD:g} s per word, twice as fast as the fastest read speech): a truncated "
+                  "recording or the wrong transcript? The missing words would count as deletions in its WER")
+
+
+def _validate_speech(speech_dir, texts, probs, scans):
+
+    found = _listed_files(speech_dir, texts, probs, scans, dir_name="speech_dir", table_name="texts",
+                          value_col="text", aliases={"transcript": "text"}, missing_kind="missing_transcript",
+                          missing_text="missing transcript")
+    if found is None:
+        return []
+    folder, files, pairs, ids = found
+    rows = []
+    for (p, row), item_id in zip(pairs, ids):
+        if reference_is_empty(row["text"]):
+            probs.add("fatal", "empty_reference", p,
+                      f"the transcript {row['text']!r} holds no word after normalisation (tags such as [music], "
+                      "fillers such as 'uh' and punctuation are removed before scoring): its WER is undefined and "
+                      "the words a model outputs for it would go uncounted; give the words spoken or remove "
+                      "the file")
+            continue
+        info, _ = _probe(p, probs, cap_s=MAX_UTTERANCE_S, role="utterance")
+        if info is not None:
+            _check_words_per_second(p, row["text"], info["duration_s"], probs)
+            rows.append(_item_row(p, row, "custom/speech", item_id, info, text=" ".join(row["text"].split())))
+    if not files and not pairs:
+        probs.add("fatal", "no_items", folder, "no audio file found in the folder")
+    return rows
+
+
+def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
+
+    found = _listed_files(kws_dir, kws_labels, probs, scans, dir_name="kws_dir", table_name="kws_labels",
+                          value_col="label", aliases={"word": "label"}, missing_kind="missing_label",
+                          missing_text="missing keyword label")
+    if found is None:
+        return []
+    folder, files, pairs, ids = found
+    rows, kw = [], set(keywords)
+    for (p, row), item_id in zip(pairs, ids):
+        raw = row["label"].strip()
+        words = [w for w in (normalize_kws_label(x) for x in _MULTI.split(raw)) if w]
+        if not words:
+            probs.add("fatal", "missing_label", p, f"the label {raw!r} holds no word after normalisation "
+                                                   "(punctuation is stripped as in KWS answers)")
+            continue
+        multi = len(words) > 1
+        label = raw.lower() if multi else words[0]
+        info, _ = _probe(p, probs, cap_s=MAX_UTTERANCE_S, role="keyword clip")
+        if info is None:
+            continue
+        note = ""
+        if not multi and label != raw.lower():
+            role = "one of the keywords" if label in kw else "not a keyword"
+            note = f"label {raw!r} normalised to {label!r}"
+            probs.add("warning", "label_normalised", p,
+                      f"label {raw!r} is read as {label!r} ({role}): labels are normalised as KWS answers are "
+                      "(lower-case, first word, punctuation stripped at its ends)")
+        if multi:
+            note = "skipped: the label holds several words; the first-word KWS rule scores one word per clip"
+            probs.add("warning", "multi_keyword", p, f"label {row['label']!r} holds several words: clip skipped "
+                                                     "(the closed-set first-word rule scores one word per clip)")
+        rows.append(_item_row(p, row, "custom/kws", item_id, info, label=label, note=note,
+                              is_target=(label in kw) if not multi else None))
+        rows[-1]["used"] = not multi
+    used = [r for r in rows if r["used"]]
+    if rows and not used:
+        probs.add("fatal", "no_items", folder, "no usable keyword clip (every label holds several words)")
+    elif not files and not pairs:
+        probs.add("fatal", "no_items", folder, "no audio file found in the folder")
+    if used and not any(r["is_target"] for r in used):
+        probs.add("warning", "no_targets", folder, f"no clip is labelled with one of the keywords {', '.join(keywords)}")
+    return rows
+
+
+def _check_audible(path, y, probs) -> str:
+    """Warn about a DC offset / sub-20 Hz rumble and a band-limited source; returns the note for the
+    inventory (empty when neither applies)."""
+    notes = []
+    sub = subaudible_power(y, sr=SR)
+    if sub["subaudible_db"] >= SUBAUDIBLE_LIMIT_DB:
+        notes.append(f"DC offset {sub['dc_db']:.1f} dB and energy below 20 Hz {sub['subaudible_db']:.1f} dB re the "
+                     "file's power")
+        probs.add("warning", "subaudible", path,
+                  f"background: {notes[-1]} (inaudible, yet counted by the power-based SNR and the loudness gain): "
+                  "stage 3 removes them (zero-phase 20 Hz high-pass) before loudness normalisation, so the "
+                  "nominal SNR is the audible one")
+    bw = effective_bandwidth_hz(y, sr=SR)
+    if bw < BAND_LIMITED_SHARE * SR / 2:
+        notes.append(f"band-limited: effective bandwidth {bw:.0f} Hz of the {SR // 2} Hz a {SR // 1000} kHz file holds")
+        probs.add("warning", "band_limited", path,
+                  f"background: {notes[-1]} (spectrum within 60 dB of its maximum; e.g. a recording resampled "
+                  "up from a lower rate): above it the background masks nothing, which its descriptors show "
+                  "only indirectly (rolloff, centroid)")
+    return "; ".join(notes)
+
+
+def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
+    rows = []
+    folder = _param_path(backgrounds_dir, "backgrounds_dir", probs, kind="dir",
+                         flag="--backgrounds-dir / BACKGROUNDS_DIR")
+    if folder is None:
+        return rows
+    files, scan = _scan(folder, probs, role="backgrounds_dir")
+    scans.append(scan)
+    lic_path = folder / "licences.csv"
+    if _not_a(lic_path, "file") and not _not_a(folder / "licenses.csv", "file"):
+        lic_path = folder / "licenses.csv"
+    meta = {}
+    if not _not_a(lic_path, "file"):
+        df = _read_table(lic_path, ("file",), probs, "licences", aliases={"license": "licence", "path": "file"})
+        if df is not None:
+            for row in df.to_dict("records"):
+                p = absolute_path(folder / row["file"])  # an absolute path replaces folder
+                meta[p] = row
+            for p in meta:
+                if p not in files:
+                    probs.add("warning", "licence_row", p,
+                              f"listed in {lic_path.name} but not an audio file of the folder")
+    elif files:
+        probs.add("warning", "no_licence", folder,
+                  f"no licences.csv: every background's licence is recorded as '{UNKNOWN_LICENCE}'")
+    ids = _unique_ids(files, folder, reserved=("clean",))
+    for p, bg_id in zip(files, ids):
+        row = meta.get(p, {})
+        if meta and p not in meta:
+            probs.add("warning", "no_licence", p, f"not in {lic_path.name}: licence recorded as '{UNKNOWN_LICENCE}'")
+        cat = (row.get("category") or "").strip().lower()
+        if cat and cat not in CATEGORIES:
+            probs.add("fatal", "category", p, f"category {row.get('category')!r} in {lic_path.name} is not one of "
+                                              f"{', '.join(CATEGORIES)}")
+            continue
+        info, y = _probe(p, probs, cap_s=None, role="background")
+        if info is None:
+            continue
+        y, removed = strip_digital_silence(y)
+        if y.size < MIN_LOUDNESS_S * SR:  # the copy stage 3 loops: the raw file's too_short rule applies to it
+            probs.add("fatal", "too_short", p,
+                      f"background: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) after shortening its digital "
+                      f"silence ({info['duration_s']:.3f} s as recorded) is shorter than the {MIN_LOUDNESS_S:g} s "
+                      f"ITU-R BS.1770 gating block (looped to fill a stimulus it would repeat every "
+                      f"{y.size / SR:.3f} s, a buzz rather than a background); give a recording with at least "
+                      f"{MIN_LOUDNESS_S:g} s of sound or remove it")
+            continue
+        note, prepared_s = "", None
+        if any(removed.values()):
+            prepared_s = round(y.size / SR, 4)
+            note = (f"digital silence shortened: {removed['start_s']:.2f} s removed at the start, {removed['end_s']:.2f} s "
+                    f"at the end, {removed['inside_s']:.2f} s inside (runs longer than {MAX_SILENT_GAP_S:g} s); "
+                    f"{prepared_s:.2f} s remain")
+            probs.add("warning", "digital_silence", p,
+                      note + ": a stimulus on such a stretch would hear no background, so stage 1 writes "
+                             f"this trimmed copy to raw/backgrounds/{bg_id}.wav and stage 3 uses it")
+        note = "; ".join(x for x in (note, _check_audible(p, y, probs)) if x)
+        source = "licences.csv"
+        if not cat:
+            pm = _peak_to_median_db(y)
+            cat = "transient" if pm >= TRANSIENT_PEAK_DB else "stationary"
+            source = f"inferred (peak-to-median level {pm:.1f} dB)"
+        desc = (row.get("description") or "").strip() or f"user background {p.name}"
+        if not source.startswith("licences"):
+            desc += f" (category inferred: {cat})"
+        lic, att = _licence_of(row)
+        rows.append(dict(file=str(p), package="custom/backgrounds", licence=lic, attribution=att, used=True,
+                         bg_id=bg_id, category=cat, category_source=source, description=desc, note=note,
+                         prepared_duration_s=prepared_s, **info))
+    if not files:
+        probs.add("fatal", "no_items", folder, "no background recording found")
+    elif 0 < len(rows) < MIN_BACKGROUNDS:
+        probs.add("warning", "few_backgrounds", folder,
+                  f"only {len(rows)} backgrounds accepted (fewer than {MIN_BACKGROUNDS}): the descriptor–degradation "
+                  "Spearman correlations will be weak and their intervals wide")
+    if longest_s:
+        for r in rows:
+            dur = r["prepared_duration_s"] or r["duration_s"]
+            if dur < longest_s:
+                trimmed = " (after shortening its digital silence)" if r["prepared_duration_s"] else ""
+                probs.add("warning", "bg_looped", r["file"],
+                          f"background of {dur:.1f} s{trimmed} is shorter than the longest utterance "
+                          f"({longest_s:.1f} s): it is looped end to end to {MAX_UTTERANCE_S:g} s, so longer "
+                          "utterances hear it repeat")
+    return rows
+
+
+def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords=KEYWORDS
+                    ) -> ValidationReport:
+    """Check the custom profile's folders and tables; find every problem, write nothing.
+
+    Every audio file is decoded once, as the pipeline will decode it (16 kHz mono float32, see
+    :func:`aiplib.io.audio.load_audio`), so a file that passes here can be read by every stage.
+
+    Parameters
+    ----------
+    speech_dir, kws_dir, backgrounds_dir : str or Path
+        Folders of utterances, keyword clips and backgrounds (searched recursively for
+        :data:`~aiplib.sources.corpora.custom.files.AUDIO_EXTENSIONS`; ``backgrounds_dir`` may hold
+        ``licences.csv``).
+    texts, kws_labels : str or Path
+        CSV or TSV tables of the utterances and clips; columns in :mod:`aiplib.sources.corpora.custom`.
+    keywords : str or sequence of str
+        Closed keyword set, a list or a comma-separated string (default :data:`KEYWORDS`).
+
+    Returns
+    -------
+    ValidationReport
+        ``report.ok`` is False when any problem is fatal; ``report.summary()`` prints them all.
+        Nothing is raised for bad inputs: each is a :class:`Problem`.
+
+    Notes
+    -----
+    Fatal: a parameter not set or a folder/table not found, a (sub)folder that cannot be scanned,
+    a table without its required columns, an audio file without a transcript (or label), a
+    transcript or label empty after normalisation (``[music]``, ``uh``: WER undefined), a row whose
+    file is missing, a duplicate row, an unreadable or corrupt file, an empty file (0 bytes) or no
+    samples, NaN or infinite samples, an utterance, clip or background shorter than the 0.4 s
+    BS.1770 gating block (:data:`aiplib.io.audio.MIN_LOUDNESS_S`: its loudness cannot be measured; a
+    background also after its digital silence is shortened, as stage 3 loops that copy),
+    silence (−inf LUFS: every 400 ms block below the ITU-R BS.1770 gate of −70 LUFS, so it cannot
+    be loudness-normalised), an utterance or clip longer than :data:`MAX_UTTERANCE_S`, a
+    category not in :data:`CATEGORIES`, no usable items or no backgrounds. Warnings: an utterance
+    shorter than :data:`MIN_S_PER_WORD` (0.1 s) per word of its transcript, backgrounds
+    shorter than the longest utterance (looped), backgrounds with long runs of digital silence
+    (trimmed copy, see :func:`strip_digital_silence`), fewer than :data:`MIN_BACKGROUNDS` accepted
+    backgrounds, a background whose DC offset and energy below 20 Hz reach −20 dB of its power
+    (:data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`; removed by stage 3) or whose effective bandwidth
+    is under 7 kHz (band-limited, e.g. resampled up from 8 kHz), multi-word labels (skipped), labels changed by normalisation (``"Yes!"`` →
+    ``yes``), missing licences, a keyword list other than the default, no target clip, a
+    symbolic-link loop.
+    """
+    probs = _Collector()
+    kw = _keyword_list(keywords)
+    if not kw:
+        probs.add("fatal", "keywords", "", "the keyword list is empty")
+    elif any(_MULTI.search(k) for k in kw):
+        probs.add("fatal", "keywords", "", f"keywords must be single words, got {kw}")
+    elif tuple(kw) != KEYWORDS:
+        probs.add("warning", "keywords", "",
+                  "the keyword list differs from the paper's ten: it sets is_target, travels with the KWS item "
+                  "bank (itembanks/kws.json) and is named by the KWS prompt and used by the scoring, so the "
+                  "KWS results are not comparable with the paper's")
+    scans: list[dict] = []
+    speech = _validate_speech(speech_dir, texts, probs, scans)
+    kws = _validate_kws(kws_dir, kws_labels, kw, probs, scans)
+    longest = max([r["duration_s"] for r in speech] + [r["duration_s"] for r in kws if r["used"]], default=0.0)
+    bgs = _validate_backgrounds(backgrounds_dir, longest, probs, scans)
+    params = dict(speech_dir=speech_dir, texts=texts, kws_dir=kws_dir, kws_labels=kws_labels,
+                  backgrounds_dir=backgrounds_dir)
+    params = {k: (str(absolute_path(v)) if v not in (None, "") else "") for k, v in params.items()}
+    params["keywords"] = kw
+    return ValidationReport(problems=probs.sorted(), speech=speech, kws=kws, backgrounds=bgs, params=params,
+                            scans=scans)
+
+

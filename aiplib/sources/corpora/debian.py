@@ -1,0 +1,113 @@
+"""Check and install the Debian packages a profile is built from, with a clear message.
+
+The embedded ``demo`` profile takes its recordings from Debian packages (Asterisk prompts, game
+and music-software sound effects). :func:`ensure_packages` installs a missing one itself when it may
+(running as root, or password-less ``sudo``), and otherwise refuses to go on, saying exactly how to
+install it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from aiplib.core.errors import MissingPackageError
+
+__all__ = ["installed", "missing_packages", "install_command", "ensure_packages"]
+
+_APT_FLAGS = ["install", "-y", "--no-install-recommends"]
+
+
+def installed(pkg: str) -> bool:
+    """Whether the Debian package ``pkg`` is installed (``dpkg-query`` status ``install ok installed``).
+
+    Parameters
+    ----------
+    pkg : str
+        Debian package name, e.g. ``"asterisk-core-sounds-en-g722"``.
+
+    Returns
+    -------
+    bool
+        False also when ``dpkg-query`` itself is not available (not a Debian system).
+    """
+    exe = shutil.which("dpkg-query")
+    if exe is None:
+        return False
+    proc = subprocess.run([exe, "-W", "-f=${Status}", pkg], capture_output=True, text=True, check=False)
+    return proc.returncode == 0 and proc.stdout.strip().endswith("install ok installed")
+
+
+def missing_packages(pkgs) -> list[str]:
+    """The packages of ``pkgs`` that are not installed, in the given order (duplicates dropped)."""
+    return [p for p in dict.fromkeys(pkgs) if not installed(p)]
+
+
+def install_command(pkgs) -> str:
+    """The shell command that installs ``pkgs``: ``sudo apt-get install -y --no-install-recommends …``."""
+    return "sudo apt-get " + " ".join(_APT_FLAGS + list(pkgs))
+
+
+def _missing_error(missing) -> MissingPackageError:
+    return MissingPackageError(
+        f"missing Debian package(s): {', '.join(missing)}. Install them with:\n"
+        f"    {install_command(missing)}")
+
+
+def _apt_prefix() -> list[str] | None:
+    """``[]`` when root, ``["sudo", "-n"]`` when password-less sudo works, else None."""
+    if shutil.which("apt-get") is None:
+        return None
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return []
+    sudo = shutil.which("sudo")
+    if sudo and subprocess.run([sudo, "-n", "true"], capture_output=True, check=False).returncode == 0:
+        return [sudo, "-n"]
+    return None
+
+
+def _apt_install(prefix: list[str], pkgs: list[str]) -> subprocess.CompletedProcess:
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    return subprocess.run([*prefix, "apt-get", *_APT_FLAGS, *pkgs], capture_output=True, text=True,
+                          env=env, check=False)
+
+
+def ensure_packages(pkgs, *, install: bool = True) -> list[str]:
+    """Make sure ``pkgs`` are installed, installing the missing ones with apt-get when allowed.
+
+    Parameters
+    ----------
+    pkgs : iterable of str
+        Debian package names.
+    install : bool
+        Try ``apt-get install -y --no-install-recommends`` (as root, or through ``sudo -n``)
+        when some are missing; if the package lists are stale, ``apt-get update`` is run once
+        and the install retried. With False, only check.
+
+    Returns
+    -------
+    list of str
+        The packages that were installed by this call (empty when all were present).
+
+    Raises
+    ------
+    MissingPackageError
+        If packages are missing and cannot be installed here (not root, no password-less sudo,
+        ``install=False``, or apt-get failed); the message names them and the install command.
+    """
+    missing = missing_packages(pkgs)
+    if not missing:
+        return []
+    prefix = _apt_prefix() if install else None
+    if prefix is None:
+        raise _missing_error(missing)
+    proc = _apt_install(prefix, missing)
+    if proc.returncode != 0:
+        subprocess.run([*prefix, "apt-get", "update"], capture_output=True, check=False)
+        proc = _apt_install(prefix, missing)
+    still = missing_packages(missing)
+    if still:
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
+        err = _missing_error(still)
+        raise MissingPackageError(f"{err}\napt-get said: {' | '.join(tail)}")
+    return missing

@@ -1,0 +1,408 @@
+"""Stage 1–2 of the embedded default profile ``demo``: everything comes from Debian packages.
+
+* Real speech: the Asterisk English prompts (``asterisk-core-sounds-en-g722``, one female
+  speaker, Allison Smith, CC BY-SA 3.0) with the transcripts of ``asterisk-core-sounds-en``.
+* Synthetic speech: Harvard sentences (IEEE 1969, *Recommended Practice for Speech Quality
+  Measurements*, distributed as public domain) and single command words, read by espeak-ng
+  and flite voices. These items are marked ``synthetic: true``; they are robotic voices used
+  for the accent comparison and the KWS task, not human speech.
+* Backgrounds: recorded sounds from ``minetest-data``, ``sonic-pi-samples``,
+  ``asterisk-moh-opsound-g722`` and ``extremetuxracer-data`` (licence per file, read from the
+  packages' copyright and README files), babble and hubbub made from Asterisk prompts that are
+  not in the item bank, and three synthetic noise controls.
+
+Stage 1 :func:`gather_raw` copies the source files into ``raw/<package>/…`` (paths under
+``/usr/share`` kept) and writes ``raw/inventory.csv``. Stage 2 :func:`build_item_banks` writes
+``itembanks/{asr,kws}.jsonl`` and the 16 kHz WAVs. :func:`battery_specs` lists the 20 background
+specs for :func:`aiplib.battery.backgrounds.curate_battery`. The background files and their credits are
+listed in :mod:`aiplib.sources.corpora.demo_sources`; the synthetic voices are :mod:`aiplib.sources.corpora.tts`.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aiplib.core import DEFAULT_SEED
+from aiplib.core.errors import AiplibError, AiplibParameterError, AudioFileError, MissingPackageError
+from aiplib.core.tasks import FAMILIES, KEYWORDS
+from aiplib.io.audio import SR, load_audio, write_wav
+from aiplib.io.formats import read_item_bank, write_item_bank
+from aiplib.sources.corpora import debian
+from aiplib.sources.corpora.asterisk_langs import (
+    read_transcripts,  # the one Asterisk transcript parser (every language)
+)
+from aiplib.sources.corpora.demo_sources import BATTERY, BG_SOURCES, NOTICES, Src
+from aiplib.sources.corpora.tts import pad_to, synthesize, trim_silence
+
+__all__ = ["DEBIAN_PACKAGES", "NON_TARGET_WORDS", "HARVARD_SENTENCES", "ASR_VOICES", "KWS_VOICES",
+           "gather_raw", "asterisk_prompts", "build_item_banks", "battery_specs"]
+
+DEBIAN_PACKAGES = ["ffmpeg", "espeak-ng", "flite", "sox", "asterisk-core-sounds-en",
+                   "asterisk-core-sounds-en-g722", "asterisk-moh-opsound-g722", "minetest-data",
+                   "sonic-pi-samples", "extremetuxracer-data"]
+"""Debian packages the demo profile needs (``asterisk-core-sounds-en`` brings the transcripts)."""
+
+NON_TARGET_WORDS = ("bed", "cat", "happy", "house", "marvin", "sheila", "tree", "wow", "bird", "dog")
+"""Non-target words (Speech Commands' auxiliary words)."""
+
+HARVARD_SENTENCES = (  # lists 1–3 of the Harvard sentences (IEEE 1969), public domain
+    "The birch canoe slid on the smooth planks.", "Glue the sheet to the dark blue background.",
+    "It's easy to tell the depth of a well.", "These days a chicken leg is a rare dish.",
+    "Rice is often served in round bowls.", "The juice of lemons makes fine punch.",
+    "The box was thrown beside the parked truck.", "The hogs were fed chopped corn and garbage.",
+    "Four hours of steady work faced us.", "A large size in stockings is hard to sell.",
+    "The boy was there when the sun rose.", "A rod is used to catch pink salmon.",
+    "The source of the huge river is the clear spring.", "Kick the ball straight and follow through.",
+    "Help the woman get back to her feet.", "A pot of tea helps to pass the evening.",
+    "Smoky fires lack flame and heat.", "The soft cushion broke the man's fall.",
+    "The salt breeze came across from the sea.", "The girl at the booth sold fifty bonds.",
+    "The small pup gnawed a hole in the sock.", "The fish twisted and turned on the bent hook.",
+    "Press the pants and sew a button on the vest.", "The swan dive was far short of perfect.",
+    "The beauty of the view stunned the young boy.", "Two blue fish swam in the tank.",
+    "Her purse was full of useless trash.", "The colt reared and threw the tall rider.",
+    "It snowed, rained, and hailed the same morning.", "Read verse out loud for pleasure.",
+)
+
+ASR_VOICES = ("espeak:en-us", "espeak:en-gb", "espeak:en-gb-scotland", "espeak:en-gb-x-rp",
+              "espeak:en-029", "espeak:en-us-nyc", "espeak:en-gb-x-gbclan", "espeak:en-gb-x-gbcwmd",
+              "flite:kal16", "flite:slt", "flite:rms", "flite:awb")
+"""Synthetic ASR voices (``engine:voice``); ``kal16`` is flite's 16 kHz build of ``kal``."""
+
+KWS_VOICES = ("espeak:en-us+f3", "espeak:en-gb+m2", "flite:slt", "espeak:en-gb-scotland+f2",
+              "flite:kal16", "espeak:en-029+m4", "espeak:en-us-nyc+f4", "flite:awb",
+              "espeak:en-gb-x-rp+m3", "espeak:en-gb-x-gbclan+f5", "flite:rms",
+              "espeak:en-gb-x-gbcwmd+m7", "espeak:en-us+m1", "espeak:en-gb+f1")
+"""Fourteen synthetic KWS voices (espeak-ng accent + voice variant, flite voices)."""
+
+_SHARE = Path("/usr/share")
+_PROMPTS = "asterisk/sounds/en_US_f_Allison"
+_TRANSCRIPT = "doc/asterisk-core-sounds-en/core-sounds-en.txt.gz"
+_AST_PKG, _TXT_PKG = "asterisk-core-sounds-en-g722", "asterisk-core-sounds-en"
+_AST_LICENCE = "CC BY-SA 3.0"
+_AST_ATTR = "Asterisk core sounds (English), recorded by Allison Smith (theivrvoice.com), Digium, Inc."
+_G722_BYTES_PER_S = 8000  # G.722 at 64 kbit/s
+_TEXT_OK = re.compile(r"^[A-Za-z0-9 ,.'?!;:\-]+$")
+_N_BABBLE, _N_HUBBUB, _STREAM_S = 6, 2, 31.0
+
+
+# ----------------------------------------------------------------------------- stage 1
+def _raw(ws, package: str, rel: str) -> Path:
+    return ws.raw / package / rel
+
+
+def _copy(src: Path, dst: Path) -> None:
+    if dst.is_file() and dst.stat().st_size == src.stat().st_size:
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(dst.name + ".part")
+    shutil.copyfile(src, tmp)
+    tmp.replace(dst)
+
+
+def _source_files() -> list[Src]:
+    """Every file stage 1 copies: prompts, transcript, background sources, licence notices."""
+    texts = read_transcripts(_SHARE / _TRANSCRIPT)
+    files = [Src(_TXT_PKG, _TRANSCRIPT, _AST_LICENCE, _AST_ATTR + " (transcripts)")]
+    files += [Src(_AST_PKG, f"{_PROMPTS}/{k}.g722", _AST_LICENCE, _AST_ATTR) for k in sorted(texts)
+              if (_SHARE / _PROMPTS / f"{k}.g722").is_file()]
+    files += [s for group in BG_SOURCES.values() for s in group]
+    pkgs = sorted({s.package for s in files})
+    files += [Src(p, f"doc/{p}/copyright", "licence notice", "Debian copyright file") for p in pkgs]
+    files += [Src(p, r, "licence notice", "upstream credits") for p, rs in NOTICES.items() for r in rs]
+    return files
+
+
+def gather_raw(ws, *, install: bool = True):
+    """Stage 1: copy the demo's source files into ``raw/<package>/`` and write the inventory.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+    install : bool
+        Install missing Debian packages with apt-get when allowed (see
+        :func:`aiplib.sources.corpora.debian.ensure_packages`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``raw/inventory.csv``: one row per copied file, columns ``file`` (relative to
+        ``ws.root``), ``package``, ``licence``, ``attribution``, ``bytes``.
+
+    Raises
+    ------
+    MissingPackageError
+        If a package of :data:`DEBIAN_PACKAGES` is missing and cannot be installed.
+
+    Notes
+    -----
+    Idempotent: files already copied (same size) are skipped.
+    """
+    debian.ensure_packages(DEBIAN_PACKAGES, install=install)
+    ws.ensure()
+    rows = []
+    for s in _source_files():
+        src, dst = _SHARE / s.rel, _raw(ws, s.package, s.rel)
+        if not src.is_file():
+            raise MissingPackageError(f"{src}: expected in Debian package {s.package}; reinstall it with\n"
+                                      f"    {debian.install_command([s.package])}")
+        _copy(src, dst)
+        rows.append(dict(file=ws.rel(dst), package=s.package, licence=s.licence,
+                         attribution=s.attribution, bytes=dst.stat().st_size))
+    df = pd.DataFrame(rows, columns=["file", "package", "licence", "attribution", "bytes"])
+    df.to_csv(ws.raw / "inventory.csv", index=False)
+    return df
+
+
+# ----------------------------------------------------------------------------- stage 2
+def asterisk_prompts(ws):
+    """The Asterisk English prompts copied by :func:`gather_raw`, with transcripts.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+
+    Returns
+    -------
+    pandas.DataFrame
+        Sorted by ``key``; columns ``key`` (e.g. ``agent-pass``, ``digits/7``), ``path`` (absolute
+        ``.g722`` path), ``text``, ``n_words``, ``duration_s`` (s, from the file size: G.722 is
+        64 kbit/s), ``clean_text`` (only letters, digits and plain punctuation, no ``[tone]``).
+
+    Raises
+    ------
+    AiplibError
+        If stage 1 has not been run.
+    """
+    tpath = _raw(ws, _TXT_PKG, _TRANSCRIPT)
+    if not tpath.is_file():
+        raise AiplibError(f"{tpath} is missing: run aiplib.sources.corpora.demo.gather_raw(ws) first (stage 1)")
+    rows = []
+    for key, text in sorted(read_transcripts(tpath).items()):
+        p = _raw(ws, _AST_PKG, f"{_PROMPTS}/{key}.g722")
+        if p.is_file():
+            rows.append(dict(key=key, path=str(p), text=text, n_words=len(text.split()),
+                             duration_s=p.stat().st_size / _G722_BYTES_PER_S,
+                             clean_text=bool(_TEXT_OK.match(text))))
+    return pd.DataFrame(rows)
+
+
+def _slug(voice: str) -> str:
+    return voice.replace(":", "-").replace("+", "-")
+
+
+def _engine_credit(voice: str) -> str:
+    return "espeak-ng" if voice.startswith("espeak:") else "flite"
+
+
+def _item(ws, family, item_id, y, *, source_file, source, licence, attribution, speaker, accent_group,
+          synthetic, **extra) -> dict:
+    path = ws.itembanks / "audio" / family / f"{item_id}.wav"
+    write_wav(path, y)
+    return dict(item_id=item_id, path=ws.rel(path), source_file=source_file, source=source,
+                licence=licence, attribution=attribution, duration_s=float(y.size / SR), speaker=speaker,
+                accent_group=accent_group, synthetic=synthetic, **extra)
+
+
+def _asr_real(ws, n: int, rng) -> list[dict]:
+    p = asterisk_prompts(ws)
+    cand = p[(p.duration_s >= 2.0) & (p.duration_s <= 10.0) & (p.n_words >= 5) & p.clean_text]
+    if n > len(cand):
+        raise AiplibParameterError(f"n_asr_real={n} but only {len(cand)} Asterisk prompts qualify")
+    rows = []
+    for r in cand.iloc[np.sort(rng.choice(len(cand), size=n, replace=False))].itertuples():
+        rows.append(_item(ws, "asr", "ast-" + r.key.replace("/", "-"), load_audio(r.path), text=r.text,
+                          source_file=ws.rel(r.path), source=_AST_PKG, licence=_AST_LICENCE,
+                          attribution=_AST_ATTR, speaker="asterisk_allison",
+                          accent_group="en-US (Asterisk, real)", synthetic=False))
+    return rows
+
+
+def _asr_synth(ws, n: int, rng) -> list[dict]:
+    order = rng.permutation(len(HARVARD_SENTENCES))
+    rows = []
+    for i in range(n):
+        k = int(order[i % len(order)])
+        voice, text = ASR_VOICES[i % len(ASR_VOICES)], HARVARD_SENTENCES[k]
+        y = trim_silence(synthesize(text, voice))
+        rows.append(_item(ws, "asr", f"syn-{i:02d}-{_slug(voice)}", y, text=text,
+                          source_file=f"harvard:list{k // 10 + 1}/{k % 10 + 1}",
+                          source=f"{_engine_credit(voice)} (synthetic voice)",
+                          licence=f"public domain text; synthetic audio generated locally with {_engine_credit(voice)}",
+                          attribution=f"Harvard sentence list {k // 10 + 1} no. {k % 10 + 1} (IEEE 1969) "
+                                      f"read by the synthetic voice {voice}",
+                          speaker=voice, accent_group=voice, synthetic=True))
+    return rows
+
+
+def _kws(ws, n_target: int, n_nontarget: int, rng) -> list[dict]:
+    voices = [KWS_VOICES[j] for j in rng.permutation(len(KWS_VOICES))]
+    plan = [(KEYWORDS[i % len(KEYWORDS)], True) for i in range(n_target)]
+    plan += [(NON_TARGET_WORDS[i % len(NON_TARGET_WORDS)], False) for i in range(n_nontarget)]
+    rows = []
+    for i, (word, is_target) in enumerate(plan):
+        voice = voices[i % len(voices)]
+        y = pad_to(trim_silence(synthesize(word, voice)), SR)  # ≥ 1 s, like Speech Commands clips
+        rows.append(_item(ws, "kws", f"kws-{i:02d}-{word}-{_slug(voice)}", y, label=word,
+                          is_target=is_target, source_file=f"word:{word}",
+                          source=f"{_engine_credit(voice)} (synthetic voice)",
+                          licence=f"public domain word; synthetic audio generated locally with {_engine_credit(voice)}",
+                          attribution=f"the word '{word}' read by the synthetic voice {voice}",
+                          speaker=voice, accent_group=voice.split("+")[0], synthetic=True))
+    return rows
+
+
+def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_target: int = 20,
+                     n_kws_nontarget: int = 10, seed: int = DEFAULT_SEED, overwrite: bool = False):
+    """Stage 2: write ``itembanks/asr.jsonl``, ``itembanks/kws.jsonl`` and their 16 kHz WAVs.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+        Stage 1 (:func:`gather_raw`) must have been run.
+    n_asr_real : int ≥ 0
+        Real ASR items: a seeded choice among the Asterisk prompts of 2–10 s with ≥ 5 words and
+        a plain transcript (about 170 qualify); the WAV is the decoded prompt, untrimmed.
+    n_asr_synth : int ≥ 0
+        Synthetic ASR items: Harvard sentences (seeded order) read by :data:`ASR_VOICES` in turn
+        (round-robin), silence trimmed to a 0.1 s margin.
+    n_kws_target, n_kws_nontarget : int ≥ 0
+        KWS items; targets cycle through :data:`KEYWORDS`, non-targets through
+        :data:`NON_TARGET_WORDS`, voices go round-robin over a seeded order of :data:`KWS_VOICES`
+        (so min(n, 14) distinct voices). Clips are trimmed and centred in ≥ 1 s.
+    seed : int
+        Seed of ``numpy.random.default_rng`` (default :data:`aiplib.DEFAULT_SEED`); the same seed gives
+        the same items and bytes.
+    overwrite : bool
+        Rebuild even when both item banks exist (otherwise they are read back and returned).
+
+    Returns
+    -------
+    dict of str → pandas.DataFrame
+        ``{"asr": …, "kws": …}`` with the fields of ``docs/ARCHITECTURE.md``.
+
+    Raises
+    ------
+    AiplibError
+        If stage 1 has not been run.
+    AiplibParameterError
+        If a count is negative or more real items are asked for than qualify.
+    """
+    counts = dict(n_asr_real=n_asr_real, n_asr_synth=n_asr_synth, n_kws_target=n_kws_target,
+                  n_kws_nontarget=n_kws_nontarget)
+    bad = {k: v for k, v in counts.items() if int(v) != v or v < 0}
+    if bad:
+        raise AiplibParameterError(f"item counts must be integers ≥ 0, got {bad}")
+    if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
+        banks = {f: read_item_bank(ws, f) for f in FAMILIES}
+        if len(banks["asr"]) != n_asr_real + n_asr_synth or len(banks["kws"]) != n_kws_target + n_kws_nontarget:
+            warnings.warn("existing item banks have other sizes than asked; pass overwrite=True to rebuild",
+                          stacklevel=2)
+        return banks
+    ws.ensure()
+    rng_real, rng_synth, rng_kws = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
+    asr = _asr_real(ws, n_asr_real, rng_real) + _asr_synth(ws, n_asr_synth, rng_synth)
+    kws = _kws(ws, n_kws_target, n_kws_nontarget, rng_kws)
+    for fam, rows in (("asr", asr), ("kws", kws)):
+        write_item_bank(ws, fam, rows, keywords=KEYWORDS if fam == "kws" else None)
+    return {f: read_item_bank(ws, f) for f in FAMILIES}
+
+
+# ----------------------------------------------------------------------------- battery
+def _group_spec(ws, bg_id, category, group, description, start_s) -> dict:
+    srcs = BG_SOURCES[group]
+    paths = [_raw(ws, s.package, s.rel) for s in srcs]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise AudioFileError(f"{missing[0]}: background source missing; run "
+                             f"aiplib.sources.corpora.demo.gather_raw(ws) first (stage 1)")
+    spec = dict(bg_id=bg_id, category=category, description=description, sources=[str(p) for p in paths],
+                combine="concat", source_package=srcs[0].package,
+                licence="; ".join(dict.fromkeys(s.licence for s in srcs)),
+                attribution="; ".join(dict.fromkeys(s.attribution for s in srcs)), synthetic=False)
+    if start_s:
+        spec["start_s"] = float(start_s)
+    return spec
+
+
+def _noise_spec(bg_id, kind, description) -> dict:
+    return dict(bg_id=bg_id, category="stationary", description=description, sources=[],
+                combine=f"synthetic:{kind}", source_package="synthetic", licence="CC0 1.0 (generated)",
+                attribution=f"seeded {kind} noise generated by aiplib.battery.backgrounds", synthetic=True)
+
+
+def _talker_streams(ws, n_streams: int, seed: int) -> list[list[str]]:
+    """Disjoint sequences of ≥ 31 s of Asterisk prompts that are not in ``itembanks/asr.jsonl``."""
+    if not ws.item_bank("asr").is_file():
+        raise AiplibError(f"{ws.item_bank('asr')} is missing: run build_item_banks(ws) first, so that the babble "
+                          "avoids the prompts of the item bank")
+    used = {str(ws.path(f)) for f in read_item_bank(ws, "asr").get("source_file", [])}
+    p = asterisk_prompts(ws)
+    cand = p[(p.n_words >= 3) & (p.duration_s >= 1.5) & p.clean_text & ~p.path.isin(used)]
+    order = cand.iloc[np.random.default_rng(seed).permutation(len(cand))]
+    streams, cur, total = [], [], 0.0
+    for r in order.itertuples():
+        cur.append(r.path)
+        total += r.duration_s
+        if total >= _STREAM_S:
+            streams.append(cur)
+            cur, total = [], 0.0
+            if len(streams) == n_streams:
+                return streams
+    raise AiplibError(f"not enough Asterisk prompts outside the item bank for {n_streams} talker streams")
+
+
+def _speech_specs(ws, seed: int) -> list[dict]:
+    streams = _talker_streams(ws, _N_BABBLE + _N_HUBBUB, seed)
+    common = dict(category="speech-like", combine="sum", source_package=_AST_PKG, licence=_AST_LICENCE,
+                  attribution=_AST_ATTR, synthetic=False)
+    return [
+        dict(common, bg_id="babble_6talker", sources=streams[:_N_BABBLE],
+             description=f"{_N_BABBLE}-talker babble: {_N_BABBLE} different sequences of Asterisk prompts "
+                         "(all by one female speaker) summed; none is in the item bank"),
+        dict(common, bg_id="hubbub_2talker", sources=streams[_N_BABBLE:],
+             description="two-talker hubbub: two different sequences of Asterisk prompts (same female "
+                         "speaker) summed; none is in the item bank or the babble"),
+    ]
+
+
+def battery_specs(ws, *, seed: int = DEFAULT_SEED) -> list[dict]:
+    """The 20 background specs of the demo battery (input of :func:`aiplib.battery.backgrounds.curate_battery`).
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+        Stages 1 and 2 must have been run: the sources are the copies under ``raw/``, and the
+        babble / hubbub avoid every Asterisk prompt listed in ``itembanks/asr.jsonl``.
+    seed : int
+        Seed of the choice and order of the babble / hubbub prompts (default :data:`aiplib.DEFAULT_SEED`).
+
+    Returns
+    -------
+    list of dict
+        20 specs (``docs/ARCHITECTURE.md`` format), sources as absolute paths: 15 recordings
+        from Debian packages (stationary, transient, music), a 6-talker babble and a two-talker
+        hubbub (speech-like, ``combine="sum"``, each talker a list of prompt files played in
+        sequence) and 3 synthetic noise controls (white, pink, brown); each with
+        ``subaudible="remove"`` (DC and sub-20 Hz rumble removed where they reach −20 dB of
+        the power, see :func:`aiplib.battery.backgrounds.curate_background`).
+
+    Raises
+    ------
+    AudioFileError
+        If a source file has not been copied to ``raw/`` yet.
+    AiplibError
+        If the item bank does not exist yet.
+    """
+    specs = []
+    for bg_id, category, group, description, start_s in BATTERY:
+        if group in ("white", "pink", "brown"):
+            specs.append(_noise_spec(bg_id, group, description))
+        else:
+            specs.append(_group_spec(ws, bg_id, category, group, description, start_s))
+    # DC and rumble below 20 Hz are taken out before normalisation (aiplib.io.subaudible)
+    return [dict(s, subaudible="remove") for s in specs + _speech_specs(ws, seed)]

@@ -1,0 +1,62 @@
+"""ESC-50 [1]_: environmental sound clips (12 of the paper's 20 backgrounds).
+
+``CORPUS`` is the download record (the GitHub archive of the master branch, extracted into
+``ESC-50-master/``); :func:`prepare_esc50` reads its metadata.
+
+.. [1] K. J. Piczak, "ESC: Dataset for Environmental Sound Classification", ACM Multimedia 2015.
+   github.com/karolpiczak/ESC-50. CC BY-NC 3.0 (clips from freesound.org).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from aiplib.sources.corpora.corpus import Corpus, CorpusError, RemoteFile, need_dir
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
+
+__all__ = ["CORPUS", "ROOT", "prepare_esc50"]
+
+CORPUS = Corpus(
+    name="esc50", title="ESC-50", kind="backgrounds",
+    base_url="https://github.com/karoldvl/ESC-50/archive",
+    files=(RemoteFile("master.zip", approx_gb=0.65),),
+    licence="CC BY-NC 3.0", homepage="https://github.com/karolpiczak/ESC-50",
+    attribution="K. J. Piczak, ESC: Dataset for Environmental Sound Classification, ACM MM 2015",
+    notes="GitHub archive of the master branch: no published checksum and no range support "
+          "(an interrupted download restarts); the SHA-256 is recorded.")
+"""Download record of ESC-50."""
+
+ROOT = "ESC-50-master"
+"""Top folder of the extracted archive, inside the corpus folder."""
+
+
+def prepare_esc50(corpus_dir) -> pandas.DataFrame:
+    """Read ESC-50's ``meta/esc50.csv`` [1]_.
+
+    Parameters
+    ----------
+    corpus_dir : str or Path
+        The corpus folder holding ``ESC-50-master/``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``filename, fold, target, category, esc10, src_file, take, path`` (``path`` absolute).
+
+    Raises
+    ------
+    CorpusError
+        If the folder or the metadata file is missing.
+    """
+
+    root = need_dir(Path(corpus_dir) / ROOT, "ESC-50")
+    meta = root / "meta" / "esc50.csv"
+    if not meta.is_file():
+        raise CorpusError(f"ESC-50 metadata {meta} is missing; run stage 1 again with force_download=True")
+    df = pd.read_csv(meta, dtype={"src_file": str, "take": str})
+    df["path"] = [str(root / "audio" / f) for f in df["filename"]]
+    return df

@@ -1,0 +1,92 @@
+"""LibriSpeech [5]_ test-clean and test-other: read English speech with transcripts (ASR items).
+
+.. [5] V. Panayotov, G. Chen, D. Povey and S. Khudanpur, "Librispeech: an ASR corpus based on
+   public domain audio books", ICASSP 2015. openslr.org/12. CC BY 4.0.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from aiplib.sources.corpora.corpus import Corpus, RemoteFile, need_dir
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
+
+__all__ = ["CORPUS", "prepare_librispeech", "read_librispeech_speakers"]
+
+CORPUS = Corpus(
+    name="librispeech", title="LibriSpeech test-clean and test-other", kind="speech_asr",
+    base_url="https://www.openslr.org/resources/12",
+    files=(RemoteFile("test-clean.tar.gz", md5="32fa31d27d2e1cad72775fee3f4849a9", approx_gb=0.35),
+           RemoteFile("test-other.tar.gz", md5="fb5a50374b501bb3bac4815ee91d3135", approx_gb=0.33)),
+    licence="CC BY 4.0", homepage="https://www.openslr.org/12/",
+    attribution="V. Panayotov et al., Librispeech: an ASR corpus based on public domain audio "
+                "books, ICASSP 2015")
+"""Download record of LibriSpeech (two archives, extracted into ``LibriSpeech/``)."""
+
+
+def prepare_librispeech(corpus_dir, parts=("test-clean", "test-other"), *,
+                        with_duration: bool = True) -> pandas.DataFrame:
+    """Read LibriSpeech utterances and transcripts [5]_.
+
+    Parameters
+    ----------
+    corpus_dir : str or Path
+        Folder holding ``LibriSpeech/<part>/<speaker>/<chapter>/``.
+    parts : sequence of str
+    with_duration : bool
+        Read each file's header for ``duration_s``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``utt_id, part, speaker, chapter, text, path, duration_s`` (s), sorted by part and id.
+
+    Raises
+    ------
+    CorpusError
+        If a part's folder is missing.
+    """
+    import soundfile as sf
+
+    rows = []
+    for part in parts:
+        proot = need_dir(Path(corpus_dir) / "LibriSpeech" / part, f"LibriSpeech {part}")
+        for trans in sorted(proot.glob("*/*/*.trans.txt")):
+            for line in trans.read_text(encoding="utf-8").splitlines():
+                if not line.strip():
+                    continue
+                utt, _, text = line.strip().partition(" ")
+                audio = trans.parent / f"{utt}.flac"
+                if not audio.is_file():
+                    continue
+                spk, chap, _ = utt.split("-")
+                rows.append({"utt_id": utt, "part": part, "speaker": spk, "chapter": chap, "text": text,
+                             "path": str(audio),
+                             "duration_s": float(sf.info(str(audio)).duration) if with_duration else np.nan})
+    return pd.DataFrame(rows, columns=["utt_id", "part", "speaker", "chapter", "text", "path", "duration_s"])
+
+
+def read_librispeech_speakers(corpus_dir) -> dict:
+    """Speaker → ``female``/``male``/``unknown`` from ``LibriSpeech/SPEAKERS.TXT`` (as the authors read it).
+
+    Returns
+    -------
+    dict
+        Empty when the file is missing.
+    """
+    path = Path(corpus_dir) / "LibriSpeech" / "SPEAKERS.TXT"
+    out = {}
+    if not path.is_file():
+        return out
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith(";"):
+            continue
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) >= 2:
+            out[parts[0]] = {"F": "female", "M": "male"}.get(parts[1], "unknown")
+    return out

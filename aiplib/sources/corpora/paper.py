@@ -1,0 +1,502 @@
+"""The ``paper`` profile: the paper's corpora, item banks and background battery (stages 1–3).
+
+This module assembles the corpus modules (one per corpus, lhotse's recipe layout: a ``CORPUS``
+download record and a ``prepare_<corpus>`` reader each) and applies the authors' selection rules:
+
+* stage 1, :func:`gather_raw` (= :func:`download_all`): download the six corpora of
+  :data:`CORPORA` (seven files) with the resumable, verified downloader of :mod:`aiplib.sources.download`;
+* stage 2, :func:`build_item_banks`: the authors' item banks from LibriSpeech, Common Voice
+  (streamed) and Speech Commands;
+* stage 3, :func:`battery_specs`: the 20 backgrounds of Table 1 as background specs for
+  :func:`aiplib.battery.backgrounds.curate_battery` (the same curation code as the demo).
+
+Corpus modules: :mod:`~aiplib.sources.corpora.esc50` [1]_, :mod:`~aiplib.sources.corpora.ms_snsd` [2]_,
+:mod:`~aiplib.sources.corpora.noisex92` [3]_, :mod:`~aiplib.sources.corpora.musan` [4]_,
+:mod:`~aiplib.sources.corpora.librispeech` [5]_, :mod:`~aiplib.sources.corpora.speech_commands` [6]_,
+:mod:`~aiplib.sources.corpora.common_voice` [7]_ (each module gives the source and licence); mirrors and
+downloading: :mod:`aiplib.sources.corpora.corpus`.
+
+Layout under the workspace ``data/paper/`` (archives are kept next to their extracted data)::
+
+    backgrounds/esc50/master.zip            + ESC-50-master/{audio,meta}/
+    backgrounds/ms_snsd/master.zip          + MS-SNSD-master/{noise_train,noise_test,...}/
+    backgrounds/noisex92/babble.wav
+    backgrounds/musan/musan.tar.gz          + musan/{music,speech,noise}/
+    speech_asr/librispeech/test-clean.tar.gz, test-other.tar.gz + LibriSpeech/test-{clean,other}/
+    speech_asr/common_voice/                (only the 80 kept Common Voice clips, stage 2)
+    kws/speech_commands/speech_commands_v0.02.tar.gz + speech_commands_v0.02/<word>/*.wav
+    checks/download_progress.json           (one entry per completed file)
+
+References
+----------
+.. [1] K. J. Piczak, ESC-50, ACM Multimedia 2015.
+.. [2] C. K. A. Reddy et al., MS-SNSD, Interspeech 2019.
+.. [3] A. Varga and H. J. M. Steeneken, NOISEX-92, Speech Communication 12(3), 1993.
+.. [4] D. Snyder, G. Chen and D. Povey, MUSAN, arXiv:1510.08484, 2015.
+.. [5] V. Panayotov et al., Librispeech, ICASSP 2015.
+.. [6] P. Warden, Speech Commands, arXiv:1804.03209, 2018.
+.. [7] R. Ardila et al., Common Voice, LREC 2020.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from aiplib.core.tasks import FAMILIES
+from aiplib.core.workspace import workspace
+from aiplib.io.audio import SR, load_audio, write_wav
+from aiplib.io.formats import read_item_bank, write_item_bank
+from aiplib.sources.corpora import esc50, librispeech, ms_snsd, musan, noisex92, speech_commands
+from aiplib.sources.corpora.common_voice import (
+    CV_DATASET,
+    N_COMMON_VOICE,
+    load_common_voice,
+    select_common_voice,
+)
+from aiplib.sources.corpora.corpus import Corpus, CorpusError, download_corpus, need_dir, resolve_base_url
+from aiplib.sources.corpora.librispeech import prepare_librispeech, read_librispeech_speakers
+from aiplib.sources.corpora.speech_commands import KEYWORDS
+from aiplib.sources.download import DownloadError, set_cache_env
+
+__all__ = ["CORPORA", "corpus_dir", "base_url_for", "download_all", "gather_raw", "build_item_banks",
+           "battery_specs", "BATTERY", "AUTHORS_CATEGORY", "SELECTION_RULES", "AUTHORS_SEED",
+           "N_LIBRISPEECH", "N_KWS"]
+
+CORPORA: dict[str, Corpus] = {c.name: c for c in (esc50.CORPUS, ms_snsd.CORPUS, noisex92.CORPUS, musan.CORPUS,
+                                                  librispeech.CORPUS, speech_commands.CORPUS)}
+"""The corpora of stage 1, keyed by name (the folder name and mirror-variable suffix)."""
+
+AUTHORS_SEED = 42
+"""``RANDOM_SEED`` of the authors' ``scripts/02_build_banks.py`` (``random.Random(42)``)."""
+N_LIBRISPEECH = 100
+"""LibriSpeech utterances in the ASR bank (authors' ``ASR_N``)."""
+N_KWS = 120
+"""Speech Commands items in the KWS bank (authors' ``KWS_N``)."""
+KWS_NONTARGET_FOLDERS = ("_background_noise_", "silence")
+"""Folders the authors draw non-target KWS items from (``silence`` does not exist in v0.02)."""
+N_PROBE_KEYWORDS, N_PROBES_PER_KEYWORD = 4, 3
+"""Injection probes: the last 3 clips (name order) of each of the first 4 keywords."""
+
+SELECTION_RULES = {
+    "librispeech": "authors' scripts/02_build_banks.py: every utterance of test-clean then test-other "
+                   "(sorted *.trans.txt, file order), random.Random(42).shuffle, first {n}",
+    "common_voice": "authors' scripts/02_build_banks.py: fsicoli/common_voice_17_0 en validation stream "
+                    "(unshuffled), first {n} clips whose accent and gender are both given and not 'unknown'",
+    "kws": "authors' scripts/02_build_banks.py: random.Random(42); per keyword (yes..go) sorted clips "
+           "shuffled, first {per_kw}; _background_noise_/silence clips shuffled, first {per_nt}; probes = last "
+           "3 sorted clips of yes/no/up/down; all shuffled, first {n}",
+}
+"""Text of the ``selection_rule`` field of each item bank record."""
+
+
+
+def _registry(registry):
+    return CORPORA if registry is None else registry
+
+
+def _get(name: str, registry=None) -> Corpus:
+    reg = _registry(registry)
+    if name not in reg:
+        raise KeyError(f"unknown corpus {name!r}; valid names: {', '.join(sorted(reg))}")
+    return reg[name]
+
+
+def _kind_dir(ws, kind: str) -> Path:
+    """``<ws.root>/<kind>``: the one place that decides where the paper's raw corpora live."""
+    return Path(ws.root) / kind
+
+
+def corpus_dir(ws, name: str, *, registry=None) -> Path:
+    """Folder of corpus ``name`` in workspace ``ws``: ``<ws.root>/<kind>/<name>``.
+
+    Raises
+    ------
+    KeyError
+        If ``name`` is not in the registry (the message lists the valid names).
+    """
+    c = _get(name, registry)
+    return _kind_dir(ws, c.kind) / c.name
+
+
+def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
+    """Base URL of corpus ``name`` (see :func:`aiplib.sources.corpora.corpus.resolve_base_url`).
+
+    Raises
+    ------
+    KeyError
+        If ``name`` is not in the registry.
+    """
+    return resolve_base_url(_get(name, registry), base_urls)
+
+
+# ============================================================================================
+# stage 1: downloads
+# ============================================================================================
+def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = False, registry=None,
+                 **kwargs) -> dict:
+    """Stage 1 of ``paper``: download every corpus (or those named) into the workspace.
+
+    Each corpus is tried even when an earlier one failed; files already complete are skipped
+    (``checks/download_progress.json``), partial files are resumed, nothing is deleted. The caches
+    are pointed into ``models/cache/`` first (:func:`set_cache_env`).
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+    corpora : list of str, optional
+        Names from :data:`CORPORA`; default all.
+    base_urls : dict or str, optional
+        ``{name: base_url}``, or one mirror root holding a folder per corpus.
+    force_download : bool
+    registry : dict, optional
+        Replacement for :data:`CORPORA`.
+    **kwargs
+        Passed to :func:`aiplib.sources.download.fetch`.
+
+    Returns
+    -------
+    dict
+        ``{name: Path of the corpus folder}``.
+
+    Raises
+    ------
+    KeyError
+        Unknown corpus name.
+    DownloadError
+        After trying all corpora, when any failed; the message lists every failure with its URL
+        and how to use a mirror.
+    """
+    set_cache_env()
+    reg = _registry(registry)
+    names = list(reg) if corpora is None else list(corpora)
+    for n in names:
+        _get(n, reg)
+    progress_file = Path(ws.root) / "checks" / "download_progress.json"
+    out, errors = {}, []
+    for n in names:
+        try:
+            out[n] = download_corpus(reg[n], corpus_dir(ws, n, registry=reg),
+                                     base_url=base_url_for(n, base_urls, registry=reg),
+                                     force_download=force_download, progress_file=progress_file, **kwargs)
+        except DownloadError as exc:
+            errors.append((n, exc))
+    if errors:
+        if len(errors) == 1:
+            raise errors[0][1]
+        lines = "\n".join(f"- {n}: {e.url}: {e.reason}" if e.url else f"- {n}: {e}" for n, e in errors)
+        net = [n for n, e in errors if e.url]
+        hint = ""
+        if net:
+            hint = (f"\nFiles already downloaded are kept and partial files are resumed on the next run. "
+                    f"To use a mirror, set AIP_MIRROR_<CORPUS>=<base URL> (here "
+                    f"{', '.join(_get(n, reg).env_var for n in net)}), or AIP_MIRROR=<root URL with one "
+                    f"folder per corpus>, or pass base_urls / --base-url, e.g. "
+                    f"`make 01 PROFILE=paper MIRROR=https://my.mirror/aip-corpora`.")
+        raise DownloadError(f"{len(errors)} of {len(names)} corpora could not be downloaded:\n{lines}{hint}")
+    return out
+
+
+def gather_raw(ws, **params) -> dict:
+    """Stage 1 of the profile interface (:mod:`aiplib.sources.corpora.profiles`): :func:`download_all`."""
+    return download_all(ws, **params)
+
+
+# ============================================================================================
+# stage 2: item banks (the authors' rules)
+# ============================================================================================
+def _kws_candidates(sc_root: Path, n: int, rng) -> list:
+    """The authors' KWS candidate list before the final shuffle (dicts, in their order)."""
+    per_kw, per_nt = n // len(KEYWORDS) + 2, n // 4
+
+    def wavs(folder):
+        d = sc_root / folder
+        return sorted(d.glob("*.wav")) if d.is_dir() else []
+
+    items = []
+    for kw in KEYWORDS:
+        files = wavs(kw)
+        rng.shuffle(files)
+        items += [{"item_id": f"kws_{kw}_{w.stem}", "file": w, "label": kw, "is_target": True, "probe_id": None}
+                  for w in files[:per_kw]]
+    for folder in KWS_NONTARGET_FOLDERS:
+        files = wavs(folder)
+        rng.shuffle(files)
+        items += [{"item_id": f"kws_nt_{folder}_{w.stem}", "file": w, "label": folder, "is_target": False,
+                   "probe_id": None} for w in files[:per_nt]]
+    for kw in KEYWORDS[:N_PROBE_KEYWORDS]:
+        for w in wavs(kw)[-N_PROBES_PER_KEYWORD:]:
+            pid = f"probe_{kw}_{w.stem}"
+            items.append({"item_id": pid, "file": w, "label": kw, "is_target": False, "probe_id": pid})
+    return items
+
+
+def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispeech: int = N_LIBRISPEECH,
+                     n_common_voice: int = N_COMMON_VOICE, n_kws: int = N_KWS, overwrite: bool = False,
+                     registry=None) -> dict:
+    """Stage 2 of ``paper``: the authors' item banks, ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl``.
+
+    The rules are those of the authors' ``scripts/02_build_banks.py`` (each record says so in
+    ``selection_rule``):
+
+    * ASR, LibriSpeech [5]_: every utterance of test-clean then test-other (transcript files in
+      sorted order, lines in file order), shuffled with ``random.Random(42)``, the first
+      ``n_librispeech`` (100). Item id = the utterance id; gender from ``SPEAKERS.TXT``; accent
+      ``american_english`` (the authors' label; no accent group).
+    * ASR, Common Voice 17 [7]_: :func:`select_common_voice` on the ``validation`` stream, the first
+      ``n_common_voice`` (80) clips with accent and gender; ``accent_group`` from
+      ``aiplib/sources/corpora/cv_accent_groups.csv``.
+    * KWS, Speech Commands v0.02 [6]_ (every clip, not only the test list): ``random.Random(42)``;
+      per keyword the sorted clips shuffled and the first ``n_kws // 10 + 2``; the
+      ``_background_noise_`` (and ``silence``) clips shuffled, the first ``n_kws // 4``; injection
+      probes = the last 3 clips of yes/no/up/down (``is_target`` false, ``probe_id`` set); the whole
+      list shuffled with the same generator and the first ``n_kws`` (120) kept.
+
+    Item audio: 16 kHz mono float32 WAV at ``itembanks/audio/<family>/<item_id>.wav``. Fields follow
+    ``docs/ARCHITECTURE.md`` plus ``selection_rule``; ASR adds ``gender`` and ``accent``, KWS adds
+    ``probe_id``. When both files exist and ``overwrite`` is false they are read back.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+    seed : int, optional
+        Ignored: the authors' rules always use ``random.Random(42)`` (:data:`AUTHORS_SEED`). Kept
+        so that every profile's stage 2 takes the notebook's ``seed``.
+    cv_dataset : iterable of dict, optional
+        The Common Voice stream; default :func:`load_common_voice` (needs ``datasets<4`` and the hub).
+    n_librispeech, n_common_voice, n_kws : int > 0
+        The authors' sizes (100, 80, 120); their smoke test uses 5 each.
+    overwrite : bool
+    registry : dict, optional
+        Replacement for :data:`CORPORA` (only its kinds/names are used, for the folders).
+
+    Returns
+    -------
+    dict
+        ``{"asr": pandas.DataFrame, "kws": pandas.DataFrame}``.
+
+    Raises
+    ------
+    CorpusError
+        A corpus is missing (run stage 1) or too small for the counts, naming what is short.
+    MissingPackageError
+        ``cv_dataset`` not given and ``datasets`` missing or ≥ 4.
+    """
+
+
+    del seed
+    if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
+        return {f: read_item_bank(ws, f) for f in FAMILIES}
+    audio_dir = ws.itembanks / "audio"
+
+    # ---- select (metadata only: nothing is written before every count is met) ----------------
+    ls_dir = corpus_dir(ws, "librispeech", registry=registry)
+    ls = prepare_librispeech(ls_dir, with_duration=False)
+    ls_items = ls.to_dict("records")
+    random.Random(AUTHORS_SEED).shuffle(ls_items)
+    ls_items = ls_items[:n_librispeech]
+    sc_root = need_dir(corpus_dir(ws, "speech_commands", registry=registry) / speech_commands.ROOT,
+                        "Speech Commands v0.02")
+    rng = random.Random(AUTHORS_SEED)
+    kws_items = _kws_candidates(sc_root, n_kws, rng)
+    rng.shuffle(kws_items)
+    kws_items = kws_items[:n_kws]
+    short = []
+    if len(ls_items) < n_librispeech:
+        short.append(f"LibriSpeech test-clean+test-other: {len(ls_items)} utterances, {n_librispeech} needed")
+    if len(kws_items) < n_kws:
+        short.append(f"Speech Commands: {len(kws_items)} candidate clips, {n_kws} needed")
+    if short:
+        raise CorpusError("the corpora are too small for the paper's item banks — " + "; ".join(short))
+    if cv_dataset is None:
+        cv_dataset = load_common_voice()
+    cv_dir = _kind_dir(ws, "speech_asr") / "common_voice"
+    cv_kept = select_common_voice(cv_dataset, cv_dir, n=n_common_voice)
+
+    # ---- write item audio and rows ------------------------------------------------------------
+    def item(family, item_id, y, **fields):
+        out = write_wav(audio_dir / family / f"{item_id}.wav", y)
+        return {"item_id": item_id, "path": ws.rel(out), **fields, "duration_s": round(y.size / SR, 4)}
+
+    ls_c, sc_c = librispeech.CORPUS, speech_commands.CORPUS
+    genders = read_librispeech_speakers(ls_dir)
+    rule_ls = SELECTION_RULES["librispeech"].format(n=n_librispeech)
+    rule_cv = SELECTION_RULES["common_voice"].format(n=n_common_voice)
+    rule_kws = SELECTION_RULES["kws"].format(n=n_kws, per_kw=n_kws // len(KEYWORDS) + 2, per_nt=n_kws // 4)
+    asr_rows = []
+    for r in ls_items:
+        asr_rows.append(item("asr", r["utt_id"], load_audio(r["path"]), source_file=ws.rel(r["path"]),
+                             source=f"LibriSpeech {r['part']}", licence=ls_c.licence,
+                             attribution=f"{ls_c.attribution}; LibriVox reader {r['speaker']}",
+                             speaker=f"ls_{r['speaker']}", accent_group=None, synthetic=False, text=r["text"],
+                             gender=genders.get(r["speaker"], "unknown"), accent="american_english",
+                             selection_rule=rule_ls))
+    for c in cv_kept:
+        asr_rows.append(item("asr", c["item_id"], c["y"], source_file=ws.rel(c["source_file"]),
+                             source="Common Voice 17.0 (en, validation)", licence="CC0 1.0",
+                             attribution=f"Mozilla Common Voice 17.0 via {CV_DATASET} (Ardila et al., LREC 2020)",
+                             speaker=f"cv_{c['speaker'][:16]}", accent_group=c["accent_group"],
+                             synthetic=False, text=c["text"], gender=c["gender"], accent=c["accent"],
+                             selection_rule=rule_cv))
+    kws_rows = []
+    for r in kws_items:
+        kws_rows.append(item("kws", r["item_id"], load_audio(r["file"]), source_file=ws.rel(r["file"]),
+                             source="Speech Commands v0.02", licence=sc_c.licence, attribution=sc_c.attribution,
+                             speaker=f"sc2_{r['file'].stem.split('_nohash_')[0]}", accent_group=None,
+                             synthetic=False, label=r["label"], is_target=r["is_target"], probe_id=r["probe_id"],
+                             selection_rule=rule_kws))
+
+    # ---- assert the counts, drop files of an earlier selection, write the banks ----------------
+    n_asr = n_librispeech + n_common_voice
+    if len(asr_rows) != n_asr or len({r["item_id"] for r in asr_rows}) != n_asr:
+        raise CorpusError(f"ASR item bank has {len(asr_rows)} items "
+                          f"({len({r['item_id'] for r in asr_rows})} unique), {n_asr} expected")
+    if len(kws_rows) != n_kws or len({r["item_id"] for r in kws_rows}) != n_kws:
+        raise CorpusError(f"KWS item bank has {len(kws_rows)} items, {n_kws} expected")
+    for family, rows in (("asr", asr_rows), ("kws", kws_rows)):
+        keep = {ws.path(r["path"]).name for r in rows}
+        for f in (audio_dir / family).glob("*.wav"):
+            if f.name not in keep:
+                f.unlink()
+    keep = {Path(c["source_file"]).name for c in cv_kept}
+    for f in cv_dir.iterdir():
+        if f.is_file() and f.name not in keep:
+            f.unlink()
+    write_item_bank(ws, "asr", asr_rows)
+    write_item_bank(ws, "kws", kws_rows, keywords=KEYWORDS)
+    return {"asr": pd.DataFrame(asr_rows), "kws": pd.DataFrame(kws_rows)}
+
+
+
+# ============================================================================================
+# stage 3: the battery of Table 1
+# ============================================================================================
+BATTERY = (
+    # bg_id (the authors'), corpus, selector, category, description
+    ("esc_rain", "esc50", 10, "stationary", "rain (ESC-50)"),
+    ("esc_seawave", "esc50", 11, "stationary", "sea waves (ESC-50)"),
+    ("esc_engine", "esc50", 44, "stationary", "engine (ESC-50)"),
+    ("esc_vacuum", "esc50", 36, "stationary", "vacuum cleaner (ESC-50)"),
+    ("esc_footsteps", "esc50", 25, "transient", "footsteps (ESC-50)"),
+    ("esc_fire", "esc50", 12, "transient", "crackling fire (ESC-50)"),
+    ("esc_helicopter", "esc50", 40, "stationary", "helicopter (ESC-50)"),
+    ("esc_clock", "esc50", 38, "transient", "clock tick (ESC-50)"),
+    ("esc_keyboard", "esc50", 32, "transient", "keyboard typing (ESC-50)"),
+    ("esc_dog", "esc50", 0, "transient", "dog barking (ESC-50)"),
+    ("esc_rooster", "esc50", 1, "transient", "rooster (ESC-50)"),
+    ("esc_wind", "esc50", 16, "stationary", "wind (ESC-50)"),
+    ("snsd_cafeteria", "ms_snsd", "noise_train/CafeTeria_1.wav", "speech-like", "cafeteria (MS-SNSD)"),
+    ("snsd_restaurant", "ms_snsd", "noise_train/Restaurant_1.wav", "speech-like", "restaurant (MS-SNSD)"),
+    ("snsd_square", "ms_snsd", "noise_train/Square_1.wav", "speech-like", "town square (MS-SNSD)"),
+    ("snsd_airport", "ms_snsd", "noise_train/AirportAnnouncements_7.wav", "speech-like",
+     "airport announcements (MS-SNSD)"),
+    ("noisex_babble", "noisex92", "babble.wav", "speech-like", "babble (NOISEX-92)"),
+    ("musan_music", "musan", "music/fma/music-fma-0062.wav", "music", "music (MUSAN, Free Music Archive)"),
+    ("musan_hubbub", "musan", "speech/librivox/speech-librivox-0001.*", "speech-like",
+     "read speech, one LibriVox talker (MUSAN)"),
+    ("snsd_airconditioner", "ms_snsd", "noise_train/AirConditioner_1.wav", "stationary",
+     "air conditioner (MS-SNSD)"),
+)
+"""Table 1 as the authors' ``BATTERY_SPEC`` (``scripts/03_curate_battery.py``), in their order and
+with their ``bg_id``s: ``(bg_id, corpus, selector, category, description)``. Selectors: an ESC-50
+class number (the first file, in name order, of ``audio/1-*-A-<class>.wav``: fold 1, take A), or a
+path (glob) inside the corpus folder (MS-SNSD ``MS-SNSD-master/``, MUSAN ``musan/``). ``category``
+is ours (``docs/ARCHITECTURE.md``); the authors' (``non_speech``/``speech_like``) is in
+:data:`AUTHORS_CATEGORY`. The authors tile/cut each to 30 s and normalise it to −23 LUFS
+(curation: :mod:`aiplib.battery.backgrounds`)."""
+
+AUTHORS_CATEGORY = {b[0]: ("speech_like" if b[1] in ("noisex92", "musan") or b[3] == "speech-like"
+                           else "non_speech") for b in BATTERY}
+"""``bg_id`` → the authors' category (their spec labels ``musan_music`` ``speech_like`` too)."""
+
+
+def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
+    """Stage 3 of ``paper``: the 20 background specs of Table 1 for ``curate_battery``.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+    seed : int, optional
+        Stage 3's seed; unused (the authors' files are fixed, no random choice).
+    registry : dict, optional
+        Replacement for :data:`CORPORA` (folders and licences).
+
+    Returns
+    -------
+    list of dict
+        Background specs as in ``docs/ARCHITECTURE.md`` (``bg_id, category, description, sources``
+        (absolute paths), ``combine="concat"``, ``source_package, licence, attribution,
+        synthetic=False``) plus ``authors_category``, in the authors' order.
+
+    Raises
+    ------
+    CorpusError
+        A corpus folder or a selected file is missing (run stage 1).
+    """
+    reg = _registry(registry)
+    specs = []
+    for bg_id, corpus, sel, category, desc in BATTERY:
+        c = reg[corpus]
+        cdir = corpus_dir(ws, corpus, registry=reg)
+        attribution, licence = c.attribution, c.licence
+        if corpus == "esc50":
+            audio = need_dir(cdir / esc50.ROOT, "ESC-50") / "audio"
+            found = sorted(audio.glob(f"1-*-A-{sel}.wav"))
+            if not found:
+                raise CorpusError(f"{bg_id}: ESC-50 has no fold-1 take-A clip of class {sel} "
+                                  f"(audio/1-*-A-{sel}.wav); run stage 1 (download) again")
+            src = found[0]
+            attribution = f"{c.attribution}; freesound.org clip {src.stem.split('-')[1]}"
+        else:
+            base = {"ms_snsd": cdir / ms_snsd.ROOT, "musan": cdir / musan.ROOT}.get(corpus, cdir)
+            found = sorted(need_dir(base, c.title).glob(sel))
+            src = found[0] if found else base / sel
+            if "librivox" in sel:
+                licence = "public domain (LibriVox) in MUSAN, CC BY 4.0"
+        if not src.is_file():
+            raise CorpusError(f"{bg_id}: source file {src} is missing; run stage 1 (download) again")
+        specs.append({"bg_id": bg_id, "category": category, "description": desc, "sources": [str(src)],
+                      "combine": "concat", "source_package": c.title, "licence": licence,
+                      "attribution": attribution, "synthetic": False,
+                      "authors_category": AUTHORS_CATEGORY[bg_id]})
+    return specs
+
+
+
+# ============================================================================================
+# command line: python -m aiplib.sources.corpora.paper download [--corpus NAME ...] [--base-url URL]
+# ============================================================================================
+def main(argv=None) -> int:
+    """Command line for stage 1: ``python -m aiplib.sources.corpora.paper download``.
+
+    Returns
+    -------
+    int
+        Exit status (1 with the error message on stderr when a download failed).
+    """
+
+
+    ap = argparse.ArgumentParser(prog="python -m aiplib.sources.corpora.paper")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("download", help="download the paper's corpora (stage 1)")
+    d.add_argument("--corpus", action="append", choices=sorted(CORPORA), help="repeatable; default all")
+    d.add_argument("--base-url", help="mirror root holding one folder per corpus (like $AIP_MIRROR)")
+    d.add_argument("--data-root", help="parent of the profile folders (default $AIP_DATA_ROOT or data/)")
+    d.add_argument("--force", action="store_true")
+    args = ap.parse_args(argv)
+    ws = workspace("paper", data_root=args.data_root)
+    try:
+        done = download_all(ws, corpora=args.corpus, base_urls=args.base_url, force_download=args.force)
+    except DownloadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for name, path in done.items():
+        print(f"{name}: {path}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

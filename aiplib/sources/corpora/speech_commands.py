@@ -1,0 +1,84 @@
+"""Google Speech Commands v0.02 [6]_: one-second spoken words (KWS items).
+
+.. [6] P. Warden, "Speech Commands: A Dataset for Limited-Vocabulary Speech Recognition",
+   arXiv:1804.03209, 2018. CC BY 4.0.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from aiplib.core.errors import AiplibParameterError
+from aiplib.sources.corpora.corpus import Corpus, CorpusError, RemoteFile, need_dir
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
+
+__all__ = ["CORPUS", "ROOT", "KEYWORDS", "prepare_speech_commands"]
+
+CORPUS = Corpus(
+    name="speech_commands", title="Google Speech Commands v0.02", kind="kws",
+    base_url="http://download.tensorflow.org/data",
+    files=(RemoteFile("speech_commands_v0.02.tar.gz",
+                      sha256="af14739ee7dc311471de98f5f9d2c9191b18aedfe957f4a6ff791c709868ff58",
+                      approx_gb=2.4, extract_subdir="speech_commands_v0.02"),),
+    licence="CC BY 4.0", homepage="https://arxiv.org/abs/1804.03209",
+    attribution="P. Warden, Speech Commands: A Dataset for Limited-Vocabulary Speech Recognition, "
+                "arXiv:1804.03209, 2018",
+    notes="The publisher gives no checksum; the SHA-256 is the one pinned by torchaudio's "
+          "SPEECHCOMMANDS loader. The archive has no top folder, so it is extracted into "
+          "speech_commands_v0.02/.")
+"""Download record of Speech Commands v0.02."""
+
+ROOT = "speech_commands_v0.02"
+"""Folder (inside the corpus folder) the archive is extracted into: ``<word>/*.wav``."""
+
+import pandas as pd
+
+from aiplib.core.tasks import KEYWORDS  # noqa: E402 - the ten Speech Commands keywords (targets), aiplib/core/tasks.yaml
+
+
+def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pandas.DataFrame:
+    """List Speech Commands v0.02 clips [6]_.
+
+    Parameters
+    ----------
+    corpus_dir : str or Path
+        Folder holding ``speech_commands_v0.02/``.
+    split : {"test", "validation", "train", None}
+        ``test``/``validation`` use ``testing_list.txt``/``validation_list.txt``; ``train`` is the
+        rest; ``None`` keeps every clip. ``_background_noise_`` is always left out.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``label, speaker, rel, path, is_target``, sorted by ``rel``.
+
+    Raises
+    ------
+    CorpusError
+        If the folder or the list file needed for ``split`` is missing.
+    """
+
+    root = need_dir(Path(corpus_dir) / ROOT, "Speech Commands v0.02")
+    rels = sorted(p.relative_to(root).as_posix() for p in root.glob("*/*.wav")
+                  if p.parent.name != "_background_noise_")
+    if split is not None:
+        lists = {"test": "testing_list.txt", "validation": "validation_list.txt"}
+        if split in lists:
+            lf = root / lists[split]
+            if not lf.is_file():
+                raise CorpusError(f"Speech Commands list {lf} is missing; run stage 1 again")
+            keep = set(lf.read_text(encoding="utf-8").split())
+            rels = [r for r in rels if r in keep]
+        elif split == "train":
+            held = set()
+            for name in ("testing_list.txt", "validation_list.txt"):
+                if (root / name).is_file():
+                    held |= set((root / name).read_text(encoding="utf-8").split())
+            rels = [r for r in rels if r not in held]
+        else:
+            raise AiplibParameterError(f"split must be test, validation, train or None, got {split!r}")
+    rows = [{"label": r.split("/")[0], "speaker": Path(r).stem.split("_nohash_")[0], "rel": r,
+             "path": str(root / r), "is_target": r.split("/")[0] in KEYWORDS} for r in rels]
+    return pd.DataFrame(rows, columns=["label", "speaker", "rel", "path", "is_target"])

@@ -1,0 +1,281 @@
+"""One entry point per stage whose *inputs* depend on the profile (stages 1–3).
+
+A profile changes inputs, never the stages: the notebooks call these functions, which dispatch
+to ``aiplib.sources.corpora.demo``, ``aiplib.sources.corpora.paper`` or ``aiplib.sources.corpora.custom``; everything
+from stage 3's curation onwards is the same code for every profile.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from aiplib.core import stamps
+from aiplib.core.errors import AiplibParameterError
+from aiplib.core.tasks import FAMILIES
+from aiplib.core.workspace import workspace
+from aiplib.sources.corpora import get_profile
+from aiplib.sources.corpora.custom.files import absolute_path, scan_audio_files
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SIZES", "stage_sizes", "raw_input_files", "raw_stamp", "raw_changes", "gather_raw", "build_item_banks",
+           "battery_specs", "stale_stamps"]
+
+SIZES = {
+    "demo": dict(n_asr_real=12, n_asr_synth=16, n_kws_target=20, n_kws_nontarget=10),
+    "demo_smoke": dict(n_asr_real=2, n_asr_synth=2, n_kws_target=2, n_kws_nontarget=1),
+    "paper": dict(),
+    "paper_smoke": dict(n_librispeech=5, n_common_voice=5, n_kws=5),  # the authors' --smoke-test: 5 per bank
+    "custom": dict(),
+    "custom_smoke": dict(max_items=3),
+}
+"""Default item-bank sizes per profile (``<profile>_smoke`` when ``$AIP_SMOKE=1``)."""
+
+
+def stage_sizes(profile: str, smoke: bool = False) -> dict:
+    """Item-bank size parameters of ``profile`` (small ones when ``smoke``)."""
+    key = f"{profile}_smoke" if smoke else profile
+    if key not in SIZES:
+        raise AiplibParameterError(f"unknown profile {profile!r}")
+    return dict(SIZES[key])
+
+
+def raw_input_files(ws, params: dict) -> list[Path]:
+    """The files stage 1 reads for ``ws.profile`` with ``params`` (the stage's parameters as
+    recorded in ``raw/raw.stamp.json``), for its stamp.
+
+    ``custom``: the tables (``texts``, ``kws_labels``, ``<backgrounds_dir>/licences.csv``, else
+    ``licenses.csv``) and every audio file of ``speech_dir``, ``kws_dir`` and ``backgrounds_dir``
+    found by the folder scan stage 1 uses (:func:`aiplib.sources.corpora.custom.files.scan_audio_files`: recursive,
+    audio extensions, hidden files skipped), plus every file ``raw/inventory.csv`` lists (a table
+    may name a file outside its folder). An added, removed or edited file therefore changes the
+    stamp's inputs. Other profiles: none (their stage 1 installs or downloads fixed packages).
+
+    Returns
+    -------
+    list of Path
+        Absolute paths, sorted, without duplicates.
+    """
+    if ws.profile != "custom":
+        return []
+
+    found = set()
+    for name in ("texts", "kws_labels"):
+        if params.get(name):
+            found.add(absolute_path(params[name]))
+    for name in ("speech_dir", "kws_dir", "backgrounds_dir"):
+        folder = params.get(name)
+        if not folder or not Path(folder).is_dir():
+            continue
+        found.update(scan_audio_files(folder))
+        if name == "backgrounds_dir":  # the licence table stage 1 reads: licences.csv, else licenses.csv
+            found.update([absolute_path(Path(folder) / n) for n in ("licences.csv", "licenses.csv")
+                          if (Path(folder) / n).is_file()][:1])
+    inv = ws.raw / "inventory.csv"
+    if inv.is_file():
+        import pandas as pd  # noqa: PLC0415
+
+        files = pd.read_csv(inv, dtype=str, keep_default_na=False, usecols=lambda c: c == "file")
+        found.update(absolute_path(f) for f in files.get("file", []) if f)
+    return sorted(found)
+
+
+def raw_stamp(ws, params: dict) -> dict:
+    """Stage 1's stamp (:func:`aiplib.core.stamps.make_stamp`): ``params`` (``profile`` included) and
+    the SHA-256 of :func:`raw_input_files`. Written by :func:`gather_raw`; computed again by
+    ``python -m aiplib.core.stamps`` (``make stamps``) to tell whether the user's files changed since."""
+    mod = get_profile(ws.profile)
+    return stamps.make_stamp("01_download_data", params=params, ws=ws, inputs=raw_input_files(ws, params),
+                             module=mod.__name__)
+
+
+def gather_raw(ws, **params):
+    """Stage 1: get the raw inputs of ``ws.profile`` into ``ws.raw`` (install, download or validate).
+
+    Always runs (it re-reads the sources, so a file added to a custom folder is seen); then writes
+    ``raw/raw.stamp.json`` (:mod:`aiplib.core.stamps`, :func:`raw_stamp`) with the parameters, the
+    SHA-256 of the files read (``custom``: the user's tables and audio, :func:`raw_input_files`)
+    and ``raw/inventory.csv``.
+    """
+    mod = get_profile(ws.profile)
+    out = mod.gather_raw(ws, **params)
+    inv = ws.raw / "inventory.csv"
+    stamps.write_stamp(stamps.stamp_path(ws.raw, "raw"), raw_stamp(ws, dict(profile=ws.profile, **params)),
+                       outputs=[inv] if inv.is_file() else [], ws=ws)
+    return out
+
+
+def raw_changes(ws, recorded: dict) -> list[str]:
+    """What the next stage 1 would see changed in its inputs, for ``make stamps``.
+
+    Compares ``recorded`` (``raw/raw.stamp.json``) with :func:`raw_stamp` of its own parameters
+    now, by :func:`aiplib.core.stamps.differences`, the code every stage decides with. A stamp written
+    before stage 1 recorded its inputs is compared with the files and SHA-256 of
+    ``raw/inventory.csv`` instead (stage 1's own list of what it read).
+
+    Returns
+    -------
+    list of str
+        E.g. ``["input added: /home/me/speech/c.wav", "input changed: /home/me/texts.csv (…)"]``.
+    """
+    now = raw_stamp(ws, recorded.get("params", {}))
+    old = recorded
+    inv = ws.raw / "inventory.csv"
+    if not recorded.get("inputs") and now["inputs"] and inv.is_file():
+        import pandas as pd  # noqa: PLC0415
+
+        df = pd.read_csv(inv, dtype=str, keep_default_na=False)
+        if {"file", "sha256"} <= set(df.columns):
+            old = dict(recorded, inputs={ws.rel(f): sha for f, sha in zip(df["file"], df["sha256"]) if f})
+    return stamps.differences(old, now, ws=ws)
+
+
+def _item_bank_stamp(ws, params: dict, mod) -> dict:
+    inv = ws.raw / "inventory.csv"
+    return stamps.make_stamp("02_build_item_banks", params=dict(profile=ws.profile, **params), ws=ws,
+                             inputs=[inv] if inv.is_file() else [], module=mod.__name__)
+
+
+def build_item_banks(ws, *, overwrite: bool = False, **params):
+    """Stage 2: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl`` for ``ws.profile``.
+
+    The item banks are rebuilt (``overwrite=True`` is passed to the profile) when
+    ``itembanks/itembanks.stamp.json`` (:mod:`aiplib.core.stamps`) records other parameters
+    (``seed``, sizes …) or another ``raw/inventory.csv`` — for ``custom`` the inventory holds the
+    SHA-256 of every user file and every transcript and label, so an added utterance, a corrected
+    transcript or a replaced clip rebuilds them; item banks without a stamp are rebuilt too. A
+    warning names what changed. Otherwise the existing item banks are read back.
+
+    Parameters
+    ----------
+    ws : Workspace
+    overwrite : bool
+        Rebuild whatever the stamp says.
+    **params
+        The profile's ``build_item_banks`` parameters (``seed``, sizes).
+
+    Returns
+    -------
+    dict of str → pandas.DataFrame
+        ``{"asr": …, "kws": …}``, as the profile's ``build_item_banks``.
+    """
+    mod = get_profile(ws.profile)
+    stamp = _item_bank_stamp(ws, params, mod)
+    stamp_file = stamps.stamp_path(ws.itembanks, "itembanks")
+    banks = [ws.item_bank(f) for f in FAMILIES]
+    if not overwrite and any(p.is_file() for p in banks):
+        changed = stamps.differences(stamps.read_stamp(stamp_file), stamp, ws=ws)
+        if changed:
+            log.warning("item banks are rebuilt: %s", "; ".join(changed[:5]))
+            overwrite = True
+    out = mod.build_item_banks(ws, overwrite=overwrite, **params)
+    stamps.write_stamp(stamp_file, stamp, outputs=[p for p in banks if p.is_file()], ws=ws)
+    return out
+
+
+def battery_specs(ws, **params):
+    """Stage 3 input: the background specs of ``ws.profile`` (see ``aiplib.battery.backgrounds``)."""
+    return get_profile(ws.profile).battery_specs(ws, **params)
+
+
+# ------------------------------------------------------------------------------- make stamps
+def _now_differences(ws, old: dict) -> list[str]:
+    """Changes of one recorded stamp: stage 1's against the files it would read now
+    (:func:`aiplib.sources.pipeline.raw_changes`: a file added to a user's folder counts), every other
+    stamp's recorded inputs and outputs re-hashed (a battery stamp: per background)."""
+    if old.get("stage") == "01_download_data":
+        return raw_changes(ws, old)
+    diff = []
+    for sub in [old, *old.get("backgrounds", {}).values()]:  # battery: one stamp per background
+        now = dict(sub, inputs={k: (stamps.file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
+                                for k in sub.get("inputs", {})})
+        diff += stamps.differences(sub, now, ws=ws)
+    return diff
+
+
+def stale_stamps(ws) -> list[dict]:
+    """Every stamp of the workspace and whether the next ``make all`` would rebuild it.
+
+    A stamp is stale when its own inputs, parameters or outputs changed (:func:`_now_differences`)
+    or when one of its inputs is an output of a stamp stale in that way (``upstream:
+    raw/inventory.csv is rewritten by 01_download_data``): stage 1 always runs, so a changed
+    user file rewrites ``raw/inventory.csv``, and stage 2 — which compares that file's SHA-256
+    with its stamp — rebuilds the item banks. Further down it depends on what the rebuild writes
+    (a corrected transcript changes ``itembanks/asr.jsonl``, not ``kws.jsonl``): a stamp whose
+    input is an output of a stamp stale only through its upstream is listed under ``follows``
+    (rebuilt if that file changes), not ``changes``.
+
+    Returns
+    -------
+    list of dict
+        In pipeline order (stage name): ``path`` (relative), ``stage``, ``written``, ``changes``
+        (list of str, empty when up to date; None for an unreadable stamp), ``follows`` (list of
+        str: may be rebuilt).
+    """
+    found = sorted(ws.root.rglob(f"*{stamps.STAMP_SUFFIX}")) if ws.root.is_dir() else []
+    recs = []
+    for p in found:
+        old = stamps.read_stamp(p)
+        recs.append({"path": ws.rel(p), "stage": (old or {}).get("stage", ""), "written": (old or {}).get("written"),
+                     "stamp": old, "changes": None if old is None else _now_differences(ws, old), "follows": []})
+    recs.sort(key=lambda r: (r["stage"], r["path"]))
+    rewritten: dict[str, tuple[str, bool]] = {}  # output → (stage rebuilding it, its own inputs changed)
+    for r in recs:
+        if r["stamp"] is None:
+            continue
+        direct = bool(r["changes"])
+        ins = set(r["stamp"].get("inputs", {}))
+        for sub in r["stamp"].get("backgrounds", {}).values():
+            ins |= set(sub.get("inputs", {}))
+        for k in sorted(ins & set(rewritten)):
+            stage, sure = rewritten[k]
+            if sure:
+                r["changes"].append(f"upstream: {k} is rewritten by {stage}")
+            else:
+                r["follows"].append(f"if {stage} writes another {k}")
+        if r["changes"] or r["follows"]:
+            rewritten.update({k: (r["stage"], direct) for k in r["stamp"].get("outputs", {})})
+    for r in recs:
+        r.pop("stamp")
+    return recs
+
+
+# ------------------------------------------------------------------------------- command line
+def main(argv=None) -> int:
+    """``python -m aiplib.sources.pipeline --profile P [--data-root D]`` (``make stamps``): for every stamp of the workspace,
+    say whether the next ``make all`` would rebuild it, and why
+    (:func:`stale_stamps`). Exit
+    status 0 (all up to date) or 1."""
+    ap = argparse.ArgumentParser(prog="python -m aiplib.sources.pipeline", description=main.__doc__)
+    ap.add_argument("--profile", default=os.environ.get("AIP_PROFILE", "demo"))
+    ap.add_argument("--data-root", default=None)
+    a = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    ws = workspace(a.profile, data_root=a.data_root, create=False)
+    recs = stale_stamps(ws)
+    if not recs:
+        print(f"{ws.root}: no stamps (nothing built yet)")
+        return 0
+    stale = maybe = 0
+    for r in recs:
+        diff = r["changes"]
+        if diff is None:
+            print(f"{r['path']}: unreadable")
+            stale += 1
+            continue
+        stale += bool(diff)
+        maybe += bool(r["follows"]) and not diff
+        state = ("STALE — " + "; ".join(diff[:5]) + (f" (+{len(diff) - 5} more)" if len(diff) > 5 else "")
+                 if diff else "may be rebuilt — " + "; ".join(r["follows"]) if r["follows"] else "up to date")
+        print(f"{r['path']} ({r['stage']}, {r['written']}): {state}")
+    print(f"{stale} of {len(recs)} stamp(s) stale" + (f", {maybe} more may follow" if maybe else "")
+          + f" ({time.perf_counter() - t0:.2f} s)")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

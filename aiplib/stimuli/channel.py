@@ -1,0 +1,431 @@
+"""Channel conditions: the phone / codec / room chain as named, seeded transforms (issue 14, item 4).
+
+Every condition is ``apply(name, y, sr, *, seed, **params) -> (y_out, info)`` on a mono float32
+waveform; the output is float32 and, except for the cut-off conditions, as long as the input.
+The same ``(y, sr, name, seed, params)`` gives bit-identical output (codecs: with the same ffmpeg
+build; rooms: with the same pyroomacoustics). ``info`` is JSON-serialisable: the resolved
+parameters plus what the transform measured (clipped share, lost frames, room hash …).
+
+:data:`CHANNEL_CONDITIONS` is the default grid, condition name → parameters (the ``transform``
+key names the transform, the rest are its keyword arguments); :func:`describe` is the table for
+the report. ``applies_to`` says where a condition enters the stimulus: ``"speech"`` (the room:
+the talker is in it, the background recording already carries its own acoustics; applied to the
+speech before the mixer's loudness normalisation) or ``"mixture"`` (everything after the
+microphone: band, codec, network, level, echo, cut; applied to speech + background after mixing,
+or to the clean speech when there is no background).
+
+Levels in dBFS are RMS levels re full scale, ``10·log10(mean(y²))`` over the whole signal: the
+mean-power definition the mixer uses for its SNR (:mod:`aiplib.stimuli.mixing`, ``ps = mean(s²)``), so a
+full-scale square wave is 0 dBFS and a full-scale sine −3.01 dBFS. (Not the ITU-T P.56 active
+speech level: pauses count; :mod:`aiplib.io.audio` measures loudness in LUFS, BS.1770, not dBFS.)
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from importlib import metadata
+
+import numpy as np
+import pandas as pd
+
+from aiplib.core.errors import AiplibParameterError
+from aiplib.io.audio import SR, valid_audio
+from aiplib.stimuli.channel_external import (
+    CODECS,
+    ChannelUnavailableError,
+    codec,
+    codec_skip_reason,
+    ffmpeg_encoders,
+    resample,
+    reverb,
+)
+from aiplib.stimuli.mixing import SPEECH_LUFS, MixInfo, normalized_speech
+
+__all__ = ["CHANNEL_CONDITIONS", "TRANSFORMS", "ChannelUnavailableError", "apply", "describe",
+           "skip_reason", "available_conditions", "rms_dbfs", "telephone", "packet_loss", "clip",
+           "level", "echo", "cut", "telephone_filter", "row_components", "tool_versions"]
+
+SEED_STREAM = 14
+"""Seeded draws use ``numpy.random.default_rng([seed, SEED_STREAM])``, a stream independent of the
+mixer's ``default_rng(seed)`` background offset."""
+
+
+def rms_dbfs(y) -> float:
+    """RMS level in dBFS, ``10·log10(mean(y²))`` (float64); ``-inf`` for digital silence."""
+    p = float(np.mean(np.square(np.asarray(y, dtype=np.float64))))
+    return 10.0 * math.log10(p) if p > 0 else -math.inf
+
+
+# ---- telephone band ---------------------------------------------------------------------------
+
+TEL_RATE_HZ = 8000
+TEL_TRANSITION_HZ = 50.0
+TEL_STOPBAND_DB = 60.0
+
+
+def telephone_filter(low_hz: float = 300.0, high_hz: float = 3400.0, rate_hz: int = TEL_RATE_HZ) -> np.ndarray:
+    """FIR taps of the telephone band-pass, at ``rate_hz``.
+
+    Linear-phase Kaiser-window FIR (``scipy.signal.kaiserord`` / ``firwin``) with ≥ 60 dB
+    stopband attenuation *outside* ``[low_hz, high_hz]`` and 50 Hz transition bands inside it:
+    −6 dB at ``low_hz + 25`` and ``high_hz − 25`` Hz, passband (ripple ≤ 0.01 dB) from
+    ``low_hz + 50`` to ``high_hz − 50`` Hz. 300–3400 Hz is the telephone channel of ITU-T G.712 /
+    G.120. At 8 kHz the filter has 583 taps (odd: its delay, 291 samples, is removed exactly).
+
+    Returns
+    -------
+    np.ndarray [shape=(taps,)], float64
+    """
+    from scipy import signal
+
+    if not 0 < low_hz + TEL_TRANSITION_HZ < high_hz - TEL_TRANSITION_HZ < rate_hz / 2:
+        raise AiplibParameterError(f"telephone band {low_hz}–{high_hz} Hz does not fit {rate_hz} Hz")
+    taps, beta = signal.kaiserord(TEL_STOPBAND_DB, TEL_TRANSITION_HZ / (rate_hz / 2))
+    taps += 1 - taps % 2
+    half = TEL_TRANSITION_HZ / 2
+    return signal.firwin(taps, [low_hz + half, high_hz - half], pass_zero=False,
+                         window=("kaiser", beta), fs=rate_hz)
+
+
+def telephone(y: np.ndarray, sr: int, *, low_hz: float = 300.0, high_hz: float = 3400.0,
+              rate_hz: int = TEL_RATE_HZ) -> tuple[np.ndarray, dict]:
+    """Narrowband telephone channel: resample to 8 kHz, band-pass 300–3400 Hz, resample back.
+
+    Resampling with soxr "HQ" (= librosa's ``soxr_hq``, as :mod:`aiplib.io.audio`); the band-pass is
+    :func:`telephone_filter`, applied with ``scipy.signal.fftconvolve(mode="same")`` (zero delay).
+    Output cut / zero-padded to ``len(y)``. Parameters in Hz.
+    """
+    from scipy import signal
+
+    h = telephone_filter(low_hz, high_hz, rate_hz)
+    nb = signal.fftconvolve(resample(y, sr, rate_hz).astype(np.float64), h, mode="same")
+    back = resample(nb.astype(np.float32), rate_hz, sr)
+    out = np.zeros(y.size, dtype=np.float32)
+    out[:min(y.size, back.size)] = back[:y.size]
+    return out, {"filter": "Kaiser-window linear-phase FIR", "taps": int(h.size),
+                 "stopband_db": TEL_STOPBAND_DB, "transition_hz": TEL_TRANSITION_HZ,
+                 "resampler": "soxr_hq"}
+
+
+# ---- network, level, echo, cut ----------------------------------------------------------------
+
+def packet_loss(y: np.ndarray, sr: int, *, seed: int, loss_rate: float = 0.10,
+                frame_ms: float = 20.0) -> tuple[np.ndarray, dict]:
+    """Zero ``round(loss_rate · n_frames)`` frames of ``frame_ms`` ms, chosen at random (seeded).
+
+    Frames are consecutive blocks of ``round(frame_ms · sr / 1000)`` samples from sample 0 (the
+    last may be short); the lost ones are ``sorted(rng.choice(n_frames, k, replace=False))`` with
+    ``rng = default_rng([seed, 14])``: losses are independent (no bursts, no concealment: a
+    decoder without packet-loss concealment, zero-fill). 20 ms is the usual VoIP packet
+    (RTP / ITU-T G.114 practice; one Opus or AMR frame).
+
+    Returns
+    -------
+    y_out, info
+        ``info["lost_frames"]``: the zeroed frame indices; ``frame_samples``, ``n_frames``.
+    """
+    if not 0.0 <= loss_rate <= 1.0 or frame_ms <= 0:
+        raise AiplibParameterError(f"packet_loss needs 0 <= loss_rate <= 1 and frame_ms > 0, got {loss_rate}, {frame_ms}")
+    flen = max(1, int(round(frame_ms * sr / 1000.0)))
+    n_frames = -(-y.size // flen)
+    k = int(round(loss_rate * n_frames))
+    rng = np.random.default_rng([int(seed), SEED_STREAM])
+    lost = np.sort(rng.choice(n_frames, size=k, replace=False)) if k else np.zeros(0, dtype=int)
+    out = y.copy()
+    for f in lost:
+        out[f * flen:(f + 1) * flen] = 0.0
+    return out, {"lost_frames": [int(f) for f in lost], "frame_samples": flen, "n_frames": int(n_frames)}
+
+
+def clip(y: np.ndarray, sr: int, *, gain_db: float) -> tuple[np.ndarray, dict]:
+    """Overdrive: multiply by ``10^(gain_db/20)`` then hard-clip to [−1, 1].
+
+    ``info["clipped_share"]`` is the share of samples with ``|gain · y| > 1`` (now at ±1).
+    Models a front end (microphone preamp, ADC) driven past full scale.
+    """
+    g = 10.0 ** (gain_db / 20.0)
+    z = y.astype(np.float64) * g
+    share = float(np.mean(np.abs(z) > 1.0))
+    return np.clip(z, -1.0, 1.0).astype(np.float32), {"gain_linear": g, "clipped_share": share}
+
+
+def level(y: np.ndarray, sr: int, *, dbfs: float) -> tuple[np.ndarray, dict]:
+    """Scale to an RMS level of ``dbfs`` dBFS (see the module docstring; no clipping).
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``y`` is digital silence (no level to scale).
+    """
+    before = rms_dbfs(y)
+    if not math.isfinite(before):
+        raise AiplibParameterError("level: the signal is digital silence and cannot be scaled")
+    gain_db = dbfs - before
+    out = (y.astype(np.float64) * 10.0 ** (gain_db / 20.0)).astype(np.float32)
+    return out, {"dbfs_before": before, "dbfs_after": rms_dbfs(out), "gain_db": gain_db}
+
+
+def echo(y: np.ndarray, sr: int, *, delay_ms: float, gain_db: float) -> tuple[np.ndarray, dict]:
+    """Add one copy of ``y`` delayed by ``delay_ms`` ms and scaled by ``gain_db`` dB (≤ 0).
+
+    ``y_out[i] = y[i] + 10^(gain_db/20) · y[i − d]``, ``d = round(delay_ms · sr / 1000)``; same
+    length, not clipped. A single talker/line echo path (ITU-T G.131 for its audibility versus
+    delay and level; G.168 for the cancellers that fail to remove it).
+    """
+    d = int(round(delay_ms * sr / 1000.0))
+    if d <= 0 or gain_db > 0:
+        raise AiplibParameterError(f"echo needs delay_ms > 0 and gain_db <= 0, got {delay_ms}, {gain_db}")
+    g = 10.0 ** (gain_db / 20.0)
+    out = y.astype(np.float64)
+    if d < y.size:
+        out[d:] += g * y[:-d].astype(np.float64)
+    return out.astype(np.float32), {"delay_samples": d, "gain_linear": g}
+
+
+def cut(y: np.ndarray, sr: int, *, where: str, ms: float) -> tuple[np.ndarray, dict]:
+    """Remove the first (``where="head"``) or last (``"tail"``) ``ms`` ms; the output is shorter.
+
+    Removed, not zero-filled: the recogniser gets a recording that starts late / stops early, as
+    after a late push-to-talk, a VAD that triggers late or a call dropped early.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``where`` is neither ``head`` nor ``tail`` or nothing would be left.
+    """
+    n = int(round(ms * sr / 1000.0))
+    if where not in ("head", "tail") or n < 0:
+        raise AiplibParameterError(f"cut needs where in (head, tail) and ms >= 0, got {where!r}, {ms}")
+    if n >= y.size:
+        raise AiplibParameterError(f"cut {where} {ms} ms ({n} samples) leaves nothing of {y.size} samples")
+    out = y[n:] if where == "head" else y[:y.size - n]
+    return out.copy(), {"removed_samples": n}
+
+
+def _seedless(fn):
+    """``fn(y, sr, **kw)`` as ``run(y, sr, *, seed, **kw)``, with a signature to check params on."""
+    def run(y, sr, *, seed, **kw):
+        return fn(y, sr, **kw)
+
+    sig = inspect.signature(fn)
+    args = list(sig.parameters.values())
+    run.__signature__ = sig.replace(
+        parameters=[*args[:2], inspect.Parameter("seed", inspect.Parameter.KEYWORD_ONLY), *args[2:]])
+    return run
+
+
+TRANSFORMS = {
+    "telephone": (_seedless(telephone), "mixture",
+                  "narrowband telephone channel: 8 kHz sampling and the 300–3400 Hz voice band",
+                  "ITU-T G.712 / G.120 (300–3400 Hz channel)"),
+    "codec": (_seedless(codec), "mixture", "a speech codec's encode/decode round trip (ffmpeg)", None),
+    "packet_loss": (packet_loss, "mixture", "lost VoIP packets, zero-filled (no concealment)",
+                    "20 ms RTP/VoIP frames; independent losses"),
+    "clip": (_seedless(clip), "mixture", "a front end overdriven past full scale, hard clipping",
+             "hard clip at ±1 (full scale) after the gain"),
+    "level": (_seedless(level), "mixture", "a very quiet input (distant talker, low gain)",
+              "RMS dBFS, the mixer's mean-power definition"),
+    "reverb": (reverb, "speech", "a reverberant room (image-source shoebox)",
+               "pyroomacoustics ISM (Scheibler et al. 2018; Allen & Berkley 1979); T30 calibrated"),
+    "echo": (_seedless(echo), "mixture", "one echo path: a delayed, attenuated copy",
+             "ITU-T G.131 / G.168 (talker and line echo)"),
+    "cut": (_seedless(cut), "mixture", "speech cut off at the start or end (late VAD / push-to-talk)", "—"),
+}
+"""Transform name → (function(y, sr, *, seed, **params), applies_to, what it models, source)."""
+
+
+def _grid() -> dict[str, dict]:
+    g: dict[str, dict] = {"telephone": {"transform": "telephone", "low_hz": 300.0, "high_hz": 3400.0}}
+    g["g711_alaw"] = {"transform": "codec", "codec": "g711_alaw"}
+    g["g711_mulaw"] = {"transform": "codec", "codec": "g711_mulaw"}
+    g["gsm_fr"] = {"transform": "codec", "codec": "gsm_fr"}
+    g["amr_nb_12k2"] = {"transform": "codec", "codec": "amr_nb", "bitrate_kbps": 12.2}
+    g["opus_8k"] = {"transform": "codec", "codec": "opus", "bitrate_kbps": 8.0}
+    g["packet_loss_10pct"] = {"transform": "packet_loss", "loss_rate": 0.10, "frame_ms": 20.0}
+    for db in (12, 20, 30):
+        g[f"clip_+{db}db"] = {"transform": "clip", "gain_db": float(db)}
+    for db in (-40, -50, -60):
+        g[f"level_{db}dbfs"] = {"transform": "level", "dbfs": float(db)}
+    for rt in (0.3, 0.6, 0.9, 1.2):
+        g[f"reverb_rt60_{rt:.1f}s"] = {"transform": "reverb", "rt60_s": rt, "n_rooms": 1}
+    g["echo_100ms_-6db"] = {"transform": "echo", "delay_ms": 100.0, "gain_db": -6.0}
+    g["cut_head_300ms"] = {"transform": "cut", "where": "head", "ms": 300.0}
+    g["cut_tail_300ms"] = {"transform": "cut", "where": "tail", "ms": 300.0}
+    return g
+
+
+CHANNEL_CONDITIONS: dict[str, dict] = _grid()
+"""The default grid: condition name → parameters (``transform`` + its keyword arguments; units in
+the key names: Hz, ms, s, dB, dBFS, kbit/s). Treat as read-only; :func:`apply` copies."""
+
+
+def _resolve(name: str, params: dict) -> dict:
+    if name in CHANNEL_CONDITIONS:
+        resolved = {**CHANNEL_CONDITIONS[name], **params}
+    elif name in TRANSFORMS:
+        resolved = {"transform": name, **params}
+    else:
+        raise AiplibParameterError(f"unknown channel condition {name!r}; known conditions: "
+                                   f"{', '.join(CHANNEL_CONDITIONS)}; transforms: {', '.join(TRANSFORMS)}")
+    if resolved["transform"] not in TRANSFORMS:
+        raise AiplibParameterError(f"{name}: unknown transform {resolved['transform']!r}")
+    return resolved
+
+
+def skip_reason(name: str, **params) -> str | None:
+    """Why condition ``name`` cannot run here (a codec the local ffmpeg cannot encode), or None."""
+    p = _resolve(name, params)
+    return codec_skip_reason(p["codec"]) if p["transform"] == "codec" else None
+
+
+def available_conditions() -> list[str]:
+    """Names in :data:`CHANNEL_CONDITIONS` that can run here (grid order); see :func:`skip_reason`."""
+    return [n for n in CHANNEL_CONDITIONS if skip_reason(n) is None]
+
+
+def apply(name: str, y, sr: int = SR, *, seed: int, **params) -> tuple[np.ndarray, dict]:
+    """Apply channel condition ``name`` to a mono waveform.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`CHANNEL_CONDITIONS` (its parameters are the defaults) or a key of
+        :data:`TRANSFORMS` (then ``params`` must give the transform's required arguments).
+    y : np.ndarray [shape=(n,)], float
+        Mono waveform, full scale ±1 (checked with :func:`aiplib.io.audio.valid_audio`).
+    sr : int, Hz
+        Sample rate of ``y`` (the pipeline's :data:`aiplib.io.audio.SR`, 16 kHz).
+    seed : int
+        Used by ``packet_loss`` (which frames) and ``reverb`` (which room of the bin); recorded
+        by all.
+    **params
+        Override the grid's parameters (units as in the key names).
+
+    Returns
+    -------
+    y_out : np.ndarray [shape=(n,) or shorter for ``cut``], float32
+    info : dict (JSON-serialisable)
+        ``condition``, ``transform``, ``params`` (resolved, without ``transform``), ``seed``,
+        ``applies_to``, ``sr``, ``n_in``, ``n_out`` and what the transform reports.
+
+    Raises
+    ------
+    AiplibParameterError
+        Unknown name, invalid ``y`` or parameters.
+    ChannelUnavailableError
+        A codec the local ffmpeg cannot encode (skip the condition and report ``exc.reason``).
+    """
+    p = _resolve(name, params)
+    y = valid_audio(np.asarray(y), name=f"channel {name}")
+    if not isinstance(seed, (int, np.integer)):
+        raise AiplibParameterError(f"channel {name}: seed must be an int, got {seed!r}")
+    transform = p.pop("transform")
+    fn, applies_to = TRANSFORMS[transform][:2]
+    try:
+        inspect.signature(fn).bind(y, int(sr), seed=int(seed), **p)
+    except TypeError as exc:
+        raise AiplibParameterError(f"channel {name}: bad parameters {p}: {exc}") from None
+    out, extra = fn(y, int(sr), seed=int(seed), **p)
+    info = {"condition": name, "transform": transform, "params": p, "seed": int(seed),
+            "applies_to": applies_to, "sr": int(sr), "n_in": int(y.size), "n_out": int(out.size), **extra}
+    return out, info
+
+
+def _fmt(p: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in p.items() if k != "transform")
+
+
+def describe():
+    """The channel-conditions table for the report, one row per :data:`CHANNEL_CONDITIONS` entry.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``condition``, ``transform``, ``parameters`` (``key=value, …``), ``applies_to``
+        (``speech`` or ``mixture``), ``models`` (what it stands for), ``source`` (standard or
+        method), ``available`` (bool) and ``skip_reason`` (why not, else empty).
+    """
+
+    rows = []
+    for name, p in CHANNEL_CONDITIONS.items():
+        _, applies_to, models, source = TRANSFORMS[p["transform"]]
+        if p["transform"] == "codec":
+            models = f"{p['codec']} encode/decode round trip through ffmpeg"
+            source = CODECS[p["codec"]]["source"]
+        reason = skip_reason(name)
+        rows.append({"condition": name, "transform": p["transform"], "parameters": _fmt(p),
+                     "applies_to": applies_to, "models": models, "source": source,
+                     "available": reason is None, "skip_reason": reason or ""})
+    return pd.DataFrame(rows)
+
+
+# ---- manifest rows (the ``channel`` condition family, issue 14) -------------------------------
+
+def tool_versions(name: str, **params) -> dict:
+    """The external tool whose build decides condition ``name``'s output: ``{"ffmpeg": version
+    line}`` for codecs, ``{"pyroomacoustics": version}`` for rooms, ``{}`` otherwise (a resume
+    key includes it, so a new ffmpeg re-runs the codec stimuli)."""
+
+
+    t = _resolve(name, params)["transform"]
+    if t == "codec":
+        try:
+            return {"ffmpeg": ffmpeg_encoders()[0].split(" Copyright")[0]}
+        except ChannelUnavailableError as exc:
+            return {"ffmpeg": exc.reason}
+    if t == "reverb":
+        try:
+            return {"pyroomacoustics": metadata.version("pyroomacoustics")}
+        except metadata.PackageNotFoundError:
+            return {"pyroomacoustics": "missing"}
+    return {}
+
+
+def row_components(row, ws) -> dict:
+    """Materialise a ``channel`` manifest row (:func:`aiplib.stimuli.families.mix_components` calls it).
+
+    The speech (``speech_path``) is loudness-normalised to −23 LUFS as by the mixer (the clean
+    row's samples exactly), then :func:`apply` ``(channel_condition, s, 16000, seed=row seed,
+    **condition_params)``. In this family every transform acts on the speech alone (no
+    background); combined with a background the ``mixture`` transforms (band, codecs, packet
+    loss, clipping, level, echo, cuts) would act on speech + background, the room on the speech.
+    The output is not peak-scaled (the clean row is not either).
+
+    Returns
+    -------
+    dict
+        ``mixture`` (float32 (m,), ``m = n`` except for the cut conditions), ``speech`` (float32:
+        the normalised speech; for a cut, the output itself), ``background`` (float32: ``mixture
+        − speech``, what the transform changed; zeros for a cut), ``info``
+        (:class:`aiplib.stimuli.mixing.MixInfo`: target and achieved SNR ``inf``, no noise was added),
+        ``detail`` (:func:`apply`'s info).
+
+    Raises
+    ------
+    AiplibParameterError
+        Bad ``condition_params`` or seed; ChannelUnavailableError for a codec ffmpeg lacks.
+    """
+
+
+    rid = row.get("id")
+    name = str(row.get("channel_condition") or row.get("background_id"))
+    try:
+        raw = row.get("condition_params")
+        params = json.loads(str(raw)) if raw not in (None, "") and raw == raw else {}
+        seed, speech_rel = int(row["seed"]), str(row["speech_path"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AiplibParameterError(f"channel row {rid!r}: bad condition_params/seed/speech_path ({exc})") from None
+    s, measured = normalized_speech(ws.path(speech_rel))
+    try:
+        y, info = apply(name, s, SR, seed=seed, **params)
+    except AiplibParameterError as exc:
+        raise AiplibParameterError(f"channel row {rid!r} ({speech_rel}): {exc}") from None
+    if y.size == s.size:
+        speech, bg = s.copy(), (y.astype(np.float64) - s).astype(np.float32)
+    else:
+        speech, bg = y.copy(), np.zeros_like(y)
+    lufs = SPEECH_LUFS if np.isfinite(measured) else measured
+    mi = MixInfo(math.inf, math.inf, lufs, -math.inf, float(np.max(np.abs(y))), 1.0,
+                 speech_peak=float(np.max(np.abs(s))))
+    return dict(mixture=y, speech=speech, background=bg, info=mi, detail=info)

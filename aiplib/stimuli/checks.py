@@ -1,0 +1,269 @@
+"""Stage 6: manipulation checks — does the mixing do what the manifest says?
+
+* :func:`background_presence` — per background and SNR, the SNR achieved in the materialised
+  stimuli and how much of the background segment is active (not near-silent);
+* :func:`determinism` — the same manifest rows materialise to the same bytes, and every stored seed
+  and offset is what the manifest rules give (seeds: a row counter from 0 / 10000);
+* :func:`inactive_backgrounds` — per background, the share of noisy rows whose segment is digital
+  silence (``bg_active`` False: effectively clean stimuli);
+* :func:`subaudible_backgrounds` — per background, the share of its power that is DC or below
+  20 Hz, and how far the audible SNR lies above the nominal one;
+* :func:`write_inspection_clips` — a seeded set of stimuli written as WAV files for listening.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+
+from aiplib.core.errors import AudioFileError
+from aiplib.core.progress import track
+from aiplib.core.tasks import FAMILIES
+from aiplib.io.audio import load_audio, write_wav
+from aiplib.io.formats import (
+    parse_bool,
+    read_battery_csv,
+    read_manifest,
+    read_manifest_meta,
+    write_json_atomic,
+)
+from aiplib.io.subaudible import subaudible_power
+from aiplib.stimuli.families import materialize
+from aiplib.stimuli.manifests import SEED_START
+from aiplib.stimuli.mixing import BG_SILENCE_POWER, bg_offset
+
+__all__ = ["background_presence", "determinism", "write_inspection_clips",
+           "active_fraction", "inactive_backgrounds", "subaudible_backgrounds"]
+
+
+def active_fraction(y, *, frame: int = 512, floor_db: float = -30.0) -> float:
+    """Share of 32 ms frames whose RMS is within ``floor_db`` dB of the loudest frame.
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)]
+    frame : int, samples (512 = 32 ms at 16 kHz)
+    floor_db : float, dB below the loudest frame
+
+    Returns
+    -------
+    float in [0, 1] (0 for an all-zero signal)
+    """
+    y = np.asarray(y, dtype=np.float64)
+    n = y.size // frame
+    if n == 0:
+        return float(np.any(y != 0))
+    rms = np.sqrt(np.mean(y[: n * frame].reshape(n, frame) ** 2, axis=1))
+    if rms.max() == 0:
+        return 0.0
+    return float(np.mean(20 * np.log10(np.maximum(rms, 1e-12) / rms.max()) > floor_db))
+
+
+def materialize_named(row, ws):
+    """:func:`aiplib.stimuli.families.materialize`, its :class:`AudioFileError` naming the stimulus.
+
+    The mixer's errors name the file they read (a speech file shorter than the 0.4 s BS.1770 block:
+    :func:`aiplib.stimuli.mixing.loudness_normalize`); the stimulus id is added, and the row's files when
+    the message names neither.
+
+    Raises
+    ------
+    AudioFileError
+        As :func:`~aiplib.stimuli.families.materialize`, with the message above.
+    """
+    try:
+        return materialize(row, ws)
+    except AudioFileError as exc:
+        msg = str(exc)
+        speech = str(ws.path(str(row.get("speech_path", "")))) if row.get("speech_path") else ""
+        bg = row.get("bg_path")
+        bg = str(ws.path(str(bg))) if isinstance(bg, str) and bg and bg != "nan" else ""
+        if (speech and speech in msg) or (bg and bg in msg):
+            raise AudioFileError(f"{msg} (stimulus {row.get('id')!r})") from None
+        files = ", ".join(f for f in (speech, bg) if f) or "no file named in the row"
+        raise AudioFileError(f"stimulus {row.get('id')!r} ({files}): {msg}") from None
+
+
+def _manifests(ws, families=FAMILIES):
+    return {f: read_manifest(ws, f) for f in families if ws.manifest_csv(f).is_file()}
+
+
+def background_presence(ws, *, max_items: int = 3) -> pd.DataFrame:
+    """Measure achieved SNR and background activity for every (background, SNR).
+
+    Uses the first ``max_items`` items of each manifest. The background part of a stimulus is the
+    mixture minus the (clip-scaled) clean speech, so the check measures what the model hears.
+
+    Returns
+    -------
+    DataFrame, one row per (family, bg_id, snr_db): ``target_snr_db``, ``achieved_snr_db``
+    (mean), ``max_abs_error_db``, ``bg_active_fraction`` (mean), ``clipped_share``, ``present``
+    (background energy found in every stimulus). Also written to ``checks/bg_presence.csv``.
+    """
+    rows = []
+    for fam, man in _manifests(ws).items():
+        items = man["speech_id"].drop_duplicates().head(max_items)
+        sub = man[man["speech_id"].isin(items)]
+        clean = {r["speech_id"]: materialize_named(r, ws)[0] for r in sub[sub["condition"] == "clean"].to_dict("records")}
+        noisy = sub[sub["condition"] != "clean"].to_dict("records")
+        for r in track(noisy, f"background presence · {fam}", unit="stim"):
+            y, info = materialize_named(r, ws)
+            speech = clean[r["speech_id"]].astype(np.float64) * info.clip_scale
+            resid = y.astype(np.float64) - speech
+            p_s, p_b = float(np.dot(speech, speech)), float(np.dot(resid, resid))
+            measured = 10 * np.log10(p_s / p_b) if p_b > 0 else float("inf")
+            rows.append(dict(family=fam, bg_id=r["background_id"], snr_db=r["snr_db"], stimulus_id=r["id"],
+                             measured_snr_db=measured, bg_active_fraction=active_fraction(resid),
+                             clipped=info.clip_scale < 1.0, bg_energy=p_b))
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    # a digitally silent segment (bg_active False) has no finite SNR: left out of the means
+    df["measured_snr_db"] = df["measured_snr_db"].where(np.isfinite(df["measured_snr_db"]))
+    out = (df.groupby(["family", "bg_id", "snr_db"])
+             .agg(n=("stimulus_id", "size"), achieved_snr_db=("measured_snr_db", "mean"),
+                  bg_active_fraction=("bg_active_fraction", "mean"), clipped_share=("clipped", "mean"),
+                  present=("bg_energy", lambda e: bool((e > 0).all())))
+             .reset_index())
+    fin = df.assign(err=(df["measured_snr_db"] - df["snr_db"]).abs())
+    fin.loc[~np.isfinite(fin["measured_snr_db"]), "err"] = np.nan  # silent segment: no SNR to check
+    err = fin.groupby(
+        ["family", "bg_id", "snr_db"])["err"].max().reset_index(drop=True)
+    out["max_abs_error_db"] = err.values
+    out.insert(3, "target_snr_db", out["snr_db"])
+    out.to_csv(ws.checks / "bg_presence.csv", index=False)
+    return out
+
+
+def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
+    """Materialise ``n_rows`` seeded rows per manifest twice and compare bytes; re-derive seeds
+    (the row counter from :data:`aiplib.stimuli.manifests.SEED_START`) and offsets.
+
+    Returns
+    -------
+    dict with ``n_rows``, ``identical_bytes`` (bool), ``seeds_match`` (bool), ``offsets_match``
+    (bool) and the sha256 of each checked stimulus; written to ``checks/determinism.json``.
+    """
+    import soundfile as sf
+
+    meta_seed = {}
+    result = dict(n_rows=0, identical_bytes=True, seeds_match=True, offsets_match=True, stimuli={})
+    for fam, man in _manifests(ws).items():
+        start = read_manifest_meta(ws, fam).get("seed_start", SEED_START[fam])
+        meta_seed[fam] = start
+        result["seeds_match"] &= man["seed"].tolist() == list(range(start, start + len(man)))
+        rows = man.sample(n=min(n_rows, len(man)), random_state=seed).to_dict("records")
+        for r in rows:
+            a, _ = materialize_named(r, ws)
+            b, _ = materialize_named(r, ws)
+            h1, h2 = hashlib.sha256(a.tobytes()).hexdigest(), hashlib.sha256(b.tobytes()).hexdigest()
+            result["identical_bytes"] &= h1 == h2
+            result["stimuli"][f"{fam}/{r['id']}"] = h1
+            if r["condition"] != "clean" and "bg_offset" in r:
+                n_bg = sf.info(str(ws.path(r["bg_path"]))).frames
+                result["offsets_match"] &= bg_offset(int(r["seed"]), n_bg, int(r["n_samples"])) == int(r["bg_offset"])
+            result["n_rows"] += 1
+    result["seed_starts"] = meta_seed
+    write_json_atomic(result, ws.checks / "determinism.json")
+    return {k: v for k, v in result.items() if k != "stimuli"}
+
+
+def inactive_backgrounds(ws) -> pd.DataFrame:
+    """Share of noisy stimuli per background whose segment is digital silence.
+
+    ``bg_active`` is measured at stage 5: False when the segment's mean power is below
+    :data:`aiplib.stimuli.mixing.BG_SILENCE_POWER` (1e-10, −100 dB re full scale; e.g. the zero padding of
+    ESC-50 clips). Such stimuli are what the authors' mixer makes — effectively clean — and are
+    kept; the report offers the analysis without them.
+
+    Returns
+    -------
+    DataFrame, one row per (family, bg_id): ``n_rows, n_inactive, inactive_share``; written to
+    ``checks/bg_inactive.csv``.
+    """
+    frames = []
+    for fam, man in _manifests(ws).items():
+        noisy = man[man["condition"] != "clean"]
+        if "bg_active" not in noisy.columns:
+            continue
+        inactive = ~noisy["bg_active"].fillna(True).astype(bool)
+        g = pd.DataFrame({"bg_id": noisy["background_id"], "inactive": inactive}).groupby("bg_id", sort=False)
+        frames.append(pd.DataFrame({"family": fam, "n_rows": g.size(), "n_inactive": g["inactive"].sum()})
+                      .reset_index())
+    cols = ["family", "bg_id", "n_rows", "n_inactive", "inactive_share"]
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols[:-1])
+    out["inactive_share"] = (out["n_inactive"] / out["n_rows"]).astype(float) if len(out) else []
+    out = out[cols]
+    out.attrs["bg_silence_power"] = BG_SILENCE_POWER
+    out.to_csv(ws.checks / "bg_inactive.csv", index=False)
+    return out
+
+
+def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
+    """Write ``n`` seeded stimuli (every background and SNR represented when ``n`` allows) as
+    16-bit WAVs under ``checks/inspection/`` with an ``index.csv``.
+
+    Every clip is mixed again from the current manifests (a few seconds: a clip of the same id may
+    hold other audio after a change of seed, background or utterance), and clips of an earlier run
+    that are not picked now are removed, so the folder holds exactly the clips of ``index.csv``.
+
+    Returns
+    -------
+    list of Path
+    """
+
+    out = ws.checks / "inspection"
+    out.mkdir(parents=True, exist_ok=True)
+    frames = []
+    for fam, man in _manifests(ws).items():
+        noisy = man[man["condition"] != "clean"]
+        frames.append(noisy.groupby(["background_id", "snr_db"]).sample(n=1, random_state=seed)
+                      .assign(family=fam))
+        frames.append(man[man["condition"] == "clean"].head(2).assign(family=fam))
+    pool = pd.concat(frames, ignore_index=True)
+    pick = pool.sample(n=min(n, len(pool)), random_state=seed).sort_values(["family", "id"])
+    pick["reference"] = pick["transcript"] if "transcript" in pick else ""
+    if "keyword" in pick:
+        pick["reference"] = pick["reference"].where(pick["family"] == "asr", pick["keyword"])
+    written = []
+    for r in pick.to_dict("records"):
+        path = out / f"{r['family']}_{r['id']}.wav"
+        y, _ = materialize_named(r, ws)
+        write_wav(path, y, subtype="PCM_16")
+        written.append(path)
+    for old in set(out.glob("*.wav")) - set(written):
+        old.unlink()
+    pick[["family", "id", "speech_id", "background_id", "snr_db", "reference"]].to_csv(out / "index.csv", index=False)
+    return written
+
+
+def subaudible_backgrounds(ws) -> pd.DataFrame:
+    """Per curated background, the share of its power a listener cannot hear (DC, below 20 Hz).
+
+    The mixer sets the SNR from the background's total power; when a share ``s`` of it is
+    inaudible the audible SNR is the nominal one plus ``-10·log10(1 - s)`` dB. The custom and demo
+    profiles remove such power at curation (``battery.csv`` ``subaudible_removed``); the paper
+    profile keeps the authors' files, so it shows here.
+
+    Returns
+    -------
+    DataFrame with ``bg_id, dc_db, subaudible_db`` (dB re the background's power,
+    :func:`aiplib.io.subaudible.subaudible_power` of ``bg/<bg_id>.wav``), ``audible_share`` (linear),
+    ``audible_snr_excess_db`` (dB), ``removed_at_curation`` (bool, from ``battery.csv``; False when
+    the column is absent); written to ``checks/subaudible.csv``.
+    """
+    battery = read_battery_csv(ws.battery_csv)
+    if battery is None:
+        raise AudioFileError(f"{ws.battery_csv} is missing: run stage 3 first")
+    rows = []
+    for r in battery.to_dict("records"):
+        y = load_audio(ws.path(r["path"]))
+        p = subaudible_power(y, sr=16000)
+        a = max(p["audible_share"], 1e-15)
+        rows.append(dict(bg_id=r["bg_id"], dc_db=round(p["dc_db"], 2), subaudible_db=round(p["subaudible_db"], 2),
+                         audible_share=round(a, 6), audible_snr_excess_db=round(-10 * np.log10(a), 3),
+                         removed_at_curation=parse_bool(r.get("subaudible_removed")) is True))
+    df = pd.DataFrame(rows)
+    df.to_csv(ws.checks / "subaudible.csv", index=False)
+    return df

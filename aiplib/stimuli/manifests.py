@@ -1,0 +1,310 @@
+"""Stimulus manifests in the authors' schema: one row per (item, background, SNR) plus the clean
+version of each item.
+
+The rows, ids, seeds and columns are those of ``build_manifests`` in the authors'
+``scripts/05_inference.py`` (IvLabs/AIP-Speech), so their ``inference/<model>/<task>.jsonl`` files
+match ours row for row; the same scheme serves every profile (demo, paper, custom).
+
+Items: every item of the bank except the KWS injection probes (``probe_id`` set), which the
+authors' ``build_manifests`` skips ("probes are used as backgrounds, not foreground") without
+giving them a seed (:func:`foreground_items`); the item bank keeps them, flagged.
+
+Row order: items in item-bank order; per item the clean row, then every background in battery
+order, each at 10, 5 and 0 dB. ``1 + n_backgrounds × n_snrs`` rows per item (61 for 20 × 3).
+
+Ids: ``<item_id>_clean`` and ``<item_id>_<bg_id>_snr<N>`` (N the integer SNR in dB).
+
+Seeds: a counter over the rows in order, starting at :data:`SEED_START` (0 for ASR, 10000 for
+KWS). The background offset follows from the seed (:func:`aiplib.stimuli.mixing.bg_offset`).
+
+Columns (:func:`manifest_columns`), the authors' first, in their order:
+``id, speech_id, background_id, snr_db, condition, seed, speech_path, bg_path``, then ASR
+``accent, gender, transcript`` or KWS ``keyword, is_target``; then ours: :data:`EXTRA_COLUMNS`.
+
+Reading and writing the file: :mod:`aiplib.io.formats` (``read_manifest``, ``write_manifest_csv``).
+
+Clean rows, as the authors wrote them: ``background_id = "clean"``, ``snr_db = 99``,
+``condition = "clean"``, ``bg_path`` empty; ours: ``bg_offset`` empty, ``bg_active`` empty.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from aiplib.core.errors import AiplibParameterError
+from aiplib.core.hashing import sha256_file
+from aiplib.core.stamps import differences, make_stamp, read_stamp, stamp_path, write_stamp
+from aiplib.core.tasks import FAMILIES
+from aiplib.io.audio import load_audio_cached
+
+# read_manifest and FAMILIES are also imported from here by aiplib/inference/runner.py and aiplib/stimuli/checks.py
+from aiplib.io.formats import read_battery_csv, read_item_bank, read_manifest, write_manifest_csv
+from aiplib.stimuli.mixing import BG_SILENCE_POWER, background_segment, segment_active
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SNRS_DB", "CLEAN_SNR_DB", "SEED_START", "AUTHOR_COLUMNS", "EXTRA_COLUMNS", "manifest_columns",
+           "stimulus_id", "foreground_items", "build_manifest", "build_manifests", "manifest_hash"]
+SNRS_DB = (10, 5, 0)
+"""The paper's SNRs in dB (integers: they are part of the ids)."""
+CLEAN_SNR_DB = 99
+"""``snr_db`` written on clean rows (the authors' value)."""
+SEED_START = {"asr": 0, "kws": 10000}
+"""First seed of each manifest's row counter (the authors' values)."""
+AUTHOR_COLUMNS = {
+    "asr": ["id", "speech_id", "background_id", "snr_db", "condition", "seed", "speech_path", "bg_path",
+            "accent", "gender", "transcript"],
+    "kws": ["id", "speech_id", "background_id", "snr_db", "condition", "seed", "speech_path", "bg_path",
+            "keyword", "is_target"],
+}
+"""The authors' manifest columns, in their order."""
+EXTRA_COLUMNS = ["family", "accent_group", "bg_offset", "bg_active", "duration_s", "n_samples",
+                 "condition_family"]
+"""Our columns after the authors': ``family`` (the task family, asr or kws); ``accent_group`` (the
+item bank's group, empty when none); ``bg_offset`` (start sample of the background segment,
+informational: the mixer derives it from ``seed``); ``bg_active`` (False when that segment is
+digital silence, see :data:`aiplib.stimuli.mixing.BG_SILENCE_POWER`; empty on clean rows); ``duration_s``
+(s) and ``n_samples`` of the speech; ``condition_family`` (:data:`aiplib.stimuli.families.
+CONDITION_FAMILIES`: ``background`` in these manifests; a family manifest's own columns follow,
+:data:`aiplib.stimuli.families.FAMILY_COLUMNS`). A manifest without ``condition_family`` (the authors',
+older versions) is all ``background``."""
+
+
+def manifest_columns(family: str) -> list[str]:
+    """All columns of ``manifests/<family>.csv``, in order."""
+    if family not in FAMILIES:
+        raise AiplibParameterError(f"unknown family {family!r}; choose one of {FAMILIES}")
+    return AUTHOR_COLUMNS[family] + EXTRA_COLUMNS
+
+
+def _snr_int(snr) -> int:
+    v = float(snr)
+    if not v.is_integer():
+        raise AiplibParameterError(f"SNR {snr!r} dB is not an integer; stimulus ids need integer SNRs")
+    return int(v)
+
+
+def stimulus_id(item_id: str, bg_id: str, snr_db=None) -> str:
+    """The authors' stimulus id: ``<item_id>_clean`` or ``<item_id>_<bg_id>_snr<N>``.
+
+    Examples
+    --------
+    >>> stimulus_id("1089-134686-0000", "esc_rain", 5), stimulus_id("a01", "clean")
+    ('1089-134686-0000_esc_rain_snr5', 'a01_clean')
+    >>> stimulus_id("a01", "talker_fr", -5)  # competing speech goes below 0 dB
+    'a01_talker_fr_snr-5'
+
+    """
+    if bg_id == "clean":
+        return f"{item_id}_clean"
+    return f"{item_id}_{bg_id}_snr{_snr_int(snr_db)}"
+
+
+def foreground_items(items: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The items that get manifest rows: all but the injection probes (``probe_id`` set).
+
+    As ``build_manifests`` in the authors' ``scripts/05_inference.py``: an item with a
+    ``probe_id`` is skipped before the seed counter moves, so the kept rows' seeds are the same
+    as if the probes were not in the bank.
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        An item bank (:func:`aiplib.io.formats.read_item_bank`); a bank without a ``probe_id``
+        column (ASR, demo, custom) has no probes.
+
+    Returns
+    -------
+    (pandas.DataFrame, int)
+        The kept items (bank order, index reset) and the number of probes left out.
+    """
+    if "probe_id" not in items.columns:
+        return items.reset_index(drop=True), 0
+    pid = items["probe_id"]
+    probe = pid.notna() & (pid.astype(str).str.strip() != "")
+    return items[~probe].reset_index(drop=True), int(probe.sum())
+
+
+def _battery(ws) -> pd.DataFrame:
+    battery = read_battery_csv(ws.battery_csv)
+    if battery is None:
+        raise FileNotFoundError(f"{ws.battery_csv}: background battery not found; run stage 03_curate_backgrounds first")
+    return battery
+
+
+def _text(v) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return ""
+    return str(v)
+
+
+def _n_samples(ws, rel) -> int:
+    import soundfile as sf
+
+    p = ws.path(rel)
+    info = sf.info(str(p))
+    if info.samplerate == 16000:
+        return int(info.frames)
+
+    return int(load_audio_cached(p).shape[0])
+
+
+def _item_spec(it: dict, family: str, n: int, condition_family: str) -> tuple[dict, dict]:
+    """The task columns and our extra columns of an item's rows (every condition family alike)."""
+    if family == "asr":
+        accent = _text(it.get("accent")) or _text(it.get("accent_group"))
+        spec = dict(accent=accent, gender=_text(it.get("gender")), transcript=_text(it.get("text")))
+    else:
+        spec = dict(keyword=_text(it.get("label")), is_target=bool(it.get("is_target")))
+    extra = dict(family=family, accent_group=_text(it.get("accent_group")), duration_s=round(n / 16000, 4),
+                 n_samples=n, condition_family=condition_family)
+    return spec, extra
+
+
+def _row(it: dict, spec: dict, extra: dict, seed: int, **condition) -> dict:
+    """A row of item ``it``: its clean row (the authors' values, module docstring; the same in every
+    manifest) with the ``condition``'s columns (``id``, ``background_id``, ``snr_db`` …) set."""
+    return dict(id=stimulus_id(it["item_id"], "clean"), speech_id=it["item_id"], background_id="clean",
+                snr_db=CLEAN_SNR_DB, condition="clean", seed=seed, speech_path=it["path"], bg_path="",
+                **spec, bg_offset=None, bg_active=None, **extra) | condition
+
+
+def _up_to_date(stamp_file, stamp: dict, ws, what: str) -> bool:
+    """Whether the stamp on disk matches ``stamp``; if not, a warning names what changed."""
+    changed = differences(read_stamp(stamp_file), stamp, ws=ws)
+    if changed:
+        log.warning("%s is rebuilt: %s", what, "; ".join(changed[:5])
+                    + (f" (+{len(changed) - 5} more)" if len(changed) > 5 else ""))
+    return not changed
+
+
+def _write_rows(rows: list, columns: list, out) -> pd.DataFrame:
+    """The rows as a manifest frame (nullable ``bg_offset`` / ``bg_active``), written to ``out``."""
+    df = pd.DataFrame(rows, columns=columns)
+    if df["id"].duplicated().any():
+        dup = df["id"][df["id"].duplicated()].unique()[:5].tolist()
+        raise AiplibParameterError(f"{out}: stimulus ids repeat ({dup}); check item and condition ids "
+                                   "(an id must not be another id followed by _<background>)")
+    df["bg_offset"] = df["bg_offset"].astype("Int64")
+    df["bg_active"] = df["bg_active"].astype("boolean")
+    write_manifest_csv(df, out)
+    return df
+
+
+def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = None,
+                   overwrite: bool = False) -> pd.DataFrame:
+    """Build (or read back) ``manifests/<family>.csv`` in the authors' schema.
+
+    Parameters
+    ----------
+    ws : Workspace
+    family : {"asr", "kws"}
+    snrs : sequence of int, dB
+        In this order per background (the authors': 10, 5, 0).
+    seed_start : int, optional
+        First seed of the row counter; default :data:`SEED_START` of the family.
+    overwrite : bool
+        Rebuild even if the manifest is up to date. Without it an existing manifest is kept only
+        when its stamp (``manifests/<family>.stamp.json``, :mod:`aiplib.core.stamps`) records the same
+        ``snrs``, ``seed_start`` and the same SHA-256 of the item bank, ``battery.csv`` and every
+        speech and background WAV; otherwise it is rebuilt and a warning names what changed (a
+        manifest without a stamp, from an older version, is rebuilt: same inputs give the same
+        rows).
+
+    Returns
+    -------
+    pandas.DataFrame
+        :func:`manifest_columns` (as :func:`read_manifest` returns them),
+        ``(n_items − n_probes) × (1 + n_bg × len(snrs))`` rows (:func:`foreground_items`; the
+        sidecar ``manifests/<family>.json`` counts ``n_probes_skipped``).
+
+    Notes
+    -----
+    ``bg_active`` is measured here: every background is loaded once and each row's segment
+    (offset from its seed) is tested with :func:`aiplib.stimuli.mixing.segment_active`.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the item bank or battery is missing.
+    AiplibParameterError
+        If an SNR is not an integer or ids repeat.
+    """
+
+    columns = manifest_columns(family)  # checks the family
+    out = ws.manifest_csv(family)
+    snrs = [_snr_int(s) for s in snrs]
+    seed0 = SEED_START[family] if seed_start is None else int(seed_start)
+    items = read_item_bank(ws, family)
+    battery = _battery(ws)
+    stamp, stamp_file = _manifest_stamp(ws, family, items, battery, snrs, seed0)
+    if out.is_file() and not overwrite and _up_to_date(stamp_file, stamp, ws, f"manifests/{family}.csv"):
+        return read_manifest(ws, family)
+    bgs = [(str(b.bg_id), str(b.path), load_audio_cached(ws.path(b.path))) for b in battery.itertuples()]
+    rows = []
+    seed = seed0
+    kept, n_probes = foreground_items(items)
+    for it in kept.to_dict("records"):
+        item_id = it["item_id"]
+        n = _n_samples(ws, it["path"])
+        spec, extra = _item_spec(it, family, n, "background")
+        rows.append(_row(it, spec, extra, seed))
+        seed += 1
+        for bg_id, bg_path, bg in bgs:
+            for snr in snrs:
+                seg, off = background_segment(bg, seed, n)
+                active, _ = segment_active(seg)
+                rows.append(_row(it, spec, extra, seed, id=stimulus_id(item_id, bg_id, snr), background_id=bg_id,
+                                 snr_db=snr, condition="noisy", bg_path=bg_path, bg_offset=off, bg_active=active))
+                seed += 1
+    df = _write_rows(rows, columns, out)
+    noisy = df[df["condition"] == "noisy"]
+    inactive = (~noisy["bg_active"].astype(bool)).groupby(noisy["background_id"]).mean()
+    meta = dict(family=family, seed_start=seed0, snrs_db=snrs, n_items=len(kept),
+                n_probes_skipped=n_probes, n_backgrounds=len(battery), rows_per_item=1 + len(battery) * len(snrs), n_rows=len(df),
+                n_inactive_bg_rows=int((~noisy["bg_active"].astype(bool)).sum()),
+                inactive_share_per_background={k: round(float(v), 4) for k, v in inactive.items() if v > 0},
+                bg_silence_power=BG_SILENCE_POWER,
+                schema="authors (IvLabs/AIP-Speech scripts/05_inference.py build_manifests) + extras",
+                manifest_sha256=manifest_hash(ws, family))
+    (ws.manifests / f"{family}.json").write_text(json.dumps(meta, indent=2))
+    write_stamp(stamp_file, stamp, outputs=[out], ws=ws)
+    return read_manifest(ws, family)
+
+
+MANIFEST_DEFINITION_VERSION = 3
+"""Bumped when the rows :func:`build_manifest` writes for the same inputs change (2: the
+``condition_family`` column; the rows' resume keys are unchanged, so stage 7 re-runs nothing;
+3: injection probes left out, which moves the seeds of a bank that has probes)."""
+
+
+def _manifest_stamp(ws, family, items, battery, snrs, seed0):
+    """Stamp of ``manifests/<family>.csv`` (:mod:`aiplib.core.stamps`): the SNRs and first seed, and the
+    SHA-256 of the item bank, the battery table and every speech and background WAV they list."""
+    inputs = [ws.item_bank(family), ws.battery_csv]
+    inputs += [ws.path(p) for p in items["path"]] + [ws.path(p) for p in battery["path"]]
+    params = dict(family=family, snrs_db=list(snrs), seed_start=int(seed0),
+                  definition_version=MANIFEST_DEFINITION_VERSION)
+    stamp = make_stamp(f"05_build_manifests:{family}", params=params, inputs=inputs, ws=ws,
+                       module=__name__)
+    return stamp, stamp_path(ws.manifests, family)
+
+
+def build_manifests(ws, *, families=FAMILIES, **kwargs) -> dict:
+    """:func:`build_manifest` for each family whose item bank exists; returns {family: DataFrame}."""
+    out = {}
+    for fam in families:
+        if not ws.item_bank(fam).is_file():
+            warnings.warn(f"no item bank for {fam!r}; its manifest is skipped")
+            continue
+        out[fam] = build_manifest(ws, fam, **kwargs)
+    return out
+
+
+def manifest_hash(ws, family: str) -> str:
+    """sha256 of ``manifests/<family>.csv`` (hex): identifies the stimuli a run used."""
+    return sha256_file(ws.manifest_csv(family))

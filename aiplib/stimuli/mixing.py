@@ -1,0 +1,377 @@
+"""Mixing speech with a background at a target SNR, exactly as the authors' mixer, and
+materialising manifest rows.
+
+One mixer for every profile, numerically the same as ``mix`` in the authors' ``mixing/mix.py``
+(IvLabs/AIP-Speech) with ``loudness_normalize`` / ``load_audio`` of their ``scripts/utils.py``
+(written again here, not copied):
+
+1. the speech (16 kHz, float32) is loudness-normalised to :data:`SPEECH_LUFS` = −23 LUFS with
+   pyloudnorm: ``measured = pyloudnorm.Meter(16000).integrated_loudness(x)``; if ``measured`` is
+   ±inf the speech is kept unchanged, else ``pyloudnorm.normalize.loudness(x, measured, -23)``
+   cast to float32;
+2. the background (float32) is tiled ``ceil(n / len(bg))`` times if it is shorter than the speech
+   (``n`` samples);
+3. the segment starts at ``off = numpy.random.default_rng(seed).integers(0, max(1, len(bg) − n))``
+   (``len(bg)`` after tiling) and is ``bg[off:off + n]``;
+4. ``ps = float(mean(s²)) + 1e-9``, ``pb = float(mean(b²)) + 1e-9`` (means of the float32
+   arrays), and the segment is multiplied by ``sqrt(ps / (pb · 10^(snr_db / 10)))`` (a float64
+   scalar, so with numpy ≥ 2 the scaled segment and the sum are float64);
+5. ``y = s + b``; if ``max|y| > 1`` then ``y / max|y|``; the result is cast to float32.
+
+A clean row (``condition == "clean"`` or ``background_id == "clean"``) is the normalised speech
+alone. A background segment that is digital silence is *not* an error: the 1e-9 floor keeps the
+gain finite and the stimulus is effectively clean (``bg_active`` is False, see
+:func:`segment_active`).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from aiplib.core.errors import AiplibParameterError, AudioFileError
+from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio_cached, loudness_meter
+
+__all__ = ["SPEECH_LUFS", "POWER_FLOOR", "BG_SILENCE_POWER", "MixInfo", "loudness_normalize",
+           "tile_background", "bg_offset", "background_segment", "segment_active", "mix",
+           "mix_row", "achieved_snr_db", "normalized_speech", "is_clean_row"]
+
+SPEECH_LUFS = -23.0
+"""Loudness of the foreground speech in every stimulus, LUFS (the authors' ``SPEECH_LUFS``)."""
+
+POWER_FLOOR = 1e-9
+"""Added to each mean power before the SNR gain is computed (the authors' mixer)."""
+
+BG_SILENCE_POWER = 1e-10
+"""A background segment whose mean power ``mean(b²)`` (float64, before scaling) is below this
+(−100 dB re full scale; all-zero segments included) is *digital silence*: ``bg_active`` is False."""
+
+
+@dataclass(frozen=True)
+class MixInfo:
+    """What happened when a stimulus was mixed.
+
+    Attributes
+    ----------
+    achieved_snr_db : float
+        ``10·log10(Σ s² / Σ b²)`` of the final speech and background parts, dB (``inf`` for clean
+        stimuli and for a silent background segment).
+    target_snr_db : float
+        SNR asked for, dB (``inf`` for clean).
+    speech_lufs : float
+        Speech loudness after normalisation, LUFS (the target, or the measured ``-inf`` of
+        silent speech).
+    bg_gain_db : float
+        Gain applied to the background segment, dB (``-inf`` for clean).
+    peak : float
+        Largest absolute sample of the returned stimulus.
+    clip_scale : float
+        ``1 / max|s + b|`` when the sum exceeded 1 (the authors' peak division), else 1.0.
+    bg_offset : int or None
+        Start sample of the background segment (after tiling); None for clean.
+    bg_power : float
+        Mean power of the background segment before scaling (NaN for clean).
+    bg_active : bool or None
+        False when the segment is digital silence (:data:`BG_SILENCE_POWER`); None for clean.
+    speech_peak : float
+        Largest absolute sample of the normalised speech (can exceed 1: pyloudnorm does not
+        limit; the authors' mixer divides only the sum).
+    """
+
+    achieved_snr_db: float
+    target_snr_db: float
+    speech_lufs: float
+    bg_gain_db: float
+    peak: float
+    clip_scale: float
+    bg_offset: int | None = None
+    bg_power: float = float("nan")
+    bg_active: bool | None = None
+    speech_peak: float = float("nan")
+
+    def asdict(self) -> dict:
+        return asdict(self)
+
+
+def loudness_normalize(x, target_lufs: float = SPEECH_LUFS, *, name: str = "audio"):
+    """Loudness-normalise a signal as the authors' ``scripts/utils.py::loudness_normalize``.
+
+    Parameters
+    ----------
+    x : np.ndarray [shape=(n,)], float32, 16 kHz
+    target_lufs : float, LUFS
+    name : str
+        What ``x`` is (its file), for the error message.
+
+    Returns
+    -------
+    y : np.ndarray [shape=(n,)]
+        ``x`` itself when its integrated loudness is ±inf (silence), else
+        ``pyloudnorm.normalize.loudness(x, measured, target_lufs).astype(float32)``.
+    measured : float
+        Integrated loudness of ``x`` (ITU-R BS.1770-4, ``pyloudnorm.Meter(16000)`` with its 0.4 s
+        block, :data:`aiplib.io.audio.MIN_LOUDNESS_S`), LUFS.
+
+    Raises
+    ------
+    AudioFileError
+        If pyloudnorm refuses the signal (shorter than one 0.4 s gating block), naming ``name``
+        and its length in samples and seconds.
+    """
+    import pyloudnorm as pyln
+
+    try:
+        measured = loudness_meter(SR).integrated_loudness(x)
+    except ValueError as exc:
+        n = len(x)
+        raise AudioFileError(f"{name}: loudness cannot be measured ({n} samples = {n / SR:.3f} s at {SR} Hz, "
+                             f"shorter than the {MIN_LOUDNESS_S:g} s BS.1770 block): {exc}") from None
+    if np.isinf(measured):
+        return x, float(measured)
+    with warnings.catch_warnings():  # "Possible clipped samples": the peak is recorded instead
+        warnings.simplefilter("ignore", UserWarning)
+        y = pyln.normalize.loudness(x, measured, target_lufs).astype(np.float32)
+    return y, float(measured)
+
+
+def tile_background(bg, n: int) -> np.ndarray:
+    """The background repeated ``ceil(n / len(bg))`` times when shorter than ``n`` samples
+    (``numpy.tile``, as the authors' mixer), else unchanged.
+
+    Raises
+    ------
+    AudioFileError
+        If ``bg`` is empty.
+    """
+    bg = np.asarray(bg)
+    if bg.shape[0] == 0:
+        raise AudioFileError("the background holds no samples")
+    if bg.shape[0] < n:
+        bg = np.tile(bg, int(np.ceil(n / bg.shape[0])))
+    return bg
+
+
+def bg_offset(seed: int, n_bg: int, n_speech: int) -> int:
+    """Start sample of the background segment, the authors' rule.
+
+    ``numpy.random.default_rng(seed).integers(0, max(1, L − n_speech))`` with ``L`` the length
+    of the background after :func:`tile_background` (``n_bg · ceil(n_speech / n_bg)`` when
+    ``n_bg < n_speech``, else ``n_bg``).
+
+    Parameters
+    ----------
+    seed : int
+    n_bg, n_speech : int > 0, samples
+
+    Returns
+    -------
+    int, samples
+    """
+    n_bg, n_speech = int(n_bg), int(n_speech)
+    if n_bg <= 0:
+        raise AudioFileError("the background holds no samples")
+    if n_bg < n_speech:
+        n_bg *= int(np.ceil(n_speech / n_bg))
+    return int(np.random.default_rng(int(seed)).integers(0, max(1, n_bg - n_speech)))
+
+
+def background_segment(bg, seed: int, n: int) -> tuple[np.ndarray, int]:
+    """The ``n`` background samples a row with ``seed`` uses, and their offset.
+
+    Parameters
+    ----------
+    bg : np.ndarray [shape=(m,)]
+    seed : int
+    n : int > 0, samples
+
+    Returns
+    -------
+    segment : np.ndarray [shape=(n,)], bg's dtype
+    offset : int, samples (into the tiled background)
+    """
+    bg = tile_background(bg, n)
+    off = int(np.random.default_rng(int(seed)).integers(0, max(1, bg.shape[0] - n)))
+    return bg[off: off + n], off
+
+
+def segment_active(segment) -> tuple[bool, float]:
+    """Whether a background segment is not digital silence.
+
+    Returns
+    -------
+    active : bool
+        ``mean(segment²) >= BG_SILENCE_POWER`` (computed in float64).
+    power : float
+        That mean power.
+    """
+    seg = np.asarray(segment, dtype=np.float64)
+    p = float(np.mean(seg * seg)) if seg.size else 0.0
+    return bool(p >= BG_SILENCE_POWER), p
+
+
+def _mix_normalized(s, bg, snr_db: float, seed: int):
+    """The authors' mixing steps 2–5 on already-normalised speech; returns every part."""
+    n = s.shape[0]
+    b, off = background_segment(bg, seed, n)
+    snr_db = float(snr_db)
+    ps = float(np.mean(s ** 2)) + POWER_FLOOR
+    pb = float(np.mean(b ** 2)) + POWER_FLOOR
+    gain = np.sqrt(ps / (pb * (10 ** (snr_db / 10))))
+    bs = b * gain
+    y = s + bs
+    peak = float(np.max(np.abs(y))) if n else 0.0
+    scale = 1.0 / peak if peak > 1.0 else 1.0
+    out = (y / peak if peak > 1.0 else y).astype(np.float32)
+    return out, bs, off, float(gain), peak, scale, b
+
+
+def _info(s, bs, b, snr_db, lufs, gain, peak, scale, off, speech_peak) -> MixInfo:
+    active, p_b = segment_active(b)
+    achieved = achieved_snr_db(np.asarray(s, dtype=np.float64), np.asarray(bs, dtype=np.float64))
+    return MixInfo(achieved_snr_db=achieved, target_snr_db=float(snr_db), speech_lufs=lufs,
+                   bg_gain_db=float(20 * np.log10(gain)) if gain > 0 else float("-inf"),
+                   peak=float(min(peak, 1.0) if peak > 1.0 else peak), clip_scale=float(scale),
+                   bg_offset=int(off), bg_power=p_b, bg_active=active, speech_peak=speech_peak)
+
+
+def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUFS):
+    """Mix speech and a background at ``snr_db``, as the authors' ``mixing/mix.py::mix``.
+
+    Parameters
+    ----------
+    speech : np.ndarray [shape=(n,)], float32, 16 kHz
+        Speech at any level (normalised here).
+    bg : np.ndarray [shape=(m,)], float32, or None
+        Background (any length; tiled if shorter). ``None`` gives the normalised speech.
+    snr_db : float, dB
+    seed : int
+        Seeds the background offset.
+    speech_lufs : float, LUFS
+
+    Returns
+    -------
+    y : np.ndarray [shape=(n,)], float32
+    info : MixInfo
+    """
+    s, measured = loudness_normalize(np.asarray(speech, dtype=np.float32), speech_lufs)
+    lufs = float(speech_lufs) if np.isfinite(measured) else measured
+    speech_peak = float(np.max(np.abs(s))) if s.size else 0.0
+    if bg is None:
+        return s, MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0,
+                          speech_peak=speech_peak)
+    y, bs, off, gain, peak, scale, b = _mix_normalized(s, np.asarray(bg, dtype=np.float32), snr_db, seed)
+    return y, _info(s, bs, b, snr_db, lufs, gain, peak, scale, off, speech_peak)
+
+
+def achieved_snr_db(speech, noise) -> float:
+    """SNR of two parts of a mixture, ``10·log10(Σ speech² / Σ noise²)`` in dB.
+
+    Parameters
+    ----------
+    speech, noise : np.ndarray [shape=(n,)]
+
+    Returns
+    -------
+    float, dB (``inf`` if ``noise`` is all zeros)
+    """
+    s = np.asarray(speech, dtype=np.float64)
+    b = np.asarray(noise, dtype=np.float64)
+    pb = float(np.dot(b, b))
+    if pb == 0.0:
+        return float("inf")
+    ps = float(np.dot(s, s))
+    return float(10.0 * np.log10(ps / pb)) if ps > 0 else float("-inf")
+
+
+@functools.lru_cache(maxsize=512)
+def _normalized(path: str, mtime: float, target: float):
+    y = load_audio_cached(path)
+    s, measured = loudness_normalize(y, target, name=path)
+    if s is y:
+        s = y.copy()
+    s.setflags(write=False)
+    return s, measured
+
+
+def normalized_speech(path, *, target_lufs: float = SPEECH_LUFS):
+    """The speech file at ``path`` loudness-normalised as the authors' mixer (cached per file).
+
+    Returns
+    -------
+    s : np.ndarray [shape=(n,)], float32, read-only
+    measured : float
+        Loudness before normalisation, LUFS (``-inf``: silent, returned unchanged).
+
+    Raises
+    ------
+    AudioFileError
+        If the file is missing, unreadable or shorter than 0.4 s.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise AudioFileError(f"{p}: speech file not found")
+    return _normalized(str(p.resolve()), p.stat().st_mtime, float(target_lufs))
+
+
+def is_clean_row(row: Mapping) -> bool:
+    """True for a clean stimulus: ``condition == "clean"`` or ``background_id == "clean"`` (the
+    authors' inference rule)."""
+    return str(row.get("condition", "")) == "clean" or str(row.get("background_id", "")) == "clean"
+
+
+def _row_value(row: Mapping, key: str):
+    try:
+        return row[key]
+    except KeyError:
+        raise AiplibParameterError(f"manifest row lacks {key!r} (columns: {sorted(row)})") from None
+
+
+def mix_row(row: Mapping, ws) -> dict:
+    """Materialise a manifest row and return its parts as mixed.
+
+    The authors' mixer, for a ``background`` row or any clean row (the other families:
+    :func:`aiplib.stimuli.families.mix_components`).
+
+    Returns
+    -------
+    dict
+        ``mixture`` (float32 (n,), identical to :func:`aiplib.stimuli.families.materialize`), ``speech`` (float32 (n,),
+        the normalised speech as it is in the mixture: divided by the peak when the sum was),
+        ``background`` (float32 (n,), the scaled segment as in the mixture; zeros for clean),
+        ``info`` (:class:`MixInfo`); family rows add ``detail`` (the family's own info dict).
+
+    Raises
+    ------
+    AiplibParameterError
+        An incomplete row, or an unknown ``condition_family``.
+    """
+    s, measured = normalized_speech(ws.path(str(_row_value(row, "speech_path"))))
+    lufs = SPEECH_LUFS if np.isfinite(measured) else measured
+    speech_peak = float(np.max(np.abs(s))) if s.size else 0.0
+    if is_clean_row(row):
+        y = s.copy()
+        info = MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0,
+                       speech_peak=speech_peak)
+        return dict(mixture=y, speech=y.copy(), background=np.zeros_like(y), info=info)
+    snr = _row_value(row, "snr_db")
+    seed = _row_value(row, "seed")
+    try:
+        snr, seed = float(snr), int(seed)
+    except (TypeError, ValueError):
+        raise AiplibParameterError(f"row {row.get('id')!r}: snr_db {snr!r} / seed {seed!r} are not numbers") from None
+    if not math.isfinite(snr):
+        raise AiplibParameterError(f"row {row.get('id')!r}: snr_db is {snr} on a noisy row")
+    bg_path = str(_row_value(row, "bg_path") or "")
+    if not bg_path or bg_path == "nan":
+        raise AiplibParameterError(f"row {row.get('id')!r}: noisy row without bg_path")
+    bg = load_audio_cached(ws.path(bg_path))
+    y, bs, off, gain, peak, scale, b = _mix_normalized(s, bg, snr, seed)
+    info = _info(s, bs, b, snr, lufs, gain, peak, scale, off, speech_peak)
+    sp = (s / peak if peak > 1.0 else s).astype(np.float32)
+    bp = (bs / peak if peak > 1.0 else bs).astype(np.float32)
+    return dict(mixture=y, speech=sp, background=bp, info=info)

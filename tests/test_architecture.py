@@ -1,0 +1,89 @@
+"""aiplib's shape: stage packages only at the top level, imports one way (the import-linter
+contract in pyproject.toml), no import cycle among aiplib modules counting imports written inside
+functions, and no aiplib import inside a function (an import inside a function is for a heavy
+optional third-party library only)."""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "aiplib"
+STAGES = ["core", "io", "sources", "battery", "stimuli", "inference", "scoring", "analysis", "explore"]
+
+
+def test_top_level_holds_only_the_stage_packages():
+    entries = sorted(p.name for p in PKG.iterdir() if p.name != "__pycache__")
+    assert entries == sorted(["__init__.py", *STAGES])
+    assert all((PKG / s / "__init__.py").is_file() for s in STAGES)
+
+
+def test_layers_contract_is_kept():
+    out = subprocess.run([str(Path(sys.executable).with_name("lint-imports"))], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "1 kept, 0 broken" in out.stdout
+
+
+def _sccs(graph: dict) -> list:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, comps, counter = {}, {}, [], set(), [], [0]
+    sys.setrecursionlimit(10000)
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comps.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return comps
+
+
+def test_no_import_cycle_among_aiplib_modules():
+    g = grimp.build_graph("aiplib", cache_dir=None)
+    graph = {}
+    for m in g.modules:
+        deps = g.find_modules_directly_imported_by(m)
+        # a package's __init__ re-exporting its own submodules is not a cycle edge
+        graph[m] = {d for d in deps if not d.startswith(m + ".")}
+    assert len(graph) > 50
+    assert _sccs(graph) == []
+
+
+def test_a_cycle_would_be_found():
+    assert _sccs({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_aiplib_import_inside_a_function():
+    found = []
+    for f in sorted(PKG.rglob("*.py")):
+        for fn in ast.walk(ast.parse(f.read_text())):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for n in ast.walk(fn):
+                    mod = n.module if isinstance(n, ast.ImportFrom) else None
+                    names = [a.name for a in n.names] if isinstance(n, (ast.Import, ast.ImportFrom)) else []
+                    if (isinstance(n, ast.ImportFrom) and (n.level or (mod or "").startswith("aiplib"))) or \
+                            any(x.startswith("aiplib") for x in names if isinstance(n, ast.Import)):
+                        found.append(f"{f.relative_to(ROOT)}:{n.lineno}")
+    assert found == []
