@@ -125,10 +125,11 @@ os.write(1, b"reason " + reason + b"\n")
 
 # papermill's stdout goes to ours (fd 3); its stderr to the log and, filtered, to our stderr. The
 # kernel's stderr (the plain `[progress]` lines of aiplib.core.progress, selected by AIP_PLAIN_PROGRESS=1,
-# and warnings) is streamed there live (--stderr-file); papermill's own per-cell bar is off.
+# at most one per TQDM_MININTERVAL s, and warnings) is streamed there live (--stderr-file); papermill's
+# own per-cell bar is off.
 # The filter's stdout (captured here) is one line "reason <last exception line>", then the statuses.
 exec 3>&1
-result=$( { AIP_PLAIN_PROGRESS=${AIP_PLAIN_PROGRESS:-1} "$papermill" --cwd "$nbdir" "$nbdir/$stage.ipynb" "$running" \
+result=$( { AIP_PLAIN_PROGRESS=${AIP_PLAIN_PROGRESS:-1} TQDM_MININTERVAL=${TQDM_MININTERVAL:-10} "$papermill" --cwd "$nbdir" "$nbdir/$stage.ipynb" "$running" \
     ${pm_args[@]+"${pm_args[@]}"} --log-level WARNING --no-progress-bar --stderr-file /dev/stderr 2>&1 1>&3 3>&- \
     | tee "$log" 3>&- | "$filter_python" -c "$hide_traceback" 3>&-; echo "status ${PIPESTATUS[*]}"; } )
 exec 3>&-

@@ -380,9 +380,9 @@ def test_time_split_between_prompts_adds_up_and_is_fair(ws, monkeypatch, capsys)
     assert thr["stimuli_per_s"] == pytest.approx(9 / 10.8, abs=1e-3) and thr["rtfx"] == pytest.approx(audio / 10.8, abs=0.01)
     err = capsys.readouterr().err.splitlines()
     prog = [x for x in err if x.startswith("[progress]")]
-    assert prog[0] == "[progress] whisper_tiny_en · asr+asr_steer_p5 · 0/9 stim · start"
-    assert prog[-2].startswith("[progress] whisper_tiny_en · asr+asr_steer_p5 · 9/9 stim (100.0%)")
-    assert prog[-2].endswith(" · done")
+    assert prog[0] == "[progress] whisper_tiny_en · asr+asr_steer_p5:   0%|          | 0/9 [00:00<?, ?stim/s]"
+    assert prog[-2].startswith("[progress] whisper_tiny_en · asr+asr_steer_p5: 100%|##########| 9/9 [")
+    assert prog[-2].endswith("stim/s]")
     assert prog[-1] == (f"[progress] whisper_tiny_en · throughput · 9 stimuli, 18 decodes, {audio:.0f} s of audio "
                         f"in 10.8 s · 0.833 stimuli/s · RTFx {audio / 10.8:.3g}")
 

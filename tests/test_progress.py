@@ -1,59 +1,66 @@
-"""aiplib.core.progress: plain lines at most every interval, final state N/N, tqdm bar otherwise."""
+"""aiplib.core.progress: tqdm's meter as plain lines (at most one per interval, final state N/N), a tqdm bar otherwise."""
 import io
+import os
+import re
+import subprocess
+import sys
+import time
 
 import pytest
+from tqdm.std import tqdm
 
 from aiplib.core import progress
-from aiplib.core.progress import MARKER, Progress, format_duration, note, track
+from aiplib.core.progress import MARKER, Progress, note, track
+
+METER = re.compile(r"^\[progress\] (?P<label>.+?): +(?P<pct>\d+)%\|[# 0-9]{10}\| (?P<n>\d+)/(?P<total>\d+) "
+                   r"\[(?P<elapsed>\d\d:\d\d)<(?P<eta>\?|\d\d:\d\d), +(?P<rate>\?|[0-9.]+)(?P<unit>\w+)/s\]$")
 
 
-class FakeClock:
+class TimedStream(io.StringIO):
     def __init__(self):
-        self.t = 100.0
+        super().__init__()
+        self.times = []
 
-    def __call__(self):
-        return self.t
+    def write(self, s):
+        self.times.append(time.monotonic())
+        return super().write(s)
 
 
 def test_plain_lines_at_most_every_interval_and_final_line_is_n_of_n():
-    clock, out = FakeClock(), io.StringIO()
-    p = Progress(120, "whisper_tiny_en · asr+asr_steer_p5", unit="stim", plain=True, interval=10,
-                 clock=clock, stream=out)
-    emitted_at = [clock.t]  # the start line
-    for _ in range(120):  # one stimulus every 0.7 s: 84 s in all
-        clock.t += 0.7
-        n_before = len(p.lines)
+    out = TimedStream()
+    p = Progress(120, "whisper_tiny_en · asr+asr_steer_p5", unit="stim", plain=True, interval=0.1, stream=out)
+    for _ in range(120):  # one stimulus every 7 ms: 0.84 s in all
+        time.sleep(0.007)
         p.update(1)
-        if len(p.lines) > n_before:
-            emitted_at.append(clock.t)
     p.close()
     lines = out.getvalue().splitlines()
     assert lines == p.lines and all(x.startswith(MARKER + " ") for x in lines)
-    assert lines[0] == "[progress] whisper_tiny_en · asr+asr_steer_p5 · 0/120 stim · start"
-    gaps = [b - a for a, b in zip(emitted_at, emitted_at[1:])]
-    assert len(gaps) == 7 and all(g >= 10 - 1e-9 for g in gaps) and max(gaps) < 10.7
-    # 10.5 s in (shown 11s): 15 done, 15/10.5 = 1.43 stim/s, 105 left → ETA 73.5 s → 1m14s (rounded)
-    assert lines[1] == ("[progress] whisper_tiny_en · asr+asr_steer_p5 · 15/120 stim (12.5%) · 1.43 stim/s"
-                        " · elapsed 11s · ETA 1m14s")
-    assert lines[-1] == ("[progress] whisper_tiny_en · asr+asr_steer_p5 · 120/120 stim (100.0%) · 1.43 stim/s"
-                         " · elapsed 1m24s · done")
+    assert lines[0] == "[progress] whisper_tiny_en · asr+asr_steer_p5:   0%|          | 0/120 [00:00<?, ?stim/s]"
+    gaps = [b - a for a, b in zip(out.times[:-1], out.times[1:-1])]  # the final line comes at close
+    assert len(gaps) >= 3 and all(g >= 0.1 - 0.01 for g in gaps)
+    meters = [METER.match(x) for x in lines]
+    assert all(meters) and {m["label"] for m in meters} == {"whisper_tiny_en · asr+asr_steer_p5"}
+    assert {m["unit"] for m in meters} == {"stim"} and {m["total"] for m in meters} == {"120"}
+    middle = meters[1]  # count, share, ETA and rate of a running loop
+    assert 0 < int(middle["n"]) < 120 and middle["eta"] != "?" and middle["rate"] != "?"
+    assert int(middle["pct"]) == round(100 * int(middle["n"]) / 120)
+    assert (meters[-1]["n"], meters[-1]["pct"]) == ("120", "100")
     p.close()  # idempotent
     assert len(p.lines) == len(lines)
 
 
-def test_interrupted_loop_says_stopped_and_track_counts_items():
-    clock, out = FakeClock(), io.StringIO()
+def test_interrupted_loop_shows_where_it_stopped_and_track_counts_items():
+    out = io.StringIO()
     seen = []
-    for x in track(range(5), "descriptors", unit="bg", plain=True, clock=clock, stream=out):
-        clock.t += 3
+    for x in track(range(5), "descriptors", unit="bg", plain=True, stream=out):
         seen.append(x)
         if x == 2:
             break
     lines = out.getvalue().splitlines()
     assert seen == [0, 1, 2]
-    # 2 items counted (the third was being worked on when the loop was left), 9 s elapsed
-    assert lines == ["[progress] descriptors · 0/5 bg · start",
-                     "[progress] descriptors · 2/5 bg (40.0%) · 0.222 bg/s · elapsed 9s · stopped"]
+    # 2 items counted (the third was being worked on when the loop was left)
+    assert lines[0] == "[progress] descriptors:   0%|          | 0/5 [00:00<?, ?bg/s]"
+    assert METER.match(lines[-1])["n"] == "2" and " 2/5 [" in lines[-1]
 
 
 def test_disabled_and_env_selection(monkeypatch):
@@ -63,12 +70,14 @@ def test_disabled_and_env_selection(monkeypatch):
     p.close()
     assert out.getvalue() == "" and p.done == 3
     monkeypatch.setenv("AIP_PLAIN_PROGRESS", "1")
-    monkeypatch.setenv("AIP_PROGRESS_INTERVAL", "2.5")
-    assert progress.plain_mode() and progress.interval_s() == 2.5
-    assert Progress(1, "x", stream=out).plain and Progress(1, "x", stream=out).interval == 2.5
+    assert progress.plain_mode() and Progress(1, "x", stream=out).plain
     monkeypatch.setenv("AIP_PLAIN_PROGRESS", "0")
-    monkeypatch.setenv("AIP_PROGRESS_INTERVAL", "soon")
-    assert not progress.plain_mode() and progress.interval_s() == 10.0
+    assert not progress.plain_mode()
+    # tqdm reads TQDM_MININTERVAL when it is imported (scripts/run_stage.sh sets it for make)
+    code = "from aiplib.core.progress import Progress; p = Progress(1, 'x', plain=True); print(p.bar.mininterval)"
+    got = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, TQDM_MININTERVAL="2.5"),
+                         capture_output=True, text=True, check=True).stdout
+    assert got == "2.5\n"
 
 
 def test_bar_mode_uses_tqdm_and_writes_no_plain_line(capsys):
@@ -79,20 +88,20 @@ def test_bar_mode_uses_tqdm_and_writes_no_plain_line(capsys):
     assert MARKER not in err and "4/4" in err and p.lines == []
 
 
-def test_note_and_format_duration(capsys):
+def test_note_and_duration_format(capsys):
     assert note("m · throughput", plain=True) == "[progress] m · throughput"
     assert capsys.readouterr().err == "[progress] m · throughput\n"
     note("m · throughput", plain=False)
     assert capsys.readouterr().out == "[progress] m · throughput\n"
-    assert [format_duration(x) for x in (9.6, 125, 3723.4, None, -3)] == ["10s", "2m05s", "1h02m03s", "?", "0s"]
+    assert [tqdm.format_interval(x) for x in (9.6, 125, 3723.4)] == ["00:09", "02:05", "1:02:03"]
 
 
 @pytest.mark.parametrize("total", [0])
 def test_empty_loop_final_line(total):
     out = io.StringIO()
-    with Progress(total, "nothing", plain=True, stream=out, clock=FakeClock()):
+    with Progress(total, "nothing", plain=True, stream=out):
         pass
-    assert out.getvalue().splitlines()[-1] == "[progress] nothing · 0/0 it · ? it/s · elapsed 0s · done"
+    assert out.getvalue().splitlines()[-1] == "[progress] nothing: 0it [00:00, ?it/s]"
 
 
 def _bench():
@@ -130,16 +139,14 @@ def test_bench_counts_progress_lines_per_stage_and_longest_gap(tmp_path):
 
 
 def test_heartbeat_writes_lines_while_a_slow_step_runs():
-    import time
-
     out = io.StringIO()
     with Progress(2, "slow", unit="stim", plain=True, interval=0.2, stream=out) as p:
         time.sleep(0.75)  # one slow step, no update: the heartbeat shows the loop is alive
         n_beats = len(p.lines) - 1
         p.update(2)
     lines = out.getvalue().splitlines()
-    assert 2 <= n_beats <= 4 and all(" · 0/2 stim (0.0%) · 0 stim/s · elapsed " in x for x in lines[1:1 + n_beats])
-    assert lines[-1].startswith("[progress] slow · 2/2 stim (100.0%)") and lines[-1].endswith(" · done")
+    assert 2 <= n_beats <= 4 and all(" 0/2 [" in x and "stim/s]" in x for x in lines[1:1 + n_beats])
+    assert lines[-1].startswith("[progress] slow: 100%|##########| 2/2 [")
     assert not p._thread.is_alive()
 
 
