@@ -30,7 +30,7 @@ $(error PROFILE must be one of: $(PROFILES) (got '$(PROFILE)'))
 endif
 
 # Make variables passed on to the notebooks as papermill parameters (only when set); scripts/run_stage.sh
-# hands each notebook only those its parameters cell declares (aiplib/core/params.py).
+# hands each notebook only those its parameters cell declares (aiplib/core/papermill_args.py).
 PM_ARGS := -p profile $(PROFILE)
 ifdef MODEL
 PM_ARGS += -p model $(MODEL)

@@ -21,7 +21,7 @@
 # A failure ends with one line giving the exception type and message (read from papermill's stream
 # as it passes, so it is known even when the log cannot be written, e.g. on a full disk).
 # Parameters (-p/-r NAME VALUE, -y YAML) reach the notebook only if its parameters cell declares them
-# (aiplib.core.params.main filter-args): make passes one set to every stage; a name that no notebook
+# (aiplib.core.papermill_args, papermill's inspect_notebook): make passes one set to every stage; a name that no notebook
 # of NOTEBOOK_DIR declares (a typo) is dropped with one note.
 set -u -o pipefail
 if [ $# -lt 3 ]; then
@@ -54,8 +54,7 @@ echo "=== stage $stage (profile ${AIP_PROFILE:-demo}) ==="
 # Keep only the parameters this notebook declares (NUL-separated, so values with spaces survive).
 if [ -f "$nbdir/$stage.ipynb" ]; then
   mapfile -d '' -t pm_args < <(PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$filter_python" \
-    -c 'import sys; from aiplib.core.params import main; sys.exit(main(sys.argv[1:]))' \
-    filter-args "$nbdir/$stage.ipynb" "$@")
+    -m aiplib.core.papermill_args filter-args "$nbdir/$stage.ipynb" "$@")
   wait $! || { echo "make: stage $stage FAILED before papermill started" >&2; exit 1; }
 else
   pm_args=("$@")  # papermill reports the missing notebook

@@ -266,7 +266,7 @@ def test_real_stage_hides_the_tcp_warning_from_the_screen_only(tmp_path):
 def test_seed_reaches_stages_2_3_6_9_and_seed_offset_stage_5_only():
     """What the README says of SEED= and PARAMS='-p seed_offset n', read from the notebooks' own
     parameters cells (the declarations scripts/run_stage.sh filters make's arguments by)."""
-    from aiplib.core.params import notebook_parameters
+    from aiplib.core.papermill_args import notebook_parameters
 
     notebooks = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     declares = {nb.name[:2]: set(notebook_parameters(nb)) for nb in notebooks}

@@ -1,4 +1,4 @@
-"""Typed notebook parameters (aiplib/core/params.py).
+"""Typed notebook parameters (aiplib/core/params.py) and the filter of make's arguments (papermill_args.py).
 
 The conversions and refusals of :func:`coerce_parameter` with the values papermill really delivers;
 the real notebooks' first cells (parameters cell, papermill's injected cell made by papermill's own
@@ -15,8 +15,8 @@ from typing import Literal, Optional
 import nbformat
 import pytest
 
-from aiplib.core.params import (ParameterTypeError, check_parameters, coerce_parameter, filter_papermill_args,
-                           main, notebook_parameters)
+from aiplib.core.papermill_args import filter_papermill_args, main, notebook_parameters
+from aiplib.core.params import ParameterTypeError, check_parameters, coerce_parameter
 
 ROOT = Path(__file__).resolve().parents[1]
 NBDIR = ROOT / "notebooks"
