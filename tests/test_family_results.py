@@ -420,7 +420,7 @@ def test_stale_family_scores_are_named_not_shown(tmp_path):
     import os
 
     from aiplib.scoring.families import stale_reasons
-    from aiplib.core.stamps import file_sha256
+    from aiplib.core.hashing import file_sha256
 
     ws = workspace("demo", data_root=tmp_path)
     bank = ws.item_bank("asr")

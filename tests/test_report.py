@@ -17,7 +17,7 @@ from aiplib.analysis import conditions as cond
 from aiplib.analysis import comparison, criteria, figures, provenance, report, report_tables, stats
 from aiplib.io import formats
 from aiplib.core.errors import AiplibError, ValidationError
-from aiplib.core.hashing import sha256_file
+from aiplib.core.hashing import file_sha256
 from aiplib.scoring.score import score_inference
 from aiplib.core.tasks import KEYWORDS
 from aiplib.core.textnorm import NORMALIZER_NAME, NORMALIZER_VERSION
@@ -349,7 +349,7 @@ def test_provenance_and_sidecars(run_a):
         assert side.is_file(), p
         prov = json.loads(side.read_text())["provenance"]
         entry = [f for f in prov["files"] if f["file"] == p.relative_to(ws.results).as_posix()]
-        assert entry and entry[0]["sha256"] == sha256_file(p)
+        assert entry and entry[0]["sha256"] == file_sha256(p)
         assert prov["normalizer"]["version"] == NORMALIZER_VERSION and prov["analysis"]["seed"] == 1
     scores_side = json.loads((ws.results / "scores" / "asr.json").read_text())
     assert "n_errors" in scores_side and "normalizer" in scores_side   # scoring keys kept
@@ -362,7 +362,7 @@ def test_write_sidecar_merges_and_rejects(tmp_path):
     side = provenance.write_sidecar(p, seed=7, model="m")
     obj = json.loads(side.read_text())
     assert obj["keep"] == 1 and obj["provenance"]["seed"] == 7
-    assert obj["provenance"]["files"][0]["sha256"] == sha256_file(p)
+    assert obj["provenance"]["files"][0]["sha256"] == file_sha256(p)
     with pytest.raises(AiplibError):
         provenance.write_sidecar(tmp_path / "missing.csv")
     with pytest.raises(AiplibError):

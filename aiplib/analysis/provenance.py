@@ -25,7 +25,7 @@ from pathlib import Path
 
 from aiplib.core import __version__
 from aiplib.core.errors import AiplibError
-from aiplib.core.hashing import sha256_file
+from aiplib.core.hashing import file_sha256
 from aiplib.core.tasks import FAMILIES, task_file
 from aiplib.core.textnorm import NORMALIZER_NAME, NORMALIZER_VERSION
 from aiplib.core.versions import package_versions
@@ -273,7 +273,7 @@ def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
         except ValueError:
             return str(q)
 
-    files = [{"file": rel(q), "bytes": q.stat().st_size, "sha256": sha256_file(q)}
+    files = [{"file": rel(q), "bytes": q.stat().st_size, "sha256": file_sha256(q)}
              for q in siblings]
     obj[SIDECAR_KEY] = {"files": files, **(provenance or {}), **info}
     return write_json_atomic(obj, side)

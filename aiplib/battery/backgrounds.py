@@ -35,8 +35,9 @@ import pandas as pd
 
 from aiplib.core import DEFAULT_SEED
 from aiplib.core.errors import AiplibParameterError, AudioFileError
+from aiplib.core.hashing import file_sha256
 from aiplib.core.progress import track
-from aiplib.core.stamps import differences, file_sha256, make_stamp, read_stamp, stamp_path, write_stamp
+from aiplib.core.stamps import differences, make_stamp, read_stamp, stamp_path, write_stamp
 from aiplib.io.audio import SR, load_audio, loop_or_cut, loudness_lufs, normalize_loudness, write_wav
 from aiplib.io.formats import BATTERY_COLUMNS, CATEGORIES, read_battery_csv, write_battery_csv
 from aiplib.io.subaudible import (

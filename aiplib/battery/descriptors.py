@@ -48,7 +48,7 @@ import pandas as pd
 
 from aiplib.battery.vad import VAD_SETTINGS, load_vad_model, vad_speech_fraction
 from aiplib.core.errors import AiplibParameterError, AudioFileError
-from aiplib.core.hashing import sha256_file
+from aiplib.core.hashing import file_sha256
 from aiplib.core.progress import track
 from aiplib.core.versions import package_versions
 from aiplib.io.audio import SR, load_audio, valid_audio
@@ -418,7 +418,7 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
         if not wav.is_file():
 
             raise AudioFileError(f"{wav}: background audio file not found (bg_id {bg_id})")
-        digest = sha256_file(wav)
+        digest = file_sha256(wav)
         files[bg_id] = {"path": str(rel), "sha256": digest}
         if (old is not None and bg_id in old.index and old_files.get(bg_id, {}).get("sha256") == digest
                 and old.loc[bg_id, TABLE_COLUMNS[1:]].notna().all()):

@@ -1,21 +1,33 @@
-"""Checksums of files (weights, item audio, inventories, results)."""
+"""The one file hasher: SHA-256 of a file's bytes, cached in this process."""
 from __future__ import annotations
 
 import hashlib
+import time
+from pathlib import Path
 
-__all__ = ["sha256_file"]
+__all__ = ["file_sha256"]
+
+_CACHE: dict[tuple, str] = {}
+_RACY_NS = 2_000_000_000  # a file changed less than 2 s ago is not cached (its mtime may not change again)
 
 
-def sha256_file(path, *, chunk: int = 1 << 22) -> str:
-    """Hex SHA-256 of a file's bytes, read in ``chunk``-byte blocks (4 MiB by default).
+def file_sha256(path) -> str:
+    """Hex SHA-256 of a file's bytes, cached on (absolute path, inode, size, mtime, ctime in ns).
 
     Raises
     ------
     OSError
         If the file cannot be read.
     """
+    p = Path(path).resolve()
+    st = p.stat()
+    key = (str(p), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key in _CACHE:
+        return _CACHE[key]
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
+    with open(p, "rb") as f:
+        while block := f.read(1 << 22):
             h.update(block)
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
+        _CACHE[key] = h.hexdigest()
     return h.hexdigest()

@@ -48,31 +48,14 @@ from pathlib import Path
 import numpy as np
 
 from aiplib.core import __version__
-from aiplib.core.hashing import sha256_file
+from aiplib.core.hashing import file_sha256
 
-__all__ = ["STAMP_VERSION", "STAMP_SUFFIX", "file_sha256", "text_sha256", "json_sha256", "jsonable", "make_stamp",
+__all__ = ["STAMP_VERSION", "STAMP_SUFFIX", "text_sha256", "json_sha256", "jsonable", "make_stamp",
            "read_stamp", "write_stamp", "differences", "value_differences", "stamp_path"]
 
 STAMP_VERSION = 1
 """Version of the stamp format."""
 STAMP_SUFFIX = ".stamp.json"
-_HASH_CACHE: dict[tuple, str] = {}
-
-
-def file_sha256(path) -> str:
-    """Hex SHA-256 of a file, cached in this process on (absolute path, size, mtime in ns).
-
-    Raises
-    ------
-    OSError
-        If the file cannot be read.
-    """
-    p = Path(path).resolve()
-    st = p.stat()
-    key = (str(p), st.st_size, st.st_mtime_ns)
-    if key not in _HASH_CACHE:
-        _HASH_CACHE[key] = sha256_file(p)
-    return _HASH_CACHE[key]
 
 
 def text_sha256(text: str) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from aiplib.core.stamps import file_sha256, json_sha256, jsonable, text_sha256
+from aiplib.core.hashing import file_sha256
+from aiplib.core.stamps import json_sha256, jsonable, text_sha256
 from aiplib.sources.corpora.asterisk_langs import read_distractor_table
 from aiplib.stimuli.channel import tool_versions
 from aiplib.stimuli.families import FAMILY_COLUMNS, row_family

@@ -52,7 +52,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from aiplib.core.errors import AiplibParameterError
-from aiplib.core.hashing import sha256_file
+from aiplib.core.hashing import file_sha256
 from aiplib.core.stamps import text_sha256
 from aiplib.core.tasks import (
     KEYWORDS,
@@ -414,7 +414,7 @@ def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPE
                                    f"got {kws_answer!r}")
     p = Path(path)
     found = parse_prompts_file(p, variable=variable)
-    digest = sha256_file(p)
+    digest = file_sha256(p)
     if sha256 and digest != sha256.lower():
         raise PromptFileError(f"{p}: SHA-256 {digest} differs from the expected {sha256.lower()}; "
                               f"the prompts file changed (delete the cached copy to fetch it again, or "

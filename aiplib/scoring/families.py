@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from aiplib.core.stamps import file_sha256, read_stamp
+from aiplib.core.hashing import file_sha256
+from aiplib.core.stamps import read_stamp
 from aiplib.core.tasks import parse_suite, task_family
 from aiplib.inference.shards import merge_all
 from aiplib.io.formats import read_scores

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from aiplib.core.errors import AiplibParameterError
-from aiplib.core.hashing import sha256_file
+from aiplib.core.hashing import file_sha256
 from aiplib.core.tasks import check_family
 from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.io.formats import write_csv_atomic, write_json_atomic
@@ -123,7 +123,7 @@ def _decoded(ws, table):
     for did, lang, src in zip(table["distractor_id"], table["language"], table["path"]):
         dest = out / lang / f"{did}.flac"
         rel = ws.rel(dest)
-        digest = sha256_file(src)
+        digest = file_sha256(src)
         if not (dest.is_file() and index.get(rel) == digest):
             y = load_audio(src)
             if not np.array_equal(np.round(y.astype(np.float64) * 32768.0) / 32768.0, y):

