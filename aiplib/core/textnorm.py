@@ -1,26 +1,11 @@
 """Text rules of stage 8: normalisation, per-utterance WER, loops and the keyword-spotting rule.
 
-Two normalisations are kept side by side, one meaning per column:
-
-* **Headline (the paper's)** — :func:`normalize_text`: lower-cased, every ASCII punctuation
-  character (:data:`string.punctuation`) replaced by a space, white space collapsed, as the
-  authors' scoring (``scripts/06_score_metrics.py`` ``_normalize_asr_text`` and
-  ``scripts/generate_results_new_2.py`` ``clean_txt`` of IvLabs/AIP-Speech). Per-utterance WER
-  is jiwer's on these strings [2]_; a scoring failure counts 1.0 (``generate_results_new_2.py``).
-* **Whisper-style** — :func:`normalize_whisper`: OpenAI's reference ``EnglishTextNormalizer`` [1]_
-  from the ``openai-whisper`` package, with the one upstream fix merged after its last release
-  (openai/whisper PR #2836; loaded without torch by :mod:`aiplib.core.textnorm_whisper`). Name and
-  version: :data:`WHISPER_NORMALIZER_NAME`, :data:`WHISPER_NORMALIZER_VERSION`.
-
-KWS follows the authors' rule (``_score_kws_row`` of ``06_score_metrics.py`` and ``is_correct``
-of ``generate_results_new_2.py``), :data:`KWS_RULE`; beside it, :func:`kws_non_answer` marks
-empty, refusal-like and multi-word answers.
-
-References
-----------
-.. [1] A. Radford et al., "Robust speech recognition via large-scale weak supervision",
-       arXiv:2212.04356, 2022; code: github.com/openai/whisper, ``whisper/normalizers``.
-.. [2] jiwer, https://github.com/jitsi/jiwer (``process_words``).
+* Headline (the paper's): :func:`normalize_text`, as ``_normalize_asr_text`` of the authors'
+  ``scripts/06_score_metrics.py`` (IvLabs/AIP-Speech); per-utterance WER is jiwer's ``process_words``.
+* Whisper-style: :func:`normalize_whisper`, openai-whisper's ``EnglishTextNormalizer`` (Radford et al.,
+  arXiv:2212.04356) with openai/whisper PR #2836 (:mod:`aiplib.core.textnorm_whisper`).
+* KWS: the authors' rule (``_score_kws_row`` of ``06_score_metrics.py``, ``is_correct`` of
+  ``generate_results_new_2.py``), :data:`KWS_RULE`; :func:`kws_non_answer` marks non-answers beside it.
 """
 from __future__ import annotations
 
@@ -29,6 +14,8 @@ import math
 import re
 import string
 
+import jiwer
+
 from aiplib.core.tasks import KEYWORDS
 from aiplib.core.textnorm_whisper import (
     WHISPER_NORMALIZER_NAME,
@@ -36,46 +23,25 @@ from aiplib.core.textnorm_whisper import (
     english_normalizer,
 )
 
-__all__ = [
-    "NORMALIZER_NAME", "NORMALIZER_VERSION", "NORMALIZER_RULE", "WHISPER_NORMALIZER_NAME",
-    "WHISPER_NORMALIZER_VERSION", "JIWER_VERSION", "LOOP_LENGTH_RATIO", "LOOP_MAX_N", "LOOP_MIN_REPEATS",
-    "KWS_EMPTY_WORD", "KWS_RULE", "NON_ANSWER_KINDS",
-    "normalize_text", "normalize_whisper", "reference_is_empty", "align", "max_ngram_repeats", "loop_kind",
-    "score_asr_row", "kws_first_word", "normalize_kws_label", "kws_correct", "kws_non_answer", "score_kws_row",
-]
+__all__ = ["NORMALIZER_NAME", "NORMALIZER_VERSION", "NORMALIZER_RULE", "WHISPER_NORMALIZER_NAME",
+           "WHISPER_NORMALIZER_VERSION", "JIWER_VERSION", "LOOP_LENGTH_RATIO", "LOOP_MAX_N", "LOOP_MIN_REPEATS",
+           "KWS_EMPTY_WORD", "KWS_RULE", "NON_ANSWER_KINDS", "normalize_text", "normalize_whisper",
+           "reference_is_empty", "align", "max_ngram_repeats", "loop_kind", "score_asr_row", "kws_first_word",
+           "normalize_kws_label", "kws_correct", "kws_non_answer", "score_kws_row"]
 
-NORMALIZER_NAME = "aip-speech-paper"
-"""Name of the headline normalisation (:func:`normalize_text`), as the authors' scoring."""
-
-NORMALIZER_VERSION = "1"
-"""Version of the headline rule in this package (bumped if the rule ever changes)."""
-
+NORMALIZER_NAME = "aip-speech-paper"  # the headline normalisation (normalize_text)
+NORMALIZER_VERSION = "1"  # bumped if the headline rule ever changes
 NORMALIZER_RULE = ("lower-case; each ASCII punctuation character (string.punctuation) -> space; "
                    "white space collapsed")
-"""The headline normalisation in words (for sidecars and the report)."""
-
 JIWER_VERSION = importlib.metadata.version("jiwer")
-"""Installed version of jiwer."""
-
-LOOP_LENGTH_RATIO = 3
-"""A hypothesis with at least this many times the reference's words is a loop."""
-
-LOOP_MAX_N = 4
-"""Longest n-gram (words) searched for back-to-back repeats."""
-
-LOOP_MIN_REPEATS = 4
-"""An n-gram repeated this many times in a row (and more often than in the reference) is a loop."""
-
-KWS_EMPTY_WORD = "silence"
-"""What an empty KWS response reads as (the authors' rule)."""
-
+LOOP_LENGTH_RATIO = 3  # a hypothesis with at least this many times the reference's words is a loop
+LOOP_MAX_N = 4  # longest n-gram (words) searched for back-to-back repeats
+LOOP_MIN_REPEATS = 4  # an n-gram repeated this many times in a row (more than in the reference) is a loop
+KWS_EMPTY_WORD = "silence"  # what an empty KWS response reads as (the authors' rule)
 KWS_RULE = ("first white-space token of the lower-cased, stripped response, stripped of ASCII "
             "punctuation at both ends ('silence' for an empty response); target clip: equals "
             "the label (normalised the same way); non-target clip: is none of the keywords")
-"""The headline KWS rule in words."""
-
-NON_ANSWER_KINDS = ("empty", "refusal", "multi_word")
-"""Values of ``non_answer_kind`` (``""`` for an answer)."""
+NON_ANSWER_KINDS = ("empty", "refusal", "multi_word")  # values of non_answer_kind ("" for an answer)
 
 _PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation})
 
@@ -84,23 +50,9 @@ def _is_missing(s) -> bool:
     return s is None or (isinstance(s, float) and math.isnan(s))
 
 
-# ---------------------------------------------------------------------------- normalisation
 def normalize_text(s) -> str:
-    """The paper's normalisation of a transcript (headline WER).
-
-    Lower-case, replace each ASCII punctuation character (``string.punctuation``) by a space,
-    collapse white space — as ``_normalize_asr_text`` of the authors' ``06_score_metrics.py``.
-    Typographic quotes, fillers and numbers are left alone (see :func:`normalize_whisper`).
-
-    Parameters
-    ----------
-    s : str or None
-        Raw text. ``None`` and NaN count as empty.
-
-    Returns
-    -------
-    str
-        Words separated by single spaces (may be empty).
+    """The paper's normalisation (headline WER): lower-case, each ASCII punctuation character a space,
+    white space collapsed; ``None``/NaN give ``""``. Typographic quotes, fillers and numbers stay.
 
     Examples
     --------
@@ -115,16 +67,8 @@ def normalize_text(s) -> str:
 
 
 def normalize_whisper(s) -> str:
-    """OpenAI's English text normaliser (Whisper-style WER), with upstream PR #2836.
-
-    Lower-cases, removes bracketed text and fillers (``uh``, ``um``), expands contractions and
-    titles (``Mr`` → ``mister``), standardises numbers and currencies (``two`` → ``2``,
-    ``one dollar`` → ``$1``), maps British to American spelling and removes symbols, exactly as
-    ``whisper.normalizers.EnglishTextNormalizer`` of the installed ``openai-whisper`` release,
-    whose last release spells every ``1`` next to ``$``, ``.``, ``%`` or ``-`` as ``one``;
-    upstream fixed that (only a standalone ``1`` becomes ``one``) and the fix is applied here.
-
-    Parameters and return value as :func:`normalize_text`.
+    """OpenAI's ``EnglishTextNormalizer`` (Whisper-style WER) with PR #2836: fillers and bracketed text
+    removed, numbers and currencies standardised (``one dollar`` → ``$1``), British → American spelling.
 
     Raises
     ------
@@ -144,12 +88,7 @@ def normalize_whisper(s) -> str:
 
 
 def reference_is_empty(text) -> bool:
-    """Whether a reference transcript has no word left after normalisation.
-
-    True when the headline normalisation (:func:`normalize_text`) *or* the Whisper-style one
-    (:func:`normalize_whisper`, which drops fillers such as ``uh`` and bracketed text such as
-    ``[music]``) leaves nothing: per-utterance WER is undefined for such a reference, so item
-    banks and custom validation should refuse it.
+    """True when :func:`normalize_text` or :func:`normalize_whisper` leaves no word (WER undefined).
 
     Examples
     --------
@@ -159,23 +98,8 @@ def reference_is_empty(text) -> bool:
     return not normalize_text(text) or not normalize_whisper(text)
 
 
-# ------------------------------------------------------------------------------------- WER
 def align(ref_norm: str, hyp_norm: str) -> tuple[int, int, int, int]:
-    """Substitutions, deletions, insertions and hits of two normalised strings (jiwer [2]_).
-
-    An empty reference gives ``(0, 0, len(hyp words), 0)``; an empty hypothesis all deletions.
-
-    Parameters
-    ----------
-    ref_norm, hyp_norm : str
-        Normalised text, words separated by white space.
-
-    Returns
-    -------
-    (S, D, I, H) : tuple of int
-    """
-    import jiwer
-
+    """``(S, D, I, H)`` of two normalised strings (jiwer); an empty reference gives ``(0, 0, n_hyp, 0)``."""
     r, h = ref_norm.split(), hyp_norm.split()
     if not r:
         return 0, 0, len(h), 0
@@ -186,19 +110,8 @@ def align(ref_norm: str, hyp_norm: str) -> tuple[int, int, int, int]:
 
 
 def max_ngram_repeats(words, max_n: int = LOOP_MAX_N) -> tuple[int, int]:
-    """Longest run of one n-gram repeated back to back.
-
-    Parameters
-    ----------
-    words : sequence of str
-    max_n : int
-        Longest n-gram tried (n = 1 … ``max_n``).
-
-    Returns
-    -------
-    (repeats, n) : tuple of int
-        The largest number of consecutive copies of one n-gram, and its n (the smallest n for
-        that count); ``(1, 1)`` for a non-empty text without repeats, ``(0, 0)`` when empty.
+    """Largest number of back-to-back copies of one n-gram (n ≤ ``max_n``) and its smallest n;
+    ``(1, 1)`` without repeats, ``(0, 0)`` for no words.
 
     Examples
     --------
@@ -224,24 +137,8 @@ def max_ngram_repeats(words, max_n: int = LOOP_MAX_N) -> tuple[int, int]:
 
 
 def loop_kind(ref_norm: str, hyp_norm: str) -> str:
-    """Classify a hypothesis as a repetition loop.
-
-    Rule: ``"length"`` when the reference has words and the hypothesis has at least
-    :data:`LOOP_LENGTH_RATIO` (3) times as many; else ``"ngram"`` when some n-gram with
-    n ≤ :data:`LOOP_MAX_N` (4) occurs at least :data:`LOOP_MIN_REPEATS` (4) times back to back in
-    the hypothesis and more times in a row than anywhere in the reference (so a reference that
-    itself says "no no no no" is not a loop when recognised faithfully); else ``""``.
-
-    Parameters
-    ----------
-    ref_norm, hyp_norm : str
-        Normalised reference and hypothesis (white-space separated words).
-
-    Returns
-    -------
-    str
-        ``"length"``, ``"ngram"`` or ``""``.
-    """
+    """``"length"`` when the hypothesis has ≥ 3× the reference's words; else ``"ngram"`` when an n-gram
+    (n ≤ 4) repeats ≥ 4 times back to back, more than anywhere in the reference; else ``""``."""
     r, h = ref_norm.split(), hyp_norm.split()
     if r and len(h) >= LOOP_LENGTH_RATIO * len(r):
         return "length"
@@ -252,36 +149,20 @@ def loop_kind(ref_norm: str, hyp_norm: str) -> str:
 
 
 def score_asr_row(reference, response) -> dict:
-    """Every per-row ASR score of ``results/scores/<asr task>.csv``.
-
-    Parameters
-    ----------
-    reference : str
-        Reference transcript (raw).
-    response : str
-        Recogniser output (raw; ``None`` counts as empty).
+    """Every per-row ASR score of ``results/scores/<asr task>.csv`` (raw texts; ``None`` counts as empty).
 
     Returns
     -------
     dict
-        Headline (paper normalisation, :func:`normalize_text`): ``ref_norm, hyp_norm,
-        substitutions, deletions, insertions, hits`` (int), ``errors`` = S + D + I,
-        ``ref_words`` = H + S + D, ``wer`` = errors / ref_words, ``ref_empty`` (bool),
-        ``score_failed`` (bool). Whisper-style (:func:`normalize_whisper`): ``ref_whisper,
-        hyp_whisper, errors_whisper, ref_words_whisper, wer_whisper``. Loops:
-        ``hyp_words`` (headline words), ``is_loop`` (bool), ``loop_kind`` (:func:`loop_kind`).
+        Headline: ``ref_norm, hyp_norm, substitutions, deletions, insertions, hits``, ``errors`` = S + D + I,
+        ``ref_words`` = H + S + D, ``wer``, ``ref_empty``, ``score_failed``; Whisper-style: ``ref_whisper,
+        hyp_whisper, errors_whisper, ref_words_whisper, wer_whisper``; ``hyp_words``, ``is_loop``, ``loop_kind``.
 
     Notes
     -----
-    * Empty reference after normalisation (``ref_empty``): errors are the insertions (``("",
-      "")`` → 0, ``("", "x y")`` → 2), ``ref_words`` = 0 and the per-utterance ``wer`` is NaN
-      (undefined, counted apart); corpus WER Σ errors / Σ ref_words still counts the
-      insertions. ``wer_whisper`` is NaN in the same way when the Whisper-normalised reference
-      is empty. (The authors' code would give 1.0 through its failure rule with jiwer 3, and
-      the insertion count with jiwer 4; validation refuses such items, see
-      :func:`reference_is_empty`.)
-    * A scoring failure (an exception in the alignment) counts as WER 1.0 with every reference
-      word deleted (``score_failed`` = True), as the authors' ``generate_results_new_2.py``.
+    An empty normalised reference has ``ref_words`` = 0 and ``wer`` NaN (its insertions still count in the
+    corpus WER). An alignment failure counts WER 1.0, every reference word deleted (the authors'
+    ``generate_results_new_2.py``).
     """
     ref_n, hyp_n = normalize_text(reference), normalize_text(response)
     n_ref = len(ref_n.split())
@@ -302,22 +183,9 @@ def score_asr_row(reference, response) -> dict:
                 hyp_words=len(hyp_n.split()), is_loop=bool(kind), loop_kind=kind)
 
 
-# ------------------------------------------------------------------------------------- KWS
 def kws_first_word(response) -> str:
-    """The word a KWS answer is scored on (the authors' rule).
-
-    ``str(response).lower().strip()``; its first white-space token, or ``"silence"`` when the
-    response is empty; then ASCII punctuation (``string.punctuation``) stripped from both ends.
-
-    Parameters
-    ----------
-    response : str or None
-        ``None``/NaN count as empty.
-
-    Returns
-    -------
-    str
-        Possibly empty (a token made only of punctuation, e.g. ``"**"``).
+    """The word a KWS answer is scored on (the authors' rule): the first white-space token of the
+    lower-cased response (``"silence"`` when empty), ASCII punctuation stripped at both ends.
 
     Examples
     --------
@@ -330,20 +198,8 @@ def kws_first_word(response) -> str:
 
 
 def normalize_kws_label(text) -> str:
-    """Normalise a KWS label the way responses are read (``"Yes!"`` → ``"yes"``).
-
-    Lower-case, strip white space and then ASCII punctuation at both ends, white space inside
-    collapsed. For a one-word label this equals :func:`kws_first_word`; a label that keeps a
-    space can never be matched by the first-word rule (validation should refuse it).
-
-    Parameters
-    ----------
-    text : str or None
-
-    Returns
-    -------
-    str
-        ``""`` for a missing or punctuation-only label.
+    """A KWS label read the way responses are (lower-case, punctuation stripped at both ends);
+    ``""`` for a missing or punctuation-only label.
 
     Examples
     --------
@@ -356,26 +212,9 @@ def normalize_kws_label(text) -> str:
 
 
 def kws_correct(response, label, is_target, *, keywords=KEYWORDS) -> bool:
-    """The paper's KWS scoring rule.
-
-    Parameters
-    ----------
-    response : str
-        Model answer.
-    label : str
-        The word spoken in the clip (normalised with :func:`normalize_kws_label`).
-    is_target : bool
-        Whether the clip is one of ``keywords``.
-    keywords : sequence of str
-        The closed set (default :data:`KEYWORDS`).
-
-    Returns
-    -------
-    bool
-        Target clip: ``kws_first_word(response) == label``. Non-target clip: the first word is
-        none of ``keywords`` (so an empty answer, read as ``"silence"``, is a correct
-        rejection — see :func:`kws_non_answer` for the strict view).
-    """
+    """The paper's KWS rule: a target clip is correct when ``kws_first_word(response)`` equals the
+    normalised ``label``; a non-target clip when the first word is none of ``keywords`` (so an empty
+    answer, read as ``"silence"``, is a correct rejection)."""
     first = kws_first_word(response)
     if bool(is_target):
         return first == normalize_kws_label(label)
@@ -395,23 +234,9 @@ _REFUSAL = re.compile(
 
 
 def kws_non_answer(response) -> tuple[bool, str]:
-    """Whether a KWS response is a non-answer, and which kind.
-
-    Kinds, first match wins: ``"empty"`` — nothing but white space and ASCII punctuation;
-    ``"refusal"`` — an apology or refusal phrase (``sorry``, ``I can't hear/determine …``,
-    ``I'm unable``, ``I don't know``, ``no (clear) speech/audio/voice``, ``inaudible``,
-    ``unintelligible``, ``unclear``, ``not clear``); ``"multi_word"`` — more than one word
-    (tokens made only of punctuation, such as a ``-`` bullet, do not count). A single word,
-    including ``silence``, ``none`` or ``unknown``, is an answer.
-
-    Parameters
-    ----------
-    response : str or None
-
-    Returns
-    -------
-    (non_answer, kind) : (bool, str)
-        ``kind`` is one of :data:`NON_ANSWER_KINDS`, or ``""`` for an answer.
+    """``(non_answer, kind)``: ``"empty"`` (only white space and punctuation), ``"refusal"`` (an
+    apology or refusal phrase), ``"multi_word"`` (more than one word), first match wins; a single word
+    is an answer (``(False, "")``).
 
     Examples
     --------
@@ -430,17 +255,8 @@ def kws_non_answer(response) -> tuple[bool, str]:
 
 
 def score_kws_row(response, label, is_target, keywords=KEYWORDS) -> dict:
-    """Every per-row KWS score of ``results/scores/<kws task>.csv``.
-
-    Parameters are those of :func:`kws_correct`.
-
-    Returns
-    -------
-    dict
-        ``first_word`` (:func:`kws_first_word`), ``correct`` (0/1, the paper's rule,
-        :func:`kws_correct`), ``non_answer`` (bool), ``non_answer_kind`` (:func:`kws_non_answer`)
-        and ``correct_strict`` (0/1: correct and not a non-answer).
-    """
+    """Every per-row KWS score (arguments of :func:`kws_correct`): ``first_word``, ``correct`` (0/1),
+    ``non_answer``, ``non_answer_kind`` and ``correct_strict`` (0/1: correct and not a non-answer)."""
     ok = kws_correct(response, label, is_target, keywords=keywords)
     non, kind = kws_non_answer(response)
     return dict(first_word=kws_first_word(response), correct=int(ok), non_answer=non, non_answer_kind=kind,
