@@ -1,22 +1,8 @@
-"""Exceptions raised by aiplib.
-
-One root, :class:`AiplibError`, so callers can catch everything the package raises on purpose
-(modelled on librosa's ``ParameterError``).
-"""
+"""Exceptions raised by aiplib: one root, :class:`AiplibError` (as librosa's ``ParameterError``)."""
 from __future__ import annotations
 
-__all__ = [
-    "AiplibError",
-    "AiplibParameterError",
-    "AudioFileError",
-    "MissingPackageError",
-    "ValidationError",
-    "ModelUnavailableError",
-    "DownloadError",
-    "ChecksumError",
-    "UnsafeArchiveError",
-    "InsufficientDiskSpaceError",
-]
+__all__ = ["AiplibError", "AiplibParameterError", "AudioFileError", "MissingPackageError", "ValidationError",
+           "ModelUnavailableError", "DownloadError", "ChecksumError", "UnsafeArchiveError", "InsufficientDiskSpaceError"]
 
 
 class AiplibError(Exception):
@@ -28,24 +14,15 @@ class AiplibParameterError(AiplibError, ValueError):
 
 
 class AudioFileError(AiplibError, OSError):
-    """An audio file is missing, unreadable, corrupt, silent or otherwise unusable.
-
-    The message always names the file.
-    """
+    """An audio file is missing, unreadable, corrupt, silent or otherwise unusable (the message names it)."""
 
 
 class MissingPackageError(AiplibError, RuntimeError):
-    """A Debian or Python package that a stage needs is not installed.
-
-    The message names the package and the command that installs it.
-    """
+    """A Debian or Python package a stage needs is not installed (the message says how to install it)."""
 
 
 class ValidationError(AiplibError):
-    """User input (a custom profile's folders, a criteria file …) failed validation.
-
-    ``problems`` holds every problem found, not only the first.
-    """
+    """User input (a custom profile's folders, a criteria file …) failed; ``problems`` lists every problem."""
 
     def __init__(self, problems):
         self.problems = list(problems)
@@ -57,11 +34,8 @@ class ModelUnavailableError(AiplibError, RuntimeError):
 
 
 class DownloadError(AiplibError, OSError):
-    """A file could not be downloaded, verified or extracted.
-
-    The message names the URL or file concerned and says what to do next. Network failures also
-    carry ``url`` and ``reason`` attributes (``None`` otherwise).
-    """
+    """A file could not be downloaded, verified or extracted (the message names it and what to do next);
+    network failures carry ``url`` and ``reason`` (else ``None``)."""
 
     def __init__(self, message: str = "", *, url: str | None = None, reason: str | None = None):
         super().__init__(message)

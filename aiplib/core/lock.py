@@ -1,29 +1,18 @@
-"""One writer per data folder: the lock every stage and ``make all`` take on ``data/<profile>/``.
+"""One writer per data folder: the ``flock`` every stage and ``make all`` take on ``data/<profile>/.aip-lock``.
 
 ``python -m aiplib.core.lock run ROOT [--mode exclusive|shard] [--wait S] [--command TEXT] -- CMD ...``
-runs ``CMD`` while holding the lock of the workspace ``ROOT`` and exits with its status.
+runs ``CMD`` holding the lock and exits with its status (:data:`BUSY_STATUS` with one line naming the
+holder when the folder is in use; ``--wait S`` or ``$AIP_LOCK_WAIT`` waits up to S seconds).
 
-The lock is an ``flock`` (see ``flock(2)``) on ``ROOT/.aip-lock``:
+- ``exclusive`` (every stage, ``make all``, ``make merge``): no other holder of either mode; the holder
+  record ``{"pid", "host", "command", "mode", "started", "token"}`` is written into ``.aip-lock``.
+- ``shard`` (stage 7 with ``SHARD=i/n``): a shared ``flock``, so shards run together but no stage
+  rewrites the manifests under them; records in ``.aip-lock.d/<host>-<pid>-<token>.json``.
 
-- ``exclusive`` (every stage, ``make all``, ``make merge``): no other holder of either mode.
-- ``shard`` (stage 7 with ``SHARD=i/n``): a shared ``flock``; any number of shards run at once
-  (each still takes its own per-model shard lock, :func:`aiplib.inference.shards.shard_lock`), but no
-  exclusive holder meanwhile, so no stage rewrites the manifests under a running shard.
-
-Who holds it: the exclusive holder writes ``{"pid", "host", "command", "mode", "started", "token"}``
-(JSON) into ``.aip-lock``; a shard writes the same into ``.aip-lock.d/<host>-<pid>-<token>.json``. A run
-that cannot take the lock stops (exit status :data:`BUSY_STATUS`) with one line naming the holder,
-or, with ``--wait S`` (``LOCK_WAIT=S`` of make, ``$AIP_LOCK_WAIT``), waits up to ``S`` seconds.
-
-The command inherits the locked file descriptor, so the kernel keeps the lock until the command
-ends, even if this wrapper is killed. On a normal end (or SIGTERM/SIGINT/SIGHUP, forwarded to the
-command) the holder record is cleared. A record left by a holder that no longer holds the
-``flock`` (killed with ``kill -9`` together with its command, a crashed node) is *stale*: the next
-run takes the lock over and says whose it was; a shard record whose pid is not running on this
-host is removed.
-
-Nested runs: the wrapper exports ``AIP_LOCK_HELD=<ROOT>`` and ``AIP_LOCK_TOKEN``; a run inside
-(``make all`` → each stage) whose ``ROOT`` is already held by its ancestor runs at once.
+The command inherits the locked descriptor, so the kernel keeps the lock until it ends. A record whose
+writer no longer holds the ``flock`` is stale and taken over (the next run says whose it was). A run
+inside a holder of the same ROOT (``AIP_LOCK_HELD``/``AIP_LOCK_TOKEN``: ``make all`` → each stage)
+runs at once.
 """
 from __future__ import annotations
 
@@ -47,12 +36,8 @@ except ImportError:  # pragma: no cover - Windows: no locking
 
 __all__ = ["BUSY_STATUS", "LOCK_NAME", "FolderBusyError", "holders", "acquire", "run", "main"]
 
-BUSY_STATUS = 75
-"""Exit status of a run that found the folder in use (``EX_TEMPFAIL`` of ``sysexits.h``)."""
-
-LOCK_NAME = ".aip-lock"
-"""Name of the lock file inside the workspace root (shard records in ``.aip-lock.d/``)."""
-
+BUSY_STATUS = 75  # a run that found the folder in use (EX_TEMPFAIL of sysexits.h)
+LOCK_NAME = ".aip-lock"  # inside the workspace root; shard records in .aip-lock.d/
 MODES = ("exclusive", "shard")
 
 
@@ -90,11 +75,8 @@ def _describe(rec: dict | None) -> str:
 
 
 def holders(root) -> list[dict]:
-    """Holder records of ``root``'s lock as written (the exclusive one first, then the shards).
-
-    Shard records (in order of start, then command) of a pid that is not running on this host are
-    removed (stale) and not returned.
-    """
+    """Holder records of ``root``'s lock: the exclusive one, then the shards by start and command
+    (a shard record of a pid not running on this host is removed)."""
     root = Path(root)
     rec = _read_record(root / LOCK_NAME)
     host = socket.gethostname()
@@ -129,17 +111,15 @@ def acquire(root, *, mode: str = "exclusive", command: str = "", wait_s: float =
         Workspace root (``data/<profile>``); created if missing.
     mode : {"exclusive", "shard"}
     command : str
-        What runs (recorded for the message another run shows).
-    wait_s : float ≥ 0, s
-        How long to wait for the holder to end; 0 = stop at once.
-    poll_s : float > 0, s
-        Interval between tries while waiting.
+        What runs (shown to another run).
+    wait_s, poll_s : float, s
+        How long to wait for the holder (0: stop at once), and the interval between tries.
 
     Returns
     -------
     (fd, record, record_path, taken_over)
-        ``fd`` the locked descriptor (keep it open to hold the lock), the holder record written, where,
-        and the stale record taken over (or None).
+        The locked descriptor (keep it open), the holder record written, where, and the stale record
+        taken over (or None).
 
     Raises
     ------
@@ -220,7 +200,7 @@ def _held_by_ancestor(root: Path) -> bool:
 
 
 def run(root, cmd: list[str], *, mode: str = "exclusive", command: str = "", wait_s: float = 0.0) -> int:
-    """Run ``cmd`` holding the lock of ``root`` (see the module text); returns its exit status.
+    """Run ``cmd`` holding the lock of ``root``; returns its exit status.
 
     Raises
     ------
@@ -257,9 +237,8 @@ def run(root, cmd: list[str], *, mode: str = "exclusive", command: str = "", wai
 
 
 def main(argv=None) -> int:
-    """Command line: ``python -m aiplib.core.lock run ROOT [--mode M] [--wait S] [--command T] -- CMD ...``
-    (exit status of ``CMD``, or :data:`BUSY_STATUS` with one line on stderr when the folder is in use);
-    ``python -m aiplib.core.lock show ROOT`` prints the holder records."""
+    """Command line: ``run ROOT [--mode M] [--wait S] [--command T] -- CMD ...`` (the module text) and
+    ``show ROOT`` (prints the holder records)."""
     ap = argparse.ArgumentParser(prog="python -m aiplib.core.lock")
     sub = ap.add_subparsers(dest="action", required=True)
     r = sub.add_parser("run", help="run a command holding the data folder's lock")

@@ -1,40 +1,15 @@
 """Stamps: what a stage read and with which parameters, so a re-run notices stale outputs.
 
-A *stamp* is a small JSON file written next to a stage's outputs when they are built::
+A stamp is a JSON file beside a stage's outputs (paths relative to the workspace root when inside it)::
 
-    {"stamp_version": 1,
-     "stage": "05_build_manifests:asr",
-     "params": {"family": "asr", "snrs_db": [10, 5, 0], "seed_start": 0, ...},
-     "inputs": {"itembanks/asr.jsonl": "<sha256>", "bg/bg00.wav": "<sha256>", ...},
-     "outputs": {"manifests/asr.csv": "<sha256>"},
+    {"stamp_version": 1, "stage": "05_build_manifests:asr", "params": {"snrs_db": [10, 5, 0], ...},
+     "inputs": {"itembanks/asr.jsonl": "<sha256>", ...}, "outputs": {"manifests/asr.csv": "<sha256>"},
      "code": {"aiplib": "0.1.0", "module": "aiplib.stimuli.manifests", "module_sha256": "<sha256>"},
-     "written": "2025-01-01T12:00:00+00:00"}
+     "written": "<UTC time>"}
 
-Paths are relative to the workspace root when they lie inside it, else absolute. A stage is *up
-to date* when the stamp exists, its ``params`` equal the current ones and every input still has
-the recorded SHA-256 (:func:`differences`); ``code`` is recorded for provenance and not compared
-(a code change that changes outputs bumps a ``definition_version`` in ``params`` instead).
-
-Stamps written by the pipeline (see ``docs/ARCHITECTURE.md``):
-
-=============================  ================================================================
-``raw/raw.stamp.json``         stage 1: the parameters, the files read (custom: the user's tables
-                               and audio, :func:`aiplib.sources.pipeline.raw_input_files`) and ``raw/inventory.csv``
-``itembanks/itembanks.stamp.json``  stage 2: parameters + ``raw/inventory.csv`` (custom: it holds
-                               the SHA-256 of every user file and the transcripts)
-``descriptors/battery.stamp.json``  stage 3: per background, its spec and the SHA-256 of its
-                               source files (a changed background is re-curated, the others kept)
-``manifests/<family>.stamp.json``  stage 5: SNRs, first seed, item bank, battery and every WAV
-=============================  ================================================================
-
-Stage 4 keeps its own sidecar (``acoustic_descriptors.json``, per-WAV SHA-256); stage 7 keys
-every inference row (:func:`aiplib.inference.keys.stimulus_key`), so resuming is per stimulus.
-
-``python -m aiplib.sources.pipeline --profile demo`` (``make stamps``) prints, for each stamp, whether the next
-``make all`` would rebuild it and why: stage 1's stamp is compared with the files it would read now
-(a file added to a custom folder counts), the others' recorded inputs and outputs are re-hashed,
-and a stamp whose input another stale stage rewrites is stale too
-(:func:`aiplib.sources.pipeline.stale_stamps`).
+A stage is up to date when its ``params`` equal the current ones and every input and output still has
+its recorded SHA-256 (:func:`differences`); ``code`` is recorded, not compared. Which stages write one:
+``docs/ARCHITECTURE.md``; ``make stamps`` lists the stale ones (:func:`aiplib.sources.pipeline.stale_stamps`).
 """
 from __future__ import annotations
 
@@ -53,8 +28,7 @@ from aiplib.core.hashing import file_sha256
 __all__ = ["STAMP_VERSION", "STAMP_SUFFIX", "text_sha256", "json_sha256", "jsonable", "make_stamp",
            "read_stamp", "write_stamp", "differences", "value_differences", "stamp_path"]
 
-STAMP_VERSION = 1
-"""Version of the stamp format."""
+STAMP_VERSION = 1  # of the stamp format
 STAMP_SUFFIX = ".stamp.json"
 
 
@@ -101,22 +75,21 @@ def make_stamp(stage: str, *, params: dict, inputs=(), ws=None, module: str | No
     Parameters
     ----------
     stage : str
-        Stage name, e.g. ``"05_build_manifests:asr"``.
+        E.g. ``"05_build_manifests:asr"``.
     params : dict
         JSON-able parameters that decide the outputs.
     inputs : iterable of str or Path
-        Files read (missing files are recorded as ``"missing"``).
+        Files read (a missing one is recorded as ``"missing"``).
     ws : Workspace, optional
         Paths inside ``ws.root`` are recorded relative to it.
     module : str, optional
-        Module implementing the stage; its source's SHA-256 is recorded under ``code``.
+        The stage's module; its source's SHA-256 goes under ``code``.
 
     Returns
     -------
     dict
-        The stamp without ``outputs`` (see :func:`write_stamp`).
+        The stamp without ``outputs`` (:func:`write_stamp`).
     """
-
     rec = {}
     for p in inputs:
         p = ws.path(p) if ws is not None else Path(p)
@@ -140,13 +113,7 @@ def read_stamp(path) -> dict | None:
 
 
 def write_stamp(path, stamp: dict, *, outputs=(), ws=None) -> Path:
-    """Write ``stamp`` plus the SHA-256 of ``outputs`` atomically (``.part`` file, then rename).
-
-    Returns
-    -------
-    Path
-        ``path``.
-    """
+    """Write ``stamp`` plus the SHA-256 of ``outputs`` atomically (``.part`` file, then rename); returns ``path``."""
     path = Path(path)
     out = {}
     for p in outputs:
@@ -183,26 +150,9 @@ def _pair(a, b, n: int = 60) -> str:
 
 
 def value_differences(name: str, old, new) -> list[str]:
-    """Where two JSON values differ, one ``"<path>: <old> → <new>"`` per differing leaf.
-
-    Dicts are compared key by key, recursively, so a change inside a nested parameter names its
-    key (``spec.category: "stationary" → "transient"``, not two cut-off copies of the whole spec);
-    a key only on one side reads ``<path>: added <new>`` / ``<path>: removed (was <old>)``.
-    Lists and scalars are shown whole when short; SHA-256 values by their first 12 hex digits;
-    long texts from where they start to differ.
-
-    Parameters
-    ----------
-    name : str
-        Path of the value (``"spec"``).
-    old, new
-        JSON values (compared as canonical JSON).
-
-    Returns
-    -------
-    list of str
-        Empty when equal.
-    """
+    """Where two JSON values differ: one ``"<name>.<key>: <old> → <new>"`` per differing leaf (dicts
+    compared key by key; ``added <new>`` / ``removed (was <old>)`` for a key on one side; SHA-256 values
+    by their first 12 hex digits, long texts from where they differ); empty when equal."""
     if _canon(old) == _canon(new):
         return []
     if isinstance(old, dict) and isinstance(new, dict):
@@ -220,10 +170,8 @@ def value_differences(name: str, old, new) -> list[str]:
 
 
 def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None) -> list[str]:
-    """What changed between a recorded stamp and the current one, one line per change.
-
-    Inputs come first (a changed file is usually the cause; parameters derived from it, such as
-    an inferred category, follow), then parameters, then outputs edited since.
+    """What changed between a recorded stamp and the current one, one line per change: inputs, then
+    parameters, then outputs edited since.
 
     Parameters
     ----------
@@ -232,8 +180,7 @@ def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None
     new : dict
         The current stamp (:func:`make_stamp`).
     outputs_ok : bool
-        Also check that every output recorded in ``old`` still has its SHA-256 (an output edited
-        or deleted by hand is a change).
+        Also check that every output recorded in ``old`` still has its SHA-256.
     ws : Workspace, optional
         Resolves the recorded output paths.
 
@@ -241,9 +188,7 @@ def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None
     -------
     list of str
         Empty when up to date, e.g. ``["input changed: bg/bg03.wav (3fa2c1d09e7b… → 9c1b…)",
-        "parameter snrs_db: [10,5,0] → [10,5]", "parameter spec.category: \"stationary\" →
-        \"transient\""]``: a nested parameter names the key that differs
-        (:func:`value_differences`).
+        "parameter snrs_db: [10,5,0] → [10,5]"]``.
     """
     if old is None:
         return ["no stamp (outputs written by an older version, or not yet built)"]

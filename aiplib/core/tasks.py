@@ -1,54 +1,34 @@
-"""The task file ``aiplib/core/tasks.yaml``: tasks, task families, keyword sets (the one home of these facts).
+"""The task file ``aiplib/core/tasks.yaml`` (tasks, task families, keyword sets) and the condition families.
 
-A *task* (``asr``, ``kws``, ``asr_steer_p5``, ``kws_steer_p5``) is a (family, prompt variant)
-pair. A *family* (``asr``, ``kws``) fixes the item bank, the manifest's reference column, the
-scoring rule and the degradation column with its sign. A *keyword set* is the closed list of the
-KWS family; the default is the paper's ten Speech Commands words, and the set a run actually used
-is stored with its KWS item bank (:func:`aiplib.io.formats.read_item_bank_keywords`), from which the
-prompts and the scoring read it.
-
-This module imports no other aiplib module except :mod:`aiplib.core.errors` (light: PyYAML only), so
-:mod:`aiplib.analysis.stats` and the corpora can import it.
+A *task* (``asr``, ``kws``, ``asr_steer_p5``, ``kws_steer_p5``) is a (family, prompt variant) pair. A
+*family* (``asr``, ``kws``) fixes the item bank, the manifest's reference column, the scoring rule and
+the degradation column with its sign. A *keyword set* is the closed list of the KWS family (default the
+paper's ten Speech Commands words); the set a run used is stored with its KWS item bank.
 """
 from __future__ import annotations
 
 import functools
 from pathlib import Path
 
+import yaml
+
 from aiplib.core.errors import AiplibParameterError
 
-__all__ = ["CONDITION_FAMILIES", "DEFAULT_SUITE", "check_family", "parse_suite",
-    "TASK_FILE",
-    "KWS_CLOSED_LIST",
-    "KWS_OPEN_ANSWER",
-    "FAMILIES",
-    "BASE_TASKS",
-    "KEYWORDS",
-    "DEGRADATION_COLUMN",
-    "DEGRADATION_SIGN",
-    "task_file",
-    "required_tasks",
-    "family_spec",
-    "task_family",
-    "keyword_set",
-    "normalize_keywords",
-]
+__all__ = ["CONDITION_FAMILIES", "DEFAULT_SUITE", "check_family", "parse_suite", "TASK_FILE", "KWS_CLOSED_LIST",
+           "KWS_OPEN_ANSWER", "FAMILIES", "BASE_TASKS", "KEYWORDS", "DEGRADATION_COLUMN", "DEGRADATION_SIGN",
+           "task_file", "required_tasks", "family_spec", "task_family", "keyword_set", "normalize_keywords"]
 
-TASK_FILE = Path(__file__).with_name("tasks.yaml")
-"""The task file: families, keyword sets, tasks, the default prompt set and every prompt set."""
-
+TASK_FILE = Path(__file__).with_name("tasks.yaml")  # families, keyword sets, tasks, prompt sets
+# kws_answer of a prompt set: its KWS prompt names the keywords (closed list), or asks for the spoken
+# word or SILENCE (open answer, the authors')
 KWS_CLOSED_LIST = "closed-list"
-"""``kws_answer`` of a prompt set whose KWS prompt names the keywords and asks for one of them."""
 KWS_OPEN_ANSWER = "open-answer"
-"""``kws_answer`` of a prompt set whose KWS prompt asks for the spoken word, or SILENCE (the authors')."""
 
 _SIGNS = ("noisy_minus_clean", "clean_minus_noisy")
 
 
 @functools.lru_cache(maxsize=4)
 def _read_task_file(path: str) -> dict:
-    import yaml  # noqa: PLC0415
-
     with open(path, encoding="utf-8") as fh:
         data = yaml.safe_load(fh)
     problems = []
@@ -108,15 +88,14 @@ def _read_task_file(path: str) -> dict:
 
 
 def task_file() -> dict:
-    """The parsed task file ``aiplib/core/tasks.yaml`` (validated; read once).
+    """The parsed task file (validated, read once; do not modify it).
 
     Returns
     -------
     dict
-        ``{"families": {family: {"reference", "scoring", "measure", "degradation": {"column",
-        "sign"}, ["keyword_set"]}}, "keyword_sets": {name: [word, ...]}, "tasks": {task:
-        {"family", "variant"}}, "default_prompt_set": str, "prompt_sets": {name: {"aliases",
-        "kws_answer", "source"}}}``. Do not modify it.
+        ``{"families": {family: {"reference", "scoring", "measure", "degradation": {"column", "sign"},
+        ["keyword_set"]}}, "keyword_sets": {name: [word, ...]}, "tasks": {task: {"family", "variant"}},
+        "default_prompt_set": str, "prompt_sets": {name: {"aliases", "kws_answer", "source"}}}``.
 
     Raises
     ------
@@ -127,13 +106,8 @@ def task_file() -> dict:
 
 
 def required_tasks() -> tuple[str, ...]:
-    """The task names every prompt set must define, in task-file order.
-
-    Returns
-    -------
-    tuple of str
-        ``("asr", "kws", "asr_steer_p5", "kws_steer_p5")`` with the shipped task file.
-    """
+    """The task names every prompt set must define, in task-file order (``("asr", "kws", "asr_steer_p5",
+    "kws_steer_p5")``)."""
     return tuple(task_file()["tasks"])
 
 
@@ -152,11 +126,8 @@ def family_spec(family: str) -> dict:
 
 
 def task_family(task: str) -> str:
-    """``"asr"`` or ``"kws"`` for a task name (``asr``, ``kws``, ``asr_steer_p5`` …).
-
-    A task of the task file gives its ``family``; any other name (the authors' files hold further
-    steering variants, ``kws_steer_p3`` …) belongs to the family it starts with (``<family>`` or
-    ``<family>_…``).
+    """``"asr"`` or ``"kws"`` for a task name: its ``family`` in the task file, else the family it starts
+    with (the authors' further steering variants, ``kws_steer_p3`` …).
 
     Raises
     ------
@@ -173,17 +144,8 @@ def task_family(task: str) -> str:
 
 
 def normalize_keywords(keywords) -> tuple[str, ...]:
-    """A keyword set as a tuple of lower-case words, in order, without repeats.
-
-    Parameters
-    ----------
-    keywords : str, sequence of str or None
-        A comma-separated string (``"alpha,beta"``), a sequence of words, or None (the default
-        set, :data:`KEYWORDS`).
-
-    Returns
-    -------
-    tuple of str
+    """A keyword set (comma-separated string, sequence of words, or None: :data:`KEYWORDS`) as a tuple of
+    lower-case words, in order, without repeats.
 
     Raises
     ------
@@ -218,32 +180,18 @@ def keyword_set(name: str | None = None) -> tuple[str, ...]:
     return tuple(str(w).strip().lower() for w in sets[name])
 
 
-FAMILIES: tuple[str, ...] = tuple(task_file()["families"])
-"""The task families (``("asr", "kws")``)."""
-
+FAMILIES: tuple[str, ...] = tuple(task_file()["families"])  # ("asr", "kws")
+# the baseline task (prompt variant "baseline") of each family: {"asr": "asr", "kws": "kws"}
 BASE_TASKS: dict[str, str] = {t["family"]: name for name, t in task_file()["tasks"].items()
                               if t["variant"] == "baseline"}
-"""The baseline task (prompt variant ``baseline``) of each family: ``{"asr": "asr", "kws": "kws"}``."""
-
-KEYWORDS: tuple[str, ...] = keyword_set()
-"""The default closed keyword set of the KWS family: the paper's ten Speech Commands words
-(``keyword_sets`` of ``aiplib/core/tasks.yaml``). A custom item bank may carry another set."""
-
+KEYWORDS: tuple[str, ...] = keyword_set()  # the paper's ten Speech Commands words (a custom item bank may differ)
+# score-file column of each family's per-pair degradation ({"asr": "delta_wer", "kws": "delta_acc"}) and how
+# it is formed from the measure (noisy_minus_clean for WER, clean_minus_noisy for accuracy): positive = worse
 DEGRADATION_COLUMN: dict[str, str] = {f: d["degradation"]["column"] for f, d in task_file()["families"].items()}
-"""Score-file column holding the per-pair degradation of each family
-(``{"asr": "delta_wer", "kws": "delta_acc"}``); positive = the background hurts."""
-
 DEGRADATION_SIGN: dict[str, str] = {f: d["degradation"]["sign"] for f, d in task_file()["families"].items()}
-"""How the degradation is formed from the family's measure: ``noisy_minus_clean`` (WER) or
-``clean_minus_noisy`` (accuracy), so that a positive value always means worse."""
 
-
-# ------------------------------------------------------------------- condition families
-CONDITION_FAMILIES = ("background", "competing_speech", "channel")
-"""The condition families, in report order."""
-
-DEFAULT_SUITE = ("background",)
-"""The suite of ``make all`` without ``SUITE=``: today's battery only."""
+CONDITION_FAMILIES = ("background", "competing_speech", "channel")  # in report order
+DEFAULT_SUITE = ("background",)  # the suite of ``make all`` without SUITE=
 
 
 def check_family(name) -> str:
@@ -262,18 +210,8 @@ def check_family(name) -> str:
 
 
 def parse_suite(value) -> tuple:
-    """The condition families of a suite parameter.
-
-    Parameters
-    ----------
-    value : str or sequence of str or None
-        ``"background"``, a comma list (``"background,channel"``), ``"all"``, or empty/None
-        (:data:`DEFAULT_SUITE`).
-
-    Returns
-    -------
-    tuple of str
-        Distinct families in :data:`CONDITION_FAMILIES` order.
+    """The condition families of a suite parameter (a name, a comma list, ``"all"``, or empty/None:
+    :data:`DEFAULT_SUITE`), distinct and in :data:`CONDITION_FAMILIES` order.
 
     Raises
     ------
