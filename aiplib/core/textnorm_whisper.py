@@ -1,17 +1,10 @@
 """OpenAI Whisper's English text normaliser, loaded without torch, with the upstream fix #2836.
 
-:func:`aiplib.core.textnorm.normalize_whisper` (the Whisper-style WER of stage 8) applies
-:func:`english_normalizer`. ``whisper/normalizers/basic.py`` and ``english.py`` of the installed
-``openai-whisper`` are loaded as private modules, so ``whisper/__init__.py`` (which imports torch,
-numba and tiktoken for the recogniser) never runs. In that private copy the release's readability
-rule ``\\b1(s?)\\b`` → ``one`` runs with the pattern of openai/whisper PR #2836, merged after the
-last release: only a ``1`` standing alone becomes ``one``, so ``"one dollar"`` → ``"$1"`` no longer
-equals ``"one"``.
-
-References
-----------
-.. [1] A. Radford et al., "Robust speech recognition via large-scale weak supervision",
-       arXiv:2212.04356, 2022; code: github.com/openai/whisper, ``whisper/normalizers``.
+``whisper/normalizers/basic.py`` and ``english.py`` of the installed ``openai-whisper`` are loaded as
+private modules (``whisper/__init__.py`` imports torch, numba and tiktoken). In that copy the release's
+rule ``\\b1(s?)\\b`` → ``one`` runs with the pattern of openai/whisper PR #2836, merged after the last
+release: only a ``1`` standing alone becomes ``one`` (so ``"one dollar"`` → ``"$1"`` no longer equals
+``"one"``). Radford et al., arXiv:2212.04356; github.com/openai/whisper, ``whisper/normalizers``.
 """
 from __future__ import annotations
 
@@ -26,15 +19,11 @@ __all__ = ["WHISPER_NORMALIZER_NAME", "WHISPER_NORMALIZER_VERSION", "english_nor
 _WHISPER_DIST = "openai-whisper"
 WHISPER_NORMALIZER_NAME = (f"{_WHISPER_DIST} whisper.normalizers.EnglishTextNormalizer"
                            " + openai/whisper#2836 (standalone-1 rule)")
-"""Which normaliser :func:`aiplib.core.textnorm.normalize_whisper` applies."""
-
-WHISPER_NORMALIZER_VERSION = f"{importlib.metadata.version(_WHISPER_DIST)}+pr2836"
-"""Installed ``openai-whisper`` release, with the upstream fix applied on top."""
+WHISPER_NORMALIZER_VERSION = f"{importlib.metadata.version(_WHISPER_DIST)}+pr2836"  # installed release + the fix
 
 
 def _load_whisper_module(name: str):
-    """Load ``whisper/normalizers/<name>.py`` of openai-whisper as a private module, without running
-    ``whisper/__init__.py`` (which imports torch, numba and tiktoken for the recogniser)."""
+    """``whisper/normalizers/<name>.py`` of openai-whisper as a private module (``whisper/__init__.py`` not run)."""
     pkg = "_aiplib_openai_whisper_normalizers"
     full = f"{pkg}.{name}"
     if full not in sys.modules:
@@ -56,9 +45,7 @@ _FIXED_ONE = r"(?<!\S)1(s?)(?!\S)"  # openai/whisper#2836: only a 1 standing alo
 
 
 class _ReWithFix:
-    """The ``re`` module as seen by our private copy of ``whisper/normalizers/english.py``:
-    identical, except that the release's readability rule ``\\b1(s?)\\b`` -> ``one`` is run
-    with the pattern of openai/whisper#2836 (white space, or the text's ends, on both sides)."""
+    """``re`` as our copy of ``english.py`` sees it: the release's ``\\b1(s?)\\b`` runs as openai/whisper#2836's."""
 
     def __getattr__(self, name):
         return getattr(re, name)
@@ -72,12 +59,8 @@ class _ReWithFix:
 
 @functools.lru_cache(maxsize=1)
 def english_normalizer():
-    """The ``EnglishTextNormalizer`` instance of the installed ``openai-whisper``, with PR #2836.
-
-    Returns
-    -------
-    callable
-        ``str -> str`` (one instance, cached).
+    """The ``EnglishTextNormalizer`` (``str -> str``, one cached instance) of the installed ``openai-whisper``,
+    with PR #2836.
 
     Raises
     ------

@@ -16,11 +16,9 @@ from aiplib.core.tasks import check_family
 __all__ = ["PROFILES", "STAGE_DIRS", "FAMILY_STAGE_DIRS", "Workspace", "workspace", "smoke", "repo_root"]
 
 PROFILES = ("demo", "paper", "custom")
-STAGE_DIRS = ("raw", "itembanks", "bg", "descriptors", "manifests", "checks", "inference",
-              "results", "executed")
+STAGE_DIRS = ("raw", "itembanks", "bg", "descriptors", "manifests", "checks", "inference", "results", "executed")
+# stage folders with one sub-folder per condition family other than background (Workspace.with_family)
 FAMILY_STAGE_DIRS = ("manifests", "inference", "checks")
-"""Stage folders that have one sub-folder per condition family other than ``background``
-(:meth:`Workspace.with_family`); the others are shared by every family."""
 
 
 def repo_root() -> Path:
@@ -45,13 +43,9 @@ class Workspace:
         ``<data_root>/<profile>``; every other attribute is a sub-folder of it
         (``raw itembanks bg descriptors manifests checks inference results executed``).
     condition_family : str
-        The condition family this view reads and writes (:data:`aiplib.core.tasks.CONDITION_FAMILIES`).
-        ``background`` (default): every path as it has always been. Any other family ``cf``:
-        :data:`FAMILY_STAGE_DIRS` (``manifests``, ``inference``, ``checks``) resolve to
-        ``<root>/<stage>/<cf>`` and :attr:`scores_dir` to ``results/scores/<cf>``; ``raw``,
-        ``itembanks``, ``bg``, ``descriptors``, the tables, the figures and :meth:`path` stay
-        shared. So stage 7 and stage 8 run on a family unchanged:
-        ``run_inference(ws.with_family("channel"), …)``.
+        The condition family this view reads and writes (default ``background``). For another family
+        ``cf``, :data:`FAMILY_STAGE_DIRS` resolve to ``<root>/<stage>/<cf>`` and :attr:`scores_dir` to
+        ``results/scores/<cf>``; the other folders are shared.
     """
 
     profile: str
@@ -73,8 +67,6 @@ class Workspace:
         AiplibParameterError
             If ``condition_family`` is not one of :data:`aiplib.core.tasks.CONDITION_FAMILIES`.
         """
-
-
         return dataclasses.replace(self, condition_family=check_family(condition_family))
 
     def ensure(self) -> "Workspace":
@@ -107,8 +99,7 @@ class Workspace:
 
     @property
     def distractors_csv(self) -> Path:
-        """``raw/distractors/distractors.csv``: the competing-speech distractor table (stage 1;
-        columns :data:`aiplib.sources.corpora.asterisk_langs.DISTRACTOR_COLUMNS`), shared by all families."""
+        """``raw/distractors/distractors.csv``: the competing-speech distractor table (stage 1)."""
         return self.root / "raw" / "distractors" / "distractors.csv"
 
     def manifest_csv(self, family: str) -> Path:
@@ -175,7 +166,7 @@ def workspace(profile: str = "demo", *, data_root=None, create: bool = True) -> 
     profile : str
         One of :data:`PROFILES`.
     data_root : str or Path, optional
-        Parent of the profile folders. Default ``$AIP_DATA_ROOT``, else ``<repo>/data``.
+        Parent of the profile folders; default ``$AIP_DATA_ROOT``, else ``<repo>/data``.
     create : bool
         Create the stage folders.
 
@@ -184,7 +175,6 @@ def workspace(profile: str = "demo", *, data_root=None, create: bool = True) -> 
     AiplibParameterError
         If ``profile`` is unknown.
     """
-
     if profile not in PROFILES:
         raise AiplibParameterError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     root = Path(data_root or os.environ.get("AIP_DATA_ROOT") or repo_root() / "data")

@@ -1,17 +1,10 @@
 """Audio I/O and loudness: every file becomes 16 kHz mono float32.
 
-Reading uses soundfile (libsndfile: WAV, FLAC, OGG/Vorbis, MP3 with libsndfile ≥ 1.1) and falls
-back to ffmpeg for what libsndfile cannot read (G.722, M4A, …). Channels are averaged to mono;
-the rate is converted with ``librosa.resample`` (soxr, high quality). Loudness is measured with
-pyloudnorm, an implementation of ITU-R BS.1770-4 (K-weighted, gated integrated loudness, LUFS).
-
-Full scale: samples are *not* clipped anywhere in this module. An integer file read at its own
-rate lies in [−1, 1); a float file, a resampled file (band-limiting overshoots at steep edges: a
-full-scale 44.1 kHz 1 kHz square wave peaks at 1.196 at 16 kHz, the Gibbs phenomenon) or a
-loudness-normalised signal can exceed 1. Clipping would change the waveform (and depart from the
-authors' ``load_audio``, which does not clip either); what needs the range handles it where it
-matters: the mixer divides a mixture by its peak when the peak exceeds 1, 16-bit writers
-saturate, and :func:`normalize_loudness` warns (:class:`ClippingWarning`) and returns the peak.
+Reading uses soundfile (libsndfile) and falls back to ffmpeg (G.722, M4A, …); channels are averaged,
+the rate converted with ``librosa.resample`` (soxr, high quality). Loudness is pyloudnorm's ITU-R
+BS.1770-4 integrated loudness (K-weighted, gated, LUFS). Samples are never clipped here (as the
+authors' ``load_audio``): a float or resampled file, or a loudness-normalised signal, can exceed ±1;
+the mixer limits the mixture's peak, 16-bit writers saturate, :func:`normalize_loudness` warns.
 """
 from __future__ import annotations
 
@@ -28,17 +21,10 @@ from aiplib.core.errors import AiplibParameterError, AudioFileError, MissingPack
 __all__ = ["SR", "valid_audio", "load_audio", "load_audio_cached", "write_wav", "loudness_lufs",
            "normalize_loudness", "loudness_meter", "peak_abs", "loop_or_cut", "MIN_LOUDNESS_S", "ClippingWarning"]
 
-SR = 16000
-"""The pipeline's sample rate in Hz."""
-
+SR = 16000  # the pipeline's sample rate, Hz
+# BS.1770 gating block, s (the pyloudnorm meter's block_size): pyloudnorm refuses shorter signals, so
+# loudness_lufs loops them first and custom-profile validation refuses shorter inputs
 MIN_LOUDNESS_S = 0.4
-"""BS.1770 gating block length in seconds, the ``block_size`` of the pyloudnorm meter used here.
-
-pyloudnorm refuses a signal of fewer than ``MIN_LOUDNESS_S * sr`` samples ("Audio must have length
-greater than the block size"): :func:`loudness_lufs` loops such a signal first, the authors' mixer
-(:func:`aiplib.stimuli.mixing.loudness_normalize`) does not, so custom-profile validation refuses every
-utterance, keyword clip and background shorter than this
-(:func:`aiplib.sources.corpora.custom.validate.validate_inputs`)."""
 
 _FFMPEG_FORMATS = {".g722": ["-f", "g722"]}
 
@@ -48,18 +34,8 @@ class ClippingWarning(UserWarning):
 
 
 def valid_audio(y, *, name: str = "audio") -> np.ndarray:
-    """Check a waveform and return it as float32.
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)]
-        Mono waveform, any float dtype, values nominally in [-1, 1].
-    name : str
-        What to call it in the error message (a file name, say).
-
-    Returns
-    -------
-    np.ndarray [shape=(n,)], float32
+    """Check a mono waveform ``y`` (np.ndarray [shape=(n,)], any float dtype) and return it as float32;
+    ``name`` names it in the message.
 
     Raises
     ------
@@ -99,19 +75,15 @@ def load_audio(path, *, sr: int = SR) -> np.ndarray:
     Parameters
     ----------
     path : str or Path
-        Any format soundfile reads (WAV 16/24/32-bit int or float, FLAC, OGG, MP3 …) or ffmpeg
-        reads (``.g722`` is decoded as raw G.722 at 16 kHz).
+        Any format soundfile or ffmpeg reads (``.g722`` is decoded as raw G.722 at 16 kHz).
     sr : int > 0
         Target sample rate in Hz.
 
     Returns
     -------
     np.ndarray [shape=(n,)], float32
-        Not clipped: values lie in [-1, 1) for an integer file read at its own rate; a float file
-        can hold larger values, and resampling can overshoot full scale at steep edges (a
-        full-scale 44.1 kHz 1 kHz square wave peaks at 1.196 at 16 kHz). Use :func:`peak_abs` to
-        check; nothing in aiplib relies on ``|y| <= 1`` after loading (the mixer limits the
-        mixture's peak, see the module docstring).
+        Not clipped: resampling can overshoot full scale (a full-scale 44.1 kHz 1 kHz square wave
+        peaks at 1.196 at 16 kHz).
 
     Raises
     ------
@@ -155,10 +127,7 @@ def _cached(path: str, sr: int, mtime: float) -> np.ndarray:
 
 
 def load_audio_cached(path, *, sr: int = SR) -> np.ndarray:
-    """:func:`load_audio` with an in-memory LRU cache (512 files), keyed on path and mtime.
-
-    The returned array is read-only; copy it before changing it.
-    """
+    """:func:`load_audio` with an in-memory LRU cache (512 files) keyed on path and mtime; read-only array."""
     p = Path(path)
     try:
         mtime = p.stat().st_mtime
@@ -177,10 +146,6 @@ def write_wav(path, y, *, sr: int = SR, subtype: str = "FLOAT") -> Path:
     sr : int, Hz
     subtype : str
         soundfile subtype: ``FLOAT`` keeps samples bit-exact, ``PCM_16`` for listening copies.
-
-    Returns
-    -------
-    Path of the written file.
 
     Raises
     ------
@@ -206,17 +171,8 @@ def write_wav(path, y, *, sr: int = SR, subtype: str = "FLOAT") -> Path:
 
 
 def loop_or_cut(y, n: int) -> np.ndarray:
-    """Repeat ``y`` end to end, or cut it, to exactly ``n`` samples.
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(m,)]
-    n : int > 0, samples
-
-    Returns
-    -------
-    np.ndarray [shape=(n,)]
-    """
+    """Repeat ``y`` (np.ndarray [shape=(m,)]) end to end, or cut it, to exactly ``n`` samples
+    (np.ndarray [shape=(n,)]); an empty ``y`` raises AiplibParameterError."""
     y = np.asarray(y)
     if y.size == 0:
         raise AiplibParameterError("cannot loop an empty waveform")
@@ -236,21 +192,8 @@ def loudness_meter(sr: int = SR):
 
 
 def loudness_lufs(y, *, sr: int = SR, name: str = "audio") -> float:
-    """Integrated loudness in LUFS (ITU-R BS.1770-4, via pyloudnorm).
-
-    Signals shorter than :data:`MIN_LOUDNESS_S` (0.4 s, one gating block) are looped to 0.4 s first.
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-    sr : int, Hz
-    name : str
-        Used in error messages.
-
-    Returns
-    -------
-    float
-        Loudness in LUFS; ``-inf`` for digital silence.
+    """Integrated loudness of ``y`` (np.ndarray [shape=(n,)], float, at ``sr`` Hz) in LUFS (ITU-R BS.1770-4,
+    pyloudnorm); ``-inf`` for digital silence. A signal shorter than 0.4 s is looped to 0.4 s first.
 
     Raises
     ------
@@ -281,27 +224,23 @@ def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audi
     target_lufs : float, LUFS
     sr : int, Hz
     name : str
-        Used in error and warning messages (a file name, say).
+        Used in error and warning messages.
     return_peak : bool
-        Also return the peak after the gain (default False, for the three-value form).
+        Also return the peak after the gain.
 
     Returns
     -------
     y_out : np.ndarray [shape=(n,)], float32
-        ``y * 10 ** (gain_db / 20)``, not clipped (as ``pyloudnorm.normalize.loudness``, which the
-        authors' ``loudness_normalize`` calls).
-    gain_db : float
-        Gain applied, in dB.
-    lufs_before : float
-        Loudness measured before, in LUFS.
+        ``y * 10 ** (gain_db / 20)``, not clipped (as ``pyloudnorm.normalize.loudness``).
+    gain_db : float, dB
+    lufs_before : float, LUFS
     peak_after : float
-        Only with ``return_peak=True``: ``max |y_out|`` (linear, full scale = 1).
+        Only with ``return_peak=True``: ``max |y_out|`` (full scale = 1).
 
     Warns
     -----
     ClippingWarning
-        When ``peak_after > 1`` (e.g. a 2 s 1 kHz sine at −3 LUFS peaks at 1.0096): the message
-        names ``name``, the peak and its dBFS. The samples are left as they are.
+        When ``peak_after > 1``, naming ``name``, the peak and its dBFS (samples left as they are).
 
     Raises
     ------

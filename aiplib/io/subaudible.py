@@ -1,12 +1,9 @@
 """Power a listener cannot hear (a DC offset, rumble below 20 Hz) and the band a recording fills.
 
-A background written as ``0.2·x + 0.3`` has most of its power in the offset: loudness
-normalisation and the mixer's power-based SNR then describe the offset, not the sound, and a
-"0 dB" stimulus is in effect clean. :func:`subaudible_power` measures that share,
-:func:`remove_subaudible` takes it out (the custom and demo profiles' curation does so before
-loudness normalisation; the paper profile keeps the authors' files as they are),
-:func:`effective_bandwidth_hz` finds where the spectrum of a band-limited source (e.g. resampled up
-from 8 kHz) ends.
+A background with most of its power in an offset (``0.2·x + 0.3``) makes loudness normalisation and the
+mixer's power-based SNR describe the offset, not the sound: :func:`subaudible_power` measures that share,
+:func:`remove_subaudible` takes it out (custom and demo curation), :func:`effective_bandwidth_hz` finds
+where a band-limited source's spectrum ends.
 """
 from __future__ import annotations
 
@@ -18,22 +15,12 @@ from aiplib.core.errors import AiplibParameterError
 __all__ = ["SUBAUDIBLE_HZ", "SUBAUDIBLE_LIMIT_DB", "BANDWIDTH_FLOOR_DB", "BAND_LIMITED_SHARE",
            "subaudible_power", "remove_subaudible", "effective_bandwidth_hz"]
 
-SUBAUDIBLE_HZ = 20.0
-"""Lower limit of hearing used here, Hz (the usual 20 Hz – 20 kHz audible range)."""
-
+SUBAUDIBLE_HZ = 20.0  # lower limit of hearing, Hz
+# DC + sub-20 Hz share of the power (dB, 1 %) from which a background is warned about / high-passed; below
+# it nominal and audible SNR differ by < 0.044 dB (white noise has -26 dB below 20 Hz at 16 kHz)
 SUBAUDIBLE_LIMIT_DB = -20.0
-"""A background whose DC + sub-20 Hz power is at least this share of its total power (dB, i.e.
-1 %) gets a validation warning and, where the profile removes it, is high-passed. Below it the
-nominal and the audible SNR differ by less than 0.044 dB and the file is used bit for bit (white
-noise itself has 20/8000 of its power, −26 dB, below 20 Hz at 16 kHz)."""
-
-BANDWIDTH_FLOOR_DB = 60.0
-"""The effective bandwidth ends at the highest frequency whose smoothed spectrum is within this
-many dB of the spectrum's maximum."""
-
-BAND_LIMITED_SHARE = 0.875
-"""A source whose effective bandwidth is below this fraction of the Nyquist frequency (7 kHz at
-16 kHz) is noted as band-limited."""
+BANDWIDTH_FLOOR_DB = 60.0  # the effective bandwidth ends where the spectrum falls this many dB below its maximum
+BAND_LIMITED_SHARE = 0.875  # below this fraction of Nyquist (7 kHz at 16 kHz) a source is band-limited
 
 _FLOOR_DB = -150.0
 
@@ -81,12 +68,8 @@ def subaudible_power(y, *, sr: int, cutoff_hz: float = SUBAUDIBLE_HZ) -> dict[st
 
 
 def remove_subaudible(y, *, sr: int, cutoff_hz: float = SUBAUDIBLE_HZ, order: int = 4) -> np.ndarray:
-    """Remove the DC offset and rumble below ``cutoff_hz``: mean subtraction, then a zero-phase
-    Butterworth high-pass.
-
-    The filter is ``scipy.signal.butter(order, cutoff_hz, "highpass", fs=sr, output="sos")`` run
-    forwards and backwards (``scipy.signal.sosfiltfilt``, odd padding): no phase shift or delay,
-    magnitude response squared (−6 dB at ``cutoff_hz``, ``2 * order`` × 6 dB per octave below,
+    """Remove the DC offset and rumble below ``cutoff_hz``: mean subtraction, then a Butterworth
+    high-pass run forwards and backwards (``scipy.signal.sosfiltfilt``: zero phase, −6 dB at ``cutoff_hz``,
     within 0.01 dB of unity above 2 × ``cutoff_hz`` for ``order=4``).
 
     Parameters
@@ -116,11 +99,8 @@ def remove_subaudible(y, *, sr: int, cutoff_hz: float = SUBAUDIBLE_HZ, order: in
 
 
 def effective_bandwidth_hz(y, *, sr: int, floor_db: float = BANDWIDTH_FLOOR_DB) -> float:
-    """Highest frequency (Hz) whose power spectrum is within ``floor_db`` of its maximum.
-
-    The spectrum is Welch's estimate (``scipy.signal.welch``, Hann window of 2048 samples, 50 %
-    overlap), DC and the sub-20 Hz bins left out of the maximum. A recording resampled up from
-    8 kHz gives about 4000 Hz; broadband noise at 16 kHz gives about 8000 Hz.
+    """Highest frequency (Hz) whose Welch power spectrum (2048-sample Hann windows) is within ``floor_db``
+    of its maximum above 20 Hz (about 4000 Hz for a recording resampled up from 8 kHz).
 
     Parameters
     ----------

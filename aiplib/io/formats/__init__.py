@@ -15,15 +15,10 @@ File (``ws`` = :class:`aiplib.core.workspace.Workspace`)  Reader                
                                             :func:`load_scores`
 =========================================  ==============================  =============================
 
-Conventions shared by every reader: ids and other text columns are read as strings exactly as
-written (an item or background named ``NA`` stays ``"NA"``, ``"0001"`` stays ``"0001"``); CSVs are
-written atomically (a ``.part`` file, then a rename) so a killed process never leaves half a
-table; line-oriented files that grow during a run (inference JSONL) are appended and fsync'ed, and
-their reader skips and counts an unreadable line instead of failing (issue 15, item 16).
-
-Paths come from :class:`aiplib.core.workspace.Workspace`; this package knows only what is inside files. Its two
-modules: :mod:`~aiplib.io.formats.tables` (item banks, battery, descriptors, manifests) and
-:mod:`~aiplib.io.formats.results` (inference JSONL, scores); import from ``aiplib.io.formats``.
+Ids and other text columns are read as strings exactly as written (``NA`` stays ``"NA"``, ``"0001"``
+stays ``"0001"``); CSVs are written atomically (a ``.part`` file, then a rename); inference JSONL is
+appended and fsync'ed, and its reader skips and counts an unreadable line. Paths come from
+:class:`aiplib.core.workspace.Workspace`.
 """
 from __future__ import annotations
 

@@ -13,49 +13,28 @@ import pandas as pd
 
 from aiplib.io.formats.tables import _read_text_csv, parse_bool, write_csv_atomic, write_json_atomic
 
-__all__ = [
-    "CORE_FIELDS", "EXTRA_FIELDS", "RUN_FIELDS", "ERROR_RESPONSE", "is_error_row", "repair_jsonl",
-    "read_inference_jsonl", "quarantine_path", "quarantine_lines", "read_results", "json_values", "inference_row_json", "append_jsonl_lines",
-    "SCORE_NUMERIC_COLUMNS", "read_scores", "load_scores", "write_scores",
-]
+__all__ = ["CORE_FIELDS", "EXTRA_FIELDS", "RUN_FIELDS", "ERROR_RESPONSE", "is_error_row", "repair_jsonl",
+           "read_inference_jsonl", "quarantine_path", "quarantine_lines", "read_results", "json_values",
+           "inference_row_json", "append_jsonl_lines", "SCORE_NUMERIC_COLUMNS", "read_scores", "load_scores",
+           "write_scores"]
 
 log = logging.getLogger("aiplib.io.formats")
 
 
-# ============================================================================== inference JSONL
+# Fields of every inference row (the authors'; a successful row has the manifest columns before raw, a failed
+# one error after it), then ours: decode_s and audio_s in s, stim_key (the resume key), batch_size (stimuli of
+# the generate call; empty on mixing failures), window_s (the encoder window in s, for backends choosing one).
 CORE_FIELDS = ["id", "raw", "model", "task"]
-"""Fields every inference row has (the authors'); a successful row has the manifest columns before
-``raw``, a failed one ``error`` after ``raw``."""
 EXTRA_FIELDS = ["prompt_set", "prompt_id", "decode_s", "audio_s", "stim_key", "batch_size", "window_s"]
-"""Our fields, after the authors' (``decode_s``, ``audio_s`` in s; ``stim_key`` the resume key,
-:func:`aiplib.inference.resume.stimulus_keys`; ``batch_size`` the stimuli of the ``generate`` call that
-decoded the row, empty on rows written before it was recorded and on mixing failures; ``window_s``
-the encoder window the stimulus was decoded on, in s, for backends that choose one — the embedded
-Whisper's 15 / 20 / 30 s — else None)."""
+# what stage 7 writes itself; every other field of a successful row is a copy of its manifest row
 RUN_FIELDS = ("raw", "model", "task", "error", *EXTRA_FIELDS)
-"""Fields stage 7 writes itself (the response and how it was made); every other field of a
-successful row is a copy of its manifest row (``id`` included), see
-:func:`aiplib.inference.resume.set_aside_stale_rows` which keeps those copies equal to the manifest."""
-ERROR_RESPONSE = "__ERROR__"
-"""``raw`` of a failed generation (the authors' marker)."""
+ERROR_RESPONSE = "__ERROR__"  # raw of a failed generation (the authors' marker)
 
 
 def repair_jsonl(path) -> int:
-    """Cut a line-oriented file back to its last complete line.
-
-    A process killed while appending can leave a last line without its newline. That fragment is
-    removed; all complete lines are kept. Also used for ``mix_diagnostics.csv``.
-
-    Parameters
-    ----------
-    path : str or Path
-        File to repair in place (a missing file is left alone).
-
-    Returns
-    -------
-    int
-        Bytes removed (0 if the file was intact or absent).
-    """
+    """Cut a line-oriented file (inference JSONL, ``mix_diagnostics.csv``) back to its last complete line,
+    in place (a process killed while appending leaves a fragment); returns the bytes removed (0 if intact
+    or absent)."""
     path = Path(path)
     if not path.is_file():
         return 0
@@ -88,22 +67,18 @@ def _line_list(numbers: list[int], at_most: int = 5) -> str:
 
 def read_inference_jsonl(path, *, require_id: bool = True, bad_lines: list | None = None
                          ) -> tuple[list[dict], int]:
-    """Read an inference JSONL file: the one reader of stages 7, 8 and the explorer.
+    """Read an inference JSONL file (ours or the authors'): the one reader of stages 7, 8 and the explorer.
 
-    Policy: a line that is not UTF-8, not JSON, or not a JSON object with an ``id`` is skipped and
-    counted (one warning per file), never an exception; blank lines are ignored. ``NaN`` tokens
-    (the authors' clean rows hold ``"bg_path": NaN``) are read as float NaN. ``id`` is a str.
+    A line that is not UTF-8, not JSON, or not an object with an ``id`` is skipped and counted (one
+    warning per file); ``NaN`` tokens are read as float NaN; ``id`` is a str.
 
     Parameters
     ----------
     path : str or Path
-        ``inference/<model>/<task>.jsonl`` (ours or the authors').
     require_id : bool
-        Skip objects without an ``id`` (stimulus rows). False reads any JSON object (the
-        ``run_log.jsonl`` records), with the same skip-and-count policy for unreadable lines.
+        False reads any JSON object (the ``run_log.jsonl`` records).
     bad_lines : list, optional
-        If given, ``(line_number, raw_bytes)`` of every skipped line is appended to it (1-based line
-        numbers). The warning names the file and the first line numbers.
+        ``(line_number, raw_bytes)`` of every skipped line (1-based) is appended to it.
 
     Returns
     -------
@@ -151,25 +126,10 @@ def quarantine_path(path) -> Path:
 
 
 def quarantine_lines(path, bad: list) -> Path:
-    """Append unreadable lines of an inference file to its quarantine file (then fsync).
-
-    Each record is one JSON object: ``file`` (name of the inference file), ``line`` (1-based line
-    number in it when set aside), ``text`` (the bytes decoded as UTF-8 with U+FFFD for what is
-    not), ``bytes_hex`` (the exact bytes, without the newline) and ``set_aside`` (UTC time).
-
-    Parameters
-    ----------
-    path : str or Path
-        The inference file.
-    bad : list of (int, bytes)
-        As collected by :func:`read_inference_jsonl` (``bad_lines=``).
-
-    Returns
-    -------
-    Path
-        The quarantine file (:func:`quarantine_path`).
+    """Append the unreadable lines ``bad`` (``(line, bytes)`` of :func:`read_inference_jsonl`) of the
+    inference file ``path`` to its quarantine file (then fsync) and return that file. Each record:
+    ``file``, ``line`` (1-based), ``text`` (UTF-8, U+FFFD for what is not), ``bytes_hex``, ``set_aside`` (UTC).
     """
-
     side = quarantine_path(path)
     side.parent.mkdir(parents=True, exist_ok=True)
     repair_jsonl(side)
@@ -201,18 +161,15 @@ def read_results(path, *, keep_errors: bool = True) -> pd.DataFrame:
     path : str or Path
         ``inference/<model>/<task>.jsonl``.
     keep_errors : bool
-        Keep stimuli whose every attempt failed (their last ``__ERROR__`` row). If False they are
-        dropped.
+        Keep stimuli whose every attempt failed (their last ``__ERROR__`` row).
 
     Returns
     -------
     pandas.DataFrame
-        Every field found (at least ``id, raw, error, model, task, prompt_set, prompt_id,
-        decode_s, audio_s``); per ``id`` the last successful row, else (with ``keep_errors``) the
-        last error row; in the order the kept rows were written. Empty (with those columns) if the
-        file is missing or empty. Unreadable lines are skipped and counted
-        (:func:`read_inference_jsonl`). ``df.attrs``: ``n_skipped`` (those lines), ``n_rows``
-        (rows read) and ``n_failed`` (stimuli with no successful row).
+        Every field found (at least :data:`CORE_FIELDS`, ``error`` and :data:`EXTRA_FIELDS`); per ``id`` the
+        last successful row, else the last error row, in the order written; empty if the file is missing.
+        ``df.attrs``: ``n_skipped`` (unreadable lines), ``n_rows`` (rows read), ``n_failed`` (stimuli with
+        no successful row).
     """
     path = Path(path)
     rows, bad = read_inference_jsonl(path) if path.is_file() else ([], 0)
@@ -242,8 +199,7 @@ def _json_value(v):
 
 
 def json_values(row: dict) -> dict:
-    """``row`` with the values an inference line stores: numpy scalars as Python numbers and
-    bools, NaN / NA / None as None (what :func:`inference_row_json` writes and JSON reads back)."""
+    """``row`` as an inference line stores it: numpy scalars as Python values, NaN / NA / None as None."""
     return {k: _json_value(v) for k, v in row.items()}
 
 
@@ -253,8 +209,7 @@ def inference_row_json(row: dict) -> str:
 
 
 def append_jsonl_lines(path, lines: list[str]) -> None:
-    """Append complete lines to a line-oriented file, then flush and fsync (a kill loses nothing
-    written before)."""
+    """Append complete lines to a line-oriented file, then flush and fsync."""
     if not lines:
         return
     with open(path, "a", encoding="utf-8") as f:
@@ -263,18 +218,16 @@ def append_jsonl_lines(path, lines: list[str]) -> None:
         os.fsync(f.fileno())
 
 
-# ============================================================================== scores
+# score columns read as numbers (errors coerced to NaN); every other column is read as text
 SCORE_NUMERIC_COLUMNS = ("snr_db", "wer", "errors", "ref_words", "substitutions", "deletions", "insertions",
                          "hits", "delta_wer", "correct", "delta_acc")
-"""Score columns read as numbers (errors coerced to NaN); every other column is read as text."""
 
 
 def read_scores(path) -> pd.DataFrame:
     """Read ``results/scores/<task>.csv``.
 
-    Text columns stay strings (``"None"``, ``"NA"`` or ``"0001"`` are not turned into NaN or
-    numbers); :data:`SCORE_NUMERIC_COLUMNS` are numbers; ``is_target`` is bool; ``accent_group``
-    and ``accent`` ``""`` become NaN.
+    Text columns stay strings as written; :data:`SCORE_NUMERIC_COLUMNS` are numbers; ``is_target`` bool;
+    an empty ``accent_group`` / ``accent`` NaN.
 
     Raises
     ------
@@ -299,8 +252,7 @@ def load_scores(ws, tasks=None) -> dict[str, pd.DataFrame]:
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
-        (An object with only a ``results`` folder, or the path of a results folder, is accepted
-        too, for a results folder copied out of its workspace.)
+        Or the path of a results folder copied out of its workspace.
     tasks : iterable of str, optional
         Default: every ``<task>.csv`` there, in name order.
     """
@@ -316,13 +268,7 @@ def load_scores(ws, tasks=None) -> dict[str, pd.DataFrame]:
 
 
 def write_scores(ws, task: str, df: pd.DataFrame, sidecar: dict) -> Path:
-    """Write ``results/scores/<task>.csv`` and its sidecar ``<task>.json``, each atomically.
-
-    Returns
-    -------
-    Path
-        The CSV.
-    """
+    """Write ``results/scores/<task>.csv`` and its sidecar ``<task>.json``, each atomically; returns the CSV."""
     path = write_csv_atomic(df, ws.scores_csv(task))
     write_json_atomic(sidecar, ws.scores_sidecar(task))
     return path

@@ -11,16 +11,13 @@ import pandas as pd
 from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import KEYWORDS, family_spec, normalize_keywords
 
-__all__ = [
-    "ITEM_BANK_FIELDS", "write_item_bank", "read_item_bank", "read_item_bank_keywords", "CATEGORIES", "BATTERY_COLUMNS", "BATTERY_TEXT_COLUMNS",
-    "read_battery_csv", "write_battery_csv", "DESCRIPTORS", "DESCRIPTOR_TABLE_COLUMNS",
-    "read_descriptor_table", "write_descriptor_table", "MANIFEST_TEXT_COLUMNS", "MANIFEST_REQUIRED",
-    "read_manifest_csv", "read_manifest", "read_manifest_meta", "write_manifest_csv", "manifest_view", "write_csv_atomic",
-    "write_json_atomic", "parse_bool",
-]
+__all__ = ["ITEM_BANK_FIELDS", "write_item_bank", "read_item_bank", "read_item_bank_keywords", "CATEGORIES",
+           "BATTERY_COLUMNS", "BATTERY_TEXT_COLUMNS", "read_battery_csv", "write_battery_csv", "DESCRIPTORS",
+           "DESCRIPTOR_TABLE_COLUMNS", "read_descriptor_table", "write_descriptor_table", "MANIFEST_TEXT_COLUMNS",
+           "MANIFEST_REQUIRED", "read_manifest_csv", "read_manifest", "read_manifest_meta", "write_manifest_csv",
+           "manifest_view", "write_csv_atomic", "write_json_atomic", "parse_bool"]
 
 
-# ============================================================================== generic
 def write_csv_atomic(df: pd.DataFrame, path) -> Path:
     """Write ``df`` (no index) to ``path`` (folder created) atomically: ``<path>.part``, then a rename."""
     path = Path(path)
@@ -41,9 +38,8 @@ def _write_text_atomic(text: str, path) -> Path:
 
 
 def write_json_atomic(obj, path) -> Path:
-    """Write ``obj`` as indented UTF-8 JSON to ``path`` (folder created) atomically, like
-    :func:`write_csv_atomic` (sidecars, provenance and check records). Values JSON has no type
-    for (paths, NumPy integers) are written as their ``str``."""
+    """Write ``obj`` as indented UTF-8 JSON to ``path`` atomically, like :func:`write_csv_atomic`
+    (paths, NumPy integers and other non-JSON values as their ``str``)."""
     return _write_text_atomic(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n", path)
 
 
@@ -64,9 +60,8 @@ def parse_bool(v):
 
 
 # ============================================================================== item banks
-ITEM_BANK_FIELDS = {"asr": ("item_id", "path", "duration_s", "text"),
+ITEM_BANK_FIELDS = {"asr": ("item_id", "path", "duration_s", "text"),  # required per family; others kept
                     "kws": ("item_id", "path", "duration_s", "label", "is_target")}
-"""Fields every item-bank row must have, per family (others are kept as written)."""
 
 
 def write_item_bank(ws, family: str, rows, *, keywords=None, extra: dict | None = None) -> Path:
@@ -79,9 +74,8 @@ def write_item_bank(ws, family: str, rows, *, keywords=None, extra: dict | None 
     rows : iterable of dict
         Item records with at least :data:`ITEM_BANK_FIELDS` of the family.
     keywords : str or sequence of str, optional
-        KWS only: the closed keyword set the item bank was labelled with (default the task
-        file's, :data:`aiplib.core.tasks.KEYWORDS`). Stored in the sidecar ``itembanks/kws.json``
-        (``{"family", "n_items", "keywords"}``), from where the prompts and the scoring read it.
+        KWS only: the closed keyword set (default :data:`aiplib.core.tasks.KEYWORDS`), stored in the
+        sidecar ``itembanks/kws.json`` (``{"family", "n_items", "keywords"}``).
     extra : dict, optional
         More sidecar fields.
 
@@ -95,7 +89,6 @@ def write_item_bank(ws, family: str, rows, *, keywords=None, extra: dict | None 
     AiplibParameterError
         Unknown family, a row missing a required field, or a bad keyword set.
     """
-
     if family not in ITEM_BANK_FIELDS:
         raise AiplibParameterError(f"unknown family {family!r}; choose one of {tuple(ITEM_BANK_FIELDS)}")
     rows = list(rows)
@@ -147,25 +140,14 @@ def read_item_bank(ws, family: str) -> pd.DataFrame:
 
 
 def read_item_bank_keywords(ws) -> tuple[str, ...]:
-    """The closed keyword set of the workspace's KWS item bank.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-
-    Returns
-    -------
-    tuple of str
-        ``keywords`` of ``itembanks/kws.json`` (written by :func:`write_item_bank`); the task
-        file's default (:data:`aiplib.core.tasks.KEYWORDS`) when there is no sidecar or it names none
-        (item banks written before the sidecar existed, the authors' files).
+    """The closed keyword set of the workspace's KWS item bank: ``keywords`` of ``itembanks/kws.json``, else
+    :data:`aiplib.core.tasks.KEYWORDS` (no sidecar, or none named: the authors' files).
 
     Raises
     ------
     AiplibParameterError
         If the sidecar is not valid JSON or its keyword set is empty.
     """
-
     p = ws.item_bank_sidecar("kws")
     if not p.is_file():
         return KEYWORDS
@@ -178,18 +160,14 @@ def read_item_bank_keywords(ws) -> tuple[str, ...]:
 
 
 # ============================================================================== battery, descriptors
-CATEGORIES = ("stationary", "transient", "music", "speech-like")
-"""Allowed values of a background's ``category`` (a spec's, the battery's)."""
-
+CATEGORIES = ("stationary", "transient", "music", "speech-like")  # of a background's category
+# columns of descriptors/battery.csv in order (aiplib.battery.backgrounds.curate_battery), and those read as text
 BATTERY_COLUMNS = ["bg_id", "category", "description", "source_package", "source_file", "licence",
                    "attribution", "synthetic", "source_duration_s", "looped", "gain_db",
                    "lufs_before", "lufs_after", "peak_after", "clipped_samples", "silent_share",
                    "silent_share_1s", "subaudible_db", "subaudible_removed", "bandwidth_hz", "path"]
-"""Columns of ``descriptors/battery.csv``, in order (written by :func:`aiplib.battery.backgrounds.curate_battery`)."""
-
 BATTERY_TEXT_COLUMNS = ("bg_id", "category", "description", "source_package", "source_file", "licence",
                         "attribution", "path")
-"""Battery columns read as strings (the rest are parsed as numbers/booleans where they look so)."""
 
 
 def read_battery_csv(path, *, index: bool = False) -> pd.DataFrame | None:
@@ -210,31 +188,16 @@ def write_battery_csv(df: pd.DataFrame, path) -> Path:
     return write_csv_atomic(df, path)
 
 
+# the nine descriptors in column order (definitions: aiplib.battery.descriptors.DESCRIPTOR_INFO); the table
+# adds the share of descriptor frames that are digital silence
 DESCRIPTORS = ["zcr", "spectral_centroid", "spectral_rolloff", "spectral_bandwidth", "spectral_flux",
                "spectral_flatness", "spectral_contrast", "rms_variance", "vad_speech_fraction"]
-"""The nine descriptor names, in the column order of ``acoustic_descriptors.csv`` (definitions and
-units in :data:`aiplib.battery.descriptors.DESCRIPTOR_INFO`)."""
-
 DESCRIPTOR_TABLE_COLUMNS = ["bg_id", *DESCRIPTORS, "silent_frame_share"]
-"""Columns of ``acoustic_descriptors.csv``: the nine descriptors, then the share of the descriptor
-frames that are digital silence."""
 
 
 def read_descriptor_table(path, *, index: bool = False) -> pd.DataFrame | None:
-    """Read ``descriptors/acoustic_descriptors.csv`` (None when it does not exist).
-
-    Parameters
-    ----------
-    path : str or Path
-    index : bool
-        Index the table by ``bg_id``.
-
-    Returns
-    -------
-    pandas.DataFrame or None
-        ``bg_id`` as written (str; ``"NA"`` stays ``"NA"``); every other column float, an empty
-        cell (or ``nan``) NaN.
-    """
+    """Read ``descriptors/acoustic_descriptors.csv`` (None when it does not exist), indexed by ``bg_id`` if
+    ``index``: ``bg_id`` as written (str), every other column float (an empty cell NaN)."""
     path = Path(path)
     if not path.is_file():
         return None
@@ -249,12 +212,10 @@ def write_descriptor_table(df: pd.DataFrame, path) -> Path:
 
 
 # ============================================================================== manifests
+# the authors' first manifest columns (every manifest has them), and the columns always read as strings
 MANIFEST_REQUIRED = ["id", "speech_id", "background_id", "snr_db", "condition", "seed", "speech_path", "bg_path"]
-"""The authors' first manifest columns: every manifest has them."""
-
 MANIFEST_TEXT_COLUMNS = ["id", "speech_id", "background_id", "condition", "speech_path", "bg_path", "accent",
                          "gender", "transcript", "keyword", "family", "accent_group"]
-"""Columns always read back as strings (an item or background named ``NA`` stays ``"NA"``)."""
 
 
 def read_manifest_csv(path) -> pd.DataFrame:
@@ -332,20 +293,12 @@ def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
     -------
     pandas.DataFrame
         Indexed by ``stimulus_id`` (kept as a column), last row per id: ``stimulus_id`` = ``id``;
-        ``item_id`` = ``speech_id``; ``bg_id`` = ``background_id`` ("clean" on clean rows);
-        ``snr_db`` (float dB, NaN on clean rows: the manifest's 99 is a marker, not an SNR);
-        ``reference`` = ``transcript`` (ASR) or ``keyword`` (KWS); ``accent_group`` =
-        ``accent_group`` when present and not empty, else the authors' ``accent``; ``accent`` =
-        the authors' raw ``accent`` label (``american_english``, a Common Voice string) when not
-        empty, else ``accent_group``; ``is_target``
-        (text as written); ``condition``; ``bg_active`` (nullable boolean, NA on clean rows and
-        when unknown).
-
-    Notes
-    -----
-    The authors' script read its manifests with pandas defaults, so an id ``NA`` became NaN in its
-    rows: ``item_id`` and ``bg_id`` are recovered from the stimulus id (``<item>_clean``,
-    ``<item>_<bg>_snr<N>``) when missing.
+        ``item_id`` = ``speech_id``; ``bg_id`` = ``background_id`` ("clean" on clean rows); ``snr_db``
+        (float dB, NaN on clean rows: the manifest's 99 is a marker); ``reference`` = ``transcript``
+        (ASR) or ``keyword`` (KWS); ``accent_group`` (else the authors' ``accent``); ``accent`` (the raw
+        label, else ``accent_group``); ``is_target`` (text); ``condition``; ``bg_active`` (nullable
+        boolean, NA on clean rows and when unknown). A missing ``item_id`` / ``bg_id`` (an id ``NA``
+        read as NaN by the authors' script) is recovered from the stimulus id.
     """
 
     def col(name, default=""):
