@@ -42,9 +42,6 @@ class DownloadError(AiplibError, OSError):
         self.url = url
         self.reason = reason
 
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
 
 class ChecksumError(DownloadError):
     """A downloaded file does not match its published checksum or announced size."""

@@ -15,6 +15,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pyloudnorm
+import soundfile as sf
 
 from aiplib.core.errors import AiplibParameterError, AudioFileError, MissingPackageError
 
@@ -92,8 +94,6 @@ def load_audio(path, *, sr: int = SR) -> np.ndarray:
     MissingPackageError
         If ffmpeg is needed and not installed.
     """
-    import soundfile as sf
-
     path = Path(path)
     if not path.is_file():
         raise AudioFileError(f"{path}: audio file not found")
@@ -137,23 +137,14 @@ def load_audio_cached(path, *, sr: int = SR) -> np.ndarray:
 
 
 def write_wav(path, y, *, sr: int = SR, subtype: str = "FLOAT") -> Path:
-    """Write a mono waveform to a WAV file (float32 by default), creating the folder.
-
-    Parameters
-    ----------
-    path : str or Path
-    y : np.ndarray [shape=(n,)], float
-    sr : int, Hz
-    subtype : str
-        soundfile subtype: ``FLOAT`` keeps samples bit-exact, ``PCM_16`` for listening copies.
+    """Write ``y`` (np.ndarray [shape=(n,)], float, at ``sr`` Hz) to a mono WAV file atomically, creating the
+    folder; ``subtype`` ``FLOAT`` keeps samples bit-exact, ``PCM_16`` is for listening copies.
 
     Raises
     ------
     AiplibParameterError
         If ``y`` fails :func:`valid_audio`.
     """
-    import soundfile as sf
-
     y = valid_audio(np.asarray(y), name=str(path))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -186,8 +177,6 @@ def loop_or_cut(y, n: int) -> np.ndarray:
 def loudness_meter(sr: int = SR):
     """The ``pyloudnorm.Meter`` at ``sr`` Hz with the :data:`MIN_LOUDNESS_S` (0.4 s) block (ITU-R
     BS.1770-4), one per rate."""
-    import pyloudnorm
-
     return pyloudnorm.Meter(sr, block_size=MIN_LOUDNESS_S)  # BS.1770-4, 400 ms blocks
 
 

@@ -13,8 +13,7 @@ from aiplib.core.tasks import KEYWORDS, family_spec, normalize_keywords
 
 __all__ = ["ITEM_BANK_FIELDS", "write_item_bank", "read_item_bank", "read_item_bank_keywords", "CATEGORIES",
            "BATTERY_COLUMNS", "BATTERY_TEXT_COLUMNS", "read_battery_csv", "write_battery_csv", "DESCRIPTORS",
-           "DESCRIPTOR_TABLE_COLUMNS", "read_descriptor_table", "write_descriptor_table", "MANIFEST_TEXT_COLUMNS",
-           "MANIFEST_REQUIRED", "read_manifest_csv", "read_manifest", "read_manifest_meta", "write_manifest_csv",
+           "DESCRIPTOR_TABLE_COLUMNS", "read_descriptor_table", "write_descriptor_table", "MANIFEST_REQUIRED", "read_manifest_csv", "read_manifest", "read_manifest_meta", "write_manifest_csv",
            "manifest_view", "write_csv_atomic", "write_json_atomic", "parse_bool"]
 
 
@@ -65,24 +64,10 @@ ITEM_BANK_FIELDS = {"asr": ("item_id", "path", "duration_s", "text"),  # require
 
 
 def write_item_bank(ws, family: str, rows, *, keywords=None, extra: dict | None = None) -> Path:
-    """Write ``itembanks/<family>.jsonl`` (one JSON object per item, atomically) and its sidecar.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    family : {"asr", "kws"}
-    rows : iterable of dict
-        Item records with at least :data:`ITEM_BANK_FIELDS` of the family.
-    keywords : str or sequence of str, optional
-        KWS only: the closed keyword set (default :data:`aiplib.core.tasks.KEYWORDS`), stored in the
-        sidecar ``itembanks/kws.json`` (``{"family", "n_items", "keywords"}``).
-    extra : dict, optional
-        More sidecar fields.
-
-    Returns
-    -------
-    Path
-        The JSONL file.
+    """Write ``itembanks/<family>.jsonl`` (one JSON object per item with at least the family's
+    :data:`ITEM_BANK_FIELDS`, atomically) and its sidecar ``<family>.json`` (``{"family", "n_items",
+    **extra}``, plus for KWS the closed ``keywords``, default :data:`aiplib.core.tasks.KEYWORDS`);
+    returns the JSONL path.
 
     Raises
     ------
@@ -111,11 +96,11 @@ def read_item_bank(ws, family: str) -> pd.DataFrame:
     Raises
     ------
     FileNotFoundError
-        If the item bank has not been built (run stage 2).
+        Before stage 2.
     AiplibParameterError
-        If item ids repeat or required fields are missing.
+        Item ids repeat or required fields are missing.
     ValueError
-        If a line is not valid JSON (the message names the file and line).
+        A line is not valid JSON (naming the file and line).
     """
     path = ws.item_bank(family)
     if not path.is_file():
@@ -171,11 +156,8 @@ BATTERY_TEXT_COLUMNS = ("bg_id", "category", "description", "source_package", "s
 
 
 def read_battery_csv(path, *, index: bool = False) -> pd.DataFrame | None:
-    """Read ``descriptors/battery.csv`` (None when it does not exist), indexed by ``bg_id`` if ``index``.
-
-    ``bg_id`` and the other text columns stay strings as written (``"NA"`` is not NaN); empty
-    cells of text columns are ``""``.
-    """
+    """Read ``descriptors/battery.csv`` (None when it does not exist), indexed by ``bg_id`` if ``index``;
+    text columns stay strings as written (``"NA"`` is not NaN, an empty cell ``""``)."""
     path = Path(path)
     if not path.is_file():
         return None
@@ -212,18 +194,13 @@ def write_descriptor_table(df: pd.DataFrame, path) -> Path:
 
 
 # ============================================================================== manifests
-# the authors' first manifest columns (every manifest has them), and the columns always read as strings
+# the authors' first manifest columns: every manifest has them
 MANIFEST_REQUIRED = ["id", "speech_id", "background_id", "snr_db", "condition", "seed", "speech_path", "bg_path"]
-MANIFEST_TEXT_COLUMNS = ["id", "speech_id", "background_id", "condition", "speech_path", "bg_path", "accent",
-                         "gender", "transcript", "keyword", "family", "accent_group"]
 
 
 def read_manifest_csv(path) -> pd.DataFrame:
-    """Read a manifest CSV (ours, or the authors' without our extras) with the right types.
-
-    Text columns (:data:`MANIFEST_TEXT_COLUMNS`) stay strings (``"NA"``, ``"null"``, ``""`` are
-    kept as written); ``snr_db`` and ``seed`` are int; ``is_target`` bool; ``bg_offset`` /
-    ``n_samples`` nullable Int64; ``bg_active`` nullable boolean; ``duration_s`` float.
+    """Read a manifest CSV (ours, or the authors'): text stays as written (``"NA"`` too); ``snr_db``, ``seed``
+    int; ``is_target`` bool; ``bg_offset``, ``n_samples`` Int64; ``bg_active`` boolean; ``duration_s`` float.
 
     Raises
     ------
@@ -254,20 +231,13 @@ def read_manifest_csv(path) -> pd.DataFrame:
 
 
 def read_manifest(ws, family: str) -> pd.DataFrame:
-    """Read ``manifests/<family>.csv`` of a workspace (see :func:`read_manifest_csv`).
-
-    Raises
-    ------
-    FileNotFoundError
-        If it has not been built (run stage 05_build_manifests).
-    """
+    """:func:`read_manifest_csv` of ``manifests/<family>.csv`` (FileNotFoundError before stage 5)."""
     return read_manifest_csv(ws.manifest_csv(family))
 
 
 def read_manifest_meta(ws, family: str) -> dict:
-    """The sidecar ``manifests/<family>.json`` written by stage 5 with the manifest
-    (``seed_start``, ``snrs_db``, counts, inactive shares, ``sha256``); ``{}`` when it is missing
-    or unreadable."""
+    """The sidecar ``manifests/<family>.json`` of stage 5 (``seed_start``, ``snrs_db``, counts, ``sha256``);
+    ``{}`` when missing or unreadable."""
     try:
         meta = json.loads(ws.manifest_csv(family).with_suffix(".json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -281,13 +251,8 @@ def write_manifest_csv(df: pd.DataFrame, path) -> Path:
 
 
 def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
-    """Manifest rows (or inference rows carrying the manifest columns) under the score files' names.
-
-    Parameters
-    ----------
-    m : pandas.DataFrame
-        Rows in the authors' schema (:func:`read_manifest_csv`, or inference rows).
-    family : {"asr", "kws"}
+    """Manifest rows (or inference rows carrying them) of ``family`` (``"asr"``/``"kws"``) under the score
+    files' names.
 
     Returns
     -------
