@@ -105,21 +105,10 @@ def _busy_line(root: Path, mode: str) -> str:
 def acquire(root, *, mode: str = "exclusive", command: str = "", wait_s: float = 0.0, poll_s: float = 0.5):
     """Take the lock of the workspace ``root``.
 
-    Parameters
-    ----------
-    root : str or Path
-        Workspace root (``data/<profile>``); created if missing.
-    mode : {"exclusive", "shard"}
-    command : str
-        What runs (shown to another run).
-    wait_s, poll_s : float, s
-        How long to wait for the holder (0: stop at once), and the interval between tries.
-
-    Returns
-    -------
-    (fd, record, record_path, taken_over)
-        The locked descriptor (keep it open), the holder record written, where, and the stale record
-        taken over (or None).
+    ``root`` is the workspace root (created if missing); ``command`` what runs (shown to another run);
+    ``wait_s`` how long to wait for the holder (0: stop at once), trying every ``poll_s`` s. Returns
+    ``(fd, record, record_path, taken_over)``: the locked descriptor (keep it open), the holder record
+    written, where, and the stale record taken over (or None).
 
     Raises
     ------

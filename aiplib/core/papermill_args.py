@@ -39,21 +39,10 @@ def filter_papermill_args(args: Sequence[str], declared: Iterable[str],
                           known: Iterable[str] = ()) -> tuple[list[str], list[str], list[str]]:
     """Keep only the papermill parameters a notebook declares.
 
-    Parameters
-    ----------
-    args : sequence of str
-        ``-p NAME VALUE``, ``-r NAME VALUE``, ``-y YAML`` (a mapping; its undeclared keys are
-        removed) and any other option, kept unchanged.
-    declared : iterable of str
-        The notebook's parameters (:func:`notebook_parameters`).
-    known : iterable of str
-        Parameters of every notebook; a dropped name outside this set is unknown (a typo).
-
-    Returns
-    -------
-    kept, dropped, unknown : list of str
-        ``args`` without the undeclared parameters (order kept); names removed that another
-        notebook declares; names removed that no notebook declares.
+    ``args`` holds ``-p NAME VALUE``, ``-r NAME VALUE``, ``-y YAML`` (a mapping: its undeclared keys are
+    removed) and other options (kept). Returns ``(kept, dropped, unknown)``: ``args`` without the
+    parameters not in ``declared`` (order kept); the names removed that ``known`` (every notebook's
+    parameters) holds; the names removed that no notebook declares (a typo).
 
     Raises
     ------

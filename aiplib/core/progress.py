@@ -66,29 +66,11 @@ def note(text: str, *, plain: bool | None = None, stream=None) -> str:
 class Progress:
     """Progress of one loop of ``total`` units (a context manager; leaving it closes the bar).
 
-    Parameters
-    ----------
-    total : int >= 0
-        Units of work.
-    label : str
-        What runs, e.g. ``"whisper_tiny_en · asr+asr_steer_p5"``.
-    unit : str
-        Unit name (``"stim"``, ``"bg"`` …).
-    enabled : bool
-        False shows nothing (``done`` still counts).
-    plain : bool, optional
-        Plain lines (True) or a ``tqdm.auto`` bar (False); default :func:`plain_mode`.
-    interval : float > 0, optional
-        Seconds between lines (tqdm's ``mininterval`` and ``maxinterval``); default tqdm's.
-    stream : file-like, optional
-        Where plain lines go (default ``sys.stderr`` at the time of writing).
-
-    Attributes
-    ----------
-    done : int
-        Units done so far.
-    lines : list of str
-        Every plain line written.
+    ``total`` units (int >= 0) of ``label`` (``"whisper_tiny_en · asr+asr_steer_p5"``) counted in ``unit``;
+    ``enabled=False`` shows nothing; ``plain`` plain lines or a ``tqdm.auto`` bar (default
+    :func:`plain_mode`); ``interval`` seconds between lines (tqdm's ``mininterval`` and ``maxinterval``;
+    default tqdm's); ``stream`` where plain lines go (default ``sys.stderr``). ``done`` counts the units
+    done, ``lines`` holds every plain line written.
     """
 
     def __init__(self, total: int, label: str, *, unit: str = "it", enabled: bool = True,

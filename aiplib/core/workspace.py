@@ -33,19 +33,10 @@ def smoke() -> bool:
 
 @dataclass(frozen=True)
 class Workspace:
-    """The stage folders of one profile.
-
-    Attributes
-    ----------
-    profile : str
-        Profile name.
-    root : pathlib.Path
-        ``<data_root>/<profile>``; every other attribute is a sub-folder of it
-        (``raw itembanks bg descriptors manifests checks inference results executed``).
-    condition_family : str
-        The condition family this view reads and writes (default ``background``). For another family
-        ``cf``, :data:`FAMILY_STAGE_DIRS` resolve to ``<root>/<stage>/<cf>`` and :attr:`scores_dir` to
-        ``results/scores/<cf>``; the other folders are shared.
+    """The stage folders of one profile: ``root`` (``<data_root>/<profile>``) and its sub-folders
+    :data:`STAGE_DIRS` as attributes. ``condition_family`` is the family this view reads and writes
+    (default ``background``); for another family ``cf``, :data:`FAMILY_STAGE_DIRS` resolve to
+    ``<root>/<stage>/<cf>`` and :attr:`scores_dir` to ``results/scores/<cf>``; the rest is shared.
     """
 
     profile: str
@@ -161,14 +152,8 @@ class Workspace:
 def workspace(profile: str = "demo", *, data_root=None, create: bool = True) -> Workspace:
     """Return the :class:`Workspace` of ``profile``.
 
-    Parameters
-    ----------
-    profile : str
-        One of :data:`PROFILES`.
-    data_root : str or Path, optional
-        Parent of the profile folders; default ``$AIP_DATA_ROOT``, else ``<repo>/data``.
-    create : bool
-        Create the stage folders.
+    ``data_root`` is the parent of the profile folders (default ``$AIP_DATA_ROOT``, else ``<repo>/data``);
+    ``create`` creates the stage folders.
 
     Raises
     ------

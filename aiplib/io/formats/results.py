@@ -72,20 +72,9 @@ def read_inference_jsonl(path, *, require_id: bool = True, bad_lines: list | Non
     A line that is not UTF-8, not JSON, or not an object with an ``id`` is skipped and counted (one
     warning per file); ``NaN`` tokens are read as float NaN; ``id`` is a str.
 
-    Parameters
-    ----------
-    path : str or Path
-    require_id : bool
-        False reads any JSON object (the ``run_log.jsonl`` records).
-    bad_lines : list, optional
-        ``(line_number, raw_bytes)`` of every skipped line (1-based) is appended to it.
-
-    Returns
-    -------
-    rows : list of dict
-        In file order.
-    n_skipped : int
-        Lines skipped (a half-written last line included).
+    ``require_id=False`` reads any JSON object (the ``run_log.jsonl`` records); ``bad_lines`` receives
+    ``(line_number, raw_bytes)`` of every skipped line (1-based). Returns ``(rows, n_skipped)``: the rows
+    in file order and the lines skipped (a half-written last line included).
 
     Raises
     ------
@@ -156,12 +145,7 @@ def is_error_row(row: dict) -> bool:
 def read_results(path, *, keep_errors: bool = True) -> pd.DataFrame:
     """Read an inference JSONL file, one row per stimulus.
 
-    Parameters
-    ----------
-    path : str or Path
-        ``inference/<model>/<task>.jsonl``.
-    keep_errors : bool
-        Keep stimuli whose every attempt failed (their last ``__ERROR__`` row).
+    ``keep_errors`` keeps stimuli whose every attempt failed (their last ``__ERROR__`` row).
 
     Returns
     -------
@@ -249,13 +233,8 @@ def read_scores(path) -> pd.DataFrame:
 def load_scores(ws, tasks=None) -> dict[str, pd.DataFrame]:
     """:func:`read_scores` of each task whose ``results/scores/<task>.csv`` exists (task → table).
 
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Or the path of a results folder copied out of its workspace.
-    tasks : iterable of str, optional
-        Default: every ``<task>.csv`` there, in name order.
-    """
+    ``ws`` may also be the path of a results folder copied out of its workspace; ``tasks`` defaults to
+    every ``<task>.csv`` there, in name order."""
     scores_dir = ws.scores_dir if hasattr(ws, "scores_dir") else Path(getattr(ws, "results", ws)) / "scores"
     if tasks is None:
         tasks = sorted(p.stem for p in scores_dir.glob("*.csv"))
