@@ -1,4 +1,4 @@
-"""aiplib.core.progress: tqdm's meter as plain lines (at most one per interval, final state N/N), a tqdm bar otherwise."""
+"""aiplib.core.progress: tqdm's meter as plain lines (at most one per interval, final N/N), a tqdm bar otherwise."""
 import io
 import os
 import re

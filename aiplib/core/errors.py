@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 __all__ = ["AiplibError", "AiplibParameterError", "AudioFileError", "MissingPackageError", "ValidationError",
-           "ModelUnavailableError", "DownloadError", "ChecksumError", "UnsafeArchiveError", "InsufficientDiskSpaceError"]
+           "ModelUnavailableError", "DownloadError", "ChecksumError", "UnsafeArchiveError",
+           "InsufficientDiskSpaceError"]
 
 
 class AiplibError(Exception):

@@ -13,8 +13,9 @@ from aiplib.core.tasks import KEYWORDS, family_spec, normalize_keywords
 
 __all__ = ["ITEM_BANK_FIELDS", "write_item_bank", "read_item_bank", "read_item_bank_keywords", "CATEGORIES",
            "BATTERY_COLUMNS", "BATTERY_TEXT_COLUMNS", "read_battery_csv", "write_battery_csv", "DESCRIPTORS",
-           "DESCRIPTOR_TABLE_COLUMNS", "read_descriptor_table", "write_descriptor_table", "MANIFEST_REQUIRED", "read_manifest_csv", "read_manifest", "read_manifest_meta", "write_manifest_csv",
-           "manifest_view", "write_csv_atomic", "write_json_atomic", "parse_bool"]
+           "DESCRIPTOR_TABLE_COLUMNS", "read_descriptor_table", "write_descriptor_table", "MANIFEST_REQUIRED",
+           "read_manifest_csv", "read_manifest", "read_manifest_meta", "write_manifest_csv", "manifest_view",
+           "write_csv_atomic", "write_json_atomic", "parse_bool"]
 
 
 def write_csv_atomic(df: pd.DataFrame, path) -> Path:
