@@ -19,8 +19,7 @@ import numpy as np
 
 from aiplib.core.errors import AiplibError, MissingPackageError
 from aiplib.io.audio import SR, load_audio
-from aiplib.sources.corpora.corpus import CorpusError
-from aiplib.sources.download import set_cache_env
+from aiplib.sources.download import CorpusError, set_cache_env
 
 __all__ = ["CV_DATASET", "CV_SPLIT", "N_COMMON_VOICE", "ACCENT_GROUPS_FILE", "read_accent_groups",
            "CV_ACCENT_GROUPS", "accent_group", "load_common_voice", "select_common_voice"]

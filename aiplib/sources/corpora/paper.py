@@ -4,7 +4,7 @@ This module assembles the corpus modules (one per corpus, lhotse's recipe layout
 download record and a ``prepare_<corpus>`` reader each) and applies the authors' selection rules:
 
 * stage 1, :func:`gather_raw` (= :func:`download_all`): download the six corpora of
-  :data:`CORPORA` (seven files) with the resumable, verified downloader of :mod:`aiplib.sources.download`;
+  :data:`CORPORA` (seven files) with :mod:`aiplib.sources.download` (pooch);
 * stage 2, :func:`build_item_banks`: the authors' item banks from LibriSpeech, Common Voice
   (streamed) and Speech Commands;
 * stage 3, :func:`battery_specs`: the 20 backgrounds of Table 1 as background specs for
@@ -14,7 +14,7 @@ Corpus modules: :mod:`~aiplib.sources.corpora.esc50` [1]_, :mod:`~aiplib.sources
 :mod:`~aiplib.sources.corpora.noisex92` [3]_, :mod:`~aiplib.sources.corpora.musan` [4]_,
 :mod:`~aiplib.sources.corpora.librispeech` [5]_, :mod:`~aiplib.sources.corpora.speech_commands` [6]_,
 :mod:`~aiplib.sources.corpora.common_voice` [7]_ (each module gives the source and licence); mirrors and
-downloading: :mod:`aiplib.sources.corpora.corpus`.
+downloading: :mod:`aiplib.sources.download`.
 
 Layout under the workspace ``data/paper/`` (archives are kept next to their extracted data)::
 
@@ -57,10 +57,17 @@ from aiplib.sources.corpora.common_voice import (
     load_common_voice,
     select_common_voice,
 )
-from aiplib.sources.corpora.corpus import Corpus, CorpusError, download_corpus, need_dir, resolve_base_url
 from aiplib.sources.corpora.librispeech import prepare_librispeech, read_librispeech_speakers
 from aiplib.sources.corpora.speech_commands import KEYWORDS
-from aiplib.sources.download import DownloadError, set_cache_env
+from aiplib.sources.download import (
+    Corpus,
+    CorpusError,
+    DownloadError,
+    download_corpus,
+    need_dir,
+    resolve_base_url,
+    set_cache_env,
+)
 
 __all__ = ["CORPORA", "corpus_dir", "base_url_for", "download_all", "gather_raw", "build_item_banks",
            "battery_specs", "BATTERY", "AUTHORS_CATEGORY", "SELECTION_RULES", "AUTHORS_SEED",

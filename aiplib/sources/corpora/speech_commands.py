@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aiplib.core.errors import AiplibParameterError
-from aiplib.sources.corpora.corpus import Corpus, CorpusError, RemoteFile, need_dir
+from aiplib.sources.download import Corpus, CorpusError, RemoteFile, need_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas

@@ -58,11 +58,11 @@ import numpy as np
 import pandas as pd
 
 from aiplib.core import DEFAULT_SEED
-from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.core.errors import AiplibError, AiplibParameterError
-from aiplib.io.formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
 from aiplib.core.hashing import sha256_file
 from aiplib.core.tasks import FAMILIES, KEYWORDS
+from aiplib.io.audio import SR, load_audio, write_wav
+from aiplib.io.formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
 from aiplib.sources.corpora.custom.cli import main
 from aiplib.sources.corpora.custom.files import AUDIO_EXTENSIONS
 from aiplib.sources.corpora.custom.report import Problem, ValidationReport
