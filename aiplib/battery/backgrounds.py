@@ -36,9 +36,8 @@ import pandas as pd
 from aiplib.core import DEFAULT_SEED
 from aiplib.core.errors import AiplibParameterError, AudioFileError
 from aiplib.core.progress import track
-from aiplib.core.stamps import differences, file_sha256, make_stamp, read_stamp, stamp_path, write_stamp
 from aiplib.io.audio import SR, load_audio, loop_or_cut, loudness_lufs, normalize_loudness, write_wav
-from aiplib.io.formats import BATTERY_COLUMNS, CATEGORIES, read_battery_csv, write_battery_csv
+from aiplib.io.formats import BATTERY_COLUMNS, CATEGORIES, write_battery_csv
 from aiplib.io.subaudible import (
     SUBAUDIBLE_LIMIT_DB,
     effective_bandwidth_hz,
@@ -339,14 +338,14 @@ def _row(ws, spec, info, out: Path) -> dict:
     return {c: row[c] for c in BATTERY_COLUMNS}
 
 
-def _row_current(row: dict, target_lufs: float) -> bool:
-    """An old battery.csv row is reusable: it has every current column and the target loudness."""
-    if any(c not in row for c in BATTERY_COLUMNS):
-        return False
-    try:
-        return abs(float(row["lufs_after"]) - float(target_lufs)) <= 0.05
-    except (TypeError, ValueError):
-        return False
+def _write_if_changed(out: Path, y: np.ndarray) -> None:
+    """Write ``out`` as :data:`BG_SUBTYPE`, leaving an existing file with the same bytes untouched."""
+    tmp = out.with_name(out.name + ".tmp.wav")
+    write_wav(tmp, y, subtype=BG_SUBTYPE)
+    if out.is_file() and out.read_bytes() == tmp.read_bytes():
+        tmp.unlink()
+    else:
+        tmp.replace(out)
 
 
 def _check_ids(specs) -> None:
@@ -377,14 +376,8 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
         Base seed (default :data:`aiplib.DEFAULT_SEED`); background ``bg_id`` uses :func:`spec_seed`
         ``(seed, bg_id)``.
     overwrite : bool
-        Re-make every WAV. Without it an existing ``bg/<bg_id>.wav`` listed in the current
-        ``battery.csv`` is kept as it is (with its row) only when ``descriptors/battery.stamp.json``
-        (:mod:`aiplib.core.stamps`) records for it the same spec, ``duration_s``, ``target_lufs``,
-        ``seed``, the same SHA-256 of every source file and of the WAV itself; any other
-        background is re-made (a warning names the re-made ones and why). A row from an older
-        ``battery.csv`` without the current columns, or curated to another loudness
-        (``|lufs_after - target_lufs| > 0.05``), is re-made too, as is every background of a
-        battery without a stamp (same inputs give the same samples).
+        Ignored: every background is curated on every run (seconds; the same inputs give the same
+        bytes, and a WAV whose bytes do not change is not rewritten).
 
     Returns
     -------
@@ -407,41 +400,15 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     for s in specs:
         _check_spec(s)
     ws.ensure()
-    old = read_battery_csv(ws.battery_csv)
-    old = {} if old is None or overwrite else {r["bg_id"]: r for r in old.to_dict("records")}
-    stamp_file = stamp_path(ws.descriptors, "battery")
-    old_stamp = (read_stamp(stamp_file) or {}).get("backgrounds", {})
-    params = dict(duration_s=float(duration_s), target_lufs=float(target_lufs), seed=int(seed),
-                  subtype=BG_SUBTYPE)
-    rows, stamps, remade = [], {}, []
+    (ws.descriptors / "battery.stamp.json").unlink(missing_ok=True)  # of an older version: no stamp now
+    rows = []
     for spec in track(specs, "curating backgrounds", unit="bg"):  # tqdm bar, or [progress] lines under make
         out = ws.bg / f"{spec['bg_id']}.wav"
-        prev = old.get(spec["bg_id"])
         spec = dict(spec, sources=_resolve(ws, spec["sources"]))
-        files = [] if spec["combine"].startswith("synthetic:") else _flatten(spec["sources"])
-        stamp = make_stamp(f"03_curate_backgrounds:{spec['bg_id']}", ws=ws, inputs=files,
-                           params=dict(params, spec={k: v for k, v in spec.items() if k != "sources"},
-                                       sources=[ws.rel(f) for f in files]))
-        stamp.pop("code")
-        changed = differences(old_stamp.get(spec["bg_id"]), stamp, ws=ws)
-        stale = prev is not None and not _row_current(prev, target_lufs)
-        if out.is_file() and prev is not None and not stale and not changed:
-            rows.append({c: prev[c] for c in BATTERY_COLUMNS})
-            stamps[spec["bg_id"]] = old_stamp[spec["bg_id"]]
-            continue
-        if prev is not None and changed:
-            remade.append(f"{spec['bg_id']} ({'; '.join(changed[:3])})")
         y, info = curate_background(spec, duration_s=duration_s, target_lufs=target_lufs,
                                     seed=spec_seed(seed, spec["bg_id"]))
-        write_wav(out, y, subtype=BG_SUBTYPE)
+        _write_if_changed(out, y)
         rows.append(_row(ws, spec, _as_stored(out, y, info, SR), out))
-        stamps[spec["bg_id"]] = dict(stamp, outputs={ws.rel(out): file_sha256(out)})
-    if remade:
-        log.warning("re-curated %d background(s) whose inputs or parameters changed: %s", len(remade),
-                    "; ".join(remade))
     df = pd.DataFrame(rows, columns=BATTERY_COLUMNS)
     write_battery_csv(df, ws.battery_csv)
-    top = make_stamp("03_curate_backgrounds", params=dict(params, bg_ids=[s["bg_id"] for s in specs]),
-                     module=__name__)
-    write_stamp(stamp_file, dict(top, backgrounds=stamps), outputs=[ws.descriptors / "battery.csv"], ws=ws)
     return df
