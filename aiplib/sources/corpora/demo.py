@@ -199,13 +199,15 @@ def _engine_credit(voice: str) -> str:
     return "espeak-ng" if voice.startswith("espeak:") else "flite"
 
 
-def _item(ws, family, item_id, y, *, source_file, source, licence, attribution, speaker, accent_group,
-          synthetic, **extra) -> dict:
+def _item(ws, family, item_id, y, credit: dict, **extra) -> dict:
+    """An item-bank record; ``credit`` holds ``source_file, source, licence, attribution, speaker,
+    accent_group, synthetic``, ``extra`` the task fields (``text``, or ``label`` and ``is_target``)."""
     path = ws.itembanks / "audio" / family / f"{item_id}.wav"
     write_wav(path, y)
-    return dict(item_id=item_id, path=ws.rel(path), source_file=source_file, source=source,
-                licence=licence, attribution=attribution, duration_s=float(y.size / SR), speaker=speaker,
-                accent_group=accent_group, synthetic=synthetic, **extra)
+    c = credit
+    return dict(item_id=item_id, path=ws.rel(path), source_file=c["source_file"], source=c["source"],
+                licence=c["licence"], attribution=c["attribution"], duration_s=float(y.size / SR),
+                speaker=c["speaker"], accent_group=c["accent_group"], synthetic=c["synthetic"], **extra)
 
 
 def _asr_real(ws, n: int, rng) -> list[dict]:
@@ -215,10 +217,10 @@ def _asr_real(ws, n: int, rng) -> list[dict]:
         raise AiplibParameterError(f"n_asr_real={n} but only {len(cand)} Asterisk prompts qualify")
     rows = []
     for r in cand.iloc[np.sort(rng.choice(len(cand), size=n, replace=False))].itertuples():
-        rows.append(_item(ws, "asr", "ast-" + r.key.replace("/", "-"), load_audio(r.path), text=r.text,
-                          source_file=ws.rel(r.path), source=_AST_PKG, licence=_AST_LICENCE,
-                          attribution=_AST_ATTR, speaker="asterisk_allison",
-                          accent_group="en-US (Asterisk, real)", synthetic=False))
+        rows.append(_item(ws, "asr", "ast-" + r.key.replace("/", "-"), load_audio(r.path),
+                          dict(source_file=ws.rel(r.path), source=_AST_PKG, licence=_AST_LICENCE,
+                               attribution=_AST_ATTR, speaker="asterisk_allison",
+                               accent_group="en-US (Asterisk, real)", synthetic=False), text=r.text))
     return rows
 
 
@@ -229,13 +231,12 @@ def _asr_synth(ws, n: int, rng) -> list[dict]:
         k = int(order[i % len(order)])
         voice, text = ASR_VOICES[i % len(ASR_VOICES)], HARVARD_SENTENCES[k]
         y = trim_silence(synthesize(text, voice))
-        rows.append(_item(ws, "asr", f"syn-{i:02d}-{_slug(voice)}", y, text=text,
-                          source_file=f"harvard:list{k // 10 + 1}/{k % 10 + 1}",
-                          source=f"{_engine_credit(voice)} (synthetic voice)",
-                          licence=f"public domain text; synthetic audio generated locally with {_engine_credit(voice)}",
-                          attribution=f"Harvard sentence list {k // 10 + 1} no. {k % 10 + 1} (IEEE 1969) "
-                                      f"read by the synthetic voice {voice}",
-                          speaker=voice, accent_group=voice, synthetic=True))
+        rows.append(_item(ws, "asr", f"syn-{i:02d}-{_slug(voice)}", y, dict(
+            source_file=f"harvard:list{k // 10 + 1}/{k % 10 + 1}", source=f"{_engine_credit(voice)} (synthetic voice)",
+            licence=f"public domain text; synthetic audio generated locally with {_engine_credit(voice)}",
+            attribution=f"Harvard sentence list {k // 10 + 1} no. {k % 10 + 1} (IEEE 1969) "
+                        f"read by the synthetic voice {voice}",
+            speaker=voice, accent_group=voice, synthetic=True), text=text))
     return rows
 
 
@@ -247,12 +248,11 @@ def _kws(ws, n_target: int, n_nontarget: int, rng) -> list[dict]:
     for i, (word, is_target) in enumerate(plan):
         voice = voices[i % len(voices)]
         y = pad_to(trim_silence(synthesize(word, voice)), SR)  # ≥ 1 s, like Speech Commands clips
-        rows.append(_item(ws, "kws", f"kws-{i:02d}-{word}-{_slug(voice)}", y, label=word,
-                          is_target=is_target, source_file=f"word:{word}",
-                          source=f"{_engine_credit(voice)} (synthetic voice)",
-                          licence=f"public domain word; synthetic audio generated locally with {_engine_credit(voice)}",
-                          attribution=f"the word '{word}' read by the synthetic voice {voice}",
-                          speaker=voice, accent_group=voice.split("+")[0], synthetic=True))
+        rows.append(_item(ws, "kws", f"kws-{i:02d}-{word}-{_slug(voice)}", y, dict(
+            source_file=f"word:{word}", source=f"{_engine_credit(voice)} (synthetic voice)",
+            licence=f"public domain word; synthetic audio generated locally with {_engine_credit(voice)}",
+            attribution=f"the word '{word}' read by the synthetic voice {voice}",
+            speaker=voice, accent_group=voice.split("+")[0], synthetic=True), label=word, is_target=is_target))
     return rows
 
 

@@ -5,6 +5,7 @@ The inputs, the problems found and how backgrounds are prepared are described in
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -151,14 +152,31 @@ def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_
     return np.ascontiguousarray(y[mask]), {k2: round(v, 3) for k2, v in removed.items()}
 
 
-def _listed_files(dir_value, table_value, probs, scans, *, dir_name, table_name, value_col, aliases,
-                  missing_kind, missing_text):
+@dataclasses.dataclass(frozen=True)
+class _Listing:
+    """A folder of clips and the table naming each clip's ``value_col`` (``aliases``: other column
+    names accepted); ``missing_kind`` / ``missing_text`` report a clip the table does not name."""
+
+    dir_name: str
+    table_name: str
+    value_col: str
+    aliases: dict
+    missing_kind: str
+    missing_text: str
+
+
+_SPEECH = _Listing("speech_dir", "texts", "text", {"transcript": "text"}, "missing_transcript", "missing transcript")
+_KWS = _Listing("kws_dir", "kws_labels", "label", {"word": "label"}, "missing_label", "missing keyword label")
+
+
+def _listed_files(dir_value, table_value, probs, scans, spec: _Listing):
     """Shared head of the speech and KWS checks: the folder, its table, and their pairing.
 
     Returns ``(folder, files, pairs, ids)`` — ``pairs`` the ``(path, row)`` of rows with a
     ``value_col`` (see :func:`~aiplib.sources.corpora.custom.files._match_table`), ``ids`` their item ids —
     or None when the folder or table is unusable (problem recorded).
     """
+    dir_name, table_name, value_col = spec.dir_name, spec.table_name, spec.value_col
     folder = _param_path(dir_value, dir_name, probs, kind="dir",
                          flag=f"--{dir_name.replace('_', '-')} / {dir_name.upper()}")
     table = _param_path(table_value, table_name, probs, kind="file",
@@ -167,11 +185,11 @@ def _listed_files(dir_value, table_value, probs, scans, *, dir_name, table_name,
         return None
     files, scan = _scan(folder, probs, role=dir_name)
     scans.append(scan)
-    df = _read_table(table, ("file", value_col), probs, table_name, aliases=dict(aliases, path="file"))
+    df = _read_table(table, ("file", value_col), probs, table_name, aliases=dict(spec.aliases, path="file"))
     if df is None:
         return None
     pairs = _match_table(df, folder, files, probs, what=f"{table_name} ({table.name})", value_col=value_col,
-                         missing_kind=missing_kind, missing_text=missing_text)
+                         missing_kind=spec.missing_kind, missing_text=spec.missing_text)
     return folder, files, pairs, _unique_ids([p for p, _ in pairs], folder)
 
 
@@ -201,9 +219,7 @@ def _check_words_per_second(path, text: str, duration_s: float, probs) -> None:
 
 def _validate_speech(speech_dir, texts, probs, scans):
 
-    found = _listed_files(speech_dir, texts, probs, scans, dir_name="speech_dir", table_name="texts",
-                          value_col="text", aliases={"transcript": "text"}, missing_kind="missing_transcript",
-                          missing_text="missing transcript")
+    found = _listed_files(speech_dir, texts, probs, scans, _SPEECH)
     if found is None:
         return []
     folder, files, pairs, ids = found
@@ -227,9 +243,7 @@ def _validate_speech(speech_dir, texts, probs, scans):
 
 def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
 
-    found = _listed_files(kws_dir, kws_labels, probs, scans, dir_name="kws_dir", table_name="kws_labels",
-                          value_col="label", aliases={"word": "label"}, missing_kind="missing_label",
-                          missing_text="missing keyword label")
+    found = _listed_files(kws_dir, kws_labels, probs, scans, _KWS)
     if found is None:
         return []
     folder, files, pairs, ids = found
