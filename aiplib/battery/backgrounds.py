@@ -1,27 +1,12 @@
-"""Background curation: any list of background specs → 30 s, −23 LUFS, 16 kHz mono WAVs.
-
-Profile-agnostic: the ``demo``, ``paper`` and ``custom`` profiles each produce a list of
-*background specs* (plain dicts, see ``docs/ARCHITECTURE.md``) and call :func:`curate_battery`,
-which writes ``bg/<bg_id>.wav`` and ``descriptors/battery.csv``.
+"""Background curation: background specs → 30 s, −23 LUFS, 16 kHz mono 16-bit WAVs.
 
 As the authors' ``scripts/03_curate_battery.py``: mono, 16 kHz, tiled end to end and cut to 30 s,
-then loudness-normalised to −23 LUFS (their ``BG_LUFS``, the same level as the speech). Each row
-of ``battery.csv`` also records the peak after normalisation (``peak_after``; a
-:class:`aiplib.io.audio.ClippingWarning` is issued above full scale) and how much of the background
-is digital silence (``silent_share``, ``silent_share_1s``; see :func:`silent_shares`) — ESC-50
-clips, for instance, are zero-padded to 5 s.
-
-The WAVs are 16-bit PCM (:data:`BG_SUBTYPE`), as the authors' ``sf.write`` with its default
-subtype wrote them, and every later stage (descriptors, mixing) reads that file back as float:
-samples are quantised to 1/32768 and a background above full scale after normalisation is
-clipped at ±1 by libsndfile, as in theirs (``clipped_samples`` counts those samples; such a file
-is quieter than ``lufs_after``, the loudness after normalisation). The silence columns are
-measured on the file as stored.
-
-Loudness is integrated loudness after ITU-R BS.1770-4, measured with pyloudnorm through
-:func:`aiplib.io.audio.normalize_loudness`. Coloured noises are shaped in the frequency domain
-(power ∝ 1/f for pink, 1/f² for brown, nothing below 20 Hz), a standard construction (e.g.
-Kasdin 1995, *Proc. IEEE* 83(5), "Discrete simulation of colored noise").
+loudness-normalised to −23 LUFS (their ``BG_LUFS``; ITU-R BS.1770-4 through pyloudnorm) and
+written as 16-bit PCM (:data:`BG_SUBTYPE`, as their ``sf.write``), so a background above full
+scale after normalisation is clipped at ±1 (``clipped_samples``). ``battery.csv`` also records the
+peak after normalisation and the share of digital silence (:func:`silent_shares`). Coloured noises
+are shaped in the frequency domain (power ∝ 1/f pink, 1/f² brown, nothing below 20 Hz; Kasdin
+1995, *Proc. IEEE* 83(5), "Discrete simulation of colored noise").
 """
 from __future__ import annotations
 
@@ -143,30 +128,20 @@ def colored_noise(kind: str, n: int, *, seed: int = 0, sr: int = SR, f_min_hz: f
 
 
 def silent_shares(y, *, sr: int = SR, min_run_s: float = SILENT_RUN_S) -> dict[str, float]:
-    """How much of a background is digital silence (samples exactly 0.0).
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-        The curated background (after looping/cutting and normalisation; a gain keeps zeros).
-    sr : int, Hz
-    min_run_s : float, s
-        Shortest run of exact zeros that counts (10 ms): single zero samples of ordinary
-        16-bit audio are not silence.
+    """How much of a background ``y`` [shape=(n,)] is digital silence (samples exactly 0.0).
 
     Returns
     -------
     dict
-        ``silent_share``: fraction of the ``n`` samples that lie in runs of exact zeros at least
-        ``min_run_s`` long. ``silent_share_1s``: fraction of the 1 s windows ``y[o:o + sr]``, over
-        every start ``o`` in ``0 … n − sr``, that hold only zeros — the chance that a 1 s
-        utterance mixed at a uniformly drawn offset (the authors' mixer) meets digital silence
-        only (the whole signal is one window when ``n < sr``).
+        ``silent_share``: fraction of the samples in runs of exact zeros at least ``min_run_s``
+        (s, default 10 ms) long. ``silent_share_1s``: fraction of the 1 s windows ``y[o:o + sr]``,
+        ``o`` in ``0 … n − sr``, that hold only zeros — the chance that a 1 s utterance mixed at a
+        uniform offset (the authors' mixer) meets silence only (one window when ``n < sr``).
 
     Examples
     --------
     >>> y = np.r_[np.ones(16000), np.zeros(32000)].astype(np.float32)   # 1 s sound, 2 s zeros
-    >>> s = silent_shares(y)   # 2/3 of the samples; windows starting at 16000 … 32000 of 0 … 32000
+    >>> s = silent_shares(y)
     >>> round(s["silent_share"], 4), s["silent_share_1s"] == 16001 / 32001
     (0.6667, True)
     """
@@ -244,23 +219,18 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
     Parameters
     ----------
     spec : dict
-        A background spec (``docs/ARCHITECTURE.md``): ``bg_id, category, description, sources,
-        combine, source_package, licence, attribution, synthetic`` and optional ``start_s``.
-        ``combine="concat"`` joins the sources end to end; ``"sum"`` loudness-normalises each
-        source to ``target_lufs`` and adds them (an element of ``sources`` may itself be a list
-        of files, concatenated into one talker stream first); ``"synthetic:white|pink|brown"``
-        ignores ``sources`` and generates seeded noise. ``start_s`` (s) skips the start of the
-        first source. ``subaudible`` (optional, ``"keep"`` by default, as the paper profile) set
-        to ``"remove"`` (custom and demo) high-passes each source stream whose DC + sub-20 Hz power
-        is at least :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB` (−20 dB) of its total, before
-        looping and loudness normalisation: mean removed, then a zero-phase 4th-order Butterworth
-        high-pass at 20 Hz (``scipy.signal.sosfiltfilt``; :func:`aiplib.io.subaudible.remove_subaudible`).
-        Every other file is used bit for bit.
+        ``bg_id, category, description, sources, combine, source_package, licence, attribution,
+        synthetic``, optional ``start_s`` (s skipped at the start of the first source) and
+        ``subaudible``. ``combine``: ``"concat"`` joins the sources end to end; ``"sum"``
+        normalises each source (or list of files, one talker stream) to ``target_lufs`` and adds
+        them; ``"synthetic:white|pink|brown"`` generates seeded noise. ``subaudible="remove"``
+        high-passes a source stream whose DC + sub-20 Hz power is at least
+        :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB` of its total
+        (:func:`aiplib.io.subaudible.remove_subaudible`); ``"keep"`` (default) uses it bit for bit.
     duration_s : float > 0, s
         Output length; shorter material is looped end to end, longer is cut.
     target_lufs : float, LUFS
-        Integrated loudness of the output (ITU-R BS.1770-4, pyloudnorm); default −23 LUFS, the
-        authors' value.
+        Integrated loudness (ITU-R BS.1770-4, pyloudnorm); default −23 LUFS, the authors' value.
     seed : int
         Seed of the synthetic noises.
     sr : int, Hz
@@ -270,13 +240,11 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
     y : np.ndarray [shape=(round(duration_s * sr),)], float32
     info : dict
         ``source_duration_s`` (s, before looping; shortest talker for ``sum``), ``looped``,
-        ``gain_db`` (dB, final normalisation), ``lufs_before``, ``lufs_after`` (LUFS),
-        ``peak_after`` (max |y|, linear; above 1 a :class:`aiplib.io.audio.ClippingWarning` is issued
-        and the samples are kept, not clipped), ``silent_share``, ``silent_share_1s``
-        (:func:`silent_shares`), ``subaudible_db`` (dB re total power: the largest DC + sub-20 Hz
-        share of a source stream's looped/cut ``duration_s``, measured before any removal), ``subaudible_removed`` (bool),
-        ``bandwidth_hz`` (Hz, :func:`aiplib.io.subaudible.effective_bandwidth_hz` of the output: about
-        4000 for a source resampled up from 8 kHz) and the spec's descriptive fields.
+        ``gain_db`` (dB), ``lufs_before``, ``lufs_after`` (LUFS), ``peak_after`` (max |y|; above 1
+        a :class:`aiplib.io.audio.ClippingWarning`, samples kept), ``silent_share``,
+        ``silent_share_1s`` (:func:`silent_shares`), ``subaudible_db`` (dB re total power, largest
+        source share before removal), ``subaudible_removed``, ``bandwidth_hz`` (Hz,
+        :func:`aiplib.io.subaudible.effective_bandwidth_hz`) and the spec's descriptive fields.
 
     Raises
     ------
@@ -363,29 +331,27 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
                    seed: int = DEFAULT_SEED, overwrite: bool = False):
     """Curate every spec into ``bg/<bg_id>.wav`` (16-bit PCM) and write ``descriptors/battery.csv``.
 
+    Rebuilt on every run (seconds); the same inputs give the same bytes, and a WAV whose bytes do
+    not change is not rewritten.
+
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
     specs : list of dict
-        Background specs (see :func:`curate_background`); relative source paths are read
-        relative to ``ws.root``.
+        Background specs (:func:`curate_background`); relative sources are read from ``ws.root``.
     duration_s : float > 0, s
     target_lufs : float, LUFS
         Default −23 LUFS (the authors' ``BG_LUFS``).
     seed : int
-        Base seed (default :data:`aiplib.DEFAULT_SEED`); background ``bg_id`` uses :func:`spec_seed`
-        ``(seed, bg_id)``.
+        Base seed; background ``bg_id`` uses :func:`spec_seed` ``(seed, bg_id)``.
     overwrite : bool
-        Ignored: every background is curated on every run (seconds; the same inputs give the same
-        bytes, and a WAV whose bytes do not change is not rewritten).
+        Ignored (kept for the notebooks' parameter).
 
     Returns
     -------
     pandas.DataFrame
-        One row per spec, columns :data:`aiplib.io.formats.BATTERY_COLUMNS` (``path`` relative to ``ws.root``;
-        ``peak_after`` as in :func:`curate_background` (before the 16-bit file, so it can exceed
-        1), ``clipped_samples`` (samples clipped at full scale in the file), ``silent_share``
-        and ``silent_share_1s`` of the file as stored).
+        One row per spec, columns :data:`aiplib.io.formats.BATTERY_COLUMNS` (``peak_after`` before
+        the 16-bit file, ``clipped_samples`` clipped in the file, ``silent_share*`` of the file).
 
     Raises
     ------

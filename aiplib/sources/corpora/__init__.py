@@ -11,7 +11,7 @@ Profiles (what :mod:`aiplib.sources.pipeline` dispatches to, via :func:`get_prof
     the user's own folders, validated all at once.
 
 Corpus modules (lhotse's recipe layout: a ``CORPUS`` download record and a ``prepare_<corpus>``
-reader each; downloading and mirrors are shared in ``aiplib.sources.corpora.corpus``): ``esc50``,
+reader each; downloading and mirrors are shared in ``aiplib.sources.download``): ``esc50``,
 ``ms_snsd``, ``noisex92``, ``musan``, ``librispeech``, ``speech_commands``, ``common_voice``.
 
 Submodules are imported on demand (``from aiplib.sources.corpora import demo``) so that importing

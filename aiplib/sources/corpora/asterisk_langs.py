@@ -1,10 +1,9 @@
-"""Distractor talkers for the competing-speech family (issue 14): Asterisk prompts in other
-languages, and any folder of speech with a texts table.
+"""Distractor talkers for the competing-speech family: Asterisk prompts in other languages, and
+any folder of speech with a texts table.
 
-Demo distractors come from Debian's Asterisk prompt packages (Debian bookworm, version 1.6.1-1),
-human recordings with a transcript file ``/usr/share/doc/asterisk-core-sounds-<lang>/
-core-sounds-<lang>.txt.gz`` (lines ``name: text``, ``;`` comments, keys may hold a sub-folder
-such as ``digits/7``) and the audio under ``/usr/share/asterisk/sounds/<voice>/<name>.<ext>``:
+Demo distractors are Debian's Asterisk prompt packages (bookworm, 1.6.1-1): human recordings with
+a transcript ``/usr/share/doc/asterisk-core-sounds-<lang>/core-sounds-<lang>.txt.gz`` (lines
+``name: text``) and audio under ``/usr/share/asterisk/sounds/<voice>/<name>.<ext>``:
 
 ========  ====================  ======  ===================================  ==============
 language  voice (talker id)     sex     recorded by (Debian copyright file)  licence
@@ -15,37 +14,23 @@ ru        ru_RU_f_IvrvoiceRU    female  Maxim Topal, ivrvoice.ru             CC 
 es        es_MX_f_Allison       female  Allison Smith                        CC BY-SA 3.0
 ========  ====================  ======  ===================================  ==============
 
-``es`` is read by Allison Smith, the *same voice* as the English Asterisk items of the demo's ASR
-bank: its rows carry ``same_voice_as_target = True`` and serve as a same-voice / other-language
-control. The other three are talkers other than the English target. ``en`` (not in
-:data:`LANGUAGES`, but in :data:`DEMO_LANGUAGES`; ``asterisk-core-sounds-en`` + ``-en-g722``,
-already demo packages) gives the same-language distractor: the *other* English prompts of the
-target's own package (the target's own prompt is excluded), the same voice for the demo's Allison
-items (flagged alike), another voice for its synthetic items.
+``es`` is read by Allison Smith, the voice of the demo's English Asterisk items
+(``same_voice_as_target = True``: a same-voice / other-language control). ``en`` (in
+:data:`DEMO_LANGUAGES`) gives the same-language distractor: the other English prompts of the
+target's package. :data:`FORMATS` searches G.722 (16 kHz) first, the codec of the English targets,
+so a distractor does not differ by lacking the 4–8 kHz band.
 
-Audio format: each language ships ``-g722`` (G.722, 16 kHz wideband), ``-wav`` (8 kHz PCM) and
-``-gsm`` packages. :data:`FORMATS` searches G.722 first because the English target items are
-G.722 too (``asterisk-core-sounds-en-g722``): same codec and bandwidth, so a distractor does not
-differ from the target by lacking the 4–8 kHz band (measured on ``fr agent-newlocation``: 0.7 % of
-the energy above 4.1 kHz in G.722, 5e-13 in the 8 kHz WAV). The ``-wav`` packages work as well.
+Selection rule (:func:`asterisk_distractors`): the audio exists, the transcript holds at least
+:data:`MIN_WORDS` words after removing bracketed stage directions and the paper's normalisation,
+the prompt lasts at least :data:`MIN_DURATION_S` s, and the transcript is not damaged (a ``?``
+between a letter and a lower-case word: the Italian file lost its accented vowels). Bookworm's
+packages keep 251 fr, 225 it, 243 ru and 227 es prompts (about 20 min each).
 
-Selection rule (:func:`asterisk_distractors`): a prompt is kept when its audio file exists, its
-transcript holds at least :data:`MIN_WORDS` words after removing stage directions in brackets or
-parentheses (``[ascending tones]``, ``(ahooga)``, ``(10 secondi di silenzio)``) and applying the
-paper's normalisation (:func:`aiplib.core.textnorm.normalize_text`), it lasts at least
-:data:`MIN_DURATION_S` seconds, and the transcript is not damaged (the Italian file lost its
-accented vowels to ``?``: ``pu? essere``; a ``?`` after a letter and before a lower-case word
-marks it). With the packages of Debian bookworm this keeps 251 fr, 225 it, 243 ru and 227 es
-prompts (about 20 min per language).
-
-Where the files are: :func:`find_root` looks under ``/`` (installed packages) and then under
-the folders in ``$AIP_ASTERISK_ROOT`` (``os.pathsep``-separated), e.g. a folder filled by
-:func:`download_and_extract` (``apt-get download`` + ``dpkg-deb -x``, no root needed).
-
-Paper/custom: :func:`folder_distractors` reads any folder of speech with a texts CSV/TSV
-(``file, text`` and ``language``, optional ``speaker``, ``same_voice_as_target``, ``licence``,
-``attribution``), validated exactly as the custom profile's speech (same checks, same fatal
-problems), and returns the same table.
+:func:`find_root` looks under ``/`` and then the folders of ``$AIP_ASTERISK_ROOT``
+(``os.pathsep``-separated; e.g. one filled by :func:`download_and_extract`).
+:func:`folder_distractors` reads any folder of speech with a texts CSV/TSV (``file, text,
+language``, optional ``speaker, same_voice_as_target, licence, attribution``), validated as the
+custom profile's speech.
 """
 from __future__ import annotations
 

@@ -130,7 +130,7 @@ def corpus_dir(ws, name: str, *, registry=None) -> Path:
 
 
 def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
-    """Base URL of corpus ``name`` (see :func:`aiplib.sources.corpora.corpus.resolve_base_url`).
+    """Base URL of corpus ``name`` (see :func:`aiplib.sources.download.resolve_base_url`).
 
     Raises
     ------
@@ -145,24 +145,13 @@ def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
 # ============================================================================================
 def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = False, registry=None,
                  **kwargs) -> dict:
-    """Stage 1 of ``paper``: download every corpus (or those named) into the workspace.
+    """Stage 1 of ``paper``: download every corpus of :data:`CORPORA` (or those named) into ``ws``.
 
-    Each corpus is tried even when an earlier one failed; files already complete are skipped
-    (``checks/download_progress.json``), partial files are resumed, nothing is deleted. The caches
-    are pointed into ``models/cache/`` first (:func:`set_cache_env`).
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    corpora : list of str, optional
-        Names from :data:`CORPORA`; default all.
-    base_urls : dict or str, optional
-        ``{name: base_url}``, or one mirror root holding a folder per corpus.
-    force_download : bool
-    registry : dict, optional
-        Replacement for :data:`CORPORA`.
-    **kwargs
-        Passed to :func:`aiplib.sources.download.fetch`.
+    Each corpus is tried even when an earlier one failed; complete files are skipped
+    (``checks/download_progress.json``), partial ones resumed, nothing deleted. The caches are
+    pointed into ``models/cache/`` first (:func:`set_cache_env`). ``base_urls``: ``{name: url}`` or
+    one mirror root; ``registry`` replaces :data:`CORPORA`; ``**kwargs`` go to
+    :func:`aiplib.sources.download.fetch`.
 
     Returns
     -------
@@ -174,8 +163,7 @@ def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = Fal
     KeyError
         Unknown corpus name.
     DownloadError
-        After trying all corpora, when any failed; the message lists every failure with its URL
-        and how to use a mirror.
+        After trying all corpora, listing every failure with its URL and how to use a mirror.
     """
     set_cache_env()
     reg = _registry(registry)
@@ -244,41 +232,27 @@ def _kws_candidates(sc_root: Path, n: int, rng) -> list:
 def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispeech: int = N_LIBRISPEECH,
                      n_common_voice: int = N_COMMON_VOICE, n_kws: int = N_KWS, overwrite: bool = False,
                      registry=None) -> dict:
-    """Stage 2 of ``paper``: the authors' item banks, ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl``.
+    """Stage 2 of ``paper``: the authors' item banks (``scripts/02_build_banks.py``, rules in
+    :data:`SELECTION_RULES`, copied into each record's ``selection_rule``).
 
-    The rules are those of the authors' ``scripts/02_build_banks.py`` (each record says so in
-    ``selection_rule``):
-
-    * ASR, LibriSpeech [5]_: every utterance of test-clean then test-other (transcript files in
-      sorted order, lines in file order), shuffled with ``random.Random(42)``, the first
-      ``n_librispeech`` (100). Item id = the utterance id; gender from ``SPEAKERS.TXT``; accent
-      ``american_english`` (the authors' label; no accent group).
-    * ASR, Common Voice 17 [7]_: :func:`select_common_voice` on the ``validation`` stream, the first
-      ``n_common_voice`` (80) clips with accent and gender; ``accent_group`` from
-      ``aiplib/sources/corpora/cv_accent_groups.csv``.
-    * KWS, Speech Commands v0.02 [6]_ (every clip, not only the test list): ``random.Random(42)``;
-      per keyword the sorted clips shuffled and the first ``n_kws // 10 + 2``; the
-      ``_background_noise_`` (and ``silence``) clips shuffled, the first ``n_kws // 4``; injection
-      probes = the last 3 clips of yes/no/up/down (``is_target`` false, ``probe_id`` set); the whole
-      list shuffled with the same generator and the first ``n_kws`` (120) kept.
-
-    Item audio: 16 kHz mono float32 WAV at ``itembanks/audio/<family>/<item_id>.wav``. Fields follow
-    ``docs/ARCHITECTURE.md`` plus ``selection_rule``; ASR adds ``gender`` and ``accent``, KWS adds
-    ``probe_id``. When both files exist and ``overwrite`` is false they are read back.
+    ASR: LibriSpeech [5]_ (``n_librispeech``, gender from ``SPEAKERS.TXT``, accent
+    ``american_english``) and Common Voice 17 [7]_ (:func:`select_common_voice`, ``accent_group``
+    from ``cv_accent_groups.csv``); KWS: Speech Commands v0.02 [6]_ with injection probes
+    (``probe_id``). Item audio: 16 kHz mono float32 WAV at ``itembanks/audio/<family>/<item_id>.wav``.
+    Both files are read back when they exist and ``overwrite`` is false.
 
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
     seed : int, optional
-        Ignored: the authors' rules always use ``random.Random(42)`` (:data:`AUTHORS_SEED`). Kept
-        so that every profile's stage 2 takes the notebook's ``seed``.
+        Ignored: the authors' rules use ``random.Random(42)`` (:data:`AUTHORS_SEED`).
     cv_dataset : iterable of dict, optional
         The Common Voice stream; default :func:`load_common_voice` (needs ``datasets<4`` and the hub).
     n_librispeech, n_common_voice, n_kws : int > 0
         The authors' sizes (100, 80, 120); their smoke test uses 5 each.
     overwrite : bool
     registry : dict, optional
-        Replacement for :data:`CORPORA` (only its kinds/names are used, for the folders).
+        Replacement for :data:`CORPORA` (for the folders).
 
     Returns
     -------

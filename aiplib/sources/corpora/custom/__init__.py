@@ -1,51 +1,32 @@
 """Stages 1–3 of the ``custom`` profile: the user's own folders, validated before any work.
 
-Inputs (the parameters of notebook 01, or ``make all PROFILE=custom SPEECH_DIR=… TEXTS=… KWS_DIR=…
+Inputs (notebook 01's parameters, or ``make all PROFILE=custom SPEECH_DIR=… TEXTS=… KWS_DIR=…
 KWS_LABELS=… BACKGROUNDS_DIR=…``):
 
 ``speech_dir`` and ``texts``
-    A folder of utterances and a CSV or TSV table with the columns ``file`` (path relative to
-    ``speech_dir``, or absolute) and ``text`` (the reference transcript), and optionally
-    ``accent_group``, ``speaker``, ``licence`` and ``attribution``.
+    Utterances and a CSV/TSV table ``file`` (relative to ``speech_dir``, or absolute), ``text``,
+    optional ``accent_group``, ``speaker``, ``licence``, ``attribution``.
 ``kws_dir`` and ``kws_labels``
-    A folder of keyword clips and a table with ``file`` and ``label`` (the one word spoken), and
-    optionally ``speaker``, ``accent_group``, ``licence``, ``attribution``. ``keywords`` is the
-    closed keyword set (default the paper's ten, :data:`KEYWORDS`); ``is_target`` is
-    ``label in keywords``.
+    Keyword clips and a table ``file``, ``label`` (the one word spoken), same options;
+    ``is_target`` is ``label in keywords`` (default :data:`KEYWORDS`).
 ``backgrounds_dir``
-    A folder of background recordings, with an optional ``licences.csv`` (``file``, ``licence``,
-    ``attribution``, and optionally ``category`` — one of :data:`CATEGORIES` — and ``description``).
+    Background recordings, optional ``licences.csv`` (``file``, ``licence``, ``attribution``,
+    optional ``category`` — one of :data:`CATEGORIES` — and ``description``).
 
-Audio files are recognised by extension (:data:`AUDIO_EXTENSIONS`, searched recursively; hidden
-files such as macOS ``._*`` are ignored). Any format soundfile or ffmpeg reads, at any sample rate
-and channel count, is accepted: :func:`aiplib.io.audio.load_audio` averages the channels to mono and
-resamples to 16 kHz (soxr). A source below 16 kHz keeps its narrower band.
+Audio files are found by extension (:data:`AUDIO_EXTENSIONS`, recursively, hidden files skipped),
+any format, rate and channel count (:func:`aiplib.io.audio.load_audio`: mono, 16 kHz).
+:mod:`~aiplib.sources.corpora.custom.validate` lists every problem at once,
+:mod:`~aiplib.sources.corpora.custom.files` scans folders and tables,
+:mod:`~aiplib.sources.corpora.custom.cli` is ``python -m aiplib.sources.corpora.custom``.
 
-Modules: :mod:`~aiplib.sources.corpora.custom.validate` (:func:`validate_inputs` reads every file once and
-lists *all* problems, each ``fatal`` or ``warning`` with the file it concerns — the list is in its
-Notes), :mod:`~aiplib.sources.corpora.custom.files` (folder scan, tables, ids), :mod:`~aiplib.sources.corpora.custom.report`
-(:class:`ValidationReport`), :mod:`~aiplib.sources.corpora.custom.cli` (``python -m aiplib.sources.corpora.custom``:
-validation only).
-This module holds the stages.
-
-Stage 1 (:func:`gather_raw`) validates first and writes nothing if any problem is fatal. It does
-**not copy** the user's audio: ``raw/inventory.csv`` points at the files where they are (absolute
-paths) with their size and SHA-256, and stage 2 refuses to build from a file that changed since.
-Stage 2 (:func:`build_item_banks`) writes the 16 kHz mono item WAVs, and stage 3
-(:func:`battery_specs` → :func:`aiplib.battery.backgrounds.curate_battery`) the 30 s backgrounds, inside the
-workspace, so stages 4–10 never read the user's folders.
-
-KWS labels are normalised as model answers are (:func:`aiplib.core.textnorm.normalize_kws_label`:
-``"Yes!"`` → ``yes``); a label holding several words (``yes|no``, ``turn on``) cannot be scored by
-the closed-set first-word rule, so such clips are listed in the inventory with ``used = False``
-and skipped with a warning.
-
-Backgrounds without a ``category`` in ``licences.csv`` get one inferred from the first 30 s:
-``transient`` when the loudest 100 ms frame is at least :data:`TRANSIENT_PEAK_DB` dB above the
-median frame level, else ``stationary`` (music and speech-like are never inferred). Runs of digital
-silence (zero padding of short sound events, as in ESC-50) would leave a looped background silent
-under a stimulus, so they are shortened (:func:`strip_digital_silence`) and stage 1 writes that
-16 kHz copy to ``raw/backgrounds/<bg_id>.wav`` — the only audio stage 1 writes.
+Stage 1 (:func:`gather_raw`) writes nothing if a problem is fatal and does not copy the user's
+audio: ``raw/inventory.csv`` points at the files with their size and SHA-256, and stage 2 refuses
+a file that changed since. Stages 2–3 write the item WAVs and backgrounds inside the workspace.
+A KWS label of several words cannot be scored by the first-word rule: listed with
+``used = False`` and skipped. A background without ``category`` is ``transient`` when its loudest
+100 ms frame is at least :data:`TRANSIENT_PEAK_DB` dB above the median frame, else
+``stationary``; runs of digital silence are shortened (:func:`strip_digital_silence`) into
+``raw/backgrounds/<bg_id>.wav``, the only audio stage 1 writes.
 """
 from __future__ import annotations
 
