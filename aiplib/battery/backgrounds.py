@@ -360,8 +360,6 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     AudioFileError
         If a source is missing, unreadable or silent.
     """
-
-
     _check_ids(specs)
     for s in specs:
         _check_spec(s)

@@ -344,8 +344,6 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
     AudioFileError
         If a background WAV is missing or unreadable (the message names the file).
     """
-
-
     battery_path = Path(ws.descriptors) / "battery.csv"
     if not battery_path.is_file():
         raise FileNotFoundError(

@@ -100,7 +100,6 @@ SELECTION_RULES = {
 """Text of the ``selection_rule`` field of each item bank record."""
 
 
-
 def _registry(registry):
     return CORPORA if registry is None else registry
 
@@ -266,8 +265,6 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     MissingPackageError
         ``cv_dataset`` not given and ``datasets`` missing or ≥ 4.
     """
-
-
     del seed
     if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
         return {f: read_item_bank(ws, f) for f in FAMILIES}
@@ -349,7 +346,6 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     write_item_bank(ws, "asr", asr_rows)
     write_item_bank(ws, "kws", kws_rows, keywords=KEYWORDS)
     return {"asr": pd.DataFrame(asr_rows), "kws": pd.DataFrame(kws_rows)}
-
 
 
 # ============================================================================================
@@ -446,7 +442,6 @@ def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
     return specs
 
 
-
 # ============================================================================================
 # command line: python -m aiplib.sources.corpora.paper download [--corpus NAME ...] [--base-url URL]
 # ============================================================================================
@@ -458,8 +453,6 @@ def main(argv=None) -> int:
     int
         Exit status (1 with the error message on stderr when a download failed).
     """
-
-
     ap = argparse.ArgumentParser(prog="python -m aiplib.sources.corpora.paper")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("download", help="download the paper's corpora (stage 1)")
