@@ -169,22 +169,8 @@ def _transcript_rel(lang: str) -> str:
 
 
 def find_root(lang: str, *, roots=None, formats=FORMATS) -> tuple[Path, str]:
-    """The first root holding both the transcript and the audio folder of ``lang``.
-
-    Parameters
-    ----------
-    lang : str
-        One of :data:`LANGUAGES`.
-    roots : list of str or Path, optional
-        Searched first; then ``/`` and the folders of ``$AIP_ASTERISK_ROOT``.
-    formats : sequence of str
-        Audio extensions tried in order.
-
-    Returns
-    -------
-    root : Path
-    fmt : str
-        The audio extension found (``g722`` or ``wav``).
+    """``(root, fmt)``: the first root holding the transcript and audio folder of ``lang`` (``roots``
+    first, then ``/`` and ``$AIP_ASTERISK_ROOT``), with the audio extension found (``formats`` in order).
 
     Raises
     ------
@@ -211,20 +197,8 @@ def find_root(lang: str, *, roots=None, formats=FORMATS) -> tuple[Path, str]:
 
 
 def download_and_extract(dest, languages=LANGUAGES, *, fmt: str = "g722") -> Path:
-    """Fetch the packages with ``apt-get download`` and unpack them with ``dpkg-deb -x`` (no root).
-
-    Parameters
-    ----------
-    dest : str or Path
-        Folder the packages are extracted into (``dest/usr/share/…``); pass it to
-        :func:`asterisk_distractors` as ``roots=[dest]`` or through ``$AIP_ASTERISK_ROOT``.
-    languages : sequence of str
-    fmt : {"g722", "wav", "gsm"}
-
-    Returns
-    -------
-    Path
-        ``dest``.
+    """Fetch the packages with ``apt-get download`` and unpack them into ``dest`` with ``dpkg-deb -x``
+    (no root); pass ``dest`` as ``roots=[dest]`` or ``$AIP_ASTERISK_ROOT``. Returns ``dest``.
 
     Raises
     ------
@@ -257,30 +231,17 @@ def _duration_s(path: Path, fmt: str) -> float:
 
 def asterisk_distractors(languages=LANGUAGES, *, roots=None, formats=FORMATS, min_words: int = MIN_WORDS,
                          min_duration_s: float = MIN_DURATION_S) -> pd.DataFrame:
-    """The table of Asterisk distractor utterances, after the selection rule of the module.
-
-    Parameters
-    ----------
-    languages : sequence of str
-        Subset of :data:`LANGUAGES`.
-    roots : list of str or Path, optional
-        Extra roots searched first (see :func:`find_root`).
-    formats : sequence of str
-    min_words : int
-        See :data:`MIN_WORDS`.
-    min_duration_s : float, s
-        See :data:`MIN_DURATION_S`.
+    """The Asterisk distractor utterances of ``languages`` kept by the module's selection rule
+    (``min_words``, ``min_duration_s`` in s); ``roots`` are searched first (:func:`find_root`).
 
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`DISTRACTOR_COLUMNS`, sorted by language (given order) then key:
-        ``distractor_id`` (``<lang>-<key>``, ``/`` → ``-``), ``language``, ``voice`` (the talker
-        id, e.g. ``fr_CA_f_June``), ``sex``, ``same_voice_as_target`` (True for ``es``),
-        ``key``, ``path`` (absolute), ``text`` (as in the file), ``text_norm`` (paper
-        normalisation of the text without stage directions), ``n_words``, ``duration_s`` (s; for
-        G.722 from the file size at 64 kbit/s), ``source`` (the audio package), ``licence``,
-        ``attribution``.
+        Columns :data:`DISTRACTOR_COLUMNS`, by language (given order) then key: ``distractor_id``
+        (``<lang>-<key>``, ``/`` → ``-``), ``language``, ``voice`` (talker id), ``sex``,
+        ``same_voice_as_target``, ``key``, ``path`` (absolute), ``text``, ``text_norm`` (paper
+        normalisation without stage directions), ``n_words``, ``duration_s`` (s; G.722 from the file
+        size at 64 kbit/s), ``source``, ``licence``, ``attribution``.
 
     Raises
     ------
@@ -316,20 +277,16 @@ def _custom_validator():
 
 
 def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.DataFrame:
-    """Distractor utterances from any folder of speech with a texts table (paper/custom).
-
-    The folder and table are validated by the custom profile's speech validation (every audio
-    file listed, decodable, not silent, at most 30 s, transcript not empty after normalisation);
-    any fatal problem raises with the full list.
+    """Distractor utterances from any folder of speech with a texts table (paper/custom), validated as
+    the custom profile's speech.
 
     Parameters
     ----------
     speech_dir : str or Path
         Folder of utterances (searched recursively).
     texts : str or Path
-        CSV/TSV with ``file`` and ``text``, and ``language`` (unless given as ``language=``);
-        optional ``speaker`` (the talker id), ``same_voice_as_target`` (true/false; default
-        false), ``licence``, ``attribution``.
+        CSV/TSV with ``file``, ``text`` and ``language`` (unless ``language=``); optional
+        ``speaker``, ``same_voice_as_target`` (default false), ``licence``, ``attribution``.
     language : str, optional
         Language of every row (overrides the column).
 
@@ -337,13 +294,13 @@ def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.
     -------
     pandas.DataFrame
         Columns :data:`DISTRACTOR_COLUMNS`; ``distractor_id`` ``<language>-<item id>``, ``voice``
-        the ``speaker`` column (``unknown`` when absent), ``sex`` empty, ``key`` the item id,
-        ``source`` ``custom/distractors``, ``duration_s`` measured after decoding.
+        the ``speaker`` (``unknown`` when absent), ``key`` the item id, ``source``
+        ``custom/distractors``, ``duration_s`` (s) measured after decoding.
 
     Raises
     ------
     ValidationError
-        If the validation finds a fatal problem, or a row has no language.
+        If the validation finds a fatal problem (with the full list), or a row has no language.
     """
     validate_speech, Collector, Report = _custom_validator()
     probs, scans = Collector(), []

@@ -98,38 +98,23 @@ def _inventory_frame(report: ValidationReport):
 def gather_raw(ws, *, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords=KEYWORDS):
     """Stage 1 of ``custom``: validate the user's folders, then record them in ``raw/inventory.csv``.
 
-    Nothing is written (no workspace folder is created) unless validation finds no fatal problem.
-    The audio is **not copied**: the inventory points at the user's files (absolute paths) with
-    size and SHA-256; stage 2 decodes them into the workspace.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Workspace of the ``custom`` profile; it may not exist yet (``workspace("custom",
-        create=False)``).
-    speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords
-        See :func:`validate_inputs`.
+    Nothing is written unless no problem is fatal. The audio is not copied (only a background with
+    long digital silence gets a trimmed copy, ``raw/backgrounds/<bg_id>.wav``); also written:
+    ``raw/custom_inputs.json`` (the resolved parameters) and ``raw/validation.csv`` (every problem).
+    Warnings are issued as one :class:`UserWarning`. Parameters: see :func:`validate_inputs`; ``ws``
+    may not exist yet.
 
     Returns
     -------
     pandas.DataFrame
-        ``raw/inventory.csv``, columns :data:`INVENTORY_COLUMNS`: one row per audio file (and
-        per table), ``package`` naming its role (``custom/speech``, ``custom/kws``,
+        ``raw/inventory.csv`` (:data:`INVENTORY_COLUMNS`): one row per audio file and table, with its
+        size and SHA-256; ``package`` names its role (``custom/speech``, ``custom/kws``,
         ``custom/backgrounds``, ``custom/metadata``).
 
     Raises
     ------
     ValidationError
-        If any problem is fatal; ``exc.problems`` lists every problem found (fatal first, then
-        warnings), the message has one line per problem.
-
-    Notes
-    -----
-    Backgrounds with long runs of digital silence are the exception to "no copy": their trimmed
-    16 kHz copy is written to ``raw/backgrounds/<bg_id>.wav`` (see :func:`strip_digital_silence`).
-    Also writes ``raw/custom_inputs.json`` (the resolved parameters, read by stages 2 and 3) and
-    ``raw/validation.csv`` (every problem, warnings included). Warnings are also issued as one
-    :class:`UserWarning`.
+        If any problem is fatal; ``exc.problems`` lists every problem, one line each in the message.
     """
     report = validate_inputs(speech_dir=speech_dir, texts=texts, kws_dir=kws_dir, kws_labels=kws_labels,
                              backgrounds_dir=backgrounds_dir, keywords=keywords)
@@ -214,26 +199,20 @@ def build_item_banks(ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, m
     ws : aiplib.core.workspace.Workspace
         Stage 1 (:func:`gather_raw`) must have been run.
     seed : int
-        Seed of the item choice when ``max_items`` is set (default :data:`aiplib.DEFAULT_SEED`).
+        Seed of the item choice when ``max_items`` is set.
     overwrite : bool
-        Rebuild even when both item banks exist (without it they are read back).
-        :func:`aiplib.sources.pipeline.build_item_banks` passes it when its stamp records another
-        ``raw/inventory.csv`` (an added utterance, a corrected transcript, a replaced clip) or other
-        ``seed`` / ``max_items``.
+        Rebuild even when both item banks exist (otherwise they are read back).
     max_items : int > 0, optional
-        At most this many items per family (ASR, KWS), a seeded choice; the KWS choice keeps at
-        least one target and one non-target clip when both exist and ``max_items`` ≥ 2. None =
-        every usable item.
+        At most this many items per family, a seeded choice (KWS keeps a target and a non-target
+        clip when both exist and ``max_items`` ≥ 2); None = every usable item.
 
     Returns
     -------
     dict of str → pandas.DataFrame
-        ``{"asr": …, "kws": …}`` with the fields of ``docs/ARCHITECTURE.md``: ``item_id``,
-        ``path`` (``itembanks/audio/<family>/<item_id>.wav``, 16 kHz mono float32), ``source_file``
-        (the user's file, absolute), ``source``, ``licence``, ``attribution``, ``duration_s`` (s),
-        ``speaker``, ``accent_group`` (None when the table has no ``accent_group``),
-        ``synthetic`` (False), and ``text`` (ASR) or ``label``, ``is_target`` (KWS). Multi-word
-        KWS clips are not in the bank.
+        ``{"asr": …, "kws": …}``: ``item_id``, ``path`` (``itembanks/audio/<family>/<item_id>.wav``,
+        16 kHz mono float32), ``source_file`` (absolute), ``source``, ``licence``, ``attribution``,
+        ``duration_s`` (s), ``speaker``, ``accent_group``, ``synthetic``, and ``text`` (ASR) or
+        ``label``, ``is_target`` (KWS; multi-word clips left out).
 
     Raises
     ------
@@ -274,27 +253,17 @@ def build_item_banks(ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, m
 
 # ----------------------------------------------------------------------------- stage 3 input
 def battery_specs(ws, *, seed: int | None = None) -> list[dict]:
-    """The background specs of ``custom`` (input of :func:`aiplib.battery.backgrounds.curate_battery`).
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Stage 1 must have been run.
-    seed : int, optional
-        Stage 3's seed; unused (one spec per file, no random choice).
+    """Stage 3 of ``custom``: one background spec per file, for
+    :func:`aiplib.battery.backgrounds.curate_battery` (``seed`` unused).
 
     Returns
     -------
     list of dict
-        One spec per background file (``docs/ARCHITECTURE.md`` format): ``bg_id`` from the file
-        name, ``category`` from ``licences.csv`` or inferred (``stationary``/``transient``, see
-        module notes), ``description`` (from ``licences.csv``, else the file name),
-        ``sources = [absolute path]`` (the user's file, or stage 1's copy without digital silence
-        under ``raw/backgrounds/``), ``combine = "concat"``, ``source_package``
-        ``"custom (user-supplied)"``, ``licence`` and ``attribution`` from ``licences.csv``
-        (else :data:`UNKNOWN_LICENCE`), ``synthetic = False``, ``subaudible = "remove"`` (a DC
-        offset or sub-20 Hz rumble of at least −20 dB of the power is removed before loudness
-        normalisation, :func:`aiplib.battery.backgrounds.curate_background`).
+        ``bg_id`` (the file name), ``category`` (``licences.csv``, else inferred), ``description``,
+        ``sources = [absolute path]`` (the user's file or stage 1's trimmed copy),
+        ``combine = "concat"``, ``source_package = "custom (user-supplied)"``, ``licence`` and
+        ``attribution`` (else :data:`UNKNOWN_LICENCE`), ``synthetic = False``,
+        ``subaudible = "remove"``.
 
     Raises
     ------

@@ -101,20 +101,9 @@ def _peak_to_median_db(y: np.ndarray, sr: int = SR) -> float:
 
 def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_S,
                           floor_dbfs: float = DIGITAL_SILENCE_DBFS):
-    """Shorten long runs of digital silence, so a looped background never falls silent for long.
-
-    Inside the signal a run longer than ``max_gap_s`` keeps its first ``max_gap_s``; at the start
-    and end it keeps ``max_gap_s / 2`` next to the sound, so the junction of two loop repetitions
-    holds at most ``max_gap_s`` of silence.
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-    sr : int, Hz
-    max_gap_s : float ≥ 0, s
-        Runs of silent frames up to this length are left alone; longer ones are shortened.
-    floor_dbfs : float, dBFS
-        A 10 ms frame whose peak |y| is below ``10 ** (floor_dbfs / 20)`` is silent.
+    """Shorten runs of digital silence in ``y`` [shape=(n,)] so a looped background never falls silent
+    for long: inside, a run keeps its first ``max_gap_s`` (s); at the ends, ``max_gap_s / 2``. A 10 ms
+    frame whose peak is below ``floor_dbfs`` (dBFS) is silent.
 
     Returns
     -------
@@ -397,46 +386,37 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
                     ) -> ValidationReport:
     """Check the custom profile's folders and tables; find every problem, write nothing.
 
-    Every audio file is decoded once, as the pipeline will decode it (16 kHz mono float32, see
-    :func:`aiplib.io.audio.load_audio`), so a file that passes here can be read by every stage.
+    Every audio file is decoded once as the pipeline will (:func:`aiplib.io.audio.load_audio`), so a
+    file that passes can be read by every stage.
 
     Parameters
     ----------
     speech_dir, kws_dir, backgrounds_dir : str or Path
-        Folders of utterances, keyword clips and backgrounds (searched recursively for
-        :data:`~aiplib.sources.corpora.custom.files.AUDIO_EXTENSIONS`; ``backgrounds_dir`` may hold
-        ``licences.csv``).
+        Folders of utterances, keyword clips and backgrounds (searched recursively;
+        ``backgrounds_dir`` may hold ``licences.csv``).
     texts, kws_labels : str or Path
-        CSV or TSV tables of the utterances and clips; columns in :mod:`aiplib.sources.corpora.custom`.
+        CSV or TSV tables; columns in :mod:`aiplib.sources.corpora.custom`.
     keywords : str or sequence of str
         Closed keyword set, a list or a comma-separated string (default :data:`KEYWORDS`).
 
     Returns
     -------
     ValidationReport
-        ``report.ok`` is False when any problem is fatal; ``report.summary()`` prints them all.
-        Nothing is raised for bad inputs: each is a :class:`Problem`.
+        ``report.ok`` is False when any problem is fatal; nothing is raised for bad inputs.
 
     Notes
     -----
-    Fatal: a parameter not set or a folder/table not found, a (sub)folder that cannot be scanned,
-    a table without its required columns, an audio file without a transcript (or label), a
-    transcript or label empty after normalisation (``[music]``, ``uh``: WER undefined), a row whose
-    file is missing, a duplicate row, an unreadable or corrupt file, an empty file (0 bytes) or no
-    samples, NaN or infinite samples, an utterance, clip or background shorter than the 0.4 s
-    BS.1770 gating block (:data:`aiplib.io.audio.MIN_LOUDNESS_S`: its loudness cannot be measured; a
-    background also after its digital silence is shortened, as stage 3 loops that copy),
-    silence (−inf LUFS: every 400 ms block below the ITU-R BS.1770 gate of −70 LUFS, so it cannot
-    be loudness-normalised), an utterance or clip longer than :data:`MAX_UTTERANCE_S`, a
-    category not in :data:`CATEGORIES`, no usable items or no backgrounds. Warnings: an utterance
-    shorter than :data:`MIN_S_PER_WORD` (0.1 s) per word of its transcript, backgrounds
-    shorter than the longest utterance (looped), backgrounds with long runs of digital silence
-    (trimmed copy, see :func:`strip_digital_silence`), fewer than :data:`MIN_BACKGROUNDS` accepted
-    backgrounds, a background whose DC offset and energy below 20 Hz reach −20 dB of its power
-    (:data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`; removed by stage 3) or whose effective bandwidth
-    is under 7 kHz (band-limited, e.g. resampled up from 8 kHz), multi-word labels (skipped), labels changed by normalisation (``"Yes!"`` →
-    ``yes``), missing licences, a keyword list other than the default, no target clip, a
-    symbolic-link loop.
+    Fatal: a parameter not set or not found, a folder that cannot be scanned, a table without its
+    columns, an audio file without transcript (or label), a transcript or label empty after
+    normalisation, a row whose file is missing, a duplicate row, an unreadable, empty or non-finite
+    file, audio shorter than the 0.4 s BS.1770 block (:data:`aiplib.io.audio.MIN_LOUDNESS_S`; a
+    background after its silence is shortened), silence (−inf LUFS), a clip longer than
+    :data:`MAX_UTTERANCE_S`, an unknown category, no usable items or no backgrounds. Warnings: under
+    :data:`MIN_S_PER_WORD` s per transcript word, backgrounds shorter than the longest utterance, long
+    digital silence (:func:`strip_digital_silence`), fewer than :data:`MIN_BACKGROUNDS` backgrounds,
+    DC and sub-20 Hz power of at least :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`, an effective
+    bandwidth under 7 kHz, multi-word or normalised labels, missing licences, a non-default keyword
+    list, no target clip, a symbolic-link loop.
     """
     probs = _Collector()
     kw = _keyword_list(keywords)
