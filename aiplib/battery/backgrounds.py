@@ -328,7 +328,7 @@ def _check_ids(specs) -> None:
 
 
 def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS,
-                   seed: int = DEFAULT_SEED, overwrite: bool = False):
+                   seed: int = DEFAULT_SEED):
     """Curate every spec into ``bg/<bg_id>.wav`` (16-bit PCM) and write ``descriptors/battery.csv``.
 
     Rebuilt on every run (seconds); the same inputs give the same bytes, and a WAV whose bytes do
@@ -344,9 +344,7 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
         Default −23 LUFS (the authors' ``BG_LUFS``).
     seed : int
         Base seed; background ``bg_id`` uses :func:`spec_seed` ``(seed, bg_id)``.
-    overwrite : bool
-        Ignored (kept for the notebooks' parameter).
-
+    
     Returns
     -------
     pandas.DataFrame
