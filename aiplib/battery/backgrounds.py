@@ -90,23 +90,21 @@ def _subaudible_step(y, spec, sr: int, record: dict, n: int) -> np.ndarray:
 
 
 def colored_noise(kind: str, n: int, *, seed: int = 0, sr: int = SR, f_min_hz: float = 20.0) -> np.ndarray:
-    """Gaussian white, pink (1/f) or brown (1/f²) noise.
+    """Gaussian white, pink (1/f) or brown (1/f²) noise, zero-mean, peak-scaled to 0.5.
 
     Parameters
     ----------
     kind : {"white", "pink", "brown"}
     n : int > 0, samples
     seed : int
-        Seed of ``numpy.random.default_rng``; same seed → same samples.
+        Seed of ``numpy.random.default_rng``.
     sr : int, Hz
     f_min_hz : float, Hz
-        Components below this frequency are removed (inaudible, and without the cut-off the
-        1/f² rise of brown noise makes its peaks huge for its loudness).
+        Components below are removed (else brown noise's peaks are huge for its loudness).
 
     Returns
     -------
     np.ndarray [shape=(n,)], float32
-        Zero-mean noise, peak-scaled to 0.5 (the level is set later by loudness normalisation).
 
     Raises
     ------

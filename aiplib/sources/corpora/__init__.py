@@ -50,17 +50,7 @@ PROFILES = {"demo": "aiplib.sources.corpora.demo", "paper": "aiplib.sources.corp
 
 
 def get_profile(name: str) -> Profile:
-    """The module implementing profile ``name`` (imported on first use).
-
-    Parameters
-    ----------
-    name : str
-        ``demo``, ``paper`` or ``custom``.
-
-    Returns
-    -------
-    Profile
-        The module ``aiplib.sources.corpora.<name>``.
+    """The module ``aiplib.sources.corpora.<name>`` implementing profile ``name`` (imported on first use).
 
     Raises
     ------

@@ -344,13 +344,8 @@ def _read_table(path: str, mtime_ns: int, size: int, root: str | None) -> pd.Dat
 
 
 def read_distractor_table(path, *, root=None) -> pd.DataFrame:
-    """Read a distractor table written by stage 1 (``raw/distractors/distractors.csv``), cached per
-    file (path, mtime, size): treat the result as read-only.
-
-    ``root`` (the workspace root): relative ``path`` entries are resolved against it (stage 1
-    stores the demo's decoded files relative to the root, as every other data file).
-
-    Text columns stay strings as written; ``n_words`` Int64, ``duration_s`` float,
+    """Read ``raw/distractors/distractors.csv`` (cached on path, mtime and size: read-only), relative
+    paths resolved against ``root``; text columns as strings, ``n_words`` Int64, ``duration_s`` float,
     ``same_voice_as_target`` bool.
 
     Raises

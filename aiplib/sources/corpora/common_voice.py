@@ -41,17 +41,8 @@ N_COMMON_VOICE = 80
 
 
 def read_accent_groups(path=None) -> dict:
-    """Read the accent-group mapping.
-
-    Parameters
-    ----------
-    path : str or Path, optional
-        CSV with ``cv_accent,accent_group``; default :data:`ACCENT_GROUPS_FILE`.
-
-    Returns
-    -------
-    dict
-        Common Voice accent string → group label, in file order.
+    """Common Voice accent string → group label, in file order, from a CSV ``cv_accent,accent_group``
+    (default :data:`ACCENT_GROUPS_FILE`).
 
     Raises
     ------
