@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import hashlib
 import json
 import os
 import re
@@ -397,16 +396,6 @@ def safe_extract(archive, target_dir) -> list[str]:
 
 
 # ------------------------------------------------------------------------------- fetch
-def _digests(path) -> dict:
-    md5, sha, size = hashlib.md5(), hashlib.sha256(), 0
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 22):
-            md5.update(block)
-            sha.update(block)
-            size += len(block)
-    return {"size": size, "md5": md5.hexdigest(), "sha256": sha.hexdigest()}
-
-
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
@@ -469,7 +458,8 @@ def fetch(d: Download, *, progress_file=None, force: bool = False, retries: int 
             old.unlink() if dest.is_file() else old.replace(dest)
     downloader.part.unlink(missing_ok=True)
     old.unlink(missing_ok=True)
-    info = _digests(dest)
+    info = {"size": dest.stat().st_size, "md5": pooch.file_hash(str(dest), alg="md5"),
+            "sha256": pooch.file_hash(str(dest))}
     if not (d.md5 or d.sha256) and downloader.total is not None and info["size"] != downloader.total:
         raise ChecksumError(f"{dest.name} (from {d.url}) failed verification: size {info['size']} bytes != "
                             f"announced {downloader.total}")
