@@ -1,22 +1,15 @@
 """The ``paper`` profile: the paper's corpora, item banks and background battery (stages 1–3).
 
-This module assembles the corpus modules (one per corpus, lhotse's recipe layout: a ``CORPUS``
-download record and a ``prepare_<corpus>`` reader each) and applies the authors' selection rules:
-
-* stage 1, :func:`gather_raw` (= :func:`download_all`): download the six corpora of
-  :data:`CORPORA` (seven files) with :mod:`aiplib.sources.download` (pooch);
-* stage 2, :func:`build_item_banks`: the authors' item banks from LibriSpeech, Common Voice
-  (streamed) and Speech Commands;
-* stage 3, :func:`battery_specs`: the 20 backgrounds of Table 1 as background specs for
-  :func:`aiplib.battery.backgrounds.curate_battery` (the same curation code as the demo).
-
-Corpus modules: :mod:`~aiplib.sources.corpora.esc50` [1]_, :mod:`~aiplib.sources.corpora.ms_snsd` [2]_,
+Stage 1 :func:`gather_raw` (= :func:`download_all`) downloads the six corpora of :data:`CORPORA`
+(seven files, :mod:`aiplib.sources.download`); stage 2 :func:`build_item_banks` applies the
+authors' selection rules to LibriSpeech, Common Voice (streamed) and Speech Commands; stage 3
+:func:`battery_specs` gives the 20 backgrounds of Table 1. Corpus modules (source and licence
+each): :mod:`~aiplib.sources.corpora.esc50` [1]_, :mod:`~aiplib.sources.corpora.ms_snsd` [2]_,
 :mod:`~aiplib.sources.corpora.noisex92` [3]_, :mod:`~aiplib.sources.corpora.musan` [4]_,
 :mod:`~aiplib.sources.corpora.librispeech` [5]_, :mod:`~aiplib.sources.corpora.speech_commands` [6]_,
-:mod:`~aiplib.sources.corpora.common_voice` [7]_ (each module gives the source and licence); mirrors and
-downloading: :mod:`aiplib.sources.download`.
+:mod:`~aiplib.sources.corpora.common_voice` [7]_.
 
-Layout under the workspace ``data/paper/`` (archives are kept next to their extracted data)::
+Layout under ``data/paper/`` (archives kept next to their extracted data)::
 
     backgrounds/esc50/master.zip            + ESC-50-master/{audio,meta}/
     backgrounds/ms_snsd/master.zip          + MS-SNSD-master/{noise_train,noise_test,...}/
@@ -377,13 +370,10 @@ BATTERY = (
     ("snsd_airconditioner", "ms_snsd", "noise_train/AirConditioner_1.wav", "stationary",
      "air conditioner (MS-SNSD)"),
 )
-"""Table 1 as the authors' ``BATTERY_SPEC`` (``scripts/03_curate_battery.py``), in their order and
-with their ``bg_id``s: ``(bg_id, corpus, selector, category, description)``. Selectors: an ESC-50
-class number (the first file, in name order, of ``audio/1-*-A-<class>.wav``: fold 1, take A), or a
-path (glob) inside the corpus folder (MS-SNSD ``MS-SNSD-master/``, MUSAN ``musan/``). ``category``
-is ours (``docs/ARCHITECTURE.md``); the authors' (``non_speech``/``speech_like``) is in
-:data:`AUTHORS_CATEGORY`. The authors tile/cut each to 30 s and normalise it to −23 LUFS
-(curation: :mod:`aiplib.battery.backgrounds`)."""
+"""Table 1 as the authors' ``BATTERY_SPEC`` (``scripts/03_curate_battery.py``), their order and
+``bg_id``s: ``(bg_id, corpus, selector, category, description)``. A selector is an ESC-50 class
+number (the first ``audio/1-*-A-<class>.wav``: fold 1, take A) or a glob inside the corpus folder;
+the authors' categories are in :data:`AUTHORS_CATEGORY`."""
 
 AUTHORS_CATEGORY = {b[0]: ("speech_like" if b[1] in ("noisex92", "musan") or b[3] == "speech-like"
                            else "non_speech") for b in BATTERY}
@@ -391,22 +381,10 @@ AUTHORS_CATEGORY = {b[0]: ("speech_like" if b[1] in ("noisex92", "musan") or b[3
 
 
 def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
-    """Stage 3 of ``paper``: the 20 background specs of Table 1 for ``curate_battery``.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    seed : int, optional
-        Stage 3's seed; unused (the authors' files are fixed, no random choice).
-    registry : dict, optional
-        Replacement for :data:`CORPORA` (folders and licences).
-
-    Returns
-    -------
-    list of dict
-        Background specs as in ``docs/ARCHITECTURE.md`` (``bg_id, category, description, sources``
-        (absolute paths), ``combine="concat"``, ``source_package, licence, attribution,
-        synthetic=False``) plus ``authors_category``, in the authors' order.
+    """Stage 3 of ``paper``: the 20 background specs of Table 1, in the authors' order (``seed``
+    unused; ``registry`` replaces :data:`CORPORA`): ``bg_id, category, description, sources``
+    (absolute), ``combine="concat"``, ``source_package, licence, attribution, synthetic=False``,
+    ``authors_category``.
 
     Raises
     ------
