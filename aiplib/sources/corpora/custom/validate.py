@@ -39,11 +39,8 @@ MAX_UTTERANCE_S = 30.0
 """Longest utterance or keyword clip accepted, in s (the length of every curated background)."""
 
 MIN_S_PER_WORD = 0.1
-"""An utterance shorter than this many seconds per word of its transcript gets a ``short_for_text``
-warning (not fatal). Words are those of the normalised transcript the WER counts
-(:func:`aiplib.core.textnorm.normalize_text`); 0.1 s per word is 10 words/s, twice the fastest read
-speech (about 5 words/s), so a shorter file is most likely truncated or paired with the wrong text.
-Every input is also refused below the 0.4 s BS.1770 block (:data:`aiplib.io.audio.MIN_LOUDNESS_S`)."""
+"""Seconds per word of the normalised transcript below which an utterance gets a
+``short_for_text`` warning (10 words/s, twice the fastest read speech: truncated, or the wrong text)."""
 
 MIN_BACKGROUNDS = 8
 """Fewer backgrounds than this give a warning: Spearman correlations over so few are weak."""
