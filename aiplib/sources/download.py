@@ -195,19 +195,17 @@ def _is_dns_failure(exc) -> bool:
 
 
 class ResumingDownloader:
-    """A pooch downloader that continues ``<dest>.part`` with an HTTP ``Range`` request.
-
-    A ``206`` answer is appended, a ``200`` restarts the file, a ``416`` naming the part's size means
-    it is complete. After ``retries`` further attempts (waiting :data:`RETRY_WAIT_S`, doubled each
-    time) the part is kept for the next run. Before the first byte, the free space must hold the
-    rest of the file plus ``extract_factor`` × its size. The finished part is hard-linked to pooch's
-    temporary file, which pooch then verifies and moves to ``dest``.
+    """A pooch downloader continuing ``<dest>.part`` with an HTTP ``Range`` request (``206`` appended,
+    ``200`` restarted, ``416`` naming the part's size: complete), retried ``retries`` times (waiting
+    :data:`RETRY_WAIT_S`, doubled each time) with the part kept for the next run. The free space must
+    hold the rest plus ``extract_factor`` × the size. The finished part is hard-linked to pooch's
+    temporary file, which pooch verifies and moves to ``dest``.
 
     Raises
     ------
     DownloadError
-        Unreachable server, an HTTP error, or a transfer broken off ``retries + 1`` times (the
-        message names the URL and ends with the download's hint).
+        Unreachable server, an HTTP error, or a transfer broken off ``retries + 1`` times (naming
+        the URL, ending with the download's hint).
     InsufficientDiskSpaceError
         Not enough free space for the rest of the download and its extraction.
     """
@@ -379,12 +377,8 @@ def _extractor(archive: Path, target_dir: Path):
 
 
 def safe_extract(archive, target_dir) -> list[str]:
-    """Extract a ZIP or TAR archive into ``target_dir`` (created) after checking every member.
-
-    Returns
-    -------
-    list of str
-        Full paths of the files under ``target_dir``.
+    """Extract a ZIP or TAR archive into ``target_dir`` (created) after checking every member; returns
+    the full paths of the files under ``target_dir``.
 
     Raises
     ------
@@ -499,20 +493,15 @@ def _mirror_hint(c: Corpus) -> str:
 
 def download_corpus(c: Corpus, target_dir, *, base_url: str | None = None, force_download: bool = False,
                     progress_file=None, **kwargs) -> Path:
-    """Download, verify and extract every file of corpus ``c`` into ``target_dir`` (archives are
-    kept there, next to the extracted data); ``base_url`` overrides :func:`resolve_base_url`;
-    ``**kwargs`` go to :func:`fetch` (``retries``, ``progress``).
-
-    Returns
-    -------
-    Path
-        ``target_dir``.
+    """Download, verify and extract every file of corpus ``c`` into ``target_dir`` (archives kept next to
+    the data) from ``base_url`` (default :func:`resolve_base_url`); ``**kwargs`` go to :func:`fetch`.
+    Returns ``target_dir``.
 
     Raises
     ------
     DownloadError
-        Unreachable URL (the message says how to use a mirror), checksum mismatch, unsafe archive
-        or too little disk space.
+        Unreachable URL (with how to use a mirror), checksum mismatch, unsafe archive or too little
+        disk space.
     """
     target_dir = Path(target_dir)
     base = base_url.rstrip("/") if base_url else resolve_base_url(c)
