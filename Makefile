@@ -203,11 +203,11 @@ lock-paper: setup
 	  --no-emit-find-links $(LOCK_ARGS) --output-file requirements-paper.lock pyproject.toml
 	sed -e '/^ *--hash=/d' -e 's/ \\$$//' requirements-paper.lock > constraints-paper.txt
 
-# Every stage checks its own stamp (aiplib/core/stamps.py: parameters + SHA-256 of what it read) and rebuilds
-# only what changed, so `make all` runs every stage and an up-to-date one returns quickly. Make's own
-# file-time rules cannot see a changed parameter, so the decision is not made here. `make stamps` lists
-# the stamps the next `make all` of $(PROFILE) would rebuild and why, a file added to or edited in the
-# custom folders included (runs nothing).
+# `make all` runs every stage: stages 1-2 (downloads, streamed corpora) and the family manifests keep a
+# stamp (aiplib/core/stamps.py: parameters + SHA-256 of what they read), stage 4 and stage 7 keep their work
+# by content (a WAV's, a stimulus's SHA-256), stages 3 and 5 are rebuilt (seconds). `make stamps` lists the
+# stamps the next `make all` of $(PROFILE) would rebuild and why, a file added to or edited in the custom
+# folders included (runs nothing).
 stamps: setup
 	@$(PY) -m aiplib.sources.pipeline --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" || true
 

@@ -11,7 +11,7 @@
 #
 # **Reads** the profile's background sources. **Writes** `bg/<bg_id>.wav` and
 # `descriptors/battery.csv` (category, source, licence, attribution, source duration, gain, LUFS,
-# peak, silent share).
+# peak, silent share), rebuilt on every run (seconds; the same inputs give the same bytes).
 
 # %% tags=["parameters"]
 import os
@@ -22,7 +22,6 @@ smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests a
 duration_s: float = 30.0  # length of every curated background, s
 target_lufs: float = -23.0  # loudness of every background, LUFS
 seed: int = aiplib.DEFAULT_SEED  # seeds the synthetic controls
-overwrite: bool = False
 
 # %%
 aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/core/params.py)
@@ -36,8 +35,7 @@ from aiplib.sources import pipeline
 from aiplib.battery.backgrounds import curate_battery
 
 specs = pipeline.battery_specs(ws, seed=seed)
-battery = curate_battery(ws, specs, duration_s=duration_s, target_lufs=target_lufs, seed=seed,
-                         overwrite=overwrite)
+battery = curate_battery(ws, specs, duration_s=duration_s, target_lufs=target_lufs, seed=seed)
 battery[["bg_id", "category", "source_package", "licence", "source_duration_s", "lufs_after"]]
 
 # %%

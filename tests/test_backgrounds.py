@@ -182,10 +182,10 @@ def test_existing_outputs_kept_missing_made(ws, tmp_path):
     specs = [_spec("a", [src]), _spec("b", [], combine="synthetic:white")]
     curate_battery(ws, specs)
     a_bytes, b_mtime = (ws.bg / "a.wav").read_bytes(), (ws.bg / "b.wav").stat().st_mtime_ns
-    curate_battery(ws, specs)  # up to date (battery.stamp.json): nothing is re-made
+    curate_battery(ws, specs)  # rebuilt with the same bytes: no file is rewritten
     assert (ws.bg / "a.wav").read_bytes() == a_bytes and (ws.bg / "b.wav").stat().st_mtime_ns == b_mtime
     marker = np.zeros(10, dtype=np.float32)
-    sf.write(ws.bg / "a.wav", marker, SR, subtype="FLOAT")  # someone hand-edited it: its stamp says so
+    sf.write(ws.bg / "a.wav", marker, SR, subtype="FLOAT")  # someone hand-edited it: curated again
     (ws.bg / "b.wav").unlink()
     curate_battery(ws, specs)
     assert (ws.bg / "a.wav").read_bytes() == a_bytes  # re-made, bit-identical to the first curation

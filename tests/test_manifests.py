@@ -59,13 +59,14 @@ def test_ids_named_NA_stay_strings(tiny_ws):
     assert y.shape == (16000,)
 
 
-def test_existing_manifest_is_kept(tiny_ws):
+def test_rebuilt_manifest_is_byte_identical(tiny_ws):
+    """Stage 5 is rebuilt on every run; the same inputs give the same bytes (so the stage-7 keys,
+    which hash the rows' content, keep every inference row: tests/test_stamps.py)."""
     build_manifests(tiny_ws)
     p = tiny_ws.manifests / "asr.csv"
     before = p.read_bytes()
-    mtime = p.stat().st_mtime_ns
     build_manifests(tiny_ws)
-    assert p.read_bytes() == before and p.stat().st_mtime_ns == mtime
+    assert p.read_bytes() == before
 
 
 def test_materialize_twice_gives_identical_bytes(tiny_ws, tmp_path):

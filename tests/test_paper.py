@@ -18,7 +18,7 @@ from aiplib.core import DEFAULT_SEED
 from aiplib.sources import download as dl
 from aiplib.core import errors
 from aiplib.sources.corpora import common_voice, paper, speech_commands
-from aiplib.sources.corpora.corpus import CorpusError, RemoteFile
+from aiplib.sources.download import CorpusError, RemoteFile
 from aiplib.core.workspace import workspace
 from fake_corpora import (ESC_TARGETS, LS_SPEAKERS, build_archives, closed_port_url, fake_cv_records, fake_registry,
                           serve_corpora)

@@ -1,27 +1,12 @@
-"""Background curation: any list of background specs → 30 s, −23 LUFS, 16 kHz mono WAVs.
-
-Profile-agnostic: the ``demo``, ``paper`` and ``custom`` profiles each produce a list of
-*background specs* (plain dicts, see ``docs/ARCHITECTURE.md``) and call :func:`curate_battery`,
-which writes ``bg/<bg_id>.wav`` and ``descriptors/battery.csv``.
+"""Background curation: background specs → 30 s, −23 LUFS, 16 kHz mono 16-bit WAVs.
 
 As the authors' ``scripts/03_curate_battery.py``: mono, 16 kHz, tiled end to end and cut to 30 s,
-then loudness-normalised to −23 LUFS (their ``BG_LUFS``, the same level as the speech). Each row
-of ``battery.csv`` also records the peak after normalisation (``peak_after``; a
-:class:`aiplib.io.audio.ClippingWarning` is issued above full scale) and how much of the background
-is digital silence (``silent_share``, ``silent_share_1s``; see :func:`silent_shares`) — ESC-50
-clips, for instance, are zero-padded to 5 s.
-
-The WAVs are 16-bit PCM (:data:`BG_SUBTYPE`), as the authors' ``sf.write`` with its default
-subtype wrote them, and every later stage (descriptors, mixing) reads that file back as float:
-samples are quantised to 1/32768 and a background above full scale after normalisation is
-clipped at ±1 by libsndfile, as in theirs (``clipped_samples`` counts those samples; such a file
-is quieter than ``lufs_after``, the loudness after normalisation). The silence columns are
-measured on the file as stored.
-
-Loudness is integrated loudness after ITU-R BS.1770-4, measured with pyloudnorm through
-:func:`aiplib.io.audio.normalize_loudness`. Coloured noises are shaped in the frequency domain
-(power ∝ 1/f for pink, 1/f² for brown, nothing below 20 Hz), a standard construction (e.g.
-Kasdin 1995, *Proc. IEEE* 83(5), "Discrete simulation of colored noise").
+loudness-normalised to −23 LUFS (their ``BG_LUFS``; ITU-R BS.1770-4 through pyloudnorm) and
+written as 16-bit PCM (:data:`BG_SUBTYPE`, as their ``sf.write``), so a background above full
+scale after normalisation is clipped at ±1 (``clipped_samples``). ``battery.csv`` also records the
+peak after normalisation and the share of digital silence (:func:`silent_shares`). Coloured noises
+are shaped in the frequency domain (power ∝ 1/f pink, 1/f² brown, nothing below 20 Hz; Kasdin
+1995, *Proc. IEEE* 83(5), "Discrete simulation of colored noise").
 """
 from __future__ import annotations
 
@@ -35,11 +20,9 @@ import pandas as pd
 
 from aiplib.core import DEFAULT_SEED
 from aiplib.core.errors import AiplibParameterError, AudioFileError
-from aiplib.core.hashing import file_sha256
 from aiplib.core.progress import track
-from aiplib.core.stamps import differences, make_stamp, read_stamp, stamp_path, write_stamp
 from aiplib.io.audio import SR, load_audio, loop_or_cut, loudness_lufs, normalize_loudness, write_wav
-from aiplib.io.formats import BATTERY_COLUMNS, CATEGORIES, read_battery_csv, write_battery_csv
+from aiplib.io.formats import BATTERY_COLUMNS, CATEGORIES, write_battery_csv
 from aiplib.io.subaudible import (
     SUBAUDIBLE_LIMIT_DB,
     effective_bandwidth_hz,
@@ -107,23 +90,21 @@ def _subaudible_step(y, spec, sr: int, record: dict, n: int) -> np.ndarray:
 
 
 def colored_noise(kind: str, n: int, *, seed: int = 0, sr: int = SR, f_min_hz: float = 20.0) -> np.ndarray:
-    """Gaussian white, pink (1/f) or brown (1/f²) noise.
+    """Gaussian white, pink (1/f) or brown (1/f²) noise, zero-mean, peak-scaled to 0.5.
 
     Parameters
     ----------
     kind : {"white", "pink", "brown"}
     n : int > 0, samples
     seed : int
-        Seed of ``numpy.random.default_rng``; same seed → same samples.
+        Seed of ``numpy.random.default_rng``.
     sr : int, Hz
     f_min_hz : float, Hz
-        Components below this frequency are removed (inaudible, and without the cut-off the
-        1/f² rise of brown noise makes its peaks huge for its loudness).
+        Components below are removed (else brown noise's peaks are huge for its loudness).
 
     Returns
     -------
     np.ndarray [shape=(n,)], float32
-        Zero-mean noise, peak-scaled to 0.5 (the level is set later by loudness normalisation).
 
     Raises
     ------
@@ -145,30 +126,20 @@ def colored_noise(kind: str, n: int, *, seed: int = 0, sr: int = SR, f_min_hz: f
 
 
 def silent_shares(y, *, sr: int = SR, min_run_s: float = SILENT_RUN_S) -> dict[str, float]:
-    """How much of a background is digital silence (samples exactly 0.0).
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-        The curated background (after looping/cutting and normalisation; a gain keeps zeros).
-    sr : int, Hz
-    min_run_s : float, s
-        Shortest run of exact zeros that counts (10 ms): single zero samples of ordinary
-        16-bit audio are not silence.
+    """How much of a background ``y`` [shape=(n,)] is digital silence (samples exactly 0.0).
 
     Returns
     -------
     dict
-        ``silent_share``: fraction of the ``n`` samples that lie in runs of exact zeros at least
-        ``min_run_s`` long. ``silent_share_1s``: fraction of the 1 s windows ``y[o:o + sr]``, over
-        every start ``o`` in ``0 … n − sr``, that hold only zeros — the chance that a 1 s
-        utterance mixed at a uniformly drawn offset (the authors' mixer) meets digital silence
-        only (the whole signal is one window when ``n < sr``).
+        ``silent_share``: fraction of the samples in runs of exact zeros at least ``min_run_s``
+        (s, default 10 ms) long. ``silent_share_1s``: fraction of the 1 s windows ``y[o:o + sr]``,
+        ``o`` in ``0 … n − sr``, that hold only zeros — the chance that a 1 s utterance mixed at a
+        uniform offset (the authors' mixer) meets silence only (one window when ``n < sr``).
 
     Examples
     --------
     >>> y = np.r_[np.ones(16000), np.zeros(32000)].astype(np.float32)   # 1 s sound, 2 s zeros
-    >>> s = silent_shares(y)   # 2/3 of the samples; windows starting at 16000 … 32000 of 0 … 32000
+    >>> s = silent_shares(y)
     >>> round(s["silent_share"], 4), s["silent_share_1s"] == 16001 / 32001
     (0.6667, True)
     """
@@ -246,23 +217,18 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
     Parameters
     ----------
     spec : dict
-        A background spec (``docs/ARCHITECTURE.md``): ``bg_id, category, description, sources,
-        combine, source_package, licence, attribution, synthetic`` and optional ``start_s``.
-        ``combine="concat"`` joins the sources end to end; ``"sum"`` loudness-normalises each
-        source to ``target_lufs`` and adds them (an element of ``sources`` may itself be a list
-        of files, concatenated into one talker stream first); ``"synthetic:white|pink|brown"``
-        ignores ``sources`` and generates seeded noise. ``start_s`` (s) skips the start of the
-        first source. ``subaudible`` (optional, ``"keep"`` by default, as the paper profile) set
-        to ``"remove"`` (custom and demo) high-passes each source stream whose DC + sub-20 Hz power
-        is at least :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB` (−20 dB) of its total, before
-        looping and loudness normalisation: mean removed, then a zero-phase 4th-order Butterworth
-        high-pass at 20 Hz (``scipy.signal.sosfiltfilt``; :func:`aiplib.io.subaudible.remove_subaudible`).
-        Every other file is used bit for bit.
+        ``bg_id, category, description, sources, combine, source_package, licence, attribution,
+        synthetic``, optional ``start_s`` (s skipped at the start of the first source) and
+        ``subaudible``. ``combine``: ``"concat"`` joins the sources end to end; ``"sum"``
+        normalises each source (or list of files, one talker stream) to ``target_lufs`` and adds
+        them; ``"synthetic:white|pink|brown"`` generates seeded noise. ``subaudible="remove"``
+        high-passes a source stream whose DC + sub-20 Hz power is at least
+        :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB` of its total
+        (:func:`aiplib.io.subaudible.remove_subaudible`); ``"keep"`` (default) uses it bit for bit.
     duration_s : float > 0, s
         Output length; shorter material is looped end to end, longer is cut.
     target_lufs : float, LUFS
-        Integrated loudness of the output (ITU-R BS.1770-4, pyloudnorm); default −23 LUFS, the
-        authors' value.
+        Integrated loudness (ITU-R BS.1770-4, pyloudnorm); default −23 LUFS, the authors' value.
     seed : int
         Seed of the synthetic noises.
     sr : int, Hz
@@ -272,13 +238,11 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
     y : np.ndarray [shape=(round(duration_s * sr),)], float32
     info : dict
         ``source_duration_s`` (s, before looping; shortest talker for ``sum``), ``looped``,
-        ``gain_db`` (dB, final normalisation), ``lufs_before``, ``lufs_after`` (LUFS),
-        ``peak_after`` (max |y|, linear; above 1 a :class:`aiplib.io.audio.ClippingWarning` is issued
-        and the samples are kept, not clipped), ``silent_share``, ``silent_share_1s``
-        (:func:`silent_shares`), ``subaudible_db`` (dB re total power: the largest DC + sub-20 Hz
-        share of a source stream's looped/cut ``duration_s``, measured before any removal), ``subaudible_removed`` (bool),
-        ``bandwidth_hz`` (Hz, :func:`aiplib.io.subaudible.effective_bandwidth_hz` of the output: about
-        4000 for a source resampled up from 8 kHz) and the spec's descriptive fields.
+        ``gain_db`` (dB), ``lufs_before``, ``lufs_after`` (LUFS), ``peak_after`` (max |y|; above 1
+        a :class:`aiplib.io.audio.ClippingWarning`, samples kept), ``silent_share``,
+        ``silent_share_1s`` (:func:`silent_shares`), ``subaudible_db`` (dB re total power, largest
+        source share before removal), ``subaudible_removed``, ``bandwidth_hz`` (Hz,
+        :func:`aiplib.io.subaudible.effective_bandwidth_hz`) and the spec's descriptive fields.
 
     Raises
     ------
@@ -340,14 +304,14 @@ def _row(ws, spec, info, out: Path) -> dict:
     return {c: row[c] for c in BATTERY_COLUMNS}
 
 
-def _row_current(row: dict, target_lufs: float) -> bool:
-    """An old battery.csv row is reusable: it has every current column and the target loudness."""
-    if any(c not in row for c in BATTERY_COLUMNS):
-        return False
-    try:
-        return abs(float(row["lufs_after"]) - float(target_lufs)) <= 0.05
-    except (TypeError, ValueError):
-        return False
+def _write_if_changed(out: Path, y: np.ndarray) -> None:
+    """Write ``out`` as :data:`BG_SUBTYPE`, leaving an existing file with the same bytes untouched."""
+    tmp = out.with_name(out.name + ".tmp.wav")
+    write_wav(tmp, y, subtype=BG_SUBTYPE)
+    if out.is_file() and out.read_bytes() == tmp.read_bytes():
+        tmp.unlink()
+    else:
+        tmp.replace(out)
 
 
 def _check_ids(specs) -> None:
@@ -362,38 +326,28 @@ def _check_ids(specs) -> None:
 
 
 def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS,
-                   seed: int = DEFAULT_SEED, overwrite: bool = False):
+                   seed: int = DEFAULT_SEED):
     """Curate every spec into ``bg/<bg_id>.wav`` (16-bit PCM) and write ``descriptors/battery.csv``.
+
+    Rebuilt on every run (seconds); the same inputs give the same bytes, and a WAV whose bytes do
+    not change is not rewritten.
 
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
     specs : list of dict
-        Background specs (see :func:`curate_background`); relative source paths are read
-        relative to ``ws.root``.
+        Background specs (:func:`curate_background`); relative sources are read from ``ws.root``.
     duration_s : float > 0, s
     target_lufs : float, LUFS
         Default −23 LUFS (the authors' ``BG_LUFS``).
     seed : int
-        Base seed (default :data:`aiplib.DEFAULT_SEED`); background ``bg_id`` uses :func:`spec_seed`
-        ``(seed, bg_id)``.
-    overwrite : bool
-        Re-make every WAV. Without it an existing ``bg/<bg_id>.wav`` listed in the current
-        ``battery.csv`` is kept as it is (with its row) only when ``descriptors/battery.stamp.json``
-        (:mod:`aiplib.core.stamps`) records for it the same spec, ``duration_s``, ``target_lufs``,
-        ``seed``, the same SHA-256 of every source file and of the WAV itself; any other
-        background is re-made (a warning names the re-made ones and why). A row from an older
-        ``battery.csv`` without the current columns, or curated to another loudness
-        (``|lufs_after - target_lufs| > 0.05``), is re-made too, as is every background of a
-        battery without a stamp (same inputs give the same samples).
-
+        Base seed; background ``bg_id`` uses :func:`spec_seed` ``(seed, bg_id)``.
+    
     Returns
     -------
     pandas.DataFrame
-        One row per spec, columns :data:`aiplib.io.formats.BATTERY_COLUMNS` (``path`` relative to ``ws.root``;
-        ``peak_after`` as in :func:`curate_background` (before the 16-bit file, so it can exceed
-        1), ``clipped_samples`` (samples clipped at full scale in the file), ``silent_share``
-        and ``silent_share_1s`` of the file as stored).
+        One row per spec, columns :data:`aiplib.io.formats.BATTERY_COLUMNS` (``peak_after`` before
+        the 16-bit file, ``clipped_samples`` clipped in the file, ``silent_share*`` of the file).
 
     Raises
     ------
@@ -402,47 +356,19 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     AudioFileError
         If a source is missing, unreadable or silent.
     """
-
-
     _check_ids(specs)
     for s in specs:
         _check_spec(s)
     ws.ensure()
-    old = read_battery_csv(ws.battery_csv)
-    old = {} if old is None or overwrite else {r["bg_id"]: r for r in old.to_dict("records")}
-    stamp_file = stamp_path(ws.descriptors, "battery")
-    old_stamp = (read_stamp(stamp_file) or {}).get("backgrounds", {})
-    params = dict(duration_s=float(duration_s), target_lufs=float(target_lufs), seed=int(seed),
-                  subtype=BG_SUBTYPE)
-    rows, stamps, remade = [], {}, []
+    (ws.descriptors / "battery.stamp.json").unlink(missing_ok=True)  # of an older version: no stamp now
+    rows = []
     for spec in track(specs, "curating backgrounds", unit="bg"):  # tqdm bar, or [progress] lines under make
         out = ws.bg / f"{spec['bg_id']}.wav"
-        prev = old.get(spec["bg_id"])
         spec = dict(spec, sources=_resolve(ws, spec["sources"]))
-        files = [] if spec["combine"].startswith("synthetic:") else _flatten(spec["sources"])
-        stamp = make_stamp(f"03_curate_backgrounds:{spec['bg_id']}", ws=ws, inputs=files,
-                           params=dict(params, spec={k: v for k, v in spec.items() if k != "sources"},
-                                       sources=[ws.rel(f) for f in files]))
-        stamp.pop("code")
-        changed = differences(old_stamp.get(spec["bg_id"]), stamp, ws=ws)
-        stale = prev is not None and not _row_current(prev, target_lufs)
-        if out.is_file() and prev is not None and not stale and not changed:
-            rows.append({c: prev[c] for c in BATTERY_COLUMNS})
-            stamps[spec["bg_id"]] = old_stamp[spec["bg_id"]]
-            continue
-        if prev is not None and changed:
-            remade.append(f"{spec['bg_id']} ({'; '.join(changed[:3])})")
         y, info = curate_background(spec, duration_s=duration_s, target_lufs=target_lufs,
                                     seed=spec_seed(seed, spec["bg_id"]))
-        write_wav(out, y, subtype=BG_SUBTYPE)
+        _write_if_changed(out, y)
         rows.append(_row(ws, spec, _as_stored(out, y, info, SR), out))
-        stamps[spec["bg_id"]] = dict(stamp, outputs={ws.rel(out): file_sha256(out)})
-    if remade:
-        log.warning("re-curated %d background(s) whose inputs or parameters changed: %s", len(remade),
-                    "; ".join(remade))
     df = pd.DataFrame(rows, columns=BATTERY_COLUMNS)
     write_battery_csv(df, ws.battery_csv)
-    top = make_stamp("03_curate_backgrounds", params=dict(params, bg_ids=[s["bg_id"] for s in specs]),
-                     module=__name__)
-    write_stamp(stamp_file, dict(top, backgrounds=stamps), outputs=[ws.descriptors / "battery.csv"], ws=ws)
     return df

@@ -1,29 +1,19 @@
-"""The nine acoustic descriptors of a background, and the Silero VAD speech fraction.
+"""The nine acoustic descriptors of a background (:data:`DESCRIPTORS`), as the authors compute them.
 
-Each background of the battery is summarised by nine numbers (:data:`DESCRIPTORS`), written to
-``descriptors/acoustic_descriptors.csv`` by :func:`descriptor_table`. Eight come from librosa [1]_
-short-time features, one from the Silero voice-activity detector [2]_. They are computed **as the
-authors of AIP-Speech compute them** (``extract_acoustic_descriptors`` in their
-``scripts/generate_results_new_2.py``; VAD settings of their ``scripts/vad_classify_bg.py``), so
-that Table 2 / Figures 2–3 correlate the same numbers in every profile.
+Eight are librosa [1]_ short-time features, one the Silero VAD [2]_ speech fraction
+(:mod:`aiplib.battery.vad`), computed as the authors' ``extract_acoustic_descriptors``
+(``scripts/generate_results_new_2.py``; VAD settings of ``scripts/vad_classify_bg.py``), so Table 2
+and Figures 2–3 correlate the same numbers in every profile. :func:`descriptor_table` writes
+``descriptors/acoustic_descriptors.csv``.
 
-Framing: librosa's defaults at the pipeline rate of 16 kHz, the same for every descriptor:
-
-* ``n_fft = frame_length = 2048`` samples (128 ms), Hann window, ``hop_length = 512`` (32 ms),
-  ``center=True``: frame ``t`` is centred on sample ``512 t``; the signal is padded by 1024
-  samples at each end (zeros for the STFT, RMS and onset strength; edge values for the ZCR, as
-  librosa does), so ``n`` samples give ``1 + n // 512`` frames (938 for a 30 s background).
-* Each per-frame series is summarised by its **mean over all frames** (``rms_variance``:
-  population variance over frames; ``spectral_contrast``: mean over the 7 bands and all frames).
-* **Silent frames are included** in every mean, as in the authors' code. A frame of digital
-  silence (all 2048 samples exactly zero) has centroid, roll-off and bandwidth 0 Hz, contrast
-  0 dB, flatness 1 (librosa floors the power spectrum at ``amin = 1e-10``, which is flat), ZCR 0
-  and RMS 0. A background that is half digital silence therefore has about half the centroid of
-  its sounding part (white noise: ≈ 4000 Hz sounding, ≈ 2040 Hz over all frames). The share of
-  such frames is reported beside the descriptors (``silent_frame_share``).
-
-See :data:`DESCRIPTOR_INFO` for each descriptor's unit and exact definition. The VAD fraction is
-computed by :mod:`aiplib.battery.vad`.
+Framing: librosa's defaults at 16 kHz: ``n_fft = frame_length = 2048`` samples (128 ms), Hann,
+``hop_length = 512`` (32 ms), ``center=True``, so ``n`` samples give ``1 + n // 512`` frames (938
+for 30 s). Each series is summarised by its mean over all frames (``rms_variance``: population
+variance; ``spectral_contrast``: mean over the 7 bands too). Silent frames are included, as in the
+authors' code: a frame of digital silence has centroid, roll-off and bandwidth 0 Hz, contrast 0 dB,
+flatness 1, ZCR 0 and RMS 0, so a half-silent background has about half the centroid of its
+sounding part; ``silent_frame_share`` reports their share. Units and definitions:
+:data:`DESCRIPTOR_INFO`.
 
 References
 ----------
@@ -185,19 +175,8 @@ def _check_input(y, sr, *, name="audio"):
 
 
 def silent_frame_share(y) -> float:
-    """Share of the descriptor frames that are digital silence (every sample exactly zero).
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-        Mono waveform.
-
-    Returns
-    -------
-    float in [0, 1]
-        Over the ``1 + n // 512`` centred frames of :data:`FRAME` (2048 samples, hop 512,
-        zero-padded by 1024 samples at each end, as librosa's STFT), the fraction whose samples
-        are all exactly 0. These frames are *included* in the descriptor means.
+    """Share in [0, 1] of the ``1 + n // 512`` descriptor frames of ``y`` [shape=(n,)] (:data:`FRAME`,
+    zero-padded as librosa's STFT) whose samples are all exactly 0; they are included in the means.
 
     Examples
     --------
@@ -214,18 +193,15 @@ def silent_frame_share(y) -> float:
 
 
 def spectral_descriptors(y, sr: int = SR, *, name: str = "audio") -> dict[str, float]:
-    """The eight librosa descriptors of a waveform (every descriptor except the VAD fraction).
-
-    Computed as the authors' ``extract_acoustic_descriptors`` (``scripts/generate_results_new_2.py``):
-    librosa's default framing at 16 kHz, each descriptor the mean over all frames.
+    """The eight librosa descriptors of a waveform (all but the VAD fraction), as the authors'
+    ``extract_acoustic_descriptors``.
 
     Parameters
     ----------
     y : np.ndarray [shape=(n,)], float, n >= 2048
-        Mono waveform, nominally in [-1, 1]; computed in float64 (as the authors' ``sf.read``).
-    sr : int
-        Sample rate in Hz; must be 16 000 (the pipeline rate), so that frame durations and
-        frequency bins are the same for every background.
+        Mono waveform, nominally in [-1, 1]; computed in float64.
+    sr : int, Hz
+        Must be 16 000.
     name : str
         What to call the signal in error messages.
 
@@ -241,17 +217,9 @@ def spectral_descriptors(y, sr: int = SR, *, name: str = "audio") -> dict[str, f
         If ``y`` is not a 1-D float array, holds NaN/inf, has fewer than 2048 samples, is digital
         silence throughout, or ``sr != 16000``.
 
-    See Also
-    --------
-    compute_descriptors : all nine descriptors, including the Silero VAD speech fraction.
-    silent_frame_share : how many of the averaged frames are digital silence.
-
     Notes
     -----
-    ``n_fft=2048``, ``hop_length=512``, Hann, ``center=True`` (librosa's defaults). Summary = mean
-    over all frames, silent ones included (see the module docstring), except ``rms_variance``
-    (variance). Spectral flux = mean of ``librosa.onset.onset_strength`` [3]_; contrast after
-    Jiang et al. [4]_, averaged over bands and frames.
+    Spectral flux = mean of ``librosa.onset.onset_strength`` [3]_; contrast after Jiang et al. [4]_.
 
     Examples
     --------
@@ -282,35 +250,31 @@ def spectral_descriptors(y, sr: int = SR, *, name: str = "audio") -> dict[str, f
 
 def compute_descriptors(y, *, sr: int = SR, vad_threshold: float = 0.5, vad_model=None,
                         name: str = "audio") -> dict[str, float]:
-    """All nine descriptors of a waveform.
+    """All nine descriptors of a waveform (:func:`spectral_descriptors` + the VAD fraction).
 
     Parameters
     ----------
     y : np.ndarray [shape=(n,)], float, n >= 2048
         Mono waveform at 16 kHz, nominally in [-1, 1].
-    sr : int
-        Sample rate in Hz; must be 16 000.
+    sr : int, Hz
+        Must be 16 000.
     vad_threshold : float in (0, 1)
         Silero VAD speech-probability threshold.
     vad_model : optional
-        A loaded Silero VAD model (default: :func:`aiplib.battery.vad.load_vad_model`).
+        A loaded Silero VAD model (default :func:`aiplib.battery.vad.load_vad_model`).
     name : str
         What to call the signal in error messages.
 
     Returns
     -------
     dict[str, float]
-        Keys :data:`DESCRIPTORS`, in order; units and definitions in :data:`DESCRIPTOR_INFO`.
+        Keys :data:`DESCRIPTORS`, in order; units in :data:`DESCRIPTOR_INFO`.
 
     Raises
     ------
     AiplibParameterError
         If ``y`` is not a 1-D float array, holds NaN/inf, has fewer than 2048 samples or is digital
         silence, if ``sr != 16000``, or if ``vad_threshold`` is outside (0, 1).
-
-    See Also
-    --------
-    spectral_descriptors, aiplib.battery.vad.vad_speech_fraction, descriptor_table
     """
     y = _check_input(y, sr, name=name)
     out = spectral_descriptors(y, sr, name=name)
@@ -347,33 +311,23 @@ def _read_previous(csv_path: Path, json_path: Path, settings: dict):
 
 def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
                      progress: bool = True):
-    """Compute (or read back) the nine descriptors of every background in the battery.
+    """Compute (or read back) the nine descriptors of every background of ``battery.csv``.
 
-    Reads ``ws.descriptors / "battery.csv"`` (columns ``bg_id`` and ``path``, the WAV path relative
-    to ``ws.root``), computes :func:`compute_descriptors` for each background, and writes
-    ``ws.descriptors / "acoustic_descriptors.csv"`` (columns :data:`TABLE_COLUMNS`: ``bg_id``, the
-    nine :data:`DESCRIPTORS`, ``silent_frame_share``) and the sidecar ``acoustic_descriptors.json``
-    (frame settings, ``silent_frames_in_means: true`` and what a silent frame contributes, VAD
-    threshold and settings, package versions, the SHA-256 and silent-frame share of every WAV, and
-    :data:`DESCRIPTOR_INFO`).
-
-    Silent frames are part of every mean (as the authors compute them); ``silent_frame_share``
-    (:func:`silent_frame_share`) says how much of each mean they make up.
-
-    Resumable: a background whose row is already in the CSV, computed with the same settings from a
-    WAV with the same SHA-256, is read back, not recomputed. When every background is found the
-    files are left untouched.
+    Writes ``descriptors/acoustic_descriptors.csv`` (columns :data:`TABLE_COLUMNS`) and the sidecar
+    ``acoustic_descriptors.json`` (settings, VAD threshold, package versions, the SHA-256 and
+    silent-frame share of every WAV, :data:`DESCRIPTOR_INFO`). A background whose row was computed
+    with the same settings from a WAV with the same SHA-256 is read back, not recomputed; when all
+    are, the files are left untouched.
 
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
-        The profile's workspace.
     vad_threshold : float in (0, 1)
-        Silero VAD threshold; a different value than the cached table's recomputes everything.
+        Silero VAD threshold.
     overwrite : bool
-        Recompute every background even if cached.
+        Recompute every background.
     progress : bool
-        Show progress (:mod:`aiplib.core.progress`: a tqdm bar, or ``[progress]`` lines under ``make``).
+        Show progress (:mod:`aiplib.core.progress`).
 
     Returns
     -------
@@ -383,15 +337,13 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
     Raises
     ------
     FileNotFoundError
-        If ``battery.csv`` does not exist (the message names it and the stage that writes it).
+        If ``battery.csv`` does not exist.
     AiplibParameterError
-        If ``battery.csv`` lacks the ``bg_id`` or ``path`` column or repeats a ``bg_id``, or a
-        background fails :func:`compute_descriptors`.
+        If ``battery.csv`` lacks ``bg_id`` or ``path`` or repeats a ``bg_id``, or a background fails
+        :func:`compute_descriptors`.
     AudioFileError
         If a background WAV is missing or unreadable (the message names the file).
     """
-
-
     battery_path = Path(ws.descriptors) / "battery.csv"
     if not battery_path.is_file():
         raise FileNotFoundError(

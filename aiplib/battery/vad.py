@@ -36,24 +36,17 @@ defaults) used by :func:`vad_speech_fraction`."""
 
 @functools.lru_cache(maxsize=1)
 def load_vad_model():
-    """Load the Silero VAD TorchScript model shipped in the ``silero-vad`` wheel (once, cached).
-
-    Works offline: the model file is package data, nothing is downloaded.
+    """Load (once) the Silero VAD TorchScript model shipped in the ``silero-vad`` wheel; offline.
 
     Returns
     -------
     torch.jit.ScriptModule
-        Stateful model; :func:`silero_vad.get_speech_timestamps` resets its state on every call,
-        but do not share one model between threads.
+        Stateful: do not share one model between threads.
 
     Raises
     ------
     MissingPackageError
         If ``silero-vad`` (or torch) is not installed.
-
-    References
-    ----------
-    .. [1] Silero Team (2021). Silero VAD. https://github.com/snakers4/silero-vad
     """
     silero_vad = _import_silero()
     with _torch_threads(None):  # restores the thread count whatever loading does
@@ -103,49 +96,39 @@ def _torch_threads(n):
 
 def vad_speech_fraction(y, *, sr: int = SR, threshold: float = 0.5, model=None,
                         name: str = "audio") -> float:
-    """Fraction of samples that Silero VAD marks as speech.
+    """Fraction of samples that Silero VAD [1]_ marks as speech.
 
     Parameters
     ----------
     y : np.ndarray [shape=(n,)], float
         Mono waveform, nominally in [-1, 1].
-    sr : int
-        Sample rate in Hz: 8 000 or 16 000 (the rates Silero VAD models). Other rates are refused
-        rather than silently resampled.
+    sr : int, Hz
+        8 000 or 16 000 (the rates Silero VAD models; others are refused, not resampled).
     threshold : float in (0, 1)
         Speech-probability threshold of ``get_speech_timestamps`` (Silero default 0.5).
     model : optional
-        A loaded Silero VAD model; default :func:`load_vad_model` (loaded once per process).
+        A loaded Silero VAD model; default :func:`load_vad_model`.
     name : str
         What to call the signal in error messages.
 
     Returns
     -------
     float in [0, 1]
-        ``sum(end - start) / n`` over the speech segments (sample indices) returned by
-        ``silero_vad.get_speech_timestamps(..., threshold=threshold, sampling_rate=sr)`` with the
-        settings of the authors' ``scripts/vad_classify_bg.py`` (:data:`VAD_SETTINGS`: 512-sample
-        windows, min speech 250 ms, min silence 100 ms, 30 ms padding), segments clipped to
-        ``[0, n)``. The authors round it to 4 decimals for their table; it is not rounded here.
+        ``sum(end - start) / n`` over the segments of ``silero_vad.get_speech_timestamps`` with
+        :data:`VAD_SETTINGS` (the authors' ``scripts/vad_classify_bg.py``), clipped to ``[0, n)``;
+        not rounded (the authors round to 4 decimals).
 
     Raises
     ------
     AiplibParameterError
-        If ``y`` fails :func:`aiplib.io.audio.valid_audio` (wrong shape/dtype, empty, NaN/inf), if
-        ``sr`` is not 8000 or 16000, or if ``threshold`` is not in (0, 1).
+        If ``y`` fails :func:`aiplib.io.audio.valid_audio`, ``sr`` is not 8000 or 16000, or
+        ``threshold`` is not in (0, 1).
     MissingPackageError
         If silero-vad / torch are not installed.
 
     Notes
     -----
-    Inference runs single-threaded under ``torch.no_grad``; the global torch thread count is
-    restored afterwards (silero-vad itself sets it to 1 on import; that is undone too).
-    About 0.3 s of CPU per 30 s of 16 kHz audio.
-
-    References
-    ----------
-    .. [1] Silero Team (2021). Silero VAD: pre-trained enterprise-grade Voice Activity Detector.
-       https://github.com/snakers4/silero-vad
+    Runs single-threaded under ``torch.no_grad``; torch's thread count is restored afterwards.
     """
     y = valid_audio(np.asarray(y) if not isinstance(y, np.ndarray) else y, name=name)
     if sr not in (8000, 16000):

@@ -1,85 +1,138 @@
-"""Resumable, verified downloads and safe archive extraction (stage 1 of the ``paper`` profile).
+"""Verified, resumable downloads and safe extraction on pooch (stage 1 of the ``paper`` profile).
 
-The pieces every corpus downloader needs, kept apart from any one corpus (pooch- and
-lhotse-style):
-
-* :func:`download_file` — HTTP(S) download into ``<file>.part`` with range requests, so an
-  interrupted download is continued, not restarted; a progress bar (tqdm); a free-disk-space check
-  before the first byte is written; verification against the publisher's MD5 or a pinned SHA-256,
-  else against the size the server announced (the SHA-256 is always recorded).
-* :func:`aiplib.sources.archives.safe_extract` (its own module) — ZIP / TAR extraction that checks every
-  member before writing anything.
-* :func:`fetch` — download + extract + ``.completed`` marker + an entry in the JSON progress file
-  (``checks/download_progress.json``), skipped when already complete.
-* :func:`set_cache_env` — point ``HF_HOME``, ``HF_DATASETS_CACHE`` and ``TORCH_HOME`` into
-  ``models/cache/`` unless the user has set them.
-
-Failures raise :class:`~aiplib.core.errors.DownloadError` (or its subclasses ``ChecksumError``,
-``UnsafeArchiveError``, ``InsufficientDiskSpaceError``, all in :mod:`aiplib.core.errors`) whose message names
-the URL or file and says how to continue (a mirror, free space, running again to resume).
+:func:`fetch` hands one file to :func:`pooch.retrieve` with a resuming downloader
+(:class:`ResumingDownloader`: HTTP ``Range`` requests from ``<file>.part``) and a checking
+extractor (:class:`SafeUntar` / :class:`SafeUnzip`), and records it in
+``checks/download_progress.json`` so a complete file is skipped without a request. A corpus is a
+:class:`Corpus` record of :class:`RemoteFile` s; :func:`download_corpus` fetches all of them from
+the base URL :func:`resolve_base_url` picks (argument > ``$AIP_MIRROR_<NAME>`` >
+``$AIP_MIRROR/<name>`` > the publisher's). Failures raise
+:class:`~aiplib.core.errors.DownloadError` or its subclasses, naming the URL or file.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
-import hashlib
 import json
 import os
 import re
 import shutil
+import tarfile
 import time
-from pathlib import Path
+import zipfile
+from pathlib import Path, PurePosixPath
 
-from aiplib.core.errors import ChecksumError, DownloadError, InsufficientDiskSpaceError
+import pooch
+
+from aiplib.core.errors import (
+    AiplibError,
+    ChecksumError,
+    DownloadError,
+    InsufficientDiskSpaceError,
+    UnsafeArchiveError,
+)
 from aiplib.core.workspace import repo_root
-from aiplib.sources.archives import safe_extract
 
-__all__ = [
-    "download_file",
-    "fetch",
-    "file_digests",
-    "check_disk_space",
-    "read_progress",
-    "update_progress",
-    "set_cache_env",
-    "RETRY_WAIT_S",
-]
+pooch.get_logger().setLevel("WARNING")  # its "use this hash" advice is not for our users
+
+__all__ = ["CorpusError", "RemoteFile", "Corpus", "Download", "need_dir", "resolve_base_url",
+           "download_corpus", "download_file", "fetch", "safe_extract", "SafeUntar", "SafeUnzip",
+           "ResumingDownloader", "check_disk_space", "read_progress", "update_progress", "set_cache_env",
+           "RETRY_WAIT_S"]
 
 RETRY_WAIT_S = 2.0
-"""Seconds to wait before the first retry of a failed request (doubled for each further retry)."""
+"""Seconds before the first retry of a failed request (doubled for each further retry)."""
 
 _GB = 1e9
 _CHUNK = 1 << 16
 
 
-# --------------------------------------------------------------------------------------------
-# checksums and disk space
-# --------------------------------------------------------------------------------------------
-def file_digests(path, *, chunk_size: int = _CHUNK) -> dict:
-    """MD5 and SHA-256 of a file in one pass.
+class CorpusError(AiplibError):
+    """A corpus is missing, incomplete, or too small for the paper's selection (a shortfall)."""
 
-    Parameters
-    ----------
-    path : str or Path
-    chunk_size : int > 0, bytes read at a time
 
-    Returns
-    -------
-    dict
-        ``{"md5": hex str, "sha256": hex str, "size": int bytes}``.
+@dataclasses.dataclass(frozen=True)
+class RemoteFile:
+    """One file of a corpus: ``name`` at the base URL and on disk; published ``md5`` / ``sha256``
+    (``None``: the announced size is checked); ``approx_gb`` (documentation only);
+    ``extract_subdir`` relative to the corpus folder (``""`` the folder itself, ``None`` not an archive)."""
+
+    name: str
+    md5: str | None = None
+    sha256: str | None = None
+    approx_gb: float = 0.0
+    extract_subdir: str | None = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Corpus:
+    """A downloadable corpus: ``name`` (registry key, folder, ``AIP_MIRROR_<NAME>`` suffix),
+    ``kind`` (workspace sub-folder: ``backgrounds``, ``speech_asr`` or ``kws``), ``base_url``,
+    ``files`` (tuple of :class:`RemoteFile`), licence and attribution, ``extract_factor``
+    (extracted size / archive size, for the disk-space check)."""
+
+    name: str
+    title: str
+    kind: str
+    base_url: str
+    files: tuple
+    licence: str
+    attribution: str
+    homepage: str
+    extract_factor: float = 1.1
+    notes: str = ""
+
+    @property
+    def env_var(self) -> str:
+        """Name of the environment variable holding this corpus's mirror base URL."""
+        return f"AIP_MIRROR_{self.name.upper()}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Download:
+    """One file to fetch: ``url`` → ``dest``, checked against ``md5`` or ``sha256`` (else the
+    announced size), extracted into ``extract_to`` when given; ``extract_factor`` (extracted size /
+    file size) sizes the disk-space check; ``hint`` is appended to network errors; ``key``
+    (``"<corpus>/<file>"``) names its entry in the progress file."""
+
+    url: str
+    dest: Path
+    md5: str | None = None
+    sha256: str | None = None
+    extract_to: Path | None = None
+    extract_factor: float = 0.0
+    hint: str = ""
+    key: str = ""
+
+
+def need_dir(path: Path, corpus: str) -> Path:
+    """``path`` if it is a folder.
+
+    Raises
+    ------
+    CorpusError
+        If ``path`` is not a folder (the message names ``corpus`` and says to run stage 1).
     """
-    md5, sha = hashlib.md5(), hashlib.sha256()
-    size = 0
-    with open(path, "rb") as fh:
-        while True:
-            block = fh.read(chunk_size)
-            if not block:
-                break
-            md5.update(block)
-            sha.update(block)
-            size += len(block)
-    return {"md5": md5.hexdigest(), "sha256": sha.hexdigest(), "size": size}
+    if not path.is_dir():
+        raise CorpusError(f"{corpus} not found at {path}; run stage 1 (notebook 01, `make 01 PROFILE=paper`)")
+    return path
 
 
+def resolve_base_url(c: Corpus, base_urls=None) -> str:
+    """Base URL of corpus ``c`` without a trailing slash: ``base_urls`` (``{name: url}``, or one
+    root string used as ``$AIP_MIRROR``) > ``$AIP_MIRROR_<NAME>`` > ``$AIP_MIRROR/<name>`` > default."""
+    if isinstance(base_urls, str):
+        return base_urls.rstrip("/") + "/" + c.name
+    if base_urls and base_urls.get(c.name):
+        return base_urls[c.name].rstrip("/")
+    if os.environ.get(c.env_var):
+        return os.environ[c.env_var].rstrip("/")
+    if os.environ.get("AIP_MIRROR"):
+        return os.environ["AIP_MIRROR"].rstrip("/") + "/" + c.name
+    return c.base_url.rstrip("/")
+
+
+# ------------------------------------------------------------------------------- disk space, progress file
 def _free_bytes(path: Path) -> int:
     """Free bytes on the file system holding ``path`` (the nearest existing parent)."""
     p = Path(path)
@@ -90,14 +143,6 @@ def _free_bytes(path: Path) -> int:
 
 def check_disk_space(path, needed_bytes: float, *, what: str = "the download") -> None:
     """Raise when the file system holding ``path`` has less than ``needed_bytes`` free.
-
-    Parameters
-    ----------
-    path : str or Path
-        A file or folder (it need not exist yet).
-    needed_bytes : float >= 0, bytes
-    what : str
-        Named in the message.
 
     Raises
     ------
@@ -112,28 +157,12 @@ def check_disk_space(path, needed_bytes: float, *, what: str = "the download") -
             f"set AIP_DATA_ROOT to a larger disk, and run again (partial files are kept and resumed).")
 
 
-# --------------------------------------------------------------------------------------------
-# progress file
-# --------------------------------------------------------------------------------------------
 def read_progress(progress_file) -> dict:
-    """Read the JSON progress file (``checks/download_progress.json``).
-
-    Parameters
-    ----------
-    progress_file : str or Path or None
-
-    Returns
-    -------
-    dict
-        ``{key: entry}`` where ``key`` is ``"<corpus>/<file>"`` and ``entry`` holds ``status``
-        (``"complete"``), ``url``, ``path``, ``size``, ``md5``, ``sha256``, ``verified_by``,
-        ``extracted_to`` and ``completed_at`` (ISO 8601, UTC). Empty when the file is missing or
-        unreadable (a corrupt progress file only costs a re-verification).
-    """
-    if progress_file is None:
-        return {}
-    p = Path(progress_file)
-    if not p.is_file():
+    """``{"<corpus>/<file>": entry}`` of ``checks/download_progress.json`` (entry: ``status``, ``url``,
+    ``path``, ``size``, ``md5``, ``sha256``, ``verified_by``, ``extracted_to``, ``completed_at``);
+    empty when the file is missing or unreadable."""
+    p = Path(progress_file) if progress_file is not None else None
+    if p is None or not p.is_file():
         return {}
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -143,38 +172,17 @@ def read_progress(progress_file) -> dict:
 
 
 def update_progress(progress_file, key: str, entry: dict | None) -> None:
-    """Set (or, with ``entry=None``, remove) one entry of the progress file, atomically.
-
-    Parameters
-    ----------
-    progress_file : str or Path
-    key : str
-        ``"<corpus>/<file>"``.
-    entry : dict or None
-    """
+    """Set (or, with ``entry=None``, remove) one entry of the progress file, atomically."""
     p = Path(progress_file)
     p.parent.mkdir(parents=True, exist_ok=True)
     files = read_progress(p)
-    if entry is None:
-        files.pop(key, None)
-    else:
-        files[key] = entry
+    files.pop(key, None) if entry is None else files.__setitem__(key, entry)
     tmp = p.with_name(p.name + ".tmp")
     tmp.write_text(json.dumps({"files": dict(sorted(files.items()))}, indent=2) + "\n", encoding="utf-8")
     tmp.replace(p)
 
 
-# --------------------------------------------------------------------------------------------
-# download
-# --------------------------------------------------------------------------------------------
-def _content_range(value: str | None):
-    """Parse ``bytes start-end/total`` → (start, total or None)."""
-    m = re.match(r"bytes\s+(\d+)-\d+/(\d+|\*)", value or "")
-    if not m:
-        return None, None
-    return int(m.group(1)), (None if m.group(2) == "*" else int(m.group(2)))
-
-
+# ------------------------------------------------------------------------------- pooch downloader
 def _unreachable(url: str, reason, hint: str) -> DownloadError:
     return DownloadError(
         f"cannot download {url}: {reason}. Files already downloaded are kept and a partial file is "
@@ -182,203 +190,220 @@ def _unreachable(url: str, reason, hint: str) -> DownloadError:
 
 
 def _is_dns_failure(exc) -> bool:
-    text = repr(exc)
-    return any(k in text for k in ("NameResolutionError", "Name or service not known", "nodename nor servname",
-                                   "Temporary failure in name resolution", "getaddrinfo failed"))
+    return any(k in repr(exc) for k in ("NameResolutionError", "Name or service not known", "nodename nor servname",
+                                        "Temporary failure in name resolution", "getaddrinfo failed"))
 
 
-def download_file(url: str, dest, *, md5: str | None = None, sha256: str | None = None,
-                  size: int | None = None, extract_factor: float = 0.0, hint: str = "",
-                  retries: int = 2, timeout=(15.0, 60.0), progress: bool | None = True,
-                  chunk_size: int = _CHUNK, session=None) -> dict:
-    """Download ``url`` to ``dest``, resuming a partial ``dest.part``, and verify it.
-
-    Bytes go to ``<dest>.part``; when a ``.part`` file exists the request carries
-    ``Range: bytes=<size>-`` and a ``206 Partial Content`` answer is appended to it (a server that
-    ignores ranges answers ``200`` and the file is restarted). After the last byte the file is
-    verified and renamed to ``dest``.
-
-    Parameters
-    ----------
-    url : str
-        HTTP(S) URL.
-    dest : str or Path
-        Final file path; its folder is created.
-    md5, sha256 : str, optional
-        Expected hex digests (the publisher's, or a pinned one). Checked when given.
-    size : int, optional
-        Expected size in bytes. Otherwise the size the server announced
-        (``Content-Length``/``Content-Range``) is checked.
-    extract_factor : float >= 0
-        Extracted size as a fraction of the archive size, for the disk-space check
-        (``needed = remaining download + factor × archive size``).
-    hint : str
-        Appended to network error messages (how to use a mirror).
-    retries : int >= 0
-        Further attempts after a connection error or an interrupted transfer; each resumes.
-    timeout : float or (float, float), s
-        requests' (connect, read) timeout.
-    progress : bool or None
-        Show a tqdm bar (default); ``None`` shows it only on a terminal, ``False`` never.
-    chunk_size : int > 0, bytes
-    session : requests.Session, optional
-
-    Returns
-    -------
-    dict
-        ``{"url", "path", "size", "md5", "sha256", "verified_by"}`` with ``verified_by`` one of
-        ``"md5"``, ``"sha256"``, ``"size"``.
+class ResumingDownloader:
+    """A pooch downloader continuing ``<dest>.part`` with an HTTP ``Range`` request (``206`` appended,
+    ``200`` restarted, ``416`` naming the part's size: complete), retried ``retries`` times (waiting
+    :data:`RETRY_WAIT_S`, doubled each time) with the part kept for the next run. The free space must
+    hold the rest plus ``extract_factor`` × the size. The finished part is hard-linked to pooch's
+    temporary file, which pooch verifies and moves to ``dest``.
 
     Raises
     ------
     DownloadError
-        The server cannot be reached, answers with an HTTP error, or the transfer broke off
-        ``retries + 1`` times (the partial file is kept for the next run). The message names the URL.
-    ChecksumError
-        The file does not match ``md5``/``sha256``/``size``; the bad file is renamed to
-        ``<dest>.corrupt`` and the message names it.
+        Unreachable server, an HTTP error, or a transfer broken off ``retries + 1`` times (naming
+        the URL, ending with the download's hint).
     InsufficientDiskSpaceError
         Not enough free space for the rest of the download and its extraction.
     """
-    import requests
-    from tqdm.auto import tqdm
 
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + ".part")
-    sess = session or requests.Session()
-    total = None
-    attempt = 0
-    while True:
-        have = part.stat().st_size if part.exists() else 0
-        headers = {"Accept-Encoding": "identity"}
-        if have:
-            headers["Range"] = f"bytes={have}-"
+    def __init__(self, d: Download, *, retries: int = 2, progress: bool | None = True):
+        self.d, self.retries, self.progress = d, retries, progress
+        self.part = d.dest.with_name(d.dest.name + ".part")
+        self.total = None
+
+    def __call__(self, url, output_file, pooch_obj=None, check_only=False):
+        self._download(url)
+        os.unlink(output_file)
         try:
-            resp = sess.get(url, headers=headers, stream=True, timeout=timeout, allow_redirects=True)
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            if _is_dns_failure(exc):  # no network or a wrong host name: retrying will not help
-                raise _unreachable(url, "the host name cannot be resolved (no network, or a wrong URL)",
-                                   hint) from None
-            if attempt < retries:
-                time.sleep(RETRY_WAIT_S * 2 ** attempt)
-                attempt += 1
-                continue
-            raise _unreachable(url, f"the server cannot be reached ({type(exc).__name__})", hint) from None
-        except requests.RequestException as exc:
-            raise _unreachable(url, f"request failed ({exc})", hint) from None
-        with resp:
-            if resp.status_code == 416 and have:
-                m = re.match(r"bytes\s+\*/(\d+)", resp.headers.get("Content-Range", ""))
-                if m and int(m.group(1)) == have:
-                    total = have
-                    break  # the partial file is already complete
-                part.unlink()  # the partial file is longer than the remote one: start over
-                continue
-            if resp.status_code == 206 and have:
-                start, total = _content_range(resp.headers.get("Content-Range"))
-                if start != have:
-                    part.unlink()
-                    continue
-                mode = "ab"
-            elif resp.status_code == 200:
-                clen = resp.headers.get("Content-Length")
-                total = int(clen) if clen and clen.isdigit() else None
-                have, mode = 0, "wb"
-            else:
-                raise _unreachable(url, f"HTTP {resp.status_code} {resp.reason}", hint)
-            full = total if total is not None else size
-            if full is not None:
-                check_disk_space(dest, max(full - have, 0) + extract_factor * full, what=dest.name)
-            bar = tqdm(total=total, initial=have, unit="B", unit_scale=True, unit_divisor=1024,
-                       desc=dest.name, disable=(None if progress is None else not progress), leave=False)
+            os.link(self.part, output_file)
+        except OSError:
+            shutil.copyfile(self.part, output_file)
+
+    def _download(self, url):
+        import requests
+        from tqdm.auto import tqdm
+
+        sess, attempt, hint = requests.Session(), 0, self.d.hint
+        while True:
+            have = self.part.stat().st_size if self.part.exists() else 0
+            headers = {"Accept-Encoding": "identity", **({"Range": f"bytes={have}-"} if have else {})}
             try:
-                with open(part, mode) as fh:
-                    for block in resp.iter_content(chunk_size=chunk_size):
-                        if block:
-                            fh.write(block)
-                            bar.update(len(block))
-            except requests.RequestException:
-                got = part.stat().st_size if part.exists() else 0
-                if attempt < retries:
+                resp = sess.get(url, headers=headers, stream=True, timeout=(15.0, 60.0), allow_redirects=True)
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                if _is_dns_failure(exc):  # no network or a wrong host name: retrying will not help
+                    raise _unreachable(url, "the host name cannot be resolved (no network, or a wrong URL)",
+                                       hint) from None
+                if attempt < self.retries:
                     time.sleep(RETRY_WAIT_S * 2 ** attempt)
                     attempt += 1
                     continue
-                raise _unreachable(url, f"the transfer broke off after {got} of {total or '?'} bytes", hint) from None
-            except OSError as exc:  # the local disk, not the network
-                raise DownloadError(f"cannot write {part}: {exc} (partial data is kept)") from None
-            finally:
-                bar.close()
-        got = part.stat().st_size
-        if total is not None and got < total:
-            if attempt < retries:
-                attempt += 1
-                continue
-            raise _unreachable(url, f"the transfer broke off after {got} of {total} bytes", hint)
-        break
+                raise _unreachable(url, f"the server cannot be reached ({type(exc).__name__})", hint) from None
+            except requests.RequestException as exc:
+                raise _unreachable(url, f"request failed ({exc})", hint) from None
+            with resp:
+                if resp.status_code == 416 and have:
+                    m = re.match(r"bytes\s+\*/(\d+)", resp.headers.get("Content-Range", ""))
+                    if m and int(m.group(1)) == have:
+                        self.total = have
+                        return  # the partial file is already complete
+                    self.part.unlink()  # longer than the remote file: start over
+                    continue
+                if resp.status_code == 206 and have:
+                    m = re.match(r"bytes\s+(\d+)-\d+/(\d+|\*)", resp.headers.get("Content-Range", ""))
+                    if not m or int(m.group(1)) != have:
+                        self.part.unlink()
+                        continue
+                    self.total, mode = (None if m.group(2) == "*" else int(m.group(2))), "ab"
+                elif resp.status_code == 200:
+                    clen = resp.headers.get("Content-Length")
+                    self.total, have, mode = (int(clen) if clen and clen.isdigit() else None), 0, "wb"
+                else:
+                    raise _unreachable(url, f"HTTP {resp.status_code} {resp.reason}", hint)
+                if self.total is not None:
+                    check_disk_space(self.d.dest, max(self.total - have, 0) + self.d.extract_factor * self.total,
+                                     what=self.d.dest.name)
+                bar = tqdm(total=self.total, initial=have, unit="B", unit_scale=True, unit_divisor=1024,
+                           desc=self.d.dest.name, leave=False,
+                           disable=None if self.progress is None else not self.progress)
+                try:
+                    with open(self.part, mode) as fh:
+                        for block in resp.iter_content(chunk_size=_CHUNK):
+                            fh.write(block)
+                            bar.update(len(block))
+                except requests.RequestException:
+                    pass  # judged by the size below
+                except OSError as exc:  # the local disk, not the network
+                    raise DownloadError(f"cannot write {self.part}: {exc} (partial data is kept)") from None
+                finally:
+                    bar.close()
+            got = self.part.stat().st_size
+            if self.total is None or got >= self.total:
+                return
+            if attempt >= self.retries:
+                raise _unreachable(url, f"the transfer broke off after {got} of {self.total} bytes", hint)
+            time.sleep(RETRY_WAIT_S * 2 ** attempt)
+            attempt += 1
 
-    digests = file_digests(part)
-    problems = []
-    if md5 and digests["md5"] != md5.lower():
-        problems.append(f"MD5 {digests['md5']} != expected {md5.lower()}")
-    if sha256 and digests["sha256"] != sha256.lower():
-        problems.append(f"SHA-256 {digests['sha256']} != expected {sha256.lower()}")
-    expected_size = size if size is not None else total
-    if expected_size is not None and digests["size"] != expected_size:
-        problems.append(f"size {digests['size']} bytes != expected {expected_size}")
-    if problems:
-        bad = dest.with_name(dest.name + ".corrupt")
-        part.replace(bad)
-        raise ChecksumError(
-            f"{dest.name} (from {url}) failed verification: {'; '.join(problems)}. The file was moved "
-            f"to {bad}; run again to download it afresh, or check the mirror serves the original file.")
-    part.replace(dest)
-    return {"url": url, "path": str(dest), "size": digests["size"], "md5": digests["md5"],
-            "sha256": digests["sha256"],
-            "verified_by": "md5" if md5 else ("sha256" if sha256 else "size")}
+
+# ------------------------------------------------------------------------------- pooch extractors
+def _unsafe_name(name: str, root: Path) -> str | None:
+    """Why an archive member name is unsafe, or None."""
+    norm = name.replace("\\", "/")
+    if not norm:
+        return "empty name"
+    if norm.startswith("/") or re.match(r"^[A-Za-z]:", norm):
+        return "absolute path"
+    if ".." in PurePosixPath(norm).parts:
+        return "'..' component"
+    target = (root / norm).resolve()
+    return None if target == root or root in target.parents else "resolves outside the target folder"
 
 
-# --------------------------------------------------------------------------------------------
-# download + extract + record
-# --------------------------------------------------------------------------------------------
+def _refuse_unsafe(archive, root, members) -> None:
+    """Raise :class:`UnsafeArchiveError` for the first unsafe ``(name, why-or-None)`` member."""
+    root = Path(root).resolve()
+    for name, kind in members:
+        why = _unsafe_name(name, root) or kind
+        if why:
+            raise UnsafeArchiveError(
+                f"{Path(archive).name}: refusing to extract member {name!r} ({why}); nothing was extracted "
+                f"to {root}. The archive is not the expected one — delete it and check the source or mirror.")
+
+
+def _tar_kind(m: tarfile.TarInfo) -> str | None:
+    if m.issym():
+        return f"symbolic link to {m.linkname!r}"
+    if m.islnk():
+        return f"hard link to {m.linkname!r}"
+    return None if m.isfile() or m.isdir() else "device, FIFO or other special file"
+
+
+class SafeUntar(pooch.Untar):
+    """:class:`pooch.Untar` that checks every member first (no absolute path, ``..``, link,
+    device or path outside the target) and extracts with tarfile's ``filter="data"``.
+
+    Raises
+    ------
+    UnsafeArchiveError
+        Naming the archive, the first offending member and the reason; nothing is written.
+    DownloadError
+        If the file is not a readable TAR archive.
+    """
+
+    @staticmethod
+    def _open(fname):
+        try:
+            return tarfile.open(fname, "r:*")
+        except (tarfile.TarError, OSError) as exc:
+            raise DownloadError(f"{fname}: not a readable ZIP or TAR archive ({exc}); delete it and "
+                                f"download again") from None
+
+    def _all_members(self, fname):
+        with self._open(fname) as tf:
+            return tf.getnames()
+
+    def _extract_file(self, fname, extract_dir):
+        with self._open(fname) as tf:
+            members = tf.getmembers()
+            _refuse_unsafe(fname, extract_dir, [(m.name, _tar_kind(m)) for m in members])
+            tf.extractall(extract_dir, members=members, filter="data")
+
+
+class SafeUnzip(pooch.Unzip):
+    """:class:`pooch.Unzip` that checks every member first (as :class:`SafeUntar`; a member whose
+    mode says symbolic link is refused).
+
+    Raises
+    ------
+    UnsafeArchiveError
+        Naming the archive, the first offending member and the reason; nothing is written.
+    """
+
+    def _extract_file(self, fname, extract_dir):
+        with zipfile.ZipFile(fname) as zf:
+            _refuse_unsafe(fname, extract_dir, [
+                (i.filename, "symbolic link" if (i.external_attr >> 16) & 0o170000 == 0o120000 else None)
+                for i in zf.infolist()])
+            zf.extractall(extract_dir)
+
+
+def _extractor(archive: Path, target_dir: Path):
+    cls = SafeUnzip if archive.suffix == ".zip" or (archive.is_file() and zipfile.is_zipfile(archive)) else SafeUntar
+    return cls(extract_dir=str(Path(target_dir).resolve()))
+
+
+def safe_extract(archive, target_dir) -> list[str]:
+    """Extract a ZIP or TAR archive into ``target_dir`` (created) after checking every member; returns
+    the full paths of the files under ``target_dir``.
+
+    Raises
+    ------
+    UnsafeArchiveError, DownloadError
+        See :class:`SafeUntar`.
+    """
+    Path(target_dir).mkdir(parents=True, exist_ok=True)
+    return _extractor(Path(archive), Path(target_dir))(str(archive), "download", None)
+
+
+# ------------------------------------------------------------------------------- fetch
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def fetch(url: str, archive_path, *, key: str, extract_to=None, md5: str | None = None,
-          sha256: str | None = None, size: int | None = None, progress_file=None,
-          extract_factor: float = 1.0, hint: str = "", force: bool = False, **kwargs) -> dict:
+def fetch(d: Download, *, progress_file=None, force: bool = False, retries: int = 2,
+          progress: bool | None = True) -> dict:
     """Download (resuming), verify, extract and record one file; skip it when already complete.
 
-    A file is *complete* when the progress file has a ``"complete"`` entry for ``key``, the archive
-    is on disk with the recorded size and — when ``extract_to`` is given — the marker
-    ``<extract_to>/.<archive name>.completed`` exists (lhotse-style); switching to a mirror does not
-    make it incomplete. An archive found on disk without a progress entry is verified (checksum when
-    known) instead of being downloaded again, and extracted only if its marker is missing.
-
-    Parameters
-    ----------
-    url : str
-    archive_path : str or Path
-        Where the downloaded file is kept (archives stay next to their extracted data).
-    key : str
-        Progress-file key, ``"<corpus>/<file>"``.
-    extract_to : str or Path, optional
-        Folder to extract into with :func:`safe_extract`; ``None`` keeps the file as is.
-    md5, sha256 : str, optional
-        Expected digests.
-    size : int, optional
-        Expected size in bytes.
-    progress_file : str or Path, optional
-        JSON progress file, normally ``checks/download_progress.json``.
-    extract_factor : float >= 0
-        Extracted size / archive size (disk-space check).
-    hint : str
-        How to use a mirror; appended to network errors.
-    force : bool
-        Download and extract again even when complete.
-    **kwargs
-        Passed to :func:`download_file` (``retries``, ``timeout``, ``progress``, ``session``).
+    *Complete* = a ``"complete"`` entry for ``d.key`` in ``progress_file``, the file on disk with
+    that size and, for an archive, the marker ``<extract_to>/.<name>.completed``. Otherwise
+    :func:`pooch.retrieve` verifies a file on disk against ``d.md5`` / ``d.sha256`` (downloading it
+    again when it differs) or downloads it with :class:`ResumingDownloader`, and extracts it with
+    :class:`SafeUntar` / :class:`SafeUnzip`. ``force`` downloads again; the old file is kept until
+    the new one is verified.
 
     Returns
     -------
@@ -387,76 +412,122 @@ def fetch(url: str, archive_path, *, key: str, extract_to=None, md5: str | None 
 
     Raises
     ------
-    DownloadError, ChecksumError, UnsafeArchiveError, InsufficientDiskSpaceError
-        See :func:`download_file` and :func:`safe_extract`.
+    ChecksumError
+        The file does not match its digest; it is moved to ``<dest>.corrupt`` and the message names it.
+    DownloadError, UnsafeArchiveError, InsufficientDiskSpaceError
+        See :class:`ResumingDownloader` and :class:`SafeUntar`.
     """
-    archive_path = Path(archive_path)
-    marker = Path(extract_to) / f".{archive_path.name}.completed" if extract_to is not None else None
-    entry = read_progress(progress_file).get(key)
-    if (not force and entry and entry.get("status") == "complete"
-            and archive_path.is_file() and archive_path.stat().st_size == entry.get("size")
-            and (marker is None or marker.is_file())):
+    dest = Path(d.dest)
+    marker = Path(d.extract_to) / f".{dest.name}.completed" if d.extract_to is not None else None
+    entry = read_progress(progress_file).get(d.key)
+    if (not force and entry and entry.get("status") == "complete" and dest.is_file()
+            and dest.stat().st_size == entry.get("size") and (marker is None or marker.is_file())):
         return {**entry, "skipped": True}
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    old = dest.with_name(dest.name + ".old")
+    if force and dest.is_file():
+        dest.replace(old)  # kept until the new file is verified
+    extracted = marker is not None and marker.is_file() and not force
 
-    info, downloaded = None, False
-    if not force and archive_path.is_file():
-        digests = file_digests(archive_path)
-        ok = ((not md5 or digests["md5"] == md5.lower()) and (not sha256 or digests["sha256"] == sha256.lower())
-              and (size is None or digests["size"] == size))
-        if ok:
-            info = {"url": url, "path": str(archive_path), **digests,
-                    "verified_by": "md5" if md5 else ("sha256" if sha256 else "present")}
-        else:
-            archive_path.replace(archive_path.with_name(archive_path.name + ".corrupt"))
-    if info is None:
-        info = download_file(url, archive_path, md5=md5, sha256=sha256, size=size, hint=hint,
-                             extract_factor=extract_factor if extract_to is not None else 0.0, **kwargs)
-        downloaded = True
-    if extract_to is not None and (downloaded or not marker.is_file()):
-        if marker.exists():
-            marker.unlink()
-        check_disk_space(Path(extract_to) / "x", extract_factor * info["size"],
-                         what=f"extracting {archive_path.name}")
-        safe_extract(archive_path, extract_to)
+    def extract(fname, action, _):
+        if d.extract_to is not None and (action != "fetch" or not extracted):
+            marker.unlink(missing_ok=True)
+            safe_extract(fname, d.extract_to)
+
+    downloader = ResumingDownloader(d, retries=retries, progress=progress)
+    try:
+        pooch.retrieve(d.url, known_hash=f"md5:{d.md5}" if d.md5 else d.sha256, fname=dest.name,
+                       path=dest.parent, downloader=downloader, processor=extract)
+    except ValueError:  # pooch: the hash differs
+        alg, want = ("MD5", d.md5) if d.md5 else ("SHA-256", d.sha256)
+        bad = dest.with_name(dest.name + ".corrupt")
+        downloader.part.replace(bad)
+        got = pooch.file_hash(str(bad), alg="md5" if d.md5 else "sha256")
+        raise ChecksumError(
+            f"{dest.name} (from {d.url}) failed verification: {alg} {got} != expected {want.lower()}. The file "
+            f"was moved to {bad}; run again to download it afresh, or check the mirror serves the original "
+            f"file.") from None
+    finally:
+        if old.is_file():
+            old.unlink() if dest.is_file() else old.replace(dest)
+    downloader.part.unlink(missing_ok=True)
+    old.unlink(missing_ok=True)
+    info = {"size": dest.stat().st_size, "md5": pooch.file_hash(str(dest), alg="md5"),
+            "sha256": pooch.file_hash(str(dest))}
+    if not (d.md5 or d.sha256) and downloader.total is not None and info["size"] != downloader.total:
+        raise ChecksumError(f"{dest.name} (from {d.url}) failed verification: size {info['size']} bytes != "
+                            f"announced {downloader.total}")
+    if marker is not None:
         marker.write_text(_now() + "\n", encoding="utf-8")
-    entry = {"status": "complete", "url": url, "path": str(archive_path), "size": info["size"],
-             "md5": info["md5"], "sha256": info["sha256"], "verified_by": info["verified_by"],
-             "extracted_to": str(extract_to) if extract_to is not None else None, "completed_at": _now()}
+    entry = {"status": "complete", "url": d.url, "path": str(dest), **info,
+             "verified_by": "md5" if d.md5 else ("sha256" if d.sha256 else "size"),
+             "extracted_to": str(d.extract_to) if d.extract_to is not None else None, "completed_at": _now()}
     if progress_file is not None:
-        update_progress(progress_file, key, entry)
+        update_progress(progress_file, d.key, entry)
     return {**entry, "skipped": False}
 
 
-# --------------------------------------------------------------------------------------------
-# caches
-# --------------------------------------------------------------------------------------------
-def set_cache_env(cache_root=None) -> dict:
-    """Point the model and data-set caches into ``models/cache/`` unless the user has set them.
-
-    ``HF_HOME`` → ``<cache_root>/huggingface``, ``HF_DATASETS_CACHE`` →
-    ``<cache_root>/huggingface/datasets`` (only when ``HF_HOME`` was not set by the user either,
-    so a user's ``HF_HOME`` keeps its own ``datasets`` folder) and ``TORCH_HOME`` →
-    ``<cache_root>/torch``. Variables already in the environment are never changed.
-
-    Parameters
-    ----------
-    cache_root : str or Path, optional
-        Default ``<repo>/models/cache``.
+def download_file(url: str, dest, *, md5: str | None = None, sha256: str | None = None, hint: str = "",
+                  retries: int = 2, progress: bool | None = True) -> dict:
+    """Download ``url`` to ``dest`` (resuming ``dest.part``) and verify it: :func:`fetch` of one
+    :class:`Download` without extraction or progress file.
 
     Returns
     -------
     dict
-        The variables this call set, ``{name: value}`` (empty when all were set already).
-    """
+        ``url, path, size, md5, sha256, verified_by`` (``"md5"``, ``"sha256"`` or ``"size"``), …
 
+    Raises
+    ------
+    DownloadError, ChecksumError, InsufficientDiskSpaceError
+        See :func:`fetch`.
+    """
+    return fetch(Download(url, Path(dest), md5=md5, sha256=sha256, hint=hint), retries=retries, progress=progress)
+
+
+def _mirror_hint(c: Corpus) -> str:
+    return (f"To use a mirror, set {c.env_var}=<base URL holding {', '.join(f.name for f in c.files)}> "
+            f"(or AIP_MIRROR=<root URL with one folder per corpus>, or pass base_urls/--base-url), "
+            f"e.g. `make 01 PROFILE=paper MIRROR=https://my.mirror/aip-corpora`.")
+
+
+def download_corpus(c: Corpus, target_dir, *, base_url: str | None = None, force_download: bool = False,
+                    progress_file=None, **kwargs) -> Path:
+    """Download, verify and extract every file of corpus ``c`` into ``target_dir`` (archives kept next to
+    the data) from ``base_url`` (default :func:`resolve_base_url`); ``**kwargs`` go to :func:`fetch`.
+    Returns ``target_dir``.
+
+    Raises
+    ------
+    DownloadError
+        Unreachable URL (with how to use a mirror), checksum mismatch, unsafe archive or too little
+        disk space.
+    """
+    target_dir = Path(target_dir)
+    base = base_url.rstrip("/") if base_url else resolve_base_url(c)
+    for f in c.files:
+        fetch(Download(f"{base}/{f.name}", target_dir / f.name, md5=f.md5, sha256=f.sha256,
+                       extract_to=None if f.extract_subdir is None else target_dir / f.extract_subdir,
+                       extract_factor=c.extract_factor, hint=_mirror_hint(c), key=f"{c.name}/{f.name}"),
+              progress_file=progress_file, force=force_download, **kwargs)
+    return target_dir
+
+
+def set_cache_env(cache_root=None) -> dict:
+    """Point ``HF_HOME`` (→ ``<cache_root>/huggingface``), ``HF_DATASETS_CACHE`` (→ its
+    ``datasets``, only when ``HF_HOME`` was not set by the user) and ``TORCH_HOME`` (→
+    ``<cache_root>/torch``) into ``cache_root`` (default ``<repo>/models/cache``); variables already
+    set are never changed.
+
+    Returns
+    -------
+    dict
+        The variables this call set, ``{name: value}``.
+    """
     root = Path(cache_root) if cache_root is not None else repo_root() / "models" / "cache"
-    user_hf_home = "HF_HOME" in os.environ
     wanted = {"HF_HOME": root / "huggingface", "TORCH_HOME": root / "torch"}
-    if not user_hf_home:
+    if "HF_HOME" not in os.environ:
         wanted["HF_DATASETS_CACHE"] = root / "huggingface" / "datasets"
-    done = {}
-    for name, value in wanted.items():
-        if name not in os.environ:
-            os.environ[name] = str(value)
-            done[name] = str(value)
+    done = {name: str(v) for name, v in wanted.items() if name not in os.environ}
+    os.environ.update(done)
     return done

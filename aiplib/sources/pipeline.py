@@ -1,9 +1,5 @@
-"""One entry point per stage whose *inputs* depend on the profile (stages 1–3).
-
-A profile changes inputs, never the stages: the notebooks call these functions, which dispatch
-to ``aiplib.sources.corpora.demo``, ``aiplib.sources.corpora.paper`` or ``aiplib.sources.corpora.custom``; everything
-from stage 3's curation onwards is the same code for every profile.
-"""
+"""Stages 1–3 entry points dispatching on the profile (``demo``, ``paper``, ``custom``), and
+``make stamps`` (:func:`main`)."""
 from __future__ import annotations
 
 import argparse
@@ -45,20 +41,12 @@ def stage_sizes(profile: str, smoke: bool = False) -> dict:
 
 
 def raw_input_files(ws, params: dict) -> list[Path]:
-    """The files stage 1 reads for ``ws.profile`` with ``params`` (the stage's parameters as
-    recorded in ``raw/raw.stamp.json``), for its stamp.
+    """Absolute paths (sorted, unique) of the files stage 1 reads for ``ws.profile``, for its stamp.
 
-    ``custom``: the tables (``texts``, ``kws_labels``, ``<backgrounds_dir>/licences.csv``, else
-    ``licenses.csv``) and every audio file of ``speech_dir``, ``kws_dir`` and ``backgrounds_dir``
-    found by the folder scan stage 1 uses (:func:`aiplib.sources.corpora.custom.files.scan_audio_files`: recursive,
-    audio extensions, hidden files skipped), plus every file ``raw/inventory.csv`` lists (a table
-    may name a file outside its folder). An added, removed or edited file therefore changes the
-    stamp's inputs. Other profiles: none (their stage 1 installs or downloads fixed packages).
-
-    Returns
-    -------
-    list of Path
-        Absolute paths, sorted, without duplicates.
+    ``custom``: the tables (``texts``, ``kws_labels``, the backgrounds' ``licences.csv`` else
+    ``licenses.csv``), every audio file the folder scan finds
+    (:func:`aiplib.sources.corpora.custom.files.scan_audio_files`) and every file ``raw/inventory.csv``
+    lists. Other profiles: none (their stage 1 installs or downloads fixed packages).
     """
     if ws.profile != "custom":
         return []
@@ -85,9 +73,7 @@ def raw_input_files(ws, params: dict) -> list[Path]:
 
 
 def raw_stamp(ws, params: dict) -> dict:
-    """Stage 1's stamp (:func:`aiplib.core.stamps.make_stamp`): ``params`` (``profile`` included) and
-    the SHA-256 of :func:`raw_input_files`. Written by :func:`gather_raw`; computed again by
-    ``python -m aiplib.core.stamps`` (``make stamps``) to tell whether the user's files changed since."""
+    """Stage 1's stamp: ``params`` (``profile`` included) and the SHA-256 of :func:`raw_input_files`."""
     mod = get_profile(ws.profile)
     return stamps.make_stamp("01_download_data", params=params, ws=ws, inputs=raw_input_files(ws, params),
                              module=mod.__name__)
@@ -96,10 +82,8 @@ def raw_stamp(ws, params: dict) -> dict:
 def gather_raw(ws, **params):
     """Stage 1: get the raw inputs of ``ws.profile`` into ``ws.raw`` (install, download or validate).
 
-    Always runs (it re-reads the sources, so a file added to a custom folder is seen); then writes
-    ``raw/raw.stamp.json`` (:mod:`aiplib.core.stamps`, :func:`raw_stamp`) with the parameters, the
-    SHA-256 of the files read (``custom``: the user's tables and audio, :func:`raw_input_files`)
-    and ``raw/inventory.csv``.
+    Always runs (so a file added to a custom folder is seen), then writes ``raw/raw.stamp.json``
+    (:func:`raw_stamp`, with ``raw/inventory.csv`` as output) for ``make stamps``.
     """
     mod = get_profile(ws.profile)
     out = mod.gather_raw(ws, **params)
@@ -110,18 +94,9 @@ def gather_raw(ws, **params):
 
 
 def raw_changes(ws, recorded: dict) -> list[str]:
-    """What the next stage 1 would see changed in its inputs, for ``make stamps``.
-
-    Compares ``recorded`` (``raw/raw.stamp.json``) with :func:`raw_stamp` of its own parameters
-    now, by :func:`aiplib.core.stamps.differences`, the code every stage decides with. A stamp written
-    before stage 1 recorded its inputs is compared with the files and SHA-256 of
-    ``raw/inventory.csv`` instead (stage 1's own list of what it read).
-
-    Returns
-    -------
-    list of str
-        E.g. ``["input added: /home/me/speech/c.wav", "input changed: /home/me/texts.csv (…)"]``.
-    """
+    """What the next stage 1 would see changed against ``recorded`` (``raw/raw.stamp.json``), e.g.
+    ``["input added: /home/me/speech/c.wav"]``; a stamp without inputs is compared with the files
+    and SHA-256 listed in ``raw/inventory.csv``."""
     now = raw_stamp(ws, recorded.get("params", {}))
     old = recorded
     inv = ws.raw / "inventory.csv"
@@ -143,25 +118,14 @@ def _item_bank_stamp(ws, params: dict, mod) -> dict:
 def build_item_banks(ws, *, overwrite: bool = False, **params):
     """Stage 2: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl`` for ``ws.profile``.
 
-    The item banks are rebuilt (``overwrite=True`` is passed to the profile) when
-    ``itembanks/itembanks.stamp.json`` (:mod:`aiplib.core.stamps`) records other parameters
-    (``seed``, sizes …) or another ``raw/inventory.csv`` — for ``custom`` the inventory holds the
-    SHA-256 of every user file and every transcript and label, so an added utterance, a corrected
-    transcript or a replaced clip rebuilds them; item banks without a stamp are rebuilt too. A
-    warning names what changed. Otherwise the existing item banks are read back.
-
-    Parameters
-    ----------
-    ws : Workspace
-    overwrite : bool
-        Rebuild whatever the stamp says.
-    **params
-        The profile's ``build_item_banks`` parameters (``seed``, sizes).
+    Stamped (``itembanks/itembanks.stamp.json``: parameters and ``raw/inventory.csv``), as the
+    ``paper`` profile streams Common Voice: the banks are read back unless the stamp differs or
+    ``overwrite``; a warning names what changed. ``**params`` are the profile's (``seed``, sizes).
 
     Returns
     -------
     dict of str → pandas.DataFrame
-        ``{"asr": …, "kws": …}``, as the profile's ``build_item_banks``.
+        ``{"asr": …, "kws": …}``.
     """
     mod = get_profile(ws.profile)
     stamp = _item_bank_stamp(ws, params, mod)
@@ -183,38 +147,34 @@ def battery_specs(ws, **params):
 
 
 # ------------------------------------------------------------------------------- make stamps
+REBUILT = ("03 curation and 05 background manifests are rebuilt on every run; 04 recomputes only "
+           "backgrounds whose WAV changed; 07 decodes only stimuli whose content key changed")
+"""What ``make stamps`` says of the stages without a stamp."""
+
+
 def _now_differences(ws, old: dict) -> list[str]:
-    """Changes of one recorded stamp: stage 1's against the files it would read now
-    (:func:`aiplib.sources.pipeline.raw_changes`: a file added to a user's folder counts), every other
-    stamp's recorded inputs and outputs re-hashed (a battery stamp: per background)."""
+    """Changes of one recorded stamp: stage 1's against the files it would read now, every other
+    stamp's inputs re-hashed."""
     if old.get("stage") == "01_download_data":
         return raw_changes(ws, old)
-    diff = []
-    for sub in [old, *old.get("backgrounds", {}).values()]:  # battery: one stamp per background
-        now = dict(sub, inputs={k: (stamps.file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
-                                for k in sub.get("inputs", {})})
-        diff += stamps.differences(sub, now, ws=ws)
-    return diff
+    now = dict(old, inputs={k: (stamps.file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
+                            for k in old.get("inputs", {})})
+    return stamps.differences(old, now, ws=ws)
 
 
 def stale_stamps(ws) -> list[dict]:
     """Every stamp of the workspace and whether the next ``make all`` would rebuild it.
 
-    A stamp is stale when its own inputs, parameters or outputs changed (:func:`_now_differences`)
-    or when one of its inputs is an output of a stamp stale in that way (``upstream:
-    raw/inventory.csv is rewritten by 01_download_data``): stage 1 always runs, so a changed
-    user file rewrites ``raw/inventory.csv``, and stage 2 — which compares that file's SHA-256
-    with its stamp — rebuilds the item banks. Further down it depends on what the rebuild writes
-    (a corrected transcript changes ``itembanks/asr.jsonl``, not ``kws.jsonl``): a stamp whose
-    input is an output of a stamp stale only through its upstream is listed under ``follows``
-    (rebuilt if that file changes), not ``changes``.
+    A stamp is stale when its parameters, inputs or outputs changed, or when an input is an output
+    of a stamp stale in that way (``upstream: raw/inventory.csv is rewritten by 01_download_data``);
+    an input that is an output of a stamp stale only through its upstream is listed under
+    ``follows`` (rebuilt if that file changes).
 
     Returns
     -------
     list of dict
-        In pipeline order (stage name): ``path`` (relative), ``stage``, ``written``, ``changes``
-        (list of str, empty when up to date; None for an unreadable stamp), ``follows`` (list of
-        str: may be rebuilt).
+        In pipeline order: ``path`` (relative), ``stage``, ``written``, ``changes`` (list of str,
+        empty when up to date; None for an unreadable stamp), ``follows`` (list of str).
     """
     found = sorted(ws.root.rglob(f"*{stamps.STAMP_SUFFIX}")) if ws.root.is_dir() else []
     recs = []
@@ -228,10 +188,7 @@ def stale_stamps(ws) -> list[dict]:
         if r["stamp"] is None:
             continue
         direct = bool(r["changes"])
-        ins = set(r["stamp"].get("inputs", {}))
-        for sub in r["stamp"].get("backgrounds", {}).values():
-            ins |= set(sub.get("inputs", {}))
-        for k in sorted(ins & set(rewritten)):
+        for k in sorted(set(r["stamp"].get("inputs", {})) & set(rewritten)):
             stage, sure = rewritten[k]
             if sure:
                 r["changes"].append(f"upstream: {k} is rewritten by {stage}")
@@ -246,10 +203,9 @@ def stale_stamps(ws) -> list[dict]:
 
 # ------------------------------------------------------------------------------- command line
 def main(argv=None) -> int:
-    """``python -m aiplib.sources.pipeline --profile P [--data-root D]`` (``make stamps``): for every stamp of the workspace,
-    say whether the next ``make all`` would rebuild it, and why
-    (:func:`stale_stamps`). Exit
-    status 0 (all up to date) or 1."""
+    """``python -m aiplib.sources.pipeline --profile P [--data-root D]`` (``make stamps``): say for every
+    stamp whether the next ``make all`` would rebuild it, and why (:func:`stale_stamps`), and what the
+    stages without one redo. Exit status 0 (all up to date) or 1."""
     ap = argparse.ArgumentParser(prog="python -m aiplib.sources.pipeline", description=main.__doc__)
     ap.add_argument("--profile", default=os.environ.get("AIP_PROFILE", "demo"))
     ap.add_argument("--data-root", default=None)
@@ -273,7 +229,7 @@ def main(argv=None) -> int:
                  if diff else "may be rebuilt — " + "; ".join(r["follows"]) if r["follows"] else "up to date")
         print(f"{r['path']} ({r['stage']}, {r['written']}): {state}")
     print(f"{stale} of {len(recs)} stamp(s) stale" + (f", {maybe} more may follow" if maybe else "")
-          + f" ({time.perf_counter() - t0:.2f} s)")
+          + f" ({time.perf_counter() - t0:.2f} s); stages {REBUILT}")
     return 1 if stale else 0
 
 

@@ -37,7 +37,7 @@ import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
 from aiplib.core.hashing import file_sha256
-from aiplib.core.stamps import differences, make_stamp, read_stamp, stamp_path, write_stamp
+from aiplib.core.stamps import differences, read_stamp
 from aiplib.core.tasks import FAMILIES
 from aiplib.io.audio import load_audio_cached
 
@@ -208,12 +208,8 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
     seed_start : int, optional
         First seed of the row counter; default :data:`SEED_START` of the family.
     overwrite : bool
-        Rebuild even if the manifest is up to date. Without it an existing manifest is kept only
-        when its stamp (``manifests/<family>.stamp.json``, :mod:`aiplib.core.stamps`) records the same
-        ``snrs``, ``seed_start`` and the same SHA-256 of the item bank, ``battery.csv`` and every
-        speech and background WAV; otherwise it is rebuilt and a warning names what changed (a
-        manifest without a stamp, from an older version, is rebuilt: same inputs give the same
-        rows).
+        Ignored: the manifest is rebuilt on every run (well under a second; the same inputs give
+        the same bytes, and stage 7's content keys keep the rows of unchanged stimuli).
 
     Returns
     -------
@@ -241,9 +237,6 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
     seed0 = SEED_START[family] if seed_start is None else int(seed_start)
     items = read_item_bank(ws, family)
     battery = _battery(ws)
-    stamp, stamp_file = _manifest_stamp(ws, family, items, battery, snrs, seed0)
-    if out.is_file() and not overwrite and _up_to_date(stamp_file, stamp, ws, f"manifests/{family}.csv"):
-        return read_manifest(ws, family)
     bgs = [(str(b.bg_id), str(b.path), load_audio_cached(ws.path(b.path))) for b in battery.itertuples()]
     rows = []
     seed = seed0
@@ -272,7 +265,7 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
                 schema="authors (IvLabs/AIP-Speech scripts/05_inference.py build_manifests) + extras",
                 manifest_sha256=manifest_hash(ws, family))
     (ws.manifests / f"{family}.json").write_text(json.dumps(meta, indent=2))
-    write_stamp(stamp_file, stamp, outputs=[out], ws=ws)
+    (ws.manifests / f"{family}.stamp.json").unlink(missing_ok=True)  # of an older version: no stamp now
     return read_manifest(ws, family)
 
 
@@ -280,18 +273,6 @@ MANIFEST_DEFINITION_VERSION = 3
 """Bumped when the rows :func:`build_manifest` writes for the same inputs change (2: the
 ``condition_family`` column; the rows' resume keys are unchanged, so stage 7 re-runs nothing;
 3: injection probes left out, which moves the seeds of a bank that has probes)."""
-
-
-def _manifest_stamp(ws, family, items, battery, snrs, seed0):
-    """Stamp of ``manifests/<family>.csv`` (:mod:`aiplib.core.stamps`): the SNRs and first seed, and the
-    SHA-256 of the item bank, the battery table and every speech and background WAV they list."""
-    inputs = [ws.item_bank(family), ws.battery_csv]
-    inputs += [ws.path(p) for p in items["path"]] + [ws.path(p) for p in battery["path"]]
-    params = dict(family=family, snrs_db=list(snrs), seed_start=int(seed0),
-                  definition_version=MANIFEST_DEFINITION_VERSION)
-    stamp = make_stamp(f"05_build_manifests:{family}", params=params, inputs=inputs, ws=ws,
-                       module=__name__)
-    return stamp, stamp_path(ws.manifests, family)
 
 
 def build_manifests(ws, *, families=FAMILIES, **kwargs) -> dict:

@@ -1,21 +1,9 @@
-"""Stages 1–3 inputs of each profile, behind one interface; one module per corpus.
-
-Profiles (what :mod:`aiplib.sources.pipeline` dispatches to, via :func:`get_profile`):
-
-``aiplib.sources.corpora.demo``
-    the embedded default: Asterisk prompts, espeak-ng / flite voices, KWS words, 20 backgrounds
-    from Debian packages (``aiplib.sources.corpora.debian`` checks and installs them).
-``aiplib.sources.corpora.paper``
-    the paper's corpora and the authors' selection rules; it assembles the corpus modules below.
-``aiplib.sources.corpora.custom``
-    the user's own folders, validated all at once.
-
-Corpus modules (lhotse's recipe layout: a ``CORPUS`` download record and a ``prepare_<corpus>``
-reader each; downloading and mirrors are shared in ``aiplib.sources.corpora.corpus``): ``esc50``,
-``ms_snsd``, ``noisex92``, ``musan``, ``librispeech``, ``speech_commands``, ``common_voice``.
-
-Submodules are imported on demand (``from aiplib.sources.corpora import demo``) so that importing
-``aiplib`` stays cheap.
+"""Stages 1–3 inputs of each profile behind one interface (:class:`Profile`, :func:`get_profile`):
+``demo`` (the embedded default from Debian packages), ``paper`` (the paper's corpora and the
+authors' rules) and ``custom`` (the user's folders). One module per corpus (lhotse's recipe
+layout: a ``CORPUS`` record and a ``prepare_<corpus>`` reader; downloads in
+:mod:`aiplib.sources.download`): ``esc50``, ``ms_snsd``, ``noisex92``, ``musan``, ``librispeech``,
+``speech_commands``, ``common_voice``. Submodules are imported on demand.
 """
 from __future__ import annotations
 
@@ -50,17 +38,7 @@ PROFILES = {"demo": "aiplib.sources.corpora.demo", "paper": "aiplib.sources.corp
 
 
 def get_profile(name: str) -> Profile:
-    """The module implementing profile ``name`` (imported on first use).
-
-    Parameters
-    ----------
-    name : str
-        ``demo``, ``paper`` or ``custom``.
-
-    Returns
-    -------
-    Profile
-        The module ``aiplib.sources.corpora.<name>``.
+    """The module ``aiplib.sources.corpora.<name>`` implementing profile ``name`` (imported on first use).
 
     Raises
     ------

@@ -1,10 +1,9 @@
-"""Distractor talkers for the competing-speech family (issue 14): Asterisk prompts in other
-languages, and any folder of speech with a texts table.
+"""Distractor talkers for the competing-speech family: Asterisk prompts in other languages, and
+any folder of speech with a texts table.
 
-Demo distractors come from Debian's Asterisk prompt packages (Debian bookworm, version 1.6.1-1),
-human recordings with a transcript file ``/usr/share/doc/asterisk-core-sounds-<lang>/
-core-sounds-<lang>.txt.gz`` (lines ``name: text``, ``;`` comments, keys may hold a sub-folder
-such as ``digits/7``) and the audio under ``/usr/share/asterisk/sounds/<voice>/<name>.<ext>``:
+Demo distractors are Debian's Asterisk prompt packages (bookworm, 1.6.1-1): human recordings with
+a transcript ``/usr/share/doc/asterisk-core-sounds-<lang>/core-sounds-<lang>.txt.gz`` (lines
+``name: text``) and audio under ``/usr/share/asterisk/sounds/<voice>/<name>.<ext>``:
 
 ========  ====================  ======  ===================================  ==============
 language  voice (talker id)     sex     recorded by (Debian copyright file)  licence
@@ -15,37 +14,23 @@ ru        ru_RU_f_IvrvoiceRU    female  Maxim Topal, ivrvoice.ru             CC 
 es        es_MX_f_Allison       female  Allison Smith                        CC BY-SA 3.0
 ========  ====================  ======  ===================================  ==============
 
-``es`` is read by Allison Smith, the *same voice* as the English Asterisk items of the demo's ASR
-bank: its rows carry ``same_voice_as_target = True`` and serve as a same-voice / other-language
-control. The other three are talkers other than the English target. ``en`` (not in
-:data:`LANGUAGES`, but in :data:`DEMO_LANGUAGES`; ``asterisk-core-sounds-en`` + ``-en-g722``,
-already demo packages) gives the same-language distractor: the *other* English prompts of the
-target's own package (the target's own prompt is excluded), the same voice for the demo's Allison
-items (flagged alike), another voice for its synthetic items.
+``es`` is read by Allison Smith, the voice of the demo's English Asterisk items
+(``same_voice_as_target = True``: a same-voice / other-language control). ``en`` (in
+:data:`DEMO_LANGUAGES`) gives the same-language distractor: the other English prompts of the
+target's package. :data:`FORMATS` searches G.722 (16 kHz) first, the codec of the English targets,
+so a distractor does not differ by lacking the 4–8 kHz band.
 
-Audio format: each language ships ``-g722`` (G.722, 16 kHz wideband), ``-wav`` (8 kHz PCM) and
-``-gsm`` packages. :data:`FORMATS` searches G.722 first because the English target items are
-G.722 too (``asterisk-core-sounds-en-g722``): same codec and bandwidth, so a distractor does not
-differ from the target by lacking the 4–8 kHz band (measured on ``fr agent-newlocation``: 0.7 % of
-the energy above 4.1 kHz in G.722, 5e-13 in the 8 kHz WAV). The ``-wav`` packages work as well.
+Selection rule (:func:`asterisk_distractors`): the audio exists, the transcript holds at least
+:data:`MIN_WORDS` words after removing bracketed stage directions and the paper's normalisation,
+the prompt lasts at least :data:`MIN_DURATION_S` s, and the transcript is not damaged (a ``?``
+between a letter and a lower-case word: the Italian file lost its accented vowels). Bookworm's
+packages keep 251 fr, 225 it, 243 ru and 227 es prompts (about 20 min each).
 
-Selection rule (:func:`asterisk_distractors`): a prompt is kept when its audio file exists, its
-transcript holds at least :data:`MIN_WORDS` words after removing stage directions in brackets or
-parentheses (``[ascending tones]``, ``(ahooga)``, ``(10 secondi di silenzio)``) and applying the
-paper's normalisation (:func:`aiplib.core.textnorm.normalize_text`), it lasts at least
-:data:`MIN_DURATION_S` seconds, and the transcript is not damaged (the Italian file lost its
-accented vowels to ``?``: ``pu? essere``; a ``?`` after a letter and before a lower-case word
-marks it). With the packages of Debian bookworm this keeps 251 fr, 225 it, 243 ru and 227 es
-prompts (about 20 min per language).
-
-Where the files are: :func:`find_root` looks under ``/`` (installed packages) and then under
-the folders in ``$AIP_ASTERISK_ROOT`` (``os.pathsep``-separated), e.g. a folder filled by
-:func:`download_and_extract` (``apt-get download`` + ``dpkg-deb -x``, no root needed).
-
-Paper/custom: :func:`folder_distractors` reads any folder of speech with a texts CSV/TSV
-(``file, text`` and ``language``, optional ``speaker``, ``same_voice_as_target``, ``licence``,
-``attribution``), validated exactly as the custom profile's speech (same checks, same fatal
-problems), and returns the same table.
+:func:`find_root` looks under ``/`` and then the folders of ``$AIP_ASTERISK_ROOT``
+(``os.pathsep``-separated; e.g. one filled by :func:`download_and_extract`).
+:func:`folder_distractors` reads any folder of speech with a texts CSV/TSV (``file, text,
+language``, optional ``speaker, same_voice_as_target, licence, attribution``), validated as the
+custom profile's speech.
 """
 from __future__ import annotations
 
@@ -184,22 +169,8 @@ def _transcript_rel(lang: str) -> str:
 
 
 def find_root(lang: str, *, roots=None, formats=FORMATS) -> tuple[Path, str]:
-    """The first root holding both the transcript and the audio folder of ``lang``.
-
-    Parameters
-    ----------
-    lang : str
-        One of :data:`LANGUAGES`.
-    roots : list of str or Path, optional
-        Searched first; then ``/`` and the folders of ``$AIP_ASTERISK_ROOT``.
-    formats : sequence of str
-        Audio extensions tried in order.
-
-    Returns
-    -------
-    root : Path
-    fmt : str
-        The audio extension found (``g722`` or ``wav``).
+    """``(root, fmt)``: the first root holding the transcript and audio folder of ``lang`` (``roots``
+    first, then ``/`` and ``$AIP_ASTERISK_ROOT``), with the audio extension found (``formats`` in order).
 
     Raises
     ------
@@ -226,20 +197,8 @@ def find_root(lang: str, *, roots=None, formats=FORMATS) -> tuple[Path, str]:
 
 
 def download_and_extract(dest, languages=LANGUAGES, *, fmt: str = "g722") -> Path:
-    """Fetch the packages with ``apt-get download`` and unpack them with ``dpkg-deb -x`` (no root).
-
-    Parameters
-    ----------
-    dest : str or Path
-        Folder the packages are extracted into (``dest/usr/share/…``); pass it to
-        :func:`asterisk_distractors` as ``roots=[dest]`` or through ``$AIP_ASTERISK_ROOT``.
-    languages : sequence of str
-    fmt : {"g722", "wav", "gsm"}
-
-    Returns
-    -------
-    Path
-        ``dest``.
+    """Fetch the packages with ``apt-get download`` and unpack them into ``dest`` with ``dpkg-deb -x``
+    (no root); pass ``dest`` as ``roots=[dest]`` or ``$AIP_ASTERISK_ROOT``. Returns ``dest``.
 
     Raises
     ------
@@ -272,30 +231,17 @@ def _duration_s(path: Path, fmt: str) -> float:
 
 def asterisk_distractors(languages=LANGUAGES, *, roots=None, formats=FORMATS, min_words: int = MIN_WORDS,
                          min_duration_s: float = MIN_DURATION_S) -> pd.DataFrame:
-    """The table of Asterisk distractor utterances, after the selection rule of the module.
-
-    Parameters
-    ----------
-    languages : sequence of str
-        Subset of :data:`LANGUAGES`.
-    roots : list of str or Path, optional
-        Extra roots searched first (see :func:`find_root`).
-    formats : sequence of str
-    min_words : int
-        See :data:`MIN_WORDS`.
-    min_duration_s : float, s
-        See :data:`MIN_DURATION_S`.
+    """The Asterisk distractor utterances of ``languages`` kept by the module's selection rule
+    (``min_words``, ``min_duration_s`` in s); ``roots`` are searched first (:func:`find_root`).
 
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`DISTRACTOR_COLUMNS`, sorted by language (given order) then key:
-        ``distractor_id`` (``<lang>-<key>``, ``/`` → ``-``), ``language``, ``voice`` (the talker
-        id, e.g. ``fr_CA_f_June``), ``sex``, ``same_voice_as_target`` (True for ``es``),
-        ``key``, ``path`` (absolute), ``text`` (as in the file), ``text_norm`` (paper
-        normalisation of the text without stage directions), ``n_words``, ``duration_s`` (s; for
-        G.722 from the file size at 64 kbit/s), ``source`` (the audio package), ``licence``,
-        ``attribution``.
+        Columns :data:`DISTRACTOR_COLUMNS`, by language (given order) then key: ``distractor_id``
+        (``<lang>-<key>``, ``/`` → ``-``), ``language``, ``voice`` (talker id), ``sex``,
+        ``same_voice_as_target``, ``key``, ``path`` (absolute), ``text``, ``text_norm`` (paper
+        normalisation without stage directions), ``n_words``, ``duration_s`` (s; G.722 from the file
+        size at 64 kbit/s), ``source``, ``licence``, ``attribution``.
 
     Raises
     ------
@@ -331,20 +277,16 @@ def _custom_validator():
 
 
 def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.DataFrame:
-    """Distractor utterances from any folder of speech with a texts table (paper/custom).
-
-    The folder and table are validated by the custom profile's speech validation (every audio
-    file listed, decodable, not silent, at most 30 s, transcript not empty after normalisation);
-    any fatal problem raises with the full list.
+    """Distractor utterances from any folder of speech with a texts table (paper/custom), validated as
+    the custom profile's speech.
 
     Parameters
     ----------
     speech_dir : str or Path
         Folder of utterances (searched recursively).
     texts : str or Path
-        CSV/TSV with ``file`` and ``text``, and ``language`` (unless given as ``language=``);
-        optional ``speaker`` (the talker id), ``same_voice_as_target`` (true/false; default
-        false), ``licence``, ``attribution``.
+        CSV/TSV with ``file``, ``text`` and ``language`` (unless ``language=``); optional
+        ``speaker``, ``same_voice_as_target`` (default false), ``licence``, ``attribution``.
     language : str, optional
         Language of every row (overrides the column).
 
@@ -352,13 +294,13 @@ def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.
     -------
     pandas.DataFrame
         Columns :data:`DISTRACTOR_COLUMNS`; ``distractor_id`` ``<language>-<item id>``, ``voice``
-        the ``speaker`` column (``unknown`` when absent), ``sex`` empty, ``key`` the item id,
-        ``source`` ``custom/distractors``, ``duration_s`` measured after decoding.
+        the ``speaker`` (``unknown`` when absent), ``key`` the item id, ``source``
+        ``custom/distractors``, ``duration_s`` (s) measured after decoding.
 
     Raises
     ------
     ValidationError
-        If the validation finds a fatal problem, or a row has no language.
+        If the validation finds a fatal problem (with the full list), or a row has no language.
     """
     validate_speech, Collector, Report = _custom_validator()
     probs, scans = Collector(), []
@@ -402,13 +344,8 @@ def _read_table(path: str, mtime_ns: int, size: int, root: str | None) -> pd.Dat
 
 
 def read_distractor_table(path, *, root=None) -> pd.DataFrame:
-    """Read a distractor table written by stage 1 (``raw/distractors/distractors.csv``), cached per
-    file (path, mtime, size): treat the result as read-only.
-
-    ``root`` (the workspace root): relative ``path`` entries are resolved against it (stage 1
-    stores the demo's decoded files relative to the root, as every other data file).
-
-    Text columns stay strings as written; ``n_words`` Int64, ``duration_s`` float,
+    """Read ``raw/distractors/distractors.csv`` (cached on path, mtime and size: read-only), relative
+    paths resolved against ``root``; text columns as strings, ``n_words`` Int64, ``duration_s`` float,
     ``same_voice_as_target`` bool.
 
     Raises

@@ -19,8 +19,7 @@ import numpy as np
 
 from aiplib.core.errors import AiplibError, MissingPackageError
 from aiplib.io.audio import SR, load_audio
-from aiplib.sources.corpora.corpus import CorpusError
-from aiplib.sources.download import set_cache_env
+from aiplib.sources.download import CorpusError, set_cache_env
 
 __all__ = ["CV_DATASET", "CV_SPLIT", "N_COMMON_VOICE", "ACCENT_GROUPS_FILE", "read_accent_groups",
            "CV_ACCENT_GROUPS", "accent_group", "load_common_voice", "select_common_voice"]
@@ -42,17 +41,8 @@ N_COMMON_VOICE = 80
 
 
 def read_accent_groups(path=None) -> dict:
-    """Read the accent-group mapping.
-
-    Parameters
-    ----------
-    path : str or Path, optional
-        CSV with ``cv_accent,accent_group``; default :data:`ACCENT_GROUPS_FILE`.
-
-    Returns
-    -------
-    dict
-        Common Voice accent string → group label, in file order.
+    """Common Voice accent string → group label, in file order, from a CSV ``cv_accent,accent_group``
+    (default :data:`ACCENT_GROUPS_FILE`).
 
     Raises
     ------
@@ -103,18 +93,8 @@ def _datasets_major(version: str) -> int:
 
 
 def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, config: str = "en"):
-    """Stream Common Voice 17 (English) from the Hugging Face hub [7]_, as the authors did.
-
-    ``datasets`` is imported here only. ``fsicoli/common_voice_17_0`` is a loading-script data set,
-    so it is loaded with ``trust_remote_code=True`` and needs ``datasets<4``. The stream is not
-    shuffled (the authors take the first labelled clips). Audio is left undecoded
-    (``Audio(decode=False)``); :func:`select_common_voice` decodes the kept clips.
-
-    Parameters
-    ----------
-    split : str
-        Default ``validation`` (the authors' split).
-    dataset_id, config : str
+    """Stream Common Voice 17 (English) from the Hugging Face hub [7]_, unshuffled, audio undecoded,
+    as the authors did (a loading-script data set: ``trust_remote_code=True``, ``datasets<4``).
 
     Returns
     -------
@@ -124,8 +104,8 @@ def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, co
     Raises
     ------
     MissingPackageError
-        ``datasets`` is not installed, or is 4.0 or newer (no loading scripts): the message gives
-        the ``pip install 'datasets>=3.5,<4'`` command.
+        ``datasets`` is not installed, or is 4.0 or newer: the message gives the
+        ``pip install 'datasets>=3.5,<4'`` command.
     AiplibError
         The hub cannot be reached or refuses the data set (accept its terms, ``hf auth login``).
     """
@@ -188,20 +168,17 @@ def _labelled(value) -> bool:
 
 
 def select_common_voice(dataset, out_dir, *, n: int = N_COMMON_VOICE, groups=None) -> list:
-    """The authors' Common Voice rule: the first ``n`` clips of the stream with accent and gender given.
+    """The authors' Common Voice rule (``scripts/02_build_banks.py``): the first ``n`` clips of the
+    stream whose ``accent`` and ``gender`` are both given and not ``unknown``.
 
-    As the authors' ``scripts/02_build_banks.py``: records are read in stream order; a record is
-    kept when its ``accent`` and ``gender`` are both non-empty and not ``unknown`` (nothing else is
-    filtered); the k-th kept clip (k from 0) gets the id ``cv_<first 8 characters of client_id>_<k>``
-    and is saved as ``<out_dir>/<id>.wav`` at its native rate (16-bit PCM, as their
-    ``soundfile.write``). Reading stops after ``n`` clips.
+    The k-th kept clip (k from 0) is ``cv_<client_id[:8]>_<k>``, saved as ``<out_dir>/<id>.wav`` at
+    its native rate (16-bit PCM, as their ``soundfile.write``).
 
     Parameters
     ----------
     dataset : iterable of dict
-        A Hugging Face ``IterableDataset`` or any iterable of records with ``audio`` (dict with
-        ``array`` + ``sampling_rate``, or ``bytes``/``path``), ``sentence``, ``client_id``,
-        ``accent`` (or ``accents``), ``gender``, ``age`` (duck typing; tests use a list of dicts).
+        Records with ``audio`` (``array`` + ``sampling_rate``, or ``bytes``/``path``), ``sentence``,
+        ``client_id``, ``accent`` (or ``accents``), ``gender``, ``age``.
     out_dir : str or Path
         ``data/paper/speech_asr/common_voice/``.
     n : int > 0
@@ -211,9 +188,9 @@ def select_common_voice(dataset, out_dir, *, n: int = N_COMMON_VOICE, groups=Non
     Returns
     -------
     list of dict
-        One per kept clip, in stream order: ``item_id, y`` (np.ndarray [shape=(samples,)], float32,
-        16 kHz, read back from the saved file), ``text, speaker, gender, age, accent`` (raw),
-        ``accent_group`` (or None), ``source_file`` (the saved WAV).
+        In stream order: ``item_id, y`` (np.ndarray [shape=(samples,)], float32, 16 kHz, read back
+        from the file), ``text, speaker, gender, age, accent``, ``accent_group`` (or None),
+        ``source_file``.
 
     Raises
     ------

@@ -73,27 +73,14 @@ def _apt_install(prefix: list[str], pkgs: list[str]) -> subprocess.CompletedProc
 
 
 def ensure_packages(pkgs, *, install: bool = True) -> list[str]:
-    """Make sure ``pkgs`` are installed, installing the missing ones with apt-get when allowed.
-
-    Parameters
-    ----------
-    pkgs : iterable of str
-        Debian package names.
-    install : bool
-        Try ``apt-get install -y --no-install-recommends`` (as root, or through ``sudo -n``)
-        when some are missing; if the package lists are stale, ``apt-get update`` is run once
-        and the install retried. With False, only check.
-
-    Returns
-    -------
-    list of str
-        The packages that were installed by this call (empty when all were present).
+    """Make sure the Debian packages ``pkgs`` are installed; with ``install``, missing ones are installed
+    with ``apt-get install -y --no-install-recommends`` (as root or through ``sudo -n``; after one
+    ``apt-get update`` if the lists are stale). Returns the packages this call installed.
 
     Raises
     ------
     MissingPackageError
-        If packages are missing and cannot be installed here (not root, no password-less sudo,
-        ``install=False``, or apt-get failed); the message names them and the install command.
+        If packages are missing and cannot be installed here; the message names them and the command.
     """
     missing = missing_packages(pkgs)
     if not missing:

@@ -1,21 +1,13 @@
-"""Stage 1–2 of the embedded default profile ``demo``: everything comes from Debian packages.
+"""Stages 1–3 inputs of the embedded default profile ``demo``: everything comes from Debian packages.
 
-* Real speech: the Asterisk English prompts (``asterisk-core-sounds-en-g722``, one female
-  speaker, Allison Smith, CC BY-SA 3.0) with the transcripts of ``asterisk-core-sounds-en``.
-* Synthetic speech: Harvard sentences (IEEE 1969, *Recommended Practice for Speech Quality
-  Measurements*, distributed as public domain) and single command words, read by espeak-ng
-  and flite voices. These items are marked ``synthetic: true``; they are robotic voices used
-  for the accent comparison and the KWS task, not human speech.
-* Backgrounds: recorded sounds from ``minetest-data``, ``sonic-pi-samples``,
-  ``asterisk-moh-opsound-g722`` and ``extremetuxracer-data`` (licence per file, read from the
-  packages' copyright and README files), babble and hubbub made from Asterisk prompts that are
-  not in the item bank, and three synthetic noise controls.
-
-Stage 1 :func:`gather_raw` copies the source files into ``raw/<package>/…`` (paths under
-``/usr/share`` kept) and writes ``raw/inventory.csv``. Stage 2 :func:`build_item_banks` writes
-``itembanks/{asr,kws}.jsonl`` and the 16 kHz WAVs. :func:`battery_specs` lists the 20 background
-specs for :func:`aiplib.battery.backgrounds.curate_battery`. The background files and their credits are
-listed in :mod:`aiplib.sources.corpora.demo_sources`; the synthetic voices are :mod:`aiplib.sources.corpora.tts`.
+* Real speech: the Asterisk English prompts (``asterisk-core-sounds-en-g722``, Allison Smith,
+  CC BY-SA 3.0) with the transcripts of ``asterisk-core-sounds-en``.
+* Synthetic speech (``synthetic: true``): Harvard sentences (IEEE 1969, *Recommended Practice for
+  Speech Quality Measurements*, public domain) and command words read by espeak-ng and flite
+  voices (:mod:`aiplib.sources.corpora.tts`).
+* Backgrounds: recordings from ``minetest-data``, ``sonic-pi-samples``, ``asterisk-moh-opsound-g722``
+  and ``extremetuxracer-data`` (credits per file in :mod:`aiplib.sources.corpora.demo_sources`),
+  babble and hubbub of Asterisk prompts not in the item bank, three synthetic noises.
 """
 from __future__ import annotations
 
@@ -118,29 +110,20 @@ def _source_files() -> list[Src]:
 
 
 def gather_raw(ws, *, install: bool = True):
-    """Stage 1: copy the demo's source files into ``raw/<package>/`` and write the inventory.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    install : bool
-        Install missing Debian packages with apt-get when allowed (see
-        :func:`aiplib.sources.corpora.debian.ensure_packages`).
+    """Stage 1: copy the demo's source files into ``raw/<package>/`` (files of the same size are
+    skipped) and write the inventory; ``install`` lets
+    :func:`aiplib.sources.corpora.debian.ensure_packages` install missing packages.
 
     Returns
     -------
     pandas.DataFrame
-        ``raw/inventory.csv``: one row per copied file, columns ``file`` (relative to
-        ``ws.root``), ``package``, ``licence``, ``attribution``, ``bytes``.
+        ``raw/inventory.csv``: ``file`` (relative to ``ws.root``), ``package``, ``licence``,
+        ``attribution``, ``bytes``.
 
     Raises
     ------
     MissingPackageError
         If a package of :data:`DEBIAN_PACKAGES` is missing and cannot be installed.
-
-    Notes
-    -----
-    Idempotent: files already copied (same size) are skipped.
     """
     debian.ensure_packages(DEBIAN_PACKAGES, install=install)
     ws.ensure()
@@ -160,18 +143,9 @@ def gather_raw(ws, *, install: bool = True):
 
 # ----------------------------------------------------------------------------- stage 2
 def asterisk_prompts(ws):
-    """The Asterisk English prompts copied by :func:`gather_raw`, with transcripts.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-
-    Returns
-    -------
-    pandas.DataFrame
-        Sorted by ``key``; columns ``key`` (e.g. ``agent-pass``, ``digits/7``), ``path`` (absolute
-        ``.g722`` path), ``text``, ``n_words``, ``duration_s`` (s, from the file size: G.722 is
-        64 kbit/s), ``clean_text`` (only letters, digits and plain punctuation, no ``[tone]``).
+    """The Asterisk English prompts copied by :func:`gather_raw`, sorted by ``key``: ``key``
+    (``agent-pass``, ``digits/7``), ``path`` (absolute ``.g722``), ``text``, ``n_words``,
+    ``duration_s`` (s, from the size at 64 kbit/s), ``clean_text`` (no ``[tone]``, plain punctuation).
 
     Raises
     ------
@@ -199,13 +173,15 @@ def _engine_credit(voice: str) -> str:
     return "espeak-ng" if voice.startswith("espeak:") else "flite"
 
 
-def _item(ws, family, item_id, y, *, source_file, source, licence, attribution, speaker, accent_group,
-          synthetic, **extra) -> dict:
+def _item(ws, family, item_id, y, credit: dict, **extra) -> dict:
+    """An item-bank record; ``credit`` holds ``source_file, source, licence, attribution, speaker,
+    accent_group, synthetic``, ``extra`` the task fields (``text``, or ``label`` and ``is_target``)."""
     path = ws.itembanks / "audio" / family / f"{item_id}.wav"
     write_wav(path, y)
-    return dict(item_id=item_id, path=ws.rel(path), source_file=source_file, source=source,
-                licence=licence, attribution=attribution, duration_s=float(y.size / SR), speaker=speaker,
-                accent_group=accent_group, synthetic=synthetic, **extra)
+    c = credit
+    return dict(item_id=item_id, path=ws.rel(path), source_file=c["source_file"], source=c["source"],
+                licence=c["licence"], attribution=c["attribution"], duration_s=float(y.size / SR),
+                speaker=c["speaker"], accent_group=c["accent_group"], synthetic=c["synthetic"], **extra)
 
 
 def _asr_real(ws, n: int, rng) -> list[dict]:
@@ -215,10 +191,10 @@ def _asr_real(ws, n: int, rng) -> list[dict]:
         raise AiplibParameterError(f"n_asr_real={n} but only {len(cand)} Asterisk prompts qualify")
     rows = []
     for r in cand.iloc[np.sort(rng.choice(len(cand), size=n, replace=False))].itertuples():
-        rows.append(_item(ws, "asr", "ast-" + r.key.replace("/", "-"), load_audio(r.path), text=r.text,
-                          source_file=ws.rel(r.path), source=_AST_PKG, licence=_AST_LICENCE,
-                          attribution=_AST_ATTR, speaker="asterisk_allison",
-                          accent_group="en-US (Asterisk, real)", synthetic=False))
+        rows.append(_item(ws, "asr", "ast-" + r.key.replace("/", "-"), load_audio(r.path),
+                          dict(source_file=ws.rel(r.path), source=_AST_PKG, licence=_AST_LICENCE,
+                               attribution=_AST_ATTR, speaker="asterisk_allison",
+                               accent_group="en-US (Asterisk, real)", synthetic=False), text=r.text))
     return rows
 
 
@@ -229,13 +205,12 @@ def _asr_synth(ws, n: int, rng) -> list[dict]:
         k = int(order[i % len(order)])
         voice, text = ASR_VOICES[i % len(ASR_VOICES)], HARVARD_SENTENCES[k]
         y = trim_silence(synthesize(text, voice))
-        rows.append(_item(ws, "asr", f"syn-{i:02d}-{_slug(voice)}", y, text=text,
-                          source_file=f"harvard:list{k // 10 + 1}/{k % 10 + 1}",
-                          source=f"{_engine_credit(voice)} (synthetic voice)",
-                          licence=f"public domain text; synthetic audio generated locally with {_engine_credit(voice)}",
-                          attribution=f"Harvard sentence list {k // 10 + 1} no. {k % 10 + 1} (IEEE 1969) "
-                                      f"read by the synthetic voice {voice}",
-                          speaker=voice, accent_group=voice, synthetic=True))
+        rows.append(_item(ws, "asr", f"syn-{i:02d}-{_slug(voice)}", y, dict(
+            source_file=f"harvard:list{k // 10 + 1}/{k % 10 + 1}", source=f"{_engine_credit(voice)} (synthetic voice)",
+            licence=f"public domain text; synthetic audio generated locally with {_engine_credit(voice)}",
+            attribution=f"Harvard sentence list {k // 10 + 1} no. {k % 10 + 1} (IEEE 1969) "
+                        f"read by the synthetic voice {voice}",
+            speaker=voice, accent_group=voice, synthetic=True), text=text))
     return rows
 
 
@@ -247,12 +222,11 @@ def _kws(ws, n_target: int, n_nontarget: int, rng) -> list[dict]:
     for i, (word, is_target) in enumerate(plan):
         voice = voices[i % len(voices)]
         y = pad_to(trim_silence(synthesize(word, voice)), SR)  # ≥ 1 s, like Speech Commands clips
-        rows.append(_item(ws, "kws", f"kws-{i:02d}-{word}-{_slug(voice)}", y, label=word,
-                          is_target=is_target, source_file=f"word:{word}",
-                          source=f"{_engine_credit(voice)} (synthetic voice)",
-                          licence=f"public domain word; synthetic audio generated locally with {_engine_credit(voice)}",
-                          attribution=f"the word '{word}' read by the synthetic voice {voice}",
-                          speaker=voice, accent_group=voice.split("+")[0], synthetic=True))
+        rows.append(_item(ws, "kws", f"kws-{i:02d}-{word}-{_slug(voice)}", y, dict(
+            source_file=f"word:{word}", source=f"{_engine_credit(voice)} (synthetic voice)",
+            licence=f"public domain word; synthetic audio generated locally with {_engine_credit(voice)}",
+            attribution=f"the word '{word}' read by the synthetic voice {voice}",
+            speaker=voice, accent_group=voice.split("+")[0], synthetic=True), label=word, is_target=is_target))
     return rows
 
 
@@ -265,25 +239,22 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
     ws : aiplib.core.workspace.Workspace
         Stage 1 (:func:`gather_raw`) must have been run.
     n_asr_real : int ≥ 0
-        Real ASR items: a seeded choice among the Asterisk prompts of 2–10 s with ≥ 5 words and
-        a plain transcript (about 170 qualify); the WAV is the decoded prompt, untrimmed.
+        A seeded choice among the Asterisk prompts of 2–10 s with ≥ 5 words and a plain transcript
+        (about 170 qualify), untrimmed.
     n_asr_synth : int ≥ 0
-        Synthetic ASR items: Harvard sentences (seeded order) read by :data:`ASR_VOICES` in turn
-        (round-robin), silence trimmed to a 0.1 s margin.
+        Harvard sentences (seeded order) read by :data:`ASR_VOICES` in turn, trimmed to 0.1 s margins.
     n_kws_target, n_kws_nontarget : int ≥ 0
-        KWS items; targets cycle through :data:`KEYWORDS`, non-targets through
-        :data:`NON_TARGET_WORDS`, voices go round-robin over a seeded order of :data:`KWS_VOICES`
-        (so min(n, 14) distinct voices). Clips are trimmed and centred in ≥ 1 s.
+        Words of :data:`KEYWORDS` / :data:`NON_TARGET_WORDS` in turn, voices round-robin over a
+        seeded order of :data:`KWS_VOICES`; trimmed and centred in ≥ 1 s.
     seed : int
-        Seed of ``numpy.random.default_rng`` (default :data:`aiplib.DEFAULT_SEED`); the same seed gives
-        the same items and bytes.
+        Seed of ``numpy.random.default_rng``; the same seed gives the same items and bytes.
     overwrite : bool
-        Rebuild even when both item banks exist (otherwise they are read back and returned).
+        Rebuild even when both item banks exist (otherwise they are read back).
 
     Returns
     -------
     dict of str → pandas.DataFrame
-        ``{"asr": …, "kws": …}`` with the fields of ``docs/ARCHITECTURE.md``.
+        ``{"asr": …, "kws": …}``.
 
     Raises
     ------
@@ -371,25 +342,10 @@ def _speech_specs(ws, seed: int) -> list[dict]:
 
 
 def battery_specs(ws, *, seed: int = DEFAULT_SEED) -> list[dict]:
-    """The 20 background specs of the demo battery (input of :func:`aiplib.battery.backgrounds.curate_battery`).
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Stages 1 and 2 must have been run: the sources are the copies under ``raw/``, and the
-        babble / hubbub avoid every Asterisk prompt listed in ``itembanks/asr.jsonl``.
-    seed : int
-        Seed of the choice and order of the babble / hubbub prompts (default :data:`aiplib.DEFAULT_SEED`).
-
-    Returns
-    -------
-    list of dict
-        20 specs (``docs/ARCHITECTURE.md`` format), sources as absolute paths: 15 recordings
-        from Debian packages (stationary, transient, music), a 6-talker babble and a two-talker
-        hubbub (speech-like, ``combine="sum"``, each talker a list of prompt files played in
-        sequence) and 3 synthetic noise controls (white, pink, brown); each with
-        ``subaudible="remove"`` (DC and sub-20 Hz rumble removed where they reach −20 dB of
-        the power, see :func:`aiplib.battery.backgrounds.curate_background`).
+    """The 20 background specs of the demo battery, sources as absolute paths under ``raw/``: 15
+    recordings (stationary, transient, music), a 6-talker babble and a two-talker hubbub
+    (``combine="sum"``, each talker a list of prompts avoiding the ASR bank's, chosen and ordered
+    with ``seed``) and 3 synthetic noises; each ``subaudible="remove"``. Stages 1 and 2 must have run.
 
     Raises
     ------

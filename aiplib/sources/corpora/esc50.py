@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from aiplib.sources.corpora.corpus import Corpus, CorpusError, RemoteFile, need_dir
+from aiplib.sources.download import Corpus, CorpusError, RemoteFile, need_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
@@ -35,17 +35,8 @@ ROOT = "ESC-50-master"
 
 
 def prepare_esc50(corpus_dir) -> pandas.DataFrame:
-    """Read ESC-50's ``meta/esc50.csv`` [1]_.
-
-    Parameters
-    ----------
-    corpus_dir : str or Path
-        The corpus folder holding ``ESC-50-master/``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``filename, fold, target, category, esc10, src_file, take, path`` (``path`` absolute).
+    """ESC-50's ``meta/esc50.csv`` [1]_ under ``corpus_dir/ESC-50-master/``: ``filename, fold, target,
+    category, esc10, src_file, take, path`` (absolute).
 
     Raises
     ------

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from aiplib.sources.corpora.corpus import Corpus, RemoteFile, need_dir
+from aiplib.sources.download import Corpus, RemoteFile, need_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
@@ -31,20 +31,9 @@ CORPUS = Corpus(
 
 def prepare_librispeech(corpus_dir, parts=("test-clean", "test-other"), *,
                         with_duration: bool = True) -> pandas.DataFrame:
-    """Read LibriSpeech utterances and transcripts [5]_.
-
-    Parameters
-    ----------
-    corpus_dir : str or Path
-        Folder holding ``LibriSpeech/<part>/<speaker>/<chapter>/``.
-    parts : sequence of str
-    with_duration : bool
-        Read each file's header for ``duration_s``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``utt_id, part, speaker, chapter, text, path, duration_s`` (s), sorted by part and id.
+    """LibriSpeech utterances [5]_ of ``parts`` under ``corpus_dir/LibriSpeech/``: ``utt_id, part,
+    speaker, chapter, text, path, duration_s`` (s, from each header when ``with_duration``), sorted by
+    part and id.
 
     Raises
     ------

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from aiplib.sources.corpora.corpus import Corpus, RemoteFile, need_dir
+from aiplib.sources.download import Corpus, RemoteFile, need_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas

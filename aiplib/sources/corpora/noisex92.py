@@ -8,7 +8,7 @@ The file is used as downloaded (``babble.wav``, no archive), so there is no read
 """
 from __future__ import annotations
 
-from aiplib.sources.corpora.corpus import Corpus, RemoteFile
+from aiplib.sources.download import Corpus, RemoteFile
 
 __all__ = ["CORPUS"]
 

@@ -1,22 +1,15 @@
 """The ``paper`` profile: the paper's corpora, item banks and background battery (stages 1–3).
 
-This module assembles the corpus modules (one per corpus, lhotse's recipe layout: a ``CORPUS``
-download record and a ``prepare_<corpus>`` reader each) and applies the authors' selection rules:
-
-* stage 1, :func:`gather_raw` (= :func:`download_all`): download the six corpora of
-  :data:`CORPORA` (seven files) with the resumable, verified downloader of :mod:`aiplib.sources.download`;
-* stage 2, :func:`build_item_banks`: the authors' item banks from LibriSpeech, Common Voice
-  (streamed) and Speech Commands;
-* stage 3, :func:`battery_specs`: the 20 backgrounds of Table 1 as background specs for
-  :func:`aiplib.battery.backgrounds.curate_battery` (the same curation code as the demo).
-
-Corpus modules: :mod:`~aiplib.sources.corpora.esc50` [1]_, :mod:`~aiplib.sources.corpora.ms_snsd` [2]_,
+Stage 1 :func:`gather_raw` (= :func:`download_all`) downloads the six corpora of :data:`CORPORA`
+(seven files, :mod:`aiplib.sources.download`); stage 2 :func:`build_item_banks` applies the
+authors' selection rules to LibriSpeech, Common Voice (streamed) and Speech Commands; stage 3
+:func:`battery_specs` gives the 20 backgrounds of Table 1. Corpus modules (source and licence
+each): :mod:`~aiplib.sources.corpora.esc50` [1]_, :mod:`~aiplib.sources.corpora.ms_snsd` [2]_,
 :mod:`~aiplib.sources.corpora.noisex92` [3]_, :mod:`~aiplib.sources.corpora.musan` [4]_,
 :mod:`~aiplib.sources.corpora.librispeech` [5]_, :mod:`~aiplib.sources.corpora.speech_commands` [6]_,
-:mod:`~aiplib.sources.corpora.common_voice` [7]_ (each module gives the source and licence); mirrors and
-downloading: :mod:`aiplib.sources.corpora.corpus`.
+:mod:`~aiplib.sources.corpora.common_voice` [7]_.
 
-Layout under the workspace ``data/paper/`` (archives are kept next to their extracted data)::
+Layout under ``data/paper/`` (archives kept next to their extracted data)::
 
     backgrounds/esc50/master.zip            + ESC-50-master/{audio,meta}/
     backgrounds/ms_snsd/master.zip          + MS-SNSD-master/{noise_train,noise_test,...}/
@@ -57,10 +50,17 @@ from aiplib.sources.corpora.common_voice import (
     load_common_voice,
     select_common_voice,
 )
-from aiplib.sources.corpora.corpus import Corpus, CorpusError, download_corpus, need_dir, resolve_base_url
 from aiplib.sources.corpora.librispeech import prepare_librispeech, read_librispeech_speakers
 from aiplib.sources.corpora.speech_commands import KEYWORDS
-from aiplib.sources.download import DownloadError, set_cache_env
+from aiplib.sources.download import (
+    Corpus,
+    CorpusError,
+    DownloadError,
+    download_corpus,
+    need_dir,
+    resolve_base_url,
+    set_cache_env,
+)
 
 __all__ = ["CORPORA", "corpus_dir", "base_url_for", "download_all", "gather_raw", "build_item_banks",
            "battery_specs", "BATTERY", "AUTHORS_CATEGORY", "SELECTION_RULES", "AUTHORS_SEED",
@@ -93,7 +93,6 @@ SELECTION_RULES = {
 """Text of the ``selection_rule`` field of each item bank record."""
 
 
-
 def _registry(registry):
     return CORPORA if registry is None else registry
 
@@ -123,7 +122,7 @@ def corpus_dir(ws, name: str, *, registry=None) -> Path:
 
 
 def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
-    """Base URL of corpus ``name`` (see :func:`aiplib.sources.corpora.corpus.resolve_base_url`).
+    """Base URL of corpus ``name`` (see :func:`aiplib.sources.download.resolve_base_url`).
 
     Raises
     ------
@@ -138,24 +137,13 @@ def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
 # ============================================================================================
 def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = False, registry=None,
                  **kwargs) -> dict:
-    """Stage 1 of ``paper``: download every corpus (or those named) into the workspace.
+    """Stage 1 of ``paper``: download every corpus of :data:`CORPORA` (or those named) into ``ws``.
 
-    Each corpus is tried even when an earlier one failed; files already complete are skipped
-    (``checks/download_progress.json``), partial files are resumed, nothing is deleted. The caches
-    are pointed into ``models/cache/`` first (:func:`set_cache_env`).
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    corpora : list of str, optional
-        Names from :data:`CORPORA`; default all.
-    base_urls : dict or str, optional
-        ``{name: base_url}``, or one mirror root holding a folder per corpus.
-    force_download : bool
-    registry : dict, optional
-        Replacement for :data:`CORPORA`.
-    **kwargs
-        Passed to :func:`aiplib.sources.download.fetch`.
+    Each corpus is tried even when an earlier one failed; complete files are skipped
+    (``checks/download_progress.json``), partial ones resumed, nothing deleted. The caches are
+    pointed into ``models/cache/`` first (:func:`set_cache_env`). ``base_urls``: ``{name: url}`` or
+    one mirror root; ``registry`` replaces :data:`CORPORA`; ``**kwargs`` go to
+    :func:`aiplib.sources.download.fetch`.
 
     Returns
     -------
@@ -167,8 +155,7 @@ def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = Fal
     KeyError
         Unknown corpus name.
     DownloadError
-        After trying all corpora, when any failed; the message lists every failure with its URL
-        and how to use a mirror.
+        After trying all corpora, listing every failure with its URL and how to use a mirror.
     """
     set_cache_env()
     reg = _registry(registry)
@@ -237,41 +224,27 @@ def _kws_candidates(sc_root: Path, n: int, rng) -> list:
 def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispeech: int = N_LIBRISPEECH,
                      n_common_voice: int = N_COMMON_VOICE, n_kws: int = N_KWS, overwrite: bool = False,
                      registry=None) -> dict:
-    """Stage 2 of ``paper``: the authors' item banks, ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl``.
+    """Stage 2 of ``paper``: the authors' item banks (``scripts/02_build_banks.py``, rules in
+    :data:`SELECTION_RULES`, copied into each record's ``selection_rule``).
 
-    The rules are those of the authors' ``scripts/02_build_banks.py`` (each record says so in
-    ``selection_rule``):
-
-    * ASR, LibriSpeech [5]_: every utterance of test-clean then test-other (transcript files in
-      sorted order, lines in file order), shuffled with ``random.Random(42)``, the first
-      ``n_librispeech`` (100). Item id = the utterance id; gender from ``SPEAKERS.TXT``; accent
-      ``american_english`` (the authors' label; no accent group).
-    * ASR, Common Voice 17 [7]_: :func:`select_common_voice` on the ``validation`` stream, the first
-      ``n_common_voice`` (80) clips with accent and gender; ``accent_group`` from
-      ``aiplib/sources/corpora/cv_accent_groups.csv``.
-    * KWS, Speech Commands v0.02 [6]_ (every clip, not only the test list): ``random.Random(42)``;
-      per keyword the sorted clips shuffled and the first ``n_kws // 10 + 2``; the
-      ``_background_noise_`` (and ``silence``) clips shuffled, the first ``n_kws // 4``; injection
-      probes = the last 3 clips of yes/no/up/down (``is_target`` false, ``probe_id`` set); the whole
-      list shuffled with the same generator and the first ``n_kws`` (120) kept.
-
-    Item audio: 16 kHz mono float32 WAV at ``itembanks/audio/<family>/<item_id>.wav``. Fields follow
-    ``docs/ARCHITECTURE.md`` plus ``selection_rule``; ASR adds ``gender`` and ``accent``, KWS adds
-    ``probe_id``. When both files exist and ``overwrite`` is false they are read back.
+    ASR: LibriSpeech [5]_ (``n_librispeech``, gender from ``SPEAKERS.TXT``, accent
+    ``american_english``) and Common Voice 17 [7]_ (:func:`select_common_voice`, ``accent_group``
+    from ``cv_accent_groups.csv``); KWS: Speech Commands v0.02 [6]_ with injection probes
+    (``probe_id``). Item audio: 16 kHz mono float32 WAV at ``itembanks/audio/<family>/<item_id>.wav``.
+    Both files are read back when they exist and ``overwrite`` is false.
 
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
     seed : int, optional
-        Ignored: the authors' rules always use ``random.Random(42)`` (:data:`AUTHORS_SEED`). Kept
-        so that every profile's stage 2 takes the notebook's ``seed``.
+        Ignored: the authors' rules use ``random.Random(42)`` (:data:`AUTHORS_SEED`).
     cv_dataset : iterable of dict, optional
         The Common Voice stream; default :func:`load_common_voice` (needs ``datasets<4`` and the hub).
     n_librispeech, n_common_voice, n_kws : int > 0
         The authors' sizes (100, 80, 120); their smoke test uses 5 each.
     overwrite : bool
     registry : dict, optional
-        Replacement for :data:`CORPORA` (only its kinds/names are used, for the folders).
+        Replacement for :data:`CORPORA` (for the folders).
 
     Returns
     -------
@@ -285,8 +258,6 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     MissingPackageError
         ``cv_dataset`` not given and ``datasets`` missing or ≥ 4.
     """
-
-
     del seed
     if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
         return {f: read_item_bank(ws, f) for f in FAMILIES}
@@ -370,7 +341,6 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     return {"asr": pd.DataFrame(asr_rows), "kws": pd.DataFrame(kws_rows)}
 
 
-
 # ============================================================================================
 # stage 3: the battery of Table 1
 # ============================================================================================
@@ -400,13 +370,10 @@ BATTERY = (
     ("snsd_airconditioner", "ms_snsd", "noise_train/AirConditioner_1.wav", "stationary",
      "air conditioner (MS-SNSD)"),
 )
-"""Table 1 as the authors' ``BATTERY_SPEC`` (``scripts/03_curate_battery.py``), in their order and
-with their ``bg_id``s: ``(bg_id, corpus, selector, category, description)``. Selectors: an ESC-50
-class number (the first file, in name order, of ``audio/1-*-A-<class>.wav``: fold 1, take A), or a
-path (glob) inside the corpus folder (MS-SNSD ``MS-SNSD-master/``, MUSAN ``musan/``). ``category``
-is ours (``docs/ARCHITECTURE.md``); the authors' (``non_speech``/``speech_like``) is in
-:data:`AUTHORS_CATEGORY`. The authors tile/cut each to 30 s and normalise it to −23 LUFS
-(curation: :mod:`aiplib.battery.backgrounds`)."""
+"""Table 1 as the authors' ``BATTERY_SPEC`` (``scripts/03_curate_battery.py``), their order and
+``bg_id``s: ``(bg_id, corpus, selector, category, description)``. A selector is an ESC-50 class
+number (the first ``audio/1-*-A-<class>.wav``: fold 1, take A) or a glob inside the corpus folder;
+the authors' categories are in :data:`AUTHORS_CATEGORY`."""
 
 AUTHORS_CATEGORY = {b[0]: ("speech_like" if b[1] in ("noisex92", "musan") or b[3] == "speech-like"
                            else "non_speech") for b in BATTERY}
@@ -414,22 +381,10 @@ AUTHORS_CATEGORY = {b[0]: ("speech_like" if b[1] in ("noisex92", "musan") or b[3
 
 
 def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
-    """Stage 3 of ``paper``: the 20 background specs of Table 1 for ``curate_battery``.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    seed : int, optional
-        Stage 3's seed; unused (the authors' files are fixed, no random choice).
-    registry : dict, optional
-        Replacement for :data:`CORPORA` (folders and licences).
-
-    Returns
-    -------
-    list of dict
-        Background specs as in ``docs/ARCHITECTURE.md`` (``bg_id, category, description, sources``
-        (absolute paths), ``combine="concat"``, ``source_package, licence, attribution,
-        synthetic=False``) plus ``authors_category``, in the authors' order.
+    """Stage 3 of ``paper``: the 20 background specs of Table 1, in the authors' order (``seed``
+    unused; ``registry`` replaces :data:`CORPORA`): ``bg_id, category, description, sources``
+    (absolute), ``combine="concat"``, ``source_package, licence, attribution, synthetic=False``,
+    ``authors_category``.
 
     Raises
     ------
@@ -465,7 +420,6 @@ def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
     return specs
 
 
-
 # ============================================================================================
 # command line: python -m aiplib.sources.corpora.paper download [--corpus NAME ...] [--base-url URL]
 # ============================================================================================
@@ -477,8 +431,6 @@ def main(argv=None) -> int:
     int
         Exit status (1 with the error message on stderr when a download failed).
     """
-
-
     ap = argparse.ArgumentParser(prog="python -m aiplib.sources.corpora.paper")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("download", help="download the paper's corpora (stage 1)")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aiplib.core.errors import AiplibParameterError
-from aiplib.sources.corpora.corpus import Corpus, CorpusError, RemoteFile, need_dir
+from aiplib.sources.download import Corpus, CorpusError, RemoteFile, need_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
@@ -39,20 +39,9 @@ from aiplib.core.tasks import KEYWORDS  # noqa: E402 - the ten Speech Commands k
 
 
 def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pandas.DataFrame:
-    """List Speech Commands v0.02 clips [6]_.
-
-    Parameters
-    ----------
-    corpus_dir : str or Path
-        Folder holding ``speech_commands_v0.02/``.
-    split : {"test", "validation", "train", None}
-        ``test``/``validation`` use ``testing_list.txt``/``validation_list.txt``; ``train`` is the
-        rest; ``None`` keeps every clip. ``_background_noise_`` is always left out.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``label, speaker, rel, path, is_target``, sorted by ``rel``.
+    """Speech Commands v0.02 clips [6]_ under ``corpus_dir/speech_commands_v0.02/`` (``label, speaker,
+    rel, path, is_target``, sorted by ``rel``; ``_background_noise_`` left out). ``split``: ``test`` /
+    ``validation`` (``testing_list.txt`` / ``validation_list.txt``), ``train`` (the rest), None (all).
 
     Raises
     ------

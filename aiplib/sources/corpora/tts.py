@@ -20,19 +20,9 @@ __all__ = ["synthesize", "trim_silence", "pad_to"]
 
 
 def synthesize(text: str, voice: str, *, sr: int = SR) -> np.ndarray:
-    """Read ``text`` aloud with a local synthetic voice.
-
-    Parameters
-    ----------
-    text : str
-    voice : str
-        ``"espeak:<voice>"`` (espeak-ng, e.g. ``espeak:en-gb-scotland``, ``espeak:en-us+f3``) or
-        ``"flite:<voice>"`` (``kal``, ``kal16``, ``slt``, ``rms``, ``awb``).
-    sr : int, Hz
-
-    Returns
-    -------
-    np.ndarray [shape=(n,)], float32, mono at ``sr`` Hz (resampled from the engine's rate)
+    """Read ``text`` aloud with ``voice``: ``"espeak:<voice>"`` (espeak-ng, e.g. ``espeak:en-us+f3``) or
+    ``"flite:<voice>"`` (``kal``, ``kal16``, ``slt``, ``rms``, ``awb``); returns np.ndarray
+    [shape=(n,)], float32, mono, resampled to ``sr`` Hz.
 
     Raises
     ------
@@ -61,20 +51,8 @@ def synthesize(text: str, voice: str, *, sr: int = SR) -> np.ndarray:
 
 
 def trim_silence(y, *, top_db: float = 40.0, margin_s: float = 0.1, sr: int = SR) -> np.ndarray:
-    """Trim leading and trailing silence, keeping a margin.
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-    top_db : float, dB
-        Frames quieter than the loudest frame by more than this are silence (``librosa.effects.trim``).
-    margin_s : float, s
-        Silence kept before and after the sound.
-    sr : int, Hz
-
-    Returns
-    -------
-    np.ndarray [shape=(m,)], float32, m ≤ n
+    """``y`` [shape=(n,)] without leading and trailing silence (frames more than ``top_db`` dB below the
+    loudest, ``librosa.effects.trim``), keeping ``margin_s`` s each side; float32 [shape=(m,)], m ≤ n.
     """
     import librosa  # noqa: PLC0415 - librosa is slow to import
 

@@ -1,51 +1,32 @@
 """Stages 1–3 of the ``custom`` profile: the user's own folders, validated before any work.
 
-Inputs (the parameters of notebook 01, or ``make all PROFILE=custom SPEECH_DIR=… TEXTS=… KWS_DIR=…
+Inputs (notebook 01's parameters, or ``make all PROFILE=custom SPEECH_DIR=… TEXTS=… KWS_DIR=…
 KWS_LABELS=… BACKGROUNDS_DIR=…``):
 
 ``speech_dir`` and ``texts``
-    A folder of utterances and a CSV or TSV table with the columns ``file`` (path relative to
-    ``speech_dir``, or absolute) and ``text`` (the reference transcript), and optionally
-    ``accent_group``, ``speaker``, ``licence`` and ``attribution``.
+    Utterances and a CSV/TSV table ``file`` (relative to ``speech_dir``, or absolute), ``text``,
+    optional ``accent_group``, ``speaker``, ``licence``, ``attribution``.
 ``kws_dir`` and ``kws_labels``
-    A folder of keyword clips and a table with ``file`` and ``label`` (the one word spoken), and
-    optionally ``speaker``, ``accent_group``, ``licence``, ``attribution``. ``keywords`` is the
-    closed keyword set (default the paper's ten, :data:`KEYWORDS`); ``is_target`` is
-    ``label in keywords``.
+    Keyword clips and a table ``file``, ``label`` (the one word spoken), same options;
+    ``is_target`` is ``label in keywords`` (default :data:`KEYWORDS`).
 ``backgrounds_dir``
-    A folder of background recordings, with an optional ``licences.csv`` (``file``, ``licence``,
-    ``attribution``, and optionally ``category`` — one of :data:`CATEGORIES` — and ``description``).
+    Background recordings, optional ``licences.csv`` (``file``, ``licence``, ``attribution``,
+    optional ``category`` — one of :data:`CATEGORIES` — and ``description``).
 
-Audio files are recognised by extension (:data:`AUDIO_EXTENSIONS`, searched recursively; hidden
-files such as macOS ``._*`` are ignored). Any format soundfile or ffmpeg reads, at any sample rate
-and channel count, is accepted: :func:`aiplib.io.audio.load_audio` averages the channels to mono and
-resamples to 16 kHz (soxr). A source below 16 kHz keeps its narrower band.
+Audio files are found by extension (:data:`AUDIO_EXTENSIONS`, recursively, hidden files skipped),
+any format, rate and channel count (:func:`aiplib.io.audio.load_audio`: mono, 16 kHz).
+:mod:`~aiplib.sources.corpora.custom.validate` lists every problem at once,
+:mod:`~aiplib.sources.corpora.custom.files` scans folders and tables,
+:mod:`~aiplib.sources.corpora.custom.cli` is ``python -m aiplib.sources.corpora.custom``.
 
-Modules: :mod:`~aiplib.sources.corpora.custom.validate` (:func:`validate_inputs` reads every file once and
-lists *all* problems, each ``fatal`` or ``warning`` with the file it concerns — the list is in its
-Notes), :mod:`~aiplib.sources.corpora.custom.files` (folder scan, tables, ids), :mod:`~aiplib.sources.corpora.custom.report`
-(:class:`ValidationReport`), :mod:`~aiplib.sources.corpora.custom.cli` (``python -m aiplib.sources.corpora.custom``:
-validation only).
-This module holds the stages.
-
-Stage 1 (:func:`gather_raw`) validates first and writes nothing if any problem is fatal. It does
-**not copy** the user's audio: ``raw/inventory.csv`` points at the files where they are (absolute
-paths) with their size and SHA-256, and stage 2 refuses to build from a file that changed since.
-Stage 2 (:func:`build_item_banks`) writes the 16 kHz mono item WAVs, and stage 3
-(:func:`battery_specs` → :func:`aiplib.battery.backgrounds.curate_battery`) the 30 s backgrounds, inside the
-workspace, so stages 4–10 never read the user's folders.
-
-KWS labels are normalised as model answers are (:func:`aiplib.core.textnorm.normalize_kws_label`:
-``"Yes!"`` → ``yes``); a label holding several words (``yes|no``, ``turn on``) cannot be scored by
-the closed-set first-word rule, so such clips are listed in the inventory with ``used = False``
-and skipped with a warning.
-
-Backgrounds without a ``category`` in ``licences.csv`` get one inferred from the first 30 s:
-``transient`` when the loudest 100 ms frame is at least :data:`TRANSIENT_PEAK_DB` dB above the
-median frame level, else ``stationary`` (music and speech-like are never inferred). Runs of digital
-silence (zero padding of short sound events, as in ESC-50) would leave a looped background silent
-under a stimulus, so they are shortened (:func:`strip_digital_silence`) and stage 1 writes that
-16 kHz copy to ``raw/backgrounds/<bg_id>.wav`` — the only audio stage 1 writes.
+Stage 1 (:func:`gather_raw`) writes nothing if a problem is fatal and does not copy the user's
+audio: ``raw/inventory.csv`` points at the files with their size and SHA-256, and stage 2 refuses
+a file that changed since. Stages 2–3 write the item WAVs and backgrounds inside the workspace.
+A KWS label of several words cannot be scored by the first-word rule: listed with
+``used = False`` and skipped. A background without ``category`` is ``transient`` when its loudest
+100 ms frame is at least :data:`TRANSIENT_PEAK_DB` dB above the median frame, else
+``stationary``; runs of digital silence are shortened (:func:`strip_digital_silence`) into
+``raw/backgrounds/<bg_id>.wav``, the only audio stage 1 writes.
 """
 from __future__ import annotations
 
@@ -58,11 +39,12 @@ import numpy as np
 import pandas as pd
 
 from aiplib.core import DEFAULT_SEED
-from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.io.formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
 from aiplib.core.hashing import file_sha256
 from aiplib.core.tasks import FAMILIES, KEYWORDS
+from aiplib.io.audio import SR, load_audio, write_wav
+from aiplib.io.formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
 from aiplib.sources.corpora.custom.cli import main
 from aiplib.sources.corpora.custom.files import AUDIO_EXTENSIONS
 from aiplib.sources.corpora.custom.report import Problem, ValidationReport
@@ -117,38 +99,23 @@ def _inventory_frame(report: ValidationReport):
 def gather_raw(ws, *, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords=KEYWORDS):
     """Stage 1 of ``custom``: validate the user's folders, then record them in ``raw/inventory.csv``.
 
-    Nothing is written (no workspace folder is created) unless validation finds no fatal problem.
-    The audio is **not copied**: the inventory points at the user's files (absolute paths) with
-    size and SHA-256; stage 2 decodes them into the workspace.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Workspace of the ``custom`` profile; it may not exist yet (``workspace("custom",
-        create=False)``).
-    speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords
-        See :func:`validate_inputs`.
+    Nothing is written unless no problem is fatal. The audio is not copied (only a background with
+    long digital silence gets a trimmed copy, ``raw/backgrounds/<bg_id>.wav``); also written:
+    ``raw/custom_inputs.json`` (the resolved parameters) and ``raw/validation.csv`` (every problem).
+    Warnings are issued as one :class:`UserWarning`. Parameters: see :func:`validate_inputs`; ``ws``
+    may not exist yet.
 
     Returns
     -------
     pandas.DataFrame
-        ``raw/inventory.csv``, columns :data:`INVENTORY_COLUMNS`: one row per audio file (and
-        per table), ``package`` naming its role (``custom/speech``, ``custom/kws``,
+        ``raw/inventory.csv`` (:data:`INVENTORY_COLUMNS`): one row per audio file and table, with its
+        size and SHA-256; ``package`` names its role (``custom/speech``, ``custom/kws``,
         ``custom/backgrounds``, ``custom/metadata``).
 
     Raises
     ------
     ValidationError
-        If any problem is fatal; ``exc.problems`` lists every problem found (fatal first, then
-        warnings), the message has one line per problem.
-
-    Notes
-    -----
-    Backgrounds with long runs of digital silence are the exception to "no copy": their trimmed
-    16 kHz copy is written to ``raw/backgrounds/<bg_id>.wav`` (see :func:`strip_digital_silence`).
-    Also writes ``raw/custom_inputs.json`` (the resolved parameters, read by stages 2 and 3) and
-    ``raw/validation.csv`` (every problem, warnings included). Warnings are also issued as one
-    :class:`UserWarning`.
+        If any problem is fatal; ``exc.problems`` lists every problem, one line each in the message.
     """
     report = validate_inputs(speech_dir=speech_dir, texts=texts, kws_dir=kws_dir, kws_labels=kws_labels,
                              backgrounds_dir=backgrounds_dir, keywords=keywords)
@@ -233,26 +200,20 @@ def build_item_banks(ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, m
     ws : aiplib.core.workspace.Workspace
         Stage 1 (:func:`gather_raw`) must have been run.
     seed : int
-        Seed of the item choice when ``max_items`` is set (default :data:`aiplib.DEFAULT_SEED`).
+        Seed of the item choice when ``max_items`` is set.
     overwrite : bool
-        Rebuild even when both item banks exist (without it they are read back).
-        :func:`aiplib.sources.pipeline.build_item_banks` passes it when its stamp records another
-        ``raw/inventory.csv`` (an added utterance, a corrected transcript, a replaced clip) or other
-        ``seed`` / ``max_items``.
+        Rebuild even when both item banks exist (otherwise they are read back).
     max_items : int > 0, optional
-        At most this many items per family (ASR, KWS), a seeded choice; the KWS choice keeps at
-        least one target and one non-target clip when both exist and ``max_items`` ≥ 2. None =
-        every usable item.
+        At most this many items per family, a seeded choice (KWS keeps a target and a non-target
+        clip when both exist and ``max_items`` ≥ 2); None = every usable item.
 
     Returns
     -------
     dict of str → pandas.DataFrame
-        ``{"asr": …, "kws": …}`` with the fields of ``docs/ARCHITECTURE.md``: ``item_id``,
-        ``path`` (``itembanks/audio/<family>/<item_id>.wav``, 16 kHz mono float32), ``source_file``
-        (the user's file, absolute), ``source``, ``licence``, ``attribution``, ``duration_s`` (s),
-        ``speaker``, ``accent_group`` (None when the table has no ``accent_group``),
-        ``synthetic`` (False), and ``text`` (ASR) or ``label``, ``is_target`` (KWS). Multi-word
-        KWS clips are not in the bank.
+        ``{"asr": …, "kws": …}``: ``item_id``, ``path`` (``itembanks/audio/<family>/<item_id>.wav``,
+        16 kHz mono float32), ``source_file`` (absolute), ``source``, ``licence``, ``attribution``,
+        ``duration_s`` (s), ``speaker``, ``accent_group``, ``synthetic``, and ``text`` (ASR) or
+        ``label``, ``is_target`` (KWS; multi-word clips left out).
 
     Raises
     ------
@@ -293,27 +254,17 @@ def build_item_banks(ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, m
 
 # ----------------------------------------------------------------------------- stage 3 input
 def battery_specs(ws, *, seed: int | None = None) -> list[dict]:
-    """The background specs of ``custom`` (input of :func:`aiplib.battery.backgrounds.curate_battery`).
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Stage 1 must have been run.
-    seed : int, optional
-        Stage 3's seed; unused (one spec per file, no random choice).
+    """Stage 3 of ``custom``: one background spec per file, for
+    :func:`aiplib.battery.backgrounds.curate_battery` (``seed`` unused).
 
     Returns
     -------
     list of dict
-        One spec per background file (``docs/ARCHITECTURE.md`` format): ``bg_id`` from the file
-        name, ``category`` from ``licences.csv`` or inferred (``stationary``/``transient``, see
-        module notes), ``description`` (from ``licences.csv``, else the file name),
-        ``sources = [absolute path]`` (the user's file, or stage 1's copy without digital silence
-        under ``raw/backgrounds/``), ``combine = "concat"``, ``source_package``
-        ``"custom (user-supplied)"``, ``licence`` and ``attribution`` from ``licences.csv``
-        (else :data:`UNKNOWN_LICENCE`), ``synthetic = False``, ``subaudible = "remove"`` (a DC
-        offset or sub-20 Hz rumble of at least −20 dB of the power is removed before loudness
-        normalisation, :func:`aiplib.battery.backgrounds.curate_background`).
+        ``bg_id`` (the file name), ``category`` (``licences.csv``, else inferred), ``description``,
+        ``sources = [absolute path]`` (the user's file or stage 1's trimmed copy),
+        ``combine = "concat"``, ``source_package = "custom (user-supplied)"``, ``licence`` and
+        ``attribution`` (else :data:`UNKNOWN_LICENCE`), ``synthetic = False``,
+        ``subaudible = "remove"``.
 
     Raises
     ------

@@ -41,29 +41,16 @@ def scan_audio_files(folder) -> list[Path]:
 
 
 def _scan(folder: Path, probs: _Collector, *, role: str = "") -> tuple[list[Path], dict]:
-    """Audio files under ``folder`` (recursive, sorted, hidden files and folders skipped).
-
-    Every error of the directory walk is recorded instead of being ignored (``os.walk`` drops an
-    unreadable subfolder silently by default): a folder that cannot be listed is a fatal
-    ``unreadable_folder`` problem naming it, a symbolic-link loop a ``symlink_loop`` warning.
-
-    Parameters
-    ----------
-    folder : Path
-        The input folder (absolute).
-    probs : _Collector
-        Where scan problems go.
-    role : str
-        Which input the folder is (``speech_dir`` …), quoted in the problems.
+    """Audio files under ``folder`` (recursive, sorted, hidden entries skipped), recording every walk
+    error: an unlistable folder is a fatal ``unreadable_folder``, a link loop a ``symlink_loop`` warning.
 
     Returns
     -------
     files : list of Path
-        Absolute paths of the audio files found, sorted.
+        Absolute, sorted.
     scan : dict
-        ``role``, ``folder`` (str), ``n_files``, ``n_folders`` (folders listed, ``folder`` included),
-        ``per_folder`` (relative folder → number of audio files directly in it, ``"."`` for
-        ``folder`` itself), ``errors`` (the paths that could not be scanned).
+        ``role``, ``folder``, ``n_files``, ``n_folders``, ``per_folder`` (relative folder → audio
+        files directly in it, ``"."`` for ``folder``), ``errors``.
     """
     out, errors, per_folder, seen = [], [], {}, set()
 

@@ -17,22 +17,10 @@ _ROLES = {"speech_dir": ("utterances", "speech"), "kws_dir": ("keyword clips", "
 
 @dataclass(frozen=True)
 class Problem:
-    """One validation finding.
-
-    Attributes
-    ----------
-    severity : {"fatal", "warning"}
-        ``fatal`` stops the pipeline; ``warning`` is reported and the run goes on.
-    kind : str
-        Short code: ``parameter``, ``table``, ``missing_transcript``, ``missing_label``,
-        ``missing_file``, ``unreadable``, ``empty``, ``nan``, ``silent``, ``too_short``, ``too_long``,
-        ``duplicate``, ``category``, ``no_items``, ``unreadable_folder``, ``empty_reference``,
-        ``short_for_text``, ``bg_looped``, ``digital_silence``, ``few_backgrounds``, ``licence_row``, ``multi_keyword``,
-        ``label_normalised``, ``no_licence``, ``keywords``, ``no_targets``, ``symlink_loop``.
-    file : str
-        The file (or folder, or table) concerned; empty when none.
-    message : str
-        What is wrong and what to do.
+    """One validation finding: ``severity`` (``fatal`` stops the pipeline, ``warning`` is reported),
+    ``kind`` (a short code: ``parameter``, ``table``, ``missing_file``, ``silent``, ``too_short`` …),
+    ``file`` (the file, folder or table concerned; empty when none) and ``message`` (what is wrong
+    and what to do).
     """
 
     severity: str
@@ -47,21 +35,11 @@ class Problem:
 
 @dataclass
 class ValidationReport:
-    """Everything :func:`~aiplib.sources.corpora.custom.validate.validate_inputs` found, and the usable entries it parsed.
-
-    Attributes
-    ----------
-    problems : list of Problem
-        Fatal problems first, then warnings, each group in the order found.
-    speech, kws, backgrounds : list of dict
-        One dict per audio file that was read (fields as in :data:`INVENTORY_COLUMNS`);
-        ``kws`` includes the skipped multi-word clips with ``used = False``.
-    params : dict
-        The resolved inputs (absolute paths, keyword list).
-    scans : list of dict
-        One per input folder scanned (see :func:`aiplib.sources.corpora.custom.files._scan`): ``role``, ``folder``, ``n_files``,
-        ``n_folders``, ``per_folder`` (relative folder → audio files in it) and ``errors``
-        (folders that could not be scanned; each is also a fatal problem).
+    """Everything :func:`~aiplib.sources.corpora.custom.validate.validate_inputs` found: ``problems``
+    (fatal first, then warnings, each in the order found), ``speech``, ``kws`` (with the skipped
+    multi-word clips, ``used = False``), ``backgrounds`` (one dict per file read, fields of
+    :data:`INVENTORY_COLUMNS`), ``params`` (the resolved inputs) and ``scans`` (one per folder, see
+    :func:`aiplib.sources.corpora.custom.files._scan`).
     """
 
     problems: list = field(default_factory=list)

@@ -5,6 +5,7 @@ The inputs, the problems found and how backgrounds are prepared are described in
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -38,11 +39,8 @@ MAX_UTTERANCE_S = 30.0
 """Longest utterance or keyword clip accepted, in s (the length of every curated background)."""
 
 MIN_S_PER_WORD = 0.1
-"""An utterance shorter than this many seconds per word of its transcript gets a ``short_for_text``
-warning (not fatal). Words are those of the normalised transcript the WER counts
-(:func:`aiplib.core.textnorm.normalize_text`); 0.1 s per word is 10 words/s, twice the fastest read
-speech (about 5 words/s), so a shorter file is most likely truncated or paired with the wrong text.
-Every input is also refused below the 0.4 s BS.1770 block (:data:`aiplib.io.audio.MIN_LOUDNESS_S`)."""
+"""Seconds per word of the normalised transcript below which an utterance gets a
+``short_for_text`` warning (10 words/s, twice the fastest read speech: truncated, or the wrong text)."""
 
 MIN_BACKGROUNDS = 8
 """Fewer backgrounds than this give a warning: Spearman correlations over so few are weak."""
@@ -100,20 +98,9 @@ def _peak_to_median_db(y: np.ndarray, sr: int = SR) -> float:
 
 def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_S,
                           floor_dbfs: float = DIGITAL_SILENCE_DBFS):
-    """Shorten long runs of digital silence, so a looped background never falls silent for long.
-
-    Inside the signal a run longer than ``max_gap_s`` keeps its first ``max_gap_s``; at the start
-    and end it keeps ``max_gap_s / 2`` next to the sound, so the junction of two loop repetitions
-    holds at most ``max_gap_s`` of silence.
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-    sr : int, Hz
-    max_gap_s : float ≥ 0, s
-        Runs of silent frames up to this length are left alone; longer ones are shortened.
-    floor_dbfs : float, dBFS
-        A 10 ms frame whose peak |y| is below ``10 ** (floor_dbfs / 20)`` is silent.
+    """Shorten runs of digital silence in ``y`` [shape=(n,)] so a looped background never falls silent
+    for long: inside, a run keeps its first ``max_gap_s`` (s); at the ends, ``max_gap_s / 2``. A 10 ms
+    frame whose peak is below ``floor_dbfs`` (dBFS) is silent.
 
     Returns
     -------
@@ -151,14 +138,31 @@ def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_
     return np.ascontiguousarray(y[mask]), {k2: round(v, 3) for k2, v in removed.items()}
 
 
-def _listed_files(dir_value, table_value, probs, scans, *, dir_name, table_name, value_col, aliases,
-                  missing_kind, missing_text):
+@dataclasses.dataclass(frozen=True)
+class _Listing:
+    """A folder of clips and the table naming each clip's ``value_col`` (``aliases``: other column
+    names accepted); ``missing_kind`` / ``missing_text`` report a clip the table does not name."""
+
+    dir_name: str
+    table_name: str
+    value_col: str
+    aliases: dict
+    missing_kind: str
+    missing_text: str
+
+
+_SPEECH = _Listing("speech_dir", "texts", "text", {"transcript": "text"}, "missing_transcript", "missing transcript")
+_KWS = _Listing("kws_dir", "kws_labels", "label", {"word": "label"}, "missing_label", "missing keyword label")
+
+
+def _listed_files(dir_value, table_value, probs, scans, spec: _Listing):
     """Shared head of the speech and KWS checks: the folder, its table, and their pairing.
 
     Returns ``(folder, files, pairs, ids)`` — ``pairs`` the ``(path, row)`` of rows with a
     ``value_col`` (see :func:`~aiplib.sources.corpora.custom.files._match_table`), ``ids`` their item ids —
     or None when the folder or table is unusable (problem recorded).
     """
+    dir_name, table_name, value_col = spec.dir_name, spec.table_name, spec.value_col
     folder = _param_path(dir_value, dir_name, probs, kind="dir",
                          flag=f"--{dir_name.replace('_', '-')} / {dir_name.upper()}")
     table = _param_path(table_value, table_name, probs, kind="file",
@@ -167,11 +171,11 @@ def _listed_files(dir_value, table_value, probs, scans, *, dir_name, table_name,
         return None
     files, scan = _scan(folder, probs, role=dir_name)
     scans.append(scan)
-    df = _read_table(table, ("file", value_col), probs, table_name, aliases=dict(aliases, path="file"))
+    df = _read_table(table, ("file", value_col), probs, table_name, aliases=dict(spec.aliases, path="file"))
     if df is None:
         return None
     pairs = _match_table(df, folder, files, probs, what=f"{table_name} ({table.name})", value_col=value_col,
-                         missing_kind=missing_kind, missing_text=missing_text)
+                         missing_kind=spec.missing_kind, missing_text=spec.missing_text)
     return folder, files, pairs, _unique_ids([p for p, _ in pairs], folder)
 
 
@@ -201,9 +205,7 @@ def _check_words_per_second(path, text: str, duration_s: float, probs) -> None:
 
 def _validate_speech(speech_dir, texts, probs, scans):
 
-    found = _listed_files(speech_dir, texts, probs, scans, dir_name="speech_dir", table_name="texts",
-                          value_col="text", aliases={"transcript": "text"}, missing_kind="missing_transcript",
-                          missing_text="missing transcript")
+    found = _listed_files(speech_dir, texts, probs, scans, _SPEECH)
     if found is None:
         return []
     folder, files, pairs, ids = found
@@ -227,9 +229,7 @@ def _validate_speech(speech_dir, texts, probs, scans):
 
 def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
 
-    found = _listed_files(kws_dir, kws_labels, probs, scans, dir_name="kws_dir", table_name="kws_labels",
-                          value_col="label", aliases={"word": "label"}, missing_kind="missing_label",
-                          missing_text="missing keyword label")
+    found = _listed_files(kws_dir, kws_labels, probs, scans, _KWS)
     if found is None:
         return []
     folder, files, pairs, ids = found
@@ -383,46 +383,37 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
                     ) -> ValidationReport:
     """Check the custom profile's folders and tables; find every problem, write nothing.
 
-    Every audio file is decoded once, as the pipeline will decode it (16 kHz mono float32, see
-    :func:`aiplib.io.audio.load_audio`), so a file that passes here can be read by every stage.
+    Every audio file is decoded once as the pipeline will (:func:`aiplib.io.audio.load_audio`), so a
+    file that passes can be read by every stage.
 
     Parameters
     ----------
     speech_dir, kws_dir, backgrounds_dir : str or Path
-        Folders of utterances, keyword clips and backgrounds (searched recursively for
-        :data:`~aiplib.sources.corpora.custom.files.AUDIO_EXTENSIONS`; ``backgrounds_dir`` may hold
-        ``licences.csv``).
+        Folders of utterances, keyword clips and backgrounds (searched recursively;
+        ``backgrounds_dir`` may hold ``licences.csv``).
     texts, kws_labels : str or Path
-        CSV or TSV tables of the utterances and clips; columns in :mod:`aiplib.sources.corpora.custom`.
+        CSV or TSV tables; columns in :mod:`aiplib.sources.corpora.custom`.
     keywords : str or sequence of str
         Closed keyword set, a list or a comma-separated string (default :data:`KEYWORDS`).
 
     Returns
     -------
     ValidationReport
-        ``report.ok`` is False when any problem is fatal; ``report.summary()`` prints them all.
-        Nothing is raised for bad inputs: each is a :class:`Problem`.
+        ``report.ok`` is False when any problem is fatal; nothing is raised for bad inputs.
 
     Notes
     -----
-    Fatal: a parameter not set or a folder/table not found, a (sub)folder that cannot be scanned,
-    a table without its required columns, an audio file without a transcript (or label), a
-    transcript or label empty after normalisation (``[music]``, ``uh``: WER undefined), a row whose
-    file is missing, a duplicate row, an unreadable or corrupt file, an empty file (0 bytes) or no
-    samples, NaN or infinite samples, an utterance, clip or background shorter than the 0.4 s
-    BS.1770 gating block (:data:`aiplib.io.audio.MIN_LOUDNESS_S`: its loudness cannot be measured; a
-    background also after its digital silence is shortened, as stage 3 loops that copy),
-    silence (−inf LUFS: every 400 ms block below the ITU-R BS.1770 gate of −70 LUFS, so it cannot
-    be loudness-normalised), an utterance or clip longer than :data:`MAX_UTTERANCE_S`, a
-    category not in :data:`CATEGORIES`, no usable items or no backgrounds. Warnings: an utterance
-    shorter than :data:`MIN_S_PER_WORD` (0.1 s) per word of its transcript, backgrounds
-    shorter than the longest utterance (looped), backgrounds with long runs of digital silence
-    (trimmed copy, see :func:`strip_digital_silence`), fewer than :data:`MIN_BACKGROUNDS` accepted
-    backgrounds, a background whose DC offset and energy below 20 Hz reach −20 dB of its power
-    (:data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`; removed by stage 3) or whose effective bandwidth
-    is under 7 kHz (band-limited, e.g. resampled up from 8 kHz), multi-word labels (skipped), labels changed by normalisation (``"Yes!"`` →
-    ``yes``), missing licences, a keyword list other than the default, no target clip, a
-    symbolic-link loop.
+    Fatal: a parameter not set or not found, a folder that cannot be scanned, a table without its
+    columns, an audio file without transcript (or label), a transcript or label empty after
+    normalisation, a row whose file is missing, a duplicate row, an unreadable, empty or non-finite
+    file, audio shorter than the 0.4 s BS.1770 block (:data:`aiplib.io.audio.MIN_LOUDNESS_S`; a
+    background after its silence is shortened), silence (−inf LUFS), a clip longer than
+    :data:`MAX_UTTERANCE_S`, an unknown category, no usable items or no backgrounds. Warnings: under
+    :data:`MIN_S_PER_WORD` s per transcript word, backgrounds shorter than the longest utterance, long
+    digital silence (:func:`strip_digital_silence`), fewer than :data:`MIN_BACKGROUNDS` backgrounds,
+    DC and sub-20 Hz power of at least :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`, an effective
+    bandwidth under 7 kHz, multi-word or normalised labels, missing licences, a non-default keyword
+    list, no target clip, a symbolic-link loop.
     """
     probs = _Collector()
     kw = _keyword_list(keywords)
@@ -446,5 +437,4 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
     params["keywords"] = kw
     return ValidationReport(problems=probs.sorted(), speech=speech, kws=kws, backgrounds=bgs, params=params,
                             scans=scans)
-
 
