@@ -21,6 +21,7 @@ import pandas as pd
 from aiplib.core import stamps
 from aiplib.inference import keys
 from aiplib.inference.keys import STIM_KEY_FIELD, stimulus_base
+from aiplib.inference.models import decoding_key
 from aiplib.inference.prompts import NO_PROMPT_ID
 from aiplib.inference.shards import select_shard, shard_path
 from aiplib.io.formats import (
@@ -350,20 +351,37 @@ def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> lis
     return out
 
 
-def plan_family(ws, entry, family: str, main_paths: dict, *, limit, ps, rerun_unkeyed: bool,
-                shard: tuple[int, int] | None = None, decoding: dict | None = None) -> dict:
-    """Before a model loads: the resume keys of one family's stimuli, stale rows set aside, and
-    what is left to decode per task. ``n_work`` = 0 means nothing (``result`` then holds the
-    per-task summary). ``main_paths``: ``{task: inference/<model>/<task>.jsonl}`` of the tasks to
-    plan (:func:`aiplib.inference.runner.result_path`). Stage 7's plan, made before its model loads
-    (:func:`aiplib.inference.runner.run_inference`); ``decoding`` enters the resume keys
-    (:func:`stimulus_keys`).
+def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
+    """Before a model loads: the resume keys of one task family's stimuli, stale rows set aside, and
+    what is left to decode per task.
 
-    With ``shard`` = ``(i, n)``: the stimuli (of the first ``limit``) whose id hashes to ``i``,
-    less those with a current row in ``<task>.jsonl`` (read, never written) or in the shard's
-    own ``<task>.shard-<i>-of-<n>.jsonl`` (repaired, its stale rows set aside, appended to);
-    ``paths`` are then the shard files."""
+    Parameters
+    ----------
+    ws : Workspace
+    entry : aiplib.inference.models.ModelEntry
+        With the batch size it decodes with.
+    family : str
+        Task family (``asr``, ``kws``): its manifest.
+    tasks : list of str
+        The family's tasks to plan.
+    plan : aiplib.inference.plan.RunPlan
+        Its prompt set and shard.
+    config : aiplib.inference.plan.DecodingConfig
+        Its ``limit``, ``rerun_unkeyed`` and ``path`` (whose :func:`aiplib.inference.models.decoding_key`
+        enters the keys).
 
+    Returns
+    -------
+    dict
+        ``n_work`` (0: nothing to decode), ``result`` (per-task summary rows), and when the manifest
+        exists ``manifest, m_sha, prompts, keys, todo, paths, refreshed``. With a shard ``(i, n)``:
+        the stimuli (of the first ``limit``) whose id hashes to ``i``, less those with a current row
+        in ``<task>.jsonl`` (read, never written) or in the shard's own file (repaired, its stale
+        rows set aside, appended to); ``paths`` are then the shard files.
+    """
+    shard, limit, rerun_unkeyed, ps = plan.shard, config.limit, config.rerun_unkeyed, plan.prompt_set
+    decoding = decoding_key(entry, config.path)
+    main_paths = {t: ws.inference_jsonl(entry.id, t) for t in tasks}
     tasks = list(main_paths)
     paths = {t: shard_path(main_paths[t], shard) for t in tasks}
     try:

@@ -61,6 +61,7 @@ import urllib.error
 import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -70,7 +71,7 @@ from aiplib.inference.models.base import Recogniser
 from aiplib.inference.models.command_backend import retry_key  # the one retry-cache key of both backends
 from aiplib.io.audio import SR, valid_audio
 
-__all__ = ["OpenAIRecogniser", "OpenAIBackendError", "load", "RETRY_STATUS", "chat_payload"]
+__all__ = ["OpenAIRecogniser", "OpenAIOptions", "OpenAIBackendError", "load", "RETRY_STATUS", "chat_payload"]
 
 log = logging.getLogger(__name__)
 
@@ -130,14 +131,12 @@ def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int,
             "temperature": 0, "max_tokens": int(max_tokens), **dict(extra or {})}
 
 
-class OpenAIRecogniser(Recogniser):
-    """An OpenAI-compatible endpoint behind the Recogniser interface.
+@dataclass(frozen=True)
+class OpenAIOptions:
+    """Overrides of an ``openai`` entry's settings (None: the entry's value).
 
-    Parameters
+    Attributes
     ----------
-    entry : ModelEntry
-        An ``openai`` entry (``base_url``, ``model``, optional ``base_url_env``, ``api_key_env``,
-        ``concurrency``).
     timeout_s : float > 0, optional
         Seconds per HTTP request; default ``entry.extra["timeout_s"]`` or 120.
     max_retries, backoff_s, max_backoff_s : optional
@@ -149,7 +148,28 @@ class OpenAIRecogniser(Recogniser):
     probe : bool, optional
         Check on load that the server answers (default ``engine_args["probe"]``, True).
     path : str, optional
-        Ignored.
+        Ignored (the runner's decoding path).
+    """
+
+    timeout_s: float | None = None
+    max_retries: int | None = None
+    backoff_s: float | None = None
+    max_backoff_s: float | None = None
+    batch_size: int | None = None
+    concurrency: int | None = None
+    probe: bool | None = None
+    path: str | None = None
+
+
+class OpenAIRecogniser(Recogniser):
+    """An OpenAI-compatible endpoint behind the Recogniser interface.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        An ``openai`` entry (``base_url``, ``model``, optional ``base_url_env``, ``api_key_env``,
+        ``concurrency``).
+    options : OpenAIOptions, optional
 
     Raises
     ------
@@ -160,11 +180,8 @@ class OpenAIRecogniser(Recogniser):
         ``concurrency`` or ``batch_size`` is not a positive integer.
     """
 
-    def __init__(self, entry, *, timeout_s: float | None = None, max_retries: int | None = None,
-                 backoff_s: float | None = None, max_backoff_s: float | None = None,
-                 batch_size: int | None = None, concurrency: int | None = None,
-                 probe: bool | None = None, path: str | None = None):
-        del path
+    def __init__(self, entry, options: OpenAIOptions | None = None):
+        o = options or OpenAIOptions()
         self.name, self.entry = entry.id, entry
         self.base_url_env = entry.extra.get("base_url_env") or None
         url = os.environ.get(self.base_url_env, "").strip() if self.base_url_env else ""
@@ -175,13 +192,13 @@ class OpenAIRecogniser(Recogniser):
             raise ModelUnavailableError(f"{entry.id}: set the environment variable {self.key_env} to the "
                                         "endpoint's API key (it is read from there only)")
         ea = {**_DEFAULTS, **dict(entry.extra.get("engine_args") or {})}
-        self.max_retries = int(max_retries if max_retries is not None else ea["max_retries"])
-        self.backoff_s = float(backoff_s if backoff_s is not None else ea["backoff_s"])
-        self.max_backoff_s = float(max_backoff_s if max_backoff_s is not None else ea["max_backoff_s"])
-        self.timeout_s = float(timeout_s or entry.extra.get("timeout_s") or 120.0)
+        self.max_retries = int(o.max_retries if o.max_retries is not None else ea["max_retries"])
+        self.backoff_s = float(o.backoff_s if o.backoff_s is not None else ea["backoff_s"])
+        self.max_backoff_s = float(o.max_backoff_s if o.max_backoff_s is not None else ea["max_backoff_s"])
+        self.timeout_s = float(o.timeout_s or entry.extra.get("timeout_s") or 120.0)
         self.mode = "transcriptions" if entry.prompt_style == "initial_prompt" else "chat"
-        self.batch_size = int(batch_size or entry.batch_size or 1)
-        self.concurrency = int(concurrency or entry.extra.get("concurrency") or 1)
+        self.batch_size = int(o.batch_size or entry.batch_size or 1)
+        self.concurrency = int(o.concurrency or entry.extra.get("concurrency") or 1)
         for name, v in (("batch_size", self.batch_size), ("concurrency", self.concurrency)):
             if v <= 0:
                 raise AiplibParameterError(f"{entry.id}: {name} must be a positive integer, got {v!r}")
@@ -196,7 +213,7 @@ class OpenAIRecogniser(Recogniser):
         self._in_flight = 0
         self._stats = {"n_requests": 0, "n_retries": 0, "seconds": 0.0, "audio_s": 0.0, "n_stimuli": 0,
                        "n_errors": 0, "max_in_flight": 0}
-        if probe if probe is not None else bool(ea["probe"]):
+        if o.probe if o.probe is not None else bool(ea["probe"]):
             self._probe()
 
     # ------------------------------------------------------------------ interface
@@ -393,4 +410,4 @@ class OpenAIRecogniser(Recogniser):
 
 def load(entry, **opts) -> OpenAIRecogniser:
     """Backend entry point used by :func:`aiplib.inference.models.load_model` (``opts`` → constructor)."""
-    return OpenAIRecogniser(entry, **opts)
+    return OpenAIRecogniser(entry, OpenAIOptions(**opts))

