@@ -1,44 +1,23 @@
-"""Tasks and the prompts each task gives a recogniser.
+"""Tasks, their prompts and the prompt sets they come from.
 
-A *task* is a (family, prompt variant) pair: the family picks the item bank and the scoring rule
-(``asr``: word error rate; ``kws``: first word of the response against the keyword label), the
-variant picks the instruction. ``baseline`` asks for the job only; ``p5`` ("steering prompt 5")
-adds an instruction to attend to the foreground speaker and ignore the background.
+A *task* (``aiplib/core/tasks.yaml``) is a (family, prompt variant) pair: the family picks the item
+bank and the scoring rule (``asr``: word error rate; ``kws``: first word of the response against
+the keyword label), the variant the instruction: ``baseline`` asks for the job only, ``p5``
+("steering prompt 5") adds an instruction to attend to the foreground speaker.
 
-Prompt sets: :data:`PROMPTS` below is the built-in set ``aip-closed-v1`` (closed-list KWS), the
-default and the set of the ``demo`` and ``custom`` profiles. The ``paper`` profile uses the
-authors' own prompts (open-answer KWS), read from their inference script — see
-``prompt_for(task, prompt_set="paper")`` and the prompt sets below. The tasks themselves are
-defined in ``aiplib/core/tasks.yaml``.
+A *prompt set* gives every task one text and says whether its KWS prompt is a closed list or an
+open answer. Two are defined in ``tasks.yaml``:
 
-Speech LLMs get ``text`` as the user turn of a chat. Whisper-style recognisers get it as the
-decoder's *initial prompt* (previous-context text, see :mod:`aiplib.inference.models.whisper`), which biases
-spelling and style but is not an instruction the model follows.
+* ``aip-closed-v1`` (aliases ``demo``, ``custom``): the built-in texts of :data:`PROMPTS`,
+  closed-list KWS; the default.
+* ``paper`` (alias ``authors-05``): the ``PROMPTS`` dict of the authors' inference script
+  (``scripts/05_inference.py`` of github.com/IvLabs/AIP-Speech), open-answer KWS. The file is
+  downloaded once into ``<workspace>/raw/prompts/<commit>/`` (or named with ``$PROMPTS_FILE``) and
+  read with :mod:`ast` (:mod:`aiplib.inference.prompt_file`), **never executed**.
 
-
-Prompt sets
------------
-A *prompt set* maps every task of ``aiplib/core/tasks.yaml`` (``asr, kws, asr_steer_p5,
-kws_steer_p5``) to one text and says whether its KWS prompt is a closed list (the keywords are
-named and one is asked for) or an open answer (the spoken word, or ``SILENCE``). Two sets are
-defined in ``aiplib/core/tasks.yaml``:
-
-* ``aip-closed-v1`` (aliases ``demo``, ``custom``) — the texts of :data:`aiplib.inference.prompts.PROMPTS`,
-  closed-list KWS. The default.
-* ``paper`` (alias ``authors-05``) — the ``PROMPTS`` dict of the authors' inference script
-  (``scripts/05_inference.py`` of github.com/IvLabs/AIP-Speech; later revisions of their README
-  call it ``scripts/07_run_inference.py``), open-answer KWS. The file is fetched like a corpus:
-  ``<base_url>/<commit>/<path>`` is downloaded once into ``<workspace>/raw/prompts/<commit>/`` (or
-  a local copy is named with ``$PROMPTS_FILE``), and the dict is read with :mod:`ast` — the file
-  is **never executed** (it imports transformers and patches it at import time).
-
-Every set has a provenance record (:func:`prompt_set_record`: name, source, the file's SHA-256 and
-the texts) and a name that inference rows carry in the field :data:`PROMPT_SET_FIELD`.
-
-Configuration, highest precedence first: function arguments, then ``$PROMPTS_FILE`` (local copy),
-``$PROMPTS_COMMIT``, ``$PROMPTS_BASE_URL``, ``$PROMPTS_PATH``, ``$PROMPTS_SHA256``, then
-``aiplib/core/tasks.yaml``.
-
+Every set has a provenance record (:func:`prompt_set_record`) and a name that inference rows carry
+in :data:`PROMPT_SET_FIELD`. Speech LLMs get a text as the user turn of a chat; Whisper-style
+recognisers as the decoder's initial prompt (:mod:`aiplib.inference.models.whisper`).
 """
 from __future__ import annotations
 
@@ -501,16 +480,39 @@ def fetch_prompts_file(*, base_url: str, commit: str, path: str, cache_dir, sha2
                   "cached_file": str(dest), "downloaded": downloaded}
 
 
-def _setting(arg, key: str, spec_value):
-    if arg is not None:
-        return arg
-    env = os.environ.get(ENV_VARS[key], "").strip()
-    return env or spec_value
+@dataclass(frozen=True)
+class PromptSource:
+    """Where a fetched prompt set's file comes from (each field: None for ``$`` :data:`ENV_VARS`, then
+    the task file's value).
+
+    Attributes
+    ----------
+    prompts_file : str or Path, optional
+        A local copy of the prompts file; when set, nothing is fetched.
+    commit, base_url, path : str, optional
+        URL parts (:func:`prompts_url`).
+    sha256 : str, optional
+        Expected SHA-256 of the file; the task file's pin applies to the fetched file only.
+    cache_dir : str or Path, optional
+        Overrides ``<ws>/raw/prompts``.
+    """
+
+    prompts_file: object = None
+    commit: str | None = None
+    base_url: str | None = None
+    path: str | None = None
+    sha256: str | None = None
+    cache_dir: object = None
+
+    def setting(self, key: str, spec_value=None):
+        """The argument, else its environment variable, else ``spec_value``."""
+        arg = getattr(self, key)
+        if arg is not None:
+            return arg
+        return os.environ.get(ENV_VARS[key], "").strip() or spec_value
 
 
-def get_prompt_set(prompt_set=None, *, ws=None, prompts_file=None, commit: str | None = None,
-                   base_url: str | None = None, path: str | None = None, sha256: str | None = None,
-                   cache_dir=None, progress: bool = False, keywords=None) -> PromptSet:
+def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = False, **source) -> PromptSet:
     """Return a prompt set by name, fetching and parsing its file when it has one.
 
     Parameters
@@ -520,24 +522,16 @@ def get_prompt_set(prompt_set=None, *, ws=None, prompts_file=None, commit: str |
         ``"paper"``/``"authors-05"``), a :class:`PromptSet` (returned as is) or None (the default
         set, ``aip-closed-v1``).
     ws : aiplib.core.workspace.Workspace, optional
-        Its ``raw/prompts/`` folder caches downloaded files; default the ``paper`` workspace
-        (``$AIP_DATA_ROOT/paper``). Unused by built-in sets.
-    prompts_file : str or Path, optional
-        A local copy of the prompts file; default ``$PROMPTS_FILE``. When set, nothing is fetched.
-    commit, base_url, path : str, optional
-        URL parts; default ``$PROMPTS_COMMIT`` / ``$PROMPTS_BASE_URL`` / ``$PROMPTS_PATH``, else
-        the task file's.
-    sha256 : str, optional
-        Expected SHA-256 of the file; default ``$PROMPTS_SHA256``, else the task file's pin
-        (which applies to the fetched file only, not to a ``prompts_file``).
-    cache_dir : str or Path, optional
-        Overrides ``<ws>/raw/prompts``.
-    progress : bool
-        Show a download progress bar.
+        Its ``raw/prompts/`` folder caches downloaded files; default the ``paper`` workspace.
     keywords : str or sequence of str, optional
         Keyword set named by a closed-list (built-in) KWS prompt. Default: the set stored with
-        the KWS item bank of ``ws`` (:func:`aiplib.io.formats.read_item_bank_keywords`), else the
-        task file's default (:data:`aiplib.core.tasks.KEYWORDS`). Open-answer sets name no keywords.
+        the KWS item bank of ``ws`` (:func:`aiplib.io.formats.read_item_bank_keywords`), else
+        :data:`aiplib.core.tasks.KEYWORDS`.
+    progress : bool
+        Show a download progress bar.
+    **source
+        The fields of :class:`PromptSource` (``prompts_file``, ``commit``, ``base_url``, ``path``,
+        ``sha256``, ``cache_dir``).
 
     Returns
     -------
@@ -552,6 +546,7 @@ def get_prompt_set(prompt_set=None, *, ws=None, prompts_file=None, commit: str |
     aiplib.core.errors.DownloadError
         The file has to be fetched and cannot be (no network: use ``PROMPTS_FILE``).
     """
+    src_args = PromptSource(**source)
     if isinstance(prompt_set, PromptSet):
         return prompt_set
     name = canonical_prompt_set_name(prompt_set)
@@ -563,8 +558,8 @@ def get_prompt_set(prompt_set=None, *, ws=None, prompts_file=None, commit: str |
             keywords = read_item_bank_keywords(ws)
         return _builtin_set(name, spec, keywords)
     variable = src.get("variable", "PROMPTS")
-    local = _setting(prompts_file, "prompts_file", None)
-    pin = _setting(sha256, "sha256", None)
+    local = src_args.setting("prompts_file")
+    pin = src_args.setting("sha256")
     if local:
         p = Path(local).expanduser()
         if not p.is_file():
@@ -573,11 +568,12 @@ def get_prompt_set(prompt_set=None, *, ws=None, prompts_file=None, commit: str |
         return prompt_set_from_file(p, name=name, kws_answer=spec["kws_answer"], variable=variable,
                                     sha256=pin, source={"kind": "file", "path": str(p.resolve()),
                                                         "stands_for": src["path"]})
-    commit_ = _setting(commit, "commit", src["commit"])
-    base_ = _setting(base_url, "base_url", src["base_url"])
-    path_ = _setting(path, "path", src["path"])
+    commit_ = src_args.setting("commit", src["commit"])
+    base_ = src_args.setting("base_url", src["base_url"])
+    path_ = src_args.setting("path", src["path"])
     if pin is None and (commit_, base_, path_) == (src["commit"], src["base_url"], src["path"]):
         pin = src.get("sha256")
+    cache_dir = src_args.cache_dir
     if cache_dir is None:
         if ws is None:
 

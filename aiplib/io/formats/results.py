@@ -35,7 +35,7 @@ Whisper's 15 / 20 / 30 s — else None)."""
 RUN_FIELDS = ("raw", "model", "task", "error", *EXTRA_FIELDS)
 """Fields stage 7 writes itself (the response and how it was made); every other field of a
 successful row is a copy of its manifest row (``id`` included), see
-:func:`aiplib.inference.resume.set_aside_stale_rows` which keeps those copies equal to the manifest."""
+:func:`aiplib.inference.resume.resume_file` which keeps those copies equal to the manifest."""
 ERROR_RESPONSE = "__ERROR__"
 """``raw`` of a failed generation (the authors' marker)."""
 
