@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +20,7 @@ from aiplib.inference import keys
 from aiplib.inference.keys import STIM_KEY_FIELD, stimulus_base
 from aiplib.inference.models import decoding_key
 from aiplib.inference.prompts import NO_PROMPT_ID
-from aiplib.inference.shards import select_shard, shard_path
+from aiplib.inference.shards import rewrite_jsonl, select_shard, shard_path
 from aiplib.io.formats import (
     append_jsonl_lines,
     inference_row_json,
@@ -225,20 +224,7 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
         return {"moved": 0, "refreshed": 0, "quarantined": 0}
     if bad:  # kept aside (fsync'ed) before the file is rewritten without them
         side_q = quarantine_lines(path, bad)
-    if move:
-        side = path.parent / "superseded" / path.name
-        side.parent.mkdir(parents=True, exist_ok=True)
-        repair_jsonl(side)
-        with open(side, "ab") as f:
-            f.write(b"".join(x if x.endswith(b"\n") else x + b"\n" for x in move))
-            f.flush()
-            os.fsync(f.fileno())
-    tmp = path.with_name(path.name + ".part")
-    with open(tmp, "wb") as f:
-        f.write(b"".join(out))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    side = rewrite_jsonl(path, b"".join(out), move)
     if move:
         log.warning("%s: %d row(s) answer stimuli, prompts or a model that changed (or left the manifest); "
                     "moved to %s and re-run", path, len(move), side)

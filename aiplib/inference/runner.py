@@ -61,7 +61,7 @@ from aiplib.inference.shards import merge_model, shard_label, shard_lock, shard_
 from aiplib.io.audio import SR
 from aiplib.io.formats import ERROR_RESPONSE, append_jsonl_lines, inference_row_json
 
-__all__ = ["run_suite", "run_inference", "result_path", "raise_if_not_run", "not_applicable", "NO_PROMPT_ID",
+__all__ = ["run_suite", "run_inference", "raise_if_not_run", "not_applicable", "NO_PROMPT_ID",
            "DEFAULT_DECODING", "PAPER_BATCH_SIZE", "DecodingConfig", "RunPlan", "effective_batch_size",
            "STAGE7_TIMES_COLUMNS"]
 
@@ -74,11 +74,6 @@ STAGE7_TIMES_COLUMNS = ["run_start", "condition_family", "models", "tasks", "sec
 SUMMARY_COLUMNS = ["model", "task", "status", "n_stimuli", "n_done_before", "n_run", "n_errors", "seconds",
                    "stimuli_per_s", "manifest_sha256", "error", "file"]
 """Columns of :func:`run_inference`'s summary."""
-
-
-def result_path(ws, model: str, task: str) -> Path:
-    """``<ws>/inference/<model>/<task>.jsonl`` (:meth:`aiplib.core.workspace.Workspace.inference_jsonl`)."""
-    return ws.inference_jsonl(model, task)
 
 
 def run_suite(ws, suite="background", **options):
@@ -245,7 +240,7 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
                           "requested_decoding": config.path, "versions": versions(), "prompt_set": ps_record,
                           "entry": entry.to_dict()})
         return summary + [{"model": entry.id, "task": task, "status": "unavailable", "error": reason,
-                 "file": str(shard_path(result_path(ws, entry.id, task), shard))} for task in tasks]
+                 "file": str(shard_path(ws.inference_jsonl(entry.id, task), shard))} for task in tasks]
     task_stats, info = {}, {}
     run = _ModelRun(ws, entry, rec, plan, config, diag, Throughput(entry.id),
                     bs=int(batch_size or getattr(rec, "batch_size", None) or entry.batch_size or 1))

@@ -37,7 +37,7 @@ from aiplib.io.formats import (
 )
 
 __all__ = ["ShardConflictError", "ShardBusyError", "parse_shard", "coerce_shard", "shard_label", "shard_of",
-           "select_shard", "shard_path", "shard_files", "shard_lock", "busy_shards", "merge_shards",
+           "select_shard", "shard_path", "rewrite_jsonl", "shard_files", "shard_lock", "busy_shards", "merge_shards",
            "merge_run_logs", "merge_diagnostics", "merge_model", "merge_all", "summary_line", "is_shard_file"]
 
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -201,6 +201,26 @@ def busy_shards(model_dir) -> list[str]:
     return busy
 
 
+def rewrite_jsonl(path: Path, content: bytes, moved: list[bytes]) -> Path:
+    """Append the ``moved`` lines to ``superseded/<name>`` beside ``path`` (fsync'ed first), then
+    replace ``path`` by ``content`` atomically (``.part``, fsync, rename); returns the side file."""
+    side = path.parent / "superseded" / path.name
+    if moved:
+        side.parent.mkdir(parents=True, exist_ok=True)
+        repair_jsonl(side)
+        with open(side, "ab") as f:
+            f.write(b"".join(x if x.endswith(b"\n") else x + b"\n" for x in moved))
+            f.flush()
+            os.fsync(f.fileno())
+    tmp = path.with_name(path.name + ".part")
+    with open(tmp, "wb") as f:
+        f.write(content)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return side
+
+
 def _key(row: dict) -> tuple:
     return (str(row.get("id")), row.get("prompt_id"), row.get("stim_key"))
 
@@ -290,17 +310,7 @@ def merge_shards(result_file, shards=None) -> dict:
     result_file.parent.mkdir(parents=True, exist_ok=True)
     new_lines = [inference_row_json(r) for r in new_rows]
     if move or refresh:
-        if move:
-            side = result_file.parent / "superseded" / result_file.name
-            side.parent.mkdir(parents=True, exist_ok=True)
-            repair_jsonl(side)
-            append_jsonl_lines(side, [x.decode("utf-8") for x in move])
-        tmp = result_file.with_name(result_file.name + ".part")
-        with open(tmp, "wb") as f:
-            f.write(b"".join(keep) + "".join(new_lines).encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, result_file)
+        rewrite_jsonl(result_file, b"".join(keep) + "".join(new_lines).encode("utf-8"), move)
     else:
         append_jsonl_lines(result_file, new_lines)
     done_dir = result_file.parent / "merged-shards"
