@@ -20,7 +20,7 @@ from aiplib.inference import keys
 from aiplib.inference.keys import STIM_KEY_FIELD, stimulus_base
 from aiplib.inference.models import decoding_key
 from aiplib.inference.prompts import NO_PROMPT_ID
-from aiplib.inference.shards import rewrite_jsonl, select_shard, shard_path
+from aiplib.inference.shards import parse_line, rewrite_jsonl, select_shard, shard_path
 from aiplib.io.formats import (
     append_jsonl_lines,
     inference_row_json,
@@ -191,11 +191,7 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
     with open(path, "rb") as f:
         lines = f.readlines()
     for number, raw in enumerate(lines, start=1):
-        try:
-            r = json.loads(raw.decode("utf-8"))
-            rid = str(r["id"]) if isinstance(r, dict) and r.get("id") not in (None, "") else None
-        except (UnicodeDecodeError, ValueError):
-            rid = None
+        r, rid = parse_line(raw)
         if rid is None:  # not UTF-8 / JSON / a row: to quarantine/, its stimulus is decoded again
             if raw.strip():
                 bad.append((number, raw))
@@ -296,7 +292,6 @@ def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
     shard, limit, rerun_unkeyed, ps = plan.shard, config.limit, config.rerun_unkeyed, plan.prompt_set
     decoding = decoding_key(entry, config.path)
     main_paths = {t: ws.inference_jsonl(entry.id, t) for t in tasks}
-    tasks = list(main_paths)
     paths = {t: shard_path(main_paths[t], shard) for t in tasks}
     try:
         manifest = read_manifest(ws, family)

@@ -210,7 +210,6 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
     # the batch size asked of the backend (None: its own); the resume key and run log see the one used
     batch_size = eff if config.batch_size is not None or eff != entry.batch_size else None
     entry = dataclasses.replace(entry, batch_size=eff) if eff != entry.batch_size else entry
-    model_dir = Path(ws.inference) / entry.id
     if shard is None:  # an unsharded run owns <task>.jsonl: shard files waiting there are merged first
         merged = merge_model(model_dir)  # (refused while a shard still runs: it reads that file)
         if merged:

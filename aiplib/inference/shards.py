@@ -37,7 +37,7 @@ from aiplib.io.formats import (
 )
 
 __all__ = ["ShardConflictError", "ShardBusyError", "parse_shard", "coerce_shard", "shard_label", "shard_of",
-           "select_shard", "shard_path", "rewrite_jsonl", "shard_files", "shard_lock", "busy_shards", "merge_shards",
+           "select_shard", "shard_path", "rewrite_jsonl", "parse_line", "shard_files", "shard_lock", "busy_shards", "merge_shards",
            "merge_run_logs", "merge_diagnostics", "merge_model", "merge_all", "summary_line", "is_shard_file"]
 
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -221,6 +221,15 @@ def rewrite_jsonl(path: Path, content: bytes, moved: list[bytes]) -> Path:
     return side
 
 
+def parse_line(raw: bytes) -> tuple:
+    """``(row, id)`` of one JSONL line; ``id`` None when it is not UTF-8 JSON of an object with an ``id``."""
+    try:
+        r = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None, None
+    return r, (str(r["id"]) if isinstance(r, dict) and r.get("id") not in (None, "") else None)
+
+
 def _key(row: dict) -> tuple:
     return (str(row.get("id")), row.get("prompt_id"), row.get("stim_key"))
 
@@ -298,11 +307,7 @@ def merge_shards(result_file, shards=None) -> dict:
     if (current or refresh) and result_file.is_file():
         with open(result_file, "rb") as f:
             for line in f:
-                try:
-                    r = json.loads(line.decode("utf-8"))
-                    rid = str(r["id"]) if isinstance(r, dict) and r.get("id") not in (None, "") else None
-                except (UnicodeDecodeError, ValueError):
-                    rid = None
+                r, rid = parse_line(line)
                 stale = (rid in current and not is_error_row(r) and r.get("stim_key") != current[rid])
                 if not stale and rid is not None and not is_error_row(r) and _key(r) in refresh:
                     line = inference_row_json(refresh[_key(r)]).encode("utf-8")
