@@ -95,25 +95,20 @@ class RunPlan:
 
 
 def configure(ws, options: dict) -> tuple[RunPlan, DecodingConfig]:
-    """The plan and decoding of ``run_suite``'s / ``run_inference``'s keyword arguments.
+    """The :class:`RunPlan` and :class:`DecodingConfig` of stage 7's keyword ``options``.
 
-    Parameters
-    ----------
-    ws : Workspace
-        Its profile picks the default prompt set (``paper``: the authors' ``PROMPTS`` dict,
-        ``demo``/``custom``: ``aip-closed-v1``).
-    options : dict
-        ``models`` (registry ids, a comma list or ``"all"``; default ``whisper_tiny_en``),
-        ``tasks`` (``"all"`` or task names), ``prompt_set`` (name or :class:`PromptSet`),
-        ``shard`` (``"i/n"``, ``(i, n)``, None: Slurm's array variables when set, False: none), and
-        the fields of :class:`DecodingConfig` (``decoding`` for its ``path``).
+    ``models`` (ids, a comma list or ``"all"``; default ``whisper_tiny_en``), ``tasks`` (default
+    ``"all"``), ``prompt_set`` (name or :class:`PromptSet`; default the profile's: ``paper`` the
+    authors' ``PROMPTS`` dict, else ``aip-closed-v1``), ``shard`` (``"i/n"``, ``(i, n)``, None: Slurm's
+    array variables when set, False: none), ``decoding`` (the config's ``path``) and the other fields
+    of :class:`DecodingConfig`.
 
     Raises
     ------
     TypeError
         An unknown option.
     KeyError
-        Unknown model id or task name (the message lists the valid ones).
+        Unknown model id or task name (the valid ones listed).
     AiplibParameterError
         Bad ``limit``, ``batch_size`` or ``shard``.
     """

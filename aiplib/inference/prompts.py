@@ -432,29 +432,21 @@ class PromptSource:
 
 
 def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = False, **source) -> PromptSet:
-    """Return a prompt set by name, fetching and parsing its file when it has one.
+    """A prompt set by name, its file fetched and parsed when it has one.
 
     Parameters
     ----------
     prompt_set : str, PromptSet or None
-        A name or alias of ``aiplib/core/tasks.yaml`` (``"aip-closed-v1"``/``"demo"``/``"custom"``,
-        ``"paper"``/``"authors-05"``), a :class:`PromptSet` (returned as is) or None (the default
-        set, ``aip-closed-v1``).
+        A name or alias of ``tasks.yaml``, a :class:`PromptSet` (returned as is) or None (the default).
     ws : aiplib.core.workspace.Workspace, optional
-        Its ``raw/prompts/`` folder caches downloaded files; default the ``paper`` workspace.
+        Its ``raw/prompts/`` caches downloads (default the ``paper`` workspace); its KWS item bank
+        gives the built-in sets' keywords.
     keywords : str or sequence of str, optional
-        Keyword set named by a closed-list (built-in) KWS prompt. Default: the set stored with
-        the KWS item bank of ``ws`` (:func:`aiplib.io.formats.read_item_bank_keywords`), else
-        :data:`aiplib.core.tasks.KEYWORDS`.
+        Keywords of a closed-list KWS prompt (default ``ws``'s, else :data:`aiplib.core.tasks.KEYWORDS`).
     progress : bool
         Show a download progress bar.
     **source
-        The fields of :class:`PromptSource` (``prompts_file``, ``commit``, ``base_url``, ``path``,
-        ``sha256``, ``cache_dir``).
-
-    Returns
-    -------
-    PromptSet
+        The fields of :class:`PromptSource`.
 
     Raises
     ------
@@ -463,7 +455,7 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
     PromptFileError
         The file cannot be parsed, lacks a task's key, or its SHA-256 differs from the pin.
     aiplib.core.errors.DownloadError
-        The file has to be fetched and cannot be (no network: use ``PROMPTS_FILE``).
+        The file has to be fetched and cannot be (offline: use ``PROMPTS_FILE``).
     """
     src_args = PromptSource(**source)
     if isinstance(prompt_set, PromptSet):

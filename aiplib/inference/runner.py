@@ -1,34 +1,21 @@
 """Stage 7: decode every stimulus with every (model, task), resumably, one JSONL row per stimulus.
 
-The path of a run: :func:`run_suite` (notebook 07) → :func:`run_inference` per condition family →
+A run goes :func:`run_suite` (notebook 07) → :func:`run_inference` per condition family →
 :func:`_run_model` per model → :func:`_run_family` per task family (``asr`` with ``asr_steer_p5``,
 ``kws`` with ``kws_steer_p5``) → :mod:`aiplib.inference.batch_decode` per batch.
 
-Files (``ws`` = the workspace)
-------------------------------
-``inference/<model>/<task>.jsonl``
-    Append-only, in the authors' format (IvLabs/AIP-Speech ``scripts/05_inference.py``): every
-    manifest column of the stimulus, then ``raw`` (the model's output), ``model``, ``task``; then
-    :data:`aiplib.io.formats.EXTRA_FIELDS` (``prompt_id, decode_s, audio_s, stim_key, batch_size,
-    window_s`` — ``batch_size`` the stimuli of the ``generate`` call that decoded the row, 1 when a
-    failing batch was retried item by item). A failure is ``{id, raw: "__ERROR__", error, model,
-    task}`` plus the extras; the next run retries it. Readers take the last successful row per
-    ``id`` (:func:`aiplib.io.formats.read_results`).
-``inference/<model>/run_log.jsonl``
-    One object per run (or failed load): decoding path, window, model info (weights, revision or
-    sha256), package versions, start / end, counts, seconds, per-task ``seconds`` and
-    ``decode_seconds``, ``throughput`` (stimuli/s, RTFx; per family too).
-``checks/mix_diagnostics.csv``
-    One row per stimulus materialised (achieved SNR, speech LUFS, peak, clip scale …).
+It writes ``inference/<model>/<task>.jsonl`` (append-only, the authors' row format of IvLabs/AIP-Speech
+``scripts/05_inference.py``: the manifest columns, ``raw``, ``model``, ``task``, then
+:data:`aiplib.io.formats.EXTRA_FIELDS`; a failure is ``{id, raw: "__ERROR__", error, model, task}``
+plus the extras, retried by the next run), ``inference/<model>/run_log.jsonl`` (one record per run
+or failed load: decoding, model info, versions, counts, seconds, throughput) and
+``checks/mix_diagnostics.csv`` (one row per stimulus materialised). Rows are fsync'ed after every
+batch. Resuming is :mod:`aiplib.inference.resume`'s rule; shards write files of their own
+(:mod:`aiplib.inference.shards`).
 
-Resuming: a re-run decodes only the stimuli without a successful row under the current resume key
-(:mod:`aiplib.inference.resume`). Rows are flushed and fsync'ed after every batch, so a kill loses
-at most the batch being decoded. Sharding (``shard="i/n"`` or Slurm's array variables) writes
-files of its own, merged by :func:`aiplib.inference.shards.merge_all` (:mod:`aiplib.inference.shards`).
-
-Each batch of stimuli is materialised once (:func:`aiplib.stimuli.families.materialize`, the next
-batch in a background thread) and decoded with every prompt of its task family that still needs
-it, so a backend can reuse its audio encoding; stimuli are cut to the model's ``max_audio_s``.
+Each batch is materialised once (:func:`aiplib.stimuli.families.materialize`, the next one in a
+background thread), cut to the model's ``max_audio_s`` and decoded with every prompt of its task
+family that still needs it, so a backend can reuse its audio encoding.
 """
 from __future__ import annotations
 
@@ -84,8 +71,8 @@ def run_suite(ws, suite="background", **options):
     ws : Workspace
         Any view; each family runs on ``ws.with_family(cf)``.
     suite : str or sequence of str
-        :func:`aiplib.core.tasks.parse_suite` (``background``, ``competing_speech``, ``channel``,
-        a comma list or ``all``).
+        :func:`aiplib.core.tasks.parse_suite` (``background``, ``competing_speech``, ``channel``, a
+        comma list or ``all``).
     **options
         ``models, tasks, prompt_set, shard, decoding, batch_size, limit, progress, rerun_unkeyed``
         (:func:`aiplib.inference.plan.configure`), resolved once for every family.
@@ -95,9 +82,8 @@ def run_suite(ws, suite="background", **options):
     summary : pandas.DataFrame
         :func:`run_inference`'s rows with a first column ``condition_family``.
     times : pandas.DataFrame
-        One row per family, :data:`STAGE7_TIMES_COLUMNS`: ``seconds`` is the wall time of the
-        family's run (model loading included), ``n_run`` the stimulus-prompt decodes made. Appended
-        to ``checks/stage7_families.csv`` (the shared ``checks`` folder).
+        One row per family (:data:`STAGE7_TIMES_COLUMNS`; ``seconds`` includes model loading),
+        appended to ``checks/stage7_families.csv``.
     """
     plan, config = configure(ws, options)
     start = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -129,7 +115,7 @@ def run_inference(ws, plan: RunPlan | None = None, config: DecodingConfig | None
         Needs ``manifests/<family>.csv`` (stage 5) and the files they point to.
     plan : RunPlan, optional
     config : DecodingConfig, optional
-        Both made from ``options`` when not given (:func:`aiplib.inference.plan.configure`).
+        Made from ``options`` when not given (:func:`aiplib.inference.plan.configure`).
     **options
         As :func:`run_suite` (``models="whisper_tiny_en", tasks="all", decoding="window"`` …).
 
@@ -137,10 +123,9 @@ def run_inference(ws, plan: RunPlan | None = None, config: DecodingConfig | None
     -------
     pandas.DataFrame
         One row per (model, task), :data:`SUMMARY_COLUMNS`. ``status`` is ``done``, ``unavailable``
-        (the model did not load; reason in ``error`` and ``run_log.jsonl``), ``no_manifest`` or
-        ``not_applicable`` (a prompt variant for a model that takes no prompt). ``seconds`` is the
-        task's share of its family loop's wall time (prompts decoded on the same stimuli share it
-        evenly); ``stimuli_per_s = n_run / seconds``.
+        (the model did not load; the reason in ``error`` and ``run_log.jsonl``), ``no_manifest`` or
+        ``not_applicable``. ``seconds`` is the task's share of its family loop's wall time;
+        ``stimuli_per_s = n_run / seconds``.
 
     Raises
     ------
@@ -154,10 +139,7 @@ def run_inference(ws, plan: RunPlan | None = None, config: DecodingConfig | None
     Notes
     -----
     A model that fails to load is logged and skipped; a failing stimulus becomes an ``__ERROR__``
-    row, retried by the next run. Before a model loads, rows whose ``stim_key`` no longer matches
-    are moved to ``superseded/`` and kept rows get the current manifest's reference text, label and
-    seed (:func:`aiplib.inference.resume.resume_file`); a model with nothing left is not loaded
-    (``up_to_date`` in its run log).
+    row. A model with nothing left to decode is not loaded (``up_to_date`` in its run log).
     """
     if plan is None or config is None:
         plan, config = configure(ws, options)
@@ -379,23 +361,13 @@ def _run_family(run: _ModelRun, family: str, fplan: dict) -> dict:
 
 
 def raise_if_not_run(summary: pd.DataFrame) -> None:
-    """Fail loudly when a requested model or task did not run (after the others have).
-
-    The runner logs an unavailable model and goes on with the next, so one missing GPU never
-    costs the other models' work; this check, called at the end of stage 7, then makes the stage
-    fail with one line per model or task that did not run.
-
-    Parameters
-    ----------
-    summary : DataFrame
-        What :func:`run_inference` returned.
+    """Fail, after every model has had its turn, when a requested model or task did not run.
 
     Raises
     ------
     ModelUnavailableError
-        If any row's ``status`` is neither ``done`` nor ``not_applicable`` (a steering task of a
-        model that takes no prompt, :func:`not_applicable`); the message lists each model, task
-        and reason.
+        If a row of ``summary`` (:func:`run_inference`'s) is neither ``done`` nor ``not_applicable``;
+        the message has one line per model, task and reason.
     """
     bad = summary[~summary["status"].isin(["done", "not_applicable"])]
     if len(bad):

@@ -118,18 +118,15 @@ class TransformersRecogniser(Recogniser):
     Parameters
     ----------
     entry : ModelEntry
-        A ``transformers`` registry entry whose ``model_type`` has an adapter.
+        A ``transformers`` entry whose ``model_type`` has an adapter.
     batch_size : int > 0, optional
-        Stimuli per ``generate`` call; default ``entry.batch_size``.
     device : {"cpu", "cuda", "auto"}, optional
-        Overrides ``entry.device``.
     precision : str, optional
-        Overrides ``entry.precision``.
+        Override the entry's.
     local_files_only : bool, optional
-        Never touch the network. Default: True when ``weights`` is a local folder or
-        ``HF_HUB_OFFLINE`` is set, else False.
+        Default: True for a local folder or when ``HF_HUB_OFFLINE`` is set.
     path : str, optional
-        Ignored (the runner's faster-whisper decoding path).
+        Ignored.
 
     Raises
     ------
@@ -268,18 +265,13 @@ class TransformersRecogniser(Recogniser):
         return s
 
     def generate(self, audios, prompts):
-        """Decode a batch greedily (see :meth:`Recogniser.generate`).
+        """Decode a batch greedily (:meth:`Recogniser.generate`).
 
         Parameters
         ----------
         audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
             Cut to ``entry.max_audio_s`` seconds.
         prompts : list of (str or None)
-            The task text of each stimulus (None: audio only).
-
-        Returns
-        -------
-        list of str
 
         Raises
         ------
@@ -356,23 +348,14 @@ def load(entry, **opts) -> TransformersRecogniser:
 
 # --------------------------------------------------------------------------------------------- batch check
 def check_batch_invariance(rec, audios, prompts, *, batch_size: int | None = None) -> dict:
-    """Decode the same stimuli one at a time and in batches of N; report any difference.
-
-    Parameters
-    ----------
-    rec : Recogniser
-        Anything with ``generate`` and a settable ``batch_size`` attribute.
-    audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
-    prompts : list of (str or None)
-    batch_size : int > 1, optional
-        N; default ``rec.batch_size`` (at least 2), at most ``len(audios)``.
+    """Decode the same stimuli one at a time and in batches of N (default ``rec.batch_size``, at
+    least 2, at most ``len(audios)``) and report any difference.
 
     Returns
     -------
     dict
-        ``equal`` (bool), ``n``, ``batch_size``, ``n_diff``, ``differences`` (list of
-        ``{"index", "batch1", "batchN"}``), ``seconds_batch1``, ``seconds_batchN`` and
-        ``speedup`` (batch-1 seconds / batch-N seconds).
+        ``equal``, ``n``, ``batch_size``, ``n_diff``, ``differences`` (``{"index", "batch1",
+        "batchN"}``), ``seconds_batch1``, ``seconds_batchN``, ``speedup``.
     """
     old = rec.batch_size
     n = min(len(audios), max(2, int(batch_size or old or 2)))
