@@ -142,7 +142,10 @@ def run_inference(ws, plan: RunPlan | None = None, config: DecodingConfig | None
     row. A model with nothing left to decode is not loaded (``up_to_date`` in its run log).
     """
     if plan is None or config is None:
-        plan, config = configure(ws, options)
+        made = configure(ws, options)
+        plan, config = plan or made[0], config or made[1]
+    elif options:
+        raise TypeError(f"options {', '.join(options)} given with a plan and a config")
     diag_main = Path(ws.checks) / "mix_diagnostics.csv"
     diag = MixDiagnostics(shard_path(diag_main, plan.shard).with_suffix(".csv"),
                           also_seen=[diag_main] if plan.shard is not None else ())
