@@ -31,21 +31,17 @@ class DecodingConfig:
     Attributes
     ----------
     path : {"window", "fast", "standard"}
-        Decoding path of faster-whisper models (other backends ignore it): ``fast`` encodes each
-        stimulus once for all prompts on Whisper's 30 s window, ``window`` on the shortest of
-        15 / 20 / 30 s leaving 5 s of padding, ``standard`` is faster-whisper's ``transcribe``
-        (30 s, the transcripts of ``fast``). The window policy enters the resume key.
+        Decoding path of faster-whisper models, ignored by other backends
+        (:mod:`aiplib.inference.models.whisper`); its window policy enters the resume key.
     batch_size : int > 0, optional
         Stimuli per ``generate`` call; default :func:`effective_batch_size`.
     limit : int > 0, optional
-        Keep only the first ``limit`` manifest rows per task (smoke runs).
+        Only the first ``limit`` manifest rows per task (smoke runs).
     progress : bool
-        Progress per (model, task family) in stimuli per second (:mod:`aiplib.core.progress`), then
-        one throughput line per model (stimuli/s, RTFx).
+        Progress per (model, task family) and one throughput line per model (stimuli/s, RTFx).
     rerun_unkeyed : bool
-        Re-run the stimuli whose rows carry no resume key (the authors' files); by default such a
-        row counts as done when its prompt id, seed and SNR agree with the manifest
-        (:func:`aiplib.inference.resume.pending_stimuli`).
+        Re-run stimuli whose rows carry no resume key (the authors' files) instead of keeping those
+        whose prompt id, seed and SNR agree (:func:`aiplib.inference.resume.pending_stimuli`).
 
     Raises
     ------

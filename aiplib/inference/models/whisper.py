@@ -81,27 +81,24 @@ class WhisperOptions:
     Attributes
     ----------
     path : {"window", "fast", "standard"}
-        Decoding path (module notes). ``fast`` and ``standard`` give the same transcripts (30 s
-        window); ``window`` encodes on the shortest window of ``windows_s`` that fits.
+        Decoding path (module notes).
     cpu_threads : int, optional
-        CTranslate2 intra-op threads per worker; default ``cores // workers`` (at least 1).
+        CTranslate2 threads per worker; default ``cores // workers`` (at least 1).
     workers : int, optional
-        Fast path on CPU: sub-batches decoded concurrently (CTranslate2 ``inter_threads``);
-        default the number of usable cores. Transcripts do not depend on it.
+        Fast path on CPU: sub-batches decoded concurrently; default the usable cores (transcripts
+        do not depend on it).
     device, compute_type : str, optional
         Override the entry's ``device`` (``auto`` → cuda if present) and ``precision``.
     batch_size : int, optional
         Clips per encoder/decoder call on the fast path; default ``entry.batch_size``.
     windows_s : iterable of int, seconds, optional
-        Fast paths: candidate encoder windows (:func:`window_frames`); default :data:`WINDOWS_S`
-        for ``window``, 30 s only for ``fast`` (see :func:`decoding_config`).
+        Candidate encoder windows (:func:`decoding_config`).
     min_pad_s : float, seconds
         Least zero padding after the stimulus on the ``window`` path (:data:`MIN_PAD_S`).
     no_speech_threshold, log_prob_threshold : float or None
         Whisper's silence rule (None disables it).
     encoder_cache : int >= 0, optional
-        Fast path: encoder outputs kept for reuse (LRU, keyed by a hash of the samples and the
-        window); default ``2 * batch_size``, so a family's second prompt skips the encoder.
+        Fast path: encoder outputs kept (LRU); default ``2 * batch_size``.
     """
 
     path: str = "fast"
@@ -212,7 +209,7 @@ class WhisperRecogniser(Recogniser):
         return window_s(min(int(n_samples), self.max_samples), **self.window)
 
     def generate(self, audios, prompts):
-        """Transcribe a batch (see :meth:`Recogniser.generate`).
+        """Transcribe a batch (:meth:`Recogniser.generate`).
 
         Parameters
         ----------
