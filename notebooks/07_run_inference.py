@@ -5,7 +5,7 @@
 # each task to each model with the task's prompt (the `PROMPTS` dict: a plain ASR / KWS prompt and a
 # "steering" variant, p5, telling the model to ignore the background) and stores one JSON row per
 # stimulus (`id`, `raw`, the manifest columns).
-# **What we do.** The same rows, written by `aiplib.inference.runner.run_inference` for every model of the
+# **What we do.** The same rows, written by `aiplib.inference.runner.run_suite` for every model of the
 # registry (`aiplib/inference/models/registry.yaml`), plus `prompt_id`, `prompt_set`, decoding and audio
 # seconds. Each stimulus is mixed on the fly; rows are appended as they are made, so a re-run
 # continues where the last one stopped and retries failed generations.

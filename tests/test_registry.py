@@ -163,15 +163,15 @@ def test_vllm_entries_mirror_the_transformers_ones(monkeypatch):
         assert (e.max_new_tokens, e.thinker_max_new_tokens, e.max_audio_s) == (
             t.max_new_tokens, t.thinker_max_new_tokens, t.max_audio_s)
         assert e.gated == t.gated and "api_key_env" not in e.extra
-    from aiplib.inference.models.openai_backend import OpenAIRecogniser
+    from aiplib.inference.models.openai_backend import OpenAIOptions, OpenAIRecogniser
 
     monkeypatch.setenv("AIP_VLLM_BASE_URL", "http://gpu-node:9000/v1/")
-    rec = OpenAIRecogniser(reg["qwen25_omni_7b_vllm"], probe=False)
+    rec = OpenAIRecogniser(reg["qwen25_omni_7b_vllm"], OpenAIOptions(probe=False))
     info = rec.info()
     assert info["base_url"] == "http://gpu-node:9000/v1" and info["concurrency"] == 8
     assert info["max_tokens"] == 1024  # the paper's thinker limit for Qwen2.5-Omni
     monkeypatch.delenv("AIP_VLLM_BASE_URL")
-    rec = OpenAIRecogniser(reg["qwen2_audio_7b_vllm"], probe=False)
+    rec = OpenAIRecogniser(reg["qwen2_audio_7b_vllm"], OpenAIOptions(probe=False))
     assert rec.base_url == "http://localhost:8000/v1" and rec.max_tokens == 64
 
 

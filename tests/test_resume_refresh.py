@@ -14,6 +14,7 @@ import pytest
 
 import aiplib.inference.models
 import aiplib.inference.resume
+import aiplib.inference.shards
 from aiplib.io.formats import RUN_FIELDS, read_inference_jsonl, read_manifest
 from aiplib.inference.runner import run_inference
 from aiplib.stimuli.manifests import build_manifests
@@ -151,11 +152,11 @@ def test_interrupted_refresh_loses_nothing(tmp_path, loads, monkeypatch):
         raise Killed
 
     real_replace = os.replace
-    monkeypatch.setattr(aiplib.inference.resume.os, "replace", killed)
+    monkeypatch.setattr(aiplib.inference.shards.os, "replace", killed)
     with pytest.raises(Killed):
         run_inference(ws, tasks="asr", progress=False)
     assert path.read_bytes() == data  # every finished row is still there
-    monkeypatch.setattr(aiplib.inference.resume.os, "replace", real_replace)
+    monkeypatch.setattr(aiplib.inference.shards.os, "replace", real_replace)
     s = run_inference(ws, tasks="asr", progress=False)
     assert s.loc[0, "n_run"] == 0
     rows = _rows(path)

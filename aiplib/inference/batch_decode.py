@@ -1,10 +1,7 @@
 """One batch of stage 7: materialise its stimuli, decode them with one prompt, shape the rows.
 
-Used by :mod:`aiplib.inference.runner` for every (model, family) loop. A stimulus that cannot be
-materialised, and a generation that raises, become error rows (``raw = "__ERROR__"`` with the
-reason); a failing batch is retried item by item so one bad stimulus does not fail its neighbours.
-The row layout is the authors' (IvLabs/AIP-Speech ``scripts/05_inference.py``) plus
-:data:`aiplib.io.formats.EXTRA_FIELDS`.
+A stimulus that cannot be materialised, and a generation that raises, become error rows
+(``raw = "__ERROR__"`` with the reason); a failing batch is retried item by item.
 """
 from __future__ import annotations
 

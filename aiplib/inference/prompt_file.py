@@ -1,6 +1,5 @@
 """Read the literal ``PROMPTS = {...}`` dict of a Python file (the authors' inference script)
-without executing it: the file is parsed with :mod:`ast` (it imports transformers and patches it at
-import time), and only string literals are accepted. Used by :mod:`aiplib.inference.prompts`.
+with :mod:`ast`, never executing it (it imports transformers and patches it at import time).
 """
 from __future__ import annotations
 
@@ -13,12 +12,7 @@ __all__ = ["PromptFileError", "parse_prompts_file"]
 
 
 class PromptFileError(AiplibError, ValueError):
-    """A prompts file cannot be used as a prompt set.
-
-    Raised when the file cannot be read or parsed, holds no literal ``PROMPTS = {...}`` at module
-    level, has a key or value that is not a string literal, or lacks a task's key. The message
-    names the file (and the line, where there is one).
-    """
+    """A prompts file cannot be used as a prompt set (the message names the file and line)."""
 
 
 def _scope_nodes(body):
@@ -92,10 +86,9 @@ def _string(node, where: str) -> str:
 def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
     """Read the literal dict ``variable = {...}`` of a Python file without executing it.
 
-    The file is parsed with :func:`ast.parse`; the one module-level assignment to ``variable``
-    (also inside a module-level ``if``/``try`` block) must be a dict display whose keys are string
-    literals and whose values are string literals — adjacent literals (``"a " "b"``, joined by
-    the parser), parenthesised or joined with ``+``.
+    The one module-level assignment to ``variable`` (also inside a module-level ``if``/``try`` block)
+    must be a dict display of string-literal keys and values (adjacent literals, parenthesised or
+    joined with ``+``).
 
     Parameters
     ----------
@@ -112,11 +105,10 @@ def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
     Raises
     ------
     PromptFileError
-        The file cannot be read or is not valid Python; there is no module-level assignment to
-        ``variable``, or more than one; its value is not a dict display; a key is ``**``
-        unpacking, not a string literal or repeated; a value is not a string literal (an
-        f-string, a name, a call …); or the dict is changed at module level after its literal
-        (``PROMPTS["x"] = …``, ``PROMPTS.update(…)``). The message names the file and line.
+        The file cannot be read or parsed; ``variable`` is assigned never or more than once, or not
+        to a dict display; a key is ``**`` unpacking, not a string literal or repeated; a value is
+        not a string literal (an f-string, a name, a call …); or the dict is changed at module level
+        after its literal (``PROMPTS["x"] = …``, ``PROMPTS.update(…)``).
     """
     p = Path(path)
     try:

@@ -1,44 +1,23 @@
-"""Tasks and the prompts each task gives a recogniser.
+"""Tasks, their prompts and the prompt sets they come from.
 
-A *task* is a (family, prompt variant) pair: the family picks the item bank and the scoring rule
-(``asr``: word error rate; ``kws``: first word of the response against the keyword label), the
-variant picks the instruction. ``baseline`` asks for the job only; ``p5`` ("steering prompt 5")
-adds an instruction to attend to the foreground speaker and ignore the background.
+A *task* (``aiplib/core/tasks.yaml``) is a (family, prompt variant) pair: the family picks the item
+bank and the scoring rule (``asr``: word error rate; ``kws``: first word of the response against
+the keyword label), the variant the instruction: ``baseline`` asks for the job only, ``p5``
+("steering prompt 5") adds an instruction to attend to the foreground speaker.
 
-Prompt sets: :data:`PROMPTS` below is the built-in set ``aip-closed-v1`` (closed-list KWS), the
-default and the set of the ``demo`` and ``custom`` profiles. The ``paper`` profile uses the
-authors' own prompts (open-answer KWS), read from their inference script — see
-``prompt_for(task, prompt_set="paper")`` and the prompt sets below. The tasks themselves are
-defined in ``aiplib/core/tasks.yaml``.
+A *prompt set* gives every task one text and says whether its KWS prompt is a closed list or an
+open answer. Two are defined in ``tasks.yaml``:
 
-Speech LLMs get ``text`` as the user turn of a chat. Whisper-style recognisers get it as the
-decoder's *initial prompt* (previous-context text, see :mod:`aiplib.inference.models.whisper`), which biases
-spelling and style but is not an instruction the model follows.
+* ``aip-closed-v1`` (aliases ``demo``, ``custom``): the built-in texts of :data:`PROMPTS`,
+  closed-list KWS; the default.
+* ``paper`` (alias ``authors-05``): the ``PROMPTS`` dict of the authors' inference script
+  (``scripts/05_inference.py`` of github.com/IvLabs/AIP-Speech), open-answer KWS. The file is
+  downloaded once into ``<workspace>/raw/prompts/<commit>/`` (or named with ``$PROMPTS_FILE``) and
+  read with :mod:`ast` (:mod:`aiplib.inference.prompt_file`), **never executed**.
 
-
-Prompt sets
------------
-A *prompt set* maps every task of ``aiplib/core/tasks.yaml`` (``asr, kws, asr_steer_p5,
-kws_steer_p5``) to one text and says whether its KWS prompt is a closed list (the keywords are
-named and one is asked for) or an open answer (the spoken word, or ``SILENCE``). Two sets are
-defined in ``aiplib/core/tasks.yaml``:
-
-* ``aip-closed-v1`` (aliases ``demo``, ``custom``) — the texts of :data:`aiplib.inference.prompts.PROMPTS`,
-  closed-list KWS. The default.
-* ``paper`` (alias ``authors-05``) — the ``PROMPTS`` dict of the authors' inference script
-  (``scripts/05_inference.py`` of github.com/IvLabs/AIP-Speech; later revisions of their README
-  call it ``scripts/07_run_inference.py``), open-answer KWS. The file is fetched like a corpus:
-  ``<base_url>/<commit>/<path>`` is downloaded once into ``<workspace>/raw/prompts/<commit>/`` (or
-  a local copy is named with ``$PROMPTS_FILE``), and the dict is read with :mod:`ast` — the file
-  is **never executed** (it imports transformers and patches it at import time).
-
-Every set has a provenance record (:func:`prompt_set_record`: name, source, the file's SHA-256 and
-the texts) and a name that inference rows carry in the field :data:`PROMPT_SET_FIELD`.
-
-Configuration, highest precedence first: function arguments, then ``$PROMPTS_FILE`` (local copy),
-``$PROMPTS_COMMIT``, ``$PROMPTS_BASE_URL``, ``$PROMPTS_PATH``, ``$PROMPTS_SHA256``, then
-``aiplib/core/tasks.yaml``.
-
+Every set has a provenance record (:func:`prompt_set_record`) and a name that inference rows carry
+in :data:`PROMPT_SET_FIELD`. Speech LLMs get a text as the user turn of a chat; Whisper-style
+recognisers as the decoder's initial prompt (:mod:`aiplib.inference.models.whisper`).
 """
 from __future__ import annotations
 
@@ -67,17 +46,17 @@ from aiplib.inference.prompt_file import PromptFileError, parse_prompts_file
 from aiplib.io.formats import read_item_bank_keywords
 from aiplib.sources.download import download_file
 
-__all__ = ["TASKS", "PROMPTS", "DEFAULT_PROMPT_SET", "NO_PROMPT_ID", "builtin_prompts", "prompt_for", "task_names", "not_applicable", "PROMPT_SET_FIELD", "ENV_VARS", "PromptSet", "default_prompt_set_name", "prompt_set_names", "canonical_prompt_set_name", "get_prompt_set", "prompts_url", "fetch_prompts_file", "prompt_set_from_file", "prompt_set_record"]
+__all__ = ["TASKS", "PROMPTS", "DEFAULT_PROMPT_SET", "NO_PROMPT_ID", "PROMPT_SET_FIELD", "ENV_VARS", "builtin_prompts",
+           "prompt_for", "task_names", "not_applicable", "PromptSet", "PromptSource", "default_prompt_set_name",
+           "prompt_set_names", "canonical_prompt_set_name", "get_prompt_set", "prompts_url", "fetch_prompts_file",
+           "prompt_set_from_file", "prompt_set_record"]
 
 
 _STEER = ("Listen only to the main foreground speaker and ignore all background sounds, noise, "
           "music and other voices.")
 
 TASKS: dict[str, tuple[str, str]] = {t: (d["family"], d["variant"]) for t, d in task_file()["tasks"].items()}
-"""Task name → (family, prompt variant), from ``aiplib/core/tasks.yaml``. The task name is the ``<task>``
-of the result files."""
-
-
+"""Task name (the ``<task>`` of the result files) → (family, prompt variant), from ``tasks.yaml``."""
 
 def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
     """The built-in prompt set ``aip-closed-v1`` for a closed keyword set.
@@ -85,15 +64,14 @@ def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
     Parameters
     ----------
     keywords : str, sequence of str or None
-        The KWS keyword set named in the KWS prompts (None: the default ten,
-        :data:`aiplib.core.tasks.KEYWORDS`; normalised with :func:`aiplib.core.tasks.normalize_keywords`).
+        The keywords named in the KWS prompts (None: :data:`aiplib.core.tasks.KEYWORDS`).
 
     Returns
     -------
     dict
-        (family, variant) → ``{"prompt_id", "text"}``. With another keyword set than the default
-        the KWS prompt ids end in ``_kw<first 8 hex of the SHA-256 of "w1,w2,...">``, so results
-        (resumed on the prompt id) never mix two keyword sets.
+        (family, variant) → ``{"prompt_id", "text"}``. With other keywords than the default the KWS
+        prompt ids end in ``_kw<first 8 hex of the SHA-256 of "w1,w2,...">``, so results never mix
+        two keyword sets.
 
     Raises
     ------
@@ -126,22 +104,12 @@ def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
 
 
 PROMPTS: dict[tuple[str, str], dict[str, str]] = builtin_prompts()
-"""(family, variant) → ``{"prompt_id", "text"}`` of the built-in prompt set ``aip-closed-v1`` with the
-default keywords. Change ``prompt_id`` whenever ``text`` changes: results are keyed by it."""
+"""(family, variant) → ``{"prompt_id", "text"}`` of ``aip-closed-v1`` with the default keywords
+(change ``prompt_id`` whenever ``text`` changes: results are keyed by it)."""
 
 
 def task_names(tasks="all") -> list[str]:
-    """Expand a task selection into task names.
-
-    Parameters
-    ----------
-    tasks : str or iterable of str
-        ``"all"``, one task name, a comma-separated string, or a list of names.
-
-    Returns
-    -------
-    list of str
-        Task names in :data:`TASKS` order (for ``"all"``) or in the given order.
+    """Expand ``"all"``, a name, a comma list or a list of names into task names.
 
     Raises
     ------
@@ -159,63 +127,31 @@ def task_names(tasks="all") -> list[str]:
 
 
 def prompt_for(task: str, prompt_set=None, **load) -> tuple[str, str]:
-    """The prompt of a task in a prompt set.
-
-    Parameters
-    ----------
-    task : str
-        A key of :data:`TASKS`.
-    prompt_set : str, aiplib.inference.prompts.PromptSet or None
-        A set name or alias (``"aip-closed-v1"``, ``"demo"``, ``"custom"``, ``"paper"``,
-        ``"authors-05"``), a loaded :class:`~aiplib.inference.prompts.PromptSet`, or None for
-        :data:`DEFAULT_PROMPT_SET` (the texts of :data:`PROMPTS`). Load a fetched set once with
-        :func:`aiplib.inference.prompts.get_prompt_set` and pass the object when asking for several tasks.
-    **load
-        Passed to :func:`aiplib.inference.prompts.get_prompt_set` (``ws``, ``prompts_file``, ``commit`` …).
-
-    Returns
-    -------
-    prompt_id : str
-    text : str
+    """``(prompt_id, text)`` of a task in a prompt set (a name, a :class:`PromptSet` or None for
+    :data:`DEFAULT_PROMPT_SET`); ``load`` goes to :func:`get_prompt_set`.
 
     Raises
     ------
     KeyError
-        If ``task`` is unknown; the message lists the valid tasks.
-    aiplib.core.errors.AiplibParameterError
-        If ``prompt_set`` is no known set.
-    aiplib.inference.prompt_file.PromptFileError, aiplib.core.errors.DownloadError
-        If a fetched set cannot be read or downloaded (see ``get_prompt_set``).
+        If ``task`` is unknown (the valid tasks listed).
+    AiplibParameterError, PromptFileError, aiplib.core.errors.DownloadError
+        As :func:`get_prompt_set`.
     """
-
     if task not in TASKS:
         raise KeyError(f"unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
     return get_prompt_set(prompt_set, **load).prompt(task)
 
 
 NO_PROMPT_ID = "none"
-"""``prompt_id`` of the rows of a model that takes no task prompt (``prompt_style: none``): it is
-sent none (:func:`not_applicable`)."""
+"""``prompt_id`` of the rows of a model that takes no task prompt (``prompt_style: none``)."""
 
 
 def not_applicable(entry, tasks) -> dict[str, str]:
-    """The tasks a model cannot do differently from its baseline, with the reason.
+    """``{task: reason}`` of the tasks a model cannot do differently from its baseline.
 
-    A model that takes no task prompt (``prompt_style: none``: CTC and other plain recognisers,
-    backend ``hf_asr``) hears no instruction, so a prompt variant (``asr_steer_p5`` …) would repeat
-    the decode of its family's baseline task: such tasks are *not applicable* to it and are not
-    run (stage 7's summary and ``run_log.jsonl`` say so; stage 8 then has no file to score).
-
-    Parameters
-    ----------
-    entry : aiplib.inference.models.ModelEntry
-    tasks : list of str
-        Task names (:data:`aiplib.inference.prompts.TASKS`).
-
-    Returns
-    -------
-    dict of str → str
-        ``{task: reason}``; empty for a model that takes prompts.
+    A model that takes no task prompt (``prompt_style: none``, e.g. ``hf_asr`` CTC models) hears no
+    instruction, so a prompt variant (``asr_steer_p5`` …) would repeat its family's baseline decode:
+    stage 7 does not run it and says so. Empty for a model that takes prompts.
     """
     if getattr(entry, "takes_prompt", True):
         return {}
@@ -225,33 +161,22 @@ def not_applicable(entry, tasks) -> dict[str, str]:
 
 
 PROMPT_SET_FIELD = "prompt_set"
-"""Name of the field (inference rows, score rows, sidecars) that holds :attr:`PromptSet.name`."""
+"""Field of inference rows, score rows and sidecars holding :attr:`PromptSet.name`."""
 
 ENV_VARS = {"prompts_file": "PROMPTS_FILE", "commit": "PROMPTS_COMMIT",
             "base_url": "PROMPTS_BASE_URL", "path": "PROMPTS_PATH", "sha256": "PROMPTS_SHA256"}
-"""Argument of :func:`get_prompt_set` → environment variable that supplies it when not given."""
+"""Field of :class:`PromptSource` → environment variable that supplies it when not given."""
 
 _COMMIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
-# ------------------------------------------------------------------------------------ task file
 def default_prompt_set_name() -> str:
     """Name of the prompt set used when none is given (``"aip-closed-v1"``)."""
     return task_file()["default_prompt_set"]
 
 
 def prompt_set_names(*, aliases: bool = False) -> list[str]:
-    """Names of the prompt sets of the task file.
-
-    Parameters
-    ----------
-    aliases : bool
-        Also list the aliases (``demo``, ``custom``, ``authors-05``).
-
-    Returns
-    -------
-    list of str
-    """
+    """Names of the prompt sets of the task file (``aliases``: with ``demo``, ``custom``, ``authors-05``)."""
     out = []
     for name, d in task_file()["prompt_sets"].items():
         out.append(name)
@@ -261,7 +186,7 @@ def prompt_set_names(*, aliases: bool = False) -> list[str]:
 
 
 def canonical_prompt_set_name(name: str | None) -> str:
-    """Resolve an alias (or None: the default) to a prompt set's name.
+    """The prompt set an alias (or None: the default) names.
 
     Raises
     ------
@@ -285,25 +210,23 @@ class PromptSet:
     Attributes
     ----------
     name : str
-        Canonical name (``"aip-closed-v1"``, ``"paper"``); what result rows carry in
-        :data:`PROMPT_SET_FIELD`.
+        Canonical name (``"aip-closed-v1"``, ``"paper"``), carried by rows in :data:`PROMPT_SET_FIELD`.
     texts : Mapping[str, str]
-        Task → prompt text, exactly the tasks of :func:`required_tasks`.
+        Task → prompt text, exactly the tasks of :func:`aiplib.core.tasks.required_tasks`.
     prompt_ids : Mapping[str, str]
-        Task → prompt id. Built-in sets keep their ids (``asr_baseline_v1`` …); a set read from a
-        file gets ``<name>_<task>_<first 10 hex of the text's SHA-256>``, so the id changes
-        whenever the text does (stage 7 resumes on it).
+        Task → prompt id: the built-in ids (``asr_baseline_v1`` …), or for a file
+        ``<name>_<task>_<first 10 hex of the text's SHA-256>`` (stage 7 resumes on it).
     kws_answer : str
-        :data:`KWS_CLOSED_LIST` or :data:`KWS_OPEN_ANSWER`.
+        ``closed-list`` or ``open-answer``.
     source : Mapping[str, object]
-        ``{"kind": "builtin", "module": "aiplib.inference.prompts"}``, ``{"kind": "url", "url", "repo",
-        "commit", "path", "cached_file", "downloaded"}`` or ``{"kind": "file", "path"}``.
+        ``{"kind": "builtin", …}``, ``{"kind": "url", "url", "repo", "commit", "path", "cached_file",
+        "downloaded"}`` or ``{"kind": "file", "path"}``.
     sha256 : str or None
         SHA-256 of the prompts file (None for a built-in set).
     variable : str or None
         Name of the dict read from the file (``"PROMPTS"``).
     other_keys : tuple of str
-        Keys of the file's dict that no task uses (other steering prompts), recorded, not used.
+        Keys of the file's dict that no task uses, recorded only.
     """
 
     name: str
@@ -322,13 +245,13 @@ class PromptSet:
         return self.texts[task]
 
     def prompt(self, task: str) -> tuple[str, str]:
-        """``(prompt_id, text)`` of ``task``, as :func:`aiplib.inference.prompts.prompt_for` returns it."""
+        """``(prompt_id, text)`` of ``task``."""
         text = self.text(task)
         return self.prompt_ids[task], text
 
     @property
     def texts_sha256(self) -> str:
-        """SHA-256 of the texts as canonical JSON (sorted keys, UTF-8): one hash for the set."""
+        """SHA-256 of the texts as canonical JSON (sorted keys, UTF-8)."""
         blob = json.dumps(dict(self.texts), sort_keys=True, ensure_ascii=False).encode("utf-8")
         return hashlib.sha256(blob).hexdigest()
 
@@ -338,7 +261,6 @@ class PromptSet:
 
 
 def _builtin_set(name: str, spec: dict, keywords=None) -> PromptSet:
-
     kw = normalize_keywords(keywords)
     prompts = builtin_prompts(kw)
     texts, ids = {}, {}
@@ -352,18 +274,9 @@ def _builtin_set(name: str, spec: dict, keywords=None) -> PromptSet:
 
 
 def prompt_set_record(ps: PromptSet) -> dict:
-    """The provenance record of a prompt set (JSON-serialisable; embed it in sidecars and run logs).
-
-    Parameters
-    ----------
-    ps : PromptSet
-
-    Returns
-    -------
-    dict
-        ``{"prompt_set": name, "kws_answer", "source": {...}, "sha256": file SHA-256 or None,
-        "variable", "texts_sha256", "tasks": {task: {"prompt_id", "text", "text_sha256"}},
-        "other_keys": [...]}``.
+    """The provenance record of a prompt set (JSON-serialisable; for sidecars and run logs):
+    ``{"prompt_set", "kws_answer", "source", "sha256", "variable", "texts_sha256", "tasks": {task:
+    {"prompt_id", "text", "text_sha256"}}, "other_keys"}``.
     """
     return {
         PROMPT_SET_FIELD: ps.name,
@@ -381,12 +294,11 @@ def prompt_set_record(ps: PromptSet) -> dict:
 def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPEN_ANSWER,
                          variable: str = "PROMPTS", source: Mapping | None = None,
                          sha256: str | None = None) -> PromptSet:
-    """Build a prompt set from a prompts file (parsed with :func:`aiplib.inference.prompt_file.parse_prompts_file`).
+    """A prompt set from the literal dict ``variable`` of a Python file (:mod:`aiplib.inference.prompt_file`).
 
     Parameters
     ----------
     path : str or Path
-        The Python file holding ``variable = {task: text, ...}``.
     name : str
         The set's name (recorded in every result row).
     kws_answer : {"open-answer", "closed-list"}
@@ -395,20 +307,14 @@ def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPE
     source : mapping, optional
         Where the file came from; default ``{"kind": "file", "path": <absolute path>}``.
     sha256 : str, optional
-        Expected SHA-256 of the file; checked when given.
-
-    Returns
-    -------
-    PromptSet
-        Texts of the :func:`required_tasks`; the dict's other keys in ``other_keys``.
+        Expected SHA-256 of the file.
 
     Raises
     ------
     PromptFileError
-        As :func:`~aiplib.inference.prompt_file.parse_prompts_file`; also when a required task's key is missing (the message
-        names the file, the missing keys and the keys found) or the SHA-256 differs.
+        As :func:`aiplib.inference.prompt_file.parse_prompts_file`; also for a missing or empty task
+        text (the keys found are named) or another SHA-256.
     """
-
     if kws_answer not in (KWS_CLOSED_LIST, KWS_OPEN_ANSWER):
         raise AiplibParameterError(f"kws_answer must be {KWS_CLOSED_LIST!r} or {KWS_OPEN_ANSWER!r}, "
                                    f"got {kws_answer!r}")
@@ -438,13 +344,12 @@ def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPE
 
 # ------------------------------------------------------------------------------------ fetching
 def prompts_url(base_url: str, commit: str, path: str) -> str:
-    """``<base_url>/<commit>/<path>`` (the raw-file URL layout of raw.githubusercontent.com).
+    """``<base_url>/<commit>/<path>`` (the layout of raw.githubusercontent.com).
 
     Raises
     ------
     AiplibParameterError
-        If ``commit`` is not a plain name (letters, digits, ``._-``) or ``path`` is absolute or has
-        ``..`` (both become folder names of the cache).
+        If ``commit`` is not a plain name (letters, digits, ``._-``) or ``path`` is absolute or has ``..``.
     """
     if not isinstance(commit, str) or not _COMMIT_RE.match(commit):
         raise AiplibParameterError(f"prompts commit must be a commit hash or plain ref name, got {commit!r}")
@@ -458,36 +363,29 @@ def fetch_prompts_file(*, base_url: str, commit: str, path: str, cache_dir, sha2
                        progress: bool = False) -> tuple[Path, dict]:
     """Download a prompts file once into ``<cache_dir>/<commit>/<file name>`` (reused offline).
 
-    Uses :func:`aiplib.sources.download.download_file` (HTTP(S), resumable, verified against ``sha256``
-    when given, else the announced size). This needs network access once per commit.
-
     Parameters
     ----------
     base_url, commit, path : str
-        URL parts, see :func:`prompts_url`.
+        URL parts (:func:`prompts_url`).
     cache_dir : str or Path
-        Cache root (normally ``<workspace>/raw/prompts``).
+        Normally ``<workspace>/raw/prompts``.
     sha256 : str, optional
-        Expected SHA-256; a cached copy that differs raises.
+        Expected SHA-256 (:func:`aiplib.sources.download.download_file` verifies it).
     progress : bool
-        Show a download progress bar.
 
     Returns
     -------
     path : pathlib.Path
-        The cached file.
     source : dict
-        ``{"kind": "url", "url", "base_url", "commit", "path", "cached_file", "downloaded": bool}``.
+        ``{"kind": "url", "url", "base_url", "commit", "path", "cached_file", "downloaded"}``.
 
     Raises
     ------
     aiplib.core.errors.DownloadError
-        The server cannot be reached or answers with an error (the message names the URL and says
-        to use ``PROMPTS_FILE`` offline).
+        No answer or an error status (the message says to use ``PROMPTS_FILE`` offline).
     aiplib.core.errors.ChecksumError
         The download does not match ``sha256``.
     """
-
     url = prompts_url(base_url, commit, path)
     dest = Path(cache_dir) / commit / PurePosixPath(path).name
     downloaded = False
@@ -501,47 +399,54 @@ def fetch_prompts_file(*, base_url: str, commit: str, path: str, cache_dir, sha2
                   "cached_file": str(dest), "downloaded": downloaded}
 
 
-def _setting(arg, key: str, spec_value):
-    if arg is not None:
-        return arg
-    env = os.environ.get(ENV_VARS[key], "").strip()
-    return env or spec_value
+@dataclass(frozen=True)
+class PromptSource:
+    """Where a fetched prompt set's file comes from (each field: None for ``$`` :data:`ENV_VARS`, then
+    the task file's value).
+
+    Attributes
+    ----------
+    prompts_file : str or Path, optional
+        A local copy of the prompts file; when set, nothing is fetched.
+    commit, base_url, path : str, optional
+        URL parts (:func:`prompts_url`).
+    sha256 : str, optional
+        Expected SHA-256 of the file; the task file's pin applies to the fetched file only.
+    cache_dir : str or Path, optional
+        Overrides ``<ws>/raw/prompts``.
+    """
+
+    prompts_file: object = None
+    commit: str | None = None
+    base_url: str | None = None
+    path: str | None = None
+    sha256: str | None = None
+    cache_dir: object = None
+
+    def setting(self, key: str, spec_value=None):
+        """The argument, else its environment variable, else ``spec_value``."""
+        arg = getattr(self, key)
+        if arg is not None:
+            return arg
+        return os.environ.get(ENV_VARS[key], "").strip() or spec_value
 
 
-def get_prompt_set(prompt_set=None, *, ws=None, prompts_file=None, commit: str | None = None,
-                   base_url: str | None = None, path: str | None = None, sha256: str | None = None,
-                   cache_dir=None, progress: bool = False, keywords=None) -> PromptSet:
-    """Return a prompt set by name, fetching and parsing its file when it has one.
+def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = False, **source) -> PromptSet:
+    """A prompt set by name, its file fetched and parsed when it has one.
 
     Parameters
     ----------
     prompt_set : str, PromptSet or None
-        A name or alias of ``aiplib/core/tasks.yaml`` (``"aip-closed-v1"``/``"demo"``/``"custom"``,
-        ``"paper"``/``"authors-05"``), a :class:`PromptSet` (returned as is) or None (the default
-        set, ``aip-closed-v1``).
+        A name or alias of ``tasks.yaml``, a :class:`PromptSet` (returned as is) or None (the default).
     ws : aiplib.core.workspace.Workspace, optional
-        Its ``raw/prompts/`` folder caches downloaded files; default the ``paper`` workspace
-        (``$AIP_DATA_ROOT/paper``). Unused by built-in sets.
-    prompts_file : str or Path, optional
-        A local copy of the prompts file; default ``$PROMPTS_FILE``. When set, nothing is fetched.
-    commit, base_url, path : str, optional
-        URL parts; default ``$PROMPTS_COMMIT`` / ``$PROMPTS_BASE_URL`` / ``$PROMPTS_PATH``, else
-        the task file's.
-    sha256 : str, optional
-        Expected SHA-256 of the file; default ``$PROMPTS_SHA256``, else the task file's pin
-        (which applies to the fetched file only, not to a ``prompts_file``).
-    cache_dir : str or Path, optional
-        Overrides ``<ws>/raw/prompts``.
+        Its ``raw/prompts/`` caches downloads (default the ``paper`` workspace); its KWS item bank
+        gives the built-in sets' keywords.
+    keywords : str or sequence of str, optional
+        Keywords of a closed-list KWS prompt (default ``ws``'s, else :data:`aiplib.core.tasks.KEYWORDS`).
     progress : bool
         Show a download progress bar.
-    keywords : str or sequence of str, optional
-        Keyword set named by a closed-list (built-in) KWS prompt. Default: the set stored with
-        the KWS item bank of ``ws`` (:func:`aiplib.io.formats.read_item_bank_keywords`), else the
-        task file's default (:data:`aiplib.core.tasks.KEYWORDS`). Open-answer sets name no keywords.
-
-    Returns
-    -------
-    PromptSet
+    **source
+        The fields of :class:`PromptSource`.
 
     Raises
     ------
@@ -550,8 +455,9 @@ def get_prompt_set(prompt_set=None, *, ws=None, prompts_file=None, commit: str |
     PromptFileError
         The file cannot be parsed, lacks a task's key, or its SHA-256 differs from the pin.
     aiplib.core.errors.DownloadError
-        The file has to be fetched and cannot be (no network: use ``PROMPTS_FILE``).
+        The file has to be fetched and cannot be (offline: use ``PROMPTS_FILE``).
     """
+    src_args = PromptSource(**source)
     if isinstance(prompt_set, PromptSet):
         return prompt_set
     name = canonical_prompt_set_name(prompt_set)
@@ -559,12 +465,11 @@ def get_prompt_set(prompt_set=None, *, ws=None, prompts_file=None, commit: str |
     src = spec["source"]
     if src == "builtin":
         if keywords is None and ws is not None:
-
             keywords = read_item_bank_keywords(ws)
         return _builtin_set(name, spec, keywords)
     variable = src.get("variable", "PROMPTS")
-    local = _setting(prompts_file, "prompts_file", None)
-    pin = _setting(sha256, "sha256", None)
+    local = src_args.setting("prompts_file")
+    pin = src_args.setting("sha256")
     if local:
         p = Path(local).expanduser()
         if not p.is_file():
@@ -573,14 +478,14 @@ def get_prompt_set(prompt_set=None, *, ws=None, prompts_file=None, commit: str |
         return prompt_set_from_file(p, name=name, kws_answer=spec["kws_answer"], variable=variable,
                                     sha256=pin, source={"kind": "file", "path": str(p.resolve()),
                                                         "stands_for": src["path"]})
-    commit_ = _setting(commit, "commit", src["commit"])
-    base_ = _setting(base_url, "base_url", src["base_url"])
-    path_ = _setting(path, "path", src["path"])
+    commit_ = src_args.setting("commit", src["commit"])
+    base_ = src_args.setting("base_url", src["base_url"])
+    path_ = src_args.setting("path", src["path"])
     if pin is None and (commit_, base_, path_) == (src["commit"], src["base_url"], src["path"]):
         pin = src.get("sha256")
+    cache_dir = src_args.cache_dir
     if cache_dir is None:
         if ws is None:
-
             ws = workspace("paper")
         cache_dir = Path(ws.raw) / "prompts"
     file, source = fetch_prompts_file(base_url=base_, commit=commit_, path=path_, cache_dir=cache_dir,

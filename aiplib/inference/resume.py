@@ -1,19 +1,16 @@
 """Stage 7's resume rule: which manifest rows still need an answer, keyed on what the model heard.
 
-Every inference row carries ``stim_key`` (:func:`stimulus_keys`): a hash of the manifest row's
-content (ids, seed, background offset, SNR, files and their SHA-256), the prompt text and the
-registry entry. A row whose key no longer matches (the stimulus, prompt or model changed) is moved
-to ``<model>/superseded/<task>.jsonl`` before anything is decoded (:func:`set_aside_stale_rows`),
-so no reader can take an old transcript for a changed stimulus, and the kept rows' copies of their
-manifest row (reference text, label, a clean row's seed …, which the key does not cover) are brought
-up to date; :func:`pending_stimuli` lists what is left. Rows written without a key (the authors' files, older versions) follow
-:data:`UNKEYED_CHECK_FIELDS`. Used by :mod:`aiplib.inference.runner` and :mod:`aiplib.inference.shards`.
+Every inference row carries ``stim_key`` (:func:`stimulus_keys`: the manifest row's content and
+audio files, the prompt text and the registry entry). Before a model loads, rows whose key no
+longer matches move to ``<model>/superseded/<task>.jsonl`` and the kept rows' copies of their
+manifest row (reference text, label, a clean row's seed …, which the key does not cover) are
+brought up to date (:func:`resume_file`); :func:`pending_stimuli` lists what is left. Rows without
+a key (the authors' files) follow :data:`UNKEYED_CHECK_FIELDS`.
 """
 from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -21,8 +18,9 @@ import pandas as pd
 from aiplib.core import stamps
 from aiplib.inference import keys
 from aiplib.inference.keys import STIM_KEY_FIELD, stimulus_base
+from aiplib.inference.models import decoding_key
 from aiplib.inference.prompts import NO_PROMPT_ID
-from aiplib.inference.shards import select_shard, shard_path
+from aiplib.inference.shards import parse_line, rewrite_jsonl, select_shard, shard_path
 from aiplib.io.formats import (
     append_jsonl_lines,
     inference_row_json,
@@ -34,15 +32,14 @@ from aiplib.io.formats import (
 )
 from aiplib.stimuli.manifests import manifest_hash, read_manifest
 
-__all__ = ["UNKEYED_CHECK_FIELDS", "pending_stimuli", "stimulus_keys", "set_aside_stale_rows", "resume_file",
+__all__ = ["UNKEYED_CHECK_FIELDS", "pending_stimuli", "stimulus_keys", "resume_file",
            "refreshed_row", "refreshed_copies", "plan_family"]
 
 log = logging.getLogger(__name__)
 
 
 UNKEYED_CHECK_FIELDS = ("seed", "snr_db")
-"""Manifest columns compared for a row written without a resume key (the authors' rows carry
-them): a row whose value differs from the current manifest's is of another stimulus."""
+"""Manifest columns compared for a row written without a resume key (the authors' rows)."""
 
 
 def _same_value(a, b) -> bool:
@@ -53,15 +50,16 @@ def _same_value(a, b) -> bool:
 
 
 def _check_fields(manifest: pd.DataFrame) -> dict:
-    """``{id: {field: value}}`` of :data:`UNKEYED_CHECK_FIELDS` (fast: no full ``to_dict``)."""
+    """``{id: {field: value}}`` of :data:`UNKEYED_CHECK_FIELDS`."""
     cols = [c for c in UNKEYED_CHECK_FIELDS if c in manifest.columns]
     vals = [manifest[c].tolist() for c in cols]
     return {i: dict(zip(cols, v)) for i, *v in zip(manifest["id"].tolist(), *vals)}
 
 
 def _unkeyed_matches(row: dict, mrow: dict | None, prompt_id: str | None) -> bool:
-    """A row without ``stim_key`` still answers the current stimulus: same (or no) ``prompt_id``
-    and the same :data:`UNKEYED_CHECK_FIELDS` where the row has them."""
+    """A row without ``stim_key`` answers the current stimulus: same (or no) ``prompt_id`` and the
+    same :data:`UNKEYED_CHECK_FIELDS` where the row has them.
+    """
     if row.get("prompt_id") not in (None, prompt_id):
         return False
     if mrow is None:
@@ -72,7 +70,7 @@ def _unkeyed_matches(row: dict, mrow: dict | None, prompt_id: str | None) -> boo
 
 def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict | None = None,
                     rerun_unkeyed: bool = False) -> pd.DataFrame:
-    """Manifest rows still to decode.
+    """Manifest rows still to decode, in manifest order.
 
     Parameters
     ----------
@@ -81,23 +79,13 @@ def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict 
     path : str or Path
         ``inference/<model>/<task>.jsonl``.
     prompt_id : str
-        The current prompt's id.
     keys : dict of str → str, optional
-        The current resume key of each stimulus id (:func:`stimulus_keys`). A successful row
-        with a ``stim_key`` counts as done only when it equals ``keys[id]``. None: the rule of
-        rows without a key for every row.
+        The current key per stimulus id (:func:`stimulus_keys`); a keyed row counts as done only
+        when it matches. None: the rule of unkeyed rows for every row.
     rerun_unkeyed : bool
-        Rows without ``stim_key`` (the authors' files, files of older versions) never count
-        as done. By default they count when their ``prompt_id`` is the current one or absent
-        and their ``seed`` and ``snr_db``, where present, equal the manifest's (their audio
-        files cannot be checked).
-
-    Returns
-    -------
-    pandas.DataFrame
-        The rows of ``manifest`` without a successful row that answers them, in manifest order.
+        Rows without ``stim_key`` never count as done; by default they do when their ``prompt_id``
+        is current or absent and their ``seed`` and ``snr_db``, where present, equal the manifest's.
     """
-
     path = Path(path)
     done = set()
     if path.is_file():
@@ -116,15 +104,11 @@ def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict 
 
 def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases: dict | None = None,
                   decoding: dict | None = None) -> dict:
-    """The resume key of every manifest row for one prompt and one model.
+    """``{stimulus id: resume key}`` of every manifest row for one prompt and one model.
 
-    Key = :func:`aiplib.inference.keys.stimulus_key` of the row's :func:`aiplib.inference.keys.stimulus_base`
-    (``id, seed, bg_offset, snr_db, background_id, condition, speech_path, bg_path`` and the
-    SHA-256 of the speech and background files; rows of the ``competing_speech`` and ``channel``
-    condition families add their family columns, and the distractor table's SHA-256 or the
-    external tool's version), the SHA-256 of ``prompt_text`` and
-    :func:`aiplib.inference.keys.entry_sha256` of ``entry`` and, when given, the SHA-256 of ``decoding``:
-    16 hex digits.
+    Key = :func:`aiplib.inference.keys.stimulus_key` of the row's :func:`aiplib.inference.keys.stimulus_base`,
+    the SHA-256 of ``prompt_text``, :func:`aiplib.inference.keys.entry_sha256` of ``entry`` and, when
+    given, the SHA-256 of ``decoding`` (16 hex digits).
 
     Parameters
     ----------
@@ -136,16 +120,9 @@ def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases:
     bases : dict, optional
         ``{id: base}`` computed before (shared by the tasks of a family).
     decoding : dict, optional
-        The output-deciding decoding options of the run (:func:`aiplib.inference.models.decoding_key`, e.g.
-        the embedded Whisper's window policy ``{"windows_s": [15, 20, 30], "min_pad_s": 5.0}``);
-        None for the backend's reference decoding (the key rows always had).
-
-    Returns
-    -------
-    dict of str → str
-        ``{stimulus id: key}``.
+        The output-deciding decoding options (:func:`aiplib.inference.models.decoding_key`, e.g. the
+        embedded Whisper's window policy); None for a backend's reference decoding.
     """
-
     if bases is None:
         hashes: dict = {}
         bases = {r["id"]: keys.stimulus_base(r, ws, hashes) for r in manifest.to_dict("records")}
@@ -163,51 +140,26 @@ def _differs(a, b) -> bool:
 def refreshed_row(row: dict, mrow: dict) -> dict | None:
     """``row`` with its manifest copy brought up to date, or None when it already is.
 
-    A successful inference row is its manifest row's columns followed by
-    :data:`aiplib.io.formats.RUN_FIELDS` (:func:`aiplib.inference.runner.run_inference` writes
-    ``{**manifest_row, raw, model, task, …}``). The refreshed row is what a run would write now
-    for the same answer: every column of ``mrow`` (the current manifest row, values as stored,
-    :func:`aiplib.io.formats.json_values`) first, in manifest order, then the row's other fields in
-    their order with their values (``raw``, ``stim_key`` … are never changed; a field of neither,
-    e.g. an old manifest column, is kept).
-
-    Parameters
-    ----------
-    row : dict
-        A row read back from ``inference/<model>/<task>.jsonl``.
-    mrow : dict
-        ``json_values`` of its current manifest row.
+    The refreshed row is what a run would write now for the same answer: every column of ``mrow``
+    (the current manifest row, :func:`aiplib.io.formats.json_values`) first, in manifest order, then
+    the row's other fields (``raw``, ``stim_key`` … unchanged; an old manifest column is kept).
     """
     if all(k in row and not _differs(row[k], v) for k, v in mrow.items()):
         return None
     return {**mrow, **{k: v for k, v in row.items() if k not in mrow}}
 
 
-def set_aside_stale_rows(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *,
-                         rerun_unkeyed: bool = False, refresh: bool = True,
-                         records: list | None = None) -> int:
-    """Move the rows of ``path`` that no longer answer the current manifest to
-    ``<model>/superseded/<task>.jsonl``, so no reader can take an old transcript for a changed
-    stimulus; bring the manifest fields of the kept rows up to date.
+def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rerun_unkeyed: bool = False,
+                refresh: bool = True, records: list | None = None) -> dict:
+    """Set aside the rows of ``path`` that no longer answer the current manifest; refresh the kept ones.
 
-    A row is moved when its ``id`` is not in ``manifest`` (an item or background that left), its
-    ``stim_key`` differs from ``keys[id]`` (the stimulus, the prompt or the model changed), or —
-    a successful row without a key — it fails the rule of :func:`pending_stimuli` (other seed or
-    SNR, other prompt id; every one with ``rerun_unkeyed``). Error rows without a key stay (they
-    are retried and never scored).
-
-    A kept successful row with a key (ours) answers the same audio, but its copy of the manifest
-    row can be old: the key covers what the model heard, not the reference ``transcript`` or
-    ``keyword`` / ``is_target``, a clean row's ``seed``, ``bg_active``, ``accent_group``,
-    ``duration_s`` … With ``refresh`` those fields are replaced by the current manifest row's
-    (:func:`refreshed_row`; the response fields :data:`aiplib.io.formats.RUN_FIELDS` are untouched),
-    so a reader of the file alone (``make score INFERENCE_DIR=…``) scores against the current
-    references. Rows without a key (the authors' files) are not changed.
-
-    The file is rewritten only when a line moves or a row is refreshed: atomically (a ``.part``
-    file, fsync, rename), other lines byte for byte; moved lines are appended (and fsync'ed) to
-    the superseded file first, so an interruption never loses a row. With nothing to do the file
-    is only read.
+    A row moves to ``superseded/<task>.jsonl`` when its ``id`` left the manifest, its ``stim_key``
+    differs from ``keys[id]``, or (a successful row without a key) it fails :func:`pending_stimuli`'s
+    rule. Unkeyed error rows stay. With ``refresh``, kept keyed rows get the current manifest fields
+    (:func:`refreshed_row`). Unreadable lines (not UTF-8, not JSON, no ``id``) move with their line
+    number to ``quarantine/<task>.jsonl`` and their stimuli are decoded again. The file is rewritten
+    (atomically: ``.part``, fsync, rename; moved lines fsync'ed to their side file first) only when
+    something changes.
 
     Parameters
     ----------
@@ -218,29 +170,15 @@ def set_aside_stale_rows(path, manifest: pd.DataFrame, keys: dict, prompt_id: st
     keys : dict
         :func:`stimulus_keys` for this task and model.
     prompt_id : str
-    rerun_unkeyed : bool
-    refresh : bool
-        Refresh the manifest fields of kept keyed rows (default True).
+    rerun_unkeyed, refresh : bool
     records : list of dict, optional
-        ``manifest.to_dict("records")`` when the caller has it (saves a conversion).
+        ``manifest.to_dict("records")`` when the caller has it.
 
     Returns
     -------
-    int
-        Rows moved (the rows refreshed are logged, see :func:`resume_file`).
+    dict
+        ``{"moved", "refreshed", "quarantined"}`` row counts.
     """
-    return resume_file(path, manifest, keys, prompt_id, rerun_unkeyed=rerun_unkeyed, refresh=refresh,
-                       records=records)["moved"]
-
-
-def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rerun_unkeyed: bool = False,
-                refresh: bool = True, records: list | None = None) -> dict:
-    """:func:`set_aside_stale_rows`, returning ``{"moved": int, "refreshed": int, "quarantined": int}``
-    (rows moved to ``superseded/``, kept rows whose manifest fields were brought up to date, and
-    unreadable lines — not UTF-8, not JSON, not an object with an ``id`` — moved with their line
-    number to ``quarantine/<task>.jsonl`` by :func:`aiplib.io.formats.quarantine_lines`; the stimulus
-    such a line answered has no row left, so the same run decodes it again)."""
-
     path = Path(path)
     if not path.is_file():
         return {"moved": 0, "refreshed": 0, "quarantined": 0}
@@ -253,11 +191,7 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
     with open(path, "rb") as f:
         lines = f.readlines()
     for number, raw in enumerate(lines, start=1):
-        try:
-            r = json.loads(raw.decode("utf-8"))
-            rid = str(r["id"]) if isinstance(r, dict) and r.get("id") not in (None, "") else None
-        except (UnicodeDecodeError, ValueError):
-            rid = None
+        r, rid = parse_line(raw)
         if rid is None:  # not UTF-8 / JSON / a row: to quarantine/, its stimulus is decoded again
             if raw.strip():
                 bad.append((number, raw))
@@ -286,20 +220,7 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
         return {"moved": 0, "refreshed": 0, "quarantined": 0}
     if bad:  # kept aside (fsync'ed) before the file is rewritten without them
         side_q = quarantine_lines(path, bad)
-    if move:
-        side = path.parent / "superseded" / path.name
-        side.parent.mkdir(parents=True, exist_ok=True)
-        repair_jsonl(side)
-        with open(side, "ab") as f:
-            f.write(b"".join(x if x.endswith(b"\n") else x + b"\n" for x in move))
-            f.flush()
-            os.fsync(f.fileno())
-    tmp = path.with_name(path.name + ".part")
-    with open(tmp, "wb") as f:
-        f.write(b"".join(out))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    side = rewrite_jsonl(path, b"".join(out), move)
     if move:
         log.warning("%s: %d row(s) answer stimuli, prompts or a model that changed (or left the manifest); "
                     "moved to %s and re-run", path, len(move), side)
@@ -314,22 +235,12 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
 
 
 def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> list[dict]:
-    """For a shard, which never rewrites ``<task>.jsonl``: the rows of ``main_path`` it would
-    refresh, as new rows for its own file (``own_path``), so the merge can replace them.
+    """For a shard, which never rewrites ``<task>.jsonl``: the rows of ``main_path`` it would refresh.
 
-    A successful keyed row of ``main_path`` whose ``id`` is in ``ids`` (the shard's stimuli),
-    whose ``stim_key`` is current (``keys[id]``) and whose manifest copy is old
-    (:func:`refreshed_row` of the manifest row in ``records``) gives its refreshed row, unless
-    ``own_path`` already holds that very row (a shard run again adds nothing).
-    :func:`aiplib.inference.shards.merge_shards` then puts it in place of the main file's row (same id,
-    key and answer, other manifest fields).
-
-    Returns
-    -------
-    list of dict
-        Rows to append to ``own_path``, in ``main_path`` order.
+    Each successful keyed row of a stimulus in ``ids`` whose ``stim_key`` is current and whose
+    manifest copy is old gives its :func:`refreshed_row`, unless ``own_path`` already holds it; the
+    rows are for ``own_path``, and :func:`aiplib.inference.shards.merge_shards` puts them in place.
     """
-
     main_path, own_path = Path(main_path), Path(own_path)
     if not main_path.is_file():
         return []
@@ -350,21 +261,37 @@ def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> lis
     return out
 
 
-def plan_family(ws, entry, family: str, main_paths: dict, *, limit, ps, rerun_unkeyed: bool,
-                shard: tuple[int, int] | None = None, decoding: dict | None = None) -> dict:
-    """Before a model loads: the resume keys of one family's stimuli, stale rows set aside, and
-    what is left to decode per task. ``n_work`` = 0 means nothing (``result`` then holds the
-    per-task summary). ``main_paths``: ``{task: inference/<model>/<task>.jsonl}`` of the tasks to
-    plan (:func:`aiplib.inference.runner.result_path`). Stage 7's plan, made before its model loads
-    (:func:`aiplib.inference.runner.run_inference`); ``decoding`` enters the resume keys
-    (:func:`stimulus_keys`).
+def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
+    """Before a model loads: the resume keys of one task family's stimuli, stale rows set aside, and
+    what is left to decode per task.
 
-    With ``shard`` = ``(i, n)``: the stimuli (of the first ``limit``) whose id hashes to ``i``,
-    less those with a current row in ``<task>.jsonl`` (read, never written) or in the shard's
-    own ``<task>.shard-<i>-of-<n>.jsonl`` (repaired, its stale rows set aside, appended to);
-    ``paths`` are then the shard files."""
+    Parameters
+    ----------
+    ws : Workspace
+    entry : aiplib.inference.models.ModelEntry
+        With the batch size it decodes with.
+    family : str
+        Task family (``asr``, ``kws``): its manifest.
+    tasks : list of str
+        The family's tasks to plan.
+    plan : aiplib.inference.plan.RunPlan
+        Its prompt set and shard.
+    config : aiplib.inference.plan.DecodingConfig
+        Its ``limit``, ``rerun_unkeyed`` and ``path`` (whose :func:`aiplib.inference.models.decoding_key`
+        enters the keys).
 
-    tasks = list(main_paths)
+    Returns
+    -------
+    dict
+        ``n_work`` (0: nothing to decode), ``result`` (per-task summary rows), and when the manifest
+        exists ``manifest, m_sha, prompts, keys, todo, paths, refreshed``. With a shard ``(i, n)``:
+        the stimuli (of the first ``limit``) whose id hashes to ``i``, less those with a current row
+        in ``<task>.jsonl`` (read, never written) or in the shard's own file (repaired, its stale
+        rows set aside, appended to); ``paths`` are then the shard files.
+    """
+    shard, limit, rerun_unkeyed, ps = plan.shard, config.limit, config.rerun_unkeyed, plan.prompt_set
+    decoding = decoding_key(entry, config.path)
+    main_paths = {t: ws.inference_jsonl(entry.id, t) for t in tasks}
     paths = {t: shard_path(main_paths[t], shard) for t in tasks}
     try:
         manifest = read_manifest(ws, family)

@@ -1,10 +1,6 @@
-"""Stage 7's run records: the per-stimulus mixing diagnostics file and the per-model throughput.
-
-``checks/mix_diagnostics.csv`` (:class:`MixDiagnostics`, columns :data:`MIX_DIAG_FIELDS`) gets one
-row per stimulus materialised — achieved SNR, speech LUFS, peak, clip scale, background offset and
-activity — appended as the run goes and never duplicated. :class:`Throughput` sums what a model
-decoded (stimuli, decodes, audio seconds, wall seconds) into the ``throughput`` record of
-``run_log.jsonl`` and the summary line of the make output.
+"""Stage 7's run records: ``checks/mix_diagnostics.csv`` (:class:`MixDiagnostics`, one row per
+stimulus materialised, never duplicated), the per-model :class:`Throughput` of ``run_log.jsonl``,
+and the helpers that write run-log records.
 """
 from __future__ import annotations
 
@@ -32,11 +28,8 @@ ERROR_MAX_CHARS = 300
 
 
 def versions() -> dict:
-    """Versions of aiplib, Python, the platform and the numeric / model packages already imported.
-
-    What this process runs with (``module.__version__`` of the modules loaded, for the stage-7
-    ``run_log.jsonl``); :func:`aiplib.core.versions.package_versions` gives what is installed (package
-    metadata, for the results' provenance). Different facts: neither is derived from the other.
+    """Versions of aiplib, Python, the platform and the numeric / model packages this process has
+    imported (``module.__version__``; :func:`aiplib.core.versions.package_versions` gives what is installed).
     """
 
     out = {"aiplib": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
@@ -72,30 +65,33 @@ MIX_DIAG_FIELDS = ["stimulus_id", "family", "speech_id", "background_id", "snr_d
 """Columns of ``checks/mix_diagnostics.csv``."""
 
 
+def _stimulus_ids(path: Path) -> set[str] | None:
+    """The ``stimulus_id`` column of a diagnostics file (empty if absent, None if unreadable)."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return set()
+    try:
+        return set(pd.read_csv(path, usecols=["stimulus_id"], dtype=str, keep_default_na=False)["stimulus_id"])
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return None
+
+
 class MixDiagnostics:
-    """Append-only, de-duplicated writer of ``checks/mix_diagnostics.csv`` (of a shard's
-    ``mix_diagnostics.shard-<i>-of-<n>.csv``; ``also_seen``: files only read, whose stimuli are
-    not written again)."""
+    """Append-only, de-duplicated writer of ``checks/mix_diagnostics.csv`` (or a shard's
+    ``mix_diagnostics.shard-<i>-of-<n>.csv``; ``also_seen``: files only read, whose stimuli are not
+    written again).
+    """
 
     def __init__(self, path: Path, also_seen=()):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(path)
-        self.seen: set[str] = set()
-        if path.is_file() and path.stat().st_size > 0:
-            try:
-                self.seen = set(pd.read_csv(path, usecols=["stimulus_id"], dtype=str,
-                                            keep_default_na=False)["stimulus_id"])
-            except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
-                log.warning("%s is unreadable; starting it again", path)
-                path.unlink()
-        for other in also_seen:
-            if Path(other).is_file() and Path(other).stat().st_size > 0:
-                try:
-                    self.seen |= set(pd.read_csv(other, usecols=["stimulus_id"], dtype=str,
-                                                 keep_default_na=False)["stimulus_id"])
-                except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
-                    pass  # only a hint against duplicates; the merge de-duplicates anyway
+        self.seen = _stimulus_ids(path)
+        if self.seen is None:
+            log.warning("%s is unreadable; starting it again", path)
+            path.unlink()
+            self.seen = set()
+        for other in also_seen:  # only a hint against duplicates; the merge de-duplicates anyway
+            self.seen |= _stimulus_ids(Path(other)) or set()
         self.pending: list[dict] = []
 
     def add(self, row, family: str, info) -> None:
@@ -128,10 +124,9 @@ class MixDiagnostics:
 class Throughput:
     """Per-model throughput of stage 7, summed over the task families run.
 
-    ``stimuli`` are distinct stimuli materialised (each encoded once, whatever the number of
-    prompts), ``decodes`` the (stimulus, prompt) generations, ``audio_s`` the audio seconds of the
-    stimuli (each once, after the cut to ``max_audio_s``), ``seconds`` the wall time of the family
-    loops. RTFx = ``audio_s / seconds`` (audio seconds per wall second).
+    ``stimuli`` are distinct stimuli materialised, ``decodes`` the (stimulus, prompt) generations,
+    ``audio_s`` the stimuli's audio seconds (after the cut to ``max_audio_s``), ``seconds`` the wall
+    time of the family loops; RTFx = ``audio_s / seconds``.
     """
 
     def __init__(self, model: str):

@@ -1,28 +1,18 @@
 """Stage 7 over many GPUs or nodes: stable shards of the stimuli, and their merge.
 
-A Slurm job array (``scripts/slurm/stage7.sbatch``) runs one process per shard; each decodes the
-stimuli whose id hashes to its shard and appends to its own file
-``inference/<model>/<task>.shard-<i>-of-<n>.jsonl``. :func:`merge_shards` (``make merge``, and
-stage 8 before scoring) appends the shards' rows to ``inference/<model>/<task>.jsonl`` and moves
-the shard files to ``inference/<model>/merged-shards/``.
+A shard ``(i, n)`` decodes the stimuli whose id hashes to ``i`` (:func:`shard_of`, the same on every
+machine) and writes only files of its own, so shards may run at once on a shared file system:
 
-The partition is a pure function of the stimulus id (SHA-256, so it is the same on every
-machine, Python version and run); a shard that was killed resumes alone, from its own file.
+- ``inference/<model>/<task>.shard-<i>-of-<n>.jsonl`` (its rows) and
+  ``superseded/<task>.shard-<i>-of-<n>.jsonl`` (stale rows of that file);
+- ``inference/<model>/run_log.shard-<i>-of-<n>.jsonl``;
+- ``checks/mix_diagnostics.shard-<i>-of-<n>.csv``;
+- ``inference/<model>/.shard-<i>-of-<n>.lock``, held (``flock``) while it runs.
 
-What a shard process writes (nothing another process writes too, so shards may run at once on
-many nodes of a shared file system, where appends from several clients are not atomic):
-
-- ``inference/<model>/<task>.shard-<i>-of-<n>.jsonl``: its rows;
-- ``inference/<model>/run_log.shard-<i>-of-<n>.jsonl``: its run records (``"shard": "i/n"``);
-- ``checks/mix_diagnostics.shard-<i>-of-<n>.csv``: the diagnostics of the stimuli it mixed;
-- ``inference/<model>/superseded/<task>.shard-<i>-of-<n>.jsonl``: stale rows of its own file;
-- ``inference/<model>/.shard-<i>-of-<n>.lock``: held (``flock``) while it runs that model.
-
-A shard *reads* ``<task>.jsonl`` (rows already there are done) but never rewrites it: stale rows
-of the main file are set aside by an unsharded run (:func:`aiplib.inference.resume.set_aside_stale_rows`)
-or by the merge, which moves every successful main row of a stimulus that a shard answered under
-another ``stim_key`` to ``superseded/<task>.jsonl``. The merge refuses to start while a shard of
-the same model still holds its lock (:class:`ShardBusyError`).
+A shard reads ``<task>.jsonl`` but never rewrites it. :func:`merge_all` (``make merge``, and stage 8
+first) appends the shards' rows to ``<task>.jsonl``, sets aside the main rows they supersede, and
+moves the shard files to ``merged-shards/``; it refuses contradicting answers
+(:class:`ShardConflictError`) and running shards (:class:`ShardBusyError`).
 """
 from __future__ import annotations
 
@@ -47,7 +37,7 @@ from aiplib.io.formats import (
 )
 
 __all__ = ["ShardConflictError", "ShardBusyError", "parse_shard", "coerce_shard", "shard_label", "shard_of",
-           "select_shard", "shard_path", "shard_files", "shard_lock", "busy_shards", "merge_shards",
+           "select_shard", "shard_path", "rewrite_jsonl", "parse_line", "shard_files", "shard_lock", "busy_shards", "merge_shards",
            "merge_run_logs", "merge_diagnostics", "merge_model", "merge_all", "summary_line", "is_shard_file"]
 
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -63,16 +53,15 @@ class ShardBusyError(AiplibError):
 
 
 def parse_shard(spec: str | None = None, env=None) -> tuple[int, int] | None:
-    """The shard this process runs, as ``(i, n)`` with ``0 <= i < n``, or None (no sharding).
+    """The shard this process runs, ``(i, n)`` with ``0 <= i < n``, or None.
 
     Parameters
     ----------
     spec : str, optional
-        ``"i/n"`` (0-based ``i``), e.g. ``SHARD=0/4`` … ``SHARD=3/4``. Empty or None: read Slurm's
-        job-array variables instead.
+        ``"i/n"`` (0-based). Empty or None: Slurm's ``SLURM_ARRAY_TASK_ID`` − ``SLURM_ARRAY_TASK_MIN``
+        of ``SLURM_ARRAY_TASK_COUNT`` when set.
     env : mapping, optional
-        Environment (default ``os.environ``): ``SLURM_ARRAY_TASK_ID``, ``SLURM_ARRAY_TASK_COUNT``
-        and ``SLURM_ARRAY_TASK_MIN`` (an array ``--array=1-4`` has ids 1…4, min 1: shard = id − min).
+        Default ``os.environ``.
 
     Raises
     ------
@@ -96,15 +85,8 @@ def parse_shard(spec: str | None = None, env=None) -> tuple[int, int] | None:
 
 
 def coerce_shard(shard=None, env=None) -> tuple[int, int] | None:
-    """The ``shard`` argument of :func:`aiplib.inference.runner.run_inference` as ``(i, n)`` or None.
-
-    ``None`` or ``""``: Slurm's job-array variables if set (:func:`parse_shard`), else no
-    sharding; ``False``: no sharding, whatever the environment; ``"i/n"``; ``(i, n)``.
-
-    Raises
-    ------
-    AiplibParameterError
-        If the value is none of these or ``i`` is not in ``0 … n-1``.
+    """A stage-7 ``shard`` option as ``(i, n)`` or None: None or ``""`` → :func:`parse_shard` (Slurm),
+    False → None, ``"i/n"`` or ``(i, n)``; :class:`AiplibParameterError` otherwise.
     """
     if shard is False:
         return None
@@ -146,9 +128,8 @@ def shard_path(result_file, shard: tuple[int, int] | None) -> Path:
 
 
 def shard_files(model_dir, *, run_logs: bool = False) -> dict[str, list[Path]]:
-    """Shard files waiting in one model's folder, per task (sorted by shard index).
-
-    ``run_log.shard-*`` files are left out (``run_logs=True``: only they, under ``"run_log"``).
+    """Shard files of one model's folder per task, sorted by shard (``run_logs=True``: only the
+    ``run_log.shard-*`` files, under ``"run_log"``).
     """
     out: dict[str, list[Path]] = {}
     for p in sorted(Path(model_dir).glob("*.shard-*-of-*.jsonl")):
@@ -166,16 +147,15 @@ def _lock_path(model_dir, shard: tuple[int, int]) -> Path:
 
 @contextlib.contextmanager
 def shard_lock(model_dir, shard: tuple[int, int] | None):
-    """Hold ``<model_dir>/.shard-<i>-of-<n>.lock`` (an exclusive ``flock``) while a shard runs.
+    """Hold ``<model_dir>/.shard-<i>-of-<n>.lock`` (exclusive ``flock``) while a shard runs.
 
-    The kernel drops the lock when the process ends, even by SIGKILL, so a killed shard never
-    blocks anything. No-op when ``shard`` is None or ``fcntl`` is missing (Windows).
+    The kernel drops it when the process ends, even by SIGKILL. No-op when ``shard`` is None or
+    ``fcntl`` is missing (Windows).
 
     Raises
     ------
     ShardBusyError
-        If another process holds it (the same shard started twice, e.g. a requeued array task
-        whose first copy still runs).
+        If another process holds it (the same shard started twice).
     """
     try:
         import fcntl  # noqa: PLC0415
@@ -221,6 +201,35 @@ def busy_shards(model_dir) -> list[str]:
     return busy
 
 
+def rewrite_jsonl(path: Path, content: bytes, moved: list[bytes]) -> Path:
+    """Append the ``moved`` lines to ``superseded/<name>`` beside ``path`` (fsync'ed first), then
+    replace ``path`` by ``content`` atomically (``.part``, fsync, rename); returns the side file."""
+    side = path.parent / "superseded" / path.name
+    if moved:
+        side.parent.mkdir(parents=True, exist_ok=True)
+        repair_jsonl(side)
+        with open(side, "ab") as f:
+            f.write(b"".join(x if x.endswith(b"\n") else x + b"\n" for x in moved))
+            f.flush()
+            os.fsync(f.fileno())
+    tmp = path.with_name(path.name + ".part")
+    with open(tmp, "wb") as f:
+        f.write(content)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return side
+
+
+def parse_line(raw: bytes) -> tuple:
+    """``(row, id)`` of one JSONL line; ``id`` None when it is not UTF-8 JSON of an object with an ``id``."""
+    try:
+        r = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None, None
+    return r, (str(r["id"]) if isinstance(r, dict) and r.get("id") not in (None, "") else None)
+
+
 def _key(row: dict) -> tuple:
     return (str(row.get("id")), row.get("prompt_id"), row.get("stim_key"))
 
@@ -244,25 +253,16 @@ def merge_shards(result_file, shards=None) -> dict:
     Raises
     ------
     ShardConflictError
-        If two successful rows with the same ``(id, prompt_id, stim_key)`` give different ``raw``
-        answers (in different files, or in a shard against the result file). Nothing is written.
+        If two successful rows with the same ``(id, prompt_id, stim_key)`` differ in ``raw``. Nothing is written.
 
     Notes
     -----
-    Identical duplicates are written once. Error rows (``__ERROR__``) never conflict: a later
-    successful row wins when results are read (:func:`aiplib.io.formats.read_results`). A
-    successful row of the result file whose stimulus a shard answered with a keyed row under
-    another ``stim_key`` (the stimulus, prompt or model changed since; a shard cannot set it
-    aside itself, it never rewrites the result file) moves to ``superseded/<task>.jsonl``, as
-    :func:`aiplib.inference.resume.set_aside_stale_rows` would: the result file is then rewritten
-    atomically (``.part``, fsync, rename) after the moved lines are fsync'ed to the side file.
-    A shard row with the key and answer of a result-file row but other fields is a refreshed
-    copy (the manifest's reference text, label or a clean row's seed changed since;
-    :func:`aiplib.inference.resume.refreshed_copies`): it replaces that row in place, by the same atomic
-    rewrite (``rows_refreshed``).
-    After the merge the shard files move to ``merged-shards/`` so a second merge adds nothing.
+    Identical duplicates are written once; error rows never conflict. A successful main row whose
+    stimulus a shard answered under another ``stim_key`` moves to ``superseded/<task>.jsonl``; a shard
+    row with a main row's key and answer but other fields (a refreshed manifest copy,
+    :func:`aiplib.inference.resume.refreshed_copies`) replaces it. Either rewrites the result file
+    atomically (``.part``, fsync, rename). The shard files then move to ``merged-shards/``.
     """
-
     result_file = Path(result_file)
     if shards is None:
         shards = shard_files(result_file.parent).get(result_file.stem, [])
@@ -307,11 +307,7 @@ def merge_shards(result_file, shards=None) -> dict:
     if (current or refresh) and result_file.is_file():
         with open(result_file, "rb") as f:
             for line in f:
-                try:
-                    r = json.loads(line.decode("utf-8"))
-                    rid = str(r["id"]) if isinstance(r, dict) and r.get("id") not in (None, "") else None
-                except (UnicodeDecodeError, ValueError):
-                    rid = None
+                r, rid = parse_line(line)
                 stale = (rid in current and not is_error_row(r) and r.get("stim_key") != current[rid])
                 if not stale and rid is not None and not is_error_row(r) and _key(r) in refresh:
                     line = inference_row_json(refresh[_key(r)]).encode("utf-8")
@@ -319,17 +315,7 @@ def merge_shards(result_file, shards=None) -> dict:
     result_file.parent.mkdir(parents=True, exist_ok=True)
     new_lines = [inference_row_json(r) for r in new_rows]
     if move or refresh:
-        if move:
-            side = result_file.parent / "superseded" / result_file.name
-            side.parent.mkdir(parents=True, exist_ok=True)
-            repair_jsonl(side)
-            append_jsonl_lines(side, [x.decode("utf-8") for x in move])
-        tmp = result_file.with_name(result_file.name + ".part")
-        with open(tmp, "wb") as f:
-            f.write(b"".join(keep) + "".join(new_lines).encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, result_file)
+        rewrite_jsonl(result_file, b"".join(keep) + "".join(new_lines).encode("utf-8"), move)
     else:
         append_jsonl_lines(result_file, new_lines)
     done_dir = result_file.parent / "merged-shards"
@@ -342,9 +328,9 @@ def merge_shards(result_file, shards=None) -> dict:
 
 
 def merge_run_logs(model_dir) -> int:
-    """Append every ``run_log.shard-*-of-*.jsonl`` of one model to its ``run_log.jsonl`` (shard
-    order), then move them to ``merged-shards/``. Returns the records appended."""
-
+    """Append one model's ``run_log.shard-*`` files to its ``run_log.jsonl`` and move them to
+    ``merged-shards/``; returns the records appended.
+    """
     model_dir = Path(model_dir)
     files = shard_files(model_dir, run_logs=True).get("run_log", [])
     n = 0
@@ -360,11 +346,9 @@ def merge_run_logs(model_dir) -> int:
 
 
 def merge_diagnostics(checks_dir) -> int:
-    """Append the rows of every ``mix_diagnostics.shard-*-of-*.csv`` in ``checks_dir`` to
-    ``mix_diagnostics.csv`` (one row per ``stimulus_id``, first seen kept), then move them to
-    ``checks/merged-shards/``. Returns the rows added."""
-
-
+    """Append the ``mix_diagnostics.shard-*`` rows of ``checks_dir`` to ``mix_diagnostics.csv`` (one
+    per ``stimulus_id``) and move them to ``merged-shards/``; returns the rows added.
+    """
     checks_dir = Path(checks_dir)
     files = sorted(checks_dir.glob("mix_diagnostics.shard-*-of-*.csv")) if checks_dir.is_dir() else []
     if not files:
@@ -396,16 +380,10 @@ def merge_diagnostics(checks_dir) -> int:
 
 
 def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
-    """Merge one model's shard files (rows per task, then run logs) and remove its released locks.
+    """Merge one model's shard files (rows per task, then run logs), removing its released locks.
 
-    Returns one :func:`merge_shards` result per task merged (empty when there is nothing).
-
-    Raises
-    ------
-    ShardBusyError
-        (``check_busy``) If one of its shards still runs; nothing moves.
-    ShardConflictError
-        As :func:`merge_shards`.
+    Returns one :func:`merge_shards` result per task. Raises :class:`ShardBusyError` (``check_busy``)
+    while one of its shards runs, :class:`ShardConflictError` as :func:`merge_shards`.
     """
     model_dir = Path(model_dir)
     tasks = shard_files(model_dir)
@@ -423,30 +401,17 @@ def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
 
 
 def is_shard_file(path) -> bool:
-    """True for ``<task>.shard-<i>-of-<n>.jsonl`` and ``run_log.shard-…`` (readers that list the
-    tasks of ``inference/<model>/`` should skip them: they are merged into ``<task>.jsonl``)."""
+    """True for ``<task>.shard-<i>-of-<n>.jsonl`` (readers listing a model's tasks skip them)."""
     return _FILE_RE.match(Path(path).name) is not None
 
 
 def merge_all(inference_dir, checks_dir=None) -> list[dict]:
-    """:func:`merge_shards` for every task of every model under ``inference_dir`` that has shards,
-    then the shards' run logs (:func:`merge_run_logs`) and mix diagnostics
-    (:func:`merge_diagnostics`; ``checks_dir`` defaults to ``<workspace>/checks`` when
-    ``inference_dir`` is a workspace's ``inference/``, and to ``checks/<family>`` for a condition
-    family's ``inference/<family>/``).
+    """Merge every model's shard files under ``inference_dir``, then the shards' mix diagnostics.
 
-    Returns
-    -------
-    list of dict
-        One :func:`merge_shards` result per (model, task) merged.
-
-    Raises
-    ------
-    ShardBusyError
-        If a shard of a model that has shard files still runs (holds its lock); checked for every
-        model before anything is merged, so nothing moves.
-    ShardConflictError
-        As :func:`merge_shards`.
+    ``checks_dir`` defaults to ``<workspace>/checks`` for a workspace's ``inference/`` and to
+    ``checks/<family>`` for ``inference/<family>/``. Returns one :func:`merge_shards` result per
+    (model, task). Raises :class:`ShardBusyError` if any shard still runs (checked before anything
+    moves), :class:`ShardConflictError` as :func:`merge_shards`.
     """
     inference_dir = Path(inference_dir)
     out = []

@@ -1,10 +1,6 @@
-"""Stimuli left out of the scores: recogniser failures, missing answers and unreadable lines.
-
-Stage 7 records a failed decode as an ``__ERROR__`` row (retried by the next run); stage 8 scores
-successful rows only. :func:`failure_tables` says, per model × task, how many stimuli of the
-manifest were left out and why, and lists each one, so a score over fewer stimuli never passes
-for a score over all of them. Stage 8 writes both tables (:func:`write_failure_tables`); the report
-(notebook 09) shows the first and links the second.
+"""Stimuli left out of the scores: recogniser failures (``__ERROR__`` rows), missing answers and
+unreadable lines, per model × task and one by one, so a score over fewer stimuli never passes for
+a score over all of them.
 """
 from __future__ import annotations
 
@@ -21,9 +17,7 @@ __all__ = ["SUMMARY_COLUMNS", "FAILED_COLUMNS", "failure_tables", "write_failure
 
 SUMMARY_COLUMNS = ["model", "task", "n_stimuli", "n_scored", "n_failed", "n_missing", "n_left_out",
                    "n_unreadable_lines"]
-"""Columns of ``results/tables/failures_by_model_task.csv``: stimuli of the manifest, scored
-(a successful row), failed (only ``__ERROR__`` rows), missing (no row at all), left out (failed +
-missing), and inference lines skipped as unreadable (not UTF-8 / JSON)."""
+"""Columns of ``results/tables/failures_by_model_task.csv`` (left out = failed + missing)."""
 
 FAILED_COLUMNS = ["model", "task", "stimulus_id", "status", "error"]
 """Columns of ``results/tables/failed_stimuli.csv`` (``status`` ``failed`` or ``missing``)."""

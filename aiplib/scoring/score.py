@@ -1,17 +1,13 @@
 """Stage 8: word error rate, the keyword-spotting rule and score files.
 
-The text rules live in :mod:`aiplib.core.textnorm`. The headline WER uses
-the paper's normalisation (:func:`~aiplib.core.textnorm.normalize_text`: lower-case, ASCII punctuation to spaces,
-white space collapsed, as the authors' scoring); a Whisper-style WER (``wer_whisper``) beside it
-uses OpenAI's ``EnglishTextNormalizer`` (:func:`~aiplib.core.textnorm.normalize_whisper`), versioned as
-:func:`normalizer_provenance` records. Word alignment and error
-counts come from jiwer [1]_. Raw and normalised text are both kept in
-``results/scores/<task>.csv``.
+The headline WER uses the paper's normalisation (:func:`aiplib.core.textnorm.normalize_text`); a
+Whisper-style WER (``wer_whisper``) beside it uses OpenAI's ``EnglishTextNormalizer``
+(:func:`aiplib.core.textnorm.normalize_whisper`). Alignment and error counts come from jiwer [1]_.
+Raw and normalised text are both kept in ``results/scores/<task>.csv``.
 
 References
 ----------
-.. [1] jiwer, https://github.com/jitsi/jiwer (``process_words``, ``cer``; Levenshtein alignment
-       via RapidFuzz).
+.. [1] jiwer, https://github.com/jitsi/jiwer (``process_words``, ``cer``).
 """
 from __future__ import annotations
 
@@ -65,22 +61,15 @@ __all__ = ["wer", "wer_details", "score_inference", "normalizer_provenance"]
 
 log = logging.getLogger(__name__)
 
-_FAMILY_FOLDERS = ("background", "competing_speech", "channel")
-"""Condition families whose inference files live in ``inference/<family>/<model>/`` (issue 14):
-never taken for model folders."""
+_FAMILY_FOLDERS = ("background", "competing_speech", "channel")  # inference/<family>/: not model folders
 
 _NORMALIZERS = {"paper": normalize_text, "whisper": normalize_whisper,
                 "none": lambda s: " ".join(str(s or "").split())}
 
 
 def normalizer_provenance() -> dict:
-    """Name and version of both normalisations and jiwer, for sidecars and provenance.
-
-    Returns
-    -------
-    dict
-        ``{"normalizer": {"name", "version", "rule"}, "normalizer_whisper": {"name",
-        "version"}, "jiwer_version"}``.
+    """``{"normalizer": {"name", "version", "rule"}, "normalizer_whisper": {"name", "version"},
+    "jiwer_version"}``, for sidecars and provenance.
     """
     return {"normalizer": {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION,
                            "rule": NORMALIZER_RULE},
@@ -90,25 +79,19 @@ def normalizer_provenance() -> dict:
 
 
 def wer(ref: str, hyp: str, *, normalizer: str = "paper") -> float:
-    """Word error rate of one utterance, on normalised text.
-
-    ``WER = (S + D + I) / N`` with ``N`` the number of reference words (jiwer [1]_).
+    """Word error rate of one utterance, on normalised text: ``(S + D + I) / N``, ``N`` the reference words.
 
     Parameters
     ----------
-    ref : str
-        Reference transcript (raw).
-    hyp : str
-        Recogniser output (raw). An empty hypothesis gives WER 1.0 (all deletions).
+    ref, hyp : str
+        Reference and recogniser output (raw). An empty hypothesis gives 1.0 (all deletions).
     normalizer : {"paper", "whisper", "none"}
-        :func:`normalize_text` (headline, default), :func:`normalize_whisper`, or white-space
-        split only.
+        :func:`normalize_text` (default), :func:`normalize_whisper`, or white-space split only.
 
     Returns
     -------
     float >= 0, or NaN
-        Can exceed 1 when the hypothesis has many insertions (hallucinations); NaN when the
-        reference is empty after normalisation (undefined).
+        Can exceed 1 (insertions); NaN when the reference is empty after normalisation.
 
     Examples
     --------
@@ -124,28 +107,21 @@ def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
     Parameters
     ----------
     refs, hyps : sequence of str [shape=(n_utterances,)]
-        References and hypotheses, in the same order.
     normalizer : {"paper", "whisper", "none"}
-        Normalisation of both sides (default the paper's, :func:`normalize_text`).
 
     Returns
     -------
     dict
-        ``wer`` — corpus WER = Σ(S+D+I) / Σ N (pooled over utterances, NaN if Σ N = 0);
-        ``mean_wer`` — mean of the defined per-utterance WERs;
-        ``substitutions, deletions, insertions, hits`` — int counts (jiwer ``process_words``);
-        ``errors`` = S + D + I; ``ref_words`` = Σ N = H + S + D;
-        ``cer`` — corpus character error rate (``jiwer.cer``) over utterances with a
-        reference; ``per_utterance`` — list of per-utterance WERs (NaN for an empty
-        reference); ``n_utterances``; ``n_ref_empty`` — references empty after
-        normalisation: their insertions count in ``wer`` and ``errors``, their per-utterance
-        WER is undefined and left out of ``mean_wer``.
+        ``wer`` = Σ(S+D+I) / Σ N (pooled; NaN if Σ N = 0), ``mean_wer`` (of the defined
+        per-utterance WERs), ``substitutions, deletions, insertions, hits, errors, ref_words``
+        (int; ``ref_words`` = H + S + D), ``cer`` (``jiwer.cer`` over utterances with a reference),
+        ``per_utterance`` (NaN for an empty reference), ``n_utterances``, ``n_ref_empty`` (their
+        insertions count in ``wer``).
 
     Raises
     ------
     ValueError
-        If the two sequences differ in length (both lengths quoted), are empty, or
-        ``normalizer`` is unknown.
+        If the sequences differ in length (both quoted), are empty, or ``normalizer`` is unknown.
     """
     import jiwer
 
@@ -187,11 +163,7 @@ def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
 
 
 def _read_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
-    """The scoring view (:func:`aiplib.io.formats.manifest_view`) of ``manifests/<family>.csv``.
-
-    ``manifests_dir`` overrides ``ws.manifests``. Returns None when the file does not exist (the
-    inference rows then supply the manifest columns themselves).
-    """
+    """The scoring view of ``<manifests_dir or ws.manifests>/<family>.csv``, None when absent."""
     p = Path(manifests_dir) / f"{family}.csv" if manifests_dir is not None else ws.manifest_csv(family)
     if not p.exists():
         return None
@@ -203,15 +175,14 @@ def _read_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
 
 
 def _with_family_columns(view: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
-    """``view`` plus the condition-family columns of ``m`` (:data:`aiplib.scoring.families.
-    FAMILY_SCORE_COLUMNS`), only when a row's ``condition_family`` is not ``background``: the
-    background battery's scoring view, and so its score files, stay as they were."""
+    """``view`` plus the condition-family columns of ``m`` (:data:`FAMILY_SCORE_COLUMNS`) when a
+    row's ``condition_family`` is not ``background`` (background score files stay unchanged).
+    """
     if "condition_family" not in m.columns:
         return view
     fams = sorted({str(v) for v in m["condition_family"]} - {"", "background", "clean", "nan"})
     if not fams:
         return view
-
     extra = m.assign(id=m["id"].astype(str)).drop_duplicates("id", keep="last").set_index("id")
     view = view.copy()
     for c in [c for c in FAMILY_SCORE_COLUMNS if c in extra.columns]:
@@ -230,11 +201,8 @@ def _as_bool(v, label, keywords=KEYWORDS) -> bool:
     return normalize_kws_label(label) in keywords
 
 
-_ASR_ROW_COLUMNS = list(score_asr_row("a", "a"))
-"""Columns :func:`score_asr_row` adds to an ASR score file, in order."""
-
+_ASR_ROW_COLUMNS = list(score_asr_row("a", "a"))  # the columns each scorer adds, in order
 _KWS_ROW_COLUMNS = list(score_kws_row("yes", "yes", True))
-"""Columns :func:`score_kws_row` adds to a KWS score file, in order."""
 
 
 def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
@@ -328,7 +296,6 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
         tail = ["condition", "bg_active"]
         out = out[[c for c in out.columns if c not in tail] + tail]
         if "condition_family" in man.columns:  # a condition family other than the background battery
-
             out = add_family_scores(out, man, fam)
         frames.append(out)
     if not frames:
@@ -360,65 +327,37 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
-        Reads ``inference/<model>/<task>.jsonl`` and ``manifests/<family>.csv``; writes
-        ``results/scores/``. A condition family's view of the workspace (``ws.with_family(cf)``)
-        reads and writes that family's folders (its ``inference_jsonl``, ``manifest_csv``,
-        ``scores_csv`` and ``scores_sidecar``).
-    inference_dir : str or Path, optional
-        Score the ``<model>/<task>.jsonl`` files of this folder instead of ``ws.inference`` (e.g.
-        the authors' published ``inference/`` folder). Only tasks of the ASR and KWS families are
-        scored; other files (``sqa.jsonl``) are skipped with a warning.
-    manifests_dir : str or Path, optional
-        Read ``<family>.csv`` here instead of ``ws.manifests``. When no manifest is found at all,
-        the successful inference rows supply the manifest columns themselves (the authors' rows
-        carry them).
+        Reads ``inference/<model>/<task>.jsonl`` and ``manifests/<family>.csv``, writes
+        ``results/scores/`` (of its condition family's view).
     models : sequence of str, optional
         Model folders to score (default: every folder under ``inference/``).
     tasks : sequence of str, optional
-        Tasks to score (default: every ``<task>.jsonl`` found, ``run_log.jsonl`` excluded).
-        A requested task with no file for any model is skipped with a warning.
+        Tasks to score (default: every ``<task>.jsonl`` found; non-ASR/KWS tasks skipped with a warning).
+    inference_dir : str or Path, optional
+        Score the ``<model>/<task>.jsonl`` of this folder instead (e.g. the authors' ``inference/``).
+    manifests_dir : str or Path, optional
+        Read ``<family>.csv`` here; with no manifest at all the inference rows supply the columns.
     keywords : str or sequence of str, optional
-        Closed keyword set of the KWS rule (a non-target clip is correct when the first word of
-        the answer is none of them). Default: the set stored with the workspace's KWS item bank
-        (:func:`aiplib.io.formats.read_item_bank_keywords`; the task file's ten words when none is
-        stored). Recorded in the KWS sidecar (``keywords``).
+        Closed keyword set of the KWS rule; default the one stored with the KWS item bank.
 
     Returns
     -------
     dict of str -> pandas.DataFrame
-        Per task, one row per (model, stimulus). Common columns: ``model, task, stimulus_id,
-        item_id, bg_id, snr_db (dB; NaN for clean), accent_group, accent (the raw accent label
-        of the manifest, for the authors' accent table), prompt_id, prompt_set
-        ("unrecorded" for rows that name none, as the authors'), response``, taken from the
-        manifest's scoring view (:func:`aiplib.io.formats.manifest_view`) and the row's ``raw``.
-        ASR family adds ``reference``, the columns of :func:`aiplib.core.textnorm.score_asr_row` and
-        ``delta_wer = WER(noisy) − WER(clean)``; KWS family adds ``label, is_target``, the columns
-        of :func:`aiplib.core.textnorm.score_kws_row` and ``delta_acc = correct(clean) − correct(noisy)``
-        (a positive delta is a degradation in both; NaN on clean rows and when the clean row of the
-        same (model, task, item) is missing). Last: ``condition`` (clean / noisy) and ``bg_active``
-        (False when the background segment was digital silence; empty when unknown).
-        Scores of a condition family (a manifest whose rows name a ``condition_family`` other
-        than ``background``; issue 14) add the family columns of the manifest
-        (:data:`aiplib.scoring.family_columns.FAMILY_SCORE_COLUMNS`) and, on competing-speech rows, the
-        leakage and its floor (:func:`aiplib.scoring.family_columns.add_family_scores`); background
-        score files are unchanged.
+        Per task, one row per (model, stimulus): ``model, task, stimulus_id, item_id, bg_id, snr_db
+        (dB; NaN for clean), accent_group, accent, prompt_id, prompt_set ("unrecorded" when a row
+        names none), response``; ASR adds ``reference``, :func:`aiplib.core.textnorm.score_asr_row`'s
+        columns and ``delta_wer = WER(noisy) − WER(clean)``; KWS adds ``label, is_target``,
+        :func:`aiplib.core.textnorm.score_kws_row`'s columns and ``delta_acc = correct(clean) −
+        correct(noisy)`` (NaN on clean rows or without the clean row); last ``condition, bg_active``.
+        A condition family's scores add its columns (:func:`aiplib.scoring.family_columns.add_family_scores`).
 
     Notes
     -----
-    * Rows whose ``raw`` is ``"__ERROR__"`` (or whose ``error`` is not null, the rule of
-      :mod:`aiplib.inference.runner`) are dropped; stimuli with no successful row are counted
-      (``n_errors`` per model in the JSON sidecar). When a resumed run holds several rows for
-      one stimulus the last successful one is kept (``n_duplicates``).
-    * ``prompt_ids`` in the sidecar counts the scored rows per prompt id and model; a warning is
-      raised when one file mixes prompts.
-    * A half-written trailing JSONL line is skipped (``n_malformed_lines``).
-    * The reference text / KWS label comes from the manifest (source of truth), not the JSONL.
-    * ASR rows whose reference is empty after normalisation are kept with ``ref_empty`` = True
-      and ``wer`` = NaN (their insertions count in Σ errors) and counted
-      (``n_empty_reference``); loops are counted per model (``n_loops``), KWS non-answers too
-      (``n_non_answers``).
-    * The sidecar records both normalisers' names and versions (:func:`normalizer_provenance`),
-      the jiwer version, the KWS rule and the keywords.
+    ``__ERROR__`` rows are dropped and counted (``n_errors``); of several rows per stimulus the last
+    successful one is kept (``n_duplicates``); unreadable lines are skipped (``n_malformed_lines``). The
+    reference comes from the manifest. Empty references (``ref_empty``, WER NaN), loops and KWS
+    non-answers are counted. The sidecar records the normalisers, jiwer, the KWS rule and keywords,
+    and the prompt ids per model (a warning when a file mixes prompts).
 
     Raises
     ------
@@ -471,7 +410,6 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
             side["kws_rule"] = KWS_RULE
             side["keywords"] = list(kw)
         if "condition_family" in df.columns:
-
             side.update(family_sidecar(df, fam))
         write_scores(ws, task, df, side)
         total_err = sum(meta["n_errors"].values())
@@ -483,12 +421,8 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
 def main(argv=None) -> int:
     """``python -m aiplib.scoring.score --profile paper --inference-dir DIR [--manifests-dir DIR]``.
 
-    Scores a folder of inference files written elsewhere (stage 8 only; run notebook 09, or
-    ``make score``, for the figures, tables and report). Exit status 0, or 1 with a one-line
-    message when nothing could be scored.
+    Scores a folder of inference files written elsewhere (exit 1 with one line when nothing could be scored).
     """
-
-
     ap = argparse.ArgumentParser(prog="python -m aiplib.scoring.score", description=main.__doc__.splitlines()[0])
     ap.add_argument("--profile", default="demo", help="workspace profile whose results/ receive the scores")
     ap.add_argument("--data-root", default=None, help="data root (default $AIP_DATA_ROOT or <repo>/data)")

@@ -7,8 +7,8 @@ import pandas as pd
 
 from aiplib.core.progress import track
 from aiplib.inference import models
+from aiplib.inference.plan import DEFAULT_DECODING
 from aiplib.inference.prompts import prompt_for
-from aiplib.inference.runner import DEFAULT_DECODING
 from aiplib.io.formats import read_manifest
 from aiplib.scoring.score import wer
 from aiplib.stimuli.checks import materialize_named
@@ -19,7 +19,7 @@ __all__ = ["wer_constancy"]
 
 def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed: int = 0,
                   levels_lufs=(-33.0, -23.0, -13.0), decoding: str = DEFAULT_DECODING) -> pd.DataFrame:
-    """WER of the recogniser on clean items at several speech levels.
+    """WER of the recogniser on clean items at several speech levels (written to ``checks/wer_constancy.csv``).
 
     Parameters
     ----------
@@ -27,23 +27,20 @@ def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed:
     model : str
         Registry id of the recogniser (loaded once).
     n_items : int
-        Seeded choice of clean ASR items (real speech first, when the item bank marks it).
+        Seeded choice of clean ASR items.
     seed : int
     levels_lufs : sequence of float, LUFS
-        Speech levels; the pipeline's own level is ``SPEECH_LUFS`` (−23 LUFS).
+        Speech levels; the pipeline's own is ``SPEECH_LUFS`` (−23 LUFS).
     decoding : str
-        Decoding path, as stage 7's (:data:`aiplib.inference.runner.DEFAULT_DECODING`), so the check
-        measures the instrument stage 7 uses (the embedded Whisper's encoder window).
+        Decoding path, stage 7's by default (:data:`aiplib.inference.plan.DEFAULT_DECODING`).
 
     Returns
     -------
-    DataFrame with ``item_id, level_lufs, reference, response, wer, error``; written to
-    ``checks/wer_constancy.csv``. The spread of WER across levels per item should be ~0.
-    A recogniser failure (an HTTP 400 of an endpoint, a model error) is a result, as in stage 7:
-    the item's levels are retried one by one, a level that still fails gets ``response`` None,
-    ``wer`` NaN and ``error`` ``"<ExceptionType>: <message>"``; ``df.attrs["n_failed"]`` counts them
-    and ``df.attrs["failed"]`` names them (``item_id@level``). Nothing is cached, so the next run
-    of stage 6 decodes every item again, the failed ones included.
+    DataFrame
+        ``item_id, level_lufs, reference, response, wer, error``; the spread of WER across levels per
+        item should be ~0. A level whose decode fails (after a retry one by one) has ``response``
+        None, ``wer`` NaN and ``error`` ``"<Type>: <message>"``; ``df.attrs["n_failed"]`` counts and
+        ``df.attrs["failed"]`` names them (``item_id@level``).
     """
 
     man = read_manifest(ws, "asr")

@@ -8,24 +8,16 @@ Registry entry (extra fields)::
       command: "my-asr --lang en {file}"
       timeout_s: 120
 
-The command is split like a shell would (``shlex``) but run **without** a shell. In every
-argument ``{file}`` becomes the path of a temporary 16 kHz mono 16-bit WAV holding the stimulus
-(required), ``{prompt}`` the task text (optional; empty when there is none), and ``$VAR`` /
-``${VAR}`` the value of an environment variable — so a key can stay in the environment rather
-than in the registry. The program's standard output, stripped, is the response; its standard
-error is discarded. Each WAV is written to a private temporary folder (mode 0700) and deleted
-after the call.
+The command is split with ``shlex`` and run **without** a shell. In every argument ``{file}``
+becomes a temporary 16 kHz mono 16-bit WAV of the stimulus (required; in a private 0700 folder,
+deleted after the call), ``{prompt}`` the task text, ``$VAR`` / ``${VAR}`` an environment variable
+(so a key stays out of the registry). Standard output, stripped, is the response.
 
-Errors
-------
-A non-zero exit status, a call that runs longer than ``timeout_s`` (120 s by default; the whole
-process group is killed) or a program that cannot be started raises :class:`CommandError` whose
-message is only ``exit status N``, ``timeout`` or ``cannot start`` — never the command line or
-its output, which may hold a key. The stage-7 runner turns it into an ``__ERROR__`` row.
-
-Batches: the recogniser asks for one stimulus per call (``batch_size = 1``). When it is given
-more, every stimulus is still run once; if any failed, the batch raises and the runner's
-per-item retry is answered from the results just computed (nothing runs twice).
+A non-zero exit, a run longer than ``timeout_s`` (120 s; the process group is killed) or a
+program that cannot start raises :class:`CommandError` saying only ``exit status N``, ``timeout`` or
+``cannot start`` (never the command line or its output, which may hold a key). Given a batch,
+every stimulus runs once; if any failed the batch raises and the runner's per-item retry is
+answered from the results just computed.
 """
 from __future__ import annotations
 
@@ -56,21 +48,9 @@ class CommandError(AiplibError, RuntimeError):
 
 
 def retry_key(audio: np.ndarray, prompt) -> str:
-    """Key of one stimulus in a backend's retry cache (this backend and the ``openai`` one).
-
-    When a batch ``generate`` fails, the answers it did get are kept under this key, so the
-    runner's per-item retry of the same (audio, prompt) does not call the program or endpoint again.
-
-    Parameters
-    ----------
-    audio : np.ndarray [shape=(n,)]
-        The waveform as sent (after the cut to ``max_audio_s``); hashed as float32.
-    prompt : str or None
-
-    Returns
-    -------
-    str
-        Hex SHA-1 of the float32 samples' bytes followed by ``repr(prompt)``.
+    """Key of one (audio, prompt) in a backend's retry cache (this one and ``openai``): hex SHA-1 of
+    the float32 samples (after the cut to ``max_audio_s``) followed by ``repr(prompt)``. A failed
+    batch keeps the answers it got under it, so the runner's per-item retry sends nothing twice.
     """
     h = hashlib.sha1(np.ascontiguousarray(audio, dtype=np.float32).tobytes())
     h.update(repr(prompt).encode())
@@ -87,16 +67,16 @@ class CommandRecogniser(Recogniser):
     timeout_s : float > 0, optional
         Seconds per call; default ``entry.extra["timeout_s"]`` or 120.
     batch_size : int > 0, optional
-        Stimuli per ``generate`` call the runner should send (default 1).
+        Stimuli per ``generate`` call (default 1).
     path : str, optional
-        Ignored (the runner's faster-whisper decoding path).
+        Ignored.
 
     Raises
     ------
     AiplibParameterError
         The command has no ``{file}``, or ``timeout_s`` is not positive.
     ModelUnavailableError
-        The program is not found (the message names the program only).
+        The program is not found (only the program is named).
     """
 
     def __init__(self, entry, *, timeout_s: float | None = None, batch_size: int | None = None,

@@ -1,42 +1,27 @@
 """``hf_asr`` backend: any Hugging Face speech-recognition checkpoint, by id and revision.
 
-A registry entry names the checkpoint and nothing else::
+Registry entry::
 
     my_wav2vec2:
       backend: hf_asr
       model_type: auto          # auto | ctc | seq2seq
       weights: facebook/wav2vec2-base-960h   # hub id or a local save_pretrained folder
-      revision: <commit>        # pin it; the commit actually loaded is recorded either way
-      device: auto
+      revision: <commit>
       batch_size: 8
 
-and stage 7 runs it through transformers' own ASR classes: :class:`transformers.AutoProcessor`
-with :class:`transformers.AutoModelForCTC` (wav2vec2, HuBERT, WavLM, Conformer-CTC … : greedy
-CTC, i.e. the arg-max per frame, repeats merged and blanks removed by the checkpoint's tokenizer)
-or :class:`transformers.AutoModelForSpeechSeq2Seq` (Whisper of any size or fine-tune, Moonshine,
-Speech2Text …: ``generate`` with ``do_sample=False, num_beams=1`` and at most
-``entry.max_new_tokens`` new tokens). ``model_type: auto`` picks the class from the checkpoint's
-config (the model types transformers maps to CTC or to speech seq2seq).
+:class:`transformers.AutoModelForCTC` (wav2vec2, HuBERT, WavLM …: greedy CTC) or
+:class:`transformers.AutoModelForSpeechSeq2Seq` (Whisper, Moonshine, Speech2Text …: ``generate``
+with ``do_sample=False, num_beams=1``, at most ``entry.max_new_tokens`` tokens; a multilingual
+Whisper decoded as English unless ``generate_kwargs`` say otherwise); ``auto`` picks from the
+checkpoint's config. Audio is cut to ``entry.max_audio_s`` (30 s). Batches are padded with the
+processor's attention mask; a checkpoint whose extractor returns none (group-norm models, whose
+output changes with zero padding) is batched only over clips of equal length, so a transcript
+never depends on its batch.
 
-Audio is cut to ``entry.max_audio_s`` (30 s) before the processor sees it. Batches of
-``batch_size`` clips are padded with the processor's attention mask (Whisper's extractor pads
-every clip to its fixed 30 s window instead); a checkpoint whose feature extractor returns no
-attention mask (wav2vec2-base and other group-norm models, whose output
-changes with zero padding) is batched only over clips of equal length, so a transcript never
-depends on its batch (batch 1 == batch N, tests/test_hf_asr.py). A multilingual Whisper is
-decoded as English (``language="en", task="transcribe"``) unless ``generate_kwargs`` say
-otherwise; ``entry.extra["generate_kwargs"]`` reaches ``generate`` (seq2seq) unchanged.
-
-Prompts: these models take no task prompt. The entry's ``prompt_style`` is ``none``; stage 7 then
-sends no prompt (its rows carry ``prompt_id: "none"``) and marks the steering tasks *not
-applicable* for the model, since they would repeat the baseline's decode (:mod:`aiplib.inference.runner`).
-A prompt handed to :meth:`HFASRRecogniser.generate` anyway is ignored and counted
-(``stats()["n_prompts_ignored"]``).
-
-Provenance: ``info()["revision"]`` is the revision actually loaded — the hub commit hash (the
-config's ``_commit_hash``, or the ``snapshots/<hash>`` folder of the hub cache) — or ``"local"``
-for a plain folder, which is then identified by ``weights_sha256`` (SHA-256 over its weight
-files, for folders under 4 GB).
+These models take no task prompt (``prompt_style: none``): stage 7 sends none and marks the
+steering tasks not applicable; a prompt given anyway is ignored and counted
+(``stats()["n_prompts_ignored"]``). ``info()["revision"]`` is the hub commit loaded, or ``"local"``
+for a plain folder, identified by ``weights_sha256`` (folders under 4 GB).
 """
 from __future__ import annotations
 
@@ -63,25 +48,13 @@ __all__ = ["HFASRRecogniser", "load", "KINDS", "detect_kind"]
 
 
 def detect_kind(config, wanted: str = "auto") -> str:
-    """``"ctc"`` or ``"seq2seq"`` for a transformers config, from transformers' own model mappings.
-
-    Parameters
-    ----------
-    config : transformers.PretrainedConfig
-    wanted : {"auto", "ctc", "seq2seq"}
-        The entry's ``model_type``: ``auto`` picks CTC if transformers maps the model type to
-        ``AutoModelForCTC``, else sequence-to-sequence; ``ctc`` / ``seq2seq`` must be a mapping
-        that holds the model type.
-
-    Returns
-    -------
-    str
+    """``"ctc"`` or ``"seq2seq"`` for a transformers config, from transformers' own model mappings
+    (``wanted`` ``auto``: CTC if the model type maps to ``AutoModelForCTC``, else seq2seq).
 
     Raises
     ------
     ModelUnavailableError
-        If transformers maps the config's model type to neither a CTC nor a speech seq2seq model,
-        or not to the ``wanted`` one (the message says which one it is).
+        If the model type maps to neither, or not to the ``wanted`` one (the message says which).
     """
     from transformers.models.auto.modeling_auto import (  # noqa: PLC0415
         MODEL_FOR_CTC_MAPPING_NAMES,
@@ -123,27 +96,24 @@ class HFASRRecogniser(Recogniser):
     Parameters
     ----------
     entry : ModelEntry
-        An ``hf_asr`` registry entry (``model_type`` one of :data:`KINDS`).
+        An ``hf_asr`` entry (``model_type`` one of :data:`KINDS`).
     batch_size : int > 0, optional
         Clips per forward pass; default ``entry.batch_size``.
     device : {"cpu", "cuda", "auto"}, optional
-        Overrides ``entry.device``.
     precision : {"float32", "float16", "bfloat16"}, optional
-        Overrides ``entry.precision``.
+        Override the entry's.
     local_files_only : bool, optional
-        Never touch the network. Default: True for a local folder or when ``HF_HUB_OFFLINE`` is set.
+        Default: True for a local folder or when ``HF_HUB_OFFLINE`` is set.
     path : str, optional
-        Ignored (the runner's faster-whisper decoding path).
+        Ignored.
 
     Raises
     ------
     MissingPackageError
         transformers is not installed.
     ModelUnavailableError
-        Gated, missing or unreachable weights (a ``weights`` folder that does not exist or holds
-        no ``config.json``), a checkpoint that is not an ASR model or not of the entry's
-        ``model_type``, or CUDA asked for where torch sees no GPU (one actionable line naming the
-        entry).
+        Gated, missing or unreachable weights, a checkpoint that is no ASR model or not of the
+        entry's ``model_type``, or CUDA asked for where torch sees no GPU (one line).
     AiplibParameterError
         An unsupported precision or a non-positive batch size.
     """
@@ -267,19 +237,17 @@ class HFASRRecogniser(Recogniser):
 
     # ------------------------------------------------------------------ decoding
     def generate(self, audios, prompts):
-        """Transcribe a batch greedily (see :meth:`Recogniser.generate`); prompts are ignored.
+        """Transcribe a batch greedily (:meth:`Recogniser.generate`); a non-empty prompt is ignored and counted.
 
         Parameters
         ----------
         audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
             Cut to ``entry.max_audio_s`` seconds.
         prompts : list of (str or None)
-            Must match ``audios`` in length; a non-empty one is ignored and counted.
 
         Returns
         -------
         list of str
-            One transcript per clip, white space stripped.
 
         Raises
         ------

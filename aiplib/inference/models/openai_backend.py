@@ -1,4 +1,4 @@
-"""``openai`` backend: an OpenAI-compatible HTTP endpoint (OpenAI, vLLM ``serve``, …).
+"""``openai`` backend: an OpenAI-compatible HTTP endpoint (OpenAI, vLLM ``serve``, …; ``docs/SERVING.md``).
 
 Registry entry (extra fields)::
 
@@ -6,48 +6,29 @@ Registry entry (extra fields)::
       backend: openai
       model_type: api
       base_url: http://localhost:8000/v1
-      base_url_env: AIP_VLLM_BASE_URL    # optional: this variable, when set, overrides base_url
+      base_url_env: AIP_VLLM_BASE_URL    # optional: overrides base_url when set
       model: Qwen/Qwen2-Audio-7B-Instruct
       api_key_env: OPENAI_API_KEY        # the variable's NAME; never the key
       prompt_style: chat                 # chat → chat completions; initial_prompt → transcriptions
       concurrency: 8                     # requests in flight at once (default 1)
-      batch_size: 16                     # rows stage 7 hands over per generate() call (≥ concurrency)
+      batch_size: 16                     # rows per generate() call (≥ concurrency)
 
-Serving the paper's Speech LLMs with vLLM's OpenAI-compatible server: ``docs/SERVING.md``.
+``initial_prompt`` posts the stimulus (16 kHz mono 16-bit WAV) to ``{base_url}/audio/transcriptions``
+with ``temperature=0``, ``language=en`` and the task text as ``prompt``; ``chat`` posts one user
+turn (base64 WAV, then the task text) to ``{base_url}/chat/completions`` with ``temperature=0`` and
+``max_tokens`` (``thinker_max_new_tokens`` when set: Qwen2.5-Omni, 1024 as in the paper;
+:func:`chat_payload`). ``generate_kwargs`` are merged into the request.
 
-Endpoints (``base_url`` includes the ``/v1`` part)
--------------------------------------------------
-``prompt_style: initial_prompt`` (recognisers)
-    ``POST {base_url}/audio/transcriptions``, multipart: the stimulus as ``audio.wav`` (16 kHz
-    mono 16-bit), ``model``, ``temperature=0``, ``response_format=json``, ``language=en`` and
-    the task text as ``prompt`` (Whisper's initial prompt); the response is ``text``.
-``prompt_style: chat`` (Speech LLMs)
-    ``POST {base_url}/chat/completions``: one user turn with the audio as ``input_audio``
-    (base64 WAV) followed by the task text, ``temperature=0``, ``max_tokens=max_new_tokens``
-    (``thinker_max_new_tokens`` when the entry sets it: Qwen2.5-Omni, 1024 as in the paper);
-    the response is ``choices[0].message.content`` (see :func:`chat_payload`).
+The key is read from ``api_key_env`` at each request, sent only as ``Authorization: Bearer …``,
+never stored, returned or left in an error message.
 
-``entry.extra["generate_kwargs"]`` is merged into the request (JSON body or form fields).
-
-The key
--------
-Read from the environment variable named by ``api_key_env`` at each request and sent only as
-``Authorization: Bearer …``. It is never stored on the recogniser, never returned by ``info()``
-and scrubbed from every error message; without ``api_key_env`` no header is sent.
-
-Concurrency, retries, reachability (details and the benchmark: ``docs/SERVING.md``)
------------------------------------------------------------------------------------
-``generate(audios, prompts)`` sends one request per stimulus, up to ``concurrency`` at once, and
-returns the responses **in input order** (so a resumed stage 7 is exact); the registry requires
-``batch_size >= concurrency``. If a request fails for good, ``generate`` raises the first failure
-after the whole batch has finished, and the runner's item-by-item retry is answered from the
-results just obtained (no request is sent twice). HTTP 429 / 5xx and connection failures are
-retried per request (``engine_args``: ``max_retries`` 5, ``backoff_s`` · 2^attempt up to
-``max_backoff_s``, a numeric ``Retry-After`` honoured within that cap); any other failure raises
-:class:`OpenAIBackendError`, which stage 7 turns into an ``__ERROR__`` row. On load,
-``GET {base_url}/models`` (5 s) checks that a server answers and serves ``model``
-(:class:`~aiplib.core.errors.ModelUnavailableError` otherwise; a 401/404 counts as reachable;
-``engine_args: {probe: false}`` skips it).
+``generate`` sends one request per stimulus, up to ``concurrency`` at once, and returns the answers
+in input order; a request that fails for good raises after the whole batch has finished, and the
+runner's item-by-item retry is answered from the results just obtained. HTTP 429 / 5xx and
+connection failures are retried (``engine_args``: ``max_retries`` 5, ``backoff_s`` · 2^attempt up
+to ``max_backoff_s``, a numeric ``Retry-After`` honoured within that cap); other failures raise
+:class:`OpenAIBackendError`. On load, ``GET {base_url}/models`` (5 s) checks that a server answers
+and serves ``model`` (``engine_args: {probe: false}`` skips it).
 """
 from __future__ import annotations
 
@@ -61,6 +42,7 @@ import urllib.error
 import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -70,7 +52,7 @@ from aiplib.inference.models.base import Recogniser
 from aiplib.inference.models.command_backend import retry_key  # the one retry-cache key of both backends
 from aiplib.io.audio import SR, valid_audio
 
-__all__ = ["OpenAIRecogniser", "OpenAIBackendError", "load", "RETRY_STATUS", "chat_payload"]
+__all__ = ["OpenAIRecogniser", "OpenAIOptions", "OpenAIBackendError", "load", "RETRY_STATUS", "chat_payload"]
 
 log = logging.getLogger(__name__)
 
@@ -98,24 +80,9 @@ def _multipart(fields: dict, file_bytes: bytes) -> tuple[bytes, str]:
 def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int, extra: dict | None = None) -> dict:
     """The chat-completions request body for one stimulus.
 
-    One user turn whose content is the audio as an ``input_audio`` part (base64 of a 16 kHz mono
-    16-bit WAV, ``format: "wav"``) followed by the task text as a ``text`` part (omitted when
-    ``prompt`` is None): the OpenAI schema, which vLLM's server accepts for its audio models
-    (vLLM example ``examples/online_serving/openai_chat_completion_client_for_multimodal.py``).
-    vLLM renders the model's own chat template with its audio placeholder, as the
-    ``transformers`` backend does.
-
-    Parameters
-    ----------
-    model : str
-        The server's model name (vLLM: the hub id or ``--served-model-name``).
-    wav : bytes
-        The WAV file.
-    prompt : str or None
-    max_tokens : int > 0
-        New-token limit (``entry.max_new_tokens``).
-    extra : dict, optional
-        Merged into the body last (``entry.extra["generate_kwargs"]``).
+    One user turn: the audio as an ``input_audio`` part (base64 16 kHz mono 16-bit WAV) then the
+    task text (omitted when ``prompt`` is None), the OpenAI schema vLLM accepts for its audio models;
+    ``extra`` (``generate_kwargs``) is merged in last.
 
     Returns
     -------
@@ -130,14 +97,12 @@ def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int,
             "temperature": 0, "max_tokens": int(max_tokens), **dict(extra or {})}
 
 
-class OpenAIRecogniser(Recogniser):
-    """An OpenAI-compatible endpoint behind the Recogniser interface.
+@dataclass(frozen=True)
+class OpenAIOptions:
+    """Overrides of an ``openai`` entry's settings (None: the entry's value).
 
-    Parameters
+    Attributes
     ----------
-    entry : ModelEntry
-        An ``openai`` entry (``base_url``, ``model``, optional ``base_url_env``, ``api_key_env``,
-        ``concurrency``).
     timeout_s : float > 0, optional
         Seconds per HTTP request; default ``entry.extra["timeout_s"]`` or 120.
     max_retries, backoff_s, max_backoff_s : optional
@@ -149,7 +114,28 @@ class OpenAIRecogniser(Recogniser):
     probe : bool, optional
         Check on load that the server answers (default ``engine_args["probe"]``, True).
     path : str, optional
-        Ignored.
+        Ignored (the runner's decoding path).
+    """
+
+    timeout_s: float | None = None
+    max_retries: int | None = None
+    backoff_s: float | None = None
+    max_backoff_s: float | None = None
+    batch_size: int | None = None
+    concurrency: int | None = None
+    probe: bool | None = None
+    path: str | None = None
+
+
+class OpenAIRecogniser(Recogniser):
+    """An OpenAI-compatible endpoint behind the Recogniser interface.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        An ``openai`` entry (``base_url``, ``model``, optional ``base_url_env``, ``api_key_env``,
+        ``concurrency``).
+    options : OpenAIOptions, optional
 
     Raises
     ------
@@ -160,11 +146,8 @@ class OpenAIRecogniser(Recogniser):
         ``concurrency`` or ``batch_size`` is not a positive integer.
     """
 
-    def __init__(self, entry, *, timeout_s: float | None = None, max_retries: int | None = None,
-                 backoff_s: float | None = None, max_backoff_s: float | None = None,
-                 batch_size: int | None = None, concurrency: int | None = None,
-                 probe: bool | None = None, path: str | None = None):
-        del path
+    def __init__(self, entry, options: OpenAIOptions | None = None):
+        o = options or OpenAIOptions()
         self.name, self.entry = entry.id, entry
         self.base_url_env = entry.extra.get("base_url_env") or None
         url = os.environ.get(self.base_url_env, "").strip() if self.base_url_env else ""
@@ -175,13 +158,13 @@ class OpenAIRecogniser(Recogniser):
             raise ModelUnavailableError(f"{entry.id}: set the environment variable {self.key_env} to the "
                                         "endpoint's API key (it is read from there only)")
         ea = {**_DEFAULTS, **dict(entry.extra.get("engine_args") or {})}
-        self.max_retries = int(max_retries if max_retries is not None else ea["max_retries"])
-        self.backoff_s = float(backoff_s if backoff_s is not None else ea["backoff_s"])
-        self.max_backoff_s = float(max_backoff_s if max_backoff_s is not None else ea["max_backoff_s"])
-        self.timeout_s = float(timeout_s or entry.extra.get("timeout_s") or 120.0)
+        self.max_retries = int(o.max_retries if o.max_retries is not None else ea["max_retries"])
+        self.backoff_s = float(o.backoff_s if o.backoff_s is not None else ea["backoff_s"])
+        self.max_backoff_s = float(o.max_backoff_s if o.max_backoff_s is not None else ea["max_backoff_s"])
+        self.timeout_s = float(o.timeout_s or entry.extra.get("timeout_s") or 120.0)
         self.mode = "transcriptions" if entry.prompt_style == "initial_prompt" else "chat"
-        self.batch_size = int(batch_size or entry.batch_size or 1)
-        self.concurrency = int(concurrency or entry.extra.get("concurrency") or 1)
+        self.batch_size = int(o.batch_size or entry.batch_size or 1)
+        self.concurrency = int(o.concurrency or entry.extra.get("concurrency") or 1)
         for name, v in (("batch_size", self.batch_size), ("concurrency", self.concurrency)):
             if v <= 0:
                 raise AiplibParameterError(f"{entry.id}: {name} must be a positive integer, got {v!r}")
@@ -196,7 +179,7 @@ class OpenAIRecogniser(Recogniser):
         self._in_flight = 0
         self._stats = {"n_requests": 0, "n_retries": 0, "seconds": 0.0, "audio_s": 0.0, "n_stimuli": 0,
                        "n_errors": 0, "max_in_flight": 0}
-        if probe if probe is not None else bool(ea["probe"]):
+        if o.probe if o.probe is not None else bool(ea["probe"]):
             self._probe()
 
     # ------------------------------------------------------------------ interface
@@ -221,14 +204,12 @@ class OpenAIRecogniser(Recogniser):
         return s
 
     def generate(self, audios, prompts):
-        """One request per stimulus, up to ``concurrency`` at once, answers in input order
-        (see :meth:`Recogniser.generate` and the module notes).
+        """One request per stimulus, up to ``concurrency`` at once, answers in input order.
 
         Raises
         ------
         OpenAIBackendError
-            A request failed for good (after the retries for 429 / 5xx); raised once every
-            request of the batch has finished.
+            A request failed for good (after the retries), once every request of the batch has finished.
         AiplibParameterError
             Lists of different lengths or an invalid waveform.
         """
@@ -393,4 +374,4 @@ class OpenAIRecogniser(Recogniser):
 
 def load(entry, **opts) -> OpenAIRecogniser:
     """Backend entry point used by :func:`aiplib.inference.models.load_model` (``opts`` → constructor)."""
-    return OpenAIRecogniser(entry, **opts)
+    return OpenAIRecogniser(entry, OpenAIOptions(**opts))

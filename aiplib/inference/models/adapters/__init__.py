@@ -1,30 +1,16 @@
-"""Adapters of the ``transformers`` backend: one module per Speech LLM model type.
+"""Adapters of the ``transformers`` backend: one module per Speech LLM ``model_type``.
 
-An adapter knows how one model type (registry ``model_type``) turns ``(waveform, prompt)`` pairs into model inputs and model
-outputs back into text:
+An adapter turns ``(waveform, prompt)`` pairs into model inputs and outputs back into text: the
+chat with the model's audio placeholder (:meth:`Adapter.conversation`), the processor call with
+``audio=`` (:meth:`Adapter.encode`), a check that the inputs hold the audio features and one run of
+placeholder tokens per row (:meth:`Adapter.check_inputs`: a misnamed argument is silently ignored
+and the model answers from the text alone), greedy generation and decoding of the new tokens.
+Batches are left-padded with the attention mask. Adapter modules are imported on demand
+(:func:`get_adapter`).
 
-1. build the chat conversation with the model's audio placeholder (:meth:`Adapter.conversation`),
-2. render it with the processor's chat template and call the processor with the audio
-   (``audio=`` in transformers 5; :meth:`Adapter.encode`),
-3. check that the processor output really holds the audio features and one run of placeholder
-   tokens per row (:meth:`Adapter.check_inputs`: some argument names, such as ``audios=`` in
-   older releases, are silently ignored and the model would then answer from the text alone),
-4. generate greedily and decode only the new tokens (:meth:`Adapter.generate`).
-
-Batches are left-padded (``tokenizer.padding_side = "left"``) with the processor's attention
-mask, so a response does not depend on the batch it was decoded in (checked by
-:func:`aiplib.inference.models.transformers_backend.check_batch_invariance`).
-
-Adapter modules are imported on demand (:func:`get_adapter`), so a model type whose classes are
-missing from the installed ``transformers`` never breaks another.
-
-Machines without a usable torchvision / timm
---------------------------------------------
-The CPU ``torch`` wheel cannot load the PyPI torchvision build (its extension is CUDA-linked), and
-timm needs torchvision. Some processors own image/video sub-processors that need torchvision, and
-Gemma 3n's vision tower is a timm model. Audio-only use needs none of them, so
-:func:`no_torchvision_patch` and :func:`no_timm_vision_patch` replace them by inert stubs — only
-when torchvision / timm cannot be imported; on a machine where they work nothing changes.
+Where torchvision / timm cannot be imported (the CPU torch wheel cannot load PyPI's
+torchvision), :func:`no_torchvision_patch` and :func:`no_timm_vision_patch` replace the image and
+video sub-processors and Gemma 3n's vision tower, which audio never uses, by inert stubs.
 """
 from __future__ import annotations
 

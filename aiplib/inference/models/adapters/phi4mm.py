@@ -1,25 +1,11 @@
 """Phi-4-multimodal-instruct with its speech LoRA, transformers-native classes.
 
-Model: ``Phi4MultimodalForCausalLM`` (no ``trust_remote_code``). The speech adapter is the
-``speech-lora`` subfolder of the checkpoint, loaded with ``model.load_adapter(…,
-adapter_name="speech", adapter_kwargs={"subfolder": "speech-lora"})`` and activated with
-``set_adapter("speech")`` (needs ``peft``), as in the transformers documentation. A local folder
-without ``speech-lora/`` (the tiny test fixtures) is used as it is; ``info()["speech_lora"]``
-says which.
-
-Prompt: ``<|user|><|audio|>{task}<|end|><|assistant|>``; the processor expands ``<|audio|>``
-(about 12.5 tokens per second). Features: ``audio_input_features`` (80-bin log-mel) and
-``audio_embed_sizes``.
-
-Batches: the conformer's convolutions (subsampling and depthwise) see the padded frames of a
-shorter clip in a mixed-length batch, so its response could depend on its batch mates (seen on
-the tiny fixture: 4 of 5 responses changed). Batches therefore only join clips of equal length
-(``same_length_batches``); a manifest lists an item's stimuli together, all of one length, so
-this costs little.
-
-Gotcha: ``Phi4MultimodalProcessor`` loses its chat template on reload (its ``__init__`` has no
-``chat_template`` argument); the tokenizer's copy is used instead. Its image processor exists
-only as a torchvision backend, so without torchvision an inert stub stands in.
+``Phi4MultimodalForCausalLM``; the ``speech-lora`` subfolder is loaded with ``load_adapter`` and
+activated with ``set_adapter("speech")`` (needs ``peft``); a folder without it (the tiny fixtures)
+is used as it is (``info()["speech_lora"]``). Prompt ``<|user|><|audio|>{task}<|end|><|assistant|>``
+(about 12.5 audio tokens per second). The conformer sees a shorter clip's padded frames, so
+batches join only clips of equal length. The processor loses its chat template on reload (the
+tokenizer's copy is used) and its image processor needs torchvision (stubbed without it).
 """
 from __future__ import annotations
 

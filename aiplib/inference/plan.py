@@ -1,0 +1,136 @@
+"""What a stage-7 run does (:class:`RunPlan`: models × tasks, prompt set, shard) and how it decodes
+(:class:`DecodingConfig`: decoding path, batch size, limit, progress, resume of unkeyed rows)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aiplib.core.errors import AiplibParameterError
+from aiplib.inference.models import resolve
+from aiplib.inference.prompts import TASKS, PromptSet, get_prompt_set, task_names
+from aiplib.inference.shards import coerce_shard
+
+__all__ = ["DEFAULT_DECODING", "PAPER_BATCH_SIZE", "DecodingConfig", "RunPlan", "configure", "effective_batch_size"]
+
+DEFAULT_DECODING = "window"
+"""Stage 7's decoding of the embedded Whisper (:mod:`aiplib.inference.models.whisper`): the shortest
+of 15 / 20 / 30 s leaving 5 s of padding, chosen by ``benchmarks/bench_window.py``
+(``docs/BENCHMARKS.md``)."""
+
+PAPER_BATCH_SIZE = 1
+"""Stimuli per ``generate`` call of the transformers Speech LLMs in the ``paper`` profile: the
+authors' ``scripts/05_inference.py`` decoded one stimulus at a time (batched greedy decoding with
+padding, and 8-bit kernels in particular, can change a generation)."""
+
+
+@dataclass(frozen=True)
+class DecodingConfig:
+    """How stage 7 decodes.
+
+    Attributes
+    ----------
+    path : {"window", "fast", "standard"}
+        Decoding path of faster-whisper models, ignored by other backends
+        (:mod:`aiplib.inference.models.whisper`); its window policy enters the resume key.
+    batch_size : int > 0, optional
+        Stimuli per ``generate`` call; default :func:`effective_batch_size`.
+    limit : int > 0, optional
+        Only the first ``limit`` manifest rows per task (smoke runs).
+    progress : bool
+        Progress per (model, task family) and one throughput line per model (stimuli/s, RTFx).
+    rerun_unkeyed : bool
+        Re-run stimuli whose rows carry no resume key (the authors' files) instead of keeping those
+        whose prompt id, seed and SNR agree (:func:`aiplib.inference.resume.pending_stimuli`).
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``limit`` or ``batch_size`` is not a positive integer.
+    """
+
+    path: str = DEFAULT_DECODING
+    batch_size: int | None = None
+    limit: int | None = None
+    progress: bool = True
+    rerun_unkeyed: bool = False
+
+    def __post_init__(self):
+        for name in ("limit", "batch_size"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0):
+                raise AiplibParameterError(f"{name} must be a positive integer or None, got {v!r}")
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Which models decode which tasks with which prompts, on which shard.
+
+    Attributes
+    ----------
+    entries : tuple of aiplib.inference.models.ModelEntry
+    tasks : tuple of str
+        Names of :data:`aiplib.inference.prompts.TASKS`.
+    prompt_set : aiplib.inference.prompts.PromptSet
+    shard : (int, int) or None
+        ``(i, n)``: only the stimuli whose id hashes to ``i`` (:mod:`aiplib.inference.shards`).
+    """
+
+    entries: tuple
+    tasks: tuple
+    prompt_set: PromptSet
+    shard: tuple | None = None
+
+    @property
+    def families(self) -> dict[str, list[str]]:
+        """Task family (``asr``, ``kws``) → its tasks, in task order."""
+        out: dict[str, list[str]] = {}
+        for task in self.tasks:
+            out.setdefault(TASKS[task][0], []).append(task)
+        return out
+
+
+def configure(ws, options: dict) -> tuple[RunPlan, DecodingConfig]:
+    """The :class:`RunPlan` and :class:`DecodingConfig` of stage 7's keyword ``options``.
+
+    ``models`` (ids, a comma list or ``"all"``; default ``whisper_tiny_en``), ``tasks`` (default
+    ``"all"``), ``prompt_set`` (name or :class:`PromptSet`; default the profile's: ``paper`` the
+    authors' ``PROMPTS`` dict, else ``aip-closed-v1``), ``shard`` (``"i/n"``, ``(i, n)``, None: Slurm's
+    array variables when set, False: none), ``decoding`` (the config's ``path``) and the other fields
+    of :class:`DecodingConfig`.
+
+    Raises
+    ------
+    TypeError
+        An unknown option.
+    KeyError
+        Unknown model id or task name (the valid ones listed).
+    AiplibParameterError
+        Bad ``limit``, ``batch_size`` or ``shard``.
+    """
+    o = dict(options)
+    known = {"models", "tasks", "prompt_set", "shard", "decoding", "batch_size", "limit", "progress", "rerun_unkeyed"}
+    if set(o) - known:
+        raise TypeError(f"unknown stage-7 option(s) {', '.join(sorted(set(o) - known))}")
+    shard = coerce_shard(o.get("shard"))
+    config = DecodingConfig(path=o.get("decoding", DEFAULT_DECODING), batch_size=o.get("batch_size"),
+                            limit=o.get("limit"), progress=o.get("progress", True),
+                            rerun_unkeyed=o.get("rerun_unkeyed", False))
+    # resolved before any model loads: a paper run without its prompts file fails at once
+    ps = o.get("prompt_set")
+    ps = get_prompt_set(ps if ps is not None else getattr(ws, "profile", None), ws=ws)
+    plan = RunPlan(entries=tuple(resolve(o.get("models", "whisper_tiny_en"))),
+                   tasks=tuple(task_names(o.get("tasks", "all"))), prompt_set=ps, shard=shard)
+    return plan, config
+
+
+def effective_batch_size(entry, batch_size: int | None, profile: str | None) -> int:
+    """The batch size stage 7 decodes ``entry`` with: ``batch_size`` when given, else
+    :data:`PAPER_BATCH_SIZE` for a ``transformers`` entry in the ``paper`` profile, else the
+    entry's ``batch_size``. It enters the resume key of the batch-variant backends
+    (:data:`aiplib.inference.keys.BATCH_VARIANT_BACKENDS`)."""
+    if batch_size is not None:
+        return int(batch_size)
+    if profile == "paper" and entry.backend == "transformers":
+        return PAPER_BATCH_SIZE
+    return int(entry.batch_size or 1)
