@@ -115,8 +115,8 @@ else:
     achieved = 10 * np.log10(np.mean(s ** 2) / np.mean(b ** 2))
     assert np.allclose(s + b, parts["mixture"], atol=1e-6), f"{row['id']}: the mixture is not speech + background"
     display(pd.Series({"stimulus": row["id"], "samples": len(s), "target SNR (dB)": float(row["snr_db"]),
-                       "achieved SNR (dB), measured here": round(float(achieved), 4),
-                       "achieved SNR (dB), the mixer's record": round(parts["info"].achieved_snr_db, 4),
+                       "achieved SNR (dB), measured here": round(float(achieved), 6),
+                       "achieved SNR (dB), the mixer's record": round(parts["info"].achieved_snr_db, 6),
                        "peak scale": round(parts["info"].clip_scale, 4)}).to_frame("value"))
     assert abs(achieved - float(row["snr_db"])) <= snr_tolerance_db, \
         f"{row['id']}: achieved {achieved:.3f} dB, target {row['snr_db']} dB"

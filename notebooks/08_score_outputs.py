@@ -126,7 +126,7 @@ if "kws" in scores and len(scores["kws"]):
     r = k[k["bg_id"] != "clean"].iloc[0] if (k["bg_id"] != "clean").any() else k.iloc[0]
     text = r["response"].lower().strip() if isinstance(r["response"], str) else ""
     first = (text.split()[0] if text else "silence").strip(string.punctuation)
-    rule = first == str(r["label"]).lower().strip() if r["is_target"] else first not in set(read_item_bank_keywords(ws))
+    rule = first == str(r["label"]).lower().strip().strip(string.punctuation) if r["is_target"] else first not in set(read_item_bank_keywords(ws))
     shown["KWS"] = {"stimulus": f"{r['model']} / {r['stimulus_id']}", "reference": r["label"],
                     "response": r["response"], "first word": first,
                     "clip": "target" if r["is_target"] else "non-target",
