@@ -36,40 +36,29 @@ from aiplib.core.tasks import family_spec
 from aiplib.io.formats import DESCRIPTORS
 
 MIN_N_FOR_INTERVAL = 10
-"""Fewest resampled units (items, or backgrounds for correlations) for a bootstrap interval.
-
-Below it no interval is given (NaN with a note): a percentile bootstrap interval of ``n`` values
-lies inside their range, and for the mean it behaves like a z-interval with divisor ``n`` —
-about 80 % coverage at ``n = 5`` and about 90 % at ``n = 10`` for a nominal 95 %. A 2-item group
-would otherwise report the range of its two values as a "95 % interval"."""
+"""Fewest resampled units (items, or backgrounds for correlations) for a bootstrap interval; below
+it NaN with a note (a percentile interval of so few values only spans their range: about 80 %
+coverage at n = 5 for a nominal 95 %)."""
 
 MIN_USABLE_SHARE = 0.95
-"""Least share of resamples that must give a finite statistic for an interval to be reported.
-
-Resamples fail when the statistic is undefined on them (a Spearman resample with a constant
-column, an RER resample whose baseline change is not positive); quantiles of the survivors are
-conditional on the failure not happening, so with more than 5 % failures the interval is refused
-(NaN with a note). Every table reports the usable count beside its interval."""
+"""Least share of resamples with a finite statistic (e.g. no constant Spearman column) for an
+interval; below it NaN with a note. Tables report the usable count beside the interval."""
 
 SPEARMAN_EXACT_MAX_N = 9
 """Up to this many pairs the Spearman p-value is exact (all ``n!`` permutations)."""
 
 SPEARMAN_PERMUTATION_MAX_N = 20
-"""Up to this many pairs (and above :data:`SPEARMAN_EXACT_MAX_N`) the Spearman p-value is a
-seeded Monte-Carlo permutation test with :data:`SPEARMAN_N_PERMUTATIONS` permutations; above
-it, scipy's t-distribution approximation. At n = 6 the approximation gives 0.0048 where the exact
-value is 0.0167, and at n = 20 it is still about 1.5× too small."""
+"""Up to this many pairs the Spearman p-value is a seeded permutation test
+(:data:`SPEARMAN_N_PERMUTATIONS`); above it scipy's t-approximation (1.5× too small at n = 20)."""
 
 SPEARMAN_N_PERMUTATIONS = 9999
 """Random permutations of the Monte-Carlo Spearman p-value (resolution 1 / 10 000)."""
 
 RER_DENOMINATOR_EPS = 1e-9
-"""Added to the baseline change in the RER denominator, as the authors'
-``scripts/generate_results_new_2.py``: ``RER = Δ_steer / (Δ_base + 1e-9)``."""
+"""``RER = Δ_steer / (Δ_base + 1e-9)``, as the authors' ``scripts/generate_results_new_2.py``."""
 
 RER_KWS_SMALL = 0.01
-"""KWS: RER is 1.0 when both ``|Δ_base|`` and ``|Δ_steer|`` are below this (1 pp), as the
-authors' script."""
+"""KWS: RER is 1.0 when both ``|Δ_base|`` and ``|Δ_steer|`` are below this (1 pp), as the authors."""
 
 RER_FLAG_BELOW = 0.01
 """A baseline change below this (1 pp) — or not positive — is flagged beside the RER
@@ -479,12 +468,9 @@ def bh_adjust(pvalues) -> np.ndarray:
 def rer(delta_steer, delta_base, *, task_family: str, usable_only: bool = False):
     """Residual Effect Ratio of the steering prompt, as the authors compute it.
 
-    ``RER = Δ_steer / (Δ_base + 1e-9)`` (:data:`RER_DENOMINATOR_EPS`), where Δ is the mean
-    degradation (``delta_wer`` for ASR, ``delta_acc`` = acc(clean) − acc(noisy) for KWS, as
-    fractions) with the steering prompt and with the baseline prompt; for KWS, RER = 1.0 when
-    ``|Δ_base| <`` :data:`RER_KWS_SMALL` and ``|Δ_steer| <`` :data:`RER_KWS_SMALL` (the
-    authors' ``scripts/generate_results_new_2.py``). RER < 1 reads "the prompt removed part of
-    the noise effect" only when ``Δ_base`` is clearly positive: see :func:`rer_flag`.
+    ``RER = Δ_steer / (Δ_base + 1e-9)`` with Δ the mean degradation (fractions) under the
+    steering and the baseline prompt; KWS 1.0 when both |Δ| < :data:`RER_KWS_SMALL`. RER < 1
+    means "the prompt helped" only when Δ_base is clearly positive (:func:`rer_flag`).
 
     Parameters
     ----------
@@ -556,13 +542,10 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
                               method: str = "flat") -> pd.DataFrame:
     """Mean degradation per background, the authors' way (``flat``) or SNR-balanced.
 
-    ``method="flat"`` is the rule of the authors' ``scripts/generate_results_new_2.py``
-    (``load_task_degradations``): the plain mean of the degradation over *all* of a background's
-    noisy rows, i.e. ``noisy.groupby("bg_id")[col].mean()``; per model over that model's rows,
-    and ``pooled`` over the rows of every model together (the concatenated results), so a model
-    or SNR with more scored rows weighs more. ``method="snr_balanced"`` (ours) averages over the
-    items at each SNR, then over the SNRs, then (``pooled``) over the models, and gives
-    ``pooled`` only for backgrounds every model covers. The two agree when no row is missing.
+    ``flat`` (the authors' ``load_task_degradations``): ``noisy.groupby("bg_id")[col].mean()``
+    per model, and ``pooled`` over every model's rows together. ``snr_balanced`` (ours): over
+    items per SNR, then SNRs, then models; ``pooled`` only where every model has the background.
+    The two agree when no row is missing.
 
     Parameters
     ----------
@@ -571,22 +554,17 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
         ``delta_wer`` or ``delta_acc``). Clean rows and NaN deltas (failed or missing
         generations) are ignored.
     family : {"asr", "kws"}
-        Picks the column (:data:`aiplib.core.tasks.DEGRADATION_COLUMN`): ΔWER, or Δacc = acc(clean)
-        − acc(noisy), which is the authors' −Δacc (positive = worse).
+        Picks the column (:data:`aiplib.core.tasks.DEGRADATION_COLUMN`).
     task : str, optional
-        Keep only this task. Needed if ``scores_df`` holds several.
+        Keep only this task (needed if ``scores_df`` holds several).
     method : {"flat", "snr_balanced"}
-        See above (:data:`DEGRADATION_METHODS`).
 
     Returns
     -------
     pandas.DataFrame [shape=(n_backgrounds, n_models + 1)]
-        Index ``bg_id`` (sorted); one column per model and ``pooled``. Values are fractions
-        (0.1 = 10 percentage points). ``attrs["partial"]``: ``{bg_id: [models without a row
-        of it]}`` (empty dict when every model covers every background); ``attrs["method"]``;
-        ``attrs["n_rows"]``: ``{bg_id: scored noisy rows, all models}``. With ``snr_balanced``
-        the partial backgrounds' ``pooled`` is NaN (a pooled value never mixes different sets
-        of models); with ``flat`` it is the mean over the rows there are, as the authors'.
+        Index ``bg_id`` (sorted); one column per model and ``pooled``; fractions.
+        ``attrs["partial"]``: ``{bg_id: [models without a row of it]}``; ``attrs["method"]``;
+        ``attrs["n_rows"]``: ``{bg_id: scored noisy rows, all models}``.
 
     Raises
     ------
@@ -634,12 +612,9 @@ WORST_STIMULI_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "sn
 
 def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: str | None = None,
                   one_per_item: bool = True) -> pd.DataFrame:
-    """The stimuli that hurt most: the one ranking of the report (notebook 09) and the explorer.
-
-    A stimulus counts when its degradation against the clean version of the same item is
-    positive (``delta_wer`` > 0 for ASR; for KWS ``delta_acc`` = 1, a flip: correct when clean,
-    wrong with the background). Largest degradation first; ties go to the higher SNR (a loss at
-    10 dB says more than at 0 dB), then model and stimulus id.
+    """The stimuli that hurt most (the report's and the explorer's ranking): degradation against the
+    clean version of the item > 0 (KWS: a flip), largest first, ties to the higher SNR, then model
+    and stimulus id.
 
     Parameters
     ----------
@@ -657,12 +632,8 @@ def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: s
     Returns
     -------
     pandas.DataFrame [shape=(<= n, 12)]
-        Columns :data:`WORST_STIMULI_COLUMNS`: ``model, task, stimulus_id, item_id, bg_id``,
-        ``snr_db`` (dB), ``reference`` (ASR transcript or KWS label), ``clean_response`` (the
-        same model's answer to the clean version, "" when missing), ``response``,
-        ``clean_score`` / ``score`` (WER as a fraction, or KWS correct 0/1; NaN when missing),
-        ``delta`` (ΔWER as a fraction, or Δacc = 1). Empty, with these columns, when nothing got
-        worse or the column is missing.
+        :data:`WORST_STIMULI_COLUMNS`; ``snr_db`` in dB, ``clean_score`` / ``score`` WER
+        (fraction) or KWS correct (0/1), ``delta`` ΔWER or Δacc = 1. Empty when nothing got worse.
 
     Raises
     ------
@@ -731,25 +702,16 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
         descriptor columns.
     descriptors : sequence of str, optional
         Columns to use; default those of :data:`DESCRIPTORS` present (else every numeric column).
-    n_resamples : int
-        Bootstrap resamples of the *backgrounds* (descriptor and degradation resampled together).
-    seed : int
-        Every (model, descriptor) cell uses ``default_rng(seed)`` afresh, so a cell's interval
-        does not depend on which other cells are computed.
+    n_resamples, seed : int
+        Bootstrap over backgrounds; each (model, descriptor) cell starts ``default_rng(seed)`` afresh.
     level : float
 
     Returns
     -------
     pandas.DataFrame, long format
-        Columns ``model, descriptor, n, r_s, p, p_method, n_permutations, ci_low, ci_high,
-        ci_usable, p_bh, level, n_resamples, seed, note``: one row per (column of
-        ``degradation``, descriptor). ``p`` is exact / permutation / t-approximation by ``n``
-        (:func:`spearman`; ``p_method``, ``n_permutations``); ``p_bh`` is the
-        Benjamini–Hochberg adjustment of those p-values across the descriptors within each
-        model column. ``ci_low/ci_high`` are percentile bootstrap bounds over backgrounds;
-        ``ci_usable`` counts the resamples where neither column was constant. No interval
-        (NaN, noted) with fewer than :data:`MIN_N_FOR_INTERVAL` backgrounds or fewer than
-        :data:`MIN_USABLE_SHARE` of the resamples usable.
+        ``model, descriptor, n, r_s, p, p_method, n_permutations`` (:func:`spearman`),
+        ``ci_low, ci_high, ci_usable`` (resamples without a constant column), ``p_bh`` (BH across
+        the descriptors of each model column), ``level, n_resamples, seed, note``.
 
     Raises
     ------
