@@ -93,9 +93,9 @@ if "asr" in manifests:
     row = man.iloc[row_no]
     rule = {"id": f"{row['speech_id']}_{row['background_id']}_snr{int(row['snr_db'])}",
             "seed": SEED_START["asr"] + seed_offset + row_no}
-    display(pd.DataFrame({"manifest": [row["id"], int(row["seed"])], "rule": [rule["id"], rule["seed"]]},
-                         index=["id", "seed"]).rename_axis(f"row {row_no}"))
-    assert (row["id"], int(row["seed"])) == (rule["id"], rule["seed"]), f"row {row_no}: {row['id']}, seed {row['seed']}"
+    display(pd.DataFrame({"manifest": [row["id"], int(row["seed"])], "rule": [rule["id"], rule["seed"]],
+                          "agree": [row["id"] == rule["id"], int(row["seed"]) == rule["seed"]]},
+                         index=["id", "seed"]).rename_axis(f"row {row_no}"))  # the Checks below assert it
 
 # %% [markdown]
 # ## Checks

@@ -1,20 +1,10 @@
 """Provenance: a JSON sidecar next to every results file, and one record for the whole run.
 
-A results file ``results/<dir>/<name>.<ext>`` gets ``results/<dir>/<name>.json`` (the convention
-of ``results/scores/<task>.json``, whose scoring metadata is kept: provenance is merged in under
-the key ``"provenance"``). ``report.md`` and ``report.html`` share ``report.json``; a figure's
-PNG and PDF share one sidecar. ``results/provenance.json`` holds the run-level record, which is
-what :func:`aiplib.analysis.comparison.compare_runs` reads to refuse comparing runs of different manifests or
-normalisers.
-
-What is recorded (:func:`collect_provenance`): the text normaliser name and version (the one the
-scores were made with, from the scores sidecars; else the installed one), every model with its
-registry revision, weights and weights hash (from ``inference/<model>/run_log.jsonl``), the
-prompts of every task (:data:`aiplib.inference.prompts.TASKS`, :data:`aiplib.inference.prompts.PROMPTS`) and the
-prompt ids actually scored, the SHA-256 of each manifest (:func:`aiplib.stimuli.manifests.manifest_hash`)
-and its first seed, the aiplib / Python / package versions, and the analysis seed and bootstrap
-settings. Per file: its path relative to ``results/``, size and SHA-256. No time stamps, so
-re-running on the same inputs gives the same bytes.
+``results/<dir>/<name>.<ext>`` gets ``results/<dir>/<name>.json`` under the key ``"provenance"``
+(other keys, e.g. the scoring metadata of ``results/scores/<task>.json``, are kept); files sharing a
+stem (a figure's PNG and PDF, ``report.md`` / ``.html``) share one sidecar. ``results/provenance.json``
+is the run-level record (:func:`collect_provenance`), read by
+:func:`aiplib.analysis.comparison.compare_runs`. No time stamps: the same inputs give the same bytes.
 """
 from __future__ import annotations
 

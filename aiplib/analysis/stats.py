@@ -173,25 +173,19 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
     Parameters
     ----------
     data : array-like [shape=(n,)] or tuple of array-likes, each [shape=(n,)]
-        One sample, or several *paired* samples (e.g. per-item errors and reference words, or
-        the same items under two conditions); paired samples are resampled with the same
-        indices. NaNs are kept (``stat`` decides what to do with them).
+        One sample, or several *paired* samples resampled with the same indices; NaNs kept.
     stat : callable
-        ``stat(*arrays) -> float``. With ``vectorized=True`` it is called once as
-        ``stat(*arrays_2d, axis=-1)`` on arrays of shape (n_resamples, n) and must return shape
-        (n_resamples,) — e.g. ``np.mean`` or ``lambda e, w, axis: e.sum(axis) / w.sum(axis)``.
+        ``stat(*arrays) -> float``; with ``vectorized=True`` called once as
+        ``stat(*arrays_2d, axis=-1)`` on shape (n_resamples, n), returning shape (n_resamples,).
     n_resamples : int > 0
     seed : int
-        Seed of ``numpy.random.default_rng``; the same seed gives the same interval.
+        Seed of ``numpy.random.default_rng``.
     level : float in (0, 1)
-        Coverage of the interval.
     vectorized : bool
     min_n : int
-        With fewer observations no resampling is done and the interval is NaN with a note
-        (default :data:`MIN_N_FOR_INTERVAL`).
+        Fewer observations: no interval (NaN with a note).
     min_usable : float in [0, 1]
-        Least share of resamples with a finite statistic; below it the interval is NaN with a
-        note (default :data:`MIN_USABLE_SHARE`).
+        Least share of resamples with a finite statistic, else no interval.
 
     Returns
     -------
@@ -278,9 +272,7 @@ def spearman_permutation_p(x, y, *, seed: int = 0,
     ----------
     x, y : array-like [shape=(n,)], float
         Finite, non-constant, ``n >= 3`` (checked by :func:`spearman`).
-    seed : int
-        ``numpy.random.default_rng(seed)`` for the random permutations.
-    n_permutations : int
+    seed, n_permutations : int
 
     Returns
     -------
@@ -314,19 +306,16 @@ def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
     Parameters
     ----------
     x, y : array-like [shape=(n,)], float
-        Paired observations (e.g. one descriptor and the mean degradation, per background).
-        Pairs where either value is NaN are dropped.
+        Paired observations; pairs with a NaN are dropped.
     seed : int
-        Seed of the Monte-Carlo permutation p-value (``10 <= n <= 20``).
+        Seed of the permutation p-value (``10 <= n <= 20``).
 
     Returns
     -------
     SpearmanResult
-        ``rho`` and the two-sided ``p``: exact for ``n <=`` :data:`SPEARMAN_EXACT_MAX_N`, a
-        seeded permutation test for ``n <=`` :data:`SPEARMAN_PERMUTATION_MAX_N`
-        (:func:`spearman_permutation_p`), else scipy's t-distribution approximation (``method``
-        says which). Both NaN with a ``note`` when fewer than 3 pairs remain or a column is
-        constant — never an exception.
+        ``rho`` and the two-sided ``p``: exact up to :data:`SPEARMAN_EXACT_MAX_N` pairs, permutation
+        up to :data:`SPEARMAN_PERMUTATION_MAX_N`, else scipy's t-approximation (``method``). Both
+        NaN with a ``note`` below 3 pairs or for a constant column.
 
     Raises
     ------
@@ -794,8 +783,7 @@ def _round_value(v, nd: int):
 def round_descriptors(descriptors: pd.DataFrame, decimals: dict | None = None) -> pd.DataFrame:
     """A copy of a descriptor table with each descriptor rounded as the authors do.
 
-    Python's built-in ``round`` (correctly rounded, ties to even on the binary value), as their
-    ``round(zcr, 4)`` …, not ``numpy.round`` (which scales by 10^n first and can differ at ties).
+    Python's built-in ``round``, as their ``round(zcr, 4)`` (``numpy.round`` can differ at ties).
 
     Parameters
     ----------
@@ -828,12 +816,8 @@ def rank_by_mean_abs_rs(r_asr: pd.Series, r_kws: pd.Series, *, decimals: int = T
     r_asr, r_kws : pandas.Series
         r_s per descriptor (index: descriptor names, in table order).
     decimals : int
-        The mean is rounded to this many decimals before sorting (the authors': 3), so
-        descriptors equal at that precision keep the table order (a stable sort). The rounding
-        is ``numpy.round``, as theirs: ``round(np.mean([...]), 3)`` rounds a ``numpy.float64``,
-        whose ``__round__`` is ``numpy.round`` (scale by 10^n, round half to even), not Python's
-        correctly rounded ``round`` of a float — at a value such as 0.3015 the two give 0.302
-        and 0.301.
+        The mean is rounded (``numpy.round``, as their ``round`` of a ``numpy.float64``: 0.3015 →
+        0.302) before a stable sort, so ties keep the table order.
 
     Returns
     -------
@@ -849,16 +833,14 @@ def rank_by_mean_abs_rs(r_asr: pd.Series, r_kws: pd.Series, *, decimals: int = T
 def unpaired_delta(df: pd.DataFrame, family: str) -> tuple[float, int]:
     """One task's mean degradation the authors' way, without pairing to another task.
 
-    ASR: the mean of the task's own per-row ``delta_wer`` over its noisy rows (each against the
-    same task's clean version of the item). KWS: accuracy over all the task's clean rows minus
-    accuracy over all its noisy rows (``correct``, unpaired).
+    ASR: the mean of the task's per-row ``delta_wer`` over its noisy rows. KWS: accuracy over all
+    its clean rows minus accuracy over all its noisy rows (``correct``).
 
     Parameters
     ----------
     df : pandas.DataFrame
-        One model's rows of one task's ``results/scores/<task>.csv`` (columns ``bg_id`` and
-        ``delta_wer`` for ASR, ``correct`` for KWS). Rows with NaN values (failed generations)
-        are left out, as the authors' ``__ERROR__`` rows are.
+        One model's rows of one task's scores (``bg_id``, ``delta_wer`` or ``correct``); NaN
+        rows (failed generations) left out.
     family : {"asr", "kws"}
 
     Returns
