@@ -67,7 +67,6 @@ def run_identity(run) -> dict:
     AiplibError
         If a results folder has no ``provenance.json``.
     """
-
     results, ws = _results_of(run)
     rec = collect_provenance(ws) if ws is not None else read_provenance(results)
     man = {fam: (m or {}).get("sha256") for fam, m in (rec.get("manifests") or {}).items()}
@@ -136,7 +135,6 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
     Pairs are ``(model, stimulus_id)`` present in both runs; intervals and tests as
     :func:`aiplib.analysis.conditions.paired_change`.
     """
-
     ia, ib = run_identity(run_a), run_identity(run_b)
     sa, sb = load_scores(ia["results"]), load_scores(ib["results"])
     if not sa or not sb:

@@ -47,7 +47,6 @@ Whisper-style normaliser, :mod:`aiplib.core.textnorm_whisper`)."""
 
 
 def _versions() -> dict:
-
     return {"aiplib": __version__, "python": platform.python_version(), **package_versions(_PACKAGES)}
 
 
@@ -84,7 +83,6 @@ def _models(ws, scored_models) -> dict:
                            versions=last.get("versions"))
         if rec["revision"] is None:
             try:
-
                 e = get_entry(m)
                 rec.update(revision=getattr(e, "revision", None),
                            weights=rec["weights"] or getattr(e, "weights", None))
@@ -101,7 +99,6 @@ def _paper_set_offline(ws) -> dict:
     """The ``paper`` prompt set's record without a download: from the cached copy of the authors'
     file (``raw/prompts/<commit>/``) when stage 7 fetched it, else the set's name and source with
     no texts (``tasks`` empty, ``fetched`` false) — never the built-in set's texts."""
-
     spec = task_file()["prompt_sets"]["paper"]
     src = spec["source"]
     cached = Path(ws.raw) / "prompts" / src["commit"] / Path(src["path"]).name
@@ -134,7 +131,6 @@ def _prompt_set_used(ws) -> dict | None:
     if getattr(ws, "profile", None) == "paper":
         return _paper_set_offline(ws)  # the authors' file is fetched by stage 7, never by a report
     try:
-
         return prompt_set_record(get_prompt_set(getattr(ws, "profile", None), ws=ws))
     except Exception:  # noqa: BLE001 - an unknown profile name: no record
         return None
@@ -160,7 +156,6 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         {task: {model: {prompt_id: n}}}, manifests {family: {sha256, seed_start, n_rows}},
         analysis {seed, n_resamples, level}`` plus ``extra``.
     """
-
     results = Path(ws.results)
     scores_dir = results / "scores"
     norms, prompt_ids, scored_models = {}, {}, set()

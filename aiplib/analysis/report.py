@@ -203,7 +203,6 @@ def main(argv=None) -> int:
     got worse than the previous run; 1 on an aiplib error (missing scores or notebook, invalid
     criteria file, runs that cannot be compared); 2 on bad arguments.
     """
-
     ap = argparse.ArgumentParser(
         prog="python -m aiplib.analysis.report",
         description="Render results/report.html and .md from the executed notebook 09 "

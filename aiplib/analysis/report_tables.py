@@ -149,7 +149,6 @@ def worst_display(scores: pd.DataFrame, family: str, n: int = 10,
     of :func:`aiplib.analysis.stats.worst_stimuli` (the explorer's too): background @ SNR in one column
     (:func:`aiplib.analysis.conditions.condition_label`), WER in %, ΔWER in pp, texts capped
     (:func:`cap_words`), model only when several models were scored."""
-
     w = worst_stimuli(scores, family, n)
     if w.empty:
         return Table(pd.DataFrame())
@@ -343,7 +342,6 @@ def not_applicable_note(ws) -> str | None:
     """One Markdown line naming the models whose steering tasks are not applicable (they take no
     task prompt, :func:`aiplib.inference.runner.not_applicable`; read from ``inference/<model>/run_log.jsonl``),
     or None when there are none."""
-
     found = {}
     for log_p in sorted(Path(ws.inference).glob("*/run_log.jsonl")):
         rows, _ = read_inference_jsonl(log_p, require_id=False)
