@@ -27,7 +27,7 @@ smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests a
 n_resamples: Optional[int] = None  # bootstrap resamples of every interval; None: 200 when smoke, else 2000
 seed: int = 0  # bootstrap seed (recorded in every table and sidecar)
 min_diff_pp: float = 2.0  # smallest change (percentage points) called worse / better
-criteria: str = ""  # optional criteria JSON (format: aiplib/analysis/report.py); empty for none
+criteria: str = ""  # optional criteria JSON (format: aiplib/analysis/criteria.py); empty for none
 previous: str = ""  # optional previous run (workspace root or results folder) to compare with
 
 # %%
