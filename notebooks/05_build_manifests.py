@@ -77,6 +77,27 @@ manifests["asr"].head(6) if "asr" in manifests else print("no background ASR man
 family_manifest_summary(ws, by_family)
 
 # %% [markdown]
+# ## The rule on one row
+# A mixture's id is `<item>_<background>_snr<N>` and its seed is its row number in the manifest counted
+# from the family's first seed (ASR 0, KWS 10000, plus `seed_offset`), as the authors' `build_manifests`.
+# Here the first mixture of the second item, its id and seed rebuilt from its columns and its row number.
+
+# %%
+import numpy as np
+from aiplib.stimuli.manifests import SEED_START
+
+if "asr" in manifests:
+    man = manifests["asr"]
+    item = man["speech_id"].unique()[min(1, man["speech_id"].nunique() - 1)]
+    row_no = int(np.flatnonzero((man["speech_id"] == item).to_numpy() & (man["condition"] == "noisy").to_numpy())[0])
+    row = man.iloc[row_no]
+    rule = {"id": f"{row['speech_id']}_{row['background_id']}_snr{int(row['snr_db'])}",
+            "seed": SEED_START["asr"] + seed_offset + row_no}
+    display(pd.DataFrame({"manifest": [row["id"], int(row["seed"])], "rule": [rule["id"], rule["seed"]],
+                          "agree": [row["id"] == rule["id"], int(row["seed"]) == rule["seed"]]},
+                         index=["id", "seed"]).rename_axis(f"row {row_no}"))  # the Checks below assert it
+
+# %% [markdown]
 # ## Checks
 # Every foreground item (injection probes aside) has 1 + n_backgrounds × n_SNRs rows (61 for the
 # 20 backgrounds at 10, 5 and 0 dB: its clean row and one per background and SNR), and the seeds

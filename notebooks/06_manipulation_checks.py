@@ -92,6 +92,36 @@ per_bg = presence.assign(error_db=presence["achieved_snr_db"] - presence["target
 per_bg.groupby("bg_id")[["error_db", "bg_active_fraction"]].mean().round(3)
 
 # %% [markdown]
+# ## The rule on one stimulus
+# One noisy stimulus mixed from its manifest row (`aiplib.stimuli.mixing.mix_row`: speech at −23 LUFS,
+# the seeded background segment scaled by `sqrt(P_s / (P_b · 10^(SNR/10)))`, the sum scaled down only
+# if it clips), and its achieved SNR measured here on the two parts as they are in the mixture:
+# 10 · log10(mean(s²) / mean(b²)), in dB, against the row's target.
+
+# %%
+import numpy as np
+import pandas as pd
+from aiplib.io.formats import read_manifest
+from aiplib.stimuli import mixing
+
+man = read_manifest(ws, "asr")
+noisy_rows = man[man["condition"] == "noisy"]
+if noisy_rows.empty:
+    print("no noisy ASR row: run stage 5 first")
+else:
+    row = noisy_rows.iloc[0].to_dict()
+    parts = mixing.mix_row(row, ws)
+    s, b = parts["speech"].astype(np.float64), parts["background"].astype(np.float64)
+    achieved = 10 * np.log10(np.mean(s ** 2) / np.mean(b ** 2))
+    assert np.allclose(s + b, parts["mixture"], atol=1e-6), f"{row['id']}: the mixture is not speech + background"
+    display(pd.Series({"stimulus": row["id"], "samples": len(s), "target SNR (dB)": float(row["snr_db"]),
+                       "achieved SNR (dB), measured here": round(float(achieved), 6),
+                       "achieved SNR (dB), the mixer's record": round(parts["info"].achieved_snr_db, 6),
+                       "peak scale": round(parts["info"].clip_scale, 4),
+                       f"within {snr_tolerance_db} dB (asserted in the Checks)": bool(
+                           abs(achieved - float(row["snr_db"])) <= snr_tolerance_db)}).to_frame("value"))
+
+# %% [markdown]
 # ## Checks
 # The run stops here when a manipulation check fails: every measured stimulus reaches its target
 # SNR within `snr_tolerance_db` (a silent background segment has no SNR and is counted above, not

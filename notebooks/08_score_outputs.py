@@ -93,6 +93,47 @@ family_scores = score_families(ws, suite)
 {cf: {task: len(df) for task, df in by_task.items()} for cf, by_task in family_scores.items()}
 
 # %% [markdown]
+# ## The rules on one row
+# **WER** (the paper's): both texts normalised (lower-case, each ASCII punctuation character → space,
+# white space collapsed), aligned word by word (jiwer), WER = (S + D + I) / N with N the reference's
+# words. **KWS**: the answer's first word, lower-cased and stripped of punctuation (`silence` when the
+# answer is empty), is correct when it is the clip's keyword (a target clip) or none of the keywords
+# (a non-target clip). One noisy ASR row with errors and one KWS row, scored here beside the scores.
+
+# %%
+import string
+
+import jiwer
+from aiplib.core.textnorm import normalize_text
+from aiplib.io.formats import read_item_bank_keywords
+
+shown = {}
+if "asr" in scores and len(scores["asr"]):
+    a = scores["asr"]
+    ok = (a["ref_norm"].str.len() > 0) & (a["hyp_norm"].str.len() > 0)
+    pick = a[ok & (a["bg_id"] != "clean") & (a["wer"] > 0)]
+    r = (pick if len(pick) else a[ok]).iloc[0]
+    ref, hyp = normalize_text(r["reference"]), normalize_text(r["response"])
+    m = jiwer.process_words(ref, hyp)
+    n_ref = m.hits + m.substitutions + m.deletions
+    shown["ASR"] = {"stimulus": f"{r['model']} / {r['stimulus_id']}", "reference": r["reference"],
+                    "response": r["response"], "reference, normalised": ref, "response, normalised": hyp,
+                    "S, D, I / N": f"{m.substitutions}, {m.deletions}, {m.insertions} / {n_ref}",
+                    "rule: WER = (S + D + I) / N": f"{(m.substitutions + m.deletions + m.insertions) / n_ref:.4f}",
+                    "scores: wer": f"{r['wer']:.4f}"}
+if "kws" in scores and len(scores["kws"]):
+    k = scores["kws"]
+    r = k[k["bg_id"] != "clean"].iloc[0] if (k["bg_id"] != "clean").any() else k.iloc[0]
+    text = r["response"].lower().strip() if isinstance(r["response"], str) else ""
+    first = (text.split()[0] if text else "silence").strip(string.punctuation)
+    rule = first == str(r["label"]).lower().strip().strip(string.punctuation) if r["is_target"] else first not in set(read_item_bank_keywords(ws))
+    shown["KWS"] = {"stimulus": f"{r['model']} / {r['stimulus_id']}", "reference": r["label"],
+                    "response": r["response"], "first word": first,
+                    "clip": "target" if r["is_target"] else "non-target",
+                    "rule: correct": int(rule), "scores: correct": int(r["correct"])}
+pd.DataFrame(shown).fillna("")
+
+# %% [markdown]
 # ## Checks
 # The rules, recomputed outside the scorer. ASR: a noisy row with errors (else the first row with a
 # reference) has as WER jiwer's WER of its two normalised texts, and as ΔWER the difference from

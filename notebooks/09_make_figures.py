@@ -10,7 +10,7 @@
 # the answer in the closed keyword set), averaged the degradation per background over items and
 # SNRs, rank-correlated it with the acoustic descriptors (Spearman) and drew Figures 2–7 and Tables
 # 2–5 (`scoring/figures.py`, `scripts/generate_plots_new.py`).
-# **What we do.** The same definitions (`aiplib.analysis.figures`), with, beside every number, a 95 %
+# **What we do.** The same definitions (`aiplib.analysis.paper`; the figures are drawn in the cells below), with, beside every number, a 95 %
 # bootstrap interval over items, an exact test and a verdict per condition (`aiplib.analysis.conditions`,
 # `aiplib.analysis.stats`). **Reads** `results/scores/`, `descriptors/`, `manifests/` and
 # `inference/*/run_log.jsonl`. **Writes** `results/figures/` (PNG + PDF), `results/tables/`
@@ -27,7 +27,7 @@ smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests a
 n_resamples: Optional[int] = None  # bootstrap resamples of every interval; None: 200 when smoke, else 2000
 seed: int = 0  # bootstrap seed (recorded in every table and sidecar)
 min_diff_pp: float = 2.0  # smallest change (percentage points) called worse / better
-criteria: str = ""  # optional criteria JSON (format: aiplib/analysis/report.py); empty for none
+criteria: str = ""  # optional criteria JSON (format: aiplib/analysis/criteria.py); empty for none
 previous: str = ""  # optional previous run (workspace root or results folder) to compare with
 
 # %%
@@ -41,23 +41,73 @@ print(ws.root)
 
 # %% tags=["report-hide"]
 import json
+import warnings
 
+import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
+from matplotlib import colormaps
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from aiplib.analysis import conditions as cond
+from aiplib.analysis import paper
 from aiplib.analysis import report_tables as rt
 from aiplib.analysis import stats
-from aiplib.analysis.figures import make_all_figures
 from aiplib.io.formats import load_scores
 
-written = make_all_figures(ws, n_resamples=n_resamples, seed=seed)
-kw = dict(n_resamples=n_resamples, seed=seed, min_diff_pp=min_diff_pp)
+boot = dict(n_resamples=n_resamples, seed=seed)
+all_scores, descriptors, battery_info = paper.load_inputs(ws)  # every task's scores; descriptors, battery by bg_id
+kw = dict(boot, min_diff_pp=min_diff_pp)
 cond_paths = cond.write_condition_tables(ws, **kw)
 tables = {t: v for t, v in cond.read_condition_tables(ws.results).items() if t in cond_paths}
 scores = load_scores(ws, tasks=list(cond_paths))
 tabs = ws.tables_dir
-print(f"{len(written)} figure/table files and {len(cond_paths)} condition tables written under {ws.results}")
+tabs.mkdir(parents=True, exist_ok=True)
+print(f"{len(cond_paths)} condition tables written under {ws.results}")
+
+# %% [markdown] tags=["report-hide"]
+# The figures below are drawn here with matplotlib, each from the tidy table one `aiplib.analysis.paper`
+# call returns (shown in the cell before it). Colours: one per model (tab10 by sorted name), one per
+# background category, the same in every figure.
+
+# %% tags=["report-hide"]
+FAMILY = {"asr": "ASR", "kws": "KWS"}
+DEG = {"asr": "ΔWER (pp)", "kws": "ΔAcc (pp)"}
+FAMILY_COLOURS = {"asr": "#332288", "kws": "#88CCEE"}
+CATEGORY_COLOURS = {"stationary": "#4477AA", "transient": "#EE6677", "music": "#228833", "speech-like": "#CCBB44"}
+OTHER_COLOUR = "#BBBBBB"
+warnings.filterwarnings("ignore", message="Conversion of an array with ndim > 0", category=DeprecationWarning)
+
+
+def model_colours(models):
+    names = sorted(m for m in set(models) if m != "pooled")
+    return {**{m: colormaps["tab10"](i % 10) for i, m in enumerate(names)}, "pooled": "#555555"}
+
+
+def category_legend(ax, cats):
+    order = list(CATEGORY_COLOURS)
+    seen = sorted(set(cats), key=lambda c: (order.index(c) if c in order else len(order), c))
+    ax.legend(handles=[Patch(color=CATEGORY_COLOURS.get(c, OTHER_COLOUR), label=c) for c in seen],
+              fontsize=7, frameon=False, loc="best")
+
+
+def error_bars(v, lo, hi):
+    """(2, n) distances from each value to its interval bounds; 0 where there is no interval."""
+    return np.nan_to_num(np.vstack([np.clip(v - np.asarray(lo, float), 0, None),
+                                    np.clip(np.asarray(hi, float) - v, 0, None)]))
+
+
+def publish(fig, name):
+    """Write results/figures/<name>.png and .pdf and show the PNG (the report embeds it)."""
+    paper.save_figure(fig, ws.figures_dir, name)
+    rt.show_figure(ws.results, name)
+
+
+def write_table(t, name):
+    """Write results/tables/<name>.csv and read it back as the report shows it."""
+    t.to_csv(tabs / f"{name}.csv", index=False)
+    return pd.read_csv(tabs / f"{name}.csv", keep_default_na=False, na_values=[""])
 
 # %% [markdown]
 # ## How the numbers are made
@@ -106,10 +156,34 @@ rt.summary_table(tables)
 # ## Performance against SNR (Figure 7)
 #
 # **Figure 7 · Mean per-utterance WER (ASR) and accuracy (KWS) per SNR**, one line per model, 95 %
-# bootstrap bands over items; the clean stimuli are the leftmost point. `figures/figure7_snr_performance.pdf`
+# bootstrap bands over items; the clean stimuli are the leftmost point. As the authors: the mean over
+# every stimulus of the condition (all backgrounds), panel (b) without Qwen2-Audio-7B.
+# `figures/figure7_snr_performance.pdf`
+
+# %% tags=["report-hide"]
+curves = paper.snr_curves(all_scores, **boot)
+curves
 
 # %%
-rt.show_figure(ws.results, "figure7_snr_performance")
+colours = model_colours(curves["model"])
+fig = Figure(figsize=(8.0, 3.2), layout="constrained")
+for ax, fam, tag, ylab in zip(fig.subplots(1, 2), ("asr", "kws"), "ab",
+                              ("mean WER per utterance (%)", "KWS accuracy (%)")):
+    c = curves[curves["family"] == fam]
+    conds = list(dict.fromkeys(c["condition"]))
+    xs = np.arange(len(conds))
+    for model, g in c[c["in_figure"]].groupby("model"):
+        g = g.set_index("condition").reindex(conds)
+        ax.plot(xs, g["value_pp"], marker="o", ms=3, label=model, color=colours[model])
+        ax.fill_between(xs, g["ci_low_pp"], g["ci_high_pp"], alpha=0.15, color=colours[model])
+    ax.set_xticks(xs, conds, fontsize=8)
+    ax.set_xlabel("condition (SNR)", fontsize=8)
+    ax.set_ylabel(ylab, fontsize=8)
+    ax.set_title(f"({tag}) {FAMILY[fam]}", fontsize=9, loc="left")
+    ax.grid(alpha=0.3)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=7, frameon=False)
+publish(fig, "figure7_snr_performance")
 
 # %% [markdown]
 # ## Which backgrounds hurt most (Figure 4, Table 3)
@@ -120,16 +194,39 @@ rt.show_figure(ws.results, "figure7_snr_performance")
 # Table 3's `*_snr_balanced_pp` columns (the two differ only when rows are missing).
 # `figures/figure4_background_ranking.pdf`
 
+# %% tags=["report-hide"]
+ranking = paper.background_ranking(all_scores, **boot)
+ranking
+
 # %%
-rt.show_figure(ws.results, "figure4_background_ranking")
+bgs = list(ranking.index)
+cats = paper.categories(bgs, battery_info)
+fig = Figure(figsize=(8.0, 1.2 + 0.24 * len(bgs)), layout="constrained")
+axes = fig.subplots(1, 2, sharey=True)
+y = np.arange(len(bgs))
+for ax, fam, col, tag in zip(axes, ("asr", "kws"), ("asr_delta_wer_pp", "kws_delta_acc_pp"), "ab"):
+    v = ranking[col].to_numpy(float)
+    ax.barh(y, v, color=[CATEGORY_COLOURS.get(c, OTHER_COLOUR) for c in cats],
+            xerr=error_bars(v, ranking[f"{fam}_ci_low_pp"], ranking[f"{fam}_ci_high_pp"]),
+            error_kw={"lw": 0.7, "capsize": 1.5})
+    ax.axvline(0, color="k", lw=0.6)
+    ax.set_xlabel(DEG[fam] + ", mean over SNRs and models", fontsize=8)
+    ax.set_title(f"({tag}) {FAMILY[fam]}", fontsize=9, loc="left")
+    ax.grid(axis="x", alpha=0.3)
+    ax.tick_params(labelsize=7)
+axes[0].set_yticks(y, bgs)
+axes[0].invert_yaxis()
+category_legend(axes[1], cats)
+publish(fig, "figure4_background_ranking")
 
 # %% [markdown]
 # **Table 3 · The acoustic descriptors of each background, in the order of Figure 4**, beside its
 # ASR ΔWER and KWS ΔAcc (pp). `tables/table3_descriptor_values.csv`
 
 # %%
-rt.table3_display(pd.read_csv(tabs / "table3_descriptor_values.csv", keep_default_na=False, na_values=[""])) \
-    if (tabs / "table3_descriptor_values.csv").is_file() else Markdown("_No descriptors: Table 3 not made._")
+rt.table3_display(write_table(paper.table3_descriptor_values(ranking, descriptors, battery=battery_info),
+                              "table3_descriptor_values")) \
+    if descriptors is not None else Markdown("_No descriptors: Table 3 not made._")
 
 # %% [markdown]
 # ## Descriptors and degradation (Table 2, Figures 3 and 2)
@@ -145,34 +242,93 @@ rt.table3_display(pd.read_csv(tabs / "table3_descriptor_values.csv", keep_defaul
 # with a note. `tables/table2_descriptor_correlations.csv`
 
 # %%
-rt.table2_display(pd.read_csv(tabs / "table2_descriptor_correlations.csv", keep_default_na=False, na_values=[""])) \
-    if (tabs / "table2_descriptor_correlations.csv").is_file() else Markdown("_No descriptors: Table 2 not made._")
+t2 = paper.table2_descriptor_correlations(all_scores, descriptors, **boot) if descriptors is not None else None
+rt.table2_display(write_table(t2, "table2_descriptor_correlations")) if t2 is not None \
+    else Markdown("_No descriptors: Table 2 not made._")
 
 # %% [markdown]
-# **Figure 3 · Spearman r_s of each descriptor against degradation**, per task and model
-# (* p_BH < 0.05). `figures/figure3_descriptor_correlations.pdf`
+# **Figure 3 · Spearman r_s of each descriptor against degradation**, pooled over models, one row per
+# task: Table 2's `pooled` rows as a heatmap (* p_BH < 0.05). `figures/figure3_descriptor_correlations.pdf`
 
 # %%
-rt.show_figure(ws.results, "figure3_descriptor_correlations")
+if t2 is None:
+    display(Markdown("_No descriptors: Figure 3 not made._"))
+else:
+    pooled = t2[t2["model"] == "pooled"]
+    descs, tasks = list(dict.fromkeys(pooled["descriptor"])), list(dict.fromkeys(pooled["task"]))
+    mat = pooled.pivot(index="task", columns="descriptor", values="r_s").loc[tasks, descs]
+    pbh = pooled.pivot(index="task", columns="descriptor", values="p_bh").loc[tasks, descs]
+    fig = Figure(figsize=(1.0 + 0.85 * len(descs), 1.2 + 0.6 * len(tasks)), layout="constrained")
+    ax = fig.subplots()
+    im = ax.imshow(mat.to_numpy(float), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+    for i in range(len(tasks)):
+        for j in range(len(descs)):
+            v, q = mat.iat[i, j], pbh.iat[i, j]
+            ax.text(j, i, "n/a" if not np.isfinite(v) else f"{v:.2f}" + ("*" if q < 0.05 else ""),
+                    ha="center", va="center", fontsize=8,
+                    color="white" if np.isfinite(v) and abs(v) > 0.6 else "black")
+    ax.set_xticks(range(len(descs)), descs, rotation=40, ha="right", fontsize=8)
+    ax.set_yticks(range(len(tasks)), [t.upper() for t in tasks], fontsize=8)
+    fig.colorbar(im, ax=ax, label="Spearman $r_s$", shrink=0.9)
+    ax.set_title("Descriptor vs mean degradation across backgrounds, pooled over models "
+                 "(* $p_{BH}$ < 0.05)", fontsize=9)
+    publish(fig, "figure3_descriptor_correlations")
 
 # %% [markdown]
-# **Figure 2 · The descriptors most correlated with degradation**: one point per background, with
-# an ordinary least-squares line. `figures/figure2_descriptor_regressions.pdf`
+# **Figure 2 · The descriptors most correlated with degradation**: the three with the largest mean of
+# |r_s(ASR)| and |r_s(KWS)| (pooled, rounded to 3 decimals as the authors); one point per background
+# (descriptor rounded as the authors vs its mean degradation), with an ordinary least-squares line.
+# `figures/figure2_descriptor_regressions.pdf`
+
+# %% tags=["report-hide"]
+points = paper.descriptor_points(all_scores, descriptors, t2, battery=battery_info) if t2 is not None else None
+points
 
 # %%
-rt.show_figure(ws.results, "figure2_descriptor_regressions")
+if points is None:
+    display(Markdown("_No descriptors: Figure 2 not made._"))
+else:
+    top = list(dict.fromkeys(points["descriptor"]))
+    fig = Figure(figsize=(3.2 * max(len(top), 1), 5.8), layout="constrained")
+    axes = fig.subplots(2, max(len(top), 1), squeeze=False)
+    for i, fam in enumerate(("asr", "kws")):
+        for j, desc in enumerate(top):
+            ax, p = axes[i, j], points[(points["family"] == fam) & (points["descriptor"] == desc)]
+            x, y = p["x"].to_numpy(float), p["y_pp"].to_numpy(float)
+            ax.scatter(x, y, c=[CATEGORY_COLOURS.get(c, OTHER_COLOUR) for c in p["category"]], s=22,
+                       edgecolors="k", linewidths=0.3, zorder=3)
+            ok = np.isfinite(x) & np.isfinite(y)
+            if ok.sum() >= 2 and np.ptp(x[ok]) > 0:
+                b1, b0 = np.polyfit(x[ok], y[ok], 1)
+                xs = np.linspace(x[ok].min(), x[ok].max(), 50)
+                ax.plot(xs, b0 + b1 * xs, color="k", lw=1)
+            r = p.iloc[0]
+            ax.set_title(f"{FAMILY[fam]} · {desc}\n$r_s$ = {r.r_s:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}], "
+                         f"$p_{{BH}}$ = {r.p_bh:.3g}", fontsize=8)
+            ax.set_xlabel(desc, fontsize=8)
+            if j == 0:
+                ax.set_ylabel(DEG[fam], fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.grid(alpha=0.3)
+        if top:
+            category_legend(axes[i, -1], p["category"])
+    publish(fig, "figure2_descriptor_regressions")
 
 # %% [markdown]
 # ## Accent groups (Table 4, Figure 5)
 #
 # **Table 4 · Mean ΔWER per model and accent group**, 95 % bootstrap interval over the group's items
-# (none below 10 items). Rows pooled over models and items without an accent group are in
-# `tables/table4_accent_dwer_pooled_unspecified.csv`. In `demo` the groups are synthetic voices.
-# `tables/table4_accent_dwer.csv`
+# (none below 10 items); each item's ΔWER is first averaged over backgrounds and SNRs. Rows pooled
+# over models and items without an accent group are in `tables/table4_accent_dwer_pooled_unspecified.csv`.
+# In `demo` the groups are synthetic voices. `tables/table4_accent_dwer.csv`
 
 # %%
-rt.table4_display(pd.read_csv(tabs / "table4_accent_dwer.csv", keep_default_na=False, na_values=[""])) \
-    if (tabs / "table4_accent_dwer.csv").is_file() else Markdown("_No accent groups: Table 4 not made._")
+has_accents = not all_scores["asr"]["accent_group"].isna().all()
+if has_accents:
+    t4, t4_rest = paper.table4_accent_dwer(all_scores, **boot)
+    write_table(t4_rest, "table4_accent_dwer_pooled_unspecified")
+rt.table4_display(write_table(t4, "table4_accent_dwer")) if has_accents \
+    else Markdown("_No accent groups: Table 4 not made._")
 
 # %% [markdown]
 # **Table 4, the authors' view · Mean ΔWER per model and accent label**: the raw accent strings
@@ -181,16 +337,46 @@ rt.table4_display(pd.read_csv(tabs / "table4_accent_dwer.csv", keep_default_na=F
 # the noisy rows, no interval. `tables/table4_accent_dwer_authors.csv`
 
 # %%
-rt.table4_authors_display(pd.read_csv(tabs / "table4_accent_dwer_authors.csv", keep_default_na=False,
-                                      na_values=[""])) \
-    if (tabs / "table4_accent_dwer_authors.csv").is_file() else Markdown("_No accents: not made._")
+t4a = paper.table4_accent_dwer_authors(all_scores) if has_accents else None
+rt.table4_authors_display(write_table(t4a, "table4_accent_dwer_authors")) if has_accents \
+    else Markdown("_No accents: not made._")
 
 # %% [markdown]
-# **Figure 5 · ΔWER by accent**: (a) the authors' labels, (b) our groups (95 % CI).
-# `figures/figure5_accent_degradation.pdf`
+# **Figure 5 · ΔWER by accent**: grouped bars per model, (a) the authors' labels (mean over noisy rows),
+# (b) our groups (mean over items, 95 % CI), the two tables above. `figures/figure5_accent_degradation.pdf`
 
 # %%
-rt.show_figure(ws.results, "figure5_accent_degradation")
+def accent_bars(ax, table, group_col, models, colours, *, ci):
+    groups = list(dict.fromkeys(table[group_col]))
+    w, x = 0.8 / max(len(models), 1), np.arange(len(groups))
+    for k, m in enumerate(models):
+        t = table[table["model"] == m].set_index(group_col).reindex(groups)
+        v = t["mean_delta_wer_pp"].to_numpy(float)
+        err = {"yerr": error_bars(v, t["ci_low_pp"], t["ci_high_pp"]), "error_kw": {"lw": 0.7, "capsize": 2}} if ci else {}
+        ax.bar(x + (k - (len(models) - 1) / 2) * w, v, w, label=m, color=colours[m], **err)
+    ax.set_xticks(x, groups, rotation=30, ha="right", fontsize=8)
+    ax.axhline(0, color="k", lw=0.6)
+    ax.grid(axis="y", alpha=0.3)
+
+
+if not has_accents or t4.empty:
+    display(Markdown("_No ASR item has an accent group: Figure 5 not made._"))
+else:
+    panels = ([] if t4a.empty else [("accent_label", t4a, False, "the authors' accent labels, mean over noisy rows")]) \
+        + [("accent_group", t4, True, "accent groups (ours), mean over items, 95 % bootstrap CI")]
+    models = list(dict.fromkeys([*t4a["model"], *t4["model"]]))
+    colours = model_colours(models)
+    n_groups = max(len(set(t[col])) for col, t, _, _ in panels)
+    fig = Figure(figsize=(max(4.5, 1.2 + 0.55 * n_groups * max(len(models), 1) ** 0.5), 3.4 * len(panels)),
+                 layout="constrained")
+    axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
+    for ax, (col, t, ci, title), tag in zip(axes, panels, "ab"):
+        accent_bars(ax, t, col, [m for m in models if m in set(t["model"])], colours, ci=ci)
+        ax.set_ylabel("ΔWER (pp), mean over backgrounds and SNRs", fontsize=8)
+        ax.set_title((f"({tag}) " if len(panels) > 1 else "") + title, fontsize=9, loc="left")
+    axes[0].legend(fontsize=7, frameon=False, ncol=min(len(models), 4), loc="lower center", bbox_to_anchor=(0.5, 1.12))
+    fig.suptitle("ASR degradation by accent", fontsize=9)
+    publish(fig, "figure5_accent_degradation")
 
 # %% [markdown]
 # ## The steering prompt (Table 5, Figure 6)
@@ -207,17 +393,46 @@ rt.show_figure(ws.results, "figure5_accent_degradation")
 # `tables/table5_prompt_steering_rer.csv`
 
 # %%
-display(rt.table5_display(pd.read_csv(tabs / "table5_prompt_steering_rer.csv", keep_default_na=False, na_values=[""]))
-        if (tabs / "table5_prompt_steering_rer.csv").is_file() else Markdown("_No steering scores: Table 5 not made._"))
+t5 = paper.table5_prompt_steering_rer(all_scores, **boot)
+display(rt.table5_display(write_table(t5, "table5_prompt_steering_rer")) if not t5.empty
+        else Markdown("_No steering scores: Table 5 not made._"))
 if rt.not_applicable_note(ws):
     display(Markdown(rt.not_applicable_note(ws)))
 
 # %% [markdown]
-# **Figure 6 · Residual Effect Ratio per model and task** (95 % CI; 1 = the prompt changed
-# nothing). `figures/figure6_prompt_steering_rer.pdf`
+# **Figure 6 · Residual Effect Ratio per model and task**: Table 5's `rer` as bars with its 95 % CI
+# (1 = the prompt changed nothing); a flagged RER (Δ(baseline) ≤ 0 or < 1 pp) is not drawn as a bar
+# but marked "flagged". `figures/figure6_prompt_steering_rer.pdf`
 
 # %%
-rt.show_figure(ws.results, "figure6_prompt_steering_rer")
+if t5.empty:
+    display(Markdown("_No steering scores: Figure 6 not made._"))
+else:
+    models = sorted(t5["model"].unique())
+    fams = [f for f in ("asr", "kws") if f in set(t5["family"])]
+    fig = Figure(figsize=(max(4.0, 1.5 + 0.9 * len(models)), 3.2), layout="constrained")
+    ax = fig.subplots()
+    w, x = 0.8 / max(len(fams), 1), np.arange(len(models))
+    for k, fam in enumerate(fams):
+        t = t5[t5["family"] == fam].set_index("model").reindex(models)
+        flagged = t["base_flag"].fillna("").astype(str).ne("").to_numpy()
+        v = np.where(flagged, np.nan, t["rer"].to_numpy(float))
+        xs = x + (k - (len(fams) - 1) / 2) * w
+        ax.bar(xs, np.nan_to_num(v), w, label=FAMILY[fam], yerr=error_bars(v, t["ci_low"], t["ci_high"]),
+               color=FAMILY_COLOURS[fam], error_kw={"lw": 0.7, "capsize": 2})
+        for xi, vi, fl in zip(xs, v, flagged):
+            if not np.isfinite(vi):
+                ax.text(xi, 0.02, "flagged" if fl else "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
+    ax.axhline(1.0, color="k", lw=0.8, ls="--")
+    ok = t5["base_flag"].fillna("").astype(str).eq("").to_numpy()
+    top = np.nanmax(np.r_[t5["ci_high"].to_numpy(float)[ok], t5["rer"].to_numpy(float)[ok], 1.0])
+    ax.set_ylim(min(0.0, np.nanmin(np.r_[t5["ci_low"].to_numpy(float)[ok], 0.0])), top * 1.25)
+    ax.set_xticks(x, models, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("RER = Δ(steering) / Δ(baseline)", fontsize=8)
+    ax.legend(fontsize=7, frameon=False, ncol=2, loc="upper right")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title("Steering prompt: residual noise effect\n(RER < 1: effect reduced)", fontsize=9)
+    publish(fig, "figure6_prompt_steering_rer")
 
 # %% [markdown]
 # ## Speech recognition per condition

@@ -109,13 +109,28 @@ def test_fieldkit_folders_validate(fieldkit, tmp_path):
     assert fmt["jfk_inaugural_1961.flac"] == (44100, 2) and fmt["ljspeech_LJ002-0020.wav"] == (22050, 1)
 
 
+def _run_notebook_09(ws, tmp_path) -> dict:
+    """Execute notebook 09 on ``ws`` with papermill; {file name: path} of the figures and tables."""
+    import papermill as pm
+
+    nb = Path(__file__).resolve().parents[1] / "notebooks" / "09_make_figures.ipynb"
+    old = os.environ.get("AIP_DATA_ROOT")
+    os.environ["AIP_DATA_ROOT"] = str(ws.root.parent)
+    try:
+        pm.execute_notebook(str(nb), str(tmp_path / nb.name), parameters={"profile": ws.profile},
+                            cwd=str(nb.parent), progress_bar=False, log_output=False)
+    finally:
+        os.environ.pop("AIP_DATA_ROOT") if old is None else os.environ.__setitem__("AIP_DATA_ROOT", old)
+    return {p.name: p for d in (ws.figures_dir, ws.tables_dir) for p in d.glob("*") if p.suffix != ".json"}
+
+
 @pytest.mark.slow
 def test_fieldkit_pipeline_end_to_end(fieldkit, tmp_path):
     from aiplib.battery.backgrounds import curate_battery
     from aiplib.scoring.wer_check import wer_constancy
     from aiplib.stimuli.checks import background_presence, determinism, write_inspection_clips
     from aiplib.battery.descriptors import descriptor_table
-    from aiplib.analysis.figures import FIGURE_NAMES, TABLE_NAMES, make_all_figures
+    from aiplib.analysis.paper import FIGURE_NAMES, TABLE_NAMES
     from aiplib.inference.runner import run_inference
     from aiplib.stimuli.manifests import build_manifests
     from aiplib.scoring.score import score_inference
@@ -180,8 +195,8 @@ def test_fieldkit_pipeline_end_to_end(fieldkit, tmp_path):
     scores = score_inference(ws)
     assert set(scores) == {"asr", "kws", "asr_steer_p5", "kws_steer_p5"}
     lap("08_scores")
-    # 9 · figures and tables
-    written = make_all_figures(ws)
+    # 9 · figures and tables: notebook 09 draws them
+    written = _run_notebook_09(ws, tmp_path)
     lap("09_figures")
 
     s = scores["asr"]

@@ -1,4 +1,4 @@
-"""Tests of aiplib.analysis.figures on a synthetic workspace (20 backgrounds, 2 models, 4 tasks)."""
+"""Tests of aiplib.analysis.paper (the tables behind the figures) on a synthetic workspace (20 backgrounds, 2 models, 4 tasks)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib.analysis import figures, stats
+from aiplib.analysis import paper, stats
 from aiplib.io import formats
 from aiplib.core.errors import AiplibError
 from aiplib.scoring.score import score_inference
@@ -102,15 +102,13 @@ def fake_ws(tmp_path_factory):
     return ws
 
 
-def test_make_all_figures_writes_everything(fake_ws):
-    written = figures.make_all_figures(fake_ws, n_resamples=200, seed=0)
-    expected = {f"{n}.{e}" for n in figures.FIGURE_NAMES for e in ("png", "pdf")} | \
-        {f"{n}.csv" for n in figures.TABLE_NAMES}
-    assert set(written) == expected and len(written) == 18
+def test_write_tables_writes_every_table(fake_ws):
+    written = paper.write_tables(fake_ws, n_resamples=200, seed=0)
+    expected = {f"{n}.csv" for n in paper.TABLE_NAMES}   # the figures are drawn in notebook 09
+    assert set(written) == expected and len(written) == 6
     for name, p in written.items():
         assert p.exists() and p.stat().st_size > (300 if name.endswith("_authors.csv") else 500), name
-        sub = "tables" if name.endswith(".csv") else "figures"
-        assert p.parent == fake_ws.results / sub
+        assert p.parent == fake_ws.results / "tables"
 
     t2 = pd.read_csv(written["table2_descriptor_correlations.csv"])
     assert t2.shape == (2 * (len(MODELS) + 1) * len(formats.DESCRIPTORS), 19)
@@ -122,6 +120,10 @@ def test_make_all_figures_writes_everything(fake_ws):
     z = t2[(t2.task == "asr") & (t2.model == "pooled") & (t2.descriptor == "zcr")].iloc[0]
     assert z.r_s > 0.8 and z.ci_low <= z.r_s <= z.ci_high and z.p_bh < 0.05
     assert (t2["n"] == N_BG).all()
+    scores, desc, battery = paper.load_inputs(fake_ws)               # Figure 2's points
+    pts = paper.descriptor_points(scores, desc, t2, battery=battery)
+    assert list(dict.fromkeys(pts["descriptor"])) == paper.top_descriptors(t2, 3) and len(pts) == 2 * 3 * N_BG
+    assert set(pts["category"]) == {"stationary", "transient", "music", "speech-like"}
 
     t3 = pd.read_csv(written["table3_descriptor_values.csv"])
     assert len(t3) == N_BG and list(t3["rank"]) == list(range(1, N_BG + 1))
@@ -149,9 +151,9 @@ def test_table_values_match_stats(fake_ws):
     scores = formats.load_scores(fake_ws)
     assert scores["asr"]["item_id"].str.startswith("a").all()
     deg = stats.degradation_by_background(scores["asr"], "asr")
-    rank = figures.background_ranking(scores, n_resamples=100)
+    rank = paper.background_ranking(scores, n_resamples=100)
     np.testing.assert_allclose(rank.loc[deg.index, "asr_delta_wer_pp"], deg["pooled"] * 100)
-    curves = figures.snr_curves(scores, n_resamples=100)
+    curves = paper.snr_curves(scores, n_resamples=100)
     assert list(dict.fromkeys(curves["condition"])) == ["clean", "10 dB", "5 dB", "0 dB"]
     c = curves[(curves.family == "asr") & (curves.condition == "clean")]
     assert (c["value_pp"] == 0).all()            # clean hypotheses equal the reference
@@ -159,20 +161,20 @@ def test_table_values_match_stats(fake_ws):
 
 def test_figure7_leaves_out_qwen_in_panel_b(fake_ws):
     scores = formats.load_scores(fake_ws)
-    fig = figures.figure7_snr_performance(figures.snr_curves(scores, n_resamples=50))
-    a, b = fig.axes[:2]
-    assert {ln.get_label() for ln in a.get_lines()} == set(MODELS)
-    assert {ln.get_label() for ln in b.get_lines()} == {"tiny_en"}
+    c = paper.snr_curves(scores, n_resamples=50)
+    drawn = c[c["in_figure"]]                                  # the lines of Figure 7's panels
+    assert set(drawn.loc[drawn.family == "asr", "model"]) == set(MODELS)
+    assert set(drawn.loc[drawn.family == "kws", "model"]) == {"tiny_en"}
 
 
 def test_steering_missing_is_skipped(tmp_path, caplog):
     ws = make_fake_workspace(tmp_path, tasks=("asr", "kws"))
     score_inference(ws)
-    with caplog.at_level(logging.WARNING, logger="aiplib.analysis.figures"):
-        written = figures.make_all_figures(ws, n_resamples=50, formats=("png",))
+    with caplog.at_level(logging.WARNING, logger="aiplib.analysis.paper"):
+        written = paper.write_tables(ws, n_resamples=50)
     assert "figure6_prompt_steering_rer.png" not in written
     assert "table5_prompt_steering_rer.csv" not in written
-    assert len(written) == 5 + 5
+    assert len(written) == 5
     assert "Figure 6 and Table 5 skipped" in caplog.text
 
 
@@ -180,7 +182,7 @@ def test_needs_asr_and_kws(tmp_path):
     ws = make_fake_workspace(tmp_path, tasks=("asr",))
     score_inference(ws)
     with pytest.raises(AiplibError, match="kws"):
-        figures.make_all_figures(ws)
+        paper.write_tables(ws)
 
 
 def test_no_accent_groups_skips_table4_with_a_note(tmp_path, caplog):
@@ -190,11 +192,11 @@ def test_no_accent_groups_skips_table4_with_a_note(tmp_path, caplog):
     man["accent"] = ""
     man.to_csv(ws.manifests / "asr.csv", index=False)
     score_inference(ws)
-    with caplog.at_level(logging.WARNING, logger="aiplib.analysis.figures"):
-        written = figures.make_all_figures(ws, n_resamples=50, formats=("png",))
+    with caplog.at_level(logging.WARNING, logger="aiplib.analysis.paper"):
+        written = paper.write_tables(ws, n_resamples=50)
     assert "table4_accent_dwer.csv" not in written
     assert "figure5_accent_degradation.png" not in written
-    assert "figure4_background_ranking.png" in written
+    assert "table3_descriptor_values.csv" in written               # Figure 4's order, made
     assert "Table 4 and Figure 5 skipped" in caplog.text
 
 
@@ -226,7 +228,7 @@ def _toy_scores():
 def test_figure4_ranks_by_mean_of_asr_and_kws():
     # A: ASR 50 pp, KWS 100 pp → mean 75; B: ASR mean(10, 200) = 105 pp, KWS 0 → 52.5.
     # Mean of ranks would tie (1.5 each) and put B first on ASR; the authors' mean puts A first.
-    r = figures.background_ranking(_toy_scores(), n_resamples=50)
+    r = paper.background_ranking(_toy_scores(), n_resamples=50)
     assert list(r.index) == ["A", "B"] and list(r["rank"]) == [1, 2]
     assert r.loc["A", "mean_degradation_pp"] == pytest.approx(75.0)
     assert r.loc["B", "mean_degradation_pp"] == pytest.approx(52.5)
@@ -236,7 +238,7 @@ def test_figure4_ranks_by_mean_of_asr_and_kws():
 def test_figure4_pooling_leaves_out_a_background_one_model_lacks():
     s = _toy_scores()
     s["asr"] = s["asr"][~((s["asr"].model == "m2") & (s["asr"].bg_id == "B"))]
-    r = figures.background_ranking(s, n_resamples=50)
+    r = paper.background_ranking(s, n_resamples=50)
     # the authors' flat mean pools the rows there are (m1's 0.1 and 2.0); ours is not pooled
     assert r.loc["B", "asr_delta_wer_pp"] == pytest.approx(105.0)
     assert np.isnan(r.loc["B", "asr_delta_wer_snr_balanced_pp"]) and list(r.index) == ["A", "B"]
@@ -244,7 +246,7 @@ def test_figure4_pooling_leaves_out_a_background_one_model_lacks():
 
 
 def test_figure7_is_mean_per_utterance_wer_with_corpus_beside():
-    c = figures.snr_curves(_toy_scores(), n_resamples=50)
+    c = paper.snr_curves(_toy_scores(), n_resamples=50)
     a = c[(c.family == "asr") & (c.model == "m1") & (c.condition == "0 dB")].iloc[0]
     # per-utterance WERs 0.5, 0.5, 0.1, 2.0 → mean 77.5 %; corpus (2+2+0.4+8)/16 = 77.5 % too,
     # so use unequal lengths to tell them apart
@@ -252,7 +254,7 @@ def test_figure7_is_mean_per_utterance_wer_with_corpus_beside():
     s = _toy_scores()
     s["asr"].loc[s["asr"].item_id == "i2", "ref_words"] = 8
     s["asr"].loc[s["asr"].item_id == "i2", "errors"] *= 2
-    a = figures.snr_curves(s, n_resamples=50).query("family == 'asr' and model == 'm1' and "
+    a = paper.snr_curves(s, n_resamples=50).query("family == 'asr' and model == 'm1' and "
                                                    "condition == '0 dB'").iloc[0]
     assert a.value_pp == pytest.approx(77.5)                         # mean of utterance WERs
     assert a.corpus_wer_pp == pytest.approx(100 * (2 + 0.4 + 4 + 16) / (4 + 4 + 8 + 8))
@@ -266,7 +268,7 @@ def test_table5_rer_paper_definition_and_flag():
     asr_steer = s["asr"].assign(task="asr_steer_p5", delta_wer=s["asr"]["delta_wer"] * 0.5)
     asr_base = s["asr"].copy()
     asr_base["delta_wer"] = asr_base["delta_wer"] * 0 - 0.02 * asr_base["delta_wer"].notna()
-    t = figures.table5_prompt_steering_rer({"asr": asr_base, "kws": base, "asr_steer_p5": asr_steer,
+    t = paper.table5_prompt_steering_rer({"asr": asr_base, "kws": base, "asr_steer_p5": asr_steer,
                                             "kws_steer_p5": steer}, n_resamples=50)
     k = t[(t.family == "kws") & (t.model == "m1")].iloc[0]
     # paired (ours, on delta_acc): Δ_base = mean(1, 0) = 0.5, Δ_steer = mean(0.5, 0) = 0.25
@@ -277,8 +279,8 @@ def test_table5_rer_paper_definition_and_flag():
     assert a.delta_base_pp == pytest.approx(-2.0) and a.base_flag == "baseline <= 0"
     assert a.rer == pytest.approx(a.delta_steer_pp / 100 / (-0.02 + 1e-9))
     assert np.isnan(a.ci_low)                                        # 2 items: no interval
-    fig = figures.figure6_prompt_steering_rer(t)                    # flagged bar not drawn
-    assert any(tx.get_text() == "flagged" for tx in fig.axes[0].texts)
+    # Figure 6 (notebook 09) draws no bar where base_flag is set, and marks it "flagged"
+    assert t.loc[(t.family == "asr") & (t.model == "m1"), "base_flag"].ne("").all()
 
 
 def test_table5_rer_the_authors_unpaired_way_and_ours_paired_beside():
@@ -290,7 +292,7 @@ def test_table5_rer_the_authors_unpaired_way_and_ours_paired_beside():
     ab = s["asr"]
     as_ = ab.assign(task="asr_steer_p5", delta_wer=ab["delta_wer"] * 0.5)
     as_ = as_[~((as_.item_id == "i2") & (as_.bg_id == "B"))]         # one steering row missing
-    t = figures.table5_prompt_steering_rer({"asr": ab, "kws": kb, "asr_steer_p5": as_,
+    t = paper.table5_prompt_steering_rer({"asr": ab, "kws": kb, "asr_steer_p5": as_,
                                             "kws_steer_p5": ks}, n_resamples=50)
     k = t[(t.family == "kws") & (t.model == "m1")].iloc[0]
     # authors, by hand: base acc clean 1, noisy (0 + 1 + 0 + 1) / 4 → Δ 0.5; steer clean 1,
@@ -304,7 +306,7 @@ def test_table5_rer_the_authors_unpaired_way_and_ours_paired_beside():
     assert a.rer == pytest.approx((0.55 / 3) / 0.775)
     # paired on the 3 common rows: base (0.5 + 0.1 + 0.5) / 3, steer half of it
     assert a.rer_paired == pytest.approx(0.5)
-    assert list(t.columns) == figures.TABLE5_COLUMNS
+    assert list(t.columns) == paper.TABLE5_COLUMNS
 
 
 def test_top_descriptors_largest_mean_abs_rs():
@@ -312,7 +314,7 @@ def test_top_descriptors_largest_mean_abs_rs():
                        "descriptor": ["a", "a", "b", "b", "c", "c", "d", "d"],
                        "r_s": [0.9, -0.1, -0.6, -0.6, 0.2, 0.3, np.nan, 0.99]})
     # mean |r_s|: a 0.5, b 0.6, c 0.25, d NaN (not computable in ASR)
-    assert figures.top_descriptors(t2, 3) == ["b", "a", "c"]
+    assert paper.top_descriptors(t2, 3) == ["b", "a", "c"]
 
 
 def test_descriptors_rounded_before_spearman_as_the_authors():
@@ -328,7 +330,7 @@ def test_descriptors_rounded_before_spearman_as_the_authors():
                         index=pd.Index(bgs, name="bg_id"))
     # ZCR differs only in the 5th decimal among the first three: the authors' round(·, 4) ties them
     desc["zcr"] = [0.10004, 0.10001, 0.10003, 0.2, 0.3, 0.4]
-    t2 = figures.table2_descriptor_correlations(scores, desc, n_resamples=20)
+    t2 = paper.table2_descriptor_correlations(scores, desc, n_resamples=20)
     z = t2[(t2.task == "asr") & (t2.model == "pooled") & (t2.descriptor == "zcr")].iloc[0]
     assert z.r_s == pytest.approx(spearmanr([0.1, 0.1, 0.1, 0.2, 0.3, 0.4], deg).statistic)
     assert z.r_s_unrounded == pytest.approx(spearmanr(desc["zcr"], deg).statistic)
@@ -350,7 +352,7 @@ def test_top_three_ranked_on_mean_abs_rs_rounded_to_3_decimals():
     t2 = pd.DataFrame({"task": ["asr", "kws"] * 4, "model": "pooled",
                        "descriptor": ["b", "b", "a", "a", "c", "c", "d", "d"],
                        "r_s": [0.80008, -0.8, 0.8004, 0.8, 0.5, 0.5, 0.1, 0.1]})
-    assert figures.top_descriptors(t2, 2) == ["b", "a"]
+    assert paper.top_descriptors(t2, 2) == ["b", "a"]
     m = t2.assign(a=t2.r_s.abs()).groupby("descriptor")["a"].mean().sort_values(ascending=False)
     assert list(m.index[:2]) == ["a", "b"]          # what the unrounded ranking would pick
 
@@ -361,7 +363,7 @@ def test_top_three_rounding_is_numpys_as_the_authors_float64():
     t2 = pd.DataFrame({"task": ["asr", "kws"] * 3, "model": "pooled", "descriptor": ["a", "a", "b", "b", "c", "c"],
                        "r_s": [0.3015, -0.3015, 0.302, 0.302, 0.1, 0.1]})
     assert round(np.mean([0.3015, 0.3015]), 3) == 0.302 and round(0.3015, 3) == 0.301
-    assert figures.top_descriptors(t2, 2) == ["a", "b"]
+    assert paper.top_descriptors(t2, 2) == ["a", "b"]
     assert stats.rank_by_mean_abs_rs(t2.r_s[::2].set_axis(list("abc")), t2.r_s[1::2].set_axis(list("abc"))
                                      ).to_dict() == {"a": 0.302, "b": 0.302, "c": 0.1}
 
@@ -380,7 +382,7 @@ def test_table4_the_authors_accent_labels_beside_our_groups():
                       accent=accent, accent_group=group, errors=0, ref_words=4)
                  for bg, v in zip(("A", "B"), d) if v is not None]
     scores = {"asr": pd.DataFrame(rows)}
-    t = figures.table4_accent_dwer_authors(scores).set_index("accent_label")
+    t = paper.table4_accent_dwer_authors(scores).set_index("accent_label")
     # their label table; an unmapped string kept as it is; flat mean over rows (0.1, 0.3, 0.2)
     assert set(t.index) == {"US English (anon)", "US English", "India & S. Asia",
                             "United States English,England English"}
@@ -388,9 +390,9 @@ def test_table4_the_authors_accent_labels_beside_our_groups():
     assert (t.loc["US English (anon)", "n_items"], t.loc["US English (anon)", "n_rows"]) == (2, 3)
     assert t.loc["United States English,England English", "mean_delta_wer_pp"] == pytest.approx(50.0)
     # ours beside: only the mapped groups (the others are "unspecified", kept out of Table 4)
-    ours, rest = figures.table4_accent_dwer(scores, n_resamples=20)
+    ours, rest = paper.table4_accent_dwer(scores, n_resamples=20)
     assert set(ours["accent_group"]) == {"US English", "India & S. Asia"}
-    assert figures.authors_accent_label("american_english") == "US English (anon)"
-    assert figures.authors_accent_label("Hong Kong English") == "Hong Kong English"
-    fig = figures.figure5_accent_degradation(ours, figures.table4_accent_dwer_authors(scores))
-    assert len(fig.axes) == 2
+    assert paper.authors_accent_label("american_english") == "US English (anon)"
+    assert paper.authors_accent_label("Hong Kong English") == "Hong Kong English"
+    # Figure 5 (notebook 09) has two panels: the authors' labels and our groups
+    assert not paper.table4_accent_dwer_authors(scores).empty and not ours.empty

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from aiplib.analysis import conditions as cond
-from aiplib.analysis import comparison, criteria, figures, provenance, report, report_tables, stats
+from aiplib.analysis import comparison, criteria, paper, provenance, report, report_tables, stats
 from aiplib.io import formats
 from aiplib.core.errors import AiplibError, ValidationError
 from aiplib.core.hashing import file_sha256
@@ -114,18 +114,18 @@ ROOT = Path(__file__).resolve().parents[1]
 NB09 = ROOT / "notebooks" / "09_make_figures.ipynb"
 
 
-def _analyse(ws, *, n_resamples=200, seed=1):
-    """What notebook 09 computes, without the notebook: figures, condition tables, provenance."""
-    figures.make_all_figures(ws, n_resamples=100, formats=("png", "pdf"))
-    paths = cond.write_condition_tables(ws, n_resamples=n_resamples, seed=seed)
-    provenance.annotate_results(ws, seed=seed, n_resamples=n_resamples, level=0.95)
-    return paths
+def _analyse(ws, tmp_path, *, n_resamples=200, seed=1):
+    """What notebook 09 computes (figures, Tables 2-5, condition tables, provenance): the notebook
+    itself, executed; the condition tables' paths."""
+    _execute_09(ws, tmp_path, n_resamples=n_resamples, seed=seed)
+    return {t: ws.tables_dir / f"conditions_{t}.csv" for t in formats.load_scores(ws)
+            if (ws.tables_dir / f"conditions_{t}.csv").is_file()}
 
 
 @pytest.fixture(scope="module")
 def run_a(tmp_path_factory):
     ws = _scored(tmp_path_factory.mktemp("run_a"), insert=0.3)
-    return ws, {"conditions": _analyse(ws)}
+    return ws, {"conditions": _analyse(ws, tmp_path_factory.mktemp("run_a_nb"))}
 
 
 @pytest.fixture(scope="module")
@@ -499,7 +499,7 @@ def test_table2_constant_descriptor_and_bh(tmp_path):
     d = pd.read_csv(ws.descriptors / "acoustic_descriptors.csv")
     d["rms_variance"] = 0.25                              # constant descriptor column
     d.to_csv(ws.descriptors / "acoustic_descriptors.csv", index=False)
-    figures.make_all_figures(ws, n_resamples=100, formats=("png",))
+    paper.write_tables(ws, n_resamples=100)
     t2 = pd.read_csv(ws.results / "tables" / "table2_descriptor_correlations.csv")
     rv = t2[t2.descriptor == "rms_variance"]
     assert len(rv) == 2 * 2 and rv[["r_s", "p", "ci_low", "p_bh"]].isna().all().all()

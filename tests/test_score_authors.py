@@ -118,12 +118,13 @@ def test_authors_outputs_scored_without_gpu(tmp_path, with_manifests, capsys):
     acc0 = kws[kws["snr_db"].astype(str).isin(["0", "0.0"])]["correct"].mean()
     assert acc0 == pytest.approx(4 / 8)
 
-    from aiplib.analysis.figures import make_all_figures
+    from aiplib.analysis.paper import background_ranking, write_tables
+    from aiplib.io.formats import load_scores
 
-    written = make_all_figures(ws, n_resamples=50, seed=0)
-    assert any(str(p).endswith(".png") for p in map(str, written.values()))
+    written = write_tables(ws, n_resamples=50, seed=0)
+    assert not background_ranking(load_scores(ws), n_resamples=50).empty    # Figure 4's table (notebook 09 draws it)
     assert any(str(p).endswith(".csv") for p in map(str, written.values()))
-    assert (ws.results / "figures").is_dir() and any((ws.results / "tables").glob("*.csv"))
+    assert any((ws.results / "tables").glob("*.csv"))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -181,7 +182,7 @@ def test_flat_mean_per_background_feeds_figure4_tables_2_and_3(tmp_path):
     (noisy.groupby("bg_id")["dwer"].mean()) gives 0.7 / 5 = 14.00 pp; per SNR, then over SNRs
     (ours, beside) gives (0 + 0.1625 + 0.375) / 3 = 17.92 pp. esc_dog is 15.00 pp both ways, so
     the order of esc_rain and esc_dog turns on the rule."""
-    from aiplib.analysis.figures import make_all_figures
+    from aiplib.analysis.paper import write_tables
     from aiplib.io.formats import DESCRIPTOR_TABLE_COLUMNS
 
     man_dir, inf_dir = _write_flat_fixture(tmp_path / "theirs")
@@ -194,14 +195,14 @@ def test_flat_mean_per_background_feeds_figure4_tables_2_and_3(tmp_path):
     desc.insert(0, "bg_id", ["esc_rain", "esc_dog", "esc_wind"])
     desc["zcr"] = [0.3, 0.2, 0.1]
     desc.to_csv(ws.descriptor_csv, index=False)
-    written = make_all_figures(ws, n_resamples=20, seed=0)
-    assert "figure4_background_ranking.png" in written
+    written = write_tables(ws, n_resamples=20, seed=0)
+    assert "table3_descriptor_values.csv" in written                            # Figure 4's order
     t3 = pd.read_csv(written["table3_descriptor_values.csv"])
     assert list(t3["bg_id"]) == ["esc_dog", "esc_rain", "esc_wind"]            # Table 3's order
     got = t3.set_index("bg_id")["asr_delta_wer_pp"]
     assert round(got["esc_rain"], 2) == 14.00 and round(got["esc_dog"], 2) == 15.00
     assert got["esc_wind"] == 0
-    from aiplib.analysis.figures import background_ranking
+    from aiplib.analysis.paper import background_ranking
     from aiplib.io.formats import load_scores
 
     ranking = background_ranking(load_scores(ws), n_resamples=20)                # Figure 4's table

@@ -368,7 +368,7 @@ def test_background_table_values_and_order(ws0):
 
 def test_background_order_is_figure_4s(ws1):
     """The explorer ranks backgrounds exactly as Figure 4: ASR alone would put bg03 first."""
-    from aiplib.analysis.figures import background_ranking
+    from aiplib.analysis.paper import background_ranking
     from aiplib.io.formats import load_scores
     from aiplib.scoring.score import score_inference
 

@@ -67,7 +67,6 @@ def run_identity(run) -> dict:
     AiplibError
         If a results folder has no ``provenance.json``.
     """
-
     results, ws = _results_of(run)
     rec = collect_provenance(ws) if ws is not None else read_provenance(results)
     man = {fam: (m or {}).get("sha256") for fam, m in (rec.get("manifests") or {}).items()}
@@ -133,12 +132,9 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
 
     Notes
     -----
-    Stimuli are paired by ``(model, stimulus_id)``; only pairs present in both runs count. The
-    interval resamples items (cluster bootstrap for aggregated scopes); the test is the exact
-    McNemar test for KWS conditions with one pair per item, otherwise the exact sign test on the
-    per-item mean changes (:func:`aiplib.analysis.conditions.paired_change`).
+    Pairs are ``(model, stimulus_id)`` present in both runs; intervals and tests as
+    :func:`aiplib.analysis.conditions.paired_change`.
     """
-
     ia, ib = run_identity(run_a), run_identity(run_b)
     sa, sb = load_scores(ia["results"]), load_scores(ib["results"])
     if not sa or not sb:

@@ -2,21 +2,9 @@
 
 Criteria file (``criteria.json``)
 ---------------------------------
-A JSON object (or just the list of criteria)::
-
-    {
-      "criteria": [
-        {"task": "asr", "model": "*", "bg_id": "all", "snr_db": 0,
-         "measure": "wer_pp", "max": 60},
-        {"task": "kws", "scope": "condition", "measure": "acc_pp", "min": 40},
-        {"task": "asr", "scope": "overall", "measure": "delta_wer", "max": 0.30},
-        {"task": "asr", "bg_id": "clean", "measure": "wer", "max": 0.25}
-      ],
-      "no_worse_than_previous": true,
-      "previous": "../last-green/results",
-      "min_diff_pp": 2.0,
-      "regression_scopes": ["clean", "overall", "snr", "background", "condition"]
-    }
+A JSON object (or just the list of criteria) with the keys ``criteria`` (list), and optionally
+``no_worse_than_previous``, ``previous``, ``min_diff_pp``, ``regression_scopes`` and ``note``;
+:data:`EXAMPLE_CRITERIA` is an example.
 
 Each criterion selects rows of the ``conditions_<task>.csv`` tables and bounds one measure:
 
@@ -72,7 +60,7 @@ EXAMPLE_CRITERIA = {
     "no_worse_than_previous": True,
     "min_diff_pp": 2.0,
 }
-"""The example of the module docstring, as a Python object."""
+"""An example criteria object (the JSON file holds the same)."""
 
 _CRITERION_KEYS = {"task", "model", "bg_id", "snr_db", "scope", "measure", "min", "max", "note"}
 _TOP_KEYS = {"criteria", "no_worse_than_previous", "previous", "min_diff_pp",

@@ -23,7 +23,7 @@ import pandas as pd
 
 from aiplib.analysis import conditions as cond
 from aiplib.analysis.family_robust import KWS_ROBUST_COLUMNS, asr_robust, kws_robust
-from aiplib.analysis.figures import save_figure
+from aiplib.analysis.paper import save_figure
 from aiplib.analysis.report_tables import Table, _ci, _p, fmt
 from aiplib.analysis.stats import bootstrap_ci
 from aiplib.core.errors import AiplibParameterError
@@ -456,7 +456,7 @@ def stage7_times(ws) -> pd.DataFrame | None:
 def write_competing(ws, scores: dict, **kw) -> pd.DataFrame:
     """:func:`competing_table` of ``scores`` (``{"asr", "kws"}``) written to
     ``results/tables/competing_speech.csv`` and its figure to ``results/figures/
-    figure_competing_speech.png/.pdf`` (:func:`aiplib.analysis.figures.save_figure`); returns the table."""
+    figure_competing_speech.png/.pdf`` (:func:`aiplib.analysis.paper.save_figure`); returns the table."""
 
     t = competing_table(scores["asr"], scores.get("kws"), **kw)
     Path(ws.tables_dir).mkdir(parents=True, exist_ok=True)

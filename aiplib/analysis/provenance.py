@@ -1,20 +1,10 @@
 """Provenance: a JSON sidecar next to every results file, and one record for the whole run.
 
-A results file ``results/<dir>/<name>.<ext>`` gets ``results/<dir>/<name>.json`` (the convention
-of ``results/scores/<task>.json``, whose scoring metadata is kept: provenance is merged in under
-the key ``"provenance"``). ``report.md`` and ``report.html`` share ``report.json``; a figure's
-PNG and PDF share one sidecar. ``results/provenance.json`` holds the run-level record, which is
-what :func:`aiplib.analysis.comparison.compare_runs` reads to refuse comparing runs of different manifests or
-normalisers.
-
-What is recorded (:func:`collect_provenance`): the text normaliser name and version (the one the
-scores were made with, from the scores sidecars; else the installed one), every model with its
-registry revision, weights and weights hash (from ``inference/<model>/run_log.jsonl``), the
-prompts of every task (:data:`aiplib.inference.prompts.TASKS`, :data:`aiplib.inference.prompts.PROMPTS`) and the
-prompt ids actually scored, the SHA-256 of each manifest (:func:`aiplib.stimuli.manifests.manifest_hash`)
-and its first seed, the aiplib / Python / package versions, and the analysis seed and bootstrap
-settings. Per file: its path relative to ``results/``, size and SHA-256. No time stamps, so
-re-running on the same inputs gives the same bytes.
+``results/<dir>/<name>.<ext>`` gets ``results/<dir>/<name>.json`` under the key ``"provenance"``
+(other keys, e.g. the scoring metadata of ``results/scores/<task>.json``, are kept); files sharing a
+stem (a figure's PNG and PDF, ``report.md`` / ``.html``) share one sidecar. ``results/provenance.json``
+is the run-level record (:func:`collect_provenance`), read by
+:func:`aiplib.analysis.comparison.compare_runs`. No time stamps: the same inputs give the same bytes.
 """
 from __future__ import annotations
 
@@ -57,7 +47,6 @@ Whisper-style normaliser, :mod:`aiplib.core.textnorm_whisper`)."""
 
 
 def _versions() -> dict:
-
     return {"aiplib": __version__, "python": platform.python_version(), **package_versions(_PACKAGES)}
 
 
@@ -94,7 +83,6 @@ def _models(ws, scored_models) -> dict:
                            versions=last.get("versions"))
         if rec["revision"] is None:
             try:
-
                 e = get_entry(m)
                 rec.update(revision=getattr(e, "revision", None),
                            weights=rec["weights"] or getattr(e, "weights", None))
@@ -111,7 +99,6 @@ def _paper_set_offline(ws) -> dict:
     """The ``paper`` prompt set's record without a download: from the cached copy of the authors'
     file (``raw/prompts/<commit>/``) when stage 7 fetched it, else the set's name and source with
     no texts (``tasks`` empty, ``fetched`` false) — never the built-in set's texts."""
-
     spec = task_file()["prompt_sets"]["paper"]
     src = spec["source"]
     cached = Path(ws.raw) / "prompts" / src["commit"] / Path(src["path"]).name
@@ -144,7 +131,6 @@ def _prompt_set_used(ws) -> dict | None:
     if getattr(ws, "profile", None) == "paper":
         return _paper_set_offline(ws)  # the authors' file is fetched by stage 7, never by a report
     try:
-
         return prompt_set_record(get_prompt_set(getattr(ws, "profile", None), ws=ws))
     except Exception:  # noqa: BLE001 - an unknown profile name: no record
         return None
@@ -170,7 +156,6 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         {task: {model: {prompt_id: n}}}, manifests {family: {sha256, seed_start, n_rows}},
         analysis {seed, n_resamples, level}`` plus ``extra``.
     """
-
     results = Path(ws.results)
     scores_dir = results / "scores"
     norms, prompt_ids, scored_models = {}, {}, set()

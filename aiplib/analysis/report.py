@@ -1,21 +1,12 @@
-"""The run comparison, pass/fail criteria for CI, and the rendering of the report.
+"""Rendering the report, and the command line of the comparison and the criteria.
 
-The report is notebook 09 (``notebooks/09_make_figures.py``), the Results section: every table
-and figure in its own cell under its caption. :func:`render_report` turns the *executed*
-notebook into ``results/report.html`` (nbconvert, code hidden, figures embedded as ``data:``
-URIs so the page is one self-contained file, a table of contents, links to every CSV/PDF under
-``results/``) and ``results/report.md`` (figures linked to ``figures/<name>.png``). ``make``
-calls it after stage 9 succeeds (``python -m aiplib.analysis.report --render <executed 09>``).
-
-:func:`aiplib.analysis.comparison.compare_runs` pairs two runs by (model, stimulus id) and reports, per condition, the
-paired change B − A with a bootstrap interval over items, an exact test and a verdict. It refuses
-(:class:`~aiplib.analysis.comparison.RunMismatchError`) to compare runs whose manifests (SHA-256) or text normalisers (name or
-version) differ: their numbers would not be about the same stimuli or the same scoring.
-
-:func:`aiplib.analysis.criteria.check_criteria` tests a run against a criteria file and, optionally, against a previous
-run; ``python -m aiplib.analysis.report --criteria criteria.json [--previous PATH]`` exits with status
-:data:`EXIT_CRITERIA_FAILED` (3) when anything fails, for use in CI. The comparison lives in
-:mod:`aiplib.analysis.comparison` and the criteria (file format included) in :mod:`aiplib.analysis.criteria`.
+The report is notebook 09 (``notebooks/09_make_figures.py``), every table and figure in its own cell
+under its caption. :func:`render_report` turns the *executed* notebook into ``results/report.html``
+(one self-contained page) and ``results/report.md``; ``make`` calls it after stage 9
+(``python -m aiplib.analysis.report --render <executed 09>``). ``--criteria criteria.json
+[--previous PATH]`` checks a run (:func:`aiplib.analysis.criteria.check_criteria`, against a previous
+run with :func:`aiplib.analysis.comparison.compare_runs`) and exits with :data:`EXIT_CRITERIA_FAILED`
+(3) when anything fails.
 """
 from __future__ import annotations
 
@@ -130,13 +121,10 @@ def render_report(executed_nb, results_dir) -> dict:
 
     Notes
     -----
-    HTML: nbconvert's ``HTMLExporter`` (lab template) with the code hidden (``--no-input``);
-    every ``image/png`` output is a ``data:`` URI, and the template's remote scripts (require.js,
-    MathJax) are removed, so the page needs no other file and no network. A table of contents of
-    the h2/h3 headings is put after the first cell, and a last section links every CSV/PDF
-    under ``results/``. Markdown: markdown cells as written; outputs as their ``text/markdown``
-    form (the :class:`aiplib.analysis.report_tables.Table` pipe tables), figures as links to
-    ``figures/<name>.png`` (output metadata ``aip_file``), other outputs as HTML or text.
+    HTML: nbconvert's ``HTMLExporter`` (lab template, code hidden), every ``image/png`` a ``data:``
+    URI, the template's remote scripts removed; a table of contents after the first cell and a last
+    section linking every CSV/PDF. Markdown: markdown cells as written, outputs as ``text/markdown``
+    (:class:`aiplib.analysis.report_tables.Table`), figures linked by their output metadata ``aip_file``.
     """
     import nbformat
     from nbconvert import HTMLExporter
@@ -215,7 +203,6 @@ def main(argv=None) -> int:
     got worse than the previous run; 1 on an aiplib error (missing scores or notebook, invalid
     criteria file, runs that cannot be compared); 2 on bad arguments.
     """
-
     ap = argparse.ArgumentParser(
         prog="python -m aiplib.analysis.report",
         description="Render results/report.html and .md from the executed notebook 09 "

@@ -1,14 +1,9 @@
-"""The display form of the results: the tables notebook 09 (the Results section) shows.
+"""The display form of the results notebook 09 shows: columns chosen, renamed and formatted, wrapped
+in :class:`Table` (HTML for the notebook and ``report.html``, a pipe table for ``report.md``).
 
-Notebook 09 computes nothing itself: it calls :mod:`aiplib.analysis.figures`, :mod:`aiplib.analysis.conditions` and
-:mod:`aiplib.analysis.stats`, then shows their tables through the functions here, which only choose,
-rename and format columns (percentages to one decimal, ``estimate [low, high]`` intervals,
-p-values) and wrap the result in :class:`Table`, a display object with an HTML form (the notebook
-and ``report.html``) and a Markdown form (``report.md``, see :func:`aiplib.analysis.report.render_report`).
-
-Formatting conventions: a missing or non-finite number is ``–``; percentages and percentage
-points (``pp``) to one decimal; p-values to three decimals (two significant digits below 0.001);
-long responses are cut to :data:`MAX_WORDS` words with ``… +N words`` (:func:`cap_words`).
+A missing or non-finite number is ``–``; percentages and percentage points (``pp``) to one decimal;
+p-values to three decimals (two significant digits below 0.001); long responses cut to
+:data:`MAX_WORDS` words with ``… +N words`` (:func:`cap_words`).
 """
 from __future__ import annotations
 
@@ -78,19 +73,8 @@ def _ci(est, lo, hi, nd=1, signed=True) -> str:
 
 
 def cap_words(text, max_words: int = MAX_WORDS) -> str:
-    """``text`` cut to its first ``max_words`` words, followed by ``… +N words`` if longer.
-
-    Parameters
-    ----------
-    text : str or None
-        A response or reference (a looping transcript can run to hundreds of words).
-    max_words : int
-
-    Returns
-    -------
-    str
-        E.g. ``cap_words("a b c d", 2) == "a b … +2 words"``; ``""`` for None / NaN.
-    """
+    """``text`` cut to its first ``max_words`` words and ``… +N words`` if longer; ``""`` for None /
+    NaN (``cap_words("a b c d", 2) == "a b … +2 words"``)."""
     if text is None or (isinstance(text, float) and math.isnan(text)):
         return ""
     words = str(text).split()
@@ -147,20 +131,8 @@ class Table:
 
 
 def show_figure(results, name: str, *, width: int = 860):
-    """Display ``results/figures/<name>.png`` (embedded in the output) or say why it is missing.
-
-    The output's metadata carries ``aip_file: "figures/<name>.png"`` so that ``report.md`` links
-    the file instead of repeating the image (:func:`aiplib.analysis.report.render_report`).
-
-    Parameters
-    ----------
-    results : Path
-        The results folder (``ws.results``).
-    name : str
-        Figure stem, e.g. ``"figure4_background_ranking"``.
-    width : int
-        Display width in pixels (the PNG keeps its 200 dpi).
-    """
+    """Display ``<results>/figures/<name>.png`` (``width`` in pixels) or say it was not made; the
+    output's metadata ``aip_file`` lets ``report.md`` link the file instead of the image."""
     from IPython.display import Image, Markdown, display
 
     p = Path(results) / "figures" / f"{name}.png"
@@ -177,7 +149,6 @@ def worst_display(scores: pd.DataFrame, family: str, n: int = 10,
     of :func:`aiplib.analysis.stats.worst_stimuli` (the explorer's too): background @ SNR in one column
     (:func:`aiplib.analysis.conditions.condition_label`), WER in %, ΔWER in pp, texts capped
     (:func:`cap_words`), model only when several models were scored."""
-
     w = worst_stimuli(scores, family, n)
     if w.empty:
         return Table(pd.DataFrame())
@@ -371,7 +342,6 @@ def not_applicable_note(ws) -> str | None:
     """One Markdown line naming the models whose steering tasks are not applicable (they take no
     task prompt, :func:`aiplib.inference.runner.not_applicable`; read from ``inference/<model>/run_log.jsonl``),
     or None when there are none."""
-
     found = {}
     for log_p in sorted(Path(ws.inference).glob("*/run_log.jsonl")):
         rows, _ = read_inference_jsonl(log_p, require_id=False)

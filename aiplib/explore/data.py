@@ -9,7 +9,7 @@ rebuilds a stimulus's signals and makes the WAV bytes and spectrograms). Nothing
   score files: :func:`aiplib.io.formats.load_scores`;
 * a row scored here (scores not written yet) goes through :func:`aiplib.core.textnorm.score_asr_row` /
   :func:`aiplib.core.textnorm.score_kws_row`, the functions of stage 8;
-* the background ranking is Figure 4's (:func:`aiplib.analysis.figures.background_ranking`);
+* the background ranking is Figure 4's (:func:`aiplib.analysis.paper.background_ranking`);
 * condition labels are :func:`aiplib.analysis.conditions.condition_label` (``"bg03 @ 0 dB"``);
 * the word diff is jiwer's alignment of the paper-normalised text, the one behind the S/D/I counts.
 """
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from aiplib.analysis.conditions import condition_label
-from aiplib.analysis.figures import background_ranking
+from aiplib.analysis.paper import background_ranking
 from aiplib.analysis.stats import degradation_by_background, worst_stimuli
 from aiplib.battery.descriptors import DESCRIPTOR_INFO
 from aiplib.core.errors import AiplibParameterError
@@ -429,7 +429,7 @@ def background_table(ws) -> pd.DataFrame:
         scored), ``asr_delta_wer_pp`` / ``kws_delta_acc_pp`` (pooled over models, pp, as Figure 4)
         and ``<task>_delta_wer_pp`` / ``<task>_delta_acc_pp`` for the other scored tasks
         (:func:`aiplib.analysis.stats.degradation_by_background`, pooled). Rows in the order of
-        :func:`aiplib.analysis.figures.background_ranking` (with one family scored: that family's pooled
+        :func:`aiplib.analysis.paper.background_ranking` (with one family scored: that family's pooled
         value, largest first); unranked backgrounds follow in battery order.
     """
 

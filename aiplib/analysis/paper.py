@@ -1,0 +1,546 @@
+"""Stage 9: the tidy tables behind Figures 2–7 and Tables 2–5 (notebook 09 draws the figures).
+
+Inputs are ``results/scores/<task>.csv`` (stage 8), ``descriptors/acoustic_descriptors.csv`` and
+``descriptors/battery.csv`` (:func:`load_inputs`). Definitions follow the authors'
+``scripts/generate_results_new_2.py`` (IvLabs/AIP-Speech); degradation is positive when noise
+hurts (ΔWER = WER(noisy) − WER(clean), ΔAcc = acc(clean) − acc(noisy)), in percentage points in
+columns ending ``_pp``. Every interval is a 95 % percentile bootstrap over items (backgrounds for
+correlations), its ``seed`` and ``n_resamples`` written into the table. No matplotlib here.
+"""
+from __future__ import annotations
+
+import csv
+import logging
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from aiplib.analysis import stats
+from aiplib.core.errors import AiplibError
+from aiplib.core.tasks import BASE_TASKS, DEGRADATION_COLUMN, task_file
+from aiplib.io.formats import DESCRIPTORS, load_scores, read_battery_csv, read_descriptor_table
+
+__all__ = ["BASE_TASKS", "STEER_TASKS", "FIG7_KWS_EXCLUDE", "FIGURE_NAMES", "TABLE_NAMES", "TABLE5_COLUMNS",
+           "load_inputs", "categories", "table2_descriptor_correlations", "top_descriptors",
+           "descriptor_points", "table3_descriptor_values", "background_ranking", "authors_accent_labels",
+           "authors_accent_label", "table4_accent_dwer_authors", "table4_accent_dwer",
+           "table5_prompt_steering_rer", "snr_curves", "write_tables", "save_figure"]
+
+log = logging.getLogger("aiplib.analysis.paper")
+
+STEER_TASKS = {t["family"]: name for name, t in task_file()["tasks"].items() if t["variant"] == "p5"}
+"""Steering-prompt task of each family (the authors' prompt 5): ``{"asr": "asr_steer_p5", "kws": "kws_steer_p5"}``."""
+
+FIG7_KWS_EXCLUDE = ("qwen2_audio_7b",)
+"""Models left out of Figure 7b, as in the paper (matched lower-cased, ``-`` / ``.`` read as ``_``)."""
+
+FIGURE_NAMES = ("figure2_descriptor_regressions", "figure3_descriptor_correlations",
+                "figure4_background_ranking", "figure5_accent_degradation",
+                "figure6_prompt_steering_rer", "figure7_snr_performance")
+"""``results/figures/<name>.png`` / ``.pdf``, as the paper's README names them."""
+
+TABLE_NAMES = ("table2_descriptor_correlations", "table3_descriptor_values",
+               "table4_accent_dwer", "table4_accent_dwer_pooled_unspecified",
+               "table4_accent_dwer_authors", "table5_prompt_steering_rer")
+"""``results/tables/<name>.csv``: Table 4 holds our accent groups per model; the ``pooled`` and
+``unspecified`` rows are in ``table4_accent_dwer_pooled_unspecified``, the authors' view in
+``table4_accent_dwer_authors``."""
+
+TABLE5_COLUMNS = ["model", "family", "base_task", "steer_task", "n_items", "n_base_rows",
+                  "n_steer_rows", "delta_base_pp", "delta_steer_pp", "rer", "base_flag", "ci_low",
+                  "ci_high", "ci_usable", "rule", "n_pairs", "delta_base_paired_pp",
+                  "delta_steer_paired_pp", "rer_paired", "rer_paired_ci_low", "rer_paired_ci_high",
+                  "rer_paired_ci_usable", "level", "n_resamples", "seed", "note"]
+"""Columns of :func:`table5_prompt_steering_rer`, in order."""
+
+AUTHORS_ACCENT_LABELS_FILE = Path(__file__).resolve().parent / "authors_accent_labels.csv"
+"""Columns ``accent`` (a raw accent of the ASR manifest) and ``label`` (the name on the authors'
+accent figure: their ``accent_clean_map``)."""
+
+
+def load_inputs(ws) -> tuple[dict, pd.DataFrame | None, pd.DataFrame | None]:
+    """``(scores, descriptors, battery)`` of a workspace; descriptors and battery indexed by ``bg_id``
+    (None when missing).
+
+    Raises
+    ------
+    AiplibError
+        If ``results/scores/asr.csv`` or ``kws.csv`` is missing (run stage 8 first).
+    """
+    scores = load_scores(ws)
+    missing = [t for t in BASE_TASKS.values() if t not in scores]
+    if missing:
+        raise AiplibError(f"stage 9 needs results/scores/{{{','.join(missing)}}}.csv under "
+                          f"{ws.results}; run stage 8 (scoring) first")
+    return (scores, read_descriptor_table(ws.descriptor_csv, index=True),
+            read_battery_csv(ws.battery_csv, index=True))
+
+
+def categories(bg_ids, battery) -> list[str]:
+    """The battery category of each background (``unknown`` without a battery)."""
+    if battery is None or "category" not in battery.columns:
+        return ["unknown"] * len(bg_ids)
+    return [battery["category"].get(b, "unknown") or "unknown" for b in bg_ids]
+
+
+def _norm_id(s) -> str:
+    return re.sub(r"[-.]", "_", str(s).lower())
+
+
+# ---------------------------------------------------------------- Table 2, Figures 2 and 3
+def _spearmanr(y: pd.Series, x: pd.Series) -> tuple[float, float]:
+    """scipy's Spearman ρ and t-approximation p on the common finite backgrounds; NaN with fewer
+    than 3 or a constant column."""
+    y = y.copy()
+    y.index, x = y.index.astype(str), x.set_axis(x.index.astype(str))
+    both = pd.concat([x.astype(float), y.astype(float)], axis=1, join="inner")
+    both = both[np.isfinite(both).all(axis=1)]
+    if len(both) < 3 or both.nunique().min() < 2:
+        return float("nan"), float("nan")
+    res = spearmanr(both.iloc[:, 0], both.iloc[:, 1])
+    return float(res.statistic), float(res.pvalue)
+
+
+def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
+                                   n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Table 2: Spearman ρ of each descriptor vs the mean degradation per background.
+
+    The degradation is the authors' flat mean over a background's noisy rows
+    (:func:`aiplib.analysis.stats.degradation_by_background`) and the descriptors are rounded as
+    theirs first (:func:`aiplib.analysis.stats.round_descriptors`). ``p`` is ours (exact or
+    permutation up to 20 backgrounds); ``p_t_approx`` is theirs (``scipy.stats.spearmanr``).
+
+    Parameters
+    ----------
+    scores : dict of str -> pandas.DataFrame
+        Needs ``"asr"`` and ``"kws"``.
+    descriptors : pandas.DataFrame
+        Indexed by ``bg_id``, unrounded.
+    n_resamples, seed : int
+        Bootstrap over backgrounds.
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(2 · (n_models + 1) · n_descriptors, 19)]
+        ``task, family``, then :func:`aiplib.analysis.stats.descriptor_correlations`'s columns on
+        the rounded descriptors (``model``: ``pooled`` first; ``p_bh`` across the descriptors of
+        a task and model), then ``r_s_unrounded, p_t_approx``.
+    """
+    rounded = stats.round_descriptors(descriptors)
+    frames = []
+    for fam, task in BASE_TASKS.items():
+        full = stats.degradation_by_background(scores[task], fam)
+        deg = full[["pooled"] + [c for c in full.columns if c != "pooled"]]
+        deg.attrs = dict(full.attrs)
+        t = stats.descriptor_correlations(deg, rounded.reset_index(), n_resamples=n_resamples, seed=seed)
+        t["r_s_unrounded"] = [_spearmanr(deg[m], descriptors[d])[0] for m, d in zip(t["model"], t["descriptor"])]
+        t["p_t_approx"] = [_spearmanr(deg[m], rounded[d])[1] for m, d in zip(t["model"], t["descriptor"])]
+        t.insert(0, "family", fam)
+        t.insert(0, "task", task)
+        frames.append(t)
+    return pd.concat(frames, ignore_index=True)
+
+
+def top_descriptors(table2: pd.DataFrame, k: int = 3) -> list[str]:
+    """Figure 2's ``k`` descriptors: largest mean of |r_s(ASR)| and |r_s(KWS)| (pooled), rounded to
+    3 decimals as the authors (:func:`aiplib.analysis.stats.rank_by_mean_abs_rs`); NaN in either task
+    is never picked."""
+    pooled = table2[table2["model"] == "pooled"]
+    descs = list(dict.fromkeys(pooled["descriptor"]))
+    tasks = list(dict.fromkeys(pooled["task"]))
+    r = pooled.pivot(index="descriptor", columns="task", values="r_s").reindex(descs)
+    if len(tasks) < 2:
+        return []
+    return list(stats.rank_by_mean_abs_rs(r[tasks[0]], r[tasks[1]]).index[:k])
+
+
+def descriptor_points(scores: dict, descriptors: pd.DataFrame, table2: pd.DataFrame, *,
+                      battery=None, k: int = 3) -> pd.DataFrame:
+    """Figure 2's points: one row per (family, top descriptor, background).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``family, task, descriptor, bg_id, category, x`` (the descriptor, rounded as the
+        authors), ``y_pp`` (pooled flat mean degradation), and the descriptor's pooled Table 2
+        ``r_s, ci_low, ci_high, p_bh``.
+    """
+    top = top_descriptors(table2, k)
+    rounded = stats.round_descriptors(descriptors)
+    pooled = table2[table2["model"] == "pooled"].set_index(["task", "descriptor"])
+    rows = []
+    for fam, task in BASE_TASKS.items():
+        deg = stats.degradation_by_background(scores[task], fam)["pooled"] * 100
+        common = deg.index.intersection(rounded.index)
+        for desc in top:
+            r = pooled.loc[(task, desc)]
+            rows.append(pd.DataFrame({
+                "family": fam, "task": task, "descriptor": desc, "bg_id": list(common),
+                "category": categories(list(common), battery),
+                "x": rounded.loc[common, desc].to_numpy(float), "y_pp": deg.loc[common].to_numpy(float),
+                "r_s": r["r_s"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_bh": r["p_bh"]}))
+    cols = ["family", "task", "descriptor", "bg_id", "category", "x", "y_pp", "r_s", "ci_low", "ci_high", "p_bh"]
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
+
+
+def table3_descriptor_values(ranking: pd.DataFrame, descriptors: pd.DataFrame, *,
+                             battery=None) -> pd.DataFrame:
+    """Table 3: each background's descriptors (as stored, unrounded) in Figure 4 order.
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(n_backgrounds, 7 + n_descriptors)]
+        ``rank, bg_id, category, asr_delta_wer_pp, kws_delta_acc_pp`` (the authors' flat mean),
+        ``asr_/kws_…_snr_balanced_pp`` (ours, when the ranking has them), the descriptors.
+    """
+    descs = [c for c in DESCRIPTORS if c in descriptors.columns] or list(descriptors.columns)
+    deg = ["asr_delta_wer_pp", "kws_delta_acc_pp"]
+    deg += [c for c in ("asr_delta_wer_snr_balanced_pp", "kws_delta_acc_snr_balanced_pp") if c in ranking.columns]
+    t = ranking[["rank", *deg]].copy()
+    t.insert(1, "category", categories(list(t.index), battery))
+    t = t.join(descriptors[descs], how="left")
+    return t.reset_index()[["rank", "bg_id", "category", *deg, *descs]]
+
+
+# --------------------------------------------------------------------------------- Figure 4
+def _item_bg_means(df: pd.DataFrame, col: str) -> pd.DataFrame:
+    """Per (bg_id, item_id) the mean over SNRs and models, items every model has there."""
+    noisy = df[(df["bg_id"] != "clean") & df[col].notna()]
+    per_model = noisy.groupby(["bg_id", "item_id", "model"])[col].mean().unstack("model")
+    per_model = per_model[per_model.notna().all(axis=1)]
+    return per_model.mean(axis=1).rename(col).reset_index()
+
+
+def background_ranking(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Figure 4: degradation per background for ASR and KWS, pooled over models, in the paper's order.
+
+    Backgrounds are sorted by the mean of ASR ΔWER and KWS ΔAcc (pp), largest first, those
+    without both last (the authors' ranking). The point values are the authors' flat mean over
+    the background's noisy rows of every model together; ``*_snr_balanced_pp`` (ours) averages
+    items per SNR, then SNRs, then models (NaN when a model lacks the background, named in
+    ``note``). Intervals bootstrap the items (each item's mean over models and SNRs, items every
+    model has), NaN below :data:`aiplib.analysis.stats.MIN_N_FOR_INTERVAL` items.
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(n_backgrounds, 15)]
+        Index ``bg_id``; ``rank`` (1 = most harmful), ``mean_degradation_pp``, then per family
+        ``asr_delta_wer_pp, asr_ci_low_pp, asr_ci_high_pp, asr_ci_usable,
+        asr_delta_wer_snr_balanced_pp`` (KWS: ``kws_delta_acc_…``), ``n_resamples, seed, note``.
+    """
+    out, notes = {}, {}
+    for fam, task in BASE_TASKS.items():
+        col = DEGRADATION_COLUMN[fam]
+        deg = stats.degradation_by_background(scores[task], fam)
+        balanced = stats.degradation_by_background(scores[task], fam, method="snr_balanced")
+        for bg, missing in deg.attrs.get("partial", {}).items():
+            notes.setdefault(bg, []).append(
+                f"{fam.upper()}: no rows of models {', '.join(missing)} (flat mean over the "
+                "others; SNR-balanced value not pooled)")
+        point = deg["pooled"] * 100
+        lo, hi, use = {}, {}, {}
+        for bg, g in _item_bg_means(scores[task], col).groupby("bg_id"):
+            if not np.isfinite(point.get(bg, np.nan)):
+                continue
+            b = stats.bootstrap_ci(g[col].to_numpy(float) * 100, np.mean,
+                                   n_resamples=n_resamples, seed=seed, vectorized=True)
+            lo[bg], hi[bg], use[bg] = b.ci_low, b.ci_high, b.n_valid
+            if b.note:
+                notes.setdefault(bg, []).append(f"{fam.upper()}: {b.note}")
+        name = "delta_wer" if fam == "asr" else "delta_acc"
+        out[f"{fam}_{name}_pp"] = point
+        out[f"{fam}_ci_low_pp"] = pd.Series(lo, dtype=float)
+        out[f"{fam}_ci_high_pp"] = pd.Series(hi, dtype=float)
+        out[f"{fam}_ci_usable"] = pd.Series(use, dtype=float)
+        out[f"{fam}_{name}_snr_balanced_pp"] = balanced["pooled"] * 100
+    t = pd.DataFrame(out)
+    t.index.name = "bg_id"
+    t.insert(0, "mean_degradation_pp", (t["asr_delta_wer_pp"] + t["kws_delta_acc_pp"]) / 2)
+    t = t.sort_values("mean_degradation_pp", ascending=False, kind="stable", na_position="last")
+    t.insert(0, "rank", np.arange(1, len(t) + 1))
+    for c in ("asr_ci_usable", "kws_ci_usable"):
+        t[c] = t[c].fillna(0).astype(int)
+    t["n_resamples"], t["seed"] = int(n_resamples), int(seed)
+    t["note"] = ["; ".join(notes.get(bg, [])) for bg in t.index]
+    return t
+
+
+# ------------------------------------------------------------------------ Table 4, Figure 5
+@lru_cache(maxsize=1)
+def authors_accent_labels() -> dict:
+    """The authors' accent label table (:data:`AUTHORS_ACCENT_LABELS_FILE`) as {accent: label}."""
+    with open(AUTHORS_ACCENT_LABELS_FILE, newline="", encoding="utf-8") as fh:
+        return {r["accent"]: r["label"] for r in csv.DictReader(fh)}
+
+
+def authors_accent_label(accent) -> str | None:
+    """The authors' label of a raw accent; a string not in their table is kept as it is; None for a
+    missing or empty accent."""
+    if accent is None or (isinstance(accent, float) and np.isnan(accent)) or str(accent) == "":
+        return None
+    return authors_accent_labels().get(str(accent), str(accent))
+
+
+def table4_accent_dwer_authors(scores: dict) -> pd.DataFrame:
+    """Table 4 the authors' way (their ``generate_accent_degradation_plot``): mean ΔWER over the
+    noisy rows per model and accent label (:func:`authors_accent_label`), no interval.
+
+    Parameters
+    ----------
+    scores : dict of str -> pandas.DataFrame
+        Needs ``"asr"`` with ``accent`` (or ``accent_group``) and ``delta_wer``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model, accent_label, accent`` (the raw strings, ``;``-joined), ``n_items, n_rows,
+        mean_delta_wer_pp``, sorted by model and label.
+    """
+    df = scores["asr"]
+    raw = df["accent"] if "accent" in df.columns else df["accent_group"]
+    df = df.assign(_accent=raw.map(lambda v: None if authors_accent_label(v) is None else str(v)))
+    df["accent_label"] = df["_accent"].map(authors_accent_label)
+    noisy = df[(df["bg_id"] != "clean") & df["delta_wer"].notna() & df["accent_label"].notna()]
+    cols = ["model", "accent_label", "accent", "n_items", "n_rows", "mean_delta_wer_pp"]
+    if noisy.empty:
+        return pd.DataFrame(columns=cols)
+    g = noisy.groupby(["model", "accent_label"])
+    t = pd.DataFrame({
+        "accent": g["_accent"].agg(lambda a: ";".join(sorted(set(a)))),
+        "n_items": g["item_id"].nunique(), "n_rows": g.size(),
+        "mean_delta_wer_pp": 100 * g["delta_wer"].mean()}).reset_index()
+    return t[cols].sort_values(["model", "accent_label"], kind="stable").reset_index(drop=True)
+
+
+def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0
+                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 4, ours: mean ΔWER per model and accent group (each item averaged over backgrounds and
+    SNRs first) with a bootstrap CI over items.
+
+    Returns
+    -------
+    (table4, supplement) : tuple of pandas.DataFrame
+        ``table4``: accent groups and single models. ``supplement``: ``pooled`` (items every model
+        ran, averaged over models) per group and ``unspecified`` (no accent group) per model.
+        Columns ``model, accent_group, n_items, clean_wer_pp`` (corpus WER of the clean rows),
+        ``mean_delta_wer_pp, ci_low_pp, ci_high_pp, ci_usable, level, n_resamples, seed, note``.
+    """
+    df = scores["asr"].copy()
+    df["accent_group"] = df["accent_group"].fillna("unspecified")
+    noisy = df[(df["bg_id"] != "clean") & df["delta_wer"].notna()]
+    clean = df[df["bg_id"] == "clean"]
+    per_item = noisy.groupby(["model", "accent_group", "item_id"])["delta_wer"].mean().reset_index()
+    wide = per_item.pivot_table(index=["accent_group", "item_id"], columns="model", values="delta_wer")
+    complete = wide.notna().all(axis=1)
+    pooled = wide[complete].mean(axis=1).rename("delta_wer").reset_index()
+    pooled.insert(0, "model", "pooled")
+    dropped = wide[~complete].groupby(level="accent_group").size().to_dict()
+    rows = []
+    for (model, group), g in pd.concat([pooled, per_item]).groupby(["model", "accent_group"], sort=False):
+        b = stats.bootstrap_ci(g["delta_wer"].to_numpy(float) * 100, np.mean,
+                               n_resamples=n_resamples, seed=seed, vectorized=True)
+        c = clean[clean["accent_group"] == group]
+        if model != "pooled":
+            c = c[c["model"] == model]
+        cw = 100 * c["errors"].sum() / c["ref_words"].sum() if c["ref_words"].sum() else np.nan
+        notes = [b.note] if b.note else []
+        if model == "pooled" and dropped.get(group):
+            notes.append(f"{dropped[group]} item(s) not run by every model left out")
+        rows.append({"model": model, "accent_group": group, "n_items": len(g),
+                     "clean_wer_pp": cw, "mean_delta_wer_pp": b.estimate,
+                     "ci_low_pp": b.ci_low, "ci_high_pp": b.ci_high, "ci_usable": b.n_valid,
+                     "level": b.level, "n_resamples": b.n_resamples, "seed": b.seed,
+                     "note": "; ".join(notes)})
+    t = pd.DataFrame(rows)
+    t["_o"] = t["model"] != "pooled"
+    t = t.sort_values(["_o", "model", "accent_group"], kind="stable").drop(columns="_o")
+    main = (t["model"] != "pooled") & (t["accent_group"] != "unspecified")
+    return t[main].reset_index(drop=True), t[~main].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------ Table 5, Figure 6
+def _authors_rer(fam: str, b: pd.DataFrame, s: pd.DataFrame, *, n_resamples: int, seed: int):
+    """The authors' unpaired RER of one model and its item bootstrap (both tasks' rows of an item
+    resampled together)."""
+    db, nb = stats.unpaired_delta(b, fam)
+    ds, ns = stats.unpaired_delta(s, fam)
+    sb, ss = stats.unpaired_item_sums(b, fam), stats.unpaired_item_sums(s, fam)
+    items = sb.index.union(ss.index)
+    sb, ss = sb.reindex(items, fill_value=0.0), ss.reindex(items, fill_value=0.0)
+    arrays = tuple(t[c].to_numpy(float) for t in (sb, ss) for c in ("clean_sum", "clean_n", "noisy_sum", "noisy_n"))
+
+    def stat(*a, axis=-1, _fam=fam):
+        d_base = stats.delta_from_sums(*a[:4], family=_fam, axis=axis)
+        d_steer = stats.delta_from_sums(*a[4:], family=_fam, axis=axis)
+        return stats.rer(d_steer, d_base, task_family=_fam, usable_only=True)
+
+    res = stats.bootstrap_ci(arrays, stat, n_resamples=n_resamples, seed=seed, vectorized=True)
+    return db, ds, nb, ns, len(items), res
+
+
+def _paired_rer(fam: str, g: pd.DataFrame, col: str, *, n_resamples: int, seed: int):
+    """Our paired RER of one model's (baseline, steering) row pairs and its item bootstrap."""
+    it = g.groupby("item_id").agg(sb=(f"{col}_base", "sum"), ss=(f"{col}_steer", "sum"), n=(f"{col}_base", "size"))
+
+    def stat(sb, ss, n, axis=-1, _fam=fam):
+        return stats.rer(ss.sum(axis) / n.sum(axis), sb.sum(axis) / n.sum(axis), task_family=_fam, usable_only=True)
+
+    pres = stats.bootstrap_ci((it["sb"].to_numpy(float), it["ss"].to_numpy(float), it["n"].to_numpy(float)),
+                              stat, n_resamples=n_resamples, seed=seed, vectorized=True) if len(it) else None
+    pdb = g[f"{col}_base"].mean() if len(g) else np.nan
+    pds = g[f"{col}_steer"].mean() if len(g) else np.nan
+    return {"n_pairs": len(g), "delta_base_paired_pp": 100 * pdb, "delta_steer_paired_pp": 100 * pds,
+            "rer_paired": stats.rer(pds, pdb, task_family=fam),
+            "rer_paired_ci_low": pres.ci_low if pres else np.nan,
+            "rer_paired_ci_high": pres.ci_high if pres else np.nan,
+            "rer_paired_ci_usable": pres.n_valid if pres else 0}, pres
+
+
+def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Table 5: Residual Effect Ratio of the steering prompt per model, ASR and KWS.
+
+    ``rer`` is the authors' (``generate_prompt_rer_plot``): each task's Δ on its own rows, unpaired
+    (:func:`aiplib.analysis.stats.unpaired_delta`), ``RER = Δ_steer / (Δ_base + 1e-9)``, KWS 1.0
+    when both |Δ| < 1 pp (:func:`aiplib.analysis.stats.rer`). Its CI (ours) resamples items; a
+    resample with Δ_base below 1 pp is unusable. ``rer_paired`` (ours) uses the noisy stimuli both
+    tasks scored, paired on (model, stimulus_id). ``base_flag``
+    (:func:`aiplib.analysis.stats.rer_flag`) marks a Δ_base that is not clearly positive.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`TABLE5_COLUMNS` (``rule``: ``ratio`` or ``kws_both_below_1pp``); empty if no steering
+        task is present.
+    """
+    rows = []
+    for fam, steer_task in STEER_TASKS.items():
+        base_task = BASE_TASKS[fam]
+        if steer_task not in scores or base_task not in scores:
+            continue
+        col = DEGRADATION_COLUMN[fam]
+        keys = ["model", "stimulus_id"]
+        base_all, steer_all = scores[base_task], scores[steer_task]
+        b = base_all.loc[lambda d: (d["bg_id"] != "clean") & d[col].notna(), keys + ["item_id", col]]
+        s = steer_all.loc[lambda d: (d["bg_id"] != "clean") & d[col].notna(), keys + [col]]
+        pairs = b.merge(s, on=keys, suffixes=("_base", "_steer"))
+        for model in sorted(set(base_all["model"].astype(str)) & set(steer_all["model"].astype(str))):
+            db, ds, nb, ns, n_items, res = _authors_rer(
+                fam, base_all[base_all["model"].astype(str) == model],
+                steer_all[steer_all["model"].astype(str) == model], n_resamples=n_resamples, seed=seed)
+            small = fam == "kws" and abs(ds) < stats.RER_KWS_SMALL and abs(db) < stats.RER_KWS_SMALL
+            rule = "kws_both_below_1pp" if small else "ratio"
+            paired, pres = _paired_rer(fam, pairs[pairs["model"].astype(str) == model], col,
+                                       n_resamples=n_resamples, seed=seed)
+            notes = [n for n in (res.note, f"paired: {pres.note}" if pres and pres.note else "") if n]
+            rows.append({"model": model, "family": fam, "base_task": base_task,
+                         "steer_task": steer_task, "n_items": n_items, "n_base_rows": nb,
+                         "n_steer_rows": ns, "delta_base_pp": 100 * db, "delta_steer_pp": 100 * ds,
+                         "rer": stats.rer(ds, db, task_family=fam),
+                         "base_flag": "" if rule != "ratio" else stats.rer_flag(db),
+                         "ci_low": res.ci_low, "ci_high": res.ci_high, "ci_usable": res.n_valid,
+                         "rule": rule, **paired, "level": res.level, "n_resamples": res.n_resamples,
+                         "seed": res.seed, "note": "; ".join(notes)})
+    return pd.DataFrame(rows, columns=TABLE5_COLUMNS)
+
+
+# --------------------------------------------------------------------------------- Figure 7
+def snr_curves(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Figure 7: mean per-utterance WER and KWS accuracy per model and condition (clean, then SNRs
+    high → low), the mean over every stimulus of the condition, as the authors; corpus WER beside.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``family, model, condition`` (``clean`` or e.g. ``10 dB``), ``snr_db`` (NaN for clean),
+        ``value_pp`` (%), ``ci_low_pp, ci_high_pp, ci_usable`` (bootstrap over items),
+        ``corpus_wer_pp`` (ASR: Σ errors / Σ reference words; NaN for KWS), ``n_items``,
+        ``in_figure`` (False for the KWS rows of :data:`FIG7_KWS_EXCLUDE`).
+    """
+    rows = []
+    excl = {_norm_id(m) for m in FIG7_KWS_EXCLUDE}
+    for fam, task in BASE_TASKS.items():
+        df = scores[task]
+        snrs = sorted(df["snr_db"].dropna().unique(), reverse=True)
+        conds = [("clean", np.nan)] + [(f"{s:g} dB", s) for s in snrs]
+        value = "wer" if fam == "asr" else "correct"
+        for model, g in df.groupby("model"):
+            for cond, snr in conds:
+                sel = g[g["bg_id"] == "clean"] if cond == "clean" else g[g["snr_db"] == snr]
+                sel = sel[sel[value].notna()]
+                if sel.empty:
+                    continue
+                it = sel.groupby("item_id").agg(a=(value, "sum"), n=(value, "size"))
+                res = stats.bootstrap_ci((it["a"].to_numpy(float), it["n"].to_numpy(float)),
+                                         lambda a, n, axis=-1: 100 * a.sum(axis) / n.sum(axis),
+                                         n_resamples=n_resamples, seed=seed, vectorized=True)
+                corpus = (100 * sel["errors"].sum() / sel["ref_words"].sum()
+                          if fam == "asr" and sel["ref_words"].sum() else np.nan)
+                rows.append({"family": fam, "model": model, "condition": cond, "snr_db": snr,
+                             "value_pp": res.estimate, "ci_low_pp": res.ci_low,
+                             "ci_high_pp": res.ci_high, "ci_usable": res.n_valid,
+                             "corpus_wer_pp": corpus, "n_items": len(it),
+                             "in_figure": not (fam == "kws" and _norm_id(model) in excl)})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------ file output
+def write_tables(ws, *, n_resamples: int = 2000, seed: int = 0) -> dict[str, Path]:
+    """Write Tables 2–5 to ``results/tables/`` as notebook 09 does (without drawing the figures).
+
+    Tables 2, 3 need the descriptors, Table 4 an ASR accent group, Table 5 the steering scores;
+    what cannot be made is skipped with a logged warning.
+
+    Returns
+    -------
+    dict of str -> pathlib.Path
+        File name (``"table2_descriptor_correlations.csv"`` …) → path.
+
+    Raises
+    ------
+    AiplibError
+        If the ASR or KWS scores are missing (:func:`load_inputs`).
+    """
+    scores, descriptors, battery = load_inputs(ws)
+    ws.tables_dir.mkdir(parents=True, exist_ok=True)
+    kw = {"n_resamples": n_resamples, "seed": seed}
+    tables = {}
+    ranking = background_ranking(scores, **kw)
+    if descriptors is None:
+        log.warning("descriptors/acoustic_descriptors.csv is missing: Figures 2, 3 and Tables 2, 3 skipped (run stage 3)")
+    else:
+        tables["table2_descriptor_correlations"] = table2_descriptor_correlations(scores, descriptors, **kw)
+        tables["table3_descriptor_values"] = table3_descriptor_values(ranking, descriptors, battery=battery)
+    if scores["asr"]["accent_group"].isna().all():
+        log.warning("no accent_group in the ASR item bank: Table 4 and Figure 5 skipped")
+    else:
+        t4, t4s = table4_accent_dwer(scores, **kw)
+        tables.update(table4_accent_dwer=t4, table4_accent_dwer_pooled_unspecified=t4s,
+                      table4_accent_dwer_authors=table4_accent_dwer_authors(scores))
+    t5 = table5_prompt_steering_rer(scores, **kw)
+    if t5.empty:
+        log.warning("no steering scores: Figure 6 and Table 5 skipped")
+    else:
+        tables["table5_prompt_steering_rer"] = t5
+    written = {}
+    for name, t in tables.items():
+        p = ws.tables_dir / f"{name}.csv"
+        t.to_csv(p, index=False)
+        written[p.name] = p
+    return written
+
+
+def save_figure(fig, out_dir, name: str, *, formats=("png", "pdf"), dpi: int = 200) -> list[Path]:
+    """Write a matplotlib figure as ``<out_dir>/<name>.<fmt>`` for each format; return the paths.
+    PDFs carry no creation date, so the same data gives the same bytes."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in formats:
+        p = out_dir / f"{name}.{fmt}"
+        fig.savefig(p, format=fmt, dpi=dpi, metadata={"CreationDate": None} if fmt == "pdf" else {})
+        paths.append(p)
+    return paths

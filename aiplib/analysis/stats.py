@@ -1,0 +1,899 @@
+"""Statistics for the audit: every number with its uncertainty.
+
+Pure functions (no file I/O): Spearman rank correlation [1]_, percentile bootstrap intervals [2]_,
+the exact sign test, McNemar's exact test [3]_, Benjamini–Hochberg adjustment [4]_, the Residual
+Effect Ratio of the steering prompt, the per-background degradation and descriptor correlation
+tables, and the authors' arithmetic where it differs from ours (their ``scripts/generate_results_new_2.py``).
+
+Degradation is positive when noise hurts: ``delta_wer = WER(noisy) − WER(clean)``,
+``delta_acc = acc(clean) − acc(noisy)`` (fractions). Randomness comes only from
+``numpy.random.default_rng(seed)``; every result records its ``seed`` and ``n_resamples``.
+
+References
+----------
+.. [1] C. Spearman, "The proof and measurement of association between two things",
+       American Journal of Psychology 15(1), 72–101, 1904.
+.. [2] B. Efron, "Bootstrap methods: another look at the jackknife", Annals of Statistics 7(1),
+       1–26, 1979; B. Efron, R. J. Tibshirani, *An Introduction to the Bootstrap*, 1993 (§13).
+.. [3] Q. McNemar, "Note on the sampling error of the difference between correlated proportions
+       or percentages", Psychometrika 12(2), 153–157, 1947.
+.. [4] Y. Benjamini, Y. Hochberg, "Controlling the false discovery rate: a practical and
+       powerful approach to multiple testing", JRSS B 57(1), 289–300, 1995.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import permutations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest, false_discovery_control, rankdata, spearmanr
+
+from aiplib.core.errors import AiplibParameterError
+from aiplib.core.tasks import family_spec
+from aiplib.io.formats import DESCRIPTORS
+
+MIN_N_FOR_INTERVAL = 10
+"""Fewest resampled units (items, or backgrounds for correlations) for a bootstrap interval; below
+it NaN with a note (a percentile interval of so few values only spans their range: about 80 %
+coverage at n = 5 for a nominal 95 %)."""
+
+MIN_USABLE_SHARE = 0.95
+"""Least share of resamples with a finite statistic (e.g. no constant Spearman column) for an
+interval; below it NaN with a note. Tables report the usable count beside the interval."""
+
+SPEARMAN_EXACT_MAX_N = 9
+"""Up to this many pairs the Spearman p-value is exact (all ``n!`` permutations)."""
+
+SPEARMAN_PERMUTATION_MAX_N = 20
+"""Up to this many pairs the Spearman p-value is a seeded permutation test
+(:data:`SPEARMAN_N_PERMUTATIONS`); above it scipy's t-approximation (1.5× too small at n = 20)."""
+
+SPEARMAN_N_PERMUTATIONS = 9999
+"""Random permutations of the Monte-Carlo Spearman p-value (resolution 1 / 10 000)."""
+
+RER_DENOMINATOR_EPS = 1e-9
+"""``RER = Δ_steer / (Δ_base + 1e-9)``, as the authors' ``scripts/generate_results_new_2.py``."""
+
+RER_KWS_SMALL = 0.01
+"""KWS: RER is 1.0 when both ``|Δ_base|`` and ``|Δ_steer|`` are below this (1 pp), as the authors."""
+
+RER_FLAG_BELOW = 0.01
+"""A baseline change below this (1 pp) — or not positive — is flagged beside the RER
+(:func:`rer_flag`), and such resamples are unusable for the RER interval."""
+
+
+@dataclass(frozen=True)
+class SpearmanResult:
+    """Spearman's ρ with its two-sided p-value. Unpacks as ``rho, p = spearman(x, y)``.
+
+    Attributes
+    ----------
+    rho : float in [-1, 1], or NaN
+    p : float in [0, 1], or NaN
+    n : int
+        Pairs used (after dropping pairs with a NaN).
+    note : str
+        Empty, or why ``rho`` is NaN / what was dropped.
+    method : str
+        How ``p`` was computed: ``exact`` (all permutations), ``permutation`` (seeded Monte
+        Carlo), ``t_approx`` (scipy's large-sample approximation) or ``""`` (no p).
+    n_permutations : int
+        Permutations behind ``p`` (``n!`` when exact, 0 for ``t_approx``).
+    """
+
+    rho: float
+    p: float
+    n: int
+    note: str = ""
+    method: str = ""
+    n_permutations: int = 0
+
+    def __iter__(self):
+        yield self.rho
+        yield self.p
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """A statistic with its percentile bootstrap interval.
+
+    Attributes
+    ----------
+    estimate : float
+        The statistic on the original data.
+    ci_low, ci_high : float
+        Percentile interval bounds (NaN when no resample gave a finite value).
+    level : float
+        Coverage, e.g. 0.95.
+    n_resamples : int
+        Resamples drawn.
+    n_valid : int
+        Usable resamples: those with a finite statistic (the interval uses only these); 0 when
+        no resampling was done (fewer than ``min_n`` observations).
+    seed : int
+    n : int
+        Observations (items) resampled.
+    note : str
+    """
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    level: float
+    n_resamples: int
+    n_valid: int
+    seed: int
+    n: int
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class BinomTestResult:
+    """Result of an exact binomial test (sign test or McNemar).
+
+    Attributes
+    ----------
+    p : float
+        Two-sided exact p-value (NaN with a note when there is nothing to test).
+    n_pos, n_neg : int
+        Sign test: positive / negative deltas. McNemar: ``b`` (clean correct, noisy wrong) /
+        ``c`` (clean wrong, noisy correct).
+    n_ties : int
+        Dropped zero deltas (sign test) or concordant pairs (McNemar).
+    n : int
+        Pairs tested, ``n_pos + n_neg``.
+    note : str
+    """
+
+    p: float
+    n_pos: int
+    n_neg: int
+    n_ties: int
+    n: int
+    note: str = ""
+
+
+def _as_1d(x, name: str) -> np.ndarray:
+    a = np.asarray(x, dtype=float)
+    if a.ndim != 1:
+        raise AiplibParameterError(
+            f"{name}: expected a 1-D array of shape (n,), got shape {a.shape}")
+    return a
+
+
+def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
+                 level: float = 0.95, vectorized: bool = False,
+                 min_n: int = MIN_N_FOR_INTERVAL,
+                 min_usable: float = MIN_USABLE_SHARE) -> BootstrapResult:
+    """Percentile bootstrap interval [2]_, resampling observations (items) with replacement.
+
+    Parameters
+    ----------
+    data : array-like [shape=(n,)] or tuple of array-likes, each [shape=(n,)]
+        One sample, or several *paired* samples resampled with the same indices; NaNs kept.
+    stat : callable
+        ``stat(*arrays) -> float``; with ``vectorized=True`` called once as
+        ``stat(*arrays_2d, axis=-1)`` on shape (n_resamples, n), returning shape (n_resamples,).
+    n_resamples : int > 0
+    seed : int
+        Seed of ``numpy.random.default_rng``.
+    level : float in (0, 1)
+    vectorized : bool
+    min_n : int
+        Fewer observations: no interval (NaN with a note).
+    min_usable : float in [0, 1]
+        Least share of resamples with a finite statistic, else no interval.
+
+    Returns
+    -------
+    BootstrapResult
+        ``estimate = stat(data)``; the interval is the (1−level)/2 and (1+level)/2 percentiles
+        of the finite resampled statistics; ``n_valid`` counts them.
+
+    Raises
+    ------
+    AiplibParameterError
+        If the paired samples differ in length, are empty or not 1-D, or ``n_resamples`` /
+        ``level`` are out of range.
+    """
+    arrays = tuple(_as_1d(a, "data") for a in (data if isinstance(data, tuple) else (data,)))
+    n = arrays[0].size
+    if any(a.size != n for a in arrays):
+        raise AiplibParameterError(f"paired samples differ in length: {[a.size for a in arrays]}")
+    if n == 0:
+        raise AiplibParameterError("bootstrap_ci: no observations")
+    if int(n_resamples) < 1:
+        raise AiplibParameterError(f"n_resamples must be > 0, got {n_resamples}")
+    if not 0 < level < 1:
+        raise AiplibParameterError(f"level must lie in (0, 1), got {level}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        estimate = float(stat(*arrays, axis=-1) if vectorized else stat(*arrays))
+        if n < int(min_n):
+            return BootstrapResult(estimate, math.nan, math.nan, float(level), int(n_resamples),
+                                   0, int(seed), int(n), _few_note(n, min_n))
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, n, size=(int(n_resamples), n))
+        if vectorized:
+            boot = np.asarray(stat(*(a[idx] for a in arrays), axis=-1), dtype=float)
+        else:
+            boot = np.array([stat(*(a[i] for a in arrays)) for i in idx], dtype=float)
+    lo, hi, n_valid, note = _percentile_interval(boot, level, min_usable)
+    return BootstrapResult(estimate, lo, hi, float(level), int(n_resamples), n_valid,
+                           int(seed), int(n), note)
+
+
+def _few_note(n: int, min_n: int) -> str:
+    return (f"{n} observation(s) < {int(min_n)}: no interval (a percentile bootstrap of so few "
+            "values only spans their range)")
+
+
+def _percentile_interval(boot: np.ndarray, level: float, min_usable: float):
+    """(lo, hi, n_usable, note) of resampled statistics; NaN when too few are finite."""
+    finite = boot[np.isfinite(boot)]
+    n_valid = int(finite.size)
+    if n_valid == 0:
+        return math.nan, math.nan, 0, "no resample gave a finite statistic"
+    if n_valid < min_usable * boot.size:
+        return (math.nan, math.nan, n_valid,
+                f"only {n_valid} of {boot.size} resamples usable (< {100 * min_usable:g} %): "
+                "no interval")
+    a = (1 - level) / 2
+    lo, hi = (float(v) for v in np.quantile(finite, [a, 1 - a]))
+    note = "" if n_valid == boot.size else \
+        f"{boot.size - n_valid} of {boot.size} resamples unusable and ignored"
+    return lo, hi, n_valid, note
+
+
+def _centred_ranks(v: np.ndarray) -> np.ndarray:
+    r = rankdata(v)
+    return r - r.mean()
+
+
+@lru_cache(maxsize=None)
+def _all_permutations(n: int) -> np.ndarray:
+    """Every permutation of ``range(n)``, shape (n!, n), int8 (n <= 9: at most 3.3 MB)."""
+    return np.array(list(permutations(range(n))), dtype=np.int8)
+
+
+def spearman_permutation_p(x, y, *, seed: int = 0,
+                           n_permutations: int = SPEARMAN_N_PERMUTATIONS) -> tuple[float, str, int]:
+    """Two-sided permutation p-value of Spearman's ρ (the null of exchangeable pairings).
+
+    The same test as ``scipy.stats.permutation_test((y,), ρ, permutation_type="pairings")``,
+    vectorised on ranks: ``p = #{|ρ_π| >= |ρ_obs|} / #π`` over all ``n!`` permutations ``π``
+    of ``y`` when ``n <=`` :data:`SPEARMAN_EXACT_MAX_N` (exact), else
+    ``(1 + #{|ρ_π| >= |ρ_obs|}) / (1 + n_permutations)`` over seeded random permutations
+    (Phipson & Smyth 2010, never 0).
+
+    Parameters
+    ----------
+    x, y : array-like [shape=(n,)], float
+        Finite, non-constant, ``n >= 3`` (checked by :func:`spearman`).
+    seed, n_permutations : int
+
+    Returns
+    -------
+    (p, method, n_permutations) : (float, str, int)
+        ``method`` is ``"exact"`` or ``"permutation"``.
+
+    Examples
+    --------
+    >>> round(spearman_permutation_p([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 6, 5])[0], 4)  # 12 / 720
+    0.0167
+    """
+    rx = _centred_ranks(np.asarray(x, dtype=float))
+    ry = _centred_ranks(np.asarray(y, dtype=float))
+    den = math.sqrt(float((rx * rx).sum() * (ry * ry).sum()))
+    obs = abs(float(rx @ ry)) / den
+    tol = 1e-12 * max(1.0, obs)
+    n = rx.size
+    if n <= SPEARMAN_EXACT_MAX_N:
+        perm = np.abs(ry[_all_permutations(n)] @ rx) / den
+        return float((perm >= obs - tol).sum() / perm.size), "exact", int(perm.size)
+    rng = np.random.default_rng(seed)
+    shuffled = rng.permuted(np.broadcast_to(ry, (int(n_permutations), n)), axis=1)
+    perm = np.abs(shuffled @ rx) / den
+    return (float((1 + (perm >= obs - tol).sum()) / (1 + perm.size)), "permutation",
+            int(n_permutations))
+
+
+def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
+    """Spearman's rank correlation of one pair of columns [1]_ (``scipy.stats.spearmanr``).
+
+    Parameters
+    ----------
+    x, y : array-like [shape=(n,)], float
+        Paired observations; pairs with a NaN are dropped.
+    seed : int
+        Seed of the permutation p-value (``10 <= n <= 20``).
+
+    Returns
+    -------
+    SpearmanResult
+        ``rho`` and the two-sided ``p``: exact up to :data:`SPEARMAN_EXACT_MAX_N` pairs, permutation
+        up to :data:`SPEARMAN_PERMUTATION_MAX_N`, else scipy's t-approximation (``method``). Both
+        NaN with a ``note`` below 3 pairs or for a constant column.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``x`` and ``y`` are not 1-D or differ in length.
+
+    Examples
+    --------
+    >>> round(spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]).rho, 12)   # 1 − 6·4 / (5·24)
+    0.8
+    """
+    x, y = _as_1d(x, "x"), _as_1d(y, "y")
+    if x.shape != y.shape:
+        raise AiplibParameterError(f"x and y differ in length: {x.shape[0]} vs {y.shape[0]}")
+    keep = np.isfinite(x) & np.isfinite(y)
+    notes = []
+    if (~keep).any():
+        notes.append(f"dropped {int((~keep).sum())} pairs with NaN")
+    x, y = x[keep], y[keep]
+    n = int(x.size)
+    if n < 3:
+        notes.append(f"only {n} pairs; need at least 3")
+        return SpearmanResult(math.nan, math.nan, n, "; ".join(notes))
+    const = [nm for nm, v in (("x", x), ("y", y)) if np.all(v == v[0])]
+    if const:
+        notes.append(f"constant column ({', '.join(const)}): rank correlation undefined")
+        return SpearmanResult(math.nan, math.nan, n, "; ".join(notes))
+    res = spearmanr(x, y)
+    if n <= SPEARMAN_PERMUTATION_MAX_N:
+        p, method, n_perm = spearman_permutation_p(x, y, seed=seed)
+    else:
+        p, method, n_perm = float(res.pvalue), "t_approx", 0
+    return SpearmanResult(float(res.statistic), p, n, "; ".join(notes), method, n_perm)
+
+
+def _spearman_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Row-wise Spearman ρ of two arrays of shape (r, n); NaN where a row is constant."""
+    rx = rankdata(xs, axis=-1)
+    ry = rankdata(ys, axis=-1)
+    rx -= rx.mean(axis=-1, keepdims=True)
+    ry -= ry.mean(axis=-1, keepdims=True)
+    den = np.sqrt((rx * rx).sum(-1) * (ry * ry).sum(-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (rx * ry).sum(-1) / den
+    r[den == 0] = np.nan
+    return np.clip(r, -1.0, 1.0)
+
+
+def sign_test(deltas) -> BinomTestResult:
+    """Exact two-sided sign test of the median delta against 0 (``scipy.stats.binomtest``).
+
+    Parameters
+    ----------
+    deltas : array-like [shape=(n,)]
+        Paired differences (e.g. ΔWER per item). Zeros (ties) and NaNs are dropped.
+
+    Returns
+    -------
+    BinomTestResult
+        ``p = binomtest(n_pos, n_pos + n_neg, 0.5).pvalue``; NaN with a note when every delta
+        is a tie.
+
+    Examples
+    --------
+    >>> sign_test([1] * 9 + [-1]).p
+    0.021484375
+    """
+    d = _as_1d(deltas, "deltas")
+    d = d[np.isfinite(d)]
+    pos, neg = int((d > 0).sum()), int((d < 0).sum())
+    ties = int(d.size - pos - neg)
+    if pos + neg == 0:
+        return BinomTestResult(math.nan, 0, 0, ties, 0, "no non-zero deltas")
+    return BinomTestResult(float(binomtest(pos, pos + neg, 0.5).pvalue), pos, neg, ties, pos + neg)
+
+
+def mcnemar_exact(clean_correct, noisy_correct) -> BinomTestResult:
+    """McNemar's test [3]_ in its exact form: a binomial test on the discordant pairs.
+
+    Parameters
+    ----------
+    clean_correct, noisy_correct : array-like of bool or 0/1 [shape=(n,)]
+        Whether each paired item is correct in the clean and in the noisy condition.
+
+    Returns
+    -------
+    BinomTestResult
+        ``n_pos = b`` (clean correct, noisy wrong), ``n_neg = c`` (clean wrong, noisy correct),
+        ``p = binomtest(b, b + c, 0.5).pvalue`` (two-sided); NaN with a note when ``b + c == 0``.
+
+    Raises
+    ------
+    AiplibParameterError
+        If the arrays differ in length.
+    """
+    a = _as_1d(clean_correct, "clean_correct").astype(bool)
+    b_ = _as_1d(noisy_correct, "noisy_correct").astype(bool)
+    if a.size != b_.size:
+        raise AiplibParameterError(
+            f"clean and noisy arrays differ in length: {a.size} vs {b_.size}")
+    b = int((a & ~b_).sum())
+    c = int((~a & b_).sum())
+    conc = int(a.size - b - c)
+    if b + c == 0:
+        return BinomTestResult(math.nan, b, c, conc, 0, "no discordant pairs")
+    return BinomTestResult(float(binomtest(b, b + c, 0.5).pvalue), b, c, conc, b + c)
+
+
+def bh_adjust(pvalues) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values [4]_ (``scipy.stats.false_discovery_control``).
+
+    ``p_bh(i) = min_{j ≥ i} min(1, m · p_(j) / j)`` over the ``m`` finite p-values sorted
+    ascending.
+
+    Parameters
+    ----------
+    pvalues : array-like [shape=(m,)]
+        NaNs are allowed: they stay NaN and do not count towards ``m``.
+
+    Returns
+    -------
+    np.ndarray [shape=(m,)], float
+
+    Raises
+    ------
+    AiplibParameterError
+        If a finite p-value lies outside [0, 1].
+    """
+    p = _as_1d(pvalues, "pvalues")
+    out = np.full(p.shape, np.nan)
+    ok = np.isfinite(p)
+    if ok.any():
+        if np.any((p[ok] < 0) | (p[ok] > 1)):
+            raise AiplibParameterError(f"p-values must lie in [0, 1], got {p[ok].tolist()}")
+        out[ok] = false_discovery_control(p[ok], method="bh")
+    return out
+
+
+def rer(delta_steer, delta_base, *, task_family: str, usable_only: bool = False):
+    """Residual Effect Ratio of the steering prompt, as the authors compute it.
+
+    ``RER = Δ_steer / (Δ_base + 1e-9)`` with Δ the mean degradation (fractions) under the
+    steering and the baseline prompt; KWS 1.0 when both |Δ| < :data:`RER_KWS_SMALL`. RER < 1
+    means "the prompt helped" only when Δ_base is clearly positive (:func:`rer_flag`).
+
+    Parameters
+    ----------
+    delta_steer, delta_base : float or array-like (broadcastable)
+        Mean degradations (fractions: 0.05 = 5 percentage points). NaN in either → NaN.
+    task_family : {"asr", "kws"}
+    usable_only : bool
+        NaN wherever :func:`rer_flag` would flag the baseline (``Δ_base <=`` 0 or below
+        :data:`RER_FLAG_BELOW`), except the KWS both-small rule (1.0). Used for bootstrap
+        resamples, whose ratio there is meaningless.
+
+    Returns
+    -------
+    float, or np.ndarray for array input
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``task_family`` is not a family of ``aiplib/core/tasks.yaml`` (``asr``, ``kws``).
+
+    Examples
+    --------
+    >>> round(rer(0.05, 0.10, task_family="asr"), 6), rer(0.004, -0.003, task_family="kws")
+    (0.5, 1.0)
+    """
+    family_spec(task_family)  # an unknown family raises
+    s = np.asarray(delta_steer, dtype=float)
+    b = np.asarray(delta_base, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = s / (b + RER_DENOMINATOR_EPS)
+    if usable_only:
+        r = np.where(b < RER_FLAG_BELOW, np.nan, r)
+    if task_family == "kws":
+        r = np.where((np.abs(s) < RER_KWS_SMALL) & (np.abs(b) < RER_KWS_SMALL), 1.0, r)
+    r = np.where(np.isnan(s) | np.isnan(b), np.nan, r)
+    return float(r) if r.ndim == 0 else r
+
+
+def rer_flag(delta_base) -> str:
+    """Why an RER cannot be read as "< 1: the prompt helped" ("" when it can).
+
+    Parameters
+    ----------
+    delta_base : float
+        Mean baseline degradation (fraction).
+
+    Returns
+    -------
+    str
+        ``"baseline <= 0"`` (no degradation to remove: the ratio's sign is inverted, a
+        negative RER or one above 1 can mean the prompt helped), ``"baseline < 1 pp"`` (the
+        ratio of small numbers is unstable), ``"baseline NaN"`` or ``""``.
+    """
+    b = float(delta_base)
+    if math.isnan(b):
+        return "baseline NaN"
+    if b <= 0:
+        return "baseline <= 0"
+    if b < RER_FLAG_BELOW:
+        return "baseline < 1 pp"
+    return ""
+
+
+DEGRADATION_METHODS = ("flat", "snr_balanced")
+"""Ways :func:`degradation_by_background` averages: ``flat`` (the authors'), ``snr_balanced``."""
+
+
+def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str | None = None,
+                              method: str = "flat") -> pd.DataFrame:
+    """Mean degradation per background, the authors' way (``flat``) or SNR-balanced.
+
+    ``flat`` (the authors' ``load_task_degradations``): ``noisy.groupby("bg_id")[col].mean()``
+    per model, and ``pooled`` over every model's rows together. ``snr_balanced`` (ours): over
+    items per SNR, then SNRs, then models; ``pooled`` only where every model has the background.
+    The two agree when no row is missing.
+
+    Parameters
+    ----------
+    scores_df : pandas.DataFrame
+        A ``results/scores/<task>.csv`` table (columns ``model, task, bg_id, snr_db`` and
+        ``delta_wer`` or ``delta_acc``). Clean rows and NaN deltas (failed or missing
+        generations) are ignored.
+    family : {"asr", "kws"}
+        Picks the column (:data:`aiplib.core.tasks.DEGRADATION_COLUMN`).
+    task : str, optional
+        Keep only this task (needed if ``scores_df`` holds several).
+    method : {"flat", "snr_balanced"}
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(n_backgrounds, n_models + 1)]
+        Index ``bg_id`` (sorted); one column per model and ``pooled``; fractions.
+        ``attrs["partial"]``: ``{bg_id: [models without a row of it]}``; ``attrs["method"]``;
+        ``attrs["n_rows"]``: ``{bg_id: scored noisy rows, all models}``.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``family`` or ``method`` is unknown, the column is missing or several tasks remain.
+    """
+    col = family_spec(family)["degradation"]["column"]
+    if method not in DEGRADATION_METHODS:
+        raise AiplibParameterError(f"method must be one of {DEGRADATION_METHODS}, got {method!r}")
+    df = scores_df
+    if task is not None and "task" in df.columns:
+        df = df[df["task"] == task]
+    if "task" in df.columns and df["task"].nunique() > 1:
+        raise AiplibParameterError(f"scores hold several tasks {sorted(df['task'].unique())}; "
+                                   "pass task=")
+    if col not in df.columns:
+        raise AiplibParameterError(f"scores lack the column {col!r} of family {family!r}")
+    df = df[(df["bg_id"] != "clean") & df[col].notna()]
+    if method == "flat":
+        per_bg = df.groupby(["model", "bg_id"])[col].mean().unstack("model")
+    else:
+        per_snr = df.groupby(["model", "bg_id", "snr_db"])[col].mean()
+        per_bg = per_snr.groupby(level=["model", "bg_id"]).mean().unstack("model")
+    per_bg.columns = [str(c) for c in per_bg.columns]
+    per_bg.columns.name = None
+    per_bg = per_bg.sort_index()
+    models = list(per_bg.columns)
+    complete = per_bg[models].notna().all(axis=1)
+    if method == "flat":
+        per_bg["pooled"] = df.groupby("bg_id")[col].mean().reindex(per_bg.index)
+    else:
+        per_bg["pooled"] = per_bg[models].mean(axis=1).where(complete)
+    per_bg.index.name = "bg_id"
+    per_bg.attrs["partial"] = {str(bg): [m for m in models if pd.isna(per_bg.at[bg, m])]
+                               for bg in per_bg.index[~complete]}
+    per_bg.attrs["method"] = method
+    per_bg.attrs["n_rows"] = {str(k): int(v) for k, v in df.groupby("bg_id").size().items()}
+    return per_bg
+
+
+WORST_STIMULI_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "reference",
+                         "clean_response", "response", "clean_score", "score", "delta"]
+"""Columns of :func:`worst_stimuli`, in order."""
+
+
+def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: str | None = None,
+                  one_per_item: bool = True) -> pd.DataFrame:
+    """The stimuli that hurt most (the report's and the explorer's ranking): degradation against the
+    clean version of the item > 0 (KWS: a flip), largest first, ties to the higher SNR, then model
+    and stimulus id.
+
+    Parameters
+    ----------
+    scores_df : pandas.DataFrame
+        One task's ``results/scores/<task>.csv`` (:func:`aiplib.io.formats.read_scores`).
+    family : {"asr", "kws"}
+        Picks the degradation column (:data:`aiplib.core.tasks.DEGRADATION_COLUMN`).
+    n : int >= 1
+        How many rows at most.
+    model : str, optional
+        Only this model (default: every model of the table).
+    one_per_item : bool
+        Keep only each item's worst stimulus (default), so the list shows different items.
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(<= n, 12)]
+        :data:`WORST_STIMULI_COLUMNS`; ``snr_db`` in dB, ``clean_score`` / ``score`` WER
+        (fraction) or KWS correct (0/1), ``delta`` ΔWER or Δacc = 1. Empty when nothing got worse.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``family`` is unknown or ``n < 1``.
+    """
+    col = family_spec(family)["degradation"]["column"]
+    if int(n) < 1:
+        raise AiplibParameterError(f"n must be at least 1, got {n}")
+    if scores_df is None or scores_df.empty or col not in scores_df.columns:
+        return pd.DataFrame(columns=WORST_STIMULI_COLUMNS)
+    df = scores_df if model is None else scores_df[scores_df["model"].astype(str) == model]
+    df = df[(df["bg_id"] != "clean") & (df[col] > 0)]
+    df = df.sort_values([col, "snr_db", "model", "stimulus_id"], ascending=[False, False, True, True],
+                        kind="stable")
+    if one_per_item:
+        df = df.drop_duplicates("item_id", keep="first")
+    df = df.head(int(n))
+    key = ["model", "task", "item_id"]
+    clean = scores_df[scores_df["bg_id"] == "clean"].drop_duplicates(key, keep="last").set_index(key)
+    at = pd.MultiIndex.from_frame(df[key])
+    score_col, ref_col = ("wer", "reference") if family == "asr" else ("correct", "label")
+
+    def column(frame, name, default):
+        return frame[name].to_numpy() if name in frame.columns else default
+
+    out = pd.DataFrame({
+        "model": df["model"].astype(str).to_numpy(), "task": df["task"].to_numpy(),
+        "stimulus_id": df["stimulus_id"].to_numpy(), "item_id": df["item_id"].astype(str).to_numpy(),
+        "bg_id": df["bg_id"].astype(str).to_numpy(), "snr_db": df["snr_db"].to_numpy(),
+        "reference": column(df, ref_col, ""),
+        "clean_response": column(clean.reindex(at), "response", ""),
+        "response": column(df, "response", ""),
+        "clean_score": column(clean.reindex(at), score_col, math.nan),
+        "score": df[score_col].to_numpy(), "delta": df[col].to_numpy()})
+    out["clean_response"] = out["clean_response"].where(out["clean_response"].notna(), "")
+    return out[WORST_STIMULI_COLUMNS]
+
+
+def partial_note(partial: dict, method: str = "snr_balanced") -> str:
+    """Text for ``attrs["partial"]`` of :func:`degradation_by_background` ("" when empty).
+
+    ``method`` is the table's ``attrs["method"]``: ``snr_balanced`` leaves the partial
+    backgrounds out of ``pooled``; ``flat`` pools the rows there are (the authors' rule).
+    """
+    if not partial:
+        return ""
+    names = ", ".join(f"{bg} (missing {', '.join(ms)})" for bg, ms in sorted(partial.items()))
+    if method == "flat":
+        return f"{len(partial)} backgrounds pooled over the models that have rows: {names}"
+    return f"pooled only over backgrounds every model covers; {len(partial)} partial left out: {names}"
+
+
+def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFrame, *,
+                            descriptors=None, n_resamples: int = 2000, seed: int = 0,
+                            level: float = 0.95) -> pd.DataFrame:
+    """Spearman ρ of each descriptor against degradation across backgrounds, with CIs and BH.
+
+    Parameters
+    ----------
+    degradation : pandas.DataFrame [shape=(n_backgrounds, n_columns)]
+        Index ``bg_id``; columns are models and/or ``pooled`` (as returned by
+        :func:`degradation_by_background`).
+    descriptors_df : pandas.DataFrame [shape=(n_backgrounds, ...)]
+        ``descriptors/acoustic_descriptors.csv``: a ``bg_id`` column (or index) and the
+        descriptor columns.
+    descriptors : sequence of str, optional
+        Columns to use; default those of :data:`DESCRIPTORS` present (else every numeric column).
+    n_resamples, seed : int
+        Bootstrap over backgrounds; each (model, descriptor) cell starts ``default_rng(seed)`` afresh.
+    level : float
+
+    Returns
+    -------
+    pandas.DataFrame, long format
+        ``model, descriptor, n, r_s, p, p_method, n_permutations`` (:func:`spearman`),
+        ``ci_low, ci_high, ci_usable`` (resamples without a constant column), ``p_bh`` (BH across
+        the descriptors of each model column), ``level, n_resamples, seed, note``.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``descriptors_df`` has no ``bg_id`` or a requested descriptor is missing.
+    """
+    d = descriptors_df.copy()
+    if "bg_id" in d.columns:
+        d = d.set_index("bg_id")
+    elif d.index.name != "bg_id":
+        raise AiplibParameterError("descriptors_df needs a bg_id column or index")
+    if descriptors is None:
+        descriptors = [c for c in DESCRIPTORS if c in d.columns] or \
+            [c for c in d.columns if pd.api.types.is_numeric_dtype(d[c])]
+    missing = [c for c in descriptors if c not in d.columns]
+    if missing:
+        raise AiplibParameterError(f"descriptors_df lacks {missing}; has {list(d.columns)}")
+    pnote = partial_note(degradation.attrs.get("partial") or {},
+                         degradation.attrs.get("method", "snr_balanced"))
+    deg = degradation.copy()
+    deg.index = deg.index.astype(str)
+    d.index = d.index.astype(str)
+    common = deg.index.intersection(d.index)
+    only = sorted(set(deg.index) ^ set(d.index))
+    base_note = f"{len(only)} backgrounds without both values ignored" if only else ""
+    rows = []
+    for model in deg.columns:
+        y_all = deg.loc[common, model].to_numpy(dtype=float)
+        cell_rows = []
+        for desc in descriptors:
+            x_all = d.loc[common, desc].to_numpy(dtype=float)
+            res = spearman(x_all, y_all, seed=seed)
+            ok = np.isfinite(x_all) & np.isfinite(y_all)
+            x, y = x_all[ok], y_all[ok]
+            lo = hi = math.nan
+            usable = 0
+            notes = [n for n in (base_note, pnote if model == "pooled" else "", res.note) if n]
+            if np.isfinite(res.rho):
+                if x.size < MIN_N_FOR_INTERVAL:
+                    notes.append(_few_note(x.size, MIN_N_FOR_INTERVAL))
+                else:
+                    rng = np.random.default_rng(seed)
+                    idx = rng.integers(0, x.size, size=(int(n_resamples), x.size))
+                    boot = _spearman_rows(x[idx], y[idx])
+                    lo, hi, usable, bnote = _percentile_interval(boot, level, MIN_USABLE_SHARE)
+                    if bnote:
+                        notes.append(bnote.replace("unusable", "with a constant column"))
+            cell_rows.append({"model": model, "descriptor": desc, "n": res.n, "r_s": res.rho,
+                              "p": res.p, "p_method": res.method,
+                              "n_permutations": res.n_permutations, "ci_low": lo,
+                              "ci_high": hi, "ci_usable": int(usable), "level": level,
+                              "n_resamples": int(n_resamples), "seed": int(seed),
+                              "note": "; ".join(notes)})
+        padj = bh_adjust([r["p"] for r in cell_rows])
+        for r, q in zip(cell_rows, padj):
+            r["p_bh"] = float(q)
+        rows.extend(cell_rows)
+    cols = ["model", "descriptor", "n", "r_s", "p", "p_method", "n_permutations", "ci_low",
+            "ci_high", "ci_usable", "p_bh", "level", "n_resamples", "seed", "note"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+AUTHORS_DESCRIPTOR_DECIMALS = {
+    "zcr": 4, "spectral_centroid": 2, "spectral_rolloff": 2, "spectral_bandwidth": 2,
+    "spectral_flux": 4, "spectral_flatness": 4, "spectral_contrast": 4, "rms_variance": 6,
+}
+"""Decimals the authors keep of each descriptor before the correlations (Python ``round``).
+``vad_speech_fraction`` (read from their VAD table) and any other column are not rounded."""
+
+TOP_RANK_DECIMALS = 3
+"""The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals
+(``numpy.round``, :func:`rank_by_mean_abs_rs`)."""
+
+
+def _round_value(v, nd: int):
+    v = float(v)
+    return round(v, nd) if math.isfinite(v) else v
+
+
+def round_descriptors(descriptors: pd.DataFrame, decimals: dict | None = None) -> pd.DataFrame:
+    """A copy of a descriptor table with each descriptor rounded as the authors do.
+
+    Python's built-in ``round``, as their ``round(zcr, 4)`` (``numpy.round`` can differ at ties).
+
+    Parameters
+    ----------
+    descriptors : pandas.DataFrame
+        ``descriptors/acoustic_descriptors.csv`` (any index; columns named as
+        :data:`aiplib.io.formats.DESCRIPTORS`). Units as stored (Hz for centroid, rolloff and
+        bandwidth, dB for contrast).
+    decimals : dict, optional
+        Column → decimals; default :data:`AUTHORS_DESCRIPTOR_DECIMALS`. Absent columns are
+        skipped; NaN and inf are kept.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Same shape, index and columns.
+    """
+    out = descriptors.copy()
+    for col, nd in (AUTHORS_DESCRIPTOR_DECIMALS if decimals is None else decimals).items():
+        if col in out.columns:
+            out[col] = [_round_value(v, int(nd)) for v in out[col]]
+    return out
+
+
+def rank_by_mean_abs_rs(r_asr: pd.Series, r_kws: pd.Series, *, decimals: int = TOP_RANK_DECIMALS
+                        ) -> pd.Series:
+    """Descriptors sorted as Figure 2 picks them: mean of |r_s(ASR)| and |r_s(KWS)|, rounded.
+
+    Parameters
+    ----------
+    r_asr, r_kws : pandas.Series
+        r_s per descriptor (index: descriptor names, in table order).
+    decimals : int
+        The mean is rounded (``numpy.round``, as their ``round`` of a ``numpy.float64``: 0.3015 →
+        0.302) before a stable sort, so ties keep the table order.
+
+    Returns
+    -------
+    pandas.Series
+        Rounded mean |r_s| per descriptor, largest first; a descriptor NaN in either task is
+        left out.
+    """
+    m = pd.concat([r_asr.abs(), r_kws.abs()], axis=1).mean(axis=1, skipna=False).dropna()
+    m = pd.Series(np.round(m.to_numpy(dtype=float), int(decimals)), index=m.index)
+    return m.sort_values(ascending=False, kind="stable")
+
+
+def unpaired_delta(df: pd.DataFrame, family: str) -> tuple[float, int]:
+    """One task's mean degradation the authors' way, without pairing to another task.
+
+    ASR: the mean of the task's per-row ``delta_wer`` over its noisy rows. KWS: accuracy over all
+    its clean rows minus accuracy over all its noisy rows (``correct``).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One model's rows of one task's scores (``bg_id``, ``delta_wer`` or ``correct``); NaN
+        rows (failed generations) left out.
+    family : {"asr", "kws"}
+
+    Returns
+    -------
+    (float, int)
+        Δ as a fraction (NaN when a needed set of rows is empty) and the number of rows used.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``family`` is unknown or the column is missing.
+    """
+    family_spec(family)
+    col = "delta_wer" if family == "asr" else "correct"
+    if col not in df.columns:
+        raise AiplibParameterError(f"scores lack the column {col!r} of family {family!r}")
+    ok = df[df[col].notna()]
+    noisy = ok[ok["bg_id"] != "clean"][col].astype(float)
+    if family == "asr":
+        return (float(noisy.mean()) if len(noisy) else math.nan), int(len(noisy))
+    clean = ok[ok["bg_id"] == "clean"][col].astype(float)
+    if not len(clean) or not len(noisy):
+        return math.nan, int(len(clean) + len(noisy))
+    return float(clean.mean() - noisy.mean()), int(len(clean) + len(noisy))
+
+
+def unpaired_item_sums(df: pd.DataFrame, family: str) -> pd.DataFrame:
+    """Per item, the sums and counts :func:`unpaired_delta` is made of (for a bootstrap).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``item_id``; columns ``clean_sum, clean_n, noisy_sum, noisy_n`` (ASR: clean
+        columns 0; the noisy sum is of ``delta_wer``; KWS: of ``correct``).
+    """
+    col = "delta_wer" if family == "asr" else "correct"
+    ok = df[df[col].notna()].assign(_v=lambda d: d[col].astype(float),
+                                    _clean=lambda d: d["bg_id"] == "clean")
+    g = ok.groupby(["item_id", "_clean"])["_v"].agg(["sum", "size"]).unstack("_clean", fill_value=0)
+    out = pd.DataFrame(index=g.index)
+    for name, flag in (("clean", True), ("noisy", False)):
+        have = ("sum", flag) in g.columns
+        out[f"{name}_sum"] = g[("sum", flag)].astype(float) if have else 0.0
+        out[f"{name}_n"] = g[("size", flag)].astype(float) if have else 0.0
+    if family == "asr":
+        out["clean_sum"], out["clean_n"] = 0.0, 0.0
+    return out
+
+
+def delta_from_sums(clean_sum, clean_n, noisy_sum, noisy_n, *, family: str, axis=-1):
+    """Δ of :func:`unpaired_delta` from per-item sums (arrays; sums over ``axis``)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        noisy = np.sum(noisy_sum, axis) / np.sum(noisy_n, axis)
+        if family == "asr":
+            return noisy
+        return np.sum(clean_sum, axis) / np.sum(clean_n, axis) - noisy
