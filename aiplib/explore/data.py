@@ -1,35 +1,36 @@
-"""Notebook 10, data side: what the explorer shows, computed by the same functions as stages 8–9.
+"""Notebook 10, data side: what the explorer shows (tables, lookups, a stimulus's signals, WAV bytes).
 
-Plain functions over the workspace files (``manifests/``, ``descriptors/``, ``inference/``,
-``results/scores/``), no widget code (:mod:`aiplib.explore.widgets` draws the interface, :mod:`aiplib.explore.listen`
-rebuilds a stimulus's signals and makes the WAV bytes and spectrograms). Nothing is written. What is reused, not re-implemented:
-
-* manifests: :func:`aiplib.io.formats.read_manifest_csv` and :func:`aiplib.io.formats.manifest_view` (``item_id``,
-  ``bg_id``, ``snr_db``, ``reference``); inference rows: :func:`aiplib.io.formats.read_results`;
-  score files: :func:`aiplib.io.formats.load_scores`;
-* a row scored here (scores not written yet) goes through :func:`aiplib.core.textnorm.score_asr_row` /
-  :func:`aiplib.core.textnorm.score_kws_row`, the functions of stage 8;
-* the background ranking is Figure 4's (:func:`aiplib.analysis.figures.background_ranking`);
-* condition labels are :func:`aiplib.analysis.conditions.condition_label` (``"bg03 @ 0 dB"``);
-* the word diff is jiwer's alignment of the paper-normalised text, the one behind the S/D/I counts.
+Plain functions over the workspace files; nothing is written, no widget or plotting code
+(:mod:`aiplib.explore.ui` draws the interface). The numbers come from the stages' own functions:
+stage 8's :func:`~aiplib.core.textnorm.score_asr_row` / :func:`~aiplib.core.textnorm.score_kws_row`
+for a row not scored yet, :func:`aiplib.analysis.stats.worst_stimuli` for the worst cases, Figure 4's
+:func:`aiplib.analysis.figures.background_ranking` for the background order, and
+:func:`aiplib.stimuli.families.mix_components` / :func:`~aiplib.stimuli.families.materialize` for the
+audio (every stimulus is rebuilt from its manifest row).
 """
 from __future__ import annotations
 
+import io
+import json
 import math
 import os
 from pathlib import Path
 
+import jiwer
 import numpy as np
 import pandas as pd
+import soundfile as sf
+from scipy.io import wavfile
 
 from aiplib.analysis.conditions import condition_label
 from aiplib.analysis.figures import background_ranking
 from aiplib.analysis.stats import degradation_by_background, worst_stimuli
 from aiplib.battery.descriptors import DESCRIPTOR_INFO
 from aiplib.core.errors import AiplibParameterError
-from aiplib.core.tasks import BASE_TASKS, CONDITION_FAMILIES, DEGRADATION_COLUMN, FAMILIES, task_family
+from aiplib.core.tasks import BASE_TASKS, CONDITION_FAMILIES, DEGRADATION_COLUMN, FAMILIES, check_family, task_family
 from aiplib.core.textnorm import normalize_text, score_asr_row, score_kws_row
 from aiplib.inference.shards import is_shard_file
+from aiplib.io.audio import SR, valid_audio
 from aiplib.io.formats import (
     DESCRIPTORS,
     is_error_row,
@@ -41,10 +42,13 @@ from aiplib.io.formats import (
     read_results,
     read_scores,
 )
+from aiplib.stimuli.families import materialize, mix_components, row_family
+from aiplib.stimuli.mixing import is_clean_row
 
-__all__ = ["available_families", "available_tasks", "available_models", "lookup_response",
-           "word_diff", "WORST_COLUMNS", "worst_cases", "background_table",
-           "descriptor_label", "summarise_sources", "under_papermill"]
+__all__ = ["available_families", "available_tasks", "available_models", "manifest", "lookup_response",
+           "word_diff", "WORST_COLUMNS", "worst_cases", "background_table", "descriptor_label",
+           "summarise_sources", "PLAYER_LABELS", "AUDIO_SUBTYPE", "manifest_row", "stimulus_labels",
+           "stimulus_audio", "wav_bytes", "decode_wav", "under_papermill"]
 
 _CACHE: dict = {}
 
@@ -67,10 +71,6 @@ def _cached(path: Path, name: str, reader):
 
 
 def _read_manifest(path: Path, family: str) -> pd.DataFrame:
-    """The manifest (every column, for :func:`aiplib.stimuli.families.materialize`) indexed by stimulus id,
-    with scoring's names added: ``stimulus_id, item_id, bg_id`` ("clean" on clean rows),
-    ``snr_db`` (dB, NaN on clean rows), ``reference`` (transcript or keyword)."""
-
     raw = read_manifest_csv(path).drop_duplicates("id", keep="last").set_index("id", drop=False)
     view = manifest_view(raw, family)
     for c in ("stimulus_id", "item_id", "bg_id", "snr_db", "reference"):
@@ -79,62 +79,49 @@ def _read_manifest(path: Path, family: str) -> pd.DataFrame:
     return raw
 
 
-def _manifest(ws, family: str) -> pd.DataFrame | None:
-    return _cached(ws.manifest_csv(family), f"manifest:{family}",
-                   lambda p: _read_manifest(p, family))
+def manifest(ws, family: str) -> pd.DataFrame | None:
+    """The manifest of ``family`` in ``ws``'s condition family, cached until the file changes.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        Every manifest column, indexed by stimulus id, plus scoring's names ``stimulus_id, item_id,
+        bg_id`` ("clean" on clean rows), ``snr_db`` (dB, NaN on clean rows) and ``reference``
+        (transcript or keyword). None when the manifest does not exist.
+    """
+    return _cached(ws.manifest_csv(family), f"manifest:{family}", lambda p: _read_manifest(p, family))
 
 
 def _scores(ws, task: str) -> pd.DataFrame | None:
-
     df = _cached(ws.scores_csv(task), "scores", read_scores)
     return None if df is None or df.empty or "stimulus_id" not in df.columns else df
 
 
 def _results(ws, model: str, task: str) -> pd.DataFrame | None:
-
     if not model:
         return None
-    return _cached(ws.inference_jsonl(model, task), "results",
-                   lambda p: read_results(p).set_index("id", drop=False))
+    return _cached(ws.inference_jsonl(model, task), "results", lambda p: read_results(p).set_index("id", drop=False))
 
 
 def _need_manifest(ws, family: str) -> pd.DataFrame:
-    m = _manifest(ws, family)
+    m = manifest(ws, family)
     if m is None:
-        raise FileNotFoundError(f"{ws.manifest_csv(family)}: manifest not found; "
-                                "run stage 05_build_manifests first")
+        raise FileNotFoundError(f"{ws.manifest_csv(family)}: manifest not found; run stage 05_build_manifests first")
     return m
 
 
 # ------------------------------------------------------------------------------------ what exists
 def available_families(ws) -> list[str]:
-    """Condition families the explorer can show: those with a manifest (``manifests/asr.csv`` /
-    ``kws.csv`` for ``background``, ``manifests/<cf>/…`` for the others), in
-    :data:`aiplib.core.tasks.CONDITION_FAMILIES` order (``background`` first).
+    """Condition families with a manifest, in :data:`aiplib.core.tasks.CONDITION_FAMILIES` order.
 
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Any view of the workspace.
-
-    Returns
-    -------
-    list of str
-        Empty when no family has a manifest (stage 5 not run).
+    Empty when no family has one (stage 5 not run).
     """
-
     return [cf for cf in CONDITION_FAMILIES if any(ws.with_family(cf).manifest_csv(f).is_file() for f in FAMILIES)]
 
 
 def available_tasks(ws) -> list[str]:
-    """Tasks the explorer can show: ``asr`` / ``kws`` when their manifest exists, plus every task
-    found in ``inference/*/<task>.jsonl`` or ``results/scores/<task>.csv`` whose family has one.
-
-    Returns
-    -------
-    list of str
-        ``asr`` and ``kws`` first, the others sorted; empty if no manifest exists.
-    """
+    """``asr`` / ``kws`` when their manifest exists, then (sorted) every other task of those families
+    found in ``inference/*/<task>.jsonl`` or ``results/scores/<task>.csv``."""
     fams = [f for f in FAMILIES if ws.manifest_csv(f).is_file()]
     inf, sc = Path(ws.inference), ws.scores_dir
     found = ({p.stem for p in inf.glob("*/*.jsonl") if p.stem != "run_log" and not is_shard_file(p)}
@@ -151,8 +138,8 @@ def available_tasks(ws) -> list[str]:
 
 
 def available_models(ws, task: str) -> list[str]:
-    """Models with results for ``task``: folders holding ``inference/<model>/<task>.jsonl``, plus
-    the models named in ``results/scores/<task>.csv``. Sorted; empty before inference."""
+    """Models with results for ``task`` (``inference/<model>/<task>.jsonl`` or named in the score
+    file), sorted; empty before inference."""
     inf = Path(ws.inference)
     models = {p.parent.name for p in inf.glob(f"*/{task}.jsonl")} if inf.is_dir() else set()
     sc = _scores(ws, task)
@@ -179,32 +166,28 @@ _ASR_KEYS = ("wer", "substitutions", "deletions", "insertions", "ref_words", "is
 def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     """What ``model`` answered for one stimulus, with its score and the clean comparison.
 
-    Reads ``results/scores/<task>.csv`` when it holds the stimulus; otherwise the raw
-    ``inference/<model>/<task>.jsonl`` (:func:`aiplib.io.formats.read_results`: last successful
-    row per stimulus), scored here with stage 8's :func:`aiplib.core.textnorm.score_asr_row` /
-    :func:`aiplib.core.textnorm.score_kws_row` against the manifest reference.
+    From ``results/scores/<task>.csv`` when it holds the stimulus; otherwise from
+    ``inference/<model>/<task>.jsonl``, scored here with stage 8's row functions against the
+    manifest reference.
 
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
     model : str
-        Model id (an ``inference/`` folder name).
+        An ``inference/`` folder name.
     task : str
         ``asr``, ``kws``, ``asr_steer_p5`` …
     stimulus_id : str
 
     Returns
     -------
-    dict with keys
-        ``found`` (bool), ``source`` (``"scores"``, ``"inference"`` or None), ``model, task,
-        family, stimulus_id, item_id, bg_id``, ``snr_db`` (dB, NaN for clean), ``reference``
-        (transcript or keyword label), ``response`` (str or None; ``"__ERROR__"`` for a failed
-        generation), ``error`` (str or None), ``clean_response`` (or None), and per family —
-        ASR: ``wer, clean_wer, delta_wer`` = WER(noisy) − WER(clean) (fractions, NaN when
-        unknown), ``substitutions, deletions, insertions, ref_words`` (of the noisy row, NaN when
-        unknown), ``is_loop`` (bool or None); KWS: ``first_word``, ``correct``,
-        ``clean_correct`` (bool or None), ``delta_acc`` = correct(clean) − correct(noisy) (−1, 0,
-        1 or NaN).
+    dict
+        ``found`` (bool), ``source`` (``"scores"``, ``"inference"`` or None), ``model, task, family,
+        stimulus_id, item_id, bg_id``, ``snr_db`` (dB, NaN for clean), ``reference``, ``response``
+        (None when missing; ``"__ERROR__"`` for a failed generation), ``error``, ``clean_response``;
+        ASR: ``wer, clean_wer, delta_wer`` (fractions, NaN when unknown), ``substitutions,
+        deletions, insertions, ref_words``, ``is_loop``; KWS: ``first_word, correct,
+        clean_correct`` (bool or None), ``delta_acc`` = correct(clean) − correct(noisy) (−1, 0, 1 or NaN).
 
     Raises
     ------
@@ -213,22 +196,19 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     AiplibParameterError
         If ``stimulus_id`` is not in the manifest or the task name is unknown.
     """
-
     fam = task_family(task)
     man = _need_manifest(ws, fam)
     if stimulus_id not in man.index:
         raise AiplibParameterError(f"stimulus {stimulus_id!r} is not in manifests/{fam}.csv")
     mrow = man.loc[stimulus_id]
     item_id, bg_id = str(mrow["item_id"]), str(mrow["bg_id"])
-    clean_id = str(man.index[(man["item_id"] == item_id) & (man["bg_id"] == "clean")][0]) \
-        if ((man["item_id"] == item_id) & (man["bg_id"] == "clean")).any() else f"{item_id}_clean"
+    is_clean = (man["item_id"] == item_id) & (man["bg_id"] == "clean")
+    clean_id = str(man.index[is_clean][0]) if is_clean.any() else f"{item_id}_clean"
     out = dict(found=False, source=None, model=model, task=task, family=fam, stimulus_id=stimulus_id,
                item_id=item_id, bg_id=bg_id, snr_db=_nan(mrow["snr_db"]), reference=str(mrow["reference"]),
                response=None, error=None, clean_response=None)
     if fam == "asr":
-        out.update(wer=float("nan"), clean_wer=float("nan"), delta_wer=float("nan"), is_loop=None,
-                   substitutions=float("nan"), deletions=float("nan"), insertions=float("nan"),
-                   ref_words=float("nan"))
+        out.update(dict.fromkeys(("wer", "clean_wer", "delta_wer", *_ASR_KEYS[1:-1]), float("nan")), is_loop=None)
     else:
         out.update(first_word=None, correct=None, clean_correct=None, delta_acc=float("nan"))
     noisy = bg_id != "clean"
@@ -259,30 +239,27 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     res = _results(ws, model, task)
     if res is None or stimulus_id not in res.index:
         return out
-
-    def ok(row) -> bool:
-        return row is not None and not is_error_row(row)
-
     r = res.loc[stimulus_id]
     c = res.loc[clean_id] if clean_id in res.index else None
+    r_ok, c_ok = not is_error_row(r), c is not None and not is_error_row(c)
     out.update(found=True, source="inference", response=str(r["raw"]),
                error=str(r["error"]) if _present(r["error"]) else None)
-    out["clean_response"] = str(c["raw"]) if ok(c) else None
+    out["clean_response"] = str(c["raw"]) if c_ok else None
     ref = out["reference"]
     if fam == "asr":
-        if ok(r):
+        if r_ok:
             s = score_asr_row(ref, out["response"])
             out.update({k: (bool(s[k]) if k == "is_loop" else float(s[k])) for k in _ASR_KEYS})
-        if ok(c):
+        if c_ok:
             out["clean_wer"] = float(score_asr_row(ref, out["clean_response"])["wer"])
         if noisy:
             out["delta_wer"] = out["wer"] - out["clean_wer"]
     else:
         is_target = bool(mrow.get("is_target", True))
-        if ok(r):
+        if r_ok:
             s = score_kws_row(out["response"], ref, is_target)
             out["first_word"], out["correct"] = s["first_word"], bool(s["correct"])
-        if ok(c):
+        if c_ok:
             out["clean_correct"] = bool(score_kws_row(out["clean_response"], ref, is_target)["correct"])
         if noisy and out["correct"] is not None and out["clean_correct"] is not None:
             out["delta_acc"] = float(int(out["clean_correct"]) - int(out["correct"]))
@@ -293,7 +270,7 @@ def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
     """Word-level alignment of a response against its reference, as WER counts it.
 
     Both sides are normalised as the paper (:func:`aiplib.core.textnorm.normalize_text`) and aligned
-    by jiwer's ``process_words`` — the alignment behind the S/D/I counts of the score files.
+    by ``jiwer.process_words``, the alignment behind the score files' S/D/I counts.
 
     Parameters
     ----------
@@ -303,13 +280,9 @@ def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
     Returns
     -------
     list of (op, ref_word, hyp_word)
-        In order; ``op`` is ``"equal"``, ``"substitute"``, ``"delete"`` (``hyp_word`` = "") or
-        ``"insert"`` (``ref_word`` = ""). The number of each op equals the row's hits,
-        substitutions, deletions and insertions.
+        ``op`` is ``"equal"``, ``"substitute"``, ``"delete"`` (``hyp_word`` = "") or ``"insert"``
+        (``ref_word`` = ""); the count of each op equals the row's hits, S, D and I.
     """
-    import jiwer
-
-
     r, h = normalize_text(reference).split(), normalize_text(response).split()
     if not r or not h:
         return [("delete", w, "") for w in r] + [("insert", "", w) for w in h]
@@ -331,39 +304,35 @@ WORST_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "
 
 def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per_item: bool = True
                 ) -> pd.DataFrame:
-    """The stimuli that hurt most, from ``results/scores/<task>.csv``: the report's ranking
-    (:func:`aiplib.analysis.stats.worst_stimuli`, largest ΔWER or the KWS flips, ties to the higher SNR),
-    with each stimulus's condition label.
+    """The stimuli that hurt most: the report's ranking (:func:`aiplib.analysis.stats.worst_stimuli`)
+    of ``results/scores/<task>.csv``, with each stimulus's condition label.
 
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
-        Any condition-family view: its ``results/scores/<cf>/<task>.csv``. In the ``channel``
-        family the label is the condition's name alone (its manifest SNR, 99, is a marker).
+        Any condition-family view.
     task : str
     n : int > 0
         How many rows at most.
     model : str, optional
         Only this model (default: all models of the task).
     one_per_item : bool
-        Keep only each item's worst stimulus (default), so the list shows ``n`` different items.
+        Keep only each item's worst stimulus (default).
 
     Returns
     -------
-    pandas.DataFrame [shape=(≤ n, 11)]
-        Columns ``model, task, stimulus_id, item_id, bg_id, snr_db (dB), condition`` (e.g.
-        ``"bg03 @ 0 dB"``, ``"talker_fr @ -5 dB"``, :func:`aiplib.analysis.conditions.condition_label`;
-        ``"telephone"`` for a channel condition), ``reference`` (transcript
-        or label), ``response``, ``score`` (WER, or correct 0/1), ``delta`` (ΔWER, or Δacc = 1 for
-        a flip), in :func:`aiplib.analysis.stats.worst_stimuli`'s order. Empty (with these columns)
-        before scores exist.
+    pandas.DataFrame [shape=(<= n, 11)]
+        Columns :data:`WORST_COLUMNS`: ``condition`` is
+        :func:`aiplib.analysis.conditions.condition_label` (``"bg03 @ 0 dB"``), the condition's
+        name alone in the ``channel`` family (``"telephone"``: its manifest SNR 99 is a marker);
+        ``score`` is the WER or correct (0/1), ``delta`` the ΔWER or Δacc = 1 for a flip.
+        Empty (with these columns) before scores exist.
 
     Raises
     ------
     AiplibParameterError
         If ``n < 1`` or the task name is unknown.
     """
-
     w = worst_stimuli(_scores(ws, task), task_family(task), n, model=model, one_per_item=one_per_item)
     w["task"] = task
     channel = getattr(ws, "condition_family", "background") == "channel"
@@ -373,11 +342,8 @@ def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per
 
 # ------------------------------------------------------------------------------------- backgrounds
 def descriptor_label(name: str) -> tuple[str, str]:
-    """Readable name and unit of a descriptor: ``("centroid", "Hz")``, ``("flux", "dB per frame")``.
-
-    The unit is :data:`aiplib.battery.descriptors.DESCRIPTOR_INFO`'s, without its parenthesised remark.
-    """
-
+    """Readable name and unit of a descriptor: ``("centroid", "Hz")``, from
+    :data:`aiplib.battery.descriptors.DESCRIPTOR_INFO` without the unit's parenthesised remark."""
     unit = DESCRIPTOR_INFO.get(name, ("",))[0].split(" (")[0]
     label = {"zcr": "zero-crossing rate", "vad_speech_fraction": "speech (VAD)"}.get(
         name, name.replace("spectral_", "").replace("_", " "))
@@ -394,16 +360,14 @@ def summarise_sources(source_file) -> str:
 
 def _ranking(ws) -> pd.DataFrame:
     """Figure 4's ranking when ASR and KWS are scored; else the one family's pooled degradation."""
-
-    scores = {t: _scores(ws, t) for t in BASE_TASKS.values()}
-    scores = {t: s for t, s in scores.items() if s is not None}
+    scores = {t: s for t in BASE_TASKS.values() if (s := _scores(ws, t)) is not None}
     if len(scores) == 2:
         return background_ranking(scores)[["rank", "mean_degradation_pp", "asr_delta_wer_pp", "kws_delta_acc_pp"]]
     if not scores:
         return pd.DataFrame(columns=["rank"])
     (task, sc), = scores.items()
     fam = task_family(task)
-    name = f"{task}_{DEGRADATION_COLUMN[fam]}_pp"  # Figure 4's column names: asr_delta_wer_pp, kws_delta_acc_pp
+    name = f"{task}_{DEGRADATION_COLUMN[fam]}_pp"  # Figure 4's column names
     t = (degradation_by_background(sc, fam)[["pooled"]] * 100).rename(columns={"pooled": name})
     t = t.sort_values(name, ascending=False, kind="stable", na_position="last")
     t.insert(0, "rank", np.arange(1, len(t) + 1))
@@ -417,27 +381,25 @@ def background_table(ws) -> pd.DataFrame:
     ----------
     ws : aiplib.core.workspace.Workspace
         Reads ``descriptors/battery.csv``, ``descriptors/acoustic_descriptors.csv`` and
-        ``results/scores/*.csv`` (each when it exists).
+        ``results/scores/*.csv``, each when it exists.
 
     Returns
     -------
     pandas.DataFrame [shape=(n_backgrounds, k)]
         Index ``bg_id``. Columns ``category, description, licence, source_package, source_file,
-        attribution`` (battery; "" when missing), ``sources`` (:func:`summarise_sources`), the
-        descriptors (:data:`aiplib.io.formats.DESCRIPTORS`, NaN before stage 4), ``rank``
-        (Figure 4: 1 = most harmful), ``mean_degradation_pp`` (Figure 4's key, when ASR and KWS are
-        scored), ``asr_delta_wer_pp`` / ``kws_delta_acc_pp`` (pooled over models, pp, as Figure 4)
-        and ``<task>_delta_wer_pp`` / ``<task>_delta_acc_pp`` for the other scored tasks
-        (:func:`aiplib.analysis.stats.degradation_by_background`, pooled). Rows in the order of
-        :func:`aiplib.analysis.figures.background_ranking` (with one family scored: that family's pooled
+        attribution`` ("" when missing), ``sources`` (:func:`summarise_sources`), the descriptors
+        (:data:`aiplib.io.formats.DESCRIPTORS`, NaN before stage 4), ``rank`` (1 = most harmful),
+        ``mean_degradation_pp`` (when ASR and KWS are scored), ``asr_delta_wer_pp`` /
+        ``kws_delta_acc_pp`` and ``<task>_delta_wer_pp`` / ``<task>_delta_acc_pp`` of the other
+        scored tasks (pooled over models, pp, :func:`aiplib.analysis.stats.degradation_by_background`).
+        Rows in :func:`aiplib.analysis.figures.background_ranking` order (one family scored: its
         value, largest first); unranked backgrounds follow in battery order.
     """
-
     bat = read_battery_csv(ws.battery_csv, index=True)
     if bat is None:
         ids = set()
         for fam in FAMILIES:
-            m = _manifest(ws, fam)
+            m = manifest(ws, fam)
             if m is not None:
                 ids |= set(m.loc[m["bg_id"] != "clean", "bg_id"])
         bat = pd.DataFrame(index=pd.Index(sorted(ids), name="bg_id"))
@@ -461,14 +423,219 @@ def background_table(ws) -> pd.DataFrame:
     return table.loc[order]
 
 
-def under_papermill() -> bool:
-    """True when this kernel was started by papermill (the parent process runs papermill).
+# ------------------------------------------------------------------------------------------- audio
+AUDIO_SUBTYPE = "FLOAT"  # the players' WAV: 32-bit IEEE float, the float32 samples the model was given
 
-    jupyter_client sets ``JPY_PARENT_PID`` for every kernel it launches; under ``make`` that is the
-    ``papermill`` command line. Notebook 10 then prints static tables instead of building the
-    widget, whose state (WAV bytes) nbclient would store in the executed notebook.
+# Titles of the three players (clean, middle, mixture) per condition family; stimulus_labels adds details.
+PLAYER_LABELS = {
+    "background": ("Clean utterance", "Background segment (as mixed)", "Mixture (what the model heard)"),
+    "competing_speech": ("Clean target", "Distractor (as mixed)", "Mixture: target + distractor (what the model heard)"),
+    "channel": ("Clean utterance", "The transform's change (transformed − clean)",
+                "Transformed speech (what the model heard)"),
+}
+
+
+def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
+    """The manifest row of one stimulus in ``ws``'s condition family.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+    family : {"asr", "kws"}
+    item_id, bg_id : str
+        ``bg_id`` is the row's ``background_id``: a background, a distractor condition
+        (``talker_fr``), a channel condition (``telephone``) or ``"clean"``.
+    snr_db : float, optional
+        SNR in dB; ignored for ``"clean"``, and may be None when the condition has one row per
+        item (a channel condition, whose manifest SNR is the marker 99).
+
+    Returns
+    -------
+    dict
+        The manifest's fields plus ``stimulus_id, item_id, bg_id, snr_db, reference``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the manifest does not exist (run stage 5).
+    AiplibParameterError
+        If no row matches (the message lists the valid values).
     """
+    m = _need_manifest(ws, family)
+    sel = m[(m["item_id"] == str(item_id)) & (m["bg_id"] == str(bg_id))]
+    if sel.empty:
+        items, bgs = sorted(m["item_id"].unique()), sorted(m["bg_id"].unique())
+        raise AiplibParameterError(f"no {family} stimulus for item {item_id!r}, background {bg_id!r}; "
+                                   f"items: {', '.join(items[:10])}{' …' if len(items) > 10 else ''}; "
+                                   f"backgrounds: {', '.join(bgs)}")
+    if bg_id != "clean" and not (snr_db is None and len(sel) == 1):
+        if snr_db is None:
+            raise AiplibParameterError(f"snr_db is required for background {bg_id!r}")
+        hit = sel[np.isclose(sel["snr_db"].astype(float), float(snr_db))]
+        if hit.empty:
+            raise AiplibParameterError(f"no {family} stimulus for item {item_id!r}, background {bg_id!r} "
+                                       f"at {snr_db} dB; SNRs: {sorted(sel['snr_db'].astype(float).unique())}")
+        sel = hit
+    return sel.iloc[0].to_dict()
 
+
+def _text(v) -> str:
+    return "" if v is None or (isinstance(v, float) and v != v) else str(v).strip()
+
+
+def stimulus_labels(row, *, middle: bool = True) -> dict:
+    """What the three players of one stimulus hold, and the condition's details.
+
+    Parameters
+    ----------
+    row : Mapping
+        A manifest row (:func:`manifest_row`).
+    middle : bool
+        False when the middle signal is not shown (a channel transform changed the length); its
+        title then says why.
+
+    Returns
+    -------
+    dict
+        ``condition_family``; ``clean``, ``background``, ``mixture``: player titles
+        (:data:`PLAYER_LABELS` with the distractor's languages and same-voice flag, or the channel
+        condition); ``notes``: list of (name, text), the competing-speech setting, languages, same
+        voice, distractor transcript and utterances, looped, or the channel condition, what it is
+        applied to and its ``condition_params`` (empty for background and clean rows).
+
+    Raises
+    ------
+    AiplibParameterError
+        An unknown ``condition_family``.
+    """
+    cf = check_family(row_family(row))
+    clean_t, mid_t, mix_t = PLAYER_LABELS[cf]
+    out = dict(condition_family=cf, clean=clean_t, background=mid_t, mixture=mix_t, notes=[])
+    if is_clean_row(row) or cf == "background":
+        return out
+    name = _text(row.get("background_id"))
+    if cf == "competing_speech":
+        langs, setting = _text(row.get("distractor_languages")), _text(row.get("setting"))
+        same = parse_bool(row.get("same_voice_as_target")) is True
+        out["background"] = (f"Distractor: {langs or name} ({setting or 'distractor'}"
+                             f"{'; same voice as the target' if same else ''}), as mixed")
+        out["notes"] = [("setting", setting), ("languages", langs),
+                        ("same voice as the target", "yes: a same-voice, other-language control" if same else "no"),
+                        ("distractor transcript", _text(row.get("distractor_text"))),
+                        ("distractor utterances", _text(row.get("distractor_ids")).replace("|", ", ")),
+                        ("looped", _text(row.get("looped")))]
+    else:
+        raw = _text(row.get("condition_params"))
+        try:
+            params = json.loads(raw) if raw else {}
+        except ValueError:
+            params = {"condition_params": raw}
+        name = _text(row.get("channel_condition")) or name
+        out["mixture"] = f"Transformed speech: {name} (what the model heard)"
+        if not middle:
+            out["background"] = f"No difference signal: {name} changes the length (parameters below)"
+        out["notes"] = [("condition", name), ("applied to", _text(row.get("applied_to")) or "speech"),
+                        ("parameters", ", ".join(f"{k} = {v}" for k, v in sorted(params.items())) or "none")]
+    return out
+
+
+def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
+    """The three signals of one stimulus, mixed on the fly from the manifest of ``ws``'s family.
+
+    Parameters
+    ----------
+    ws : aiplib.core.workspace.Workspace
+        Any condition-family view.
+    family : {"asr", "kws"}
+    item_id, bg_id : str
+        ``bg_id`` may be ``"clean"``.
+    snr_db : float, optional
+        SNR in dB (ignored for clean; optional for a channel condition).
+
+    Returns
+    -------
+    dict
+        ``row`` (:func:`manifest_row`), ``stimulus_id``, ``sr`` (16000 Hz), ``condition_family``,
+        ``mixture`` (np.ndarray [shape=(n,)], float32, exactly ``materialize(row, ws)[0]``),
+        ``clean`` (float32 [shape=(m,)], the clean row's samples; ``m = n`` except after a channel
+        cut), ``background`` (float32 [shape=(n,)], the middle signal as mixed: background segment,
+        scaled distractor or the transform's change ``mixture − speech``; None for clean and when
+        the length changed), ``info`` (:class:`aiplib.stimuli.mixing.MixInfo`), ``detail`` (the
+        family's info dict or None), ``labels`` (:func:`stimulus_labels`).
+
+    Raises
+    ------
+    FileNotFoundError, AiplibParameterError
+        As :func:`manifest_row`.
+    AudioFileError
+        If a speech, background or distractor file is missing or unreadable.
+    """
+    row = manifest_row(ws, family, item_id, bg_id, snr_db)
+    parts = mix_components(row, ws)
+    clean = parts["mixture"] if bg_id == "clean" else materialize(manifest_row(ws, family, item_id, "clean"), ws)[0]
+    middle = bg_id != "clean" and parts["background"].shape == parts["mixture"].shape == clean.shape
+    return dict(row=row, stimulus_id=str(row["stimulus_id"]), sr=SR, condition_family=ws.condition_family,
+                mixture=parts["mixture"], clean=clean, background=parts["background"] if middle else None,
+                info=parts["info"], detail=parts.get("detail"),
+                labels=stimulus_labels(row, middle=middle or bg_id == "clean"))
+
+
+def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:
+    """A mono WAV file in memory (``scipy.io.wavfile.write``), byte-for-byte deterministic.
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)], float
+        Samples, nominally in [-1, 1].
+    sr : int > 0
+        Sample rate in Hz.
+    subtype : {"FLOAT", "PCM_16"}
+        ``"FLOAT"``: 32-bit IEEE float, the float32 samples exactly (``58 + 4·n`` bytes: 18-byte
+        ``fmt `` and a ``fact`` chunk, no time-stamped ``PEAK`` chunk as libsndfile adds).
+        ``"PCM_16"``: ``int16 = clip(round(y × 32767), −32768, 32767)`` (``44 + 2·n`` bytes).
+
+    Returns
+    -------
+    bytes
+        RIFF/WAVE data; :func:`decode_wav` reads it back.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``y`` fails :func:`aiplib.io.audio.valid_audio`, ``sr`` is not positive, or ``subtype`` is unknown.
+    """
+    y = valid_audio(np.asarray(y), name="wav_bytes input")
+    sr = int(sr)
+    if sr <= 0:
+        raise AiplibParameterError(f"sample rate must be positive, got {sr}")
+    if subtype == "FLOAT":
+        data = y.astype("<f4", copy=False)
+    elif subtype == "PCM_16":
+        data = np.clip(np.round(y.astype(np.float64) * 32767.0), -32768, 32767).astype("<i2")
+    else:
+        raise AiplibParameterError(f"unknown WAV subtype {subtype!r}; choose FLOAT or PCM_16")
+    buf = io.BytesIO()
+    wavfile.write(buf, sr, data)
+    return buf.getvalue()
+
+
+def decode_wav(data: bytes):
+    """Read WAV bytes (as made by :func:`wav_bytes`) back with soundfile.
+
+    Returns
+    -------
+    y : np.ndarray [shape=(n,)], float32
+        PCM_16 samples divided by 32768.
+    sr : int, Hz
+    """
+    y, sr = sf.read(io.BytesIO(bytes(data)), dtype="float32", always_2d=False)
+    return y, int(sr)
+
+
+def under_papermill() -> bool:
+    """True when this kernel was started by papermill: ``JPY_PARENT_PID`` (set by jupyter_client)
+    names a process whose command line holds ``papermill``. Notebook 10 then prints static tables
+    instead of the widget, whose WAV bytes would be stored in the executed notebook."""
     pid = os.environ.get("JPY_PARENT_PID", "")
     try:
         cmd = Path(f"/proc/{int(pid)}/cmdline").read_bytes()
