@@ -1,19 +1,18 @@
 """Notebook 10, data side: what the explorer shows (tables, lookups, a stimulus's signals, WAV bytes).
 
-Plain functions over the workspace files; nothing is written, no widget or plotting code
-(:mod:`aiplib.explore.ui` draws the interface). The numbers come from the stages' own functions:
-stage 8's :func:`~aiplib.core.textnorm.score_asr_row` / :func:`~aiplib.core.textnorm.score_kws_row`
-for a row not scored yet, :func:`aiplib.analysis.stats.worst_stimuli` for the worst cases, Figure 4's
-:func:`aiplib.analysis.figures.background_ranking` for the background order, and
-:func:`aiplib.stimuli.families.mix_components` / :func:`~aiplib.stimuli.families.materialize` for the
-audio (every stimulus is rebuilt from its manifest row).
+Reads the workspace, writes nothing, no widget or plotting code (that is :mod:`aiplib.explore.ui`).
+The numbers come from the stages' own functions: stage 8's row scorers, the report's
+:func:`~aiplib.analysis.stats.worst_stimuli`, Figure 4's :func:`~aiplib.analysis.figures.background_ranking`,
+and :func:`~aiplib.stimuli.families.mix_components`, which rebuilds each stimulus from its manifest row.
 """
 from __future__ import annotations
 
+import functools
 import io
 import json
 import math
 import os
+from itertools import zip_longest
 from pathlib import Path
 
 import jiwer
@@ -30,18 +29,8 @@ from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import BASE_TASKS, CONDITION_FAMILIES, DEGRADATION_COLUMN, FAMILIES, check_family, task_family
 from aiplib.core.textnorm import normalize_text, score_asr_row, score_kws_row
 from aiplib.inference.shards import is_shard_file
+from aiplib.io import formats
 from aiplib.io.audio import SR, valid_audio
-from aiplib.io.formats import (
-    DESCRIPTORS,
-    is_error_row,
-    manifest_view,
-    parse_bool,
-    read_battery_csv,
-    read_descriptor_table,
-    read_manifest_csv,
-    read_results,
-    read_scores,
-)
 from aiplib.stimuli.families import materialize, mix_components, row_family
 from aiplib.stimuli.mixing import is_clean_row
 
@@ -50,57 +39,44 @@ __all__ = ["available_families", "available_tasks", "available_models", "manifes
            "summarise_sources", "PLAYER_LABELS", "AUDIO_SUBTYPE", "manifest_row", "stimulus_labels",
            "stimulus_audio", "wav_bytes", "decode_wav", "under_papermill"]
 
-_CACHE: dict = {}
-
-
-def _cached(path: Path, name: str, reader):
-    """``reader(path)``, re-read only when the file's size or mtime changed; None if it is missing."""
-    path = Path(path)
-    try:
-        st = path.stat()
-    except OSError:
-        _CACHE.pop((str(path), name), None)
-        return None
-    key = (st.st_mtime_ns, st.st_size)
-    hit = _CACHE.get((str(path), name))
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    value = reader(path)
-    _CACHE[(str(path), name)] = (key, value)
-    return value
-
-
-def _read_manifest(path: Path, family: str) -> pd.DataFrame:
-    raw = read_manifest_csv(path).drop_duplicates("id", keep="last").set_index("id", drop=False)
-    view = manifest_view(raw, family)
+@functools.lru_cache(maxsize=64)
+def _read(path: str, kind: str, stamp: tuple) -> pd.DataFrame:
+    """A score file, an inference file or the manifest of family ``kind``; ``stamp`` (mtime, size)
+    makes a changed file a new cache entry."""
+    if kind == "scores":
+        return formats.read_scores(path)
+    if kind == "results":
+        return formats.read_results(path).set_index("id", drop=False)
+    raw = formats.read_manifest_csv(path).drop_duplicates("id", keep="last").set_index("id", drop=False)
+    view = formats.manifest_view(raw, kind)
     for c in ("stimulus_id", "item_id", "bg_id", "snr_db", "reference"):
         raw[c] = view[c].reindex(raw.index)
     raw.index.name = "stimulus_id"
     return raw
 
 
-def manifest(ws, family: str) -> pd.DataFrame | None:
-    """The manifest of ``family`` in ``ws``'s condition family, cached until the file changes.
+def _cached(path: Path, kind: str) -> pd.DataFrame | None:
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    return _read(str(path), kind, (st.st_mtime_ns, st.st_size))
 
-    Returns
-    -------
-    pandas.DataFrame or None
-        Every manifest column, indexed by stimulus id, plus scoring's names ``stimulus_id, item_id,
-        bg_id`` ("clean" on clean rows), ``snr_db`` (dB, NaN on clean rows) and ``reference``
-        (transcript or keyword). None when the manifest does not exist.
-    """
-    return _cached(ws.manifest_csv(family), f"manifest:{family}", lambda p: _read_manifest(p, family))
+
+def manifest(ws, family: str) -> pd.DataFrame | None:
+    """The manifest of ``family`` in ``ws``'s condition family (None if missing), indexed by stimulus
+    id, with scoring's names added: ``stimulus_id, item_id, bg_id`` ("clean" on clean rows),
+    ``snr_db`` (dB, NaN on clean rows), ``reference`` (transcript or keyword)."""
+    return _cached(ws.manifest_csv(family), family)
 
 
 def _scores(ws, task: str) -> pd.DataFrame | None:
-    df = _cached(ws.scores_csv(task), "scores", read_scores)
+    df = _cached(ws.scores_csv(task), "scores")
     return None if df is None or df.empty or "stimulus_id" not in df.columns else df
 
 
 def _results(ws, model: str, task: str) -> pd.DataFrame | None:
-    if not model:
-        return None
-    return _cached(ws.inference_jsonl(model, task), "results", lambda p: read_results(p).set_index("id", drop=False))
+    return _cached(ws.inference_jsonl(model, task), "results") if model else None
 
 
 def _need_manifest(ws, family: str) -> pd.DataFrame:
@@ -112,36 +88,30 @@ def _need_manifest(ws, family: str) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------------ what exists
 def available_families(ws) -> list[str]:
-    """Condition families with a manifest, in :data:`aiplib.core.tasks.CONDITION_FAMILIES` order.
-
-    Empty when no family has one (stage 5 not run).
-    """
+    """Condition families with a manifest, in :data:`aiplib.core.tasks.CONDITION_FAMILIES` order."""
     return [cf for cf in CONDITION_FAMILIES if any(ws.with_family(cf).manifest_csv(f).is_file() for f in FAMILIES)]
 
 
 def available_tasks(ws) -> list[str]:
-    """``asr`` / ``kws`` when their manifest exists, then (sorted) every other task of those families
-    found in ``inference/*/<task>.jsonl`` or ``results/scores/<task>.csv``."""
+    """``asr`` / ``kws`` when their manifest exists, then (sorted) the other tasks of those families
+    in ``inference/*/<task>.jsonl`` or ``results/scores/<task>.csv``."""
     fams = [f for f in FAMILIES if ws.manifest_csv(f).is_file()]
-    inf, sc = Path(ws.inference), ws.scores_dir
-    found = ({p.stem for p in inf.glob("*/*.jsonl") if p.stem != "run_log" and not is_shard_file(p)}
-             if inf.is_dir() else set())
-    found |= {p.stem for p in sc.glob("*.csv")} if sc.is_dir() else set()
-    extra = []
-    for t in sorted(found - set(BASE_TASKS.values())):
-        try:
-            if task_family(t) in fams:
-                extra.append(t)
-        except AiplibParameterError:
-            continue
-    return fams + extra
+    found = {p.stem for p in Path(ws.inference).glob("*/*.jsonl") if p.stem != "run_log" and not is_shard_file(p)}
+    found |= {p.stem for p in ws.scores_dir.glob("*.csv")}
+    return fams + [t for t in sorted(found - set(BASE_TASKS.values())) if _family(t) in fams]
+
+
+def _family(task: str) -> str | None:
+    try:
+        return task_family(task)
+    except AiplibParameterError:
+        return None
 
 
 def available_models(ws, task: str) -> list[str]:
     """Models with results for ``task`` (``inference/<model>/<task>.jsonl`` or named in the score
     file), sorted; empty before inference."""
-    inf = Path(ws.inference)
-    models = {p.parent.name for p in inf.glob(f"*/{task}.jsonl")} if inf.is_dir() else set()
+    models = {p.parent.name for p in Path(ws.inference).glob(f"*/{task}.jsonl")}
     sc = _scores(ws, task)
     if sc is not None and "model" in sc.columns:
         models |= set(sc["model"].astype(str))
@@ -160,34 +130,47 @@ def _present(v) -> bool:
     return v is not None and v is not pd.NA and not (isinstance(v, float) and math.isnan(v)) and str(v) != ""
 
 
-_ASR_KEYS = ("wer", "substitutions", "deletions", "insertions", "ref_words", "is_loop")
+_ASR_KEYS = ("wer", "substitutions", "deletions", "insertions", "ref_words")
+
+
+def _fill(out: dict, fam: str, r, c) -> None:
+    """Copy a score row ``r`` and its clean row ``c`` (a score file's rows or stage 8's row
+    functions' dicts; None when missing) into :func:`lookup_response`'s ``out``."""
+    if fam == "asr":
+        if r is not None:
+            out.update({k: _nan(r.get(k)) for k in _ASR_KEYS})
+            loop = formats.parse_bool(r.get("is_loop"))
+            out["is_loop"] = None if loop is pd.NA else loop
+        if c is not None:
+            out["clean_wer"] = _nan(c.get("wer"))
+    else:
+        if r is not None:
+            out["first_word"], out["correct"] = str(r.get("first_word", "")), bool(_nan(r.get("correct")) == 1)
+        if c is not None:
+            out["clean_correct"] = bool(_nan(c.get("correct")) == 1)
 
 
 def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     """What ``model`` answered for one stimulus, with its score and the clean comparison.
 
-    From ``results/scores/<task>.csv`` when it holds the stimulus; otherwise from
-    ``inference/<model>/<task>.jsonl``, scored here with stage 8's row functions against the
-    manifest reference.
+    From ``results/scores/<task>.csv`` when it holds the stimulus, else from
+    ``inference/<model>/<task>.jsonl`` scored here with stage 8's row functions.
 
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
-    model : str
-        An ``inference/`` folder name.
-    task : str
-        ``asr``, ``kws``, ``asr_steer_p5`` …
-    stimulus_id : str
+    model, task, stimulus_id : str
+        ``model`` is an ``inference/`` folder name, ``task`` e.g. ``asr``, ``kws``, ``asr_steer_p5``.
 
     Returns
     -------
     dict
-        ``found`` (bool), ``source`` (``"scores"``, ``"inference"`` or None), ``model, task, family,
+        ``found``, ``source`` (``"scores"``, ``"inference"`` or None), ``model, task, family,
         stimulus_id, item_id, bg_id``, ``snr_db`` (dB, NaN for clean), ``reference``, ``response``
-        (None when missing; ``"__ERROR__"`` for a failed generation), ``error``, ``clean_response``;
-        ASR: ``wer, clean_wer, delta_wer`` (fractions, NaN when unknown), ``substitutions,
-        deletions, insertions, ref_words``, ``is_loop``; KWS: ``first_word, correct,
-        clean_correct`` (bool or None), ``delta_acc`` = correct(clean) − correct(noisy) (−1, 0, 1 or NaN).
+        (``"__ERROR__"`` for a failed generation), ``error``, ``clean_response`` (None when
+        missing); ASR ``wer, clean_wer, delta_wer, substitutions, deletions, insertions, ref_words``
+        (NaN when unknown), ``is_loop``; KWS ``first_word, correct, clean_correct`` (bool or None),
+        ``delta_acc`` = correct(clean) − correct(noisy).
 
     Raises
     ------
@@ -207,8 +190,9 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     out = dict(found=False, source=None, model=model, task=task, family=fam, stimulus_id=stimulus_id,
                item_id=item_id, bg_id=bg_id, snr_db=_nan(mrow["snr_db"]), reference=str(mrow["reference"]),
                response=None, error=None, clean_response=None)
+    delta = "delta_wer" if fam == "asr" else "delta_acc"
     if fam == "asr":
-        out.update(dict.fromkeys(("wer", "clean_wer", "delta_wer", *_ASR_KEYS[1:-1]), float("nan")), is_loop=None)
+        out.update(dict.fromkeys(("wer", "clean_wer", "delta_wer", *_ASR_KEYS[1:]), float("nan")), is_loop=None)
     else:
         out.update(first_word=None, correct=None, clean_correct=None, delta_acc=float("nan"))
     noisy = bg_id != "clean"
@@ -220,20 +204,10 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
         if stimulus_id in sub.index:
             r = sub.loc[stimulus_id]
             c = sub.loc[clean_id] if clean_id in sub.index else None
-            out.update(found=True, source="scores", response=str(r.get("response", "")))
-            out["clean_response"] = None if c is None else str(c.get("response", ""))
-            if fam == "asr":
-                for k in _ASR_KEYS[:-1]:
-                    out[k] = _nan(r.get(k))
-                loop = parse_bool(r.get("is_loop"))
-                out["is_loop"] = None if loop is pd.NA else loop
-                out["clean_wer"] = _nan(c.get("wer")) if c is not None else float("nan")
-                out["delta_wer"] = _nan(r.get("delta_wer")) if noisy else float("nan")
-            else:
-                out["first_word"] = str(r.get("first_word", ""))
-                out["correct"] = bool(_nan(r.get("correct")) == 1)
-                out["clean_correct"] = None if c is None else bool(_nan(c.get("correct")) == 1)
-                out["delta_acc"] = _nan(r.get("delta_acc")) if noisy else float("nan")
+            out.update(found=True, source="scores", response=str(r.get("response", "")),
+                       clean_response=None if c is None else str(c.get("response", "")))
+            _fill(out, fam, r, c)
+            out[delta] = _nan(r.get(delta)) if noisy else float("nan")
             return out
 
     res = _results(ws, model, task)
@@ -241,41 +215,28 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
         return out
     r = res.loc[stimulus_id]
     c = res.loc[clean_id] if clean_id in res.index else None
-    r_ok, c_ok = not is_error_row(r), c is not None and not is_error_row(c)
-    out.update(found=True, source="inference", response=str(r["raw"]),
+    c_ok = c is not None and not formats.is_error_row(c)
+    out.update(found=True, source="inference", response=str(r["raw"]), clean_response=str(c["raw"]) if c_ok else None,
                error=str(r["error"]) if _present(r["error"]) else None)
-    out["clean_response"] = str(c["raw"]) if c_ok else None
-    ref = out["reference"]
-    if fam == "asr":
-        if r_ok:
-            s = score_asr_row(ref, out["response"])
-            out.update({k: (bool(s[k]) if k == "is_loop" else float(s[k])) for k in _ASR_KEYS})
-        if c_ok:
-            out["clean_wer"] = float(score_asr_row(ref, out["clean_response"])["wer"])
-        if noisy:
-            out["delta_wer"] = out["wer"] - out["clean_wer"]
-    else:
-        is_target = bool(mrow.get("is_target", True))
-        if r_ok:
-            s = score_kws_row(out["response"], ref, is_target)
-            out["first_word"], out["correct"] = s["first_word"], bool(s["correct"])
-        if c_ok:
-            out["clean_correct"] = bool(score_kws_row(out["clean_response"], ref, is_target)["correct"])
-        if noisy and out["correct"] is not None and out["clean_correct"] is not None:
-            out["delta_acc"] = float(int(out["clean_correct"]) - int(out["correct"]))
+    ref, is_target = out["reference"], bool(mrow.get("is_target", True))
+
+    def score(text):
+        return score_asr_row(ref, text) if fam == "asr" else score_kws_row(text, ref, is_target)
+
+    _fill(out, fam, None if formats.is_error_row(r) else score(out["response"]),
+          score(out["clean_response"]) if c_ok else None)
+    if noisy and fam == "asr":
+        out["delta_wer"] = out["wer"] - out["clean_wer"]
+    elif noisy and out["correct"] is not None and out["clean_correct"] is not None:
+        out["delta_acc"] = float(int(out["clean_correct"]) - int(out["correct"]))
     return out
 
 
 def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
     """Word-level alignment of a response against its reference, as WER counts it.
 
-    Both sides are normalised as the paper (:func:`aiplib.core.textnorm.normalize_text`) and aligned
-    by ``jiwer.process_words``, the alignment behind the score files' S/D/I counts.
-
-    Parameters
-    ----------
-    reference, response : str
-        Raw text (``None`` counts as empty).
+    Both raw texts (``None`` counts as empty) are normalised as the paper
+    (:func:`aiplib.core.textnorm.normalize_text`) and aligned by ``jiwer.process_words``.
 
     Returns
     -------
@@ -286,16 +247,9 @@ def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
     r, h = normalize_text(reference).split(), normalize_text(response).split()
     if not r or not h:
         return [("delete", w, "") for w in r] + [("insert", "", w) for w in h]
-    out = []
-    for ch in jiwer.process_words(" ".join(r), " ".join(h)).alignments[0]:
-        rw, hw = r[ch.ref_start_idx:ch.ref_end_idx], h[ch.hyp_start_idx:ch.hyp_end_idx]
-        if ch.type in ("equal", "substitute"):
-            out += [(ch.type, a, b) for a, b in zip(rw, hw)]
-        elif ch.type == "delete":
-            out += [("delete", a, "") for a in rw]
-        else:
-            out += [("insert", "", b) for b in hw]
-    return out
+    return [(ch.type, a, b) for ch in jiwer.process_words(" ".join(r), " ".join(h)).alignments[0]
+            for a, b in zip_longest(r[ch.ref_start_idx:ch.ref_end_idx], h[ch.hyp_start_idx:ch.hyp_end_idx],
+                                    fillvalue="")]
 
 
 WORST_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "condition", "reference",
@@ -304,29 +258,16 @@ WORST_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "
 
 def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per_item: bool = True
                 ) -> pd.DataFrame:
-    """The stimuli that hurt most: the report's ranking (:func:`aiplib.analysis.stats.worst_stimuli`)
-    of ``results/scores/<task>.csv``, with each stimulus's condition label.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Any condition-family view.
-    task : str
-    n : int > 0
-        How many rows at most.
-    model : str, optional
-        Only this model (default: all models of the task).
-    one_per_item : bool
-        Keep only each item's worst stimulus (default).
+    """The stimuli that hurt most in ``ws``'s ``results/scores/<task>.csv``: the report's ranking
+    (:func:`aiplib.analysis.stats.worst_stimuli`, same ``n``, ``model``, ``one_per_item``).
 
     Returns
     -------
     pandas.DataFrame [shape=(<= n, 11)]
-        Columns :data:`WORST_COLUMNS`: ``condition`` is
-        :func:`aiplib.analysis.conditions.condition_label` (``"bg03 @ 0 dB"``), the condition's
-        name alone in the ``channel`` family (``"telephone"``: its manifest SNR 99 is a marker);
-        ``score`` is the WER or correct (0/1), ``delta`` the ΔWER or Δacc = 1 for a flip.
-        Empty (with these columns) before scores exist.
+        Columns :data:`WORST_COLUMNS`; ``condition`` is ``"bg03 @ 0 dB"``
+        (:func:`aiplib.analysis.conditions.condition_label`), in the ``channel`` family the
+        condition's name alone (its manifest SNR, 99, is a marker); ``score`` is the WER or correct
+        (0/1), ``delta`` the ΔWER or Δacc = 1 (a flip). Empty before scores exist.
 
     Raises
     ------
@@ -358,6 +299,12 @@ def summarise_sources(source_file) -> str:
     return f"{len(files)} files: {files[0]}, …"
 
 
+def _pooled_pp(sc: pd.DataFrame, task: str, **kw) -> pd.Series:
+    """Degradation per background pooled over models, pp, named as Figure 4's columns (``asr_delta_wer_pp``)."""
+    fam = task_family(task)
+    return (degradation_by_background(sc, fam, **kw)["pooled"] * 100).rename(f"{task}_{DEGRADATION_COLUMN[fam]}_pp")
+
+
 def _ranking(ws) -> pd.DataFrame:
     """Figure 4's ranking when ASR and KWS are scored; else the one family's pooled degradation."""
     scores = {t: s for t in BASE_TASKS.values() if (s := _scores(ws, t)) is not None}
@@ -366,36 +313,26 @@ def _ranking(ws) -> pd.DataFrame:
     if not scores:
         return pd.DataFrame(columns=["rank"])
     (task, sc), = scores.items()
-    fam = task_family(task)
-    name = f"{task}_{DEGRADATION_COLUMN[fam]}_pp"  # Figure 4's column names
-    t = (degradation_by_background(sc, fam)[["pooled"]] * 100).rename(columns={"pooled": name})
-    t = t.sort_values(name, ascending=False, kind="stable", na_position="last")
+    t = _pooled_pp(sc, task).sort_values(ascending=False, kind="stable", na_position="last").to_frame()
     t.insert(0, "rank", np.arange(1, len(t) + 1))
     return t
 
 
 def background_table(ws) -> pd.DataFrame:
-    """All backgrounds with licence, source, the descriptors and their degradation, in Figure 4 order.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Reads ``descriptors/battery.csv``, ``descriptors/acoustic_descriptors.csv`` and
-        ``results/scores/*.csv``, each when it exists.
+    """All backgrounds with licence, source, the descriptors and their degradation, in Figure 4 order,
+    from ``ws``'s battery, descriptor table and score files (each when it exists).
 
     Returns
     -------
     pandas.DataFrame [shape=(n_backgrounds, k)]
         Index ``bg_id``. Columns ``category, description, licence, source_package, source_file,
         attribution`` ("" when missing), ``sources`` (:func:`summarise_sources`), the descriptors
-        (:data:`aiplib.io.formats.DESCRIPTORS`, NaN before stage 4), ``rank`` (1 = most harmful),
-        ``mean_degradation_pp`` (when ASR and KWS are scored), ``asr_delta_wer_pp`` /
-        ``kws_delta_acc_pp`` and ``<task>_delta_wer_pp`` / ``<task>_delta_acc_pp`` of the other
-        scored tasks (pooled over models, pp, :func:`aiplib.analysis.stats.degradation_by_background`).
-        Rows in :func:`aiplib.analysis.figures.background_ranking` order (one family scored: its
-        value, largest first); unranked backgrounds follow in battery order.
+        (NaN before stage 4), ``rank`` (1 = most harmful), ``mean_degradation_pp`` (ASR and KWS
+        scored), and ``<task>_delta_wer_pp`` / ``<task>_delta_acc_pp`` of every scored task (pooled
+        over models, pp). Rows in Figure 4's order (one family scored: its value, largest first),
+        unranked backgrounds last in battery order.
     """
-    bat = read_battery_csv(ws.battery_csv, index=True)
+    bat = formats.read_battery_csv(ws.battery_csv, index=True)
     if bat is None:
         ids = set()
         for fam in FAMILIES:
@@ -407,18 +344,16 @@ def background_table(ws) -> pd.DataFrame:
     for c in ("category", "description", "licence", "source_package", "source_file", "attribution"):
         table[c] = bat[c] if c in bat.columns else ""
     table["sources"] = table["source_file"].map(summarise_sources)
-    desc = read_descriptor_table(ws.descriptor_csv, index=True)
-    for c in DESCRIPTORS:
+    desc = formats.read_descriptor_table(ws.descriptor_csv, index=True)
+    for c in formats.DESCRIPTORS:
         table[c] = desc[c].reindex(table.index).astype(float) if desc is not None and c in desc else np.nan
     rank = _ranking(ws)
     for c in rank.columns:
         table[c] = rank[c].reindex(table.index)
     for task in available_tasks(ws):
-        if task in BASE_TASKS.values() or _scores(ws, task) is None:
-            continue
-        fam = task_family(task)
-        deg = degradation_by_background(_scores(ws, task), fam, task=task)
-        table[f"{task}_{DEGRADATION_COLUMN[fam]}_pp"] = (deg["pooled"] * 100).reindex(table.index)
+        if task not in BASE_TASKS.values() and (sc := _scores(ws, task)) is not None:
+            deg = _pooled_pp(sc, task, task=task)
+            table[deg.name] = deg.reindex(table.index)
     order = list(rank.index.intersection(table.index)) + [b for b in table.index if b not in rank.index]
     return table.loc[order]
 
@@ -436,7 +371,7 @@ PLAYER_LABELS = {
 
 
 def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
-    """The manifest row of one stimulus in ``ws``'s condition family.
+    """The manifest row of one stimulus in ``ws``'s condition family (:func:`manifest`'s columns).
 
     Parameters
     ----------
@@ -446,13 +381,7 @@ def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict
         ``bg_id`` is the row's ``background_id``: a background, a distractor condition
         (``talker_fr``), a channel condition (``telephone``) or ``"clean"``.
     snr_db : float, optional
-        SNR in dB; ignored for ``"clean"``, and may be None when the condition has one row per
-        item (a channel condition, whose manifest SNR is the marker 99).
-
-    Returns
-    -------
-    dict
-        The manifest's fields plus ``stimulus_id, item_id, bg_id, snr_db, reference``.
+        SNR in dB; ignored for ``"clean"``, may be None when the condition has one row per item.
 
     Raises
     ------
@@ -484,24 +413,17 @@ def _text(v) -> str:
 
 
 def stimulus_labels(row, *, middle: bool = True) -> dict:
-    """What the three players of one stimulus hold, and the condition's details.
+    """What the three players of a manifest row hold, and the condition's details.
 
-    Parameters
-    ----------
-    row : Mapping
-        A manifest row (:func:`manifest_row`).
-    middle : bool
-        False when the middle signal is not shown (a channel transform changed the length); its
-        title then says why.
+    ``middle`` is False when the middle signal is not shown (a channel transform changed the
+    length); its title then says why.
 
     Returns
     -------
     dict
-        ``condition_family``; ``clean``, ``background``, ``mixture``: player titles
-        (:data:`PLAYER_LABELS` with the distractor's languages and same-voice flag, or the channel
-        condition); ``notes``: list of (name, text), the competing-speech setting, languages, same
-        voice, distractor transcript and utterances, looped, or the channel condition, what it is
-        applied to and its ``condition_params`` (empty for background and clean rows).
+        ``condition_family``; ``clean``, ``background``, ``mixture``: the player titles
+        (:data:`PLAYER_LABELS` naming the distractor or channel condition); ``notes``: list of
+        (name, text) details of a competing-speech or channel row (empty otherwise).
 
     Raises
     ------
@@ -516,7 +438,7 @@ def stimulus_labels(row, *, middle: bool = True) -> dict:
     name = _text(row.get("background_id"))
     if cf == "competing_speech":
         langs, setting = _text(row.get("distractor_languages")), _text(row.get("setting"))
-        same = parse_bool(row.get("same_voice_as_target")) is True
+        same = formats.parse_bool(row.get("same_voice_as_target")) is True
         out["background"] = (f"Distractor: {langs or name} ({setting or 'distractor'}"
                              f"{'; same voice as the target' if same else ''}), as mixed")
         out["notes"] = [("setting", setting), ("languages", langs),
@@ -540,28 +462,18 @@ def stimulus_labels(row, *, middle: bool = True) -> dict:
 
 
 def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
-    """The three signals of one stimulus, mixed on the fly from the manifest of ``ws``'s family.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Any condition-family view.
-    family : {"asr", "kws"}
-    item_id, bg_id : str
-        ``bg_id`` may be ``"clean"``.
-    snr_db : float, optional
-        SNR in dB (ignored for clean; optional for a channel condition).
+    """The three signals of one stimulus (arguments as :func:`manifest_row`), mixed on the fly.
 
     Returns
     -------
     dict
         ``row`` (:func:`manifest_row`), ``stimulus_id``, ``sr`` (16000 Hz), ``condition_family``,
         ``mixture`` (np.ndarray [shape=(n,)], float32, exactly ``materialize(row, ws)[0]``),
-        ``clean`` (float32 [shape=(m,)], the clean row's samples; ``m = n`` except after a channel
-        cut), ``background`` (float32 [shape=(n,)], the middle signal as mixed: background segment,
-        scaled distractor or the transform's change ``mixture − speech``; None for clean and when
-        the length changed), ``info`` (:class:`aiplib.stimuli.mixing.MixInfo`), ``detail`` (the
-        family's info dict or None), ``labels`` (:func:`stimulus_labels`).
+        ``clean`` (float32 [shape=(m,)]; ``m = n`` except after a channel cut), ``background``
+        (float32 [shape=(n,)], the middle signal as mixed: background segment, scaled distractor or
+        the transform's change ``mixture − speech``; None for clean and when the length changed),
+        ``info`` (:class:`aiplib.stimuli.mixing.MixInfo`), ``detail`` (family info or None),
+        ``labels`` (:func:`stimulus_labels`).
 
     Raises
     ------
@@ -581,7 +493,8 @@ def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> di
 
 
 def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:
-    """A mono WAV file in memory (``scipy.io.wavfile.write``), byte-for-byte deterministic.
+    """A mono WAV file in memory (``scipy.io.wavfile.write``: no time-stamped chunk, so the same
+    samples give the same bytes).
 
     Parameters
     ----------
@@ -590,14 +503,8 @@ def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:
     sr : int > 0
         Sample rate in Hz.
     subtype : {"FLOAT", "PCM_16"}
-        ``"FLOAT"``: 32-bit IEEE float, the float32 samples exactly (``58 + 4·n`` bytes: 18-byte
-        ``fmt `` and a ``fact`` chunk, no time-stamped ``PEAK`` chunk as libsndfile adds).
-        ``"PCM_16"``: ``int16 = clip(round(y × 32767), −32768, 32767)`` (``44 + 2·n`` bytes).
-
-    Returns
-    -------
-    bytes
-        RIFF/WAVE data; :func:`decode_wav` reads it back.
+        ``"FLOAT"``: 32-bit IEEE float, the float32 samples exactly, ``58 + 4·n`` bytes.
+        ``"PCM_16"``: ``clip(round(y × 32767), −32768, 32767)``, ``44 + 2·n`` bytes.
 
     Raises
     ------
@@ -620,14 +527,7 @@ def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:
 
 
 def decode_wav(data: bytes):
-    """Read WAV bytes (as made by :func:`wav_bytes`) back with soundfile.
-
-    Returns
-    -------
-    y : np.ndarray [shape=(n,)], float32
-        PCM_16 samples divided by 32768.
-    sr : int, Hz
-    """
+    """WAV bytes read back with soundfile: ``(y, sr)``, y float32 [shape=(n,)] (PCM_16 ÷ 32768), sr in Hz."""
     y, sr = sf.read(io.BytesIO(bytes(data)), dtype="float32", always_2d=False)
     return y, int(sr)
 
@@ -636,9 +536,7 @@ def under_papermill() -> bool:
     """True when this kernel was started by papermill: ``JPY_PARENT_PID`` (set by jupyter_client)
     names a process whose command line holds ``papermill``. Notebook 10 then prints static tables
     instead of the widget, whose WAV bytes would be stored in the executed notebook."""
-    pid = os.environ.get("JPY_PARENT_PID", "")
     try:
-        cmd = Path(f"/proc/{int(pid)}/cmdline").read_bytes()
+        return b"papermill" in Path(f"/proc/{int(os.environ.get('JPY_PARENT_PID', ''))}/cmdline").read_bytes()
     except (ValueError, OSError):
         return False
-    return b"papermill" in cmd

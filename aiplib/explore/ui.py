@@ -1,22 +1,17 @@
-"""Notebook 10, interface side: the ipywidgets explorer, its HTML fragments and the spectrogram figure.
+"""Notebook 10, interface side: the ipywidgets explorer, its HTML fragments, the spectrogram figure.
 
-Everything shown comes from :mod:`aiplib.explore.data`; this module lays it out and wires the
-controls. Nothing is written. Top to bottom: the controls (condition family first: choosing one
-switches the workspace view), the three players (clean, the interference as mixed, what the model
-heard) with the condition's details, the reference and responses marked word by word against it
-(as the S/D/I counts; cut after :data:`CAP_WORDS` words with a "… +N words" toggle), the metrics,
-the clean | mixture spectrograms beside the worst cases (one button per row loads that stimulus),
-and the chosen background's licence and descriptors above all backgrounds in Figure 4's order.
-
-CSS classes (for the browser test): ``aip-explorer`` (the whole widget); drop-downs ``aip-family,
-aip-task, aip-item, aip-bg, aip-snr, aip-model``; ``<audio>`` ``aip-clean-audio,
-aip-background-audio, aip-mixture-audio`` in ``aip-players``; ``aip-player-title, aip-family-info,
-aip-plot, aip-response`` (response words in ``<span class="aip-response-text">``), ``aip-metrics,
-aip-status, aip-mixinfo, aip-bg-info, aip-bg-table, aip-bg-sort``; the worst-case table ``aip-worst``
-with header buttons ``aip-worst-sort`` and row buttons ``aip-worst-case``.
+Everything shown comes from :mod:`aiplib.explore.data`; nothing is written. Top to bottom: the
+controls (the condition family first), the three players with the condition's details, the reference
+and responses marked word by word (as the S/D/I counts), the metrics, the spectrograms beside the
+worst cases, and the chosen background above all backgrounds in Figure 4's order. CSS classes (used
+by the browser test): ``aip-explorer``; drop-downs ``aip-<control>``; ``aip-<player>-audio`` in
+``aip-players``; ``aip-response`` (response words in ``aip-response-text``), ``aip-metrics``,
+``aip-status``, ``aip-mixinfo``, ``aip-family-info``, ``aip-plot``, ``aip-bg-info``, ``aip-bg-table``,
+``aip-bg-sort``; ``aip-worst`` with ``aip-worst-sort`` header and ``aip-worst-case`` row buttons.
 """
 from __future__ import annotations
 
+import contextlib
 import html
 import io
 import math
@@ -44,13 +39,11 @@ CSS = """<style>
 .aip-explorer .aip-del::before{content:attr(data-w);text-decoration:line-through;color:#b71c1c}
 .aip-explorer .aip-resp-table{width:100%;border-collapse:collapse;font-size:13px}
 .aip-explorer .aip-resp-table th{text-align:left;white-space:nowrap;padding:2px 1em 2px 0;vertical-align:top;width:9em}
-.aip-explorer .aip-resp-table td{overflow-wrap:anywhere;padding:2px 0}
-.aip-explorer details.aip-more{display:inline}
+.aip-explorer .aip-resp-table td{overflow-wrap:anywhere;padding:2px 0} .aip-explorer details.aip-more{display:inline}
 .aip-explorer details.aip-more summary{display:inline;cursor:pointer;color:#1565c0}
 .aip-explorer .aip-bg-table-inner th{white-space:nowrap;position:sticky;top:0;background:#f4f4f4;padding:2px 6px;font-weight:600}
 .aip-explorer .aip-bg-table-inner td{white-space:nowrap;padding:1px 6px}
-.aip-explorer .aip-worst-case button, .aip-explorer button.aip-worst-case{font-family:monospace}
-</style>"""
+.aip-explorer .aip-worst-case button, .aip-explorer button.aip-worst-case{font-family:monospace}</style>"""
 
 # Log-mel spectrogram: 25 ms windows, 10 ms hop, 64 mel bands up to 8 kHz, floored 80 dB below the loudest bin.
 MEL_SETTINGS = dict(n_fft=400, hop_length=160, n_mels=64, fmin=0.0, fmax=8000.0, top_db=80.0)
@@ -91,8 +84,7 @@ def diff_html(tokens, cap: int = CAP_WORDS, cls: str = "aip-response-text") -> s
         (shown if n <= cap else rest).append(part)
     out = f"<span class='{cls}'>{' '.join(shown)}</span>"
     if rest:
-        k = sum(1 for op, _, _ in tokens if op != "delete") - cap
-        out += (f" <details class='aip-more'><summary>… +{k} words</summary>"
+        out += (f" <details class='aip-more'><summary>… +{n - cap} words</summary>"
                 f"<span class='aip-response-rest'>{' '.join(rest)}</span></details>")
     return out
 
@@ -103,11 +95,8 @@ def plain_html(text, cap: int = CAP_WORDS, cls: str = "aip-response-text") -> st
 
 
 def response_html(fam: str, row, result, msg: str) -> str:
-    """The reference, the clean response and the response of one stimulus as an HTML table.
-
-    ``row`` is its manifest row, ``result`` :func:`aiplib.explore.data.lookup_response` (or None),
-    ``msg`` the text shown when there is no response.
-    """
+    """Reference, clean response and response of a manifest ``row`` as an HTML table; ``result`` is
+    :func:`aiplib.explore.data.lookup_response` (or None), ``msg`` shown when there is no response."""
     ref = html.escape(str(row["reference"]))
     if fam == "kws":
         ref += " (target)" if bool(row.get("is_target", True)) else " (non-target)"
@@ -162,8 +151,7 @@ def metrics_html(fam: str, result) -> str:
 
 
 def bg_info_html(table, bg_id: str) -> str:
-    """Licence, source and descriptors (with units) of one background of
-    :func:`aiplib.explore.data.background_table`."""
+    """Licence, source and descriptors (with units) of a background of :func:`~aiplib.explore.data.background_table`."""
     if bg_id == "clean":
         return "<i>clean: no background</i>"
     if bg_id not in table.index:
@@ -182,17 +170,8 @@ def bg_info_html(table, bg_id: str) -> str:
 
 
 def bg_table_html(table, cols, deg, selected=None) -> str:
-    """All backgrounds as an HTML table in the order of ``table``, the ``selected`` row highlighted.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        :func:`aiplib.explore.data.background_table` (possibly re-sorted).
-    cols : list of str
-        Columns shown after the background id.
-    deg : list of str
-        Those of ``cols`` that are degradations in pp (shown signed, one decimal).
-    """
+    """The rows of :func:`~aiplib.explore.data.background_table` (in ``table``'s order) as HTML,
+    columns ``cols`` (those in ``deg``: degradations in pp, signed), the ``selected`` row highlighted."""
     head = "".join(f"<th title='{html.escape(c)}'>{col_header(c)}</th>" for c in ["background", *cols])
     body = []
     for bg, r in table.iterrows():
@@ -217,19 +196,12 @@ def _mel_power(y, sr: int) -> np.ndarray:
 
 
 def log_mel(y, *, sr: int = SR, ref_power: float | None = None) -> np.ndarray:
-    """Log-mel power spectrogram with :data:`MEL_SETTINGS`.
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-    sr : int > 0, Hz
-    ref_power : float > 0, optional
-        Power that is 0 dB (default: the loudest bin of ``y``).
+    """Log-mel power spectrogram of ``y`` [shape=(n,)] at ``sr`` Hz with :data:`MEL_SETTINGS`.
 
     Returns
     -------
     np.ndarray [shape=(n_mels, 1 + n // hop_length)], float32
-        dB relative to ``ref_power``, floored ``top_db`` below the loudest bin.
+        dB relative to ``ref_power`` (default: the loudest bin), floored ``top_db`` below the loudest bin.
 
     Raises
     ------
@@ -242,21 +214,10 @@ def log_mel(y, *, sr: int = SR, ref_power: float | None = None) -> np.ndarray:
 
 
 def signals_figure_png(signals: dict, *, sr: int = SR, title: str = "", dpi: int = 90) -> bytes:
-    """Waveforms (top row) and log-mel spectrograms (bottom row) of signals side by side, as PNG.
+    """Waveforms (top row) and log-mel spectrograms (bottom row) of signals side by side, as PNG bytes.
 
-    Parameters
-    ----------
-    signals : dict of str -> np.ndarray [shape=(n,)], float
-        Column title -> samples. The spectrograms share one dB scale (0 dB = the loudest mel bin
-        over all signals), so added energy shows as brighter cells.
-    sr : int > 0, Hz
-    title : str
-    dpi : int > 0
-
-    Returns
-    -------
-    bytes
-        A PNG image, ``4.6 × len(signals)`` by 3.6 inches at ``dpi``.
+    ``signals`` maps a column title to samples [shape=(n,)] at ``sr`` Hz; the spectrograms share one dB
+    scale (0 dB = the loudest mel bin of any signal). The figure is ``4.6 × len(signals)`` by 3.6 inches.
 
     Raises
     ------
@@ -264,7 +225,6 @@ def signals_figure_png(signals: dict, *, sr: int = SR, title: str = "", dpi: int
         If ``signals`` is empty or a signal fails :func:`aiplib.io.audio.valid_audio`.
     """
     import librosa.display
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     if not signals:
@@ -275,14 +235,11 @@ def signals_figure_png(signals: dict, *, sr: int = SR, title: str = "", dpi: int
     s = MEL_SETTINGS
     fmax = min(s["fmax"], sr / 2)
     fig = Figure(figsize=(4.6 * len(ys), 3.6), dpi=dpi, layout="constrained")
-    FigureCanvasAgg(fig)
     axes = fig.subplots(2, len(ys), sharex="col", height_ratios=[1, 1.7], squeeze=False)
-    img = None
     for j, (name, y) in enumerate(ys.items()):
         ax1, ax2 = axes[0, j], axes[1, j]
         ax1.plot(np.arange(y.shape[0]) / sr, y, lw=0.5, color="#1f4e79")
-        ax1.set_ylim(-1.0, 1.0)
-        ax1.set_xlim(0, y.shape[0] / sr)
+        ax1.set(ylim=(-1.0, 1.0), xlim=(0, y.shape[0] / sr))
         ax1.set_title(name, fontsize=9)
         S = np.maximum(librosa.power_to_db(mels[name], ref=ref, top_db=None), -s["top_db"])
         img = librosa.display.specshow(S, sr=sr, hop_length=s["hop_length"], x_axis="time", y_axis="mel",
@@ -307,59 +264,58 @@ _CHOOSER = {"background": ("Background", "clean (no background)", "background @ 
             "competing_speech": ("Distractor", "clean (no distractor)", "distractor @ SNR", "target + distractor"),
             "channel": ("Channel", "clean (no transform)", "channel condition", "transformed")}
 _PLAYERS = ("clean", "background", "mixture")
+_CONTROLS = (("family", "Condition family", "270px"), ("task", "Task", "150px"), ("item", "Item", "320px"),
+             ("bg", "Background", "260px"), ("snr", "SNR", "130px"), ("model", "Model", "260px"))
 
 
 def _html(cls, **layout):
     return W.HTML(layout=W.Layout(**layout)).add_class(cls)
 
 
-class Explorer:
-    """Builds and drives the notebook-10 interface; :attr:`widget` is what the notebook displays.
+def _button(text, cls, tooltip, on_click):
+    b = W.Button(description=text, tooltip=tooltip, layout=W.Layout(width="auto")).add_class(cls)
+    b.on_click(on_click)
+    return b
 
-    Use :func:`explorer`. Tests drive it through :meth:`select` and read :attr:`state`.
+
+def _pick(wanted, current, valid, default):
+    """``wanted`` if valid, else ``current`` if valid, else ``default``: a control's new value."""
+    return wanted if wanted in valid else current if current in valid else default
+
+
+class Explorer:
+    """Builds and drives the notebook-10 interface (use :func:`explorer`); tests call :meth:`select`.
 
     Attributes
     ----------
-    ws : aiplib.core.workspace.Workspace
-        The view of the chosen condition family.
-    base : aiplib.core.workspace.Workspace
-        The ``background`` view (the battery's table).
+    ws, base : aiplib.core.workspace.Workspace
+        The chosen condition family's view; the ``background`` view (the battery's table).
     families : list of str
         Condition families with manifests.
     widget : ExplorerWidget
     controls : dict of str -> ipywidgets.Dropdown
         ``family, task, item, bg, snr, model``.
     players : dict of str -> ipywidgets.Audio
-        ``clean, background, mixture``; values are float32 WAV bytes (:func:`aiplib.explore.data.wav_bytes`).
+        ``clean, background, mixture``: float32 WAV bytes (:func:`aiplib.explore.data.wav_bytes`).
     worst_cases : pandas.DataFrame
-        The rows of the worst-case table (:func:`aiplib.explore.data.worst_cases`), in display order.
+        The worst-case table's rows (:func:`aiplib.explore.data.worst_cases`), in display order.
     worst_buttons : list of ipywidgets.Button
-        One per row of :attr:`worst_cases`, labelled with its condition (``"bg03 @ 0 dB"``).
+        One per row, labelled with its condition (``"bg03 @ 0 dB"``).
     state : dict
         The last refresh: ``stimulus_id``, ``audio`` (:func:`aiplib.explore.data.stimulus_audio`),
-        ``result`` (:func:`aiplib.explore.data.lookup_response`), ``message`` (status line, plain text).
+        ``result`` (:func:`aiplib.explore.data.lookup_response`), ``message`` (the status line).
     """
 
     def __init__(self, ws, *, n_worst: int = 10):
-        self.base = ws.with_family("background")
-        self.families = data.available_families(ws)
-        cf = ws.condition_family if ws.condition_family in self.families else (
-            self.families[0] if self.families else "background")
-        self.ws = ws.with_family(cf)
-        self.n_worst = int(n_worst)
-        self.state: dict = {}
-        self._busy = self._rendering_table = False
-        self._worst_sort, self._worst_key, self._bg_cache, self._table_selected = ("delta", False), None, None, None
-        self.worst_buttons: list = []
+        self.base, self.families = ws.with_family("background"), data.available_families(ws)
+        cf = ws.condition_family if ws.condition_family in self.families else (self.families or ["background"])[0]
+        self.ws, self.n_worst, self.state, self.worst_buttons = ws.with_family(cf), int(n_worst), {}, []
         self.tasks = data.available_tasks(self.ws)
-
-        def dd(name, desc, width):
-            return W.Dropdown(description=desc, options=[], layout=W.Layout(width=width),
-                              style={"description_width": "initial"}).add_class(f"aip-{name}")
-
-        self.controls = {"family": dd("family", "Condition family", "270px"), "task": dd("task", "Task", "150px"),
-                         "item": dd("item", "Item", "320px"), "bg": dd("bg", "Background", "260px"),
-                         "snr": dd("snr", "SNR", "130px"), "model": dd("model", "Model", "260px")}
+        self._busy = False
+        self._worst_sort, self._worst_key, self._bg_cache, self._table_selected = ("delta", False), None, None, None
+        self.controls = {k: W.Dropdown(description=d, options=[], layout=W.Layout(width=w),
+                                       style={"description_width": "initial"}).add_class(f"aip-{k}")
+                         for k, d, w in _CONTROLS}
         self.players = {k: W.Audio(value=b"", format="wav", autoplay=False, controls=True, loop=False
                                    ).add_class(f"aip-{k}-audio") for k in _PLAYERS}
         self.player_titles = {k: W.HTML(f"<b>{html.escape(label)}</b>", layout=W.Layout(max_width="420px")
@@ -377,22 +333,20 @@ class Explorer:
         self.bg_ascending = W.Checkbox(value=False, description="ascending", indent=False).add_class("aip-bg-sort-asc")
         self.worst = W.GridBox([], layout=W.Layout(grid_template_columns="repeat(4, max-content)",
                                                    grid_gap="2px 12px", align_items="center")).add_class("aip-worst")
-        worst_panel = W.VBox([self.worst_title, self.worst], layout=W.Layout(min_width="380px")
-                             ).add_class("aip-worst-panel")
         self.bg_panel = W.VBox([W.HTML("<b>Background</b>"), self.bg_info,
                                 W.HTML("<b>All backgrounds, in Figure 4's order (most harmful first)</b>"),
                                 W.HBox([self.bg_sort, self.bg_ascending]), self.bg_table],
                                layout=W.Layout(width="100%")).add_class("aip-bg-panel")
-        title = W.HTML(CSS + f"<h3 style='margin:0'>Listen and explore — profile <code>{html.escape(ws.profile)}</code></h3>")
         self.widget = ExplorerWidget([
-            title, self.status, W.HBox(list(self.controls.values()), layout=W.Layout(flex_flow="row wrap")),
+            W.HTML(CSS + f"<h3 style='margin:0'>Listen and explore — profile <code>{html.escape(ws.profile)}</code></h3>"),
+            self.status, W.HBox(list(self.controls.values()), layout=W.Layout(flex_flow="row wrap")),
             W.HBox(list(self.player_boxes.values()), layout=W.Layout(flex_flow="row wrap")).add_class("aip-players"),
             self.mixinfo, self.family_info, self.response, self.metrics,
-            W.HBox([self.plot, worst_panel], layout=W.Layout(flex_flow="row wrap", align_items="flex-start",
-                                                             grid_gap="16px")),
+            W.HBox([self.plot, W.VBox([self.worst_title, self.worst], layout=W.Layout(min_width="380px")
+                                      ).add_class("aip-worst-panel")],
+                   layout=W.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="16px")),
             self.bg_panel]).add_class("aip-explorer")
         self.widget.explorer = self
-
         if not self.tasks:
             self.status.value = ("<span style='color:#a00'>No manifests yet in "
                                  f"<code>{html.escape(str(ws.manifests))}</code>: run notebooks 01–05 first.</span>")
@@ -403,59 +357,59 @@ class Explorer:
             return
         for name, w in self.controls.items():
             w.observe(lambda ch, name=name: self._on_change(name), names="value")
-        self.bg_sort.observe(lambda ch: self._render_bg_table(), names="value")
-        self.bg_ascending.observe(lambda ch: self._render_bg_table(), names="value")
-        self._busy = True
-        self.controls["family"].options = [(f.replace("_", " "), f) for f in self.families]
-        self.controls["family"].value = cf
-        self.controls["family"].disabled = len(self.families) < 2
-        self._busy = False
+        for w in (self.bg_sort, self.bg_ascending):
+            w.observe(lambda ch: self._busy or self._render_bg_table(), names="value")
+        with self._quiet():
+            self.controls["family"].options = [(f.replace("_", " "), f) for f in self.families]
+            self.controls["family"].value = cf
+            self.controls["family"].disabled = len(self.families) < 2
         self._set_family(cf)
         self._render_bg_table()
 
     # -------------------------------------------------------------------------------- control logic
-    def _set_family(self, cf, **kwargs):
+    @contextlib.contextmanager
+    def _quiet(self):
+        """Set controls without their observers refreshing the view."""
+        self._busy = True
+        try:
+            yield
+        finally:
+            self._busy = False
+
+    def _set_family(self, cf, *, task=None, **kwargs):
         """Switch the workspace view to condition family ``cf`` and show its first (or the given) task."""
         c = self.controls
         self.ws = self.base.with_family(cf)
         self.tasks = data.available_tasks(self.ws)
-        self._busy = True
-        try:
+        with self._quiet():
             c["family"].value = cf
             c["task"].options = self.tasks
             c["bg"].description = _CHOOSER[cf][0]
             c["snr"].layout.display = "none" if cf == "channel" else None  # channel: no SNR (the marker 99)
-        finally:
-            self._busy = False
         self.bg_panel.layout.display = None if cf == "background" else "none"
-        task = kwargs.pop("task", None)
-        self._set_task(task if task in self.tasks else (c["task"].value if c["task"].value in self.tasks
-                                                        else self.tasks[0]), **kwargs)
+        self._set_task(_pick(task, c["task"].value, self.tasks, self.tasks[0]), **kwargs)
 
     def _set_task(self, task, *, item_id=None, bg_id=None, snr_db=None, model=None):
         man = data.manifest(self.ws, task_family(task))
         c = self.controls
-        self._busy = True
-        try:
+        with self._quiet():
             c["task"].value = task
             items = man.loc[man["bg_id"] == "clean", ["item_id", "reference"]]
             if items.empty:
                 items = man[["item_id", "reference"]].drop_duplicates("item_id")
-            opts = [(f"{i} — {r[:40]}{'…' if len(r) > 40 else ''}", i)
-                    for i, r in zip(items["item_id"], items["reference"].astype(str))]
-            c["item"].options = opts
-            ids = [o[1] for o in opts]
-            c["item"].value = item_id if item_id in ids else (c["item"].value if c["item"].value in ids else ids[0])
+            c["item"].options = [(f"{i} — {r[:40]}{'…' if len(r) > 40 else ''}", i)
+                                 for i, r in zip(items["item_id"], items["reference"].astype(str))]
+            ids = list(items["item_id"])
+            c["item"].value = _pick(item_id, c["item"].value, ids, ids[0])
             noisy = man[man["bg_id"] != "clean"].drop_duplicates("bg_id")
-            bgs = noisy["bg_id"].tolist()
-            names = bgs
+            bgs = names = noisy["bg_id"].tolist()
             if "distractor_languages" in noisy.columns:  # competing speech: say the languages, flag the voice
                 same = noisy["same_voice_as_target"].astype(str).str.lower() == "true"
                 names = [f"{b} ({lang}{', same voice' if sv else ''})"
                          for b, lang, sv in zip(bgs, noisy["distractor_languages"], same)]
             cur_bg = bg_id if bg_id is not None else c["bg"].value  # before new options reset it
             c["bg"].options = [(_CHOOSER[self.ws.condition_family][1], "clean")] + list(zip(names, bgs))
-            c["bg"].value = cur_bg if cur_bg in ["clean", *bgs] else (bgs[0] if bgs else "clean")
+            c["bg"].value = _pick(cur_bg, None, ["clean", *bgs], bgs[0] if bgs else "clean")
             snrs = sorted({float(s) for s in man["snr_db"].dropna()}, reverse=True)
             c["snr"].options = [(f"{s:g} dB", s) for s in snrs]
             cur = snr_db if snr_db is not None else c["snr"].value
@@ -463,11 +417,8 @@ class Explorer:
                 c["snr"].value = float(cur) if cur is not None and float(cur) in snrs else snrs[0]
             models = data.available_models(self.ws, task)
             c["model"].options = models or [("(no results yet)", _NO_MODEL)]
-            c["model"].value = (model if model in models else c["model"].value if c["model"].value in models
-                                else models[0]) if models else _NO_MODEL
+            c["model"].value = _pick(model, c["model"].value, models, models[0]) if models else _NO_MODEL
             c["model"].disabled = not models
-        finally:
-            self._busy = False
         self._render_worst(task)
         self._refresh()
 
@@ -483,15 +434,8 @@ class Explorer:
 
     def select(self, *, condition_family=None, task=None, item_id=None, bg_id=None, snr_db=None,
                model=None) -> dict:
-        """Show one stimulus (unspecified controls keep their value) and return :attr:`state`.
-
-        Parameters
-        ----------
-        condition_family : str, optional
-            One of :attr:`families` (switches the workspace view).
-        task, item_id, bg_id : str, optional
-        snr_db : float, optional, dB
-        model : str, optional
+        """Show one stimulus and return :attr:`state`; controls not given keep their value
+        (``condition_family`` switches the workspace view, ``snr_db`` is in dB).
 
         Raises
         ------
@@ -533,9 +477,8 @@ class Explorer:
             return
         sid, labels = audio["stimulus_id"], audio["labels"]
         noisy, middle = bg_id != "clean", audio["background"] is not None
-        self.players["mixture"].value = data.wav_bytes(audio["mixture"])
-        self.players["clean"].value = data.wav_bytes(audio["clean"])
-        self.players["background"].value = data.wav_bytes(audio["background"]) if middle else b""
+        for k in _PLAYERS:
+            self.players[k].value = b"" if audio[k] is None else data.wav_bytes(audio[k])
         self.players["background"].layout.display = None if middle else "none"
         self.player_boxes["background"].layout.display = None if noisy else "none"
         for key, w in self.player_titles.items():
@@ -576,38 +519,32 @@ class Explorer:
                 self._render_bg_table()
 
     def _bg_frame(self):
-        files = list(self.base.scores_dir.glob("*.csv")) + [
-            p for p in (self.base.battery_csv, self.base.descriptor_csv) if p.is_file()]
+        files = [*self.base.scores_dir.glob("*.csv"), *(p for p in (self.base.battery_csv, self.base.descriptor_csv)
+                                                         if p.is_file())]
         stamp = tuple(sorted((str(p), p.stat().st_mtime_ns) for p in files))
         if self._bg_cache is None or self._bg_cache[0] != stamp:
             self._bg_cache = (stamp, data.background_table(self.base))
         return self._bg_cache[1]
 
     def _render_bg_table(self):
-        if self._rendering_table:  # setting the sort options fires the observer
-            return
-        self._rendering_table = True
-        try:
-            table = self._bg_frame()
-            deg = [c for c in table.columns if c.endswith("_pp")]
-            cols = (["rank"] if "rank" in table.columns else []) + deg + ["category"] + list(DESCRIPTORS)
-            options = [("Figure 4 order", _AS_RANKED)] + [
-                (col_header(c).replace("<br><small>", " (").replace("</small>", ")"), c) for c in cols[1:]]
-            if list(self.bg_sort.options) != options:
-                keep = self.bg_sort.value
+        table = self._bg_frame()
+        deg = [c for c in table.columns if c.endswith("_pp")]
+        cols = (["rank"] if "rank" in table.columns else []) + deg + ["category"] + list(DESCRIPTORS)
+        options = [("Figure 4 order", _AS_RANKED)] + [
+            (col_header(c).replace("<br><small>", " (").replace("</small>", ")"), c) for c in cols[1:]]
+        if list(self.bg_sort.options) != options:
+            keep = self.bg_sort.value
+            with self._quiet():  # setting the options fires the observer
                 self.bg_sort.options = options
                 self.bg_sort.value = keep if keep in [o[1] for o in options] else _AS_RANKED
-            by = self.bg_sort.value
-            if by and by != _AS_RANKED:
-                table = table.sort_values(by, ascending=bool(self.bg_ascending.value), kind="stable",
-                                          na_position="last")
-            elif self.bg_ascending.value:
-                table = table.iloc[::-1]
-            sel = self.controls["bg"].value if self.tasks and self.ws.condition_family == "background" else None
-            self.bg_table.value = bg_table_html(table, cols, deg, sel)
-            self._table_selected = sel
-        finally:
-            self._rendering_table = False
+        by = self.bg_sort.value
+        if by and by != _AS_RANKED:
+            table = table.sort_values(by, ascending=bool(self.bg_ascending.value), kind="stable", na_position="last")
+        elif self.bg_ascending.value:
+            table = table.iloc[::-1]
+        sel = self.controls["bg"].value if self.tasks and self.ws.condition_family == "background" else None
+        self.bg_table.value = bg_table_html(table, cols, deg, sel)
+        self._table_selected = sel
 
     def _render_worst(self, task):
         sc_path = self.ws.scores_csv(task)
@@ -637,20 +574,13 @@ class Explorer:
         several = wc["model"].nunique() > 1
         heads = [("condition", _CHOOSER[cf][2]), ("item", "item"),
                  ("delta", "ΔWER" if fam == "asr" else "Δ")] + ([("model", "model")] if several else [])
-        cells = []
-        for key_, label in heads:
-            arrow = (" ▲" if asc else " ▼") if key_ == col else ""
-            b = W.Button(description=label + arrow, layout=W.Layout(width="auto"), tooltip=f"sort by {label}")
-            b.add_class("aip-worst-sort")
-            b.on_click(lambda _b, k=key_: self._sort_worst(k))
-            cells.append(b)
+        cells = [_button(label + ((" ▲" if asc else " ▼") if k == col else ""), "aip-worst-sort", f"sort by {label}",
+                         lambda _b, k=k: self._sort_worst(k)) for k, label in heads]
         self.worst_buttons = []
         for r in wc.itertuples():
-            b = W.Button(description=r.condition, tooltip=f"{r.stimulus_id}: {cap_words(r.response, 25)}",
-                         layout=W.Layout(width="auto"))
-            b.add_class("aip-worst-case")
-            b.on_click(lambda _b, r=r, cf=cf: self.select(condition_family=cf, task=r.task, item_id=r.item_id,
-                                                          bg_id=r.bg_id, snr_db=r.snr_db, model=r.model))
+            b = _button(r.condition, "aip-worst-case", f"{r.stimulus_id}: {cap_words(r.response, 25)}",
+                        lambda _b, r=r: self.select(condition_family=cf, task=r.task, item_id=r.item_id,
+                                                    bg_id=r.bg_id, snr_db=r.snr_db, model=r.model))
             self.worst_buttons.append(b)
             cells += [b, W.HTML(f"<code>{html.escape(r.item_id)}</code>"),
                       W.HTML(f"{r.delta:+.2f}" if fam == "asr" else "flip")]
@@ -680,35 +610,24 @@ class ExplorerWidget(W.VBox):
     """The explorer's top-level ``VBox``; its text and HTML representations are a short summary
     (the default repr would spell out every child, WAV bytes included)."""
 
+    explorer: Explorer | None = None
+
     def __repr__(self) -> str:
-        ex = getattr(self, "explorer", None)
-        state = ex.state if ex is not None else {}
+        state = self.explorer.state if self.explorer is not None else {}
         return f"Explorer({state.get('stimulus_id') or state.get('message', '')})"
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs) or {}
-        ex = getattr(self, "explorer", None)
-        if ex is not None:
-            bundle["text/html"] = ex.summary_html()
+        if self.explorer is not None:
+            bundle["text/html"] = self.explorer.summary_html()
         return bundle
 
 
 def explorer(ws, *, n_worst: int = 10):
-    """The notebook-10 interface for a workspace.
+    """The notebook-10 interface for a workspace, ``n_worst`` rows in the worst-case table.
 
-    The controls list what exists; without inference results the mixtures still play and the
-    status line says so.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    n_worst : int > 0
-        Rows of the worst-case table.
-
-    Returns
-    -------
-    ExplorerWidget
-        CSS class ``aip-explorer``; its ``explorer`` attribute is the :class:`Explorer`. Outside a
-        live kernel (nbval, a static viewer) it shows as a short HTML summary.
+    The controls list what exists; without inference results the mixtures still play and the status
+    line says so. Returns an :class:`ExplorerWidget` whose ``explorer`` attribute is the
+    :class:`Explorer`; outside a live kernel (nbval, a static viewer) it shows a short HTML summary.
     """
     return Explorer(ws, n_worst=n_worst).widget
