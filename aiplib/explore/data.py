@@ -39,6 +39,7 @@ __all__ = ["available_families", "available_tasks", "available_models", "manifes
            "summarise_sources", "PLAYER_LABELS", "AUDIO_SUBTYPE", "manifest_row", "stimulus_labels",
            "stimulus_audio", "wav_bytes", "decode_wav", "under_papermill"]
 
+
 @functools.lru_cache(maxsize=64)
 def _read(path: str, kind: str, stamp: tuple) -> pd.DataFrame:
     """A score file, an inference file or the manifest of family ``kind``; ``stamp`` (mtime, size)
@@ -131,6 +132,8 @@ def _present(v) -> bool:
 
 
 _ASR_KEYS = ("wer", "substitutions", "deletions", "insertions", "ref_words")
+_UNKNOWN = {"asr": dict(dict.fromkeys(("wer", "clean_wer", "delta_wer", *_ASR_KEYS[1:]), math.nan), is_loop=None),
+            "kws": dict(first_word=None, correct=None, clean_correct=None, delta_acc=math.nan)}
 
 
 def _fill(out: dict, fam: str, r, c) -> None:
@@ -151,16 +154,9 @@ def _fill(out: dict, fam: str, r, c) -> None:
 
 
 def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
-    """What ``model`` answered for one stimulus, with its score and the clean comparison.
-
-    From ``results/scores/<task>.csv`` when it holds the stimulus, else from
-    ``inference/<model>/<task>.jsonl`` scored here with stage 8's row functions.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    model, task, stimulus_id : str
-        ``model`` is an ``inference/`` folder name, ``task`` e.g. ``asr``, ``kws``, ``asr_steer_p5``.
+    """What ``model`` (an ``inference/`` folder) answered for one stimulus of ``task``, with its score
+    and the clean comparison: from ``results/scores/<task>.csv`` when it holds the stimulus, else
+    from ``inference/<model>/<task>.jsonl`` scored here with stage 8's row functions.
 
     Returns
     -------
@@ -189,13 +185,8 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     clean_id = str(man.index[is_clean][0]) if is_clean.any() else f"{item_id}_clean"
     out = dict(found=False, source=None, model=model, task=task, family=fam, stimulus_id=stimulus_id,
                item_id=item_id, bg_id=bg_id, snr_db=_nan(mrow["snr_db"]), reference=str(mrow["reference"]),
-               response=None, error=None, clean_response=None)
-    delta = "delta_wer" if fam == "asr" else "delta_acc"
-    if fam == "asr":
-        out.update(dict.fromkeys(("wer", "clean_wer", "delta_wer", *_ASR_KEYS[1:]), float("nan")), is_loop=None)
-    else:
-        out.update(first_word=None, correct=None, clean_correct=None, delta_acc=float("nan"))
-    noisy = bg_id != "clean"
+               response=None, error=None, clean_response=None, **_UNKNOWN[fam])
+    delta, noisy = DEGRADATION_COLUMN[fam], bg_id != "clean"
 
     sc = _scores(ws, task)
     if sc is not None and model:
@@ -207,7 +198,7 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
             out.update(found=True, source="scores", response=str(r.get("response", "")),
                        clean_response=None if c is None else str(c.get("response", "")))
             _fill(out, fam, r, c)
-            out[delta] = _nan(r.get(delta)) if noisy else float("nan")
+            out[delta] = _nan(r.get(delta)) if noisy else math.nan
             return out
 
     res = _results(ws, model, task)
@@ -233,10 +224,9 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
 
 
 def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
-    """Word-level alignment of a response against its reference, as WER counts it.
-
-    Both raw texts (``None`` counts as empty) are normalised as the paper
-    (:func:`aiplib.core.textnorm.normalize_text`) and aligned by ``jiwer.process_words``.
+    """Word-level alignment of a response against its reference, as WER counts it: both raw texts
+    (``None`` is empty) normalised as the paper (:func:`aiplib.core.textnorm.normalize_text`), aligned
+    by ``jiwer.process_words``.
 
     Returns
     -------
@@ -264,9 +254,8 @@ def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per
     Returns
     -------
     pandas.DataFrame [shape=(<= n, 11)]
-        Columns :data:`WORST_COLUMNS`; ``condition`` is ``"bg03 @ 0 dB"``
-        (:func:`aiplib.analysis.conditions.condition_label`), in the ``channel`` family the
-        condition's name alone (its manifest SNR, 99, is a marker); ``score`` is the WER or correct
+        :data:`WORST_COLUMNS`; ``condition`` is ``"bg03 @ 0 dB"`` (the channel family: the
+        condition's name alone, its manifest SNR 99 is a marker), ``score`` the WER or correct
         (0/1), ``delta`` the ΔWER or Δacc = 1 (a flip). Empty before scores exist.
 
     Raises
@@ -319,8 +308,8 @@ def _ranking(ws) -> pd.DataFrame:
 
 
 def background_table(ws) -> pd.DataFrame:
-    """All backgrounds with licence, source, the descriptors and their degradation, in Figure 4 order,
-    from ``ws``'s battery, descriptor table and score files (each when it exists).
+    """All backgrounds with licence, source, descriptors and degradation, in Figure 4 order, from
+    ``ws``'s battery, descriptor table and score files (each when it exists).
 
     Returns
     -------
@@ -328,9 +317,8 @@ def background_table(ws) -> pd.DataFrame:
         Index ``bg_id``. Columns ``category, description, licence, source_package, source_file,
         attribution`` ("" when missing), ``sources`` (:func:`summarise_sources`), the descriptors
         (NaN before stage 4), ``rank`` (1 = most harmful), ``mean_degradation_pp`` (ASR and KWS
-        scored), and ``<task>_delta_wer_pp`` / ``<task>_delta_acc_pp`` of every scored task (pooled
-        over models, pp). Rows in Figure 4's order (one family scored: its value, largest first),
-        unranked backgrounds last in battery order.
+        scored), ``<task>_delta_wer_pp`` / ``<task>_delta_acc_pp`` of every scored task (pooled
+        over models, pp). Unranked backgrounds last, in battery order.
     """
     bat = formats.read_battery_csv(ws.battery_csv, index=True)
     if bat is None:
@@ -373,15 +361,9 @@ PLAYER_LABELS = {
 def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
     """The manifest row of one stimulus in ``ws``'s condition family (:func:`manifest`'s columns).
 
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    family : {"asr", "kws"}
-    item_id, bg_id : str
-        ``bg_id`` is the row's ``background_id``: a background, a distractor condition
-        (``talker_fr``), a channel condition (``telephone``) or ``"clean"``.
-    snr_db : float, optional
-        SNR in dB; ignored for ``"clean"``, may be None when the condition has one row per item.
+    ``family`` is ``"asr"`` or ``"kws"``; ``bg_id`` the row's ``background_id`` (a background, a
+    distractor condition ``talker_fr``, a channel condition ``telephone``, or ``"clean"``);
+    ``snr_db`` in dB, ignored for clean, may be None when the condition has one row per item.
 
     Raises
     ------
@@ -413,17 +395,10 @@ def _text(v) -> str:
 
 
 def stimulus_labels(row, *, middle: bool = True) -> dict:
-    """What the three players of a manifest row hold, and the condition's details.
-
-    ``middle`` is False when the middle signal is not shown (a channel transform changed the
-    length); its title then says why.
-
-    Returns
-    -------
-    dict
-        ``condition_family``; ``clean``, ``background``, ``mixture``: the player titles
-        (:data:`PLAYER_LABELS` naming the distractor or channel condition); ``notes``: list of
-        (name, text) details of a competing-speech or channel row (empty otherwise).
+    """What the three players of a manifest row hold: a dict with ``condition_family``, the titles
+    ``clean``, ``background``, ``mixture`` (:data:`PLAYER_LABELS` naming the distractor or channel
+    condition) and ``notes``, (name, text) details of a competing-speech or channel row. ``middle``
+    is False when a channel transform changed the length (no middle signal; its title says why).
 
     Raises
     ------
@@ -467,13 +442,12 @@ def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> di
     Returns
     -------
     dict
-        ``row`` (:func:`manifest_row`), ``stimulus_id``, ``sr`` (16000 Hz), ``condition_family``,
-        ``mixture`` (np.ndarray [shape=(n,)], float32, exactly ``materialize(row, ws)[0]``),
-        ``clean`` (float32 [shape=(m,)]; ``m = n`` except after a channel cut), ``background``
-        (float32 [shape=(n,)], the middle signal as mixed: background segment, scaled distractor or
-        the transform's change ``mixture − speech``; None for clean and when the length changed),
-        ``info`` (:class:`aiplib.stimuli.mixing.MixInfo`), ``detail`` (family info or None),
-        ``labels`` (:func:`stimulus_labels`).
+        ``row``, ``stimulus_id``, ``sr`` (16000 Hz), ``condition_family``, ``mixture``
+        (np.ndarray [shape=(n,)], float32, exactly ``materialize(row, ws)[0]``), ``clean`` (float32
+        [shape=(m,)]; ``m = n`` except after a channel cut), ``background`` (float32 [shape=(n,)],
+        the middle signal as mixed: background segment, scaled distractor or ``mixture − speech``
+        of a channel transform; None for clean and when the length changed), ``info``
+        (:class:`~aiplib.stimuli.mixing.MixInfo`), ``detail``, ``labels`` (:func:`stimulus_labels`).
 
     Raises
     ------
@@ -493,18 +467,11 @@ def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> di
 
 
 def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:
-    """A mono WAV file in memory (``scipy.io.wavfile.write``: no time-stamped chunk, so the same
-    samples give the same bytes).
+    """Mono WAV bytes of ``y`` [shape=(n,)] at ``sr`` Hz (``scipy.io.wavfile.write``: no time stamp, so
+    the same samples give the same bytes).
 
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-        Samples, nominally in [-1, 1].
-    sr : int > 0
-        Sample rate in Hz.
-    subtype : {"FLOAT", "PCM_16"}
-        ``"FLOAT"``: 32-bit IEEE float, the float32 samples exactly, ``58 + 4·n`` bytes.
-        ``"PCM_16"``: ``clip(round(y × 32767), −32768, 32767)``, ``44 + 2·n`` bytes.
+    ``subtype`` ``"FLOAT"``: 32-bit IEEE float, the float32 samples exactly, ``58 + 4·n`` bytes;
+    ``"PCM_16"``: ``clip(round(y × 32767), −32768, 32767)``, ``44 + 2·n`` bytes.
 
     Raises
     ------

@@ -57,12 +57,17 @@ def col_header(c: str) -> str:
         return f"{html.escape(label)}<br><small>{html.escape(unit)}</small>"
     if c == "mean_degradation_pp":
         return "Figure 4 key<br><small>mean of ASR, KWS (pp)</small>"
-    if c.endswith("_delta_wer_pp") or c.endswith("_delta_acc_pp"):
+    if c.endswith(("_delta_wer_pp", "_delta_acc_pp")):
         task = c.rsplit("_delta_", 1)[0]
         what = "ΔWER" if c.endswith("_wer_pp") else "ΔAcc"
         name = task.upper() if task in FAMILIES else task
         return f"{html.escape(name)} {what}<br><small>pp, pooled</small>"
     return html.escape(c.replace("_", " "))
+
+
+_MARK = {"equal": "{h}", "substitute": "<span class='aip-sub' title='reference: {r}'>{h}</span>",
+         "insert": "<span class='aip-ins' title='inserted'>{h}</span>",
+         "delete": "<span class='aip-del' data-w='{r}' title='deleted: {r}'></span>"}
 
 
 def diff_html(tokens, cap: int = CAP_WORDS, cls: str = "aip-response-text") -> str:
@@ -72,16 +77,8 @@ def diff_html(tokens, cap: int = CAP_WORDS, cls: str = "aip-response-text") -> s
     span is the (normalised) response itself."""
     shown, rest, n = [], [], 0
     for op, ref, hyp in tokens:
-        if op == "delete":
-            part = f"<span class='aip-del' data-w='{html.escape(ref)}' title='deleted: {html.escape(ref)}'></span>"
-        elif op == "substitute":
-            part = f"<span class='aip-sub' title='reference: {html.escape(ref)}'>{html.escape(hyp)}</span>"
-        elif op == "insert":
-            part = f"<span class='aip-ins' title='inserted'>{html.escape(hyp)}</span>"
-        else:
-            part = html.escape(hyp)
         n += op != "delete"
-        (shown if n <= cap else rest).append(part)
+        (shown if n <= cap else rest).append(_MARK[op].format(r=html.escape(ref), h=html.escape(hyp)))
     out = f"<span class='{cls}'>{' '.join(shown)}</span>"
     if rest:
         out += (f" <details class='aip-more'><summary>… +{n - cap} words</summary>"
@@ -196,12 +193,9 @@ def _mel_power(y, sr: int) -> np.ndarray:
 
 
 def log_mel(y, *, sr: int = SR, ref_power: float | None = None) -> np.ndarray:
-    """Log-mel power spectrogram of ``y`` [shape=(n,)] at ``sr`` Hz with :data:`MEL_SETTINGS`.
-
-    Returns
-    -------
-    np.ndarray [shape=(n_mels, 1 + n // hop_length)], float32
-        dB relative to ``ref_power`` (default: the loudest bin), floored ``top_db`` below the loudest bin.
+    """Log-mel power spectrogram of ``y`` [shape=(n,)] at ``sr`` Hz with :data:`MEL_SETTINGS`:
+    float32 [shape=(n_mels, 1 + n // hop_length)], dB relative to ``ref_power`` (default: the loudest
+    bin), floored ``top_db`` below the loudest bin.
 
     Raises
     ------
@@ -288,22 +282,15 @@ class Explorer:
 
     Attributes
     ----------
-    ws, base : aiplib.core.workspace.Workspace
-        The chosen condition family's view; the ``background`` view (the battery's table).
-    families : list of str
-        Condition families with manifests.
+    ws, base : the chosen condition family's workspace view; the ``background`` view
+    families : condition families with manifests
     widget : ExplorerWidget
-    controls : dict of str -> ipywidgets.Dropdown
-        ``family, task, item, bg, snr, model``.
-    players : dict of str -> ipywidgets.Audio
-        ``clean, background, mixture``: float32 WAV bytes (:func:`aiplib.explore.data.wav_bytes`).
-    worst_cases : pandas.DataFrame
-        The worst-case table's rows (:func:`aiplib.explore.data.worst_cases`), in display order.
-    worst_buttons : list of ipywidgets.Button
-        One per row, labelled with its condition (``"bg03 @ 0 dB"``).
-    state : dict
-        The last refresh: ``stimulus_id``, ``audio`` (:func:`aiplib.explore.data.stimulus_audio`),
-        ``result`` (:func:`aiplib.explore.data.lookup_response`), ``message`` (the status line).
+    controls : dict of ipywidgets.Dropdown, ``family, task, item, bg, snr, model``
+    players : dict of ipywidgets.Audio, ``clean, background, mixture`` (float32 WAV bytes)
+    worst_cases : the worst-case table's rows (:func:`aiplib.explore.data.worst_cases`), as shown
+    worst_buttons : one ipywidgets.Button per row, labelled with its condition (``"bg03 @ 0 dB"``)
+    state : the last refresh, ``stimulus_id``, ``audio`` (:func:`aiplib.explore.data.stimulus_audio`),
+        ``result`` (:func:`aiplib.explore.data.lookup_response`), ``message`` (the status line)
     """
 
     def __init__(self, ws, *, n_worst: int = 10):
@@ -355,8 +342,10 @@ class Explorer:
                 w.disabled = True
             self._render_bg_table()
             return
+        on = {"family": lambda: self._set_family(self.controls["family"].value),
+              "task": lambda: self._set_task(self.controls["task"].value)}
         for name, w in self.controls.items():
-            w.observe(lambda ch, name=name: self._on_change(name), names="value")
+            w.observe(lambda ch, act=on.get(name, self._refresh): self._busy or act(), names="value")
         for w in (self.bg_sort, self.bg_ascending):
             w.observe(lambda ch: self._busy or self._render_bg_table(), names="value")
         with self._quiet():
@@ -421,16 +410,6 @@ class Explorer:
             c["model"].disabled = not models
         self._render_worst(task)
         self._refresh()
-
-    def _on_change(self, name):
-        if self._busy:
-            return
-        if name == "family":
-            self._set_family(self.controls["family"].value)
-        elif name == "task":
-            self._set_task(self.controls["task"].value)
-        else:
-            self._refresh()
 
     def select(self, *, condition_family=None, task=None, item_id=None, bg_id=None, snr_db=None,
                model=None) -> dict:
