@@ -1,9 +1,8 @@
 """Notebook 10, data side: what the explorer shows (tables, lookups, a stimulus's signals, WAV bytes).
 
-Reads the workspace, writes nothing, no widget or plotting code (that is :mod:`aiplib.explore.ui`).
-The numbers come from the stages' own functions: stage 8's row scorers, the report's
-:func:`~aiplib.analysis.stats.worst_stimuli`, Figure 4's :func:`~aiplib.analysis.figures.background_ranking`,
-and :func:`~aiplib.stimuli.families.mix_components`, which rebuilds each stimulus from its manifest row.
+Reads the workspace, writes nothing, no widget or plotting code. The numbers come from the stages' own
+functions: stage 8's row scorers, the report's ``worst_stimuli``, Figure 4's ``background_ranking`` and
+``mix_components``, which rebuilds each stimulus from its manifest row.
 """
 from __future__ import annotations
 
@@ -81,8 +80,7 @@ def _results(ws, model: str, task: str) -> pd.DataFrame | None:
 
 
 def _need_manifest(ws, family: str) -> pd.DataFrame:
-    m = manifest(ws, family)
-    if m is None:
+    if (m := manifest(ws, family)) is None:
         raise FileNotFoundError(f"{ws.manifest_csv(family)}: manifest not found; run stage 05_build_manifests first")
     return m
 
@@ -113,8 +111,7 @@ def available_models(ws, task: str) -> list[str]:
     """Models with results for ``task`` (``inference/<model>/<task>.jsonl`` or named in the score
     file), sorted; empty before inference."""
     models = {p.parent.name for p in Path(ws.inference).glob(f"*/{task}.jsonl")}
-    sc = _scores(ws, task)
-    if sc is not None and "model" in sc.columns:
+    if (sc := _scores(ws, task)) is not None and "model" in sc.columns:
         models |= set(sc["model"].astype(str))
     return sorted(models)
 
@@ -406,8 +403,7 @@ def stimulus_labels(row, *, middle: bool = True) -> dict:
         An unknown ``condition_family``.
     """
     cf = check_family(row_family(row))
-    clean_t, mid_t, mix_t = PLAYER_LABELS[cf]
-    out = dict(condition_family=cf, clean=clean_t, background=mid_t, mixture=mix_t, notes=[])
+    out = dict(condition_family=cf, **dict(zip(("clean", "background", "mixture"), PLAYER_LABELS[cf])), notes=[])
     if is_clean_row(row) or cf == "background":
         return out
     name = _text(row.get("background_id"))

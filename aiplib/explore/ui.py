@@ -1,13 +1,10 @@
 """Notebook 10, interface side: the ipywidgets explorer, its HTML fragments, the spectrogram figure.
 
-Everything shown comes from :mod:`aiplib.explore.data`; nothing is written. Top to bottom: the
-controls (the condition family first), the three players with the condition's details, the reference
-and responses marked word by word (as the S/D/I counts), the metrics, the spectrograms beside the
-worst cases, and the chosen background above all backgrounds in Figure 4's order. CSS classes (used
-by the browser test): ``aip-explorer``; drop-downs ``aip-<control>``; ``aip-<player>-audio`` in
-``aip-players``; ``aip-response`` (response words in ``aip-response-text``), ``aip-metrics``,
-``aip-status``, ``aip-mixinfo``, ``aip-family-info``, ``aip-plot``, ``aip-bg-info``, ``aip-bg-table``,
-``aip-bg-sort``; ``aip-worst`` with ``aip-worst-sort`` header and ``aip-worst-case`` row buttons.
+Everything shown comes from :mod:`aiplib.explore.data`; nothing is written. Top to bottom: controls,
+the three players, the responses marked word by word (as the S/D/I counts), metrics, spectrograms
+beside the worst cases, the backgrounds in Figure 4's order. The browser test finds the parts by CSS
+class: ``aip-explorer``, ``aip-<control>``, ``aip-<player>-audio``, ``aip-response-text``,
+``aip-metrics``, ``aip-mixinfo``, ``aip-bg-info``, ``aip-bg-table``, ``aip-worst-case`` ….
 """
 from __future__ import annotations
 
@@ -173,11 +170,10 @@ def bg_table_html(table, cols, deg, selected=None) -> str:
     body = []
     for bg, r in table.iterrows():
         style = " style='background:#ffe9a8'" if bg == selected else ""
-        cells = [f"<td><b>{html.escape(str(bg))}</b></td>"]
-        for c in cols:
-            v = r[c]
-            cells.append(f"<td>{html.escape(str(v))}</td>" if isinstance(v, str) else
-                         f"<td style='text-align:right'>{fmt(v, '.0f' if c == 'rank' else '+.1f' if c in deg else '.3g')}</td>")
+        cells = [f"<td><b>{html.escape(str(bg))}</b></td>"] + [
+            f"<td>{html.escape(r[c])}</td>" if isinstance(r[c], str) else
+            f"<td style='text-align:right'>{fmt(r[c], '.0f' if c == 'rank' else '+.1f' if c in deg else '.3g')}</td>"
+            for c in cols]
         body.append(f"<tr class='aip-bg-row' data-bg='{html.escape(str(bg))}'{style}>{''.join(cells)}</tr>")
     note = "" if deg else "<i>no scores yet: run notebook 08 to rank the backgrounds</i>"
     return (f"{note}<div style='max-height:340px;overflow:auto;font-size:11px'>"
@@ -299,7 +295,7 @@ class Explorer:
         self.ws, self.n_worst, self.state, self.worst_buttons = ws.with_family(cf), int(n_worst), {}, []
         self.tasks = data.available_tasks(self.ws)
         self._busy = False
-        self._worst_sort, self._worst_key, self._bg_cache, self._table_selected = ("delta", False), None, None, None
+        self._worst_sort, self._worst_key, self._bg_cache = ("delta", False), None, None
         self.controls = {k: W.Dropdown(description=d, options=[], layout=W.Layout(width=w),
                                        style={"description_width": "initial"}).add_class(f"aip-{k}")
                          for k, d, w in _CONTROLS}
@@ -325,7 +321,8 @@ class Explorer:
                                 W.HBox([self.bg_sort, self.bg_ascending]), self.bg_table],
                                layout=W.Layout(width="100%")).add_class("aip-bg-panel")
         self.widget = ExplorerWidget([
-            W.HTML(CSS + f"<h3 style='margin:0'>Listen and explore — profile <code>{html.escape(ws.profile)}</code></h3>"),
+            W.HTML(f"{CSS}<h3 style='margin:0'>Listen and explore — profile "
+                   f"<code>{html.escape(ws.profile)}</code></h3>"),
             self.status, W.HBox(list(self.controls.values()), layout=W.Layout(flex_flow="row wrap")),
             W.HBox(list(self.player_boxes.values()), layout=W.Layout(flex_flow="row wrap")).add_class("aip-players"),
             self.mixinfo, self.family_info, self.response, self.metrics,
@@ -413,14 +410,8 @@ class Explorer:
 
     def select(self, *, condition_family=None, task=None, item_id=None, bg_id=None, snr_db=None,
                model=None) -> dict:
-        """Show one stimulus and return :attr:`state`; controls not given keep their value
-        (``condition_family`` switches the workspace view, ``snr_db`` is in dB).
-
-        Raises
-        ------
-        AiplibParameterError
-            If a value is not among the control's options.
-        """
+        """Show one stimulus and return :attr:`state`; controls not given keep their value (``snr_db`` in
+        dB). Raises ``AiplibParameterError`` if a value is not among the control's options."""
         c = self.controls
         if snr_db is not None and math.isnan(float(snr_db)):
             snr_db = None  # a condition without an SNR (channel)
@@ -494,8 +485,7 @@ class Explorer:
         self.state = {"stimulus_id": sid, "audio": audio, "result": result, "message": msg}
         if cf == "background":
             self.bg_info.value = bg_info_html(self._bg_frame(), bg_id)
-            if self._table_selected != bg_id:
-                self._render_bg_table()
+            self._render_bg_table()
 
     def _bg_frame(self):
         files = [*self.base.scores_dir.glob("*.csv"), *(p for p in (self.base.battery_csv, self.base.descriptor_csv)
@@ -523,7 +513,6 @@ class Explorer:
             table = table.iloc[::-1]
         sel = self.controls["bg"].value if self.tasks and self.ws.condition_family == "background" else None
         self.bg_table.value = bg_table_html(table, cols, deg, sel)
-        self._table_selected = sel
 
     def _render_worst(self, task):
         sc_path = self.ws.scores_csv(task)
@@ -553,8 +542,8 @@ class Explorer:
         several = wc["model"].nunique() > 1
         heads = [("condition", _CHOOSER[cf][2]), ("item", "item"),
                  ("delta", "ΔWER" if fam == "asr" else "Δ")] + ([("model", "model")] if several else [])
-        cells = [_button(label + ((" ▲" if asc else " ▼") if k == col else ""), "aip-worst-sort", f"sort by {label}",
-                         lambda _b, k=k: self._sort_worst(k)) for k, label in heads]
+        cells = [_button(label + ((" ▲" if asc else " ▼") if k == col else ""), "aip-worst-sort",
+                         f"sort by {label}", lambda _b, k=k: self._sort_worst(k)) for k, label in heads]
         self.worst_buttons = []
         for r in wc.itertuples():
             b = _button(r.condition, "aip-worst-case", f"{r.stimulus_id}: {cap_words(r.response, 25)}",
@@ -562,9 +551,8 @@ class Explorer:
                                                     bg_id=r.bg_id, snr_db=r.snr_db, model=r.model))
             self.worst_buttons.append(b)
             cells += [b, W.HTML(f"<code>{html.escape(r.item_id)}</code>"),
-                      W.HTML(f"{r.delta:+.2f}" if fam == "asr" else "flip")]
-            if several:
-                cells.append(W.HTML(html.escape(r.model)))
+                      W.HTML(f"{r.delta:+.2f}" if fam == "asr" else "flip")] + (
+                [W.HTML(html.escape(r.model))] if several else [])
         self.worst.layout.grid_template_columns = f"repeat({len(heads)}, max-content)"
         self.worst.children = cells
 
@@ -603,10 +591,6 @@ class ExplorerWidget(W.VBox):
 
 
 def explorer(ws, *, n_worst: int = 10):
-    """The notebook-10 interface for a workspace, ``n_worst`` rows in the worst-case table.
-
-    The controls list what exists; without inference results the mixtures still play and the status
-    line says so. Returns an :class:`ExplorerWidget` whose ``explorer`` attribute is the
-    :class:`Explorer`; outside a live kernel (nbval, a static viewer) it shows a short HTML summary.
-    """
+    """The notebook-10 interface for a workspace (``n_worst`` rows of worst cases): an :class:`ExplorerWidget`
+    whose ``explorer`` is the :class:`Explorer`; outside a live kernel it shows a short HTML summary."""
     return Explorer(ws, n_worst=n_worst).widget
