@@ -75,10 +75,6 @@ def _scores(ws, task: str) -> pd.DataFrame | None:
     return None if df is None or df.empty or "stimulus_id" not in df.columns else df
 
 
-def _results(ws, model: str, task: str) -> pd.DataFrame | None:
-    return _cached(ws.inference_jsonl(model, task), "results") if model else None
-
-
 def _need_manifest(ws, family: str) -> pd.DataFrame:
     if (m := manifest(ws, family)) is None:
         raise FileNotFoundError(f"{ws.manifest_csv(family)}: manifest not found; run stage 05_build_manifests first")
@@ -198,7 +194,7 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
             out[delta] = _nan(r.get(delta)) if noisy else math.nan
             return out
 
-    res = _results(ws, model, task)
+    res = _cached(ws.inference_jsonl(model, task), "results") if model else None
     if res is None or stimulus_id not in res.index:
         return out
     r = res.loc[stimulus_id]
@@ -285,10 +281,11 @@ def summarise_sources(source_file) -> str:
     return f"{len(files)} files: {files[0]}, …"
 
 
-def _pooled_pp(sc: pd.DataFrame, task: str, **kw) -> pd.Series:
+def _pooled_pp(sc: pd.DataFrame, task: str, *, only_task: bool = False) -> pd.Series:
     """Degradation per background pooled over models, pp, named as Figure 4's columns (``asr_delta_wer_pp``)."""
     fam = task_family(task)
-    return (degradation_by_background(sc, fam, **kw)["pooled"] * 100).rename(f"{task}_{DEGRADATION_COLUMN[fam]}_pp")
+    deg = degradation_by_background(sc, fam, task=task if only_task else None)
+    return (deg["pooled"] * 100).rename(f"{task}_{DEGRADATION_COLUMN[fam]}_pp")
 
 
 def _ranking(ws) -> pd.DataFrame:
@@ -318,12 +315,9 @@ def background_table(ws) -> pd.DataFrame:
         over models, pp). Unranked backgrounds last, in battery order.
     """
     bat = formats.read_battery_csv(ws.battery_csv, index=True)
-    if bat is None:
-        ids = set()
-        for fam in FAMILIES:
-            m = manifest(ws, fam)
-            if m is not None:
-                ids |= set(m.loc[m["bg_id"] != "clean", "bg_id"])
+    if bat is None:  # no battery table: the manifests' backgrounds
+        mans = [m for fam in FAMILIES if (m := manifest(ws, fam)) is not None]
+        ids = set().union(*(m.loc[m["bg_id"] != "clean", "bg_id"] for m in mans))
         bat = pd.DataFrame(index=pd.Index(sorted(ids), name="bg_id"))
     table = pd.DataFrame(index=pd.Index(bat.index.astype(str), name="bg_id"))
     for c in ("category", "description", "licence", "source_package", "source_file", "attribution"):
@@ -337,7 +331,7 @@ def background_table(ws) -> pd.DataFrame:
         table[c] = rank[c].reindex(table.index)
     for task in available_tasks(ws):
         if task not in BASE_TASKS.values() and (sc := _scores(ws, task)) is not None:
-            deg = _pooled_pp(sc, task, task=task)
+            deg = _pooled_pp(sc, task, only_task=True)
             table[deg.name] = deg.reindex(table.index)
     order = list(rank.index.intersection(table.index)) + [b for b in table.index if b not in rank.index]
     return table.loc[order]
@@ -475,8 +469,7 @@ def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:
         If ``y`` fails :func:`aiplib.io.audio.valid_audio`, ``sr`` is not positive, or ``subtype`` is unknown.
     """
     y = valid_audio(np.asarray(y), name="wav_bytes input")
-    sr = int(sr)
-    if sr <= 0:
+    if (sr := int(sr)) <= 0:
         raise AiplibParameterError(f"sample rate must be positive, got {sr}")
     if subtype == "FLOAT":
         data = y.astype("<f4", copy=False)

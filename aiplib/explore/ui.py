@@ -55,8 +55,7 @@ def col_header(c: str) -> str:
     if c == "mean_degradation_pp":
         return "Figure 4 key<br><small>mean of ASR, KWS (pp)</small>"
     if c.endswith(("_delta_wer_pp", "_delta_acc_pp")):
-        task = c.rsplit("_delta_", 1)[0]
-        what = "ΔWER" if c.endswith("_wer_pp") else "ΔAcc"
+        task, what = c.rsplit("_delta_", 1)[0], "ΔWER" if c.endswith("_wer_pp") else "ΔAcc"
         name = task.upper() if task in FAMILIES else task
         return f"{html.escape(name)} {what}<br><small>pp, pooled</small>"
     return html.escape(c.replace("_", " "))
@@ -222,8 +221,7 @@ def signals_figure_png(signals: dict, *, sr: int = SR, title: str = "", dpi: int
     ys = {k: valid_audio(np.asarray(v), name=f"signals_figure_png input {k!r}") for k, v in signals.items()}
     mels = {k: _mel_power(y, sr) for k, y in ys.items()}
     ref = max(float(m.max()) for m in mels.values()) or 1.0
-    s = MEL_SETTINGS
-    fmax = min(s["fmax"], sr / 2)
+    s, fmax = MEL_SETTINGS, min(MEL_SETTINGS["fmax"], sr / 2)
     fig = Figure(figsize=(4.6 * len(ys), 3.6), dpi=dpi, layout="constrained")
     axes = fig.subplots(2, len(ys), sharex="col", height_ratios=[1, 1.7], squeeze=False)
     for j, (name, y) in enumerate(ys.items()):
@@ -449,10 +447,9 @@ class Explorer:
         noisy, middle = bg_id != "clean", audio["background"] is not None
         for k in _PLAYERS:
             self.players[k].value = b"" if audio[k] is None else data.wav_bytes(audio[k])
+            self.player_titles[k].value = f"<b>{html.escape(labels[k])}</b>"
         self.players["background"].layout.display = None if middle else "none"
         self.player_boxes["background"].layout.display = None if noisy else "none"
-        for key, w in self.player_titles.items():
-            w.value = f"<b>{html.escape(labels[key])}</b>"
         self.family_info.value = "" if not labels["notes"] else (
             "<table style='font-size:13px'>" + "".join(
                 f"<tr><th style='text-align:left;padding-right:1em;vertical-align:top'>{html.escape(k)}</th>"
@@ -566,11 +563,11 @@ class Explorer:
         s = self.state
         if not s.get("stimulus_id"):
             return f"<p>AIP-Speech explorer: {html.escape(s.get('message', ''))}</p>"
-        r = s.get("result") or {}
+        response = (s.get("result") or {}).get("response") or s.get("message", "")
         return (f"<p>AIP-Speech explorer (interactive in JupyterLab): {html.escape(self.ws.condition_family)} "
-                f"<code>{html.escape(s['stimulus_id'])}</code>, "
-                f"model {html.escape(str(self.controls['model'].value) or '–')}, response "
-                f"<q>{html.escape(cap_words(r.get('response') or s.get('message', ''), CAP_WORDS))}</q></p>")
+                f"<code>{html.escape(s['stimulus_id'])}</code>, model "
+                f"{html.escape(str(self.controls['model'].value) or '–')}, response "
+                f"<q>{html.escape(cap_words(response, CAP_WORDS))}</q></p>")
 
 
 class ExplorerWidget(W.VBox):
