@@ -70,7 +70,7 @@ for cf in CONDITION_FAMILIES:
 
 # %%
 from aiplib.explore.data import under_papermill
-from aiplib.explore.widgets import explorer
+from aiplib.explore.ui import explorer
 
 if under_papermill():
     print("executed by papermill: open this notebook in JupyterLab (make lab) for the interactive explorer")

@@ -38,8 +38,8 @@ from pathlib import Path
 
 import pytest
 
-from aiplib.explore import listen
-from aiplib.explore.html import CAP_WORDS
+from aiplib.explore import data as xd
+from aiplib.explore.ui import CAP_WORDS
 from aiplib.scoring.score import score_inference
 from aiplib.core.textnorm import normalize_text
 from test_widgets import CHANNEL, make_explorer_workspace, write_family_inference
@@ -208,10 +208,10 @@ def test_notebook10_explorer_in_headless_chromium(tmp_path):
     build_family_manifest(ws, "channel", "asr", conditions=CHANNEL)
     write_family_inference(ch, "asr")
     score_inference(ch)
-    expected = {(bg, snr): listen.wav_bytes(listen.stimulus_audio(ws, "asr", "a00", bg, snr)["mixture"])
+    expected = {(bg, snr): xd.wav_bytes(xd.stimulus_audio(ws, "asr", "a00", bg, snr)["mixture"])
                 for bg, snr in (("bg00", 10), ("bg05", 10), ("bg05", 0))}
-    expected[("a01", "bg03", 0)] = listen.wav_bytes(listen.stimulus_audio(ws, "asr", "a01", "bg03", 0)["mixture"])
-    expected[("a01", "telephone")] = listen.wav_bytes(listen.stimulus_audio(ch, "asr", "a01", "telephone")["mixture"])
+    expected[("a01", "bg03", 0)] = xd.wav_bytes(xd.stimulus_audio(ws, "asr", "a01", "bg03", 0)["mixture"])
+    expected[("a01", "telephone")] = xd.wav_bytes(xd.stimulus_audio(ch, "asr", "a01", "telephone")["mixture"])
     SHOTS.mkdir(parents=True, exist_ok=True)
     proc, base, token, log = _start_lab(tmp_path, data_root)
     shots = []

@@ -1,4 +1,4 @@
-"""aiplib.explore.data / listen / widgets: notebook 10's explorer, checked on real values.
+"""aiplib.explore.data / ui: notebook 10's explorer, checked on real values.
 
 The workspace is the synthetic one of ``conftest.make_tiny_workspace`` (2 ASR items, 2 KWS clips,
 20 noise backgrounds) with manifests, a made-up descriptor table, and made-up inference rows
@@ -14,8 +14,7 @@ import pandas as pd
 import pytest
 
 from aiplib.explore import data as xd
-from aiplib.explore import html as explore_html, listen
-from aiplib.explore import widgets as aw
+from aiplib.explore import ui as xu
 from aiplib.io.formats import DESCRIPTORS, read_manifest
 from aiplib.core.errors import AiplibParameterError
 from aiplib.stimuli.manifests import build_manifests
@@ -142,7 +141,7 @@ def row_of(ws, fam, item, bg, snr=None):
 
 # ------------------------------------------------------------------------------------------- audio
 def test_stimulus_audio_is_materialize_sample_for_sample(ws0):
-    a = listen.stimulus_audio(ws0, "asr", "a01", "bg07", 5)
+    a = xd.stimulus_audio(ws0, "asr", "a01", "bg07", 5)
     row = row_of(ws0, "asr", "a01", "bg07", 5)
     y, info = materialize(row, ws0)
     assert a["stimulus_id"] == "a01_bg07_snr5" == row["id"]
@@ -159,7 +158,7 @@ def test_stimulus_audio_is_materialize_sample_for_sample(ws0):
 
 
 def test_stimulus_audio_clean_has_no_background(ws0):
-    a = listen.stimulus_audio(ws0, "kws", "k00", "clean")
+    a = xd.stimulus_audio(ws0, "kws", "k00", "clean")
     assert a["background"] is None
     assert a["stimulus_id"] == "k00_clean"
     assert np.array_equal(a["mixture"], materialize(row_of(ws0, "kws", "k00", "clean"), ws0)[0])
@@ -167,35 +166,35 @@ def test_stimulus_audio_clean_has_no_background(ws0):
 
 def test_stimulus_audio_unknown_stimulus_lists_valid_values(ws0):
     with pytest.raises(AiplibParameterError, match="backgrounds: bg00, bg01"):
-        listen.stimulus_audio(ws0, "asr", "a00", "nope", 5)
+        xd.stimulus_audio(ws0, "asr", "a00", "nope", 5)
     with pytest.raises(AiplibParameterError, match="SNRs"):
-        listen.stimulus_audio(ws0, "asr", "a00", "bg00", 7)
+        xd.stimulus_audio(ws0, "asr", "a00", "bg00", 7)
 
 
 def test_wav_bytes_float32_roundtrip_is_exact_and_pcm16_quantises(ws0):
-    y = listen.stimulus_audio(ws0, "asr", "a00", "bg02", 0)["mixture"]
-    data = listen.wav_bytes(y)
+    y = xd.stimulus_audio(ws0, "asr", "a00", "bg02", 0)["mixture"]
+    data = xd.wav_bytes(y)
     assert data[:4] == b"RIFF" and data[8:12] == b"WAVE"
-    back, sr = listen.decode_wav(data)
+    back, sr = xd.decode_wav(data)
     assert sr == 16000 and back.dtype == np.float32
     assert np.array_equal(back, y)
     assert len(data) == 58 + 4 * y.shape[0]
-    assert listen.wav_bytes(y.copy()) == data  # deterministic: no time stamp in the file
+    assert xd.wav_bytes(y.copy()) == data  # deterministic: no time stamp in the file
     # 16-bit PCM, for comparison: off by up to one step of 1/32768 (written ×32767, read ÷32768)
     # — the loss a float WAV avoids
-    d16 = listen.wav_bytes(y, subtype="PCM_16")
+    d16 = xd.wav_bytes(y, subtype="PCM_16")
     assert len(d16) == 44 + 2 * y.shape[0]
-    back16, _ = listen.decode_wav(d16)
+    back16, _ = xd.decode_wav(d16)
     assert not np.array_equal(back16, y)
     assert np.max(np.abs(back16 - y)) <= 1 / 32768
     with pytest.raises(AiplibParameterError):
-        listen.wav_bytes(np.array([0.0, np.nan], dtype=np.float32))
+        xd.wav_bytes(np.array([0.0, np.nan], dtype=np.float32))
 
 
 def test_log_mel_shape_and_range():
     t = np.arange(16000) / 16000
     y = (0.5 * np.sin(2 * np.pi * 1000 * t)).astype(np.float32)
-    S = listen.log_mel(y)
+    S = xu.log_mel(y)
     assert S.shape == (64, 1 + 16000 // 160)
     assert S.max() == pytest.approx(0.0) and S.min() >= -80.0 - 1e-3
     # the 1 kHz tone's energy sits in the band around 1 kHz
@@ -204,7 +203,7 @@ def test_log_mel_shape_and_range():
     centres = librosa.mel_frequencies(n_mels=66, fmin=0, fmax=8000)[1:-1]
     peak_band = int(np.argmax(S[:, 50]))
     assert abs(centres[peak_band] - 1000) < 120
-    png = listen.signals_figure_png({"tone": y}, title="tone")
+    png = xu.signals_figure_png({"tone": y}, title="tone")
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 
 
@@ -415,7 +414,7 @@ def test_descriptor_labels_and_sources():
 
 # ---------------------------------------------------------------------------------------- widget
 def test_explorer_before_inference_plays_mixtures_and_says_so(ws0):
-    ui = aw.explorer(ws0)
+    ui = xu.explorer(ws0)
     ex = ui.explorer
     assert "aip-explorer" in ui._dom_classes
     assert ex.controls["model"].disabled
@@ -423,8 +422,8 @@ def test_explorer_before_inference_plays_mixtures_and_says_so(ws0):
     assert "no inference results yet for asr" in ex.status.value
     ex.select(item_id="a01", bg_id="bg07", snr_db=0)
     y, _ = materialize(row_of(ws0, "asr", "a01", "bg07", 0), ws0)
-    assert ex.players["mixture"].value == listen.wav_bytes(y)
-    assert np.array_equal(listen.decode_wav(ex.players["mixture"].value)[0], y)
+    assert ex.players["mixture"].value == xd.wav_bytes(y)
+    assert np.array_equal(xd.decode_wav(ex.players["mixture"].value)[0], y)
     assert "aip-no-response" in ex.response.value
     assert ex.plot.value[:4] == b"\x89PNG"
     # a static representation that does not spell out the audio bytes
@@ -435,7 +434,7 @@ def test_explorer_before_inference_plays_mixtures_and_says_so(ws0):
 
 
 def test_explorer_changes_follow_the_controls(ws1):
-    ui = aw.explorer(ws1)
+    ui = xu.explorer(ws1)
     ex = ui.explorer
     c = ex.controls
     assert c["model"].value == ASR_MODEL and not c["model"].disabled
@@ -448,8 +447,8 @@ def test_explorer_changes_follow_the_controls(ws1):
     sid = "a00_bg03_snr0"
     assert ex.state["stimulus_id"] == sid
     y, _ = materialize(row_of(ws1, "asr", "a00", "bg03", 0), ws1)
-    assert ex.players["mixture"].value == listen.wav_bytes(y) != before
-    assert np.array_equal(listen.decode_wav(ex.players["clean"].value)[0],
+    assert ex.players["mixture"].value == xd.wav_bytes(y) != before
+    assert np.array_equal(xd.decode_wav(ex.players["clean"].value)[0],
                           materialize(row_of(ws1, "asr", "a00", "clean"), ws1)[0])
     # the response marked against the reference "word 0": one substitution, four insertions
     assert text_of(ex.response.value, "aip-response-text") == "bird 0 at 0 with delta"
@@ -479,7 +478,7 @@ def test_explorer_worst_case_button_loads_the_stimulus(ws1):
     from aiplib.scoring.score import score_inference
 
     score_inference(ws1)
-    ui = aw.explorer(ws1)
+    ui = xu.explorer(ws1)
     ex = ui.explorer
     buttons = ex.worst_buttons
     # ASR: every noisy row has ΔWER 2; the largest (2.5) are bg03 at 0 dB; one row per item
@@ -492,7 +491,7 @@ def test_explorer_worst_case_button_loads_the_stimulus(ws1):
     assert ex.state["stimulus_id"] == "a01_bg03_snr0"
     assert (ex.controls["item"].value, ex.controls["bg"].value, ex.controls["snr"].value) == ("a01", "bg03", 0.0)
     assert ex.state["result"]["source"] == "scores"
-    assert ex.players["mixture"].value == listen.wav_bytes(
+    assert ex.players["mixture"].value == xd.wav_bytes(
         materialize(row_of(ws1, "asr", "a01", "bg03", 0), ws1)[0])
     # clicking the "item" header sorts by item, a second click reverses
     item_head = ex.worst.children[1]
@@ -514,16 +513,16 @@ def test_explorer_worst_case_button_loads_the_stimulus(ws1):
 
 def test_long_response_is_capped_and_expandable():
     words = " ".join(["left and"] * 50)  # 100 words, a loop
-    h = explore_html.diff_html(xd.word_diff("go left", words))
-    assert text_of(h, "aip-response-text").split() == words.split()[:explore_html.CAP_WORDS]
-    assert f"<summary>… +{100 - explore_html.CAP_WORDS} words</summary>" in h
-    assert text_of(h, "aip-response-rest").split() == words.split()[explore_html.CAP_WORDS:]
+    h = xu.diff_html(xd.word_diff("go left", words))
+    assert text_of(h, "aip-response-text").split() == words.split()[:xu.CAP_WORDS]
+    assert f"<summary>… +{100 - xu.CAP_WORDS} words</summary>" in h
+    assert text_of(h, "aip-response-rest").split() == words.split()[xu.CAP_WORDS:]
 
 
 def test_explorer_without_manifests_says_what_to_run(tmp_path):
     from aiplib.core.workspace import workspace
 
-    ui = aw.explorer(workspace("demo", data_root=tmp_path))
+    ui = xu.explorer(workspace("demo", data_root=tmp_path))
     assert "run notebooks 01–05 first" in ui.explorer.status.value
     assert ui.explorer.controls["task"].disabled
 
@@ -641,11 +640,11 @@ def test_family_stimulus_audio_is_materialize_with_labels(fws):
 
     comp = fws.with_family("competing_speech")
     assert xd.available_families(fws) == ["background", "competing_speech", "channel"]
-    a = listen.stimulus_audio(comp, "asr", "a01", "cocktail_fr_it_ru", -5)
+    a = xd.stimulus_audio(comp, "asr", "a01", "cocktail_fr_it_ru", -5)
     row = fam_row(fws, "competing_speech", "asr", "a01_cocktail_fr_it_ru_snr-5")
     y = materialize(row, fws)[0]
     assert a["stimulus_id"] == row["id"] and a["condition_family"] == "competing_speech"
-    assert np.array_equal(listen.decode_wav(listen.wav_bytes(a["mixture"]))[0], y)       # what the model heard
+    assert np.array_equal(xd.decode_wav(xd.wav_bytes(a["mixture"]))[0], y)       # what the model heard
     assert np.array_equal(a["clean"], materialize(fam_row(fws, "competing_speech", "asr", "a01_clean"), fws)[0])
     parts = mix_components(row, fws)
     assert np.array_equal(a["background"], parts["background"])                           # the scaled distractor
@@ -656,27 +655,27 @@ def test_family_stimulus_audio_is_materialize_with_labels(fws):
     notes = dict(lab["notes"])
     assert notes["distractor transcript"] == row["distractor_text"] and notes["same voice as the target"] == "no"
     assert notes["distractor utterances"] == row["distractor_ids"].replace("|", ", ") and notes["setting"] == "cocktail"
-    es = listen.stimulus_audio(comp, "asr", "a00", "talker_es", 0)["labels"]
+    es = xd.stimulus_audio(comp, "asr", "a00", "talker_es", 0)["labels"]
     assert es["background"] == "Distractor: es (single; same voice as the target), as mixed"
     assert dict(es["notes"])["same voice as the target"].startswith("yes")
     # channel: the SNR is not needed (one row per item and condition); the middle signal is the change
     ch = fws.with_family("channel")
-    t = listen.stimulus_audio(ch, "kws", "k00", "telephone")
+    t = xd.stimulus_audio(ch, "kws", "k00", "telephone")
     row = fam_row(fws, "channel", "kws", "k00_ch_telephone")
     assert t["stimulus_id"] == "k00_ch_telephone"
-    assert listen.decode_wav(listen.wav_bytes(t["mixture"]))[0].tobytes() == materialize(row, fws)[0].tobytes()
+    assert xd.decode_wav(xd.wav_bytes(t["mixture"]))[0].tobytes() == materialize(row, fws)[0].tobytes()
     np.testing.assert_array_equal(t["background"], (t["mixture"].astype(np.float64) - t["clean"]).astype(np.float32))
     assert t["labels"]["mixture"] == "Transformed speech: telephone (what the model heard)"
     assert t["labels"]["background"] == "The transform's change (transformed − clean)"
     assert t["labels"]["notes"] == [("condition", "telephone"), ("applied to", "speech"),
                                     ("parameters", "high_hz = 3400.0, low_hz = 300.0, transform = telephone")]
-    cut = listen.stimulus_audio(ch, "asr", "a00", "cut_tail_300ms")
+    cut = xd.stimulus_audio(ch, "asr", "a00", "cut_tail_300ms")
     assert cut["background"] is None and cut["mixture"].size == cut["clean"].size - 4800   # 300 ms at 16 kHz
     assert cut["labels"]["background"].startswith("No difference signal: cut_tail_300ms changes the length")
     assert cut["mixture"].tobytes() == materialize(fam_row(fws, "channel", "asr", "a00_ch_cut_tail_300ms"), fws)[0].tobytes()
     # background: today's titles, no notes
-    b = listen.stimulus_audio(fws, "asr", "a00", "bg01", 0)["labels"]
-    assert (b["clean"], b["background"], b["mixture"], b["notes"]) == (*listen.PLAYER_LABELS["background"], [])
+    b = xd.stimulus_audio(fws, "asr", "a00", "bg01", 0)["labels"]
+    assert (b["clean"], b["background"], b["mixture"], b["notes"]) == (*xd.PLAYER_LABELS["background"], [])
 
 
 def test_family_lookup_and_worst_cases_come_from_the_family_scores(fws):
@@ -694,7 +693,7 @@ def test_family_lookup_and_worst_cases_come_from_the_family_scores(fws):
 
 
 def test_explorer_condition_family_selector(fws):
-    ui = aw.explorer(fws)
+    ui = xu.explorer(fws)
     ex, c = ui.explorer, ui.explorer.controls
     # background first and default: today's explorer
     assert [o[1] for o in c["family"].options] == ["background", "competing_speech", "channel"]
@@ -709,7 +708,7 @@ def test_explorer_condition_family_selector(fws):
     ex.select(item_id="a01", bg_id="talker_ru", snr_db=-5)
     row = fam_row(fws, "competing_speech", "asr", "a01_talker_ru_snr-5")
     assert ex.state["stimulus_id"] == row["id"]
-    assert listen.decode_wav(ex.players["mixture"].value)[0].tobytes() == materialize(row, fws)[0].tobytes()
+    assert xd.decode_wav(ex.players["mixture"].value)[0].tobytes() == materialize(row, fws)[0].tobytes()
     assert ex.player_titles["background"].value == "<b>Distractor: ru (single), as mixed</b>"
     assert html_escape(row["distractor_text"]) in ex.family_info.value
     heard = row["distractor_text"].split()[0]                    # the made-up model repeats the distractor's first word
@@ -735,7 +734,7 @@ def test_explorer_condition_family_selector(fws):
 
 
 def test_explorer_offers_only_families_with_manifests(ws0):
-    ex = aw.explorer(ws0).explorer
+    ex = xu.explorer(ws0).explorer
     assert ex.families == ["background"] and ex.controls["family"].disabled
     assert ex.controls["snr"].layout.display is None
 

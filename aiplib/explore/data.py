@@ -1,162 +1,113 @@
-"""Notebook 10, data side: what the explorer shows, computed by the same functions as stages 8–9.
+"""Notebook 10, data side: what the explorer shows (tables, lookups, a stimulus's signals, WAV bytes).
 
-Plain functions over the workspace files (``manifests/``, ``descriptors/``, ``inference/``,
-``results/scores/``), no widget code (:mod:`aiplib.explore.widgets` draws the interface, :mod:`aiplib.explore.listen`
-rebuilds a stimulus's signals and makes the WAV bytes and spectrograms). Nothing is written. What is reused, not re-implemented:
-
-* manifests: :func:`aiplib.io.formats.read_manifest_csv` and :func:`aiplib.io.formats.manifest_view` (``item_id``,
-  ``bg_id``, ``snr_db``, ``reference``); inference rows: :func:`aiplib.io.formats.read_results`;
-  score files: :func:`aiplib.io.formats.load_scores`;
-* a row scored here (scores not written yet) goes through :func:`aiplib.core.textnorm.score_asr_row` /
-  :func:`aiplib.core.textnorm.score_kws_row`, the functions of stage 8;
-* the background ranking is Figure 4's (:func:`aiplib.analysis.paper.background_ranking`);
-* condition labels are :func:`aiplib.analysis.conditions.condition_label` (``"bg03 @ 0 dB"``);
-* the word diff is jiwer's alignment of the paper-normalised text, the one behind the S/D/I counts.
+Reads the workspace, writes nothing, no widget or plotting code. The numbers come from the stages' own
+functions: stage 8's row scorers, the report's ``worst_stimuli``, Figure 4's ``background_ranking`` and
+``mix_components``, which rebuilds each stimulus from its manifest row.
 """
 from __future__ import annotations
 
+import functools
+import io
+import json
 import math
 import os
+from itertools import zip_longest
 from pathlib import Path
 
+import jiwer
 import numpy as np
 import pandas as pd
+import soundfile as sf
+from scipy.io import wavfile
 
 from aiplib.analysis.conditions import condition_label
 from aiplib.analysis.paper import background_ranking
 from aiplib.analysis.stats import degradation_by_background, worst_stimuli
 from aiplib.battery.descriptors import DESCRIPTOR_INFO
 from aiplib.core.errors import AiplibParameterError
-from aiplib.core.tasks import BASE_TASKS, CONDITION_FAMILIES, DEGRADATION_COLUMN, FAMILIES, task_family
+from aiplib.core.tasks import BASE_TASKS, CONDITION_FAMILIES, DEGRADATION_COLUMN, FAMILIES, check_family, task_family
 from aiplib.core.textnorm import normalize_text, score_asr_row, score_kws_row
 from aiplib.inference.shards import is_shard_file
-from aiplib.io.formats import (
-    DESCRIPTORS,
-    is_error_row,
-    manifest_view,
-    parse_bool,
-    read_battery_csv,
-    read_descriptor_table,
-    read_manifest_csv,
-    read_results,
-    read_scores,
-)
+from aiplib.io import formats
+from aiplib.io.audio import SR, valid_audio
+from aiplib.stimuli.families import materialize, mix_components, row_family
+from aiplib.stimuli.mixing import is_clean_row
 
-__all__ = ["available_families", "available_tasks", "available_models", "lookup_response",
-           "word_diff", "WORST_COLUMNS", "worst_cases", "background_table",
-           "descriptor_label", "summarise_sources", "under_papermill"]
-
-_CACHE: dict = {}
+__all__ = ["available_families", "available_tasks", "available_models", "manifest", "lookup_response",
+           "word_diff", "WORST_COLUMNS", "worst_cases", "background_table", "descriptor_label",
+           "summarise_sources", "PLAYER_LABELS", "AUDIO_SUBTYPE", "manifest_row", "stimulus_labels",
+           "stimulus_audio", "wav_bytes", "decode_wav", "under_papermill"]
 
 
-def _cached(path: Path, name: str, reader):
-    """``reader(path)``, re-read only when the file's size or mtime changed; None if it is missing."""
-    path = Path(path)
-    try:
-        st = path.stat()
-    except OSError:
-        _CACHE.pop((str(path), name), None)
-        return None
-    key = (st.st_mtime_ns, st.st_size)
-    hit = _CACHE.get((str(path), name))
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    value = reader(path)
-    _CACHE[(str(path), name)] = (key, value)
-    return value
-
-
-def _read_manifest(path: Path, family: str) -> pd.DataFrame:
-    """The manifest (every column, for :func:`aiplib.stimuli.families.materialize`) indexed by stimulus id,
-    with scoring's names added: ``stimulus_id, item_id, bg_id`` ("clean" on clean rows),
-    ``snr_db`` (dB, NaN on clean rows), ``reference`` (transcript or keyword)."""
-
-    raw = read_manifest_csv(path).drop_duplicates("id", keep="last").set_index("id", drop=False)
-    view = manifest_view(raw, family)
+@functools.lru_cache(maxsize=64)
+def _read(path: str, kind: str, stamp: tuple) -> pd.DataFrame:
+    """A score file, an inference file or the manifest of family ``kind``; ``stamp`` (mtime, size)
+    makes a changed file a new cache entry."""
+    if kind == "scores":
+        return formats.read_scores(path)
+    if kind == "results":
+        return formats.read_results(path).set_index("id", drop=False)
+    raw = formats.read_manifest_csv(path).drop_duplicates("id", keep="last").set_index("id", drop=False)
+    view = formats.manifest_view(raw, kind)
     for c in ("stimulus_id", "item_id", "bg_id", "snr_db", "reference"):
         raw[c] = view[c].reindex(raw.index)
     raw.index.name = "stimulus_id"
     return raw
 
 
-def _manifest(ws, family: str) -> pd.DataFrame | None:
-    return _cached(ws.manifest_csv(family), f"manifest:{family}",
-                   lambda p: _read_manifest(p, family))
+def _cached(path: Path, kind: str) -> pd.DataFrame | None:
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    return _read(str(path), kind, (st.st_mtime_ns, st.st_size))
+
+
+def manifest(ws, family: str) -> pd.DataFrame | None:
+    """The manifest of ``family`` in ``ws``'s condition family (None if missing), indexed by stimulus
+    id, with scoring's names added: ``stimulus_id, item_id, bg_id`` ("clean" on clean rows),
+    ``snr_db`` (dB, NaN on clean rows), ``reference`` (transcript or keyword)."""
+    return _cached(ws.manifest_csv(family), family)
 
 
 def _scores(ws, task: str) -> pd.DataFrame | None:
-
-    df = _cached(ws.scores_csv(task), "scores", read_scores)
+    df = _cached(ws.scores_csv(task), "scores")
     return None if df is None or df.empty or "stimulus_id" not in df.columns else df
 
 
-def _results(ws, model: str, task: str) -> pd.DataFrame | None:
-
-    if not model:
-        return None
-    return _cached(ws.inference_jsonl(model, task), "results",
-                   lambda p: read_results(p).set_index("id", drop=False))
-
-
 def _need_manifest(ws, family: str) -> pd.DataFrame:
-    m = _manifest(ws, family)
-    if m is None:
-        raise FileNotFoundError(f"{ws.manifest_csv(family)}: manifest not found; "
-                                "run stage 05_build_manifests first")
+    if (m := manifest(ws, family)) is None:
+        raise FileNotFoundError(f"{ws.manifest_csv(family)}: manifest not found; run stage 05_build_manifests first")
     return m
 
 
 # ------------------------------------------------------------------------------------ what exists
 def available_families(ws) -> list[str]:
-    """Condition families the explorer can show: those with a manifest (``manifests/asr.csv`` /
-    ``kws.csv`` for ``background``, ``manifests/<cf>/…`` for the others), in
-    :data:`aiplib.core.tasks.CONDITION_FAMILIES` order (``background`` first).
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Any view of the workspace.
-
-    Returns
-    -------
-    list of str
-        Empty when no family has a manifest (stage 5 not run).
-    """
-
+    """Condition families with a manifest, in :data:`aiplib.core.tasks.CONDITION_FAMILIES` order."""
     return [cf for cf in CONDITION_FAMILIES if any(ws.with_family(cf).manifest_csv(f).is_file() for f in FAMILIES)]
 
 
 def available_tasks(ws) -> list[str]:
-    """Tasks the explorer can show: ``asr`` / ``kws`` when their manifest exists, plus every task
-    found in ``inference/*/<task>.jsonl`` or ``results/scores/<task>.csv`` whose family has one.
-
-    Returns
-    -------
-    list of str
-        ``asr`` and ``kws`` first, the others sorted; empty if no manifest exists.
-    """
+    """``asr`` / ``kws`` when their manifest exists, then (sorted) the other tasks of those families
+    in ``inference/*/<task>.jsonl`` or ``results/scores/<task>.csv``."""
     fams = [f for f in FAMILIES if ws.manifest_csv(f).is_file()]
-    inf, sc = Path(ws.inference), ws.scores_dir
-    found = ({p.stem for p in inf.glob("*/*.jsonl") if p.stem != "run_log" and not is_shard_file(p)}
-             if inf.is_dir() else set())
-    found |= {p.stem for p in sc.glob("*.csv")} if sc.is_dir() else set()
-    extra = []
-    for t in sorted(found - set(BASE_TASKS.values())):
-        try:
-            if task_family(t) in fams:
-                extra.append(t)
-        except AiplibParameterError:
-            continue
-    return fams + extra
+    found = {p.stem for p in Path(ws.inference).glob("*/*.jsonl") if p.stem != "run_log" and not is_shard_file(p)}
+    found |= {p.stem for p in ws.scores_dir.glob("*.csv")}
+    return fams + [t for t in sorted(found - set(BASE_TASKS.values())) if _family(t) in fams]
+
+
+def _family(task: str) -> str | None:
+    try:
+        return task_family(task)
+    except AiplibParameterError:
+        return None
 
 
 def available_models(ws, task: str) -> list[str]:
-    """Models with results for ``task``: folders holding ``inference/<model>/<task>.jsonl``, plus
-    the models named in ``results/scores/<task>.csv``. Sorted; empty before inference."""
-    inf = Path(ws.inference)
-    models = {p.parent.name for p in inf.glob(f"*/{task}.jsonl")} if inf.is_dir() else set()
-    sc = _scores(ws, task)
-    if sc is not None and "model" in sc.columns:
+    """Models with results for ``task`` (``inference/<model>/<task>.jsonl`` or named in the score
+    file), sorted; empty before inference."""
+    models = {p.parent.name for p in Path(ws.inference).glob(f"*/{task}.jsonl")}
+    if (sc := _scores(ws, task)) is not None and "model" in sc.columns:
         models |= set(sc["model"].astype(str))
     return sorted(models)
 
@@ -173,38 +124,42 @@ def _present(v) -> bool:
     return v is not None and v is not pd.NA and not (isinstance(v, float) and math.isnan(v)) and str(v) != ""
 
 
-_ASR_KEYS = ("wer", "substitutions", "deletions", "insertions", "ref_words", "is_loop")
+_ASR_KEYS = ("wer", "substitutions", "deletions", "insertions", "ref_words")
+_UNKNOWN = {"asr": dict(dict.fromkeys(("wer", "clean_wer", "delta_wer", *_ASR_KEYS[1:]), math.nan), is_loop=None),
+            "kws": dict(first_word=None, correct=None, clean_correct=None, delta_acc=math.nan)}
+
+
+def _fill(out: dict, fam: str, r, c) -> None:
+    """Copy a score row ``r`` and its clean row ``c`` (a score file's rows or stage 8's row
+    functions' dicts; None when missing) into :func:`lookup_response`'s ``out``."""
+    if fam == "asr":
+        if r is not None:
+            out.update({k: _nan(r.get(k)) for k in _ASR_KEYS})
+            loop = formats.parse_bool(r.get("is_loop"))
+            out["is_loop"] = None if loop is pd.NA else loop
+        if c is not None:
+            out["clean_wer"] = _nan(c.get("wer"))
+    else:
+        if r is not None:
+            out["first_word"], out["correct"] = str(r.get("first_word", "")), bool(_nan(r.get("correct")) == 1)
+        if c is not None:
+            out["clean_correct"] = bool(_nan(c.get("correct")) == 1)
 
 
 def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
-    """What ``model`` answered for one stimulus, with its score and the clean comparison.
-
-    Reads ``results/scores/<task>.csv`` when it holds the stimulus; otherwise the raw
-    ``inference/<model>/<task>.jsonl`` (:func:`aiplib.io.formats.read_results`: last successful
-    row per stimulus), scored here with stage 8's :func:`aiplib.core.textnorm.score_asr_row` /
-    :func:`aiplib.core.textnorm.score_kws_row` against the manifest reference.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    model : str
-        Model id (an ``inference/`` folder name).
-    task : str
-        ``asr``, ``kws``, ``asr_steer_p5`` …
-    stimulus_id : str
+    """What ``model`` (an ``inference/`` folder) answered for one stimulus of ``task``, with its score
+    and the clean comparison: from ``results/scores/<task>.csv`` when it holds the stimulus, else
+    from ``inference/<model>/<task>.jsonl`` scored here with stage 8's row functions.
 
     Returns
     -------
-    dict with keys
-        ``found`` (bool), ``source`` (``"scores"``, ``"inference"`` or None), ``model, task,
-        family, stimulus_id, item_id, bg_id``, ``snr_db`` (dB, NaN for clean), ``reference``
-        (transcript or keyword label), ``response`` (str or None; ``"__ERROR__"`` for a failed
-        generation), ``error`` (str or None), ``clean_response`` (or None), and per family —
-        ASR: ``wer, clean_wer, delta_wer`` = WER(noisy) − WER(clean) (fractions, NaN when
-        unknown), ``substitutions, deletions, insertions, ref_words`` (of the noisy row, NaN when
-        unknown), ``is_loop`` (bool or None); KWS: ``first_word``, ``correct``,
-        ``clean_correct`` (bool or None), ``delta_acc`` = correct(clean) − correct(noisy) (−1, 0,
-        1 or NaN).
+    dict
+        ``found``, ``source`` (``"scores"``, ``"inference"`` or None), ``model, task, family,
+        stimulus_id, item_id, bg_id``, ``snr_db`` (dB, NaN for clean), ``reference``, ``response``
+        (``"__ERROR__"`` for a failed generation), ``error``, ``clean_response`` (None when
+        missing); ASR ``wer, clean_wer, delta_wer, substitutions, deletions, insertions, ref_words``
+        (NaN when unknown), ``is_loop``; KWS ``first_word, correct, clean_correct`` (bool or None),
+        ``delta_acc`` = correct(clean) − correct(noisy).
 
     Raises
     ------
@@ -213,25 +168,18 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     AiplibParameterError
         If ``stimulus_id`` is not in the manifest or the task name is unknown.
     """
-
     fam = task_family(task)
     man = _need_manifest(ws, fam)
     if stimulus_id not in man.index:
         raise AiplibParameterError(f"stimulus {stimulus_id!r} is not in manifests/{fam}.csv")
     mrow = man.loc[stimulus_id]
     item_id, bg_id = str(mrow["item_id"]), str(mrow["bg_id"])
-    clean_id = str(man.index[(man["item_id"] == item_id) & (man["bg_id"] == "clean")][0]) \
-        if ((man["item_id"] == item_id) & (man["bg_id"] == "clean")).any() else f"{item_id}_clean"
+    is_clean = (man["item_id"] == item_id) & (man["bg_id"] == "clean")
+    clean_id = str(man.index[is_clean][0]) if is_clean.any() else f"{item_id}_clean"
     out = dict(found=False, source=None, model=model, task=task, family=fam, stimulus_id=stimulus_id,
                item_id=item_id, bg_id=bg_id, snr_db=_nan(mrow["snr_db"]), reference=str(mrow["reference"]),
-               response=None, error=None, clean_response=None)
-    if fam == "asr":
-        out.update(wer=float("nan"), clean_wer=float("nan"), delta_wer=float("nan"), is_loop=None,
-                   substitutions=float("nan"), deletions=float("nan"), insertions=float("nan"),
-                   ref_words=float("nan"))
-    else:
-        out.update(first_word=None, correct=None, clean_correct=None, delta_acc=float("nan"))
-    noisy = bg_id != "clean"
+               response=None, error=None, clean_response=None, **_UNKNOWN[fam])
+    delta, noisy = DEGRADATION_COLUMN[fam], bg_id != "clean"
 
     sc = _scores(ws, task)
     if sc is not None and model:
@@ -240,89 +188,51 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
         if stimulus_id in sub.index:
             r = sub.loc[stimulus_id]
             c = sub.loc[clean_id] if clean_id in sub.index else None
-            out.update(found=True, source="scores", response=str(r.get("response", "")))
-            out["clean_response"] = None if c is None else str(c.get("response", ""))
-            if fam == "asr":
-                for k in _ASR_KEYS[:-1]:
-                    out[k] = _nan(r.get(k))
-                loop = parse_bool(r.get("is_loop"))
-                out["is_loop"] = None if loop is pd.NA else loop
-                out["clean_wer"] = _nan(c.get("wer")) if c is not None else float("nan")
-                out["delta_wer"] = _nan(r.get("delta_wer")) if noisy else float("nan")
-            else:
-                out["first_word"] = str(r.get("first_word", ""))
-                out["correct"] = bool(_nan(r.get("correct")) == 1)
-                out["clean_correct"] = None if c is None else bool(_nan(c.get("correct")) == 1)
-                out["delta_acc"] = _nan(r.get("delta_acc")) if noisy else float("nan")
+            out.update(found=True, source="scores", response=str(r.get("response", "")),
+                       clean_response=None if c is None else str(c.get("response", "")))
+            _fill(out, fam, r, c)
+            out[delta] = _nan(r.get(delta)) if noisy else math.nan
             return out
 
-    res = _results(ws, model, task)
+    res = _cached(ws.inference_jsonl(model, task), "results") if model else None
     if res is None or stimulus_id not in res.index:
         return out
-
-    def ok(row) -> bool:
-        return row is not None and not is_error_row(row)
-
     r = res.loc[stimulus_id]
     c = res.loc[clean_id] if clean_id in res.index else None
-    out.update(found=True, source="inference", response=str(r["raw"]),
+    c_ok = c is not None and not formats.is_error_row(c)
+    out.update(found=True, source="inference", response=str(r["raw"]), clean_response=str(c["raw"]) if c_ok else None,
                error=str(r["error"]) if _present(r["error"]) else None)
-    out["clean_response"] = str(c["raw"]) if ok(c) else None
-    ref = out["reference"]
-    if fam == "asr":
-        if ok(r):
-            s = score_asr_row(ref, out["response"])
-            out.update({k: (bool(s[k]) if k == "is_loop" else float(s[k])) for k in _ASR_KEYS})
-        if ok(c):
-            out["clean_wer"] = float(score_asr_row(ref, out["clean_response"])["wer"])
-        if noisy:
-            out["delta_wer"] = out["wer"] - out["clean_wer"]
-    else:
-        is_target = bool(mrow.get("is_target", True))
-        if ok(r):
-            s = score_kws_row(out["response"], ref, is_target)
-            out["first_word"], out["correct"] = s["first_word"], bool(s["correct"])
-        if ok(c):
-            out["clean_correct"] = bool(score_kws_row(out["clean_response"], ref, is_target)["correct"])
-        if noisy and out["correct"] is not None and out["clean_correct"] is not None:
-            out["delta_acc"] = float(int(out["clean_correct"]) - int(out["correct"]))
+    ref, is_target = out["reference"], bool(mrow.get("is_target", True))
+
+    def score(text):
+        return score_asr_row(ref, text) if fam == "asr" else score_kws_row(text, ref, is_target)
+
+    _fill(out, fam, None if formats.is_error_row(r) else score(out["response"]),
+          score(out["clean_response"]) if c_ok else None)
+    if noisy and fam == "asr":
+        out["delta_wer"] = out["wer"] - out["clean_wer"]
+    elif noisy and out["correct"] is not None and out["clean_correct"] is not None:
+        out["delta_acc"] = float(int(out["clean_correct"]) - int(out["correct"]))
     return out
 
 
 def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
-    """Word-level alignment of a response against its reference, as WER counts it.
-
-    Both sides are normalised as the paper (:func:`aiplib.core.textnorm.normalize_text`) and aligned
-    by jiwer's ``process_words`` — the alignment behind the S/D/I counts of the score files.
-
-    Parameters
-    ----------
-    reference, response : str
-        Raw text (``None`` counts as empty).
+    """Word-level alignment of a response against its reference, as WER counts it: both raw texts
+    (``None`` is empty) normalised as the paper (:func:`aiplib.core.textnorm.normalize_text`), aligned
+    by ``jiwer.process_words``.
 
     Returns
     -------
     list of (op, ref_word, hyp_word)
-        In order; ``op`` is ``"equal"``, ``"substitute"``, ``"delete"`` (``hyp_word`` = "") or
-        ``"insert"`` (``ref_word`` = ""). The number of each op equals the row's hits,
-        substitutions, deletions and insertions.
+        ``op`` is ``"equal"``, ``"substitute"``, ``"delete"`` (``hyp_word`` = "") or ``"insert"``
+        (``ref_word`` = ""); the count of each op equals the row's hits, S, D and I.
     """
-    import jiwer
-
-
     r, h = normalize_text(reference).split(), normalize_text(response).split()
     if not r or not h:
         return [("delete", w, "") for w in r] + [("insert", "", w) for w in h]
-    out = []
-    for ch in jiwer.process_words(" ".join(r), " ".join(h)).alignments[0]:
-        rw, hw = r[ch.ref_start_idx:ch.ref_end_idx], h[ch.hyp_start_idx:ch.hyp_end_idx]
-        if ch.type in ("equal", "substitute"):
-            out += [(ch.type, a, b) for a, b in zip(rw, hw)]
-        elif ch.type == "delete":
-            out += [("delete", a, "") for a in rw]
-        else:
-            out += [("insert", "", b) for b in hw]
-    return out
+    return [(ch.type, a, b) for ch in jiwer.process_words(" ".join(r), " ".join(h)).alignments[0]
+            for a, b in zip_longest(r[ch.ref_start_idx:ch.ref_end_idx], h[ch.hyp_start_idx:ch.hyp_end_idx],
+                                    fillvalue="")]
 
 
 WORST_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "condition", "reference",
@@ -331,39 +241,21 @@ WORST_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "
 
 def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per_item: bool = True
                 ) -> pd.DataFrame:
-    """The stimuli that hurt most, from ``results/scores/<task>.csv``: the report's ranking
-    (:func:`aiplib.analysis.stats.worst_stimuli`, largest ΔWER or the KWS flips, ties to the higher SNR),
-    with each stimulus's condition label.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Any condition-family view: its ``results/scores/<cf>/<task>.csv``. In the ``channel``
-        family the label is the condition's name alone (its manifest SNR, 99, is a marker).
-    task : str
-    n : int > 0
-        How many rows at most.
-    model : str, optional
-        Only this model (default: all models of the task).
-    one_per_item : bool
-        Keep only each item's worst stimulus (default), so the list shows ``n`` different items.
+    """The stimuli that hurt most in ``ws``'s ``results/scores/<task>.csv``: the report's ranking
+    (:func:`aiplib.analysis.stats.worst_stimuli`, same ``n``, ``model``, ``one_per_item``).
 
     Returns
     -------
-    pandas.DataFrame [shape=(≤ n, 11)]
-        Columns ``model, task, stimulus_id, item_id, bg_id, snr_db (dB), condition`` (e.g.
-        ``"bg03 @ 0 dB"``, ``"talker_fr @ -5 dB"``, :func:`aiplib.analysis.conditions.condition_label`;
-        ``"telephone"`` for a channel condition), ``reference`` (transcript
-        or label), ``response``, ``score`` (WER, or correct 0/1), ``delta`` (ΔWER, or Δacc = 1 for
-        a flip), in :func:`aiplib.analysis.stats.worst_stimuli`'s order. Empty (with these columns)
-        before scores exist.
+    pandas.DataFrame [shape=(<= n, 11)]
+        :data:`WORST_COLUMNS`; ``condition`` is ``"bg03 @ 0 dB"`` (the channel family: the
+        condition's name alone, its manifest SNR 99 is a marker), ``score`` the WER or correct
+        (0/1), ``delta`` the ΔWER or Δacc = 1 (a flip). Empty before scores exist.
 
     Raises
     ------
     AiplibParameterError
         If ``n < 1`` or the task name is unknown.
     """
-
     w = worst_stimuli(_scores(ws, task), task_family(task), n, model=model, one_per_item=one_per_item)
     w["task"] = task
     channel = getattr(ws, "condition_family", "background") == "channel"
@@ -373,11 +265,8 @@ def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per
 
 # ------------------------------------------------------------------------------------- backgrounds
 def descriptor_label(name: str) -> tuple[str, str]:
-    """Readable name and unit of a descriptor: ``("centroid", "Hz")``, ``("flux", "dB per frame")``.
-
-    The unit is :data:`aiplib.battery.descriptors.DESCRIPTOR_INFO`'s, without its parenthesised remark.
-    """
-
+    """Readable name and unit of a descriptor: ``("centroid", "Hz")``, from
+    :data:`aiplib.battery.descriptors.DESCRIPTOR_INFO` without the unit's parenthesised remark."""
     unit = DESCRIPTOR_INFO.get(name, ("",))[0].split(" (")[0]
     label = {"zcr": "zero-crossing rate", "vad_speech_fraction": "speech (VAD)"}.get(
         name, name.replace("spectral_", "").replace("_", " "))
@@ -392,86 +281,218 @@ def summarise_sources(source_file) -> str:
     return f"{len(files)} files: {files[0]}, …"
 
 
+def _pooled_pp(sc: pd.DataFrame, task: str, *, only_task: bool = False) -> pd.Series:
+    """Degradation per background pooled over models, pp, named as Figure 4's columns (``asr_delta_wer_pp``)."""
+    fam = task_family(task)
+    deg = degradation_by_background(sc, fam, task=task if only_task else None)
+    return (deg["pooled"] * 100).rename(f"{task}_{DEGRADATION_COLUMN[fam]}_pp")
+
+
 def _ranking(ws) -> pd.DataFrame:
     """Figure 4's ranking when ASR and KWS are scored; else the one family's pooled degradation."""
-
-    scores = {t: _scores(ws, t) for t in BASE_TASKS.values()}
-    scores = {t: s for t, s in scores.items() if s is not None}
+    scores = {t: s for t in BASE_TASKS.values() if (s := _scores(ws, t)) is not None}
     if len(scores) == 2:
         return background_ranking(scores)[["rank", "mean_degradation_pp", "asr_delta_wer_pp", "kws_delta_acc_pp"]]
     if not scores:
         return pd.DataFrame(columns=["rank"])
     (task, sc), = scores.items()
-    fam = task_family(task)
-    name = f"{task}_{DEGRADATION_COLUMN[fam]}_pp"  # Figure 4's column names: asr_delta_wer_pp, kws_delta_acc_pp
-    t = (degradation_by_background(sc, fam)[["pooled"]] * 100).rename(columns={"pooled": name})
-    t = t.sort_values(name, ascending=False, kind="stable", na_position="last")
+    t = _pooled_pp(sc, task).sort_values(ascending=False, kind="stable", na_position="last").to_frame()
     t.insert(0, "rank", np.arange(1, len(t) + 1))
     return t
 
 
 def background_table(ws) -> pd.DataFrame:
-    """All backgrounds with licence, source, the descriptors and their degradation, in Figure 4 order.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Reads ``descriptors/battery.csv``, ``descriptors/acoustic_descriptors.csv`` and
-        ``results/scores/*.csv`` (each when it exists).
+    """All backgrounds with licence, source, descriptors and degradation, in Figure 4 order, from
+    ``ws``'s battery, descriptor table and score files (each when it exists).
 
     Returns
     -------
     pandas.DataFrame [shape=(n_backgrounds, k)]
         Index ``bg_id``. Columns ``category, description, licence, source_package, source_file,
-        attribution`` (battery; "" when missing), ``sources`` (:func:`summarise_sources`), the
-        descriptors (:data:`aiplib.io.formats.DESCRIPTORS`, NaN before stage 4), ``rank``
-        (Figure 4: 1 = most harmful), ``mean_degradation_pp`` (Figure 4's key, when ASR and KWS are
-        scored), ``asr_delta_wer_pp`` / ``kws_delta_acc_pp`` (pooled over models, pp, as Figure 4)
-        and ``<task>_delta_wer_pp`` / ``<task>_delta_acc_pp`` for the other scored tasks
-        (:func:`aiplib.analysis.stats.degradation_by_background`, pooled). Rows in the order of
-        :func:`aiplib.analysis.paper.background_ranking` (with one family scored: that family's pooled
-        value, largest first); unranked backgrounds follow in battery order.
+        attribution`` ("" when missing), ``sources`` (:func:`summarise_sources`), the descriptors
+        (NaN before stage 4), ``rank`` (1 = most harmful), ``mean_degradation_pp`` (ASR and KWS
+        scored), ``<task>_delta_wer_pp`` / ``<task>_delta_acc_pp`` of every scored task (pooled
+        over models, pp). Unranked backgrounds last, in battery order.
     """
-
-    bat = read_battery_csv(ws.battery_csv, index=True)
-    if bat is None:
-        ids = set()
-        for fam in FAMILIES:
-            m = _manifest(ws, fam)
-            if m is not None:
-                ids |= set(m.loc[m["bg_id"] != "clean", "bg_id"])
+    bat = formats.read_battery_csv(ws.battery_csv, index=True)
+    if bat is None:  # no battery table: the manifests' backgrounds
+        mans = [m for fam in FAMILIES if (m := manifest(ws, fam)) is not None]
+        ids = set().union(*(m.loc[m["bg_id"] != "clean", "bg_id"] for m in mans))
         bat = pd.DataFrame(index=pd.Index(sorted(ids), name="bg_id"))
     table = pd.DataFrame(index=pd.Index(bat.index.astype(str), name="bg_id"))
     for c in ("category", "description", "licence", "source_package", "source_file", "attribution"):
         table[c] = bat[c] if c in bat.columns else ""
     table["sources"] = table["source_file"].map(summarise_sources)
-    desc = read_descriptor_table(ws.descriptor_csv, index=True)
-    for c in DESCRIPTORS:
+    desc = formats.read_descriptor_table(ws.descriptor_csv, index=True)
+    for c in formats.DESCRIPTORS:
         table[c] = desc[c].reindex(table.index).astype(float) if desc is not None and c in desc else np.nan
     rank = _ranking(ws)
     for c in rank.columns:
         table[c] = rank[c].reindex(table.index)
     for task in available_tasks(ws):
-        if task in BASE_TASKS.values() or _scores(ws, task) is None:
-            continue
-        fam = task_family(task)
-        deg = degradation_by_background(_scores(ws, task), fam, task=task)
-        table[f"{task}_{DEGRADATION_COLUMN[fam]}_pp"] = (deg["pooled"] * 100).reindex(table.index)
+        if task not in BASE_TASKS.values() and (sc := _scores(ws, task)) is not None:
+            deg = _pooled_pp(sc, task, only_task=True)
+            table[deg.name] = deg.reindex(table.index)
     order = list(rank.index.intersection(table.index)) + [b for b in table.index if b not in rank.index]
     return table.loc[order]
 
 
-def under_papermill() -> bool:
-    """True when this kernel was started by papermill (the parent process runs papermill).
+# ------------------------------------------------------------------------------------------- audio
+AUDIO_SUBTYPE = "FLOAT"  # the players' WAV: 32-bit IEEE float, the float32 samples the model was given
 
-    jupyter_client sets ``JPY_PARENT_PID`` for every kernel it launches; under ``make`` that is the
-    ``papermill`` command line. Notebook 10 then prints static tables instead of building the
-    widget, whose state (WAV bytes) nbclient would store in the executed notebook.
+# Titles of the three players (clean, middle, mixture) per condition family; stimulus_labels adds details.
+PLAYER_LABELS = {
+    "background": ("Clean utterance", "Background segment (as mixed)", "Mixture (what the model heard)"),
+    "competing_speech": ("Clean target", "Distractor (as mixed)", "Mixture: target + distractor (what the model heard)"),
+    "channel": ("Clean utterance", "The transform's change (transformed − clean)",
+                "Transformed speech (what the model heard)"),
+}
+
+
+def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
+    """The manifest row of one stimulus in ``ws``'s condition family (:func:`manifest`'s columns).
+
+    ``family`` is ``"asr"`` or ``"kws"``; ``bg_id`` the row's ``background_id`` (a background, a
+    distractor condition ``talker_fr``, a channel condition ``telephone``, or ``"clean"``);
+    ``snr_db`` in dB, ignored for clean, may be None when the condition has one row per item.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the manifest does not exist (run stage 5).
+    AiplibParameterError
+        If no row matches (the message lists the valid values).
     """
+    m = _need_manifest(ws, family)
+    sel = m[(m["item_id"] == str(item_id)) & (m["bg_id"] == str(bg_id))]
+    if sel.empty:
+        items, bgs = sorted(m["item_id"].unique()), sorted(m["bg_id"].unique())
+        raise AiplibParameterError(f"no {family} stimulus for item {item_id!r}, background {bg_id!r}; "
+                                   f"items: {', '.join(items[:10])}{' …' if len(items) > 10 else ''}; "
+                                   f"backgrounds: {', '.join(bgs)}")
+    if bg_id != "clean" and not (snr_db is None and len(sel) == 1):
+        if snr_db is None:
+            raise AiplibParameterError(f"snr_db is required for background {bg_id!r}")
+        hit = sel[np.isclose(sel["snr_db"].astype(float), float(snr_db))]
+        if hit.empty:
+            raise AiplibParameterError(f"no {family} stimulus for item {item_id!r}, background {bg_id!r} "
+                                       f"at {snr_db} dB; SNRs: {sorted(sel['snr_db'].astype(float).unique())}")
+        sel = hit
+    return sel.iloc[0].to_dict()
 
-    pid = os.environ.get("JPY_PARENT_PID", "")
+
+def _text(v) -> str:
+    return "" if v is None or (isinstance(v, float) and v != v) else str(v).strip()
+
+
+def stimulus_labels(row, *, middle: bool = True) -> dict:
+    """What the three players of a manifest row hold: a dict with ``condition_family``, the titles
+    ``clean``, ``background``, ``mixture`` (:data:`PLAYER_LABELS` naming the distractor or channel
+    condition) and ``notes``, (name, text) details of a competing-speech or channel row. ``middle``
+    is False when a channel transform changed the length (no middle signal; its title says why).
+
+    Raises
+    ------
+    AiplibParameterError
+        An unknown ``condition_family``.
+    """
+    cf = check_family(row_family(row))
+    out = dict(condition_family=cf, **dict(zip(("clean", "background", "mixture"), PLAYER_LABELS[cf])), notes=[])
+    if is_clean_row(row) or cf == "background":
+        return out
+    name = _text(row.get("background_id"))
+    if cf == "competing_speech":
+        langs, setting = _text(row.get("distractor_languages")), _text(row.get("setting"))
+        same = formats.parse_bool(row.get("same_voice_as_target")) is True
+        out["background"] = (f"Distractor: {langs or name} ({setting or 'distractor'}"
+                             f"{'; same voice as the target' if same else ''}), as mixed")
+        out["notes"] = [("setting", setting), ("languages", langs),
+                        ("same voice as the target", "yes: a same-voice, other-language control" if same else "no"),
+                        ("distractor transcript", _text(row.get("distractor_text"))),
+                        ("distractor utterances", _text(row.get("distractor_ids")).replace("|", ", ")),
+                        ("looped", _text(row.get("looped")))]
+    else:
+        raw = _text(row.get("condition_params"))
+        try:
+            params = json.loads(raw) if raw else {}
+        except ValueError:
+            params = {"condition_params": raw}
+        name = _text(row.get("channel_condition")) or name
+        out["mixture"] = f"Transformed speech: {name} (what the model heard)"
+        if not middle:
+            out["background"] = f"No difference signal: {name} changes the length (parameters below)"
+        out["notes"] = [("condition", name), ("applied to", _text(row.get("applied_to")) or "speech"),
+                        ("parameters", ", ".join(f"{k} = {v}" for k, v in sorted(params.items())) or "none")]
+    return out
+
+
+def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
+    """The three signals of one stimulus (arguments as :func:`manifest_row`), mixed on the fly.
+
+    Returns
+    -------
+    dict
+        ``row``, ``stimulus_id``, ``sr`` (16000 Hz), ``condition_family``, ``mixture``
+        (np.ndarray [shape=(n,)], float32, exactly ``materialize(row, ws)[0]``), ``clean`` (float32
+        [shape=(m,)]; ``m = n`` except after a channel cut), ``background`` (float32 [shape=(n,)],
+        the middle signal as mixed: background segment, scaled distractor or ``mixture − speech``
+        of a channel transform; None for clean and when the length changed), ``info``
+        (:class:`~aiplib.stimuli.mixing.MixInfo`), ``detail``, ``labels`` (:func:`stimulus_labels`).
+
+    Raises
+    ------
+    FileNotFoundError, AiplibParameterError
+        As :func:`manifest_row`.
+    AudioFileError
+        If a speech, background or distractor file is missing or unreadable.
+    """
+    row = manifest_row(ws, family, item_id, bg_id, snr_db)
+    parts = mix_components(row, ws)
+    clean = parts["mixture"] if bg_id == "clean" else materialize(manifest_row(ws, family, item_id, "clean"), ws)[0]
+    middle = bg_id != "clean" and parts["background"].shape == parts["mixture"].shape == clean.shape
+    return dict(row=row, stimulus_id=str(row["stimulus_id"]), sr=SR, condition_family=ws.condition_family,
+                mixture=parts["mixture"], clean=clean, background=parts["background"] if middle else None,
+                info=parts["info"], detail=parts.get("detail"),
+                labels=stimulus_labels(row, middle=middle or bg_id == "clean"))
+
+
+def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:
+    """Mono WAV bytes of ``y`` [shape=(n,)] at ``sr`` Hz (``scipy.io.wavfile.write``: no time stamp, so
+    the same samples give the same bytes).
+
+    ``subtype`` ``"FLOAT"``: 32-bit IEEE float, the float32 samples exactly, ``58 + 4·n`` bytes;
+    ``"PCM_16"``: ``clip(round(y × 32767), −32768, 32767)``, ``44 + 2·n`` bytes.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``y`` fails :func:`aiplib.io.audio.valid_audio`, ``sr`` is not positive, or ``subtype`` is unknown.
+    """
+    y = valid_audio(np.asarray(y), name="wav_bytes input")
+    if (sr := int(sr)) <= 0:
+        raise AiplibParameterError(f"sample rate must be positive, got {sr}")
+    if subtype == "FLOAT":
+        data = y.astype("<f4", copy=False)
+    elif subtype == "PCM_16":
+        data = np.clip(np.round(y.astype(np.float64) * 32767.0), -32768, 32767).astype("<i2")
+    else:
+        raise AiplibParameterError(f"unknown WAV subtype {subtype!r}; choose FLOAT or PCM_16")
+    buf = io.BytesIO()
+    wavfile.write(buf, sr, data)
+    return buf.getvalue()
+
+
+def decode_wav(data: bytes):
+    """WAV bytes read back with soundfile: ``(y, sr)``, y float32 [shape=(n,)] (PCM_16 ÷ 32768), sr in Hz."""
+    y, sr = sf.read(io.BytesIO(bytes(data)), dtype="float32", always_2d=False)
+    return y, int(sr)
+
+
+def under_papermill() -> bool:
+    """True when this kernel was started by papermill: ``JPY_PARENT_PID`` (set by jupyter_client)
+    names a process whose command line holds ``papermill``. Notebook 10 then prints static tables
+    instead of the widget, whose WAV bytes would be stored in the executed notebook."""
     try:
-        cmd = Path(f"/proc/{int(pid)}/cmdline").read_bytes()
+        return b"papermill" in Path(f"/proc/{int(os.environ.get('JPY_PARENT_PID', ''))}/cmdline").read_bytes()
     except (ValueError, OSError):
         return False
-    return b"papermill" in cmd
