@@ -87,3 +87,33 @@ def test_no_aiplib_import_inside_a_function():
                             any(x.startswith("aiplib") for x in names if isinstance(n, ast.Import)):
                         found.append(f"{f.relative_to(ROOT)}:{n.lineno}")
     assert found == []
+
+
+def _functions():
+    for f in sorted(PKG.rglob("*.py")):
+        for n in ast.walk(ast.parse(f.read_text())):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield f, n
+
+
+def test_no_function_takes_more_than_eight_parameters():
+    many = []
+    for f, n in _functions():
+        a = n.args
+        k = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + bool(a.vararg) + bool(a.kwarg)
+        if a.args and a.args[0].arg in ("self", "cls"):
+            k -= 1
+        if k > 8:
+            many.append(f"{f.relative_to(ROOT)}:{n.lineno} {n.name}({k})")
+    assert many == []
+
+
+def test_only_the_explorer_ui_imports_matplotlib():
+    importers = set()
+    for f in sorted(PKG.rglob("*.py")):
+        for n in ast.walk(ast.parse(f.read_text())):
+            names = [a.name for a in n.names] if isinstance(n, ast.Import) else \
+                [n.module or ""] if isinstance(n, ast.ImportFrom) else []
+            if any(x.split(".")[0] == "matplotlib" for x in names):
+                importers.add(str(f.relative_to(ROOT)))
+    assert importers <= {"aiplib/explore/ui.py"}
