@@ -214,8 +214,29 @@ def segment_active(segment) -> tuple[bool, float]:
     return bool(p >= BG_SILENCE_POWER), p
 
 
-def _mix_normalized(s, bg, snr_db: float, seed: int):
-    """The authors' mixing steps 2–5 on already-normalised speech; returns every part."""
+@dataclass(frozen=True)
+class _Mixed:
+    """The authors' mixing steps 2–5 on normalised speech ``s``: every part."""
+
+    y: np.ndarray  # the stimulus, float32
+    bs: np.ndarray  # the scaled segment
+    b: np.ndarray  # the segment before scaling
+    offset: int
+    gain: float
+    peak: float  # max|s + bs| before the peak division
+    scale: float  # clip scale
+
+    def info(self, s, snr_db, lufs, speech_peak) -> MixInfo:
+        active, p_b = segment_active(self.b)
+        achieved = achieved_snr_db(np.asarray(s, dtype=np.float64), np.asarray(self.bs, dtype=np.float64))
+        return MixInfo(achieved_snr_db=achieved, target_snr_db=float(snr_db), speech_lufs=lufs,
+                       bg_gain_db=float(20 * np.log10(self.gain)) if self.gain > 0 else float("-inf"),
+                       peak=float(min(self.peak, 1.0) if self.peak > 1.0 else self.peak),
+                       clip_scale=float(self.scale), bg_offset=int(self.offset), bg_power=p_b, bg_active=active,
+                       speech_peak=speech_peak)
+
+
+def _mix_normalized(s, bg, snr_db: float, seed: int) -> _Mixed:
     n = s.shape[0]
     b, off = background_segment(bg, seed, n)
     snr_db = float(snr_db)
@@ -227,16 +248,7 @@ def _mix_normalized(s, bg, snr_db: float, seed: int):
     peak = float(np.max(np.abs(y))) if n else 0.0
     scale = 1.0 / peak if peak > 1.0 else 1.0
     out = (y / peak if peak > 1.0 else y).astype(np.float32)
-    return out, bs, off, float(gain), peak, scale, b
-
-
-def _info(s, bs, b, snr_db, lufs, gain, peak, scale, off, speech_peak) -> MixInfo:
-    active, p_b = segment_active(b)
-    achieved = achieved_snr_db(np.asarray(s, dtype=np.float64), np.asarray(bs, dtype=np.float64))
-    return MixInfo(achieved_snr_db=achieved, target_snr_db=float(snr_db), speech_lufs=lufs,
-                   bg_gain_db=float(20 * np.log10(gain)) if gain > 0 else float("-inf"),
-                   peak=float(min(peak, 1.0) if peak > 1.0 else peak), clip_scale=float(scale),
-                   bg_offset=int(off), bg_power=p_b, bg_active=active, speech_peak=speech_peak)
+    return _Mixed(out, bs, b, off, float(gain), peak, scale)
 
 
 def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUFS):
@@ -264,8 +276,8 @@ def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUF
     if bg is None:
         return s, MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0,
                           speech_peak=speech_peak)
-    y, bs, off, gain, peak, scale, b = _mix_normalized(s, np.asarray(bg, dtype=np.float32), snr_db, seed)
-    return y, _info(s, bs, b, snr_db, lufs, gain, peak, scale, off, speech_peak)
+    m = _mix_normalized(s, np.asarray(bg, dtype=np.float32), snr_db, seed)
+    return m.y, m.info(s, snr_db, lufs, speech_peak)
 
 
 def achieved_snr_db(speech, noise) -> float:
@@ -370,8 +382,7 @@ def mix_row(row: Mapping, ws) -> dict:
     if not bg_path or bg_path == "nan":
         raise AiplibParameterError(f"row {row.get('id')!r}: noisy row without bg_path")
     bg = load_audio_cached(ws.path(bg_path))
-    y, bs, off, gain, peak, scale, b = _mix_normalized(s, bg, snr, seed)
-    info = _info(s, bs, b, snr, lufs, gain, peak, scale, off, speech_peak)
-    sp = (s / peak if peak > 1.0 else s).astype(np.float32)
-    bp = (bs / peak if peak > 1.0 else bs).astype(np.float32)
-    return dict(mixture=y, speech=sp, background=bp, info=info)
+    m = _mix_normalized(s, bg, snr, seed)
+    sp = (s / m.peak if m.peak > 1.0 else s).astype(np.float32)
+    bp = (m.bs / m.peak if m.peak > 1.0 else m.bs).astype(np.float32)
+    return dict(mixture=m.y, speech=sp, background=bp, info=m.info(s, snr, lufs, speech_peak))
