@@ -17,7 +17,8 @@ from aiplib.io.audio import SR, write_wav
 from aiplib.stimuli.channel import available_conditions, CHANNEL_CONDITIONS
 from aiplib.sources.corpora import asterisk_langs as al
 from aiplib.core.errors import AiplibParameterError
-from aiplib.stimuli.families import FAMILY_COLUMNS, prepare_distractors
+from aiplib.stimuli.families import FAMILY_COLUMNS
+from aiplib.stimuli.competing import prepare_distractors
 from aiplib.inference.runner import run_suite
 from aiplib.core.tasks import CONDITION_FAMILIES, parse_suite
 from aiplib.io.formats import read_inference_jsonl, read_manifest
@@ -355,7 +356,7 @@ def test_demo_prompts_decoded_once_to_flac_hold_the_same_samples(tmp_path):
     """Stage 1 (demo) stores the Asterisk G.722 prompts as 16-bit FLAC: the samples load_audio gives
     for the G.722 file, bit for bit, and a table whose paths are relative to the workspace root."""
     from aiplib.io.audio import load_audio
-    from aiplib.stimuli.families import _decoded
+    from aiplib.stimuli.competing import _decoded
 
     try:
         table = al.asterisk_distractors(("fr",)).head(3)
@@ -377,7 +378,7 @@ def test_a_changed_prompt_file_is_decoded_again(tmp_path):
     import shutil
 
     from aiplib.io.audio import load_audio
-    from aiplib.stimuli.families import _decoded
+    from aiplib.stimuli.competing import _decoded
 
     try:
         table = al.asterisk_distractors(("fr",)).head(3).reset_index(drop=True)

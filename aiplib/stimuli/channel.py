@@ -40,11 +40,28 @@ from aiplib.stimuli.channel_external import (
     resample,
     reverb,
 )
+from aiplib.stimuli.manifests import ManifestPlan, _row, compact_json
 from aiplib.stimuli.mixing import SPEECH_LUFS, MixInfo, normalized_speech
 
-__all__ = ["CHANNEL_CONDITIONS", "TRANSFORMS", "ChannelUnavailableError", "apply", "describe",
+__all__ = ["NAME", "COLUMNS", "SEED_START", "SCORE_TYPES", "TABLE", "manifest_plan", "key_fields",
+           "score_columns", "sidecar", "CHANNEL_CONDITIONS", "TRANSFORMS", "ChannelUnavailableError", "apply", "describe",
            "skip_reason", "available_conditions", "rms_dbfs", "telephone", "packet_loss", "clip",
            "level", "echo", "cut", "telephone_filter", "row_components", "tool_versions"]
+
+NAME = "channel"
+"""Value of ``condition_family`` for these rows."""
+
+COLUMNS = ["channel_condition", "applied_to", "condition_params"]
+"""Manifest columns after :data:`aiplib.stimuli.manifests.EXTRA_COLUMNS` (meanings: :func:`manifest_plan`)."""
+
+SEED_START = {"asr": 40000, "kws": 50000}
+"""First seed of each task's manifest row counter."""
+
+SCORE_TYPES: dict = {}
+
+TABLE = dict(name="channel_conditions", scope="background", key=["model", "condition_id"],
+             meta=["condition_params", "applied_to"], setting_order=None, figure=None)
+"""What notebook 09 shows (:func:`aiplib.analysis.family_results.family_table`)."""
 
 SEED_STREAM = 14
 """Seeded draws use ``numpy.random.default_rng([seed, SEED_STREAM])``, a stream independent of the
@@ -360,7 +377,56 @@ def describe():
     return pd.DataFrame(rows)
 
 
-# ---- manifest rows (the ``channel`` condition family, issue 14) -------------------------------
+# ---- the family's hooks (:data:`aiplib.stimuli.families.FAMILIES`) ---------------------------
+
+def manifest_plan(ws, task, *, conditions=None, **_) -> ManifestPlan:
+    """Stage 5's channel rows: every condition of ``conditions`` (default :data:`CHANNEL_CONDITIONS`)
+    the local tools can run, applied to the clean speech.
+
+    A row: id ``<item>_ch_<name>``, ``background_id = <name>``, ``snr_db = 99`` (no added noise),
+    ``condition = channel_<name>``; ``channel_condition``, ``applied_to`` (``speech``) and
+    ``condition_params`` (the resolved parameters, compact JSON). A condition that cannot run here
+    (a codec the local ffmpeg cannot encode) is no row but is listed in ``skipped`` with the reason;
+    it keeps its seed, so the other rows' seeds do not depend on the local ffmpeg.
+    """
+    names = list(CHANNEL_CONDITIONS) if conditions is None else list(conditions)
+    reasons = {c: skip_reason(c) for c in names}
+    runnable = [c for c in names if reasons[c] is None]
+    skipped = pd.DataFrame([(c, r) for c, r in reasons.items() if r], columns=["condition", "reason"])
+
+    def item_rows(item, spec, extra, n, seed):
+        rows = []
+        for name in names:
+            if reasons[name] is None:
+                rows.append(_row(item, spec, extra, seed, id=f"{item['item_id']}_ch_{name}", background_id=name,
+                                 condition=f"channel_{name}", channel_condition=name, applied_to="speech",
+                                 condition_params=compact_json(_resolve(name, {}))))  # snr_db: the clean rows' 99
+            seed += 1
+        return rows, len(names)
+
+    params = dict(conditions={c: _resolve(c, {}) for c in runnable}, skipped=skipped.values.tolist(),
+                  seeds="one per condition, skipped ones too")
+    return ManifestPlan(params=params, inputs=[], item_rows=item_rows, skipped=skipped)
+
+
+def key_fields(row, rec, ws, hashes) -> dict:
+    """The resume key's channel part: ``tools``, the version of the external tool that decides the
+    output (:func:`tool_versions`), so a new ffmpeg re-runs the codec stimuli."""
+    name = rec.get("channel_condition") or str(rec.get("background_id"))
+    try:
+        return {"tools": tool_versions(name)}
+    except Exception as exc:  # noqa: BLE001 - an unknown condition fails at materialisation
+        return {"tools": f"unknown: {type(exc).__name__}"}
+
+
+def score_columns(out, task_family):
+    """No score columns beyond the manifest's: ``out`` unchanged."""
+    return out
+
+
+def sidecar(df, task_family) -> dict:
+    return {}
+
 
 def tool_versions(name: str, **params) -> dict:
     """The external tool whose build decides condition ``name``'s output: ``{"ffmpeg": version

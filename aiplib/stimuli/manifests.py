@@ -31,6 +31,8 @@ from __future__ import annotations
 import json
 import logging
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -47,8 +49,9 @@ from aiplib.stimuli.mixing import BG_SILENCE_POWER, background_segment, segment_
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SNRS_DB", "CLEAN_SNR_DB", "SEED_START", "AUTHOR_COLUMNS", "EXTRA_COLUMNS", "manifest_columns",
-           "stimulus_id", "foreground_items", "build_manifest", "build_manifests", "manifest_hash"]
+__all__ = ["SNRS_DB", "CLEAN_SNR_DB", "SEED_START", "AUTHOR_COLUMNS", "EXTRA_COLUMNS", "ManifestPlan",
+           "manifest_columns", "stimulus_id", "foreground_items", "build_manifest", "build_manifests",
+           "manifest_hash", "compact_json"]
 SNRS_DB = (10, 5, 0)
 """The paper's SNRs in dB (integers: they are part of the ids)."""
 CLEAN_SNR_DB = 99
@@ -72,6 +75,34 @@ digital silence, see :data:`aiplib.stimuli.mixing.BG_SILENCE_POWER`; empty on cl
 CONDITION_FAMILIES`: ``background`` in these manifests; a family manifest's own columns follow,
 :data:`aiplib.stimuli.families.FAMILY_COLUMNS`). A manifest without ``condition_family`` (the authors',
 older versions) is all ``background``."""
+
+
+@dataclass(frozen=True)
+class ManifestPlan:
+    """A condition family's manifest beyond the items' clean rows (a family's ``manifest_plan`` hook).
+
+    Attributes
+    ----------
+    params : dict
+        Enter the stamp and the sidecar ``manifests/<cf>/<task>.json``.
+    inputs : list of Path
+        Files the rows depend on besides the item bank and the speech.
+    item_rows : callable
+        ``item_rows(item, spec, extra, n_samples, seed) -> (rows, n_seeds)``: the rows of one item
+        after its clean row, seeds counted from ``seed``; ``n_seeds`` is how far the counter moves.
+    skipped : pandas.DataFrame or None
+        ``condition, reason`` of the conditions that cannot run here (``manifests/<cf>/skipped.csv``).
+    """
+
+    params: dict
+    inputs: list
+    item_rows: Callable
+    skipped: pd.DataFrame | None = None
+
+
+def compact_json(obj) -> str:
+    """Compact sorted JSON, as a manifest's ``condition_params``."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def manifest_columns(family: str) -> list[str]:
