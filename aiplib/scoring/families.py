@@ -10,8 +10,8 @@ from aiplib.core.stamps import file_sha256, read_stamp
 from aiplib.core.tasks import parse_suite, task_family
 from aiplib.inference.shards import merge_all
 from aiplib.io.formats import read_scores
-from aiplib.scoring.family_columns import LEAK_ASR_COLUMNS, LEAK_KWS_COLUMNS
 from aiplib.scoring.score import score_inference
+from aiplib.stimuli.families import FAMILIES
 
 __all__ = ["stale_reasons", "suite_families", "score_families", "family_path", "read_family_scores"]
 
@@ -66,18 +66,18 @@ def family_path(ws, family: str, kind: str, name: str) -> Path:
 
 
 def read_family_scores(ws, family: str, tasks=("asr", "kws")) -> dict[str, pd.DataFrame]:
-    """The family's score files that exist (task → table, :func:`aiplib.io.formats.read_scores`, with
-    the leakage and family columns typed); ``{}`` when the family was not run."""
-
+    """The family's score files that exist (task → table, :func:`aiplib.io.formats.read_scores`, the
+    family's columns typed by its ``SCORE_TYPES``); ``{}`` when the family was not run."""
     out = {}
     for task in tasks:
         p = family_path(ws, family, "scores", task)
         if Path(p).is_file():
             df = read_scores(p)
-            for c in [c for c in LEAK_ASR_COLUMNS if c != "leak_words" and c in df.columns]:
-                df[c] = pd.to_numeric(df[c], errors="coerce")
-            for c in [c for c in (*LEAK_KWS_COLUMNS, "same_voice_as_target") if c in df.columns]:
-                df[c] = df[c].astype(str).str.lower().map({"true": True, "false": False}).astype("boolean")
+            for c, kind in FAMILIES[family].SCORE_TYPES.items():
+                if c in df.columns and kind == "float":
+                    df[c] = pd.to_numeric(df[c], errors="coerce")
+                elif c in df.columns:
+                    df[c] = df[c].astype(str).str.lower().map({"true": True, "false": False}).astype("boolean")
             out[task] = df
     return out
 
