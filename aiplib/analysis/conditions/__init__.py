@@ -33,23 +33,35 @@ References
 .. [3] Q. McNemar, "Note on the sampling error of the difference between correlated proportions
        or percentages", Psychometrika 12(2), 153–157, 1947.
 """
+from aiplib.analysis.conditions.files import (
+    inactive_background_rows,
+    read_condition_tables,
+    write_active_only_tables,
+    write_condition_tables,
+)
+from aiplib.analysis.conditions.table import (
+    ASR_ROBUST_COLUMNS,
+    KWS_ROBUST_COLUMNS,
+    asr_robust,
+    condition_table,
+    condition_tables,
+    kws_robust,
+)
 from aiplib.analysis.conditions.verdicts import (
+    ALL,
+    ALPHA,
+    COARSE_BELOW_ITEMS,
+    DEFAULT_MIN_DIFF_PP,
+    MIN_ITEMS_FOR_VERDICT,
     SCOPES,
     VERDICTS,
-    DEFAULT_MIN_DIFF_PP,
-    ALPHA,
-    MIN_ITEMS_FOR_VERDICT,
-    COARSE_BELOW_ITEMS,
-    verdict,
-    paired_change,
     char_counts,
     condition_label,
-    ALL,
+    paired_change,
+    verdict,
 )
-from aiplib.analysis.conditions.table import condition_table, condition_tables  # noqa: F401
-from aiplib.analysis.conditions.files import (
-    write_condition_tables,
-    read_condition_tables,
-    inactive_background_rows,
-    write_active_only_tables,
-)
+
+__all__ = ["SCOPES", "VERDICTS", "DEFAULT_MIN_DIFF_PP", "ALPHA", "MIN_ITEMS_FOR_VERDICT", "COARSE_BELOW_ITEMS", "ALL",
+           "ASR_ROBUST_COLUMNS", "KWS_ROBUST_COLUMNS", "verdict", "paired_change", "char_counts", "condition_label",
+           "condition_table", "condition_tables", "asr_robust", "kws_robust", "write_condition_tables",
+           "read_condition_tables", "inactive_background_rows", "write_active_only_tables"]

@@ -357,3 +357,98 @@ def condition_tables(scores: dict, **kwargs) -> dict[str, pd.DataFrame]:
 
     return {task: condition_table(df, task_family(task), **kwargs)
             for task, df in scores.items() if not df.empty}
+
+
+# ------------------------------------------------------------------ the robust view of paired changes
+ASR_ROBUST_COLUMNS = ["delta_wer_capped_pp", "median_delta_wer_pp", "n_loops"]
+"""ASR robust columns of the family tables (pp, pp, count)."""
+
+KWS_ROBUST_COLUMNS = ["delta_strict_acc_pp", "delta_strict_acc_ci_low_pp", "delta_strict_acc_ci_high_pp",
+                      "n_non_answers"]
+"""KWS robust columns of the family tables (pp ×3, count)."""
+
+
+def _noisy_groups(scores: pd.DataFrame, by: list[str]):
+    n = scores[scores["bg_id"].astype(str) != "clean"]
+    n = n.assign(bg_id=n["bg_id"].astype(str), snr_db=pd.to_numeric(n["snr_db"], errors="coerce"))
+    return n, [n[c] for c in by]
+
+
+def _aligned(values: pd.Series | None, paired: pd.DataFrame, by: list[str]) -> np.ndarray:
+    """``values`` (indexed on ``by``) in the row order of ``paired`` (``bg_id`` as ``condition_id``)."""
+    if values is None:
+        return np.full(len(paired), math.nan)
+    keys = pd.MultiIndex.from_frame(paired[[c if c != "bg_id" else "condition_id" for c in by]])
+    return values.reindex(keys).to_numpy(dtype=float)
+
+
+def asr_robust(paired: pd.DataFrame, scores: pd.DataFrame, scope: str) -> pd.DataFrame:
+    """The ASR robust view of paired changes, beside the mean ΔWER (which one looping hypothesis,
+    WER 5, can carry past +100 pp).
+
+    Parameters
+    ----------
+    paired : pandas.DataFrame [shape=(n_rows, ...)]
+        :func:`condition_table` of ``scores`` in ``scope``, ``bg_id`` renamed ``condition_id``.
+    scores : pandas.DataFrame
+        The ASR score rows (``model, bg_id, snr_db`` and ``delta_wer``, the per-row paired WER change
+        as a fraction; without it ``median_delta_wer_pp`` is NaN).
+    scope : {"condition", "background"}
+        The grouping of ``paired`` (:data:`SCOPES`).
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(n_rows, 3)]
+        :data:`ASR_ROBUST_COLUMNS`, index of ``paired``: ``delta_wer_capped_pp`` (the table's
+        ``delta_capped_pp``: mean of min(WER_noisy, 1) − min(WER_clean, 1), pp), ``median_delta_wer_pp``
+        (median of the paired noisy stimuli's ``delta_wer``, pp) and ``n_loops``.
+    """
+    by = ["model", *SCOPES[scope]]
+    med = None
+    if "delta_wer" in scores.columns:
+        n, keys = _noisy_groups(scores, by)
+        med = 100 * pd.to_numeric(n["delta_wer"], errors="coerce").groupby(keys).median()
+    return pd.DataFrame({"delta_wer_capped_pp": paired["delta_capped_pp"].to_numpy(dtype=float),
+                         "median_delta_wer_pp": _aligned(med, paired, by),
+                         "n_loops": paired["n_loops"].to_numpy(dtype=float)}, index=paired.index)
+
+
+def kws_robust(scores: pd.DataFrame, scope: str, *, n_resamples: int = 2000, seed: int = 0,
+               level: float = 0.95) -> pd.DataFrame:
+    """The KWS robust view per (model, condition) of ``scope``.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        KWS score rows (the columns of :func:`condition_table`, ``correct_strict`` and
+        ``non_answer``; either may be absent, its columns are then NaN).
+    scope : {"condition", "background"}
+    n_resamples, seed, level
+        Bootstrap of the strict change (:func:`condition_table` on ``correct_strict``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model, condition_id`` (and ``snr_db`` in scope ``condition``) then
+        :data:`KWS_ROBUST_COLUMNS`: ``delta_strict_acc_pp``, the mean paired change of the strict
+        accuracy (non-answers count wrong; clean − noisy, + = worse) with its interval, and
+        ``n_non_answers`` among the noisy responses.
+    """
+    by = ["model", *SCOPES[scope]]
+    key = [c if c != "bg_id" else "condition_id" for c in by]
+    n, keys = _noisy_groups(scores, by)
+    out = n[by].drop_duplicates().rename(columns={"bg_id": "condition_id"}).reset_index(drop=True)
+    if "correct_strict" in scores.columns:
+        f = _as_flag(scores["correct_strict"])
+        known = scores[np.isfinite(f)].assign(correct=f[np.isfinite(f)])
+        s = condition_table(known, "kws", scopes=(scope,), n_resamples=n_resamples, seed=seed, level=level)
+        s = s.rename(columns={"bg_id": "condition_id", "delta_pp": "delta_strict_acc_pp",
+                              "ci_low_pp": "delta_strict_acc_ci_low_pp", "ci_high_pp": "delta_strict_acc_ci_high_pp"})
+        out = out.merge(s[key + KWS_ROBUST_COLUMNS[:3]], on=key, how="left")
+    else:
+        out = out.assign(**dict.fromkeys(KWS_ROBUST_COLUMNS[:3], math.nan))
+    cnt = None
+    if "non_answer" in n.columns:
+        cnt = pd.Series(_as_flag(n["non_answer"]), index=n.index).groupby(keys).sum(min_count=1)
+    out["n_non_answers"] = _aligned(cnt, out, by)
+    return out[key + KWS_ROBUST_COLUMNS]
