@@ -1,16 +1,12 @@
-"""The report of the condition families beyond the background battery (issue 14): tables,
-figure and the list of conditions (notebook 09, section "Beyond additive background").
+"""Notebook 09's section "Beyond additive background": the tables of the condition families.
 
-Two families join the additive backgrounds: ``competing_speech`` (a target under other talkers,
-:mod:`aiplib.stimuli.competing`) and ``channel`` (the phone / codec / room chain, :mod:`aiplib.stimuli.channel`).
-Their score files (:mod:`aiplib.scoring.families`, stage 8) pair every row with the item's clean
-row of the same family, so the statistics are those of the background conditions:
-:mod:`aiplib.analysis.conditions` (paired change against clean with a percentile bootstrap over items,
-exact sign / McNemar test, Benjamini–Hochberg, verdict) and :func:`aiplib.stimuli.competing.
-leakage_summary` (bootstrap over items of Σ leak words / Σ hypothesis words); every table
-records ``n_resamples``, ``seed`` and ``level``. Beside the paper's mean ΔWER / ΔAcc each table
-carries the robust view of :mod:`aiplib.analysis.family_robust` (capped and median ΔWER, loops counted;
-strict ΔAcc, non-answers counted).
+Each family's score files pair every row with the item's clean row of the same family, so the
+statistics are those of the background conditions (:func:`aiplib.analysis.conditions.condition_table`:
+paired change with a percentile bootstrap over items, exact sign / McNemar test,
+Benjamini–Hochberg, verdict) with the robust view beside the paper's means
+(:func:`~aiplib.analysis.conditions.asr_robust`, :func:`~aiplib.analysis.conditions.kws_robust`).
+:func:`family_table` builds a family's table from what its module declares (``TABLE``,
+:data:`aiplib.stimuli.families.FAMILIES`); every table records ``n_resamples``, ``seed`` and ``level``.
 """
 from __future__ import annotations
 
@@ -22,21 +18,22 @@ import numpy as np
 import pandas as pd
 
 from aiplib.analysis import conditions as cond
-from aiplib.analysis.family_robust import KWS_ROBUST_COLUMNS, asr_robust, kws_robust
-from aiplib.analysis.figures import save_figure
+from aiplib.analysis.conditions import KWS_ROBUST_COLUMNS, asr_robust, kws_robust
 from aiplib.analysis.report_tables import Table, _ci, _p, fmt
 from aiplib.analysis.stats import bootstrap_ci
 from aiplib.core.errors import AiplibParameterError
 from aiplib.io.formats import parse_bool
 from aiplib.scoring.families import family_path, read_family_scores
-from aiplib.scoring.family_columns import FAMILIES, LEAK_ASR_COLUMNS, LEAK_KWS_COLUMNS
+from aiplib.scoring.family_columns import FAMILIES
 from aiplib.sources.corpora.asterisk_langs import DEMO_LANGUAGES, VOICES
 from aiplib.stimuli import competing as comp
 from aiplib.stimuli.channel import CHANNEL_CONDITIONS, describe
+from aiplib.stimuli.competing import LEAK_ASR_COLUMNS, LEAK_KWS_COLUMNS
+from aiplib.stimuli.families import FAMILIES as REGISTRY
 
-__all__ = ["FAMILIES", "NOT_RUN", "leakage_summary", "read_family_scores", "competing_table", "figure_competing_speech",
-           "channel_table", "conditions_listing", "stage7_times", "write_competing", "write_channel",
-           "competing_display", "channel_display"]
+__all__ = ["FAMILIES", "NOT_RUN", "leakage_summary", "read_family_scores", "family_path", "competing_table",
+           "competing_figure_data", "channel_table", "family_table", "write_family_table", "conditions_listing",
+           "stage7_times", "write_competing", "write_channel", "competing_display", "channel_display"]
 
 
 # ------------------------------------------------------------------------------ competing speech
@@ -232,51 +229,41 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
             .sort_values(["model", "_s", "_c", "snr_db"]).drop(columns=["_s", "_c"]).reset_index(drop=True))
 
 
-def figure_competing_speech(table: pd.DataFrame, *, model: str | None = None):
-    """Two panels sharing x = SNR (dB): (a) ASR ΔWER (pp), (b) leakage share (%), one line per
-    distractor condition with its 95 % bootstrap band; the same-voice control is dashed and each
-    condition's leakage floor is a thin dotted line.
+def competing_figure_data(table: pd.DataFrame, *, model: str | None = None) -> pd.DataFrame:
+    """The tidy table notebook 09 draws Figure F1 from: one model's rows of :func:`competing_table`.
 
     Parameters
     ----------
     table : pandas.DataFrame
         :func:`competing_table`.
     model : str, optional
-        The model to draw (default: the first in name order; named in the title).
+        Default: the first in name order.
 
     Returns
     -------
-    matplotlib.figure.Figure
-        Two axes; x ticks at the table's SNRs.
-    """
-    from matplotlib import colormaps
-    from matplotlib.figure import Figure
+    pandas.DataFrame
+        ``model, condition_id, snr_db`` (dB), ``line`` (0, 1 … per condition in table order),
+        ``same_voice_control``, ``label`` (``<condition> (same voice)`` for the control), then
+        ``delta_wer_pp, delta_wer_ci_low_pp, delta_wer_ci_high_pp, leak_pct, leak_ci_low_pct,
+        leak_ci_high_pct, leak_floor_pct`` (float), sorted by line then SNR.
 
+    Raises
+    ------
+    AiplibParameterError
+        If the table is empty.
+    """
     if table.empty:
-        raise AiplibParameterError("figure_competing_speech: the table is empty")
+        raise AiplibParameterError("competing_figure_data: the table is empty")
     model = model or sorted(table["model"].unique())[0]
-    t = table[table["model"] == model]
-    snrs = sorted(t["snr_db"].unique())
-    fig = Figure(figsize=(8.6, 3.4), layout="constrained")
-    axes = fig.subplots(1, 2, sharex=True)
-    cmap = colormaps["tab10"]
-    for i, (cid, g) in enumerate(t.groupby("condition_id", sort=False)):
-        g = g.sort_values("snr_db")
-        ls = "--" if bool(g["same_voice_control"].iloc[0]) else "-"
-        label = f"{cid} (same voice)" if ls == "--" else cid
-        for ax, y, lo, hi in ((axes[0], "delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp"),
-                              (axes[1], "leak_pct", "leak_ci_low_pct", "leak_ci_high_pct")):
-            ax.plot(g["snr_db"], g[y], ls, marker="o", ms=3, color=cmap(i % 10), label=label)
-            ax.fill_between(g["snr_db"], g[lo].astype(float), g[hi].astype(float), color=cmap(i % 10), alpha=0.12)
-        axes[1].plot(g["snr_db"], g["leak_floor_pct"], ":", lw=0.8, color=cmap(i % 10))
-    for ax, tag, ylab in zip(axes, "ab", ("ASR ΔWER (pp)", "leak words (% of hypothesis words)")):
-        ax.set_xticks(snrs)
-        ax.set_xlabel("SNR, target over distractor (dB)")
-        ax.set_ylabel(ylab)
-        ax.axhline(0, color="#999999", lw=0.6)
-        ax.set_title(f"({tag}) {model}", fontsize=9, loc="left")
-    axes[1].legend(fontsize=7, frameon=False, loc="best")
-    return fig
+    t = table[table["model"] == model].copy()
+    t["line"] = t.groupby("condition_id", sort=False).ngroup()
+    t["same_voice_control"] = t.groupby("condition_id", sort=False)["same_voice_control"].transform("first").astype(bool)
+    t["label"] = np.where(t["same_voice_control"], t["condition_id"] + " (same voice)", t["condition_id"])
+    values = ["delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp", "leak_pct", "leak_ci_low_pct",
+              "leak_ci_high_pct", "leak_floor_pct"]
+    t[values] = t[values].astype(float)
+    return (t[["model", "condition_id", "snr_db", "line", "same_voice_control", "label", *values]]
+            .sort_values(["line", "snr_db"], kind="stable").reset_index(drop=True))
 
 
 # ------------------------------------------------------------------------------ channel
@@ -453,27 +440,40 @@ def stage7_times(ws) -> pd.DataFrame | None:
     return t.drop_duplicates("condition_family", keep="last").reset_index(drop=True)
 
 
-def write_competing(ws, scores: dict, **kw) -> pd.DataFrame:
-    """:func:`competing_table` of ``scores`` (``{"asr", "kws"}``) written to
-    ``results/tables/competing_speech.csv`` and its figure to ``results/figures/
-    figure_competing_speech.png/.pdf`` (:func:`aiplib.analysis.figures.save_figure`); returns the table."""
+_TABLES = {"condition": competing_table, "background": channel_table}
+"""A family's table by the scope its ``TABLE`` declares: per condition × SNR (with leakage) or per condition."""
 
-    t = competing_table(scores["asr"], scores.get("kws"), **kw)
+
+def family_table(condition_family: str, scores: dict, **kw) -> pd.DataFrame:
+    """The table of a condition family (its module's ``TABLE``) from its scores (``{"asr", "kws"}``).
+
+    ``kw`` goes to :func:`competing_table` (scope ``condition``) or :func:`channel_table` (scope
+    ``background``; ``skipped`` lists the conditions that cannot run here).
+    """
+    spec = REGISTRY[condition_family].TABLE
+    return _TABLES[spec["scope"]](scores["asr"], scores.get("kws"), **kw)
+
+
+def write_family_table(ws, condition_family: str, scores: dict, **kw) -> pd.DataFrame:
+    """:func:`family_table` (with ``manifests/<cf>/skipped.csv`` when present) written to
+    ``results/tables/<TABLE name>.csv``; returns the table."""
+    sk = family_path(ws, condition_family, "manifests", "skipped.csv")
+    if Path(sk).is_file():
+        kw["skipped"] = pd.read_csv(sk, dtype=str, keep_default_na=False)
+    t = family_table(condition_family, scores, **kw)
     Path(ws.tables_dir).mkdir(parents=True, exist_ok=True)
-    t.to_csv(Path(ws.tables_dir) / "competing_speech.csv", index=False)
-    save_figure(figure_competing_speech(t), ws.figures_dir, "figure_competing_speech")
+    t.to_csv(Path(ws.tables_dir) / f"{REGISTRY[condition_family].TABLE['name']}.csv", index=False)
     return t
+
+
+def write_competing(ws, scores: dict, **kw) -> pd.DataFrame:
+    """:func:`write_family_table` of ``competing_speech`` (``results/tables/competing_speech.csv``)."""
+    return write_family_table(ws, comp.NAME, scores, **kw)
 
 
 def write_channel(ws, scores: dict, **kw) -> pd.DataFrame:
-    """:func:`channel_table` (with ``manifests/channel/skipped.csv`` when present) written to
-    ``results/tables/channel_conditions.csv``; returns the table."""
-    sk = family_path(ws, "channel", "manifests", "skipped.csv")
-    skipped = pd.read_csv(sk, dtype=str, keep_default_na=False) if Path(sk).is_file() else None
-    t = channel_table(scores["asr"], scores.get("kws"), skipped=skipped, **kw)
-    Path(ws.tables_dir).mkdir(parents=True, exist_ok=True)
-    t.to_csv(Path(ws.tables_dir) / "channel_conditions.csv", index=False)
-    return t
+    """:func:`write_family_table` of ``channel`` (``results/tables/channel_conditions.csv``)."""
+    return write_family_table(ws, "channel", scores, **kw)
 
 
 # ------------------------------------------------------------------------------ display
