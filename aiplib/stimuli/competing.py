@@ -44,12 +44,11 @@ from aiplib.sources.corpora import asterisk_langs as al
 from aiplib.stimuli.manifests import ManifestPlan, _row, _snr_int, _text, compact_json, stimulus_id
 from aiplib.stimuli.mixing import (
     BG_SILENCE_POWER,
-    POWER_FLOOR,
     SPEECH_LUFS,
     MixInfo,
+    _mix_normalized,
     achieved_snr_db,
     loudness_normalize,
-    mix,
     normalized_speech,
 )
 
@@ -119,11 +118,9 @@ def condition_grid(languages, *, snrs_db=SNRS_DB, cocktail=None) -> list[dict]:
     Parameters
     ----------
     languages : sequence of str
-        Single-distractor languages (e.g. ``("fr", "it", "ru", "es")``).
     snrs_db : sequence of int, dB
     cocktail : sequence of str or None
-        Languages of the cocktail; default the first :data:`COCKTAIL_SIZE` of ``languages``;
-        ``()`` for none.
+        Languages of the cocktail; default the first :data:`COCKTAIL_SIZE`; ``()`` for none.
 
     Returns
     -------
@@ -147,7 +144,7 @@ def _pool(table: pd.DataFrame, language: str, exclude_ids) -> pd.DataFrame:
 
 def distractor_stream(table: pd.DataFrame, language: str, n: int, rng, *, gap_s: float = GAP_S,
                       exclude_ids=()) -> tuple[np.ndarray, dict]:
-    """One language's utterances end to end, covering ``n`` samples (see the module notes).
+    """One language's utterances end to end, covering ``n`` samples (module notes).
 
     Parameters
     ----------
@@ -156,19 +153,18 @@ def distractor_stream(table: pd.DataFrame, language: str, n: int, rng, *, gap_s:
     language : str
     n : int > 0, samples at 16 kHz
     rng : numpy.random.Generator
-        Draws the utterance order (a permutation), then the offset.
+        Draws the utterance order, then the offset.
     gap_s : float ≥ 0, s
     exclude_ids : iterable of str
-        ``distractor_id`` values never used (e.g. the target item itself).
+        ``distractor_id`` values never used (the target itself).
 
     Returns
     -------
     d : np.ndarray [shape=(n,)], float32
         Utterances at −23 LUFS each, zeros in the gaps.
     part : dict
-        ``language``, ``voice``, ``same_voice_as_target``, ``ids`` (utterances heard, in order),
-        ``texts``, ``starts_s`` (start of each utterance relative to the target, s; the first is
-        ``-offset_s``), ``offset_s``, ``offset_samples``, ``looped``.
+        ``language``, ``voice``, ``same_voice_as_target``, ``ids`` and ``texts`` (in the order heard),
+        ``starts_s`` (relative to the target, s), ``offset_s``, ``offset_samples``, ``looped``.
 
     Raises
     ------
@@ -206,14 +202,14 @@ def distractor_stream(table: pd.DataFrame, language: str, n: int, rng, *, gap_s:
 
 def build_distractor(table: pd.DataFrame, n: int, *, languages, seed: int, gap_s: float = GAP_S,
                      exclude_ids=()) -> tuple[np.ndarray, list[np.ndarray], list[dict]]:
-    """The distractor signal of one condition: one stream, or the equal-power sum of several.
+    """The distractor of one condition: one stream, or the equal-power sum of several.
 
     Parameters
     ----------
     table : pandas.DataFrame
     n : int, samples
     languages : str or sequence of str
-        Distinct languages; one → ``single``, several → ``cocktail``.
+        Distinct; one → ``single``, several → ``cocktail``.
     seed : int
     gap_s : float, s
     exclude_ids : iterable of str
@@ -221,9 +217,9 @@ def build_distractor(table: pd.DataFrame, n: int, *, languages, seed: int, gap_s
     Returns
     -------
     d : np.ndarray [shape=(n,)], float32
-        The stream (single), or ``Σ_k d_k / sqrt(mean(d_k²))`` cast to float32 (cocktail).
+        The stream, or ``Σ_k d_k / sqrt(mean(d_k²))`` (cocktail).
     streams : list of np.ndarray [shape=(n,)], float64
-        Each stream as it enters ``d`` (after the equal-power scaling of a cocktail).
+        Each stream as it enters ``d``.
     parts : list of dict
         :func:`distractor_stream`'s ``part`` per language.
 
@@ -251,14 +247,13 @@ def build_distractor(table: pd.DataFrame, n: int, *, languages, seed: int, gap_s
 
 def competing_components(speech, table: pd.DataFrame, snr_db: float, seed: int, *, languages,
                          gap_s: float = GAP_S, exclude_ids=(), speech_lufs: float = SPEECH_LUFS) -> dict:
-    """Mix a target with a distractor condition and return every part as it is in the mixture.
+    """Mix a target with a distractor condition; every part as it is in the mixture.
 
     Parameters
     ----------
     speech : np.ndarray [shape=(n,)], float32, 16 kHz
-        The target at any level (loudness-normalised here, as by the background mixer).
+        The target at any level (loudness-normalised here).
     table : pandas.DataFrame
-        Distractor table.
     snr_db : float, dB
         Target over total distractor power.
     seed : int
@@ -270,30 +265,24 @@ def competing_components(speech, table: pd.DataFrame, snr_db: float, seed: int, 
     Returns
     -------
     dict
-        ``mixture`` (float32 (n,), exactly :func:`aiplib.stimuli.mixing.mix` of the target and the
-        distractor), ``speech`` and ``distractor`` (float64 (n,), the scaled parts, summing to the
-        mixture up to float32 rounding), ``streams`` (list of float64 (n,), each language's part),
-        ``info`` (dict): ``condition_family``,
-        ``setting``, ``languages``, ``streams`` (the parts of :func:`distractor_stream`),
-        ``seed``, ``gap_s``, ``target_snr_db``, ``achieved_snr_db``, ``stream_snr_db`` (per
-        language), ``gain_db``, ``clip_scale``, ``speech_lufs``.
+        ``mixture`` (float32 (n,), :func:`aiplib.stimuli.mixing.mix` of target and distractor),
+        ``speech``, ``distractor`` (float64 (n,), the scaled parts), ``streams`` (float64 (n,) per
+        language), ``info``: ``condition_family, setting, languages, streams, seed, gap_s,
+        target_snr_db, achieved_snr_db, stream_snr_db, gain_db, clip_scale, speech_lufs``.
 
     Raises
     ------
     AudioFileError
-        If the target is shorter than 0.4 s (loudness cannot be measured).
+        If the target is shorter than 0.4 s.
     AiplibParameterError
         See :func:`build_distractor`.
     """
     s = np.asarray(speech, dtype=np.float32)
     d, streams, parts = build_distractor(table, s.size, languages=languages, seed=seed, gap_s=gap_s,
                                          exclude_ids=exclude_ids)
-    y, mi = mix(s, d, float(snr_db), int(seed), speech_lufs=speech_lufs)
-    sn, _ = loudness_normalize(s, speech_lufs)  # the mixer's target, for the parts
-    ps = float(np.mean(sn ** 2)) + POWER_FLOOR
-    pd_ = float(np.mean(d ** 2)) + POWER_FLOOR
-    gain = math.sqrt(ps / (pd_ * 10 ** (float(snr_db) / 10)))  # the mixer's gain (mixing._mix_normalized)
-    scale = mi.clip_scale
+    sn, measured = loudness_normalize(s, speech_lufs)
+    m = _mix_normalized(sn, d, float(snr_db), int(seed))  # the mixer itself (d is n long: offset 0)
+    y, gain, scale = m.y, m.gain, m.scale
     sp = sn.astype(np.float64) * scale
     dp = d.astype(np.float64) * gain * scale
     stream_parts = [x * gain * scale for x in streams]
@@ -302,19 +291,13 @@ def competing_components(speech, table: pd.DataFrame, snr_db: float, seed: int, 
                 target_snr_db=float(snr_db), achieved_snr_db=achieved_snr_db(sp, dp),
                 stream_snr_db=[achieved_snr_db(sp, x) for x in stream_parts],
                 gain_db=20 * math.log10(gain) if gain > 0 else float("-inf"), clip_scale=float(scale),
-                speech_lufs=mi.speech_lufs)
+                speech_lufs=float(speech_lufs) if np.isfinite(measured) else measured)
     return dict(mixture=y, speech=sp, distractor=dp, streams=stream_parts, info=info)
 
 
 def mix_competing(speech, table: pd.DataFrame, snr_db: float, seed: int, *, languages, gap_s: float = GAP_S,
                   exclude_ids=(), speech_lufs: float = SPEECH_LUFS) -> tuple[np.ndarray, dict]:
-    """The mixture of :func:`competing_components` and its ``info``.
-
-    Returns
-    -------
-    y : np.ndarray [shape=(n,)], float32, 16 kHz
-    info : dict
-    """
+    """The mixture of :func:`competing_components` (float32 (n,), 16 kHz) and its ``info``."""
     c = competing_components(speech, table, snr_db, seed, languages=languages, gap_s=gap_s,
                              exclude_ids=exclude_ids, speech_lufs=speech_lufs)
     return c["mixture"], c["info"]
@@ -473,28 +456,22 @@ def manifest_plan(ws, task, *, languages=None, snrs=None, **_) -> ManifestPlan:
 
 
 def row_components(row, ws) -> dict:
-    """Materialise a ``competing_speech`` manifest row (:func:`aiplib.stimuli.families.mix_components` calls it).
+    """Materialise a competing-speech manifest row (the family's ``row_components`` hook).
 
-    The target (``speech_path``, loudness-normalised by the mixer exactly as a background row's)
-    is mixed by :func:`competing_components` with the distractor of ``condition_params``
-    (``languages``, ``gap_s``, ``exclude_ids``) drawn with the row's ``seed`` from the
-    workspace's distractor table (``raw/distractors/distractors.csv``, read once per file
-    version), at ``snr_db``.
+    The target (``speech_path``) is mixed by :func:`competing_components` with the distractor of
+    ``condition_params`` drawn with the row's ``seed`` from ``raw/distractors/distractors.csv``, at ``snr_db``.
 
     Returns
     -------
     dict
-        ``mixture`` (float32 (n,)), ``speech`` and ``background`` (float32 (n,): the target and
-        the scaled distractor as they are in the mixture), ``info`` (:class:`aiplib.stimuli.mixing.MixInfo`:
-        achieved SNR, distractor gain, peak, clip scale; ``bg_offset`` None), ``detail``
-        (:func:`competing_components`'s ``info``).
+        ``mixture``, ``speech``, ``background`` (the scaled distractor; float32 (n,)), ``info``
+        (:class:`aiplib.stimuli.mixing.MixInfo`, ``bg_offset`` None), ``detail`` (the components' ``info``).
 
     Raises
     ------
     AiplibParameterError
         The row lacks ``condition_params`` / ``seed`` / ``snr_db``, the table is missing, or the
-        utterances drawn now differ from the row's ``distractor_ids`` (the distractor table
-        changed since stage 5: rebuild the manifests).
+        utterances drawn now differ from the row's ``distractor_ids`` (rebuild the manifests).
     """
 
     rid = row.get("id")
@@ -540,17 +517,15 @@ def leakage_asr(hypothesis, target_text, distractor_text) -> dict:
     ----------
     hypothesis : str or None
     target_text : str
-        The target's reference transcript.
     distractor_text : str or sequence of str
-        The transcripts of the distractor utterances heard (the manifest column ``distractor_text``).
+        The transcripts of the distractor utterances heard.
 
     Returns
     -------
     dict
-        ``n_hyp_words``; ``n_leak_words`` (hypothesis words in the distractor's vocabulary and not
-        in the target's); ``leak_share`` (their share, NaN for an empty hypothesis);
-        ``n_insertions`` (jiwer, target → hypothesis); ``n_leak_insertions`` (inserted words
-        that are leak words); ``leak_words`` (space-separated, in hypothesis order).
+        ``n_hyp_words``, ``n_leak_words`` (in the distractor's vocabulary, not the target's),
+        ``leak_share`` (NaN for an empty hypothesis), ``n_insertions`` (target → hypothesis),
+        ``n_leak_insertions``, ``leak_words`` (space-separated, in hypothesis order).
     """
     import jiwer
 
@@ -573,21 +548,20 @@ def leakage_asr(hypothesis, target_text, distractor_text) -> dict:
 
 
 def leakage_kws(response, distractor_text, *, label) -> dict:
-    """Whether a KWS response is a distractor word (first-word rule of the paper).
+    """Whether a KWS response is a distractor word (the paper's first-word rule).
 
     Parameters
     ----------
     response : str or None
     distractor_text : str or sequence of str
     label : str
-        The clip's spoken word (never a leak, even if the distractor says it too).
+        The clip's word (never a leak).
 
     Returns
     -------
     dict
-        ``first_word`` (:func:`aiplib.core.textnorm.kws_first_word`), ``kws_leak`` (bool): the first
-        word is one of the distractor transcript's words read by the same rule (lower case,
-        punctuation stripped at the ends), not the label; an empty answer never leaks.
+        ``first_word`` (:func:`aiplib.core.textnorm.kws_first_word`), ``kws_leak``: the first word is a
+        distractor word read by the same rule, not the label; an empty answer never leaks.
     """
     first = kws_first_word(response)
     if isinstance(distractor_text, (list, tuple)):
