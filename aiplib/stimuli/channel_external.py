@@ -1,24 +1,15 @@
 """Channel transforms that need an external tool: speech codecs through ffmpeg, rooms from
-pyroomacoustics (issue 14, item 4). The registry, :func:`aiplib.stimuli.channel.apply` and the simple
-transforms live in :mod:`aiplib.stimuli.channel`; call them through it.
+pyroomacoustics (call them through :func:`aiplib.stimuli.channel.apply`).
 
-Codecs (:func:`codec`) run two ``ffmpeg`` processes (encode to the codec's own container, decode
-back to 16-bit PCM). The signal is resampled to the codec's rate with soxr at "HQ" quality (the
-same samples as ``librosa.resample(res_type="soxr_hq")`` of :func:`aiplib.io.audio.load_audio`),
-quantised to 16-bit PCM (samples beyond ±1 saturate, as a real 16-bit front end), encoded,
-decoded, resampled back and aligned to the input by cross-correlation (the lag of the largest
-correlation within ±``max_lag_ms``; measured here: 0 samples for G.711 and GSM, 2 for Opus), then
-cut / zero-padded to the input length. A codec whose
-encoder the local ffmpeg lacks (``ffmpeg -encoders``) is *skipped* with the reason
-(:class:`ChannelUnavailableError`), never replaced by another.
+Codecs (:func:`codec`): resampled to the codec's rate with soxr "HQ", quantised to 16-bit PCM,
+encoded and decoded by two ``ffmpeg`` processes, resampled back and aligned to the input by
+cross-correlation (within ±``max_lag_ms``), cut / zero-padded to the input length. A codec the
+local ffmpeg cannot encode is *skipped* with the reason (:class:`ChannelUnavailableError`).
 
-Rooms (:func:`reverb`) are shoebox rooms simulated with the image-source method of pyroomacoustics
-(Scheibler et al., ICASSP 2018; Allen & Berkley, JASA 1979). The wall absorption starts from the
-inverse Sabine formula (``pyroomacoustics.inverse_sabine``) and is then calibrated, a few
-deterministic steps ``a ← a · T_measured / T_target``, until the RIR's measured RT60 (T30 by
-Schroeder backward integration, ``pyroomacoustics.experimental.measure_rt60(decay_db=30)``) is
-within 5 % of the target: the image-source decay of a shoebox is slower than Sabine predicts for
-long RT60 (≈ +30 % at 1.2 s uncalibrated).
+Rooms (:func:`reverb`): shoebox rooms by the image-source method of pyroomacoustics (Scheibler et al.,
+ICASSP 2018; Allen & Berkley, JASA 1979); the wall absorption starts from the inverse Sabine formula
+and is calibrated until the RIR's measured RT60 (T30, Schroeder backward integration) is within 5 %
+of the target.
 """
 from __future__ import annotations
 
