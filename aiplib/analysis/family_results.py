@@ -49,23 +49,19 @@ def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_language
     ----------
     scores : pandas.DataFrame
         One row per stimulus: the ``by`` columns and, for ``task="asr"``, ``n_hyp_words``,
-        ``n_leak_words``, ``n_leak_insertions`` (:func:`leakage_asr`); for ``"kws"``, ``kws_leak``.
+        ``n_leak_words``, ``n_leak_insertions``; for ``"kws"``, ``kws_leak``.
     by : sequence of str
-        Condition columns.
     task : {"asr", "kws"}
-    n_resamples : int
-    seed : int
-    level : float
+    n_resamples, seed, level
+        Bootstrap settings (:func:`aiplib.analysis.stats.bootstrap_ci`).
 
     Returns
     -------
     pandas.DataFrame
-        One row per condition: the ``by`` columns, ``n_items``; ASR: ``n_hyp_words``,
-        ``leak_share`` (Σ leak words / Σ hypothesis words, resampling items in pairs) with
-        ``leak_share_ci_low/high``, ``leak_insertions_per_item`` (mean) with
-        ``leak_insertions_ci_low/high``; KWS: ``kws_leak_rate`` with ``kws_leak_ci_low/high``;
-        then ``level``, ``n_resamples``, ``seed`` and ``note`` (why an interval is NaN: fewer
-        than 10 items, or no hypothesis words).
+        Per condition: the ``by`` columns, ``n_items``; ASR ``n_hyp_words``, ``leak_share`` (Σ leak
+        words / Σ hypothesis words, items resampled in pairs) with ``leak_share_ci_low/high``,
+        ``leak_insertions_per_item`` with ``leak_insertions_ci_low/high``; KWS ``kws_leak_rate`` with
+        ``kws_leak_ci_low/high``; then ``level, n_resamples, seed, note`` (why an interval is NaN).
 
     Raises
     ------
@@ -119,8 +115,8 @@ def _paired(scores, family, scope, kw):
 
 def _condition_meta(noisy: pd.DataFrame) -> pd.DataFrame:
     """Per ``condition_id`` (first-seen order): ``setting``, ``distractor_languages`` and
-    ``same_voice_as_target`` = True when *any* of its rows is a same-voice row (the flag is per
-    item: the demo's es distractor is the voice of the Asterisk items only), never the first row's."""
+    ``same_voice_as_target``, True when *any* of its rows is a same-voice row (the flag is per item).
+    """
     g = noisy.groupby("condition_id", sort=False)
     return pd.DataFrame({"setting": g["setting"].first(), "distractor_languages": g["distractor_languages"].first(),
                          "same_voice_as_target": g["same_voice_as_target"].agg(
@@ -130,14 +126,13 @@ def _condition_meta(noisy: pd.DataFrame) -> pd.DataFrame:
 def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_resamples: int = 2000,
                     seed: int = 0, level: float = 0.95, min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP
                     ) -> pd.DataFrame:
-    """Per model × distractor condition × SNR: ΔWER, leakage and its floor, ΔAcc, KWS leak rate.
+    """Per model × distractor condition × SNR: ΔWER, leakage and its baselines, ΔAcc, KWS leak rate.
 
     Parameters
     ----------
     asr : pandas.DataFrame
-        Competing-speech ASR scores (``results/scores/competing_speech/asr.csv``): the condition
-        columns of :func:`aiplib.analysis.conditions.condition_table`, ``setting, distractor_languages,
-        same_voice_as_target`` and :data:`LEAK_ASR_COLUMNS`.
+        Competing-speech ASR scores: the columns of :func:`aiplib.analysis.conditions.condition_table`,
+        ``setting, distractor_languages, same_voice_as_target`` and :data:`LEAK_ASR_COLUMNS`.
     kws : pandas.DataFrame, optional
         The KWS scores (:data:`LEAK_KWS_COLUMNS`); without them the KWS columns are NaN.
     n_resamples, seed, level, min_diff_pp
@@ -147,18 +142,11 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     -------
     pandas.DataFrame
         One row per (model, condition_id, snr_db in dB): ``setting, distractor_languages,
-        same_voice_control`` (bool), ``n_items``, ``delta_wer_pp`` with ``delta_wer_ci_low_pp /
-        _high_pp``, beside it the robust view :data:`~aiplib.analysis.family_robust.ASR_ROBUST_COLUMNS`
-        (``delta_wer_capped_pp``, ``median_delta_wer_pp``, ``n_loops``), ``asr_p_bh, asr_verdict``
-        (exact sign test, BH over the family's conditions);
-        ``leak_pct`` (Σ leak words / Σ hypothesis words, %) with ``leak_ci_low_pct / _high_pct``,
-        ``leak_floor_pct`` (the clean hypotheses' share against the same distractor texts),
-        ``leak_mismatch_pct`` (the noisy hypotheses against texts they did not hear, see
-        :mod:`aiplib.scoring.families`), ``leak_insertions_per_item``; ``n_items_kws, delta_acc_pp`` with its interval, ``kws_p_bh,
-        kws_verdict, kws_leak_pct`` with ``kws_leak_ci_low_pct / _high_pct``,
-        ``kws_leak_floor_pct, kws_leak_mismatch_pct``, the KWS robust view
-        :data:`~aiplib.analysis.family_robust.KWS_ROBUST_COLUMNS` (``delta_strict_acc_pp`` with its interval,
-        ``n_non_answers``); ``level, n_resamples, seed, note``. Robust view: :mod:`aiplib.analysis.family_robust`.
+        same_voice_control, n_items``, ``delta_wer_pp`` with its interval, the ASR robust view,
+        ``asr_p_bh, asr_verdict``; ``leak_pct`` with ``leak_ci_low_pct / _high_pct``, ``leak_floor_pct``,
+        ``leak_mismatch_pct``, ``leak_insertions_per_item``; ``n_items_kws, delta_acc_pp`` with its
+        interval, ``kws_p_bh, kws_verdict, kws_leak_pct`` with its interval, ``kws_leak_floor_pct,
+        kws_leak_mismatch_pct``, the KWS robust view; ``level, n_resamples, seed, note`` (% and pp).
 
     Raises
     ------
@@ -278,12 +266,8 @@ def _params(v) -> str:
 
 
 def _channel_order(names) -> list[str]:
-    try:
-        grid = list(CHANNEL_CONDITIONS)
-    except ImportError:  # pragma: no cover - the channel module always imports
-        grid = []
     names = list(dict.fromkeys(names))
-    return [n for n in grid if n in names] + [n for n in names if n not in grid]
+    return [n for n in CHANNEL_CONDITIONS if n in names] + [n for n in names if n not in CHANNEL_CONDITIONS]
 
 
 def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped: pd.DataFrame | None = None,
@@ -294,25 +278,19 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
     Parameters
     ----------
     asr, kws : pandas.DataFrame
-        Channel scores (``results/scores/channel/<task>.csv``) with ``condition_params`` and
-        ``applied_to``; ``kws`` optional.
+        Channel scores with ``condition_params`` and ``applied_to``; ``kws`` optional.
     skipped : pandas.DataFrame, optional
-        ``manifests/channel/skipped.csv`` (``condition, reason``): listed with ``status`` =
-        ``skipped`` and the reason in ``note``.
+        ``manifests/channel/skipped.csv`` (``condition, reason``): rows with ``status`` ``skipped``.
     n_resamples, seed, level, min_diff_pp
-        As :func:`aiplib.analysis.conditions.condition_table` (scope ``background``: one channel condition
-        over its single marker SNR 99).
+        As :func:`aiplib.analysis.conditions.condition_table` (scope ``background``).
 
     Returns
     -------
     pandas.DataFrame
-        ``model, condition, parameters, applied_to, status`` (``run`` / ``skipped``), ``n_items,
-        wer_pp, clean_wer_pp, delta_wer_pp, delta_wer_ci_low_pp, delta_wer_ci_high_pp,
-        delta_wer_capped_pp, median_delta_wer_pp, n_loops, asr_test, asr_p_bh, asr_verdict,
-        n_items_kws, acc_pp, clean_acc_pp, delta_acc_pp, delta_acc_ci_low_pp, delta_acc_ci_high_pp,
-        kws_test, kws_p_bh, kws_verdict, delta_strict_acc_pp, delta_strict_acc_ci_low_pp,
-        delta_strict_acc_ci_high_pp, n_non_answers, level, n_resamples, seed, note`` (the robust
-        view: :mod:`aiplib.analysis.family_robust`; the KWS columns only with ``kws``).
+        ``model, condition, parameters, applied_to, status, n_items, wer_pp, clean_wer_pp,
+        delta_wer_pp`` with its interval, the ASR robust view, ``asr_test, asr_p_bh, asr_verdict``;
+        with ``kws``: ``n_items_kws, acc_pp, clean_acc_pp, delta_acc_pp`` with its interval,
+        ``kws_test, kws_p_bh, kws_verdict`` and the KWS robust view; ``level, n_resamples, seed, note``.
     """
     _need(asr, ["condition_params", "applied_to"], "channel_table")
     kw = dict(n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=min_diff_pp)
@@ -350,8 +328,9 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
 
 # ------------------------------------------------------------------------------ every condition
 def _voice(lang: str, table: pd.DataFrame | None, demo_voices: dict) -> dict:
-    """Voice, credit, licence, source and same-voice flag of one distractor language: from the run's
-    distractor table when given (its first row of ``lang``), else the demo's list."""
+    """Voice, credit, licence, source and same-voice flag of a distractor language: from the run's
+    distractor table when given, else the demo's list.
+    """
     if table is None or "language" not in table or not (table["language"] == lang).any():
         return demo_voices.get(lang, {})
     r = table[table["language"] == lang].iloc[0]
@@ -369,22 +348,17 @@ def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFr
     Parameters
     ----------
     competing : pandas.DataFrame, optional
-        Competing-speech score or manifest rows (``background_id``/``bg_id``, ``setting``,
-        ``distractor_languages``, ``same_voice_as_target``, ``snr_db``); default: the grid of
-        :func:`aiplib.stimuli.competing.condition_grid` over :data:`aiplib.sources.corpora.asterisk_langs.DEMO_LANGUAGES`.
+        Competing-speech score or manifest rows; default the demo's :func:`aiplib.stimuli.competing.condition_grid`.
     channel : pandas.DataFrame, optional
-        Channel score or manifest rows (``applied_to``): where each transform was applied in the
-        run; default :func:`aiplib.stimuli.channel.describe`'s ``applies_to``.
+        Channel score or manifest rows (``applied_to``); default :func:`aiplib.stimuli.channel.describe`.
     distractors : pandas.DataFrame, optional
-        The run's distractor table (``raw/distractors/distractors.csv``: ``language, voice,
-        source, licence, attribution``): voices and sources are read from it (a user's folder
-        on paper/custom); default the demo's Debian Asterisk voices.
+        The run's distractor table (voices and sources); default the demo's Asterisk voices.
 
     Returns
     -------
     pandas.DataFrame
-        ``family, condition, parameters, applied_to, source, status`` (``run`` / ``available``
-        / ``skipped: <reason>``).
+        ``family, condition, parameters, applied_to, source, status`` (``run`` / ``available`` /
+        ``skipped: <reason>``).
     """
 
     if competing is not None and len(competing):
@@ -430,7 +404,8 @@ NOT_RUN = "not run: make all SUITE=all"
 
 def stage7_times(ws) -> pd.DataFrame | None:
     """The last stage-7 time of each family (``checks/stage7_families.csv``, rows with
-    ``n_run > 0``), or None when the file does not exist."""
+    ``n_run > 0``), or None when the file does not exist.
+    """
     p = Path(ws.root) / "checks" / "stage7_families.csv"
     if not p.is_file():
         return None
@@ -478,7 +453,7 @@ def write_channel(ws, scores: dict, **kw) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------ display
 def _robust_cells(t: pd.DataFrame, task: str = "asr") -> dict:
-    """The robust view's display columns (:mod:`aiplib.analysis.family_robust`); "–" where not computed."""
+    """The robust view's display columns; "–" where not computed."""
 
     def col(c, f):
         return t[c].map(f) if c in t else "–"
@@ -490,6 +465,11 @@ def _robust_cells(t: pd.DataFrame, task: str = "asr") -> dict:
     return {"Δ strict acc pp": col("delta_strict_acc_pp", signed), "non-answers": col("n_non_answers", count)}
 
 
+def _cis(t: pd.DataFrame, est: str, prefix: str, unit: str, signed: bool = True) -> list[str]:
+    """``estimate [low, high]`` cells of columns ``est``, ``<prefix>_low<unit>``, ``<prefix>_high<unit>``."""
+    return [_ci(e, lo, hi, signed=signed) for e, lo, hi in zip(t[est], t[f"{prefix}_low{unit}"], t[f"{prefix}_high{unit}"])]
+
+
 def competing_display(t: pd.DataFrame):
     """:func:`competing_table` formatted for the report (:class:`aiplib.analysis.report_tables.Table`)."""
 
@@ -497,16 +477,12 @@ def competing_display(t: pd.DataFrame):
         "model": t["model"], "distractor": t["condition_id"], "SNR (dB)": t["snr_db"].map(lambda v: f"{v:g}"),
         "control": np.where(t["same_voice_control"], "same voice", ""),
         "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
-        "ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
-                             zip(t["delta_wer_pp"], t["delta_wer_ci_low_pp"], t["delta_wer_ci_high_pp"])],
+        "ΔWER pp [95% CI]": _cis(t, "delta_wer_pp", "delta_wer_ci", "_pp"),
         **_robust_cells(t), "ASR verdict": t["asr_verdict"],
-        "leak % [95% CI]": [_ci(e, lo, hi, signed=False) for e, lo, hi in
-                            zip(t["leak_pct"], t["leak_ci_low_pct"], t["leak_ci_high_pct"])],
+        "leak % [95% CI]": _cis(t, "leak_pct", "leak_ci", "_pct", signed=False),
         "floor %": t["leak_floor_pct"].map(fmt), "mismatch %": t["leak_mismatch_pct"].map(fmt),
-        "ΔAcc pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
-                             zip(t["delta_acc_pp"], t["delta_acc_ci_low_pp"], t["delta_acc_ci_high_pp"])],
-        "KWS leak % [95% CI]": [_ci(e, lo, hi, signed=False) for e, lo, hi in
-                                zip(t["kws_leak_pct"], t["kws_leak_ci_low_pct"], t["kws_leak_ci_high_pct"])],
+        "ΔAcc pp [95% CI]": _cis(t, "delta_acc_pp", "delta_acc_ci", "_pp"),
+        "KWS leak % [95% CI]": _cis(t, "kws_leak_pct", "kws_leak_ci", "_pct", signed=False),
         "KWS floor %": t["kws_leak_floor_pct"].map(fmt), **_robust_cells(t, "kws")}))
 
 
@@ -517,11 +493,8 @@ def channel_display(t: pd.DataFrame):
         "model": t["model"], "condition": t["condition"], "parameters": t["parameters"],
         "applied to": t["applied_to"], "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
         "WER %": t["wer_pp"].map(fmt) if "wer_pp" in t else "",
-        "ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
-                             zip(t["delta_wer_pp"], t["delta_wer_ci_low_pp"], t["delta_wer_ci_high_pp"])],
+        "ΔWER pp [95% CI]": _cis(t, "delta_wer_pp", "delta_wer_ci", "_pp"),
         **_robust_cells(t), "p (BH)": t["asr_p_bh"].map(_p), "ASR verdict": t["asr_verdict"].fillna(t["status"]),
-        "ΔAcc pp [95% CI]": ([_ci(e, lo, hi) for e, lo, hi in
-                              zip(t["delta_acc_pp"], t["delta_acc_ci_low_pp"], t["delta_acc_ci_high_pp"])]
-                             if "delta_acc_pp" in t else "–"),
+        "ΔAcc pp [95% CI]": _cis(t, "delta_acc_pp", "delta_acc_ci", "_pp") if "delta_acc_pp" in t else "–",
         "KWS verdict": t["kws_verdict"].fillna("") if "kws_verdict" in t else "",
         **_robust_cells(t, "kws"), "note": t["note"]}))
