@@ -28,6 +28,7 @@ from aiplib.scoring.family_columns import FAMILIES
 from aiplib.sources.corpora.asterisk_langs import DEMO_LANGUAGES, VOICES
 from aiplib.stimuli import competing as comp
 from aiplib.stimuli.channel import CHANNEL_CONDITIONS, describe
+from aiplib.stimuli.channel import TABLE as CHANNEL_TABLE
 from aiplib.stimuli.competing import LEAK_ASR_COLUMNS, LEAK_KWS_COLUMNS
 from aiplib.stimuli.families import FAMILIES as REGISTRY
 
@@ -155,14 +156,15 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     """
     _need(asr, ["setting", "distractor_languages", "same_voice_as_target", *LEAK_ASR_COLUMNS], "competing_table")
     kw = dict(n_resamples=n_resamples, seed=seed, level=level)
-    key = ["model", "condition_id", "snr_db"]
-    a = _paired(asr, "asr", "condition", {**kw, "min_diff_pp": min_diff_pp})
-    rb = asr_robust(a, asr, "condition")
+    spec = comp.TABLE
+    key, scope = spec["key"], spec["scope"]
+    a = _paired(asr, "asr", scope, {**kw, "min_diff_pp": min_diff_pp})
+    rb = asr_robust(a, asr, scope)
     t = a[key + ["n_items"]].assign(delta_wer_pp=a["delta_pp"], delta_wer_ci_low_pp=a["ci_low_pp"],
                                     delta_wer_ci_high_pp=a["ci_high_pp"], **rb, asr_p_bh=a["p_bh"],
                                     asr_verdict=a["verdict"], note=a["note"])
     noisy = asr[asr["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
-    by = ("model", "condition_id", "snr_db")
+    by = tuple(key)
     lk = leakage_summary(noisy, by=by, task="asr", **kw)
     fl = noisy[noisy["floor_n_hyp_words"].notna()].drop(columns=["n_hyp_words", "n_leak_words"])
     fl = fl.rename(columns={"floor_n_hyp_words": "n_hyp_words", "floor_n_leak_words": "n_leak_words"})
@@ -181,7 +183,7 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     meta = _condition_meta(noisy)
     if kws is not None and not kws.empty:
         _need(kws, LEAK_KWS_COLUMNS, "competing_table (KWS)")
-        k = _paired(kws, "kws", "condition", {**kw, "min_diff_pp": min_diff_pp})
+        k = _paired(kws, "kws", scope, {**kw, "min_diff_pp": min_diff_pp})
         kn = kws[kws["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
         kl = leakage_summary(kn.assign(kws_leak=kn["kws_leak"].fillna(False)), by=by, task="kws", **kw)
         kf = pd.concat([kn[kn[c].notna()].assign(f=kn[c].astype(float)).groupby(list(by))["f"].mean()
@@ -192,7 +194,7 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
               .rename(columns={"n_items": "n_items_kws", "delta_pp": "delta_acc_pp", "ci_low_pp": "delta_acc_ci_low_pp",
                                "ci_high_pp": "delta_acc_ci_high_pp", "p_bh": "kws_p_bh", "verdict": "kws_verdict"})
               .merge(kl[[*by, "kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"]], on=key, how="left")
-              .merge(kf, on=key, how="left").merge(kws_robust(kws, "condition", **kw), on=key, how="left"))
+              .merge(kf, on=key, how="left").merge(kws_robust(kws, scope, **kw), on=key, how="left"))
         for c in ("kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"):
             ks[c] = 100 * ks[c]
         ks = ks.rename(columns={"kws_leak_rate": "kws_leak_pct", "kws_leak_ci_low": "kws_leak_ci_low_pct",
@@ -212,7 +214,7 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     t = t.assign(level=float(level), n_resamples=int(n_resamples), seed=int(seed))
     t["note"] = t.pop("note").fillna("")
     order = {c: i for i, c in enumerate(meta.index)}  # the manifest's order: single languages, then the cocktail
-    s_order = {s: i for i, s in enumerate(comp.SETTINGS)}
+    s_order = {s: i for i, s in enumerate(spec["setting_order"])}
     return (t.assign(_s=t["setting"].map(s_order).fillna(9), _c=t["condition_id"].map(order))
             .sort_values(["model", "_s", "_c", "snr_db"]).drop(columns=["_s", "_c"]).reset_index(drop=True))
 
@@ -294,20 +296,20 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
     """
     _need(asr, ["condition_params", "applied_to"], "channel_table")
     kw = dict(n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=min_diff_pp)
-    key = ["model", "condition_id"]
-    a = _paired(asr, "asr", "background", kw)
+    key, scope = CHANNEL_TABLE["key"], CHANNEL_TABLE["scope"]
+    a = _paired(asr, "asr", scope, kw)
     t = a[key + ["n_items", "wer_pp", "clean_wer_pp"]].assign(
         delta_wer_pp=a["delta_pp"], delta_wer_ci_low_pp=a["ci_low_pp"], delta_wer_ci_high_pp=a["ci_high_pp"],
-        **asr_robust(a, asr, "background"), asr_test=a["test"], asr_p_bh=a["p_bh"], asr_verdict=a["verdict"],
+        **asr_robust(a, asr, scope), asr_test=a["test"], asr_p_bh=a["p_bh"], asr_verdict=a["verdict"],
         note=a["note"].fillna(""))
     if kws is not None and not kws.empty:
-        k = _paired(kws, "kws", "background", kw)
+        k = _paired(kws, "kws", scope, kw)
         t = t.merge(k[key + ["n_items", "acc_pp", "clean_acc_pp", "delta_pp", "ci_low_pp", "ci_high_pp", "test",
                              "p_bh", "verdict"]].rename(columns={
                                  "n_items": "n_items_kws", "delta_pp": "delta_acc_pp", "ci_low_pp": "delta_acc_ci_low_pp",
                                  "ci_high_pp": "delta_acc_ci_high_pp", "test": "kws_test", "p_bh": "kws_p_bh",
                                  "verdict": "kws_verdict"}).merge(
-            kws_robust(kws, "background", n_resamples=n_resamples, seed=seed, level=level), on=key, how="left"),
+            kws_robust(kws, scope, n_resamples=n_resamples, seed=seed, level=level), on=key, how="left"),
             on=key, how="outer")
     rows = pd.concat([d for d in (asr, kws) if d is not None])
     rows = rows[rows["bg_id"] != "clean"].drop_duplicates("bg_id").set_index("bg_id")

@@ -50,8 +50,7 @@ SEED_START = {"asr": 40000, "kws": 50000}
 
 SCORE_TYPES: dict = {}
 
-TABLE = dict(name="channel_conditions", scope="background", key=["model", "condition_id"],
-             meta=["condition_params", "applied_to"], setting_order=None, figure=None)
+TABLE = dict(name="channel_conditions", scope="background", key=["model", "condition_id"])
 """What notebook 09 shows (:func:`aiplib.analysis.family_results.family_table`)."""
 
 SEED_STREAM = 14

@@ -99,10 +99,10 @@ LEAKAGE_RULE = ("leak words: hypothesis words (paper normalisation) in the distr
                 "next item in the same condition and SNR (same languages, not heard)")
 
 TABLE = dict(name="competing_speech", scope="condition", key=["model", "condition_id", "snr_db"],
-             meta=["setting", "distractor_languages", "same_voice_as_target"], setting_order=("single", "cocktail"),
-             figure="figure_competing_speech")
-"""What notebook 09 shows (:func:`aiplib.analysis.family_results.family_table`): the table file name,
-the condition-table scope, the key and the manifest columns carried per condition."""
+             setting_order=SETTINGS)
+"""What notebook 09 shows (:func:`aiplib.analysis.family_results.family_table`): the table's file name,
+its :func:`aiplib.analysis.conditions.condition_table` scope and key, the order of the settings."""
+
 
 def condition_id(languages, *, setting: str | None = None) -> str:
     """The ``background_id``-like name of a distractor condition: ``talker_fr``,
