@@ -25,7 +25,7 @@ from aiplib.io.formats import read_inference_jsonl, read_manifest
 from aiplib.inference.runner import run_inference
 from aiplib.stimuli.manifests import build_manifests, manifest_columns
 from aiplib.stimuli.family_manifests import (
-    build_family_manifest, channel_skipped_csv, family_manifest_columns,
+    build_family_manifest, skipped_csv, family_manifest_columns,
 )
 from aiplib.stimuli.families import materialize, mix_components
 from aiplib.inference.models import Recogniser, get_entry
@@ -207,7 +207,7 @@ def test_channel_manifest_rows_and_skipped_conditions(fam_ws):
     assert (ch["background_id"] == ch["channel_condition"]).all()
     tel = json.loads(ch.loc[ch["channel_condition"] == "telephone", "condition_params"].iloc[0])
     assert tel == {"high_hz": 3400.0, "low_hz": 300.0, "transform": "telephone"}
-    skipped = pd.read_csv(channel_skipped_csv(fam_ws), keep_default_na=False)
+    skipped = pd.read_csv(skipped_csv(fam_ws, "channel"), keep_default_na=False)
     assert sorted(skipped["condition"]) == sorted(set(CHANNEL_CONDITIONS) - set(avail))
     assert (skipped["reason"].str.len() > 20).all() and not set(skipped["condition"]) & set(ch["channel_condition"])
 

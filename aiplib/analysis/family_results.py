@@ -69,7 +69,6 @@ def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_language
     AiplibParameterError
         If ``task`` is unknown or a column is missing.
     """
-
     need = {"asr": ["n_hyp_words", "n_leak_words", "n_leak_insertions"], "kws": ["kws_leak"]}
     if task not in need:
         raise AiplibParameterError(f"task must be 'asr' or 'kws', got {task!r}")
@@ -362,7 +361,6 @@ def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFr
         ``family, condition, parameters, applied_to, source, status`` (``run`` / ``available`` /
         ``skipped: <reason>``).
     """
-
     if competing is not None and len(competing):
         c = competing.rename(columns={"background_id": "bg_id"})
         c = c[c["bg_id"] != "clean"]

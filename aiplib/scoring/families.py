@@ -23,17 +23,15 @@ def suite_families(suite) -> tuple:
 
 
 def score_families(ws, suite) -> dict:
-    """Stage 8 for the condition families of ``suite`` other than ``background`` whose manifests
-    exist: shard files merged (:func:`aiplib.inference.shards.merge_all`), then
+    """Stage 8 for the families of ``suite`` other than ``background`` whose manifests and inference
+    files exist: shards merged (:func:`aiplib.inference.shards.merge_all`), then
     :func:`aiplib.scoring.score.score_inference` on ``ws.with_family(cf)``.
 
     Returns
     -------
     dict
-        ``{family: {task: scores}}`` of the families scored; a family without manifests or
-        inference files is left out with a printed line saying why.
+        ``{family: {task: scores}}``; a family left out is named with the reason (printed).
     """
-
     out = {}
     for cf in [f for f in suite_families(suite) if f != "background"]:
         if not hasattr(ws, "with_family"):
@@ -85,25 +83,21 @@ def read_family_scores(ws, family: str, tasks=("asr", "kws")) -> dict[str, pd.Da
 def stale_reasons(ws, family: str, tasks=("asr", "kws")) -> list[str]:
     """Why a family's score files no longer describe the current inputs (``[]`` when current).
 
-    A family runs only when ``SUITE=`` asks for it, so a later default ``make all`` on changed
-    items leaves its scores behind. Stale when, for a task with a score file, the family manifest's
-    stamp (``manifests/<family>/<task family>.stamp.json``) records another SHA-256 of the item bank
-    than ``itembanks/<task family>.jsonl`` has now, or the score file is older than that manifest.
+    Stale when, for a task with a score file, the family manifest is gone, its stamp records another
+    SHA-256 of the item bank than ``itembanks/<task family>.jsonl`` has now, or the score file is
+    older than the manifest (a family runs only with ``SUITE=``, so a later default run can leave it behind).
 
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
     family : str
-        ``competing_speech`` or ``channel``.
     tasks : sequence of str
-        Task names whose score files are checked.
 
     Returns
     -------
     list of str
         One line per problem, naming the file and what to re-run.
     """
-
     out = []
     for task in tasks:
         scores = family_path(ws, family, "scores", task)

@@ -328,7 +328,6 @@ def describe():
     """The channel-conditions table for the report, one row per :data:`CHANNEL_CONDITIONS` entry:
     ``condition, transform, parameters, applies_to, models, source, available, skip_reason``.
     """
-
     rows = []
     for name, p in CHANNEL_CONDITIONS.items():
         _, applies_to, models, source = TRANSFORMS[p["transform"]]
@@ -397,8 +396,6 @@ def tool_versions(name: str, **params) -> dict:
     """The external tool whose build decides condition ``name``'s output: ``{"ffmpeg": version}``
     for codecs, ``{"pyroomacoustics": version}`` for rooms, ``{}`` otherwise.
     """
-
-
     t = _resolve(name, params)["transform"]
     if t == "codec":
         try:
@@ -431,8 +428,6 @@ def row_components(row, ws) -> dict:
     AiplibParameterError
         Bad ``condition_params`` or seed; ChannelUnavailableError for a codec ffmpeg lacks.
     """
-
-
     rid = row.get("id")
     name = str(row.get("channel_condition") or row.get("background_id"))
     try:

@@ -473,7 +473,6 @@ def row_components(row, ws) -> dict:
         The row lacks ``condition_params`` / ``seed`` / ``snr_db``, the table is missing, or the
         utterances drawn now differ from the row's ``distractor_ids`` (rebuild the manifests).
     """
-
     rid = row.get("id")
     try:
         params = json.loads(str(row["condition_params"]))

@@ -33,7 +33,7 @@ from aiplib.stimuli.manifests import (
 )
 
 __all__ = ["family_manifest_columns", "build_family_manifest", "build_family_manifests", "skipped_csv",
-           "channel_skipped_csv", "family_manifest_summary"]
+           "family_manifest_summary"]
 
 
 def family_manifest_columns(condition_family: str, task: str) -> list[str]:
@@ -44,11 +44,6 @@ def family_manifest_columns(condition_family: str, task: str) -> list[str]:
 def skipped_csv(ws, condition_family: str) -> Path:
     """``manifests/<cf>/skipped.csv``: the family's conditions that cannot run here, with the reason."""
     return ws.with_family(condition_family).manifests / "skipped.csv"
-
-
-def channel_skipped_csv(ws) -> Path:
-    """:func:`skipped_csv` of the channel family."""
-    return skipped_csv(ws, "channel")
 
 
 def build_family_manifest(ws, condition_family: str, family: str, *, seed_start: int | None = None,
