@@ -1,4 +1,4 @@
-"""The per-condition table of one task: rows, sums per scope, intervals and verdicts (part of :mod:`aiplib.analysis.conditions`)."""
+"""The per-condition table of one task and the robust view of paired changes (:mod:`aiplib.analysis.conditions`)."""
 from __future__ import annotations
 
 import math
@@ -187,53 +187,42 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     Parameters
     ----------
     scores : pandas.DataFrame
-        A ``results/scores/<task>.csv`` table (:func:`aiplib.io.formats.load_scores`); may hold
-        several models (and tasks: each (model, task) is summarised separately).
+        A ``results/scores/<task>.csv`` table (several models and tasks: each summarised apart).
     family : {"asr", "kws"}
     n_resamples, seed, level : int, int, float
         Bootstrap settings; recorded in every row.
     min_diff_pp : float
-        Minimum change in percentage points for a ``worse``/``better`` verdict (default 2).
+        Minimum change (pp) for a ``worse``/``better`` verdict.
     scopes : sequence of str
-        Subset of :data:`SCOPES` to compute.
+        Subset of :data:`SCOPES`.
 
     Returns
     -------
     pandas.DataFrame
-        One row per (scope, model, task, bg_id, snr_db). Common columns ``scope, model, task,
-        family, bg_id, snr_db, condition, n_items, n_stimuli, n_pairs`` then, for ASR,
-        ``wer_pp`` (corpus), ``mean_wer_pp``, ``cer_pp`` (corpus), ``sub_pp, del_pp, ins_pp``
-        (shares of the reference words; they add up to ``wer_pp``), ``clean_wer_pp,
-        clean_mean_wer_pp`` (the same items clean, weighted like the noisy pairs), the robust
-        view ``mean_wer_capped_pp`` (mean of min(WER, 1) per utterance), ``median_wer_pp``
-        (median over the stimuli) and ``n_loops`` (stimuli whose score row has ``is_loop``
-        true; NaN when the scores have no such column); or for KWS ``acc_pp, clean_acc_pp``
-        and, when the scores have the columns ``correct_strict`` / ``non_answer``,
-        ``strict_acc_pp`` (non-answers count wrong) and ``non_answer_pp`` (share of empty,
-        refusal or multi-word responses), else NaN; then ``measure`` (``delta_wer`` /
-        ``delta_acc``), ``delta_pp`` (mean paired change, positive = worse), ``ci_low_pp,
-        ci_high_pp, ci_usable`` (usable bootstrap resamples); ASR also ``delta_corpus_pp,
-        corpus_ci_low_pp, corpus_ci_high_pp, corpus_ci_usable`` (corpus WER change, same
-        bootstrap) and ``delta_capped_pp`` (paired change of the capped WER); ``test, p_value,
-        p_bh`` (Benjamini–Hochberg across the conditions of the same task, model and scope),
-        ``n_worse, n_better, n_ties, verdict, coarse`` (fewer than
-        :data:`COARSE_BELOW_ITEMS` paired items), ``min_diff_pp, level, n_resamples, seed,
-        note``. ``clean`` rows carry the absolute values only.
+        One row per (scope, model, task, bg_id, snr_db): ``scope, model, task, family, bg_id,
+        snr_db, condition, n_items, n_stimuli, n_pairs``; ASR ``wer_pp`` (corpus), ``mean_wer_pp``,
+        ``cer_pp``, ``sub_pp, del_pp, ins_pp`` (summing to ``wer_pp``), ``clean_wer_pp,
+        clean_mean_wer_pp``, ``mean_wer_capped_pp`` (mean of min(WER, 1)), ``median_wer_pp``,
+        ``n_loops`` (NaN without ``is_loop``); KWS ``acc_pp, clean_acc_pp, strict_acc_pp,
+        non_answer_pp`` (NaN without ``correct_strict`` / ``non_answer``); then ``measure``,
+        ``delta_pp`` (mean paired change, + = worse), ``ci_low_pp, ci_high_pp, ci_usable``; ASR
+        ``delta_corpus_pp, corpus_ci_low_pp, corpus_ci_high_pp, corpus_ci_usable, delta_capped_pp``;
+        ``test, p_value, p_bh`` (Benjamini–Hochberg over the conditions of a task, model and scope),
+        ``n_worse, n_better, n_ties, verdict, coarse, min_diff_pp, level, n_resamples, seed, note``.
+        ``clean`` rows carry the absolute values only.
 
     Raises
     ------
     AiplibParameterError
-        If ``family`` is unknown, a scope is unknown or a needed column is missing.
+        If ``family`` or a scope is unknown, or a needed column is missing.
 
     Notes
     -----
-    ``delta_pp`` (ASR) is the mean over pairs of WER(noisy) − WER(clean), the quantity of
-    Figures 4–5 and Table 4; ``delta_corpus_pp`` = (Σ errors noisy − Σ errors clean) / Σ N
-    over the same pairs. The verdict (:func:`verdict`) needs all of: the interval excludes 0,
-    ``|delta_pp| >= min_diff_pp`` and ``p_bh <`` :data:`ALPHA`; it is ``n/a`` with fewer than
-    :data:`MIN_ITEMS_FOR_VERDICT` paired items (no interval then either). Noisy rows whose
-    clean partner is missing count in the absolute values but not in the paired change
-    (``note``).
+    ``delta_pp`` (ASR) is the mean over pairs of WER(noisy) − WER(clean), the quantity of Figures 4–5
+    and Table 4; ``delta_corpus_pp`` = (Σ errors noisy − Σ errors clean) / Σ N over the same pairs. A
+    verdict needs the interval to exclude 0, ``|delta_pp| >= min_diff_pp`` and ``p_bh <`` :data:`ALPHA`
+    (``n/a`` below :data:`MIN_ITEMS_FOR_VERDICT` paired items). Noisy rows without a clean partner
+    count in the absolute values only (``note``).
     """
     family_spec(family)  # an unknown family raises
     bad = [s for s in scopes if s not in SCOPES]
@@ -345,15 +334,7 @@ def _columns(family: str) -> list[str]:
 
 
 def condition_tables(scores: dict, **kwargs) -> dict[str, pd.DataFrame]:
-    """:func:`condition_table` for every task in ``scores`` (task → table).
-
-    Parameters
-    ----------
-    scores : dict of str -> pandas.DataFrame
-        As returned by :func:`aiplib.io.formats.load_scores`.
-    **kwargs
-        Passed on (``n_resamples, seed, level, min_diff_pp, scopes``).
-    """
+    """:func:`condition_table` for every task of ``scores`` (task → table; ``kwargs`` passed on)."""
 
     return {task: condition_table(df, task_family(task), **kwargs)
             for task, df in scores.items() if not df.empty}
