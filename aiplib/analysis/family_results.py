@@ -25,9 +25,8 @@ from aiplib.core.errors import AiplibParameterError
 from aiplib.io.formats import parse_bool
 from aiplib.scoring.families import family_path, read_family_scores
 from aiplib.scoring.family_columns import FAMILIES
-from aiplib.sources.corpora.asterisk_langs import DEMO_LANGUAGES, VOICES
 from aiplib.stimuli import competing as comp
-from aiplib.stimuli.channel import CHANNEL_CONDITIONS, describe
+from aiplib.stimuli.channel import CHANNEL_CONDITIONS
 from aiplib.stimuli.channel import TABLE as CHANNEL_TABLE
 from aiplib.stimuli.competing import LEAK_ASR_COLUMNS, LEAK_KWS_COLUMNS
 from aiplib.stimuli.families import FAMILIES as REGISTRY
@@ -328,30 +327,15 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
 
 
 # ------------------------------------------------------------------------------ every condition
-def _voice(lang: str, table: pd.DataFrame | None, demo_voices: dict) -> dict:
-    """Voice, credit, licence, source and same-voice flag of a distractor language: from the run's
-    distractor table when given, else the demo's list.
-    """
-    if table is None or "language" not in table or not (table["language"] == lang).any():
-        return demo_voices.get(lang, {})
-    r = table[table["language"] == lang].iloc[0]
-    get = lambda c: str(r[c]) if c in r.index and str(r[c]) not in ("", "nan") else None  # noqa: E731
-    return dict(voice=get("voice") or "?", credit=get("attribution") or "?", licence=get("licence") or "?",
-                source=get("source"),
-                same_voice_as_target=any(parse_bool(v) is True for v in table.loc[table["language"] == lang,
-                                                                               "same_voice_as_target"]))
-
-
 def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFrame | None = None, *,
                        distractors: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Every condition of the two families with its parameters and source (the report's list).
+    """Every condition of the families with its parameters and source (the report's list): each
+    family's ``conditions`` hook on its score or manifest rows.
 
     Parameters
     ----------
-    competing : pandas.DataFrame, optional
-        Competing-speech score or manifest rows; default the demo's :func:`aiplib.stimuli.competing.condition_grid`.
-    channel : pandas.DataFrame, optional
-        Channel score or manifest rows (``applied_to``); default :func:`aiplib.stimuli.channel.describe`.
+    competing, channel : pandas.DataFrame, optional
+        The family's score or manifest rows (what ran); default the demo's grid, listed ``available``.
     distractors : pandas.DataFrame, optional
         The run's distractor table (voices and sources); default the demo's Asterisk voices.
 
@@ -361,40 +345,8 @@ def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFr
         ``family, condition, parameters, applied_to, source, status`` (``run`` / ``available`` /
         ``skipped: <reason>``).
     """
-    if competing is not None and len(competing):
-        c = competing.rename(columns={"background_id": "bg_id"})
-        c = c[c["bg_id"] != "clean"]
-        snr = pd.to_numeric(c["snr_db"], errors="coerce")
-        groups = [(cid, str(g["setting"].iloc[0]), str(g["distractor_languages"].iloc[0]).split("+"),
-                   sorted(snr[g.index].dropna().astype(int).unique()), "run") for cid, g in c.groupby("bg_id", sort=False)]
-    else:
-        grid = comp.condition_grid(DEMO_LANGUAGES, cocktail=DEMO_LANGUAGES[:comp.COCKTAIL_SIZE])
-        groups = [(cid, s, list(ls), sorted({g["snr_db"] for g in grid if g["condition_id"] == cid}), "available")
-                  for cid, s, ls in dict.fromkeys((g["condition_id"], g["setting"], g["languages"]) for g in grid)]
-    rows = []
-    for cid, setting, langs, snrs, status in groups:
-        voices = [_voice(lang, distractors, VOICES) for lang in langs]
-        same = any(v.get("same_voice_as_target") for v in voices)
-        par = (f"languages={'+'.join(langs)}, voices={'+'.join(v.get('voice', '?') for v in voices)}, "
-               f"SNR={','.join(f'{s:g}' for s in snrs)} dB (target over total distractor power), "
-               f"gap={comp.GAP_S:g} s, each utterance at -23 LUFS"
-               + (f", {len(langs)} streams at equal power" if setting == "cocktail" else "")
-               + (", same voice as the target (control)" if same else ""))
-        src = "; ".join(f"{v.get('source') or f'Debian asterisk-core-sounds-{lang}(-g722)'}: "
-                        f"{v.get('credit', '?')}, {v.get('licence', '?')}" for lang, v in zip(langs, voices))
-        rows.append(dict(family=comp.FAMILY, condition=cid, parameters=par, applied_to="target speech (mixed)",
-                         source=src, status=status))
-
-    d = describe()
-    run = {}
-    if channel is not None and len(channel):
-        ch = channel.rename(columns={"background_id": "bg_id"})
-        run = ch[ch["bg_id"] != "clean"].drop_duplicates("bg_id").set_index("bg_id")["applied_to"].to_dict()
-    for r in d.itertuples(index=False):
-        status = ("run" if r.condition in run else "available") if r.available else f"skipped: {r.skip_reason}"
-        rows.append(dict(family="channel", condition=r.condition, parameters=r.parameters,
-                         applied_to=run.get(r.condition, r.applies_to), source=r.source or "", status=status))
-    return pd.DataFrame(rows)
+    rows = {comp.NAME: competing, "channel": channel}
+    return pd.DataFrame([r for f in FAMILIES for r in REGISTRY[f].conditions(rows.get(f), distractors=distractors)])
 
 
 # ------------------------------------------------------------------------------ notebook 09

@@ -34,9 +34,6 @@ def score_families(ws, suite) -> dict:
     """
     out = {}
     for cf in [f for f in suite_families(suite) if f != "background"]:
-        if not hasattr(ws, "with_family"):
-            print(f"{cf}: not scored (this workspace has no condition-family views)")
-            continue
         view = ws.with_family(cf)
         if not any(Path(view.manifest_csv(t)).is_file() for t in ("asr", "kws")):
             print(f"{cf}: no manifests under {ws.rel(view.manifest_csv('asr').parent)}; not scored")
@@ -54,13 +51,9 @@ def score_families(ws, suite) -> dict:
 # ------------------------------------------------------------------------------ reading
 def family_path(ws, family: str, kind: str, name: str) -> Path:
     """Path of a family file: ``kind`` ``scores`` → ``results/scores/<family>/<name>.csv``,
-    ``manifests`` → ``manifests/<family>/<name>`` (through ``ws.with_family`` when the workspace
-    has it, else the same layout under ``ws.root``)."""
-    if hasattr(ws, "with_family"):
-        view = ws.with_family(family)
-        return view.scores_csv(name) if kind == "scores" else Path(view.manifest_csv("asr")).parent / name
-    return (ws.root / "results" / "scores" / family / f"{name}.csv" if kind == "scores"
-            else ws.root / "manifests" / family / name)
+    ``manifests`` → ``manifests/<family>/<name>``."""
+    view = ws.with_family(family)
+    return view.scores_csv(name) if kind == "scores" else Path(view.manifest_csv("asr")).parent / name
 
 
 def read_family_scores(ws, family: str, tasks=("asr", "kws")) -> dict[str, pd.DataFrame]:

@@ -11,7 +11,7 @@ from aiplib.stimuli.manifests import SEED_START
 from aiplib.stimuli.mixing import mix_row
 
 __all__ = ["NAME", "COLUMNS", "SEED_START", "SCORE_TYPES", "TABLE", "manifest_plan", "row_components",
-           "key_fields", "score_columns", "sidecar"]
+           "key_fields", "score_columns", "sidecar", "conditions"]
 
 NAME = "background"
 COLUMNS: list[str] = []
@@ -40,3 +40,8 @@ def score_columns(out, task_family):
 
 def sidecar(df, task_family) -> dict:
     return {}
+
+
+def conditions(rows=None, *, distractors=None) -> list:
+    """No entries in the families' list of conditions (the battery has Table 1)."""
+    return []

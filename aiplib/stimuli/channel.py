@@ -34,7 +34,7 @@ from aiplib.stimuli.channel_external import (
 from aiplib.stimuli.manifests import ManifestPlan, _row, compact_json
 from aiplib.stimuli.mixing import SPEECH_LUFS, MixInfo, normalized_speech
 
-__all__ = ["NAME", "COLUMNS", "SEED_START", "SCORE_TYPES", "TABLE", "manifest_plan", "key_fields",
+__all__ = ["NAME", "COLUMNS", "SEED_START", "SCORE_TYPES", "TABLE", "manifest_plan", "key_fields", "conditions",
            "score_columns", "sidecar", "CHANNEL_CONDITIONS", "TRANSFORMS", "ChannelUnavailableError", "apply", "describe",
            "skip_reason", "available_conditions", "rms_dbfs", "telephone", "packet_loss", "clip",
            "level", "echo", "cut", "telephone_filter", "row_components", "tool_versions"]
@@ -381,6 +381,20 @@ def key_fields(row, rec, ws, hashes) -> dict:
         return {"tools": tool_versions(name)}
     except Exception as exc:  # noqa: BLE001 - an unknown condition fails at materialisation
         return {"tools": f"unknown: {type(exc).__name__}"}
+
+
+def conditions(rows: pd.DataFrame | None = None, *, distractors=None) -> list[dict]:
+    """The family's conditions for the report's list (``family, condition, parameters, applied_to,
+    source, status``): every grid condition, ``run`` when in ``rows`` (score or manifest rows, whose
+    ``applied_to`` is shown), ``available`` or ``skipped: <reason>``."""
+    run = {}
+    if rows is not None and len(rows):
+        ch = rows.rename(columns={"background_id": "bg_id"})
+        run = ch[ch["bg_id"] != "clean"].drop_duplicates("bg_id").set_index("bg_id")["applied_to"].to_dict()
+    return [dict(family=NAME, condition=r.condition, parameters=r.parameters,
+                 applied_to=run.get(r.condition, r.applies_to), source=r.source or "",
+                 status=("run" if r.condition in run else "available") if r.available else f"skipped: {r.skip_reason}")
+            for r in describe().itertuples(index=False)]
 
 
 def score_columns(out, task_family):

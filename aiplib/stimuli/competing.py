@@ -55,7 +55,7 @@ from aiplib.stimuli.mixing import (
 __all__ = ["NAME", "FAMILY", "COLUMNS", "SEED_START", "SCORE_TYPES", "TABLE", "SNRS_DB", "SETTINGS",
            "COCKTAIL_SIZE", "GAP_S", "LEAK_ASR_COLUMNS", "LEAK_KWS_COLUMNS", "LEAKAGE_RULE", "condition_id",
            "condition_grid", "distractor_stream", "build_distractor", "competing_components", "mix_competing",
-           "prepare_distractors", "manifest_plan", "row_components", "key_fields", "score_columns", "sidecar",
+           "prepare_distractors", "manifest_plan", "conditions", "row_components", "key_fields", "score_columns", "sidecar",
            "leakage_asr", "leakage_kws"]
 
 NAME = FAMILY = "competing_speech"
@@ -571,6 +571,50 @@ def leakage_kws(response, distractor_text, *, label) -> dict:
     answered = not (response is None or (isinstance(response, float) and math.isnan(response))
                     or not str(response).strip())  # an empty answer reads "silence": no leak
     return dict(first_word=first, kws_leak=bool(answered and first and first in vocab))
+
+
+# ------------------------------------------------------------------------- notebook 09: the list
+def _voice(lang: str, table: pd.DataFrame | None) -> dict:
+    """Voice, credit, licence, source and same-voice flag of a distractor language: from the run's
+    distractor table when given, else the demo's list."""
+    if table is None or "language" not in table or not (table["language"] == lang).any():
+        return al.VOICES.get(lang, {})
+    r = table[table["language"] == lang].iloc[0]
+    get = lambda c: str(r[c]) if c in r.index and str(r[c]) not in ("", "nan") else None  # noqa: E731
+    return dict(voice=get("voice") or "?", credit=get("attribution") or "?", licence=get("licence") or "?",
+                source=get("source"),
+                same_voice_as_target=any(parse_bool(v) is True for v in table.loc[table["language"] == lang,
+                                                                               "same_voice_as_target"]))
+
+
+def conditions(rows: pd.DataFrame | None = None, *, distractors: pd.DataFrame | None = None) -> list[dict]:
+    """The family's conditions for the report's list (``family, condition, parameters, applied_to,
+    source, status``): those of ``rows`` (score or manifest rows, ``run``), else the demo's grid
+    (``available``); voices and sources from ``distractors`` (default the demo's Asterisk voices)."""
+    if rows is not None and len(rows):
+        c = rows.rename(columns={"background_id": "bg_id"})
+        c = c[c["bg_id"] != "clean"]
+        snr = pd.to_numeric(c["snr_db"], errors="coerce")
+        groups = [(cid, str(g["setting"].iloc[0]), str(g["distractor_languages"].iloc[0]).split("+"),
+                   sorted(snr[g.index].dropna().astype(int).unique()), "run") for cid, g in c.groupby("bg_id", sort=False)]
+    else:
+        grid = condition_grid(al.DEMO_LANGUAGES, cocktail=al.DEMO_LANGUAGES[:COCKTAIL_SIZE])
+        groups = [(cid, s, list(ls), sorted({g["snr_db"] for g in grid if g["condition_id"] == cid}), "available")
+                  for cid, s, ls in dict.fromkeys((g["condition_id"], g["setting"], g["languages"]) for g in grid)]
+    out = []
+    for cid, setting, langs, snrs, status in groups:
+        voices = [_voice(lang, distractors) for lang in langs]
+        same = any(v.get("same_voice_as_target") for v in voices)
+        par = (f"languages={'+'.join(langs)}, voices={'+'.join(v.get('voice', '?') for v in voices)}, "
+               f"SNR={','.join(f'{s:g}' for s in snrs)} dB (target over total distractor power), "
+               f"gap={GAP_S:g} s, each utterance at -23 LUFS"
+               + (f", {len(langs)} streams at equal power" if setting == "cocktail" else "")
+               + (", same voice as the target (control)" if same else ""))
+        src = "; ".join(f"{v.get('source') or f'Debian asterisk-core-sounds-{lang}(-g722)'}: "
+                        f"{v.get('credit', '?')}, {v.get('licence', '?')}" for lang, v in zip(langs, voices))
+        out.append(dict(family=FAMILY, condition=cid, parameters=par, applied_to="target speech (mixed)",
+                        source=src, status=status))
+    return out
 
 
 # ------------------------------------------------------------------------- stage 7: resume key

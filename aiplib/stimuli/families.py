@@ -19,8 +19,9 @@ tables look them up in :data:`FAMILIES` instead of dispatching on the family's n
     Stage 7: the fields the resume key adds for a noisy row (None: the authors' key).
 ``score_columns(out, task_family)``, ``sidecar(df, task_family)``, ``SCORE_TYPES``
     Stage 8: the family's own score columns, sidecar fields and their types when read back.
-``TABLE``
-    Notebook 09: what :func:`aiplib.analysis.family_results.family_table` reads (None: no family table).
+``TABLE``, ``conditions(rows, *, distractors)``
+    Notebook 09: what :func:`aiplib.analysis.family_results.family_table` reads (None: no family
+    table) and the family's entries in the list of conditions.
 """
 from __future__ import annotations
 

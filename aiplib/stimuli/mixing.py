@@ -169,9 +169,8 @@ def background_segment(bg, seed: int, n: int) -> tuple[np.ndarray, int]:
     """The ``n`` background samples a row with ``seed`` uses, and their offset (samples, into
     the tiled background); ``bg`` [shape=(m,)], the segment [shape=(n,)] in its dtype.
     """
-    bg = tile_background(bg, n)
-    off = int(np.random.default_rng(int(seed)).integers(0, max(1, bg.shape[0] - n)))
-    return bg[off: off + n], off
+    off = bg_offset(seed, np.asarray(bg).shape[0], n)
+    return tile_background(bg, n)[off: off + n], off
 
 
 def segment_active(segment) -> tuple[bool, float]:
