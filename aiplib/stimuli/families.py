@@ -32,7 +32,7 @@ from aiplib.io.audio import SR, write_wav
 from aiplib.stimuli import background, channel, competing
 from aiplib.stimuli.mixing import is_clean_row, mix_row
 
-__all__ = ["FAMILIES", "FAMILY_COLUMNS", "FAMILY_SEED_START", "SCORE_COLUMNS", "family", "row_family",
+__all__ = ["FAMILIES", "FAMILY_COLUMNS", "SCORE_COLUMNS", "family", "row_family",
            "mix_components", "materialize"]
 
 FAMILIES = {m.NAME: m for m in (background, competing, channel)}
@@ -41,10 +41,6 @@ assert tuple(FAMILIES) == CONDITION_FAMILIES
 
 FAMILY_COLUMNS = {name: m.COLUMNS for name, m in FAMILIES.items()}
 """Columns a family's manifest has after :data:`aiplib.stimuli.manifests.EXTRA_COLUMNS`, in order."""
-
-FAMILY_SEED_START = {(name, task): first for name, m in FAMILIES.items() if name != "background"
-                     for task, first in m.SEED_START.items()}
-"""First seed of each family manifest's row counter (``background``: :data:`aiplib.stimuli.manifests.SEED_START`)."""
 
 SCORE_COLUMNS = ["condition_family", *(c for c in dict.fromkeys(c for m in FAMILIES.values() for c in m.COLUMNS)
                                        if c != "condition_params"), "condition_params"]
