@@ -428,11 +428,10 @@ if "asr" in family_scores["competing_speech"]:
     axes = fig.subplots(1, 2, sharex=True)
     for i, g in lines.groupby("line"):
         color, ls = colormaps["tab10"](i % 10), "--" if g["same_voice_control"].iloc[0] else "-"
-        for ax, y in ((axes[0], "delta_wer_pp"), (axes[1], "leak_pct")):
-            ci = "delta_wer_ci" if y == "delta_wer_pp" else "leak_ci"
-            unit = "_pp" if y == "delta_wer_pp" else "_pct"
+        for ax, y, lo, hi in ((axes[0], "delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp"),
+                              (axes[1], "leak_pct", "leak_ci_low_pct", "leak_ci_high_pct")):
             ax.plot(g["snr_db"], g[y], ls, marker="o", ms=3, color=color, label=g["label"].iloc[0])
-            ax.fill_between(g["snr_db"], g[f"{ci}_low{unit}"], g[f"{ci}_high{unit}"], color=color, alpha=0.12)
+            ax.fill_between(g["snr_db"], g[lo], g[hi], color=color, alpha=0.12)  # the 95 % bootstrap band
         axes[1].plot(g["snr_db"], g["leak_floor_pct"], ":", lw=0.8, color=color)  # the leakage floor
     for ax, tag, ylab in zip(axes, "ab", ("ASR ΔWER (pp)", "leak words (% of hypothesis words)")):
         ax.set_xticks(sorted(lines["snr_db"].unique()))
