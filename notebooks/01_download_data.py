@@ -66,7 +66,7 @@ inventory.head(10)
 
 # %%
 from aiplib.core.errors import AiplibParameterError
-from aiplib.stimuli.families import prepare_distractors
+from aiplib.stimuli.competing import prepare_distractors
 from aiplib.core.tasks import parse_suite
 
 distractors = None

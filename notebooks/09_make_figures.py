@@ -527,7 +527,7 @@ rt.Table(inactive.assign(inactive_share=inactive["inactive_share"].round(3)))
 # %% [markdown]
 # ## Beyond additive background
 #
-# Two further condition families (issue 14) run with `make all SUITE=all` (or a comma list such as
+# Two further condition families run with `make all SUITE=all` (or a comma list such as
 # `SUITE=background,channel`); the default `make all` runs the background battery only, and then
 # every cell below prints one line. Each family has its own manifests holding the items' clean rows
 # too, so ΔWER and ΔAcc pair each stimulus with the clean version of the same item inside the
@@ -621,7 +621,7 @@ display(rt.Table(times)) if any(family_scores.values()) and times is not None el
 
 # %%
 if "asr" in family_scores["competing_speech"]:
-    competing = fr.write_competing(ws, family_scores["competing_speech"], **fam_kw)
+    competing = fr.write_family_table(ws, "competing_speech", family_scores["competing_speech"], **fam_kw)
     display(fr.competing_display(competing))
 else:
     print(fr.NOT_RUN)
@@ -632,8 +632,33 @@ else:
 # same-voice control is dashed, each line's floor dotted. `figures/figure_competing_speech.pdf`
 
 # %%
-rt.show_figure(ws.results, "figure_competing_speech") if "asr" in family_scores["competing_speech"] \
-    else print(fr.NOT_RUN)
+if "asr" in family_scores["competing_speech"]:
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
+
+    from aiplib.analysis.paper import save_figure
+
+    lines = fr.competing_figure_data(competing)
+    fig = Figure(figsize=(8.6, 3.4), layout="constrained")
+    axes = fig.subplots(1, 2, sharex=True)
+    for i, g in lines.groupby("line"):
+        color, ls = colormaps["tab10"](i % 10), "--" if g["same_voice_control"].iloc[0] else "-"
+        for ax, y, lo, hi in ((axes[0], "delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp"),
+                              (axes[1], "leak_pct", "leak_ci_low_pct", "leak_ci_high_pct")):
+            ax.plot(g["snr_db"], g[y], ls, marker="o", ms=3, color=color, label=g["label"].iloc[0])
+            ax.fill_between(g["snr_db"], g[lo], g[hi], color=color, alpha=0.12)  # the 95 % bootstrap band
+        axes[1].plot(g["snr_db"], g["leak_floor_pct"], ":", lw=0.8, color=color)  # the leakage floor
+    for ax, tag, ylab in zip(axes, "ab", ("ASR ΔWER (pp)", "leak words (% of hypothesis words)")):
+        ax.set_xticks(sorted(lines["snr_db"].unique()))
+        ax.set_xlabel("SNR, target over distractor (dB)")
+        ax.set_ylabel(ylab)
+        ax.axhline(0, color="#999999", lw=0.6)
+        ax.set_title(f"({tag}) {lines['model'].iloc[0]}", fontsize=9, loc="left")
+    axes[1].legend(fontsize=7, frameon=False, loc="best")
+    save_figure(fig, ws.figures_dir, "figure_competing_speech")
+    rt.show_figure(ws.results, "figure_competing_speech")
+else:
+    print(fr.NOT_RUN)
 
 # %% [markdown]
 # **Table F4 · Channel conditions**: parameters, what the transform was applied to, n items, WER,
@@ -645,7 +670,7 @@ rt.show_figure(ws.results, "figure_competing_speech") if "asr" in family_scores[
 
 # %%
 if "asr" in family_scores["channel"]:
-    display(fr.channel_display(fr.write_channel(ws, family_scores["channel"], **fam_kw)))
+    display(fr.channel_display(fr.write_family_table(ws, "channel", family_scores["channel"], **fam_kw)))
 else:
     print(fr.NOT_RUN)
 

@@ -17,14 +17,15 @@ from aiplib.io.audio import SR, write_wav
 from aiplib.stimuli.channel import available_conditions, CHANNEL_CONDITIONS
 from aiplib.sources.corpora import asterisk_langs as al
 from aiplib.core.errors import AiplibParameterError
-from aiplib.stimuli.families import FAMILY_COLUMNS, prepare_distractors
+from aiplib.stimuli.families import FAMILY_COLUMNS
+from aiplib.stimuli.competing import prepare_distractors
 from aiplib.inference.runner import run_suite
 from aiplib.core.tasks import CONDITION_FAMILIES, parse_suite
 from aiplib.io.formats import read_inference_jsonl, read_manifest
 from aiplib.inference.runner import run_inference
 from aiplib.stimuli.manifests import build_manifests, manifest_columns
 from aiplib.stimuli.family_manifests import (
-    build_family_manifest, channel_skipped_csv, family_manifest_columns,
+    build_family_manifest, skipped_csv, family_manifest_columns,
 )
 from aiplib.stimuli.families import materialize, mix_components
 from aiplib.inference.models import Recogniser, get_entry
@@ -206,7 +207,7 @@ def test_channel_manifest_rows_and_skipped_conditions(fam_ws):
     assert (ch["background_id"] == ch["channel_condition"]).all()
     tel = json.loads(ch.loc[ch["channel_condition"] == "telephone", "condition_params"].iloc[0])
     assert tel == {"high_hz": 3400.0, "low_hz": 300.0, "transform": "telephone"}
-    skipped = pd.read_csv(channel_skipped_csv(fam_ws), keep_default_na=False)
+    skipped = pd.read_csv(skipped_csv(fam_ws, "channel"), keep_default_na=False)
     assert sorted(skipped["condition"]) == sorted(set(CHANNEL_CONDITIONS) - set(avail))
     assert (skipped["reason"].str.len() > 20).all() and not set(skipped["condition"]) & set(ch["channel_condition"])
 
@@ -355,7 +356,7 @@ def test_demo_prompts_decoded_once_to_flac_hold_the_same_samples(tmp_path):
     """Stage 1 (demo) stores the Asterisk G.722 prompts as 16-bit FLAC: the samples load_audio gives
     for the G.722 file, bit for bit, and a table whose paths are relative to the workspace root."""
     from aiplib.io.audio import load_audio
-    from aiplib.stimuli.families import _decoded
+    from aiplib.stimuli.competing import _decoded
 
     try:
         table = al.asterisk_distractors(("fr",)).head(3)
@@ -377,7 +378,7 @@ def test_a_changed_prompt_file_is_decoded_again(tmp_path):
     import shutil
 
     from aiplib.io.audio import load_audio
-    from aiplib.stimuli.families import _decoded
+    from aiplib.stimuli.competing import _decoded
 
     try:
         table = al.asterisk_distractors(("fr",)).head(3).reset_index(drop=True)

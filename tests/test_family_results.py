@@ -329,8 +329,18 @@ def test_robust_view_without_the_flags_is_nan(robust_scores):
     assert (shown["loops"], shown["Δ strict acc pp"], shown["non-answers"]) == ("–", "–", "–")
 
 
-def test_competing_figure(comp_table):
-    fig = fr.figure_competing_speech(comp_table)
+def _draw_figure_cell(ws, table):
+    """Run notebook 09's Figure F1 cell (it draws from :func:`fr.competing_figure_data`) on ``table``."""
+    src = (Path(__file__).parents[1] / "notebooks" / "09_make_figures.py").read_text(encoding="utf-8")
+    cell = next(c for c in src.split("# %%") if "fr.competing_figure_data(" in c)
+    rt = type("rt", (), {"show_figure": staticmethod(lambda *a, **k: None)})
+    ns = dict(fr=fr, rt=rt, ws=ws, competing=table, family_scores={"competing_speech": {"asr": True}})
+    exec(cell.split("\n", 1)[1], ns)
+    return ns["fig"]
+
+
+def test_competing_figure(comp_table, tmp_path):
+    fig = _draw_figure_cell(workspace("demo", data_root=tmp_path), comp_table)
     axes = fig.get_axes()
     assert len(axes) == 2
     for ax in axes:
@@ -392,6 +402,7 @@ def test_notebook_09_writers(fam_ws):
     t = fr.write_competing(ws, comp, n_resamples=200, seed=0)
     back = pd.read_csv(ws.tables_dir / "competing_speech.csv")
     assert len(back) == len(t) == 15 and back["delta_wer_pp"].max() == pytest.approx(37.5)
+    _draw_figure_cell(ws, t)
     assert (ws.figures_dir / "figure_competing_speech.png").is_file()
     assert (ws.figures_dir / "figure_competing_speech.pdf").is_file()
     fr.write_channel(ws, fr.read_family_scores(ws, "channel"), n_resamples=200, seed=0)  # the layout without views

@@ -1,16 +1,12 @@
-"""The report of the condition families beyond the background battery (issue 14): tables,
-figure and the list of conditions (notebook 09, section "Beyond additive background").
+"""Notebook 09's section "Beyond additive background": the tables of the condition families.
 
-Two families join the additive backgrounds: ``competing_speech`` (a target under other talkers,
-:mod:`aiplib.stimuli.competing`) and ``channel`` (the phone / codec / room chain, :mod:`aiplib.stimuli.channel`).
-Their score files (:mod:`aiplib.scoring.families`, stage 8) pair every row with the item's clean
-row of the same family, so the statistics are those of the background conditions:
-:mod:`aiplib.analysis.conditions` (paired change against clean with a percentile bootstrap over items,
-exact sign / McNemar test, Benjamini–Hochberg, verdict) and :func:`aiplib.stimuli.competing.
-leakage_summary` (bootstrap over items of Σ leak words / Σ hypothesis words); every table
-records ``n_resamples``, ``seed`` and ``level``. Beside the paper's mean ΔWER / ΔAcc each table
-carries the robust view of :mod:`aiplib.analysis.family_robust` (capped and median ΔWER, loops counted;
-strict ΔAcc, non-answers counted).
+Each family's score files pair every row with the item's clean row of the same family, so the
+statistics are those of the background conditions (:func:`aiplib.analysis.conditions.condition_table`:
+paired change with a percentile bootstrap over items, exact sign / McNemar test,
+Benjamini–Hochberg, verdict) with the robust view beside the paper's means
+(:func:`~aiplib.analysis.conditions.asr_robust`, :func:`~aiplib.analysis.conditions.kws_robust`).
+:func:`family_table` builds a family's table from what its module declares (``TABLE``,
+:data:`aiplib.stimuli.families.FAMILIES`); every table records ``n_resamples``, ``seed`` and ``level``.
 """
 from __future__ import annotations
 
@@ -22,21 +18,22 @@ import numpy as np
 import pandas as pd
 
 from aiplib.analysis import conditions as cond
-from aiplib.analysis.family_robust import KWS_ROBUST_COLUMNS, asr_robust, kws_robust
-from aiplib.analysis.paper import save_figure
+from aiplib.analysis.conditions import KWS_ROBUST_COLUMNS, asr_robust, kws_robust
 from aiplib.analysis.report_tables import Table, _ci, _p, fmt
 from aiplib.analysis.stats import bootstrap_ci
 from aiplib.core.errors import AiplibParameterError
 from aiplib.io.formats import parse_bool
 from aiplib.scoring.families import family_path, read_family_scores
-from aiplib.scoring.family_columns import FAMILIES, LEAK_ASR_COLUMNS, LEAK_KWS_COLUMNS
-from aiplib.sources.corpora.asterisk_langs import DEMO_LANGUAGES, VOICES
+from aiplib.scoring.family_columns import FAMILIES
 from aiplib.stimuli import competing as comp
-from aiplib.stimuli.channel import CHANNEL_CONDITIONS, describe
+from aiplib.stimuli.channel import CHANNEL_CONDITIONS
+from aiplib.stimuli.channel import TABLE as CHANNEL_TABLE
+from aiplib.stimuli.competing import LEAK_ASR_COLUMNS, LEAK_KWS_COLUMNS
+from aiplib.stimuli.families import FAMILIES as REGISTRY
 
-__all__ = ["FAMILIES", "NOT_RUN", "leakage_summary", "read_family_scores", "competing_table", "figure_competing_speech",
-           "channel_table", "conditions_listing", "stage7_times", "write_competing", "write_channel",
-           "competing_display", "channel_display"]
+__all__ = ["FAMILIES", "NOT_RUN", "leakage_summary", "read_family_scores", "family_path", "competing_table",
+           "competing_figure_data", "channel_table", "family_table", "write_family_table", "conditions_listing",
+           "stage7_times", "write_competing", "write_channel", "competing_display", "channel_display"]
 
 
 # ------------------------------------------------------------------------------ competing speech
@@ -52,30 +49,25 @@ def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_language
     ----------
     scores : pandas.DataFrame
         One row per stimulus: the ``by`` columns and, for ``task="asr"``, ``n_hyp_words``,
-        ``n_leak_words``, ``n_leak_insertions`` (:func:`leakage_asr`); for ``"kws"``, ``kws_leak``.
+        ``n_leak_words``, ``n_leak_insertions``; for ``"kws"``, ``kws_leak``.
     by : sequence of str
-        Condition columns.
     task : {"asr", "kws"}
-    n_resamples : int
-    seed : int
-    level : float
+    n_resamples, seed, level
+        Bootstrap settings (:func:`aiplib.analysis.stats.bootstrap_ci`).
 
     Returns
     -------
     pandas.DataFrame
-        One row per condition: the ``by`` columns, ``n_items``; ASR: ``n_hyp_words``,
-        ``leak_share`` (Σ leak words / Σ hypothesis words, resampling items in pairs) with
-        ``leak_share_ci_low/high``, ``leak_insertions_per_item`` (mean) with
-        ``leak_insertions_ci_low/high``; KWS: ``kws_leak_rate`` with ``kws_leak_ci_low/high``;
-        then ``level``, ``n_resamples``, ``seed`` and ``note`` (why an interval is NaN: fewer
-        than 10 items, or no hypothesis words).
+        Per condition: the ``by`` columns, ``n_items``; ASR ``n_hyp_words``, ``leak_share`` (Σ leak
+        words / Σ hypothesis words, items resampled in pairs) with ``leak_share_ci_low/high``,
+        ``leak_insertions_per_item`` with ``leak_insertions_ci_low/high``; KWS ``kws_leak_rate`` with
+        ``kws_leak_ci_low/high``; then ``level, n_resamples, seed, note`` (why an interval is NaN).
 
     Raises
     ------
     AiplibParameterError
         If ``task`` is unknown or a column is missing.
     """
-
     need = {"asr": ["n_hyp_words", "n_leak_words", "n_leak_insertions"], "kws": ["kws_leak"]}
     if task not in need:
         raise AiplibParameterError(f"task must be 'asr' or 'kws', got {task!r}")
@@ -122,8 +114,8 @@ def _paired(scores, family, scope, kw):
 
 def _condition_meta(noisy: pd.DataFrame) -> pd.DataFrame:
     """Per ``condition_id`` (first-seen order): ``setting``, ``distractor_languages`` and
-    ``same_voice_as_target`` = True when *any* of its rows is a same-voice row (the flag is per
-    item: the demo's es distractor is the voice of the Asterisk items only), never the first row's."""
+    ``same_voice_as_target``, True when *any* of its rows is a same-voice row (the flag is per item).
+    """
     g = noisy.groupby("condition_id", sort=False)
     return pd.DataFrame({"setting": g["setting"].first(), "distractor_languages": g["distractor_languages"].first(),
                          "same_voice_as_target": g["same_voice_as_target"].agg(
@@ -133,14 +125,13 @@ def _condition_meta(noisy: pd.DataFrame) -> pd.DataFrame:
 def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_resamples: int = 2000,
                     seed: int = 0, level: float = 0.95, min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP
                     ) -> pd.DataFrame:
-    """Per model × distractor condition × SNR: ΔWER, leakage and its floor, ΔAcc, KWS leak rate.
+    """Per model × distractor condition × SNR: ΔWER, leakage and its baselines, ΔAcc, KWS leak rate.
 
     Parameters
     ----------
     asr : pandas.DataFrame
-        Competing-speech ASR scores (``results/scores/competing_speech/asr.csv``): the condition
-        columns of :func:`aiplib.analysis.conditions.condition_table`, ``setting, distractor_languages,
-        same_voice_as_target`` and :data:`LEAK_ASR_COLUMNS`.
+        Competing-speech ASR scores: the columns of :func:`aiplib.analysis.conditions.condition_table`,
+        ``setting, distractor_languages, same_voice_as_target`` and :data:`LEAK_ASR_COLUMNS`.
     kws : pandas.DataFrame, optional
         The KWS scores (:data:`LEAK_KWS_COLUMNS`); without them the KWS columns are NaN.
     n_resamples, seed, level, min_diff_pp
@@ -150,18 +141,11 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     -------
     pandas.DataFrame
         One row per (model, condition_id, snr_db in dB): ``setting, distractor_languages,
-        same_voice_control`` (bool), ``n_items``, ``delta_wer_pp`` with ``delta_wer_ci_low_pp /
-        _high_pp``, beside it the robust view :data:`~aiplib.analysis.family_robust.ASR_ROBUST_COLUMNS`
-        (``delta_wer_capped_pp``, ``median_delta_wer_pp``, ``n_loops``), ``asr_p_bh, asr_verdict``
-        (exact sign test, BH over the family's conditions);
-        ``leak_pct`` (Σ leak words / Σ hypothesis words, %) with ``leak_ci_low_pct / _high_pct``,
-        ``leak_floor_pct`` (the clean hypotheses' share against the same distractor texts),
-        ``leak_mismatch_pct`` (the noisy hypotheses against texts they did not hear, see
-        :mod:`aiplib.scoring.families`), ``leak_insertions_per_item``; ``n_items_kws, delta_acc_pp`` with its interval, ``kws_p_bh,
-        kws_verdict, kws_leak_pct`` with ``kws_leak_ci_low_pct / _high_pct``,
-        ``kws_leak_floor_pct, kws_leak_mismatch_pct``, the KWS robust view
-        :data:`~aiplib.analysis.family_robust.KWS_ROBUST_COLUMNS` (``delta_strict_acc_pp`` with its interval,
-        ``n_non_answers``); ``level, n_resamples, seed, note``. Robust view: :mod:`aiplib.analysis.family_robust`.
+        same_voice_control, n_items``, ``delta_wer_pp`` with its interval, the ASR robust view,
+        ``asr_p_bh, asr_verdict``; ``leak_pct`` with ``leak_ci_low_pct / _high_pct``, ``leak_floor_pct``,
+        ``leak_mismatch_pct``, ``leak_insertions_per_item``; ``n_items_kws, delta_acc_pp`` with its
+        interval, ``kws_p_bh, kws_verdict, kws_leak_pct`` with its interval, ``kws_leak_floor_pct,
+        kws_leak_mismatch_pct``, the KWS robust view; ``level, n_resamples, seed, note`` (% and pp).
 
     Raises
     ------
@@ -170,14 +154,15 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     """
     _need(asr, ["setting", "distractor_languages", "same_voice_as_target", *LEAK_ASR_COLUMNS], "competing_table")
     kw = dict(n_resamples=n_resamples, seed=seed, level=level)
-    key = ["model", "condition_id", "snr_db"]
-    a = _paired(asr, "asr", "condition", {**kw, "min_diff_pp": min_diff_pp})
-    rb = asr_robust(a, asr, "condition")
+    spec = comp.TABLE
+    key, scope = spec["key"], spec["scope"]
+    a = _paired(asr, "asr", scope, {**kw, "min_diff_pp": min_diff_pp})
+    rb = asr_robust(a, asr, scope)
     t = a[key + ["n_items"]].assign(delta_wer_pp=a["delta_pp"], delta_wer_ci_low_pp=a["ci_low_pp"],
                                     delta_wer_ci_high_pp=a["ci_high_pp"], **rb, asr_p_bh=a["p_bh"],
                                     asr_verdict=a["verdict"], note=a["note"])
     noisy = asr[asr["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
-    by = ("model", "condition_id", "snr_db")
+    by = tuple(key)
     lk = leakage_summary(noisy, by=by, task="asr", **kw)
     fl = noisy[noisy["floor_n_hyp_words"].notna()].drop(columns=["n_hyp_words", "n_leak_words"])
     fl = fl.rename(columns={"floor_n_hyp_words": "n_hyp_words", "floor_n_leak_words": "n_leak_words"})
@@ -196,7 +181,7 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     meta = _condition_meta(noisy)
     if kws is not None and not kws.empty:
         _need(kws, LEAK_KWS_COLUMNS, "competing_table (KWS)")
-        k = _paired(kws, "kws", "condition", {**kw, "min_diff_pp": min_diff_pp})
+        k = _paired(kws, "kws", scope, {**kw, "min_diff_pp": min_diff_pp})
         kn = kws[kws["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
         kl = leakage_summary(kn.assign(kws_leak=kn["kws_leak"].fillna(False)), by=by, task="kws", **kw)
         kf = pd.concat([kn[kn[c].notna()].assign(f=kn[c].astype(float)).groupby(list(by))["f"].mean()
@@ -207,7 +192,7 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
               .rename(columns={"n_items": "n_items_kws", "delta_pp": "delta_acc_pp", "ci_low_pp": "delta_acc_ci_low_pp",
                                "ci_high_pp": "delta_acc_ci_high_pp", "p_bh": "kws_p_bh", "verdict": "kws_verdict"})
               .merge(kl[[*by, "kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"]], on=key, how="left")
-              .merge(kf, on=key, how="left").merge(kws_robust(kws, "condition", **kw), on=key, how="left"))
+              .merge(kf, on=key, how="left").merge(kws_robust(kws, scope, **kw), on=key, how="left"))
         for c in ("kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"):
             ks[c] = 100 * ks[c]
         ks = ks.rename(columns={"kws_leak_rate": "kws_leak_pct", "kws_leak_ci_low": "kws_leak_ci_low_pct",
@@ -227,56 +212,46 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     t = t.assign(level=float(level), n_resamples=int(n_resamples), seed=int(seed))
     t["note"] = t.pop("note").fillna("")
     order = {c: i for i, c in enumerate(meta.index)}  # the manifest's order: single languages, then the cocktail
-    s_order = {s: i for i, s in enumerate(comp.SETTINGS)}
+    s_order = {s: i for i, s in enumerate(spec["setting_order"])}
     return (t.assign(_s=t["setting"].map(s_order).fillna(9), _c=t["condition_id"].map(order))
             .sort_values(["model", "_s", "_c", "snr_db"]).drop(columns=["_s", "_c"]).reset_index(drop=True))
 
 
-def figure_competing_speech(table: pd.DataFrame, *, model: str | None = None):
-    """Two panels sharing x = SNR (dB): (a) ASR ΔWER (pp), (b) leakage share (%), one line per
-    distractor condition with its 95 % bootstrap band; the same-voice control is dashed and each
-    condition's leakage floor is a thin dotted line.
+def competing_figure_data(table: pd.DataFrame, *, model: str | None = None) -> pd.DataFrame:
+    """The tidy table notebook 09 draws Figure F1 from: one model's rows of :func:`competing_table`.
 
     Parameters
     ----------
     table : pandas.DataFrame
         :func:`competing_table`.
     model : str, optional
-        The model to draw (default: the first in name order; named in the title).
+        Default: the first in name order.
 
     Returns
     -------
-    matplotlib.figure.Figure
-        Two axes; x ticks at the table's SNRs.
-    """
-    from matplotlib import colormaps
-    from matplotlib.figure import Figure
+    pandas.DataFrame
+        ``model, condition_id, snr_db`` (dB), ``line`` (0, 1 … per condition in table order),
+        ``same_voice_control``, ``label`` (``<condition> (same voice)`` for the control), then
+        ``delta_wer_pp, delta_wer_ci_low_pp, delta_wer_ci_high_pp, leak_pct, leak_ci_low_pct,
+        leak_ci_high_pct, leak_floor_pct`` (float), sorted by line then SNR.
 
+    Raises
+    ------
+    AiplibParameterError
+        If the table is empty.
+    """
     if table.empty:
-        raise AiplibParameterError("figure_competing_speech: the table is empty")
+        raise AiplibParameterError("competing_figure_data: the table is empty")
     model = model or sorted(table["model"].unique())[0]
-    t = table[table["model"] == model]
-    snrs = sorted(t["snr_db"].unique())
-    fig = Figure(figsize=(8.6, 3.4), layout="constrained")
-    axes = fig.subplots(1, 2, sharex=True)
-    cmap = colormaps["tab10"]
-    for i, (cid, g) in enumerate(t.groupby("condition_id", sort=False)):
-        g = g.sort_values("snr_db")
-        ls = "--" if bool(g["same_voice_control"].iloc[0]) else "-"
-        label = f"{cid} (same voice)" if ls == "--" else cid
-        for ax, y, lo, hi in ((axes[0], "delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp"),
-                              (axes[1], "leak_pct", "leak_ci_low_pct", "leak_ci_high_pct")):
-            ax.plot(g["snr_db"], g[y], ls, marker="o", ms=3, color=cmap(i % 10), label=label)
-            ax.fill_between(g["snr_db"], g[lo].astype(float), g[hi].astype(float), color=cmap(i % 10), alpha=0.12)
-        axes[1].plot(g["snr_db"], g["leak_floor_pct"], ":", lw=0.8, color=cmap(i % 10))
-    for ax, tag, ylab in zip(axes, "ab", ("ASR ΔWER (pp)", "leak words (% of hypothesis words)")):
-        ax.set_xticks(snrs)
-        ax.set_xlabel("SNR, target over distractor (dB)")
-        ax.set_ylabel(ylab)
-        ax.axhline(0, color="#999999", lw=0.6)
-        ax.set_title(f"({tag}) {model}", fontsize=9, loc="left")
-    axes[1].legend(fontsize=7, frameon=False, loc="best")
-    return fig
+    t = table[table["model"] == model].copy()
+    t["line"] = t.groupby("condition_id", sort=False).ngroup()
+    t["same_voice_control"] = t.groupby("condition_id", sort=False)["same_voice_control"].transform("first").astype(bool)
+    t["label"] = np.where(t["same_voice_control"], t["condition_id"] + " (same voice)", t["condition_id"])
+    values = ["delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp", "leak_pct", "leak_ci_low_pct",
+              "leak_ci_high_pct", "leak_floor_pct"]
+    t[values] = t[values].astype(float)
+    return (t[["model", "condition_id", "snr_db", "line", "same_voice_control", "label", *values]]
+            .sort_values(["line", "snr_db"], kind="stable").reset_index(drop=True))
 
 
 # ------------------------------------------------------------------------------ channel
@@ -291,12 +266,8 @@ def _params(v) -> str:
 
 
 def _channel_order(names) -> list[str]:
-    try:
-        grid = list(CHANNEL_CONDITIONS)
-    except ImportError:  # pragma: no cover - the channel module always imports
-        grid = []
     names = list(dict.fromkeys(names))
-    return [n for n in grid if n in names] + [n for n in names if n not in grid]
+    return [n for n in CHANNEL_CONDITIONS if n in names] + [n for n in names if n not in CHANNEL_CONDITIONS]
 
 
 def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped: pd.DataFrame | None = None,
@@ -307,42 +278,36 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
     Parameters
     ----------
     asr, kws : pandas.DataFrame
-        Channel scores (``results/scores/channel/<task>.csv``) with ``condition_params`` and
-        ``applied_to``; ``kws`` optional.
+        Channel scores with ``condition_params`` and ``applied_to``; ``kws`` optional.
     skipped : pandas.DataFrame, optional
-        ``manifests/channel/skipped.csv`` (``condition, reason``): listed with ``status`` =
-        ``skipped`` and the reason in ``note``.
+        ``manifests/channel/skipped.csv`` (``condition, reason``): rows with ``status`` ``skipped``.
     n_resamples, seed, level, min_diff_pp
-        As :func:`aiplib.analysis.conditions.condition_table` (scope ``background``: one channel condition
-        over its single marker SNR 99).
+        As :func:`aiplib.analysis.conditions.condition_table` (scope ``background``).
 
     Returns
     -------
     pandas.DataFrame
-        ``model, condition, parameters, applied_to, status`` (``run`` / ``skipped``), ``n_items,
-        wer_pp, clean_wer_pp, delta_wer_pp, delta_wer_ci_low_pp, delta_wer_ci_high_pp,
-        delta_wer_capped_pp, median_delta_wer_pp, n_loops, asr_test, asr_p_bh, asr_verdict,
-        n_items_kws, acc_pp, clean_acc_pp, delta_acc_pp, delta_acc_ci_low_pp, delta_acc_ci_high_pp,
-        kws_test, kws_p_bh, kws_verdict, delta_strict_acc_pp, delta_strict_acc_ci_low_pp,
-        delta_strict_acc_ci_high_pp, n_non_answers, level, n_resamples, seed, note`` (the robust
-        view: :mod:`aiplib.analysis.family_robust`; the KWS columns only with ``kws``).
+        ``model, condition, parameters, applied_to, status, n_items, wer_pp, clean_wer_pp,
+        delta_wer_pp`` with its interval, the ASR robust view, ``asr_test, asr_p_bh, asr_verdict``;
+        with ``kws``: ``n_items_kws, acc_pp, clean_acc_pp, delta_acc_pp`` with its interval,
+        ``kws_test, kws_p_bh, kws_verdict`` and the KWS robust view; ``level, n_resamples, seed, note``.
     """
     _need(asr, ["condition_params", "applied_to"], "channel_table")
     kw = dict(n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=min_diff_pp)
-    key = ["model", "condition_id"]
-    a = _paired(asr, "asr", "background", kw)
+    key, scope = CHANNEL_TABLE["key"], CHANNEL_TABLE["scope"]
+    a = _paired(asr, "asr", scope, kw)
     t = a[key + ["n_items", "wer_pp", "clean_wer_pp"]].assign(
         delta_wer_pp=a["delta_pp"], delta_wer_ci_low_pp=a["ci_low_pp"], delta_wer_ci_high_pp=a["ci_high_pp"],
-        **asr_robust(a, asr, "background"), asr_test=a["test"], asr_p_bh=a["p_bh"], asr_verdict=a["verdict"],
+        **asr_robust(a, asr, scope), asr_test=a["test"], asr_p_bh=a["p_bh"], asr_verdict=a["verdict"],
         note=a["note"].fillna(""))
     if kws is not None and not kws.empty:
-        k = _paired(kws, "kws", "background", kw)
+        k = _paired(kws, "kws", scope, kw)
         t = t.merge(k[key + ["n_items", "acc_pp", "clean_acc_pp", "delta_pp", "ci_low_pp", "ci_high_pp", "test",
                              "p_bh", "verdict"]].rename(columns={
                                  "n_items": "n_items_kws", "delta_pp": "delta_acc_pp", "ci_low_pp": "delta_acc_ci_low_pp",
                                  "ci_high_pp": "delta_acc_ci_high_pp", "test": "kws_test", "p_bh": "kws_p_bh",
                                  "verdict": "kws_verdict"}).merge(
-            kws_robust(kws, "background", n_resamples=n_resamples, seed=seed, level=level), on=key, how="left"),
+            kws_robust(kws, scope, n_resamples=n_resamples, seed=seed, level=level), on=key, how="left"),
             on=key, how="outer")
     rows = pd.concat([d for d in (asr, kws) if d is not None])
     rows = rows[rows["bg_id"] != "clean"].drop_duplicates("bg_id").set_index("bg_id")
@@ -362,78 +327,26 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
 
 
 # ------------------------------------------------------------------------------ every condition
-def _voice(lang: str, table: pd.DataFrame | None, demo_voices: dict) -> dict:
-    """Voice, credit, licence, source and same-voice flag of one distractor language: from the run's
-    distractor table when given (its first row of ``lang``), else the demo's list."""
-    if table is None or "language" not in table or not (table["language"] == lang).any():
-        return demo_voices.get(lang, {})
-    r = table[table["language"] == lang].iloc[0]
-    get = lambda c: str(r[c]) if c in r.index and str(r[c]) not in ("", "nan") else None  # noqa: E731
-    return dict(voice=get("voice") or "?", credit=get("attribution") or "?", licence=get("licence") or "?",
-                source=get("source"),
-                same_voice_as_target=any(parse_bool(v) is True for v in table.loc[table["language"] == lang,
-                                                                               "same_voice_as_target"]))
-
-
 def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFrame | None = None, *,
                        distractors: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Every condition of the two families with its parameters and source (the report's list).
+    """Every condition of the families with its parameters and source (the report's list): each
+    family's ``conditions`` hook on its score or manifest rows.
 
     Parameters
     ----------
-    competing : pandas.DataFrame, optional
-        Competing-speech score or manifest rows (``background_id``/``bg_id``, ``setting``,
-        ``distractor_languages``, ``same_voice_as_target``, ``snr_db``); default: the grid of
-        :func:`aiplib.stimuli.competing.condition_grid` over :data:`aiplib.sources.corpora.asterisk_langs.DEMO_LANGUAGES`.
-    channel : pandas.DataFrame, optional
-        Channel score or manifest rows (``applied_to``): where each transform was applied in the
-        run; default :func:`aiplib.stimuli.channel.describe`'s ``applies_to``.
+    competing, channel : pandas.DataFrame, optional
+        The family's score or manifest rows (what ran); default the demo's grid, listed ``available``.
     distractors : pandas.DataFrame, optional
-        The run's distractor table (``raw/distractors/distractors.csv``: ``language, voice,
-        source, licence, attribution``): voices and sources are read from it (a user's folder
-        on paper/custom); default the demo's Debian Asterisk voices.
+        The run's distractor table (voices and sources); default the demo's Asterisk voices.
 
     Returns
     -------
     pandas.DataFrame
-        ``family, condition, parameters, applied_to, source, status`` (``run`` / ``available``
-        / ``skipped: <reason>``).
+        ``family, condition, parameters, applied_to, source, status`` (``run`` / ``available`` /
+        ``skipped: <reason>``).
     """
-
-    if competing is not None and len(competing):
-        c = competing.rename(columns={"background_id": "bg_id"})
-        c = c[c["bg_id"] != "clean"]
-        snr = pd.to_numeric(c["snr_db"], errors="coerce")
-        groups = [(cid, str(g["setting"].iloc[0]), str(g["distractor_languages"].iloc[0]).split("+"),
-                   sorted(snr[g.index].dropna().astype(int).unique()), "run") for cid, g in c.groupby("bg_id", sort=False)]
-    else:
-        grid = comp.condition_grid(DEMO_LANGUAGES, cocktail=DEMO_LANGUAGES[:comp.COCKTAIL_SIZE])
-        groups = [(cid, s, list(ls), sorted({g["snr_db"] for g in grid if g["condition_id"] == cid}), "available")
-                  for cid, s, ls in dict.fromkeys((g["condition_id"], g["setting"], g["languages"]) for g in grid)]
-    rows = []
-    for cid, setting, langs, snrs, status in groups:
-        voices = [_voice(lang, distractors, VOICES) for lang in langs]
-        same = any(v.get("same_voice_as_target") for v in voices)
-        par = (f"languages={'+'.join(langs)}, voices={'+'.join(v.get('voice', '?') for v in voices)}, "
-               f"SNR={','.join(f'{s:g}' for s in snrs)} dB (target over total distractor power), "
-               f"gap={comp.GAP_S:g} s, each utterance at -23 LUFS"
-               + (f", {len(langs)} streams at equal power" if setting == "cocktail" else "")
-               + (", same voice as the target (control)" if same else ""))
-        src = "; ".join(f"{v.get('source') or f'Debian asterisk-core-sounds-{lang}(-g722)'}: "
-                        f"{v.get('credit', '?')}, {v.get('licence', '?')}" for lang, v in zip(langs, voices))
-        rows.append(dict(family=comp.FAMILY, condition=cid, parameters=par, applied_to="target speech (mixed)",
-                         source=src, status=status))
-
-    d = describe()
-    run = {}
-    if channel is not None and len(channel):
-        ch = channel.rename(columns={"background_id": "bg_id"})
-        run = ch[ch["bg_id"] != "clean"].drop_duplicates("bg_id").set_index("bg_id")["applied_to"].to_dict()
-    for r in d.itertuples(index=False):
-        status = ("run" if r.condition in run else "available") if r.available else f"skipped: {r.skip_reason}"
-        rows.append(dict(family="channel", condition=r.condition, parameters=r.parameters,
-                         applied_to=run.get(r.condition, r.applies_to), source=r.source or "", status=status))
-    return pd.DataFrame(rows)
+    rows = {comp.NAME: competing, "channel": channel}
+    return pd.DataFrame([r for f in FAMILIES for r in REGISTRY[f].conditions(rows.get(f), distractors=distractors)])
 
 
 # ------------------------------------------------------------------------------ notebook 09
@@ -443,7 +356,8 @@ NOT_RUN = "not run: make all SUITE=all"
 
 def stage7_times(ws) -> pd.DataFrame | None:
     """The last stage-7 time of each family (``checks/stage7_families.csv``, rows with
-    ``n_run > 0``), or None when the file does not exist."""
+    ``n_run > 0``), or None when the file does not exist.
+    """
     p = Path(ws.root) / "checks" / "stage7_families.csv"
     if not p.is_file():
         return None
@@ -453,32 +367,45 @@ def stage7_times(ws) -> pd.DataFrame | None:
     return t.drop_duplicates("condition_family", keep="last").reset_index(drop=True)
 
 
-def write_competing(ws, scores: dict, **kw) -> pd.DataFrame:
-    """:func:`competing_table` of ``scores`` (``{"asr", "kws"}``) written to
-    ``results/tables/competing_speech.csv`` and its figure to ``results/figures/
-    figure_competing_speech.png/.pdf`` (:func:`aiplib.analysis.paper.save_figure`); returns the table."""
+_TABLES = {"condition": competing_table, "background": channel_table}
+"""A family's table by the scope its ``TABLE`` declares: per condition × SNR (with leakage) or per condition."""
 
-    t = competing_table(scores["asr"], scores.get("kws"), **kw)
+
+def family_table(condition_family: str, scores: dict, **kw) -> pd.DataFrame:
+    """The table of a condition family (its module's ``TABLE``) from its scores (``{"asr", "kws"}``).
+
+    ``kw`` goes to :func:`competing_table` (scope ``condition``) or :func:`channel_table` (scope
+    ``background``; ``skipped`` lists the conditions that cannot run here).
+    """
+    spec = REGISTRY[condition_family].TABLE
+    return _TABLES[spec["scope"]](scores["asr"], scores.get("kws"), **kw)
+
+
+def write_family_table(ws, condition_family: str, scores: dict, **kw) -> pd.DataFrame:
+    """:func:`family_table` (with ``manifests/<cf>/skipped.csv`` when present) written to
+    ``results/tables/<TABLE name>.csv``; returns the table."""
+    sk = family_path(ws, condition_family, "manifests", "skipped.csv")
+    if Path(sk).is_file():
+        kw["skipped"] = pd.read_csv(sk, dtype=str, keep_default_na=False)
+    t = family_table(condition_family, scores, **kw)
     Path(ws.tables_dir).mkdir(parents=True, exist_ok=True)
-    t.to_csv(Path(ws.tables_dir) / "competing_speech.csv", index=False)
-    save_figure(figure_competing_speech(t), ws.figures_dir, "figure_competing_speech")
+    t.to_csv(Path(ws.tables_dir) / f"{REGISTRY[condition_family].TABLE['name']}.csv", index=False)
     return t
+
+
+def write_competing(ws, scores: dict, **kw) -> pd.DataFrame:
+    """:func:`write_family_table` of ``competing_speech`` (``results/tables/competing_speech.csv``)."""
+    return write_family_table(ws, comp.NAME, scores, **kw)
 
 
 def write_channel(ws, scores: dict, **kw) -> pd.DataFrame:
-    """:func:`channel_table` (with ``manifests/channel/skipped.csv`` when present) written to
-    ``results/tables/channel_conditions.csv``; returns the table."""
-    sk = family_path(ws, "channel", "manifests", "skipped.csv")
-    skipped = pd.read_csv(sk, dtype=str, keep_default_na=False) if Path(sk).is_file() else None
-    t = channel_table(scores["asr"], scores.get("kws"), skipped=skipped, **kw)
-    Path(ws.tables_dir).mkdir(parents=True, exist_ok=True)
-    t.to_csv(Path(ws.tables_dir) / "channel_conditions.csv", index=False)
-    return t
+    """:func:`write_family_table` of ``channel`` (``results/tables/channel_conditions.csv``)."""
+    return write_family_table(ws, "channel", scores, **kw)
 
 
 # ------------------------------------------------------------------------------ display
 def _robust_cells(t: pd.DataFrame, task: str = "asr") -> dict:
-    """The robust view's display columns (:mod:`aiplib.analysis.family_robust`); "–" where not computed."""
+    """The robust view's display columns; "–" where not computed."""
 
     def col(c, f):
         return t[c].map(f) if c in t else "–"
@@ -490,6 +417,11 @@ def _robust_cells(t: pd.DataFrame, task: str = "asr") -> dict:
     return {"Δ strict acc pp": col("delta_strict_acc_pp", signed), "non-answers": col("n_non_answers", count)}
 
 
+def _cis(t: pd.DataFrame, est: str, prefix: str, unit: str, signed: bool = True) -> list[str]:
+    """``estimate [low, high]`` cells of columns ``est``, ``<prefix>_low<unit>``, ``<prefix>_high<unit>``."""
+    return [_ci(e, lo, hi, signed=signed) for e, lo, hi in zip(t[est], t[f"{prefix}_low{unit}"], t[f"{prefix}_high{unit}"])]
+
+
 def competing_display(t: pd.DataFrame):
     """:func:`competing_table` formatted for the report (:class:`aiplib.analysis.report_tables.Table`)."""
 
@@ -497,16 +429,12 @@ def competing_display(t: pd.DataFrame):
         "model": t["model"], "distractor": t["condition_id"], "SNR (dB)": t["snr_db"].map(lambda v: f"{v:g}"),
         "control": np.where(t["same_voice_control"], "same voice", ""),
         "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
-        "ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
-                             zip(t["delta_wer_pp"], t["delta_wer_ci_low_pp"], t["delta_wer_ci_high_pp"])],
+        "ΔWER pp [95% CI]": _cis(t, "delta_wer_pp", "delta_wer_ci", "_pp"),
         **_robust_cells(t), "ASR verdict": t["asr_verdict"],
-        "leak % [95% CI]": [_ci(e, lo, hi, signed=False) for e, lo, hi in
-                            zip(t["leak_pct"], t["leak_ci_low_pct"], t["leak_ci_high_pct"])],
+        "leak % [95% CI]": _cis(t, "leak_pct", "leak_ci", "_pct", signed=False),
         "floor %": t["leak_floor_pct"].map(fmt), "mismatch %": t["leak_mismatch_pct"].map(fmt),
-        "ΔAcc pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
-                             zip(t["delta_acc_pp"], t["delta_acc_ci_low_pp"], t["delta_acc_ci_high_pp"])],
-        "KWS leak % [95% CI]": [_ci(e, lo, hi, signed=False) for e, lo, hi in
-                                zip(t["kws_leak_pct"], t["kws_leak_ci_low_pct"], t["kws_leak_ci_high_pct"])],
+        "ΔAcc pp [95% CI]": _cis(t, "delta_acc_pp", "delta_acc_ci", "_pp"),
+        "KWS leak % [95% CI]": _cis(t, "kws_leak_pct", "kws_leak_ci", "_pct", signed=False),
         "KWS floor %": t["kws_leak_floor_pct"].map(fmt), **_robust_cells(t, "kws")}))
 
 
@@ -517,11 +445,8 @@ def channel_display(t: pd.DataFrame):
         "model": t["model"], "condition": t["condition"], "parameters": t["parameters"],
         "applied to": t["applied_to"], "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
         "WER %": t["wer_pp"].map(fmt) if "wer_pp" in t else "",
-        "ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
-                             zip(t["delta_wer_pp"], t["delta_wer_ci_low_pp"], t["delta_wer_ci_high_pp"])],
+        "ΔWER pp [95% CI]": _cis(t, "delta_wer_pp", "delta_wer_ci", "_pp"),
         **_robust_cells(t), "p (BH)": t["asr_p_bh"].map(_p), "ASR verdict": t["asr_verdict"].fillna(t["status"]),
-        "ΔAcc pp [95% CI]": ([_ci(e, lo, hi) for e, lo, hi in
-                              zip(t["delta_acc_pp"], t["delta_acc_ci_low_pp"], t["delta_acc_ci_high_pp"])]
-                             if "delta_acc_pp" in t else "–"),
+        "ΔAcc pp [95% CI]": _cis(t, "delta_acc_pp", "delta_acc_ci", "_pp") if "delta_acc_pp" in t else "–",
         "KWS verdict": t["kws_verdict"].fillna("") if "kws_verdict" in t else "",
         **_robust_cells(t, "kws"), "note": t["note"]}))

@@ -6,9 +6,7 @@ import pandas as pd
 
 from aiplib.core.hashing import file_sha256
 from aiplib.core.stamps import json_sha256, jsonable, text_sha256
-from aiplib.sources.corpora.asterisk_langs import read_distractor_table
-from aiplib.stimuli.channel import tool_versions
-from aiplib.stimuli.families import FAMILY_COLUMNS, row_family
+from aiplib.stimuli.families import FAMILIES, row_family
 from aiplib.stimuli.mixing import is_clean_row
 
 __all__ = ["STIM_KEY_FIELD", "STIM_KEY_FIELDS", "ENTRY_KEY_FIELDS", "BATCH_VARIANT_BACKENDS", "entry_sha256",
@@ -57,45 +55,33 @@ def _val(v):
     return v if isinstance(v, (int, float, bool)) else str(v)
 
 
+def _text(v) -> str:
+    v = _val(v)
+    return "" if v is None else str(v)
+
+
 def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
     """The part of a stimulus's resume key that depends on the manifest row only.
 
     Hex SHA-256 of the canonical JSON of :data:`STIM_KEY_FIELDS` of ``row`` plus
     ``speech_sha256`` and ``bg_sha256`` (SHA-256 of the files ``speech_path`` and ``bg_path``
     point to; ``""`` for no background, ``"missing"`` for a file not found). A row without a
-    background (clean) has ``seed`` and ``bg_offset`` left out: its audio does not depend on them,
-    so a change of seeds re-runs the noisy stimuli only. ``hashes`` (path → SHA-256), when
-    given, is used and filled as a cache for the duration of one run.
+    background (clean) has ``seed`` and ``bg_offset`` left out: its audio does not depend on them.
+    ``hashes`` (path → SHA-256), when given, is used and filled as a cache for one run.
 
-    Rows of another condition family (``condition_family`` not ``background``, not clean; issue
-    14) have no ``bg_path`` but their audio depends on the seed: their key keeps ``seed`` and adds
-    ``condition_family``, every column of :data:`aiplib.stimuli.families.FAMILY_COLUMNS` (as text),
-    for ``competing_speech`` the SHA-256 of the distractor table (``distractor_table_sha256``)
-    and of each distractor recording the row mixes in (``distractor_audio_sha256``: the table
-    names files, not their samples), and for ``channel`` the version of the external tool
-    (:func:`aiplib.stimuli.channel.tool_versions`).
-    Background rows and clean rows keep exactly the key above (results made before the families
-    existed stay valid; a family's clean row has the background clean row's key).
+    A noisy row of a family whose ``key_fields`` hook gives fields (:data:`aiplib.stimuli.families.
+    FAMILIES`; not ``background``) keeps ``seed`` and adds ``condition_family``, the family's
+    manifest ``COLUMNS`` as text and the hook's fields (competing speech: the distractor table's
+    and recordings' SHA-256; channel: the external tool's version). Background rows and every
+    clean row keep the key above.
     """
-
     rec = {k: _val(row.get(k)) for k in STIM_KEY_FIELDS}
     cf = row_family(row)
-    clean = is_clean_row(row)
-    if cf != "background" and not clean:
-        rec["condition_family"] = cf
-        for col in FAMILY_COLUMNS.get(cf, ()):
-            v = _val(row.get(col))
-            rec[col] = "" if v is None else str(v)
-        if cf == "competing_speech":
-            tab = ws.distractors_csv
-            rec["distractor_table_sha256"] = file_sha256(tab) if tab.is_file() else "missing"
-            rec["distractor_audio_sha256"] = _distractor_audio_sha256(row, ws, hashes)
-        elif cf == "channel":
-            name = rec.get("channel_condition") or str(rec.get("background_id"))
-            try:
-                rec["tools"] = tool_versions(name)
-            except Exception as exc:  # noqa: BLE001 - an unknown condition fails at materialisation
-                rec["tools"] = f"unknown: {type(exc).__name__}"
+    fam = FAMILIES.get(cf)  # an unknown family fails at materialisation
+    own = {"condition_family": cf, **{c: _text(row.get(c)) for c in (fam.COLUMNS if fam else ())}}
+    extra = None if is_clean_row(row) else fam.key_fields(row, rec | own, ws, hashes) if fam else {}
+    if extra is not None:
+        rec.update(own, **extra)
     elif not rec.get("bg_path"):  # a clean row's audio does not depend on its seed
         rec["seed"] = rec["bg_offset"] = None
     for k, col in (("speech_sha256", "speech_path"), ("bg_sha256", "bg_path")):
@@ -111,32 +97,6 @@ def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
         if hashes is not None:
             hashes[rel] = rec[k]
     return json_sha256(rec)
-
-
-def _distractor_audio_sha256(row: dict, ws, hashes: dict | None) -> list:
-    """SHA-256 of each distractor recording a competing-speech row mixes in (its ``distractor_ids``,
-    ``|``-joined, through the paths of the distractor table), in that order; ``"missing"`` for an
-    id the table lacks or a file not found. The table names a file, not its samples: a recording
-    replaced under the same path (a new package version, a user's folder) changes these only."""
-    tab = ws.distractors_csv
-    if not tab.is_file():
-        return ["missing"]
-    table = read_distractor_table(tab, root=ws.root)
-    paths = dict(zip(table["distractor_id"].astype(str), table["path"].astype(str)))
-    out = []
-    for did in str(row.get("distractor_ids") or "").split("|"):
-        p = paths.get(did)
-        if p is None:
-            out.append("missing")
-            continue
-        if hashes is None or p not in hashes:
-            sha = file_sha256(ws.path(p)) if ws.path(p).is_file() else "missing"
-            if hashes is None:
-                out.append(sha)
-                continue
-            hashes[p] = sha
-        out.append(hashes[p])
-    return out
 
 
 def stimulus_key(base: str, *, prompt_sha256: str, entry_sha256: str, decoding_sha256: str | None = None) -> str:

@@ -11,8 +11,8 @@ from aiplib.core.stamps import read_stamp
 from aiplib.core.tasks import parse_suite, task_family
 from aiplib.inference.shards import merge_all
 from aiplib.io.formats import read_scores
-from aiplib.scoring.family_columns import LEAK_ASR_COLUMNS, LEAK_KWS_COLUMNS
 from aiplib.scoring.score import score_inference
+from aiplib.stimuli.families import FAMILIES
 
 __all__ = ["stale_reasons", "suite_families", "score_families", "family_path", "read_family_scores"]
 
@@ -24,22 +24,17 @@ def suite_families(suite) -> tuple:
 
 
 def score_families(ws, suite) -> dict:
-    """Stage 8 for the condition families of ``suite`` other than ``background`` whose manifests
-    exist: shard files merged (:func:`aiplib.inference.shards.merge_all`), then
+    """Stage 8 for the families of ``suite`` other than ``background`` whose manifests and inference
+    files exist: shards merged (:func:`aiplib.inference.shards.merge_all`), then
     :func:`aiplib.scoring.score.score_inference` on ``ws.with_family(cf)``.
 
     Returns
     -------
     dict
-        ``{family: {task: scores}}`` of the families scored; a family without manifests or
-        inference files is left out with a printed line saying why.
+        ``{family: {task: scores}}``; a family left out is named with the reason (printed).
     """
-
     out = {}
     for cf in [f for f in suite_families(suite) if f != "background"]:
-        if not hasattr(ws, "with_family"):
-            print(f"{cf}: not scored (this workspace has no condition-family views)")
-            continue
         view = ws.with_family(cf)
         if not any(Path(view.manifest_csv(t)).is_file() for t in ("asr", "kws")):
             print(f"{cf}: no manifests under {ws.rel(view.manifest_csv('asr').parent)}; not scored")
@@ -57,28 +52,24 @@ def score_families(ws, suite) -> dict:
 # ------------------------------------------------------------------------------ reading
 def family_path(ws, family: str, kind: str, name: str) -> Path:
     """Path of a family file: ``kind`` ``scores`` → ``results/scores/<family>/<name>.csv``,
-    ``manifests`` → ``manifests/<family>/<name>`` (through ``ws.with_family`` when the workspace
-    has it, else the same layout under ``ws.root``)."""
-    if hasattr(ws, "with_family"):
-        view = ws.with_family(family)
-        return view.scores_csv(name) if kind == "scores" else Path(view.manifest_csv("asr")).parent / name
-    return (ws.root / "results" / "scores" / family / f"{name}.csv" if kind == "scores"
-            else ws.root / "manifests" / family / name)
+    ``manifests`` → ``manifests/<family>/<name>``."""
+    view = ws.with_family(family)
+    return view.scores_csv(name) if kind == "scores" else Path(view.manifest_csv("asr")).parent / name
 
 
 def read_family_scores(ws, family: str, tasks=("asr", "kws")) -> dict[str, pd.DataFrame]:
-    """The family's score files that exist (task → table, :func:`aiplib.io.formats.read_scores`, with
-    the leakage and family columns typed); ``{}`` when the family was not run."""
-
+    """The family's score files that exist (task → table, :func:`aiplib.io.formats.read_scores`, the
+    family's columns typed by its ``SCORE_TYPES``); ``{}`` when the family was not run."""
     out = {}
     for task in tasks:
         p = family_path(ws, family, "scores", task)
         if Path(p).is_file():
             df = read_scores(p)
-            for c in [c for c in LEAK_ASR_COLUMNS if c != "leak_words" and c in df.columns]:
-                df[c] = pd.to_numeric(df[c], errors="coerce")
-            for c in [c for c in (*LEAK_KWS_COLUMNS, "same_voice_as_target") if c in df.columns]:
-                df[c] = df[c].astype(str).str.lower().map({"true": True, "false": False}).astype("boolean")
+            for c, kind in FAMILIES[family].SCORE_TYPES.items():
+                if c in df.columns and kind == "float":
+                    df[c] = pd.to_numeric(df[c], errors="coerce")
+                elif c in df.columns:
+                    df[c] = df[c].astype(str).str.lower().map({"true": True, "false": False}).astype("boolean")
             out[task] = df
     return out
 
@@ -86,25 +77,21 @@ def read_family_scores(ws, family: str, tasks=("asr", "kws")) -> dict[str, pd.Da
 def stale_reasons(ws, family: str, tasks=("asr", "kws")) -> list[str]:
     """Why a family's score files no longer describe the current inputs (``[]`` when current).
 
-    A family runs only when ``SUITE=`` asks for it, so a later default ``make all`` on changed
-    items leaves its scores behind. Stale when, for a task with a score file, the family manifest's
-    stamp (``manifests/<family>/<task family>.stamp.json``) records another SHA-256 of the item bank
-    than ``itembanks/<task family>.jsonl`` has now, or the score file is older than that manifest.
+    Stale when, for a task with a score file, the family manifest is gone, its stamp records another
+    SHA-256 of the item bank than ``itembanks/<task family>.jsonl`` has now, or the score file is
+    older than the manifest (a family runs only with ``SUITE=``, so a later default run can leave it behind).
 
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
     family : str
-        ``competing_speech`` or ``channel``.
     tasks : sequence of str
-        Task names whose score files are checked.
 
     Returns
     -------
     list of str
         One line per problem, naming the file and what to re-run.
     """
-
     out = []
     for task in tasks:
         scores = family_path(ws, family, "scores", task)

@@ -1,23 +1,14 @@
-"""Channel conditions: the phone / codec / room chain as named, seeded transforms (issue 14, item 4).
+"""The ``channel`` condition family: the phone / codec / room chain as named, seeded transforms.
 
 Every condition is ``apply(name, y, sr, *, seed, **params) -> (y_out, info)`` on a mono float32
-waveform; the output is float32 and, except for the cut-off conditions, as long as the input.
-The same ``(y, sr, name, seed, params)`` gives bit-identical output (codecs: with the same ffmpeg
-build; rooms: with the same pyroomacoustics). ``info`` is JSON-serialisable: the resolved
-parameters plus what the transform measured (clipped share, lost frames, room hash …).
+waveform; the output is float32 and, except for the cuts, as long as the input. The same
+``(y, sr, name, seed, params)`` gives bit-identical output (codecs: with the same ffmpeg build;
+rooms: with the same pyroomacoustics). :data:`CHANNEL_CONDITIONS` is the default grid;
+``applies_to`` is ``"speech"`` (the room: before the mixer) or ``"mixture"`` (everything after the
+microphone: band, codec, network, level, echo, cut).
 
-:data:`CHANNEL_CONDITIONS` is the default grid, condition name → parameters (the ``transform``
-key names the transform, the rest are its keyword arguments); :func:`describe` is the table for
-the report. ``applies_to`` says where a condition enters the stimulus: ``"speech"`` (the room:
-the talker is in it, the background recording already carries its own acoustics; applied to the
-speech before the mixer's loudness normalisation) or ``"mixture"`` (everything after the
-microphone: band, codec, network, level, echo, cut; applied to speech + background after mixing,
-or to the clean speech when there is no background).
-
-Levels in dBFS are RMS levels re full scale, ``10·log10(mean(y²))`` over the whole signal: the
-mean-power definition the mixer uses for its SNR (:mod:`aiplib.stimuli.mixing`, ``ps = mean(s²)``), so a
-full-scale square wave is 0 dBFS and a full-scale sine −3.01 dBFS. (Not the ITU-T P.56 active
-speech level: pauses count; :mod:`aiplib.io.audio` measures loudness in LUFS, BS.1770, not dBFS.)
+Levels in dBFS are RMS levels re full scale, ``10·log10(mean(y²))`` over the whole signal (the
+mixer's mean-power definition; not the ITU-T P.56 active speech level).
 """
 from __future__ import annotations
 
@@ -40,15 +31,30 @@ from aiplib.stimuli.channel_external import (
     resample,
     reverb,
 )
+from aiplib.stimuli.manifests import ManifestPlan, _row, compact_json
 from aiplib.stimuli.mixing import SPEECH_LUFS, MixInfo, normalized_speech
 
-__all__ = ["CHANNEL_CONDITIONS", "TRANSFORMS", "ChannelUnavailableError", "apply", "describe",
+__all__ = ["NAME", "COLUMNS", "SEED_START", "SCORE_TYPES", "TABLE", "manifest_plan", "key_fields", "conditions",
+           "score_columns", "sidecar", "CHANNEL_CONDITIONS", "TRANSFORMS", "ChannelUnavailableError", "apply", "describe",
            "skip_reason", "available_conditions", "rms_dbfs", "telephone", "packet_loss", "clip",
            "level", "echo", "cut", "telephone_filter", "row_components", "tool_versions"]
 
+NAME = "channel"
+"""Value of ``condition_family`` for these rows."""
+
+COLUMNS = ["channel_condition", "applied_to", "condition_params"]
+"""Manifest columns after :data:`aiplib.stimuli.manifests.EXTRA_COLUMNS` (meanings: :func:`manifest_plan`)."""
+
+SEED_START = {"asr": 40000, "kws": 50000}
+"""First seed of each task's manifest row counter."""
+
+SCORE_TYPES: dict = {}
+
+TABLE = dict(name="channel_conditions", scope="background", key=["model", "condition_id"])
+"""What notebook 09 shows (:func:`aiplib.analysis.family_results.family_table`)."""
+
 SEED_STREAM = 14
-"""Seeded draws use ``numpy.random.default_rng([seed, SEED_STREAM])``, a stream independent of the
-mixer's ``default_rng(seed)`` background offset."""
+"""Seeded draws use ``default_rng([seed, SEED_STREAM])``, independent of the mixer's ``default_rng(seed)``."""
 
 
 def rms_dbfs(y) -> float:
@@ -65,13 +71,12 @@ TEL_STOPBAND_DB = 60.0
 
 
 def telephone_filter(low_hz: float = 300.0, high_hz: float = 3400.0, rate_hz: int = TEL_RATE_HZ) -> np.ndarray:
-    """FIR taps of the telephone band-pass, at ``rate_hz``.
+    """FIR taps of the telephone band-pass at ``rate_hz``.
 
-    Linear-phase Kaiser-window FIR (``scipy.signal.kaiserord`` / ``firwin``) with ≥ 60 dB
-    stopband attenuation *outside* ``[low_hz, high_hz]`` and 50 Hz transition bands inside it:
-    −6 dB at ``low_hz + 25`` and ``high_hz − 25`` Hz, passband (ripple ≤ 0.01 dB) from
-    ``low_hz + 50`` to ``high_hz − 50`` Hz. 300–3400 Hz is the telephone channel of ITU-T G.712 /
-    G.120. At 8 kHz the filter has 583 taps (odd: its delay, 291 samples, is removed exactly).
+    Linear-phase Kaiser-window FIR (``scipy.signal.kaiserord`` / ``firwin``), ≥ 60 dB stopband
+    attenuation outside ``[low_hz, high_hz]`` with 50 Hz transition bands inside it (−6 dB at
+    ``low_hz + 25`` and ``high_hz − 25`` Hz). 300–3400 Hz is the channel of ITU-T G.712 / G.120; at
+    8 kHz the filter has 583 taps (odd, so its delay is removed exactly).
 
     Returns
     -------
@@ -90,11 +95,8 @@ def telephone_filter(low_hz: float = 300.0, high_hz: float = 3400.0, rate_hz: in
 
 def telephone(y: np.ndarray, sr: int, *, low_hz: float = 300.0, high_hz: float = 3400.0,
               rate_hz: int = TEL_RATE_HZ) -> tuple[np.ndarray, dict]:
-    """Narrowband telephone channel: resample to 8 kHz, band-pass 300–3400 Hz, resample back.
-
-    Resampling with soxr "HQ" (= librosa's ``soxr_hq``, as :mod:`aiplib.io.audio`); the band-pass is
-    :func:`telephone_filter`, applied with ``scipy.signal.fftconvolve(mode="same")`` (zero delay).
-    Output cut / zero-padded to ``len(y)``. Parameters in Hz.
+    """Narrowband telephone channel: resample to 8 kHz (soxr "HQ"), band-pass 300–3400 Hz
+    (:func:`telephone_filter`, ``fftconvolve(mode="same")``), resample back; cut / zero-padded to ``len(y)``.
     """
     from scipy import signal
 
@@ -114,16 +116,14 @@ def packet_loss(y: np.ndarray, sr: int, *, seed: int, loss_rate: float = 0.10,
                 frame_ms: float = 20.0) -> tuple[np.ndarray, dict]:
     """Zero ``round(loss_rate · n_frames)`` frames of ``frame_ms`` ms, chosen at random (seeded).
 
-    Frames are consecutive blocks of ``round(frame_ms · sr / 1000)`` samples from sample 0 (the
-    last may be short); the lost ones are ``sorted(rng.choice(n_frames, k, replace=False))`` with
-    ``rng = default_rng([seed, 14])``: losses are independent (no bursts, no concealment: a
-    decoder without packet-loss concealment, zero-fill). 20 ms is the usual VoIP packet
-    (RTP / ITU-T G.114 practice; one Opus or AMR frame).
+    Frames are consecutive blocks of ``round(frame_ms · sr / 1000)`` samples; the lost ones are
+    ``sorted(rng.choice(n_frames, k, replace=False))`` with ``rng = default_rng([seed, 14])``:
+    independent losses, zero-filled (no concealment). 20 ms is the usual RTP / VoIP packet.
 
     Returns
     -------
     y_out, info
-        ``info["lost_frames"]``: the zeroed frame indices; ``frame_samples``, ``n_frames``.
+        ``info``: ``lost_frames``, ``frame_samples``, ``n_frames``.
     """
     if not 0.0 <= loss_rate <= 1.0 or frame_ms <= 0:
         raise AiplibParameterError(f"packet_loss needs 0 <= loss_rate <= 1 and frame_ms > 0, got {loss_rate}, {frame_ms}")
@@ -139,10 +139,8 @@ def packet_loss(y: np.ndarray, sr: int, *, seed: int, loss_rate: float = 0.10,
 
 
 def clip(y: np.ndarray, sr: int, *, gain_db: float) -> tuple[np.ndarray, dict]:
-    """Overdrive: multiply by ``10^(gain_db/20)`` then hard-clip to [−1, 1].
-
-    ``info["clipped_share"]`` is the share of samples with ``|gain · y| > 1`` (now at ±1).
-    Models a front end (microphone preamp, ADC) driven past full scale.
+    """Overdrive: multiply by ``10^(gain_db/20)`` then hard-clip to [−1, 1]; ``info["clipped_share"]``
+    is the share of samples now at ±1.
     """
     g = 10.0 ** (gain_db / 20.0)
     z = y.astype(np.float64) * g
@@ -151,12 +149,12 @@ def clip(y: np.ndarray, sr: int, *, gain_db: float) -> tuple[np.ndarray, dict]:
 
 
 def level(y: np.ndarray, sr: int, *, dbfs: float) -> tuple[np.ndarray, dict]:
-    """Scale to an RMS level of ``dbfs`` dBFS (see the module docstring; no clipping).
+    """Scale to an RMS level of ``dbfs`` dBFS (no clipping).
 
     Raises
     ------
     AiplibParameterError
-        If ``y`` is digital silence (no level to scale).
+        If ``y`` is digital silence.
     """
     before = rms_dbfs(y)
     if not math.isfinite(before):
@@ -167,11 +165,8 @@ def level(y: np.ndarray, sr: int, *, dbfs: float) -> tuple[np.ndarray, dict]:
 
 
 def echo(y: np.ndarray, sr: int, *, delay_ms: float, gain_db: float) -> tuple[np.ndarray, dict]:
-    """Add one copy of ``y`` delayed by ``delay_ms`` ms and scaled by ``gain_db`` dB (≤ 0).
-
-    ``y_out[i] = y[i] + 10^(gain_db/20) · y[i − d]``, ``d = round(delay_ms · sr / 1000)``; same
-    length, not clipped. A single talker/line echo path (ITU-T G.131 for its audibility versus
-    delay and level; G.168 for the cancellers that fail to remove it).
+    """Add one copy of ``y`` delayed by ``delay_ms`` ms and scaled by ``gain_db`` dB (≤ 0), same
+    length, not clipped (a talker/line echo path, ITU-T G.131 / G.168).
     """
     d = int(round(delay_ms * sr / 1000.0))
     if d <= 0 or gain_db > 0:
@@ -184,10 +179,7 @@ def echo(y: np.ndarray, sr: int, *, delay_ms: float, gain_db: float) -> tuple[np
 
 
 def cut(y: np.ndarray, sr: int, *, where: str, ms: float) -> tuple[np.ndarray, dict]:
-    """Remove the first (``where="head"``) or last (``"tail"``) ``ms`` ms; the output is shorter.
-
-    Removed, not zero-filled: the recogniser gets a recording that starts late / stops early, as
-    after a late push-to-talk, a VAD that triggers late or a call dropped early.
+    """Remove the first (``where="head"``) or last (``"tail"``) ``ms`` ms (late VAD, push-to-talk).
 
     Raises
     ------
@@ -290,31 +282,27 @@ def apply(name: str, y, sr: int = SR, *, seed: int, **params) -> tuple[np.ndarra
     Parameters
     ----------
     name : str
-        A key of :data:`CHANNEL_CONDITIONS` (its parameters are the defaults) or a key of
-        :data:`TRANSFORMS` (then ``params`` must give the transform's required arguments).
+        A key of :data:`CHANNEL_CONDITIONS` (its parameters are the defaults) or of :data:`TRANSFORMS`.
     y : np.ndarray [shape=(n,)], float
-        Mono waveform, full scale ±1 (checked with :func:`aiplib.io.audio.valid_audio`).
+        Mono, full scale ±1 (:func:`aiplib.io.audio.valid_audio`).
     sr : int, Hz
-        Sample rate of ``y`` (the pipeline's :data:`aiplib.io.audio.SR`, 16 kHz).
     seed : int
-        Used by ``packet_loss`` (which frames) and ``reverb`` (which room of the bin); recorded
-        by all.
+        Used by ``packet_loss`` and ``reverb``; recorded by all.
     **params
-        Override the grid's parameters (units as in the key names).
+        Override the grid's parameters (units in the key names).
 
     Returns
     -------
     y_out : np.ndarray [shape=(n,) or shorter for ``cut``], float32
     info : dict (JSON-serialisable)
-        ``condition``, ``transform``, ``params`` (resolved, without ``transform``), ``seed``,
-        ``applies_to``, ``sr``, ``n_in``, ``n_out`` and what the transform reports.
+        ``condition, transform, params, seed, applies_to, sr, n_in, n_out`` and what the transform reports.
 
     Raises
     ------
     AiplibParameterError
         Unknown name, invalid ``y`` or parameters.
     ChannelUnavailableError
-        A codec the local ffmpeg cannot encode (skip the condition and report ``exc.reason``).
+        A codec the local ffmpeg cannot encode (skip the condition, report ``exc.reason``).
     """
     p = _resolve(name, params)
     y = valid_audio(np.asarray(y), name=f"channel {name}")
@@ -337,16 +325,9 @@ def _fmt(p: dict) -> str:
 
 
 def describe():
-    """The channel-conditions table for the report, one row per :data:`CHANNEL_CONDITIONS` entry.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``condition``, ``transform``, ``parameters`` (``key=value, …``), ``applies_to``
-        (``speech`` or ``mixture``), ``models`` (what it stands for), ``source`` (standard or
-        method), ``available`` (bool) and ``skip_reason`` (why not, else empty).
+    """The channel-conditions table for the report, one row per :data:`CHANNEL_CONDITIONS` entry:
+    ``condition, transform, parameters, applies_to, models, source, available, skip_reason``.
     """
-
     rows = []
     for name, p in CHANNEL_CONDITIONS.items():
         _, applies_to, models, source = TRANSFORMS[p["transform"]]
@@ -360,14 +341,75 @@ def describe():
     return pd.DataFrame(rows)
 
 
-# ---- manifest rows (the ``channel`` condition family, issue 14) -------------------------------
+# ---- the family's hooks (:data:`aiplib.stimuli.families.FAMILIES`) ---------------------------
+
+def manifest_plan(ws, task, *, conditions=None, **_) -> ManifestPlan:
+    """Stage 5's channel rows: every condition of ``conditions`` (default :data:`CHANNEL_CONDITIONS`)
+    the local tools can run, applied to the clean speech.
+
+    A row: id ``<item>_ch_<name>``, ``background_id = <name>``, ``snr_db = 99`` (no added noise),
+    ``condition = channel_<name>``; ``channel_condition``, ``applied_to`` (``speech``) and
+    ``condition_params`` (the resolved parameters, compact JSON). A condition that cannot run here
+    (a codec the local ffmpeg cannot encode) is no row but is listed in ``skipped`` with the reason;
+    it keeps its seed, so the other rows' seeds do not depend on the local ffmpeg.
+    """
+    names = list(CHANNEL_CONDITIONS) if conditions is None else list(conditions)
+    reasons = {c: skip_reason(c) for c in names}
+    runnable = [c for c in names if reasons[c] is None]
+    skipped = pd.DataFrame([(c, r) for c, r in reasons.items() if r], columns=["condition", "reason"])
+
+    def item_rows(item, spec, extra, n, seed):
+        rows = []
+        for name in names:
+            if reasons[name] is None:
+                rows.append(_row(item, spec, extra, seed, id=f"{item['item_id']}_ch_{name}", background_id=name,
+                                 condition=f"channel_{name}", channel_condition=name, applied_to="speech",
+                                 condition_params=compact_json(_resolve(name, {}))))  # snr_db: the clean rows' 99
+            seed += 1
+        return rows, len(names)
+
+    params = dict(conditions={c: _resolve(c, {}) for c in runnable}, skipped=skipped.values.tolist(),
+                  seeds="one per condition, skipped ones too")
+    return ManifestPlan(params=params, inputs=[], item_rows=item_rows, skipped=skipped)
+
+
+def key_fields(row, rec, ws, hashes) -> dict:
+    """The resume key's channel part: ``tools``, the version of the external tool that decides the
+    output (:func:`tool_versions`), so a new ffmpeg re-runs the codec stimuli."""
+    name = rec.get("channel_condition") or str(rec.get("background_id"))
+    try:
+        return {"tools": tool_versions(name)}
+    except Exception as exc:  # noqa: BLE001 - an unknown condition fails at materialisation
+        return {"tools": f"unknown: {type(exc).__name__}"}
+
+
+def conditions(rows: pd.DataFrame | None = None, *, distractors=None) -> list[dict]:
+    """The family's conditions for the report's list (``family, condition, parameters, applied_to,
+    source, status``): every grid condition, ``run`` when in ``rows`` (score or manifest rows, whose
+    ``applied_to`` is shown), ``available`` or ``skipped: <reason>``."""
+    run = {}
+    if rows is not None and len(rows):
+        ch = rows.rename(columns={"background_id": "bg_id"})
+        run = ch[ch["bg_id"] != "clean"].drop_duplicates("bg_id").set_index("bg_id")["applied_to"].to_dict()
+    return [dict(family=NAME, condition=r.condition, parameters=r.parameters,
+                 applied_to=run.get(r.condition, r.applies_to), source=r.source or "",
+                 status=("run" if r.condition in run else "available") if r.available else f"skipped: {r.skip_reason}")
+            for r in describe().itertuples(index=False)]
+
+
+def score_columns(out, task_family):
+    """No score columns beyond the manifest's: ``out`` unchanged."""
+    return out
+
+
+def sidecar(df, task_family) -> dict:
+    return {}
+
 
 def tool_versions(name: str, **params) -> dict:
-    """The external tool whose build decides condition ``name``'s output: ``{"ffmpeg": version
-    line}`` for codecs, ``{"pyroomacoustics": version}`` for rooms, ``{}`` otherwise (a resume
-    key includes it, so a new ffmpeg re-runs the codec stimuli)."""
-
-
+    """The external tool whose build decides condition ``name``'s output: ``{"ffmpeg": version}``
+    for codecs, ``{"pyroomacoustics": version}`` for rooms, ``{}`` otherwise.
+    """
     t = _resolve(name, params)["transform"]
     if t == "codec":
         try:
@@ -383,31 +425,23 @@ def tool_versions(name: str, **params) -> dict:
 
 
 def row_components(row, ws) -> dict:
-    """Materialise a ``channel`` manifest row (:func:`aiplib.stimuli.families.mix_components` calls it).
+    """Materialise a channel manifest row (the family's ``row_components`` hook).
 
-    The speech (``speech_path``) is loudness-normalised to −23 LUFS as by the mixer (the clean
-    row's samples exactly), then :func:`apply` ``(channel_condition, s, 16000, seed=row seed,
-    **condition_params)``. In this family every transform acts on the speech alone (no
-    background); combined with a background the ``mixture`` transforms (band, codecs, packet
-    loss, clipping, level, echo, cuts) would act on speech + background, the room on the speech.
-    The output is not peak-scaled (the clean row is not either).
+    The speech is loudness-normalised to −23 LUFS as by the mixer, then :func:`apply` ``(channel_condition,
+    s, 16000, seed=row seed, **condition_params)``; not peak-scaled.
 
     Returns
     -------
     dict
-        ``mixture`` (float32 (m,), ``m = n`` except for the cut conditions), ``speech`` (float32:
-        the normalised speech; for a cut, the output itself), ``background`` (float32: ``mixture
-        − speech``, what the transform changed; zeros for a cut), ``info``
-        (:class:`aiplib.stimuli.mixing.MixInfo`: target and achieved SNR ``inf``, no noise was added),
-        ``detail`` (:func:`apply`'s info).
+        ``mixture`` (float32 (m,), ``m = n`` except for the cuts), ``speech``, ``background``
+        (``mixture − speech``; zeros for a cut), ``info`` (:class:`aiplib.stimuli.mixing.MixInfo`, SNR
+        ``inf``), ``detail`` (:func:`apply`'s info).
 
     Raises
     ------
     AiplibParameterError
         Bad ``condition_params`` or seed; ChannelUnavailableError for a codec ffmpeg lacks.
     """
-
-
     rid = row.get("id")
     name = str(row.get("channel_condition") or row.get("background_id"))
     try:

@@ -1,24 +1,15 @@
 """Channel transforms that need an external tool: speech codecs through ffmpeg, rooms from
-pyroomacoustics (issue 14, item 4). The registry, :func:`aiplib.stimuli.channel.apply` and the simple
-transforms live in :mod:`aiplib.stimuli.channel`; call them through it.
+pyroomacoustics (call them through :func:`aiplib.stimuli.channel.apply`).
 
-Codecs (:func:`codec`) run two ``ffmpeg`` processes (encode to the codec's own container, decode
-back to 16-bit PCM). The signal is resampled to the codec's rate with soxr at "HQ" quality (the
-same samples as ``librosa.resample(res_type="soxr_hq")`` of :func:`aiplib.io.audio.load_audio`),
-quantised to 16-bit PCM (samples beyond ±1 saturate, as a real 16-bit front end), encoded,
-decoded, resampled back and aligned to the input by cross-correlation (the lag of the largest
-correlation within ±``max_lag_ms``; measured here: 0 samples for G.711 and GSM, 2 for Opus), then
-cut / zero-padded to the input length. A codec whose
-encoder the local ffmpeg lacks (``ffmpeg -encoders``) is *skipped* with the reason
-(:class:`ChannelUnavailableError`), never replaced by another.
+Codecs (:func:`codec`): resampled to the codec's rate with soxr "HQ", quantised to 16-bit PCM,
+encoded and decoded by two ``ffmpeg`` processes, resampled back and aligned to the input by
+cross-correlation (within ±``max_lag_ms``), cut / zero-padded to the input length. A codec the
+local ffmpeg cannot encode is *skipped* with the reason (:class:`ChannelUnavailableError`).
 
-Rooms (:func:`reverb`) are shoebox rooms simulated with the image-source method of pyroomacoustics
-(Scheibler et al., ICASSP 2018; Allen & Berkley, JASA 1979). The wall absorption starts from the
-inverse Sabine formula (``pyroomacoustics.inverse_sabine``) and is then calibrated, a few
-deterministic steps ``a ← a · T_measured / T_target``, until the RIR's measured RT60 (T30 by
-Schroeder backward integration, ``pyroomacoustics.experimental.measure_rt60(decay_db=30)``) is
-within 5 % of the target: the image-source decay of a shoebox is slower than Sabine predicts for
-long RT60 (≈ +30 % at 1.2 s uncalibrated).
+Rooms (:func:`reverb`): shoebox rooms by the image-source method of pyroomacoustics (Scheibler et al.,
+ICASSP 2018; Allen & Berkley, JASA 1979); the wall absorption starts from the inverse Sabine formula
+and is calibrated until the RIR's measured RT60 (T30, Schroeder backward integration) is within 5 %
+of the target.
 """
 from __future__ import annotations
 
@@ -127,23 +118,15 @@ def resample(y: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
 
 
 def align_to(d: np.ndarray, x: np.ndarray, max_lag: int) -> tuple[np.ndarray, int]:
-    """Shift ``d`` onto ``x`` by the cross-correlation peak and cut / zero-pad it to ``len(x)``.
-
-    Parameters
-    ----------
-    d : np.ndarray [shape=(m,)]
-        Delayed, processed copy (a decoded codec output).
-    x : np.ndarray [shape=(n,)]
-        Reference (the codec input).
-    max_lag : int >= 0, samples
-        Lags searched: ``-max_lag … +max_lag``.
+    """Shift ``d`` [shape=(m,)] onto ``x`` [shape=(n,)] by the cross-correlation peak within
+    ``±max_lag`` samples, cut / zero-padded to ``len(x)``.
 
     Returns
     -------
     out : np.ndarray [shape=(n,)], float32
         ``out[i] = d[i + lag]`` where that index exists, else 0.
     lag : int, samples
-        The lag with the largest correlation ``Σ d[i + lag] x[i]`` (0 if ``x`` or ``d`` is silent).
+        0 if ``x`` or ``d`` is silent.
     """
     from scipy import signal
 
@@ -164,7 +147,7 @@ def align_to(d: np.ndarray, x: np.ndarray, max_lag: int) -> tuple[np.ndarray, in
 
 def codec(y: np.ndarray, sr: int, *, codec: str, bitrate_kbps: float | None = None,
           max_lag_ms: float = 50.0) -> tuple[np.ndarray, dict]:
-    """Encode and decode ``y`` with a speech codec through ffmpeg.
+    """Encode and decode ``y`` with a speech codec through ffmpeg (module notes).
 
     Parameters
     ----------
@@ -173,23 +156,21 @@ def codec(y: np.ndarray, sr: int, *, codec: str, bitrate_kbps: float | None = No
     codec : str
         A key of :data:`CODECS`.
     bitrate_kbps : float or None, kbit/s
-        AMR-NB: one of its eight modes (default 12.2); Opus: 6–510 (default 8); ignored (fixed
-        rate) for G.711 and GSM.
+        AMR-NB: one of its eight modes (default 12.2); Opus: 6–510 (default 8); fixed for G.711 and GSM.
     max_lag_ms : float, ms
-        Largest codec delay searched when aligning the output to the input.
+        Largest codec delay searched when aligning.
 
     Returns
     -------
     y_out : np.ndarray [shape=(n,)], float32
     info : dict
-        ``codec``, ``encoder``, ``codec_rate_hz``, ``bitrate_kbps``, ``bytes`` (encoded size),
-        ``delay_samples`` (the compensated lag, at ``sr``), ``saturated_samples`` (|y| > 1 before
-        16-bit quantisation), ``ffmpeg`` (version line).
+        ``codec, encoder, codec_rate_hz, bitrate_kbps, bytes, delay_samples`` (at ``sr``),
+        ``saturated_samples`` (|y| > 1 before 16-bit quantisation), ``ffmpeg`` (version line).
 
     Raises
     ------
     ChannelUnavailableError
-        If the local ffmpeg cannot encode ``codec`` (``reason`` says why).
+        If the local ffmpeg cannot encode ``codec``.
     AiplibParameterError
         For an unknown codec or an impossible bitrate.
     RuntimeError
@@ -253,11 +234,9 @@ def _t30(h: np.ndarray, sr: int) -> float:
 def room(rt60_s: float, index: int = 0, sr: int = 16000) -> tuple[np.ndarray, dict]:
     """The room impulse response of synthetic room ``index`` of the ``rt60_s`` bin (cached).
 
-    Geometry: dimensions uniform in :data:`ROOM_DIMS_M`, source and microphone uniform at least
-    :data:`WALL_MARGIN_M` from the walls and :data:`SRC_MIC_M` apart, drawn from
-    ``numpy.random.default_rng([round(rt60_s * 1000), index, 14])``; one absorption coefficient for
-    all walls, calibrated as the module docstring says; no air absorption; ``max_order`` from
-    ``pyroomacoustics.inverse_sabine(rt60_s, dims)``.
+    Dimensions uniform in :data:`ROOM_DIMS_M`; source and microphone at least :data:`WALL_MARGIN_M` from
+    the walls and :data:`SRC_MIC_M` apart, from ``default_rng([round(rt60_s * 1000), index, 14])``; one
+    absorption for all walls, calibrated (module notes); no air absorption.
 
     Parameters
     ----------
@@ -268,12 +247,10 @@ def room(rt60_s: float, index: int = 0, sr: int = 16000) -> tuple[np.ndarray, di
     Returns
     -------
     h : np.ndarray [shape=(m,)], float32, read-only
-        The RIR as pyroomacoustics computes it (direct path not at 0; see :func:`reverb`).
     params : dict
-        ``rt60_target_s``, ``rt60_measured_s`` (T30), ``dims_m``, ``source_m``, ``mic_m``,
-        ``distance_m``, ``absorption``, ``max_order``, ``calibration_steps``, ``sr``,
-        ``pyroomacoustics`` (version), ``room_sha256`` (SHA-256 of these parameters as sorted
-        JSON) and ``rir_sha256`` (SHA-256 of the float32 little-endian RIR bytes).
+        ``rt60_target_s, rt60_measured_s`` (T30), ``dims_m, source_m, mic_m, distance_m, absorption,
+        max_order, calibration_steps, sr, pyroomacoustics, room_sha256`` (of these parameters) and
+        ``rir_sha256`` (of the float32 little-endian RIR).
 
     Raises
     ------
@@ -325,27 +302,14 @@ def room(rt60_s: float, index: int = 0, sr: int = 16000) -> tuple[np.ndarray, di
 
 
 def reverb(y: np.ndarray, sr: int, *, seed: int, rt60_s: float, n_rooms: int = 1) -> tuple[np.ndarray, dict]:
-    """Convolve ``y`` with the RIR of a synthetic room of RT60 ``rt60_s``.
-
-    Room ``seed % n_rooms`` of the bin is used (:func:`room`). The output is aligned on the direct
-    path (the RIR's largest tap is put at sample 0, so speech keeps its timing), cut to ``len(y)``
-    (the reverberant tail beyond the input's end is dropped), and scaled to the input's RMS.
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float32
-    sr : int, Hz
-    seed : int
-    rt60_s : float > 0, s
-    n_rooms : int >= 1
-        Rooms per RT60 bin.
+    """Convolve ``y`` with the RIR of room ``seed % n_rooms`` of the ``rt60_s`` bin (:func:`room`),
+    aligned on the direct path (the largest tap at sample 0), cut to ``len(y)`` and scaled to the input's RMS.
 
     Returns
     -------
     y_out : np.ndarray [shape=(n,)], float32
     info : dict
-        The room's ``params`` of :func:`room` (as ``room``), ``direct_index`` (samples) and
-        ``gain_db`` (the RMS-matching gain).
+        ``room`` (:func:`room`'s params), ``direct_index`` (samples), ``gain_db``.
     """
     from scipy import signal
 

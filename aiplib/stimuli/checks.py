@@ -61,16 +61,8 @@ def active_fraction(y, *, frame: int = 512, floor_db: float = -30.0) -> float:
 
 
 def materialize_named(row, ws):
-    """:func:`aiplib.stimuli.families.materialize`, its :class:`AudioFileError` naming the stimulus.
-
-    The mixer's errors name the file they read (a speech file shorter than the 0.4 s BS.1770 block:
-    :func:`aiplib.stimuli.mixing.loudness_normalize`); the stimulus id is added, and the row's files when
-    the message names neither.
-
-    Raises
-    ------
-    AudioFileError
-        As :func:`~aiplib.stimuli.families.materialize`, with the message above.
+    """:func:`aiplib.stimuli.families.materialize`, its :class:`AudioFileError` naming the stimulus
+    (and the row's files when the message names neither).
     """
     try:
         return materialize(row, ws)
@@ -170,12 +162,9 @@ def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
 
 
 def inactive_backgrounds(ws) -> pd.DataFrame:
-    """Share of noisy stimuli per background whose segment is digital silence.
-
-    ``bg_active`` is measured at stage 5: False when the segment's mean power is below
-    :data:`aiplib.stimuli.mixing.BG_SILENCE_POWER` (1e-10, −100 dB re full scale; e.g. the zero padding of
-    ESC-50 clips). Such stimuli are what the authors' mixer makes — effectively clean — and are
-    kept; the report offers the analysis without them.
+    """Share of noisy stimuli per background whose segment is digital silence (``bg_active`` False,
+    measured at stage 5: mean power below :data:`aiplib.stimuli.mixing.BG_SILENCE_POWER`). Such stimuli
+    are kept, as the authors' mixer makes them; the report offers the analysis without them.
 
     Returns
     -------
@@ -201,18 +190,13 @@ def inactive_backgrounds(ws) -> pd.DataFrame:
 
 
 def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
-    """Write ``n`` seeded stimuli (every background and SNR represented when ``n`` allows) as
-    16-bit WAVs under ``checks/inspection/`` with an ``index.csv``.
-
-    Every clip is mixed again from the current manifests (a few seconds: a clip of the same id may
-    hold other audio after a change of seed, background or utterance), and clips of an earlier run
-    that are not picked now are removed, so the folder holds exactly the clips of ``index.csv``.
+    """Write ``n`` seeded stimuli (every background and SNR when ``n`` allows) as 16-bit WAVs under
+    ``checks/inspection/`` with an ``index.csv``; clips of an earlier run not picked now are removed.
 
     Returns
     -------
     list of Path
     """
-
     out = ws.checks / "inspection"
     out.mkdir(parents=True, exist_ok=True)
     frames = []
@@ -241,17 +225,18 @@ def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
 def subaudible_backgrounds(ws) -> pd.DataFrame:
     """Per curated background, the share of its power a listener cannot hear (DC, below 20 Hz).
 
-    The mixer sets the SNR from the background's total power; when a share ``s`` of it is
-    inaudible the audible SNR is the nominal one plus ``-10·log10(1 - s)`` dB. The custom and demo
-    profiles remove such power at curation (``battery.csv`` ``subaudible_removed``); the paper
-    profile keeps the authors' files, so it shows here.
+    When a share ``s`` of the power is inaudible, the audible SNR is the nominal one plus
+    ``-10·log10(1 - s)`` dB.
 
     Returns
     -------
-    DataFrame with ``bg_id, dc_db, subaudible_db`` (dB re the background's power,
-    :func:`aiplib.io.subaudible.subaudible_power` of ``bg/<bg_id>.wav``), ``audible_share`` (linear),
-    ``audible_snr_excess_db`` (dB), ``removed_at_curation`` (bool, from ``battery.csv``; False when
-    the column is absent); written to ``checks/subaudible.csv``.
+    DataFrame with ``bg_id, dc_db, subaudible_db`` (dB re the background's power), ``audible_share``,
+    ``audible_snr_excess_db`` (dB), ``removed_at_curation`` (bool); written to ``checks/subaudible.csv``.
+
+    Raises
+    ------
+    AudioFileError
+        If ``battery.csv`` is missing.
     """
     battery = read_battery_csv(ws.battery_csv)
     if battery is None:

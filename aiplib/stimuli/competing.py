@@ -1,75 +1,71 @@
-"""Competing speech (issue 14, items 2–3): a target mixed with other talkers, and the leakage of
-their words into the answer.
+"""The ``competing_speech`` condition family: a target mixed with other talkers, and the leakage
+of their words into the answer.
 
 Mixing
 ------
-A *distractor stream* of one language covers the target: the language's utterances (a table of
-:mod:`aiplib.sources.corpora.asterisk_langs`, sorted by ``distractor_id``) are taken in a seeded random
-order, each loudness-normalised to −23 LUFS as the target speech (:func:`aiplib.stimuli.mixing.
-normalized_speech`), placed end to end with :data:`GAP_S` of silence between them, and the first
-one starts ``offset`` samples before the target (``offset`` uniform in ``[0, len(first))``, so the
-target does not always begin with a distractor onset). Utterances are added until the target is
-covered; when the language's pool is used up the same order starts again (``looped`` is True).
+A *distractor stream* of one language covers the target: the language's utterances (sorted by
+``distractor_id``) in a seeded random order, each at −23 LUFS (:func:`aiplib.stimuli.mixing.
+normalized_speech`), end to end with :data:`GAP_S` s of silence between them; the first starts
+``offset`` samples before the target (uniform in ``[0, len(first))``). When the pool is used up
+the order starts again (``looped``). A ``cocktail`` scales each language's stream to the same mean
+power over the target's ``n`` samples (``d_k / sqrt(mean(d_k²))``, float64) and sums them.
 
-Settings: ``single`` (one language) or ``cocktail`` (several languages, :data:`COCKTAIL_SIZE` by
-default, each a stream as above). In a cocktail every stream is first scaled to the same mean
-power over the target's ``n`` samples (``d_k / sqrt(mean(d_k²))``, float64), so each language
-contributes equally; the sum (cast to float32) is then *one* distractor signal.
+The distractor is mixed with :func:`aiplib.stimuli.mixing.mix`, the authors' mixer, so the SNR is
+target over *total* distractor power in dB, as for the backgrounds; each stream of a cocktail of
+``K`` sits about ``10·log10(K)`` dB below the total. One ``numpy.random.default_rng(seed)`` draws,
+per stream in the order of ``languages``, the utterance order then the offset.
 
-The distractor (single stream or cocktail sum) is mixed with :func:`aiplib.stimuli.mixing.mix` itself —
-the authors' mixer, ``mixing/mix.py``: target loudness-normalised to −23 LUFS,
-``gain = sqrt(ps / (pd · 10^(snr/10)))`` with ``ps = mean(s²) + 1e-9``, ``pd = mean(d²) + 1e-9``,
-peak division when ``max|s + g·d| > 1`` — so the SNR is *target over total distractor power*, the
-same definition as the backgrounds. The distractor has exactly the target's length, so the
-mixer's own offset is 0 whatever its seed. Each stream of a cocktail then sits about
-``10·log10(K)`` dB below the total (4.8 dB for 3); its own achieved SNR is recorded.
-
-Randomness: one ``numpy.random.default_rng(seed)`` draws, per stream in the order of
-``languages``, the utterance order then the offset. Same inputs and seed → bit-identical mixture.
-
-Leakage (MUSA's "interference" error class, measurable)
--------------------------------------------------------
-ASR: with the paper's normalisation (:func:`aiplib.core.textnorm.normalize_text`), the *leak words* of
-a hypothesis are its words that occur in the distractor's transcript and not in the target's;
-``leak_share = n_leak_words / n_hyp_words``; ``n_leak_insertions`` counts the leak words the
-jiwer alignment of target → hypothesis marks as insertions. KWS: a response leaks when its first
-word (the authors' rule, :func:`aiplib.core.textnorm.kws_first_word`) is a word of the distractor's
-transcript and not the clip's label. Words shared by chance (``a``, ``no``, ``de``) count too: the
-clean row's hypothesis scored against the same distractor text gives that floor.
-:func:`aiplib.analysis.family_results.leakage_summary` gives, per condition, the pooled share (Σ leak / Σ words) and the mean
-insertions per item with percentile bootstrap intervals over items (:func:`aiplib.analysis.stats.
-bootstrap_ci`), reporting ``n_resamples`` and ``seed``.
+Leakage (MUSA's "interference" error class)
+-------------------------------------------
+ASR: the *leak words* of a hypothesis are its words (paper normalisation,
+:func:`aiplib.core.textnorm.normalize_text`) in the distractor's transcript and not in the
+target's; ``leak_share = n_leak_words / n_hyp_words``. KWS: the answer's first word
+(:func:`aiplib.core.textnorm.kws_first_word`) is a distractor word other than the label. Words
+shared by chance count too, so each row also gets the *floor* (the item's clean hypothesis against
+this row's distractor text) and the *mismatch* share (this row's hypothesis against the distractor
+text of the next item in the same condition and SNR).
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 
 import numpy as np
 import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
+from aiplib.core.hashing import file_sha256
 from aiplib.core.textnorm import kws_first_word, normalize_kws_label, normalize_text
-from aiplib.io.audio import SR, load_audio_cached
-from aiplib.io.formats import parse_bool
-from aiplib.sources.corpora.asterisk_langs import read_distractor_table
+from aiplib.io.audio import SR, load_audio, load_audio_cached
+from aiplib.io.formats import parse_bool, write_csv_atomic, write_json_atomic
+from aiplib.sources.corpora import asterisk_langs as al
+from aiplib.stimuli.manifests import ManifestPlan, _row, _snr_int, _text, compact_json, stimulus_id
 from aiplib.stimuli.mixing import (
     BG_SILENCE_POWER,
-    POWER_FLOOR,
     SPEECH_LUFS,
     MixInfo,
+    _mix_normalized,
     achieved_snr_db,
     loudness_normalize,
-    mix,
     normalized_speech,
 )
 
-__all__ = ["FAMILY", "SNRS_DB", "SETTINGS", "COCKTAIL_SIZE", "GAP_S", "condition_id",
-           "condition_grid", "distractor_stream", "build_distractor", "competing_components",
-           "mix_competing", "row_components", "leakage_asr", "leakage_kws"]
+__all__ = ["NAME", "FAMILY", "COLUMNS", "SEED_START", "SCORE_TYPES", "TABLE", "SNRS_DB", "SETTINGS",
+           "COCKTAIL_SIZE", "GAP_S", "LEAK_ASR_COLUMNS", "LEAK_KWS_COLUMNS", "LEAKAGE_RULE", "condition_id",
+           "condition_grid", "distractor_stream", "build_distractor", "competing_components", "mix_competing",
+           "prepare_distractors", "manifest_plan", "conditions", "row_components", "key_fields", "score_columns", "sidecar",
+           "leakage_asr", "leakage_kws"]
 
-FAMILY = "competing_speech"
+NAME = FAMILY = "competing_speech"
 """Value of ``condition_family`` for these rows."""
+
+COLUMNS = ["setting", "distractor_languages", "same_voice_as_target", "distractor_ids", "distractor_text", "looped",
+           "condition_params"]
+"""Manifest columns after :data:`aiplib.stimuli.manifests.EXTRA_COLUMNS` (meanings: :func:`manifest_plan`)."""
+
+SEED_START = {"asr": 20000, "kws": 30000}
+"""First seed of each task's manifest row counter."""
 
 SNRS_DB = (-10, -5, 0, 5, 10)
 """Target-over-distractor SNRs of the grid, dB (MUSA's range)."""
@@ -82,6 +78,30 @@ COCKTAIL_SIZE = 3
 
 GAP_S = 0.2
 """Silence between consecutive distractor utterances of a stream, s."""
+
+LEAK_ASR_COLUMNS = ["n_hyp_words", "n_leak_words", "leak_share", "n_leak_insertions", "leak_words",
+                    "floor_n_hyp_words", "floor_n_leak_words", "floor_leak_share", "mismatch_n_leak_words",
+                    "mismatch_leak_share"]
+"""ASR leakage score columns (NaN on clean rows; ``floor_*`` NaN without a clean row of the item)."""
+
+LEAK_KWS_COLUMNS = ["kws_leak", "kws_leak_floor", "kws_leak_mismatch"]
+"""KWS leakage score columns (empty on clean rows)."""
+
+SCORE_TYPES = {**{c: "float" for c in LEAK_ASR_COLUMNS if c != "leak_words"},
+               **{c: "bool" for c in (*LEAK_KWS_COLUMNS, "same_voice_as_target")}}
+"""Types of the family's score columns when read back (:func:`aiplib.scoring.families.read_family_scores`)."""
+
+LEAKAGE_RULE = ("leak words: hypothesis words (paper normalisation) in the distractor transcript and not in "
+                "the target's; leak_share = n_leak_words / n_hyp_words; KWS: first word of the answer is a "
+                "distractor word other than the label; floor_*: the item's clean hypothesis against this "
+                "row's distractor text; mismatch_*: this row's hypothesis against the distractor text of the "
+                "next item in the same condition and SNR (same languages, not heard)")
+
+TABLE = dict(name="competing_speech", scope="condition", key=["model", "condition_id", "snr_db"],
+             setting_order=SETTINGS)
+"""What notebook 09 shows (:func:`aiplib.analysis.family_results.family_table`): the table's file name,
+its :func:`aiplib.analysis.conditions.condition_table` scope and key, the order of the settings."""
+
 
 def condition_id(languages, *, setting: str | None = None) -> str:
     """The ``background_id``-like name of a distractor condition: ``talker_fr``,
@@ -97,11 +117,9 @@ def condition_grid(languages, *, snrs_db=SNRS_DB, cocktail=None) -> list[dict]:
     Parameters
     ----------
     languages : sequence of str
-        Single-distractor languages (e.g. ``("fr", "it", "ru", "es")``).
     snrs_db : sequence of int, dB
     cocktail : sequence of str or None
-        Languages of the cocktail; default the first :data:`COCKTAIL_SIZE` of ``languages``;
-        ``()`` for none.
+        Languages of the cocktail; default the first :data:`COCKTAIL_SIZE`; ``()`` for none.
 
     Returns
     -------
@@ -125,7 +143,7 @@ def _pool(table: pd.DataFrame, language: str, exclude_ids) -> pd.DataFrame:
 
 def distractor_stream(table: pd.DataFrame, language: str, n: int, rng, *, gap_s: float = GAP_S,
                       exclude_ids=()) -> tuple[np.ndarray, dict]:
-    """One language's utterances end to end, covering ``n`` samples (see the module notes).
+    """One language's utterances end to end, covering ``n`` samples (module notes).
 
     Parameters
     ----------
@@ -134,19 +152,18 @@ def distractor_stream(table: pd.DataFrame, language: str, n: int, rng, *, gap_s:
     language : str
     n : int > 0, samples at 16 kHz
     rng : numpy.random.Generator
-        Draws the utterance order (a permutation), then the offset.
+        Draws the utterance order, then the offset.
     gap_s : float ≥ 0, s
     exclude_ids : iterable of str
-        ``distractor_id`` values never used (e.g. the target item itself).
+        ``distractor_id`` values never used (the target itself).
 
     Returns
     -------
     d : np.ndarray [shape=(n,)], float32
         Utterances at −23 LUFS each, zeros in the gaps.
     part : dict
-        ``language``, ``voice``, ``same_voice_as_target``, ``ids`` (utterances heard, in order),
-        ``texts``, ``starts_s`` (start of each utterance relative to the target, s; the first is
-        ``-offset_s``), ``offset_s``, ``offset_samples``, ``looped``.
+        ``language``, ``voice``, ``same_voice_as_target``, ``ids`` and ``texts`` (in the order heard),
+        ``starts_s`` (relative to the target, s), ``offset_s``, ``offset_samples``, ``looped``.
 
     Raises
     ------
@@ -184,14 +201,14 @@ def distractor_stream(table: pd.DataFrame, language: str, n: int, rng, *, gap_s:
 
 def build_distractor(table: pd.DataFrame, n: int, *, languages, seed: int, gap_s: float = GAP_S,
                      exclude_ids=()) -> tuple[np.ndarray, list[np.ndarray], list[dict]]:
-    """The distractor signal of one condition: one stream, or the equal-power sum of several.
+    """The distractor of one condition: one stream, or the equal-power sum of several.
 
     Parameters
     ----------
     table : pandas.DataFrame
     n : int, samples
     languages : str or sequence of str
-        Distinct languages; one → ``single``, several → ``cocktail``.
+        Distinct; one → ``single``, several → ``cocktail``.
     seed : int
     gap_s : float, s
     exclude_ids : iterable of str
@@ -199,9 +216,9 @@ def build_distractor(table: pd.DataFrame, n: int, *, languages, seed: int, gap_s
     Returns
     -------
     d : np.ndarray [shape=(n,)], float32
-        The stream (single), or ``Σ_k d_k / sqrt(mean(d_k²))`` cast to float32 (cocktail).
+        The stream, or ``Σ_k d_k / sqrt(mean(d_k²))`` (cocktail).
     streams : list of np.ndarray [shape=(n,)], float64
-        Each stream as it enters ``d`` (after the equal-power scaling of a cocktail).
+        Each stream as it enters ``d``.
     parts : list of dict
         :func:`distractor_stream`'s ``part`` per language.
 
@@ -229,14 +246,13 @@ def build_distractor(table: pd.DataFrame, n: int, *, languages, seed: int, gap_s
 
 def competing_components(speech, table: pd.DataFrame, snr_db: float, seed: int, *, languages,
                          gap_s: float = GAP_S, exclude_ids=(), speech_lufs: float = SPEECH_LUFS) -> dict:
-    """Mix a target with a distractor condition and return every part as it is in the mixture.
+    """Mix a target with a distractor condition; every part as it is in the mixture.
 
     Parameters
     ----------
     speech : np.ndarray [shape=(n,)], float32, 16 kHz
-        The target at any level (loudness-normalised here, as by the background mixer).
+        The target at any level (loudness-normalised here).
     table : pandas.DataFrame
-        Distractor table.
     snr_db : float, dB
         Target over total distractor power.
     seed : int
@@ -248,30 +264,24 @@ def competing_components(speech, table: pd.DataFrame, snr_db: float, seed: int, 
     Returns
     -------
     dict
-        ``mixture`` (float32 (n,), exactly :func:`aiplib.stimuli.mixing.mix` of the target and the
-        distractor), ``speech`` and ``distractor`` (float64 (n,), the scaled parts, summing to the
-        mixture up to float32 rounding), ``streams`` (list of float64 (n,), each language's part),
-        ``info`` (dict): ``condition_family``,
-        ``setting``, ``languages``, ``streams`` (the parts of :func:`distractor_stream`),
-        ``seed``, ``gap_s``, ``target_snr_db``, ``achieved_snr_db``, ``stream_snr_db`` (per
-        language), ``gain_db``, ``clip_scale``, ``speech_lufs``.
+        ``mixture`` (float32 (n,), :func:`aiplib.stimuli.mixing.mix` of target and distractor),
+        ``speech``, ``distractor`` (float64 (n,), the scaled parts), ``streams`` (float64 (n,) per
+        language), ``info``: ``condition_family, setting, languages, streams, seed, gap_s,
+        target_snr_db, achieved_snr_db, stream_snr_db, gain_db, clip_scale, speech_lufs``.
 
     Raises
     ------
     AudioFileError
-        If the target is shorter than 0.4 s (loudness cannot be measured).
+        If the target is shorter than 0.4 s.
     AiplibParameterError
         See :func:`build_distractor`.
     """
     s = np.asarray(speech, dtype=np.float32)
     d, streams, parts = build_distractor(table, s.size, languages=languages, seed=seed, gap_s=gap_s,
                                          exclude_ids=exclude_ids)
-    y, mi = mix(s, d, float(snr_db), int(seed), speech_lufs=speech_lufs)
-    sn, _ = loudness_normalize(s, speech_lufs)  # the mixer's target, for the parts
-    ps = float(np.mean(sn ** 2)) + POWER_FLOOR
-    pd_ = float(np.mean(d ** 2)) + POWER_FLOOR
-    gain = math.sqrt(ps / (pd_ * 10 ** (float(snr_db) / 10)))  # the mixer's gain (mixing._mix_normalized)
-    scale = mi.clip_scale
+    sn, measured = loudness_normalize(s, speech_lufs)
+    m = _mix_normalized(sn, d, float(snr_db), int(seed))  # the mixer itself (d is n long: offset 0)
+    y, gain, scale = m.y, m.gain, m.scale
     sp = sn.astype(np.float64) * scale
     dp = d.astype(np.float64) * gain * scale
     stream_parts = [x * gain * scale for x in streams]
@@ -280,49 +290,188 @@ def competing_components(speech, table: pd.DataFrame, snr_db: float, seed: int, 
                 target_snr_db=float(snr_db), achieved_snr_db=achieved_snr_db(sp, dp),
                 stream_snr_db=[achieved_snr_db(sp, x) for x in stream_parts],
                 gain_db=20 * math.log10(gain) if gain > 0 else float("-inf"), clip_scale=float(scale),
-                speech_lufs=mi.speech_lufs)
+                speech_lufs=float(speech_lufs) if np.isfinite(measured) else measured)
     return dict(mixture=y, speech=sp, distractor=dp, streams=stream_parts, info=info)
 
 
 def mix_competing(speech, table: pd.DataFrame, snr_db: float, seed: int, *, languages, gap_s: float = GAP_S,
                   exclude_ids=(), speech_lufs: float = SPEECH_LUFS) -> tuple[np.ndarray, dict]:
-    """The mixture of :func:`competing_components` and its ``info``.
-
-    Returns
-    -------
-    y : np.ndarray [shape=(n,)], float32, 16 kHz
-    info : dict
-    """
+    """The mixture of :func:`competing_components` (float32 (n,), 16 kHz) and its ``info``."""
     c = competing_components(speech, table, snr_db, seed, languages=languages, gap_s=gap_s,
                              exclude_ids=exclude_ids, speech_lufs=speech_lufs)
     return c["mixture"], c["info"]
 
 
-def row_components(row, ws) -> dict:
-    """Materialise a ``competing_speech`` manifest row (:func:`aiplib.stimuli.families.mix_components` calls it).
+# ------------------------------------------------------------------------- stage 1: distractors
+def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str = "", languages=None):
+    """Stage 1: write the distractor table ``raw/distractors/distractors.csv``.
 
-    The target (``speech_path``, loudness-normalised by the mixer exactly as a background row's)
-    is mixed by :func:`competing_components` with the distractor of ``condition_params``
-    (``languages``, ``gap_s``, ``exclude_ids``) drawn with the row's ``seed`` from the
-    workspace's distractor table (``raw/distractors/distractors.csv``, read once per file
-    version), at ``snr_db``.
+    ``demo``: the installed Debian Asterisk prompt packages of ``languages`` (default
+    :data:`aiplib.sources.corpora.asterisk_langs.DEMO_LANGUAGES`), decoded once to FLAC under
+    ``raw/distractors/audio/``. ``paper``/``custom``: the folder ``distractors_dir`` with its texts
+    table ``distractor_texts`` (validated as custom speech); neither given: nothing is written.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        The table (:data:`~aiplib.sources.corpora.asterisk_langs.DISTRACTOR_COLUMNS`), or None.
+
+    Raises
+    ------
+    AiplibParameterError
+        Only one of ``distractors_dir`` / ``distractor_texts`` given.
+    MissingPackageError
+        Demo: a language's packages are not installed.
+    ValidationError
+        The folder or its table fails the custom speech validation.
+    """
+    if bool(distractors_dir) != bool(distractor_texts):
+        raise AiplibParameterError("competing speech needs both distractors_dir and distractor_texts "
+                                   f"(got distractors_dir={distractors_dir!r}, distractor_texts={distractor_texts!r})")
+    if distractors_dir:
+        table = al.folder_distractors(distractors_dir, distractor_texts)
+    elif ws.profile == "demo":
+        table = _decoded(ws, al.asterisk_distractors(tuple(languages or al.DEMO_LANGUAGES)))
+    else:
+        return None
+    ws.distractors_csv.parent.mkdir(parents=True, exist_ok=True)
+    write_csv_atomic(table, ws.distractors_csv)
+    return table
+
+
+def _decoded(ws, table):
+    """The G.722 prompts decoded once to 16-bit FLAC under ``raw/distractors/audio/`` (exactly the
+    samples :func:`aiplib.io.audio.load_audio` gives, checked per file; a file that is not exact keeps
+    its G.722 path). A decoded file is kept while its source's SHA-256 is the one in ``sources.json``."""
+    import soundfile as sf
+
+    out = ws.raw / "distractors" / "audio"
+    index_path = out / "sources.json"
+    index = json.loads(index_path.read_text()) if index_path.is_file() else {}
+    paths, n_decoded = [], 0
+    for did, lang, src in zip(table["distractor_id"], table["language"], table["path"]):
+        dest = out / lang / f"{did}.flac"
+        rel = ws.rel(dest)
+        digest = file_sha256(src)
+        if not (dest.is_file() and index.get(rel) == digest):
+            y = load_audio(src)
+            if not np.array_equal(np.round(y.astype(np.float64) * 32768.0) / 32768.0, y):
+                index.pop(rel, None)
+                paths.append(src)
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(dest.name + ".part")
+            sf.write(str(tmp), y, SR, subtype="PCM_16", format="FLAC")
+            tmp.replace(dest)
+            index[rel] = digest
+            n_decoded += 1
+            if n_decoded % 200 == 0:  # a stop part-way keeps what is done
+                write_json_atomic(index, index_path)
+        paths.append(rel)
+    if n_decoded or not index_path.is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(index, index_path)
+    return table.assign(source_path=table["path"], path=paths)
+
+
+# ------------------------------------------------------------------------- stage 5: manifest rows
+def _distractor_table(ws):
+    if not ws.distractors_csv.is_file():
+        raise AiplibParameterError(
+            f"the suite asks for competing_speech but {ws.rel(ws.distractors_csv)} does not exist: run stage "
+            "01_download_data (demo: Debian asterisk-core-sounds-fr/it/ru/es/en; paper/custom: set the parameters "
+            "distractors_dir and distractor_texts)")
+    return al.read_distractor_table(ws.distractors_csv, root=ws.root)
+
+
+def _languages(table, languages) -> list[str]:
+    have = list(dict.fromkeys(table["language"]))
+    if languages:
+        missing = [x for x in languages if x not in have]
+        if missing:
+            raise AiplibParameterError(f"distractor languages {missing} are not in the distractor table "
+                                       f"(it holds {have})")
+        return list(languages)
+    return [x for x in al.DEMO_LANGUAGES if x in have] + [x for x in have if x not in al.DEMO_LANGUAGES]
+
+
+def _excluded(ws, table, item) -> list[str]:
+    """Distractor ids that are the target itself: same id, same file, or (Asterisk) the same prompt of
+    the same voice folder."""
+    target = os.path.realpath(ws.path(item["path"]))
+    tail = lambda p: "/".join(str(p).replace("\\", "/").split("/")[-2:])  # noqa: E731
+    src = tail(item.get("source_file") or "")
+    origin = table["source_path"] if "source_path" in table else table["path"]
+    return sorted(d for d, p, o in zip(table["distractor_id"], table["path"], origin)
+                  if d == item["item_id"] or os.path.realpath(p) == target or ("/" in src and tail(o) == src))
+
+
+def manifest_plan(ws, task, *, languages=None, snrs=None, **_) -> ManifestPlan:
+    """Stage 5's competing-speech rows: every :func:`condition_grid` condition of ``languages``
+    (default: those of the distractor table; one distractor each, then the cocktail of the first
+    :data:`COCKTAIL_SIZE`) at ``snrs`` (default :data:`SNRS_DB`, dB).
+
+    A row: id ``<item>_<condition_id>_snr<N>``, ``background_id`` the condition id,
+    ``condition = "noisy"``, ``bg_path`` empty; ``setting``, ``distractor_languages`` (``fr`` or
+    ``fr+it+ru``), ``same_voice_as_target`` (a distractor read by the target's own voice),
+    ``distractor_ids`` (``|``-joined, in the order heard), ``distractor_text`` (space-joined),
+    ``looped`` and ``condition_params`` (compact JSON: ``languages``, ``gap_s``, ``seed``,
+    ``exclude_ids``, ``offsets_s``). Materialising recomputes the plan and refuses a row whose ids differ.
+
+    Raises
+    ------
+    AiplibParameterError
+        No distractor table (one line naming the parameters), or a language not in it.
+    """
+    table = _distractor_table(ws)
+    langs = _languages(table, languages)
+    snr_list = [_snr_int(x) for x in (SNRS_DB if snrs is None else snrs)]
+    grid = condition_grid(langs, snrs_db=snr_list, cocktail=langs[:COCKTAIL_SIZE] if len(langs) > 1 else ())
+    asterisk = table["source"].str.startswith("asterisk-core-sounds").all()
+
+    def item_rows(item, spec, extra, n, seed):
+        exclude = _excluded(ws, table, item)
+        # the Asterisk table flags the voice of the demo's Allison items; a user's table flags its own
+        voice_known = not asterisk or _text(item.get("speaker")) in al.SAME_VOICE_TARGET_SPEAKERS
+        rows = []
+        for g in grid:
+            _, _, parts = build_distractor(table, n, languages=g["languages"], seed=seed, gap_s=GAP_S,
+                                           exclude_ids=exclude)
+            params = dict(languages=list(g["languages"]), gap_s=GAP_S, seed=seed, exclude_ids=exclude,
+                          offsets_s=[p["offset_s"] for p in parts])
+            rows.append(_row(
+                item, spec, extra, seed, id=stimulus_id(item["item_id"], g["condition_id"], g["snr_db"]),
+                background_id=g["condition_id"], snr_db=g["snr_db"], condition="noisy", setting=g["setting"],
+                distractor_languages="+".join(g["languages"]),
+                same_voice_as_target=voice_known and any(p["same_voice_as_target"] for p in parts),
+                distractor_ids="|".join(i for p in parts for i in p["ids"]),
+                distractor_text=" ".join(t for p in parts for t in p["texts"]),
+                looped=any(p["looped"] for p in parts), condition_params=compact_json(params)))
+            seed += 1
+        return rows, len(rows)
+
+    return ManifestPlan(params=dict(languages=langs, snrs_db=snr_list, gap_s=GAP_S), inputs=[ws.distractors_csv],
+                        item_rows=item_rows)
+
+
+def row_components(row, ws) -> dict:
+    """Materialise a competing-speech manifest row (the family's ``row_components`` hook).
+
+    The target (``speech_path``) is mixed by :func:`competing_components` with the distractor of
+    ``condition_params`` drawn with the row's ``seed`` from ``raw/distractors/distractors.csv``, at ``snr_db``.
 
     Returns
     -------
     dict
-        ``mixture`` (float32 (n,)), ``speech`` and ``background`` (float32 (n,): the target and
-        the scaled distractor as they are in the mixture), ``info`` (:class:`aiplib.stimuli.mixing.MixInfo`:
-        achieved SNR, distractor gain, peak, clip scale; ``bg_offset`` None), ``detail``
-        (:func:`competing_components`'s ``info``).
+        ``mixture``, ``speech``, ``background`` (the scaled distractor; float32 (n,)), ``info``
+        (:class:`aiplib.stimuli.mixing.MixInfo`, ``bg_offset`` None), ``detail`` (the components' ``info``).
 
     Raises
     ------
     AiplibParameterError
         The row lacks ``condition_params`` / ``seed`` / ``snr_db``, the table is missing, or the
-        utterances drawn now differ from the row's ``distractor_ids`` (the distractor table
-        changed since stage 5: rebuild the manifests).
+        utterances drawn now differ from the row's ``distractor_ids`` (rebuild the manifests).
     """
-
     rid = row.get("id")
     try:
         params = json.loads(str(row["condition_params"]))
@@ -332,7 +481,7 @@ def row_components(row, ws) -> dict:
         raise AiplibParameterError(f"competing-speech row {rid!r}: bad condition_params/seed/snr_db/speech_path ({exc})") from None
     if not ws.distractors_csv.is_file():
         raise AiplibParameterError(f"competing-speech row {rid!r}: {ws.distractors_csv} not found (run stage 01)")
-    table = read_distractor_table(ws.distractors_csv, root=ws.root)
+    table = al.read_distractor_table(ws.distractors_csv, root=ws.root)
     speech = load_audio_cached(ws.path(speech_rel))
     c = competing_components(speech, table, snr, seed, languages=langs, gap_s=float(params.get("gap_s", GAP_S)),
                              exclude_ids=params.get("exclude_ids", ()))
@@ -366,17 +515,15 @@ def leakage_asr(hypothesis, target_text, distractor_text) -> dict:
     ----------
     hypothesis : str or None
     target_text : str
-        The target's reference transcript.
     distractor_text : str or sequence of str
-        The transcripts of the distractor utterances heard (the manifest column ``distractor_text``).
+        The transcripts of the distractor utterances heard.
 
     Returns
     -------
     dict
-        ``n_hyp_words``; ``n_leak_words`` (hypothesis words in the distractor's vocabulary and not
-        in the target's); ``leak_share`` (their share, NaN for an empty hypothesis);
-        ``n_insertions`` (jiwer, target → hypothesis); ``n_leak_insertions`` (inserted words
-        that are leak words); ``leak_words`` (space-separated, in hypothesis order).
+        ``n_hyp_words``, ``n_leak_words`` (in the distractor's vocabulary, not the target's),
+        ``leak_share`` (NaN for an empty hypothesis), ``n_insertions`` (target → hypothesis),
+        ``n_leak_insertions``, ``leak_words`` (space-separated, in hypothesis order).
     """
     import jiwer
 
@@ -399,21 +546,20 @@ def leakage_asr(hypothesis, target_text, distractor_text) -> dict:
 
 
 def leakage_kws(response, distractor_text, *, label) -> dict:
-    """Whether a KWS response is a distractor word (first-word rule of the paper).
+    """Whether a KWS response is a distractor word (the paper's first-word rule).
 
     Parameters
     ----------
     response : str or None
     distractor_text : str or sequence of str
     label : str
-        The clip's spoken word (never a leak, even if the distractor says it too).
+        The clip's word (never a leak).
 
     Returns
     -------
     dict
-        ``first_word`` (:func:`aiplib.core.textnorm.kws_first_word`), ``kws_leak`` (bool): the first
-        word is one of the distractor transcript's words read by the same rule (lower case,
-        punctuation stripped at the ends), not the label; an empty answer never leaks.
+        ``first_word`` (:func:`aiplib.core.textnorm.kws_first_word`), ``kws_leak``: the first word is a
+        distractor word read by the same rule, not the label; an empty answer never leaks.
     """
     first = kws_first_word(response)
     if isinstance(distractor_text, (list, tuple)):
@@ -424,3 +570,140 @@ def leakage_kws(response, distractor_text, *, label) -> dict:
     answered = not (response is None or (isinstance(response, float) and math.isnan(response))
                     or not str(response).strip())  # an empty answer reads "silence": no leak
     return dict(first_word=first, kws_leak=bool(answered and first and first in vocab))
+
+
+# ------------------------------------------------------------------------- notebook 09: the list
+def _voice(lang: str, table: pd.DataFrame | None) -> dict:
+    """Voice, credit, licence, source and same-voice flag of a distractor language: from the run's
+    distractor table when given, else the demo's list."""
+    if table is None or "language" not in table or not (table["language"] == lang).any():
+        return al.VOICES.get(lang, {})
+    r = table[table["language"] == lang].iloc[0]
+    get = lambda c: str(r[c]) if c in r.index and str(r[c]) not in ("", "nan") else None  # noqa: E731
+    return dict(voice=get("voice") or "?", credit=get("attribution") or "?", licence=get("licence") or "?",
+                source=get("source"),
+                same_voice_as_target=any(parse_bool(v) is True for v in table.loc[table["language"] == lang,
+                                                                               "same_voice_as_target"]))
+
+
+def conditions(rows: pd.DataFrame | None = None, *, distractors: pd.DataFrame | None = None) -> list[dict]:
+    """The family's conditions for the report's list (``family, condition, parameters, applied_to,
+    source, status``): those of ``rows`` (score or manifest rows, ``run``), else the demo's grid
+    (``available``); voices and sources from ``distractors`` (default the demo's Asterisk voices)."""
+    if rows is not None and len(rows):
+        c = rows.rename(columns={"background_id": "bg_id"})
+        c = c[c["bg_id"] != "clean"]
+        snr = pd.to_numeric(c["snr_db"], errors="coerce")
+        groups = [(cid, str(g["setting"].iloc[0]), str(g["distractor_languages"].iloc[0]).split("+"),
+                   sorted(snr[g.index].dropna().astype(int).unique()), "run") for cid, g in c.groupby("bg_id", sort=False)]
+    else:
+        grid = condition_grid(al.DEMO_LANGUAGES, cocktail=al.DEMO_LANGUAGES[:COCKTAIL_SIZE])
+        groups = [(cid, s, list(ls), sorted({g["snr_db"] for g in grid if g["condition_id"] == cid}), "available")
+                  for cid, s, ls in dict.fromkeys((g["condition_id"], g["setting"], g["languages"]) for g in grid)]
+    out = []
+    for cid, setting, langs, snrs, status in groups:
+        voices = [_voice(lang, distractors) for lang in langs]
+        same = any(v.get("same_voice_as_target") for v in voices)
+        par = (f"languages={'+'.join(langs)}, voices={'+'.join(v.get('voice', '?') for v in voices)}, "
+               f"SNR={','.join(f'{s:g}' for s in snrs)} dB (target over total distractor power), "
+               f"gap={GAP_S:g} s, each utterance at -23 LUFS"
+               + (f", {len(langs)} streams at equal power" if setting == "cocktail" else "")
+               + (", same voice as the target (control)" if same else ""))
+        src = "; ".join(f"{v.get('source') or f'Debian asterisk-core-sounds-{lang}(-g722)'}: "
+                        f"{v.get('credit', '?')}, {v.get('licence', '?')}" for lang, v in zip(langs, voices))
+        out.append(dict(family=FAMILY, condition=cid, parameters=par, applied_to="target speech (mixed)",
+                        source=src, status=status))
+    return out
+
+
+# ------------------------------------------------------------------------- stage 7: resume key
+def key_fields(row, rec, ws, hashes) -> dict:
+    """The resume key's competing-speech part: the SHA-256 of the distractor table
+    (``distractor_table_sha256``) and of each distractor recording the row mixes in
+    (``distractor_audio_sha256``, in ``distractor_ids`` order; ``"missing"`` for an id the table lacks
+    or a file not found): the table names files, not their samples."""
+    tab = ws.distractors_csv
+    if not tab.is_file():
+        return dict(distractor_table_sha256="missing", distractor_audio_sha256=["missing"])
+    table = al.read_distractor_table(tab, root=ws.root)
+    paths = dict(zip(table["distractor_id"].astype(str), table["path"].astype(str)))
+    audio = []
+    for did in str(row.get("distractor_ids") or "").split("|"):
+        p = paths.get(did)
+        if p is None:
+            audio.append("missing")
+            continue
+        if hashes is None or p not in hashes:
+            sha = file_sha256(ws.path(p)) if ws.path(p).is_file() else "missing"
+            if hashes is None:
+                audio.append(sha)
+                continue
+            hashes[p] = sha
+        audio.append(hashes[p])
+    return dict(distractor_table_sha256=file_sha256(tab), distractor_audio_sha256=audio)
+
+
+# ------------------------------------------------------------------------- stage 8: score columns
+def _mismatched_texts(out: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """Per row, the distractor text of the *next* item (item ids sorted, cyclic) in the same
+    condition and SNR (None when the condition holds one item, or on other rows)."""
+    res = np.full(len(out), None, dtype=object)
+    sub = (out[rows].assign(_pos=np.flatnonzero(rows))
+           .sort_values(["bg_id", "snr_db", "item_id"], kind="stable"))
+    for _, g in sub.groupby(["bg_id", "snr_db"], sort=False):
+        if len(g) > 1:
+            res[g["_pos"].to_numpy()] = np.roll(g["distractor_text"].to_numpy(dtype=object), -1)
+    return res
+
+
+def _asr_leak_row(resp, ref, dtext, fresp, otext) -> dict:
+    a = leakage_asr(resp, ref, dtext)
+    r = {k: a[k] for k in LEAK_ASR_COLUMNS[:5]}
+    f = leakage_asr(fresp, ref, dtext) if isinstance(fresp, str) else None
+    r.update(floor_n_hyp_words=f["n_hyp_words"] if f else math.nan,
+             floor_n_leak_words=f["n_leak_words"] if f else math.nan,
+             floor_leak_share=f["leak_share"] if f else math.nan)
+    m = leakage_asr(resp, ref, otext) if isinstance(otext, str) else None
+    r.update(mismatch_n_leak_words=m["n_leak_words"] if m else math.nan,
+             mismatch_leak_share=m["leak_share"] if m else math.nan)
+    return r
+
+
+def score_columns(out: pd.DataFrame, task_family: str) -> pd.DataFrame:
+    """Stage 8's leakage columns, its floor and its mismatch baseline (:data:`LEAK_ASR_COLUMNS` or
+    :data:`LEAK_KWS_COLUMNS`) appended to the score rows ``out`` (``item_id, bg_id, snr_db,
+    response``, ``reference`` or ``label``, the manifest's ``condition_family`` and
+    ``distractor_text``); ``out`` unchanged when no noisy row is a competing-speech row."""
+    comp_rows = ((out["condition_family"] == FAMILY) & (out["bg_id"] != "clean")).to_numpy()
+    if "distractor_text" not in out.columns or not comp_rows.any():
+        return out
+    clean = out[out["bg_id"] == "clean"].drop_duplicates("item_id", keep="last").set_index("item_id")["response"]
+    floor_resp = clean.reindex(out["item_id"]).to_numpy()
+    other = _mismatched_texts(out, comp_rows)
+    if task_family == "asr":
+        nan = dict.fromkeys(LEAK_ASR_COLUMNS, math.nan) | {"leak_words": ""}
+        rows = [_asr_leak_row(*r[1:]) if r[0] else nan for r in
+                zip(comp_rows, out["response"], out["reference"], out["distractor_text"], floor_resp, other)]
+        leak = pd.DataFrame(rows, index=out.index, columns=LEAK_ASR_COLUMNS)
+    else:
+        leak = pd.DataFrame({c: pd.array([pd.NA] * len(out), dtype="boolean") for c in LEAK_KWS_COLUMNS},
+                            index=out.index)
+        for i, (ok, resp, lab, dtext, fresp, otext) in enumerate(zip(comp_rows, out["response"], out["label"],
+                                                                     out["distractor_text"], floor_resp, other)):
+            if ok:
+                leak.iloc[i, 0] = leakage_kws(resp, dtext, label=lab)["kws_leak"]
+                if isinstance(fresp, str):
+                    leak.iloc[i, 1] = leakage_kws(fresp, dtext, label=lab)["kws_leak"]
+                if isinstance(otext, str):
+                    leak.iloc[i, 2] = leakage_kws(resp, otext, label=lab)["kws_leak"]
+    return pd.concat([out, leak], axis=1)
+
+
+def sidecar(df: pd.DataFrame, task_family: str) -> dict:
+    """Score sidecar fields: with leakage columns, ``leakage_rule`` and the count of leak rows
+    without a clean partner (``n_leak_rows_without_floor``)."""
+    if "leak_share" not in df.columns and "kws_leak" not in df.columns:
+        return {}
+    floor = "floor_leak_share" if task_family == "asr" else "kws_leak_floor"
+    noisy = (df["condition_family"] == FAMILY) & (df["bg_id"] != "clean")
+    return dict(leakage_rule=LEAKAGE_RULE, n_leak_rows_without_floor=int(df.loc[noisy, floor].isna().sum()))

@@ -1,36 +1,22 @@
-"""Stimulus manifests in the authors' schema: one row per (item, background, SNR) plus the clean
-version of each item.
+"""Stimulus manifests in the authors' schema: one row per (item, background, SNR) plus each item's clean row.
 
-The rows, ids, seeds and columns are those of ``build_manifests`` in the authors'
-``scripts/05_inference.py`` (IvLabs/AIP-Speech), so their ``inference/<model>/<task>.jsonl`` files
-match ours row for row; the same scheme serves every profile (demo, paper, custom).
+Rows, ids, seeds and columns are those of ``build_manifests`` in the authors' ``scripts/05_inference.py``
+(IvLabs/AIP-Speech), for every profile. KWS injection probes (``probe_id`` set) get no row and no
+seed (:func:`foreground_items`). Per item, in item-bank order: the clean row, then every background
+in battery order at each SNR (61 rows for 20 backgrounds × 3 SNRs).
 
-Items: every item of the bank except the KWS injection probes (``probe_id`` set), which the
-authors' ``build_manifests`` skips ("probes are used as backgrounds, not foreground") without
-giving them a seed (:func:`foreground_items`); the item bank keeps them, flagged.
-
-Row order: items in item-bank order; per item the clean row, then every background in battery
-order, each at 10, 5 and 0 dB. ``1 + n_backgrounds × n_snrs`` rows per item (61 for 20 × 3).
-
-Ids: ``<item_id>_clean`` and ``<item_id>_<bg_id>_snr<N>`` (N the integer SNR in dB).
-
-Seeds: a counter over the rows in order, starting at :data:`SEED_START` (0 for ASR, 10000 for
-KWS). The background offset follows from the seed (:func:`aiplib.stimuli.mixing.bg_offset`).
-
-Columns (:func:`manifest_columns`), the authors' first, in their order:
-``id, speech_id, background_id, snr_db, condition, seed, speech_path, bg_path``, then ASR
-``accent, gender, transcript`` or KWS ``keyword, is_target``; then ours: :data:`EXTRA_COLUMNS`.
-
-Reading and writing the file: :mod:`aiplib.io.formats` (``read_manifest``, ``write_manifest_csv``).
-
-Clean rows, as the authors wrote them: ``background_id = "clean"``, ``snr_db = 99``,
-``condition = "clean"``, ``bg_path`` empty; ours: ``bg_offset`` empty, ``bg_active`` empty.
+Ids: ``<item_id>_clean`` and ``<item_id>_<bg_id>_snr<N>`` (N the integer SNR in dB). Seeds: a counter
+over the rows from :data:`SEED_START`; the background offset follows from it
+(:func:`aiplib.stimuli.mixing.bg_offset`). Clean rows: ``background_id = "clean"``, ``snr_db = 99``,
+``condition = "clean"``, ``bg_path``, ``bg_offset``, ``bg_active`` empty.
 """
 from __future__ import annotations
 
 import json
 import logging
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -47,8 +33,9 @@ from aiplib.stimuli.mixing import BG_SILENCE_POWER, background_segment, segment_
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SNRS_DB", "CLEAN_SNR_DB", "SEED_START", "AUTHOR_COLUMNS", "EXTRA_COLUMNS", "manifest_columns",
-           "stimulus_id", "foreground_items", "build_manifest", "build_manifests", "manifest_hash"]
+__all__ = ["SNRS_DB", "CLEAN_SNR_DB", "SEED_START", "AUTHOR_COLUMNS", "EXTRA_COLUMNS", "ManifestPlan",
+           "manifest_columns", "stimulus_id", "foreground_items", "build_manifest", "build_manifests",
+           "manifest_hash", "compact_json"]
 SNRS_DB = (10, 5, 0)
 """The paper's SNRs in dB (integers: they are part of the ids)."""
 CLEAN_SNR_DB = 99
@@ -64,14 +51,39 @@ AUTHOR_COLUMNS = {
 """The authors' manifest columns, in their order."""
 EXTRA_COLUMNS = ["family", "accent_group", "bg_offset", "bg_active", "duration_s", "n_samples",
                  "condition_family"]
-"""Our columns after the authors': ``family`` (the task family, asr or kws); ``accent_group`` (the
-item bank's group, empty when none); ``bg_offset`` (start sample of the background segment,
-informational: the mixer derives it from ``seed``); ``bg_active`` (False when that segment is
-digital silence, see :data:`aiplib.stimuli.mixing.BG_SILENCE_POWER`; empty on clean rows); ``duration_s``
-(s) and ``n_samples`` of the speech; ``condition_family`` (:data:`aiplib.stimuli.families.
-CONDITION_FAMILIES`: ``background`` in these manifests; a family manifest's own columns follow,
-:data:`aiplib.stimuli.families.FAMILY_COLUMNS`). A manifest without ``condition_family`` (the authors',
-older versions) is all ``background``."""
+"""Our columns after the authors': ``family`` (asr or kws), ``accent_group``, ``bg_offset`` (start
+sample of the segment, informational), ``bg_active`` (False for a digitally silent segment; empty on
+clean rows), ``duration_s`` (s), ``n_samples``, ``condition_family`` (a family manifest's own columns
+follow: :data:`aiplib.stimuli.families.FAMILY_COLUMNS`).
+"""
+
+
+@dataclass(frozen=True)
+class ManifestPlan:
+    """A condition family's manifest beyond the items' clean rows (a family's ``manifest_plan`` hook).
+
+    Attributes
+    ----------
+    params : dict
+        Enter the stamp and the sidecar ``manifests/<cf>/<task>.json``.
+    inputs : list of Path
+        Files the rows depend on besides the item bank and the speech.
+    item_rows : callable
+        ``item_rows(item, spec, extra, n_samples, seed) -> (rows, n_seeds)``: the rows of one item
+        after its clean row, seeds counted from ``seed``; ``n_seeds`` is how far the counter moves.
+    skipped : pandas.DataFrame or None
+        ``condition, reason`` of the conditions that cannot run here (``manifests/<cf>/skipped.csv``).
+    """
+
+    params: dict
+    inputs: list
+    item_rows: Callable
+    skipped: pd.DataFrame | None = None
+
+
+def compact_json(obj) -> str:
+    """Compact sorted JSON, as a manifest's ``condition_params``."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def manifest_columns(family: str) -> list[str]:
@@ -95,9 +107,8 @@ def stimulus_id(item_id: str, bg_id: str, snr_db=None) -> str:
     --------
     >>> stimulus_id("1089-134686-0000", "esc_rain", 5), stimulus_id("a01", "clean")
     ('1089-134686-0000_esc_rain_snr5', 'a01_clean')
-    >>> stimulus_id("a01", "talker_fr", -5)  # competing speech goes below 0 dB
+    >>> stimulus_id("a01", "talker_fr", -5)
     'a01_talker_fr_snr-5'
-
     """
     if bg_id == "clean":
         return f"{item_id}_clean"
@@ -105,17 +116,8 @@ def stimulus_id(item_id: str, bg_id: str, snr_db=None) -> str:
 
 
 def foreground_items(items: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """The items that get manifest rows: all but the injection probes (``probe_id`` set).
-
-    As ``build_manifests`` in the authors' ``scripts/05_inference.py``: an item with a
-    ``probe_id`` is skipped before the seed counter moves, so the kept rows' seeds are the same
-    as if the probes were not in the bank.
-
-    Parameters
-    ----------
-    items : pandas.DataFrame
-        An item bank (:func:`aiplib.io.formats.read_item_bank`); a bank without a ``probe_id``
-        column (ASR, demo, custom) has no probes.
+    """The items that get manifest rows: all but the injection probes (``probe_id`` set), left out
+    before the seed counter moves, as the authors' ``build_manifests``.
 
     Returns
     -------
@@ -166,8 +168,7 @@ def _item_spec(it: dict, family: str, n: int, condition_family: str) -> tuple[di
 
 
 def _row(it: dict, spec: dict, extra: dict, seed: int, **condition) -> dict:
-    """A row of item ``it``: its clean row (the authors' values, module docstring; the same in every
-    manifest) with the ``condition``'s columns (``id``, ``background_id``, ``snr_db`` …) set."""
+    """A row of item ``it``: its clean row with the ``condition``'s columns (``id``, ``background_id`` …) set."""
     return dict(id=stimulus_id(it["item_id"], "clean"), speech_id=it["item_id"], background_id="clean",
                 snr_db=CLEAN_SNR_DB, condition="clean", seed=seed, speech_path=it["path"], bg_path="",
                 **spec, bg_offset=None, bg_active=None, **extra) | condition
@@ -270,9 +271,7 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
 
 
 MANIFEST_DEFINITION_VERSION = 3
-"""Bumped when the rows :func:`build_manifest` writes for the same inputs change (2: the
-``condition_family`` column; the rows' resume keys are unchanged, so stage 7 re-runs nothing;
-3: injection probes left out, which moves the seeds of a bank that has probes)."""
+"""Bumped when the rows :func:`build_manifest` writes for the same inputs change."""
 
 
 def build_manifests(ws, *, families=FAMILIES, **kwargs) -> dict:

@@ -1,27 +1,18 @@
-"""Mixing speech with a background at a target SNR, exactly as the authors' mixer, and
-materialising manifest rows.
+"""Mixing speech with a background at a target SNR, exactly as the authors' mixer.
 
-One mixer for every profile, numerically the same as ``mix`` in the authors' ``mixing/mix.py``
-(IvLabs/AIP-Speech) with ``loudness_normalize`` / ``load_audio`` of their ``scripts/utils.py``
-(written again here, not copied):
+Numerically ``mix`` of the authors' ``mixing/mix.py`` (IvLabs/AIP-Speech) with ``loudness_normalize``
+/ ``load_audio`` of their ``scripts/utils.py`` (written again here, not copied):
 
 1. the speech (16 kHz, float32) is loudness-normalised to :data:`SPEECH_LUFS` = −23 LUFS with
-   pyloudnorm: ``measured = pyloudnorm.Meter(16000).integrated_loudness(x)``; if ``measured`` is
-   ±inf the speech is kept unchanged, else ``pyloudnorm.normalize.loudness(x, measured, -23)``
-   cast to float32;
-2. the background (float32) is tiled ``ceil(n / len(bg))`` times if it is shorter than the speech
-   (``n`` samples);
-3. the segment starts at ``off = numpy.random.default_rng(seed).integers(0, max(1, len(bg) − n))``
-   (``len(bg)`` after tiling) and is ``bg[off:off + n]``;
-4. ``ps = float(mean(s²)) + 1e-9``, ``pb = float(mean(b²)) + 1e-9`` (means of the float32
-   arrays), and the segment is multiplied by ``sqrt(ps / (pb · 10^(snr_db / 10)))`` (a float64
-   scalar, so with numpy ≥ 2 the scaled segment and the sum are float64);
-5. ``y = s + b``; if ``max|y| > 1`` then ``y / max|y|``; the result is cast to float32.
+   pyloudnorm (kept unchanged when its loudness is ±inf), cast to float32;
+2. the background (float32) is tiled ``ceil(n / len(bg))`` times if shorter than the ``n`` speech samples;
+3. the segment starts at ``off = numpy.random.default_rng(seed).integers(0, max(1, len(bg) − n))``;
+4. ``ps = mean(s²) + 1e-9``, ``pb = mean(b²) + 1e-9`` and the segment is multiplied by
+   ``sqrt(ps / (pb · 10^(snr_db / 10)))`` (float64);
+5. ``y = s + b``, divided by ``max|y|`` when that exceeds 1, cast to float32.
 
-A clean row (``condition == "clean"`` or ``background_id == "clean"``) is the normalised speech
-alone. A background segment that is digital silence is *not* an error: the 1e-9 floor keeps the
-gain finite and the stimulus is effectively clean (``bg_active`` is False, see
-:func:`segment_active`).
+A clean row is the normalised speech alone. A digitally silent segment is not an error: the 1e-9
+floor keeps the gain finite and the stimulus is effectively clean (``bg_active`` False).
 """
 from __future__ import annotations
 
@@ -48,8 +39,9 @@ POWER_FLOOR = 1e-9
 """Added to each mean power before the SNR gain is computed (the authors' mixer)."""
 
 BG_SILENCE_POWER = 1e-10
-"""A background segment whose mean power ``mean(b²)`` (float64, before scaling) is below this
-(−100 dB re full scale; all-zero segments included) is *digital silence*: ``bg_active`` is False."""
+"""A segment whose mean power ``mean(b²)`` (float64, before scaling) is below this (−100 dB
+re full scale) is *digital silence*: ``bg_active`` False.
+"""
 
 
 @dataclass(frozen=True)
@@ -59,28 +51,25 @@ class MixInfo:
     Attributes
     ----------
     achieved_snr_db : float
-        ``10·log10(Σ s² / Σ b²)`` of the final speech and background parts, dB (``inf`` for clean
-        stimuli and for a silent background segment).
+        ``10·log10(Σ s² / Σ b²)`` of the final parts, dB (``inf`` for clean or a silent segment).
     target_snr_db : float
-        SNR asked for, dB (``inf`` for clean).
+        dB (``inf`` for clean).
     speech_lufs : float
-        Speech loudness after normalisation, LUFS (the target, or the measured ``-inf`` of
-        silent speech).
+        Speech loudness after normalisation, LUFS (``-inf`` for silent speech).
     bg_gain_db : float
-        Gain applied to the background segment, dB (``-inf`` for clean).
+        dB (``-inf`` for clean).
     peak : float
-        Largest absolute sample of the returned stimulus.
+        Largest absolute sample of the stimulus.
     clip_scale : float
-        ``1 / max|s + b|`` when the sum exceeded 1 (the authors' peak division), else 1.0.
+        ``1 / max|s + b|`` when the sum exceeded 1, else 1.0.
     bg_offset : int or None
-        Start sample of the background segment (after tiling); None for clean.
+        Start sample of the segment (after tiling); None for clean.
     bg_power : float
-        Mean power of the background segment before scaling (NaN for clean).
+        Mean power of the segment before scaling (NaN for clean).
     bg_active : bool or None
-        False when the segment is digital silence (:data:`BG_SILENCE_POWER`); None for clean.
+        False for digital silence (:data:`BG_SILENCE_POWER`); None for clean.
     speech_peak : float
-        Largest absolute sample of the normalised speech (can exceed 1: pyloudnorm does not
-        limit; the authors' mixer divides only the sum).
+        Largest absolute sample of the normalised speech (can exceed 1).
     """
 
     achieved_snr_db: float
@@ -106,22 +95,20 @@ def loudness_normalize(x, target_lufs: float = SPEECH_LUFS, *, name: str = "audi
     x : np.ndarray [shape=(n,)], float32, 16 kHz
     target_lufs : float, LUFS
     name : str
-        What ``x`` is (its file), for the error message.
+        What ``x`` is, for the error message.
 
     Returns
     -------
     y : np.ndarray [shape=(n,)]
-        ``x`` itself when its integrated loudness is ±inf (silence), else
-        ``pyloudnorm.normalize.loudness(x, measured, target_lufs).astype(float32)``.
+        ``x`` itself when its loudness is ±inf, else ``pyloudnorm.normalize.loudness(x, measured,
+        target_lufs)`` as float32.
     measured : float
-        Integrated loudness of ``x`` (ITU-R BS.1770-4, ``pyloudnorm.Meter(16000)`` with its 0.4 s
-        block, :data:`aiplib.io.audio.MIN_LOUDNESS_S`), LUFS.
+        Integrated loudness of ``x`` (ITU-R BS.1770-4, 0.4 s blocks), LUFS.
 
     Raises
     ------
     AudioFileError
-        If pyloudnorm refuses the signal (shorter than one 0.4 s gating block), naming ``name``
-        and its length in samples and seconds.
+        If the signal is shorter than one 0.4 s block, naming ``name`` and its length.
     """
     import pyloudnorm as pyln
 
@@ -140,8 +127,7 @@ def loudness_normalize(x, target_lufs: float = SPEECH_LUFS, *, name: str = "audi
 
 
 def tile_background(bg, n: int) -> np.ndarray:
-    """The background repeated ``ceil(n / len(bg))`` times when shorter than ``n`` samples
-    (``numpy.tile``, as the authors' mixer), else unchanged.
+    """The background tiled ``ceil(n / len(bg))`` times when shorter than ``n`` samples, else unchanged.
 
     Raises
     ------
@@ -157,11 +143,10 @@ def tile_background(bg, n: int) -> np.ndarray:
 
 
 def bg_offset(seed: int, n_bg: int, n_speech: int) -> int:
-    """Start sample of the background segment, the authors' rule.
+    """Start sample of the background segment, the authors' rule (without loading the background).
 
-    ``numpy.random.default_rng(seed).integers(0, max(1, L − n_speech))`` with ``L`` the length
-    of the background after :func:`tile_background` (``n_bg · ceil(n_speech / n_bg)`` when
-    ``n_bg < n_speech``, else ``n_bg``).
+    ``default_rng(seed).integers(0, max(1, L − n_speech))`` with ``L`` the tiled length
+    (:func:`tile_background`).
 
     Parameters
     ----------
@@ -181,41 +166,45 @@ def bg_offset(seed: int, n_bg: int, n_speech: int) -> int:
 
 
 def background_segment(bg, seed: int, n: int) -> tuple[np.ndarray, int]:
-    """The ``n`` background samples a row with ``seed`` uses, and their offset.
-
-    Parameters
-    ----------
-    bg : np.ndarray [shape=(m,)]
-    seed : int
-    n : int > 0, samples
-
-    Returns
-    -------
-    segment : np.ndarray [shape=(n,)], bg's dtype
-    offset : int, samples (into the tiled background)
+    """The ``n`` background samples a row with ``seed`` uses, and their offset (samples, into
+    the tiled background); ``bg`` [shape=(m,)], the segment [shape=(n,)] in its dtype.
     """
-    bg = tile_background(bg, n)
-    off = int(np.random.default_rng(int(seed)).integers(0, max(1, bg.shape[0] - n)))
-    return bg[off: off + n], off
+    off = bg_offset(seed, np.asarray(bg).shape[0], n)
+    return tile_background(bg, n)[off: off + n], off
 
 
 def segment_active(segment) -> tuple[bool, float]:
-    """Whether a background segment is not digital silence.
-
-    Returns
-    -------
-    active : bool
-        ``mean(segment²) >= BG_SILENCE_POWER`` (computed in float64).
-    power : float
-        That mean power.
+    """Whether a background segment is not digital silence: ``(mean(segment²) >= BG_SILENCE_POWER,
+    that mean power)`` (float64).
     """
     seg = np.asarray(segment, dtype=np.float64)
     p = float(np.mean(seg * seg)) if seg.size else 0.0
     return bool(p >= BG_SILENCE_POWER), p
 
 
-def _mix_normalized(s, bg, snr_db: float, seed: int):
-    """The authors' mixing steps 2–5 on already-normalised speech; returns every part."""
+@dataclass(frozen=True)
+class _Mixed:
+    """The authors' mixing steps 2–5 on normalised speech: every part."""
+
+    y: np.ndarray  # the stimulus, float32
+    bs: np.ndarray  # the scaled segment
+    b: np.ndarray  # the segment before scaling
+    offset: int
+    gain: float
+    peak: float  # max|s + bs| before the peak division
+    scale: float  # clip scale
+
+    def info(self, s, snr_db, lufs, speech_peak) -> MixInfo:
+        active, p_b = segment_active(self.b)
+        achieved = achieved_snr_db(np.asarray(s, dtype=np.float64), np.asarray(self.bs, dtype=np.float64))
+        return MixInfo(achieved_snr_db=achieved, target_snr_db=float(snr_db), speech_lufs=lufs,
+                       bg_gain_db=float(20 * np.log10(self.gain)) if self.gain > 0 else float("-inf"),
+                       peak=float(min(self.peak, 1.0) if self.peak > 1.0 else self.peak),
+                       clip_scale=float(self.scale), bg_offset=int(self.offset), bg_power=p_b, bg_active=active,
+                       speech_peak=speech_peak)
+
+
+def _mix_normalized(s, bg, snr_db: float, seed: int) -> _Mixed:
     n = s.shape[0]
     b, off = background_segment(bg, seed, n)
     snr_db = float(snr_db)
@@ -227,16 +216,7 @@ def _mix_normalized(s, bg, snr_db: float, seed: int):
     peak = float(np.max(np.abs(y))) if n else 0.0
     scale = 1.0 / peak if peak > 1.0 else 1.0
     out = (y / peak if peak > 1.0 else y).astype(np.float32)
-    return out, bs, off, float(gain), peak, scale, b
-
-
-def _info(s, bs, b, snr_db, lufs, gain, peak, scale, off, speech_peak) -> MixInfo:
-    active, p_b = segment_active(b)
-    achieved = achieved_snr_db(np.asarray(s, dtype=np.float64), np.asarray(bs, dtype=np.float64))
-    return MixInfo(achieved_snr_db=achieved, target_snr_db=float(snr_db), speech_lufs=lufs,
-                   bg_gain_db=float(20 * np.log10(gain)) if gain > 0 else float("-inf"),
-                   peak=float(min(peak, 1.0) if peak > 1.0 else peak), clip_scale=float(scale),
-                   bg_offset=int(off), bg_power=p_b, bg_active=active, speech_peak=speech_peak)
+    return _Mixed(out, bs, b, off, float(gain), peak, scale)
 
 
 def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUFS):
@@ -247,7 +227,7 @@ def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUF
     speech : np.ndarray [shape=(n,)], float32, 16 kHz
         Speech at any level (normalised here).
     bg : np.ndarray [shape=(m,)], float32, or None
-        Background (any length; tiled if shorter). ``None`` gives the normalised speech.
+        Background (tiled if shorter); ``None`` gives the normalised speech.
     snr_db : float, dB
     seed : int
         Seeds the background offset.
@@ -264,20 +244,13 @@ def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUF
     if bg is None:
         return s, MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0,
                           speech_peak=speech_peak)
-    y, bs, off, gain, peak, scale, b = _mix_normalized(s, np.asarray(bg, dtype=np.float32), snr_db, seed)
-    return y, _info(s, bs, b, snr_db, lufs, gain, peak, scale, off, speech_peak)
+    m = _mix_normalized(s, np.asarray(bg, dtype=np.float32), snr_db, seed)
+    return m.y, m.info(s, snr_db, lufs, speech_peak)
 
 
 def achieved_snr_db(speech, noise) -> float:
-    """SNR of two parts of a mixture, ``10·log10(Σ speech² / Σ noise²)`` in dB.
-
-    Parameters
-    ----------
-    speech, noise : np.ndarray [shape=(n,)]
-
-    Returns
-    -------
-    float, dB (``inf`` if ``noise`` is all zeros)
+    """``10·log10(Σ speech² / Σ noise²)`` in dB of two parts [shape=(n,)] of a mixture (``inf`` if
+    ``noise`` is all zeros).
     """
     s = np.asarray(speech, dtype=np.float64)
     b = np.asarray(noise, dtype=np.float64)
@@ -332,23 +305,19 @@ def _row_value(row: Mapping, key: str):
 
 
 def mix_row(row: Mapping, ws) -> dict:
-    """Materialise a manifest row and return its parts as mixed.
-
-    The authors' mixer, for a ``background`` row or any clean row (the other families:
-    :func:`aiplib.stimuli.families.mix_components`).
+    """Materialise a ``background`` row or any clean row with the authors' mixer.
 
     Returns
     -------
     dict
-        ``mixture`` (float32 (n,), identical to :func:`aiplib.stimuli.families.materialize`), ``speech`` (float32 (n,),
-        the normalised speech as it is in the mixture: divided by the peak when the sum was),
-        ``background`` (float32 (n,), the scaled segment as in the mixture; zeros for clean),
-        ``info`` (:class:`MixInfo`); family rows add ``detail`` (the family's own info dict).
+        ``mixture`` (float32 (n,)), ``speech`` (float32 (n,), the normalised speech as in the mixture:
+        divided by the peak when the sum was), ``background`` (float32 (n,), the scaled segment as in
+        the mixture; zeros for clean), ``info`` (:class:`MixInfo`).
 
     Raises
     ------
     AiplibParameterError
-        An incomplete row, or an unknown ``condition_family``.
+        An incomplete row.
     """
     s, measured = normalized_speech(ws.path(str(_row_value(row, "speech_path"))))
     lufs = SPEECH_LUFS if np.isfinite(measured) else measured
@@ -370,8 +339,7 @@ def mix_row(row: Mapping, ws) -> dict:
     if not bg_path or bg_path == "nan":
         raise AiplibParameterError(f"row {row.get('id')!r}: noisy row without bg_path")
     bg = load_audio_cached(ws.path(bg_path))
-    y, bs, off, gain, peak, scale, b = _mix_normalized(s, bg, snr, seed)
-    info = _info(s, bs, b, snr, lufs, gain, peak, scale, off, speech_peak)
-    sp = (s / peak if peak > 1.0 else s).astype(np.float32)
-    bp = (bs / peak if peak > 1.0 else bs).astype(np.float32)
-    return dict(mixture=y, speech=sp, background=bp, info=info)
+    m = _mix_normalized(s, bg, snr, seed)
+    sp = (s / m.peak if m.peak > 1.0 else s).astype(np.float32)
+    bp = (m.bs / m.peak if m.peak > 1.0 else m.bs).astype(np.float32)
+    return dict(mixture=m.y, speech=sp, background=bp, info=m.info(s, snr, lufs, speech_peak))

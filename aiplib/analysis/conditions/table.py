@@ -1,4 +1,4 @@
-"""The per-condition table of one task: rows, sums per scope, intervals and verdicts (part of :mod:`aiplib.analysis.conditions`)."""
+"""The per-condition table of one task and the robust view of paired changes (:mod:`aiplib.analysis.conditions`)."""
 from __future__ import annotations
 
 import math
@@ -187,53 +187,42 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     Parameters
     ----------
     scores : pandas.DataFrame
-        A ``results/scores/<task>.csv`` table (:func:`aiplib.io.formats.load_scores`); may hold
-        several models (and tasks: each (model, task) is summarised separately).
+        A ``results/scores/<task>.csv`` table (several models and tasks: each summarised apart).
     family : {"asr", "kws"}
     n_resamples, seed, level : int, int, float
         Bootstrap settings; recorded in every row.
     min_diff_pp : float
-        Minimum change in percentage points for a ``worse``/``better`` verdict (default 2).
+        Minimum change (pp) for a ``worse``/``better`` verdict.
     scopes : sequence of str
-        Subset of :data:`SCOPES` to compute.
+        Subset of :data:`SCOPES`.
 
     Returns
     -------
     pandas.DataFrame
-        One row per (scope, model, task, bg_id, snr_db). Common columns ``scope, model, task,
-        family, bg_id, snr_db, condition, n_items, n_stimuli, n_pairs`` then, for ASR,
-        ``wer_pp`` (corpus), ``mean_wer_pp``, ``cer_pp`` (corpus), ``sub_pp, del_pp, ins_pp``
-        (shares of the reference words; they add up to ``wer_pp``), ``clean_wer_pp,
-        clean_mean_wer_pp`` (the same items clean, weighted like the noisy pairs), the robust
-        view ``mean_wer_capped_pp`` (mean of min(WER, 1) per utterance), ``median_wer_pp``
-        (median over the stimuli) and ``n_loops`` (stimuli whose score row has ``is_loop``
-        true; NaN when the scores have no such column); or for KWS ``acc_pp, clean_acc_pp``
-        and, when the scores have the columns ``correct_strict`` / ``non_answer``,
-        ``strict_acc_pp`` (non-answers count wrong) and ``non_answer_pp`` (share of empty,
-        refusal or multi-word responses), else NaN; then ``measure`` (``delta_wer`` /
-        ``delta_acc``), ``delta_pp`` (mean paired change, positive = worse), ``ci_low_pp,
-        ci_high_pp, ci_usable`` (usable bootstrap resamples); ASR also ``delta_corpus_pp,
-        corpus_ci_low_pp, corpus_ci_high_pp, corpus_ci_usable`` (corpus WER change, same
-        bootstrap) and ``delta_capped_pp`` (paired change of the capped WER); ``test, p_value,
-        p_bh`` (Benjamini–Hochberg across the conditions of the same task, model and scope),
-        ``n_worse, n_better, n_ties, verdict, coarse`` (fewer than
-        :data:`COARSE_BELOW_ITEMS` paired items), ``min_diff_pp, level, n_resamples, seed,
-        note``. ``clean`` rows carry the absolute values only.
+        One row per (scope, model, task, bg_id, snr_db): ``scope, model, task, family, bg_id,
+        snr_db, condition, n_items, n_stimuli, n_pairs``; ASR ``wer_pp`` (corpus), ``mean_wer_pp``,
+        ``cer_pp``, ``sub_pp, del_pp, ins_pp`` (summing to ``wer_pp``), ``clean_wer_pp,
+        clean_mean_wer_pp``, ``mean_wer_capped_pp`` (mean of min(WER, 1)), ``median_wer_pp``,
+        ``n_loops`` (NaN without ``is_loop``); KWS ``acc_pp, clean_acc_pp, strict_acc_pp,
+        non_answer_pp`` (NaN without ``correct_strict`` / ``non_answer``); then ``measure``,
+        ``delta_pp`` (mean paired change, + = worse), ``ci_low_pp, ci_high_pp, ci_usable``; ASR
+        ``delta_corpus_pp, corpus_ci_low_pp, corpus_ci_high_pp, corpus_ci_usable, delta_capped_pp``;
+        ``test, p_value, p_bh`` (Benjamini–Hochberg over the conditions of a task, model and scope),
+        ``n_worse, n_better, n_ties, verdict, coarse, min_diff_pp, level, n_resamples, seed, note``.
+        ``clean`` rows carry the absolute values only.
 
     Raises
     ------
     AiplibParameterError
-        If ``family`` is unknown, a scope is unknown or a needed column is missing.
+        If ``family`` or a scope is unknown, or a needed column is missing.
 
     Notes
     -----
-    ``delta_pp`` (ASR) is the mean over pairs of WER(noisy) − WER(clean), the quantity of
-    Figures 4–5 and Table 4; ``delta_corpus_pp`` = (Σ errors noisy − Σ errors clean) / Σ N
-    over the same pairs. The verdict (:func:`verdict`) needs all of: the interval excludes 0,
-    ``|delta_pp| >= min_diff_pp`` and ``p_bh <`` :data:`ALPHA`; it is ``n/a`` with fewer than
-    :data:`MIN_ITEMS_FOR_VERDICT` paired items (no interval then either). Noisy rows whose
-    clean partner is missing count in the absolute values but not in the paired change
-    (``note``).
+    ``delta_pp`` (ASR) is the mean over pairs of WER(noisy) − WER(clean), the quantity of Figures 4–5
+    and Table 4; ``delta_corpus_pp`` = (Σ errors noisy − Σ errors clean) / Σ N over the same pairs. A
+    verdict needs the interval to exclude 0, ``|delta_pp| >= min_diff_pp`` and ``p_bh <`` :data:`ALPHA`
+    (``n/a`` below :data:`MIN_ITEMS_FOR_VERDICT` paired items). Noisy rows without a clean partner
+    count in the absolute values only (``note``).
     """
     family_spec(family)  # an unknown family raises
     bad = [s for s in scopes if s not in SCOPES]
@@ -345,15 +334,102 @@ def _columns(family: str) -> list[str]:
 
 
 def condition_tables(scores: dict, **kwargs) -> dict[str, pd.DataFrame]:
-    """:func:`condition_table` for every task in ``scores`` (task → table).
-
-    Parameters
-    ----------
-    scores : dict of str -> pandas.DataFrame
-        As returned by :func:`aiplib.io.formats.load_scores`.
-    **kwargs
-        Passed on (``n_resamples, seed, level, min_diff_pp, scopes``).
-    """
+    """:func:`condition_table` for every task of ``scores`` (task → table; ``kwargs`` passed on)."""
 
     return {task: condition_table(df, task_family(task), **kwargs)
             for task, df in scores.items() if not df.empty}
+
+
+# ------------------------------------------------------------------ the robust view of paired changes
+ASR_ROBUST_COLUMNS = ["delta_wer_capped_pp", "median_delta_wer_pp", "n_loops"]
+"""ASR robust columns of the family tables (pp, pp, count)."""
+
+KWS_ROBUST_COLUMNS = ["delta_strict_acc_pp", "delta_strict_acc_ci_low_pp", "delta_strict_acc_ci_high_pp",
+                      "n_non_answers"]
+"""KWS robust columns of the family tables (pp ×3, count)."""
+
+
+def _noisy_groups(scores: pd.DataFrame, by: list[str]):
+    n = scores[scores["bg_id"].astype(str) != "clean"]
+    n = n.assign(bg_id=n["bg_id"].astype(str), snr_db=pd.to_numeric(n["snr_db"], errors="coerce"))
+    return n, [n[c] for c in by]
+
+
+def _aligned(values: pd.Series | None, paired: pd.DataFrame, by: list[str]) -> np.ndarray:
+    """``values`` (indexed on ``by``) in the row order of ``paired`` (``bg_id`` as ``condition_id``)."""
+    if values is None:
+        return np.full(len(paired), math.nan)
+    keys = pd.MultiIndex.from_frame(paired[[c if c != "bg_id" else "condition_id" for c in by]])
+    return values.reindex(keys).to_numpy(dtype=float)
+
+
+def asr_robust(paired: pd.DataFrame, scores: pd.DataFrame, scope: str) -> pd.DataFrame:
+    """The ASR robust view of paired changes, beside the mean ΔWER (which one looping hypothesis,
+    WER 5, can carry past +100 pp).
+
+    Parameters
+    ----------
+    paired : pandas.DataFrame [shape=(n_rows, ...)]
+        :func:`condition_table` of ``scores`` in ``scope``, ``bg_id`` renamed ``condition_id``.
+    scores : pandas.DataFrame
+        The ASR score rows (``model, bg_id, snr_db`` and ``delta_wer``, the per-row paired WER change
+        as a fraction; without it ``median_delta_wer_pp`` is NaN).
+    scope : {"condition", "background"}
+        The grouping of ``paired`` (:data:`SCOPES`).
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(n_rows, 3)]
+        :data:`ASR_ROBUST_COLUMNS`, index of ``paired``: ``delta_wer_capped_pp`` (the table's
+        ``delta_capped_pp``: mean of min(WER_noisy, 1) − min(WER_clean, 1), pp), ``median_delta_wer_pp``
+        (median of the paired noisy stimuli's ``delta_wer``, pp) and ``n_loops``.
+    """
+    by = ["model", *SCOPES[scope]]
+    med = None
+    if "delta_wer" in scores.columns:
+        n, keys = _noisy_groups(scores, by)
+        med = 100 * pd.to_numeric(n["delta_wer"], errors="coerce").groupby(keys).median()
+    return pd.DataFrame({"delta_wer_capped_pp": paired["delta_capped_pp"].to_numpy(dtype=float),
+                         "median_delta_wer_pp": _aligned(med, paired, by),
+                         "n_loops": paired["n_loops"].to_numpy(dtype=float)}, index=paired.index)
+
+
+def kws_robust(scores: pd.DataFrame, scope: str, *, n_resamples: int = 2000, seed: int = 0,
+               level: float = 0.95) -> pd.DataFrame:
+    """The KWS robust view per (model, condition) of ``scope``.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        KWS score rows (the columns of :func:`condition_table`, ``correct_strict`` and
+        ``non_answer``; either may be absent, its columns are then NaN).
+    scope : {"condition", "background"}
+    n_resamples, seed, level
+        Bootstrap of the strict change (:func:`condition_table` on ``correct_strict``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model, condition_id`` (and ``snr_db`` in scope ``condition``) then
+        :data:`KWS_ROBUST_COLUMNS`: ``delta_strict_acc_pp``, the mean paired change of the strict
+        accuracy (non-answers count wrong; clean − noisy, + = worse) with its interval, and
+        ``n_non_answers`` among the noisy responses.
+    """
+    by = ["model", *SCOPES[scope]]
+    key = [c if c != "bg_id" else "condition_id" for c in by]
+    n, keys = _noisy_groups(scores, by)
+    out = n[by].drop_duplicates().rename(columns={"bg_id": "condition_id"}).reset_index(drop=True)
+    if "correct_strict" in scores.columns:
+        f = _as_flag(scores["correct_strict"])
+        known = scores[np.isfinite(f)].assign(correct=f[np.isfinite(f)])
+        s = condition_table(known, "kws", scopes=(scope,), n_resamples=n_resamples, seed=seed, level=level)
+        s = s.rename(columns={"bg_id": "condition_id", "delta_pp": "delta_strict_acc_pp",
+                              "ci_low_pp": "delta_strict_acc_ci_low_pp", "ci_high_pp": "delta_strict_acc_ci_high_pp"})
+        out = out.merge(s[key + KWS_ROBUST_COLUMNS[:3]], on=key, how="left")
+    else:
+        out = out.assign(**dict.fromkeys(KWS_ROBUST_COLUMNS[:3], math.nan))
+    cnt = None
+    if "non_answer" in n.columns:
+        cnt = pd.Series(_as_flag(n["non_answer"]), index=n.index).groupby(keys).sum(min_count=1)
+    out["n_non_answers"] = _aligned(cnt, out, by)
+    return out[key + KWS_ROBUST_COLUMNS]
