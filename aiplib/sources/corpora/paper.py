@@ -188,7 +188,7 @@ def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = Fal
 
 
 def gather_raw(ws, **params) -> dict:
-    """Stage 1 of the profile interface (:mod:`aiplib.sources.corpora.profiles`): :func:`download_all`."""
+    """Stage 1 of the profile interface (:class:`aiplib.sources.corpora.Profile`): :func:`download_all`."""
     return download_all(ws, **params)
 
 
