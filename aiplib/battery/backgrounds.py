@@ -23,12 +23,7 @@ from aiplib.core.errors import AiplibParameterError, AudioFileError
 from aiplib.core.progress import track
 from aiplib.io.audio import SR, load_audio, loop_or_cut, loudness_lufs, normalize_loudness, write_wav
 from aiplib.io.formats import BATTERY_COLUMNS, CATEGORIES, write_battery_csv
-from aiplib.io.subaudible import (
-    SUBAUDIBLE_LIMIT_DB,
-    effective_bandwidth_hz,
-    remove_subaudible,
-    subaudible_power,
-)
+from aiplib.io.subaudible import SUBAUDIBLE_LIMIT_DB, effective_bandwidth_hz, remove_subaudible, subaudible_power
 
 log = logging.getLogger(__name__)
 
@@ -210,8 +205,7 @@ def _real_background(spec, n: int, target_lufs: float, sr: int, record: dict):
     return np.sum(streams, axis=0, dtype=np.float64), min(durations), min(durations) * sr < n
 
 
-def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS,
-                      seed: int = 0, sr: int = SR):
+def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS, seed: int = 0, sr: int = SR):
     """Make one background: combine its sources, loop or cut, loudness-normalise.
 
     Parameters
@@ -325,8 +319,7 @@ def _check_ids(specs) -> None:
         raise AiplibParameterError(f"duplicate bg_id in the background specs: {', '.join(map(str, dups))}")
 
 
-def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS,
-                   seed: int = DEFAULT_SEED):
+def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS, seed: int = DEFAULT_SEED):
     """Curate every spec into ``bg/<bg_id>.wav`` (16-bit PCM) and write ``descriptors/battery.csv``.
 
     Rebuilt on every run (seconds); the same inputs give the same bytes, and a WAV whose bytes do

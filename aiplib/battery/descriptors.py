@@ -187,8 +187,7 @@ def silent_frame_share(y) -> float:
 
     y = np.asarray(y)
     half = FRAME["n_fft"] // 2
-    frames = librosa.util.frame(np.pad(y != 0, half), frame_length=FRAME["n_fft"],
-                                hop_length=FRAME["hop_length"])
+    frames = librosa.util.frame(np.pad(y != 0, half), frame_length=FRAME["n_fft"], hop_length=FRAME["hop_length"])
     return float(np.mean(~frames.any(axis=0)))
 
 
@@ -278,8 +277,7 @@ def compute_descriptors(y, *, sr: int = SR, vad_threshold: float = 0.5, vad_mode
     """
     y = _check_input(y, sr, name=name)
     out = spectral_descriptors(y, sr, name=name)
-    out["vad_speech_fraction"] = vad_speech_fraction(y, sr=sr, threshold=vad_threshold,
-                                                     model=vad_model, name=name)
+    out["vad_speech_fraction"] = vad_speech_fraction(y, sr=sr, threshold=vad_threshold, model=vad_model, name=name)
     return {k: out[k] for k in DESCRIPTORS}
 
 
@@ -309,8 +307,7 @@ def _read_previous(csv_path: Path, json_path: Path, settings: dict):
     return old.set_index("bg_id"), side.get("files", {})
 
 
-def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
-                     progress: bool = True):
+def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False, progress: bool = True):
     """Compute (or read back) the nine descriptors of every background of ``battery.csv``.
 
     Writes ``descriptors/acoustic_descriptors.csv`` (columns :data:`TABLE_COLUMNS`) and the sidecar

@@ -94,8 +94,7 @@ def _torch_threads(n):
             torch.set_num_threads(old)
 
 
-def vad_speech_fraction(y, *, sr: int = SR, threshold: float = 0.5, model=None,
-                        name: str = "audio") -> float:
+def vad_speech_fraction(y, *, sr: int = SR, threshold: float = 0.5, model=None, name: str = "audio") -> float:
     """Fraction of samples that Silero VAD [1]_ marks as speech.
 
     Parameters
@@ -132,8 +131,7 @@ def vad_speech_fraction(y, *, sr: int = SR, threshold: float = 0.5, model=None,
     """
     y = valid_audio(np.asarray(y) if not isinstance(y, np.ndarray) else y, name=name)
     if sr not in (8000, 16000):
-        raise AiplibParameterError(
-            f"{name}: Silero VAD accepts 8000 or 16000 Hz only, got sr={sr}; resample first")
+        raise AiplibParameterError(f"{name}: Silero VAD accepts 8000 or 16000 Hz only, got sr={sr}; resample first")
     if not (0.0 < float(threshold) < 1.0):
         raise AiplibParameterError(f"VAD threshold must lie in (0, 1), got {threshold}")
     import torch

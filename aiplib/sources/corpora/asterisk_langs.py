@@ -211,8 +211,7 @@ def download_and_extract(dest, languages=LANGUAGES, *, fmt: str = "g722") -> Pat
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="asterisk-debs-") as tmp:
         pkgs = debian_packages(languages, fmt)
-        proc = subprocess.run(["apt-get", "download", *pkgs], cwd=tmp, capture_output=True, text=True,
-                              check=False)
+        proc = subprocess.run(["apt-get", "download", *pkgs], cwd=tmp, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise MissingPackageError(f"apt-get download {' '.join(pkgs)} failed: "
                                       f"{(proc.stderr or proc.stdout).strip()[-500:]}")
@@ -307,12 +306,10 @@ def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.
     rows = validate_speech(speech_dir, texts, probs, scans)
     report = Report(problems=probs.sorted(), speech=rows, scans=scans)
     report.raise_if_fatal()
-    table = pd.read_csv(texts, sep=None, engine="python", dtype=str, keep_default_na=False,
-                        encoding="utf-8-sig")
+    table = pd.read_csv(texts, sep=None, engine="python", dtype=str, keep_default_na=False, encoding="utf-8-sig")
     table.columns = [str(c).strip().lower() for c in table.columns]
     folder = Path(os.path.abspath(os.path.expanduser(str(speech_dir))))
-    extra = {os.path.normpath(str(folder / f)): r for f, r in zip(table["file"].str.strip(),
-                                                                   table.to_dict("records"))}
+    extra = {os.path.normpath(str(folder / f)): r for f, r in zip(table["file"].str.strip(), table.to_dict("records"))}
     out = []
     for r in rows:
         e = extra.get(os.path.normpath(r["file"]), {})

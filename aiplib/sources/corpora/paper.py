@@ -44,12 +44,7 @@ from aiplib.core.workspace import workspace
 from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.io.formats import read_item_bank, write_item_bank
 from aiplib.sources.corpora import esc50, librispeech, ms_snsd, musan, noisex92, speech_commands
-from aiplib.sources.corpora.common_voice import (
-    CV_DATASET,
-    N_COMMON_VOICE,
-    load_common_voice,
-    select_common_voice,
-)
+from aiplib.sources.corpora.common_voice import CV_DATASET, N_COMMON_VOICE, load_common_voice, select_common_voice
 from aiplib.sources.corpora.librispeech import prepare_librispeech, read_librispeech_speakers
 from aiplib.sources.corpora.speech_commands import KEYWORDS
 from aiplib.sources.download import (
@@ -135,8 +130,7 @@ def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
 # ============================================================================================
 # stage 1: downloads
 # ============================================================================================
-def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = False, registry=None,
-                 **kwargs) -> dict:
+def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = False, registry=None, **kwargs) -> dict:
     """Stage 1 of ``paper``: download every corpus of :data:`CORPORA` (or those named) into ``ws``.
 
     Each corpus is tried even when an earlier one failed; complete files are skipped

@@ -50,8 +50,7 @@ def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pandas
     """
 
     root = need_dir(Path(corpus_dir) / ROOT, "Speech Commands v0.02")
-    rels = sorted(p.relative_to(root).as_posix() for p in root.glob("*/*.wav")
-                  if p.parent.name != "_background_noise_")
+    rels = sorted(p.relative_to(root).as_posix() for p in root.glob("*/*.wav") if p.parent.name != "_background_noise_")
     if split is not None:
         lists = {"test": "testing_list.txt", "validation": "validation_list.txt"}
         if split in lists:

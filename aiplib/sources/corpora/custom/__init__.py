@@ -40,7 +40,6 @@ import pandas as pd
 
 from aiplib.core import DEFAULT_SEED
 from aiplib.core.errors import AiplibError, AiplibParameterError
-from aiplib.io.formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
 from aiplib.core.hashing import file_sha256
 from aiplib.core.tasks import FAMILIES, KEYWORDS
 from aiplib.io.audio import SR, load_audio, write_wav

@@ -146,8 +146,7 @@ def _read_table(path: Path, required: tuple, probs: _Collector, what: str, alias
         except csv.Error:
             sep = ","
     try:
-        df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, encoding="utf-8-sig",
-                         skipinitialspace=True)
+        df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, encoding="utf-8-sig", skipinitialspace=True)
     except Exception as exc:  # noqa: BLE001 - any parser error is a table problem
         probs.add("fatal", "table", path, f"{what} table cannot be parsed ({exc})")
         return None

@@ -14,12 +14,7 @@ from aiplib.core.tasks import KEYWORDS
 from aiplib.core.textnorm import normalize_kws_label, normalize_text, reference_is_empty
 from aiplib.io.audio import MIN_LOUDNESS_S, SR
 from aiplib.io.formats import CATEGORIES
-from aiplib.io.subaudible import (
-    BAND_LIMITED_SHARE,
-    SUBAUDIBLE_LIMIT_DB,
-    effective_bandwidth_hz,
-    subaudible_power,
-)
+from aiplib.io.subaudible import BAND_LIMITED_SHARE, SUBAUDIBLE_LIMIT_DB, effective_bandwidth_hz, subaudible_power
 from aiplib.sources.corpora.custom.files import (
     _match_table,
     _not_a,
@@ -379,8 +374,7 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
     return rows
 
 
-def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords=KEYWORDS
-                    ) -> ValidationReport:
+def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords=KEYWORDS) -> ValidationReport:
     """Check the custom profile's folders and tables; find every problem, write nothing.
 
     Every audio file is decoded once as the pipeline will (:func:`aiplib.io.audio.load_audio`), so a
