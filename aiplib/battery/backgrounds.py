@@ -27,10 +27,6 @@ from aiplib.io.subaudible import SUBAUDIBLE_LIMIT_DB, effective_bandwidth_hz, re
 
 log = logging.getLogger(__name__)
 
-__all__ = ["COMBINES", "REQUIRED_SPEC_KEYS", "TARGET_LUFS",
-           "SILENT_RUN_S", "colored_noise", "silent_shares", "spec_seed", "curate_background",
-           "curate_battery"]
-
 TARGET_LUFS = -23.0
 """Loudness of every curated background in LUFS (the authors' ``BG_LUFS``, scripts/utils.py)."""
 

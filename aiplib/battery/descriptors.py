@@ -51,18 +51,6 @@ from aiplib.io.formats import (
     write_json_atomic,
 )
 
-__all__ = [
-    "DESCRIPTORS",
-    "DESCRIPTOR_INFO",
-    "TABLE_COLUMNS",
-    "FRAME",
-    "compute_descriptors",
-    "spectral_descriptors",
-    "silent_frame_share",
-    "descriptor_table",
-]
-
-
 FRAME = {
     "sr": SR,
     "n_fft": 2048,

@@ -19,8 +19,6 @@ import numpy as np
 from aiplib.core.errors import AiplibParameterError, MissingPackageError
 from aiplib.io.audio import SR, valid_audio
 
-__all__ = ["VAD_SETTINGS", "load_vad_model", "vad_speech_fraction"]
-
 VAD_SETTINGS = {
     "model": "silero_vad.jit (TorchScript, shipped in the silero-vad wheel)",
     "threshold": "0.5 unless set (the authors' SILERO_SENSITIVITY)",

@@ -35,11 +35,6 @@ from aiplib.core.workspace import repo_root
 
 pooch.get_logger().setLevel("WARNING")  # its "use this hash" advice is not for our users
 
-__all__ = ["CorpusError", "RemoteFile", "Corpus", "Download", "need_dir", "resolve_base_url",
-           "download_corpus", "download_file", "fetch", "safe_extract", "SafeUntar", "SafeUnzip",
-           "ResumingDownloader", "check_disk_space", "read_progress", "update_progress", "set_cache_env",
-           "RETRY_WAIT_S"]
-
 RETRY_WAIT_S = 2.0
 """Seconds before the first retry of a failed request (doubled for each further retry)."""
 

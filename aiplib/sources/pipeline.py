@@ -18,9 +18,6 @@ from aiplib.sources.corpora.custom.files import absolute_path, scan_audio_files
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SIZES", "stage_sizes", "raw_input_files", "raw_stamp", "raw_changes", "gather_raw", "build_item_banks",
-           "battery_specs", "stale_stamps"]
-
 SIZES = {
     "demo": dict(n_asr_real=12, n_asr_synth=16, n_kws_target=20, n_kws_nontarget=10),
     "demo_smoke": dict(n_asr_real=2, n_asr_synth=2, n_kws_target=2, n_kws_nontarget=1),

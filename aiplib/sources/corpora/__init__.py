@@ -12,8 +12,6 @@ from typing import Protocol, runtime_checkable
 
 from aiplib.core.errors import AiplibParameterError
 
-__all__ = ["Profile", "PROFILES", "get_profile"]
-
 
 @runtime_checkable
 class Profile(Protocol):

@@ -52,11 +52,6 @@ from aiplib.sources.corpora import debian
 from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
 from aiplib.sources.corpora.custom.validate import _validate_speech
 
-__all__ = ["VOICES", "SAME_VOICE_TARGET_SPEAKERS", "LANGUAGES", "FORMATS", "MIN_WORDS", "MIN_DURATION_S", "DISTRACTOR_COLUMNS",
-           "DEMO_LANGUAGES", "ROOT_ENV", "debian_packages", "read_transcripts", "speech_text", "is_damaged",
-           "find_root", "download_and_extract", "asterisk_distractors", "folder_distractors",
-           "read_distractor_table"]
-
 VOICES = {  # language -> voice folder, sex, credit, licence, same voice as the English target
     "fr": dict(voice="fr_CA_f_June", sex="female", credit="June Wallack", licence="CC BY-SA 3.0",
                same_voice_as_target=False),

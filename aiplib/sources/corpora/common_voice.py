@@ -21,9 +21,6 @@ from aiplib.core.errors import AiplibError, MissingPackageError
 from aiplib.io.audio import SR, load_audio
 from aiplib.sources.download import CorpusError, set_cache_env
 
-__all__ = ["CV_DATASET", "CV_SPLIT", "N_COMMON_VOICE", "ACCENT_GROUPS_FILE", "read_accent_groups",
-           "CV_ACCENT_GROUPS", "accent_group", "load_common_voice", "select_common_voice"]
-
 CV_DATASET = "fsicoli/common_voice_17_0"
 """Hugging Face id of the Common Voice 17.0 mirror streamed in stage 2 (config ``en``). It is a
 *loading-script* data set: it needs ``datasets<4`` (4.0 removed script support; the authors used

@@ -13,8 +13,6 @@ import subprocess
 
 from aiplib.core.errors import MissingPackageError
 
-__all__ = ["installed", "missing_packages", "install_command", "ensure_packages"]
-
 _APT_FLAGS = ["install", "-y", "--no-install-recommends"]
 
 

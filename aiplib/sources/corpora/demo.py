@@ -31,9 +31,6 @@ from aiplib.sources.corpora.asterisk_langs import (
 from aiplib.sources.corpora.demo_sources import BATTERY, BG_SOURCES, NOTICES, Src
 from aiplib.sources.corpora.tts import pad_to, synthesize, trim_silence
 
-__all__ = ["DEBIAN_PACKAGES", "NON_TARGET_WORDS", "HARVARD_SENTENCES", "ASR_VOICES", "KWS_VOICES",
-           "gather_raw", "asterisk_prompts", "build_item_banks", "battery_specs"]
-
 DEBIAN_PACKAGES = ["ffmpeg", "espeak-ng", "flite", "sox", "asterisk-core-sounds-en",
                    "asterisk-core-sounds-en-g722", "asterisk-moh-opsound-g722", "minetest-data",
                    "sonic-pi-samples", "extremetuxracer-data"]

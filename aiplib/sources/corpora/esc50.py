@@ -18,8 +18,6 @@ from aiplib.sources.download import Corpus, CorpusError, RemoteFile, need_dir
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
 
-__all__ = ["CORPUS", "ROOT", "prepare_esc50"]
-
 CORPUS = Corpus(
     name="esc50", title="ESC-50", kind="backgrounds",
     base_url="https://github.com/karoldvl/ESC-50/archive",

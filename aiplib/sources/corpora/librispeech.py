@@ -16,8 +16,6 @@ from aiplib.sources.download import Corpus, RemoteFile, need_dir
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
 
-__all__ = ["CORPUS", "prepare_librispeech", "read_librispeech_speakers"]
-
 CORPUS = Corpus(
     name="librispeech", title="LibriSpeech test-clean and test-other", kind="speech_asr",
     base_url="https://www.openslr.org/resources/12",

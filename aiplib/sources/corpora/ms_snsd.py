@@ -17,8 +17,6 @@ from aiplib.sources.download import Corpus, RemoteFile, need_dir
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
 
-__all__ = ["CORPUS", "ROOT", "prepare_ms_snsd"]
-
 CORPUS = Corpus(
     name="ms_snsd", title="MS-SNSD", kind="backgrounds",
     base_url="https://github.com/microsoft/MS-SNSD/archive",

@@ -15,8 +15,6 @@ from aiplib.sources.download import Corpus, RemoteFile, need_dir
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
 
-__all__ = ["CORPUS", "ROOT", "prepare_musan"]
-
 CORPUS = Corpus(
     name="musan", title="MUSAN", kind="backgrounds",
     base_url="https://www.openslr.org/resources/17",

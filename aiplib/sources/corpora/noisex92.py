@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from aiplib.sources.download import Corpus, RemoteFile
 
-__all__ = ["CORPUS"]
-
 CORPUS = Corpus(
     name="noisex92", title="NOISEX-92 babble", kind="backgrounds",
     base_url="https://raw.githubusercontent.com/speechdnn/Noises/master/NoiseX-92",

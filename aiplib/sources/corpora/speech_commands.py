@@ -14,8 +14,6 @@ from aiplib.sources.download import Corpus, CorpusError, RemoteFile, need_dir
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
 
-__all__ = ["CORPUS", "ROOT", "KEYWORDS", "prepare_speech_commands"]
-
 CORPUS = Corpus(
     name="speech_commands", title="Google Speech Commands v0.02", kind="kws",
     base_url="http://download.tensorflow.org/data",

@@ -16,8 +16,6 @@ from aiplib.core.errors import AiplibParameterError, AudioFileError, MissingPack
 from aiplib.io.audio import SR, load_audio
 from aiplib.sources.corpora import debian
 
-__all__ = ["synthesize", "trim_silence", "pad_to"]
-
 
 def synthesize(text: str, voice: str, *, sr: int = SR) -> np.ndarray:
     """Read ``text`` aloud with ``voice``: ``"espeak:<voice>"`` (espeak-ng, e.g. ``espeak:en-us+f3``) or

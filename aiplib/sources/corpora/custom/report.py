@@ -8,8 +8,6 @@ import pandas as pd
 
 from aiplib.core.errors import ValidationError
 
-__all__ = ["Problem", "ValidationReport"]
-
 _SEVERITIES = ("fatal", "warning")
 _ROLES = {"speech_dir": ("utterances", "speech"), "kws_dir": ("keyword clips", "kws"),
           "backgrounds_dir": ("backgrounds", "backgrounds")}

@@ -27,9 +27,6 @@ from aiplib.sources.corpora.custom.files import (
 )
 from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
 
-__all__ = ["MAX_UTTERANCE_S", "MIN_S_PER_WORD", "MIN_BACKGROUNDS", "CATEGORIES", "UNKNOWN_LICENCE", "TRANSIENT_PEAK_DB",
-           "DIGITAL_SILENCE_DBFS", "MAX_SILENT_GAP_S", "strip_digital_silence", "validate_inputs"]
-
 MAX_UTTERANCE_S = 30.0
 """Longest utterance or keyword clip accepted, in s (the length of every curated background)."""
 
