@@ -88,56 +88,30 @@ SELECTION_RULES = {
 """Text of the ``selection_rule`` field of each item bank record."""
 
 
-def _registry(registry):
-    return CORPORA if registry is None else registry
-
-
 def _get(name: str, registry=None) -> Corpus:
-    reg = _registry(registry)
+    reg = CORPORA if registry is None else registry
     if name not in reg:
         raise KeyError(f"unknown corpus {name!r}; valid names: {', '.join(sorted(reg))}")
     return reg[name]
 
 
-def _kind_dir(ws, kind: str) -> Path:
-    """``<ws.root>/<kind>``: the one place that decides where the paper's raw corpora live."""
-    return Path(ws.root) / kind
-
-
 def corpus_dir(ws, name: str, *, registry=None) -> Path:
-    """Folder of corpus ``name`` in workspace ``ws``: ``<ws.root>/<kind>/<name>``.
-
-    Raises
-    ------
-    KeyError
-        If ``name`` is not in the registry (the message lists the valid names).
-    """
+    """Folder of corpus ``name``: ``<ws.root>/<kind>/<name>``; KeyError (listing the names) if unknown."""
     c = _get(name, registry)
-    return _kind_dir(ws, c.kind) / c.name
+    return Path(ws.root) / c.kind / c.name
 
 
 def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
-    """Base URL of corpus ``name`` (see :func:`aiplib.sources.download.resolve_base_url`).
-
-    Raises
-    ------
-    KeyError
-        If ``name`` is not in the registry.
-    """
+    """Base URL of corpus ``name`` (:func:`aiplib.sources.download.resolve_base_url`); KeyError if unknown."""
     return resolve_base_url(_get(name, registry), base_urls)
 
 
-# ============================================================================================
-# stage 1: downloads
-# ============================================================================================
+# ----------------------------------------------------------------------------- stage 1: downloads
 def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = False, registry=None, **kwargs) -> dict:
     """Stage 1 of ``paper``: download every corpus of :data:`CORPORA` (or those named) into ``ws``.
 
-    Each corpus is tried even when an earlier one failed; complete files are skipped
-    (``checks/download_progress.json``), partial ones resumed, nothing deleted. The caches are
-    pointed into ``models/cache/`` first (:func:`set_cache_env`). ``base_urls``: ``{name: url}`` or
-    one mirror root; ``registry`` replaces :data:`CORPORA`; ``**kwargs`` go to
-    :func:`aiplib.sources.download.fetch`.
+    Each corpus is tried even when an earlier one failed. ``base_urls``: ``{name: url}`` or one mirror
+    root; ``registry`` replaces :data:`CORPORA`; ``**kwargs`` go to :func:`aiplib.sources.download.fetch`.
 
     Returns
     -------
@@ -152,7 +126,7 @@ def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = Fal
         After trying all corpora, listing every failure with its URL and how to use a mirror.
     """
     set_cache_env()
-    reg = _registry(registry)
+    reg = CORPORA if registry is None else registry
     names = list(reg) if corpora is None else list(corpora)
     for n in names:
         _get(n, reg)
@@ -165,18 +139,16 @@ def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = Fal
                                      force_download=force_download, progress_file=progress_file, **kwargs)
         except DownloadError as exc:
             errors.append((n, exc))
+    if len(errors) == 1:
+        raise errors[0][1]
     if errors:
-        if len(errors) == 1:
-            raise errors[0][1]
         lines = "\n".join(f"- {n}: {e.url}: {e.reason}" if e.url else f"- {n}: {e}" for n, e in errors)
         net = [n for n, e in errors if e.url]
-        hint = ""
-        if net:
-            hint = (f"\nFiles already downloaded are kept and partial files are resumed on the next run. "
-                    f"To use a mirror, set AIP_MIRROR_<CORPUS>=<base URL> (here "
-                    f"{', '.join(_get(n, reg).env_var for n in net)}), or AIP_MIRROR=<root URL with one "
-                    f"folder per corpus>, or pass base_urls / --base-url, e.g. "
-                    f"`make 01 PROFILE=paper MIRROR=https://my.mirror/aip-corpora`.")
+        hint = (f"\nFiles already downloaded are kept and partial files are resumed on the next run. "
+                f"To use a mirror, set AIP_MIRROR_<CORPUS>=<base URL> (here "
+                f"{', '.join(_get(n, reg).env_var for n in net)}), or AIP_MIRROR=<root URL with one "
+                f"folder per corpus>, or pass base_urls / --base-url, e.g. "
+                f"`make 01 PROFILE=paper MIRROR=https://my.mirror/aip-corpora`.") if net else ""
         raise DownloadError(f"{len(errors)} of {len(names)} corpora could not be downloaded:\n{lines}{hint}")
     return out
 
@@ -186,9 +158,7 @@ def gather_raw(ws, **params) -> dict:
     return download_all(ws, **params)
 
 
-# ============================================================================================
-# stage 2: item banks (the authors' rules)
-# ============================================================================================
+# ----------------------------------------------------------------------------- stage 2: item banks (the authors' rules)
 def _kws_candidates(sc_root: Path, n: int, rng) -> list:
     """The authors' KWS candidate list before the final shuffle (dicts, in their order)."""
     per_kw, per_nt = n // len(KEYWORDS) + 2, n // 4
@@ -221,11 +191,9 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     """Stage 2 of ``paper``: the authors' item banks (``scripts/02_build_banks.py``, rules in
     :data:`SELECTION_RULES`, copied into each record's ``selection_rule``).
 
-    ASR: LibriSpeech [5]_ (``n_librispeech``, gender from ``SPEAKERS.TXT``, accent
-    ``american_english``) and Common Voice 17 [7]_ (:func:`select_common_voice`, ``accent_group``
-    from ``cv_accent_groups.csv``); KWS: Speech Commands v0.02 [6]_ with injection probes
-    (``probe_id``). Item audio: 16 kHz mono float32 WAV at ``itembanks/audio/<family>/<item_id>.wav``.
-    Both files are read back when they exist and ``overwrite`` is false.
+    ASR: LibriSpeech [5]_ and Common Voice 17 [7]_ (:func:`select_common_voice`); KWS: Speech Commands
+    v0.02 [6]_ with injection probes (``probe_id``). Item audio: 16 kHz mono float32 WAV at
+    ``itembanks/audio/<family>/<item_id>.wav``. Read back when both exist and ``overwrite`` is false.
 
     Parameters
     ----------
@@ -278,7 +246,7 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
         raise CorpusError("the corpora are too small for the paper's item banks — " + "; ".join(short))
     if cv_dataset is None:
         cv_dataset = load_common_voice()
-    cv_dir = _kind_dir(ws, "speech_asr") / "common_voice"
+    cv_dir = Path(ws.root) / "speech_asr" / "common_voice"
     cv_kept = select_common_voice(cv_dataset, cv_dir, n=n_common_voice)
 
     # ---- write item audio and rows ------------------------------------------------------------
@@ -335,9 +303,7 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     return {"asr": pd.DataFrame(asr_rows), "kws": pd.DataFrame(kws_rows)}
 
 
-# ============================================================================================
-# stage 3: the battery of Table 1
-# ============================================================================================
+# ----------------------------------------------------------------------------- stage 3: the battery of Table 1
 BATTERY = (
     # bg_id (the authors'), corpus, selector, category, description
     ("esc_rain", "esc50", 10, "stationary", "rain (ESC-50)"),
@@ -385,7 +351,7 @@ def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
     CorpusError
         A corpus folder or a selected file is missing (run stage 1).
     """
-    reg = _registry(registry)
+    reg = CORPORA if registry is None else registry
     specs = []
     for bg_id, corpus, sel, category, desc in BATTERY:
         c = reg[corpus]
@@ -414,17 +380,9 @@ def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
     return specs
 
 
-# ============================================================================================
-# command line: python -m aiplib.sources.corpora.paper download [--corpus NAME ...] [--base-url URL]
-# ============================================================================================
 def main(argv=None) -> int:
-    """Command line for stage 1: ``python -m aiplib.sources.corpora.paper download``.
-
-    Returns
-    -------
-    int
-        Exit status (1 with the error message on stderr when a download failed).
-    """
+    """``python -m aiplib.sources.corpora.paper download [--corpus NAME ...] [--base-url URL]``: stage 1;
+    returns the exit status (1, the error on stderr, when a download failed)."""
     ap = argparse.ArgumentParser(prog="python -m aiplib.sources.corpora.paper")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("download", help="download the paper's corpora (stage 1)")
