@@ -62,11 +62,9 @@ def _check_spec(spec) -> None:
 
 
 def _subaudible_step(y, spec, sr: int, record: dict, n: int) -> np.ndarray:
-    """Measure the DC + sub-20 Hz power share of the ``n`` samples of a source stream that the
-    background will use (looped or cut) and, when the spec says ``subaudible: "remove"`` and the
-    share is at least :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`, high-pass the stream
-    (:func:`aiplib.io.subaudible.remove_subaudible`). ``record`` keeps the largest share (dB) and whether
-    anything was removed."""
+    """Measure the DC + sub-20 Hz power share (dB) of the ``n`` samples of a source stream the background
+    uses and high-pass the stream when the spec says ``subaudible: "remove"`` and the share is at least
+    :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`; ``record`` keeps the largest share and whether removed."""
     share = subaudible_power(loop_or_cut(y, n), sr=sr)["subaudible_db"]
     record["subaudible_db"] = max(record.get("subaudible_db", -np.inf), share)
     if spec.get("subaudible", "keep") == "remove" and share >= SUBAUDIBLE_LIMIT_DB:
@@ -209,12 +207,10 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
     spec : dict
         ``bg_id, category, description, sources, combine, source_package, licence, attribution,
         synthetic``, optional ``start_s`` (s skipped at the start of the first source) and
-        ``subaudible``. ``combine``: ``"concat"`` joins the sources end to end; ``"sum"``
-        normalises each source (or list of files, one talker stream) to ``target_lufs`` and adds
-        them; ``"synthetic:white|pink|brown"`` generates seeded noise. ``subaudible="remove"``
-        high-passes a source stream whose DC + sub-20 Hz power is at least
-        :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB` of its total
-        (:func:`aiplib.io.subaudible.remove_subaudible`); ``"keep"`` (default) uses it bit for bit.
+        ``subaudible`` (``"remove"``: high-pass a stream with DC / sub-20 Hz power; ``"keep"``, the
+        default). ``combine``: ``"concat"`` joins the sources end to end; ``"sum"`` normalises each
+        source (or list of files, one talker) to ``target_lufs`` and adds them;
+        ``"synthetic:white|pink|brown"`` generates seeded noise.
     duration_s : float > 0, s
         Output length; shorter material is looped end to end, longer is cut.
     target_lufs : float, LUFS
@@ -229,10 +225,8 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
     info : dict
         ``source_duration_s`` (s, before looping; shortest talker for ``sum``), ``looped``,
         ``gain_db`` (dB), ``lufs_before``, ``lufs_after`` (LUFS), ``peak_after`` (max |y|; above 1
-        a :class:`aiplib.io.audio.ClippingWarning`, samples kept), ``silent_share``,
-        ``silent_share_1s`` (:func:`silent_shares`), ``subaudible_db`` (dB re total power, largest
-        source share before removal), ``subaudible_removed``, ``bandwidth_hz`` (Hz,
-        :func:`aiplib.io.subaudible.effective_bandwidth_hz`) and the spec's descriptive fields.
+        a :class:`aiplib.io.audio.ClippingWarning`), :func:`silent_shares`, ``subaudible_db`` (dB re
+        total power, before removal), ``subaudible_removed``, ``bandwidth_hz`` (Hz) and the spec's fields.
 
     Raises
     ------
@@ -269,10 +263,8 @@ BG_SUBTYPE = "PCM_16"
 
 
 def _as_stored(out: Path, y: np.ndarray, info: dict, sr: int) -> dict:
-    """``info`` with the silence columns of the file as written (read back as float) and
-    ``clipped_samples``: samples of ``y`` above full scale (|y| > 1), clipped in the file.
-    ``lufs_after`` stays the loudness after normalisation (the target); a clipped file is
-    quieter, by the amount the warning gives."""
+    """``info`` with the silence columns of the file as written and ``clipped_samples`` (|y| > 1, clipped
+    in the file, which is then quieter than ``lufs_after``)."""
     stored = load_audio(out, sr=sr)
     n_clip = int(np.count_nonzero(np.abs(y) > 1.0))
     if n_clip:
@@ -305,12 +297,8 @@ def _write_if_changed(out: Path, y: np.ndarray) -> None:
 
 
 def _check_ids(specs) -> None:
-    seen, dups = set(), []
-    for s in specs:
-        bg_id = s.get("bg_id")
-        if bg_id in seen:
-            dups.append(bg_id)
-        seen.add(bg_id)
+    ids = [s.get("bg_id") for s in specs]
+    dups = [b for i, b in enumerate(ids) if b in ids[:i]]
     if dups:
         raise AiplibParameterError(f"duplicate bg_id in the background specs: {', '.join(map(str, dups))}")
 
@@ -318,8 +306,7 @@ def _check_ids(specs) -> None:
 def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS, seed: int = DEFAULT_SEED):
     """Curate every spec into ``bg/<bg_id>.wav`` (16-bit PCM) and write ``descriptors/battery.csv``.
 
-    Rebuilt on every run (seconds); the same inputs give the same bytes, and a WAV whose bytes do
-    not change is not rewritten.
+    Rebuilt on every run; a WAV whose bytes do not change is not rewritten.
 
     Parameters
     ----------
@@ -331,7 +318,7 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
         Default −23 LUFS (the authors' ``BG_LUFS``).
     seed : int
         Base seed; background ``bg_id`` uses :func:`spec_seed` ``(seed, bg_id)``.
-    
+
     Returns
     -------
     pandas.DataFrame
