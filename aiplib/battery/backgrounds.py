@@ -27,11 +27,9 @@ from aiplib.io.subaudible import SUBAUDIBLE_LIMIT_DB, effective_bandwidth_hz, re
 
 log = logging.getLogger(__name__)
 
-TARGET_LUFS = -23.0
-"""Loudness of every curated background in LUFS (the authors' ``BG_LUFS``, scripts/utils.py)."""
+TARGET_LUFS = -23.0  # Loudness of every curated background in LUFS (the authors' ``BG_LUFS``, scripts/utils.py).
 
-SILENT_RUN_S = 0.010
-"""Shortest run of exact-zero samples (s) that counts as digital silence in ``silent_share``."""
+SILENT_RUN_S = 0.010  # Shortest run of exact-zero samples (s) that counts as digital silence in ``silent_share``.
 
 
 COMBINES = ("concat", "sum", "synthetic:white", "synthetic:pink", "synthetic:brown")
@@ -258,8 +256,7 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
     return y, info
 
 
-BG_SUBTYPE = "PCM_16"
-"""soundfile subtype of ``bg/<bg_id>.wav``: 16-bit PCM (the authors' files)."""
+BG_SUBTYPE = "PCM_16"  # soundfile subtype of ``bg/<bg_id>.wav``: 16-bit PCM (the authors' files).
 
 
 def _as_stored(out: Path, y: np.ndarray, info: dict, sr: int) -> dict:

@@ -30,8 +30,7 @@ from aiplib.core.workspace import repo_root
 
 pooch.get_logger().setLevel("WARNING")  # its "use this hash" advice is not for our users
 
-RETRY_WAIT_S = 2.0
-"""Seconds before the first retry of a failed request (doubled for each further retry)."""
+RETRY_WAIT_S = 2.0  # Seconds before the first retry of a failed request (doubled for each further retry).
 
 _GB = 1e9
 _CHUNK = 1 << 16

@@ -68,14 +68,11 @@ LANGUAGES = ("fr", "it", "ru", "es")
 DEMO_LANGUAGES = LANGUAGES + ("en",)
 """The demo's distractor languages: :data:`LANGUAGES` and ``en``, the same-language distractor."""
 
-FORMATS = ("g722", "wav")
-"""Audio formats searched, in order (G.722 first: the target items' codec, see above)."""
+FORMATS = ("g722", "wav")  # Audio formats searched, in order (G.722 first: the target items' codec, see above).
 
-MIN_WORDS = 3
-"""Least number of words (paper normalisation, stage directions removed) of a kept prompt."""
+MIN_WORDS = 3  # Least number of words (paper normalisation, stage directions removed) of a kept prompt.
 
-MIN_DURATION_S = 1.5
-"""Least duration of a kept prompt, s."""
+MIN_DURATION_S = 1.5  # Least duration of a kept prompt, s.
 
 ROOT_ENV = "AIP_ASTERISK_ROOT"
 """Environment variable: further roots (``os.pathsep``-separated) holding extracted packages."""

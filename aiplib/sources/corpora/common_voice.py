@@ -25,16 +25,14 @@ CV_DATASET = "fsicoli/common_voice_17_0"
 """Hugging Face id of the Common Voice 17.0 mirror streamed in stage 2 (config ``en``). It is a
 *loading-script* data set: it needs ``datasets<4`` (4.0 removed script support; the authors used
 3.5.1, which the ``paper`` extra pins)."""
-CV_SPLIT = "validation"
-"""The split the authors stream (their ``scripts/02_build_banks.py``)."""
+CV_SPLIT = "validation"  # The split the authors stream (their ``scripts/02_build_banks.py``).
 
 ACCENT_GROUPS_FILE = Path(__file__).with_name("cv_accent_groups.csv")
 """``aiplib/sources/corpora/cv_accent_groups.csv``: columns ``cv_accent`` (a Common Voice 17 ``accent``
 string, exactly) and ``accent_group`` (the group label). The 11 rows are the 11 accent groups of
 the authors' README, labelled as in their figure script (``accent_clean_map`` of
 ``scripts/generate_results_new_2.py``); the project page says ten."""
-N_COMMON_VOICE = 80
-"""Accent-labelled Common Voice 17 clips in the ASR bank (authors' ``CV_N``)."""
+N_COMMON_VOICE = 80  # Accent-labelled Common Voice 17 clips in the ASR bank (authors' ``CV_N``).
 
 
 def read_accent_groups(path=None) -> dict:

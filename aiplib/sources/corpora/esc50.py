@@ -28,8 +28,7 @@ CORPUS = Corpus(
           "(an interrupted download restarts); the SHA-256 is recorded.")
 """Download record of ESC-50."""
 
-ROOT = "ESC-50-master"
-"""Top folder of the extracted archive, inside the corpus folder."""
+ROOT = "ESC-50-master"  # Top folder of the extracted archive, inside the corpus folder.
 
 
 def prepare_esc50(corpus_dir) -> pandas.DataFrame:

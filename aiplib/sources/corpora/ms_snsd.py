@@ -29,8 +29,7 @@ CORPUS = Corpus(
           "and resumable by mirrors that support ranges; no published checksum.")
 """Download record of MS-SNSD."""
 
-ROOT = "MS-SNSD-master"
-"""Top folder of the extracted archive, inside the corpus folder."""
+ROOT = "MS-SNSD-master"  # Top folder of the extracted archive, inside the corpus folder.
 
 
 def prepare_ms_snsd(corpus_dir) -> pandas.DataFrame:

@@ -24,8 +24,7 @@ CORPUS = Corpus(
                 "arXiv:1510.08484, 2015")
 """Download record of MUSAN."""
 
-ROOT = "musan"
-"""Top folder of the extracted archive, inside the corpus folder."""
+ROOT = "musan"  # Top folder of the extracted archive, inside the corpus folder.
 
 
 def prepare_musan(corpus_dir) -> pandas.DataFrame:

@@ -65,12 +65,9 @@ CORPORA: dict[str, Corpus] = {c.name: c for c in (esc50.CORPUS, ms_snsd.CORPUS, 
                                                   librispeech.CORPUS, speech_commands.CORPUS)}
 """The corpora of stage 1, keyed by name (the folder name and mirror-variable suffix)."""
 
-AUTHORS_SEED = 42
-"""``RANDOM_SEED`` of the authors' ``scripts/02_build_banks.py`` (``random.Random(42)``)."""
-N_LIBRISPEECH = 100
-"""LibriSpeech utterances in the ASR bank (authors' ``ASR_N``)."""
-N_KWS = 120
-"""Speech Commands items in the KWS bank (authors' ``KWS_N``)."""
+AUTHORS_SEED = 42  # ``RANDOM_SEED`` of the authors' ``scripts/02_build_banks.py`` (``random.Random(42)``).
+N_LIBRISPEECH = 100  # LibriSpeech utterances in the ASR bank (authors' ``ASR_N``).
+N_KWS = 120  # Speech Commands items in the KWS bank (authors' ``KWS_N``).
 KWS_NONTARGET_FOLDERS = ("_background_noise_", "silence")
 """Folders the authors draw non-target KWS items from (``silence`` does not exist in v0.02)."""
 N_PROBE_KEYWORDS, N_PROBES_PER_KEYWORD = 4, 3

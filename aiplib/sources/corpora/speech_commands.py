@@ -28,8 +28,7 @@ CORPUS = Corpus(
           "speech_commands_v0.02/.")
 """Download record of Speech Commands v0.02."""
 
-ROOT = "speech_commands_v0.02"
-"""Folder (inside the corpus folder) the archive is extracted into: ``<word>/*.wav``."""
+ROOT = "speech_commands_v0.02"  # Folder (inside the corpus folder) the archive is extracted into: ``<word>/*.wav``.
 
 import pandas as pd
 

@@ -52,8 +52,7 @@ from aiplib.sources.corpora.custom.validate import (
 __all__ = ["CATEGORIES", "UNKNOWN_LICENCE", "INVENTORY_COLUMNS", "strip_digital_silence", "validate_inputs",
            "gather_raw", "build_item_banks", "battery_specs"]
 
-SOURCE = "custom (user-supplied)"
-"""Value of the item banks' ``source`` and the battery's ``source_package``."""
+SOURCE = "custom (user-supplied)"  # Value of the item banks' ``source`` and the battery's ``source_package``.
 
 INVENTORY_COLUMNS = ["file", "package", "licence", "attribution", "bytes", "sha256", "used", "item_id",
                      "bg_id", "text", "label", "is_target", "accent_group", "speaker", "category",

@@ -23,27 +23,21 @@ from aiplib.sources.corpora.custom.files import (
 )
 from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
 
-MAX_UTTERANCE_S = 30.0
-"""Longest utterance or keyword clip accepted, in s (the length of every curated background)."""
+MAX_UTTERANCE_S = 30.0  # Longest utterance or keyword clip accepted, in s (the length of every curated background).
 
 MIN_S_PER_WORD = 0.1
 """Seconds per word of the normalised transcript below which an utterance gets a
 ``short_for_text`` warning (10 words/s, twice the fastest read speech: truncated, or the wrong text)."""
 
-MIN_BACKGROUNDS = 8
-"""Fewer backgrounds than this give a warning: Spearman correlations over so few are weak."""
+MIN_BACKGROUNDS = 8  # Fewer backgrounds than this give a warning: Spearman correlations over so few are weak.
 
-UNKNOWN_LICENCE = "unknown — supplied by the user"
-"""Licence and attribution recorded when the user gives none."""
+UNKNOWN_LICENCE = "unknown — supplied by the user"  # Licence and attribution recorded when the user gives none.
 
-TRANSIENT_PEAK_DB = 10.0
-"""Peak-to-median 100 ms frame level (dB) from which a background is inferred ``transient``."""
+TRANSIENT_PEAK_DB = 10.0  # Peak-to-median 100 ms frame level (dB) from which a background is inferred ``transient``.
 
-DIGITAL_SILENCE_DBFS = -80.0
-"""A 10 ms frame whose peak is below this level (dBFS) counts as digital silence."""
+DIGITAL_SILENCE_DBFS = -80.0  # A 10 ms frame whose peak is below this level (dBFS) counts as digital silence.
 
-MAX_SILENT_GAP_S = 0.25
-"""Longest run of digital silence kept inside a background (half of it at each end), s."""
+MAX_SILENT_GAP_S = 0.25  # Longest run of digital silence kept inside a background (half of it at each end), s.
 
 _MULTI = re.compile(r"[|,;+/\s]")
 _LEVEL_FRAME_S = 0.1
