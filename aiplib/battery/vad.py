@@ -34,29 +34,15 @@ defaults) used by :func:`vad_speech_fraction`."""
 
 @functools.lru_cache(maxsize=1)
 def load_vad_model():
-    """Load (once) the Silero VAD TorchScript model shipped in the ``silero-vad`` wheel; offline.
-
-    Returns
-    -------
-    torch.jit.ScriptModule
-        Stateful: do not share one model between threads.
-
-    Raises
-    ------
-    MissingPackageError
-        If ``silero-vad`` (or torch) is not installed.
-    """
+    """Load (once, offline) the Silero VAD TorchScript model of the ``silero-vad`` wheel (stateful: one per
+    thread); MissingPackageError if ``silero-vad`` or torch is not installed."""
     silero_vad = _import_silero()
     with _torch_threads(None):  # restores the thread count whatever loading does
         return silero_vad.load_silero_vad(onnx=False)
 
 
 def _import_silero():
-    """Import ``silero_vad`` without letting it change torch's global thread count.
-
-    ``silero_vad/model.py`` calls ``torch.set_num_threads(1)`` at import time (silero-vad 6.2.3);
-    the previous setting is put back here so that other torch users (the recognisers) keep theirs.
-    """
+    """Import ``silero_vad``, restoring the torch thread count its import sets to 1 (silero-vad 6.2.3)."""
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -72,7 +58,6 @@ def _import_silero():
 
 
 def _missing():
-
     return MissingPackageError("the VAD speech fraction needs silero-vad and torch; install them with "
                                "`pip install silero-vad torch==2.13.0`")
 
@@ -81,7 +66,6 @@ def _missing():
 def _torch_threads(n):
     """Run with ``torch.set_num_threads(n)`` (``None``: unchanged) and restore the previous count after."""
     import torch
-
     old = torch.get_num_threads()
     if n is not None:
         torch.set_num_threads(n)
@@ -112,8 +96,7 @@ def vad_speech_fraction(y, *, sr: int = SR, threshold: float = 0.5, model=None, 
     -------
     float in [0, 1]
         ``sum(end - start) / n`` over the segments of ``silero_vad.get_speech_timestamps`` with
-        :data:`VAD_SETTINGS` (the authors' ``scripts/vad_classify_bg.py``), clipped to ``[0, n)``;
-        not rounded (the authors round to 4 decimals).
+        :data:`VAD_SETTINGS`, clipped to ``[0, n)``; not rounded (the authors round to 4 decimals).
 
     Raises
     ------
@@ -122,10 +105,6 @@ def vad_speech_fraction(y, *, sr: int = SR, threshold: float = 0.5, model=None, 
         ``threshold`` is not in (0, 1).
     MissingPackageError
         If silero-vad / torch are not installed.
-
-    Notes
-    -----
-    Runs single-threaded under ``torch.no_grad``; torch's thread count is restored afterwards.
     """
     y = valid_audio(np.asarray(y) if not isinstance(y, np.ndarray) else y, name=name)
     if sr not in (8000, 16000):
@@ -133,16 +112,13 @@ def vad_speech_fraction(y, *, sr: int = SR, threshold: float = 0.5, model=None, 
     if not (0.0 < float(threshold) < 1.0):
         raise AiplibParameterError(f"VAD threshold must lie in (0, 1), got {threshold}")
     import torch
-
     get_speech_timestamps = _import_silero().get_speech_timestamps
     model = load_vad_model() if model is None else model
     wav = torch.from_numpy(np.ascontiguousarray(y, dtype=np.float32))
-    with _torch_threads(1), torch.no_grad():
+    keys = ("window_size_samples", "min_speech_duration_ms", "min_silence_duration_ms", "speech_pad_ms")
+    with _torch_threads(1), torch.no_grad():  # single-threaded
         stamps = get_speech_timestamps(wav, model, threshold=float(threshold), sampling_rate=sr,
-                                       window_size_samples=VAD_SETTINGS["window_size_samples"],
-                                       min_speech_duration_ms=VAD_SETTINGS["min_speech_duration_ms"],
-                                       min_silence_duration_ms=VAD_SETTINGS["min_silence_duration_ms"],
-                                       speech_pad_ms=VAD_SETTINGS["speech_pad_ms"])
+                                       **{k: VAD_SETTINGS[k] for k in keys})
     n = y.size
     speech = sum(max(0, min(n, int(s["end"])) - max(0, int(s["start"]))) for s in stamps)
     return float(speech / n)

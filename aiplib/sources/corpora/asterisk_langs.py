@@ -36,6 +36,7 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+import soundfile as sf
 
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ValidationError
 from aiplib.core.textnorm import normalize_text
@@ -181,7 +182,6 @@ def download_and_extract(dest, languages=LANGUAGES, *, fmt: str = "g722") -> Pat
 def _duration_s(path: Path, fmt: str) -> float:
     if fmt == "g722":
         return path.stat().st_size / _G722_BYTES_PER_S
-    import soundfile as sf
     return float(sf.info(str(path)).duration)
 
 

@@ -13,38 +13,30 @@ from __future__ import annotations
 import csv
 import io
 import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
+import soundfile as sf
 
 from aiplib.core.errors import AiplibError, MissingPackageError
 from aiplib.io.audio import SR, load_audio
 from aiplib.sources.download import CorpusError, set_cache_env
 
 CV_DATASET = "fsicoli/common_voice_17_0"
-"""Hugging Face id of the Common Voice 17.0 mirror streamed in stage 2 (config ``en``). It is a
-*loading-script* data set: it needs ``datasets<4`` (4.0 removed script support; the authors used
-3.5.1, which the ``paper`` extra pins)."""
+"""Hugging Face id of the Common Voice 17.0 mirror streamed in stage 2 (config ``en``): a loading-script
+data set, so ``datasets<4`` (the authors used 3.5.1, pinned by the ``paper`` extra)."""
 CV_SPLIT = "validation"  # The split the authors stream (their ``scripts/02_build_banks.py``).
 
 ACCENT_GROUPS_FILE = Path(__file__).with_name("cv_accent_groups.csv")
-"""``aiplib/sources/corpora/cv_accent_groups.csv``: columns ``cv_accent`` (a Common Voice 17 ``accent``
-string, exactly) and ``accent_group`` (the group label). The 11 rows are the 11 accent groups of
-the authors' README, labelled as in their figure script (``accent_clean_map`` of
-``scripts/generate_results_new_2.py``); the project page says ten."""
+"""``cv_accent`` (a Common Voice 17 ``accent`` string, exactly) → ``accent_group``: the 11 groups of the
+authors' README, labelled as ``accent_clean_map`` of their ``scripts/generate_results_new_2.py``."""
 N_COMMON_VOICE = 80  # Accent-labelled Common Voice 17 clips in the ASR bank (authors' ``CV_N``).
 
 
 def read_accent_groups(path=None) -> dict:
     """Common Voice accent string → group label, in file order, from a CSV ``cv_accent,accent_group``
-    (default :data:`ACCENT_GROUPS_FILE`).
-
-    Raises
-    ------
-    CorpusError
-        A column is missing or an accent string appears twice.
-    """
-
+    (default :data:`ACCENT_GROUPS_FILE`); CorpusError if a column is missing or an accent appears twice."""
     with open(path or ACCENT_GROUPS_FILE, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     if not rows or not {"cv_accent", "accent_group"} <= set(rows[0]):
@@ -63,28 +55,11 @@ CV_ACCENT_GROUPS = read_accent_groups()
 
 
 def accent_group(value, groups=None) -> str | None:
-    """The accent group of a Common Voice ``accent`` value (exact match after stripping spaces).
-
-    Parameters
-    ----------
-    value : str or None
-    groups : dict, optional
-        Default :data:`CV_ACCENT_GROUPS`.
-
-    Returns
-    -------
-    str or None
-        The group, or ``None`` for an empty, unlisted or multi-accent value (these clips stay in the
-        bank as the authors kept them; they are reported apart from the 11 groups).
-    """
+    """The accent group (``groups``, default :data:`CV_ACCENT_GROUPS`) of a Common Voice ``accent`` value
+    (exact match after stripping spaces), ``None`` for an empty, unlisted or multi-accent value."""
     if not value or not isinstance(value, str):
         return None
     return (CV_ACCENT_GROUPS if groups is None else groups).get(value.strip())
-
-
-def _datasets_major(version: str) -> int:
-    m = re.match(r"(\d+)", str(version))
-    return int(m.group(1)) if m else 0
 
 
 def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, config: str = "en"):
@@ -112,7 +87,7 @@ def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, co
         raise MissingPackageError(f"stage 2 of the paper profile streams Common Voice with Hugging Face "
                                   f"`datasets`; install it with `{fix}") from None
     version = getattr(datasets, "__version__", "0")
-    if _datasets_major(version) >= 4:
+    if int(re.match(r"\d*", str(version)).group() or 0) >= 4:
         raise MissingPackageError(
             f"{dataset_id} is a loading-script data set and datasets {version} no longer runs loading "
             f"scripts (removed in datasets 4.0); install a 3.x release with `{fix}")
@@ -131,8 +106,6 @@ def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, co
 
 def _cv_native(record):
     """→ (samples at the native rate, float32 mono, native rate in Hz) of a Common Voice record."""
-    import soundfile as sf
-
     a = record.get("audio")
     if isinstance(a, dict) and a.get("array") is not None:
         arr = np.asarray(a["array"], dtype=np.float32)
@@ -150,8 +123,6 @@ def _cv_native(record):
         arr, sr = sf.read(io.BytesIO(raw), dtype="float32", always_2d=True)
         return arr.mean(axis=1), int(sr)
     except Exception:  # noqa: BLE001 - an MP3 libsndfile cannot read: ffmpeg through load_audio
-        import tempfile
-
         with tempfile.TemporaryDirectory() as tmp:
             p = Path(tmp) / name
             p.write_bytes(raw)
@@ -192,8 +163,6 @@ def select_common_voice(dataset, out_dir, *, n: int = N_COMMON_VOICE, groups=Non
     CorpusError
         The stream ends before ``n`` labelled clips (the message gives the numbers).
     """
-    import soundfile as sf
-
     picked = []
     for rec in dataset:
         if len(picked) >= n:

@@ -80,10 +80,6 @@ _N_BABBLE, _N_HUBBUB, _STREAM_S = 6, 2, 31.0
 
 
 # ----------------------------------------------------------------------------- stage 1
-def _raw(ws, package: str, rel: str) -> Path:
-    return ws.raw / package / rel
-
-
 def _copy(src: Path, dst: Path) -> None:
     if dst.is_file() and dst.stat().st_size == src.stat().st_size:
         return
@@ -126,7 +122,7 @@ def gather_raw(ws, *, install: bool = True):
     ws.ensure()
     rows = []
     for s in _source_files():
-        src, dst = _SHARE / s.rel, _raw(ws, s.package, s.rel)
+        src, dst = _SHARE / s.rel, ws.raw / s.package / s.rel
         if not src.is_file():
             raise MissingPackageError(f"{src}: expected in Debian package {s.package}; reinstall it with\n"
                                       f"    {debian.install_command([s.package])}")
@@ -149,12 +145,12 @@ def asterisk_prompts(ws):
     AiplibError
         If stage 1 has not been run.
     """
-    tpath = _raw(ws, _TXT_PKG, _TRANSCRIPT)
+    tpath = ws.raw / _TXT_PKG / _TRANSCRIPT
     if not tpath.is_file():
         raise AiplibError(f"{tpath} is missing: run aiplib.sources.corpora.demo.gather_raw(ws) first (stage 1)")
     rows = []
     for key, text in sorted(read_transcripts(tpath).items()):
-        p = _raw(ws, _AST_PKG, f"{_PROMPTS}/{key}.g722")
+        p = ws.raw / _AST_PKG / _PROMPTS / f"{key}.g722"
         if p.is_file():
             rows.append(dict(key=key, path=str(p), text=text, n_words=len(text.split()),
                              duration_s=p.stat().st_size / _G722_BYTES_PER_S,
@@ -186,13 +182,11 @@ def _asr_real(ws, n: int, rng) -> list[dict]:
     cand = p[(p.duration_s >= 2.0) & (p.duration_s <= 10.0) & (p.n_words >= 5) & p.clean_text]
     if n > len(cand):
         raise AiplibParameterError(f"n_asr_real={n} but only {len(cand)} Asterisk prompts qualify")
-    rows = []
-    for r in cand.iloc[np.sort(rng.choice(len(cand), size=n, replace=False))].itertuples():
-        rows.append(_item(ws, "asr", "ast-" + r.key.replace("/", "-"), load_audio(r.path),
-                          dict(source_file=ws.rel(r.path), source=_AST_PKG, licence=_AST_LICENCE,
-                               attribution=_AST_ATTR, speaker="asterisk_allison",
-                               accent_group="en-US (Asterisk, real)", synthetic=False), text=r.text))
-    return rows
+    credit = dict(source=_AST_PKG, licence=_AST_LICENCE, attribution=_AST_ATTR, speaker="asterisk_allison",
+                  accent_group="en-US (Asterisk, real)", synthetic=False)
+    return [_item(ws, "asr", "ast-" + r.key.replace("/", "-"), load_audio(r.path),
+                  dict(credit, source_file=ws.rel(r.path)), text=r.text)
+            for r in cand.iloc[np.sort(rng.choice(len(cand), size=n, replace=False))].itertuples()]
 
 
 def _asr_synth(ws, n: int, rng) -> list[dict]:
@@ -283,7 +277,7 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
 # ----------------------------------------------------------------------------- battery
 def _group_spec(ws, bg_id, category, group, description, start_s) -> dict:
     srcs = BG_SOURCES[group]
-    paths = [_raw(ws, s.package, s.rel) for s in srcs]
+    paths = [ws.raw / s.package / s.rel for s in srcs]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise AudioFileError(f"{missing[0]}: background source missing; run "
@@ -351,11 +345,8 @@ def battery_specs(ws, *, seed: int = DEFAULT_SEED) -> list[dict]:
     AiplibError
         If the item bank does not exist yet.
     """
-    specs = []
-    for bg_id, category, group, description, start_s in BATTERY:
-        if group in ("white", "pink", "brown"):
-            specs.append(_noise_spec(bg_id, group, description))
-        else:
-            specs.append(_group_spec(ws, bg_id, category, group, description, start_s))
+    specs = [_noise_spec(bg_id, group, description) if group in ("white", "pink", "brown")
+             else _group_spec(ws, bg_id, category, group, description, start_s)
+             for bg_id, category, group, description, start_s in BATTERY]
     # DC and rumble below 20 Hz are taken out before normalisation (aiplib.io.subaudible)
     return [dict(s, subaudible="remove") for s in specs + _speech_specs(ws, seed)]

@@ -9,14 +9,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from aiplib.sources.download import Corpus, CorpusError, RemoteFile, need_dir
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas
 
 CORPUS = Corpus(
     name="esc50", title="ESC-50", kind="backgrounds",
@@ -31,7 +27,7 @@ CORPUS = Corpus(
 ROOT = "ESC-50-master"  # Top folder of the extracted archive, inside the corpus folder.
 
 
-def prepare_esc50(corpus_dir) -> pandas.DataFrame:
+def prepare_esc50(corpus_dir) -> pd.DataFrame:
     """ESC-50's ``meta/esc50.csv`` [1]_ under ``corpus_dir/ESC-50-master/``: ``filename, fold, target,
     category, esc10, src_file, take, path`` (absolute).
 
@@ -40,7 +36,6 @@ def prepare_esc50(corpus_dir) -> pandas.DataFrame:
     CorpusError
         If the folder or the metadata file is missing.
     """
-
     root = need_dir(Path(corpus_dir) / ROOT, "ESC-50")
     meta = root / "meta" / "esc50.csv"
     if not meta.is_file():

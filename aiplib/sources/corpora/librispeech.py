@@ -6,15 +6,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import soundfile as sf
 
 from aiplib.sources.download import Corpus, RemoteFile, need_dir
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas
 
 CORPUS = Corpus(
     name="librispeech", title="LibriSpeech test-clean and test-other", kind="speech_asr",
@@ -28,7 +25,7 @@ CORPUS = Corpus(
 
 
 def prepare_librispeech(corpus_dir, parts=("test-clean", "test-other"), *,
-                        with_duration: bool = True) -> pandas.DataFrame:
+                        with_duration: bool = True) -> pd.DataFrame:
     """LibriSpeech utterances [5]_ of ``parts`` under ``corpus_dir/LibriSpeech/``: ``utt_id, part,
     speaker, chapter, text, path, duration_s`` (s, from each header when ``with_duration``), sorted by
     part and id.
@@ -38,8 +35,6 @@ def prepare_librispeech(corpus_dir, parts=("test-clean", "test-other"), *,
     CorpusError
         If a part's folder is missing.
     """
-    import soundfile as sf
-
     rows = []
     for part in parts:
         proot = need_dir(Path(corpus_dir) / "LibriSpeech" / part, f"LibriSpeech {part}")

@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from aiplib.sources.download import Corpus, RemoteFile, need_dir
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas
 
 CORPUS = Corpus(
     name="ms_snsd", title="MS-SNSD", kind="backgrounds",
@@ -32,7 +28,7 @@ CORPUS = Corpus(
 ROOT = "MS-SNSD-master"  # Top folder of the extracted archive, inside the corpus folder.
 
 
-def prepare_ms_snsd(corpus_dir) -> pandas.DataFrame:
+def prepare_ms_snsd(corpus_dir) -> pd.DataFrame:
     """List MS-SNSD's noise files [2]_.
 
     Returns
@@ -46,7 +42,6 @@ def prepare_ms_snsd(corpus_dir) -> pandas.DataFrame:
     CorpusError
         If the corpus folder is missing.
     """
-
     root = need_dir(Path(corpus_dir) / ROOT, "MS-SNSD")
     rows = []
     for split in ("noise_train", "noise_test"):

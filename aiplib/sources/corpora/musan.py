@@ -6,14 +6,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from aiplib.sources.download import Corpus, RemoteFile, need_dir
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas
 
 CORPUS = Corpus(
     name="musan", title="MUSAN", kind="backgrounds",
@@ -27,7 +23,7 @@ CORPUS = Corpus(
 ROOT = "musan"  # Top folder of the extracted archive, inside the corpus folder.
 
 
-def prepare_musan(corpus_dir) -> pandas.DataFrame:
+def prepare_musan(corpus_dir) -> pd.DataFrame:
     """List MUSAN's recordings [4]_.
 
     Returns
@@ -40,7 +36,6 @@ def prepare_musan(corpus_dir) -> pandas.DataFrame:
     CorpusError
         If the corpus folder is missing.
     """
-
     root = need_dir(Path(corpus_dir) / ROOT, "MUSAN")
     rows = [{"subset": p.parent.parent.name, "source": p.parent.name, "rec_id": p.stem, "path": str(p)}
             for p in sorted(root.glob("*/*/*.wav"))]

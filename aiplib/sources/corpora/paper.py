@@ -256,28 +256,21 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     rule_ls = SELECTION_RULES["librispeech"].format(n=n_librispeech)
     rule_cv = SELECTION_RULES["common_voice"].format(n=n_common_voice)
     rule_kws = SELECTION_RULES["kws"].format(n=n_kws, per_kw=n_kws // len(KEYWORDS) + 2, per_nt=n_kws // 4)
-    asr_rows = []
-    for r in ls_items:
-        asr_rows.append(item("asr", r["utt_id"], load_audio(r["path"]), source_file=ws.rel(r["path"]),
-                             source=f"LibriSpeech {r['part']}", licence=ls_c.licence,
-                             attribution=f"{ls_c.attribution}; LibriVox reader {r['speaker']}",
-                             speaker=f"ls_{r['speaker']}", accent_group=None, synthetic=False, text=r["text"],
-                             gender=genders.get(r["speaker"], "unknown"), accent="american_english",
-                             selection_rule=rule_ls))
-    for c in cv_kept:
-        asr_rows.append(item("asr", c["item_id"], c["y"], source_file=ws.rel(c["source_file"]),
-                             source="Common Voice 17.0 (en, validation)", licence="CC0 1.0",
-                             attribution=f"Mozilla Common Voice 17.0 via {CV_DATASET} (Ardila et al., LREC 2020)",
-                             speaker=f"cv_{c['speaker'][:16]}", accent_group=c["accent_group"],
-                             synthetic=False, text=c["text"], gender=c["gender"], accent=c["accent"],
-                             selection_rule=rule_cv))
-    kws_rows = []
-    for r in kws_items:
-        kws_rows.append(item("kws", r["item_id"], load_audio(r["file"]), source_file=ws.rel(r["file"]),
-                             source="Speech Commands v0.02", licence=sc_c.licence, attribution=sc_c.attribution,
-                             speaker=f"sc2_{r['file'].stem.split('_nohash_')[0]}", accent_group=None,
-                             synthetic=False, label=r["label"], is_target=r["is_target"], probe_id=r["probe_id"],
-                             selection_rule=rule_kws))
+    asr_rows = [item("asr", r["utt_id"], load_audio(r["path"]), source_file=ws.rel(r["path"]),
+                     source=f"LibriSpeech {r['part']}", licence=ls_c.licence,
+                     attribution=f"{ls_c.attribution}; LibriVox reader {r['speaker']}", speaker=f"ls_{r['speaker']}",
+                     accent_group=None, synthetic=False, text=r["text"], gender=genders.get(r["speaker"], "unknown"),
+                     accent="american_english", selection_rule=rule_ls) for r in ls_items]
+    asr_rows += [item("asr", c["item_id"], c["y"], source_file=ws.rel(c["source_file"]),
+                      source="Common Voice 17.0 (en, validation)", licence="CC0 1.0",
+                      attribution=f"Mozilla Common Voice 17.0 via {CV_DATASET} (Ardila et al., LREC 2020)",
+                      speaker=f"cv_{c['speaker'][:16]}", accent_group=c["accent_group"], synthetic=False,
+                      text=c["text"], gender=c["gender"], accent=c["accent"], selection_rule=rule_cv) for c in cv_kept]
+    kws_rows = [item("kws", r["item_id"], load_audio(r["file"]), source_file=ws.rel(r["file"]),
+                     source="Speech Commands v0.02", licence=sc_c.licence, attribution=sc_c.attribution,
+                     speaker=f"sc2_{r['file'].stem.split('_nohash_')[0]}", accent_group=None, synthetic=False,
+                     label=r["label"], is_target=r["is_target"], probe_id=r["probe_id"], selection_rule=rule_kws)
+                for r in kws_items]
 
     # ---- assert the counts, drop files of an earlier selection, write the banks ----------------
     n_asr = n_librispeech + n_common_voice

@@ -6,13 +6,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
+from aiplib.core.tasks import KEYWORDS  # the ten Speech Commands keywords (targets)
 from aiplib.sources.download import Corpus, CorpusError, RemoteFile, need_dir
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas
 
 CORPUS = Corpus(
     name="speech_commands", title="Google Speech Commands v0.02", kind="kws",
@@ -30,12 +29,8 @@ CORPUS = Corpus(
 
 ROOT = "speech_commands_v0.02"  # Folder (inside the corpus folder) the archive is extracted into: ``<word>/*.wav``.
 
-import pandas as pd
 
-from aiplib.core.tasks import KEYWORDS  # noqa: E402 - the ten Speech Commands keywords (targets), aiplib/core/tasks.yaml
-
-
-def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pandas.DataFrame:
+def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pd.DataFrame:
     """Speech Commands v0.02 clips [6]_ under ``corpus_dir/speech_commands_v0.02/`` (``label, speaker,
     rel, path, is_target``, sorted by ``rel``; ``_background_noise_`` left out). ``split``: ``test`` /
     ``validation`` (``testing_list.txt`` / ``validation_list.txt``), ``train`` (the rest), None (all).
@@ -45,7 +40,6 @@ def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pandas
     CorpusError
         If the folder or the list file needed for ``split`` is missing.
     """
-
     root = need_dir(Path(corpus_dir) / ROOT, "Speech Commands v0.02")
     rels = sorted(p.relative_to(root).as_posix() for p in root.glob("*/*.wav") if p.parent.name != "_background_noise_")
     if split is not None:
@@ -57,10 +51,8 @@ def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pandas
             keep = set(lf.read_text(encoding="utf-8").split())
             rels = [r for r in rels if r in keep]
         elif split == "train":
-            held = set()
-            for name in ("testing_list.txt", "validation_list.txt"):
-                if (root / name).is_file():
-                    held |= set((root / name).read_text(encoding="utf-8").split())
+            held = {r for name in lists.values() if (root / name).is_file()
+                    for r in (root / name).read_text(encoding="utf-8").split()}
             rels = [r for r in rels if r not in held]
         else:
             raise AiplibParameterError(f"split must be test, validation, train or None, got {split!r}")
