@@ -180,16 +180,14 @@ def spectral_descriptors(y, sr: int = SR, *, name: str = "audio") -> dict[str, f
     import librosa
     y = _check_input(y, sr, name=name).astype(np.float64)
     feat = librosa.feature
-    return {
-        "zcr": float(np.mean(feat.zero_crossing_rate(y=y))),
-        "spectral_centroid": float(np.mean(feat.spectral_centroid(y=y, sr=sr))),
-        "spectral_rolloff": float(np.mean(feat.spectral_rolloff(y=y, sr=sr))),
-        "spectral_bandwidth": float(np.mean(feat.spectral_bandwidth(y=y, sr=sr))),
-        "spectral_flux": float(np.mean(librosa.onset.onset_strength(y=y, sr=sr))),
-        "spectral_flatness": float(np.mean(feat.spectral_flatness(y=y))),
-        "spectral_contrast": float(np.mean(feat.spectral_contrast(y=y, sr=sr))),
-        "rms_variance": float(np.var(feat.rms(y=y)[0])),
-    }
+    return {"zcr": float(np.mean(feat.zero_crossing_rate(y=y))),
+            "spectral_centroid": float(np.mean(feat.spectral_centroid(y=y, sr=sr))),
+            "spectral_rolloff": float(np.mean(feat.spectral_rolloff(y=y, sr=sr))),
+            "spectral_bandwidth": float(np.mean(feat.spectral_bandwidth(y=y, sr=sr))),
+            "spectral_flux": float(np.mean(librosa.onset.onset_strength(y=y, sr=sr))),
+            "spectral_flatness": float(np.mean(feat.spectral_flatness(y=y))),
+            "spectral_contrast": float(np.mean(feat.spectral_contrast(y=y, sr=sr))),
+            "rms_variance": float(np.var(feat.rms(y=y)[0]))}
 
 
 # --------------------------------------------------------------------------------------------- all nine

@@ -19,13 +19,7 @@ from pathlib import Path, PurePosixPath
 
 import pooch
 
-from aiplib.core.errors import (
-    AiplibError,
-    ChecksumError,
-    DownloadError,
-    InsufficientDiskSpaceError,
-    UnsafeArchiveError,
-)
+from aiplib.core.errors import AiplibError, ChecksumError, DownloadError, InsufficientDiskSpaceError, UnsafeArchiveError
 from aiplib.core.workspace import repo_root
 
 pooch.get_logger().setLevel("WARNING")  # its "use this hash" advice is not for our users

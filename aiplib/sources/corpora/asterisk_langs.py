@@ -215,10 +215,9 @@ def asterisk_distractors(languages=LANGUAGES, *, roots=None, formats=FORMATS, mi
             if dur < min_duration_s:
                 continue
             rows.append(dict(distractor_id=f"{lang}-{key.replace('/', '-')}", language=lang, voice=v["voice"],
-                             sex=v["sex"], same_voice_as_target=v["same_voice_as_target"], key=key,
-                             path=str(path), text=text, text_norm=norm, n_words=len(norm.split()),
-                             duration_s=round(dur, 6), source=f"asterisk-core-sounds-{lang}-{fmt}",
-                             licence=v["licence"],
+                             sex=v["sex"], same_voice_as_target=v["same_voice_as_target"], key=key, path=str(path),
+                             text=text, text_norm=norm, n_words=len(norm.split()), duration_s=round(dur, 6),
+                             source=f"asterisk-core-sounds-{lang}-{fmt}", licence=v["licence"],
                              attribution=f"Asterisk core sounds ({lang}), recorded by {v['credit']}"))
     return pd.DataFrame(rows, columns=DISTRACTOR_COLUMNS)
 

@@ -31,9 +31,8 @@ from aiplib.sources.corpora.asterisk_langs import (
 from aiplib.sources.corpora.demo_sources import BATTERY, BG_SOURCES, NOTICES, Src
 from aiplib.sources.corpora.tts import pad_to, synthesize, trim_silence
 
-DEBIAN_PACKAGES = ["ffmpeg", "espeak-ng", "flite", "sox", "asterisk-core-sounds-en",
-                   "asterisk-core-sounds-en-g722", "asterisk-moh-opsound-g722", "minetest-data",
-                   "sonic-pi-samples", "extremetuxracer-data"]
+DEBIAN_PACKAGES = ["ffmpeg", "espeak-ng", "flite", "sox", "asterisk-core-sounds-en", "asterisk-core-sounds-en-g722",
+                   "asterisk-moh-opsound-g722", "minetest-data", "sonic-pi-samples", "extremetuxracer-data"]
 """Debian packages the demo profile needs (``asterisk-core-sounds-en`` brings the transcripts)."""
 
 NON_TARGET_WORDS = ("bed", "cat", "happy", "house", "marvin", "sheila", "tree", "wow", "bird", "dog")
@@ -62,10 +61,9 @@ ASR_VOICES = ("espeak:en-us", "espeak:en-gb", "espeak:en-gb-scotland", "espeak:e
               "flite:kal16", "flite:slt", "flite:rms", "flite:awb")
 """Synthetic ASR voices (``engine:voice``); ``kal16`` is flite's 16 kHz build of ``kal``."""
 
-KWS_VOICES = ("espeak:en-us+f3", "espeak:en-gb+m2", "flite:slt", "espeak:en-gb-scotland+f2",
-              "flite:kal16", "espeak:en-029+m4", "espeak:en-us-nyc+f4", "flite:awb",
-              "espeak:en-gb-x-rp+m3", "espeak:en-gb-x-gbclan+f5", "flite:rms",
-              "espeak:en-gb-x-gbcwmd+m7", "espeak:en-us+m1", "espeak:en-gb+f1")
+KWS_VOICES = ("espeak:en-us+f3", "espeak:en-gb+m2", "flite:slt", "espeak:en-gb-scotland+f2", "flite:kal16",
+              "espeak:en-029+m4", "espeak:en-us-nyc+f4", "flite:awb", "espeak:en-gb-x-rp+m3",
+              "espeak:en-gb-x-gbclan+f5", "flite:rms", "espeak:en-gb-x-gbcwmd+m7", "espeak:en-us+m1", "espeak:en-gb+f1")
 """Fourteen synthetic KWS voices (espeak-ng accent + voice variant, flite voices)."""
 
 _SHARE = Path("/usr/share")
@@ -153,8 +151,7 @@ def asterisk_prompts(ws):
         p = ws.raw / _AST_PKG / _PROMPTS / f"{key}.g722"
         if p.is_file():
             rows.append(dict(key=key, path=str(p), text=text, n_words=len(text.split()),
-                             duration_s=p.stat().st_size / _G722_BYTES_PER_S,
-                             clean_text=bool(_TEXT_OK.match(text))))
+                             duration_s=p.stat().st_size / _G722_BYTES_PER_S, clean_text=bool(_TEXT_OK.match(text))))
     return pd.DataFrame(rows)
 
 

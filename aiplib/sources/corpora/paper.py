@@ -57,9 +57,8 @@ from aiplib.sources.download import (
     set_cache_env,
 )
 
-__all__ = ["CORPORA", "corpus_dir", "base_url_for", "download_all", "gather_raw", "build_item_banks",
-           "battery_specs", "BATTERY", "AUTHORS_CATEGORY", "SELECTION_RULES", "AUTHORS_SEED",
-           "N_LIBRISPEECH", "N_KWS"]
+__all__ = ["CORPORA", "corpus_dir", "base_url_for", "download_all", "gather_raw", "build_item_banks", "battery_specs",
+           "BATTERY", "AUTHORS_CATEGORY", "SELECTION_RULES", "AUTHORS_SEED", "N_LIBRISPEECH", "N_KWS"]
 
 CORPORA: dict[str, Corpus] = {c.name: c for c in (esc50.CORPUS, ms_snsd.CORPUS, noisex92.CORPUS, musan.CORPUS,
                                                   librispeech.CORPUS, speech_commands.CORPUS)}
@@ -364,9 +363,8 @@ def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
         if not src.is_file():
             raise CorpusError(f"{bg_id}: source file {src} is missing; run stage 1 (download) again")
         specs.append({"bg_id": bg_id, "category": category, "description": desc, "sources": [str(src)],
-                      "combine": "concat", "source_package": c.title, "licence": licence,
-                      "attribution": attribution, "synthetic": False,
-                      "authors_category": AUTHORS_CATEGORY[bg_id]})
+                      "combine": "concat", "source_package": c.title, "licence": licence, "attribution": attribution,
+                      "synthetic": False, "authors_category": AUTHORS_CATEGORY[bg_id]})
     return specs
 
 

@@ -157,8 +157,7 @@ def _item_row(p, row, package, item_id, info, **fields) -> dict:
     """One inventory row of an utterance or keyword clip (fields of :data:`INVENTORY_COLUMNS`)."""
     lic, att = _licence_of(row)
     return dict(file=str(p), package=package, licence=lic, attribution=att, used=True, item_id=item_id,
-                accent_group=_opt(row, "accent_group"), speaker=_opt(row, "speaker") or "unknown",
-                **fields, **info)
+                accent_group=_opt(row, "accent_group"), speaker=_opt(row, "speaker") or "unknown", **fields, **info)
 
 
 def _check_words_per_second(path, text: str, duration_s: float, probs) -> None:
