@@ -142,33 +142,15 @@ def silent_frame_share(y) -> float:
 
 
 def spectral_descriptors(y, sr: int = SR, *, name: str = "audio") -> dict[str, float]:
-    """The eight librosa descriptors of a waveform (all but the VAD fraction), as the authors'
-    ``extract_acoustic_descriptors``.
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float, n >= 2048
-        Mono waveform, nominally in [-1, 1]; computed in float64.
-    sr : int, Hz
-        Must be 16 000.
-    name : str
-        What to call the signal in error messages.
-
-    Returns
-    -------
-    dict[str, float]
-        Keys ``DESCRIPTORS[:8]`` (``zcr`` … ``rms_variance``) in that order; units in
-        :data:`DESCRIPTOR_INFO`.
+    """The eight librosa descriptors (``DESCRIPTORS[:8]``, in order; units in :data:`DESCRIPTOR_INFO`) of
+    ``y`` [shape=(n,)], float, n >= 2048, at ``sr`` = 16 000 Hz, as the authors' ``extract_acoustic_descriptors``
+    (computed in float64; flux = mean of ``librosa.onset.onset_strength`` [3]_, contrast after Jiang et al. [4]_).
 
     Raises
     ------
     AiplibParameterError
         If ``y`` is not a 1-D float array, holds NaN/inf, has fewer than 2048 samples, is digital
-        silence throughout, or ``sr != 16000``.
-
-    Notes
-    -----
-    Spectral flux = mean of ``librosa.onset.onset_strength`` [3]_; contrast after Jiang et al. [4]_.
+        silence throughout, or ``sr != 16000`` (``name`` in the message).
 
     Examples
     --------
@@ -193,31 +175,14 @@ def spectral_descriptors(y, sr: int = SR, *, name: str = "audio") -> dict[str, f
 # --------------------------------------------------------------------------------------------- all nine
 def compute_descriptors(y, *, sr: int = SR, vad_threshold: float = 0.5, vad_model=None,
                         name: str = "audio") -> dict[str, float]:
-    """All nine descriptors of a waveform (:func:`spectral_descriptors` + the VAD fraction).
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float, n >= 2048
-        Mono waveform at 16 kHz, nominally in [-1, 1].
-    sr : int, Hz
-        Must be 16 000.
-    vad_threshold : float in (0, 1)
-        Silero VAD speech-probability threshold.
-    vad_model : optional
-        A loaded Silero VAD model (default :func:`aiplib.battery.vad.load_vad_model`).
-    name : str
-        What to call the signal in error messages.
-
-    Returns
-    -------
-    dict[str, float]
-        Keys :data:`DESCRIPTORS`, in order; units in :data:`DESCRIPTOR_INFO`.
+    """All nine descriptors (:data:`DESCRIPTORS`, in order) of ``y`` [shape=(n,)], float, n >= 2048, mono at
+    ``sr`` = 16 000 Hz: :func:`spectral_descriptors` + the Silero VAD fraction with ``vad_threshold`` in (0, 1)
+    and ``vad_model`` (default :func:`aiplib.battery.vad.load_vad_model`).
 
     Raises
     ------
     AiplibParameterError
-        If ``y`` is not a 1-D float array, holds NaN/inf, has fewer than 2048 samples or is digital
-        silence, if ``sr != 16000``, or if ``vad_threshold`` is outside (0, 1).
+        As :func:`spectral_descriptors`, or if ``vad_threshold`` is outside (0, 1).
     """
     y = _check_input(y, sr, name=name)
     out = spectral_descriptors(y, sr, name=name)
@@ -251,33 +216,18 @@ def _read_previous(csv_path: Path, json_path: Path, settings: dict):
 def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False, progress: bool = True):
     """Compute (or read back) the nine descriptors of every background of ``battery.csv``.
 
-    Writes ``descriptors/acoustic_descriptors.csv`` (columns :data:`TABLE_COLUMNS`) and the sidecar
-    ``acoustic_descriptors.json`` (settings, package versions, SHA-256 and silent-frame share of every
-    WAV, :data:`DESCRIPTOR_INFO`). A row computed with the same settings from a WAV with the same
-    SHA-256 is read back; when all are, the files are left untouched.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    vad_threshold : float in (0, 1)
-        Silero VAD threshold.
-    overwrite : bool
-        Recompute every background.
-    progress : bool
-        Show progress (:mod:`aiplib.core.progress`).
-
-    Returns
-    -------
-    pandas.DataFrame [shape=(n_backgrounds, 11)]
-        Columns :data:`TABLE_COLUMNS`, rows in ``battery.csv`` order.
+    Writes ``descriptors/acoustic_descriptors.csv`` (columns :data:`TABLE_COLUMNS`, rows in ``battery.csv``
+    order, returned) and the sidecar ``acoustic_descriptors.json`` (settings, package versions, SHA-256 and
+    silent-frame share of every WAV, :data:`DESCRIPTOR_INFO`). A row computed with the same settings from a
+    WAV with the same SHA-256 is read back (unless ``overwrite``); when all are, the files are left untouched.
 
     Raises
     ------
     FileNotFoundError
         If ``battery.csv`` does not exist.
     AiplibParameterError
-        If ``battery.csv`` lacks ``bg_id`` or ``path`` or repeats a ``bg_id``, or a background fails
-        :func:`compute_descriptors`.
+        If ``battery.csv`` lacks ``bg_id`` or ``path`` or repeats a ``bg_id``, ``vad_threshold`` is not
+        in (0, 1), or a background fails :func:`compute_descriptors`.
     AudioFileError
         If a background WAV is missing or unreadable (the message names the file).
     """

@@ -72,26 +72,12 @@ def _torch_threads(n):
 
 
 def vad_speech_fraction(y, *, sr: int = SR, threshold: float = 0.5, model=None, name: str = "audio") -> float:
-    """Fraction of samples that Silero VAD [1]_ marks as speech.
+    """Fraction in [0, 1] of the samples of ``y`` [shape=(n,)] that Silero VAD [1]_ marks as speech.
 
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-        Mono waveform, nominally in [-1, 1].
-    sr : int, Hz
-        8 000 or 16 000 (the rates Silero VAD models; others are refused, not resampled).
-    threshold : float in (0, 1)
-        Speech-probability threshold of ``get_speech_timestamps`` (Silero default 0.5).
-    model : optional
-        A loaded Silero VAD model; default :func:`load_vad_model`.
-    name : str
-        What to call the signal in error messages.
-
-    Returns
-    -------
-    float in [0, 1]
-        ``sum(end - start) / n`` over the segments of ``silero_vad.get_speech_timestamps`` with
-        :data:`VAD_SETTINGS`, clipped to ``[0, n)``; not rounded (the authors round to 4 decimals).
+    ``sum(end - start) / n`` over the segments of ``silero_vad.get_speech_timestamps`` with
+    :data:`VAD_SETTINGS` and ``threshold`` in (0, 1), clipped to ``[0, n)``; not rounded (the authors round
+    to 4 decimals). ``sr``: 8 000 or 16 000 Hz (others refused, not resampled); ``model`` default
+    :func:`load_vad_model`.
 
     Raises
     ------

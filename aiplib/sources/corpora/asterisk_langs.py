@@ -223,25 +223,12 @@ def asterisk_distractors(languages=LANGUAGES, *, roots=None, formats=FORMATS, mi
 
 
 def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.DataFrame:
-    """Distractor utterances from any folder of speech with a texts table (paper/custom), validated as
-    the custom profile's speech.
+    """Distractor utterances from any folder of speech (recursive) with a texts CSV/TSV (``file``, ``text``,
+    ``language`` unless ``language=`` is given; optional ``speaker``, ``same_voice_as_target``, ``licence``,
+    ``attribution``), validated as the custom profile's speech.
 
-    Parameters
-    ----------
-    speech_dir : str or Path
-        Folder of utterances (searched recursively).
-    texts : str or Path
-        CSV/TSV with ``file``, ``text`` and ``language`` (unless ``language=``); optional
-        ``speaker``, ``same_voice_as_target`` (default false), ``licence``, ``attribution``.
-    language : str, optional
-        Language of every row (overrides the column).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns :data:`DISTRACTOR_COLUMNS`; ``distractor_id`` ``<language>-<item id>``, ``voice``
-        the ``speaker`` (``unknown`` when absent), ``key`` the item id, ``source``
-        ``custom/distractors``, ``duration_s`` (s) measured after decoding.
+    Returns a DataFrame with columns :data:`DISTRACTOR_COLUMNS` (``distractor_id`` ``<language>-<item id>``,
+    ``source`` ``custom/distractors``, ``duration_s`` in s measured after decoding).
 
     Raises
     ------

@@ -63,19 +63,13 @@ def accent_group(value, groups=None) -> str | None:
 
 
 def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, config: str = "en"):
-    """Stream Common Voice 17 (English) from the Hugging Face hub [7]_, unshuffled, audio undecoded,
-    as the authors did (a loading-script data set: ``trust_remote_code=True``, ``datasets<4``).
-
-    Returns
-    -------
-    datasets.IterableDataset
-        Records with ``client_id, path, audio, sentence, up_votes, down_votes, age, gender, accent …``.
+    """Stream Common Voice 17 (English) from the Hugging Face hub [7]_, unshuffled, audio undecoded, as the
+    authors did; returns a ``datasets.IterableDataset``.
 
     Raises
     ------
     MissingPackageError
-        ``datasets`` is not installed, or is 4.0 or newer: the message gives the
-        ``pip install 'datasets>=3.5,<4'`` command.
+        ``datasets`` is not installed, or is 4.0 or newer (with the ``pip install`` command).
     AiplibError
         The hub cannot be reached or refuses the data set (accept its terms, ``hf auth login``).
     """
@@ -134,29 +128,18 @@ def _labelled(value) -> bool:
 
 
 def select_common_voice(dataset, out_dir, *, n: int = N_COMMON_VOICE, groups=None) -> list:
-    """The authors' Common Voice rule (``scripts/02_build_banks.py``): the first ``n`` clips of the
-    stream whose ``accent`` and ``gender`` are both given and not ``unknown``.
+    """The authors' Common Voice rule (``scripts/02_build_banks.py``): the first ``n`` clips of ``dataset``
+    whose ``accent`` (or ``accents``) and ``gender`` are both given and not ``unknown``.
 
-    The k-th kept clip (k from 0) is ``cv_<client_id[:8]>_<k>``, saved as ``<out_dir>/<id>.wav`` at
-    its native rate (16-bit PCM, as their ``soundfile.write``).
-
-    Parameters
-    ----------
-    dataset : iterable of dict
-        Records with ``audio`` (``array`` + ``sampling_rate``, or ``bytes``/``path``), ``sentence``,
-        ``client_id``, ``accent`` (or ``accents``), ``gender``, ``age``.
-    out_dir : str or Path
-        ``data/paper/speech_asr/common_voice/``.
-    n : int > 0
-    groups : dict, optional
-        Accent string → group; default :data:`CV_ACCENT_GROUPS`.
+    The k-th kept clip is ``cv_<client_id[:8]>_<k>``, saved as ``<out_dir>/<id>.wav`` at its native rate
+    (16-bit PCM, as their ``soundfile.write``).
 
     Returns
     -------
     list of dict
         In stream order: ``item_id, y`` (np.ndarray [shape=(samples,)], float32, 16 kHz, read back
-        from the file), ``text, speaker, gender, age, accent``, ``accent_group`` (or None),
-        ``source_file``.
+        from the file), ``text, speaker, gender, age, accent``, ``accent_group`` (``groups``, default
+        :data:`CV_ACCENT_GROUPS`; or None), ``source_file``.
 
     Raises
     ------

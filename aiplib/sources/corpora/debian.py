@@ -17,18 +17,8 @@ _APT_FLAGS = ["install", "-y", "--no-install-recommends"]
 
 
 def installed(pkg: str) -> bool:
-    """Whether the Debian package ``pkg`` is installed (``dpkg-query`` status ``install ok installed``).
-
-    Parameters
-    ----------
-    pkg : str
-        Debian package name, e.g. ``"asterisk-core-sounds-en-g722"``.
-
-    Returns
-    -------
-    bool
-        False also when ``dpkg-query`` itself is not available (not a Debian system).
-    """
+    """Whether the Debian package ``pkg`` is installed (``dpkg-query`` status ``install ok installed``);
+    False when ``dpkg-query`` is not available."""
     exe = shutil.which("dpkg-query")
     if exe is None:
         return False

@@ -101,15 +101,9 @@ def _source_files() -> list[Src]:
 
 
 def gather_raw(ws, *, install: bool = True):
-    """Stage 1: copy the demo's source files into ``raw/<package>/`` (files of the same size are
-    skipped) and write the inventory; ``install`` lets
-    :func:`aiplib.sources.corpora.debian.ensure_packages` install missing packages.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``raw/inventory.csv``: ``file`` (relative to ``ws.root``), ``package``, ``licence``,
-        ``attribution``, ``bytes``.
+    """Stage 1: copy the demo's source files into ``raw/<package>/`` (files of the same size skipped) and
+    return ``raw/inventory.csv`` (``file``, ``package``, ``licence``, ``attribution``, ``bytes``); ``install``
+    lets :func:`aiplib.sources.corpora.debian.ensure_packages` install missing packages.
 
     Raises
     ------
@@ -220,29 +214,13 @@ def _kws(ws, n_target: int, n_nontarget: int, rng) -> list[dict]:
 
 def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_target: int = 20,
                      n_kws_nontarget: int = 10, seed: int = DEFAULT_SEED, overwrite: bool = False):
-    """Stage 2: write ``itembanks/asr.jsonl``, ``itembanks/kws.jsonl`` and their 16 kHz WAVs.
+    """Stage 2: write ``itembanks/asr.jsonl``, ``itembanks/kws.jsonl`` and their 16 kHz WAVs (read back when
+    both exist, unless ``overwrite``); the same ``seed`` gives the same items and bytes.
 
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Stage 1 (:func:`gather_raw`) must have been run.
-    n_asr_real : int ≥ 0
-        A seeded choice among the Asterisk prompts of 2–10 s with ≥ 5 words and a plain transcript
-        (about 170 qualify), untrimmed.
-    n_asr_synth : int ≥ 0
-        Harvard sentences (seeded order) read by :data:`ASR_VOICES` in turn, trimmed to 0.1 s margins.
-    n_kws_target, n_kws_nontarget : int ≥ 0
-        Words of :data:`KEYWORDS` / :data:`NON_TARGET_WORDS` in turn, voices round-robin over a
-        seeded order of :data:`KWS_VOICES`; trimmed and centred in ≥ 1 s.
-    seed : int
-        Seed of ``numpy.random.default_rng``; the same seed gives the same items and bytes.
-    overwrite : bool
-        Rebuild even when both item banks exist (otherwise they are read back).
-
-    Returns
-    -------
-    dict of str → pandas.DataFrame
-        ``{"asr": …, "kws": …}``.
+    ``n_asr_real``: a seeded choice among the Asterisk prompts of 2–10 s with ≥ 5 words and a plain
+    transcript, untrimmed; ``n_asr_synth``: Harvard sentences read by :data:`ASR_VOICES` in turn, trimmed
+    to 0.1 s margins; ``n_kws_target`` / ``n_kws_nontarget``: words of :data:`KEYWORDS` /
+    :data:`NON_TARGET_WORDS`, voices round-robin over a seeded order of :data:`KWS_VOICES`, centred in ≥ 1 s.
 
     Raises
     ------

@@ -29,19 +29,8 @@ ROOT = "MS-SNSD-master"  # Top folder of the extracted archive, inside the corpu
 
 
 def prepare_ms_snsd(corpus_dir) -> pd.DataFrame:
-    """List MS-SNSD's noise files [2]_.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``split`` (``noise_train``/``noise_test``), ``noise_type`` (``AirConditioner`` …),
-        ``index`` (int), ``path``; sorted.
-
-    Raises
-    ------
-    CorpusError
-        If the corpus folder is missing.
-    """
+    """MS-SNSD's noise files [2]_, sorted: ``split`` (``noise_train``/``noise_test``), ``noise_type``
+    (``AirConditioner`` …), ``index`` (int), ``path``; CorpusError if the corpus folder is missing."""
     root = need_dir(Path(corpus_dir) / ROOT, "MS-SNSD")
     rows = []
     for split in ("noise_train", "noise_test"):

@@ -24,18 +24,8 @@ ROOT = "musan"  # Top folder of the extracted archive, inside the corpus folder.
 
 
 def prepare_musan(corpus_dir) -> pd.DataFrame:
-    """List MUSAN's recordings [4]_.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``subset`` (music/speech/noise), ``source`` (fma, librivox …), ``rec_id``, ``path``.
-
-    Raises
-    ------
-    CorpusError
-        If the corpus folder is missing.
-    """
+    """MUSAN's recordings [4]_: ``subset`` (music/speech/noise), ``source`` (fma, librivox …), ``rec_id``,
+    ``path``; CorpusError if the corpus folder is missing."""
     root = need_dir(Path(corpus_dir) / ROOT, "MUSAN")
     rows = [{"subset": p.parent.parent.name, "source": p.parent.name, "rec_id": p.stem, "path": str(p)}
             for p in sorted(root.glob("*/*/*.wav"))]

@@ -173,25 +173,12 @@ def _none(v):
 
 
 def build_item_banks(ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, max_items: int | None = None):
-    """Stage 2 of ``custom``: decode the validated files into the item banks.
+    """Stage 2 of ``custom``: decode the validated files into the item banks (read back when both exist,
+    unless ``overwrite``).
 
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Stage 1 (:func:`gather_raw`) must have been run.
-    seed : int
-        Seed of the item choice when ``max_items`` is set.
-    overwrite : bool
-        Rebuild even when both item banks exist (otherwise they are read back).
-    max_items : int > 0, optional
-        At most this many items per family, a seeded choice (KWS keeps a target and a non-target
-        clip when both exist and ``max_items`` ≥ 2); None = every usable item.
-
-    Returns
-    -------
-    dict of str → pandas.DataFrame
-        ``{"asr": …, "kws": …}``; audio at ``itembanks/audio/<family>/<item_id>.wav`` (16 kHz mono
-        float32), ``source_file`` absolute, ``duration_s`` in s; multi-word KWS clips left out.
+    ``max_items``: at most this many items per family, a choice seeded by ``seed`` (KWS keeps a target and
+    a non-target clip when both exist and ``max_items`` ≥ 2); None = every usable item. Returns
+    ``{"asr": …, "kws": …}``; audio at ``itembanks/audio/<family>/<item_id>.wav`` (16 kHz mono float32).
 
     Raises
     ------
