@@ -77,21 +77,9 @@ def _subaudible_step(y, spec, sr: int, record: dict, n: int) -> np.ndarray:
 
 
 def colored_noise(kind: str, n: int, *, seed: int = 0, sr: int = SR, f_min_hz: float = 20.0) -> np.ndarray:
-    """Gaussian white, pink (1/f) or brown (1/f²) noise, zero-mean, peak-scaled to 0.5.
-
-    Parameters
-    ----------
-    kind : {"white", "pink", "brown"}
-    n : int > 0, samples
-    seed : int
-        Seed of ``numpy.random.default_rng``.
-    sr : int, Hz
-    f_min_hz : float, Hz
-        Components below are removed (else brown noise's peaks are huge for its loudness).
-
-    Returns
-    -------
-    np.ndarray [shape=(n,)], float32
+    """Gaussian white, pink (1/f) or brown (1/f²) noise [shape=(n,)], float32, zero-mean, peak-scaled to 0.5,
+    seeded (``numpy.random.default_rng(seed)``) at ``sr`` Hz; components below ``f_min_hz`` (Hz) are removed
+    (else brown noise's peaks are huge for its loudness).
 
     Raises
     ------
@@ -102,8 +90,7 @@ def colored_noise(kind: str, n: int, *, seed: int = 0, sr: int = SR, f_min_hz: f
         raise AiplibParameterError(f"unknown noise kind {kind!r}; choose white, pink or brown")
     if n < 1:
         raise AiplibParameterError(f"noise length must be ≥ 1 sample, got {n}")
-    white = np.random.default_rng(seed).standard_normal(n)
-    spec = np.fft.rfft(white)
+    spec = np.fft.rfft(np.random.default_rng(seed).standard_normal(n))
     f = np.fft.rfftfreq(n, d=1.0 / sr)
     keep = f >= f_min_hz
     spec[~keep] = 0.0
@@ -198,7 +185,8 @@ def _real_background(spec, n: int, target_lufs: float, sr: int, record: dict):
 
 
 def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS, seed: int = 0, sr: int = SR):
-    """Make one background: combine its sources, loop or cut, loudness-normalise.
+    """Make one background: combine its sources, loop or cut to ``duration_s`` (s), normalise to
+    ``target_lufs`` (LUFS, ITU-R BS.1770-4 via pyloudnorm).
 
     Parameters
     ----------
@@ -208,14 +196,7 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
         ``subaudible`` (``"remove"``: high-pass a stream with DC / sub-20 Hz power; ``"keep"``, the
         default). ``combine``: ``"concat"`` joins the sources end to end; ``"sum"`` normalises each
         source (or list of files, one talker) to ``target_lufs`` and adds them;
-        ``"synthetic:white|pink|brown"`` generates seeded noise.
-    duration_s : float > 0, s
-        Output length; shorter material is looped end to end, longer is cut.
-    target_lufs : float, LUFS
-        Integrated loudness (ITU-R BS.1770-4, pyloudnorm); default −23 LUFS, the authors' value.
-    seed : int
-        Seed of the synthetic noises.
-    sr : int, Hz
+        ``"synthetic:white|pink|brown"`` generates noise seeded by ``seed``.
 
     Returns
     -------
@@ -301,26 +282,9 @@ def _check_ids(specs) -> None:
 
 
 def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS, seed: int = DEFAULT_SEED):
-    """Curate every spec into ``bg/<bg_id>.wav`` (16-bit PCM) and write ``descriptors/battery.csv``.
-
-    Rebuilt on every run; a WAV whose bytes do not change is not rewritten.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    specs : list of dict
-        Background specs (:func:`curate_background`); relative sources are read from ``ws.root``.
-    duration_s : float > 0, s
-    target_lufs : float, LUFS
-        Default −23 LUFS (the authors' ``BG_LUFS``).
-    seed : int
-        Base seed; background ``bg_id`` uses :func:`spec_seed` ``(seed, bg_id)``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per spec, columns :data:`aiplib.io.formats.BATTERY_COLUMNS` (``peak_after`` before
-        the 16-bit file, ``clipped_samples`` clipped in the file, ``silent_share*`` of the file).
+    """Curate every spec (:func:`curate_background`; relative sources read from ``ws.root``; seed
+    :func:`spec_seed` ``(seed, bg_id)``) into ``bg/<bg_id>.wav`` (16-bit PCM, not rewritten when its bytes do
+    not change) and write and return ``descriptors/battery.csv`` (:data:`aiplib.io.formats.BATTERY_COLUMNS`).
 
     Raises
     ------

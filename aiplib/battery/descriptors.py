@@ -206,9 +206,7 @@ def _read_previous(csv_path: Path, json_path: Path, settings: dict):
     except (OSError, ValueError):
         return None, {}
     # JSON round trip so tuples/ints compare like for like
-    if side.get("settings") != json.loads(json.dumps(settings)):
-        return None, {}
-    if list(old.columns) != TABLE_COLUMNS:
+    if side.get("settings") != json.loads(json.dumps(settings)) or list(old.columns) != TABLE_COLUMNS:
         return None, {}
     return old.set_index("bg_id"), side.get("files", {})
 

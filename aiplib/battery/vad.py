@@ -40,21 +40,15 @@ def _import_silero():
     """Import ``silero_vad``, restoring the torch thread count its import sets to 1 (silero-vad 6.2.3)."""
     try:
         import torch
+        old = torch.get_num_threads()
+        try:
+            import silero_vad
+        finally:
+            torch.set_num_threads(old)
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise _missing() from exc
-    old = torch.get_num_threads()
-    try:
-        import silero_vad
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise _missing() from exc
-    finally:
-        torch.set_num_threads(old)
+        raise MissingPackageError("the VAD speech fraction needs silero-vad and torch; install them with "
+                                  "`pip install silero-vad torch==2.13.0`") from exc
     return silero_vad
-
-
-def _missing():
-    return MissingPackageError("the VAD speech fraction needs silero-vad and torch; install them with "
-                               "`pip install silero-vad torch==2.13.0`")
 
 
 @contextlib.contextmanager

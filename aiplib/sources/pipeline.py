@@ -152,11 +152,9 @@ def stale_stamps(ws) -> list[dict]:
     (list of str, empty when up to date; None for an unreadable stamp), ``follows`` (list of str).
     """
     found = sorted(ws.root.rglob(f"*{stamps.STAMP_SUFFIX}")) if ws.root.is_dir() else []
-    recs = []
-    for p in found:
-        old = stamps.read_stamp(p)
-        recs.append({"path": ws.rel(p), "stage": (old or {}).get("stage", ""), "written": (old or {}).get("written"),
-                     "stamp": old, "changes": None if old is None else _now_differences(ws, old), "follows": []})
+    recs = [{"path": ws.rel(p), "stage": (old or {}).get("stage", ""), "written": (old or {}).get("written"),
+             "stamp": old, "changes": None if old is None else _now_differences(ws, old), "follows": []}
+            for p in found for old in [stamps.read_stamp(p)]]
     recs.sort(key=lambda r: (r["stage"], r["path"]))
     rewritten: dict[str, tuple[str, bool]] = {}  # output → (stage rebuilding it, its own inputs changed)
     for r in recs:

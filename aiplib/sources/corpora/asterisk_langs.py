@@ -123,10 +123,7 @@ def is_damaged(text: str) -> bool:
 
 
 def _roots(extra=None) -> list[Path]:
-    roots = [Path(r) for r in (extra or [])]
-    roots.append(Path("/"))
-    roots += [Path(r) for r in os.environ.get(ROOT_ENV, "").split(os.pathsep) if r]
-    return roots
+    return [*map(Path, extra or []), Path("/"), *(Path(r) for r in os.environ.get(ROOT_ENV, "").split(os.pathsep) if r)]
 
 
 def _transcript_rel(lang: str) -> str:

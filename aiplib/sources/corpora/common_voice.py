@@ -10,6 +10,7 @@ authors' rule), mapping each raw ``accent`` string to one of 11 accent groups
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import re
@@ -91,10 +92,8 @@ def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, co
         raise AiplibError(f"cannot stream {dataset_id} ({config}, {split}) from the Hugging Face hub: {exc}. "
                           f"Check the network or HF_ENDPOINT, accept the data set's terms on its hub page "
                           f"and log in with `hf auth login`.") from None
-    try:
+    with contextlib.suppress(Exception):  # a stream without that column / an old datasets: decode as given
         ds = ds.cast_column("audio", datasets.Audio(decode=False))
-    except Exception:  # noqa: BLE001 - a stream without that column / an old datasets: decode as given
-        pass
     return ds
 
 

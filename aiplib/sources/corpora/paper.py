@@ -159,55 +159,34 @@ def _kws_candidates(sc_root: Path, n: int, rng) -> list:
     """The authors' KWS candidate list before the final shuffle (dicts, in their order)."""
     per_kw, per_nt = n // len(KEYWORDS) + 2, n // 4
 
-    def wavs(folder):
+    def wavs(folder, shuffle=False):
         d = sc_root / folder
-        return sorted(d.glob("*.wav")) if d.is_dir() else []
+        files = sorted(d.glob("*.wav")) if d.is_dir() else []
+        if shuffle:
+            rng.shuffle(files)
+        return files
 
-    items = []
-    for kw in KEYWORDS:
-        files = wavs(kw)
-        rng.shuffle(files)
-        items += [{"item_id": f"kws_{kw}_{w.stem}", "file": w, "label": kw, "is_target": True, "probe_id": None}
-                  for w in files[:per_kw]]
-    for folder in KWS_NONTARGET_FOLDERS:
-        files = wavs(folder)
-        rng.shuffle(files)
-        items += [{"item_id": f"kws_nt_{folder}_{w.stem}", "file": w, "label": folder, "is_target": False,
-                   "probe_id": None} for w in files[:per_nt]]
-    for kw in KEYWORDS[:N_PROBE_KEYWORDS]:
-        for w in wavs(kw)[-N_PROBES_PER_KEYWORD:]:
-            pid = f"probe_{kw}_{w.stem}"
-            items.append({"item_id": pid, "file": w, "label": kw, "is_target": False, "probe_id": pid})
-    return items
+    items = [{"item_id": f"kws_{kw}_{w.stem}", "file": w, "label": kw, "is_target": True, "probe_id": None}
+             for kw in KEYWORDS for w in wavs(kw, True)[:per_kw]]
+    items += [{"item_id": f"kws_nt_{f}_{w.stem}", "file": w, "label": f, "is_target": False, "probe_id": None}
+              for f in KWS_NONTARGET_FOLDERS for w in wavs(f, True)[:per_nt]]
+    return items + [{"item_id": f"probe_{kw}_{w.stem}", "file": w, "label": kw, "is_target": False,
+                     "probe_id": f"probe_{kw}_{w.stem}"} for kw in KEYWORDS[:N_PROBE_KEYWORDS]
+                    for w in wavs(kw)[-N_PROBES_PER_KEYWORD:]]
 
 
 def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispeech: int = N_LIBRISPEECH,
                      n_common_voice: int = N_COMMON_VOICE, n_kws: int = N_KWS, overwrite: bool = False,
                      registry=None) -> dict:
     """Stage 2 of ``paper``: the authors' item banks (``scripts/02_build_banks.py``, rules in
-    :data:`SELECTION_RULES`, copied into each record's ``selection_rule``).
+    :data:`SELECTION_RULES`, copied into each record's ``selection_rule``); ``{"asr": df, "kws": df}``.
 
-    ASR: LibriSpeech [5]_ and Common Voice 17 [7]_ (:func:`select_common_voice`); KWS: Speech Commands
-    v0.02 [6]_ with injection probes (``probe_id``). Item audio: 16 kHz mono float32 WAV at
-    ``itembanks/audio/<family>/<item_id>.wav``. Read back when both exist and ``overwrite`` is false.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    seed : int, optional
-        Ignored: the authors' rules use ``random.Random(42)`` (:data:`AUTHORS_SEED`).
-    cv_dataset : iterable of dict, optional
-        The Common Voice stream; default :func:`load_common_voice` (needs ``datasets<4`` and the hub).
-    n_librispeech, n_common_voice, n_kws : int > 0
-        The authors' sizes (100, 80, 120); their smoke test uses 5 each.
-    overwrite : bool
-    registry : dict, optional
-        Replacement for :data:`CORPORA` (for the folders).
-
-    Returns
-    -------
-    dict
-        ``{"asr": pandas.DataFrame, "kws": pandas.DataFrame}``.
+    ASR: ``n_librispeech`` LibriSpeech [5]_ and ``n_common_voice`` Common Voice 17 [7]_ items
+    (``cv_dataset``, default :func:`load_common_voice`); KWS: ``n_kws`` Speech Commands v0.02 [6]_ items
+    with injection probes (``probe_id``); the authors' sizes are 100, 80, 120 (5 each in their smoke test).
+    ``seed`` is ignored (the rules use ``random.Random(42)``); ``registry`` replaces :data:`CORPORA`. Item
+    audio: 16 kHz mono float32 WAV at ``itembanks/audio/<family>/<item_id>.wav``; read back when both banks
+    exist and ``overwrite`` is false.
 
     Raises
     ------

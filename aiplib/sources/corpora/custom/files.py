@@ -2,6 +2,7 @@
 :mod:`aiplib.sources.corpora.custom.validate`; each problem recorded, never raised."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import re
@@ -101,10 +102,7 @@ def _unique_ids(paths: list[Path], base: Path, reserved=()) -> list[str]:
     """Ids from the path relative to ``base`` without extension; clashes get the extension, then a number."""
     ids, seen = [], set(reserved)
     for p in paths:
-        try:
-            rel = p.relative_to(base)
-        except ValueError:
-            rel = Path(p.name)
+        rel = p.relative_to(base) if p.is_relative_to(base) else Path(p.name)
         stem = _safe_id(rel.with_suffix("").as_posix().replace("/", "-"))
         cand = stem
         if cand in seen:
@@ -192,11 +190,9 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
     if info["bytes"] == 0:
         probs.add("fatal", "empty", path, f"{role}: empty file (0 bytes)")
         return None, None
-    try:
+    with contextlib.suppress(Exception):  # not a libsndfile format: ffmpeg decides below
         si = sf.info(str(path))
         info["sample_rate"], info["channels"] = int(si.samplerate), int(si.channels)
-    except Exception:  # noqa: BLE001 - not a libsndfile format: ffmpeg decides below
-        pass
     try:
         y = load_audio(path, sr=SR)
     except MissingPackageError as exc:

@@ -273,9 +273,7 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
     if not _not_a(lic_path, "file"):
         df = _read_table(lic_path, ("file",), probs, "licences", aliases={"license": "licence", "path": "file"})
         if df is not None:
-            for row in df.to_dict("records"):
-                p = absolute_path(folder / row["file"])  # an absolute path replaces folder
-                meta[p] = row
+            meta = {absolute_path(folder / row["file"]): row for row in df.to_dict("records")}  # absolute wins
             for p in meta:
                 if p not in files:
                     probs.add("warning", "licence_row", p,
