@@ -157,8 +157,7 @@ def _stream(paths, sr: int, start_s: float = 0.0) -> np.ndarray:
     skip = int(round(start_s * sr))
     if skip:
         if skip >= parts[0].size:
-            raise AiplibParameterError(f"{paths[0]}: start_s={start_s} s is past its end "
-                                       f"({parts[0].size / sr:.2f} s)")
+            raise AiplibParameterError(f"{paths[0]}: start_s={start_s} s is past its end ({parts[0].size / sr:.2f} s)")
         parts[0] = parts[0][skip:]
     return np.concatenate(parts)
 

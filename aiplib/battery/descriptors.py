@@ -53,9 +53,8 @@ FRAME = {
     "pad_mode": "constant (zeros) for STFT, RMS and onset strength; edge for ZCR (librosa defaults)",
     "summary": "mean over all frames (rms_variance: population variance over frames; "
                "spectral_contrast: mean over bands and frames)",
-    "silent_frames": "included in every frame mean and in the RMS variance (as the authors' code); "
-                     "a digitally silent frame gives centroid/rolloff/bandwidth 0 Hz, contrast 0 dB, "
-                     "flatness 1, ZCR 0, RMS 0",
+    "silent_frames": "included in every frame mean and in the RMS variance (as the authors' code); a digitally silent "
+                     "frame gives centroid/rolloff/bandwidth 0 Hz, contrast 0 dB, flatness 1, ZCR 0, RMS 0",
     "rolloff_percent": 0.85, "contrast_n_bands": 6, "contrast_fmin_hz": 200.0, "contrast_quantile": 0.02,
     "flux": "librosa.onset.onset_strength defaults: 128-band mel power spectrogram in dB "
             "(ref 1, amin 1e-10, top_db 80), lag 1, max_size 1, mean over mel bands, centred",

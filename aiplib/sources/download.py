@@ -386,9 +386,8 @@ def fetch(d: Download, *, progress_file=None, force: bool = False, retries: int 
         downloader.part.replace(bad)
         got = pooch.file_hash(str(bad), alg="md5" if d.md5 else "sha256")
         raise ChecksumError(
-            f"{dest.name} (from {d.url}) failed verification: {alg} {got} != expected {want.lower()}. The file "
-            f"was moved to {bad}; run again to download it afresh, or check the mirror serves the original "
-            f"file.") from None
+            f"{dest.name} (from {d.url}) failed verification: {alg} {got} != expected {want.lower()}. The file was "
+            f"moved to {bad}; run again to download it afresh, or check the mirror serves the original file.") from None
     finally:
         if old.is_file():
             old.unlink() if dest.is_file() else old.replace(dest)

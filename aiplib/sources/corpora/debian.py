@@ -38,8 +38,7 @@ def install_command(pkgs) -> str:
 
 def _missing_error(missing) -> MissingPackageError:
     return MissingPackageError(
-        f"missing Debian package(s): {', '.join(missing)}. Install them with:\n"
-        f"    {install_command(missing)}")
+        f"missing Debian package(s): {', '.join(missing)}. Install them with:\n    {install_command(missing)}")
 
 
 def _apt_prefix() -> list[str] | None:

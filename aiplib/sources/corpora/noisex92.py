@@ -19,6 +19,5 @@ CORPUS = Corpus(
     attribution="A. Varga and H. J. M. Steeneken, Assessment for automatic speech recognition II: "
                 "NOISEX-92, Speech Communication 12(3), 1993",
     extract_factor=0.0,
-    notes="A public mirror (the original Rice SPIB site is gone); override with "
-          "AIP_MIRROR_NOISEX92 if it moves.")
+    notes="A public mirror (the original Rice SPIB site is gone); override with AIP_MIRROR_NOISEX92 if it moves.")
 """Download record of the NOISEX-92 babble file."""

@@ -140,11 +140,10 @@ def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = Fal
     if errors:
         lines = "\n".join(f"- {n}: {e.url}: {e.reason}" if e.url else f"- {n}: {e}" for n, e in errors)
         net = [n for n, e in errors if e.url]
-        hint = (f"\nFiles already downloaded are kept and partial files are resumed on the next run. "
-                f"To use a mirror, set AIP_MIRROR_<CORPUS>=<base URL> (here "
-                f"{', '.join(_get(n, reg).env_var for n in net)}), or AIP_MIRROR=<root URL with one "
-                f"folder per corpus>, or pass base_urls / --base-url, e.g. "
-                f"`make 01 PROFILE=paper MIRROR=https://my.mirror/aip-corpora`.") if net else ""
+        hint = (f"\nFiles already downloaded are kept and partial files are resumed on the next run. To use a mirror, "
+                f"set AIP_MIRROR_<CORPUS>=<base URL> (here {', '.join(_get(n, reg).env_var for n in net)}), or "
+                f"AIP_MIRROR=<root URL with one folder per corpus>, or pass base_urls / --base-url, e.g. `make 01 "
+                f"PROFILE=paper MIRROR=https://my.mirror/aip-corpora`.") if net else ""
         raise DownloadError(f"{len(errors)} of {len(names)} corpora could not be downloaded:\n{lines}{hint}")
     return out
 

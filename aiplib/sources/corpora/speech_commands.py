@@ -22,9 +22,8 @@ CORPUS = Corpus(
     licence="CC BY 4.0", homepage="https://arxiv.org/abs/1804.03209",
     attribution="P. Warden, Speech Commands: A Dataset for Limited-Vocabulary Speech Recognition, "
                 "arXiv:1804.03209, 2018",
-    notes="The publisher gives no checksum; the SHA-256 is the one pinned by torchaudio's "
-          "SPEECHCOMMANDS loader. The archive has no top folder, so it is extracted into "
-          "speech_commands_v0.02/.")
+    notes="The publisher gives no checksum; the SHA-256 is the one pinned by torchaudio's SPEECHCOMMANDS loader. The "
+          "archive has no top folder, so it is extracted into speech_commands_v0.02/.")
 """Download record of Speech Commands v0.02."""
 
 ROOT = "speech_commands_v0.02"  # Folder (inside the corpus folder) the archive is extracted into: ``<word>/*.wav``.

@@ -215,10 +215,9 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
                 "background" if role == "background" else
                 "it cannot be loudness-normalised: the mixer would fail on it at stage 6 or 7")
         probs.add("fatal", "too_short", path,
-                  f"{role}: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) is shorter than the "
-                  f"{MIN_LOUDNESS_S:g} s ITU-R BS.1770 gating block, so its loudness cannot be measured "
-                  f"({what}); is the file truncated? Give a recording of at least {MIN_LOUDNESS_S:g} s or "
-                  "remove it")
+                  f"{role}: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) is shorter than the {MIN_LOUDNESS_S:g} s "
+                  f"ITU-R BS.1770 gating block, so its loudness cannot be measured ({what}); is the file truncated? "
+                  f"Give a recording of at least {MIN_LOUDNESS_S:g} s or remove it")
         bad = True
     if not np.isfinite(loudness_lufs(y, sr=SR, name=str(path))):
         cancel = _cancelling_channels(path, info["channels"])

@@ -182,9 +182,8 @@ def _validate_speech(speech_dir, texts, probs, scans):
         if reference_is_empty(row["text"]):
             probs.add("fatal", "empty_reference", p,
                       f"the transcript {row['text']!r} holds no word after normalisation (tags such as [music], "
-                      "fillers such as 'uh' and punctuation are removed before scoring): its WER is undefined and "
-                      "the words a model outputs for it would go uncounted; give the words spoken or remove "
-                      "the file")
+                      f"fillers such as 'uh' and punctuation are removed before scoring): its WER is undefined and the "
+                      f"words a model outputs for it would go uncounted; give the words spoken or remove the file")
             continue
         info, _ = _probe(p, probs, cap_s=MAX_UTTERANCE_S, role="utterance")
         if info is not None:
@@ -337,9 +336,8 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
             if dur < longest_s:
                 trimmed = " (after shortening its digital silence)" if r["prepared_duration_s"] else ""
                 probs.add("warning", "bg_looped", r["file"],
-                          f"background of {dur:.1f} s{trimmed} is shorter than the longest utterance "
-                          f"({longest_s:.1f} s): it is looped end to end to {MAX_UTTERANCE_S:g} s, so longer "
-                          "utterances hear it repeat")
+                          f"background of {dur:.1f} s{trimmed} is shorter than the longest utterance ({longest_s:.1f} "
+                          f"s): it is looped end to end to {MAX_UTTERANCE_S:g} s, so longer utterances hear it repeat")
     return rows
 
 
