@@ -392,7 +392,6 @@ def fetch(d: Download, *, progress_file=None, force: bool = False, retries: int 
         if old.is_file():
             old.unlink() if dest.is_file() else old.replace(dest)
     downloader.part.unlink(missing_ok=True)
-    old.unlink(missing_ok=True)
     info = {"size": dest.stat().st_size, "md5": pooch.file_hash(str(dest), alg="md5"),
             "sha256": pooch.file_hash(str(dest))}
     if not (d.md5 or d.sha256) and downloader.total is not None and info["size"] != downloader.total:

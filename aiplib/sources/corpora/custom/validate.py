@@ -312,14 +312,11 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
                       note + ": a stimulus on such a stretch would hear no background, so stage 1 writes "
                              f"this trimmed copy to raw/backgrounds/{bg_id}.wav and stage 3 uses it")
         note = "; ".join(x for x in (note, _check_audible(p, y, probs)) if x)
-        source = "licences.csv"
+        source, desc = "licences.csv", (row.get("description") or "").strip() or f"user background {p.name}"
         if not cat:
             pm = _peak_to_median_db(y)
             cat = "transient" if pm >= TRANSIENT_PEAK_DB else "stationary"
-            source = f"inferred (peak-to-median level {pm:.1f} dB)"
-        desc = (row.get("description") or "").strip() or f"user background {p.name}"
-        if not source.startswith("licences"):
-            desc += f" (category inferred: {cat})"
+            source, desc = f"inferred (peak-to-median level {pm:.1f} dB)", desc + f" (category inferred: {cat})"
         lic, att = _licence_of(row)
         rows.append(dict(file=str(p), package="custom/backgrounds", licence=lic, attribution=att, used=True,
                          bg_id=bg_id, category=cat, category_source=source, description=desc, note=note,
