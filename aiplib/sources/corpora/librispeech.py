@@ -23,8 +23,7 @@ CORPUS = Corpus(
 """Download record of LibriSpeech (two archives, extracted into ``LibriSpeech/``)."""
 
 
-def prepare_librispeech(corpus_dir, parts=("test-clean", "test-other"), *,
-                        with_duration: bool = True) -> pd.DataFrame:
+def prepare_librispeech(corpus_dir, parts=("test-clean", "test-other"), *, with_duration: bool = True) -> pd.DataFrame:
     """LibriSpeech utterances [5]_ of ``parts`` under ``corpus_dir/LibriSpeech/``: ``utt_id, part,
     speaker, chapter, text, path, duration_s`` (s, from each header when ``with_duration``), sorted by
     part and id.
