@@ -13,7 +13,7 @@ from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import KEYWORDS  # the ten Speech Commands keywords (targets)
 from aiplib.sources.download import Corpus, CorpusError, RemoteFile, need_dir
 
-CORPUS = Corpus(
+CORPUS = Corpus(  # download record of Speech Commands v0.02
     name="speech_commands", title="Google Speech Commands v0.02", kind="kws",
     base_url="http://download.tensorflow.org/data",
     files=(RemoteFile("speech_commands_v0.02.tar.gz",
@@ -24,7 +24,6 @@ CORPUS = Corpus(
                 "arXiv:1804.03209, 2018",
     notes="The publisher gives no checksum; the SHA-256 is the one pinned by torchaudio's SPEECHCOMMANDS loader. The "
           "archive has no top folder, so it is extracted into speech_commands_v0.02/.")
-"""Download record of Speech Commands v0.02."""
 
 ROOT = "speech_commands_v0.02"  # Folder (inside the corpus folder) the archive is extracted into: ``<word>/*.wav``.
 
