@@ -23,24 +23,13 @@ from aiplib.core.errors import AiplibParameterError, AudioFileError
 from aiplib.core.progress import track
 from aiplib.io.audio import SR, load_audio, loop_or_cut, loudness_lufs, normalize_loudness, write_wav
 from aiplib.io.formats import BATTERY_COLUMNS, CATEGORIES, write_battery_csv
-from aiplib.io.subaudible import (
-    SUBAUDIBLE_LIMIT_DB,
-    effective_bandwidth_hz,
-    remove_subaudible,
-    subaudible_power,
-)
+from aiplib.io.subaudible import SUBAUDIBLE_LIMIT_DB, effective_bandwidth_hz, remove_subaudible, subaudible_power
 
 log = logging.getLogger(__name__)
 
-__all__ = ["COMBINES", "REQUIRED_SPEC_KEYS", "TARGET_LUFS",
-           "SILENT_RUN_S", "colored_noise", "silent_shares", "spec_seed", "curate_background",
-           "curate_battery"]
+TARGET_LUFS = -23.0  # Loudness of every curated background in LUFS (the authors' ``BG_LUFS``, scripts/utils.py).
 
-TARGET_LUFS = -23.0
-"""Loudness of every curated background in LUFS (the authors' ``BG_LUFS``, scripts/utils.py)."""
-
-SILENT_RUN_S = 0.010
-"""Shortest run of exact-zero samples (s) that counts as digital silence in ``silent_share``."""
+SILENT_RUN_S = 0.010  # Shortest run of exact-zero samples (s) that counts as digital silence in ``silent_share``.
 
 
 COMBINES = ("concat", "sum", "synthetic:white", "synthetic:pink", "synthetic:brown")
@@ -71,11 +60,9 @@ def _check_spec(spec) -> None:
 
 
 def _subaudible_step(y, spec, sr: int, record: dict, n: int) -> np.ndarray:
-    """Measure the DC + sub-20 Hz power share of the ``n`` samples of a source stream that the
-    background will use (looped or cut) and, when the spec says ``subaudible: "remove"`` and the
-    share is at least :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`, high-pass the stream
-    (:func:`aiplib.io.subaudible.remove_subaudible`). ``record`` keeps the largest share (dB) and whether
-    anything was removed."""
+    """Measure the DC + sub-20 Hz power share (dB) of the ``n`` samples of a source stream the background
+    uses and high-pass the stream when the spec says ``subaudible: "remove"`` and the share is at least
+    :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`; ``record`` keeps the largest share and whether removed."""
     share = subaudible_power(loop_or_cut(y, n), sr=sr)["subaudible_db"]
     record["subaudible_db"] = max(record.get("subaudible_db", -np.inf), share)
     if spec.get("subaudible", "keep") == "remove" and share >= SUBAUDIBLE_LIMIT_DB:
@@ -90,21 +77,9 @@ def _subaudible_step(y, spec, sr: int, record: dict, n: int) -> np.ndarray:
 
 
 def colored_noise(kind: str, n: int, *, seed: int = 0, sr: int = SR, f_min_hz: float = 20.0) -> np.ndarray:
-    """Gaussian white, pink (1/f) or brown (1/f²) noise, zero-mean, peak-scaled to 0.5.
-
-    Parameters
-    ----------
-    kind : {"white", "pink", "brown"}
-    n : int > 0, samples
-    seed : int
-        Seed of ``numpy.random.default_rng``.
-    sr : int, Hz
-    f_min_hz : float, Hz
-        Components below are removed (else brown noise's peaks are huge for its loudness).
-
-    Returns
-    -------
-    np.ndarray [shape=(n,)], float32
+    """Gaussian white, pink (1/f) or brown (1/f²) noise [shape=(n,)], float32, zero-mean, peak-scaled to 0.5,
+    seeded (``numpy.random.default_rng(seed)``) at ``sr`` Hz; components below ``f_min_hz`` (Hz) are removed
+    (else brown noise's peaks are huge for its loudness).
 
     Raises
     ------
@@ -115,8 +90,7 @@ def colored_noise(kind: str, n: int, *, seed: int = 0, sr: int = SR, f_min_hz: f
         raise AiplibParameterError(f"unknown noise kind {kind!r}; choose white, pink or brown")
     if n < 1:
         raise AiplibParameterError(f"noise length must be ≥ 1 sample, got {n}")
-    white = np.random.default_rng(seed).standard_normal(n)
-    spec = np.fft.rfft(white)
+    spec = np.fft.rfft(np.random.default_rng(seed).standard_normal(n))
     f = np.fft.rfftfreq(n, d=1.0 / sr)
     keep = f >= f_min_hz
     spec[~keep] = 0.0
@@ -183,8 +157,7 @@ def _stream(paths, sr: int, start_s: float = 0.0) -> np.ndarray:
     skip = int(round(start_s * sr))
     if skip:
         if skip >= parts[0].size:
-            raise AiplibParameterError(f"{paths[0]}: start_s={start_s} s is past its end "
-                                       f"({parts[0].size / sr:.2f} s)")
+            raise AiplibParameterError(f"{paths[0]}: start_s={start_s} s is past its end ({parts[0].size / sr:.2f} s)")
         parts[0] = parts[0][skip:]
     return np.concatenate(parts)
 
@@ -210,28 +183,19 @@ def _real_background(spec, n: int, target_lufs: float, sr: int, record: dict):
     return np.sum(streams, axis=0, dtype=np.float64), min(durations), min(durations) * sr < n
 
 
-def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS,
-                      seed: int = 0, sr: int = SR):
-    """Make one background: combine its sources, loop or cut, loudness-normalise.
+def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS, seed: int = 0, sr: int = SR):
+    """Make one background: combine its sources, loop or cut to ``duration_s`` (s), normalise to
+    ``target_lufs`` (LUFS, ITU-R BS.1770-4 via pyloudnorm).
 
     Parameters
     ----------
     spec : dict
         ``bg_id, category, description, sources, combine, source_package, licence, attribution,
         synthetic``, optional ``start_s`` (s skipped at the start of the first source) and
-        ``subaudible``. ``combine``: ``"concat"`` joins the sources end to end; ``"sum"``
-        normalises each source (or list of files, one talker stream) to ``target_lufs`` and adds
-        them; ``"synthetic:white|pink|brown"`` generates seeded noise. ``subaudible="remove"``
-        high-passes a source stream whose DC + sub-20 Hz power is at least
-        :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB` of its total
-        (:func:`aiplib.io.subaudible.remove_subaudible`); ``"keep"`` (default) uses it bit for bit.
-    duration_s : float > 0, s
-        Output length; shorter material is looped end to end, longer is cut.
-    target_lufs : float, LUFS
-        Integrated loudness (ITU-R BS.1770-4, pyloudnorm); default −23 LUFS, the authors' value.
-    seed : int
-        Seed of the synthetic noises.
-    sr : int, Hz
+        ``subaudible`` (``"remove"``: high-pass a stream with DC / sub-20 Hz power; ``"keep"``, the
+        default). ``combine``: ``"concat"`` joins the sources end to end; ``"sum"`` normalises each
+        source (or list of files, one talker) to ``target_lufs`` and adds them;
+        ``"synthetic:white|pink|brown"`` generates noise seeded by ``seed``.
 
     Returns
     -------
@@ -239,10 +203,8 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
     info : dict
         ``source_duration_s`` (s, before looping; shortest talker for ``sum``), ``looped``,
         ``gain_db`` (dB), ``lufs_before``, ``lufs_after`` (LUFS), ``peak_after`` (max |y|; above 1
-        a :class:`aiplib.io.audio.ClippingWarning`, samples kept), ``silent_share``,
-        ``silent_share_1s`` (:func:`silent_shares`), ``subaudible_db`` (dB re total power, largest
-        source share before removal), ``subaudible_removed``, ``bandwidth_hz`` (Hz,
-        :func:`aiplib.io.subaudible.effective_bandwidth_hz`) and the spec's descriptive fields.
+        a :class:`aiplib.io.audio.ClippingWarning`), :func:`silent_shares`, ``subaudible_db`` (dB re
+        total power, before removal), ``subaudible_removed``, ``bandwidth_hz`` (Hz) and the spec's fields.
 
     Raises
     ------
@@ -274,15 +236,12 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
     return y, info
 
 
-BG_SUBTYPE = "PCM_16"
-"""soundfile subtype of ``bg/<bg_id>.wav``: 16-bit PCM (the authors' files)."""
+BG_SUBTYPE = "PCM_16"  # soundfile subtype of ``bg/<bg_id>.wav``: 16-bit PCM (the authors' files).
 
 
 def _as_stored(out: Path, y: np.ndarray, info: dict, sr: int) -> dict:
-    """``info`` with the silence columns of the file as written (read back as float) and
-    ``clipped_samples``: samples of ``y`` above full scale (|y| > 1), clipped in the file.
-    ``lufs_after`` stays the loudness after normalisation (the target); a clipped file is
-    quieter, by the amount the warning gives."""
+    """``info`` with the silence columns of the file as written and ``clipped_samples`` (|y| > 1, clipped
+    in the file, which is then quieter than ``lufs_after``)."""
     stored = load_audio(out, sr=sr)
     n_clip = int(np.count_nonzero(np.abs(y) > 1.0))
     if n_clip:
@@ -315,39 +274,16 @@ def _write_if_changed(out: Path, y: np.ndarray) -> None:
 
 
 def _check_ids(specs) -> None:
-    seen, dups = set(), []
-    for s in specs:
-        bg_id = s.get("bg_id")
-        if bg_id in seen:
-            dups.append(bg_id)
-        seen.add(bg_id)
+    ids = [s.get("bg_id") for s in specs]
+    dups = [b for i, b in enumerate(ids) if b in ids[:i]]
     if dups:
         raise AiplibParameterError(f"duplicate bg_id in the background specs: {', '.join(map(str, dups))}")
 
 
-def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS,
-                   seed: int = DEFAULT_SEED):
-    """Curate every spec into ``bg/<bg_id>.wav`` (16-bit PCM) and write ``descriptors/battery.csv``.
-
-    Rebuilt on every run (seconds); the same inputs give the same bytes, and a WAV whose bytes do
-    not change is not rewritten.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    specs : list of dict
-        Background specs (:func:`curate_background`); relative sources are read from ``ws.root``.
-    duration_s : float > 0, s
-    target_lufs : float, LUFS
-        Default −23 LUFS (the authors' ``BG_LUFS``).
-    seed : int
-        Base seed; background ``bg_id`` uses :func:`spec_seed` ``(seed, bg_id)``.
-    
-    Returns
-    -------
-    pandas.DataFrame
-        One row per spec, columns :data:`aiplib.io.formats.BATTERY_COLUMNS` (``peak_after`` before
-        the 16-bit file, ``clipped_samples`` clipped in the file, ``silent_share*`` of the file).
+def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS, seed: int = DEFAULT_SEED):
+    """Curate every spec (:func:`curate_background`; relative sources read from ``ws.root``; seed
+    :func:`spec_seed` ``(seed, bg_id)``) into ``bg/<bg_id>.wav`` (16-bit PCM, not rewritten when its bytes do
+    not change) and write and return ``descriptors/battery.csv`` (:data:`aiplib.io.formats.BATTERY_COLUMNS`).
 
     Raises
     ------

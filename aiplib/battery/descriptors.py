@@ -6,13 +6,10 @@ Eight are librosa [1]_ short-time features, one the Silero VAD [2]_ speech fract
 and Figures 2–3 correlate the same numbers in every profile. :func:`descriptor_table` writes
 ``descriptors/acoustic_descriptors.csv``.
 
-Framing: librosa's defaults at 16 kHz: ``n_fft = frame_length = 2048`` samples (128 ms), Hann,
-``hop_length = 512`` (32 ms), ``center=True``, so ``n`` samples give ``1 + n // 512`` frames (938
-for 30 s). Each series is summarised by its mean over all frames (``rms_variance``: population
-variance; ``spectral_contrast``: mean over the 7 bands too). Silent frames are included, as in the
-authors' code: a frame of digital silence has centroid, roll-off and bandwidth 0 Hz, contrast 0 dB,
-flatness 1, ZCR 0 and RMS 0, so a half-silent background has about half the centroid of its
-sounding part; ``silent_frame_share`` reports their share. Units and definitions:
+Framing (:data:`FRAME`): librosa's defaults at 16 kHz, 2048-sample Hann frames, hop 512, centred,
+so ``n`` samples give ``1 + n // 512`` frames; each series is summarised by its mean over all frames.
+Silent frames are included, as in the authors' code (a half-silent background has about half the
+centroid of its sounding part; ``silent_frame_share`` reports their share). Units and definitions:
 :data:`DESCRIPTOR_INFO`.
 
 References
@@ -51,35 +48,14 @@ from aiplib.io.formats import (
     write_json_atomic,
 )
 
-__all__ = [
-    "DESCRIPTORS",
-    "DESCRIPTOR_INFO",
-    "TABLE_COLUMNS",
-    "FRAME",
-    "compute_descriptors",
-    "spectral_descriptors",
-    "silent_frame_share",
-    "descriptor_table",
-]
-
-
 FRAME = {
-    "sr": SR,
-    "n_fft": 2048,
-    "win_length": 2048,
-    "hop_length": 512,
-    "window": "hann",
-    "center": True,
+    "sr": SR, "n_fft": 2048, "win_length": 2048, "hop_length": 512, "window": "hann", "center": True,
     "pad_mode": "constant (zeros) for STFT, RMS and onset strength; edge for ZCR (librosa defaults)",
     "summary": "mean over all frames (rms_variance: population variance over frames; "
                "spectral_contrast: mean over bands and frames)",
-    "silent_frames": "included in every frame mean and in the RMS variance (as the authors' code); "
-                     "a digitally silent frame gives centroid/rolloff/bandwidth 0 Hz, contrast 0 dB, "
-                     "flatness 1, ZCR 0, RMS 0",
-    "rolloff_percent": 0.85,
-    "contrast_n_bands": 6,
-    "contrast_fmin_hz": 200.0,
-    "contrast_quantile": 0.02,
+    "silent_frames": "included in every frame mean and in the RMS variance (as the authors' code); a digitally silent "
+                     "frame gives centroid/rolloff/bandwidth 0 Hz, contrast 0 dB, flatness 1, ZCR 0, RMS 0",
+    "rolloff_percent": 0.85, "contrast_n_bands": 6, "contrast_fmin_hz": 200.0, "contrast_quantile": 0.02,
     "flux": "librosa.onset.onset_strength defaults: 128-band mel power spectrogram in dB "
             "(ref 1, amin 1e-10, top_db 80), lag 1, max_size 1, mean over mel bands, centred",
     "source": "the authors' scripts/generate_results_new_2.py (extract_acoustic_descriptors), "
@@ -88,63 +64,43 @@ FRAME = {
 """Frame and summary settings shared by every descriptor (recorded in the JSON sidecar)."""
 
 DESCRIPTOR_INFO = {
-    "zcr": (
-        "crossings per sample (fraction, 0–1)",
-        "mean over all frames of (sign changes inside the 2048-sample frame) / 2048 (librosa's "
-        "definition; a 1 kHz sine at 16 kHz gives ≈ 0.125)",
-        "librosa.feature.zero_crossing_rate(y) (frame 2048, hop 512, centred)",
-    ),
-    "spectral_centroid": (
-        "Hz",
-        "mean over all frames (silent frames count as 0 Hz) of the magnitude-weighted mean frequency",
-        "librosa.feature.spectral_centroid(y=y, sr=16000)",
-    ),
-    "spectral_rolloff": (
-        "Hz",
-        "mean over all frames (silent: 0 Hz) of the lowest bin-centre frequency below which 85 % of "
-        "the frame's spectral magnitude (sum of |STFT|, librosa's convention) lies",
-        "librosa.feature.spectral_rolloff(y=y, sr=16000)",
-    ),
-    "spectral_bandwidth": (
-        "Hz",
-        "mean over all frames (silent: 0 Hz) of the magnitude-weighted standard deviation of "
-        "frequency around the centroid (p = 2)",
-        "librosa.feature.spectral_bandwidth(y=y, sr=16000)",
-    ),
-    "spectral_flux": (
-        "dB per frame (mean over 128 mel bands)",
-        "mean over all frames of librosa's onset strength: the increase (half-wave rectified) of "
-        "the log-mel power spectrum (dB, 80 dB range) from the previous frame, averaged over mel "
-        "bands; level-invariant apart from the 80 dB floor (the authors' 'Spectral Flux')",
-        "numpy.mean(librosa.onset.onset_strength(y=y, sr=16000))",
-    ),
-    "spectral_flatness": (
-        "ratio, 0–1",
-        "mean over all frames (silent: 1) of geometric / arithmetic mean of the power spectrum "
-        "|STFT|² (floored at 1e-10)",
-        "librosa.feature.spectral_flatness(y=y)",
-    ),
-    "spectral_contrast": (
-        "dB (librosa: 10·log10 of the magnitude peak / valley ratio)",
-        "mean over the 7 sub-bands (6 octave bands from 200 Hz plus the residual top band) and over "
-        "all frames (silent: 0 dB) of peak-minus-valley level (top vs bottom 2 % of magnitudes)",
-        "librosa.feature.spectral_contrast(y=y, sr=16000)",
-    ),
-    "rms_variance": (
-        "linear amplitude squared (full scale = 1)",
-        "population variance over all frames of the frame RMS (un-windowed 2048-sample frames, "
-        "zero-padded at the ends); 0 for a steady level, large for intermittent sound; not "
-        "level-invariant, but the battery is loudness-normalised (−23 LUFS) so values compare "
-        "across backgrounds",
-        "numpy.var(librosa.feature.rms(y=y)[0])",
-    ),
-    "vad_speech_fraction": (
-        "fraction of samples, 0–1",
-        "sum of the lengths of the speech segments found by Silero VAD divided by the length "
-        "(threshold 0.5 unless set; 512-sample windows, min speech 250 ms, min silence 100 ms, "
-        "30 ms padding), as the authors' scripts/vad_classify_bg.py",
-        "silero_vad.get_speech_timestamps (Silero Team 2021)",
-    ),
+    "zcr": ("crossings per sample (fraction, 0–1)",
+            "mean over all frames of (sign changes inside the 2048-sample frame) / 2048 (librosa's definition; a 1 "
+            "kHz sine at 16 kHz gives ≈ 0.125)",
+            "librosa.feature.zero_crossing_rate(y) (frame 2048, hop 512, centred)"),
+    "spectral_centroid": ("Hz",
+                          "mean over all frames (silent frames count as 0 Hz) of the magnitude-weighted mean "
+                          "frequency", "librosa.feature.spectral_centroid(y=y, sr=16000)"),
+    "spectral_rolloff": ("Hz",
+                         "mean over all frames (silent: 0 Hz) of the lowest bin-centre frequency below which 85 % of "
+                         "the frame's spectral magnitude (sum of |STFT|, librosa's convention) lies",
+                         "librosa.feature.spectral_rolloff(y=y, sr=16000)"),
+    "spectral_bandwidth": ("Hz",
+                           "mean over all frames (silent: 0 Hz) of the magnitude-weighted standard deviation of "
+                           "frequency around the centroid (p = 2)",
+                           "librosa.feature.spectral_bandwidth(y=y, sr=16000)"),
+    "spectral_flux": ("dB per frame (mean over 128 mel bands)",
+                      "mean over all frames of librosa's onset strength: the increase (half-wave rectified) of the "
+                      "log-mel power spectrum (dB, 80 dB range) from the previous frame, averaged over mel bands; "
+                      "level-invariant apart from the 80 dB floor (the authors' 'Spectral Flux')",
+                      "numpy.mean(librosa.onset.onset_strength(y=y, sr=16000))"),
+    "spectral_flatness": ("ratio, 0–1",
+                          "mean over all frames (silent: 1) of geometric / arithmetic mean of the power spectrum "
+                          "|STFT|² (floored at 1e-10)", "librosa.feature.spectral_flatness(y=y)"),
+    "spectral_contrast": ("dB (librosa: 10·log10 of the magnitude peak / valley ratio)",
+                          "mean over the 7 sub-bands (6 octave bands from 200 Hz plus the residual top band) and "
+                          "over all frames (silent: 0 dB) of peak-minus-valley level (top vs bottom 2 % of "
+                          "magnitudes)", "librosa.feature.spectral_contrast(y=y, sr=16000)"),
+    "rms_variance": ("linear amplitude squared (full scale = 1)",
+                     "population variance over all frames of the frame RMS (un-windowed 2048-sample frames, "
+                     "zero-padded at the ends); 0 for a steady level, large for intermittent sound; not "
+                     "level-invariant, but the battery is loudness-normalised (−23 LUFS) so values compare across "
+                     "backgrounds", "numpy.var(librosa.feature.rms(y=y)[0])"),
+    "vad_speech_fraction": ("fraction of samples, 0–1",
+                            "sum of the lengths of the speech segments found by Silero VAD divided by the length "
+                            "(threshold 0.5 unless set; 512-sample windows, min speech 250 ms, min silence 100 ms, "
+                            "30 ms padding), as the authors' scripts/vad_classify_bg.py",
+                            "silero_vad.get_speech_timestamps (Silero Team 2021)"),
 }
 """``name -> (unit, one-line meaning, librosa function or other source)``."""
 
@@ -153,24 +109,18 @@ _DESCRIPTOR_DEFINITION_VERSION = 2  # bump when a definition changes: cached tab
 # 2: librosa defaults (2048 / 512, centred), all frames, onset-strength flux (the authors')
 
 
-# ---------------------------------------------------------------------------------------------
-# spectral descriptors
-
-
+# --------------------------------------------------------------------------------------------- spectral descriptors
 def _check_input(y, sr, *, name="audio"):
     y = valid_audio(np.asarray(y) if not isinstance(y, np.ndarray) else y, name=name)
     if sr != SR:
-        raise AiplibParameterError(
-            f"{name}: descriptors are defined at {SR} Hz only (got sr={sr}); resample first, e.g. "
-            f"aiplib.io.audio.load_audio(path, sr={SR})")
+        raise AiplibParameterError(f"{name}: descriptors are defined at {SR} Hz only (got sr={sr}); resample "
+                                   f"first, e.g. aiplib.io.audio.load_audio(path, sr={SR})")
     if y.size < FRAME["n_fft"]:
-        raise AiplibParameterError(
-            f"{name}: need at least {FRAME['n_fft']} samples (one {FRAME['n_fft']}-sample frame, "
-            f"{FRAME['n_fft'] / SR * 1000:.0f} ms), got shape {y.shape}")
+        raise AiplibParameterError(f"{name}: need at least {FRAME['n_fft']} samples (one {FRAME['n_fft']}-sample "
+                                   f"frame, {FRAME['n_fft'] / SR * 1000:.0f} ms), got shape {y.shape}")
     if not np.any(y):
-        raise AiplibParameterError(
-            f"{name}: the signal is digital silence (every sample is zero); its descriptors are "
-            "undefined")
+        raise AiplibParameterError(f"{name}: the signal is digital silence (every sample is zero); its "
+                                   "descriptors are undefined")
     return y
 
 
@@ -184,42 +134,22 @@ def silent_frame_share(y) -> float:
     0.476
     """
     import librosa
-
     y = np.asarray(y)
     half = FRAME["n_fft"] // 2
-    frames = librosa.util.frame(np.pad(y != 0, half), frame_length=FRAME["n_fft"],
-                                hop_length=FRAME["hop_length"])
+    frames = librosa.util.frame(np.pad(y != 0, half), frame_length=FRAME["n_fft"], hop_length=FRAME["hop_length"])
     return float(np.mean(~frames.any(axis=0)))
 
 
 def spectral_descriptors(y, sr: int = SR, *, name: str = "audio") -> dict[str, float]:
-    """The eight librosa descriptors of a waveform (all but the VAD fraction), as the authors'
-    ``extract_acoustic_descriptors``.
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float, n >= 2048
-        Mono waveform, nominally in [-1, 1]; computed in float64.
-    sr : int, Hz
-        Must be 16 000.
-    name : str
-        What to call the signal in error messages.
-
-    Returns
-    -------
-    dict[str, float]
-        Keys ``DESCRIPTORS[:8]`` (``zcr`` … ``rms_variance``) in that order; units in
-        :data:`DESCRIPTOR_INFO`.
+    """The eight librosa descriptors (``DESCRIPTORS[:8]``, in order; units in :data:`DESCRIPTOR_INFO`) of
+    ``y`` [shape=(n,)], float, n >= 2048, at ``sr`` = 16 000 Hz, as the authors' ``extract_acoustic_descriptors``
+    (computed in float64; flux = mean of ``librosa.onset.onset_strength`` [3]_, contrast after Jiang et al. [4]_).
 
     Raises
     ------
     AiplibParameterError
         If ``y`` is not a 1-D float array, holds NaN/inf, has fewer than 2048 samples, is digital
-        silence throughout, or ``sr != 16000``.
-
-    Notes
-    -----
-    Spectral flux = mean of ``librosa.onset.onset_strength`` [3]_; contrast after Jiang et al. [4]_.
+        silence throughout, or ``sr != 16000`` (``name`` in the message).
 
     Examples
     --------
@@ -229,64 +159,37 @@ def spectral_descriptors(y, sr: int = SR, *, name: str = "audio") -> dict[str, f
     (0.119, 1010, True)
     """
     import librosa
-
     y = _check_input(y, sr, name=name).astype(np.float64)
     feat = librosa.feature
-    return {
-        "zcr": float(np.mean(feat.zero_crossing_rate(y=y))),
-        "spectral_centroid": float(np.mean(feat.spectral_centroid(y=y, sr=sr))),
-        "spectral_rolloff": float(np.mean(feat.spectral_rolloff(y=y, sr=sr))),
-        "spectral_bandwidth": float(np.mean(feat.spectral_bandwidth(y=y, sr=sr))),
-        "spectral_flux": float(np.mean(librosa.onset.onset_strength(y=y, sr=sr))),
-        "spectral_flatness": float(np.mean(feat.spectral_flatness(y=y))),
-        "spectral_contrast": float(np.mean(feat.spectral_contrast(y=y, sr=sr))),
-        "rms_variance": float(np.var(feat.rms(y=y)[0])),
-    }
+    return {"zcr": float(np.mean(feat.zero_crossing_rate(y=y))),
+            "spectral_centroid": float(np.mean(feat.spectral_centroid(y=y, sr=sr))),
+            "spectral_rolloff": float(np.mean(feat.spectral_rolloff(y=y, sr=sr))),
+            "spectral_bandwidth": float(np.mean(feat.spectral_bandwidth(y=y, sr=sr))),
+            "spectral_flux": float(np.mean(librosa.onset.onset_strength(y=y, sr=sr))),
+            "spectral_flatness": float(np.mean(feat.spectral_flatness(y=y))),
+            "spectral_contrast": float(np.mean(feat.spectral_contrast(y=y, sr=sr))),
+            "rms_variance": float(np.var(feat.rms(y=y)[0]))}
 
 
-# ---------------------------------------------------------------------------------------------
-# all nine
-
-
+# --------------------------------------------------------------------------------------------- all nine
 def compute_descriptors(y, *, sr: int = SR, vad_threshold: float = 0.5, vad_model=None,
                         name: str = "audio") -> dict[str, float]:
-    """All nine descriptors of a waveform (:func:`spectral_descriptors` + the VAD fraction).
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float, n >= 2048
-        Mono waveform at 16 kHz, nominally in [-1, 1].
-    sr : int, Hz
-        Must be 16 000.
-    vad_threshold : float in (0, 1)
-        Silero VAD speech-probability threshold.
-    vad_model : optional
-        A loaded Silero VAD model (default :func:`aiplib.battery.vad.load_vad_model`).
-    name : str
-        What to call the signal in error messages.
-
-    Returns
-    -------
-    dict[str, float]
-        Keys :data:`DESCRIPTORS`, in order; units in :data:`DESCRIPTOR_INFO`.
+    """All nine descriptors (:data:`DESCRIPTORS`, in order) of ``y`` [shape=(n,)], float, n >= 2048, mono at
+    ``sr`` = 16 000 Hz: :func:`spectral_descriptors` + the Silero VAD fraction with ``vad_threshold`` in (0, 1)
+    and ``vad_model`` (default :func:`aiplib.battery.vad.load_vad_model`).
 
     Raises
     ------
     AiplibParameterError
-        If ``y`` is not a 1-D float array, holds NaN/inf, has fewer than 2048 samples or is digital
-        silence, if ``sr != 16000``, or if ``vad_threshold`` is outside (0, 1).
+        As :func:`spectral_descriptors`, or if ``vad_threshold`` is outside (0, 1).
     """
     y = _check_input(y, sr, name=name)
     out = spectral_descriptors(y, sr, name=name)
-    out["vad_speech_fraction"] = vad_speech_fraction(y, sr=sr, threshold=vad_threshold,
-                                                     model=vad_model, name=name)
+    out["vad_speech_fraction"] = vad_speech_fraction(y, sr=sr, threshold=vad_threshold, model=vad_model, name=name)
     return {k: out[k] for k in DESCRIPTORS}
 
 
-# ---------------------------------------------------------------------------------------------
-# the battery table
-
-
+# --------------------------------------------------------------------------------------------- the battery table
 def _settings(vad_threshold: float) -> dict:
     return {"definition_version": _DESCRIPTOR_DEFINITION_VERSION, "frame": FRAME,
             "silent_frames_in_means": True, "vad_threshold": float(vad_threshold), "vad": VAD_SETTINGS}
@@ -302,53 +205,33 @@ def _read_previous(csv_path: Path, json_path: Path, settings: dict):
     except (OSError, ValueError):
         return None, {}
     # JSON round trip so tuples/ints compare like for like
-    if side.get("settings") != json.loads(json.dumps(settings)):
-        return None, {}
-    if list(old.columns) != TABLE_COLUMNS:
+    if side.get("settings") != json.loads(json.dumps(settings)) or list(old.columns) != TABLE_COLUMNS:
         return None, {}
     return old.set_index("bg_id"), side.get("files", {})
 
 
-def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
-                     progress: bool = True):
+def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False, progress: bool = True):
     """Compute (or read back) the nine descriptors of every background of ``battery.csv``.
 
-    Writes ``descriptors/acoustic_descriptors.csv`` (columns :data:`TABLE_COLUMNS`) and the sidecar
-    ``acoustic_descriptors.json`` (settings, VAD threshold, package versions, the SHA-256 and
-    silent-frame share of every WAV, :data:`DESCRIPTOR_INFO`). A background whose row was computed
-    with the same settings from a WAV with the same SHA-256 is read back, not recomputed; when all
-    are, the files are left untouched.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    vad_threshold : float in (0, 1)
-        Silero VAD threshold.
-    overwrite : bool
-        Recompute every background.
-    progress : bool
-        Show progress (:mod:`aiplib.core.progress`).
-
-    Returns
-    -------
-    pandas.DataFrame [shape=(n_backgrounds, 11)]
-        Columns :data:`TABLE_COLUMNS`, rows in ``battery.csv`` order.
+    Writes ``descriptors/acoustic_descriptors.csv`` (columns :data:`TABLE_COLUMNS`, rows in ``battery.csv``
+    order, returned) and the sidecar ``acoustic_descriptors.json`` (settings, package versions, SHA-256 and
+    silent-frame share of every WAV, :data:`DESCRIPTOR_INFO`). A row computed with the same settings from a
+    WAV with the same SHA-256 is read back (unless ``overwrite``); when all are, the files are left untouched.
 
     Raises
     ------
     FileNotFoundError
         If ``battery.csv`` does not exist.
     AiplibParameterError
-        If ``battery.csv`` lacks ``bg_id`` or ``path`` or repeats a ``bg_id``, or a background fails
-        :func:`compute_descriptors`.
+        If ``battery.csv`` lacks ``bg_id`` or ``path`` or repeats a ``bg_id``, ``vad_threshold`` is not
+        in (0, 1), or a background fails :func:`compute_descriptors`.
     AudioFileError
         If a background WAV is missing or unreadable (the message names the file).
     """
     battery_path = Path(ws.descriptors) / "battery.csv"
     if not battery_path.is_file():
-        raise FileNotFoundError(
-            f"{battery_path}: battery list not found; curate the backgrounds first "
-            "(aiplib.battery.backgrounds.curate_battery, notebook stage 3)")
+        raise FileNotFoundError(f"{battery_path}: battery list not found; curate the backgrounds first "
+                                "(aiplib.battery.backgrounds.curate_battery, notebook stage 3)")
     battery = read_battery_csv(battery_path)
     missing_cols = [c for c in ("bg_id", "path") if c not in battery.columns]
     if missing_cols:
@@ -368,7 +251,6 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
     for bg_id, rel in zip(battery["bg_id"], battery["path"]):
         wav = ws.path(rel)
         if not wav.is_file():
-
             raise AudioFileError(f"{wav}: background audio file not found (bg_id {bg_id})")
         digest = file_sha256(wav)
         files[bg_id] = {"path": str(rel), "sha256": digest}

@@ -19,71 +19,42 @@ import numpy as np
 from aiplib.core.errors import AiplibParameterError, MissingPackageError
 from aiplib.io.audio import SR, valid_audio
 
-__all__ = ["VAD_SETTINGS", "load_vad_model", "vad_speech_fraction"]
-
-VAD_SETTINGS = {
-    "model": "silero_vad.jit (TorchScript, shipped in the silero-vad wheel)",
-    "threshold": "0.5 unless set (the authors' SILERO_SENSITIVITY)",
-    "window_size_samples": 512,
-    "min_speech_duration_ms": 250,
-    "min_silence_duration_ms": 100,
-    "speech_pad_ms": 30,
-    "fraction": "sum(end - start) / n over the returned segments (the authors' vad_classify_bg.py)",
-}
+VAD_SETTINGS = {"model": "silero_vad.jit (TorchScript, shipped in the silero-vad wheel)",
+                "threshold": "0.5 unless set (the authors' SILERO_SENSITIVITY)", "window_size_samples": 512,
+                "min_speech_duration_ms": 250, "min_silence_duration_ms": 100, "speech_pad_ms": 30,
+                "fraction": "sum(end - start) / n over the returned segments (the authors' vad_classify_bg.py)"}
 """``get_speech_timestamps`` settings of the authors' ``scripts/vad_classify_bg.py`` (the silero-vad
 defaults) used by :func:`vad_speech_fraction`."""
 
 
 @functools.lru_cache(maxsize=1)
 def load_vad_model():
-    """Load (once) the Silero VAD TorchScript model shipped in the ``silero-vad`` wheel; offline.
-
-    Returns
-    -------
-    torch.jit.ScriptModule
-        Stateful: do not share one model between threads.
-
-    Raises
-    ------
-    MissingPackageError
-        If ``silero-vad`` (or torch) is not installed.
-    """
+    """Load (once, offline) the Silero VAD TorchScript model of the ``silero-vad`` wheel (stateful: one per
+    thread); MissingPackageError if ``silero-vad`` or torch is not installed."""
     silero_vad = _import_silero()
     with _torch_threads(None):  # restores the thread count whatever loading does
         return silero_vad.load_silero_vad(onnx=False)
 
 
 def _import_silero():
-    """Import ``silero_vad`` without letting it change torch's global thread count.
-
-    ``silero_vad/model.py`` calls ``torch.set_num_threads(1)`` at import time (silero-vad 6.2.3);
-    the previous setting is put back here so that other torch users (the recognisers) keep theirs.
-    """
+    """Import ``silero_vad``, restoring the torch thread count its import sets to 1 (silero-vad 6.2.3)."""
     try:
         import torch
+        old = torch.get_num_threads()
+        try:
+            import silero_vad
+        finally:
+            torch.set_num_threads(old)
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise _missing() from exc
-    old = torch.get_num_threads()
-    try:
-        import silero_vad
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise _missing() from exc
-    finally:
-        torch.set_num_threads(old)
+        raise MissingPackageError("the VAD speech fraction needs silero-vad and torch; install them with "
+                                  "`pip install silero-vad torch==2.13.0`") from exc
     return silero_vad
-
-
-def _missing():
-
-    return MissingPackageError("the VAD speech fraction needs silero-vad and torch; install them with "
-                               "`pip install silero-vad torch==2.13.0`")
 
 
 @contextlib.contextmanager
 def _torch_threads(n):
     """Run with ``torch.set_num_threads(n)`` (``None``: unchanged) and restore the previous count after."""
     import torch
-
     old = torch.get_num_threads()
     if n is not None:
         torch.set_num_threads(n)
@@ -94,29 +65,13 @@ def _torch_threads(n):
             torch.set_num_threads(old)
 
 
-def vad_speech_fraction(y, *, sr: int = SR, threshold: float = 0.5, model=None,
-                        name: str = "audio") -> float:
-    """Fraction of samples that Silero VAD [1]_ marks as speech.
+def vad_speech_fraction(y, *, sr: int = SR, threshold: float = 0.5, model=None, name: str = "audio") -> float:
+    """Fraction in [0, 1] of the samples of ``y`` [shape=(n,)] that Silero VAD [1]_ marks as speech.
 
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-        Mono waveform, nominally in [-1, 1].
-    sr : int, Hz
-        8 000 or 16 000 (the rates Silero VAD models; others are refused, not resampled).
-    threshold : float in (0, 1)
-        Speech-probability threshold of ``get_speech_timestamps`` (Silero default 0.5).
-    model : optional
-        A loaded Silero VAD model; default :func:`load_vad_model`.
-    name : str
-        What to call the signal in error messages.
-
-    Returns
-    -------
-    float in [0, 1]
-        ``sum(end - start) / n`` over the segments of ``silero_vad.get_speech_timestamps`` with
-        :data:`VAD_SETTINGS` (the authors' ``scripts/vad_classify_bg.py``), clipped to ``[0, n)``;
-        not rounded (the authors round to 4 decimals).
+    ``sum(end - start) / n`` over the segments of ``silero_vad.get_speech_timestamps`` with
+    :data:`VAD_SETTINGS` and ``threshold`` in (0, 1), clipped to ``[0, n)``; not rounded (the authors round
+    to 4 decimals). ``sr``: 8 000 or 16 000 Hz (others refused, not resampled); ``model`` default
+    :func:`load_vad_model`.
 
     Raises
     ------
@@ -125,28 +80,20 @@ def vad_speech_fraction(y, *, sr: int = SR, threshold: float = 0.5, model=None,
         ``threshold`` is not in (0, 1).
     MissingPackageError
         If silero-vad / torch are not installed.
-
-    Notes
-    -----
-    Runs single-threaded under ``torch.no_grad``; torch's thread count is restored afterwards.
     """
     y = valid_audio(np.asarray(y) if not isinstance(y, np.ndarray) else y, name=name)
     if sr not in (8000, 16000):
-        raise AiplibParameterError(
-            f"{name}: Silero VAD accepts 8000 or 16000 Hz only, got sr={sr}; resample first")
+        raise AiplibParameterError(f"{name}: Silero VAD accepts 8000 or 16000 Hz only, got sr={sr}; resample first")
     if not (0.0 < float(threshold) < 1.0):
         raise AiplibParameterError(f"VAD threshold must lie in (0, 1), got {threshold}")
     import torch
-
     get_speech_timestamps = _import_silero().get_speech_timestamps
     model = load_vad_model() if model is None else model
     wav = torch.from_numpy(np.ascontiguousarray(y, dtype=np.float32))
-    with _torch_threads(1), torch.no_grad():
+    keys = ("window_size_samples", "min_speech_duration_ms", "min_silence_duration_ms", "speech_pad_ms")
+    with _torch_threads(1), torch.no_grad():  # single-threaded
         stamps = get_speech_timestamps(wav, model, threshold=float(threshold), sampling_rate=sr,
-                                       window_size_samples=VAD_SETTINGS["window_size_samples"],
-                                       min_speech_duration_ms=VAD_SETTINGS["min_speech_duration_ms"],
-                                       min_silence_duration_ms=VAD_SETTINGS["min_silence_duration_ms"],
-                                       speech_pad_ms=VAD_SETTINGS["speech_pad_ms"])
+                                       **{k: VAD_SETTINGS[k] for k in keys})
     n = y.size
     speech = sum(max(0, min(n, int(s["end"])) - max(0, int(s["start"]))) for s in stamps)
     return float(speech / n)

@@ -1,13 +1,8 @@
 """Verified, resumable downloads and safe extraction on pooch (stage 1 of the ``paper`` profile).
 
-:func:`fetch` hands one file to :func:`pooch.retrieve` with a resuming downloader
-(:class:`ResumingDownloader`: HTTP ``Range`` requests from ``<file>.part``) and a checking
-extractor (:class:`SafeUntar` / :class:`SafeUnzip`), and records it in
-``checks/download_progress.json`` so a complete file is skipped without a request. A corpus is a
-:class:`Corpus` record of :class:`RemoteFile` s; :func:`download_corpus` fetches all of them from
-the base URL :func:`resolve_base_url` picks (argument > ``$AIP_MIRROR_<NAME>`` >
-``$AIP_MIRROR/<name>`` > the publisher's). Failures raise
-:class:`~aiplib.core.errors.DownloadError` or its subclasses, naming the URL or file.
+:func:`fetch` = :func:`pooch.retrieve` + :class:`ResumingDownloader` (HTTP ``Range`` from ``<file>.part``) +
+:class:`SafeUntar` / :class:`SafeUnzip`, recorded in ``checks/download_progress.json``. Failures raise
+:class:`~aiplib.core.errors.DownloadError` or a subclass, naming the URL or file.
 """
 from __future__ import annotations
 
@@ -24,24 +19,12 @@ from pathlib import Path, PurePosixPath
 
 import pooch
 
-from aiplib.core.errors import (
-    AiplibError,
-    ChecksumError,
-    DownloadError,
-    InsufficientDiskSpaceError,
-    UnsafeArchiveError,
-)
+from aiplib.core.errors import AiplibError, ChecksumError, DownloadError, InsufficientDiskSpaceError, UnsafeArchiveError
 from aiplib.core.workspace import repo_root
 
 pooch.get_logger().setLevel("WARNING")  # its "use this hash" advice is not for our users
 
-__all__ = ["CorpusError", "RemoteFile", "Corpus", "Download", "need_dir", "resolve_base_url",
-           "download_corpus", "download_file", "fetch", "safe_extract", "SafeUntar", "SafeUnzip",
-           "ResumingDownloader", "check_disk_space", "read_progress", "update_progress", "set_cache_env",
-           "RETRY_WAIT_S"]
-
-RETRY_WAIT_S = 2.0
-"""Seconds before the first retry of a failed request (doubled for each further retry)."""
+RETRY_WAIT_S = 2.0  # Seconds before the first retry of a failed request (doubled for each further retry).
 
 _GB = 1e9
 _CHUNK = 1 << 16
@@ -106,13 +89,7 @@ class Download:
 
 
 def need_dir(path: Path, corpus: str) -> Path:
-    """``path`` if it is a folder.
-
-    Raises
-    ------
-    CorpusError
-        If ``path`` is not a folder (the message names ``corpus`` and says to run stage 1).
-    """
+    """``path`` if it is a folder, else :class:`CorpusError` naming ``corpus``."""
     if not path.is_dir():
         raise CorpusError(f"{corpus} not found at {path}; run stage 1 (notebook 01, `make 01 PROFILE=paper`)")
     return path
@@ -133,22 +110,15 @@ def resolve_base_url(c: Corpus, base_urls=None) -> str:
 
 
 # ------------------------------------------------------------------------------- disk space, progress file
-def _free_bytes(path: Path) -> int:
-    """Free bytes on the file system holding ``path`` (the nearest existing parent)."""
-    p = Path(path)
-    while not p.exists() and p != p.parent:
+def _free_bytes(p: Path) -> int:
+    while not p.exists() and p != p.parent:  # the nearest existing parent
         p = p.parent
     return shutil.disk_usage(p).free
 
 
 def check_disk_space(path, needed_bytes: float, *, what: str = "the download") -> None:
-    """Raise when the file system holding ``path`` has less than ``needed_bytes`` free.
-
-    Raises
-    ------
-    InsufficientDiskSpaceError
-        With the space needed and available in GB and the folder concerned.
-    """
+    """Raise :class:`InsufficientDiskSpaceError` (GB needed and free) when the file system holding ``path``
+    has less than ``needed_bytes`` free."""
     free = _free_bytes(Path(path))
     if needed_bytes > free:
         raise InsufficientDiskSpaceError(
@@ -161,11 +131,10 @@ def read_progress(progress_file) -> dict:
     """``{"<corpus>/<file>": entry}`` of ``checks/download_progress.json`` (entry: ``status``, ``url``,
     ``path``, ``size``, ``md5``, ``sha256``, ``verified_by``, ``extracted_to``, ``completed_at``);
     empty when the file is missing or unreadable."""
-    p = Path(progress_file) if progress_file is not None else None
-    if p is None or not p.is_file():
+    if progress_file is None or not Path(progress_file).is_file():
         return {}
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(Path(progress_file).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data.get("files", {}) if isinstance(data, dict) else {}
@@ -196,18 +165,15 @@ def _is_dns_failure(exc) -> bool:
 
 class ResumingDownloader:
     """A pooch downloader continuing ``<dest>.part`` with an HTTP ``Range`` request (``206`` appended,
-    ``200`` restarted, ``416`` naming the part's size: complete), retried ``retries`` times (waiting
-    :data:`RETRY_WAIT_S`, doubled each time) with the part kept for the next run. The free space must
-    hold the rest plus ``extract_factor`` × the size. The finished part is hard-linked to pooch's
-    temporary file, which pooch verifies and moves to ``dest``.
+    ``200`` restarted, ``416`` with the part's size: complete), retried ``retries`` times (waiting
+    :data:`RETRY_WAIT_S`, doubled each time); the finished part is hard-linked to pooch's temporary file.
 
     Raises
     ------
     DownloadError
-        Unreachable server, an HTTP error, or a transfer broken off ``retries + 1`` times (naming
-        the URL, ending with the download's hint).
+        Unreachable server, an HTTP error, or a transfer broken off ``retries + 1`` times.
     InsufficientDiskSpaceError
-        Not enough free space for the rest of the download and its extraction.
+        Not enough free space for the rest of the download plus ``extract_factor`` × its size.
     """
 
     def __init__(self, d: Download, *, retries: int = 2, progress: bool | None = True):
@@ -226,7 +192,6 @@ class ResumingDownloader:
     def _download(self, url):
         import requests
         from tqdm.auto import tqdm
-
         sess, attempt, hint = requests.Session(), 0, self.d.hint
         while True:
             have = self.part.stat().st_size if self.part.exists() else 0
@@ -323,16 +288,9 @@ def _tar_kind(m: tarfile.TarInfo) -> str | None:
 
 
 class SafeUntar(pooch.Untar):
-    """:class:`pooch.Untar` that checks every member first (no absolute path, ``..``, link,
-    device or path outside the target) and extracts with tarfile's ``filter="data"``.
-
-    Raises
-    ------
-    UnsafeArchiveError
-        Naming the archive, the first offending member and the reason; nothing is written.
-    DownloadError
-        If the file is not a readable TAR archive.
-    """
+    """:class:`pooch.Untar` refusing an absolute path, ``..``, a link, a device or a path outside the target
+    (:class:`UnsafeArchiveError`, nothing written), then extracting with tarfile's ``filter="data"``;
+    :class:`DownloadError` if the file is not a readable TAR archive."""
 
     @staticmethod
     def _open(fname):
@@ -354,14 +312,7 @@ class SafeUntar(pooch.Untar):
 
 
 class SafeUnzip(pooch.Unzip):
-    """:class:`pooch.Unzip` that checks every member first (as :class:`SafeUntar`; a member whose
-    mode says symbolic link is refused).
-
-    Raises
-    ------
-    UnsafeArchiveError
-        Naming the archive, the first offending member and the reason; nothing is written.
-    """
+    """:class:`pooch.Unzip` checking every member first as :class:`SafeUntar` (a symbolic-link mode is refused)."""
 
     def _extract_file(self, fname, extract_dir):
         with zipfile.ZipFile(fname) as zf:
@@ -377,14 +328,8 @@ def _extractor(archive: Path, target_dir: Path):
 
 
 def safe_extract(archive, target_dir) -> list[str]:
-    """Extract a ZIP or TAR archive into ``target_dir`` (created) after checking every member; returns
-    the full paths of the files under ``target_dir``.
-
-    Raises
-    ------
-    UnsafeArchiveError, DownloadError
-        See :class:`SafeUntar`.
-    """
+    """Extract a ZIP or TAR archive into ``target_dir`` (created) after checking every member (raises as
+    :class:`SafeUntar`); returns the full paths of the files under ``target_dir``."""
     Path(target_dir).mkdir(parents=True, exist_ok=True)
     return _extractor(Path(archive), Path(target_dir))(str(archive), "download", None)
 
@@ -399,11 +344,8 @@ def fetch(d: Download, *, progress_file=None, force: bool = False, retries: int 
     """Download (resuming), verify, extract and record one file; skip it when already complete.
 
     *Complete* = a ``"complete"`` entry for ``d.key`` in ``progress_file``, the file on disk with
-    that size and, for an archive, the marker ``<extract_to>/.<name>.completed``. Otherwise
-    :func:`pooch.retrieve` verifies a file on disk against ``d.md5`` / ``d.sha256`` (downloading it
-    again when it differs) or downloads it with :class:`ResumingDownloader`, and extracts it with
-    :class:`SafeUntar` / :class:`SafeUnzip`. ``force`` downloads again; the old file is kept until
-    the new one is verified.
+    that size and, for an archive, the marker ``<extract_to>/.<name>.completed``. ``force`` downloads
+    again; the old file is kept until the new one is verified.
 
     Returns
     -------
@@ -444,14 +386,12 @@ def fetch(d: Download, *, progress_file=None, force: bool = False, retries: int 
         downloader.part.replace(bad)
         got = pooch.file_hash(str(bad), alg="md5" if d.md5 else "sha256")
         raise ChecksumError(
-            f"{dest.name} (from {d.url}) failed verification: {alg} {got} != expected {want.lower()}. The file "
-            f"was moved to {bad}; run again to download it afresh, or check the mirror serves the original "
-            f"file.") from None
+            f"{dest.name} (from {d.url}) failed verification: {alg} {got} != expected {want.lower()}. The file was "
+            f"moved to {bad}; run again to download it afresh, or check the mirror serves the original file.") from None
     finally:
         if old.is_file():
             old.unlink() if dest.is_file() else old.replace(dest)
     downloader.part.unlink(missing_ok=True)
-    old.unlink(missing_ok=True)
     info = {"size": dest.stat().st_size, "md5": pooch.file_hash(str(dest), alg="md5"),
             "sha256": pooch.file_hash(str(dest))}
     if not (d.md5 or d.sha256) and downloader.total is not None and info["size"] != downloader.total:
@@ -469,19 +409,8 @@ def fetch(d: Download, *, progress_file=None, force: bool = False, retries: int 
 
 def download_file(url: str, dest, *, md5: str | None = None, sha256: str | None = None, hint: str = "",
                   retries: int = 2, progress: bool | None = True) -> dict:
-    """Download ``url`` to ``dest`` (resuming ``dest.part``) and verify it: :func:`fetch` of one
-    :class:`Download` without extraction or progress file.
-
-    Returns
-    -------
-    dict
-        ``url, path, size, md5, sha256, verified_by`` (``"md5"``, ``"sha256"`` or ``"size"``), …
-
-    Raises
-    ------
-    DownloadError, ChecksumError, InsufficientDiskSpaceError
-        See :func:`fetch`.
-    """
+    """:func:`fetch` of ``url`` to ``dest`` without extraction or progress file; returns its entry (``url, path,
+    size, md5, sha256, verified_by``) and raises as :func:`fetch`."""
     return fetch(Download(url, Path(dest), md5=md5, sha256=sha256, hint=hint), retries=retries, progress=progress)
 
 
@@ -493,16 +422,8 @@ def _mirror_hint(c: Corpus) -> str:
 
 def download_corpus(c: Corpus, target_dir, *, base_url: str | None = None, force_download: bool = False,
                     progress_file=None, **kwargs) -> Path:
-    """Download, verify and extract every file of corpus ``c`` into ``target_dir`` (archives kept next to
-    the data) from ``base_url`` (default :func:`resolve_base_url`); ``**kwargs`` go to :func:`fetch`.
-    Returns ``target_dir``.
-
-    Raises
-    ------
-    DownloadError
-        Unreachable URL (with how to use a mirror), checksum mismatch, unsafe archive or too little
-        disk space.
-    """
+    """:func:`fetch` every file of corpus ``c`` into ``target_dir`` from ``base_url`` (default
+    :func:`resolve_base_url`); returns ``target_dir``. A network error names how to use a mirror."""
     target_dir = Path(target_dir)
     base = base_url.rstrip("/") if base_url else resolve_base_url(c)
     for f in c.files:
@@ -514,16 +435,9 @@ def download_corpus(c: Corpus, target_dir, *, base_url: str | None = None, force
 
 
 def set_cache_env(cache_root=None) -> dict:
-    """Point ``HF_HOME`` (→ ``<cache_root>/huggingface``), ``HF_DATASETS_CACHE`` (→ its
-    ``datasets``, only when ``HF_HOME`` was not set by the user) and ``TORCH_HOME`` (→
-    ``<cache_root>/torch``) into ``cache_root`` (default ``<repo>/models/cache``); variables already
-    set are never changed.
-
-    Returns
-    -------
-    dict
-        The variables this call set, ``{name: value}``.
-    """
+    """Point ``HF_HOME`` (``<cache_root>/huggingface``), ``HF_DATASETS_CACHE`` (its ``datasets``, unless the
+    user set ``HF_HOME``) and ``TORCH_HOME`` (``<cache_root>/torch``) into ``cache_root`` (default
+    ``<repo>/models/cache``), never changing a variable already set; returns ``{name: value}`` of those set."""
     root = Path(cache_root) if cache_root is not None else repo_root() / "models" / "cache"
     wanted = {"HF_HOME": root / "huggingface", "TORCH_HOME": root / "torch"}
     if "HF_HOME" not in os.environ:

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
+
 from aiplib.core import stamps
 from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import FAMILIES
@@ -17,9 +19,6 @@ from aiplib.sources.corpora import get_profile
 from aiplib.sources.corpora.custom.files import absolute_path, scan_audio_files
 
 log = logging.getLogger(__name__)
-
-__all__ = ["SIZES", "stage_sizes", "raw_input_files", "raw_stamp", "raw_changes", "gather_raw", "build_item_banks",
-           "battery_specs", "stale_stamps"]
 
 SIZES = {
     "demo": dict(n_asr_real=12, n_asr_synth=16, n_kws_target=20, n_kws_nontarget=10),
@@ -44,17 +43,12 @@ def raw_input_files(ws, params: dict) -> list[Path]:
     """Absolute paths (sorted, unique) of the files stage 1 reads for ``ws.profile``, for its stamp.
 
     ``custom``: the tables (``texts``, ``kws_labels``, the backgrounds' ``licences.csv`` else
-    ``licenses.csv``), every audio file the folder scan finds
-    (:func:`aiplib.sources.corpora.custom.files.scan_audio_files`) and every file ``raw/inventory.csv``
+    ``licenses.csv``), every audio file the folder scan finds and every file ``raw/inventory.csv``
     lists. Other profiles: none (their stage 1 installs or downloads fixed packages).
     """
     if ws.profile != "custom":
         return []
-
-    found = set()
-    for name in ("texts", "kws_labels"):
-        if params.get(name):
-            found.add(absolute_path(params[name]))
+    found = {absolute_path(params[name]) for name in ("texts", "kws_labels") if params.get(name)}
     for name in ("speech_dir", "kws_dir", "backgrounds_dir"):
         folder = params.get(name)
         if not folder or not Path(folder).is_dir():
@@ -65,8 +59,6 @@ def raw_input_files(ws, params: dict) -> list[Path]:
                           if (Path(folder) / n).is_file()][:1])
     inv = ws.raw / "inventory.csv"
     if inv.is_file():
-        import pandas as pd  # noqa: PLC0415
-
         files = pd.read_csv(inv, dtype=str, keep_default_na=False, usecols=lambda c: c == "file")
         found.update(absolute_path(f) for f in files.get("file", []) if f)
     return sorted(found)
@@ -74,9 +66,8 @@ def raw_input_files(ws, params: dict) -> list[Path]:
 
 def raw_stamp(ws, params: dict) -> dict:
     """Stage 1's stamp: ``params`` (``profile`` included) and the SHA-256 of :func:`raw_input_files`."""
-    mod = get_profile(ws.profile)
     return stamps.make_stamp("01_download_data", params=params, ws=ws, inputs=raw_input_files(ws, params),
-                             module=mod.__name__)
+                             module=get_profile(ws.profile).__name__)
 
 
 def gather_raw(ws, **params):
@@ -85,8 +76,7 @@ def gather_raw(ws, **params):
     Always runs (so a file added to a custom folder is seen), then writes ``raw/raw.stamp.json``
     (:func:`raw_stamp`, with ``raw/inventory.csv`` as output) for ``make stamps``.
     """
-    mod = get_profile(ws.profile)
-    out = mod.gather_raw(ws, **params)
+    out = get_profile(ws.profile).gather_raw(ws, **params)
     inv = ws.raw / "inventory.csv"
     stamps.write_stamp(stamps.stamp_path(ws.raw, "raw"), raw_stamp(ws, dict(profile=ws.profile, **params)),
                        outputs=[inv] if inv.is_file() else [], ws=ws)
@@ -101,34 +91,23 @@ def raw_changes(ws, recorded: dict) -> list[str]:
     old = recorded
     inv = ws.raw / "inventory.csv"
     if not recorded.get("inputs") and now["inputs"] and inv.is_file():
-        import pandas as pd  # noqa: PLC0415
-
         df = pd.read_csv(inv, dtype=str, keep_default_na=False)
         if {"file", "sha256"} <= set(df.columns):
             old = dict(recorded, inputs={ws.rel(f): sha for f, sha in zip(df["file"], df["sha256"]) if f})
     return stamps.differences(old, now, ws=ws)
 
 
-def _item_bank_stamp(ws, params: dict, mod) -> dict:
-    inv = ws.raw / "inventory.csv"
-    return stamps.make_stamp("02_build_item_banks", params=dict(profile=ws.profile, **params), ws=ws,
-                             inputs=[inv] if inv.is_file() else [], module=mod.__name__)
-
-
 def build_item_banks(ws, *, overwrite: bool = False, **params):
     """Stage 2: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl`` for ``ws.profile``.
 
-    Stamped (``itembanks/itembanks.stamp.json``: parameters and ``raw/inventory.csv``), as the
-    ``paper`` profile streams Common Voice: the banks are read back unless the stamp differs or
-    ``overwrite``; a warning names what changed. ``**params`` are the profile's (``seed``, sizes).
-
-    Returns
-    -------
-    dict of str → pandas.DataFrame
-        ``{"asr": …, "kws": …}``.
+    Stamped (``itembanks/itembanks.stamp.json``: parameters and ``raw/inventory.csv``), as ``paper``
+    streams Common Voice: the banks are read back unless the stamp differs or ``overwrite``; a warning
+    names what changed. ``**params`` are the profile's (``seed``, sizes). Returns ``{"asr": …, "kws": …}``.
     """
     mod = get_profile(ws.profile)
-    stamp = _item_bank_stamp(ws, params, mod)
+    inv = ws.raw / "inventory.csv"
+    stamp = stamps.make_stamp("02_build_item_banks", params=dict(profile=ws.profile, **params), ws=ws,
+                              inputs=[inv] if inv.is_file() else [], module=mod.__name__)
     stamp_file = stamps.stamp_path(ws.itembanks, "itembanks")
     banks = [ws.item_bank(f) for f in FAMILIES]
     if not overwrite and any(p.is_file() for p in banks):
@@ -153,8 +132,7 @@ REBUILT = ("03 curation and 05 background manifests are rebuilt on every run; 04
 
 
 def _now_differences(ws, old: dict) -> list[str]:
-    """Changes of one recorded stamp: stage 1's against the files it would read now, every other
-    stamp's inputs re-hashed."""
+    """Changes of one recorded stamp: stage 1's against the files it would read now, others' inputs re-hashed."""
     if old.get("stage") == "01_download_data":
         return raw_changes(ws, old)
     now = dict(old, inputs={k: (stamps.file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
@@ -170,18 +148,13 @@ def stale_stamps(ws) -> list[dict]:
     an input that is an output of a stamp stale only through its upstream is listed under
     ``follows`` (rebuilt if that file changes).
 
-    Returns
-    -------
-    list of dict
-        In pipeline order: ``path`` (relative), ``stage``, ``written``, ``changes`` (list of str,
-        empty when up to date; None for an unreadable stamp), ``follows`` (list of str).
+    Returns a list of dict in pipeline order: ``path`` (relative), ``stage``, ``written``, ``changes``
+    (list of str, empty when up to date; None for an unreadable stamp), ``follows`` (list of str).
     """
     found = sorted(ws.root.rglob(f"*{stamps.STAMP_SUFFIX}")) if ws.root.is_dir() else []
-    recs = []
-    for p in found:
-        old = stamps.read_stamp(p)
-        recs.append({"path": ws.rel(p), "stage": (old or {}).get("stage", ""), "written": (old or {}).get("written"),
-                     "stamp": old, "changes": None if old is None else _now_differences(ws, old), "follows": []})
+    recs = [{"path": ws.rel(p), "stage": (old or {}).get("stage", ""), "written": (old or {}).get("written"),
+             "stamp": old, "changes": None if old is None else _now_differences(ws, old), "follows": []}
+            for p in found for old in [stamps.read_stamp(p)]]
     recs.sort(key=lambda r: (r["stage"], r["path"]))
     rewritten: dict[str, tuple[str, bool]] = {}  # output → (stage rebuilding it, its own inputs changed)
     for r in recs:

@@ -12,8 +12,6 @@ from typing import Protocol, runtime_checkable
 
 from aiplib.core.errors import AiplibParameterError
 
-__all__ = ["Profile", "PROFILES", "get_profile"]
-
 
 @runtime_checkable
 class Profile(Protocol):
@@ -33,7 +31,7 @@ class Profile(Protocol):
         """Stage 3 input: the background specs for :func:`aiplib.battery.backgrounds.curate_battery`."""
 
 
-PROFILES = {"demo": "aiplib.sources.corpora.demo", "paper": "aiplib.sources.corpora.paper", "custom": "aiplib.sources.corpora.custom"}
+PROFILES = {p: f"aiplib.sources.corpora.{p}" for p in ("demo", "paper", "custom")}
 """Profile name → the module implementing :class:`Profile`."""
 
 

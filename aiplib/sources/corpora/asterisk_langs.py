@@ -14,23 +14,15 @@ ru        ru_RU_f_IvrvoiceRU    female  Maxim Topal, ivrvoice.ru             CC 
 es        es_MX_f_Allison       female  Allison Smith                        CC BY-SA 3.0
 ========  ====================  ======  ===================================  ==============
 
-``es`` is read by Allison Smith, the voice of the demo's English Asterisk items
-(``same_voice_as_target = True``: a same-voice / other-language control). ``en`` (in
-:data:`DEMO_LANGUAGES`) gives the same-language distractor: the other English prompts of the
-target's package. :data:`FORMATS` searches G.722 (16 kHz) first, the codec of the English targets,
-so a distractor does not differ by lacking the 4–8 kHz band.
+``es`` is read by Allison Smith, the voice of the demo's English items (a same-voice / other-language
+control); ``en`` (in :data:`DEMO_LANGUAGES`) is the same-language distractor. G.722 (16 kHz, the English
+targets' codec) is searched first, so a distractor does not differ by lacking the 4–8 kHz band.
 
 Selection rule (:func:`asterisk_distractors`): the audio exists, the transcript holds at least
 :data:`MIN_WORDS` words after removing bracketed stage directions and the paper's normalisation,
 the prompt lasts at least :data:`MIN_DURATION_S` s, and the transcript is not damaged (a ``?``
 between a letter and a lower-case word: the Italian file lost its accented vowels). Bookworm's
 packages keep 251 fr, 225 it, 243 ru and 227 es prompts (about 20 min each).
-
-:func:`find_root` looks under ``/`` and then the folders of ``$AIP_ASTERISK_ROOT``
-(``os.pathsep``-separated; e.g. one filled by :func:`download_and_extract`).
-:func:`folder_distractors` reads any folder of speech with a texts CSV/TSV (``file, text,
-language``, optional ``speaker, same_voice_as_target, licence, attribution``), validated as the
-custom profile's speech.
 """
 from __future__ import annotations
 
@@ -44,6 +36,7 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+import soundfile as sf
 
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ValidationError
 from aiplib.core.textnorm import normalize_text
@@ -51,11 +44,6 @@ from aiplib.io.formats import parse_bool
 from aiplib.sources.corpora import debian
 from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
 from aiplib.sources.corpora.custom.validate import _validate_speech
-
-__all__ = ["VOICES", "SAME_VOICE_TARGET_SPEAKERS", "LANGUAGES", "FORMATS", "MIN_WORDS", "MIN_DURATION_S", "DISTRACTOR_COLUMNS",
-           "DEMO_LANGUAGES", "ROOT_ENV", "debian_packages", "read_transcripts", "speech_text", "is_damaged",
-           "find_root", "download_and_extract", "asterisk_distractors", "folder_distractors",
-           "read_distractor_table"]
 
 VOICES = {  # language -> voice folder, sex, credit, licence, same voice as the English target
     "fr": dict(voice="fr_CA_f_June", sex="female", credit="June Wallack", licence="CC BY-SA 3.0",
@@ -69,14 +57,11 @@ VOICES = {  # language -> voice folder, sex, credit, licence, same voice as the 
     "en": dict(voice="en_US_f_Allison", sex="female", credit="Allison Smith", licence="CC BY-SA 3.0",
                same_voice_as_target=True),
 }
-"""The Asterisk distractor voices (from each package's ``copyright`` file). ``en`` is the
-same-language (and same-voice) distractor: the English prompts of the target's own package; pass
-the target item's id in ``exclude_ids`` of :mod:`aiplib.stimuli.competing` (``en-<key>``)."""
+"""The Asterisk distractor voices (from each package's ``copyright`` file); ``en`` is the target's own package."""
 
 SAME_VOICE_TARGET_SPEAKERS = ("asterisk_allison",)
-"""Item-bank ``speaker`` ids of targets read by Allison Smith (the demo's real ASR items,
-:mod:`aiplib.sources.corpora.demo`): an Asterisk table's ``same_voice_as_target`` holds for these targets
-only (the demo's synthetic ASR items and every KWS item have other voices)."""
+"""Item-bank ``speaker`` ids read by Allison Smith (the demo's real ASR items): ``same_voice_as_target``
+of an Asterisk table holds for these targets only."""
 
 LANGUAGES = ("fr", "it", "ru", "es")
 """Languages of the demo's other-language distractors, in the order used by default."""
@@ -84,14 +69,11 @@ LANGUAGES = ("fr", "it", "ru", "es")
 DEMO_LANGUAGES = LANGUAGES + ("en",)
 """The demo's distractor languages: :data:`LANGUAGES` and ``en``, the same-language distractor."""
 
-FORMATS = ("g722", "wav")
-"""Audio formats searched, in order (G.722 first: the target items' codec, see above)."""
+FORMATS = ("g722", "wav")  # Audio formats searched, in order (G.722 first: the target items' codec, see above).
 
-MIN_WORDS = 3
-"""Least number of words (paper normalisation, stage directions removed) of a kept prompt."""
+MIN_WORDS = 3  # Least number of words (paper normalisation, stage directions removed) of a kept prompt.
 
-MIN_DURATION_S = 1.5
-"""Least duration of a kept prompt, s."""
+MIN_DURATION_S = 1.5  # Least duration of a kept prompt, s.
 
 ROOT_ENV = "AIP_ASTERISK_ROOT"
 """Environment variable: further roots (``os.pathsep``-separated) holding extracted packages."""
@@ -106,32 +88,15 @@ _DAMAGED = re.compile(r"[^\W\d_]\?\s*([^\W\d_])")
 
 
 def debian_packages(languages=LANGUAGES, fmt: str = "g722") -> list[str]:
-    """Debian packages holding the transcripts and the ``fmt`` audio of ``languages``.
-
-    Returns
-    -------
-    list of str
-        e.g. ``["asterisk-core-sounds-fr", "asterisk-core-sounds-fr-g722", …]``.
-    """
+    """Debian packages holding the transcripts and the ``fmt`` audio of ``languages``
+    (``["asterisk-core-sounds-fr", "asterisk-core-sounds-fr-g722", …]``)."""
     return [p for lang in languages for p in (f"asterisk-core-sounds-{lang}", f"asterisk-core-sounds-{lang}-{fmt}")]
 
 
 def read_transcripts(path) -> dict[str, str]:
-    """Parse an Asterisk transcript file ``core-sounds-<lang>.txt[.gz]``.
-
-    Parameters
-    ----------
-    path : str or Path
-        Lines ``name: text`` (``name`` may hold a sub-folder, ``digits/7``); lines starting with
-        ``;`` and lines without ``:`` are skipped; a UTF-8 byte-order mark is ignored (the Italian
-        file has one).
-
-    Returns
-    -------
-    dict
-        prompt key → transcript with white space collapsed (``""`` for an empty entry). A key
-        listed twice keeps its last text.
-    """
+    """Parse an Asterisk transcript file ``core-sounds-<lang>.txt[.gz]`` (lines ``name: text``, ``name``
+    maybe ``digits/7``; ``;`` lines, lines without ``:`` and a byte-order mark skipped) into
+    ``{key: text with white space collapsed}``; a key listed twice keeps its last text."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     out = {}
@@ -158,10 +123,7 @@ def is_damaged(text: str) -> bool:
 
 
 def _roots(extra=None) -> list[Path]:
-    roots = [Path(r) for r in (extra or [])]
-    roots.append(Path("/"))
-    roots += [Path(r) for r in os.environ.get(ROOT_ENV, "").split(os.pathsep) if r]
-    return roots
+    return [*map(Path, extra or []), Path("/"), *(Path(r) for r in os.environ.get(ROOT_ENV, "").split(os.pathsep) if r)]
 
 
 def _transcript_rel(lang: str) -> str:
@@ -170,7 +132,7 @@ def _transcript_rel(lang: str) -> str:
 
 def find_root(lang: str, *, roots=None, formats=FORMATS) -> tuple[Path, str]:
     """``(root, fmt)``: the first root holding the transcript and audio folder of ``lang`` (``roots``
-    first, then ``/`` and ``$AIP_ASTERISK_ROOT``), with the audio extension found (``formats`` in order).
+    first, then ``/`` and the ``os.pathsep``-separated ``$AIP_ASTERISK_ROOT``), with the audio extension found.
 
     Raises
     ------
@@ -197,22 +159,15 @@ def find_root(lang: str, *, roots=None, formats=FORMATS) -> tuple[Path, str]:
 
 
 def download_and_extract(dest, languages=LANGUAGES, *, fmt: str = "g722") -> Path:
-    """Fetch the packages with ``apt-get download`` and unpack them into ``dest`` with ``dpkg-deb -x``
-    (no root); pass ``dest`` as ``roots=[dest]`` or ``$AIP_ASTERISK_ROOT``. Returns ``dest``.
-
-    Raises
-    ------
-    MissingPackageError
-        If apt-get or dpkg-deb is missing or a download fails (message from apt-get).
-    """
+    """``apt-get download`` the packages and ``dpkg-deb -x`` them into ``dest`` (no root; use it as
+    ``roots=[dest]`` or ``$AIP_ASTERISK_ROOT``); returns ``dest``. MissingPackageError if a tool or download fails."""
     dest = Path(dest)
     if not (shutil.which("apt-get") and shutil.which("dpkg-deb")):
         raise MissingPackageError("apt-get and dpkg-deb are needed to fetch the Asterisk packages")
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="asterisk-debs-") as tmp:
         pkgs = debian_packages(languages, fmt)
-        proc = subprocess.run(["apt-get", "download", *pkgs], cwd=tmp, capture_output=True, text=True,
-                              check=False)
+        proc = subprocess.run(["apt-get", "download", *pkgs], cwd=tmp, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise MissingPackageError(f"apt-get download {' '.join(pkgs)} failed: "
                                       f"{(proc.stderr or proc.stdout).strip()[-500:]}")
@@ -224,8 +179,6 @@ def download_and_extract(dest, languages=LANGUAGES, *, fmt: str = "g722") -> Pat
 def _duration_s(path: Path, fmt: str) -> float:
     if fmt == "g722":
         return path.stat().st_size / _G722_BYTES_PER_S
-    import soundfile as sf
-
     return float(sf.info(str(path)).duration)
 
 
@@ -237,11 +190,8 @@ def asterisk_distractors(languages=LANGUAGES, *, roots=None, formats=FORMATS, mi
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`DISTRACTOR_COLUMNS`, by language (given order) then key: ``distractor_id``
-        (``<lang>-<key>``, ``/`` → ``-``), ``language``, ``voice`` (talker id), ``sex``,
-        ``same_voice_as_target``, ``key``, ``path`` (absolute), ``text``, ``text_norm`` (paper
-        normalisation without stage directions), ``n_words``, ``duration_s`` (s; G.722 from the file
-        size at 64 kbit/s), ``source``, ``licence``, ``attribution``.
+        Columns :data:`DISTRACTOR_COLUMNS`, by language (given order) then key; ``distractor_id``
+        ``<lang>-<key>`` (``/`` → ``-``), ``path`` absolute, ``duration_s`` in s (G.722: from the size).
 
     Raises
     ------
@@ -262,57 +212,33 @@ def asterisk_distractors(languages=LANGUAGES, *, roots=None, formats=FORMATS, mi
             if dur < min_duration_s:
                 continue
             rows.append(dict(distractor_id=f"{lang}-{key.replace('/', '-')}", language=lang, voice=v["voice"],
-                             sex=v["sex"], same_voice_as_target=v["same_voice_as_target"], key=key,
-                             path=str(path), text=text, text_norm=norm, n_words=len(norm.split()),
-                             duration_s=round(dur, 6), source=f"asterisk-core-sounds-{lang}-{fmt}",
-                             licence=v["licence"],
+                             sex=v["sex"], same_voice_as_target=v["same_voice_as_target"], key=key, path=str(path),
+                             text=text, text_norm=norm, n_words=len(norm.split()), duration_s=round(dur, 6),
+                             source=f"asterisk-core-sounds-{lang}-{fmt}", licence=v["licence"],
                              attribution=f"Asterisk core sounds ({lang}), recorded by {v['credit']}"))
     return pd.DataFrame(rows, columns=DISTRACTOR_COLUMNS)
 
 
-def _custom_validator():
-    """The custom profile's speech validator and problem collector (:mod:`aiplib.sources.corpora.custom`)."""
-
-    return _validate_speech, _Collector, ValidationReport
-
-
 def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.DataFrame:
-    """Distractor utterances from any folder of speech with a texts table (paper/custom), validated as
-    the custom profile's speech.
+    """Distractor utterances from any folder of speech (recursive) with a texts CSV/TSV (``file``, ``text``,
+    ``language`` unless ``language=`` is given; optional ``speaker``, ``same_voice_as_target``, ``licence``,
+    ``attribution``), validated as the custom profile's speech.
 
-    Parameters
-    ----------
-    speech_dir : str or Path
-        Folder of utterances (searched recursively).
-    texts : str or Path
-        CSV/TSV with ``file``, ``text`` and ``language`` (unless ``language=``); optional
-        ``speaker``, ``same_voice_as_target`` (default false), ``licence``, ``attribution``.
-    language : str, optional
-        Language of every row (overrides the column).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns :data:`DISTRACTOR_COLUMNS`; ``distractor_id`` ``<language>-<item id>``, ``voice``
-        the ``speaker`` (``unknown`` when absent), ``key`` the item id, ``source``
-        ``custom/distractors``, ``duration_s`` (s) measured after decoding.
+    Returns a DataFrame with columns :data:`DISTRACTOR_COLUMNS` (``distractor_id`` ``<language>-<item id>``,
+    ``source`` ``custom/distractors``, ``duration_s`` in s measured after decoding).
 
     Raises
     ------
     ValidationError
         If the validation finds a fatal problem (with the full list), or a row has no language.
     """
-    validate_speech, Collector, Report = _custom_validator()
-    probs, scans = Collector(), []
-    rows = validate_speech(speech_dir, texts, probs, scans)
-    report = Report(problems=probs.sorted(), speech=rows, scans=scans)
-    report.raise_if_fatal()
-    table = pd.read_csv(texts, sep=None, engine="python", dtype=str, keep_default_na=False,
-                        encoding="utf-8-sig")
+    probs, scans = _Collector(), []
+    rows = _validate_speech(speech_dir, texts, probs, scans)
+    ValidationReport(problems=probs.sorted(), speech=rows, scans=scans).raise_if_fatal()
+    table = pd.read_csv(texts, sep=None, engine="python", dtype=str, keep_default_na=False, encoding="utf-8-sig")
     table.columns = [str(c).strip().lower() for c in table.columns]
     folder = Path(os.path.abspath(os.path.expanduser(str(speech_dir))))
-    extra = {os.path.normpath(str(folder / f)): r for f, r in zip(table["file"].str.strip(),
-                                                                   table.to_dict("records"))}
+    extra = {os.path.normpath(str(folder / f)): r for f, r in zip(table["file"].str.strip(), table.to_dict("records"))}
     out = []
     for r in rows:
         e = extra.get(os.path.normpath(r["file"]), {})
@@ -336,8 +262,7 @@ def _read_table(path: str, mtime_ns: int, size: int, root: str | None) -> pd.Dat
     missing = [c for c in DISTRACTOR_COLUMNS if c not in df.columns]
     if missing:
         raise ValidationError([f"{path}: distractor table lacks columns {missing}"])
-    for c in ("n_words",):
-        df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
+    df["n_words"] = pd.to_numeric(df["n_words"], errors="coerce").astype("Int64")
     df["duration_s"] = pd.to_numeric(df["duration_s"], errors="coerce")
     df["same_voice_as_target"] = df["same_voice_as_target"].map(lambda v: parse_bool(v) is True)
     return df
@@ -345,16 +270,8 @@ def _read_table(path: str, mtime_ns: int, size: int, root: str | None) -> pd.Dat
 
 def read_distractor_table(path, *, root=None) -> pd.DataFrame:
     """Read ``raw/distractors/distractors.csv`` (cached on path, mtime and size: read-only), relative
-    paths resolved against ``root``; text columns as strings, ``n_words`` Int64, ``duration_s`` float,
-    ``same_voice_as_target`` bool.
-
-    Raises
-    ------
-    FileNotFoundError
-        If the file does not exist.
-    ValidationError
-        If a column of :data:`DISTRACTOR_COLUMNS` is missing.
-    """
+    paths resolved against ``root``; ``n_words`` Int64, ``duration_s`` float, ``same_voice_as_target`` bool.
+    FileNotFoundError if missing, ValidationError if a column of :data:`DISTRACTOR_COLUMNS` is missing."""
     p = Path(path).resolve()
     st = p.stat()
     return _read_table(str(p), st.st_mtime_ns, st.st_size, None if root is None else str(Path(root).resolve()))

@@ -10,46 +10,34 @@ authors' rule), mapping each raw ``accent`` string to one of 11 accent groups
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
+import soundfile as sf
 
 from aiplib.core.errors import AiplibError, MissingPackageError
 from aiplib.io.audio import SR, load_audio
 from aiplib.sources.download import CorpusError, set_cache_env
 
-__all__ = ["CV_DATASET", "CV_SPLIT", "N_COMMON_VOICE", "ACCENT_GROUPS_FILE", "read_accent_groups",
-           "CV_ACCENT_GROUPS", "accent_group", "load_common_voice", "select_common_voice"]
-
 CV_DATASET = "fsicoli/common_voice_17_0"
-"""Hugging Face id of the Common Voice 17.0 mirror streamed in stage 2 (config ``en``). It is a
-*loading-script* data set: it needs ``datasets<4`` (4.0 removed script support; the authors used
-3.5.1, which the ``paper`` extra pins)."""
-CV_SPLIT = "validation"
-"""The split the authors stream (their ``scripts/02_build_banks.py``)."""
+"""Hugging Face id of the Common Voice 17.0 mirror streamed in stage 2 (config ``en``): a loading-script
+data set, so ``datasets<4`` (the authors used 3.5.1, pinned by the ``paper`` extra)."""
+CV_SPLIT = "validation"  # The split the authors stream (their ``scripts/02_build_banks.py``).
 
 ACCENT_GROUPS_FILE = Path(__file__).with_name("cv_accent_groups.csv")
-"""``aiplib/sources/corpora/cv_accent_groups.csv``: columns ``cv_accent`` (a Common Voice 17 ``accent``
-string, exactly) and ``accent_group`` (the group label). The 11 rows are the 11 accent groups of
-the authors' README, labelled as in their figure script (``accent_clean_map`` of
-``scripts/generate_results_new_2.py``); the project page says ten."""
-N_COMMON_VOICE = 80
-"""Accent-labelled Common Voice 17 clips in the ASR bank (authors' ``CV_N``)."""
+"""``cv_accent`` (a Common Voice 17 ``accent`` string, exactly) → ``accent_group``: the 11 groups of the
+authors' README, labelled as ``accent_clean_map`` of their ``scripts/generate_results_new_2.py``."""
+N_COMMON_VOICE = 80  # Accent-labelled Common Voice 17 clips in the ASR bank (authors' ``CV_N``).
 
 
 def read_accent_groups(path=None) -> dict:
     """Common Voice accent string → group label, in file order, from a CSV ``cv_accent,accent_group``
-    (default :data:`ACCENT_GROUPS_FILE`).
-
-    Raises
-    ------
-    CorpusError
-        A column is missing or an accent string appears twice.
-    """
-
+    (default :data:`ACCENT_GROUPS_FILE`); CorpusError if a column is missing or an accent appears twice."""
     with open(path or ACCENT_GROUPS_FILE, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     if not rows or not {"cv_accent", "accent_group"} <= set(rows[0]):
@@ -68,44 +56,21 @@ CV_ACCENT_GROUPS = read_accent_groups()
 
 
 def accent_group(value, groups=None) -> str | None:
-    """The accent group of a Common Voice ``accent`` value (exact match after stripping spaces).
-
-    Parameters
-    ----------
-    value : str or None
-    groups : dict, optional
-        Default :data:`CV_ACCENT_GROUPS`.
-
-    Returns
-    -------
-    str or None
-        The group, or ``None`` for an empty, unlisted or multi-accent value (these clips stay in the
-        bank as the authors kept them; they are reported apart from the 11 groups).
-    """
+    """The accent group (``groups``, default :data:`CV_ACCENT_GROUPS`) of a Common Voice ``accent`` value
+    (exact match after stripping spaces), ``None`` for an empty, unlisted or multi-accent value."""
     if not value or not isinstance(value, str):
         return None
     return (CV_ACCENT_GROUPS if groups is None else groups).get(value.strip())
 
 
-def _datasets_major(version: str) -> int:
-    m = re.match(r"(\d+)", str(version))
-    return int(m.group(1)) if m else 0
-
-
 def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, config: str = "en"):
-    """Stream Common Voice 17 (English) from the Hugging Face hub [7]_, unshuffled, audio undecoded,
-    as the authors did (a loading-script data set: ``trust_remote_code=True``, ``datasets<4``).
-
-    Returns
-    -------
-    datasets.IterableDataset
-        Records with ``client_id, path, audio, sentence, up_votes, down_votes, age, gender, accent …``.
+    """Stream Common Voice 17 (English) from the Hugging Face hub [7]_, unshuffled, audio undecoded, as the
+    authors did; returns a ``datasets.IterableDataset``.
 
     Raises
     ------
     MissingPackageError
-        ``datasets`` is not installed, or is 4.0 or newer: the message gives the
-        ``pip install 'datasets>=3.5,<4'`` command.
+        ``datasets`` is not installed, or is 4.0 or newer (with the ``pip install`` command).
     AiplibError
         The hub cannot be reached or refuses the data set (accept its terms, ``hf auth login``).
     """
@@ -117,7 +82,7 @@ def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, co
         raise MissingPackageError(f"stage 2 of the paper profile streams Common Voice with Hugging Face "
                                   f"`datasets`; install it with `{fix}") from None
     version = getattr(datasets, "__version__", "0")
-    if _datasets_major(version) >= 4:
+    if int(re.match(r"\d*", str(version)).group() or 0) >= 4:
         raise MissingPackageError(
             f"{dataset_id} is a loading-script data set and datasets {version} no longer runs loading "
             f"scripts (removed in datasets 4.0); install a 3.x release with `{fix}")
@@ -127,17 +92,13 @@ def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, co
         raise AiplibError(f"cannot stream {dataset_id} ({config}, {split}) from the Hugging Face hub: {exc}. "
                           f"Check the network or HF_ENDPOINT, accept the data set's terms on its hub page "
                           f"and log in with `hf auth login`.") from None
-    try:
+    with contextlib.suppress(Exception):  # a stream without that column / an old datasets: decode as given
         ds = ds.cast_column("audio", datasets.Audio(decode=False))
-    except Exception:  # noqa: BLE001 - a stream without that column / an old datasets: decode as given
-        pass
     return ds
 
 
 def _cv_native(record):
     """→ (samples at the native rate, float32 mono, native rate in Hz) of a Common Voice record."""
-    import soundfile as sf
-
     a = record.get("audio")
     if isinstance(a, dict) and a.get("array") is not None:
         arr = np.asarray(a["array"], dtype=np.float32)
@@ -155,8 +116,6 @@ def _cv_native(record):
         arr, sr = sf.read(io.BytesIO(raw), dtype="float32", always_2d=True)
         return arr.mean(axis=1), int(sr)
     except Exception:  # noqa: BLE001 - an MP3 libsndfile cannot read: ffmpeg through load_audio
-        import tempfile
-
         with tempfile.TemporaryDirectory() as tmp:
             p = Path(tmp) / name
             p.write_bytes(raw)
@@ -168,37 +127,24 @@ def _labelled(value) -> bool:
 
 
 def select_common_voice(dataset, out_dir, *, n: int = N_COMMON_VOICE, groups=None) -> list:
-    """The authors' Common Voice rule (``scripts/02_build_banks.py``): the first ``n`` clips of the
-    stream whose ``accent`` and ``gender`` are both given and not ``unknown``.
+    """The authors' Common Voice rule (``scripts/02_build_banks.py``): the first ``n`` clips of ``dataset``
+    whose ``accent`` (or ``accents``) and ``gender`` are both given and not ``unknown``.
 
-    The k-th kept clip (k from 0) is ``cv_<client_id[:8]>_<k>``, saved as ``<out_dir>/<id>.wav`` at
-    its native rate (16-bit PCM, as their ``soundfile.write``).
-
-    Parameters
-    ----------
-    dataset : iterable of dict
-        Records with ``audio`` (``array`` + ``sampling_rate``, or ``bytes``/``path``), ``sentence``,
-        ``client_id``, ``accent`` (or ``accents``), ``gender``, ``age``.
-    out_dir : str or Path
-        ``data/paper/speech_asr/common_voice/``.
-    n : int > 0
-    groups : dict, optional
-        Accent string → group; default :data:`CV_ACCENT_GROUPS`.
+    The k-th kept clip is ``cv_<client_id[:8]>_<k>``, saved as ``<out_dir>/<id>.wav`` at its native rate
+    (16-bit PCM, as their ``soundfile.write``).
 
     Returns
     -------
     list of dict
         In stream order: ``item_id, y`` (np.ndarray [shape=(samples,)], float32, 16 kHz, read back
-        from the file), ``text, speaker, gender, age, accent``, ``accent_group`` (or None),
-        ``source_file``.
+        from the file), ``text, speaker, gender, age, accent``, ``accent_group`` (``groups``, default
+        :data:`CV_ACCENT_GROUPS`; or None), ``source_file``.
 
     Raises
     ------
     CorpusError
         The stream ends before ``n`` labelled clips (the message gives the numbers).
     """
-    import soundfile as sf
-
     picked = []
     for rec in dataset:
         if len(picked) >= n:

@@ -13,24 +13,12 @@ import subprocess
 
 from aiplib.core.errors import MissingPackageError
 
-__all__ = ["installed", "missing_packages", "install_command", "ensure_packages"]
-
 _APT_FLAGS = ["install", "-y", "--no-install-recommends"]
 
 
 def installed(pkg: str) -> bool:
-    """Whether the Debian package ``pkg`` is installed (``dpkg-query`` status ``install ok installed``).
-
-    Parameters
-    ----------
-    pkg : str
-        Debian package name, e.g. ``"asterisk-core-sounds-en-g722"``.
-
-    Returns
-    -------
-    bool
-        False also when ``dpkg-query`` itself is not available (not a Debian system).
-    """
+    """Whether the Debian package ``pkg`` is installed (``dpkg-query`` status ``install ok installed``);
+    False when ``dpkg-query`` is not available."""
     exe = shutil.which("dpkg-query")
     if exe is None:
         return False
@@ -50,8 +38,7 @@ def install_command(pkgs) -> str:
 
 def _missing_error(missing) -> MissingPackageError:
     return MissingPackageError(
-        f"missing Debian package(s): {', '.join(missing)}. Install them with:\n"
-        f"    {install_command(missing)}")
+        f"missing Debian package(s): {', '.join(missing)}. Install them with:\n    {install_command(missing)}")
 
 
 def _apt_prefix() -> list[str] | None:

@@ -31,12 +31,8 @@ from aiplib.sources.corpora.asterisk_langs import (
 from aiplib.sources.corpora.demo_sources import BATTERY, BG_SOURCES, NOTICES, Src
 from aiplib.sources.corpora.tts import pad_to, synthesize, trim_silence
 
-__all__ = ["DEBIAN_PACKAGES", "NON_TARGET_WORDS", "HARVARD_SENTENCES", "ASR_VOICES", "KWS_VOICES",
-           "gather_raw", "asterisk_prompts", "build_item_banks", "battery_specs"]
-
-DEBIAN_PACKAGES = ["ffmpeg", "espeak-ng", "flite", "sox", "asterisk-core-sounds-en",
-                   "asterisk-core-sounds-en-g722", "asterisk-moh-opsound-g722", "minetest-data",
-                   "sonic-pi-samples", "extremetuxracer-data"]
+DEBIAN_PACKAGES = ["ffmpeg", "espeak-ng", "flite", "sox", "asterisk-core-sounds-en", "asterisk-core-sounds-en-g722",
+                   "asterisk-moh-opsound-g722", "minetest-data", "sonic-pi-samples", "extremetuxracer-data"]
 """Debian packages the demo profile needs (``asterisk-core-sounds-en`` brings the transcripts)."""
 
 NON_TARGET_WORDS = ("bed", "cat", "happy", "house", "marvin", "sheila", "tree", "wow", "bird", "dog")
@@ -65,10 +61,9 @@ ASR_VOICES = ("espeak:en-us", "espeak:en-gb", "espeak:en-gb-scotland", "espeak:e
               "flite:kal16", "flite:slt", "flite:rms", "flite:awb")
 """Synthetic ASR voices (``engine:voice``); ``kal16`` is flite's 16 kHz build of ``kal``."""
 
-KWS_VOICES = ("espeak:en-us+f3", "espeak:en-gb+m2", "flite:slt", "espeak:en-gb-scotland+f2",
-              "flite:kal16", "espeak:en-029+m4", "espeak:en-us-nyc+f4", "flite:awb",
-              "espeak:en-gb-x-rp+m3", "espeak:en-gb-x-gbclan+f5", "flite:rms",
-              "espeak:en-gb-x-gbcwmd+m7", "espeak:en-us+m1", "espeak:en-gb+f1")
+KWS_VOICES = ("espeak:en-us+f3", "espeak:en-gb+m2", "flite:slt", "espeak:en-gb-scotland+f2", "flite:kal16",
+              "espeak:en-029+m4", "espeak:en-us-nyc+f4", "flite:awb", "espeak:en-gb-x-rp+m3",
+              "espeak:en-gb-x-gbclan+f5", "flite:rms", "espeak:en-gb-x-gbcwmd+m7", "espeak:en-us+m1", "espeak:en-gb+f1")
 """Fourteen synthetic KWS voices (espeak-ng accent + voice variant, flite voices)."""
 
 _SHARE = Path("/usr/share")
@@ -83,10 +78,6 @@ _N_BABBLE, _N_HUBBUB, _STREAM_S = 6, 2, 31.0
 
 
 # ----------------------------------------------------------------------------- stage 1
-def _raw(ws, package: str, rel: str) -> Path:
-    return ws.raw / package / rel
-
-
 def _copy(src: Path, dst: Path) -> None:
     if dst.is_file() and dst.stat().st_size == src.stat().st_size:
         return
@@ -110,15 +101,9 @@ def _source_files() -> list[Src]:
 
 
 def gather_raw(ws, *, install: bool = True):
-    """Stage 1: copy the demo's source files into ``raw/<package>/`` (files of the same size are
-    skipped) and write the inventory; ``install`` lets
-    :func:`aiplib.sources.corpora.debian.ensure_packages` install missing packages.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``raw/inventory.csv``: ``file`` (relative to ``ws.root``), ``package``, ``licence``,
-        ``attribution``, ``bytes``.
+    """Stage 1: copy the demo's source files into ``raw/<package>/`` (files of the same size skipped) and
+    return ``raw/inventory.csv`` (``file``, ``package``, ``licence``, ``attribution``, ``bytes``); ``install``
+    lets :func:`aiplib.sources.corpora.debian.ensure_packages` install missing packages.
 
     Raises
     ------
@@ -129,7 +114,7 @@ def gather_raw(ws, *, install: bool = True):
     ws.ensure()
     rows = []
     for s in _source_files():
-        src, dst = _SHARE / s.rel, _raw(ws, s.package, s.rel)
+        src, dst = _SHARE / s.rel, ws.raw / s.package / s.rel
         if not src.is_file():
             raise MissingPackageError(f"{src}: expected in Debian package {s.package}; reinstall it with\n"
                                       f"    {debian.install_command([s.package])}")
@@ -152,16 +137,15 @@ def asterisk_prompts(ws):
     AiplibError
         If stage 1 has not been run.
     """
-    tpath = _raw(ws, _TXT_PKG, _TRANSCRIPT)
+    tpath = ws.raw / _TXT_PKG / _TRANSCRIPT
     if not tpath.is_file():
         raise AiplibError(f"{tpath} is missing: run aiplib.sources.corpora.demo.gather_raw(ws) first (stage 1)")
     rows = []
     for key, text in sorted(read_transcripts(tpath).items()):
-        p = _raw(ws, _AST_PKG, f"{_PROMPTS}/{key}.g722")
+        p = ws.raw / _AST_PKG / _PROMPTS / f"{key}.g722"
         if p.is_file():
             rows.append(dict(key=key, path=str(p), text=text, n_words=len(text.split()),
-                             duration_s=p.stat().st_size / _G722_BYTES_PER_S,
-                             clean_text=bool(_TEXT_OK.match(text))))
+                             duration_s=p.stat().st_size / _G722_BYTES_PER_S, clean_text=bool(_TEXT_OK.match(text))))
     return pd.DataFrame(rows)
 
 
@@ -189,13 +173,11 @@ def _asr_real(ws, n: int, rng) -> list[dict]:
     cand = p[(p.duration_s >= 2.0) & (p.duration_s <= 10.0) & (p.n_words >= 5) & p.clean_text]
     if n > len(cand):
         raise AiplibParameterError(f"n_asr_real={n} but only {len(cand)} Asterisk prompts qualify")
-    rows = []
-    for r in cand.iloc[np.sort(rng.choice(len(cand), size=n, replace=False))].itertuples():
-        rows.append(_item(ws, "asr", "ast-" + r.key.replace("/", "-"), load_audio(r.path),
-                          dict(source_file=ws.rel(r.path), source=_AST_PKG, licence=_AST_LICENCE,
-                               attribution=_AST_ATTR, speaker="asterisk_allison",
-                               accent_group="en-US (Asterisk, real)", synthetic=False), text=r.text))
-    return rows
+    credit = dict(source=_AST_PKG, licence=_AST_LICENCE, attribution=_AST_ATTR, speaker="asterisk_allison",
+                  accent_group="en-US (Asterisk, real)", synthetic=False)
+    return [_item(ws, "asr", "ast-" + r.key.replace("/", "-"), load_audio(r.path),
+                  dict(credit, source_file=ws.rel(r.path)), text=r.text)
+            for r in cand.iloc[np.sort(rng.choice(len(cand), size=n, replace=False))].itertuples()]
 
 
 def _asr_synth(ws, n: int, rng) -> list[dict]:
@@ -232,29 +214,13 @@ def _kws(ws, n_target: int, n_nontarget: int, rng) -> list[dict]:
 
 def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_target: int = 20,
                      n_kws_nontarget: int = 10, seed: int = DEFAULT_SEED, overwrite: bool = False):
-    """Stage 2: write ``itembanks/asr.jsonl``, ``itembanks/kws.jsonl`` and their 16 kHz WAVs.
+    """Stage 2: write ``itembanks/asr.jsonl``, ``itembanks/kws.jsonl`` and their 16 kHz WAVs (read back when
+    both exist, unless ``overwrite``); the same ``seed`` gives the same items and bytes.
 
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Stage 1 (:func:`gather_raw`) must have been run.
-    n_asr_real : int ≥ 0
-        A seeded choice among the Asterisk prompts of 2–10 s with ≥ 5 words and a plain transcript
-        (about 170 qualify), untrimmed.
-    n_asr_synth : int ≥ 0
-        Harvard sentences (seeded order) read by :data:`ASR_VOICES` in turn, trimmed to 0.1 s margins.
-    n_kws_target, n_kws_nontarget : int ≥ 0
-        Words of :data:`KEYWORDS` / :data:`NON_TARGET_WORDS` in turn, voices round-robin over a
-        seeded order of :data:`KWS_VOICES`; trimmed and centred in ≥ 1 s.
-    seed : int
-        Seed of ``numpy.random.default_rng``; the same seed gives the same items and bytes.
-    overwrite : bool
-        Rebuild even when both item banks exist (otherwise they are read back).
-
-    Returns
-    -------
-    dict of str → pandas.DataFrame
-        ``{"asr": …, "kws": …}``.
+    ``n_asr_real``: a seeded choice among the Asterisk prompts of 2–10 s with ≥ 5 words and a plain
+    transcript, untrimmed; ``n_asr_synth``: Harvard sentences read by :data:`ASR_VOICES` in turn, trimmed
+    to 0.1 s margins; ``n_kws_target`` / ``n_kws_nontarget``: words of :data:`KEYWORDS` /
+    :data:`NON_TARGET_WORDS`, voices round-robin over a seeded order of :data:`KWS_VOICES`, centred in ≥ 1 s.
 
     Raises
     ------
@@ -286,7 +252,7 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
 # ----------------------------------------------------------------------------- battery
 def _group_spec(ws, bg_id, category, group, description, start_s) -> dict:
     srcs = BG_SOURCES[group]
-    paths = [_raw(ws, s.package, s.rel) for s in srcs]
+    paths = [ws.raw / s.package / s.rel for s in srcs]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise AudioFileError(f"{missing[0]}: background source missing; run "
@@ -354,11 +320,8 @@ def battery_specs(ws, *, seed: int = DEFAULT_SEED) -> list[dict]:
     AiplibError
         If the item bank does not exist yet.
     """
-    specs = []
-    for bg_id, category, group, description, start_s in BATTERY:
-        if group in ("white", "pink", "brown"):
-            specs.append(_noise_spec(bg_id, group, description))
-        else:
-            specs.append(_group_spec(ws, bg_id, category, group, description, start_s))
+    specs = [_noise_spec(bg_id, group, description) if group in ("white", "pink", "brown")
+             else _group_spec(ws, bg_id, category, group, description, start_s)
+             for bg_id, category, group, description, start_s in BATTERY]
     # DC and rumble below 20 Hz are taken out before normalisation (aiplib.io.subaudible)
     return [dict(s, subaudible="remove") for s in specs + _speech_specs(ws, seed)]

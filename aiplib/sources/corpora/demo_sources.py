@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Src", "NOTICES", "BG_SOURCES", "BATTERY"]
-
 _MT = "games/minetest/games/minetest_game/mods"
 _SP = "sonic-pi/samples"
 

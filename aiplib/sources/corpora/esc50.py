@@ -9,32 +9,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from aiplib.sources.download import Corpus, CorpusError, RemoteFile, need_dir
 
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas
-
-__all__ = ["CORPUS", "ROOT", "prepare_esc50"]
-
-CORPUS = Corpus(
-    name="esc50", title="ESC-50", kind="backgrounds",
-    base_url="https://github.com/karoldvl/ESC-50/archive",
+CORPUS = Corpus(  # download record of ESC-50
+    name="esc50", title="ESC-50", kind="backgrounds", base_url="https://github.com/karoldvl/ESC-50/archive",
     files=(RemoteFile("master.zip", approx_gb=0.65),),
     licence="CC BY-NC 3.0", homepage="https://github.com/karolpiczak/ESC-50",
     attribution="K. J. Piczak, ESC: Dataset for Environmental Sound Classification, ACM MM 2015",
     notes="GitHub archive of the master branch: no published checksum and no range support "
           "(an interrupted download restarts); the SHA-256 is recorded.")
-"""Download record of ESC-50."""
 
-ROOT = "ESC-50-master"
-"""Top folder of the extracted archive, inside the corpus folder."""
+ROOT = "ESC-50-master"  # Top folder of the extracted archive, inside the corpus folder.
 
 
-def prepare_esc50(corpus_dir) -> pandas.DataFrame:
+def prepare_esc50(corpus_dir) -> pd.DataFrame:
     """ESC-50's ``meta/esc50.csv`` [1]_ under ``corpus_dir/ESC-50-master/``: ``filename, fold, target,
     category, esc10, src_file, take, path`` (absolute).
 
@@ -43,7 +34,6 @@ def prepare_esc50(corpus_dir) -> pandas.DataFrame:
     CorpusError
         If the folder or the metadata file is missing.
     """
-
     root = need_dir(Path(corpus_dir) / ROOT, "ESC-50")
     meta = root / "meta" / "esc50.csv"
     if not meta.is_file():

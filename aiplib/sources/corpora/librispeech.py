@@ -6,31 +6,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import soundfile as sf
 
 from aiplib.sources.download import Corpus, RemoteFile, need_dir
 
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas
-
-__all__ = ["CORPUS", "prepare_librispeech", "read_librispeech_speakers"]
-
-CORPUS = Corpus(
+CORPUS = Corpus(  # download record of LibriSpeech (two archives, extracted into ``LibriSpeech/``)
     name="librispeech", title="LibriSpeech test-clean and test-other", kind="speech_asr",
     base_url="https://www.openslr.org/resources/12",
     files=(RemoteFile("test-clean.tar.gz", md5="32fa31d27d2e1cad72775fee3f4849a9", approx_gb=0.35),
            RemoteFile("test-other.tar.gz", md5="fb5a50374b501bb3bac4815ee91d3135", approx_gb=0.33)),
     licence="CC BY 4.0", homepage="https://www.openslr.org/12/",
-    attribution="V. Panayotov et al., Librispeech: an ASR corpus based on public domain audio "
-                "books, ICASSP 2015")
-"""Download record of LibriSpeech (two archives, extracted into ``LibriSpeech/``)."""
+    attribution="V. Panayotov et al., Librispeech: an ASR corpus based on public domain audio books, ICASSP 2015")
 
 
-def prepare_librispeech(corpus_dir, parts=("test-clean", "test-other"), *,
-                        with_duration: bool = True) -> pandas.DataFrame:
+def prepare_librispeech(corpus_dir, parts=("test-clean", "test-other"), *, with_duration: bool = True) -> pd.DataFrame:
     """LibriSpeech utterances [5]_ of ``parts`` under ``corpus_dir/LibriSpeech/``: ``utt_id, part,
     speaker, chapter, text, path, duration_s`` (s, from each header when ``with_duration``), sorted by
     part and id.
@@ -40,8 +32,6 @@ def prepare_librispeech(corpus_dir, parts=("test-clean", "test-other"), *,
     CorpusError
         If a part's folder is missing.
     """
-    import soundfile as sf
-
     rows = []
     for part in parts:
         proot = need_dir(Path(corpus_dir) / "LibriSpeech" / part, f"LibriSpeech {part}")

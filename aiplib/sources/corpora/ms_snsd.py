@@ -8,20 +8,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from aiplib.sources.download import Corpus, RemoteFile, need_dir
 
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas
-
-__all__ = ["CORPUS", "ROOT", "prepare_ms_snsd"]
-
-CORPUS = Corpus(
-    name="ms_snsd", title="MS-SNSD", kind="backgrounds",
-    base_url="https://github.com/microsoft/MS-SNSD/archive",
+CORPUS = Corpus(  # download record of MS-SNSD
+    name="ms_snsd", title="MS-SNSD", kind="backgrounds", base_url="https://github.com/microsoft/MS-SNSD/archive",
     files=(RemoteFile("master.zip", approx_gb=2.5),),
     licence="noise: CC0 1.0 (Freesound) or CC BY-SA 3.0 (DEMAND); code MIT",
     homepage="https://github.com/microsoft/MS-SNSD",
@@ -29,27 +22,13 @@ CORPUS = Corpus(
                 "test framework, Interspeech 2019",
     notes="The GitHub archive zip of the repository (rather than `git clone`): testable offline "
           "and resumable by mirrors that support ranges; no published checksum.")
-"""Download record of MS-SNSD."""
 
-ROOT = "MS-SNSD-master"
-"""Top folder of the extracted archive, inside the corpus folder."""
+ROOT = "MS-SNSD-master"  # Top folder of the extracted archive, inside the corpus folder.
 
 
-def prepare_ms_snsd(corpus_dir) -> pandas.DataFrame:
-    """List MS-SNSD's noise files [2]_.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``split`` (``noise_train``/``noise_test``), ``noise_type`` (``AirConditioner`` …),
-        ``index`` (int), ``path``; sorted.
-
-    Raises
-    ------
-    CorpusError
-        If the corpus folder is missing.
-    """
-
+def prepare_ms_snsd(corpus_dir) -> pd.DataFrame:
+    """MS-SNSD's noise files [2]_, sorted: ``split`` (``noise_train``/``noise_test``), ``noise_type``
+    (``AirConditioner`` …), ``index`` (int), ``path``; CorpusError if the corpus folder is missing."""
     root = need_dir(Path(corpus_dir) / ROOT, "MS-SNSD")
     rows = []
     for split in ("noise_train", "noise_test"):

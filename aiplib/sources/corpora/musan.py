@@ -6,44 +6,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from aiplib.sources.download import Corpus, RemoteFile, need_dir
 
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas
-
-__all__ = ["CORPUS", "ROOT", "prepare_musan"]
-
-CORPUS = Corpus(
-    name="musan", title="MUSAN", kind="backgrounds",
-    base_url="https://www.openslr.org/resources/17",
+CORPUS = Corpus(  # download record of MUSAN
+    name="musan", title="MUSAN", kind="backgrounds", base_url="https://www.openslr.org/resources/17",
     files=(RemoteFile("musan.tar.gz", md5="0c472d4fc0c5141eca47ad1ffeb2a7df", approx_gb=11.0),),
     licence="CC BY 4.0 (per-file terms in each folder's LICENSE)", homepage="https://www.openslr.org/17/",
-    attribution="D. Snyder, G. Chen and D. Povey, MUSAN: A Music, Speech, and Noise Corpus, "
-                "arXiv:1510.08484, 2015")
-"""Download record of MUSAN."""
+    attribution="D. Snyder, G. Chen and D. Povey, MUSAN: A Music, Speech, and Noise Corpus, arXiv:1510.08484, 2015")
 
-ROOT = "musan"
-"""Top folder of the extracted archive, inside the corpus folder."""
+ROOT = "musan"  # Top folder of the extracted archive, inside the corpus folder.
 
 
-def prepare_musan(corpus_dir) -> pandas.DataFrame:
-    """List MUSAN's recordings [4]_.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``subset`` (music/speech/noise), ``source`` (fma, librivox …), ``rec_id``, ``path``.
-
-    Raises
-    ------
-    CorpusError
-        If the corpus folder is missing.
-    """
-
+def prepare_musan(corpus_dir) -> pd.DataFrame:
+    """MUSAN's recordings [4]_: ``subset`` (music/speech/noise), ``source`` (fma, librivox …), ``rec_id``,
+    ``path``; CorpusError if the corpus folder is missing."""
     root = need_dir(Path(corpus_dir) / ROOT, "MUSAN")
     rows = [{"subset": p.parent.parent.name, "source": p.parent.name, "rec_id": p.stem, "path": str(p)}
             for p in sorted(root.glob("*/*/*.wav"))]

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from aiplib.sources.download import Corpus, RemoteFile
 
-__all__ = ["CORPUS"]
-
-CORPUS = Corpus(
+CORPUS = Corpus(  # download record of the NOISEX-92 babble file
     name="noisex92", title="NOISEX-92 babble", kind="backgrounds",
     base_url="https://raw.githubusercontent.com/speechdnn/Noises/master/NoiseX-92",
     files=(RemoteFile("babble.wav", approx_gb=0.01, extract_subdir=None),),
@@ -21,6 +19,4 @@ CORPUS = Corpus(
     attribution="A. Varga and H. J. M. Steeneken, Assessment for automatic speech recognition II: "
                 "NOISEX-92, Speech Communication 12(3), 1993",
     extract_factor=0.0,
-    notes="A public mirror (the original Rice SPIB site is gone); override with "
-          "AIP_MIRROR_NOISEX92 if it moves.")
-"""Download record of the NOISEX-92 babble file."""
+    notes="A public mirror (the original Rice SPIB site is gone); override with AIP_MIRROR_NOISEX92 if it moves.")

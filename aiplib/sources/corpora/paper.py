@@ -44,12 +44,7 @@ from aiplib.core.workspace import workspace
 from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.io.formats import read_item_bank, write_item_bank
 from aiplib.sources.corpora import esc50, librispeech, ms_snsd, musan, noisex92, speech_commands
-from aiplib.sources.corpora.common_voice import (
-    CV_DATASET,
-    N_COMMON_VOICE,
-    load_common_voice,
-    select_common_voice,
-)
+from aiplib.sources.corpora.common_voice import CV_DATASET, N_COMMON_VOICE, load_common_voice, select_common_voice
 from aiplib.sources.corpora.librispeech import prepare_librispeech, read_librispeech_speakers
 from aiplib.sources.corpora.speech_commands import KEYWORDS
 from aiplib.sources.download import (
@@ -62,20 +57,16 @@ from aiplib.sources.download import (
     set_cache_env,
 )
 
-__all__ = ["CORPORA", "corpus_dir", "base_url_for", "download_all", "gather_raw", "build_item_banks",
-           "battery_specs", "BATTERY", "AUTHORS_CATEGORY", "SELECTION_RULES", "AUTHORS_SEED",
-           "N_LIBRISPEECH", "N_KWS"]
+__all__ = ["CORPORA", "corpus_dir", "base_url_for", "download_all", "gather_raw", "build_item_banks", "battery_specs",
+           "BATTERY", "AUTHORS_CATEGORY", "SELECTION_RULES", "AUTHORS_SEED", "N_LIBRISPEECH", "N_KWS"]
 
 CORPORA: dict[str, Corpus] = {c.name: c for c in (esc50.CORPUS, ms_snsd.CORPUS, noisex92.CORPUS, musan.CORPUS,
                                                   librispeech.CORPUS, speech_commands.CORPUS)}
 """The corpora of stage 1, keyed by name (the folder name and mirror-variable suffix)."""
 
-AUTHORS_SEED = 42
-"""``RANDOM_SEED`` of the authors' ``scripts/02_build_banks.py`` (``random.Random(42)``)."""
-N_LIBRISPEECH = 100
-"""LibriSpeech utterances in the ASR bank (authors' ``ASR_N``)."""
-N_KWS = 120
-"""Speech Commands items in the KWS bank (authors' ``KWS_N``)."""
+AUTHORS_SEED = 42  # ``RANDOM_SEED`` of the authors' ``scripts/02_build_banks.py`` (``random.Random(42)``).
+N_LIBRISPEECH = 100  # LibriSpeech utterances in the ASR bank (authors' ``ASR_N``).
+N_KWS = 120  # Speech Commands items in the KWS bank (authors' ``KWS_N``).
 KWS_NONTARGET_FOLDERS = ("_background_noise_", "silence")
 """Folders the authors draw non-target KWS items from (``silence`` does not exist in v0.02)."""
 N_PROBE_KEYWORDS, N_PROBES_PER_KEYWORD = 4, 3
@@ -93,57 +84,30 @@ SELECTION_RULES = {
 """Text of the ``selection_rule`` field of each item bank record."""
 
 
-def _registry(registry):
-    return CORPORA if registry is None else registry
-
-
 def _get(name: str, registry=None) -> Corpus:
-    reg = _registry(registry)
+    reg = CORPORA if registry is None else registry
     if name not in reg:
         raise KeyError(f"unknown corpus {name!r}; valid names: {', '.join(sorted(reg))}")
     return reg[name]
 
 
-def _kind_dir(ws, kind: str) -> Path:
-    """``<ws.root>/<kind>``: the one place that decides where the paper's raw corpora live."""
-    return Path(ws.root) / kind
-
-
 def corpus_dir(ws, name: str, *, registry=None) -> Path:
-    """Folder of corpus ``name`` in workspace ``ws``: ``<ws.root>/<kind>/<name>``.
-
-    Raises
-    ------
-    KeyError
-        If ``name`` is not in the registry (the message lists the valid names).
-    """
+    """Folder of corpus ``name``: ``<ws.root>/<kind>/<name>``; KeyError (listing the names) if unknown."""
     c = _get(name, registry)
-    return _kind_dir(ws, c.kind) / c.name
+    return Path(ws.root) / c.kind / c.name
 
 
 def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
-    """Base URL of corpus ``name`` (see :func:`aiplib.sources.download.resolve_base_url`).
-
-    Raises
-    ------
-    KeyError
-        If ``name`` is not in the registry.
-    """
+    """Base URL of corpus ``name`` (:func:`aiplib.sources.download.resolve_base_url`); KeyError if unknown."""
     return resolve_base_url(_get(name, registry), base_urls)
 
 
-# ============================================================================================
-# stage 1: downloads
-# ============================================================================================
-def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = False, registry=None,
-                 **kwargs) -> dict:
+# ----------------------------------------------------------------------------- stage 1: downloads
+def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = False, registry=None, **kwargs) -> dict:
     """Stage 1 of ``paper``: download every corpus of :data:`CORPORA` (or those named) into ``ws``.
 
-    Each corpus is tried even when an earlier one failed; complete files are skipped
-    (``checks/download_progress.json``), partial ones resumed, nothing deleted. The caches are
-    pointed into ``models/cache/`` first (:func:`set_cache_env`). ``base_urls``: ``{name: url}`` or
-    one mirror root; ``registry`` replaces :data:`CORPORA`; ``**kwargs`` go to
-    :func:`aiplib.sources.download.fetch`.
+    Each corpus is tried even when an earlier one failed. ``base_urls``: ``{name: url}`` or one mirror
+    root; ``registry`` replaces :data:`CORPORA`; ``**kwargs`` go to :func:`aiplib.sources.download.fetch`.
 
     Returns
     -------
@@ -158,7 +122,7 @@ def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = Fal
         After trying all corpora, listing every failure with its URL and how to use a mirror.
     """
     set_cache_env()
-    reg = _registry(registry)
+    reg = CORPORA if registry is None else registry
     names = list(reg) if corpora is None else list(corpora)
     for n in names:
         _get(n, reg)
@@ -171,18 +135,15 @@ def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = Fal
                                      force_download=force_download, progress_file=progress_file, **kwargs)
         except DownloadError as exc:
             errors.append((n, exc))
+    if len(errors) == 1:
+        raise errors[0][1]
     if errors:
-        if len(errors) == 1:
-            raise errors[0][1]
         lines = "\n".join(f"- {n}: {e.url}: {e.reason}" if e.url else f"- {n}: {e}" for n, e in errors)
         net = [n for n, e in errors if e.url]
-        hint = ""
-        if net:
-            hint = (f"\nFiles already downloaded are kept and partial files are resumed on the next run. "
-                    f"To use a mirror, set AIP_MIRROR_<CORPUS>=<base URL> (here "
-                    f"{', '.join(_get(n, reg).env_var for n in net)}), or AIP_MIRROR=<root URL with one "
-                    f"folder per corpus>, or pass base_urls / --base-url, e.g. "
-                    f"`make 01 PROFILE=paper MIRROR=https://my.mirror/aip-corpora`.")
+        hint = (f"\nFiles already downloaded are kept and partial files are resumed on the next run. To use a mirror, "
+                f"set AIP_MIRROR_<CORPUS>=<base URL> (here {', '.join(_get(n, reg).env_var for n in net)}), or "
+                f"AIP_MIRROR=<root URL with one folder per corpus>, or pass base_urls / --base-url, e.g. `make 01 "
+                f"PROFILE=paper MIRROR=https://my.mirror/aip-corpora`.") if net else ""
         raise DownloadError(f"{len(errors)} of {len(names)} corpora could not be downloaded:\n{lines}{hint}")
     return out
 
@@ -192,64 +153,39 @@ def gather_raw(ws, **params) -> dict:
     return download_all(ws, **params)
 
 
-# ============================================================================================
-# stage 2: item banks (the authors' rules)
-# ============================================================================================
+# ----------------------------------------------------------------------------- stage 2: item banks (the authors' rules)
 def _kws_candidates(sc_root: Path, n: int, rng) -> list:
     """The authors' KWS candidate list before the final shuffle (dicts, in their order)."""
     per_kw, per_nt = n // len(KEYWORDS) + 2, n // 4
 
-    def wavs(folder):
+    def wavs(folder, shuffle=False):
         d = sc_root / folder
-        return sorted(d.glob("*.wav")) if d.is_dir() else []
+        files = sorted(d.glob("*.wav")) if d.is_dir() else []
+        if shuffle:
+            rng.shuffle(files)
+        return files
 
-    items = []
-    for kw in KEYWORDS:
-        files = wavs(kw)
-        rng.shuffle(files)
-        items += [{"item_id": f"kws_{kw}_{w.stem}", "file": w, "label": kw, "is_target": True, "probe_id": None}
-                  for w in files[:per_kw]]
-    for folder in KWS_NONTARGET_FOLDERS:
-        files = wavs(folder)
-        rng.shuffle(files)
-        items += [{"item_id": f"kws_nt_{folder}_{w.stem}", "file": w, "label": folder, "is_target": False,
-                   "probe_id": None} for w in files[:per_nt]]
-    for kw in KEYWORDS[:N_PROBE_KEYWORDS]:
-        for w in wavs(kw)[-N_PROBES_PER_KEYWORD:]:
-            pid = f"probe_{kw}_{w.stem}"
-            items.append({"item_id": pid, "file": w, "label": kw, "is_target": False, "probe_id": pid})
-    return items
+    items = [{"item_id": f"kws_{kw}_{w.stem}", "file": w, "label": kw, "is_target": True, "probe_id": None}
+             for kw in KEYWORDS for w in wavs(kw, True)[:per_kw]]
+    items += [{"item_id": f"kws_nt_{f}_{w.stem}", "file": w, "label": f, "is_target": False, "probe_id": None}
+              for f in KWS_NONTARGET_FOLDERS for w in wavs(f, True)[:per_nt]]
+    return items + [{"item_id": f"probe_{kw}_{w.stem}", "file": w, "label": kw, "is_target": False,
+                     "probe_id": f"probe_{kw}_{w.stem}"} for kw in KEYWORDS[:N_PROBE_KEYWORDS]
+                    for w in wavs(kw)[-N_PROBES_PER_KEYWORD:]]
 
 
 def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispeech: int = N_LIBRISPEECH,
                      n_common_voice: int = N_COMMON_VOICE, n_kws: int = N_KWS, overwrite: bool = False,
                      registry=None) -> dict:
     """Stage 2 of ``paper``: the authors' item banks (``scripts/02_build_banks.py``, rules in
-    :data:`SELECTION_RULES`, copied into each record's ``selection_rule``).
+    :data:`SELECTION_RULES`, copied into each record's ``selection_rule``); ``{"asr": df, "kws": df}``.
 
-    ASR: LibriSpeech [5]_ (``n_librispeech``, gender from ``SPEAKERS.TXT``, accent
-    ``american_english``) and Common Voice 17 [7]_ (:func:`select_common_voice`, ``accent_group``
-    from ``cv_accent_groups.csv``); KWS: Speech Commands v0.02 [6]_ with injection probes
-    (``probe_id``). Item audio: 16 kHz mono float32 WAV at ``itembanks/audio/<family>/<item_id>.wav``.
-    Both files are read back when they exist and ``overwrite`` is false.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    seed : int, optional
-        Ignored: the authors' rules use ``random.Random(42)`` (:data:`AUTHORS_SEED`).
-    cv_dataset : iterable of dict, optional
-        The Common Voice stream; default :func:`load_common_voice` (needs ``datasets<4`` and the hub).
-    n_librispeech, n_common_voice, n_kws : int > 0
-        The authors' sizes (100, 80, 120); their smoke test uses 5 each.
-    overwrite : bool
-    registry : dict, optional
-        Replacement for :data:`CORPORA` (for the folders).
-
-    Returns
-    -------
-    dict
-        ``{"asr": pandas.DataFrame, "kws": pandas.DataFrame}``.
+    ASR: ``n_librispeech`` LibriSpeech [5]_ and ``n_common_voice`` Common Voice 17 [7]_ items
+    (``cv_dataset``, default :func:`load_common_voice`); KWS: ``n_kws`` Speech Commands v0.02 [6]_ items
+    with injection probes (``probe_id``); the authors' sizes are 100, 80, 120 (5 each in their smoke test).
+    ``seed`` is ignored (the rules use ``random.Random(42)``); ``registry`` replaces :data:`CORPORA`. Item
+    audio: 16 kHz mono float32 WAV at ``itembanks/audio/<family>/<item_id>.wav``; read back when both banks
+    exist and ``overwrite`` is false.
 
     Raises
     ------
@@ -284,7 +220,7 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
         raise CorpusError("the corpora are too small for the paper's item banks — " + "; ".join(short))
     if cv_dataset is None:
         cv_dataset = load_common_voice()
-    cv_dir = _kind_dir(ws, "speech_asr") / "common_voice"
+    cv_dir = Path(ws.root) / "speech_asr" / "common_voice"
     cv_kept = select_common_voice(cv_dataset, cv_dir, n=n_common_voice)
 
     # ---- write item audio and rows ------------------------------------------------------------
@@ -297,28 +233,21 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     rule_ls = SELECTION_RULES["librispeech"].format(n=n_librispeech)
     rule_cv = SELECTION_RULES["common_voice"].format(n=n_common_voice)
     rule_kws = SELECTION_RULES["kws"].format(n=n_kws, per_kw=n_kws // len(KEYWORDS) + 2, per_nt=n_kws // 4)
-    asr_rows = []
-    for r in ls_items:
-        asr_rows.append(item("asr", r["utt_id"], load_audio(r["path"]), source_file=ws.rel(r["path"]),
-                             source=f"LibriSpeech {r['part']}", licence=ls_c.licence,
-                             attribution=f"{ls_c.attribution}; LibriVox reader {r['speaker']}",
-                             speaker=f"ls_{r['speaker']}", accent_group=None, synthetic=False, text=r["text"],
-                             gender=genders.get(r["speaker"], "unknown"), accent="american_english",
-                             selection_rule=rule_ls))
-    for c in cv_kept:
-        asr_rows.append(item("asr", c["item_id"], c["y"], source_file=ws.rel(c["source_file"]),
-                             source="Common Voice 17.0 (en, validation)", licence="CC0 1.0",
-                             attribution=f"Mozilla Common Voice 17.0 via {CV_DATASET} (Ardila et al., LREC 2020)",
-                             speaker=f"cv_{c['speaker'][:16]}", accent_group=c["accent_group"],
-                             synthetic=False, text=c["text"], gender=c["gender"], accent=c["accent"],
-                             selection_rule=rule_cv))
-    kws_rows = []
-    for r in kws_items:
-        kws_rows.append(item("kws", r["item_id"], load_audio(r["file"]), source_file=ws.rel(r["file"]),
-                             source="Speech Commands v0.02", licence=sc_c.licence, attribution=sc_c.attribution,
-                             speaker=f"sc2_{r['file'].stem.split('_nohash_')[0]}", accent_group=None,
-                             synthetic=False, label=r["label"], is_target=r["is_target"], probe_id=r["probe_id"],
-                             selection_rule=rule_kws))
+    asr_rows = [item("asr", r["utt_id"], load_audio(r["path"]), source_file=ws.rel(r["path"]),
+                     source=f"LibriSpeech {r['part']}", licence=ls_c.licence,
+                     attribution=f"{ls_c.attribution}; LibriVox reader {r['speaker']}", speaker=f"ls_{r['speaker']}",
+                     accent_group=None, synthetic=False, text=r["text"], gender=genders.get(r["speaker"], "unknown"),
+                     accent="american_english", selection_rule=rule_ls) for r in ls_items]
+    asr_rows += [item("asr", c["item_id"], c["y"], source_file=ws.rel(c["source_file"]),
+                      source="Common Voice 17.0 (en, validation)", licence="CC0 1.0",
+                      attribution=f"Mozilla Common Voice 17.0 via {CV_DATASET} (Ardila et al., LREC 2020)",
+                      speaker=f"cv_{c['speaker'][:16]}", accent_group=c["accent_group"], synthetic=False,
+                      text=c["text"], gender=c["gender"], accent=c["accent"], selection_rule=rule_cv) for c in cv_kept]
+    kws_rows = [item("kws", r["item_id"], load_audio(r["file"]), source_file=ws.rel(r["file"]),
+                     source="Speech Commands v0.02", licence=sc_c.licence, attribution=sc_c.attribution,
+                     speaker=f"sc2_{r['file'].stem.split('_nohash_')[0]}", accent_group=None, synthetic=False,
+                     label=r["label"], is_target=r["is_target"], probe_id=r["probe_id"], selection_rule=rule_kws)
+                for r in kws_items]
 
     # ---- assert the counts, drop files of an earlier selection, write the banks ----------------
     n_asr = n_librispeech + n_common_voice
@@ -341,9 +270,7 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     return {"asr": pd.DataFrame(asr_rows), "kws": pd.DataFrame(kws_rows)}
 
 
-# ============================================================================================
-# stage 3: the battery of Table 1
-# ============================================================================================
+# ----------------------------------------------------------------------------- stage 3: the battery of Table 1
 BATTERY = (
     # bg_id (the authors'), corpus, selector, category, description
     ("esc_rain", "esc50", 10, "stationary", "rain (ESC-50)"),
@@ -391,7 +318,7 @@ def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
     CorpusError
         A corpus folder or a selected file is missing (run stage 1).
     """
-    reg = _registry(registry)
+    reg = CORPORA if registry is None else registry
     specs = []
     for bg_id, corpus, sel, category, desc in BATTERY:
         c = reg[corpus]
@@ -414,23 +341,14 @@ def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
         if not src.is_file():
             raise CorpusError(f"{bg_id}: source file {src} is missing; run stage 1 (download) again")
         specs.append({"bg_id": bg_id, "category": category, "description": desc, "sources": [str(src)],
-                      "combine": "concat", "source_package": c.title, "licence": licence,
-                      "attribution": attribution, "synthetic": False,
-                      "authors_category": AUTHORS_CATEGORY[bg_id]})
+                      "combine": "concat", "source_package": c.title, "licence": licence, "attribution": attribution,
+                      "synthetic": False, "authors_category": AUTHORS_CATEGORY[bg_id]})
     return specs
 
 
-# ============================================================================================
-# command line: python -m aiplib.sources.corpora.paper download [--corpus NAME ...] [--base-url URL]
-# ============================================================================================
 def main(argv=None) -> int:
-    """Command line for stage 1: ``python -m aiplib.sources.corpora.paper download``.
-
-    Returns
-    -------
-    int
-        Exit status (1 with the error message on stderr when a download failed).
-    """
+    """``python -m aiplib.sources.corpora.paper download [--corpus NAME ...] [--base-url URL]``: stage 1;
+    returns the exit status (1, the error on stderr, when a download failed)."""
     ap = argparse.ArgumentParser(prog="python -m aiplib.sources.corpora.paper")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("download", help="download the paper's corpora (stage 1)")

@@ -6,17 +6,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
+from aiplib.core.tasks import KEYWORDS  # the ten Speech Commands keywords (targets)
 from aiplib.sources.download import Corpus, CorpusError, RemoteFile, need_dir
 
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas
-
-__all__ = ["CORPUS", "ROOT", "KEYWORDS", "prepare_speech_commands"]
-
-CORPUS = Corpus(
+CORPUS = Corpus(  # download record of Speech Commands v0.02
     name="speech_commands", title="Google Speech Commands v0.02", kind="kws",
     base_url="http://download.tensorflow.org/data",
     files=(RemoteFile("speech_commands_v0.02.tar.gz",
@@ -25,20 +22,13 @@ CORPUS = Corpus(
     licence="CC BY 4.0", homepage="https://arxiv.org/abs/1804.03209",
     attribution="P. Warden, Speech Commands: A Dataset for Limited-Vocabulary Speech Recognition, "
                 "arXiv:1804.03209, 2018",
-    notes="The publisher gives no checksum; the SHA-256 is the one pinned by torchaudio's "
-          "SPEECHCOMMANDS loader. The archive has no top folder, so it is extracted into "
-          "speech_commands_v0.02/.")
-"""Download record of Speech Commands v0.02."""
+    notes="The publisher gives no checksum; the SHA-256 is the one pinned by torchaudio's SPEECHCOMMANDS loader. The "
+          "archive has no top folder, so it is extracted into speech_commands_v0.02/.")
 
-ROOT = "speech_commands_v0.02"
-"""Folder (inside the corpus folder) the archive is extracted into: ``<word>/*.wav``."""
-
-import pandas as pd
-
-from aiplib.core.tasks import KEYWORDS  # noqa: E402 - the ten Speech Commands keywords (targets), aiplib/core/tasks.yaml
+ROOT = "speech_commands_v0.02"  # Folder (inside the corpus folder) the archive is extracted into: ``<word>/*.wav``.
 
 
-def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pandas.DataFrame:
+def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pd.DataFrame:
     """Speech Commands v0.02 clips [6]_ under ``corpus_dir/speech_commands_v0.02/`` (``label, speaker,
     rel, path, is_target``, sorted by ``rel``; ``_background_noise_`` left out). ``split``: ``test`` /
     ``validation`` (``testing_list.txt`` / ``validation_list.txt``), ``train`` (the rest), None (all).
@@ -48,10 +38,8 @@ def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pandas
     CorpusError
         If the folder or the list file needed for ``split`` is missing.
     """
-
     root = need_dir(Path(corpus_dir) / ROOT, "Speech Commands v0.02")
-    rels = sorted(p.relative_to(root).as_posix() for p in root.glob("*/*.wav")
-                  if p.parent.name != "_background_noise_")
+    rels = sorted(p.relative_to(root).as_posix() for p in root.glob("*/*.wav") if p.parent.name != "_background_noise_")
     if split is not None:
         lists = {"test": "testing_list.txt", "validation": "validation_list.txt"}
         if split in lists:
@@ -61,10 +49,8 @@ def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pandas
             keep = set(lf.read_text(encoding="utf-8").split())
             rels = [r for r in rels if r in keep]
         elif split == "train":
-            held = set()
-            for name in ("testing_list.txt", "validation_list.txt"):
-                if (root / name).is_file():
-                    held |= set((root / name).read_text(encoding="utf-8").split())
+            held = {r for name in lists.values() if (root / name).is_file()
+                    for r in (root / name).read_text(encoding="utf-8").split()}
             rels = [r for r in rels if r not in held]
         else:
             raise AiplibParameterError(f"split must be test, validation, train or None, got {split!r}")

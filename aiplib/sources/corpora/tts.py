@@ -16,8 +16,6 @@ from aiplib.core.errors import AiplibParameterError, AudioFileError, MissingPack
 from aiplib.io.audio import SR, load_audio
 from aiplib.sources.corpora import debian
 
-__all__ = ["synthesize", "trim_silence", "pad_to"]
-
 
 def synthesize(text: str, voice: str, *, sr: int = SR) -> np.ndarray:
     """Read ``text`` aloud with ``voice``: ``"espeak:<voice>"`` (espeak-ng, e.g. ``espeak:en-us+f3``) or
@@ -62,18 +60,8 @@ def trim_silence(y, *, top_db: float = 40.0, margin_s: float = 0.1, sr: int = SR
 
 
 def pad_to(y: np.ndarray, n: int) -> np.ndarray:
-    """Centre ``y`` in ``n`` samples of silence.
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(m,)], float
-    n : int, samples
-
-    Returns
-    -------
-    np.ndarray [shape=(max(m, n),)]
-        ``y`` itself when ``m ≥ n``, else float32 with ``(n - m) // 2`` zeros before.
-    """
+    """``y`` [shape=(m,)] centred in ``n`` samples of silence (float32, ``(n - m) // 2`` zeros before);
+    ``y`` itself when ``m ≥ n``."""
     if y.size >= n:
         return y
     left = (n - y.size) // 2

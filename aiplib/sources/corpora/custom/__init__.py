@@ -13,20 +13,15 @@ KWS_LABELS=… BACKGROUNDS_DIR=…``):
     Background recordings, optional ``licences.csv`` (``file``, ``licence``, ``attribution``,
     optional ``category`` — one of :data:`CATEGORIES` — and ``description``).
 
-Audio files are found by extension (:data:`AUDIO_EXTENSIONS`, recursively, hidden files skipped),
-any format, rate and channel count (:func:`aiplib.io.audio.load_audio`: mono, 16 kHz).
-:mod:`~aiplib.sources.corpora.custom.validate` lists every problem at once,
-:mod:`~aiplib.sources.corpora.custom.files` scans folders and tables,
-:mod:`~aiplib.sources.corpora.custom.cli` is ``python -m aiplib.sources.corpora.custom``.
+Audio files are found by extension (recursively, hidden files skipped), any format, rate and
+channel count (:func:`aiplib.io.audio.load_audio`: mono, 16 kHz).
 
 Stage 1 (:func:`gather_raw`) writes nothing if a problem is fatal and does not copy the user's
 audio: ``raw/inventory.csv`` points at the files with their size and SHA-256, and stage 2 refuses
-a file that changed since. Stages 2–3 write the item WAVs and backgrounds inside the workspace.
-A KWS label of several words cannot be scored by the first-word rule: listed with
-``used = False`` and skipped. A background without ``category`` is ``transient`` when its loudest
-100 ms frame is at least :data:`TRANSIENT_PEAK_DB` dB above the median frame, else
-``stationary``; runs of digital silence are shortened (:func:`strip_digital_silence`) into
-``raw/backgrounds/<bg_id>.wav``, the only audio stage 1 writes.
+a file that changed since. A KWS label of several words is listed with ``used = False`` and skipped.
+A background without ``category`` is inferred ``transient`` or ``stationary``
+(:data:`~aiplib.sources.corpora.custom.validate.TRANSIENT_PEAK_DB`); runs of digital silence are
+shortened (:func:`strip_digital_silence`) into ``raw/backgrounds/<bg_id>.wav``.
 """
 from __future__ import annotations
 
@@ -40,43 +35,31 @@ import pandas as pd
 
 from aiplib.core import DEFAULT_SEED
 from aiplib.core.errors import AiplibError, AiplibParameterError
-from aiplib.io.formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
 from aiplib.core.hashing import file_sha256
 from aiplib.core.tasks import FAMILIES, KEYWORDS
 from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.io.formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
-from aiplib.sources.corpora.custom.cli import main
-from aiplib.sources.corpora.custom.files import AUDIO_EXTENSIONS
-from aiplib.sources.corpora.custom.report import Problem, ValidationReport
+from aiplib.sources.corpora.custom.report import ValidationReport
 from aiplib.sources.corpora.custom.validate import (
     CATEGORIES,
-    DIGITAL_SILENCE_DBFS,
-    MAX_SILENT_GAP_S,
     MAX_UTTERANCE_S,
-    MIN_BACKGROUNDS,
-    TRANSIENT_PEAK_DB,
     UNKNOWN_LICENCE,
     _keyword_list,
     strip_digital_silence,
     validate_inputs,
 )
 
-__all__ = ["KEYWORDS", "MAX_UTTERANCE_S", "MIN_BACKGROUNDS", "AUDIO_EXTENSIONS", "CATEGORIES",
-           "UNKNOWN_LICENCE", "TRANSIENT_PEAK_DB", "DIGITAL_SILENCE_DBFS", "MAX_SILENT_GAP_S",
-           "strip_digital_silence", "INVENTORY_COLUMNS", "Problem", "ValidationReport",
-           "validate_inputs", "gather_raw", "build_item_banks", "battery_specs", "main"]
+__all__ = ["CATEGORIES", "UNKNOWN_LICENCE", "INVENTORY_COLUMNS", "strip_digital_silence", "validate_inputs",
+           "gather_raw", "build_item_banks", "battery_specs"]
 
-SOURCE = "custom (user-supplied)"
-"""Value of the item banks' ``source`` and the battery's ``source_package``."""
+SOURCE = "custom (user-supplied)"  # Value of the item banks' ``source`` and the battery's ``source_package``.
 
-INVENTORY_COLUMNS = ["file", "package", "licence", "attribution", "bytes", "sha256", "used", "item_id",
-                     "bg_id", "text", "label", "is_target", "accent_group", "speaker", "category",
-                     "category_source", "description", "duration_s", "sample_rate", "channels", "prepared",
-                     "prepared_duration_s", "note"]
-"""Columns of ``raw/inventory.csv`` for this profile. ``package`` is ``custom/speech``,
-``custom/kws``, ``custom/backgrounds`` or ``custom/metadata`` (the tables themselves); ``file`` is
-the user's file (absolute path), ``prepared`` the background copy stage 1 wrote without its digital
-silence (relative to the workspace; empty when the file is used as it is)."""
+INVENTORY_COLUMNS = ["file", "package", "licence", "attribution", "bytes", "sha256", "used", "item_id", "bg_id", "text",
+                     "label", "is_target", "accent_group", "speaker", "category", "category_source", "description",
+                     "duration_s", "sample_rate", "channels", "prepared", "prepared_duration_s", "note"]
+"""Columns of ``raw/inventory.csv``: ``package`` is ``custom/speech``, ``custom/kws``, ``custom/backgrounds``
+or ``custom/metadata`` (the tables); ``file`` the user's file (absolute), ``prepared`` stage 1's trimmed
+background copy (relative to the workspace; empty when the file is used as it is)."""
 
 
 # ----------------------------------------------------------------------------- stage 1
@@ -99,18 +82,15 @@ def _inventory_frame(report: ValidationReport):
 def gather_raw(ws, *, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords=KEYWORDS):
     """Stage 1 of ``custom``: validate the user's folders, then record them in ``raw/inventory.csv``.
 
-    Nothing is written unless no problem is fatal. The audio is not copied (only a background with
-    long digital silence gets a trimmed copy, ``raw/backgrounds/<bg_id>.wav``); also written:
-    ``raw/custom_inputs.json`` (the resolved parameters) and ``raw/validation.csv`` (every problem).
-    Warnings are issued as one :class:`UserWarning`. Parameters: see :func:`validate_inputs`; ``ws``
-    may not exist yet.
+    Nothing is written unless no problem is fatal; also written: ``raw/custom_inputs.json`` (the
+    resolved parameters) and ``raw/validation.csv`` (every problem). Warnings are issued as one
+    :class:`UserWarning`. Parameters: see :func:`validate_inputs`; ``ws`` may not exist yet.
 
     Returns
     -------
     pandas.DataFrame
         ``raw/inventory.csv`` (:data:`INVENTORY_COLUMNS`): one row per audio file and table, with its
-        size and SHA-256; ``package`` names its role (``custom/speech``, ``custom/kws``,
-        ``custom/backgrounds``, ``custom/metadata``).
+        size and SHA-256.
 
     Raises
     ------
@@ -193,27 +173,12 @@ def _none(v):
 
 
 def build_item_banks(ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, max_items: int | None = None):
-    """Stage 2 of ``custom``: decode the validated files into the item banks.
+    """Stage 2 of ``custom``: decode the validated files into the item banks (read back when both exist,
+    unless ``overwrite``).
 
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Stage 1 (:func:`gather_raw`) must have been run.
-    seed : int
-        Seed of the item choice when ``max_items`` is set.
-    overwrite : bool
-        Rebuild even when both item banks exist (otherwise they are read back).
-    max_items : int > 0, optional
-        At most this many items per family, a seeded choice (KWS keeps a target and a non-target
-        clip when both exist and ``max_items`` ≥ 2); None = every usable item.
-
-    Returns
-    -------
-    dict of str → pandas.DataFrame
-        ``{"asr": …, "kws": …}``: ``item_id``, ``path`` (``itembanks/audio/<family>/<item_id>.wav``,
-        16 kHz mono float32), ``source_file`` (absolute), ``source``, ``licence``, ``attribution``,
-        ``duration_s`` (s), ``speaker``, ``accent_group``, ``synthetic``, and ``text`` (ASR) or
-        ``label``, ``is_target`` (KWS; multi-word clips left out).
+    ``max_items``: at most this many items per family, a choice seeded by ``seed`` (KWS keeps a target and
+    a non-target clip when both exist and ``max_items`` ≥ 2); None = every usable item. Returns
+    ``{"asr": …, "kws": …}``; audio at ``itembanks/audio/<family>/<item_id>.wav`` (16 kHz mono float32).
 
     Raises
     ------
@@ -260,11 +225,9 @@ def battery_specs(ws, *, seed: int | None = None) -> list[dict]:
     Returns
     -------
     list of dict
-        ``bg_id`` (the file name), ``category`` (``licences.csv``, else inferred), ``description``,
-        ``sources = [absolute path]`` (the user's file or stage 1's trimmed copy),
-        ``combine = "concat"``, ``source_package = "custom (user-supplied)"``, ``licence`` and
-        ``attribution`` (else :data:`UNKNOWN_LICENCE`), ``synthetic = False``,
-        ``subaudible = "remove"``.
+        ``bg_id``, ``category`` (``licences.csv``, else inferred), ``description``, ``sources = [absolute
+        path]`` (the user's file or stage 1's trimmed copy), ``combine = "concat"``, ``licence``,
+        ``attribution``, ``synthetic = False``, ``subaudible = "remove"``.
 
     Raises
     ------

@@ -6,8 +6,6 @@ import argparse
 from aiplib.core.tasks import KEYWORDS
 from aiplib.sources.corpora.custom.validate import validate_inputs
 
-__all__ = ["main"]
-
 
 def main(argv=None) -> int:
     """Command line: validate the custom inputs only, print every problem.

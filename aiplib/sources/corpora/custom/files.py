@@ -1,10 +1,8 @@
-"""Reading the user's folders and tables for the custom profile, each problem recorded, never raised.
-
-Package-internal helpers of :mod:`aiplib.sources.corpora.custom.validate`: the folder scan, the CSV/TSV
-tables, the item ids and the one decode of each file.
-"""
+"""Folder scan, CSV/TSV tables, item ids and the one decode of each file for
+:mod:`aiplib.sources.corpora.custom.validate`; each problem recorded, never raised."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import re
@@ -19,10 +17,9 @@ from aiplib.core.errors import AudioFileError, MissingPackageError
 from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio, loudness_lufs
 from aiplib.sources.corpora.custom.report import _Collector
 
-AUDIO_EXTENSIONS = frozenset({
-    ".wav", ".wave", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".mp4", ".aac", ".wma",
-    ".aif", ".aiff", ".aifc", ".au", ".snd", ".caf", ".w64", ".rf64", ".sph", ".nist", ".webm",
-    ".mka", ".amr", ".ac3", ".g722", ".spx"})
+AUDIO_EXTENSIONS = frozenset({".wav", ".wave", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".mp4", ".aac", ".wma",
+                              ".aif", ".aiff", ".aifc", ".au", ".snd", ".caf", ".w64", ".rf64", ".sph", ".nist",
+                              ".webm", ".mka", ".amr", ".ac3", ".g722", ".spx"})
 """File name extensions treated as audio when the folders are scanned (case-insensitive)."""
 
 _ID_BAD = re.compile(r"[^A-Za-z0-9._-]+")
@@ -34,9 +31,8 @@ def absolute_path(p) -> Path:
 
 
 def scan_audio_files(folder) -> list[Path]:
-    """The audio files stage 1 finds under ``folder``: recursive, audio extensions, hidden files and
-    folders skipped (:func:`_scan`, the validation's own scan), as sorted absolute paths. Problems
-    of the walk are not raised here; :func:`aiplib.sources.corpora.custom.validate_inputs` reports them."""
+    """The audio files stage 1 finds under ``folder`` (:func:`_scan`), sorted absolute paths; walk problems
+    are left to :func:`aiplib.sources.corpora.custom.validate_inputs`."""
     return _scan(absolute_path(folder), _Collector())[0]
 
 
@@ -85,10 +81,7 @@ def _scan(folder: Path, probs: _Collector, *, role: str = "") -> tuple[list[Path
 
 
 def _not_a(p: Path, kind: str) -> str:
-    """Why ``p`` is not an existing file (``kind="file"``) or folder (``"dir"``); "" when it is.
-
-    Unlike ``Path.is_file`` this never raises: a permission error on the way is the reason.
-    """
+    """Why ``p`` is not an existing file (``kind="file"``) or folder (``"dir"``), "" when it is; never raises."""
     try:
         st = os.stat(p)
     except FileNotFoundError:
@@ -109,10 +102,7 @@ def _unique_ids(paths: list[Path], base: Path, reserved=()) -> list[str]:
     """Ids from the path relative to ``base`` without extension; clashes get the extension, then a number."""
     ids, seen = [], set(reserved)
     for p in paths:
-        try:
-            rel = p.relative_to(base)
-        except ValueError:
-            rel = Path(p.name)
+        rel = p.relative_to(base) if p.is_relative_to(base) else Path(p.name)
         stem = _safe_id(rel.with_suffix("").as_posix().replace("/", "-"))
         cand = stem
         if cand in seen:
@@ -146,8 +136,7 @@ def _read_table(path: Path, required: tuple, probs: _Collector, what: str, alias
         except csv.Error:
             sep = ","
     try:
-        df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, encoding="utf-8-sig",
-                         skipinitialspace=True)
+        df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, encoding="utf-8-sig", skipinitialspace=True)
     except Exception as exc:  # noqa: BLE001 - any parser error is a table problem
         probs.add("fatal", "table", path, f"{what} table cannot be parsed ({exc})")
         return None
@@ -164,8 +153,7 @@ def _read_table(path: Path, required: tuple, probs: _Collector, what: str, alias
 
 
 def _cancelling_channels(path: Path, channels) -> str:
-    """For a multichannel file whose mono mix is silent: ``"channel 1 -20.3 dBFS RMS, channel 2 …"``
-    when some channel alone is not silent (they cancel), else ``""``."""
+    """``"channel 1 -20.3 dBFS RMS, channel 2 …"`` when some channel of a multichannel file is not silent, else ``""``."""
     if not channels or channels < 2:
         return ""
     try:
@@ -182,12 +170,10 @@ def _cancelling_channels(path: Path, channels) -> str:
 def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
     """Read one file as the pipeline will (16 kHz mono float32); record its problems.
 
-    Fatal problems recorded: ``missing_file``, ``empty`` (a 0-byte file: "empty file (0 bytes)";
-    or a header without samples), ``unreadable``, ``nan``, ``too_short`` (fewer than
-    ``MIN_LOUDNESS_S * SR`` samples at 16 kHz, i.e. shorter than the 0.4 s ITU-R BS.1770 gating
-    block: pyloudnorm refuses to measure its loudness, so the mixer cannot normalise it;
-    :data:`aiplib.io.audio.MIN_LOUDNESS_S`), ``silent`` (``channels_cancel`` when each channel plays
-    but their mean, the mono mix, is silent: anti-phase stereo) and ``too_long`` (longer than ``cap_s``, s).
+    Fatal problems recorded: ``missing_file``, ``empty`` (0 bytes, or no samples), ``unreadable``,
+    ``nan``, ``too_short`` (shorter than the 0.4 s ITU-R BS.1770 gating block pyloudnorm needs,
+    :data:`aiplib.io.audio.MIN_LOUDNESS_S`), ``silent`` (``channels_cancel`` for anti-phase channels
+    whose mono mix is silent) and ``too_long`` (longer than ``cap_s``, s).
 
     Returns
     -------
@@ -204,11 +190,9 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
     if info["bytes"] == 0:
         probs.add("fatal", "empty", path, f"{role}: empty file (0 bytes)")
         return None, None
-    try:
+    with contextlib.suppress(Exception):  # not a libsndfile format: ffmpeg decides below
         si = sf.info(str(path))
         info["sample_rate"], info["channels"] = int(si.samplerate), int(si.channels)
-    except Exception:  # noqa: BLE001 - not a libsndfile format: ffmpeg decides below
-        pass
     try:
         y = load_audio(path, sr=SR)
     except MissingPackageError as exc:
@@ -231,10 +215,9 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
                 "background" if role == "background" else
                 "it cannot be loudness-normalised: the mixer would fail on it at stage 6 or 7")
         probs.add("fatal", "too_short", path,
-                  f"{role}: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) is shorter than the "
-                  f"{MIN_LOUDNESS_S:g} s ITU-R BS.1770 gating block, so its loudness cannot be measured "
-                  f"({what}); is the file truncated? Give a recording of at least {MIN_LOUDNESS_S:g} s or "
-                  "remove it")
+                  f"{role}: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) is shorter than the {MIN_LOUDNESS_S:g} s "
+                  f"ITU-R BS.1770 gating block, so its loudness cannot be measured ({what}); is the file truncated? "
+                  f"Give a recording of at least {MIN_LOUDNESS_S:g} s or remove it")
         bad = True
     if not np.isfinite(loudness_lufs(y, sr=SR, name=str(path))):
         cancel = _cancelling_channels(path, info["channels"])
@@ -274,7 +257,6 @@ def _match_table(df, folder: Path, files: list[Path], probs: _Collector, *, what
                  missing_kind: str, missing_text: str):
     """Pair table rows with audio files. Returns list of (path, row dict) for rows with a value."""
     pairs, seen = [], {}
-    listed = set()
     for i, row in enumerate(df.to_dict("records"), start=2):  # line 1 is the header
         name = row.get("file", "")
         if not name:
@@ -285,7 +267,6 @@ def _match_table(df, folder: Path, files: list[Path], probs: _Collector, *, what
             probs.add("fatal", "duplicate", p, f"{what}: listed twice (lines {seen[p]} and {i})")
             continue
         seen[p] = i
-        listed.add(p)
         why = _not_a(p, "file")
         if why:
             probs.add("fatal", "missing_file", p, f"{what}, line {i}: listed file {why}")
@@ -295,6 +276,6 @@ def _match_table(df, folder: Path, files: list[Path], probs: _Collector, *, what
             continue
         pairs.append((p, row))
     for p in files:
-        if p not in listed:
+        if p not in seen:
             probs.add("fatal", missing_kind, p, f"{missing_text}: the file is in the folder but not in the {what} table")
     return pairs

@@ -8,8 +8,6 @@ import pandas as pd
 
 from aiplib.core.errors import ValidationError
 
-__all__ = ["Problem", "ValidationReport"]
-
 _SEVERITIES = ("fatal", "warning")
 _ROLES = {"speech_dir": ("utterances", "speech"), "kws_dir": ("keyword clips", "kws"),
           "backgrounds_dir": ("backgrounds", "backgrounds")}
@@ -17,11 +15,8 @@ _ROLES = {"speech_dir": ("utterances", "speech"), "kws_dir": ("keyword clips", "
 
 @dataclass(frozen=True)
 class Problem:
-    """One validation finding: ``severity`` (``fatal`` stops the pipeline, ``warning`` is reported),
-    ``kind`` (a short code: ``parameter``, ``table``, ``missing_file``, ``silent``, ``too_short`` …),
-    ``file`` (the file, folder or table concerned; empty when none) and ``message`` (what is wrong
-    and what to do).
-    """
+    """One validation finding: ``severity`` (``fatal`` or ``warning``), ``kind`` (a short code: ``table``,
+    ``silent`` …), ``file`` (file, folder or table concerned; may be empty) and ``message``."""
 
     severity: str
     kind: str
@@ -35,12 +30,9 @@ class Problem:
 
 @dataclass
 class ValidationReport:
-    """Everything :func:`~aiplib.sources.corpora.custom.validate.validate_inputs` found: ``problems``
-    (fatal first, then warnings, each in the order found), ``speech``, ``kws`` (with the skipped
-    multi-word clips, ``used = False``), ``backgrounds`` (one dict per file read, fields of
-    :data:`INVENTORY_COLUMNS`), ``params`` (the resolved inputs) and ``scans`` (one per folder, see
-    :func:`aiplib.sources.corpora.custom.files._scan`).
-    """
+    """What :func:`~aiplib.sources.corpora.custom.validate.validate_inputs` found: ``problems`` (fatal first),
+    ``speech``, ``kws`` (skipped clips ``used = False``), ``backgrounds`` (inventory rows), ``params``
+    (the resolved inputs) and ``scans`` (one per folder)."""
 
     problems: list = field(default_factory=list)
     speech: list = field(default_factory=list)
@@ -74,19 +66,9 @@ class ValidationReport:
         return used, len(rows) - used
 
     def summary(self, max_folders: int = 20) -> str:
-        """A printable report: files found and accepted per input, the audio files per folder, every problem.
-
-        The head line and the folder lines count the same things: *found* is the audio files the
-        folder scan found, *accepted* those that passed (the rows of ``speech``, ``kws`` with
-        ``used``, ``backgrounds``), *skipped* the keyword clips left out for a multi-word label,
-        *rejected* the rest of the found files (each named by a fatal problem below).
-
-        Parameters
-        ----------
-        max_folders : int
-            Subfolders listed one by one per input folder (with their count of audio files) when
-            the input folder has at most this many; above it only the total is printed.
-        """
+        """A printable report: audio files found, accepted, skipped (multi-word KWS labels) and rejected
+        (named by a fatal problem) per input and folder, then every problem; subfolders are listed one
+        by one when there are at most ``max_folders``."""
         scans = {sc["role"]: sc for sc in self.scans}
         parts = []
         for role, (noun, _) in _ROLES.items():

@@ -1,8 +1,4 @@
-"""Validation of the custom profile's inputs: every problem of the user's folders, found at once.
-
-The inputs, the problems found and how backgrounds are prepared are described in
-:mod:`aiplib.sources.corpora.custom`; :func:`validate_inputs` is the entry point.
-"""
+"""Validation of the custom profile's inputs (:mod:`aiplib.sources.corpora.custom`): every problem found at once."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,12 +10,7 @@ from aiplib.core.tasks import KEYWORDS
 from aiplib.core.textnorm import normalize_kws_label, normalize_text, reference_is_empty
 from aiplib.io.audio import MIN_LOUDNESS_S, SR
 from aiplib.io.formats import CATEGORIES
-from aiplib.io.subaudible import (
-    BAND_LIMITED_SHARE,
-    SUBAUDIBLE_LIMIT_DB,
-    effective_bandwidth_hz,
-    subaudible_power,
-)
+from aiplib.io.subaudible import BAND_LIMITED_SHARE, SUBAUDIBLE_LIMIT_DB, effective_bandwidth_hz, subaudible_power
 from aiplib.sources.corpora.custom.files import (
     _match_table,
     _not_a,
@@ -32,30 +23,21 @@ from aiplib.sources.corpora.custom.files import (
 )
 from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
 
-__all__ = ["MAX_UTTERANCE_S", "MIN_S_PER_WORD", "MIN_BACKGROUNDS", "CATEGORIES", "UNKNOWN_LICENCE", "TRANSIENT_PEAK_DB",
-           "DIGITAL_SILENCE_DBFS", "MAX_SILENT_GAP_S", "strip_digital_silence", "validate_inputs"]
-
-MAX_UTTERANCE_S = 30.0
-"""Longest utterance or keyword clip accepted, in s (the length of every curated background)."""
+MAX_UTTERANCE_S = 30.0  # Longest utterance or keyword clip accepted, in s (the length of every curated background).
 
 MIN_S_PER_WORD = 0.1
 """Seconds per word of the normalised transcript below which an utterance gets a
 ``short_for_text`` warning (10 words/s, twice the fastest read speech: truncated, or the wrong text)."""
 
-MIN_BACKGROUNDS = 8
-"""Fewer backgrounds than this give a warning: Spearman correlations over so few are weak."""
+MIN_BACKGROUNDS = 8  # Fewer backgrounds than this give a warning: Spearman correlations over so few are weak.
 
-UNKNOWN_LICENCE = "unknown — supplied by the user"
-"""Licence and attribution recorded when the user gives none."""
+UNKNOWN_LICENCE = "unknown — supplied by the user"  # Licence and attribution recorded when the user gives none.
 
-TRANSIENT_PEAK_DB = 10.0
-"""Peak-to-median 100 ms frame level (dB) from which a background is inferred ``transient``."""
+TRANSIENT_PEAK_DB = 10.0  # Peak-to-median 100 ms frame level (dB) from which a background is inferred ``transient``.
 
-DIGITAL_SILENCE_DBFS = -80.0
-"""A 10 ms frame whose peak is below this level (dBFS) counts as digital silence."""
+DIGITAL_SILENCE_DBFS = -80.0  # A 10 ms frame whose peak is below this level (dBFS) counts as digital silence.
 
-MAX_SILENT_GAP_S = 0.25
-"""Longest run of digital silence kept inside a background (half of it at each end), s."""
+MAX_SILENT_GAP_S = 0.25  # Longest run of digital silence kept inside a background (half of it at each end), s.
 
 _MULTI = re.compile(r"[|,;+/\s]")
 _LEVEL_FRAME_S = 0.1
@@ -69,15 +51,12 @@ def _keyword_list(keywords) -> list[str]:
     return [str(k).strip().lower() for k in keywords if str(k).strip()]
 
 
-def _licence_of(row: dict) -> tuple[str, str]:
-    lic = (row.get("licence") or "").strip() or UNKNOWN_LICENCE
-    att = (row.get("attribution") or "").strip() or UNKNOWN_LICENCE
-    return lic, att
-
-
 def _opt(row: dict, key: str):
-    v = (row.get(key) or "").strip()
-    return v or None
+    return (row.get(key) or "").strip() or None
+
+
+def _licence_of(row: dict) -> tuple[str, str]:
+    return _opt(row, "licence") or UNKNOWN_LICENCE, _opt(row, "attribution") or UNKNOWN_LICENCE
 
 
 def _peak_to_median_db(y: np.ndarray, sr: int = SR) -> float:
@@ -98,9 +77,8 @@ def _peak_to_median_db(y: np.ndarray, sr: int = SR) -> float:
 
 def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_S,
                           floor_dbfs: float = DIGITAL_SILENCE_DBFS):
-    """Shorten runs of digital silence in ``y`` [shape=(n,)] so a looped background never falls silent
-    for long: inside, a run keeps its first ``max_gap_s`` (s); at the ends, ``max_gap_s / 2``. A 10 ms
-    frame whose peak is below ``floor_dbfs`` (dBFS) is silent.
+    """Shorten runs of digital silence (10 ms frames peaking below ``floor_dbfs`` dBFS) in ``y`` [shape=(n,)]:
+    inside, a run keeps its first ``max_gap_s`` (s); at the ends, ``max_gap_s / 2``.
 
     Returns
     -------
@@ -156,12 +134,8 @@ _KWS = _Listing("kws_dir", "kws_labels", "label", {"word": "label"}, "missing_la
 
 
 def _listed_files(dir_value, table_value, probs, scans, spec: _Listing):
-    """Shared head of the speech and KWS checks: the folder, its table, and their pairing.
-
-    Returns ``(folder, files, pairs, ids)`` — ``pairs`` the ``(path, row)`` of rows with a
-    ``value_col`` (see :func:`~aiplib.sources.corpora.custom.files._match_table`), ``ids`` their item ids —
-    or None when the folder or table is unusable (problem recorded).
-    """
+    """The folder, its table and their pairing: ``(folder, files, pairs, ids)`` (``pairs`` the ``(path, row)``
+    of rows with a ``value_col``, ``ids`` their item ids), or None when either is unusable (problem recorded)."""
     dir_name, table_name, value_col = spec.dir_name, spec.table_name, spec.value_col
     folder = _param_path(dir_value, dir_name, probs, kind="dir",
                          flag=f"--{dir_name.replace('_', '-')} / {dir_name.upper()}")
@@ -183,18 +157,13 @@ def _item_row(p, row, package, item_id, info, **fields) -> dict:
     """One inventory row of an utterance or keyword clip (fields of :data:`INVENTORY_COLUMNS`)."""
     lic, att = _licence_of(row)
     return dict(file=str(p), package=package, licence=lic, attribution=att, used=True, item_id=item_id,
-                accent_group=_opt(row, "accent_group"), speaker=_opt(row, "speaker") or "unknown",
-                **fields, **info)
+                accent_group=_opt(row, "accent_group"), speaker=_opt(row, "speaker") or "unknown", **fields, **info)
 
 
 def _check_words_per_second(path, text: str, duration_s: float, probs) -> None:
-    """Warn (``short_for_text``) when ``duration_s`` < :data:`MIN_S_PER_WORD` × the words of ``text``.
-
-    The rule: ``n`` words after :func:`aiplib.core.textnorm.normalize_text`; an utterance of ``d`` s is
-    implausibly short when ``d < 0.1 * n`` (fewer than 0.1 s per word). Example: 0.45 s for
-    "the quick brown fox jumps over the lazy dog" (9 words, 0.9 s needed) is warned about.
-    """
-
+    """Warn (``short_for_text``) when ``duration_s`` < :data:`MIN_S_PER_WORD` × the words of ``text`` after
+    :func:`aiplib.core.textnorm.normalize_text` (0.45 s for the 9 words of "the quick brown fox jumps over
+    the lazy dog" is warned about)."""
     n = len(normalize_text(text).split())
     if n and duration_s < MIN_S_PER_WORD * n:
         probs.add("warning", "short_for_text", path,
@@ -204,7 +173,6 @@ def _check_words_per_second(path, text: str, duration_s: float, probs) -> None:
 
 
 def _validate_speech(speech_dir, texts, probs, scans):
-
     found = _listed_files(speech_dir, texts, probs, scans, _SPEECH)
     if found is None:
         return []
@@ -214,9 +182,8 @@ def _validate_speech(speech_dir, texts, probs, scans):
         if reference_is_empty(row["text"]):
             probs.add("fatal", "empty_reference", p,
                       f"the transcript {row['text']!r} holds no word after normalisation (tags such as [music], "
-                      "fillers such as 'uh' and punctuation are removed before scoring): its WER is undefined and "
-                      "the words a model outputs for it would go uncounted; give the words spoken or remove "
-                      "the file")
+                      f"fillers such as 'uh' and punctuation are removed before scoring): its WER is undefined and the "
+                      f"words a model outputs for it would go uncounted; give the words spoken or remove the file")
             continue
         info, _ = _probe(p, probs, cap_s=MAX_UTTERANCE_S, role="utterance")
         if info is not None:
@@ -228,7 +195,6 @@ def _validate_speech(speech_dir, texts, probs, scans):
 
 
 def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
-
     found = _listed_files(kws_dir, kws_labels, probs, scans, _KWS)
     if found is None:
         return []
@@ -271,8 +237,7 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
 
 
 def _check_audible(path, y, probs) -> str:
-    """Warn about a DC offset / sub-20 Hz rumble and a band-limited source; returns the note for the
-    inventory (empty when neither applies)."""
+    """Warn about a DC offset / sub-20 Hz rumble and a band-limited source; returns the inventory note."""
     notes = []
     sub = subaudible_power(y, sr=SR)
     if sub["subaudible_db"] >= SUBAUDIBLE_LIMIT_DB:
@@ -307,9 +272,7 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
     if not _not_a(lic_path, "file"):
         df = _read_table(lic_path, ("file",), probs, "licences", aliases={"license": "licence", "path": "file"})
         if df is not None:
-            for row in df.to_dict("records"):
-                p = absolute_path(folder / row["file"])  # an absolute path replaces folder
-                meta[p] = row
+            meta = {absolute_path(folder / row["file"]): row for row in df.to_dict("records")}  # absolute wins
             for p in meta:
                 if p not in files:
                     probs.add("warning", "licence_row", p,
@@ -349,14 +312,11 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
                       note + ": a stimulus on such a stretch would hear no background, so stage 1 writes "
                              f"this trimmed copy to raw/backgrounds/{bg_id}.wav and stage 3 uses it")
         note = "; ".join(x for x in (note, _check_audible(p, y, probs)) if x)
-        source = "licences.csv"
+        source, desc = "licences.csv", (row.get("description") or "").strip() or f"user background {p.name}"
         if not cat:
             pm = _peak_to_median_db(y)
             cat = "transient" if pm >= TRANSIENT_PEAK_DB else "stationary"
-            source = f"inferred (peak-to-median level {pm:.1f} dB)"
-        desc = (row.get("description") or "").strip() or f"user background {p.name}"
-        if not source.startswith("licences"):
-            desc += f" (category inferred: {cat})"
+            source, desc = f"inferred (peak-to-median level {pm:.1f} dB)", desc + f" (category inferred: {cat})"
         lic, att = _licence_of(row)
         rows.append(dict(file=str(p), package="custom/backgrounds", licence=lic, attribution=att, used=True,
                          bg_id=bg_id, category=cat, category_source=source, description=desc, note=note,
@@ -373,18 +333,15 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
             if dur < longest_s:
                 trimmed = " (after shortening its digital silence)" if r["prepared_duration_s"] else ""
                 probs.add("warning", "bg_looped", r["file"],
-                          f"background of {dur:.1f} s{trimmed} is shorter than the longest utterance "
-                          f"({longest_s:.1f} s): it is looped end to end to {MAX_UTTERANCE_S:g} s, so longer "
-                          "utterances hear it repeat")
+                          f"background of {dur:.1f} s{trimmed} is shorter than the longest utterance ({longest_s:.1f} "
+                          f"s): it is looped end to end to {MAX_UTTERANCE_S:g} s, so longer utterances hear it repeat")
     return rows
 
 
-def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords=KEYWORDS
-                    ) -> ValidationReport:
+def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords=KEYWORDS) -> ValidationReport:
     """Check the custom profile's folders and tables; find every problem, write nothing.
 
-    Every audio file is decoded once as the pipeline will (:func:`aiplib.io.audio.load_audio`), so a
-    file that passes can be read by every stage.
+    Every audio file is decoded once as the pipeline will (:func:`aiplib.io.audio.load_audio`).
 
     Parameters
     ----------
@@ -403,17 +360,14 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
 
     Notes
     -----
-    Fatal: a parameter not set or not found, a folder that cannot be scanned, a table without its
-    columns, an audio file without transcript (or label), a transcript or label empty after
-    normalisation, a row whose file is missing, a duplicate row, an unreadable, empty or non-finite
-    file, audio shorter than the 0.4 s BS.1770 block (:data:`aiplib.io.audio.MIN_LOUDNESS_S`; a
-    background after its silence is shortened), silence (−inf LUFS), a clip longer than
-    :data:`MAX_UTTERANCE_S`, an unknown category, no usable items or no backgrounds. Warnings: under
-    :data:`MIN_S_PER_WORD` s per transcript word, backgrounds shorter than the longest utterance, long
-    digital silence (:func:`strip_digital_silence`), fewer than :data:`MIN_BACKGROUNDS` backgrounds,
-    DC and sub-20 Hz power of at least :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`, an effective
-    bandwidth under 7 kHz, multi-word or normalised labels, missing licences, a non-default keyword
-    list, no target clip, a symbolic-link loop.
+    Fatal: a parameter not set or not found, an unscannable folder, a table without its columns, a file
+    without transcript (label) or one empty after normalisation, a listed file missing, a duplicate row,
+    an unreadable, empty or non-finite file, audio shorter than the 0.4 s BS.1770 block, silence, a clip
+    longer than :data:`MAX_UTTERANCE_S`, an unknown category, no usable items. Warnings: under
+    :data:`MIN_S_PER_WORD` s per word, backgrounds shorter than the longest utterance, long digital
+    silence, fewer than :data:`MIN_BACKGROUNDS` backgrounds, DC / sub-20 Hz power, a band-limited
+    background, multi-word or normalised labels, missing licences, a non-default keyword list, no
+    target clip, a symbolic-link loop.
     """
     probs = _Collector()
     kw = _keyword_list(keywords)
