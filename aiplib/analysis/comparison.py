@@ -44,8 +44,7 @@ def _results_of(run) -> tuple[Path, object | None]:
         return ws.results, ws
     if (p / "scores").is_dir():
         return p, None
-    raise AiplibError(f"{p}: neither a workspace (with results/ and manifests/) nor a results "
-                      "folder (with scores/)")
+    raise AiplibError(f"{p}: neither a workspace (with results/ and manifests/) nor a results " "folder (with scores/)")
 
 
 def run_identity(run) -> dict:
@@ -192,8 +191,7 @@ def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_di
         pc = cond.paired_change(100 * g["d"], g["n"], n_resamples=n_resamples, seed=seed,
                                 level=level, min_diff=min_diff_pp, mcnemar=mc)
         rec = {"scope": scope, "model": k["model"], "task": k["task"], "family": fam,
-               "bg_id": k["bg_id"], "snr_db": k["snr_db"],
-               "condition": cond.condition_label(k["bg_id"], k["snr_db"]),
+               "bg_id": k["bg_id"], "snr_db": k["snr_db"], "condition": cond.condition_label(k["bg_id"], k["snr_db"]),
                "n_items": len(g), "n_pairs": int(n), "measure": "wer" if fam == "asr" else "acc",
                "a_pp": 100 * g.total("a") / n, "b_pp": 100 * g.total("b") / n}
         if fam == "asr":

@@ -50,15 +50,11 @@ MEASURE_ALIASES = {"wer": "wer_pp", "mean_wer": "mean_wer_pp", "cer": "cer_pp",
 
 EXAMPLE_CRITERIA = {
     "criteria": [
-        {"task": "asr", "model": "*", "bg_id": "all", "snr_db": 0, "measure": "wer_pp",
-         "max": 60},
+        {"task": "asr", "model": "*", "bg_id": "all", "snr_db": 0, "measure": "wer_pp", "max": 60},
         {"task": "kws", "scope": "condition", "measure": "acc_pp", "min": 40},
         {"task": "asr", "scope": "overall", "measure": "delta_wer", "max": 0.30},
-        {"task": "asr", "bg_id": "clean", "measure": "wer", "max": 0.25},
-    ],
-    "no_worse_than_previous": True,
-    "min_diff_pp": 2.0,
-}
+        {"task": "asr", "bg_id": "clean", "measure": "wer", "max": 0.25}], "no_worse_than_previous": True,
+    "min_diff_pp": 2.0}
 """An example criteria object (the JSON file holds the same)."""
 
 _NUM = {"type": "number"}

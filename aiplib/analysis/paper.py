@@ -76,8 +76,7 @@ def load_inputs(ws) -> tuple[dict, pd.DataFrame | None, pd.DataFrame | None]:
     if missing:
         raise AiplibError(f"stage 9 needs results/scores/{{{','.join(missing)}}}.csv under "
                           f"{ws.results}; run stage 8 (scoring) first")
-    return (scores, read_descriptor_table(ws.descriptor_csv, index=True),
-            read_battery_csv(ws.battery_csv, index=True))
+    return (scores, read_descriptor_table(ws.descriptor_csv, index=True), read_battery_csv(ws.battery_csv, index=True))
 
 
 def categories(bg_ids, battery) -> list[str]:
@@ -187,8 +186,7 @@ def descriptor_points(scores: dict, descriptors: pd.DataFrame, table2: pd.DataFr
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
 
 
-def table3_descriptor_values(ranking: pd.DataFrame, descriptors: pd.DataFrame, *,
-                             battery=None) -> pd.DataFrame:
+def table3_descriptor_values(ranking: pd.DataFrame, descriptors: pd.DataFrame, *, battery=None) -> pd.DataFrame:
     """Table 3: each background's descriptors (as stored, unrounded) in Figure 4 order.
 
     Returns
@@ -316,8 +314,7 @@ def table4_accent_dwer_authors(scores: dict) -> pd.DataFrame:
     return t[cols].sort_values(["model", "accent_label"], kind="stable").reset_index(drop=True)
 
 
-def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0
-                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 4, ours: mean ΔWER per model and accent group (each item averaged over backgrounds and
     SNRs first) with a bootstrap CI over items.
 
@@ -353,8 +350,7 @@ def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0
         rows.append({"model": model, "accent_group": group, "n_items": len(g),
                      "clean_wer_pp": cw, "mean_delta_wer_pp": b.estimate,
                      "ci_low_pp": b.ci_low, "ci_high_pp": b.ci_high, "ci_usable": b.n_valid,
-                     "level": b.level, "n_resamples": b.n_resamples, "seed": b.seed,
-                     "note": "; ".join(notes)})
+                     "level": b.level, "n_resamples": b.n_resamples, "seed": b.seed, "note": "; ".join(notes)})
     t = pd.DataFrame(rows)
     t["_o"] = t["model"] != "pooled"
     t = t.sort_values(["_o", "model", "accent_group"], kind="stable").drop(columns="_o")
@@ -394,8 +390,7 @@ def _paired_rer(fam: str, g: pd.DataFrame, col: str, *, n_resamples: int, seed: 
     pdb = g[f"{col}_base"].mean() if len(g) else np.nan
     pds = g[f"{col}_steer"].mean() if len(g) else np.nan
     return {"n_pairs": len(g), "delta_base_paired_pp": 100 * pdb, "delta_steer_paired_pp": 100 * pds,
-            "rer_paired": stats.rer(pds, pdb, task_family=fam),
-            "rer_paired_ci_low": pres.ci_low if pres else np.nan,
+            "rer_paired": stats.rer(pds, pdb, task_family=fam), "rer_paired_ci_low": pres.ci_low if pres else np.nan,
             "rer_paired_ci_high": pres.ci_high if pres else np.nan,
             "rer_paired_ci_usable": pres.n_valid if pres else 0}, pres
 

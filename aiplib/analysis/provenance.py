@@ -25,13 +25,7 @@ from aiplib.io.formats import read_inference_jsonl, read_manifest_meta, write_js
 from aiplib.stimuli.manifests import manifest_hash
 
 __all__ = [
-    "PROVENANCE_FILE",
-    "SIDECAR_KEY",
-    "collect_provenance",
-    "write_sidecar",
-    "annotate_results",
-    "read_provenance",
-]
+    "PROVENANCE_FILE", "SIDECAR_KEY", "collect_provenance", "write_sidecar", "annotate_results", "read_provenance"]
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +78,7 @@ def _models(ws, scored_models) -> dict:
         if rec["revision"] is None:
             try:
                 e = get_entry(m)
-                rec.update(revision=getattr(e, "revision", None),
-                           weights=rec["weights"] or getattr(e, "weights", None))
+                rec.update(revision=getattr(e, "revision", None), weights=rec["weights"] or getattr(e, "weights", None))
                 rec["revision_source"] = "registry (no run_log.jsonl entry)"
             except Exception:  # noqa: BLE001 - an unknown id is recorded as such
                 rec["revision_source"] = "unknown (no run log, not in the registry)"
@@ -187,8 +180,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         manifests[fam] = {"sha256": manifest_hash(ws, fam), "seed_start": meta.get("seed_start"),
                           "n_rows": meta.get("n_rows"), "file": f"manifests/{fam}.csv"}
     ps_rec = _prompt_set_used(ws)
-    tasks = {t: {"family": fam, "variant": var, **PROMPTS[(fam, var)]}
-             for t, (fam, var) in TASKS.items()}
+    tasks = {t: {"family": fam, "variant": var, **PROMPTS[(fam, var)]} for t, (fam, var) in TASKS.items()}
     if ps_rec:
         known = ps_rec.get("tasks") or {}
         for t in tasks:
@@ -198,17 +190,10 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
                 tasks[t].update(prompt_id=None, text=None)
             tasks[t]["prompt_set"] = ps_rec.get("prompt_set")
     rec = {
-        "profile": getattr(ws, "profile", None),
-        "aiplib_version": __version__,
-        "versions": _versions(),
-        "normalizer": normalizer,
-        "models": _models(ws, scored_models),
-        "tasks": tasks,
-        "prompt_ids_scored": prompt_ids,
-        "prompt_set": ps_rec,
-        "manifests": manifests,
-        "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level},
-    }
+        "profile": getattr(ws, "profile", None), "aiplib_version": __version__, "versions": _versions(),
+        "normalizer": normalizer, "models": _models(ws, scored_models), "tasks": tasks, "prompt_ids_scored": prompt_ids,
+        "prompt_set": ps_rec, "manifests": manifests,
+        "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level}}
     if extra:
         rec.update(extra)
     return rec
@@ -258,14 +243,12 @@ def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
         except ValueError:
             return str(q)
 
-    files = [{"file": rel(q), "bytes": q.stat().st_size, "sha256": file_sha256(q)}
-             for q in siblings]
+    files = [{"file": rel(q), "bytes": q.stat().st_size, "sha256": file_sha256(q)} for q in siblings]
     obj[SIDECAR_KEY] = {"files": files, **(provenance or {}), **info}
     return write_json_atomic(obj, side)
 
 
-def annotate_results(ws, *, seed=None, n_resamples=None, level=None, extra=None,
-                     exclude=()) -> list[Path]:
+def annotate_results(ws, *, seed=None, n_resamples=None, level=None, extra=None, exclude=()) -> list[Path]:
     """Write ``results/provenance.json`` and a sidecar for every results file.
 
     Parameters
@@ -288,8 +271,7 @@ def annotate_results(ws, *, seed=None, n_resamples=None, level=None, extra=None,
     write_json_atomic(rec, run)
     written, done = [run], set()
     for p in sorted(results.rglob("*")):
-        if (not p.is_file() or p.suffix in (".json", ".part") or p.name in exclude
-                or p.name.startswith(".")):
+        if (not p.is_file() or p.suffix in (".json", ".part") or p.name in exclude or p.name.startswith(".")):
             continue
         key = (p.parent, p.stem)
         if key in done:

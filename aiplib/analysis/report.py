@@ -156,8 +156,7 @@ def render_report(executed_nb, results_dir) -> dict:
                  if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})])
     body = re.sub(r'alt="No description has been provided for this image"',
                   lambda m: f'alt="{html.escape(Path(next(alts, "figure")).stem)}"', body)
-    toc = [(int(lvl), anchor, re.sub(r"<[^>]+>", "", text).strip())
-           for lvl, anchor, text in re.findall(
+    toc = [(int(lvl), anchor, re.sub(r"<[^>]+>", "", text).strip()) for lvl, anchor, text in re.findall(
                r'<h([23]) id="([^"]+)">(.*?)<a class="anchor-link"', body, flags=re.S)]
     nav = ('<nav class="aip-toc"><strong>Contents</strong><ul>' + "".join(
         f'<li class="h{lvl}"><a href="#{a}">{t}</a></li>' for lvl, a, t in toc) + "</ul></nav>")
@@ -173,11 +172,9 @@ def render_report(executed_nb, results_dir) -> dict:
         if c.cell_type == "markdown":
             parts.append(c.source.strip())
             if i == 0 and toc:
-                parts.append("\n".join(("  " if lvl == 3 else "") + f"- [{t}](#{_slug(t)})"
-                                       for lvl, _, t in toc))
+                parts.append("\n".join(("  " if lvl == 3 else "") + f"- [{t}](#{_slug(t)})" for lvl, _, t in toc))
         elif c.cell_type == "code":
-            parts += [s for k, o in enumerate(c.outputs)
-                      if (s := _output_markdown(o, results, f"cell{i}_{k}"))]
+            parts += [s for k, o in enumerate(c.outputs) if (s := _output_markdown(o, results, f"cell{i}_{k}"))]
     md_path = results / "report.md"
     md_path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
 
@@ -186,8 +183,7 @@ def render_report(executed_nb, results_dir) -> dict:
 
         sidecar = write_sidecar(md_path, root=results, provenance=read_provenance(results))
     return {"report_html": html_path, "report_md": md_path, "toc": toc,
-            "figures": len(re.findall(r'<img[^>]*\ssrc="data:image/png;base64,', body)),
-            "files": files,
+            "figures": len(re.findall(r'<img[^>]*\ssrc="data:image/png;base64,', body)), "files": files,
             "sidecar": sidecar}
 
 
@@ -237,8 +233,7 @@ def main(argv=None) -> int:
             spec["min_diff_pp"] if spec else cond.DEFAULT_MIN_DIFF_PP)
         if spec is not None:
             spec = {**{k: v for k, v in spec.items() if k not in ("source",)},
-                    "previous": str(spec["previous"]) if spec["previous"] else None,
-                    "min_diff_pp": min_diff}
+                    "previous": str(spec["previous"]) if spec["previous"] else None, "min_diff_pp": min_diff}
         elif args.previous:
             spec = {"criteria": [], "min_diff_pp": min_diff}
         kw = dict(n_resamples=args.n_resamples, seed=args.seed, level=args.level)

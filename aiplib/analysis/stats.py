@@ -159,14 +159,12 @@ class BinomTestResult:
 def _as_1d(x, name: str) -> np.ndarray:
     a = np.asarray(x, dtype=float)
     if a.ndim != 1:
-        raise AiplibParameterError(
-            f"{name}: expected a 1-D array of shape (n,), got shape {a.shape}")
+        raise AiplibParameterError(f"{name}: expected a 1-D array of shape (n,), got shape {a.shape}")
     return a
 
 
 def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
-                 level: float = 0.95, vectorized: bool = False,
-                 min_n: int = MIN_N_FOR_INTERVAL,
+                 level: float = 0.95, vectorized: bool = False, min_n: int = MIN_N_FOR_INTERVAL,
                  min_usable: float = MIN_USABLE_SHARE) -> BootstrapResult:
     """Percentile bootstrap interval [2]_, resampling observations (items) with replacement.
 
@@ -221,8 +219,7 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
         else:
             boot = np.array([stat(*(a[i] for a in arrays)) for i in idx], dtype=float)
     lo, hi, n_valid, note = _percentile_interval(boot, level, min_usable)
-    return BootstrapResult(estimate, lo, hi, float(level), int(n_resamples), n_valid,
-                           int(seed), int(n), note)
+    return BootstrapResult(estimate, lo, hi, float(level), int(n_resamples), n_valid, int(seed), int(n), note)
 
 
 def _few_note(n: int, min_n: int) -> str:
@@ -238,12 +235,10 @@ def _percentile_interval(boot: np.ndarray, level: float, min_usable: float):
         return math.nan, math.nan, 0, "no resample gave a finite statistic"
     if n_valid < min_usable * boot.size:
         return (math.nan, math.nan, n_valid,
-                f"only {n_valid} of {boot.size} resamples usable (< {100 * min_usable:g} %): "
-                "no interval")
+                f"only {n_valid} of {boot.size} resamples usable (< {100 * min_usable:g} %): " "no interval")
     a = (1 - level) / 2
     lo, hi = (float(v) for v in np.quantile(finite, [a, 1 - a]))
-    note = "" if n_valid == boot.size else \
-        f"{boot.size - n_valid} of {boot.size} resamples unusable and ignored"
+    note = "" if n_valid == boot.size else f"{boot.size - n_valid} of {boot.size} resamples unusable and ignored"
     return lo, hi, n_valid, note
 
 
@@ -296,8 +291,7 @@ def spearman_permutation_p(x, y, *, seed: int = 0,
     rng = np.random.default_rng(seed)
     shuffled = rng.permuted(np.broadcast_to(ry, (int(n_permutations), n)), axis=1)
     perm = np.abs(shuffled @ rx) / den
-    return (float((1 + (perm >= obs - tol).sum()) / (1 + perm.size)), "permutation",
-            int(n_permutations))
+    return (float((1 + (perm >= obs - tol).sum()) / (1 + perm.size)), "permutation", int(n_permutations))
 
 
 def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
@@ -414,8 +408,7 @@ def mcnemar_exact(clean_correct, noisy_correct) -> BinomTestResult:
     a = _as_1d(clean_correct, "clean_correct").astype(bool)
     b_ = _as_1d(noisy_correct, "noisy_correct").astype(bool)
     if a.size != b_.size:
-        raise AiplibParameterError(
-            f"clean and noisy arrays differ in length: {a.size} vs {b_.size}")
+        raise AiplibParameterError(f"clean and noisy arrays differ in length: {a.size} vs {b_.size}")
     b = int((a & ~b_).sum())
     c = int((~a & b_).sum())
     conc = int(a.size - b - c)
@@ -567,8 +560,7 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     if task is not None and "task" in df.columns:
         df = df[df["task"] == task]
     if "task" in df.columns and df["task"].nunique() > 1:
-        raise AiplibParameterError(f"scores hold several tasks {sorted(df['task'].unique())}; "
-                                   "pass task=")
+        raise AiplibParameterError(f"scores hold several tasks {sorted(df['task'].unique())}; " "pass task=")
     if col not in df.columns:
         raise AiplibParameterError(f"scores lack the column {col!r} of family {family!r}")
     df = df[(df["bg_id"] != "clean") & df[col].notna()]
@@ -636,8 +628,7 @@ def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: s
         return pd.DataFrame(columns=WORST_STIMULI_COLUMNS)
     df = scores_df if model is None else scores_df[scores_df["model"].astype(str) == model]
     df = df[(df["bg_id"] != "clean") & (df[col] > 0)]
-    df = df.sort_values([col, "snr_db", "model", "stimulus_id"], ascending=[False, False, True, True],
-                        kind="stable")
+    df = df.sort_values([col, "snr_db", "model", "stimulus_id"], ascending=[False, False, True, True], kind="stable")
     if one_per_item:
         df = df.drop_duplicates("item_id", keep="first")
     df = df.head(int(n))
@@ -653,10 +644,8 @@ def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: s
         "model": df["model"].astype(str).to_numpy(), "task": df["task"].to_numpy(),
         "stimulus_id": df["stimulus_id"].to_numpy(), "item_id": df["item_id"].astype(str).to_numpy(),
         "bg_id": df["bg_id"].astype(str).to_numpy(), "snr_db": df["snr_db"].to_numpy(),
-        "reference": column(df, ref_col, ""),
-        "clean_response": column(clean.reindex(at), "response", ""),
-        "response": column(df, "response", ""),
-        "clean_score": column(clean.reindex(at), score_col, math.nan),
+        "reference": column(df, ref_col, ""), "clean_response": column(clean.reindex(at), "response", ""),
+        "response": column(df, "response", ""), "clean_score": column(clean.reindex(at), score_col, math.nan),
         "score": df[score_col].to_numpy(), "delta": df[col].to_numpy()})
     out["clean_response"] = out["clean_response"].where(out["clean_response"].notna(), "")
     return out[WORST_STIMULI_COLUMNS]
@@ -718,8 +707,7 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
     missing = [c for c in descriptors if c not in d.columns]
     if missing:
         raise AiplibParameterError(f"descriptors_df lacks {missing}; has {list(d.columns)}")
-    pnote = partial_note(degradation.attrs.get("partial") or {},
-                         degradation.attrs.get("method", "snr_balanced"))
+    pnote = partial_note(degradation.attrs.get("partial") or {}, degradation.attrs.get("method", "snr_balanced"))
     deg = degradation.copy()
     deg.index = deg.index.astype(str)
     d.index = d.index.astype(str)
@@ -749,11 +737,9 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
                     if bnote:
                         notes.append(bnote.replace("unusable", "with a constant column"))
             cell_rows.append({"model": model, "descriptor": desc, "n": res.n, "r_s": res.rho,
-                              "p": res.p, "p_method": res.method,
-                              "n_permutations": res.n_permutations, "ci_low": lo,
+                              "p": res.p, "p_method": res.method, "n_permutations": res.n_permutations, "ci_low": lo,
                               "ci_high": hi, "ci_usable": int(usable), "level": level,
-                              "n_resamples": int(n_resamples), "seed": int(seed),
-                              "note": "; ".join(notes)})
+                              "n_resamples": int(n_resamples), "seed": int(seed), "note": "; ".join(notes)})
         padj = bh_adjust([r["p"] for r in cell_rows])
         for r, q in zip(cell_rows, padj):
             r["p_bh"] = float(q)
@@ -765,8 +751,7 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
 
 AUTHORS_DESCRIPTOR_DECIMALS = {
     "zcr": 4, "spectral_centroid": 2, "spectral_rolloff": 2, "spectral_bandwidth": 2,
-    "spectral_flux": 4, "spectral_flatness": 4, "spectral_contrast": 4, "rms_variance": 6,
-}
+    "spectral_flux": 4, "spectral_flatness": 4, "spectral_contrast": 4, "rms_variance": 6}
 """Decimals the authors keep of each descriptor before the correlations (Python ``round``).
 ``vad_speech_fraction`` (read from their VAD table) and any other column are not rounded."""
 
@@ -807,8 +792,7 @@ def round_descriptors(descriptors: pd.DataFrame, decimals: dict | None = None) -
     return out
 
 
-def rank_by_mean_abs_rs(r_asr: pd.Series, r_kws: pd.Series, *, decimals: int = TOP_RANK_DECIMALS
-                        ) -> pd.Series:
+def rank_by_mean_abs_rs(r_asr: pd.Series, r_kws: pd.Series, *, decimals: int = TOP_RANK_DECIMALS) -> pd.Series:
     """Descriptors sorted as Figure 2 picks them: mean of |r_s(ASR)| and |r_s(KWS)|, rounded.
 
     Parameters
@@ -877,8 +861,7 @@ def unpaired_item_sums(df: pd.DataFrame, family: str) -> pd.DataFrame:
         columns 0; the noisy sum is of ``delta_wer``; KWS: of ``correct``).
     """
     col = "delta_wer" if family == "asr" else "correct"
-    ok = df[df[col].notna()].assign(_v=lambda d: d[col].astype(float),
-                                    _clean=lambda d: d["bg_id"] == "clean")
+    ok = df[df[col].notna()].assign(_v=lambda d: d[col].astype(float), _clean=lambda d: d["bg_id"] == "clean")
     g = ok.groupby(["item_id", "_clean"])["_v"].agg(["sum", "size"]).unstack("_clean", fill_value=0)
     out = pd.DataFrame(index=g.index)
     for name, flag in (("clean", True), ("noisy", False)):

@@ -144,8 +144,7 @@ def coerce_parameter(name: str, value: Any, annotation: Any) -> Any:
     if annotation is str:
         if isinstance(value, str):
             return value
-        raise _fail(name, annotation, value,
-                    "papermill's -p reads numbers, True/False/None as Python values; "
+        raise _fail(name, annotation, value, "papermill's -p reads numbers, True/False/None as Python values; "
                     "pass text with -r NAME VALUE")
 
     if annotation is list or origin is list:

@@ -222,15 +222,13 @@ def kws_correct(response, label, is_target, *, keywords=KEYWORDS) -> bool:
 
 
 _REFUSAL = re.compile(
-    r"\bsorry\b"
-    r"|\bi\s*(?:'m|am)\s+(?:not\s+able|unable)\b"
+    r"\bsorry\b" r"|\bi\s*(?:'m|am)\s+(?:not\s+able|unable)\b"
     r"|\b(?:can\s*not|can't|couldn't|could\s+not|unable\s+to)\s+(?:hear|determine|identify|"
     r"understand|tell|make\s+out|detect|recogni[sz]e|transcribe|help|assist|provide|answer)\b"
     r"|\bi\s+(?:don't|do\s+not)\s+know\b"
     r"|\b(?:no|not\s+any)\s+(?:clear\s+|audible\s+|discernible\s+|intelligible\s+|"
     r"recogni[sz]able\s+)?(?:speech|spoken\s+words?|audio|voice)\b"
-    r"|\b(?:inaudible|unintelligible|not\s+clear|unclear)\b"
-)
+    r"|\b(?:inaudible|unintelligible|not\s+clear|unclear)\b")
 
 
 def kws_non_answer(response) -> tuple[bool, str]:

@@ -239,8 +239,7 @@ WORST_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "
                  "response", "score", "delta"]
 
 
-def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per_item: bool = True
-                ) -> pd.DataFrame:
+def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per_item: bool = True) -> pd.DataFrame:
     """The stimuli that hurt most in ``ws``'s ``results/scores/<task>.csv``: the report's ranking
     (:func:`aiplib.analysis.stats.worst_stimuli`, same ``n``, ``model``, ``one_per_item``).
 
@@ -345,8 +344,7 @@ PLAYER_LABELS = {
     "background": ("Clean utterance", "Background segment (as mixed)", "Mixture (what the model heard)"),
     "competing_speech": ("Clean target", "Distractor (as mixed)", "Mixture: target + distractor (what the model heard)"),
     "channel": ("Clean utterance", "The transform's change (transformed − clean)",
-                "Transformed speech (what the model heard)"),
-}
+                "Transformed speech (what the model heard)")}
 
 
 def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:

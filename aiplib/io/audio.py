@@ -203,8 +203,7 @@ def peak_abs(y) -> float:
     return float(np.max(np.abs(y))) if y.size else 0.0
 
 
-def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audio",
-                       return_peak: bool = False):
+def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audio", return_peak: bool = False):
     """Scale ``y`` so that its integrated loudness is ``target_lufs``, and check its peak.
 
     Parameters

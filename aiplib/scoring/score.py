@@ -63,18 +63,15 @@ log = logging.getLogger(__name__)
 
 _FAMILY_FOLDERS = ("background", "competing_speech", "channel")  # inference/<family>/: not model folders
 
-_NORMALIZERS = {"paper": normalize_text, "whisper": normalize_whisper,
-                "none": lambda s: " ".join(str(s or "").split())}
+_NORMALIZERS = {"paper": normalize_text, "whisper": normalize_whisper, "none": lambda s: " ".join(str(s or "").split())}
 
 
 def normalizer_provenance() -> dict:
     """``{"normalizer": {"name", "version", "rule"}, "normalizer_whisper": {"name", "version"},
     "jiwer_version"}``, for sidecars and provenance.
     """
-    return {"normalizer": {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION,
-                           "rule": NORMALIZER_RULE},
-            "normalizer_whisper": {"name": WHISPER_NORMALIZER_NAME,
-                                   "version": WHISPER_NORMALIZER_VERSION},
+    return {"normalizer": {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION, "rule": NORMALIZER_RULE},
+            "normalizer_whisper": {"name": WHISPER_NORMALIZER_NAME, "version": WHISPER_NORMALIZER_VERSION},
             "jiwer_version": JIWER_VERSION}
 
 
@@ -147,19 +144,10 @@ def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
     defined = [v for v in per if not math.isnan(v)]
     return {
         "wer": (s + d + ins) / n_ref if n_ref else float("nan"),
-        "mean_wer": float(np.mean(defined)) if defined else float("nan"),
-        "substitutions": int(s),
-        "deletions": int(d),
-        "insertions": int(ins),
-        "hits": int(h),
-        "errors": int(s + d + ins),
-        "ref_words": int(n_ref),
-        "cer": (float(jiwer.cer([r for r, _ in with_ref], [hh for _, hh in with_ref]))
-                if with_ref else float("nan")),
-        "per_utterance": per,
-        "n_utterances": len(refs),
-        "n_ref_empty": sum(1 for r in r_n if not r),
-    }
+        "mean_wer": float(np.mean(defined)) if defined else float("nan"), "substitutions": int(s), "deletions": int(d),
+        "insertions": int(ins), "hits": int(h), "errors": int(s + d + ins), "ref_words": int(n_ref),
+        "cer": (float(jiwer.cer([r for r, _ in with_ref], [hh for _, hh in with_ref])) if with_ref else float("nan")),
+        "per_utterance": per, "n_utterances": len(refs), "n_ref_empty": sum(1 for r in r_n if not r)}
 
 
 def _read_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
@@ -243,8 +231,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
         pids = ok["prompt_id"].value_counts().sort_index()
         meta["prompt_ids"][model] = {k: int(v) for k, v in pids.items()}
         # the prompt set named by each row (rows written elsewhere, e.g. the authors', name none)
-        ok["prompt_set"] = ok["prompt_set"].map(lambda v: "unrecorded" if v is None or v != v or v == ""
-                                                else str(v))
+        ok["prompt_set"] = ok["prompt_set"].map(lambda v: "unrecorded" if v is None or v != v or v == "" else str(v))
         meta.setdefault("prompt_sets", {})[model] = {k: int(v) for k, v in
                                                      ok["prompt_set"].value_counts().sort_index().items()}
         if len(pids) > 1:
@@ -252,19 +239,12 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
                           "the scores mix them", stacklevel=3)
         man = man_src.loc[ok["stimulus_id"]]
         out = pd.DataFrame({
-            "model": model,
-            "task": task,
-            "stimulus_id": ok["stimulus_id"].to_numpy(),
-            "item_id": man["item_id"].to_numpy(),
-            "bg_id": man["bg_id"].to_numpy(),
-            "snr_db": man["snr_db"].to_numpy(),
+            "model": model, "task": task, "stimulus_id": ok["stimulus_id"].to_numpy(),
+            "item_id": man["item_id"].to_numpy(), "bg_id": man["bg_id"].to_numpy(), "snr_db": man["snr_db"].to_numpy(),
             "accent_group": man["accent_group"].replace("", np.nan).to_numpy(),
-            "accent": man["accent"].replace("", np.nan).to_numpy(),
-            "prompt_id": ok["prompt_id"].to_numpy(),
-            "prompt_set": ok["prompt_set"].to_numpy(),
-            "condition": man["condition"].to_numpy(),
-            "bg_active": man["bg_active"].to_numpy(),
-        })
+            "accent": man["accent"].replace("", np.nan).to_numpy(), "prompt_id": ok["prompt_id"].to_numpy(),
+            "prompt_set": ok["prompt_set"].to_numpy(), "condition": man["condition"].to_numpy(),
+            "bg_active": man["bg_active"].to_numpy()})
         resp = ok["response"].astype(str).to_numpy()
         if fam == "asr":
             out["reference"] = man["reference"].to_numpy()
@@ -281,8 +261,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
                               "their insertions count in corpus WER", stacklevel=3)
         else:
             out["label"] = man["reference"].to_numpy()
-            out["is_target"] = [_as_bool(t, lab, keywords)
-                                for t, lab in zip(man["is_target"], man["reference"])]
+            out["is_target"] = [_as_bool(t, lab, keywords) for t, lab in zip(man["is_target"], man["reference"])]
             out["response"] = resp
             per = pd.DataFrame([score_kws_row(r, lab, t, keywords)
                                 for r, lab, t in zip(resp, out["label"], out["is_target"])],
@@ -301,14 +280,12 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
     if not frames:
         return pd.DataFrame(), meta
     res = pd.concat(frames, ignore_index=True)
-    meta["n_unpaired"] = int((res["bg_id"] != "clean").sum()
-                             - res.loc[res["bg_id"] != "clean",
+    meta["n_unpaired"] = int((res["bg_id"] != "clean").sum() - res.loc[res["bg_id"] != "clean",
                                        DEGRADATION_COLUMN[fam]].notna().sum())
     return res, meta
 
 
-def _add_delta(df: pd.DataFrame, col: str, out_col: str, *,
-               noisy_minus_clean: bool) -> pd.DataFrame:
+def _add_delta(df: pd.DataFrame, col: str, out_col: str, *, noisy_minus_clean: bool) -> pd.DataFrame:
     clean = (df[df["bg_id"] == "clean"].drop_duplicates(["model", "task", "item_id"], keep="last")
              .set_index(["model", "task", "item_id"])[col])
     key = pd.MultiIndex.from_frame(df[["model", "task", "item_id"]])
@@ -399,13 +376,8 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
                 log.info("no %s manifest: the inference rows supply the manifest columns", fam)
         df, meta = _score_task(ws, task, models, manifests[fam], inference_dir=inf, keywords=kw)
         side = {
-            "task": task,
-            "family": fam,
-            **normalizer_provenance(),
-            "n_rows": int(len(df)),
-            "inference_dir": str(inf),
-            **meta,
-        }
+            "task": task, "family": fam, **normalizer_provenance(), "n_rows": int(len(df)), "inference_dir": str(inf),
+            **meta}
         if fam == "kws":
             side["kws_rule"] = KWS_RULE
             side["keywords"] = list(kw)

@@ -65,8 +65,7 @@ def _line_list(numbers: list[int], at_most: int = 5) -> str:
     return shown + (f" … ({len(numbers) - at_most} more)" if len(numbers) > at_most else "")
 
 
-def read_inference_jsonl(path, *, require_id: bool = True, bad_lines: list | None = None
-                         ) -> tuple[list[dict], int]:
+def read_inference_jsonl(path, *, require_id: bool = True, bad_lines: list | None = None) -> tuple[list[dict], int]:
     """Read an inference JSONL file (ours or the authors'): the one reader of stages 7, 8 and the explorer.
 
     A line that is not UTF-8, not JSON, or not an object with an ``id`` is skipped and counted (one

@@ -82,8 +82,7 @@ def write_item_bank(ws, family: str, rows, *, keywords=None, extra: dict | None 
         missing = [k for k in ITEM_BANK_FIELDS[family] if k not in r]
         if missing:
             raise AiplibParameterError(f"item bank {family}: row {i} ({r.get('item_id')!r}) lacks {missing}")
-    path = _write_text_atomic("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                              ws.item_bank(family))
+    path = _write_text_atomic("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), ws.item_bank(family))
     side = {"family": family, "n_items": len(rows), **(extra or {})}
     if family == "kws":
         side["keywords"] = list(normalize_keywords(keywords))
@@ -289,16 +288,10 @@ def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
     acc = text(col("accent_group"))
     acc = acc.where(acc != "", text(col("accent")))
     view = pd.DataFrame({
-        "stimulus_id": sid,
-        "item_id": item,
-        "bg_id": bg.where(~clean, "clean"),
-        "snr_db": snr,
-        "reference": text(col(family_spec(family)["reference"])),
-        "accent_group": acc,
-        "accent": text(col("accent")).where(text(col("accent")) != "", acc),
-        "is_target": text(col("is_target")),
+        "stimulus_id": sid, "item_id": item, "bg_id": bg.where(~clean, "clean"), "snr_db": snr,
+        "reference": text(col(family_spec(family)["reference"])), "accent_group": acc,
+        "accent": text(col("accent")).where(text(col("accent")) != "", acc), "is_target": text(col("is_target")),
         "condition": np.where(clean, "clean", "noisy"),
-        "bg_active": col("bg_active", pd.NA).map(parse_bool).astype("boolean"),
-    })
+        "bg_active": col("bg_active", pd.NA).map(parse_bool).astype("boolean")})
     view.loc[clean.to_numpy(), "bg_active"] = pd.NA
     return view.drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id", drop=False)
