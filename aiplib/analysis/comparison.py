@@ -22,8 +22,6 @@ from aiplib.core.tasks import task_family
 from aiplib.core.workspace import Workspace
 from aiplib.io.formats import load_scores
 
-__all__ = ["RunMismatchError", "run_identity", "compare_runs"]
-
 log = logging.getLogger(__name__)
 
 

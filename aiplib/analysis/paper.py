@@ -24,12 +24,6 @@ from aiplib.core.errors import AiplibError
 from aiplib.core.tasks import BASE_TASKS, DEGRADATION_COLUMN, task_file
 from aiplib.io.formats import DESCRIPTORS, load_scores, read_battery_csv, read_descriptor_table
 
-__all__ = ["BASE_TASKS", "STEER_TASKS", "FIG7_KWS_EXCLUDE", "FIGURE_NAMES", "TABLE_NAMES", "TABLE5_COLUMNS",
-           "load_inputs", "categories", "table2_descriptor_correlations", "top_descriptors",
-           "descriptor_points", "table3_descriptor_values", "background_ranking", "authors_accent_labels",
-           "authors_accent_label", "table4_accent_dwer_authors", "table4_accent_dwer",
-           "table5_prompt_steering_rer", "snr_curves", "write_tables", "save_figure"]
-
 log = logging.getLogger("aiplib.analysis.paper")
 
 STEER_TASKS = {t["family"]: name for name, t in task_file()["tasks"].items() if t["variant"] == "p5"}

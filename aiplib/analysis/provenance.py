@@ -24,9 +24,6 @@ from aiplib.inference.prompts import PROMPTS, TASKS, get_prompt_set, prompt_set_
 from aiplib.io.formats import read_inference_jsonl, read_manifest_meta, write_json_atomic
 from aiplib.stimuli.manifests import manifest_hash
 
-__all__ = [
-    "PROVENANCE_FILE", "SIDECAR_KEY", "collect_provenance", "write_sidecar", "annotate_results", "read_provenance"]
-
 log = logging.getLogger(__name__)
 
 PROVENANCE_FILE = "provenance.json"

@@ -24,8 +24,6 @@ from aiplib.analysis.provenance import read_provenance, write_sidecar
 from aiplib.core.errors import AiplibError
 from aiplib.core.workspace import PROFILES, workspace
 
-__all__ = ["EXIT_CRITERIA_FAILED", "REPORT_HIDE_TAG", "render_report", "main"]
-
 log = logging.getLogger(__name__)
 
 EXIT_CRITERIA_FAILED = 3

@@ -18,11 +18,6 @@ from aiplib.analysis.conditions import condition_label
 from aiplib.analysis.stats import worst_stimuli
 from aiplib.io.formats import read_inference_jsonl
 
-__all__ = [
-    "MAX_WORDS", "Table", "cap_words", "fmt", "show_figure", "summary_table", "condition_display", "worst_display",
-    "table2_display", "table3_display", "table4_display", "table4_authors_display", "table5_display",
-    "comparison_display", "provenance_lines"]
-
 MAX_WORDS = 30
 """Responses longer than this many words are cut in the worst-stimuli table (``… +N words``)."""
 

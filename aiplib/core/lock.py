@@ -34,8 +34,6 @@ try:
 except ImportError:  # pragma: no cover - Windows: no locking
     fcntl = None
 
-__all__ = ["BUSY_STATUS", "LOCK_NAME", "FolderBusyError", "holders", "acquire", "run", "main"]
-
 BUSY_STATUS = 75  # a run that found the folder in use (EX_TEMPFAIL of sysexits.h)
 LOCK_NAME = ".aip-lock"  # inside the workspace root; shard records in .aip-lock.d/
 MODES = ("exclusive", "shard")

@@ -35,8 +35,6 @@ from typing import Any, Mapping, MutableMapping
 
 from aiplib.core.errors import AiplibParameterError
 
-__all__ = ["ParameterTypeError", "check_parameters", "coerce_parameter"]
-
 _TRUE = {"true", "1"}
 _FALSE = {"false", "0"}
 _INT_RE = re.compile(r"[+-]?\d+")

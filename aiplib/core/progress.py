@@ -21,8 +21,6 @@ from typing import Iterable, Iterator, TypeVar
 from tqdm.auto import tqdm as auto_tqdm
 from tqdm.std import tqdm as std_tqdm
 
-__all__ = ["MARKER", "ENV_PLAIN", "plain_mode", "Progress", "track", "note"]
-
 MARKER = "[progress]"
 """First token of every plain progress line."""
 ENV_PLAIN = "AIP_PLAIN_PROGRESS"

@@ -25,9 +25,6 @@ import numpy as np
 from aiplib.core import __version__
 from aiplib.core.hashing import file_sha256
 
-__all__ = ["STAMP_VERSION", "STAMP_SUFFIX", "text_sha256", "json_sha256", "jsonable", "make_stamp",
-           "read_stamp", "write_stamp", "differences", "value_differences", "stamp_path"]
-
 STAMP_VERSION = 1  # of the stamp format
 STAMP_SUFFIX = ".stamp.json"
 

@@ -14,10 +14,6 @@ import yaml
 
 from aiplib.core.errors import AiplibParameterError
 
-__all__ = ["CONDITION_FAMILIES", "DEFAULT_SUITE", "check_family", "parse_suite", "TASK_FILE", "KWS_CLOSED_LIST",
-           "KWS_OPEN_ANSWER", "FAMILIES", "BASE_TASKS", "KEYWORDS", "DEGRADATION_COLUMN", "DEGRADATION_SIGN",
-           "task_file", "required_tasks", "family_spec", "task_family", "keyword_set", "normalize_keywords"]
-
 TASK_FILE = Path(__file__).with_name("tasks.yaml")  # families, keyword sets, tasks, prompt sets
 # kws_answer of a prompt set: its KWS prompt names the keywords (closed list), or asks for the spoken
 # word or SILENCE (open answer, the authors')

@@ -33,11 +33,6 @@ from aiplib.io.audio import SR, valid_audio
 from aiplib.stimuli.families import materialize, mix_components, row_family
 from aiplib.stimuli.mixing import is_clean_row
 
-__all__ = ["available_families", "available_tasks", "available_models", "manifest", "lookup_response",
-           "word_diff", "WORST_COLUMNS", "worst_cases", "background_table", "descriptor_label",
-           "summarise_sources", "PLAYER_LABELS", "AUDIO_SUBTYPE", "manifest_row", "stimulus_labels",
-           "stimulus_audio", "wav_bytes", "decode_wav", "under_papermill"]
-
 
 @functools.lru_cache(maxsize=64)
 def _read(path: str, kind: str, stamp: tuple) -> pd.DataFrame:

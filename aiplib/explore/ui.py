@@ -24,10 +24,6 @@ from aiplib.explore import data
 from aiplib.io.audio import SR, valid_audio
 from aiplib.io.formats import DESCRIPTORS
 
-__all__ = ["CAP_WORDS", "CSS", "MEL_SETTINGS", "col_header", "diff_html", "plain_html", "response_html",
-           "metrics_html", "bg_info_html", "bg_table_html", "log_mel", "signals_figure_png",
-           "Explorer", "ExplorerWidget", "explorer"]
-
 CAP_WORDS = 40  # words of a response shown before the "… +N words" toggle
 
 CSS = """<style>

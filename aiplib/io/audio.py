@@ -20,9 +20,6 @@ import soundfile as sf
 
 from aiplib.core.errors import AiplibParameterError, AudioFileError, MissingPackageError
 
-__all__ = ["SR", "valid_audio", "load_audio", "load_audio_cached", "write_wav", "loudness_lufs",
-           "normalize_loudness", "loudness_meter", "peak_abs", "loop_or_cut", "MIN_LOUDNESS_S", "ClippingWarning"]
-
 SR = 16000  # the pipeline's sample rate, Hz
 # BS.1770 gating block, s (the pyloudnorm meter's block_size): pyloudnorm refuses shorter signals, so
 # loudness_lufs loops them first and custom-profile validation refuses shorter inputs

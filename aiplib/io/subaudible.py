@@ -12,9 +12,6 @@ from scipy.signal import butter, sosfiltfilt, welch
 
 from aiplib.core.errors import AiplibParameterError
 
-__all__ = ["SUBAUDIBLE_HZ", "SUBAUDIBLE_LIMIT_DB", "BANDWIDTH_FLOOR_DB", "BAND_LIMITED_SHARE",
-           "subaudible_power", "remove_subaudible", "effective_bandwidth_hz"]
-
 SUBAUDIBLE_HZ = 20.0  # lower limit of hearing, Hz
 # DC + sub-20 Hz share of the power (dB, 1 %) from which a background is warned about / high-passed; below
 # it nominal and audible SNR differ by < 0.044 dB (white noise has -26 dB below 20 Hz at 16 kHz)

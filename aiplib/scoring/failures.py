@@ -12,9 +12,6 @@ import pandas as pd
 from aiplib.core.tasks import task_family
 from aiplib.io.formats import read_manifest_csv, read_results, write_csv_atomic
 
-__all__ = ["SUMMARY_COLUMNS", "FAILED_COLUMNS", "failure_tables", "write_failure_tables", "failure_sentence",
-           "failure_markdown"]
-
 SUMMARY_COLUMNS = ["model", "task", "n_stimuli", "n_scored", "n_failed", "n_missing", "n_left_out",
                    "n_unreadable_lines"]
 """Columns of ``results/tables/failures_by_model_task.csv`` (left out = failed + missing)."""

@@ -57,8 +57,6 @@ from aiplib.io.formats import (
 )
 from aiplib.scoring.family_columns import FAMILY_SCORE_COLUMNS, add_family_scores, family_sidecar
 
-__all__ = ["wer", "wer_details", "score_inference", "normalizer_provenance"]
-
 log = logging.getLogger(__name__)
 
 _FAMILY_FOLDERS = ("background", "competing_speech", "channel")  # inference/<family>/: not model folders

@@ -14,8 +14,6 @@ from aiplib.scoring.score import wer
 from aiplib.stimuli.checks import materialize_named
 from aiplib.stimuli.mixing import SPEECH_LUFS
 
-__all__ = ["wer_constancy"]
-
 
 def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed: int = 0,
                   levels_lufs=(-33.0, -23.0, -13.0), decoding: str = DEFAULT_DECODING) -> pd.DataFrame:
