@@ -42,12 +42,13 @@ from aiplib.io.formats import load_scores
 
 log = logging.getLogger(__name__)
 
+# Criteria measures given as fractions → the percent column they are read from (÷ 100).
 MEASURE_ALIASES = {"wer": "wer_pp", "mean_wer": "mean_wer_pp", "cer": "cer_pp",
                    "substitutions": "sub_pp", "deletions": "del_pp", "insertions": "ins_pp",
                    "acc": "acc_pp", "delta_wer": "delta_pp", "delta_acc": "delta_pp",
                    "clean_wer": "clean_wer_pp", "clean_acc": "clean_acc_pp"}
-"""Criteria measures given as fractions → the percent column they are read from (÷ 100)."""
 
+# An example criteria object (the JSON file holds the same).
 EXAMPLE_CRITERIA = {
     "criteria": [
         {"task": "asr", "model": "*", "bg_id": "all", "snr_db": 0, "measure": "wer_pp", "max": 60},
@@ -55,10 +56,10 @@ EXAMPLE_CRITERIA = {
         {"task": "asr", "scope": "overall", "measure": "delta_wer", "max": 0.30},
         {"task": "asr", "bg_id": "clean", "measure": "wer", "max": 0.25}], "no_worse_than_previous": True,
     "min_diff_pp": 2.0}
-"""An example criteria object (the JSON file holds the same)."""
 
 _NUM = {"type": "number"}
 _SCOPE_LIST = list(cond.SCOPES)
+# JSON Schema of a criteria object (after a bare list is wrapped as ``{"criteria": [...]}``).
 SCHEMA = {
     "type": "object", "additionalProperties": False,
     "properties": {
@@ -73,7 +74,6 @@ SCHEMA = {
         "min_diff_pp": {"type": "number", "minimum": 0},
         "regression_scopes": {"type": "array", "items": {"enum": _SCOPE_LIST}},
         "note": {}}}
-"""JSON Schema of a criteria object (after a bare list is wrapped as ``{"criteria": [...]}``)."""
 
 
 # ----------------------------------------------------------------------------------- criteria

@@ -26,34 +26,33 @@ from aiplib.io.formats import DESCRIPTORS, load_scores, read_battery_csv, read_d
 
 log = logging.getLogger("aiplib.analysis.paper")
 
+# Steering-prompt task of each family (the authors' prompt 5): ``{"asr": "asr_steer_p5", "kws": "kws_steer_p5"}``.
 STEER_TASKS = {t["family"]: name for name, t in task_file()["tasks"].items() if t["variant"] == "p5"}
-"""Steering-prompt task of each family (the authors' prompt 5): ``{"asr": "asr_steer_p5", "kws": "kws_steer_p5"}``."""
 
+# Models left out of Figure 7b, as in the paper (matched lower-cased, ``-`` / ``.`` read as ``_``).
 FIG7_KWS_EXCLUDE = ("qwen2_audio_7b",)
-"""Models left out of Figure 7b, as in the paper (matched lower-cased, ``-`` / ``.`` read as ``_``)."""
 
+# ``results/figures/<name>.png`` / ``.pdf``, as the paper's README names them.
 FIGURE_NAMES = ("figure2_descriptor_regressions", "figure3_descriptor_correlations",
                 "figure4_background_ranking", "figure5_accent_degradation",
                 "figure6_prompt_steering_rer", "figure7_snr_performance")
-"""``results/figures/<name>.png`` / ``.pdf``, as the paper's README names them."""
 
+# ``results/tables/<name>.csv``: Table 4 holds our accent groups per model; the ``pooled`` and ``unspecified`` rows are
+# in ``table4_accent_dwer_pooled_unspecified``, the authors' view in ``table4_accent_dwer_authors``.
 TABLE_NAMES = ("table2_descriptor_correlations", "table3_descriptor_values",
                "table4_accent_dwer", "table4_accent_dwer_pooled_unspecified",
                "table4_accent_dwer_authors", "table5_prompt_steering_rer")
-"""``results/tables/<name>.csv``: Table 4 holds our accent groups per model; the ``pooled`` and
-``unspecified`` rows are in ``table4_accent_dwer_pooled_unspecified``, the authors' view in
-``table4_accent_dwer_authors``."""
 
+# Columns of :func:`table5_prompt_steering_rer`, in order.
 TABLE5_COLUMNS = ["model", "family", "base_task", "steer_task", "n_items", "n_base_rows",
                   "n_steer_rows", "delta_base_pp", "delta_steer_pp", "rer", "base_flag", "ci_low",
                   "ci_high", "ci_usable", "rule", "n_pairs", "delta_base_paired_pp",
                   "delta_steer_paired_pp", "rer_paired", "rer_paired_ci_low", "rer_paired_ci_high",
                   "rer_paired_ci_usable", "level", "n_resamples", "seed", "note"]
-"""Columns of :func:`table5_prompt_steering_rer`, in order."""
 
+# Columns ``accent`` (a raw accent of the ASR manifest) and ``label`` (the name on the authors' accent figure: their
+# ``accent_clean_map``).
 AUTHORS_ACCENT_LABELS_FILE = Path(__file__).resolve().parent / "authors_accent_labels.csv"
-"""Columns ``accent`` (a raw accent of the ASR manifest) and ``label`` (the name on the authors'
-accent figure: their ``accent_clean_map``)."""
 
 
 def load_inputs(ws) -> tuple[dict, pd.DataFrame | None, pd.DataFrame | None]:

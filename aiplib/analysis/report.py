@@ -26,13 +26,13 @@ from aiplib.core.workspace import PROFILES, workspace
 
 log = logging.getLogger(__name__)
 
+# Exit status of ``python -m aiplib.analysis.report`` when a criterion fails or a condition got worse than in the
+# previous run.
 EXIT_CRITERIA_FAILED = 3
-"""Exit status of ``python -m aiplib.analysis.report`` when a criterion fails or a condition got worse
-than in the previous run."""
 
 # ------------------------------------------------------------------------------------ render
+# Cells of notebook 09 with this tag are left out of the report (with the parameter cells).
 REPORT_HIDE_TAG = "report-hide"
-"""Cells of notebook 09 with this tag are left out of the report (with the parameter cells)."""
 
 _SKIP_TAGS = {"parameters", "injected-parameters", REPORT_HIDE_TAG}
 

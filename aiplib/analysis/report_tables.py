@@ -18,8 +18,8 @@ from aiplib.analysis.conditions import condition_label
 from aiplib.analysis.stats import worst_stimuli
 from aiplib.io.formats import read_inference_jsonl
 
+# Responses longer than this many words are cut in the worst-stimuli table (``… +N words``).
 MAX_WORDS = 30
-"""Responses longer than this many words are cut in the worst-stimuli table (``… +N words``)."""
 
 
 # ------------------------------------------------------------------------------ formatting

@@ -35,53 +35,28 @@ from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import family_spec
 from aiplib.io.formats import DESCRIPTORS
 
+# Fewest resampled units (items, or backgrounds) for a bootstrap interval (at n = 5 a nominal 95 % percentile interval
+# covers about 80 %); below it NaN with a note.
 MIN_N_FOR_INTERVAL = 10
-"""Fewest resampled units (items, or backgrounds for correlations) for a bootstrap interval; below
-it NaN with a note (a percentile interval of so few values only spans their range: about 80 %
-coverage at n = 5 for a nominal 95 %)."""
 
+# Least share of resamples with a finite statistic for an interval; below it NaN with a note.
 MIN_USABLE_SHARE = 0.95
-"""Least share of resamples with a finite statistic (e.g. no constant Spearman column) for an
-interval; below it NaN with a note. Tables report the usable count beside the interval."""
 
-SPEARMAN_EXACT_MAX_N = 9
-"""Up to this many pairs the Spearman p-value is exact (all ``n!`` permutations)."""
-
-SPEARMAN_PERMUTATION_MAX_N = 20
-"""Up to this many pairs the Spearman p-value is a seeded permutation test
-(:data:`SPEARMAN_N_PERMUTATIONS`); above it scipy's t-approximation (1.5× too small at n = 20)."""
-
-SPEARMAN_N_PERMUTATIONS = 9999
-"""Random permutations of the Monte-Carlo Spearman p-value (resolution 1 / 10 000)."""
-
-RER_DENOMINATOR_EPS = 1e-9
-"""``RER = Δ_steer / (Δ_base + 1e-9)``, as the authors' ``scripts/generate_results_new_2.py``."""
-
-RER_KWS_SMALL = 0.01
-"""KWS: RER is 1.0 when both ``|Δ_base|`` and ``|Δ_steer|`` are below this (1 pp), as the authors."""
-
-RER_FLAG_BELOW = 0.01
-"""A baseline change below this (1 pp) — or not positive — is flagged beside the RER
-(:func:`rer_flag`), and such resamples are unusable for the RER interval."""
+SPEARMAN_EXACT_MAX_N = 9  # up to this many pairs the Spearman p-value is exact (all n! permutations)
+SPEARMAN_PERMUTATION_MAX_N = 20  # up to here a seeded permutation test; above, scipy's t-approximation
+SPEARMAN_N_PERMUTATIONS = 9999  # Monte-Carlo permutations (resolution 1 / 10 000)
+RER_DENOMINATOR_EPS = 1e-9  # RER = Δ_steer / (Δ_base + 1e-9), as the authors' generate_results_new_2.py
+RER_KWS_SMALL = 0.01  # KWS: RER is 1.0 when both |Δ_base| and |Δ_steer| are below this (1 pp), as the authors
+RER_FLAG_BELOW = 0.01  # a baseline change below 1 pp (or <= 0) is flagged and unusable in the RER interval
 
 
 @dataclass(frozen=True)
 class SpearmanResult:
-    """Spearman's ρ with its two-sided p-value. Unpacks as ``rho, p = spearman(x, y)``.
+    """Spearman's ρ in [-1, 1] with its two-sided p-value; unpacks as ``rho, p = spearman(x, y)``.
 
-    Attributes
-    ----------
-    rho : float in [-1, 1], or NaN
-    p : float in [0, 1], or NaN
-    n : int
-        Pairs used (after dropping pairs with a NaN).
-    note : str
-        Empty, or why ``rho`` is NaN / what was dropped.
-    method : str
-        How ``p`` was computed: ``exact`` (all permutations), ``permutation`` (seeded Monte
-        Carlo), ``t_approx`` (scipy's large-sample approximation) or ``""`` (no p).
-    n_permutations : int
-        Permutations behind ``p`` (``n!`` when exact, 0 for ``t_approx``).
+    ``n``: pairs used (NaN pairs dropped); ``note``: why ``rho`` is NaN / what was dropped; ``method``:
+    ``exact``, ``permutation`` (seeded Monte Carlo), ``t_approx`` (scipy) or ``""``; ``n_permutations``
+    behind ``p`` (``n!`` when exact, 0 for ``t_approx``).
     """
 
     rho: float
@@ -98,26 +73,9 @@ class SpearmanResult:
 
 @dataclass(frozen=True)
 class BootstrapResult:
-    """A statistic with its percentile bootstrap interval.
-
-    Attributes
-    ----------
-    estimate : float
-        The statistic on the original data.
-    ci_low, ci_high : float
-        Percentile interval bounds (NaN when no resample gave a finite value).
-    level : float
-        Coverage, e.g. 0.95.
-    n_resamples : int
-        Resamples drawn.
-    n_valid : int
-        Usable resamples: those with a finite statistic (the interval uses only these); 0 when
-        no resampling was done (fewer than ``min_n`` observations).
-    seed : int
-    n : int
-        Observations (items) resampled.
-    note : str
-    """
+    """A statistic (``estimate``) with its percentile bootstrap interval ``ci_low, ci_high`` (NaN when
+    no resample is finite) at coverage ``level``; ``n_valid`` of ``n_resamples`` resamples had a finite
+    statistic (0 when fewer than ``min_n`` of the ``n`` observations: no resampling)."""
 
     estimate: float
     ci_low: float
@@ -132,21 +90,9 @@ class BootstrapResult:
 
 @dataclass(frozen=True)
 class BinomTestResult:
-    """Result of an exact binomial test (sign test or McNemar).
-
-    Attributes
-    ----------
-    p : float
-        Two-sided exact p-value (NaN with a note when there is nothing to test).
-    n_pos, n_neg : int
-        Sign test: positive / negative deltas. McNemar: ``b`` (clean correct, noisy wrong) /
-        ``c`` (clean wrong, noisy correct).
-    n_ties : int
-        Dropped zero deltas (sign test) or concordant pairs (McNemar).
-    n : int
-        Pairs tested, ``n_pos + n_neg``.
-    note : str
-    """
+    """An exact binomial test (sign test or McNemar): two-sided ``p`` (NaN with a note when nothing
+    is tested); ``n_pos, n_neg``: positive / negative deltas, or McNemar's ``b`` (clean correct, noisy
+    wrong) / ``c``; ``n_ties``: zero deltas or concordant pairs dropped; ``n = n_pos + n_neg``."""
 
     p: float
     n_pos: int
@@ -175,15 +121,9 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
     stat : callable
         ``stat(*arrays) -> float``; with ``vectorized=True`` called once as
         ``stat(*arrays_2d, axis=-1)`` on shape (n_resamples, n), returning shape (n_resamples,).
-    n_resamples : int > 0
-    seed : int
-        Seed of ``numpy.random.default_rng``.
-    level : float in (0, 1)
-    vectorized : bool
-    min_n : int
-        Fewer observations: no interval (NaN with a note).
-    min_usable : float in [0, 1]
-        Least share of resamples with a finite statistic, else no interval.
+    n_resamples, seed, level : int > 0, int (of ``numpy.random.default_rng``), float in (0, 1)
+    min_n, min_usable : int, float in [0, 1]
+        Fewer observations, or a smaller share of finite resampled statistics: no interval (NaN).
 
     Returns
     -------
@@ -263,16 +203,8 @@ def spearman_permutation_p(x, y, *, seed: int = 0,
     ``(1 + #{|ρ_π| >= |ρ_obs|}) / (1 + n_permutations)`` over seeded random permutations
     (Phipson & Smyth 2010, never 0).
 
-    Parameters
-    ----------
-    x, y : array-like [shape=(n,)], float
-        Finite, non-constant, ``n >= 3`` (checked by :func:`spearman`).
-    seed, n_permutations : int
-
-    Returns
-    -------
-    (p, method, n_permutations) : (float, str, int)
-        ``method`` is ``"exact"`` or ``"permutation"``.
+    ``x, y``: shape (n,), finite, non-constant, ``n >= 3``. Returns ``(p, method, n_permutations)``,
+    ``method`` ``"exact"`` or ``"permutation"``.
 
     Examples
     --------
@@ -361,16 +293,8 @@ def _spearman_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
 def sign_test(deltas) -> BinomTestResult:
     """Exact two-sided sign test of the median delta against 0 (``scipy.stats.binomtest``).
 
-    Parameters
-    ----------
-    deltas : array-like [shape=(n,)]
-        Paired differences (e.g. ΔWER per item). Zeros (ties) and NaNs are dropped.
-
-    Returns
-    -------
-    BinomTestResult
-        ``p = binomtest(n_pos, n_pos + n_neg, 0.5).pvalue``; NaN with a note when every delta
-        is a tie.
+    ``deltas``: paired differences of shape (n,) (e.g. ΔWER per item); zeros (ties) and NaNs dropped.
+    ``p = binomtest(n_pos, n_pos + n_neg, 0.5).pvalue``; NaN with a note when every delta is a tie.
 
     Examples
     --------
@@ -389,16 +313,9 @@ def sign_test(deltas) -> BinomTestResult:
 def mcnemar_exact(clean_correct, noisy_correct) -> BinomTestResult:
     """McNemar's test [3]_ in its exact form: a binomial test on the discordant pairs.
 
-    Parameters
-    ----------
-    clean_correct, noisy_correct : array-like of bool or 0/1 [shape=(n,)]
-        Whether each paired item is correct in the clean and in the noisy condition.
-
-    Returns
-    -------
-    BinomTestResult
-        ``n_pos = b`` (clean correct, noisy wrong), ``n_neg = c`` (clean wrong, noisy correct),
-        ``p = binomtest(b, b + c, 0.5).pvalue`` (two-sided); NaN with a note when ``b + c == 0``.
+    ``clean_correct, noisy_correct``: bool or 0/1 of shape (n,), each paired item correct or not.
+    ``n_pos = b`` (clean correct, noisy wrong), ``n_neg = c``, ``p = binomtest(b, b + c, 0.5).pvalue``
+    (two-sided); NaN with a note when ``b + c == 0``.
 
     Raises
     ------
@@ -423,14 +340,7 @@ def bh_adjust(pvalues) -> np.ndarray:
     ``p_bh(i) = min_{j ≥ i} min(1, m · p_(j) / j)`` over the ``m`` finite p-values sorted
     ascending.
 
-    Parameters
-    ----------
-    pvalues : array-like [shape=(m,)]
-        NaNs are allowed: they stay NaN and do not count towards ``m``.
-
-    Returns
-    -------
-    np.ndarray [shape=(m,)], float
+    ``pvalues``: shape (m,); NaNs stay NaN and do not count towards ``m``. Returns shape (m,).
 
     Raises
     ------
@@ -494,17 +404,8 @@ def rer(delta_steer, delta_base, *, task_family: str, usable_only: bool = False)
 def rer_flag(delta_base) -> str:
     """Why an RER cannot be read as "< 1: the prompt helped" ("" when it can).
 
-    Parameters
-    ----------
-    delta_base : float
-        Mean baseline degradation (fraction).
-
-    Returns
-    -------
-    str
-        ``"baseline <= 0"`` (no degradation to remove: the ratio's sign is inverted, a
-        negative RER or one above 1 can mean the prompt helped), ``"baseline < 1 pp"`` (the
-        ratio of small numbers is unstable), ``"baseline NaN"`` or ``""``.
+    ``delta_base``: mean baseline degradation (fraction). ``"baseline <= 0"`` (the ratio's sign is
+    inverted), ``"baseline < 1 pp"`` (unstable ratio of small numbers), ``"baseline NaN"`` or ``""``.
     """
     b = float(delta_base)
     if math.isnan(b):
@@ -516,8 +417,8 @@ def rer_flag(delta_base) -> str:
     return ""
 
 
+# Ways :func:`degradation_by_background` averages: ``flat`` (the authors'), ``snr_balanced``.
 DEGRADATION_METHODS = ("flat", "snr_balanced")
-"""Ways :func:`degradation_by_background` averages: ``flat`` (the authors'), ``snr_balanced``."""
 
 
 def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str | None = None,
@@ -586,9 +487,9 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     return per_bg
 
 
+# Columns of :func:`worst_stimuli`, in order.
 WORST_STIMULI_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "reference",
                          "clean_response", "response", "clean_score", "score", "delta"]
-"""Columns of :func:`worst_stimuli`, in order."""
 
 
 def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: str | None = None,
@@ -749,15 +650,15 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
     return pd.DataFrame(rows, columns=cols)
 
 
+# Decimals the authors keep of each descriptor before the correlations (Python ``round``). ``vad_speech_fraction`` (read
+# from their VAD table) and any other column are not rounded.
 AUTHORS_DESCRIPTOR_DECIMALS = {
     "zcr": 4, "spectral_centroid": 2, "spectral_rolloff": 2, "spectral_bandwidth": 2,
     "spectral_flux": 4, "spectral_flatness": 4, "spectral_contrast": 4, "rms_variance": 6}
-"""Decimals the authors keep of each descriptor before the correlations (Python ``round``).
-``vad_speech_fraction`` (read from their VAD table) and any other column are not rounded."""
 
+# The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals (``numpy.round``,
+# :func:`rank_by_mean_abs_rs`).
 TOP_RANK_DECIMALS = 3
-"""The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals
-(``numpy.round``, :func:`rank_by_mean_abs_rs`)."""
 
 
 def _round_value(v, nd: int):
@@ -766,25 +667,9 @@ def _round_value(v, nd: int):
 
 
 def round_descriptors(descriptors: pd.DataFrame, decimals: dict | None = None) -> pd.DataFrame:
-    """A copy of a descriptor table with each descriptor rounded as the authors do.
-
-    Python's built-in ``round``, as their ``round(zcr, 4)`` (``numpy.round`` can differ at ties).
-
-    Parameters
-    ----------
-    descriptors : pandas.DataFrame
-        ``descriptors/acoustic_descriptors.csv`` (any index; columns named as
-        :data:`aiplib.io.formats.DESCRIPTORS`). Units as stored (Hz for centroid, rolloff and
-        bandwidth, dB for contrast).
-    decimals : dict, optional
-        Column → decimals; default :data:`AUTHORS_DESCRIPTOR_DECIMALS`. Absent columns are
-        skipped; NaN and inf are kept.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Same shape, index and columns.
-    """
+    """A copy of ``descriptors/acoustic_descriptors.csv`` (units as stored: Hz, dB) with each column of
+    ``decimals`` (default :data:`AUTHORS_DESCRIPTOR_DECIMALS`) rounded with Python's ``round``, as their
+    ``round(zcr, 4)`` (``numpy.round`` can differ at ties); NaN and inf kept, same shape."""
     out = descriptors.copy()
     for col, nd in (AUTHORS_DESCRIPTOR_DECIMALS if decimals is None else decimals).items():
         if col in out.columns:
@@ -852,14 +737,8 @@ def unpaired_delta(df: pd.DataFrame, family: str) -> tuple[float, int]:
 
 
 def unpaired_item_sums(df: pd.DataFrame, family: str) -> pd.DataFrame:
-    """Per item, the sums and counts :func:`unpaired_delta` is made of (for a bootstrap).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``item_id``; columns ``clean_sum, clean_n, noisy_sum, noisy_n`` (ASR: clean
-        columns 0; the noisy sum is of ``delta_wer``; KWS: of ``correct``).
-    """
+    """Per item (index ``item_id``), the sums and counts :func:`unpaired_delta` is made of:
+    ``clean_sum, clean_n, noisy_sum, noisy_n`` (ASR: clean 0, noisy of ``delta_wer``; KWS: of ``correct``)."""
     col = "delta_wer" if family == "asr" else "correct"
     ok = df[df[col].notna()].assign(_v=lambda d: d[col].astype(float), _clean=lambda d: d["bg_id"] == "clean")
     g = ok.groupby(["item_id", "_clean"])["_v"].agg(["sum", "size"]).unstack("_clean", fill_value=0)

@@ -12,12 +12,12 @@ import pandas as pd
 from aiplib.core.tasks import task_family
 from aiplib.io.formats import read_manifest_csv, read_results, write_csv_atomic
 
+# Columns of ``results/tables/failures_by_model_task.csv`` (left out = failed + missing).
 SUMMARY_COLUMNS = ["model", "task", "n_stimuli", "n_scored", "n_failed", "n_missing", "n_left_out",
                    "n_unreadable_lines"]
-"""Columns of ``results/tables/failures_by_model_task.csv`` (left out = failed + missing)."""
 
+# Columns of ``results/tables/failed_stimuli.csv`` (``status`` ``failed`` or ``missing``).
 FAILED_COLUMNS = ["model", "task", "stimulus_id", "status", "error"]
-"""Columns of ``results/tables/failed_stimuli.csv`` (``status`` ``failed`` or ``missing``)."""
 
 _SHARD = re.compile(r"\.shard-\d+-of-\d+$")
 
