@@ -91,9 +91,8 @@ def _check_same_run_inputs(ia: dict, ib: dict, families) -> None:
 
 
 # --------------------------------------------------------------------------------- comparison
-def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int = 0,
-                 level: float = 0.95, min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP,
-                 scopes=tuple(cond.SCOPES)) -> pd.DataFrame:
+def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int = 0, level: float = 0.95,
+                 min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP, scopes=tuple(cond.SCOPES)) -> pd.DataFrame:
     """Paired change from run A to run B, per condition, with interval, exact test and verdict.
 
     Parameters
@@ -196,14 +195,12 @@ def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_di
             w = g.total("ref_words_a")
             rec.update(a_corpus_pp=100 * g.total("errors_a") / w if w else math.nan,
                        b_corpus_pp=100 * g.total("errors_b") / w if w else math.nan)
-        rec.update(change_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"],
-                   test=pc["test"], p_value=pc["p_value"], n_worse=pc["n_worse"],
-                   n_better=pc["n_better"], n_ties=pc["n_ties"], verdict=pc["verdict"],
-                   min_diff_pp=float(min_diff_pp), level=float(level),
+        rec.update(change_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"], test=pc["test"],
+                   p_value=pc["p_value"], n_worse=pc["n_worse"], n_better=pc["n_better"], n_ties=pc["n_ties"],
+                   verdict=pc["verdict"], min_diff_pp=float(min_diff_pp), level=float(level),
                    n_resamples=int(n_resamples), seed=int(seed), note=pc["note"])
         out.append(rec)
-    cols = ["scope", "model", "task", "family", "bg_id", "snr_db", "condition", "n_items",
-            "n_pairs", "measure", "a_pp", "b_pp", "a_corpus_pp", "b_corpus_pp", "change_pp",
-            "ci_low_pp", "ci_high_pp", "test", "p_value", "n_worse", "n_better", "n_ties",
-            "verdict", "min_diff_pp", "level", "n_resamples", "seed", "note"]
+    cols = ["scope", "model", "task", "family", "bg_id", "snr_db", "condition", "n_items", "n_pairs", "measure", "a_pp",
+            "b_pp", "a_corpus_pp", "b_corpus_pp", "change_pp", "ci_low_pp", "ci_high_pp", "test", "p_value", "n_worse",
+            "n_better", "n_ties", "verdict", "min_diff_pp", "level", "n_resamples", "seed", "note"]
     return pd.DataFrame(out).reindex(columns=cols)

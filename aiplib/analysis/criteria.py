@@ -43,10 +43,9 @@ from aiplib.io.formats import load_scores
 log = logging.getLogger(__name__)
 
 # Criteria measures given as fractions → the percent column they are read from (÷ 100).
-MEASURE_ALIASES = {"wer": "wer_pp", "mean_wer": "mean_wer_pp", "cer": "cer_pp",
-                   "substitutions": "sub_pp", "deletions": "del_pp", "insertions": "ins_pp",
-                   "acc": "acc_pp", "delta_wer": "delta_pp", "delta_acc": "delta_pp",
-                   "clean_wer": "clean_wer_pp", "clean_acc": "clean_acc_pp"}
+MEASURE_ALIASES = {"wer": "wer_pp", "mean_wer": "mean_wer_pp", "cer": "cer_pp", "substitutions": "sub_pp",
+                   "deletions": "del_pp", "insertions": "ins_pp", "acc": "acc_pp", "delta_wer": "delta_pp",
+                   "delta_acc": "delta_pp", "clean_wer": "clean_wer_pp", "clean_acc": "clean_acc_pp"}
 
 # An example criteria object (the JSON file holds the same).
 EXAMPLE_CRITERIA = {

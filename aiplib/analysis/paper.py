@@ -33,22 +33,19 @@ STEER_TASKS = {t["family"]: name for name, t in task_file()["tasks"].items() if 
 FIG7_KWS_EXCLUDE = ("qwen2_audio_7b",)
 
 # ``results/figures/<name>.png`` / ``.pdf``, as the paper's README names them.
-FIGURE_NAMES = ("figure2_descriptor_regressions", "figure3_descriptor_correlations",
-                "figure4_background_ranking", "figure5_accent_degradation",
-                "figure6_prompt_steering_rer", "figure7_snr_performance")
+FIGURE_NAMES = ("figure2_descriptor_regressions", "figure3_descriptor_correlations", "figure4_background_ranking",
+                "figure5_accent_degradation", "figure6_prompt_steering_rer", "figure7_snr_performance")
 
 # ``results/tables/<name>.csv``: Table 4 holds our accent groups per model; the ``pooled`` and ``unspecified`` rows are
 # in ``table4_accent_dwer_pooled_unspecified``, the authors' view in ``table4_accent_dwer_authors``.
-TABLE_NAMES = ("table2_descriptor_correlations", "table3_descriptor_values",
-               "table4_accent_dwer", "table4_accent_dwer_pooled_unspecified",
-               "table4_accent_dwer_authors", "table5_prompt_steering_rer")
+TABLE_NAMES = ("table2_descriptor_correlations", "table3_descriptor_values", "table4_accent_dwer",
+               "table4_accent_dwer_pooled_unspecified", "table4_accent_dwer_authors", "table5_prompt_steering_rer")
 
 # Columns of :func:`table5_prompt_steering_rer`, in order.
-TABLE5_COLUMNS = ["model", "family", "base_task", "steer_task", "n_items", "n_base_rows",
-                  "n_steer_rows", "delta_base_pp", "delta_steer_pp", "rer", "base_flag", "ci_low",
-                  "ci_high", "ci_usable", "rule", "n_pairs", "delta_base_paired_pp",
-                  "delta_steer_paired_pp", "rer_paired", "rer_paired_ci_low", "rer_paired_ci_high",
-                  "rer_paired_ci_usable", "level", "n_resamples", "seed", "note"]
+TABLE5_COLUMNS = ["model", "family", "base_task", "steer_task", "n_items", "n_base_rows", "n_steer_rows",
+                  "delta_base_pp", "delta_steer_pp", "rer", "base_flag", "ci_low", "ci_high", "ci_usable", "rule",
+                  "n_pairs", "delta_base_paired_pp", "delta_steer_paired_pp", "rer_paired", "rer_paired_ci_low",
+                  "rer_paired_ci_high", "rer_paired_ci_usable", "level", "n_resamples", "seed", "note"]
 
 # Columns ``accent`` (a raw accent of the ASR manifest) and ``label`` (the name on the authors' accent figure: their
 # ``accent_clean_map``).
@@ -170,11 +167,10 @@ def descriptor_points(scores: dict, descriptors: pd.DataFrame, table2: pd.DataFr
         common = deg.index.intersection(rounded.index)
         for desc in top:
             r = pooled.loc[(task, desc)]
-            rows.append(pd.DataFrame({
-                "family": fam, "task": task, "descriptor": desc, "bg_id": list(common),
-                "category": categories(list(common), battery),
-                "x": rounded.loc[common, desc].to_numpy(float), "y_pp": deg.loc[common].to_numpy(float),
-                "r_s": r["r_s"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_bh": r["p_bh"]}))
+            rows.append(pd.DataFrame({"family": fam, "task": task, "descriptor": desc, "bg_id": list(common),
+                "category": categories(list(common), battery), "x": rounded.loc[common, desc].to_numpy(float),
+                "y_pp": deg.loc[common].to_numpy(float), "r_s": r["r_s"], "ci_low": r["ci_low"],
+                "ci_high": r["ci_high"], "p_bh": r["p_bh"]}))
     cols = ["family", "task", "descriptor", "bg_id", "category", "x", "y_pp", "r_s", "ci_low", "ci_high", "p_bh"]
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
 
@@ -300,10 +296,8 @@ def table4_accent_dwer_authors(scores: dict) -> pd.DataFrame:
     if noisy.empty:
         return pd.DataFrame(columns=cols)
     g = noisy.groupby(["model", "accent_label"])
-    t = pd.DataFrame({
-        "accent": g["_accent"].agg(lambda a: ";".join(sorted(set(a)))),
-        "n_items": g["item_id"].nunique(), "n_rows": g.size(),
-        "mean_delta_wer_pp": 100 * g["delta_wer"].mean()}).reset_index()
+    t = pd.DataFrame({"accent": g["_accent"].agg(lambda a: ";".join(sorted(set(a)))), "n_items": g["item_id"].nunique(),
+        "n_rows": g.size(), "mean_delta_wer_pp": 100 * g["delta_wer"].mean()}).reset_index()
     return t[cols].sort_values(["model", "accent_label"], kind="stable").reset_index(drop=True)
 
 
@@ -416,22 +410,19 @@ def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: i
         s = steer_all.loc[lambda d: (d["bg_id"] != "clean") & d[col].notna(), keys + [col]]
         pairs = b.merge(s, on=keys, suffixes=("_base", "_steer"))
         for model in sorted(set(base_all["model"].astype(str)) & set(steer_all["model"].astype(str))):
-            db, ds, nb, ns, n_items, res = _authors_rer(
-                fam, base_all[base_all["model"].astype(str) == model],
+            db, ds, nb, ns, n_items, res = _authors_rer(fam, base_all[base_all["model"].astype(str) == model],
                 steer_all[steer_all["model"].astype(str) == model], n_resamples=n_resamples, seed=seed)
             small = fam == "kws" and abs(ds) < stats.RER_KWS_SMALL and abs(db) < stats.RER_KWS_SMALL
             rule = "kws_both_below_1pp" if small else "ratio"
             paired, pres = _paired_rer(fam, pairs[pairs["model"].astype(str) == model], col,
                                        n_resamples=n_resamples, seed=seed)
             notes = [n for n in (res.note, f"paired: {pres.note}" if pres and pres.note else "") if n]
-            rows.append({"model": model, "family": fam, "base_task": base_task,
-                         "steer_task": steer_task, "n_items": n_items, "n_base_rows": nb,
-                         "n_steer_rows": ns, "delta_base_pp": 100 * db, "delta_steer_pp": 100 * ds,
-                         "rer": stats.rer(ds, db, task_family=fam),
-                         "base_flag": "" if rule != "ratio" else stats.rer_flag(db),
-                         "ci_low": res.ci_low, "ci_high": res.ci_high, "ci_usable": res.n_valid,
-                         "rule": rule, **paired, "level": res.level, "n_resamples": res.n_resamples,
-                         "seed": res.seed, "note": "; ".join(notes)})
+            rows.append({"model": model, "family": fam, "base_task": base_task, "steer_task": steer_task,
+                         "n_items": n_items, "n_base_rows": nb, "n_steer_rows": ns, "delta_base_pp": 100 * db,
+                         "delta_steer_pp": 100 * ds, "rer": stats.rer(ds, db, task_family=fam),
+                         "base_flag": "" if rule != "ratio" else stats.rer_flag(db), "ci_low": res.ci_low,
+                         "ci_high": res.ci_high, "ci_usable": res.n_valid, "rule": rule, **paired, "level": res.level,
+                         "n_resamples": res.n_resamples, "seed": res.seed, "note": "; ".join(notes)})
     return pd.DataFrame(rows, columns=TABLE5_COLUMNS)
 
 
@@ -467,9 +458,8 @@ def snr_curves(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.Da
                                          n_resamples=n_resamples, seed=seed, vectorized=True)
                 corpus = (100 * sel["errors"].sum() / sel["ref_words"].sum()
                           if fam == "asr" and sel["ref_words"].sum() else np.nan)
-                rows.append({"family": fam, "model": model, "condition": cond, "snr_db": snr,
-                             "value_pp": res.estimate, "ci_low_pp": res.ci_low,
-                             "ci_high_pp": res.ci_high, "ci_usable": res.n_valid,
+                rows.append({"family": fam, "model": model, "condition": cond, "snr_db": snr, "value_pp": res.estimate,
+                             "ci_low_pp": res.ci_low, "ci_high_pp": res.ci_high, "ci_usable": res.n_valid,
                              "corpus_wer_pp": corpus, "n_items": len(it),
                              "in_figure": not (fam == "kws" and _norm_id(model) in excl)})
     return pd.DataFrame(rows)

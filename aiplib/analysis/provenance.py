@@ -186,8 +186,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
             elif not known:  # a set whose texts were not fetched: never the built-in texts
                 tasks[t].update(prompt_id=None, text=None)
             tasks[t]["prompt_set"] = ps_rec.get("prompt_set")
-    rec = {
-        "profile": getattr(ws, "profile", None), "aiplib_version": __version__, "versions": _versions(),
+    rec = {"profile": getattr(ws, "profile", None), "aiplib_version": __version__, "versions": _versions(),
         "normalizer": normalizer, "models": _models(ws, scored_models), "tasks": tasks, "prompt_ids_scored": prompt_ids,
         "prompt_set": ps_rec, "manifests": manifests,
         "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level}}

@@ -239,8 +239,7 @@ def table2_display(t2: pd.DataFrame) -> Table:
     """Table 2 (``table2_descriptor_correlations.csv``): r_s with its interval, p and p_BH
     (descriptors rounded as the authors), the authors' t-approximation p and r_s of the
     unrounded descriptors beside."""
-    return Table(pd.DataFrame({
-        "task": t2["task"], "model": t2["model"], "descriptor": t2["descriptor"], "n": t2["n"],
+    return Table(pd.DataFrame({"task": t2["task"], "model": t2["model"], "descriptor": t2["descriptor"], "n": t2["n"],
         "r_s [95% CI]": [_ci(r, lo, hi, 2) for r, lo, hi in zip(t2["r_s"], t2["ci_low"], t2["ci_high"])],
         "p": [_p(v) for v in t2["p"]], "p_BH": [_p(v) for v in t2["p_bh"]],
         "p (t approx., as the authors)": [_p(v) for v in t2["p_t_approx"]] if "p_t_approx" in t2 else "–",
@@ -267,8 +266,7 @@ def table4_display(t4: pd.DataFrame) -> Table:
 
 def table4_authors_display(t4a: pd.DataFrame) -> Table:
     """Table 4, the authors' view (``table4_accent_dwer_authors.csv``): their accent labels."""
-    return Table(pd.DataFrame({
-        "model": t4a["model"], "accent label": t4a["accent_label"], "items": t4a["n_items"],
+    return Table(pd.DataFrame({"model": t4a["model"], "accent label": t4a["accent_label"], "items": t4a["n_items"],
         "noisy rows": t4a["n_rows"], "mean ΔWER pp": [fmt(v) for v in t4a["mean_delta_wer_pp"]]}))
 
 

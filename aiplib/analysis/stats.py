@@ -541,8 +541,7 @@ def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: s
     def column(frame, name, default):
         return frame[name].to_numpy() if name in frame.columns else default
 
-    out = pd.DataFrame({
-        "model": df["model"].astype(str).to_numpy(), "task": df["task"].to_numpy(),
+    out = pd.DataFrame({"model": df["model"].astype(str).to_numpy(), "task": df["task"].to_numpy(),
         "stimulus_id": df["stimulus_id"].to_numpy(), "item_id": df["item_id"].astype(str).to_numpy(),
         "bg_id": df["bg_id"].astype(str).to_numpy(), "snr_db": df["snr_db"].to_numpy(),
         "reference": column(df, ref_col, ""), "clean_response": column(clean.reindex(at), "response", ""),
@@ -566,9 +565,8 @@ def partial_note(partial: dict, method: str = "snr_balanced") -> str:
     return f"pooled only over backgrounds every model covers; {len(partial)} partial left out: {names}"
 
 
-def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFrame, *,
-                            descriptors=None, n_resamples: int = 2000, seed: int = 0,
-                            level: float = 0.95) -> pd.DataFrame:
+def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFrame, *, descriptors=None,
+                            n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Spearman ρ of each descriptor against degradation across backgrounds, with CIs and BH.
 
     Parameters
@@ -652,8 +650,7 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
 
 # Decimals the authors keep of each descriptor before the correlations (Python ``round``). ``vad_speech_fraction`` (read
 # from their VAD table) and any other column are not rounded.
-AUTHORS_DESCRIPTOR_DECIMALS = {
-    "zcr": 4, "spectral_centroid": 2, "spectral_rolloff": 2, "spectral_bandwidth": 2,
+AUTHORS_DESCRIPTOR_DECIMALS = {"zcr": 4, "spectral_centroid": 2, "spectral_rolloff": 2, "spectral_bandwidth": 2,
     "spectral_flux": 4, "spectral_flatness": 4, "spectral_contrast": 4, "rms_variance": 6}
 
 # The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals (``numpy.round``,

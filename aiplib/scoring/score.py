@@ -140,8 +140,7 @@ def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
     n_ref = h + s + d
     with_ref = [(r, hh) for r, hh in zip(r_n, h_n) if r]
     defined = [v for v in per if not math.isnan(v)]
-    return {
-        "wer": (s + d + ins) / n_ref if n_ref else float("nan"),
+    return {"wer": (s + d + ins) / n_ref if n_ref else float("nan"),
         "mean_wer": float(np.mean(defined)) if defined else float("nan"), "substitutions": int(s), "deletions": int(d),
         "insertions": int(ins), "hits": int(h), "errors": int(s + d + ins), "ref_words": int(n_ref),
         "cer": (float(jiwer.cer([r for r, _ in with_ref], [hh for _, hh in with_ref])) if with_ref else float("nan")),
@@ -236,8 +235,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
             warnings.warn(f"{path}: rows come from {len(pids)} prompts {list(pids.index)}; "
                           "the scores mix them", stacklevel=3)
         man = man_src.loc[ok["stimulus_id"]]
-        out = pd.DataFrame({
-            "model": model, "task": task, "stimulus_id": ok["stimulus_id"].to_numpy(),
+        out = pd.DataFrame({"model": model, "task": task, "stimulus_id": ok["stimulus_id"].to_numpy(),
             "item_id": man["item_id"].to_numpy(), "bg_id": man["bg_id"].to_numpy(), "snr_db": man["snr_db"].to_numpy(),
             "accent_group": man["accent_group"].replace("", np.nan).to_numpy(),
             "accent": man["accent"].replace("", np.nan).to_numpy(), "prompt_id": ok["prompt_id"].to_numpy(),
@@ -373,9 +371,8 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
             if manifests[fam] is None:
                 log.info("no %s manifest: the inference rows supply the manifest columns", fam)
         df, meta = _score_task(ws, task, models, manifests[fam], inference_dir=inf, keywords=kw)
-        side = {
-            "task": task, "family": fam, **normalizer_provenance(), "n_rows": int(len(df)), "inference_dir": str(inf),
-            **meta}
+        side = {"task": task, "family": fam, **normalizer_provenance(), "n_rows": int(len(df)),
+            "inference_dir": str(inf), **meta}
         if fam == "kws":
             side["kws_rule"] = KWS_RULE
             side["keywords"] = list(kw)

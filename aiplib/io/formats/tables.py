@@ -287,8 +287,7 @@ def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
     snr = pd.to_numeric(col("snr_db", np.nan), errors="coerce").astype(float).where(~clean)
     acc = text(col("accent_group"))
     acc = acc.where(acc != "", text(col("accent")))
-    view = pd.DataFrame({
-        "stimulus_id": sid, "item_id": item, "bg_id": bg.where(~clean, "clean"), "snr_db": snr,
+    view = pd.DataFrame({"stimulus_id": sid, "item_id": item, "bg_id": bg.where(~clean, "clean"), "snr_db": snr,
         "reference": text(col(family_spec(family)["reference"])), "accent_group": acc,
         "accent": text(col("accent")).where(text(col("accent")) != "", acc), "is_target": text(col("is_target")),
         "condition": np.where(clean, "clean", "noisy"),
