@@ -57,8 +57,13 @@ def jsonable(v):
     return str(v)  # paths, arrays, objects: their text
 
 
-def _rel(ws, p) -> str:
-    return ws.rel(p) if ws is not None else str(Path(p).resolve())
+def _hashes(paths, ws) -> dict:
+    """``{path (relative to ws.root when inside it): sha256 or "missing"}``, sorted."""
+    out = {}
+    for p in paths:
+        p = ws.path(p) if ws is not None else Path(p)
+        out[ws.rel(p) if ws is not None else str(p.resolve())] = file_sha256(p) if p.is_file() else "missing"
+    return dict(sorted(out.items()))
 
 
 def stamp_path(folder, name: str) -> Path:
@@ -87,17 +92,13 @@ def make_stamp(stage: str, *, params: dict, inputs=(), ws=None, module: str | No
     dict
         The stamp without ``outputs`` (:func:`write_stamp`).
     """
-    rec = {}
-    for p in inputs:
-        p = ws.path(p) if ws is not None else Path(p)
-        rec[_rel(ws, p)] = file_sha256(p) if p.is_file() else "missing"
     code = {"aiplib": __version__}
     if module:
         mod = sys.modules.get(module)
         src = getattr(mod, "__file__", None)
         code.update(module=module, module_sha256=file_sha256(src) if src else None)
     return {"stamp_version": STAMP_VERSION, "stage": stage, "params": jsonable(dict(params)),
-            "inputs": dict(sorted(rec.items())), "code": code}
+            "inputs": _hashes(inputs, ws), "code": code}
 
 
 def read_stamp(path) -> dict | None:
@@ -112,12 +113,8 @@ def read_stamp(path) -> dict | None:
 def write_stamp(path, stamp: dict, *, outputs=(), ws=None) -> Path:
     """Write ``stamp`` plus the SHA-256 of ``outputs`` atomically (``.part`` file, then rename); returns ``path``."""
     path = Path(path)
-    out = {}
-    for p in outputs:
-        p = ws.path(p) if ws is not None else Path(p)
-        out[_rel(ws, p)] = file_sha256(p) if p.is_file() else "missing"
-    rec = dict(stamp, outputs=dict(sorted(out.items())),
-               written=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    rec = dict(stamp, outputs=_hashes(outputs, ws), written=now)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
     tmp.write_text(json.dumps(rec, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
@@ -137,10 +134,7 @@ def _pair(a, b, n: int = 60) -> str:
     with a common beginning are never shown as identical prefixes)."""
     sa, sb = _short(a, 10**9), _short(b, 10**9)
     if len(sa) > n or len(sb) > n:
-        i = 0
-        while i < min(len(sa), len(sb)) and sa[i] == sb[i]:
-            i += 1
-        cut = max(0, i - 10)
+        cut = max(0, len(os.path.commonprefix([sa, sb])) - 10)
         sa, sb = (("…" if cut else "") + x[cut:] for x in (sa, sb))
         sa, sb = (x if len(x) <= n else x[: n - 1] + "…" for x in (sa, sb))
     return f"{sa} → {sb}"

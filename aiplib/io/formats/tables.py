@@ -18,16 +18,6 @@ __all__ = ["ITEM_BANK_FIELDS", "write_item_bank", "read_item_bank", "read_item_b
            "write_csv_atomic", "write_json_atomic", "parse_bool"]
 
 
-def write_csv_atomic(df: pd.DataFrame, path) -> Path:
-    """Write ``df`` (no index) to ``path`` (folder created) atomically: ``<path>.part``, then a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    df.to_csv(tmp, index=False)
-    tmp.replace(path)
-    return path
-
-
 def _write_text_atomic(text: str, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -35,6 +25,15 @@ def _write_text_atomic(text: str, path) -> Path:
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def write_csv_atomic(df: pd.DataFrame, path) -> Path:
+    """Write ``df`` (no index) to ``path`` (folder created) atomically: ``<path>.part``, then a rename."""
+    return _write_text_atomic(df.to_csv(index=False), path)
+
+
+# descriptors/battery.csv, descriptors/acoustic_descriptors.csv and manifests are written the same way
+write_battery_csv = write_descriptor_table = write_manifest_csv = write_csv_atomic
 
 
 def write_json_atomic(obj, path) -> Path:
@@ -165,11 +164,6 @@ def read_battery_csv(path, *, index: bool = False) -> pd.DataFrame | None:
     return df.set_index("bg_id") if index else df
 
 
-def write_battery_csv(df: pd.DataFrame, path) -> Path:
-    """Write ``descriptors/battery.csv`` atomically (:func:`write_csv_atomic`)."""
-    return write_csv_atomic(df, path)
-
-
 # the nine descriptors in column order (definitions: aiplib.battery.descriptors.DESCRIPTOR_INFO); the table
 # adds the share of descriptor frames that are digital silence
 DESCRIPTORS = ["zcr", "spectral_centroid", "spectral_rolloff", "spectral_bandwidth", "spectral_flux",
@@ -186,11 +180,6 @@ def read_descriptor_table(path, *, index: bool = False) -> pd.DataFrame | None:
     df = pd.read_csv(path, dtype={"bg_id": str}, keep_default_na=False,
                      na_values={c: ["", "nan", "NaN"] for c in DESCRIPTOR_TABLE_COLUMNS[1:]})
     return df.set_index("bg_id") if index else df
-
-
-def write_descriptor_table(df: pd.DataFrame, path) -> Path:
-    """Write ``descriptors/acoustic_descriptors.csv`` atomically (:func:`write_csv_atomic`)."""
-    return write_csv_atomic(df, path)
 
 
 # ============================================================================== manifests
@@ -243,11 +232,6 @@ def read_manifest_meta(ws, family: str) -> dict:
     except (OSError, ValueError):
         return {}
     return meta if isinstance(meta, dict) else {}
-
-
-def write_manifest_csv(df: pd.DataFrame, path) -> Path:
-    """Write a manifest atomically (:func:`write_csv_atomic`); :func:`read_manifest_csv` reads it back."""
-    return write_csv_atomic(df, path)
 
 
 def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
