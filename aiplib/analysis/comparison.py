@@ -42,22 +42,15 @@ def _results_of(run) -> tuple[Path, object | None]:
         return ws.results, ws
     if (p / "scores").is_dir():
         return p, None
-    raise AiplibError(f"{p}: neither a workspace (with results/ and manifests/) nor a results " "folder (with scores/)")
+    raise AiplibError(f"{p}: neither a workspace (with results/ and manifests/) nor a results folder (with scores/)")
 
 
 def run_identity(run) -> dict:
-    """Manifest hashes and normaliser of a run: what must agree for a comparison.
+    """Manifest hashes and normaliser of a run (what must agree for a comparison):
+    ``{"results": Path, "manifests": {family: sha256}, "normalizer": {"name", "version"}}``.
 
-    Parameters
-    ----------
-    run : Workspace, or path of a workspace root or of a ``results`` folder
-        A workspace is inspected live (manifests hashed, normaliser read from the score
-        sidecars); a lone results folder needs its ``provenance.json``.
-
-    Returns
-    -------
-    dict
-        ``{"results": Path, "manifests": {family: sha256}, "normalizer": {"name", "version"}}``.
+    ``run`` is a Workspace (inspected live) or the path of a workspace root or of a ``results``
+    folder (which needs its ``provenance.json``).
 
     Raises
     ------
@@ -98,14 +91,11 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
     Parameters
     ----------
     run_a, run_b : Workspace or path
-        A workspace, a workspace root or a ``results`` folder (which then needs its
-        ``provenance.json``, written by stage 9). A is the reference (e.g. the
-        previous run), B the new one.
+        As :func:`run_identity`; A is the reference (e.g. the previous run), B the new one.
     tasks : sequence of str, optional
         Default: every task scored in both runs.
     n_resamples, seed, level, min_diff_pp, scopes
-        As in :func:`aiplib.analysis.conditions.condition_table`; ``scopes`` may include ``clean`` (the
-        clean stimuli are compared like any condition).
+        As :func:`aiplib.analysis.conditions.condition_table` (``clean`` is compared like any condition).
 
     Returns
     -------
@@ -126,9 +116,7 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
     AiplibError
         If a run has no scores or the runs share no task.
 
-    Notes
-    -----
-    Pairs are ``(model, stimulus_id)`` present in both runs; intervals and tests as
+    Pairs are ``(model, stimulus_id)`` in both runs; intervals and tests as
     :func:`aiplib.analysis.conditions.paired_change`.
     """
     ia, ib = run_identity(run_a), run_identity(run_b)

@@ -127,15 +127,8 @@ def _prompt_set_used(ws) -> dict | None:
 
 
 def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=None) -> dict:
-    """The run-level provenance record of a workspace.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    seed, n_resamples, level : optional
-        Analysis settings (bootstrap seed, resamples, interval coverage) to record.
-    extra : dict, optional
-        Merged in last (e.g. ``{"min_diff_pp": 2.0}``).
+    """The run-level provenance record of a workspace, with the analysis settings ``seed, n_resamples,
+    level`` (bootstrap) and ``extra`` merged in last (e.g. ``{"min_diff_pp": 2.0}``).
 
     Returns
     -------
@@ -196,25 +189,12 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
 
 
 def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
-    """Write (or update) the JSON sidecar of one results file.
+    """Write (or update) ``<dir>/<stem>.json``, the sidecar of the results file ``path``; return its path.
 
-    Parameters
-    ----------
-    path : str or Path
-        The results file (must exist). Its sidecar is ``<dir>/<stem>.json``.
-    root : str or Path, optional
-        Folder the recorded file path is relative to (default: the file's folder).
-    provenance : dict, optional
-        A run-level record (:func:`collect_provenance`) to embed.
-    **info
-        More keys to record (e.g. ``seed=0``, ``model="whisper_tiny_en"``).
-
-    Returns
-    -------
-    pathlib.Path
-        The sidecar. An existing sidecar keeps its other keys; ``"provenance"`` is replaced.
-        Under it, ``files`` lists every file sharing the stem (``report.md`` and
-        ``report.html``; a figure's PNG and PDF) with its size and SHA-256.
+    Under ``"provenance"`` (replaced; other keys kept): ``files``, every file sharing the stem (a
+    figure's PNG and PDF) with its size and SHA-256 and its path relative to ``root`` (default: the
+    file's folder), then the run record ``provenance`` (:func:`collect_provenance`) and ``**info``
+    (e.g. ``seed=0``).
 
     Raises
     ------
@@ -245,21 +225,8 @@ def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
 
 
 def annotate_results(ws, *, seed=None, n_resamples=None, level=None, extra=None, exclude=()) -> list[Path]:
-    """Write ``results/provenance.json`` and a sidecar for every results file.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    seed, n_resamples, level, extra
-        Passed to :func:`collect_provenance`.
-    exclude : sequence of str
-        File names to skip.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The run record first, then every sidecar written (one per stem and folder).
-    """
+    """Write ``results/provenance.json`` (:func:`collect_provenance` of the settings) and a sidecar for
+    every results file not named in ``exclude``; return the run record's path, then every sidecar's."""
     results = Path(ws.results)
     results.mkdir(parents=True, exist_ok=True)
     rec = collect_provenance(ws, seed=seed, n_resamples=n_resamples, level=level, extra=extra)

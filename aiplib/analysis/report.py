@@ -95,15 +95,8 @@ def _slug(text: str) -> str:
 
 
 def render_report(executed_nb, results_dir) -> dict:
-    """Render ``report.html`` and ``report.md`` from the executed notebook 09.
-
-    Parameters
-    ----------
-    executed_nb : str or Path
-        Notebook 09 executed by papermill (``data/<profile>/executed/09_make_figures.ipynb``).
-    results_dir : str or Path
-        The run's ``results`` folder; the report is written there and links its files
-        relative to it.
+    """Render ``report.html`` and ``report.md`` into ``results_dir`` (linking its files relatively) from
+    ``executed_nb``, notebook 09 executed by papermill (``data/<profile>/executed/09_make_figures.ipynb``).
 
     Returns
     -------
@@ -117,8 +110,6 @@ def render_report(executed_nb, results_dir) -> dict:
     AiplibError
         If the notebook does not exist or holds no executed output (run stage 9 first).
 
-    Notes
-    -----
     HTML: nbconvert's ``HTMLExporter`` (lab template, code hidden), every ``image/png`` a ``data:``
     URI, the template's remote scripts removed; a table of contents after the first cell and a last
     section linking every CSV/PDF. Markdown: markdown cells as written, outputs as ``text/markdown``

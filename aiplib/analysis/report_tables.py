@@ -218,7 +218,7 @@ def summary_table(tables: dict) -> Table:
                           f"{fmt(o.get('median_wer_pp', math.nan))}; loops "
                           + ("–" if pd.isna(loops) else str(int(loops))))
             else:
-                robust = (f"{fmt(o.get('strict_acc_pp', math.nan))} / " f"{fmt(o.get('non_answer_pp', math.nan))}")
+                robust = (f"{fmt(o.get('strict_acc_pp', math.nan))} / {fmt(o.get('non_answer_pp', math.nan))}")
             rows.append({
                 "task": task, "model": model, "measure": "WER" if fam == "asr" else "accuracy",
                 "clean %": fmt(cl[val].iloc[0]) if len(cl) else "–",
@@ -230,7 +230,7 @@ def summary_table(tables: dict) -> Table:
                 "conditions worse / same / better / n/a": " / ".join(
                     str(int(cs.get(v, 0))) for v in ("worse", "same", "better", "n/a")),
                 "coarse conditions": str(coarse),
-                "robust (noisy): ASR capped mean / median WER %, loops; KWS strict acc / " "non-answers %": robust})
+                "robust (noisy): ASR capped mean / median WER %, loops; KWS strict acc / non-answers %": robust})
     return Table(pd.DataFrame(rows).fillna("–"))
 
 

@@ -175,7 +175,7 @@ def _percentile_interval(boot: np.ndarray, level: float, min_usable: float):
         return math.nan, math.nan, 0, "no resample gave a finite statistic"
     if n_valid < min_usable * boot.size:
         return (math.nan, math.nan, n_valid,
-                f"only {n_valid} of {boot.size} resamples usable (< {100 * min_usable:g} %): " "no interval")
+                f"only {n_valid} of {boot.size} resamples usable (< {100 * min_usable:g} %): no interval")
     a = (1 - level) / 2
     lo, hi = (float(v) for v in np.quantile(finite, [a, 1 - a]))
     note = "" if n_valid == boot.size else f"{boot.size - n_valid} of {boot.size} resamples unusable and ignored"
@@ -461,7 +461,7 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     if task is not None and "task" in df.columns:
         df = df[df["task"] == task]
     if "task" in df.columns and df["task"].nunique() > 1:
-        raise AiplibParameterError(f"scores hold several tasks {sorted(df['task'].unique())}; " "pass task=")
+        raise AiplibParameterError(f"scores hold several tasks {sorted(df['task'].unique())}; pass task=")
     if col not in df.columns:
         raise AiplibParameterError(f"scores lack the column {col!r} of family {family!r}")
     df = df[(df["bg_id"] != "clean") & df[col].notna()]
