@@ -76,17 +76,9 @@ def normalizer_provenance() -> dict:
 def wer(ref: str, hyp: str, *, normalizer: str = "paper") -> float:
     """Word error rate of one utterance, on normalised text: ``(S + D + I) / N``, ``N`` the reference words.
 
-    Parameters
-    ----------
-    ref, hyp : str
-        Reference and recogniser output (raw). An empty hypothesis gives 1.0 (all deletions).
-    normalizer : {"paper", "whisper", "none"}
-        :func:`normalize_text` (default), :func:`normalize_whisper`, or white-space split only.
-
-    Returns
-    -------
-    float >= 0, or NaN
-        Can exceed 1 (insertions); NaN when the reference is empty after normalisation.
+    ``ref, hyp``: raw reference and recogniser output (an empty ``hyp`` gives 1.0); ``normalizer``:
+    ``"paper"`` (:func:`normalize_text`), ``"whisper"`` (:func:`normalize_whisper`) or ``"none"`` (white
+    space only). The WER can exceed 1 (insertions); NaN when the normalised reference is empty.
 
     Examples
     --------
@@ -99,19 +91,11 @@ def wer(ref: str, hyp: str, *, normalizer: str = "paper") -> float:
 def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
     """Corpus-level WER, mean per-utterance WER, S/D/I/hit counts and CER.
 
-    Parameters
-    ----------
-    refs, hyps : sequence of str [shape=(n_utterances,)]
-    normalizer : {"paper", "whisper", "none"}
-
-    Returns
-    -------
-    dict
-        ``wer`` = Σ(S+D+I) / Σ N (pooled; NaN if Σ N = 0), ``mean_wer`` (of the defined
-        per-utterance WERs), ``substitutions, deletions, insertions, hits, errors, ref_words``
-        (int; ``ref_words`` = H + S + D), ``cer`` (``jiwer.cer`` over utterances with a reference),
-        ``per_utterance`` (NaN for an empty reference), ``n_utterances``, ``n_ref_empty`` (their
-        insertions count in ``wer``).
+    ``refs, hyps``: sequences of str, shape (n_utterances,); ``normalizer`` as :func:`wer`. Returns
+    ``wer`` = Σ(S+D+I) / Σ N (pooled; NaN if Σ N = 0), ``mean_wer`` (of the defined per-utterance WERs),
+    ``substitutions, deletions, insertions, hits, errors, ref_words`` (int; ``ref_words`` = H + S + D),
+    ``cer`` (``jiwer.cer`` over utterances with a reference), ``per_utterance`` (NaN for an empty
+    reference), ``n_utterances``, ``n_ref_empty`` (their insertions count in ``wer``).
 
     Raises
     ------
@@ -300,16 +284,12 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
-        Reads ``inference/<model>/<task>.jsonl`` and ``manifests/<family>.csv``, writes
-        ``results/scores/`` (of its condition family's view).
-    models : sequence of str, optional
-        Model folders to score (default: every folder under ``inference/``).
-    tasks : sequence of str, optional
-        Tasks to score (default: every ``<task>.jsonl`` found; non-ASR/KWS tasks skipped with a warning).
-    inference_dir : str or Path, optional
-        Score the ``<model>/<task>.jsonl`` of this folder instead (e.g. the authors' ``inference/``).
-    manifests_dir : str or Path, optional
-        Read ``<family>.csv`` here; with no manifest at all the inference rows supply the columns.
+        Reads ``inference/<model>/<task>.jsonl`` and ``manifests/<family>.csv`` of its condition family's view.
+    models, tasks : sequence of str, optional
+        Default: every model folder under ``inference/``, every ``<task>.jsonl`` (non-ASR/KWS skipped, warned).
+    inference_dir, manifests_dir : str or Path, optional
+        Read ``<model>/<task>.jsonl`` (e.g. the authors' ``inference/``) / ``<family>.csv`` here instead; with
+        no manifest at all the inference rows supply the columns.
     keywords : str or sequence of str, optional
         Closed keyword set of the KWS rule; default the one stored with the KWS item bank.
 
@@ -324,13 +304,9 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
         correct(noisy)`` (NaN on clean rows or without the clean row); last ``condition, bg_active``.
         A condition family's scores add its columns (:func:`aiplib.scoring.family_columns.add_family_scores`).
 
-    Notes
-    -----
-    ``__ERROR__`` rows are dropped and counted (``n_errors``); of several rows per stimulus the last
-    successful one is kept (``n_duplicates``); unreadable lines are skipped (``n_malformed_lines``). The
-    reference comes from the manifest. Empty references (``ref_empty``, WER NaN), loops and KWS
-    non-answers are counted. The sidecar records the normalisers, jiwer, the KWS rule and keywords,
-    and the prompt ids per model (a warning when a file mixes prompts).
+    The sidecar counts ``__ERROR__`` rows (dropped, ``n_errors``), repeated rows (the last successful one
+    kept, ``n_duplicates``), unreadable lines (``n_malformed_lines``), empty references, loops and KWS
+    non-answers, and records the normalisers, jiwer, the KWS rule and keywords and the prompt ids per model.
 
     Raises
     ------
