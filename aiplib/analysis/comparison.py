@@ -37,7 +37,6 @@ def _results_of(run) -> tuple[Path, object | None]:
         return Path(run.results), run
     p = Path(run)
     if (p / "results").is_dir() and (p / "manifests").is_dir():
-
         ws = Workspace(profile=p.name, root=p.resolve())
         return ws.results, ws
     if (p / "scores").is_dir():

@@ -103,14 +103,8 @@ def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
     theirs first (:func:`aiplib.analysis.stats.round_descriptors`). ``p`` is ours (exact or
     permutation up to 20 backgrounds); ``p_t_approx`` is theirs (``scipy.stats.spearmanr``).
 
-    Parameters
-    ----------
-    scores : dict of str -> pandas.DataFrame
-        Needs ``"asr"`` and ``"kws"``.
-    descriptors : pandas.DataFrame
-        Indexed by ``bg_id``, unrounded.
-    n_resamples, seed : int
-        Bootstrap over backgrounds.
+    ``scores`` needs ``"asr"`` and ``"kws"``; ``descriptors`` is indexed by ``bg_id``, unrounded;
+    ``n_resamples, seed`` are those of the bootstrap over backgrounds.
 
     Returns
     -------
@@ -149,15 +143,9 @@ def top_descriptors(table2: pd.DataFrame, k: int = 3) -> list[str]:
 
 def descriptor_points(scores: dict, descriptors: pd.DataFrame, table2: pd.DataFrame, *,
                       battery=None, k: int = 3) -> pd.DataFrame:
-    """Figure 2's points: one row per (family, top descriptor, background).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``family, task, descriptor, bg_id, category, x`` (the descriptor, rounded as the
-        authors), ``y_pp`` (pooled flat mean degradation), and the descriptor's pooled Table 2
-        ``r_s, ci_low, ci_high, p_bh``.
-    """
+    """Figure 2's points, one row per (family, top descriptor, background): ``family, task, descriptor,
+    bg_id, category, x`` (the descriptor, rounded as the authors), ``y_pp`` (pooled flat mean degradation)
+    and the descriptor's pooled Table 2 ``r_s, ci_low, ci_high, p_bh``."""
     top = top_descriptors(table2, k)
     rounded = stats.round_descriptors(descriptors)
     pooled = table2[table2["model"] == "pooled"].set_index(["task", "descriptor"])
@@ -176,14 +164,9 @@ def descriptor_points(scores: dict, descriptors: pd.DataFrame, table2: pd.DataFr
 
 
 def table3_descriptor_values(ranking: pd.DataFrame, descriptors: pd.DataFrame, *, battery=None) -> pd.DataFrame:
-    """Table 3: each background's descriptors (as stored, unrounded) in Figure 4 order.
-
-    Returns
-    -------
-    pandas.DataFrame [shape=(n_backgrounds, 7 + n_descriptors)]
-        ``rank, bg_id, category, asr_delta_wer_pp, kws_delta_acc_pp`` (the authors' flat mean),
-        ``asr_/kws_…_snr_balanced_pp`` (ours, when the ranking has them), the descriptors.
-    """
+    """Table 3: each background's descriptors (as stored, unrounded) in Figure 4 order, shape
+    (n_backgrounds, 7 + n_descriptors): ``rank, bg_id, category, asr_delta_wer_pp, kws_delta_acc_pp``
+    (the authors' flat mean), ``asr_/kws_…_snr_balanced_pp`` (ours, when the ranking has them), the descriptors."""
     descs = [c for c in DESCRIPTORS if c in descriptors.columns] or list(descriptors.columns)
     deg = ["asr_delta_wer_pp", "kws_delta_acc_pp"]
     deg += [c for c in ("asr_delta_wer_snr_balanced_pp", "kws_delta_acc_snr_balanced_pp") if c in ranking.columns]
@@ -212,12 +195,9 @@ def background_ranking(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
     ``note``). Intervals bootstrap the items (each item's mean over models and SNRs, items every
     model has), NaN below :data:`aiplib.analysis.stats.MIN_N_FOR_INTERVAL` items.
 
-    Returns
-    -------
-    pandas.DataFrame [shape=(n_backgrounds, 15)]
-        Index ``bg_id``; ``rank`` (1 = most harmful), ``mean_degradation_pp``, then per family
-        ``asr_delta_wer_pp, asr_ci_low_pp, asr_ci_high_pp, asr_ci_usable,
-        asr_delta_wer_snr_balanced_pp`` (KWS: ``kws_delta_acc_…``), ``n_resamples, seed, note``.
+    Shape (n_backgrounds, 15), index ``bg_id``: ``rank`` (1 = most harmful), ``mean_degradation_pp``, then
+    per family ``asr_delta_wer_pp, asr_ci_low_pp, asr_ci_high_pp, asr_ci_usable, asr_delta_wer_snr_balanced_pp``
+    (KWS: ``kws_delta_acc_…``), ``n_resamples, seed, note``.
     """
     out, notes = {}, {}
     for fam, task in BASE_TASKS.items():
@@ -276,16 +256,9 @@ def table4_accent_dwer_authors(scores: dict) -> pd.DataFrame:
     """Table 4 the authors' way (their ``generate_accent_degradation_plot``): mean ΔWER over the
     noisy rows per model and accent label (:func:`authors_accent_label`), no interval.
 
-    Parameters
-    ----------
-    scores : dict of str -> pandas.DataFrame
-        Needs ``"asr"`` with ``accent`` (or ``accent_group``) and ``delta_wer``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, accent_label, accent`` (the raw strings, ``;``-joined), ``n_items, n_rows,
-        mean_delta_wer_pp``, sorted by model and label.
+    ``scores["asr"]`` needs ``accent`` (or ``accent_group``) and ``delta_wer``. Columns ``model,
+    accent_label, accent`` (the raw strings, ``;``-joined), ``n_items, n_rows, mean_delta_wer_pp``, sorted
+    by model and label.
     """
     df = scores["asr"]
     raw = df["accent"] if "accent" in df.columns else df["accent_group"]
@@ -305,13 +278,10 @@ def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
     """Table 4, ours: mean ΔWER per model and accent group (each item averaged over backgrounds and
     SNRs first) with a bootstrap CI over items.
 
-    Returns
-    -------
-    (table4, supplement) : tuple of pandas.DataFrame
-        ``table4``: accent groups and single models. ``supplement``: ``pooled`` (items every model
-        ran, averaged over models) per group and ``unspecified`` (no accent group) per model.
-        Columns ``model, accent_group, n_items, clean_wer_pp`` (corpus WER of the clean rows),
-        ``mean_delta_wer_pp, ci_low_pp, ci_high_pp, ci_usable, level, n_resamples, seed, note``.
+    Returns ``(table4, supplement)``: accent groups of single models; ``pooled`` (items every model ran,
+    averaged over models) per group and ``unspecified`` (no accent group) per model. Columns ``model,
+    accent_group, n_items, clean_wer_pp`` (corpus WER of the clean rows), ``mean_delta_wer_pp, ci_low_pp,
+    ci_high_pp, ci_usable, level, n_resamples, seed, note``.
     """
     df = scores["asr"].copy()
     df["accent_group"] = df["accent_group"].fillna("unspecified")
@@ -392,11 +362,8 @@ def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: i
     tasks scored, paired on (model, stimulus_id). ``base_flag``
     (:func:`aiplib.analysis.stats.rer_flag`) marks a Δ_base that is not clearly positive.
 
-    Returns
-    -------
-    pandas.DataFrame
-        :data:`TABLE5_COLUMNS` (``rule``: ``ratio`` or ``kws_both_below_1pp``); empty if no steering
-        task is present.
+    Columns :data:`TABLE5_COLUMNS` (``rule``: ``ratio`` or ``kws_both_below_1pp``); empty without a
+    steering task.
     """
     rows = []
     for fam, steer_task in STEER_TASKS.items():
@@ -431,13 +398,9 @@ def snr_curves(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.Da
     """Figure 7: mean per-utterance WER and KWS accuracy per model and condition (clean, then SNRs
     high → low), the mean over every stimulus of the condition, as the authors; corpus WER beside.
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``family, model, condition`` (``clean`` or e.g. ``10 dB``), ``snr_db`` (NaN for clean),
-        ``value_pp`` (%), ``ci_low_pp, ci_high_pp, ci_usable`` (bootstrap over items),
-        ``corpus_wer_pp`` (ASR: Σ errors / Σ reference words; NaN for KWS), ``n_items``,
-        ``in_figure`` (False for the KWS rows of :data:`FIG7_KWS_EXCLUDE`).
+    Columns ``family, model, condition`` (``clean`` or e.g. ``10 dB``), ``snr_db`` (NaN for clean), ``value_pp``
+    (%), ``ci_low_pp, ci_high_pp, ci_usable`` (bootstrap over items), ``corpus_wer_pp`` (ASR: Σ errors / Σ
+    reference words; NaN for KWS), ``n_items``, ``in_figure`` (False for the KWS rows of :data:`FIG7_KWS_EXCLUDE`).
     """
     rows = []
     excl = {_norm_id(m) for m in FIG7_KWS_EXCLUDE}
@@ -472,10 +435,7 @@ def write_tables(ws, *, n_resamples: int = 2000, seed: int = 0) -> dict[str, Pat
     Tables 2, 3 need the descriptors, Table 4 an ASR accent group, Table 5 the steering scores;
     what cannot be made is skipped with a logged warning.
 
-    Returns
-    -------
-    dict of str -> pathlib.Path
-        File name (``"table2_descriptor_correlations.csv"`` …) → path.
+    Returns ``{file name ("table2_descriptor_correlations.csv" …): path}``.
 
     Raises
     ------

@@ -169,7 +169,6 @@ def render_report(executed_nb, results_dir) -> dict:
 
     sidecar = None
     if (results / "provenance.json").is_file():
-
         sidecar = write_sidecar(md_path, root=results, provenance=read_provenance(results))
     return {"report_html": html_path, "report_md": md_path, "toc": toc,
             "figures": len(re.findall(r'<img[^>]*\ssrc="data:image/png;base64,', body)), "files": files,

@@ -236,18 +236,13 @@ def read_manifest_meta(ws, family: str) -> dict:
 
 def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
     """Manifest rows (or inference rows carrying them) of ``family`` (``"asr"``/``"kws"``) under the score
-    files' names.
+    files' names, indexed by ``stimulus_id`` (also a column), last row per id.
 
-    Returns
-    -------
-    pandas.DataFrame
-        Indexed by ``stimulus_id`` (kept as a column), last row per id: ``stimulus_id`` = ``id``;
-        ``item_id`` = ``speech_id``; ``bg_id`` = ``background_id`` ("clean" on clean rows); ``snr_db``
-        (float dB, NaN on clean rows: the manifest's 99 is a marker); ``reference`` = ``transcript``
-        (ASR) or ``keyword`` (KWS); ``accent_group`` (else the authors' ``accent``); ``accent`` (the raw
-        label, else ``accent_group``); ``is_target`` (text); ``condition``; ``bg_active`` (nullable
-        boolean, NA on clean rows and when unknown). A missing ``item_id`` / ``bg_id`` (an id ``NA``
-        read as NaN by the authors' script) is recovered from the stimulus id.
+    ``stimulus_id`` = ``id``; ``item_id`` = ``speech_id``; ``bg_id`` = ``background_id`` ("clean" on clean
+    rows); ``snr_db`` (float dB, NaN on clean rows: the manifest's 99 is a marker); ``reference`` =
+    ``transcript`` or ``keyword``; ``accent_group`` (else ``accent``); ``accent`` (else ``accent_group``);
+    ``is_target`` (text); ``condition``; ``bg_active`` (nullable boolean, NA on clean rows and when
+    unknown). A missing ``item_id`` / ``bg_id`` (``NA`` read as NaN by the authors) comes from the id.
     """
 
     def col(name, default=""):
