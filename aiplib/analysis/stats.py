@@ -229,19 +229,10 @@ def spearman_permutation_p(x, y, *, seed: int = 0,
 def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
     """Spearman's rank correlation of one pair of columns [1]_ (``scipy.stats.spearmanr``).
 
-    Parameters
-    ----------
-    x, y : array-like [shape=(n,)], float
-        Paired observations; pairs with a NaN are dropped.
-    seed : int
-        Seed of the permutation p-value (``10 <= n <= 20``).
-
-    Returns
-    -------
-    SpearmanResult
-        ``rho`` and the two-sided ``p``: exact up to :data:`SPEARMAN_EXACT_MAX_N` pairs, permutation
-        up to :data:`SPEARMAN_PERMUTATION_MAX_N`, else scipy's t-approximation (``method``). Both
-        NaN with a ``note`` below 3 pairs or for a constant column.
+    ``x, y``: paired observations of shape (n,) (pairs with a NaN dropped); ``seed``: of the permutation
+    p-value (``10 <= n <= 20``). The two-sided ``p`` is exact up to :data:`SPEARMAN_EXACT_MAX_N` pairs, a
+    permutation test up to :data:`SPEARMAN_PERMUTATION_MAX_N`, else scipy's t-approximation (``method``);
+    ``rho`` and ``p`` are NaN with a ``note`` below 3 pairs or for a constant column.
 
     Raises
     ------
@@ -364,19 +355,9 @@ def rer(delta_steer, delta_base, *, task_family: str, usable_only: bool = False)
     steering and the baseline prompt; KWS 1.0 when both |Δ| < :data:`RER_KWS_SMALL`. RER < 1
     means "the prompt helped" only when Δ_base is clearly positive (:func:`rer_flag`).
 
-    Parameters
-    ----------
-    delta_steer, delta_base : float or array-like (broadcastable)
-        Mean degradations (fractions: 0.05 = 5 percentage points). NaN in either → NaN.
-    task_family : {"asr", "kws"}
-    usable_only : bool
-        NaN wherever :func:`rer_flag` would flag the baseline (``Δ_base <=`` 0 or below
-        :data:`RER_FLAG_BELOW`), except the KWS both-small rule (1.0). Used for bootstrap
-        resamples, whose ratio there is meaningless.
-
-    Returns
-    -------
-    float, or np.ndarray for array input
+    ``delta_steer, delta_base``: mean degradations, fractions (0.05 = 5 pp), broadcastable; NaN in either
+    gives NaN. ``usable_only``: NaN wherever :func:`rer_flag` would flag the baseline, except the KWS
+    both-small rule (for bootstrap resamples). Returns a float, or an array for array input.
 
     Raises
     ------
@@ -677,19 +658,9 @@ def round_descriptors(descriptors: pd.DataFrame, decimals: dict | None = None) -
 def rank_by_mean_abs_rs(r_asr: pd.Series, r_kws: pd.Series, *, decimals: int = TOP_RANK_DECIMALS) -> pd.Series:
     """Descriptors sorted as Figure 2 picks them: mean of |r_s(ASR)| and |r_s(KWS)|, rounded.
 
-    Parameters
-    ----------
-    r_asr, r_kws : pandas.Series
-        r_s per descriptor (index: descriptor names, in table order).
-    decimals : int
-        The mean is rounded (``numpy.round``, as their ``round`` of a ``numpy.float64``: 0.3015 →
-        0.302) before a stable sort, so ties keep the table order.
-
-    Returns
-    -------
-    pandas.Series
-        Rounded mean |r_s| per descriptor, largest first; a descriptor NaN in either task is
-        left out.
+    ``r_asr, r_kws``: r_s per descriptor (index in table order). The mean is rounded to ``decimals``
+    (``numpy.round``, as their ``round`` of a ``numpy.float64``: 0.3015 → 0.302) before a stable sort, so
+    ties keep the table order; a descriptor NaN in either task is left out.
     """
     m = pd.concat([r_asr.abs(), r_kws.abs()], axis=1).mean(axis=1, skipna=False).dropna()
     m = pd.Series(np.round(m.to_numpy(dtype=float), int(decimals)), index=m.index)
@@ -702,17 +673,8 @@ def unpaired_delta(df: pd.DataFrame, family: str) -> tuple[float, int]:
     ASR: the mean of the task's per-row ``delta_wer`` over its noisy rows. KWS: accuracy over all
     its clean rows minus accuracy over all its noisy rows (``correct``).
 
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        One model's rows of one task's scores (``bg_id``, ``delta_wer`` or ``correct``); NaN
-        rows (failed generations) left out.
-    family : {"asr", "kws"}
-
-    Returns
-    -------
-    (float, int)
-        Δ as a fraction (NaN when a needed set of rows is empty) and the number of rows used.
+    ``df``: one model's rows of one task's scores (``bg_id``, ``delta_wer`` or ``correct``; NaN rows left
+    out). Returns Δ as a fraction (NaN when a needed set of rows is empty) and the number of rows used.
 
     Raises
     ------
