@@ -174,12 +174,9 @@ def check_criteria(ws, criteria=None, previous=None, *, tables=None, n_resamples
     n_resamples, seed, level
         Bootstrap settings of the regression comparison (and of the tables, if computed).
 
-    Returns
-    -------
-    list of dict
-        One dict per failure: ``kind`` (``threshold``, ``no_match``, ``unknown_measure`` or
-        ``regression``), ``criterion`` (index or None), ``task, model, condition, measure,
-        value, min, max`` where they apply, and a readable ``message``. Empty = pass.
+    Returns one dict per failure (empty: pass): ``kind`` (``threshold``, ``no_match``, ``unknown_measure``
+    or ``regression``), ``criterion`` (index or None), ``task, model, condition, measure, value, min, max``
+    where they apply, and a readable ``message``.
 
     Raises
     ------

@@ -69,20 +69,9 @@ def _read_ffmpeg(path: Path, sr: int) -> np.ndarray:
 
 
 def load_audio(path, *, sr: int = SR) -> np.ndarray:
-    """Read an audio file as mono float32 at ``sr`` Hz.
-
-    Parameters
-    ----------
-    path : str or Path
-        Any format soundfile or ffmpeg reads (``.g722`` is decoded as raw G.722 at 16 kHz).
-    sr : int > 0
-        Target sample rate in Hz.
-
-    Returns
-    -------
-    np.ndarray [shape=(n,)], float32
-        Not clipped: resampling can overshoot full scale (a full-scale 44.1 kHz 1 kHz square wave
-        peaks at 1.196 at 16 kHz).
+    """Read an audio file (any format soundfile or ffmpeg reads; ``.g722`` as raw G.722 at 16 kHz) as mono
+    float32 [shape=(n,)] at ``sr`` Hz, not clipped (a full-scale 44.1 kHz 1 kHz square wave peaks at 1.196
+    at 16 kHz).
 
     Raises
     ------
