@@ -111,8 +111,8 @@ def load_criteria(criteria) -> dict:
         criteria = {"criteria": criteria}
     problems = [f"{e.json_path}: {e.message}" for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(criteria)]
     if not problems:
-        problems = [f"$.criteria[{i}]: min {c['min']} > max {c['max']}" for i, c in enumerate(criteria.get("criteria", []))
-                    if "min" in c and "max" in c and c["min"] > c["max"]]
+        problems = [f"$.criteria[{i}]: min {c['min']} > max {c['max']}"
+                    for i, c in enumerate(criteria.get("criteria", [])) if "min" in c and "max" in c and c["min"] > c["max"]]
     if problems:
         raise ValidationError([f"{source or 'criteria'}: {p}" for p in problems])
     prev = criteria.get("previous")

@@ -57,8 +57,8 @@ def _models(ws, scored_models) -> dict:
     if inf.is_dir():
         names |= {p.name for p in inf.iterdir() if (p / "run_log.jsonl").is_file()}
     for m in sorted(names):
-        rec = {"id": m, "revision": None, "weights": None, "weights_sha256": None,
-               "decoding_path": None, "window": None, "versions": None}
+        rec = {"id": m, **dict.fromkeys(["revision", "weights", "weights_sha256", "decoding_path", "window",
+                                         "versions"])}
         log_p = inf / m / "run_log.jsonl"
         if log_p.is_file():
             rows, _ = read_inference_jsonl(log_p, require_id=False)
@@ -68,10 +68,8 @@ def _models(ws, scored_models) -> dict:
             runs = [r for r in rows if r.get("event", "run") == "run"]
             if runs:
                 last = runs[-1]
-                rec.update(revision=last.get("revision"), weights=last.get("weights"),
-                           weights_sha256=last.get("weights_sha256"),
-                           decoding_path=last.get("decoding", last.get("path")), window=last.get("window"),
-                           versions=last.get("versions"))
+                rec.update({k: last.get(k) for k in ("revision", "weights", "weights_sha256", "window", "versions")},
+                           decoding_path=last.get("decoding", last.get("path")))
         if rec["revision"] is None:
             try:
                 e = get_entry(m)
