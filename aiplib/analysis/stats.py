@@ -479,24 +479,10 @@ def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: s
     clean version of the item > 0 (KWS: a flip), largest first, ties to the higher SNR, then model
     and stimulus id.
 
-    Parameters
-    ----------
-    scores_df : pandas.DataFrame
-        One task's ``results/scores/<task>.csv`` (:func:`aiplib.io.formats.read_scores`).
-    family : {"asr", "kws"}
-        Picks the degradation column (:data:`aiplib.core.tasks.DEGRADATION_COLUMN`).
-    n : int >= 1
-        How many rows at most.
-    model : str, optional
-        Only this model (default: every model of the table).
-    one_per_item : bool
-        Keep only each item's worst stimulus (default), so the list shows different items.
-
-    Returns
-    -------
-    pandas.DataFrame [shape=(<= n, 12)]
-        :data:`WORST_STIMULI_COLUMNS`; ``snr_db`` in dB, ``clean_score`` / ``score`` WER
-        (fraction) or KWS correct (0/1), ``delta`` ΔWER or Δacc = 1. Empty when nothing got worse.
+    ``scores_df``: one task's ``results/scores/<task>.csv``; ``family`` picks the degradation column;
+    at most ``n`` (>= 1) rows, of ``model`` only if given, only each item's worst stimulus with
+    ``one_per_item``. Shape (<= n, 12): :data:`WORST_STIMULI_COLUMNS`; ``snr_db`` in dB, ``clean_score`` /
+    ``score`` WER (fraction) or KWS correct (0/1), ``delta`` ΔWER or Δacc = 1. Empty when nothing got worse.
 
     Raises
     ------
@@ -560,9 +546,8 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
         descriptor columns.
     descriptors : sequence of str, optional
         Columns to use; default those of :data:`DESCRIPTORS` present (else every numeric column).
-    n_resamples, seed : int
+    n_resamples, seed, level
         Bootstrap over backgrounds; each (model, descriptor) cell starts ``default_rng(seed)`` afresh.
-    level : float
 
     Returns
     -------

@@ -192,24 +192,10 @@ def peak_abs(y) -> float:
 def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audio", return_peak: bool = False):
     """Scale ``y`` so that its integrated loudness is ``target_lufs``, and check its peak.
 
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-    target_lufs : float, LUFS
-    sr : int, Hz
-    name : str
-        Used in error and warning messages.
-    return_peak : bool
-        Also return the peak after the gain.
-
-    Returns
-    -------
-    y_out : np.ndarray [shape=(n,)], float32
-        ``y * 10 ** (gain_db / 20)``, not clipped (as ``pyloudnorm.normalize.loudness``).
-    gain_db : float, dB
-    lufs_before : float, LUFS
-    peak_after : float
-        Only with ``return_peak=True``: ``max |y_out|`` (full scale = 1).
+    ``y``: float, shape (n,), at ``sr`` Hz; ``target_lufs`` in LUFS; ``name`` names it in messages. Returns
+    ``(y_out, gain_db, lufs_before)``: ``y_out = y * 10 ** (gain_db / 20)`` (float32, shape (n,), not clipped,
+    as ``pyloudnorm.normalize.loudness``), the gain in dB and the loudness before in LUFS; with
+    ``return_peak`` also ``peak_after = max |y_out|`` (full scale = 1).
 
     Warns
     -----
