@@ -72,26 +72,9 @@ def stamp_path(folder, name: str) -> Path:
 
 
 def make_stamp(stage: str, *, params: dict, inputs=(), ws=None, module: str | None = None) -> dict:
-    """The stamp of a stage run: its parameters and the SHA-256 of every input file.
-
-    Parameters
-    ----------
-    stage : str
-        E.g. ``"05_build_manifests:asr"``.
-    params : dict
-        JSON-able parameters that decide the outputs.
-    inputs : iterable of str or Path
-        Files read (a missing one is recorded as ``"missing"``).
-    ws : Workspace, optional
-        Paths inside ``ws.root`` are recorded relative to it.
-    module : str, optional
-        The stage's module; its source's SHA-256 goes under ``code``.
-
-    Returns
-    -------
-    dict
-        The stamp without ``outputs`` (:func:`write_stamp`).
-    """
+    """The stamp (without ``outputs``, :func:`write_stamp`) of a stage run such as ``"05_build_manifests:asr"``:
+    its JSON-able ``params``, the SHA-256 of every file of ``inputs`` (``"missing"`` when absent; paths inside
+    ``ws.root`` relative to it) and, under ``code``, the SHA-256 of ``module``'s source."""
     code = {"aiplib": __version__}
     if module:
         mod = sys.modules.get(module)
