@@ -96,16 +96,12 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
     n_resamples, seed, level, min_diff_pp, scopes
         As :func:`aiplib.analysis.conditions.condition_table` (``clean`` is compared like any condition).
 
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (task, model, scope, bg_id, snr_db): ``scope, model, task, family, bg_id,
-        snr_db, condition, n_items, n_pairs, measure`` (``wer`` or ``acc``), ``a_pp, b_pp``
-        (mean per-utterance WER or accuracy on the paired stimuli), ASR also ``a_corpus_pp,
-        b_corpus_pp``; ``change_pp`` (oriented so that positive = B worse: WER_B − WER_A,
-        acc_A − acc_B), ``ci_low_pp, ci_high_pp, test, p_value, n_worse, n_better, n_ties,
-        verdict, min_diff_pp, level, n_resamples, seed, note``. ``attrs["unpaired"]`` counts,
-        per task and model, the stimuli present in only one run.
+    Returns one row per (task, model, scope, bg_id, snr_db): ``scope, model, task, family, bg_id, snr_db,
+    condition, n_items, n_pairs, measure`` (``wer`` or ``acc``), ``a_pp, b_pp`` (mean per-utterance WER or
+    accuracy on the paired stimuli), ASR also ``a_corpus_pp, b_corpus_pp``; ``change_pp`` (positive = B
+    worse: WER_B − WER_A, acc_A − acc_B), ``ci_low_pp, ci_high_pp, test, p_value, n_worse, n_better, n_ties,
+    verdict, min_diff_pp, level, n_resamples, seed, note``; ``attrs["unpaired"]`` counts, per task and
+    model, the stimuli present in only one run.
 
     Raises
     ------

@@ -161,16 +161,12 @@ def check_criteria(ws, criteria=None, previous=None, *, tables=None, n_resamples
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
-        The run under test. Its ``results/tables/conditions_<task>.csv`` are read (computed from
-        the scores when absent).
+        The run under test: its ``results/tables/conditions_<task>.csv`` (computed when absent), or ``tables``.
     criteria : str, Path, dict or list, optional
         A criteria file or object (:func:`load_criteria`). None: only the regression check.
     previous : Workspace or path, optional
-        The previous run (overrides the file's ``previous``). When a previous run is known and
-        ``no_worse_than_previous`` is not false, every condition whose verdict in
-        :func:`compare_runs` (previous → ``ws``) is ``worse`` fails.
-    tables : dict of str -> pandas.DataFrame, optional
-        Condition tables to use instead of reading them.
+        Overrides the file's ``previous``. Unless ``no_worse_than_previous`` is false, every condition whose
+        verdict in :func:`compare_runs` (previous → ``ws``) is ``worse`` fails.
     n_resamples, seed, level
         Bootstrap settings of the regression comparison (and of the tables, if computed).
 

@@ -125,11 +125,8 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
     min_n, min_usable : int, float in [0, 1]
         Fewer observations, or a smaller share of finite resampled statistics: no interval (NaN).
 
-    Returns
-    -------
-    BootstrapResult
-        ``estimate = stat(data)``; the interval is the (1−level)/2 and (1+level)/2 percentiles
-        of the finite resampled statistics; ``n_valid`` counts them.
+    Returns a :class:`BootstrapResult`: ``estimate = stat(data)``; the interval is the (1−level)/2 and
+    (1+level)/2 percentiles of the finite resampled statistics; ``n_valid`` counts them.
 
     Raises
     ------
@@ -417,11 +414,9 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
         A ``results/scores/<task>.csv`` table (columns ``model, task, bg_id, snr_db`` and
         ``delta_wer`` or ``delta_acc``). Clean rows and NaN deltas (failed or missing
         generations) are ignored.
-    family : {"asr", "kws"}
-        Picks the column (:data:`aiplib.core.tasks.DEGRADATION_COLUMN`).
-    task : str, optional
-        Keep only this task (needed if ``scores_df`` holds several).
-    method : {"flat", "snr_balanced"}
+    family, task, method
+        ``"asr"``/``"kws"`` (picks the column); only this task (needed if ``scores_df`` holds several);
+        ``"flat"`` or ``"snr_balanced"``.
 
     Returns
     -------

@@ -61,20 +61,10 @@ def _fail(name: str, annotation: Any, value: Any, hint: str = "") -> ParameterTy
 def coerce_parameter(name: str, value: Any, annotation: Any) -> Any:
     """Check one parameter value against its declared type; convert it where unambiguous.
 
-    Parameters
-    ----------
-    name : str
-        Used in the message (``snrs``, or ``snrs[1]`` for a list element).
-    value : object
-        The value after papermill's injected cell.
-    annotation : type or typing form
-        ``bool``, ``int``, ``float``, ``str``, ``list[T]``, ``dict[K, V]``, ``Optional[T]``,
-        ``Literal[...]``; another class is checked with ``isinstance``, anything else accepted.
-
-    Returns
-    -------
-    object
-        ``value`` itself when it has the type, else its conversion (the module's table).
+    ``name`` is used in the message (``snrs``, or ``snrs[1]`` for a list element); ``value`` is the value
+    after papermill's injected cell; ``annotation`` one of ``bool``, ``int``, ``float``, ``str``, ``list[T]``,
+    ``dict[K, V]``, ``Optional[T]``, ``Literal[...]`` (another class is checked with ``isinstance``, anything
+    else accepted). Returns ``value`` itself when it has the type, else its conversion (the module's table).
 
     Raises
     ------

@@ -147,22 +147,10 @@ def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None
     """What changed between a recorded stamp and the current one, one line per change: inputs, then
     parameters, then outputs edited since.
 
-    Parameters
-    ----------
-    old : dict or None
-        The recorded stamp (None: there is none).
-    new : dict
-        The current stamp (:func:`make_stamp`).
-    outputs_ok : bool
-        Also check that every output recorded in ``old`` still has its SHA-256.
-    ws : Workspace, optional
-        Resolves the recorded output paths.
-
-    Returns
-    -------
-    list of str
-        Empty when up to date, e.g. ``["input changed: bg/bg03.wav (3fa2c1d09e7b… → 9c1b…)",
-        "parameter snrs_db: [10,5,0] → [10,5]"]``.
+    ``old``: the recorded stamp (None: there is none); ``new``: the current one (:func:`make_stamp`);
+    ``outputs_ok``: also check that every output of ``old`` (resolved in ``ws``) still has its SHA-256.
+    Empty when up to date, e.g. ``["input changed: bg/bg03.wav (3fa2c1d09e7b… → 9c1b…)", "parameter snrs_db:
+    [10,5,0] → [10,5]"]``.
     """
     if old is None:
         return ["no stamp (outputs written by an older version, or not yet built)"]
