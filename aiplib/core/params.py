@@ -185,14 +185,8 @@ def _annotations(namespace: Mapping[str, Any]) -> dict:
 
 
 def check_parameters(namespace: MutableMapping[str, Any], annotations: Mapping[str, Any] | None = None) -> None:
-    """Check every declared notebook parameter; convert unambiguous values in place.
-
-    Parameters
-    ----------
-    namespace : dict
-        The notebook's globals; converted values are written back.
-    annotations : dict, optional
-        Name → declared type; default the namespace's annotations (the parameters cell's).
+    """Check every declared notebook parameter of ``namespace`` (the notebook's globals) and write the
+    unambiguous conversions back; ``annotations`` (name → declared type) default to the namespace's own.
 
     Raises
     ------

@@ -65,14 +65,10 @@ def _read_task_file(path: str) -> dict:
 
 
 def task_file() -> dict:
-    """The parsed task file (validated, read once; do not modify it).
-
-    Returns
-    -------
-    dict
-        ``{"families": {family: {"reference", "scoring", "measure", "degradation": {"column", "sign"},
-        ["keyword_set"]}}, "keyword_sets": {name: [word, ...]}, "tasks": {task: {"family", "variant"}},
-        "default_prompt_set": str, "prompt_sets": {name: {"aliases", "kws_answer", "source"}}}``.
+    """The parsed task file (validated, read once; do not modify it): ``{"families": {family: {"reference",
+    "scoring", "measure", "degradation": {"column", "sign"}, ["keyword_set"]}}, "keyword_sets": {name: [word,
+    ...]}, "tasks": {task: {"family", "variant"}}, "default_prompt_set": str, "prompt_sets": {name: {"aliases",
+    "kws_answer", "source"}}}``.
 
     Raises
     ------

@@ -145,15 +145,9 @@ def loop_kind(ref_norm: str, hyp_norm: str) -> str:
 def score_asr_row(reference, response) -> dict:
     """Every per-row ASR score of ``results/scores/<asr task>.csv`` (raw texts; ``None`` counts as empty).
 
-    Returns
-    -------
-    dict
-        Headline: ``ref_norm, hyp_norm, substitutions, deletions, insertions, hits``, ``errors`` = S + D + I,
-        ``ref_words`` = H + S + D, ``wer``, ``ref_empty``, ``score_failed``; Whisper-style: ``ref_whisper,
-        hyp_whisper, errors_whisper, ref_words_whisper, wer_whisper``; ``hyp_words``, ``is_loop``, ``loop_kind``.
-
-    Notes
-    -----
+    Headline: ``ref_norm, hyp_norm, substitutions, deletions, insertions, hits``, ``errors`` = S + D + I,
+    ``ref_words`` = H + S + D, ``wer``, ``ref_empty``, ``score_failed``; Whisper-style: ``ref_whisper,
+    hyp_whisper, errors_whisper, ref_words_whisper, wer_whisper``; ``hyp_words``, ``is_loop``, ``loop_kind``.
     An empty normalised reference has ``ref_words`` = 0 and ``wer`` NaN (its insertions still count in the
     corpus WER). An alignment failure counts WER 1.0, every reference word deleted (the authors'
     ``generate_results_new_2.py``).
