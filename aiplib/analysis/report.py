@@ -98,12 +98,9 @@ def render_report(executed_nb, results_dir) -> dict:
     """Render ``report.html`` and ``report.md`` into ``results_dir`` (linking its files relatively) from
     ``executed_nb``, notebook 09 executed by papermill (``data/<profile>/executed/09_make_figures.ipynb``).
 
-    Returns
-    -------
-    dict
-        ``report_html, report_md`` (paths), ``toc`` (list of ``(level, anchor, title)`` of the
-        h2/h3 headings, in order), ``figures`` (number of embedded images), ``files`` (the
-        CSV/PDF paths linked), ``sidecar`` (``report.json`` or None without ``provenance.json``).
+    Returns ``report_html, report_md`` (paths), ``toc`` (``(level, anchor, title)`` of the h2/h3 headings,
+    in order), ``figures`` (images embedded), ``files`` (the CSV/PDF paths linked), ``sidecar``
+    (``report.json``, or None without ``provenance.json``).
 
     Raises
     ------

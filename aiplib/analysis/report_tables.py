@@ -151,17 +151,9 @@ def worst_display(scores: pd.DataFrame, family: str, n: int = 10, max_words: int
 
 # ---------------------------------------------------------------------------- condition tables
 def condition_display(t: pd.DataFrame, scope, *, collapsed: str | None = None) -> Table:
-    """Rows of one task's condition table (:func:`aiplib.analysis.conditions.condition_table`).
-
-    Parameters
-    ----------
-    t : pandas.DataFrame
-        ``conditions_<task>.csv``.
-    scope : str or sequence of str
-        Scopes to keep (:data:`aiplib.analysis.conditions.SCOPES`), e.g. ``["clean", "overall", "snr"]``.
-    collapsed : str, optional
-        Summary line of a collapsed HTML table.
-    """
+    """The rows of ``scope`` (a name or list of :data:`aiplib.analysis.conditions.SCOPES`, e.g. ``["clean",
+    "overall", "snr"]``) of one task's condition table ``t`` (``conditions_<task>.csv``); ``collapsed``: the
+    summary line of a collapsed HTML table."""
     scopes = [scope] if isinstance(scope, str) else list(scope)
     t = t[t["scope"].isin(scopes)]
     family = str(t["family"].iloc[0]) if len(t) else "asr"
