@@ -22,8 +22,6 @@ from aiplib.core.tasks import task_family
 from aiplib.core.workspace import Workspace
 from aiplib.io.formats import load_scores
 
-__all__ = ["RunMismatchError", "run_identity", "compare_runs"]
-
 log = logging.getLogger(__name__)
 
 
@@ -39,28 +37,19 @@ def _results_of(run) -> tuple[Path, object | None]:
         return Path(run.results), run
     p = Path(run)
     if (p / "results").is_dir() and (p / "manifests").is_dir():
-
         ws = Workspace(profile=p.name, root=p.resolve())
         return ws.results, ws
     if (p / "scores").is_dir():
         return p, None
-    raise AiplibError(f"{p}: neither a workspace (with results/ and manifests/) nor a results "
-                      "folder (with scores/)")
+    raise AiplibError(f"{p}: neither a workspace (with results/ and manifests/) nor a results folder (with scores/)")
 
 
 def run_identity(run) -> dict:
-    """Manifest hashes and normaliser of a run: what must agree for a comparison.
+    """Manifest hashes and normaliser of a run (what must agree for a comparison):
+    ``{"results": Path, "manifests": {family: sha256}, "normalizer": {"name", "version"}}``.
 
-    Parameters
-    ----------
-    run : Workspace, or path of a workspace root or of a ``results`` folder
-        A workspace is inspected live (manifests hashed, normaliser read from the score
-        sidecars); a lone results folder needs its ``provenance.json``.
-
-    Returns
-    -------
-    dict
-        ``{"results": Path, "manifests": {family: sha256}, "normalizer": {"name", "version"}}``.
+    ``run`` is a Workspace (inspected live) or the path of a workspace root or of a ``results``
+    folder (which needs its ``provenance.json``).
 
     Raises
     ------
@@ -94,33 +83,25 @@ def _check_same_run_inputs(ia: dict, ib: dict, families) -> None:
 
 
 # --------------------------------------------------------------------------------- comparison
-def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int = 0,
-                 level: float = 0.95, min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP,
-                 scopes=tuple(cond.SCOPES)) -> pd.DataFrame:
+def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int = 0, level: float = 0.95,
+                 min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP, scopes=tuple(cond.SCOPES)) -> pd.DataFrame:
     """Paired change from run A to run B, per condition, with interval, exact test and verdict.
 
     Parameters
     ----------
     run_a, run_b : Workspace or path
-        A workspace, a workspace root or a ``results`` folder (which then needs its
-        ``provenance.json``, written by stage 9). A is the reference (e.g. the
-        previous run), B the new one.
+        As :func:`run_identity`; A is the reference (e.g. the previous run), B the new one.
     tasks : sequence of str, optional
         Default: every task scored in both runs.
     n_resamples, seed, level, min_diff_pp, scopes
-        As in :func:`aiplib.analysis.conditions.condition_table`; ``scopes`` may include ``clean`` (the
-        clean stimuli are compared like any condition).
+        As :func:`aiplib.analysis.conditions.condition_table` (``clean`` is compared like any condition).
 
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (task, model, scope, bg_id, snr_db): ``scope, model, task, family, bg_id,
-        snr_db, condition, n_items, n_pairs, measure`` (``wer`` or ``acc``), ``a_pp, b_pp``
-        (mean per-utterance WER or accuracy on the paired stimuli), ASR also ``a_corpus_pp,
-        b_corpus_pp``; ``change_pp`` (oriented so that positive = B worse: WER_B − WER_A,
-        acc_A − acc_B), ``ci_low_pp, ci_high_pp, test, p_value, n_worse, n_better, n_ties,
-        verdict, min_diff_pp, level, n_resamples, seed, note``. ``attrs["unpaired"]`` counts,
-        per task and model, the stimuli present in only one run.
+    Returns one row per (task, model, scope, bg_id, snr_db): ``scope, model, task, family, bg_id, snr_db,
+    condition, n_items, n_pairs, measure`` (``wer`` or ``acc``), ``a_pp, b_pp`` (mean per-utterance WER or
+    accuracy on the paired stimuli), ASR also ``a_corpus_pp, b_corpus_pp``; ``change_pp`` (positive = B
+    worse: WER_B − WER_A, acc_A − acc_B), ``ci_low_pp, ci_high_pp, test, p_value, n_worse, n_better, n_ties,
+    verdict, min_diff_pp, level, n_resamples, seed, note``; ``attrs["unpaired"]`` counts, per task and
+    model, the stimuli present in only one run.
 
     Raises
     ------
@@ -130,9 +111,7 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
     AiplibError
         If a run has no scores or the runs share no task.
 
-    Notes
-    -----
-    Pairs are ``(model, stimulus_id)`` present in both runs; intervals and tests as
+    Pairs are ``(model, stimulus_id)`` in both runs; intervals and tests as
     :func:`aiplib.analysis.conditions.paired_change`.
     """
     ia, ib = run_identity(run_a), run_identity(run_b)
@@ -192,22 +171,19 @@ def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_di
         pc = cond.paired_change(100 * g["d"], g["n"], n_resamples=n_resamples, seed=seed,
                                 level=level, min_diff=min_diff_pp, mcnemar=mc)
         rec = {"scope": scope, "model": k["model"], "task": k["task"], "family": fam,
-               "bg_id": k["bg_id"], "snr_db": k["snr_db"],
-               "condition": cond.condition_label(k["bg_id"], k["snr_db"]),
+               "bg_id": k["bg_id"], "snr_db": k["snr_db"], "condition": cond.condition_label(k["bg_id"], k["snr_db"]),
                "n_items": len(g), "n_pairs": int(n), "measure": "wer" if fam == "asr" else "acc",
                "a_pp": 100 * g.total("a") / n, "b_pp": 100 * g.total("b") / n}
         if fam == "asr":
             w = g.total("ref_words_a")
             rec.update(a_corpus_pp=100 * g.total("errors_a") / w if w else math.nan,
                        b_corpus_pp=100 * g.total("errors_b") / w if w else math.nan)
-        rec.update(change_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"],
-                   test=pc["test"], p_value=pc["p_value"], n_worse=pc["n_worse"],
-                   n_better=pc["n_better"], n_ties=pc["n_ties"], verdict=pc["verdict"],
-                   min_diff_pp=float(min_diff_pp), level=float(level),
+        rec.update(change_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"], test=pc["test"],
+                   p_value=pc["p_value"], n_worse=pc["n_worse"], n_better=pc["n_better"], n_ties=pc["n_ties"],
+                   verdict=pc["verdict"], min_diff_pp=float(min_diff_pp), level=float(level),
                    n_resamples=int(n_resamples), seed=int(seed), note=pc["note"])
         out.append(rec)
-    cols = ["scope", "model", "task", "family", "bg_id", "snr_db", "condition", "n_items",
-            "n_pairs", "measure", "a_pp", "b_pp", "a_corpus_pp", "b_corpus_pp", "change_pp",
-            "ci_low_pp", "ci_high_pp", "test", "p_value", "n_worse", "n_better", "n_ties",
-            "verdict", "min_diff_pp", "level", "n_resamples", "seed", "note"]
+    cols = ["scope", "model", "task", "family", "bg_id", "snr_db", "condition", "n_items", "n_pairs", "measure", "a_pp",
+            "b_pp", "a_corpus_pp", "b_corpus_pp", "change_pp", "ci_low_pp", "ci_high_pp", "test", "p_value", "n_worse",
+            "n_better", "n_ties", "verdict", "min_diff_pp", "level", "n_resamples", "seed", "note"]
     return pd.DataFrame(out).reindex(columns=cols)

@@ -31,6 +31,7 @@ import json
 import logging
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pandas as pd
 
@@ -39,37 +40,44 @@ from aiplib.analysis.comparison import compare_runs
 from aiplib.core.errors import AiplibError, ValidationError
 from aiplib.io.formats import load_scores
 
-__all__ = ["MEASURE_ALIASES", "EXAMPLE_CRITERIA", "load_criteria", "check_criteria"]
-
 log = logging.getLogger(__name__)
 
-MEASURE_ALIASES = {"wer": "wer_pp", "mean_wer": "mean_wer_pp", "cer": "cer_pp",
-                   "substitutions": "sub_pp", "deletions": "del_pp", "insertions": "ins_pp",
-                   "acc": "acc_pp", "delta_wer": "delta_pp", "delta_acc": "delta_pp",
-                   "clean_wer": "clean_wer_pp", "clean_acc": "clean_acc_pp"}
-"""Criteria measures given as fractions → the percent column they are read from (÷ 100)."""
+# Criteria measures given as fractions → the percent column they are read from (÷ 100).
+MEASURE_ALIASES = {"wer": "wer_pp", "mean_wer": "mean_wer_pp", "cer": "cer_pp", "substitutions": "sub_pp",
+                   "deletions": "del_pp", "insertions": "ins_pp", "acc": "acc_pp", "delta_wer": "delta_pp",
+                   "delta_acc": "delta_pp", "clean_wer": "clean_wer_pp", "clean_acc": "clean_acc_pp"}
 
+# An example criteria object (the JSON file holds the same).
 EXAMPLE_CRITERIA = {
     "criteria": [
-        {"task": "asr", "model": "*", "bg_id": "all", "snr_db": 0, "measure": "wer_pp",
-         "max": 60},
+        {"task": "asr", "model": "*", "bg_id": "all", "snr_db": 0, "measure": "wer_pp", "max": 60},
         {"task": "kws", "scope": "condition", "measure": "acc_pp", "min": 40},
         {"task": "asr", "scope": "overall", "measure": "delta_wer", "max": 0.30},
-        {"task": "asr", "bg_id": "clean", "measure": "wer", "max": 0.25},
-    ],
-    "no_worse_than_previous": True,
-    "min_diff_pp": 2.0,
-}
-"""An example criteria object (the JSON file holds the same)."""
+        {"task": "asr", "bg_id": "clean", "measure": "wer", "max": 0.25}], "no_worse_than_previous": True,
+    "min_diff_pp": 2.0}
 
-_CRITERION_KEYS = {"task", "model", "bg_id", "snr_db", "scope", "measure", "min", "max", "note"}
-_TOP_KEYS = {"criteria", "no_worse_than_previous", "previous", "min_diff_pp",
-             "regression_scopes", "note"}
+_NUM = {"type": "number"}
+_SCOPE_LIST = list(cond.SCOPES)
+# JSON Schema of a criteria object (after a bare list is wrapped as ``{"criteria": [...]}``).
+SCHEMA = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "criteria": {"type": "array", "items": {
+            "type": "object", "additionalProperties": False, "required": ["measure"],
+            "if": {"not": {"required": ["min"]}}, "then": {"required": ["max"]}, # min and/or max
+            "properties": {"task": {}, "model": {}, "bg_id": {}, "note": {}, "min": _NUM, "max": _NUM,
+                           "measure": {"type": "string", "minLength": 1}, "scope": {"enum": ["*", *_SCOPE_LIST]},
+                           "snr_db": {"anyOf": [_NUM, {"enum": ["*", "all"]}]}}}},
+        "no_worse_than_previous": {"type": ["boolean", "null"]},
+        "previous": {"type": ["string", "null"]},
+        "min_diff_pp": {"type": "number", "minimum": 0},
+        "regression_scopes": {"type": "array", "items": {"enum": _SCOPE_LIST}},
+        "note": {}}}
 
 
 # ----------------------------------------------------------------------------------- criteria
 def load_criteria(criteria) -> dict:
-    """Read and validate a criteria file (format in the module docstring).
+    """Read and validate a criteria file (format in the module docstring; :data:`SCHEMA`).
 
     Parameters
     ----------
@@ -101,70 +109,22 @@ def load_criteria(criteria) -> dict:
             raise AiplibError(f"criteria file {source} is not valid JSON: {exc}") from exc
     if isinstance(criteria, list):
         criteria = {"criteria": criteria}
-    problems = []
-    if not isinstance(criteria, dict):
-        raise ValidationError([f"criteria must be a JSON object or list, got "
-                               f"{type(criteria).__name__}"])
-    unknown = set(criteria) - _TOP_KEYS
-    if unknown:
-        problems.append(f"unknown top-level keys {sorted(unknown)}; allowed {sorted(_TOP_KEYS)}")
-    items = criteria.get("criteria", [])
-    if not isinstance(items, list):
-        problems.append("'criteria' must be a list of objects")
-        items = []
-    out = []
-    for i, c in enumerate(items):
-        where = f"criteria[{i}]"
-        if not isinstance(c, dict):
-            problems.append(f"{where}: must be an object")
-            continue
-        bad = set(c) - _CRITERION_KEYS
-        if bad:
-            problems.append(f"{where}: unknown keys {sorted(bad)}; allowed "
-                            f"{sorted(_CRITERION_KEYS)}")
-        if not isinstance(c.get("measure"), str) or not c.get("measure"):
-            problems.append(f"{where}: 'measure' (a column name or alias) is required")
-        if "min" not in c and "max" not in c:
-            problems.append(f"{where}: give 'min' and/or 'max'")
-        for b in ("min", "max"):
-            if b in c and (isinstance(c[b], bool) or not isinstance(c[b], (int, float))):
-                problems.append(f"{where}: {b!r} must be a number, got {c[b]!r}")
-        nums = [c.get(b) for b in ("min", "max")]
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in nums) \
-                and nums[0] > nums[1]:
-            problems.append(f"{where}: min {c['min']} > max {c['max']}")
-        scope = c.get("scope", "*")
-        if scope != "*" and scope not in cond.SCOPES:
-            problems.append(f"{where}: scope {scope!r} is not one of {list(cond.SCOPES)} or '*'")
-        snr = c.get("snr_db", "*")
-        if not (snr in ("*", "all") or (isinstance(snr, (int, float))
-                                        and not isinstance(snr, bool))):
-            problems.append(f"{where}: snr_db must be a number, 'all' or '*', got {snr!r}")
-        out.append({"task": "*", "model": "*", "bg_id": "*", "scope": "*", "snr_db": "*", **c})
-    nwp = criteria.get("no_worse_than_previous")
-    if nwp is not None and not isinstance(nwp, bool):
-        problems.append(f"'no_worse_than_previous' must be true or false, got {nwp!r}")
-    md = criteria.get("min_diff_pp", cond.DEFAULT_MIN_DIFF_PP)
-    if isinstance(md, bool) or not isinstance(md, (int, float)) or md < 0:
-        problems.append(f"'min_diff_pp' must be a number >= 0, got {md!r}")
-        md = cond.DEFAULT_MIN_DIFF_PP
-    rs = criteria.get("regression_scopes", list(cond.SCOPES))
-    if not isinstance(rs, list) or any(s not in cond.SCOPES for s in rs):
-        problems.append(f"'regression_scopes' must be a list drawn from {list(cond.SCOPES)}")
-        rs = list(cond.SCOPES)
-    prev = criteria.get("previous")
-    if prev is not None:
-        if not isinstance(prev, str):
-            problems.append(f"'previous' must be a path string, got {prev!r}")
-            prev = None
-        else:
-            prev = Path(prev)
-            if not prev.is_absolute() and source is not None:
-                prev = (source.parent / prev).resolve()
+    problems = [f"{e.json_path}: {e.message}" for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(criteria)]
+    if not problems:
+        problems = [f"$.criteria[{i}]: min {c['min']} > max {c['max']}"
+                    for i, c in enumerate(criteria.get("criteria", [])) if "min" in c and "max" in c and c["min"] > c["max"]]
     if problems:
         raise ValidationError([f"{source or 'criteria'}: {p}" for p in problems])
-    return {"criteria": out, "no_worse_than_previous": nwp, "previous": prev,
-            "min_diff_pp": float(md), "regression_scopes": rs, "source": source}
+    prev = criteria.get("previous")
+    if prev is not None:
+        prev = Path(prev)
+        if not prev.is_absolute() and source is not None:
+            prev = (source.parent / prev).resolve()
+    return {"criteria": [{"task": "*", "model": "*", "bg_id": "*", "scope": "*", "snr_db": "*", **c}
+                         for c in criteria.get("criteria", [])],
+            "no_worse_than_previous": criteria.get("no_worse_than_previous"), "previous": prev,
+            "min_diff_pp": float(criteria.get("min_diff_pp", cond.DEFAULT_MIN_DIFF_PP)),
+            "regression_scopes": criteria.get("regression_scopes", _SCOPE_LIST), "source": source}
 
 
 def _select(t: pd.DataFrame, c: dict) -> pd.DataFrame:
@@ -177,8 +137,7 @@ def _select(t: pd.DataFrame, c: dict) -> pd.DataFrame:
     if snr == "all":
         sel &= t["snr_db"].isna() & (t["bg_id"].astype(str) != "clean")
     elif snr != "*":
-        sel &= np.isclose(pd.to_numeric(t["snr_db"], errors="coerce").to_numpy(float),
-                          float(snr))
+        sel &= np.isclose(pd.to_numeric(t["snr_db"], errors="coerce").to_numpy(float), float(snr))
     return t[sel]
 
 
@@ -202,25 +161,18 @@ def check_criteria(ws, criteria=None, previous=None, *, tables=None, n_resamples
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
-        The run under test. Its ``results/tables/conditions_<task>.csv`` are read (computed from
-        the scores when absent).
+        The run under test: its ``results/tables/conditions_<task>.csv`` (computed when absent), or ``tables``.
     criteria : str, Path, dict or list, optional
         A criteria file or object (:func:`load_criteria`). None: only the regression check.
     previous : Workspace or path, optional
-        The previous run (overrides the file's ``previous``). When a previous run is known and
-        ``no_worse_than_previous`` is not false, every condition whose verdict in
-        :func:`compare_runs` (previous → ``ws``) is ``worse`` fails.
-    tables : dict of str -> pandas.DataFrame, optional
-        Condition tables to use instead of reading them.
+        Overrides the file's ``previous``. Unless ``no_worse_than_previous`` is false, every condition whose
+        verdict in :func:`compare_runs` (previous → ``ws``) is ``worse`` fails.
     n_resamples, seed, level
         Bootstrap settings of the regression comparison (and of the tables, if computed).
 
-    Returns
-    -------
-    list of dict
-        One dict per failure: ``kind`` (``threshold``, ``no_match``, ``unknown_measure`` or
-        ``regression``), ``criterion`` (index or None), ``task, model, condition, measure,
-        value, min, max`` where they apply, and a readable ``message``. Empty = pass.
+    Returns one dict per failure (empty: pass): ``kind`` (``threshold``, ``no_match``, ``unknown_measure``
+    or ``regression``), ``criterion`` (index or None), ``task, model, condition, measure, value, min, max``
+    where they apply, and a readable ``message``.
 
     Raises
     ------
@@ -229,45 +181,32 @@ def check_criteria(ws, criteria=None, previous=None, *, tables=None, n_resamples
     RunMismatchError
         If the previous run has other manifests or another normaliser.
     """
-    spec = load_criteria(criteria) if criteria is not None else {
-        "criteria": [], "no_worse_than_previous": None, "previous": None,
-        "min_diff_pp": cond.DEFAULT_MIN_DIFF_PP, "regression_scopes": list(cond.SCOPES)}
+    spec = load_criteria({} if criteria is None else criteria)
     failures: list[dict] = []
     if spec["criteria"]:
         if tables is None:
-            tables = cond.read_condition_tables(ws.results)
-            if not tables:
-                tables = cond.condition_tables(load_scores(ws),
-                                               n_resamples=n_resamples, seed=seed, level=level,
-                                               min_diff_pp=spec["min_diff_pp"])
+            tables = cond.read_condition_tables(ws.results) or cond.condition_tables(
+                load_scores(ws), n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=spec["min_diff_pp"])
         for i, c in enumerate(spec["criteria"]):
             failures.extend(_check_one(tables, i, c))
     prev = previous if previous is not None else spec["previous"]
     if prev is not None and spec["no_worse_than_previous"] is not False:
-        cmp_ = compare_runs(prev, ws, n_resamples=n_resamples, seed=seed, level=level,
-                            min_diff_pp=spec["min_diff_pp"], scopes=spec["regression_scopes"])
+        cmp_ = compare_runs(prev, ws, n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=spec["min_diff_pp"],
+                            scopes=spec["regression_scopes"])
         for r in cmp_[cmp_["verdict"] == "worse"].itertuples(index=False):
             failures.append({
-                "kind": "regression", "criterion": None, "task": r.task, "model": r.model,
-                "condition": r.condition, "measure": r.measure, "value": r.change_pp,
-                "min": None, "max": None,
-                "message": (f"{r.task}/{r.model} {r.condition}: worse than the previous run — "
-                            f"{r.measure} {r.a_pp:.1f} → {r.b_pp:.1f} %, change "
-                            f"{r.change_pp:+.1f} pp [{r.ci_low_pp:.1f}, {r.ci_high_pp:.1f}], "
-                            f"p = {r.p_value:.3g}")})
+                "kind": "regression", "criterion": None, "task": r.task, "model": r.model, "condition": r.condition,
+                "measure": r.measure, "value": r.change_pp, "min": None, "max": None,
+                "message": f"{r.task}/{r.model} {r.condition}: worse than the previous run — {r.measure} {r.a_pp:.1f} "
+                           f"→ {r.b_pp:.1f} %, change {r.change_pp:+.1f} pp [{r.ci_low_pp:.1f}, {r.ci_high_pp:.1f}], "
+                           f"p = {r.p_value:.3g}"})
     elif spec["no_worse_than_previous"]:
-        log.warning("no_worse_than_previous is set but no previous run was given: "
-                    "regression check skipped")
+        log.warning("no_worse_than_previous is set but no previous run was given: regression check skipped")
     return failures
 
 
 def _fmt_bound(c):
-    parts = []
-    if "min" in c:
-        parts.append(f">= {c['min']:g}")
-    if "max" in c:
-        parts.append(f"<= {c['max']:g}")
-    return " and ".join(parts)
+    return " and ".join(f"{op} {c[b]:g}" for b, op in (("min", ">="), ("max", "<=")) if b in c)
 
 
 def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
@@ -284,10 +223,8 @@ def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
         any_row = True
         got = _measure(part, c["measure"])
         if got is None:
-            out.append({**base, "kind": "unknown_measure", "task": task, "condition": None,
-                        "value": None,
-                        "message": f"criterion {i}: measure {c['measure']!r} does not exist in "
-                                   f"conditions_{task}.csv"})
+            out.append({**base, "kind": "unknown_measure", "task": task, "condition": None, "value": None,
+                        "message": f"criterion {i}: measure {c['measure']!r} does not exist in conditions_{task}.csv"})
             continue
         vals = got[0].to_numpy(float)
         ok = np.isfinite(vals)
@@ -297,8 +234,8 @@ def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
         for (_, r), v in zip(part[bad].iterrows(), vals[bad]):
             out.append({**base, "kind": "threshold", "task": r["task"], "model": r["model"],
                         "condition": r["condition"], "value": float(v),
-                        "message": f"{r['task']}/{r['model']} {r['condition']}: {c['measure']} = "
-                                   f"{v:.4g}, required {_fmt_bound(c)} (criterion {i})"})
+                        "message": f"{r['task']}/{r['model']} {r['condition']}: {c['measure']} = {v:.4g}, "
+                                   f"required {_fmt_bound(c)} (criterion {i})"})
     if not any_row:
         out.append({**base, "kind": "no_match", "condition": None, "value": None,
                     "message": f"criterion {i} ({_describe(c)}) selects no condition"})
@@ -310,5 +247,5 @@ def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
 
 
 def _describe(c: dict) -> str:
-    return ", ".join(f"{k}={c[k]}" for k in ("task", "model", "scope", "bg_id", "snr_db",
-                                             "measure") if c.get(k, "*") != "*")
+    return ", ".join(f"{k}={c[k]}" for k in ("task", "model", "scope", "bg_id", "snr_db", "measure")
+                     if c.get(k, "*") != "*")

@@ -24,42 +24,32 @@ from aiplib.core.errors import AiplibError
 from aiplib.core.tasks import BASE_TASKS, DEGRADATION_COLUMN, task_file
 from aiplib.io.formats import DESCRIPTORS, load_scores, read_battery_csv, read_descriptor_table
 
-__all__ = ["BASE_TASKS", "STEER_TASKS", "FIG7_KWS_EXCLUDE", "FIGURE_NAMES", "TABLE_NAMES", "TABLE5_COLUMNS",
-           "load_inputs", "categories", "table2_descriptor_correlations", "top_descriptors",
-           "descriptor_points", "table3_descriptor_values", "background_ranking", "authors_accent_labels",
-           "authors_accent_label", "table4_accent_dwer_authors", "table4_accent_dwer",
-           "table5_prompt_steering_rer", "snr_curves", "write_tables", "save_figure"]
-
 log = logging.getLogger("aiplib.analysis.paper")
 
+# Steering-prompt task of each family (the authors' prompt 5): ``{"asr": "asr_steer_p5", "kws": "kws_steer_p5"}``.
 STEER_TASKS = {t["family"]: name for name, t in task_file()["tasks"].items() if t["variant"] == "p5"}
-"""Steering-prompt task of each family (the authors' prompt 5): ``{"asr": "asr_steer_p5", "kws": "kws_steer_p5"}``."""
 
+# Models left out of Figure 7b, as in the paper (matched lower-cased, ``-`` / ``.`` read as ``_``).
 FIG7_KWS_EXCLUDE = ("qwen2_audio_7b",)
-"""Models left out of Figure 7b, as in the paper (matched lower-cased, ``-`` / ``.`` read as ``_``)."""
 
-FIGURE_NAMES = ("figure2_descriptor_regressions", "figure3_descriptor_correlations",
-                "figure4_background_ranking", "figure5_accent_degradation",
-                "figure6_prompt_steering_rer", "figure7_snr_performance")
-"""``results/figures/<name>.png`` / ``.pdf``, as the paper's README names them."""
+# ``results/figures/<name>.png`` / ``.pdf``, as the paper's README names them.
+FIGURE_NAMES = ("figure2_descriptor_regressions", "figure3_descriptor_correlations", "figure4_background_ranking",
+                "figure5_accent_degradation", "figure6_prompt_steering_rer", "figure7_snr_performance")
 
-TABLE_NAMES = ("table2_descriptor_correlations", "table3_descriptor_values",
-               "table4_accent_dwer", "table4_accent_dwer_pooled_unspecified",
-               "table4_accent_dwer_authors", "table5_prompt_steering_rer")
-"""``results/tables/<name>.csv``: Table 4 holds our accent groups per model; the ``pooled`` and
-``unspecified`` rows are in ``table4_accent_dwer_pooled_unspecified``, the authors' view in
-``table4_accent_dwer_authors``."""
+# ``results/tables/<name>.csv``: Table 4 holds our accent groups per model; the ``pooled`` and ``unspecified`` rows are
+# in ``table4_accent_dwer_pooled_unspecified``, the authors' view in ``table4_accent_dwer_authors``.
+TABLE_NAMES = ("table2_descriptor_correlations", "table3_descriptor_values", "table4_accent_dwer",
+               "table4_accent_dwer_pooled_unspecified", "table4_accent_dwer_authors", "table5_prompt_steering_rer")
 
-TABLE5_COLUMNS = ["model", "family", "base_task", "steer_task", "n_items", "n_base_rows",
-                  "n_steer_rows", "delta_base_pp", "delta_steer_pp", "rer", "base_flag", "ci_low",
-                  "ci_high", "ci_usable", "rule", "n_pairs", "delta_base_paired_pp",
-                  "delta_steer_paired_pp", "rer_paired", "rer_paired_ci_low", "rer_paired_ci_high",
-                  "rer_paired_ci_usable", "level", "n_resamples", "seed", "note"]
-"""Columns of :func:`table5_prompt_steering_rer`, in order."""
+# Columns of :func:`table5_prompt_steering_rer`, in order.
+TABLE5_COLUMNS = ["model", "family", "base_task", "steer_task", "n_items", "n_base_rows", "n_steer_rows",
+                  "delta_base_pp", "delta_steer_pp", "rer", "base_flag", "ci_low", "ci_high", "ci_usable", "rule",
+                  "n_pairs", "delta_base_paired_pp", "delta_steer_paired_pp", "rer_paired", "rer_paired_ci_low",
+                  "rer_paired_ci_high", "rer_paired_ci_usable", "level", "n_resamples", "seed", "note"]
 
+# Columns ``accent`` (a raw accent of the ASR manifest) and ``label`` (the name on the authors' accent figure: their
+# ``accent_clean_map``).
 AUTHORS_ACCENT_LABELS_FILE = Path(__file__).resolve().parent / "authors_accent_labels.csv"
-"""Columns ``accent`` (a raw accent of the ASR manifest) and ``label`` (the name on the authors'
-accent figure: their ``accent_clean_map``)."""
 
 
 def load_inputs(ws) -> tuple[dict, pd.DataFrame | None, pd.DataFrame | None]:
@@ -76,8 +66,7 @@ def load_inputs(ws) -> tuple[dict, pd.DataFrame | None, pd.DataFrame | None]:
     if missing:
         raise AiplibError(f"stage 9 needs results/scores/{{{','.join(missing)}}}.csv under "
                           f"{ws.results}; run stage 8 (scoring) first")
-    return (scores, read_descriptor_table(ws.descriptor_csv, index=True),
-            read_battery_csv(ws.battery_csv, index=True))
+    return (scores, read_descriptor_table(ws.descriptor_csv, index=True), read_battery_csv(ws.battery_csv, index=True))
 
 
 def categories(bg_ids, battery) -> list[str]:
@@ -114,14 +103,8 @@ def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
     theirs first (:func:`aiplib.analysis.stats.round_descriptors`). ``p`` is ours (exact or
     permutation up to 20 backgrounds); ``p_t_approx`` is theirs (``scipy.stats.spearmanr``).
 
-    Parameters
-    ----------
-    scores : dict of str -> pandas.DataFrame
-        Needs ``"asr"`` and ``"kws"``.
-    descriptors : pandas.DataFrame
-        Indexed by ``bg_id``, unrounded.
-    n_resamples, seed : int
-        Bootstrap over backgrounds.
+    ``scores`` needs ``"asr"`` and ``"kws"``; ``descriptors`` is indexed by ``bg_id``, unrounded;
+    ``n_resamples, seed`` are those of the bootstrap over backgrounds.
 
     Returns
     -------
@@ -160,15 +143,9 @@ def top_descriptors(table2: pd.DataFrame, k: int = 3) -> list[str]:
 
 def descriptor_points(scores: dict, descriptors: pd.DataFrame, table2: pd.DataFrame, *,
                       battery=None, k: int = 3) -> pd.DataFrame:
-    """Figure 2's points: one row per (family, top descriptor, background).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``family, task, descriptor, bg_id, category, x`` (the descriptor, rounded as the
-        authors), ``y_pp`` (pooled flat mean degradation), and the descriptor's pooled Table 2
-        ``r_s, ci_low, ci_high, p_bh``.
-    """
+    """Figure 2's points, one row per (family, top descriptor, background): ``family, task, descriptor,
+    bg_id, category, x`` (the descriptor, rounded as the authors), ``y_pp`` (pooled flat mean degradation)
+    and the descriptor's pooled Table 2 ``r_s, ci_low, ci_high, p_bh``."""
     top = top_descriptors(table2, k)
     rounded = stats.round_descriptors(descriptors)
     pooled = table2[table2["model"] == "pooled"].set_index(["task", "descriptor"])
@@ -178,25 +155,18 @@ def descriptor_points(scores: dict, descriptors: pd.DataFrame, table2: pd.DataFr
         common = deg.index.intersection(rounded.index)
         for desc in top:
             r = pooled.loc[(task, desc)]
-            rows.append(pd.DataFrame({
-                "family": fam, "task": task, "descriptor": desc, "bg_id": list(common),
-                "category": categories(list(common), battery),
-                "x": rounded.loc[common, desc].to_numpy(float), "y_pp": deg.loc[common].to_numpy(float),
-                "r_s": r["r_s"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_bh": r["p_bh"]}))
+            rows.append(pd.DataFrame({"family": fam, "task": task, "descriptor": desc, "bg_id": list(common),
+                "category": categories(list(common), battery), "x": rounded.loc[common, desc].to_numpy(float),
+                "y_pp": deg.loc[common].to_numpy(float), "r_s": r["r_s"], "ci_low": r["ci_low"],
+                "ci_high": r["ci_high"], "p_bh": r["p_bh"]}))
     cols = ["family", "task", "descriptor", "bg_id", "category", "x", "y_pp", "r_s", "ci_low", "ci_high", "p_bh"]
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
 
 
-def table3_descriptor_values(ranking: pd.DataFrame, descriptors: pd.DataFrame, *,
-                             battery=None) -> pd.DataFrame:
-    """Table 3: each background's descriptors (as stored, unrounded) in Figure 4 order.
-
-    Returns
-    -------
-    pandas.DataFrame [shape=(n_backgrounds, 7 + n_descriptors)]
-        ``rank, bg_id, category, asr_delta_wer_pp, kws_delta_acc_pp`` (the authors' flat mean),
-        ``asr_/kws_…_snr_balanced_pp`` (ours, when the ranking has them), the descriptors.
-    """
+def table3_descriptor_values(ranking: pd.DataFrame, descriptors: pd.DataFrame, *, battery=None) -> pd.DataFrame:
+    """Table 3: each background's descriptors (as stored, unrounded) in Figure 4 order, shape
+    (n_backgrounds, 7 + n_descriptors): ``rank, bg_id, category, asr_delta_wer_pp, kws_delta_acc_pp``
+    (the authors' flat mean), ``asr_/kws_…_snr_balanced_pp`` (ours, when the ranking has them), the descriptors."""
     descs = [c for c in DESCRIPTORS if c in descriptors.columns] or list(descriptors.columns)
     deg = ["asr_delta_wer_pp", "kws_delta_acc_pp"]
     deg += [c for c in ("asr_delta_wer_snr_balanced_pp", "kws_delta_acc_snr_balanced_pp") if c in ranking.columns]
@@ -225,12 +195,9 @@ def background_ranking(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
     ``note``). Intervals bootstrap the items (each item's mean over models and SNRs, items every
     model has), NaN below :data:`aiplib.analysis.stats.MIN_N_FOR_INTERVAL` items.
 
-    Returns
-    -------
-    pandas.DataFrame [shape=(n_backgrounds, 15)]
-        Index ``bg_id``; ``rank`` (1 = most harmful), ``mean_degradation_pp``, then per family
-        ``asr_delta_wer_pp, asr_ci_low_pp, asr_ci_high_pp, asr_ci_usable,
-        asr_delta_wer_snr_balanced_pp`` (KWS: ``kws_delta_acc_…``), ``n_resamples, seed, note``.
+    Shape (n_backgrounds, 15), index ``bg_id``: ``rank`` (1 = most harmful), ``mean_degradation_pp``, then
+    per family ``asr_delta_wer_pp, asr_ci_low_pp, asr_ci_high_pp, asr_ci_usable, asr_delta_wer_snr_balanced_pp``
+    (KWS: ``kws_delta_acc_…``), ``n_resamples, seed, note``.
     """
     out, notes = {}, {}
     for fam, task in BASE_TASKS.items():
@@ -289,16 +256,9 @@ def table4_accent_dwer_authors(scores: dict) -> pd.DataFrame:
     """Table 4 the authors' way (their ``generate_accent_degradation_plot``): mean ΔWER over the
     noisy rows per model and accent label (:func:`authors_accent_label`), no interval.
 
-    Parameters
-    ----------
-    scores : dict of str -> pandas.DataFrame
-        Needs ``"asr"`` with ``accent`` (or ``accent_group``) and ``delta_wer``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, accent_label, accent`` (the raw strings, ``;``-joined), ``n_items, n_rows,
-        mean_delta_wer_pp``, sorted by model and label.
+    ``scores["asr"]`` needs ``accent`` (or ``accent_group``) and ``delta_wer``. Columns ``model,
+    accent_label, accent`` (the raw strings, ``;``-joined), ``n_items, n_rows, mean_delta_wer_pp``, sorted
+    by model and label.
     """
     df = scores["asr"]
     raw = df["accent"] if "accent" in df.columns else df["accent_group"]
@@ -309,25 +269,19 @@ def table4_accent_dwer_authors(scores: dict) -> pd.DataFrame:
     if noisy.empty:
         return pd.DataFrame(columns=cols)
     g = noisy.groupby(["model", "accent_label"])
-    t = pd.DataFrame({
-        "accent": g["_accent"].agg(lambda a: ";".join(sorted(set(a)))),
-        "n_items": g["item_id"].nunique(), "n_rows": g.size(),
-        "mean_delta_wer_pp": 100 * g["delta_wer"].mean()}).reset_index()
+    t = pd.DataFrame({"accent": g["_accent"].agg(lambda a: ";".join(sorted(set(a)))), "n_items": g["item_id"].nunique(),
+        "n_rows": g.size(), "mean_delta_wer_pp": 100 * g["delta_wer"].mean()}).reset_index()
     return t[cols].sort_values(["model", "accent_label"], kind="stable").reset_index(drop=True)
 
 
-def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0
-                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 4, ours: mean ΔWER per model and accent group (each item averaged over backgrounds and
     SNRs first) with a bootstrap CI over items.
 
-    Returns
-    -------
-    (table4, supplement) : tuple of pandas.DataFrame
-        ``table4``: accent groups and single models. ``supplement``: ``pooled`` (items every model
-        ran, averaged over models) per group and ``unspecified`` (no accent group) per model.
-        Columns ``model, accent_group, n_items, clean_wer_pp`` (corpus WER of the clean rows),
-        ``mean_delta_wer_pp, ci_low_pp, ci_high_pp, ci_usable, level, n_resamples, seed, note``.
+    Returns ``(table4, supplement)``: accent groups of single models; ``pooled`` (items every model ran,
+    averaged over models) per group and ``unspecified`` (no accent group) per model. Columns ``model,
+    accent_group, n_items, clean_wer_pp`` (corpus WER of the clean rows), ``mean_delta_wer_pp, ci_low_pp,
+    ci_high_pp, ci_usable, level, n_resamples, seed, note``.
     """
     df = scores["asr"].copy()
     df["accent_group"] = df["accent_group"].fillna("unspecified")
@@ -353,8 +307,7 @@ def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0
         rows.append({"model": model, "accent_group": group, "n_items": len(g),
                      "clean_wer_pp": cw, "mean_delta_wer_pp": b.estimate,
                      "ci_low_pp": b.ci_low, "ci_high_pp": b.ci_high, "ci_usable": b.n_valid,
-                     "level": b.level, "n_resamples": b.n_resamples, "seed": b.seed,
-                     "note": "; ".join(notes)})
+                     "level": b.level, "n_resamples": b.n_resamples, "seed": b.seed, "note": "; ".join(notes)})
     t = pd.DataFrame(rows)
     t["_o"] = t["model"] != "pooled"
     t = t.sort_values(["_o", "model", "accent_group"], kind="stable").drop(columns="_o")
@@ -394,8 +347,7 @@ def _paired_rer(fam: str, g: pd.DataFrame, col: str, *, n_resamples: int, seed: 
     pdb = g[f"{col}_base"].mean() if len(g) else np.nan
     pds = g[f"{col}_steer"].mean() if len(g) else np.nan
     return {"n_pairs": len(g), "delta_base_paired_pp": 100 * pdb, "delta_steer_paired_pp": 100 * pds,
-            "rer_paired": stats.rer(pds, pdb, task_family=fam),
-            "rer_paired_ci_low": pres.ci_low if pres else np.nan,
+            "rer_paired": stats.rer(pds, pdb, task_family=fam), "rer_paired_ci_low": pres.ci_low if pres else np.nan,
             "rer_paired_ci_high": pres.ci_high if pres else np.nan,
             "rer_paired_ci_usable": pres.n_valid if pres else 0}, pres
 
@@ -410,11 +362,8 @@ def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: i
     tasks scored, paired on (model, stimulus_id). ``base_flag``
     (:func:`aiplib.analysis.stats.rer_flag`) marks a Δ_base that is not clearly positive.
 
-    Returns
-    -------
-    pandas.DataFrame
-        :data:`TABLE5_COLUMNS` (``rule``: ``ratio`` or ``kws_both_below_1pp``); empty if no steering
-        task is present.
+    Columns :data:`TABLE5_COLUMNS` (``rule``: ``ratio`` or ``kws_both_below_1pp``); empty without a
+    steering task.
     """
     rows = []
     for fam, steer_task in STEER_TASKS.items():
@@ -428,22 +377,19 @@ def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: i
         s = steer_all.loc[lambda d: (d["bg_id"] != "clean") & d[col].notna(), keys + [col]]
         pairs = b.merge(s, on=keys, suffixes=("_base", "_steer"))
         for model in sorted(set(base_all["model"].astype(str)) & set(steer_all["model"].astype(str))):
-            db, ds, nb, ns, n_items, res = _authors_rer(
-                fam, base_all[base_all["model"].astype(str) == model],
+            db, ds, nb, ns, n_items, res = _authors_rer(fam, base_all[base_all["model"].astype(str) == model],
                 steer_all[steer_all["model"].astype(str) == model], n_resamples=n_resamples, seed=seed)
             small = fam == "kws" and abs(ds) < stats.RER_KWS_SMALL and abs(db) < stats.RER_KWS_SMALL
             rule = "kws_both_below_1pp" if small else "ratio"
             paired, pres = _paired_rer(fam, pairs[pairs["model"].astype(str) == model], col,
                                        n_resamples=n_resamples, seed=seed)
             notes = [n for n in (res.note, f"paired: {pres.note}" if pres and pres.note else "") if n]
-            rows.append({"model": model, "family": fam, "base_task": base_task,
-                         "steer_task": steer_task, "n_items": n_items, "n_base_rows": nb,
-                         "n_steer_rows": ns, "delta_base_pp": 100 * db, "delta_steer_pp": 100 * ds,
-                         "rer": stats.rer(ds, db, task_family=fam),
-                         "base_flag": "" if rule != "ratio" else stats.rer_flag(db),
-                         "ci_low": res.ci_low, "ci_high": res.ci_high, "ci_usable": res.n_valid,
-                         "rule": rule, **paired, "level": res.level, "n_resamples": res.n_resamples,
-                         "seed": res.seed, "note": "; ".join(notes)})
+            rows.append({"model": model, "family": fam, "base_task": base_task, "steer_task": steer_task,
+                         "n_items": n_items, "n_base_rows": nb, "n_steer_rows": ns, "delta_base_pp": 100 * db,
+                         "delta_steer_pp": 100 * ds, "rer": stats.rer(ds, db, task_family=fam),
+                         "base_flag": "" if rule != "ratio" else stats.rer_flag(db), "ci_low": res.ci_low,
+                         "ci_high": res.ci_high, "ci_usable": res.n_valid, "rule": rule, **paired, "level": res.level,
+                         "n_resamples": res.n_resamples, "seed": res.seed, "note": "; ".join(notes)})
     return pd.DataFrame(rows, columns=TABLE5_COLUMNS)
 
 
@@ -452,13 +398,9 @@ def snr_curves(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.Da
     """Figure 7: mean per-utterance WER and KWS accuracy per model and condition (clean, then SNRs
     high → low), the mean over every stimulus of the condition, as the authors; corpus WER beside.
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``family, model, condition`` (``clean`` or e.g. ``10 dB``), ``snr_db`` (NaN for clean),
-        ``value_pp`` (%), ``ci_low_pp, ci_high_pp, ci_usable`` (bootstrap over items),
-        ``corpus_wer_pp`` (ASR: Σ errors / Σ reference words; NaN for KWS), ``n_items``,
-        ``in_figure`` (False for the KWS rows of :data:`FIG7_KWS_EXCLUDE`).
+    Columns ``family, model, condition`` (``clean`` or e.g. ``10 dB``), ``snr_db`` (NaN for clean), ``value_pp``
+    (%), ``ci_low_pp, ci_high_pp, ci_usable`` (bootstrap over items), ``corpus_wer_pp`` (ASR: Σ errors / Σ
+    reference words; NaN for KWS), ``n_items``, ``in_figure`` (False for the KWS rows of :data:`FIG7_KWS_EXCLUDE`).
     """
     rows = []
     excl = {_norm_id(m) for m in FIG7_KWS_EXCLUDE}
@@ -479,9 +421,8 @@ def snr_curves(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.Da
                                          n_resamples=n_resamples, seed=seed, vectorized=True)
                 corpus = (100 * sel["errors"].sum() / sel["ref_words"].sum()
                           if fam == "asr" and sel["ref_words"].sum() else np.nan)
-                rows.append({"family": fam, "model": model, "condition": cond, "snr_db": snr,
-                             "value_pp": res.estimate, "ci_low_pp": res.ci_low,
-                             "ci_high_pp": res.ci_high, "ci_usable": res.n_valid,
+                rows.append({"family": fam, "model": model, "condition": cond, "snr_db": snr, "value_pp": res.estimate,
+                             "ci_low_pp": res.ci_low, "ci_high_pp": res.ci_high, "ci_usable": res.n_valid,
                              "corpus_wer_pp": corpus, "n_items": len(it),
                              "in_figure": not (fam == "kws" and _norm_id(model) in excl)})
     return pd.DataFrame(rows)
@@ -494,10 +435,7 @@ def write_tables(ws, *, n_resamples: int = 2000, seed: int = 0) -> dict[str, Pat
     Tables 2, 3 need the descriptors, Table 4 an ASR accent group, Table 5 the steering scores;
     what cannot be made is skipped with a logged warning.
 
-    Returns
-    -------
-    dict of str -> pathlib.Path
-        File name (``"table2_descriptor_correlations.csv"`` …) → path.
+    Returns ``{file name ("table2_descriptor_correlations.csv" …): path}``.
 
     Raises
     ------

@@ -24,26 +24,17 @@ from aiplib.inference.prompts import PROMPTS, TASKS, get_prompt_set, prompt_set_
 from aiplib.io.formats import read_inference_jsonl, read_manifest_meta, write_json_atomic
 from aiplib.stimuli.manifests import manifest_hash
 
-__all__ = [
-    "PROVENANCE_FILE",
-    "SIDECAR_KEY",
-    "collect_provenance",
-    "write_sidecar",
-    "annotate_results",
-    "read_provenance",
-]
-
 log = logging.getLogger(__name__)
 
+# Run-level record, directly under ``results/``.
 PROVENANCE_FILE = "provenance.json"
-"""Run-level record, directly under ``results/``."""
 
+# Key under which a sidecar holds the provenance (other keys of an existing sidecar are kept).
 SIDECAR_KEY = "provenance"
-"""Key under which a sidecar holds the provenance (other keys of an existing sidecar are kept)."""
 
+# Distributions whose versions every provenance record holds (``openai-whisper`` supplies the Whisper-style normaliser,
+# :mod:`aiplib.core.textnorm_whisper`).
 _PACKAGES = ("numpy", "scipy", "pandas", "jiwer", "openai-whisper", "matplotlib")
-"""Distributions whose versions every provenance record holds (``openai-whisper`` supplies the
-Whisper-style normaliser, :mod:`aiplib.core.textnorm_whisper`)."""
 
 
 def _versions() -> dict:
@@ -66,8 +57,8 @@ def _models(ws, scored_models) -> dict:
     if inf.is_dir():
         names |= {p.name for p in inf.iterdir() if (p / "run_log.jsonl").is_file()}
     for m in sorted(names):
-        rec = {"id": m, "revision": None, "weights": None, "weights_sha256": None,
-               "decoding_path": None, "window": None, "versions": None}
+        rec = {"id": m, **dict.fromkeys(["revision", "weights", "weights_sha256", "decoding_path", "window",
+                                         "versions"])}
         log_p = inf / m / "run_log.jsonl"
         if log_p.is_file():
             rows, _ = read_inference_jsonl(log_p, require_id=False)
@@ -77,15 +68,12 @@ def _models(ws, scored_models) -> dict:
             runs = [r for r in rows if r.get("event", "run") == "run"]
             if runs:
                 last = runs[-1]
-                rec.update(revision=last.get("revision"), weights=last.get("weights"),
-                           weights_sha256=last.get("weights_sha256"),
-                           decoding_path=last.get("decoding", last.get("path")), window=last.get("window"),
-                           versions=last.get("versions"))
+                rec.update({k: last.get(k) for k in ("revision", "weights", "weights_sha256", "window", "versions")},
+                           decoding_path=last.get("decoding", last.get("path")))
         if rec["revision"] is None:
             try:
                 e = get_entry(m)
-                rec.update(revision=getattr(e, "revision", None),
-                           weights=rec["weights"] or getattr(e, "weights", None))
+                rec.update(revision=getattr(e, "revision", None), weights=rec["weights"] or getattr(e, "weights", None))
                 rec["revision_source"] = "registry (no run_log.jsonl entry)"
             except Exception:  # noqa: BLE001 - an unknown id is recorded as such
                 rec["revision_source"] = "unknown (no run log, not in the registry)"
@@ -137,15 +125,8 @@ def _prompt_set_used(ws) -> dict | None:
 
 
 def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=None) -> dict:
-    """The run-level provenance record of a workspace.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    seed, n_resamples, level : optional
-        Analysis settings (bootstrap seed, resamples, interval coverage) to record.
-    extra : dict, optional
-        Merged in last (e.g. ``{"min_diff_pp": 2.0}``).
+    """The run-level provenance record of a workspace, with the analysis settings ``seed, n_resamples,
+    level`` (bootstrap) and ``extra`` merged in last (e.g. ``{"min_diff_pp": 2.0}``).
 
     Returns
     -------
@@ -187,8 +168,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         manifests[fam] = {"sha256": manifest_hash(ws, fam), "seed_start": meta.get("seed_start"),
                           "n_rows": meta.get("n_rows"), "file": f"manifests/{fam}.csv"}
     ps_rec = _prompt_set_used(ws)
-    tasks = {t: {"family": fam, "variant": var, **PROMPTS[(fam, var)]}
-             for t, (fam, var) in TASKS.items()}
+    tasks = {t: {"family": fam, "variant": var, **PROMPTS[(fam, var)]} for t, (fam, var) in TASKS.items()}
     if ps_rec:
         known = ps_rec.get("tasks") or {}
         for t in tasks:
@@ -197,43 +177,22 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
             elif not known:  # a set whose texts were not fetched: never the built-in texts
                 tasks[t].update(prompt_id=None, text=None)
             tasks[t]["prompt_set"] = ps_rec.get("prompt_set")
-    rec = {
-        "profile": getattr(ws, "profile", None),
-        "aiplib_version": __version__,
-        "versions": _versions(),
-        "normalizer": normalizer,
-        "models": _models(ws, scored_models),
-        "tasks": tasks,
-        "prompt_ids_scored": prompt_ids,
-        "prompt_set": ps_rec,
-        "manifests": manifests,
-        "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level},
-    }
+    rec = {"profile": getattr(ws, "profile", None), "aiplib_version": __version__, "versions": _versions(),
+        "normalizer": normalizer, "models": _models(ws, scored_models), "tasks": tasks, "prompt_ids_scored": prompt_ids,
+        "prompt_set": ps_rec, "manifests": manifests,
+        "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level}}
     if extra:
         rec.update(extra)
     return rec
 
 
 def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
-    """Write (or update) the JSON sidecar of one results file.
+    """Write (or update) ``<dir>/<stem>.json``, the sidecar of the results file ``path``; return its path.
 
-    Parameters
-    ----------
-    path : str or Path
-        The results file (must exist). Its sidecar is ``<dir>/<stem>.json``.
-    root : str or Path, optional
-        Folder the recorded file path is relative to (default: the file's folder).
-    provenance : dict, optional
-        A run-level record (:func:`collect_provenance`) to embed.
-    **info
-        More keys to record (e.g. ``seed=0``, ``model="whisper_tiny_en"``).
-
-    Returns
-    -------
-    pathlib.Path
-        The sidecar. An existing sidecar keeps its other keys; ``"provenance"`` is replaced.
-        Under it, ``files`` lists every file sharing the stem (``report.md`` and
-        ``report.html``; a figure's PNG and PDF) with its size and SHA-256.
+    Under ``"provenance"`` (replaced; other keys kept): ``files``, every file sharing the stem (a
+    figure's PNG and PDF) with its size and SHA-256 and its path relative to ``root`` (default: the
+    file's folder), then the run record ``provenance`` (:func:`collect_provenance`) and ``**info``
+    (e.g. ``seed=0``).
 
     Raises
     ------
@@ -258,29 +217,14 @@ def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
         except ValueError:
             return str(q)
 
-    files = [{"file": rel(q), "bytes": q.stat().st_size, "sha256": file_sha256(q)}
-             for q in siblings]
+    files = [{"file": rel(q), "bytes": q.stat().st_size, "sha256": file_sha256(q)} for q in siblings]
     obj[SIDECAR_KEY] = {"files": files, **(provenance or {}), **info}
     return write_json_atomic(obj, side)
 
 
-def annotate_results(ws, *, seed=None, n_resamples=None, level=None, extra=None,
-                     exclude=()) -> list[Path]:
-    """Write ``results/provenance.json`` and a sidecar for every results file.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    seed, n_resamples, level, extra
-        Passed to :func:`collect_provenance`.
-    exclude : sequence of str
-        File names to skip.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The run record first, then every sidecar written (one per stem and folder).
-    """
+def annotate_results(ws, *, seed=None, n_resamples=None, level=None, extra=None, exclude=()) -> list[Path]:
+    """Write ``results/provenance.json`` (:func:`collect_provenance` of the settings) and a sidecar for
+    every results file not named in ``exclude``; return the run record's path, then every sidecar's."""
     results = Path(ws.results)
     results.mkdir(parents=True, exist_ok=True)
     rec = collect_provenance(ws, seed=seed, n_resamples=n_resamples, level=level, extra=extra)
@@ -288,8 +232,7 @@ def annotate_results(ws, *, seed=None, n_resamples=None, level=None, extra=None,
     write_json_atomic(rec, run)
     written, done = [run], set()
     for p in sorted(results.rglob("*")):
-        if (not p.is_file() or p.suffix in (".json", ".part") or p.name in exclude
-                or p.name.startswith(".")):
+        if (not p.is_file() or p.suffix in (".json", ".part") or p.name in exclude or p.name.startswith(".")):
             continue
         key = (p.parent, p.stem)
         if key in done:

@@ -24,17 +24,15 @@ from aiplib.analysis.provenance import read_provenance, write_sidecar
 from aiplib.core.errors import AiplibError
 from aiplib.core.workspace import PROFILES, workspace
 
-__all__ = ["EXIT_CRITERIA_FAILED", "REPORT_HIDE_TAG", "render_report", "main"]
-
 log = logging.getLogger(__name__)
 
+# Exit status of ``python -m aiplib.analysis.report`` when a criterion fails or a condition got worse than in the
+# previous run.
 EXIT_CRITERIA_FAILED = 3
-"""Exit status of ``python -m aiplib.analysis.report`` when a criterion fails or a condition got worse
-than in the previous run."""
 
 # ------------------------------------------------------------------------------------ render
+# Cells of notebook 09 with this tag are left out of the report (with the parameter cells).
 REPORT_HIDE_TAG = "report-hide"
-"""Cells of notebook 09 with this tag are left out of the report (with the parameter cells)."""
 
 _SKIP_TAGS = {"parameters", "injected-parameters", REPORT_HIDE_TAG}
 
@@ -97,30 +95,18 @@ def _slug(text: str) -> str:
 
 
 def render_report(executed_nb, results_dir) -> dict:
-    """Render ``report.html`` and ``report.md`` from the executed notebook 09.
+    """Render ``report.html`` and ``report.md`` into ``results_dir`` (linking its files relatively) from
+    ``executed_nb``, notebook 09 executed by papermill (``data/<profile>/executed/09_make_figures.ipynb``).
 
-    Parameters
-    ----------
-    executed_nb : str or Path
-        Notebook 09 executed by papermill (``data/<profile>/executed/09_make_figures.ipynb``).
-    results_dir : str or Path
-        The run's ``results`` folder; the report is written there and links its files
-        relative to it.
-
-    Returns
-    -------
-    dict
-        ``report_html, report_md`` (paths), ``toc`` (list of ``(level, anchor, title)`` of the
-        h2/h3 headings, in order), ``figures`` (number of embedded images), ``files`` (the
-        CSV/PDF paths linked), ``sidecar`` (``report.json`` or None without ``provenance.json``).
+    Returns ``report_html, report_md`` (paths), ``toc`` (``(level, anchor, title)`` of the h2/h3 headings,
+    in order), ``figures`` (images embedded), ``files`` (the CSV/PDF paths linked), ``sidecar``
+    (``report.json``, or None without ``provenance.json``).
 
     Raises
     ------
     AiplibError
         If the notebook does not exist or holds no executed output (run stage 9 first).
 
-    Notes
-    -----
     HTML: nbconvert's ``HTMLExporter`` (lab template, code hidden), every ``image/png`` a ``data:``
     URI, the template's remote scripts removed; a table of contents after the first cell and a last
     section linking every CSV/PDF. Markdown: markdown cells as written, outputs as ``text/markdown``
@@ -156,8 +142,7 @@ def render_report(executed_nb, results_dir) -> dict:
                  if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})])
     body = re.sub(r'alt="No description has been provided for this image"',
                   lambda m: f'alt="{html.escape(Path(next(alts, "figure")).stem)}"', body)
-    toc = [(int(lvl), anchor, re.sub(r"<[^>]+>", "", text).strip())
-           for lvl, anchor, text in re.findall(
+    toc = [(int(lvl), anchor, re.sub(r"<[^>]+>", "", text).strip()) for lvl, anchor, text in re.findall(
                r'<h([23]) id="([^"]+)">(.*?)<a class="anchor-link"', body, flags=re.S)]
     nav = ('<nav class="aip-toc"><strong>Contents</strong><ul>' + "".join(
         f'<li class="h{lvl}"><a href="#{a}">{t}</a></li>' for lvl, a, t in toc) + "</ul></nav>")
@@ -173,21 +158,17 @@ def render_report(executed_nb, results_dir) -> dict:
         if c.cell_type == "markdown":
             parts.append(c.source.strip())
             if i == 0 and toc:
-                parts.append("\n".join(("  " if lvl == 3 else "") + f"- [{t}](#{_slug(t)})"
-                                       for lvl, _, t in toc))
+                parts.append("\n".join(("  " if lvl == 3 else "") + f"- [{t}](#{_slug(t)})" for lvl, _, t in toc))
         elif c.cell_type == "code":
-            parts += [s for k, o in enumerate(c.outputs)
-                      if (s := _output_markdown(o, results, f"cell{i}_{k}"))]
+            parts += [s for k, o in enumerate(c.outputs) if (s := _output_markdown(o, results, f"cell{i}_{k}"))]
     md_path = results / "report.md"
     md_path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
 
     sidecar = None
     if (results / "provenance.json").is_file():
-
         sidecar = write_sidecar(md_path, root=results, provenance=read_provenance(results))
     return {"report_html": html_path, "report_md": md_path, "toc": toc,
-            "figures": len(re.findall(r'<img[^>]*\ssrc="data:image/png;base64,', body)),
-            "files": files,
+            "figures": len(re.findall(r'<img[^>]*\ssrc="data:image/png;base64,', body)), "files": files,
             "sidecar": sidecar}
 
 
@@ -237,8 +218,7 @@ def main(argv=None) -> int:
             spec["min_diff_pp"] if spec else cond.DEFAULT_MIN_DIFF_PP)
         if spec is not None:
             spec = {**{k: v for k, v in spec.items() if k not in ("source",)},
-                    "previous": str(spec["previous"]) if spec["previous"] else None,
-                    "min_diff_pp": min_diff}
+                    "previous": str(spec["previous"]) if spec["previous"] else None, "min_diff_pp": min_diff}
         elif args.previous:
             spec = {"criteria": [], "min_diff_pp": min_diff}
         kw = dict(n_resamples=args.n_resamples, seed=args.seed, level=args.level)

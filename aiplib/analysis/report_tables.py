@@ -18,26 +18,8 @@ from aiplib.analysis.conditions import condition_label
 from aiplib.analysis.stats import worst_stimuli
 from aiplib.io.formats import read_inference_jsonl
 
-__all__ = [
-    "MAX_WORDS",
-    "Table",
-    "cap_words",
-    "fmt",
-    "show_figure",
-    "summary_table",
-    "condition_display",
-    "worst_display",
-    "table2_display",
-    "table3_display",
-    "table4_display",
-    "table4_authors_display",
-    "table5_display",
-    "comparison_display",
-    "provenance_lines",
-]
-
+# Responses longer than this many words are cut in the worst-stimuli table (``… +N words``).
 MAX_WORDS = 30
-"""Responses longer than this many words are cut in the worst-stimuli table (``… +N words``)."""
 
 
 # ------------------------------------------------------------------------------ formatting
@@ -122,8 +104,7 @@ class Table:
             return "_(no rows)_"
         head = "| " + " | ".join(_md_cell(c) for c in self.df.columns) + " |"
         sep = "|" + "|".join("---" for _ in self.df.columns) + "|"
-        body = ["| " + " | ".join(_md_cell(v) for v in row) + " |"
-                for row in self.df.itertuples(index=False)]
+        body = ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in self.df.itertuples(index=False)]
         return "\n".join([head, sep, *body])
 
     def __repr__(self) -> str:
@@ -143,8 +124,7 @@ def show_figure(results, name: str, *, width: int = 860):
 
 
 # ---------------------------------------------------------------------------- worst stimuli
-def worst_display(scores: pd.DataFrame, family: str, n: int = 10,
-                  max_words: int = MAX_WORDS) -> Table:
+def worst_display(scores: pd.DataFrame, family: str, n: int = 10, max_words: int = MAX_WORDS) -> Table:
     """The ``n`` stimuli that got worst against their clean version, one per item, in the ranking
     of :func:`aiplib.analysis.stats.worst_stimuli` (the explorer's too): background @ SNR in one column
     (:func:`aiplib.analysis.conditions.condition_label`), WER in %, ΔWER in pp, texts capped
@@ -159,8 +139,7 @@ def worst_display(scores: pd.DataFrame, family: str, n: int = 10,
     d["item"] = w["item_id"]
     if family == "asr":
         d["ΔWER pp"] = [fmt(100 * v) for v in w["delta"]]
-        d["WER % clean → noisy"] = [f"{fmt(100 * a)} → {fmt(100 * b)}" for a, b in
-                                    zip(w["clean_score"], w["score"])]
+        d["WER % clean → noisy"] = [f"{fmt(100 * a)} → {fmt(100 * b)}" for a, b in zip(w["clean_score"], w["score"])]
         d["reference"] = [cap_words(t, max_words) for t in w["reference"]]
     else:
         d["label"] = w["reference"]
@@ -172,17 +151,9 @@ def worst_display(scores: pd.DataFrame, family: str, n: int = 10,
 
 # ---------------------------------------------------------------------------- condition tables
 def condition_display(t: pd.DataFrame, scope, *, collapsed: str | None = None) -> Table:
-    """Rows of one task's condition table (:func:`aiplib.analysis.conditions.condition_table`).
-
-    Parameters
-    ----------
-    t : pandas.DataFrame
-        ``conditions_<task>.csv``.
-    scope : str or sequence of str
-        Scopes to keep (:data:`aiplib.analysis.conditions.SCOPES`), e.g. ``["clean", "overall", "snr"]``.
-    collapsed : str, optional
-        Summary line of a collapsed HTML table.
-    """
+    """The rows of ``scope`` (a name or list of :data:`aiplib.analysis.conditions.SCOPES`, e.g. ``["clean",
+    "overall", "snr"]``) of one task's condition table ``t`` (``conditions_<task>.csv``); ``collapsed``: the
+    summary line of a collapsed HTML table."""
     scopes = [scope] if isinstance(scope, str) else list(scope)
     t = t[t["scope"].isin(scopes)]
     family = str(t["family"].iloc[0]) if len(t) else "asr"
@@ -199,16 +170,13 @@ def condition_display(t: pd.DataFrame, scope, *, collapsed: str | None = None) -
         d["S / D / I %"] = [f"{fmt(s)} / {fmt(dl)} / {fmt(i)}"
                             for s, dl, i in zip(t["sub_pp"], t["del_pp"], t["ins_pp"])]
         d["clean WER %"] = [fmt(v) for v in t["clean_wer_pp"]]
-        d["ΔWER pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in
-                                 zip(t["delta_pp"], t["ci_low_pp"], t["ci_high_pp"])]
-        d["corpus ΔWER pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in
-                                        zip(t["delta_corpus_pp"], t["corpus_ci_low_pp"],
+        d["ΔWER pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in zip(t["delta_pp"], t["ci_low_pp"], t["ci_high_pp"])]
+        d["corpus ΔWER pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in zip(t["delta_corpus_pp"], t["corpus_ci_low_pp"],
                                             t["corpus_ci_high_pp"])]
     else:
         d["acc %"] = [fmt(v) for v in t["acc_pp"]]
         d["clean acc %"] = [fmt(v) for v in t["clean_acc_pp"]]
-        d["ΔAcc pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in
-                                 zip(t["delta_pp"], t["ci_low_pp"], t["ci_high_pp"])]
+        d["ΔAcc pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in zip(t["delta_pp"], t["ci_low_pp"], t["ci_high_pp"])]
     d["worse / better / tie"] = [
         "–" if pd.isna(w) else f"{int(w)} / {int(b)} / {int(ti)}"
         for w, b, ti in zip(t["n_worse"], t["n_better"], t["n_ties"])]
@@ -242,25 +210,19 @@ def summary_table(tables: dict) -> Table:
                           f"{fmt(o.get('median_wer_pp', math.nan))}; loops "
                           + ("–" if pd.isna(loops) else str(int(loops))))
             else:
-                robust = (f"{fmt(o.get('strict_acc_pp', math.nan))} / "
-                          f"{fmt(o.get('non_answer_pp', math.nan))}")
+                robust = (f"{fmt(o.get('strict_acc_pp', math.nan))} / {fmt(o.get('non_answer_pp', math.nan))}")
             rows.append({
                 "task": task, "model": model, "measure": "WER" if fam == "asr" else "accuracy",
                 "clean %": fmt(cl[val].iloc[0]) if len(cl) else "–",
-                "noisy (all) %": fmt(o[val]) if o is not None else "–",
-                "mean per-item Δ pp [95% CI] (+ = worse)":
+                "noisy (all) %": fmt(o[val]) if o is not None else "–", "mean per-item Δ pp [95% CI] (+ = worse)":
                     _ci(o["delta_pp"], o["ci_low_pp"], o["ci_high_pp"]) if o is not None else "–",
-                "corpus Δ pp [95% CI]":
-                    _ci(o["delta_corpus_pp"], o["corpus_ci_low_pp"], o["corpus_ci_high_pp"])
+                "corpus Δ pp [95% CI]": _ci(o["delta_corpus_pp"], o["corpus_ci_low_pp"], o["corpus_ci_high_pp"])
                     if o is not None and "delta_corpus_pp" in o.index else "–",
-                "p": _p(o["p_value"]) if o is not None else "–",
-                "verdict": o["verdict"] if o is not None else "",
+                "p": _p(o["p_value"]) if o is not None else "–", "verdict": o["verdict"] if o is not None else "",
                 "conditions worse / same / better / n/a": " / ".join(
                     str(int(cs.get(v, 0))) for v in ("worse", "same", "better", "n/a")),
                 "coarse conditions": str(coarse),
-                "robust (noisy): ASR capped mean / median WER %, loops; KWS strict acc / "
-                "non-answers %": robust,
-            })
+                "robust (noisy): ASR capped mean / median WER %, loops; KWS strict acc / non-answers %": robust})
     return Table(pd.DataFrame(rows).fillna("–"))
 
 
@@ -269,14 +231,11 @@ def table2_display(t2: pd.DataFrame) -> Table:
     """Table 2 (``table2_descriptor_correlations.csv``): r_s with its interval, p and p_BH
     (descriptors rounded as the authors), the authors' t-approximation p and r_s of the
     unrounded descriptors beside."""
-    return Table(pd.DataFrame({
-        "task": t2["task"], "model": t2["model"], "descriptor": t2["descriptor"], "n": t2["n"],
-        "r_s [95% CI]": [_ci(r, lo, hi, 2) for r, lo, hi in
-                         zip(t2["r_s"], t2["ci_low"], t2["ci_high"])],
+    return Table(pd.DataFrame({"task": t2["task"], "model": t2["model"], "descriptor": t2["descriptor"], "n": t2["n"],
+        "r_s [95% CI]": [_ci(r, lo, hi, 2) for r, lo, hi in zip(t2["r_s"], t2["ci_low"], t2["ci_high"])],
         "p": [_p(v) for v in t2["p"]], "p_BH": [_p(v) for v in t2["p_bh"]],
         "p (t approx., as the authors)": [_p(v) for v in t2["p_t_approx"]] if "p_t_approx" in t2 else "–",
-        "r_s unrounded descriptors": [fmt(v, '.2f') for v in t2["r_s_unrounded"]]
-        if "r_s_unrounded" in t2 else "–",
+        "r_s unrounded descriptors": [fmt(v, '.2f') for v in t2["r_s_unrounded"]] if "r_s_unrounded" in t2 else "–",
         "note": _text(t2["note"])}))
 
 
@@ -293,16 +252,13 @@ def table4_display(t4: pd.DataFrame) -> Table:
     """Table 4 (``table4_accent_dwer.csv``): mean ΔWER per model and accent group."""
     return Table(pd.DataFrame({
         "model": t4["model"], "accent group": t4["accent_group"], "items": t4["n_items"],
-        "clean WER %": [fmt(v) for v in t4["clean_wer_pp"]],
-        "mean ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
-                                  zip(t4["mean_delta_wer_pp"], t4["ci_low_pp"],
-                                      t4["ci_high_pp"])]}))
+        "clean WER %": [fmt(v) for v in t4["clean_wer_pp"]], "mean ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
+                                  zip(t4["mean_delta_wer_pp"], t4["ci_low_pp"], t4["ci_high_pp"])]}))
 
 
 def table4_authors_display(t4a: pd.DataFrame) -> Table:
     """Table 4, the authors' view (``table4_accent_dwer_authors.csv``): their accent labels."""
-    return Table(pd.DataFrame({
-        "model": t4a["model"], "accent label": t4a["accent_label"], "items": t4a["n_items"],
+    return Table(pd.DataFrame({"model": t4a["model"], "accent label": t4a["accent_label"], "items": t4a["n_items"],
         "noisy rows": t4a["n_rows"], "mean ΔWER pp": [fmt(v) for v in t4a["mean_delta_wer_pp"]]}))
 
 
@@ -311,17 +267,12 @@ def table5_display(t5: pd.DataFrame) -> Table:
     unpaired RER, our paired RER beside."""
     return Table(pd.DataFrame({
         "model": t5["model"], "family": t5["family"], "items": t5["n_items"],
-        "Δ baseline pp": [fmt(v) for v in t5["delta_base_pp"]],
-        "Δ steering pp": [fmt(v) for v in t5["delta_steer_pp"]],
-        "RER [95% CI]": [_ci(r, lo, hi, 2, signed=False) for r, lo, hi in
-                         zip(t5["rer"], t5["ci_low"], t5["ci_high"])],
-        "flag": _text(t5["base_flag"]) if "base_flag" in t5 else "",
-        "rule": _text(t5["rule"]),
+        "Δ baseline pp": [fmt(v) for v in t5["delta_base_pp"]], "Δ steering pp": [fmt(v) for v in t5["delta_steer_pp"]],
+        "RER [95% CI]": [_ci(r, lo, hi, 2, signed=False) for r, lo, hi in zip(t5["rer"], t5["ci_low"], t5["ci_high"])],
+        "flag": _text(t5["base_flag"]) if "base_flag" in t5 else "", "rule": _text(t5["rule"]),
         "paired RER (ours) [95% CI]": [_ci(r, lo, hi, 2, signed=False) for r, lo, hi in
-                                       zip(t5["rer_paired"], t5["rer_paired_ci_low"],
-                                           t5["rer_paired_ci_high"])]
-        if "rer_paired" in t5 else "–",
-        "pairs": t5["n_pairs"] if "n_pairs" in t5 else "–", "note": _text(t5["note"])}))
+                                       zip(t5["rer_paired"], t5["rer_paired_ci_low"], t5["rer_paired_ci_high"])]
+        if "rer_paired" in t5 else "–", "pairs": t5["n_pairs"] if "n_pairs" in t5 else "–", "note": _text(t5["note"])}))
 
 
 def comparison_display(c: pd.DataFrame) -> Table:
@@ -330,12 +281,9 @@ def comparison_display(c: pd.DataFrame) -> Table:
     return Table(pd.DataFrame({
         "task": top["task"], "model": top["model"], "condition": top["condition"],
         "pairs": top["n_pairs"], "previous %": [fmt(v) for v in top["a_pp"]],
-        "this run %": [fmt(v) for v in top["b_pp"]],
-        "change pp [95% CI] (+ = worse)": [_ci(e, lo, hi) for e, lo, hi in
-                                           zip(top["change_pp"], top["ci_low_pp"],
-                                               top["ci_high_pp"])],
-        "test": top["test"], "p": [_p(v) for v in top["p_value"]],
-        "verdict": top["verdict"]}))
+        "this run %": [fmt(v) for v in top["b_pp"]], "change pp [95% CI] (+ = worse)": [_ci(e, lo, hi) for e, lo, hi in
+                                           zip(top["change_pp"], top["ci_low_pp"], top["ci_high_pp"])],
+        "test": top["test"], "p": [_p(v) for v in top["p_value"]], "verdict": top["verdict"]}))
 
 
 def not_applicable_note(ws) -> str | None:
@@ -357,8 +305,7 @@ def not_applicable_note(ws) -> str | None:
 def provenance_lines(rec: dict) -> list[str]:
     """Readable lines of a run record (:func:`aiplib.analysis.provenance.collect_provenance`)."""
     models = [f"{m}: revision {v.get('revision')}, weights {v.get('weights')}"
-              + (f" (sha256 {str(v.get('weights_sha256'))[:12]}…)" if v.get("weights_sha256")
-                 else "")
+              + (f" (sha256 {str(v.get('weights_sha256'))[:12]}…)" if v.get("weights_sha256") else "")
               + (f"; takes no task prompt (not applicable: {', '.join(v['not_applicable'])})"
                  if v.get("not_applicable") else "") for m, v in (rec.get("models") or {}).items()]
     man = [f"manifests/{f}.csv sha256 {m.get('sha256')} (seeds from {m.get('seed_start')}, "

@@ -35,53 +35,28 @@ from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import family_spec
 from aiplib.io.formats import DESCRIPTORS
 
+# Fewest resampled units (items, or backgrounds) for a bootstrap interval (at n = 5 a nominal 95 % percentile interval
+# covers about 80 %); below it NaN with a note.
 MIN_N_FOR_INTERVAL = 10
-"""Fewest resampled units (items, or backgrounds for correlations) for a bootstrap interval; below
-it NaN with a note (a percentile interval of so few values only spans their range: about 80 %
-coverage at n = 5 for a nominal 95 %)."""
 
+# Least share of resamples with a finite statistic for an interval; below it NaN with a note.
 MIN_USABLE_SHARE = 0.95
-"""Least share of resamples with a finite statistic (e.g. no constant Spearman column) for an
-interval; below it NaN with a note. Tables report the usable count beside the interval."""
 
-SPEARMAN_EXACT_MAX_N = 9
-"""Up to this many pairs the Spearman p-value is exact (all ``n!`` permutations)."""
-
-SPEARMAN_PERMUTATION_MAX_N = 20
-"""Up to this many pairs the Spearman p-value is a seeded permutation test
-(:data:`SPEARMAN_N_PERMUTATIONS`); above it scipy's t-approximation (1.5× too small at n = 20)."""
-
-SPEARMAN_N_PERMUTATIONS = 9999
-"""Random permutations of the Monte-Carlo Spearman p-value (resolution 1 / 10 000)."""
-
-RER_DENOMINATOR_EPS = 1e-9
-"""``RER = Δ_steer / (Δ_base + 1e-9)``, as the authors' ``scripts/generate_results_new_2.py``."""
-
-RER_KWS_SMALL = 0.01
-"""KWS: RER is 1.0 when both ``|Δ_base|`` and ``|Δ_steer|`` are below this (1 pp), as the authors."""
-
-RER_FLAG_BELOW = 0.01
-"""A baseline change below this (1 pp) — or not positive — is flagged beside the RER
-(:func:`rer_flag`), and such resamples are unusable for the RER interval."""
+SPEARMAN_EXACT_MAX_N = 9  # up to this many pairs the Spearman p-value is exact (all n! permutations)
+SPEARMAN_PERMUTATION_MAX_N = 20  # up to here a seeded permutation test; above, scipy's t-approximation
+SPEARMAN_N_PERMUTATIONS = 9999  # Monte-Carlo permutations (resolution 1 / 10 000)
+RER_DENOMINATOR_EPS = 1e-9  # RER = Δ_steer / (Δ_base + 1e-9), as the authors' generate_results_new_2.py
+RER_KWS_SMALL = 0.01  # KWS: RER is 1.0 when both |Δ_base| and |Δ_steer| are below this (1 pp), as the authors
+RER_FLAG_BELOW = 0.01  # a baseline change below 1 pp (or <= 0) is flagged and unusable in the RER interval
 
 
 @dataclass(frozen=True)
 class SpearmanResult:
-    """Spearman's ρ with its two-sided p-value. Unpacks as ``rho, p = spearman(x, y)``.
+    """Spearman's ρ in [-1, 1] with its two-sided p-value; unpacks as ``rho, p = spearman(x, y)``.
 
-    Attributes
-    ----------
-    rho : float in [-1, 1], or NaN
-    p : float in [0, 1], or NaN
-    n : int
-        Pairs used (after dropping pairs with a NaN).
-    note : str
-        Empty, or why ``rho`` is NaN / what was dropped.
-    method : str
-        How ``p`` was computed: ``exact`` (all permutations), ``permutation`` (seeded Monte
-        Carlo), ``t_approx`` (scipy's large-sample approximation) or ``""`` (no p).
-    n_permutations : int
-        Permutations behind ``p`` (``n!`` when exact, 0 for ``t_approx``).
+    ``n``: pairs used (NaN pairs dropped); ``note``: why ``rho`` is NaN / what was dropped; ``method``:
+    ``exact``, ``permutation`` (seeded Monte Carlo), ``t_approx`` (scipy) or ``""``; ``n_permutations``
+    behind ``p`` (``n!`` when exact, 0 for ``t_approx``).
     """
 
     rho: float
@@ -98,26 +73,9 @@ class SpearmanResult:
 
 @dataclass(frozen=True)
 class BootstrapResult:
-    """A statistic with its percentile bootstrap interval.
-
-    Attributes
-    ----------
-    estimate : float
-        The statistic on the original data.
-    ci_low, ci_high : float
-        Percentile interval bounds (NaN when no resample gave a finite value).
-    level : float
-        Coverage, e.g. 0.95.
-    n_resamples : int
-        Resamples drawn.
-    n_valid : int
-        Usable resamples: those with a finite statistic (the interval uses only these); 0 when
-        no resampling was done (fewer than ``min_n`` observations).
-    seed : int
-    n : int
-        Observations (items) resampled.
-    note : str
-    """
+    """A statistic (``estimate``) with its percentile bootstrap interval ``ci_low, ci_high`` (NaN when
+    no resample is finite) at coverage ``level``; ``n_valid`` of ``n_resamples`` resamples had a finite
+    statistic (0 when fewer than ``min_n`` of the ``n`` observations: no resampling)."""
 
     estimate: float
     ci_low: float
@@ -132,21 +90,9 @@ class BootstrapResult:
 
 @dataclass(frozen=True)
 class BinomTestResult:
-    """Result of an exact binomial test (sign test or McNemar).
-
-    Attributes
-    ----------
-    p : float
-        Two-sided exact p-value (NaN with a note when there is nothing to test).
-    n_pos, n_neg : int
-        Sign test: positive / negative deltas. McNemar: ``b`` (clean correct, noisy wrong) /
-        ``c`` (clean wrong, noisy correct).
-    n_ties : int
-        Dropped zero deltas (sign test) or concordant pairs (McNemar).
-    n : int
-        Pairs tested, ``n_pos + n_neg``.
-    note : str
-    """
+    """An exact binomial test (sign test or McNemar): two-sided ``p`` (NaN with a note when nothing
+    is tested); ``n_pos, n_neg``: positive / negative deltas, or McNemar's ``b`` (clean correct, noisy
+    wrong) / ``c``; ``n_ties``: zero deltas or concordant pairs dropped; ``n = n_pos + n_neg``."""
 
     p: float
     n_pos: int
@@ -159,14 +105,12 @@ class BinomTestResult:
 def _as_1d(x, name: str) -> np.ndarray:
     a = np.asarray(x, dtype=float)
     if a.ndim != 1:
-        raise AiplibParameterError(
-            f"{name}: expected a 1-D array of shape (n,), got shape {a.shape}")
+        raise AiplibParameterError(f"{name}: expected a 1-D array of shape (n,), got shape {a.shape}")
     return a
 
 
 def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
-                 level: float = 0.95, vectorized: bool = False,
-                 min_n: int = MIN_N_FOR_INTERVAL,
+                 level: float = 0.95, vectorized: bool = False, min_n: int = MIN_N_FOR_INTERVAL,
                  min_usable: float = MIN_USABLE_SHARE) -> BootstrapResult:
     """Percentile bootstrap interval [2]_, resampling observations (items) with replacement.
 
@@ -177,21 +121,12 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
     stat : callable
         ``stat(*arrays) -> float``; with ``vectorized=True`` called once as
         ``stat(*arrays_2d, axis=-1)`` on shape (n_resamples, n), returning shape (n_resamples,).
-    n_resamples : int > 0
-    seed : int
-        Seed of ``numpy.random.default_rng``.
-    level : float in (0, 1)
-    vectorized : bool
-    min_n : int
-        Fewer observations: no interval (NaN with a note).
-    min_usable : float in [0, 1]
-        Least share of resamples with a finite statistic, else no interval.
+    n_resamples, seed, level : int > 0, int (of ``numpy.random.default_rng``), float in (0, 1)
+    min_n, min_usable : int, float in [0, 1]
+        Fewer observations, or a smaller share of finite resampled statistics: no interval (NaN).
 
-    Returns
-    -------
-    BootstrapResult
-        ``estimate = stat(data)``; the interval is the (1−level)/2 and (1+level)/2 percentiles
-        of the finite resampled statistics; ``n_valid`` counts them.
+    Returns a :class:`BootstrapResult`: ``estimate = stat(data)``; the interval is the (1−level)/2 and
+    (1+level)/2 percentiles of the finite resampled statistics; ``n_valid`` counts them.
 
     Raises
     ------
@@ -221,8 +156,7 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
         else:
             boot = np.array([stat(*(a[i] for a in arrays)) for i in idx], dtype=float)
     lo, hi, n_valid, note = _percentile_interval(boot, level, min_usable)
-    return BootstrapResult(estimate, lo, hi, float(level), int(n_resamples), n_valid,
-                           int(seed), int(n), note)
+    return BootstrapResult(estimate, lo, hi, float(level), int(n_resamples), n_valid, int(seed), int(n), note)
 
 
 def _few_note(n: int, min_n: int) -> str:
@@ -238,12 +172,10 @@ def _percentile_interval(boot: np.ndarray, level: float, min_usable: float):
         return math.nan, math.nan, 0, "no resample gave a finite statistic"
     if n_valid < min_usable * boot.size:
         return (math.nan, math.nan, n_valid,
-                f"only {n_valid} of {boot.size} resamples usable (< {100 * min_usable:g} %): "
-                "no interval")
+                f"only {n_valid} of {boot.size} resamples usable (< {100 * min_usable:g} %): no interval")
     a = (1 - level) / 2
     lo, hi = (float(v) for v in np.quantile(finite, [a, 1 - a]))
-    note = "" if n_valid == boot.size else \
-        f"{boot.size - n_valid} of {boot.size} resamples unusable and ignored"
+    note = "" if n_valid == boot.size else f"{boot.size - n_valid} of {boot.size} resamples unusable and ignored"
     return lo, hi, n_valid, note
 
 
@@ -268,16 +200,8 @@ def spearman_permutation_p(x, y, *, seed: int = 0,
     ``(1 + #{|ρ_π| >= |ρ_obs|}) / (1 + n_permutations)`` over seeded random permutations
     (Phipson & Smyth 2010, never 0).
 
-    Parameters
-    ----------
-    x, y : array-like [shape=(n,)], float
-        Finite, non-constant, ``n >= 3`` (checked by :func:`spearman`).
-    seed, n_permutations : int
-
-    Returns
-    -------
-    (p, method, n_permutations) : (float, str, int)
-        ``method`` is ``"exact"`` or ``"permutation"``.
+    ``x, y``: shape (n,), finite, non-constant, ``n >= 3``. Returns ``(p, method, n_permutations)``,
+    ``method`` ``"exact"`` or ``"permutation"``.
 
     Examples
     --------
@@ -296,26 +220,16 @@ def spearman_permutation_p(x, y, *, seed: int = 0,
     rng = np.random.default_rng(seed)
     shuffled = rng.permuted(np.broadcast_to(ry, (int(n_permutations), n)), axis=1)
     perm = np.abs(shuffled @ rx) / den
-    return (float((1 + (perm >= obs - tol).sum()) / (1 + perm.size)), "permutation",
-            int(n_permutations))
+    return (float((1 + (perm >= obs - tol).sum()) / (1 + perm.size)), "permutation", int(n_permutations))
 
 
 def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
     """Spearman's rank correlation of one pair of columns [1]_ (``scipy.stats.spearmanr``).
 
-    Parameters
-    ----------
-    x, y : array-like [shape=(n,)], float
-        Paired observations; pairs with a NaN are dropped.
-    seed : int
-        Seed of the permutation p-value (``10 <= n <= 20``).
-
-    Returns
-    -------
-    SpearmanResult
-        ``rho`` and the two-sided ``p``: exact up to :data:`SPEARMAN_EXACT_MAX_N` pairs, permutation
-        up to :data:`SPEARMAN_PERMUTATION_MAX_N`, else scipy's t-approximation (``method``). Both
-        NaN with a ``note`` below 3 pairs or for a constant column.
+    ``x, y``: paired observations of shape (n,) (pairs with a NaN dropped); ``seed``: of the permutation
+    p-value (``10 <= n <= 20``). The two-sided ``p`` is exact up to :data:`SPEARMAN_EXACT_MAX_N` pairs, a
+    permutation test up to :data:`SPEARMAN_PERMUTATION_MAX_N`, else scipy's t-approximation (``method``);
+    ``rho`` and ``p`` are NaN with a ``note`` below 3 pairs or for a constant column.
 
     Raises
     ------
@@ -367,16 +281,8 @@ def _spearman_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
 def sign_test(deltas) -> BinomTestResult:
     """Exact two-sided sign test of the median delta against 0 (``scipy.stats.binomtest``).
 
-    Parameters
-    ----------
-    deltas : array-like [shape=(n,)]
-        Paired differences (e.g. ΔWER per item). Zeros (ties) and NaNs are dropped.
-
-    Returns
-    -------
-    BinomTestResult
-        ``p = binomtest(n_pos, n_pos + n_neg, 0.5).pvalue``; NaN with a note when every delta
-        is a tie.
+    ``deltas``: paired differences of shape (n,) (e.g. ΔWER per item); zeros (ties) and NaNs dropped.
+    ``p = binomtest(n_pos, n_pos + n_neg, 0.5).pvalue``; NaN with a note when every delta is a tie.
 
     Examples
     --------
@@ -395,16 +301,9 @@ def sign_test(deltas) -> BinomTestResult:
 def mcnemar_exact(clean_correct, noisy_correct) -> BinomTestResult:
     """McNemar's test [3]_ in its exact form: a binomial test on the discordant pairs.
 
-    Parameters
-    ----------
-    clean_correct, noisy_correct : array-like of bool or 0/1 [shape=(n,)]
-        Whether each paired item is correct in the clean and in the noisy condition.
-
-    Returns
-    -------
-    BinomTestResult
-        ``n_pos = b`` (clean correct, noisy wrong), ``n_neg = c`` (clean wrong, noisy correct),
-        ``p = binomtest(b, b + c, 0.5).pvalue`` (two-sided); NaN with a note when ``b + c == 0``.
+    ``clean_correct, noisy_correct``: bool or 0/1 of shape (n,), each paired item correct or not.
+    ``n_pos = b`` (clean correct, noisy wrong), ``n_neg = c``, ``p = binomtest(b, b + c, 0.5).pvalue``
+    (two-sided); NaN with a note when ``b + c == 0``.
 
     Raises
     ------
@@ -414,8 +313,7 @@ def mcnemar_exact(clean_correct, noisy_correct) -> BinomTestResult:
     a = _as_1d(clean_correct, "clean_correct").astype(bool)
     b_ = _as_1d(noisy_correct, "noisy_correct").astype(bool)
     if a.size != b_.size:
-        raise AiplibParameterError(
-            f"clean and noisy arrays differ in length: {a.size} vs {b_.size}")
+        raise AiplibParameterError(f"clean and noisy arrays differ in length: {a.size} vs {b_.size}")
     b = int((a & ~b_).sum())
     c = int((~a & b_).sum())
     conc = int(a.size - b - c)
@@ -430,14 +328,7 @@ def bh_adjust(pvalues) -> np.ndarray:
     ``p_bh(i) = min_{j ≥ i} min(1, m · p_(j) / j)`` over the ``m`` finite p-values sorted
     ascending.
 
-    Parameters
-    ----------
-    pvalues : array-like [shape=(m,)]
-        NaNs are allowed: they stay NaN and do not count towards ``m``.
-
-    Returns
-    -------
-    np.ndarray [shape=(m,)], float
+    ``pvalues``: shape (m,); NaNs stay NaN and do not count towards ``m``. Returns shape (m,).
 
     Raises
     ------
@@ -461,19 +352,9 @@ def rer(delta_steer, delta_base, *, task_family: str, usable_only: bool = False)
     steering and the baseline prompt; KWS 1.0 when both |Δ| < :data:`RER_KWS_SMALL`. RER < 1
     means "the prompt helped" only when Δ_base is clearly positive (:func:`rer_flag`).
 
-    Parameters
-    ----------
-    delta_steer, delta_base : float or array-like (broadcastable)
-        Mean degradations (fractions: 0.05 = 5 percentage points). NaN in either → NaN.
-    task_family : {"asr", "kws"}
-    usable_only : bool
-        NaN wherever :func:`rer_flag` would flag the baseline (``Δ_base <=`` 0 or below
-        :data:`RER_FLAG_BELOW`), except the KWS both-small rule (1.0). Used for bootstrap
-        resamples, whose ratio there is meaningless.
-
-    Returns
-    -------
-    float, or np.ndarray for array input
+    ``delta_steer, delta_base``: mean degradations, fractions (0.05 = 5 pp), broadcastable; NaN in either
+    gives NaN. ``usable_only``: NaN wherever :func:`rer_flag` would flag the baseline, except the KWS
+    both-small rule (for bootstrap resamples). Returns a float, or an array for array input.
 
     Raises
     ------
@@ -501,17 +382,8 @@ def rer(delta_steer, delta_base, *, task_family: str, usable_only: bool = False)
 def rer_flag(delta_base) -> str:
     """Why an RER cannot be read as "< 1: the prompt helped" ("" when it can).
 
-    Parameters
-    ----------
-    delta_base : float
-        Mean baseline degradation (fraction).
-
-    Returns
-    -------
-    str
-        ``"baseline <= 0"`` (no degradation to remove: the ratio's sign is inverted, a
-        negative RER or one above 1 can mean the prompt helped), ``"baseline < 1 pp"`` (the
-        ratio of small numbers is unstable), ``"baseline NaN"`` or ``""``.
+    ``delta_base``: mean baseline degradation (fraction). ``"baseline <= 0"`` (the ratio's sign is
+    inverted), ``"baseline < 1 pp"`` (unstable ratio of small numbers), ``"baseline NaN"`` or ``""``.
     """
     b = float(delta_base)
     if math.isnan(b):
@@ -523,8 +395,8 @@ def rer_flag(delta_base) -> str:
     return ""
 
 
+# Ways :func:`degradation_by_background` averages: ``flat`` (the authors'), ``snr_balanced``.
 DEGRADATION_METHODS = ("flat", "snr_balanced")
-"""Ways :func:`degradation_by_background` averages: ``flat`` (the authors'), ``snr_balanced``."""
 
 
 def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str | None = None,
@@ -542,11 +414,9 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
         A ``results/scores/<task>.csv`` table (columns ``model, task, bg_id, snr_db`` and
         ``delta_wer`` or ``delta_acc``). Clean rows and NaN deltas (failed or missing
         generations) are ignored.
-    family : {"asr", "kws"}
-        Picks the column (:data:`aiplib.core.tasks.DEGRADATION_COLUMN`).
-    task : str, optional
-        Keep only this task (needed if ``scores_df`` holds several).
-    method : {"flat", "snr_balanced"}
+    family, task, method
+        ``"asr"``/``"kws"`` (picks the column); only this task (needed if ``scores_df`` holds several);
+        ``"flat"`` or ``"snr_balanced"``.
 
     Returns
     -------
@@ -567,8 +437,7 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     if task is not None and "task" in df.columns:
         df = df[df["task"] == task]
     if "task" in df.columns and df["task"].nunique() > 1:
-        raise AiplibParameterError(f"scores hold several tasks {sorted(df['task'].unique())}; "
-                                   "pass task=")
+        raise AiplibParameterError(f"scores hold several tasks {sorted(df['task'].unique())}; pass task=")
     if col not in df.columns:
         raise AiplibParameterError(f"scores lack the column {col!r} of family {family!r}")
     df = df[(df["bg_id"] != "clean") & df[col].notna()]
@@ -594,9 +463,9 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     return per_bg
 
 
+# Columns of :func:`worst_stimuli`, in order.
 WORST_STIMULI_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "reference",
                          "clean_response", "response", "clean_score", "score", "delta"]
-"""Columns of :func:`worst_stimuli`, in order."""
 
 
 def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: str | None = None,
@@ -605,24 +474,10 @@ def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: s
     clean version of the item > 0 (KWS: a flip), largest first, ties to the higher SNR, then model
     and stimulus id.
 
-    Parameters
-    ----------
-    scores_df : pandas.DataFrame
-        One task's ``results/scores/<task>.csv`` (:func:`aiplib.io.formats.read_scores`).
-    family : {"asr", "kws"}
-        Picks the degradation column (:data:`aiplib.core.tasks.DEGRADATION_COLUMN`).
-    n : int >= 1
-        How many rows at most.
-    model : str, optional
-        Only this model (default: every model of the table).
-    one_per_item : bool
-        Keep only each item's worst stimulus (default), so the list shows different items.
-
-    Returns
-    -------
-    pandas.DataFrame [shape=(<= n, 12)]
-        :data:`WORST_STIMULI_COLUMNS`; ``snr_db`` in dB, ``clean_score`` / ``score`` WER
-        (fraction) or KWS correct (0/1), ``delta`` ΔWER or Δacc = 1. Empty when nothing got worse.
+    ``scores_df``: one task's ``results/scores/<task>.csv``; ``family`` picks the degradation column;
+    at most ``n`` (>= 1) rows, of ``model`` only if given, only each item's worst stimulus with
+    ``one_per_item``. Shape (<= n, 12): :data:`WORST_STIMULI_COLUMNS`; ``snr_db`` in dB, ``clean_score`` /
+    ``score`` WER (fraction) or KWS correct (0/1), ``delta`` ΔWER or Δacc = 1. Empty when nothing got worse.
 
     Raises
     ------
@@ -636,8 +491,7 @@ def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: s
         return pd.DataFrame(columns=WORST_STIMULI_COLUMNS)
     df = scores_df if model is None else scores_df[scores_df["model"].astype(str) == model]
     df = df[(df["bg_id"] != "clean") & (df[col] > 0)]
-    df = df.sort_values([col, "snr_db", "model", "stimulus_id"], ascending=[False, False, True, True],
-                        kind="stable")
+    df = df.sort_values([col, "snr_db", "model", "stimulus_id"], ascending=[False, False, True, True], kind="stable")
     if one_per_item:
         df = df.drop_duplicates("item_id", keep="first")
     df = df.head(int(n))
@@ -649,14 +503,11 @@ def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: s
     def column(frame, name, default):
         return frame[name].to_numpy() if name in frame.columns else default
 
-    out = pd.DataFrame({
-        "model": df["model"].astype(str).to_numpy(), "task": df["task"].to_numpy(),
+    out = pd.DataFrame({"model": df["model"].astype(str).to_numpy(), "task": df["task"].to_numpy(),
         "stimulus_id": df["stimulus_id"].to_numpy(), "item_id": df["item_id"].astype(str).to_numpy(),
         "bg_id": df["bg_id"].astype(str).to_numpy(), "snr_db": df["snr_db"].to_numpy(),
-        "reference": column(df, ref_col, ""),
-        "clean_response": column(clean.reindex(at), "response", ""),
-        "response": column(df, "response", ""),
-        "clean_score": column(clean.reindex(at), score_col, math.nan),
+        "reference": column(df, ref_col, ""), "clean_response": column(clean.reindex(at), "response", ""),
+        "response": column(df, "response", ""), "clean_score": column(clean.reindex(at), score_col, math.nan),
         "score": df[score_col].to_numpy(), "delta": df[col].to_numpy()})
     out["clean_response"] = out["clean_response"].where(out["clean_response"].notna(), "")
     return out[WORST_STIMULI_COLUMNS]
@@ -676,9 +527,8 @@ def partial_note(partial: dict, method: str = "snr_balanced") -> str:
     return f"pooled only over backgrounds every model covers; {len(partial)} partial left out: {names}"
 
 
-def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFrame, *,
-                            descriptors=None, n_resamples: int = 2000, seed: int = 0,
-                            level: float = 0.95) -> pd.DataFrame:
+def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFrame, *, descriptors=None,
+                            n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Spearman ρ of each descriptor against degradation across backgrounds, with CIs and BH.
 
     Parameters
@@ -691,9 +541,8 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
         descriptor columns.
     descriptors : sequence of str, optional
         Columns to use; default those of :data:`DESCRIPTORS` present (else every numeric column).
-    n_resamples, seed : int
+    n_resamples, seed, level
         Bootstrap over backgrounds; each (model, descriptor) cell starts ``default_rng(seed)`` afresh.
-    level : float
 
     Returns
     -------
@@ -718,8 +567,7 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
     missing = [c for c in descriptors if c not in d.columns]
     if missing:
         raise AiplibParameterError(f"descriptors_df lacks {missing}; has {list(d.columns)}")
-    pnote = partial_note(degradation.attrs.get("partial") or {},
-                         degradation.attrs.get("method", "snr_balanced"))
+    pnote = partial_note(degradation.attrs.get("partial") or {}, degradation.attrs.get("method", "snr_balanced"))
     deg = degradation.copy()
     deg.index = deg.index.astype(str)
     d.index = d.index.astype(str)
@@ -749,11 +597,9 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
                     if bnote:
                         notes.append(bnote.replace("unusable", "with a constant column"))
             cell_rows.append({"model": model, "descriptor": desc, "n": res.n, "r_s": res.rho,
-                              "p": res.p, "p_method": res.method,
-                              "n_permutations": res.n_permutations, "ci_low": lo,
+                              "p": res.p, "p_method": res.method, "n_permutations": res.n_permutations, "ci_low": lo,
                               "ci_high": hi, "ci_usable": int(usable), "level": level,
-                              "n_resamples": int(n_resamples), "seed": int(seed),
-                              "note": "; ".join(notes)})
+                              "n_resamples": int(n_resamples), "seed": int(seed), "note": "; ".join(notes)})
         padj = bh_adjust([r["p"] for r in cell_rows])
         for r, q in zip(cell_rows, padj):
             r["p_bh"] = float(q)
@@ -763,16 +609,14 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
     return pd.DataFrame(rows, columns=cols)
 
 
-AUTHORS_DESCRIPTOR_DECIMALS = {
-    "zcr": 4, "spectral_centroid": 2, "spectral_rolloff": 2, "spectral_bandwidth": 2,
-    "spectral_flux": 4, "spectral_flatness": 4, "spectral_contrast": 4, "rms_variance": 6,
-}
-"""Decimals the authors keep of each descriptor before the correlations (Python ``round``).
-``vad_speech_fraction`` (read from their VAD table) and any other column are not rounded."""
+# Decimals the authors keep of each descriptor before the correlations (Python ``round``). ``vad_speech_fraction`` (read
+# from their VAD table) and any other column are not rounded.
+AUTHORS_DESCRIPTOR_DECIMALS = {"zcr": 4, "spectral_centroid": 2, "spectral_rolloff": 2, "spectral_bandwidth": 2,
+    "spectral_flux": 4, "spectral_flatness": 4, "spectral_contrast": 4, "rms_variance": 6}
 
+# The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals (``numpy.round``,
+# :func:`rank_by_mean_abs_rs`).
 TOP_RANK_DECIMALS = 3
-"""The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals
-(``numpy.round``, :func:`rank_by_mean_abs_rs`)."""
 
 
 def _round_value(v, nd: int):
@@ -781,25 +625,9 @@ def _round_value(v, nd: int):
 
 
 def round_descriptors(descriptors: pd.DataFrame, decimals: dict | None = None) -> pd.DataFrame:
-    """A copy of a descriptor table with each descriptor rounded as the authors do.
-
-    Python's built-in ``round``, as their ``round(zcr, 4)`` (``numpy.round`` can differ at ties).
-
-    Parameters
-    ----------
-    descriptors : pandas.DataFrame
-        ``descriptors/acoustic_descriptors.csv`` (any index; columns named as
-        :data:`aiplib.io.formats.DESCRIPTORS`). Units as stored (Hz for centroid, rolloff and
-        bandwidth, dB for contrast).
-    decimals : dict, optional
-        Column → decimals; default :data:`AUTHORS_DESCRIPTOR_DECIMALS`. Absent columns are
-        skipped; NaN and inf are kept.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Same shape, index and columns.
-    """
+    """A copy of ``descriptors/acoustic_descriptors.csv`` (units as stored: Hz, dB) with each column of
+    ``decimals`` (default :data:`AUTHORS_DESCRIPTOR_DECIMALS`) rounded with Python's ``round``, as their
+    ``round(zcr, 4)`` (``numpy.round`` can differ at ties); NaN and inf kept, same shape."""
     out = descriptors.copy()
     for col, nd in (AUTHORS_DESCRIPTOR_DECIMALS if decimals is None else decimals).items():
         if col in out.columns:
@@ -807,23 +635,12 @@ def round_descriptors(descriptors: pd.DataFrame, decimals: dict | None = None) -
     return out
 
 
-def rank_by_mean_abs_rs(r_asr: pd.Series, r_kws: pd.Series, *, decimals: int = TOP_RANK_DECIMALS
-                        ) -> pd.Series:
+def rank_by_mean_abs_rs(r_asr: pd.Series, r_kws: pd.Series, *, decimals: int = TOP_RANK_DECIMALS) -> pd.Series:
     """Descriptors sorted as Figure 2 picks them: mean of |r_s(ASR)| and |r_s(KWS)|, rounded.
 
-    Parameters
-    ----------
-    r_asr, r_kws : pandas.Series
-        r_s per descriptor (index: descriptor names, in table order).
-    decimals : int
-        The mean is rounded (``numpy.round``, as their ``round`` of a ``numpy.float64``: 0.3015 →
-        0.302) before a stable sort, so ties keep the table order.
-
-    Returns
-    -------
-    pandas.Series
-        Rounded mean |r_s| per descriptor, largest first; a descriptor NaN in either task is
-        left out.
+    ``r_asr, r_kws``: r_s per descriptor (index in table order). The mean is rounded to ``decimals``
+    (``numpy.round``, as their ``round`` of a ``numpy.float64``: 0.3015 → 0.302) before a stable sort, so
+    ties keep the table order; a descriptor NaN in either task is left out.
     """
     m = pd.concat([r_asr.abs(), r_kws.abs()], axis=1).mean(axis=1, skipna=False).dropna()
     m = pd.Series(np.round(m.to_numpy(dtype=float), int(decimals)), index=m.index)
@@ -836,17 +653,8 @@ def unpaired_delta(df: pd.DataFrame, family: str) -> tuple[float, int]:
     ASR: the mean of the task's per-row ``delta_wer`` over its noisy rows. KWS: accuracy over all
     its clean rows minus accuracy over all its noisy rows (``correct``).
 
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        One model's rows of one task's scores (``bg_id``, ``delta_wer`` or ``correct``); NaN
-        rows (failed generations) left out.
-    family : {"asr", "kws"}
-
-    Returns
-    -------
-    (float, int)
-        Δ as a fraction (NaN when a needed set of rows is empty) and the number of rows used.
+    ``df``: one model's rows of one task's scores (``bg_id``, ``delta_wer`` or ``correct``; NaN rows left
+    out). Returns Δ as a fraction (NaN when a needed set of rows is empty) and the number of rows used.
 
     Raises
     ------
@@ -868,17 +676,10 @@ def unpaired_delta(df: pd.DataFrame, family: str) -> tuple[float, int]:
 
 
 def unpaired_item_sums(df: pd.DataFrame, family: str) -> pd.DataFrame:
-    """Per item, the sums and counts :func:`unpaired_delta` is made of (for a bootstrap).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``item_id``; columns ``clean_sum, clean_n, noisy_sum, noisy_n`` (ASR: clean
-        columns 0; the noisy sum is of ``delta_wer``; KWS: of ``correct``).
-    """
+    """Per item (index ``item_id``), the sums and counts :func:`unpaired_delta` is made of:
+    ``clean_sum, clean_n, noisy_sum, noisy_n`` (ASR: clean 0, noisy of ``delta_wer``; KWS: of ``correct``)."""
     col = "delta_wer" if family == "asr" else "correct"
-    ok = df[df[col].notna()].assign(_v=lambda d: d[col].astype(float),
-                                    _clean=lambda d: d["bg_id"] == "clean")
+    ok = df[df[col].notna()].assign(_v=lambda d: d[col].astype(float), _clean=lambda d: d["bg_id"] == "clean")
     g = ok.groupby(["item_id", "_clean"])["_v"].agg(["sum", "size"]).unstack("_clean", fill_value=0)
     out = pd.DataFrame(index=g.index)
     for name, flag in (("clean", True), ("noisy", False)):

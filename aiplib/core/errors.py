@@ -1,10 +1,6 @@
 """Exceptions raised by aiplib: one root, :class:`AiplibError` (as librosa's ``ParameterError``)."""
 from __future__ import annotations
 
-__all__ = ["AiplibError", "AiplibParameterError", "AudioFileError", "MissingPackageError", "ValidationError",
-           "ModelUnavailableError", "DownloadError", "ChecksumError", "UnsafeArchiveError",
-           "InsufficientDiskSpaceError"]
-
 
 class AiplibError(Exception):
     """Root of every exception aiplib raises on purpose."""

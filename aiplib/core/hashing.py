@@ -5,8 +5,6 @@ import hashlib
 import time
 from pathlib import Path
 
-__all__ = ["file_sha256"]
-
 _CACHE: dict[tuple, str] = {}
 _RACY_NS = 2_000_000_000  # a file changed less than 2 s ago is not cached (its mtime may not change again)
 

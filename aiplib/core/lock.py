@@ -17,7 +17,6 @@ runs at once.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import errno
 import json
 import os
@@ -34,8 +33,6 @@ try:
 except ImportError:  # pragma: no cover - Windows: no locking
     fcntl = None
 
-__all__ = ["BUSY_STATUS", "LOCK_NAME", "FolderBusyError", "holders", "acquire", "run", "main"]
-
 BUSY_STATUS = 75  # a run that found the folder in use (EX_TEMPFAIL of sysexits.h)
 LOCK_NAME = ".aip-lock"  # inside the workspace root; shard records in .aip-lock.d/
 MODES = ("exclusive", "shard")
@@ -43,10 +40,6 @@ MODES = ("exclusive", "shard")
 
 class FolderBusyError(RuntimeError):
     """The data folder is held by another run; ``str(exc)`` is the one line shown to the user."""
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _pid_alive(pid) -> bool:
@@ -141,19 +134,16 @@ def acquire(root, *, mode: str = "exclusive", command: str = "", wait_s: float =
                 print(f"waiting up to {wait_s:g} s: {line.split(': one run')[0]}", file=sys.stderr, flush=True)
                 said = True
             time.sleep(poll_s)
-    rec = dict(pid=os.getpid(), host=socket.gethostname(), command=command, mode=mode, started=_now(),
-               token=uuid.uuid4().hex)
-    old = _read_record(path)
-    taken_over = None
+    rec = dict(pid=os.getpid(), host=socket.gethostname(), command=command, mode=mode,
+               started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), token=uuid.uuid4().hex)
+    # we hold the flock, so whoever wrote the exclusive record no longer holds it: stale
+    taken_over = _read_record(path) or None
     if mode == "exclusive":
-        if old:  # we hold LOCK_EX, so whoever wrote it no longer holds the flock
-            taken_over = old
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(rec).encode(), 0)
         rec_path = path
     else:
-        if old:  # we hold LOCK_SH, so no exclusive holder is alive: its record is stale
-            taken_over = old
+        if taken_over:
             os.ftruncate(fd, 0)
         d = root / f"{LOCK_NAME}.d"
         d.mkdir(exist_ok=True)
@@ -178,14 +168,10 @@ def _held_by_ancestor(root: Path) -> bool:
     if not held or not token:
         return False
     try:
-        if Path(held).resolve() != root.resolve():
-            return False
+        same = Path(held).resolve() == root.resolve()
     except OSError:
         return False
-    rec = _read_record(root / LOCK_NAME) or {}
-    if rec.get("token") == token:
-        return True
-    return any(r.get("token") == token for r in holders(root))
+    return same and any(r.get("token") == token for r in holders(root))
 
 
 def run(root, cmd: list[str], *, mode: str = "exclusive", command: str = "", wait_s: float = 0.0) -> int:

@@ -17,8 +17,6 @@ from papermill.iorw import NoDatesSafeLoader
 
 from aiplib.core.errors import AiplibParameterError
 
-__all__ = ["notebook_parameters", "filter_papermill_args", "main"]
-
 _PAIR_OPTIONS = {"-p", "--parameters", "-r", "--parameters_raw"}
 _YAML_OPTIONS = {"-y", "--parameters_yaml"}
 

@@ -35,8 +35,6 @@ from typing import Any, Mapping, MutableMapping
 
 from aiplib.core.errors import AiplibParameterError
 
-__all__ = ["ParameterTypeError", "check_parameters", "coerce_parameter"]
-
 _TRUE = {"true", "1"}
 _FALSE = {"false", "0"}
 _INT_RE = re.compile(r"[+-]?\d+")
@@ -63,20 +61,10 @@ def _fail(name: str, annotation: Any, value: Any, hint: str = "") -> ParameterTy
 def coerce_parameter(name: str, value: Any, annotation: Any) -> Any:
     """Check one parameter value against its declared type; convert it where unambiguous.
 
-    Parameters
-    ----------
-    name : str
-        Used in the message (``snrs``, or ``snrs[1]`` for a list element).
-    value : object
-        The value after papermill's injected cell.
-    annotation : type or typing form
-        ``bool``, ``int``, ``float``, ``str``, ``list[T]``, ``dict[K, V]``, ``Optional[T]``,
-        ``Literal[...]``; another class is checked with ``isinstance``, anything else accepted.
-
-    Returns
-    -------
-    object
-        ``value`` itself when it has the type, else its conversion (the module's table).
+    ``name`` is used in the message (``snrs``, or ``snrs[1]`` for a list element); ``value`` is the value
+    after papermill's injected cell; ``annotation`` one of ``bool``, ``int``, ``float``, ``str``, ``list[T]``,
+    ``dict[K, V]``, ``Optional[T]``, ``Literal[...]`` (another class is checked with ``isinstance``, anything
+    else accepted). Returns ``value`` itself when it has the type, else its conversion (the module's table).
 
     Raises
     ------
@@ -144,8 +132,7 @@ def coerce_parameter(name: str, value: Any, annotation: Any) -> Any:
     if annotation is str:
         if isinstance(value, str):
             return value
-        raise _fail(name, annotation, value,
-                    "papermill's -p reads numbers, True/False/None as Python values; "
+        raise _fail(name, annotation, value, "papermill's -p reads numbers, True/False/None as Python values; "
                     "pass text with -r NAME VALUE")
 
     if annotation is list or origin is list:
@@ -198,14 +185,8 @@ def _annotations(namespace: Mapping[str, Any]) -> dict:
 
 
 def check_parameters(namespace: MutableMapping[str, Any], annotations: Mapping[str, Any] | None = None) -> None:
-    """Check every declared notebook parameter; convert unambiguous values in place.
-
-    Parameters
-    ----------
-    namespace : dict
-        The notebook's globals; converted values are written back.
-    annotations : dict, optional
-        Name → declared type; default the namespace's annotations (the parameters cell's).
+    """Check every declared notebook parameter of ``namespace`` (the notebook's globals) and write the
+    unambiguous conversions back; ``annotations`` (name → declared type) default to the namespace's own.
 
     Raises
     ------

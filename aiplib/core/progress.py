@@ -21,12 +21,10 @@ from typing import Iterable, Iterator, TypeVar
 from tqdm.auto import tqdm as auto_tqdm
 from tqdm.std import tqdm as std_tqdm
 
-__all__ = ["MARKER", "ENV_PLAIN", "plain_mode", "Progress", "track", "note"]
-
+# First token of every plain progress line.
 MARKER = "[progress]"
-"""First token of every plain progress line."""
+# Environment variable: ``1`` (or true/yes/on) selects plain lines instead of a tqdm bar.
 ENV_PLAIN = "AIP_PLAIN_PROGRESS"
-"""Environment variable: ``1`` (or true/yes/on) selects plain lines instead of a tqdm bar."""
 
 T = TypeVar("T")
 

@@ -25,9 +25,6 @@ import numpy as np
 from aiplib.core import __version__
 from aiplib.core.hashing import file_sha256
 
-__all__ = ["STAMP_VERSION", "STAMP_SUFFIX", "text_sha256", "json_sha256", "jsonable", "make_stamp",
-           "read_stamp", "write_stamp", "differences", "value_differences", "stamp_path"]
-
 STAMP_VERSION = 1  # of the stamp format
 STAMP_SUFFIX = ".stamp.json"
 
@@ -60,8 +57,13 @@ def jsonable(v):
     return str(v)  # paths, arrays, objects: their text
 
 
-def _rel(ws, p) -> str:
-    return ws.rel(p) if ws is not None else str(Path(p).resolve())
+def _hashes(paths, ws) -> dict:
+    """``{path (relative to ws.root when inside it): sha256 or "missing"}``, sorted."""
+    out = {}
+    for p in paths:
+        p = ws.path(p) if ws is not None else Path(p)
+        out[ws.rel(p) if ws is not None else str(p.resolve())] = file_sha256(p) if p.is_file() else "missing"
+    return dict(sorted(out.items()))
 
 
 def stamp_path(folder, name: str) -> Path:
@@ -70,37 +72,16 @@ def stamp_path(folder, name: str) -> Path:
 
 
 def make_stamp(stage: str, *, params: dict, inputs=(), ws=None, module: str | None = None) -> dict:
-    """The stamp of a stage run: its parameters and the SHA-256 of every input file.
-
-    Parameters
-    ----------
-    stage : str
-        E.g. ``"05_build_manifests:asr"``.
-    params : dict
-        JSON-able parameters that decide the outputs.
-    inputs : iterable of str or Path
-        Files read (a missing one is recorded as ``"missing"``).
-    ws : Workspace, optional
-        Paths inside ``ws.root`` are recorded relative to it.
-    module : str, optional
-        The stage's module; its source's SHA-256 goes under ``code``.
-
-    Returns
-    -------
-    dict
-        The stamp without ``outputs`` (:func:`write_stamp`).
-    """
-    rec = {}
-    for p in inputs:
-        p = ws.path(p) if ws is not None else Path(p)
-        rec[_rel(ws, p)] = file_sha256(p) if p.is_file() else "missing"
+    """The stamp (without ``outputs``, :func:`write_stamp`) of a stage run such as ``"05_build_manifests:asr"``:
+    its JSON-able ``params``, the SHA-256 of every file of ``inputs`` (``"missing"`` when absent; paths inside
+    ``ws.root`` relative to it) and, under ``code``, the SHA-256 of ``module``'s source."""
     code = {"aiplib": __version__}
     if module:
         mod = sys.modules.get(module)
         src = getattr(mod, "__file__", None)
         code.update(module=module, module_sha256=file_sha256(src) if src else None)
     return {"stamp_version": STAMP_VERSION, "stage": stage, "params": jsonable(dict(params)),
-            "inputs": dict(sorted(rec.items())), "code": code}
+            "inputs": _hashes(inputs, ws), "code": code}
 
 
 def read_stamp(path) -> dict | None:
@@ -115,12 +96,8 @@ def read_stamp(path) -> dict | None:
 def write_stamp(path, stamp: dict, *, outputs=(), ws=None) -> Path:
     """Write ``stamp`` plus the SHA-256 of ``outputs`` atomically (``.part`` file, then rename); returns ``path``."""
     path = Path(path)
-    out = {}
-    for p in outputs:
-        p = ws.path(p) if ws is not None else Path(p)
-        out[_rel(ws, p)] = file_sha256(p) if p.is_file() else "missing"
-    rec = dict(stamp, outputs=dict(sorted(out.items())),
-               written=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    rec = dict(stamp, outputs=_hashes(outputs, ws), written=now)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
     tmp.write_text(json.dumps(rec, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
@@ -140,10 +117,7 @@ def _pair(a, b, n: int = 60) -> str:
     with a common beginning are never shown as identical prefixes)."""
     sa, sb = _short(a, 10**9), _short(b, 10**9)
     if len(sa) > n or len(sb) > n:
-        i = 0
-        while i < min(len(sa), len(sb)) and sa[i] == sb[i]:
-            i += 1
-        cut = max(0, i - 10)
+        cut = max(0, len(os.path.commonprefix([sa, sb])) - 10)
         sa, sb = (("…" if cut else "") + x[cut:] for x in (sa, sb))
         sa, sb = (x if len(x) <= n else x[: n - 1] + "…" for x in (sa, sb))
     return f"{sa} → {sb}"
@@ -173,22 +147,10 @@ def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None
     """What changed between a recorded stamp and the current one, one line per change: inputs, then
     parameters, then outputs edited since.
 
-    Parameters
-    ----------
-    old : dict or None
-        The recorded stamp (None: there is none).
-    new : dict
-        The current stamp (:func:`make_stamp`).
-    outputs_ok : bool
-        Also check that every output recorded in ``old`` still has its SHA-256.
-    ws : Workspace, optional
-        Resolves the recorded output paths.
-
-    Returns
-    -------
-    list of str
-        Empty when up to date, e.g. ``["input changed: bg/bg03.wav (3fa2c1d09e7b… → 9c1b…)",
-        "parameter snrs_db: [10,5,0] → [10,5]"]``.
+    ``old``: the recorded stamp (None: there is none); ``new``: the current one (:func:`make_stamp`);
+    ``outputs_ok``: also check that every output of ``old`` (resolved in ``ws``) still has its SHA-256.
+    Empty when up to date, e.g. ``["input changed: bg/bg03.wav (3fa2c1d09e7b… → 9c1b…)", "parameter snrs_db:
+    [10,5,0] → [10,5]"]``.
     """
     if old is None:
         return ["no stamp (outputs written by an older version, or not yet built)"]

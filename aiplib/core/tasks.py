@@ -10,13 +10,10 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import jsonschema
 import yaml
 
 from aiplib.core.errors import AiplibParameterError
-
-__all__ = ["CONDITION_FAMILIES", "DEFAULT_SUITE", "check_family", "parse_suite", "TASK_FILE", "KWS_CLOSED_LIST",
-           "KWS_OPEN_ANSWER", "FAMILIES", "BASE_TASKS", "KEYWORDS", "DEGRADATION_COLUMN", "DEGRADATION_SIGN",
-           "task_file", "required_tasks", "family_spec", "task_family", "keyword_set", "normalize_keywords"]
 
 TASK_FILE = Path(__file__).with_name("tasks.yaml")  # families, keyword sets, tasks, prompt sets
 # kws_answer of a prompt set: its KWS prompt names the keywords (closed list), or asks for the spoken
@@ -27,75 +24,51 @@ KWS_OPEN_ANSWER = "open-answer"
 _SIGNS = ("noisy_minus_clean", "clean_minus_noisy")
 
 
+_OBJECTS = {"type": "object", "minProperties": 1}
+_SCHEMA = {
+    "type": "object", "required": ["families", "keyword_sets", "tasks", "prompt_sets", "default_prompt_set"],
+    "properties": {
+        # single words as quoted strings (YAML reads bare yes/no/on/off as booleans)
+        "keyword_sets": {**_OBJECTS, "additionalProperties": {
+            "type": "array", "minItems": 1, "items": {"type": "string", "pattern": r"^\s*[^ ]+\s*$"}}},
+        "families": {**_OBJECTS, "additionalProperties": {
+            "type": "object", "required": ["reference", "scoring", "measure", "degradation"],
+            "properties": {"degradation": {"type": "object", "required": ["column", "sign"], "properties": {
+                "column": {"type": "string", "minLength": 1}, "sign": {"enum": list(_SIGNS)}}}}}},
+        "tasks": {**_OBJECTS, "additionalProperties": {"type": "object", "required": ["family", "variant"]}},
+        "prompt_sets": {**_OBJECTS, "additionalProperties": {
+            "type": "object", "required": ["kws_answer", "source"],
+            "properties": {"kws_answer": {"enum": [KWS_CLOSED_LIST, KWS_OPEN_ANSWER]}, "aliases": {"type": "array"},
+                           "source": {"anyOf": [{"const": "builtin"},
+                                                {"type": "object", "required": ["base_url", "commit", "path"]}]}}}}}}
+"""JSON Schema of ``tasks.yaml``; :func:`_read_task_file` adds the cross-references."""
+
+
 @functools.lru_cache(maxsize=4)
 def _read_task_file(path: str) -> dict:
     with open(path, encoding="utf-8") as fh:
         data = yaml.safe_load(fh)
-    problems = []
-    if not isinstance(data, dict):
-        raise AiplibParameterError(f"{path}: expected a mapping with 'families', 'tasks' and 'prompt_sets'")
-    fams, kw_sets = data.get("families"), data.get("keyword_sets")
-    if not isinstance(kw_sets, dict) or not kw_sets:
-        problems.append("'keyword_sets' must map set names to lists of words")
-    else:
-        for name, words in kw_sets.items():
-            if (not isinstance(words, list) or not words
-                    or not all(isinstance(w, str) and w.strip() and " " not in w.strip() for w in words)):
-                problems.append(f"keyword set {name!r} must be a list of single words as quoted strings "
-                                f"(YAML reads bare yes/no/on/off as booleans), got {words!r}")
-    if not isinstance(fams, dict) or not fams:
-        problems.append("'families' must map family names to {reference, scoring, measure, degradation}")
-    else:
-        for f, d in fams.items():
-            if not isinstance(d, dict) or not {"reference", "scoring", "measure", "degradation"} <= set(d):
-                problems.append(f"family {f!r} needs 'reference', 'scoring', 'measure' and 'degradation'")
-                continue
-            deg = d["degradation"]
-            if not isinstance(deg, dict) or deg.get("sign") not in _SIGNS or not deg.get("column"):
-                problems.append(f"family {f!r}: degradation needs 'column' and 'sign' in {_SIGNS}")
-            if "keyword_set" in d and d["keyword_set"] not in (kw_sets or {}):
-                problems.append(f"family {f!r}: keyword set {d['keyword_set']!r} is not in 'keyword_sets'")
-    tasks, sets = data.get("tasks"), data.get("prompt_sets")
-    if not isinstance(tasks, dict) or not tasks:
-        problems.append("'tasks' must map task names to {family, variant}")
-    else:
-        for t, d in tasks.items():
-            if not isinstance(d, dict) or not {"family", "variant"} <= set(d):
-                problems.append(f"task {t!r} needs 'family' and 'variant'")
-            elif isinstance(fams, dict) and d["family"] not in fams:
-                problems.append(f"task {t!r}: family {d['family']!r} is not in 'families'")
-    if not isinstance(sets, dict) or not sets:
-        problems.append("'prompt_sets' must map set names to definitions")
-    else:
-        seen = {}
-        for name, d in sets.items():
-            if not isinstance(d, dict) or d.get("kws_answer") not in (KWS_CLOSED_LIST, KWS_OPEN_ANSWER):
-                problems.append(f"prompt set {name!r}: kws_answer must be {KWS_CLOSED_LIST!r} or "
-                                f"{KWS_OPEN_ANSWER!r}")
-                continue
-            src = d.get("source")
-            if src != "builtin" and not (isinstance(src, dict) and {"base_url", "commit", "path"} <= set(src)):
-                problems.append(f"prompt set {name!r}: source must be 'builtin' or have base_url, commit, path")
-            for alias in [name, *(d.get("aliases") or [])]:
-                if alias in seen:
-                    problems.append(f"name {alias!r} is used by {seen[alias]!r} and {name!r}")
-                seen[alias] = name
-        if data.get("default_prompt_set") not in sets:
-            problems.append(f"default_prompt_set {data.get('default_prompt_set')!r} is not a prompt set")
+    problems = [f"{e.json_path}: {e.message}" for e in jsonschema.Draft202012Validator(_SCHEMA).iter_errors(data)]
+    if not problems:
+        fams, sets = data["families"], data["prompt_sets"]
+        problems += [f"family {f!r}: keyword set {d['keyword_set']!r} is not in 'keyword_sets'"
+                     for f, d in fams.items() if "keyword_set" in d and d["keyword_set"] not in data["keyword_sets"]]
+        problems += [f"task {t!r}: family {d['family']!r} is not in 'families'"
+                     for t, d in data["tasks"].items() if d["family"] not in fams]
+        names = [a for name, d in sets.items() for a in [name, *(d.get("aliases") or [])]]
+        problems += [f"prompt set name {a!r} is used twice" for a in dict.fromkeys(names) if names.count(a) > 1]
+        if data["default_prompt_set"] not in sets:
+            problems.append(f"default_prompt_set {data['default_prompt_set']!r} is not a prompt set")
     if problems:
         raise AiplibParameterError(f"{path}: " + "; ".join(problems))
     return data
 
 
 def task_file() -> dict:
-    """The parsed task file (validated, read once; do not modify it).
-
-    Returns
-    -------
-    dict
-        ``{"families": {family: {"reference", "scoring", "measure", "degradation": {"column", "sign"},
-        ["keyword_set"]}}, "keyword_sets": {name: [word, ...]}, "tasks": {task: {"family", "variant"}},
-        "default_prompt_set": str, "prompt_sets": {name: {"aliases", "kws_answer", "source"}}}``.
+    """The parsed task file (validated, read once; do not modify it): ``{"families": {family: {"reference",
+    "scoring", "measure", "degradation": {"column", "sign"}, ["keyword_set"]}}, "keyword_sets": {name: [word,
+    ...]}, "tasks": {task: {"family", "variant"}}, "default_prompt_set": str, "prompt_sets": {name: {"aliases",
+    "kws_answer", "source"}}}``.
 
     Raises
     ------

@@ -18,16 +18,10 @@ import jiwer
 
 from aiplib.core.tasks import KEYWORDS
 from aiplib.core.textnorm_whisper import (
-    WHISPER_NORMALIZER_NAME,
-    WHISPER_NORMALIZER_VERSION,
+    WHISPER_NORMALIZER_NAME,  # noqa: F401 - re-exported with the headline names
+    WHISPER_NORMALIZER_VERSION,  # noqa: F401
     english_normalizer,
 )
-
-__all__ = ["NORMALIZER_NAME", "NORMALIZER_VERSION", "NORMALIZER_RULE", "WHISPER_NORMALIZER_NAME",
-           "WHISPER_NORMALIZER_VERSION", "JIWER_VERSION", "LOOP_LENGTH_RATIO", "LOOP_MAX_N", "LOOP_MIN_REPEATS",
-           "KWS_EMPTY_WORD", "KWS_RULE", "NON_ANSWER_KINDS", "normalize_text", "normalize_whisper",
-           "reference_is_empty", "align", "max_ngram_repeats", "loop_kind", "score_asr_row", "kws_first_word",
-           "normalize_kws_label", "kws_correct", "kws_non_answer", "score_kws_row"]
 
 NORMALIZER_NAME = "aip-speech-paper"  # the headline normalisation (normalize_text)
 NORMALIZER_VERSION = "1"  # bumped if the headline rule ever changes
@@ -151,15 +145,9 @@ def loop_kind(ref_norm: str, hyp_norm: str) -> str:
 def score_asr_row(reference, response) -> dict:
     """Every per-row ASR score of ``results/scores/<asr task>.csv`` (raw texts; ``None`` counts as empty).
 
-    Returns
-    -------
-    dict
-        Headline: ``ref_norm, hyp_norm, substitutions, deletions, insertions, hits``, ``errors`` = S + D + I,
-        ``ref_words`` = H + S + D, ``wer``, ``ref_empty``, ``score_failed``; Whisper-style: ``ref_whisper,
-        hyp_whisper, errors_whisper, ref_words_whisper, wer_whisper``; ``hyp_words``, ``is_loop``, ``loop_kind``.
-
-    Notes
-    -----
+    Headline: ``ref_norm, hyp_norm, substitutions, deletions, insertions, hits``, ``errors`` = S + D + I,
+    ``ref_words`` = H + S + D, ``wer``, ``ref_empty``, ``score_failed``; Whisper-style: ``ref_whisper,
+    hyp_whisper, errors_whisper, ref_words_whisper, wer_whisper``; ``hyp_words``, ``is_loop``, ``loop_kind``.
     An empty normalised reference has ``ref_words`` = 0 and ``wer`` NaN (its insertions still count in the
     corpus WER). An alignment failure counts WER 1.0, every reference word deleted (the authors'
     ``generate_results_new_2.py``).
@@ -222,15 +210,13 @@ def kws_correct(response, label, is_target, *, keywords=KEYWORDS) -> bool:
 
 
 _REFUSAL = re.compile(
-    r"\bsorry\b"
-    r"|\bi\s*(?:'m|am)\s+(?:not\s+able|unable)\b"
+    r"\bsorry\b" r"|\bi\s*(?:'m|am)\s+(?:not\s+able|unable)\b"
     r"|\b(?:can\s*not|can't|couldn't|could\s+not|unable\s+to)\s+(?:hear|determine|identify|"
     r"understand|tell|make\s+out|detect|recogni[sz]e|transcribe|help|assist|provide|answer)\b"
     r"|\bi\s+(?:don't|do\s+not)\s+know\b"
     r"|\b(?:no|not\s+any)\s+(?:clear\s+|audible\s+|discernible\s+|intelligible\s+|"
     r"recogni[sz]able\s+)?(?:speech|spoken\s+words?|audio|voice)\b"
-    r"|\b(?:inaudible|unintelligible|not\s+clear|unclear)\b"
-)
+    r"|\b(?:inaudible|unintelligible|not\s+clear|unclear)\b")
 
 
 def kws_non_answer(response) -> tuple[bool, str]:

@@ -14,8 +14,6 @@ import importlib.util
 import re
 import sys
 
-__all__ = ["WHISPER_NORMALIZER_NAME", "WHISPER_NORMALIZER_VERSION", "english_normalizer"]
-
 _WHISPER_DIST = "openai-whisper"
 WHISPER_NORMALIZER_NAME = (f"{_WHISPER_DIST} whisper.normalizers.EnglishTextNormalizer"
                            " + openai/whisper#2836 (standalone-1 rule)")

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import importlib.metadata
 
-__all__ = ["package_versions"]
-
 
 def package_versions(packages) -> dict:
     """``{distribution: installed version}`` of each name in ``packages`` (None when not installed)."""

@@ -13,8 +13,6 @@ from pathlib import Path
 from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import check_family
 
-__all__ = ["PROFILES", "STAGE_DIRS", "FAMILY_STAGE_DIRS", "Workspace", "workspace", "smoke", "repo_root"]
-
 PROFILES = ("demo", "paper", "custom")
 STAGE_DIRS = ("raw", "itembanks", "bg", "descriptors", "manifests", "checks", "inference", "results", "executed")
 # stage folders with one sub-folder per condition family other than background (Workspace.with_family)

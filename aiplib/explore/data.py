@@ -33,11 +33,6 @@ from aiplib.io.audio import SR, valid_audio
 from aiplib.stimuli.families import materialize, mix_components, row_family
 from aiplib.stimuli.mixing import is_clean_row
 
-__all__ = ["available_families", "available_tasks", "available_models", "manifest", "lookup_response",
-           "word_diff", "WORST_COLUMNS", "worst_cases", "background_table", "descriptor_label",
-           "summarise_sources", "PLAYER_LABELS", "AUDIO_SUBTYPE", "manifest_row", "stimulus_labels",
-           "stimulus_audio", "wav_bytes", "decode_wav", "under_papermill"]
-
 
 @functools.lru_cache(maxsize=64)
 def _read(path: str, kind: str, stamp: tuple) -> pd.DataFrame:
@@ -151,15 +146,11 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     and the clean comparison: from ``results/scores/<task>.csv`` when it holds the stimulus, else
     from ``inference/<model>/<task>.jsonl`` scored here with stage 8's row functions.
 
-    Returns
-    -------
-    dict
-        ``found``, ``source`` (``"scores"``, ``"inference"`` or None), ``model, task, family,
-        stimulus_id, item_id, bg_id``, ``snr_db`` (dB, NaN for clean), ``reference``, ``response``
-        (``"__ERROR__"`` for a failed generation), ``error``, ``clean_response`` (None when
-        missing); ASR ``wer, clean_wer, delta_wer, substitutions, deletions, insertions, ref_words``
-        (NaN when unknown), ``is_loop``; KWS ``first_word, correct, clean_correct`` (bool or None),
-        ``delta_acc`` = correct(clean) − correct(noisy).
+    Returns ``found``, ``source`` (``"scores"``, ``"inference"`` or None), ``model, task, family, stimulus_id,
+    item_id, bg_id``, ``snr_db`` (dB, NaN for clean), ``reference``, ``response`` (``"__ERROR__"`` for a failed
+    generation), ``error``, ``clean_response`` (None when missing); ASR ``wer, clean_wer, delta_wer,
+    substitutions, deletions, insertions, ref_words`` (NaN when unknown), ``is_loop``; KWS ``first_word,
+    correct, clean_correct`` (bool or None), ``delta_acc`` = correct(clean) − correct(noisy).
 
     Raises
     ------
@@ -219,13 +210,9 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
 def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
     """Word-level alignment of a response against its reference, as WER counts it: both raw texts
     (``None`` is empty) normalised as the paper (:func:`aiplib.core.textnorm.normalize_text`), aligned
-    by ``jiwer.process_words``.
-
-    Returns
-    -------
-    list of (op, ref_word, hyp_word)
-        ``op`` is ``"equal"``, ``"substitute"``, ``"delete"`` (``hyp_word`` = "") or ``"insert"``
-        (``ref_word`` = ""); the count of each op equals the row's hits, S, D and I.
+    by ``jiwer.process_words``: ``(op, ref_word, hyp_word)`` tuples, ``op`` one of ``"equal"``,
+    ``"substitute"``, ``"delete"`` (``hyp_word`` "") or ``"insert"`` (``ref_word`` ""), counted as the
+    row's hits, S, D and I.
     """
     r, h = normalize_text(reference).split(), normalize_text(response).split()
     if not r or not h:
@@ -239,17 +226,12 @@ WORST_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "
                  "response", "score", "delta"]
 
 
-def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per_item: bool = True
-                ) -> pd.DataFrame:
+def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per_item: bool = True) -> pd.DataFrame:
     """The stimuli that hurt most in ``ws``'s ``results/scores/<task>.csv``: the report's ranking
-    (:func:`aiplib.analysis.stats.worst_stimuli`, same ``n``, ``model``, ``one_per_item``).
-
-    Returns
-    -------
-    pandas.DataFrame [shape=(<= n, 11)]
-        :data:`WORST_COLUMNS`; ``condition`` is ``"bg03 @ 0 dB"`` (the channel family: the
-        condition's name alone, its manifest SNR 99 is a marker), ``score`` the WER or correct
-        (0/1), ``delta`` the ΔWER or Δacc = 1 (a flip). Empty before scores exist.
+    (:func:`aiplib.analysis.stats.worst_stimuli`, same ``n``, ``model``, ``one_per_item``), shape (<= n, 11):
+    :data:`WORST_COLUMNS`; ``condition`` is ``"bg03 @ 0 dB"`` (the channel family: the condition's name
+    alone, its manifest SNR 99 is a marker), ``score`` the WER or correct (0/1), ``delta`` the ΔWER or
+    Δacc = 1 (a flip). Empty before scores exist.
 
     Raises
     ------
@@ -303,16 +285,12 @@ def _ranking(ws) -> pd.DataFrame:
 
 def background_table(ws) -> pd.DataFrame:
     """All backgrounds with licence, source, descriptors and degradation, in Figure 4 order, from
-    ``ws``'s battery, descriptor table and score files (each when it exists).
+    ``ws``'s battery, descriptor table and score files (each when it exists); unranked backgrounds last.
 
-    Returns
-    -------
-    pandas.DataFrame [shape=(n_backgrounds, k)]
-        Index ``bg_id``. Columns ``category, description, licence, source_package, source_file,
-        attribution`` ("" when missing), ``sources`` (:func:`summarise_sources`), the descriptors
-        (NaN before stage 4), ``rank`` (1 = most harmful), ``mean_degradation_pp`` (ASR and KWS
-        scored), ``<task>_delta_wer_pp`` / ``<task>_delta_acc_pp`` of every scored task (pooled
-        over models, pp). Unranked backgrounds last, in battery order.
+    Index ``bg_id``; columns ``category, description, licence, source_package, source_file, attribution``
+    ("" when missing), ``sources`` (:func:`summarise_sources`), the descriptors (NaN before stage 4),
+    ``rank`` (1 = most harmful), ``mean_degradation_pp`` (ASR and KWS scored), ``<task>_delta_wer_pp`` /
+    ``<task>_delta_acc_pp`` of every scored task (pooled over models, pp).
     """
     bat = formats.read_battery_csv(ws.battery_csv, index=True)
     if bat is None:  # no battery table: the manifests' backgrounds
@@ -345,8 +323,7 @@ PLAYER_LABELS = {
     "background": ("Clean utterance", "Background segment (as mixed)", "Mixture (what the model heard)"),
     "competing_speech": ("Clean target", "Distractor (as mixed)", "Mixture: target + distractor (what the model heard)"),
     "channel": ("Clean utterance", "The transform's change (transformed − clean)",
-                "Transformed speech (what the model heard)"),
-}
+                "Transformed speech (what the model heard)")}
 
 
 def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
@@ -429,15 +406,11 @@ def stimulus_labels(row, *, middle: bool = True) -> dict:
 def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
     """The three signals of one stimulus (arguments as :func:`manifest_row`), mixed on the fly.
 
-    Returns
-    -------
-    dict
-        ``row``, ``stimulus_id``, ``sr`` (16000 Hz), ``condition_family``, ``mixture``
-        (np.ndarray [shape=(n,)], float32, exactly ``materialize(row, ws)[0]``), ``clean`` (float32
-        [shape=(m,)]; ``m = n`` except after a channel cut), ``background`` (float32 [shape=(n,)],
-        the middle signal as mixed: background segment, scaled distractor or ``mixture − speech``
-        of a channel transform; None for clean and when the length changed), ``info``
-        (:class:`~aiplib.stimuli.mixing.MixInfo`), ``detail``, ``labels`` (:func:`stimulus_labels`).
+    Returns ``row``, ``stimulus_id``, ``sr`` (16000 Hz), ``condition_family``, ``mixture`` (float32, shape
+    (n,), exactly ``materialize(row, ws)[0]``), ``clean`` (float32, shape (m,); ``m = n`` except after a
+    channel cut), ``background`` (float32, shape (n,), the middle signal as mixed: background segment,
+    scaled distractor or ``mixture − speech`` of a channel transform; None for clean and when the length
+    changed), ``info`` (:class:`~aiplib.stimuli.mixing.MixInfo`), ``detail``, ``labels`` (:func:`stimulus_labels`).
 
     Raises
     ------

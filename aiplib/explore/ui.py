@@ -24,10 +24,6 @@ from aiplib.explore import data
 from aiplib.io.audio import SR, valid_audio
 from aiplib.io.formats import DESCRIPTORS
 
-__all__ = ["CAP_WORDS", "CSS", "MEL_SETTINGS", "col_header", "diff_html", "plain_html", "response_html",
-           "metrics_html", "bg_info_html", "bg_table_html", "log_mel", "signals_figure_png",
-           "Explorer", "ExplorerWidget", "explorer"]
-
 CAP_WORDS = 40  # words of a response shown before the "… +N words" toggle
 
 CSS = """<style>
@@ -136,8 +132,7 @@ def metrics_html(fam: str, result) -> str:
         parts = [f"first word <b>{html.escape(result['first_word'] or '–')}</b>", yn[result["correct"]]]
         if noisy:
             flip = result["delta_acc"]
-            parts += [f"clean: {yn[result['clean_correct']]}",
-                      "–" if isinstance(flip, float) and math.isnan(flip) else
+            parts += [f"clean: {yn[result['clean_correct']]}", "–" if isinstance(flip, float) and math.isnan(flip) else
                       "<b>flip: correct → wrong</b>" if flip > 0 else
                       "recovered: wrong → correct" if flip < 0 else "no change"]
     return "<div style='font-size:14px;padding:2px 0'>" + " · ".join(parts) + "</div>"
@@ -406,8 +401,7 @@ class Explorer:
         self._render_worst(task)
         self._refresh()
 
-    def select(self, *, condition_family=None, task=None, item_id=None, bg_id=None, snr_db=None,
-               model=None) -> dict:
+    def select(self, *, condition_family=None, task=None, item_id=None, bg_id=None, snr_db=None, model=None) -> dict:
         """Show one stimulus and return :attr:`state`; controls not given keep their value (``snr_db`` in
         dB). Raises ``AiplibParameterError`` if a value is not among the control's options."""
         c = self.controls

@@ -20,9 +20,6 @@ import soundfile as sf
 
 from aiplib.core.errors import AiplibParameterError, AudioFileError, MissingPackageError
 
-__all__ = ["SR", "valid_audio", "load_audio", "load_audio_cached", "write_wav", "loudness_lufs",
-           "normalize_loudness", "loudness_meter", "peak_abs", "loop_or_cut", "MIN_LOUDNESS_S", "ClippingWarning"]
-
 SR = 16000  # the pipeline's sample rate, Hz
 # BS.1770 gating block, s (the pyloudnorm meter's block_size): pyloudnorm refuses shorter signals, so
 # loudness_lufs loops them first and custom-profile validation refuses shorter inputs
@@ -72,20 +69,9 @@ def _read_ffmpeg(path: Path, sr: int) -> np.ndarray:
 
 
 def load_audio(path, *, sr: int = SR) -> np.ndarray:
-    """Read an audio file as mono float32 at ``sr`` Hz.
-
-    Parameters
-    ----------
-    path : str or Path
-        Any format soundfile or ffmpeg reads (``.g722`` is decoded as raw G.722 at 16 kHz).
-    sr : int > 0
-        Target sample rate in Hz.
-
-    Returns
-    -------
-    np.ndarray [shape=(n,)], float32
-        Not clipped: resampling can overshoot full scale (a full-scale 44.1 kHz 1 kHz square wave
-        peaks at 1.196 at 16 kHz).
+    """Read an audio file (any format soundfile or ffmpeg reads; ``.g722`` as raw G.722 at 16 kHz) as mono
+    float32 [shape=(n,)] at ``sr`` Hz, not clipped (a full-scale 44.1 kHz 1 kHz square wave peaks at 1.196
+    at 16 kHz).
 
     Raises
     ------
@@ -203,28 +189,13 @@ def peak_abs(y) -> float:
     return float(np.max(np.abs(y))) if y.size else 0.0
 
 
-def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audio",
-                       return_peak: bool = False):
+def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audio", return_peak: bool = False):
     """Scale ``y`` so that its integrated loudness is ``target_lufs``, and check its peak.
 
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-    target_lufs : float, LUFS
-    sr : int, Hz
-    name : str
-        Used in error and warning messages.
-    return_peak : bool
-        Also return the peak after the gain.
-
-    Returns
-    -------
-    y_out : np.ndarray [shape=(n,)], float32
-        ``y * 10 ** (gain_db / 20)``, not clipped (as ``pyloudnorm.normalize.loudness``).
-    gain_db : float, dB
-    lufs_before : float, LUFS
-    peak_after : float
-        Only with ``return_peak=True``: ``max |y_out|`` (full scale = 1).
+    ``y``: float, shape (n,), at ``sr`` Hz; ``target_lufs`` in LUFS; ``name`` names it in messages. Returns
+    ``(y_out, gain_db, lufs_before)``: ``y_out = y * 10 ** (gain_db / 20)`` (float32, shape (n,), not clipped,
+    as ``pyloudnorm.normalize.loudness``), the gain in dB and the loudness before in LUFS; with
+    ``return_peak`` also ``peak_after = max |y_out|`` (full scale = 1).
 
     Warns
     -----

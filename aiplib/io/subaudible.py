@@ -12,9 +12,6 @@ from scipy.signal import butter, sosfiltfilt, welch
 
 from aiplib.core.errors import AiplibParameterError
 
-__all__ = ["SUBAUDIBLE_HZ", "SUBAUDIBLE_LIMIT_DB", "BANDWIDTH_FLOOR_DB", "BAND_LIMITED_SHARE",
-           "subaudible_power", "remove_subaudible", "effective_bandwidth_hz"]
-
 SUBAUDIBLE_HZ = 20.0  # lower limit of hearing, Hz
 # DC + sub-20 Hz share of the power (dB, 1 %) from which a background is warned about / high-passed; below
 # it nominal and audible SNR differ by < 0.044 dB (white noise has -26 dB below 20 Hz at 16 kHz)
@@ -30,21 +27,13 @@ def _db(share: float) -> float:
 
 
 def subaudible_power(y, *, sr: int, cutoff_hz: float = SUBAUDIBLE_HZ) -> dict[str, float]:
-    """Share of a signal's power that is DC or below ``cutoff_hz``, in dB re its total power.
+    """Share of the power of ``y`` [shape=(n,)] at ``sr`` Hz that is DC or below ``cutoff_hz`` (Hz), in dB re
+    its total power.
 
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-    sr : int > 0, Hz
-    cutoff_hz : float > 0, Hz
-
-    Returns
-    -------
-    dict
-        ``dc_db``: 10·log10(mean(y)² / mean(y²)); ``subaudible_db``: 10·log10 of the power in the
-        DFT bins below ``cutoff_hz`` (DC included) over the total (Parseval); ``audible_share``:
-        1 − that share (linear). Shares of 0 are reported as −150 dB. For ``0.2·x + 0.3`` with
-        unit-power ``x``: ``dc_db`` = 10·log10(0.09 / 0.13) = −1.6 dB.
+    Returns ``dc_db``: 10·log10(mean(y)² / mean(y²)); ``subaudible_db``: 10·log10 of the power in the DFT bins
+    below ``cutoff_hz`` (DC included) over the total (Parseval); ``audible_share``: 1 − that share (linear).
+    Shares of 0 are reported as −150 dB. For ``0.2·x + 0.3`` with unit-power ``x``: ``dc_db`` =
+    10·log10(0.09 / 0.13) = −1.6 dB.
 
     Raises
     ------
@@ -70,18 +59,8 @@ def subaudible_power(y, *, sr: int, cutoff_hz: float = SUBAUDIBLE_HZ) -> dict[st
 def remove_subaudible(y, *, sr: int, cutoff_hz: float = SUBAUDIBLE_HZ, order: int = 4) -> np.ndarray:
     """Remove the DC offset and rumble below ``cutoff_hz``: mean subtraction, then a Butterworth
     high-pass run forwards and backwards (``scipy.signal.sosfiltfilt``: zero phase, −6 dB at ``cutoff_hz``,
-    within 0.01 dB of unity above 2 × ``cutoff_hz`` for ``order=4``).
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-    sr : int > 0, Hz
-    cutoff_hz : float, Hz, 0 < cutoff_hz < sr / 2
-    order : int ≥ 1
-
-    Returns
-    -------
-    np.ndarray [shape=(n,)], float32
+    within 0.01 dB of unity above 2 × ``cutoff_hz`` for ``order=4``). ``y`` [shape=(n,)] at ``sr`` Hz,
+    ``0 < cutoff_hz < sr / 2`` (Hz); returns float32 [shape=(n,)].
 
     Raises
     ------
@@ -100,19 +79,8 @@ def remove_subaudible(y, *, sr: int, cutoff_hz: float = SUBAUDIBLE_HZ, order: in
 
 def effective_bandwidth_hz(y, *, sr: int, floor_db: float = BANDWIDTH_FLOOR_DB) -> float:
     """Highest frequency (Hz) whose Welch power spectrum (2048-sample Hann windows) is within ``floor_db``
-    of its maximum above 20 Hz (about 4000 Hz for a recording resampled up from 8 kHz).
-
-    Parameters
-    ----------
-    y : np.ndarray [shape=(n,)], float
-    sr : int > 0, Hz
-    floor_db : float > 0, dB
-
-    Returns
-    -------
-    float, Hz
-        0.0 for an all-zero signal.
-    """
+    of its maximum above 20 Hz (about 4000 Hz for a recording resampled up from 8 kHz); ``y`` [shape=(n,)] at
+    ``sr`` Hz; 0.0 for an all-zero signal."""
     y = np.asarray(y, dtype=np.float64).ravel()
     f, p = welch(y, fs=sr, nperseg=min(2048, y.size))
     audible = f >= SUBAUDIBLE_HZ

@@ -4,49 +4,34 @@ a score over all of them.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pandas as pd
 
 from aiplib.core.tasks import task_family
+from aiplib.inference.shards import is_shard_file
 from aiplib.io.formats import read_manifest_csv, read_results, write_csv_atomic
 
-__all__ = ["SUMMARY_COLUMNS", "FAILED_COLUMNS", "failure_tables", "write_failure_tables", "failure_sentence",
-           "failure_markdown"]
-
+# Columns of ``results/tables/failures_by_model_task.csv`` (left out = failed + missing).
 SUMMARY_COLUMNS = ["model", "task", "n_stimuli", "n_scored", "n_failed", "n_missing", "n_left_out",
                    "n_unreadable_lines"]
-"""Columns of ``results/tables/failures_by_model_task.csv`` (left out = failed + missing)."""
 
+# Columns of ``results/tables/failed_stimuli.csv`` (``status`` ``failed`` or ``missing``).
 FAILED_COLUMNS = ["model", "task", "stimulus_id", "status", "error"]
-"""Columns of ``results/tables/failed_stimuli.csv`` (``status`` ``failed`` or ``missing``)."""
-
-_SHARD = re.compile(r"\.shard-\d+-of-\d+$")
-
 
 def failure_tables(inference_dir, manifests_dir=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per model × task counts of left-out stimuli, and the list of them.
 
-    Parameters
-    ----------
-    inference_dir : str or Path
-        Folder of ``<model>/<task>.jsonl`` (shard and run-log files are not read).
-    manifests_dir : str or Path, optional
-        Folder of ``<family>.csv``; without it (or without the family's manifest) only the rows of
-        the inference file count and ``n_missing`` is 0.
-
-    Returns
-    -------
-    (summary, failed) : DataFrame, DataFrame
-        Columns :data:`SUMMARY_COLUMNS` and :data:`FAILED_COLUMNS`, sorted by model and task.
+    Reads ``<inference_dir>/<model>/<task>.jsonl`` (not shard or run-log files) and ``<manifests_dir>/<family>.csv``
+    (without it only the inference rows count and ``n_missing`` is 0). Returns ``(summary, failed)`` with the
+    columns :data:`SUMMARY_COLUMNS` and :data:`FAILED_COLUMNS`, sorted by model and task.
     """
     inf = Path(inference_dir)
     ids: dict[str, set] = {}
     summary, failed = [], []
     for path in sorted(inf.glob("*/*.jsonl")):
         task = path.stem
-        if task.startswith("run_log") or _SHARD.search(task):
+        if task.startswith("run_log") or is_shard_file(path):
             continue
         model = path.parent.name
         try:

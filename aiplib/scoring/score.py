@@ -57,41 +57,28 @@ from aiplib.io.formats import (
 )
 from aiplib.scoring.family_columns import FAMILY_SCORE_COLUMNS, add_family_scores, family_sidecar
 
-__all__ = ["wer", "wer_details", "score_inference", "normalizer_provenance"]
-
 log = logging.getLogger(__name__)
 
 _FAMILY_FOLDERS = ("background", "competing_speech", "channel")  # inference/<family>/: not model folders
 
-_NORMALIZERS = {"paper": normalize_text, "whisper": normalize_whisper,
-                "none": lambda s: " ".join(str(s or "").split())}
+_NORMALIZERS = {"paper": normalize_text, "whisper": normalize_whisper, "none": lambda s: " ".join(str(s or "").split())}
 
 
 def normalizer_provenance() -> dict:
     """``{"normalizer": {"name", "version", "rule"}, "normalizer_whisper": {"name", "version"},
     "jiwer_version"}``, for sidecars and provenance.
     """
-    return {"normalizer": {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION,
-                           "rule": NORMALIZER_RULE},
-            "normalizer_whisper": {"name": WHISPER_NORMALIZER_NAME,
-                                   "version": WHISPER_NORMALIZER_VERSION},
+    return {"normalizer": {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION, "rule": NORMALIZER_RULE},
+            "normalizer_whisper": {"name": WHISPER_NORMALIZER_NAME, "version": WHISPER_NORMALIZER_VERSION},
             "jiwer_version": JIWER_VERSION}
 
 
 def wer(ref: str, hyp: str, *, normalizer: str = "paper") -> float:
     """Word error rate of one utterance, on normalised text: ``(S + D + I) / N``, ``N`` the reference words.
 
-    Parameters
-    ----------
-    ref, hyp : str
-        Reference and recogniser output (raw). An empty hypothesis gives 1.0 (all deletions).
-    normalizer : {"paper", "whisper", "none"}
-        :func:`normalize_text` (default), :func:`normalize_whisper`, or white-space split only.
-
-    Returns
-    -------
-    float >= 0, or NaN
-        Can exceed 1 (insertions); NaN when the reference is empty after normalisation.
+    ``ref, hyp``: raw reference and recogniser output (an empty ``hyp`` gives 1.0); ``normalizer``:
+    ``"paper"`` (:func:`normalize_text`), ``"whisper"`` (:func:`normalize_whisper`) or ``"none"`` (white
+    space only). The WER can exceed 1 (insertions); NaN when the normalised reference is empty.
 
     Examples
     --------
@@ -104,19 +91,11 @@ def wer(ref: str, hyp: str, *, normalizer: str = "paper") -> float:
 def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
     """Corpus-level WER, mean per-utterance WER, S/D/I/hit counts and CER.
 
-    Parameters
-    ----------
-    refs, hyps : sequence of str [shape=(n_utterances,)]
-    normalizer : {"paper", "whisper", "none"}
-
-    Returns
-    -------
-    dict
-        ``wer`` = Σ(S+D+I) / Σ N (pooled; NaN if Σ N = 0), ``mean_wer`` (of the defined
-        per-utterance WERs), ``substitutions, deletions, insertions, hits, errors, ref_words``
-        (int; ``ref_words`` = H + S + D), ``cer`` (``jiwer.cer`` over utterances with a reference),
-        ``per_utterance`` (NaN for an empty reference), ``n_utterances``, ``n_ref_empty`` (their
-        insertions count in ``wer``).
+    ``refs, hyps``: sequences of str, shape (n_utterances,); ``normalizer`` as :func:`wer`. Returns
+    ``wer`` = Σ(S+D+I) / Σ N (pooled; NaN if Σ N = 0), ``mean_wer`` (of the defined per-utterance WERs),
+    ``substitutions, deletions, insertions, hits, errors, ref_words`` (int; ``ref_words`` = H + S + D),
+    ``cer`` (``jiwer.cer`` over utterances with a reference), ``per_utterance`` (NaN for an empty
+    reference), ``n_utterances``, ``n_ref_empty`` (their insertions count in ``wer``).
 
     Raises
     ------
@@ -145,21 +124,11 @@ def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
     n_ref = h + s + d
     with_ref = [(r, hh) for r, hh in zip(r_n, h_n) if r]
     defined = [v for v in per if not math.isnan(v)]
-    return {
-        "wer": (s + d + ins) / n_ref if n_ref else float("nan"),
-        "mean_wer": float(np.mean(defined)) if defined else float("nan"),
-        "substitutions": int(s),
-        "deletions": int(d),
-        "insertions": int(ins),
-        "hits": int(h),
-        "errors": int(s + d + ins),
-        "ref_words": int(n_ref),
-        "cer": (float(jiwer.cer([r for r, _ in with_ref], [hh for _, hh in with_ref]))
-                if with_ref else float("nan")),
-        "per_utterance": per,
-        "n_utterances": len(refs),
-        "n_ref_empty": sum(1 for r in r_n if not r),
-    }
+    return {"wer": (s + d + ins) / n_ref if n_ref else float("nan"),
+        "mean_wer": float(np.mean(defined)) if defined else float("nan"), "substitutions": int(s), "deletions": int(d),
+        "insertions": int(ins), "hits": int(h), "errors": int(s + d + ins), "ref_words": int(n_ref),
+        "cer": (float(jiwer.cer([r for r, _ in with_ref], [hh for _, hh in with_ref])) if with_ref else float("nan")),
+        "per_utterance": per, "n_utterances": len(refs), "n_ref_empty": sum(1 for r in r_n if not r)}
 
 
 def _read_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
@@ -243,28 +212,19 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
         pids = ok["prompt_id"].value_counts().sort_index()
         meta["prompt_ids"][model] = {k: int(v) for k, v in pids.items()}
         # the prompt set named by each row (rows written elsewhere, e.g. the authors', name none)
-        ok["prompt_set"] = ok["prompt_set"].map(lambda v: "unrecorded" if v is None or v != v or v == ""
-                                                else str(v))
+        ok["prompt_set"] = ok["prompt_set"].map(lambda v: "unrecorded" if v is None or v != v or v == "" else str(v))
         meta.setdefault("prompt_sets", {})[model] = {k: int(v) for k, v in
                                                      ok["prompt_set"].value_counts().sort_index().items()}
         if len(pids) > 1:
             warnings.warn(f"{path}: rows come from {len(pids)} prompts {list(pids.index)}; "
                           "the scores mix them", stacklevel=3)
         man = man_src.loc[ok["stimulus_id"]]
-        out = pd.DataFrame({
-            "model": model,
-            "task": task,
-            "stimulus_id": ok["stimulus_id"].to_numpy(),
-            "item_id": man["item_id"].to_numpy(),
-            "bg_id": man["bg_id"].to_numpy(),
-            "snr_db": man["snr_db"].to_numpy(),
+        out = pd.DataFrame({"model": model, "task": task, "stimulus_id": ok["stimulus_id"].to_numpy(),
+            "item_id": man["item_id"].to_numpy(), "bg_id": man["bg_id"].to_numpy(), "snr_db": man["snr_db"].to_numpy(),
             "accent_group": man["accent_group"].replace("", np.nan).to_numpy(),
-            "accent": man["accent"].replace("", np.nan).to_numpy(),
-            "prompt_id": ok["prompt_id"].to_numpy(),
-            "prompt_set": ok["prompt_set"].to_numpy(),
-            "condition": man["condition"].to_numpy(),
-            "bg_active": man["bg_active"].to_numpy(),
-        })
+            "accent": man["accent"].replace("", np.nan).to_numpy(), "prompt_id": ok["prompt_id"].to_numpy(),
+            "prompt_set": ok["prompt_set"].to_numpy(), "condition": man["condition"].to_numpy(),
+            "bg_active": man["bg_active"].to_numpy()})
         resp = ok["response"].astype(str).to_numpy()
         if fam == "asr":
             out["reference"] = man["reference"].to_numpy()
@@ -281,8 +241,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
                               "their insertions count in corpus WER", stacklevel=3)
         else:
             out["label"] = man["reference"].to_numpy()
-            out["is_target"] = [_as_bool(t, lab, keywords)
-                                for t, lab in zip(man["is_target"], man["reference"])]
+            out["is_target"] = [_as_bool(t, lab, keywords) for t, lab in zip(man["is_target"], man["reference"])]
             out["response"] = resp
             per = pd.DataFrame([score_kws_row(r, lab, t, keywords)
                                 for r, lab, t in zip(resp, out["label"], out["is_target"])],
@@ -301,14 +260,12 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
     if not frames:
         return pd.DataFrame(), meta
     res = pd.concat(frames, ignore_index=True)
-    meta["n_unpaired"] = int((res["bg_id"] != "clean").sum()
-                             - res.loc[res["bg_id"] != "clean",
+    meta["n_unpaired"] = int((res["bg_id"] != "clean").sum() - res.loc[res["bg_id"] != "clean",
                                        DEGRADATION_COLUMN[fam]].notna().sum())
     return res, meta
 
 
-def _add_delta(df: pd.DataFrame, col: str, out_col: str, *,
-               noisy_minus_clean: bool) -> pd.DataFrame:
+def _add_delta(df: pd.DataFrame, col: str, out_col: str, *, noisy_minus_clean: bool) -> pd.DataFrame:
     clean = (df[df["bg_id"] == "clean"].drop_duplicates(["model", "task", "item_id"], keep="last")
              .set_index(["model", "task", "item_id"])[col])
     key = pd.MultiIndex.from_frame(df[["model", "task", "item_id"]])
@@ -327,16 +284,12 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
-        Reads ``inference/<model>/<task>.jsonl`` and ``manifests/<family>.csv``, writes
-        ``results/scores/`` (of its condition family's view).
-    models : sequence of str, optional
-        Model folders to score (default: every folder under ``inference/``).
-    tasks : sequence of str, optional
-        Tasks to score (default: every ``<task>.jsonl`` found; non-ASR/KWS tasks skipped with a warning).
-    inference_dir : str or Path, optional
-        Score the ``<model>/<task>.jsonl`` of this folder instead (e.g. the authors' ``inference/``).
-    manifests_dir : str or Path, optional
-        Read ``<family>.csv`` here; with no manifest at all the inference rows supply the columns.
+        Reads ``inference/<model>/<task>.jsonl`` and ``manifests/<family>.csv`` of its condition family's view.
+    models, tasks : sequence of str, optional
+        Default: every model folder under ``inference/``, every ``<task>.jsonl`` (non-ASR/KWS skipped, warned).
+    inference_dir, manifests_dir : str or Path, optional
+        Read ``<model>/<task>.jsonl`` (e.g. the authors' ``inference/``) / ``<family>.csv`` here instead; with
+        no manifest at all the inference rows supply the columns.
     keywords : str or sequence of str, optional
         Closed keyword set of the KWS rule; default the one stored with the KWS item bank.
 
@@ -351,13 +304,9 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
         correct(noisy)`` (NaN on clean rows or without the clean row); last ``condition, bg_active``.
         A condition family's scores add its columns (:func:`aiplib.scoring.family_columns.add_family_scores`).
 
-    Notes
-    -----
-    ``__ERROR__`` rows are dropped and counted (``n_errors``); of several rows per stimulus the last
-    successful one is kept (``n_duplicates``); unreadable lines are skipped (``n_malformed_lines``). The
-    reference comes from the manifest. Empty references (``ref_empty``, WER NaN), loops and KWS
-    non-answers are counted. The sidecar records the normalisers, jiwer, the KWS rule and keywords,
-    and the prompt ids per model (a warning when a file mixes prompts).
+    The sidecar counts ``__ERROR__`` rows (dropped, ``n_errors``), repeated rows (the last successful one
+    kept, ``n_duplicates``), unreadable lines (``n_malformed_lines``), empty references, loops and KWS
+    non-answers, and records the normalisers, jiwer, the KWS rule and keywords and the prompt ids per model.
 
     Raises
     ------
@@ -398,14 +347,8 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
             if manifests[fam] is None:
                 log.info("no %s manifest: the inference rows supply the manifest columns", fam)
         df, meta = _score_task(ws, task, models, manifests[fam], inference_dir=inf, keywords=kw)
-        side = {
-            "task": task,
-            "family": fam,
-            **normalizer_provenance(),
-            "n_rows": int(len(df)),
-            "inference_dir": str(inf),
-            **meta,
-        }
+        side = {"task": task, "family": fam, **normalizer_provenance(), "n_rows": int(len(df)),
+            "inference_dir": str(inf), **meta}
         if fam == "kws":
             side["kws_rule"] = KWS_RULE
             side["keywords"] = list(kw)

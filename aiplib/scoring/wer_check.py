@@ -14,25 +14,14 @@ from aiplib.scoring.score import wer
 from aiplib.stimuli.checks import materialize_named
 from aiplib.stimuli.mixing import SPEECH_LUFS
 
-__all__ = ["wer_constancy"]
-
 
 def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed: int = 0,
                   levels_lufs=(-33.0, -23.0, -13.0), decoding: str = DEFAULT_DECODING) -> pd.DataFrame:
     """WER of the recogniser on clean items at several speech levels (written to ``checks/wer_constancy.csv``).
 
-    Parameters
-    ----------
-    ws : Workspace
-    model : str
-        Registry id of the recogniser (loaded once).
-    n_items : int
-        Seeded choice of clean ASR items.
-    seed : int
-    levels_lufs : sequence of float, LUFS
-        Speech levels; the pipeline's own is ``SPEECH_LUFS`` (−23 LUFS).
-    decoding : str
-        Decoding path, stage 7's by default (:data:`aiplib.inference.plan.DEFAULT_DECODING`).
+    ``model``: registry id of the recogniser (loaded once); ``n_items``: clean ASR items chosen with
+    ``seed``; ``levels_lufs``: speech levels in LUFS (the pipeline's own is ``SPEECH_LUFS``, −23 LUFS);
+    ``decoding``: stage 7's by default (:data:`aiplib.inference.plan.DEFAULT_DECODING`).
 
     Returns
     -------

@@ -65,8 +65,7 @@ def _line_list(numbers: list[int], at_most: int = 5) -> str:
     return shown + (f" … ({len(numbers) - at_most} more)" if len(numbers) > at_most else "")
 
 
-def read_inference_jsonl(path, *, require_id: bool = True, bad_lines: list | None = None
-                         ) -> tuple[list[dict], int]:
+def read_inference_jsonl(path, *, require_id: bool = True, bad_lines: list | None = None) -> tuple[list[dict], int]:
     """Read an inference JSONL file (ours or the authors'): the one reader of stages 7, 8 and the explorer.
 
     A line that is not UTF-8, not JSON, or not an object with an ``id`` is skipped and counted (one
@@ -133,12 +132,7 @@ def quarantine_lines(path, bad: list) -> Path:
 def is_error_row(row: dict) -> bool:
     """A failed generation: ``raw == "__ERROR__"`` (the authors' rule), no ``raw``, or a
     non-null ``error``."""
-    raw = row.get("raw")
-    if isinstance(raw, float) and math.isnan(raw):
-        raw = None
-    err = row.get("error")
-    if isinstance(err, float) and math.isnan(err):
-        err = None
+    raw, err = (None if isinstance(v, float) and math.isnan(v) else v for v in (row.get("raw"), row.get("error")))
     return raw is None or raw == ERROR_RESPONSE or err is not None
 
 
@@ -175,11 +169,7 @@ def _json_value(v):
     if isinstance(v, (np.floating, float)):
         v = float(v)
         return v if math.isfinite(v) else None
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.bool_,)):
-        return bool(v)
-    return v
+    return int(v) if isinstance(v, np.integer) else bool(v) if isinstance(v, np.bool_) else v
 
 
 def json_values(row: dict) -> dict:
@@ -238,12 +228,7 @@ def load_scores(ws, tasks=None) -> dict[str, pd.DataFrame]:
     scores_dir = ws.scores_dir if hasattr(ws, "scores_dir") else Path(getattr(ws, "results", ws)) / "scores"
     if tasks is None:
         tasks = sorted(p.stem for p in scores_dir.glob("*.csv"))
-    out = {}
-    for task in tasks:
-        p = scores_dir / f"{task}.csv"
-        if p.exists():
-            out[task] = read_scores(p)
-    return out
+    return {t: read_scores(scores_dir / f"{t}.csv") for t in tasks if (scores_dir / f"{t}.csv").exists()}
 
 
 def write_scores(ws, task: str, df: pd.DataFrame, sidecar: dict) -> Path:

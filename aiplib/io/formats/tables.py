@@ -18,16 +18,6 @@ __all__ = ["ITEM_BANK_FIELDS", "write_item_bank", "read_item_bank", "read_item_b
            "write_csv_atomic", "write_json_atomic", "parse_bool"]
 
 
-def write_csv_atomic(df: pd.DataFrame, path) -> Path:
-    """Write ``df`` (no index) to ``path`` (folder created) atomically: ``<path>.part``, then a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    df.to_csv(tmp, index=False)
-    tmp.replace(path)
-    return path
-
-
 def _write_text_atomic(text: str, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -35,6 +25,15 @@ def _write_text_atomic(text: str, path) -> Path:
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def write_csv_atomic(df: pd.DataFrame, path) -> Path:
+    """Write ``df`` (no index) to ``path`` (folder created) atomically: ``<path>.part``, then a rename."""
+    return _write_text_atomic(df.to_csv(index=False), path)
+
+
+# descriptors/battery.csv, descriptors/acoustic_descriptors.csv and manifests are written the same way
+write_battery_csv = write_descriptor_table = write_manifest_csv = write_csv_atomic
 
 
 def write_json_atomic(obj, path) -> Path:
@@ -82,8 +81,7 @@ def write_item_bank(ws, family: str, rows, *, keywords=None, extra: dict | None 
         missing = [k for k in ITEM_BANK_FIELDS[family] if k not in r]
         if missing:
             raise AiplibParameterError(f"item bank {family}: row {i} ({r.get('item_id')!r}) lacks {missing}")
-    path = _write_text_atomic("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                              ws.item_bank(family))
+    path = _write_text_atomic("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), ws.item_bank(family))
     side = {"family": family, "n_items": len(rows), **(extra or {})}
     if family == "kws":
         side["keywords"] = list(normalize_keywords(keywords))
@@ -166,11 +164,6 @@ def read_battery_csv(path, *, index: bool = False) -> pd.DataFrame | None:
     return df.set_index("bg_id") if index else df
 
 
-def write_battery_csv(df: pd.DataFrame, path) -> Path:
-    """Write ``descriptors/battery.csv`` atomically (:func:`write_csv_atomic`)."""
-    return write_csv_atomic(df, path)
-
-
 # the nine descriptors in column order (definitions: aiplib.battery.descriptors.DESCRIPTOR_INFO); the table
 # adds the share of descriptor frames that are digital silence
 DESCRIPTORS = ["zcr", "spectral_centroid", "spectral_rolloff", "spectral_bandwidth", "spectral_flux",
@@ -187,11 +180,6 @@ def read_descriptor_table(path, *, index: bool = False) -> pd.DataFrame | None:
     df = pd.read_csv(path, dtype={"bg_id": str}, keep_default_na=False,
                      na_values={c: ["", "nan", "NaN"] for c in DESCRIPTOR_TABLE_COLUMNS[1:]})
     return df.set_index("bg_id") if index else df
-
-
-def write_descriptor_table(df: pd.DataFrame, path) -> Path:
-    """Write ``descriptors/acoustic_descriptors.csv`` atomically (:func:`write_csv_atomic`)."""
-    return write_csv_atomic(df, path)
 
 
 # ============================================================================== manifests
@@ -246,25 +234,15 @@ def read_manifest_meta(ws, family: str) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-def write_manifest_csv(df: pd.DataFrame, path) -> Path:
-    """Write a manifest atomically (:func:`write_csv_atomic`); :func:`read_manifest_csv` reads it back."""
-    return write_csv_atomic(df, path)
-
-
 def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
     """Manifest rows (or inference rows carrying them) of ``family`` (``"asr"``/``"kws"``) under the score
-    files' names.
+    files' names, indexed by ``stimulus_id`` (also a column), last row per id.
 
-    Returns
-    -------
-    pandas.DataFrame
-        Indexed by ``stimulus_id`` (kept as a column), last row per id: ``stimulus_id`` = ``id``;
-        ``item_id`` = ``speech_id``; ``bg_id`` = ``background_id`` ("clean" on clean rows); ``snr_db``
-        (float dB, NaN on clean rows: the manifest's 99 is a marker); ``reference`` = ``transcript``
-        (ASR) or ``keyword`` (KWS); ``accent_group`` (else the authors' ``accent``); ``accent`` (the raw
-        label, else ``accent_group``); ``is_target`` (text); ``condition``; ``bg_active`` (nullable
-        boolean, NA on clean rows and when unknown). A missing ``item_id`` / ``bg_id`` (an id ``NA``
-        read as NaN by the authors' script) is recovered from the stimulus id.
+    ``stimulus_id`` = ``id``; ``item_id`` = ``speech_id``; ``bg_id`` = ``background_id`` ("clean" on clean
+    rows); ``snr_db`` (float dB, NaN on clean rows: the manifest's 99 is a marker); ``reference`` =
+    ``transcript`` or ``keyword``; ``accent_group`` (else ``accent``); ``accent`` (else ``accent_group``);
+    ``is_target`` (text); ``condition``; ``bg_active`` (nullable boolean, NA on clean rows and when
+    unknown). A missing ``item_id`` / ``bg_id`` (``NA`` read as NaN by the authors) comes from the id.
     """
 
     def col(name, default=""):
@@ -288,17 +266,10 @@ def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
     snr = pd.to_numeric(col("snr_db", np.nan), errors="coerce").astype(float).where(~clean)
     acc = text(col("accent_group"))
     acc = acc.where(acc != "", text(col("accent")))
-    view = pd.DataFrame({
-        "stimulus_id": sid,
-        "item_id": item,
-        "bg_id": bg.where(~clean, "clean"),
-        "snr_db": snr,
-        "reference": text(col(family_spec(family)["reference"])),
-        "accent_group": acc,
-        "accent": text(col("accent")).where(text(col("accent")) != "", acc),
-        "is_target": text(col("is_target")),
+    view = pd.DataFrame({"stimulus_id": sid, "item_id": item, "bg_id": bg.where(~clean, "clean"), "snr_db": snr,
+        "reference": text(col(family_spec(family)["reference"])), "accent_group": acc,
+        "accent": text(col("accent")).where(text(col("accent")) != "", acc), "is_target": text(col("is_target")),
         "condition": np.where(clean, "clean", "noisy"),
-        "bg_active": col("bg_active", pd.NA).map(parse_bool).astype("boolean"),
-    })
+        "bg_active": col("bg_active", pd.NA).map(parse_bool).astype("boolean")})
     view.loc[clean.to_numpy(), "bg_active"] = pd.NA
     return view.drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id", drop=False)
