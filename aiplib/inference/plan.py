@@ -11,8 +11,6 @@ from aiplib.inference.models import resolve
 from aiplib.inference.prompts import TASKS, PromptSet, get_prompt_set, task_names
 from aiplib.inference.shards import coerce_shard
 
-__all__ = ["DEFAULT_DECODING", "PAPER_BATCH_SIZE", "DecodingConfig", "RunPlan", "configure", "effective_batch_size"]
-
 DEFAULT_DECODING = "window"
 """Stage 7's decoding of the embedded Whisper (:mod:`aiplib.inference.models.whisper`): the shortest
 of 15 / 20 / 30 s leaving 5 s of padding, chosen by ``benchmarks/bench_window.py``

@@ -8,8 +8,6 @@ from pathlib import Path
 
 from aiplib.core.errors import AiplibError
 
-__all__ = ["PromptFileError", "parse_prompts_file"]
-
 
 class PromptFileError(AiplibError, ValueError):
     """A prompts file cannot be used as a prompt set (the message names the file and line)."""

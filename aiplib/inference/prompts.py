@@ -46,12 +46,6 @@ from aiplib.inference.prompt_file import PromptFileError, parse_prompts_file
 from aiplib.io.formats import read_item_bank_keywords
 from aiplib.sources.download import download_file
 
-__all__ = ["TASKS", "PROMPTS", "DEFAULT_PROMPT_SET", "NO_PROMPT_ID", "PROMPT_SET_FIELD", "ENV_VARS", "builtin_prompts",
-           "prompt_for", "task_names", "not_applicable", "PromptSet", "PromptSource", "default_prompt_set_name",
-           "prompt_set_names", "canonical_prompt_set_name", "get_prompt_set", "prompts_url", "fetch_prompts_file",
-           "prompt_set_from_file", "prompt_set_record"]
-
-
 _STEER = ("Listen only to the main foreground speaker and ignore all background sounds, noise, "
           "music and other voices.")
 

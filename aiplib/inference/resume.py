@@ -32,9 +32,6 @@ from aiplib.io.formats import (
 )
 from aiplib.stimuli.manifests import manifest_hash, read_manifest
 
-__all__ = ["UNKEYED_CHECK_FIELDS", "pending_stimuli", "stimulus_keys", "resume_file",
-           "refreshed_row", "refreshed_copies", "plan_family"]
-
 log = logging.getLogger(__name__)
 
 

@@ -19,8 +19,6 @@ import pandas as pd
 from aiplib.core import __version__
 from aiplib.io.formats import append_jsonl_lines, repair_jsonl
 
-__all__ = ["MIX_DIAG_FIELDS", "MixDiagnostics", "Throughput", "versions", "now_iso", "short_error", "log_run"]
-
 log = logging.getLogger(__name__)
 
 ERROR_MAX_CHARS = 300

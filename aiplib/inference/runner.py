@@ -34,23 +34,17 @@ from aiplib.core.tasks import parse_suite
 from aiplib.inference import models
 from aiplib.inference.batch_decode import generate_into, mix_batch, output_row
 from aiplib.inference.plan import (
-    DEFAULT_DECODING,
-    PAPER_BATCH_SIZE,
     DecodingConfig,
     RunPlan,
     configure,
     effective_batch_size,
 )
-from aiplib.inference.prompts import NO_PROMPT_ID, not_applicable, prompt_set_record
+from aiplib.inference.prompts import not_applicable, prompt_set_record
 from aiplib.inference.resume import plan_family
 from aiplib.inference.run_records import MixDiagnostics, Throughput, log_run, now_iso, short_error, versions
 from aiplib.inference.shards import merge_model, shard_label, shard_lock, shard_path, summary_line
 from aiplib.io.audio import SR
 from aiplib.io.formats import ERROR_RESPONSE, append_jsonl_lines, inference_row_json
-
-__all__ = ["run_suite", "run_inference", "raise_if_not_run", "not_applicable", "NO_PROMPT_ID",
-           "DEFAULT_DECODING", "PAPER_BATCH_SIZE", "DecodingConfig", "RunPlan", "effective_batch_size",
-           "STAGE7_TIMES_COLUMNS"]
 
 log = logging.getLogger(__name__)
 

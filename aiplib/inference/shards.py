@@ -36,10 +36,6 @@ from aiplib.io.formats import (
     repair_jsonl,
 )
 
-__all__ = ["ShardConflictError", "ShardBusyError", "parse_shard", "coerce_shard", "shard_label", "shard_of",
-           "select_shard", "shard_path", "rewrite_jsonl", "parse_line", "shard_files", "shard_lock", "busy_shards", "merge_shards",
-           "merge_run_logs", "merge_diagnostics", "merge_model", "merge_all", "summary_line", "is_shard_file"]
-
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 _FILE_RE = re.compile(r"^(?P<task>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")
 

@@ -14,8 +14,6 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     from aiplib.inference.models.registry import ModelEntry
 
-__all__ = ["Recogniser", "generate_throughput"]
-
 
 class Recogniser(abc.ABC):
     """A loaded model that turns audio (+ prompt) into text.

@@ -37,8 +37,6 @@ from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailab
 from aiplib.inference.models.base import Recogniser
 from aiplib.io.audio import SR, valid_audio
 
-__all__ = ["CommandRecogniser", "CommandError", "load", "DEFAULT_TIMEOUT_S", "retry_key"]
-
 DEFAULT_TIMEOUT_S = 120.0
 
 

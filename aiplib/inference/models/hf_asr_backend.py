@@ -34,7 +34,6 @@ import numpy as np
 
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
 from aiplib.inference.models.base import Recogniser, generate_throughput
-from aiplib.inference.models.registry import HF_ASR_KINDS as KINDS
 from aiplib.inference.models.transformers_backend import (
     DTYPES,
     folder_fingerprint,
@@ -43,8 +42,6 @@ from aiplib.inference.models.transformers_backend import (
     resolve_device,
 )
 from aiplib.io.audio import SR, valid_audio
-
-__all__ = ["HFASRRecogniser", "load", "KINDS", "detect_kind"]
 
 
 def detect_kind(config, wanted: str = "auto") -> str:

@@ -52,8 +52,6 @@ from aiplib.inference.models.base import Recogniser
 from aiplib.inference.models.command_backend import retry_key  # the one retry-cache key of both backends
 from aiplib.io.audio import SR, valid_audio
 
-__all__ = ["OpenAIRecogniser", "OpenAIOptions", "OpenAIBackendError", "load", "RETRY_STATUS", "chat_payload"]
-
 log = logging.getLogger(__name__)
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504}) | frozenset(range(505, 600))

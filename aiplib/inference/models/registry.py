@@ -15,10 +15,6 @@ import yaml
 
 from aiplib.core.errors import MissingPackageError, ModelUnavailableError
 
-__all__ = ["ModelEntry", "BACKENDS", "BACKEND_MODULES", "DEFAULT_MODEL", "REGISTRY_PATH",
-           "load_registry", "get_entry", "list_models", "resolve", "check_runnable",
-           "cuda_available", "load_model", "decoding_key"]
-
 REGISTRY_PATH = Path(__file__).with_name("registry.yaml")
 DEFAULT_MODEL = "whisper_tiny_en"
 """The embedded model every machine can run (suggested when another entry cannot run)."""

@@ -32,9 +32,6 @@ from aiplib.inference.models.adapters import get_adapter
 from aiplib.inference.models.base import Recogniser, generate_throughput
 from aiplib.io.audio import SR, valid_audio
 
-__all__ = ["TransformersRecogniser", "load", "check_batch_invariance", "hub_error_message", "free_memory", "DTYPES",
-           "resolve_device", "folder_fingerprint"]
-
 log = logging.getLogger(__name__)
 
 DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}

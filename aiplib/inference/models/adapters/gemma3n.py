@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from aiplib.inference.models.adapters import Adapter, no_timm_vision_patch
 
-__all__ = ["Gemma3nAdapter", "ADAPTER"]
-
 
 class Gemma3nAdapter(Adapter):
     model_type = "gemma3n"

@@ -15,8 +15,6 @@ from pathlib import Path
 from aiplib.core.errors import MissingPackageError
 from aiplib.inference.models.adapters import Adapter
 
-__all__ = ["Phi4MultimodalAdapter", "ADAPTER", "SPEECH_LORA"]
-
 log = logging.getLogger(__name__)
 SPEECH_LORA = "speech-lora"
 

@@ -18,8 +18,6 @@ import math
 
 from aiplib.inference.models.adapters import Adapter
 
-__all__ = ["Qwen25OmniAdapter", "ADAPTER"]
-
 
 class Qwen25OmniAdapter(Adapter):
     model_type = "qwen25_omni"

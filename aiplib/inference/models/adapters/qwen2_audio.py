@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from aiplib.inference.models.adapters import Adapter
 
-__all__ = ["Qwen2AudioAdapter", "ADAPTER"]
-
 
 class Qwen2AudioAdapter(Adapter):
     model_type = "qwen2_audio"

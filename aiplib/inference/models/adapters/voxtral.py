@@ -12,8 +12,6 @@ import base64
 
 from aiplib.inference.models.adapters import Adapter, wav_bytes
 
-__all__ = ["VoxtralAdapter", "ADAPTER", "AUDIO_TOKEN_ID"]
-
 AUDIO_TOKEN_ID = 24
 """Id of ``[AUDIO]`` (hard-coded in ``VoxtralProcessor``)."""
 
