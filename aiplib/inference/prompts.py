@@ -1,23 +1,14 @@
 """Tasks, their prompts and the prompt sets they come from.
 
-A *task* (``aiplib/core/tasks.yaml``) is a (family, prompt variant) pair: the family picks the item
-bank and the scoring rule (``asr``: word error rate; ``kws``: first word of the response against
-the keyword label), the variant the instruction: ``baseline`` asks for the job only, ``p5``
-("steering prompt 5") adds an instruction to attend to the foreground speaker.
-
-A *prompt set* gives every task one text and says whether its KWS prompt is a closed list or an
-open answer. Two are defined in ``tasks.yaml``:
+A *task* (``aiplib/core/tasks.yaml``) is a (family, prompt variant) pair: the family (``asr``, ``kws``)
+picks the item bank and the scoring rule, the variant the instruction (``baseline``; ``p5`` adds
+"attend to the foreground speaker"). A *prompt set* gives every task one text:
 
 * ``aip-closed-v1`` (aliases ``demo``, ``custom``): the built-in texts of :data:`PROMPTS`,
   closed-list KWS; the default.
-* ``paper`` (alias ``authors-05``): the ``PROMPTS`` dict of the authors' inference script
-  (``scripts/05_inference.py`` of github.com/IvLabs/AIP-Speech), open-answer KWS. The file is
-  downloaded once into ``<workspace>/raw/prompts/<commit>/`` (or named with ``$PROMPTS_FILE``) and
-  read with :mod:`ast` (:mod:`aiplib.inference.prompt_file`), **never executed**.
-
-Every set has a provenance record (:func:`prompt_set_record`) and a name that inference rows carry
-in :data:`PROMPT_SET_FIELD`. Speech LLMs get a text as the user turn of a chat; Whisper-style
-recognisers as the decoder's initial prompt (:mod:`aiplib.inference.models.whisper`).
+* ``paper`` (alias ``authors-05``): the ``PROMPTS`` dict of the authors' ``scripts/05_inference.py``
+  (github.com/IvLabs/AIP-Speech), open-answer KWS, downloaded once into
+  ``<workspace>/raw/prompts/<commit>/`` (or ``$PROMPTS_FILE``) and read with :mod:`ast`, never executed.
 """
 from __future__ import annotations
 
@@ -33,21 +24,13 @@ from typing import Mapping
 from aiplib.core.errors import AiplibParameterError
 from aiplib.core.hashing import file_sha256
 from aiplib.core.stamps import text_sha256
-from aiplib.core.tasks import (
-    KEYWORDS,
-    KWS_CLOSED_LIST,
-    KWS_OPEN_ANSWER,
-    normalize_keywords,
-    required_tasks,
-    task_file,
-)
+from aiplib.core.tasks import KEYWORDS, KWS_CLOSED_LIST, KWS_OPEN_ANSWER, normalize_keywords, required_tasks, task_file
 from aiplib.core.workspace import workspace
 from aiplib.inference.prompt_file import PromptFileError, parse_prompts_file
 from aiplib.io.formats import read_item_bank_keywords
 from aiplib.sources.download import download_file
 
-_STEER = ("Listen only to the main foreground speaker and ignore all background sounds, noise, "
-          "music and other voices.")
+_STEER = "Listen only to the main foreground speaker and ignore all background sounds, noise, music and other voices."
 
 TASKS: dict[str, tuple[str, str]] = {t: (d["family"], d["variant"]) for t, d in task_file()["tasks"].items()}
 """Task name (the ``<task>`` of the result files) → (family, prompt variant), from ``tasks.yaml``."""
@@ -73,28 +56,13 @@ def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
         If the keyword set is empty or has a multi-word keyword.
     """
     kw = normalize_keywords(keywords)
-    kw_list = ", ".join(kw)
+    choice = f"It is one of: {', '.join(kw)}, or another word. Answer with the single word only."
     suffix = "" if kw == KEYWORDS else "_kw" + hashlib.sha256(",".join(kw).encode("utf-8")).hexdigest()[:8]
-    return {
-        ("asr", "baseline"): {
-            "prompt_id": "asr_baseline_v1",
-            "text": "Transcribe the speech in this audio exactly.",
-        },
-        ("asr", "p5"): {
-            "prompt_id": "asr_p5_v1",
-            "text": f"{_STEER} Transcribe the speech of the main speaker in this audio exactly.",
-        },
-        ("kws", "baseline"): {
-            "prompt_id": "kws_baseline_v1" + suffix,
-            "text": ("Which word is spoken in this audio? It is one of: "
-                     f"{kw_list}, or another word. Answer with the single word only."),
-        },
-        ("kws", "p5"): {
-            "prompt_id": "kws_p5_v1" + suffix,
-            "text": (f"{_STEER} Which word does the main speaker say? It is one of: "
-                     f"{kw_list}, or another word. Answer with the single word only."),
-        },
-    }
+    p = lambda pid, text: {"prompt_id": pid, "text": text}  # noqa: E731
+    return {("asr", "baseline"): p("asr_baseline_v1", "Transcribe the speech in this audio exactly."),
+            ("asr", "p5"): p("asr_p5_v1", f"{_STEER} Transcribe the speech of the main speaker in this audio exactly."),
+            ("kws", "baseline"): p("kws_baseline_v1" + suffix, f"Which word is spoken in this audio? {choice}"),
+            ("kws", "p5"): p("kws_p5_v1" + suffix, f"{_STEER} Which word does the main speaker say? {choice}")}
 
 
 PROMPTS: dict[tuple[str, str], dict[str, str]] = builtin_prompts()
@@ -159,24 +127,15 @@ PROMPT_SET_FIELD = "prompt_set"
 
 ENV_VARS = {"prompts_file": "PROMPTS_FILE", "commit": "PROMPTS_COMMIT",
             "base_url": "PROMPTS_BASE_URL", "path": "PROMPTS_PATH", "sha256": "PROMPTS_SHA256"}
-"""Field of :class:`PromptSource` → environment variable that supplies it when not given."""
+"""Source field of :func:`get_prompt_set` → environment variable that supplies it when not given."""
 
 _COMMIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
-def default_prompt_set_name() -> str:
-    """Name of the prompt set used when none is given (``"aip-closed-v1"``)."""
-    return task_file()["default_prompt_set"]
-
-
 def prompt_set_names(*, aliases: bool = False) -> list[str]:
     """Names of the prompt sets of the task file (``aliases``: with ``demo``, ``custom``, ``authors-05``)."""
-    out = []
-    for name, d in task_file()["prompt_sets"].items():
-        out.append(name)
-        if aliases:
-            out.extend(d.get("aliases") or [])
-    return out
+    return [n for name, d in task_file()["prompt_sets"].items()
+            for n in [name, *((d.get("aliases") or []) if aliases else [])]]
 
 
 def canonical_prompt_set_name(name: str | None) -> str:
@@ -188,12 +147,11 @@ def canonical_prompt_set_name(name: str | None) -> str:
         If ``name`` is no prompt set or alias; the message lists the valid ones.
     """
     if name is None:
-        return default_prompt_set_name()
+        return task_file()["default_prompt_set"]
     for canon, d in task_file()["prompt_sets"].items():
         if name == canon or name in (d.get("aliases") or []):
             return canon
-    raise AiplibParameterError(f"unknown prompt set {name!r}; valid: "
-                               f"{', '.join(prompt_set_names(aliases=True))}")
+    raise AiplibParameterError(f"unknown prompt set {name!r}; valid: {', '.join(prompt_set_names(aliases=True))}")
 
 
 # ------------------------------------------------------------------------------------ the set
@@ -204,21 +162,16 @@ class PromptSet:
     Attributes
     ----------
     name : str
-        Canonical name (``"aip-closed-v1"``, ``"paper"``), carried by rows in :data:`PROMPT_SET_FIELD`.
-    texts : Mapping[str, str]
-        Task → prompt text, exactly the tasks of :func:`aiplib.core.tasks.required_tasks`.
-    prompt_ids : Mapping[str, str]
-        Task → prompt id: the built-in ids (``asr_baseline_v1`` …), or for a file
-        ``<name>_<task>_<first 10 hex of the text's SHA-256>`` (stage 7 resumes on it).
+        Canonical name, carried by rows in :data:`PROMPT_SET_FIELD`.
+    texts, prompt_ids : Mapping[str, str]
+        Task → prompt text / id (the tasks of :func:`aiplib.core.tasks.required_tasks`); a file's ids are
+        ``<name>_<task>_<first 10 hex of the text's SHA-256>`` (stage 7 resumes on them).
     kws_answer : str
         ``closed-list`` or ``open-answer``.
     source : Mapping[str, object]
-        ``{"kind": "builtin", …}``, ``{"kind": "url", "url", "repo", "commit", "path", "cached_file",
-        "downloaded"}`` or ``{"kind": "file", "path"}``.
-    sha256 : str or None
-        SHA-256 of the prompts file (None for a built-in set).
-    variable : str or None
-        Name of the dict read from the file (``"PROMPTS"``).
+        ``{"kind": "builtin" | "url" | "file", …}``.
+    sha256, variable : str or None
+        SHA-256 of the prompts file and the name of its dict (None for a built-in set).
     other_keys : tuple of str
         Keys of the file's dict that no task uses, recorded only.
     """
@@ -256,11 +209,8 @@ class PromptSet:
 
 def _builtin_set(name: str, spec: dict, keywords=None) -> PromptSet:
     kw = normalize_keywords(keywords)
-    prompts = builtin_prompts(kw)
-    texts, ids = {}, {}
-    for task in required_tasks():
-        p = prompts[TASKS[task]]
-        texts[task], ids[task] = p["text"], p["prompt_id"]
+    prompts = {t: builtin_prompts(kw)[TASKS[t]] for t in required_tasks()}
+    texts, ids = ({t: p[k] for t, p in prompts.items()} for k in ("text", "prompt_id"))
     return PromptSet(name=name, texts=MappingProxyType(texts), prompt_ids=MappingProxyType(ids),
                      kws_answer=spec["kws_answer"],
                      source=MappingProxyType({"kind": "builtin", "module": "aiplib.inference.prompts",
@@ -272,17 +222,10 @@ def prompt_set_record(ps: PromptSet) -> dict:
     ``{"prompt_set", "kws_answer", "source", "sha256", "variable", "texts_sha256", "tasks": {task:
     {"prompt_id", "text", "text_sha256"}}, "other_keys"}``.
     """
-    return {
-        PROMPT_SET_FIELD: ps.name,
-        "kws_answer": ps.kws_answer,
-        "source": dict(ps.source),
-        "sha256": ps.sha256,
-        "variable": ps.variable,
-        "texts_sha256": ps.texts_sha256,
-        "tasks": {t: {"prompt_id": ps.prompt_ids[t], "text": ps.texts[t],
-                      "text_sha256": text_sha256(ps.texts[t])} for t in ps.texts},
-        "other_keys": list(ps.other_keys),
-    }
+    return {PROMPT_SET_FIELD: ps.name, "kws_answer": ps.kws_answer, "source": dict(ps.source), "sha256": ps.sha256,
+            "variable": ps.variable, "texts_sha256": ps.texts_sha256,
+            "tasks": {t: {"prompt_id": ps.prompt_ids[t], "text": ps.texts[t], "text_sha256": text_sha256(ps.texts[t])}
+                      for t in ps.texts}, "other_keys": list(ps.other_keys)}
 
 
 def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPEN_ANSWER,
@@ -393,38 +336,6 @@ def fetch_prompts_file(*, base_url: str, commit: str, path: str, cache_dir, sha2
                   "cached_file": str(dest), "downloaded": downloaded}
 
 
-@dataclass(frozen=True)
-class PromptSource:
-    """Where a fetched prompt set's file comes from (each field: None for ``$`` :data:`ENV_VARS`, then
-    the task file's value).
-
-    Attributes
-    ----------
-    prompts_file : str or Path, optional
-        A local copy of the prompts file; when set, nothing is fetched.
-    commit, base_url, path : str, optional
-        URL parts (:func:`prompts_url`).
-    sha256 : str, optional
-        Expected SHA-256 of the file; the task file's pin applies to the fetched file only.
-    cache_dir : str or Path, optional
-        Overrides ``<ws>/raw/prompts``.
-    """
-
-    prompts_file: object = None
-    commit: str | None = None
-    base_url: str | None = None
-    path: str | None = None
-    sha256: str | None = None
-    cache_dir: object = None
-
-    def setting(self, key: str, spec_value=None):
-        """The argument, else its environment variable, else ``spec_value``."""
-        arg = getattr(self, key)
-        if arg is not None:
-            return arg
-        return os.environ.get(ENV_VARS[key], "").strip() or spec_value
-
-
 def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = False, **source) -> PromptSet:
     """A prompt set by name, its file fetched and parsed when it has one.
 
@@ -440,7 +351,10 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
     progress : bool
         Show a download progress bar.
     **source
-        The fields of :class:`PromptSource`.
+        ``prompts_file`` (a local copy: nothing is fetched), ``commit``, ``base_url``, ``path`` (URL parts,
+        :func:`prompts_url`), ``sha256`` (expected; the task file's pin applies to the fetched file only),
+        ``cache_dir`` (overrides ``<ws>/raw/prompts``). Each of the first five, when None, comes from its
+        :data:`ENV_VARS` variable, then the task file.
 
     Raises
     ------
@@ -451,7 +365,13 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
     aiplib.core.errors.DownloadError
         The file has to be fetched and cannot be (offline: use ``PROMPTS_FILE``).
     """
-    src_args = PromptSource(**source)
+    if bad := sorted(set(source) - {*ENV_VARS, "cache_dir"}):
+        raise TypeError(f"unknown prompt source field(s) {', '.join(bad)}")
+
+    def setting(key, spec_value=None):  # the argument, else its environment variable, else spec_value
+        arg = source.get(key)
+        return arg if arg is not None else os.environ.get(ENV_VARS[key], "").strip() or spec_value
+
     if isinstance(prompt_set, PromptSet):
         return prompt_set
     name = canonical_prompt_set_name(prompt_set)
@@ -462,8 +382,8 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
             keywords = read_item_bank_keywords(ws)
         return _builtin_set(name, spec, keywords)
     variable = src.get("variable", "PROMPTS")
-    local = src_args.setting("prompts_file")
-    pin = src_args.setting("sha256")
+    local = setting("prompts_file")
+    pin = setting("sha256")
     if local:
         p = Path(local).expanduser()
         if not p.is_file():
@@ -472,16 +392,12 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
         return prompt_set_from_file(p, name=name, kws_answer=spec["kws_answer"], variable=variable,
                                     sha256=pin, source={"kind": "file", "path": str(p.resolve()),
                                                         "stands_for": src["path"]})
-    commit_ = src_args.setting("commit", src["commit"])
-    base_ = src_args.setting("base_url", src["base_url"])
-    path_ = src_args.setting("path", src["path"])
+    commit_ = setting("commit", src["commit"])
+    base_ = setting("base_url", src["base_url"])
+    path_ = setting("path", src["path"])
     if pin is None and (commit_, base_, path_) == (src["commit"], src["base_url"], src["path"]):
         pin = src.get("sha256")
-    cache_dir = src_args.cache_dir
-    if cache_dir is None:
-        if ws is None:
-            ws = workspace("paper")
-        cache_dir = Path(ws.raw) / "prompts"
+    cache_dir = source.get("cache_dir") or Path((ws if ws is not None else workspace("paper")).raw) / "prompts"
     file, source = fetch_prompts_file(base_url=base_, commit=commit_, path=path_, cache_dir=cache_dir,
                                       sha256=pin, progress=progress)
     if src.get("repo") and base_ == src["base_url"]:
@@ -490,5 +406,5 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
                                 sha256=pin, source=source)
 
 
-DEFAULT_PROMPT_SET: str = default_prompt_set_name()
+DEFAULT_PROMPT_SET: str = task_file()["default_prompt_set"]
 """Name of the prompt set used when none is given (``"aip-closed-v1"``: the texts of :data:`PROMPTS`)."""

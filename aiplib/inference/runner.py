@@ -1,21 +1,13 @@
 """Stage 7: decode every stimulus with every (model, task), resumably, one JSONL row per stimulus.
 
-A run goes :func:`run_suite` (notebook 07) → :func:`run_inference` per condition family →
-:func:`_run_model` per model → :func:`_run_family` per task family (``asr`` with ``asr_steer_p5``,
-``kws`` with ``kws_steer_p5``) → :mod:`aiplib.inference.batch_decode` per batch.
+:func:`run_suite` (notebook 07) → :func:`run_inference` per condition family → :func:`_run_model` per
+model → :func:`_run_family` per task family → :mod:`aiplib.inference.batch_decode` per batch.
 
-It writes ``inference/<model>/<task>.jsonl`` (append-only, the authors' row format of IvLabs/AIP-Speech
-``scripts/05_inference.py``: the manifest columns, ``raw``, ``model``, ``task``, then
-:data:`aiplib.io.formats.EXTRA_FIELDS`; a failure is ``{id, raw: "__ERROR__", error, model, task}``
-plus the extras, retried by the next run), ``inference/<model>/run_log.jsonl`` (one record per run
-or failed load: decoding, model info, versions, counts, seconds, throughput) and
-``checks/mix_diagnostics.csv`` (one row per stimulus materialised). Rows are fsync'ed after every
-batch. Resuming is :mod:`aiplib.inference.resume`'s rule; shards write files of their own
-(:mod:`aiplib.inference.shards`).
-
-Each batch is materialised once (:func:`aiplib.stimuli.families.materialize`, the next one in a
-background thread), cut to the model's ``max_audio_s`` and decoded with every prompt of its task
-family that still needs it, so a backend can reuse its audio encoding.
+Writes ``inference/<model>/<task>.jsonl`` (append-only, the row format of the authors'
+``scripts/05_inference.py`` plus :data:`aiplib.io.formats.EXTRA_FIELDS`; a failure is an ``__ERROR__``
+row, retried by the next run), ``inference/<model>/run_log.jsonl`` (one record per run or failed load)
+and ``checks/mix_diagnostics.csv``. Each batch is materialised once (the next one in a background
+thread) and decoded with every prompt of its task family that still needs it.
 """
 from __future__ import annotations
 
@@ -33,12 +25,7 @@ from aiplib.core.progress import Progress, note
 from aiplib.core.tasks import parse_suite
 from aiplib.inference import models
 from aiplib.inference.batch_decode import generate_into, mix_batch, output_row
-from aiplib.inference.plan import (
-    DecodingConfig,
-    RunPlan,
-    configure,
-    effective_batch_size,
-)
+from aiplib.inference.plan import DecodingConfig, RunPlan, configure, effective_batch_size
 from aiplib.inference.prompts import not_applicable, prompt_set_record
 from aiplib.inference.resume import plan_family
 from aiplib.inference.run_records import MixDiagnostics, Throughput, log_run, now_iso, short_error, versions
@@ -68,8 +55,7 @@ def run_suite(ws, suite="background", **options):
         :func:`aiplib.core.tasks.parse_suite` (``background``, ``competing_speech``, ``channel``, a
         comma list or ``all``).
     **options
-        ``models, tasks, prompt_set, shard, decoding, batch_size, limit, progress, rerun_unkeyed``
-        (:func:`aiplib.inference.plan.configure`), resolved once for every family.
+        :func:`aiplib.inference.plan.configure`'s, resolved once for every family.
 
     Returns
     -------

@@ -28,13 +28,7 @@ import pandas as pd
 
 from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.inference.run_records import MIX_DIAG_FIELDS
-from aiplib.io.formats import (
-    append_jsonl_lines,
-    inference_row_json,
-    is_error_row,
-    read_inference_jsonl,
-    repair_jsonl,
-)
+from aiplib.io.formats import append_jsonl_lines, inference_row_json, is_error_row, read_inference_jsonl, repair_jsonl
 
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 _FILE_RE = re.compile(r"^(?P<task>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from aiplib.core.errors import AiplibParameterError
+from aiplib.io.audio import SR, valid_audio
+
 if TYPE_CHECKING:  # pragma: no cover
     from aiplib.inference.models.registry import ModelEntry
 
@@ -56,6 +59,26 @@ class Recogniser(abc.ABC):
             If the lists differ in length or a waveform is invalid.
         """
 
+    @property
+    def max_samples(self) -> int:
+        """Samples (16 kHz) kept of each waveform: ``entry.max_audio_s`` seconds."""
+        return int(round(float(self.entry.max_audio_s) * SR))
+
+    def checked(self, audios, prompts) -> tuple[list[np.ndarray], list[str | None]]:
+        """``(clips, prompts)`` of a :meth:`generate` call: each waveform checked (float32, C-contiguous)
+        and cut to :attr:`max_samples`; a blank prompt becomes None.
+
+        Raises
+        ------
+        AiplibParameterError
+            If the lists differ in length or a waveform is invalid (:func:`aiplib.io.audio.valid_audio`).
+        """
+        if len(audios) != len(prompts):
+            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
+        clips = [np.ascontiguousarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples])
+                 for i, a in enumerate(audios)]
+        return clips, [p.strip() if isinstance(p, str) and p.strip() else None for p in prompts]
+
     def close(self) -> None:
         """Free the model's memory (idempotent). The default does nothing."""
 
@@ -68,6 +91,15 @@ class Recogniser(abc.ABC):
 
     def __repr__(self):
         return f"<{type(self).__name__} {getattr(self, 'name', '?')}>"
+
+
+def batches_by_key(keys: list, batch_size: int) -> list[list[int]]:
+    """Indices of ``keys`` in chunks of at most ``batch_size`` that share one key (groups in order of
+    first appearance, indices in input order)."""
+    groups: dict = {}
+    for i, k in enumerate(keys):
+        groups.setdefault(k, []).append(i)
+    return [idx[s: s + batch_size] for idx in groups.values() for s in range(0, len(idx), batch_size)]
 
 
 def generate_throughput(raw: dict) -> dict:

@@ -35,7 +35,7 @@ import numpy as np
 
 from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailableError
 from aiplib.inference.models.base import Recogniser
-from aiplib.io.audio import SR, valid_audio
+from aiplib.io.audio import SR
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -98,7 +98,6 @@ class CommandRecogniser(Recogniser):
         if self.program is None:
             raise ModelUnavailableError(f"{entry.id}: program {Path(program).name!r} not found "
                                         "(not on PATH or not executable)")
-        self.max_samples = int(round(float(entry.max_audio_s) * SR))
         self._tmp = tempfile.mkdtemp(prefix="aip_cmd_")
         os.chmod(self._tmp, 0o700)
         self._cache: dict[str, tuple[bool, str]] = {}
@@ -164,12 +163,8 @@ class CommandRecogniser(Recogniser):
         AiplibParameterError
             Lists of different lengths or an invalid waveform.
         """
-        if len(audios) != len(prompts):
-            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
         results: list[tuple[bool, str]] = []
-        for i, (a, p) in enumerate(zip(audios, prompts)):
-            a = np.asarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples], dtype=np.float32)
-            p = p.strip() if isinstance(p, str) and p.strip() else None
+        for a, p in zip(*self.checked(audios, prompts)):
             k = retry_key(a, p)
             if k in self._cache:
                 results.append(self._cache.pop(k))

@@ -26,22 +26,22 @@ for a plain folder, identified by ``weights_sha256`` (folders under 4 GB).
 from __future__ import annotations
 
 import inspect
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
-from aiplib.inference.models.base import Recogniser, generate_throughput
+from aiplib.inference.models.base import Recogniser, batches_by_key, generate_throughput
 from aiplib.inference.models.transformers_backend import (
     DTYPES,
     folder_fingerprint,
     free_memory,
     hub_error_message,
+    hub_source,
     resolve_device,
 )
-from aiplib.io.audio import SR, valid_audio
+from aiplib.io.audio import SR
 
 
 def detect_kind(config, wanted: str = "auto") -> str:
@@ -137,17 +137,9 @@ class HFASRRecogniser(Recogniser):
         if self.device == "cuda" and not torch.cuda.is_available():
             raise ModelUnavailableError(f"{entry.id} is set to run on CUDA but torch sees no GPU "
                                         f"(torch {torch.__version__}); set device: cpu or run on a GPU machine")
-        self.max_samples = int(round(float(entry.max_audio_s) * SR))
-        folder = Path(str(entry.weights)).expanduser()
+        folder, self.local, self.source, hub_kw = hub_source(entry, local_files_only)
         _check_folder(entry, folder)
-        self.local = folder.is_dir()
-        self.source = str(folder) if self.local else str(entry.weights)
-        if local_files_only is None:
-            local_files_only = self.local or os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
-        self.local_files_only = bool(local_files_only)
-        hub_kw = {"local_files_only": self.local_files_only}
-        if entry.revision and not self.local:
-            hub_kw["revision"] = entry.revision
+        self.local_files_only = hub_kw["local_files_only"]
         t0 = time.perf_counter()
         try:
             config = transformers.AutoConfig.from_pretrained(self.source, **hub_kw)
@@ -253,20 +245,13 @@ class HFASRRecogniser(Recogniser):
         """
         if self.model is None:
             raise AiplibParameterError(f"{self.name} was closed")
-        if len(audios) != len(prompts):
-            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
         self._stats["n_prompts_ignored"] += sum(1 for p in prompts if isinstance(p, str) and p.strip())
-        clips = [np.ascontiguousarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples],
-                                      dtype=np.float32) for i, a in enumerate(audios)]
-        groups: dict = {}
-        for i, c in enumerate(clips):
-            groups.setdefault(None if self.masked or self.fixed_window else len(c), []).append(i)
+        clips, _ = self.checked(audios, prompts)
         out: list = [None] * len(clips)
-        for idx in groups.values():
-            for s in range(0, len(idx), self.batch_size):
-                chunk = idx[s: s + self.batch_size]
-                for i, text in zip(chunk, self._batch([clips[i] for i in chunk])):
-                    out[i] = text
+        for chunk in batches_by_key([None if self.masked or self.fixed_window else len(c) for c in clips],
+                                    self.batch_size):
+            for i, text in zip(chunk, self._batch([clips[i] for i in chunk])):
+                out[i] = text
         return out
 
     def _batch(self, clips: list[np.ndarray]) -> list[str]:

@@ -50,7 +50,7 @@ from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailab
 from aiplib.inference.models.adapters import wav_bytes  # 16-bit PCM WAV in memory
 from aiplib.inference.models.base import Recogniser
 from aiplib.inference.models.command_backend import retry_key  # the one retry-cache key of both backends
-from aiplib.io.audio import SR, valid_audio
+from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,6 @@ class OpenAIRecogniser(Recogniser):
         if self.batch_size < self.concurrency:
             log.warning("%s: batch_size %d < concurrency %d: at most %d requests will be in flight",
                         entry.id, self.batch_size, self.concurrency, self.batch_size)
-        self.max_samples = int(round(float(entry.max_audio_s) * SR))
         # Qwen2.5-Omni: the thinker's limit (1024, as in the paper) replaces max_new_tokens
         self.max_tokens = int(entry.thinker_max_new_tokens or entry.max_new_tokens)
         self._lock = threading.Lock()
@@ -211,15 +210,8 @@ class OpenAIRecogniser(Recogniser):
         AiplibParameterError
             Lists of different lengths or an invalid waveform.
         """
-        if len(audios) != len(prompts):
-            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
-        clips, texts, keys = [], [], []
-        for i, (a, p) in enumerate(zip(audios, prompts)):
-            y = np.asarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples], dtype=np.float32)
-            p = p.strip() if isinstance(p, str) and p.strip() else None
-            clips.append(y)
-            texts.append(p)
-            keys.append(retry_key(y, p))
+        clips, texts = self.checked(audios, prompts)
+        keys = [retry_key(y, p) for y, p in zip(clips, texts)]
         results: list = [None] * len(clips)
         todo = []
         for i, k in enumerate(keys):

@@ -24,13 +24,11 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
-
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
 from aiplib.inference.models import registry as _registry
 from aiplib.inference.models.adapters import get_adapter
-from aiplib.inference.models.base import Recogniser, generate_throughput
-from aiplib.io.audio import SR, valid_audio
+from aiplib.inference.models.base import Recogniser, batches_by_key, generate_throughput
+from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +91,20 @@ def resolve_device(device: str) -> str:
     return device
 
 
+def hub_source(entry, local_files_only: bool | None = None) -> tuple[Path, bool, str, dict]:
+    """``(folder, local, source, hub_kw)`` of an entry's ``weights``: a local folder or a hub id, and the
+    ``from_pretrained`` keywords (``local_files_only``, default True for a folder or under
+    ``HF_HUB_OFFLINE``; ``revision`` when pinned for a hub id)."""
+    folder = Path(str(entry.weights)).expanduser()
+    local = folder.is_dir()
+    if local_files_only is None:
+        local_files_only = local or os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+    hub_kw = {"local_files_only": bool(local_files_only)}
+    if entry.revision and not local:
+        hub_kw["revision"] = entry.revision
+    return folder, local, str(folder) if local else str(entry.weights), hub_kw
+
+
 def folder_fingerprint(folder: Path) -> str | None:
     """SHA-256 (hex) over the names and bytes of a local checkpoint folder's weight files
     (``*.safetensors``, ``*.bin``, in name order); None when there are none or they exceed the
@@ -153,17 +165,8 @@ class TransformersRecogniser(Recogniser):
             raise AiplibParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.device = resolve_device(device or entry.device)
         self.precision = precision or entry.precision
-        self.max_samples = int(round(float(entry.max_audio_s) * SR))
-        weights = str(entry.weights)
-        folder = Path(weights).expanduser()
-        self.local = folder.is_dir()
-        self.source = str(folder) if self.local else weights
-        if local_files_only is None:
-            local_files_only = self.local or os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
-        self.local_files_only = bool(local_files_only)
-        hub_kw = {"local_files_only": self.local_files_only}
-        if entry.revision and not self.local:
-            hub_kw["revision"] = entry.revision
+        folder, self.local, self.source, hub_kw = hub_source(entry, local_files_only)
+        self.local_files_only = hub_kw["local_files_only"]
         model_kw = dict(hub_kw)
         if self.precision == "int8_bnb":
             try:
@@ -279,22 +282,13 @@ class TransformersRecogniser(Recogniser):
         """
         if self.adapter is None:
             raise AiplibParameterError(f"{self.name} was closed")
-        if len(audios) != len(prompts):
-            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
-        clips = [np.ascontiguousarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples],
-                                      dtype=np.float32) for i, a in enumerate(audios)]
-        prompts = [p.strip() if isinstance(p, str) and p.strip() else None for p in prompts]
+        clips, prompts = self.checked(audios, prompts)
         self.last = {"prompts": [], "n_new_tokens": [], "batch_sizes": []}
-        groups: dict = {}
-        for i, c in enumerate(clips):
-            key = len(c) if self.adapter.same_length_batches else None
-            groups.setdefault(key, []).append(i)
         out: list = [None] * len(clips)
-        for idx in groups.values():
-            for s in range(0, len(idx), self.batch_size):
-                chunk = idx[s: s + self.batch_size]
-                for i, text in zip(chunk, self._batch([clips[i] for i in chunk], [prompts[i] for i in chunk])):
-                    out[i] = text
+        for chunk in batches_by_key([len(c) if self.adapter.same_length_batches else None for c in clips],
+                                    self.batch_size):
+            for i, text in zip(chunk, self._batch([clips[i] for i in chunk], [prompts[i] for i in chunk])):
+                out[i] = text
         return out
 
     def _batch(self, clips, prompts) -> list[str]:

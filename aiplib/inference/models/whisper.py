@@ -54,7 +54,6 @@ from aiplib.inference.models.whisper_window import (
     window_frames,
     window_s,
 )
-from aiplib.io.audio import SR, valid_audio
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +140,6 @@ class WhisperRecogniser(Recogniser):
         self.window = dict(windows_s=tuple(self.decoding["windows_s"]), min_pad_s=self.decoding["min_pad_s"])
         self.no_speech_threshold = o.no_speech_threshold
         self.log_prob_threshold = o.log_prob_threshold
-        self.max_samples = int(round(float(entry.max_audio_s) * SR))
         dev = o.device or entry.device
         if dev == "auto":
             dev = "cuda" if registry.cuda_available() else "cpu"
@@ -222,11 +220,7 @@ class WhisperRecogniser(Recogniser):
         """
         if self.model is None:
             raise AiplibParameterError(f"{self.name} was closed")
-        if len(audios) != len(prompts):
-            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
-        clips = [valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples]
-                 for i, a in enumerate(audios)]
-        prompts = [p.strip() if isinstance(p, str) and p.strip() else None for p in prompts]
+        clips, prompts = self.checked(audios, prompts)
         if self.path == "standard":
             return [self._standard(a, p) for a, p in zip(clips, prompts)]
         return self._fast(clips, prompts)
