@@ -7,6 +7,7 @@ chosen, so one model's heavy dependencies never break another's.
 from __future__ import annotations
 
 import abc
+import hashlib
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -91,6 +92,36 @@ class Recogniser(abc.ABC):
 
     def __repr__(self):
         return f"<{type(self).__name__} {getattr(self, 'name', '?')}>"
+
+
+def retry_key(audio: np.ndarray, prompt) -> str:
+    """Key of one (audio, prompt) in a backend's retry cache: hex SHA-1 of the float32 samples (after
+    the cut to ``max_audio_s``) followed by ``repr(prompt)``."""
+    h = hashlib.sha1(np.ascontiguousarray(audio, dtype=np.float32).tobytes())
+    h.update(repr(prompt).encode())
+    return h.hexdigest()
+
+
+def answer_each(cache: dict, clips, prompts, run, error) -> list[str]:
+    """The answers of a batch decoded stimulus by stimulus (``command``, ``openai``).
+
+    ``run(indices)`` gives ``(ok, text or error message)`` for each index not answered in ``cache``.
+    A failed batch keeps its answers in ``cache`` (:func:`retry_key`), so the runner's per-item retry
+    sends nothing twice, and raises ``error`` with the first failure's message.
+    """
+    keys = [retry_key(y, p) for y, p in zip(clips, prompts)]
+    results = {i: cache.pop(k) for i, k in enumerate(keys) if k in cache}
+    todo = [i for i in range(len(keys)) if i not in results]
+    if todo:
+        results.update(zip(todo, run(todo)))
+    bad = [results[i][1] for i in range(len(keys)) if not results[i][0]]
+    if bad:
+        if len(keys) > 1:
+            cache.update({keys[i]: results[i] for i in todo})
+        raise error(bad[0])
+    if len(keys) > 1:
+        cache.clear()
+    return [results[i][1] for i in range(len(keys))]
 
 
 def batches_by_key(keys: list, batch_size: int) -> list[list[int]]:

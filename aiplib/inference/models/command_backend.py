@@ -21,7 +21,6 @@ answered from the results just computed.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 import shutil
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailableError
-from aiplib.inference.models.base import Recogniser
+from aiplib.inference.models.base import Recogniser, answer_each
 from aiplib.io.audio import SR
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -43,16 +42,6 @@ DEFAULT_TIMEOUT_S = 120.0
 class CommandError(AiplibError, RuntimeError):
     """A command-backend call failed; the message is ``exit status N``, ``timeout`` or
     ``cannot start`` only."""
-
-
-def retry_key(audio: np.ndarray, prompt) -> str:
-    """Key of one (audio, prompt) in a backend's retry cache (this one and ``openai``): hex SHA-1 of
-    the float32 samples (after the cut to ``max_audio_s``) followed by ``repr(prompt)``. A failed
-    batch keeps the answers it got under it, so the runner's per-item retry sends nothing twice.
-    """
-    h = hashlib.sha1(np.ascontiguousarray(audio, dtype=np.float32).tobytes())
-    h.update(repr(prompt).encode())
-    return h.hexdigest()
 
 
 class CommandRecogniser(Recogniser):
@@ -163,25 +152,19 @@ class CommandRecogniser(Recogniser):
         AiplibParameterError
             Lists of different lengths or an invalid waveform.
         """
-        results: list[tuple[bool, str]] = []
-        for a, p in zip(*self.checked(audios, prompts)):
-            k = retry_key(a, p)
-            if k in self._cache:
-                results.append(self._cache.pop(k))
-                continue
-            try:
-                results.append((True, self._call(a, p)))
-            except CommandError as exc:
-                self._stats["n_errors"] += 1
-                results.append((False, str(exc)))
-            if len(audios) > 1:
-                self._cache[k] = results[-1]
-        bad = [msg for ok, msg in results if not ok]
-        if bad:
-            raise CommandError(bad[0])
-        if len(audios) > 1:  # all succeeded: nothing will be retried
-            self._cache.clear()
-        return [msg for _, msg in results]
+        clips, texts = self.checked(audios, prompts)
+
+        def run(todo):
+            out = []
+            for i in todo:
+                try:
+                    out.append((True, self._call(clips[i], texts[i])))
+                except CommandError as exc:
+                    self._stats["n_errors"] += 1
+                    out.append((False, str(exc)))
+            return out
+
+        return answer_each(self._cache, clips, texts, run, CommandError)
 
     def close(self) -> None:
         """Delete the temporary folder (idempotent)."""

@@ -48,8 +48,7 @@ import numpy as np
 
 from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailableError
 from aiplib.inference.models.adapters import wav_bytes  # 16-bit PCM WAV in memory
-from aiplib.inference.models.base import Recogniser
-from aiplib.inference.models.command_backend import retry_key  # the one retry-cache key of both backends
+from aiplib.inference.models.base import Recogniser, answer_each
 from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
@@ -211,38 +210,21 @@ class OpenAIRecogniser(Recogniser):
             Lists of different lengths or an invalid waveform.
         """
         clips, texts = self.checked(audios, prompts)
-        keys = [retry_key(y, p) for y, p in zip(clips, texts)]
-        results: list = [None] * len(clips)
-        todo = []
-        for i, k in enumerate(keys):
-            if k in self._cache:  # the runner's per-item retry after a failed batch
-                results[i] = self._cache.pop(k)
-            else:
-                todo.append(i)
-        t0 = time.perf_counter()
-        if todo:
-            workers = min(self.concurrency, len(todo))
+
+        def run(todo):
+            t0, workers = time.perf_counter(), min(self.concurrency, len(todo))
             if workers == 1:
-                for i in todo:
-                    results[i] = self._attempt(clips[i], texts[i])
+                out = [self._attempt(clips[i], texts[i]) for i in todo]
             else:
                 with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"aip-{self.name}") as pool:
-                    futures = {i: pool.submit(self._attempt, clips[i], texts[i]) for i in todo}
-                    for i, f in futures.items():
-                        results[i] = f.result()
+                    out = list(pool.map(lambda i: self._attempt(clips[i], texts[i]), todo))
             with self._lock:
                 self._stats["seconds"] += time.perf_counter() - t0
                 self._stats["audio_s"] += sum(len(clips[i]) for i in todo) / SR
                 self._stats["n_stimuli"] += len(todo)
-        bad = [msg for ok, msg in results if not ok]
-        if bad:
-            if len(clips) > 1:  # keep every answer so the per-item retry sends nothing again
-                for i in todo:
-                    self._cache[keys[i]] = results[i]
-            raise OpenAIBackendError(bad[0])
-        if len(clips) > 1:
-            self._cache.clear()
-        return [text for _, text in results]
+            return out
+
+        return answer_each(self._cache, clips, texts, run, OpenAIBackendError)
 
     def close(self) -> None:
         """Forget cached answers (idempotent; there is no connection to close)."""
