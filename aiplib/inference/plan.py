@@ -29,17 +29,15 @@ class DecodingConfig:
     Attributes
     ----------
     path : {"window", "fast", "standard"}
-        Decoding path of faster-whisper models, ignored by other backends
-        (:mod:`aiplib.inference.models.whisper`); its window policy enters the resume key.
-    batch_size : int > 0, optional
-        Stimuli per ``generate`` call; default :func:`effective_batch_size`.
-    limit : int > 0, optional
-        Only the first ``limit`` manifest rows per task (smoke runs).
+        Decoding path of faster-whisper models, ignored by other backends; its window policy enters the
+        resume key.
+    batch_size, limit : int > 0, optional
+        Stimuli per ``generate`` call (default :func:`effective_batch_size`); only the first ``limit``
+        manifest rows per task.
     progress : bool
-        Progress per (model, task family) and one throughput line per model (stimuli/s, RTFx).
     rerun_unkeyed : bool
-        Re-run stimuli whose rows carry no resume key (the authors' files) instead of keeping those
-        whose prompt id, seed and SNR agree (:func:`aiplib.inference.resume.pending_stimuli`).
+        Re-run rows without a resume key (the authors' files) instead of keeping those whose prompt id,
+        seed and SNR agree (:func:`aiplib.inference.resume.pending_stimuli`).
 
     Raises
     ------

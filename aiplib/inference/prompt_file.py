@@ -84,29 +84,16 @@ def _string(node, where: str) -> str:
 def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
     """Read the literal dict ``variable = {...}`` of a Python file without executing it.
 
-    The one module-level assignment to ``variable`` (also inside a module-level ``if``/``try`` block)
-    must be a dict display of string-literal keys and values (adjacent literals, parenthesised or
-    joined with ``+``).
-
-    Parameters
-    ----------
-    path : str or Path
-        The Python file (e.g. the authors' ``scripts/05_inference.py``).
-    variable : str
-        Name of the module-level dict.
-
-    Returns
-    -------
-    dict of str → str
-        Every key of the dict, in file order.
+    The one module-level assignment (also inside a module-level ``if``/``try``) must be a dict display of
+    string-literal keys and values (adjacent, parenthesised or joined with ``+``). Returns every key, in
+    file order.
 
     Raises
     ------
     PromptFileError
-        The file cannot be read or parsed; ``variable`` is assigned never or more than once, or not
-        to a dict display; a key is ``**`` unpacking, not a string literal or repeated; a value is
-        not a string literal (an f-string, a name, a call …); or the dict is changed at module level
-        after its literal (``PROMPTS["x"] = …``, ``PROMPTS.update(…)``).
+        The file cannot be read or parsed; ``variable`` is assigned never or more than once, or not to a
+        dict display; a key is ``**`` unpacking, not a string literal or repeated; a value is not a string
+        literal; or the dict is changed at module level after its literal.
     """
     p = Path(path)
     try:

@@ -36,19 +36,11 @@ TASKS: dict[str, tuple[str, str]] = {t: (d["family"], d["variant"]) for t, d in 
 """Task name (the ``<task>`` of the result files) → (family, prompt variant), from ``tasks.yaml``."""
 
 def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
-    """The built-in prompt set ``aip-closed-v1`` for a closed keyword set.
+    """The built-in prompt set ``aip-closed-v1`` for a closed keyword set (None: :data:`aiplib.core.tasks.KEYWORDS`).
 
-    Parameters
-    ----------
-    keywords : str, sequence of str or None
-        The keywords named in the KWS prompts (None: :data:`aiplib.core.tasks.KEYWORDS`).
-
-    Returns
-    -------
-    dict
-        (family, variant) → ``{"prompt_id", "text"}``. With other keywords than the default the KWS
-        prompt ids end in ``_kw<first 8 hex of the SHA-256 of "w1,w2,...">``, so results never mix
-        two keyword sets.
+    Returns (family, variant) → ``{"prompt_id", "text"}``. With other keywords than the default the KWS
+    prompt ids end in ``_kw<first 8 hex of the SHA-256 of "w1,w2,...">``, so results never mix two
+    keyword sets.
 
     Raises
     ------
@@ -233,18 +225,8 @@ def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPE
                          sha256: str | None = None) -> PromptSet:
     """A prompt set from the literal dict ``variable`` of a Python file (:mod:`aiplib.inference.prompt_file`).
 
-    Parameters
-    ----------
-    path : str or Path
-    name : str
-        The set's name (recorded in every result row).
-    kws_answer : {"open-answer", "closed-list"}
-    variable : str
-        Name of the dict in the file.
-    source : mapping, optional
-        Where the file came from; default ``{"kind": "file", "path": <absolute path>}``.
-    sha256 : str, optional
-        Expected SHA-256 of the file.
+    ``source`` (where the file came from) defaults to ``{"kind": "file", "path": <absolute path>}``;
+    ``sha256`` is the expected SHA-256 of the file.
 
     Raises
     ------
@@ -300,21 +282,8 @@ def fetch_prompts_file(*, base_url: str, commit: str, path: str, cache_dir, sha2
                        progress: bool = False) -> tuple[Path, dict]:
     """Download a prompts file once into ``<cache_dir>/<commit>/<file name>`` (reused offline).
 
-    Parameters
-    ----------
-    base_url, commit, path : str
-        URL parts (:func:`prompts_url`).
-    cache_dir : str or Path
-        Normally ``<workspace>/raw/prompts``.
-    sha256 : str, optional
-        Expected SHA-256 (:func:`aiplib.sources.download.download_file` verifies it).
-    progress : bool
-
-    Returns
-    -------
-    path : pathlib.Path
-    source : dict
-        ``{"kind": "url", "url", "base_url", "commit", "path", "cached_file", "downloaded"}``.
+    Returns ``(path, source)``, ``source`` = ``{"kind": "url", "url", "base_url", "commit", "path",
+    "cached_file", "downloaded"}``.
 
     Raises
     ------
@@ -344,17 +313,13 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
     prompt_set : str, PromptSet or None
         A name or alias of ``tasks.yaml``, a :class:`PromptSet` (returned as is) or None (the default).
     ws : aiplib.core.workspace.Workspace, optional
-        Its ``raw/prompts/`` caches downloads (default the ``paper`` workspace); its KWS item bank
-        gives the built-in sets' keywords.
-    keywords : str or sequence of str, optional
-        Keywords of a closed-list KWS prompt (default ``ws``'s, else :data:`aiplib.core.tasks.KEYWORDS`).
-    progress : bool
-        Show a download progress bar.
+        Its ``raw/prompts/`` caches downloads (default the ``paper`` workspace); its KWS item bank gives
+        the built-in sets' keywords (else ``keywords``, else :data:`aiplib.core.tasks.KEYWORDS`).
     **source
-        ``prompts_file`` (a local copy: nothing is fetched), ``commit``, ``base_url``, ``path`` (URL parts,
-        :func:`prompts_url`), ``sha256`` (expected; the task file's pin applies to the fetched file only),
-        ``cache_dir`` (overrides ``<ws>/raw/prompts``). Each of the first five, when None, comes from its
-        :data:`ENV_VARS` variable, then the task file.
+        ``prompts_file`` (a local copy: nothing is fetched), ``commit``, ``base_url``, ``path``
+        (:func:`prompts_url`), ``sha256`` (the task file's pin applies to the fetched file only); each,
+        when None, from its :data:`ENV_VARS` variable, then the task file. ``cache_dir`` overrides
+        ``<ws>/raw/prompts``.
 
     Raises
     ------

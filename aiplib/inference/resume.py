@@ -152,11 +152,9 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
 
     A row moves to ``superseded/<task>.jsonl`` when its ``id`` left the manifest, its ``stim_key``
     differs from ``keys[id]``, or (a successful row without a key) it fails :func:`pending_stimuli`'s
-    rule. Unkeyed error rows stay. With ``refresh``, kept keyed rows get the current manifest fields
-    (:func:`refreshed_row`). Unreadable lines (not UTF-8, not JSON, no ``id``) move with their line
-    number to ``quarantine/<task>.jsonl`` and their stimuli are decoded again. The file is rewritten
-    (atomically: ``.part``, fsync, rename; moved lines fsync'ed to their side file first) only when
-    something changes.
+    rule. With ``refresh``, kept keyed rows get the current manifest fields (:func:`refreshed_row`).
+    Unreadable lines move with their line number to ``quarantine/<task>.jsonl``. The file is rewritten
+    atomically, only when something changes.
 
     Parameters
     ----------
@@ -166,8 +164,6 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
         The whole current manifest of the family (not cut by ``limit``).
     keys : dict
         :func:`stimulus_keys` for this task and model.
-    prompt_id : str
-    rerun_unkeyed, refresh : bool
     records : list of dict, optional
         ``manifest.to_dict("records")`` when the caller has it.
 
@@ -259,32 +255,18 @@ def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> lis
 
 
 def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
-    """Before a model loads: the resume keys of one task family's stimuli, stale rows set aside, and
-    what is left to decode per task.
+    """Before a model loads: one task family's resume keys, stale rows set aside, and what is left to decode.
 
-    Parameters
-    ----------
-    ws : Workspace
-    entry : aiplib.inference.models.ModelEntry
-        With the batch size it decodes with.
-    family : str
-        Task family (``asr``, ``kws``): its manifest.
-    tasks : list of str
-        The family's tasks to plan.
-    plan : aiplib.inference.plan.RunPlan
-        Its prompt set and shard.
-    config : aiplib.inference.plan.DecodingConfig
-        Its ``limit``, ``rerun_unkeyed`` and ``path`` (whose :func:`aiplib.inference.models.decoding_key`
-        enters the keys).
+    ``plan`` gives the prompt set and shard, ``config`` the ``limit``, ``rerun_unkeyed`` and ``path``
+    (whose :func:`aiplib.inference.models.decoding_key` enters the keys).
 
     Returns
     -------
     dict
         ``n_work`` (0: nothing to decode), ``result`` (per-task summary rows), and when the manifest
-        exists ``manifest, m_sha, prompts, keys, todo, paths, refreshed``. With a shard ``(i, n)``:
-        the stimuli (of the first ``limit``) whose id hashes to ``i``, less those with a current row
-        in ``<task>.jsonl`` (read, never written) or in the shard's own file (repaired, its stale
-        rows set aside, appended to); ``paths`` are then the shard files.
+        exists ``manifest, m_sha, prompts, keys, todo, paths, refreshed``. With a shard ``(i, n)``: the
+        stimuli (of the first ``limit``) whose id hashes to ``i``, less those with a current row in
+        ``<task>.jsonl`` (read, never written) or in the shard's own file; ``paths`` are the shard files.
     """
     shard, limit, rerun_unkeyed, ps = plan.shard, config.limit, config.rerun_unkeyed, plan.prompt_set
     decoding = decoding_key(entry, config.path)

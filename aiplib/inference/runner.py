@@ -92,20 +92,17 @@ def run_inference(ws, plan: RunPlan | None = None, config: DecodingConfig | None
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
-        Needs ``manifests/<family>.csv`` (stage 5) and the files they point to.
+        Needs ``manifests/<family>.csv`` (stage 5).
     plan : RunPlan, optional
     config : DecodingConfig, optional
-        Made from ``options`` when not given (:func:`aiplib.inference.plan.configure`).
-    **options
-        As :func:`run_suite` (``models="whisper_tiny_en", tasks="all", decoding="window"`` …).
+        Made from ``options`` (:func:`aiplib.inference.plan.configure`) when not given.
 
     Returns
     -------
     pandas.DataFrame
-        One row per (model, task), :data:`SUMMARY_COLUMNS`. ``status`` is ``done``, ``unavailable``
-        (the model did not load; the reason in ``error`` and ``run_log.jsonl``), ``no_manifest`` or
-        ``not_applicable``. ``seconds`` is the task's share of its family loop's wall time;
-        ``stimuli_per_s = n_run / seconds``.
+        One row per (model, task), :data:`SUMMARY_COLUMNS`; ``status`` is ``done``, ``unavailable`` (the
+        model did not load: the reason in ``error``), ``no_manifest`` or ``not_applicable``; ``seconds``
+        is the task's share of its family loop's wall time.
 
     Raises
     ------
@@ -115,11 +112,6 @@ def run_inference(ws, plan: RunPlan | None = None, config: DecodingConfig | None
         If ``limit`` or ``batch_size`` is not a positive integer, or ``shard`` is not ``i/n``.
     aiplib.inference.shards.ShardBusyError
         If another process runs the same shard of a model.
-
-    Notes
-    -----
-    A model that fails to load is logged and skipped; a failing stimulus becomes an ``__ERROR__``
-    row. A model with nothing left to decode is not loaded (``up_to_date`` in its run log).
     """
     if plan is None or config is None:
         made = configure(ws, options)
@@ -242,9 +234,7 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
 
 
 def _note_up_to_date(model: str, plans: dict, shard_label=None) -> None:
-    """One ``[progress]`` line per family with nothing to decode (its progress bar never shows), so
-    an up-to-date stage 7 still says so on the console under ``make``, e.g.
-    ``[progress] stage 7 whisper_tiny_en asr+asr_steer_p5: 0 to decode, 63 up to date``."""
+    """One ``[progress]`` line per family with nothing to decode, so an up-to-date stage 7 still says so."""
 
     for pl in plans.values():
         if pl.get("n_work") or "manifest" not in pl:
@@ -260,12 +250,8 @@ def _note_up_to_date(model: str, plans: dict, shard_label=None) -> None:
 def _run_family(run: _ModelRun, family: str, fplan: dict) -> dict:
     """Decode one task family's pending stimuli with every task's prompt, batch by batch.
 
-    Each batch is materialised once and decoded with every prompt that still needs it. Per task,
-    ``seconds`` is its share of the loop's wall time: each batch's interval (mixing, every prompt's
-    decode, writing) is split evenly over the decodes made in it, so the tasks' ``seconds`` sum to
-    the loop's wall time; ``decode_seconds`` is its own time inside ``generate``. ``run.meter``
-    receives the family's stimuli, decodes, audio seconds and loop seconds. Each row records
-    ``window_s``, the encoder window of a backend that chooses one (``rec.window_s(n_samples)``).
+    Per task, ``seconds`` is its share of the loop's wall time (each batch's interval split evenly over
+    the decodes made in it) and ``decode_seconds`` its own time inside ``generate``.
     """
     if "manifest" not in fplan:
         return fplan["result"]

@@ -198,20 +198,13 @@ def _key(row: dict) -> tuple:
 
 
 def merge_shards(result_file, shards=None) -> dict:
-    """Append the rows of a task's shard files to its result file, refusing contradictions.
-
-    Parameters
-    ----------
-    result_file : str or Path
-        ``inference/<model>/<task>.jsonl`` (created if missing).
-    shards : list of Path, optional
-        Default: every ``<task>.shard-*-of-*.jsonl`` beside it.
+    """Append the rows of a task's shard files (default: every one beside it) to its result file.
 
     Returns
     -------
     dict
-        ``{"file", "shards", "rows_added", "duplicates_identical", "lines_skipped",
-        "rows_superseded", "rows_refreshed"}``.
+        ``{"file", "shards", "rows_added", "duplicates_identical", "lines_skipped", "rows_superseded",
+        "rows_refreshed"}``.
 
     Raises
     ------

@@ -47,16 +47,7 @@ class CommandError(AiplibError, RuntimeError):
 class CommandRecogniser(Recogniser):
     """An external program behind the Recogniser interface.
 
-    Parameters
-    ----------
-    entry : ModelEntry
-        A ``command`` entry (``extra["command"]`` holds ``{file}``).
-    timeout_s : float > 0, optional
-        Seconds per call; default ``entry.extra["timeout_s"]`` or 120.
-    batch_size : int > 0, optional
-        Stimuli per ``generate`` call (default 1).
-    path : str, optional
-        Ignored.
+    ``timeout_s`` (seconds per call) defaults to ``entry.extra["timeout_s"]`` or 120, ``batch_size`` to 1.
 
     Raises
     ------
@@ -143,15 +134,7 @@ class CommandRecogniser(Recogniser):
             self._stats["audio_s"] += len(audio) / SR
 
     def generate(self, audios, prompts):
-        """Run the program once per stimulus (see :meth:`Recogniser.generate`).
-
-        Raises
-        ------
-        CommandError
-            If any call failed (``exit status N``, ``timeout`` or ``cannot start``).
-        AiplibParameterError
-            Lists of different lengths or an invalid waveform.
-        """
+        """Run the program once per stimulus (:meth:`Recogniser.generate`); :class:`CommandError` if any call failed."""
         clips, texts = self.checked(audios, prompts)
 
         def run(todo):

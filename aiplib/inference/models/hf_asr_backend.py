@@ -90,27 +90,16 @@ def _check_folder(entry, folder: Path) -> None:
 class HFASRRecogniser(Recogniser):
     """A transformers ASR checkpoint (CTC or seq2seq) behind the Recogniser interface.
 
-    Parameters
-    ----------
-    entry : ModelEntry
-        An ``hf_asr`` entry (``model_type`` one of :data:`KINDS`).
-    batch_size : int > 0, optional
-        Clips per forward pass; default ``entry.batch_size``.
-    device : {"cpu", "cuda", "auto"}, optional
-    precision : {"float32", "float16", "bfloat16"}, optional
-        Override the entry's.
-    local_files_only : bool, optional
-        Default: True for a local folder or when ``HF_HUB_OFFLINE`` is set.
-    path : str, optional
-        Ignored.
+    ``batch_size``, ``device``, ``precision`` (float32, float16, bfloat16) override the entry's;
+    ``local_files_only`` defaults to True for a local folder or under ``HF_HUB_OFFLINE``.
 
     Raises
     ------
     MissingPackageError
         transformers is not installed.
     ModelUnavailableError
-        Gated, missing or unreachable weights, a checkpoint that is no ASR model or not of the
-        entry's ``model_type``, or CUDA asked for where torch sees no GPU (one line).
+        Gated, missing or unreachable weights, a checkpoint that is no ASR model or not of the entry's
+        ``model_type``, or CUDA asked for where torch sees no GPU (one line).
     AiplibParameterError
         An unsupported precision or a non-positive batch size.
     """
@@ -226,23 +215,7 @@ class HFASRRecogniser(Recogniser):
 
     # ------------------------------------------------------------------ decoding
     def generate(self, audios, prompts):
-        """Transcribe a batch greedily (:meth:`Recogniser.generate`); a non-empty prompt is ignored and counted.
-
-        Parameters
-        ----------
-        audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
-            Cut to ``entry.max_audio_s`` seconds.
-        prompts : list of (str or None)
-
-        Returns
-        -------
-        list of str
-
-        Raises
-        ------
-        AiplibParameterError
-            Lists of different lengths, an invalid waveform, or a closed model.
-        """
+        """Transcribe a batch greedily (:meth:`Recogniser.generate`); a non-empty prompt is ignored and counted."""
         if self.model is None:
             raise AiplibParameterError(f"{self.name} was closed")
         self._stats["n_prompts_ignored"] += sum(1 for p in prompts if isinstance(p, str) and p.strip())

@@ -13,22 +13,13 @@ Registry entry (extra fields)::
       concurrency: 8                     # requests in flight at once (default 1)
       batch_size: 16                     # rows per generate() call (≥ concurrency)
 
-``initial_prompt`` posts the stimulus (16 kHz mono 16-bit WAV) to ``{base_url}/audio/transcriptions``
-with ``temperature=0``, ``language=en`` and the task text as ``prompt``; ``chat`` posts one user
-turn (base64 WAV, then the task text) to ``{base_url}/chat/completions`` with ``temperature=0`` and
-``max_tokens`` (``thinker_max_new_tokens`` when set: Qwen2.5-Omni, 1024 as in the paper;
-:func:`chat_payload`). ``generate_kwargs`` are merged into the request.
-
-The key is read from ``api_key_env`` at each request, sent only as ``Authorization: Bearer …``,
-never stored, returned or left in an error message.
-
-``generate`` sends one request per stimulus, up to ``concurrency`` at once, and returns the answers
-in input order; a request that fails for good raises after the whole batch has finished, and the
-runner's item-by-item retry is answered from the results just obtained. HTTP 429 / 5xx and
-connection failures are retried (``engine_args``: ``max_retries`` 5, ``backoff_s`` · 2^attempt up
-to ``max_backoff_s``, a numeric ``Retry-After`` honoured within that cap); other failures raise
-:class:`OpenAIBackendError`. On load, ``GET {base_url}/models`` (5 s) checks that a server answers
-and serves ``model`` (``engine_args: {probe: false}`` skips it).
+``initial_prompt`` posts the stimulus (16 kHz mono 16-bit WAV) to ``/audio/transcriptions`` with the
+task text as ``prompt``; ``chat`` posts one user turn to ``/chat/completions`` (:func:`chat_payload`).
+Both use ``temperature=0``; ``generate_kwargs`` are merged in. The key is read from ``api_key_env`` at
+each request and sent only as ``Authorization: Bearer …``. HTTP 429 / 5xx and connection failures
+are retried (``engine_args``: ``max_retries`` 5, ``backoff_s`` · 2^attempt up to ``max_backoff_s``,
+a numeric ``Retry-After`` honoured within that cap). On load, ``GET /models`` (5 s) checks that a
+server serves ``model`` (``engine_args: {probe: false}`` skips it).
 """
 from __future__ import annotations
 
@@ -200,14 +191,8 @@ class OpenAIRecogniser(Recogniser):
         return s
 
     def generate(self, audios, prompts):
-        """One request per stimulus, up to ``concurrency`` at once, answers in input order.
-
-        Raises
-        ------
-        OpenAIBackendError
-            A request failed for good (after the retries), once every request of the batch has finished.
-        AiplibParameterError
-            Lists of different lengths or an invalid waveform.
+        """One request per stimulus, up to ``concurrency`` at once (:meth:`Recogniser.generate`); a failure
+        raises :class:`OpenAIBackendError` once every request of the batch has finished.
         """
         clips, texts = self.checked(audios, prompts)
 

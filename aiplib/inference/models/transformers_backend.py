@@ -124,18 +124,8 @@ def folder_fingerprint(folder: Path) -> str | None:
 class TransformersRecogniser(Recogniser):
     """A Speech LLM loaded with ``transformers`` behind the Recogniser interface.
 
-    Parameters
-    ----------
-    entry : ModelEntry
-        A ``transformers`` entry whose ``model_type`` has an adapter.
-    batch_size : int > 0, optional
-    device : {"cpu", "cuda", "auto"}, optional
-    precision : str, optional
-        Override the entry's.
-    local_files_only : bool, optional
-        Default: True for a local folder or when ``HF_HUB_OFFLINE`` is set.
-    path : str, optional
-        Ignored.
+    ``batch_size``, ``device``, ``precision`` override the entry's; ``local_files_only`` defaults to True
+    for a local folder or under ``HF_HUB_OFFLINE``.
 
     Raises
     ------
@@ -267,16 +257,8 @@ class TransformersRecogniser(Recogniser):
     def generate(self, audios, prompts):
         """Decode a batch greedily (:meth:`Recogniser.generate`).
 
-        Parameters
-        ----------
-        audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
-            Cut to ``entry.max_audio_s`` seconds.
-        prompts : list of (str or None)
-
         Raises
         ------
-        AiplibParameterError
-            Lists of different lengths, an invalid waveform, or a closed model.
         aiplib.inference.models.adapters.AudioInputError
             The processor output lacks the audio features or placeholders.
         """

@@ -1,33 +1,22 @@
 """faster-whisper backend: Whisper models in CTranslate2 format, offline, on CPU (or CUDA).
 
-Weights are resolved by :mod:`aiplib.inference.models.whisper_weights`. Decoding is greedy
-(``beam_size=1``, temperature 0, no fallback), language ``en``, no timestamps, no previous-text
-conditioning, no VAD, at most ``entry.max_new_tokens`` tokens, audio cut to ``entry.max_audio_s``
-(30 s). Whisper's silence rule is kept: a window whose no-speech probability exceeds
-``no_speech_threshold`` (0.6) while its average log-probability is below ``log_prob_threshold``
-(−1) yields an empty response.
+Decoding is greedy (``beam_size=1``, temperature 0, no fallback), language ``en``, no timestamps, no
+previous-text conditioning, no VAD, at most ``entry.max_new_tokens`` tokens, audio cut to
+``entry.max_audio_s`` (30 s), with Whisper's silence rule (no-speech probability > 0.6 while the
+average log-probability < −1 gives ``""``). The task prompt is Whisper's initial prompt.
 
-The task prompt is Whisper's **initial prompt** (after ``<|startofprev|>``, presented as the
-transcript of preceding audio): it conditions vocabulary and style, it is not an instruction.
-
-Decoding paths (:func:`decoding_config`)
-----------------------------------------
+Decoding paths (:func:`aiplib.inference.models.whisper_window.decoding_config`)
+--------------------------------------------------------------------------------
 ``standard``
     ``WhisperModel.transcribe``, one clip at a time, on a 30 s (3,000 mel-frame) window.
 ``fast``
-    The same computation on the CTranslate2 model directly (features padded as ``transcribe``
-    pads them, ``encode`` on a batch, ``generate`` with the same prompt, suppressed tokens and
-    silence rule), with encoder outputs cached so a family's second prompt skips the encoder.
-    Transcripts equal ``standard``'s (435/435 fieldkit stimuli, ``benchmarks/bench_inference.py``).
+    The same computation on the CTranslate2 model directly (batched ``encode``, encoder outputs
+    cached so a family's second prompt skips the encoder); transcripts equal ``standard``'s
+    (``benchmarks/bench_inference.py``).
 ``window`` (stage 7's default)
-    The fast path on the shortest of :data:`WINDOWS_S` (15, 20, 30 s) that leaves at least
-    :data:`MIN_PAD_S` (5 s) of padding after the stimulus (:func:`window_frames`): CTranslate2's
-    encoder takes inputs shorter than 3,000 frames, at lower cost (0.33 s vs 1.82 s per clip at
-    1,500 vs 3,000 frames). Transcripts differ from the 30 s paths, so ``benchmarks/bench_window.py``
-    judges it by validity (clean WER, WER per SNR, ΔWER ranking, KWS accuracy; ``docs/BENCHMARKS.md``).
-
-Each row records its ``window_s``; the ``window`` policy enters the stage-7 resume key
-(:func:`decoding_key`).
+    The fast path on the shortest of 15, 20, 30 s leaving at least 5 s of padding
+    (:func:`aiplib.inference.models.whisper_window.window_frames`); judged by validity in
+    ``benchmarks/bench_window.py`` (``docs/BENCHMARKS.md``). Its policy enters the resume key.
 """
 from __future__ import annotations
 
@@ -73,19 +62,13 @@ class WhisperOptions:
     ----------
     path : {"window", "fast", "standard"}
         Decoding path (module notes).
-    cpu_threads : int, optional
-        CTranslate2 threads per worker; default ``cores // workers`` (at least 1).
-    workers : int, optional
-        Fast path on CPU: sub-batches decoded concurrently; default the usable cores (transcripts
-        do not depend on it).
-    device, compute_type : str, optional
-        Override the entry's ``device`` (``auto`` → cuda if present) and ``precision``.
+    cpu_threads, workers : int, optional
+        CTranslate2 threads per worker (default ``cores // workers``); fast path on CPU: sub-batches
+        decoded concurrently (default the usable cores; transcripts do not depend on it).
     batch_size : int, optional
         Clips per encoder/decoder call on the fast path; default ``entry.batch_size``.
-    windows_s : iterable of int, seconds, optional
-        Candidate encoder windows (:func:`decoding_config`).
-    min_pad_s : float, seconds
-        Least zero padding after the stimulus on the ``window`` path (:data:`MIN_PAD_S`).
+    windows_s, min_pad_s : seconds
+        Encoder windows and least padding of the ``window`` path (:func:`decoding_config`).
     no_speech_threshold, log_prob_threshold : float or None
         Whisper's silence rule (None disables it).
     encoder_cache : int >= 0, optional
@@ -199,25 +182,7 @@ class WhisperRecogniser(Recogniser):
         return window_s(min(int(n_samples), self.max_samples), **self.window)
 
     def generate(self, audios, prompts):
-        """Transcribe a batch (:meth:`Recogniser.generate`).
-
-        Parameters
-        ----------
-        audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
-            Cut to ``entry.max_audio_s`` seconds.
-        prompts : list of (str or None)
-            Initial prompts; None or "" means none.
-
-        Returns
-        -------
-        list of str
-            Transcripts (``""`` for a window Whisper judges silent).
-
-        Raises
-        ------
-        AiplibParameterError
-            If the lists differ in length or a waveform is invalid.
-        """
+        """Transcribe a batch (:meth:`Recogniser.generate`; ``""`` for a window Whisper judges silent)."""
         if self.model is None:
             raise AiplibParameterError(f"{self.name} was closed")
         clips, prompts = self.checked(audios, prompts)

