@@ -61,8 +61,7 @@ def _unkeyed_matches(row: dict, mrow: dict | None, prompt_id: str | None) -> boo
         return False
     if mrow is None:
         return True
-    return all(_same_value(row[f], mrow.get(f)) for f in UNKEYED_CHECK_FIELDS
-               if row.get(f) is not None and f in mrow)
+    return all(_same_value(row[f], mrow.get(f)) for f in UNKEYED_CHECK_FIELDS if row.get(f) is not None and f in mrow)
 
 
 def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict | None = None,
@@ -289,8 +288,7 @@ def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
     head = manifest.head(int(limit)) if limit is not None else manifest
     head = select_shard(head, shard)
     for t in tasks:
-        keys[t] = stimulus_keys(ws, manifest, prompt_text=prompts[t][1], entry=entry, bases=bases,
-                                decoding=decoding)
+        keys[t] = stimulus_keys(ws, manifest, prompt_text=prompts[t][1], entry=entry, bases=bases, decoding=decoding)
         paths[t].parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(paths[t])  # the file this process appends to (a shard's own file when sharded)
         # stale rows are set aside in the file this process owns: a shard never rewrites <task>.jsonl,

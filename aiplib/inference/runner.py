@@ -35,8 +35,7 @@ from aiplib.io.formats import ERROR_RESPONSE, append_jsonl_lines, inference_row_
 
 log = logging.getLogger(__name__)
 
-STAGE7_TIMES_COLUMNS = ["run_start", "condition_family", "models", "tasks", "seconds", "n_stimuli", "n_run",
-                        "n_errors"]
+STAGE7_TIMES_COLUMNS = ["run_start", "condition_family", "models", "tasks", "seconds", "n_stimuli", "n_run", "n_errors"]
 """Columns of ``checks/stage7_families.csv``: one row per condition family per stage-7 run (appended)."""
 
 SUMMARY_COLUMNS = ["model", "task", "status", "n_stimuli", "n_done_before", "n_run", "n_errors", "seconds",

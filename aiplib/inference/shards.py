@@ -255,8 +255,7 @@ def merge_shards(result_file, shards=None) -> dict:
             seen[k] = (r.get("raw"), s)
             new_rows.append(r)
     # the current key of each stimulus a shard answered: other-keyed main rows are stale
-    current = {str(r["id"]): r["stim_key"] for r in new_rows
-               if not is_error_row(r) and r.get("stim_key") is not None}
+    current = {str(r["id"]): r["stim_key"] for r in new_rows if not is_error_row(r) and r.get("stim_key") is not None}
     keep, move = [], []
     if (current or refresh) and result_file.is_file():
         with open(result_file, "rb") as f:

@@ -157,8 +157,7 @@ class HFASRRecogniser(Recogniser):
         self.revision = self._loaded_revision(config, hub_kw)
         self.weights_sha256 = folder_fingerprint(folder) if self.local else None
         self.generate_kwargs = self._generate_kwargs()
-        self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0,
-                       "n_prompts_ignored": 0}
+        self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0, "n_prompts_ignored": 0}
 
     # ------------------------------------------------------------------ provenance
     def _loaded_revision(self, config, hub_kw: dict) -> str:

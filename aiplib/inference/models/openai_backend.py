@@ -77,8 +77,7 @@ def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int,
     dict
         ``{"model", "messages", "temperature": 0, "max_tokens", **extra}`` (JSON-serialisable).
     """
-    content = [{"type": "input_audio",
-                "input_audio": {"data": base64.b64encode(wav).decode("ascii"), "format": "wav"}}]
+    content = [{"type": "input_audio", "input_audio": {"data": base64.b64encode(wav).decode("ascii"), "format": "wav"}}]
     if prompt:
         content.append({"type": "text", "text": prompt})
     return {"model": model, "messages": [{"role": "user", "content": content}],

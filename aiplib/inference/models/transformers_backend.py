@@ -203,8 +203,7 @@ class TransformersRecogniser(Recogniser):
         self.model, self.processor = model, processor
         self.revision = self._loaded_revision()
         self.weights_sha256 = folder_fingerprint(folder) if self.local else None
-        self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0,
-                       "max_new_tokens_seen": 0}
+        self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0, "max_new_tokens_seen": 0}
         self.last: dict = {}
 
     # ------------------------------------------------------------------ interface

@@ -216,8 +216,7 @@ class WhisperRecogniser(Recogniser):
     def _prompt_tokens(self, prompt: str | None) -> list[int]:
         if prompt not in self._prompt_cache:
             previous = self.tokenizer.encode(" " + prompt) if prompt else []
-            self._prompt_cache[prompt] = self.model.get_prompt(self.tokenizer, previous,
-                                                               without_timestamps=True)
+            self._prompt_cache[prompt] = self.model.get_prompt(self.tokenizer, previous, without_timestamps=True)
         return self._prompt_cache[prompt]
 
     def features(self, clips, w: int = FULL_WINDOW_FRAMES) -> np.ndarray:

@@ -14,6 +14,7 @@ video sub-processors and Gemma 3n's vision tower, which audio never uses, by ine
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import io
@@ -179,14 +180,12 @@ class Adapter:
 
     def render(self, prompt: str | None) -> str:
         """The chat prompt as text (audio placeholder not yet expanded)."""
-        return self.processor.apply_chat_template(self.conversation(prompt), add_generation_prompt=True,
-                                                  tokenize=False)
+        return self.processor.apply_chat_template(self.conversation(prompt), add_generation_prompt=True, tokenize=False)
 
     def encode(self, audios: list[np.ndarray], prompts: list[str | None]):
         """Processor output (``BatchFeature``, left-padded) and the rendered prompts."""
         texts = [self.render(p) for p in prompts]
-        inputs = self.processor(text=texts, audio=list(audios), sampling_rate=SR, return_tensors="pt",
-                                padding=True)
+        inputs = self.processor(text=texts, audio=list(audios), sampling_rate=SR, return_tensors="pt", padding=True)
         return inputs, texts
 
     def check_inputs(self, inputs, n: int) -> None:
@@ -213,9 +212,8 @@ class Adapter:
         return int(self.entry.max_new_tokens)
 
     def generate_kwargs(self) -> dict:
-        kw = dict(do_sample=False, num_beams=1, max_new_tokens=self.token_limit())
-        kw.update(dict(self.entry.extra.get("generate_kwargs") or {}))
-        return kw
+        return {"do_sample": False, "num_beams": 1, "max_new_tokens": self.token_limit(),
+                **(self.entry.extra.get("generate_kwargs") or {})}
 
     def generate(self, inputs):
         """New token ids, shape (batch, n_new) (the prompt part cut off)."""
@@ -265,6 +263,7 @@ class Adapter:
 
 
 # ------------------------------------------------------------------------------------ compat stubs
+@functools.cache
 def _importable(name: str) -> bool:
     if importlib.util.find_spec(name) is None:
         return False
@@ -275,21 +274,17 @@ def _importable(name: str) -> bool:
         return False
 
 
-_STATE: dict[str, bool] = {}
+_STATE: dict[str, bool] = {}  # the patches made
 
 
 def torchvision_ok() -> bool:
     """True when torchvision imports (cached)."""
-    if "torchvision" not in _STATE:
-        _STATE["torchvision"] = _importable("torchvision")
-    return _STATE["torchvision"]
+    return _importable("torchvision")
 
 
 def timm_ok() -> bool:
     """True when timm imports (cached)."""
-    if "timm" not in _STATE:
-        _STATE["timm"] = torchvision_ok() and _importable("timm")
-    return _STATE["timm"]
+    return torchvision_ok() and _importable("timm")
 
 
 def no_torchvision_patch(*, image: bool = False) -> bool:
@@ -345,31 +340,27 @@ def no_torchvision_patch(*, image: bool = False) -> bool:
     return True
 
 
-_STUBS: dict = {}
-
-
+@functools.cache
 def _stub_classes() -> dict:
-    if not _STUBS:
-        from transformers.image_processing_utils import BaseImageProcessor  # noqa: PLC0415
-        from transformers.video_processing_utils import VideoProcessorMixin  # noqa: PLC0415
+    from transformers.image_processing_utils import BaseImageProcessor  # noqa: PLC0415
+    from transformers.video_processing_utils import VideoProcessorMixin  # noqa: PLC0415
 
-        class NoVideoProcessor(VideoProcessorMixin):
-            """Placeholder video processor (audio/text-only use, no torchvision)."""
+    class NoVideoProcessor(VideoProcessorMixin):
+        """Placeholder video processor (audio/text-only use, no torchvision)."""
 
-            temporal_patch_size = 2
-            merge_size = 2
-            patch_size = 14
+        temporal_patch_size = 2
+        merge_size = 2
+        patch_size = 14
 
-        class NoImageProcessor(BaseImageProcessor):
-            """Placeholder image processor (audio/text-only use, no torchvision)."""
+    class NoImageProcessor(BaseImageProcessor):
+        """Placeholder image processor (audio/text-only use, no torchvision)."""
 
-            model_input_names = ["pixel_values"]
+        model_input_names = ["pixel_values"]
 
-            def preprocess(self, *a, **k):
-                raise RuntimeError("image processing is stubbed out (torchvision unusable here)")
+        def preprocess(self, *a, **k):
+            raise RuntimeError("image processing is stubbed out (torchvision unusable here)")
 
-        _STUBS.update(video=NoVideoProcessor, image=NoImageProcessor)
-    return _STUBS
+    return {"video": NoVideoProcessor, "image": NoImageProcessor}
 
 
 def stub_video_processor():
@@ -402,8 +393,7 @@ def no_timm_vision_patch() -> bool:
             self.config = config
 
         def forward(self, *a, **k):
-            raise RuntimeError("the Gemma 3n vision tower is stubbed out (timm unusable here); "
-                               "audio and text only")
+            raise RuntimeError("the Gemma 3n vision tower is stubbed out (timm unusable here); " "audio and text only")
 
     orig = g3n.AutoModel
 

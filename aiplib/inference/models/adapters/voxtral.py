@@ -34,8 +34,7 @@ class VoxtralAdapter(Adapter):
 
     def encode(self, audios, prompts):
         convs = [self.conversation(p, a) for a, p in zip(audios, prompts)]
-        inputs = self.processor.apply_chat_template(convs, tokenize=True, return_dict=True,
-                                                    return_tensors="pt")
+        inputs = self.processor.apply_chat_template(convs, tokenize=True, return_dict=True, return_tensors="pt")
         texts = [self.tokenizer.decode(row, skip_special_tokens=False) for row in inputs["input_ids"].tolist()]
         return inputs, texts
 
