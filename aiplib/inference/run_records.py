@@ -97,13 +97,8 @@ class MixDiagnostics:
         if sid in self.seen:
             return
         self.seen.add(sid)
-        self.pending.append({
-            "stimulus_id": sid, "family": family, "speech_id": row.get("speech_id"),
-            "background_id": row.get("background_id"), "snr_db": row.get("snr_db"),
-            "condition": row.get("condition"), "target_snr_db": info.target_snr_db,
-            "achieved_snr_db": info.achieved_snr_db, "speech_lufs": info.speech_lufs,
-            "speech_peak": info.speech_peak, "bg_gain_db": info.bg_gain_db, "peak": info.peak,
-            "clip_scale": info.clip_scale, "bg_offset": info.bg_offset, "bg_active": info.bg_active})
+        self.pending.append({"stimulus_id": sid, "family": family, **{k: row.get(k) for k in MIX_DIAG_FIELDS[2:6]},
+                             **{k: getattr(info, k) for k in MIX_DIAG_FIELDS[6:]}})
 
     def flush(self) -> None:
         if not self.pending:
@@ -139,12 +134,9 @@ class Throughput:
         """``{stimuli, decodes, audio_s, seconds, stimuli_per_s, decodes_per_s, rtfx, families}``."""
         tot = {k: sum(f[k] for f in self.families.values()) for k in ("stimuli", "decodes", "audio_s", "seconds")}
         s = tot["seconds"]
-        return {"stimuli": tot["stimuli"], "decodes": tot["decodes"], "audio_s": round(tot["audio_s"], 3),
-                "seconds": round(s, 3),
-                "stimuli_per_s": round(tot["stimuli"] / s, 3) if s > 0 and tot["stimuli"] else None,
-                "decodes_per_s": round(tot["decodes"] / s, 3) if s > 0 and tot["decodes"] else None,
-                "rtfx": round(tot["audio_s"] / s, 3) if s > 0 and tot["audio_s"] else None,
-                "families": self.families}
+        rate = {f"{k}_per_s" if k != "audio_s" else "rtfx": round(tot[k] / s, 3) if s > 0 and tot[k] else None
+                for k in ("stimuli", "decodes", "audio_s")}
+        return {**tot, "audio_s": round(tot["audio_s"], 3), "seconds": round(s, 3), **rate, "families": self.families}
 
     def line(self) -> str:
         """One summary line (without the ``[progress]`` marker)."""
