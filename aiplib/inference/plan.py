@@ -89,11 +89,9 @@ class RunPlan:
 def configure(ws, options: dict) -> tuple[RunPlan, DecodingConfig]:
     """The :class:`RunPlan` and :class:`DecodingConfig` of stage 7's keyword ``options``.
 
-    ``models`` (ids, a comma list or ``"all"``; default ``whisper_tiny_en``), ``tasks`` (default
-    ``"all"``), ``prompt_set`` (name or :class:`PromptSet`; default the profile's: ``paper`` the
-    authors' ``PROMPTS`` dict, else ``aip-closed-v1``), ``shard`` (``"i/n"``, ``(i, n)``, None: Slurm's
-    array variables when set, False: none), ``decoding`` (the config's ``path``) and the other fields
-    of :class:`DecodingConfig`.
+    ``models`` (ids, a comma list or ``"all"``; default ``whisper_tiny_en``), ``tasks`` (default ``"all"``),
+    ``prompt_set`` (default the profile's), ``shard`` (``"i/n"``, ``(i, n)``, None: Slurm's array variables,
+    False: none), ``decoding`` (the config's ``path``) and the other fields of :class:`DecodingConfig`.
 
     Raises
     ------

@@ -66,21 +66,11 @@ def _unkeyed_matches(row: dict, mrow: dict | None, prompt_id: str | None) -> boo
 
 def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict | None = None,
                     rerun_unkeyed: bool = False) -> pd.DataFrame:
-    """Manifest rows still to decode, in manifest order.
+    """Rows of ``manifest`` still to decode into ``path`` (``inference/<model>/<task>.jsonl``), in manifest order.
 
-    Parameters
-    ----------
-    manifest : pandas.DataFrame
-        Rows of ``manifests/<family>.csv`` (at least ``id``).
-    path : str or Path
-        ``inference/<model>/<task>.jsonl``.
-    prompt_id : str
-    keys : dict of str → str, optional
-        The current key per stimulus id (:func:`stimulus_keys`); a keyed row counts as done only
-        when it matches. None: the rule of unkeyed rows for every row.
-    rerun_unkeyed : bool
-        Rows without ``stim_key`` never count as done; by default they do when their ``prompt_id``
-        is current or absent and their ``seed`` and ``snr_db``, where present, equal the manifest's.
+    A keyed row counts as done only when its key equals ``keys[id]`` (:func:`stimulus_keys`); a row
+    without ``stim_key`` (or every row when ``keys`` is None) when its ``prompt_id`` is current or absent
+    and its :data:`UNKEYED_CHECK_FIELDS`, where present, equal the manifest's, unless ``rerun_unkeyed``.
     """
     path = Path(path)
     done = set()
@@ -102,22 +92,10 @@ def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases:
                   decoding: dict | None = None) -> dict:
     """``{stimulus id: resume key}`` of every manifest row for one prompt and one model.
 
-    Key = :func:`aiplib.inference.keys.stimulus_key` of the row's :func:`aiplib.inference.keys.stimulus_base`,
-    the SHA-256 of ``prompt_text``, :func:`aiplib.inference.keys.entry_sha256` of ``entry`` and, when
-    given, the SHA-256 of ``decoding`` (16 hex digits).
-
-    Parameters
-    ----------
-    ws : Workspace
-        Resolves the audio paths.
-    manifest : pandas.DataFrame
-    prompt_text : str
-    entry : aiplib.inference.models.ModelEntry or dict
-    bases : dict, optional
-        ``{id: base}`` computed before (shared by the tasks of a family).
-    decoding : dict, optional
-        The output-deciding decoding options (:func:`aiplib.inference.models.decoding_key`, e.g. the
-        embedded Whisper's window policy); None for a backend's reference decoding.
+    Key = :func:`aiplib.inference.keys.stimulus_key` of the row's base (``bases``, computed here when not
+    given), the SHA-256 of ``prompt_text``, :func:`aiplib.inference.keys.entry_sha256` of ``entry`` and,
+    when given, the SHA-256 of ``decoding`` (:func:`aiplib.inference.models.decoding_key`; None for a
+    backend's reference decoding).
     """
     if bases is None:
         hashes: dict = {}
@@ -150,26 +128,11 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
     """Set aside the rows of ``path`` that no longer answer the current manifest; refresh the kept ones.
 
     A row moves to ``superseded/<task>.jsonl`` when its ``id`` left the manifest, its ``stim_key``
-    differs from ``keys[id]``, or (a successful row without a key) it fails :func:`pending_stimuli`'s
-    rule. With ``refresh``, kept keyed rows get the current manifest fields (:func:`refreshed_row`).
-    Unreadable lines move with their line number to ``quarantine/<task>.jsonl``. The file is rewritten
-    atomically, only when something changes.
-
-    Parameters
-    ----------
-    path : str or Path
-        ``inference/<model>/<task>.jsonl`` (or a shard's own file).
-    manifest : pandas.DataFrame
-        The whole current manifest of the family (not cut by ``limit``).
-    keys : dict
-        :func:`stimulus_keys` for this task and model.
-    records : list of dict, optional
-        ``manifest.to_dict("records")`` when the caller has it.
-
-    Returns
-    -------
-    dict
-        ``{"moved", "refreshed", "quarantined"}`` row counts.
+    differs from ``keys[id]`` (:func:`stimulus_keys`), or (a successful row without a key) it fails
+    :func:`pending_stimuli`'s rule. With ``refresh``, kept keyed rows get the current manifest fields
+    (:func:`refreshed_row`; ``manifest`` is the whole family's, not cut by ``limit``). Unreadable lines
+    move with their line number to ``quarantine/<task>.jsonl``. The file is rewritten atomically, only
+    when something changes. Returns the ``{"moved", "refreshed", "quarantined"}`` row counts.
     """
     path = Path(path)
     if not path.is_file():

@@ -46,15 +46,8 @@ SUMMARY_COLUMNS = ["model", "task", "status", "n_stimuli", "n_done_before", "n_r
 def run_suite(ws, suite="background", **options):
     """Stage 7 over the condition families of ``suite``: :func:`run_inference` on each family's view.
 
-    Parameters
-    ----------
-    ws : Workspace
-        Any view; each family runs on ``ws.with_family(cf)``.
-    suite : str or sequence of str
-        :func:`aiplib.core.tasks.parse_suite` (``background``, ``competing_speech``, ``channel``, a
-        comma list or ``all``).
-    **options
-        :func:`aiplib.inference.plan.configure`'s, resolved once for every family.
+    ``suite`` as :func:`aiplib.core.tasks.parse_suite` (``background``, ``competing_speech``, ``channel``,
+    a comma list or ``all``); ``options`` as :func:`aiplib.inference.plan.configure`, resolved once.
 
     Returns
     -------
@@ -86,22 +79,15 @@ def run_suite(ws, suite="background", **options):
 
 def run_inference(ws, plan: RunPlan | None = None, config: DecodingConfig | None = None,
                   **options) -> pd.DataFrame:
-    """Decode every stimulus of one workspace view with every model and task, resuming.
+    """Decode every stimulus of one workspace view (``manifests/<family>.csv``) with every model and task, resuming.
 
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Needs ``manifests/<family>.csv`` (stage 5).
-    plan : RunPlan, optional
-    config : DecodingConfig, optional
-        Made from ``options`` (:func:`aiplib.inference.plan.configure`) when not given.
+    ``plan`` and ``config`` are made from ``options`` (:func:`aiplib.inference.plan.configure`) when not given.
 
     Returns
     -------
     pandas.DataFrame
         One row per (model, task), :data:`SUMMARY_COLUMNS`; ``status`` is ``done``, ``unavailable`` (the
-        model did not load: the reason in ``error``), ``no_manifest`` or ``not_applicable``; ``seconds``
-        is the task's share of its family loop's wall time.
+        model did not load: the reason in ``error``), ``no_manifest`` or ``not_applicable``.
 
     Raises
     ------
@@ -127,10 +113,7 @@ def run_inference(ws, plan: RunPlan | None = None, config: DecodingConfig | None
         with shard_lock(model_dir, plan.shard):
             summary += _run_model(ws, entry, plan, config, diag)
     df = pd.DataFrame(summary)
-    for c in SUMMARY_COLUMNS:
-        if c not in df.columns:
-            df[c] = None
-    return df[SUMMARY_COLUMNS]
+    return df.assign(**{c: None for c in SUMMARY_COLUMNS if c not in df.columns})[SUMMARY_COLUMNS]
 
 
 @dataclasses.dataclass
@@ -182,11 +165,8 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
                           "end": now_iso(), "seconds": round(time.perf_counter() - t_model, 3), "tasks": stats,
                           "prompt_set": ps_record, "entry": entry.to_dict()})
         return summary + [{"model": entry.id, "task": task, **stats[task]} for task in tasks]
-    opts = {"path": config.path}  # the Whisper backend calls it its decoding path
-    if batch_size is not None:
-        opts["batch_size"] = batch_size
-    try:
-        rec = models.load_model(entry, **opts)
+    try:  # "path": the Whisper backend's decoding path
+        rec = models.load_model(entry, path=config.path, **({} if batch_size is None else {"batch_size": batch_size}))
     except Exception as exc:  # noqa: BLE001 - any load failure is logged, the stage goes on
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         log.warning("%s: not run (%s)", entry.id, reason)

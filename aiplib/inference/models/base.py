@@ -45,9 +45,9 @@ class Recogniser(abc.ABC):
         Parameters
         ----------
         audios : list of np.ndarray [shape=(n_i,)], float32
-            16 kHz mono waveforms, values in [-1, 1]; backends cut them to ``entry.max_audio_s``.
+            16 kHz mono waveforms; backends cut them to ``entry.max_audio_s``.
         prompts : list of (str or None)
-            One prompt per waveform (same length as ``audios``); None means no prompt.
+            One prompt per waveform; None means no prompt.
 
         Returns
         -------

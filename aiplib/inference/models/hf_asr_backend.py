@@ -9,19 +9,11 @@ Registry entry::
       revision: <commit>
       batch_size: 8
 
-:class:`transformers.AutoModelForCTC` (wav2vec2, HuBERT, WavLM …: greedy CTC) or
-:class:`transformers.AutoModelForSpeechSeq2Seq` (Whisper, Moonshine, Speech2Text …: ``generate``
-with ``do_sample=False, num_beams=1``, at most ``entry.max_new_tokens`` tokens; a multilingual
-Whisper decoded as English unless ``generate_kwargs`` say otherwise); ``auto`` picks from the
-checkpoint's config. Audio is cut to ``entry.max_audio_s`` (30 s). Batches are padded with the
-processor's attention mask; a checkpoint whose extractor returns none (group-norm models, whose
-output changes with zero padding) is batched only over clips of equal length, so a transcript
-never depends on its batch.
-
-These models take no task prompt (``prompt_style: none``): stage 7 sends none and marks the
-steering tasks not applicable; a prompt given anyway is ignored and counted
-(``stats()["n_prompts_ignored"]``). ``info()["revision"]`` is the hub commit loaded, or ``"local"``
-for a plain folder, identified by ``weights_sha256`` (folders under 4 GB).
+CTC models (wav2vec2, HuBERT …) are decoded greedily; seq2seq models (Whisper, Moonshine …) with
+``generate`` (one beam, at most ``entry.max_new_tokens`` tokens, a multilingual Whisper as English);
+``auto`` picks from the checkpoint's config. Audio is cut to ``entry.max_audio_s`` (30 s). A
+checkpoint whose extractor returns no attention mask is batched only over clips of equal length, so
+a transcript never depends on its batch. These models take no task prompt (``prompt_style: none``).
 """
 from __future__ import annotations
 

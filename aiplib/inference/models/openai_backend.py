@@ -115,20 +115,13 @@ class OpenAIOptions:
 
 
 class OpenAIRecogniser(Recogniser):
-    """An OpenAI-compatible endpoint behind the Recogniser interface.
-
-    Parameters
-    ----------
-    entry : ModelEntry
-        An ``openai`` entry (``base_url``, ``model``, optional ``base_url_env``, ``api_key_env``,
-        ``concurrency``).
-    options : OpenAIOptions, optional
+    """An OpenAI-compatible endpoint behind the Recogniser interface (``options``: :class:`OpenAIOptions`).
 
     Raises
     ------
     ModelUnavailableError
-        ``api_key_env`` names a variable that is not set; no server answers at ``base_url``;
-        the server does not serve ``model``.
+        ``api_key_env`` names a variable that is not set; no server answers at ``base_url``; the server
+        does not serve ``model``.
     AiplibParameterError
         ``concurrency`` or ``batch_size`` is not a positive integer.
     """

@@ -2,18 +2,11 @@
 Voxtral), batched, greedy.
 
 ``weights`` is a hub id (at ``entry.revision`` when pinned) or a local ``save_pretrained`` folder
-(nothing touches the network). ``precision`` is ``float32``, ``float16``, ``bfloat16`` or
-``int8_bnb`` (bitsandbytes). The model-type adapter (:mod:`aiplib.inference.models.adapters`) picks
-the classes. ``info()["revision"]`` is the commit loaded, else None for a local folder, identified
-by ``weights_sha256`` (folders under 4 GB). Hub refusals (gated, missing, offline) become one
-actionable :class:`~aiplib.core.errors.ModelUnavailableError` line.
-
-Decoding is greedy (one beam), at most ``entry.max_new_tokens`` new tokens (64 for the paper
-models; Qwen2.5-Omni: ``thinker_max_new_tokens``, 1024, as in the paper), audio cut to
-``entry.max_audio_s`` (30 s), only the new tokens decoded. Batches are left-padded with the
-attention mask; model types whose processor pads features only to the longest clip (Gemma 3n,
-Phi-4-multimodal) batch only clips of equal length. :func:`check_batch_invariance` compares batch 1
-with batch N.
+(nothing touches the network); ``precision`` ``float32``, ``float16``, ``bfloat16`` or ``int8_bnb``
+(bitsandbytes); the adapter (:mod:`aiplib.inference.models.adapters`) picks the classes. Decoding is
+greedy, at most ``entry.max_new_tokens`` new tokens (Qwen2.5-Omni: ``thinker_max_new_tokens``, 1024,
+as in the paper), audio cut to ``entry.max_audio_s`` (30 s). Batches are left-padded;
+:func:`check_batch_invariance` compares batch 1 with batch N.
 """
 from __future__ import annotations
 

