@@ -125,6 +125,4 @@ def effective_batch_size(entry, batch_size: int | None, profile: str | None) -> 
     (:data:`aiplib.inference.keys.BATCH_VARIANT_BACKENDS`)."""
     if batch_size is not None:
         return int(batch_size)
-    if profile == "paper" and entry.backend == "transformers":
-        return PAPER_BATCH_SIZE
-    return int(entry.batch_size or 1)
+    return PAPER_BATCH_SIZE if profile == "paper" and entry.backend == "transformers" else int(entry.batch_size or 1)

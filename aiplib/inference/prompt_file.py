@@ -40,13 +40,8 @@ def _is_var(node, variable) -> bool:
 
 def _mutation(node, variable) -> str | None:
     """Why ``node`` (a module-level statement) changes the dict after its literal, or None."""
-    targets = []
-    if isinstance(node, ast.Assign):
-        targets = node.targets
-    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-        targets = [node.target]
-    elif isinstance(node, ast.Delete):
-        targets = node.targets
+    targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
+               else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
     for t in targets:
         if isinstance(t, (ast.Subscript, ast.Attribute)) and _is_var(t.value, variable):
             return f"`{ast.unparse(t)}` is assigned or deleted"

@@ -146,7 +146,6 @@ def canonical_prompt_set_name(name: str | None) -> str:
     raise AiplibParameterError(f"unknown prompt set {name!r}; valid: {', '.join(prompt_set_names(aliases=True))}")
 
 
-# ------------------------------------------------------------------------------------ the set
 @dataclass(frozen=True, eq=False)
 class PromptSet:
     """One named prompt set.
@@ -261,7 +260,6 @@ def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPE
                      variable=variable, other_keys=tuple(k for k in found if k not in texts))
 
 
-# ------------------------------------------------------------------------------------ fetching
 def prompts_url(base_url: str, commit: str, path: str) -> str:
     """``<base_url>/<commit>/<path>`` (the layout of raw.githubusercontent.com).
 

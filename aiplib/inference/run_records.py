@@ -115,11 +115,9 @@ class MixDiagnostics:
 
 
 class Throughput:
-    """Per-model throughput of stage 7, summed over the task families run.
-
-    ``stimuli`` are distinct stimuli materialised, ``decodes`` the (stimulus, prompt) generations,
-    ``audio_s`` the stimuli's audio seconds (after the cut to ``max_audio_s``), ``seconds`` the wall
-    time of the family loops; RTFx = ``audio_s / seconds``.
+    """Per-model throughput of stage 7, summed over the task families run: distinct ``stimuli``,
+    (stimulus, prompt) ``decodes``, ``audio_s`` (after the cut to ``max_audio_s``) and loop ``seconds``;
+    RTFx = ``audio_s / seconds``.
     """
 
     def __init__(self, model: str):

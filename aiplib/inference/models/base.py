@@ -20,15 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class Recogniser(abc.ABC):
-    """A loaded model that turns audio (+ prompt) into text.
-
-    Attributes
-    ----------
-    name : str
-        The registry id (``entry.id``).
-    entry : ModelEntry
-        The registry entry it was loaded from.
-    """
+    """A loaded model that turns audio (+ prompt) into text; ``name`` is ``entry.id``."""
 
     name: str
     entry: "ModelEntry"
@@ -134,19 +126,9 @@ def batches_by_key(keys: list, batch_size: int) -> list[list[int]]:
 
 
 def generate_throughput(raw: dict) -> dict:
-    """A copy of a backend's running counts with its throughput added, for ``Recogniser.stats``.
-
-    Parameters
-    ----------
-    raw : dict
-        At least ``n_stimuli`` (count), ``audio_s`` (s of audio decoded) and ``generate_s`` (s spent
-        in ``generate``); other keys are copied as they are.
-
-    Returns
-    -------
-    dict
-        ``generate_s`` rounded to 0.1 ms, ``audio_s`` to 1 ms, ``stimuli_per_s`` (stimuli / s, 4
-        decimals) and ``rtfx`` (audio s / generate s, 3 decimals); both None before any generate time.
+    """A copy of a backend's running counts (``n_stimuli``, ``audio_s`` and ``generate_s`` in seconds, …)
+    with ``generate_s`` rounded to 0.1 ms, ``audio_s`` to 1 ms, and ``stimuli_per_s`` (4 decimals) and
+    ``rtfx`` (audio s / generate s, 3 decimals) added; both None before any generate time.
     """
     s = dict(raw)
     g = s["generate_s"]

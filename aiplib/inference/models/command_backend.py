@@ -8,16 +8,11 @@ Registry entry (extra fields)::
       command: "my-asr --lang en {file}"
       timeout_s: 120
 
-The command is split with ``shlex`` and run **without** a shell. In every argument ``{file}``
-becomes a temporary 16 kHz mono 16-bit WAV of the stimulus (required; in a private 0700 folder,
-deleted after the call), ``{prompt}`` the task text, ``$VAR`` / ``${VAR}`` an environment variable
-(so a key stays out of the registry). Standard output, stripped, is the response.
-
-A non-zero exit, a run longer than ``timeout_s`` (120 s; the process group is killed) or a
-program that cannot start raises :class:`CommandError` saying only ``exit status N``, ``timeout`` or
-``cannot start`` (never the command line or its output, which may hold a key). Given a batch,
-every stimulus runs once; if any failed the batch raises and the runner's per-item retry is
-answered from the results just computed.
+The command is split with ``shlex`` and run without a shell; in every argument ``{file}`` becomes a
+temporary 16 kHz mono 16-bit WAV of the stimulus (required; in a private 0700 folder), ``{prompt}``
+the task text, ``$VAR`` / ``${VAR}`` an environment variable. Standard output, stripped, is the
+response. A failure raises :class:`CommandError` saying only ``exit status N``, ``timeout`` (the
+process group is killed) or ``cannot start``, never the command line or its output.
 """
 from __future__ import annotations
 

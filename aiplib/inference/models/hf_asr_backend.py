@@ -25,13 +25,13 @@ import numpy as np
 
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
 from aiplib.inference.models.base import Recogniser, batches_by_key, generate_throughput
+from aiplib.inference.models.registry import resolve_device
 from aiplib.inference.models.transformers_backend import (
     DTYPES,
     folder_fingerprint,
     free_memory,
     hub_error_message,
     hub_source,
-    resolve_device,
 )
 from aiplib.io.audio import SR
 
@@ -151,7 +151,6 @@ class HFASRRecogniser(Recogniser):
         self.generate_kwargs = self._generate_kwargs()
         self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0, "n_prompts_ignored": 0}
 
-    # ------------------------------------------------------------------ provenance
     def _loaded_revision(self, config, hub_kw: dict) -> str:
         h = getattr(config, "_commit_hash", None) or getattr(self.model.config, "_commit_hash", None)
         if h:
@@ -204,7 +203,6 @@ class HFASRRecogniser(Recogniser):
         """Throughput so far: stimuli, batches, audio s, generate s, stimuli/s, RTFx, prompts ignored."""
         return generate_throughput(self._stats)
 
-    # ------------------------------------------------------------------ decoding
     def generate(self, audios, prompts):
         """Transcribe a batch greedily (:meth:`Recogniser.generate`); a non-empty prompt is ignored and counted."""
         if self.model is None:

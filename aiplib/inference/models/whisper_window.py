@@ -25,7 +25,6 @@ MIN_PAD_S = 5.0
 FULL_WINDOW_S = (30,)
 
 
-# --------------------------------------------------------------------------------------------- windows
 def _check_windows(windows_s) -> tuple[int, ...]:
     """``windows_s`` as sorted distinct whole seconds in 1 … 30 (AiplibParameterError otherwise)."""
     try:

@@ -1,16 +1,11 @@
-"""Adapters of the ``transformers`` backend: one module per Speech LLM ``model_type``.
+"""Adapters of the ``transformers`` backend: one module per Speech LLM ``model_type``, imported on demand.
 
-An adapter turns ``(waveform, prompt)`` pairs into model inputs and outputs back into text: the
-chat with the model's audio placeholder (:meth:`Adapter.conversation`), the processor call with
-``audio=`` (:meth:`Adapter.encode`), a check that the inputs hold the audio features and one run of
-placeholder tokens per row (:meth:`Adapter.check_inputs`: a misnamed argument is silently ignored
-and the model answers from the text alone), greedy generation and decoding of the new tokens.
-Batches are left-padded with the attention mask. Adapter modules are imported on demand
-(:func:`get_adapter`).
-
-Where torchvision / timm cannot be imported (the CPU torch wheel cannot load PyPI's
-torchvision), :func:`no_torchvision_patch` and :func:`no_timm_vision_patch` replace the image and
-video sub-processors and Gemma 3n's vision tower, which audio never uses, by inert stubs.
+An adapter builds the chat with the model's audio placeholder, calls the processor with ``audio=``,
+checks that the inputs hold the audio features and placeholder tokens (:meth:`Adapter.check_inputs`:
+a misnamed argument is silently ignored and the model answers from the text alone), generates
+greedily and decodes the new tokens. Where torchvision / timm cannot be imported,
+:func:`no_torchvision_patch` and :func:`no_timm_vision_patch` replace the image / video
+sub-processors and Gemma 3n's vision tower, which audio never uses, by inert stubs.
 """
 from __future__ import annotations
 
@@ -63,7 +58,6 @@ def wav_bytes(y: np.ndarray, *, sr: int = SR) -> bytes:
     return buf.getvalue()
 
 
-# ------------------------------------------------------------------------------------ the base class
 class Adapter:
     """Input builder + generate/decode for one model type (subclass per model type).
 
@@ -90,7 +84,6 @@ class Adapter:
             tok.padding_side = "left"
         self.fix_generation_config()
 
-    # ------------------------------------------------------------------ loading
     @classmethod
     def prepare(cls) -> None:
         """Patches needed before the processor / model can be loaded on this machine."""
@@ -146,7 +139,6 @@ class Adapter:
                 pad = eos[0] if isinstance(eos, (list, tuple)) else eos
             gc.pad_token_id = pad
 
-    # ------------------------------------------------------------------ inputs
     @property
     def placeholder(self) -> str:
         """The audio placeholder token as it appears in the rendered prompt."""
@@ -195,7 +187,6 @@ class Adapter:
                 f"{self.model_type}: {int((per_row == 0).sum())} of {n} prompts have no audio "
                 f"placeholder {self.placeholder!r}")
 
-    # ------------------------------------------------------------------ generation
     def token_limit(self) -> int:
         """New-token limit of one response (``entry.max_new_tokens``)."""
         return int(self.entry.max_new_tokens)
@@ -251,7 +242,6 @@ class Adapter:
         return getattr(self.generator, "dtype", None)
 
 
-# ------------------------------------------------------------------------------------ compat stubs
 @functools.cache
 def _importable(name: str) -> bool:
     if importlib.util.find_spec(name) is None:
