@@ -57,11 +57,8 @@ def _unkeyed_matches(row: dict, mrow: dict | None, prompt_id: str | None) -> boo
     """A row without ``stim_key`` answers the current stimulus: same (or no) ``prompt_id`` and the
     same :data:`UNKEYED_CHECK_FIELDS` where the row has them.
     """
-    if row.get("prompt_id") not in (None, prompt_id):
-        return False
-    if mrow is None:
-        return True
-    return all(_same_value(row[f], mrow.get(f)) for f in UNKEYED_CHECK_FIELDS if row.get(f) is not None and f in mrow)
+    return row.get("prompt_id") in (None, prompt_id) and (mrow is None or all(
+        _same_value(row[f], mrow.get(f)) for f in UNKEYED_CHECK_FIELDS if row.get(f) is not None and f in mrow))
 
 
 def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict | None = None,
@@ -153,16 +150,9 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
             else:
                 out.append(raw)
             continue
-        key = r.get(STIM_KEY_FIELD)
-        if rid not in mrows:
-            stale = True
-        elif key is not None:
-            stale = key != keys.get(rid)
-        elif is_error_row(r):
-            stale = False
-        else:
-            stale = rerun_unkeyed or not _unkeyed_matches(r, mrows[rid], prompt_id)
-        if stale:
+        key = r.get(STIM_KEY_FIELD)  # stale: left the manifest, another key, or an unkeyed answer failing the rule
+        if rid not in mrows or (key != keys.get(rid) if key is not None else not is_error_row(r) and (
+                rerun_unkeyed or not _unkeyed_matches(r, mrows[rid], prompt_id))):
             move.append(raw)
             continue
         if full is not None and key is not None and not is_error_row(r):

@@ -243,8 +243,7 @@ def _run_family(run: _ModelRun, family: str, fplan: dict) -> dict:
     max_samples = int(round(float(entry.max_audio_s) * SR))
     stats = {t: {"n_err": 0, "seconds": 0.0, "decode_seconds": 0.0} for t in tasks}
     fam_audio_s, fam_decodes = 0.0, 0
-    shard = run.plan.shard
-    where = f" · shard {shard[0]}/{shard[1]}" if shard is not None else ""
+    where = f" · shard {shard_label(run.plan.shard)}" if run.plan.shard is not None else ""
     bar = Progress(len(records), f"{entry.id} · {'+'.join(tasks)}{where}", unit="stim",
                    enabled=bool(run.config.progress and records))
     batches = [records[k: k + run.bs] for k in range(0, len(records), run.bs)]

@@ -10,6 +10,7 @@ as in the paper), audio cut to ``entry.max_audio_s`` (30 s). Batches are left-pa
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import logging
@@ -62,16 +63,6 @@ def hub_error_message(entry, exc: BaseException) -> str | None:
                     f"cannot be reached (offline); download it once on a connected machine "
                     f"(`hf download {entry.weights}`) or point `weights:` at a local folder")
     return None
-
-
-def _torch():
-    try:
-        import torch  # noqa: PLC0415
-
-        return torch
-    except ModuleNotFoundError:  # pragma: no cover - torch is a core dependency
-        raise MissingPackageError("the transformers backend needs torch; install it with "
-                                  "`pip install torch`") from None
 
 
 def hub_source(entry, local_files_only: bool | None = None) -> tuple[Path, bool, str, dict]:
@@ -130,7 +121,8 @@ class TransformersRecogniser(Recogniser):
             raise MissingPackageError("the transformers backend needs transformers 5; install it with "
                                       "`pip install 'transformers>=5'` (or the project's [llm] extra)") from None
 
-        torch = _torch()
+        import torch  # noqa: PLC0415
+
         self.name, self.entry = entry.id, entry
         self.adapter_cls = get_adapter(entry.model_type)
         self.batch_size = int(batch_size or entry.batch_size or 1)
@@ -286,13 +278,11 @@ def free_memory() -> None:
     """Collect garbage and return PyTorch's cached CUDA memory to the device (best effort; no-op
     without torch or a GPU). Called by the backends' ``close`` after they drop their model."""
     gc.collect()
-    try:
+    with contextlib.suppress(Exception):  # best effort
         import torch  # noqa: PLC0415
 
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-    except Exception:  # noqa: BLE001 - best effort
-        pass
 
 
 def load(entry, **opts) -> TransformersRecogniser:

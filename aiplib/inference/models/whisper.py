@@ -20,6 +20,7 @@ Decoding paths (:func:`aiplib.inference.models.whisper_window.decoding_config`)
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -180,12 +181,9 @@ class WhisperRecogniser(Recogniser):
 
     def close(self) -> None:
         """Release the CTranslate2 model."""
-        model = getattr(self, "model", None)
-        if model is not None:
-            try:
-                model.model.unload_model()
-            except Exception:  # noqa: BLE001 - best effort
-                pass
+        if getattr(self, "model", None) is not None:
+            with contextlib.suppress(Exception):  # best effort
+                self.model.model.unload_model()
         self.model = None
         getattr(self, "_enc_cache", {}).clear()
         if getattr(self, "_pool", None) is not None:
