@@ -29,15 +29,12 @@ class DecodingConfig:
     Attributes
     ----------
     path : {"window", "fast", "standard"}
-        Decoding path of faster-whisper models, ignored by other backends; its window policy enters the
-        resume key.
+        Decoding path of faster-whisper models (ignored by other backends); enters the resume key.
     batch_size, limit : int > 0, optional
         Stimuli per ``generate`` call (default :func:`effective_batch_size`); only the first ``limit``
         manifest rows per task.
-    progress : bool
-    rerun_unkeyed : bool
-        Re-run rows without a resume key (the authors' files) instead of keeping those whose prompt id,
-        seed and SNR agree (:func:`aiplib.inference.resume.pending_stimuli`).
+    progress, rerun_unkeyed : bool
+        Progress bars; re-run rows without a resume key (:func:`aiplib.inference.resume.pending_stimuli`).
 
     Raises
     ------

@@ -1,6 +1,5 @@
-"""Stage 7's run records: ``checks/mix_diagnostics.csv`` (:class:`MixDiagnostics`, one row per
-stimulus materialised, never duplicated), the per-model :class:`Throughput` of ``run_log.jsonl``,
-and the helpers that write run-log records.
+"""Stage 7's run records: ``checks/mix_diagnostics.csv`` (:class:`MixDiagnostics`), the per-model
+:class:`Throughput` and the other fields of ``run_log.jsonl``.
 """
 from __future__ import annotations
 

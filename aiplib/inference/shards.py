@@ -200,22 +200,16 @@ def _key(row: dict) -> tuple:
 def merge_shards(result_file, shards=None) -> dict:
     """Append the rows of a task's shard files (default: every one beside it) to its result file.
 
-    Returns
-    -------
-    dict
-        ``{"file", "shards", "rows_added", "duplicates_identical", "lines_skipped", "rows_superseded",
-        "rows_refreshed"}``.
+    Identical duplicates are written once; error rows never conflict. A main row whose stimulus a shard
+    answered under another ``stim_key`` moves to ``superseded/``; a shard row with a main row's key and
+    answer but other fields (:func:`aiplib.inference.resume.refreshed_copies`) replaces it. Returns
+    ``{"file", "shards", "rows_added", "duplicates_identical", "lines_skipped", "rows_superseded",
+    "rows_refreshed"}``.
 
     Raises
     ------
     ShardConflictError
         If two successful rows with the same ``(id, prompt_id, stim_key)`` differ in ``raw``. Nothing is written.
-
-    Notes
-    -----
-    Identical duplicates are written once; error rows never conflict. A main row whose stimulus a shard
-    answered under another ``stim_key`` moves to ``superseded/``; a shard row with a main row's key and
-    answer but other fields (:func:`aiplib.inference.resume.refreshed_copies`) replaces it.
     """
     result_file = Path(result_file)
     if shards is None:

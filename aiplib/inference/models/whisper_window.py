@@ -1,8 +1,5 @@
-"""The embedded Whisper's decoding paths and encoder-window policy (no model needed).
-
-Used by :mod:`aiplib.inference.models.whisper` (which windows a clip is encoded on) and, through
-:func:`aiplib.inference.models.decoding_key`, by stage 7's resume key, which is computed before any model
-loads. The paths are described in :mod:`aiplib.inference.models.whisper`.
+"""The embedded Whisper's decoding paths and encoder-window policy (no model needed: stage 7's resume
+key is computed before any model loads; the paths are described in :mod:`aiplib.inference.models.whisper`).
 """
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Voxtral-Mini-3B-2507 (``VoxtralForConditionalGeneration``), chat mode.
-
-Voxtral's processor takes audio only through its chat template (mistral-common renders the
-request): each waveform goes in as an in-memory 16-bit WAV, base64-encoded, in a user turn
-followed by the task text. mistral-common pads the audio to a multiple of 30 s and the prompt
-holds ``[BEGIN_AUDIO]`` + 375 ``[AUDIO]`` tokens per 30 s chunk. Features: 128-bin Whisper
-log-mel (``input_features``). Needs the ``mistral-common`` package (the Tekken tokenizer).
+"""Voxtral-Mini-3B-2507 (``VoxtralForConditionalGeneration``), chat mode: each waveform goes in as a
+base64 16-bit WAV through the chat template (mistral-common, which pads the audio to a multiple of
+30 s: ``[BEGIN_AUDIO]`` + 375 ``[AUDIO]`` tokens per 30 s). Needs ``mistral-common``.
 """
 from __future__ import annotations
 
