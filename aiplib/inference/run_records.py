@@ -29,13 +29,10 @@ def versions() -> dict:
     imported (``module.__version__``; :func:`aiplib.core.versions.package_versions` gives what is installed).
     """
 
-    out = {"aiplib": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
-           "numpy": np.__version__, "pandas": pd.__version__}
-    for mod in ("faster_whisper", "ctranslate2", "torch", "transformers"):
-        m = sys.modules.get(mod)
-        if m is not None:
-            out[mod] = getattr(m, "__version__", "?")
-    return out
+    loaded = [m for m in ("faster_whisper", "ctranslate2", "torch", "transformers") if sys.modules.get(m) is not None]
+    return {"aiplib": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
+            "numpy": np.__version__, "pandas": pd.__version__,
+            **{m: getattr(sys.modules[m], "__version__", "?") for m in loaded}}
 
 
 def now_iso() -> str:

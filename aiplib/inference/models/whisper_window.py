@@ -102,6 +102,4 @@ def decoding_key(decoding: str = "window", *, windows_s=None, min_pad_s: float =
     another window policy are set aside and re-run, never mixed (:func:`aiplib.inference.resume.stimulus_keys`).
     """
     cfg = decoding_config(decoding, windows_s=windows_s, min_pad_s=min_pad_s)
-    if cfg["windows_s"] == list(FULL_WINDOW_S):
-        return None
-    return {"windows_s": cfg["windows_s"], "min_pad_s": cfg["min_pad_s"]}
+    return None if cfg["windows_s"] == list(FULL_WINDOW_S) else {k: cfg[k] for k in ("windows_s", "min_pad_s")}

@@ -222,12 +222,9 @@ class Adapter:
         eos = set(eos if isinstance(eos, (list, tuple)) else ([eos] if eos is not None else []))
         counts = []
         for row in new_tokens.tolist():
-            n = 0
-            for t in row:
-                n += 1
-                if t in eos:
-                    break
-            else:
+            n = next((k + 1 for k, t in enumerate(row) if t in eos), None)
+            if n is None:  # no end-of-sequence: trailing padding does not count
+                n = len(row)
                 while n and pad is not None and row[n - 1] == pad and pad not in eos:
                     n -= 1
             counts.append(n)
