@@ -30,7 +30,7 @@ from aiplib.inference.models.transformers_backend import (
     DTYPES,
     folder_fingerprint,
     free_memory,
-    hub_error_message,
+    hub_errors,
     hub_source,
 )
 from aiplib.io.audio import SR
@@ -122,7 +122,7 @@ class HFASRRecogniser(Recogniser):
         _check_folder(entry, folder)
         self.local_files_only = hub_kw["local_files_only"]
         t0 = time.perf_counter()
-        try:
+        with hub_errors(entry):
             config = transformers.AutoConfig.from_pretrained(self.source, **hub_kw)
             try:
                 self.kind = detect_kind(config, entry.model_type)
@@ -132,13 +132,6 @@ class HFASRRecogniser(Recogniser):
             self.processor = transformers.AutoProcessor.from_pretrained(self.source, **hub_kw)
             self.model = auto.from_pretrained(self.source, dtype=getattr(torch, DTYPES[self.precision]),
                                               **hub_kw).to(self.device).eval()
-        except (MissingPackageError, ModelUnavailableError):
-            raise
-        except Exception as exc:  # noqa: BLE001 - hub / transformers raise many types
-            msg = hub_error_message(entry, exc)
-            if msg is not None:
-                raise ModelUnavailableError(msg) from exc
-            raise
         self.load_s = time.perf_counter() - t0
         self.feature_extractor = getattr(self.processor, "feature_extractor", self.processor)
         self.masked = bool(getattr(self.feature_extractor, "return_attention_mask", False))

@@ -65,6 +65,25 @@ def hub_error_message(entry, exc: BaseException) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def hub_errors(entry, *, packages: bool = False):
+    """Re-raise a hub refusal as one :class:`ModelUnavailableError` line (:func:`hub_error_message`) and,
+    with ``packages``, a missing module as :class:`MissingPackageError`."""
+    try:
+        yield
+    except (MissingPackageError, ModelUnavailableError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - hub / transformers raise many types
+        if packages and isinstance(exc, ModuleNotFoundError):
+            pkg = {"mistral_common": "mistral-common"}.get(exc.name, exc.name)
+            raise MissingPackageError(f"{entry.id} needs the Python package {pkg!r}; install it with "
+                                      f"`pip install {pkg}`") from exc
+        msg = hub_error_message(entry, exc)
+        if msg is not None:
+            raise ModelUnavailableError(msg) from exc
+        raise
+
+
 def hub_source(entry, local_files_only: bool | None = None) -> tuple[Path, bool, str, dict]:
     """``(folder, local, source, hub_kw)`` of an entry's ``weights``: a local folder or a hub id, and the
     ``from_pretrained`` keywords (``local_files_only``, default True for a folder or under
@@ -156,21 +175,10 @@ class TransformersRecogniser(Recogniser):
             torch.cuda.reset_peak_memory_stats()
 
         t0 = time.perf_counter()
-        try:
+        with hub_errors(entry, packages=True):
             self.adapter_cls.prepare()
             processor = self.adapter_cls.load_processor(self.source, **hub_kw)
             model = self.adapter_cls.load_model(self.source, **model_kw)
-        except (MissingPackageError, ModelUnavailableError):
-            raise
-        except ModuleNotFoundError as exc:
-            pkg = {"mistral_common": "mistral-common"}.get(exc.name, exc.name)
-            raise MissingPackageError(f"{entry.id} needs the Python package {pkg!r}; install it with "
-                                      f"`pip install {pkg}`") from exc
-        except Exception as exc:  # noqa: BLE001 - hub / transformers raise many types
-            msg = hub_error_message(entry, exc)
-            if msg is not None:
-                raise ModelUnavailableError(msg) from exc
-            raise
         self.load_s = time.perf_counter() - t0
         self.adapter = self.adapter_cls(entry, processor, model)
         self.placeholder = self.adapter.placeholder

@@ -208,12 +208,9 @@ class WhisperRecogniser(Recogniser):
         """Log-mel features [shape=(len(clips), n_mels, w)], float32, of ``clips`` (16 kHz) as ``transcribe``
         computes them (the pad frame dropped, at most 3,000 frames), zero-padded to ``w`` mel frames.
         """
-        fe = self.model.feature_extractor
-        batch = None
-        for j, clip in enumerate(clips):
-            f = fe(clip)[:, :-1][:, :FULL_WINDOW_FRAMES]  # as transcribe(): drop the pad frame
-            if batch is None:
-                batch = np.zeros((len(clips), f.shape[0], w), dtype=np.float32)
+        feats = [self.model.feature_extractor(c)[:, :-1][:, :FULL_WINDOW_FRAMES] for c in clips]  # pad frame dropped
+        batch = np.zeros((len(clips), feats[0].shape[0], w), dtype=np.float32)
+        for j, f in enumerate(feats):
             batch[j, :, : f.shape[1]] = f
         return batch
 
