@@ -126,9 +126,8 @@ class OpenAIRecogniser(Recogniser):
             raise ModelUnavailableError(f"{entry.id}: set the environment variable {self.key_env} to the "
                                         "endpoint's API key (it is read from there only)")
         ea = {**_DEFAULTS, **dict(entry.extra.get("engine_args") or {})}
-        self.max_retries = int(o.max_retries if o.max_retries is not None else ea["max_retries"])
-        self.backoff_s = float(o.backoff_s if o.backoff_s is not None else ea["backoff_s"])
-        self.max_backoff_s = float(o.max_backoff_s if o.max_backoff_s is not None else ea["max_backoff_s"])
+        for k, cast in (("max_retries", int), ("backoff_s", float), ("max_backoff_s", float)):
+            setattr(self, k, cast(ea[k] if getattr(o, k) is None else getattr(o, k)))
         self.timeout_s = float(o.timeout_s or entry.extra.get("timeout_s") or 120.0)
         self.mode = "transcriptions" if entry.prompt_style == "initial_prompt" else "chat"
         self.batch_size = int(o.batch_size or entry.batch_size or 1)

@@ -114,8 +114,6 @@ RENAMED_FIELDS = {"family": "model_type"}
 
 def _renamed_fields(model_id: str, raw):
     """``raw`` with deprecated field names replaced (:data:`RENAMED_FIELDS`), warning once per field."""
-    if not isinstance(raw, dict) or not set(raw) & set(RENAMED_FIELDS):
-        return raw
     raw = dict(raw)
     for old, new in RENAMED_FIELDS.items():
         if old not in raw:
