@@ -37,7 +37,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aiplib.io.audio import load_audio  # noqa: E402
-from aiplib.inference.runner import DEFAULT_DECODING  # noqa: E402
+from aiplib.inference.plan import DEFAULT_DECODING  # noqa: E402
 from aiplib.inference.models import load_model  # noqa: E402
 from aiplib.inference.prompts import prompt_for  # noqa: E402
 

@@ -426,7 +426,7 @@ def test_shard_runs_its_part_and_an_unsharded_run_merges_it_first(ws, monkeypatc
 
 
 def test_paper_speech_llms_decode_one_at_a_time_and_rows_record_it(ws, monkeypatch):
-    from aiplib.inference.runner import PAPER_BATCH_SIZE, effective_batch_size
+    from aiplib.inference.plan import PAPER_BATCH_SIZE, effective_batch_size
     from aiplib.inference.keys import entry_sha256
 
     qwen, whisper = get_entry("qwen25_omni_3b"), get_entry("whisper_tiny_en")

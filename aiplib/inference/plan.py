@@ -11,8 +11,6 @@ from aiplib.inference.models import resolve
 from aiplib.inference.prompts import TASKS, PromptSet, get_prompt_set, task_names
 from aiplib.inference.shards import coerce_shard
 
-__all__ = ["DEFAULT_DECODING", "PAPER_BATCH_SIZE", "DecodingConfig", "RunPlan", "configure", "effective_batch_size"]
-
 DEFAULT_DECODING = "window"
 """Stage 7's decoding of the embedded Whisper (:mod:`aiplib.inference.models.whisper`): the shortest
 of 15 / 20 / 30 s leaving 5 s of padding, chosen by ``benchmarks/bench_window.py``
@@ -31,17 +29,12 @@ class DecodingConfig:
     Attributes
     ----------
     path : {"window", "fast", "standard"}
-        Decoding path of faster-whisper models, ignored by other backends
-        (:mod:`aiplib.inference.models.whisper`); its window policy enters the resume key.
-    batch_size : int > 0, optional
-        Stimuli per ``generate`` call; default :func:`effective_batch_size`.
-    limit : int > 0, optional
-        Only the first ``limit`` manifest rows per task (smoke runs).
-    progress : bool
-        Progress per (model, task family) and one throughput line per model (stimuli/s, RTFx).
-    rerun_unkeyed : bool
-        Re-run stimuli whose rows carry no resume key (the authors' files) instead of keeping those
-        whose prompt id, seed and SNR agree (:func:`aiplib.inference.resume.pending_stimuli`).
+        Decoding path of faster-whisper models (ignored by other backends); enters the resume key.
+    batch_size, limit : int > 0, optional
+        Stimuli per ``generate`` call (default :func:`effective_batch_size`); only the first ``limit``
+        manifest rows per task.
+    progress, rerun_unkeyed : bool
+        Progress bars; re-run rows without a resume key (:func:`aiplib.inference.resume.pending_stimuli`).
 
     Raises
     ------
@@ -93,11 +86,9 @@ class RunPlan:
 def configure(ws, options: dict) -> tuple[RunPlan, DecodingConfig]:
     """The :class:`RunPlan` and :class:`DecodingConfig` of stage 7's keyword ``options``.
 
-    ``models`` (ids, a comma list or ``"all"``; default ``whisper_tiny_en``), ``tasks`` (default
-    ``"all"``), ``prompt_set`` (name or :class:`PromptSet`; default the profile's: ``paper`` the
-    authors' ``PROMPTS`` dict, else ``aip-closed-v1``), ``shard`` (``"i/n"``, ``(i, n)``, None: Slurm's
-    array variables when set, False: none), ``decoding`` (the config's ``path``) and the other fields
-    of :class:`DecodingConfig`.
+    ``models`` (ids, a comma list or ``"all"``; default ``whisper_tiny_en``), ``tasks`` (default ``"all"``),
+    ``prompt_set`` (default the profile's), ``shard`` (``"i/n"``, ``(i, n)``, None: Slurm's array variables,
+    False: none), ``decoding`` (the config's ``path``) and the other fields of :class:`DecodingConfig`.
 
     Raises
     ------
@@ -131,6 +122,4 @@ def effective_batch_size(entry, batch_size: int | None, profile: str | None) -> 
     (:data:`aiplib.inference.keys.BATCH_VARIANT_BACKENDS`)."""
     if batch_size is not None:
         return int(batch_size)
-    if profile == "paper" and entry.backend == "transformers":
-        return PAPER_BATCH_SIZE
-    return int(entry.batch_size or 1)
+    return PAPER_BATCH_SIZE if profile == "paper" and entry.backend == "transformers" else int(entry.batch_size or 1)

@@ -1,26 +1,19 @@
 """Tasks, their prompts and the prompt sets they come from.
 
-A *task* (``aiplib/core/tasks.yaml``) is a (family, prompt variant) pair: the family picks the item
-bank and the scoring rule (``asr``: word error rate; ``kws``: first word of the response against
-the keyword label), the variant the instruction: ``baseline`` asks for the job only, ``p5``
-("steering prompt 5") adds an instruction to attend to the foreground speaker.
-
-A *prompt set* gives every task one text and says whether its KWS prompt is a closed list or an
-open answer. Two are defined in ``tasks.yaml``:
+A *task* (``aiplib/core/tasks.yaml``) is a (family, prompt variant) pair: the family (``asr``, ``kws``)
+picks the item bank and the scoring rule, the variant the instruction (``baseline``; ``p5`` adds
+"attend to the foreground speaker"). A *prompt set* gives every task one text:
 
 * ``aip-closed-v1`` (aliases ``demo``, ``custom``): the built-in texts of :data:`PROMPTS`,
   closed-list KWS; the default.
-* ``paper`` (alias ``authors-05``): the ``PROMPTS`` dict of the authors' inference script
-  (``scripts/05_inference.py`` of github.com/IvLabs/AIP-Speech), open-answer KWS. The file is
-  downloaded once into ``<workspace>/raw/prompts/<commit>/`` (or named with ``$PROMPTS_FILE``) and
-  read with :mod:`ast` (:mod:`aiplib.inference.prompt_file`), **never executed**.
-
-Every set has a provenance record (:func:`prompt_set_record`) and a name that inference rows carry
-in :data:`PROMPT_SET_FIELD`. Speech LLMs get a text as the user turn of a chat; Whisper-style
-recognisers as the decoder's initial prompt (:mod:`aiplib.inference.models.whisper`).
+* ``paper`` (alias ``authors-05``): the ``PROMPTS`` dict of the authors' ``scripts/05_inference.py``
+  (github.com/IvLabs/AIP-Speech), open-answer KWS, downloaded once into
+  ``<workspace>/raw/prompts/<commit>/`` (or ``$PROMPTS_FILE``) and read with :mod:`ast`
+  (:func:`parse_prompts_file`), never executed: it imports transformers and patches it at import time.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -30,48 +23,159 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Mapping
 
-from aiplib.core.errors import AiplibParameterError
+from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.core.hashing import file_sha256
 from aiplib.core.stamps import text_sha256
-from aiplib.core.tasks import (
-    KEYWORDS,
-    KWS_CLOSED_LIST,
-    KWS_OPEN_ANSWER,
-    normalize_keywords,
-    required_tasks,
-    task_file,
-)
+from aiplib.core.tasks import KEYWORDS, KWS_CLOSED_LIST, KWS_OPEN_ANSWER, normalize_keywords, required_tasks, task_file
 from aiplib.core.workspace import workspace
-from aiplib.inference.prompt_file import PromptFileError, parse_prompts_file
 from aiplib.io.formats import read_item_bank_keywords
 from aiplib.sources.download import download_file
 
-__all__ = ["TASKS", "PROMPTS", "DEFAULT_PROMPT_SET", "NO_PROMPT_ID", "PROMPT_SET_FIELD", "ENV_VARS", "builtin_prompts",
-           "prompt_for", "task_names", "not_applicable", "PromptSet", "PromptSource", "default_prompt_set_name",
-           "prompt_set_names", "canonical_prompt_set_name", "get_prompt_set", "prompts_url", "fetch_prompts_file",
-           "prompt_set_from_file", "prompt_set_record"]
+
+class PromptFileError(AiplibError, ValueError):
+    """A prompts file cannot be used as a prompt set (the message names the file and line)."""
 
 
-_STEER = ("Listen only to the main foreground speaker and ignore all background sounds, noise, "
-          "music and other voices.")
+def _scope_nodes(body):
+    """Statements that run at import time: the module body and the bodies of its if/try/with/for
+    blocks, never function or class bodies."""
+    for node in body:
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            yield from _scope_nodes(getattr(node, field, None) or [])
+        for h in getattr(node, "handlers", None) or []:
+            yield from _scope_nodes(h.body)
+
+
+def _names(target) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _names(e)]
+    return []
+
+
+def _is_var(node, variable) -> bool:
+    return isinstance(node, ast.Name) and node.id == variable
+
+
+def _mutation(node, variable) -> str | None:
+    """Why ``node`` (a module-level statement) changes the dict after its literal, or None."""
+    targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
+               else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+    for t in targets:
+        if isinstance(t, (ast.Subscript, ast.Attribute)) and _is_var(t.value, variable):
+            return f"`{ast.unparse(t)}` is assigned or deleted"
+        if isinstance(node, ast.AugAssign) and _is_var(t, variable):
+            return f"`{variable}` is updated in place ({type(node.op).__name__})"
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        f = node.value.func
+        if isinstance(f, ast.Attribute) and _is_var(f.value, variable):
+            return f"`{variable}.{f.attr}(...)` is called"
+    return None
+
+
+def _describe(node) -> str:
+    if isinstance(node, ast.JoinedStr):
+        return "an f-string"
+    try:
+        text = ast.unparse(node)
+    except Exception:  # noqa: BLE001 - a description only
+        text = type(node).__name__
+    return f"`{text[:60]}{'…' if len(text) > 60 else ''}`"
+
+
+def _string(node, where: str) -> str:
+    """The str value of a string literal, of adjacent literals (joined by the parser) or of
+    ``+`` between such; anything else raises."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _string(node.left, where) + _string(node.right, where)
+    raise PromptFileError(f"{where}:{node.lineno}: {_describe(node)} is not a string literal; only "
+                          f"string literals (adjacent, parenthesised or joined with +) are read — the "
+                          f"file is never executed")
+
+
+def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
+    """Read the literal dict ``variable = {...}`` of a Python file without executing it.
+
+    The one module-level assignment (also inside a module-level ``if``/``try``) must be a dict display of
+    string-literal keys and values (adjacent, parenthesised or joined with ``+``). Returns every key, in
+    file order.
+
+    Raises
+    ------
+    PromptFileError
+        The file cannot be read or parsed; ``variable`` is assigned never or more than once, or not to a
+        dict display; a key is ``**`` unpacking, not a string literal or repeated; a value is not a string
+        literal; or the dict is changed at module level after its literal.
+    """
+    p = Path(path)
+    try:
+        source = p.read_bytes()
+    except OSError as exc:
+        raise PromptFileError(f"cannot read the prompts file {p}: {exc.strerror or exc}") from None
+    try:
+        tree = ast.parse(source, filename=str(p))
+    except (SyntaxError, ValueError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise PromptFileError(f"{p}{f':{line}' if line else ''}: not a Python file that can be parsed "
+                              f"({getattr(exc, 'msg', exc)})") from None
+    assigns, mutations = [], []
+    for node in _scope_nodes(tree.body):
+        if isinstance(node, ast.Assign) and any(variable in _names(t) for t in node.targets):
+            assigns.append(node)
+        elif isinstance(node, ast.AnnAssign) and _is_var(node.target, variable) and node.value is not None:
+            assigns.append(node)
+        elif (why := _mutation(node, variable)) is not None:
+            mutations.append((node.lineno, why))
+    if not assigns:
+        raise PromptFileError(f"{p}: no module-level assignment `{variable} = {{...}}` found "
+                              f"(is this the authors' inference script?)")
+    if len(assigns) > 1:
+        lines = ", ".join(str(a.lineno) for a in assigns)
+        raise PromptFileError(f"{p}:{assigns[1].lineno}: `{variable}` is assigned {len(assigns)} times at "
+                              f"module level (lines {lines}); cannot tell which dict the script used")
+    node = assigns[0]
+    if isinstance(node, ast.Assign) and not all(_is_var(t, variable) or variable not in _names(t)
+                                                 for t in node.targets):
+        raise PromptFileError(f"{p}:{node.lineno}: `{variable}` is unpacked from a tuple; expected "
+                              f"`{variable} = {{...}}`")
+    if mutations:
+        line, why = mutations[0]
+        raise PromptFileError(f"{p}:{line}: {why} at module level, so the dict the script used differs "
+                              f"from its literal; not read")
+    value = node.value
+    if not isinstance(value, ast.Dict):
+        raise PromptFileError(f"{p}:{value.lineno}: `{variable}` is {_describe(value)}, not a literal "
+                              f"dict `{{'task': 'text', ...}}`")
+    out: dict[str, str] = {}
+    for k, v in zip(value.keys, value.values):
+        if k is None:
+            raise PromptFileError(f"{p}:{v.lineno}: `**{_describe(v).strip('`')}` unpacking in "
+                                  f"`{variable}` is not read; only literal keys")
+        if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+            raise PromptFileError(f"{p}:{k.lineno}: key {_describe(k)} of `{variable}` is not a string literal")
+        if k.value in out:
+            raise PromptFileError(f"{p}:{k.lineno}: key {k.value!r} appears twice in `{variable}`")
+        out[k.value] = _string(v, str(p))
+    return out
+
+
+_STEER = "Listen only to the main foreground speaker and ignore all background sounds, noise, music and other voices."
 
 TASKS: dict[str, tuple[str, str]] = {t: (d["family"], d["variant"]) for t, d in task_file()["tasks"].items()}
 """Task name (the ``<task>`` of the result files) → (family, prompt variant), from ``tasks.yaml``."""
 
 def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
-    """The built-in prompt set ``aip-closed-v1`` for a closed keyword set.
+    """The built-in prompt set ``aip-closed-v1`` for a closed keyword set (None: :data:`aiplib.core.tasks.KEYWORDS`).
 
-    Parameters
-    ----------
-    keywords : str, sequence of str or None
-        The keywords named in the KWS prompts (None: :data:`aiplib.core.tasks.KEYWORDS`).
-
-    Returns
-    -------
-    dict
-        (family, variant) → ``{"prompt_id", "text"}``. With other keywords than the default the KWS
-        prompt ids end in ``_kw<first 8 hex of the SHA-256 of "w1,w2,...">``, so results never mix
-        two keyword sets.
+    Returns (family, variant) → ``{"prompt_id", "text"}``. With other keywords than the default the KWS
+    prompt ids end in ``_kw<first 8 hex of the SHA-256 of "w1,w2,...">``, so results never mix two
+    keyword sets.
 
     Raises
     ------
@@ -79,28 +183,13 @@ def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
         If the keyword set is empty or has a multi-word keyword.
     """
     kw = normalize_keywords(keywords)
-    kw_list = ", ".join(kw)
+    choice = f"It is one of: {', '.join(kw)}, or another word. Answer with the single word only."
     suffix = "" if kw == KEYWORDS else "_kw" + hashlib.sha256(",".join(kw).encode("utf-8")).hexdigest()[:8]
-    return {
-        ("asr", "baseline"): {
-            "prompt_id": "asr_baseline_v1",
-            "text": "Transcribe the speech in this audio exactly.",
-        },
-        ("asr", "p5"): {
-            "prompt_id": "asr_p5_v1",
-            "text": f"{_STEER} Transcribe the speech of the main speaker in this audio exactly.",
-        },
-        ("kws", "baseline"): {
-            "prompt_id": "kws_baseline_v1" + suffix,
-            "text": ("Which word is spoken in this audio? It is one of: "
-                     f"{kw_list}, or another word. Answer with the single word only."),
-        },
-        ("kws", "p5"): {
-            "prompt_id": "kws_p5_v1" + suffix,
-            "text": (f"{_STEER} Which word does the main speaker say? It is one of: "
-                     f"{kw_list}, or another word. Answer with the single word only."),
-        },
-    }
+    p = lambda pid, text: {"prompt_id": pid, "text": text}  # noqa: E731
+    return {("asr", "baseline"): p("asr_baseline_v1", "Transcribe the speech in this audio exactly."),
+            ("asr", "p5"): p("asr_p5_v1", f"{_STEER} Transcribe the speech of the main speaker in this audio exactly."),
+            ("kws", "baseline"): p("kws_baseline_v1" + suffix, f"Which word is spoken in this audio? {choice}"),
+            ("kws", "p5"): p("kws_p5_v1" + suffix, f"{_STEER} Which word does the main speaker say? {choice}")}
 
 
 PROMPTS: dict[tuple[str, str], dict[str, str]] = builtin_prompts()
@@ -165,24 +254,15 @@ PROMPT_SET_FIELD = "prompt_set"
 
 ENV_VARS = {"prompts_file": "PROMPTS_FILE", "commit": "PROMPTS_COMMIT",
             "base_url": "PROMPTS_BASE_URL", "path": "PROMPTS_PATH", "sha256": "PROMPTS_SHA256"}
-"""Field of :class:`PromptSource` → environment variable that supplies it when not given."""
+"""Source field of :func:`get_prompt_set` → environment variable that supplies it when not given."""
 
 _COMMIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
-def default_prompt_set_name() -> str:
-    """Name of the prompt set used when none is given (``"aip-closed-v1"``)."""
-    return task_file()["default_prompt_set"]
-
-
 def prompt_set_names(*, aliases: bool = False) -> list[str]:
     """Names of the prompt sets of the task file (``aliases``: with ``demo``, ``custom``, ``authors-05``)."""
-    out = []
-    for name, d in task_file()["prompt_sets"].items():
-        out.append(name)
-        if aliases:
-            out.extend(d.get("aliases") or [])
-    return out
+    return [n for name, d in task_file()["prompt_sets"].items()
+            for n in [name, *((d.get("aliases") or []) if aliases else [])]]
 
 
 def canonical_prompt_set_name(name: str | None) -> str:
@@ -194,15 +274,13 @@ def canonical_prompt_set_name(name: str | None) -> str:
         If ``name`` is no prompt set or alias; the message lists the valid ones.
     """
     if name is None:
-        return default_prompt_set_name()
+        return task_file()["default_prompt_set"]
     for canon, d in task_file()["prompt_sets"].items():
         if name == canon or name in (d.get("aliases") or []):
             return canon
-    raise AiplibParameterError(f"unknown prompt set {name!r}; valid: "
-                               f"{', '.join(prompt_set_names(aliases=True))}")
+    raise AiplibParameterError(f"unknown prompt set {name!r}; valid: {', '.join(prompt_set_names(aliases=True))}")
 
 
-# ------------------------------------------------------------------------------------ the set
 @dataclass(frozen=True, eq=False)
 class PromptSet:
     """One named prompt set.
@@ -210,21 +288,16 @@ class PromptSet:
     Attributes
     ----------
     name : str
-        Canonical name (``"aip-closed-v1"``, ``"paper"``), carried by rows in :data:`PROMPT_SET_FIELD`.
-    texts : Mapping[str, str]
-        Task → prompt text, exactly the tasks of :func:`aiplib.core.tasks.required_tasks`.
-    prompt_ids : Mapping[str, str]
-        Task → prompt id: the built-in ids (``asr_baseline_v1`` …), or for a file
-        ``<name>_<task>_<first 10 hex of the text's SHA-256>`` (stage 7 resumes on it).
+        Canonical name, carried by rows in :data:`PROMPT_SET_FIELD`.
+    texts, prompt_ids : Mapping[str, str]
+        Task → prompt text / id (the tasks of :func:`aiplib.core.tasks.required_tasks`); a file's ids are
+        ``<name>_<task>_<first 10 hex of the text's SHA-256>`` (stage 7 resumes on them).
     kws_answer : str
         ``closed-list`` or ``open-answer``.
     source : Mapping[str, object]
-        ``{"kind": "builtin", …}``, ``{"kind": "url", "url", "repo", "commit", "path", "cached_file",
-        "downloaded"}`` or ``{"kind": "file", "path"}``.
-    sha256 : str or None
-        SHA-256 of the prompts file (None for a built-in set).
-    variable : str or None
-        Name of the dict read from the file (``"PROMPTS"``).
+        ``{"kind": "builtin" | "url" | "file", …}``.
+    sha256, variable : str or None
+        SHA-256 of the prompts file and the name of its dict (None for a built-in set).
     other_keys : tuple of str
         Keys of the file's dict that no task uses, recorded only.
     """
@@ -262,11 +335,8 @@ class PromptSet:
 
 def _builtin_set(name: str, spec: dict, keywords=None) -> PromptSet:
     kw = normalize_keywords(keywords)
-    prompts = builtin_prompts(kw)
-    texts, ids = {}, {}
-    for task in required_tasks():
-        p = prompts[TASKS[task]]
-        texts[task], ids[task] = p["text"], p["prompt_id"]
+    prompts = {t: builtin_prompts(kw)[TASKS[t]] for t in required_tasks()}
+    texts, ids = ({t: p[k] for t, p in prompts.items()} for k in ("text", "prompt_id"))
     return PromptSet(name=name, texts=MappingProxyType(texts), prompt_ids=MappingProxyType(ids),
                      kws_answer=spec["kws_answer"],
                      source=MappingProxyType({"kind": "builtin", "module": "aiplib.inference.prompts",
@@ -278,41 +348,24 @@ def prompt_set_record(ps: PromptSet) -> dict:
     ``{"prompt_set", "kws_answer", "source", "sha256", "variable", "texts_sha256", "tasks": {task:
     {"prompt_id", "text", "text_sha256"}}, "other_keys"}``.
     """
-    return {
-        PROMPT_SET_FIELD: ps.name,
-        "kws_answer": ps.kws_answer,
-        "source": dict(ps.source),
-        "sha256": ps.sha256,
-        "variable": ps.variable,
-        "texts_sha256": ps.texts_sha256,
-        "tasks": {t: {"prompt_id": ps.prompt_ids[t], "text": ps.texts[t],
-                      "text_sha256": text_sha256(ps.texts[t])} for t in ps.texts},
-        "other_keys": list(ps.other_keys),
-    }
+    return {PROMPT_SET_FIELD: ps.name, "kws_answer": ps.kws_answer, "source": dict(ps.source), "sha256": ps.sha256,
+            "variable": ps.variable, "texts_sha256": ps.texts_sha256,
+            "tasks": {t: {"prompt_id": ps.prompt_ids[t], "text": ps.texts[t], "text_sha256": text_sha256(ps.texts[t])}
+                      for t in ps.texts}, "other_keys": list(ps.other_keys)}
 
 
 def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPEN_ANSWER,
                          variable: str = "PROMPTS", source: Mapping | None = None,
                          sha256: str | None = None) -> PromptSet:
-    """A prompt set from the literal dict ``variable`` of a Python file (:mod:`aiplib.inference.prompt_file`).
+    """A prompt set from the literal dict ``variable`` of a Python file (:func:`parse_prompts_file`).
 
-    Parameters
-    ----------
-    path : str or Path
-    name : str
-        The set's name (recorded in every result row).
-    kws_answer : {"open-answer", "closed-list"}
-    variable : str
-        Name of the dict in the file.
-    source : mapping, optional
-        Where the file came from; default ``{"kind": "file", "path": <absolute path>}``.
-    sha256 : str, optional
-        Expected SHA-256 of the file.
+    ``source`` (where the file came from) defaults to ``{"kind": "file", "path": <absolute path>}``;
+    ``sha256`` is the expected SHA-256 of the file.
 
     Raises
     ------
     PromptFileError
-        As :func:`aiplib.inference.prompt_file.parse_prompts_file`; also for a missing or empty task
+        As :func:`parse_prompts_file`; also for a missing or empty task
         text (the keys found are named) or another SHA-256.
     """
     if kws_answer not in (KWS_CLOSED_LIST, KWS_OPEN_ANSWER):
@@ -342,7 +395,6 @@ def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPE
                      variable=variable, other_keys=tuple(k for k in found if k not in texts))
 
 
-# ------------------------------------------------------------------------------------ fetching
 def prompts_url(base_url: str, commit: str, path: str) -> str:
     """``<base_url>/<commit>/<path>`` (the layout of raw.githubusercontent.com).
 
@@ -363,21 +415,8 @@ def fetch_prompts_file(*, base_url: str, commit: str, path: str, cache_dir, sha2
                        progress: bool = False) -> tuple[Path, dict]:
     """Download a prompts file once into ``<cache_dir>/<commit>/<file name>`` (reused offline).
 
-    Parameters
-    ----------
-    base_url, commit, path : str
-        URL parts (:func:`prompts_url`).
-    cache_dir : str or Path
-        Normally ``<workspace>/raw/prompts``.
-    sha256 : str, optional
-        Expected SHA-256 (:func:`aiplib.sources.download.download_file` verifies it).
-    progress : bool
-
-    Returns
-    -------
-    path : pathlib.Path
-    source : dict
-        ``{"kind": "url", "url", "base_url", "commit", "path", "cached_file", "downloaded"}``.
+    Returns ``(path, source)``, ``source`` = ``{"kind": "url", "url", "base_url", "commit", "path",
+    "cached_file", "downloaded"}``.
 
     Raises
     ------
@@ -399,38 +438,6 @@ def fetch_prompts_file(*, base_url: str, commit: str, path: str, cache_dir, sha2
                   "cached_file": str(dest), "downloaded": downloaded}
 
 
-@dataclass(frozen=True)
-class PromptSource:
-    """Where a fetched prompt set's file comes from (each field: None for ``$`` :data:`ENV_VARS`, then
-    the task file's value).
-
-    Attributes
-    ----------
-    prompts_file : str or Path, optional
-        A local copy of the prompts file; when set, nothing is fetched.
-    commit, base_url, path : str, optional
-        URL parts (:func:`prompts_url`).
-    sha256 : str, optional
-        Expected SHA-256 of the file; the task file's pin applies to the fetched file only.
-    cache_dir : str or Path, optional
-        Overrides ``<ws>/raw/prompts``.
-    """
-
-    prompts_file: object = None
-    commit: str | None = None
-    base_url: str | None = None
-    path: str | None = None
-    sha256: str | None = None
-    cache_dir: object = None
-
-    def setting(self, key: str, spec_value=None):
-        """The argument, else its environment variable, else ``spec_value``."""
-        arg = getattr(self, key)
-        if arg is not None:
-            return arg
-        return os.environ.get(ENV_VARS[key], "").strip() or spec_value
-
-
 def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = False, **source) -> PromptSet:
     """A prompt set by name, its file fetched and parsed when it has one.
 
@@ -439,14 +446,13 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
     prompt_set : str, PromptSet or None
         A name or alias of ``tasks.yaml``, a :class:`PromptSet` (returned as is) or None (the default).
     ws : aiplib.core.workspace.Workspace, optional
-        Its ``raw/prompts/`` caches downloads (default the ``paper`` workspace); its KWS item bank
-        gives the built-in sets' keywords.
-    keywords : str or sequence of str, optional
-        Keywords of a closed-list KWS prompt (default ``ws``'s, else :data:`aiplib.core.tasks.KEYWORDS`).
-    progress : bool
-        Show a download progress bar.
+        Its ``raw/prompts/`` caches downloads (default the ``paper`` workspace); its KWS item bank gives
+        the built-in sets' keywords (else ``keywords``, else :data:`aiplib.core.tasks.KEYWORDS`).
     **source
-        The fields of :class:`PromptSource`.
+        ``prompts_file`` (a local copy: nothing is fetched), ``commit``, ``base_url``, ``path``
+        (:func:`prompts_url`), ``sha256`` (the task file's pin applies to the fetched file only); each,
+        when None, from its :data:`ENV_VARS` variable, then the task file. ``cache_dir`` overrides
+        ``<ws>/raw/prompts``.
 
     Raises
     ------
@@ -457,7 +463,13 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
     aiplib.core.errors.DownloadError
         The file has to be fetched and cannot be (offline: use ``PROMPTS_FILE``).
     """
-    src_args = PromptSource(**source)
+    if bad := sorted(set(source) - {*ENV_VARS, "cache_dir"}):
+        raise TypeError(f"unknown prompt source field(s) {', '.join(bad)}")
+
+    def setting(key, spec_value=None):  # the argument, else its environment variable, else spec_value
+        arg = source.get(key)
+        return arg if arg is not None else os.environ.get(ENV_VARS[key], "").strip() or spec_value
+
     if isinstance(prompt_set, PromptSet):
         return prompt_set
     name = canonical_prompt_set_name(prompt_set)
@@ -468,8 +480,8 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
             keywords = read_item_bank_keywords(ws)
         return _builtin_set(name, spec, keywords)
     variable = src.get("variable", "PROMPTS")
-    local = src_args.setting("prompts_file")
-    pin = src_args.setting("sha256")
+    local = setting("prompts_file")
+    pin = setting("sha256")
     if local:
         p = Path(local).expanduser()
         if not p.is_file():
@@ -478,16 +490,12 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
         return prompt_set_from_file(p, name=name, kws_answer=spec["kws_answer"], variable=variable,
                                     sha256=pin, source={"kind": "file", "path": str(p.resolve()),
                                                         "stands_for": src["path"]})
-    commit_ = src_args.setting("commit", src["commit"])
-    base_ = src_args.setting("base_url", src["base_url"])
-    path_ = src_args.setting("path", src["path"])
+    commit_ = setting("commit", src["commit"])
+    base_ = setting("base_url", src["base_url"])
+    path_ = setting("path", src["path"])
     if pin is None and (commit_, base_, path_) == (src["commit"], src["base_url"], src["path"]):
         pin = src.get("sha256")
-    cache_dir = src_args.cache_dir
-    if cache_dir is None:
-        if ws is None:
-            ws = workspace("paper")
-        cache_dir = Path(ws.raw) / "prompts"
+    cache_dir = source.get("cache_dir") or Path((ws if ws is not None else workspace("paper")).raw) / "prompts"
     file, source = fetch_prompts_file(base_url=base_, commit=commit_, path=path_, cache_dir=cache_dir,
                                       sha256=pin, progress=progress)
     if src.get("repo") and base_ == src["base_url"]:
@@ -496,5 +504,5 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
                                 sha256=pin, source=source)
 
 
-DEFAULT_PROMPT_SET: str = default_prompt_set_name()
+DEFAULT_PROMPT_SET: str = task_file()["default_prompt_set"]
 """Name of the prompt set used when none is given (``"aip-closed-v1"``: the texts of :data:`PROMPTS`)."""

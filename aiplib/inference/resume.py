@@ -32,9 +32,6 @@ from aiplib.io.formats import (
 )
 from aiplib.stimuli.manifests import manifest_hash, read_manifest
 
-__all__ = ["UNKEYED_CHECK_FIELDS", "pending_stimuli", "stimulus_keys", "resume_file",
-           "refreshed_row", "refreshed_copies", "plan_family"]
-
 log = logging.getLogger(__name__)
 
 
@@ -60,31 +57,17 @@ def _unkeyed_matches(row: dict, mrow: dict | None, prompt_id: str | None) -> boo
     """A row without ``stim_key`` answers the current stimulus: same (or no) ``prompt_id`` and the
     same :data:`UNKEYED_CHECK_FIELDS` where the row has them.
     """
-    if row.get("prompt_id") not in (None, prompt_id):
-        return False
-    if mrow is None:
-        return True
-    return all(_same_value(row[f], mrow.get(f)) for f in UNKEYED_CHECK_FIELDS
-               if row.get(f) is not None and f in mrow)
+    return row.get("prompt_id") in (None, prompt_id) and (mrow is None or all(
+        _same_value(row[f], mrow.get(f)) for f in UNKEYED_CHECK_FIELDS if row.get(f) is not None and f in mrow))
 
 
 def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict | None = None,
                     rerun_unkeyed: bool = False) -> pd.DataFrame:
-    """Manifest rows still to decode, in manifest order.
+    """Rows of ``manifest`` still to decode into ``path`` (``inference/<model>/<task>.jsonl``), in manifest order.
 
-    Parameters
-    ----------
-    manifest : pandas.DataFrame
-        Rows of ``manifests/<family>.csv`` (at least ``id``).
-    path : str or Path
-        ``inference/<model>/<task>.jsonl``.
-    prompt_id : str
-    keys : dict of str → str, optional
-        The current key per stimulus id (:func:`stimulus_keys`); a keyed row counts as done only
-        when it matches. None: the rule of unkeyed rows for every row.
-    rerun_unkeyed : bool
-        Rows without ``stim_key`` never count as done; by default they do when their ``prompt_id``
-        is current or absent and their ``seed`` and ``snr_db``, where present, equal the manifest's.
+    A keyed row counts as done only when its key equals ``keys[id]`` (:func:`stimulus_keys`); a row
+    without ``stim_key`` (or every row when ``keys`` is None) when its ``prompt_id`` is current or absent
+    and its :data:`UNKEYED_CHECK_FIELDS`, where present, equal the manifest's, unless ``rerun_unkeyed``.
     """
     path = Path(path)
     done = set()
@@ -106,22 +89,10 @@ def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases:
                   decoding: dict | None = None) -> dict:
     """``{stimulus id: resume key}`` of every manifest row for one prompt and one model.
 
-    Key = :func:`aiplib.inference.keys.stimulus_key` of the row's :func:`aiplib.inference.keys.stimulus_base`,
-    the SHA-256 of ``prompt_text``, :func:`aiplib.inference.keys.entry_sha256` of ``entry`` and, when
-    given, the SHA-256 of ``decoding`` (16 hex digits).
-
-    Parameters
-    ----------
-    ws : Workspace
-        Resolves the audio paths.
-    manifest : pandas.DataFrame
-    prompt_text : str
-    entry : aiplib.inference.models.ModelEntry or dict
-    bases : dict, optional
-        ``{id: base}`` computed before (shared by the tasks of a family).
-    decoding : dict, optional
-        The output-deciding decoding options (:func:`aiplib.inference.models.decoding_key`, e.g. the
-        embedded Whisper's window policy); None for a backend's reference decoding.
+    Key = :func:`aiplib.inference.keys.stimulus_key` of the row's base (``bases``, computed here when not
+    given), the SHA-256 of ``prompt_text``, :func:`aiplib.inference.keys.entry_sha256` of ``entry`` and,
+    when given, the SHA-256 of ``decoding`` (:func:`aiplib.inference.models.decoding_key`; None for a
+    backend's reference decoding).
     """
     if bases is None:
         hashes: dict = {}
@@ -154,30 +125,11 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
     """Set aside the rows of ``path`` that no longer answer the current manifest; refresh the kept ones.
 
     A row moves to ``superseded/<task>.jsonl`` when its ``id`` left the manifest, its ``stim_key``
-    differs from ``keys[id]``, or (a successful row without a key) it fails :func:`pending_stimuli`'s
-    rule. Unkeyed error rows stay. With ``refresh``, kept keyed rows get the current manifest fields
-    (:func:`refreshed_row`). Unreadable lines (not UTF-8, not JSON, no ``id``) move with their line
-    number to ``quarantine/<task>.jsonl`` and their stimuli are decoded again. The file is rewritten
-    (atomically: ``.part``, fsync, rename; moved lines fsync'ed to their side file first) only when
-    something changes.
-
-    Parameters
-    ----------
-    path : str or Path
-        ``inference/<model>/<task>.jsonl`` (or a shard's own file).
-    manifest : pandas.DataFrame
-        The whole current manifest of the family (not cut by ``limit``).
-    keys : dict
-        :func:`stimulus_keys` for this task and model.
-    prompt_id : str
-    rerun_unkeyed, refresh : bool
-    records : list of dict, optional
-        ``manifest.to_dict("records")`` when the caller has it.
-
-    Returns
-    -------
-    dict
-        ``{"moved", "refreshed", "quarantined"}`` row counts.
+    differs from ``keys[id]`` (:func:`stimulus_keys`), or (a successful row without a key) it fails
+    :func:`pending_stimuli`'s rule. With ``refresh``, kept keyed rows get the current manifest fields
+    (:func:`refreshed_row`; ``manifest`` is the whole family's, not cut by ``limit``). Unreadable lines
+    move with their line number to ``quarantine/<task>.jsonl``. The file is rewritten atomically, only
+    when something changes. Returns the ``{"moved", "refreshed", "quarantined"}`` row counts.
     """
     path = Path(path)
     if not path.is_file():
@@ -198,16 +150,9 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
             else:
                 out.append(raw)
             continue
-        key = r.get(STIM_KEY_FIELD)
-        if rid not in mrows:
-            stale = True
-        elif key is not None:
-            stale = key != keys.get(rid)
-        elif is_error_row(r):
-            stale = False
-        else:
-            stale = rerun_unkeyed or not _unkeyed_matches(r, mrows[rid], prompt_id)
-        if stale:
+        key = r.get(STIM_KEY_FIELD)  # stale: left the manifest, another key, or an unkeyed answer failing the rule
+        if rid not in mrows or (key != keys.get(rid) if key is not None else not is_error_row(r) and (
+                rerun_unkeyed or not _unkeyed_matches(r, mrows[rid], prompt_id))):
             move.append(raw)
             continue
         if full is not None and key is not None and not is_error_row(r):
@@ -262,32 +207,18 @@ def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> lis
 
 
 def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
-    """Before a model loads: the resume keys of one task family's stimuli, stale rows set aside, and
-    what is left to decode per task.
+    """Before a model loads: one task family's resume keys, stale rows set aside, and what is left to decode.
 
-    Parameters
-    ----------
-    ws : Workspace
-    entry : aiplib.inference.models.ModelEntry
-        With the batch size it decodes with.
-    family : str
-        Task family (``asr``, ``kws``): its manifest.
-    tasks : list of str
-        The family's tasks to plan.
-    plan : aiplib.inference.plan.RunPlan
-        Its prompt set and shard.
-    config : aiplib.inference.plan.DecodingConfig
-        Its ``limit``, ``rerun_unkeyed`` and ``path`` (whose :func:`aiplib.inference.models.decoding_key`
-        enters the keys).
+    ``plan`` gives the prompt set and shard, ``config`` the ``limit``, ``rerun_unkeyed`` and ``path``
+    (whose :func:`aiplib.inference.models.decoding_key` enters the keys).
 
     Returns
     -------
     dict
         ``n_work`` (0: nothing to decode), ``result`` (per-task summary rows), and when the manifest
-        exists ``manifest, m_sha, prompts, keys, todo, paths, refreshed``. With a shard ``(i, n)``:
-        the stimuli (of the first ``limit``) whose id hashes to ``i``, less those with a current row
-        in ``<task>.jsonl`` (read, never written) or in the shard's own file (repaired, its stale
-        rows set aside, appended to); ``paths`` are then the shard files.
+        exists ``manifest, m_sha, prompts, keys, todo, paths, refreshed``. With a shard ``(i, n)``: the
+        stimuli (of the first ``limit``) whose id hashes to ``i``, less those with a current row in
+        ``<task>.jsonl`` (read, never written) or in the shard's own file; ``paths`` are the shard files.
     """
     shard, limit, rerun_unkeyed, ps = plan.shard, config.limit, config.rerun_unkeyed, plan.prompt_set
     decoding = decoding_key(entry, config.path)
@@ -310,8 +241,7 @@ def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
     head = manifest.head(int(limit)) if limit is not None else manifest
     head = select_shard(head, shard)
     for t in tasks:
-        keys[t] = stimulus_keys(ws, manifest, prompt_text=prompts[t][1], entry=entry, bases=bases,
-                                decoding=decoding)
+        keys[t] = stimulus_keys(ws, manifest, prompt_text=prompts[t][1], entry=entry, bases=bases, decoding=decoding)
         paths[t].parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(paths[t])  # the file this process appends to (a shard's own file when sharded)
         # stale rows are set aside in the file this process owns: a shard never rewrites <task>.jsonl,

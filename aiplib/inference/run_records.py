@@ -1,6 +1,5 @@
-"""Stage 7's run records: ``checks/mix_diagnostics.csv`` (:class:`MixDiagnostics`, one row per
-stimulus materialised, never duplicated), the per-model :class:`Throughput` of ``run_log.jsonl``,
-and the helpers that write run-log records.
+"""Stage 7's run records: ``checks/mix_diagnostics.csv`` (:class:`MixDiagnostics`), the per-model
+:class:`Throughput` and the other fields of ``run_log.jsonl``.
 """
 from __future__ import annotations
 
@@ -19,8 +18,6 @@ import pandas as pd
 from aiplib.core import __version__
 from aiplib.io.formats import append_jsonl_lines, repair_jsonl
 
-__all__ = ["MIX_DIAG_FIELDS", "MixDiagnostics", "Throughput", "versions", "now_iso", "short_error", "log_run"]
-
 log = logging.getLogger(__name__)
 
 ERROR_MAX_CHARS = 300
@@ -32,13 +29,10 @@ def versions() -> dict:
     imported (``module.__version__``; :func:`aiplib.core.versions.package_versions` gives what is installed).
     """
 
-    out = {"aiplib": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
-           "numpy": np.__version__, "pandas": pd.__version__}
-    for mod in ("faster_whisper", "ctranslate2", "torch", "transformers"):
-        m = sys.modules.get(mod)
-        if m is not None:
-            out[mod] = getattr(m, "__version__", "?")
-    return out
+    loaded = [m for m in ("faster_whisper", "ctranslate2", "torch", "transformers") if sys.modules.get(m) is not None]
+    return {"aiplib": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
+            "numpy": np.__version__, "pandas": pd.__version__,
+            **{m: getattr(sys.modules[m], "__version__", "?") for m in loaded}}
 
 
 def now_iso() -> str:
@@ -99,13 +93,8 @@ class MixDiagnostics:
         if sid in self.seen:
             return
         self.seen.add(sid)
-        self.pending.append({
-            "stimulus_id": sid, "family": family, "speech_id": row.get("speech_id"),
-            "background_id": row.get("background_id"), "snr_db": row.get("snr_db"),
-            "condition": row.get("condition"), "target_snr_db": info.target_snr_db,
-            "achieved_snr_db": info.achieved_snr_db, "speech_lufs": info.speech_lufs,
-            "speech_peak": info.speech_peak, "bg_gain_db": info.bg_gain_db, "peak": info.peak,
-            "clip_scale": info.clip_scale, "bg_offset": info.bg_offset, "bg_active": info.bg_active})
+        self.pending.append({"stimulus_id": sid, "family": family, **{k: row.get(k) for k in MIX_DIAG_FIELDS[2:6]},
+                             **{k: getattr(info, k) for k in MIX_DIAG_FIELDS[6:]}})
 
     def flush(self) -> None:
         if not self.pending:
@@ -122,11 +111,9 @@ class MixDiagnostics:
 
 
 class Throughput:
-    """Per-model throughput of stage 7, summed over the task families run.
-
-    ``stimuli`` are distinct stimuli materialised, ``decodes`` the (stimulus, prompt) generations,
-    ``audio_s`` the stimuli's audio seconds (after the cut to ``max_audio_s``), ``seconds`` the wall
-    time of the family loops; RTFx = ``audio_s / seconds``.
+    """Per-model throughput of stage 7, summed over the task families run: distinct ``stimuli``,
+    (stimulus, prompt) ``decodes``, ``audio_s`` (after the cut to ``max_audio_s``) and loop ``seconds``;
+    RTFx = ``audio_s / seconds``.
     """
 
     def __init__(self, model: str):
@@ -141,12 +128,9 @@ class Throughput:
         """``{stimuli, decodes, audio_s, seconds, stimuli_per_s, decodes_per_s, rtfx, families}``."""
         tot = {k: sum(f[k] for f in self.families.values()) for k in ("stimuli", "decodes", "audio_s", "seconds")}
         s = tot["seconds"]
-        return {"stimuli": tot["stimuli"], "decodes": tot["decodes"], "audio_s": round(tot["audio_s"], 3),
-                "seconds": round(s, 3),
-                "stimuli_per_s": round(tot["stimuli"] / s, 3) if s > 0 and tot["stimuli"] else None,
-                "decodes_per_s": round(tot["decodes"] / s, 3) if s > 0 and tot["decodes"] else None,
-                "rtfx": round(tot["audio_s"] / s, 3) if s > 0 and tot["audio_s"] else None,
-                "families": self.families}
+        rate = {f"{k}_per_s" if k != "audio_s" else "rtfx": round(tot[k] / s, 3) if s > 0 and tot[k] else None
+                for k in ("stimuli", "decodes", "audio_s")}
+        return {**tot, "audio_s": round(tot["audio_s"], 3), "seconds": round(s, 3), **rate, "families": self.families}
 
     def line(self) -> str:
         """One summary line (without the ``[progress]`` marker)."""

@@ -1,21 +1,13 @@
 """Stage 7: decode every stimulus with every (model, task), resumably, one JSONL row per stimulus.
 
-A run goes :func:`run_suite` (notebook 07) → :func:`run_inference` per condition family →
-:func:`_run_model` per model → :func:`_run_family` per task family (``asr`` with ``asr_steer_p5``,
-``kws`` with ``kws_steer_p5``) → :mod:`aiplib.inference.batch_decode` per batch.
+:func:`run_suite` (notebook 07) → :func:`run_inference` per condition family → :func:`_run_model` per
+model → :func:`_run_family` per task family → :mod:`aiplib.inference.batch_decode` per batch.
 
-It writes ``inference/<model>/<task>.jsonl`` (append-only, the authors' row format of IvLabs/AIP-Speech
-``scripts/05_inference.py``: the manifest columns, ``raw``, ``model``, ``task``, then
-:data:`aiplib.io.formats.EXTRA_FIELDS`; a failure is ``{id, raw: "__ERROR__", error, model, task}``
-plus the extras, retried by the next run), ``inference/<model>/run_log.jsonl`` (one record per run
-or failed load: decoding, model info, versions, counts, seconds, throughput) and
-``checks/mix_diagnostics.csv`` (one row per stimulus materialised). Rows are fsync'ed after every
-batch. Resuming is :mod:`aiplib.inference.resume`'s rule; shards write files of their own
-(:mod:`aiplib.inference.shards`).
-
-Each batch is materialised once (:func:`aiplib.stimuli.families.materialize`, the next one in a
-background thread), cut to the model's ``max_audio_s`` and decoded with every prompt of its task
-family that still needs it, so a backend can reuse its audio encoding.
+Writes ``inference/<model>/<task>.jsonl`` (append-only, the row format of the authors'
+``scripts/05_inference.py`` plus :data:`aiplib.io.formats.EXTRA_FIELDS`; a failure is an ``__ERROR__``
+row, retried by the next run), ``inference/<model>/run_log.jsonl`` (one record per run or failed load)
+and ``checks/mix_diagnostics.csv``. Each batch is materialised once (the next one in a background
+thread) and decoded with every prompt of its task family that still needs it.
 """
 from __future__ import annotations
 
@@ -33,29 +25,17 @@ from aiplib.core.progress import Progress, note
 from aiplib.core.tasks import parse_suite
 from aiplib.inference import models
 from aiplib.inference.batch_decode import generate_into, mix_batch, output_row
-from aiplib.inference.plan import (
-    DEFAULT_DECODING,
-    PAPER_BATCH_SIZE,
-    DecodingConfig,
-    RunPlan,
-    configure,
-    effective_batch_size,
-)
-from aiplib.inference.prompts import NO_PROMPT_ID, not_applicable, prompt_set_record
+from aiplib.inference.plan import DecodingConfig, RunPlan, configure, effective_batch_size
+from aiplib.inference.prompts import not_applicable, prompt_set_record
 from aiplib.inference.resume import plan_family
 from aiplib.inference.run_records import MixDiagnostics, Throughput, log_run, now_iso, short_error, versions
 from aiplib.inference.shards import merge_model, shard_label, shard_lock, shard_path, summary_line
 from aiplib.io.audio import SR
 from aiplib.io.formats import ERROR_RESPONSE, append_jsonl_lines, inference_row_json
 
-__all__ = ["run_suite", "run_inference", "raise_if_not_run", "not_applicable", "NO_PROMPT_ID",
-           "DEFAULT_DECODING", "PAPER_BATCH_SIZE", "DecodingConfig", "RunPlan", "effective_batch_size",
-           "STAGE7_TIMES_COLUMNS"]
-
 log = logging.getLogger(__name__)
 
-STAGE7_TIMES_COLUMNS = ["run_start", "condition_family", "models", "tasks", "seconds", "n_stimuli", "n_run",
-                        "n_errors"]
+STAGE7_TIMES_COLUMNS = ["run_start", "condition_family", "models", "tasks", "seconds", "n_stimuli", "n_run", "n_errors"]
 """Columns of ``checks/stage7_families.csv``: one row per condition family per stage-7 run (appended)."""
 
 SUMMARY_COLUMNS = ["model", "task", "status", "n_stimuli", "n_done_before", "n_run", "n_errors", "seconds",
@@ -66,16 +46,8 @@ SUMMARY_COLUMNS = ["model", "task", "status", "n_stimuli", "n_done_before", "n_r
 def run_suite(ws, suite="background", **options):
     """Stage 7 over the condition families of ``suite``: :func:`run_inference` on each family's view.
 
-    Parameters
-    ----------
-    ws : Workspace
-        Any view; each family runs on ``ws.with_family(cf)``.
-    suite : str or sequence of str
-        :func:`aiplib.core.tasks.parse_suite` (``background``, ``competing_speech``, ``channel``, a
-        comma list or ``all``).
-    **options
-        ``models, tasks, prompt_set, shard, decoding, batch_size, limit, progress, rerun_unkeyed``
-        (:func:`aiplib.inference.plan.configure`), resolved once for every family.
+    ``suite`` as :func:`aiplib.core.tasks.parse_suite` (``background``, ``competing_speech``, ``channel``,
+    a comma list or ``all``); ``options`` as :func:`aiplib.inference.plan.configure`, resolved once.
 
     Returns
     -------
@@ -107,25 +79,15 @@ def run_suite(ws, suite="background", **options):
 
 def run_inference(ws, plan: RunPlan | None = None, config: DecodingConfig | None = None,
                   **options) -> pd.DataFrame:
-    """Decode every stimulus of one workspace view with every model and task, resuming.
+    """Decode every stimulus of one workspace view (``manifests/<family>.csv``) with every model and task, resuming.
 
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-        Needs ``manifests/<family>.csv`` (stage 5) and the files they point to.
-    plan : RunPlan, optional
-    config : DecodingConfig, optional
-        Made from ``options`` when not given (:func:`aiplib.inference.plan.configure`).
-    **options
-        As :func:`run_suite` (``models="whisper_tiny_en", tasks="all", decoding="window"`` …).
+    ``plan`` and ``config`` are made from ``options`` (:func:`aiplib.inference.plan.configure`) when not given.
 
     Returns
     -------
     pandas.DataFrame
-        One row per (model, task), :data:`SUMMARY_COLUMNS`. ``status`` is ``done``, ``unavailable``
-        (the model did not load; the reason in ``error`` and ``run_log.jsonl``), ``no_manifest`` or
-        ``not_applicable``. ``seconds`` is the task's share of its family loop's wall time;
-        ``stimuli_per_s = n_run / seconds``.
+        One row per (model, task), :data:`SUMMARY_COLUMNS`; ``status`` is ``done``, ``unavailable`` (the
+        model did not load: the reason in ``error``), ``no_manifest`` or ``not_applicable``.
 
     Raises
     ------
@@ -135,11 +97,6 @@ def run_inference(ws, plan: RunPlan | None = None, config: DecodingConfig | None
         If ``limit`` or ``batch_size`` is not a positive integer, or ``shard`` is not ``i/n``.
     aiplib.inference.shards.ShardBusyError
         If another process runs the same shard of a model.
-
-    Notes
-    -----
-    A model that fails to load is logged and skipped; a failing stimulus becomes an ``__ERROR__``
-    row. A model with nothing left to decode is not loaded (``up_to_date`` in its run log).
     """
     if plan is None or config is None:
         made = configure(ws, options)
@@ -156,10 +113,7 @@ def run_inference(ws, plan: RunPlan | None = None, config: DecodingConfig | None
         with shard_lock(model_dir, plan.shard):
             summary += _run_model(ws, entry, plan, config, diag)
     df = pd.DataFrame(summary)
-    for c in SUMMARY_COLUMNS:
-        if c not in df.columns:
-            df[c] = None
-    return df[SUMMARY_COLUMNS]
+    return df.assign(**{c: None for c in SUMMARY_COLUMNS if c not in df.columns})[SUMMARY_COLUMNS]
 
 
 @dataclasses.dataclass
@@ -211,11 +165,8 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
                           "end": now_iso(), "seconds": round(time.perf_counter() - t_model, 3), "tasks": stats,
                           "prompt_set": ps_record, "entry": entry.to_dict()})
         return summary + [{"model": entry.id, "task": task, **stats[task]} for task in tasks]
-    opts = {"path": config.path}  # the Whisper backend calls it its decoding path
-    if batch_size is not None:
-        opts["batch_size"] = batch_size
-    try:
-        rec = models.load_model(entry, **opts)
+    try:  # "path": the Whisper backend's decoding path
+        rec = models.load_model(entry, path=config.path, **({} if batch_size is None else {"batch_size": batch_size}))
     except Exception as exc:  # noqa: BLE001 - any load failure is logged, the stage goes on
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         log.warning("%s: not run (%s)", entry.id, reason)
@@ -262,9 +213,7 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
 
 
 def _note_up_to_date(model: str, plans: dict, shard_label=None) -> None:
-    """One ``[progress]`` line per family with nothing to decode (its progress bar never shows), so
-    an up-to-date stage 7 still says so on the console under ``make``, e.g.
-    ``[progress] stage 7 whisper_tiny_en asr+asr_steer_p5: 0 to decode, 63 up to date``."""
+    """One ``[progress]`` line per family with nothing to decode, so an up-to-date stage 7 still says so."""
 
     for pl in plans.values():
         if pl.get("n_work") or "manifest" not in pl:
@@ -280,12 +229,8 @@ def _note_up_to_date(model: str, plans: dict, shard_label=None) -> None:
 def _run_family(run: _ModelRun, family: str, fplan: dict) -> dict:
     """Decode one task family's pending stimuli with every task's prompt, batch by batch.
 
-    Each batch is materialised once and decoded with every prompt that still needs it. Per task,
-    ``seconds`` is its share of the loop's wall time: each batch's interval (mixing, every prompt's
-    decode, writing) is split evenly over the decodes made in it, so the tasks' ``seconds`` sum to
-    the loop's wall time; ``decode_seconds`` is its own time inside ``generate``. ``run.meter``
-    receives the family's stimuli, decodes, audio seconds and loop seconds. Each row records
-    ``window_s``, the encoder window of a backend that chooses one (``rec.window_s(n_samples)``).
+    Per task, ``seconds`` is its share of the loop's wall time (each batch's interval split evenly over
+    the decodes made in it) and ``decode_seconds`` its own time inside ``generate``.
     """
     if "manifest" not in fplan:
         return fplan["result"]
@@ -298,8 +243,7 @@ def _run_family(run: _ModelRun, family: str, fplan: dict) -> dict:
     max_samples = int(round(float(entry.max_audio_s) * SR))
     stats = {t: {"n_err": 0, "seconds": 0.0, "decode_seconds": 0.0} for t in tasks}
     fam_audio_s, fam_decodes = 0.0, 0
-    shard = run.plan.shard
-    where = f" · shard {shard[0]}/{shard[1]}" if shard is not None else ""
+    where = f" · shard {shard_label(run.plan.shard)}" if run.plan.shard is not None else ""
     bar = Progress(len(records), f"{entry.id} · {'+'.join(tasks)}{where}", unit="stim",
                    enabled=bool(run.config.progress and records))
     batches = [records[k: k + run.bs] for k in range(0, len(records), run.bs)]

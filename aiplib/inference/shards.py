@@ -1,18 +1,11 @@
 """Stage 7 over many GPUs or nodes: stable shards of the stimuli, and their merge.
 
-A shard ``(i, n)`` decodes the stimuli whose id hashes to ``i`` (:func:`shard_of`, the same on every
-machine) and writes only files of its own, so shards may run at once on a shared file system:
-
-- ``inference/<model>/<task>.shard-<i>-of-<n>.jsonl`` (its rows) and
-  ``superseded/<task>.shard-<i>-of-<n>.jsonl`` (stale rows of that file);
-- ``inference/<model>/run_log.shard-<i>-of-<n>.jsonl``;
-- ``checks/mix_diagnostics.shard-<i>-of-<n>.csv``;
-- ``inference/<model>/.shard-<i>-of-<n>.lock``, held (``flock``) while it runs.
-
-A shard reads ``<task>.jsonl`` but never rewrites it. :func:`merge_all` (``make merge``, and stage 8
-first) appends the shards' rows to ``<task>.jsonl``, sets aside the main rows they supersede, and
-moves the shard files to ``merged-shards/``; it refuses contradicting answers
-(:class:`ShardConflictError`) and running shards (:class:`ShardBusyError`).
+A shard ``(i, n)`` decodes the stimuli whose id hashes to ``i`` (:func:`shard_of`) and writes only files
+of its own (``<task>.shard-<i>-of-<n>.jsonl``, the same name under ``superseded/``, ``run_log.shard-…``,
+``checks/mix_diagnostics.shard-….csv``, and ``.shard-<i>-of-<n>.lock``, held with ``flock`` while it
+runs); it reads ``<task>.jsonl`` but never rewrites it. :func:`merge_all` (``make merge``, stage 8)
+appends the shards' rows to ``<task>.jsonl``, sets aside the main rows they supersede and moves the
+shard files to ``merged-shards/``.
 """
 from __future__ import annotations
 
@@ -24,21 +17,16 @@ import os
 import re
 from pathlib import Path
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: shard locks are no-ops
+    fcntl = None
+
 import pandas as pd
 
 from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.inference.run_records import MIX_DIAG_FIELDS
-from aiplib.io.formats import (
-    append_jsonl_lines,
-    inference_row_json,
-    is_error_row,
-    read_inference_jsonl,
-    repair_jsonl,
-)
-
-__all__ = ["ShardConflictError", "ShardBusyError", "parse_shard", "coerce_shard", "shard_label", "shard_of",
-           "select_shard", "shard_path", "rewrite_jsonl", "parse_line", "shard_files", "shard_lock", "busy_shards", "merge_shards",
-           "merge_run_logs", "merge_diagnostics", "merge_model", "merge_all", "summary_line", "is_shard_file"]
+from aiplib.io.formats import append_jsonl_lines, inference_row_json, is_error_row, read_inference_jsonl, repair_jsonl
 
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 _FILE_RE = re.compile(r"^(?P<task>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")
@@ -55,13 +43,8 @@ class ShardBusyError(AiplibError):
 def parse_shard(spec: str | None = None, env=None) -> tuple[int, int] | None:
     """The shard this process runs, ``(i, n)`` with ``0 <= i < n``, or None.
 
-    Parameters
-    ----------
-    spec : str, optional
-        ``"i/n"`` (0-based). Empty or None: Slurm's ``SLURM_ARRAY_TASK_ID`` − ``SLURM_ARRAY_TASK_MIN``
-        of ``SLURM_ARRAY_TASK_COUNT`` when set.
-    env : mapping, optional
-        Default ``os.environ``.
+    ``spec`` is ``"i/n"`` (0-based); empty or None: Slurm's ``SLURM_ARRAY_TASK_ID`` −
+    ``SLURM_ARRAY_TASK_MIN`` of ``SLURM_ARRAY_TASK_COUNT`` in ``env`` (default ``os.environ``) when set.
 
     Raises
     ------
@@ -112,37 +95,25 @@ def shard_of(stimulus_id: str, n: int) -> int:
 
 def select_shard(manifest, shard: tuple[int, int] | None):
     """Rows of ``manifest`` (DataFrame with an ``id`` column) in shard ``(i, n)``; all if None."""
-    if shard is None:
-        return manifest
-    i, n = shard
-    return manifest[[shard_of(s, n) == i for s in manifest["id"]]]
+    return manifest if shard is None else manifest[[shard_of(s, shard[1]) == shard[0] for s in manifest["id"]]]
 
 
 def shard_path(result_file, shard: tuple[int, int] | None) -> Path:
     """``<task>.jsonl`` → ``<task>.shard-<i>-of-<n>.jsonl`` (unchanged when ``shard`` is None)."""
     p = Path(result_file)
-    if shard is None:
-        return p
-    i, n = shard
-    return p.with_name(f"{p.stem}.shard-{i}-of-{n}.jsonl")
+    return p if shard is None else p.with_name(f"{p.stem}.shard-{shard[0]}-of-{shard[1]}.jsonl")
 
 
 def shard_files(model_dir, *, run_logs: bool = False) -> dict[str, list[Path]]:
     """Shard files of one model's folder per task, sorted by shard (``run_logs=True``: only the
     ``run_log.shard-*`` files, under ``"run_log"``).
     """
-    out: dict[str, list[Path]] = {}
+    out: dict[str, list] = {}
     for p in sorted(Path(model_dir).glob("*.shard-*-of-*.jsonl")):
         m = _FILE_RE.match(p.name)
         if m and (m.group("task") == "run_log") == run_logs:
-            out.setdefault(m.group("task"), []).append(p)
-    for task in out:
-        out[task].sort(key=lambda p: (int(_FILE_RE.match(p.name).group("n")), int(_FILE_RE.match(p.name).group("i"))))
-    return out
-
-
-def _lock_path(model_dir, shard: tuple[int, int]) -> Path:
-    return Path(model_dir) / f".shard-{shard[0]}-of-{shard[1]}.lock"
+            out.setdefault(m.group("task"), []).append((int(m.group("n")), int(m.group("i")), p))
+    return {task: [p for *_, p in sorted(files)] for task, files in out.items()}
 
 
 @contextlib.contextmanager
@@ -157,14 +128,10 @@ def shard_lock(model_dir, shard: tuple[int, int] | None):
     ShardBusyError
         If another process holds it (the same shard started twice).
     """
-    try:
-        import fcntl  # noqa: PLC0415
-    except ImportError:  # pragma: no cover - not POSIX
-        fcntl = None
     if shard is None or fcntl is None:
         yield None
         return
-    path = _lock_path(model_dir, shard)
+    path = Path(model_dir) / f".shard-{shard[0]}-of-{shard[1]}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -182,14 +149,10 @@ def shard_lock(model_dir, shard: tuple[int, int] | None):
 
 def busy_shards(model_dir) -> list[str]:
     """Shards (``"i/n"``) of one model whose lock another process holds right now."""
-    try:
-        import fcntl  # noqa: PLC0415
-    except ImportError:  # pragma: no cover
-        return []
     busy = []
     for p in sorted(Path(model_dir).glob(".shard-*-of-*.lock")):
         m = re.match(r"^\.shard-(\d+)-of-(\d+)\.lock$", p.name)
-        if not m:
+        if not m or fcntl is None:
             continue
         fd = os.open(p, os.O_RDWR)
         try:
@@ -235,33 +198,18 @@ def _key(row: dict) -> tuple:
 
 
 def merge_shards(result_file, shards=None) -> dict:
-    """Append the rows of a task's shard files to its result file, refusing contradictions.
+    """Append the rows of a task's shard files (default: every one beside it) to its result file.
 
-    Parameters
-    ----------
-    result_file : str or Path
-        ``inference/<model>/<task>.jsonl`` (created if missing).
-    shards : list of Path, optional
-        Default: every ``<task>.shard-*-of-*.jsonl`` beside it.
-
-    Returns
-    -------
-    dict
-        ``{"file", "shards", "rows_added", "duplicates_identical", "lines_skipped",
-        "rows_superseded", "rows_refreshed"}``.
+    Identical duplicates are written once; error rows never conflict. A main row whose stimulus a shard
+    answered under another ``stim_key`` moves to ``superseded/``; a shard row with a main row's key and
+    answer but other fields (:func:`aiplib.inference.resume.refreshed_copies`) replaces it. Returns
+    ``{"file", "shards", "rows_added", "duplicates_identical", "lines_skipped", "rows_superseded",
+    "rows_refreshed"}``.
 
     Raises
     ------
     ShardConflictError
         If two successful rows with the same ``(id, prompt_id, stim_key)`` differ in ``raw``. Nothing is written.
-
-    Notes
-    -----
-    Identical duplicates are written once; error rows never conflict. A successful main row whose
-    stimulus a shard answered under another ``stim_key`` moves to ``superseded/<task>.jsonl``; a shard
-    row with a main row's key and answer but other fields (a refreshed manifest copy,
-    :func:`aiplib.inference.resume.refreshed_copies`) replaces it. Either rewrites the result file
-    atomically (``.part``, fsync, rename). The shard files then move to ``merged-shards/``.
     """
     result_file = Path(result_file)
     if shards is None:
@@ -301,8 +249,7 @@ def merge_shards(result_file, shards=None) -> dict:
             seen[k] = (r.get("raw"), s)
             new_rows.append(r)
     # the current key of each stimulus a shard answered: other-keyed main rows are stale
-    current = {str(r["id"]): r["stim_key"] for r in new_rows
-               if not is_error_row(r) and r.get("stim_key") is not None}
+    current = {str(r["id"]): r["stim_key"] for r in new_rows if not is_error_row(r) and r.get("stim_key") is not None}
     keep, move = [], []
     if (current or refresh) and result_file.is_file():
         with open(result_file, "rb") as f:
@@ -318,10 +265,7 @@ def merge_shards(result_file, shards=None) -> dict:
         rewrite_jsonl(result_file, b"".join(keep) + "".join(new_lines).encode("utf-8"), move)
     else:
         append_jsonl_lines(result_file, new_lines)
-    done_dir = result_file.parent / "merged-shards"
-    for s in shards:
-        done_dir.mkdir(exist_ok=True)
-        s.replace(done_dir / s.name)
+    _set_merged(shards, result_file.parent)
     return {"file": str(result_file), "shards": [str(s) for s in shards], "rows_added": len(new_rows),
             "duplicates_identical": identical, "lines_skipped": skipped, "rows_superseded": len(move),
             "rows_refreshed": len(refresh)}
@@ -340,8 +284,7 @@ def merge_run_logs(model_dir) -> int:
         repair_jsonl(model_dir / "run_log.jsonl")
         append_jsonl_lines(model_dir / "run_log.jsonl", lines)
         n += len(lines)
-        (model_dir / "merged-shards").mkdir(exist_ok=True)
-        s.replace(model_dir / "merged-shards" / s.name)
+        _set_merged([s], model_dir)
     return n
 
 
@@ -363,20 +306,23 @@ def merge_diagnostics(checks_dir) -> int:
             return pd.DataFrame(columns=MIX_DIAG_FIELDS)
 
     have = set(read(main)["stimulus_id"]) if main.is_file() else set()
-    parts = [read(p) for p in files]
-    new = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=MIX_DIAG_FIELDS)
-    new = new[~new["stimulus_id"].isin(have)].drop_duplicates("stimulus_id")
-    new = new.reindex(columns=MIX_DIAG_FIELDS)
+    new = pd.concat([read(p) for p in files], ignore_index=True)
+    new = new[~new["stimulus_id"].isin(have)].drop_duplicates("stimulus_id").reindex(columns=MIX_DIAG_FIELDS)
     if len(new):
         header = not main.is_file() or main.stat().st_size == 0
         with open(main, "a", newline="", encoding="utf-8") as f:
             new.to_csv(f, header=header, index=False)
             f.flush()
             os.fsync(f.fileno())
-    (checks_dir / "merged-shards").mkdir(exist_ok=True)
-    for p in files:
-        p.replace(checks_dir / "merged-shards" / p.name)
+    _set_merged(files, checks_dir)
     return len(new)
+
+
+def _set_merged(files, folder: Path) -> None:
+    """Move merged shard files to ``<folder>/merged-shards/``."""
+    for s in files:
+        (folder / "merged-shards").mkdir(exist_ok=True)
+        s.replace(folder / "merged-shards" / s.name)
 
 
 def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
@@ -389,15 +335,19 @@ def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
     tasks = shard_files(model_dir)
     if not tasks and not shard_files(model_dir, run_logs=True):
         return []
-    busy = busy_shards(model_dir) if check_busy else []
-    if busy:
-        raise ShardBusyError(f"shard(s) still running: {', '.join(f'{model_dir.name} {b}' for b in busy)}; "
-                             "merge when every array task has finished")
+    if check_busy:
+        _refuse_busy([model_dir])
     out = [merge_shards(model_dir / f"{task}.jsonl", files) for task, files in tasks.items()]
     merge_run_logs(model_dir)
     for lock in model_dir.glob(".shard-*-of-*.lock"):  # none is held (checked): tidy up
         lock.unlink(missing_ok=True)
     return out
+
+
+def _refuse_busy(model_dirs) -> None:
+    busy = [f"{d.name} {b}" for d in model_dirs for b in busy_shards(d)]
+    if busy:
+        raise ShardBusyError(f"shard(s) still running: {', '.join(busy)}; merge when every array task has finished")
 
 
 def is_shard_file(path) -> bool:
@@ -414,16 +364,12 @@ def merge_all(inference_dir, checks_dir=None) -> list[dict]:
     moves), :class:`ShardConflictError` as :func:`merge_shards`.
     """
     inference_dir = Path(inference_dir)
-    out = []
     if not inference_dir.is_dir():
-        return out
-    todo = [(d, shard_files(d)) for d in sorted(p for p in inference_dir.iterdir() if p.is_dir())
+        return []
+    todo = [d for d in sorted(p for p in inference_dir.iterdir() if p.is_dir())
             if shard_files(d) or shard_files(d, run_logs=True)]
-    busy = [f"{d.name} {b}" for d, _ in todo for b in busy_shards(d)]
-    if busy:  # checked for every model before anything moves
-        raise ShardBusyError(f"shard(s) still running: {', '.join(busy)}; merge when every array task has finished")
-    for model_dir, _ in todo:
-        out += merge_model(model_dir, check_busy=False)
+    _refuse_busy(todo)  # for every model before anything moves
+    out = [r for model_dir in todo for r in merge_model(model_dir, check_busy=False)]
     if checks_dir is None and inference_dir.name == "inference":
         checks_dir = inference_dir.parent / "checks"
     elif checks_dir is None and inference_dir.parent.name == "inference":  # inference/<family>/: checks/<family>/

@@ -7,26 +7,20 @@ chosen, so one model's heavy dependencies never break another's.
 from __future__ import annotations
 
 import abc
+import hashlib
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from aiplib.core.errors import AiplibParameterError
+from aiplib.io.audio import SR, valid_audio
+
 if TYPE_CHECKING:  # pragma: no cover
     from aiplib.inference.models.registry import ModelEntry
 
-__all__ = ["Recogniser", "generate_throughput"]
-
 
 class Recogniser(abc.ABC):
-    """A loaded model that turns audio (+ prompt) into text.
-
-    Attributes
-    ----------
-    name : str
-        The registry id (``entry.id``).
-    entry : ModelEntry
-        The registry entry it was loaded from.
-    """
+    """A loaded model that turns audio (+ prompt) into text; ``name`` is ``entry.id``."""
 
     name: str
     entry: "ModelEntry"
@@ -43,9 +37,9 @@ class Recogniser(abc.ABC):
         Parameters
         ----------
         audios : list of np.ndarray [shape=(n_i,)], float32
-            16 kHz mono waveforms, values in [-1, 1]; backends cut them to ``entry.max_audio_s``.
+            16 kHz mono waveforms; backends cut them to ``entry.max_audio_s``.
         prompts : list of (str or None)
-            One prompt per waveform (same length as ``audios``); None means no prompt.
+            One prompt per waveform; None means no prompt.
 
         Returns
         -------
@@ -57,6 +51,26 @@ class Recogniser(abc.ABC):
         AiplibParameterError
             If the lists differ in length or a waveform is invalid.
         """
+
+    @property
+    def max_samples(self) -> int:
+        """Samples (16 kHz) kept of each waveform: ``entry.max_audio_s`` seconds."""
+        return int(round(float(self.entry.max_audio_s) * SR))
+
+    def checked(self, audios, prompts) -> tuple[list[np.ndarray], list[str | None]]:
+        """``(clips, prompts)`` of a :meth:`generate` call: each waveform checked (float32, C-contiguous)
+        and cut to :attr:`max_samples`; a blank prompt becomes None.
+
+        Raises
+        ------
+        AiplibParameterError
+            If the lists differ in length or a waveform is invalid (:func:`aiplib.io.audio.valid_audio`).
+        """
+        if len(audios) != len(prompts):
+            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
+        clips = [np.ascontiguousarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples])
+                 for i, a in enumerate(audios)]
+        return clips, [p.strip() if isinstance(p, str) and p.strip() else None for p in prompts]
 
     def close(self) -> None:
         """Free the model's memory (idempotent). The default does nothing."""
@@ -72,20 +86,49 @@ class Recogniser(abc.ABC):
         return f"<{type(self).__name__} {getattr(self, 'name', '?')}>"
 
 
+def retry_key(audio: np.ndarray, prompt) -> str:
+    """Key of one (audio, prompt) in a backend's retry cache: hex SHA-1 of the float32 samples (after
+    the cut to ``max_audio_s``) followed by ``repr(prompt)``."""
+    h = hashlib.sha1(np.ascontiguousarray(audio, dtype=np.float32).tobytes())
+    h.update(repr(prompt).encode())
+    return h.hexdigest()
+
+
+def answer_each(cache: dict, clips, prompts, run, error) -> list[str]:
+    """The answers of a batch decoded stimulus by stimulus (``command``, ``openai``).
+
+    ``run(indices)`` gives ``(ok, text or error message)`` for each index not answered in ``cache``.
+    A failed batch keeps its answers in ``cache`` (:func:`retry_key`), so the runner's per-item retry
+    sends nothing twice, and raises ``error`` with the first failure's message.
+    """
+    keys = [retry_key(y, p) for y, p in zip(clips, prompts)]
+    results = {i: cache.pop(k) for i, k in enumerate(keys) if k in cache}
+    todo = [i for i in range(len(keys)) if i not in results]
+    if todo:
+        results.update(zip(todo, run(todo)))
+    bad = [results[i][1] for i in range(len(keys)) if not results[i][0]]
+    if bad:
+        if len(keys) > 1:
+            cache.update({keys[i]: results[i] for i in todo})
+        raise error(bad[0])
+    if len(keys) > 1:
+        cache.clear()
+    return [results[i][1] for i in range(len(keys))]
+
+
+def batches_by_key(keys: list, batch_size: int) -> list[list[int]]:
+    """Indices of ``keys`` in chunks of at most ``batch_size`` that share one key (groups in order of
+    first appearance, indices in input order)."""
+    groups: dict = {}
+    for i, k in enumerate(keys):
+        groups.setdefault(k, []).append(i)
+    return [idx[s: s + batch_size] for idx in groups.values() for s in range(0, len(idx), batch_size)]
+
+
 def generate_throughput(raw: dict) -> dict:
-    """A copy of a backend's running counts with its throughput added, for ``Recogniser.stats``.
-
-    Parameters
-    ----------
-    raw : dict
-        At least ``n_stimuli`` (count), ``audio_s`` (s of audio decoded) and ``generate_s`` (s spent
-        in ``generate``); other keys are copied as they are.
-
-    Returns
-    -------
-    dict
-        ``generate_s`` rounded to 0.1 ms, ``audio_s`` to 1 ms, ``stimuli_per_s`` (stimuli / s, 4
-        decimals) and ``rtfx`` (audio s / generate s, 3 decimals); both None before any generate time.
+    """A copy of a backend's running counts (``n_stimuli``, ``audio_s`` and ``generate_s`` in seconds, …)
+    with ``generate_s`` rounded to 0.1 ms, ``audio_s`` to 1 ms, and ``stimuli_per_s`` (4 decimals) and
+    ``rtfx`` (audio s / generate s, 3 decimals) added; both None before any generate time.
     """
     s = dict(raw)
     g = s["generate_s"]

@@ -8,20 +8,14 @@ Registry entry (extra fields)::
       command: "my-asr --lang en {file}"
       timeout_s: 120
 
-The command is split with ``shlex`` and run **without** a shell. In every argument ``{file}``
-becomes a temporary 16 kHz mono 16-bit WAV of the stimulus (required; in a private 0700 folder,
-deleted after the call), ``{prompt}`` the task text, ``$VAR`` / ``${VAR}`` an environment variable
-(so a key stays out of the registry). Standard output, stripped, is the response.
-
-A non-zero exit, a run longer than ``timeout_s`` (120 s; the process group is killed) or a
-program that cannot start raises :class:`CommandError` saying only ``exit status N``, ``timeout`` or
-``cannot start`` (never the command line or its output, which may hold a key). Given a batch,
-every stimulus runs once; if any failed the batch raises and the runner's per-item retry is
-answered from the results just computed.
+The command is split with ``shlex`` and run without a shell; in every argument ``{file}`` becomes a
+temporary 16 kHz mono 16-bit WAV of the stimulus (required; in a private 0700 folder), ``{prompt}``
+the task text, ``$VAR`` / ``${VAR}`` an environment variable. Standard output, stripped, is the
+response. A failure raises :class:`CommandError` saying only ``exit status N``, ``timeout`` (the
+process group is killed) or ``cannot start``, never the command line or its output.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 import shutil
@@ -34,10 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailableError
-from aiplib.inference.models.base import Recogniser
-from aiplib.io.audio import SR, valid_audio
-
-__all__ = ["CommandRecogniser", "CommandError", "load", "DEFAULT_TIMEOUT_S", "retry_key"]
+from aiplib.inference.models.base import Recogniser, answer_each
+from aiplib.io.audio import SR
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -47,29 +39,10 @@ class CommandError(AiplibError, RuntimeError):
     ``cannot start`` only."""
 
 
-def retry_key(audio: np.ndarray, prompt) -> str:
-    """Key of one (audio, prompt) in a backend's retry cache (this one and ``openai``): hex SHA-1 of
-    the float32 samples (after the cut to ``max_audio_s``) followed by ``repr(prompt)``. A failed
-    batch keeps the answers it got under it, so the runner's per-item retry sends nothing twice.
-    """
-    h = hashlib.sha1(np.ascontiguousarray(audio, dtype=np.float32).tobytes())
-    h.update(repr(prompt).encode())
-    return h.hexdigest()
-
-
 class CommandRecogniser(Recogniser):
     """An external program behind the Recogniser interface.
 
-    Parameters
-    ----------
-    entry : ModelEntry
-        A ``command`` entry (``extra["command"]`` holds ``{file}``).
-    timeout_s : float > 0, optional
-        Seconds per call; default ``entry.extra["timeout_s"]`` or 120.
-    batch_size : int > 0, optional
-        Stimuli per ``generate`` call (default 1).
-    path : str, optional
-        Ignored.
+    ``timeout_s`` (seconds per call) defaults to ``entry.extra["timeout_s"]`` or 120, ``batch_size`` to 1.
 
     Raises
     ------
@@ -100,7 +73,6 @@ class CommandRecogniser(Recogniser):
         if self.program is None:
             raise ModelUnavailableError(f"{entry.id}: program {Path(program).name!r} not found "
                                         "(not on PATH or not executable)")
-        self.max_samples = int(round(float(entry.max_audio_s) * SR))
         self._tmp = tempfile.mkdtemp(prefix="aip_cmd_")
         os.chmod(self._tmp, 0o700)
         self._cache: dict[str, tuple[bool, str]] = {}
@@ -157,38 +129,20 @@ class CommandRecogniser(Recogniser):
             self._stats["audio_s"] += len(audio) / SR
 
     def generate(self, audios, prompts):
-        """Run the program once per stimulus (see :meth:`Recogniser.generate`).
+        """Run the program once per stimulus (:meth:`Recogniser.generate`); :class:`CommandError` if any call failed."""
+        clips, texts = self.checked(audios, prompts)
 
-        Raises
-        ------
-        CommandError
-            If any call failed (``exit status N``, ``timeout`` or ``cannot start``).
-        AiplibParameterError
-            Lists of different lengths or an invalid waveform.
-        """
-        if len(audios) != len(prompts):
-            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
-        results: list[tuple[bool, str]] = []
-        for i, (a, p) in enumerate(zip(audios, prompts)):
-            a = np.asarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples], dtype=np.float32)
-            p = p.strip() if isinstance(p, str) and p.strip() else None
-            k = retry_key(a, p)
-            if k in self._cache:
-                results.append(self._cache.pop(k))
-                continue
-            try:
-                results.append((True, self._call(a, p)))
-            except CommandError as exc:
-                self._stats["n_errors"] += 1
-                results.append((False, str(exc)))
-            if len(audios) > 1:
-                self._cache[k] = results[-1]
-        bad = [msg for ok, msg in results if not ok]
-        if bad:
-            raise CommandError(bad[0])
-        if len(audios) > 1:  # all succeeded: nothing will be retried
-            self._cache.clear()
-        return [msg for _, msg in results]
+        def run(todo):
+            out = []
+            for i in todo:
+                try:
+                    out.append((True, self._call(clips[i], texts[i])))
+                except CommandError as exc:
+                    self._stats["n_errors"] += 1
+                    out.append((False, str(exc)))
+            return out
+
+        return answer_each(self._cache, clips, texts, run, CommandError)
 
     def close(self) -> None:
         """Delete the temporary folder (idempotent)."""

@@ -9,42 +9,31 @@ Registry entry::
       revision: <commit>
       batch_size: 8
 
-:class:`transformers.AutoModelForCTC` (wav2vec2, HuBERT, WavLM …: greedy CTC) or
-:class:`transformers.AutoModelForSpeechSeq2Seq` (Whisper, Moonshine, Speech2Text …: ``generate``
-with ``do_sample=False, num_beams=1``, at most ``entry.max_new_tokens`` tokens; a multilingual
-Whisper decoded as English unless ``generate_kwargs`` say otherwise); ``auto`` picks from the
-checkpoint's config. Audio is cut to ``entry.max_audio_s`` (30 s). Batches are padded with the
-processor's attention mask; a checkpoint whose extractor returns none (group-norm models, whose
-output changes with zero padding) is batched only over clips of equal length, so a transcript
-never depends on its batch.
-
-These models take no task prompt (``prompt_style: none``): stage 7 sends none and marks the
-steering tasks not applicable; a prompt given anyway is ignored and counted
-(``stats()["n_prompts_ignored"]``). ``info()["revision"]`` is the hub commit loaded, or ``"local"``
-for a plain folder, identified by ``weights_sha256`` (folders under 4 GB).
+CTC models (wav2vec2, HuBERT …) are decoded greedily; seq2seq models (Whisper, Moonshine …) with
+``generate`` (one beam, at most ``entry.max_new_tokens`` tokens, a multilingual Whisper as English);
+``auto`` picks from the checkpoint's config. Audio is cut to ``entry.max_audio_s`` (30 s). A
+checkpoint whose extractor returns no attention mask is batched only over clips of equal length, so
+a transcript never depends on its batch. These models take no task prompt (``prompt_style: none``).
 """
 from __future__ import annotations
 
 import inspect
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
-from aiplib.inference.models.base import Recogniser, generate_throughput
-from aiplib.inference.models.registry import HF_ASR_KINDS as KINDS
+from aiplib.inference.models.base import Recogniser, batches_by_key, generate_throughput
+from aiplib.inference.models.registry import resolve_device
 from aiplib.inference.models.transformers_backend import (
     DTYPES,
     folder_fingerprint,
     free_memory,
-    hub_error_message,
-    resolve_device,
+    hub_errors,
+    hub_source,
 )
-from aiplib.io.audio import SR, valid_audio
-
-__all__ = ["HFASRRecogniser", "load", "KINDS", "detect_kind"]
+from aiplib.io.audio import SR
 
 
 def detect_kind(config, wanted: str = "auto") -> str:
@@ -93,27 +82,16 @@ def _check_folder(entry, folder: Path) -> None:
 class HFASRRecogniser(Recogniser):
     """A transformers ASR checkpoint (CTC or seq2seq) behind the Recogniser interface.
 
-    Parameters
-    ----------
-    entry : ModelEntry
-        An ``hf_asr`` entry (``model_type`` one of :data:`KINDS`).
-    batch_size : int > 0, optional
-        Clips per forward pass; default ``entry.batch_size``.
-    device : {"cpu", "cuda", "auto"}, optional
-    precision : {"float32", "float16", "bfloat16"}, optional
-        Override the entry's.
-    local_files_only : bool, optional
-        Default: True for a local folder or when ``HF_HUB_OFFLINE`` is set.
-    path : str, optional
-        Ignored.
+    ``batch_size``, ``device``, ``precision`` (float32, float16, bfloat16) override the entry's;
+    ``local_files_only`` defaults to True for a local folder or under ``HF_HUB_OFFLINE``.
 
     Raises
     ------
     MissingPackageError
         transformers is not installed.
     ModelUnavailableError
-        Gated, missing or unreachable weights, a checkpoint that is no ASR model or not of the
-        entry's ``model_type``, or CUDA asked for where torch sees no GPU (one line).
+        Gated, missing or unreachable weights, a checkpoint that is no ASR model or not of the entry's
+        ``model_type``, or CUDA asked for where torch sees no GPU (one line).
     AiplibParameterError
         An unsupported precision or a non-positive batch size.
     """
@@ -140,19 +118,11 @@ class HFASRRecogniser(Recogniser):
         if self.device == "cuda" and not torch.cuda.is_available():
             raise ModelUnavailableError(f"{entry.id} is set to run on CUDA but torch sees no GPU "
                                         f"(torch {torch.__version__}); set device: cpu or run on a GPU machine")
-        self.max_samples = int(round(float(entry.max_audio_s) * SR))
-        folder = Path(str(entry.weights)).expanduser()
+        folder, self.local, self.source, hub_kw = hub_source(entry, local_files_only)
         _check_folder(entry, folder)
-        self.local = folder.is_dir()
-        self.source = str(folder) if self.local else str(entry.weights)
-        if local_files_only is None:
-            local_files_only = self.local or os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
-        self.local_files_only = bool(local_files_only)
-        hub_kw = {"local_files_only": self.local_files_only}
-        if entry.revision and not self.local:
-            hub_kw["revision"] = entry.revision
+        self.local_files_only = hub_kw["local_files_only"]
         t0 = time.perf_counter()
-        try:
+        with hub_errors(entry):
             config = transformers.AutoConfig.from_pretrained(self.source, **hub_kw)
             try:
                 self.kind = detect_kind(config, entry.model_type)
@@ -162,13 +132,6 @@ class HFASRRecogniser(Recogniser):
             self.processor = transformers.AutoProcessor.from_pretrained(self.source, **hub_kw)
             self.model = auto.from_pretrained(self.source, dtype=getattr(torch, DTYPES[self.precision]),
                                               **hub_kw).to(self.device).eval()
-        except (MissingPackageError, ModelUnavailableError):
-            raise
-        except Exception as exc:  # noqa: BLE001 - hub / transformers raise many types
-            msg = hub_error_message(entry, exc)
-            if msg is not None:
-                raise ModelUnavailableError(msg) from exc
-            raise
         self.load_s = time.perf_counter() - t0
         self.feature_extractor = getattr(self.processor, "feature_extractor", self.processor)
         self.masked = bool(getattr(self.feature_extractor, "return_attention_mask", False))
@@ -179,10 +142,8 @@ class HFASRRecogniser(Recogniser):
         self.revision = self._loaded_revision(config, hub_kw)
         self.weights_sha256 = folder_fingerprint(folder) if self.local else None
         self.generate_kwargs = self._generate_kwargs()
-        self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0,
-                       "n_prompts_ignored": 0}
+        self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0, "n_prompts_ignored": 0}
 
-    # ------------------------------------------------------------------ provenance
     def _loaded_revision(self, config, hub_kw: dict) -> str:
         h = getattr(config, "_commit_hash", None) or getattr(self.model.config, "_commit_hash", None)
         if h:
@@ -235,41 +196,17 @@ class HFASRRecogniser(Recogniser):
         """Throughput so far: stimuli, batches, audio s, generate s, stimuli/s, RTFx, prompts ignored."""
         return generate_throughput(self._stats)
 
-    # ------------------------------------------------------------------ decoding
     def generate(self, audios, prompts):
-        """Transcribe a batch greedily (:meth:`Recogniser.generate`); a non-empty prompt is ignored and counted.
-
-        Parameters
-        ----------
-        audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
-            Cut to ``entry.max_audio_s`` seconds.
-        prompts : list of (str or None)
-
-        Returns
-        -------
-        list of str
-
-        Raises
-        ------
-        AiplibParameterError
-            Lists of different lengths, an invalid waveform, or a closed model.
-        """
+        """Transcribe a batch greedily (:meth:`Recogniser.generate`); a non-empty prompt is ignored and counted."""
         if self.model is None:
             raise AiplibParameterError(f"{self.name} was closed")
-        if len(audios) != len(prompts):
-            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
         self._stats["n_prompts_ignored"] += sum(1 for p in prompts if isinstance(p, str) and p.strip())
-        clips = [np.ascontiguousarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples],
-                                      dtype=np.float32) for i, a in enumerate(audios)]
-        groups: dict = {}
-        for i, c in enumerate(clips):
-            groups.setdefault(None if self.masked or self.fixed_window else len(c), []).append(i)
+        clips, _ = self.checked(audios, prompts)
         out: list = [None] * len(clips)
-        for idx in groups.values():
-            for s in range(0, len(idx), self.batch_size):
-                chunk = idx[s: s + self.batch_size]
-                for i, text in zip(chunk, self._batch([clips[i] for i in chunk])):
-                    out[i] = text
+        for chunk in batches_by_key([None if self.masked or self.fixed_window else len(c) for c in clips],
+                                    self.batch_size):
+            for i, text in zip(chunk, self._batch([clips[i] for i in chunk])):
+                out[i] = text
         return out
 
     def _batch(self, clips: list[np.ndarray]) -> list[str]:

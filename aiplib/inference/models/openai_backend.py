@@ -13,22 +13,13 @@ Registry entry (extra fields)::
       concurrency: 8                     # requests in flight at once (default 1)
       batch_size: 16                     # rows per generate() call (≥ concurrency)
 
-``initial_prompt`` posts the stimulus (16 kHz mono 16-bit WAV) to ``{base_url}/audio/transcriptions``
-with ``temperature=0``, ``language=en`` and the task text as ``prompt``; ``chat`` posts one user
-turn (base64 WAV, then the task text) to ``{base_url}/chat/completions`` with ``temperature=0`` and
-``max_tokens`` (``thinker_max_new_tokens`` when set: Qwen2.5-Omni, 1024 as in the paper;
-:func:`chat_payload`). ``generate_kwargs`` are merged into the request.
-
-The key is read from ``api_key_env`` at each request, sent only as ``Authorization: Bearer …``,
-never stored, returned or left in an error message.
-
-``generate`` sends one request per stimulus, up to ``concurrency`` at once, and returns the answers
-in input order; a request that fails for good raises after the whole batch has finished, and the
-runner's item-by-item retry is answered from the results just obtained. HTTP 429 / 5xx and
-connection failures are retried (``engine_args``: ``max_retries`` 5, ``backoff_s`` · 2^attempt up
-to ``max_backoff_s``, a numeric ``Retry-After`` honoured within that cap); other failures raise
-:class:`OpenAIBackendError`. On load, ``GET {base_url}/models`` (5 s) checks that a server answers
-and serves ``model`` (``engine_args: {probe: false}`` skips it).
+``initial_prompt`` posts the stimulus (16 kHz mono 16-bit WAV) to ``/audio/transcriptions`` with the
+task text as ``prompt``; ``chat`` posts one user turn to ``/chat/completions`` (:func:`chat_payload`).
+Both use ``temperature=0``; ``generate_kwargs`` are merged in. The key is read from ``api_key_env`` at
+each request and sent only as ``Authorization: Bearer …``. HTTP 429 / 5xx and connection failures
+are retried (``engine_args``: ``max_retries`` 5, ``backoff_s`` · 2^attempt up to ``max_backoff_s``,
+a numeric ``Retry-After`` honoured within that cap). On load, ``GET /models`` (5 s) checks that a
+server serves ``model`` (``engine_args: {probe: false}`` skips it).
 """
 from __future__ import annotations
 
@@ -48,11 +39,8 @@ import numpy as np
 
 from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailableError
 from aiplib.inference.models.adapters import wav_bytes  # 16-bit PCM WAV in memory
-from aiplib.inference.models.base import Recogniser
-from aiplib.inference.models.command_backend import retry_key  # the one retry-cache key of both backends
-from aiplib.io.audio import SR, valid_audio
-
-__all__ = ["OpenAIRecogniser", "OpenAIOptions", "OpenAIBackendError", "load", "RETRY_STATUS", "chat_payload"]
+from aiplib.inference.models.base import Recogniser, answer_each
+from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +77,7 @@ def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int,
     dict
         ``{"model", "messages", "temperature": 0, "max_tokens", **extra}`` (JSON-serialisable).
     """
-    content = [{"type": "input_audio",
-                "input_audio": {"data": base64.b64encode(wav).decode("ascii"), "format": "wav"}}]
+    content = [{"type": "input_audio", "input_audio": {"data": base64.b64encode(wav).decode("ascii"), "format": "wav"}}]
     if prompt:
         content.append({"type": "text", "text": prompt})
     return {"model": model, "messages": [{"role": "user", "content": content}],
@@ -99,22 +86,10 @@ def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int,
 
 @dataclass(frozen=True)
 class OpenAIOptions:
-    """Overrides of an ``openai`` entry's settings (None: the entry's value).
-
-    Attributes
-    ----------
-    timeout_s : float > 0, optional
-        Seconds per HTTP request; default ``entry.extra["timeout_s"]`` or 120.
-    max_retries, backoff_s, max_backoff_s : optional
-        Override ``entry.extra["engine_args"]`` (see the module notes).
-    batch_size : int > 0, optional
-        Stimuli per ``generate`` call the runner should send (default ``entry.batch_size``).
-    concurrency : int > 0, optional
-        Requests in flight at once (default ``entry.extra["concurrency"]`` or 1).
-    probe : bool, optional
-        Check on load that the server answers (default ``engine_args["probe"]``, True).
-    path : str, optional
-        Ignored (the runner's decoding path).
+    """Overrides of an ``openai`` entry's settings (None: the entry's value): ``timeout_s`` (seconds per
+    request, default ``extra["timeout_s"]`` or 120), ``max_retries``, ``backoff_s``, ``max_backoff_s``,
+    ``probe`` (``engine_args``), ``batch_size``, ``concurrency`` (requests in flight, default 1);
+    ``path`` is ignored.
     """
 
     timeout_s: float | None = None
@@ -128,20 +103,13 @@ class OpenAIOptions:
 
 
 class OpenAIRecogniser(Recogniser):
-    """An OpenAI-compatible endpoint behind the Recogniser interface.
-
-    Parameters
-    ----------
-    entry : ModelEntry
-        An ``openai`` entry (``base_url``, ``model``, optional ``base_url_env``, ``api_key_env``,
-        ``concurrency``).
-    options : OpenAIOptions, optional
+    """An OpenAI-compatible endpoint behind the Recogniser interface (``options``: :class:`OpenAIOptions`).
 
     Raises
     ------
     ModelUnavailableError
-        ``api_key_env`` names a variable that is not set; no server answers at ``base_url``;
-        the server does not serve ``model``.
+        ``api_key_env`` names a variable that is not set; no server answers at ``base_url``; the server
+        does not serve ``model``.
     AiplibParameterError
         ``concurrency`` or ``batch_size`` is not a positive integer.
     """
@@ -158,9 +126,8 @@ class OpenAIRecogniser(Recogniser):
             raise ModelUnavailableError(f"{entry.id}: set the environment variable {self.key_env} to the "
                                         "endpoint's API key (it is read from there only)")
         ea = {**_DEFAULTS, **dict(entry.extra.get("engine_args") or {})}
-        self.max_retries = int(o.max_retries if o.max_retries is not None else ea["max_retries"])
-        self.backoff_s = float(o.backoff_s if o.backoff_s is not None else ea["backoff_s"])
-        self.max_backoff_s = float(o.max_backoff_s if o.max_backoff_s is not None else ea["max_backoff_s"])
+        for k, cast in (("max_retries", int), ("backoff_s", float), ("max_backoff_s", float)):
+            setattr(self, k, cast(ea[k] if getattr(o, k) is None else getattr(o, k)))
         self.timeout_s = float(o.timeout_s or entry.extra.get("timeout_s") or 120.0)
         self.mode = "transcriptions" if entry.prompt_style == "initial_prompt" else "chat"
         self.batch_size = int(o.batch_size or entry.batch_size or 1)
@@ -171,7 +138,6 @@ class OpenAIRecogniser(Recogniser):
         if self.batch_size < self.concurrency:
             log.warning("%s: batch_size %d < concurrency %d: at most %d requests will be in flight",
                         entry.id, self.batch_size, self.concurrency, self.batch_size)
-        self.max_samples = int(round(float(entry.max_audio_s) * SR))
         # Qwen2.5-Omni: the thinker's limit (1024, as in the paper) replaces max_new_tokens
         self.max_tokens = int(entry.thinker_max_new_tokens or entry.max_new_tokens)
         self._lock = threading.Lock()
@@ -182,7 +148,6 @@ class OpenAIRecogniser(Recogniser):
         if o.probe if o.probe is not None else bool(ea["probe"]):
             self._probe()
 
-    # ------------------------------------------------------------------ interface
     def info(self) -> dict:
         """Endpoint, model, mode, concurrency, retry policy (never the key)."""
         return {"model": self.name, "backend": "openai", "base_url": self.base_url,
@@ -204,61 +169,30 @@ class OpenAIRecogniser(Recogniser):
         return s
 
     def generate(self, audios, prompts):
-        """One request per stimulus, up to ``concurrency`` at once, answers in input order.
-
-        Raises
-        ------
-        OpenAIBackendError
-            A request failed for good (after the retries), once every request of the batch has finished.
-        AiplibParameterError
-            Lists of different lengths or an invalid waveform.
+        """One request per stimulus, up to ``concurrency`` at once (:meth:`Recogniser.generate`); a failure
+        raises :class:`OpenAIBackendError` once every request of the batch has finished.
         """
-        if len(audios) != len(prompts):
-            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
-        clips, texts, keys = [], [], []
-        for i, (a, p) in enumerate(zip(audios, prompts)):
-            y = np.asarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples], dtype=np.float32)
-            p = p.strip() if isinstance(p, str) and p.strip() else None
-            clips.append(y)
-            texts.append(p)
-            keys.append(retry_key(y, p))
-        results: list = [None] * len(clips)
-        todo = []
-        for i, k in enumerate(keys):
-            if k in self._cache:  # the runner's per-item retry after a failed batch
-                results[i] = self._cache.pop(k)
-            else:
-                todo.append(i)
-        t0 = time.perf_counter()
-        if todo:
-            workers = min(self.concurrency, len(todo))
+        clips, texts = self.checked(audios, prompts)
+
+        def run(todo):
+            t0, workers = time.perf_counter(), min(self.concurrency, len(todo))
             if workers == 1:
-                for i in todo:
-                    results[i] = self._attempt(clips[i], texts[i])
+                out = [self._attempt(clips[i], texts[i]) for i in todo]
             else:
                 with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"aip-{self.name}") as pool:
-                    futures = {i: pool.submit(self._attempt, clips[i], texts[i]) for i in todo}
-                    for i, f in futures.items():
-                        results[i] = f.result()
+                    out = list(pool.map(lambda i: self._attempt(clips[i], texts[i]), todo))
             with self._lock:
                 self._stats["seconds"] += time.perf_counter() - t0
                 self._stats["audio_s"] += sum(len(clips[i]) for i in todo) / SR
                 self._stats["n_stimuli"] += len(todo)
-        bad = [msg for ok, msg in results if not ok]
-        if bad:
-            if len(clips) > 1:  # keep every answer so the per-item retry sends nothing again
-                for i in todo:
-                    self._cache[keys[i]] = results[i]
-            raise OpenAIBackendError(bad[0])
-        if len(clips) > 1:
-            self._cache.clear()
-        return [text for _, text in results]
+            return out
+
+        return answer_each(self._cache, clips, texts, run, OpenAIBackendError)
 
     def close(self) -> None:
         """Forget cached answers (idempotent; there is no connection to close)."""
         self._cache = {}
 
-    # ------------------------------------------------------------------ requests
     def _attempt(self, y: np.ndarray, prompt: str | None) -> tuple[bool, str]:
         with self._lock:
             self._in_flight += 1
@@ -296,12 +230,8 @@ class OpenAIRecogniser(Recogniser):
         return text
 
     def _headers(self, ctype: str | None = None) -> dict:
-        headers = {"Accept": "application/json"}
-        if ctype:
-            headers["Content-Type"] = ctype
-        if self.key_env:
-            headers["Authorization"] = "Bearer " + os.environ.get(self.key_env, "")
-        return headers
+        return {"Accept": "application/json", **({"Content-Type": ctype} if ctype else {}),
+                **({"Authorization": "Bearer " + os.environ.get(self.key_env, "")} if self.key_env else {})}
 
     def _probe(self) -> None:
         req = urllib.request.Request(self.base_url + "/models", headers=self._headers(), method="GET")

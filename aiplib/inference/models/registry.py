@@ -15,10 +15,6 @@ import yaml
 
 from aiplib.core.errors import MissingPackageError, ModelUnavailableError
 
-__all__ = ["ModelEntry", "BACKENDS", "BACKEND_MODULES", "DEFAULT_MODEL", "REGISTRY_PATH",
-           "load_registry", "get_entry", "list_models", "resolve", "check_runnable",
-           "cuda_available", "load_model", "decoding_key"]
-
 REGISTRY_PATH = Path(__file__).with_name("registry.yaml")
 DEFAULT_MODEL = "whisper_tiny_en"
 """The embedded model every machine can run (suggested when another entry cannot run)."""
@@ -33,12 +29,12 @@ BACKEND_MODULES: dict[str, str] = {
 """backend → module path; each module defines ``load(entry, **opts) -> Recogniser``."""
 BACKENDS = tuple(BACKEND_MODULES)
 
-_PRECISION_WORDS = {"int8_bnb": "8-bit bitsandbytes", "float16": "float16", "bfloat16": "bfloat16",
-                    "int8": "int8", "float32": "float32"}
+_PRECISION_WORDS = {"int8_bnb": "8-bit bitsandbytes"}
 # backend-specific fields kept in ModelEntry.extra (anything else unknown is a typo → error)
 _EXTRA_FIELDS = {"command", "timeout_s", "base_url", "base_url_env", "model", "api_key_env", "engine_args",
                  "generate_kwargs", "concurrency", "wheels"}
 _REQUIRED_EXTRA = {"command": ("command",), "openai": ("base_url", "model")}
+_NULLABLE = {"thinker_max_new_tokens", "weights", "revision", "disabled_reason", "licence_url"}
 
 
 @dataclass(frozen=True)
@@ -49,26 +45,13 @@ class ModelEntry:
     ----------
     id : str
         Registry key, the ``--model`` value and the ``inference/<model>/`` folder name.
-    backend : str
-        One of :data:`BACKENDS`.
-    model_type : str
-        The architecture (``whisper``, ``qwen25_omni`` …, ``external``, ``api``): picks the adapter
-        inside a backend (an old file's ``family`` field is read with a ``FutureWarning``).
+    backend, model_type : str
+        One of :data:`BACKENDS`; the architecture, which picks the adapter inside a backend.
     weights : str or None
         Hub id, ``package:<module>`` or a path (None for ``command`` / ``openai``).
-    revision : str or None
-        Pinned hub revision.
-    precision, device, requires, prompt_style : str
-    max_new_tokens : int > 0
-    thinker_max_new_tokens : int or None
     max_audio_s : float > 0, seconds
-    batch_size : int > 0
-    disabled_reason, licence_url : str or None
-    gated : bool
-    notes : str
     extra : dict
-        Backend-specific fields (``command``, ``timeout_s``, ``base_url``, ``base_url_env``, ``model``,
-        ``api_key_env``, ``engine_args``, ``generate_kwargs``, ``concurrency``, ``wheels``).
+        Backend-specific fields (:data:`_EXTRA_FIELDS`).
     """
 
     id: str
@@ -131,8 +114,6 @@ RENAMED_FIELDS = {"family": "model_type"}
 
 def _renamed_fields(model_id: str, raw):
     """``raw`` with deprecated field names replaced (:data:`RENAMED_FIELDS`), warning once per field."""
-    if not isinstance(raw, dict) or not set(raw) & set(RENAMED_FIELDS):
-        return raw
     raw = dict(raw)
     for old, new in RENAMED_FIELDS.items():
         if old not in raw:
@@ -148,66 +129,54 @@ def _renamed_fields(model_id: str, raw):
 
 
 def _entry(model_id: str, raw) -> ModelEntry:
+    def bad(msg: str) -> ValueError:
+        return ValueError(f"registry entry {model_id!r}: {msg}")
+
     if not isinstance(raw, dict):
-        raise ValueError(f"registry entry {model_id!r}: expected a mapping of fields, got {type(raw).__name__}")
+        raise bad(f"expected a mapping of fields, got {type(raw).__name__}")
     raw = _renamed_fields(model_id, raw)
     names = {f.name for f in dataclasses.fields(ModelEntry)} - {"id", "extra"}
-    unknown = set(raw) - names - _EXTRA_FIELDS
-    if unknown:
-        raise ValueError(f"registry entry {model_id!r}: unknown field(s) {', '.join(sorted(unknown))}")
+    if unknown := set(raw) - names - _EXTRA_FIELDS:
+        raise bad(f"unknown field(s) {', '.join(sorted(unknown))}")
     for req in ("backend", "model_type"):
         if not raw.get(req):
-            raise ValueError(f"registry entry {model_id!r}: field {req!r} is required")
+            raise bad(f"field {req!r} is required")
     backend = raw["backend"]
     if backend not in BACKENDS:
-        raise ValueError(f"registry entry {model_id!r}: unknown backend {backend!r}; "
-                         f"valid backends: {', '.join(BACKENDS)}")
+        raise bad(f"unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}")
     if backend == "hf_asr":
         raw = {"prompt_style": "none", **raw}
         if raw["prompt_style"] != "none":
-            raise ValueError(f"registry entry {model_id!r}: backend 'hf_asr' sends no task prompt; prompt_style "
-                             f"must be none, got {raw['prompt_style']!r}")
+            raise bad(f"backend 'hf_asr' sends no task prompt; prompt_style must be none, got {raw['prompt_style']!r}")
         if raw["model_type"] not in HF_ASR_KINDS:
-            raise ValueError(f"registry entry {model_id!r}: model_type of backend 'hf_asr' must be one of "
-                             f"{', '.join(HF_ASR_KINDS)}, got {raw['model_type']!r}")
+            raise bad(f"model_type of backend 'hf_asr' must be one of {', '.join(HF_ASR_KINDS)}, "
+                      f"got {raw['model_type']!r}")
     for key, choices in _CHOICES.items():
         if key in raw and raw[key] not in choices:
-            raise ValueError(f"registry entry {model_id!r}: {key} must be one of {', '.join(choices)}, "
-                             f"got {raw[key]!r}")
+            raise bad(f"{key} must be one of {', '.join(choices)}, got {raw[key]!r}")
     for key in ("max_new_tokens", "batch_size", "thinker_max_new_tokens", "max_audio_s"):
         v = raw.get(key)
-        if v is None and key in ("thinker_max_new_tokens",):
-            continue
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
-            raise ValueError(f"registry entry {model_id!r}: {key} must be a positive number, got {v!r}")
+            raise bad(f"{key} must be a positive number, got {v!r}")
     conc = raw.get("concurrency")
     if conc is not None:
         if backend != "openai":
-            raise ValueError(f"registry entry {model_id!r}: concurrency applies to backend 'openai' only")
+            raise bad("concurrency applies to backend 'openai' only")
         if isinstance(conc, bool) or not isinstance(conc, int) or conc <= 0:
-            raise ValueError(f"registry entry {model_id!r}: concurrency must be a positive integer, got {conc!r}")
-        bs = raw.get("batch_size") or 1
-        if bs < conc:
-            # stage 7 hands the backend batch_size rows per generate() call: only that many
-            # requests can be in flight, so a smaller batch silently caps the concurrency
-            raise ValueError(f"registry entry {model_id!r}: batch_size ({bs}) must be at least concurrency "
-                             f"({conc}); stage 7 sends batch_size rows per call")
+            raise bad(f"concurrency must be a positive integer, got {conc!r}")
+        if (raw.get("batch_size") or 1) < conc:  # stage 7 sends batch_size rows per generate() call
+            raise bad(f"batch_size ({raw.get('batch_size') or 1}) must be at least concurrency ({conc}); "
+                      "stage 7 sends batch_size rows per call")
     for key in _REQUIRED_EXTRA.get(backend, ()):
         if not raw.get(key):
-            raise ValueError(f"registry entry {model_id!r}: backend {backend!r} needs field {key!r}")
+            raise bad(f"backend {backend!r} needs field {key!r}")
     if backend not in ("command", "openai") and not raw.get("weights"):
-        raise ValueError(f"registry entry {model_id!r}: field 'weights' is required for backend {backend!r}")
-    kwargs = {k: v for k, v in raw.items() if k in names and v is not None}
-    if "thinker_max_new_tokens" in raw:
-        kwargs["thinker_max_new_tokens"] = raw["thinker_max_new_tokens"]
-    for k in ("weights", "revision", "disabled_reason", "licence_url"):
-        if k in raw:
-            kwargs[k] = raw[k]
+        raise bad(f"field 'weights' is required for backend {backend!r}")
+    kwargs = {k: v for k, v in raw.items() if k in names and (v is not None or k in _NULLABLE)}
     if "max_audio_s" in kwargs:
         kwargs["max_audio_s"] = float(kwargs["max_audio_s"])
     kwargs["notes"] = str(raw.get("notes") or "").strip()
-    extra = {k: v for k, v in raw.items() if k in _EXTRA_FIELDS}
-    return ModelEntry(id=model_id, extra=extra, **kwargs)
+    return ModelEntry(id=model_id, extra={k: v for k, v in raw.items() if k in _EXTRA_FIELDS}, **kwargs)
 
 
 def load_registry(path=None) -> dict[str, ModelEntry]:
@@ -253,7 +222,8 @@ def get_entry(model_id: str, *, path=None) -> ModelEntry:
 
 
 @functools.lru_cache(maxsize=1)
-def _cuda_probe() -> bool:
+def cuda_available() -> bool:
+    """True when an NVIDIA GPU is usable (torch, else CTranslate2, decides; cached)."""
     try:
         import torch  # noqa: PLC0415
 
@@ -268,9 +238,10 @@ def _cuda_probe() -> bool:
         return False
 
 
-def cuda_available() -> bool:
-    """True when an NVIDIA GPU is usable (torch, else CTranslate2, decides; cached)."""
-    return _cuda_probe()
+def resolve_device(device: str) -> str:
+    """The torch device of an entry's ``device`` field: ``"auto"`` becomes ``"cuda"`` where a GPU is
+    visible (:func:`cuda_available`), else ``"cpu"``; any other value is kept."""
+    return ("cuda" if cuda_available() else "cpu") if device == "auto" else device
 
 
 def check_runnable(entry: ModelEntry) -> None:
@@ -281,17 +252,8 @@ def check_runnable(entry: ModelEntry) -> None:
         raise ModelUnavailableError(f"{entry.id} is disabled: {entry.disabled_reason}")
     if entry.requires == "cuda" and not cuda_available():
         what = _PRECISION_WORDS.get(entry.precision, entry.precision)
-        raise ModelUnavailableError(
-            f"{entry.id} needs a CUDA GPU ({what}); none found. "
-            f"Run on a GPU machine or choose {DEFAULT_MODEL}")
-
-
-def _runnable(entry: ModelEntry) -> bool:
-    try:
-        check_runnable(entry)
-    except ModelUnavailableError:
-        return False
-    return True
+        raise ModelUnavailableError(f"{entry.id} needs a CUDA GPU ({what}); none found. "
+                                    f"Run on a GPU machine or choose {DEFAULT_MODEL}")
 
 
 def resolve(model_spec, *, path=None) -> list[ModelEntry]:
@@ -304,7 +266,8 @@ def resolve(model_spec, *, path=None) -> list[ModelEntry]:
     reg = load_registry(path)
     if isinstance(model_spec, str):
         if model_spec.strip() == "all":
-            return [e for e in reg.values() if e.backend != "openai" and _runnable(e)]
+            return [e for e in reg.values() if e.backend != "openai" and not e.disabled_reason
+                    and (e.requires != "cuda" or cuda_available())]
         ids = [m.strip() for m in model_spec.split(",") if m.strip()]
     else:
         ids = list(model_spec)

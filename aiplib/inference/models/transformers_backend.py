@@ -2,21 +2,15 @@
 Voxtral), batched, greedy.
 
 ``weights`` is a hub id (at ``entry.revision`` when pinned) or a local ``save_pretrained`` folder
-(nothing touches the network). ``precision`` is ``float32``, ``float16``, ``bfloat16`` or
-``int8_bnb`` (bitsandbytes). The model-type adapter (:mod:`aiplib.inference.models.adapters`) picks
-the classes. ``info()["revision"]`` is the commit loaded, else None for a local folder, identified
-by ``weights_sha256`` (folders under 4 GB). Hub refusals (gated, missing, offline) become one
-actionable :class:`~aiplib.core.errors.ModelUnavailableError` line.
-
-Decoding is greedy (one beam), at most ``entry.max_new_tokens`` new tokens (64 for the paper
-models; Qwen2.5-Omni: ``thinker_max_new_tokens``, 1024, as in the paper), audio cut to
-``entry.max_audio_s`` (30 s), only the new tokens decoded. Batches are left-padded with the
-attention mask; model types whose processor pads features only to the longest clip (Gemma 3n,
-Phi-4-multimodal) batch only clips of equal length. :func:`check_batch_invariance` compares batch 1
-with batch N.
+(nothing touches the network); ``precision`` ``float32``, ``float16``, ``bfloat16`` or ``int8_bnb``
+(bitsandbytes); the adapter (:mod:`aiplib.inference.models.adapters`) picks the classes. Decoding is
+greedy, at most ``entry.max_new_tokens`` new tokens (Qwen2.5-Omni: ``thinker_max_new_tokens``, 1024,
+as in the paper), audio cut to ``entry.max_audio_s`` (30 s). Batches are left-padded;
+:func:`check_batch_invariance` compares batch 1 with batch N.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import logging
@@ -24,16 +18,11 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
-
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
-from aiplib.inference.models import registry as _registry
 from aiplib.inference.models.adapters import get_adapter
-from aiplib.inference.models.base import Recogniser, generate_throughput
-from aiplib.io.audio import SR, valid_audio
-
-__all__ = ["TransformersRecogniser", "load", "check_batch_invariance", "hub_error_message", "free_memory", "DTYPES",
-           "resolve_device", "folder_fingerprint"]
+from aiplib.inference.models.base import Recogniser, batches_by_key, generate_throughput
+from aiplib.inference.models.registry import resolve_device
+from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +31,6 @@ DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 _HASH_LIMIT = 4 << 30
 
 
-# --------------------------------------------------------------------------------------------- errors
 def _chain(exc: BaseException):
     seen = set()
     while exc is not None and id(exc) not in seen:
@@ -77,23 +65,37 @@ def hub_error_message(entry, exc: BaseException) -> str | None:
     return None
 
 
-# --------------------------------------------------------------------------------------------- helpers
-def _torch():
+@contextlib.contextmanager
+def hub_errors(entry, *, packages: bool = False):
+    """Re-raise a hub refusal as one :class:`ModelUnavailableError` line (:func:`hub_error_message`) and,
+    with ``packages``, a missing module as :class:`MissingPackageError`."""
     try:
-        import torch  # noqa: PLC0415
+        yield
+    except (MissingPackageError, ModelUnavailableError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - hub / transformers raise many types
+        if packages and isinstance(exc, ModuleNotFoundError):
+            pkg = {"mistral_common": "mistral-common"}.get(exc.name, exc.name)
+            raise MissingPackageError(f"{entry.id} needs the Python package {pkg!r}; install it with "
+                                      f"`pip install {pkg}`") from exc
+        msg = hub_error_message(entry, exc)
+        if msg is not None:
+            raise ModelUnavailableError(msg) from exc
+        raise
 
-        return torch
-    except ModuleNotFoundError:  # pragma: no cover - torch is a core dependency
-        raise MissingPackageError("the transformers backend needs torch; install it with "
-                                  "`pip install torch`") from None
 
-
-def resolve_device(device: str) -> str:
-    """The torch device of an entry's ``device`` field: ``"auto"`` becomes ``"cuda"`` where a GPU is
-    visible (:func:`aiplib.inference.models.registry.cuda_available`), else ``"cpu"``; any other value is kept."""
-    if device == "auto":
-        return "cuda" if _registry.cuda_available() else "cpu"  # looked up per call (tests replace it)
-    return device
+def hub_source(entry, local_files_only: bool | None = None) -> tuple[Path, bool, str, dict]:
+    """``(folder, local, source, hub_kw)`` of an entry's ``weights``: a local folder or a hub id, and the
+    ``from_pretrained`` keywords (``local_files_only``, default True for a folder or under
+    ``HF_HUB_OFFLINE``; ``revision`` when pinned for a hub id)."""
+    folder = Path(str(entry.weights)).expanduser()
+    local = folder.is_dir()
+    if local_files_only is None:
+        local_files_only = local or os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+    hub_kw = {"local_files_only": bool(local_files_only)}
+    if entry.revision and not local:
+        hub_kw["revision"] = entry.revision
+    return folder, local, str(folder) if local else str(entry.weights), hub_kw
 
 
 def folder_fingerprint(folder: Path) -> str | None:
@@ -115,18 +117,8 @@ def folder_fingerprint(folder: Path) -> str | None:
 class TransformersRecogniser(Recogniser):
     """A Speech LLM loaded with ``transformers`` behind the Recogniser interface.
 
-    Parameters
-    ----------
-    entry : ModelEntry
-        A ``transformers`` entry whose ``model_type`` has an adapter.
-    batch_size : int > 0, optional
-    device : {"cpu", "cuda", "auto"}, optional
-    precision : str, optional
-        Override the entry's.
-    local_files_only : bool, optional
-        Default: True for a local folder or when ``HF_HUB_OFFLINE`` is set.
-    path : str, optional
-        Ignored.
+    ``batch_size``, ``device``, ``precision`` override the entry's; ``local_files_only`` defaults to True
+    for a local folder or under ``HF_HUB_OFFLINE``.
 
     Raises
     ------
@@ -148,7 +140,8 @@ class TransformersRecogniser(Recogniser):
             raise MissingPackageError("the transformers backend needs transformers 5; install it with "
                                       "`pip install 'transformers>=5'` (or the project's [llm] extra)") from None
 
-        torch = _torch()
+        import torch  # noqa: PLC0415
+
         self.name, self.entry = entry.id, entry
         self.adapter_cls = get_adapter(entry.model_type)
         self.batch_size = int(batch_size or entry.batch_size or 1)
@@ -156,17 +149,8 @@ class TransformersRecogniser(Recogniser):
             raise AiplibParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.device = resolve_device(device or entry.device)
         self.precision = precision or entry.precision
-        self.max_samples = int(round(float(entry.max_audio_s) * SR))
-        weights = str(entry.weights)
-        folder = Path(weights).expanduser()
-        self.local = folder.is_dir()
-        self.source = str(folder) if self.local else weights
-        if local_files_only is None:
-            local_files_only = self.local or os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
-        self.local_files_only = bool(local_files_only)
-        hub_kw = {"local_files_only": self.local_files_only}
-        if entry.revision and not self.local:
-            hub_kw["revision"] = entry.revision
+        folder, self.local, self.source, hub_kw = hub_source(entry, local_files_only)
+        self.local_files_only = hub_kw["local_files_only"]
         model_kw = dict(hub_kw)
         if self.precision == "int8_bnb":
             try:
@@ -191,21 +175,10 @@ class TransformersRecogniser(Recogniser):
             torch.cuda.reset_peak_memory_stats()
 
         t0 = time.perf_counter()
-        try:
+        with hub_errors(entry, packages=True):
             self.adapter_cls.prepare()
             processor = self.adapter_cls.load_processor(self.source, **hub_kw)
             model = self.adapter_cls.load_model(self.source, **model_kw)
-        except (MissingPackageError, ModelUnavailableError):
-            raise
-        except ModuleNotFoundError as exc:
-            pkg = {"mistral_common": "mistral-common"}.get(exc.name, exc.name)
-            raise MissingPackageError(f"{entry.id} needs the Python package {pkg!r}; install it with "
-                                      f"`pip install {pkg}`") from exc
-        except Exception as exc:  # noqa: BLE001 - hub / transformers raise many types
-            msg = hub_error_message(entry, exc)
-            if msg is not None:
-                raise ModelUnavailableError(msg) from exc
-            raise
         self.load_s = time.perf_counter() - t0
         self.adapter = self.adapter_cls(entry, processor, model)
         self.placeholder = self.adapter.placeholder
@@ -213,11 +186,9 @@ class TransformersRecogniser(Recogniser):
         self.model, self.processor = model, processor
         self.revision = self._loaded_revision()
         self.weights_sha256 = folder_fingerprint(folder) if self.local else None
-        self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0,
-                       "max_new_tokens_seen": 0}
+        self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0, "max_new_tokens_seen": 0}
         self.last: dict = {}
 
-    # ------------------------------------------------------------------ interface
     def _loaded_revision(self) -> str | None:
         h = getattr(getattr(self.model, "config", None), "_commit_hash", None)
         if h:
@@ -267,37 +238,20 @@ class TransformersRecogniser(Recogniser):
     def generate(self, audios, prompts):
         """Decode a batch greedily (:meth:`Recogniser.generate`).
 
-        Parameters
-        ----------
-        audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
-            Cut to ``entry.max_audio_s`` seconds.
-        prompts : list of (str or None)
-
         Raises
         ------
-        AiplibParameterError
-            Lists of different lengths, an invalid waveform, or a closed model.
         aiplib.inference.models.adapters.AudioInputError
             The processor output lacks the audio features or placeholders.
         """
         if self.adapter is None:
             raise AiplibParameterError(f"{self.name} was closed")
-        if len(audios) != len(prompts):
-            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
-        clips = [np.ascontiguousarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples],
-                                      dtype=np.float32) for i, a in enumerate(audios)]
-        prompts = [p.strip() if isinstance(p, str) and p.strip() else None for p in prompts]
+        clips, prompts = self.checked(audios, prompts)
         self.last = {"prompts": [], "n_new_tokens": [], "batch_sizes": []}
-        groups: dict = {}
-        for i, c in enumerate(clips):
-            key = len(c) if self.adapter.same_length_batches else None
-            groups.setdefault(key, []).append(i)
         out: list = [None] * len(clips)
-        for idx in groups.values():
-            for s in range(0, len(idx), self.batch_size):
-                chunk = idx[s: s + self.batch_size]
-                for i, text in zip(chunk, self._batch([clips[i] for i in chunk], [prompts[i] for i in chunk])):
-                    out[i] = text
+        for chunk in batches_by_key([len(c) if self.adapter.same_length_batches else None for c in clips],
+                                    self.batch_size):
+            for i, text in zip(chunk, self._batch([clips[i] for i in chunk], [prompts[i] for i in chunk])):
+                out[i] = text
         return out
 
     def _batch(self, clips, prompts) -> list[str]:
@@ -332,13 +286,11 @@ def free_memory() -> None:
     """Collect garbage and return PyTorch's cached CUDA memory to the device (best effort; no-op
     without torch or a GPU). Called by the backends' ``close`` after they drop their model."""
     gc.collect()
-    try:
+    with contextlib.suppress(Exception):  # best effort
         import torch  # noqa: PLC0415
 
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-    except Exception:  # noqa: BLE001 - best effort
-        pass
 
 
 def load(entry, **opts) -> TransformersRecogniser:
@@ -346,7 +298,6 @@ def load(entry, **opts) -> TransformersRecogniser:
     return TransformersRecogniser(entry, **opts)
 
 
-# --------------------------------------------------------------------------------------------- batch check
 def check_batch_invariance(rec, audios, prompts, *, batch_size: int | None = None) -> dict:
     """Decode the same stimuli one at a time and in batches of N (default ``rec.batch_size``, at
     least 2, at most ``len(audios)``) and report any difference.

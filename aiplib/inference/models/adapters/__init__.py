@@ -1,19 +1,15 @@
-"""Adapters of the ``transformers`` backend: one module per Speech LLM ``model_type``.
+"""Adapters of the ``transformers`` backend: one module per Speech LLM ``model_type``, imported on demand.
 
-An adapter turns ``(waveform, prompt)`` pairs into model inputs and outputs back into text: the
-chat with the model's audio placeholder (:meth:`Adapter.conversation`), the processor call with
-``audio=`` (:meth:`Adapter.encode`), a check that the inputs hold the audio features and one run of
-placeholder tokens per row (:meth:`Adapter.check_inputs`: a misnamed argument is silently ignored
-and the model answers from the text alone), greedy generation and decoding of the new tokens.
-Batches are left-padded with the attention mask. Adapter modules are imported on demand
-(:func:`get_adapter`).
-
-Where torchvision / timm cannot be imported (the CPU torch wheel cannot load PyPI's
-torchvision), :func:`no_torchvision_patch` and :func:`no_timm_vision_patch` replace the image and
-video sub-processors and Gemma 3n's vision tower, which audio never uses, by inert stubs.
+An adapter builds the chat with the model's audio placeholder, calls the processor with ``audio=``,
+checks that the inputs hold the audio features and placeholder tokens (:meth:`Adapter.check_inputs`:
+a misnamed argument is silently ignored and the model answers from the text alone), generates
+greedily and decodes the new tokens. Where torchvision / timm cannot be imported,
+:func:`no_torchvision_patch` and :func:`no_timm_vision_patch` replace the image / video
+sub-processors and Gemma 3n's vision tower, which audio never uses, by inert stubs.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import io
@@ -22,9 +18,6 @@ import logging
 import numpy as np
 
 from aiplib.io.audio import SR
-
-__all__ = ["Adapter", "ADAPTER_MODULES", "get_adapter", "torchvision_ok", "timm_ok",
-           "no_torchvision_patch", "no_timm_vision_patch", "AudioInputError", "wav_bytes"]
 
 log = logging.getLogger(__name__)
 
@@ -65,24 +58,12 @@ def wav_bytes(y: np.ndarray, *, sr: int = SR) -> bytes:
     return buf.getvalue()
 
 
-# ------------------------------------------------------------------------------------ the base class
 class Adapter:
     """Input builder + generate/decode for one model type (subclass per model type).
 
-    Parameters
-    ----------
-    entry : ModelEntry
-    processor : transformers ProcessorMixin
-    model : transformers PreTrainedModel (already on its device, in eval mode)
-
-    Class attributes
-    ----------------
-    model_type : str
-        Registry ``model_type``.
-    model_class : str
-        Name of the ``transformers`` class loaded with ``from_pretrained``.
-    feature_keys : tuple of str
-        Keys the processor output must hold when audio was given.
+    Class attributes: ``model_type`` (registry), ``model_class`` (the ``transformers`` class loaded),
+    ``feature_keys`` (what the processor output must hold when audio was given), ``needs_image_stub`` /
+    ``needs_video_stub`` (:func:`no_torchvision_patch`), ``same_length_batches``.
     """
 
     model_type = ""
@@ -103,7 +84,6 @@ class Adapter:
             tok.padding_side = "left"
         self.fix_generation_config()
 
-    # ------------------------------------------------------------------ loading
     @classmethod
     def prepare(cls) -> None:
         """Patches needed before the processor / model can be loaded on this machine."""
@@ -159,7 +139,6 @@ class Adapter:
                 pad = eos[0] if isinstance(eos, (list, tuple)) else eos
             gc.pad_token_id = pad
 
-    # ------------------------------------------------------------------ inputs
     @property
     def placeholder(self) -> str:
         """The audio placeholder token as it appears in the rendered prompt."""
@@ -182,14 +161,12 @@ class Adapter:
 
     def render(self, prompt: str | None) -> str:
         """The chat prompt as text (audio placeholder not yet expanded)."""
-        return self.processor.apply_chat_template(self.conversation(prompt), add_generation_prompt=True,
-                                                  tokenize=False)
+        return self.processor.apply_chat_template(self.conversation(prompt), add_generation_prompt=True, tokenize=False)
 
     def encode(self, audios: list[np.ndarray], prompts: list[str | None]):
         """Processor output (``BatchFeature``, left-padded) and the rendered prompts."""
         texts = [self.render(p) for p in prompts]
-        inputs = self.processor(text=texts, audio=list(audios), sampling_rate=SR, return_tensors="pt",
-                                padding=True)
+        inputs = self.processor(text=texts, audio=list(audios), sampling_rate=SR, return_tensors="pt", padding=True)
         return inputs, texts
 
     def check_inputs(self, inputs, n: int) -> None:
@@ -210,15 +187,13 @@ class Adapter:
                 f"{self.model_type}: {int((per_row == 0).sum())} of {n} prompts have no audio "
                 f"placeholder {self.placeholder!r}")
 
-    # ------------------------------------------------------------------ generation
     def token_limit(self) -> int:
         """New-token limit of one response (``entry.max_new_tokens``)."""
         return int(self.entry.max_new_tokens)
 
     def generate_kwargs(self) -> dict:
-        kw = dict(do_sample=False, num_beams=1, max_new_tokens=self.token_limit())
-        kw.update(dict(self.entry.extra.get("generate_kwargs") or {}))
-        return kw
+        return {"do_sample": False, "num_beams": 1, "max_new_tokens": self.token_limit(),
+                **(self.entry.extra.get("generate_kwargs") or {})}
 
     def generate(self, inputs):
         """New token ids, shape (batch, n_new) (the prompt part cut off)."""
@@ -247,12 +222,9 @@ class Adapter:
         eos = set(eos if isinstance(eos, (list, tuple)) else ([eos] if eos is not None else []))
         counts = []
         for row in new_tokens.tolist():
-            n = 0
-            for t in row:
-                n += 1
-                if t in eos:
-                    break
-            else:
+            n = next((k + 1 for k, t in enumerate(row) if t in eos), None)
+            if n is None:  # no end-of-sequence: trailing padding does not count
+                n = len(row)
                 while n and pad is not None and row[n - 1] == pad and pad not in eos:
                     n -= 1
             counts.append(n)
@@ -267,7 +239,7 @@ class Adapter:
         return getattr(self.generator, "dtype", None)
 
 
-# ------------------------------------------------------------------------------------ compat stubs
+@functools.cache
 def _importable(name: str) -> bool:
     if importlib.util.find_spec(name) is None:
         return False
@@ -278,21 +250,17 @@ def _importable(name: str) -> bool:
         return False
 
 
-_STATE: dict[str, bool] = {}
+_STATE: dict[str, bool] = {}  # the patches made
 
 
 def torchvision_ok() -> bool:
     """True when torchvision imports (cached)."""
-    if "torchvision" not in _STATE:
-        _STATE["torchvision"] = _importable("torchvision")
-    return _STATE["torchvision"]
+    return _importable("torchvision")
 
 
 def timm_ok() -> bool:
     """True when timm imports (cached)."""
-    if "timm" not in _STATE:
-        _STATE["timm"] = torchvision_ok() and _importable("timm")
-    return _STATE["timm"]
+    return torchvision_ok() and _importable("timm")
 
 
 def no_torchvision_patch(*, image: bool = False) -> bool:
@@ -348,31 +316,27 @@ def no_torchvision_patch(*, image: bool = False) -> bool:
     return True
 
 
-_STUBS: dict = {}
-
-
+@functools.cache
 def _stub_classes() -> dict:
-    if not _STUBS:
-        from transformers.image_processing_utils import BaseImageProcessor  # noqa: PLC0415
-        from transformers.video_processing_utils import VideoProcessorMixin  # noqa: PLC0415
+    from transformers.image_processing_utils import BaseImageProcessor  # noqa: PLC0415
+    from transformers.video_processing_utils import VideoProcessorMixin  # noqa: PLC0415
 
-        class NoVideoProcessor(VideoProcessorMixin):
-            """Placeholder video processor (audio/text-only use, no torchvision)."""
+    class NoVideoProcessor(VideoProcessorMixin):
+        """Placeholder video processor (audio/text-only use, no torchvision)."""
 
-            temporal_patch_size = 2
-            merge_size = 2
-            patch_size = 14
+        temporal_patch_size = 2
+        merge_size = 2
+        patch_size = 14
 
-        class NoImageProcessor(BaseImageProcessor):
-            """Placeholder image processor (audio/text-only use, no torchvision)."""
+    class NoImageProcessor(BaseImageProcessor):
+        """Placeholder image processor (audio/text-only use, no torchvision)."""
 
-            model_input_names = ["pixel_values"]
+        model_input_names = ["pixel_values"]
 
-            def preprocess(self, *a, **k):
-                raise RuntimeError("image processing is stubbed out (torchvision unusable here)")
+        def preprocess(self, *a, **k):
+            raise RuntimeError("image processing is stubbed out (torchvision unusable here)")
 
-        _STUBS.update(video=NoVideoProcessor, image=NoImageProcessor)
-    return _STUBS
+    return {"video": NoVideoProcessor, "image": NoImageProcessor}
 
 
 def stub_video_processor():
@@ -405,8 +369,7 @@ def no_timm_vision_patch() -> bool:
             self.config = config
 
         def forward(self, *a, **k):
-            raise RuntimeError("the Gemma 3n vision tower is stubbed out (timm unusable here); "
-                               "audio and text only")
+            raise RuntimeError("the Gemma 3n vision tower is stubbed out (timm unusable here); " "audio and text only")
 
     orig = g3n.AutoModel
 

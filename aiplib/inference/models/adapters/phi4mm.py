@@ -1,11 +1,7 @@
-"""Phi-4-multimodal-instruct with its speech LoRA, transformers-native classes.
-
-``Phi4MultimodalForCausalLM``; the ``speech-lora`` subfolder is loaded with ``load_adapter`` and
-activated with ``set_adapter("speech")`` (needs ``peft``); a folder without it (the tiny fixtures)
-is used as it is (``info()["speech_lora"]``). Prompt ``<|user|><|audio|>{task}<|end|><|assistant|>``
-(about 12.5 audio tokens per second). The conformer sees a shorter clip's padded frames, so
-batches join only clips of equal length. The processor loses its chat template on reload (the
-tokenizer's copy is used) and its image processor needs torchvision (stubbed without it).
+"""Phi-4-multimodal-instruct with its speech LoRA (``Phi4MultimodalForCausalLM``; the ``speech-lora``
+subfolder loaded with ``load_adapter``, needs ``peft``; a folder without it, the tiny fixtures, is used
+as it is). Prompt ``<|user|><|audio|>{task}<|end|><|assistant|>``, about 12.5 audio tokens per second.
+The conformer sees a shorter clip's padded frames, so batches join only clips of equal length.
 """
 from __future__ import annotations
 
@@ -14,8 +10,6 @@ from pathlib import Path
 
 from aiplib.core.errors import MissingPackageError
 from aiplib.inference.models.adapters import Adapter
-
-__all__ = ["Phi4MultimodalAdapter", "ADAPTER", "SPEECH_LORA"]
 
 log = logging.getLogger(__name__)
 SPEECH_LORA = "speech-lora"
@@ -30,7 +24,7 @@ class Phi4MultimodalAdapter(Adapter):
 
     @staticmethod
     def fallback_chat_template(processor):
-        return getattr(processor.tokenizer, "chat_template", None)  # lost on reload (see module notes)
+        return getattr(processor.tokenizer, "chat_template", None)  # the processor loses its own on reload
 
     @classmethod
     def load_model(cls, source, **kw):

@@ -1,24 +1,16 @@
-"""Qwen2.5-Omni-3B / -7B, text output only: the *thinker* (``Qwen2_5OmniThinkerForConditionalGeneration``).
+"""Qwen2.5-Omni-3B / -7B, text output only: the thinker (``Qwen2_5OmniThinkerForConditionalGeneration``).
 
-Generation limit: the paper called the full model's ``generate(..., max_new_tokens=64)``, which
-passes only ``thinker_``-prefixed options on, so the thinker's default
-``thinker_max_new_tokens=1024`` applied (verified with transformers 5). The thinker is therefore
-called with ``entry.thinker_max_new_tokens`` (1024), else ``entry.max_new_tokens``.
-
-Feature window: the processor pads log-mel features to ``chunk_length`` (300 s, ~0.7 s of CPU per
-stimulus); the thinker reads only the frames ``feature_attention_mask`` marks valid, so the
-adapter pads to ``entry.max_audio_s`` (30 s): identical outputs, ~14× faster.
-
-Prompt: the hub chat template with ``<|audio_bos|><|AUDIO|><|audio_eos|>`` before the task text;
-25 audio tokens per second.
+The paper called the full model's ``generate(..., max_new_tokens=64)``, which passes only
+``thinker_``-prefixed options on, so the thinker's default 1024 applied: the thinker is called with
+``entry.thinker_max_new_tokens`` (1024), else ``entry.max_new_tokens``. The processor pads features to
+300 s; the thinker reads only the valid frames, so the adapter pads to ``entry.max_audio_s`` (30 s):
+identical outputs, ~14× faster. 25 audio tokens per second.
 """
 from __future__ import annotations
 
 import math
 
 from aiplib.inference.models.adapters import Adapter
-
-__all__ = ["Qwen25OmniAdapter", "ADAPTER"]
 
 
 class Qwen25OmniAdapter(Adapter):

@@ -1,15 +1,10 @@
-"""Qwen2-Audio-7B-Instruct (``Qwen2AudioForConditionalGeneration``).
-
-Prompt: the processor's chat template (default system turn "You are a helpful assistant.") with
-``Audio 1: <|audio_bos|><|AUDIO|><|audio_eos|>`` before the task text; the processor expands
-``<|AUDIO|>`` to one token per 40 ms of audio (25 per second). Features: 128-bin Whisper log-mel,
-always padded to 30 s (3,000 frames) with ``feature_attention_mask``.
+"""Qwen2-Audio-7B-Instruct (``Qwen2AudioForConditionalGeneration``): the processor's chat template with
+``Audio 1: <|audio_bos|><|AUDIO|><|audio_eos|>`` before the task text, 25 audio tokens per second;
+128-bin log-mel features always padded to 30 s.
 """
 from __future__ import annotations
 
 from aiplib.inference.models.adapters import Adapter
-
-__all__ = ["Qwen2AudioAdapter", "ADAPTER"]
 
 
 class Qwen2AudioAdapter(Adapter):

@@ -1,18 +1,12 @@
-"""Voxtral-Mini-3B-2507 (``VoxtralForConditionalGeneration``), chat mode.
-
-Voxtral's processor takes audio only through its chat template (mistral-common renders the
-request): each waveform goes in as an in-memory 16-bit WAV, base64-encoded, in a user turn
-followed by the task text. mistral-common pads the audio to a multiple of 30 s and the prompt
-holds ``[BEGIN_AUDIO]`` + 375 ``[AUDIO]`` tokens per 30 s chunk. Features: 128-bin Whisper
-log-mel (``input_features``). Needs the ``mistral-common`` package (the Tekken tokenizer).
+"""Voxtral-Mini-3B-2507 (``VoxtralForConditionalGeneration``), chat mode: each waveform goes in as a
+base64 16-bit WAV through the chat template (mistral-common, which pads the audio to a multiple of
+30 s: ``[BEGIN_AUDIO]`` + 375 ``[AUDIO]`` tokens per 30 s). Needs ``mistral-common``.
 """
 from __future__ import annotations
 
 import base64
 
 from aiplib.inference.models.adapters import Adapter, wav_bytes
-
-__all__ = ["VoxtralAdapter", "ADAPTER", "AUDIO_TOKEN_ID"]
 
 AUDIO_TOKEN_ID = 24
 """Id of ``[AUDIO]`` (hard-coded in ``VoxtralProcessor``)."""
@@ -36,8 +30,7 @@ class VoxtralAdapter(Adapter):
 
     def encode(self, audios, prompts):
         convs = [self.conversation(p, a) for a, p in zip(audios, prompts)]
-        inputs = self.processor.apply_chat_template(convs, tokenize=True, return_dict=True,
-                                                    return_tensors="pt")
+        inputs = self.processor.apply_chat_template(convs, tokenize=True, return_dict=True, return_tensors="pt")
         texts = [self.tokenizer.decode(row, skip_special_tokens=False) for row in inputs["input_ids"].tolist()]
         return inputs, texts
 
