@@ -117,3 +117,21 @@ def test_only_the_explorer_ui_imports_matplotlib():
             if any(x.split(".")[0] == "matplotlib" for x in names):
                 importers.add(str(f.relative_to(ROOT)))
     assert importers <= {"aiplib/explore/ui.py"}
+
+
+def test_architecture_map_names_every_module():
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    start = text.index("```text\naiplib/")
+    tree = text[start:text.index("```\n", start + 10)]
+    missing = []
+    for f in sorted(PKG.rglob("*.py")):
+        rel = f.relative_to(PKG)
+        if rel.name == "__main__.py" or len(rel.parts) == 1:
+            continue
+        sub = rel.relative_to(rel.parts[0])
+        name = f"{sub.parent}/" if f.name == "__init__.py" else str(sub)
+        if f.name == "__init__.py" and len(rel.parts) == 2:
+            name = f"{rel.parts[0]}/"
+        if f" {name} " not in tree:
+            missing.append(str(rel))
+    assert missing == []

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from aiplib.core import stamps
 from aiplib.inference import keys
-from aiplib.io.audio import SR, load_audio, write_wav
+from aiplib.io.audio import load_audio, write_wav
 from aiplib.stimuli.family_manifests import build_family_manifest, build_family_manifests
 from aiplib.stimuli.families import materialize
 

@@ -7,7 +7,6 @@ Texts are lower-case and punctuation-free so the hand-computed WERs hold for any
 import json
 import math
 
-import numpy as np
 import pandas as pd
 import pytest
 
