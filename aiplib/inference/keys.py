@@ -9,9 +9,6 @@ from aiplib.core.stamps import json_sha256, jsonable, text_sha256
 from aiplib.stimuli.families import FAMILIES, row_family
 from aiplib.stimuli.mixing import is_clean_row
 
-__all__ = ["STIM_KEY_FIELD", "STIM_KEY_FIELDS", "ENTRY_KEY_FIELDS", "BATCH_VARIANT_BACKENDS", "entry_sha256",
-           "stimulus_base", "stimulus_key"]
-
 STIM_KEY_FIELD = "stim_key"
 """Field of an inference row holding its resume key (:func:`stimulus_key`)."""
 STIM_KEY_FIELDS = ("id", "seed", "bg_offset", "snr_db", "background_id", "condition", "speech_path", "bg_path")

@@ -14,8 +14,6 @@ from aiplib.io.formats import read_scores
 from aiplib.scoring.score import score_inference
 from aiplib.stimuli.families import FAMILIES
 
-__all__ = ["stale_reasons", "suite_families", "score_families", "family_path", "read_family_scores"]
-
 
 def suite_families(suite) -> tuple:
     """The condition families of a ``suite`` parameter (``"background"``, a comma list, ``"all"``):

@@ -13,8 +13,6 @@ from aiplib.core.tasks import CONDITION_FAMILIES
 from aiplib.stimuli.families import FAMILIES as _REGISTRY
 from aiplib.stimuli.families import SCORE_COLUMNS
 
-__all__ = ["FAMILIES", "FAMILY_SCORE_COLUMNS", "add_family_scores", "family_sidecar"]
-
 FAMILIES = tuple(f for f in CONDITION_FAMILIES if _REGISTRY[f].TABLE is not None)
 """The condition families with a table of their own (all but ``background``), in report order."""
 

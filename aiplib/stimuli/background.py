@@ -7,11 +7,8 @@ its own and the condition tables of :mod:`aiplib.analysis.conditions`.
 """
 from __future__ import annotations
 
-from aiplib.stimuli.manifests import SEED_START
+from aiplib.stimuli.manifests import SEED_START  # noqa: F401 - the family hook
 from aiplib.stimuli.mixing import mix_row
-
-__all__ = ["NAME", "COLUMNS", "SEED_START", "SCORE_TYPES", "TABLE", "manifest_plan", "row_components",
-           "key_fields", "score_columns", "sidecar", "conditions"]
 
 NAME = "background"
 COLUMNS: list[str] = []

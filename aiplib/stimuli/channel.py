@@ -34,11 +34,6 @@ from aiplib.stimuli.channel_external import (
 from aiplib.stimuli.manifests import ManifestPlan, _row, compact_json
 from aiplib.stimuli.mixing import SPEECH_LUFS, MixInfo, normalized_speech
 
-__all__ = ["NAME", "COLUMNS", "SEED_START", "SCORE_TYPES", "TABLE", "manifest_plan", "key_fields", "conditions",
-           "score_columns", "sidecar", "CHANNEL_CONDITIONS", "TRANSFORMS", "ChannelUnavailableError", "apply", "describe",
-           "skip_reason", "available_conditions", "rms_dbfs", "telephone", "packet_loss", "clip",
-           "level", "echo", "cut", "telephone_filter", "row_components", "tool_versions"]
-
 NAME = "channel"
 """Value of ``condition_family`` for these rows."""
 

@@ -23,9 +23,6 @@ import numpy as np
 
 from aiplib.core.errors import AiplibParameterError, MissingPackageError
 
-__all__ = ["CODECS", "ChannelUnavailableError", "ffmpeg_encoders", "codec_skip_reason", "codec",
-           "room", "reverb", "align_to", "resample"]
-
 
 class ChannelUnavailableError(MissingPackageError):
     """A channel condition cannot run here (its ffmpeg encoder is missing); ``reason`` says why.

@@ -33,9 +33,6 @@ from aiplib.stimuli.families import materialize
 from aiplib.stimuli.manifests import SEED_START
 from aiplib.stimuli.mixing import BG_SILENCE_POWER, bg_offset
 
-__all__ = ["background_presence", "determinism", "write_inspection_clips",
-           "active_fraction", "inactive_backgrounds", "subaudible_backgrounds"]
-
 
 def active_fraction(y, *, frame: int = 512, floor_db: float = -30.0) -> float:
     """Share of 32 ms frames whose RMS is within ``floor_db`` dB of the loudest frame.

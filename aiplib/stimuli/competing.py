@@ -51,12 +51,6 @@ from aiplib.stimuli.mixing import (
     normalized_speech,
 )
 
-__all__ = ["NAME", "FAMILY", "COLUMNS", "SEED_START", "SCORE_TYPES", "TABLE", "SNRS_DB", "SETTINGS",
-           "COCKTAIL_SIZE", "GAP_S", "LEAK_ASR_COLUMNS", "LEAK_KWS_COLUMNS", "LEAKAGE_RULE", "condition_id",
-           "condition_grid", "distractor_stream", "build_distractor", "competing_components", "mix_competing",
-           "prepare_distractors", "manifest_plan", "conditions", "row_components", "key_fields", "score_columns", "sidecar",
-           "leakage_asr", "leakage_kws"]
-
 NAME = FAMILY = "competing_speech"
 """Value of ``condition_family`` for these rows."""
 

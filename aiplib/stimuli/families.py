@@ -32,9 +32,6 @@ from aiplib.io.audio import SR, write_wav
 from aiplib.stimuli import background, channel, competing
 from aiplib.stimuli.mixing import is_clean_row, mix_row
 
-__all__ = ["FAMILIES", "FAMILY_COLUMNS", "SCORE_COLUMNS", "family", "row_family",
-           "mix_components", "materialize"]
-
 FAMILIES = {m.NAME: m for m in (background, competing, channel)}
 """Condition family name → its module (the hooks above), in :data:`aiplib.core.tasks.CONDITION_FAMILIES` order."""
 assert tuple(FAMILIES) == CONDITION_FAMILIES

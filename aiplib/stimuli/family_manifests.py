@@ -32,9 +32,6 @@ from aiplib.stimuli.manifests import (
     manifest_hash,
 )
 
-__all__ = ["family_manifest_columns", "build_family_manifest", "build_family_manifests", "skipped_csv",
-           "family_manifest_summary"]
-
 
 def family_manifest_columns(condition_family: str, task: str) -> list[str]:
     """All columns of ``manifests/<cf>/<task>.csv``: :func:`manifest_columns` then the family's ``COLUMNS``."""

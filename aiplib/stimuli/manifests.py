@@ -33,9 +33,6 @@ from aiplib.stimuli.mixing import BG_SILENCE_POWER, background_segment, segment_
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SNRS_DB", "CLEAN_SNR_DB", "SEED_START", "AUTHOR_COLUMNS", "EXTRA_COLUMNS", "ManifestPlan",
-           "manifest_columns", "stimulus_id", "foreground_items", "build_manifest", "build_manifests",
-           "manifest_hash", "compact_json"]
 SNRS_DB = (10, 5, 0)
 """The paper's SNRs in dB (integers: they are part of the ids)."""
 CLEAN_SNR_DB = 99

@@ -28,10 +28,6 @@ import numpy as np
 from aiplib.core.errors import AiplibParameterError, AudioFileError
 from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio_cached, loudness_meter
 
-__all__ = ["SPEECH_LUFS", "POWER_FLOOR", "BG_SILENCE_POWER", "MixInfo", "loudness_normalize",
-           "tile_background", "bg_offset", "background_segment", "segment_active", "mix",
-           "mix_row", "achieved_snr_db", "normalized_speech", "is_clean_row"]
-
 SPEECH_LUFS = -23.0
 """Loudness of the foreground speech in every stimulus, LUFS (the authors' ``SPEECH_LUFS``)."""
 
