@@ -399,13 +399,13 @@ def test_conditions_listing(fam_ws):
 def test_notebook_09_writers(fam_ws):
     ws = fam_ws.ws
     comp = fr.read_family_scores(fam_ws, "competing_speech")
-    t = fr.write_competing(ws, comp, n_resamples=200, seed=0)
+    t = fr.write_family_table(ws, "competing_speech", comp, n_resamples=200, seed=0)
     back = pd.read_csv(ws.tables_dir / "competing_speech.csv")
     assert len(back) == len(t) == 15 and back["delta_wer_pp"].max() == pytest.approx(37.5)
     _draw_figure_cell(ws, t)
     assert (ws.figures_dir / "figure_competing_speech.png").is_file()
     assert (ws.figures_dir / "figure_competing_speech.pdf").is_file()
-    fr.write_channel(ws, fr.read_family_scores(ws, "channel"), n_resamples=200, seed=0)  # the layout without views
+    fr.write_family_table(ws, "channel", fr.read_family_scores(ws, "channel"), n_resamples=200, seed=0)  # the layout without views
     ch = pd.read_csv(ws.tables_dir / "channel_conditions.csv", keep_default_na=False)
     assert list(ch["status"]) == ["run", "skipped", "run"] and ch["note"].iloc[1].startswith("no AMR-NB")
     assert fr.stage7_times(ws) is None

@@ -19,11 +19,12 @@ import pandas as pd
 
 from aiplib.analysis import conditions as cond
 from aiplib.analysis.conditions import KWS_ROBUST_COLUMNS, asr_robust, kws_robust
+from aiplib.analysis.conditions.verdicts import _ratio
 from aiplib.analysis.report_tables import Table, _ci, _p, fmt
 from aiplib.analysis.stats import bootstrap_ci
 from aiplib.core.errors import AiplibParameterError
 from aiplib.io.formats import parse_bool
-from aiplib.scoring.families import family_path, read_family_scores
+from aiplib.scoring.families import family_path, read_family_scores  # noqa: F401 - re-exported
 from aiplib.scoring.family_columns import FAMILIES
 from aiplib.stimuli import competing as comp
 from aiplib.stimuli.channel import CHANNEL_CONDITIONS
@@ -31,16 +32,8 @@ from aiplib.stimuli.channel import TABLE as CHANNEL_TABLE
 from aiplib.stimuli.competing import LEAK_ASR_COLUMNS, LEAK_KWS_COLUMNS
 from aiplib.stimuli.families import FAMILIES as REGISTRY
 
-__all__ = ["FAMILIES", "NOT_RUN", "leakage_summary", "read_family_scores", "family_path", "competing_table",
-           "competing_figure_data", "channel_table", "family_table", "write_family_table", "conditions_listing",
-           "stage7_times", "write_competing", "write_channel", "competing_display", "channel_display"]
-
 
 # ------------------------------------------------------------------------------ competing speech
-def _ratio(a, b, axis=-1):
-    return np.sum(a, axis=axis) / np.sum(b, axis=axis)
-
-
 def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_languages", "target_snr_db"),
                     task: str = "asr", n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Leakage per condition with percentile bootstrap intervals over items.
@@ -391,16 +384,6 @@ def write_family_table(ws, condition_family: str, scores: dict, **kw) -> pd.Data
     Path(ws.tables_dir).mkdir(parents=True, exist_ok=True)
     t.to_csv(Path(ws.tables_dir) / f"{REGISTRY[condition_family].TABLE['name']}.csv", index=False)
     return t
-
-
-def write_competing(ws, scores: dict, **kw) -> pd.DataFrame:
-    """:func:`write_family_table` of ``competing_speech`` (``results/tables/competing_speech.csv``)."""
-    return write_family_table(ws, comp.NAME, scores, **kw)
-
-
-def write_channel(ws, scores: dict, **kw) -> pd.DataFrame:
-    """:func:`write_family_table` of ``channel`` (``results/tables/channel_conditions.csv``)."""
-    return write_family_table(ws, "channel", scores, **kw)
 
 
 # ------------------------------------------------------------------------------ display
