@@ -84,8 +84,7 @@ def telephone_filter(low_hz: float = 300.0, high_hz: float = 3400.0, rate_hz: in
     taps, beta = signal.kaiserord(TEL_STOPBAND_DB, TEL_TRANSITION_HZ / (rate_hz / 2))
     taps += 1 - taps % 2
     half = TEL_TRANSITION_HZ / 2
-    return signal.firwin(taps, [low_hz + half, high_hz - half], pass_zero=False,
-                         window=("kaiser", beta), fs=rate_hz)
+    return signal.firwin(taps, [low_hz + half, high_hz - half], pass_zero=False, window=("kaiser", beta), fs=rate_hz)
 
 
 def telephone(y: np.ndarray, sr: int, *, low_hz: float = 300.0, high_hz: float = 3400.0,

@@ -21,13 +21,7 @@ from aiplib.core.errors import AudioFileError
 from aiplib.core.progress import track
 from aiplib.core.tasks import FAMILIES
 from aiplib.io.audio import load_audio, write_wav
-from aiplib.io.formats import (
-    parse_bool,
-    read_battery_csv,
-    read_manifest,
-    read_manifest_meta,
-    write_json_atomic,
-)
+from aiplib.io.formats import parse_bool, read_battery_csv, read_manifest, read_manifest_meta, write_json_atomic
 from aiplib.io.subaudible import subaudible_power
 from aiplib.stimuli.families import materialize
 from aiplib.stimuli.manifests import SEED_START
@@ -117,8 +111,7 @@ def background_presence(ws, *, max_items: int = 3) -> pd.DataFrame:
              .reset_index())
     fin = df.assign(err=(df["measured_snr_db"] - df["snr_db"]).abs())
     fin.loc[~np.isfinite(fin["measured_snr_db"]), "err"] = np.nan  # silent segment: no SNR to check
-    err = fin.groupby(
-        ["family", "bg_id", "snr_db"])["err"].max().reset_index(drop=True)
+    err = fin.groupby(["family", "bg_id", "snr_db"])["err"].max().reset_index(drop=True)
     out["max_abs_error_db"] = err.values
     out.insert(3, "target_snr_db", out["snr_db"])
     out.to_csv(ws.checks / "bg_presence.csv", index=False)
@@ -199,8 +192,7 @@ def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
     frames = []
     for fam, man in _manifests(ws).items():
         noisy = man[man["condition"] != "clean"]
-        frames.append(noisy.groupby(["background_id", "snr_db"]).sample(n=1, random_state=seed)
-                      .assign(family=fam))
+        frames.append(noisy.groupby(["background_id", "snr_db"]).sample(n=1, random_state=seed).assign(family=fam))
         frames.append(man[man["condition"] == "clean"].head(2).assign(family=fam))
     pool = pd.concat(frames, ignore_index=True)
     pick = pool.sample(n=min(n, len(pool)), random_state=seed).sort_values(["family", "id"])

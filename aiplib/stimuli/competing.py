@@ -642,8 +642,7 @@ def _mismatched_texts(out: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     """Per row, the distractor text of the *next* item (item ids sorted, cyclic) in the same
     condition and SNR (None when the condition holds one item, or on other rows)."""
     res = np.full(len(out), None, dtype=object)
-    sub = (out[rows].assign(_pos=np.flatnonzero(rows))
-           .sort_values(["bg_id", "snr_db", "item_id"], kind="stable"))
+    sub = (out[rows].assign(_pos=np.flatnonzero(rows)).sort_values(["bg_id", "snr_db", "item_id"], kind="stable"))
     for _, g in sub.groupby(["bg_id", "snr_db"], sort=False):
         if len(g) > 1:
             res[g["_pos"].to_numpy()] = np.roll(g["distractor_text"].to_numpy(dtype=object), -1)

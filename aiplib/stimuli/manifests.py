@@ -46,8 +46,7 @@ AUTHOR_COLUMNS = {
             "keyword", "is_target"],
 }
 """The authors' manifest columns, in their order."""
-EXTRA_COLUMNS = ["family", "accent_group", "bg_offset", "bg_active", "duration_s", "n_samples",
-                 "condition_family"]
+EXTRA_COLUMNS = ["family", "accent_group", "bg_offset", "bg_active", "duration_s", "n_samples", "condition_family"]
 """Our columns after the authors': ``family`` (asr or kws), ``accent_group``, ``bg_offset`` (start
 sample of the segment, informational), ``bg_active`` (False for a digitally silent segment; empty on
 clean rows), ``duration_s`` (s), ``n_samples``, ``condition_family`` (a family manifest's own columns

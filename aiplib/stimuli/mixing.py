@@ -238,8 +238,7 @@ def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUF
     lufs = float(speech_lufs) if np.isfinite(measured) else measured
     speech_peak = float(np.max(np.abs(s))) if s.size else 0.0
     if bg is None:
-        return s, MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0,
-                          speech_peak=speech_peak)
+        return s, MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0, speech_peak=speech_peak)
     m = _mix_normalized(s, np.asarray(bg, dtype=np.float32), snr_db, seed)
     return m.y, m.info(s, snr_db, lufs, speech_peak)
 
@@ -320,8 +319,7 @@ def mix_row(row: Mapping, ws) -> dict:
     speech_peak = float(np.max(np.abs(s))) if s.size else 0.0
     if is_clean_row(row):
         y = s.copy()
-        info = MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0,
-                       speech_peak=speech_peak)
+        info = MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0, speech_peak=speech_peak)
         return dict(mixture=y, speech=y.copy(), background=np.zeros_like(y), info=info)
     snr = _row_value(row, "snr_db")
     seed = _row_value(row, "seed")

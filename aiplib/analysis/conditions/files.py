@@ -36,8 +36,7 @@ def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     if scores is None:
         scores = load_scores(ws)
     if not scores:
-        raise AiplibError(f"no results/scores/<task>.csv under {ws.results}; run stage 8 "
-                          "(scoring) first")
+        raise AiplibError(f"no results/scores/<task>.csv under {ws.results}; run stage 8 (scoring) first")
     out_dir = ws.tables_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {}
@@ -54,8 +53,7 @@ def read_condition_tables(results_dir) -> dict[str, pd.DataFrame]:
     """Read every ``tables/conditions_<task>.csv`` under a results folder (task → table)."""
     out = {}
     for p in sorted((Path(results_dir) / "tables").glob("conditions_*.csv")):
-        t = pd.read_csv(p, dtype={c: str for c in _TEXT_COLUMNS}, keep_default_na=False,
-                        na_values={"snr_db": [""]})
+        t = pd.read_csv(p, dtype={c: str for c in _TEXT_COLUMNS}, keep_default_na=False, na_values={"snr_db": [""]})
         for c in t.columns:
             if c == "coarse":
                 t[c] = t[c].map(parse_bool).map(lambda v: np.nan if v is pd.NA else v).astype(object)

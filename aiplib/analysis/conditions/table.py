@@ -38,8 +38,7 @@ def _prepare_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
     if family == "asr":
         for c in ("ref_norm", "hyp_norm"):
             r[c] = r[c].fillna("").astype(str)
-        r["char_errors"], r["ref_chars"] = char_counts(r["ref_norm"].tolist(),
-                                                       r["hyp_norm"].tolist())
+        r["char_errors"], r["ref_chars"] = char_counts(r["ref_norm"].tolist(), r["hyp_norm"].tolist())
         value_cols = ["errors", "wer"]
     else:
         r["correct"] = pd.to_numeric(r["correct"], errors="coerce").astype(float)
@@ -137,8 +136,7 @@ def _row_medians(rows: pd.DataFrame, col: str, scopes) -> dict:
 
 
 def _median_key(scope, model, task, bg_id, snr_db):
-    snr = None if snr_db is None or (isinstance(snr_db, float) and math.isnan(snr_db)) \
-        else float(snr_db)
+    snr = None if snr_db is None or (isinstance(snr_db, float) and math.isnan(snr_db)) else float(snr_db)
     return (scope, str(model), str(task), str(bg_id), snr)
 
 
@@ -258,8 +256,7 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
                        strict_acc_pp=_share(tot, "strict", "strict_n"),
                        non_answer_pp=_share(tot, "non_answer", "non_answer_n"))
         rec["measure"] = DEGRADATION_COLUMN[family]
-        rec.update(min_diff_pp=float(min_diff_pp), level=float(level),
-                   n_resamples=int(n_resamples), seed=int(seed))
+        rec.update(min_diff_pp=float(min_diff_pp), level=float(level), n_resamples=int(n_resamples), seed=int(seed))
         notes = []
         if scope != "clean":
             pg = g.subset(g["paired"] > 0)
@@ -290,8 +287,7 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
                            delta_capped_pp=_pct(tot["p_d_capped"], tot["paired"]))
             unpaired = rec["n_stimuli"] - rec["n_pairs"]
             if unpaired:
-                notes.append(f"{unpaired} noisy stimuli without a clean partner: in the "
-                             "absolute values only")
+                notes.append(f"{unpaired} noisy stimuli without a clean partner: in the absolute values only")
         rec["note"] = "; ".join(notes)
         out.append(rec)
     t = pd.DataFrame(out)
@@ -316,8 +312,7 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
 
 
 def _columns(family: str) -> list[str]:
-    head = ["scope", "model", "task", "family", "bg_id", "snr_db", "condition", "n_items",
-            "n_stimuli", "n_pairs"]
+    head = ["scope", "model", "task", "family", "bg_id", "snr_db", "condition", "n_items", "n_stimuli", "n_pairs"]
     if family == "asr":
         vals = ["wer_pp", "mean_wer_pp", "cer_pp", "sub_pp", "del_pp", "ins_pp",
                 "clean_wer_pp", "clean_mean_wer_pp", "mean_wer_capped_pp", "median_wer_pp",
@@ -326,8 +321,7 @@ def _columns(family: str) -> list[str]:
         vals = ["acc_pp", "clean_acc_pp", "strict_acc_pp", "non_answer_pp"]
     delta = ["measure", "delta_pp", "ci_low_pp", "ci_high_pp", "ci_usable"]
     if family == "asr":
-        delta += ["delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp", "corpus_ci_usable",
-                  "delta_capped_pp"]
+        delta += ["delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp", "corpus_ci_usable", "delta_capped_pp"]
     tail = ["test", "p_value", "p_bh", "n_worse", "n_better", "n_ties", "verdict", "coarse",
             "min_diff_pp", "level", "n_resamples", "seed", "note"]
     return head + vals + delta + tail
@@ -336,8 +330,7 @@ def _columns(family: str) -> list[str]:
 def condition_tables(scores: dict, **kwargs) -> dict[str, pd.DataFrame]:
     """:func:`condition_table` for every task of ``scores`` (task → table; ``kwargs`` passed on)."""
 
-    return {task: condition_table(df, task_family(task), **kwargs)
-            for task, df in scores.items() if not df.empty}
+    return {task: condition_table(df, task_family(task), **kwargs) for task, df in scores.items() if not df.empty}
 
 
 # ------------------------------------------------------------------ the robust view of paired changes

@@ -135,8 +135,7 @@ def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0,
     s = np.asarray(item_sum, dtype=float)
     n = np.asarray(item_n, dtype=float)
     if s.shape != n.shape or s.ndim != 1:
-        raise AiplibParameterError(f"item_sum and item_n must be 1-D of one length, got "
-                                   f"{s.shape} and {n.shape}")
+        raise AiplibParameterError(f"item_sum and item_n must be 1-D of one length, got {s.shape} and {n.shape}")
     out = {"estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_usable": 0,
            "test": "", "p_value": math.nan, "n_worse": 0, "n_better": 0, "n_ties": 0,
            "verdict": "n/a", "n_items": 0, "coarse": True, "level": float(level),
@@ -196,8 +195,7 @@ def char_counts(ref_norm, hyp_norm) -> tuple[np.ndarray, np.ndarray]:
                 cache[key] = (len(h), 0)
             else:
                 o = jiwer.process_characters(r, h)
-                cache[key] = (o.substitutions + o.deletions + o.insertions,
-                              o.hits + o.substitutions + o.deletions)
+                cache[key] = (o.substitutions + o.deletions + o.insertions, o.hits + o.substitutions + o.deletions)
         e[i], c[i] = cache[key]
     return e, c
 
