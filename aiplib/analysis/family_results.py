@@ -79,11 +79,9 @@ def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_language
             else:
                 r = None
             ins = bootstrap_ci(g["n_leak_insertions"].to_numpy(float), np.mean, vectorized=True, **kw)
-            row.update(leak_share=r.estimate if r else float("nan"),
-                       leak_share_ci_low=r.ci_low if r else float("nan"),
-                       leak_share_ci_high=r.ci_high if r else float("nan"),
-                       leak_insertions_per_item=ins.estimate, leak_insertions_ci_low=ins.ci_low,
-                       leak_insertions_ci_high=ins.ci_high,
+            row.update(leak_share=r.estimate if r else float("nan"), leak_share_ci_low=r.ci_low if r else float("nan"),
+                       leak_share_ci_high=r.ci_high if r else float("nan"), leak_insertions_per_item=ins.estimate,
+                       leak_insertions_ci_low=ins.ci_low, leak_insertions_ci_high=ins.ci_high,
                        note="; ".join(x for x in ((r.note if r else "no hypothesis words"), ins.note) if x))
         else:
             k = bootstrap_ci(g["kws_leak"].astype(bool).to_numpy(float), np.mean, vectorized=True, **kw)

@@ -99,9 +99,8 @@ def telephone(y: np.ndarray, sr: int, *, low_hz: float = 300.0, high_hz: float =
     back = resample(nb.astype(np.float32), rate_hz, sr)
     out = np.zeros(y.size, dtype=np.float32)
     out[:min(y.size, back.size)] = back[:y.size]
-    return out, {"filter": "Kaiser-window linear-phase FIR", "taps": int(h.size),
-                 "stopband_db": TEL_STOPBAND_DB, "transition_hz": TEL_TRANSITION_HZ,
-                 "resampler": "soxr_hq"}
+    return out, {"filter": "Kaiser-window linear-phase FIR", "taps": int(h.size), "stopband_db": TEL_STOPBAND_DB,
+                 "transition_hz": TEL_TRANSITION_HZ, "resampler": "soxr_hq"}
 
 
 # ---- network, level, echo, cut ----------------------------------------------------------------
@@ -329,9 +328,8 @@ def describe():
             models = f"{p['codec']} encode/decode round trip through ffmpeg"
             source = CODECS[p["codec"]]["source"]
         reason = skip_reason(name)
-        rows.append({"condition": name, "transform": p["transform"], "parameters": _fmt(p),
-                     "applies_to": applies_to, "models": models, "source": source,
-                     "available": reason is None, "skip_reason": reason or ""})
+        rows.append({"condition": name, "transform": p["transform"], "parameters": _fmt(p), "applies_to": applies_to,
+                     "models": models, "source": source, "available": reason is None, "skip_reason": reason or ""})
     return pd.DataFrame(rows)
 
 

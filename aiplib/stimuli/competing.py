@@ -73,9 +73,8 @@ COCKTAIL_SIZE = 3
 GAP_S = 0.2
 """Silence between consecutive distractor utterances of a stream, s."""
 
-LEAK_ASR_COLUMNS = ["n_hyp_words", "n_leak_words", "leak_share", "n_leak_insertions", "leak_words",
-                    "floor_n_hyp_words", "floor_n_leak_words", "floor_leak_share", "mismatch_n_leak_words",
-                    "mismatch_leak_share"]
+LEAK_ASR_COLUMNS = ["n_hyp_words", "n_leak_words", "leak_share", "n_leak_insertions", "leak_words", "floor_n_hyp_words",
+                    "floor_n_leak_words", "floor_leak_share", "mismatch_n_leak_words", "mismatch_leak_share"]
 """ASR leakage score columns (NaN on clean rows; ``floor_*`` NaN without a clean row of the item)."""
 
 LEAK_KWS_COLUMNS = ["kws_leak", "kws_leak_floor", "kws_leak_mismatch"]
@@ -533,9 +532,8 @@ def leakage_asr(hypothesis, target_text, distractor_text) -> dict:
                 for j in range(chunk.hyp_start_idx, chunk.hyp_end_idx):
                     inserted[j] = True
     n_leak = sum(is_leak)
-    return dict(n_hyp_words=len(hyp), n_leak_words=n_leak,
-                leak_share=n_leak / len(hyp) if hyp else float("nan"), n_insertions=sum(inserted),
-                n_leak_insertions=sum(a and b for a, b in zip(is_leak, inserted)),
+    return dict(n_hyp_words=len(hyp), n_leak_words=n_leak, leak_share=n_leak / len(hyp) if hyp else float("nan"),
+                n_insertions=sum(inserted), n_leak_insertions=sum(a and b for a, b in zip(is_leak, inserted)),
                 leak_words=" ".join(w for w, x in zip(hyp, is_leak) if x))
 
 

@@ -93,9 +93,8 @@ def build_family_manifest(ws, condition_family: str, family: str, *, seed_start:
         rows += new
         seed += 1 + n_seeds
     df = _write_rows(rows, columns, out)
-    meta = dict(condition_family=cf, family=family, seed_start=seed0, n_items=len(kept),
-                n_probes_skipped=n_probes, n_rows=len(df),
-                conditions=sorted(set(df.loc[df["condition"] != "clean", "background_id"])),
+    meta = dict(condition_family=cf, family=family, seed_start=seed0, n_items=len(kept), n_probes_skipped=n_probes,
+                n_rows=len(df), conditions=sorted(set(df.loc[df["condition"] != "clean", "background_id"])),
                 params=params, manifest_sha256=manifest_hash(fws, family))
     (fws.manifests / f"{family}.json").write_text(json.dumps(meta, indent=2, default=str))
     write_stamp(stamp_file, stamp, outputs=[out], ws=ws)

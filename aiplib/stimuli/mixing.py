@@ -195,9 +195,8 @@ class _Mixed:
         achieved = achieved_snr_db(np.asarray(s, dtype=np.float64), np.asarray(self.bs, dtype=np.float64))
         return MixInfo(achieved_snr_db=achieved, target_snr_db=float(snr_db), speech_lufs=lufs,
                        bg_gain_db=float(20 * np.log10(self.gain)) if self.gain > 0 else float("-inf"),
-                       peak=float(min(self.peak, 1.0) if self.peak > 1.0 else self.peak),
-                       clip_scale=float(self.scale), bg_offset=int(self.offset), bg_power=p_b, bg_active=active,
-                       speech_peak=speech_peak)
+                       peak=float(min(self.peak, 1.0) if self.peak > 1.0 else self.peak), clip_scale=float(self.scale),
+                       bg_offset=int(self.offset), bg_power=p_b, bg_active=active, speech_peak=speech_peak)
 
 
 def _mix_normalized(s, bg, snr_db: float, seed: int) -> _Mixed:

@@ -234,11 +234,9 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     out = []
     for scope, k, g in _iter_scopes(rows, sum_cols, scopes):
         tot = {c: g.total(c) for c in sum_cols}
-        rec = {"scope": scope, "model": k["model"], "task": k["task"], "family": family,
-               "bg_id": k["bg_id"], "snr_db": k["snr_db"],
-               "condition": condition_label(k["bg_id"], k["snr_db"]),
-               "n_items": int(len(g)), "n_stimuli": int(tot["n"]),
-               "n_pairs": int(tot["paired"])}
+        rec = {"scope": scope, "model": k["model"], "task": k["task"], "family": family, "bg_id": k["bg_id"],
+               "snr_db": k["snr_db"], "condition": condition_label(k["bg_id"], k["snr_db"]), "n_items": int(len(g)),
+               "n_stimuli": int(tot["n"]), "n_pairs": int(tot["paired"])}
         if family == "asr":
             rec.update(wer_pp=_pct(tot["errors"], tot["ref_words"]),
                        mean_wer_pp=_pct(tot["wer"], tot["n"]),
@@ -252,8 +250,7 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
                            math.nan),
                        n_loops=tot["loop"] if tot["loop_n"] else math.nan)
         else:
-            rec.update(acc_pp=_pct(tot["correct"], tot["n"]),
-                       strict_acc_pp=_share(tot, "strict", "strict_n"),
+            rec.update(acc_pp=_pct(tot["correct"], tot["n"]), strict_acc_pp=_share(tot, "strict", "strict_n"),
                        non_answer_pp=_share(tot, "non_answer", "non_answer_n"))
         rec["measure"] = DEGRADATION_COLUMN[family]
         rec.update(min_diff_pp=float(min_diff_pp), level=float(level), n_resamples=int(n_resamples), seed=int(seed))
@@ -269,22 +266,19 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
                 mc = None
                 if len(pg) and bool((pg["paired"] == 1).all()):
                     mc = (pg["p_clean_correct"].astype(bool), pg["p_correct"].astype(bool))
-            pc = paired_change(100 * pg["d"], pg["paired"],
-                               n_resamples=n_resamples, seed=seed, level=level,
+            pc = paired_change(100 * pg["d"], pg["paired"], n_resamples=n_resamples, seed=seed, level=level,
                                min_diff=min_diff_pp, mcnemar=mc)
-            rec.update(delta_pp=pc["estimate"], ci_low_pp=pc["ci_low"],
-                       ci_high_pp=pc["ci_high"], ci_usable=pc["ci_usable"], test=pc["test"],
-                       p_value=pc["p_value"], n_worse=pc["n_worse"], n_better=pc["n_better"],
-                       n_ties=pc["n_ties"], verdict=pc["verdict"], coarse=pc["coarse"])
+            rec.update(delta_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"],
+                       ci_usable=pc["ci_usable"], test=pc["test"], p_value=pc["p_value"], n_worse=pc["n_worse"],
+                       n_better=pc["n_better"], n_ties=pc["n_ties"], verdict=pc["verdict"], coarse=pc["coarse"])
             if pc["note"]:
                 notes.append(pc["note"])
             if family == "asr" and len(pg):
                 b = stats.bootstrap_ci(
                     (100 * (pg["p_errors"] - pg["p_clean_errors"]), pg["p_ref_words"]),
                     _ratio, n_resamples=n_resamples, seed=seed, level=level, vectorized=True)
-                rec.update(delta_corpus_pp=b.estimate, corpus_ci_low_pp=b.ci_low,
-                           corpus_ci_high_pp=b.ci_high, corpus_ci_usable=b.n_valid,
-                           delta_capped_pp=_pct(tot["p_d_capped"], tot["paired"]))
+                rec.update(delta_corpus_pp=b.estimate, corpus_ci_low_pp=b.ci_low, corpus_ci_high_pp=b.ci_high,
+                           corpus_ci_usable=b.n_valid, delta_capped_pp=_pct(tot["p_d_capped"], tot["paired"]))
             unpaired = rec["n_stimuli"] - rec["n_pairs"]
             if unpaired:
                 notes.append(f"{unpaired} noisy stimuli without a clean partner: in the absolute values only")
@@ -314,9 +308,8 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
 def _columns(family: str) -> list[str]:
     head = ["scope", "model", "task", "family", "bg_id", "snr_db", "condition", "n_items", "n_stimuli", "n_pairs"]
     if family == "asr":
-        vals = ["wer_pp", "mean_wer_pp", "cer_pp", "sub_pp", "del_pp", "ins_pp",
-                "clean_wer_pp", "clean_mean_wer_pp", "mean_wer_capped_pp", "median_wer_pp",
-                "n_loops"]
+        vals = ["wer_pp", "mean_wer_pp", "cer_pp", "sub_pp", "del_pp", "ins_pp", "clean_wer_pp", "clean_mean_wer_pp",
+                "mean_wer_capped_pp", "median_wer_pp", "n_loops"]
     else:
         vals = ["acc_pp", "clean_acc_pp", "strict_acc_pp", "non_answer_pp"]
     delta = ["measure", "delta_pp", "ci_low_pp", "ci_high_pp", "ci_usable"]

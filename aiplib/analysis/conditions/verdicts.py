@@ -136,10 +136,9 @@ def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0,
     n = np.asarray(item_n, dtype=float)
     if s.shape != n.shape or s.ndim != 1:
         raise AiplibParameterError(f"item_sum and item_n must be 1-D of one length, got {s.shape} and {n.shape}")
-    out = {"estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_usable": 0,
-           "test": "", "p_value": math.nan, "n_worse": 0, "n_better": 0, "n_ties": 0,
-           "verdict": "n/a", "n_items": 0, "coarse": True, "level": float(level),
-           "n_resamples": int(n_resamples), "seed": int(seed), "note": ""}
+    out = {"estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_usable": 0, "test": "",
+           "p_value": math.nan, "n_worse": 0, "n_better": 0, "n_ties": 0, "verdict": "n/a", "n_items": 0,
+           "coarse": True, "level": float(level), "n_resamples": int(n_resamples), "seed": int(seed), "note": ""}
     keep = (n > 0) & np.isfinite(s)
     s, n = s[keep], n[keep]
     if s.size == 0:
