@@ -57,8 +57,7 @@ def _prepare_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
     if family == "asr":
         r["wer_capped"] = np.minimum(r["wer"].to_numpy(float), 1.0)
         r["p_d_capped"] = np.where(paired, r["wer_capped"].to_numpy(float)
-                                   - np.minimum(r["clean_wer"].fillna(0).to_numpy(float), 1.0),
-                                   0.0)
+                                   - np.minimum(r["clean_wer"].fillna(0).to_numpy(float), 1.0), 0.0)
         r["loop"], r["loop_n"] = _flag_sums(r, "is_loop")
         r["p_ref_words"] = z("ref_words")
         r["p_errors"] = z("errors")
@@ -130,14 +129,14 @@ def _row_medians(rows: pd.DataFrame, col: str, scopes) -> dict:
     out = {}
     for scope, by, src in _scope_sources(rows, scopes):
         for gkey, g in src.groupby(by, sort=False)[col]:
-            k = _scope_key(scope, by, gkey)
-            out[_median_key(scope, k["model"], k["task"], k["bg_id"], k["snr_db"])] = float(g.median())
+            out[_median_key(scope, _scope_key(scope, by, gkey))] = float(g.median())
     return out
 
 
-def _median_key(scope, model, task, bg_id, snr_db):
-    snr = None if snr_db is None or (isinstance(snr_db, float) and math.isnan(snr_db)) else float(snr_db)
-    return (scope, str(model), str(task), str(bg_id), snr)
+def _median_key(scope, k: dict):
+    snr = k["snr_db"]
+    snr = None if snr is None or (isinstance(snr, float) and math.isnan(snr)) else float(snr)
+    return (scope, str(k["model"]), str(k["task"]), str(k["bg_id"]), snr)
 
 
 def _pct(a, b) -> float:
@@ -238,16 +237,13 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
                "snr_db": k["snr_db"], "condition": condition_label(k["bg_id"], k["snr_db"]), "n_items": int(len(g)),
                "n_stimuli": int(tot["n"]), "n_pairs": int(tot["paired"])}
         if family == "asr":
-            rec.update(wer_pp=_pct(tot["errors"], tot["ref_words"]),
-                       mean_wer_pp=_pct(tot["wer"], tot["n"]),
+            rec.update(wer_pp=_pct(tot["errors"], tot["ref_words"]), mean_wer_pp=_pct(tot["wer"], tot["n"]),
                        cer_pp=_pct(tot["char_errors"], tot["ref_chars"]),
                        sub_pp=_pct(tot["substitutions"], tot["ref_words"]),
                        del_pp=_pct(tot["deletions"], tot["ref_words"]),
                        ins_pp=_pct(tot["insertions"], tot["ref_words"]),
                        mean_wer_capped_pp=_pct(tot["wer_capped"], tot["n"]),
-                       median_wer_pp=100 * medians.get(
-                           _median_key(scope, k["model"], k["task"], k["bg_id"], k["snr_db"]),
-                           math.nan),
+                       median_wer_pp=100 * medians.get(_median_key(scope, k), math.nan),
                        n_loops=tot["loop"] if tot["loop_n"] else math.nan)
         else:
             rec.update(acc_pp=_pct(tot["correct"], tot["n"]), strict_acc_pp=_share(tot, "strict", "strict_n"),
@@ -256,14 +252,12 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
         rec.update(min_diff_pp=float(min_diff_pp), level=float(level), n_resamples=int(n_resamples), seed=int(seed))
         notes = []
         if scope != "clean":
-            pg = g.subset(g["paired"] > 0)
+            pg, mc = g.subset(g["paired"] > 0), None
             if family == "asr":
                 rec.update(clean_wer_pp=_pct(tot["p_clean_errors"], tot["p_ref_words"]),
                            clean_mean_wer_pp=_pct(tot["p_clean_wer"], tot["paired"]))
-                mc = None
             else:
                 rec["clean_acc_pp"] = _pct(tot["p_clean_correct"], tot["paired"])
-                mc = None
                 if len(pg) and bool((pg["paired"] == 1).all()):
                     mc = (pg["p_clean_correct"].astype(bool), pg["p_correct"].astype(bool))
             pc = paired_change(100 * pg["d"], pg["paired"], n_resamples=n_resamples, seed=seed, level=level,
@@ -322,7 +316,6 @@ def _columns(family: str) -> list[str]:
 
 def condition_tables(scores: dict, **kwargs) -> dict[str, pd.DataFrame]:
     """:func:`condition_table` for every task of ``scores`` (task → table; ``kwargs`` passed on)."""
-
     return {task: condition_table(df, task_family(task), **kwargs) for task, df in scores.items() if not df.empty}
 
 
