@@ -21,12 +21,8 @@ ENTRY_KEY_FIELDS = ("backend", "weights", "revision", "precision", "max_new_toke
 
 
 BATCH_VARIANT_BACKENDS = ("transformers", "hf_asr")
-"""Backends whose output can depend on the batch size (padded batched greedy decoding, 8-bit
-kernels; an ``hf_asr`` checkpoint batched with an attention mask runs padded frames, whose
-float16 / GPU arithmetic can move an arg-max): for them ``batch_size`` is an output-deciding
-field too, so a changed batch size re-decodes. The other backends decode each stimulus alike in
-any batch (the Whisper backends pad every input to its 30 s window; a server answers each request
-alone), and their keys leave it out."""
+"""Backends whose output can depend on the batch size (padded batched decoding can move an arg-max), so
+``batch_size`` enters their key; the others decode each stimulus alike in any batch."""
 
 
 def entry_sha256(entry) -> str:
@@ -81,18 +77,13 @@ def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
         rec.update(own, **extra)
     elif not rec.get("bg_path"):  # a clean row's audio does not depend on its seed
         rec["seed"] = rec["bg_offset"] = None
+    cache = {} if hashes is None else hashes
     for k, col in (("speech_sha256", "speech_path"), ("bg_sha256", "bg_path")):
         rel = rec.get(col)
-        if not rel:
-            rec[k] = ""
-            continue
-        if hashes is not None and rel in hashes:
-            rec[k] = hashes[rel]
-            continue
-        p = ws.path(rel)
-        rec[k] = file_sha256(p) if p.is_file() else "missing"
-        if hashes is not None:
-            hashes[rel] = rec[k]
+        if rel and rel not in cache:
+            p = ws.path(rel)
+            cache[rel] = file_sha256(p) if p.is_file() else "missing"
+        rec[k] = cache[rel] if rel else ""
     return json_sha256(rec)
 
 
@@ -104,8 +95,7 @@ def stimulus_key(base: str, *, prompt_sha256: str, entry_sha256: str, decoding_s
     ``base`` is :func:`stimulus_base` of the manifest row, ``prompt_sha256`` the SHA-256 of the
     prompt text (:func:`text_sha256`), ``entry_sha256`` :func:`entry_sha256` of the model,
     ``decoding_sha256`` the :func:`json_sha256` of the backend's output-deciding decoding options
-    (:func:`aiplib.inference.models.decoding_key`, e.g. the embedded Whisper's encoder window policy); None
-    for a backend's reference decoding, whose rows keep the key they always had.
+    (:func:`aiplib.inference.models.decoding_key`); None for a backend's reference decoding.
     """
     tail = f":{decoding_sha256}" if decoding_sha256 else ""
     return text_sha256(f"{base}:{prompt_sha256}:{entry_sha256}{tail}")[:16]
