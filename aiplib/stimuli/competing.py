@@ -198,13 +198,12 @@ def build_distractor(table: pd.DataFrame, n: int, *, languages, seed: int, gap_s
 
     Parameters
     ----------
-    table : pandas.DataFrame
     n : int, samples
     languages : str or sequence of str
         Distinct; one → ``single``, several → ``cocktail``.
     seed : int
-    gap_s : float, s
-    exclude_ids : iterable of str
+    table, gap_s, exclude_ids
+        As :func:`distractor_stream`.
 
     Returns
     -------
@@ -245,14 +244,11 @@ def competing_components(speech, table: pd.DataFrame, snr_db: float, seed: int, 
     ----------
     speech : np.ndarray [shape=(n,)], float32, 16 kHz
         The target at any level (loudness-normalised here).
-    table : pandas.DataFrame
     snr_db : float, dB
         Target over total distractor power.
-    seed : int
-    languages : str or sequence of str
-    gap_s : float, s
-    exclude_ids : iterable of str
     speech_lufs : float, LUFS
+    table, seed, languages, gap_s, exclude_ids
+        As :func:`build_distractor`.
 
     Returns
     -------
@@ -619,19 +615,12 @@ def key_fields(row, rec, ws, hashes) -> dict:
         return dict(distractor_table_sha256="missing", distractor_audio_sha256=["missing"])
     table = al.read_distractor_table(tab, root=ws.root)
     paths = dict(zip(table["distractor_id"].astype(str), table["path"].astype(str)))
-    audio = []
+    cache, audio = {} if hashes is None else hashes, []
     for did in str(row.get("distractor_ids") or "").split("|"):
         p = paths.get(did)
-        if p is None:
-            audio.append("missing")
-            continue
-        if hashes is None or p not in hashes:
-            sha = file_sha256(ws.path(p)) if ws.path(p).is_file() else "missing"
-            if hashes is None:
-                audio.append(sha)
-                continue
-            hashes[p] = sha
-        audio.append(hashes[p])
+        if p is not None and p not in cache:
+            cache[p] = file_sha256(ws.path(p)) if ws.path(p).is_file() else "missing"
+        audio.append("missing" if p is None else cache[p])
     return dict(distractor_table_sha256=file_sha256(tab), distractor_audio_sha256=audio)
 
 
@@ -650,13 +639,11 @@ def _mismatched_texts(out: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
 def _asr_leak_row(resp, ref, dtext, fresp, otext) -> dict:
     a = leakage_asr(resp, ref, dtext)
     r = {k: a[k] for k in LEAK_ASR_COLUMNS[:5]}
-    f = leakage_asr(fresp, ref, dtext) if isinstance(fresp, str) else None
-    r.update(floor_n_hyp_words=f["n_hyp_words"] if f else math.nan,
-             floor_n_leak_words=f["n_leak_words"] if f else math.nan,
-             floor_leak_share=f["leak_share"] if f else math.nan)
-    m = leakage_asr(resp, ref, otext) if isinstance(otext, str) else None
-    r.update(mismatch_n_leak_words=m["n_leak_words"] if m else math.nan,
-             mismatch_leak_share=m["leak_share"] if m else math.nan)
+    nan = dict.fromkeys(("n_hyp_words", "n_leak_words", "leak_share"), math.nan)
+    f = leakage_asr(fresp, ref, dtext) if isinstance(fresp, str) else nan
+    r.update(floor_n_hyp_words=f["n_hyp_words"], floor_n_leak_words=f["n_leak_words"], floor_leak_share=f["leak_share"])
+    m = leakage_asr(resp, ref, otext) if isinstance(otext, str) else nan
+    r.update(mismatch_n_leak_words=m["n_leak_words"], mismatch_leak_share=m["leak_share"])
     return r
 
 
