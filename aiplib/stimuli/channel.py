@@ -222,9 +222,8 @@ TRANSFORMS = {
 
 def _grid() -> dict[str, dict]:
     g: dict[str, dict] = {"telephone": {"transform": "telephone", "low_hz": 300.0, "high_hz": 3400.0}}
-    g["g711_alaw"] = {"transform": "codec", "codec": "g711_alaw"}
-    g["g711_mulaw"] = {"transform": "codec", "codec": "g711_mulaw"}
-    g["gsm_fr"] = {"transform": "codec", "codec": "gsm_fr"}
+    for c in ("g711_alaw", "g711_mulaw", "gsm_fr"):
+        g[c] = {"transform": "codec", "codec": c}
     g["amr_nb_12k2"] = {"transform": "codec", "codec": "amr_nb", "bitrate_kbps": 12.2}
     g["opus_8k"] = {"transform": "codec", "codec": "opus", "bitrate_kbps": 8.0}
     g["packet_loss_10pct"] = {"transform": "packet_loss", "loss_rate": 0.10, "frame_ms": 20.0}
