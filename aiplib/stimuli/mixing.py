@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -78,9 +78,6 @@ class MixInfo:
     bg_power: float = float("nan")
     bg_active: bool | None = None
     speech_peak: float = float("nan")
-
-    def asdict(self) -> dict:
-        return asdict(self)
 
 
 def loudness_normalize(x, target_lufs: float = SPEECH_LUFS, *, name: str = "audio"):
@@ -195,7 +192,7 @@ class _Mixed:
         achieved = achieved_snr_db(np.asarray(s, dtype=np.float64), np.asarray(self.bs, dtype=np.float64))
         return MixInfo(achieved_snr_db=achieved, target_snr_db=float(snr_db), speech_lufs=lufs,
                        bg_gain_db=float(20 * np.log10(self.gain)) if self.gain > 0 else float("-inf"),
-                       peak=float(min(self.peak, 1.0) if self.peak > 1.0 else self.peak), clip_scale=float(self.scale),
+                       peak=float(min(self.peak, 1.0)), clip_scale=float(self.scale),
                        bg_offset=int(self.offset), bg_power=p_b, bg_active=active, speech_peak=speech_peak)
 
 
@@ -320,8 +317,7 @@ def mix_row(row: Mapping, ws) -> dict:
         y = s.copy()
         info = MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0, speech_peak=speech_peak)
         return dict(mixture=y, speech=y.copy(), background=np.zeros_like(y), info=info)
-    snr = _row_value(row, "snr_db")
-    seed = _row_value(row, "seed")
+    snr, seed = _row_value(row, "snr_db"), _row_value(row, "seed")
     try:
         snr, seed = float(snr), int(seed)
     except (TypeError, ValueError):
