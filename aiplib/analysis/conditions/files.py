@@ -33,16 +33,12 @@ def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     AiplibError
         If there are no score files (run stage 8 first).
     """
-    if scores is None:
-        scores = load_scores(ws)
+    scores = load_scores(ws) if scores is None else scores
     if not scores:
         raise AiplibError(f"no results/scores/<task>.csv under {ws.results}; run stage 8 (scoring) first")
-    out_dir = ws.tables_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = {}
-    for task, t in condition_tables(scores, **kwargs).items():
-        written[task] = write_csv_atomic(t, out_dir / f"conditions_{task}.csv")
-    return written
+    ws.tables_dir.mkdir(parents=True, exist_ok=True)
+    return {task: write_csv_atomic(t, ws.tables_dir / f"conditions_{task}.csv")
+            for task, t in condition_tables(scores, **kwargs).items()}
 
 
 _TEXT_COLUMNS = {"bg_id", "model", "task", "condition", "scope", "test", "verdict", "note",
@@ -57,8 +53,7 @@ def read_condition_tables(results_dir) -> dict[str, pd.DataFrame]:
         for c in t.columns:
             if c == "coarse":
                 t[c] = t[c].map(parse_bool).map(lambda v: np.nan if v is pd.NA else v).astype(object)
-            elif (t[c].dtype == object or pd.api.types.is_string_dtype(t[c])) \
-                    and c not in _TEXT_COLUMNS:
+            elif (t[c].dtype == object or pd.api.types.is_string_dtype(t[c])) and c not in _TEXT_COLUMNS:
                 t[c] = pd.to_numeric(t[c].replace("", np.nan), errors="coerce")
         out[p.stem[len("conditions_"):]] = t
     return out
@@ -111,14 +106,10 @@ def write_active_only_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     dict of str -> pathlib.Path
         Task → written file (empty when no row was inactive).
     """
-    if scores is None:
-        scores = load_scores(ws)
-    counts = inactive_background_rows(scores)
-    out_dir = ws.tables_dir
+    scores = load_scores(ws) if scores is None else scores
     written = {}
-    for task in sorted(set(counts["task"])):
+    for task in sorted(set(inactive_background_rows(scores)["task"])):
         s = scores[task]
-        keep = ~_inactive(s)
-        t = condition_table(s[keep].reset_index(drop=True), task_family(task), **kwargs)
-        written[task] = write_csv_atomic(t, out_dir / f"conditions_{task}_bg_active.csv")
+        t = condition_table(s[~_inactive(s)].reset_index(drop=True), task_family(task), **kwargs)
+        written[task] = write_csv_atomic(t, ws.tables_dir / f"conditions_{task}_bg_active.csv")
     return written
