@@ -79,12 +79,6 @@ def stale_reasons(ws, family: str, tasks=("asr", "kws")) -> list[str]:
     SHA-256 of the item bank than ``itembanks/<task family>.jsonl`` has now, or the score file is
     older than the manifest (a family runs only with ``SUITE=``, so a later default run can leave it behind).
 
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    family : str
-    tasks : sequence of str
-
     Returns
     -------
     list of str
