@@ -135,9 +135,7 @@ def _battery(ws) -> pd.DataFrame:
 
 
 def _text(v) -> str:
-    if v is None or (isinstance(v, float) and np.isnan(v)):
-        return ""
-    return str(v)
+    return "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
 
 
 def _n_samples(ws, rel) -> int:
@@ -145,10 +143,7 @@ def _n_samples(ws, rel) -> int:
 
     p = ws.path(rel)
     info = sf.info(str(p))
-    if info.samplerate == 16000:
-        return int(info.frames)
-
-    return int(load_audio_cached(p).shape[0])
+    return int(info.frames) if info.samplerate == 16000 else int(load_audio_cached(p).shape[0])
 
 
 def _item_spec(it: dict, family: str, n: int, condition_family: str) -> tuple[dict, dict]:
@@ -227,7 +222,6 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
     AiplibParameterError
         If an SNR is not an integer or ids repeat.
     """
-
     columns = manifest_columns(family)  # checks the family
     out = ws.manifest_csv(family)
     snrs = [_snr_int(s) for s in snrs]
@@ -235,11 +229,9 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
     items = read_item_bank(ws, family)
     battery = _battery(ws)
     bgs = [(str(b.bg_id), str(b.path), load_audio_cached(ws.path(b.path))) for b in battery.itertuples()]
-    rows = []
-    seed = seed0
+    rows, seed = [], seed0
     kept, n_probes = foreground_items(items)
     for it in kept.to_dict("records"):
-        item_id = it["item_id"]
         n = _n_samples(ws, it["path"])
         spec, extra = _item_spec(it, family, n, "background")
         rows.append(_row(it, spec, extra, seed))
@@ -248,14 +240,14 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
             for snr in snrs:
                 seg, off = background_segment(bg, seed, n)
                 active, _ = segment_active(seg)
-                rows.append(_row(it, spec, extra, seed, id=stimulus_id(item_id, bg_id, snr), background_id=bg_id,
+                rows.append(_row(it, spec, extra, seed, id=stimulus_id(it["item_id"], bg_id, snr), background_id=bg_id,
                                  snr_db=snr, condition="noisy", bg_path=bg_path, bg_offset=off, bg_active=active))
                 seed += 1
     df = _write_rows(rows, columns, out)
     noisy = df[df["condition"] == "noisy"]
     inactive = (~noisy["bg_active"].astype(bool)).groupby(noisy["background_id"]).mean()
-    meta = dict(family=family, seed_start=seed0, snrs_db=snrs, n_items=len(kept),
-                n_probes_skipped=n_probes, n_backgrounds=len(battery), rows_per_item=1 + len(battery) * len(snrs), n_rows=len(df),
+    meta = dict(family=family, seed_start=seed0, snrs_db=snrs, n_items=len(kept), n_probes_skipped=n_probes,
+                n_backgrounds=len(battery), rows_per_item=1 + len(battery) * len(snrs), n_rows=len(df),
                 n_inactive_bg_rows=int((~noisy["bg_active"].astype(bool)).sum()),
                 inactive_share_per_background={k: round(float(v), 4) for k, v in inactive.items() if v > 0},
                 bg_silence_power=BG_SILENCE_POWER,
