@@ -182,8 +182,7 @@ def codec(y: np.ndarray, sr: int, *, codec: str, bitrate_kbps: float | None = No
     if codec == "amr_nb":
         bitrate_kbps = 12.2 if bitrate_kbps is None else float(bitrate_kbps)
         if bitrate_kbps not in spec["bitrates_kbps"]:
-            raise AiplibParameterError(f"AMR-NB bitrate {bitrate_kbps} kbit/s is not one of "
-                                       f"{spec['bitrates_kbps']}")
+            raise AiplibParameterError(f"AMR-NB bitrate {bitrate_kbps} kbit/s is not one of {spec['bitrates_kbps']}")
         extra = ["-b:a", str(int(round(bitrate_kbps * 1000)))]
     elif codec == "opus":
         bitrate_kbps = 8.0 if bitrate_kbps is None else float(bitrate_kbps)
