@@ -75,12 +75,11 @@ def _prepare_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
     return r
 
 
-_ASR_SUMS = ["n", "errors", "ref_words", "substitutions", "deletions", "insertions", "wer",
-             "char_errors", "ref_chars", "paired", "p_ref_words", "p_errors", "p_clean_errors",
-             "p_wer", "p_clean_wer", "d", "wer_capped", "p_d_capped", "loop", "loop_n"]
-
-_KWS_SUMS = ["n", "correct", "paired", "p_correct", "p_clean_correct", "d", "strict",
-             "strict_n", "non_answer", "non_answer_n"]
+_ASR_SUMS = ["n", "errors", "ref_words", "substitutions", "deletions", "insertions", "wer", "char_errors", "ref_chars",
+             "paired", "p_ref_words", "p_errors", "p_clean_errors", "p_wer", "p_clean_wer", "d", "wer_capped",
+             "p_d_capped", "loop", "loop_n"]
+_KWS_SUMS = ["n", "correct", "paired", "p_correct", "p_clean_correct", "d", "strict", "strict_n", "non_answer",
+             "non_answer_n"]
 
 
 def _as_flag(col: pd.Series) -> np.ndarray:
@@ -309,8 +308,8 @@ def _columns(family: str) -> list[str]:
     delta = ["measure", "delta_pp", "ci_low_pp", "ci_high_pp", "ci_usable"]
     if family == "asr":
         delta += ["delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp", "corpus_ci_usable", "delta_capped_pp"]
-    tail = ["test", "p_value", "p_bh", "n_worse", "n_better", "n_ties", "verdict", "coarse",
-            "min_diff_pp", "level", "n_resamples", "seed", "note"]
+    tail = ["test", "p_value", "p_bh", "n_worse", "n_better", "n_ties", "verdict", "coarse", "min_diff_pp", "level",
+            "n_resamples", "seed", "note"]
     return head + vals + delta + tail
 
 
