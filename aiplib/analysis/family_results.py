@@ -74,10 +74,7 @@ def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_language
         if task == "asr":
             leak, words = g["n_leak_words"].to_numpy(float), g["n_hyp_words"].to_numpy(float)
             row["n_hyp_words"] = int(words.sum())
-            if words.sum() > 0:
-                r = bootstrap_ci((leak, words), _ratio, vectorized=True, **kw)
-            else:
-                r = None
+            r = bootstrap_ci((leak, words), _ratio, vectorized=True, **kw) if words.sum() > 0 else None
             ins = bootstrap_ci(g["n_leak_insertions"].to_numpy(float), np.mean, vectorized=True, **kw)
             row.update(leak_share=r.estimate if r else float("nan"), leak_share_ci_low=r.ci_low if r else float("nan"),
                        leak_share_ci_high=r.ci_high if r else float("nan"), leak_insertions_per_item=ins.estimate,
@@ -312,9 +309,8 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
     t = t.assign(level=float(level), n_resamples=int(n_resamples), seed=int(seed))
     t["note"] = t.pop("note").fillna("")
     order = {n: i for i, n in enumerate(_channel_order(t["condition_id"]))}
-    t = (t.assign(_o=t["condition_id"].map(order)).sort_values(["_o", "model"]).drop(columns="_o")
-         .rename(columns={"condition_id": "condition"}).reset_index(drop=True))
-    return t
+    return (t.assign(_o=t["condition_id"].map(order)).sort_values(["_o", "model"]).drop(columns="_o")
+            .rename(columns={"condition_id": "condition"}).reset_index(drop=True))
 
 
 # ------------------------------------------------------------------------------ every condition
@@ -405,7 +401,6 @@ def _cis(t: pd.DataFrame, est: str, prefix: str, unit: str, signed: bool = True)
 
 def competing_display(t: pd.DataFrame):
     """:func:`competing_table` formatted for the report (:class:`aiplib.analysis.report_tables.Table`)."""
-
     return Table(pd.DataFrame({
         "model": t["model"], "distractor": t["condition_id"], "SNR (dB)": t["snr_db"].map(lambda v: f"{v:g}"),
         "control": np.where(t["same_voice_control"], "same voice", ""),
@@ -421,7 +416,6 @@ def competing_display(t: pd.DataFrame):
 
 def channel_display(t: pd.DataFrame):
     """:func:`channel_table` formatted for the report."""
-
     return Table(pd.DataFrame({
         "model": t["model"], "condition": t["condition"], "parameters": t["parameters"],
         "applied to": t["applied_to"], "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
