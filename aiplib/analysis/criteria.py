@@ -47,7 +47,7 @@ MEASURE_ALIASES = {"wer": "wer_pp", "mean_wer": "mean_wer_pp", "cer": "cer_pp", 
                    "deletions": "del_pp", "insertions": "ins_pp", "acc": "acc_pp", "delta_wer": "delta_pp",
                    "delta_acc": "delta_pp", "clean_wer": "clean_wer_pp", "clean_acc": "clean_acc_pp"}
 
-# An example criteria object (the JSON file holds the same).
+# An example criteria object (what a criteria.json holds, as a Python dict).
 EXAMPLE_CRITERIA = {
     "criteria": [
         {"task": "asr", "model": "*", "bg_id": "all", "snr_db": 0, "measure": "wer_pp", "max": 60},
