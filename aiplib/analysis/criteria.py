@@ -109,7 +109,8 @@ def load_criteria(criteria) -> dict:
             raise AiplibError(f"criteria file {source} is not valid JSON: {exc}") from exc
     if isinstance(criteria, list):
         criteria = {"criteria": criteria}
-    problems = [f"{e.json_path}: {e.message}" for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(criteria)]
+    problems = [f"{e.json_path}: " + ("give 'min' and/or 'max'" if "then" in e.schema_path else e.message)
+                for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(criteria)]
     if not problems:
         problems = [f"$.criteria[{i}]: min {c['min']} > max {c['max']}"
                     for i, c in enumerate(criteria.get("criteria", [])) if "min" in c and "max" in c and c["min"] > c["max"]]
