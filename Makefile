@@ -178,7 +178,7 @@ unit: setup
 #   .venv/bin/python -m aiplib.analysis.report --profile demo --criteria criteria.json --check-only
 CRITERIA ?= criteria.json
 criteria: setup
-	@test -f "$(CRITERIA)" || { echo "make criteria: $(CRITERIA) not found (set CRITERIA=...; format in aiplib/analysis/report.py)" >&2; exit 1; }
+	@test -f "$(CRITERIA)" || { echo "make criteria: $(CRITERIA) not found (set CRITERIA=...; format in aiplib/analysis/criteria.py)" >&2; exit 1; }
 	$(PY) -m aiplib.analysis.report --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" --criteria "$(CRITERIA)" \
 	  $(if $(PREVIOUS),--previous "$(PREVIOUS)") $(if $(MIN_DIFF),--min-diff $(MIN_DIFF))
 

@@ -188,6 +188,14 @@ def test_not_an_archive(tmp_path):
         dl.safe_extract(p, tmp_path / "out")
 
 
+
+def test_not_a_zip_archive_names_the_file(tmp_path):
+    """A corrupt .zip (a mirror serving an error page) is a one-line DownloadError, not zipfile's traceback."""
+    p = tmp_path / "master.zip"
+    p.write_bytes(os.urandom(5000))
+    with pytest.raises(errors.DownloadError, match=r"master\.zip: not a readable ZIP or TAR archive"):
+        dl.safe_extract(p, tmp_path / "out")
+
 # --------------------------------------------------------------------------------------------
 # fetch: skip when complete, progress file
 # --------------------------------------------------------------------------------------------

@@ -301,6 +301,19 @@ def test_make_all_and_merge_hold_the_data_folder_lock():
     assert '-m aiplib.core.lock run "/tmp/aip lock/demo" --command "make merge PROFILE=demo" --' in out
 
 
+def test_make_criteria_without_its_file_names_the_module_of_the_format(tmp_path):
+    """`make criteria` with a missing CRITERIA file stops with one line pointing at the module that
+    documents the criteria format (aiplib/analysis/criteria.py, EXAMPLE_CRITERIA)."""
+    missing = tmp_path / "none.json"
+    res = subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed", "criteria",
+                          f"CRITERIA={missing}", f"DATA_ROOT={tmp_path}"], cwd=REPO, capture_output=True,
+                         text=True, env=_env(), check=False)
+    assert res.returncode != 0
+    line = next(ln for ln in res.stderr.splitlines() if ln.startswith("make criteria:"))
+    assert f"{missing} not found" in line and "format in aiplib/analysis/criteria.py" in line
+    assert "EXAMPLE_CRITERIA" in (REPO / "aiplib" / "analysis" / "criteria.py").read_text()
+
+
 def test_make_test_prints_the_reason_of_every_skip():
     """Both pytest calls of `make test` (unit tests, then nbval) carry ``-rs``."""
     recipe = (REPO / "Makefile").read_text().split("\ntest: setup\n", 1)[1].split("\n\n", 1)[0]

@@ -431,6 +431,14 @@ def test_criteria_validation():
     assert criteria.load_criteria([{"measure": "wer", "max": 1}])["criteria"][0]["max"] == 1
 
 
+def test_criterion_without_a_bound_asks_for_min_or_max():
+    """A criterion with neither bound names both (either one is enough), not 'max' alone."""
+    with pytest.raises(ValidationError) as e:
+        criteria.load_criteria({"criteria": [{"measure": "wer"}]})
+    assert e.value.problems == ["criteria: $.criteria[0]: give 'min' and/or 'max'"]
+    assert criteria.load_criteria([{"measure": "wer", "min": 0}])["criteria"][0]["min"] == 0
+
+
 def test_check_criteria_thresholds(run_a):
     ws, _ = run_a
     ok = [{"task": "asr", "measure": "wer", "max": 5.0},

@@ -47,7 +47,7 @@ MEASURE_ALIASES = {"wer": "wer_pp", "mean_wer": "mean_wer_pp", "cer": "cer_pp", 
                    "deletions": "del_pp", "insertions": "ins_pp", "acc": "acc_pp", "delta_wer": "delta_pp",
                    "delta_acc": "delta_pp", "clean_wer": "clean_wer_pp", "clean_acc": "clean_acc_pp"}
 
-# An example criteria object (the JSON file holds the same).
+# An example criteria object (what a criteria.json holds, as a Python dict).
 EXAMPLE_CRITERIA = {
     "criteria": [
         {"task": "asr", "model": "*", "bg_id": "all", "snr_db": 0, "measure": "wer_pp", "max": 60},
@@ -109,7 +109,8 @@ def load_criteria(criteria) -> dict:
             raise AiplibError(f"criteria file {source} is not valid JSON: {exc}") from exc
     if isinstance(criteria, list):
         criteria = {"criteria": criteria}
-    problems = [f"{e.json_path}: {e.message}" for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(criteria)]
+    problems = [f"{e.json_path}: " + ("give 'min' and/or 'max'" if "then" in e.schema_path else e.message)
+                for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(criteria)]
     if not problems:
         problems = [f"$.criteria[{i}]: min {c['min']} > max {c['max']}"
                     for i, c in enumerate(criteria.get("criteria", [])) if "min" in c and "max" in c and c["min"] > c["max"]]

@@ -329,9 +329,19 @@ def _extractor(archive: Path, target_dir: Path):
 
 def safe_extract(archive, target_dir) -> list[str]:
     """Extract a ZIP or TAR archive into ``target_dir`` (created) after checking every member (raises as
-    :class:`SafeUntar`); returns the full paths of the files under ``target_dir``."""
+    :class:`SafeUntar`); returns the full paths of the files under ``target_dir``.
+
+    Raises
+    ------
+    DownloadError
+        The file is not a readable ZIP or TAR archive (the message names it).
+    """
     Path(target_dir).mkdir(parents=True, exist_ok=True)
-    return _extractor(Path(archive), Path(target_dir))(str(archive), "download", None)
+    try:
+        return _extractor(Path(archive), Path(target_dir))(str(archive), "download", None)
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
+        raise DownloadError(f"{archive}: not a readable ZIP or TAR archive ({exc}); delete it and run again, "
+                            "or check the mirror it came from") from exc
 
 
 # ------------------------------------------------------------------------------- fetch
