@@ -11,9 +11,9 @@
 # **What we do.** The authors' schema and formula bit for bit (`aiplib.stimuli.families.materialize(row)`);
 # no audio is written. One column is ours: `bg_active` marks rows whose background segment is
 # digital silence (the stimulus is then effectively clean); stage 9 counts them and repeats the
-# analysis without them. An existing manifest is kept only while its stamp
-# (`manifests/<family>.stamp.json`: SNRs, first seed, SHA-256 of the item bank, the battery and every
-# WAV) matches; otherwise it is rebuilt, and stage 7 re-runs exactly the stimuli whose rows changed.
+# analysis without them. The manifests are rebuilt on every run (a fraction of a second) and a file
+# is rewritten only when its bytes change; stage 7 keys each row on what the model heard, so it
+# re-runs exactly the stimuli whose rows changed.
 #
 # **Condition families** (`suite`, issue 14). `background` is the battery above. `competing_speech`
 # mixes each item with other talkers (one language, or a cocktail of three) at -10 to +10 dB;
