@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from notebook_run import run_notebook
 import soundfile as sf
 
 from aiplib.core import DEFAULT_SEED
@@ -111,16 +112,8 @@ def test_fieldkit_folders_validate(fieldkit, tmp_path):
 
 def _run_notebook_09(ws, tmp_path) -> dict:
     """Execute notebook 09 on ``ws`` with papermill; {file name: path} of the figures and tables."""
-    import papermill as pm
-
-    nb = Path(__file__).resolve().parents[1] / "notebooks" / "09_make_figures.ipynb"
-    old = os.environ.get("AIP_DATA_ROOT")
-    os.environ["AIP_DATA_ROOT"] = str(ws.root.parent)
-    try:
-        pm.execute_notebook(str(nb), str(tmp_path / nb.name), parameters={"profile": ws.profile},
-                            cwd=str(nb.parent), progress_bar=False, log_output=False)
-    finally:
-        os.environ.pop("AIP_DATA_ROOT") if old is None else os.environ.__setitem__("AIP_DATA_ROOT", old)
+    run_notebook("09_make_figures", tmp_path / "09_make_figures.ipynb", parameters={"profile": ws.profile},
+                 env={"AIP_DATA_ROOT": str(ws.root.parent)})
     return {p.name: p for d in (ws.figures_dir, ws.tables_dir) for p in d.glob("*") if p.suffix != ".json"}
 
 

@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from notebook_run import run_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -43,28 +44,14 @@ _mf._write_rows = _drop
 
 def _run(stage, data_root, out_dir, *, shim=None, **params):
     """Execute ``notebooks/<stage>.ipynb`` with papermill in ``data_root`` (smoke, demo profile)."""
-    import papermill as pm
-
     env = {"AIP_DATA_ROOT": str(data_root), "AIP_PROFILE": "demo", "AIP_SMOKE": "1"}
     if shim is not None:
         shim_dir = Path(out_dir) / "shim"
         shim_dir.mkdir(parents=True, exist_ok=True)
         (shim_dir / "sitecustomize.py").write_text(textwrap.dedent(shim))
         env["PYTHONPATH"] = os.pathsep.join([str(shim_dir)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    out = Path(out_dir) / f"{stage}.ipynb"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        pm.execute_notebook(str(NOTEBOOKS / f"{stage}.ipynb"), str(out), parameters={"profile": "demo", **params},
-                            cwd=str(NOTEBOOKS), progress_bar=False, log_output=False, kernel_name="python3")
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return out
+    return run_notebook(stage, Path(out_dir) / f"{stage}.ipynb", parameters={"profile": "demo", **params}, env=env,
+                        kernel_name="python3")
 
 
 @pytest.fixture(scope="module")

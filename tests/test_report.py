@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from notebook_run import run_notebook
 
 from aiplib.analysis import conditions as cond
 from aiplib.analysis import comparison, criteria, paper, provenance, report, report_tables, stats
@@ -139,22 +140,9 @@ def run_worse(tmp_path_factory):
 
 def _execute_09(ws, tmp_path, **params):
     """Run notebook 09 on ``ws`` with papermill, as `make 09` does; the executed copy's path."""
-    import papermill as pm
-
-    out = tmp_path / "09_make_figures.ipynb"
-    env = {"AIP_DATA_ROOT": str(ws.root.parent), "AIP_PROFILE": ws.profile}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        pm.execute_notebook(str(NB09), str(out), parameters={"profile": ws.profile, **params},
-                            cwd=str(NB09.parent), progress_bar=False, log_output=False)
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return out
+    return run_notebook("09_make_figures", tmp_path / "09_make_figures.ipynb",
+                        parameters={"profile": ws.profile, **params},
+                        env={"AIP_DATA_ROOT": str(ws.root.parent), "AIP_PROFILE": ws.profile})
 
 
 # ------------------------------------------------------------------------ rendering (fast)
