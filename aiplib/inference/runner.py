@@ -1,13 +1,10 @@
 """Stage 7: decode every stimulus with every (model, task), resumably, one JSONL row per stimulus.
 
 :func:`run_suite` (notebook 07) → :func:`run_inference` per condition family → :func:`_run_model` per
-model → :func:`_run_family` per task family → :mod:`aiplib.inference.batch_decode` per batch.
-
-Writes ``inference/<model>/<task>.jsonl`` (append-only, the row format of the authors'
-``scripts/05_inference.py`` plus :data:`aiplib.io.formats.EXTRA_FIELDS`; a failure is an ``__ERROR__``
-row, retried by the next run), ``inference/<model>/run_log.jsonl`` (one record per run or failed load)
-and ``checks/mix_diagnostics.csv``. Each batch is materialised once (the next one in a background
-thread) and decoded with every prompt of its task family that still needs it.
+model → :func:`_run_family` per task family → :mod:`aiplib.inference.batch_decode` per batch. Writes
+``inference/<model>/<task>.jsonl`` (append-only; a failure is an ``__ERROR__`` row, retried by the next
+run), ``inference/<model>/run_log.jsonl`` and ``checks/mix_diagnostics.csv``. Each batch is materialised
+once (the next one in a background thread) and decoded with every prompt of its task family.
 """
 from __future__ import annotations
 
@@ -35,27 +32,19 @@ from aiplib.io.formats import ERROR_RESPONSE, append_jsonl_lines, inference_row_
 
 log = logging.getLogger(__name__)
 
+# checks/stage7_families.csv: one row per condition family per stage-7 run (appended)
 STAGE7_TIMES_COLUMNS = ["run_start", "condition_family", "models", "tasks", "seconds", "n_stimuli", "n_run", "n_errors"]
-"""Columns of ``checks/stage7_families.csv``: one row per condition family per stage-7 run (appended)."""
-
 SUMMARY_COLUMNS = ["model", "task", "status", "n_stimuli", "n_done_before", "n_run", "n_errors", "seconds",
-                   "stimuli_per_s", "manifest_sha256", "error", "file"]
-"""Columns of :func:`run_inference`'s summary."""
+                   "stimuli_per_s", "manifest_sha256", "error", "file"]  # run_inference's summary
 
 
 def run_suite(ws, suite="background", **options):
-    """Stage 7 over the condition families of ``suite``: :func:`run_inference` on each family's view.
+    """Stage 7 over the condition families of ``suite`` (:func:`aiplib.core.tasks.parse_suite`): :func:`run_inference`
+    on each family's view, ``options`` as :func:`aiplib.inference.plan.configure`, resolved once.
 
-    ``suite`` as :func:`aiplib.core.tasks.parse_suite` (``background``, ``competing_speech``, ``channel``,
-    a comma list or ``all``); ``options`` as :func:`aiplib.inference.plan.configure`, resolved once.
-
-    Returns
-    -------
-    summary : pandas.DataFrame
-        :func:`run_inference`'s rows with a first column ``condition_family``.
-    times : pandas.DataFrame
-        One row per family (:data:`STAGE7_TIMES_COLUMNS`; ``seconds`` includes model loading),
-        appended to ``checks/stage7_families.csv``.
+    Returns ``(summary, times)``: :func:`run_inference`'s rows with a first column ``condition_family``, and
+    one row per family (:data:`STAGE7_TIMES_COLUMNS`; ``seconds`` includes model loading), appended to
+    ``checks/stage7_families.csv``.
     """
     plan, config = configure(ws, options)
     start = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -77,26 +66,14 @@ def run_suite(ws, suite="background", **options):
     return pd.concat(frames, ignore_index=True), times
 
 
-def run_inference(ws, plan: RunPlan | None = None, config: DecodingConfig | None = None,
-                  **options) -> pd.DataFrame:
+def run_inference(ws, plan: RunPlan | None = None, config: DecodingConfig | None = None, **options) -> pd.DataFrame:
     """Decode every stimulus of one workspace view (``manifests/<family>.csv``) with every model and task, resuming.
 
-    ``plan`` and ``config`` are made from ``options`` (:func:`aiplib.inference.plan.configure`) when not given.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (model, task), :data:`SUMMARY_COLUMNS`; ``status`` is ``done``, ``unavailable`` (the
-        model did not load: the reason in ``error``), ``no_manifest`` or ``not_applicable``.
-
-    Raises
-    ------
-    KeyError
-        Unknown model id or task name.
-    AiplibParameterError
-        If ``limit`` or ``batch_size`` is not a positive integer, or ``shard`` is not ``i/n``.
-    aiplib.inference.shards.ShardBusyError
-        If another process runs the same shard of a model.
+    ``plan`` and ``config`` are made from ``options`` (:func:`aiplib.inference.plan.configure`, which
+    gives the ``KeyError`` and ``AiplibParameterError`` raised) when not given. Returns one row per (model,
+    task), :data:`SUMMARY_COLUMNS`; ``status`` is ``done``, ``unavailable`` (the model did not load: the
+    reason in ``error``), ``no_manifest`` or ``not_applicable``. Raises
+    :class:`aiplib.inference.shards.ShardBusyError` if another process runs the same shard of a model.
     """
     if plan is None or config is None:
         made = configure(ws, options)
@@ -153,29 +130,30 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
         merged = merge_model(model_dir)  # (refused while a shard still runs: it reads that file)
         if merged:
             log.warning("%s", summary_line(merged, model_dir))
-    ps_record = prompt_set_record(plan.prompt_set)
     started, t_model = now_iso(), time.perf_counter()
+
+    def record(event, **fields):
+        log_run(run_log, {"event": event, "model": entry.id, "shard": label, "start": started, "end": now_iso(),
+                          "seconds": round(time.perf_counter() - t_model, 3), **fields,
+                          "prompt_set": prompt_set_record(plan.prompt_set), "entry": entry.to_dict()})
+
     dkey = models.decoding_key(entry, config.path)  # the window policy: part of every resume key
     plans = {fam: plan_family(ws, entry, fam, fam_tasks, plan, config) for fam, fam_tasks in families.items()}
     if config.progress:
         _note_up_to_date(entry.id, plans, label)
     if not any(pl.get("n_work") for pl in plans.values()):  # nothing to decode: do not load the model
         stats = {t: st for pl in plans.values() for t, st in pl["result"].items()}
-        log_run(run_log, {"event": "up_to_date", "model": entry.id, "shard": label, "start": started,
-                          "end": now_iso(), "seconds": round(time.perf_counter() - t_model, 3), "tasks": stats,
-                          "prompt_set": ps_record, "entry": entry.to_dict()})
+        record("up_to_date", tasks=stats)
         return summary + [{"model": entry.id, "task": task, **stats[task]} for task in tasks]
     try:  # "path": the Whisper backend's decoding path
         rec = models.load_model(entry, path=config.path, **({} if batch_size is None else {"batch_size": batch_size}))
     except Exception as exc:  # noqa: BLE001 - any load failure is logged, the stage goes on
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         log.warning("%s: not run (%s)", entry.id, reason)
-        log_run(run_log, {"event": "load_failed", "model": entry.id, "shard": label, "error": short_error(exc),
-                          "error_type": type(exc).__name__, "start": started, "end": now_iso(),
-                          "requested_decoding": config.path, "versions": versions(), "prompt_set": ps_record,
-                          "entry": entry.to_dict()})
+        record("load_failed", error=short_error(exc), error_type=type(exc).__name__,
+               requested_decoding=config.path, versions=versions())
         return summary + [{"model": entry.id, "task": task, "status": "unavailable", "error": reason,
-                 "file": str(shard_path(ws.inference_jsonl(entry.id, task), shard))} for task in tasks]
+                           "file": str(shard_path(ws.inference_jsonl(entry.id, task), shard))} for task in tasks]
     task_stats, info = {}, {}
     run = _ModelRun(ws, entry, rec, plan, config, diag, Throughput(entry.id),
                     bs=int(batch_size or getattr(rec, "batch_size", None) or entry.batch_size or 1))
@@ -196,34 +174,24 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
         except Exception as exc:  # noqa: BLE001 - diagnostics must not hide the run's result
             end_stats = {"stats_error": f"{type(exc).__name__}: {exc}"[:200]}
         rec.close()
-        log_run(run_log, {
-            "event": "run", "model": entry.id, "shard": label, "start": started, "end": now_iso(),
-            "seconds": round(time.perf_counter() - t_model, 3), "decoding": info.get("path", config.path),
-            "window": info.get("window"), "decoding_key": dkey,
-            "revision": info.get("revision", entry.revision),
-            "revision_requested": entry.revision, "stats": end_stats,
-            "weights": info.get("weights_path", entry.weights),
-            "weights_sha256": info.get("weights_sha256"), "batch_size": batch_size,
-            "limit": config.limit, "n_done": sum(s.get("n_run", 0) - s.get("n_errors", 0)
-                                                for s in task_stats.values()),
-            "n_errors": sum(s.get("n_errors", 0) for s in task_stats.values()),
-            "tasks": task_stats, "throughput": run.meter.record(), "info": info, "versions": versions(),
-            "prompt_set": ps_record, "entry": entry.to_dict()})
+        n_errors = sum(s.get("n_errors", 0) for s in task_stats.values())
+        record("run", decoding=info.get("path", config.path), window=info.get("window"), decoding_key=dkey,
+               revision=info.get("revision", entry.revision), revision_requested=entry.revision, stats=end_stats,
+               weights=info.get("weights_path", entry.weights), weights_sha256=info.get("weights_sha256"),
+               batch_size=batch_size, limit=config.limit,
+               n_done=sum(s.get("n_run", 0) for s in task_stats.values()) - n_errors, n_errors=n_errors,
+               tasks=task_stats, throughput=run.meter.record(), info=info, versions=versions())
     return summary
 
 
 def _note_up_to_date(model: str, plans: dict, shard_label=None) -> None:
     """One ``[progress]`` line per family with nothing to decode, so an up-to-date stage 7 still says so."""
-
+    where = f" (shard {shard_label})" if shard_label else ""
     for pl in plans.values():
-        if pl.get("n_work") or "manifest" not in pl:
-            continue
-        n_ref = sum(pl["refreshed"].values())
-        where = f" (shard {shard_label})" if shard_label else ""
-        note(f"stage 7 {model} {'+'.join(pl['result'])}{where}: 0 to decode, {len(pl['manifest'])} up to date"
-             + (f", {n_ref} kept row(s) refreshed from the manifest" if n_ref else ""))
-
-
+        if not pl.get("n_work") and "manifest" in pl:
+            n_ref = sum(pl["refreshed"].values())
+            note(f"stage 7 {model} {'+'.join(pl['result'])}{where}: 0 to decode, {len(pl['manifest'])} up to date"
+                 + (f", {n_ref} kept row(s) refreshed from the manifest" if n_ref else ""))
 
 
 def _run_family(run: _ModelRun, family: str, fplan: dict) -> dict:
@@ -308,14 +276,8 @@ def _run_family(run: _ModelRun, family: str, fplan: dict) -> dict:
 
 
 def raise_if_not_run(summary: pd.DataFrame) -> None:
-    """Fail, after every model has had its turn, when a requested model or task did not run.
-
-    Raises
-    ------
-    ModelUnavailableError
-        If a row of ``summary`` (:func:`run_inference`'s) is neither ``done`` nor ``not_applicable``;
-        the message has one line per model, task and reason.
-    """
+    """Raise :class:`ModelUnavailableError`, one line per model, task and reason, when a row of
+    :func:`run_inference`'s ``summary`` is neither ``done`` nor ``not_applicable``."""
     bad = summary[~summary["status"].isin(["done", "not_applicable"])]
     if len(bad):
         lines = [f"{r.model} / {r.task}: {r.status} — {r.error}" for r in bad.itertuples()]
