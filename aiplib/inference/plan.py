@@ -11,35 +11,21 @@ from aiplib.inference.models import resolve
 from aiplib.inference.prompts import TASKS, PromptSet, get_prompt_set, task_names
 from aiplib.inference.shards import coerce_shard
 
-DEFAULT_DECODING = "window"
-"""Stage 7's decoding of the embedded Whisper (:mod:`aiplib.inference.models.whisper`): the shortest
-of 15 / 20 / 30 s leaving 5 s of padding, chosen by ``benchmarks/bench_window.py``
-(``docs/BENCHMARKS.md``)."""
-
+DEFAULT_DECODING = "window"  # the embedded Whisper's decoding path (aiplib.inference.models.whisper)
+# stimuli per generate call of the transformers Speech LLMs in the paper profile: the authors'
+# scripts/05_inference.py decoded one at a time (padded batches, 8-bit kernels above all, can change a generation)
 PAPER_BATCH_SIZE = 1
-"""Stimuli per ``generate`` call of the transformers Speech LLMs in the ``paper`` profile: the
-authors' ``scripts/05_inference.py`` decoded one stimulus at a time (batched greedy decoding with
-padding, and 8-bit kernels in particular, can change a generation)."""
 
 
 @dataclass(frozen=True)
 class DecodingConfig:
     """How stage 7 decodes.
 
-    Attributes
-    ----------
-    path : {"window", "fast", "standard"}
-        Decoding path of faster-whisper models (ignored by other backends); enters the resume key.
-    batch_size, limit : int > 0, optional
-        Stimuli per ``generate`` call (default :func:`effective_batch_size`); only the first ``limit``
-        manifest rows per task.
-    progress, rerun_unkeyed : bool
-        Progress bars; re-run rows without a resume key (:func:`aiplib.inference.resume.pending_stimuli`).
-
-    Raises
-    ------
-    AiplibParameterError
-        If ``limit`` or ``batch_size`` is not a positive integer.
+    ``path``: the faster-whisper decoding path (``window``, ``fast``, ``standard``; enters the resume key);
+    ``batch_size``: stimuli per ``generate`` call (default :func:`effective_batch_size`); ``limit``: only the
+    first ``limit`` manifest rows per task; ``progress``: progress bars; ``rerun_unkeyed``: re-run rows
+    without a resume key. Raises :class:`AiplibParameterError` unless ``limit`` and ``batch_size`` are None
+    or positive integers.
     """
 
     path: str = DEFAULT_DECODING
@@ -57,17 +43,8 @@ class DecodingConfig:
 
 @dataclass(frozen=True)
 class RunPlan:
-    """Which models decode which tasks with which prompts, on which shard.
-
-    Attributes
-    ----------
-    entries : tuple of aiplib.inference.models.ModelEntry
-    tasks : tuple of str
-        Names of :data:`aiplib.inference.prompts.TASKS`.
-    prompt_set : aiplib.inference.prompts.PromptSet
-    shard : (int, int) or None
-        ``(i, n)``: only the stimuli whose id hashes to ``i`` (:mod:`aiplib.inference.shards`).
-    """
+    """Which models (``ModelEntry`` tuple) decode which tasks with which :class:`PromptSet`, on which
+    shard (``(i, n)``: the stimuli whose id hashes to ``i``, :mod:`aiplib.inference.shards`; None: all)."""
 
     entries: tuple
     tasks: tuple
@@ -116,10 +93,9 @@ def configure(ws, options: dict) -> tuple[RunPlan, DecodingConfig]:
 
 
 def effective_batch_size(entry, batch_size: int | None, profile: str | None) -> int:
-    """The batch size stage 7 decodes ``entry`` with: ``batch_size`` when given, else
-    :data:`PAPER_BATCH_SIZE` for a ``transformers`` entry in the ``paper`` profile, else the
-    entry's ``batch_size``. It enters the resume key of the batch-variant backends
-    (:data:`aiplib.inference.keys.BATCH_VARIANT_BACKENDS`)."""
+    """The batch size stage 7 decodes ``entry`` with: ``batch_size`` when given, else :data:`PAPER_BATCH_SIZE`
+    for a ``transformers`` entry in the ``paper`` profile, else the entry's (a resume-key field of
+    :data:`aiplib.inference.keys.BATCH_VARIANT_BACKENDS`)."""
     if batch_size is not None:
         return int(batch_size)
     return PAPER_BATCH_SIZE if profile == "paper" and entry.backend == "transformers" else int(entry.batch_size or 1)

@@ -1,15 +1,9 @@
-"""Tasks, their prompts and the prompt sets they come from.
+"""Tasks, their prompts and the prompt sets they come from (``aiplib/core/tasks.yaml``).
 
-A *task* (``aiplib/core/tasks.yaml``) is a (family, prompt variant) pair: the family (``asr``, ``kws``)
-picks the item bank and the scoring rule, the variant the instruction (``baseline``; ``p5`` adds
-"attend to the foreground speaker"). A *prompt set* gives every task one text:
-
-* ``aip-closed-v1`` (aliases ``demo``, ``custom``): the built-in texts of :data:`PROMPTS`,
-  closed-list KWS; the default.
-* ``paper`` (alias ``authors-05``): the ``PROMPTS`` dict of the authors' ``scripts/05_inference.py``
-  (github.com/IvLabs/AIP-Speech), open-answer KWS, downloaded once into
-  ``<workspace>/raw/prompts/<commit>/`` (or ``$PROMPTS_FILE``) and read with :mod:`ast`
-  (:func:`parse_prompts_file`), never executed: it imports transformers and patches it at import time.
+A task is a (family, prompt variant) pair. A prompt set gives every task one text: ``aip-closed-v1``
+(aliases ``demo``, ``custom``; the default) the built-in closed-list texts of :data:`PROMPTS`; ``paper``
+(alias ``authors-05``) the ``PROMPTS`` dict of the authors' ``scripts/05_inference.py``
+(github.com/IvLabs/AIP-Speech), downloaded once and read with :mod:`ast`, never executed.
 """
 from __future__ import annotations
 
@@ -37,8 +31,7 @@ class PromptFileError(AiplibError, ValueError):
 
 
 def _scope_nodes(body):
-    """Statements that run at import time: the module body and the bodies of its if/try/with/for
-    blocks, never function or class bodies."""
+    """Statements that run at import time (module body and its if/try/with/for blocks, not def/class bodies)."""
     for node in body:
         yield node
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -88,8 +81,7 @@ def _describe(node) -> str:
 
 
 def _string(node, where: str) -> str:
-    """The str value of a string literal, of adjacent literals (joined by the parser) or of
-    ``+`` between such; anything else raises."""
+    """The value of a string literal, adjacent literals or ``+`` between such; anything else raises."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
@@ -100,18 +92,14 @@ def _string(node, where: str) -> str:
 
 
 def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
-    """Read the literal dict ``variable = {...}`` of a Python file without executing it.
-
-    The one module-level assignment (also inside a module-level ``if``/``try``) must be a dict display of
-    string-literal keys and values (adjacent, parenthesised or joined with ``+``). Returns every key, in
-    file order.
+    """Read the literal dict ``variable = {...}`` of a Python file without executing it; every key, in file order.
 
     Raises
     ------
     PromptFileError
-        The file cannot be read or parsed; ``variable`` is assigned never or more than once, or not to a
-        dict display; a key is ``**`` unpacking, not a string literal or repeated; a value is not a string
-        literal; or the dict is changed at module level after its literal.
+        The file cannot be read or parsed; ``variable`` is assigned never or more than once at module level,
+        or not to a dict display of string-literal keys and values; a key repeats; or the dict is changed
+        at module level after its literal.
     """
     p = Path(path)
     try:
@@ -167,15 +155,15 @@ def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
 
 _STEER = "Listen only to the main foreground speaker and ignore all background sounds, noise, music and other voices."
 
+# task name (the <task> of the result files) → (family, prompt variant), from tasks.yaml
 TASKS: dict[str, tuple[str, str]] = {t: (d["family"], d["variant"]) for t, d in task_file()["tasks"].items()}
-"""Task name (the ``<task>`` of the result files) → (family, prompt variant), from ``tasks.yaml``."""
+
 
 def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
-    """The built-in prompt set ``aip-closed-v1`` for a closed keyword set (None: :data:`aiplib.core.tasks.KEYWORDS`).
+    """(family, variant) → ``{"prompt_id", "text"}`` of ``aip-closed-v1`` for a keyword set (None: the default).
 
-    Returns (family, variant) → ``{"prompt_id", "text"}``. With other keywords than the default the KWS
-    prompt ids end in ``_kw<first 8 hex of the SHA-256 of "w1,w2,...">``, so results never mix two
-    keyword sets.
+    With other keywords than the default the KWS prompt ids end in ``_kw<first 8 hex of the SHA-256 of
+    "w1,w2,...">``, so results never mix two keyword sets.
 
     Raises
     ------
@@ -192,9 +180,8 @@ def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
             ("kws", "p5"): p("kws_p5_v1" + suffix, f"{_STEER} Which word does the main speaker say? {choice}")}
 
 
+# aip-closed-v1 with the default keywords (change prompt_id whenever text changes: results are keyed by it)
 PROMPTS: dict[tuple[str, str], dict[str, str]] = builtin_prompts()
-"""(family, variant) → ``{"prompt_id", "text"}`` of ``aip-closed-v1`` with the default keywords
-(change ``prompt_id`` whenever ``text`` changes: results are keyed by it)."""
 
 
 def task_names(tasks="all") -> list[str]:
@@ -216,32 +203,21 @@ def task_names(tasks="all") -> list[str]:
 
 
 def prompt_for(task: str, prompt_set=None, **load) -> tuple[str, str]:
-    """``(prompt_id, text)`` of a task in a prompt set (a name, a :class:`PromptSet` or None for
-    :data:`DEFAULT_PROMPT_SET`); ``load`` goes to :func:`get_prompt_set`.
+    """``(prompt_id, text)`` of a task in a prompt set (name, :class:`PromptSet` or None: the default).
 
-    Raises
-    ------
-    KeyError
-        If ``task`` is unknown (the valid tasks listed).
-    AiplibParameterError, PromptFileError, aiplib.core.errors.DownloadError
-        As :func:`get_prompt_set`.
+    ``load`` goes to :func:`get_prompt_set`, which gives the errors besides ``KeyError`` (unknown task).
     """
     if task not in TASKS:
         raise KeyError(f"unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
     return get_prompt_set(prompt_set, **load).prompt(task)
 
 
-NO_PROMPT_ID = "none"
-"""``prompt_id`` of the rows of a model that takes no task prompt (``prompt_style: none``)."""
+NO_PROMPT_ID = "none"  # prompt_id of the rows of a model that takes no task prompt (prompt_style: none)
 
 
 def not_applicable(entry, tasks) -> dict[str, str]:
-    """``{task: reason}`` of the tasks a model cannot do differently from its baseline.
-
-    A model that takes no task prompt (``prompt_style: none``, e.g. ``hf_asr`` CTC models) hears no
-    instruction, so a prompt variant (``asr_steer_p5`` …) would repeat its family's baseline decode:
-    stage 7 does not run it and says so. Empty for a model that takes prompts.
-    """
+    """``{task: reason}`` of the prompt variants a model that takes no task prompt (``prompt_style: none``)
+    would only repeat its family's baseline on; stage 7 skips them. Empty for a model that takes prompts."""
     if getattr(entry, "takes_prompt", True):
         return {}
     return {t: (f"{entry.id} takes no task prompt (prompt_style none): the {variant} prompt would repeat "
@@ -249,12 +225,10 @@ def not_applicable(entry, tasks) -> dict[str, str]:
             for t in tasks for family, variant in [TASKS[t]] if variant != "baseline"}
 
 
-PROMPT_SET_FIELD = "prompt_set"
-"""Field of inference rows, score rows and sidecars holding :attr:`PromptSet.name`."""
-
-ENV_VARS = {"prompts_file": "PROMPTS_FILE", "commit": "PROMPTS_COMMIT",
-            "base_url": "PROMPTS_BASE_URL", "path": "PROMPTS_PATH", "sha256": "PROMPTS_SHA256"}
-"""Source field of :func:`get_prompt_set` → environment variable that supplies it when not given."""
+PROMPT_SET_FIELD = "prompt_set"  # field of inference rows, score rows and sidecars holding PromptSet.name
+# source field of get_prompt_set → the environment variable that supplies it when not given
+ENV_VARS = {"prompts_file": "PROMPTS_FILE", "commit": "PROMPTS_COMMIT", "base_url": "PROMPTS_BASE_URL",
+            "path": "PROMPTS_PATH", "sha256": "PROMPTS_SHA256"}
 
 _COMMIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -285,21 +259,10 @@ def canonical_prompt_set_name(name: str | None) -> str:
 class PromptSet:
     """One named prompt set.
 
-    Attributes
-    ----------
-    name : str
-        Canonical name, carried by rows in :data:`PROMPT_SET_FIELD`.
-    texts, prompt_ids : Mapping[str, str]
-        Task → prompt text / id (the tasks of :func:`aiplib.core.tasks.required_tasks`); a file's ids are
-        ``<name>_<task>_<first 10 hex of the text's SHA-256>`` (stage 7 resumes on them).
-    kws_answer : str
-        ``closed-list`` or ``open-answer``.
-    source : Mapping[str, object]
-        ``{"kind": "builtin" | "url" | "file", …}``.
-    sha256, variable : str or None
-        SHA-256 of the prompts file and the name of its dict (None for a built-in set).
-    other_keys : tuple of str
-        Keys of the file's dict that no task uses, recorded only.
+    ``texts`` / ``prompt_ids``: task → prompt text / id (a file's ids are ``<name>_<task>_<first 10 hex of
+    the text's SHA-256>``; stage 7 resumes on them); ``kws_answer``: ``closed-list`` or ``open-answer``;
+    ``source``: ``{"kind": "builtin" | "url" | "file", …}``; ``sha256``, ``variable``: the prompts file's
+    SHA-256 and dict name (None for a built-in set); ``other_keys``: keys of that dict no task uses.
     """
 
     name: str
@@ -319,8 +282,7 @@ class PromptSet:
 
     def prompt(self, task: str) -> tuple[str, str]:
         """``(prompt_id, text)`` of ``task``."""
-        text = self.text(task)
-        return self.prompt_ids[task], text
+        return self.prompt_ids[task], self.text(task)
 
     @property
     def texts_sha256(self) -> str:
@@ -344,10 +306,7 @@ def _builtin_set(name: str, spec: dict, keywords=None) -> PromptSet:
 
 
 def prompt_set_record(ps: PromptSet) -> dict:
-    """The provenance record of a prompt set (JSON-serialisable; for sidecars and run logs):
-    ``{"prompt_set", "kws_answer", "source", "sha256", "variable", "texts_sha256", "tasks": {task:
-    {"prompt_id", "text", "text_sha256"}}, "other_keys"}``.
-    """
+    """The provenance record of a prompt set (JSON-serialisable; for sidecars and run logs)."""
     return {PROMPT_SET_FIELD: ps.name, "kws_answer": ps.kws_answer, "source": dict(ps.source), "sha256": ps.sha256,
             "variable": ps.variable, "texts_sha256": ps.texts_sha256,
             "tasks": {t: {"prompt_id": ps.prompt_ids[t], "text": ps.texts[t], "text_sha256": text_sha256(ps.texts[t])}
@@ -359,18 +318,15 @@ def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPE
                          sha256: str | None = None) -> PromptSet:
     """A prompt set from the literal dict ``variable`` of a Python file (:func:`parse_prompts_file`).
 
-    ``source`` (where the file came from) defaults to ``{"kind": "file", "path": <absolute path>}``;
-    ``sha256`` is the expected SHA-256 of the file.
+    ``source`` defaults to ``{"kind": "file", "path": <absolute path>}``; ``sha256`` is the expected SHA-256.
 
     Raises
     ------
     PromptFileError
-        As :func:`parse_prompts_file`; also for a missing or empty task
-        text (the keys found are named) or another SHA-256.
+        As :func:`parse_prompts_file`; also for a missing or empty task text or another SHA-256.
     """
     if kws_answer not in (KWS_CLOSED_LIST, KWS_OPEN_ANSWER):
-        raise AiplibParameterError(f"kws_answer must be {KWS_CLOSED_LIST!r} or {KWS_OPEN_ANSWER!r}, "
-                                   f"got {kws_answer!r}")
+        raise AiplibParameterError(f"kws_answer must be {KWS_CLOSED_LIST!r} or {KWS_OPEN_ANSWER!r}, got {kws_answer!r}")
     p = Path(path)
     found = parse_prompts_file(p, variable=variable)
     digest = file_sha256(p)
@@ -415,15 +371,8 @@ def fetch_prompts_file(*, base_url: str, commit: str, path: str, cache_dir, sha2
                        progress: bool = False) -> tuple[Path, dict]:
     """Download a prompts file once into ``<cache_dir>/<commit>/<file name>`` (reused offline).
 
-    Returns ``(path, source)``, ``source`` = ``{"kind": "url", "url", "base_url", "commit", "path",
-    "cached_file", "downloaded"}``.
-
-    Raises
-    ------
-    aiplib.core.errors.DownloadError
-        No answer or an error status (the message says to use ``PROMPTS_FILE`` offline).
-    aiplib.core.errors.ChecksumError
-        The download does not match ``sha256``.
+    Returns ``(path, source)``; raises :class:`aiplib.core.errors.DownloadError` (no answer or an error
+    status; the message says to use ``PROMPTS_FILE`` offline) or ``ChecksumError`` (not ``sha256``).
     """
     url = prompts_url(base_url, commit, path)
     dest = Path(cache_dir) / commit / PurePosixPath(path).name
@@ -447,12 +396,10 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
         A name or alias of ``tasks.yaml``, a :class:`PromptSet` (returned as is) or None (the default).
     ws : aiplib.core.workspace.Workspace, optional
         Its ``raw/prompts/`` caches downloads (default the ``paper`` workspace); its KWS item bank gives
-        the built-in sets' keywords (else ``keywords``, else :data:`aiplib.core.tasks.KEYWORDS`).
+        the built-in sets' keywords (else ``keywords``, else the default).
     **source
-        ``prompts_file`` (a local copy: nothing is fetched), ``commit``, ``base_url``, ``path``
-        (:func:`prompts_url`), ``sha256`` (the task file's pin applies to the fetched file only); each,
-        when None, from its :data:`ENV_VARS` variable, then the task file. ``cache_dir`` overrides
-        ``<ws>/raw/prompts``.
+        ``prompts_file`` (a local copy), ``commit``, ``base_url``, ``path``, ``sha256``: each, when None,
+        from its :data:`ENV_VARS` variable, then the task file; ``cache_dir`` overrides ``<ws>/raw/prompts``.
 
     Raises
     ------
@@ -504,5 +451,4 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
                                 sha256=pin, source=source)
 
 
-DEFAULT_PROMPT_SET: str = task_file()["default_prompt_set"]
-"""Name of the prompt set used when none is given (``"aip-closed-v1"``: the texts of :data:`PROMPTS`)."""
+DEFAULT_PROMPT_SET: str = task_file()["default_prompt_set"]  # "aip-closed-v1": the texts of PROMPTS

@@ -1,11 +1,9 @@
 """Stage 7's resume rule: which manifest rows still need an answer, keyed on what the model heard.
 
-Every inference row carries ``stim_key`` (:func:`stimulus_keys`: the manifest row's content and
-audio files, the prompt text and the registry entry). Before a model loads, rows whose key no
-longer matches move to ``<model>/superseded/<task>.jsonl`` and the kept rows' copies of their
-manifest row (reference text, label, a clean row's seed …, which the key does not cover) are
-brought up to date (:func:`resume_file`); :func:`pending_stimuli` lists what is left. Rows without
-a key (the authors' files) follow :data:`UNKEYED_CHECK_FIELDS`.
+Before a model loads, rows whose ``stim_key`` (:func:`stimulus_keys`) no longer matches move to
+``<model>/superseded/<task>.jsonl`` and the kept rows' copies of their manifest row are brought up to
+date (:func:`resume_file`); :func:`pending_stimuli` lists what is left. Rows without a key (the authors'
+files) follow :data:`UNKEYED_CHECK_FIELDS`.
 """
 from __future__ import annotations
 
@@ -35,8 +33,7 @@ from aiplib.stimuli.manifests import manifest_hash, read_manifest
 log = logging.getLogger(__name__)
 
 
-UNKEYED_CHECK_FIELDS = ("seed", "snr_db")
-"""Manifest columns compared for a row written without a resume key (the authors' rows)."""
+UNKEYED_CHECK_FIELDS = ("seed", "snr_db")  # manifest columns compared for a row without a resume key
 
 
 def _same_value(a, b) -> bool:
@@ -55,8 +52,7 @@ def _check_fields(manifest: pd.DataFrame) -> dict:
 
 def _unkeyed_matches(row: dict, mrow: dict | None, prompt_id: str | None) -> bool:
     """A row without ``stim_key`` answers the current stimulus: same (or no) ``prompt_id`` and the
-    same :data:`UNKEYED_CHECK_FIELDS` where the row has them.
-    """
+    same :data:`UNKEYED_CHECK_FIELDS` where the row has them."""
     return row.get("prompt_id") in (None, prompt_id) and (mrow is None or all(
         _same_value(row[f], mrow.get(f)) for f in UNKEYED_CHECK_FIELDS if row.get(f) is not None and f in mrow))
 
@@ -109,12 +105,9 @@ def _differs(a, b) -> bool:
 
 
 def refreshed_row(row: dict, mrow: dict) -> dict | None:
-    """``row`` with its manifest copy brought up to date, or None when it already is.
-
-    The refreshed row is what a run would write now for the same answer: every column of ``mrow``
-    (the current manifest row, :func:`aiplib.io.formats.json_values`) first, in manifest order, then
-    the row's other fields (``raw``, ``stim_key`` … unchanged; an old manifest column is kept).
-    """
+    """``row`` as a run would write it now for the same answer, or None when it already is: every column of
+    ``mrow`` (the current manifest row, :func:`aiplib.io.formats.json_values`) in manifest order, then the
+    row's other fields (``raw``, ``stim_key`` …; an old manifest column is kept)."""
     if all(k in row and not _differs(row[k], v) for k, v in mrow.items()):
         return None
     return {**mrow, **{k: v for k, v in row.items() if k not in mrow}}

@@ -20,14 +20,11 @@ from aiplib.io.formats import append_jsonl_lines, repair_jsonl
 
 log = logging.getLogger(__name__)
 
-ERROR_MAX_CHARS = 300
-"""Longest error message kept in a row or run-log record."""
+ERROR_MAX_CHARS = 300  # longest error message kept in a row or run-log record
 
 
 def versions() -> dict:
-    """Versions of aiplib, Python, the platform and the numeric / model packages this process has
-    imported (``module.__version__``; :func:`aiplib.core.versions.package_versions` gives what is installed).
-    """
+    """Versions of aiplib, Python, the platform and the numeric / model packages this process has imported."""
 
     loaded = [m for m in ("faster_whisper", "ctranslate2", "torch", "transformers") if sys.modules.get(m) is not None]
     return {"aiplib": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
@@ -55,8 +52,7 @@ def log_run(path: Path, record: dict) -> None:
 
 MIX_DIAG_FIELDS = ["stimulus_id", "family", "speech_id", "background_id", "snr_db", "condition", "target_snr_db",
                    "achieved_snr_db", "speech_lufs", "speech_peak", "bg_gain_db", "peak", "clip_scale",
-                   "bg_offset", "bg_active"]
-"""Columns of ``checks/mix_diagnostics.csv``."""
+                   "bg_offset", "bg_active"]  # columns of checks/mix_diagnostics.csv
 
 
 def _stimulus_ids(path: Path) -> set[str] | None:

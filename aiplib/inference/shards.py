@@ -43,13 +43,9 @@ class ShardBusyError(AiplibError):
 def parse_shard(spec: str | None = None, env=None) -> tuple[int, int] | None:
     """The shard this process runs, ``(i, n)`` with ``0 <= i < n``, or None.
 
-    ``spec`` is ``"i/n"`` (0-based); empty or None: Slurm's ``SLURM_ARRAY_TASK_ID`` −
-    ``SLURM_ARRAY_TASK_MIN`` of ``SLURM_ARRAY_TASK_COUNT`` in ``env`` (default ``os.environ``) when set.
-
-    Raises
-    ------
-    AiplibParameterError
-        If the spec is not ``i/n`` with ``0 <= i < n``.
+    ``spec`` is ``"i/n"`` (0-based); empty or None: Slurm's ``SLURM_ARRAY_TASK_ID`` − ``SLURM_ARRAY_TASK_MIN``
+    of ``SLURM_ARRAY_TASK_COUNT`` in ``env`` (default ``os.environ``) when set. Raises
+    :class:`AiplibParameterError` unless the spec is ``i/n`` with ``0 <= i < n``.
     """
     env = os.environ if env is None else env
     if spec is not None and str(spec).strip():
@@ -118,15 +114,9 @@ def shard_files(model_dir, *, run_logs: bool = False) -> dict[str, list[Path]]:
 
 @contextlib.contextmanager
 def shard_lock(model_dir, shard: tuple[int, int] | None):
-    """Hold ``<model_dir>/.shard-<i>-of-<n>.lock`` (exclusive ``flock``) while a shard runs.
-
-    The kernel drops it when the process ends, even by SIGKILL. No-op when ``shard`` is None or
-    ``fcntl`` is missing (Windows).
-
-    Raises
-    ------
-    ShardBusyError
-        If another process holds it (the same shard started twice).
+    """Hold ``<model_dir>/.shard-<i>-of-<n>.lock`` (exclusive ``flock``, dropped by the kernel when the
+    process ends) while a shard runs; no-op when ``shard`` is None or without ``fcntl`` (Windows).
+    Raises :class:`ShardBusyError` if another process holds it (the same shard started twice).
     """
     if shard is None or fcntl is None:
         yield None
@@ -202,9 +192,8 @@ def merge_shards(result_file, shards=None) -> dict:
 
     Identical duplicates are written once; error rows never conflict. A main row whose stimulus a shard
     answered under another ``stim_key`` moves to ``superseded/``; a shard row with a main row's key and
-    answer but other fields (:func:`aiplib.inference.resume.refreshed_copies`) replaces it. Returns
-    ``{"file", "shards", "rows_added", "duplicates_identical", "lines_skipped", "rows_superseded",
-    "rows_refreshed"}``.
+    answer but other fields (:func:`aiplib.inference.resume.refreshed_copies`) replaces it. Returns the
+    counts (``rows_added``, ``duplicates_identical``, ``lines_skipped``, ``rows_superseded`` …).
 
     Raises
     ------
@@ -326,11 +315,8 @@ def _set_merged(files, folder: Path) -> None:
 
 
 def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
-    """Merge one model's shard files (rows per task, then run logs), removing its released locks.
-
-    Returns one :func:`merge_shards` result per task. Raises :class:`ShardBusyError` (``check_busy``)
-    while one of its shards runs, :class:`ShardConflictError` as :func:`merge_shards`.
-    """
+    """Merge one model's shard files (rows per task, then run logs), removing its released locks; one
+    :func:`merge_shards` result per task. Raises :class:`ShardBusyError` (``check_busy``) while a shard runs."""
     model_dir = Path(model_dir)
     tasks = shard_files(model_dir)
     if not tasks and not shard_files(model_dir, run_logs=True):
@@ -356,12 +342,11 @@ def is_shard_file(path) -> bool:
 
 
 def merge_all(inference_dir, checks_dir=None) -> list[dict]:
-    """Merge every model's shard files under ``inference_dir``, then the shards' mix diagnostics.
+    """Merge every model's shard files under ``inference_dir``, then the shards' mix diagnostics
+    (``checks_dir``: default ``checks/`` or ``checks/<family>/`` beside ``inference/[<family>/]``).
 
-    ``checks_dir`` defaults to ``<workspace>/checks`` for a workspace's ``inference/`` and to
-    ``checks/<family>`` for ``inference/<family>/``. Returns one :func:`merge_shards` result per
-    (model, task). Raises :class:`ShardBusyError` if any shard still runs (checked before anything
-    moves), :class:`ShardConflictError` as :func:`merge_shards`.
+    Returns one :func:`merge_shards` result per (model, task). Raises :class:`ShardBusyError` if any shard
+    still runs (checked before anything moves), :class:`ShardConflictError` as :func:`merge_shards`.
     """
     inference_dir = Path(inference_dir)
     if not inference_dir.is_dir():
