@@ -27,8 +27,7 @@ class Recogniser(abc.ABC):
 
     @abc.abstractmethod
     def info(self) -> dict:
-        """What was actually run: weights path or hub id, revision / checksum, decoding path,
-        precision, threads … (JSON-serialisable; written to ``run_log.jsonl``)."""
+        """What was actually run: weights, revision / checksum, decoding path … (JSON, for ``run_log.jsonl``)."""
 
     @abc.abstractmethod
     def generate(self, audios: list[np.ndarray], prompts: list[str | None]) -> list[str]:
@@ -45,11 +44,6 @@ class Recogniser(abc.ABC):
         -------
         list of str
             One response per waveform, stripped of surrounding white space.
-
-        Raises
-        ------
-        AiplibParameterError
-            If the lists differ in length or a waveform is invalid.
         """
 
     @property
@@ -97,9 +91,9 @@ def retry_key(audio: np.ndarray, prompt) -> str:
 def answer_each(cache: dict, clips, prompts, run, error) -> list[str]:
     """The answers of a batch decoded stimulus by stimulus (``command``, ``openai``).
 
-    ``run(indices)`` gives ``(ok, text or error message)`` for each index not answered in ``cache``.
-    A failed batch keeps its answers in ``cache`` (:func:`retry_key`), so the runner's per-item retry
-    sends nothing twice, and raises ``error`` with the first failure's message.
+    ``run(indices)`` gives ``(ok, text or error message)`` per index not answered in ``cache``. A failed
+    batch keeps its answers in ``cache`` (:func:`retry_key`), so the runner's per-item retry sends nothing
+    twice, and raises ``error`` with the first failure's message.
     """
     keys = [retry_key(y, p) for y, p in zip(clips, prompts)]
     results = {i: cache.pop(k) for i, k in enumerate(keys) if k in cache}
@@ -126,10 +120,8 @@ def batches_by_key(keys: list, batch_size: int) -> list[list[int]]:
 
 
 def generate_throughput(raw: dict) -> dict:
-    """A copy of a backend's running counts (``n_stimuli``, ``audio_s`` and ``generate_s`` in seconds, …)
-    with ``generate_s`` rounded to 0.1 ms, ``audio_s`` to 1 ms, and ``stimuli_per_s`` (4 decimals) and
-    ``rtfx`` (audio s / generate s, 3 decimals) added; both None before any generate time.
-    """
+    """A copy of a backend's running counts (``audio_s``, ``generate_s`` in seconds, …) rounded (0.1 ms, 1 ms),
+    with ``stimuli_per_s`` and ``rtfx`` (audio s / generate s) added; both None before any generate time."""
     s = dict(raw)
     g = s["generate_s"]
     s["generate_s"], s["audio_s"] = round(g, 4), round(s["audio_s"], 3)

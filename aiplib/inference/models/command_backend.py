@@ -8,11 +8,10 @@ Registry entry (extra fields)::
       command: "my-asr --lang en {file}"
       timeout_s: 120
 
-The command is split with ``shlex`` and run without a shell; in every argument ``{file}`` becomes a
-temporary 16 kHz mono 16-bit WAV of the stimulus (required; in a private 0700 folder), ``{prompt}``
-the task text, ``$VAR`` / ``${VAR}`` an environment variable. Standard output, stripped, is the
-response. A failure raises :class:`CommandError` saying only ``exit status N``, ``timeout`` (the
-process group is killed) or ``cannot start``, never the command line or its output.
+The command is split with ``shlex`` and run without a shell; in every argument ``{file}`` (required)
+becomes a temporary 16 kHz mono 16-bit WAV of the stimulus (in a private 0700 folder), ``{prompt}`` the
+task text, ``$VAR`` / ``${VAR}`` an environment variable. Standard output, stripped, is the response;
+standard error is discarded. A failure raises :class:`CommandError`.
 """
 from __future__ import annotations
 
@@ -35,8 +34,8 @@ DEFAULT_TIMEOUT_S = 120.0
 
 
 class CommandError(AiplibError, RuntimeError):
-    """A command-backend call failed; the message is ``exit status N``, ``timeout`` or
-    ``cannot start`` only."""
+    """A command-backend call failed; the message is only ``exit status N``, ``timeout`` (the process group
+    is killed) or ``cannot start``, never the command line or its output."""
 
 
 class CommandRecogniser(Recogniser):
@@ -52,9 +51,7 @@ class CommandRecogniser(Recogniser):
         The program is not found (only the program is named).
     """
 
-    def __init__(self, entry, *, timeout_s: float | None = None, batch_size: int | None = None,
-                 path: str | None = None):
-        del path
+    def __init__(self, entry, *, timeout_s: float | None = None, batch_size: int | None = None, path=None):
         self.name, self.entry = entry.id, entry
         template = str(entry.extra.get("command") or "")
         try:
@@ -150,6 +147,4 @@ class CommandRecogniser(Recogniser):
         self._cache = {}
 
 
-def load(entry, **opts) -> CommandRecogniser:
-    """Backend entry point used by :func:`aiplib.inference.models.load_model` (``opts`` → constructor)."""
-    return CommandRecogniser(entry, **opts)
+load = CommandRecogniser  # the backend's entry point, load(entry, **opts) (aiplib.inference.models.load_model)

@@ -44,8 +44,7 @@ from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUS = frozenset({429, 500, 502, 503, 504}) | frozenset(range(505, 600))
-"""HTTP statuses that are retried."""
+RETRY_STATUS = frozenset({429, *range(500, 600)})  # HTTP statuses that are retried
 _DEFAULTS = {"max_retries": 5, "backoff_s": 1.0, "max_backoff_s": 30.0, "probe": True}
 _PROBE_TIMEOUT_S = 5.0
 
@@ -66,17 +65,9 @@ def _multipart(fields: dict, file_bytes: bytes) -> tuple[bytes, str]:
 
 
 def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int, extra: dict | None = None) -> dict:
-    """The chat-completions request body for one stimulus.
-
-    One user turn: the audio as an ``input_audio`` part (base64 16 kHz mono 16-bit WAV) then the
-    task text (omitted when ``prompt`` is None), the OpenAI schema vLLM accepts for its audio models;
-    ``extra`` (``generate_kwargs``) is merged in last.
-
-    Returns
-    -------
-    dict
-        ``{"model", "messages", "temperature": 0, "max_tokens", **extra}`` (JSON-serialisable).
-    """
+    """The chat-completions request body for one stimulus: ``{"model", "messages", "temperature": 0,
+    "max_tokens", **extra}``, one user turn of the audio as an ``input_audio`` part (base64 16 kHz mono
+    16-bit WAV) then the task text (if any), the OpenAI schema vLLM accepts for its audio models."""
     content = [{"type": "input_audio", "input_audio": {"data": base64.b64encode(wav).decode("ascii"), "format": "wav"}}]
     if prompt:
         content.append({"type": "text", "text": prompt})
@@ -303,5 +294,5 @@ class OpenAIRecogniser(Recogniser):
 
 
 def load(entry, **opts) -> OpenAIRecogniser:
-    """Backend entry point used by :func:`aiplib.inference.models.load_model` (``opts`` → constructor)."""
+    """The backend's entry point (:func:`aiplib.inference.models.load_model`): ``opts`` are :class:`OpenAIOptions`."""
     return OpenAIRecogniser(entry, OpenAIOptions(**opts))

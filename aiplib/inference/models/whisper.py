@@ -5,18 +5,11 @@ previous-text conditioning, no VAD, at most ``entry.max_new_tokens`` tokens, aud
 ``entry.max_audio_s`` (30 s), with Whisper's silence rule (no-speech probability > 0.6 while the
 average log-probability < −1 gives ``""``). The task prompt is Whisper's initial prompt.
 
-Decoding paths (:func:`aiplib.inference.models.whisper_window.decoding_config`)
---------------------------------------------------------------------------------
-``standard``
-    ``WhisperModel.transcribe``, one clip at a time, on a 30 s (3,000 mel-frame) window.
-``fast``
-    The same computation on the CTranslate2 model directly (batched ``encode``, encoder outputs
-    cached so a family's second prompt skips the encoder); transcripts equal ``standard``'s
-    (``benchmarks/bench_inference.py``).
-``window`` (stage 7's default)
-    The fast path on the shortest of 15, 20, 30 s leaving at least 5 s of padding
-    (:func:`aiplib.inference.models.whisper_window.window_frames`); judged by validity in
-    ``benchmarks/bench_window.py`` (``docs/BENCHMARKS.md``). Its policy enters the resume key.
+Decoding paths: ``standard`` is ``WhisperModel.transcribe``, one clip at a time, on the 30 s window;
+``fast`` the same computation on the CTranslate2 model directly (batched ``encode``, encoder outputs
+cached so a family's second prompt skips the encoder; the same transcripts, ``benchmarks/bench_inference.py``);
+``window`` (stage 7's default) the fast path on the shortest of 15, 20, 30 s leaving at least 5 s of
+padding (``benchmarks/bench_window.py``); its policy enters the resume key.
 """
 from __future__ import annotations
 
@@ -47,6 +40,7 @@ from aiplib.inference.models.whisper_window import (
 
 log = logging.getLogger(__name__)
 
+
 def _n_threads() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -58,21 +52,12 @@ def _n_threads() -> int:
 class WhisperOptions:
     """How a :class:`WhisperRecogniser` decodes (each field overrides the registry entry's value).
 
-    Attributes
-    ----------
-    path : {"window", "fast", "standard"}
-        Decoding path (module notes).
-    cpu_threads, workers : int, optional
-        CTranslate2 threads per worker (default ``cores // workers``); fast path on CPU: sub-batches
-        decoded concurrently (default the usable cores; transcripts do not depend on it).
-    batch_size : int, optional
-        Clips per encoder/decoder call on the fast path; default ``entry.batch_size``.
-    windows_s, min_pad_s : seconds
-        Encoder windows and least padding of the ``window`` path (:func:`decoding_config`).
-    no_speech_threshold, log_prob_threshold : float or None
-        Whisper's silence rule (None disables it).
-    encoder_cache : int >= 0, optional
-        Fast path: encoder outputs kept (LRU); default ``2 * batch_size``.
+    ``path``: ``window``, ``fast`` or ``standard``; ``cpu_threads``: CTranslate2 threads per worker (default
+    ``cores // workers``); ``workers``: fast path on CPU, sub-batches decoded concurrently (default the
+    usable cores); ``batch_size``: clips per encoder/decoder call of the fast path; ``windows_s``,
+    ``min_pad_s``: the ``window`` path's encoder windows and least padding, seconds; ``no_speech_threshold``,
+    ``log_prob_threshold``: Whisper's silence rule (None disables it); ``encoder_cache``: encoder outputs
+    kept (LRU, default ``2 * batch_size``).
     """
 
     path: str = "fast"
@@ -303,5 +288,5 @@ class WhisperRecogniser(Recogniser):
 
 
 def load(entry, **opts) -> WhisperRecogniser:
-    """Backend entry point used by :func:`aiplib.inference.models.load_model` (``opts`` → constructor)."""
+    """The backend's entry point (:func:`aiplib.inference.models.load_model`): ``opts`` are :class:`WhisperOptions`."""
     return WhisperRecogniser(entry, WhisperOptions(**opts))

