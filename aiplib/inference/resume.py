@@ -61,9 +61,8 @@ def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict 
                     rerun_unkeyed: bool = False) -> pd.DataFrame:
     """Rows of ``manifest`` still to decode into ``path`` (``inference/<model>/<task>.jsonl``), in manifest order.
 
-    A keyed row counts as done only when its key equals ``keys[id]`` (:func:`stimulus_keys`); a row
-    without ``stim_key`` (or every row when ``keys`` is None) when its ``prompt_id`` is current or absent
-    and its :data:`UNKEYED_CHECK_FIELDS`, where present, equal the manifest's, unless ``rerun_unkeyed``.
+    A keyed row is done when its key equals ``keys[id]``; a row without ``stim_key`` (or every row when
+    ``keys`` is None) when it passes :func:`_unkeyed_matches`, unless ``rerun_unkeyed``.
     """
     path = Path(path)
     done = set()
@@ -83,13 +82,8 @@ def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict 
 
 def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases: dict | None = None,
                   decoding: dict | None = None) -> dict:
-    """``{stimulus id: resume key}`` of every manifest row for one prompt and one model.
-
-    Key = :func:`aiplib.inference.keys.stimulus_key` of the row's base (``bases``, computed here when not
-    given), the SHA-256 of ``prompt_text``, :func:`aiplib.inference.keys.entry_sha256` of ``entry`` and,
-    when given, the SHA-256 of ``decoding`` (:func:`aiplib.inference.models.decoding_key`; None for a
-    backend's reference decoding).
-    """
+    """``{stimulus id: resume key}`` of every manifest row for one prompt and one model
+    (:func:`aiplib.inference.keys.stimulus_key` of the row's base, the prompt text, the entry and ``decoding``)."""
     if bases is None:
         hashes: dict = {}
         bases = {r["id"]: keys.stimulus_base(r, ws, hashes) for r in manifest.to_dict("records")}
@@ -117,12 +111,11 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
                 refresh: bool = True, records: list | None = None) -> dict:
     """Set aside the rows of ``path`` that no longer answer the current manifest; refresh the kept ones.
 
-    A row moves to ``superseded/<task>.jsonl`` when its ``id`` left the manifest, its ``stim_key``
-    differs from ``keys[id]`` (:func:`stimulus_keys`), or (a successful row without a key) it fails
-    :func:`pending_stimuli`'s rule. With ``refresh``, kept keyed rows get the current manifest fields
-    (:func:`refreshed_row`; ``manifest`` is the whole family's, not cut by ``limit``). Unreadable lines
-    move with their line number to ``quarantine/<task>.jsonl``. The file is rewritten atomically, only
-    when something changes. Returns the ``{"moved", "refreshed", "quarantined"}`` row counts.
+    A row moves to ``superseded/<task>.jsonl`` when its ``id`` left the manifest, its ``stim_key`` differs
+    from ``keys[id]``, or (a successful row without a key) it fails :func:`pending_stimuli`'s rule. With
+    ``refresh``, kept keyed rows get the current manifest fields (:func:`refreshed_row`). Unreadable lines
+    move to ``quarantine/<task>.jsonl``. The file is rewritten atomically, only when something changes.
+    Returns the ``{"moved", "refreshed", "quarantined"}`` row counts.
     """
     path = Path(path)
     if not path.is_file():
@@ -173,12 +166,9 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
 
 
 def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> list[dict]:
-    """For a shard, which never rewrites ``<task>.jsonl``: the rows of ``main_path`` it would refresh.
-
-    Each successful keyed row of a stimulus in ``ids`` whose ``stim_key`` is current and whose
-    manifest copy is old gives its :func:`refreshed_row`, unless ``own_path`` already holds it; the
-    rows are for ``own_path``, and :func:`aiplib.inference.shards.merge_shards` puts them in place.
-    """
+    """For a shard, which never rewrites ``<task>.jsonl``: the :func:`refreshed_row` of each current keyed row of
+    ``main_path`` for a stimulus in ``ids`` not yet in ``own_path`` (:func:`aiplib.inference.shards.merge_shards`
+    puts them in place)."""
     main_path, own_path = Path(main_path), Path(own_path)
     if not main_path.is_file():
         return []
@@ -202,16 +192,10 @@ def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> lis
 def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
     """Before a model loads: one task family's resume keys, stale rows set aside, and what is left to decode.
 
-    ``plan`` gives the prompt set and shard, ``config`` the ``limit``, ``rerun_unkeyed`` and ``path``
-    (whose :func:`aiplib.inference.models.decoding_key` enters the keys).
-
-    Returns
-    -------
-    dict
-        ``n_work`` (0: nothing to decode), ``result`` (per-task summary rows), and when the manifest
-        exists ``manifest, m_sha, prompts, keys, todo, paths, refreshed``. With a shard ``(i, n)``: the
-        stimuli (of the first ``limit``) whose id hashes to ``i``, less those with a current row in
-        ``<task>.jsonl`` (read, never written) or in the shard's own file; ``paths`` are the shard files.
+    Returns ``n_work`` (0: nothing to decode), ``result`` (per-task summary rows), and when the manifest
+    exists ``manifest, m_sha, prompts, keys, todo, paths, refreshed``. A shard ``(i, n)`` keeps the stimuli
+    whose id hashes to ``i``, less those with a current row in ``<task>.jsonl`` (read, never written) or
+    in its own files (``paths``).
     """
     shard, limit, rerun_unkeyed, ps = plan.shard, config.limit, config.rerun_unkeyed, plan.prompt_set
     decoding = decoding_key(entry, config.path)

@@ -1,11 +1,10 @@
 """Stage 7 over many GPUs or nodes: stable shards of the stimuli, and their merge.
 
 A shard ``(i, n)`` decodes the stimuli whose id hashes to ``i`` (:func:`shard_of`) and writes only files
-of its own (``<task>.shard-<i>-of-<n>.jsonl``, the same name under ``superseded/``, ``run_log.shard-…``,
-``checks/mix_diagnostics.shard-….csv``, and ``.shard-<i>-of-<n>.lock``, held with ``flock`` while it
-runs); it reads ``<task>.jsonl`` but never rewrites it. :func:`merge_all` (``make merge``, stage 8)
-appends the shards' rows to ``<task>.jsonl``, sets aside the main rows they supersede and moves the
-shard files to ``merged-shards/``.
+of its own (``<task>.shard-<i>-of-<n>.jsonl``, ``run_log.shard-…``, ``checks/mix_diagnostics.shard-….csv``,
+a ``flock``'ed ``.shard-<i>-of-<n>.lock``); it reads ``<task>.jsonl`` but never rewrites it.
+:func:`merge_all` (``make merge``, stage 8) appends the shards' rows to ``<task>.jsonl``, sets aside the
+main rows they supersede and moves the shard files to ``merged-shards/``.
 """
 from __future__ import annotations
 
@@ -65,8 +64,7 @@ def parse_shard(spec: str | None = None, env=None) -> tuple[int, int] | None:
 
 def coerce_shard(shard=None, env=None) -> tuple[int, int] | None:
     """A stage-7 ``shard`` option as ``(i, n)`` or None: None or ``""`` → :func:`parse_shard` (Slurm),
-    False → None, ``"i/n"`` or ``(i, n)``; :class:`AiplibParameterError` otherwise.
-    """
+    False → None, ``"i/n"`` or ``(i, n)``; :class:`AiplibParameterError` otherwise."""
     if shard is False:
         return None
     if shard is None or isinstance(shard, str):
@@ -101,9 +99,7 @@ def shard_path(result_file, shard: tuple[int, int] | None) -> Path:
 
 
 def shard_files(model_dir, *, run_logs: bool = False) -> dict[str, list[Path]]:
-    """Shard files of one model's folder per task, sorted by shard (``run_logs=True``: only the
-    ``run_log.shard-*`` files, under ``"run_log"``).
-    """
+    """Shard files of one model's folder per task, sorted by shard (``run_logs=True``: the run logs only)."""
     out: dict[str, list] = {}
     for p in sorted(Path(model_dir).glob("*.shard-*-of-*.jsonl")):
         m = _FILE_RE.match(p.name)
@@ -125,11 +121,9 @@ def shard_lock(model_dir, shard: tuple[int, int] | None):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        if not _flock(fd):
             raise ShardBusyError(f"shard {shard_label(shard)} of {Path(model_dir).name} is already running "
-                                 f"(another process holds {path})") from None
+                                 f"(another process holds {path})")
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()} {os.uname().nodename if hasattr(os, 'uname') else ''}\n".encode())
         yield path
@@ -137,21 +131,33 @@ def shard_lock(model_dir, shard: tuple[int, int] | None):
         os.close(fd)  # releases the lock
 
 
+def _flock(fd) -> bool:
+    """Take an exclusive ``flock`` on ``fd`` without waiting; False when another process holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+
+
 def busy_shards(model_dir) -> list[str]:
     """Shards (``"i/n"``) of one model whose lock another process holds right now."""
     busy = []
     for p in sorted(Path(model_dir).glob(".shard-*-of-*.lock")):
         m = re.match(r"^\.shard-(\d+)-of-(\d+)\.lock$", p.name)
-        if not m or fcntl is None:
-            continue
-        fd = os.open(p, os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            busy.append(f"{m.group(1)}/{m.group(2)}")
-        finally:
+        if m and fcntl is not None:
+            fd = os.open(p, os.O_RDWR)
+            if not _flock(fd):
+                busy.append(f"{m.group(1)}/{m.group(2)}")
             os.close(fd)
     return busy
+
+
+def _write_synced(path: Path, mode: str, data: bytes) -> None:
+    with open(path, mode) as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def rewrite_jsonl(path: Path, content: bytes, moved: list[bytes]) -> Path:
@@ -161,15 +167,9 @@ def rewrite_jsonl(path: Path, content: bytes, moved: list[bytes]) -> Path:
     if moved:
         side.parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(side)
-        with open(side, "ab") as f:
-            f.write(b"".join(x if x.endswith(b"\n") else x + b"\n" for x in moved))
-            f.flush()
-            os.fsync(f.fileno())
+        _write_synced(side, "ab", b"".join(x if x.endswith(b"\n") else x + b"\n" for x in moved))
     tmp = path.with_name(path.name + ".part")
-    with open(tmp, "wb") as f:
-        f.write(content)
-        f.flush()
-        os.fsync(f.fileno())
+    _write_synced(tmp, "wb", content)
     os.replace(tmp, path)
     return side
 
@@ -261,9 +261,8 @@ def merge_shards(result_file, shards=None) -> dict:
 
 
 def merge_run_logs(model_dir) -> int:
-    """Append one model's ``run_log.shard-*`` files to its ``run_log.jsonl`` and move them to
-    ``merged-shards/``; returns the records appended.
-    """
+    """Append one model's ``run_log.shard-*`` files to its ``run_log.jsonl`` (moved to ``merged-shards/``);
+    returns the records appended."""
     model_dir = Path(model_dir)
     files = shard_files(model_dir, run_logs=True).get("run_log", [])
     n = 0
@@ -278,9 +277,8 @@ def merge_run_logs(model_dir) -> int:
 
 
 def merge_diagnostics(checks_dir) -> int:
-    """Append the ``mix_diagnostics.shard-*`` rows of ``checks_dir`` to ``mix_diagnostics.csv`` (one
-    per ``stimulus_id``) and move them to ``merged-shards/``; returns the rows added.
-    """
+    """Append the ``mix_diagnostics.shard-*`` rows of ``checks_dir`` to ``mix_diagnostics.csv`` (one per
+    ``stimulus_id``; the files moved to ``merged-shards/``); returns the rows added."""
     checks_dir = Path(checks_dir)
     files = sorted(checks_dir.glob("mix_diagnostics.shard-*-of-*.csv")) if checks_dir.is_dir() else []
     if not files:
