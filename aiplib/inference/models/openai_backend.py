@@ -31,11 +31,11 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+from urllib3 import encode_multipart_formdata
 
 from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailableError
 from aiplib.inference.models.adapters import wav_bytes  # 16-bit PCM WAV in memory
@@ -51,17 +51,6 @@ _PROBE_TIMEOUT_S = 5.0
 
 class OpenAIBackendError(AiplibError, RuntimeError):
     """An endpoint call failed for good (message: status and a short, key-free reason)."""
-
-
-def _multipart(fields: dict, file_bytes: bytes) -> tuple[bytes, str]:
-    boundary = uuid.uuid4().hex
-    parts = []
-    for k, v in fields.items():
-        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode())
-    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="audio.wav"\r\n'
-                 f"Content-Type: audio/wav\r\n\r\n".encode() + file_bytes + b"\r\n")
-    parts.append(f"--{boundary}--\r\n".encode())
-    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
 def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int, extra: dict | None = None) -> dict:
@@ -141,13 +130,12 @@ class OpenAIRecogniser(Recogniser):
 
     def info(self) -> dict:
         """Endpoint, model, mode, concurrency, retry policy (never the key)."""
-        return {"model": self.name, "backend": "openai", "base_url": self.base_url,
-                "base_url_env": self.base_url_env, "server_model": self.model,
-                "mode": self.mode, "api_key_env": self.key_env, "max_retries": self.max_retries,
-                "backoff_s": self.backoff_s, "timeout_s": self.timeout_s, "concurrency": self.concurrency,
-                "max_tokens": self.max_tokens if self.mode == "chat" else None,
-                "batch_size": self.batch_size, "path": self.mode, "window": None,
-                "weights_path": None, "revision": self.entry.revision, "stats": self.stats()}
+        return {"model": self.name, "backend": "openai", "base_url": self.base_url, "base_url_env": self.base_url_env,
+                "server_model": self.model, "mode": self.mode, "api_key_env": self.key_env,
+                "max_retries": self.max_retries, "backoff_s": self.backoff_s, "timeout_s": self.timeout_s,
+                "concurrency": self.concurrency, "max_tokens": self.max_tokens if self.mode == "chat" else None,
+                "batch_size": self.batch_size, "path": self.mode, "window": None, "weights_path": None,
+                "revision": self.entry.revision, "stats": self.stats()}
 
     def stats(self) -> dict:
         """Requests, retries, errors, wall seconds inside ``generate``, stimuli/s, RTFx and the
@@ -206,7 +194,7 @@ class OpenAIRecogniser(Recogniser):
             if prompt:
                 fields["prompt"] = prompt
             fields.update({k: str(v) for k, v in extra.items()})
-            body, ctype = _multipart(fields, wav)
+            body, ctype = encode_multipart_formdata({**fields, "file": ("audio.wav", wav, "audio/wav")})
             data = self._post("/audio/transcriptions", body, ctype)
             text = data.get("text") if isinstance(data, dict) else None
         else:
