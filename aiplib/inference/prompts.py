@@ -86,9 +86,8 @@ def _string(node, where: str) -> str:
         return node.value
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return _string(node.left, where) + _string(node.right, where)
-    raise PromptFileError(f"{where}:{node.lineno}: {_describe(node)} is not a string literal; only "
-                          f"string literals (adjacent, parenthesised or joined with +) are read — the "
-                          f"file is never executed")
+    raise PromptFileError(f"{where}:{node.lineno}: {_describe(node)} is not a string literal; only string literals "
+                          "(adjacent, parenthesised or joined with +) are read — the file is never executed")
 
 
 def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
@@ -313,9 +312,8 @@ def prompt_set_record(ps: PromptSet) -> dict:
                       for t in ps.texts}, "other_keys": list(ps.other_keys)}
 
 
-def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPEN_ANSWER,
-                         variable: str = "PROMPTS", source: Mapping | None = None,
-                         sha256: str | None = None) -> PromptSet:
+def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPEN_ANSWER, variable: str = "PROMPTS",
+                         source: Mapping | None = None, sha256: str | None = None) -> PromptSet:
     """A prompt set from the literal dict ``variable`` of a Python file (:func:`parse_prompts_file`).
 
     ``source`` defaults to ``{"kind": "file", "path": <absolute path>}``; ``sha256`` is the expected SHA-256.
@@ -331,15 +329,13 @@ def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPE
     found = parse_prompts_file(p, variable=variable)
     digest = file_sha256(p)
     if sha256 and digest != sha256.lower():
-        raise PromptFileError(f"{p}: SHA-256 {digest} differs from the expected {sha256.lower()}; "
-                              f"the prompts file changed (delete the cached copy to fetch it again, or "
-                              f"update the pin)")
+        raise PromptFileError(f"{p}: SHA-256 {digest} differs from the expected {sha256.lower()}; the prompts file "
+                              "changed (delete the cached copy to fetch it again, or update the pin)")
     need = required_tasks()
     missing = [t for t in need if t not in found]
     if missing:
-        raise PromptFileError(f"{p}: the `{variable}` dict has no key {', '.join(map(repr, missing))} "
-                              f"(prompt set {name!r} needs {', '.join(need)}); keys found: "
-                              f"{', '.join(found) or 'none'}")
+        raise PromptFileError(f"{p}: the `{variable}` dict has no key {', '.join(map(repr, missing))} (prompt set "
+                              f"{name!r} needs {', '.join(need)}); keys found: {', '.join(found) or 'none'}")
     texts = {t: found[t] for t in need}
     empty = [t for t, s in texts.items() if not s.strip()]
     if empty:
@@ -434,9 +430,8 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
         if not p.is_file():
             raise PromptFileError(f"PROMPTS_FILE {p} does not exist (a local copy of the prompts file "
                                   f"{src['path']} of {src.get('repo', src['base_url'])} is expected)")
-        return prompt_set_from_file(p, name=name, kws_answer=spec["kws_answer"], variable=variable,
-                                    sha256=pin, source={"kind": "file", "path": str(p.resolve()),
-                                                        "stands_for": src["path"]})
+        return prompt_set_from_file(p, name=name, kws_answer=spec["kws_answer"], variable=variable, sha256=pin,
+                                    source={"kind": "file", "path": str(p.resolve()), "stands_for": src["path"]})
     commit_ = setting("commit", src["commit"])
     base_ = setting("base_url", src["base_url"])
     path_ = setting("path", src["path"])

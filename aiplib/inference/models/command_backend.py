@@ -102,9 +102,8 @@ class CommandRecogniser(Recogniser):
 
             sf.write(wav, audio, SR, subtype="PCM_16", format="WAV")
             try:
-                proc = subprocess.Popen(self._argv(wav, prompt), stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        start_new_session=True)
+                proc = subprocess.Popen(self._argv(wav, prompt), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, start_new_session=True)
             except OSError:
                 raise CommandError("cannot start") from None
             try:
