@@ -9,11 +9,10 @@ Registry entry::
       revision: <commit>
       batch_size: 8
 
-CTC models (wav2vec2, HuBERT …) are decoded greedily; seq2seq models (Whisper, Moonshine …) with
-``generate`` (one beam, at most ``entry.max_new_tokens`` tokens, a multilingual Whisper as English);
-``auto`` picks from the checkpoint's config. Audio is cut to ``entry.max_audio_s`` (30 s). A
-checkpoint whose extractor returns no attention mask is batched only over clips of equal length, so
-a transcript never depends on its batch. These models take no task prompt (``prompt_style: none``).
+CTC models (wav2vec2, HuBERT …) are decoded greedily, seq2seq ones (Whisper, Moonshine …) with ``generate``
+(one beam, at most ``entry.max_new_tokens`` tokens, a multilingual Whisper as English); ``auto`` picks from
+the config. Audio is cut to ``entry.max_audio_s`` (30 s). Without an attention mask only clips of equal
+length share a batch. These models take no task prompt (``prompt_style: none``).
 """
 from __future__ import annotations
 
@@ -23,22 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
-from aiplib.inference.models.base import Recogniser, batches_by_key, generate_throughput
-from aiplib.inference.models.registry import resolve_device
-from aiplib.inference.models.transformers_backend import (
-    DTYPES,
-    folder_fingerprint,
-    free_memory,
-    hub_errors,
-    hub_source,
-)
+from aiplib.core.errors import AiplibParameterError, ModelUnavailableError
+from aiplib.inference.models.transformers_backend import DTYPES, HubRecogniser, folder_fingerprint, hub_errors
 from aiplib.io.audio import SR
 
 
 def detect_kind(config, wanted: str = "auto") -> str:
-    """``"ctc"`` or ``"seq2seq"`` for a transformers config, from transformers' own model mappings
-    (``wanted`` ``auto``: CTC if the model type maps to ``AutoModelForCTC``, else seq2seq).
+    """``"ctc"`` or ``"seq2seq"`` for a transformers config, from transformers' own model mappings (``auto``:
+    CTC if the model type maps to ``AutoModelForCTC``).
 
     Raises
     ------
@@ -54,9 +45,8 @@ def detect_kind(config, wanted: str = "auto") -> str:
     found = [k for k, names in (("ctc", MODEL_FOR_CTC_MAPPING_NAMES),
                                 ("seq2seq", MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES)) if mt in names]
     if not found:
-        raise ModelUnavailableError(
-            f"model type {mt!r} is neither a CTC nor a speech sequence-to-sequence model in transformers "
-            f"(AutoModelForCTC / AutoModelForSpeechSeq2Seq); hf_asr cannot run it")
+        raise ModelUnavailableError(f"model type {mt!r} is neither a CTC nor a speech sequence-to-sequence model in "
+                                    "transformers (AutoModelForCTC / AutoModelForSpeechSeq2Seq); hf_asr cannot run it")
     if wanted == "auto" or wanted in found:
         return found[0] if wanted == "auto" else wanted
     raise ModelUnavailableError(f"model_type {wanted!r}, but transformers runs a {mt!r} checkpoint as "
@@ -64,11 +54,8 @@ def detect_kind(config, wanted: str = "auto") -> str:
 
 
 def _check_folder(entry, folder: Path) -> None:
-    """One line for ``weights:`` that names a local folder which is missing or holds no config.
-
-    A value that is an absolute path or starts with ``.`` or ``~`` is a folder (a hub id is
-    ``name`` or ``namespace/name``); any other value is left to the hub.
-    """
+    """One line for ``weights:`` naming a local folder (absolute, or starting with ``.`` or ``~``) that is
+    missing or holds no config; any other value is left to the hub."""
     w = str(entry.weights)
     if folder.is_dir():
         if not (folder / "config.json").is_file():
@@ -79,7 +66,7 @@ def _check_folder(entry, folder: Path) -> None:
                                     "'name' or 'namespace/name')")
 
 
-class HFASRRecogniser(Recogniser):
+class HFASRRecogniser(HubRecogniser):
     """A transformers ASR checkpoint (CTC or seq2seq) behind the Recogniser interface.
 
     ``batch_size``, ``device``, ``precision`` (float32, float16, bfloat16) override the entry's;
@@ -96,31 +83,12 @@ class HFASRRecogniser(Recogniser):
         An unsupported precision or a non-positive batch size.
     """
 
+    backend = "hf_asr"
+
     def __init__(self, entry, *, batch_size: int | None = None, device: str | None = None,
                  precision: str | None = None, local_files_only: bool | None = None, path: str | None = None):
-        del path
-        try:
-            import transformers  # noqa: PLC0415
-        except ModuleNotFoundError:
-            raise MissingPackageError("the hf_asr backend needs transformers; install it with "
-                                      "`pip install 'transformers>=5'` (or the project's [llm] extra)") from None
-        import torch  # noqa: PLC0415
-
-        self.name, self.entry = entry.id, entry
-        self.batch_size = int(batch_size or entry.batch_size or 1)
-        if self.batch_size <= 0:
-            raise AiplibParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
-        self.device = resolve_device(device or entry.device)
-        self.precision = precision or entry.precision
-        if self.precision not in DTYPES:
-            raise AiplibParameterError(f"{entry.id}: precision {self.precision!r} is not supported by the hf_asr "
-                                       f"backend (use {', '.join(DTYPES)})")
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise ModelUnavailableError(f"{entry.id} is set to run on CUDA but torch sees no GPU "
-                                        f"(torch {torch.__version__}); set device: cpu or run on a GPU machine")
-        folder, self.local, self.source, hub_kw = hub_source(entry, local_files_only)
+        transformers, torch, folder, hub_kw = self._setup(entry, batch_size, device, precision, local_files_only)
         _check_folder(entry, folder)
-        self.local_files_only = hub_kw["local_files_only"]
         t0 = time.perf_counter()
         with hub_errors(entry):
             config = transformers.AutoConfig.from_pretrained(self.source, **hub_kw)
@@ -142,74 +110,48 @@ class HFASRRecogniser(Recogniser):
         self.revision = self._loaded_revision(config, hub_kw)
         self.weights_sha256 = folder_fingerprint(folder) if self.local else None
         self.generate_kwargs = self._generate_kwargs()
-        self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0, "n_prompts_ignored": 0}
+        self._stats["n_prompts_ignored"] = 0
 
     def _loaded_revision(self, config, hub_kw: dict) -> str:
-        h = getattr(config, "_commit_hash", None) or getattr(self.model.config, "_commit_hash", None)
-        if h:
-            return str(h)
-        p = Path(self.source)
-        if not self.local:  # the hub cache file the config came from: .../snapshots/<commit>/config.json
+        """:meth:`_snapshot_revision`, else the hub-cache snapshot the config came from, else ``local`` /
+        the requested revision / ``unknown``."""
+        rev = self._snapshot_revision(config, self.model.config)
+        if rev is None and not self.local:  # the hub cache file the config came from: .../snapshots/<commit>/
             from transformers.utils import cached_file  # noqa: PLC0415
 
             try:
                 p = Path(cached_file(self.source, "config.json", **hub_kw)).parent
+                rev = p.name if p.parent.name == "snapshots" else None
             except Exception:  # noqa: BLE001 - provenance only; the model has loaded
-                return self.entry.revision or "unknown"
-        if p.parent.name == "snapshots":  # a folder inside the hub cache
-            return p.name
-        return "local" if self.local else (self.entry.revision or "unknown")
+                pass
+        return rev or ("local" if self.local else (self.entry.revision or "unknown"))
 
     def _generate_kwargs(self) -> dict:
         kw = {"do_sample": False, "num_beams": 1, "max_new_tokens": int(self.entry.max_new_tokens)}
         if self.kind == "seq2seq" and getattr(getattr(self.model, "generation_config", None), "is_multilingual", False):
             kw.update(language="en", task="transcribe")
-        kw.update(dict(self.entry.extra.get("generate_kwargs") or {}))
-        return kw
+        return {**kw, **(self.entry.extra.get("generate_kwargs") or {})}
 
-    def info(self) -> dict:
-        """Weights, revision loaded, classes, dtype, device, decoding, versions (JSON-serialisable)."""
-        import torch  # noqa: PLC0415
-        import transformers  # noqa: PLC0415
-
+    def _info(self) -> dict:
         decoding = {"greedy": True, "max_audio_s": self.entry.max_audio_s}
         if self.kind == "ctc":
             decoding["rule"] = "arg-max per frame, repeats merged, blank removed (tokenizer.batch_decode)"
         else:
-            decoding.update({k: v for k, v in self.generate_kwargs.items()})
-        return {
-            "model": self.name, "backend": "hf_asr", "model_type": self.entry.model_type, "kind": self.kind,
-            "weights": self.entry.weights, "weights_path": self.source, "weights_sha256": self.weights_sha256,
-            "revision": self.revision, "revision_requested": self.entry.revision,
-            "local_files_only": self.local_files_only, "path": "hf_asr", "window": None,
-            "model_class": type(self.model).__name__, "processor_class": type(self.processor).__name__,
-            "precision": self.precision, "dtype": str(self.model.dtype), "device": self.device,
-            "batch_size": self.batch_size, "attention_mask": self.masked,
-            "batching": ("fixed window" if self.fixed_window else "padded with attention mask" if self.masked
-                         else "equal-length clips only"),
-            "prompt": "none: the model takes no task prompt", "decoding": decoding,
-            "transformers": transformers.__version__, "torch": torch.__version__,
-            "load_s": round(self.load_s, 3), "stats": self.stats(),
-        }
-
-    def stats(self) -> dict:
-        """Throughput so far: stimuli, batches, audio s, generate s, stimuli/s, RTFx, prompts ignored."""
-        return generate_throughput(self._stats)
+            decoding.update(self.generate_kwargs)
+        return {"kind": self.kind, "dtype": str(self.model.dtype), "attention_mask": self.masked,
+                "batching": ("fixed window" if self.fixed_window else "padded with attention mask" if self.masked
+                             else "equal-length clips only"),
+                "prompt": "none: the model takes no task prompt", "decoding": decoding}
 
     def generate(self, audios, prompts):
         """Transcribe a batch greedily (:meth:`Recogniser.generate`); a non-empty prompt is ignored and counted."""
         if self.model is None:
             raise AiplibParameterError(f"{self.name} was closed")
         self._stats["n_prompts_ignored"] += sum(1 for p in prompts if isinstance(p, str) and p.strip())
-        clips, _ = self.checked(audios, prompts)
-        out: list = [None] * len(clips)
-        for chunk in batches_by_key([None if self.masked or self.fixed_window else len(c) for c in clips],
-                                    self.batch_size):
-            for i, text in zip(chunk, self._batch([clips[i] for i in chunk])):
-                out[i] = text
-        return out
+        clips, prompts = self.checked(audios, prompts)
+        return self._decode(clips, prompts, [None if self.masked or self.fixed_window else len(c) for c in clips])
 
-    def _batch(self, clips: list[np.ndarray]) -> list[str]:
+    def _batch(self, clips: list[np.ndarray], prompts=None) -> list[str]:
         import torch  # noqa: PLC0415
 
         t0 = time.perf_counter()
@@ -222,15 +164,11 @@ class HFASRRecogniser(Recogniser):
         mask = inputs.get("attention_mask") if self.masked else None
         mask = mask.to(self.device) if mask is not None else None
         with torch.inference_mode():
-            texts = self._ctc(x, mask, len(clips)) if self.kind == "ctc" else self._seq2seq(name, x, mask)
-        st = self._stats
-        st["n_stimuli"] += len(clips)
-        st["n_batches"] += 1
-        st["audio_s"] += sum(len(c) for c in clips) / SR
-        st["generate_s"] += time.perf_counter() - t0
+            texts = self._ctc(x, mask) if self.kind == "ctc" else self._seq2seq(name, x, mask)
+        self._count(clips, t0)
         return [str(t).strip() for t in texts]
 
-    def _ctc(self, x, mask, n: int) -> list[str]:
+    def _ctc(self, x, mask) -> list[str]:
         logits = self.model(x, attention_mask=mask).logits
         ids = logits.argmax(dim=-1)
         if mask is not None:  # frames beyond a clip's own length become blanks
@@ -240,28 +178,15 @@ class HFASRRecogniser(Recogniser):
                 lens = out_lengths(n_in).tolist()
             else:  # others: the same fraction of the output frames as of the input samples
                 lens = [int(np.ceil(int(k) * ids.shape[1] / mask.shape[1])) for k in n_in]
-            blank = self.model.config.pad_token_id
             for i, k in enumerate(lens):
-                ids[i, int(k):] = blank
+                ids[i, int(k):] = self.model.config.pad_token_id
         tok = getattr(self.processor, "tokenizer", self.processor)
         return tok.batch_decode(ids.cpu().tolist(), skip_special_tokens=True)
 
     def _seq2seq(self, name: str, x, mask) -> list[str]:
-        kw = {name: x, **self.generate_kwargs}
-        if mask is not None:
-            kw["attention_mask"] = mask
+        kw = {name: x, **self.generate_kwargs, **({} if mask is None else {"attention_mask": mask})}
         seq = self.model.generate(**kw)
-        seq = getattr(seq, "sequences", seq)
-        return self.processor.batch_decode(seq, skip_special_tokens=True)
-
-    def close(self) -> None:
-        """Drop the model and processor and free (GPU) memory; idempotent."""
-        if getattr(self, "model", None) is None:
-            return
-        self.model = self.processor = self.feature_extractor = None
-        free_memory()
+        return self.processor.batch_decode(getattr(seq, "sequences", seq), skip_special_tokens=True)
 
 
-def load(entry, **opts) -> HFASRRecogniser:
-    """Backend entry point used by :func:`aiplib.inference.models.load_model` (``opts`` → constructor)."""
-    return HFASRRecogniser(entry, **opts)
+load = HFASRRecogniser  # the backend's entry point, load(entry, **opts) (aiplib.inference.models.load_model)

@@ -26,8 +26,7 @@ from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
 
-DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
-"""registry ``precision`` → torch dtype name (``int8_bnb`` is handled apart)."""
+DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}  # precision → torch dtype
 _HASH_LIMIT = 4 << 30
 
 
@@ -40,11 +39,8 @@ def _chain(exc: BaseException):
 
 
 def hub_error_message(entry, exc: BaseException) -> str | None:
-    """One actionable line for a hub refusal in ``exc``'s chain, or None if it is not one.
-
-    Recognised: gated repositories (``GatedRepoError``, HTTP 401/403, "gated repo" messages),
-    missing or private repositories, and weights absent from the local cache while offline.
-    """
+    """One actionable line for a hub refusal in ``exc``'s chain (a gated, missing or private repository,
+    weights absent from the local cache while offline), or None if it is not one."""
     licence = entry.licence_url or f"https://huggingface.co/{entry.weights}"
     for e in _chain(exc):
         name = type(e).__name__
@@ -52,9 +48,8 @@ def hub_error_message(entry, exc: BaseException) -> str | None:
         status = getattr(getattr(e, "response", None), "status_code", None)
         if name == "GatedRepoError" or "gated repo" in text.lower() or status in (401, 403) \
                 or (entry.gated and name in ("RepositoryNotFoundError", "HfHubHTTPError")):
-            return (f"{entry.id}: {entry.weights} is gated — accept its licence at {licence} with your "
-                    f"Hugging Face account, then run `hf auth login` (or set HF_TOKEN) on this machine "
-                    f"and load again")
+            return (f"{entry.id}: {entry.weights} is gated — accept its licence at {licence} with your Hugging Face "
+                    "account, then run `hf auth login` (or set HF_TOKEN) on this machine and load again")
         if name == "RepositoryNotFoundError":
             return f"{entry.id}: the hub has no repository {entry.weights!r} (or it is private)"
         if name in ("LocalEntryNotFoundError", "OfflineModeIsEnabled") or "local_files_only" in text \
@@ -85,9 +80,8 @@ def hub_errors(entry, *, packages: bool = False):
 
 
 def hub_source(entry, local_files_only: bool | None = None) -> tuple[Path, bool, str, dict]:
-    """``(folder, local, source, hub_kw)`` of an entry's ``weights``: a local folder or a hub id, and the
-    ``from_pretrained`` keywords (``local_files_only``, default True for a folder or under
-    ``HF_HUB_OFFLINE``; ``revision`` when pinned for a hub id)."""
+    """``(folder, local, source, hub_kw)`` of an entry's ``weights`` (a local folder or a hub id) and the
+    ``from_pretrained`` keywords (``local_files_only``: default True for a folder or under ``HF_HUB_OFFLINE``)."""
     folder = Path(str(entry.weights)).expanduser()
     local = folder.is_dir()
     if local_files_only is None:
@@ -99,9 +93,8 @@ def hub_source(entry, local_files_only: bool | None = None) -> tuple[Path, bool,
 
 
 def folder_fingerprint(folder: Path) -> str | None:
-    """SHA-256 (hex) over the names and bytes of a local checkpoint folder's weight files
-    (``*.safetensors``, ``*.bin``, in name order); None when there are none or they exceed the
-    hashing limit (``_HASH_LIMIT`` bytes in all)."""
+    """SHA-256 (hex) over the names and bytes of a checkpoint folder's ``*.safetensors`` / ``*.bin`` files in
+    name order; None when there are none or they exceed ``_HASH_LIMIT`` bytes."""
     files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
     if not files or sum(p.stat().st_size for p in files) > _HASH_LIMIT:
         return None
@@ -114,7 +107,89 @@ def folder_fingerprint(folder: Path) -> str | None:
     return h.hexdigest()
 
 
-class TransformersRecogniser(Recogniser):
+class HubRecogniser(Recogniser):
+    """What the ``transformers`` and ``hf_asr`` backends share: the option checks, the weights' source and
+    provenance, the batch loop, the counts and ``close``."""
+
+    backend = ""
+    precisions: tuple[str, ...] = tuple(DTYPES)
+
+    def _setup(self, entry, batch_size, device, precision, local_files_only):
+        """Check the options (the errors the subclasses list); returns ``(transformers, torch, folder, hub_kw)``."""
+        try:
+            import transformers  # noqa: PLC0415
+        except ModuleNotFoundError:
+            raise MissingPackageError(f"the {self.backend} backend needs transformers 5; install it with "
+                                      "`pip install 'transformers>=5'` (or the project's [llm] extra)") from None
+        import torch  # noqa: PLC0415
+
+        self.name, self.entry = entry.id, entry
+        self.batch_size = int(batch_size or entry.batch_size or 1)
+        if self.batch_size <= 0:
+            raise AiplibParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.device = resolve_device(device or entry.device)
+        self.precision = precision or entry.precision
+        if self.precision not in self.precisions:
+            raise AiplibParameterError(f"{entry.id}: precision {self.precision!r} is not supported by the "
+                                       f"{self.backend} backend (use {', '.join(self.precisions)})")
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ModelUnavailableError(f"{entry.id} is set to run on CUDA but torch sees no GPU "
+                                        f"(torch {torch.__version__}); set device: cpu or run on a GPU machine")
+        folder, self.local, self.source, hub_kw = hub_source(entry, local_files_only)
+        self.local_files_only = hub_kw["local_files_only"]
+        self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0}
+        return transformers, torch, folder, hub_kw
+
+    def _snapshot_revision(self, *configs) -> str | None:
+        """The commit a config was loaded from, else the folder name of a hub-cache snapshot, else None."""
+        h = next((c._commit_hash for c in configs if getattr(c, "_commit_hash", None)), None)
+        if h:
+            return str(h)
+        p = Path(self.source)
+        return p.name if self.local and p.parent.name == "snapshots" else None
+
+    def info(self) -> dict:
+        """Weights, revision loaded, classes, dtype, device, decoding, versions (JSON-serialisable)."""
+        import torch  # noqa: PLC0415
+        import transformers  # noqa: PLC0415
+
+        return {"model": self.name, "backend": self.backend, "model_type": self.entry.model_type,
+                "weights": self.entry.weights, "weights_path": self.source, "weights_sha256": self.weights_sha256,
+                "revision": self.revision, "revision_requested": self.entry.revision,
+                "local_files_only": self.local_files_only, "path": self.backend, "window": None,
+                "model_class": type(self.model).__name__, "processor_class": type(self.processor).__name__,
+                "precision": self.precision, "device": self.device, "batch_size": self.batch_size,
+                **self._info(), "transformers": transformers.__version__, "torch": torch.__version__,
+                "load_s": round(self.load_s, 3), "stats": self.stats()}
+
+    def stats(self) -> dict:
+        """Throughput so far (:func:`aiplib.inference.models.base.generate_throughput`)."""
+        return generate_throughput(self._stats)
+
+    def _decode(self, clips, prompts, keys) -> list[str]:
+        """Responses of :meth:`_batch` over batches of clips sharing a key (:func:`batches_by_key`)."""
+        out: list = [None] * len(clips)
+        for chunk in batches_by_key(keys, self.batch_size):
+            for i, text in zip(chunk, self._batch([clips[i] for i in chunk], [prompts[i] for i in chunk])):
+                out[i] = text
+        return out
+
+    def _count(self, clips, t0: float) -> None:
+        st = self._stats
+        st["n_stimuli"] += len(clips)
+        st["n_batches"] += 1
+        st["audio_s"] += sum(len(c) for c in clips) / SR
+        st["generate_s"] += time.perf_counter() - t0
+
+    def close(self) -> None:
+        """Drop the model and processor and free (GPU) memory; idempotent."""
+        if getattr(self, "model", None) is None:
+            return
+        self.model = self.processor = self.adapter = self.feature_extractor = None
+        free_memory()
+
+
+class TransformersRecogniser(HubRecogniser):
     """A Speech LLM loaded with ``transformers`` behind the Recogniser interface.
 
     ``batch_size``, ``device``, ``precision`` override the entry's; ``local_files_only`` defaults to True
@@ -130,50 +205,25 @@ class TransformersRecogniser(Recogniser):
         Gated, missing or unreachable weights (one actionable line).
     """
 
+    backend = "transformers"
+    precisions = (*DTYPES, "int8_bnb")
+
     def __init__(self, entry, *, batch_size: int | None = None, device: str | None = None,
-                 precision: str | None = None, local_files_only: bool | None = None,
-                 path: str | None = None):
-        del path
-        try:
-            import transformers  # noqa: PLC0415
-        except ModuleNotFoundError:
-            raise MissingPackageError("the transformers backend needs transformers 5; install it with "
-                                      "`pip install 'transformers>=5'` (or the project's [llm] extra)") from None
-
-        import torch  # noqa: PLC0415
-
-        self.name, self.entry = entry.id, entry
+                 precision: str | None = None, local_files_only: bool | None = None, path: str | None = None):
+        transformers, torch, folder, hub_kw = self._setup(entry, batch_size, device, precision, local_files_only)
         self.adapter_cls = get_adapter(entry.model_type)
-        self.batch_size = int(batch_size or entry.batch_size or 1)
-        if self.batch_size <= 0:
-            raise AiplibParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
-        self.device = resolve_device(device or entry.device)
-        self.precision = precision or entry.precision
-        folder, self.local, self.source, hub_kw = hub_source(entry, local_files_only)
-        self.local_files_only = hub_kw["local_files_only"]
-        model_kw = dict(hub_kw)
+        model_kw = dict(hub_kw, device_map={"": "cuda:0" if self.device == "cuda" else self.device})
         if self.precision == "int8_bnb":
             try:
                 import bitsandbytes  # noqa: F401, PLC0415
             except ModuleNotFoundError:
                 raise MissingPackageError(f"{entry.id} is loaded in 8 bits and needs bitsandbytes; install "
                                           "it with `pip install bitsandbytes`") from None
-            from transformers import BitsAndBytesConfig  # noqa: PLC0415
-
-            model_kw["quantization_config"] = BitsAndBytesConfig(load_in_8bit=True)
-            model_kw["dtype"] = torch.float16
-        elif self.precision in DTYPES:
-            model_kw["dtype"] = getattr(torch, DTYPES[self.precision])
+            model_kw.update(quantization_config=transformers.BitsAndBytesConfig(load_in_8bit=True), dtype=torch.float16)
         else:
-            raise AiplibParameterError(f"{entry.id}: precision {self.precision!r} is not supported by the "
-                                       f"transformers backend (use {', '.join(DTYPES)} or int8_bnb)")
-        model_kw["device_map"] = {"": "cuda:0" if self.device == "cuda" else self.device}
+            model_kw["dtype"] = getattr(torch, DTYPES[self.precision])
         if self.device == "cuda":
-            if not torch.cuda.is_available():
-                raise ModelUnavailableError(f"{entry.id} is set to run on CUDA but torch sees no GPU "
-                                            f"(torch {torch.__version__}); run on a GPU machine")
             torch.cuda.reset_peak_memory_stats()
-
         t0 = time.perf_counter()
         with hub_errors(entry, packages=True):
             self.adapter_cls.prepare()
@@ -184,46 +234,20 @@ class TransformersRecogniser(Recogniser):
         self.placeholder = self.adapter.placeholder
         self.token_limit = self.adapter.token_limit()
         self.model, self.processor = model, processor
-        self.revision = self._loaded_revision()
+        self.revision = self._snapshot_revision(getattr(model, "config", None))
         self.weights_sha256 = folder_fingerprint(folder) if self.local else None
-        self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0, "max_new_tokens_seen": 0}
+        self._stats["max_new_tokens_seen"] = 0
         self.last: dict = {}
 
-    def _loaded_revision(self) -> str | None:
-        h = getattr(getattr(self.model, "config", None), "_commit_hash", None)
-        if h:
-            return str(h)
-        p = Path(self.source)
-        if self.local and p.parent.name == "snapshots":  # a folder inside the hub cache
-            return p.name
-        return None
-
-    def info(self) -> dict:
-        """Weights, revision loaded, dtype, device, decoding limits, versions (JSON-serialisable)."""
-        import torch  # noqa: PLC0415
-        import transformers  # noqa: PLC0415
-
-        a = self.adapter
-        return {
-            "model": self.name, "backend": "transformers", "model_type": self.entry.model_type,
-            "weights": self.entry.weights, "weights_path": self.source,
-            "weights_sha256": self.weights_sha256, "revision": self.revision,
-            "revision_requested": self.entry.revision, "local_files_only": self.local_files_only,
-            "path": "transformers", "window": None,
-            "model_class": type(self.model).__name__, "generator_class": type(a.generator).__name__,
-            "processor_class": type(self.processor).__name__,
-            "precision": self.precision, "dtype": str(getattr(a.generator, "dtype", "")),
-            "device": self.device, "batch_size": self.batch_size, "padding_side": "left",
-            "audio_placeholder": a.placeholder,
-            "speech_lora": getattr(self.model, "_aip_speech_lora", None),
-            "decoding": {"do_sample": False, "num_beams": 1, "max_new_tokens": a.token_limit(),
-                         "entry_max_new_tokens": self.entry.max_new_tokens,
-                         "thinker_max_new_tokens": self.entry.thinker_max_new_tokens,
-                         "max_audio_s": self.entry.max_audio_s,
-                         "generate_kwargs": dict(self.entry.extra.get("generate_kwargs") or {})},
-            "transformers": transformers.__version__, "torch": torch.__version__,
-            "load_s": round(self.load_s, 3), "stats": self.stats(),
-        }
+    def _info(self) -> dict:
+        a, e = self.adapter, self.entry
+        return {"generator_class": type(a.generator).__name__, "dtype": str(getattr(a.generator, "dtype", "")),
+                "padding_side": "left", "audio_placeholder": a.placeholder,
+                "speech_lora": getattr(self.model, "_aip_speech_lora", None),
+                "decoding": {"do_sample": False, "num_beams": 1, "max_new_tokens": a.token_limit(),
+                             "entry_max_new_tokens": e.max_new_tokens,
+                             "thinker_max_new_tokens": e.thinker_max_new_tokens, "max_audio_s": e.max_audio_s,
+                             "generate_kwargs": dict(e.extra.get("generate_kwargs") or {})}}
 
     def stats(self) -> dict:
         """Throughput so far: stimuli, audio s, generate s, stimuli/s, RTFx, peak GPU memory (MB)."""
@@ -247,12 +271,7 @@ class TransformersRecogniser(Recogniser):
             raise AiplibParameterError(f"{self.name} was closed")
         clips, prompts = self.checked(audios, prompts)
         self.last = {"prompts": [], "n_new_tokens": [], "batch_sizes": []}
-        out: list = [None] * len(clips)
-        for chunk in batches_by_key([len(c) if self.adapter.same_length_batches else None for c in clips],
-                                    self.batch_size):
-            for i, text in zip(chunk, self._batch([clips[i] for i in chunk], [prompts[i] for i in chunk])):
-                out[i] = text
-        return out
+        return self._decode(clips, prompts, [len(c) if self.adapter.same_length_batches else None for c in clips])
 
     def _batch(self, clips, prompts) -> list[str]:
         a = self.adapter
@@ -261,30 +280,17 @@ class TransformersRecogniser(Recogniser):
         a.check_inputs(inputs, len(clips))
         new = a.generate(inputs)
         texts_out = a.decode(new)
-        dt = time.perf_counter() - t0
+        self._count(clips, t0)
         n_new = a.n_new_tokens(new)
-        st = self._stats
-        st["n_stimuli"] += len(clips)
-        st["n_batches"] += 1
-        st["audio_s"] += sum(len(c) for c in clips) / SR
-        st["generate_s"] += dt
-        st["max_new_tokens_seen"] = max([st["max_new_tokens_seen"], *n_new])
+        self._stats["max_new_tokens_seen"] = max([self._stats["max_new_tokens_seen"], *n_new])
         self.last["prompts"].extend(texts)
         self.last["n_new_tokens"].extend(n_new)
         self.last["batch_sizes"].append(len(clips))
         return texts_out
 
-    def close(self) -> None:
-        """Drop the model and processor and free (GPU) memory; idempotent."""
-        if getattr(self, "adapter", None) is None:
-            return
-        self.adapter = self.model = self.processor = None
-        free_memory()
-
 
 def free_memory() -> None:
-    """Collect garbage and return PyTorch's cached CUDA memory to the device (best effort; no-op
-    without torch or a GPU). Called by the backends' ``close`` after they drop their model."""
+    """Collect garbage and return PyTorch's cached CUDA memory to the device (best effort)."""
     gc.collect()
     with contextlib.suppress(Exception):  # best effort
         import torch  # noqa: PLC0415
@@ -293,20 +299,14 @@ def free_memory() -> None:
             torch.cuda.empty_cache()
 
 
-def load(entry, **opts) -> TransformersRecogniser:
-    """Backend entry point used by :func:`aiplib.inference.models.load_model` (``opts`` → constructor)."""
-    return TransformersRecogniser(entry, **opts)
+load = TransformersRecogniser  # the backend's entry point, load(entry, **opts) (aiplib.inference.models.load_model)
 
 
 def check_batch_invariance(rec, audios, prompts, *, batch_size: int | None = None) -> dict:
-    """Decode the same stimuli one at a time and in batches of N (default ``rec.batch_size``, at
-    least 2, at most ``len(audios)``) and report any difference.
+    """Decode the same stimuli one at a time and in batches of N (default ``rec.batch_size``, 2 … ``len(audios)``).
 
-    Returns
-    -------
-    dict
-        ``equal``, ``n``, ``batch_size``, ``n_diff``, ``differences`` (``{"index", "batch1",
-        "batchN"}``), ``seconds_batch1``, ``seconds_batchN``, ``speedup``.
+    Returns ``{"equal", "n", "batch_size", "n_diff", "differences": [{"index", "batch1", "batchN"}],
+    "seconds_batch1", "seconds_batchN", "speedup"}``.
     """
     old = rec.batch_size
     n = min(len(audios), max(2, int(batch_size or old or 2)))
