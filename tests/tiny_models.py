@@ -117,7 +117,7 @@ def build_qwen25_omni(folder):
     from transformers import (Qwen2_5OmniConfig, Qwen2_5OmniProcessor, Qwen2_5OmniThinkerForConditionalGeneration,
                               WhisperFeatureExtractor)
 
-    from aiplib.inference.models.adapters import no_torchvision_patch, stub_video_processor, torchvision_ok
+    from aiplib.inference.models.adapters import no_torchvision_patch, stub_processor, torchvision_ok
 
     no_torchvision_patch()
     torch.manual_seed(0)
@@ -135,7 +135,7 @@ def build_qwen25_omni(folder):
         img, vid = Qwen2VLImageProcessor(), Qwen2VLVideoProcessor()
     else:
         from transformers import Qwen2VLImageProcessorPil
-        img, vid = Qwen2VLImageProcessorPil(), stub_video_processor()
+        img, vid = Qwen2VLImageProcessorPil(), stub_processor("video")
     proc = Qwen2_5OmniProcessor(image_processor=img, video_processor=vid, feature_extractor=fe, tokenizer=tok,
                                 chat_template=OMNI_TEMPLATE)
     ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
@@ -248,7 +248,7 @@ def build_phi4mm(folder):
     from transformers import (Phi4MultimodalConfig, Phi4MultimodalFeatureExtractor, Phi4MultimodalForCausalLM,
                               Phi4MultimodalProcessor)
 
-    from aiplib.inference.models.adapters import no_torchvision_patch, stub_image_processor, torchvision_ok
+    from aiplib.inference.models.adapters import no_torchvision_patch, stub_processor, torchvision_ok
 
     no_torchvision_patch(image=True)
     torch.manual_seed(0)
@@ -260,7 +260,7 @@ def build_phi4mm(folder):
         from transformers import Phi4MultimodalImageProcessor
         img = Phi4MultimodalImageProcessor()
     else:
-        img = stub_image_processor()
+        img = stub_processor("image")
     proc = Phi4MultimodalProcessor(image_processor=img, audio_processor=Phi4MultimodalFeatureExtractor(),
                                    tokenizer=tok, chat_template=PHI4_TEMPLATE)
     tid = tok.convert_tokens_to_ids

@@ -21,14 +21,9 @@ from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
 
-ADAPTER_MODULES: dict[str, str] = {
-    "qwen2_audio": "aiplib.inference.models.adapters.qwen2_audio",
-    "qwen25_omni": "aiplib.inference.models.adapters.qwen25_omni",
-    "gemma3n": "aiplib.inference.models.adapters.gemma3n",
-    "phi4_multimodal": "aiplib.inference.models.adapters.phi4mm",
-    "voxtral": "aiplib.inference.models.adapters.voxtral",
-}
-"""registry ``model_type`` → adapter module (each defines ``ADAPTER``, an :class:`Adapter` subclass)."""
+# registry model_type → adapter module of this package (each defines ADAPTER, an Adapter subclass)
+ADAPTER_MODULES = {"qwen2_audio": "qwen2_audio", "qwen25_omni": "qwen25_omni", "gemma3n": "gemma3n",
+                   "phi4_multimodal": "phi4mm", "voxtral": "voxtral"}
 
 
 class AudioInputError(RuntimeError):
@@ -46,7 +41,7 @@ def get_adapter(model_type: str):
     if model_type not in ADAPTER_MODULES:
         raise KeyError(f"no transformers adapter for model_type {model_type!r}; "
                        f"known model types: {', '.join(ADAPTER_MODULES)}")
-    return importlib.import_module(ADAPTER_MODULES[model_type]).ADAPTER
+    return importlib.import_module(f"{__name__}.{ADAPTER_MODULES[model_type]}").ADAPTER
 
 
 def wav_bytes(y: np.ndarray, *, sr: int = SR) -> bytes:
@@ -71,17 +66,12 @@ class Adapter:
     feature_keys: tuple[str, ...] = ("input_features",)
     needs_image_stub = False
     needs_video_stub = False
-    same_length_batches = False
-    """True when the audio encoder is not padding-invariant: a batch then only joins clips of
-    equal length (Phi-4-multimodal's conformer convolutions see the padded frames)."""
+    same_length_batches = False  # True when the audio encoder sees the padding: a batch joins clips of equal length
 
     def __init__(self, entry, processor, model):
-        self.entry = entry
-        self.processor = processor
-        self.model = model
-        tok = self.tokenizer
-        if hasattr(tok, "padding_side"):
-            tok.padding_side = "left"
+        self.entry, self.processor, self.model = entry, processor, model
+        if hasattr(self.tokenizer, "padding_side"):
+            self.tokenizer.padding_side = "left"
         self.fix_generation_config()
 
     @classmethod
@@ -99,10 +89,8 @@ class Adapter:
         from transformers import AutoProcessor  # noqa: PLC0415
 
         proc = AutoProcessor.from_pretrained(source, **hub_kw)
-        if getattr(proc, "chat_template", None) is None:
-            fallback = cls.fallback_chat_template(proc)
-            if fallback is not None:
-                proc.chat_template = fallback
+        if getattr(proc, "chat_template", None) is None and cls.fallback_chat_template(proc) is not None:
+            proc.chat_template = cls.fallback_chat_template(proc)
         return proc
 
     @staticmethod
@@ -115,8 +103,7 @@ class Adapter:
         """``<model_class>.from_pretrained(source, **kw)`` in eval mode."""
         import transformers  # noqa: PLC0415
 
-        klass = getattr(transformers, cls.model_class)
-        return klass.from_pretrained(source, **kw).eval()
+        return getattr(transformers, cls.model_class).from_pretrained(source, **kw).eval()
 
     @property
     def tokenizer(self):
@@ -130,14 +117,9 @@ class Adapter:
     def fix_generation_config(self) -> None:
         """Give generate a pad token (the tokenizer's, else the first eos)."""
         gc = getattr(self.generator, "generation_config", None)
-        if gc is None:
-            return
-        if gc.pad_token_id is None:
+        if gc is not None and gc.pad_token_id is None:
             pad = getattr(self.tokenizer, "pad_token_id", None)
-            if pad is None:
-                eos = gc.eos_token_id
-                pad = eos[0] if isinstance(eos, (list, tuple)) else eos
-            gc.pad_token_id = pad
+            gc.pad_token_id = pad if pad is not None else _eos_ids(gc)[0]
 
     @property
     def placeholder(self) -> str:
@@ -177,15 +159,13 @@ class Adapter:
         """
         missing = [k for k in self.feature_keys if k not in inputs or inputs[k] is None]
         if missing:
-            raise AudioInputError(
-                f"{self.model_type}: the processor output has no {', '.join(missing)} (keys: "
-                f"{', '.join(inputs.keys())}); the audio was dropped")
+            raise AudioInputError(f"{self.model_type}: the processor output has no {', '.join(missing)} (keys: "
+                                  f"{', '.join(inputs.keys())}); the audio was dropped")
         ids = inputs["input_ids"]
         per_row = (ids == self.placeholder_id).sum(dim=1)
         if ids.shape[0] != n or bool((per_row == 0).any()):
-            raise AudioInputError(
-                f"{self.model_type}: {int((per_row == 0).sum())} of {n} prompts have no audio "
-                f"placeholder {self.placeholder!r}")
+            raise AudioInputError(f"{self.model_type}: {int((per_row == 0).sum())} of {n} prompts have no audio "
+                                  f"placeholder {self.placeholder!r}")
 
     def token_limit(self) -> int:
         """New-token limit of one response (``entry.max_new_tokens``)."""
@@ -217,9 +197,7 @@ class Adapter:
     def n_new_tokens(self, new_tokens) -> list[int]:
         """Generated tokens per row, not counting padding after an early end-of-sequence."""
         gc = self.generator.generation_config
-        pad = gc.pad_token_id
-        eos = gc.eos_token_id
-        eos = set(eos if isinstance(eos, (list, tuple)) else ([eos] if eos is not None else []))
+        pad, eos = gc.pad_token_id, set(_eos_ids(gc))
         counts = []
         for row in new_tokens.tolist():
             n = next((k + 1 for k, t in enumerate(row) if t in eos), None)
@@ -237,6 +215,12 @@ class Adapter:
     @property
     def dtype(self):
         return getattr(self.generator, "dtype", None)
+
+
+def _eos_ids(gc) -> list:
+    """A generation config's end-of-sequence ids as a list (``[None]`` when it has none)."""
+    eos = gc.eos_token_id
+    return list(eos) if isinstance(eos, (list, tuple)) else [eos]
 
 
 @functools.cache
@@ -258,11 +242,6 @@ def torchvision_ok() -> bool:
     return _importable("torchvision")
 
 
-def timm_ok() -> bool:
-    """True when timm imports (cached)."""
-    return torchvision_ok() and _importable("timm")
-
-
 def no_torchvision_patch(*, image: bool = False) -> bool:
     """Let processors with video / image sub-processors load without torchvision.
 
@@ -279,14 +258,13 @@ def no_torchvision_patch(*, image: bool = False) -> bool:
         return True
     from transformers.processing_utils import ProcessorMixin  # noqa: PLC0415
 
-    stubs = _stub_classes()
     if not image:
         import transformers.models.auto.video_processing_auto as vpa  # noqa: PLC0415
 
         class _StubAutoVideoProcessor:
             @classmethod
             def from_pretrained(cls, *args, **kwargs):
-                return stubs["video"]()
+                return stub_processor("video")
 
         vpa.AutoVideoProcessor = _StubAutoVideoProcessor
         orig_check = ProcessorMixin.check_argument_for_proper_class
@@ -309,7 +287,7 @@ def no_torchvision_patch(*, image: bool = False) -> bool:
                 try:
                     return orig_cls.from_pretrained(*args, **kwargs)
                 except Exception:  # noqa: BLE001 - ImportError (torchvision) or unknown stub type
-                    return stubs["image"]()
+                    return stub_processor("image")
 
         ipa.AutoImageProcessor = _AutoImageProcessor
     _STATE[key] = True
@@ -339,14 +317,9 @@ def _stub_classes() -> dict:
     return {"video": NoVideoProcessor, "image": NoImageProcessor}
 
 
-def stub_video_processor():
-    """An inert video processor instance (for building processors without torchvision)."""
-    return _stub_classes()["video"]()
-
-
-def stub_image_processor():
-    """An inert image processor instance (for building processors without torchvision)."""
-    return _stub_classes()["image"]()
+def stub_processor(kind: str):
+    """An inert ``"video"`` or ``"image"`` processor instance (for building processors without torchvision)."""
+    return _stub_classes()[kind]()
 
 
 def no_timm_vision_patch() -> bool:
@@ -356,7 +329,7 @@ def no_timm_vision_patch() -> bool:
     patch, loading a real checkpoint reports the vision-tower weights as unused (a warning) and
     an image input raises. Idempotent; does nothing (returns False) when timm works.
     """
-    if timm_ok():
+    if torchvision_ok() and _importable("timm"):
         return False
     if _STATE.get("timm_patch"):
         return True
@@ -369,7 +342,7 @@ def no_timm_vision_patch() -> bool:
             self.config = config
 
         def forward(self, *a, **k):
-            raise RuntimeError("the Gemma 3n vision tower is stubbed out (timm unusable here); " "audio and text only")
+            raise RuntimeError("the Gemma 3n vision tower is stubbed out (timm unusable here); audio and text only")
 
     orig = g3n.AutoModel
 

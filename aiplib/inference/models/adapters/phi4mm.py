@@ -40,8 +40,7 @@ class Phi4MultimodalAdapter(Adapter):
             raise MissingPackageError("Phi-4-multimodal's speech adapter needs the Python package "
                                       "'peft'; install it with `pip install peft`") from None
         hub = {k: v for k, v in kw.items() if k in ("revision", "local_files_only", "token")}
-        model.load_adapter(source, adapter_name="speech",
-                           adapter_kwargs={"subfolder": SPEECH_LORA, **hub},
+        model.load_adapter(source, adapter_name="speech", adapter_kwargs={"subfolder": SPEECH_LORA, **hub},
                            device_map=kw.get("device_map"))
         model.set_adapter("speech")
         model._aip_speech_lora = True

@@ -8,8 +8,7 @@ import base64
 
 from aiplib.inference.models.adapters import Adapter, wav_bytes
 
-AUDIO_TOKEN_ID = 24
-"""Id of ``[AUDIO]`` (hard-coded in ``VoxtralProcessor``)."""
+AUDIO_TOKEN_ID = 24  # id of [AUDIO] (hard-coded in VoxtralProcessor)
 
 
 class VoxtralAdapter(Adapter):
