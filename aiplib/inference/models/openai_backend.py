@@ -66,11 +66,9 @@ def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int,
 
 @dataclass(frozen=True)
 class OpenAIOptions:
-    """Overrides of an ``openai`` entry's settings (None: the entry's value): ``timeout_s`` (seconds per
-    request, default ``extra["timeout_s"]`` or 120), ``max_retries``, ``backoff_s``, ``max_backoff_s``,
-    ``probe`` (``engine_args``), ``batch_size``, ``concurrency`` (requests in flight, default 1);
-    ``path`` is ignored.
-    """
+    """Overrides of an ``openai`` entry's settings (None: the entry's value): ``timeout_s`` (seconds per request,
+    default the entry's or 120), ``max_retries``, ``backoff_s``, ``max_backoff_s``, ``probe`` (``engine_args``),
+    ``batch_size``, ``concurrency`` (requests in flight, default 1); ``path`` is ignored."""
 
     timeout_s: float | None = None
     max_retries: int | None = None
@@ -138,8 +136,7 @@ class OpenAIRecogniser(Recogniser):
                 "revision": self.entry.revision, "stats": self.stats()}
 
     def stats(self) -> dict:
-        """Requests, retries, errors, wall seconds inside ``generate``, stimuli/s, RTFx and the
-        largest number of requests observed in flight at once."""
+        """Requests, retries, errors, seconds inside ``generate``, stimuli/s, RTFx, most requests in flight at once."""
         with self._lock:
             s = dict(self._stats)
         s["seconds"] = round(s["seconds"], 3)

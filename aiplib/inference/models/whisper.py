@@ -94,13 +94,10 @@ class WhisperRecogniser(Recogniser):
         except ModuleNotFoundError as exc:
             raise MissingPackageError("the faster_whisper backend needs faster-whisper; "
                                       "install it with `pip install faster-whisper`") from exc
-        self.name = entry.id
-        self.entry = entry
-        self.path = self.decoding["path"]
+        self.name, self.entry, self.path = entry.id, entry, self.decoding["path"]
         self.batch_size = int(o.batch_size or entry.batch_size or 1)
         self.window = dict(windows_s=tuple(self.decoding["windows_s"]), min_pad_s=self.decoding["min_pad_s"])
-        self.no_speech_threshold = o.no_speech_threshold
-        self.log_prob_threshold = o.log_prob_threshold
+        self.no_speech_threshold, self.log_prob_threshold = o.no_speech_threshold, o.log_prob_threshold
         self.device = registry.resolve_device(o.device or entry.device)
         self.compute_type = o.compute_type or entry.precision
         cores = _n_threads()
@@ -109,22 +106,18 @@ class WhisperRecogniser(Recogniser):
         self.weights_path, self.weights_sha256 = resolve_weights(entry)
         t0 = time.perf_counter()
         try:
-            self.model = WhisperModel(self.weights_path, device=self.device,
-                                      compute_type=self.compute_type, cpu_threads=self.cpu_threads,
-                                      num_workers=self.workers, local_files_only=True)
+            self.model = WhisperModel(self.weights_path, device=self.device, compute_type=self.compute_type,
+                                      cpu_threads=self.cpu_threads, num_workers=self.workers, local_files_only=True)
         except Exception as exc:  # noqa: BLE001 - hub/ctranslate2 raise many types
-            raise ModelUnavailableError(
-                f"{entry.id}: cannot open Whisper weights {self.weights_path!r} offline "
-                f"({type(exc).__name__}: {exc})") from exc
+            raise ModelUnavailableError(f"{entry.id}: cannot open Whisper weights {self.weights_path!r} "
+                                        f"offline ({type(exc).__name__}: {exc})") from exc
         self.load_s = time.perf_counter() - t0
         self.tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
                                    task="transcribe", language="en")
         self.suppress_tokens = list(get_suppressed_tokens(self.tokenizer, [-1]))
         self.max_initial_timestamp_index = int(round(1.0 / self.model.time_precision))
-        self._prompt_cache: dict = {}
         self.encoder_cache_size = int(o.encoder_cache if o.encoder_cache is not None else 2 * self.batch_size)
-        self._enc_cache: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
+        self._prompt_cache, self._enc_cache, self._lock = {}, OrderedDict(), threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
     def info(self) -> dict:
@@ -210,12 +203,10 @@ class WhisperRecogniser(Recogniser):
         tokens = self._prompt_tokens(prompt)
         max_length = len(tokens) + int(self.entry.max_new_tokens)
         if max_length > self.model.max_length:
-            raise AiplibParameterError(
-                f"prompt of {len(tokens)} tokens + max_new_tokens {self.entry.max_new_tokens} "
-                f"exceeds Whisper's {self.model.max_length}-token context")
-        return tokens, dict(beam_size=1, patience=1, length_penalty=1, repetition_penalty=1,
-                            no_repeat_ngram_size=0, max_length=max_length, return_scores=True,
-                            return_no_speech_prob=True, suppress_blank=True,
+            raise AiplibParameterError(f"prompt of {len(tokens)} tokens + max_new_tokens {self.entry.max_new_tokens} "
+                                       f"exceeds Whisper's {self.model.max_length}-token context")
+        return tokens, dict(beam_size=1, patience=1, length_penalty=1, repetition_penalty=1, no_repeat_ngram_size=0,
+                            max_length=max_length, return_scores=True, return_no_speech_prob=True, suppress_blank=True,
                             suppress_tokens=self.suppress_tokens,
                             max_initial_timestamp_index=self.max_initial_timestamp_index)
 

