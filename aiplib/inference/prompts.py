@@ -73,10 +73,7 @@ def _mutation(node, variable) -> str | None:
 def _describe(node) -> str:
     if isinstance(node, ast.JoinedStr):
         return "an f-string"
-    try:
-        text = ast.unparse(node)
-    except Exception:  # noqa: BLE001 - a description only
-        text = type(node).__name__
+    text = ast.unparse(node)  # a node of ast.parse always unparses
     return f"`{text[:60]}{'…' if len(text) > 60 else ''}`"
 
 

@@ -223,20 +223,19 @@ def _run_family(run: _ModelRun, family: str, fplan: dict) -> dict:
         for k, batch in enumerate(batches):
             done = ahead.result()
             ahead = mixer.submit(mix_batch, batches[k + 1], ws, max_samples) if k + 1 < len(batches) else None
-            mixed = []  # (record, audio or None, audio_s, error)
-            for r, y, info, err in done:
+            for r, y, info, err in done:  # (record, audio or None, MixInfo or None, error or None)
                 if err is None:
                     run.diag.add(r, family, info)
                     fam_audio_s += len(y) / SR
-                mixed.append((r, y, None if y is None else round(len(y) / SR, 4), err))
             run.diag.flush()
             n_dec = {}
             for t in tasks:
                 prompt_id, text = prompts[t]
                 rows, ok, audios = [], [], []
-                for r, y, audio_s, err in mixed:
+                for r, y, _, err in done:
                     if r["id"] not in todo[t]:
                         continue
+                    audio_s = None if y is None else round(len(y) / SR, 4)
                     rows.append({"manifest": r, "raw": ERROR_RESPONSE, "model": entry.id, "task": t,
                                  "prompt_set": ps.name, "prompt_id": prompt_id, "decode_s": None, "audio_s": audio_s,
                                  "stim_key": keys[t][r["id"]], "batch_size": None, "error": err,
