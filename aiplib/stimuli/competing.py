@@ -1,29 +1,21 @@
 """The ``competing_speech`` condition family: a target mixed with other talkers, and the leakage
 of their words into the answer.
 
-Mixing
-------
 A *distractor stream* of one language covers the target: the language's utterances (sorted by
-``distractor_id``) in a seeded random order, each at −23 LUFS (:func:`aiplib.stimuli.mixing.
-normalized_speech`), end to end with :data:`GAP_S` s of silence between them; the first starts
-``offset`` samples before the target (uniform in ``[0, len(first))``). When the pool is used up
-the order starts again (``looped``). A ``cocktail`` scales each language's stream to the same mean
-power over the target's ``n`` samples (``d_k / sqrt(mean(d_k²))``, float64) and sums them.
+``distractor_id``) in a seeded random order, each at −23 LUFS, end to end with :data:`GAP_S` s of
+silence between them, the first starting ``offset`` samples before the target (uniform in
+``[0, len(first))``); a used-up pool starts again (``looped``). A ``cocktail`` scales each stream to
+unit mean power over the target's ``n`` samples (float64) and sums them. The authors' mixer
+(:func:`aiplib.stimuli.mixing.mix`) adds the distractor, so the SNR is target over *total*
+distractor power in dB. One ``numpy.random.default_rng(seed)`` draws, per stream in the order of
+``languages``, the utterance order then the offset.
 
-The distractor is mixed with :func:`aiplib.stimuli.mixing.mix`, the authors' mixer, so the SNR is
-target over *total* distractor power in dB, as for the backgrounds; each stream of a cocktail of
-``K`` sits about ``10·log10(K)`` dB below the total. One ``numpy.random.default_rng(seed)`` draws,
-per stream in the order of ``languages``, the utterance order then the offset.
-
-Leakage (MUSA's "interference" error class)
--------------------------------------------
-ASR: the *leak words* of a hypothesis are its words (paper normalisation,
-:func:`aiplib.core.textnorm.normalize_text`) in the distractor's transcript and not in the
-target's; ``leak_share = n_leak_words / n_hyp_words``. KWS: the answer's first word
-(:func:`aiplib.core.textnorm.kws_first_word`) is a distractor word other than the label. Words
-shared by chance count too, so each row also gets the *floor* (the item's clean hypothesis against
-this row's distractor text) and the *mismatch* share (this row's hypothesis against the distractor
-text of the next item in the same condition and SNR).
+Leakage (MUSA's "interference" errors): ASR *leak words* are hypothesis words (paper
+normalisation) in the distractor's transcript and not in the target's, ``leak_share =
+n_leak_words / n_hyp_words``; KWS: the answer's first word is a distractor word other than the
+label. Chance overlap is measured by the *floor* (the item's clean hypothesis against this row's
+distractor text) and the *mismatch* share (this row's hypothesis against the distractor text of
+the next item in the same condition and SNR).
 """
 from __future__ import annotations
 
@@ -519,14 +511,10 @@ def leakage_asr(hypothesis, target_text, distractor_text) -> dict:
     hyp, ref = _words(hypothesis), _words(target_text)
     leak_vocab = set(_words(distractor_text)) - set(ref)
     is_leak = [w in leak_vocab for w in hyp]
-    inserted = [False] * len(hyp)
-    if hyp and not ref:
-        inserted = [True] * len(hyp)
-    elif hyp:
-        for chunk in jiwer.process_words(" ".join(ref), " ".join(hyp)).alignments[0]:
-            if chunk.type == "insert":
-                for j in range(chunk.hyp_start_idx, chunk.hyp_end_idx):
-                    inserted[j] = True
+    inserted = [not ref] * len(hyp)
+    for chunk in jiwer.process_words(" ".join(ref), " ".join(hyp)).alignments[0] if hyp and ref else ():
+        if chunk.type == "insert":
+            inserted[chunk.hyp_start_idx:chunk.hyp_end_idx] = [True] * (chunk.hyp_end_idx - chunk.hyp_start_idx)
     n_leak = sum(is_leak)
     return dict(n_hyp_words=len(hyp), n_leak_words=n_leak, leak_share=n_leak / len(hyp) if hyp else float("nan"),
                 n_insertions=sum(inserted), n_leak_insertions=sum(a and b for a, b in zip(is_leak, inserted)),
@@ -647,6 +635,14 @@ def _asr_leak_row(resp, ref, dtext, fresp, otext) -> dict:
     return r
 
 
+def _kws_leak_row(resp, label, dtext, fresp, otext) -> list:
+    def leak(r, t):
+        return leakage_kws(r, t, label=label)["kws_leak"]
+
+    return [leak(resp, dtext), leak(fresp, dtext) if isinstance(fresp, str) else pd.NA,
+            leak(resp, otext) if isinstance(otext, str) else pd.NA]
+
+
 def score_columns(out: pd.DataFrame, task_family: str) -> pd.DataFrame:
     """Stage 8's leakage columns, its floor and its mismatch baseline (:data:`LEAK_ASR_COLUMNS` or
     :data:`LEAK_KWS_COLUMNS`) appended to the score rows ``out`` (``item_id, bg_id, snr_db,
@@ -658,23 +654,12 @@ def score_columns(out: pd.DataFrame, task_family: str) -> pd.DataFrame:
     clean = out[out["bg_id"] == "clean"].drop_duplicates("item_id", keep="last").set_index("item_id")["response"]
     floor_resp = clean.reindex(out["item_id"]).to_numpy()
     other = _mismatched_texts(out, comp_rows)
-    if task_family == "asr":
-        nan = dict.fromkeys(LEAK_ASR_COLUMNS, math.nan) | {"leak_words": ""}
-        rows = [_asr_leak_row(*r[1:]) if r[0] else nan for r in
-                zip(comp_rows, out["response"], out["reference"], out["distractor_text"], floor_resp, other)]
-        leak = pd.DataFrame(rows, index=out.index, columns=LEAK_ASR_COLUMNS)
-    else:
-        leak = pd.DataFrame({c: pd.array([pd.NA] * len(out), dtype="boolean") for c in LEAK_KWS_COLUMNS},
-                            index=out.index)
-        for i, (ok, resp, lab, dtext, fresp, otext) in enumerate(zip(comp_rows, out["response"], out["label"],
-                                                                     out["distractor_text"], floor_resp, other)):
-            if ok:
-                leak.iloc[i, 0] = leakage_kws(resp, dtext, label=lab)["kws_leak"]
-                if isinstance(fresp, str):
-                    leak.iloc[i, 1] = leakage_kws(fresp, dtext, label=lab)["kws_leak"]
-                if isinstance(otext, str):
-                    leak.iloc[i, 2] = leakage_kws(resp, otext, label=lab)["kws_leak"]
-    return pd.concat([out, leak], axis=1)
+    asr = task_family == "asr"
+    blank = dict.fromkeys(LEAK_ASR_COLUMNS, math.nan) | {"leak_words": ""} if asr else [pd.NA] * 3
+    rows = [(_asr_leak_row if asr else _kws_leak_row)(*r[1:]) if r[0] else blank for r in zip(
+        comp_rows, out["response"], out["reference" if asr else "label"], out["distractor_text"], floor_resp, other)]
+    leak = pd.DataFrame(rows, index=out.index, columns=LEAK_ASR_COLUMNS if asr else LEAK_KWS_COLUMNS)
+    return pd.concat([out, leak if asr else leak.astype("boolean")], axis=1)
 
 
 def sidecar(df: pd.DataFrame, task_family: str) -> dict:
