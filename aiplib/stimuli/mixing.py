@@ -119,36 +119,15 @@ def loudness_normalize(x, target_lufs: float = SPEECH_LUFS, *, name: str = "audi
     return y, float(measured)
 
 
-def tile_background(bg, n: int) -> np.ndarray:
-    """The background tiled ``ceil(n / len(bg))`` times when shorter than ``n`` samples, else unchanged.
+def bg_offset(seed: int, n_bg: int, n_speech: int) -> int:
+    """Start sample of the background segment, the authors' rule (without loading the background):
+    ``default_rng(seed).integers(0, max(1, L − n_speech))``, ``L`` the length (samples) after tiling
+    the ``n_bg`` samples ``ceil(n_speech / n_bg)`` times when shorter than the ``n_speech`` samples.
 
     Raises
     ------
     AudioFileError
-        If ``bg`` is empty.
-    """
-    bg = np.asarray(bg)
-    if bg.shape[0] == 0:
-        raise AudioFileError("the background holds no samples")
-    if bg.shape[0] < n:
-        bg = np.tile(bg, int(np.ceil(n / bg.shape[0])))
-    return bg
-
-
-def bg_offset(seed: int, n_bg: int, n_speech: int) -> int:
-    """Start sample of the background segment, the authors' rule (without loading the background).
-
-    ``default_rng(seed).integers(0, max(1, L − n_speech))`` with ``L`` the tiled length
-    (:func:`tile_background`).
-
-    Parameters
-    ----------
-    seed : int
-    n_bg, n_speech : int > 0, samples
-
-    Returns
-    -------
-    int, samples
+        If the background holds no samples.
     """
     n_bg, n_speech = int(n_bg), int(n_speech)
     if n_bg <= 0:
@@ -162,8 +141,9 @@ def background_segment(bg, seed: int, n: int) -> tuple[np.ndarray, int]:
     """The ``n`` background samples a row with ``seed`` uses, and their offset (samples, into
     the tiled background); ``bg`` [shape=(m,)], the segment [shape=(n,)] in its dtype.
     """
-    off = bg_offset(seed, np.asarray(bg).shape[0], n)
-    return tile_background(bg, n)[off: off + n], off
+    bg = np.asarray(bg)
+    off = bg_offset(seed, bg.shape[0], n)  # raises on an empty background
+    return (np.tile(bg, int(np.ceil(n / bg.shape[0]))) if bg.shape[0] < n else bg)[off: off + n], off
 
 
 def segment_active(segment) -> tuple[bool, float]:
@@ -231,12 +211,19 @@ def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUF
     info : MixInfo
     """
     s, measured = loudness_normalize(np.asarray(speech, dtype=np.float32), speech_lufs)
-    lufs = float(speech_lufs) if np.isfinite(measured) else measured
-    speech_peak = float(np.max(np.abs(s))) if s.size else 0.0
+    lufs, speech_peak = float(speech_lufs) if np.isfinite(measured) else measured, _peak(s)
     if bg is None:
-        return s, MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0, speech_peak=speech_peak)
+        return s, _clean_info(lufs, speech_peak)
     m = _mix_normalized(s, np.asarray(bg, dtype=np.float32), snr_db, seed)
     return m.y, m.info(s, snr_db, lufs, speech_peak)
+
+
+def _peak(s) -> float:
+    return float(np.max(np.abs(s))) if s.size else 0.0
+
+
+def _clean_info(lufs, speech_peak) -> MixInfo:
+    return MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0, speech_peak=speech_peak)
 
 
 def achieved_snr_db(speech, noise) -> float:
@@ -311,12 +298,9 @@ def mix_row(row: Mapping, ws) -> dict:
         An incomplete row.
     """
     s, measured = normalized_speech(ws.path(str(_row_value(row, "speech_path"))))
-    lufs = SPEECH_LUFS if np.isfinite(measured) else measured
-    speech_peak = float(np.max(np.abs(s))) if s.size else 0.0
+    lufs, speech_peak = SPEECH_LUFS if np.isfinite(measured) else measured, _peak(s)
     if is_clean_row(row):
-        y = s.copy()
-        info = MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0, speech_peak=speech_peak)
-        return dict(mixture=y, speech=y.copy(), background=np.zeros_like(y), info=info)
+        return dict(mixture=s.copy(), speech=s.copy(), background=np.zeros_like(s), info=_clean_info(lufs, speech_peak))
     snr, seed = _row_value(row, "snr_db"), _row_value(row, "seed")
     try:
         snr, seed = float(snr), int(seed)
