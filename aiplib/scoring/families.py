@@ -22,8 +22,8 @@ def suite_families(suite) -> tuple:
 
 
 def score_families(ws, suite) -> dict:
-    """Stage 8 for the families of ``suite`` other than ``background`` whose manifests and inference
-    files exist: shards merged (:func:`aiplib.inference.shards.merge_all`), then
+    """Stage 8 for the families of ``suite`` with a table of their own (not ``background``) whose
+    manifests and inference files exist: shards merged (:func:`aiplib.inference.shards.merge_all`), then
     :func:`aiplib.scoring.score.score_inference` on ``ws.with_family(cf)``.
 
     Returns
@@ -32,7 +32,7 @@ def score_families(ws, suite) -> dict:
         ``{family: {task: scores}}``; a family left out is named with the reason (printed).
     """
     out = {}
-    for cf in [f for f in suite_families(suite) if f != "background"]:
+    for cf in [f for f in suite_families(suite) if FAMILIES[f].TABLE is not None]:  # background: stage 8 itself
         view = ws.with_family(cf)
         if not any(Path(view.manifest_csv(t)).is_file() for t in ("asr", "kws")):
             print(f"{cf}: no manifests under {ws.rel(view.manifest_csv('asr').parent)}; not scored")

@@ -58,10 +58,7 @@ def family(name):
 def row_family(row) -> str:
     """The condition family of a manifest row: its ``condition_family``; ``background`` when the
     column is absent or empty (the authors' rows)."""
-    v = row.get("condition_family") if hasattr(row, "get") else None
-    if v is None or (isinstance(v, float) and v != v):
-        return "background"
-    v = str(v).strip()
+    v = str(row.get("condition_family") if hasattr(row, "get") else "").strip()  # None, NaN, <NA> read as empty
     return v if v and v.lower() not in ("nan", "<na>", "none") else "background"
 
 
