@@ -97,14 +97,8 @@ def condition_id(languages, *, setting: str | None = None) -> str:
 
 
 def condition_grid(languages, *, snrs_db=SNRS_DB, cocktail=None) -> list[dict]:
-    """The competing-speech conditions: every single language, then the cocktail, × every SNR.
-
-    Parameters
-    ----------
-    languages : sequence of str
-    snrs_db : sequence of int, dB
-    cocktail : sequence of str or None
-        Languages of the cocktail; default the first :data:`COCKTAIL_SIZE`; ``()`` for none.
+    """The competing-speech conditions: every single language, then the cocktail (default the first
+    :data:`COCKTAIL_SIZE` languages; ``()`` for none), × every SNR in ``snrs_db`` (dB).
 
     Returns
     -------
@@ -147,8 +141,8 @@ def distractor_stream(table: pd.DataFrame, language: str, n: int, rng, *, gap_s:
     d : np.ndarray [shape=(n,)], float32
         Utterances at −23 LUFS each, zeros in the gaps.
     part : dict
-        ``language``, ``voice``, ``same_voice_as_target``, ``ids`` and ``texts`` (in the order heard),
-        ``starts_s`` (relative to the target, s), ``offset_s``, ``offset_samples``, ``looped``.
+        ``language, voice, same_voice_as_target``, ``ids`` and ``texts`` (in the order heard),
+        ``starts_s`` (relative to the target, s), ``offset_s, offset_samples, looped``.
 
     Raises
     ------
@@ -190,12 +184,11 @@ def build_distractor(table: pd.DataFrame, n: int, *, languages, seed: int, gap_s
 
     Parameters
     ----------
-    n : int, samples
+    table, n, gap_s, exclude_ids
+        As :func:`distractor_stream`.
     languages : str or sequence of str
         Distinct; one → ``single``, several → ``cocktail``.
     seed : int
-    table, gap_s, exclude_ids
-        As :func:`distractor_stream`.
 
     Returns
     -------
@@ -235,20 +228,19 @@ def competing_components(speech, table: pd.DataFrame, snr_db: float, seed: int, 
     Parameters
     ----------
     speech : np.ndarray [shape=(n,)], float32, 16 kHz
-        The target at any level (loudness-normalised here).
+        The target at any level (loudness-normalised to ``speech_lufs`` LUFS here).
     snr_db : float, dB
         Target over total distractor power.
-    speech_lufs : float, LUFS
     table, seed, languages, gap_s, exclude_ids
         As :func:`build_distractor`.
 
     Returns
     -------
     dict
-        ``mixture`` (float32 (n,), :func:`aiplib.stimuli.mixing.mix` of target and distractor),
-        ``speech``, ``distractor`` (float64 (n,), the scaled parts), ``streams`` (float64 (n,) per
-        language), ``info``: ``condition_family, setting, languages, streams, seed, gap_s,
-        target_snr_db, achieved_snr_db, stream_snr_db, gain_db, clip_scale, speech_lufs``.
+        ``mixture`` (float32 (n,), :func:`aiplib.stimuli.mixing.mix` of target and distractor);
+        ``speech``, ``distractor`` and ``streams`` (per language), float64 (n,) as scaled in it;
+        ``info``: ``condition_family, setting, languages, streams, seed, gap_s, target_snr_db,
+        achieved_snr_db, stream_snr_db, gain_db, clip_scale, speech_lufs``.
 
     Raises
     ------
@@ -287,10 +279,10 @@ def mix_competing(speech, table: pd.DataFrame, snr_db: float, seed: int, *, lang
 def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str = "", languages=None):
     """Stage 1: write the distractor table ``raw/distractors/distractors.csv``.
 
-    ``demo``: the installed Debian Asterisk prompt packages of ``languages`` (default
+    ``demo``: the installed Debian Asterisk prompts of ``languages`` (default
     :data:`aiplib.sources.corpora.asterisk_langs.DEMO_LANGUAGES`), decoded once to FLAC under
-    ``raw/distractors/audio/``. ``paper``/``custom``: the folder ``distractors_dir`` with its texts
-    table ``distractor_texts`` (validated as custom speech); neither given: nothing is written.
+    ``raw/distractors/audio/``; otherwise the folder ``distractors_dir`` with its texts table
+    ``distractor_texts`` (validated as custom speech), or nothing when neither is given.
 
     Returns
     -------
@@ -321,9 +313,10 @@ def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str 
 
 
 def _decoded(ws, table):
-    """The G.722 prompts decoded once to 16-bit FLAC under ``raw/distractors/audio/`` (exactly the
-    samples :func:`aiplib.io.audio.load_audio` gives, checked per file; a file that is not exact keeps
-    its G.722 path). A decoded file is kept while its source's SHA-256 is the one in ``sources.json``."""
+    """The G.722 prompts decoded once to 16-bit FLAC under ``raw/distractors/audio/``, each checked to
+    hold exactly :func:`aiplib.io.audio.load_audio`'s samples (else it keeps its G.722 path); kept
+    while its source's SHA-256 is the one in ``sources.json``.
+    """
     import soundfile as sf
 
     out = ws.raw / "distractors" / "audio"
@@ -389,15 +382,13 @@ def _excluded(ws, table, item) -> list[str]:
 
 def manifest_plan(ws, task, *, languages=None, snrs=None, **_) -> ManifestPlan:
     """Stage 5's competing-speech rows: every :func:`condition_grid` condition of ``languages``
-    (default: those of the distractor table; one distractor each, then the cocktail of the first
-    :data:`COCKTAIL_SIZE`) at ``snrs`` (default :data:`SNRS_DB`, dB).
+    (default: the distractor table's) at ``snrs`` (default :data:`SNRS_DB`, dB).
 
-    A row: id ``<item>_<condition_id>_snr<N>``, ``background_id`` the condition id,
-    ``condition = "noisy"``, ``bg_path`` empty; ``setting``, ``distractor_languages`` (``fr`` or
-    ``fr+it+ru``), ``same_voice_as_target`` (a distractor read by the target's own voice),
-    ``distractor_ids`` (``|``-joined, in the order heard), ``distractor_text`` (space-joined),
-    ``looped`` and ``condition_params`` (compact JSON: ``languages``, ``gap_s``, ``seed``,
-    ``exclude_ids``, ``offsets_s``). Materialising recomputes the plan and refuses a row whose ids differ.
+    A row: id ``<item>_<condition_id>_snr<N>``, ``background_id`` the condition id, ``condition =
+    "noisy"``, ``bg_path`` empty; ``setting``, ``distractor_languages`` (``fr`` or ``fr+it+ru``),
+    ``same_voice_as_target`` (a distractor in the target's own voice), ``distractor_ids``
+    (``|``-joined, in the order heard), ``distractor_text`` (space-joined), ``looped`` and
+    ``condition_params`` (compact JSON: ``languages, gap_s, seed, exclude_ids, offsets_s``).
 
     Raises
     ------
@@ -436,10 +427,9 @@ def manifest_plan(ws, task, *, languages=None, snrs=None, **_) -> ManifestPlan:
 
 
 def row_components(row, ws) -> dict:
-    """Materialise a competing-speech manifest row (the family's ``row_components`` hook).
-
-    The target (``speech_path``) is mixed by :func:`competing_components` with the distractor of
-    ``condition_params`` drawn with the row's ``seed`` from ``raw/distractors/distractors.csv``, at ``snr_db``.
+    """Materialise a competing-speech manifest row (the family's ``row_components`` hook):
+    :func:`competing_components` of ``speech_path`` with the distractor of ``condition_params``
+    drawn with the row's ``seed`` from ``raw/distractors/distractors.csv``, at ``snr_db``.
 
     Returns
     -------
@@ -524,18 +514,12 @@ def leakage_asr(hypothesis, target_text, distractor_text) -> dict:
 def leakage_kws(response, distractor_text, *, label) -> dict:
     """Whether a KWS response is a distractor word (the paper's first-word rule).
 
-    Parameters
-    ----------
-    response : str or None
-    distractor_text : str or sequence of str
-    label : str
-        The clip's word (never a leak).
-
     Returns
     -------
     dict
-        ``first_word`` (:func:`aiplib.core.textnorm.kws_first_word`), ``kws_leak``: the first word is a
-        distractor word read by the same rule, not the label; an empty answer never leaks.
+        ``first_word`` (:func:`aiplib.core.textnorm.kws_first_word`) and ``kws_leak``: the first word
+        is a word of ``distractor_text`` (str or sequence of str, read by the same rule) other than
+        ``label``; an empty answer never leaks.
     """
     first = kws_first_word(response)
     if isinstance(distractor_text, (list, tuple)):
