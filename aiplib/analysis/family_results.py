@@ -1,12 +1,8 @@
 """Notebook 09's section "Beyond additive background": the tables of the condition families.
 
-Each family's score files pair every row with the item's clean row of the same family, so the
-statistics are those of the background conditions (:func:`aiplib.analysis.conditions.condition_table`:
-paired change with a percentile bootstrap over items, exact sign / McNemar test,
-Benjamini–Hochberg, verdict) with the robust view beside the paper's means
-(:func:`~aiplib.analysis.conditions.asr_robust`, :func:`~aiplib.analysis.conditions.kws_robust`).
-:func:`family_table` builds a family's table from what its module declares (``TABLE``,
-:data:`aiplib.stimuli.families.FAMILIES`); every table records ``n_resamples``, ``seed`` and ``level``.
+A family's scores pair every row with the item's clean row of the same family, so its statistics
+are those of the background conditions (:func:`aiplib.analysis.conditions.condition_table`), with
+the robust view beside the means; every table records ``n_resamples``, ``seed`` and ``level``.
 """
 from __future__ import annotations
 
@@ -209,14 +205,8 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
 
 
 def competing_figure_data(table: pd.DataFrame, *, model: str | None = None) -> pd.DataFrame:
-    """The tidy table notebook 09 draws Figure F1 from: one model's rows of :func:`competing_table`.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        :func:`competing_table`.
-    model : str, optional
-        Default: the first in name order.
+    """The tidy table notebook 09 draws Figure F1 from: the rows of ``model`` (default the first in
+    name order) of :func:`competing_table` ``table``.
 
     Returns
     -------
@@ -313,14 +303,8 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
 def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFrame | None = None, *,
                        distractors: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every condition of the families with its parameters and source (the report's list): each
-    family's ``conditions`` hook on its score or manifest rows.
-
-    Parameters
-    ----------
-    competing, channel : pandas.DataFrame, optional
-        The family's score or manifest rows (what ran); default the demo's grid, listed ``available``.
-    distractors : pandas.DataFrame, optional
-        The run's distractor table (voices and sources); default the demo's Asterisk voices.
+    family's ``conditions`` hook on its score or manifest rows ``competing`` / ``channel`` (default the
+    demo's grid, ``available``), voices and sources from ``distractors`` (default the demo's).
 
     Returns
     -------

@@ -1,18 +1,18 @@
 """Mixing speech with a background at a target SNR, exactly as the authors' mixer.
 
-Numerically ``mix`` of the authors' ``mixing/mix.py`` (IvLabs/AIP-Speech) with ``loudness_normalize``
-/ ``load_audio`` of their ``scripts/utils.py`` (written again here, not copied):
+``mix`` of the authors' ``mixing/mix.py`` (IvLabs/AIP-Speech) with ``loudness_normalize`` /
+``load_audio`` of their ``scripts/utils.py`` (written again here, not copied):
 
-1. the speech (16 kHz, float32) is loudness-normalised to :data:`SPEECH_LUFS` = −23 LUFS with
-   pyloudnorm (kept unchanged when its loudness is ±inf), cast to float32;
-2. the background (float32) is tiled ``ceil(n / len(bg))`` times if shorter than the ``n`` speech samples;
+1. the speech (16 kHz, float32) → :data:`SPEECH_LUFS` = −23 LUFS with pyloudnorm (unchanged when its
+   loudness is ±inf), float32;
+2. the background (float32) tiled ``ceil(n / len(bg))`` times if shorter than the ``n`` speech samples;
 3. the segment starts at ``off = numpy.random.default_rng(seed).integers(0, max(1, len(bg) − n))``;
-4. ``ps = mean(s²) + 1e-9``, ``pb = mean(b²) + 1e-9`` and the segment is multiplied by
-   ``sqrt(ps / (pb · 10^(snr_db / 10)))`` (float64);
+4. it is multiplied by ``sqrt(ps / (pb · 10^(snr_db / 10)))`` with ``ps = mean(s²) + 1e-9``,
+   ``pb = mean(b²) + 1e-9`` (float64);
 5. ``y = s + b``, divided by ``max|y|`` when that exceeds 1, cast to float32.
 
-A clean row is the normalised speech alone. A digitally silent segment is not an error: the 1e-9
-floor keeps the gain finite and the stimulus is effectively clean (``bg_active`` False).
+A clean row is the normalised speech alone; a digitally silent segment gives an effectively clean
+stimulus (``bg_active`` False).
 """
 from __future__ import annotations
 
@@ -46,26 +46,23 @@ class MixInfo:
 
     Attributes
     ----------
-    achieved_snr_db : float
-        ``10·log10(Σ s² / Σ b²)`` of the final parts, dB (``inf`` for clean or a silent segment).
-    target_snr_db : float
-        dB (``inf`` for clean).
-    speech_lufs : float
-        Speech loudness after normalisation, LUFS (``-inf`` for silent speech).
-    bg_gain_db : float
-        dB (``-inf`` for clean).
-    peak : float
-        Largest absolute sample of the stimulus.
+    achieved_snr_db, target_snr_db : float, dB
+        ``10·log10(Σ s² / Σ b²)`` of the final parts, and the target (``inf`` for clean; achieved
+        ``inf`` for a silent segment).
+    speech_lufs : float, LUFS
+        After normalisation (``-inf`` for silent speech).
+    bg_gain_db : float, dB
+        ``-inf`` for clean.
+    peak, speech_peak : float
+        Largest absolute sample of the stimulus, and of the normalised speech (can exceed 1).
     clip_scale : float
         ``1 / max|s + b|`` when the sum exceeded 1, else 1.0.
-    bg_offset : int or None
-        Start sample of the segment (after tiling); None for clean.
+    bg_offset : int or None, samples
+        Start of the segment after tiling; None for clean.
     bg_power : float
         Mean power of the segment before scaling (NaN for clean).
     bg_active : bool or None
         False for digital silence (:data:`BG_SILENCE_POWER`); None for clean.
-    speech_peak : float
-        Largest absolute sample of the normalised speech (can exceed 1).
     """
 
     achieved_snr_db: float
@@ -93,10 +90,9 @@ def loudness_normalize(x, target_lufs: float = SPEECH_LUFS, *, name: str = "audi
     Returns
     -------
     y : np.ndarray [shape=(n,)]
-        ``x`` itself when its loudness is ±inf, else ``pyloudnorm.normalize.loudness(x, measured,
-        target_lufs)`` as float32.
-    measured : float
-        Integrated loudness of ``x`` (ITU-R BS.1770-4, 0.4 s blocks), LUFS.
+        ``x`` itself when its loudness is ±inf, else ``pyloudnorm.normalize.loudness`` as float32.
+    measured : float, LUFS
+        Integrated loudness of ``x`` (ITU-R BS.1770-4, 0.4 s blocks).
 
     Raises
     ------
@@ -197,13 +193,12 @@ def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUF
     Parameters
     ----------
     speech : np.ndarray [shape=(n,)], float32, 16 kHz
-        Speech at any level (normalised here).
+        At any level (normalised to ``speech_lufs`` LUFS here).
     bg : np.ndarray [shape=(m,)], float32, or None
-        Background (tiled if shorter); ``None`` gives the normalised speech.
+        Tiled if shorter; ``None`` gives the normalised speech.
     snr_db : float, dB
     seed : int
         Seeds the background offset.
-    speech_lufs : float, LUFS
 
     Returns
     -------
@@ -255,8 +250,8 @@ def normalized_speech(path, *, target_lufs: float = SPEECH_LUFS):
     Returns
     -------
     s : np.ndarray [shape=(n,)], float32, read-only
-    measured : float
-        Loudness before normalisation, LUFS (``-inf``: silent, returned unchanged).
+    measured : float, LUFS
+        Loudness before normalisation (``-inf``: silent, returned unchanged).
 
     Raises
     ------
@@ -288,9 +283,9 @@ def mix_row(row: Mapping, ws) -> dict:
     Returns
     -------
     dict
-        ``mixture`` (float32 (n,)), ``speech`` (float32 (n,), the normalised speech as in the mixture:
-        divided by the peak when the sum was), ``background`` (float32 (n,), the scaled segment as in
-        the mixture; zeros for clean), ``info`` (:class:`MixInfo`).
+        ``mixture``, ``speech`` (the normalised speech as in the mixture: divided by the peak when the
+        sum was) and ``background`` (the scaled segment as in the mixture; zeros for clean), float32
+        (n,); ``info`` (:class:`MixInfo`).
 
     Raises
     ------
