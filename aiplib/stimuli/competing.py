@@ -267,14 +267,6 @@ def competing_components(speech, table: pd.DataFrame, snr_db: float, seed: int, 
     return dict(mixture=y, speech=sp, distractor=dp, streams=stream_parts, info=info)
 
 
-def mix_competing(speech, table: pd.DataFrame, snr_db: float, seed: int, *, languages, gap_s: float = GAP_S,
-                  exclude_ids=(), speech_lufs: float = SPEECH_LUFS) -> tuple[np.ndarray, dict]:
-    """The mixture of :func:`competing_components` (float32 (n,), 16 kHz) and its ``info``."""
-    c = competing_components(speech, table, snr_db, seed, languages=languages, gap_s=gap_s,
-                             exclude_ids=exclude_ids, speech_lufs=speech_lufs)
-    return c["mixture"], c["info"]
-
-
 # ------------------------------------------------------------------------- stage 1: distractors
 def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str = "", languages=None):
     """Stage 1: write the distractor table ``raw/distractors/distractors.csv``.
