@@ -19,11 +19,11 @@ from aiplib.stimuli.mixing import mix
 SNRS = (-10, -5, 0, 5, 10)
 
 
-
 def mix_competing(*args, **kwargs):
     """The mixture and info of :func:`comp.competing_components`."""
     c = comp.competing_components(*args, **kwargs)
     return c["mixture"], c["info"]
+
 
 def _speechlike(seconds: float, f0: float, seed: int) -> np.ndarray:
     """A tone with a 3–5 Hz syllable-like envelope plus a little noise (loudness measurable)."""
