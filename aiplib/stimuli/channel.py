@@ -276,7 +276,7 @@ def apply(name: str, y, sr: int = SR, *, seed: int, **params) -> tuple[np.ndarra
     -------
     y_out : np.ndarray [shape=(n,) or shorter for ``cut``], float32
     info : dict (JSON-serialisable)
-        ``condition, transform, params, seed, applies_to, sr, n_in, n_out`` and what the transform reports.
+        ``condition, transform, params, seed, applies_to, sr, n_in, n_out`` and the transform's own.
 
     Raises
     ------
@@ -395,10 +395,9 @@ def tool_versions(name: str, **params) -> dict:
 
 
 def row_components(row, ws) -> dict:
-    """Materialise a channel manifest row (the family's ``row_components`` hook).
-
-    The speech is loudness-normalised to −23 LUFS as by the mixer, then :func:`apply` ``(channel_condition,
-    s, 16000, seed=row seed, **condition_params)``; not peak-scaled.
+    """Materialise a channel manifest row (the family's ``row_components`` hook): the speech at −23 LUFS
+    as by the mixer, then :func:`apply` ``(channel_condition, s, 16000, seed=row seed,
+    **condition_params)``; not peak-scaled.
 
     Returns
     -------

@@ -177,17 +177,17 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     Returns
     -------
     pandas.DataFrame
-        One row per (scope, model, task, bg_id, snr_db): ``scope, model, task, family, bg_id,
-        snr_db, condition, n_items, n_stimuli, n_pairs``; ASR ``wer_pp`` (corpus), ``mean_wer_pp``,
-        ``cer_pp``, ``sub_pp, del_pp, ins_pp`` (summing to ``wer_pp``), ``clean_wer_pp,
-        clean_mean_wer_pp``, ``mean_wer_capped_pp`` (mean of min(WER, 1)), ``median_wer_pp``,
-        ``n_loops`` (NaN without ``is_loop``); KWS ``acc_pp, clean_acc_pp, strict_acc_pp,
-        non_answer_pp`` (NaN without ``correct_strict`` / ``non_answer``); then ``measure``,
-        ``delta_pp`` (mean paired change, + = worse), ``ci_low_pp, ci_high_pp, ci_usable``; ASR
-        ``delta_corpus_pp, corpus_ci_low_pp, corpus_ci_high_pp, corpus_ci_usable, delta_capped_pp``;
-        ``test, p_value, p_bh`` (Benjamini–Hochberg over the conditions of a task, model and scope),
-        ``n_worse, n_better, n_ties, verdict, coarse, min_diff_pp, level, n_resamples, seed, note``.
-        ``clean`` rows carry the absolute values only.
+        One row per (scope, model, task, bg_id, snr_db): ``scope, model, task, family, bg_id, snr_db,
+        condition, n_items, n_stimuli, n_pairs``; ASR ``wer_pp`` (corpus), ``mean_wer_pp``, ``cer_pp``,
+        ``sub_pp, del_pp, ins_pp`` (summing to ``wer_pp``), ``clean_wer_pp, clean_mean_wer_pp``,
+        ``mean_wer_capped_pp`` (mean of min(WER, 1)), ``median_wer_pp``, ``n_loops`` (NaN without
+        ``is_loop``); KWS ``acc_pp, clean_acc_pp, strict_acc_pp, non_answer_pp`` (NaN without
+        ``correct_strict`` / ``non_answer``); ``measure``, ``delta_pp`` (mean paired change, + = worse),
+        ``ci_low_pp, ci_high_pp, ci_usable``; ASR ``delta_corpus_pp, corpus_ci_low_pp,
+        corpus_ci_high_pp, corpus_ci_usable, delta_capped_pp``; ``test, p_value, p_bh``
+        (Benjamini–Hochberg over the conditions of a task, model and scope), ``n_worse, n_better,
+        n_ties, verdict, coarse, min_diff_pp, level, n_resamples, seed, note``. ``clean`` rows carry the
+        absolute values only.
 
     Raises
     ------
@@ -196,11 +196,10 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
 
     Notes
     -----
-    ``delta_pp`` (ASR) is the mean over pairs of WER(noisy) − WER(clean), the quantity of Figures 4–5
-    and Table 4; ``delta_corpus_pp`` = (Σ errors noisy − Σ errors clean) / Σ N over the same pairs. A
-    verdict needs the interval to exclude 0, ``|delta_pp| >= min_diff_pp`` and ``p_bh <`` :data:`ALPHA`
-    (``n/a`` below :data:`MIN_ITEMS_FOR_VERDICT` paired items). Noisy rows without a clean partner
-    count in the absolute values only (``note``).
+    ``delta_pp`` (ASR) is the mean over pairs of WER(noisy) − WER(clean) (Figures 4–5, Table 4);
+    ``delta_corpus_pp`` = (Σ errors noisy − Σ errors clean) / Σ N over the same pairs. A verdict needs
+    the interval to exclude 0, ``|delta_pp| >= min_diff_pp`` and ``p_bh <`` :data:`ALPHA`. Noisy rows
+    without a clean partner count in the absolute values only (``note``).
     """
     family_spec(family)  # an unknown family raises
     bad = [s for s in scopes if s not in SCOPES]
@@ -314,25 +313,24 @@ def _aligned(values: pd.Series | None, paired: pd.DataFrame, by: list[str]) -> n
 
 
 def asr_robust(paired: pd.DataFrame, scores: pd.DataFrame, scope: str) -> pd.DataFrame:
-    """The ASR robust view of paired changes, beside the mean ΔWER (which one looping hypothesis,
-    WER 5, can carry past +100 pp).
+    """The ASR robust view of paired changes, beside the mean ΔWER (which one looping hypothesis, WER 5,
+    can carry past +100 pp).
 
     Parameters
     ----------
     paired : pandas.DataFrame [shape=(n_rows, ...)]
-        :func:`condition_table` of ``scores`` in ``scope``, ``bg_id`` renamed ``condition_id``.
+        :func:`condition_table` of ``scores`` in ``scope`` (:data:`SCOPES`), ``bg_id`` as ``condition_id``.
     scores : pandas.DataFrame
-        The ASR score rows (``model, bg_id, snr_db`` and ``delta_wer``, the per-row paired WER change
-        as a fraction; without it ``median_delta_wer_pp`` is NaN).
+        The ASR score rows (``model, bg_id, snr_db``, ``delta_wer`` as a fraction; without it
+        ``median_delta_wer_pp`` is NaN).
     scope : {"condition", "background"}
-        The grouping of ``paired`` (:data:`SCOPES`).
 
     Returns
     -------
     pandas.DataFrame [shape=(n_rows, 3)]
-        :data:`ASR_ROBUST_COLUMNS`, index of ``paired``: ``delta_wer_capped_pp`` (the table's
-        ``delta_capped_pp``: mean of min(WER_noisy, 1) − min(WER_clean, 1), pp), ``median_delta_wer_pp``
-        (median of the paired noisy stimuli's ``delta_wer``, pp) and ``n_loops``.
+        :data:`ASR_ROBUST_COLUMNS`, index of ``paired``: ``delta_wer_capped_pp`` (mean of
+        min(WER_noisy, 1) − min(WER_clean, 1), pp), ``median_delta_wer_pp`` (median ``delta_wer`` of the
+        noisy stimuli, pp) and ``n_loops``.
     """
     by = ["model", *SCOPES[scope]]
     med = None
@@ -346,24 +344,16 @@ def asr_robust(paired: pd.DataFrame, scores: pd.DataFrame, scope: str) -> pd.Dat
 
 def kws_robust(scores: pd.DataFrame, scope: str, *, n_resamples: int = 2000, seed: int = 0,
                level: float = 0.95) -> pd.DataFrame:
-    """The KWS robust view per (model, condition) of ``scope``.
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        KWS score rows (the columns of :func:`condition_table`, ``correct_strict`` and
-        ``non_answer``; either may be absent, its columns are then NaN).
-    scope : {"condition", "background"}
-    n_resamples, seed, level
-        Bootstrap of the strict change (:func:`condition_table` on ``correct_strict``).
+    """The KWS robust view per (model, condition) of ``scope`` from the KWS score rows ``scores``
+    (``correct_strict`` and ``non_answer``; an absent one gives NaN columns); ``n_resamples, seed,
+    level`` bootstrap the strict change (:func:`condition_table` on ``correct_strict``).
 
     Returns
     -------
     pandas.DataFrame
-        ``model, condition_id`` (and ``snr_db`` in scope ``condition``) then
-        :data:`KWS_ROBUST_COLUMNS`: ``delta_strict_acc_pp``, the mean paired change of the strict
-        accuracy (non-answers count wrong; clean − noisy, + = worse) with its interval, and
-        ``n_non_answers`` among the noisy responses.
+        ``model, condition_id`` (and ``snr_db`` in scope ``condition``), :data:`KWS_ROBUST_COLUMNS`:
+        ``delta_strict_acc_pp`` (mean paired change of the strict accuracy, non-answers wrong, + =
+        worse) with its interval, ``n_non_answers`` among the noisy responses.
     """
     by = ["model", *SCOPES[scope]]
     key = [c if c != "bg_id" else "condition_id" for c in by]
