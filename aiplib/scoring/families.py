@@ -64,10 +64,9 @@ def read_family_scores(ws, family: str, tasks=("asr", "kws")) -> dict[str, pd.Da
         if Path(p).is_file():
             df = read_scores(p)
             for c, kind in FAMILIES[family].SCORE_TYPES.items():
-                if c in df.columns and kind == "float":
-                    df[c] = pd.to_numeric(df[c], errors="coerce")
-                elif c in df.columns:
-                    df[c] = df[c].astype(str).str.lower().map({"true": True, "false": False}).astype("boolean")
+                if c in df.columns:
+                    df[c] = (pd.to_numeric(df[c], errors="coerce") if kind == "float" else
+                             df[c].astype(str).str.lower().map({"true": True, "false": False}).astype("boolean"))
             out[task] = df
     return out
 

@@ -209,15 +209,10 @@ def build_distractor(table: pd.DataFrame, n: int, *, languages, seed: int, gap_s
         raise AiplibParameterError(f"distractor languages must be distinct and not empty, got {langs}")
     rng = np.random.default_rng(int(seed))
     raw = [distractor_stream(table, lang, n, rng, gap_s=gap_s, exclude_ids=exclude_ids) for lang in langs]
-    parts = [p for _, p in raw]
+    parts, streams = [p for _, p in raw], [x.astype(np.float64) for x, _ in raw]
     if len(langs) == 1:
-        d = raw[0][0]
-        return d, [d.astype(np.float64)], parts
-    streams = []
-    for x, _ in raw:
-        x = x.astype(np.float64)
-        p = float(np.mean(x * x))
-        streams.append(x / math.sqrt(p) if p > 0 else x)
+        return raw[0][0], streams, parts
+    streams = [x / math.sqrt(p) if (p := float(np.mean(x * x))) > 0 else x for x in streams]
     return np.sum(streams, axis=0).astype(np.float32), streams, parts
 
 
