@@ -1,14 +1,6 @@
-"""Stage 6: manipulation checks — does the mixing do what the manifest says?
-
-* :func:`background_presence` — per background and SNR, the SNR achieved in the materialised
-  stimuli and how much of the background segment is active (not near-silent);
-* :func:`determinism` — the same manifest rows materialise to the same bytes, and every stored seed
-  and offset is what the manifest rules give (seeds: a row counter from 0 / 10000);
-* :func:`inactive_backgrounds` — per background, the share of noisy rows whose segment is digital
-  silence (``bg_active`` False: effectively clean stimuli);
-* :func:`subaudible_backgrounds` — per background, the share of its power that is DC or below
-  20 Hz, and how far the audible SNR lies above the nominal one;
-* :func:`write_inspection_clips` — a seeded set of stimuli written as WAV files for listening.
+"""Stage 6: manipulation checks — does the mixing do what the manifest says? Achieved SNR and
+background presence, determinism of seeds, offsets and bytes, digitally silent and subaudible
+backgrounds, and a seeded set of inspection clips.
 """
 from __future__ import annotations
 
