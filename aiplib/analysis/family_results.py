@@ -1,12 +1,8 @@
 """Notebook 09's section "Beyond additive background": the tables of the condition families.
 
-Each family's score files pair every row with the item's clean row of the same family, so the
-statistics are those of the background conditions (:func:`aiplib.analysis.conditions.condition_table`:
-paired change with a percentile bootstrap over items, exact sign / McNemar test,
-Benjamini–Hochberg, verdict) with the robust view beside the paper's means
-(:func:`~aiplib.analysis.conditions.asr_robust`, :func:`~aiplib.analysis.conditions.kws_robust`).
-:func:`family_table` builds a family's table from what its module declares (``TABLE``,
-:data:`aiplib.stimuli.families.FAMILIES`); every table records ``n_resamples``, ``seed`` and ``level``.
+A family's scores pair every row with the item's clean row of the same family, so its statistics
+are those of the background conditions (:func:`aiplib.analysis.conditions.condition_table`), with
+the robust view beside the means; every table records ``n_resamples``, ``seed`` and ``level``.
 """
 from __future__ import annotations
 
@@ -94,10 +90,25 @@ def _need(df, cols, what):
         raise AiplibParameterError(f"{what}: score table lacks column(s) {miss}")
 
 
-def _paired(scores, family, scope, kw):
-    """condition_table rows of one scope, keyed on (model, bg_id, snr_db)."""
-    t = cond.condition_table(scores, family, scopes=(scope,), **kw)
-    return t.rename(columns={"bg_id": "condition_id"})
+def _task_columns(scores, task, scope, key, values, tests, kw) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One task's columns of a family table, from :func:`aiplib.analysis.conditions.condition_table` in
+    ``scope``: ``key``, ``values``, the paired change with its interval (ASR: then the robust view),
+    ``tests``; renamed ``delta_wer_*``, ``asr_*`` or ``n_items_kws``, ``delta_acc_*``, ``kws_*``. Also
+    returns the condition table (``bg_id`` as ``condition_id``)."""
+    a = cond.condition_table(scores, task, scopes=(scope,), **kw).rename(columns={"bg_id": "condition_id"})
+    m = "wer" if task == "asr" else "acc"
+    names = {"delta_pp": f"delta_{m}_pp", "ci_low_pp": f"delta_{m}_ci_low_pp", "ci_high_pp": f"delta_{m}_ci_high_pp",
+             **({} if task == "asr" else {"n_items": "n_items_kws"}), **{c: f"{task}_{c}" for c in tests}}
+    parts = [a[key + values + ["delta_pp", "ci_low_pp", "ci_high_pp"]]]
+    if task == "asr":
+        parts.append(asr_robust(a, scores, scope))
+    return pd.concat(parts + [a[tests]], axis=1).rename(columns=names), a
+
+
+def _leak_share(noisy: pd.DataFrame, leak: str, words: str, key: list, name: str) -> pd.DataFrame:
+    """Σ ``leak`` / Σ ``words`` per ``key`` over the rows where ``leak`` is known (NaN without words)."""
+    s = noisy[noisy[leak].notna()].groupby(key)[[leak, words]].sum()
+    return (s[leak] / s[words].where(s[words] > 0)).rename(name).reset_index()
 
 
 def _condition_meta(noisy: pd.DataFrame) -> pd.DataFrame:
@@ -108,6 +119,11 @@ def _condition_meta(noisy: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"setting": g["setting"].first(), "distractor_languages": g["distractor_languages"].first(),
                          "same_voice_as_target": g["same_voice_as_target"].agg(
                              lambda v: any(parse_bool(x) is True for x in v))})
+
+
+_KWS_COMPETING = ["n_items_kws", "delta_acc_pp", "delta_acc_ci_low_pp", "delta_acc_ci_high_pp", "kws_p_bh",
+                  "kws_verdict", "kws_leak_pct", "kws_leak_ci_low_pct", "kws_leak_ci_high_pct", "kws_leak_floor_pct",
+                  "kws_leak_mismatch_pct", *KWS_ROBUST_COLUMNS]
 
 
 def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_resamples: int = 2000,
@@ -144,55 +160,38 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     kw = dict(n_resamples=n_resamples, seed=seed, level=level)
     spec = comp.TABLE
     key, scope = spec["key"], spec["scope"]
-    a = _paired(asr, "asr", scope, {**kw, "min_diff_pp": min_diff_pp})
-    rb = asr_robust(a, asr, scope)
-    t = a[key + ["n_items"]].assign(delta_wer_pp=a["delta_pp"], delta_wer_ci_low_pp=a["ci_low_pp"],
-                                    delta_wer_ci_high_pp=a["ci_high_pp"], **rb, asr_p_bh=a["p_bh"],
-                                    asr_verdict=a["verdict"], note=a["note"])
+    t, a = _task_columns(asr, "asr", scope, key, ["n_items"], ["p_bh", "verdict"], {**kw, "min_diff_pp": min_diff_pp})
+    t["note"] = a["note"]
     noisy = asr[asr["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
-    by = tuple(key)
-    lk = leakage_summary(noisy, by=by, task="asr", **kw)
-    fl = noisy[noisy["floor_n_hyp_words"].notna()].drop(columns=["n_hyp_words", "n_leak_words"])
-    fl = fl.rename(columns={"floor_n_hyp_words": "n_hyp_words", "floor_n_leak_words": "n_leak_words"})
-    fl = leakage_summary(fl.assign(n_leak_insertions=0.0), by=by, task="asr", **kw) if len(fl) else \
-        pd.DataFrame(columns=[*by, "leak_share"])
-    mm = noisy[noisy["mismatch_n_leak_words"].notna()].drop(columns=["n_leak_words"])
-    mm = (leakage_summary(mm.rename(columns={"mismatch_n_leak_words": "n_leak_words"}), by=by, task="asr", **kw)
-          if len(mm) else pd.DataFrame(columns=[*by, "leak_share"]))
-    t = (t.merge(lk[[*by, "leak_share", "leak_share_ci_low", "leak_share_ci_high", "leak_insertions_per_item"]],
+    lk = leakage_summary(noisy, by=key, task="asr", **kw)
+    t = (t.merge(lk[[*key, "leak_share", "leak_share_ci_low", "leak_share_ci_high", "leak_insertions_per_item"]],
                  on=key, how="left")
-         .merge(fl[[*by, "leak_share"]].rename(columns={"leak_share": "floor"}), on=key, how="left")
-         .merge(mm[[*by, "leak_share"]].rename(columns={"leak_share": "mism"}), on=key, how="left"))
+         .merge(_leak_share(noisy, "floor_n_leak_words", "floor_n_hyp_words", key, "floor"), on=key, how="left")
+         .merge(_leak_share(noisy, "mismatch_n_leak_words", "n_hyp_words", key, "mism"), on=key, how="left"))
     t = t.assign(leak_pct=100 * t.pop("leak_share"), leak_ci_low_pct=100 * t.pop("leak_share_ci_low"),
                  leak_ci_high_pct=100 * t.pop("leak_share_ci_high"), leak_floor_pct=100 * t.pop("floor"),
                  leak_mismatch_pct=100 * t.pop("mism").astype(float))
     meta = _condition_meta(noisy)
     if kws is not None and not kws.empty:
         _need(kws, LEAK_KWS_COLUMNS, "competing_table (KWS)")
-        k = _paired(kws, "kws", scope, {**kw, "min_diff_pp": min_diff_pp})
+        ks, _ = _task_columns(kws, "kws", scope, key, ["n_items"], ["p_bh", "verdict"],
+                              {**kw, "min_diff_pp": min_diff_pp})
         kn = kws[kws["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
-        kl = leakage_summary(kn.assign(kws_leak=kn["kws_leak"].fillna(False)), by=by, task="kws", **kw)
-        kf = pd.concat([kn[kn[c].notna()].assign(f=kn[c].astype(float)).groupby(list(by))["f"].mean()
-                        .mul(100).rename(name) for c, name in (("kws_leak_floor", "kws_leak_floor_pct"),
-                                                               ("kws_leak_mismatch", "kws_leak_mismatch_pct"))],
-                       axis=1).reset_index()
-        ks = (k[key + ["n_items", "delta_pp", "ci_low_pp", "ci_high_pp", "p_bh", "verdict"]]
-              .rename(columns={"n_items": "n_items_kws", "delta_pp": "delta_acc_pp", "ci_low_pp": "delta_acc_ci_low_pp",
-                               "ci_high_pp": "delta_acc_ci_high_pp", "p_bh": "kws_p_bh", "verdict": "kws_verdict"})
-              .merge(kl[[*by, "kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"]], on=key, how="left")
-              .merge(kf, on=key, how="left").merge(kws_robust(kws, scope, **kw), on=key, how="left"))
-        for c in ("kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"):
-            ks[c] = 100 * ks[c]
-        ks = ks.rename(columns={"kws_leak_rate": "kws_leak_pct", "kws_leak_ci_low": "kws_leak_ci_low_pct",
-                                "kws_leak_ci_high": "kws_leak_ci_high_pct"})
+        kl = leakage_summary(kn.assign(kws_leak=kn["kws_leak"].fillna(False)), by=key, task="kws", **kw)
+        kl = kl[[*key, "kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"]].rename(columns={
+            "kws_leak_rate": "kws_leak_pct", "kws_leak_ci_low": "kws_leak_ci_low_pct",
+            "kws_leak_ci_high": "kws_leak_ci_high_pct"})
+        kl.iloc[:, len(key):] *= 100
+        kf = pd.concat([kn[kn[c].notna()].assign(f=kn[c].astype(float)).groupby(key)["f"].mean().mul(100).rename(name)
+                        for c, name in (("kws_leak_floor", "kws_leak_floor_pct"),
+                                        ("kws_leak_mismatch", "kws_leak_mismatch_pct"))], axis=1).reset_index()
+        ks = ks.merge(kl, on=key, how="left").merge(kf, on=key, how="left").merge(kws_robust(kws, scope, **kw),
+                                                                                  on=key, how="left")
         t = t.merge(ks, on=key, how="outer")
         meta = pd.concat([meta, _condition_meta(kn)])
         meta = meta[~meta.index.duplicated()]
     else:
-        for c in ("n_items_kws", "delta_acc_pp", "delta_acc_ci_low_pp", "delta_acc_ci_high_pp", "kws_p_bh",
-                  "kws_verdict", "kws_leak_pct", "kws_leak_ci_low_pct", "kws_leak_ci_high_pct", "kws_leak_floor_pct",
-                  "kws_leak_mismatch_pct", *KWS_ROBUST_COLUMNS):
-            t[c] = math.nan
+        t[_KWS_COMPETING] = math.nan
     m = meta.reindex(t["condition_id"])
     t.insert(2, "setting", m["setting"].to_numpy())
     t.insert(3, "distractor_languages", m["distractor_languages"].to_numpy())
@@ -206,14 +205,8 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
 
 
 def competing_figure_data(table: pd.DataFrame, *, model: str | None = None) -> pd.DataFrame:
-    """The tidy table notebook 09 draws Figure F1 from: one model's rows of :func:`competing_table`.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        :func:`competing_table`.
-    model : str, optional
-        Default: the first in name order.
+    """The tidy table notebook 09 draws Figure F1 from: the rows of ``model`` (default the first in
+    name order) of :func:`competing_table` ``table``.
 
     Returns
     -------
@@ -283,20 +276,13 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
     _need(asr, ["condition_params", "applied_to"], "channel_table")
     kw = dict(n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=min_diff_pp)
     key, scope = CHANNEL_TABLE["key"], CHANNEL_TABLE["scope"]
-    a = _paired(asr, "asr", scope, kw)
-    t = a[key + ["n_items", "wer_pp", "clean_wer_pp"]].assign(
-        delta_wer_pp=a["delta_pp"], delta_wer_ci_low_pp=a["ci_low_pp"], delta_wer_ci_high_pp=a["ci_high_pp"],
-        **asr_robust(a, asr, scope), asr_test=a["test"], asr_p_bh=a["p_bh"], asr_verdict=a["verdict"],
-        note=a["note"].fillna(""))
+    tests = ["test", "p_bh", "verdict"]
+    t, a = _task_columns(asr, "asr", scope, key, ["n_items", "wer_pp", "clean_wer_pp"], tests, kw)
+    t["note"] = a["note"].fillna("")
     if kws is not None and not kws.empty:
-        k = _paired(kws, "kws", scope, kw)
-        t = t.merge(k[key + ["n_items", "acc_pp", "clean_acc_pp", "delta_pp", "ci_low_pp", "ci_high_pp", "test",
-                             "p_bh", "verdict"]].rename(columns={
-                                 "n_items": "n_items_kws", "delta_pp": "delta_acc_pp", "ci_low_pp": "delta_acc_ci_low_pp",
-                                 "ci_high_pp": "delta_acc_ci_high_pp", "test": "kws_test", "p_bh": "kws_p_bh",
-                                 "verdict": "kws_verdict"}).merge(
-            kws_robust(kws, scope, n_resamples=n_resamples, seed=seed, level=level), on=key, how="left"),
-            on=key, how="outer")
+        k, _ = _task_columns(kws, "kws", scope, key, ["n_items", "acc_pp", "clean_acc_pp"], tests, kw)
+        robust = kws_robust(kws, scope, n_resamples=n_resamples, seed=seed, level=level)
+        t = t.merge(k.merge(robust, on=key, how="left"), on=key, how="outer")
     rows = pd.concat([d for d in (asr, kws) if d is not None])
     rows = rows[rows["bg_id"] != "clean"].drop_duplicates("bg_id").set_index("bg_id")
     t.insert(2, "parameters", [_params(v) for v in rows["condition_params"].reindex(t["condition_id"])])
@@ -317,14 +303,8 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
 def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFrame | None = None, *,
                        distractors: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every condition of the families with its parameters and source (the report's list): each
-    family's ``conditions`` hook on its score or manifest rows.
-
-    Parameters
-    ----------
-    competing, channel : pandas.DataFrame, optional
-        The family's score or manifest rows (what ran); default the demo's grid, listed ``available``.
-    distractors : pandas.DataFrame, optional
-        The run's distractor table (voices and sources); default the demo's Asterisk voices.
+    family's ``conditions`` hook on its score or manifest rows ``competing`` / ``channel`` (default the
+    demo's grid, ``available``), voices and sources from ``distractors`` (default the demo's).
 
     Returns
     -------

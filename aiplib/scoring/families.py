@@ -22,8 +22,8 @@ def suite_families(suite) -> tuple:
 
 
 def score_families(ws, suite) -> dict:
-    """Stage 8 for the families of ``suite`` other than ``background`` whose manifests and inference
-    files exist: shards merged (:func:`aiplib.inference.shards.merge_all`), then
+    """Stage 8 for the families of ``suite`` with a table of their own (not ``background``) whose
+    manifests and inference files exist: shards merged (:func:`aiplib.inference.shards.merge_all`), then
     :func:`aiplib.scoring.score.score_inference` on ``ws.with_family(cf)``.
 
     Returns
@@ -32,7 +32,7 @@ def score_families(ws, suite) -> dict:
         ``{family: {task: scores}}``; a family left out is named with the reason (printed).
     """
     out = {}
-    for cf in [f for f in suite_families(suite) if f != "background"]:
+    for cf in [f for f in suite_families(suite) if FAMILIES[f].TABLE is not None]:  # background: stage 8 itself
         view = ws.with_family(cf)
         if not any(Path(view.manifest_csv(t)).is_file() for t in ("asr", "kws")):
             print(f"{cf}: no manifests under {ws.rel(view.manifest_csv('asr').parent)}; not scored")
@@ -64,10 +64,9 @@ def read_family_scores(ws, family: str, tasks=("asr", "kws")) -> dict[str, pd.Da
         if Path(p).is_file():
             df = read_scores(p)
             for c, kind in FAMILIES[family].SCORE_TYPES.items():
-                if c in df.columns and kind == "float":
-                    df[c] = pd.to_numeric(df[c], errors="coerce")
-                elif c in df.columns:
-                    df[c] = df[c].astype(str).str.lower().map({"true": True, "false": False}).astype("boolean")
+                if c in df.columns:
+                    df[c] = (pd.to_numeric(df[c], errors="coerce") if kind == "float" else
+                             df[c].astype(str).str.lower().map({"true": True, "false": False}).astype("boolean"))
             out[task] = df
     return out
 

@@ -39,9 +39,8 @@ def add_family_scores(out: pd.DataFrame, man: pd.DataFrame, task_family: str) ->
     Returns
     -------
     pandas.DataFrame
-        ``out`` with the family columns present in ``man``, then the columns of the
-        ``score_columns`` hook of every family present (competing speech:
-        :data:`aiplib.stimuli.competing.LEAK_ASR_COLUMNS` / ``LEAK_KWS_COLUMNS``).
+        ``out`` with the family columns present in ``man``, then the ``score_columns`` hook's columns
+        of every family present.
     """
     out = out.copy()
     for c in [c for c in FAMILY_SCORE_COLUMNS if c in man.columns]:

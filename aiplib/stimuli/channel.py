@@ -22,6 +22,7 @@ import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
 from aiplib.io.audio import SR, valid_audio
+from aiplib.stimuli.background import score_columns, sidecar  # noqa: F401 - the family hooks: no columns of its own
 from aiplib.stimuli.channel_external import (
     CODECS,
     ChannelUnavailableError,
@@ -188,36 +189,24 @@ def cut(y: np.ndarray, sr: int, *, where: str, ms: float) -> tuple[np.ndarray, d
     return out.copy(), {"removed_samples": n}
 
 
-def _seedless(fn):
-    """``fn(y, sr, **kw)`` as ``run(y, sr, *, seed, **kw)``, with a signature to check params on."""
-    def run(y, sr, *, seed, **kw):
-        return fn(y, sr, **kw)
-
-    sig = inspect.signature(fn)
-    args = list(sig.parameters.values())
-    run.__signature__ = sig.replace(
-        parameters=[*args[:2], inspect.Parameter("seed", inspect.Parameter.KEYWORD_ONLY), *args[2:]])
-    return run
-
-
 TRANSFORMS = {
-    "telephone": (_seedless(telephone), "mixture",
-                  "narrowband telephone channel: 8 kHz sampling and the 300–3400 Hz voice band",
+    "telephone": (telephone, "mixture", "narrowband telephone channel: 8 kHz sampling and the 300–3400 Hz voice band",
                   "ITU-T G.712 / G.120 (300–3400 Hz channel)"),
-    "codec": (_seedless(codec), "mixture", "a speech codec's encode/decode round trip (ffmpeg)", None),
+    "codec": (codec, "mixture", "a speech codec's encode/decode round trip (ffmpeg)", None),
     "packet_loss": (packet_loss, "mixture", "lost VoIP packets, zero-filled (no concealment)",
                     "20 ms RTP/VoIP frames; independent losses"),
-    "clip": (_seedless(clip), "mixture", "a front end overdriven past full scale, hard clipping",
+    "clip": (clip, "mixture", "a front end overdriven past full scale, hard clipping",
              "hard clip at ±1 (full scale) after the gain"),
-    "level": (_seedless(level), "mixture", "a very quiet input (distant talker, low gain)",
+    "level": (level, "mixture", "a very quiet input (distant talker, low gain)",
               "RMS dBFS, the mixer's mean-power definition"),
     "reverb": (reverb, "speech", "a reverberant room (image-source shoebox)",
                "pyroomacoustics ISM (Scheibler et al. 2018; Allen & Berkley 1979); T30 calibrated"),
-    "echo": (_seedless(echo), "mixture", "one echo path: a delayed, attenuated copy",
+    "echo": (echo, "mixture", "one echo path: a delayed, attenuated copy",
              "ITU-T G.131 / G.168 (talker and line echo)"),
-    "cut": (_seedless(cut), "mixture", "speech cut off at the start or end (late VAD / push-to-talk)", "—"),
+    "cut": (cut, "mixture", "speech cut off at the start or end (late VAD / push-to-talk)", "—"),
 }
-"""Transform name → (function(y, sr, *, seed, **params), applies_to, what it models, source)."""
+"""Transform name → (function(y, sr, [*, seed], **params), applies_to, what it models, source); the
+functions with a ``seed`` parameter (``packet_loss``, ``reverb``) are given the row's seed."""
 
 
 def _grid() -> dict[str, dict]:
@@ -287,7 +276,7 @@ def apply(name: str, y, sr: int = SR, *, seed: int, **params) -> tuple[np.ndarra
     -------
     y_out : np.ndarray [shape=(n,) or shorter for ``cut``], float32
     info : dict (JSON-serialisable)
-        ``condition, transform, params, seed, applies_to, sr, n_in, n_out`` and what the transform reports.
+        ``condition, transform, params, seed, applies_to, sr, n_in, n_out`` and the transform's own.
 
     Raises
     ------
@@ -302,18 +291,15 @@ def apply(name: str, y, sr: int = SR, *, seed: int, **params) -> tuple[np.ndarra
         raise AiplibParameterError(f"channel {name}: seed must be an int, got {seed!r}")
     transform = p.pop("transform")
     fn, applies_to = TRANSFORMS[transform][:2]
+    kw = {**p, "seed": int(seed)} if "seed" in inspect.signature(fn).parameters else p
     try:
-        inspect.signature(fn).bind(y, int(sr), seed=int(seed), **p)
+        inspect.signature(fn).bind(y, int(sr), **kw)
     except TypeError as exc:
         raise AiplibParameterError(f"channel {name}: bad parameters {p}: {exc}") from None
-    out, extra = fn(y, int(sr), seed=int(seed), **p)
+    out, extra = fn(y, int(sr), **kw)
     info = {"condition": name, "transform": transform, "params": p, "seed": int(seed),
             "applies_to": applies_to, "sr": int(sr), "n_in": int(y.size), "n_out": int(out.size), **extra}
     return out, info
-
-
-def _fmt(p: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in p.items() if k != "transform")
 
 
 def describe():
@@ -327,8 +313,10 @@ def describe():
             models = f"{p['codec']} encode/decode round trip through ffmpeg"
             source = CODECS[p["codec"]]["source"]
         reason = skip_reason(name)
-        rows.append({"condition": name, "transform": p["transform"], "parameters": _fmt(p), "applies_to": applies_to,
-                     "models": models, "source": source, "available": reason is None, "skip_reason": reason or ""})
+        rows.append({"condition": name, "transform": p["transform"],
+                     "parameters": ", ".join(f"{k}={v}" for k, v in p.items() if k != "transform"),
+                     "applies_to": applies_to, "models": models, "source": source, "available": reason is None,
+                     "skip_reason": reason or ""})
     return pd.DataFrame(rows)
 
 
@@ -388,15 +376,6 @@ def conditions(rows: pd.DataFrame | None = None, *, distractors=None) -> list[di
             for r in describe().itertuples(index=False)]
 
 
-def score_columns(out, task_family):
-    """No score columns beyond the manifest's: ``out`` unchanged."""
-    return out
-
-
-def sidecar(df, task_family) -> dict:
-    return {}
-
-
 def tool_versions(name: str, **params) -> dict:
     """The external tool whose build decides condition ``name``'s output: ``{"ffmpeg": version}``
     for codecs, ``{"pyroomacoustics": version}`` for rooms, ``{}`` otherwise.
@@ -416,10 +395,9 @@ def tool_versions(name: str, **params) -> dict:
 
 
 def row_components(row, ws) -> dict:
-    """Materialise a channel manifest row (the family's ``row_components`` hook).
-
-    The speech is loudness-normalised to −23 LUFS as by the mixer, then :func:`apply` ``(channel_condition,
-    s, 16000, seed=row seed, **condition_params)``; not peak-scaled.
+    """Materialise a channel manifest row (the family's ``row_components`` hook): the speech at −23 LUFS
+    as by the mixer, then :func:`apply` ``(channel_condition, s, 16000, seed=row seed,
+    **condition_params)``; not peak-scaled.
 
     Returns
     -------

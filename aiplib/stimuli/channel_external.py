@@ -228,17 +228,12 @@ def _t30(h: np.ndarray, sr: int) -> float:
 
 @functools.lru_cache(maxsize=32)
 def room(rt60_s: float, index: int = 0, sr: int = 16000) -> tuple[np.ndarray, dict]:
-    """The room impulse response of synthetic room ``index`` of the ``rt60_s`` bin (cached).
+    """The room impulse response of synthetic room ``index`` (int >= 0) of the ``rt60_s`` (s > 0) bin at
+    ``sr`` Hz (cached).
 
     Dimensions uniform in :data:`ROOM_DIMS_M`; source and microphone at least :data:`WALL_MARGIN_M` from
     the walls and :data:`SRC_MIC_M` apart, from ``default_rng([round(rt60_s * 1000), index, 14])``; one
-    absorption for all walls, calibrated (module notes); no air absorption.
-
-    Parameters
-    ----------
-    rt60_s : float > 0, s
-    index : int >= 0
-    sr : int, Hz
+    calibrated absorption for all walls (module notes); no air absorption.
 
     Returns
     -------

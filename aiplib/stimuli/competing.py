@@ -1,29 +1,21 @@
 """The ``competing_speech`` condition family: a target mixed with other talkers, and the leakage
 of their words into the answer.
 
-Mixing
-------
 A *distractor stream* of one language covers the target: the language's utterances (sorted by
-``distractor_id``) in a seeded random order, each at −23 LUFS (:func:`aiplib.stimuli.mixing.
-normalized_speech`), end to end with :data:`GAP_S` s of silence between them; the first starts
-``offset`` samples before the target (uniform in ``[0, len(first))``). When the pool is used up
-the order starts again (``looped``). A ``cocktail`` scales each language's stream to the same mean
-power over the target's ``n`` samples (``d_k / sqrt(mean(d_k²))``, float64) and sums them.
+``distractor_id``) in a seeded random order, each at −23 LUFS, end to end with :data:`GAP_S` s of
+silence between them, the first starting ``offset`` samples before the target (uniform in
+``[0, len(first))``); a used-up pool starts again (``looped``). A ``cocktail`` scales each stream to
+unit mean power over the target's ``n`` samples (float64) and sums them. The authors' mixer
+(:func:`aiplib.stimuli.mixing.mix`) adds the distractor, so the SNR is target over *total*
+distractor power in dB. One ``numpy.random.default_rng(seed)`` draws, per stream in the order of
+``languages``, the utterance order then the offset.
 
-The distractor is mixed with :func:`aiplib.stimuli.mixing.mix`, the authors' mixer, so the SNR is
-target over *total* distractor power in dB, as for the backgrounds; each stream of a cocktail of
-``K`` sits about ``10·log10(K)`` dB below the total. One ``numpy.random.default_rng(seed)`` draws,
-per stream in the order of ``languages``, the utterance order then the offset.
-
-Leakage (MUSA's "interference" error class)
--------------------------------------------
-ASR: the *leak words* of a hypothesis are its words (paper normalisation,
-:func:`aiplib.core.textnorm.normalize_text`) in the distractor's transcript and not in the
-target's; ``leak_share = n_leak_words / n_hyp_words``. KWS: the answer's first word
-(:func:`aiplib.core.textnorm.kws_first_word`) is a distractor word other than the label. Words
-shared by chance count too, so each row also gets the *floor* (the item's clean hypothesis against
-this row's distractor text) and the *mismatch* share (this row's hypothesis against the distractor
-text of the next item in the same condition and SNR).
+Leakage (MUSA's "interference" errors): ASR *leak words* are hypothesis words (paper
+normalisation) in the distractor's transcript and not in the target's, ``leak_share =
+n_leak_words / n_hyp_words``; KWS: the answer's first word is a distractor word other than the
+label. Chance overlap is measured by the *floor* (the item's clean hypothesis against this row's
+distractor text) and the *mismatch* share (this row's hypothesis against the distractor text of
+the next item in the same condition and SNR).
 """
 from __future__ import annotations
 
@@ -105,14 +97,8 @@ def condition_id(languages, *, setting: str | None = None) -> str:
 
 
 def condition_grid(languages, *, snrs_db=SNRS_DB, cocktail=None) -> list[dict]:
-    """The competing-speech conditions: every single language, then the cocktail, × every SNR.
-
-    Parameters
-    ----------
-    languages : sequence of str
-    snrs_db : sequence of int, dB
-    cocktail : sequence of str or None
-        Languages of the cocktail; default the first :data:`COCKTAIL_SIZE`; ``()`` for none.
+    """The competing-speech conditions: every single language, then the cocktail (default the first
+    :data:`COCKTAIL_SIZE` languages; ``()`` for none), × every SNR in ``snrs_db`` (dB).
 
     Returns
     -------
@@ -155,8 +141,8 @@ def distractor_stream(table: pd.DataFrame, language: str, n: int, rng, *, gap_s:
     d : np.ndarray [shape=(n,)], float32
         Utterances at −23 LUFS each, zeros in the gaps.
     part : dict
-        ``language``, ``voice``, ``same_voice_as_target``, ``ids`` and ``texts`` (in the order heard),
-        ``starts_s`` (relative to the target, s), ``offset_s``, ``offset_samples``, ``looped``.
+        ``language, voice, same_voice_as_target``, ``ids`` and ``texts`` (in the order heard),
+        ``starts_s`` (relative to the target, s), ``offset_s, offset_samples, looped``.
 
     Raises
     ------
@@ -198,12 +184,11 @@ def build_distractor(table: pd.DataFrame, n: int, *, languages, seed: int, gap_s
 
     Parameters
     ----------
-    n : int, samples
+    table, n, gap_s, exclude_ids
+        As :func:`distractor_stream`.
     languages : str or sequence of str
         Distinct; one → ``single``, several → ``cocktail``.
     seed : int
-    table, gap_s, exclude_ids
-        As :func:`distractor_stream`.
 
     Returns
     -------
@@ -224,15 +209,10 @@ def build_distractor(table: pd.DataFrame, n: int, *, languages, seed: int, gap_s
         raise AiplibParameterError(f"distractor languages must be distinct and not empty, got {langs}")
     rng = np.random.default_rng(int(seed))
     raw = [distractor_stream(table, lang, n, rng, gap_s=gap_s, exclude_ids=exclude_ids) for lang in langs]
-    parts = [p for _, p in raw]
+    parts, streams = [p for _, p in raw], [x.astype(np.float64) for x, _ in raw]
     if len(langs) == 1:
-        d = raw[0][0]
-        return d, [d.astype(np.float64)], parts
-    streams = []
-    for x, _ in raw:
-        x = x.astype(np.float64)
-        p = float(np.mean(x * x))
-        streams.append(x / math.sqrt(p) if p > 0 else x)
+        return raw[0][0], streams, parts
+    streams = [x / math.sqrt(p) if (p := float(np.mean(x * x))) > 0 else x for x in streams]
     return np.sum(streams, axis=0).astype(np.float32), streams, parts
 
 
@@ -243,20 +223,19 @@ def competing_components(speech, table: pd.DataFrame, snr_db: float, seed: int, 
     Parameters
     ----------
     speech : np.ndarray [shape=(n,)], float32, 16 kHz
-        The target at any level (loudness-normalised here).
+        The target at any level (loudness-normalised to ``speech_lufs`` LUFS here).
     snr_db : float, dB
         Target over total distractor power.
-    speech_lufs : float, LUFS
     table, seed, languages, gap_s, exclude_ids
         As :func:`build_distractor`.
 
     Returns
     -------
     dict
-        ``mixture`` (float32 (n,), :func:`aiplib.stimuli.mixing.mix` of target and distractor),
-        ``speech``, ``distractor`` (float64 (n,), the scaled parts), ``streams`` (float64 (n,) per
-        language), ``info``: ``condition_family, setting, languages, streams, seed, gap_s,
-        target_snr_db, achieved_snr_db, stream_snr_db, gain_db, clip_scale, speech_lufs``.
+        ``mixture`` (float32 (n,), :func:`aiplib.stimuli.mixing.mix` of target and distractor);
+        ``speech``, ``distractor`` and ``streams`` (per language), float64 (n,) as scaled in it;
+        ``info``: ``condition_family, setting, languages, streams, seed, gap_s, target_snr_db,
+        achieved_snr_db, stream_snr_db, gain_db, clip_scale, speech_lufs``.
 
     Raises
     ------
@@ -283,22 +262,14 @@ def competing_components(speech, table: pd.DataFrame, snr_db: float, seed: int, 
     return dict(mixture=y, speech=sp, distractor=dp, streams=stream_parts, info=info)
 
 
-def mix_competing(speech, table: pd.DataFrame, snr_db: float, seed: int, *, languages, gap_s: float = GAP_S,
-                  exclude_ids=(), speech_lufs: float = SPEECH_LUFS) -> tuple[np.ndarray, dict]:
-    """The mixture of :func:`competing_components` (float32 (n,), 16 kHz) and its ``info``."""
-    c = competing_components(speech, table, snr_db, seed, languages=languages, gap_s=gap_s,
-                             exclude_ids=exclude_ids, speech_lufs=speech_lufs)
-    return c["mixture"], c["info"]
-
-
 # ------------------------------------------------------------------------- stage 1: distractors
 def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str = "", languages=None):
     """Stage 1: write the distractor table ``raw/distractors/distractors.csv``.
 
-    ``demo``: the installed Debian Asterisk prompt packages of ``languages`` (default
+    ``demo``: the installed Debian Asterisk prompts of ``languages`` (default
     :data:`aiplib.sources.corpora.asterisk_langs.DEMO_LANGUAGES`), decoded once to FLAC under
-    ``raw/distractors/audio/``. ``paper``/``custom``: the folder ``distractors_dir`` with its texts
-    table ``distractor_texts`` (validated as custom speech); neither given: nothing is written.
+    ``raw/distractors/audio/``; otherwise the folder ``distractors_dir`` with its texts table
+    ``distractor_texts`` (validated as custom speech), or nothing when neither is given.
 
     Returns
     -------
@@ -329,9 +300,10 @@ def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str 
 
 
 def _decoded(ws, table):
-    """The G.722 prompts decoded once to 16-bit FLAC under ``raw/distractors/audio/`` (exactly the
-    samples :func:`aiplib.io.audio.load_audio` gives, checked per file; a file that is not exact keeps
-    its G.722 path). A decoded file is kept while its source's SHA-256 is the one in ``sources.json``."""
+    """The G.722 prompts decoded once to 16-bit FLAC under ``raw/distractors/audio/``, each checked to
+    hold exactly :func:`aiplib.io.audio.load_audio`'s samples (else it keeps its G.722 path); kept
+    while its source's SHA-256 is the one in ``sources.json``.
+    """
     import soundfile as sf
 
     out = ws.raw / "distractors" / "audio"
@@ -397,15 +369,13 @@ def _excluded(ws, table, item) -> list[str]:
 
 def manifest_plan(ws, task, *, languages=None, snrs=None, **_) -> ManifestPlan:
     """Stage 5's competing-speech rows: every :func:`condition_grid` condition of ``languages``
-    (default: those of the distractor table; one distractor each, then the cocktail of the first
-    :data:`COCKTAIL_SIZE`) at ``snrs`` (default :data:`SNRS_DB`, dB).
+    (default: the distractor table's) at ``snrs`` (default :data:`SNRS_DB`, dB).
 
-    A row: id ``<item>_<condition_id>_snr<N>``, ``background_id`` the condition id,
-    ``condition = "noisy"``, ``bg_path`` empty; ``setting``, ``distractor_languages`` (``fr`` or
-    ``fr+it+ru``), ``same_voice_as_target`` (a distractor read by the target's own voice),
-    ``distractor_ids`` (``|``-joined, in the order heard), ``distractor_text`` (space-joined),
-    ``looped`` and ``condition_params`` (compact JSON: ``languages``, ``gap_s``, ``seed``,
-    ``exclude_ids``, ``offsets_s``). Materialising recomputes the plan and refuses a row whose ids differ.
+    A row: id ``<item>_<condition_id>_snr<N>``, ``background_id`` the condition id, ``condition =
+    "noisy"``, ``bg_path`` empty; ``setting``, ``distractor_languages`` (``fr`` or ``fr+it+ru``),
+    ``same_voice_as_target`` (a distractor in the target's own voice), ``distractor_ids``
+    (``|``-joined, in the order heard), ``distractor_text`` (space-joined), ``looped`` and
+    ``condition_params`` (compact JSON: ``languages, gap_s, seed, exclude_ids, offsets_s``).
 
     Raises
     ------
@@ -444,10 +414,9 @@ def manifest_plan(ws, task, *, languages=None, snrs=None, **_) -> ManifestPlan:
 
 
 def row_components(row, ws) -> dict:
-    """Materialise a competing-speech manifest row (the family's ``row_components`` hook).
-
-    The target (``speech_path``) is mixed by :func:`competing_components` with the distractor of
-    ``condition_params`` drawn with the row's ``seed`` from ``raw/distractors/distractors.csv``, at ``snr_db``.
+    """Materialise a competing-speech manifest row (the family's ``row_components`` hook):
+    :func:`competing_components` of ``speech_path`` with the distractor of ``condition_params``
+    drawn with the row's ``seed`` from ``raw/distractors/distractors.csv``, at ``snr_db``.
 
     Returns
     -------
@@ -519,14 +488,10 @@ def leakage_asr(hypothesis, target_text, distractor_text) -> dict:
     hyp, ref = _words(hypothesis), _words(target_text)
     leak_vocab = set(_words(distractor_text)) - set(ref)
     is_leak = [w in leak_vocab for w in hyp]
-    inserted = [False] * len(hyp)
-    if hyp and not ref:
-        inserted = [True] * len(hyp)
-    elif hyp:
-        for chunk in jiwer.process_words(" ".join(ref), " ".join(hyp)).alignments[0]:
-            if chunk.type == "insert":
-                for j in range(chunk.hyp_start_idx, chunk.hyp_end_idx):
-                    inserted[j] = True
+    inserted = [not ref] * len(hyp)
+    for chunk in jiwer.process_words(" ".join(ref), " ".join(hyp)).alignments[0] if hyp and ref else ():
+        if chunk.type == "insert":
+            inserted[chunk.hyp_start_idx:chunk.hyp_end_idx] = [True] * (chunk.hyp_end_idx - chunk.hyp_start_idx)
     n_leak = sum(is_leak)
     return dict(n_hyp_words=len(hyp), n_leak_words=n_leak, leak_share=n_leak / len(hyp) if hyp else float("nan"),
                 n_insertions=sum(inserted), n_leak_insertions=sum(a and b for a, b in zip(is_leak, inserted)),
@@ -536,18 +501,12 @@ def leakage_asr(hypothesis, target_text, distractor_text) -> dict:
 def leakage_kws(response, distractor_text, *, label) -> dict:
     """Whether a KWS response is a distractor word (the paper's first-word rule).
 
-    Parameters
-    ----------
-    response : str or None
-    distractor_text : str or sequence of str
-    label : str
-        The clip's word (never a leak).
-
     Returns
     -------
     dict
-        ``first_word`` (:func:`aiplib.core.textnorm.kws_first_word`), ``kws_leak``: the first word is a
-        distractor word read by the same rule, not the label; an empty answer never leaks.
+        ``first_word`` (:func:`aiplib.core.textnorm.kws_first_word`) and ``kws_leak``: the first word
+        is a word of ``distractor_text`` (str or sequence of str, read by the same rule) other than
+        ``label``; an empty answer never leaks.
     """
     first = kws_first_word(response)
     if isinstance(distractor_text, (list, tuple)):
@@ -647,6 +606,14 @@ def _asr_leak_row(resp, ref, dtext, fresp, otext) -> dict:
     return r
 
 
+def _kws_leak_row(resp, label, dtext, fresp, otext) -> list:
+    def leak(r, t):
+        return leakage_kws(r, t, label=label)["kws_leak"]
+
+    return [leak(resp, dtext), leak(fresp, dtext) if isinstance(fresp, str) else pd.NA,
+            leak(resp, otext) if isinstance(otext, str) else pd.NA]
+
+
 def score_columns(out: pd.DataFrame, task_family: str) -> pd.DataFrame:
     """Stage 8's leakage columns, its floor and its mismatch baseline (:data:`LEAK_ASR_COLUMNS` or
     :data:`LEAK_KWS_COLUMNS`) appended to the score rows ``out`` (``item_id, bg_id, snr_db,
@@ -658,23 +625,12 @@ def score_columns(out: pd.DataFrame, task_family: str) -> pd.DataFrame:
     clean = out[out["bg_id"] == "clean"].drop_duplicates("item_id", keep="last").set_index("item_id")["response"]
     floor_resp = clean.reindex(out["item_id"]).to_numpy()
     other = _mismatched_texts(out, comp_rows)
-    if task_family == "asr":
-        nan = dict.fromkeys(LEAK_ASR_COLUMNS, math.nan) | {"leak_words": ""}
-        rows = [_asr_leak_row(*r[1:]) if r[0] else nan for r in
-                zip(comp_rows, out["response"], out["reference"], out["distractor_text"], floor_resp, other)]
-        leak = pd.DataFrame(rows, index=out.index, columns=LEAK_ASR_COLUMNS)
-    else:
-        leak = pd.DataFrame({c: pd.array([pd.NA] * len(out), dtype="boolean") for c in LEAK_KWS_COLUMNS},
-                            index=out.index)
-        for i, (ok, resp, lab, dtext, fresp, otext) in enumerate(zip(comp_rows, out["response"], out["label"],
-                                                                     out["distractor_text"], floor_resp, other)):
-            if ok:
-                leak.iloc[i, 0] = leakage_kws(resp, dtext, label=lab)["kws_leak"]
-                if isinstance(fresp, str):
-                    leak.iloc[i, 1] = leakage_kws(fresp, dtext, label=lab)["kws_leak"]
-                if isinstance(otext, str):
-                    leak.iloc[i, 2] = leakage_kws(resp, otext, label=lab)["kws_leak"]
-    return pd.concat([out, leak], axis=1)
+    asr = task_family == "asr"
+    blank = dict.fromkeys(LEAK_ASR_COLUMNS, math.nan) | {"leak_words": ""} if asr else [pd.NA] * 3
+    rows = [(_asr_leak_row if asr else _kws_leak_row)(*r[1:]) if r[0] else blank for r in zip(
+        comp_rows, out["response"], out["reference" if asr else "label"], out["distractor_text"], floor_resp, other)]
+    leak = pd.DataFrame(rows, index=out.index, columns=LEAK_ASR_COLUMNS if asr else LEAK_KWS_COLUMNS)
+    return pd.concat([out, leak if asr else leak.astype("boolean")], axis=1)
 
 
 def sidecar(df: pd.DataFrame, task_family: str) -> dict:

@@ -1,12 +1,12 @@
 """The condition families and their one interface.
 
-``background`` is the paper's battery (:mod:`aiplib.stimuli.background`), ``competing_speech`` mixes
-the target with other talkers (:mod:`aiplib.stimuli.competing`), ``channel`` passes the clean speech
-through a phone / codec / room transform (:mod:`aiplib.stimuli.channel`). A *suite* is the families
-one run covers (``make all SUITE=background,channel``; default ``background``).
+``background`` is the paper's battery (:mod:`aiplib.stimuli.background`), ``competing_speech``
+mixes the target with other talkers (:mod:`aiplib.stimuli.competing`), ``channel`` passes the clean
+speech through a phone / codec / room transform (:mod:`aiplib.stimuli.channel`). A *suite* is the
+families one run covers (``make all SUITE=background,channel``; default ``background``).
 
-Each family module implements the same hooks, and the mixer, manifests, resume keys, scoring and
-tables look them up in :data:`FAMILIES` instead of dispatching on the family's name:
+The mixer, manifests, resume keys, scoring and tables look up each family's hooks in
+:data:`FAMILIES`:
 
 ``NAME``, ``COLUMNS``, ``SEED_START``
     The ``condition_family`` value, the manifest columns after
@@ -14,14 +14,14 @@ tables look them up in :data:`FAMILIES` instead of dispatching on the family's n
 ``manifest_plan(ws, task, **options)``
     Stage 5: a :class:`aiplib.stimuli.manifests.ManifestPlan` (None: the authors' manifest).
 ``row_components(row, ws)``
-    Materialise a noisy row: ``mixture``, ``speech``, ``background``, ``info`` (:func:`mix_components`).
+    Materialise a noisy row (:func:`mix_components`).
 ``key_fields(row, rec, ws, hashes)``
     Stage 7: the fields the resume key adds for a noisy row (None: the authors' key).
 ``score_columns(out, task_family)``, ``sidecar(df, task_family)``, ``SCORE_TYPES``
     Stage 8: the family's own score columns, sidecar fields and their types when read back.
 ``TABLE``, ``conditions(rows, *, distractors)``
     Notebook 09: what :func:`aiplib.analysis.family_results.family_table` reads (None: no family
-    table) and the family's entries in the list of conditions.
+    table, scored by stage 8 itself) and the family's entries in the list of conditions.
 """
 from __future__ import annotations
 
@@ -58,26 +58,20 @@ def family(name):
 def row_family(row) -> str:
     """The condition family of a manifest row: its ``condition_family``; ``background`` when the
     column is absent or empty (the authors' rows)."""
-    v = row.get("condition_family") if hasattr(row, "get") else None
-    if v is None or (isinstance(v, float) and v != v):
-        return "background"
-    v = str(v).strip()
+    v = str(row.get("condition_family") if hasattr(row, "get") else "").strip()  # None, NaN, <NA> read as empty
     return v if v and v.lower() not in ("nan", "<na>", "none") else "background"
 
 
 def mix_components(row: Mapping, ws) -> dict:
-    """Materialise a manifest row and return its parts as mixed.
-
-    A clean row of any family is the authors' (:func:`aiplib.stimuli.mixing.mix_row`); a noisy row
-    is its family's ``row_components`` hook (:func:`row_family`).
+    """Materialise a manifest row and return its parts as mixed: a clean row of any family with
+    :func:`aiplib.stimuli.mixing.mix_row`, a noisy row with its family's ``row_components`` hook.
 
     Returns
     -------
     dict
-        ``mixture`` (float32 (n,), identical to :func:`materialize`), ``speech`` (float32 (n,), the
-        normalised speech as it is in the mixture), ``background`` (float32 (n,), what was added;
-        zeros for clean), ``info`` (:class:`aiplib.stimuli.mixing.MixInfo`); family rows add
-        ``detail`` (the family's own info dict).
+        ``mixture`` (float32 (n,), as :func:`materialize`), ``speech`` (float32 (n,), the normalised
+        speech as in the mixture), ``background`` (float32 (n,), what was added; zeros for clean),
+        ``info`` (:class:`aiplib.stimuli.mixing.MixInfo`); family rows add ``detail`` (the family's info).
 
     Raises
     ------
@@ -90,8 +84,8 @@ def mix_components(row: Mapping, ws) -> dict:
 
 
 def materialize(row: Mapping, ws, *, write=None):
-    """The exact samples of one manifest row (a stimulus), mixed on the fly, bit for bit the same
-    every time (a row of the authors' schema works: the background offset follows from ``seed``).
+    """The exact samples of one manifest row (a stimulus), mixed on the fly, bit for bit the same every
+    time (a row of the authors' schema works: the background offset follows from ``seed``).
 
     Parameters
     ----------

@@ -47,16 +47,13 @@ def build_family_manifest(ws, condition_family: str, family: str, *, seed_start:
                           battery_snrs=SNRS_DB, overwrite: bool = False, **options) -> pd.DataFrame:
     """Build (or read back) ``manifests/<cf>/<task>.csv`` of a condition family (stage 5).
 
-    Rows per item, in item-bank order: the clean row (id ``<item>_clean``, the background
-    manifest's but for ``seed`` and ``condition_family``, so ΔWER pairs inside the family), then
-    the rows of the family's ``manifest_plan`` hook. ``seed`` counts the rows from ``seed_start``
-    (default the family's ``SEED_START``). ``background`` is :func:`build_manifest` at
-    ``battery_snrs`` (dB); ``options`` go to the family's hook (competing speech: ``languages``,
-    ``snrs``; channel: ``conditions``). Conditions that cannot run here are written to
-    :func:`skipped_csv`.
-
-    Kept while the stamp ``manifests/<cf>/<task>.stamp.json`` matches (parameters, item bank,
-    speech WAVs, the family's inputs), else rebuilt, as :func:`build_manifest`.
+    Rows per item, in item-bank order: the clean row (the background manifest's but for ``seed``
+    and ``condition_family``, so ΔWER pairs inside the family), then the rows of the family's
+    ``manifest_plan`` hook, given ``options`` (competing speech: ``languages``, ``snrs``; channel:
+    ``conditions``). ``seed`` counts the rows from ``seed_start`` (default the family's
+    ``SEED_START``). ``background`` is :func:`build_manifest` at ``battery_snrs`` (dB). Conditions that
+    cannot run here go to :func:`skipped_csv`. Kept while the stamp ``manifests/<cf>/<task>.stamp.json``
+    matches (parameters, item bank, speech WAVs, the family's inputs), else rebuilt.
 
     Raises
     ------

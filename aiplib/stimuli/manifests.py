@@ -65,8 +65,8 @@ class ManifestPlan:
     inputs : list of Path
         Files the rows depend on besides the item bank and the speech.
     item_rows : callable
-        ``item_rows(item, spec, extra, n_samples, seed) -> (rows, n_seeds)``: the rows of one item
-        after its clean row, seeds counted from ``seed``; ``n_seeds`` is how far the counter moves.
+        ``item_rows(item, spec, extra, n_samples, seed) -> (rows, n_seeds)``: one item's rows after its
+        clean row, seeds from ``seed``; ``n_seeds`` is how far the counter moves.
     skipped : pandas.DataFrame or None
         ``condition, reason`` of the conditions that cannot run here (``manifests/<cf>/skipped.csv``).
     """
@@ -189,7 +189,8 @@ def _write_rows(rows: list, columns: list, out) -> pd.DataFrame:
 
 def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = None,
                    overwrite: bool = False) -> pd.DataFrame:
-    """Build (or read back) ``manifests/<family>.csv`` in the authors' schema.
+    """Build ``manifests/<family>.csv`` in the authors' schema (rebuilt on every run: well under a
+    second, the same inputs give the same bytes; ``overwrite`` is ignored).
 
     Parameters
     ----------
@@ -199,21 +200,13 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
         In this order per background (the authors': 10, 5, 0).
     seed_start : int, optional
         First seed of the row counter; default :data:`SEED_START` of the family.
-    overwrite : bool
-        Ignored: the manifest is rebuilt on every run (well under a second; the same inputs give
-        the same bytes, and stage 7's content keys keep the rows of unchanged stimuli).
 
     Returns
     -------
     pandas.DataFrame
-        :func:`manifest_columns` (as :func:`read_manifest` returns them),
-        ``(n_items − n_probes) × (1 + n_bg × len(snrs))`` rows (:func:`foreground_items`; the
-        sidecar ``manifests/<family>.json`` counts ``n_probes_skipped``).
-
-    Notes
-    -----
-    ``bg_active`` is measured here: every background is loaded once and each row's segment
-    (offset from its seed) is tested with :func:`aiplib.stimuli.mixing.segment_active`.
+        :func:`manifest_columns` (as :func:`read_manifest` returns them), ``(n_items − n_probes) ×
+        (1 + n_bg × len(snrs))`` rows (:func:`foreground_items`). ``bg_active`` is measured here on each
+        row's segment (:func:`aiplib.stimuli.mixing.segment_active`).
 
     Raises
     ------

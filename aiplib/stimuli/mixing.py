@@ -1,18 +1,18 @@
 """Mixing speech with a background at a target SNR, exactly as the authors' mixer.
 
-Numerically ``mix`` of the authors' ``mixing/mix.py`` (IvLabs/AIP-Speech) with ``loudness_normalize``
-/ ``load_audio`` of their ``scripts/utils.py`` (written again here, not copied):
+``mix`` of the authors' ``mixing/mix.py`` (IvLabs/AIP-Speech) with ``loudness_normalize`` /
+``load_audio`` of their ``scripts/utils.py`` (written again here, not copied):
 
-1. the speech (16 kHz, float32) is loudness-normalised to :data:`SPEECH_LUFS` = −23 LUFS with
-   pyloudnorm (kept unchanged when its loudness is ±inf), cast to float32;
-2. the background (float32) is tiled ``ceil(n / len(bg))`` times if shorter than the ``n`` speech samples;
+1. the speech (16 kHz, float32) → :data:`SPEECH_LUFS` = −23 LUFS with pyloudnorm (unchanged when its
+   loudness is ±inf), float32;
+2. the background (float32) tiled ``ceil(n / len(bg))`` times if shorter than the ``n`` speech samples;
 3. the segment starts at ``off = numpy.random.default_rng(seed).integers(0, max(1, len(bg) − n))``;
-4. ``ps = mean(s²) + 1e-9``, ``pb = mean(b²) + 1e-9`` and the segment is multiplied by
-   ``sqrt(ps / (pb · 10^(snr_db / 10)))`` (float64);
+4. it is multiplied by ``sqrt(ps / (pb · 10^(snr_db / 10)))`` with ``ps = mean(s²) + 1e-9``,
+   ``pb = mean(b²) + 1e-9`` (float64);
 5. ``y = s + b``, divided by ``max|y|`` when that exceeds 1, cast to float32.
 
-A clean row is the normalised speech alone. A digitally silent segment is not an error: the 1e-9
-floor keeps the gain finite and the stimulus is effectively clean (``bg_active`` False).
+A clean row is the normalised speech alone; a digitally silent segment gives an effectively clean
+stimulus (``bg_active`` False).
 """
 from __future__ import annotations
 
@@ -46,26 +46,23 @@ class MixInfo:
 
     Attributes
     ----------
-    achieved_snr_db : float
-        ``10·log10(Σ s² / Σ b²)`` of the final parts, dB (``inf`` for clean or a silent segment).
-    target_snr_db : float
-        dB (``inf`` for clean).
-    speech_lufs : float
-        Speech loudness after normalisation, LUFS (``-inf`` for silent speech).
-    bg_gain_db : float
-        dB (``-inf`` for clean).
-    peak : float
-        Largest absolute sample of the stimulus.
+    achieved_snr_db, target_snr_db : float, dB
+        ``10·log10(Σ s² / Σ b²)`` of the final parts, and the target (``inf`` for clean; achieved
+        ``inf`` for a silent segment).
+    speech_lufs : float, LUFS
+        After normalisation (``-inf`` for silent speech).
+    bg_gain_db : float, dB
+        ``-inf`` for clean.
+    peak, speech_peak : float
+        Largest absolute sample of the stimulus, and of the normalised speech (can exceed 1).
     clip_scale : float
         ``1 / max|s + b|`` when the sum exceeded 1, else 1.0.
-    bg_offset : int or None
-        Start sample of the segment (after tiling); None for clean.
+    bg_offset : int or None, samples
+        Start of the segment after tiling; None for clean.
     bg_power : float
         Mean power of the segment before scaling (NaN for clean).
     bg_active : bool or None
         False for digital silence (:data:`BG_SILENCE_POWER`); None for clean.
-    speech_peak : float
-        Largest absolute sample of the normalised speech (can exceed 1).
     """
 
     achieved_snr_db: float
@@ -93,10 +90,9 @@ def loudness_normalize(x, target_lufs: float = SPEECH_LUFS, *, name: str = "audi
     Returns
     -------
     y : np.ndarray [shape=(n,)]
-        ``x`` itself when its loudness is ±inf, else ``pyloudnorm.normalize.loudness(x, measured,
-        target_lufs)`` as float32.
-    measured : float
-        Integrated loudness of ``x`` (ITU-R BS.1770-4, 0.4 s blocks), LUFS.
+        ``x`` itself when its loudness is ±inf, else ``pyloudnorm.normalize.loudness`` as float32.
+    measured : float, LUFS
+        Integrated loudness of ``x`` (ITU-R BS.1770-4, 0.4 s blocks).
 
     Raises
     ------
@@ -119,36 +115,15 @@ def loudness_normalize(x, target_lufs: float = SPEECH_LUFS, *, name: str = "audi
     return y, float(measured)
 
 
-def tile_background(bg, n: int) -> np.ndarray:
-    """The background tiled ``ceil(n / len(bg))`` times when shorter than ``n`` samples, else unchanged.
+def bg_offset(seed: int, n_bg: int, n_speech: int) -> int:
+    """Start sample of the background segment, the authors' rule (without loading the background):
+    ``default_rng(seed).integers(0, max(1, L − n_speech))``, ``L`` the length (samples) after tiling
+    the ``n_bg`` samples ``ceil(n_speech / n_bg)`` times when shorter than the ``n_speech`` samples.
 
     Raises
     ------
     AudioFileError
-        If ``bg`` is empty.
-    """
-    bg = np.asarray(bg)
-    if bg.shape[0] == 0:
-        raise AudioFileError("the background holds no samples")
-    if bg.shape[0] < n:
-        bg = np.tile(bg, int(np.ceil(n / bg.shape[0])))
-    return bg
-
-
-def bg_offset(seed: int, n_bg: int, n_speech: int) -> int:
-    """Start sample of the background segment, the authors' rule (without loading the background).
-
-    ``default_rng(seed).integers(0, max(1, L − n_speech))`` with ``L`` the tiled length
-    (:func:`tile_background`).
-
-    Parameters
-    ----------
-    seed : int
-    n_bg, n_speech : int > 0, samples
-
-    Returns
-    -------
-    int, samples
+        If the background holds no samples.
     """
     n_bg, n_speech = int(n_bg), int(n_speech)
     if n_bg <= 0:
@@ -162,8 +137,9 @@ def background_segment(bg, seed: int, n: int) -> tuple[np.ndarray, int]:
     """The ``n`` background samples a row with ``seed`` uses, and their offset (samples, into
     the tiled background); ``bg`` [shape=(m,)], the segment [shape=(n,)] in its dtype.
     """
-    off = bg_offset(seed, np.asarray(bg).shape[0], n)
-    return tile_background(bg, n)[off: off + n], off
+    bg = np.asarray(bg)
+    off = bg_offset(seed, bg.shape[0], n)  # raises on an empty background
+    return (np.tile(bg, int(np.ceil(n / bg.shape[0]))) if bg.shape[0] < n else bg)[off: off + n], off
 
 
 def segment_active(segment) -> tuple[bool, float]:
@@ -217,13 +193,12 @@ def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUF
     Parameters
     ----------
     speech : np.ndarray [shape=(n,)], float32, 16 kHz
-        Speech at any level (normalised here).
+        At any level (normalised to ``speech_lufs`` LUFS here).
     bg : np.ndarray [shape=(m,)], float32, or None
-        Background (tiled if shorter); ``None`` gives the normalised speech.
+        Tiled if shorter; ``None`` gives the normalised speech.
     snr_db : float, dB
     seed : int
         Seeds the background offset.
-    speech_lufs : float, LUFS
 
     Returns
     -------
@@ -231,12 +206,19 @@ def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUF
     info : MixInfo
     """
     s, measured = loudness_normalize(np.asarray(speech, dtype=np.float32), speech_lufs)
-    lufs = float(speech_lufs) if np.isfinite(measured) else measured
-    speech_peak = float(np.max(np.abs(s))) if s.size else 0.0
+    lufs, speech_peak = float(speech_lufs) if np.isfinite(measured) else measured, _peak(s)
     if bg is None:
-        return s, MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0, speech_peak=speech_peak)
+        return s, _clean_info(lufs, speech_peak)
     m = _mix_normalized(s, np.asarray(bg, dtype=np.float32), snr_db, seed)
     return m.y, m.info(s, snr_db, lufs, speech_peak)
+
+
+def _peak(s) -> float:
+    return float(np.max(np.abs(s))) if s.size else 0.0
+
+
+def _clean_info(lufs, speech_peak) -> MixInfo:
+    return MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0, speech_peak=speech_peak)
 
 
 def achieved_snr_db(speech, noise) -> float:
@@ -268,8 +250,8 @@ def normalized_speech(path, *, target_lufs: float = SPEECH_LUFS):
     Returns
     -------
     s : np.ndarray [shape=(n,)], float32, read-only
-    measured : float
-        Loudness before normalisation, LUFS (``-inf``: silent, returned unchanged).
+    measured : float, LUFS
+        Loudness before normalisation (``-inf``: silent, returned unchanged).
 
     Raises
     ------
@@ -301,9 +283,9 @@ def mix_row(row: Mapping, ws) -> dict:
     Returns
     -------
     dict
-        ``mixture`` (float32 (n,)), ``speech`` (float32 (n,), the normalised speech as in the mixture:
-        divided by the peak when the sum was), ``background`` (float32 (n,), the scaled segment as in
-        the mixture; zeros for clean), ``info`` (:class:`MixInfo`).
+        ``mixture``, ``speech`` (the normalised speech as in the mixture: divided by the peak when the
+        sum was) and ``background`` (the scaled segment as in the mixture; zeros for clean), float32
+        (n,); ``info`` (:class:`MixInfo`).
 
     Raises
     ------
@@ -311,12 +293,9 @@ def mix_row(row: Mapping, ws) -> dict:
         An incomplete row.
     """
     s, measured = normalized_speech(ws.path(str(_row_value(row, "speech_path"))))
-    lufs = SPEECH_LUFS if np.isfinite(measured) else measured
-    speech_peak = float(np.max(np.abs(s))) if s.size else 0.0
+    lufs, speech_peak = SPEECH_LUFS if np.isfinite(measured) else measured, _peak(s)
     if is_clean_row(row):
-        y = s.copy()
-        info = MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0, speech_peak=speech_peak)
-        return dict(mixture=y, speech=y.copy(), background=np.zeros_like(y), info=info)
+        return dict(mixture=s.copy(), speech=s.copy(), background=np.zeros_like(s), info=_clean_info(lufs, speech_peak))
     snr, seed = _row_value(row, "snr_db"), _row_value(row, "seed")
     try:
         snr, seed = float(snr), int(seed)

@@ -1,4 +1,4 @@
-"""Condition tables on disk, and the analysis without silent background segments (part of :mod:`aiplib.analysis.conditions`)."""
+"""Condition tables on disk, and the analysis without silent background segments."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,15 +13,8 @@ from aiplib.io.formats import load_scores, parse_bool, write_csv_atomic
 
 
 def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
-    """Write ``results/tables/conditions_<task>.csv`` for every scored task.
-
-    Parameters
-    ----------
-    ws : aiplib.core.workspace.Workspace
-    scores : dict, optional
-        Default :func:`aiplib.io.formats.load_scores` of ``ws`` (every task file present).
-    **kwargs
-        Passed to :func:`condition_table`.
+    """Write ``results/tables/conditions_<task>.csv`` for every scored task: :func:`condition_table` of
+    ``scores`` (default :func:`aiplib.io.formats.load_scores` of ``ws``) with ``kwargs``.
 
     Returns
     -------
@@ -65,11 +58,9 @@ def _inactive(s: pd.DataFrame) -> pd.Series:
 
 
 def inactive_background_rows(scores: dict) -> pd.DataFrame:
-    """Count the scored noisy rows whose background segment was digital silence.
-
-    Such rows (``bg_active`` False, measured at stage 5; e.g. an ESC-50 clip zero-padded to 5 s)
-    are kept in every headline number, as the authors' mixer made them (effectively clean); this
-    table states how many there are per task and background.
+    """Count the scored noisy rows whose background segment was digital silence (``bg_active`` False,
+    measured at stage 5; e.g. an ESC-50 clip zero-padded to 5 s): kept in every headline number, as
+    the authors' mixer made them, and counted here per task and background.
 
     Parameters
     ----------

@@ -25,52 +25,45 @@ from aiplib.io.formats import parse_bool
 
 def _prepare_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
     """Per-row numeric columns for the sums, with each noisy row's clean partner joined."""
-    need = {"model", "task", "item_id", "bg_id", "snr_db"}
-    need |= ({"errors", "ref_words", "substitutions", "deletions", "insertions", "wer",
-              "ref_norm", "hyp_norm"} if family == "asr" else {"correct"})
-    missing = need - set(df.columns)
-    if missing:
+    asr = family == "asr"
+    need = {"model", "task", "item_id", "bg_id", "snr_db"} | (
+        {"errors", "ref_words", "substitutions", "deletions", "insertions", "wer", "ref_norm", "hyp_norm"} if asr
+        else {"correct"})
+    if missing := need - set(df.columns):
         raise AiplibParameterError(f"scores lack columns {sorted(missing)}")
-    r = df.copy()
-    r["item_id"] = r["item_id"].astype(str)
-    r["bg_id"] = r["bg_id"].astype(str)
-    r["snr_db"] = pd.to_numeric(r["snr_db"], errors="coerce")
-    if family == "asr":
+    r = df.assign(item_id=df["item_id"].astype(str), bg_id=df["bg_id"].astype(str),
+                  snr_db=pd.to_numeric(df["snr_db"], errors="coerce"))
+    if asr:
         for c in ("ref_norm", "hyp_norm"):
             r[c] = r[c].fillna("").astype(str)
         r["char_errors"], r["ref_chars"] = char_counts(r["ref_norm"].tolist(), r["hyp_norm"].tolist())
-        value_cols = ["errors", "wer"]
+        values = ["errors", "wer"]
     else:
         r["correct"] = pd.to_numeric(r["correct"], errors="coerce").astype(float)
-        value_cols = ["correct"]
-    clean = (r[r["bg_id"] == "clean"].drop_duplicates(["model", "task", "item_id"], keep="last")
-             .set_index(["model", "task", "item_id"])[value_cols])
-    key = pd.MultiIndex.from_frame(r[["model", "task", "item_id"]])
-    cl = clean.reindex(key)
-    for c in value_cols:
+        values = ["correct"]
+    key = ["model", "task", "item_id"]
+    clean = r[r["bg_id"] == "clean"].drop_duplicates(key, keep="last").set_index(key)[values]
+    cl = clean.reindex(pd.MultiIndex.from_frame(r[key]))
+    for c in values:
         r[f"clean_{c}"] = cl[c].to_numpy(dtype=float)
-    is_noisy = (r["bg_id"] != "clean").to_numpy()
-    paired = is_noisy & np.isfinite(r[f"clean_{value_cols[0]}"].to_numpy(dtype=float))
-    r["paired"] = paired.astype(float)
-    r["n"] = 1.0
-    z = lambda col: np.where(paired, r[col].to_numpy(dtype=float), 0.0)  # noqa: E731
-    if family == "asr":
+    paired = (r["bg_id"] != "clean").to_numpy() & np.isfinite(r[f"clean_{values[0]}"].to_numpy(dtype=float))
+    r["paired"], r["n"] = paired.astype(float), 1.0
+
+    def p(col, fill=False):  # the column on paired rows (a missing clean value as 0 when ``fill``), else 0
+        return np.where(paired, (r[col].fillna(0) if fill else r[col]).to_numpy(float), 0.0)
+
+    if asr:
         r["wer_capped"] = np.minimum(r["wer"].to_numpy(float), 1.0)
         r["p_d_capped"] = np.where(paired, r["wer_capped"].to_numpy(float)
                                    - np.minimum(r["clean_wer"].fillna(0).to_numpy(float), 1.0), 0.0)
         r["loop"], r["loop_n"] = _flag_sums(r, "is_loop")
-        r["p_ref_words"] = z("ref_words")
-        r["p_errors"] = z("errors")
-        r["p_clean_errors"] = np.where(paired, r["clean_errors"].fillna(0).to_numpy(float), 0.0)
-        r["p_wer"] = z("wer")
-        r["p_clean_wer"] = np.where(paired, r["clean_wer"].fillna(0).to_numpy(float), 0.0)
+        r["p_ref_words"], r["p_errors"], r["p_wer"] = p("ref_words"), p("errors"), p("wer")
+        r["p_clean_errors"], r["p_clean_wer"] = p("clean_errors", True), p("clean_wer", True)
         r["d"] = r["p_wer"] - r["p_clean_wer"]
     else:
         r["strict"], r["strict_n"] = _flag_sums(r, "correct_strict")
         r["non_answer"], r["non_answer_n"] = _flag_sums(r, "non_answer")
-        cc = r["clean_correct"].fillna(0).to_numpy(float)
-        r["p_correct"] = z("correct")
-        r["p_clean_correct"] = np.where(paired, cc, 0.0)
+        r["p_correct"], r["p_clean_correct"] = p("correct"), p("clean_correct", True)
         r["d"] = r["p_clean_correct"] - r["p_correct"]
     return r
 
@@ -99,9 +92,8 @@ def _flag_sums(r: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
     return np.where(known, f, 0.0), known.astype(float)
 
 
-def _share(tot: dict, num: str, den: str) -> float:
-    """100 · Σ num / Σ den, NaN when no row had the flag (column absent or all unknown)."""
-    return 100.0 * tot[num] / tot[den] if tot[den] else math.nan
+def _by(scope) -> list[str]:
+    return ["model", "task", *(SCOPES[scope] or ())]
 
 
 def _scope_sources(rows: pd.DataFrame, scopes):
@@ -111,7 +103,7 @@ def _scope_sources(rows: pd.DataFrame, scopes):
     for scope in scopes:
         src = clean_rows if scope == "clean" else noisy
         if not src.empty:
-            yield scope, ["model", "task"] + list(SCOPES[scope] or ()), src
+            yield scope, _by(scope), src
 
 
 def _scope_key(scope, by, gkey) -> dict:
@@ -123,19 +115,9 @@ def _scope_key(scope, by, gkey) -> dict:
 
 
 def _row_medians(rows: pd.DataFrame, col: str, scopes) -> dict:
-    """Median of ``col`` over the stimuli of every scope group: {(scope, model, task, bg_id,
-    snr_db or None): median}."""
-    out = {}
-    for scope, by, src in _scope_sources(rows, scopes):
-        for gkey, g in src.groupby(by, sort=False)[col]:
-            out[_median_key(scope, _scope_key(scope, by, gkey))] = float(g.median())
-    return out
-
-
-def _median_key(scope, k: dict):
-    snr = k["snr_db"]
-    snr = None if snr is None or (isinstance(snr, float) and math.isnan(snr)) else float(snr)
-    return (scope, str(k["model"]), str(k["task"]), str(k["bg_id"]), snr)
+    """Median of ``col`` over the stimuli of every scope group: {(scope, *group key): median}."""
+    return {(scope, *gkey): float(m) for scope, by, src in _scope_sources(rows, scopes)
+            for gkey, m in src.groupby(by, sort=False)[col].median().items()}
 
 
 def _pct(a, b) -> float:
@@ -195,17 +177,17 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     Returns
     -------
     pandas.DataFrame
-        One row per (scope, model, task, bg_id, snr_db): ``scope, model, task, family, bg_id,
-        snr_db, condition, n_items, n_stimuli, n_pairs``; ASR ``wer_pp`` (corpus), ``mean_wer_pp``,
-        ``cer_pp``, ``sub_pp, del_pp, ins_pp`` (summing to ``wer_pp``), ``clean_wer_pp,
-        clean_mean_wer_pp``, ``mean_wer_capped_pp`` (mean of min(WER, 1)), ``median_wer_pp``,
-        ``n_loops`` (NaN without ``is_loop``); KWS ``acc_pp, clean_acc_pp, strict_acc_pp,
-        non_answer_pp`` (NaN without ``correct_strict`` / ``non_answer``); then ``measure``,
-        ``delta_pp`` (mean paired change, + = worse), ``ci_low_pp, ci_high_pp, ci_usable``; ASR
-        ``delta_corpus_pp, corpus_ci_low_pp, corpus_ci_high_pp, corpus_ci_usable, delta_capped_pp``;
-        ``test, p_value, p_bh`` (Benjamini–Hochberg over the conditions of a task, model and scope),
-        ``n_worse, n_better, n_ties, verdict, coarse, min_diff_pp, level, n_resamples, seed, note``.
-        ``clean`` rows carry the absolute values only.
+        One row per (scope, model, task, bg_id, snr_db): ``scope, model, task, family, bg_id, snr_db,
+        condition, n_items, n_stimuli, n_pairs``; ASR ``wer_pp`` (corpus), ``mean_wer_pp``, ``cer_pp``,
+        ``sub_pp, del_pp, ins_pp`` (summing to ``wer_pp``), ``clean_wer_pp, clean_mean_wer_pp``,
+        ``mean_wer_capped_pp`` (mean of min(WER, 1)), ``median_wer_pp``, ``n_loops`` (NaN without
+        ``is_loop``); KWS ``acc_pp, clean_acc_pp, strict_acc_pp, non_answer_pp`` (NaN without
+        ``correct_strict`` / ``non_answer``); ``measure``, ``delta_pp`` (mean paired change, + = worse),
+        ``ci_low_pp, ci_high_pp, ci_usable``; ASR ``delta_corpus_pp, corpus_ci_low_pp,
+        corpus_ci_high_pp, corpus_ci_usable, delta_capped_pp``; ``test, p_value, p_bh``
+        (Benjamini–Hochberg over the conditions of a task, model and scope), ``n_worse, n_better,
+        n_ties, verdict, coarse, min_diff_pp, level, n_resamples, seed, note``. ``clean`` rows carry the
+        absolute values only.
 
     Raises
     ------
@@ -214,11 +196,10 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
 
     Notes
     -----
-    ``delta_pp`` (ASR) is the mean over pairs of WER(noisy) − WER(clean), the quantity of Figures 4–5
-    and Table 4; ``delta_corpus_pp`` = (Σ errors noisy − Σ errors clean) / Σ N over the same pairs. A
-    verdict needs the interval to exclude 0, ``|delta_pp| >= min_diff_pp`` and ``p_bh <`` :data:`ALPHA`
-    (``n/a`` below :data:`MIN_ITEMS_FOR_VERDICT` paired items). Noisy rows without a clean partner
-    count in the absolute values only (``note``).
+    ``delta_pp`` (ASR) is the mean over pairs of WER(noisy) − WER(clean) (Figures 4–5, Table 4);
+    ``delta_corpus_pp`` = (Σ errors noisy − Σ errors clean) / Σ N over the same pairs. A verdict needs
+    the interval to exclude 0, ``|delta_pp| >= min_diff_pp`` and ``p_bh <`` :data:`ALPHA`. Noisy rows
+    without a clean partner count in the absolute values only (``note``).
     """
     family_spec(family)  # an unknown family raises
     bad = [s for s in scopes if s not in SCOPES]
@@ -232,23 +213,20 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     out = []
     for scope, k, g in _iter_scopes(rows, sum_cols, scopes):
         tot = {c: g.total(c) for c in sum_cols}
-        rec = {"scope": scope, "model": k["model"], "task": k["task"], "family": family, "bg_id": k["bg_id"],
-               "snr_db": k["snr_db"], "condition": condition_label(k["bg_id"], k["snr_db"]), "n_items": int(len(g)),
-               "n_stimuli": int(tot["n"]), "n_pairs": int(tot["paired"])}
+        rec = dict(scope=scope, **k, family=family, condition=condition_label(k["bg_id"], k["snr_db"]),
+                   n_items=len(g), n_stimuli=int(tot["n"]), n_pairs=int(tot["paired"]),
+                   measure=DEGRADATION_COLUMN[family], min_diff_pp=float(min_diff_pp), level=float(level),
+                   n_resamples=int(n_resamples), seed=int(seed))
         if family == "asr":
-            rec.update(wer_pp=_pct(tot["errors"], tot["ref_words"]), mean_wer_pp=_pct(tot["wer"], tot["n"]),
-                       cer_pp=_pct(tot["char_errors"], tot["ref_chars"]),
-                       sub_pp=_pct(tot["substitutions"], tot["ref_words"]),
-                       del_pp=_pct(tot["deletions"], tot["ref_words"]),
-                       ins_pp=_pct(tot["insertions"], tot["ref_words"]),
-                       mean_wer_capped_pp=_pct(tot["wer_capped"], tot["n"]),
-                       median_wer_pp=100 * medians.get(_median_key(scope, k), math.nan),
+            words, median = tot["ref_words"], medians.get((scope, *(k[c] for c in _by(scope))), math.nan)
+            rec.update(wer_pp=_pct(tot["errors"], words), mean_wer_pp=_pct(tot["wer"], tot["n"]),
+                       cer_pp=_pct(tot["char_errors"], tot["ref_chars"]), sub_pp=_pct(tot["substitutions"], words),
+                       del_pp=_pct(tot["deletions"], words), ins_pp=_pct(tot["insertions"], words),
+                       mean_wer_capped_pp=_pct(tot["wer_capped"], tot["n"]), median_wer_pp=100 * median,
                        n_loops=tot["loop"] if tot["loop_n"] else math.nan)
         else:
-            rec.update(acc_pp=_pct(tot["correct"], tot["n"]), strict_acc_pp=_share(tot, "strict", "strict_n"),
-                       non_answer_pp=_share(tot, "non_answer", "non_answer_n"))
-        rec["measure"] = DEGRADATION_COLUMN[family]
-        rec.update(min_diff_pp=float(min_diff_pp), level=float(level), n_resamples=int(n_resamples), seed=int(seed))
+            rec.update(acc_pp=_pct(tot["correct"], tot["n"]), strict_acc_pp=_pct(tot["strict"], tot["strict_n"]),
+                       non_answer_pp=_pct(tot["non_answer"], tot["non_answer_n"]))
         notes = []
         if scope != "clean":
             pg, mc = g.subset(g["paired"] > 0), None
@@ -261,21 +239,17 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
                     mc = (pg["p_clean_correct"].astype(bool), pg["p_correct"].astype(bool))
             pc = paired_change(100 * pg["d"], pg["paired"], n_resamples=n_resamples, seed=seed, level=level,
                                min_diff=min_diff_pp, mcnemar=mc)
-            rec.update(delta_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"],
-                       ci_usable=pc["ci_usable"], test=pc["test"], p_value=pc["p_value"], n_worse=pc["n_worse"],
-                       n_better=pc["n_better"], n_ties=pc["n_ties"], verdict=pc["verdict"], coarse=pc["coarse"])
-            if pc["note"]:
-                notes.append(pc["note"])
+            rec.update(delta_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"], **{c: pc[c] for c in (
+                "ci_usable", "test", "p_value", "n_worse", "n_better", "n_ties", "verdict", "coarse")})
+            notes.append(pc["note"])
             if family == "asr" and len(pg):
-                b = stats.bootstrap_ci(
-                    (100 * (pg["p_errors"] - pg["p_clean_errors"]), pg["p_ref_words"]),
-                    _ratio, n_resamples=n_resamples, seed=seed, level=level, vectorized=True)
+                b = stats.bootstrap_ci((100 * (pg["p_errors"] - pg["p_clean_errors"]), pg["p_ref_words"]), _ratio,
+                                       n_resamples=n_resamples, seed=seed, level=level, vectorized=True)
                 rec.update(delta_corpus_pp=b.estimate, corpus_ci_low_pp=b.ci_low, corpus_ci_high_pp=b.ci_high,
                            corpus_ci_usable=b.n_valid, delta_capped_pp=_pct(tot["p_d_capped"], tot["paired"]))
-            unpaired = rec["n_stimuli"] - rec["n_pairs"]
-            if unpaired:
+            if unpaired := rec["n_stimuli"] - rec["n_pairs"]:
                 notes.append(f"{unpaired} noisy stimuli without a clean partner: in the absolute values only")
-        rec["note"] = "; ".join(notes)
+        rec["note"] = "; ".join(n for n in notes if n)
         out.append(rec)
     t = pd.DataFrame(out)
     t = t.reindex(columns=_columns(family))
@@ -299,18 +273,15 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
 
 
 def _columns(family: str) -> list[str]:
-    head = ["scope", "model", "task", "family", "bg_id", "snr_db", "condition", "n_items", "n_stimuli", "n_pairs"]
-    if family == "asr":
-        vals = ["wer_pp", "mean_wer_pp", "cer_pp", "sub_pp", "del_pp", "ins_pp", "clean_wer_pp", "clean_mean_wer_pp",
-                "mean_wer_capped_pp", "median_wer_pp", "n_loops"]
-    else:
-        vals = ["acc_pp", "clean_acc_pp", "strict_acc_pp", "non_answer_pp"]
-    delta = ["measure", "delta_pp", "ci_low_pp", "ci_high_pp", "ci_usable"]
-    if family == "asr":
-        delta += ["delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp", "corpus_ci_usable", "delta_capped_pp"]
-    tail = ["test", "p_value", "p_bh", "n_worse", "n_better", "n_ties", "verdict", "coarse", "min_diff_pp", "level",
+    asr = family == "asr"
+    values = (["wer_pp", "mean_wer_pp", "cer_pp", "sub_pp", "del_pp", "ins_pp", "clean_wer_pp", "clean_mean_wer_pp",
+               "mean_wer_capped_pp", "median_wer_pp", "n_loops"] if asr
+              else ["acc_pp", "clean_acc_pp", "strict_acc_pp", "non_answer_pp"])
+    corpus = ["delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp", "corpus_ci_usable", "delta_capped_pp"]
+    return ["scope", "model", "task", "family", "bg_id", "snr_db", "condition", "n_items", "n_stimuli", "n_pairs",
+            *values, "measure", "delta_pp", "ci_low_pp", "ci_high_pp", "ci_usable", *(corpus if asr else []), "test",
+            "p_value", "p_bh", "n_worse", "n_better", "n_ties", "verdict", "coarse", "min_diff_pp", "level",
             "n_resamples", "seed", "note"]
-    return head + vals + delta + tail
 
 
 def condition_tables(scores: dict, **kwargs) -> dict[str, pd.DataFrame]:
@@ -342,25 +313,24 @@ def _aligned(values: pd.Series | None, paired: pd.DataFrame, by: list[str]) -> n
 
 
 def asr_robust(paired: pd.DataFrame, scores: pd.DataFrame, scope: str) -> pd.DataFrame:
-    """The ASR robust view of paired changes, beside the mean ΔWER (which one looping hypothesis,
-    WER 5, can carry past +100 pp).
+    """The ASR robust view of paired changes, beside the mean ΔWER (which one looping hypothesis, WER 5,
+    can carry past +100 pp).
 
     Parameters
     ----------
     paired : pandas.DataFrame [shape=(n_rows, ...)]
-        :func:`condition_table` of ``scores`` in ``scope``, ``bg_id`` renamed ``condition_id``.
+        :func:`condition_table` of ``scores`` in ``scope`` (:data:`SCOPES`), ``bg_id`` as ``condition_id``.
     scores : pandas.DataFrame
-        The ASR score rows (``model, bg_id, snr_db`` and ``delta_wer``, the per-row paired WER change
-        as a fraction; without it ``median_delta_wer_pp`` is NaN).
+        The ASR score rows (``model, bg_id, snr_db``, ``delta_wer`` as a fraction; without it
+        ``median_delta_wer_pp`` is NaN).
     scope : {"condition", "background"}
-        The grouping of ``paired`` (:data:`SCOPES`).
 
     Returns
     -------
     pandas.DataFrame [shape=(n_rows, 3)]
-        :data:`ASR_ROBUST_COLUMNS`, index of ``paired``: ``delta_wer_capped_pp`` (the table's
-        ``delta_capped_pp``: mean of min(WER_noisy, 1) − min(WER_clean, 1), pp), ``median_delta_wer_pp``
-        (median of the paired noisy stimuli's ``delta_wer``, pp) and ``n_loops``.
+        :data:`ASR_ROBUST_COLUMNS`, index of ``paired``: ``delta_wer_capped_pp`` (mean of
+        min(WER_noisy, 1) − min(WER_clean, 1), pp), ``median_delta_wer_pp`` (median ``delta_wer`` of the
+        noisy stimuli, pp) and ``n_loops``.
     """
     by = ["model", *SCOPES[scope]]
     med = None
@@ -374,24 +344,16 @@ def asr_robust(paired: pd.DataFrame, scores: pd.DataFrame, scope: str) -> pd.Dat
 
 def kws_robust(scores: pd.DataFrame, scope: str, *, n_resamples: int = 2000, seed: int = 0,
                level: float = 0.95) -> pd.DataFrame:
-    """The KWS robust view per (model, condition) of ``scope``.
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        KWS score rows (the columns of :func:`condition_table`, ``correct_strict`` and
-        ``non_answer``; either may be absent, its columns are then NaN).
-    scope : {"condition", "background"}
-    n_resamples, seed, level
-        Bootstrap of the strict change (:func:`condition_table` on ``correct_strict``).
+    """The KWS robust view per (model, condition) of ``scope`` from the KWS score rows ``scores``
+    (``correct_strict`` and ``non_answer``; an absent one gives NaN columns); ``n_resamples, seed,
+    level`` bootstrap the strict change (:func:`condition_table` on ``correct_strict``).
 
     Returns
     -------
     pandas.DataFrame
-        ``model, condition_id`` (and ``snr_db`` in scope ``condition``) then
-        :data:`KWS_ROBUST_COLUMNS`: ``delta_strict_acc_pp``, the mean paired change of the strict
-        accuracy (non-answers count wrong; clean − noisy, + = worse) with its interval, and
-        ``n_non_answers`` among the noisy responses.
+        ``model, condition_id`` (and ``snr_db`` in scope ``condition``), :data:`KWS_ROBUST_COLUMNS`:
+        ``delta_strict_acc_pp`` (mean paired change of the strict accuracy, non-answers wrong, + =
+        worse) with its interval, ``n_non_answers`` among the noisy responses.
     """
     by = ["model", *SCOPES[scope]]
     key = [c if c != "bg_id" else "condition_id" for c in by]

@@ -8,12 +8,10 @@ import numpy as np
 from aiplib.analysis import stats
 from aiplib.core.errors import AiplibParameterError
 
-SCOPES = {"clean": None, "overall": (), "snr": ("snr_db",), "background": ("bg_id",),
-          "condition": ("bg_id", "snr_db")}
-"""Aggregation scopes → the keys grouped on besides (model, task). ``clean``: the clean stimuli
-(absolute values only); ``overall``: every noisy stimulus; ``snr``: per SNR over backgrounds
-(``bg_id == "all"``); ``background``: per background over SNRs (``snr_db`` NaN);
-``condition``: one background at one SNR."""
+SCOPES = {"clean": None, "overall": (), "snr": ("snr_db",), "background": ("bg_id",), "condition": ("bg_id", "snr_db")}
+"""Aggregation scope → the keys grouped on besides (model, task): ``clean`` the clean stimuli (absolute
+values only), ``overall`` every noisy one, ``snr`` per SNR (``bg_id == "all"``), ``background`` per
+background (``snr_db`` NaN), ``condition`` one background at one SNR."""
 
 VERDICTS = ("worse", "better", "same", "n/a")
 """Possible verdicts (:func:`verdict`)."""
@@ -22,16 +20,13 @@ DEFAULT_MIN_DIFF_PP = 2.0
 """Default minimum change (percentage points) for a ``worse`` / ``better`` verdict."""
 
 ALPHA = 0.05
-"""Level of the exact test: a ``worse``/``better`` verdict needs its (Benjamini–Hochberg
-adjusted, in the condition tables) p-value below this."""
+"""A ``worse``/``better`` verdict needs its (Benjamini–Hochberg adjusted) p-value below this."""
 
 MIN_ITEMS_FOR_VERDICT = stats.MIN_N_FOR_INTERVAL
-"""Fewest paired items for a verdict (else ``n/a``): the same as the minimum for an interval
-(:data:`aiplib.analysis.stats.MIN_N_FOR_INTERVAL`, 10), since the verdict needs the interval."""
+"""Fewest paired items for a verdict (else ``n/a``): the minimum for an interval (10)."""
 
 COARSE_BELOW_ITEMS = 48
-"""Rows with fewer paired items are marked ``coarse`` (as the audiolab stresstest does): the
-verdict stands, but the interval's coverage and the test's power are those of a small sample."""
+"""Rows with fewer paired items are marked ``coarse`` (as the audiolab stresstest does)."""
 
 ALL = "all"
 """``bg_id`` of rows aggregated over backgrounds."""
@@ -45,27 +40,26 @@ def verdict(estimate: float, ci_low: float, ci_high: float, min_diff: float, p_v
 
     Parameters
     ----------
-    estimate : float
-        The change, oriented so that positive means worse (ΔWER, ΔAcc = acc before − acc after).
-    ci_low, ci_high : float
-        Its confidence interval (NaN when none could be given).
+    estimate, ci_low, ci_high : float
+        The change (positive = worse: ΔWER, ΔAcc = acc before − acc after) and its interval (NaN: none).
     min_diff : float >= 0
         Smallest change that counts, in the units of ``estimate``.
     p_value : float
-        Exact two-sided p-value of the change (the Benjamini–Hochberg adjusted one when several
-        conditions are tested together). NaN (nothing to test: every pair tied) counts as
-        not significant.
+        Exact two-sided p-value (BH-adjusted when conditions are tested together); NaN (every pair
+        tied) is not significant.
     alpha : float
-        Significance level (default :data:`ALPHA`).
 
     Returns
     -------
     str
-        ``worse`` if ``ci_low > 0``, ``estimate >= min_diff`` and ``p_value < alpha``;
-        ``better`` if ``ci_high < 0``, ``estimate <= -min_diff`` and ``p_value < alpha``;
-        ``n/a`` if the estimate or an interval bound is NaN; otherwise ``same``. All three
-        conditions are needed: with few items a percentile interval can exclude 0 while the
-        exact test cannot (3 of 3 items worse: sign-test p = 0.25).
+        ``worse`` if ``ci_low > 0``, ``estimate >= min_diff`` and ``p_value < alpha``; ``better``
+        mirrored; ``n/a`` if the estimate or a bound is NaN; else ``same`` (with few items an interval
+        can exclude 0 while the exact test cannot: 3 of 3 worse gives sign-test p = 0.25).
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``min_diff < 0``.
 
     Examples
     --------
@@ -97,40 +91,37 @@ def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0,
 
     Parameters
     ----------
-    item_sum : array-like [shape=(n_items,)]
-        Per item, the sum of its paired changes (positive = worse).
-    item_n : array-like [shape=(n_items,)]
-        Per item, how many pairs it contributes (>= 1).
+    item_sum, item_n : array-like [shape=(n_items,)]
+        Per item, the sum of its paired changes (positive = worse) and its number of pairs (>= 1).
     n_resamples, seed, level : int, int, float
-        Percentile bootstrap (:func:`aiplib.analysis.stats.bootstrap_ci`) resampling *items* with
-        replacement; ``default_rng(seed)`` afresh for every call, so one condition's interval
-        does not depend on which others are computed.
+        Percentile bootstrap (:func:`aiplib.analysis.stats.bootstrap_ci`) over *items*, with
+        ``default_rng(seed)`` afresh on every call.
     min_diff : float
-        Minimum change for a verdict other than ``same`` (same units as the changes).
+        Minimum change for a verdict other than ``same`` (units of the changes).
     mcnemar : tuple of two bool arrays, optional
-        ``(before_correct, after_correct)`` per pair. When given and every item has one pair,
-        the test is :func:`aiplib.analysis.stats.mcnemar_exact` (exact McNemar) instead of the sign test.
+        ``(before_correct, after_correct)`` per pair: with one pair per item the test is the exact
+        McNemar (:func:`aiplib.analysis.stats.mcnemar_exact`) instead of the sign test.
     min_items : int
-        Fewer paired items than this give no interval and the verdict ``n/a`` (default
-        :data:`MIN_ITEMS_FOR_VERDICT`).
+        Fewer paired items give no interval and the verdict ``n/a``.
 
     Returns
     -------
     dict
-        ``estimate`` = Σ item_sum / Σ item_n (the mean over pairs), ``ci_low, ci_high``,
-        ``ci_usable`` (usable bootstrap resamples; 0 when no interval was attempted);
-        ``test`` (``sign``, ``sign_item_means`` or ``mcnemar_exact``), ``p_value`` (two-sided,
-        exact), ``n_worse, n_better, n_ties`` (items — or discordant pairs for McNemar — with a
-        positive / negative / zero change); ``verdict`` (:func:`verdict` on the unadjusted
-        ``p_value``; :func:`condition_table` re-decides it on the BH-adjusted one);
-        ``n_items``, ``coarse`` (``n_items <`` :data:`COARSE_BELOW_ITEMS`); ``level,
-        n_resamples, seed``; ``note``.
+        ``estimate`` (Σ item_sum / Σ item_n), ``ci_low, ci_high, ci_usable`` (usable resamples);
+        ``test`` (``sign``, ``sign_item_means``, ``mcnemar_exact``), ``p_value`` (two-sided, exact),
+        ``n_worse, n_better, n_ties`` (items, or discordant pairs for McNemar); ``verdict`` (on the
+        unadjusted p), ``n_items``, ``coarse`` (below :data:`COARSE_BELOW_ITEMS`), ``level,
+        n_resamples, seed, note``.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``item_sum`` and ``item_n`` are not 1-D of one length.
 
     Notes
     -----
-    Sign test: ``p = binomtest(n_worse, n_worse + n_better, 0.5)`` on the per-item mean changes
-    (ties dropped). With one pair per item this is the classical sign test; with several it is
-    the sign test of the item means, which keeps the tested units independent.
+    Sign test: ``binomtest(n_worse, n_worse + n_better, 0.5)`` on the per-item mean changes (ties
+    dropped): the classical sign test with one pair per item, else that of the item means.
     """
     s = np.asarray(item_sum, dtype=float)
     n = np.asarray(item_n, dtype=float)
