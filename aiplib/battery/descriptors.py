@@ -48,6 +48,7 @@ from aiplib.io.formats import (
     write_json_atomic,
 )
 
+#: Frame and summary settings shared by every descriptor (recorded in the JSON sidecar).
 FRAME = {
     "sr": SR, "n_fft": 2048, "win_length": 2048, "hop_length": 512, "window": "hann", "center": True,
     "pad_mode": "constant (zeros) for STFT, RMS and onset strength; edge for ZCR (librosa defaults)",
@@ -61,8 +62,8 @@ FRAME = {
     "source": "the authors' scripts/generate_results_new_2.py (extract_acoustic_descriptors), "
               "librosa defaults at 16 kHz",
 }
-"""Frame and summary settings shared by every descriptor (recorded in the JSON sidecar)."""
 
+#: ``name -> (unit, one-line meaning, librosa function or other source)``.
 DESCRIPTOR_INFO = {
     "zcr": ("crossings per sample (fraction, 0–1)",
             "mean over all frames of (sign changes inside the 2048-sample frame) / 2048 (librosa's definition; a 1 "
@@ -102,7 +103,6 @@ DESCRIPTOR_INFO = {
                             "30 ms padding), as the authors' scripts/vad_classify_bg.py",
                             "silero_vad.get_speech_timestamps (Silero Team 2021)"),
 }
-"""``name -> (unit, one-line meaning, librosa function or other source)``."""
 
 _DESCRIPTOR_DEFINITION_VERSION = 2  # bump when a definition changes: cached tables are recomputed
 # 1: n_fft 512 / hop 256 uncentred, silent frames dropped, L2-normalised flux (aiplib's own)

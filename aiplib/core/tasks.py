@@ -25,6 +25,7 @@ _SIGNS = ("noisy_minus_clean", "clean_minus_noisy")
 
 
 _OBJECTS = {"type": "object", "minProperties": 1}
+#: JSON Schema of ``tasks.yaml``; :func:`_read_task_file` adds the cross-references.
 _SCHEMA = {
     "type": "object", "required": ["families", "keyword_sets", "tasks", "prompt_sets", "default_prompt_set"],
     "properties": {
@@ -41,7 +42,6 @@ _SCHEMA = {
             "properties": {"kws_answer": {"enum": [KWS_CLOSED_LIST, KWS_OPEN_ANSWER]}, "aliases": {"type": "array"},
                            "source": {"anyOf": [{"const": "builtin"},
                                                 {"type": "object", "required": ["base_url", "commit", "path"]}]}}}}}}
-"""JSON Schema of ``tasks.yaml``; :func:`_read_task_file` adds the cross-references."""
 
 
 @functools.lru_cache(maxsize=4)

@@ -20,6 +20,7 @@ from aiplib.sources.corpora.custom.files import absolute_path, scan_audio_files
 
 log = logging.getLogger(__name__)
 
+#: Default item-bank sizes per profile (``<profile>_smoke`` when ``$AIP_SMOKE=1``).
 SIZES = {
     "demo": dict(n_asr_real=12, n_asr_synth=16, n_kws_target=20, n_kws_nontarget=10),
     "demo_smoke": dict(n_asr_real=2, n_asr_synth=2, n_kws_target=2, n_kws_nontarget=1),
@@ -28,7 +29,6 @@ SIZES = {
     "custom": dict(),
     "custom_smoke": dict(max_items=3),
 }
-"""Default item-bank sizes per profile (``<profile>_smoke`` when ``$AIP_SMOKE=1``)."""
 
 
 def stage_sizes(profile: str, smoke: bool = False) -> dict:
@@ -126,9 +126,9 @@ def battery_specs(ws, **params):
 
 
 # ------------------------------------------------------------------------------- make stamps
+#: What ``make stamps`` says of the stages without a stamp.
 REBUILT = ("03 curation and 05 background manifests are rebuilt on every run; 04 recomputes only "
            "backgrounds whose WAV changed; 07 decodes only stimuli whose content key changed")
-"""What ``make stamps`` says of the stages without a stamp."""
 
 
 def _now_differences(ws, old: dict) -> list[str]:

@@ -31,8 +31,8 @@ class Profile(Protocol):
         """Stage 3 input: the background specs for :func:`aiplib.battery.backgrounds.curate_battery`."""
 
 
+#: Profile name → the module implementing :class:`Profile`.
 PROFILES = {p: f"aiplib.sources.corpora.{p}" for p in ("demo", "paper", "custom")}
-"""Profile name → the module implementing :class:`Profile`."""
 
 
 def get_profile(name: str) -> Profile:

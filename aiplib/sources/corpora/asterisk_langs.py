@@ -45,6 +45,7 @@ from aiplib.sources.corpora import debian
 from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
 from aiplib.sources.corpora.custom.validate import _validate_speech
 
+#: The Asterisk distractor voices (from each package's ``copyright`` file); ``en`` is the target's own package.
 VOICES = {  # language -> voice folder, sex, credit, licence, same voice as the English target
     "fr": dict(voice="fr_CA_f_June", sex="female", credit="June Wallack", licence="CC BY-SA 3.0",
                same_voice_as_target=False),
@@ -57,17 +58,16 @@ VOICES = {  # language -> voice folder, sex, credit, licence, same voice as the 
     "en": dict(voice="en_US_f_Allison", sex="female", credit="Allison Smith", licence="CC BY-SA 3.0",
                same_voice_as_target=True),
 }
-"""The Asterisk distractor voices (from each package's ``copyright`` file); ``en`` is the target's own package."""
 
+#: Item-bank ``speaker`` ids read by Allison Smith (the demo's real ASR items): ``same_voice_as_target``
+#: of an Asterisk table holds for these targets only.
 SAME_VOICE_TARGET_SPEAKERS = ("asterisk_allison",)
-"""Item-bank ``speaker`` ids read by Allison Smith (the demo's real ASR items): ``same_voice_as_target``
-of an Asterisk table holds for these targets only."""
 
+#: Languages of the demo's other-language distractors, in the order used by default.
 LANGUAGES = ("fr", "it", "ru", "es")
-"""Languages of the demo's other-language distractors, in the order used by default."""
 
+#: The demo's distractor languages: :data:`LANGUAGES` and ``en``, the same-language distractor.
 DEMO_LANGUAGES = LANGUAGES + ("en",)
-"""The demo's distractor languages: :data:`LANGUAGES` and ``en``, the same-language distractor."""
 
 FORMATS = ("g722", "wav")  # Audio formats searched, in order (G.722 first: the target items' codec, see above).
 
@@ -75,12 +75,12 @@ MIN_WORDS = 3  # Least number of words (paper normalisation, stage directions re
 
 MIN_DURATION_S = 1.5  # Least duration of a kept prompt, s.
 
+#: Environment variable: further roots (``os.pathsep``-separated) holding extracted packages.
 ROOT_ENV = "AIP_ASTERISK_ROOT"
-"""Environment variable: further roots (``os.pathsep``-separated) holding extracted packages."""
 
+#: Columns of a distractor table (both loaders).
 DISTRACTOR_COLUMNS = ["distractor_id", "language", "voice", "sex", "same_voice_as_target", "key", "path",
                       "text", "text_norm", "n_words", "duration_s", "source", "licence", "attribution"]
-"""Columns of a distractor table (both loaders)."""
 
 _G722_BYTES_PER_S = 8000  # G.722 at 64 kbit/s
 _STAGE = re.compile(r"\[[^\]]*\]|\([^)]*\)")

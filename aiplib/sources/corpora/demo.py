@@ -31,12 +31,12 @@ from aiplib.sources.corpora.asterisk_langs import (
 from aiplib.sources.corpora.demo_sources import BATTERY, BG_SOURCES, NOTICES, Src
 from aiplib.sources.corpora.tts import pad_to, synthesize, trim_silence
 
+#: Debian packages the demo profile needs (``asterisk-core-sounds-en`` brings the transcripts).
 DEBIAN_PACKAGES = ["ffmpeg", "espeak-ng", "flite", "sox", "asterisk-core-sounds-en", "asterisk-core-sounds-en-g722",
                    "asterisk-moh-opsound-g722", "minetest-data", "sonic-pi-samples", "extremetuxracer-data"]
-"""Debian packages the demo profile needs (``asterisk-core-sounds-en`` brings the transcripts)."""
 
+#: Non-target words (Speech Commands' auxiliary words).
 NON_TARGET_WORDS = ("bed", "cat", "happy", "house", "marvin", "sheila", "tree", "wow", "bird", "dog")
-"""Non-target words (Speech Commands' auxiliary words)."""
 
 HARVARD_SENTENCES = (  # lists 1–3 of the Harvard sentences (IEEE 1969), public domain
     "The birch canoe slid on the smooth planks.", "Glue the sheet to the dark blue background.",
@@ -56,15 +56,15 @@ HARVARD_SENTENCES = (  # lists 1–3 of the Harvard sentences (IEEE 1969), publi
     "It snowed, rained, and hailed the same morning.", "Read verse out loud for pleasure.",
 )
 
+#: Synthetic ASR voices (``engine:voice``); ``kal16`` is flite's 16 kHz build of ``kal``.
 ASR_VOICES = ("espeak:en-us", "espeak:en-gb", "espeak:en-gb-scotland", "espeak:en-gb-x-rp",
               "espeak:en-029", "espeak:en-us-nyc", "espeak:en-gb-x-gbclan", "espeak:en-gb-x-gbcwmd",
               "flite:kal16", "flite:slt", "flite:rms", "flite:awb")
-"""Synthetic ASR voices (``engine:voice``); ``kal16`` is flite's 16 kHz build of ``kal``."""
 
+#: Fourteen synthetic KWS voices (espeak-ng accent + voice variant, flite voices).
 KWS_VOICES = ("espeak:en-us+f3", "espeak:en-gb+m2", "flite:slt", "espeak:en-gb-scotland+f2", "flite:kal16",
               "espeak:en-029+m4", "espeak:en-us-nyc+f4", "flite:awb", "espeak:en-gb-x-rp+m3",
               "espeak:en-gb-x-gbclan+f5", "flite:rms", "espeak:en-gb-x-gbcwmd+m7", "espeak:en-us+m1", "espeak:en-gb+f1")
-"""Fourteen synthetic KWS voices (espeak-ng accent + voice variant, flite voices)."""
 
 _SHARE = Path("/usr/share")
 _PROMPTS = "asterisk/sounds/en_US_f_Allison"

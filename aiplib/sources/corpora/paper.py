@@ -60,18 +60,19 @@ from aiplib.sources.download import (
 __all__ = ["CORPORA", "corpus_dir", "base_url_for", "download_all", "gather_raw", "build_item_banks", "battery_specs",
            "BATTERY", "AUTHORS_CATEGORY", "SELECTION_RULES", "AUTHORS_SEED", "N_LIBRISPEECH", "N_KWS"]
 
+#: The corpora of stage 1, keyed by name (the folder name and mirror-variable suffix).
 CORPORA: dict[str, Corpus] = {c.name: c for c in (esc50.CORPUS, ms_snsd.CORPUS, noisex92.CORPUS, musan.CORPUS,
                                                   librispeech.CORPUS, speech_commands.CORPUS)}
-"""The corpora of stage 1, keyed by name (the folder name and mirror-variable suffix)."""
 
 AUTHORS_SEED = 42  # ``RANDOM_SEED`` of the authors' ``scripts/02_build_banks.py`` (``random.Random(42)``).
 N_LIBRISPEECH = 100  # LibriSpeech utterances in the ASR bank (authors' ``ASR_N``).
 N_KWS = 120  # Speech Commands items in the KWS bank (authors' ``KWS_N``).
+#: Folders the authors draw non-target KWS items from (``silence`` does not exist in v0.02).
 KWS_NONTARGET_FOLDERS = ("_background_noise_", "silence")
-"""Folders the authors draw non-target KWS items from (``silence`` does not exist in v0.02)."""
+#: Injection probes: the last 3 clips (name order) of each of the first 4 keywords.
 N_PROBE_KEYWORDS, N_PROBES_PER_KEYWORD = 4, 3
-"""Injection probes: the last 3 clips (name order) of each of the first 4 keywords."""
 
+#: Text of the ``selection_rule`` field of each item bank record.
 SELECTION_RULES = {
     "librispeech": "authors' scripts/02_build_banks.py: every utterance of test-clean then test-other "
                    "(sorted *.trans.txt, file order), random.Random(42).shuffle, first {n}",
@@ -81,7 +82,6 @@ SELECTION_RULES = {
            "shuffled, first {per_kw}; _background_noise_/silence clips shuffled, first {per_nt}; probes = last "
            "3 sorted clips of yes/no/up/down; all shuffled, first {n}",
 }
-"""Text of the ``selection_rule`` field of each item bank record."""
 
 
 def _get(name: str, registry=None) -> Corpus:
@@ -271,6 +271,10 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
 
 
 # ----------------------------------------------------------------------------- stage 3: the battery of Table 1
+#: Table 1 as the authors' ``BATTERY_SPEC`` (``scripts/03_curate_battery.py``), their order and
+#: ``bg_id``s: ``(bg_id, corpus, selector, category, description)``. A selector is an ESC-50 class
+#: number (the first ``audio/1-*-A-<class>.wav``: fold 1, take A) or a glob inside the corpus folder;
+#: the authors' categories are in :data:`AUTHORS_CATEGORY`.
 BATTERY = (
     # bg_id (the authors'), corpus, selector, category, description
     ("esc_rain", "esc50", 10, "stationary", "rain (ESC-50)"),
@@ -297,14 +301,10 @@ BATTERY = (
     ("snsd_airconditioner", "ms_snsd", "noise_train/AirConditioner_1.wav", "stationary",
      "air conditioner (MS-SNSD)"),
 )
-"""Table 1 as the authors' ``BATTERY_SPEC`` (``scripts/03_curate_battery.py``), their order and
-``bg_id``s: ``(bg_id, corpus, selector, category, description)``. A selector is an ESC-50 class
-number (the first ``audio/1-*-A-<class>.wav``: fold 1, take A) or a glob inside the corpus folder;
-the authors' categories are in :data:`AUTHORS_CATEGORY`."""
 
+#: ``bg_id`` → the authors' category (their spec labels ``musan_music`` ``speech_like`` too).
 AUTHORS_CATEGORY = {b[0]: ("speech_like" if b[1] in ("noisex92", "musan") or b[3] == "speech-like"
                            else "non_speech") for b in BATTERY}
-"""``bg_id`` → the authors' category (their spec labels ``musan_music`` ``speech_like`` too)."""
 
 
 def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:

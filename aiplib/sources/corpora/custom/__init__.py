@@ -54,12 +54,12 @@ __all__ = ["CATEGORIES", "UNKNOWN_LICENCE", "INVENTORY_COLUMNS", "strip_digital_
 
 SOURCE = "custom (user-supplied)"  # Value of the item banks' ``source`` and the battery's ``source_package``.
 
+#: Columns of ``raw/inventory.csv``: ``package`` is ``custom/speech``, ``custom/kws``, ``custom/backgrounds``
+#: or ``custom/metadata`` (the tables); ``file`` the user's file (absolute), ``prepared`` stage 1's trimmed
+#: background copy (relative to the workspace; empty when the file is used as it is).
 INVENTORY_COLUMNS = ["file", "package", "licence", "attribution", "bytes", "sha256", "used", "item_id", "bg_id", "text",
                      "label", "is_target", "accent_group", "speaker", "category", "category_source", "description",
                      "duration_s", "sample_rate", "channels", "prepared", "prepared_duration_s", "note"]
-"""Columns of ``raw/inventory.csv``: ``package`` is ``custom/speech``, ``custom/kws``, ``custom/backgrounds``
-or ``custom/metadata`` (the tables); ``file`` the user's file (absolute), ``prepared`` stage 1's trimmed
-background copy (relative to the workspace; empty when the file is used as it is)."""
 
 
 # ----------------------------------------------------------------------------- stage 1

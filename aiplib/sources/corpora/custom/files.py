@@ -17,10 +17,10 @@ from aiplib.core.errors import AudioFileError, MissingPackageError
 from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio, loudness_lufs
 from aiplib.sources.corpora.custom.report import _Collector
 
+#: File name extensions treated as audio when the folders are scanned (case-insensitive).
 AUDIO_EXTENSIONS = frozenset({".wav", ".wave", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".mp4", ".aac", ".wma",
                               ".aif", ".aiff", ".aifc", ".au", ".snd", ".caf", ".w64", ".rf64", ".sph", ".nist",
                               ".webm", ".mka", ".amr", ".ac3", ".g722", ".spx"})
-"""File name extensions treated as audio when the folders are scanned (case-insensitive)."""
 
 _ID_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 

@@ -25,9 +25,9 @@ from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
 
 MAX_UTTERANCE_S = 30.0  # Longest utterance or keyword clip accepted, in s (the length of every curated background).
 
+#: Seconds per word of the normalised transcript below which an utterance gets a
+#: ``short_for_text`` warning (10 words/s, twice the fastest read speech: truncated, or the wrong text).
 MIN_S_PER_WORD = 0.1
-"""Seconds per word of the normalised transcript below which an utterance gets a
-``short_for_text`` warning (10 words/s, twice the fastest read speech: truncated, or the wrong text)."""
 
 MIN_BACKGROUNDS = 8  # Fewer backgrounds than this give a warning: Spearman correlations over so few are weak.
 
