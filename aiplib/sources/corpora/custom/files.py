@@ -239,10 +239,11 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
     return (None if bad else info), y
 
 
-def _param_path(value, name: str, probs: _Collector, *, kind: str, flag: str):
-    """Check a path parameter; returns the absolute Path or None (problem recorded)."""
+def _param_path(value, name: str, probs: _Collector, *, kind: str = "file"):
+    """Check the path parameter ``name`` (flag ``--name`` / ``NAME``); returns the absolute Path or None
+    (problem recorded)."""
     if value is None or str(value).strip() == "":
-        probs.add("fatal", "parameter", "", f"{name} is not set (pass {flag})")
+        probs.add("fatal", "parameter", "", f"{name} is not set (pass --{name.replace('_', '-')} / {name.upper()})")
         return None
     p = absolute_path(value)
     why = _not_a(p, kind)

@@ -1,7 +1,6 @@
 """Validation of the custom profile's inputs (:mod:`aiplib.sources.corpora.custom`): every problem found at once."""
 from __future__ import annotations
 
-import dataclasses
 import re
 
 import numpy as np
@@ -116,40 +115,26 @@ def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_
     return np.ascontiguousarray(y[mask]), {k2: round(v, 3) for k2, v in removed.items()}
 
 
-@dataclasses.dataclass(frozen=True)
-class _Listing:
-    """A folder of clips and the table naming each clip's ``value_col`` (``aliases``: other column
-    names accepted); ``missing_kind`` / ``missing_text`` report a clip the table does not name."""
-
-    dir_name: str
-    table_name: str
-    value_col: str
-    aliases: dict
-    missing_kind: str
-    missing_text: str
+# A folder of clips and its table: folder and table parameter, the table's value column, other names accepted for
+# it, and the kind and text of the problem recorded for a clip the table does not name.
+_SPEECH = ("speech_dir", "texts", "text", {"transcript": "text"}, "missing_transcript", "missing transcript")
+_KWS = ("kws_dir", "kws_labels", "label", {"word": "label"}, "missing_label", "missing keyword label")
 
 
-_SPEECH = _Listing("speech_dir", "texts", "text", {"transcript": "text"}, "missing_transcript", "missing transcript")
-_KWS = _Listing("kws_dir", "kws_labels", "label", {"word": "label"}, "missing_label", "missing keyword label")
-
-
-def _listed_files(dir_value, table_value, probs, scans, spec: _Listing):
+def _listed_files(dir_value, table_value, probs, scans, spec: tuple):
     """The folder, its table and their pairing: ``(folder, files, pairs, ids)`` (``pairs`` the ``(path, row)``
     of rows with a ``value_col``, ``ids`` their item ids), or None when either is unusable (problem recorded)."""
-    dir_name, table_name, value_col = spec.dir_name, spec.table_name, spec.value_col
-    folder = _param_path(dir_value, dir_name, probs, kind="dir",
-                         flag=f"--{dir_name.replace('_', '-')} / {dir_name.upper()}")
-    table = _param_path(table_value, table_name, probs, kind="file",
-                        flag=f"--{table_name.replace('_', '-')} / {table_name.upper()}")
+    dir_name, table_name, value_col, aliases, missing_kind, missing_text = spec
+    folder, table = _param_path(dir_value, dir_name, probs, kind="dir"), _param_path(table_value, table_name, probs)
     if folder is None or table is None:
         return None
     files, scan = _scan(folder, probs, role=dir_name)
     scans.append(scan)
-    df = _read_table(table, ("file", value_col), probs, table_name, aliases=dict(spec.aliases, path="file"))
+    df = _read_table(table, ("file", value_col), probs, table_name, aliases=dict(aliases, path="file"))
     if df is None:
         return None
     pairs = _match_table(df, folder, files, probs, what=f"{table_name} ({table.name})", value_col=value_col,
-                         missing_kind=spec.missing_kind, missing_text=spec.missing_text)
+                         missing_kind=missing_kind, missing_text=missing_text)
     return folder, files, pairs, _unique_ids([p for p, _ in pairs], folder)
 
 
@@ -259,8 +244,7 @@ def _check_audible(path, y, probs) -> str:
 
 def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
     rows = []
-    folder = _param_path(backgrounds_dir, "backgrounds_dir", probs, kind="dir",
-                         flag="--backgrounds-dir / BACKGROUNDS_DIR")
+    folder = _param_path(backgrounds_dir, "backgrounds_dir", probs, kind="dir")
     if folder is None:
         return rows
     files, scan = _scan(folder, probs, role="backgrounds_dir")
