@@ -180,8 +180,8 @@ def _percentile_interval(boot: np.ndarray, level: float, min_usable: float):
 
 
 def _centred_ranks(v: np.ndarray) -> np.ndarray:
-    r = rankdata(v)
-    return r - r.mean()
+    r = rankdata(v, axis=-1)
+    return r - r.mean(axis=-1, keepdims=True)
 
 
 @lru_cache(maxsize=None)
@@ -208,8 +208,7 @@ def spearman_permutation_p(x, y, *, seed: int = 0,
     >>> round(spearman_permutation_p([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 6, 5])[0], 4)  # 12 / 720
     0.0167
     """
-    rx = _centred_ranks(np.asarray(x, dtype=float))
-    ry = _centred_ranks(np.asarray(y, dtype=float))
+    rx, ry = _centred_ranks(np.asarray(x, dtype=float)), _centred_ranks(np.asarray(y, dtype=float))
     den = math.sqrt(float((rx * rx).sum() * (ry * ry).sum()))
     obs = abs(float(rx @ ry)) / den
     tol = 1e-12 * max(1.0, obs)
@@ -267,10 +266,7 @@ def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
 
 def _spearman_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     """Row-wise Spearman ρ of two arrays of shape (r, n); NaN where a row is constant."""
-    rx = rankdata(xs, axis=-1)
-    ry = rankdata(ys, axis=-1)
-    rx -= rx.mean(axis=-1, keepdims=True)
-    ry -= ry.mean(axis=-1, keepdims=True)
+    rx, ry = _centred_ranks(xs), _centred_ranks(ys)
     den = np.sqrt((rx * rx).sum(-1) * (ry * ry).sum(-1))
     with np.errstate(invalid="ignore", divide="ignore"):
         r = (rx * ry).sum(-1) / den

@@ -35,7 +35,6 @@ KWS_EMPTY_WORD = "silence"  # what an empty KWS response reads as (the authors' 
 KWS_RULE = ("first white-space token of the lower-cased, stripped response, stripped of ASCII "
             "punctuation at both ends ('silence' for an empty response); target clip: equals "
             "the label (normalised the same way); non-target clip: is none of the keywords")
-NON_ANSWER_KINDS = ("empty", "refusal", "multi_word")  # values of non_answer_kind ("" for an answer)
 
 _PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation})
 

@@ -46,18 +46,13 @@ from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
 from aiplib.sources.corpora.custom.validate import _validate_speech
 
 #: The Asterisk distractor voices (from each package's ``copyright`` file); ``en`` is the target's own package.
-VOICES = {  # language -> voice folder, sex, credit, licence, same voice as the English target
-    "fr": dict(voice="fr_CA_f_June", sex="female", credit="June Wallack", licence="CC BY-SA 3.0",
-               same_voice_as_target=False),
-    "it": dict(voice="it_IT_m_Carlo", sex="male", credit="Carlo Flora", licence="CC BY 3.0",
-               same_voice_as_target=False),
-    "ru": dict(voice="ru_RU_f_IvrvoiceRU", sex="female", credit="Maxim Topal (ivrvoice.ru)",
-               licence="CC BY 3.0", same_voice_as_target=False),
-    "es": dict(voice="es_MX_f_Allison", sex="female", credit="Allison Smith", licence="CC BY-SA 3.0",
-               same_voice_as_target=True),
-    "en": dict(voice="en_US_f_Allison", sex="female", credit="Allison Smith", licence="CC BY-SA 3.0",
-               same_voice_as_target=True),
-}
+VOICES = {lang: dict(voice=voice, sex=sex, credit=credit, licence=licence, same_voice_as_target=same)
+          for lang, voice, sex, credit, licence, same in (
+              ("fr", "fr_CA_f_June", "female", "June Wallack", "CC BY-SA 3.0", False),
+              ("it", "it_IT_m_Carlo", "male", "Carlo Flora", "CC BY 3.0", False),
+              ("ru", "ru_RU_f_IvrvoiceRU", "female", "Maxim Topal (ivrvoice.ru)", "CC BY 3.0", False),
+              ("es", "es_MX_f_Allison", "female", "Allison Smith", "CC BY-SA 3.0", True),
+              ("en", "en_US_f_Allison", "female", "Allison Smith", "CC BY-SA 3.0", True))}
 
 #: Item-bank ``speaker`` ids read by Allison Smith (the demo's real ASR items): ``same_voice_as_target``
 #: of an Asterisk table holds for these targets only.

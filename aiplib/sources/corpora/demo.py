@@ -25,9 +25,7 @@ from aiplib.core.tasks import FAMILIES, KEYWORDS
 from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.io.formats import read_item_bank, write_item_bank
 from aiplib.sources.corpora import debian
-from aiplib.sources.corpora.asterisk_langs import (
-    read_transcripts,  # the one Asterisk transcript parser (every language)
-)
+from aiplib.sources.corpora.asterisk_langs import read_transcripts  # the one Asterisk transcript parser
 from aiplib.sources.corpora.demo_sources import BATTERY, BG_SOURCES, NOTICES, Src
 from aiplib.sources.corpora.tts import pad_to, synthesize, trim_silence
 
