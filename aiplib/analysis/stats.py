@@ -691,6 +691,4 @@ def delta_from_sums(clean_sum, clean_n, noisy_sum, noisy_n, *, family: str, axis
     """Δ of :func:`unpaired_delta` from per-item sums (arrays; sums over ``axis``)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         noisy = np.sum(noisy_sum, axis) / np.sum(noisy_n, axis)
-        if family == "asr":
-            return noisy
-        return np.sum(clean_sum, axis) / np.sum(clean_n, axis) - noisy
+        return noisy if family == "asr" else np.sum(clean_sum, axis) / np.sum(clean_n, axis) - noisy

@@ -179,9 +179,7 @@ def _annotations(namespace: Mapping[str, Any]) -> dict:
     if isinstance(found, Mapping) and found:
         return dict(found)
     annotate = namespace.get("__annotate__")
-    if callable(annotate):
-        return dict(annotate(1))
-    return {}
+    return dict(annotate(1)) if callable(annotate) else {}
 
 
 def check_parameters(namespace: MutableMapping[str, Any], annotations: Mapping[str, Any] | None = None) -> None:

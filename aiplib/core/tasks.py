@@ -203,6 +203,4 @@ def parse_suite(value) -> tuple:
     if not parts:
         return DEFAULT_SUITE
     chosen = {check_family(p) for p in parts if p != "all"}  # every name is checked, with "all" too
-    if "all" in parts:
-        return CONDITION_FAMILIES
-    return tuple(f for f in CONDITION_FAMILIES if f in chosen)
+    return CONDITION_FAMILIES if "all" in parts else tuple(f for f in CONDITION_FAMILIES if f in chosen)

@@ -54,9 +54,7 @@ def normalize_text(s) -> str:
     >>> normalize_text("don\u2019t")
     'don\u2019t'
     """
-    if _is_missing(s):
-        return ""
-    return " ".join(str(s).lower().translate(_PUNCT_TO_SPACE).split())
+    return "" if _is_missing(s) else " ".join(str(s).lower().translate(_PUNCT_TO_SPACE).split())
 
 
 def normalize_whisper(s) -> str:
@@ -75,9 +73,7 @@ def normalize_whisper(s) -> str:
     >>> normalize_whisper("the cause of it")
     'the cause of it'
     """
-    if _is_missing(s):
-        return ""
-    return english_normalizer()(str(s)).strip()
+    return "" if _is_missing(s) else english_normalizer()(str(s)).strip()
 
 
 def reference_is_empty(text) -> bool:
@@ -193,9 +189,7 @@ def normalize_kws_label(text) -> str:
     >>> normalize_kws_label(" Yes! "), normalize_kws_label("'Left'"), normalize_kws_label("GO")
     ('yes', 'left', 'go')
     """
-    if _is_missing(text):
-        return ""
-    return " ".join(str(text).lower().split()).strip(string.punctuation).strip()
+    return "" if _is_missing(text) else " ".join(str(text).lower().split()).strip(string.punctuation).strip()
 
 
 def kws_correct(response, label, is_target, *, keywords=KEYWORDS) -> bool:

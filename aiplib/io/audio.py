@@ -219,6 +219,4 @@ def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audi
         warnings.warn(f"{name}: normalised to {target_lufs:g} LUFS (gain {gain_db:+.2f} dB) it peaks at "
                       f"{peak:.4f} ({20 * np.log10(peak):+.2f} dBFS) > full scale; a 16-bit copy would "
                       "clip", ClippingWarning, stacklevel=2)
-    if return_peak:
-        return out, float(gain_db), float(before), peak
-    return out, float(gain_db), float(before)
+    return (out, float(gain_db), float(before), peak) if return_peak else (out, float(gain_db), float(before))

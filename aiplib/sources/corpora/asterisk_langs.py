@@ -172,9 +172,7 @@ def download_and_extract(dest, languages=LANGUAGES, *, fmt: str = "g722") -> Pat
 
 
 def _duration_s(path: Path, fmt: str) -> float:
-    if fmt == "g722":
-        return path.stat().st_size / _G722_BYTES_PER_S
-    return float(sf.info(str(path)).duration)
+    return path.stat().st_size / _G722_BYTES_PER_S if fmt == "g722" else float(sf.info(str(path)).duration)
 
 
 def asterisk_distractors(languages=LANGUAGES, *, roots=None, formats=FORMATS, min_words: int = MIN_WORDS,
