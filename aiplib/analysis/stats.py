@@ -264,14 +264,13 @@ def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
     return SpearmanResult(float(res.statistic), p, n, "; ".join(notes), method, n_perm)
 
 
-def _spearman_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    """Row-wise Spearman ρ of two arrays of shape (r, n); NaN where a row is constant."""
+def _spearman_rows(xs: np.ndarray, ys: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Row-wise Spearman ρ of two arrays of shape (r, n) (or (n,)); NaN where a row is constant."""
     rx, ry = _centred_ranks(xs), _centred_ranks(ys)
     den = np.sqrt((rx * rx).sum(-1) * (ry * ry).sum(-1))
     with np.errstate(invalid="ignore", divide="ignore"):
         r = (rx * ry).sum(-1) / den
-    r[den == 0] = np.nan
-    return np.clip(r, -1.0, 1.0)
+    return np.clip(np.where(den == 0, np.nan, r), -1.0, 1.0)
 
 
 def sign_test(deltas) -> BinomTestResult:
@@ -579,19 +578,14 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
             res = spearman(x_all, y_all, seed=seed)
             ok = np.isfinite(x_all) & np.isfinite(y_all)
             x, y = x_all[ok], y_all[ok]
-            lo = hi = math.nan
-            usable = 0
+            lo, hi, usable = math.nan, math.nan, 0
             notes = [n for n in (base_note, pnote if model == "pooled" else "", res.note) if n]
             if np.isfinite(res.rho):
-                if x.size < MIN_N_FOR_INTERVAL:
-                    notes.append(_few_note(x.size, MIN_N_FOR_INTERVAL))
-                else:
-                    rng = np.random.default_rng(seed)
-                    idx = rng.integers(0, x.size, size=(int(n_resamples), x.size))
-                    boot = _spearman_rows(x[idx], y[idx])
-                    lo, hi, usable, bnote = _percentile_interval(boot, level, MIN_USABLE_SHARE)
-                    if bnote:
-                        notes.append(bnote.replace("unusable", "with a constant column"))
+                b = bootstrap_ci((x, y), _spearman_rows, n_resamples=n_resamples, seed=seed, level=level,
+                                 vectorized=True)
+                lo, hi, usable = b.ci_low, b.ci_high, b.n_valid
+                if b.note:
+                    notes.append(b.note.replace("unusable", "with a constant column"))
             cell_rows.append({"model": model, "descriptor": desc, "n": res.n, "r_s": res.rho,
                               "p": res.p, "p_method": res.method, "n_permutations": res.n_permutations, "ci_low": lo,
                               "ci_high": hi, "ci_usable": int(usable), "level": level,

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from aiplib.core.errors import DownloadError
 from aiplib.core.tasks import FAMILIES
 from aiplib.core.workspace import workspace
 from aiplib.io.audio import SR, load_audio, write_wav
@@ -47,15 +48,7 @@ from aiplib.sources.corpora import esc50, librispeech, ms_snsd, musan, noisex92,
 from aiplib.sources.corpora.common_voice import CV_DATASET, N_COMMON_VOICE, load_common_voice, select_common_voice
 from aiplib.sources.corpora.librispeech import prepare_librispeech, read_librispeech_speakers
 from aiplib.sources.corpora.speech_commands import KEYWORDS
-from aiplib.sources.download import (
-    Corpus,
-    CorpusError,
-    DownloadError,
-    download_corpus,
-    need_dir,
-    resolve_base_url,
-    set_cache_env,
-)
+from aiplib.sources.download import Corpus, CorpusError, download_corpus, need_dir, resolve_base_url, set_cache_env
 
 __all__ = ["CORPORA", "corpus_dir", "base_url_for", "download_all", "gather_raw", "build_item_banks", "battery_specs",
            "BATTERY", "AUTHORS_CATEGORY", "SELECTION_RULES", "AUTHORS_SEED", "N_LIBRISPEECH", "N_KWS"]
