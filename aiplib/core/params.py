@@ -53,8 +53,7 @@ def _type_name(annotation: Any) -> str:
 
 
 def _fail(name: str, annotation: Any, value: Any, hint: str = "") -> ParameterTypeError:
-    text = (f"parameter {name!r} is declared {_type_name(annotation)} but received {value!r} "
-            f"({type(value).__name__})")
+    text = f"parameter {name!r} is declared {_type_name(annotation)} but received {value!r} ({type(value).__name__})"
     return ParameterTypeError(text + (f": {hint}" if hint else ""))
 
 

@@ -177,8 +177,7 @@ def check_family(name) -> str:
     """
     name = str(name).strip()
     if name not in CONDITION_FAMILIES:
-        raise AiplibParameterError(f"unknown condition family {name!r}; choose among "
-                                   f"{', '.join(CONDITION_FAMILIES)}")
+        raise AiplibParameterError(f"unknown condition family {name!r}; choose among {', '.join(CONDITION_FAMILIES)}")
     return name
 
 

@@ -25,8 +25,7 @@ from aiplib.core.textnorm_whisper import (
 
 NORMALIZER_NAME = "aip-speech-paper"  # the headline normalisation (normalize_text)
 NORMALIZER_VERSION = "1"  # bumped if the headline rule ever changes
-NORMALIZER_RULE = ("lower-case; each ASCII punctuation character (string.punctuation) -> space; "
-                   "white space collapsed")
+NORMALIZER_RULE = "lower-case; each ASCII punctuation character (string.punctuation) -> space; white space collapsed"
 JIWER_VERSION = importlib.metadata.version("jiwer")
 LOOP_LENGTH_RATIO = 3  # a hypothesis with at least this many times the reference's words is a loop
 LOOP_MAX_N = 4  # longest n-gram (words) searched for back-to-back repeats
