@@ -16,7 +16,7 @@ from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import FAMILIES
 from aiplib.core.workspace import workspace
 from aiplib.sources.corpora import get_profile
-from aiplib.sources.corpora.custom.files import absolute_path, scan_audio_files
+from aiplib.sources.corpora.custom.files import absolute_path, licence_table, scan_audio_files
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +54,8 @@ def raw_input_files(ws, params: dict) -> list[Path]:
         if not folder or not Path(folder).is_dir():
             continue
         found.update(scan_audio_files(folder))
-        if name == "backgrounds_dir":  # the licence table stage 1 reads: licences.csv, else licenses.csv
-            found.update([absolute_path(Path(folder) / n) for n in ("licences.csv", "licenses.csv")
-                          if (Path(folder) / n).is_file()][:1])
+        if name == "backgrounds_dir" and licence_table(folder):
+            found.add(absolute_path(licence_table(folder)))
     inv = ws.raw / "inventory.csv"
     if inv.is_file():
         files = pd.read_csv(inv, dtype=str, keep_default_na=False, usecols=lambda c: c == "file")

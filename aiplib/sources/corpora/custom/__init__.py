@@ -39,6 +39,7 @@ from aiplib.core.hashing import file_sha256
 from aiplib.core.tasks import FAMILIES, KEYWORDS
 from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.io.formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
+from aiplib.sources.corpora.custom.files import licence_table
 from aiplib.sources.corpora.custom.report import ValidationReport
 from aiplib.sources.corpora.custom.validate import (
     CATEGORIES,
@@ -65,9 +66,7 @@ INVENTORY_COLUMNS = ["file", "package", "licence", "attribution", "bytes", "sha2
 # ----------------------------------------------------------------------------- stage 1
 def _inventory_frame(report: ValidationReport):
     tables = [(report.params.get(n), f"the {n} table") for n in ("texts", "kws_labels")]
-    bg = Path(report.params["backgrounds_dir"])  # the licence table validation read: licences.csv, else licenses.csv
-    tables.append((next((bg / n for n in ("licences.csv", "licenses.csv") if (bg / n).is_file()), None),
-                   "background licences"))
+    tables.append((licence_table(report.params["backgrounds_dir"]), "background licences"))
     rows = [dict(file=str(p), package="custom/metadata", licence="", attribution="", used=True, note=note,
                  bytes=Path(p).stat().st_size) for p, note in tables if p and Path(p).is_file()]
     rows += report.speech + report.kws + report.backgrounds

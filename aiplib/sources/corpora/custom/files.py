@@ -80,6 +80,11 @@ def _scan(folder: Path, probs: _Collector, *, role: str = "") -> tuple[list[Path
     return sorted(out), scan
 
 
+def licence_table(folder) -> Path | None:
+    """The licence table of a backgrounds folder: ``licences.csv``, else ``licenses.csv``; None without either."""
+    return next((Path(folder) / n for n in ("licences.csv", "licenses.csv") if (Path(folder) / n).is_file()), None)
+
+
 def _not_a(p: Path, kind: str) -> str:
     """Why ``p`` is not an existing file (``kind="file"``) or folder (``"dir"``), "" when it is; never raises."""
     try:

@@ -12,13 +12,13 @@ from aiplib.io.formats import CATEGORIES
 from aiplib.io.subaudible import BAND_LIMITED_SHARE, SUBAUDIBLE_LIMIT_DB, effective_bandwidth_hz, subaudible_power
 from aiplib.sources.corpora.custom.files import (
     _match_table,
-    _not_a,
     _param_path,
     _probe,
     _read_table,
     _scan,
     _unique_ids,
     absolute_path,
+    licence_table,
 )
 from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
 
@@ -249,11 +249,8 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
         return rows
     files, scan = _scan(folder, probs, role="backgrounds_dir")
     scans.append(scan)
-    lic_path = folder / "licences.csv"
-    if _not_a(lic_path, "file") and not _not_a(folder / "licenses.csv", "file"):
-        lic_path = folder / "licenses.csv"
-    meta = {}
-    if not _not_a(lic_path, "file"):
+    lic_path, meta = licence_table(folder), {}
+    if lic_path is not None:
         df = _read_table(lic_path, ("file",), probs, "licences", aliases={"license": "licence", "path": "file"})
         if df is not None:
             meta = {absolute_path(folder / row["file"]): row for row in df.to_dict("records")}  # absolute wins
