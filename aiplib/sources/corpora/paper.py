@@ -267,33 +267,8 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
 #: Table 1 as the authors' ``BATTERY_SPEC`` (``scripts/03_curate_battery.py``), their order and
 #: ``bg_id``s: ``(bg_id, corpus, selector, category, description)``. A selector is an ESC-50 class
 #: number (the first ``audio/1-*-A-<class>.wav``: fold 1, take A) or a glob inside the corpus folder;
-#: the authors' categories are in :data:`AUTHORS_CATEGORY`.
-BATTERY = (
-    # bg_id (the authors'), corpus, selector, category, description
-    ("esc_rain", "esc50", 10, "stationary", "rain (ESC-50)"),
-    ("esc_seawave", "esc50", 11, "stationary", "sea waves (ESC-50)"),
-    ("esc_engine", "esc50", 44, "stationary", "engine (ESC-50)"),
-    ("esc_vacuum", "esc50", 36, "stationary", "vacuum cleaner (ESC-50)"),
-    ("esc_footsteps", "esc50", 25, "transient", "footsteps (ESC-50)"),
-    ("esc_fire", "esc50", 12, "transient", "crackling fire (ESC-50)"),
-    ("esc_helicopter", "esc50", 40, "stationary", "helicopter (ESC-50)"),
-    ("esc_clock", "esc50", 38, "transient", "clock tick (ESC-50)"),
-    ("esc_keyboard", "esc50", 32, "transient", "keyboard typing (ESC-50)"),
-    ("esc_dog", "esc50", 0, "transient", "dog barking (ESC-50)"),
-    ("esc_rooster", "esc50", 1, "transient", "rooster (ESC-50)"),
-    ("esc_wind", "esc50", 16, "stationary", "wind (ESC-50)"),
-    ("snsd_cafeteria", "ms_snsd", "noise_train/CafeTeria_1.wav", "speech-like", "cafeteria (MS-SNSD)"),
-    ("snsd_restaurant", "ms_snsd", "noise_train/Restaurant_1.wav", "speech-like", "restaurant (MS-SNSD)"),
-    ("snsd_square", "ms_snsd", "noise_train/Square_1.wav", "speech-like", "town square (MS-SNSD)"),
-    ("snsd_airport", "ms_snsd", "noise_train/AirportAnnouncements_7.wav", "speech-like",
-     "airport announcements (MS-SNSD)"),
-    ("noisex_babble", "noisex92", "babble.wav", "speech-like", "babble (NOISEX-92)"),
-    ("musan_music", "musan", "music/fma/music-fma-0062.wav", "music", "music (MUSAN, Free Music Archive)"),
-    ("musan_hubbub", "musan", "speech/librivox/speech-librivox-0001.*", "speech-like",
-     "read speech, one LibriVox talker (MUSAN)"),
-    ("snsd_airconditioner", "ms_snsd", "noise_train/AirConditioner_1.wav", "stationary",
-     "air conditioner (MS-SNSD)"),
-)
+#: the authors' categories are in :data:`AUTHORS_CATEGORY`. Read from ``paper_battery.csv``.
+BATTERY = tuple(pd.read_csv(Path(__file__).with_name("paper_battery.csv"), dtype=str).itertuples(index=False, name=None))
 
 #: ``bg_id`` → the authors' category (their spec labels ``musan_music`` ``speech_like`` too).
 AUTHORS_CATEGORY = {b[0]: ("speech_like" if b[1] in ("noisex92", "musan") or b[3] == "speech-like"
