@@ -18,6 +18,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 import pooch
+import yaml
 
 from aiplib.core.errors import AiplibError, ChecksumError, DownloadError, InsufficientDiskSpaceError, UnsafeArchiveError
 from aiplib.core.workspace import repo_root
@@ -87,6 +88,13 @@ class Download:
     extract_factor: float = 0.0
     hint: str = ""
     key: str = ""
+
+
+def corpus_record(name: str) -> Corpus:
+    """The :class:`Corpus` ``name`` of ``sources/corpora/corpora.yaml`` (KeyError if it has none)."""
+    with open(Path(__file__).parent / "corpora" / "corpora.yaml", encoding="utf-8") as f:
+        d = dict(yaml.safe_load(f)[name])
+    return Corpus(name=name, files=tuple(RemoteFile(**r) for r in d.pop("files")), **d)
 
 
 def need_dir(path: Path, corpus: str) -> Path:
