@@ -309,8 +309,7 @@ def mcnemar_exact(clean_correct, noisy_correct) -> BinomTestResult:
     b_ = _as_1d(noisy_correct, "noisy_correct").astype(bool)
     if a.size != b_.size:
         raise AiplibParameterError(f"clean and noisy arrays differ in length: {a.size} vs {b_.size}")
-    b = int((a & ~b_).sum())
-    c = int((~a & b_).sum())
+    b, c = int((a & ~b_).sum()), int((~a & b_).sum())
     conc = int(a.size - b - c)
     if b + c == 0:
         return BinomTestResult(math.nan, b, c, conc, 0, "no discordant pairs")

@@ -78,8 +78,7 @@ def holders(root) -> list[dict]:
         r = _read_record(p)
         if r and r.get("host") == host and not _pid_alive(r.get("pid")):
             p.unlink(missing_ok=True)
-            continue
-        if r:
+        elif r:
             shards.append(r)
     shards.sort(key=lambda r: (str(r.get("started")), str(r.get("command"))))
     return ([rec] if rec else []) + shards

@@ -138,10 +138,10 @@ def _listed_files(dir_value, table_value, probs, scans, spec: tuple):
     return folder, files, pairs, _unique_ids([p for p, _ in pairs], folder)
 
 
-def _item_row(p, row, package, item_id, info, **fields) -> dict:
+def _item_row(p, row, package, item_id, info, used: bool = True, **fields) -> dict:
     """One inventory row of an utterance or keyword clip (fields of :data:`INVENTORY_COLUMNS`)."""
     lic, att = _licence_of(row)
-    return dict(file=str(p), package=package, licence=lic, attribution=att, used=True, item_id=item_id,
+    return dict(file=str(p), package=package, licence=lic, attribution=att, used=used, item_id=item_id,
                 accent_group=_opt(row, "accent_group"), speaker=_opt(row, "speaker") or "unknown", **fields, **info)
 
 
@@ -208,9 +208,8 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
             note = "skipped: the label holds several words; the first-word KWS rule scores one word per clip"
             probs.add("warning", "multi_keyword", p, f"label {row['label']!r} holds several words: clip skipped "
                                                      "(the closed-set first-word rule scores one word per clip)")
-        rows.append(_item_row(p, row, "custom/kws", item_id, info, label=label, note=note,
+        rows.append(_item_row(p, row, "custom/kws", item_id, info, used=not multi, label=label, note=note,
                               is_target=(label in kw) if not multi else None))
-        rows[-1]["used"] = not multi
     used = [r for r in rows if r["used"]]
     if rows and not used:
         probs.add("fatal", "no_items", folder, "no usable keyword clip (every label holds several words)")
