@@ -109,9 +109,7 @@ def _unique_ids(paths: list[Path], base: Path, reserved=()) -> list[str]:
     for p in paths:
         rel = p.relative_to(base) if p.is_relative_to(base) else Path(p.name)
         stem = _safe_id(rel.with_suffix("").as_posix().replace("/", "-"))
-        cand = stem
-        if cand in seen:
-            cand = f"{stem}_{p.suffix.lstrip('.').lower() or 'x'}"
+        cand = stem if stem not in seen else f"{stem}_{p.suffix.lstrip('.').lower() or 'x'}"
         k = 2
         while cand in seen:
             cand = f"{stem}-{k}"
