@@ -3,20 +3,11 @@ any folder of speech with a texts table.
 
 Demo distractors are Debian's Asterisk prompt packages (bookworm, 1.6.1-1): human recordings with
 a transcript ``/usr/share/doc/asterisk-core-sounds-<lang>/core-sounds-<lang>.txt.gz`` (lines
-``name: text``) and audio under ``/usr/share/asterisk/sounds/<voice>/<name>.<ext>``:
-
-========  ====================  ======  ===================================  ==============
-language  voice (talker id)     sex     recorded by (Debian copyright file)  licence
-========  ====================  ======  ===================================  ==============
-fr        fr_CA_f_June          female  June Wallack                         CC BY-SA 3.0
-it        it_IT_m_Carlo         male    Carlo Flora                          CC BY 3.0
-ru        ru_RU_f_IvrvoiceRU    female  Maxim Topal, ivrvoice.ru             CC BY 3.0
-es        es_MX_f_Allison       female  Allison Smith                        CC BY-SA 3.0
-========  ====================  ======  ===================================  ==============
-
-``es`` is read by Allison Smith, the voice of the demo's English items (a same-voice / other-language
-control); ``en`` (in :data:`DEMO_LANGUAGES`) is the same-language distractor. G.722 (16 kHz, the English
-targets' codec) is searched first, so a distractor does not differ by lacking the 4–8 kHz band.
+``name: text``) and audio under ``/usr/share/asterisk/sounds/<voice>/<name>.<ext>``; voices, speakers
+and licences (from the Debian copyright files) in :data:`VOICES`. ``es`` is read by Allison Smith, the
+voice of the demo's English items (a same-voice / other-language control); ``en`` (in
+:data:`DEMO_LANGUAGES`) is the same-language distractor. G.722 (16 kHz, the English targets' codec) is
+searched first, so a distractor does not differ by lacking the 4–8 kHz band.
 
 Selection rule (:func:`asterisk_distractors`): the audio exists, the transcript holds at least
 :data:`MIN_WORDS` words after removing bracketed stage directions and the paper's normalisation,
