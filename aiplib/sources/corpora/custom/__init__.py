@@ -154,9 +154,8 @@ def _select(idx: np.ndarray, n: int | None, rng, strata=None) -> np.ndarray:
     if strata is None or n < 2 or strata.all() or not strata.any():
         return np.sort(rng.choice(idx, size=n, replace=False))
     a, b = idx[strata], idx[~strata]
-    na = int(np.clip(round(n * a.size / idx.size), 1, n - 1))
-    na, nb = min(na, a.size), n - min(na, a.size)
-    nb = min(nb, b.size)
+    na = min(int(np.clip(round(n * a.size / idx.size), 1, n - 1)), a.size)
+    nb = min(n - na, b.size)
     return np.sort(np.concatenate([rng.choice(a, size=na, replace=False), rng.choice(b, size=nb, replace=False)]))
 
 
