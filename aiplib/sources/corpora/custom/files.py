@@ -212,7 +212,7 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
                       f"{role}: unreadable or corrupt audio file (neither soundfile nor ffmpeg decodes it)")
         return None, None
     info["duration_s"] = round(float(y.size / SR), 4)
-    bad = False
+    n_problems = len(probs)  # each problem below is fatal
     if y.size < MIN_LOUDNESS_S * SR:  # pyloudnorm's own test (util.valid_audio)
         what = (f"looped to fill a stimulus it would repeat every {y.size / SR:.3f} s, a buzz rather than a "
                 "background" if role == "background" else
@@ -221,7 +221,6 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
                   f"{role}: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) is shorter than the {MIN_LOUDNESS_S:g} s "
                   f"ITU-R BS.1770 gating block, so its loudness cannot be measured ({what}); is the file truncated? "
                   f"Give a recording of at least {MIN_LOUDNESS_S:g} s or remove it")
-        bad = True
     if not np.isfinite(loudness_lufs(y, sr=SR, name=str(path))):
         cancel = _cancelling_channels(path, info["channels"])
         if cancel:
@@ -233,13 +232,11 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
             probs.add("fatal", "silent", path,
                       f"{role}: the audio is silent (integrated loudness -inf LUFS: no 400 ms block above "
                       "the BS.1770 gate of -70 LUFS), so it cannot be loudness-normalised")
-        bad = True
     if cap_s is not None and y.size / SR > cap_s:
         probs.add("fatal", "too_long", path,
                   f"{role}: {y.size / SR:.1f} s is longer than the {cap_s:g} s cap (every background is "
                   f"{cap_s:g} s); cut it into shorter utterances")
-        bad = True
-    return (None if bad else info), y
+    return (None if len(probs) > n_problems else info), y
 
 
 def _param_path(value, name: str, probs: _Collector, *, kind: str = "file"):
