@@ -149,8 +149,7 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
         if n < int(min_n):
             return BootstrapResult(estimate, math.nan, math.nan, float(level), int(n_resamples),
                                    0, int(seed), int(n), _few_note(n, min_n))
-        rng = np.random.default_rng(seed)
-        idx = rng.integers(0, n, size=(int(n_resamples), n))
+        idx = np.random.default_rng(seed).integers(0, n, size=(int(n_resamples), n))
         if vectorized:
             boot = np.asarray(stat(*(a[idx] for a in arrays), axis=-1), dtype=float)
         else:

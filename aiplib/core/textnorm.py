@@ -175,8 +175,7 @@ def kws_first_word(response) -> str:
     ['yes', 'yes', 'yes', 'silence', '', '\u201cno\u201d']
     """
     text = "" if _is_missing(response) else str(response).lower().strip()
-    token = text.split()[0] if text else KWS_EMPTY_WORD
-    return token.strip(string.punctuation)
+    return (text.split()[0] if text else KWS_EMPTY_WORD).strip(string.punctuation)
 
 
 def normalize_kws_label(text) -> str:

@@ -268,7 +268,8 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
 #: ``bg_id``s: ``(bg_id, corpus, selector, category, description)``. A selector is an ESC-50 class
 #: number (the first ``audio/1-*-A-<class>.wav``: fold 1, take A) or a glob inside the corpus folder;
 #: the authors' categories are in :data:`AUTHORS_CATEGORY`. Read from ``paper_battery.csv``.
-BATTERY = tuple(pd.read_csv(Path(__file__).with_name("paper_battery.csv"), dtype=str).itertuples(index=False, name=None))
+_TABLE1 = pd.read_csv(Path(__file__).with_name("paper_battery.csv"), dtype=str)
+BATTERY = tuple(_TABLE1.itertuples(index=False, name=None))
 
 #: ``bg_id`` → the authors' category (their spec labels ``musan_music`` ``speech_like`` too).
 AUTHORS_CATEGORY = {b[0]: ("speech_like" if b[1] in ("noisex92", "musan") or b[3] == "speech-like"
@@ -293,8 +294,7 @@ def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
         cdir = corpus_dir(ws, corpus, registry=reg)
         attribution, licence = c.attribution, c.licence
         if corpus == "esc50":
-            audio = need_dir(cdir / esc50.ROOT, "ESC-50") / "audio"
-            found = sorted(audio.glob(f"1-*-A-{sel}.wav"))
+            found = sorted((need_dir(cdir / esc50.ROOT, "ESC-50") / "audio").glob(f"1-*-A-{sel}.wav"))
             if not found:
                 raise CorpusError(f"{bg_id}: ESC-50 has no fold-1 take-A clip of class {sel} "
                                   f"(audio/1-*-A-{sel}.wav); run stage 1 (download) again")

@@ -103,8 +103,7 @@ def gather_raw(ws, *, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, k
     ws.ensure()
     for i in np.flatnonzero(inv["prepared_duration_s"].notna().to_numpy()):
         y, _ = strip_digital_silence(load_audio(inv.at[i, "file"], sr=SR))
-        out = write_wav(ws.raw / "backgrounds" / f"{inv.at[i, 'bg_id']}.wav", y)
-        inv.at[i, "prepared"] = ws.rel(out)
+        inv.at[i, "prepared"] = ws.rel(write_wav(ws.raw / "backgrounds" / f"{inv.at[i, 'bg_id']}.wav", y))
     write_csv_atomic(inv, ws.raw / "inventory.csv")
     report.to_frame().to_csv(ws.raw / "validation.csv", index=False)
     meta = dict(report.params, max_utterance_s=MAX_UTTERANCE_S, sample_rate_hz=SR,
@@ -162,8 +161,7 @@ def _select(idx: np.ndarray, n: int | None, rng, strata=None) -> np.ndarray:
 def _stage1_keywords(ws) -> list[str]:
     """The keyword set stage 1 validated (``keywords`` of ``raw/custom_inputs.json``; default set if absent)."""
     p = ws.raw / "custom_inputs.json"
-    kw = json.loads(p.read_text(encoding="utf-8")).get("keywords") if p.is_file() else None
-    return _keyword_list(kw)
+    return _keyword_list(json.loads(p.read_text(encoding="utf-8")).get("keywords") if p.is_file() else None)
 
 
 def _none(v):
