@@ -149,8 +149,7 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
         if n < int(min_n):
             return BootstrapResult(estimate, math.nan, math.nan, float(level), int(n_resamples),
                                    0, int(seed), int(n), _few_note(n, min_n))
-        rng = np.random.default_rng(seed)
-        idx = rng.integers(0, n, size=(int(n_resamples), n))
+        idx = np.random.default_rng(seed).integers(0, n, size=(int(n_resamples), n))
         if vectorized:
             boot = np.asarray(stat(*(a[idx] for a in arrays), axis=-1), dtype=float)
         else:
@@ -180,8 +179,8 @@ def _percentile_interval(boot: np.ndarray, level: float, min_usable: float):
 
 
 def _centred_ranks(v: np.ndarray) -> np.ndarray:
-    r = rankdata(v)
-    return r - r.mean()
+    r = rankdata(v, axis=-1)
+    return r - r.mean(axis=-1, keepdims=True)
 
 
 @lru_cache(maxsize=None)
@@ -208,8 +207,7 @@ def spearman_permutation_p(x, y, *, seed: int = 0,
     >>> round(spearman_permutation_p([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 6, 5])[0], 4)  # 12 / 720
     0.0167
     """
-    rx = _centred_ranks(np.asarray(x, dtype=float))
-    ry = _centred_ranks(np.asarray(y, dtype=float))
+    rx, ry = _centred_ranks(np.asarray(x, dtype=float)), _centred_ranks(np.asarray(y, dtype=float))
     den = math.sqrt(float((rx * rx).sum() * (ry * ry).sum()))
     obs = abs(float(rx @ ry)) / den
     tol = 1e-12 * max(1.0, obs)
@@ -265,17 +263,13 @@ def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
     return SpearmanResult(float(res.statistic), p, n, "; ".join(notes), method, n_perm)
 
 
-def _spearman_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    """Row-wise Spearman ρ of two arrays of shape (r, n); NaN where a row is constant."""
-    rx = rankdata(xs, axis=-1)
-    ry = rankdata(ys, axis=-1)
-    rx -= rx.mean(axis=-1, keepdims=True)
-    ry -= ry.mean(axis=-1, keepdims=True)
+def _spearman_rows(xs: np.ndarray, ys: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Row-wise Spearman ρ of two arrays of shape (r, n) (or (n,)); NaN where a row is constant."""
+    rx, ry = _centred_ranks(xs), _centred_ranks(ys)
     den = np.sqrt((rx * rx).sum(-1) * (ry * ry).sum(-1))
     with np.errstate(invalid="ignore", divide="ignore"):
         r = (rx * ry).sum(-1) / den
-    r[den == 0] = np.nan
-    return np.clip(r, -1.0, 1.0)
+    return np.clip(np.where(den == 0, np.nan, r), -1.0, 1.0)
 
 
 def sign_test(deltas) -> BinomTestResult:
@@ -314,8 +308,7 @@ def mcnemar_exact(clean_correct, noisy_correct) -> BinomTestResult:
     b_ = _as_1d(noisy_correct, "noisy_correct").astype(bool)
     if a.size != b_.size:
         raise AiplibParameterError(f"clean and noisy arrays differ in length: {a.size} vs {b_.size}")
-    b = int((a & ~b_).sum())
-    c = int((~a & b_).sum())
+    b, c = int((a & ~b_).sum()), int((~a & b_).sum())
     conc = int(a.size - b - c)
     if b + c == 0:
         return BinomTestResult(math.nan, b, c, conc, 0, "no discordant pairs")
@@ -583,19 +576,14 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
             res = spearman(x_all, y_all, seed=seed)
             ok = np.isfinite(x_all) & np.isfinite(y_all)
             x, y = x_all[ok], y_all[ok]
-            lo = hi = math.nan
-            usable = 0
+            lo, hi, usable = math.nan, math.nan, 0
             notes = [n for n in (base_note, pnote if model == "pooled" else "", res.note) if n]
             if np.isfinite(res.rho):
-                if x.size < MIN_N_FOR_INTERVAL:
-                    notes.append(_few_note(x.size, MIN_N_FOR_INTERVAL))
-                else:
-                    rng = np.random.default_rng(seed)
-                    idx = rng.integers(0, x.size, size=(int(n_resamples), x.size))
-                    boot = _spearman_rows(x[idx], y[idx])
-                    lo, hi, usable, bnote = _percentile_interval(boot, level, MIN_USABLE_SHARE)
-                    if bnote:
-                        notes.append(bnote.replace("unusable", "with a constant column"))
+                b = bootstrap_ci((x, y), _spearman_rows, n_resamples=n_resamples, seed=seed, level=level,
+                                 vectorized=True)
+                lo, hi, usable = b.ci_low, b.ci_high, b.n_valid
+                if b.note:
+                    notes.append(b.note.replace("unusable", "with a constant column"))
             cell_rows.append({"model": model, "descriptor": desc, "n": res.n, "r_s": res.rho,
                               "p": res.p, "p_method": res.method, "n_permutations": res.n_permutations, "ci_low": lo,
                               "ci_high": hi, "ci_usable": int(usable), "level": level,
@@ -695,6 +683,4 @@ def delta_from_sums(clean_sum, clean_n, noisy_sum, noisy_n, *, family: str, axis
     """Δ of :func:`unpaired_delta` from per-item sums (arrays; sums over ``axis``)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         noisy = np.sum(noisy_sum, axis) / np.sum(noisy_n, axis)
-        if family == "asr":
-            return noisy
-        return np.sum(clean_sum, axis) / np.sum(clean_n, axis) - noisy
+        return noisy if family == "asr" else np.sum(clean_sum, axis) / np.sum(clean_n, axis) - noisy

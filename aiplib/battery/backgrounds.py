@@ -32,8 +32,8 @@ TARGET_LUFS = -23.0  # Loudness of every curated background in LUFS (the authors
 SILENT_RUN_S = 0.010  # Shortest run of exact-zero samples (s) that counts as digital silence in ``silent_share``.
 
 
+#: Allowed values of a spec's ``combine``.
 COMBINES = ("concat", "sum", "synthetic:white", "synthetic:pink", "synthetic:brown")
-"""Allowed values of a spec's ``combine``."""
 
 REQUIRED_SPEC_KEYS = ("bg_id", "category", "description", "sources", "combine", "source_package",
                       "licence", "attribution", "synthetic")

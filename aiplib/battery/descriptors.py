@@ -27,6 +27,7 @@ References
 """
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -48,6 +49,7 @@ from aiplib.io.formats import (
     write_json_atomic,
 )
 
+#: Frame and summary settings shared by every descriptor (recorded in the JSON sidecar).
 FRAME = {
     "sr": SR, "n_fft": 2048, "win_length": 2048, "hop_length": 512, "window": "hann", "center": True,
     "pad_mode": "constant (zeros) for STFT, RMS and onset strength; edge for ZCR (librosa defaults)",
@@ -61,48 +63,10 @@ FRAME = {
     "source": "the authors' scripts/generate_results_new_2.py (extract_acoustic_descriptors), "
               "librosa defaults at 16 kHz",
 }
-"""Frame and summary settings shared by every descriptor (recorded in the JSON sidecar)."""
 
-DESCRIPTOR_INFO = {
-    "zcr": ("crossings per sample (fraction, 0–1)",
-            "mean over all frames of (sign changes inside the 2048-sample frame) / 2048 (librosa's definition; a 1 "
-            "kHz sine at 16 kHz gives ≈ 0.125)",
-            "librosa.feature.zero_crossing_rate(y) (frame 2048, hop 512, centred)"),
-    "spectral_centroid": ("Hz",
-                          "mean over all frames (silent frames count as 0 Hz) of the magnitude-weighted mean "
-                          "frequency", "librosa.feature.spectral_centroid(y=y, sr=16000)"),
-    "spectral_rolloff": ("Hz",
-                         "mean over all frames (silent: 0 Hz) of the lowest bin-centre frequency below which 85 % of "
-                         "the frame's spectral magnitude (sum of |STFT|, librosa's convention) lies",
-                         "librosa.feature.spectral_rolloff(y=y, sr=16000)"),
-    "spectral_bandwidth": ("Hz",
-                           "mean over all frames (silent: 0 Hz) of the magnitude-weighted standard deviation of "
-                           "frequency around the centroid (p = 2)",
-                           "librosa.feature.spectral_bandwidth(y=y, sr=16000)"),
-    "spectral_flux": ("dB per frame (mean over 128 mel bands)",
-                      "mean over all frames of librosa's onset strength: the increase (half-wave rectified) of the "
-                      "log-mel power spectrum (dB, 80 dB range) from the previous frame, averaged over mel bands; "
-                      "level-invariant apart from the 80 dB floor (the authors' 'Spectral Flux')",
-                      "numpy.mean(librosa.onset.onset_strength(y=y, sr=16000))"),
-    "spectral_flatness": ("ratio, 0–1",
-                          "mean over all frames (silent: 1) of geometric / arithmetic mean of the power spectrum "
-                          "|STFT|² (floored at 1e-10)", "librosa.feature.spectral_flatness(y=y)"),
-    "spectral_contrast": ("dB (librosa: 10·log10 of the magnitude peak / valley ratio)",
-                          "mean over the 7 sub-bands (6 octave bands from 200 Hz plus the residual top band) and "
-                          "over all frames (silent: 0 dB) of peak-minus-valley level (top vs bottom 2 % of "
-                          "magnitudes)", "librosa.feature.spectral_contrast(y=y, sr=16000)"),
-    "rms_variance": ("linear amplitude squared (full scale = 1)",
-                     "population variance over all frames of the frame RMS (un-windowed 2048-sample frames, "
-                     "zero-padded at the ends); 0 for a steady level, large for intermittent sound; not "
-                     "level-invariant, but the battery is loudness-normalised (−23 LUFS) so values compare across "
-                     "backgrounds", "numpy.var(librosa.feature.rms(y=y)[0])"),
-    "vad_speech_fraction": ("fraction of samples, 0–1",
-                            "sum of the lengths of the speech segments found by Silero VAD divided by the length "
-                            "(threshold 0.5 unless set; 512-sample windows, min speech 250 ms, min silence 100 ms, "
-                            "30 ms padding), as the authors' scripts/vad_classify_bg.py",
-                            "silero_vad.get_speech_timestamps (Silero Team 2021)"),
-}
-"""``name -> (unit, one-line meaning, librosa function or other source)``."""
+#: ``name -> (unit, one-line meaning, librosa function or other source)``, from ``descriptor_info.csv``.
+with open(Path(__file__).with_name("descriptor_info.csv"), newline="", encoding="utf-8") as _f:
+    DESCRIPTOR_INFO = {r["descriptor"]: (r["unit"], r["meaning"], r["source"]) for r in csv.DictReader(_f)}
 
 _DESCRIPTOR_DEFINITION_VERSION = 2  # bump when a definition changes: cached tables are recomputed
 # 1: n_fft 512 / hop 256 uncentred, silent frames dropped, L2-normalised flux (aiplib's own)

@@ -19,12 +19,12 @@ import numpy as np
 from aiplib.core.errors import AiplibParameterError, MissingPackageError
 from aiplib.io.audio import SR, valid_audio
 
+#: ``get_speech_timestamps`` settings of the authors' ``scripts/vad_classify_bg.py`` (the silero-vad
+#: defaults) used by :func:`vad_speech_fraction`.
 VAD_SETTINGS = {"model": "silero_vad.jit (TorchScript, shipped in the silero-vad wheel)",
                 "threshold": "0.5 unless set (the authors' SILERO_SENSITIVITY)", "window_size_samples": 512,
                 "min_speech_duration_ms": 250, "min_silence_duration_ms": 100, "speech_pad_ms": 30,
                 "fraction": "sum(end - start) / n over the returned segments (the authors' vad_classify_bg.py)"}
-"""``get_speech_timestamps`` settings of the authors' ``scripts/vad_classify_bg.py`` (the silero-vad
-defaults) used by :func:`vad_speech_fraction`."""
 
 
 @functools.lru_cache(maxsize=1)

@@ -78,8 +78,7 @@ def holders(root) -> list[dict]:
         r = _read_record(p)
         if r and r.get("host") == host and not _pid_alive(r.get("pid")):
             p.unlink(missing_ok=True)
-            continue
-        if r:
+        elif r:
             shards.append(r)
     shards.sort(key=lambda r: (str(r.get("started")), str(r.get("command"))))
     return ([rec] if rec else []) + shards
@@ -222,8 +221,7 @@ def main(argv=None) -> int:
     r.add_argument("--wait", type=float, default=None,
                    help="seconds to wait for the holder (default $AIP_LOCK_WAIT, else 0: stop at once)")
     r.add_argument("--command", default="")
-    s = sub.add_parser("show", help="print who holds the lock")
-    s.add_argument("root")
+    sub.add_parser("show", help="print who holds the lock").add_argument("root")
     argv = list(sys.argv[1:] if argv is None else argv)
     cut = argv.index("--") if "--" in argv else len(argv)
     a, cmd = ap.parse_args(argv[:cut]), argv[cut + 1:]

@@ -27,6 +27,7 @@ reaches them.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import types
@@ -53,8 +54,7 @@ def _type_name(annotation: Any) -> str:
 
 
 def _fail(name: str, annotation: Any, value: Any, hint: str = "") -> ParameterTypeError:
-    text = (f"parameter {name!r} is declared {_type_name(annotation)} but received {value!r} "
-            f"({type(value).__name__})")
+    text = f"parameter {name!r} is declared {_type_name(annotation)} but received {value!r} ({type(value).__name__})"
     return ParameterTypeError(text + (f": {hint}" if hint else ""))
 
 
@@ -75,35 +75,25 @@ def coerce_parameter(name: str, value: Any, annotation: Any) -> Any:
 
     if origin is typing.Union or origin is types.UnionType:
         members = [a for a in args if a is not type(None)]
-        if value is None and len(members) < len(args):
-            return None
-        if (len(members) < len(args) and isinstance(value, str) and value.strip().lower() == "none"
-                and str not in members):
+        if len(members) < len(args) and (value is None or (isinstance(value, str) and value.strip().lower() == "none"
+                                                           and str not in members)):
             return None
         for member in members:
-            try:
+            with contextlib.suppress(ParameterTypeError):
                 return coerce_parameter(name, value, member)
-            except ParameterTypeError:
-                continue
         raise _fail(name, annotation, value)
 
     if origin is typing.Literal:
         for choice in args:
-            try:
-                converted = coerce_parameter(name, value, type(choice))
-            except ParameterTypeError:
-                continue
-            if converted == choice:
-                return choice
+            with contextlib.suppress(ParameterTypeError):
+                if coerce_parameter(name, value, type(choice)) == choice:
+                    return choice
         raise _fail(name, annotation, value, "choose one of " + ", ".join(map(repr, args)))
 
     if annotation is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int) and value in (0, 1):
-            return bool(value)
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
+        text = str(value).strip().lower() if isinstance(value, (int, str)) else ""  # a bool is an int
+        if text in _TRUE | _FALSE:
+            return text in _TRUE
         raise _fail(name, annotation, value, "use true/false (e.g. -p NAME false)")
 
     if annotation is int:
@@ -121,12 +111,9 @@ def coerce_parameter(name: str, value: Any, annotation: Any) -> Any:
                 raise _fail(name, annotation, value, "NaN is not a usable value")
             return float(value)
         if isinstance(value, str):
-            try:
-                number = float(value.strip())
-            except ValueError:
-                number = math.nan
-            if not math.isnan(number):
-                return number
+            with contextlib.suppress(ValueError):
+                if not math.isnan(number := float(value.strip())):
+                    return number
         raise _fail(name, annotation, value, "give a number")
 
     if annotation is str:
@@ -179,9 +166,7 @@ def _annotations(namespace: Mapping[str, Any]) -> dict:
     if isinstance(found, Mapping) and found:
         return dict(found)
     annotate = namespace.get("__annotate__")
-    if callable(annotate):
-        return dict(annotate(1))
-    return {}
+    return dict(annotate(1)) if callable(annotate) else {}
 
 
 def check_parameters(namespace: MutableMapping[str, Any], annotations: Mapping[str, Any] | None = None) -> None:

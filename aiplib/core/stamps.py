@@ -77,8 +77,7 @@ def make_stamp(stage: str, *, params: dict, inputs=(), ws=None, module: str | No
     ``ws.root`` relative to it) and, under ``code``, the SHA-256 of ``module``'s source."""
     code = {"aiplib": __version__}
     if module:
-        mod = sys.modules.get(module)
-        src = getattr(mod, "__file__", None)
+        src = getattr(sys.modules.get(module), "__file__", None)
         code.update(module=module, module_sha256=file_sha256(src) if src else None)
     return {"stamp_version": STAMP_VERSION, "stage": stage, "params": jsonable(dict(params)),
             "inputs": _hashes(inputs, ws), "code": code}

@@ -21,27 +21,9 @@ TASK_FILE = Path(__file__).with_name("tasks.yaml")  # families, keyword sets, ta
 KWS_CLOSED_LIST = "closed-list"
 KWS_OPEN_ANSWER = "open-answer"
 
-_SIGNS = ("noisy_minus_clean", "clean_minus_noisy")
-
-
-_OBJECTS = {"type": "object", "minProperties": 1}
-_SCHEMA = {
-    "type": "object", "required": ["families", "keyword_sets", "tasks", "prompt_sets", "default_prompt_set"],
-    "properties": {
-        # single words as quoted strings (YAML reads bare yes/no/on/off as booleans)
-        "keyword_sets": {**_OBJECTS, "additionalProperties": {
-            "type": "array", "minItems": 1, "items": {"type": "string", "pattern": r"^\s*[^ ]+\s*$"}}},
-        "families": {**_OBJECTS, "additionalProperties": {
-            "type": "object", "required": ["reference", "scoring", "measure", "degradation"],
-            "properties": {"degradation": {"type": "object", "required": ["column", "sign"], "properties": {
-                "column": {"type": "string", "minLength": 1}, "sign": {"enum": list(_SIGNS)}}}}}},
-        "tasks": {**_OBJECTS, "additionalProperties": {"type": "object", "required": ["family", "variant"]}},
-        "prompt_sets": {**_OBJECTS, "additionalProperties": {
-            "type": "object", "required": ["kws_answer", "source"],
-            "properties": {"kws_answer": {"enum": [KWS_CLOSED_LIST, KWS_OPEN_ANSWER]}, "aliases": {"type": "array"},
-                           "source": {"anyOf": [{"const": "builtin"},
-                                                {"type": "object", "required": ["base_url", "commit", "path"]}]}}}}}}
-"""JSON Schema of ``tasks.yaml``; :func:`_read_task_file` adds the cross-references."""
+#: JSON Schema of ``tasks.yaml`` (``tasks.schema.yaml``); :func:`_read_task_file` adds the cross-references.
+with open(Path(__file__).with_name("tasks.schema.yaml"), encoding="utf-8") as _fh:
+    _SCHEMA = yaml.safe_load(_fh)
 
 
 @functools.lru_cache(maxsize=4)
@@ -177,8 +159,7 @@ def check_family(name) -> str:
     """
     name = str(name).strip()
     if name not in CONDITION_FAMILIES:
-        raise AiplibParameterError(f"unknown condition family {name!r}; choose among "
-                                   f"{', '.join(CONDITION_FAMILIES)}")
+        raise AiplibParameterError(f"unknown condition family {name!r}; choose among {', '.join(CONDITION_FAMILIES)}")
     return name
 
 
@@ -203,6 +184,4 @@ def parse_suite(value) -> tuple:
     if not parts:
         return DEFAULT_SUITE
     chosen = {check_family(p) for p in parts if p != "all"}  # every name is checked, with "all" too
-    if "all" in parts:
-        return CONDITION_FAMILIES
-    return tuple(f for f in CONDITION_FAMILIES if f in chosen)
+    return CONDITION_FAMILIES if "all" in parts else tuple(f for f in CONDITION_FAMILIES if f in chosen)

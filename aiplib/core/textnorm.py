@@ -25,8 +25,7 @@ from aiplib.core.textnorm_whisper import (
 
 NORMALIZER_NAME = "aip-speech-paper"  # the headline normalisation (normalize_text)
 NORMALIZER_VERSION = "1"  # bumped if the headline rule ever changes
-NORMALIZER_RULE = ("lower-case; each ASCII punctuation character (string.punctuation) -> space; "
-                   "white space collapsed")
+NORMALIZER_RULE = "lower-case; each ASCII punctuation character (string.punctuation) -> space; white space collapsed"
 JIWER_VERSION = importlib.metadata.version("jiwer")
 LOOP_LENGTH_RATIO = 3  # a hypothesis with at least this many times the reference's words is a loop
 LOOP_MAX_N = 4  # longest n-gram (words) searched for back-to-back repeats
@@ -35,7 +34,6 @@ KWS_EMPTY_WORD = "silence"  # what an empty KWS response reads as (the authors' 
 KWS_RULE = ("first white-space token of the lower-cased, stripped response, stripped of ASCII "
             "punctuation at both ends ('silence' for an empty response); target clip: equals "
             "the label (normalised the same way); non-target clip: is none of the keywords")
-NON_ANSWER_KINDS = ("empty", "refusal", "multi_word")  # values of non_answer_kind ("" for an answer)
 
 _PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation})
 
@@ -55,9 +53,7 @@ def normalize_text(s) -> str:
     >>> normalize_text("don\u2019t")
     'don\u2019t'
     """
-    if _is_missing(s):
-        return ""
-    return " ".join(str(s).lower().translate(_PUNCT_TO_SPACE).split())
+    return "" if _is_missing(s) else " ".join(str(s).lower().translate(_PUNCT_TO_SPACE).split())
 
 
 def normalize_whisper(s) -> str:
@@ -76,9 +72,7 @@ def normalize_whisper(s) -> str:
     >>> normalize_whisper("the cause of it")
     'the cause of it'
     """
-    if _is_missing(s):
-        return ""
-    return english_normalizer()(str(s)).strip()
+    return "" if _is_missing(s) else english_normalizer()(str(s)).strip()
 
 
 def reference_is_empty(text) -> bool:
@@ -181,8 +175,7 @@ def kws_first_word(response) -> str:
     ['yes', 'yes', 'yes', 'silence', '', '\u201cno\u201d']
     """
     text = "" if _is_missing(response) else str(response).lower().strip()
-    token = text.split()[0] if text else KWS_EMPTY_WORD
-    return token.strip(string.punctuation)
+    return (text.split()[0] if text else KWS_EMPTY_WORD).strip(string.punctuation)
 
 
 def normalize_kws_label(text) -> str:
@@ -194,9 +187,7 @@ def normalize_kws_label(text) -> str:
     >>> normalize_kws_label(" Yes! "), normalize_kws_label("'Left'"), normalize_kws_label("GO")
     ('yes', 'left', 'go')
     """
-    if _is_missing(text):
-        return ""
-    return " ".join(str(text).lower().split()).strip(string.punctuation).strip()
+    return "" if _is_missing(text) else " ".join(str(text).lower().split()).strip(string.punctuation).strip()
 
 
 def kws_correct(response, label, is_target, *, keywords=KEYWORDS) -> bool:

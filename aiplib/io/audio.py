@@ -8,6 +8,7 @@ the mixer limits the mixture's peak, 16-bit writers saturate, :func:`normalize_l
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import shutil
 import subprocess
@@ -83,17 +84,13 @@ def load_audio(path, *, sr: int = SR) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise AudioFileError(f"{path}: audio file not found")
-    y = None
-    file_sr = sr
+    y, file_sr = None, sr
     if path.suffix.lower() not in _FFMPEG_FORMATS:
-        try:
+        with contextlib.suppress(Exception):  # libsndfile cannot read it: ffmpeg below
             data, file_sr = sf.read(str(path), dtype="float32", always_2d=True)
             y = data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
-        except Exception:  # libsndfile cannot read it: try ffmpeg
-            y = None
     if y is None:
-        y = _read_ffmpeg(path, sr)
-        file_sr = sr
+        y, file_sr = _read_ffmpeg(path, sr), sr
     if y.size == 0:
         raise AudioFileError(f"{path}: the file holds no audio samples")
     if not np.all(np.isfinite(y)):
@@ -155,8 +152,7 @@ def loop_or_cut(y, n: int) -> np.ndarray:
         raise AiplibParameterError("cannot loop an empty waveform")
     if y.size >= n:
         return y[:n].copy()
-    reps = -(-n // y.size)
-    return np.tile(y, reps)[:n]
+    return np.tile(y, -(-n // y.size))[:n]
 
 
 @functools.lru_cache(maxsize=8)
@@ -219,6 +215,4 @@ def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audi
         warnings.warn(f"{name}: normalised to {target_lufs:g} LUFS (gain {gain_db:+.2f} dB) it peaks at "
                       f"{peak:.4f} ({20 * np.log10(peak):+.2f} dBFS) > full scale; a 16-bit copy would "
                       "clip", ClippingWarning, stacklevel=2)
-    if return_peak:
-        return out, float(gain_db), float(before), peak
-    return out, float(gain_db), float(before)
+    return (out, float(gain_db), float(before), peak) if return_peak else (out, float(gain_db), float(before))

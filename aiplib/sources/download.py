@@ -18,9 +18,11 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 import pooch
+import yaml
 
 from aiplib.core.errors import AiplibError, ChecksumError, DownloadError, InsufficientDiskSpaceError, UnsafeArchiveError
 from aiplib.core.workspace import repo_root
+from aiplib.io.formats import write_json_atomic
 
 pooch.get_logger().setLevel("WARNING")  # its "use this hash" advice is not for our users
 
@@ -88,6 +90,13 @@ class Download:
     key: str = ""
 
 
+def corpus_record(name: str) -> Corpus:
+    """The :class:`Corpus` ``name`` of ``sources/corpora/corpora.yaml`` (KeyError if it has none)."""
+    with open(Path(__file__).parent / "corpora" / "corpora.yaml", encoding="utf-8") as f:
+        d = dict(yaml.safe_load(f)[name])
+    return Corpus(name=name, files=tuple(RemoteFile(**r) for r in d.pop("files")), **d)
+
+
 def need_dir(path: Path, corpus: str) -> Path:
     """``path`` if it is a folder, else :class:`CorpusError` naming ``corpus``."""
     if not path.is_dir():
@@ -142,13 +151,9 @@ def read_progress(progress_file) -> dict:
 
 def update_progress(progress_file, key: str, entry: dict | None) -> None:
     """Set (or, with ``entry=None``, remove) one entry of the progress file, atomically."""
-    p = Path(progress_file)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    files = read_progress(p)
+    files = read_progress(progress_file)
     files.pop(key, None) if entry is None else files.__setitem__(key, entry)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(json.dumps({"files": dict(sorted(files.items()))}, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(p)
+    write_json_atomic({"files": dict(sorted(files.items()))}, progress_file)
 
 
 # ------------------------------------------------------------------------------- pooch downloader
@@ -322,11 +327,6 @@ class SafeUnzip(pooch.Unzip):
             zf.extractall(extract_dir)
 
 
-def _extractor(archive: Path, target_dir: Path):
-    cls = SafeUnzip if archive.suffix == ".zip" or (archive.is_file() and zipfile.is_zipfile(archive)) else SafeUntar
-    return cls(extract_dir=str(Path(target_dir).resolve()))
-
-
 def safe_extract(archive, target_dir) -> list[str]:
     """Extract a ZIP or TAR archive into ``target_dir`` (created) after checking every member (raises as
     :class:`SafeUntar`); returns the full paths of the files under ``target_dir``.
@@ -336,9 +336,11 @@ def safe_extract(archive, target_dir) -> list[str]:
     DownloadError
         The file is not a readable ZIP or TAR archive (the message names it).
     """
-    Path(target_dir).mkdir(parents=True, exist_ok=True)
+    archive, target_dir = Path(archive), Path(target_dir)
+    target_dir.mkdir(parents=True, exist_ok=True)
+    cls = SafeUnzip if archive.suffix == ".zip" or (archive.is_file() and zipfile.is_zipfile(archive)) else SafeUntar
     try:
-        return _extractor(Path(archive), Path(target_dir))(str(archive), "download", None)
+        return cls(extract_dir=str(target_dir.resolve()))(str(archive), "download", None)
     except (zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
         raise DownloadError(f"{archive}: not a readable ZIP or TAR archive ({exc}); delete it and run again, "
                             "or check the mirror it came from") from exc

@@ -16,10 +16,11 @@ from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import FAMILIES
 from aiplib.core.workspace import workspace
 from aiplib.sources.corpora import get_profile
-from aiplib.sources.corpora.custom.files import absolute_path, scan_audio_files
+from aiplib.sources.corpora.custom.files import absolute_path, licence_table, scan_audio_files
 
 log = logging.getLogger(__name__)
 
+#: Default item-bank sizes per profile (``<profile>_smoke`` when ``$AIP_SMOKE=1``).
 SIZES = {
     "demo": dict(n_asr_real=12, n_asr_synth=16, n_kws_target=20, n_kws_nontarget=10),
     "demo_smoke": dict(n_asr_real=2, n_asr_synth=2, n_kws_target=2, n_kws_nontarget=1),
@@ -28,7 +29,6 @@ SIZES = {
     "custom": dict(),
     "custom_smoke": dict(max_items=3),
 }
-"""Default item-bank sizes per profile (``<profile>_smoke`` when ``$AIP_SMOKE=1``)."""
 
 
 def stage_sizes(profile: str, smoke: bool = False) -> dict:
@@ -54,9 +54,8 @@ def raw_input_files(ws, params: dict) -> list[Path]:
         if not folder or not Path(folder).is_dir():
             continue
         found.update(scan_audio_files(folder))
-        if name == "backgrounds_dir":  # the licence table stage 1 reads: licences.csv, else licenses.csv
-            found.update([absolute_path(Path(folder) / n) for n in ("licences.csv", "licenses.csv")
-                          if (Path(folder) / n).is_file()][:1])
+        if name == "backgrounds_dir" and licence_table(folder):
+            found.add(absolute_path(licence_table(folder)))
     inv = ws.raw / "inventory.csv"
     if inv.is_file():
         files = pd.read_csv(inv, dtype=str, keep_default_na=False, usecols=lambda c: c == "file")
@@ -126,9 +125,9 @@ def battery_specs(ws, **params):
 
 
 # ------------------------------------------------------------------------------- make stamps
+#: What ``make stamps`` says of the stages without a stamp.
 REBUILT = ("03 curation and 05 background manifests are rebuilt on every run; 04 recomputes only "
            "backgrounds whose WAV changed; 07 decodes only stimuli whose content key changed")
-"""What ``make stamps`` says of the stages without a stamp."""
 
 
 def _now_differences(ws, old: dict) -> list[str]:

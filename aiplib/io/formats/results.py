@@ -5,6 +5,7 @@ import datetime as _dt
 import json
 import logging
 import math
+import mmap
 import os
 from pathlib import Path
 
@@ -41,19 +42,12 @@ def repair_jsonl(path) -> int:
     size = path.stat().st_size
     if size == 0:
         return 0
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        keep = m.rfind(b"\n") + 1  # searched from the end
+    if keep == size:
+        return 0
     with open(path, "rb+") as f:
-        f.seek(-1, os.SEEK_END)
-        if f.read(1) == b"\n":
-            return 0
-        pos, keep = size, 0
-        while pos > 0 and not keep:  # scan back for the last newline, 64 KiB at a time
-            step = min(65536, pos)
-            pos -= step
-            f.seek(pos)
-            i = f.read(step).rfind(b"\n")
-            keep = pos + i + 1 if i >= 0 else 0
         f.truncate(keep)
-        f.flush()
         os.fsync(f.fileno())
     removed = size - keep
     log.warning("%s: removed a half-written last line (%d bytes) left by an interrupted run", path, removed)

@@ -246,9 +246,7 @@ def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
     """
 
     def col(name, default=""):
-        if name in m.columns:
-            return m[name]
-        return pd.Series([default] * len(m), index=m.index, dtype=object)
+        return m[name] if name in m.columns else pd.Series([default] * len(m), index=m.index, dtype=object)
 
     def text(series):
         return series.map(lambda v: "" if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))

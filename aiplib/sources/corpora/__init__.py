@@ -1,7 +1,7 @@
 """Stages 1–3 inputs of each profile behind one interface (:class:`Profile`, :func:`get_profile`):
 ``demo`` (the embedded default from Debian packages), ``paper`` (the paper's corpora and the
 authors' rules) and ``custom`` (the user's folders). One module per corpus (lhotse's recipe
-layout: a ``CORPUS`` record and a ``prepare_<corpus>`` reader; downloads in
+layout: a ``CORPUS`` record from ``corpora.yaml`` and a ``prepare_<corpus>`` reader; downloads in
 :mod:`aiplib.sources.download`): ``esc50``, ``ms_snsd``, ``noisex92``, ``musan``, ``librispeech``,
 ``speech_commands``, ``common_voice``. Submodules are imported on demand.
 """
@@ -31,8 +31,8 @@ class Profile(Protocol):
         """Stage 3 input: the background specs for :func:`aiplib.battery.backgrounds.curate_battery`."""
 
 
+#: Profile name → the module implementing :class:`Profile`.
 PROFILES = {p: f"aiplib.sources.corpora.{p}" for p in ("demo", "paper", "custom")}
-"""Profile name → the module implementing :class:`Profile`."""
 
 
 def get_profile(name: str) -> Profile:

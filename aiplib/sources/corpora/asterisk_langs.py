@@ -3,20 +3,11 @@ any folder of speech with a texts table.
 
 Demo distractors are Debian's Asterisk prompt packages (bookworm, 1.6.1-1): human recordings with
 a transcript ``/usr/share/doc/asterisk-core-sounds-<lang>/core-sounds-<lang>.txt.gz`` (lines
-``name: text``) and audio under ``/usr/share/asterisk/sounds/<voice>/<name>.<ext>``:
-
-========  ====================  ======  ===================================  ==============
-language  voice (talker id)     sex     recorded by (Debian copyright file)  licence
-========  ====================  ======  ===================================  ==============
-fr        fr_CA_f_June          female  June Wallack                         CC BY-SA 3.0
-it        it_IT_m_Carlo         male    Carlo Flora                          CC BY 3.0
-ru        ru_RU_f_IvrvoiceRU    female  Maxim Topal, ivrvoice.ru             CC BY 3.0
-es        es_MX_f_Allison       female  Allison Smith                        CC BY-SA 3.0
-========  ====================  ======  ===================================  ==============
-
-``es`` is read by Allison Smith, the voice of the demo's English items (a same-voice / other-language
-control); ``en`` (in :data:`DEMO_LANGUAGES`) is the same-language distractor. G.722 (16 kHz, the English
-targets' codec) is searched first, so a distractor does not differ by lacking the 4–8 kHz band.
+``name: text``) and audio under ``/usr/share/asterisk/sounds/<voice>/<name>.<ext>``; voices, speakers
+and licences (from the Debian copyright files) in :data:`VOICES`. ``es`` is read by Allison Smith, the
+voice of the demo's English items (a same-voice / other-language control); ``en`` (in
+:data:`DEMO_LANGUAGES`) is the same-language distractor. G.722 (16 kHz, the English targets' codec) is
+searched first, so a distractor does not differ by lacking the 4–8 kHz band.
 
 Selection rule (:func:`asterisk_distractors`): the audio exists, the transcript holds at least
 :data:`MIN_WORDS` words after removing bracketed stage directions and the paper's normalisation,
@@ -45,29 +36,24 @@ from aiplib.sources.corpora import debian
 from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
 from aiplib.sources.corpora.custom.validate import _validate_speech
 
-VOICES = {  # language -> voice folder, sex, credit, licence, same voice as the English target
-    "fr": dict(voice="fr_CA_f_June", sex="female", credit="June Wallack", licence="CC BY-SA 3.0",
-               same_voice_as_target=False),
-    "it": dict(voice="it_IT_m_Carlo", sex="male", credit="Carlo Flora", licence="CC BY 3.0",
-               same_voice_as_target=False),
-    "ru": dict(voice="ru_RU_f_IvrvoiceRU", sex="female", credit="Maxim Topal (ivrvoice.ru)",
-               licence="CC BY 3.0", same_voice_as_target=False),
-    "es": dict(voice="es_MX_f_Allison", sex="female", credit="Allison Smith", licence="CC BY-SA 3.0",
-               same_voice_as_target=True),
-    "en": dict(voice="en_US_f_Allison", sex="female", credit="Allison Smith", licence="CC BY-SA 3.0",
-               same_voice_as_target=True),
-}
-"""The Asterisk distractor voices (from each package's ``copyright`` file); ``en`` is the target's own package."""
+#: The Asterisk distractor voices (from each package's ``copyright`` file); ``en`` is the target's own package.
+VOICES = {lang: dict(voice=voice, sex=sex, credit=credit, licence=licence, same_voice_as_target=same)
+          for lang, voice, sex, credit, licence, same in (
+              ("fr", "fr_CA_f_June", "female", "June Wallack", "CC BY-SA 3.0", False),
+              ("it", "it_IT_m_Carlo", "male", "Carlo Flora", "CC BY 3.0", False),
+              ("ru", "ru_RU_f_IvrvoiceRU", "female", "Maxim Topal (ivrvoice.ru)", "CC BY 3.0", False),
+              ("es", "es_MX_f_Allison", "female", "Allison Smith", "CC BY-SA 3.0", True),
+              ("en", "en_US_f_Allison", "female", "Allison Smith", "CC BY-SA 3.0", True))}
 
+#: Item-bank ``speaker`` ids read by Allison Smith (the demo's real ASR items): ``same_voice_as_target``
+#: of an Asterisk table holds for these targets only.
 SAME_VOICE_TARGET_SPEAKERS = ("asterisk_allison",)
-"""Item-bank ``speaker`` ids read by Allison Smith (the demo's real ASR items): ``same_voice_as_target``
-of an Asterisk table holds for these targets only."""
 
+#: Languages of the demo's other-language distractors, in the order used by default.
 LANGUAGES = ("fr", "it", "ru", "es")
-"""Languages of the demo's other-language distractors, in the order used by default."""
 
+#: The demo's distractor languages: :data:`LANGUAGES` and ``en``, the same-language distractor.
 DEMO_LANGUAGES = LANGUAGES + ("en",)
-"""The demo's distractor languages: :data:`LANGUAGES` and ``en``, the same-language distractor."""
 
 FORMATS = ("g722", "wav")  # Audio formats searched, in order (G.722 first: the target items' codec, see above).
 
@@ -75,12 +61,12 @@ MIN_WORDS = 3  # Least number of words (paper normalisation, stage directions re
 
 MIN_DURATION_S = 1.5  # Least duration of a kept prompt, s.
 
+#: Environment variable: further roots (``os.pathsep``-separated) holding extracted packages.
 ROOT_ENV = "AIP_ASTERISK_ROOT"
-"""Environment variable: further roots (``os.pathsep``-separated) holding extracted packages."""
 
+#: Columns of a distractor table (both loaders).
 DISTRACTOR_COLUMNS = ["distractor_id", "language", "voice", "sex", "same_voice_as_target", "key", "path",
                       "text", "text_norm", "n_words", "duration_s", "source", "licence", "attribution"]
-"""Columns of a distractor table (both loaders)."""
 
 _G722_BYTES_PER_S = 8000  # G.722 at 64 kbit/s
 _STAGE = re.compile(r"\[[^\]]*\]|\([^)]*\)")
@@ -177,9 +163,7 @@ def download_and_extract(dest, languages=LANGUAGES, *, fmt: str = "g722") -> Pat
 
 
 def _duration_s(path: Path, fmt: str) -> float:
-    if fmt == "g722":
-        return path.stat().st_size / _G722_BYTES_PER_S
-    return float(sf.info(str(path)).duration)
+    return path.stat().st_size / _G722_BYTES_PER_S if fmt == "g722" else float(sf.info(str(path)).duration)
 
 
 def asterisk_distractors(languages=LANGUAGES, *, roots=None, formats=FORMATS, min_words: int = MIN_WORDS,

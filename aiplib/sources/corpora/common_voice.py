@@ -24,14 +24,14 @@ from aiplib.core.errors import AiplibError, MissingPackageError
 from aiplib.io.audio import SR, load_audio
 from aiplib.sources.download import CorpusError, set_cache_env
 
+#: Hugging Face id of the Common Voice 17.0 mirror streamed in stage 2 (config ``en``): a loading-script
+#: data set, so ``datasets<4`` (the authors used 3.5.1, pinned by the ``paper`` extra).
 CV_DATASET = "fsicoli/common_voice_17_0"
-"""Hugging Face id of the Common Voice 17.0 mirror streamed in stage 2 (config ``en``): a loading-script
-data set, so ``datasets<4`` (the authors used 3.5.1, pinned by the ``paper`` extra)."""
 CV_SPLIT = "validation"  # The split the authors stream (their ``scripts/02_build_banks.py``).
 
+#: ``cv_accent`` (a Common Voice 17 ``accent`` string, exactly) → ``accent_group``: the 11 groups of the
+#: authors' README, labelled as ``accent_clean_map`` of their ``scripts/generate_results_new_2.py``.
 ACCENT_GROUPS_FILE = Path(__file__).with_name("cv_accent_groups.csv")
-"""``cv_accent`` (a Common Voice 17 ``accent`` string, exactly) → ``accent_group``: the 11 groups of the
-authors' README, labelled as ``accent_clean_map`` of their ``scripts/generate_results_new_2.py``."""
 N_COMMON_VOICE = 80  # Accent-labelled Common Voice 17 clips in the ASR bank (authors' ``CV_N``).
 
 
@@ -51,8 +51,8 @@ def read_accent_groups(path=None) -> dict:
     return out
 
 
+#: Common Voice accent string → one of the 11 accent groups (from :data:`ACCENT_GROUPS_FILE`).
 CV_ACCENT_GROUPS = read_accent_groups()
-"""Common Voice accent string → one of the 11 accent groups (from :data:`ACCENT_GROUPS_FILE`)."""
 
 
 def accent_group(value, groups=None) -> str | None:

@@ -25,46 +25,29 @@ from aiplib.core.tasks import FAMILIES, KEYWORDS
 from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.io.formats import read_item_bank, write_item_bank
 from aiplib.sources.corpora import debian
-from aiplib.sources.corpora.asterisk_langs import (
-    read_transcripts,  # the one Asterisk transcript parser (every language)
-)
+from aiplib.sources.corpora.asterisk_langs import read_transcripts  # the one Asterisk transcript parser
 from aiplib.sources.corpora.demo_sources import BATTERY, BG_SOURCES, NOTICES, Src
 from aiplib.sources.corpora.tts import pad_to, synthesize, trim_silence
 
+#: Debian packages the demo profile needs (``asterisk-core-sounds-en`` brings the transcripts).
 DEBIAN_PACKAGES = ["ffmpeg", "espeak-ng", "flite", "sox", "asterisk-core-sounds-en", "asterisk-core-sounds-en-g722",
                    "asterisk-moh-opsound-g722", "minetest-data", "sonic-pi-samples", "extremetuxracer-data"]
-"""Debian packages the demo profile needs (``asterisk-core-sounds-en`` brings the transcripts)."""
 
+#: Non-target words (Speech Commands' auxiliary words).
 NON_TARGET_WORDS = ("bed", "cat", "happy", "house", "marvin", "sheila", "tree", "wow", "bird", "dog")
-"""Non-target words (Speech Commands' auxiliary words)."""
 
-HARVARD_SENTENCES = (  # lists 1–3 of the Harvard sentences (IEEE 1969), public domain
-    "The birch canoe slid on the smooth planks.", "Glue the sheet to the dark blue background.",
-    "It's easy to tell the depth of a well.", "These days a chicken leg is a rare dish.",
-    "Rice is often served in round bowls.", "The juice of lemons makes fine punch.",
-    "The box was thrown beside the parked truck.", "The hogs were fed chopped corn and garbage.",
-    "Four hours of steady work faced us.", "A large size in stockings is hard to sell.",
-    "The boy was there when the sun rose.", "A rod is used to catch pink salmon.",
-    "The source of the huge river is the clear spring.", "Kick the ball straight and follow through.",
-    "Help the woman get back to her feet.", "A pot of tea helps to pass the evening.",
-    "Smoky fires lack flame and heat.", "The soft cushion broke the man's fall.",
-    "The salt breeze came across from the sea.", "The girl at the booth sold fifty bonds.",
-    "The small pup gnawed a hole in the sock.", "The fish twisted and turned on the bent hook.",
-    "Press the pants and sew a button on the vest.", "The swan dive was far short of perfect.",
-    "The beauty of the view stunned the young boy.", "Two blue fish swam in the tank.",
-    "Her purse was full of useless trash.", "The colt reared and threw the tall rider.",
-    "It snowed, rained, and hailed the same morning.", "Read verse out loud for pleasure.",
-)
+#: Lists 1–3 of the Harvard sentences (IEEE 1969, public domain), from ``harvard_sentences.csv``.
+HARVARD_SENTENCES = tuple(pd.read_csv(Path(__file__).with_name("harvard_sentences.csv"))["sentence"])
 
+#: Synthetic ASR voices (``engine:voice``); ``kal16`` is flite's 16 kHz build of ``kal``.
 ASR_VOICES = ("espeak:en-us", "espeak:en-gb", "espeak:en-gb-scotland", "espeak:en-gb-x-rp",
               "espeak:en-029", "espeak:en-us-nyc", "espeak:en-gb-x-gbclan", "espeak:en-gb-x-gbcwmd",
               "flite:kal16", "flite:slt", "flite:rms", "flite:awb")
-"""Synthetic ASR voices (``engine:voice``); ``kal16`` is flite's 16 kHz build of ``kal``."""
 
+#: Fourteen synthetic KWS voices (espeak-ng accent + voice variant, flite voices).
 KWS_VOICES = ("espeak:en-us+f3", "espeak:en-gb+m2", "flite:slt", "espeak:en-gb-scotland+f2", "flite:kal16",
               "espeak:en-029+m4", "espeak:en-us-nyc+f4", "flite:awb", "espeak:en-gb-x-rp+m3",
               "espeak:en-gb-x-gbclan+f5", "flite:rms", "espeak:en-gb-x-gbcwmd+m7", "espeak:en-us+m1", "espeak:en-gb+f1")
-"""Fourteen synthetic KWS voices (espeak-ng accent + voice variant, flite voices)."""
 
 _SHARE = Path("/usr/share")
 _PROMPTS = "asterisk/sounds/en_US_f_Allison"
@@ -96,7 +79,7 @@ def _source_files() -> list[Src]:
     files += [s for group in BG_SOURCES.values() for s in group]
     pkgs = sorted({s.package for s in files})
     files += [Src(p, f"doc/{p}/copyright", "licence notice", "Debian copyright file") for p in pkgs]
-    files += [Src(p, r, "licence notice", "upstream credits") for p, rs in NOTICES.items() for r in rs]
+    files += NOTICES
     return files
 
 

@@ -12,15 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from aiplib.sources.download import Corpus, CorpusError, RemoteFile, need_dir
+from aiplib.sources.download import CorpusError, corpus_record, need_dir
 
-CORPUS = Corpus(  # download record of ESC-50
-    name="esc50", title="ESC-50", kind="backgrounds", base_url="https://github.com/karoldvl/ESC-50/archive",
-    files=(RemoteFile("master.zip", approx_gb=0.65),),
-    licence="CC BY-NC 3.0", homepage="https://github.com/karolpiczak/ESC-50",
-    attribution="K. J. Piczak, ESC: Dataset for Environmental Sound Classification, ACM MM 2015",
-    notes="GitHub archive of the master branch: no published checksum and no range support "
-          "(an interrupted download restarts); the SHA-256 is recorded.")
+CORPUS = corpus_record("esc50")  # download record of ESC-50
 
 ROOT = "ESC-50-master"  # Top folder of the extracted archive, inside the corpus folder.
 

@@ -11,15 +11,9 @@ import numpy as np
 import pandas as pd
 import soundfile as sf
 
-from aiplib.sources.download import Corpus, RemoteFile, need_dir
+from aiplib.sources.download import corpus_record, need_dir
 
-CORPUS = Corpus(  # download record of LibriSpeech (two archives, extracted into ``LibriSpeech/``)
-    name="librispeech", title="LibriSpeech test-clean and test-other", kind="speech_asr",
-    base_url="https://www.openslr.org/resources/12",
-    files=(RemoteFile("test-clean.tar.gz", md5="32fa31d27d2e1cad72775fee3f4849a9", approx_gb=0.35),
-           RemoteFile("test-other.tar.gz", md5="fb5a50374b501bb3bac4815ee91d3135", approx_gb=0.33)),
-    licence="CC BY 4.0", homepage="https://www.openslr.org/12/",
-    attribution="V. Panayotov et al., Librispeech: an ASR corpus based on public domain audio books, ICASSP 2015")
+CORPUS = corpus_record("librispeech")  # two archives, extracted into ``LibriSpeech/``
 
 
 def prepare_librispeech(corpus_dir, parts=("test-clean", "test-other"), *, with_duration: bool = True) -> pd.DataFrame:

@@ -11,17 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from aiplib.sources.download import Corpus, RemoteFile, need_dir
+from aiplib.sources.download import corpus_record, need_dir
 
-CORPUS = Corpus(  # download record of MS-SNSD
-    name="ms_snsd", title="MS-SNSD", kind="backgrounds", base_url="https://github.com/microsoft/MS-SNSD/archive",
-    files=(RemoteFile("master.zip", approx_gb=2.5),),
-    licence="noise: CC0 1.0 (Freesound) or CC BY-SA 3.0 (DEMAND); code MIT",
-    homepage="https://github.com/microsoft/MS-SNSD",
-    attribution="C. K. A. Reddy et al., A scalable noisy speech dataset and online subjective "
-                "test framework, Interspeech 2019",
-    notes="The GitHub archive zip of the repository (rather than `git clone`): testable offline "
-          "and resumable by mirrors that support ranges; no published checksum.")
+CORPUS = corpus_record("ms_snsd")  # download record of MS-SNSD
 
 ROOT = "MS-SNSD-master"  # Top folder of the extracted archive, inside the corpus folder.
 

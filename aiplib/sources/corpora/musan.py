@@ -9,13 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from aiplib.sources.download import Corpus, RemoteFile, need_dir
+from aiplib.sources.download import corpus_record, need_dir
 
-CORPUS = Corpus(  # download record of MUSAN
-    name="musan", title="MUSAN", kind="backgrounds", base_url="https://www.openslr.org/resources/17",
-    files=(RemoteFile("musan.tar.gz", md5="0c472d4fc0c5141eca47ad1ffeb2a7df", approx_gb=11.0),),
-    licence="CC BY 4.0 (per-file terms in each folder's LICENSE)", homepage="https://www.openslr.org/17/",
-    attribution="D. Snyder, G. Chen and D. Povey, MUSAN: A Music, Speech, and Noise Corpus, arXiv:1510.08484, 2015")
+CORPUS = corpus_record("musan")  # download record of MUSAN
 
 ROOT = "musan"  # Top folder of the extracted archive, inside the corpus folder.
 

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from aiplib.core.errors import DownloadError
 from aiplib.core.tasks import FAMILIES
 from aiplib.core.workspace import workspace
 from aiplib.io.audio import SR, load_audio, write_wav
@@ -47,31 +48,24 @@ from aiplib.sources.corpora import esc50, librispeech, ms_snsd, musan, noisex92,
 from aiplib.sources.corpora.common_voice import CV_DATASET, N_COMMON_VOICE, load_common_voice, select_common_voice
 from aiplib.sources.corpora.librispeech import prepare_librispeech, read_librispeech_speakers
 from aiplib.sources.corpora.speech_commands import KEYWORDS
-from aiplib.sources.download import (
-    Corpus,
-    CorpusError,
-    DownloadError,
-    download_corpus,
-    need_dir,
-    resolve_base_url,
-    set_cache_env,
-)
+from aiplib.sources.download import Corpus, CorpusError, download_corpus, need_dir, resolve_base_url, set_cache_env
 
 __all__ = ["CORPORA", "corpus_dir", "base_url_for", "download_all", "gather_raw", "build_item_banks", "battery_specs",
            "BATTERY", "AUTHORS_CATEGORY", "SELECTION_RULES", "AUTHORS_SEED", "N_LIBRISPEECH", "N_KWS"]
 
+#: The corpora of stage 1, keyed by name (the folder name and mirror-variable suffix).
 CORPORA: dict[str, Corpus] = {c.name: c for c in (esc50.CORPUS, ms_snsd.CORPUS, noisex92.CORPUS, musan.CORPUS,
                                                   librispeech.CORPUS, speech_commands.CORPUS)}
-"""The corpora of stage 1, keyed by name (the folder name and mirror-variable suffix)."""
 
 AUTHORS_SEED = 42  # ``RANDOM_SEED`` of the authors' ``scripts/02_build_banks.py`` (``random.Random(42)``).
 N_LIBRISPEECH = 100  # LibriSpeech utterances in the ASR bank (authors' ``ASR_N``).
 N_KWS = 120  # Speech Commands items in the KWS bank (authors' ``KWS_N``).
+#: Folders the authors draw non-target KWS items from (``silence`` does not exist in v0.02).
 KWS_NONTARGET_FOLDERS = ("_background_noise_", "silence")
-"""Folders the authors draw non-target KWS items from (``silence`` does not exist in v0.02)."""
+#: Injection probes: the last 3 clips (name order) of each of the first 4 keywords.
 N_PROBE_KEYWORDS, N_PROBES_PER_KEYWORD = 4, 3
-"""Injection probes: the last 3 clips (name order) of each of the first 4 keywords."""
 
+#: Text of the ``selection_rule`` field of each item bank record.
 SELECTION_RULES = {
     "librispeech": "authors' scripts/02_build_banks.py: every utterance of test-clean then test-other "
                    "(sorted *.trans.txt, file order), random.Random(42).shuffle, first {n}",
@@ -81,7 +75,6 @@ SELECTION_RULES = {
            "shuffled, first {per_kw}; _background_noise_/silence clips shuffled, first {per_nt}; probes = last "
            "3 sorted clips of yes/no/up/down; all shuffled, first {n}",
 }
-"""Text of the ``selection_rule`` field of each item bank record."""
 
 
 def _get(name: str, registry=None) -> Corpus:
@@ -271,40 +264,16 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
 
 
 # ----------------------------------------------------------------------------- stage 3: the battery of Table 1
-BATTERY = (
-    # bg_id (the authors'), corpus, selector, category, description
-    ("esc_rain", "esc50", 10, "stationary", "rain (ESC-50)"),
-    ("esc_seawave", "esc50", 11, "stationary", "sea waves (ESC-50)"),
-    ("esc_engine", "esc50", 44, "stationary", "engine (ESC-50)"),
-    ("esc_vacuum", "esc50", 36, "stationary", "vacuum cleaner (ESC-50)"),
-    ("esc_footsteps", "esc50", 25, "transient", "footsteps (ESC-50)"),
-    ("esc_fire", "esc50", 12, "transient", "crackling fire (ESC-50)"),
-    ("esc_helicopter", "esc50", 40, "stationary", "helicopter (ESC-50)"),
-    ("esc_clock", "esc50", 38, "transient", "clock tick (ESC-50)"),
-    ("esc_keyboard", "esc50", 32, "transient", "keyboard typing (ESC-50)"),
-    ("esc_dog", "esc50", 0, "transient", "dog barking (ESC-50)"),
-    ("esc_rooster", "esc50", 1, "transient", "rooster (ESC-50)"),
-    ("esc_wind", "esc50", 16, "stationary", "wind (ESC-50)"),
-    ("snsd_cafeteria", "ms_snsd", "noise_train/CafeTeria_1.wav", "speech-like", "cafeteria (MS-SNSD)"),
-    ("snsd_restaurant", "ms_snsd", "noise_train/Restaurant_1.wav", "speech-like", "restaurant (MS-SNSD)"),
-    ("snsd_square", "ms_snsd", "noise_train/Square_1.wav", "speech-like", "town square (MS-SNSD)"),
-    ("snsd_airport", "ms_snsd", "noise_train/AirportAnnouncements_7.wav", "speech-like",
-     "airport announcements (MS-SNSD)"),
-    ("noisex_babble", "noisex92", "babble.wav", "speech-like", "babble (NOISEX-92)"),
-    ("musan_music", "musan", "music/fma/music-fma-0062.wav", "music", "music (MUSAN, Free Music Archive)"),
-    ("musan_hubbub", "musan", "speech/librivox/speech-librivox-0001.*", "speech-like",
-     "read speech, one LibriVox talker (MUSAN)"),
-    ("snsd_airconditioner", "ms_snsd", "noise_train/AirConditioner_1.wav", "stationary",
-     "air conditioner (MS-SNSD)"),
-)
-"""Table 1 as the authors' ``BATTERY_SPEC`` (``scripts/03_curate_battery.py``), their order and
-``bg_id``s: ``(bg_id, corpus, selector, category, description)``. A selector is an ESC-50 class
-number (the first ``audio/1-*-A-<class>.wav``: fold 1, take A) or a glob inside the corpus folder;
-the authors' categories are in :data:`AUTHORS_CATEGORY`."""
+#: Table 1 as the authors' ``BATTERY_SPEC`` (``scripts/03_curate_battery.py``), their order and
+#: ``bg_id``s: ``(bg_id, corpus, selector, category, description)``. A selector is an ESC-50 class
+#: number (the first ``audio/1-*-A-<class>.wav``: fold 1, take A) or a glob inside the corpus folder;
+#: the authors' categories are in :data:`AUTHORS_CATEGORY`. Read from ``paper_battery.csv``.
+_TABLE1 = pd.read_csv(Path(__file__).with_name("paper_battery.csv"), dtype=str)
+BATTERY = tuple(_TABLE1.itertuples(index=False, name=None))
 
+#: ``bg_id`` → the authors' category (their spec labels ``musan_music`` ``speech_like`` too).
 AUTHORS_CATEGORY = {b[0]: ("speech_like" if b[1] in ("noisex92", "musan") or b[3] == "speech-like"
                            else "non_speech") for b in BATTERY}
-"""``bg_id`` → the authors' category (their spec labels ``musan_music`` ``speech_like`` too)."""
 
 
 def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
@@ -325,8 +294,7 @@ def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
         cdir = corpus_dir(ws, corpus, registry=reg)
         attribution, licence = c.attribution, c.licence
         if corpus == "esc50":
-            audio = need_dir(cdir / esc50.ROOT, "ESC-50") / "audio"
-            found = sorted(audio.glob(f"1-*-A-{sel}.wav"))
+            found = sorted((need_dir(cdir / esc50.ROOT, "ESC-50") / "audio").glob(f"1-*-A-{sel}.wav"))
             if not found:
                 raise CorpusError(f"{bg_id}: ESC-50 has no fold-1 take-A clip of class {sel} "
                                   f"(audio/1-*-A-{sel}.wav); run stage 1 (download) again")

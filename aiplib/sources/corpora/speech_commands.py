@@ -11,19 +11,9 @@ import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import KEYWORDS  # the ten Speech Commands keywords (targets)
-from aiplib.sources.download import Corpus, CorpusError, RemoteFile, need_dir
+from aiplib.sources.download import CorpusError, corpus_record, need_dir
 
-CORPUS = Corpus(  # download record of Speech Commands v0.02
-    name="speech_commands", title="Google Speech Commands v0.02", kind="kws",
-    base_url="http://download.tensorflow.org/data",
-    files=(RemoteFile("speech_commands_v0.02.tar.gz",
-                      sha256="af14739ee7dc311471de98f5f9d2c9191b18aedfe957f4a6ff791c709868ff58",
-                      approx_gb=2.4, extract_subdir="speech_commands_v0.02"),),
-    licence="CC BY 4.0", homepage="https://arxiv.org/abs/1804.03209",
-    attribution="P. Warden, Speech Commands: A Dataset for Limited-Vocabulary Speech Recognition, "
-                "arXiv:1804.03209, 2018",
-    notes="The publisher gives no checksum; the SHA-256 is the one pinned by torchaudio's SPEECHCOMMANDS loader. The "
-          "archive has no top folder, so it is extracted into speech_commands_v0.02/.")
+CORPUS = corpus_record("speech_commands")  # download record of Speech Commands v0.02
 
 ROOT = "speech_commands_v0.02"  # Folder (inside the corpus folder) the archive is extracted into: ``<word>/*.wav``.
 

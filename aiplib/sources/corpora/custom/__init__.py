@@ -39,6 +39,7 @@ from aiplib.core.hashing import file_sha256
 from aiplib.core.tasks import FAMILIES, KEYWORDS
 from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.io.formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
+from aiplib.sources.corpora.custom.files import licence_table
 from aiplib.sources.corpora.custom.report import ValidationReport
 from aiplib.sources.corpora.custom.validate import (
     CATEGORIES,
@@ -54,20 +55,18 @@ __all__ = ["CATEGORIES", "UNKNOWN_LICENCE", "INVENTORY_COLUMNS", "strip_digital_
 
 SOURCE = "custom (user-supplied)"  # Value of the item banks' ``source`` and the battery's ``source_package``.
 
+#: Columns of ``raw/inventory.csv``: ``package`` is ``custom/speech``, ``custom/kws``, ``custom/backgrounds``
+#: or ``custom/metadata`` (the tables); ``file`` the user's file (absolute), ``prepared`` stage 1's trimmed
+#: background copy (relative to the workspace; empty when the file is used as it is).
 INVENTORY_COLUMNS = ["file", "package", "licence", "attribution", "bytes", "sha256", "used", "item_id", "bg_id", "text",
                      "label", "is_target", "accent_group", "speaker", "category", "category_source", "description",
                      "duration_s", "sample_rate", "channels", "prepared", "prepared_duration_s", "note"]
-"""Columns of ``raw/inventory.csv``: ``package`` is ``custom/speech``, ``custom/kws``, ``custom/backgrounds``
-or ``custom/metadata`` (the tables); ``file`` the user's file (absolute), ``prepared`` stage 1's trimmed
-background copy (relative to the workspace; empty when the file is used as it is)."""
 
 
 # ----------------------------------------------------------------------------- stage 1
 def _inventory_frame(report: ValidationReport):
     tables = [(report.params.get(n), f"the {n} table") for n in ("texts", "kws_labels")]
-    bg = Path(report.params["backgrounds_dir"])  # the licence table validation read: licences.csv, else licenses.csv
-    tables.append((next((bg / n for n in ("licences.csv", "licenses.csv") if (bg / n).is_file()), None),
-                   "background licences"))
+    tables.append((licence_table(report.params["backgrounds_dir"]), "background licences"))
     rows = [dict(file=str(p), package="custom/metadata", licence="", attribution="", used=True, note=note,
                  bytes=Path(p).stat().st_size) for p, note in tables if p and Path(p).is_file()]
     rows += report.speech + report.kws + report.backgrounds
@@ -104,8 +103,7 @@ def gather_raw(ws, *, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, k
     ws.ensure()
     for i in np.flatnonzero(inv["prepared_duration_s"].notna().to_numpy()):
         y, _ = strip_digital_silence(load_audio(inv.at[i, "file"], sr=SR))
-        out = write_wav(ws.raw / "backgrounds" / f"{inv.at[i, 'bg_id']}.wav", y)
-        inv.at[i, "prepared"] = ws.rel(out)
+        inv.at[i, "prepared"] = ws.rel(write_wav(ws.raw / "backgrounds" / f"{inv.at[i, 'bg_id']}.wav", y))
     write_csv_atomic(inv, ws.raw / "inventory.csv")
     report.to_frame().to_csv(ws.raw / "validation.csv", index=False)
     meta = dict(report.params, max_utterance_s=MAX_UTTERANCE_S, sample_rate_hz=SR,
@@ -155,17 +153,15 @@ def _select(idx: np.ndarray, n: int | None, rng, strata=None) -> np.ndarray:
     if strata is None or n < 2 or strata.all() or not strata.any():
         return np.sort(rng.choice(idx, size=n, replace=False))
     a, b = idx[strata], idx[~strata]
-    na = int(np.clip(round(n * a.size / idx.size), 1, n - 1))
-    na, nb = min(na, a.size), n - min(na, a.size)
-    nb = min(nb, b.size)
+    na = min(int(np.clip(round(n * a.size / idx.size), 1, n - 1)), a.size)
+    nb = min(n - na, b.size)
     return np.sort(np.concatenate([rng.choice(a, size=na, replace=False), rng.choice(b, size=nb, replace=False)]))
 
 
 def _stage1_keywords(ws) -> list[str]:
     """The keyword set stage 1 validated (``keywords`` of ``raw/custom_inputs.json``; default set if absent)."""
     p = ws.raw / "custom_inputs.json"
-    kw = json.loads(p.read_text(encoding="utf-8")).get("keywords") if p.is_file() else None
-    return _keyword_list(kw)
+    return _keyword_list(json.loads(p.read_text(encoding="utf-8")).get("keywords") if p.is_file() else None)
 
 
 def _none(v):

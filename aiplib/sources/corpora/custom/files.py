@@ -17,10 +17,10 @@ from aiplib.core.errors import AudioFileError, MissingPackageError
 from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio, loudness_lufs
 from aiplib.sources.corpora.custom.report import _Collector
 
+#: File name extensions treated as audio when the folders are scanned (case-insensitive).
 AUDIO_EXTENSIONS = frozenset({".wav", ".wave", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".mp4", ".aac", ".wma",
                               ".aif", ".aiff", ".aifc", ".au", ".snd", ".caf", ".w64", ".rf64", ".sph", ".nist",
                               ".webm", ".mka", ".amr", ".ac3", ".g722", ".spx"})
-"""File name extensions treated as audio when the folders are scanned (case-insensitive)."""
 
 _ID_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -80,6 +80,11 @@ def _scan(folder: Path, probs: _Collector, *, role: str = "") -> tuple[list[Path
     return sorted(out), scan
 
 
+def licence_table(folder) -> Path | None:
+    """The licence table of a backgrounds folder: ``licences.csv``, else ``licenses.csv``; None without either."""
+    return next((Path(folder) / n for n in ("licences.csv", "licenses.csv") if (Path(folder) / n).is_file()), None)
+
+
 def _not_a(p: Path, kind: str) -> str:
     """Why ``p`` is not an existing file (``kind="file"``) or folder (``"dir"``), "" when it is; never raises."""
     try:
@@ -104,9 +109,7 @@ def _unique_ids(paths: list[Path], base: Path, reserved=()) -> list[str]:
     for p in paths:
         rel = p.relative_to(base) if p.is_relative_to(base) else Path(p.name)
         stem = _safe_id(rel.with_suffix("").as_posix().replace("/", "-"))
-        cand = stem
-        if cand in seen:
-            cand = f"{stem}_{p.suffix.lstrip('.').lower() or 'x'}"
+        cand = stem if stem not in seen else f"{stem}_{p.suffix.lstrip('.').lower() or 'x'}"
         k = 2
         while cand in seen:
             cand = f"{stem}-{k}"
@@ -209,7 +212,7 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
                       f"{role}: unreadable or corrupt audio file (neither soundfile nor ffmpeg decodes it)")
         return None, None
     info["duration_s"] = round(float(y.size / SR), 4)
-    bad = False
+    n_problems = len(probs)  # each problem below is fatal
     if y.size < MIN_LOUDNESS_S * SR:  # pyloudnorm's own test (util.valid_audio)
         what = (f"looped to fill a stimulus it would repeat every {y.size / SR:.3f} s, a buzz rather than a "
                 "background" if role == "background" else
@@ -218,7 +221,6 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
                   f"{role}: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) is shorter than the {MIN_LOUDNESS_S:g} s "
                   f"ITU-R BS.1770 gating block, so its loudness cannot be measured ({what}); is the file truncated? "
                   f"Give a recording of at least {MIN_LOUDNESS_S:g} s or remove it")
-        bad = True
     if not np.isfinite(loudness_lufs(y, sr=SR, name=str(path))):
         cancel = _cancelling_channels(path, info["channels"])
         if cancel:
@@ -230,19 +232,18 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
             probs.add("fatal", "silent", path,
                       f"{role}: the audio is silent (integrated loudness -inf LUFS: no 400 ms block above "
                       "the BS.1770 gate of -70 LUFS), so it cannot be loudness-normalised")
-        bad = True
     if cap_s is not None and y.size / SR > cap_s:
         probs.add("fatal", "too_long", path,
                   f"{role}: {y.size / SR:.1f} s is longer than the {cap_s:g} s cap (every background is "
                   f"{cap_s:g} s); cut it into shorter utterances")
-        bad = True
-    return (None if bad else info), y
+    return (None if len(probs) > n_problems else info), y
 
 
-def _param_path(value, name: str, probs: _Collector, *, kind: str, flag: str):
-    """Check a path parameter; returns the absolute Path or None (problem recorded)."""
+def _param_path(value, name: str, probs: _Collector, *, kind: str = "file"):
+    """Check the path parameter ``name`` (flag ``--name`` / ``NAME``); returns the absolute Path or None
+    (problem recorded)."""
     if value is None or str(value).strip() == "":
-        probs.add("fatal", "parameter", "", f"{name} is not set (pass {flag})")
+        probs.add("fatal", "parameter", "", f"{name} is not set (pass --{name.replace('_', '-')} / {name.upper()})")
         return None
     p = absolute_path(value)
     why = _not_a(p, kind)

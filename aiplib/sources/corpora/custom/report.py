@@ -105,14 +105,11 @@ class ValidationReport:
             raise ValidationError(self.problems)
 
 
-class _Collector:
-    def __init__(self):
-        self.items: list[Problem] = []
-
+class _Collector(list):
     def add(self, severity: str, kind: str, file, message: str) -> None:
         assert severity in _SEVERITIES
-        self.items.append(Problem(severity, kind, str(file) if file else "", message))
+        self.append(Problem(severity, kind, str(file) if file else "", message))
 
     def sorted(self) -> list[Problem]:
-        return [p for p in self.items if p.severity == "fatal"] + [p for p in self.items if p.severity == "warning"]
+        return sorted(self, key=lambda p: p.severity != "fatal")  # stable: fatal first, each in order found
 

@@ -1,7 +1,6 @@
 """Validation of the custom profile's inputs (:mod:`aiplib.sources.corpora.custom`): every problem found at once."""
 from __future__ import annotations
 
-import dataclasses
 import re
 
 import numpy as np
@@ -13,21 +12,21 @@ from aiplib.io.formats import CATEGORIES
 from aiplib.io.subaudible import BAND_LIMITED_SHARE, SUBAUDIBLE_LIMIT_DB, effective_bandwidth_hz, subaudible_power
 from aiplib.sources.corpora.custom.files import (
     _match_table,
-    _not_a,
     _param_path,
     _probe,
     _read_table,
     _scan,
     _unique_ids,
     absolute_path,
+    licence_table,
 )
 from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
 
 MAX_UTTERANCE_S = 30.0  # Longest utterance or keyword clip accepted, in s (the length of every curated background).
 
+#: Seconds per word of the normalised transcript below which an utterance gets a
+#: ``short_for_text`` warning (10 words/s, twice the fastest read speech: truncated, or the wrong text).
 MIN_S_PER_WORD = 0.1
-"""Seconds per word of the normalised transcript below which an utterance gets a
-``short_for_text`` warning (10 words/s, twice the fastest read speech: truncated, or the wrong text)."""
 
 MIN_BACKGROUNDS = 8  # Fewer backgrounds than this give a warning: Spearman correlations over so few are weak.
 
@@ -116,47 +115,33 @@ def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_
     return np.ascontiguousarray(y[mask]), {k2: round(v, 3) for k2, v in removed.items()}
 
 
-@dataclasses.dataclass(frozen=True)
-class _Listing:
-    """A folder of clips and the table naming each clip's ``value_col`` (``aliases``: other column
-    names accepted); ``missing_kind`` / ``missing_text`` report a clip the table does not name."""
-
-    dir_name: str
-    table_name: str
-    value_col: str
-    aliases: dict
-    missing_kind: str
-    missing_text: str
+# A folder of clips and its table: folder and table parameter, the table's value column, other names accepted for
+# it, and the kind and text of the problem recorded for a clip the table does not name.
+_SPEECH = ("speech_dir", "texts", "text", {"transcript": "text"}, "missing_transcript", "missing transcript")
+_KWS = ("kws_dir", "kws_labels", "label", {"word": "label"}, "missing_label", "missing keyword label")
 
 
-_SPEECH = _Listing("speech_dir", "texts", "text", {"transcript": "text"}, "missing_transcript", "missing transcript")
-_KWS = _Listing("kws_dir", "kws_labels", "label", {"word": "label"}, "missing_label", "missing keyword label")
-
-
-def _listed_files(dir_value, table_value, probs, scans, spec: _Listing):
+def _listed_files(dir_value, table_value, probs, scans, spec: tuple):
     """The folder, its table and their pairing: ``(folder, files, pairs, ids)`` (``pairs`` the ``(path, row)``
     of rows with a ``value_col``, ``ids`` their item ids), or None when either is unusable (problem recorded)."""
-    dir_name, table_name, value_col = spec.dir_name, spec.table_name, spec.value_col
-    folder = _param_path(dir_value, dir_name, probs, kind="dir",
-                         flag=f"--{dir_name.replace('_', '-')} / {dir_name.upper()}")
-    table = _param_path(table_value, table_name, probs, kind="file",
-                        flag=f"--{table_name.replace('_', '-')} / {table_name.upper()}")
+    dir_name, table_name, value_col, aliases, missing_kind, missing_text = spec
+    folder, table = _param_path(dir_value, dir_name, probs, kind="dir"), _param_path(table_value, table_name, probs)
     if folder is None or table is None:
         return None
     files, scan = _scan(folder, probs, role=dir_name)
     scans.append(scan)
-    df = _read_table(table, ("file", value_col), probs, table_name, aliases=dict(spec.aliases, path="file"))
+    df = _read_table(table, ("file", value_col), probs, table_name, aliases=dict(aliases, path="file"))
     if df is None:
         return None
     pairs = _match_table(df, folder, files, probs, what=f"{table_name} ({table.name})", value_col=value_col,
-                         missing_kind=spec.missing_kind, missing_text=spec.missing_text)
+                         missing_kind=missing_kind, missing_text=missing_text)
     return folder, files, pairs, _unique_ids([p for p, _ in pairs], folder)
 
 
-def _item_row(p, row, package, item_id, info, **fields) -> dict:
+def _item_row(p, row, package, item_id, info, used: bool = True, **fields) -> dict:
     """One inventory row of an utterance or keyword clip (fields of :data:`INVENTORY_COLUMNS`)."""
     lic, att = _licence_of(row)
-    return dict(file=str(p), package=package, licence=lic, attribution=att, used=True, item_id=item_id,
+    return dict(file=str(p), package=package, licence=lic, attribution=att, used=used, item_id=item_id,
                 accent_group=_opt(row, "accent_group"), speaker=_opt(row, "speaker") or "unknown", **fields, **info)
 
 
@@ -223,9 +208,8 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
             note = "skipped: the label holds several words; the first-word KWS rule scores one word per clip"
             probs.add("warning", "multi_keyword", p, f"label {row['label']!r} holds several words: clip skipped "
                                                      "(the closed-set first-word rule scores one word per clip)")
-        rows.append(_item_row(p, row, "custom/kws", item_id, info, label=label, note=note,
+        rows.append(_item_row(p, row, "custom/kws", item_id, info, used=not multi, label=label, note=note,
                               is_target=(label in kw) if not multi else None))
-        rows[-1]["used"] = not multi
     used = [r for r in rows if r["used"]]
     if rows and not used:
         probs.add("fatal", "no_items", folder, "no usable keyword clip (every label holds several words)")
@@ -259,17 +243,13 @@ def _check_audible(path, y, probs) -> str:
 
 def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
     rows = []
-    folder = _param_path(backgrounds_dir, "backgrounds_dir", probs, kind="dir",
-                         flag="--backgrounds-dir / BACKGROUNDS_DIR")
+    folder = _param_path(backgrounds_dir, "backgrounds_dir", probs, kind="dir")
     if folder is None:
         return rows
     files, scan = _scan(folder, probs, role="backgrounds_dir")
     scans.append(scan)
-    lic_path = folder / "licences.csv"
-    if _not_a(lic_path, "file") and not _not_a(folder / "licenses.csv", "file"):
-        lic_path = folder / "licenses.csv"
-    meta = {}
-    if not _not_a(lic_path, "file"):
+    lic_path, meta = licence_table(folder), {}
+    if lic_path is not None:
         df = _read_table(lic_path, ("file",), probs, "licences", aliases={"license": "licence", "path": "file"})
         if df is not None:
             meta = {absolute_path(folder / row["file"]): row for row in df.to_dict("records")}  # absolute wins
