@@ -94,3 +94,108 @@ def test_an_edited_models_file_is_read_again(models_file):
     p.write_text(MINE.replace("--lang en ", ""))
     os.utime(p, (p.stat().st_atime, p.stat().st_mtime + 5))
     assert get_entry("mine").extra["command"] == "my-asr {file}"
+
+
+# ----------------------------------------------------------------------------------- end to end
+RECOGNISER = """import os, sys
+print("yes the cat" if os.path.getsize(sys.argv[1]) % 2 == 0 else "no")
+"""
+
+
+def _git_status(repo):
+    import subprocess
+
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo, capture_output=True,
+                          text=True, check=True).stdout
+
+
+def _text_outputs(nb_path) -> str:
+    import nbformat
+
+    nb = nbformat.read(str(nb_path), as_version=4)
+    out = []
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            out.append(o.get("text", "") if o.get("output_type") == "stream" else
+                       "".join(o.get("data", {}).get(k, "") for k in ("text/plain", "text/markdown")))
+    return "\n".join(out)
+
+
+@pytest.mark.slow
+def test_a_trial_of_my_own_recogniser_is_marked_partial(smoke_demo_root, tmp_path):
+    """A command recogniser registered through a user models file (no tracked file changed), stage 7
+    with ``limit`` 5, then stages 8 and 9: both print the partial-run lines, coverage.csv counts what was
+    covered, and the report marks the coverage and lists what the figures and tables lack."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    import pandas as pd
+    from notebook_run import run_notebook
+
+    from aiplib.analysis.report import render_report
+    from aiplib.core.workspace import workspace
+    from aiplib.inference import remove
+    from aiplib.io.formats import read_manifest
+
+    repo = Path(__file__).resolve().parents[1]
+    before = _git_status(repo)
+    root = tmp_path / "data"
+    shutil.copytree(smoke_demo_root, root, ignore=shutil.ignore_patterns("inference", "results", "executed"))
+    (tmp_path / "asr.py").write_text(RECOGNISER)
+    models = tmp_path / "my_models.yaml"
+    models.write_text(f"mine:\n  backend: command\n  model_type: external\n"
+                      f"  command: \"{sys.executable} {tmp_path / 'asr.py'} {{file}}\"\n  timeout_s: 60\n")
+    env = {"AIP_DATA_ROOT": str(root), "AIP_PROFILE": "demo", "AIP_SMOKE": "1", "AIP_MODELS": str(models)}
+    ex = tmp_path / "executed"
+    run = {s: run_notebook(s, ex / f"{s}.ipynb", parameters={"profile": "demo", **p}, env=env, kernel_name="python3")
+           for s, p in [("07_run_inference", {"model": "mine", "limit": 5}), ("08_score_outputs", {}),
+                        ("09_make_figures", {})]}
+    ws = workspace("demo", data_root=root)
+    man = {t: read_manifest(ws, t) for t in ("asr", "kws")}
+
+    cov = pd.read_csv(ws.tables_dir / "coverage.csv")
+    assert set(cov["task"]) == {"asr", "kws", "asr_steer_p5", "kws_steer_p5"} and set(cov["model"]) == {"mine"}
+    lines = []
+    for r in cov.itertuples():
+        m = man[r.task.split("_")[0]]
+        first, noisy = m.head(5), m[m["condition"] == "noisy"]
+        first_noisy = first[first["condition"] == "noisy"]
+        assert (r.family, r.n_stimuli, r.n_scored, r.complete) == ("background", len(m), 5, False)
+        assert (r.n_items_covered, r.n_items) == (first["speech_id"].nunique(), m["speech_id"].nunique())
+        assert (r.n_backgrounds_covered, r.n_backgrounds) == (
+            first_noisy["background_id"].nunique(), noisy["background_id"].nunique())
+        assert (r.n_snrs_covered, r.n_snrs) == (first_noisy["snr_db"].nunique(), noisy["snr_db"].nunique())
+        lines.append(f"partial run: mine × {r.task} covers 5 of {len(m)} stimuli ({r.n_items_covered} of "
+                     f"{r.n_items} items, {r.n_backgrounds_covered} of {r.n_backgrounds} backgrounds) — figures "
+                     f"and tables of stage 9 mark it")
+    assert lines[0].startswith("partial run: mine × asr covers 5 of ")
+    for stage in ("08_score_outputs", "09_make_figures"):
+        text = _text_outputs(run[stage])
+        assert all(line in text for line in lines), (stage, lines[0])
+
+    report = render_report(run["09_make_figures"], ws.results)
+    md = Path(report["report_md"]).read_text()
+    assert "## Coverage" in md and all(f"- {line}" in md for line in lines)
+    assert md.index("## Coverage") < md.index("## How the numbers are made") < md.index("**Figure 7 ·")
+    lacking = sorted(set(man["asr"].loc[man["asr"]["condition"] == "noisy", "background_id"])
+                     - set(man["asr"].head(5)["background_id"]))  # the first 5 rows: what `limit` 5 ran
+    n_bg = cov.loc[cov["task"] == "asr", "n_backgrounds"].iloc[0]
+    mark = f"**Partial run:** mine × asr lacks {len(lacking)} of {n_bg} backgrounds ({lacking[0]}, "
+    # every figure and table that needs every background (or item) says what it lacks under its caption
+    captions = ["**Figure 7 ·", "**Figure 4 ·", "**Table 3 ·", "**Table 2 ·", "**Figure 3 ·", "**Figure 2 ·"]
+    for cap, nxt in zip(captions, captions[1:] + ["## Accent groups"]):
+        part = md[md.index(cap):md.index(nxt)]
+        assert mark in part, cap
+    t4 = md[md.index("**Table 4 ·"):md.index("**Table 4, the authors")]
+    assert "**Partial run:** mine × asr lacks " in t4 and " items (" in t4
+    t5 = md[md.index("**Table 5 ·"):md.index("**Figure 6 ·")]
+    c = cov.set_index("task")
+    assert "**Partial run:** mine × asr lacks " in t5 and all(
+        f"mine × {t} lacks {r.n_items - r.n_items_covered} of {r.n_items} items" in t5 for t, r in c.iterrows())
+
+    # removing the trial: its inference folder goes; a second removal names what is left
+    assert remove.main(["--profile", "demo", "--data-root", str(root), "--model", "mine"]) == 0
+    assert not (ws.inference / "mine").exists()
+    assert remove.main(["--profile", "demo", "--data-root", str(root), "--model", "mine"]) == 1
+    assert _git_status(repo) == before  # no tracked (or untracked) file of the project changed
