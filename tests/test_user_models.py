@@ -199,3 +199,35 @@ def test_a_trial_of_my_own_recogniser_is_marked_partial(smoke_demo_root, tmp_pat
     assert not (ws.inference / "mine").exists()
     assert remove.main(["--profile", "demo", "--data-root", str(root), "--model", "mine"]) == 1
     assert _git_status(repo) == before  # no tracked (or untracked) file of the project changed
+
+
+@pytest.mark.slow
+def test_pooled_views_leave_out_a_partial_model_and_say_so(tmp_path):
+    """Two models, the second stopped after 7 stimuli per task: the paper's views are drawn from the
+    complete model only (Table 2's pooled rows over every background), and the report says which
+    model was left out and why."""
+    from pathlib import Path
+
+    import pandas as pd
+    from notebook_run import run_notebook
+    from test_report import make_run
+
+    from aiplib.analysis.report import render_report
+    from aiplib.scoring.coverage import partial_lines, write_coverage
+    from aiplib.scoring.score import score_inference
+
+    ws = make_run(tmp_path / "data", n_asr=12, n_kws=12, n_bg=5, snrs=(10, 0), models=("m_a", "m_b"))
+    for p in (ws.inference / "m_b").glob("*.jsonl"):
+        if p.name != "run_log.jsonl":
+            p.write_text("".join(p.read_text().splitlines(keepends=True)[:7]))
+    cov = write_coverage(ws, {"background": score_inference(ws)})
+    assert set(cov.loc[~cov["complete"], "model"]) == {"m_b"} and cov.loc[cov["model"] == "m_a", "complete"].all()
+    assert len(partial_lines(cov)) == 4
+    nb = run_notebook("09_make_figures", tmp_path / "09.ipynb", parameters={"profile": "demo", "n_resamples": 50},
+                      env={"AIP_DATA_ROOT": str(ws.root.parent), "AIP_PROFILE": "demo"})
+    md = Path(render_report(nb, ws.results)["report_md"]).read_text()
+    assert "Left out of Figures 2–7 and Tables 2–5: m_b; another model covers the whole manifest" in md
+    fig4 = md[md.index("**Figure 4 ·"):md.index("**Table 3 ·")]
+    assert "**Partial run:** m_b left out (partial run; Coverage)." in fig4
+    t2 = pd.read_csv(ws.tables_dir / "table2_descriptor_correlations.csv")
+    assert set(t2["model"]) == {"m_a", "pooled"} and (t2["n"] == 5).all()
