@@ -96,14 +96,19 @@ family_scores = score_families(ws, suite)
 # ## Coverage
 # How much of its manifest each condition family × model × task scored (`results/tables/coverage.csv`:
 # stimuli, items, backgrounds and SNRs covered of the manifest's). A `limit`, a stopped run or shards
-# not merged cover part of it: each such run gets one `partial run:` line here, and stage 9 repeats
-# it and marks the figures and tables that need every background or item.
+# not merged cover part of it: each such run gets one `partial run:` line (on the terminal too, under
+# `make`), and stage 9 repeats it and marks the figures and tables that need every background or item.
 
 # %%
+import sys
+
 from aiplib.scoring.coverage import partial_lines, write_coverage
 
 coverage = write_coverage(ws, {"background": scores, **family_scores}, manifests_dir=manifests_dir or None)
-print("\n".join(partial_lines(coverage)) or f"every model × task covers its manifest ({len(coverage)} rows)")
+for line in partial_lines(coverage):  # on stderr, which `make` shows as the stage runs
+    print(line, file=sys.stderr)
+if coverage["complete"].all():
+    print(f"every model × task covers its manifest ({len(coverage)} rows)")
 coverage
 
 # %% [markdown]

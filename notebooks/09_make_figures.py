@@ -75,13 +75,15 @@ print(f"{len(cond_paths)} condition tables written under {ws.results}")
 # the paper's views (Figures 2–7, Tables 2–5) leave the partial model out.
 
 # %%
+import sys
+
 from aiplib.core.tasks import task_family
 from aiplib.io.formats import read_manifest
 from aiplib.scoring.coverage import COLUMNS as COVERAGE_COLUMNS, partial_lines
 
 cov = pd.read_csv(tabs / "coverage.csv") if (tabs / "coverage.csv").is_file() else pd.DataFrame(columns=COVERAGE_COLUMNS)
-for line in partial_lines(cov):
-    print(line)
+for line in partial_lines(cov):  # on stderr, which `make` shows as the stage runs
+    print(line, file=sys.stderr)
 cov_bg = cov[cov["family"] == "background"].astype({"complete": bool})
 partial = cov_bg[~cov_bg["complete"]]
 # a model partial on a task that another model covers whole leaves the paper's views (every task of it)
