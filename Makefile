@@ -247,14 +247,15 @@ clean:
 
 # `make remove-model MODEL=<id>`: delete that model's stage-7 results in every condition family
 # (inference/<id>/ with its shard files; aiplib/inference/remove.py), then re-run stages 8-9, so
-# the report no longer shows it.
+# the report no longer shows it (with no model left, results/ is removed instead).
 .PHONY: remove-model
 remove-model: setup
 	@test -n "$(MODEL)" || { echo "make remove-model: set MODEL=<model id>" >&2; exit 1; }
 	@$(WITH_LOCK) "make remove-model PROFILE=$(PROFILE)" -- $(PY) -m aiplib.inference.remove \
 	  --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" --model "$(MODEL)"
-	@$(MAKE) --no-print-directory run-stage STAGE=08_score_outputs
-	@$(MAKE) --no-print-directory run-stage STAGE=09_make_figures
+	@if compgen -G "$(DATA_ROOT)/$(PROFILE)/inference/*/*.jsonl" >/dev/null; then \
+	  $(MAKE) --no-print-directory run-stage STAGE=08_score_outputs && \
+	  $(MAKE) --no-print-directory run-stage STAGE=09_make_figures; fi
 
 # `make score INFERENCE_DIR=path/to/inference [MANIFESTS_DIR=path/to/manifests] [PROFILE=paper]`:
 # score a folder of <model>/<task>.jsonl written elsewhere (e.g. the authors' published files), no

@@ -197,6 +197,7 @@ def test_a_trial_of_my_own_recogniser_is_marked_partial(smoke_demo_root, tmp_pat
     # removing the trial: its inference folder goes; a second removal names what is left
     assert remove.main(["--profile", "demo", "--data-root", str(root), "--model", "mine"]) == 0
     assert not (ws.inference / "mine").exists()
+    assert not ws.results.exists()  # no model left: no report of the removed one
     assert remove.main(["--profile", "demo", "--data-root", str(root), "--model", "mine"]) == 1
     assert _git_status(repo) == before  # no tracked (or untracked) file of the project changed
 

@@ -33,6 +33,12 @@ def remove_model(ws, model: str) -> list[Path]:
     return gone
 
 
+def models_with_rows(ws) -> list[str]:
+    """The models that have a task file in ``inference/`` of any condition family."""
+    return sorted({p.parent.name for cf in CONDITION_FAMILIES
+                   for p in ws.with_family(cf).inference.glob("*/*.jsonl")} - set(CONDITION_FAMILIES))
+
+
 def main(argv=None) -> int:
     """``python -m aiplib.inference.remove --model ID``: exit 1 when the model has no inference folder."""
     ap = argparse.ArgumentParser(prog="python -m aiplib.inference.remove", description=main.__doc__)
@@ -47,12 +53,13 @@ def main(argv=None) -> int:
         print(exc)
         return 1
     if not gone:
-        have = sorted({p.parent.name for cf in CONDITION_FAMILIES
-                       for p in ws.with_family(cf).inference.glob("*/*.jsonl")} - set(CONDITION_FAMILIES))
         print(f"remove-model: no inference of {a.model!r} under {ws.inference}; models with rows: "
-              f"{', '.join(have) or 'none'}")
+              f"{', '.join(models_with_rows(ws)) or 'none'}")
         return 1
     print(f"removed the stage-7 results of {a.model}: {', '.join(ws.rel(d) for d in gone)}")
+    if not models_with_rows(ws) and ws.results.is_dir():  # nothing left to score: no report of a removed model
+        shutil.rmtree(ws.results)
+        print(f"no model has stage-7 results left: {ws.rel(ws.results)}/ removed, stages 8-9 not re-run")
     return 0
 
 
