@@ -75,6 +75,12 @@ endif
 ifdef MIRROR
 export AIP_MIRROR := $(MIRROR)
 endif
+# MODELS=my_models.yaml: your own recognisers (registry.yaml's format, merged over it;
+# docs/AUDIT_YOUR_MODEL.md), read by every stage as $AIP_MODELS; without it
+# $(DATA_ROOT)/models.yaml is read when it exists.
+ifdef MODELS
+export AIP_MODELS := $(call from_here,$(MODELS))
+endif
 PM_ARGS += $(PARAMS)
 
 .PHONY: output-filter stamps sync-notebooks lock lock-paper all setup validate run-stage report merge criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
@@ -238,6 +244,18 @@ bench: setup
 clean:
 	@echo "removing generated data of profile $(PROFILE): '$(DATA_ROOT)/$(PROFILE)'"
 	rm -rf -- "$(DATA_ROOT)/$(PROFILE)"
+
+# `make remove-model MODEL=<id>`: delete that model's stage-7 results in every condition family
+# (inference/<id>/ with its shard files; aiplib/inference/remove.py), then re-run stages 8-9, so
+# the report no longer shows it (with no model left, results/ is removed instead).
+.PHONY: remove-model
+remove-model: setup
+	@test -n "$(MODEL)" || { echo "make remove-model: set MODEL=<model id>" >&2; exit 1; }
+	@$(WITH_LOCK) "make remove-model PROFILE=$(PROFILE)" -- $(PY) -m aiplib.inference.remove \
+	  --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" --model "$(MODEL)"
+	@if compgen -G "$(DATA_ROOT)/$(PROFILE)/inference/*/*.jsonl" >/dev/null; then \
+	  $(MAKE) --no-print-directory run-stage STAGE=08_score_outputs && \
+	  $(MAKE) --no-print-directory run-stage STAGE=09_make_figures; fi
 
 # `make score INFERENCE_DIR=path/to/inference [MANIFESTS_DIR=path/to/manifests] [PROFILE=paper]`:
 # score a folder of <model>/<task>.jsonl written elsewhere (e.g. the authors' published files), no

@@ -93,6 +93,25 @@ family_scores = score_families(ws, suite)
 {cf: {task: len(df) for task, df in by_task.items()} for cf, by_task in family_scores.items()}
 
 # %% [markdown]
+# ## Coverage
+# How much of its manifest each condition family × model × task scored (`results/tables/coverage.csv`:
+# stimuli, items, backgrounds and SNRs covered of the manifest's). A `limit`, a stopped run or shards
+# not merged cover part of it: each such run gets one `partial run:` line (on the terminal too, under
+# `make`), and stage 9 repeats it and marks the figures and tables that need every background or item.
+
+# %%
+import sys
+
+from aiplib.scoring.coverage import partial_lines, write_coverage
+
+coverage = write_coverage(ws, {"background": scores, **family_scores}, manifests_dir=manifests_dir or None)
+for line in partial_lines(coverage):  # on stderr, which `make` shows as the stage runs
+    print(line, file=sys.stderr)
+if coverage["complete"].all():
+    print(f"every model × task covers its manifest ({len(coverage)} rows)")
+coverage
+
+# %% [markdown]
 # ## The rules on one row
 # **WER** (the paper's): both texts normalised (lower-case, each ASCII punctuation character → space,
 # white space collapsed), aligned word by word (jiwer), WER = (S + D + I) / N with N the reference's

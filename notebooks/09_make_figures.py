@@ -66,6 +66,75 @@ tabs = ws.tables_dir
 tabs.mkdir(parents=True, exist_ok=True)
 print(f"{len(cond_paths)} condition tables written under {ws.results}")
 
+# %% [markdown]
+# ## Coverage
+#
+# How much of its manifest each model × task scored (stage 8, `tables/coverage.csv`). A partial run (a
+# `limit`, a stopped run, shards not merged) is named here, and every figure and table below that
+# needs every background or item says what it lacks; when another model covers the whole manifest,
+# the paper's views (Figures 2–7, Tables 2–5) leave the partial model out.
+
+# %%
+import sys
+
+from aiplib.core.tasks import task_family
+from aiplib.io.formats import read_manifest
+from aiplib.scoring.coverage import COLUMNS as COVERAGE_COLUMNS, partial_lines
+
+cov = pd.read_csv(tabs / "coverage.csv") if (tabs / "coverage.csv").is_file() else pd.DataFrame(columns=COVERAGE_COLUMNS)
+for line in partial_lines(cov):  # on stderr, which `make` shows as the stage runs
+    print(line, file=sys.stderr)
+cov_bg = cov[cov["family"] == "background"].astype({"complete": bool})
+partial = cov_bg[~cov_bg["complete"]]
+# a model partial on a task that another model covers whole leaves the paper's views (every task of it)
+dropped = sorted({r.model for r in partial.itertuples() if cov_bg[cov_bg["task"] == r.task]["complete"].any()})
+all_scores = {t: df[~df["model"].isin(dropped)] for t, df in all_scores.items()}
+gaps = {}  # (model, task) of a partial run kept in the views → the backgrounds and items it lacks
+for r in partial[~partial["model"].isin(dropped)].itertuples():
+    man, got = read_manifest(ws, task_family(r.task)), all_scores.get(r.task, pd.DataFrame(columns=["model"]))
+    got = got[got["model"] == r.model]
+    gaps[(r.model, r.task)] = {"backgrounds": sorted(set(man.loc[man["condition"] == "noisy", "background_id"])
+                                                     - set(got.get("bg_id", []))),
+                               "items": sorted(set(man["speech_id"]) - set(got.get("item_id", []))),
+                               "n_backgrounds": r.n_backgrounds, "n_items": r.n_items}
+
+
+def names(xs, n=6):
+    return ", ".join(map(str, xs[:n])) + (f" … (+{len(xs) - n})" if len(xs) > n else "")
+
+
+def coverage_mark(needs, tasks=("asr", "kws")):
+    """Markdown under a figure or table that needs every background / item: what the partial runs lack."""
+    parts = [f"{m} × {t} lacks {len(g[needs])} of {g['n_' + needs]} {needs} ({names(g[needs])})"
+             for (m, t), g in gaps.items() if t in tasks and g[needs]]
+    if dropped:
+        parts.append(f"{', '.join(dropped)} left out (partial run; Coverage)")
+    if parts:
+        display(Markdown("**Partial run:** " + "; ".join(parts) + "."))
+
+
+def no_data(ax, task):
+    """Write on an empty panel which run lacks it, instead of leaving blank axes."""
+    why = [f"{m}: {len(g['backgrounds'])} of {g['n_backgrounds']}\nbackgrounds missing" for (m, t), g in gaps.items()
+           if t == task]
+    ax.text(0.5, 0.5, "no data\n" + "\n".join(why or ["not scored"]), ha="center", va="center",
+            transform=ax.transAxes, fontsize=8, color="#aa3333")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+if cov.empty:
+    coverage_text = "Stage 8 wrote no coverage table (`tables/coverage.csv`): re-run stage 8."
+elif partial.empty:
+    coverage_text = f"Every model × task covers its whole manifest ({len(cov_bg)} rows, `tables/coverage.csv`)."
+else:
+    coverage_text = "**Partial runs** (the figures and tables below mark them):\n\n" + "\n".join(
+        f"- {x}" for x in partial_lines(cov))
+    if dropped:
+        coverage_text += (f"\n\nLeft out of Figures 2–7 and Tables 2–5: {', '.join(dropped)}; another model covers the "
+                          "whole manifest, and a view pooled over unequal coverage would use only the part they share.")
+Markdown(coverage_text)
+
 # %% [markdown] tags=["report-hide"]
 # The figures below are drawn here with matplotlib, each from the tidy table one `aiplib.analysis.paper`
 # call returns (shown in the cell before it). Colours: one per model (tab10 by sorted name), one per
@@ -172,9 +241,12 @@ for ax, fam, tag, ylab in zip(fig.subplots(1, 2), ("asr", "kws"), "ab",
     c = curves[curves["family"] == fam]
     conds = list(dict.fromkeys(c["condition"]))
     xs = np.arange(len(conds))
+    if not c["in_figure"].any():
+        no_data(ax, fam)
     for model, g in c[c["in_figure"]].groupby("model"):
         g = g.set_index("condition").reindex(conds)
-        ax.plot(xs, g["value_pp"], marker="o", ms=3, label=model, color=colours[model])
+        ax.plot(xs, g["value_pp"], marker="o", ms=3, color=colours[model],
+                label=f"{model} (partial run)" if (model, fam) in gaps else model)
         ax.fill_between(xs, g["ci_low_pp"], g["ci_high_pp"], alpha=0.15, color=colours[model])
     ax.set_xticks(xs, conds, fontsize=8)
     ax.set_xlabel("condition (SNR)", fontsize=8)
@@ -184,6 +256,7 @@ for ax, fam, tag, ylab in zip(fig.subplots(1, 2), ("asr", "kws"), "ab",
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=7, frameon=False)
 publish(fig, "figure7_snr_performance")
+coverage_mark("backgrounds")
 
 # %% [markdown]
 # ## Which backgrounds hurt most (Figure 4, Table 3)
@@ -199,16 +272,21 @@ ranking = paper.background_ranking(all_scores, **boot)
 ranking
 
 # %%
-bgs = list(ranking.index)
+lacking = sorted(set(read_manifest(ws, "asr").query("condition == 'noisy'")["background_id"]) - set(ranking.index)) \
+    if gaps else []  # a partial run: its missing backgrounds are listed in the figure, not left out silently
+bgs = list(ranking.index) + lacking
 cats = paper.categories(bgs, battery_info)
 fig = Figure(figsize=(8.0, 1.2 + 0.24 * len(bgs)), layout="constrained")
 axes = fig.subplots(1, 2, sharey=True)
 y = np.arange(len(bgs))
 for ax, fam, col, tag in zip(axes, ("asr", "kws"), ("asr_delta_wer_pp", "kws_delta_acc_pp"), "ab"):
-    v = ranking[col].to_numpy(float)
+    r = ranking.reindex(bgs)
+    v = r[col].to_numpy(float)
     ax.barh(y, v, color=[CATEGORY_COLOURS.get(c, OTHER_COLOUR) for c in cats],
-            xerr=error_bars(v, ranking[f"{fam}_ci_low_pp"], ranking[f"{fam}_ci_high_pp"]),
+            xerr=error_bars(v, r[f"{fam}_ci_low_pp"], r[f"{fam}_ci_high_pp"]),
             error_kw={"lw": 0.7, "capsize": 1.5})
+    for yi in y[len(ranking):]:
+        ax.text(0, yi, " missing (partial run)", va="center", fontsize=7, color="#aa3333")
     ax.axvline(0, color="k", lw=0.6)
     ax.set_xlabel(DEG[fam] + ", mean over SNRs and models", fontsize=8)
     ax.set_title(f"({tag}) {FAMILY[fam]}", fontsize=9, loc="left")
@@ -218,15 +296,17 @@ axes[0].set_yticks(y, bgs)
 axes[0].invert_yaxis()
 category_legend(axes[1], cats)
 publish(fig, "figure4_background_ranking")
+coverage_mark("backgrounds")
 
 # %% [markdown]
 # **Table 3 · The acoustic descriptors of each background, in the order of Figure 4**, beside its
 # ASR ΔWER and KWS ΔAcc (pp). `tables/table3_descriptor_values.csv`
 
 # %%
-rt.table3_display(write_table(paper.table3_descriptor_values(ranking, descriptors, battery=battery_info),
-                              "table3_descriptor_values")) \
-    if descriptors is not None else Markdown("_No descriptors: Table 3 not made._")
+display(rt.table3_display(write_table(paper.table3_descriptor_values(ranking, descriptors, battery=battery_info),
+                                      "table3_descriptor_values"))
+        if descriptors is not None else Markdown("_No descriptors: Table 3 not made._"))
+coverage_mark("backgrounds")
 
 # %% [markdown]
 # ## Descriptors and degradation (Table 2, Figures 3 and 2)
@@ -243,8 +323,9 @@ rt.table3_display(write_table(paper.table3_descriptor_values(ranking, descriptor
 
 # %%
 t2 = paper.table2_descriptor_correlations(all_scores, descriptors, **boot) if descriptors is not None else None
-rt.table2_display(write_table(t2, "table2_descriptor_correlations")) if t2 is not None \
-    else Markdown("_No descriptors: Table 2 not made._")
+display(rt.table2_display(write_table(t2, "table2_descriptor_correlations")) if t2 is not None
+        else Markdown("_No descriptors: Table 2 not made._"))
+coverage_mark("backgrounds")
 
 # %% [markdown]
 # **Figure 3 · Spearman r_s of each descriptor against degradation**, pooled over models, one row per
@@ -273,6 +354,7 @@ else:
     ax.set_title("Descriptor vs mean degradation across backgrounds, pooled over models "
                  "(* $p_{BH}$ < 0.05)", fontsize=9)
     publish(fig, "figure3_descriptor_correlations")
+    coverage_mark("backgrounds")
 
 # %% [markdown]
 # **Figure 2 · The descriptors most correlated with degradation**: the three with the largest mean of
@@ -292,9 +374,14 @@ else:
     fig = Figure(figsize=(3.2 * max(len(top), 1), 5.8), layout="constrained")
     axes = fig.subplots(2, max(len(top), 1), squeeze=False)
     for i, fam in enumerate(("asr", "kws")):
+        if not top:  # no descriptor has a correlation (too few backgrounds covered)
+            no_data(axes[i, 0], fam)
         for j, desc in enumerate(top):
             ax, p = axes[i, j], points[(points["family"] == fam) & (points["descriptor"] == desc)]
             x, y = p["x"].to_numpy(float), p["y_pp"].to_numpy(float)
+            if not (np.isfinite(x) & np.isfinite(y)).any():
+                no_data(ax, fam)
+                continue
             ax.scatter(x, y, c=[CATEGORY_COLOURS.get(c, OTHER_COLOUR) for c in p["category"]], s=22,
                        edgecolors="k", linewidths=0.3, zorder=3)
             ok = np.isfinite(x) & np.isfinite(y)
@@ -313,6 +400,7 @@ else:
         if top:
             category_legend(axes[i, -1], p["category"])
     publish(fig, "figure2_descriptor_regressions")
+    coverage_mark("backgrounds")
 
 # %% [markdown]
 # ## Accent groups (Table 4, Figure 5)
@@ -327,8 +415,9 @@ has_accents = not all_scores["asr"]["accent_group"].isna().all()
 if has_accents:
     t4, t4_rest = paper.table4_accent_dwer(all_scores, **boot)
     write_table(t4_rest, "table4_accent_dwer_pooled_unspecified")
-rt.table4_display(write_table(t4, "table4_accent_dwer")) if has_accents \
-    else Markdown("_No accent groups: Table 4 not made._")
+display(rt.table4_display(write_table(t4, "table4_accent_dwer")) if has_accents
+        else Markdown("_No accent groups: Table 4 not made._"))
+coverage_mark("items", ("asr",))
 
 # %% [markdown]
 # **Table 4, the authors' view · Mean ΔWER per model and accent label**: the raw accent strings
@@ -398,6 +487,7 @@ display(rt.table5_display(write_table(t5, "table5_prompt_steering_rer")) if not 
         else Markdown("_No steering scores: Table 5 not made._"))
 if rt.not_applicable_note(ws):
     display(Markdown(rt.not_applicable_note(ws)))
+coverage_mark("items", ("asr", "kws", "asr_steer_p5", "kws_steer_p5"))
 
 # %% [markdown]
 # **Figure 6 · Residual Effect Ratio per model and task**: Table 5's `rer` as bars with its 95 % CI

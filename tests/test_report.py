@@ -264,9 +264,9 @@ def test_notebook_09_is_the_report(run_a, run_worse, tmp_path):
     md, page = out["report_md"].read_text(), out["report_html"].read_text()
     assert out["figures"] == len(re.findall(r'<img[^>]*src="data:image/png;base64,', page)) == 6
     heads = [t for _, _, t in out["toc"]]
-    assert heads[:3] == ["How the numbers are made", "Summary",
+    assert heads[:4] == ["Coverage", "How the numbers are made", "Summary",
                          "Performance against SNR (Figure 7)"]
-    assert heads[-2:] == ["Checks", "Files"] and len(heads) == 17 and "Stimuli left out" in heads
+    assert heads[-2:] == ["Checks", "Files"] and len(heads) == 18 and "Stimuli left out" in heads
     # each figure sits in its own section, right under its caption
     for cap, name in [("Figure 7 · Mean per-utterance WER", "figure7_snr_performance"),
                       ("Figure 4 · Backgrounds ranked", "figure4_background_ranking")]:

@@ -1,12 +1,15 @@
 """The model registry: ``registry.yaml`` (data, keyed by the id users pass as ``--model``; its
-comments describe every field) → :class:`ModelEntry` → a loaded Recogniser. :data:`BACKEND_MODULES`
-maps a ``backend`` to its module, imported only when an entry using it loads.
+comments describe every field), with the user's models file merged over it (:func:`user_models_path`)
+→ :class:`ModelEntry` → a loaded Recogniser. :data:`BACKEND_MODULES` maps a ``backend`` to its
+module, imported only when an entry using it loads.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
 import importlib
+import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,8 +17,12 @@ from pathlib import Path
 import yaml
 
 from aiplib.core.errors import MissingPackageError, ModelUnavailableError
+from aiplib.core.workspace import repo_root
 
 REGISTRY_PATH = Path(__file__).with_name("registry.yaml")
+MODELS_ENV = "AIP_MODELS"
+"""Environment variable naming the user models file (``make … MODELS=<file>`` sets it)."""
+_USER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 DEFAULT_MODEL = "whisper_tiny_en"
 """The embedded model every machine can run (suggested when another entry cannot run)."""
 
@@ -143,7 +150,7 @@ def _entry(model_id: str, raw) -> ModelEntry:
             raise bad(f"field {req!r} is required")
     backend = raw["backend"]
     if backend not in BACKENDS:
-        raise bad(f"unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}")
+        raise bad(f"field 'backend': unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}")
     if backend == "hf_asr":
         raw = {"prompt_style": "none", **raw}
         if raw["prompt_style"] != "none":
@@ -179,33 +186,74 @@ def _entry(model_id: str, raw) -> ModelEntry:
     return ModelEntry(id=model_id, extra={k: v for k, v in raw.items() if k in _EXTRA_FIELDS}, **kwargs)
 
 
+def user_models_path() -> Path | None:
+    """The user models file: ``$AIP_MODELS`` if set, else ``<data root>/models.yaml`` when it exists
+    (data root ``$AIP_DATA_ROOT``, else ``<repo>/data``); None without one.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``$AIP_MODELS`` names a file that does not exist.
+    """
+    given = os.environ.get(MODELS_ENV)
+    if given:
+        p = Path(given).expanduser()
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: user models file not found (MODELS= / ${MODELS_ENV})")
+        return p
+    p = Path(os.environ.get("AIP_DATA_ROOT") or repo_root() / "data").expanduser() / "models.yaml"
+    return p if p.is_file() else None
+
+
 def load_registry(path=None) -> dict[str, ModelEntry]:
-    """``{model id: ModelEntry}`` of a registry file (default the packaged ``registry.yaml``), in file order.
+    """``{model id: ModelEntry}`` of a registry file, in file order.
+
+    Without ``path``: the packaged ``registry.yaml`` with the entries of :func:`user_models_path`
+    merged over it (a user id equal to a registry id replaces that entry; new ids follow).
 
     Raises
     ------
     ValueError
-        On a duplicate id, an unknown backend or field, or an invalid value (the entry named).
+        On a duplicate id, an unknown backend or field, or an invalid value: one line naming the
+        file, the entry and the field.
     FileNotFoundError
-        If ``path`` does not exist.
+        If ``path`` (or ``$AIP_MODELS``) does not exist.
     """
     path = Path(path) if path is not None else REGISTRY_PATH
-    if path == REGISTRY_PATH:
-        return dict(_default_registry(path.stat().st_mtime))
-    return _parse(path)
+    if path != REGISTRY_PATH:
+        return _parse(path)
+    reg = dict(_default_registry(path.stat().st_mtime))
+    if (user := user_models_path()) is not None:
+        reg.update(_user_registry(str(user), user.stat().st_mtime))
+    return reg
 
 
-def _parse(path: Path) -> dict[str, ModelEntry]:
-    text = path.read_text(encoding="utf-8")
-    raw = yaml.load(text, Loader=_UniqueKeyLoader) or {}
-    if not isinstance(raw, dict):
-        raise ValueError(f"{path}: the registry must be a mapping of model id → fields")
-    return {str(k): _entry(str(k), v) for k, v in raw.items()}
+def _parse(path: Path, *, user: bool = False) -> dict[str, ModelEntry]:
+    try:
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader) or {}
+        if not isinstance(raw, dict):
+            raise ValueError("the file must be a mapping of model id → fields")
+        for k in raw:
+            if user and not _USER_ID.fullmatch(str(k)):
+                raise ValueError(f"registry entry {str(k)!r}: the id names the folder inference/<id>/; "
+                                 "use letters, digits, '_', '-' and '.'")
+        return {str(k): _entry(str(k), v) for k, v in raw.items()}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ValueError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 @functools.lru_cache(maxsize=4)
 def _default_registry(_mtime: float) -> dict[str, ModelEntry]:
     return _parse(REGISTRY_PATH)
+
+
+@functools.lru_cache(maxsize=4)
+def _user_registry(path: str, _mtime: float) -> dict[str, ModelEntry]:
+    return _parse(Path(path), user=True)
 
 
 def list_models(path=None) -> list[str]:

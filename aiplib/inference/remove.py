@@ -1,0 +1,67 @@
+"""Removing one model's stage-7 results: its folder ``inference/<model>/`` in every condition family
+(task files, shard files, run log, set-aside rows). ``make remove-model MODEL=<id>`` runs
+``python -m aiplib.inference.remove`` and then stages 8–9, so the report no longer shows the model.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+from aiplib.core.errors import AiplibParameterError
+from aiplib.core.tasks import CONDITION_FAMILIES
+from aiplib.core.workspace import workspace
+
+
+def remove_model(ws, model: str) -> list[Path]:
+    """Delete ``inference/<model>/`` of every condition family of ``ws``; returns the folders deleted
+    (empty when the model has none).
+
+    Raises
+    ------
+    AiplibParameterError
+        ``model`` is not a plain folder name, or it is the name of a condition family's folder.
+    """
+    if not model or Path(model).name != model or model in (".", "..") or model in CONDITION_FAMILIES:
+        raise AiplibParameterError(f"remove-model: {model!r} is not a model id")
+    gone = []
+    for cf in CONDITION_FAMILIES:
+        d = ws.with_family(cf).inference / model
+        if d.is_dir():
+            shutil.rmtree(d)
+            gone.append(d)
+    return gone
+
+
+def models_with_rows(ws) -> list[str]:
+    """The models that have a task file in ``inference/`` of any condition family."""
+    return sorted({p.parent.name for cf in CONDITION_FAMILIES
+                   for p in ws.with_family(cf).inference.glob("*/*.jsonl")} - set(CONDITION_FAMILIES))
+
+
+def main(argv=None) -> int:
+    """``python -m aiplib.inference.remove --model ID``: exit 1 when the model has no inference folder."""
+    ap = argparse.ArgumentParser(prog="python -m aiplib.inference.remove", description=main.__doc__)
+    ap.add_argument("--profile", default="demo")
+    ap.add_argument("--data-root", default=None)
+    ap.add_argument("--model", required=True)
+    a = ap.parse_args(argv)
+    ws = workspace(a.profile, data_root=a.data_root, create=False)
+    try:
+        gone = remove_model(ws, a.model)
+    except AiplibParameterError as exc:
+        print(exc)
+        return 1
+    if not gone:
+        print(f"remove-model: no inference of {a.model!r} under {ws.inference}; models with rows: "
+              f"{', '.join(models_with_rows(ws)) or 'none'}")
+        return 1
+    print(f"removed the stage-7 results of {a.model}: {', '.join(ws.rel(d) for d in gone)}")
+    if not models_with_rows(ws) and ws.results.is_dir():  # nothing left to score: no report of a removed model
+        shutil.rmtree(ws.results)
+        print(f"no model has stage-7 results left: {ws.rel(ws.results)}/ removed, stages 8-9 not re-run")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""Stage 8's coverage: how much of its manifest each condition family × model × task scored (a
+``limit``, a stopped run or unmerged shards cover part of it), written to ``results/tables/coverage.csv``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from aiplib.core.tasks import task_family
+from aiplib.inference.models import get_entry
+from aiplib.inference.prompts import not_applicable
+from aiplib.io.formats import read_manifest, read_manifest_csv, write_csv_atomic
+
+COLUMNS = ["family", "model", "task", "n_stimuli", "n_scored", "n_items_covered", "n_items",
+           "n_backgrounds_covered", "n_backgrounds", "n_snrs_covered", "n_snrs", "complete"]
+"""Columns of ``results/tables/coverage.csv`` (backgrounds and SNRs counted on the noisy rows)."""
+
+
+def _applies(model: str, task: str) -> bool:
+    try:
+        return not not_applicable(get_entry(model), [task])
+    except KeyError:  # a model scored from files written elsewhere: not in this registry
+        return True
+
+
+def coverage_table(ws, scores_by_family: dict, *, manifests_dir=None) -> pd.DataFrame:
+    """One row per condition family × model × task (:data:`COLUMNS`).
+
+    ``scores_by_family`` is ``{family: {task: scores}}`` (the frames of stage 8, with ``model`` and
+    ``stimulus_id``); every model scored in a family gets a row for each task of it, a task it has
+    no rows of included (0 scored) unless the task does not apply to it (a prompt variant of a model
+    without prompts). ``manifests_dir`` replaces the background family's manifests; a family × task
+    without a manifest is left out.
+    """
+    rows = []
+    for cf, by_task in scores_by_family.items():
+        models = sorted({m for df in by_task.values() for m in df["model"].unique()})
+        for task, df in by_task.items():
+            fam = task_family(task)
+            m_csv = Path(manifests_dir) / f"{fam}.csv" if manifests_dir and cf == "background" else None
+            try:
+                man = read_manifest_csv(m_csv) if m_csv else read_manifest(ws.with_family(cf), fam)
+            except FileNotFoundError:
+                continue
+            noisy = man[man["condition"] == "noisy"]
+            for model in models:
+                got = man[man["id"].isin(df.loc[df["model"] == model, "stimulus_id"])]
+                if got.empty and not _applies(model, task):
+                    continue
+                g_noisy = got[got["condition"] == "noisy"]
+                rows.append(dict(family=cf, model=model, task=task, n_stimuli=len(man), n_scored=len(got),
+                                 n_items_covered=got["speech_id"].nunique(), n_items=man["speech_id"].nunique(),
+                                 n_backgrounds_covered=g_noisy["background_id"].nunique(),
+                                 n_backgrounds=noisy["background_id"].nunique(),
+                                 n_snrs_covered=g_noisy["snr_db"].nunique(), n_snrs=noisy["snr_db"].nunique(),
+                                 complete=len(got) == len(man)))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def write_coverage(ws, scores_by_family: dict, *, manifests_dir=None) -> pd.DataFrame:
+    """:func:`coverage_table`, written to ``results/tables/coverage.csv`` (atomically); returns it."""
+    cov = coverage_table(ws, scores_by_family, manifests_dir=manifests_dir)
+    write_csv_atomic(cov, ws.tables_dir / "coverage.csv")
+    return cov
+
+
+def partial_lines(cov: pd.DataFrame) -> list[str]:
+    """One line per incomplete row of a coverage table (stages 8 and 9 print them)."""
+    lines = []
+    for r in cov[~cov["complete"].astype(bool)].itertuples():
+        where, what = ("", "backgrounds") if r.family == "background" else (f" ({r.family})", "conditions")
+        lines.append(f"partial run: {r.model} × {r.task}{where} covers {r.n_scored} of {r.n_stimuli} stimuli "
+                     f"({r.n_items_covered} of {r.n_items} items, {r.n_backgrounds_covered} of {r.n_backgrounds} "
+                     f"{what}) — figures and tables of stage 9 mark it")
+    return lines
