@@ -252,7 +252,7 @@ def test_notebook10_explorer_in_headless_chromium(tmp_path):
                 src2, wav2, _ = _mixture_bytes(page)
                 assert src2 not in (src0, src1) and wav2 == expected[("bg05", 0)] != wav1
                 expect(page.locator(".aip-bg-info")).to_contain_text("bg05")
-                expect(page.locator(".aip-metrics")).to_contain_text("+2.000")  # ΔWER vs clean
+                expect(page.locator(".aip-metrics")).to_contain_text("+200.0 pp")  # ΔWER vs clean, in pp as the report
                 # the diff's CSS is applied (the HTML widget keeps the <style>): an inserted word is green
                 ins = page.locator(".aip-response .aip-response-text .aip-ins").first
                 assert ins.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(200, 230, 201)"
