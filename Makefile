@@ -1,5 +1,6 @@
 # AIP-Speech — `make all` runs the pipeline headless; `make test` runs the tests.
-# Variables: PROFILE=demo|paper|custom, MODEL=…, TASK=…, SHARD=i/n (stage 7: one shard of n, then
+# Variables: PROFILE=demo|paper|custom, MODEL=…, MODELS=my_models.yaml (your own recognisers:
+# docs/AUDIT_YOUR_MODEL.md), TASK=…, SHARD=i/n (stage 7: one shard of n, then
 # `make merge`), SUITE=background|competing_speech|channel|comma list|all (condition families of
 # stages 1, 5 and 7; default background), SEED=n (the seed of stages 2, 3, 6 and 9, not the mixing:
 # PARAMS='-p seed_offset n' moves the manifests' seeds, stage 5), PARAMS='-p name value …' (extra
