@@ -46,7 +46,7 @@ div.aip-scroll{overflow-x:auto;max-width:100%} div.aip-scroll::-webkit-scrollbar
 div.aip-scroll::-webkit-scrollbar-thumb{background:#999;border-radius:5px}
 p.aip-wide{font-size:12px;color:#555;margin:.2em 0}
 table.tbl{border-collapse:collapse;font-size:12px} table.tbl td,table.tbl th{text-align:left;
-vertical-align:top;padding:3px 7px} table.tbl td.num{white-space:nowrap} td.worse{color:#b00020;font-weight:600}
+vertical-align:top;padding:3px 7px} td.num{white-space:nowrap} td.worse{color:#b00020;font-weight:600}
 td.better{color:#1b7d2c;font-weight:600} td.same{color:#666}
 main{max-width:1250px;margin:auto}
 </style>"""
