@@ -158,7 +158,8 @@ def render_report(executed_nb, results_dir) -> dict:
 
     HTML: nbconvert's ``HTMLExporter`` (lab template, code hidden), every ``image/png`` a ``data:``
     URI, the template's remote scripts removed; a table of contents after the first cell and a last
-    section linking every CSV/PDF. Markdown: markdown cells as written, outputs as ``text/markdown``
+    section linking every CSV/PDF; printed notes as :func:`_report_cells` keeps them; table cells that
+    hold a number do not wrap and every table scrolls sideways in its own box. Markdown: markdown cells as written, outputs as ``text/markdown``
     (:class:`aiplib.analysis.report_tables.Table`), figures linked by their output metadata ``aip_file``.
     """
     import nbformat

@@ -314,7 +314,8 @@ def provenance_lines(rec: dict) -> list[str]:
                  if v.get("not_applicable") else "") for m, v in (rec.get("models") or {}).items()]
     man = [f"manifests/{f}.csv sha256 {say(m.get('sha256'))} ("
            + ("seeds not recorded" if m.get("seed_start") is None else f"seeds from {m['seed_start']}")
-           + f", {say(m.get('n_rows'), 'unknown')} rows)" for f, m in (rec.get("manifests") or {}).items()]
+           + (", rows not counted)" if m.get("n_rows") is None else f", {m['n_rows']} rows)")
+           for f, m in (rec.get("manifests") or {}).items()]
     n = rec.get("normalizer") or {}
     a = rec.get("analysis") or {}
     prompts = [f"prompt of {t}: [{p.get('prompt_id')}] {p.get('text')}" if p.get("text") is not None
