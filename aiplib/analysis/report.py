@@ -65,7 +65,7 @@ addEventListener("load", () => document.querySelectorAll("div.aip-scroll").forEa
 </script>"""
 
 # An absolute path in printed text (made shareable in the report).
-_ABS_PATH = re.compile(r"/[^\s'\"`<>]+")
+_ABS_PATH = re.compile(r"(?<![\w.~/-])/[^\s'\"`<>]+")
 
 
 def _report_cells(nb, data_root: Path) -> list:
