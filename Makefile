@@ -1,5 +1,6 @@
 # AIP-Speech — `make all` runs the pipeline headless; `make test` runs the tests.
-# Variables: PROFILE=demo|paper|custom, MODEL=…, TASK=…, SHARD=i/n (stage 7: one shard of n, then
+# Variables: PROFILE=demo|paper|custom, MODEL=…, MODELS=my_models.yaml (your own recognisers:
+# docs/AUDIT_YOUR_MODEL.md), TASK=…, SHARD=i/n (stage 7: one shard of n, then
 # `make merge`), SUITE=background|competing_speech|channel|comma list|all (condition families of
 # stages 1, 5 and 7; default background), SEED=n (the seed of stages 2, 3, 6 and 9, not the mixing:
 # PARAMS='-p seed_offset n' moves the manifests' seeds, stage 5), PARAMS='-p name value …' (extra
@@ -94,10 +95,34 @@ endif
 WITH_LOCK = $(PY) -m aiplib.core.lock run "$(DATA_ROOT)/$(PROFILE)" --command
 all: setup validate
 	@$(WITH_LOCK) "make all PROFILE=$(PROFILE)" -- bash -c 'for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done'
-	@echo "make all: done — figures in '$(DATA_ROOT)/$(PROFILE)/results/figures', tables in results/tables"
+	@echo "make all: done — report: $(DATA_ROOT)/$(PROFILE)/results/report.html"
 
+# `make help`: the lines starting with "#>" (one per target), then the comment at the top (the variables).
+#> all             every stage 01-10 (what is up to date is kept, see `make stamps`), then the report
+#> 01 … 10         one stage (also stage-01 or stage-01_download_data); stage 09 renders the report too
+#> report          results/report.html again, from the newer of the executed 09 and a JupyterLab-run notebooks/09
+#> score           stages 08-09 on a folder of inference files written elsewhere (INFERENCE_DIR=…)
+#> remove-model    delete MODEL=…'s inference results of every condition family, then re-run stages 08-09
+#> merge           fold stage 7's shard files (SHARD=i/n runs) into one file per model and task
+#> criteria        check the last run against CRITERIA=criteria.json (and PREVIOUS=… results)
+#> stamps          list the stamps the next `make all` would rebuild, and why (runs nothing)
+#> lab             JupyterLab at the project root (notebooks, executed records, the report)
+#> test            the unit tests, then every notebook under nbval at smoke size (scratch data root)
+#> unit            the unit tests without the slow and browser ones
+#> bench           the benchmarks (mixing, inference, batching, the last `make all`'s stage times)
+#> setup           .venv with the pinned packages (constraints.txt) and the Debian packages
+#> output-filter   configure git to strip notebook outputs (nbstripout; setup runs it)
+#> validate        check the custom profile's folders before any work (PROFILE=custom)
+#> run-stage       run STAGE=NN_name through papermill (what `make NN` calls)
+#> sync-notebooks  bring each notebook and its .py pair in step (jupytext)
+#> lock            re-resolve requirements.lock and constraints.txt after a dependency change
+#> lock-paper      the same for the paper extra (requirements-paper.lock, constraints-paper.txt)
+#> clean           delete the generated data of PROFILE (DATA_ROOT/PROFILE)
+#> help            this list
 help:
-	@sed -n '1,7p' Makefile
+	@echo "Targets (make TARGET [VARIABLE=value …]):"
+	@sed -n 's/^#> /  /p' Makefile
+	@sed -n '2,/^[^#]/s/^# //p' Makefile
 
 setup: $(STAMP)
 
@@ -148,9 +173,11 @@ ifeq ($(STAGE),09_make_figures)
 	@$(MAKE) --no-print-directory report
 endif
 
-# results/report.html (one self-contained page) and report.md, rendered from the executed notebook 09.
+# results/report.html (one self-contained page) and report.md, rendered from the newer of the executed
+# notebook 09 and notebooks/09_make_figures.ipynb run and saved in JupyterLab (with its outputs).
 report: setup
-	@$(PY) -m aiplib.analysis.report --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" --render "$(OUT)/09_make_figures.ipynb"
+	@$(PY) -m aiplib.analysis.report --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" \
+	  --render "$(OUT)/09_make_figures.ipynb" "$(NOTEBOOKS)/09_make_figures.ipynb"
 
 # `make 03` or `make stage-03_curate_backgrounds` or `make stage-03` runs one stage.
 $(foreach s,$(STAGES),$(eval $(word 1,$(subst _, ,$(s))): setup $(if $(filter 01_%,$(s)),validate) ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))

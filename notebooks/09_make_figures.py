@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 9 · Results
 #
+# Run and saved in JupyterLab, this notebook is the report's source too: `make report` re-renders `results/report.html` from the newer of it and the executed record of `make 09`.
+#
 # This notebook is the Results section. Each table or figure sits in its own cell under its
 # caption; `make` renders the executed copy into `results/report.html` (one self-contained page,
 # code hidden) and `results/report.md` (`aiplib.analysis.report.render_report`).

@@ -53,12 +53,12 @@ for cf in CONDITION_FAMILIES:
             print(f"\n{task}: " + ("no stimulus did worse than clean" if task in scored else "no scores yet (run notebooks 07 and 08)"))
             continue
         print(f"\n{task}: {len(wc)} worst case{'s' if len(wc) > 1 else ''}")
-        show = wc.assign(response=wc["response"].map(lambda r: cap_words(r, 30)))
-        cols = ["condition", "item_id", "delta", "reference", "response"]
+        show = wc.assign(response=wc["response"].map(lambda r: cap_words(r, 30)), **{"Δ pp": 100 * wc["delta"]})
+        cols = ["condition", "item_id", "Δ pp", "reference", "response"]
         if show["model"].nunique() > 1:
             cols.insert(2, "model")
         with pd.option_context("display.max_colwidth", 120, "display.width", 200):
-            print(show[cols].to_string(index=False, float_format=lambda v: f"{v:+.2f}"))
+            print(show[cols].to_string(index=False, float_format=lambda v: f"{v:+.1f}"))
 
 # %% [markdown]
 # ## The explorer

@@ -17,6 +17,8 @@ pair): the notebook is served by jupytext's contents manager and shows as unmodi
 kernel is up. A second test opens a copy of ``report.html`` (rendered from notebook 09 executed
 by papermill on a small synthetic run) from another folder, without JupyterLab: every image is
 decoded, nothing but the page and ``data:`` URIs is requested, every TOC link reaches its section.
+A third opens the report at 1280 px: Findings first with every link resolving, no table cell holding
+a number wraps, wide tables scroll inside their box, Figure 5 has no error bar without an interval.
 Screenshots go to ``build/browser/`` for a person to look at. No browser is downloaded: Playwright launches /usr/bin/chromium
 (``make setup`` installs it from binder/apt.txt).
 """
@@ -252,7 +254,7 @@ def test_notebook10_explorer_in_headless_chromium(tmp_path):
                 src2, wav2, _ = _mixture_bytes(page)
                 assert src2 not in (src0, src1) and wav2 == expected[("bg05", 0)] != wav1
                 expect(page.locator(".aip-bg-info")).to_contain_text("bg05")
-                expect(page.locator(".aip-metrics")).to_contain_text("+2.000")  # ΔWER vs clean
+                expect(page.locator(".aip-metrics")).to_contain_text("+200.0 pp")  # ΔWER vs clean, in pp as the report
                 # the diff's CSS is applied (the HTML widget keeps the <style>): an inserted word is green
                 ins = page.locator(".aip-response .aip-response-text .aip-ins").first
                 assert ins.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(200, 230, 201)"
@@ -313,6 +315,126 @@ def test_notebook10_explorer_in_headless_chromium(tmp_path):
     print(f"browser test: {elapsed:.1f} s; screenshots {', '.join(map(str, shots))}")
     assert all(s.stat().st_size > 10_000 for s in shots)
     assert elapsed < 120, f"the browser test took {elapsed:.0f} s (budget 120 s)"
+
+
+REPORT_VIEWPORT = {"width": 1280, "height": 900}
+
+# Per table cell that holds a number (a digit, at most 40 characters): its text, the height of its
+# content and of one line of its font (a probe), and its box's right edge against the table's box.
+_NUMBER_CELLS_JS = """() => Array.from(document.querySelectorAll('table td')).filter(td => {
+    const t = td.innerText.trim(); return /\\d/.test(t) && t.length <= 40; }).map(td => {
+    const r = document.createRange(); r.selectNodeContents(td);
+    const probe = document.createElement('span'); probe.textContent = '0'; td.appendChild(probe);
+    const one = probe.getBoundingClientRect().height; probe.remove();
+    return {text: td.innerText.trim(), height: r.getBoundingClientRect().height, one: one}; })"""
+
+# Per table: is it in a box that scrolls sideways; when wider than the box, does a line above say so,
+# and is its last column inside the box once scrolled to the end.
+_WIDE_TABLES_JS = """() => Array.from(document.querySelectorAll('table.tbl'), t => {
+    const d = t.closest('div.aip-scroll');
+    if (!d) return {boxed: false};
+    const wide = d.scrollWidth > d.clientWidth + 1, hint = d.previousElementSibling;
+    d.scrollLeft = d.scrollWidth;
+    const ths = t.querySelectorAll('thead th'), box = d.getBoundingClientRect();
+    const last = ths.length ? ths[ths.length - 1].getBoundingClientRect() : box;
+    const out = {boxed: true, wide: wide, overflow: getComputedStyle(d).overflowX,
+                 hint: hint && hint.classList.contains('aip-wide') ? hint.innerText : null,
+                 lastInside: last.left >= box.left - 1 && last.right <= box.right + 1};
+    d.scrollLeft = 0; return out; })"""
+
+# The links of the first section (between the first and the second h2), and whether each resolves.
+_FIRST_SECTION_LINKS_JS = """() => {
+    const hs = Array.from(document.querySelectorAll('h2')), first = hs[0], next = hs[1];
+    return Array.from(document.querySelectorAll('a[href^="#"]')).filter(a =>
+        !a.closest('nav') && !a.classList.contains('anchor-link')
+        && (first.compareDocumentPosition(a) & Node.DOCUMENT_POSITION_FOLLOWING)
+        && (!next || (next.compareDocumentPosition(a) & Node.DOCUMENT_POSITION_PRECEDING))
+    ).map(a => { const id = decodeURIComponent(a.getAttribute('href').slice(1));
+                 return [a.getAttribute('href'), !!(document.getElementById(id) || document.getElementsByName(id).length)]; }); }"""
+
+
+def test_report_at_1280_px_findings_numbers_tables_and_figure5(tmp_path):
+    """The report of a synthetic run (notebook 09 through papermill, 28 ASR items: accent group g0 has 10
+    items, g1 and g2 nine) at 1280 px: the first section is Findings and each of its links resolves to an
+    element of the page and brings it into view; no table cell holding a number wraps (its content is one
+    line high); every table sits in a box that scrolls sideways, and a table wider than its box says so
+    above it and shows its last column when scrolled; the page itself is not wider than the window; the
+    contents box has the page's font. Figure 5 draws an interval only where its group has one: its tidy
+    data (:func:`aiplib.analysis.paper.accent_bars` of Table 4's files, as the notebook draws it) has no
+    interval below ``MIN_N_FOR_INTERVAL`` items and one where a group has that many, and the notebook's
+    check that it drew one error bar per interval passed. Screenshots under ``build/browser/``."""
+    import nbformat
+    import pandas as pd
+    from playwright.sync_api import sync_playwright
+
+    from aiplib.analysis import paper, report, stats
+    from test_report import _execute_09, make_run
+
+    ws = make_run(tmp_path / "data", n_asr=28, n_kws=4, n_bg=3, snrs=(10, 0), models=("m_a",))
+    score_inference(ws)
+    executed = _execute_09(ws, tmp_path, n_resamples=50, seed=1)
+    nb = nbformat.read(executed, as_version=4)
+    assert not [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                if o.get("output_type") == "error"]      # the checks of Figure 5's error bars included
+    out = report.render_report(executed, ws.results)
+    tabs = ws.results / "tables"
+    bars = paper.accent_bars(pd.read_csv(tabs / "table4_accent_dwer.csv"),
+                             pd.read_csv(tabs / "table4_accent_dwer_authors.csv"))
+    ours = bars[bars["panel"] == "ours"].set_index("group")
+    assert ours["n_items"].to_dict() == {"g0": 10, "g1": 9, "g2": 9}
+    has_ci = bars["ci_low_pp"].notna() & bars["ci_high_pp"].notna()
+    assert (bars.loc[has_ci, "n_items"] >= stats.MIN_N_FOR_INTERVAL).all()
+    assert bars.loc[bars["n_items"] < stats.MIN_N_FOR_INTERVAL, ["ci_low_pp", "ci_high_pp"]].isna().all().all()
+    assert ours.loc["g0", ["ci_low_pp", "ci_high_pp"]].notna().all()    # an interval where there is one
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shots = [SHOTS / f"report_1280_{k}.png" for k in ("findings", "wide_table", "figure5")]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport=REPORT_VIEWPORT)
+            page.goto(out["report_html"].as_uri(), wait_until="load")
+            heads = page.evaluate("() => Array.from(document.querySelectorAll('h2'), h => h.id)")
+            assert heads and heads[0] == "Findings", f"the first section is {heads[:1]}, not Findings"
+            links = page.evaluate(_FIRST_SECTION_LINKS_JS)
+            assert links, "the Findings link no table or figure"
+            assert all(ok for _, ok in links), f"Findings links to nothing: {[h for h, ok in links if not ok]}"
+            page.evaluate("document.getElementById('Findings').scrollIntoView()")
+            page.screenshot(path=str(shots[0]))
+            for href in dict(links):
+                page.evaluate("window.scrollTo(0, 0)")
+                page.locator(f'a[href="{href}"]').first.click()
+                page.wait_for_function(f"location.hash === {json.dumps(href)}")
+                top = page.evaluate("""h => { const id = decodeURIComponent(h.slice(1));
+                    return (document.getElementById(id) || document.getElementsByName(id)[0])
+                           .getBoundingClientRect().top; }""", href)
+                assert -1 <= top < REPORT_VIEWPORT["height"], f"{href} is at {top:.0f} px after its link"
+
+            page.evaluate("() => { window.scrollTo(0, 0); document.querySelectorAll('details').forEach(d => d.open = true); }")
+            cells = page.evaluate(_NUMBER_CELLS_JS)
+            assert len(cells) > 100
+            wrapped = [c["text"] for c in cells if c["height"] > 1.5 * c["one"]]
+            assert not wrapped, f"{len(wrapped)} table cells with a number wrap, e.g. {wrapped[:5]}"
+            tables = page.evaluate(_WIDE_TABLES_JS)
+            assert tables and all(t["boxed"] for t in tables), "a table is not in a scrolling box"
+            wide = [t for t in tables if t["wide"]]
+            assert wide, "no table is wider than its box at 1280 px (Table 3 has 16 columns)"
+            for t in wide:
+                assert t["overflow"] in ("auto", "scroll") and t["lastInside"], t
+                assert t["hint"] and "scroll the table sideways" in t["hint"], t
+            assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+            fonts = page.evaluate("""() => [document.querySelector('nav.aip-toc'), document.querySelector('h2 + p, p')]
+                                     .map(e => getComputedStyle(e).fontFamily)""")
+            assert fonts[0] == fonts[1], fonts
+            page.locator("p.aip-wide").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(shots[1]))
+
+            fig5 = page.locator('img[alt="figure5_accent_degradation"]')
+            assert fig5.count() == 1 and fig5.evaluate("i => i.complete && i.naturalWidth > 0")
+            fig5.scroll_into_view_if_needed()
+            page.screenshot(path=str(shots[2]))
+        finally:
+            browser.close()
+    assert all(s.stat().st_size > 10_000 for s in shots)
 
 
 def test_report_copy_in_another_folder_in_headless_chromium(tmp_path):

@@ -340,3 +340,48 @@ def test_a_missing_fieldkit_fails_under_ci(tmp_path):
     ci = subprocess.run(args, env=env | {"CI": "true"}, capture_output=True, text=True, cwd=tmp_path)
     assert ci.returncode == 1 and "1 skipped, 2 errors" in ci.stdout, ci.stdout
     assert "may not skip under CI" in ci.stdout and "no GPU" in ci.stdout
+
+
+def _make_targets() -> set[str]:
+    """Every target of the Makefile with a recipe or prerequisites (make's own database, the generated
+    per-stage targets included), files and special targets left out."""
+    db = subprocess.run(["make", "-pRrq", "-f", "Makefile", "-o", ".venv/.installed", ":"], cwd=REPO,
+                        capture_output=True, text=True, env=_env(), check=False).stdout
+    db = db[db.index("# Files"):]
+    names = set()
+    for block in db.split("\n\n"):
+        lines = [ln for ln in block.splitlines() if ln and not ln.startswith("#")]
+        if not lines or ":" not in lines[0] or lines[0].startswith(("\t", ".", "/")):
+            continue
+        name, deps = lines[0].split(":", 1)
+        if name and "/" not in name and "%" not in name and " " not in name and (deps.strip() or any(
+                ln.startswith("\t") for ln in lines[1:])):
+            names.add(name)
+    return names
+
+
+def test_help_lists_every_target_one_line_each():
+    out = subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed", "help"], cwd=REPO,
+                         capture_output=True, text=True, env=_env(), check=True).stdout
+    lines = out.splitlines()
+    first_words = {ln.split()[0] for ln in lines if ln.startswith("  ") and ln.split()}
+    stage_line = next(ln for ln in lines if ln.startswith("  01 … 10"))
+    assert "stage-01" in stage_line and "stage-01_download_data" in stage_line
+    targets = _make_targets()
+    assert {"all", "help", "report", "test", "clean", "01", "stage-09", "stage-10_listen_and_explore"} <= targets
+    stages = {t for t in targets if t.removeprefix("stage-")[:2].isdigit()}
+    assert len(stages) == 30                                   # 01 … 10, stage-NN, stage-NN_name
+    missing = sorted(targets - stages - first_words)
+    assert not missing, f"make help does not list {missing}"
+    assert len(first_words) == len([ln for ln in lines if ln.startswith("  ")])   # one line per target
+    assert any(ln.startswith("Variables: PROFILE=") for ln in lines)
+
+
+def test_all_ends_with_the_report_path_and_report_takes_the_newer_notebook():
+    common = ["make", "-n", "--no-print-directory", "-o", ".venv/.installed", "DATA_ROOT=/tmp/aip end"]
+    out = subprocess.run([*common, "all"], cwd=REPO, capture_output=True, text=True, env=_env(),
+                         check=True).stdout.strip().splitlines()
+    assert out[-1] == 'echo "make all: done — report: /tmp/aip end/demo/results/report.html"'
+    out = subprocess.run([*common, "report"], cwd=REPO, capture_output=True, text=True, env=_env(), check=True).stdout
+    assert ('--render "/tmp/aip end/demo/executed/09_make_figures.ipynb" "notebooks/09_make_figures.ipynb"'
+            in out.replace("\\\n", "").replace("\t", "").replace("  ", " "))

@@ -204,7 +204,7 @@ def test_render_report_self_contained_with_toc_and_links(run_a, tmp_path):
     assert out["files"] == files and len(files) > 10
     for f in files:
         assert f'href="{f}"' in page
-    # no code, no printed text, no parameters, no remote scripts
+    # no code, no printed set-up text, no parameters, no remote scripts
     assert "/secret/path" not in page and "print(ws.root)" not in page
     assert "profile = " not in page
     assert not re.search(r'<script[^>]*src="https?://', page)
@@ -223,6 +223,83 @@ def test_render_report_self_contained_with_toc_and_links(run_a, tmp_path):
     assert "- [Summary](#summary)" in md and "/secret/path" not in md
     rep = json.loads(out["sidecar"].read_text())["provenance"]
     assert {f["file"] for f in rep["files"]} == {"report.md", "report.html"}
+
+
+def test_render_keeps_printed_notes_wraps_no_number_and_names_paths_shareably(tmp_path):
+    """Printed text of a section is kept (stdout; its data-root paths as ``<data root>/…``), stderr and
+    the set-up cells' printed text are not; cells holding a number get ``class="num"`` (no wrap) and
+    every table sits in a box that scrolls sideways."""
+    import nbformat
+
+    from aiplib.analysis.report_tables import Table
+
+    v4 = nbformat.v4
+    results = tmp_path / "data" / "demo" / "results"
+    t = Table(pd.DataFrame({"condition": ["bg01 @ 0 dB"], "ΔWER pp [95% CI]": ["+222.2 [180.1, 260.4]"],
+                            "verdict": ["worse"], "note": ["a long note without numbers that may wrap"]}))
+    nb = v4.new_notebook(cells=[
+        v4.new_markdown_cell("# 9 · Results"),
+        v4.new_code_cell("print(ws.root)", outputs=[v4.new_output("stream", name="stdout", text="/secret/path\n")]),
+        v4.new_markdown_cell("## Beyond additive background\n\n**Table R9 · caption.**"),
+        v4.new_code_cell("print(fr.NOT_RUN)", outputs=[
+            v4.new_output("stream", name="stdout", text=f"not run: make all SUITE=all ({results}/tables)\n"),
+            v4.new_output("stream", name="stderr", text="UserWarning: noisy log\n")]),
+        v4.new_code_cell("t", outputs=[v4.new_output("execute_result", execution_count=1, data={
+            "text/html": t._repr_html_(), "text/markdown": t._repr_markdown_(), "text/plain": repr(t)})])])
+    path = tmp_path / "09.ipynb"
+    nbformat.write(nb, path)
+    out = report.render_report(path, results)
+    page, md = out["report_html"].read_text(), out["report_md"].read_text()
+    for text in (page, md):
+        assert "not run: make all SUITE=all (&lt;data root&gt;/demo/results/tables)" in text or \
+            "not run: make all SUITE=all (<data root>/demo/results/tables)" in text
+        assert "noisy log" not in text and "/secret/path" not in text and str(tmp_path) not in text
+    assert '<td class="num">bg01 @ 0 dB</td>' in page and '<td class="num">+222.2 [180.1, 260.4]</td>' in page
+    assert '<td class="worse">worse</td>' in page and "<td>a long note without numbers that may wrap</td>" in page
+    assert re.search(r'<div class="aip-scroll"><table[^>]*class="dataframe tbl"', page)
+    assert "td.num{white-space:nowrap}" in page and "nav.aip-toc" in page.split("</head>")[0]
+
+
+def test_make_report_renders_the_newest_notebook_with_outputs(tmp_path):
+    import nbformat
+
+    v4 = nbformat.v4
+    executed, lab, blank = tmp_path / "executed.ipynb", tmp_path / "lab.ipynb", tmp_path / "blank.ipynb"
+    for p, text in ((executed, "make 09"), (lab, "JupyterLab")):
+        nbformat.write(v4.new_notebook(cells=[v4.new_markdown_cell(f"# {text}"), v4.new_code_cell(
+            "x", outputs=[v4.new_output("display_data", data={"text/markdown": text})])]), p)
+    nbformat.write(v4.new_notebook(cells=[v4.new_code_cell("x")]), blank)
+    os.utime(executed, ns=(1_000_000_000_000, 1_000_000_000_000))
+    os.utime(lab, ns=(2_000_000_000_000, 2_000_000_000_000))
+    assert report.newest_executed([executed, lab, blank, tmp_path / "absent.ipynb"]) == lab
+    os.utime(executed, ns=(3_000_000_000_000, 3_000_000_000_000))
+    assert report.newest_executed([executed, lab]) == executed
+    with pytest.raises(AiplibError, match="holds executed output: run stage 9 first"):
+        report.newest_executed([blank, tmp_path / "absent.ipynb"])
+    root = tmp_path / "data"
+    assert report.main(["--profile", "demo", "--data-root", str(root), "--render", str(executed), str(lab)]) == 0
+    assert "# make 09" in (root / "demo" / "results" / "report.md").read_text()
+
+
+def test_provenance_says_absent_values_in_words_without_local_paths(tmp_path):
+    from aiplib.analysis.report_tables import provenance_lines
+    from aiplib.core.workspace import repo_root
+
+    data_root = tmp_path / "data"
+    rec = provenance.shareable({"models": {"m": {"revision": None, "weights": f"{repo_root()}/.venv/w/model.bin"},
+                                           "n": {"revision": "abc", "weights": f"{data_root}/demo/raw/n.bin",
+                                                 "weights_sha256": "cd" * 32}},
+                                "versions": {"numpy": "2.0", "jiwer": None}, "analysis": {"seed": 1},
+                                "manifests": {"asr": {"sha256": "ef", "seed_start": None, "n_rows": 4}},
+                                "home": [str(Path.home() / "x")], "other": "/opt/x"}, data_root)
+    assert rec["models"]["m"]["weights"] == "<project>/.venv/w/model.bin"
+    assert rec["models"]["n"]["weights"] == "<data root>/demo/raw/n.bin"
+    assert rec["home"] == ["~/x"] and rec["other"] == "/opt/x"
+    text = "\n".join(provenance_lines(rec))
+    assert "m: revision not pinned, weights <project>/.venv/w/model.bin" in text
+    assert "n: revision abc, weights <data root>/demo/raw/n.bin (sha256 cdcdcdcdcdcd…)" in text
+    assert "jiwer not installed" in text and "(seeds not recorded, 4 rows)" in text
+    assert "None" not in text and str(tmp_path) not in text
 
 
 def test_render_report_refuses_unexecuted_notebook(tmp_path):

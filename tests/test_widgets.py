@@ -455,7 +455,7 @@ def test_explorer_changes_follow_the_controls(ws1):
     assert ("<span class='aip-sub' title='reference: word'>bird</span> 0 "
             "<span class='aip-ins' title='inserted'>at</span>") in ex.response.value
     assert "S 1 · D 0 · I 4 of 2 reference words" in ex.metrics.value
-    assert "ΔWER vs clean <b>+2.500</b>" in ex.metrics.value
+    assert "ΔWER vs clean <b>+250.0 pp</b>" in ex.metrics.value
     assert ex.state["result"]["delta_wer"] == pytest.approx(2.5)
     # the background panel shows the chosen background's descriptors and licence
     assert "CC0" in ex.bg_info.value and "<td>centroid</td>" in ex.bg_info.value
@@ -486,7 +486,7 @@ def test_explorer_worst_case_button_loads_the_stimulus(ws1):
     assert ex.worst_cases["item_id"].tolist() == ["a00", "a01"]
     # a compact table: background @ SNR, item, ΔWER (no model column: one model)
     assert ex.worst.layout.grid_template_columns == "repeat(3, max-content)"
-    assert [c.value for c in ex.worst.children[4:6]] == ["<code>a00</code>", "+2.50"]
+    assert [c.value for c in ex.worst.children[4:6]] == ["<code>a00</code>", "+250.0 pp"]
     buttons[1].click()
     assert ex.state["stimulus_id"] == "a01_bg03_snr0"
     assert (ex.controls["item"].value, ex.controls["bg"].value, ex.controls["snr"].value) == ("a01", "bg03", 0.0)
@@ -558,11 +558,11 @@ def test_notebook10_executed_record_is_small_and_lists_the_worst_cases(tmp_path)
     nb = json.loads(out.read_text())
     assert "widgets" not in nb["metadata"]
     text = "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
-    assert "bg03 @ 0 dB     a00  +2.50" in text and "bird 0 at 0 with delta" in text
-    assert "bg01 @ 5 dB     k00  +1.00" in text and "interactive explorer" in text
+    assert "bg03 @ 0 dB     a00 +250.0" in text and "bird 0 at 0 with delta" in text
+    assert "bg01 @ 5 dB     k00 +100.0" in text and "interactive explorer" in text
     assert "== competing_speech: not run (no scores in results/scores/competing_speech/)" in text
     channel = text[text.index("== channel"):]
-    assert "packet_loss_10pct     a00  +0.50" in channel and "telephone     k00  +1.00" in channel
+    assert "packet_loss_10pct     a00 +50.0" in channel and "telephone     k00 +100.0" in channel
 
 
 # ------------------------------------------------------------------------------ condition families
@@ -713,7 +713,7 @@ def test_explorer_condition_family_selector(fws):
     assert html_escape(row["distractor_text"]) in ex.family_info.value
     heard = row["distractor_text"].split()[0]                    # the made-up model repeats the distractor's first word
     assert text_of(ex.response.value, "aip-response-text") == f"bird 1 {heard}"
-    assert "ΔWER vs clean <b>+1.000</b>" in ex.metrics.value and ex.state["result"]["source"] == "scores"
+    assert "ΔWER vs clean <b>+100.0 pp</b>" in ex.metrics.value and ex.state["result"]["source"] == "scores"
     assert [b.description for b in ex.worst_buttons] == ["cocktail_fr_it_ru @ -5 dB"] * 2
     # channel: no SNR chooser; a worst case switches nothing but the stimulus
     ex.select(condition_family="channel", task="kws", item_id="k00", bg_id="telephone")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import platform
+import sys
 from pathlib import Path
 
 from aiplib.core import __version__
@@ -19,6 +20,7 @@ from aiplib.core.hashing import file_sha256
 from aiplib.core.tasks import FAMILIES, task_file
 from aiplib.core.textnorm import NORMALIZER_NAME, NORMALIZER_VERSION
 from aiplib.core.versions import package_versions
+from aiplib.core.workspace import repo_root
 from aiplib.inference.models import get_entry
 from aiplib.inference.prompts import PROMPTS, TASKS, get_prompt_set, prompt_set_record
 from aiplib.io.formats import read_inference_jsonl, read_manifest_meta, write_json_atomic
@@ -39,6 +41,25 @@ _PACKAGES = ("numpy", "scipy", "pandas", "jiwer", "openai-whisper", "matplotlib"
 
 def _versions() -> dict:
     return {"aiplib": __version__, "python": platform.python_version(), **package_versions(_PACKAGES)}
+
+
+def shareable(value, data_root=None):
+    """``value`` (a record: dicts, lists, strings) with every absolute path under the data root, the
+    project, the Python environment or the home folder written as ``<data root>/…``, ``<project>/…``,
+    ``<python env>/…`` or ``~/…``; other values unchanged."""
+    if isinstance(value, dict):
+        return {k: shareable(v, data_root) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shareable(v, data_root) for v in value]
+    if not isinstance(value, str) or not value.startswith("/"):
+        return value
+    roots = [(data_root, "<data root>"), (repo_root(), "<project>"), (sys.prefix, "<python env>"),
+             (Path.home(), "~")]
+    for root, label in roots:
+        for r in {str(root).rstrip("/"), str(Path(root).resolve()).rstrip("/")} if root else ():
+            if r and (value == r or value.startswith(r + "/")):
+                return label + value[len(r):]
+    return value
 
 
 def _read_json(p: Path) -> dict | None:
@@ -135,7 +156,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         models {id: {revision, weights, weights_sha256, decoding_path, window, versions,
         revision_source}}, tasks {task: {family, variant, prompt_id, text}}, prompt_ids_scored
         {task: {model: {prompt_id: n}}}, manifests {family: {sha256, seed_start, n_rows}},
-        analysis {seed, n_resamples, level}`` plus ``extra``.
+        analysis {seed, n_resamples, level}`` plus ``extra``; local paths as :func:`shareable` writes them.
     """
     results = Path(ws.results)
     scores_dir = results / "scores"
@@ -183,7 +204,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level}}
     if extra:
         rec.update(extra)
-    return rec
+    return shareable(rec, Path(ws.root).parent if getattr(ws, "root", None) else None)
 
 
 def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:

@@ -2,8 +2,9 @@
 
 The report is notebook 09 (``notebooks/09_make_figures.py``), every table and figure in its own cell
 under its caption. :func:`render_report` turns the *executed* notebook into ``results/report.html``
-(one self-contained page) and ``results/report.md``; ``make`` calls it after stage 9
-(``python -m aiplib.analysis.report --render <executed 09>``). ``--criteria criteria.json
+(one self-contained page) and ``results/report.md``; ``make`` calls it after stage 9 and ``make report``
+from the newer of the executed record and a JupyterLab-run ``notebooks/09_make_figures.ipynb``
+(``python -m aiplib.analysis.report --render <executed 09> <notebooks/09>``). ``--criteria criteria.json
 [--previous PATH]`` checks a run (:func:`aiplib.analysis.criteria.check_criteria`, against a previous
 run with :func:`aiplib.analysis.comparison.compare_runs`) and exits with :data:`EXIT_CRITERIA_FAILED`
 (3) when anything fails.
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from aiplib.analysis import conditions as cond
 from aiplib.analysis.criteria import check_criteria, load_criteria
-from aiplib.analysis.provenance import read_provenance, write_sidecar
+from aiplib.analysis.provenance import read_provenance, shareable, write_sidecar
 from aiplib.core.errors import AiplibError
 from aiplib.core.workspace import PROFILES, workspace
 
@@ -37,28 +38,76 @@ REPORT_HIDE_TAG = "report-hide"
 _SKIP_TAGS = {"parameters", "injected-parameters", REPORT_HIDE_TAG}
 
 _CSS = """<style>
+body,nav.aip-toc,.jp-RenderedText pre{font-family:var(--jp-content-font-family)}
 nav.aip-toc{border:1px solid #ddd;background:#fafafa;padding:.4em 1.2em;margin:1em 0;font-size:14px}
 nav.aip-toc ul{margin:.2em 0;padding-left:1.2em} nav.aip-toc li.h3{margin-left:1.2em;font-size:13px}
+.jp-RenderedText pre{font-size:14px;white-space:pre-wrap}
+div.aip-scroll{overflow-x:auto;max-width:100%} div.aip-scroll::-webkit-scrollbar{height:10px;background:#eee}
+div.aip-scroll::-webkit-scrollbar-thumb{background:#999;border-radius:5px}
+p.aip-wide{font-size:12px;color:#555;margin:.2em 0}
 table.tbl{border-collapse:collapse;font-size:12px} table.tbl td,table.tbl th{text-align:left;
-vertical-align:top;padding:3px 7px} td.worse{color:#b00020;font-weight:600}
+vertical-align:top;padding:3px 7px} td.num{white-space:nowrap} td.worse{color:#b00020;font-weight:600}
 td.better{color:#1b7d2c;font-weight:600} td.same{color:#666}
 main{max-width:1250px;margin:auto}
 </style>"""
 
+# A table wider than its box says so above it (the box scrolls sideways; some browsers hide the bar).
+_WIDE_JS = """<script>
+addEventListener("load", () => document.querySelectorAll("div.aip-scroll").forEach(d => {
+  const th = d.querySelectorAll("thead th"), box = d.getBoundingClientRect();
+  const hidden = Array.from(th).filter(h => h.getBoundingClientRect().right > box.right + 1).length;
+  if (d.scrollWidth <= d.clientWidth + 1 || !hidden) return;
+  const p = document.createElement("p");
+  p.className = "aip-wide";
+  p.textContent = `\u2194 ${hidden} of ${th.length} columns are to the right: scroll the table sideways`;
+  d.before(p);
+}));
+</script>"""
 
-def _report_cells(nb) -> list:
-    """The cells that go into the report: no parameter or hidden cells, no printed text (stdout
-    and stderr are the log; results are displayed), no code cell left without output."""
-    cells = []
+# An absolute path in printed text (made shareable in the report).
+_ABS_PATH = re.compile(r"(?<![\w.~/-])/[^\s'\"`<>]+")
+
+
+def _report_cells(nb, data_root: Path) -> list:
+    """The cells that go into the report: no parameter or hidden cells, no code cell left without
+    output. Printed text (stdout) is kept from the first ``## `` section on, its local paths as
+    :func:`aiplib.analysis.provenance.shareable` writes them; stderr and the set-up cells' printed
+    text are the log."""
+    cells, body = [], False
     for c in nb.cells:
         if _SKIP_TAGS & set(c.get("metadata", {}).get("tags", [])):
             continue
+        if c.cell_type == "markdown" and re.search(r"^## ", c.source, re.M):
+            body = True
         if c.cell_type == "code":
-            c.outputs = [o for o in c.get("outputs", []) if o.get("output_type") != "stream"]
-            if not c.outputs:
+            outs = []
+            for o in c.get("outputs", []):
+                if o.get("output_type") == "stream":
+                    if not body or o.get("name") != "stdout":
+                        continue
+                    o["text"] = _ABS_PATH.sub(lambda m: shareable(m.group(0), data_root), "".join(o["text"]))
+                outs.append(o)
+            c.outputs = outs
+            if not outs:
                 continue
         cells.append(c)
     return cells
+
+
+def _nowrap_numbers(body: str) -> str:
+    """Mark the cells of the report's tables that hold a number (a digit, at most 40 characters)
+    with the class ``num`` and put every table in a box that scrolls sideways."""
+    def cell(m):
+        attrs, inner = m.group(1) or "", m.group(2)
+        text = html.unescape(re.sub(r"<[^>]+>", "", inner)).strip()
+        if not re.search(r"\d", text) or len(text) > 40:
+            return m.group(0)
+        attrs = attrs.replace('class="', 'class="num ', 1) if 'class="' in attrs else attrs + ' class="num"'
+        return f"<td{attrs}>{inner}</td>"
+
+    body = re.sub(r"<td(\s[^>]*)?>(.*?)</td>", cell, body, flags=re.S)
+    return re.sub(r'(<table[^>]*class="[^"]*\btbl\b[^"]*"[^>]*>.*?</table>)',
+                  r'<div class="aip-scroll">\1</div>', body, flags=re.S)
 
 
 def _result_files(results: Path) -> list[str]:
@@ -109,7 +158,8 @@ def render_report(executed_nb, results_dir) -> dict:
 
     HTML: nbconvert's ``HTMLExporter`` (lab template, code hidden), every ``image/png`` a ``data:``
     URI, the template's remote scripts removed; a table of contents after the first cell and a last
-    section linking every CSV/PDF. Markdown: markdown cells as written, outputs as ``text/markdown``
+    section linking every CSV/PDF; printed notes as :func:`_report_cells` keeps them; table cells that
+    hold a number do not wrap and every table scrolls sideways in its own box. Markdown: markdown cells as written, outputs as ``text/markdown``
     (:class:`aiplib.analysis.report_tables.Table`), figures linked by their output metadata ``aip_file``.
     """
     import nbformat
@@ -121,7 +171,7 @@ def render_report(executed_nb, results_dir) -> dict:
     nb = nbformat.read(executed_nb, as_version=4)
     if not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
         raise AiplibError(f"{executed_nb} has no outputs: render the executed copy of notebook 09")
-    nb.cells = _report_cells(nb)
+    nb.cells = _report_cells(nb, results.parent.parent)
     results.mkdir(parents=True, exist_ok=True)
     files = _result_files(results)
     title = next((m.group(1).strip() for c in nb.cells if c.cell_type == "markdown"
@@ -149,7 +199,7 @@ def render_report(executed_nb, results_dir) -> dict:
     cells_at = [m.start() for m in re.finditer(r'<div class="jp-Cell ', body)]
     at = cells_at[1] if len(cells_at) > 1 else body.find("</main>")
     body = body[:at] + nav + "\n" + body[at:]
-    body = body.replace("</head>", _CSS + "\n</head>", 1)
+    body = _nowrap_numbers(body).replace("</head>", _CSS + _WIDE_JS + "\n</head>", 1)
     html_path = results / "report.html"
     html_path.write_text(body, encoding="utf-8")
 
@@ -172,12 +222,32 @@ def render_report(executed_nb, results_dir) -> dict:
             "sidecar": sidecar}
 
 
+def newest_executed(paths) -> Path:
+    """The most recently modified of the notebooks ``paths`` that holds executed output (the record
+    of ``make 09`` or ``notebooks/09_make_figures.ipynb`` run and saved in JupyterLab).
+
+    Raises
+    ------
+    AiplibError
+        If none of them exists with outputs.
+    """
+    import nbformat
+
+    found = []
+    for p in map(Path, paths):
+        if p.is_file() and any(c.get("outputs") for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code"):
+            found.append(p)
+    if not found:
+        raise AiplibError(f"none of {', '.join(map(str, paths))} holds executed output: run stage 9 first (make 09)")
+    return max(found, key=lambda p: p.stat().st_mtime_ns)
+
+
 # ------------------------------------------------------------------------------------------ CLI
 def main(argv=None) -> int:
     """``python -m aiplib.analysis.report``: render the report, or check criteria / regressions.
 
-    ``--render NOTEBOOK`` writes ``results/report.html`` and ``.md`` from the executed notebook
-    09 (:func:`render_report`). Otherwise the condition tables are recomputed and written (unless
+    ``--render NOTEBOOK [NOTEBOOK ...]`` writes ``results/report.html`` and ``.md`` from the newest
+    of these that holds outputs (:func:`newest_executed`, :func:`render_report`). Otherwise the condition tables are recomputed and written (unless
     ``--check-only``) and the criteria checked.
 
     Exit status: 0 pass; :data:`EXIT_CRITERIA_FAILED` (3) when a criterion fails or a condition
@@ -191,8 +261,9 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", default="demo", choices=PROFILES)
     ap.add_argument("--data-root", default=None, help="parent of the profile folders "
                     "(default $AIP_DATA_ROOT, else <repo>/data)")
-    ap.add_argument("--render", default=None, metavar="NOTEBOOK",
-                    help="executed notebook 09 to render into the profile's results/")
+    ap.add_argument("--render", default=None, metavar="NOTEBOOK", nargs="+",
+                    help="executed notebook 09 to render into the profile's results/ (of several, the "
+                         "newest that holds outputs)")
     ap.add_argument("--criteria", default=None, help="criteria JSON file")
     ap.add_argument("--previous", default=None,
                     help="previous run: workspace root or results folder with provenance.json")
@@ -209,9 +280,10 @@ def main(argv=None) -> int:
     try:
         ws = workspace(args.profile, data_root=args.data_root)
         if args.render:
-            out = render_report(args.render, ws.results)
+            nb = newest_executed(args.render)
+            out = render_report(nb, ws.results)
             print(f"report: {out['report_html']} ({out['figures']} figures embedded, "
-                  f"{len(out['toc'])} sections) and {out['report_md']}")
+                  f"{len(out['toc'])} sections) and {out['report_md']}, from {nb}")
             return 0
         spec = load_criteria(args.criteria) if args.criteria else None
         min_diff = args.min_diff if args.min_diff is not None else (

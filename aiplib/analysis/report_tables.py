@@ -303,20 +303,26 @@ def not_applicable_note(ws) -> str | None:
 
 
 def provenance_lines(rec: dict) -> list[str]:
-    """Readable lines of a run record (:func:`aiplib.analysis.provenance.collect_provenance`)."""
-    models = [f"{m}: revision {v.get('revision')}, weights {v.get('weights')}"
+    """Readable lines of a run record (:func:`aiplib.analysis.provenance.collect_provenance`); absent
+    values are said in words ("revision: not pinned")."""
+    def say(v, absent="not recorded"):
+        return absent if v is None or v == "" else v
+
+    models = [f"{m}: revision {say(v.get('revision'), 'not pinned')}, weights {say(v.get('weights'))}"
               + (f" (sha256 {str(v.get('weights_sha256'))[:12]}…)" if v.get("weights_sha256") else "")
               + (f"; takes no task prompt (not applicable: {', '.join(v['not_applicable'])})"
                  if v.get("not_applicable") else "") for m, v in (rec.get("models") or {}).items()]
-    man = [f"manifests/{f}.csv sha256 {m.get('sha256')} (seeds from {m.get('seed_start')}, "
-           f"{m.get('n_rows')} rows)" for f, m in (rec.get("manifests") or {}).items()]
+    man = [f"manifests/{f}.csv sha256 {say(m.get('sha256'))} ("
+           + ("seeds not recorded" if m.get("seed_start") is None else f"seeds from {m['seed_start']}")
+           + (", rows not counted)" if m.get("n_rows") is None else f", {m['n_rows']} rows)")
+           for f, m in (rec.get("manifests") or {}).items()]
     n = rec.get("normalizer") or {}
     a = rec.get("analysis") or {}
     prompts = [f"prompt of {t}: [{p.get('prompt_id')}] {p.get('text')}" if p.get("text") is not None
                else f"prompt of {t}: {p.get('prompt_set')} set, text in its source file (not fetched here)"
                for t, p in (rec.get("tasks") or {}).items()]
-    return [f"aiplib {rec.get('aiplib_version')}; " + ", ".join(
-        f"{k} {v}" for k, v in (rec.get("versions") or {}).items() if k != "aiplib"),
-        f"normaliser {n.get('name')} {n.get('version')}",
-        f"bootstrap seed {a.get('seed')}, {a.get('n_resamples')} resamples, level "
-        f"{a.get('level')}", *man, *models, *prompts]
+    return [f"aiplib {say(rec.get('aiplib_version'))}; " + ", ".join(
+        f"{k} {say(v, 'not installed')}" for k, v in (rec.get("versions") or {}).items() if k != "aiplib"),
+        f"normaliser {say(n.get('name'))} {say(n.get('version'), '')}".rstrip(),
+        f"bootstrap seed {say(a.get('seed'))}, {say(a.get('n_resamples'), 'unrecorded')} resamples, level "
+        f"{say(a.get('level'))}", *man, *models, *prompts]

@@ -112,21 +112,27 @@ def response_html(fam: str, row, result, msg: str) -> str:
     return f"<table class='aip-resp-table'>{body}</table>{legend}"
 
 
+def pct(v, spec: str = "+.1f", unit: str = "pp") -> str:
+    """A fraction (2.222) in percent or percentage points, as the report writes it (``+222.2 pp``)."""
+    s = fmt(v * 100 if isinstance(v, (int, float)) else v, spec)
+    return s if s == "–" else f"{s} {unit}"
+
+
 def metrics_html(fam: str, result) -> str:
     """One line of metrics: WER, S/D/I, loop, ΔWER vs clean; or KWS first word, correct, the flip."""
     if result is None or not result["found"]:
         return ""
     noisy = result["bg_id"] != "clean"
     if fam == "asr":
-        parts = [f"WER <b>{fmt(result['wer'], '.3f')}</b>"]
+        parts = [f"WER <b>{pct(result['wer'], '.1f', '%')}</b>"]
         if not math.isnan(result.get("substitutions", float("nan"))):
             parts.append(f"S {result['substitutions']:.0f} · D {result['deletions']:.0f} · "
                          f"I {result['insertions']:.0f} of {result['ref_words']:.0f} reference words")
         if result.get("is_loop"):
             parts.append("<b>looping response</b>")
         if noisy:
-            parts += [f"clean WER {fmt(result['clean_wer'], '.3f')}",
-                      f"ΔWER vs clean <b>{fmt(result['delta_wer'], '+.3f')}</b>"]
+            parts += [f"clean WER {pct(result['clean_wer'], '.1f', '%')}",
+                      f"ΔWER vs clean <b>{pct(result['delta_wer'])}</b>"]
     else:
         yn = {True: "correct", False: "wrong", None: "–"}
         parts = [f"first word <b>{html.escape(result['first_word'] or '–')}</b>", yn[result["correct"]]]
@@ -542,7 +548,7 @@ class Explorer:
                                                     bg_id=r.bg_id, snr_db=r.snr_db, model=r.model))
             self.worst_buttons.append(b)
             cells += [b, W.HTML(f"<code>{html.escape(r.item_id)}</code>"),
-                      W.HTML(f"{r.delta:+.2f}" if fam == "asr" else "flip")] + (
+                      W.HTML(pct(r.delta) if fam == "asr" else "flip")] + (
                 [W.HTML(html.escape(r.model))] if several else [])
         self.worst.layout.grid_template_columns = f"repeat({len(heads)}, max-content)"
         self.worst.children = cells
