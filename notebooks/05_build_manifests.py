@@ -15,7 +15,7 @@
 # is rewritten only when its bytes change; stage 7 keys each row on what the model heard, so it
 # re-runs exactly the stimuli whose rows changed.
 #
-# **Condition families** (`suite`, issue 14). `background` is the battery above. `competing_speech`
+# **Condition families** (`suite`). `background` is the battery above. `competing_speech`
 # mixes each item with other talkers (one language, or a cocktail of three) at -10 to +10 dB;
 # `channel` passes the clean speech through a telephone band, codecs, packet loss, clipping, low
 # level, rooms, echo or a cut. Each family has its own manifests, `manifests/<family>/<asr|kws>.csv`,

@@ -20,7 +20,7 @@
 # `inference/<model>/<task>.jsonl` (`aiplib.inference.shards.merge_all`, the same as `make merge`): two
 # different answers for one stimulus stop the stage, and so does a shard still running.
 #
-# **Condition families** (`suite`, issue 14): `background` is the battery above; for the other
+# **Condition families** (`suite`): `background` is the battery above; for the other
 # families of the suite whose manifests exist (`competing_speech`, `channel`) the same scoring runs
 # on `inference/<family>/` and writes `results/scores/<family>/<task>.csv`, pairing each row with
 # its item's clean row of the same family; competing-speech rows also get the leakage of the
