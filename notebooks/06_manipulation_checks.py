@@ -21,7 +21,7 @@ from typing import Optional
 
 profile: str = os.environ.get("AIP_PROFILE", "demo")  # demo | paper | custom
 smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests and CI
-model: str = "whisper_tiny_en"  # recogniser for the WER check (registry id)
+wer_check_model: str = "whisper_tiny_en"  # recogniser for the WER check (registry id; `make all MODEL=…` leaves it)
 n_inspection: Optional[int] = None  # clips written for listening; None: 6 when smoke, else 60
 n_wer_items: Optional[int] = None  # clean items in the WER constancy check; None: 2 when smoke, else 8
 seed: int = aiplib.DEFAULT_SEED  # seeds the item, row and clip choices of the checks
@@ -47,7 +47,7 @@ presence = checks.background_presence(ws)
 presence.groupby("snr_db")[["target_snr_db", "achieved_snr_db", "bg_active_fraction"]].mean().round(3)
 
 # %%
-constancy = wer_check.wer_constancy(ws, model=model, n_items=n_wer_items, seed=seed)
+constancy = wer_check.wer_constancy(ws, model=wer_check_model, n_items=n_wer_items, seed=seed)
 if constancy.attrs["n_failed"]:  # recogniser failures are results: counted, named, retried by the next run
     print(f"{constancy.attrs['n_failed']} of {len(constancy)} decodes failed and are left out of the spread: "
           + ", ".join(constancy.attrs["failed"][:10]) + f"; first error: {constancy['error'].dropna().iloc[0]}")
