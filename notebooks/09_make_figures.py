@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 from matplotlib import colormaps
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -533,6 +534,7 @@ else:
     axes[0].legend(frameon=False, ncol=min(len(models), 4), loc="lower center", bbox_to_anchor=(0.5, 1.12))
     fig.suptitle("ASR degradation by accent")
     publish(fig, "figure5_accent_degradation")
+    fig5 = fig
 
 # %% [markdown]
 # ## The steering prompt (Table 5, Figure 6)
@@ -896,6 +898,8 @@ Markdown("\n".join(f"- {line}" for line in rt.provenance_lines(rec)))
 # where the run covered the manifest (no stimulus left out), the overall pairs are items ×
 # backgrounds × SNRs of the manifest and Table 2's `n` is the number of backgrounds. The left-out
 # table holds: scored + failed + missing = the manifest's stimuli, and scored = the rows of the scores.
+# Figure 5 draws an error bar only where a group has an interval (from 10 items), and every number of
+# the Findings is the one in the file it cites.
 
 # %%
 from aiplib.io.formats import read_battery_csv, read_manifest
@@ -937,6 +941,12 @@ if (tabs / "table2_descriptor_correlations.csv").is_file() and battery is not No
     wrong = full[full["n"] != n_bg]
     first = wrong.iloc[0] if len(wrong) else None
     assert wrong.empty, f"table2 {first['task']}/{first['model']}/{first['descriptor']}: n {first['n']}, not the {n_bg} backgrounds"
+# Figure 5: an interval only from MIN_N_FOR_INTERVAL items, and an error bar only where there is an interval
+if has_accents and not t4.empty:
+    with_ci = bars["ci_low_pp"].notna()
+    assert (bars.loc[with_ci, "n_items"] >= stats.MIN_N_FOR_INTERVAL).all(), "Figure 5: an interval below the threshold"
+    drawn = sum(len(c.get_segments()) for ax in fig5.axes for c in ax.collections if isinstance(c, LineCollection))
+    assert drawn == int(with_ci.sum()), f"Figure 5 draws {drawn} error bars for {int(with_ci.sum())} intervals"
 # every number of the Findings is the one in the file it cites
 CITED = {"table2_descriptor_correlations": ({"task": "task", "model": "model", "descriptor": "subject"}, "r_s"),
          "table4_accent_dwer": ({"model": "model", "accent_group": "subject"}, "mean_delta_wer_pp"),
