@@ -1,5 +1,10 @@
 # %% [markdown]
 # # 9 · Results
+#
+# The findings first, then how the numbers are made and each table and figure under its caption.
+# **Reads** `results/scores/`, `descriptors/`, `manifests/` and `inference/*/run_log.jsonl`. **Writes**
+# `results/figures/` (PNG + PDF), `results/tables/` (Tables 2–5, `conditions_<task>.csv`),
+# `results/provenance.json` and a JSON sidecar next to every results file.
 
 # %% tags=["parameters"]
 import os
@@ -259,10 +264,7 @@ display(Markdown("\n".join(f"- {line}" for line in lines)))
 # 2–5 (`scoring/figures.py`, `scripts/generate_plots_new.py`).
 # **What we do.** The same definitions (`aiplib.analysis.paper`; the figures are drawn in the cells below), with, beside every number, a 95 %
 # bootstrap interval over items, an exact test and a verdict per condition (`aiplib.analysis.conditions`,
-# `aiplib.analysis.stats`). **Reads** `results/scores/`, `descriptors/`, `manifests/` and
-# `inference/*/run_log.jsonl`. **Writes** `results/figures/` (PNG + PDF), `results/tables/`
-# (Tables 2–5, `conditions_<task>.csv`), `results/provenance.json` and a JSON sidecar next to
-# every results file.
+# `aiplib.analysis.stats`).
 #
 # ΔWER = WER(noisy) − WER(clean) and ΔAcc = acc(clean) − acc(noisy) on the same items, in
 # percentage points (pp): positive means the background hurt. WER % is the corpus WER (Σ errors /
