@@ -1,4 +1,4 @@
-"""Stage 9: the tidy tables behind Figures 2–7 and Tables 2–5 (notebook 09 draws the figures).
+"""Stage 9: the tidy tables behind Figures 2–7, Tables 2–5 and the Findings (notebook 09 draws and writes them).
 
 Inputs are ``results/scores/<task>.csv`` (stage 8), ``descriptors/acoustic_descriptors.csv`` and
 ``descriptors/battery.csv`` (:func:`load_inputs`). Definitions follow the authors'
