@@ -70,10 +70,11 @@ FAMILY_COLOURS = {"asr": "#332288", "kws": "#88CCEE"}
 CATEGORY_COLOURS = {"stationary": "#4477AA", "transient": "#EE6677", "music": "#228833", "speech-like": "#CCBB44"}
 OTHER_COLOUR = "#BBBBBB"
 warnings.filterwarnings("ignore", message="Conversion of an array with ndim > 0", category=DeprecationWarning)
-# one font scale for every figure (in points); each figure is shown at its own size, 100 px per inch
+# one font scale for every figure (in points); each figure is shown at its own size, 100 px per inch (the widest
+# ones scaled down to the page's 1200 px)
 mpl.rcParams.update({"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "xtick.labelsize": 7,
                      "ytick.labelsize": 7, "legend.fontsize": 7, "figure.titlesize": 9})
-PX_PER_INCH = 100
+PX_PER_INCH, MAX_WIDTH_PX = 100, 1200
 
 
 def model_colours(models):
@@ -101,7 +102,7 @@ def ci_bars(ax, pos, v, lo, hi, *, horizontal=False):
 def publish(fig, name):
     """Write results/figures/<name>.png and .pdf and show the PNG (the report embeds it)."""
     paper.save_figure(fig, ws.figures_dir, name)
-    rt.show_figure(ws.results, name, width=round(PX_PER_INCH * fig.get_figwidth()))
+    rt.show_figure(ws.results, name, width=min(MAX_WIDTH_PX, round(PX_PER_INCH * fig.get_figwidth())))
 
 
 def write_table(t, name):
