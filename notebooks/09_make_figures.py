@@ -1,23 +1,12 @@
 # %% [markdown]
 # # 9 · Results
 #
+# The findings first, then how the numbers are made and each table and figure under its caption.
+# **Reads** `results/scores/`, `descriptors/`, `manifests/` and `inference/*/run_log.jsonl`. **Writes**
+# `results/figures/` (PNG + PDF), `results/tables/` (Tables 2–5, `conditions_<task>.csv`),
+# `results/provenance.json` and a JSON sidecar next to every results file.
+#
 # Run and saved in JupyterLab, this notebook is the report's source too: `make report` re-renders `results/report.html` from the newer of it and the executed record of `make 09`.
-#
-# This notebook is the Results section. Each table or figure sits in its own cell under its
-# caption; `make` renders the executed copy into `results/report.html` (one self-contained page,
-# code hidden) and `results/report.md` (`aiplib.analysis.report.render_report`).
-#
-# **What the authors did.** They scored every response (`scripts/06_score_metrics.py`,
-# `scoring/score_all.py` in IvLabs/AIP-Speech: WER on normalised text, KWS by the first word of
-# the answer in the closed keyword set), averaged the degradation per background over items and
-# SNRs, rank-correlated it with the acoustic descriptors (Spearman) and drew Figures 2–7 and Tables
-# 2–5 (`scoring/figures.py`, `scripts/generate_plots_new.py`).
-# **What we do.** The same definitions (`aiplib.analysis.paper`; the figures are drawn in the cells below), with, beside every number, a 95 %
-# bootstrap interval over items, an exact test and a verdict per condition (`aiplib.analysis.conditions`,
-# `aiplib.analysis.stats`). **Reads** `results/scores/`, `descriptors/`, `manifests/` and
-# `inference/*/run_log.jsonl`. **Writes** `results/figures/` (PNG + PDF), `results/tables/`
-# (Tables 2–5, `conditions_<task>.csv`), `results/provenance.json` and a JSON sidecar next to
-# every results file.
 
 # %% tags=["parameters"]
 import os
@@ -45,10 +34,12 @@ print(ws.root)
 import json
 import warnings
 
+import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 from matplotlib import colormaps
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -56,6 +47,7 @@ from aiplib.analysis import conditions as cond
 from aiplib.analysis import paper
 from aiplib.analysis import report_tables as rt
 from aiplib.analysis import stats
+from aiplib.core.tasks import BASE_TASKS
 from aiplib.io.formats import load_scores
 
 boot = dict(n_resamples=n_resamples, seed=seed)
@@ -68,15 +60,7 @@ tabs = ws.tables_dir
 tabs.mkdir(parents=True, exist_ok=True)
 print(f"{len(cond_paths)} condition tables written under {ws.results}")
 
-# %% [markdown]
-# ## Coverage
-#
-# How much of its manifest each model × task scored (stage 8, `tables/coverage.csv`). A partial run (a
-# `limit`, a stopped run, shards not merged) is named here, and every figure and table below that
-# needs every background or item says what it lacks; when another model covers the whole manifest,
-# the paper's views (Figures 2–7, Tables 2–5) leave the partial model out.
-
-# %%
+# %% tags=["report-hide"]
 import sys
 
 from aiplib.core.tasks import task_family
@@ -135,7 +119,6 @@ else:
     if dropped:
         coverage_text += (f"\n\nLeft out of Figures 2–7 and Tables 2–5: {', '.join(dropped)}; another model covers the "
                           "whole manifest, and a view pooled over unequal coverage would use only the part they share.")
-Markdown(coverage_text)
 
 # %% [markdown] tags=["report-hide"]
 # The figures below are drawn here with matplotlib, each from the tidy table one `aiplib.analysis.paper`
@@ -149,6 +132,11 @@ FAMILY_COLOURS = {"asr": "#332288", "kws": "#88CCEE"}
 CATEGORY_COLOURS = {"stationary": "#4477AA", "transient": "#EE6677", "music": "#228833", "speech-like": "#CCBB44"}
 OTHER_COLOUR = "#BBBBBB"
 warnings.filterwarnings("ignore", message="Conversion of an array with ndim > 0", category=DeprecationWarning)
+# one font scale for every figure (in points); each figure is shown at its own size, 100 px per inch (the widest
+# ones scaled down to the page's 1200 px)
+mpl.rcParams.update({"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "xtick.labelsize": 7,
+                     "ytick.labelsize": 7, "legend.fontsize": 7, "figure.titlesize": 9})
+PX_PER_INCH, MAX_WIDTH_PX = 100, 1200
 
 
 def model_colours(models):
@@ -160,19 +148,23 @@ def category_legend(ax, cats):
     order = list(CATEGORY_COLOURS)
     seen = sorted(set(cats), key=lambda c: (order.index(c) if c in order else len(order), c))
     ax.legend(handles=[Patch(color=CATEGORY_COLOURS.get(c, OTHER_COLOUR), label=c) for c in seen],
-              fontsize=7, frameon=False, loc="best")
+              frameon=False, loc="best")
 
 
-def error_bars(v, lo, hi):
-    """(2, n) distances from each value to its interval bounds; 0 where there is no interval."""
-    return np.nan_to_num(np.vstack([np.clip(v - np.asarray(lo, float), 0, None),
-                                    np.clip(np.asarray(hi, float) - v, 0, None)]))
+def ci_bars(ax, pos, v, lo, hi, *, horizontal=False):
+    """Error bars from each value to its interval bounds, drawn only where both bounds exist."""
+    pos, v, lo, hi = (np.asarray(a, float) for a in (pos, v, lo, hi))
+    ok = np.isfinite(v) & np.isfinite(lo) & np.isfinite(hi)
+    if ok.any():
+        err = np.vstack([np.clip(v[ok] - lo[ok], 0, None), np.clip(hi[ok] - v[ok], 0, None)])
+        xy = (v[ok], pos[ok]) if horizontal else (pos[ok], v[ok])
+        ax.errorbar(*xy, **{"xerr" if horizontal else "yerr": err}, fmt="none", ecolor="k", lw=0.7, capsize=2)
 
 
 def publish(fig, name):
     """Write results/figures/<name>.png and .pdf and show the PNG (the report embeds it)."""
     paper.save_figure(fig, ws.figures_dir, name)
-    rt.show_figure(ws.results, name)
+    rt.show_figure(ws.results, name, width=min(MAX_WIDTH_PX, round(PX_PER_INCH * fig.get_figwidth())))
 
 
 def write_table(t, name):
@@ -180,8 +172,173 @@ def write_table(t, name):
     t.to_csv(tabs / f"{name}.csv", index=False)
     return pd.read_csv(tabs / f"{name}.csv", keep_default_na=False, na_values=[""])
 
+# %% tags=["report-hide"]
+# The tidy tables of Figures 2–7 and Tables 2–5, one `aiplib.analysis.paper` call each, made here so the Findings
+# can cite them; the cell of each figure or table below draws or shows one of them.
+curves = paper.snr_curves(all_scores, **boot)  # Figure 7
+ranking = paper.background_ranking(all_scores, **boot)  # Figure 4, Table 3
+t2 = paper.table2_descriptor_correlations(all_scores, descriptors, **boot) if descriptors is not None else None
+has_accents = not all_scores["asr"]["accent_group"].isna().all()
+t4, t4_rest = paper.table4_accent_dwer(all_scores, **boot) if has_accents else (None, None)  # Table 4, Figure 5
+t4a = paper.table4_accent_dwer_authors(all_scores) if has_accents else None
+t5 = paper.table5_prompt_steering_rer(all_scores, **boot)  # Table 5, Figure 6
+found = paper.findings(tables, ranking, table2=t2, table4=t4, table5=t5)
+found
+
+# %% [markdown]
+# ## Findings
+
+# %%
+NAME = {"asr": "ASR ΔWER", "kws": "KWS ΔAcc"}
+run_models = sorted({m for t in tables.values() for m in t["model"].unique()})
+several = len(run_models) > 1
+
+
+def has_ci(r):
+    return np.isfinite(r.ci_low) and np.isfinite(r.ci_high)
+
+
+def val(r, nd=1, unit=" pp"):
+    """The value (signed) with its interval when it has one."""
+    v = "–" if not np.isfinite(r.value) else f"{r.value:+.{nd}f}{unit}"
+    return v + (f" [{r.ci_low:+.{nd}f}, {r.ci_high:+.{nd}f}]" if has_ci(r) else "")
+
+
+def no_ci(rs):
+    """", no interval" when none of the rows has one (", no interval for some" when only some)."""
+    k = sum(not has_ci(r) for r in rs)
+    return "" if k == 0 else ", no interval" if k == len(rs) else ", no interval for some"
+
+
+def items(n, what="item"):
+    return f"{int(n)} {what}{'' if int(n) == 1 else 's'}"
+
+
+def pv(p):
+    return "–" if not np.isfinite(p) else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
+
+
+def who(r):
+    return f" for `{r.model}`" if several else ""
+
+
+def rows(finding, task=None):
+    f = found[found["finding"] == finding]
+    return list((f if task is None else f[f["task"] == task]).itertuples())
+
+
+lines = []
+over = [f"{NAME[t]} {val(r)}{who(r)} ({items(r.n)}{no_ci([r])}, p = {pv(r.p)}, *{r.verdict}*)"
+        for t in BASE_TASKS.values() for r in rows("overall", t)]
+if over:
+    lines.append(f"**Overall.** Over every background and SNR, the mean per-item change is {'; '.join(over)} "
+                 f"(+ = worse; 95 % bootstrap intervals over items, {n_resamples} resamples; p of the exact test). "
+                 + ("" if several else f"One model was scored (`{run_models[0]}`), so nothing here compares models. ")
+                 + "([Table R1](#table-r1))")
+trend = []
+for t in BASE_TASKS.values():
+    for model, g in found[(found["finding"] == "snr") & (found["task"] == t)].groupby("model"):
+        rs = list(g.sort_values("subject", ascending=False).itertuples())  # highest SNR first
+        if len(rs) < 2:
+            continue
+        d = np.diff([r.value for r in rs])
+        hi, lo = rs[0], rs[-1]
+        overlap = has_ci(hi) and has_ci(lo) and hi.ci_low <= lo.ci_high and lo.ci_low <= hi.ci_high
+        if (d == 0).all():
+            how = f"is {val(hi)} at every SNR"
+        elif (d >= 0).all() or (d <= 0).all():
+            how = (f"{'grows' if (d >= 0).all() else 'shrinks'} as the SNR falls, from {val(hi)} at {hi.subject:g} dB "
+                   f"to {val(lo)} at {lo.subject:g} dB" + (" (the two intervals overlap)" if overlap else ""))
+        else:
+            how = "does not change steadily with the SNR: " + ", ".join(f"{val(r)} at {r.subject:g} dB" for r in rs)
+        trend.append(f"{NAME[t]}{who(hi)} {how}{no_ci(rs)}")
+if trend:
+    lines.append(f"**SNR.** {'; '.join(trend)}. ([Tables R2](#table-r2), [R6](#table-r6), [Figure 7](#figure-7))")
+ranked = int(np.isfinite(ranking["mean_degradation_pp"].to_numpy(float)).sum())
+ends = {f: f"`{rs[0].subject}` (" + ", ".join(f"{NAME[r.task]} {val(r)}" for r in rs) + f"{no_ci(rs)})"
+        for f in ("most_harmful", "least_harmful") if (rs := rows(f))}
+if len(ends) == 2:
+    lines.append(f"**Backgrounds.** Of the {ranked} backgrounds ranked by the mean of ASR ΔWER and KWS ΔAcc "
+                 f"(pooled over models), {ends['most_harmful']} hurt most and {ends['least_harmful']} least. "
+                 "([Figure 4](#figure-4), [Table 3](#table-3))")
+desc = [f"{FAMILY[r.task]} `{r.subject}`, r_s = {val(r, 2, '')} ({items(r.n, 'background')}{no_ci([r])}, "
+        f"p_BH = {pv(r.p)})"
+        for r in rows("descriptor")]
+if desc:
+    lines.append("**Descriptors.** The descriptor with the strongest rank correlation with the mean degradation "
+                 f"(Spearman, across backgrounds, pooled over models): {'; '.join(desc)}. "
+                 "([Table 2](#table-2), [Figure 3](#figure-3))")
+acc = []
+for hi, lo in zip(rows("accent_high"), rows("accent_low")):
+    k = int((t4["model"] == hi.model).sum())
+    acc.append(f"{val(lo)} (`{lo.subject}`, {items(lo.n)}{no_ci([lo])}) to {val(hi)} (`{hi.subject}`, "
+               f"{items(hi.n)}{no_ci([hi])}) over {k} groups{who(hi)}" if k > 1 else
+               f"{val(hi)} in its one group `{hi.subject}` ({items(hi.n)}{no_ci([hi])}){who(hi)}")
+if acc:
+    lines.append(f"**Accents.** Mean ΔWER per accent group: {'; '.join(acc)}. ([Table 4](#table-4), [Figure 5](#figure-5))")
+steer = []
+for r in rows("steering"):
+    flag = r.verdict if isinstance(r.verdict, str) else ""
+    if flag or not np.isfinite(r.value):
+        steer.append(f"{FAMILY[r.subject]} RER{who(r)} is flagged ({flag or 'not computable'}): "
+                     "the ratio does not measure a reduction")
+        continue
+    ci = f" [{r.ci_low:.2f}, {r.ci_high:.2f}]" if has_ci(r) else ""
+    side = (", its interval excludes 1" if has_ci(r) and (r.ci_high < 1 or r.ci_low > 1)
+            else ", its interval includes 1" if has_ci(r) else ", no interval")
+    below = "below" if r.value < 1 else "at or above"
+    steer.append(f"{FAMILY[r.subject]} RER{who(r)} {r.value:.2f}{ci} ({below} 1{side})")
+if steer:
+    lines.append("**Steering prompt.** The Residual Effect Ratio Δ(steering) / Δ(baseline) (below 1: less of the "
+                 f"noise effect is left with the prompt): {'; '.join(steer)}. "
+                 "([Table 5](#table-5), [Figure 6](#figure-6))")
+coarse = [", ".join(f"{items(max(r.n for r in rows('overall', t)), FAMILY[t] + ' item')}" for t in BASE_TASKS.values()
+                    if rows("overall", t)) + f", {items(len(ranking), 'background')}"]
+cnd = pd.concat([t[t["scope"] == "condition"] for t in tables.values()])
+n_coarse = int((cnd["coarse"].astype(str) == "True").sum()) if "coarse" in cnd else 0
+coarse.append(f"{n_coarse} of {len(cnd)} background × SNR conditions have fewer than {cond.COARSE_BELOW_ITEMS} "
+              f"items (*coarse*), {int((cnd['verdict'] == 'n/a').sum())} too few for a verdict")
+if t4 is not None and len(t4):
+    coarse.append(f"{int(t4['ci_low_pp'].isna().sum())} of {len(t4)} accent groups have no interval "
+                  f"(fewer than {stats.MIN_N_FOR_INTERVAL} items)")
+if t2 is not None and t2["ci_low"].isna().all():
+    coarse.append("no correlation has an interval (too few backgrounds)")
+left_csv = tabs / "failures_by_model_task.csv"
+left_out = pd.read_csv(left_csv) if left_csv.is_file() else None
+part = [] if left_out is None else [f"`{r.model}` × {r.task} left out {r.n_left_out} of {r.n_stimuli} stimuli"
+                                    for r in left_out.itertuples() if r.n_left_out > 0]
+coarse.append(f"a partial run: {'; '.join(part)}" if part else "every model × task covers its manifest")
+if not several:
+    coarse.append("one model")
+lines.append(f"**What is coarse.** {'; '.join(coarse)}.")
+display(Markdown("\n".join(f"- {line}" for line in lines)))
+
+# %% [markdown]
+# ## Coverage
+#
+# How much of its manifest each model × task scored (stage 8, `tables/coverage.csv`). A partial run (a
+# `limit`, a stopped run, shards not merged) is named here, and every figure and table below that
+# needs every background or item says what it lacks; when another model covers the whole manifest,
+# the paper's views (Figures 2–7, Tables 2–5) leave the partial model out.
+
+# %%
+Markdown(coverage_text)
+
 # %% [markdown]
 # ## How the numbers are made
+#
+# This notebook is the Results section. Each table or figure sits in its own cell under its
+# caption; `make` renders the executed copy into `results/report.html` (one self-contained page,
+# code hidden) and `results/report.md` (`aiplib.analysis.report.render_report`).
+#
+# **What the authors did.** They scored every response (`scripts/06_score_metrics.py`,
+# `scoring/score_all.py` in IvLabs/AIP-Speech: WER on normalised text, KWS by the first word of
+# the answer in the closed keyword set), averaged the degradation per background over items and
+# SNRs, rank-correlated it with the acoustic descriptors (Spearman) and drew Figures 2–7 and Tables
+# 2–5 (`scoring/figures.py`, `scripts/generate_plots_new.py`).
+# **What we do.** The same definitions (`aiplib.analysis.paper`; the figures are drawn in the cells below), with, beside every number, a 95 %
+# bootstrap interval over items, an exact test and a verdict per condition (`aiplib.analysis.conditions`,
+# `aiplib.analysis.stats`).
 #
 # ΔWER = WER(noisy) − WER(clean) and ΔAcc = acc(clean) − acc(noisy) on the same items, in
 # percentage points (pp): positive means the background hurt. WER % is the corpus WER (Σ errors /
@@ -214,7 +371,7 @@ Markdown(
 # %% [markdown]
 # ## Summary
 #
-# **Table R1 · Each task and model at a glance.** Clean and noisy (all backgrounds and SNRs)
+# <a id="table-r1"></a>**Table R1 · Each task and model at a glance.** Clean and noisy (all backgrounds and SNRs)
 # level, the mean per-item change with its 95 % interval (+ = worse), the corpus-level change,
 # the exact test of the overall change and its verdict, and how the background × SNR conditions
 # split into verdicts. The last column is the robust view (ASR: capped mean / median WER and the
@@ -226,14 +383,13 @@ rt.summary_table(tables)
 # %% [markdown]
 # ## Performance against SNR (Figure 7)
 #
-# **Figure 7 · Mean per-utterance WER (ASR) and accuracy (KWS) per SNR**, one line per model, 95 %
+# <a id="figure-7"></a>**Figure 7 · Mean per-utterance WER (ASR) and accuracy (KWS) per SNR**, one line per model, 95 %
 # bootstrap bands over items; the clean stimuli are the leftmost point. As the authors: the mean over
 # every stimulus of the condition (all backgrounds), panel (b) without Qwen2-Audio-7B.
 # `figures/figure7_snr_performance.pdf`
 
 # %% tags=["report-hide"]
-curves = paper.snr_curves(all_scores, **boot)
-curves
+curves  # Figure 7's table, made above for the Findings
 
 # %%
 colours = model_colours(curves["model"])
@@ -250,28 +406,26 @@ for ax, fam, tag, ylab in zip(fig.subplots(1, 2), ("asr", "kws"), "ab",
         ax.plot(xs, g["value_pp"], marker="o", ms=3, color=colours[model],
                 label=f"{model} (partial run)" if (model, fam) in gaps else model)
         ax.fill_between(xs, g["ci_low_pp"], g["ci_high_pp"], alpha=0.15, color=colours[model])
-    ax.set_xticks(xs, conds, fontsize=8)
-    ax.set_xlabel("condition (SNR)", fontsize=8)
-    ax.set_ylabel(ylab, fontsize=8)
-    ax.set_title(f"({tag}) {FAMILY[fam]}", fontsize=9, loc="left")
+    ax.set_xticks(xs, conds)
+    ax.set_xlabel("condition (SNR)")
+    ax.set_ylabel(ylab)
+    ax.set_title(f"({tag}) {FAMILY[fam]}", loc="left")
     ax.grid(alpha=0.3)
-    ax.tick_params(labelsize=7)
-    ax.legend(fontsize=7, frameon=False)
+    ax.legend(frameon=False)
 publish(fig, "figure7_snr_performance")
 coverage_mark("backgrounds")
 
 # %% [markdown]
 # ## Which backgrounds hurt most (Figure 4, Table 3)
 #
-# **Figure 4 · Backgrounds ranked by the mean of ASR ΔWER and KWS ΔAcc** (the authors' ranking):
+# <a id="figure-4"></a>**Figure 4 · Backgrounds ranked by the mean of ASR ΔWER and KWS ΔAcc** (the authors' ranking):
 # per background the plain mean over all its noisy rows of every model (the authors' rule), with
-# 95 % intervals over items; colours are the background categories. Our per-SNR-balanced mean is in
+# 95 % intervals over items (none below 10 items); colours are the background categories. Our per-SNR-balanced mean is in
 # Table 3's `*_snr_balanced_pp` columns (the two differ only when rows are missing).
 # `figures/figure4_background_ranking.pdf`
 
 # %% tags=["report-hide"]
-ranking = paper.background_ranking(all_scores, **boot)
-ranking
+ranking  # Figure 4's table, made above for the Findings
 
 # %%
 lacking = sorted(set(read_manifest(ws, "asr").query("condition == 'noisy'")["background_id"]) - set(ranking.index)) \
@@ -284,16 +438,14 @@ y = np.arange(len(bgs))
 for ax, fam, col, tag in zip(axes, ("asr", "kws"), ("asr_delta_wer_pp", "kws_delta_acc_pp"), "ab"):
     r = ranking.reindex(bgs)
     v = r[col].to_numpy(float)
-    ax.barh(y, v, color=[CATEGORY_COLOURS.get(c, OTHER_COLOUR) for c in cats],
-            xerr=error_bars(v, r[f"{fam}_ci_low_pp"], r[f"{fam}_ci_high_pp"]),
-            error_kw={"lw": 0.7, "capsize": 1.5})
+    ax.barh(y, v, color=[CATEGORY_COLOURS.get(c, OTHER_COLOUR) for c in cats])
+    ci_bars(ax, y, v, r[f"{fam}_ci_low_pp"], r[f"{fam}_ci_high_pp"], horizontal=True)
     for yi in y[len(ranking):]:
         ax.text(0, yi, " missing (partial run)", va="center", fontsize=7, color="#aa3333")
     ax.axvline(0, color="k", lw=0.6)
-    ax.set_xlabel(DEG[fam] + ", mean over SNRs and models", fontsize=8)
-    ax.set_title(f"({tag}) {FAMILY[fam]}", fontsize=9, loc="left")
+    ax.set_xlabel(DEG[fam] + ", mean over SNRs and models")
+    ax.set_title(f"({tag}) {FAMILY[fam]}", loc="left")
     ax.grid(axis="x", alpha=0.3)
-    ax.tick_params(labelsize=7)
 axes[0].set_yticks(y, bgs)
 axes[0].invert_yaxis()
 category_legend(axes[1], cats)
@@ -301,7 +453,7 @@ publish(fig, "figure4_background_ranking")
 coverage_mark("backgrounds")
 
 # %% [markdown]
-# **Table 3 · The acoustic descriptors of each background, in the order of Figure 4**, beside its
+# <a id="table-3"></a>**Table 3 · The acoustic descriptors of each background, in the order of Figure 4**, beside its
 # ASR ΔWER and KWS ΔAcc (pp). `tables/table3_descriptor_values.csv`
 
 # %%
@@ -313,7 +465,7 @@ coverage_mark("backgrounds")
 # %% [markdown]
 # ## Descriptors and degradation (Table 2, Figures 3 and 2)
 #
-# **Table 2 · Spearman r_s across backgrounds between each descriptor and the mean degradation**
+# <a id="table-2"></a>**Table 2 · Spearman r_s across backgrounds between each descriptor and the mean degradation**
 # (the plain mean over a background's noisy rows; `pooled` = over every model's rows together), on
 # the descriptors rounded as the authors (ZCR, flux, flatness, contrast to 4 decimals; centroid,
 # rolloff, bandwidth to 2; RMS variance to 6); r_s of the unrounded descriptors beside. p is exact up
@@ -324,13 +476,19 @@ coverage_mark("backgrounds")
 # with a note. `tables/table2_descriptor_correlations.csv`
 
 # %%
-t2 = paper.table2_descriptor_correlations(all_scores, descriptors, **boot) if descriptors is not None else None
-display(rt.table2_display(write_table(t2, "table2_descriptor_correlations")) if t2 is not None
-        else Markdown("_No descriptors: Table 2 not made._"))
+if t2 is None:
+    display(Markdown("_No descriptors: Table 2 not made._"))
+else:
+    t2_shown = write_table(t2, "table2_descriptor_correlations")
+    if t2["model"].nunique() == 2:  # "pooled" and one model: the same numbers twice
+        t2_shown = t2_shown[t2_shown["model"] != "pooled"]
+        display(Markdown(f"_One model (`{t2_shown['model'].iloc[0]}`): its rows are the pooled rows, shown once "
+                         "(the CSV keeps both; Figure 3 draws the pooled ones)._"))
+    display(rt.table2_display(t2_shown))
 coverage_mark("backgrounds")
 
 # %% [markdown]
-# **Figure 3 · Spearman r_s of each descriptor against degradation**, pooled over models, one row per
+# <a id="figure-3"></a>**Figure 3 · Spearman r_s of each descriptor against degradation**, pooled over models, one row per
 # task: Table 2's `pooled` rows as a heatmap (* p_BH < 0.05). `figures/figure3_descriptor_correlations.pdf`
 
 # %%
@@ -348,13 +506,13 @@ else:
         for j in range(len(descs)):
             v, q = mat.iat[i, j], pbh.iat[i, j]
             ax.text(j, i, "n/a" if not np.isfinite(v) else f"{v:.2f}" + ("*" if q < 0.05 else ""),
-                    ha="center", va="center", fontsize=8,
+                    ha="center", va="center",
                     color="white" if np.isfinite(v) and abs(v) > 0.6 else "black")
-    ax.set_xticks(range(len(descs)), descs, rotation=40, ha="right", fontsize=8)
-    ax.set_yticks(range(len(tasks)), [t.upper() for t in tasks], fontsize=8)
+    ax.set_xticks(range(len(descs)), descs, rotation=40, ha="right")
+    ax.set_yticks(range(len(tasks)), [t.upper() for t in tasks])
     fig.colorbar(im, ax=ax, label="Spearman $r_s$", shrink=0.9)
     ax.set_title("Descriptor vs mean degradation across backgrounds, pooled over models "
-                 "(* $p_{BH}$ < 0.05)", fontsize=9)
+                 "(* $p_{BH}$ < 0.05)")
     publish(fig, "figure3_descriptor_correlations")
     coverage_mark("backgrounds")
 
@@ -393,11 +551,10 @@ else:
                 ax.plot(xs, b0 + b1 * xs, color="k", lw=1)
             r = p.iloc[0]
             ax.set_title(f"{FAMILY[fam]} · {desc}\n$r_s$ = {r.r_s:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}], "
-                         f"$p_{{BH}}$ = {r.p_bh:.3g}", fontsize=8)
-            ax.set_xlabel(desc, fontsize=8)
+                         f"$p_{{BH}}$ = {r.p_bh:.3g}")
+            ax.set_xlabel(desc)
             if j == 0:
-                ax.set_ylabel(DEG[fam], fontsize=8)
-            ax.tick_params(labelsize=7)
+                ax.set_ylabel(DEG[fam])
             ax.grid(alpha=0.3)
         if top:
             category_legend(axes[i, -1], p["category"])
@@ -407,15 +564,13 @@ else:
 # %% [markdown]
 # ## Accent groups (Table 4, Figure 5)
 #
-# **Table 4 · Mean ΔWER per model and accent group**, 95 % bootstrap interval over the group's items
+# <a id="table-4"></a>**Table 4 · Mean ΔWER per model and accent group**, 95 % bootstrap interval over the group's items
 # (none below 10 items); each item's ΔWER is first averaged over backgrounds and SNRs. Rows pooled
 # over models and items without an accent group are in `tables/table4_accent_dwer_pooled_unspecified.csv`.
 # In `demo` the groups are synthetic voices. `tables/table4_accent_dwer.csv`
 
 # %%
-has_accents = not all_scores["asr"]["accent_group"].isna().all()
 if has_accents:
-    t4, t4_rest = paper.table4_accent_dwer(all_scores, **boot)
     write_table(t4_rest, "table4_accent_dwer_pooled_unspecified")
 display(rt.table4_display(write_table(t4, "table4_accent_dwer")) if has_accents
         else Markdown("_No accent groups: Table 4 not made._"))
@@ -428,51 +583,59 @@ coverage_mark("items", ("asr",))
 # the noisy rows, no interval. `tables/table4_accent_dwer_authors.csv`
 
 # %%
-t4a = paper.table4_accent_dwer_authors(all_scores) if has_accents else None
 rt.table4_authors_display(write_table(t4a, "table4_accent_dwer_authors")) if has_accents \
     else Markdown("_No accents: not made._")
 
 # %% [markdown]
-# **Figure 5 · ΔWER by accent**: grouped bars per model, (a) the authors' labels (mean over noisy rows),
-# (b) our groups (mean over items, 95 % CI), the two tables above. `figures/figure5_accent_degradation.pdf`
+# <a id="figure-5"></a>**Figure 5 · ΔWER by accent**: grouped bars per model, (a) the authors' labels (mean over noisy
+# rows, no interval), (b) our groups (mean over items; 95 % bootstrap CI where a group has ≥ 10 items, with the
+# run's resamples; no error bar on a smaller group), the two tables above; n = the items behind each bar.
+# `figures/figure5_accent_degradation.pdf`
 
 # %%
-def accent_bars(ax, table, group_col, models, colours, *, ci):
-    groups = list(dict.fromkeys(table[group_col]))
-    w, x = 0.8 / max(len(models), 1), np.arange(len(groups))
-    for k, m in enumerate(models):
-        t = table[table["model"] == m].set_index(group_col).reindex(groups)
-        v = t["mean_delta_wer_pp"].to_numpy(float)
-        err = {"yerr": error_bars(v, t["ci_low_pp"], t["ci_high_pp"]), "error_kw": {"lw": 0.7, "capsize": 2}} if ci else {}
-        ax.bar(x + (k - (len(models) - 1) / 2) * w, v, w, label=m, color=colours[m], **err)
-    ax.set_xticks(x, groups, rotation=30, ha="right", fontsize=8)
-    ax.axhline(0, color="k", lw=0.6)
-    ax.grid(axis="y", alpha=0.3)
-
-
 if not has_accents or t4.empty:
     display(Markdown("_No ASR item has an accent group: Figure 5 not made._"))
 else:
-    panels = ([] if t4a.empty else [("accent_label", t4a, False, "the authors' accent labels, mean over noisy rows")]) \
-        + [("accent_group", t4, True, "accent groups (ours), mean over items, 95 % bootstrap CI")]
-    models = list(dict.fromkeys([*t4a["model"], *t4["model"]]))
+    bars = paper.accent_bars(t4, t4a)
+    panels = [p for p in ("authors", "ours") if p in set(bars["panel"])]
+    titles = {"authors": "the authors' accent labels,\nmean over noisy rows (no interval)",
+              "ours": f"accent groups (ours), mean over items;\n95 % bootstrap CI where a group has "
+                      f"≥ {stats.MIN_N_FOR_INTERVAL} items ({n_resamples} resamples)"}
+    models = list(dict.fromkeys(bars["model"]))
     colours = model_colours(models)
-    n_groups = max(len(set(t[col])) for col, t, _, _ in panels)
+    n_groups = int(bars.groupby("panel")["group"].nunique().max())
     fig = Figure(figsize=(max(4.5, 1.2 + 0.55 * n_groups * max(len(models), 1) ** 0.5), 3.4 * len(panels)),
                  layout="constrained")
     axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
-    for ax, (col, t, ci, title), tag in zip(axes, panels, "ab"):
-        accent_bars(ax, t, col, [m for m in models if m in set(t["model"])], colours, ci=ci)
-        ax.set_ylabel("ΔWER (pp), mean over backgrounds and SNRs", fontsize=8)
-        ax.set_title((f"({tag}) " if len(panels) > 1 else "") + title, fontsize=9, loc="left")
-    axes[0].legend(fontsize=7, frameon=False, ncol=min(len(models), 4), loc="lower center", bbox_to_anchor=(0.5, 1.12))
-    fig.suptitle("ASR degradation by accent", fontsize=9)
+    for ax, panel, tag in zip(axes, panels, "ab"):
+        b = bars[bars["panel"] == panel]
+        groups, ms = list(dict.fromkeys(b["group"])), [m for m in models if m in set(b["model"])]
+        w, x = 0.8 / len(ms), np.arange(len(groups))
+        for k, m in enumerate(ms):
+            t = b[b["model"] == m].set_index("group").reindex(groups)
+            xs, v = x + (k - (len(ms) - 1) / 2) * w, t["value_pp"].to_numpy(float)
+            ax.bar(xs, v, w, label=m, color=colours[m])
+            ci_bars(ax, xs, v, t["ci_low_pp"], t["ci_high_pp"])
+            ends = np.where(v >= 0, np.fmax(v, t["ci_high_pp"]), np.fmin(v, t["ci_low_pp"]))
+            for xi, vi, yi, n in zip(xs, v, ends, t["n_items"]):
+                if np.isfinite(vi):  # n = items behind the bar
+                    ax.annotate(f"n={int(n)}", (xi, yi), xytext=(0, 2 if vi >= 0 else -2), textcoords="offset points",
+                                ha="center", va="bottom" if vi >= 0 else "top", fontsize="x-small")
+        ax.set_xticks(x, groups, rotation=30, ha="right")
+        ax.axhline(0, color="k", lw=0.6)
+        ax.grid(axis="y", alpha=0.3)
+        ax.margins(y=0.15)
+        ax.set_ylabel("ΔWER (pp), mean over backgrounds and SNRs")
+        ax.set_title((f"({tag}) " if len(panels) > 1 else "") + titles[panel], loc="left")
+    axes[0].legend(frameon=False, ncol=min(len(models), 4), loc="lower center", bbox_to_anchor=(0.5, 1.12))
+    fig.suptitle("ASR degradation by accent")
     publish(fig, "figure5_accent_degradation")
+    fig5 = fig
 
 # %% [markdown]
 # ## The steering prompt (Table 5, Figure 6)
 #
-# **Table 5 · Residual Effect Ratio of the steering prompt.** RER = Δ(steering) / (Δ(baseline) +
+# <a id="table-5"></a>**Table 5 · Residual Effect Ratio of the steering prompt.** RER = Δ(steering) / (Δ(baseline) +
 # 1e-9) as the authors compute it, each Δ on its own task's rows (ASR: mean per-row ΔWER; KWS:
 # accuracy over all clean rows − over all noisy rows); KWS with both |Δ| below 1 pp → RER = 1. Our
 # paired RER (the same stimuli in both tasks) is beside it.
@@ -484,7 +647,6 @@ else:
 # `tables/table5_prompt_steering_rer.csv`
 
 # %%
-t5 = paper.table5_prompt_steering_rer(all_scores, **boot)
 display(rt.table5_display(write_table(t5, "table5_prompt_steering_rer")) if not t5.empty
         else Markdown("_No steering scores: Table 5 not made._"))
 if rt.not_applicable_note(ws):
@@ -492,8 +654,8 @@ if rt.not_applicable_note(ws):
 coverage_mark("items", ("asr", "kws", "asr_steer_p5", "kws_steer_p5"))
 
 # %% [markdown]
-# **Figure 6 · Residual Effect Ratio per model and task**: Table 5's `rer` as bars with its 95 % CI
-# (1 = the prompt changed nothing); a flagged RER (Δ(baseline) ≤ 0 or < 1 pp) is not drawn as a bar
+# <a id="figure-6"></a>**Figure 6 · Residual Effect Ratio per model and task**: Table 5's `rer` as bars with its 95 % CI
+# where one exists (1 = the prompt changed nothing); a flagged RER (Δ(baseline) ≤ 0 or < 1 pp) is not drawn as a bar
 # but marked "flagged". `figures/figure6_prompt_steering_rer.pdf`
 
 # %%
@@ -510,26 +672,26 @@ else:
         flagged = t["base_flag"].fillna("").astype(str).ne("").to_numpy()
         v = np.where(flagged, np.nan, t["rer"].to_numpy(float))
         xs = x + (k - (len(fams) - 1) / 2) * w
-        ax.bar(xs, np.nan_to_num(v), w, label=FAMILY[fam], yerr=error_bars(v, t["ci_low"], t["ci_high"]),
-               color=FAMILY_COLOURS[fam], error_kw={"lw": 0.7, "capsize": 2})
+        ax.bar(xs, np.nan_to_num(v), w, label=FAMILY[fam], color=FAMILY_COLOURS[fam])
+        ci_bars(ax, xs, v, t["ci_low"], t["ci_high"])
         for xi, vi, fl in zip(xs, v, flagged):
             if not np.isfinite(vi):
-                ax.text(xi, 0.02, "flagged" if fl else "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
+                ax.text(xi, 0.02, "flagged" if fl else "n/a", ha="center", va="bottom", rotation=90)
     ax.axhline(1.0, color="k", lw=0.8, ls="--")
     ok = t5["base_flag"].fillna("").astype(str).eq("").to_numpy()
     top = np.nanmax(np.r_[t5["ci_high"].to_numpy(float)[ok], t5["rer"].to_numpy(float)[ok], 1.0])
     ax.set_ylim(min(0.0, np.nanmin(np.r_[t5["ci_low"].to_numpy(float)[ok], 0.0])), top * 1.25)
-    ax.set_xticks(x, models, rotation=20, ha="right", fontsize=8)
-    ax.set_ylabel("RER = Δ(steering) / Δ(baseline)", fontsize=8)
-    ax.legend(fontsize=7, frameon=False, ncol=2, loc="upper right")
+    ax.set_xticks(x, models, rotation=20, ha="right")
+    ax.set_ylabel("RER = Δ(steering) / Δ(baseline)")
+    ax.legend(frameon=False, ncol=2, loc="upper right")
     ax.grid(axis="y", alpha=0.3)
-    ax.set_title("Steering prompt: residual noise effect\n(RER < 1: effect reduced)", fontsize=9)
+    ax.set_title("Steering prompt: residual noise effect\n(RER < 1: effect reduced)")
     publish(fig, "figure6_prompt_steering_rer")
 
 # %% [markdown]
 # ## Speech recognition per condition
 #
-# **Table R2 · ASR by SNR, pooled over backgrounds** (and the clean stimuli), per model.
+# <a id="table-r2"></a>**Table R2 · ASR by SNR, pooled over backgrounds** (and the clean stimuli), per model.
 # `tables/conditions_asr.csv`
 
 # %%
@@ -558,7 +720,7 @@ rt.worst_display(scores["asr"], "asr")
 # %% [markdown]
 # ## Keyword spotting per condition
 #
-# **Table R6 · KWS by SNR, pooled over backgrounds** (and the clean clips), per model.
+# <a id="table-r6"></a>**Table R6 · KWS by SNR, pooled over backgrounds** (and the clean clips), per model.
 # `tables/conditions_kws.csv`
 
 # %%
@@ -745,8 +907,8 @@ if "asr" in family_scores["competing_speech"]:
         ax.set_xlabel("SNR, target over distractor (dB)")
         ax.set_ylabel(ylab)
         ax.axhline(0, color="#999999", lw=0.6)
-        ax.set_title(f"({tag}) {lines['model'].iloc[0]}", fontsize=9, loc="left")
-    axes[1].legend(fontsize=7, frameon=False, loc="best")
+        ax.set_title(f"({tag}) {lines['model'].iloc[0]}", loc="left")
+    axes[1].legend(frameon=False, loc="best")
     save_figure(fig, ws.figures_dir, "figure_competing_speech")
     rt.show_figure(ws.results, "figure_competing_speech")
 else:
@@ -833,6 +995,8 @@ Markdown("\n".join(f"- {line}" for line in rt.provenance_lines(rec)))
 # where the run covered the manifest (no stimulus left out), the overall pairs are items ×
 # backgrounds × SNRs of the manifest and Table 2's `n` is the number of backgrounds. The left-out
 # table holds: scored + failed + missing = the manifest's stimuli, and scored = the rows of the scores.
+# Figure 5 draws an error bar only where a group has an interval (from 10 items), and every number of
+# the Findings is the one in the file it cites.
 
 # %%
 from aiplib.io.formats import read_battery_csv, read_manifest
@@ -874,6 +1038,27 @@ if (tabs / "table2_descriptor_correlations.csv").is_file() and battery is not No
     wrong = full[full["n"] != n_bg]
     first = wrong.iloc[0] if len(wrong) else None
     assert wrong.empty, f"table2 {first['task']}/{first['model']}/{first['descriptor']}: n {first['n']}, not the {n_bg} backgrounds"
+# Figure 5: an interval only from MIN_N_FOR_INTERVAL items, and an error bar only where there is an interval
+if has_accents and not t4.empty:
+    with_ci = bars["ci_low_pp"].notna()
+    assert (bars.loc[with_ci, "n_items"] >= stats.MIN_N_FOR_INTERVAL).all(), "Figure 5: an interval below the threshold"
+    drawn = sum(len(c.get_segments()) for ax in fig5.axes for c in ax.collections if isinstance(c, LineCollection))
+    assert drawn == int(with_ci.sum()), f"Figure 5 draws {drawn} error bars for {int(with_ci.sum())} intervals"
+# every number of the Findings is the one in the file it cites
+CITED = {"table2_descriptor_correlations": ({"task": "task", "model": "model", "descriptor": "subject"}, "r_s"),
+         "table4_accent_dwer": ({"model": "model", "accent_group": "subject"}, "mean_delta_wer_pp"),
+         "table5_prompt_steering_rer": ({"steer_task": "task", "model": "model"}, "rer"),
+         "conditions_asr": ({"scope": "finding", "model": "model"}, "delta_pp"),
+         "conditions_kws": ({"scope": "finding", "model": "model"}, "delta_pp")}
+for r in found.itertuples():
+    if r.source in CITED:
+        keys, col = CITED[r.source]
+        t = pd.read_csv(tabs / f"{r.source}.csv", keep_default_na=False, na_values=[""])
+        sel = t[np.logical_and.reduce([t[k].astype(str) == str(getattr(r, a)) for k, a in keys.items()])]
+        if r.finding == "snr":
+            sel = sel[sel["snr_db"] == r.subject]
+        assert len(sel) == 1 and np.isclose(sel[col].iloc[0], r.value, equal_nan=True), \
+            f"Findings: {r.finding} {r.task} {r.model} {r.subject} is {r.value}, {r.source}.csv has {sel[col].tolist()}"
 print(f"counts add up in {len(tables)} condition tables"
       + (f"; items × backgrounds × SNRs not checked for {', '.join(not_covered)}: stimuli were left out (a `limit` or failed run)"
          if not_covered else "; every run covered its manifest"))

@@ -499,3 +499,50 @@ def test_report_copy_in_another_folder_in_headless_chromium(tmp_path):
           f"screenshots {', '.join(map(str, shots))}")
     assert all(s.stat().st_size > 10_000 for s in shots)
     assert time.monotonic() - t1 < 60
+
+
+def test_report_opens_with_findings_in_headless_chromium(tmp_path):
+    """The report's first section is Findings and each of its links brings the table or figure it cites into
+    view; Figure 5's groups of 10 items have intervals (the notebook's checks count one error bar each)."""
+    import pandas as pd
+    from playwright.sync_api import sync_playwright
+
+    from aiplib.analysis import report
+    from test_report import _execute_09, make_run
+
+    ws = make_run(tmp_path / "data", n_asr=30, n_kws=4, n_bg=3, snrs=(10, 0), models=("m_a",))
+    score_inference(ws)
+    out = report.render_report(_execute_09(ws, tmp_path, n_resamples=50, seed=1), ws.results)
+    t4 = pd.read_csv(ws.results / "tables" / "table4_accent_dwer.csv")
+    assert (t4["n_items"] == 10).all() and t4["ci_low_pp"].notna().all()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shot = SHOTS / "report_findings.png"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.goto(out["report_html"].as_uri(), wait_until="load")
+            heads = page.evaluate("() => Array.from(document.querySelectorAll('h2'), h => h.id)")
+            assert heads[0] == "Findings", heads
+            hrefs = page.evaluate("""() => {
+                const hs = Array.from(document.querySelectorAll('h2')), f = hs[0], next = hs[1];
+                return Array.from(document.querySelectorAll('a[href^="#"]')).filter(a =>
+                    !a.closest('nav') && !a.classList.contains('anchor-link')
+                    && (f.compareDocumentPosition(a) & Node.DOCUMENT_POSITION_FOLLOWING)
+                    && (next.compareDocumentPosition(a) & Node.DOCUMENT_POSITION_PRECEDING)
+                ).map(a => a.getAttribute('href')); }""")
+            assert {"#table-r1", "#figure-7", "#figure-4", "#table-2", "#figure-5", "#table-5"} <= set(hrefs), hrefs
+            assert "One model was scored (m_a)" in page.inner_text("body")
+            page.evaluate("document.getElementById('Findings').scrollIntoView()")
+            page.screenshot(path=str(shot))
+            for href in hrefs:
+                page.evaluate("window.scrollTo(0, 0)")
+                page.locator(f'a[href="{href}"]').first.click()
+                page.wait_for_function(f"location.hash === {json.dumps(href)}")
+                top = page.evaluate("a => document.getElementById(a).getBoundingClientRect().top", href[1:])
+                assert -1 <= top < VIEWPORT["height"], f"{href} is at {top:.0f} px after its Findings link"
+            caption = page.evaluate("() => document.getElementById('figure-5').parentElement.innerText")
+            assert "where a group has ≥ 10 items" in caption
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 10_000

@@ -396,3 +396,68 @@ def test_table4_the_authors_accent_labels_beside_our_groups():
     assert paper.authors_accent_label("Hong Kong English") == "Hong Kong English"
     # Figure 5 (notebook 09) has two panels: the authors' labels and our groups
     assert not paper.table4_accent_dwer_authors(scores).empty and not ours.empty
+
+
+def test_figure5_bars_give_n_and_an_interval_only_from_the_threshold(fake_ws):
+    scores = formats.load_scores(fake_ws)
+    t4, _ = paper.table4_accent_dwer(scores, n_resamples=50)
+    t4a = paper.table4_accent_dwer_authors(scores)
+    bars = paper.accent_bars(t4, t4a)
+    assert set(bars["panel"]) == {"authors", "ours"} and len(bars) == len(t4) + len(t4a)
+    ours = bars[bars["panel"] == "ours"]
+    assert ours["n_items"].tolist() == t4["n_items"].tolist() == [2] * len(t4)     # n per bar
+    assert bars["ci_low_pp"].isna().all() and bars["ci_high_pp"].isna().all()      # 2 items: no interval
+    # an interval is kept from MIN_N_FOR_INTERVAL items on, dropped below it even when a table gives one
+    k = stats.MIN_N_FOR_INTERVAL
+    given = t4.assign(n_items=[k, k - 1] * (len(t4) // 2) + [k] * (len(t4) % 2), ci_low_pp=1.0, ci_high_pp=3.0)
+    b = paper.accent_bars(given)
+    has = b["ci_low_pp"].notna()
+    assert has.any() and (b.loc[has, "n_items"] >= k).all() and (b.loc[~has, "n_items"] < k).all()
+    assert (b["ci_low_pp"].notna() == b["ci_high_pp"].notna()).all()
+
+
+def test_findings_numbers_equal_the_tables_they_cite(fake_ws):
+    from aiplib.analysis import conditions as cond
+
+    scores, desc, _ = paper.load_inputs(fake_ws)
+    cond.write_condition_tables(fake_ws, n_resamples=50, seed=0)
+    tables = cond.read_condition_tables(fake_ws.results)
+    ranking = paper.background_ranking(scores, n_resamples=50)
+    t2 = paper.table2_descriptor_correlations(scores, desc, n_resamples=50)
+    t4, _ = paper.table4_accent_dwer(scores, n_resamples=50)
+    t5 = paper.table5_prompt_steering_rer(scores, n_resamples=50)
+    f = paper.findings(tables, ranking, table2=t2, table4=t4, table5=t5)
+    assert list(f.columns) == paper.FINDINGS_COLUMNS
+    assert set(f["finding"]) == {"overall", "snr", "most_harmful", "least_harmful", "descriptor", "accent_high",
+                                 "accent_low", "steering"}
+    for r in f.itertuples():
+        if r.finding in ("overall", "snr"):
+            t = tables[r.task]
+            t = t[(t["scope"] == r.finding) & (t["model"] == r.model)]
+            src = t[t["snr_db"] == r.subject] if r.finding == "snr" else t
+            got, want = (r.value, r.ci_low, r.ci_high, r.n, r.p), src[
+                ["delta_pp", "ci_low_pp", "ci_high_pp", "n_items", "p_value"]].iloc[0].tolist()
+        elif r.finding.endswith("harmful"):
+            fam = r.task
+            col = "asr_delta_wer_pp" if fam == "asr" else "kws_delta_acc_pp"
+            got, want = (r.value, r.ci_low, r.ci_high), ranking.loc[r.subject, [col, f"{fam}_ci_low_pp",
+                                                                               f"{fam}_ci_high_pp"]].tolist()
+        elif r.finding == "descriptor":
+            src = t2[(t2["task"] == r.task) & (t2["model"] == "pooled")]
+            assert abs(r.value) == src["r_s"].abs().max()                      # the strongest
+            got, want = (r.value, r.ci_low, r.ci_high, r.n, r.p), src[src["descriptor"] == r.subject][
+                ["r_s", "ci_low", "ci_high", "n", "p_bh"]].iloc[0].tolist()
+        elif r.finding.startswith("accent"):
+            src = t4[t4["model"] == r.model]
+            assert r.value == (src["mean_delta_wer_pp"].max() if r.finding == "accent_high"
+                               else src["mean_delta_wer_pp"].min())
+            got, want = (r.value, r.n), src[src["accent_group"] == r.subject][
+                ["mean_delta_wer_pp", "n_items"]].iloc[0].tolist()
+        else:
+            src = t5[(t5["model"] == r.model) & (t5["steer_task"] == r.task)]
+            got, want = (r.value, r.ci_low, r.ci_high, r.n), src[["rer", "ci_low", "ci_high", "n_items"]].iloc[0].tolist()
+        np.testing.assert_equal(np.array(got, float), np.array(want, float), err_msg=f"{r.finding} {r.task} {r.model}")
+    most = f[f["finding"] == "most_harmful"]["subject"].unique()
+    least = f[f["finding"] == "least_harmful"]["subject"].unique()
+    assert list(most) == [ranking.index[0]] and list(least) == [ranking.index[-1]]
+    assert (f.loc[f["finding"] == "overall", "value"] > 0).all()                # noise hurts in the fake run

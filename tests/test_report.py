@@ -341,9 +341,17 @@ def test_notebook_09_is_the_report(run_a, run_worse, tmp_path):
     md, page = out["report_md"].read_text(), out["report_html"].read_text()
     assert out["figures"] == len(re.findall(r'<img[^>]*src="data:image/png;base64,', page)) == 6
     heads = [t for _, _, t in out["toc"]]
-    assert heads[:4] == ["Coverage", "How the numbers are made", "Summary",
+    assert heads[:5] == ["Findings", "Coverage", "How the numbers are made", "Summary",
                          "Performance against SNR (Figure 7)"]
-    assert heads[-2:] == ["Checks", "Files"] and len(heads) == 18 and "Stimuli left out" in heads
+    assert heads[-2:] == ["Checks", "Files"] and len(heads) == 19 and "Stimuli left out" in heads
+    # the Findings open the report, each sentence linking the table or figure it comes from; every link resolves
+    found = md[md.index("## Findings"):md.index("\n## ", md.index("## Findings"))]
+    links = re.findall(r"\]\(#([^)]+)\)", found)
+    assert {"table-r1", "table-r2", "figure-7", "figure-4", "table-2", "table-4", "figure-5", "table-5"} <= set(links)
+    assert all(f'id="{a}"' in page for a in links) and page.count('href="#table-r1"') == 1
+    assert "200 resamples" in found and "`m_a`" in found and "**What is coarse.**" in found
+    assert "significant" not in found and "One model" not in found          # two models here
+    assert "where a group has ≥ 10 items" in md                              # Figure 5's caption
     # each figure sits in its own section, right under its caption
     for cap, name in [("Figure 7 · Mean per-utterance WER", "figure7_snr_performance"),
                       ("Figure 4 · Backgrounds ranked", "figure4_background_ranking")]:

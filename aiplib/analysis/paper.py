@@ -1,4 +1,4 @@
-"""Stage 9: the tidy tables behind Figures 2–7 and Tables 2–5 (notebook 09 draws the figures).
+"""Stage 9: the tidy tables behind Figures 2–7, Tables 2–5 and the Findings (notebook 09 draws and writes them).
 
 Inputs are ``results/scores/<task>.csv`` (stage 8), ``descriptors/acoustic_descriptors.csv`` and
 ``descriptors/battery.csv`` (:func:`load_inputs`). Definitions follow the authors'
@@ -315,6 +315,24 @@ def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
     return t[main].reset_index(drop=True), t[~main].reset_index(drop=True)
 
 
+
+def accent_bars(table4: pd.DataFrame, authors: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Figure 5's bars: ``panel`` (``authors``: :func:`table4_accent_dwer_authors`, no interval; ``ours``:
+    :func:`table4_accent_dwer`), ``model, group, n_items, value_pp, ci_low_pp, ci_high_pp``; the interval is
+    NaN where the group has fewer than :data:`aiplib.analysis.stats.MIN_N_FOR_INTERVAL` items or none was
+    given."""
+    frames = []
+    if authors is not None and len(authors):
+        frames.append(pd.DataFrame({"panel": "authors", "model": authors["model"], "group": authors["accent_label"],
+                                    "n_items": authors["n_items"], "value_pp": authors["mean_delta_wer_pp"],
+                                    "ci_low_pp": np.nan, "ci_high_pp": np.nan}))
+    few = table4["n_items"] < stats.MIN_N_FOR_INTERVAL
+    frames.append(pd.DataFrame({"panel": "ours", "model": table4["model"], "group": table4["accent_group"],
+                                "n_items": table4["n_items"], "value_pp": table4["mean_delta_wer_pp"],
+                                "ci_low_pp": table4["ci_low_pp"].mask(few),
+                                "ci_high_pp": table4["ci_high_pp"].mask(few)}))
+    return pd.concat(frames, ignore_index=True)
+
 # ------------------------------------------------------------------------ Table 5, Figure 6
 def _authors_rer(fam: str, b: pd.DataFrame, s: pd.DataFrame, *, n_resamples: int, seed: int):
     """The authors' unpaired RER of one model and its item bootstrap (both tasks' rows of an item
@@ -427,6 +445,65 @@ def snr_curves(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.Da
                              "in_figure": not (fam == "kws" and _norm_id(model) in excl)})
     return pd.DataFrame(rows)
 
+
+
+# ------------------------------------------------------------------------------- Findings
+# Columns of :func:`findings`, in order.
+FINDINGS_COLUMNS = ["finding", "task", "model", "subject", "value", "ci_low", "ci_high", "n", "p", "verdict",
+                    "source"]
+
+
+def findings(tables: dict, ranking: pd.DataFrame, *, table2=None, table4=None, table5=None) -> pd.DataFrame:
+    """The numbers the report's Findings cite, each copied from the table it names in ``source``.
+
+    ``finding``: ``overall`` and ``snr`` (the ``overall`` / ``snr`` rows of the base tasks' condition
+    tables, ``tables`` as :func:`aiplib.analysis.conditions.read_condition_tables` returns them);
+    ``most_harmful`` / ``least_harmful`` (the first and last background of Figure 4's ranking with a value,
+    one row per family); ``descriptor`` (per task, the pooled Table 2 row of largest |r_s|); ``accent_high``
+    / ``accent_low`` (per model, the Table 4 groups of largest and smallest mean ΔWER); ``steering`` (Table 5).
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(n_findings, 11)]
+        Columns :data:`FINDINGS_COLUMNS`: ``subject`` (SNR in dB, background, descriptor or accent group),
+        ``value, ci_low, ci_high`` (pp; r_s and RER without unit), ``n`` (items; backgrounds for r_s),
+        ``p`` (the exact test; p_BH for r_s), ``verdict`` (Table 5: its ``base_flag``).
+    """
+    rows = []
+    for task in BASE_TASKS.values():
+        t = tables.get(task)
+        for r in ([] if t is None else t[t["scope"].isin(["overall", "snr"])].itertuples()):
+            rows.append({"finding": r.scope, "task": task, "model": r.model,
+                         "subject": r.snr_db if r.scope == "snr" else "all", "value": r.delta_pp,
+                         "ci_low": r.ci_low_pp, "ci_high": r.ci_high_pp, "n": r.n_items, "p": r.p_value,
+                         "verdict": r.verdict, "source": f"conditions_{task}"})
+    ranked = ranking[np.isfinite(ranking["mean_degradation_pp"].to_numpy(float))]
+    for finding, bg in (("most_harmful", ranked.index[:1]), ("least_harmful", ranked.index[-1:])):
+        for fam, task in (BASE_TASKS.items() if len(bg) else ()):
+            col = f"{fam}_delta_wer_pp" if fam == "asr" else f"{fam}_delta_acc_pp"
+            r = ranking.loc[bg[0]]
+            rows.append({"finding": finding, "task": task, "model": "pooled", "subject": bg[0], "value": r[col],
+                         "ci_low": r[f"{fam}_ci_low_pp"], "ci_high": r[f"{fam}_ci_high_pp"],
+                         "source": "figure4_background_ranking"})
+    if table2 is not None:
+        pooled = table2[(table2["model"] == "pooled") & np.isfinite(table2["r_s"].to_numpy(float))]
+        for task, g in pooled.groupby("task", sort=False):
+            r = g.loc[g["r_s"].abs().idxmax()]
+            rows.append({"finding": "descriptor", "task": task, "model": "pooled", "subject": r["descriptor"],
+                         "value": r["r_s"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n": r["n"],
+                         "p": r["p_bh"], "source": "table2_descriptor_correlations"})
+    for model, g in ([] if table4 is None else table4.dropna(subset=["mean_delta_wer_pp"]).groupby("model")):
+        v = g["mean_delta_wer_pp"]
+        for finding, i in (("accent_high", v.idxmax()), ("accent_low", v.idxmin())):
+            r = g.loc[i]
+            rows.append({"finding": finding, "task": "asr", "model": model, "subject": r["accent_group"],
+                         "value": r["mean_delta_wer_pp"], "ci_low": r["ci_low_pp"], "ci_high": r["ci_high_pp"],
+                         "n": r["n_items"], "source": "table4_accent_dwer"})
+    for r in ([] if table5 is None else table5.itertuples()):
+        rows.append({"finding": "steering", "task": r.steer_task, "model": r.model, "subject": r.family, "value": r.rer,
+                     "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_items, "verdict": r.base_flag,
+                     "source": "table5_prompt_steering_rer"})
+    return pd.DataFrame(rows, columns=FINDINGS_COLUMNS)
 
 # ------------------------------------------------------------------------------ file output
 def write_tables(ws, *, n_resamples: int = 2000, seed: int = 0) -> dict[str, Path]:
