@@ -21,7 +21,7 @@ from typing import Optional
 
 profile: str = os.environ.get("AIP_PROFILE", "demo")  # demo | paper | custom
 smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests and CI
-wer_check_model: str = "whisper_tiny_en"  # recogniser for the WER check (registry id; `make all MODEL=…` leaves it)
+wer_check_model: str = "whisper_tiny_en"  # recogniser for the WER check (registry id), not the MODEL of stage 7
 n_inspection: Optional[int] = None  # clips written for listening; None: 6 when smoke, else 60
 n_wer_items: Optional[int] = None  # clean items in the WER constancy check; None: 2 when smoke, else 8
 seed: int = aiplib.DEFAULT_SEED  # seeds the item, row and clip choices of the checks
