@@ -16,7 +16,7 @@ import pandas as pd
 from aiplib.analysis import conditions as cond
 from aiplib.analysis.conditions import KWS_ROBUST_COLUMNS, asr_robust, kws_robust
 from aiplib.analysis.conditions.verdicts import _ratio
-from aiplib.analysis.report_tables import Table, _ci, _p, fmt
+from aiplib.analysis.report_tables import Table, _ci, _cis, _p, fmt
 from aiplib.analysis.stats import bootstrap_ci
 from aiplib.core.errors import AiplibParameterError
 from aiplib.io.formats import parse_bool
@@ -60,8 +60,7 @@ def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_language
     need = {"asr": ["n_hyp_words", "n_leak_words", "n_leak_insertions"], "kws": ["kws_leak"]}
     if task not in need:
         raise AiplibParameterError(f"task must be 'asr' or 'kws', got {task!r}")
-    missing = [c for c in [*by, *need[task]] if c not in scores.columns]
-    if missing:
+    if missing := [c for c in [*by, *need[task]] if c not in scores.columns]:
         raise AiplibParameterError(f"leakage_summary: missing column(s) {missing}")
     kw = dict(n_resamples=n_resamples, seed=seed, level=level)
     rows = []
@@ -72,9 +71,10 @@ def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_language
             row["n_hyp_words"] = int(words.sum())
             r = bootstrap_ci((leak, words), _ratio, vectorized=True, **kw) if words.sum() > 0 else None
             ins = bootstrap_ci(g["n_leak_insertions"].to_numpy(float), np.mean, vectorized=True, **kw)
-            row.update(leak_share=r.estimate if r else float("nan"), leak_share_ci_low=r.ci_low if r else float("nan"),
-                       leak_share_ci_high=r.ci_high if r else float("nan"), leak_insertions_per_item=ins.estimate,
-                       leak_insertions_ci_low=ins.ci_low, leak_insertions_ci_high=ins.ci_high,
+            row.update(zip(("leak_share", "leak_share_ci_low", "leak_share_ci_high"),
+                           (r.estimate, r.ci_low, r.ci_high) if r else (math.nan,) * 3),
+                       leak_insertions_per_item=ins.estimate, leak_insertions_ci_low=ins.ci_low,
+                       leak_insertions_ci_high=ins.ci_high,
                        note="; ".join(x for x in ((r.note if r else "no hypothesis words"), ins.note) if x))
         else:
             k = bootstrap_ci(g["kws_leak"].astype(bool).to_numpy(float), np.mean, vectorized=True, **kw)
@@ -85,8 +85,7 @@ def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_language
 
 
 def _need(df, cols, what):
-    miss = [c for c in cols if c not in df.columns]
-    if miss:
+    if miss := [c for c in cols if c not in df.columns]:
         raise AiplibParameterError(f"{what}: score table lacks column(s) {miss}")
 
 
@@ -178,9 +177,8 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
                               {**kw, "min_diff_pp": min_diff_pp})
         kn = kws[kws["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
         kl = leakage_summary(kn.assign(kws_leak=kn["kws_leak"].fillna(False)), by=key, task="kws", **kw)
-        kl = kl[[*key, "kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"]].rename(columns={
-            "kws_leak_rate": "kws_leak_pct", "kws_leak_ci_low": "kws_leak_ci_low_pct",
-            "kws_leak_ci_high": "kws_leak_ci_high_pct"})
+        kl = kl[[*key, "kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"]].set_axis(
+            [*key, "kws_leak_pct", "kws_leak_ci_low_pct", "kws_leak_ci_high_pct"], axis=1)
         kl.iloc[:, len(key):] *= 100
         kf = pd.concat([kn[kn[c].notna()].assign(f=kn[c].astype(float)).groupby(key)["f"].mean().mul(100).rename(name)
                         for c, name in (("kws_leak_floor", "kws_leak_floor_pct"),
@@ -374,23 +372,18 @@ def _robust_cells(t: pd.DataFrame, task: str = "asr") -> dict:
     return {"Δ strict acc pp": col("delta_strict_acc_pp", signed), "non-answers": col("n_non_answers", count)}
 
 
-def _cis(t: pd.DataFrame, est: str, prefix: str, unit: str, signed: bool = True) -> list[str]:
-    """``estimate [low, high]`` cells of columns ``est``, ``<prefix>_low<unit>``, ``<prefix>_high<unit>``."""
-    return [_ci(e, lo, hi, signed=signed) for e, lo, hi in zip(t[est], t[f"{prefix}_low{unit}"], t[f"{prefix}_high{unit}"])]
-
-
 def competing_display(t: pd.DataFrame):
     """:func:`competing_table` formatted for the report (:class:`aiplib.analysis.report_tables.Table`)."""
     return Table(pd.DataFrame({
         "model": t["model"], "distractor": t["condition_id"], "SNR (dB)": t["snr_db"].map(lambda v: f"{v:g}"),
         "control": np.where(t["same_voice_control"], "same voice", ""),
         "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
-        "ΔWER pp [95% CI]": _cis(t, "delta_wer_pp", "delta_wer_ci", "_pp"),
+        "ΔWER pp [95% CI]": _cis(t, "delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp"),
         **_robust_cells(t), "ASR verdict": t["asr_verdict"],
-        "leak % [95% CI]": _cis(t, "leak_pct", "leak_ci", "_pct", signed=False),
+        "leak % [95% CI]": _cis(t, "leak_pct", "leak_ci_low_pct", "leak_ci_high_pct", signed=False),
         "floor %": t["leak_floor_pct"].map(fmt), "mismatch %": t["leak_mismatch_pct"].map(fmt),
-        "ΔAcc pp [95% CI]": _cis(t, "delta_acc_pp", "delta_acc_ci", "_pp"),
-        "KWS leak % [95% CI]": _cis(t, "kws_leak_pct", "kws_leak_ci", "_pct", signed=False),
+        "ΔAcc pp [95% CI]": _cis(t, "delta_acc_pp", "delta_acc_ci_low_pp", "delta_acc_ci_high_pp"),
+        "KWS leak % [95% CI]": _cis(t, "kws_leak_pct", "kws_leak_ci_low_pct", "kws_leak_ci_high_pct", signed=False),
         "KWS floor %": t["kws_leak_floor_pct"].map(fmt), **_robust_cells(t, "kws")}))
 
 
@@ -400,8 +393,9 @@ def channel_display(t: pd.DataFrame):
         "model": t["model"], "condition": t["condition"], "parameters": t["parameters"],
         "applied to": t["applied_to"], "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
         "WER %": t["wer_pp"].map(fmt) if "wer_pp" in t else "",
-        "ΔWER pp [95% CI]": _cis(t, "delta_wer_pp", "delta_wer_ci", "_pp"),
+        "ΔWER pp [95% CI]": _cis(t, "delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp"),
         **_robust_cells(t), "p (BH)": t["asr_p_bh"].map(_p), "ASR verdict": t["asr_verdict"].fillna(t["status"]),
-        "ΔAcc pp [95% CI]": _cis(t, "delta_acc_pp", "delta_acc_ci", "_pp") if "delta_acc_pp" in t else "–",
+        "ΔAcc pp [95% CI]": _cis(t, "delta_acc_pp", "delta_acc_ci_low_pp", "delta_acc_ci_high_pp")
+        if "delta_acc_pp" in t else "–",
         "KWS verdict": t["kws_verdict"].fillna("") if "kws_verdict" in t else "",
         **_robust_cells(t, "kws"), "note": t["note"]}))
