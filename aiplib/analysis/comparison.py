@@ -119,8 +119,7 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
     if not sa or not sb:
         raise AiplibError(f"run {'A' if not sa else 'B'} has no results/scores/<task>.csv")
     common = sorted(set(sa) & set(sb)) if tasks is None else list(tasks)
-    missing = [t for t in common if t not in sa or t not in sb]
-    if missing:
+    if missing := [t for t in common if t not in sa or t not in sb]:
         raise AiplibError(f"tasks {missing} are not scored in both runs")
     if not common:
         raise AiplibError(f"the runs share no scored task (A: {sorted(sa)}, B: {sorted(sb)})")
@@ -133,12 +132,10 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
         a = sa[task][["task", "item_id", "bg_id", "snr_db"] + cols]
         b = sb[task][cols]
         m = a.merge(b, on=["model", "stimulus_id"], suffixes=("_a", "_b"), how="inner")
-        for model in sorted(set(sa[task]["model"]) | set(sb[task]["model"])):
-            na = int((sa[task]["model"] == model).sum())
-            nb = int((sb[task]["model"] == model).sum())
-            npair = int((m["model"] == model).sum())
-            if na != npair or nb != npair:
-                unpaired[f"{task}/{model}"] = {"only_a": na - npair, "only_b": nb - npair}
+        n = pd.concat({k: d["model"].value_counts() for k, d in (("a", sa[task]), ("b", sb[task]), ("p", m))}, axis=1)
+        for model, r in n.fillna(0).astype(int).sort_index().iterrows():
+            if r["a"] != r["p"] or r["b"] != r["p"]:
+                unpaired[f"{task}/{model}"] = {"only_a": int(r["a"] - r["p"]), "only_b": int(r["b"] - r["p"])}
         frames.append(_compare_task(m, fam, n_resamples=n_resamples, seed=seed, level=level,
                                     min_diff_pp=min_diff_pp, scopes=scopes))
     if unpaired:
