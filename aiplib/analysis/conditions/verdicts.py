@@ -1,6 +1,7 @@
 """Scopes, the paired change against clean and its verdict (part of :mod:`aiplib.analysis.conditions`)."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -175,18 +176,14 @@ def char_counts(ref_norm, hyp_norm) -> tuple[np.ndarray, np.ndarray]:
     """
     import jiwer
 
-    e = np.zeros(len(ref_norm), dtype=np.int64)
-    c = np.zeros(len(ref_norm), dtype=np.int64)
-    cache: dict = {}
-    for i, (r, h) in enumerate(zip(ref_norm, hyp_norm)):
-        key = (r, h)
-        if key not in cache:
-            if not r:
-                cache[key] = (len(h), 0)
-            else:
-                o = jiwer.process_characters(r, h)
-                cache[key] = (o.substitutions + o.deletions + o.insertions, o.hits + o.substitutions + o.deletions)
-        e[i], c[i] = cache[key]
+    @functools.cache
+    def count(r, h):
+        if not r:
+            return len(h), 0
+        o = jiwer.process_characters(r, h)
+        return o.substitutions + o.deletions + o.insertions, o.hits + o.substitutions + o.deletions
+
+    e, c = np.array([count(r, h) for r, h in zip(ref_norm, hyp_norm)], dtype=np.int64).reshape(-1, 2).T
     return e, c
 
 
