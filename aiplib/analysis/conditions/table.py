@@ -34,9 +34,8 @@ def _prepare_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
     r = df.assign(item_id=df["item_id"].astype(str), bg_id=df["bg_id"].astype(str),
                   snr_db=pd.to_numeric(df["snr_db"], errors="coerce"))
     if asr:
-        for c in ("ref_norm", "hyp_norm"):
-            r[c] = r[c].fillna("").astype(str)
-        r["char_errors"], r["ref_chars"] = char_counts(r["ref_norm"].tolist(), r["hyp_norm"].tolist())
+        r["char_errors"], r["ref_chars"] = char_counts(*(r[c].fillna("").astype(str).tolist()
+                                                         for c in ("ref_norm", "hyp_norm")))
         values = ["errors", "wer"]
     else:
         r["correct"] = pd.to_numeric(r["correct"], errors="coerce").astype(float)
@@ -202,8 +201,7 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     without a clean partner count in the absolute values only (``note``).
     """
     family_spec(family)  # an unknown family raises
-    bad = [s for s in scopes if s not in SCOPES]
-    if bad:
+    if bad := [s for s in scopes if s not in SCOPES]:
         raise AiplibParameterError(f"unknown scopes {bad}; choose from {list(SCOPES)}")
     if scores.empty:
         return pd.DataFrame(columns=_columns(family))
@@ -251,19 +249,14 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
                 notes.append(f"{unpaired} noisy stimuli without a clean partner: in the absolute values only")
         rec["note"] = "; ".join(n for n in notes if n)
         out.append(rec)
-    t = pd.DataFrame(out)
-    t = t.reindex(columns=_columns(family))
-    t["_s"] = t["scope"].map(_SCOPE_ORDER)
-    t["_snr"] = -t["snr_db"].fillna(np.inf)
-    t = (t.sort_values(["task", "model", "_s", "_snr", "bg_id"], kind="stable")
-         .drop(columns=["_s", "_snr"]).reset_index(drop=True))
-    for c in ("n_worse", "n_better", "n_ties"):
-        t[c] = t[c].astype("Int64")
+    t = pd.DataFrame(out).reindex(columns=_columns(family))
+    t = (t.assign(_s=t["scope"].map(_SCOPE_ORDER), _snr=-t["snr_db"].fillna(np.inf))
+         .sort_values(["task", "model", "_s", "_snr", "bg_id"], kind="stable").drop(columns=["_s", "_snr"])
+         .reset_index(drop=True).astype(dict.fromkeys(["n_worse", "n_better", "n_ties"], "Int64")))
     # Benjamini–Hochberg across the conditions of one (task, model, scope): many conditions are
     # tested at once, so the adjusted p-value is the one to read against a 5 % false discovery rate.
-    t["p_bh"] = np.nan
-    for _, idx in t.groupby(["task", "model", "scope"], sort=False).groups.items():
-        t.loc[idx, "p_bh"] = stats.bh_adjust(t.loc[idx, "p_value"].to_numpy(float))
+    t["p_bh"] = t.groupby(["task", "model", "scope"], sort=False)["p_value"].transform(
+        lambda p: stats.bh_adjust(p.to_numpy(float)))
     # the verdict needs the adjusted p: interval, minimum change and p_BH < ALPHA together
     tested = (t["scope"] != "clean") & (t["verdict"] != "n/a")
     t.loc[tested, "verdict"] = [
