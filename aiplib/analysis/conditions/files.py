@@ -77,12 +77,9 @@ def inactive_background_rows(scores: dict) -> pd.DataFrame:
         if "bg_active" not in s.columns:
             continue
         noisy = s[s["bg_id"].astype(str) != "clean"]
-        inactive = _inactive(noisy)
-        for bg, grp in noisy.groupby("bg_id"):
-            k = int(inactive.loc[grp.index].sum())
-            if k:
-                rows.append({"task": task, "bg_id": bg, "n_noisy": len(grp), "n_inactive": k,
-                             "inactive_share": k / len(grp)})
+        counts = _inactive(noisy).groupby(noisy["bg_id"]).agg(["size", "sum"])
+        rows += [{"task": task, "bg_id": bg, "n_noisy": int(n), "n_inactive": int(k), "inactive_share": k / n}
+                 for bg, n, k in counts[counts["sum"] > 0].itertuples()]
     return pd.DataFrame(rows, columns=["task", "bg_id", "n_noisy", "n_inactive", "inactive_share"])
 
 
