@@ -285,8 +285,7 @@ def not_applicable_note(ws) -> str | None:
     found = {}
     for log_p in sorted(Path(ws.inference).glob("*/run_log.jsonl")):
         rows, _ = read_inference_jsonl(log_p, require_id=False)
-        na = [r for r in rows if r.get("event") == "not_applicable"]
-        if na:
+        if na := [r for r in rows if r.get("event") == "not_applicable"]:
             found[log_p.parent.name] = sorted(na[-1].get("tasks") or {})
     if not found:
         return None
