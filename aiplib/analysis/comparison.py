@@ -1,9 +1,7 @@
-"""Comparing two runs of the same stimuli: the paired change per condition.
+"""Comparing two runs of the same stimuli: the paired change per condition (:func:`compare_runs`).
 
-:func:`compare_runs` pairs two runs by (model, stimulus id) and reports, per condition, the
-paired change B − A with a bootstrap interval over items, an exact test and a verdict. It refuses
-(:class:`RunMismatchError`) to compare runs whose manifests (SHA-256) or text normalisers (name or
-version) differ: their numbers would not be about the same stimuli or the same scoring.
+Runs whose manifests or text normalisers differ are refused: their numbers would not be about the
+same stimuli or the same scoring.
 """
 from __future__ import annotations
 
@@ -27,7 +25,6 @@ log = logging.getLogger(__name__)
 
 class RunMismatchError(AiplibError):
     """Two runs cannot be compared: different manifests or text normalisers."""
-
 
 
 # ------------------------------------------------------------------------------- run identity
@@ -147,18 +144,11 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
 
 
 def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_diff_pp, scopes):
-    rows = m.copy()
-    rows["n"] = 1.0
-    if fam == "asr":
-        rows["a"], rows["b"] = rows["wer_a"].astype(float), rows["wer_b"].astype(float)
-        rows["d"] = rows["b"] - rows["a"]
-        sums = ["n", "a", "b", "d", "errors_a", "errors_b", "ref_words_a"]
-    else:
-        rows["a"], rows["b"] = rows["correct_a"].astype(float), rows["correct_b"].astype(float)
-        rows["d"] = rows["a"] - rows["b"]
-        sums = ["n", "a", "b", "d"]
-    rows["item_id"] = rows["item_id"].astype(str)
-    rows["bg_id"] = rows["bg_id"].astype(str)
+    val = "wer" if fam == "asr" else "correct"
+    rows = m.assign(n=1.0, a=m[f"{val}_a"].astype(float), b=m[f"{val}_b"].astype(float),
+                    item_id=m["item_id"].astype(str), bg_id=m["bg_id"].astype(str))
+    rows["d"] = rows["b"] - rows["a"] if fam == "asr" else rows["a"] - rows["b"]
+    sums = ["n", "a", "b", "d", *(["errors_a", "errors_b", "ref_words_a"] if fam == "asr" else [])]
     out = []
     for scope, k, g in _iter_scopes(rows, sums, scopes):
         n = g.total("n")
