@@ -42,11 +42,9 @@ def _results_of(run) -> tuple[Path, object | None]:
 
 
 def run_identity(run) -> dict:
-    """Manifest hashes and normaliser of a run (what must agree for a comparison):
-    ``{"results": Path, "manifests": {family: sha256}, "normalizer": {"name", "version"}}``.
-
-    ``run`` is a Workspace (inspected live) or the path of a workspace root or of a ``results``
-    folder (which needs its ``provenance.json``).
+    """Manifest hashes and normaliser of a run (what must agree for a comparison): ``{"results": Path,
+    "manifests": {family: sha256}, "normalizer": {"name", "version"}}``. ``run`` is a Workspace
+    (inspected live) or the path of a workspace root or of a ``results`` folder (with ``provenance.json``).
 
     Raises
     ------
@@ -82,7 +80,8 @@ def _check_same_run_inputs(ia: dict, ib: dict, families) -> None:
 # --------------------------------------------------------------------------------- comparison
 def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int = 0, level: float = 0.95,
                  min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP, scopes=tuple(cond.SCOPES)) -> pd.DataFrame:
-    """Paired change from run A to run B, per condition, with interval, exact test and verdict.
+    """Paired change from run A to run B per condition (pairs: ``(model, stimulus_id)`` in both runs), with
+    interval, exact test and verdict as :func:`aiplib.analysis.conditions.paired_change`.
 
     Parameters
     ----------
@@ -107,9 +106,6 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
         normalisers differ in name or version.
     AiplibError
         If a run has no scores or the runs share no task.
-
-    Pairs are ``(model, stimulus_id)`` in both runs; intervals and tests as
-    :func:`aiplib.analysis.conditions.paired_change`.
     """
     ia, ib = run_identity(run_a), run_identity(run_b)
     sa, sb = load_scores(ia["results"]), load_scores(ib["results"])

@@ -125,9 +125,8 @@ _KWS_COMPETING = ["n_items_kws", "delta_acc_pp", "delta_acc_ci_low_pp", "delta_a
                   "kws_leak_mismatch_pct", *KWS_ROBUST_COLUMNS]
 
 
-def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_resamples: int = 2000,
-                    seed: int = 0, level: float = 0.95, min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP
-                    ) -> pd.DataFrame:
+def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_resamples: int = 2000, seed: int = 0,
+                    level: float = 0.95, min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP) -> pd.DataFrame:
     """Per model × distractor condition × SNR: ΔWER, leakage and its baselines, ΔAcc, KWS leak rate.
 
     Parameters

@@ -77,8 +77,7 @@ _KWS_SUMS = ["n", "correct", "paired", "p_correct", "p_clean_correct", "d", "str
 def _as_flag(col: pd.Series) -> np.ndarray:
     """A boolean score column (bool, 0/1 or "True"/"False" text) as floats, NaN if unknown
     (:func:`aiplib.io.formats.parse_bool`)."""
-    flags = [parse_bool(v) for v in col]
-    return np.array([np.nan if f is pd.NA else float(f) for f in flags])
+    return np.array([np.nan if (f := parse_bool(v)) is pd.NA else float(f) for v in col])
 
 
 def _flag_sums(r: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -155,10 +154,8 @@ def _iter_scopes(rows: pd.DataFrame, sum_cols, scopes):
             yield scope, _scope_key(scope, by, gkey), _Group(cols, np.asarray(idx))
 
 
-def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 2000,
-                    seed: int = 0, level: float = 0.95,
-                    min_diff_pp: float = DEFAULT_MIN_DIFF_PP, scopes=tuple(SCOPES)
-                    ) -> pd.DataFrame:
+def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 2000, seed: int = 0, level: float = 0.95,
+                    min_diff_pp: float = DEFAULT_MIN_DIFF_PP, scopes=tuple(SCOPES)) -> pd.DataFrame:
     """The per-condition table of one task (every model), with intervals, tests and verdicts.
 
     Parameters
@@ -166,12 +163,9 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     scores : pandas.DataFrame
         A ``results/scores/<task>.csv`` table (several models and tasks: each summarised apart).
     family : {"asr", "kws"}
-    n_resamples, seed, level : int, int, float
-        Bootstrap settings; recorded in every row.
-    min_diff_pp : float
-        Minimum change (pp) for a ``worse``/``better`` verdict.
-    scopes : sequence of str
-        Subset of :data:`SCOPES`.
+    n_resamples, seed, level, min_diff_pp, scopes
+        Bootstrap settings (recorded in every row), the minimum change (pp) for a ``worse``/``better``
+        verdict and the scopes (a subset of :data:`SCOPES`).
 
     Returns
     -------
@@ -326,10 +320,8 @@ def asr_robust(paired: pd.DataFrame, scores: pd.DataFrame, scope: str) -> pd.Dat
         noisy stimuli, pp) and ``n_loops``.
     """
     by = ["model", *SCOPES[scope]]
-    med = None
-    if "delta_wer" in scores.columns:
-        n, keys = _noisy_groups(scores, by)
-        med = 100 * pd.to_numeric(n["delta_wer"], errors="coerce").groupby(keys).median()
+    n, keys = _noisy_groups(scores, by)
+    med = 100 * pd.to_numeric(n["delta_wer"], errors="coerce").groupby(keys).median() if "delta_wer" in n else None
     return pd.DataFrame({"delta_wer_capped_pp": paired["delta_capped_pp"].to_numpy(dtype=float),
                          "median_delta_wer_pp": _aligned(med, paired, by),
                          "n_loops": paired["n_loops"].to_numpy(dtype=float)}, index=paired.index)
@@ -361,8 +353,7 @@ def kws_robust(scores: pd.DataFrame, scope: str, *, n_resamples: int = 2000, see
         out = out.merge(s[key + KWS_ROBUST_COLUMNS[:3]], on=key, how="left")
     else:
         out = out.assign(**dict.fromkeys(KWS_ROBUST_COLUMNS[:3], math.nan))
-    cnt = None
-    if "non_answer" in n.columns:
-        cnt = pd.Series(_as_flag(n["non_answer"]), index=n.index).groupby(keys).sum(min_count=1)
+    cnt = (pd.Series(_as_flag(n["non_answer"]), index=n.index).groupby(keys).sum(min_count=1)
+           if "non_answer" in n.columns else None)
     out["n_non_answers"] = _aligned(cnt, out, by)
     return out[key + KWS_ROBUST_COLUMNS]

@@ -45,17 +45,15 @@ def verdict(estimate: float, ci_low: float, ci_high: float, min_diff: float, p_v
         The change (positive = worse: ΔWER, ΔAcc = acc before − acc after) and its interval (NaN: none).
     min_diff : float >= 0
         Smallest change that counts, in the units of ``estimate``.
-    p_value : float
-        Exact two-sided p-value (BH-adjusted when conditions are tested together); NaN (every pair
-        tied) is not significant.
-    alpha : float
+    p_value, alpha : float
+        Exact two-sided p-value (BH-adjusted when conditions are tested together; NaN, every pair
+        tied, is not significant) and the level it must be below.
 
     Returns
     -------
     str
         ``worse`` if ``ci_low > 0``, ``estimate >= min_diff`` and ``p_value < alpha``; ``better``
-        mirrored; ``n/a`` if the estimate or a bound is NaN; else ``same`` (with few items an interval
-        can exclude 0 while the exact test cannot: 3 of 3 worse gives sign-test p = 0.25).
+        mirrored; ``n/a`` if the estimate or a bound is NaN; else ``same``.
 
     Raises
     ------
@@ -85,9 +83,8 @@ def _ratio(s, n, axis=-1):
     return s.sum(axis) / n.sum(axis)
 
 
-def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0,
-                  level: float = 0.95, min_diff: float = DEFAULT_MIN_DIFF_PP,
-                  mcnemar=None, min_items: int = MIN_ITEMS_FOR_VERDICT) -> dict:
+def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0, level: float = 0.95,
+                  min_diff: float = DEFAULT_MIN_DIFF_PP, mcnemar=None, min_items: int = MIN_ITEMS_FOR_VERDICT) -> dict:
     """Mean paired change with a cluster-bootstrap interval, an exact test and a verdict.
 
     Parameters
