@@ -147,7 +147,8 @@ def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_di
     sums = ["n", "a", "b", "d", *(["errors_a", "errors_b", "ref_words_a"] if fam == "asr" else [])]
     out = []
     for scope, k, g in _iter_scopes(rows, sums, scopes):
-        n = g.total("n")
+        tot = {c: float(g[c].sum()) for c in sums}
+        n = tot["n"]
         mc = None
         if fam == "kws" and bool(np.all(g["n"] == 1)):
             mc = (g["a"].astype(bool), g["b"].astype(bool))
@@ -155,12 +156,12 @@ def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_di
                                 level=level, min_diff=min_diff_pp, mcnemar=mc)
         rec = {"scope": scope, "model": k["model"], "task": k["task"], "family": fam,
                "bg_id": k["bg_id"], "snr_db": k["snr_db"], "condition": cond.condition_label(k["bg_id"], k["snr_db"]),
-               "n_items": len(g), "n_pairs": int(n), "measure": "wer" if fam == "asr" else "acc",
-               "a_pp": 100 * g.total("a") / n, "b_pp": 100 * g.total("b") / n}
+               "n_items": len(g["n"]), "n_pairs": int(n), "measure": "wer" if fam == "asr" else "acc",
+               "a_pp": 100 * tot["a"] / n, "b_pp": 100 * tot["b"] / n}
         if fam == "asr":
-            w = g.total("ref_words_a")
-            rec.update(a_corpus_pp=100 * g.total("errors_a") / w if w else math.nan,
-                       b_corpus_pp=100 * g.total("errors_b") / w if w else math.nan)
+            w = tot["ref_words_a"]
+            rec.update(a_corpus_pp=100 * tot["errors_a"] / w if w else math.nan,
+                       b_corpus_pp=100 * tot["errors_b"] / w if w else math.nan)
         rec.update(change_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"], test=pc["test"],
                    p_value=pc["p_value"], n_worse=pc["n_worse"], n_better=pc["n_better"], n_ties=pc["n_ties"],
                    verdict=pc["verdict"], min_diff_pp=float(min_diff_pp), level=float(level),

@@ -178,13 +178,10 @@ def check_criteria(ws, criteria=None, previous=None, *, tables=None, n_resamples
         If the previous run has other manifests or another normaliser.
     """
     spec = load_criteria({} if criteria is None else criteria)
-    failures: list[dict] = []
-    if spec["criteria"]:
-        if tables is None:
-            tables = cond.read_condition_tables(ws.results) or cond.condition_tables(
-                load_scores(ws), n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=spec["min_diff_pp"])
-        for i, c in enumerate(spec["criteria"]):
-            failures.extend(_check_one(tables, i, c))
+    if spec["criteria"] and tables is None:
+        tables = cond.read_condition_tables(ws.results) or cond.condition_tables(
+            load_scores(ws), n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=spec["min_diff_pp"])
+    failures = [f for i, c in enumerate(spec["criteria"]) for f in _check_one(tables, i, c)]
     prev = previous if previous is not None else spec["previous"]
     if prev is not None and spec["no_worse_than_previous"] is not False:
         cmp_ = compare_runs(prev, ws, n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=spec["min_diff_pp"],

@@ -156,8 +156,7 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     """
     _need(asr, ["setting", "distractor_languages", "same_voice_as_target", *LEAK_ASR_COLUMNS], "competing_table")
     kw = dict(n_resamples=n_resamples, seed=seed, level=level)
-    spec = comp.TABLE
-    key, scope = spec["key"], spec["scope"]
+    key, scope = comp.TABLE["key"], comp.TABLE["scope"]
     t, a = _task_columns(asr, "asr", scope, key, ["n_items"], ["p_bh", "verdict"], {**kw, "min_diff_pp": min_diff_pp})
     t["note"] = a["note"]
     noisy = asr[asr["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
@@ -179,9 +178,8 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
         kl = kl[[*key, "kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"]].set_axis(
             [*key, "kws_leak_pct", "kws_leak_ci_low_pct", "kws_leak_ci_high_pct"], axis=1)
         kl.iloc[:, len(key):] *= 100
-        kf = pd.concat([kn[kn[c].notna()].assign(f=kn[c].astype(float)).groupby(key)["f"].mean().mul(100).rename(name)
-                        for c, name in (("kws_leak_floor", "kws_leak_floor_pct"),
-                                        ("kws_leak_mismatch", "kws_leak_mismatch_pct"))], axis=1).reset_index()
+        kf = pd.concat([kn[kn[c].notna()].assign(f=kn[c].astype(float)).groupby(key)["f"].mean().mul(100)
+                        .rename(f"{c}_pct") for c in ("kws_leak_floor", "kws_leak_mismatch")], axis=1).reset_index()
         ks = ks.merge(kl, on=key, how="left").merge(kf, on=key, how="left").merge(kws_robust(kws, scope, **kw),
                                                                                   on=key, how="left")
         t = t.merge(ks, on=key, how="outer")
@@ -196,7 +194,7 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     t = t.assign(level=float(level), n_resamples=int(n_resamples), seed=int(seed))
     t["note"] = t.pop("note").fillna("")
     order = {c: i for i, c in enumerate(meta.index)}  # the manifest's order: single languages, then the cocktail
-    s_order = {s: i for i, s in enumerate(spec["setting_order"])}
+    s_order = {s: i for i, s in enumerate(comp.TABLE["setting_order"])}
     return (t.assign(_s=t["setting"].map(s_order).fillna(9), _c=t["condition_id"].map(order))
             .sort_values(["model", "_s", "_c", "snr_db"]).drop(columns=["_s", "_c"]).reset_index(drop=True))
 

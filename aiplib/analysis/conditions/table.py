@@ -122,36 +122,13 @@ def _pct(a, b) -> float:
     return 100.0 * a / b if b else math.nan
 
 
-class _Group:
-    """Per-item sums of one group: ``g["col"]`` is a float array [shape=(n_items,)]."""
-
-    __slots__ = ("cols", "idx", "_cache")
-
-    def __init__(self, cols: dict, idx: np.ndarray):
-        self.cols, self.idx, self._cache = cols, idx, {}
-
-    def __getitem__(self, c) -> np.ndarray:
-        if c not in self._cache:
-            self._cache[c] = self.cols[c][self.idx]
-        return self._cache[c]
-
-    def __len__(self) -> int:
-        return int(self.idx.size)
-
-    def total(self, c) -> float:
-        return float(self[c].sum())
-
-    def subset(self, mask) -> "_Group":
-        return _Group(self.cols, self.idx[np.asarray(mask, dtype=bool)])
-
-
 def _iter_scopes(rows: pd.DataFrame, sum_cols, scopes):
-    """Yield (scope, {model, task, bg_id, snr_db}, :class:`_Group` of per-item sums)."""
+    """Yield (scope, {model, task, bg_id, snr_db}, {column: per-item sums [shape=(n_items,)]})."""
     for scope, by, src in _scope_sources(rows, scopes):
         items = src.groupby(by + ["item_id"], sort=True)[sum_cols].sum()
         cols = {c: items[c].to_numpy(dtype=float) for c in sum_cols}
         for gkey, idx in items.groupby(level=by, sort=True).indices.items():
-            yield scope, _scope_key(scope, by, gkey), _Group(cols, np.asarray(idx))
+            yield scope, _scope_key(scope, by, gkey), {c: a[idx] for c, a in cols.items()}
 
 
 def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 2000, seed: int = 0, level: float = 0.95,
@@ -204,9 +181,9 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     medians = _row_medians(rows, "wer", scopes) if family == "asr" else {}
     out = []
     for scope, k, g in _iter_scopes(rows, sum_cols, scopes):
-        tot = {c: g.total(c) for c in sum_cols}
+        tot = {c: float(g[c].sum()) for c in sum_cols}
         rec = dict(scope=scope, **k, family=family, condition=condition_label(k["bg_id"], k["snr_db"]),
-                   n_items=len(g), n_stimuli=int(tot["n"]), n_pairs=int(tot["paired"]),
+                   n_items=len(g["n"]), n_stimuli=int(tot["n"]), n_pairs=int(tot["paired"]),
                    measure=DEGRADATION_COLUMN[family], min_diff_pp=float(min_diff_pp), level=float(level),
                    n_resamples=int(n_resamples), seed=int(seed))
         if family == "asr":
@@ -221,20 +198,20 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
                        non_answer_pp=_pct(tot["non_answer"], tot["non_answer_n"]))
         notes = []
         if scope != "clean":
-            pg, mc = g.subset(g["paired"] > 0), None
+            pg, mc = {c: a[g["paired"] > 0] for c, a in g.items()}, None
             if family == "asr":
                 rec.update(clean_wer_pp=_pct(tot["p_clean_errors"], tot["p_ref_words"]),
                            clean_mean_wer_pp=_pct(tot["p_clean_wer"], tot["paired"]))
             else:
                 rec["clean_acc_pp"] = _pct(tot["p_clean_correct"], tot["paired"])
-                if len(pg) and bool((pg["paired"] == 1).all()):
+                if len(pg["n"]) and bool((pg["paired"] == 1).all()):
                     mc = (pg["p_clean_correct"].astype(bool), pg["p_correct"].astype(bool))
             pc = paired_change(100 * pg["d"], pg["paired"], n_resamples=n_resamples, seed=seed, level=level,
                                min_diff=min_diff_pp, mcnemar=mc)
             rec.update(delta_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"], **{c: pc[c] for c in (
                 "ci_usable", "test", "p_value", "n_worse", "n_better", "n_ties", "verdict", "coarse")})
             notes.append(pc["note"])
-            if family == "asr" and len(pg):
+            if family == "asr" and len(pg["n"]):
                 b = stats.bootstrap_ci((100 * (pg["p_errors"] - pg["p_clean_errors"]), pg["p_ref_words"]), _ratio,
                                        n_resamples=n_resamples, seed=seed, level=level, vectorized=True)
                 rec.update(delta_corpus_pp=b.estimate, corpus_ci_low_pp=b.ci_low, corpus_ci_high_pp=b.ci_high,
