@@ -37,10 +37,8 @@ def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_language
     Parameters
     ----------
     scores : pandas.DataFrame
-        One row per stimulus: the ``by`` columns and, for ``task="asr"``, ``n_hyp_words``,
-        ``n_leak_words``, ``n_leak_insertions``; for ``"kws"``, ``kws_leak``.
-    by : sequence of str
-    task : {"asr", "kws"}
+        One row per stimulus: the ``by`` columns and, for ``task="asr"`` (or ``"kws"``), ``n_hyp_words``,
+        ``n_leak_words``, ``n_leak_insertions`` (``kws_leak``).
     n_resamples, seed, level
         Bootstrap settings (:func:`aiplib.analysis.stats.bootstrap_ci`).
 
@@ -201,15 +199,10 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
 
 def competing_figure_data(table: pd.DataFrame, *, model: str | None = None) -> pd.DataFrame:
     """The tidy table notebook 09 draws Figure F1 from: the rows of ``model`` (default the first in
-    name order) of :func:`competing_table` ``table``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, condition_id, snr_db`` (dB), ``line`` (0, 1 … per condition in table order),
-        ``same_voice_control``, ``label`` (``<condition> (same voice)`` for the control), then
-        ``delta_wer_pp, delta_wer_ci_low_pp, delta_wer_ci_high_pp, leak_pct, leak_ci_low_pct,
-        leak_ci_high_pct, leak_floor_pct`` (float), sorted by line then SNR.
+    name order) of :func:`competing_table` ``table``: ``model, condition_id, snr_db`` (dB), ``line``
+    (0, 1 … per condition in table order), ``same_voice_control``, ``label`` (``<condition> (same
+    voice)`` for the control), then ``delta_wer_pp, delta_wer_ci_low_pp, delta_wer_ci_high_pp, leak_pct,
+    leak_ci_low_pct, leak_ci_high_pct, leak_floor_pct`` (float), sorted by line then SNR.
 
     Raises
     ------
@@ -299,13 +292,8 @@ def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFr
                        distractors: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every condition of the families with its parameters and source (the report's list): each
     family's ``conditions`` hook on its score or manifest rows ``competing`` / ``channel`` (default the
-    demo's grid, ``available``), voices and sources from ``distractors`` (default the demo's).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``family, condition, parameters, applied_to, source, status`` (``run`` / ``available`` /
-        ``skipped: <reason>``).
+    demo's grid, ``available``), voices and sources from ``distractors`` (default the demo's). Columns
+    ``family, condition, parameters, applied_to, source, status`` (``run`` / ``available`` / ``skipped: <reason>``).
     """
     rows = {comp.NAME: competing, "channel": channel}
     return pd.DataFrame([r for f in FAMILIES for r in REGISTRY[f].conditions(rows.get(f), distractors=distractors)])
@@ -317,9 +305,8 @@ NOT_RUN = "not run: make all SUITE=all"
 
 
 def stage7_times(ws) -> pd.DataFrame | None:
-    """The last stage-7 time of each family (``checks/stage7_families.csv``, rows with
-    ``n_run > 0``), or None when the file does not exist.
-    """
+    """The last stage-7 time of each family (``checks/stage7_families.csv``, rows with ``n_run > 0``), or
+    None when the file does not exist."""
     p = Path(ws.root) / "checks" / "stage7_families.csv"
     if not p.is_file():
         return None
@@ -370,7 +357,7 @@ def _robust_cells(t: pd.DataFrame, task: str = "asr") -> dict:
 
 
 def competing_display(t: pd.DataFrame):
-    """:func:`competing_table` formatted for the report (:class:`aiplib.analysis.report_tables.Table`)."""
+    """:func:`competing_table` formatted for the report (a :class:`aiplib.analysis.report_tables.Table`)."""
     return Table(pd.DataFrame({
         "model": t["model"], "distractor": t["condition_id"], "SNR (dB)": t["snr_db"].map(lambda v: f"{v:g}"),
         "control": np.where(t["same_voice_control"], "same voice", ""),
