@@ -82,10 +82,7 @@ def _as_flag(col: pd.Series) -> np.ndarray:
 
 def _flag_sums(r: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
     """(flag as 0/1 with unknown → 0, 1 where known) of column ``name``; zeros if absent."""
-    if name not in r.columns:
-        z = np.zeros(len(r))
-        return z, z
-    f = _as_flag(r[name])
+    f = _as_flag(r[name]) if name in r.columns else np.full(len(r), np.nan)
     known = np.isfinite(f)
     return np.where(known, f, 0.0), known.astype(float)
 
