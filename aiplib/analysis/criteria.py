@@ -206,11 +206,8 @@ def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
     base = {"criterion": i, "task": c["task"], "model": c["model"], "measure": c["measure"],
             "min": c.get("min"), "max": c.get("max")}
     out, any_value, any_row = [], False, False
-    for task in sorted(tables):
-        t = tables[task]
-        if t.empty or (c["task"] != "*" and str(c["task"]) != task):
-            continue
-        part = _select(t, c)
+    for task, t in sorted(tables.items()):
+        part = _select(t, c) if not t.empty and str(c["task"]) in ("*", task) else t.iloc[:0]
         if part.empty:
             continue
         any_row = True

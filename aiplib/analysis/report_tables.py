@@ -102,10 +102,9 @@ class Table:
     def _repr_markdown_(self) -> str:
         if self.df.empty:
             return "_(no rows)_"
-        head = "| " + " | ".join(_md_cell(c) for c in self.df.columns) + " |"
-        sep = "|" + "|".join("---" for _ in self.df.columns) + "|"
-        body = ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in self.df.itertuples(index=False)]
-        return "\n".join([head, sep, *body])
+        lines = ["| " + " | ".join(_md_cell(v) for v in row) + " |"
+                 for row in [self.df.columns, *self.df.itertuples(index=False)]]
+        return "\n".join([lines[0], "|" + "|".join("---" for _ in self.df.columns) + "|", *lines[1:]])
 
     def __repr__(self) -> str:
         return self.df.to_string(index=False)
@@ -164,9 +163,8 @@ def condition_display(t: pd.DataFrame, scope, *, collapsed: str | None = None) -
     d["items"] = t["n_items"].to_numpy()
     d["stimuli"] = t["n_stimuli"].to_numpy()
     if family == "asr":
-        d["WER %"] = [fmt(v) for v in t["wer_pp"]]
-        d["mean WER %"] = [fmt(v) for v in t["mean_wer_pp"]]
-        d["CER %"] = [fmt(v) for v in t["cer_pp"]]
+        for name, c in (("WER %", "wer_pp"), ("mean WER %", "mean_wer_pp"), ("CER %", "cer_pp")):
+            d[name] = [fmt(v) for v in t[c]]
         d["S / D / I %"] = [f"{fmt(s)} / {fmt(dl)} / {fmt(i)}"
                             for s, dl, i in zip(t["sub_pp"], t["del_pp"], t["ins_pp"])]
         d["clean WER %"] = [fmt(v) for v in t["clean_wer_pp"]]
