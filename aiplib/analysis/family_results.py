@@ -97,9 +97,8 @@ def _task_columns(scores, task, scope, key, values, tests, kw) -> tuple[pd.DataF
     names = {"delta_pp": f"delta_{m}_pp", "ci_low_pp": f"delta_{m}_ci_low_pp", "ci_high_pp": f"delta_{m}_ci_high_pp",
              **({} if task == "asr" else {"n_items": "n_items_kws"}), **{c: f"{task}_{c}" for c in tests}}
     parts = [a[key + values + ["delta_pp", "ci_low_pp", "ci_high_pp"]]]
-    if task == "asr":
-        parts.append(asr_robust(a, scores, scope))
-    return pd.concat(parts + [a[tests]], axis=1).rename(columns=names), a
+    parts += [asr_robust(a, scores, scope)] if task == "asr" else []
+    return pd.concat([*parts, a[tests]], axis=1).rename(columns=names), a
 
 
 def _leak_share(noisy: pd.DataFrame, leak: str, words: str, key: list, name: str) -> pd.DataFrame:
@@ -234,11 +233,6 @@ def _params(v) -> str:
                      for k in sorted(p, key=lambda k: (k != "transform", k)))
 
 
-def _channel_order(names) -> list[str]:
-    names = list(dict.fromkeys(names))
-    return [n for n in CHANNEL_CONDITIONS if n in names] + [n for n in names if n not in CHANNEL_CONDITIONS]
-
-
 def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped: pd.DataFrame | None = None,
                   n_resamples: int = 2000, seed: int = 0, level: float = 0.95,
                   min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP) -> pd.DataFrame:
@@ -282,7 +276,9 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
         t = pd.concat([t, sk], ignore_index=True)
     t = t.assign(level=float(level), n_resamples=int(n_resamples), seed=int(seed))
     t["note"] = t.pop("note").fillna("")
-    order = {n: i for i, n in enumerate(_channel_order(t["condition_id"]))}
+    names = list(dict.fromkeys(t["condition_id"]))  # the module's order first, then any other in table order
+    names = [n for n in CHANNEL_CONDITIONS if n in names] + [n for n in names if n not in CHANNEL_CONDITIONS]
+    order = {n: i for i, n in enumerate(names)}
     return (t.assign(_o=t["condition_id"].map(order)).sort_values(["_o", "model"]).drop(columns="_o")
             .rename(columns={"condition_id": "condition"}).reset_index(drop=True))
 
