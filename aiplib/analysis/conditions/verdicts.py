@@ -121,8 +121,7 @@ def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0, l
     Sign test: ``binomtest(n_worse, n_worse + n_better, 0.5)`` on the per-item mean changes (ties
     dropped): the classical sign test with one pair per item, else that of the item means.
     """
-    s = np.asarray(item_sum, dtype=float)
-    n = np.asarray(item_n, dtype=float)
+    s, n = np.asarray(item_sum, dtype=float), np.asarray(item_n, dtype=float)
     if s.shape != n.shape or s.ndim != 1:
         raise AiplibParameterError(f"item_sum and item_n must be 1-D of one length, got {s.shape} and {n.shape}")
     out = {"estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_usable": 0, "test": "",
@@ -136,12 +135,8 @@ def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0, l
     b = stats.bootstrap_ci((s, n), _ratio, n_resamples=n_resamples, seed=seed, level=level,
                            vectorized=True, min_n=min_items)
     one_pair = bool(np.all(n == 1))
-    if mcnemar is not None and one_pair:
-        t = stats.mcnemar_exact(*mcnemar)
-        test = "mcnemar_exact"
-    else:
-        t = stats.sign_test(s / n)
-        test = "sign" if one_pair else "sign_item_means"
+    test = "mcnemar_exact" if mcnemar is not None and one_pair else "sign" if one_pair else "sign_item_means"
+    t = stats.mcnemar_exact(*mcnemar) if test == "mcnemar_exact" else stats.sign_test(s / n)
     notes = [x for x in (b.note, t.note) if x]
     out.update(estimate=b.estimate, ci_low=b.ci_low, ci_high=b.ci_high, ci_usable=b.n_valid,
                test=test, p_value=t.p, n_worse=t.n_pos, n_better=t.n_neg, n_ties=t.n_ties,
