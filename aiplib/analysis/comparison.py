@@ -122,9 +122,8 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
         fam = task_family(task)
         val = "wer" if fam == "asr" else "correct"
         cols = ["model", "stimulus_id", val] + (["errors", "ref_words"] if fam == "asr" else [])
-        a = sa[task][["task", "item_id", "bg_id", "snr_db"] + cols]
-        b = sb[task][cols]
-        m = a.merge(b, on=["model", "stimulus_id"], suffixes=("_a", "_b"), how="inner")
+        m = sa[task][["task", "item_id", "bg_id", "snr_db"] + cols].merge(
+            sb[task][cols], on=["model", "stimulus_id"], suffixes=("_a", "_b"), how="inner")
         n = pd.concat({k: d["model"].value_counts() for k, d in (("a", sa[task]), ("b", sb[task]), ("p", m))}, axis=1)
         for model, r in n.fillna(0).astype(int).sort_index().iterrows():
             if r["a"] != r["p"] or r["b"] != r["p"]:

@@ -29,10 +29,9 @@ def failure_tables(inference_dir, manifests_dir=None) -> tuple[pd.DataFrame, pd.
     ids: dict[str, set] = {}
     summary, failed = [], []
     for path in sorted(Path(inference_dir).glob("*/*.jsonl")):
-        task = path.stem
+        task, model = path.stem, path.parent.name
         if task.startswith("run_log") or is_shard_file(path):
             continue
-        model = path.parent.name
         try:
             fam = task_family(task)
         except Exception:  # noqa: BLE001 - a file that is no task of ours: not counted
