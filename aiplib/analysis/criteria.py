@@ -198,14 +198,11 @@ def check_criteria(ws, criteria=None, previous=None, *, tables=None, n_resamples
     return failures
 
 
-def _fmt_bound(c):
-    return " and ".join(f"{op} {c[b]:g}" for b, op in (("min", ">="), ("max", "<=")) if b in c)
-
-
 def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
     base = {"criterion": i, "task": c["task"], "model": c["model"], "measure": c["measure"],
             "min": c.get("min"), "max": c.get("max")}
     out, any_value, any_row = [], False, False
+    bound = " and ".join(f"{op} {c[b]:g}" for b, op in (("min", ">="), ("max", "<=")) if b in c)
     for task, t in sorted(tables.items()):
         part = _select(t, c) if not t.empty and str(c["task"]) in ("*", task) else t.iloc[:0]
         if part.empty:
@@ -225,7 +222,7 @@ def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
             out.append({**base, "kind": "threshold", "task": r["task"], "model": r["model"],
                         "condition": r["condition"], "value": float(v),
                         "message": f"{r['task']}/{r['model']} {r['condition']}: {c['measure']} = {v:.4g}, "
-                                   f"required {_fmt_bound(c)} (criterion {i})"})
+                                   f"required {bound} (criterion {i})"})
     if not any_row or not any_value and not any(f["kind"] == "unknown_measure" for f in out):
         what = f" with a value of {c['measure']!r}" if any_row else ""
         out.append({**base, "kind": "no_match", "condition": None, "value": None,

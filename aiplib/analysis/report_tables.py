@@ -285,10 +285,8 @@ def not_applicable_note(ws) -> str | None:
         rows, _ = read_inference_jsonl(log_p, require_id=False)
         if na := [r for r in rows if r.get("event") == "not_applicable"]:
             found[log_p.parent.name] = sorted(na[-1].get("tasks") or {})
-    if not found:
-        return None
-    return ("_Not applicable (the model takes no task prompt, so a steering prompt would repeat its "
-            "baseline decode): " + "; ".join(f"{m} — {', '.join(t)}" for m, t in found.items()) + "._")
+    return ("_Not applicable (the model takes no task prompt, so a steering prompt would repeat its baseline decode): "
+            + "; ".join(f"{m} — {', '.join(t)}" for m, t in found.items()) + "._") if found else None
 
 
 def provenance_lines(rec: dict) -> list[str]:
