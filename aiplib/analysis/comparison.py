@@ -1,9 +1,7 @@
-"""Comparing two runs of the same stimuli: the paired change per condition.
+"""Comparing two runs of the same stimuli: the paired change per condition (:func:`compare_runs`).
 
-:func:`compare_runs` pairs two runs by (model, stimulus id) and reports, per condition, the
-paired change B − A with a bootstrap interval over items, an exact test and a verdict. It refuses
-(:class:`RunMismatchError`) to compare runs whose manifests (SHA-256) or text normalisers (name or
-version) differ: their numbers would not be about the same stimuli or the same scoring.
+Runs whose manifests or text normalisers differ are refused: their numbers would not be about the
+same stimuli or the same scoring.
 """
 from __future__ import annotations
 
@@ -29,7 +27,6 @@ class RunMismatchError(AiplibError):
     """Two runs cannot be compared: different manifests or text normalisers."""
 
 
-
 # ------------------------------------------------------------------------------- run identity
 def _results_of(run) -> tuple[Path, object | None]:
     """(results folder, Workspace or None) of a Workspace, workspace root or results folder."""
@@ -45,11 +42,9 @@ def _results_of(run) -> tuple[Path, object | None]:
 
 
 def run_identity(run) -> dict:
-    """Manifest hashes and normaliser of a run (what must agree for a comparison):
-    ``{"results": Path, "manifests": {family: sha256}, "normalizer": {"name", "version"}}``.
-
-    ``run`` is a Workspace (inspected live) or the path of a workspace root or of a ``results``
-    folder (which needs its ``provenance.json``).
+    """Manifest hashes and normaliser of a run (what must agree for a comparison): ``{"results": Path,
+    "manifests": {family: sha256}, "normalizer": {"name", "version"}}``. ``run`` is a Workspace
+    (inspected live) or the path of a workspace root or of a ``results`` folder (with ``provenance.json``).
 
     Raises
     ------
@@ -85,7 +80,8 @@ def _check_same_run_inputs(ia: dict, ib: dict, families) -> None:
 # --------------------------------------------------------------------------------- comparison
 def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int = 0, level: float = 0.95,
                  min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP, scopes=tuple(cond.SCOPES)) -> pd.DataFrame:
-    """Paired change from run A to run B, per condition, with interval, exact test and verdict.
+    """Paired change from run A to run B per condition (pairs: ``(model, stimulus_id)`` in both runs), with
+    interval, exact test and verdict as :func:`aiplib.analysis.conditions.paired_change`.
 
     Parameters
     ----------
@@ -110,17 +106,13 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
         normalisers differ in name or version.
     AiplibError
         If a run has no scores or the runs share no task.
-
-    Pairs are ``(model, stimulus_id)`` in both runs; intervals and tests as
-    :func:`aiplib.analysis.conditions.paired_change`.
     """
     ia, ib = run_identity(run_a), run_identity(run_b)
     sa, sb = load_scores(ia["results"]), load_scores(ib["results"])
     if not sa or not sb:
         raise AiplibError(f"run {'A' if not sa else 'B'} has no results/scores/<task>.csv")
     common = sorted(set(sa) & set(sb)) if tasks is None else list(tasks)
-    missing = [t for t in common if t not in sa or t not in sb]
-    if missing:
+    if missing := [t for t in common if t not in sa or t not in sb]:
         raise AiplibError(f"tasks {missing} are not scored in both runs")
     if not common:
         raise AiplibError(f"the runs share no scored task (A: {sorted(sa)}, B: {sorted(sb)})")
@@ -130,15 +122,12 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
         fam = task_family(task)
         val = "wer" if fam == "asr" else "correct"
         cols = ["model", "stimulus_id", val] + (["errors", "ref_words"] if fam == "asr" else [])
-        a = sa[task][["task", "item_id", "bg_id", "snr_db"] + cols]
-        b = sb[task][cols]
-        m = a.merge(b, on=["model", "stimulus_id"], suffixes=("_a", "_b"), how="inner")
-        for model in sorted(set(sa[task]["model"]) | set(sb[task]["model"])):
-            na = int((sa[task]["model"] == model).sum())
-            nb = int((sb[task]["model"] == model).sum())
-            npair = int((m["model"] == model).sum())
-            if na != npair or nb != npair:
-                unpaired[f"{task}/{model}"] = {"only_a": na - npair, "only_b": nb - npair}
+        m = sa[task][["task", "item_id", "bg_id", "snr_db"] + cols].merge(
+            sb[task][cols], on=["model", "stimulus_id"], suffixes=("_a", "_b"), how="inner")
+        n = pd.concat({k: d["model"].value_counts() for k, d in (("a", sa[task]), ("b", sb[task]), ("p", m))}, axis=1)
+        for model, r in n.fillna(0).astype(int).sort_index().iterrows():
+            if r["a"] != r["p"] or r["b"] != r["p"]:
+                unpaired[f"{task}/{model}"] = {"only_a": int(r["a"] - r["p"]), "only_b": int(r["b"] - r["p"])}
         frames.append(_compare_task(m, fam, n_resamples=n_resamples, seed=seed, level=level,
                                     min_diff_pp=min_diff_pp, scopes=scopes))
     if unpaired:
@@ -150,21 +139,15 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
 
 
 def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_diff_pp, scopes):
-    rows = m.copy()
-    rows["n"] = 1.0
-    if fam == "asr":
-        rows["a"], rows["b"] = rows["wer_a"].astype(float), rows["wer_b"].astype(float)
-        rows["d"] = rows["b"] - rows["a"]
-        sums = ["n", "a", "b", "d", "errors_a", "errors_b", "ref_words_a"]
-    else:
-        rows["a"], rows["b"] = rows["correct_a"].astype(float), rows["correct_b"].astype(float)
-        rows["d"] = rows["a"] - rows["b"]
-        sums = ["n", "a", "b", "d"]
-    rows["item_id"] = rows["item_id"].astype(str)
-    rows["bg_id"] = rows["bg_id"].astype(str)
+    val = "wer" if fam == "asr" else "correct"
+    rows = m.assign(n=1.0, a=m[f"{val}_a"].astype(float), b=m[f"{val}_b"].astype(float),
+                    item_id=m["item_id"].astype(str), bg_id=m["bg_id"].astype(str))
+    rows["d"] = rows["b"] - rows["a"] if fam == "asr" else rows["a"] - rows["b"]
+    sums = ["n", "a", "b", "d", *(["errors_a", "errors_b", "ref_words_a"] if fam == "asr" else [])]
     out = []
     for scope, k, g in _iter_scopes(rows, sums, scopes):
-        n = g.total("n")
+        tot = {c: float(g[c].sum()) for c in sums}
+        n = tot["n"]
         mc = None
         if fam == "kws" and bool(np.all(g["n"] == 1)):
             mc = (g["a"].astype(bool), g["b"].astype(bool))
@@ -172,12 +155,12 @@ def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_di
                                 level=level, min_diff=min_diff_pp, mcnemar=mc)
         rec = {"scope": scope, "model": k["model"], "task": k["task"], "family": fam,
                "bg_id": k["bg_id"], "snr_db": k["snr_db"], "condition": cond.condition_label(k["bg_id"], k["snr_db"]),
-               "n_items": len(g), "n_pairs": int(n), "measure": "wer" if fam == "asr" else "acc",
-               "a_pp": 100 * g.total("a") / n, "b_pp": 100 * g.total("b") / n}
+               "n_items": len(g["n"]), "n_pairs": int(n), "measure": "wer" if fam == "asr" else "acc",
+               "a_pp": 100 * tot["a"] / n, "b_pp": 100 * tot["b"] / n}
         if fam == "asr":
-            w = g.total("ref_words_a")
-            rec.update(a_corpus_pp=100 * g.total("errors_a") / w if w else math.nan,
-                       b_corpus_pp=100 * g.total("errors_b") / w if w else math.nan)
+            w = tot["ref_words_a"]
+            rec.update(a_corpus_pp=100 * tot["errors_a"] / w if w else math.nan,
+                       b_corpus_pp=100 * tot["errors_b"] / w if w else math.nan)
         rec.update(change_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"], test=pc["test"],
                    p_value=pc["p_value"], n_worse=pc["n_worse"], n_better=pc["n_better"], n_ties=pc["n_ties"],
                    verdict=pc["verdict"], min_diff_pp=float(min_diff_pp), level=float(level),

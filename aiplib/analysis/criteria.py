@@ -116,11 +116,9 @@ def load_criteria(criteria) -> dict:
                     for i, c in enumerate(criteria.get("criteria", [])) if "min" in c and "max" in c and c["min"] > c["max"]]
     if problems:
         raise ValidationError([f"{source or 'criteria'}: {p}" for p in problems])
-    prev = criteria.get("previous")
-    if prev is not None:
-        prev = Path(prev)
-        if not prev.is_absolute() and source is not None:
-            prev = (source.parent / prev).resolve()
+    prev = None if criteria.get("previous") is None else Path(criteria["previous"])
+    if prev is not None and not prev.is_absolute() and source is not None:
+        prev = (source.parent / prev).resolve()
     return {"criteria": [{"task": "*", "model": "*", "bg_id": "*", "scope": "*", "snr_db": "*", **c}
                          for c in criteria.get("criteria", [])],
             "no_worse_than_previous": criteria.get("no_worse_than_previous"), "previous": prev,
@@ -142,17 +140,14 @@ def _select(t: pd.DataFrame, c: dict) -> pd.DataFrame:
     return t[sel]
 
 
-def _measure(t: pd.DataFrame, measure: str):
-    """(values, column used, scale) or None if the measure is unknown for this table."""
+def _measure(t: pd.DataFrame, measure: str) -> pd.Series | None:
+    """The values of ``measure`` (an alias: its percent column ÷ 100), or None if unknown for this table."""
     if measure in t.columns and pd.api.types.is_numeric_dtype(t[measure]):
-        return t[measure].astype(float), measure, 1.0
-    col = MEASURE_ALIASES.get(measure)
-    if col is not None and col in t.columns:
-        fam = set(t["family"].astype(str)) if "family" in t.columns else set()
-        if measure == "delta_wer" and fam - {"asr"} or measure == "delta_acc" and fam - {"kws"}:
-            return None
-        return t[col].astype(float) / 100.0, col, 0.01
-    return None
+        return t[measure].astype(float)
+    col, fam = MEASURE_ALIASES.get(measure), set(t["family"].astype(str)) if "family" in t.columns else set()
+    if col not in t.columns or measure == "delta_wer" and fam - {"asr"} or measure == "delta_acc" and fam - {"kws"}:
+        return None
+    return t[col].astype(float) / 100.0
 
 
 def check_criteria(ws, criteria=None, previous=None, *, tables=None, n_resamples: int = 2000,
@@ -183,13 +178,10 @@ def check_criteria(ws, criteria=None, previous=None, *, tables=None, n_resamples
         If the previous run has other manifests or another normaliser.
     """
     spec = load_criteria({} if criteria is None else criteria)
-    failures: list[dict] = []
-    if spec["criteria"]:
-        if tables is None:
-            tables = cond.read_condition_tables(ws.results) or cond.condition_tables(
-                load_scores(ws), n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=spec["min_diff_pp"])
-        for i, c in enumerate(spec["criteria"]):
-            failures.extend(_check_one(tables, i, c))
+    if spec["criteria"] and tables is None:
+        tables = cond.read_condition_tables(ws.results) or cond.condition_tables(
+            load_scores(ws), n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=spec["min_diff_pp"])
+    failures = [f for i, c in enumerate(spec["criteria"]) for f in _check_one(tables, i, c)]
     prev = previous if previous is not None else spec["previous"]
     if prev is not None and spec["no_worse_than_previous"] is not False:
         cmp_ = compare_runs(prev, ws, n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=spec["min_diff_pp"],
@@ -206,19 +198,13 @@ def check_criteria(ws, criteria=None, previous=None, *, tables=None, n_resamples
     return failures
 
 
-def _fmt_bound(c):
-    return " and ".join(f"{op} {c[b]:g}" for b, op in (("min", ">="), ("max", "<=")) if b in c)
-
-
 def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
     base = {"criterion": i, "task": c["task"], "model": c["model"], "measure": c["measure"],
             "min": c.get("min"), "max": c.get("max")}
     out, any_value, any_row = [], False, False
-    for task in sorted(tables):
-        t = tables[task]
-        if t.empty or (c["task"] != "*" and str(c["task"]) != task):
-            continue
-        part = _select(t, c)
+    bound = " and ".join(f"{op} {c[b]:g}" for b, op in (("min", ">="), ("max", "<=")) if b in c)
+    for task, t in sorted(tables.items()):
+        part = _select(t, c) if not t.empty and str(c["task"]) in ("*", task) else t.iloc[:0]
         if part.empty:
             continue
         any_row = True
@@ -227,7 +213,7 @@ def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
             out.append({**base, "kind": "unknown_measure", "task": task, "condition": None, "value": None,
                         "message": f"criterion {i}: measure {c['measure']!r} does not exist in conditions_{task}.csv"})
             continue
-        vals = got[0].to_numpy(float)
+        vals = got.to_numpy(float)
         ok = np.isfinite(vals)
         any_value |= bool(ok.any())
         lo, hi = c.get("min", -np.inf), c.get("max", np.inf)
@@ -236,14 +222,11 @@ def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
             out.append({**base, "kind": "threshold", "task": r["task"], "model": r["model"],
                         "condition": r["condition"], "value": float(v),
                         "message": f"{r['task']}/{r['model']} {r['condition']}: {c['measure']} = {v:.4g}, "
-                                   f"required {_fmt_bound(c)} (criterion {i})"})
-    if not any_row:
+                                   f"required {bound} (criterion {i})"})
+    if not any_row or not any_value and not any(f["kind"] == "unknown_measure" for f in out):
+        what = f" with a value of {c['measure']!r}" if any_row else ""
         out.append({**base, "kind": "no_match", "condition": None, "value": None,
-                    "message": f"criterion {i} ({_describe(c)}) selects no condition"})
-    elif not any_value and not any(f["kind"] == "unknown_measure" for f in out):
-        out.append({**base, "kind": "no_match", "condition": None, "value": None,
-                    "message": f"criterion {i} ({_describe(c)}) selects no condition with a "
-                               f"value of {c['measure']!r}"})
+                    "message": f"criterion {i} ({_describe(c)}) selects no condition{what}"})
     return out
 
 

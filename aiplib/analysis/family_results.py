@@ -16,7 +16,7 @@ import pandas as pd
 from aiplib.analysis import conditions as cond
 from aiplib.analysis.conditions import KWS_ROBUST_COLUMNS, asr_robust, kws_robust
 from aiplib.analysis.conditions.verdicts import _ratio
-from aiplib.analysis.report_tables import Table, _ci, _p, fmt
+from aiplib.analysis.report_tables import Table, _ci, _cis, _p, fmt
 from aiplib.analysis.stats import bootstrap_ci
 from aiplib.core.errors import AiplibParameterError
 from aiplib.io.formats import parse_bool
@@ -37,10 +37,8 @@ def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_language
     Parameters
     ----------
     scores : pandas.DataFrame
-        One row per stimulus: the ``by`` columns and, for ``task="asr"``, ``n_hyp_words``,
-        ``n_leak_words``, ``n_leak_insertions``; for ``"kws"``, ``kws_leak``.
-    by : sequence of str
-    task : {"asr", "kws"}
+        One row per stimulus: the ``by`` columns and, for ``task="asr"`` (or ``"kws"``), ``n_hyp_words``,
+        ``n_leak_words``, ``n_leak_insertions`` (``kws_leak``).
     n_resamples, seed, level
         Bootstrap settings (:func:`aiplib.analysis.stats.bootstrap_ci`).
 
@@ -60,8 +58,7 @@ def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_language
     need = {"asr": ["n_hyp_words", "n_leak_words", "n_leak_insertions"], "kws": ["kws_leak"]}
     if task not in need:
         raise AiplibParameterError(f"task must be 'asr' or 'kws', got {task!r}")
-    missing = [c for c in [*by, *need[task]] if c not in scores.columns]
-    if missing:
+    if missing := [c for c in [*by, *need[task]] if c not in scores.columns]:
         raise AiplibParameterError(f"leakage_summary: missing column(s) {missing}")
     kw = dict(n_resamples=n_resamples, seed=seed, level=level)
     rows = []
@@ -72,9 +69,10 @@ def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_language
             row["n_hyp_words"] = int(words.sum())
             r = bootstrap_ci((leak, words), _ratio, vectorized=True, **kw) if words.sum() > 0 else None
             ins = bootstrap_ci(g["n_leak_insertions"].to_numpy(float), np.mean, vectorized=True, **kw)
-            row.update(leak_share=r.estimate if r else float("nan"), leak_share_ci_low=r.ci_low if r else float("nan"),
-                       leak_share_ci_high=r.ci_high if r else float("nan"), leak_insertions_per_item=ins.estimate,
-                       leak_insertions_ci_low=ins.ci_low, leak_insertions_ci_high=ins.ci_high,
+            row.update(zip(("leak_share", "leak_share_ci_low", "leak_share_ci_high"),
+                           (r.estimate, r.ci_low, r.ci_high) if r else (math.nan,) * 3),
+                       leak_insertions_per_item=ins.estimate, leak_insertions_ci_low=ins.ci_low,
+                       leak_insertions_ci_high=ins.ci_high,
                        note="; ".join(x for x in ((r.note if r else "no hypothesis words"), ins.note) if x))
         else:
             k = bootstrap_ci(g["kws_leak"].astype(bool).to_numpy(float), np.mean, vectorized=True, **kw)
@@ -85,8 +83,7 @@ def leakage_summary(scores: pd.DataFrame, *, by=("setting", "distractor_language
 
 
 def _need(df, cols, what):
-    miss = [c for c in cols if c not in df.columns]
-    if miss:
+    if miss := [c for c in cols if c not in df.columns]:
         raise AiplibParameterError(f"{what}: score table lacks column(s) {miss}")
 
 
@@ -100,9 +97,8 @@ def _task_columns(scores, task, scope, key, values, tests, kw) -> tuple[pd.DataF
     names = {"delta_pp": f"delta_{m}_pp", "ci_low_pp": f"delta_{m}_ci_low_pp", "ci_high_pp": f"delta_{m}_ci_high_pp",
              **({} if task == "asr" else {"n_items": "n_items_kws"}), **{c: f"{task}_{c}" for c in tests}}
     parts = [a[key + values + ["delta_pp", "ci_low_pp", "ci_high_pp"]]]
-    if task == "asr":
-        parts.append(asr_robust(a, scores, scope))
-    return pd.concat(parts + [a[tests]], axis=1).rename(columns=names), a
+    parts += [asr_robust(a, scores, scope)] if task == "asr" else []
+    return pd.concat([*parts, a[tests]], axis=1).rename(columns=names), a
 
 
 def _leak_share(noisy: pd.DataFrame, leak: str, words: str, key: list, name: str) -> pd.DataFrame:
@@ -126,9 +122,8 @@ _KWS_COMPETING = ["n_items_kws", "delta_acc_pp", "delta_acc_ci_low_pp", "delta_a
                   "kws_leak_mismatch_pct", *KWS_ROBUST_COLUMNS]
 
 
-def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_resamples: int = 2000,
-                    seed: int = 0, level: float = 0.95, min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP
-                    ) -> pd.DataFrame:
+def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_resamples: int = 2000, seed: int = 0,
+                    level: float = 0.95, min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP) -> pd.DataFrame:
     """Per model × distractor condition × SNR: ΔWER, leakage and its baselines, ΔAcc, KWS leak rate.
 
     Parameters
@@ -158,8 +153,7 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     """
     _need(asr, ["setting", "distractor_languages", "same_voice_as_target", *LEAK_ASR_COLUMNS], "competing_table")
     kw = dict(n_resamples=n_resamples, seed=seed, level=level)
-    spec = comp.TABLE
-    key, scope = spec["key"], spec["scope"]
+    key, scope = comp.TABLE["key"], comp.TABLE["scope"]
     t, a = _task_columns(asr, "asr", scope, key, ["n_items"], ["p_bh", "verdict"], {**kw, "min_diff_pp": min_diff_pp})
     t["note"] = a["note"]
     noisy = asr[asr["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
@@ -178,13 +172,11 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
                               {**kw, "min_diff_pp": min_diff_pp})
         kn = kws[kws["bg_id"] != "clean"].rename(columns={"bg_id": "condition_id"})
         kl = leakage_summary(kn.assign(kws_leak=kn["kws_leak"].fillna(False)), by=key, task="kws", **kw)
-        kl = kl[[*key, "kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"]].rename(columns={
-            "kws_leak_rate": "kws_leak_pct", "kws_leak_ci_low": "kws_leak_ci_low_pct",
-            "kws_leak_ci_high": "kws_leak_ci_high_pct"})
+        kl = kl[[*key, "kws_leak_rate", "kws_leak_ci_low", "kws_leak_ci_high"]].set_axis(
+            [*key, "kws_leak_pct", "kws_leak_ci_low_pct", "kws_leak_ci_high_pct"], axis=1)
         kl.iloc[:, len(key):] *= 100
-        kf = pd.concat([kn[kn[c].notna()].assign(f=kn[c].astype(float)).groupby(key)["f"].mean().mul(100).rename(name)
-                        for c, name in (("kws_leak_floor", "kws_leak_floor_pct"),
-                                        ("kws_leak_mismatch", "kws_leak_mismatch_pct"))], axis=1).reset_index()
+        kf = pd.concat([kn[kn[c].notna()].assign(f=kn[c].astype(float)).groupby(key)["f"].mean().mul(100)
+                        .rename(f"{c}_pct") for c in ("kws_leak_floor", "kws_leak_mismatch")], axis=1).reset_index()
         ks = ks.merge(kl, on=key, how="left").merge(kf, on=key, how="left").merge(kws_robust(kws, scope, **kw),
                                                                                   on=key, how="left")
         t = t.merge(ks, on=key, how="outer")
@@ -199,22 +191,17 @@ def competing_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, n_res
     t = t.assign(level=float(level), n_resamples=int(n_resamples), seed=int(seed))
     t["note"] = t.pop("note").fillna("")
     order = {c: i for i, c in enumerate(meta.index)}  # the manifest's order: single languages, then the cocktail
-    s_order = {s: i for i, s in enumerate(spec["setting_order"])}
+    s_order = {s: i for i, s in enumerate(comp.TABLE["setting_order"])}
     return (t.assign(_s=t["setting"].map(s_order).fillna(9), _c=t["condition_id"].map(order))
             .sort_values(["model", "_s", "_c", "snr_db"]).drop(columns=["_s", "_c"]).reset_index(drop=True))
 
 
 def competing_figure_data(table: pd.DataFrame, *, model: str | None = None) -> pd.DataFrame:
     """The tidy table notebook 09 draws Figure F1 from: the rows of ``model`` (default the first in
-    name order) of :func:`competing_table` ``table``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, condition_id, snr_db`` (dB), ``line`` (0, 1 … per condition in table order),
-        ``same_voice_control``, ``label`` (``<condition> (same voice)`` for the control), then
-        ``delta_wer_pp, delta_wer_ci_low_pp, delta_wer_ci_high_pp, leak_pct, leak_ci_low_pct,
-        leak_ci_high_pct, leak_floor_pct`` (float), sorted by line then SNR.
+    name order) of :func:`competing_table` ``table``: ``model, condition_id, snr_db`` (dB), ``line``
+    (0, 1 … per condition in table order), ``same_voice_control``, ``label`` (``<condition> (same
+    voice)`` for the control), then ``delta_wer_pp, delta_wer_ci_low_pp, delta_wer_ci_high_pp, leak_pct,
+    leak_ci_low_pct, leak_ci_high_pct, leak_floor_pct`` (float), sorted by line then SNR.
 
     Raises
     ------
@@ -244,11 +231,6 @@ def _params(v) -> str:
         return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
     return ", ".join(f"{k}={p[k]:g}" if isinstance(p[k], float) else f"{k}={p[k]}"
                      for k in sorted(p, key=lambda k: (k != "transform", k)))
-
-
-def _channel_order(names) -> list[str]:
-    names = list(dict.fromkeys(names))
-    return [n for n in CHANNEL_CONDITIONS if n in names] + [n for n in names if n not in CHANNEL_CONDITIONS]
 
 
 def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped: pd.DataFrame | None = None,
@@ -294,7 +276,9 @@ def channel_table(asr: pd.DataFrame, kws: pd.DataFrame | None = None, *, skipped
         t = pd.concat([t, sk], ignore_index=True)
     t = t.assign(level=float(level), n_resamples=int(n_resamples), seed=int(seed))
     t["note"] = t.pop("note").fillna("")
-    order = {n: i for i, n in enumerate(_channel_order(t["condition_id"]))}
+    names = list(dict.fromkeys(t["condition_id"]))  # the module's order first, then any other in table order
+    names = [n for n in CHANNEL_CONDITIONS if n in names] + [n for n in names if n not in CHANNEL_CONDITIONS]
+    order = {n: i for i, n in enumerate(names)}
     return (t.assign(_o=t["condition_id"].map(order)).sort_values(["_o", "model"]).drop(columns="_o")
             .rename(columns={"condition_id": "condition"}).reset_index(drop=True))
 
@@ -304,13 +288,8 @@ def conditions_listing(competing: pd.DataFrame | None = None, channel: pd.DataFr
                        distractors: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every condition of the families with its parameters and source (the report's list): each
     family's ``conditions`` hook on its score or manifest rows ``competing`` / ``channel`` (default the
-    demo's grid, ``available``), voices and sources from ``distractors`` (default the demo's).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``family, condition, parameters, applied_to, source, status`` (``run`` / ``available`` /
-        ``skipped: <reason>``).
+    demo's grid, ``available``), voices and sources from ``distractors`` (default the demo's). Columns
+    ``family, condition, parameters, applied_to, source, status`` (``run`` / ``available`` / ``skipped: <reason>``).
     """
     rows = {comp.NAME: competing, "channel": channel}
     return pd.DataFrame([r for f in FAMILIES for r in REGISTRY[f].conditions(rows.get(f), distractors=distractors)])
@@ -322,9 +301,8 @@ NOT_RUN = "not run: make all SUITE=all"
 
 
 def stage7_times(ws) -> pd.DataFrame | None:
-    """The last stage-7 time of each family (``checks/stage7_families.csv``, rows with
-    ``n_run > 0``), or None when the file does not exist.
-    """
+    """The last stage-7 time of each family (``checks/stage7_families.csv``, rows with ``n_run > 0``), or
+    None when the file does not exist."""
     p = Path(ws.root) / "checks" / "stage7_families.csv"
     if not p.is_file():
         return None
@@ -374,23 +352,18 @@ def _robust_cells(t: pd.DataFrame, task: str = "asr") -> dict:
     return {"Δ strict acc pp": col("delta_strict_acc_pp", signed), "non-answers": col("n_non_answers", count)}
 
 
-def _cis(t: pd.DataFrame, est: str, prefix: str, unit: str, signed: bool = True) -> list[str]:
-    """``estimate [low, high]`` cells of columns ``est``, ``<prefix>_low<unit>``, ``<prefix>_high<unit>``."""
-    return [_ci(e, lo, hi, signed=signed) for e, lo, hi in zip(t[est], t[f"{prefix}_low{unit}"], t[f"{prefix}_high{unit}"])]
-
-
 def competing_display(t: pd.DataFrame):
-    """:func:`competing_table` formatted for the report (:class:`aiplib.analysis.report_tables.Table`)."""
+    """:func:`competing_table` formatted for the report (a :class:`aiplib.analysis.report_tables.Table`)."""
     return Table(pd.DataFrame({
         "model": t["model"], "distractor": t["condition_id"], "SNR (dB)": t["snr_db"].map(lambda v: f"{v:g}"),
         "control": np.where(t["same_voice_control"], "same voice", ""),
         "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
-        "ΔWER pp [95% CI]": _cis(t, "delta_wer_pp", "delta_wer_ci", "_pp"),
+        "ΔWER pp [95% CI]": _cis(t, "delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp"),
         **_robust_cells(t), "ASR verdict": t["asr_verdict"],
-        "leak % [95% CI]": _cis(t, "leak_pct", "leak_ci", "_pct", signed=False),
+        "leak % [95% CI]": _cis(t, "leak_pct", "leak_ci_low_pct", "leak_ci_high_pct", signed=False),
         "floor %": t["leak_floor_pct"].map(fmt), "mismatch %": t["leak_mismatch_pct"].map(fmt),
-        "ΔAcc pp [95% CI]": _cis(t, "delta_acc_pp", "delta_acc_ci", "_pp"),
-        "KWS leak % [95% CI]": _cis(t, "kws_leak_pct", "kws_leak_ci", "_pct", signed=False),
+        "ΔAcc pp [95% CI]": _cis(t, "delta_acc_pp", "delta_acc_ci_low_pp", "delta_acc_ci_high_pp"),
+        "KWS leak % [95% CI]": _cis(t, "kws_leak_pct", "kws_leak_ci_low_pct", "kws_leak_ci_high_pct", signed=False),
         "KWS floor %": t["kws_leak_floor_pct"].map(fmt), **_robust_cells(t, "kws")}))
 
 
@@ -400,8 +373,9 @@ def channel_display(t: pd.DataFrame):
         "model": t["model"], "condition": t["condition"], "parameters": t["parameters"],
         "applied to": t["applied_to"], "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
         "WER %": t["wer_pp"].map(fmt) if "wer_pp" in t else "",
-        "ΔWER pp [95% CI]": _cis(t, "delta_wer_pp", "delta_wer_ci", "_pp"),
+        "ΔWER pp [95% CI]": _cis(t, "delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp"),
         **_robust_cells(t), "p (BH)": t["asr_p_bh"].map(_p), "ASR verdict": t["asr_verdict"].fillna(t["status"]),
-        "ΔAcc pp [95% CI]": _cis(t, "delta_acc_pp", "delta_acc_ci", "_pp") if "delta_acc_pp" in t else "–",
+        "ΔAcc pp [95% CI]": _cis(t, "delta_acc_pp", "delta_acc_ci_low_pp", "delta_acc_ci_high_pp")
+        if "delta_acc_pp" in t else "–",
         "KWS verdict": t["kws_verdict"].fillna("") if "kws_verdict" in t else "",
         **_robust_cells(t, "kws"), "note": t["note"]}))

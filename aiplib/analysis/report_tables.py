@@ -49,9 +49,12 @@ def _ci(est, lo, hi, nd=1, signed=True) -> str:
     if not np.isfinite(float(est)):
         return "–"
     e = f"{float(est):+.{nd}f}" if signed else f"{float(est):.{nd}f}"
-    if not (np.isfinite(float(lo)) and np.isfinite(float(hi))):
-        return e
-    return f"{e} [{float(lo):.{nd}f}, {float(hi):.{nd}f}]"
+    return f"{e} [{float(lo):.{nd}f}, {float(hi):.{nd}f}]" if np.isfinite(float(lo)) and np.isfinite(float(hi)) else e
+
+
+def _cis(t: pd.DataFrame, est: str, lo: str, hi: str, nd: int = 1, signed: bool = True) -> list[str]:
+    """``estimate [low, high]`` cells (:func:`_ci`) of the columns ``est, lo, hi`` of ``t``."""
+    return [_ci(e, a, b, nd, signed) for e, a, b in zip(t[est], t[lo], t[hi])]
 
 
 def cap_words(text, max_words: int = MAX_WORDS) -> str:
@@ -59,11 +62,8 @@ def cap_words(text, max_words: int = MAX_WORDS) -> str:
     NaN (``cap_words("a b c d", 2) == "a b … +2 words"``)."""
     if text is None or (isinstance(text, float) and math.isnan(text)):
         return ""
-    words = str(text).split()
-    if len(words) <= max_words:
-        return str(text)
-    rest = len(words) - max_words
-    return " ".join(words[:max_words]) + f" … +{rest} word{'s' if rest != 1 else ''}"
+    words, rest = str(text).split(), len(str(text).split()) - max_words
+    return str(text) if rest <= 0 else " ".join(words[:max_words]) + f" … +{rest} word{'s' if rest != 1 else ''}"
 
 
 def _md_cell(v) -> str:
@@ -102,10 +102,9 @@ class Table:
     def _repr_markdown_(self) -> str:
         if self.df.empty:
             return "_(no rows)_"
-        head = "| " + " | ".join(_md_cell(c) for c in self.df.columns) + " |"
-        sep = "|" + "|".join("---" for _ in self.df.columns) + "|"
-        body = ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in self.df.itertuples(index=False)]
-        return "\n".join([head, sep, *body])
+        lines = ["| " + " | ".join(_md_cell(v) for v in row) + " |"
+                 for row in [self.df.columns, *self.df.itertuples(index=False)]]
+        return "\n".join([lines[0], "|" + "|".join("---" for _ in self.df.columns) + "|", *lines[1:]])
 
     def __repr__(self) -> str:
         return self.df.to_string(index=False)
@@ -164,22 +163,19 @@ def condition_display(t: pd.DataFrame, scope, *, collapsed: str | None = None) -
     d["items"] = t["n_items"].to_numpy()
     d["stimuli"] = t["n_stimuli"].to_numpy()
     if family == "asr":
-        d["WER %"] = [fmt(v) for v in t["wer_pp"]]
-        d["mean WER %"] = [fmt(v) for v in t["mean_wer_pp"]]
-        d["CER %"] = [fmt(v) for v in t["cer_pp"]]
+        for name, c in (("WER %", "wer_pp"), ("mean WER %", "mean_wer_pp"), ("CER %", "cer_pp")):
+            d[name] = [fmt(v) for v in t[c]]
         d["S / D / I %"] = [f"{fmt(s)} / {fmt(dl)} / {fmt(i)}"
                             for s, dl, i in zip(t["sub_pp"], t["del_pp"], t["ins_pp"])]
         d["clean WER %"] = [fmt(v) for v in t["clean_wer_pp"]]
-        d["ΔWER pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in zip(t["delta_pp"], t["ci_low_pp"], t["ci_high_pp"])]
-        d["corpus ΔWER pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in zip(t["delta_corpus_pp"], t["corpus_ci_low_pp"],
-                                            t["corpus_ci_high_pp"])]
+        d["ΔWER pp [95% CI]"] = _cis(t, "delta_pp", "ci_low_pp", "ci_high_pp")
+        d["corpus ΔWER pp [95% CI]"] = _cis(t, "delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp")
     else:
         d["acc %"] = [fmt(v) for v in t["acc_pp"]]
         d["clean acc %"] = [fmt(v) for v in t["clean_acc_pp"]]
-        d["ΔAcc pp [95% CI]"] = [_ci(e, lo, hi) for e, lo, hi in zip(t["delta_pp"], t["ci_low_pp"], t["ci_high_pp"])]
-    d["worse / better / tie"] = [
-        "–" if pd.isna(w) else f"{int(w)} / {int(b)} / {int(ti)}"
-        for w, b, ti in zip(t["n_worse"], t["n_better"], t["n_ties"])]
+        d["ΔAcc pp [95% CI]"] = _cis(t, "delta_pp", "ci_low_pp", "ci_high_pp")
+    d["worse / better / tie"] = ["–" if pd.isna(w) else f"{int(w)} / {int(b)} / {int(ti)}"
+                                 for w, b, ti in zip(t["n_worse"], t["n_better"], t["n_ties"])]
     d["test"] = _text(t["test"]).to_numpy()
     d["p"] = [_p(v) for v in t["p_value"]]
     if "p_bh" in t:
@@ -194,34 +190,29 @@ def summary_table(tables: dict) -> Table:
     rows = []
     for task, t in tables.items():
         fam = t["family"].iloc[0]
+        val = "wer_pp" if fam == "asr" else "acc_pp"
         for model, g in t.groupby("model", sort=True):
-            cl = g[g["scope"] == "clean"]
-            ov = g[g["scope"] == "overall"]
-            cs = g[g["scope"] == "condition"]["verdict"].value_counts()
-            val = "wer_pp" if fam == "asr" else "acc_pp"
-            o = ov.iloc[0] if len(ov) else None
-            coarse = int((g[g["scope"] == "condition"].get("coarse", pd.Series(dtype=object))
-                          .astype(str) == "True").sum())
-            if o is None:
+            cl, ov, cs = (g[g["scope"] == s] for s in ("clean", "overall", "condition"))
+            o = ov.iloc[0] if len(ov) else pd.Series(dtype=object)
+            x = {c: o.get(c, math.nan) for c in (val, "delta_pp", "ci_low_pp", "ci_high_pp", "delta_corpus_pp",
+                                                 "corpus_ci_low_pp", "corpus_ci_high_pp", "p_value", "n_loops")}
+            if o.empty:
                 robust = "–"
             elif fam == "asr":
-                loops = o.get("n_loops", math.nan)
-                robust = (f"{fmt(o.get('mean_wer_capped_pp', math.nan))} / "
-                          f"{fmt(o.get('median_wer_pp', math.nan))}; loops "
-                          + ("–" if pd.isna(loops) else str(int(loops))))
+                robust = (f"{fmt(o.get('mean_wer_capped_pp', math.nan))} / {fmt(o.get('median_wer_pp', math.nan))}; "
+                          "loops " + ("–" if pd.isna(x["n_loops"]) else str(int(x["n_loops"]))))
             else:
-                robust = (f"{fmt(o.get('strict_acc_pp', math.nan))} / {fmt(o.get('non_answer_pp', math.nan))}")
+                robust = f"{fmt(o.get('strict_acc_pp', math.nan))} / {fmt(o.get('non_answer_pp', math.nan))}"
+            counts = cs["verdict"].value_counts()
             rows.append({
                 "task": task, "model": model, "measure": "WER" if fam == "asr" else "accuracy",
-                "clean %": fmt(cl[val].iloc[0]) if len(cl) else "–",
-                "noisy (all) %": fmt(o[val]) if o is not None else "–", "mean per-item Δ pp [95% CI] (+ = worse)":
-                    _ci(o["delta_pp"], o["ci_low_pp"], o["ci_high_pp"]) if o is not None else "–",
-                "corpus Δ pp [95% CI]": _ci(o["delta_corpus_pp"], o["corpus_ci_low_pp"], o["corpus_ci_high_pp"])
-                    if o is not None and "delta_corpus_pp" in o.index else "–",
-                "p": _p(o["p_value"]) if o is not None else "–", "verdict": o["verdict"] if o is not None else "",
+                "clean %": fmt(cl[val].iloc[0]) if len(cl) else "–", "noisy (all) %": fmt(x[val]),
+                "mean per-item Δ pp [95% CI] (+ = worse)": _ci(x["delta_pp"], x["ci_low_pp"], x["ci_high_pp"]),
+                "corpus Δ pp [95% CI]": _ci(x["delta_corpus_pp"], x["corpus_ci_low_pp"], x["corpus_ci_high_pp"]),
+                "p": _p(x["p_value"]), "verdict": o.get("verdict", ""),
                 "conditions worse / same / better / n/a": " / ".join(
-                    str(int(cs.get(v, 0))) for v in ("worse", "same", "better", "n/a")),
-                "coarse conditions": str(coarse),
+                    str(int(counts.get(v, 0))) for v in ("worse", "same", "better", "n/a")),
+                "coarse conditions": str(int((cs.get("coarse", pd.Series(dtype=object)).astype(str) == "True").sum())),
                 "robust (noisy): ASR capped mean / median WER %, loops; KWS strict acc / non-answers %": robust})
     return Table(pd.DataFrame(rows).fillna("–"))
 
@@ -232,7 +223,7 @@ def table2_display(t2: pd.DataFrame) -> Table:
     (descriptors rounded as the authors), the authors' t-approximation p and r_s of the
     unrounded descriptors beside."""
     return Table(pd.DataFrame({"task": t2["task"], "model": t2["model"], "descriptor": t2["descriptor"], "n": t2["n"],
-        "r_s [95% CI]": [_ci(r, lo, hi, 2) for r, lo, hi in zip(t2["r_s"], t2["ci_low"], t2["ci_high"])],
+        "r_s [95% CI]": _cis(t2, "r_s", "ci_low", "ci_high", 2),
         "p": [_p(v) for v in t2["p"]], "p_BH": [_p(v) for v in t2["p_bh"]],
         "p (t approx., as the authors)": [_p(v) for v in t2["p_t_approx"]] if "p_t_approx" in t2 else "–",
         "r_s unrounded descriptors": [fmt(v, '.2f') for v in t2["r_s_unrounded"]] if "r_s_unrounded" in t2 else "–",
@@ -252,8 +243,8 @@ def table4_display(t4: pd.DataFrame) -> Table:
     """Table 4 (``table4_accent_dwer.csv``): mean ΔWER per model and accent group."""
     return Table(pd.DataFrame({
         "model": t4["model"], "accent group": t4["accent_group"], "items": t4["n_items"],
-        "clean WER %": [fmt(v) for v in t4["clean_wer_pp"]], "mean ΔWER pp [95% CI]": [_ci(e, lo, hi) for e, lo, hi in
-                                  zip(t4["mean_delta_wer_pp"], t4["ci_low_pp"], t4["ci_high_pp"])]}))
+        "clean WER %": [fmt(v) for v in t4["clean_wer_pp"]],
+        "mean ΔWER pp [95% CI]": _cis(t4, "mean_delta_wer_pp", "ci_low_pp", "ci_high_pp")}))
 
 
 def table4_authors_display(t4a: pd.DataFrame) -> Table:
@@ -268,10 +259,9 @@ def table5_display(t5: pd.DataFrame) -> Table:
     return Table(pd.DataFrame({
         "model": t5["model"], "family": t5["family"], "items": t5["n_items"],
         "Δ baseline pp": [fmt(v) for v in t5["delta_base_pp"]], "Δ steering pp": [fmt(v) for v in t5["delta_steer_pp"]],
-        "RER [95% CI]": [_ci(r, lo, hi, 2, signed=False) for r, lo, hi in zip(t5["rer"], t5["ci_low"], t5["ci_high"])],
+        "RER [95% CI]": _cis(t5, "rer", "ci_low", "ci_high", 2, signed=False),
         "flag": _text(t5["base_flag"]) if "base_flag" in t5 else "", "rule": _text(t5["rule"]),
-        "paired RER (ours) [95% CI]": [_ci(r, lo, hi, 2, signed=False) for r, lo, hi in
-                                       zip(t5["rer_paired"], t5["rer_paired_ci_low"], t5["rer_paired_ci_high"])]
+        "paired RER (ours) [95% CI]": _cis(t5, "rer_paired", "rer_paired_ci_low", "rer_paired_ci_high", 2, signed=False)
         if "rer_paired" in t5 else "–", "pairs": t5["n_pairs"] if "n_pairs" in t5 else "–", "note": _text(t5["note"])}))
 
 
@@ -281,8 +271,8 @@ def comparison_display(c: pd.DataFrame) -> Table:
     return Table(pd.DataFrame({
         "task": top["task"], "model": top["model"], "condition": top["condition"],
         "pairs": top["n_pairs"], "previous %": [fmt(v) for v in top["a_pp"]],
-        "this run %": [fmt(v) for v in top["b_pp"]], "change pp [95% CI] (+ = worse)": [_ci(e, lo, hi) for e, lo, hi in
-                                           zip(top["change_pp"], top["ci_low_pp"], top["ci_high_pp"])],
+        "this run %": [fmt(v) for v in top["b_pp"]],
+        "change pp [95% CI] (+ = worse)": _cis(top, "change_pp", "ci_low_pp", "ci_high_pp"),
         "test": top["test"], "p": [_p(v) for v in top["p_value"]], "verdict": top["verdict"]}))
 
 
@@ -293,13 +283,10 @@ def not_applicable_note(ws) -> str | None:
     found = {}
     for log_p in sorted(Path(ws.inference).glob("*/run_log.jsonl")):
         rows, _ = read_inference_jsonl(log_p, require_id=False)
-        na = [r for r in rows if r.get("event") == "not_applicable"]
-        if na:
+        if na := [r for r in rows if r.get("event") == "not_applicable"]:
             found[log_p.parent.name] = sorted(na[-1].get("tasks") or {})
-    if not found:
-        return None
-    return ("_Not applicable (the model takes no task prompt, so a steering prompt would repeat its "
-            "baseline decode): " + "; ".join(f"{m} — {', '.join(t)}" for m, t in found.items()) + "._")
+    return ("_Not applicable (the model takes no task prompt, so a steering prompt would repeat its baseline decode): "
+            + "; ".join(f"{m} — {', '.join(t)}" for m, t in found.items()) + "._") if found else None
 
 
 def provenance_lines(rec: dict) -> list[str]:

@@ -26,14 +26,12 @@ def failure_tables(inference_dir, manifests_dir=None) -> tuple[pd.DataFrame, pd.
     (without it only the inference rows count and ``n_missing`` is 0). Returns ``(summary, failed)`` with the
     columns :data:`SUMMARY_COLUMNS` and :data:`FAILED_COLUMNS`, sorted by model and task.
     """
-    inf = Path(inference_dir)
     ids: dict[str, set] = {}
     summary, failed = [], []
-    for path in sorted(inf.glob("*/*.jsonl")):
-        task = path.stem
+    for path in sorted(Path(inference_dir).glob("*/*.jsonl")):
+        task, model = path.stem, path.parent.name
         if task.startswith("run_log") or is_shard_file(path):
             continue
-        model = path.parent.name
         try:
             fam = task_family(task)
         except Exception:  # noqa: BLE001 - a file that is no task of ours: not counted
@@ -43,8 +41,7 @@ def failure_tables(inference_dir, manifests_dir=None) -> tuple[pd.DataFrame, pd.
             ids[fam] = set(read_manifest_csv(m)["id"]) if m is not None and m.is_file() else set()
         df = read_results(path, keep_errors=True)
         ok_mask = df["raw"].notna() & (df["raw"] != "__ERROR__") & df["error"].isna()
-        ok, err = set(df.loc[ok_mask, "id"]), df[~ok_mask]
-        manifest = ids[fam]
+        ok, err, manifest = set(df.loc[ok_mask, "id"]), df[~ok_mask], ids[fam]
         missing = sorted(manifest - ok - set(err["id"])) if manifest else []
         if manifest:
             err = err[err["id"].isin(manifest)]
@@ -56,9 +53,8 @@ def failure_tables(inference_dir, manifests_dir=None) -> tuple[pd.DataFrame, pd.
         summary.append(dict(model=model, task=task, n_stimuli=n, n_scored=len(ok), n_failed=len(err),
                             n_missing=len(missing), n_left_out=len(err) + len(missing),
                             n_unreadable_lines=int(df.attrs.get("n_skipped", 0))))
-    return (pd.DataFrame(summary, columns=SUMMARY_COLUMNS),
-            pd.DataFrame(failed, columns=FAILED_COLUMNS).sort_values(["model", "task", "stimulus_id"],
-                                                                     ignore_index=True))
+    failed = pd.DataFrame(failed, columns=FAILED_COLUMNS).sort_values(["model", "task", "stimulus_id"], ignore_index=True)
+    return pd.DataFrame(summary, columns=SUMMARY_COLUMNS), failed
 
 
 def write_failure_tables(ws, *, inference_dir=None, manifests_dir=None) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -14,12 +14,7 @@ from aiplib.io.formats import load_scores, parse_bool, write_csv_atomic
 
 def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     """Write ``results/tables/conditions_<task>.csv`` for every scored task: :func:`condition_table` of
-    ``scores`` (default :func:`aiplib.io.formats.load_scores` of ``ws``) with ``kwargs``.
-
-    Returns
-    -------
-    dict of str -> pathlib.Path
-        Task → written file.
+    ``scores`` (default :func:`aiplib.io.formats.load_scores` of ``ws``) with ``kwargs``; returns task → file.
 
     Raises
     ------
@@ -58,45 +53,28 @@ def _inactive(s: pd.DataFrame) -> pd.Series:
 
 
 def inactive_background_rows(scores: dict) -> pd.DataFrame:
-    """Count the scored noisy rows whose background segment was digital silence (``bg_active`` False,
-    measured at stage 5; e.g. an ESC-50 clip zero-padded to 5 s): kept in every headline number, as
-    the authors' mixer made them, and counted here per task and background.
+    """Per task and background, the scored noisy rows whose background segment was digital silence
+    (``bg_active`` False, measured at stage 5; e.g. an ESC-50 clip zero-padded to 5 s; kept in every
+    headline number, as the authors' mixer made them).
 
-    Parameters
-    ----------
-    scores : dict of str -> pandas.DataFrame
-        Task → scores (``results/scores/<task>.csv``) with a ``bg_active`` column.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``task, bg_id, n_noisy, n_inactive, inactive_share`` (only backgrounds with inactive rows).
+    ``scores``: task → ``results/scores/<task>.csv`` table. Returns ``task, bg_id, n_noisy, n_inactive,
+    inactive_share`` (only backgrounds with inactive rows).
     """
     rows = []
     for task, s in scores.items():
         if "bg_active" not in s.columns:
             continue
         noisy = s[s["bg_id"].astype(str) != "clean"]
-        inactive = _inactive(noisy)
-        for bg, grp in noisy.groupby("bg_id"):
-            k = int(inactive.loc[grp.index].sum())
-            if k:
-                rows.append({"task": task, "bg_id": bg, "n_noisy": len(grp), "n_inactive": k,
-                             "inactive_share": k / len(grp)})
+        counts = _inactive(noisy).groupby(noisy["bg_id"]).agg(["size", "sum"])
+        rows += [{"task": task, "bg_id": bg, "n_noisy": int(n), "n_inactive": int(k), "inactive_share": k / n}
+                 for bg, n, k in counts[counts["sum"] > 0].itertuples()]
     return pd.DataFrame(rows, columns=["task", "bg_id", "n_noisy", "n_inactive", "inactive_share"])
 
 
 def write_active_only_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
-    """The per-condition tables again without the rows whose background segment was silent.
-
-    Writes ``results/tables/conditions_<task>_bg_active.csv`` (clean rows kept, noisy rows with
-    ``bg_active`` False left out) for each task that has such rows; the headline tables keep them.
-
-    Returns
-    -------
-    dict of str -> pathlib.Path
-        Task → written file (empty when no row was inactive).
-    """
+    """The per-condition tables again without the noisy rows whose background segment was silent,
+    written to ``results/tables/conditions_<task>_bg_active.csv`` for each task that has such rows;
+    returns task → file (empty when no row was inactive)."""
     scores = load_scores(ws) if scores is None else scores
     written = {}
     for task in sorted(set(inactive_background_rows(scores)["task"])):

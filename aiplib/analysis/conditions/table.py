@@ -34,9 +34,8 @@ def _prepare_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
     r = df.assign(item_id=df["item_id"].astype(str), bg_id=df["bg_id"].astype(str),
                   snr_db=pd.to_numeric(df["snr_db"], errors="coerce"))
     if asr:
-        for c in ("ref_norm", "hyp_norm"):
-            r[c] = r[c].fillna("").astype(str)
-        r["char_errors"], r["ref_chars"] = char_counts(r["ref_norm"].tolist(), r["hyp_norm"].tolist())
+        r["char_errors"], r["ref_chars"] = char_counts(*(r[c].fillna("").astype(str).tolist()
+                                                         for c in ("ref_norm", "hyp_norm")))
         values = ["errors", "wer"]
     else:
         r["correct"] = pd.to_numeric(r["correct"], errors="coerce").astype(float)
@@ -78,16 +77,12 @@ _KWS_SUMS = ["n", "correct", "paired", "p_correct", "p_clean_correct", "d", "str
 def _as_flag(col: pd.Series) -> np.ndarray:
     """A boolean score column (bool, 0/1 or "True"/"False" text) as floats, NaN if unknown
     (:func:`aiplib.io.formats.parse_bool`)."""
-    flags = [parse_bool(v) for v in col]
-    return np.array([np.nan if f is pd.NA else float(f) for f in flags])
+    return np.array([np.nan if (f := parse_bool(v)) is pd.NA else float(f) for v in col])
 
 
 def _flag_sums(r: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
     """(flag as 0/1 with unknown → 0, 1 where known) of column ``name``; zeros if absent."""
-    if name not in r.columns:
-        z = np.zeros(len(r))
-        return z, z
-    f = _as_flag(r[name])
+    f = _as_flag(r[name]) if name in r.columns else np.full(len(r), np.nan)
     known = np.isfinite(f)
     return np.where(known, f, 0.0), known.astype(float)
 
@@ -124,42 +119,17 @@ def _pct(a, b) -> float:
     return 100.0 * a / b if b else math.nan
 
 
-class _Group:
-    """Per-item sums of one group: ``g["col"]`` is a float array [shape=(n_items,)]."""
-
-    __slots__ = ("cols", "idx", "_cache")
-
-    def __init__(self, cols: dict, idx: np.ndarray):
-        self.cols, self.idx, self._cache = cols, idx, {}
-
-    def __getitem__(self, c) -> np.ndarray:
-        if c not in self._cache:
-            self._cache[c] = self.cols[c][self.idx]
-        return self._cache[c]
-
-    def __len__(self) -> int:
-        return int(self.idx.size)
-
-    def total(self, c) -> float:
-        return float(self[c].sum())
-
-    def subset(self, mask) -> "_Group":
-        return _Group(self.cols, self.idx[np.asarray(mask, dtype=bool)])
-
-
 def _iter_scopes(rows: pd.DataFrame, sum_cols, scopes):
-    """Yield (scope, {model, task, bg_id, snr_db}, :class:`_Group` of per-item sums)."""
+    """Yield (scope, {model, task, bg_id, snr_db}, {column: per-item sums [shape=(n_items,)]})."""
     for scope, by, src in _scope_sources(rows, scopes):
         items = src.groupby(by + ["item_id"], sort=True)[sum_cols].sum()
         cols = {c: items[c].to_numpy(dtype=float) for c in sum_cols}
         for gkey, idx in items.groupby(level=by, sort=True).indices.items():
-            yield scope, _scope_key(scope, by, gkey), _Group(cols, np.asarray(idx))
+            yield scope, _scope_key(scope, by, gkey), {c: a[idx] for c, a in cols.items()}
 
 
-def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 2000,
-                    seed: int = 0, level: float = 0.95,
-                    min_diff_pp: float = DEFAULT_MIN_DIFF_PP, scopes=tuple(SCOPES)
-                    ) -> pd.DataFrame:
+def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 2000, seed: int = 0, level: float = 0.95,
+                    min_diff_pp: float = DEFAULT_MIN_DIFF_PP, scopes=tuple(SCOPES)) -> pd.DataFrame:
     """The per-condition table of one task (every model), with intervals, tests and verdicts.
 
     Parameters
@@ -167,12 +137,9 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     scores : pandas.DataFrame
         A ``results/scores/<task>.csv`` table (several models and tasks: each summarised apart).
     family : {"asr", "kws"}
-    n_resamples, seed, level : int, int, float
-        Bootstrap settings; recorded in every row.
-    min_diff_pp : float
-        Minimum change (pp) for a ``worse``/``better`` verdict.
-    scopes : sequence of str
-        Subset of :data:`SCOPES`.
+    n_resamples, seed, level, min_diff_pp, scopes
+        Bootstrap settings (recorded in every row), the minimum change (pp) for a ``worse``/``better``
+        verdict and the scopes (a subset of :data:`SCOPES`).
 
     Returns
     -------
@@ -202,8 +169,7 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     without a clean partner count in the absolute values only (``note``).
     """
     family_spec(family)  # an unknown family raises
-    bad = [s for s in scopes if s not in SCOPES]
-    if bad:
+    if bad := [s for s in scopes if s not in SCOPES]:
         raise AiplibParameterError(f"unknown scopes {bad}; choose from {list(SCOPES)}")
     if scores.empty:
         return pd.DataFrame(columns=_columns(family))
@@ -212,9 +178,9 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
     medians = _row_medians(rows, "wer", scopes) if family == "asr" else {}
     out = []
     for scope, k, g in _iter_scopes(rows, sum_cols, scopes):
-        tot = {c: g.total(c) for c in sum_cols}
+        tot = {c: float(g[c].sum()) for c in sum_cols}
         rec = dict(scope=scope, **k, family=family, condition=condition_label(k["bg_id"], k["snr_db"]),
-                   n_items=len(g), n_stimuli=int(tot["n"]), n_pairs=int(tot["paired"]),
+                   n_items=len(g["n"]), n_stimuli=int(tot["n"]), n_pairs=int(tot["paired"]),
                    measure=DEGRADATION_COLUMN[family], min_diff_pp=float(min_diff_pp), level=float(level),
                    n_resamples=int(n_resamples), seed=int(seed))
         if family == "asr":
@@ -229,20 +195,20 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
                        non_answer_pp=_pct(tot["non_answer"], tot["non_answer_n"]))
         notes = []
         if scope != "clean":
-            pg, mc = g.subset(g["paired"] > 0), None
+            pg, mc = {c: a[g["paired"] > 0] for c, a in g.items()}, None
             if family == "asr":
                 rec.update(clean_wer_pp=_pct(tot["p_clean_errors"], tot["p_ref_words"]),
                            clean_mean_wer_pp=_pct(tot["p_clean_wer"], tot["paired"]))
             else:
                 rec["clean_acc_pp"] = _pct(tot["p_clean_correct"], tot["paired"])
-                if len(pg) and bool((pg["paired"] == 1).all()):
+                if len(pg["n"]) and bool((pg["paired"] == 1).all()):
                     mc = (pg["p_clean_correct"].astype(bool), pg["p_correct"].astype(bool))
             pc = paired_change(100 * pg["d"], pg["paired"], n_resamples=n_resamples, seed=seed, level=level,
                                min_diff=min_diff_pp, mcnemar=mc)
             rec.update(delta_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"], **{c: pc[c] for c in (
                 "ci_usable", "test", "p_value", "n_worse", "n_better", "n_ties", "verdict", "coarse")})
             notes.append(pc["note"])
-            if family == "asr" and len(pg):
+            if family == "asr" and len(pg["n"]):
                 b = stats.bootstrap_ci((100 * (pg["p_errors"] - pg["p_clean_errors"]), pg["p_ref_words"]), _ratio,
                                        n_resamples=n_resamples, seed=seed, level=level, vectorized=True)
                 rec.update(delta_corpus_pp=b.estimate, corpus_ci_low_pp=b.ci_low, corpus_ci_high_pp=b.ci_high,
@@ -251,19 +217,14 @@ def condition_table(scores: pd.DataFrame, family: str, *, n_resamples: int = 200
                 notes.append(f"{unpaired} noisy stimuli without a clean partner: in the absolute values only")
         rec["note"] = "; ".join(n for n in notes if n)
         out.append(rec)
-    t = pd.DataFrame(out)
-    t = t.reindex(columns=_columns(family))
-    t["_s"] = t["scope"].map(_SCOPE_ORDER)
-    t["_snr"] = -t["snr_db"].fillna(np.inf)
-    t = (t.sort_values(["task", "model", "_s", "_snr", "bg_id"], kind="stable")
-         .drop(columns=["_s", "_snr"]).reset_index(drop=True))
-    for c in ("n_worse", "n_better", "n_ties"):
-        t[c] = t[c].astype("Int64")
+    t = pd.DataFrame(out).reindex(columns=_columns(family))
+    t = (t.assign(_s=t["scope"].map(_SCOPE_ORDER), _snr=-t["snr_db"].fillna(np.inf))
+         .sort_values(["task", "model", "_s", "_snr", "bg_id"], kind="stable").drop(columns=["_s", "_snr"])
+         .reset_index(drop=True).astype(dict.fromkeys(["n_worse", "n_better", "n_ties"], "Int64")))
     # Benjamini–Hochberg across the conditions of one (task, model, scope): many conditions are
     # tested at once, so the adjusted p-value is the one to read against a 5 % false discovery rate.
-    t["p_bh"] = np.nan
-    for _, idx in t.groupby(["task", "model", "scope"], sort=False).groups.items():
-        t.loc[idx, "p_bh"] = stats.bh_adjust(t.loc[idx, "p_value"].to_numpy(float))
+    t["p_bh"] = t.groupby(["task", "model", "scope"], sort=False)["p_value"].transform(
+        lambda p: stats.bh_adjust(p.to_numpy(float)))
     # the verdict needs the adjusted p: interval, minimum change and p_BH < ALPHA together
     tested = (t["scope"] != "clean") & (t["verdict"] != "n/a")
     t.loc[tested, "verdict"] = [
@@ -333,10 +294,8 @@ def asr_robust(paired: pd.DataFrame, scores: pd.DataFrame, scope: str) -> pd.Dat
         noisy stimuli, pp) and ``n_loops``.
     """
     by = ["model", *SCOPES[scope]]
-    med = None
-    if "delta_wer" in scores.columns:
-        n, keys = _noisy_groups(scores, by)
-        med = 100 * pd.to_numeric(n["delta_wer"], errors="coerce").groupby(keys).median()
+    n, keys = _noisy_groups(scores, by)
+    med = 100 * pd.to_numeric(n["delta_wer"], errors="coerce").groupby(keys).median() if "delta_wer" in n else None
     return pd.DataFrame({"delta_wer_capped_pp": paired["delta_capped_pp"].to_numpy(dtype=float),
                          "median_delta_wer_pp": _aligned(med, paired, by),
                          "n_loops": paired["n_loops"].to_numpy(dtype=float)}, index=paired.index)
@@ -368,8 +327,7 @@ def kws_robust(scores: pd.DataFrame, scope: str, *, n_resamples: int = 2000, see
         out = out.merge(s[key + KWS_ROBUST_COLUMNS[:3]], on=key, how="left")
     else:
         out = out.assign(**dict.fromkeys(KWS_ROBUST_COLUMNS[:3], math.nan))
-    cnt = None
-    if "non_answer" in n.columns:
-        cnt = pd.Series(_as_flag(n["non_answer"]), index=n.index).groupby(keys).sum(min_count=1)
+    cnt = (pd.Series(_as_flag(n["non_answer"]), index=n.index).groupby(keys).sum(min_count=1)
+           if "non_answer" in n.columns else None)
     out["n_non_answers"] = _aligned(cnt, out, by)
     return out[key + KWS_ROBUST_COLUMNS]

@@ -1,6 +1,7 @@
 """Scopes, the paired change against clean and its verdict (part of :mod:`aiplib.analysis.conditions`)."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -44,17 +45,15 @@ def verdict(estimate: float, ci_low: float, ci_high: float, min_diff: float, p_v
         The change (positive = worse: ΔWER, ΔAcc = acc before − acc after) and its interval (NaN: none).
     min_diff : float >= 0
         Smallest change that counts, in the units of ``estimate``.
-    p_value : float
-        Exact two-sided p-value (BH-adjusted when conditions are tested together); NaN (every pair
-        tied) is not significant.
-    alpha : float
+    p_value, alpha : float
+        Exact two-sided p-value (BH-adjusted when conditions are tested together; NaN, every pair
+        tied, is not significant) and the level it must be below.
 
     Returns
     -------
     str
         ``worse`` if ``ci_low > 0``, ``estimate >= min_diff`` and ``p_value < alpha``; ``better``
-        mirrored; ``n/a`` if the estimate or a bound is NaN; else ``same`` (with few items an interval
-        can exclude 0 while the exact test cannot: 3 of 3 worse gives sign-test p = 0.25).
+        mirrored; ``n/a`` if the estimate or a bound is NaN; else ``same``.
 
     Raises
     ------
@@ -84,9 +83,8 @@ def _ratio(s, n, axis=-1):
     return s.sum(axis) / n.sum(axis)
 
 
-def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0,
-                  level: float = 0.95, min_diff: float = DEFAULT_MIN_DIFF_PP,
-                  mcnemar=None, min_items: int = MIN_ITEMS_FOR_VERDICT) -> dict:
+def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0, level: float = 0.95,
+                  min_diff: float = DEFAULT_MIN_DIFF_PP, mcnemar=None, min_items: int = MIN_ITEMS_FOR_VERDICT) -> dict:
     """Mean paired change with a cluster-bootstrap interval, an exact test and a verdict.
 
     Parameters
@@ -123,8 +121,7 @@ def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0,
     Sign test: ``binomtest(n_worse, n_worse + n_better, 0.5)`` on the per-item mean changes (ties
     dropped): the classical sign test with one pair per item, else that of the item means.
     """
-    s = np.asarray(item_sum, dtype=float)
-    n = np.asarray(item_n, dtype=float)
+    s, n = np.asarray(item_sum, dtype=float), np.asarray(item_n, dtype=float)
     if s.shape != n.shape or s.ndim != 1:
         raise AiplibParameterError(f"item_sum and item_n must be 1-D of one length, got {s.shape} and {n.shape}")
     out = {"estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_usable": 0, "test": "",
@@ -138,12 +135,8 @@ def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0,
     b = stats.bootstrap_ci((s, n), _ratio, n_resamples=n_resamples, seed=seed, level=level,
                            vectorized=True, min_n=min_items)
     one_pair = bool(np.all(n == 1))
-    if mcnemar is not None and one_pair:
-        t = stats.mcnemar_exact(*mcnemar)
-        test = "mcnemar_exact"
-    else:
-        t = stats.sign_test(s / n)
-        test = "sign" if one_pair else "sign_item_means"
+    test = "mcnemar_exact" if mcnemar is not None and one_pair else "sign" if one_pair else "sign_item_means"
+    t = stats.mcnemar_exact(*mcnemar) if test == "mcnemar_exact" else stats.sign_test(s / n)
     notes = [x for x in (b.note, t.note) if x]
     out.update(estimate=b.estimate, ci_low=b.ci_low, ci_high=b.ci_high, ci_usable=b.n_valid,
                test=test, p_value=t.p, n_worse=t.n_pos, n_better=t.n_neg, n_ties=t.n_ties,
@@ -175,18 +168,14 @@ def char_counts(ref_norm, hyp_norm) -> tuple[np.ndarray, np.ndarray]:
     """
     import jiwer
 
-    e = np.zeros(len(ref_norm), dtype=np.int64)
-    c = np.zeros(len(ref_norm), dtype=np.int64)
-    cache: dict = {}
-    for i, (r, h) in enumerate(zip(ref_norm, hyp_norm)):
-        key = (r, h)
-        if key not in cache:
-            if not r:
-                cache[key] = (len(h), 0)
-            else:
-                o = jiwer.process_characters(r, h)
-                cache[key] = (o.substitutions + o.deletions + o.insertions, o.hits + o.substitutions + o.deletions)
-        e[i], c[i] = cache[key]
+    @functools.cache
+    def count(r, h):
+        if not r:
+            return len(h), 0
+        o = jiwer.process_characters(r, h)
+        return o.substitutions + o.deletions + o.insertions, o.hits + o.substitutions + o.deletions
+
+    e, c = np.array([count(r, h) for r, h in zip(ref_norm, hyp_norm)], dtype=np.int64).reshape(-1, 2).T
     return e, c
 
 
