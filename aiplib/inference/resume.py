@@ -57,36 +57,22 @@ def _unkeyed_matches(row: dict, mrow: dict | None, prompt_id: str | None) -> boo
         _same_value(row[f], mrow.get(f)) for f in UNKEYED_CHECK_FIELDS if row.get(f) is not None and f in mrow))
 
 
-def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict | None = None,
-                    rerun_unkeyed: bool = False) -> pd.DataFrame:
+def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, keys: dict, rerun_unkeyed: bool) -> pd.DataFrame:
     """Rows of ``manifest`` still to decode into ``path`` (``inference/<model>/<task>.jsonl``), in manifest order.
 
-    A keyed row is done when its key equals ``keys[id]``; a row without ``stim_key`` (or every row when
-    ``keys`` is None) when it passes :func:`_unkeyed_matches`, unless ``rerun_unkeyed``.
+    A keyed row is done when its key equals ``keys[id]``; a row without ``stim_key`` when it passes
+    :func:`_unkeyed_matches`, unless ``rerun_unkeyed``.
     """
-    path = Path(path)
-    done = set()
-    if path.is_file():
-        mrows = _check_fields(manifest)
-        for r in read_inference_jsonl(path)[0]:
-            if is_error_row(r):
-                continue
-            key = r.get(STIM_KEY_FIELD)
-            if key is not None and keys is not None:
-                if keys.get(r["id"]) == key:
-                    done.add(r["id"])
-            elif not rerun_unkeyed and _unkeyed_matches(r, mrows.get(r["id"]), prompt_id):
-                done.add(r["id"])
+    mrows, rows = _check_fields(manifest), read_inference_jsonl(path)[0] if Path(path).is_file() else []
+    done = {r["id"] for r in rows if not is_error_row(r) and (
+        keys.get(r["id"]) == r[STIM_KEY_FIELD] if r.get(STIM_KEY_FIELD) is not None
+        else not rerun_unkeyed and _unkeyed_matches(r, mrows.get(r["id"]), prompt_id))}
     return manifest[~manifest["id"].isin(done)]
 
 
-def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases: dict | None = None,
-                  decoding: dict | None = None) -> dict:
-    """``{stimulus id: resume key}`` of every manifest row for one prompt and one model
-    (:func:`aiplib.inference.keys.stimulus_key` of the row's base, the prompt text, the entry and ``decoding``)."""
-    if bases is None:
-        hashes: dict = {}
-        bases = {r["id"]: keys.stimulus_base(r, ws, hashes) for r in manifest.to_dict("records")}
+def stimulus_keys(bases: dict, *, prompt_text: str, entry, decoding: dict | None) -> dict:
+    """``{stimulus id: resume key}`` for one prompt and one model (:func:`aiplib.inference.keys.stimulus_key` of
+    each stimulus's base in ``bases``, the prompt text, the entry and ``decoding``)."""
     p_sha, e_sha = stamps.text_sha256(prompt_text), keys.entry_sha256(entry)
     d_sha = stamps.json_sha256(decoding) if decoding else None
     return {i: keys.stimulus_key(b, prompt_sha256=p_sha, entry_sha256=e_sha, decoding_sha256=d_sha)
@@ -107,24 +93,19 @@ def refreshed_row(row: dict, mrow: dict) -> dict | None:
     return {**mrow, **{k: v for k, v in row.items() if k not in mrow}}
 
 
-def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rerun_unkeyed: bool = False,
-                refresh: bool = True, records: list | None = None) -> dict:
+def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, rerun_unkeyed: bool, records: list) -> dict:
     """Set aside the rows of ``path`` that no longer answer the current manifest; refresh the kept ones.
 
     A row moves to ``superseded/<task>.jsonl`` when its ``id`` left the manifest, its ``stim_key`` differs
-    from ``keys[id]``, or (a successful row without a key) it fails :func:`pending_stimuli`'s rule. With
-    ``refresh``, kept keyed rows get the current manifest fields (:func:`refreshed_row`). Unreadable lines
+    from ``keys[id]``, or (a successful row without a key) it fails :func:`pending_stimuli`'s rule. Kept keyed
+    rows get the current manifest fields of ``records`` (:func:`refreshed_row`). Unreadable lines
     move to ``quarantine/<task>.jsonl``. The file is rewritten atomically, only when something changes.
     Returns the ``{"moved", "refreshed", "quarantined"}`` row counts.
     """
     path = Path(path)
     if not path.is_file():
         return {"moved": 0, "refreshed": 0, "quarantined": 0}
-    mrows = _check_fields(manifest)
-    full = None
-    if refresh:
-        recs = records if records is not None else manifest.to_dict("records")
-        full = {r["id"]: r for r in recs}
+    mrows, full = _check_fields(manifest), {r["id"]: r for r in records}
     out, move, bad, n_new = [], [], [], 0
     with open(path, "rb") as f:
         lines = f.readlines()
@@ -141,7 +122,7 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
                 rerun_unkeyed or not _unkeyed_matches(r, mrows[rid], prompt_id))):
             move.append(raw)
             continue
-        if full is not None and key is not None and not is_error_row(r):
+        if key is not None and not is_error_row(r):
             new = refreshed_row(r, json_values(full[rid]))
             if new is not None:
                 raw = inference_row_json(new).encode("utf-8")
@@ -218,17 +199,16 @@ def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
     head = manifest.head(int(limit)) if limit is not None else manifest
     head = select_shard(head, shard)
     for t in tasks:
-        keys[t] = stimulus_keys(ws, manifest, prompt_text=prompts[t][1], entry=entry, bases=bases, decoding=decoding)
+        keys[t] = stimulus_keys(bases, prompt_text=prompts[t][1], entry=entry, decoding=decoding)
         paths[t].parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(paths[t])  # the file this process appends to (a shard's own file when sharded)
         # stale rows are set aside in the file this process owns: a shard never rewrites <task>.jsonl,
         # which the other shards read at the same time (the merge supersedes its stale rows)
         # (kept rows get the manifest's current reference text, label, seed …: refreshed)
-        refreshed[t] = resume_file(paths[t], manifest, keys[t], prompts[t][0], rerun_unkeyed=rerun_unkeyed,
-                                   records=records)["refreshed"]
-        pend = pending_stimuli(head, paths[t], prompts[t][0], keys=keys[t], rerun_unkeyed=rerun_unkeyed)
+        refreshed[t] = resume_file(paths[t], manifest, keys[t], prompts[t][0], rerun_unkeyed, records)["refreshed"]
+        pend = pending_stimuli(head, paths[t], prompts[t][0], keys[t], rerun_unkeyed)
         if shard is not None:
-            pend = pending_stimuli(pend, main_paths[t], prompts[t][0], keys=keys[t], rerun_unkeyed=rerun_unkeyed)
+            pend = pending_stimuli(pend, main_paths[t], prompts[t][0], keys[t], rerun_unkeyed)
             # rows of <task>.jsonl it may not rewrite: refreshed copies go to its own file (the merge swaps them in)
             copies = refreshed_copies(main_paths[t], paths[t], head["id"], keys[t], records)
             append_jsonl_lines(paths[t], [inference_row_json(r) for r in copies])
