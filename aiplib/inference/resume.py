@@ -43,6 +43,11 @@ def _same_value(a, b) -> bool:
         return str(a) == str(b)
 
 
+def _rows(path) -> list[dict]:
+    """The rows of an inference JSONL file (:func:`aiplib.io.formats.read_inference_jsonl`); none if it is absent."""
+    return read_inference_jsonl(path)[0] if Path(path).is_file() else []
+
+
 def _check_fields(manifest: pd.DataFrame) -> dict:
     """``{id: {field: value}}`` of :data:`UNKEYED_CHECK_FIELDS`."""
     cols = [c for c in UNKEYED_CHECK_FIELDS if c in manifest.columns]
@@ -63,8 +68,8 @@ def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, keys: dict, re
     A keyed row is done when its key equals ``keys[id]``; a row without ``stim_key`` when it passes
     :func:`_unkeyed_matches`, unless ``rerun_unkeyed``.
     """
-    mrows, rows = _check_fields(manifest), read_inference_jsonl(path)[0] if Path(path).is_file() else []
-    done = {r["id"] for r in rows if not is_error_row(r) and (
+    mrows = _check_fields(manifest)
+    done = {r["id"] for r in _rows(path) if not is_error_row(r) and (
         keys.get(r["id"]) == r[STIM_KEY_FIELD] if r.get(STIM_KEY_FIELD) is not None
         else not rerun_unkeyed and _unkeyed_matches(r, mrows.get(r["id"]), prompt_id))}
     return manifest[~manifest["id"].isin(done)]
@@ -150,23 +155,16 @@ def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> lis
     """For a shard, which never rewrites ``<task>.jsonl``: the :func:`refreshed_row` of each current keyed row of
     ``main_path`` for a stimulus in ``ids`` not yet in ``own_path`` (:func:`aiplib.inference.shards.merge_shards`
     puts them in place)."""
-    main_path, own_path = Path(main_path), Path(own_path)
-    if not main_path.is_file():
-        return []
     ids = set(ids)
     full = {r["id"]: r for r in records if r["id"] in ids}
-    have = set()
-    if own_path.is_file():
-        have = {json.dumps(r, sort_keys=True) for r in read_inference_jsonl(own_path)[0] if not is_error_row(r)}
+    have = {json.dumps(r, sort_keys=True) for r in _rows(own_path) if not is_error_row(r)}
     out = []
-    for r in read_inference_jsonl(main_path)[0]:
-        rid, key = r["id"], r.get(STIM_KEY_FIELD)
-        if rid not in full or key is None or key != keys.get(rid) or is_error_row(r):
-            continue
-        new = refreshed_row(r, json_values(full[rid]))
-        if new is not None and json.dumps(new, sort_keys=True) not in have:
-            have.add(json.dumps(new, sort_keys=True))
-            out.append(new)
+    for r in _rows(main_path):  # keys holds every manifest id: a row of another key (or none) is not current
+        if r["id"] in full and r.get(STIM_KEY_FIELD) == keys[r["id"]] and not is_error_row(r):
+            new = refreshed_row(r, json_values(full[r["id"]]))
+            if new is not None and (line := json.dumps(new, sort_keys=True)) not in have:
+                have.add(line)
+                out.append(new)
     return out
 
 
@@ -178,8 +176,7 @@ def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
     whose id hashes to ``i``, less those with a current row in ``<task>.jsonl`` (read, never written) or
     in its own files (``paths``).
     """
-    shard, limit, rerun_unkeyed, ps = plan.shard, config.limit, config.rerun_unkeyed, plan.prompt_set
-    decoding = decoding_key(entry, config.path)
+    shard, rerun_unkeyed, decoding = plan.shard, config.rerun_unkeyed, decoding_key(entry, config.path)
     main_paths = {t: ws.inference_jsonl(entry.id, t) for t in tasks}
     paths = {t: shard_path(main_paths[t], shard) for t in tasks}
     try:
@@ -188,16 +185,14 @@ def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
         log.warning("%s/%s: %s", entry.id, family, exc)
         return {"n_work": 0, "result": {t: {"status": "no_manifest", "error": str(exc), "file": str(paths[t])}
                                         for t in tasks}}
-    m_sha = manifest_hash(ws, family)
-    hashes: dict = {}
-    records = manifest.to_dict("records")
+    m_sha, records, hashes = manifest_hash(ws, family), manifest.to_dict("records"), {}
     bases = {r["id"]: stimulus_base(r, ws, hashes) for r in records}
     # a model that takes no prompt is sent none: its rows say prompt_id "none", and its resume key
     # does not change with a prompt text it never hears
-    prompts = {t: ps.prompt(t) if getattr(entry, "takes_prompt", True) else (NO_PROMPT_ID, "") for t in tasks}
+    prompts = {t: plan.prompt_set.prompt(t) if getattr(entry, "takes_prompt", True) else (NO_PROMPT_ID, "")
+               for t in tasks}
     keys, todo, refreshed = {}, {}, {}
-    head = manifest.head(int(limit)) if limit is not None else manifest
-    head = select_shard(head, shard)
+    head = select_shard(manifest.head(int(config.limit)) if config.limit is not None else manifest, shard)
     for t in tasks:
         keys[t] = stimulus_keys(bases, prompt_text=prompts[t][1], entry=entry, decoding=decoding)
         paths[t].parent.mkdir(parents=True, exist_ok=True)
@@ -214,8 +209,8 @@ def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
             append_jsonl_lines(paths[t], [inference_row_json(r) for r in copies])
             refreshed[t] += len(copies)
         todo[t] = set(pend["id"])
-    result = {t: {"status": "done", "n_stimuli": len(head), "n_done_before": len(head), "n_run": 0,
-                  "n_errors": 0, "seconds": 0.0, "stimuli_per_s": None, "manifest_sha256": m_sha,
-                  "error": None, "file": str(paths[t])} for t in tasks}
+    result = {t: {"status": "done", "n_stimuli": len(head), "n_done_before": len(head), "n_run": 0, "n_errors": 0,
+                  "seconds": 0.0, "stimuli_per_s": None, "manifest_sha256": m_sha, "error": None,
+                  "file": str(paths[t])} for t in tasks}
     return {"n_work": sum(len(v) for v in todo.values()), "result": result, "manifest": head, "refreshed": refreshed,
             "m_sha": m_sha, "prompts": prompts, "keys": keys, "todo": todo, "paths": paths}
