@@ -137,8 +137,12 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
 
     dkey = models.decoding_key(entry, config.path)  # the window policy: part of every resume key
     plans = {fam: plan_family(ws, entry, fam, fam_tasks, plan, config) for fam, fam_tasks in families.items()}
-    if config.progress:
-        _note_up_to_date(entry.id, plans, label)
+    where = f" (shard {label})" if label else ""
+    for pl in plans.values() if config.progress else ():  # a family with nothing to decode still says so
+        if not pl.get("n_work") and "manifest" in pl:
+            n_ref = sum(pl["refreshed"].values())
+            note(f"stage 7 {entry.id} {'+'.join(pl['result'])}{where}: 0 to decode, {len(pl['manifest'])} up to date"
+                 + (f", {n_ref} kept row(s) refreshed from the manifest" if n_ref else ""))
     if not any(pl.get("n_work") for pl in plans.values()):  # nothing to decode: do not load the model
         stats = {t: st for pl in plans.values() for t, st in pl["result"].items()}
         record("up_to_date", tasks=stats)
@@ -180,16 +184,6 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
                n_done=sum(s.get("n_run", 0) for s in task_stats.values()) - n_errors, n_errors=n_errors,
                tasks=task_stats, throughput=run.meter.record(), info=info, versions=versions())
     return summary
-
-
-def _note_up_to_date(model: str, plans: dict, shard_label=None) -> None:
-    """One ``[progress]`` line per family with nothing to decode, so an up-to-date stage 7 still says so."""
-    where = f" (shard {shard_label})" if shard_label else ""
-    for pl in plans.values():
-        if not pl.get("n_work") and "manifest" in pl:
-            n_ref = sum(pl["refreshed"].values())
-            note(f"stage 7 {model} {'+'.join(pl['result'])}{where}: 0 to decode, {len(pl['manifest'])} up to date"
-                 + (f", {n_ref} kept row(s) refreshed from the manifest" if n_ref else ""))
 
 
 def _run_family(run: _ModelRun, family: str, fplan: dict) -> dict:
