@@ -125,8 +125,7 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
     batch_size = eff if config.batch_size is not None or eff != entry.batch_size else None
     entry = dataclasses.replace(entry, batch_size=eff) if eff != entry.batch_size else entry
     if plan.shard is None:  # an unsharded run owns <task>.jsonl: shard files waiting there are merged first
-        merged = merge_model(model_dir)  # (refused while a shard still runs: it reads that file)
-        if merged:
+        if merged := merge_model(model_dir):  # (refused while a shard still runs: it reads that file)
             log.warning("%s", summary_line(merged, model_dir))
     started, t_model = now_iso(), time.perf_counter()
 
@@ -225,8 +224,7 @@ def _run_family(run: _ModelRun, family: str, fplan: dict) -> dict:
                          "prompt_set": run.plan.prompt_set.name, "prompt_id": prompt_id, "stim_key": keys[r["id"]],
                          "decode_s": None, "batch_size": None, "audio_s": None if y is None else round(len(y) / SR, 4),
                          "window_s": window_of(len(y)) if window_of and y is not None else None} for r, y, err in mine]
-                ok = [(row, y) for row, (_, y, err) in zip(rows, mine) if err is None]
-                if ok:
+                if ok := [(row, y) for row, (_, y, err) in zip(rows, mine) if err is None]:
                     t0 = time.perf_counter()
                     generate_into(rec, [row for row, _ in ok], [y for _, y in ok],
                                   text if getattr(entry, "takes_prompt", True) else None)

@@ -327,8 +327,7 @@ def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
 
 
 def _refuse_busy(model_dirs) -> None:
-    busy = [f"{d.name} {b}" for d in model_dirs for b in busy_shards(d)]
-    if busy:
+    if busy := [f"{d.name} {b}" for d in model_dirs for b in busy_shards(d)]:
         raise ShardBusyError(f"shard(s) still running: {', '.join(busy)}; merge when every array task has finished")
 
 

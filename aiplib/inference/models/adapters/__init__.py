@@ -157,8 +157,7 @@ class Adapter:
         Checks the feature tensors named in :attr:`feature_keys` (present, batch of audio
         non-empty) and at least one audio placeholder token per row of ``input_ids``.
         """
-        missing = [k for k in self.feature_keys if k not in inputs or inputs[k] is None]
-        if missing:
+        if missing := [k for k in self.feature_keys if k not in inputs or inputs[k] is None]:
             raise AudioInputError(f"{self.model_type}: the processor output has no {', '.join(missing)} (keys: "
                                   f"{', '.join(inputs.keys())}); the audio was dropped")
         ids = inputs["input_ids"]
