@@ -179,8 +179,7 @@ class Adapter:
         import torch  # noqa: PLC0415
 
         inputs = inputs.to(self.device)
-        dtype = self.dtype
-        if dtype is not None:
+        if (dtype := self.dtype) is not None:
             for k, v in list(inputs.items()):
                 if torch.is_tensor(v) and v.is_floating_point():
                     inputs[k] = v.to(dtype)
@@ -190,8 +189,7 @@ class Adapter:
         return seq[:, inputs["input_ids"].shape[1]:]
 
     def decode(self, new_tokens) -> list[str]:
-        texts = self.tokenizer.batch_decode(new_tokens.tolist(), skip_special_tokens=True)
-        return [t.strip() for t in texts]
+        return [t.strip() for t in self.tokenizer.batch_decode(new_tokens.tolist(), skip_special_tokens=True)]
 
     def n_new_tokens(self, new_tokens) -> list[int]:
         """Generated tokens per row, not counting padding after an early end-of-sequence."""
