@@ -2,7 +2,7 @@
 (:class:`DecodingConfig`: decoding path, batch size, limit, progress, resume of unkeyed rows)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -76,14 +76,11 @@ def configure(ws, options: dict) -> tuple[RunPlan, DecodingConfig]:
     AiplibParameterError
         Bad ``limit``, ``batch_size`` or ``shard``.
     """
-    o = dict(options)
-    known = {"models", "tasks", "prompt_set", "shard", "decoding", "batch_size", "limit", "progress", "rerun_unkeyed"}
-    if set(o) - known:
-        raise TypeError(f"unknown stage-7 option(s) {', '.join(sorted(set(o) - known))}")
+    o, decoding = dict(options), [f.name for f in fields(DecodingConfig) if f.name != "path"]
+    if unknown := set(o) - {"models", "tasks", "prompt_set", "shard", "decoding", *decoding}:
+        raise TypeError(f"unknown stage-7 option(s) {', '.join(sorted(unknown))}")
     shard = coerce_shard(o.get("shard"))
-    config = DecodingConfig(path=o.get("decoding", DEFAULT_DECODING), batch_size=o.get("batch_size"),
-                            limit=o.get("limit"), progress=o.get("progress", True),
-                            rerun_unkeyed=o.get("rerun_unkeyed", False))
+    config = DecodingConfig(path=o.get("decoding", DEFAULT_DECODING), **{k: o[k] for k in decoding if k in o})
     # resolved before any model loads: a paper run without its prompts file fails at once
     ps = o.get("prompt_set")
     ps = get_prompt_set(ps if ps is not None else getattr(ws, "profile", None), ws=ws)

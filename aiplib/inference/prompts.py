@@ -188,12 +188,9 @@ def task_names(tasks="all") -> list[str]:
     KeyError
         If a name is not in :data:`TASKS`; the message lists the valid names.
     """
-    if isinstance(tasks, str):
-        names = list(TASKS) if tasks.strip() == "all" else [t.strip() for t in tasks.split(",") if t.strip()]
-    else:
-        names = list(tasks)
-    bad = [t for t in names if t not in TASKS]
-    if bad:
+    names = (list(tasks) if not isinstance(tasks, str) else list(TASKS) if tasks.strip() == "all"
+             else [t.strip() for t in tasks.split(",") if t.strip()])
+    if bad := [t for t in names if t not in TASKS]:
         raise KeyError(f"unknown task(s) {', '.join(map(repr, bad))}; valid tasks: {', '.join(TASKS)}")
     return names
 
@@ -329,13 +326,11 @@ def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPE
         raise PromptFileError(f"{p}: SHA-256 {digest} differs from the expected {sha256.lower()}; the prompts file "
                               "changed (delete the cached copy to fetch it again, or update the pin)")
     need = required_tasks()
-    missing = [t for t in need if t not in found]
-    if missing:
+    if missing := [t for t in need if t not in found]:
         raise PromptFileError(f"{p}: the `{variable}` dict has no key {', '.join(map(repr, missing))} (prompt set "
                               f"{name!r} needs {', '.join(need)}); keys found: {', '.join(found) or 'none'}")
     texts = {t: found[t] for t in need}
-    empty = [t for t, s in texts.items() if not s.strip()]
-    if empty:
+    if empty := [t for t, s in texts.items() if not s.strip()]:
         raise PromptFileError(f"{p}: `{variable}` has an empty text for {', '.join(map(repr, empty))}")
     ids = {t: f"{name}_{t}_{text_sha256(s)[:10]}" for t, s in texts.items()}
     src = dict(source) if source is not None else {"kind": "file", "path": str(p.resolve())}
@@ -420,8 +415,7 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
             keywords = read_item_bank_keywords(ws)
         return _builtin_set(name, spec, keywords)
     variable = src.get("variable", "PROMPTS")
-    local = setting("prompts_file")
-    pin = setting("sha256")
+    local, pin = setting("prompts_file"), setting("sha256")
     if local:
         p = Path(local).expanduser()
         if not p.is_file():
@@ -429,9 +423,7 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
                                   f"{src['path']} of {src.get('repo', src['base_url'])} is expected)")
         return prompt_set_from_file(p, name=name, kws_answer=spec["kws_answer"], variable=variable, sha256=pin,
                                     source={"kind": "file", "path": str(p.resolve()), "stands_for": src["path"]})
-    commit_ = setting("commit", src["commit"])
-    base_ = setting("base_url", src["base_url"])
-    path_ = setting("path", src["path"])
+    commit_, base_, path_ = (setting(k, src[k]) for k in ("commit", "base_url", "path"))
     if pin is None and (commit_, base_, path_) == (src["commit"], src["base_url"], src["path"]):
         pin = src.get("sha256")
     cache_dir = source.get("cache_dir") or Path((ws if ws is not None else workspace("paper")).raw) / "prompts"

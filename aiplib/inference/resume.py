@@ -43,6 +43,11 @@ def _same_value(a, b) -> bool:
         return str(a) == str(b)
 
 
+def _rows(path) -> list[dict]:
+    """The rows of an inference JSONL file (:func:`aiplib.io.formats.read_inference_jsonl`); none if it is absent."""
+    return read_inference_jsonl(path)[0] if Path(path).is_file() else []
+
+
 def _check_fields(manifest: pd.DataFrame) -> dict:
     """``{id: {field: value}}`` of :data:`UNKEYED_CHECK_FIELDS`."""
     cols = [c for c in UNKEYED_CHECK_FIELDS if c in manifest.columns]
@@ -57,36 +62,22 @@ def _unkeyed_matches(row: dict, mrow: dict | None, prompt_id: str | None) -> boo
         _same_value(row[f], mrow.get(f)) for f in UNKEYED_CHECK_FIELDS if row.get(f) is not None and f in mrow))
 
 
-def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, *, keys: dict | None = None,
-                    rerun_unkeyed: bool = False) -> pd.DataFrame:
+def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, keys: dict, rerun_unkeyed: bool) -> pd.DataFrame:
     """Rows of ``manifest`` still to decode into ``path`` (``inference/<model>/<task>.jsonl``), in manifest order.
 
-    A keyed row is done when its key equals ``keys[id]``; a row without ``stim_key`` (or every row when
-    ``keys`` is None) when it passes :func:`_unkeyed_matches`, unless ``rerun_unkeyed``.
+    A keyed row is done when its key equals ``keys[id]``; a row without ``stim_key`` when it passes
+    :func:`_unkeyed_matches`, unless ``rerun_unkeyed``.
     """
-    path = Path(path)
-    done = set()
-    if path.is_file():
-        mrows = _check_fields(manifest)
-        for r in read_inference_jsonl(path)[0]:
-            if is_error_row(r):
-                continue
-            key = r.get(STIM_KEY_FIELD)
-            if key is not None and keys is not None:
-                if keys.get(r["id"]) == key:
-                    done.add(r["id"])
-            elif not rerun_unkeyed and _unkeyed_matches(r, mrows.get(r["id"]), prompt_id):
-                done.add(r["id"])
+    mrows = _check_fields(manifest)
+    done = {r["id"] for r in _rows(path) if not is_error_row(r) and (
+        keys.get(r["id"]) == r[STIM_KEY_FIELD] if r.get(STIM_KEY_FIELD) is not None
+        else not rerun_unkeyed and _unkeyed_matches(r, mrows.get(r["id"]), prompt_id))}
     return manifest[~manifest["id"].isin(done)]
 
 
-def stimulus_keys(ws, manifest: pd.DataFrame, *, prompt_text: str, entry, bases: dict | None = None,
-                  decoding: dict | None = None) -> dict:
-    """``{stimulus id: resume key}`` of every manifest row for one prompt and one model
-    (:func:`aiplib.inference.keys.stimulus_key` of the row's base, the prompt text, the entry and ``decoding``)."""
-    if bases is None:
-        hashes: dict = {}
-        bases = {r["id"]: keys.stimulus_base(r, ws, hashes) for r in manifest.to_dict("records")}
+def stimulus_keys(bases: dict, *, prompt_text: str, entry, decoding: dict | None) -> dict:
+    """``{stimulus id: resume key}`` for one prompt and one model (:func:`aiplib.inference.keys.stimulus_key` of
+    each stimulus's base in ``bases``, the prompt text, the entry and ``decoding``)."""
     p_sha, e_sha = stamps.text_sha256(prompt_text), keys.entry_sha256(entry)
     d_sha = stamps.json_sha256(decoding) if decoding else None
     return {i: keys.stimulus_key(b, prompt_sha256=p_sha, entry_sha256=e_sha, decoding_sha256=d_sha)
@@ -107,24 +98,19 @@ def refreshed_row(row: dict, mrow: dict) -> dict | None:
     return {**mrow, **{k: v for k, v in row.items() if k not in mrow}}
 
 
-def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rerun_unkeyed: bool = False,
-                refresh: bool = True, records: list | None = None) -> dict:
+def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, rerun_unkeyed: bool, records: list) -> dict:
     """Set aside the rows of ``path`` that no longer answer the current manifest; refresh the kept ones.
 
     A row moves to ``superseded/<task>.jsonl`` when its ``id`` left the manifest, its ``stim_key`` differs
-    from ``keys[id]``, or (a successful row without a key) it fails :func:`pending_stimuli`'s rule. With
-    ``refresh``, kept keyed rows get the current manifest fields (:func:`refreshed_row`). Unreadable lines
+    from ``keys[id]``, or (a successful row without a key) it fails :func:`pending_stimuli`'s rule. Kept keyed
+    rows get the current manifest fields of ``records`` (:func:`refreshed_row`). Unreadable lines
     move to ``quarantine/<task>.jsonl``. The file is rewritten atomically, only when something changes.
     Returns the ``{"moved", "refreshed", "quarantined"}`` row counts.
     """
     path = Path(path)
     if not path.is_file():
         return {"moved": 0, "refreshed": 0, "quarantined": 0}
-    mrows = _check_fields(manifest)
-    full = None
-    if refresh:
-        recs = records if records is not None else manifest.to_dict("records")
-        full = {r["id"]: r for r in recs}
+    mrows, full = _check_fields(manifest), {r["id"]: r for r in records}
     out, move, bad, n_new = [], [], [], 0
     with open(path, "rb") as f:
         lines = f.readlines()
@@ -141,7 +127,7 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, *, rer
                 rerun_unkeyed or not _unkeyed_matches(r, mrows[rid], prompt_id))):
             move.append(raw)
             continue
-        if full is not None and key is not None and not is_error_row(r):
+        if key is not None and not is_error_row(r):
             new = refreshed_row(r, json_values(full[rid]))
             if new is not None:
                 raw = inference_row_json(new).encode("utf-8")
@@ -169,23 +155,16 @@ def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> lis
     """For a shard, which never rewrites ``<task>.jsonl``: the :func:`refreshed_row` of each current keyed row of
     ``main_path`` for a stimulus in ``ids`` not yet in ``own_path`` (:func:`aiplib.inference.shards.merge_shards`
     puts them in place)."""
-    main_path, own_path = Path(main_path), Path(own_path)
-    if not main_path.is_file():
-        return []
     ids = set(ids)
     full = {r["id"]: r for r in records if r["id"] in ids}
-    have = set()
-    if own_path.is_file():
-        have = {json.dumps(r, sort_keys=True) for r in read_inference_jsonl(own_path)[0] if not is_error_row(r)}
+    have = {json.dumps(r, sort_keys=True) for r in _rows(own_path) if not is_error_row(r)}
     out = []
-    for r in read_inference_jsonl(main_path)[0]:
-        rid, key = r["id"], r.get(STIM_KEY_FIELD)
-        if rid not in full or key is None or key != keys.get(rid) or is_error_row(r):
-            continue
-        new = refreshed_row(r, json_values(full[rid]))
-        if new is not None and json.dumps(new, sort_keys=True) not in have:
-            have.add(json.dumps(new, sort_keys=True))
-            out.append(new)
+    for r in _rows(main_path):  # keys holds every manifest id: a row of another key (or none) is not current
+        if r["id"] in full and r.get(STIM_KEY_FIELD) == keys[r["id"]] and not is_error_row(r):
+            new = refreshed_row(r, json_values(full[r["id"]]))
+            if new is not None and (line := json.dumps(new, sort_keys=True)) not in have:
+                have.add(line)
+                out.append(new)
     return out
 
 
@@ -197,8 +176,7 @@ def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
     whose id hashes to ``i``, less those with a current row in ``<task>.jsonl`` (read, never written) or
     in its own files (``paths``).
     """
-    shard, limit, rerun_unkeyed, ps = plan.shard, config.limit, config.rerun_unkeyed, plan.prompt_set
-    decoding = decoding_key(entry, config.path)
+    shard, rerun_unkeyed, decoding = plan.shard, config.rerun_unkeyed, decoding_key(entry, config.path)
     main_paths = {t: ws.inference_jsonl(entry.id, t) for t in tasks}
     paths = {t: shard_path(main_paths[t], shard) for t in tasks}
     try:
@@ -207,35 +185,32 @@ def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
         log.warning("%s/%s: %s", entry.id, family, exc)
         return {"n_work": 0, "result": {t: {"status": "no_manifest", "error": str(exc), "file": str(paths[t])}
                                         for t in tasks}}
-    m_sha = manifest_hash(ws, family)
-    hashes: dict = {}
-    records = manifest.to_dict("records")
+    m_sha, records, hashes = manifest_hash(ws, family), manifest.to_dict("records"), {}
     bases = {r["id"]: stimulus_base(r, ws, hashes) for r in records}
     # a model that takes no prompt is sent none: its rows say prompt_id "none", and its resume key
     # does not change with a prompt text it never hears
-    prompts = {t: ps.prompt(t) if getattr(entry, "takes_prompt", True) else (NO_PROMPT_ID, "") for t in tasks}
+    prompts = {t: plan.prompt_set.prompt(t) if getattr(entry, "takes_prompt", True) else (NO_PROMPT_ID, "")
+               for t in tasks}
     keys, todo, refreshed = {}, {}, {}
-    head = manifest.head(int(limit)) if limit is not None else manifest
-    head = select_shard(head, shard)
+    head = select_shard(manifest.head(int(config.limit)) if config.limit is not None else manifest, shard)
     for t in tasks:
-        keys[t] = stimulus_keys(ws, manifest, prompt_text=prompts[t][1], entry=entry, bases=bases, decoding=decoding)
+        keys[t] = stimulus_keys(bases, prompt_text=prompts[t][1], entry=entry, decoding=decoding)
         paths[t].parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(paths[t])  # the file this process appends to (a shard's own file when sharded)
         # stale rows are set aside in the file this process owns: a shard never rewrites <task>.jsonl,
         # which the other shards read at the same time (the merge supersedes its stale rows)
         # (kept rows get the manifest's current reference text, label, seed …: refreshed)
-        refreshed[t] = resume_file(paths[t], manifest, keys[t], prompts[t][0], rerun_unkeyed=rerun_unkeyed,
-                                   records=records)["refreshed"]
-        pend = pending_stimuli(head, paths[t], prompts[t][0], keys=keys[t], rerun_unkeyed=rerun_unkeyed)
+        refreshed[t] = resume_file(paths[t], manifest, keys[t], prompts[t][0], rerun_unkeyed, records)["refreshed"]
+        pend = pending_stimuli(head, paths[t], prompts[t][0], keys[t], rerun_unkeyed)
         if shard is not None:
-            pend = pending_stimuli(pend, main_paths[t], prompts[t][0], keys=keys[t], rerun_unkeyed=rerun_unkeyed)
+            pend = pending_stimuli(pend, main_paths[t], prompts[t][0], keys[t], rerun_unkeyed)
             # rows of <task>.jsonl it may not rewrite: refreshed copies go to its own file (the merge swaps them in)
             copies = refreshed_copies(main_paths[t], paths[t], head["id"], keys[t], records)
             append_jsonl_lines(paths[t], [inference_row_json(r) for r in copies])
             refreshed[t] += len(copies)
         todo[t] = set(pend["id"])
-    result = {t: {"status": "done", "n_stimuli": len(head), "n_done_before": len(head), "n_run": 0,
-                  "n_errors": 0, "seconds": 0.0, "stimuli_per_s": None, "manifest_sha256": m_sha,
-                  "error": None, "file": str(paths[t])} for t in tasks}
+    result = {t: {"status": "done", "n_stimuli": len(head), "n_done_before": len(head), "n_run": 0, "n_errors": 0,
+                  "seconds": 0.0, "stimuli_per_s": None, "manifest_sha256": m_sha, "error": None,
+                  "file": str(paths[t])} for t in tasks}
     return {"n_work": sum(len(v) for v in todo.values()), "result": result, "manifest": head, "refreshed": refreshed,
             "m_sha": m_sha, "prompts": prompts, "keys": keys, "todo": todo, "paths": paths}

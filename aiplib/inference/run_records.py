@@ -39,8 +39,7 @@ def now_iso() -> str:
 
 def short_error(exc: BaseException) -> str:
     """``"Type: message"`` on one line, at most :data:`ERROR_MAX_CHARS` characters."""
-    msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-    return msg[:ERROR_MAX_CHARS]
+    return f"{type(exc).__name__}: {exc}".replace("\n", " ")[:ERROR_MAX_CHARS]
 
 
 def log_run(path: Path, record: dict) -> None:

@@ -109,9 +109,8 @@ class _ModelRun:
 
 def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagnostics) -> list[dict]:
     """One model: plan its families, load it if anything is left, run them, log; its summary rows."""
-    shard, label = plan.shard, shard_label(plan.shard)
-    model_dir = Path(ws.inference) / entry.id
-    run_log = shard_path(model_dir / "run_log.jsonl", shard)
+    label, model_dir = shard_label(plan.shard), Path(ws.inference) / entry.id
+    run_log = shard_path(model_dir / "run_log.jsonl", plan.shard)
     na = not_applicable(entry, plan.tasks)
     summary = [{"model": entry.id, "task": t, "status": "not_applicable", "error": why, "n_run": 0}
                for t, why in na.items()]
@@ -120,15 +119,13 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
     tasks = [t for t in plan.tasks if t not in na]
     if not tasks:
         return summary
-    families = {f: [t for t in ts if t not in na] for f, ts in plan.families.items()}
-    families = {f: ts for f, ts in families.items() if ts}
+    families = {f: [t for t in ts if t not in na] for f, ts in plan.families.items() if set(ts) - set(na)}
     eff = effective_batch_size(entry, config.batch_size, getattr(ws, "profile", None))
     # the batch size asked of the backend (None: its own); the resume key and run log see the one used
     batch_size = eff if config.batch_size is not None or eff != entry.batch_size else None
     entry = dataclasses.replace(entry, batch_size=eff) if eff != entry.batch_size else entry
-    if shard is None:  # an unsharded run owns <task>.jsonl: shard files waiting there are merged first
-        merged = merge_model(model_dir)  # (refused while a shard still runs: it reads that file)
-        if merged:
+    if plan.shard is None:  # an unsharded run owns <task>.jsonl: shard files waiting there are merged first
+        if merged := merge_model(model_dir):  # (refused while a shard still runs: it reads that file)
             log.warning("%s", summary_line(merged, model_dir))
     started, t_model = now_iso(), time.perf_counter()
 
@@ -139,8 +136,12 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
 
     dkey = models.decoding_key(entry, config.path)  # the window policy: part of every resume key
     plans = {fam: plan_family(ws, entry, fam, fam_tasks, plan, config) for fam, fam_tasks in families.items()}
-    if config.progress:
-        _note_up_to_date(entry.id, plans, label)
+    where = f" (shard {label})" if label else ""
+    for pl in plans.values() if config.progress else ():  # a family with nothing to decode still says so
+        if not pl.get("n_work") and "manifest" in pl:
+            n_ref = sum(pl["refreshed"].values())
+            note(f"stage 7 {entry.id} {'+'.join(pl['result'])}{where}: 0 to decode, {len(pl['manifest'])} up to date"
+                 + (f", {n_ref} kept row(s) refreshed from the manifest" if n_ref else ""))
     if not any(pl.get("n_work") for pl in plans.values()):  # nothing to decode: do not load the model
         stats = {t: st for pl in plans.values() for t, st in pl["result"].items()}
         record("up_to_date", tasks=stats)
@@ -153,7 +154,7 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
         record("load_failed", error=short_error(exc), error_type=type(exc).__name__,
                requested_decoding=config.path, versions=versions())
         return summary + [{"model": entry.id, "task": task, "status": "unavailable", "error": reason,
-                           "file": str(shard_path(ws.inference_jsonl(entry.id, task), shard))} for task in tasks]
+                           "file": str(shard_path(ws.inference_jsonl(entry.id, task), plan.shard))} for task in tasks]
     task_stats, info = {}, {}
     run = _ModelRun(ws, entry, rec, plan, config, diag, Throughput(entry.id),
                     bs=int(batch_size or getattr(rec, "batch_size", None) or entry.batch_size or 1))
@@ -184,16 +185,6 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
     return summary
 
 
-def _note_up_to_date(model: str, plans: dict, shard_label=None) -> None:
-    """One ``[progress]`` line per family with nothing to decode, so an up-to-date stage 7 still says so."""
-    where = f" (shard {shard_label})" if shard_label else ""
-    for pl in plans.values():
-        if not pl.get("n_work") and "manifest" in pl:
-            n_ref = sum(pl["refreshed"].values())
-            note(f"stage 7 {model} {'+'.join(pl['result'])}{where}: 0 to decode, {len(pl['manifest'])} up to date"
-                 + (f", {n_ref} kept row(s) refreshed from the manifest" if n_ref else ""))
-
-
 def _run_family(run: _ModelRun, family: str, fplan: dict) -> dict:
     """Decode one task family's pending stimuli with every task's prompt, batch by batch.
 
@@ -202,76 +193,60 @@ def _run_family(run: _ModelRun, family: str, fplan: dict) -> dict:
     """
     if "manifest" not in fplan:
         return fplan["result"]
-    ws, entry, rec, ps = run.ws, run.entry, run.rec, run.plan.prompt_set
-    manifest, prompts, keys, todo, paths = (fplan[k] for k in ("manifest", "prompts", "keys", "todo", "paths"))
-    tasks = list(paths)
-    window_of = getattr(rec, "window_s", None)
-    need = set().union(*todo.values())
+    entry, rec, manifest, todo, paths = run.entry, run.rec, fplan["manifest"], fplan["todo"], fplan["paths"]
+    window_of, need = getattr(rec, "window_s", None), set().union(*todo.values())
     records = [r for r in manifest.to_dict("records") if r["id"] in need]
+    batches = [records[k: k + run.bs] for k in range(0, len(records), run.bs)]
     max_samples = int(round(float(entry.max_audio_s) * SR))
-    stats = {t: {"n_err": 0, "seconds": 0.0, "decode_seconds": 0.0} for t in tasks}
+    n_err, seconds, decode_s = dict.fromkeys(paths, 0), dict.fromkeys(paths, 0.0), dict.fromkeys(paths, 0.0)
     fam_audio_s, fam_decodes = 0.0, 0
     where = f" · shard {shard_label(run.plan.shard)}" if run.plan.shard is not None else ""
-    bar = Progress(len(records), f"{entry.id} · {'+'.join(tasks)}{where}", unit="stim",
+    bar = Progress(len(records), f"{entry.id} · {'+'.join(paths)}{where}", unit="stim",
                    enabled=bool(run.config.progress and records))
-    batches = [records[k: k + run.bs] for k in range(0, len(records), run.bs)]
     loop_t0 = t_prev = time.perf_counter()
     # the next batch is mixed in a thread while this one is decoded (numpy/scipy release the GIL)
     mixer = ThreadPoolExecutor(1, thread_name_prefix="aip-mix")
+    mix = lambda k: mixer.submit(mix_batch, batches[k], run.ws, max_samples) if k < len(batches) else None  # noqa: E731
     try:
-        ahead = mixer.submit(mix_batch, batches[0], ws, max_samples) if batches else None
+        ahead = mix(0)
         for k, batch in enumerate(batches):
-            done = ahead.result()
-            ahead = mixer.submit(mix_batch, batches[k + 1], ws, max_samples) if k + 1 < len(batches) else None
-            for r, y, info, err in done:  # (record, audio or None, MixInfo or None, error or None)
+            done, ahead = ahead.result(), mix(k + 1)  # (record, audio or None, MixInfo or None, error or None)
+            for r, y, info, err in done:
                 if err is None:
                     run.diag.add(r, family, info)
                     fam_audio_s += len(y) / SR
             run.diag.flush()
             n_dec = {}
-            for t in tasks:
-                prompt_id, text = prompts[t]
-                rows, ok, audios = [], [], []
-                for r, y, _, err in done:
-                    if r["id"] not in todo[t]:
-                        continue
-                    audio_s = None if y is None else round(len(y) / SR, 4)
-                    rows.append({"manifest": r, "raw": ERROR_RESPONSE, "model": entry.id, "task": t,
-                                 "prompt_set": ps.name, "prompt_id": prompt_id, "decode_s": None, "audio_s": audio_s,
-                                 "stim_key": keys[t][r["id"]], "batch_size": None, "error": err,
-                                 "window_s": window_of(len(y)) if (window_of and y is not None) else None})
-                    if err is None:
-                        ok.append(rows[-1])
-                        audios.append(y)
-                if ok:
+            for t in paths:
+                (prompt_id, text), keys = fplan["prompts"][t], fplan["keys"][t]
+                mine = [(r, y, err) for r, y, _, err in done if r["id"] in todo[t]]
+                rows = [{"manifest": r, "raw": ERROR_RESPONSE, "model": entry.id, "task": t, "error": err,
+                         "prompt_set": run.plan.prompt_set.name, "prompt_id": prompt_id, "stim_key": keys[r["id"]],
+                         "decode_s": None, "batch_size": None, "audio_s": None if y is None else round(len(y) / SR, 4),
+                         "window_s": window_of(len(y)) if window_of and y is not None else None} for r, y, err in mine]
+                if ok := [(row, y) for row, (_, y, err) in zip(rows, mine) if err is None]:
                     t0 = time.perf_counter()
-                    generate_into(rec, ok, audios, text if getattr(entry, "takes_prompt", True) else None)
-                    stats[t]["decode_seconds"] += time.perf_counter() - t0
-                stats[t]["n_err"] += sum(row["error"] is not None for row in rows)
+                    generate_into(rec, [row for row, _ in ok], [y for _, y in ok],
+                                  text if getattr(entry, "takes_prompt", True) else None)
+                    decode_s[t] += time.perf_counter() - t0
+                n_err[t] += sum(row["error"] is not None for row in rows)
                 append_jsonl_lines(paths[t], [inference_row_json(output_row(row)) for row in rows])
                 n_dec[t] = len(rows)
-            t_now = time.perf_counter()
-            n_batch = sum(n_dec.values())
+            t_now, n_batch = time.perf_counter(), sum(n_dec.values())
             for t, n in n_dec.items():
-                if n_batch:
-                    stats[t]["seconds"] += (t_now - t_prev) * n / n_batch
-            t_prev = t_now
-            fam_decodes += n_batch
+                seconds[t] += (t_now - t_prev) * n / n_batch if n_batch else 0.0
+            t_prev, fam_decodes = t_now, fam_decodes + n_batch
             bar.update(len(batch))
     finally:
         mixer.shutdown(wait=True, cancel_futures=True)
         bar.close()
     run.meter.add(family=family, stimuli=len(records), decodes=fam_decodes, audio_s=fam_audio_s,
                   seconds=time.perf_counter() - loop_t0)
-    out = {}
-    for t in tasks:
-        n_todo, secs = len(todo[t]), stats[t]["seconds"]
-        out[t] = {"status": "done", "n_stimuli": len(manifest), "n_done_before": len(manifest) - n_todo,
-                  "n_run": n_todo, "n_errors": stats[t]["n_err"], "seconds": round(secs, 3),
-                  "decode_seconds": round(stats[t]["decode_seconds"], 3),
-                  "stimuli_per_s": round(n_todo / secs, 3) if n_todo and secs > 0 else None,
-                  "manifest_sha256": fplan["m_sha"], "error": None, "file": str(paths[t])}
-    return out
+    return {t: {"status": "done", "n_stimuli": len(manifest), "n_done_before": len(manifest) - len(todo[t]),
+                "n_run": len(todo[t]), "n_errors": n_err[t], "seconds": round(seconds[t], 3),
+                "decode_seconds": round(decode_s[t], 3),
+                "stimuli_per_s": round(len(todo[t]) / seconds[t], 3) if todo[t] and seconds[t] > 0 else None,
+                "manifest_sha256": fplan["m_sha"], "error": None, "file": str(paths[t])} for t in paths}
 
 
 def raise_if_not_run(summary: pd.DataFrame) -> None:

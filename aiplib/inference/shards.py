@@ -201,21 +201,19 @@ def merge_shards(result_file, shards=None) -> dict:
         If two successful rows with the same ``(id, prompt_id, stim_key)`` differ in ``raw``. Nothing is written.
     """
     result_file = Path(result_file)
-    if shards is None:
-        shards = shard_files(result_file.parent).get(result_file.stem, [])
-    shards = [Path(s) for s in shards]
-    seen: dict[tuple, tuple[str, Path]] = {}
-    skipped = 0
+    shards = [Path(s) for s in (shard_files(result_file.parent).get(result_file.stem, []) if shards is None
+                                else shards)]
+    seen: dict[tuple, tuple[str, Path]] = {}  # key → (raw, file) of its first successful row
     main_rows: dict[tuple, dict] = {}
+    rows, skipped = [], 0
     if result_file.is_file():
         repair_jsonl(result_file)
         rows, skipped = read_inference_jsonl(result_file)
-        for r in rows:
-            if not is_error_row(r):
-                seen.setdefault(_key(r), (r.get("raw"), result_file))
-                main_rows[_key(r)] = r
-    new_rows, identical = [], 0
-    refresh: dict[tuple, dict] = {}  # key → a shard's refreshed copy of a result-file row
+    for r in rows:
+        if not is_error_row(r):
+            seen.setdefault(_key(r), (r.get("raw"), result_file))
+            main_rows[_key(r)] = r
+    new_rows, identical, refresh = [], 0, {}  # refresh: key → a shard's refreshed copy of a result-file row
     for s in shards:
         repair_jsonl(s)
         rows, n_bad = read_inference_jsonl(s)
@@ -329,8 +327,7 @@ def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
 
 
 def _refuse_busy(model_dirs) -> None:
-    busy = [f"{d.name} {b}" for d in model_dirs for b in busy_shards(d)]
-    if busy:
+    if busy := [f"{d.name} {b}" for d in model_dirs for b in busy_shards(d)]:
         raise ShardBusyError(f"shard(s) still running: {', '.join(busy)}; merge when every array task has finished")
 
 

@@ -97,11 +97,9 @@ def answer_each(cache: dict, clips, prompts, run, error) -> list[str]:
     """
     keys = [retry_key(y, p) for y, p in zip(clips, prompts)]
     results = {i: cache.pop(k) for i, k in enumerate(keys) if k in cache}
-    todo = [i for i in range(len(keys)) if i not in results]
-    if todo:
+    if todo := [i for i in range(len(keys)) if i not in results]:
         results.update(zip(todo, run(todo)))
-    bad = [results[i][1] for i in range(len(keys)) if not results[i][0]]
-    if bad:
+    if bad := [results[i][1] for i in range(len(keys)) if not results[i][0]]:
         if len(keys) > 1:
             cache.update({keys[i]: results[i] for i in todo})
         raise error(bad[0])

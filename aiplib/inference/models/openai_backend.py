@@ -270,11 +270,8 @@ class OpenAIRecogniser(Recogniser):
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 reason = getattr(exc, "reason", exc)
                 last = f"connection failed ({type(reason).__name__})"
-            if attempt < self.max_retries:
-                delay = self.backoff_s * (2 ** attempt)
-                if retry_after is not None:
-                    delay = max(delay, retry_after)
-                time.sleep(min(self.max_backoff_s, delay))
+            if attempt < self.max_retries:  # a Retry-After longer than the backoff is honoured (within the cap)
+                time.sleep(min(self.max_backoff_s, max(self.backoff_s * (2 ** attempt), retry_after or 0.0)))
         raise OpenAIBackendError(f"{last} after {self.max_retries + 1} attempts")
 
 

@@ -142,8 +142,7 @@ class HubRecogniser(Recogniser):
 
     def _snapshot_revision(self, *configs) -> str | None:
         """The commit a config was loaded from, else the folder name of a hub-cache snapshot, else None."""
-        h = next((c._commit_hash for c in configs if getattr(c, "_commit_hash", None)), None)
-        if h:
+        if h := next((c._commit_hash for c in configs if getattr(c, "_commit_hash", None)), None):
             return str(h)
         p = Path(self.source)
         return p.name if self.local and p.parent.name == "snapshots" else None

