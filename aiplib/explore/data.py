@@ -115,10 +115,6 @@ def _nan(v) -> float:
         return float("nan")
 
 
-def _present(v) -> bool:
-    return v is not None and v is not pd.NA and not (isinstance(v, float) and math.isnan(v)) and str(v) != ""
-
-
 _ASR_KEYS = ("wer", "substitutions", "deletions", "insertions", "ref_words")
 _UNKNOWN = {"asr": dict(dict.fromkeys(("wer", "clean_wer", "delta_wer", *_ASR_KEYS[1:]), math.nan), is_loop=None),
             "kws": dict(first_word=None, correct=None, clean_correct=None, delta_acc=math.nan)}
@@ -176,9 +172,8 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     if sc is not None and model:
         sub = sc[(sc["model"].astype(str) == model) & sc["stimulus_id"].isin([stimulus_id, clean_id])]
         sub = sub.drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id")
-        if stimulus_id in sub.index:
-            r = sub.loc[stimulus_id]
-            c = sub.loc[clean_id] if clean_id in sub.index else None
+        r, c = (sub.loc[i] if i in sub.index else None for i in (stimulus_id, clean_id))
+        if r is not None:
             out.update(found=True, source="scores", response=str(r.get("response", "")),
                        clean_response=None if c is None else str(c.get("response", "")))
             _fill(out, fam, r, c)
@@ -188,16 +183,12 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     res = _cached(ws.inference_jsonl(model, task), "results") if model else None
     if res is None or stimulus_id not in res.index:
         return out
-    r = res.loc[stimulus_id]
-    c = res.loc[clean_id] if clean_id in res.index else None
+    r, c = res.loc[stimulus_id], res.loc[clean_id] if clean_id in res.index else None
     c_ok = c is not None and not formats.is_error_row(c)
     out.update(found=True, source="inference", response=str(r["raw"]), clean_response=str(c["raw"]) if c_ok else None,
-               error=str(r["error"]) if _present(r["error"]) else None)
+               error=None if pd.isna(r["error"]) or r["error"] == "" else str(r["error"]))
     ref, is_target = out["reference"], bool(mrow.get("is_target", True))
-
-    def score(text):
-        return score_asr_row(ref, text) if fam == "asr" else score_kws_row(text, ref, is_target)
-
+    score = lambda text: score_asr_row(ref, text) if fam == "asr" else score_kws_row(text, ref, is_target)  # noqa: E731
     _fill(out, fam, None if formats.is_error_row(r) else score(out["response"]),
           score(out["clean_response"]) if c_ok else None)
     if noisy and fam == "asr":
@@ -258,9 +249,7 @@ def descriptor_label(name: str) -> tuple[str, str]:
 def summarise_sources(source_file) -> str:
     """``"57 files: bg/src/a.wav, …"`` for a battery's ``;``-joined ``source_file`` (one: the path)."""
     files = [f for f in str(source_file or "").split(";") if f]
-    if len(files) <= 1:
-        return files[0] if files else ""
-    return f"{len(files)} files: {files[0]}, …"
+    return f"{len(files)} files: {files[0]}, …" if len(files) > 1 else "".join(files)
 
 
 def _pooled_pp(sc: pd.DataFrame, task: str, *, only_task: bool = False) -> pd.Series:
@@ -305,8 +294,7 @@ def background_table(ws) -> pd.DataFrame:
     for c in formats.DESCRIPTORS:
         table[c] = desc[c].reindex(table.index).astype(float) if desc is not None and c in desc else np.nan
     rank = _ranking(ws)
-    for c in rank.columns:
-        table[c] = rank[c].reindex(table.index)
+    table = table.join(rank)
     for task in available_tasks(ws):
         if task not in BASE_TASKS.values() and (sc := _scores(ws, task)) is not None:
             deg = _pooled_pp(sc, task, only_task=True)

@@ -183,9 +183,8 @@ def bg_table_html(table, cols, deg, selected=None) -> str:
 
 # ---------------------------------------------------------------------------------- spectrograms
 def _mel_power(y, sr: int) -> np.ndarray:
-    s = MEL_SETTINGS
-    return librosa.feature.melspectrogram(y=y, sr=sr, n_fft=s["n_fft"], hop_length=s["hop_length"],
-                                          n_mels=s["n_mels"], fmin=s["fmin"], fmax=min(s["fmax"], sr / 2), power=2.0)
+    kw = {k: MEL_SETTINGS[k] for k in ("n_fft", "hop_length", "n_mels", "fmin")}
+    return librosa.feature.melspectrogram(y=y, sr=sr, **kw, fmax=min(MEL_SETTINGS["fmax"], sr / 2), power=2.0)
 
 
 def log_mel(y, *, sr: int = SR, ref_power: float | None = None) -> np.ndarray:
