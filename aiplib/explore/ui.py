@@ -540,15 +540,14 @@ class Explorer:
                  ("delta", "ΔWER" if fam == "asr" else "Δ")] + ([("model", "model")] if several else [])
         cells = [_button(label + ((" ▲" if asc else " ▼") if k == col else ""), "aip-worst-sort",
                          f"sort by {label}", lambda _b, k=k: self._sort_worst(k)) for k, label in heads]
-        self.worst_buttons = []
-        for r in wc.itertuples():
-            b = _button(r.condition, "aip-worst-case", f"{r.stimulus_id}: {cap_words(r.response, 25)}",
-                        lambda _b, r=r: self.select(condition_family=cf, task=r.task, item_id=r.item_id,
-                                                    bg_id=r.bg_id, snr_db=r.snr_db, model=r.model))
-            self.worst_buttons.append(b)
-            cells += [b, W.HTML(f"<code>{html.escape(r.item_id)}</code>"),
-                      W.HTML(pct(r.delta) if fam == "asr" else "flip")] + (
-                [W.HTML(html.escape(r.model))] if several else [])
+        self.worst_buttons = [_button(r.condition, "aip-worst-case", f"{r.stimulus_id}: {cap_words(r.response, 25)}",
+                                      lambda _b, r=r: self.select(condition_family=cf, task=r.task, item_id=r.item_id,
+                                                                  bg_id=r.bg_id, snr_db=r.snr_db, model=r.model))
+                              for r in wc.itertuples()]
+        for r, b in zip(wc.itertuples(), self.worst_buttons):
+            delta = pct(r.delta) if fam == "asr" else "flip"
+            cells += [b, W.HTML(f"<code>{html.escape(r.item_id)}</code>"), W.HTML(delta),
+                      *([W.HTML(html.escape(r.model))] if several else [])]
         self.worst.layout.grid_template_columns = f"repeat({len(heads)}, max-content)"
         self.worst.children = cells
 
