@@ -36,8 +36,7 @@ from aiplib.stimuli.mixing import is_clean_row
 
 @functools.lru_cache(maxsize=64)
 def _read(path: str, kind: str, stamp: tuple) -> pd.DataFrame:
-    """A score file, an inference file or the manifest of family ``kind``; ``stamp`` (mtime, size)
-    makes a changed file a new cache entry."""
+    """A score file, an inference file or the manifest of family ``kind``, cached per (mtime, size) ``stamp``."""
     if kind == "scores":
         return formats.read_scores(path)
     if kind == "results":
@@ -121,8 +120,7 @@ _UNKNOWN = {"asr": dict(dict.fromkeys(("wer", "clean_wer", "delta_wer", *_ASR_KE
 
 
 def _fill(out: dict, fam: str, r, c) -> None:
-    """Copy a score row ``r`` and its clean row ``c`` (a score file's rows or stage 8's row
-    functions' dicts; None when missing) into :func:`lookup_response`'s ``out``."""
+    """Copy a score row ``r`` and its clean row ``c`` (None when missing) into :func:`lookup_response`'s ``out``."""
     if fam == "asr":
         if r is not None:
             out.update({k: _nan(r.get(k)) for k in _ASR_KEYS})
@@ -199,12 +197,10 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
 
 
 def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
-    """Word-level alignment of a response against its reference, as WER counts it: both raw texts
-    (``None`` is empty) normalised as the paper (:func:`aiplib.core.textnorm.normalize_text`), aligned
-    by ``jiwer.process_words``: ``(op, ref_word, hyp_word)`` tuples, ``op`` one of ``"equal"``,
-    ``"substitute"``, ``"delete"`` (``hyp_word`` "") or ``"insert"`` (``ref_word`` ""), counted as the
-    row's hits, S, D and I.
-    """
+    """Word-level alignment of a response against its reference, as WER counts it: both raw texts (``None``
+    is empty) normalised by :func:`aiplib.core.textnorm.normalize_text`, aligned by ``jiwer.process_words``:
+    ``(op, ref_word, hyp_word)`` tuples, ``op`` one of ``"equal"``, ``"substitute"``, ``"delete"``
+    (``hyp_word`` "") or ``"insert"`` (``ref_word`` ""), counted as the row's hits, S, D and I."""
     r, h = normalize_text(reference).split(), normalize_text(response).split()
     if not r or not h:
         return [("delete", w, "") for w in r] + [("insert", "", w) for w in h]
@@ -450,9 +446,8 @@ def decode_wav(data: bytes):
 
 
 def under_papermill() -> bool:
-    """True when this kernel was started by papermill: ``JPY_PARENT_PID`` (set by jupyter_client)
-    names a process whose command line holds ``papermill``. Notebook 10 then prints static tables
-    instead of the widget, whose WAV bytes would be stored in the executed notebook."""
+    """True when this kernel was started by papermill: ``JPY_PARENT_PID`` (set by jupyter_client) names a
+    process whose command line holds ``papermill`` (notebook 10 then prints static tables, not the widget)."""
     try:
         return b"papermill" in Path(f"/proc/{int(os.environ.get('JPY_PARENT_PID', ''))}/cmdline").read_bytes()
     except (ValueError, OSError):

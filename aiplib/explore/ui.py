@@ -484,9 +484,8 @@ class Explorer:
             self._render_bg_table()
 
     def _bg_frame(self):
-        files = [*self.base.scores_dir.glob("*.csv"), *(p for p in (self.base.battery_csv, self.base.descriptor_csv)
-                                                         if p.is_file())]
-        stamp = tuple(sorted((str(p), p.stat().st_mtime_ns) for p in files))
+        files = [*self.base.scores_dir.glob("*.csv"), self.base.battery_csv, self.base.descriptor_csv]
+        stamp = tuple(sorted((str(p), p.stat().st_mtime_ns) for p in files if p.is_file()))
         if self._bg_cache is None or self._bg_cache[0] != stamp:
             self._bg_cache = (stamp, data.background_table(self.base))
         return self._bg_cache[1]
