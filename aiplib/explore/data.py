@@ -50,10 +50,9 @@ def _read(path: str, kind: str, stamp: tuple) -> pd.DataFrame:
 
 
 def _cached(path: Path, kind: str) -> pd.DataFrame | None:
-    try:
-        st = Path(path).stat()
-    except OSError:
+    if not (p := Path(path)).is_file():
         return None
+    st = p.stat()
     return _read(str(path), kind, (st.st_mtime_ns, st.st_size))
 
 

@@ -396,9 +396,8 @@ class Explorer:
             c["bg"].value = _pick(cur_bg, None, ["clean", *bgs], bgs[0] if bgs else "clean")
             snrs = sorted({float(s) for s in man["snr_db"].dropna()}, reverse=True)
             c["snr"].options = [(f"{s:g} dB", s) for s in snrs]
-            cur = snr_db if snr_db is not None else c["snr"].value
             if snrs:
-                c["snr"].value = float(cur) if cur is not None and float(cur) in snrs else snrs[0]
+                c["snr"].value = _pick(c["snr"].value if snr_db is None else float(snr_db), None, snrs, snrs[0])
             models = data.available_models(self.ws, task)
             c["model"].options = models or [("(no results yet)", _NO_MODEL)]
             c["model"].value = _pick(model, c["model"].value, models, models[0]) if models else _NO_MODEL
