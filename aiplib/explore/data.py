@@ -120,18 +120,15 @@ _UNKNOWN = {"asr": dict(dict.fromkeys(("wer", "clean_wer", "delta_wer", *_ASR_KE
 
 def _fill(out: dict, fam: str, r, c) -> None:
     """Copy a score row ``r`` and its clean row ``c`` (None when missing) into :func:`lookup_response`'s ``out``."""
-    if fam == "asr":
-        if r is not None:
-            out.update({k: _nan(r.get(k)) for k in _ASR_KEYS})
-            loop = formats.parse_bool(r.get("is_loop"))
-            out["is_loop"] = None if loop is pd.NA else loop
-        if c is not None:
-            out["clean_wer"] = _nan(c.get("wer"))
-    else:
-        if r is not None:
-            out["first_word"], out["correct"] = str(r.get("first_word", "")), bool(_nan(r.get("correct")) == 1)
-        if c is not None:
-            out["clean_correct"] = bool(_nan(c.get("correct")) == 1)
+    if r is not None and fam == "asr":
+        loop = formats.parse_bool(r.get("is_loop"))
+        out.update({k: _nan(r.get(k)) for k in _ASR_KEYS}, is_loop=None if loop is pd.NA else loop)
+    elif r is not None:
+        out.update(first_word=str(r.get("first_word", "")), correct=bool(_nan(r.get("correct")) == 1))
+    if c is not None and fam == "asr":
+        out["clean_wer"] = _nan(c.get("wer"))
+    elif c is not None:
+        out["clean_correct"] = bool(_nan(c.get("correct")) == 1)
 
 
 def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
