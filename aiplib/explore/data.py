@@ -36,8 +36,7 @@ from aiplib.stimuli.mixing import is_clean_row
 
 @functools.lru_cache(maxsize=64)
 def _read(path: str, kind: str, stamp: tuple) -> pd.DataFrame:
-    """A score file, an inference file or the manifest of family ``kind``; ``stamp`` (mtime, size)
-    makes a changed file a new cache entry."""
+    """A score file, an inference file or the manifest of family ``kind``, cached per (mtime, size) ``stamp``."""
     if kind == "scores":
         return formats.read_scores(path)
     if kind == "results":
@@ -51,10 +50,9 @@ def _read(path: str, kind: str, stamp: tuple) -> pd.DataFrame:
 
 
 def _cached(path: Path, kind: str) -> pd.DataFrame | None:
-    try:
-        st = Path(path).stat()
-    except OSError:
+    if not (p := Path(path)).is_file():
         return None
+    st = p.stat()
     return _read(str(path), kind, (st.st_mtime_ns, st.st_size))
 
 
@@ -115,30 +113,22 @@ def _nan(v) -> float:
         return float("nan")
 
 
-def _present(v) -> bool:
-    return v is not None and v is not pd.NA and not (isinstance(v, float) and math.isnan(v)) and str(v) != ""
-
-
 _ASR_KEYS = ("wer", "substitutions", "deletions", "insertions", "ref_words")
 _UNKNOWN = {"asr": dict(dict.fromkeys(("wer", "clean_wer", "delta_wer", *_ASR_KEYS[1:]), math.nan), is_loop=None),
             "kws": dict(first_word=None, correct=None, clean_correct=None, delta_acc=math.nan)}
 
 
 def _fill(out: dict, fam: str, r, c) -> None:
-    """Copy a score row ``r`` and its clean row ``c`` (a score file's rows or stage 8's row
-    functions' dicts; None when missing) into :func:`lookup_response`'s ``out``."""
-    if fam == "asr":
-        if r is not None:
-            out.update({k: _nan(r.get(k)) for k in _ASR_KEYS})
-            loop = formats.parse_bool(r.get("is_loop"))
-            out["is_loop"] = None if loop is pd.NA else loop
-        if c is not None:
-            out["clean_wer"] = _nan(c.get("wer"))
-    else:
-        if r is not None:
-            out["first_word"], out["correct"] = str(r.get("first_word", "")), bool(_nan(r.get("correct")) == 1)
-        if c is not None:
-            out["clean_correct"] = bool(_nan(c.get("correct")) == 1)
+    """Copy a score row ``r`` and its clean row ``c`` (None when missing) into :func:`lookup_response`'s ``out``."""
+    if r is not None and fam == "asr":
+        loop = formats.parse_bool(r.get("is_loop"))
+        out.update({k: _nan(r.get(k)) for k in _ASR_KEYS}, is_loop=None if loop is pd.NA else loop)
+    elif r is not None:
+        out.update(first_word=str(r.get("first_word", "")), correct=bool(_nan(r.get("correct")) == 1))
+    if c is not None and fam == "asr":
+        out["clean_wer"] = _nan(c.get("wer"))
+    elif c is not None:
+        out["clean_correct"] = bool(_nan(c.get("correct")) == 1)
 
 
 def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
@@ -176,9 +166,8 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     if sc is not None and model:
         sub = sc[(sc["model"].astype(str) == model) & sc["stimulus_id"].isin([stimulus_id, clean_id])]
         sub = sub.drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id")
-        if stimulus_id in sub.index:
-            r = sub.loc[stimulus_id]
-            c = sub.loc[clean_id] if clean_id in sub.index else None
+        r, c = (sub.loc[i] if i in sub.index else None for i in (stimulus_id, clean_id))
+        if r is not None:
             out.update(found=True, source="scores", response=str(r.get("response", "")),
                        clean_response=None if c is None else str(c.get("response", "")))
             _fill(out, fam, r, c)
@@ -188,16 +177,12 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     res = _cached(ws.inference_jsonl(model, task), "results") if model else None
     if res is None or stimulus_id not in res.index:
         return out
-    r = res.loc[stimulus_id]
-    c = res.loc[clean_id] if clean_id in res.index else None
+    r, c = res.loc[stimulus_id], res.loc[clean_id] if clean_id in res.index else None
     c_ok = c is not None and not formats.is_error_row(c)
     out.update(found=True, source="inference", response=str(r["raw"]), clean_response=str(c["raw"]) if c_ok else None,
-               error=str(r["error"]) if _present(r["error"]) else None)
+               error=None if pd.isna(r["error"]) or r["error"] == "" else str(r["error"]))
     ref, is_target = out["reference"], bool(mrow.get("is_target", True))
-
-    def score(text):
-        return score_asr_row(ref, text) if fam == "asr" else score_kws_row(text, ref, is_target)
-
+    score = lambda text: score_asr_row(ref, text) if fam == "asr" else score_kws_row(text, ref, is_target)  # noqa: E731
     _fill(out, fam, None if formats.is_error_row(r) else score(out["response"]),
           score(out["clean_response"]) if c_ok else None)
     if noisy and fam == "asr":
@@ -208,12 +193,10 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
 
 
 def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
-    """Word-level alignment of a response against its reference, as WER counts it: both raw texts
-    (``None`` is empty) normalised as the paper (:func:`aiplib.core.textnorm.normalize_text`), aligned
-    by ``jiwer.process_words``: ``(op, ref_word, hyp_word)`` tuples, ``op`` one of ``"equal"``,
-    ``"substitute"``, ``"delete"`` (``hyp_word`` "") or ``"insert"`` (``ref_word`` ""), counted as the
-    row's hits, S, D and I.
-    """
+    """Word-level alignment of a response against its reference, as WER counts it: both raw texts (``None``
+    is empty) normalised by :func:`aiplib.core.textnorm.normalize_text`, aligned by ``jiwer.process_words``:
+    ``(op, ref_word, hyp_word)`` tuples, ``op`` one of ``"equal"``, ``"substitute"``, ``"delete"``
+    (``hyp_word`` "") or ``"insert"`` (``ref_word`` ""), counted as the row's hits, S, D and I."""
     r, h = normalize_text(reference).split(), normalize_text(response).split()
     if not r or not h:
         return [("delete", w, "") for w in r] + [("insert", "", w) for w in h]
@@ -258,9 +241,7 @@ def descriptor_label(name: str) -> tuple[str, str]:
 def summarise_sources(source_file) -> str:
     """``"57 files: bg/src/a.wav, …"`` for a battery's ``;``-joined ``source_file`` (one: the path)."""
     files = [f for f in str(source_file or "").split(";") if f]
-    if len(files) <= 1:
-        return files[0] if files else ""
-    return f"{len(files)} files: {files[0]}, …"
+    return f"{len(files)} files: {files[0]}, …" if len(files) > 1 else "".join(files)
 
 
 def _pooled_pp(sc: pd.DataFrame, task: str, *, only_task: bool = False) -> pd.Series:
@@ -305,8 +286,7 @@ def background_table(ws) -> pd.DataFrame:
     for c in formats.DESCRIPTORS:
         table[c] = desc[c].reindex(table.index).astype(float) if desc is not None and c in desc else np.nan
     rank = _ranking(ws)
-    for c in rank.columns:
-        table[c] = rank[c].reindex(table.index)
+    table = table.join(rank)
     for task in available_tasks(ws):
         if task not in BASE_TASKS.values() and (sc := _scores(ws, task)) is not None:
             deg = _pooled_pp(sc, task, only_task=True)
@@ -462,9 +442,8 @@ def decode_wav(data: bytes):
 
 
 def under_papermill() -> bool:
-    """True when this kernel was started by papermill: ``JPY_PARENT_PID`` (set by jupyter_client)
-    names a process whose command line holds ``papermill``. Notebook 10 then prints static tables
-    instead of the widget, whose WAV bytes would be stored in the executed notebook."""
+    """True when this kernel was started by papermill: ``JPY_PARENT_PID`` (set by jupyter_client) names a
+    process whose command line holds ``papermill`` (notebook 10 then prints static tables, not the widget)."""
     try:
         return b"papermill" in Path(f"/proc/{int(os.environ.get('JPY_PARENT_PID', ''))}/cmdline").read_bytes()
     except (ValueError, OSError):

@@ -183,9 +183,8 @@ def bg_table_html(table, cols, deg, selected=None) -> str:
 
 # ---------------------------------------------------------------------------------- spectrograms
 def _mel_power(y, sr: int) -> np.ndarray:
-    s = MEL_SETTINGS
-    return librosa.feature.melspectrogram(y=y, sr=sr, n_fft=s["n_fft"], hop_length=s["hop_length"],
-                                          n_mels=s["n_mels"], fmin=s["fmin"], fmax=min(s["fmax"], sr / 2), power=2.0)
+    kw = {k: MEL_SETTINGS[k] for k in ("n_fft", "hop_length", "n_mels", "fmin")}
+    return librosa.feature.melspectrogram(y=y, sr=sr, **kw, fmax=min(MEL_SETTINGS["fmax"], sr / 2), power=2.0)
 
 
 def log_mel(y, *, sr: int = SR, ref_power: float | None = None) -> np.ndarray:
@@ -397,9 +396,8 @@ class Explorer:
             c["bg"].value = _pick(cur_bg, None, ["clean", *bgs], bgs[0] if bgs else "clean")
             snrs = sorted({float(s) for s in man["snr_db"].dropna()}, reverse=True)
             c["snr"].options = [(f"{s:g} dB", s) for s in snrs]
-            cur = snr_db if snr_db is not None else c["snr"].value
             if snrs:
-                c["snr"].value = float(cur) if cur is not None and float(cur) in snrs else snrs[0]
+                c["snr"].value = _pick(c["snr"].value if snr_db is None else float(snr_db), None, snrs, snrs[0])
             models = data.available_models(self.ws, task)
             c["model"].options = models or [("(no results yet)", _NO_MODEL)]
             c["model"].value = _pick(model, c["model"].value, models, models[0]) if models else _NO_MODEL
@@ -485,9 +483,8 @@ class Explorer:
             self._render_bg_table()
 
     def _bg_frame(self):
-        files = [*self.base.scores_dir.glob("*.csv"), *(p for p in (self.base.battery_csv, self.base.descriptor_csv)
-                                                         if p.is_file())]
-        stamp = tuple(sorted((str(p), p.stat().st_mtime_ns) for p in files))
+        files = [*self.base.scores_dir.glob("*.csv"), self.base.battery_csv, self.base.descriptor_csv]
+        stamp = tuple(sorted((str(p), p.stat().st_mtime_ns) for p in files if p.is_file()))
         if self._bg_cache is None or self._bg_cache[0] != stamp:
             self._bg_cache = (stamp, data.background_table(self.base))
         return self._bg_cache[1]
@@ -541,15 +538,14 @@ class Explorer:
                  ("delta", "ΔWER" if fam == "asr" else "Δ")] + ([("model", "model")] if several else [])
         cells = [_button(label + ((" ▲" if asc else " ▼") if k == col else ""), "aip-worst-sort",
                          f"sort by {label}", lambda _b, k=k: self._sort_worst(k)) for k, label in heads]
-        self.worst_buttons = []
-        for r in wc.itertuples():
-            b = _button(r.condition, "aip-worst-case", f"{r.stimulus_id}: {cap_words(r.response, 25)}",
-                        lambda _b, r=r: self.select(condition_family=cf, task=r.task, item_id=r.item_id,
-                                                    bg_id=r.bg_id, snr_db=r.snr_db, model=r.model))
-            self.worst_buttons.append(b)
-            cells += [b, W.HTML(f"<code>{html.escape(r.item_id)}</code>"),
-                      W.HTML(pct(r.delta) if fam == "asr" else "flip")] + (
-                [W.HTML(html.escape(r.model))] if several else [])
+        self.worst_buttons = [_button(r.condition, "aip-worst-case", f"{r.stimulus_id}: {cap_words(r.response, 25)}",
+                                      lambda _b, r=r: self.select(condition_family=cf, task=r.task, item_id=r.item_id,
+                                                                  bg_id=r.bg_id, snr_db=r.snr_db, model=r.model))
+                              for r in wc.itertuples()]
+        for r, b in zip(wc.itertuples(), self.worst_buttons):
+            delta = pct(r.delta) if fam == "asr" else "flip"
+            cells += [b, W.HTML(f"<code>{html.escape(r.item_id)}</code>"), W.HTML(delta),
+                      *([W.HTML(html.escape(r.model))] if several else [])]
         self.worst.layout.grid_template_columns = f"repeat({len(heads)}, max-content)"
         self.worst.children = cells
 
