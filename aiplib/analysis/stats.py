@@ -147,8 +147,9 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
     with np.errstate(invalid="ignore", divide="ignore"):
         estimate = float(stat(*arrays, axis=-1) if vectorized else stat(*arrays))
         if n < int(min_n):
-            return BootstrapResult(estimate, math.nan, math.nan, float(level), int(n_resamples),
-                                   0, int(seed), int(n), _few_note(n, min_n))
+            return BootstrapResult(estimate, math.nan, math.nan, float(level), int(n_resamples), 0, int(seed), int(n),
+                                   f"{n} observation(s) < {int(min_n)}: no interval (a percentile bootstrap of so "
+                                   "few values only spans their range)")
         idx = np.random.default_rng(seed).integers(0, n, size=(int(n_resamples), n))
         if vectorized:
             boot = np.asarray(stat(*(a[idx] for a in arrays), axis=-1), dtype=float)
@@ -156,11 +157,6 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
             boot = np.array([stat(*(a[i] for a in arrays)) for i in idx], dtype=float)
     lo, hi, n_valid, note = _percentile_interval(boot, level, min_usable)
     return BootstrapResult(estimate, lo, hi, float(level), int(n_resamples), n_valid, int(seed), int(n), note)
-
-
-def _few_note(n: int, min_n: int) -> str:
-    return (f"{n} observation(s) < {int(min_n)}: no interval (a percentile bootstrap of so few "
-            "values only spans their range)")
 
 
 def _percentile_interval(boot: np.ndarray, level: float, min_usable: float):
@@ -243,9 +239,7 @@ def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
     if x.shape != y.shape:
         raise AiplibParameterError(f"x and y differ in length: {x.shape[0]} vs {y.shape[0]}")
     keep = np.isfinite(x) & np.isfinite(y)
-    notes = []
-    if (~keep).any():
-        notes.append(f"dropped {int((~keep).sum())} pairs with NaN")
+    notes = [f"dropped {int((~keep).sum())} pairs with NaN"] if (~keep).any() else []
     x, y = x[keep], y[keep]
     n = int(x.size)
     if n < 3:
@@ -304,15 +298,13 @@ def mcnemar_exact(clean_correct, noisy_correct) -> BinomTestResult:
     AiplibParameterError
         If the arrays differ in length.
     """
-    a = _as_1d(clean_correct, "clean_correct").astype(bool)
-    b_ = _as_1d(noisy_correct, "noisy_correct").astype(bool)
-    if a.size != b_.size:
-        raise AiplibParameterError(f"clean and noisy arrays differ in length: {a.size} vs {b_.size}")
-    b, c = int((a & ~b_).sum()), int((~a & b_).sum())
-    conc = int(a.size - b - c)
+    a, z = _as_1d(clean_correct, "clean_correct").astype(bool), _as_1d(noisy_correct, "noisy_correct").astype(bool)
+    if a.size != z.size:
+        raise AiplibParameterError(f"clean and noisy arrays differ in length: {a.size} vs {z.size}")
+    b, c = int((a & ~z).sum()), int((~a & z).sum())
     if b + c == 0:
-        return BinomTestResult(math.nan, b, c, conc, 0, "no discordant pairs")
-    return BinomTestResult(float(binomtest(b, b + c, 0.5).pvalue), b, c, conc, b + c)
+        return BinomTestResult(math.nan, b, c, int(a.size), 0, "no discordant pairs")
+    return BinomTestResult(float(binomtest(b, b + c, 0.5).pvalue), b, c, int(a.size - b - c), b + c)
 
 
 def bh_adjust(pvalues) -> np.ndarray:
@@ -360,8 +352,7 @@ def rer(delta_steer, delta_base, *, task_family: str, usable_only: bool = False)
     (0.5, 1.0)
     """
     family_spec(task_family)  # an unknown family raises
-    s = np.asarray(delta_steer, dtype=float)
-    b = np.asarray(delta_base, dtype=float)
+    s, b = np.asarray(delta_steer, dtype=float), np.asarray(delta_base, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         r = s / (b + RER_DENOMINATOR_EPS)
     if usable_only:
@@ -379,13 +370,8 @@ def rer_flag(delta_base) -> str:
     inverted), ``"baseline < 1 pp"`` (unstable ratio of small numbers), ``"baseline NaN"`` or ``""``.
     """
     b = float(delta_base)
-    if math.isnan(b):
-        return "baseline NaN"
-    if b <= 0:
-        return "baseline <= 0"
-    if b < RER_FLAG_BELOW:
-        return "baseline < 1 pp"
-    return ""
+    return ("baseline NaN" if math.isnan(b) else "baseline <= 0" if b <= 0
+            else "baseline < 1 pp" if b < RER_FLAG_BELOW else "")
 
 
 # Ways :func:`degradation_by_background` averages: ``flat`` (the authors'), ``snr_balanced``.
@@ -439,9 +425,7 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     else:
         per_snr = df.groupby(["model", "bg_id", "snr_db"])[col].mean()
         per_bg = per_snr.groupby(level=["model", "bg_id"]).mean().unstack("model")
-    per_bg.columns = [str(c) for c in per_bg.columns]
-    per_bg.columns.name = None
-    per_bg = per_bg.sort_index()
+    per_bg = per_bg.set_axis([str(c) for c in per_bg.columns], axis=1).sort_index()
     models = list(per_bg.columns)
     complete = per_bg[models].notna().all(axis=1)
     if method == "flat":
@@ -561,8 +545,7 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
     if missing:
         raise AiplibParameterError(f"descriptors_df lacks {missing}; has {list(d.columns)}")
     pnote = partial_note(degradation.attrs.get("partial") or {}, degradation.attrs.get("method", "snr_balanced"))
-    deg = degradation.copy()
-    deg.index = deg.index.astype(str)
+    deg = degradation.set_axis(degradation.index.astype(str))
     d.index = d.index.astype(str)
     common = deg.index.intersection(d.index)
     only = sorted(set(deg.index) ^ set(d.index))
@@ -584,14 +567,11 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
                 lo, hi, usable = b.ci_low, b.ci_high, b.n_valid
                 if b.note:
                     notes.append(b.note.replace("unusable", "with a constant column"))
-            cell_rows.append({"model": model, "descriptor": desc, "n": res.n, "r_s": res.rho,
-                              "p": res.p, "p_method": res.method, "n_permutations": res.n_permutations, "ci_low": lo,
-                              "ci_high": hi, "ci_usable": int(usable), "level": level,
-                              "n_resamples": int(n_resamples), "seed": int(seed), "note": "; ".join(notes)})
-        padj = bh_adjust([r["p"] for r in cell_rows])
-        for r, q in zip(cell_rows, padj):
-            r["p_bh"] = float(q)
-        rows.extend(cell_rows)
+            cell_rows.append({"model": model, "descriptor": desc, "n": res.n, "r_s": res.rho, "p": res.p,
+                              "p_method": res.method, "n_permutations": res.n_permutations, "ci_low": lo, "ci_high": hi,
+                              "ci_usable": int(usable), "level": level, "n_resamples": int(n_resamples),
+                              "seed": int(seed), "note": "; ".join(notes)})
+        rows += [{**r, "p_bh": float(q)} for r, q in zip(cell_rows, bh_adjust([r["p"] for r in cell_rows]))]
     cols = ["model", "descriptor", "n", "r_s", "p", "p_method", "n_permutations", "ci_low",
             "ci_high", "ci_usable", "p_bh", "level", "n_resamples", "seed", "note"]
     return pd.DataFrame(rows, columns=cols)
