@@ -23,54 +23,29 @@ import pandas as pd
 
 from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.core.progress import track
-from aiplib.core.tasks import (
-    DEGRADATION_COLUMN,
-    DEGRADATION_SIGN,
-    KEYWORDS,
-    family_spec,
-    normalize_keywords,
-    task_family,
-)
-from aiplib.core.textnorm import (
-    JIWER_VERSION,
-    KWS_RULE,
-    NORMALIZER_NAME,
-    NORMALIZER_RULE,
-    NORMALIZER_VERSION,
-    WHISPER_NORMALIZER_NAME,
-    WHISPER_NORMALIZER_VERSION,
-    normalize_kws_label,
-    normalize_text,
-    normalize_whisper,
-    score_asr_row,
-    score_kws_row,
-)
-from aiplib.core.textnorm import align as _align_norm
+from aiplib.core import textnorm as tn
+from aiplib.core.tasks import (DEGRADATION_COLUMN, DEGRADATION_SIGN, KEYWORDS, family_spec, normalize_keywords,
+                               task_family)
 from aiplib.core.workspace import workspace
 from aiplib.inference.shards import is_shard_file
-from aiplib.io.formats import (
-    manifest_view,
-    read_item_bank_keywords,
-    read_manifest_csv,
-    read_results,
-    write_scores,
-)
+from aiplib.io.formats import manifest_view, read_item_bank_keywords, read_manifest_csv, read_results, write_scores
 from aiplib.scoring.family_columns import FAMILY_SCORE_COLUMNS, add_family_scores, family_sidecar
 
 log = logging.getLogger(__name__)
 
 _FAMILY_FOLDERS = ("background", "competing_speech", "channel")  # inference/<family>/: not model folders
 
-_NORMALIZERS = {"paper": normalize_text, "whisper": normalize_whisper, "none": lambda s: " ".join(str(s or "").split())}
+_NORMALIZERS = {"paper": tn.normalize_text, "whisper": tn.normalize_whisper,
+                "none": lambda s: " ".join(str(s or "").split())}
 
 
 def normalizer_provenance() -> dict:
     """``{"normalizer": {"name", "version", "rule"}, "normalizer_whisper": {"name", "version"},
     "jiwer_version"}``, for sidecars and provenance.
     """
-    return {"normalizer": {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION, "rule": NORMALIZER_RULE},
-            "normalizer_whisper": {"name": WHISPER_NORMALIZER_NAME, "version": WHISPER_NORMALIZER_VERSION},
-            "jiwer_version": JIWER_VERSION}
+    return {"normalizer": {"name": tn.NORMALIZER_NAME, "version": tn.NORMALIZER_VERSION, "rule": tn.NORMALIZER_RULE},
+            "normalizer_whisper": {"name": tn.WHISPER_NORMALIZER_NAME, "version": tn.WHISPER_NORMALIZER_VERSION},
+            "jiwer_version": tn.JIWER_VERSION}
 
 
 def wer(ref: str, hyp: str, *, normalizer: str = "paper") -> float:
@@ -117,7 +92,7 @@ def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
     per = []
     s = d = ins = h = 0
     for rn, hn in zip(r_n, h_n):
-        so, do, io, ho = _align_norm(rn, hn)
+        so, do, io, ho = tn.align(rn, hn)
         s, d, ins, h = s + so, d + do, ins + io, h + ho
         n = ho + so + do
         per.append((so + do + io) / n if n else float("nan"))
@@ -167,11 +142,11 @@ def _as_bool(v, label, keywords=KEYWORDS) -> bool:
         return True
     if t in ("false", "0", "no", "f"):
         return False
-    return normalize_kws_label(label) in keywords
+    return tn.normalize_kws_label(label) in keywords
 
 
-_ASR_ROW_COLUMNS = list(score_asr_row("a", "a"))  # the columns each scorer adds, in order
-_KWS_ROW_COLUMNS = list(score_kws_row("yes", "yes", True))
+_ASR_ROW_COLUMNS = list(tn.score_asr_row("a", "a"))  # the columns each scorer adds, in order
+_KWS_ROW_COLUMNS = list(tn.score_kws_row("yes", "yes", True))
 
 
 def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
@@ -229,7 +204,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
         if fam == "asr":
             out["reference"] = man["reference"].to_numpy()
             out["response"] = resp
-            per = pd.DataFrame([score_asr_row(r, h) for r, h in zip(out["reference"], resp)],
+            per = pd.DataFrame([tn.score_asr_row(r, h) for r, h in zip(out["reference"], resp)],
                                index=out.index, columns=_ASR_ROW_COLUMNS)
             out = pd.concat([out, per], axis=1)
             empty = out["ref_empty"].astype(bool)
@@ -243,7 +218,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
             out["label"] = man["reference"].to_numpy()
             out["is_target"] = [_as_bool(t, lab, keywords) for t, lab in zip(man["is_target"], man["reference"])]
             out["response"] = resp
-            per = pd.DataFrame([score_kws_row(r, lab, t, keywords)
+            per = pd.DataFrame([tn.score_kws_row(r, lab, t, keywords)
                                 for r, lab, t in zip(resp, out["label"], out["is_target"])],
                                index=out.index, columns=_KWS_ROW_COLUMNS)
             out = pd.concat([out, per], axis=1)
@@ -350,7 +325,7 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
         side = {"task": task, "family": fam, **normalizer_provenance(), "n_rows": int(len(df)),
             "inference_dir": str(inf), **meta}
         if fam == "kws":
-            side["kws_rule"] = KWS_RULE
+            side["kws_rule"] = tn.KWS_RULE
             side["keywords"] = list(kw)
         if "condition_family" in df.columns:
             side.update(family_sidecar(df, fam))
