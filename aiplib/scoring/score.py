@@ -168,21 +168,16 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
         meta["n_duplicates"][model] = ok.attrs["n_rows"] - len(ok) - ok.attrs["n_failed"]
         ok["stimulus_id"] = ok["id"]
         ok["response"] = ok["raw"]  # the authors' row format: id, raw (the response), error on failures
-        if manifest is not None:
-            unknown = ~ok["stimulus_id"].isin(manifest.index)
-        elif "speech_id" in ok.columns:
-            unknown = ok["speech_id"].isna()
-        else:
-            unknown = pd.Series(True, index=ok.index)
+        unknown = (~ok["stimulus_id"].isin(manifest.index) if manifest is not None else ok["speech_id"].isna()
+                   if "speech_id" in ok.columns else pd.Series(True, index=ok.index))
         meta["n_not_in_manifest"][model] = int(unknown.sum())
         if unknown.any():
             warnings.warn(f"{path}: {int(unknown.sum())} stimulus ids are not in "
                           f"manifests/{fam}.csv (or carry no manifest columns); dropped", stacklevel=3)
         ok = ok[~unknown]
-        if manifest is None:  # no manifests folder: the rows carry the manifest columns
-            man_src = _with_family_columns(manifest_view(ok.drop(columns=["stimulus_id"]), fam), ok)
-        else:
-            man_src = manifest
+        # no manifests folder: the rows carry the manifest columns
+        man_src = manifest if manifest is not None else _with_family_columns(
+            manifest_view(ok.drop(columns=["stimulus_id"]), fam), ok)
         ok["prompt_id"] = ok["prompt_id"].map(lambda v: "" if v is None or v != v else str(v))
         pids = ok["prompt_id"].value_counts().sort_index()
         meta["prompt_ids"][model] = {k: int(v) for k, v in pids.items()}
@@ -243,8 +238,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
 def _add_delta(df: pd.DataFrame, col: str, out_col: str, *, noisy_minus_clean: bool) -> pd.DataFrame:
     clean = (df[df["bg_id"] == "clean"].drop_duplicates(["model", "task", "item_id"], keep="last")
              .set_index(["model", "task", "item_id"])[col])
-    key = pd.MultiIndex.from_frame(df[["model", "task", "item_id"]])
-    c = clean.reindex(key).to_numpy(dtype=float)
+    c = clean.reindex(pd.MultiIndex.from_frame(df[["model", "task", "item_id"]])).to_numpy(dtype=float)
     v = df[col].to_numpy(dtype=float)
     d = v - c if noisy_minus_clean else c - v
     d[(df["bg_id"] == "clean").to_numpy()] = np.nan
