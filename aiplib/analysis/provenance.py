@@ -159,12 +159,11 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         if "prompt_ids" in meta:
             prompt_ids[side.stem] = meta["prompt_ids"]
             scored_models |= set(meta["prompt_ids"])
-    if len(norms) > 1:
-        log.warning("score files were made with different normalisers: %s", sorted(norms))
     if norms:
         (name, version), _ = sorted(norms.items(), key=lambda kv: str(kv[0]))[0]
         normalizer = {"name": name, "version": version, "source": "results/scores/*.json"}
         if len(norms) > 1:
+            log.warning("score files were made with different normalisers: %s", sorted(norms))
             normalizer["conflict"] = [list(k) for k in sorted(norms, key=str)]
     else:
         normalizer = {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION,

@@ -587,11 +587,6 @@ AUTHORS_DESCRIPTOR_DECIMALS = {"zcr": 4, "spectral_centroid": 2, "spectral_rollo
 TOP_RANK_DECIMALS = 3
 
 
-def _round_value(v, nd: int):
-    v = float(v)
-    return round(v, nd) if math.isfinite(v) else v
-
-
 def round_descriptors(descriptors: pd.DataFrame, decimals: dict | None = None) -> pd.DataFrame:
     """A copy of ``descriptors/acoustic_descriptors.csv`` (units as stored: Hz, dB) with each column of
     ``decimals`` (default :data:`AUTHORS_DESCRIPTOR_DECIMALS`) rounded with Python's ``round``, as their
@@ -599,7 +594,7 @@ def round_descriptors(descriptors: pd.DataFrame, decimals: dict | None = None) -
     out = descriptors.copy()
     for col, nd in (AUTHORS_DESCRIPTOR_DECIMALS if decimals is None else decimals).items():
         if col in out.columns:
-            out[col] = [_round_value(v, int(nd)) for v in out[col]]
+            out[col] = [round(v, int(nd)) if math.isfinite(v) else v for v in map(float, out[col])]
     return out
 
 
@@ -638,9 +633,7 @@ def unpaired_delta(df: pd.DataFrame, family: str) -> tuple[float, int]:
     if family == "asr":
         return (float(noisy.mean()) if len(noisy) else math.nan), int(len(noisy))
     clean = ok[ok["bg_id"] == "clean"][col].astype(float)
-    if not len(clean) or not len(noisy):
-        return math.nan, int(len(clean) + len(noisy))
-    return float(clean.mean() - noisy.mean()), int(len(clean) + len(noisy))
+    return (float(clean.mean() - noisy.mean()) if len(clean) and len(noisy) else math.nan), int(len(clean) + len(noisy))
 
 
 def unpaired_item_sums(df: pd.DataFrame, family: str) -> pd.DataFrame:

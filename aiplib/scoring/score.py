@@ -87,8 +87,7 @@ def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
     if normalizer not in _NORMALIZERS:
         raise ValueError(f"unknown normalizer {normalizer!r}; choose from {list(_NORMALIZERS)}")
     norm = _NORMALIZERS[normalizer]
-    r_n = [norm(r) for r in refs]
-    h_n = [norm(h) for h in hyps]
+    r_n, h_n = [norm(r) for r in refs], [norm(h) for h in hyps]
     per = []
     s = d = ins = h = 0
     for rn, hn in zip(r_n, h_n):
@@ -319,13 +318,11 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
         side = {"task": task, "family": fam, **normalizer_provenance(), "n_rows": int(len(df)),
             "inference_dir": str(inf), **meta}
         if fam == "kws":
-            side["kws_rule"] = tn.KWS_RULE
-            side["keywords"] = list(kw)
+            side.update(kws_rule=tn.KWS_RULE, keywords=list(kw))
         if "condition_family" in df.columns:
             side.update(family_sidecar(df, fam))
         write_scores(ws, task, df, side)
-        total_err = sum(meta["n_errors"].values())
-        log.info("scored %s: %d rows, %d __ERROR__ rows dropped", task, len(df), total_err)
+        log.info("scored %s: %d rows, %d __ERROR__ rows dropped", task, len(df), sum(meta["n_errors"].values()))
         result[task] = df
     return result
 
