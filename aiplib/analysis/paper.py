@@ -224,8 +224,7 @@ def background_ranking(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
     t.insert(0, "mean_degradation_pp", (t["asr_delta_wer_pp"] + t["kws_delta_acc_pp"]) / 2)
     t = t.sort_values("mean_degradation_pp", ascending=False, kind="stable", na_position="last")
     t.insert(0, "rank", np.arange(1, len(t) + 1))
-    for c in ("asr_ci_usable", "kws_ci_usable"):
-        t[c] = t[c].fillna(0).astype(int)
+    t[["asr_ci_usable", "kws_ci_usable"]] = t[["asr_ci_usable", "kws_ci_usable"]].fillna(0).astype(int)
     t["n_resamples"], t["seed"] = int(n_resamples), int(seed)
     t["note"] = ["; ".join(notes.get(bg, [])) for bg in t.index]
     return t

@@ -214,18 +214,12 @@ def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
     if p.suffix == ".json":
         raise AiplibError(f"{p} is a JSON file; sidecars are written for data files only")
     side = p.with_suffix(".json")
-    base = Path(root) if root is not None else p.parent
+    base = (Path(root) if root is not None else p.parent).resolve()
     obj = _read_json(side) or {}
     siblings = sorted(q for q in p.parent.glob(f"{p.stem}.*")
                       if q.is_file() and q.suffix not in (".json", ".part") and q.stem == p.stem)
-
-    def rel(q):
-        try:
-            return q.resolve().relative_to(base.resolve()).as_posix()
-        except ValueError:
-            return str(q)
-
-    files = [{"file": rel(q), "bytes": q.stat().st_size, "sha256": file_sha256(q)} for q in siblings]
+    files = [{"file": q.resolve().relative_to(base).as_posix() if q.resolve().is_relative_to(base) else str(q),
+              "bytes": q.stat().st_size, "sha256": file_sha256(q)} for q in siblings]
     obj[SIDECAR_KEY] = {"files": files, **(provenance or {}), **info}
     return write_json_atomic(obj, side)
 
