@@ -214,9 +214,8 @@ def render_report(executed_nb, results_dir) -> dict:
     md_path = results / "report.md"
     md_path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
 
-    sidecar = None
-    if (results / "provenance.json").is_file():
-        sidecar = write_sidecar(md_path, root=results, provenance=read_provenance(results))
+    sidecar = (write_sidecar(md_path, root=results, provenance=read_provenance(results))
+               if (results / "provenance.json").is_file() else None)
     return {"report_html": html_path, "report_md": md_path, "toc": toc,
             "figures": len(re.findall(r'<img[^>]*\ssrc="data:image/png;base64,', body)), "files": files,
             "sidecar": sidecar}

@@ -67,8 +67,7 @@ class SpearmanResult:
     n_permutations: int = 0
 
     def __iter__(self):
-        yield self.rho
-        yield self.p
+        return iter((self.rho, self.p))
 
 
 @dataclass(frozen=True)

@@ -121,9 +121,7 @@ def _with_family_columns(view: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
     """``view`` plus the condition-family columns of ``m`` (:data:`FAMILY_SCORE_COLUMNS`) when a
     row's ``condition_family`` is not ``background`` (background score files stay unchanged).
     """
-    if "condition_family" not in m.columns:
-        return view
-    fams = sorted({str(v) for v in m["condition_family"]} - {"", "background", "clean", "nan"})
+    fams = sorted({str(v) for v in m.get("condition_family", [])} - {"", "background", "clean", "nan"})
     if not fams:
         return view
     extra = m.assign(id=m["id"].astype(str)).drop_duplicates("id", keep="last").set_index("id")
