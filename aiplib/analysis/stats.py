@@ -431,7 +431,6 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
         per_bg["pooled"] = df.groupby("bg_id")[col].mean().reindex(per_bg.index)
     else:
         per_bg["pooled"] = per_bg[models].mean(axis=1).where(complete)
-    per_bg.index.name = "bg_id"
     per_bg.attrs["partial"] = {str(bg): [m for m in models if pd.isna(per_bg.at[bg, m])]
                                for bg in per_bg.index[~complete]}
     per_bg.attrs["method"] = method
@@ -557,12 +556,11 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
             x_all = d.loc[common, desc].to_numpy(dtype=float)
             res = spearman(x_all, y_all, seed=seed)
             ok = np.isfinite(x_all) & np.isfinite(y_all)
-            x, y = x_all[ok], y_all[ok]
             lo, hi, usable = math.nan, math.nan, 0
             notes = [n for n in (base_note, pnote if model == "pooled" else "", res.note) if n]
             if np.isfinite(res.rho):
-                b = bootstrap_ci((x, y), _spearman_rows, n_resamples=n_resamples, seed=seed, level=level,
-                                 vectorized=True)
+                b = bootstrap_ci((x_all[ok], y_all[ok]), _spearman_rows, n_resamples=n_resamples, seed=seed,
+                                 level=level, vectorized=True)
                 lo, hi, usable = b.ci_low, b.ci_high, b.n_valid
                 if b.note:
                     notes.append(b.note.replace("unusable", "with a constant column"))
