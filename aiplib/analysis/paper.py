@@ -84,9 +84,7 @@ def _norm_id(s) -> str:
 def _spearmanr(y: pd.Series, x: pd.Series) -> tuple[float, float]:
     """scipy's Spearman ρ and t-approximation p on the common finite backgrounds; NaN with fewer
     than 3 or a constant column."""
-    y = y.copy()
-    y.index, x = y.index.astype(str), x.set_axis(x.index.astype(str))
-    both = pd.concat([x.astype(float), y.astype(float)], axis=1, join="inner")
+    both = pd.concat([s.set_axis(s.index.astype(str)).astype(float) for s in (x, y)], axis=1, join="inner")
     both = both[np.isfinite(both).all(axis=1)]
     if len(both) < 3 or both.nunique().min() < 2:
         return float("nan"), float("nan")
@@ -218,19 +216,15 @@ def background_ranking(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
             lo[bg], hi[bg], use[bg] = b.ci_low, b.ci_high, b.n_valid
             if b.note:
                 notes.setdefault(bg, []).append(f"{fam.upper()}: {b.note}")
-        name = "delta_wer" if fam == "asr" else "delta_acc"
-        out[f"{fam}_{name}_pp"] = point
-        out[f"{fam}_ci_low_pp"] = pd.Series(lo, dtype=float)
-        out[f"{fam}_ci_high_pp"] = pd.Series(hi, dtype=float)
-        out[f"{fam}_ci_usable"] = pd.Series(use, dtype=float)
-        out[f"{fam}_{name}_snr_balanced_pp"] = balanced["pooled"] * 100
-    t = pd.DataFrame(out)
-    t.index.name = "bg_id"
+        out[f"{fam}_{col}_pp"] = point
+        out.update({f"{fam}_{k}": pd.Series(v, dtype=float) for k, v in
+                    (("ci_low_pp", lo), ("ci_high_pp", hi), ("ci_usable", use))})
+        out[f"{fam}_{col}_snr_balanced_pp"] = balanced["pooled"] * 100
+    t = pd.DataFrame(out).rename_axis("bg_id")
     t.insert(0, "mean_degradation_pp", (t["asr_delta_wer_pp"] + t["kws_delta_acc_pp"]) / 2)
     t = t.sort_values("mean_degradation_pp", ascending=False, kind="stable", na_position="last")
     t.insert(0, "rank", np.arange(1, len(t) + 1))
-    for c in ("asr_ci_usable", "kws_ci_usable"):
-        t[c] = t[c].fillna(0).astype(int)
+    t[["asr_ci_usable", "kws_ci_usable"]] = t[["asr_ci_usable", "kws_ci_usable"]].fillna(0).astype(int)
     t["n_resamples"], t["seed"] = int(n_resamples), int(seed)
     t["note"] = ["; ".join(notes.get(bg, [])) for bg in t.index]
     return t
@@ -304,13 +298,13 @@ def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
         notes = [b.note] if b.note else []
         if model == "pooled" and dropped.get(group):
             notes.append(f"{dropped[group]} item(s) not run by every model left out")
-        rows.append({"model": model, "accent_group": group, "n_items": len(g),
-                     "clean_wer_pp": cw, "mean_delta_wer_pp": b.estimate,
-                     "ci_low_pp": b.ci_low, "ci_high_pp": b.ci_high, "ci_usable": b.n_valid,
-                     "level": b.level, "n_resamples": b.n_resamples, "seed": b.seed, "note": "; ".join(notes)})
+        rows.append({"model": model, "accent_group": group, "n_items": len(g), "clean_wer_pp": cw,
+                     "mean_delta_wer_pp": b.estimate, "ci_low_pp": b.ci_low, "ci_high_pp": b.ci_high,
+                     "ci_usable": b.n_valid, "level": b.level, "n_resamples": b.n_resamples, "seed": b.seed,
+                     "note": "; ".join(notes)})
     t = pd.DataFrame(rows)
-    t["_o"] = t["model"] != "pooled"
-    t = t.sort_values(["_o", "model", "accent_group"], kind="stable").drop(columns="_o")
+    t = (t.assign(_o=t["model"] != "pooled").sort_values(["_o", "model", "accent_group"], kind="stable")
+         .drop(columns="_o"))
     main = (t["model"] != "pooled") & (t["accent_group"] != "unspecified")
     return t[main].reset_index(drop=True), t[~main].reset_index(drop=True)
 
@@ -362,12 +356,11 @@ def _paired_rer(fam: str, g: pd.DataFrame, col: str, *, n_resamples: int, seed: 
 
     pres = stats.bootstrap_ci((it["sb"].to_numpy(float), it["ss"].to_numpy(float), it["n"].to_numpy(float)),
                               stat, n_resamples=n_resamples, seed=seed, vectorized=True) if len(it) else None
-    pdb = g[f"{col}_base"].mean() if len(g) else np.nan
-    pds = g[f"{col}_steer"].mean() if len(g) else np.nan
+    pdb, pds = g[f"{col}_base"].mean(), g[f"{col}_steer"].mean()  # NaN without pairs
+    lo, hi, usable = (pres.ci_low, pres.ci_high, pres.n_valid) if pres else (np.nan, np.nan, 0)
     return {"n_pairs": len(g), "delta_base_paired_pp": 100 * pdb, "delta_steer_paired_pp": 100 * pds,
-            "rer_paired": stats.rer(pds, pdb, task_family=fam), "rer_paired_ci_low": pres.ci_low if pres else np.nan,
-            "rer_paired_ci_high": pres.ci_high if pres else np.nan,
-            "rer_paired_ci_usable": pres.n_valid if pres else 0}, pres
+            "rer_paired": stats.rer(pds, pdb, task_family=fam), "rer_paired_ci_low": lo, "rer_paired_ci_high": hi,
+            "rer_paired_ci_usable": usable}, pres
 
 
 def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
@@ -540,12 +533,9 @@ def write_tables(ws, *, n_resamples: int = 2000, seed: int = 0) -> dict[str, Pat
         log.warning("no steering scores: Figure 6 and Table 5 skipped")
     else:
         tables["table5_prompt_steering_rer"] = t5
-    written = {}
     for name, t in tables.items():
-        p = ws.tables_dir / f"{name}.csv"
-        t.to_csv(p, index=False)
-        written[p.name] = p
-    return written
+        t.to_csv(ws.tables_dir / f"{name}.csv", index=False)
+    return {f"{name}.csv": ws.tables_dir / f"{name}.csv" for name in tables}
 
 
 def save_figure(fig, out_dir, name: str, *, formats=("png", "pdf"), dpi: int = 200) -> list[Path]:
@@ -553,9 +543,7 @@ def save_figure(fig, out_dir, name: str, *, formats=("png", "pdf"), dpi: int = 2
     PDFs carry no creation date, so the same data gives the same bytes."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
     for fmt in formats:
-        p = out_dir / f"{name}.{fmt}"
-        fig.savefig(p, format=fmt, dpi=dpi, metadata={"CreationDate": None} if fmt == "pdf" else {})
-        paths.append(p)
-    return paths
+        fig.savefig(out_dir / f"{name}.{fmt}", format=fmt, dpi=dpi,
+                    metadata={"CreationDate": None} if fmt == "pdf" else {})
+    return [out_dir / f"{name}.{fmt}" for fmt in formats]

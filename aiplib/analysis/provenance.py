@@ -39,10 +39,6 @@ SIDECAR_KEY = "provenance"
 _PACKAGES = ("numpy", "scipy", "pandas", "jiwer", "openai-whisper", "matplotlib")
 
 
-def _versions() -> dict:
-    return {"aiplib": __version__, "python": platform.python_version(), **package_versions(_PACKAGES)}
-
-
 def shareable(value, data_root=None):
     """``value`` (a record: dicts, lists, strings) with every absolute path under the data root, the
     project, the Python environment or the home folder written as ``<data root>/…``, ``<project>/…``,
@@ -53,9 +49,8 @@ def shareable(value, data_root=None):
         return [shareable(v, data_root) for v in value]
     if not isinstance(value, str) or not value.startswith("/"):
         return value
-    roots = [(data_root, "<data root>"), (repo_root(), "<project>"), (sys.prefix, "<python env>"),
-             (Path.home(), "~")]
-    for root, label in roots:
+    for root, label in [(data_root, "<data root>"), (repo_root(), "<project>"), (sys.prefix, "<python env>"),
+                        (Path.home(), "~")]:
         for r in {str(root).rstrip("/"), str(Path(root).resolve()).rstrip("/")} if root else ():
             if r and (value == r or value.startswith(r + "/")):
                 return label + value[len(r):]
@@ -72,14 +67,12 @@ def _read_json(p: Path) -> dict | None:
 
 def _models(ws, scored_models) -> dict:
     """Model id → what its last successful run logged (revision, weights, hash, path)."""
-    out = {}
-    inf = Path(ws.inference)
-    names = set(scored_models)
-    if inf.is_dir():
-        names |= {p.name for p in inf.iterdir() if (p / "run_log.jsonl").is_file()}
+    out, inf = {}, Path(ws.inference)
+    names = set(scored_models) | ({p.name for p in inf.iterdir() if (p / "run_log.jsonl").is_file()}
+                                  if inf.is_dir() else set())
     for m in sorted(names):
-        rec = {"id": m, **dict.fromkeys(["revision", "weights", "weights_sha256", "decoding_path", "window",
-                                         "versions"])}
+        rec = {"id": m, **dict.fromkeys(("revision", "weights", "weights_sha256", "decoding_path", "window",
+                                         "versions"))}
         log_p = inf / m / "run_log.jsonl"
         if log_p.is_file():
             rows, _ = read_inference_jsonl(log_p, require_id=False)
@@ -128,8 +121,7 @@ def _prompt_set_used(ws) -> dict | None:
     """The prompt-set record (name, source, SHA-256, texts) of the latest stage-7 run, read from
     ``inference/*/run_log.jsonl`` (not re-resolved: that could need a download); else the
     profile's set as resolved offline, or None when it cannot be."""
-    best = None
-    inf = Path(ws.inference)
+    best, inf = None, Path(ws.inference)
     for log_p in sorted(inf.glob("*/run_log.jsonl")) if inf.is_dir() else []:
         rows, _ = read_inference_jsonl(log_p, require_id=False)
         for r in rows:
@@ -158,33 +150,28 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         {task: {model: {prompt_id: n}}}, manifests {family: {sha256, seed_start, n_rows}},
         analysis {seed, n_resamples, level}`` plus ``extra``; local paths as :func:`shareable` writes them.
     """
-    results = Path(ws.results)
-    scores_dir = results / "scores"
+    scores_dir = Path(ws.results) / "scores"
     norms, prompt_ids, scored_models = {}, {}, set()
     for side in sorted(scores_dir.glob("*.json")) if scores_dir.is_dir() else []:
         meta = _read_json(side) or {}
-        if "normalizer" in meta and isinstance(meta["normalizer"], dict):
-            n = meta["normalizer"]
+        if isinstance(n := meta.get("normalizer"), dict):
             norms[(n.get("name"), n.get("version"))] = side.stem
         if "prompt_ids" in meta:
             prompt_ids[side.stem] = meta["prompt_ids"]
             scored_models |= set(meta["prompt_ids"])
-    if len(norms) > 1:
-        log.warning("score files were made with different normalisers: %s", sorted(norms))
     if norms:
         (name, version), _ = sorted(norms.items(), key=lambda kv: str(kv[0]))[0]
         normalizer = {"name": name, "version": version, "source": "results/scores/*.json"}
         if len(norms) > 1:
+            log.warning("score files were made with different normalisers: %s", sorted(norms))
             normalizer["conflict"] = [list(k) for k in sorted(norms, key=str)]
     else:
         normalizer = {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION,
                       "source": "installed (no score sidecar found)"}
     manifests = {}
     for fam in FAMILIES:
-        p = ws.manifest_csv(fam)
-        if not p.is_file():
+        if not ws.manifest_csv(fam).is_file():
             continue
-
         meta = read_manifest_meta(ws, fam)
         manifests[fam] = {"sha256": manifest_hash(ws, fam), "seed_start": meta.get("seed_start"),
                           "n_rows": meta.get("n_rows"), "file": f"manifests/{fam}.csv"}
@@ -198,7 +185,8 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
             elif not known:  # a set whose texts were not fetched: never the built-in texts
                 tasks[t].update(prompt_id=None, text=None)
             tasks[t]["prompt_set"] = ps_rec.get("prompt_set")
-    rec = {"profile": getattr(ws, "profile", None), "aiplib_version": __version__, "versions": _versions(),
+    rec = {"profile": getattr(ws, "profile", None), "aiplib_version": __version__, "versions": {"aiplib": __version__,
+        "python": platform.python_version(), **package_versions(_PACKAGES)},
         "normalizer": normalizer, "models": _models(ws, scored_models), "tasks": tasks, "prompt_ids_scored": prompt_ids,
         "prompt_set": ps_rec, "manifests": manifests,
         "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level}}
@@ -226,19 +214,12 @@ def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
     if p.suffix == ".json":
         raise AiplibError(f"{p} is a JSON file; sidecars are written for data files only")
     side = p.with_suffix(".json")
-    base = Path(root) if root is not None else p.parent
-    obj = _read_json(side) if side.is_file() else None
-    obj = obj or {}
+    base = (Path(root) if root is not None else p.parent).resolve()
+    obj = _read_json(side) or {}
     siblings = sorted(q for q in p.parent.glob(f"{p.stem}.*")
                       if q.is_file() and q.suffix not in (".json", ".part") and q.stem == p.stem)
-
-    def rel(q):
-        try:
-            return q.resolve().relative_to(base.resolve()).as_posix()
-        except ValueError:
-            return str(q)
-
-    files = [{"file": rel(q), "bytes": q.stat().st_size, "sha256": file_sha256(q)} for q in siblings]
+    files = [{"file": q.resolve().relative_to(base).as_posix() if q.resolve().is_relative_to(base) else str(q),
+              "bytes": q.stat().st_size, "sha256": file_sha256(q)} for q in siblings]
     obj[SIDECAR_KEY] = {"files": files, **(provenance or {}), **info}
     return write_json_atomic(obj, side)
 
@@ -253,13 +234,10 @@ def annotate_results(ws, *, seed=None, n_resamples=None, level=None, extra=None,
     write_json_atomic(rec, run)
     written, done = [run], set()
     for p in sorted(results.rglob("*")):
-        if (not p.is_file() or p.suffix in (".json", ".part") or p.name in exclude or p.name.startswith(".")):
-            continue
-        key = (p.parent, p.stem)
-        if key in done:
-            continue
-        done.add(key)
-        written.append(write_sidecar(p, root=results, provenance=rec))
+        if p.is_file() and p.suffix not in (".json", ".part") and p.name not in exclude and not p.name.startswith(".") \
+                and (p.parent, p.stem) not in done:
+            done.add((p.parent, p.stem))
+            written.append(write_sidecar(p, root=results, provenance=rec))
     return written
 
 
@@ -272,7 +250,7 @@ def read_provenance(results_dir) -> dict:
         If it is missing or not valid JSON (say which file).
     """
     p = Path(results_dir) / PROVENANCE_FILE
-    obj = _read_json(p) if p.is_file() else None
+    obj = _read_json(p)
     if obj is None:
         raise AiplibError(f"{p} is missing or unreadable: the run's manifests and normaliser "
                           "cannot be verified (run stage 9, notebook 09, first)")

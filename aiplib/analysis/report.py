@@ -214,9 +214,8 @@ def render_report(executed_nb, results_dir) -> dict:
     md_path = results / "report.md"
     md_path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
 
-    sidecar = None
-    if (results / "provenance.json").is_file():
-        sidecar = write_sidecar(md_path, root=results, provenance=read_provenance(results))
+    sidecar = (write_sidecar(md_path, root=results, provenance=read_provenance(results))
+               if (results / "provenance.json").is_file() else None)
     return {"report_html": html_path, "report_md": md_path, "toc": toc,
             "figures": len(re.findall(r'<img[^>]*\ssrc="data:image/png;base64,', body)), "files": files,
             "sidecar": sidecar}
@@ -233,10 +232,8 @@ def newest_executed(paths) -> Path:
     """
     import nbformat
 
-    found = []
-    for p in map(Path, paths):
-        if p.is_file() and any(c.get("outputs") for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code"):
-            found.append(p)
+    found = [p for p in map(Path, paths) if p.is_file()
+             and any(c.get("outputs") for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code")]
     if not found:
         raise AiplibError(f"none of {', '.join(map(str, paths))} holds executed output: run stage 9 first (make 09)")
     return max(found, key=lambda p: p.stat().st_mtime_ns)
@@ -254,10 +251,9 @@ def main(argv=None) -> int:
     got worse than the previous run; 1 on an aiplib error (missing scores or notebook, invalid
     criteria file, runs that cannot be compared); 2 on bad arguments.
     """
-    ap = argparse.ArgumentParser(
-        prog="python -m aiplib.analysis.report",
-        description="Render results/report.html and .md from the executed notebook 09 "
-                    "(--render), or check criteria (exit status 3 on failure).")
+    ap = argparse.ArgumentParser(prog="python -m aiplib.analysis.report", description="Render results/report.html and "
+                                 ".md from the executed notebook 09 (--render), or check criteria (exit status 3 on "
+                                 "failure).")
     ap.add_argument("--profile", default="demo", choices=PROFILES)
     ap.add_argument("--data-root", default=None, help="parent of the profile folders "
                     "(default $AIP_DATA_ROOT, else <repo>/data)")

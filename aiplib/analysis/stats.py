@@ -67,8 +67,7 @@ class SpearmanResult:
     n_permutations: int = 0
 
     def __iter__(self):
-        yield self.rho
-        yield self.p
+        return iter((self.rho, self.p))
 
 
 @dataclass(frozen=True)
@@ -147,8 +146,9 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
     with np.errstate(invalid="ignore", divide="ignore"):
         estimate = float(stat(*arrays, axis=-1) if vectorized else stat(*arrays))
         if n < int(min_n):
-            return BootstrapResult(estimate, math.nan, math.nan, float(level), int(n_resamples),
-                                   0, int(seed), int(n), _few_note(n, min_n))
+            return BootstrapResult(estimate, math.nan, math.nan, float(level), int(n_resamples), 0, int(seed), int(n),
+                                   f"{n} observation(s) < {int(min_n)}: no interval (a percentile bootstrap of so "
+                                   "few values only spans their range)")
         idx = np.random.default_rng(seed).integers(0, n, size=(int(n_resamples), n))
         if vectorized:
             boot = np.asarray(stat(*(a[idx] for a in arrays), axis=-1), dtype=float)
@@ -156,11 +156,6 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
             boot = np.array([stat(*(a[i] for a in arrays)) for i in idx], dtype=float)
     lo, hi, n_valid, note = _percentile_interval(boot, level, min_usable)
     return BootstrapResult(estimate, lo, hi, float(level), int(n_resamples), n_valid, int(seed), int(n), note)
-
-
-def _few_note(n: int, min_n: int) -> str:
-    return (f"{n} observation(s) < {int(min_n)}: no interval (a percentile bootstrap of so few "
-            "values only spans their range)")
 
 
 def _percentile_interval(boot: np.ndarray, level: float, min_usable: float):
@@ -243,9 +238,7 @@ def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
     if x.shape != y.shape:
         raise AiplibParameterError(f"x and y differ in length: {x.shape[0]} vs {y.shape[0]}")
     keep = np.isfinite(x) & np.isfinite(y)
-    notes = []
-    if (~keep).any():
-        notes.append(f"dropped {int((~keep).sum())} pairs with NaN")
+    notes = [f"dropped {int((~keep).sum())} pairs with NaN"] if (~keep).any() else []
     x, y = x[keep], y[keep]
     n = int(x.size)
     if n < 3:
@@ -304,15 +297,13 @@ def mcnemar_exact(clean_correct, noisy_correct) -> BinomTestResult:
     AiplibParameterError
         If the arrays differ in length.
     """
-    a = _as_1d(clean_correct, "clean_correct").astype(bool)
-    b_ = _as_1d(noisy_correct, "noisy_correct").astype(bool)
-    if a.size != b_.size:
-        raise AiplibParameterError(f"clean and noisy arrays differ in length: {a.size} vs {b_.size}")
-    b, c = int((a & ~b_).sum()), int((~a & b_).sum())
-    conc = int(a.size - b - c)
+    a, z = _as_1d(clean_correct, "clean_correct").astype(bool), _as_1d(noisy_correct, "noisy_correct").astype(bool)
+    if a.size != z.size:
+        raise AiplibParameterError(f"clean and noisy arrays differ in length: {a.size} vs {z.size}")
+    b, c = int((a & ~z).sum()), int((~a & z).sum())
     if b + c == 0:
-        return BinomTestResult(math.nan, b, c, conc, 0, "no discordant pairs")
-    return BinomTestResult(float(binomtest(b, b + c, 0.5).pvalue), b, c, conc, b + c)
+        return BinomTestResult(math.nan, b, c, int(a.size), 0, "no discordant pairs")
+    return BinomTestResult(float(binomtest(b, b + c, 0.5).pvalue), b, c, int(a.size - b - c), b + c)
 
 
 def bh_adjust(pvalues) -> np.ndarray:
@@ -360,8 +351,7 @@ def rer(delta_steer, delta_base, *, task_family: str, usable_only: bool = False)
     (0.5, 1.0)
     """
     family_spec(task_family)  # an unknown family raises
-    s = np.asarray(delta_steer, dtype=float)
-    b = np.asarray(delta_base, dtype=float)
+    s, b = np.asarray(delta_steer, dtype=float), np.asarray(delta_base, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         r = s / (b + RER_DENOMINATOR_EPS)
     if usable_only:
@@ -379,13 +369,8 @@ def rer_flag(delta_base) -> str:
     inverted), ``"baseline < 1 pp"`` (unstable ratio of small numbers), ``"baseline NaN"`` or ``""``.
     """
     b = float(delta_base)
-    if math.isnan(b):
-        return "baseline NaN"
-    if b <= 0:
-        return "baseline <= 0"
-    if b < RER_FLAG_BELOW:
-        return "baseline < 1 pp"
-    return ""
+    return ("baseline NaN" if math.isnan(b) else "baseline <= 0" if b <= 0
+            else "baseline < 1 pp" if b < RER_FLAG_BELOW else "")
 
 
 # Ways :func:`degradation_by_background` averages: ``flat`` (the authors'), ``snr_balanced``.
@@ -439,16 +424,13 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     else:
         per_snr = df.groupby(["model", "bg_id", "snr_db"])[col].mean()
         per_bg = per_snr.groupby(level=["model", "bg_id"]).mean().unstack("model")
-    per_bg.columns = [str(c) for c in per_bg.columns]
-    per_bg.columns.name = None
-    per_bg = per_bg.sort_index()
+    per_bg = per_bg.set_axis([str(c) for c in per_bg.columns], axis=1).sort_index()
     models = list(per_bg.columns)
     complete = per_bg[models].notna().all(axis=1)
     if method == "flat":
         per_bg["pooled"] = df.groupby("bg_id")[col].mean().reindex(per_bg.index)
     else:
         per_bg["pooled"] = per_bg[models].mean(axis=1).where(complete)
-    per_bg.index.name = "bg_id"
     per_bg.attrs["partial"] = {str(bg): [m for m in models if pd.isna(per_bg.at[bg, m])]
                                for bg in per_bg.index[~complete]}
     per_bg.attrs["method"] = method
@@ -561,8 +543,7 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
     if missing:
         raise AiplibParameterError(f"descriptors_df lacks {missing}; has {list(d.columns)}")
     pnote = partial_note(degradation.attrs.get("partial") or {}, degradation.attrs.get("method", "snr_balanced"))
-    deg = degradation.copy()
-    deg.index = deg.index.astype(str)
+    deg = degradation.set_axis(degradation.index.astype(str))
     d.index = d.index.astype(str)
     common = deg.index.intersection(d.index)
     only = sorted(set(deg.index) ^ set(d.index))
@@ -575,23 +556,19 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
             x_all = d.loc[common, desc].to_numpy(dtype=float)
             res = spearman(x_all, y_all, seed=seed)
             ok = np.isfinite(x_all) & np.isfinite(y_all)
-            x, y = x_all[ok], y_all[ok]
             lo, hi, usable = math.nan, math.nan, 0
             notes = [n for n in (base_note, pnote if model == "pooled" else "", res.note) if n]
             if np.isfinite(res.rho):
-                b = bootstrap_ci((x, y), _spearman_rows, n_resamples=n_resamples, seed=seed, level=level,
-                                 vectorized=True)
+                b = bootstrap_ci((x_all[ok], y_all[ok]), _spearman_rows, n_resamples=n_resamples, seed=seed,
+                                 level=level, vectorized=True)
                 lo, hi, usable = b.ci_low, b.ci_high, b.n_valid
                 if b.note:
                     notes.append(b.note.replace("unusable", "with a constant column"))
-            cell_rows.append({"model": model, "descriptor": desc, "n": res.n, "r_s": res.rho,
-                              "p": res.p, "p_method": res.method, "n_permutations": res.n_permutations, "ci_low": lo,
-                              "ci_high": hi, "ci_usable": int(usable), "level": level,
-                              "n_resamples": int(n_resamples), "seed": int(seed), "note": "; ".join(notes)})
-        padj = bh_adjust([r["p"] for r in cell_rows])
-        for r, q in zip(cell_rows, padj):
-            r["p_bh"] = float(q)
-        rows.extend(cell_rows)
+            cell_rows.append({"model": model, "descriptor": desc, "n": res.n, "r_s": res.rho, "p": res.p,
+                              "p_method": res.method, "n_permutations": res.n_permutations, "ci_low": lo, "ci_high": hi,
+                              "ci_usable": int(usable), "level": level, "n_resamples": int(n_resamples),
+                              "seed": int(seed), "note": "; ".join(notes)})
+        rows += [{**r, "p_bh": float(q)} for r, q in zip(cell_rows, bh_adjust([r["p"] for r in cell_rows]))]
     cols = ["model", "descriptor", "n", "r_s", "p", "p_method", "n_permutations", "ci_low",
             "ci_high", "ci_usable", "p_bh", "level", "n_resamples", "seed", "note"]
     return pd.DataFrame(rows, columns=cols)
@@ -607,11 +584,6 @@ AUTHORS_DESCRIPTOR_DECIMALS = {"zcr": 4, "spectral_centroid": 2, "spectral_rollo
 TOP_RANK_DECIMALS = 3
 
 
-def _round_value(v, nd: int):
-    v = float(v)
-    return round(v, nd) if math.isfinite(v) else v
-
-
 def round_descriptors(descriptors: pd.DataFrame, decimals: dict | None = None) -> pd.DataFrame:
     """A copy of ``descriptors/acoustic_descriptors.csv`` (units as stored: Hz, dB) with each column of
     ``decimals`` (default :data:`AUTHORS_DESCRIPTOR_DECIMALS`) rounded with Python's ``round``, as their
@@ -619,7 +591,7 @@ def round_descriptors(descriptors: pd.DataFrame, decimals: dict | None = None) -
     out = descriptors.copy()
     for col, nd in (AUTHORS_DESCRIPTOR_DECIMALS if decimals is None else decimals).items():
         if col in out.columns:
-            out[col] = [_round_value(v, int(nd)) for v in out[col]]
+            out[col] = [round(v, int(nd)) if math.isfinite(v) else v for v in map(float, out[col])]
     return out
 
 
@@ -658,9 +630,7 @@ def unpaired_delta(df: pd.DataFrame, family: str) -> tuple[float, int]:
     if family == "asr":
         return (float(noisy.mean()) if len(noisy) else math.nan), int(len(noisy))
     clean = ok[ok["bg_id"] == "clean"][col].astype(float)
-    if not len(clean) or not len(noisy):
-        return math.nan, int(len(clean) + len(noisy))
-    return float(clean.mean() - noisy.mean()), int(len(clean) + len(noisy))
+    return (float(clean.mean() - noisy.mean()) if len(clean) and len(noisy) else math.nan), int(len(clean) + len(noisy))
 
 
 def unpaired_item_sums(df: pd.DataFrame, family: str) -> pd.DataFrame:

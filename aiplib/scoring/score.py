@@ -23,54 +23,29 @@ import pandas as pd
 
 from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.core.progress import track
-from aiplib.core.tasks import (
-    DEGRADATION_COLUMN,
-    DEGRADATION_SIGN,
-    KEYWORDS,
-    family_spec,
-    normalize_keywords,
-    task_family,
-)
-from aiplib.core.textnorm import (
-    JIWER_VERSION,
-    KWS_RULE,
-    NORMALIZER_NAME,
-    NORMALIZER_RULE,
-    NORMALIZER_VERSION,
-    WHISPER_NORMALIZER_NAME,
-    WHISPER_NORMALIZER_VERSION,
-    normalize_kws_label,
-    normalize_text,
-    normalize_whisper,
-    score_asr_row,
-    score_kws_row,
-)
-from aiplib.core.textnorm import align as _align_norm
+from aiplib.core import textnorm as tn
+from aiplib.core.tasks import (DEGRADATION_COLUMN, DEGRADATION_SIGN, KEYWORDS, family_spec, normalize_keywords,
+                               task_family)
 from aiplib.core.workspace import workspace
 from aiplib.inference.shards import is_shard_file
-from aiplib.io.formats import (
-    manifest_view,
-    read_item_bank_keywords,
-    read_manifest_csv,
-    read_results,
-    write_scores,
-)
+from aiplib.io.formats import manifest_view, read_item_bank_keywords, read_manifest_csv, read_results, write_scores
 from aiplib.scoring.family_columns import FAMILY_SCORE_COLUMNS, add_family_scores, family_sidecar
 
 log = logging.getLogger(__name__)
 
 _FAMILY_FOLDERS = ("background", "competing_speech", "channel")  # inference/<family>/: not model folders
 
-_NORMALIZERS = {"paper": normalize_text, "whisper": normalize_whisper, "none": lambda s: " ".join(str(s or "").split())}
+_NORMALIZERS = {"paper": tn.normalize_text, "whisper": tn.normalize_whisper,
+                "none": lambda s: " ".join(str(s or "").split())}
 
 
 def normalizer_provenance() -> dict:
     """``{"normalizer": {"name", "version", "rule"}, "normalizer_whisper": {"name", "version"},
     "jiwer_version"}``, for sidecars and provenance.
     """
-    return {"normalizer": {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION, "rule": NORMALIZER_RULE},
-            "normalizer_whisper": {"name": WHISPER_NORMALIZER_NAME, "version": WHISPER_NORMALIZER_VERSION},
-            "jiwer_version": JIWER_VERSION}
+    return {"normalizer": {"name": tn.NORMALIZER_NAME, "version": tn.NORMALIZER_VERSION, "rule": tn.NORMALIZER_RULE},
+            "normalizer_whisper": {"name": tn.WHISPER_NORMALIZER_NAME, "version": tn.WHISPER_NORMALIZER_VERSION},
+            "jiwer_version": tn.JIWER_VERSION}
 
 
 def wer(ref: str, hyp: str, *, normalizer: str = "paper") -> float:
@@ -112,12 +87,11 @@ def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
     if normalizer not in _NORMALIZERS:
         raise ValueError(f"unknown normalizer {normalizer!r}; choose from {list(_NORMALIZERS)}")
     norm = _NORMALIZERS[normalizer]
-    r_n = [norm(r) for r in refs]
-    h_n = [norm(h) for h in hyps]
+    r_n, h_n = [norm(r) for r in refs], [norm(h) for h in hyps]
     per = []
     s = d = ins = h = 0
     for rn, hn in zip(r_n, h_n):
-        so, do, io, ho = _align_norm(rn, hn)
+        so, do, io, ho = tn.align(rn, hn)
         s, d, ins, h = s + so, d + do, ins + io, h + ho
         n = ho + so + do
         per.append((so + do + io) / n if n else float("nan"))
@@ -147,9 +121,7 @@ def _with_family_columns(view: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
     """``view`` plus the condition-family columns of ``m`` (:data:`FAMILY_SCORE_COLUMNS`) when a
     row's ``condition_family`` is not ``background`` (background score files stay unchanged).
     """
-    if "condition_family" not in m.columns:
-        return view
-    fams = sorted({str(v) for v in m["condition_family"]} - {"", "background", "clean", "nan"})
+    fams = sorted({str(v) for v in m.get("condition_family", [])} - {"", "background", "clean", "nan"})
     if not fams:
         return view
     extra = m.assign(id=m["id"].astype(str)).drop_duplicates("id", keep="last").set_index("id")
@@ -167,11 +139,11 @@ def _as_bool(v, label, keywords=KEYWORDS) -> bool:
         return True
     if t in ("false", "0", "no", "f"):
         return False
-    return normalize_kws_label(label) in keywords
+    return tn.normalize_kws_label(label) in keywords
 
 
-_ASR_ROW_COLUMNS = list(score_asr_row("a", "a"))  # the columns each scorer adds, in order
-_KWS_ROW_COLUMNS = list(score_kws_row("yes", "yes", True))
+_ASR_ROW_COLUMNS = list(tn.score_asr_row("a", "a"))  # the columns each scorer adds, in order
+_KWS_ROW_COLUMNS = list(tn.score_kws_row("yes", "yes", True))
 
 
 def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
@@ -193,21 +165,16 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
         meta["n_duplicates"][model] = ok.attrs["n_rows"] - len(ok) - ok.attrs["n_failed"]
         ok["stimulus_id"] = ok["id"]
         ok["response"] = ok["raw"]  # the authors' row format: id, raw (the response), error on failures
-        if manifest is not None:
-            unknown = ~ok["stimulus_id"].isin(manifest.index)
-        elif "speech_id" in ok.columns:
-            unknown = ok["speech_id"].isna()
-        else:
-            unknown = pd.Series(True, index=ok.index)
+        unknown = (~ok["stimulus_id"].isin(manifest.index) if manifest is not None else ok["speech_id"].isna()
+                   if "speech_id" in ok.columns else pd.Series(True, index=ok.index))
         meta["n_not_in_manifest"][model] = int(unknown.sum())
         if unknown.any():
             warnings.warn(f"{path}: {int(unknown.sum())} stimulus ids are not in "
                           f"manifests/{fam}.csv (or carry no manifest columns); dropped", stacklevel=3)
         ok = ok[~unknown]
-        if manifest is None:  # no manifests folder: the rows carry the manifest columns
-            man_src = _with_family_columns(manifest_view(ok.drop(columns=["stimulus_id"]), fam), ok)
-        else:
-            man_src = manifest
+        # no manifests folder: the rows carry the manifest columns
+        man_src = manifest if manifest is not None else _with_family_columns(
+            manifest_view(ok.drop(columns=["stimulus_id"]), fam), ok)
         ok["prompt_id"] = ok["prompt_id"].map(lambda v: "" if v is None or v != v else str(v))
         pids = ok["prompt_id"].value_counts().sort_index()
         meta["prompt_ids"][model] = {k: int(v) for k, v in pids.items()}
@@ -229,7 +196,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
         if fam == "asr":
             out["reference"] = man["reference"].to_numpy()
             out["response"] = resp
-            per = pd.DataFrame([score_asr_row(r, h) for r, h in zip(out["reference"], resp)],
+            per = pd.DataFrame([tn.score_asr_row(r, h) for r, h in zip(out["reference"], resp)],
                                index=out.index, columns=_ASR_ROW_COLUMNS)
             out = pd.concat([out, per], axis=1)
             empty = out["ref_empty"].astype(bool)
@@ -243,7 +210,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
             out["label"] = man["reference"].to_numpy()
             out["is_target"] = [_as_bool(t, lab, keywords) for t, lab in zip(man["is_target"], man["reference"])]
             out["response"] = resp
-            per = pd.DataFrame([score_kws_row(r, lab, t, keywords)
+            per = pd.DataFrame([tn.score_kws_row(r, lab, t, keywords)
                                 for r, lab, t in zip(resp, out["label"], out["is_target"])],
                                index=out.index, columns=_KWS_ROW_COLUMNS)
             out = pd.concat([out, per], axis=1)
@@ -268,8 +235,7 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
 def _add_delta(df: pd.DataFrame, col: str, out_col: str, *, noisy_minus_clean: bool) -> pd.DataFrame:
     clean = (df[df["bg_id"] == "clean"].drop_duplicates(["model", "task", "item_id"], keep="last")
              .set_index(["model", "task", "item_id"])[col])
-    key = pd.MultiIndex.from_frame(df[["model", "task", "item_id"]])
-    c = clean.reindex(key).to_numpy(dtype=float)
+    c = clean.reindex(pd.MultiIndex.from_frame(df[["model", "task", "item_id"]])).to_numpy(dtype=float)
     v = df[col].to_numpy(dtype=float)
     d = v - c if noisy_minus_clean else c - v
     d[(df["bg_id"] == "clean").to_numpy()] = np.nan
@@ -350,13 +316,11 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
         side = {"task": task, "family": fam, **normalizer_provenance(), "n_rows": int(len(df)),
             "inference_dir": str(inf), **meta}
         if fam == "kws":
-            side["kws_rule"] = KWS_RULE
-            side["keywords"] = list(kw)
+            side.update(kws_rule=tn.KWS_RULE, keywords=list(kw))
         if "condition_family" in df.columns:
             side.update(family_sidecar(df, fam))
         write_scores(ws, task, df, side)
-        total_err = sum(meta["n_errors"].values())
-        log.info("scored %s: %d rows, %d __ERROR__ rows dropped", task, len(df), total_err)
+        log.info("scored %s: %d rows, %d __ERROR__ rows dropped", task, len(df), sum(meta["n_errors"].values()))
         result[task] = df
     return result
 
