@@ -124,8 +124,7 @@ def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
         start = read_manifest_meta(ws, fam).get("seed_start", SEED_START[fam])
         meta_seed[fam] = start
         result["seeds_match"] &= man["seed"].tolist() == list(range(start, start + len(man)))
-        rows = man.sample(n=min(n_rows, len(man)), random_state=seed).to_dict("records")
-        for r in rows:
+        for r in man.sample(n=min(n_rows, len(man)), random_state=seed).to_dict("records"):
             a, _ = materialize_named(r, ws)
             b, _ = materialize_named(r, ws)
             h1, h2 = hashlib.sha256(a.tobytes()).hexdigest(), hashlib.sha256(b.tobytes()).hexdigest()
