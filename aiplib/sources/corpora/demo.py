@@ -77,10 +77,8 @@ def _source_files() -> list[Src]:
     files += [Src(_AST_PKG, f"{_PROMPTS}/{k}.g722", _AST_LICENCE, _AST_ATTR) for k in sorted(texts)
               if (_SHARE / _PROMPTS / f"{k}.g722").is_file()]
     files += [s for group in BG_SOURCES.values() for s in group]
-    pkgs = sorted({s.package for s in files})
-    files += [Src(p, f"doc/{p}/copyright", "licence notice", "Debian copyright file") for p in pkgs]
-    files += NOTICES
-    return files
+    return files + [Src(p, f"doc/{p}/copyright", "licence notice", "Debian copyright file")
+                    for p in sorted({s.package for s in files})] + NOTICES
 
 
 def gather_raw(ws, *, install: bool = True):
@@ -225,10 +223,8 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
         return banks
     ws.ensure()
     rng_real, rng_synth, rng_kws = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
-    asr = _asr_real(ws, n_asr_real, rng_real) + _asr_synth(ws, n_asr_synth, rng_synth)
-    kws = _kws(ws, n_kws_target, n_kws_nontarget, rng_kws)
-    for fam, rows in (("asr", asr), ("kws", kws)):
-        write_item_bank(ws, fam, rows, keywords=KEYWORDS if fam == "kws" else None)
+    write_item_bank(ws, "asr", _asr_real(ws, n_asr_real, rng_real) + _asr_synth(ws, n_asr_synth, rng_synth))
+    write_item_bank(ws, "kws", _kws(ws, n_kws_target, n_kws_nontarget, rng_kws), keywords=KEYWORDS)
     return {f: read_item_bank(ws, f) for f in FAMILIES}
 
 
