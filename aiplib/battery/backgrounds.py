@@ -124,8 +124,7 @@ def silent_shares(y, *, sr: int = SR, min_run_s: float = SILENT_RUN_S) -> dict[s
     edges = np.diff(np.r_[0, z.astype(np.int8), 0])
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     runs = ends - starts
-    min_run = max(1, int(round(min_run_s * sr)))
-    share = float(runs[runs >= min_run].sum() / n)
+    share = float(runs[runs >= max(1, int(round(min_run_s * sr)))].sum() / n)
     w = min(int(sr), n)
     loud = np.r_[0, np.cumsum(~z)]
     share_1s = float(np.mean(loud[w:] - loud[:-w] == 0))
@@ -273,13 +272,6 @@ def _write_if_changed(out: Path, y: np.ndarray) -> None:
         tmp.replace(out)
 
 
-def _check_ids(specs) -> None:
-    ids = [s.get("bg_id") for s in specs]
-    dups = [b for i, b in enumerate(ids) if b in ids[:i]]
-    if dups:
-        raise AiplibParameterError(f"duplicate bg_id in the background specs: {', '.join(map(str, dups))}")
-
-
 def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS, seed: int = DEFAULT_SEED):
     """Curate every spec (:func:`curate_background`; relative sources read from ``ws.root``; seed
     :func:`spec_seed` ``(seed, bg_id)``) into ``bg/<bg_id>.wav`` (16-bit PCM, not rewritten when its bytes do
@@ -292,7 +284,10 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     AudioFileError
         If a source is missing, unreadable or silent.
     """
-    _check_ids(specs)
+    ids = [s.get("bg_id") for s in specs]
+    dups = [b for i, b in enumerate(ids) if b in ids[:i]]
+    if dups:
+        raise AiplibParameterError(f"duplicate bg_id in the background specs: {', '.join(map(str, dups))}")
     for s in specs:
         _check_spec(s)
     ws.ensure()
@@ -305,6 +300,5 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
                                     seed=spec_seed(seed, spec["bg_id"]))
         _write_if_changed(out, y)
         rows.append(_row(ws, spec, _as_stored(out, y, info, SR), out))
-    df = pd.DataFrame(rows, columns=BATTERY_COLUMNS)
-    write_battery_csv(df, ws.battery_csv)
+    write_battery_csv(df := pd.DataFrame(rows, columns=BATTERY_COLUMNS), ws.battery_csv)
     return df
