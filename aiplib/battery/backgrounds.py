@@ -43,8 +43,7 @@ _NOISE_EXPONENT = {"white": 0.0, "pink": 1.0, "brown": 2.0}
 
 
 def _check_spec(spec) -> None:
-    missing = [k for k in REQUIRED_SPEC_KEYS if k not in spec]
-    if missing:
+    if missing := [k for k in REQUIRED_SPEC_KEYS if k not in spec]:
         raise AiplibParameterError(f"background spec {spec.get('bg_id', '?')!r} lacks {', '.join(missing)}")
     bg_id = spec["bg_id"]
     if not isinstance(bg_id, str) or not _BG_ID.match(bg_id):
@@ -153,8 +152,7 @@ def _load_checked(path: Path, sr: int) -> np.ndarray:
 def _stream(paths, sr: int, start_s: float = 0.0) -> np.ndarray:
     """Concatenate ``paths`` end to end, skipping ``start_s`` seconds of the first one."""
     parts = [_load_checked(p, sr) for p in paths]
-    skip = int(round(start_s * sr))
-    if skip:
+    if skip := int(round(start_s * sr)):
         if skip >= parts[0].size:
             raise AiplibParameterError(f"{paths[0]}: start_s={start_s} s is past its end ({parts[0].size / sr:.2f} s)")
         parts[0] = parts[0][skip:]
@@ -242,8 +240,7 @@ def _as_stored(out: Path, y: np.ndarray, info: dict, sr: int) -> dict:
     """``info`` with the silence columns of the file as written and ``clipped_samples`` (|y| > 1, clipped
     in the file, which is then quieter than ``lufs_after``)."""
     stored = load_audio(out, sr=sr)
-    n_clip = int(np.count_nonzero(np.abs(y) > 1.0))
-    if n_clip:
+    if n_clip := int(np.count_nonzero(np.abs(y) > 1.0)):
         log.warning("%s: %d samples above full scale after loudness normalisation are clipped in the "
                     "16-bit file (peak %.3f; the file measures %.2f LUFS), as in the authors' battery",
                     out.name, n_clip, float(np.max(np.abs(y))),
@@ -285,8 +282,7 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
         If a source is missing, unreadable or silent.
     """
     ids = [s.get("bg_id") for s in specs]
-    dups = [b for i, b in enumerate(ids) if b in ids[:i]]
-    if dups:
+    if dups := [b for i, b in enumerate(ids) if b in ids[:i]]:
         raise AiplibParameterError(f"duplicate bg_id in the background specs: {', '.join(map(str, dups))}")
     for s in specs:
         _check_spec(s)

@@ -106,8 +106,7 @@ def max_ngram_repeats(words, max_n: int = LOOP_MAX_N) -> tuple[int, int]:
     >>> max_ngram_repeats("left and left and left and left and".split())
     (4, 2)
     """
-    w = list(words)
-    if not w:
+    if not (w := list(words)):
         return 0, 0
     best, best_n = 1, 1
     for n in range(1, max_n + 1):
@@ -221,8 +220,7 @@ def kws_non_answer(response) -> tuple[bool, str]:
     ['empty', 'refusal', 'multi_word', '']
     """
     text = "" if _is_missing(response) else str(response).lower().strip()
-    words = [t for t in (w.strip(string.punctuation) for w in text.split()) if t]
-    if not words:
+    if not (words := [t for t in (w.strip(string.punctuation) for w in text.split()) if t]):
         return True, "empty"
     if _REFUSAL.search(text.replace("\u2019", "'")):
         return True, "refusal"

@@ -262,8 +262,7 @@ class ResumingDownloader:
 # ------------------------------------------------------------------------------- pooch extractors
 def _unsafe_name(name: str, root: Path) -> str | None:
     """Why an archive member name is unsafe, or None."""
-    norm = name.replace("\\", "/")
-    if not norm:
+    if not (norm := name.replace("\\", "/")):
         return "empty name"
     if norm.startswith("/") or re.match(r"^[A-Za-z]:", norm):
         return "absolute path"
@@ -277,8 +276,7 @@ def _refuse_unsafe(archive, root, members) -> None:
     """Raise :class:`UnsafeArchiveError` for the first unsafe ``(name, why-or-None)`` member."""
     root = Path(root).resolve()
     for name, kind in members:
-        why = _unsafe_name(name, root) or kind
-        if why:
+        if why := _unsafe_name(name, root) or kind:
             raise UnsafeArchiveError(
                 f"{Path(archive).name}: refusing to extract member {name!r} ({why}); nothing was extracted "
                 f"to {root}. The archive is not the expected one — delete it and check the source or mirror.")

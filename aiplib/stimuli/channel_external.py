@@ -169,8 +169,7 @@ def codec(y: np.ndarray, sr: int, *, codec: str, bitrate_kbps: float | None = No
     RuntimeError
         If ffmpeg fails.
     """
-    reason = codec_skip_reason(codec)
-    if reason:
+    if reason := codec_skip_reason(codec):
         raise ChannelUnavailableError(reason)
     spec = CODECS[codec]
     rate = spec["rate_hz"]

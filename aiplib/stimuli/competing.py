@@ -347,8 +347,7 @@ def _distractor_table(ws):
 def _languages(table, languages) -> list[str]:
     have = list(dict.fromkeys(table["language"]))
     if languages:
-        missing = [x for x in languages if x not in have]
-        if missing:
+        if missing := [x for x in languages if x not in have]:
             raise AiplibParameterError(f"distractor languages {missing} are not in the distractor table "
                                        f"(it holds {have})")
         return list(languages)

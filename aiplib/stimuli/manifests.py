@@ -165,8 +165,7 @@ def _row(it: dict, spec: dict, extra: dict, seed: int, **condition) -> dict:
 
 def _up_to_date(stamp_file, stamp: dict, ws, what: str) -> bool:
     """Whether the stamp on disk matches ``stamp``; if not, a warning names what changed."""
-    changed = differences(read_stamp(stamp_file), stamp, ws=ws)
-    if changed:
+    if changed := differences(read_stamp(stamp_file), stamp, ws=ws):
         log.warning("%s is rebuilt: %s", what, "; ".join(changed[:5])
                     + (f" (+{len(changed) - 5} more)" if len(changed) > 5 else ""))
     return not changed

@@ -212,8 +212,7 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
     """
     counts = dict(n_asr_real=n_asr_real, n_asr_synth=n_asr_synth, n_kws_target=n_kws_target,
                   n_kws_nontarget=n_kws_nontarget)
-    bad = {k: v for k, v in counts.items() if int(v) != v or v < 0}
-    if bad:
+    if bad := {k: v for k, v in counts.items() if int(v) != v or v < 0}:
         raise AiplibParameterError(f"item counts must be integers ≥ 0, got {bad}")
     if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
         banks = {f: read_item_bank(ws, f) for f in FAMILIES}
@@ -232,8 +231,7 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
 def _group_spec(ws, bg_id, category, group, description, start_s) -> dict:
     srcs = BG_SOURCES[group]
     paths = [ws.raw / s.package / s.rel for s in srcs]
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
+    if missing := [str(p) for p in paths if not p.is_file()]:
         raise AudioFileError(f"{missing[0]}: background source missing; run "
                              f"aiplib.sources.corpora.demo.gather_raw(ws) first (stage 1)")
     spec = dict(bg_id=bg_id, category=category, description=description, sources=[str(p) for p in paths],

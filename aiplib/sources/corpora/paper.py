@@ -290,8 +290,7 @@ def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
         cdir = corpus_dir(ws, corpus, registry=reg)
         attribution, licence = c.attribution, c.licence
         if corpus == "esc50":
-            found = sorted((need_dir(cdir / esc50.ROOT, "ESC-50") / "audio").glob(f"1-*-A-{sel}.wav"))
-            if not found:
+            if not (found := sorted((need_dir(cdir / esc50.ROOT, "ESC-50") / "audio").glob(f"1-*-A-{sel}.wav"))):
                 raise CorpusError(f"{bg_id}: ESC-50 has no fold-1 take-A clip of class {sel} "
                                   f"(audio/1-*-A-{sel}.wav); run stage 1 (download) again")
             src = found[0]
