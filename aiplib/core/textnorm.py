@@ -130,9 +130,7 @@ def loop_kind(ref_norm: str, hyp_norm: str) -> str:
     if r and len(h) >= LOOP_LENGTH_RATIO * len(r):
         return "length"
     rep_h, _ = max_ngram_repeats(h)
-    if rep_h >= LOOP_MIN_REPEATS and rep_h > max_ngram_repeats(r)[0]:
-        return "ngram"
-    return ""
+    return "ngram" if rep_h >= LOOP_MIN_REPEATS and rep_h > max_ngram_repeats(r)[0] else ""
 
 
 def score_asr_row(reference, response) -> dict:
@@ -224,9 +222,7 @@ def kws_non_answer(response) -> tuple[bool, str]:
         return True, "empty"
     if _REFUSAL.search(text.replace("\u2019", "'")):
         return True, "refusal"
-    if len(words) > 1:
-        return True, "multi_word"
-    return False, ""
+    return (True, "multi_word") if len(words) > 1 else (False, "")
 
 
 def score_kws_row(response, label, is_target, keywords=KEYWORDS) -> dict:

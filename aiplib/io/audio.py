@@ -150,9 +150,7 @@ def loop_or_cut(y, n: int) -> np.ndarray:
     y = np.asarray(y)
     if y.size == 0:
         raise AiplibParameterError("cannot loop an empty waveform")
-    if y.size >= n:
-        return y[:n].copy()
-    return np.tile(y, -(-n // y.size))[:n]
+    return y[:n].copy() if y.size >= n else np.tile(y, -(-n // y.size))[:n]
 
 
 @functools.lru_cache(maxsize=8)

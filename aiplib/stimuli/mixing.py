@@ -180,8 +180,7 @@ def _mix_normalized(s, bg, snr_db: float, seed: int) -> _Mixed:
     y = s + (bs := b * gain)
     peak = float(np.max(np.abs(y))) if n else 0.0
     scale = 1.0 / peak if peak > 1.0 else 1.0
-    out = (y / peak if peak > 1.0 else y).astype(np.float32)
-    return _Mixed(out, bs, b, off, float(gain), peak, scale)
+    return _Mixed((y / peak if peak > 1.0 else y).astype(np.float32), bs, b, off, float(gain), peak, scale)
 
 
 def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUFS):
