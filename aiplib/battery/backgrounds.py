@@ -136,10 +136,7 @@ def spec_seed(seed: int, bg_id: str) -> int:
 
 
 def _flatten(sources) -> list[Path]:
-    out = []
-    for s in sources:
-        out.extend(_flatten(s) if isinstance(s, (list, tuple)) else [Path(s)])
-    return out
+    return [p for s in sources for p in (_flatten(s) if isinstance(s, (list, tuple)) else [Path(s)])]
 
 
 def _load_checked(path: Path, sr: int) -> np.ndarray:

@@ -187,12 +187,8 @@ def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
     pick["reference"] = pick["transcript"] if "transcript" in pick else ""
     if "keyword" in pick:
         pick["reference"] = pick["reference"].where(pick["family"] == "asr", pick["keyword"])
-    written = []
-    for r in pick.to_dict("records"):
-        path = out / f"{r['family']}_{r['id']}.wav"
-        y, _ = materialize_named(r, ws)
-        write_wav(path, y, subtype="PCM_16")
-        written.append(path)
+    written = [write_wav(out / f"{r['family']}_{r['id']}.wav", materialize_named(r, ws)[0], subtype="PCM_16")
+               for r in pick.to_dict("records")]
     for old in set(out.glob("*.wav")) - set(written):
         old.unlink()
     pick[["family", "id", "speech_id", "background_id", "snr_db", "reference"]].to_csv(out / "index.csv", index=False)
