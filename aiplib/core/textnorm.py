@@ -192,9 +192,7 @@ def kws_correct(response, label, is_target, *, keywords=KEYWORDS) -> bool:
     normalised ``label``; a non-target clip when the first word is none of ``keywords`` (so an empty
     answer, read as ``"silence"``, is a correct rejection)."""
     first = kws_first_word(response)
-    if bool(is_target):
-        return first == normalize_kws_label(label)
-    return first not in {normalize_kws_label(k) for k in keywords}
+    return first == normalize_kws_label(label) if is_target else first not in {normalize_kws_label(k) for k in keywords}
 
 
 _REFUSAL = re.compile(

@@ -300,8 +300,7 @@ def describe():
     for name, p in CHANNEL_CONDITIONS.items():
         _, applies_to, models, source = TRANSFORMS[p["transform"]]
         if p["transform"] == "codec":
-            models = f"{p['codec']} encode/decode round trip through ffmpeg"
-            source = CODECS[p["codec"]]["source"]
+            models, source = f"{p['codec']} encode/decode round trip through ffmpeg", CODECS[p["codec"]]["source"]
         reason = skip_reason(name)
         rows.append({"condition": name, "transform": p["transform"],
                      "parameters": ", ".join(f"{k}={v}" for k, v in p.items() if k != "transform"),
