@@ -53,8 +53,7 @@ any 6–510) and the standard it implements."""
 
 
 def _ffmpeg() -> str:
-    exe = shutil.which("ffmpeg")
-    if exe is None:
+    if (exe := shutil.which("ffmpeg")) is None:
         raise ChannelUnavailableError("ffmpeg is not installed (`sudo apt-get install ffmpeg`)")
     return exe
 
