@@ -86,7 +86,7 @@ def _get(name: str, registry=None) -> Corpus:
 
 def corpus_dir(ws, name: str, *, registry=None) -> Path:
     """Folder of corpus ``name``: ``<ws.root>/<kind>/<name>``; KeyError (listing the names) if unknown."""
-    return Path(ws.root) / _get(name, registry).kind / name
+    return Path(ws.root) / (c := _get(name, registry)).kind / c.name
 
 
 def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
