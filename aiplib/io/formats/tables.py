@@ -111,8 +111,7 @@ def read_item_bank(ws, family: str) -> pd.DataFrame:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{i}: not valid JSON ({exc.msg})") from None
     df = pd.DataFrame(rows)
-    need = set(ITEM_BANK_FIELDS.get(family, ("item_id", "path", "duration_s")))
-    if missing := need - set(df.columns):
+    if missing := set(ITEM_BANK_FIELDS.get(family, ("item_id", "path", "duration_s"))) - set(df.columns):
         raise AiplibParameterError(f"{path}: missing fields {sorted(missing)}")
     df["item_id"] = df["item_id"].map(str)
     if dup := df["item_id"][df["item_id"].duplicated()].tolist():
