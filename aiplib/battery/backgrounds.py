@@ -43,8 +43,7 @@ _NOISE_EXPONENT = {"white": 0.0, "pink": 1.0, "brown": 2.0}
 
 
 def _check_spec(spec) -> None:
-    missing = [k for k in REQUIRED_SPEC_KEYS if k not in spec]
-    if missing:
+    if missing := [k for k in REQUIRED_SPEC_KEYS if k not in spec]:
         raise AiplibParameterError(f"background spec {spec.get('bg_id', '?')!r} lacks {', '.join(missing)}")
     bg_id = spec["bg_id"]
     if not isinstance(bg_id, str) or not _BG_ID.match(bg_id):
@@ -124,8 +123,7 @@ def silent_shares(y, *, sr: int = SR, min_run_s: float = SILENT_RUN_S) -> dict[s
     edges = np.diff(np.r_[0, z.astype(np.int8), 0])
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     runs = ends - starts
-    min_run = max(1, int(round(min_run_s * sr)))
-    share = float(runs[runs >= min_run].sum() / n)
+    share = float(runs[runs >= max(1, int(round(min_run_s * sr)))].sum() / n)
     w = min(int(sr), n)
     loud = np.r_[0, np.cumsum(~z)]
     share_1s = float(np.mean(loud[w:] - loud[:-w] == 0))
@@ -138,10 +136,7 @@ def spec_seed(seed: int, bg_id: str) -> int:
 
 
 def _flatten(sources) -> list[Path]:
-    out = []
-    for s in sources:
-        out.extend(_flatten(s) if isinstance(s, (list, tuple)) else [Path(s)])
-    return out
+    return [p for s in sources for p in (_flatten(s) if isinstance(s, (list, tuple)) else [Path(s)])]
 
 
 def _load_checked(path: Path, sr: int) -> np.ndarray:
@@ -154,8 +149,7 @@ def _load_checked(path: Path, sr: int) -> np.ndarray:
 def _stream(paths, sr: int, start_s: float = 0.0) -> np.ndarray:
     """Concatenate ``paths`` end to end, skipping ``start_s`` seconds of the first one."""
     parts = [_load_checked(p, sr) for p in paths]
-    skip = int(round(start_s * sr))
-    if skip:
+    if skip := int(round(start_s * sr)):
         if skip >= parts[0].size:
             raise AiplibParameterError(f"{paths[0]}: start_s={start_s} s is past its end ({parts[0].size / sr:.2f} s)")
         parts[0] = parts[0][skip:]
@@ -243,8 +237,7 @@ def _as_stored(out: Path, y: np.ndarray, info: dict, sr: int) -> dict:
     """``info`` with the silence columns of the file as written and ``clipped_samples`` (|y| > 1, clipped
     in the file, which is then quieter than ``lufs_after``)."""
     stored = load_audio(out, sr=sr)
-    n_clip = int(np.count_nonzero(np.abs(y) > 1.0))
-    if n_clip:
+    if n_clip := int(np.count_nonzero(np.abs(y) > 1.0)):
         log.warning("%s: %d samples above full scale after loudness normalisation are clipped in the "
                     "16-bit file (peak %.3f; the file measures %.2f LUFS), as in the authors' battery",
                     out.name, n_clip, float(np.max(np.abs(y))),
@@ -273,13 +266,6 @@ def _write_if_changed(out: Path, y: np.ndarray) -> None:
         tmp.replace(out)
 
 
-def _check_ids(specs) -> None:
-    ids = [s.get("bg_id") for s in specs]
-    dups = [b for i, b in enumerate(ids) if b in ids[:i]]
-    if dups:
-        raise AiplibParameterError(f"duplicate bg_id in the background specs: {', '.join(map(str, dups))}")
-
-
 def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS, seed: int = DEFAULT_SEED):
     """Curate every spec (:func:`curate_background`; relative sources read from ``ws.root``; seed
     :func:`spec_seed` ``(seed, bg_id)``) into ``bg/<bg_id>.wav`` (16-bit PCM, not rewritten when its bytes do
@@ -292,7 +278,9 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     AudioFileError
         If a source is missing, unreadable or silent.
     """
-    _check_ids(specs)
+    ids = [s.get("bg_id") for s in specs]
+    if dups := [b for i, b in enumerate(ids) if b in ids[:i]]:
+        raise AiplibParameterError(f"duplicate bg_id in the background specs: {', '.join(map(str, dups))}")
     for s in specs:
         _check_spec(s)
     ws.ensure()
@@ -305,6 +293,5 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
                                     seed=spec_seed(seed, spec["bg_id"]))
         _write_if_changed(out, y)
         rows.append(_row(ws, spec, _as_stored(out, y, info, SR), out))
-    df = pd.DataFrame(rows, columns=BATTERY_COLUMNS)
-    write_battery_csv(df, ws.battery_csv)
+    write_battery_csv(df := pd.DataFrame(rows, columns=BATTERY_COLUMNS), ws.battery_csv)
     return df

@@ -197,11 +197,9 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
         raise FileNotFoundError(f"{battery_path}: battery list not found; curate the backgrounds first "
                                 "(aiplib.battery.backgrounds.curate_battery, notebook stage 3)")
     battery = read_battery_csv(battery_path)
-    missing_cols = [c for c in ("bg_id", "path") if c not in battery.columns]
-    if missing_cols:
+    if missing_cols := [c for c in ("bg_id", "path") if c not in battery.columns]:
         raise AiplibParameterError(f"{battery_path}: missing column(s) {', '.join(missing_cols)}")
-    dup = battery["bg_id"][battery["bg_id"].duplicated()].tolist()
-    if dup:
+    if dup := battery["bg_id"][battery["bg_id"].duplicated()].tolist():
         raise AiplibParameterError(f"{battery_path}: duplicate bg_id {', '.join(map(str, dup))}")
     if not (0.0 < float(vad_threshold) < 1.0):
         raise AiplibParameterError(f"VAD threshold must lie in (0, 1), got {vad_threshold}")

@@ -197,11 +197,8 @@ def run(root, cmd: list[str], *, mode: str = "exclusive", command: str = "", wai
     except BaseException:
         _release(fd, rec_path, mode)
         raise
-
-    def forward(signum, _frame):
-        proc.send_signal(signum)
-
-    old_handlers = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    old_handlers = {s: signal.signal(s, lambda signum, _frame: proc.send_signal(signum))
+                    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     try:
         return proc.wait()
     finally:

@@ -180,8 +180,7 @@ def check_parameters(namespace: MutableMapping[str, Any], annotations: Mapping[s
     AiplibParameterError
         No annotations found (the parameters cell was not run).
     """
-    declared = dict(annotations) if annotations is not None else _annotations(namespace)
-    if not declared:
+    if not (declared := dict(annotations) if annotations is not None else _annotations(namespace)):
         raise AiplibParameterError("check_parameters: no annotated parameters in this namespace; "
                                    "run the cell tagged 'parameters' first")
     for name, annotation in declared.items():

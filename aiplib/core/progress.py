@@ -41,8 +41,7 @@ class _Lines:
         self.lines, self.stream = lines, stream
 
     def write(self, s: str) -> None:
-        s = s.replace("\r", "").rstrip()
-        if s:
+        if s := s.replace("\r", "").rstrip():
             self.lines.append(s)
             out = self.stream if self.stream is not None else sys.stderr  # the kernel's stream, looked up now
             out.write(s + "\n")

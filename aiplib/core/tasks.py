@@ -111,11 +111,9 @@ def normalize_keywords(keywords) -> tuple[str, ...]:
         return KEYWORDS
     if isinstance(keywords, str):
         keywords = keywords.split(",")
-    words = tuple(dict.fromkeys(str(k).strip().lower() for k in keywords if str(k).strip()))
-    if not words:
+    if not (words := tuple(dict.fromkeys(str(k).strip().lower() for k in keywords if str(k).strip()))):
         raise AiplibParameterError("the keyword set is empty")
-    bad = [w for w in words if len(w.split()) != 1]
-    if bad:
+    if bad := [w for w in words if len(w.split()) != 1]:
         raise AiplibParameterError(f"keywords must be single words, got {bad}")
     return words
 
@@ -180,8 +178,7 @@ def parse_suite(value) -> tuple:
     if value is None:
         return DEFAULT_SUITE
     parts = [p.strip() for p in value.split(",")] if isinstance(value, str) else [str(p).strip() for p in value]
-    parts = [p for p in parts if p]
-    if not parts:
+    if not (parts := [p for p in parts if p]):
         return DEFAULT_SUITE
     chosen = {check_family(p) for p in parts if p != "all"}  # every name is checked, with "all" too
     return CONDITION_FAMILIES if "all" in parts else tuple(f for f in CONDITION_FAMILIES if f in chosen)

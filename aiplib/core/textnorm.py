@@ -106,8 +106,7 @@ def max_ngram_repeats(words, max_n: int = LOOP_MAX_N) -> tuple[int, int]:
     >>> max_ngram_repeats("left and left and left and left and".split())
     (4, 2)
     """
-    w = list(words)
-    if not w:
+    if not (w := list(words)):
         return 0, 0
     best, best_n = 1, 1
     for n in range(1, max_n + 1):
@@ -131,9 +130,7 @@ def loop_kind(ref_norm: str, hyp_norm: str) -> str:
     if r and len(h) >= LOOP_LENGTH_RATIO * len(r):
         return "length"
     rep_h, _ = max_ngram_repeats(h)
-    if rep_h >= LOOP_MIN_REPEATS and rep_h > max_ngram_repeats(r)[0]:
-        return "ngram"
-    return ""
+    return "ngram" if rep_h >= LOOP_MIN_REPEATS and rep_h > max_ngram_repeats(r)[0] else ""
 
 
 def score_asr_row(reference, response) -> dict:
@@ -195,9 +192,7 @@ def kws_correct(response, label, is_target, *, keywords=KEYWORDS) -> bool:
     normalised ``label``; a non-target clip when the first word is none of ``keywords`` (so an empty
     answer, read as ``"silence"``, is a correct rejection)."""
     first = kws_first_word(response)
-    if bool(is_target):
-        return first == normalize_kws_label(label)
-    return first not in {normalize_kws_label(k) for k in keywords}
+    return first == normalize_kws_label(label) if is_target else first not in {normalize_kws_label(k) for k in keywords}
 
 
 _REFUSAL = re.compile(
@@ -221,14 +216,11 @@ def kws_non_answer(response) -> tuple[bool, str]:
     ['empty', 'refusal', 'multi_word', '']
     """
     text = "" if _is_missing(response) else str(response).lower().strip()
-    words = [t for t in (w.strip(string.punctuation) for w in text.split()) if t]
-    if not words:
+    if not (words := [t for t in (w.strip(string.punctuation) for w in text.split()) if t]):
         return True, "empty"
     if _REFUSAL.search(text.replace("\u2019", "'")):
         return True, "refusal"
-    if len(words) > 1:
-        return True, "multi_word"
-    return False, ""
+    return (True, "multi_word") if len(words) > 1 else (False, "")
 
 
 def score_kws_row(response, label, is_target, keywords=KEYWORDS) -> dict:

@@ -111,9 +111,8 @@ class Workspace:
     @property
     def scores_dir(self) -> Path:
         """``results/scores`` (stage 8; ``results/scores/<cf>`` in a family view)."""
-        if self.condition_family != "background":
-            return self.root / "results" / "scores" / self.condition_family
-        return self.root / "results" / "scores"
+        scores = self.root / "results" / "scores"
+        return scores / self.condition_family if self.condition_family != "background" else scores
 
     def scores_csv(self, task: str) -> Path:
         """``results/scores/<task>.csv`` (stage 8)."""

@@ -56,8 +56,7 @@ def valid_audio(y, *, name: str = "audio") -> np.ndarray:
 
 
 def _read_ffmpeg(path: Path, sr: int) -> np.ndarray:
-    exe = shutil.which("ffmpeg")
-    if exe is None:
+    if (exe := shutil.which("ffmpeg")) is None:
         raise MissingPackageError(
             f"{path}: reading this format needs ffmpeg; install it with `sudo apt-get install ffmpeg`")
     cmd = [exe, "-v", "error", "-nostdin", *_FFMPEG_FORMATS.get(path.suffix.lower(), []), "-i", str(path),
@@ -136,8 +135,7 @@ def write_wav(path, y, *, sr: int = SR, subtype: str = "FLOAT") -> Path:
     # libsndfile's PEAK chunk (float WAVs) stores the time of writing: zero it, so the same samples
     # always give the same bytes.
     with open(tmp, "r+b") as fh:
-        i = fh.read(512).find(b"PEAK")
-        if i >= 0:
+        if (i := fh.read(512).find(b"PEAK")) >= 0:
             fh.seek(i + 12)
             fh.write(b"\0\0\0\0")
     tmp.replace(path)
@@ -150,9 +148,7 @@ def loop_or_cut(y, n: int) -> np.ndarray:
     y = np.asarray(y)
     if y.size == 0:
         raise AiplibParameterError("cannot loop an empty waveform")
-    if y.size >= n:
-        return y[:n].copy()
-    return np.tile(y, -(-n // y.size))[:n]
+    return y[:n].copy() if y.size >= n else np.tile(y, -(-n // y.size))[:n]
 
 
 @functools.lru_cache(maxsize=8)
@@ -173,8 +169,7 @@ def loudness_lufs(y, *, sr: int = SR, name: str = "audio") -> float:
     """
     y = valid_audio(np.asarray(y), name=name).astype(np.float64)
     n_min = int(np.ceil(MIN_LOUDNESS_S * sr)) + 1
-    if y.size < n_min:
-        y = loop_or_cut(y, n_min)
+    y = loop_or_cut(y, n_min) if y.size < n_min else y
     with np.errstate(divide="ignore"):
         return float(loudness_meter(sr).integrated_loudness(y))
 

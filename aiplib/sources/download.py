@@ -163,9 +163,8 @@ def _unreachable(url: str, reason, hint: str) -> DownloadError:
         f"resumed on the next run." + (f" {hint}" if hint else ""), url=url, reason=str(reason))
 
 
-def _is_dns_failure(exc) -> bool:
-    return any(k in repr(exc) for k in ("NameResolutionError", "Name or service not known", "nodename nor servname",
-                                        "Temporary failure in name resolution", "getaddrinfo failed"))
+_DNS_FAILURES = ("NameResolutionError", "Name or service not known", "nodename nor servname",
+                 "Temporary failure in name resolution", "getaddrinfo failed")
 
 
 class ResumingDownloader:
@@ -204,7 +203,7 @@ class ResumingDownloader:
             try:
                 resp = sess.get(url, headers=headers, stream=True, timeout=(15.0, 60.0), allow_redirects=True)
             except (requests.ConnectionError, requests.Timeout) as exc:
-                if _is_dns_failure(exc):  # no network or a wrong host name: retrying will not help
+                if any(k in repr(exc) for k in _DNS_FAILURES):  # no network or a wrong host name: no retry
                     raise _unreachable(url, "the host name cannot be resolved (no network, or a wrong URL)",
                                        hint) from None
                 if attempt < self.retries:
@@ -262,8 +261,7 @@ class ResumingDownloader:
 # ------------------------------------------------------------------------------- pooch extractors
 def _unsafe_name(name: str, root: Path) -> str | None:
     """Why an archive member name is unsafe, or None."""
-    norm = name.replace("\\", "/")
-    if not norm:
+    if not (norm := name.replace("\\", "/")):
         return "empty name"
     if norm.startswith("/") or re.match(r"^[A-Za-z]:", norm):
         return "absolute path"
@@ -277,8 +275,7 @@ def _refuse_unsafe(archive, root, members) -> None:
     """Raise :class:`UnsafeArchiveError` for the first unsafe ``(name, why-or-None)`` member."""
     root = Path(root).resolve()
     for name, kind in members:
-        why = _unsafe_name(name, root) or kind
-        if why:
+        if why := _unsafe_name(name, root) or kind:
             raise UnsafeArchiveError(
                 f"{Path(archive).name}: refusing to extract member {name!r} ({why}); nothing was extracted "
                 f"to {root}. The archive is not the expected one — delete it and check the source or mirror.")

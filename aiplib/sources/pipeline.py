@@ -110,8 +110,7 @@ def build_item_banks(ws, *, overwrite: bool = False, **params):
     stamp_file = stamps.stamp_path(ws.itembanks, "itembanks")
     banks = [ws.item_bank(f) for f in FAMILIES]
     if not overwrite and any(p.is_file() for p in banks):
-        changed = stamps.differences(stamps.read_stamp(stamp_file), stamp, ws=ws)
-        if changed:
+        if changed := stamps.differences(stamps.read_stamp(stamp_file), stamp, ws=ws):
             log.warning("item banks are rebuilt: %s", "; ".join(changed[:5]))
             overwrite = True
     out = mod.build_item_banks(ws, overwrite=overwrite, **params)
@@ -184,8 +183,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     ws = workspace(a.profile, data_root=a.data_root, create=False)
-    recs = stale_stamps(ws)
-    if not recs:
+    if not (recs := stale_stamps(ws)):
         print(f"{ws.root}: no stamps (nothing built yet)")
         return 0
     stale = maybe = 0

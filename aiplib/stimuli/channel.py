@@ -185,8 +185,7 @@ def cut(y: np.ndarray, sr: int, *, where: str, ms: float) -> tuple[np.ndarray, d
         raise AiplibParameterError(f"cut needs where in (head, tail) and ms >= 0, got {where!r}, {ms}")
     if n >= y.size:
         raise AiplibParameterError(f"cut {where} {ms} ms ({n} samples) leaves nothing of {y.size} samples")
-    out = y[n:] if where == "head" else y[:y.size - n]
-    return out.copy(), {"removed_samples": n}
+    return (y[n:] if where == "head" else y[:y.size - n]).copy(), {"removed_samples": n}
 
 
 TRANSFORMS = {
@@ -209,26 +208,17 @@ TRANSFORMS = {
 functions with a ``seed`` parameter (``packet_loss``, ``reverb``) are given the row's seed."""
 
 
-def _grid() -> dict[str, dict]:
-    g: dict[str, dict] = {"telephone": {"transform": "telephone", "low_hz": 300.0, "high_hz": 3400.0}}
-    for c in ("g711_alaw", "g711_mulaw", "gsm_fr"):
-        g[c] = {"transform": "codec", "codec": c}
-    g["amr_nb_12k2"] = {"transform": "codec", "codec": "amr_nb", "bitrate_kbps": 12.2}
-    g["opus_8k"] = {"transform": "codec", "codec": "opus", "bitrate_kbps": 8.0}
-    g["packet_loss_10pct"] = {"transform": "packet_loss", "loss_rate": 0.10, "frame_ms": 20.0}
-    for db in (12, 20, 30):
-        g[f"clip_+{db}db"] = {"transform": "clip", "gain_db": float(db)}
-    for db in (-40, -50, -60):
-        g[f"level_{db}dbfs"] = {"transform": "level", "dbfs": float(db)}
-    for rt in (0.3, 0.6, 0.9, 1.2):
-        g[f"reverb_rt60_{rt:.1f}s"] = {"transform": "reverb", "rt60_s": rt, "n_rooms": 1}
-    g["echo_100ms_-6db"] = {"transform": "echo", "delay_ms": 100.0, "gain_db": -6.0}
-    g["cut_head_300ms"] = {"transform": "cut", "where": "head", "ms": 300.0}
-    g["cut_tail_300ms"] = {"transform": "cut", "where": "tail", "ms": 300.0}
-    return g
-
-
-CHANNEL_CONDITIONS: dict[str, dict] = _grid()
+CHANNEL_CONDITIONS: dict[str, dict] = {
+    "telephone": {"transform": "telephone", "low_hz": 300.0, "high_hz": 3400.0},
+    **{c: {"transform": "codec", "codec": c} for c in ("g711_alaw", "g711_mulaw", "gsm_fr")},
+    "amr_nb_12k2": {"transform": "codec", "codec": "amr_nb", "bitrate_kbps": 12.2},
+    "opus_8k": {"transform": "codec", "codec": "opus", "bitrate_kbps": 8.0},
+    "packet_loss_10pct": {"transform": "packet_loss", "loss_rate": 0.10, "frame_ms": 20.0},
+    **{f"clip_+{db}db": {"transform": "clip", "gain_db": float(db)} for db in (12, 20, 30)},
+    **{f"level_{db}dbfs": {"transform": "level", "dbfs": float(db)} for db in (-40, -50, -60)},
+    **{f"reverb_rt60_{rt:.1f}s": {"transform": "reverb", "rt60_s": rt, "n_rooms": 1} for rt in (0.3, 0.6, 0.9, 1.2)},
+    "echo_100ms_-6db": {"transform": "echo", "delay_ms": 100.0, "gain_db": -6.0},
+    **{f"cut_{w}_300ms": {"transform": "cut", "where": w, "ms": 300.0} for w in ("head", "tail")}}
 """The default grid: condition name → parameters (``transform`` + its keyword arguments; units in
 the key names: Hz, ms, s, dB, dBFS, kbit/s). Treat as read-only; :func:`apply` copies."""
 
@@ -310,8 +300,7 @@ def describe():
     for name, p in CHANNEL_CONDITIONS.items():
         _, applies_to, models, source = TRANSFORMS[p["transform"]]
         if p["transform"] == "codec":
-            models = f"{p['codec']} encode/decode round trip through ffmpeg"
-            source = CODECS[p["codec"]]["source"]
+            models, source = f"{p['codec']} encode/decode round trip through ffmpeg", CODECS[p["codec"]]["source"]
         reason = skip_reason(name)
         rows.append({"condition": name, "transform": p["transform"],
                      "parameters": ", ".join(f"{k}={v}" for k, v in p.items() if k != "transform"),
@@ -337,15 +326,11 @@ def manifest_plan(ws, task, *, conditions=None, **_) -> ManifestPlan:
     runnable = [c for c in names if reasons[c] is None]
     skipped = pd.DataFrame([(c, r) for c, r in reasons.items() if r], columns=["condition", "reason"])
 
-    def item_rows(item, spec, extra, n, seed):
-        rows = []
-        for name in names:
-            if reasons[name] is None:
-                rows.append(_row(item, spec, extra, seed, id=f"{item['item_id']}_ch_{name}", background_id=name,
-                                 condition=f"channel_{name}", channel_condition=name, applied_to="speech",
-                                 condition_params=compact_json(_resolve(name, {}))))  # snr_db: the clean rows' 99
-            seed += 1
-        return rows, len(names)
+    def item_rows(item, spec, extra, n, seed):  # snr_db: the clean rows' 99
+        return [_row(item, spec, extra, seed + k, id=f"{item['item_id']}_ch_{name}", background_id=name,
+                     condition=f"channel_{name}", channel_condition=name, applied_to="speech",
+                     condition_params=compact_json(_resolve(name, {})))
+                for k, name in enumerate(names) if reasons[name] is None], len(names)
 
     params = dict(conditions={c: _resolve(c, {}) for c in runnable}, skipped=skipped.values.tolist(),
                   seeds="one per condition, skipped ones too")
@@ -424,10 +409,8 @@ def row_components(row, ws) -> dict:
         y, info = apply(name, s, SR, seed=seed, **params)
     except AiplibParameterError as exc:
         raise AiplibParameterError(f"channel row {rid!r} ({speech_rel}): {exc}") from None
-    if y.size == s.size:
-        speech, bg = s.copy(), (y.astype(np.float64) - s).astype(np.float32)
-    else:
-        speech, bg = y.copy(), np.zeros_like(y)
+    speech, bg = ((s.copy(), (y.astype(np.float64) - s).astype(np.float32)) if y.size == s.size
+                  else (y.copy(), np.zeros_like(y)))
     lufs = SPEECH_LUFS if np.isfinite(measured) else measured
     mi = MixInfo(math.inf, math.inf, lufs, -math.inf, float(np.max(np.abs(y))), 1.0,
                  speech_peak=float(np.max(np.abs(s))))

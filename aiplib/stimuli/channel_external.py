@@ -53,8 +53,7 @@ any 6–510) and the standard it implements."""
 
 
 def _ffmpeg() -> str:
-    exe = shutil.which("ffmpeg")
-    if exe is None:
+    if (exe := shutil.which("ffmpeg")) is None:
         raise ChannelUnavailableError("ffmpeg is not installed (`sudo apt-get install ffmpeg`)")
     return exe
 
@@ -90,9 +89,7 @@ def codec_skip_reason(name: str) -> str | None:
     except ChannelUnavailableError as exc:
         return exc.reason
     enc = CODECS[name]["encoder"]
-    if enc in encoders:
-        return None
-    return (f"`ffmpeg -encoders` of the local {version.split(' Copyright')[0]} lists no {enc} "
+    return None if enc in encoders else (f"`ffmpeg -encoders` of the local {version.split(' Copyright')[0]} lists no {enc} "
             f"encoder, so {name} cannot be encoded (it needs an ffmpeg built with {enc}); skipped")
 
 
@@ -127,9 +124,7 @@ def align_to(d: np.ndarray, x: np.ndarray, max_lag: int) -> tuple[np.ndarray, in
     """
     from scipy import signal
 
-    d = np.asarray(d, dtype=np.float64)
-    x = np.asarray(x, dtype=np.float64)
-    lag = 0
+    d, x, lag = np.asarray(d, dtype=np.float64), np.asarray(x, dtype=np.float64), 0
     if np.any(d) and np.any(x):
         c = signal.correlate(d, x, mode="full", method="fft")
         lags = signal.correlation_lags(d.size, x.size, mode="full")
@@ -173,8 +168,7 @@ def codec(y: np.ndarray, sr: int, *, codec: str, bitrate_kbps: float | None = No
     RuntimeError
         If ffmpeg fails.
     """
-    reason = codec_skip_reason(codec)
-    if reason:
+    if reason := codec_skip_reason(codec):
         raise ChannelUnavailableError(reason)
     spec = CODECS[codec]
     rate = spec["rate_hz"]
@@ -273,8 +267,7 @@ def room(rt60_s: float, index: int = 0, sr: int = 16000) -> tuple[np.ndarray, di
         shoebox.compute_rir()
         return np.asarray(shoebox.rir[0][0], dtype=np.float32)
 
-    steps = 0
-    h = rir(absorption)
+    steps, h = 0, rir(absorption)
     measured = _t30(h, sr)
     while abs(measured / rt60_s - 1.0) > RT60_TOLERANCE and steps < 6:
         absorption = float(min(0.99, absorption * measured / rt60_s))

@@ -124,8 +124,7 @@ def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
         start = read_manifest_meta(ws, fam).get("seed_start", SEED_START[fam])
         meta_seed[fam] = start
         result["seeds_match"] &= man["seed"].tolist() == list(range(start, start + len(man)))
-        rows = man.sample(n=min(n_rows, len(man)), random_state=seed).to_dict("records")
-        for r in rows:
+        for r in man.sample(n=min(n_rows, len(man)), random_state=seed).to_dict("records"):
             a, _ = materialize_named(r, ws)
             b, _ = materialize_named(r, ws)
             h1, h2 = hashlib.sha256(a.tobytes()).hexdigest(), hashlib.sha256(b.tobytes()).hexdigest()
@@ -188,12 +187,8 @@ def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
     pick["reference"] = pick["transcript"] if "transcript" in pick else ""
     if "keyword" in pick:
         pick["reference"] = pick["reference"].where(pick["family"] == "asr", pick["keyword"])
-    written = []
-    for r in pick.to_dict("records"):
-        path = out / f"{r['family']}_{r['id']}.wav"
-        y, _ = materialize_named(r, ws)
-        write_wav(path, y, subtype="PCM_16")
-        written.append(path)
+    written = [write_wav(out / f"{r['family']}_{r['id']}.wav", materialize_named(r, ws)[0], subtype="PCM_16")
+               for r in pick.to_dict("records")]
     for old in set(out.glob("*.wav")) - set(written):
         old.unlink()
     pick[["family", "id", "speech_id", "background_id", "snr_db", "reference"]].to_csv(out / "index.csv", index=False)

@@ -250,8 +250,7 @@ def competing_components(speech, table: pd.DataFrame, snr_db: float, seed: int, 
     sn, measured = loudness_normalize(s, speech_lufs)
     m = _mix_normalized(sn, d, float(snr_db), int(seed))  # the mixer itself (d is n long: offset 0)
     y, gain, scale = m.y, m.gain, m.scale
-    sp = sn.astype(np.float64) * scale
-    dp = d.astype(np.float64) * gain * scale
+    sp, dp = sn.astype(np.float64) * scale, d.astype(np.float64) * gain * scale
     stream_parts = [x * gain * scale for x in streams]
     info = dict(condition_family=FAMILY, setting="single" if len(parts) == 1 else "cocktail",
                 languages=[p["language"] for p in parts], streams=parts, seed=int(seed), gap_s=float(gap_s),
@@ -348,8 +347,7 @@ def _distractor_table(ws):
 def _languages(table, languages) -> list[str]:
     have = list(dict.fromkeys(table["language"]))
     if languages:
-        missing = [x for x in languages if x not in have]
-        if missing:
+        if missing := [x for x in languages if x not in have]:
             raise AiplibParameterError(f"distractor languages {missing} are not in the distractor table "
                                        f"(it holds {have})")
         return list(languages)
@@ -607,9 +605,7 @@ def _asr_leak_row(resp, ref, dtext, fresp, otext) -> dict:
 
 
 def _kws_leak_row(resp, label, dtext, fresp, otext) -> list:
-    def leak(r, t):
-        return leakage_kws(r, t, label=label)["kws_leak"]
-
+    leak = lambda r, t: leakage_kws(r, t, label=label)["kws_leak"]  # noqa: E731
     return [leak(resp, dtext), leak(fresp, dtext) if isinstance(fresp, str) else pd.NA,
             leak(resp, otext) if isinstance(otext, str) else pd.NA]
 

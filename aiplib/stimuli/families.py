@@ -78,9 +78,7 @@ def mix_components(row: Mapping, ws) -> dict:
     AiplibParameterError
         An incomplete row, or an unknown ``condition_family``.
     """
-    if is_clean_row(row):
-        return mix_row(row, ws)
-    return family(row_family(row)).row_components(row, ws)
+    return mix_row(row, ws) if is_clean_row(row) else family(row_family(row)).row_components(row, ws)
 
 
 def materialize(row: Mapping, ws, *, write=None):

@@ -106,9 +106,7 @@ def stimulus_id(item_id: str, bg_id: str, snr_db=None) -> str:
     >>> stimulus_id("a01", "talker_fr", -5)
     'a01_talker_fr_snr-5'
     """
-    if bg_id == "clean":
-        return f"{item_id}_clean"
-    return f"{item_id}_{bg_id}_snr{_snr_int(snr_db)}"
+    return f"{item_id}_clean" if bg_id == "clean" else f"{item_id}_{bg_id}_snr{_snr_int(snr_db)}"
 
 
 def foreground_items(items: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -167,8 +165,7 @@ def _row(it: dict, spec: dict, extra: dict, seed: int, **condition) -> dict:
 
 def _up_to_date(stamp_file, stamp: dict, ws, what: str) -> bool:
     """Whether the stamp on disk matches ``stamp``; if not, a warning names what changed."""
-    changed = differences(read_stamp(stamp_file), stamp, ws=ws)
-    if changed:
+    if changed := differences(read_stamp(stamp_file), stamp, ws=ws):
         log.warning("%s is rebuilt: %s", what, "; ".join(changed[:5])
                     + (f" (+{len(changed) - 5} more)" if len(changed) > 5 else ""))
     return not changed
@@ -181,8 +178,7 @@ def _write_rows(rows: list, columns: list, out) -> pd.DataFrame:
         dup = df["id"][df["id"].duplicated()].unique()[:5].tolist()
         raise AiplibParameterError(f"{out}: stimulus ids repeat ({dup}); check item and condition ids "
                                    "(an id must not be another id followed by _<background>)")
-    df["bg_offset"] = df["bg_offset"].astype("Int64")
-    df["bg_active"] = df["bg_active"].astype("boolean")
+    df = df.astype({"bg_offset": "Int64", "bg_active": "boolean"})
     write_manifest_csv(df, out)
     return df
 
@@ -216,14 +212,12 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
         If an SNR is not an integer or ids repeat.
     """
     columns = manifest_columns(family)  # checks the family
-    out = ws.manifest_csv(family)
     snrs = [_snr_int(s) for s in snrs]
     seed0 = SEED_START[family] if seed_start is None else int(seed_start)
-    items = read_item_bank(ws, family)
+    kept, n_probes = foreground_items(read_item_bank(ws, family))
     battery = _battery(ws)
     bgs = [(str(b.bg_id), str(b.path), load_audio_cached(ws.path(b.path))) for b in battery.itertuples()]
     rows, seed = [], seed0
-    kept, n_probes = foreground_items(items)
     for it in kept.to_dict("records"):
         n = _n_samples(ws, it["path"])
         spec, extra = _item_spec(it, family, n, "background")
@@ -236,7 +230,7 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
                 rows.append(_row(it, spec, extra, seed, id=stimulus_id(it["item_id"], bg_id, snr), background_id=bg_id,
                                  snr_db=snr, condition="noisy", bg_path=bg_path, bg_offset=off, bg_active=active))
                 seed += 1
-    df = _write_rows(rows, columns, out)
+    df = _write_rows(rows, columns, ws.manifest_csv(family))
     noisy = df[df["condition"] == "noisy"]
     inactive = (~noisy["bg_active"].astype(bool)).groupby(noisy["background_id"]).mean()
     meta = dict(family=family, seed_start=seed0, snrs_db=snrs, n_items=len(kept), n_probes_skipped=n_probes,

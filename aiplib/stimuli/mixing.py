@@ -175,16 +175,12 @@ class _Mixed:
 def _mix_normalized(s, bg, snr_db: float, seed: int) -> _Mixed:
     n = s.shape[0]
     b, off = background_segment(bg, seed, n)
-    snr_db = float(snr_db)
-    ps = float(np.mean(s ** 2)) + POWER_FLOOR
-    pb = float(np.mean(b ** 2)) + POWER_FLOOR
-    gain = np.sqrt(ps / (pb * (10 ** (snr_db / 10))))
-    bs = b * gain
-    y = s + bs
+    ps, pb = float(np.mean(s ** 2)) + POWER_FLOOR, float(np.mean(b ** 2)) + POWER_FLOOR
+    gain = np.sqrt(ps / (pb * (10 ** (float(snr_db) / 10))))
+    y = s + (bs := b * gain)
     peak = float(np.max(np.abs(y))) if n else 0.0
     scale = 1.0 / peak if peak > 1.0 else 1.0
-    out = (y / peak if peak > 1.0 else y).astype(np.float32)
-    return _Mixed(out, bs, b, off, float(gain), peak, scale)
+    return _Mixed((y / peak if peak > 1.0 else y).astype(np.float32), bs, b, off, float(gain), peak, scale)
 
 
 def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUFS):
@@ -225,8 +221,7 @@ def achieved_snr_db(speech, noise) -> float:
     """``10·log10(Σ speech² / Σ noise²)`` in dB of two parts [shape=(n,)] of a mixture (``inf`` if
     ``noise`` is all zeros).
     """
-    s = np.asarray(speech, dtype=np.float64)
-    b = np.asarray(noise, dtype=np.float64)
+    s, b = np.asarray(speech, dtype=np.float64), np.asarray(noise, dtype=np.float64)
     pb = float(np.dot(b, b))
     if pb == 0.0:
         return float("inf")
@@ -238,8 +233,7 @@ def achieved_snr_db(speech, noise) -> float:
 def _normalized(path: str, mtime: float, target: float):
     y = load_audio_cached(path)
     s, measured = loudness_normalize(y, target, name=path)
-    if s is y:
-        s = y.copy()
+    s = y.copy() if s is y else s
     s.setflags(write=False)
     return s, measured
 

@@ -37,10 +37,7 @@ def repair_jsonl(path) -> int:
     in place (a process killed while appending leaves a fragment); returns the bytes removed (0 if intact
     or absent)."""
     path = Path(path)
-    if not path.is_file():
-        return 0
-    size = path.stat().st_size
-    if size == 0:
+    if not path.is_file() or (size := path.stat().st_size) == 0:
         return 0
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
         keep = m.rfind(b"\n") + 1  # searched from the end
@@ -103,8 +100,7 @@ def read_inference_jsonl(path, *, require_id: bool = True, bad_lines: list | Non
 def quarantine_path(path) -> Path:
     """Where :func:`quarantine_lines` puts the unreadable lines of ``<model>/<task>.jsonl``:
     ``<model>/quarantine/<task>.jsonl``."""
-    path = Path(path)
-    return path.parent / "quarantine" / path.name
+    return Path(path).parent / "quarantine" / Path(path).name
 
 
 def quarantine_lines(path, bad: list) -> Path:

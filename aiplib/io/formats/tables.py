@@ -78,8 +78,7 @@ def write_item_bank(ws, family: str, rows, *, keywords=None, extra: dict | None 
         raise AiplibParameterError(f"unknown family {family!r}; choose one of {tuple(ITEM_BANK_FIELDS)}")
     rows = list(rows)
     for i, r in enumerate(rows):
-        missing = [k for k in ITEM_BANK_FIELDS[family] if k not in r]
-        if missing:
+        if missing := [k for k in ITEM_BANK_FIELDS[family] if k not in r]:
             raise AiplibParameterError(f"item bank {family}: row {i} ({r.get('item_id')!r}) lacks {missing}")
     path = _write_text_atomic("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), ws.item_bank(family))
     side = {"family": family, "n_items": len(rows), **(extra or {})}
@@ -112,13 +111,10 @@ def read_item_bank(ws, family: str) -> pd.DataFrame:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{i}: not valid JSON ({exc.msg})") from None
     df = pd.DataFrame(rows)
-    need = set(ITEM_BANK_FIELDS.get(family, ("item_id", "path", "duration_s")))
-    missing = need - set(df.columns)
-    if missing:
+    if missing := set(ITEM_BANK_FIELDS.get(family, ("item_id", "path", "duration_s"))) - set(df.columns):
         raise AiplibParameterError(f"{path}: missing fields {sorted(missing)}")
     df["item_id"] = df["item_id"].map(str)
-    dup = df["item_id"][df["item_id"].duplicated()].tolist()
-    if dup:
+    if dup := df["item_id"][df["item_id"].duplicated()].tolist():
         raise AiplibParameterError(f"{path}: repeated item ids {dup[:5]}")
     return df
 
@@ -202,8 +198,7 @@ def read_manifest_csv(path) -> pd.DataFrame:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: manifest not found; run stage 05_build_manifests first")
     df = _read_text_csv(path)
-    missing = [c for c in MANIFEST_REQUIRED if c not in df.columns]
-    if missing:
+    if missing := [c for c in MANIFEST_REQUIRED if c not in df.columns]:
         raise AiplibParameterError(f"{path}: missing columns {missing}")
     for c in ("snr_db", "seed"):
         df[c] = pd.to_numeric(df[c]).astype("int64") if len(df) else df[c].astype("int64")

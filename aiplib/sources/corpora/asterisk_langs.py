@@ -226,8 +226,7 @@ def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.
     out = []
     for r in rows:
         e = extra.get(os.path.normpath(r["file"]), {})
-        lang = language or str(e.get("language", "")).strip()
-        if not lang:
+        if not (lang := language or str(e.get("language", "")).strip()):
             raise ValidationError([f"{r['file']}: no language (give a 'language' column or language=)"])
         norm = normalize_text(r["text"])
         out.append(dict(distractor_id=f"{lang}-{r['item_id']}", language=lang, voice=r["speaker"], sex="",
@@ -243,8 +242,7 @@ def _read_table(path: str, mtime_ns: int, size: int, root: str | None) -> pd.Dat
     df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
     if root is not None and "path" in df.columns:
         df["path"] = [p if os.path.isabs(p) else os.path.join(root, p) for p in df["path"]]
-    missing = [c for c in DISTRACTOR_COLUMNS if c not in df.columns]
-    if missing:
+    if missing := [c for c in DISTRACTOR_COLUMNS if c not in df.columns]:
         raise ValidationError([f"{path}: distractor table lacks columns {missing}"])
     df["n_words"] = pd.to_numeric(df["n_words"], errors="coerce").astype("Int64")
     df["duration_s"] = pd.to_numeric(df["duration_s"], errors="coerce")

@@ -58,9 +58,8 @@ CV_ACCENT_GROUPS = read_accent_groups()
 def accent_group(value, groups=None) -> str | None:
     """The accent group (``groups``, default :data:`CV_ACCENT_GROUPS`) of a Common Voice ``accent`` value
     (exact match after stripping spaces), ``None`` for an empty, unlisted or multi-accent value."""
-    if not value or not isinstance(value, str):
-        return None
-    return (CV_ACCENT_GROUPS if groups is None else groups).get(value.strip())
+    groups = CV_ACCENT_GROUPS if groups is None else groups
+    return groups.get(value.strip()) if value and isinstance(value, str) else None
 
 
 def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, config: str = "en"):
@@ -105,11 +104,9 @@ def _cv_native(record):
         if arr.ndim > 1:  # (n, channels) or (channels, n) → mono
             arr = arr.mean(axis=-1) if arr.shape[-1] <= 8 else arr.mean(axis=0)
         return arr, int(a["sampling_rate"])
-    raw, name = None, Path(str((a or {}).get("path") or record.get("path") or "clip.mp3")).name
-    if isinstance(a, dict) and a.get("bytes"):
-        raw = a["bytes"]
-    elif isinstance(a, dict) and a.get("path") and Path(a["path"]).is_file():
-        raw = Path(a["path"]).read_bytes()
+    name = Path(str((a or {}).get("path") or record.get("path") or "clip.mp3")).name
+    raw = (a["bytes"] if isinstance(a, dict) and a.get("bytes") else Path(a["path"]).read_bytes()
+           if isinstance(a, dict) and a.get("path") and Path(a["path"]).is_file() else None)
     if raw is None:
         raise CorpusError(f"Common Voice record {record.get('path')!r} carries no audio")
     try:
@@ -154,10 +151,9 @@ def select_common_voice(dataset, out_dir, *, n: int = N_COMMON_VOICE, groups=Non
         if not (_labelled(accent) and _labelled(gender)):
             continue
         arr, sr = _cv_native(rec)
-        item_id = f"cv_{str(rec.get('client_id') or '')[:8]}_{len(picked)}"
-        picked.append({"item_id": item_id, "arr": arr, "sr": sr, "text": rec.get("sentence", "") or "",
-                       "speaker": str(rec.get("client_id") or ""), "gender": gender,
-                       "age": rec.get("age") or "unknown", "accent": accent})
+        picked.append({"item_id": f"cv_{str(rec.get('client_id') or '')[:8]}_{len(picked)}", "arr": arr, "sr": sr,
+                       "text": rec.get("sentence", "") or "", "speaker": str(rec.get("client_id") or ""),
+                       "gender": gender, "age": rec.get("age") or "unknown", "accent": accent})
     if len(picked) < n:
         raise CorpusError(f"the Common Voice stream ended after {len(picked)} clip(s) with accent and gender "
                           f"labels, {n} needed")

@@ -69,8 +69,7 @@ def ensure_packages(pkgs, *, install: bool = True) -> list[str]:
     MissingPackageError
         If packages are missing and cannot be installed here; the message names them and the command.
     """
-    missing = missing_packages(pkgs)
-    if not missing:
+    if not (missing := missing_packages(pkgs)):
         return []
     prefix = _apt_prefix() if install else None
     if prefix is None:
@@ -79,8 +78,7 @@ def ensure_packages(pkgs, *, install: bool = True) -> list[str]:
     if proc.returncode != 0:
         subprocess.run([*prefix, "apt-get", "update"], capture_output=True, check=False)
         proc = _apt_install(prefix, missing)
-    still = missing_packages(missing)
-    if still:
+    if still := missing_packages(missing):
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
         err = _missing_error(still)
         raise MissingPackageError(f"{err}\napt-get said: {' | '.join(tail)}")

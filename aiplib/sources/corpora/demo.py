@@ -77,10 +77,8 @@ def _source_files() -> list[Src]:
     files += [Src(_AST_PKG, f"{_PROMPTS}/{k}.g722", _AST_LICENCE, _AST_ATTR) for k in sorted(texts)
               if (_SHARE / _PROMPTS / f"{k}.g722").is_file()]
     files += [s for group in BG_SOURCES.values() for s in group]
-    pkgs = sorted({s.package for s in files})
-    files += [Src(p, f"doc/{p}/copyright", "licence notice", "Debian copyright file") for p in pkgs]
-    files += NOTICES
-    return files
+    return files + [Src(p, f"doc/{p}/copyright", "licence notice", "Debian copyright file")
+                    for p in sorted({s.package for s in files})] + NOTICES
 
 
 def gather_raw(ws, *, install: bool = True):
@@ -214,8 +212,7 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
     """
     counts = dict(n_asr_real=n_asr_real, n_asr_synth=n_asr_synth, n_kws_target=n_kws_target,
                   n_kws_nontarget=n_kws_nontarget)
-    bad = {k: v for k, v in counts.items() if int(v) != v or v < 0}
-    if bad:
+    if bad := {k: v for k, v in counts.items() if int(v) != v or v < 0}:
         raise AiplibParameterError(f"item counts must be integers ≥ 0, got {bad}")
     if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
         banks = {f: read_item_bank(ws, f) for f in FAMILIES}
@@ -225,10 +222,8 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
         return banks
     ws.ensure()
     rng_real, rng_synth, rng_kws = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
-    asr = _asr_real(ws, n_asr_real, rng_real) + _asr_synth(ws, n_asr_synth, rng_synth)
-    kws = _kws(ws, n_kws_target, n_kws_nontarget, rng_kws)
-    for fam, rows in (("asr", asr), ("kws", kws)):
-        write_item_bank(ws, fam, rows, keywords=KEYWORDS if fam == "kws" else None)
+    write_item_bank(ws, "asr", _asr_real(ws, n_asr_real, rng_real) + _asr_synth(ws, n_asr_synth, rng_synth))
+    write_item_bank(ws, "kws", _kws(ws, n_kws_target, n_kws_nontarget, rng_kws), keywords=KEYWORDS)
     return {f: read_item_bank(ws, f) for f in FAMILIES}
 
 
@@ -236,8 +231,7 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
 def _group_spec(ws, bg_id, category, group, description, start_s) -> dict:
     srcs = BG_SOURCES[group]
     paths = [ws.raw / s.package / s.rel for s in srcs]
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
+    if missing := [str(p) for p in paths if not p.is_file()]:
         raise AudioFileError(f"{missing[0]}: background source missing; run "
                              f"aiplib.sources.corpora.demo.gather_raw(ws) first (stage 1)")
     spec = dict(bg_id=bg_id, category=category, description=description, sources=[str(p) for p in paths],

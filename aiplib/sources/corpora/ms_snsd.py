@@ -22,10 +22,7 @@ def prepare_ms_snsd(corpus_dir) -> pd.DataFrame:
     """MS-SNSD's noise files [2]_, sorted: ``split`` (``noise_train``/``noise_test``), ``noise_type``
     (``AirConditioner`` …), ``index`` (int), ``path``; CorpusError if the corpus folder is missing."""
     root = need_dir(Path(corpus_dir) / ROOT, "MS-SNSD")
-    rows = []
-    for split in ("noise_train", "noise_test"):
-        for p in sorted((root / split).glob("*.wav")):
-            m = re.match(r"(.+?)_(\d+)$", p.stem)
-            rows.append({"split": split, "noise_type": m.group(1) if m else p.stem,
-                         "index": int(m.group(2)) if m else 0, "path": str(p)})
+    rows = [{"split": split, "noise_type": m.group(1) if m else p.stem, "index": int(m.group(2)) if m else 0,
+             "path": str(p)} for split in ("noise_train", "noise_test") for p in sorted((root / split).glob("*.wav"))
+            for m in [re.match(r"(.+?)_(\d+)$", p.stem)]]
     return pd.DataFrame(rows, columns=["split", "noise_type", "index", "path"])

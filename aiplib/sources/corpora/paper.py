@@ -86,8 +86,7 @@ def _get(name: str, registry=None) -> Corpus:
 
 def corpus_dir(ws, name: str, *, registry=None) -> Path:
     """Folder of corpus ``name``: ``<ws.root>/<kind>/<name>``; KeyError (listing the names) if unknown."""
-    c = _get(name, registry)
-    return Path(ws.root) / c.kind / c.name
+    return Path(ws.root) / (c := _get(name, registry)).kind / c.name
 
 
 def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
@@ -194,8 +193,7 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
 
     # ---- select (metadata only: nothing is written before every count is met) ----------------
     ls_dir = corpus_dir(ws, "librispeech", registry=registry)
-    ls = prepare_librispeech(ls_dir, with_duration=False)
-    ls_items = ls.to_dict("records")
+    ls_items = prepare_librispeech(ls_dir, with_duration=False).to_dict("records")
     random.Random(AUTHORS_SEED).shuffle(ls_items)
     ls_items = ls_items[:n_librispeech]
     sc_root = need_dir(corpus_dir(ws, "speech_commands", registry=registry) / speech_commands.ROOT,
@@ -211,10 +209,8 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
         short.append(f"Speech Commands: {len(kws_items)} candidate clips, {n_kws} needed")
     if short:
         raise CorpusError("the corpora are too small for the paper's item banks — " + "; ".join(short))
-    if cv_dataset is None:
-        cv_dataset = load_common_voice()
     cv_dir = Path(ws.root) / "speech_asr" / "common_voice"
-    cv_kept = select_common_voice(cv_dataset, cv_dir, n=n_common_voice)
+    cv_kept = select_common_voice(load_common_voice() if cv_dataset is None else cv_dataset, cv_dir, n=n_common_voice)
 
     # ---- write item audio and rows ------------------------------------------------------------
     def item(family, item_id, y, **fields):
@@ -294,8 +290,7 @@ def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
         cdir = corpus_dir(ws, corpus, registry=reg)
         attribution, licence = c.attribution, c.licence
         if corpus == "esc50":
-            found = sorted((need_dir(cdir / esc50.ROOT, "ESC-50") / "audio").glob(f"1-*-A-{sel}.wav"))
-            if not found:
+            if not (found := sorted((need_dir(cdir / esc50.ROOT, "ESC-50") / "audio").glob(f"1-*-A-{sel}.wav"))):
                 raise CorpusError(f"{bg_id}: ESC-50 has no fold-1 take-A clip of class {sel} "
                                   f"(audio/1-*-A-{sel}.wav); run stage 1 (download) again")
             src = found[0]

@@ -200,14 +200,11 @@ def build_item_banks(ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, m
         for r in sub.iloc[keep].to_dict("records"):
             y = load_audio(r["file"], sr=SR)
             out = write_wav(ws.itembanks / "audio" / fam / f"{r['item_id']}.wav", y)
-            item = dict(item_id=r["item_id"], path=ws.rel(out), source_file=r["file"], source=SOURCE,
-                        licence=r["licence"], attribution=r["attribution"], duration_s=float(y.size / SR),
-                        speaker=r["speaker"] or "unknown", accent_group=_none(r["accent_group"]), synthetic=False)
-            if fam == "asr":
-                item["text"] = r["text"]
-            else:
-                item.update(label=r["label"], is_target=r["is_target"].lower() == "true")
-            rows.append(item)
+            rows.append(dict(item_id=r["item_id"], path=ws.rel(out), source_file=r["file"], source=SOURCE,
+                             licence=r["licence"], attribution=r["attribution"], duration_s=float(y.size / SR),
+                             speaker=r["speaker"] or "unknown", accent_group=_none(r["accent_group"]), synthetic=False,
+                             **(dict(text=r["text"]) if fam == "asr" else
+                                dict(label=r["label"], is_target=r["is_target"].lower() == "true"))))
         # the keyword set validated in stage 1 travels with the KWS item bank (prompts and scoring read it)
         write_item_bank(ws, fam, rows, keywords=_stage1_keywords(ws) if fam == "kws" else None)
     return {f: read_item_bank(ws, f) for f in FAMILIES}

@@ -145,8 +145,7 @@ def _read_table(path: Path, required: tuple, probs: _Collector, what: str, alias
         return None
     df.columns = [str(c).strip().lower() for c in df.columns]
     df = df.rename(columns={a: c for a, c in aliases.items() if a in df.columns and c not in df.columns})
-    missing = [c for c in required if c not in df.columns]
-    if missing:
+    if missing := [c for c in required if c not in df.columns]:
         probs.add("fatal", "table", path, f"{what} table lacks the column(s) {', '.join(missing)} "
                                           f"(it has {', '.join(df.columns) or 'none'}; separator {sep!r})")
         return None
@@ -222,8 +221,7 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
                   f"ITU-R BS.1770 gating block, so its loudness cannot be measured ({what}); is the file truncated? "
                   f"Give a recording of at least {MIN_LOUDNESS_S:g} s or remove it")
     if not np.isfinite(loudness_lufs(y, sr=SR, name=str(path))):
-        cancel = _cancelling_channels(path, info["channels"])
-        if cancel:
+        if cancel := _cancelling_channels(path, info["channels"]):
             probs.add("fatal", "channels_cancel", path,
                       f"{role}: the channels cancel when averaged to mono ({cancel}; their mean is silent, -inf "
                       "LUFS): one channel is polarity-inverted (anti-phase); give one channel, or the channels "
@@ -246,8 +244,7 @@ def _param_path(value, name: str, probs: _Collector, *, kind: str = "file"):
         probs.add("fatal", "parameter", "", f"{name} is not set (pass --{name.replace('_', '-')} / {name.upper()})")
         return None
     p = absolute_path(value)
-    why = _not_a(p, kind)
-    if why:
+    if why := _not_a(p, kind):
         what = "folder" if kind == "dir" else "file"
         probs.add("fatal", "parameter", p, f"{name}: {what} {why}")
         return None
@@ -259,8 +256,7 @@ def _match_table(df, folder: Path, files: list[Path], probs: _Collector, *, what
     """Pair table rows with audio files. Returns list of (path, row dict) for rows with a value."""
     pairs, seen = [], {}
     for i, row in enumerate(df.to_dict("records"), start=2):  # line 1 is the header
-        name = row.get("file", "")
-        if not name:
+        if not (name := row.get("file", "")):
             probs.add("fatal", "table", "", f"{what}, line {i}: empty 'file' cell")
             continue
         p = absolute_path(folder / name)  # an absolute name replaces folder
@@ -268,8 +264,7 @@ def _match_table(df, folder: Path, files: list[Path], probs: _Collector, *, what
             probs.add("fatal", "duplicate", p, f"{what}: listed twice (lines {seen[p]} and {i})")
             continue
         seen[p] = i
-        why = _not_a(p, "file")
-        if why:
+        if why := _not_a(p, "file"):
             probs.add("fatal", "missing_file", p, f"{what}, line {i}: listed file {why}")
             continue
         if not row.get(value_col, ""):

@@ -187,8 +187,7 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
     rows, kw = [], set(keywords)
     for (p, row), item_id in zip(pairs, ids):
         raw = row["label"].strip()
-        words = [w for w in (normalize_kws_label(x) for x in _MULTI.split(raw)) if w]
-        if not words:
+        if not (words := [w for w in (normalize_kws_label(x) for x in _MULTI.split(raw)) if w]):
             probs.add("fatal", "missing_label", p, f"the label {raw!r} holds no word after normalisation "
                                                    "(punctuation is stripped as in KWS answers)")
             continue
@@ -350,8 +349,7 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
     target clip, a symbolic-link loop.
     """
     probs = _Collector()
-    kw = _keyword_list(keywords)
-    if not kw:
+    if not (kw := _keyword_list(keywords)):
         probs.add("fatal", "keywords", "", "the keyword list is empty")
     elif any(_MULTI.search(k) for k in kw):
         probs.add("fatal", "keywords", "", f"keywords must be single words, got {kw}")
