@@ -21,11 +21,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from aiplib.core import textnorm as tn
 from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.core.progress import track
-from aiplib.core import textnorm as tn
-from aiplib.core.tasks import (DEGRADATION_COLUMN, DEGRADATION_SIGN, KEYWORDS, family_spec, normalize_keywords,
-                               task_family)
+from aiplib.core.tasks import (
+    DEGRADATION_COLUMN,
+    DEGRADATION_SIGN,
+    KEYWORDS,
+    family_spec,
+    normalize_keywords,
+    task_family,
+)
 from aiplib.core.workspace import workspace
 from aiplib.inference.shards import is_shard_file
 from aiplib.io.formats import manifest_view, read_item_bank_keywords, read_manifest_csv, read_results, write_scores
