@@ -474,8 +474,7 @@ def use_registry(monkeypatch, path) -> None:
     from aiplib.inference.models import registry
 
     # a fresh cache for the test; the packaged registry's cache is restored untouched afterwards
-    monkeypatch.setattr(registry, "_default_registry",
-                        functools.lru_cache(maxsize=4)(registry._default_registry.__wrapped__))
+    monkeypatch.setattr(registry, "_cached_parse", functools.lru_cache(maxsize=8)(registry._cached_parse.__wrapped__))
     monkeypatch.setattr(registry, "REGISTRY_PATH", Path(path))
 
 

@@ -6,14 +6,13 @@ same stimuli or the same scoring.
 from __future__ import annotations
 
 import logging
-import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from aiplib.analysis import conditions as cond
-from aiplib.analysis.conditions.table import _iter_scopes
+from aiplib.analysis.conditions.table import _iter_scopes, _pct
 from aiplib.analysis.provenance import collect_provenance, read_provenance
 from aiplib.core.errors import AiplibError
 from aiplib.core.tasks import task_family
@@ -148,9 +147,7 @@ def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_di
     for scope, k, g in _iter_scopes(rows, sums, scopes):
         tot = {c: float(g[c].sum()) for c in sums}
         n = tot["n"]
-        mc = None
-        if fam == "kws" and bool(np.all(g["n"] == 1)):
-            mc = (g["a"].astype(bool), g["b"].astype(bool))
+        mc = (g["a"].astype(bool), g["b"].astype(bool)) if fam == "kws" and bool(np.all(g["n"] == 1)) else None
         pc = cond.paired_change(100 * g["d"], g["n"], n_resamples=n_resamples, seed=seed,
                                 level=level, min_diff=min_diff_pp, mcnemar=mc)
         rec = {"scope": scope, "model": k["model"], "task": k["task"], "family": fam,
@@ -158,13 +155,11 @@ def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_di
                "n_items": len(g["n"]), "n_pairs": int(n), "measure": "wer" if fam == "asr" else "acc",
                "a_pp": 100 * tot["a"] / n, "b_pp": 100 * tot["b"] / n}
         if fam == "asr":
-            w = tot["ref_words_a"]
-            rec.update(a_corpus_pp=100 * tot["errors_a"] / w if w else math.nan,
-                       b_corpus_pp=100 * tot["errors_b"] / w if w else math.nan)
-        rec.update(change_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"], test=pc["test"],
-                   p_value=pc["p_value"], n_worse=pc["n_worse"], n_better=pc["n_better"], n_ties=pc["n_ties"],
-                   verdict=pc["verdict"], min_diff_pp=float(min_diff_pp), level=float(level),
-                   n_resamples=int(n_resamples), seed=int(seed), note=pc["note"])
+            rec.update(a_corpus_pp=_pct(tot["errors_a"], tot["ref_words_a"]),
+                       b_corpus_pp=_pct(tot["errors_b"], tot["ref_words_a"]))
+        rec.update(change_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"], note=pc["note"],
+                   **{c: pc[c] for c in ("test", "p_value", "n_worse", "n_better", "n_ties", "verdict")},
+                   min_diff_pp=float(min_diff_pp), level=float(level), n_resamples=int(n_resamples), seed=int(seed))
         out.append(rec)
     cols = ["scope", "model", "task", "family", "bg_id", "snr_db", "condition", "n_items", "n_pairs", "measure", "a_pp",
             "b_pp", "a_corpus_pp", "b_corpus_pp", "change_pp", "ci_low_pp", "ci_high_pp", "test", "p_value", "n_worse",

@@ -129,8 +129,7 @@ def load_criteria(criteria) -> dict:
 def _select(t: pd.DataFrame, c: dict) -> pd.DataFrame:
     sel = pd.Series(True, index=t.index)
     for key in ("task", "model", "bg_id", "scope"):
-        v = c.get(key, "*")
-        if v != "*":
+        if (v := c.get(key, "*")) != "*":
             sel &= t[key].astype(str) == str(v)
     snr = c.get("snr_db", "*")
     if snr == "all":

@@ -159,9 +159,8 @@ def condition_display(t: pd.DataFrame, scope, *, collapsed: str | None = None) -
     d = pd.DataFrame()
     if t["model"].nunique() > 1:
         d["model"] = t["model"].to_numpy()
-    d["condition"] = t["condition"].to_numpy()
-    d["items"] = t["n_items"].to_numpy()
-    d["stimuli"] = t["n_stimuli"].to_numpy()
+    for name, c in (("condition", "condition"), ("items", "n_items"), ("stimuli", "n_stimuli")):
+        d[name] = t[c].to_numpy()
     if family == "asr":
         for name, c in (("WER %", "wer_pp"), ("mean WER %", "mean_wer_pp"), ("CER %", "cer_pp")):
             d[name] = [fmt(v) for v in t[c]]

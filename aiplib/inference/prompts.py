@@ -36,10 +36,8 @@ def _scope_nodes(body):
         yield node
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
-        for field in ("body", "orelse", "finalbody"):
+        for field in ("body", "orelse", "finalbody", "handlers"):  # an except handler: its body
             yield from _scope_nodes(getattr(node, field, None) or [])
-        for h in getattr(node, "handlers", None) or []:
-            yield from _scope_nodes(h.body)
 
 
 def _names(target) -> list[str]:
@@ -364,13 +362,11 @@ def fetch_prompts_file(*, base_url: str, commit: str, path: str, cache_dir, sha2
     """
     url = prompts_url(base_url, commit, path)
     dest = Path(cache_dir) / commit / PurePosixPath(path).name
-    downloaded = False
-    if not dest.is_file():
+    if downloaded := not dest.is_file():
         download_file(url, dest, sha256=sha256, progress=progress, retries=1,
                       hint=(f"The paper prompt set needs network access once (the file is then cached "
                             f"as {dest}). Offline, download {PurePosixPath(path).name} elsewhere and set "
                             f"PROMPTS_FILE=<that file>, or set PROMPTS_BASE_URL to a mirror."))
-        downloaded = True
     return dest, {"kind": "url", "url": url, "base_url": base_url, "commit": commit, "path": path,
                   "cached_file": str(dest), "downloaded": downloaded}
 

@@ -127,11 +127,8 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, rerun_
                 rerun_unkeyed or not _unkeyed_matches(r, mrows[rid], prompt_id))):
             move.append(raw)
             continue
-        if key is not None and not is_error_row(r):
-            new = refreshed_row(r, json_values(full[rid]))
-            if new is not None:
-                raw = inference_row_json(new).encode("utf-8")
-                n_new += 1
+        if key is not None and not is_error_row(r) and (new := refreshed_row(r, json_values(full[rid]))) is not None:
+            raw, n_new = inference_row_json(new).encode("utf-8"), n_new + 1
         out.append(raw)
     if not move and not n_new and not bad:
         return {"moved": 0, "refreshed": 0, "quarantined": 0}

@@ -252,8 +252,7 @@ def _run_family(run: _ModelRun, family: str, fplan: dict) -> dict:
 def raise_if_not_run(summary: pd.DataFrame) -> None:
     """Raise :class:`ModelUnavailableError`, one line per model, task and reason, when a row of
     :func:`run_inference`'s ``summary`` is neither ``done`` nor ``not_applicable``."""
-    bad = summary[~summary["status"].isin(["done", "not_applicable"])]
-    if len(bad):
+    if len(bad := summary[~summary["status"].isin(["done", "not_applicable"])]):
         lines = [f"{r.model} / {r.task}: {r.status} — {r.error}" for r in bad.itertuples()]
         raise ModelUnavailableError("not run:\n" + "\n".join(dict.fromkeys(lines)))
 

@@ -295,10 +295,7 @@ def merge_diagnostics(checks_dir) -> int:
     new = new[~new["stimulus_id"].isin(have)].drop_duplicates("stimulus_id").reindex(columns=MIX_DIAG_FIELDS)
     if len(new):
         header = not main.is_file() or main.stat().st_size == 0
-        with open(main, "a", newline="", encoding="utf-8") as f:
-            new.to_csv(f, header=header, index=False)
-            f.flush()
-            os.fsync(f.fileno())
+        _write_synced(main, "ab", new.to_csv(header=header, index=False, lineterminator="\n").encode("utf-8"))
     _set_merged(files, checks_dir)
     return len(new)
 

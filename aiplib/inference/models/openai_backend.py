@@ -57,9 +57,8 @@ def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int,
     """The chat-completions request body for one stimulus: ``{"model", "messages", "temperature": 0,
     "max_tokens", **extra}``, one user turn of the audio as an ``input_audio`` part (base64 16 kHz mono
     16-bit WAV) then the task text (if any), the OpenAI schema vLLM accepts for its audio models."""
-    content = [{"type": "input_audio", "input_audio": {"data": base64.b64encode(wav).decode("ascii"), "format": "wav"}}]
-    if prompt:
-        content.append({"type": "text", "text": prompt})
+    audio = {"type": "input_audio", "input_audio": {"data": base64.b64encode(wav).decode("ascii"), "format": "wav"}}
+    content = [audio, *([{"type": "text", "text": prompt}] if prompt else [])]
     return {"model": model, "messages": [{"role": "user", "content": content}],
             "temperature": 0, "max_tokens": int(max_tokens), **dict(extra or {})}
 
@@ -187,10 +186,8 @@ class OpenAIRecogniser(Recogniser):
         wav = wav_bytes(y)
         extra = dict(self.entry.extra.get("generate_kwargs") or {})
         if self.mode == "transcriptions":
-            fields = {"model": self.model, "temperature": "0", "response_format": "json", "language": "en"}
-            if prompt:
-                fields["prompt"] = prompt
-            fields.update({k: str(v) for k, v in extra.items()})
+            fields = {"model": self.model, "temperature": "0", "response_format": "json", "language": "en",
+                      **({"prompt": prompt} if prompt else {}), **{k: str(v) for k, v in extra.items()}}
             body, ctype = encode_multipart_formdata({**fields, "file": ("audio.wav", wav, "audio/wav")})
             data = self._post("/audio/transcriptions", body, ctype)
             text = data.get("text") if isinstance(data, dict) else None

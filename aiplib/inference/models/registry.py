@@ -222,9 +222,9 @@ def load_registry(path=None) -> dict[str, ModelEntry]:
     path = Path(path) if path is not None else REGISTRY_PATH
     if path != REGISTRY_PATH:
         return _parse(path)
-    reg = dict(_default_registry(path.stat().st_mtime))
+    reg = dict(_cached_parse(str(path), path.stat().st_mtime))
     if (user := user_models_path()) is not None:
-        reg.update(_user_registry(str(user), user.stat().st_mtime))
+        reg.update(_cached_parse(str(user), user.stat().st_mtime, user=True))
     return reg
 
 
@@ -246,14 +246,10 @@ def _parse(path: Path, *, user: bool = False) -> dict[str, ModelEntry]:
         raise ValueError(f"{path}: {exc}") from None
 
 
-@functools.lru_cache(maxsize=4)
-def _default_registry(_mtime: float) -> dict[str, ModelEntry]:
-    return _parse(REGISTRY_PATH)
-
-
-@functools.lru_cache(maxsize=4)
-def _user_registry(path: str, _mtime: float) -> dict[str, ModelEntry]:
-    return _parse(Path(path), user=True)
+@functools.lru_cache(maxsize=8)
+def _cached_parse(path: str, _mtime: float, *, user: bool = False) -> dict[str, ModelEntry]:
+    """:func:`_parse`, cached per file and modification time."""
+    return _parse(Path(path), user=user)
 
 
 def list_models(path=None) -> list[str]:

@@ -309,15 +309,12 @@ def check_batch_invariance(rec, audios, prompts, *, batch_size: int | None = Non
     """
     old = rec.batch_size
     n = min(len(audios), max(2, int(batch_size or old or 2)))
+    def timed(size):  # (responses, seconds) at batch size ``size``
+        rec.batch_size, t = size, time.perf_counter()
+        return rec.generate(list(audios), list(prompts)), time.perf_counter() - t
+
     try:
-        rec.batch_size = 1
-        t = time.perf_counter()
-        one = rec.generate(list(audios), list(prompts))
-        s1 = time.perf_counter() - t
-        rec.batch_size = n
-        t = time.perf_counter()
-        many = rec.generate(list(audios), list(prompts))
-        sn = time.perf_counter() - t
+        (one, s1), (many, sn) = timed(1), timed(n)
     finally:
         rec.batch_size = old
     diffs = [{"index": i, "batch1": x, "batchN": y} for i, (x, y) in enumerate(zip(one, many)) if x != y]

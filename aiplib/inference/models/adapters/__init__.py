@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.util
 import io
 import logging
 
@@ -136,9 +135,7 @@ class Adapter:
 
     def conversation(self, prompt: str | None, audio=None) -> list[dict]:
         """One user turn: the audio (:meth:`audio_item`), then the prompt text (if any)."""
-        content = [self.audio_item(audio)]
-        if prompt:
-            content.append({"type": "text", "text": prompt})
+        content = [self.audio_item(audio), *([{"type": "text", "text": prompt}] if prompt else [])]
         return [{"role": "user", "content": content}]
 
     def render(self, prompt: str | None) -> str:
@@ -222,12 +219,10 @@ def _eos_ids(gc) -> list:
 
 @functools.cache
 def _importable(name: str) -> bool:
-    if importlib.util.find_spec(name) is None:
-        return False
-    try:
+    try:  # absent (ModuleNotFoundError) or broken, e.g. "operator torchvision::nms does not exist"
         importlib.import_module(name)
         return True
-    except Exception:  # noqa: BLE001 - e.g. "operator torchvision::nms does not exist"
+    except Exception:  # noqa: BLE001
         return False
 
 
