@@ -2,7 +2,7 @@
 # Variables: PROFILE=demo|paper|custom, MODEL=…, MODELS=my_models.yaml (your own recognisers:
 # docs/AUDIT_YOUR_MODEL.md), TASK=…, SHARD=i/n (stage 7: one shard of n, then
 # `make merge`), SUITE=background|competing_speech|channel|comma list|all (condition families of
-# stages 1, 5 and 7; default background), SEED=n (the seed of stages 2, 3, 6 and 9, not the mixing:
+# stages 1, 5, 7 and 8; default background), SEED=n (the seed of stages 2, 3, 6 and 9, not the mixing:
 # PARAMS='-p seed_offset n' moves the manifests' seeds, stage 5), PARAMS='-p name value …' (extra
 # papermill parameters), plus for custom (all five required): SPEECH_DIR TEXTS KWS_DIR KWS_LABELS
 # BACKGROUNDS_DIR (and DISTRACTORS_DIR DISTRACTOR_TEXTS for competing_speech, also paper), for paper: MIRROR.
