@@ -343,6 +343,21 @@ _WIDE_TABLES_JS = """() => Array.from(document.querySelectorAll('table.tbl'), t 
     d.scrollLeft = 0; return out; })"""
 
 # The links of the first section (between the first and the second h2), and whether each resolves.
+
+
+def _follow_links(page, hrefs, viewport, *, by_name=True):
+    """Click each in-page link from the top of the page; its target (by id, else by name when ``by_name``) must then
+    lie in view."""
+    for href in hrefs:
+        page.evaluate("window.scrollTo(0, 0)")
+        page.locator(f'a[href="{href}"]').first.click()
+        page.wait_for_function(f"location.hash === {json.dumps(href)}")
+        top = page.evaluate("""([h, byName]) => { const id = decodeURIComponent(h.slice(1));
+            return (document.getElementById(id) || (byName ? document.getElementsByName(id)[0] : null))
+                   .getBoundingClientRect().top; }""", [href, by_name])
+        assert -1 <= top < viewport["height"], f"{href} is at {top:.0f} px after its link"
+
+
 _FIRST_SECTION_LINKS_JS = """() => {
     const hs = Array.from(document.querySelectorAll('h2')), first = hs[0], next = hs[1];
     return Array.from(document.querySelectorAll('a[href^="#"]')).filter(a =>
@@ -400,14 +415,7 @@ def test_report_at_1280_px_findings_numbers_tables_and_figure5(tmp_path):
             assert all(ok for _, ok in links), f"Findings links to nothing: {[h for h, ok in links if not ok]}"
             page.evaluate("document.getElementById('Findings').scrollIntoView()")
             page.screenshot(path=str(shots[0]))
-            for href in dict(links):
-                page.evaluate("window.scrollTo(0, 0)")
-                page.locator(f'a[href="{href}"]').first.click()
-                page.wait_for_function(f"location.hash === {json.dumps(href)}")
-                top = page.evaluate("""h => { const id = decodeURIComponent(h.slice(1));
-                    return (document.getElementById(id) || document.getElementsByName(id)[0])
-                           .getBoundingClientRect().top; }""", href)
-                assert -1 <= top < REPORT_VIEWPORT["height"], f"{href} is at {top:.0f} px after its link"
+            _follow_links(page, dict(links), REPORT_VIEWPORT)
 
             page.evaluate("() => { window.scrollTo(0, 0); document.querySelectorAll('details').forEach(d => d.open = true); }")
             cells = page.evaluate(_NUMBER_CELLS_JS)
@@ -535,12 +543,7 @@ def test_report_opens_with_findings_in_headless_chromium(tmp_path):
             assert "One model was scored (m_a)" in page.inner_text("body")
             page.evaluate("document.getElementById('Findings').scrollIntoView()")
             page.screenshot(path=str(shot))
-            for href in hrefs:
-                page.evaluate("window.scrollTo(0, 0)")
-                page.locator(f'a[href="{href}"]').first.click()
-                page.wait_for_function(f"location.hash === {json.dumps(href)}")
-                top = page.evaluate("a => document.getElementById(a).getBoundingClientRect().top", href[1:])
-                assert -1 <= top < VIEWPORT["height"], f"{href} is at {top:.0f} px after its Findings link"
+            _follow_links(page, hrefs, VIEWPORT, by_name=False)
             caption = page.evaluate("() => document.getElementById('figure-5').parentElement.innerText")
             assert "where a group has ≥ 10 items" in caption
         finally:
