@@ -15,6 +15,7 @@ from aiplib.scoring.score import score_inference
 from aiplib.core.tasks import KEYWORDS
 from aiplib.core.workspace import workspace
 from authors_schema import inference_line, write_manifest
+from paper_tables import write_tables
 
 N_BG = 20
 MODELS = ("tiny_en", "qwen2-audio-7b")
@@ -103,7 +104,7 @@ def fake_ws(tmp_path_factory):
 
 
 def test_write_tables_writes_every_table(fake_ws):
-    written = paper.write_tables(fake_ws, n_resamples=200, seed=0)
+    written = write_tables(fake_ws, n_resamples=200, seed=0)
     expected = {f"{n}.csv" for n in paper.TABLE_NAMES}   # the figures are drawn in notebook 09
     assert set(written) == expected and len(written) == 6
     for name, p in written.items():
@@ -170,8 +171,8 @@ def test_figure7_leaves_out_qwen_in_panel_b(fake_ws):
 def test_steering_missing_is_skipped(tmp_path, caplog):
     ws = make_fake_workspace(tmp_path, tasks=("asr", "kws"))
     score_inference(ws)
-    with caplog.at_level(logging.WARNING, logger="aiplib.analysis.paper"):
-        written = paper.write_tables(ws, n_resamples=50)
+    with caplog.at_level(logging.WARNING, logger="paper_tables"):
+        written = write_tables(ws, n_resamples=50)
     assert "figure6_prompt_steering_rer.png" not in written
     assert "table5_prompt_steering_rer.csv" not in written
     assert len(written) == 5
@@ -182,7 +183,7 @@ def test_needs_asr_and_kws(tmp_path):
     ws = make_fake_workspace(tmp_path, tasks=("asr",))
     score_inference(ws)
     with pytest.raises(AiplibError, match="kws"):
-        paper.write_tables(ws)
+        write_tables(ws)
 
 
 def test_no_accent_groups_skips_table4_with_a_note(tmp_path, caplog):
@@ -192,8 +193,8 @@ def test_no_accent_groups_skips_table4_with_a_note(tmp_path, caplog):
     man["accent"] = ""
     man.to_csv(ws.manifests / "asr.csv", index=False)
     score_inference(ws)
-    with caplog.at_level(logging.WARNING, logger="aiplib.analysis.paper"):
-        written = paper.write_tables(ws, n_resamples=50)
+    with caplog.at_level(logging.WARNING, logger="paper_tables"):
+        written = write_tables(ws, n_resamples=50)
     assert "table4_accent_dwer.csv" not in written
     assert "figure5_accent_degradation.png" not in written
     assert "table3_descriptor_values.csv" in written               # Figure 4's order, made

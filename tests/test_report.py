@@ -24,6 +24,7 @@ from aiplib.core.tasks import KEYWORDS
 from aiplib.core.textnorm import NORMALIZER_NAME, NORMALIZER_VERSION
 from aiplib.core.workspace import workspace
 from authors_schema import inference_line, write_manifest
+from paper_tables import write_tables
 
 WORDS = ("the quick brown fox jumps over lazy dog please call stella ask her bring these things "
          "from store six spoons fresh snow peas five thick slabs blue cheese maybe snack").split()
@@ -580,7 +581,7 @@ def test_table2_constant_descriptor_and_bh(tmp_path):
     d = pd.read_csv(ws.descriptors / "acoustic_descriptors.csv")
     d["rms_variance"] = 0.25                              # constant descriptor column
     d.to_csv(ws.descriptors / "acoustic_descriptors.csv", index=False)
-    paper.write_tables(ws, n_resamples=100)
+    write_tables(ws, n_resamples=100)
     t2 = pd.read_csv(ws.results / "tables" / "table2_descriptor_correlations.csv")
     rv = t2[t2.descriptor == "rms_variance"]
     assert len(rv) == 2 * 2 and rv[["r_s", "p", "ci_low", "p_bh"]].isna().all().all()

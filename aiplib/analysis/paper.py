@@ -10,7 +10,6 @@ correlations), its ``seed`` and ``n_resamples`` written into the table. No matpl
 from __future__ import annotations
 
 import csv
-import logging
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -23,8 +22,6 @@ from aiplib.analysis import stats
 from aiplib.core.errors import AiplibError
 from aiplib.core.tasks import BASE_TASKS, DEGRADATION_COLUMN, task_file
 from aiplib.io.formats import DESCRIPTORS, load_scores, read_battery_csv, read_descriptor_table
-
-log = logging.getLogger("aiplib.analysis.paper")
 
 # Steering-prompt task of each family (the authors' prompt 5): ``{"asr": "asr_steer_p5", "kws": "kws_steer_p5"}``.
 STEER_TASKS = {t["family"]: name for name, t in task_file()["tasks"].items() if t["variant"] == "p5"}
@@ -499,45 +496,6 @@ def findings(tables: dict, ranking: pd.DataFrame, *, table2=None, table4=None, t
     return pd.DataFrame(rows, columns=FINDINGS_COLUMNS)
 
 # ------------------------------------------------------------------------------ file output
-def write_tables(ws, *, n_resamples: int = 2000, seed: int = 0) -> dict[str, Path]:
-    """Write Tables 2–5 to ``results/tables/`` as notebook 09 does (without drawing the figures).
-
-    Tables 2, 3 need the descriptors, Table 4 an ASR accent group, Table 5 the steering scores;
-    what cannot be made is skipped with a logged warning.
-
-    Returns ``{file name ("table2_descriptor_correlations.csv" …): path}``.
-
-    Raises
-    ------
-    AiplibError
-        If the ASR or KWS scores are missing (:func:`load_inputs`).
-    """
-    scores, descriptors, battery = load_inputs(ws)
-    ws.tables_dir.mkdir(parents=True, exist_ok=True)
-    kw = {"n_resamples": n_resamples, "seed": seed}
-    tables = {}
-    ranking = background_ranking(scores, **kw)
-    if descriptors is None:
-        log.warning("descriptors/acoustic_descriptors.csv is missing: Figures 2, 3 and Tables 2, 3 skipped (run stage 3)")
-    else:
-        tables["table2_descriptor_correlations"] = table2_descriptor_correlations(scores, descriptors, **kw)
-        tables["table3_descriptor_values"] = table3_descriptor_values(ranking, descriptors, battery=battery)
-    if scores["asr"]["accent_group"].isna().all():
-        log.warning("no accent_group in the ASR item bank: Table 4 and Figure 5 skipped")
-    else:
-        t4, t4s = table4_accent_dwer(scores, **kw)
-        tables.update(table4_accent_dwer=t4, table4_accent_dwer_pooled_unspecified=t4s,
-                      table4_accent_dwer_authors=table4_accent_dwer_authors(scores))
-    t5 = table5_prompt_steering_rer(scores, **kw)
-    if t5.empty:
-        log.warning("no steering scores: Figure 6 and Table 5 skipped")
-    else:
-        tables["table5_prompt_steering_rer"] = t5
-    for name, t in tables.items():
-        t.to_csv(ws.tables_dir / f"{name}.csv", index=False)
-    return {f"{name}.csv": ws.tables_dir / f"{name}.csv" for name in tables}
-
-
 def save_figure(fig, out_dir, name: str, *, formats=("png", "pdf"), dpi: int = 200) -> list[Path]:
     """Write a matplotlib figure as ``<out_dir>/<name>.<fmt>`` for each format; return the paths.
     PDFs carry no creation date, so the same data gives the same bytes."""
