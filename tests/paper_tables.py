@@ -28,7 +28,8 @@ def write_tables(ws, *, n_resamples: int = 2000, seed: int = 0) -> dict[str, Pat
     tables = {}
     ranking = paper.background_ranking(scores, **kw)
     if descriptors is None:
-        log.warning("descriptors/acoustic_descriptors.csv is missing: Figures 2, 3 and Tables 2, 3 skipped (run stage 3)")
+        log.warning("descriptors/acoustic_descriptors.csv is missing: Figures 2, 3 and Tables 2, 3 skipped "
+                    "(run stage 3)")
     else:
         tables["table2_descriptor_correlations"] = paper.table2_descriptor_correlations(scores, descriptors, **kw)
         tables["table3_descriptor_values"] = paper.table3_descriptor_values(ranking, descriptors, battery=battery)
