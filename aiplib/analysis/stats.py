@@ -639,11 +639,9 @@ def unpaired_item_sums(df: pd.DataFrame, family: str) -> pd.DataFrame:
     col = "delta_wer" if family == "asr" else "correct"
     ok = df[df[col].notna()].assign(_v=lambda d: d[col].astype(float), _clean=lambda d: d["bg_id"] == "clean")
     g = ok.groupby(["item_id", "_clean"])["_v"].agg(["sum", "size"]).unstack("_clean", fill_value=0)
-    out = pd.DataFrame(index=g.index)
-    for name, flag in (("clean", True), ("noisy", False)):
-        have = ("sum", flag) in g.columns
-        out[f"{name}_sum"] = g[("sum", flag)].astype(float) if have else 0.0
-        out[f"{name}_n"] = g[("size", flag)].astype(float) if have else 0.0
+    g = g.reindex(columns=pd.MultiIndex.from_product([["sum", "size"], [True, False]]), fill_value=0).astype(float)
+    out = pd.DataFrame({"clean_sum": g[("sum", True)], "clean_n": g[("size", True)],
+                        "noisy_sum": g[("sum", False)], "noisy_n": g[("size", False)]})
     if family == "asr":
         out["clean_sum"], out["clean_n"] = 0.0, 0.0
     return out
