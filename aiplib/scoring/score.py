@@ -201,10 +201,15 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
         resp = ok["response"].astype(str).to_numpy()
         if fam == "asr":
             out["reference"] = man["reference"].to_numpy()
-            out["response"] = resp
-            per = pd.DataFrame([tn.score_asr_row(r, h) for r, h in zip(out["reference"], resp)],
-                               index=out.index, columns=_ASR_ROW_COLUMNS)
-            out = pd.concat([out, per], axis=1)
+            per, cols = [tn.score_asr_row(r, h) for r, h in zip(out["reference"], resp)], _ASR_ROW_COLUMNS
+        else:
+            out["label"] = man["reference"].to_numpy()
+            out["is_target"] = [_as_bool(t, lab, keywords) for t, lab in zip(man["is_target"], man["reference"])]
+            per = [tn.score_kws_row(r, lab, t, keywords) for r, lab, t in zip(resp, out["label"], out["is_target"])]
+            cols = _KWS_ROW_COLUMNS
+        out["response"] = resp
+        out = pd.concat([out, pd.DataFrame(per, index=out.index, columns=cols)], axis=1)
+        if fam == "asr":
             empty = out["ref_empty"].astype(bool)
             meta["n_empty_reference"][model] = int(empty.sum())
             meta.setdefault("n_loops", {})[model] = int(out["is_loop"].sum())
@@ -213,13 +218,6 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
                               "normalisation; their per-utterance WER is NaN (ref_empty) and "
                               "their insertions count in corpus WER", stacklevel=3)
         else:
-            out["label"] = man["reference"].to_numpy()
-            out["is_target"] = [_as_bool(t, lab, keywords) for t, lab in zip(man["is_target"], man["reference"])]
-            out["response"] = resp
-            per = pd.DataFrame([tn.score_kws_row(r, lab, t, keywords)
-                                for r, lab, t in zip(resp, out["label"], out["is_target"])],
-                               index=out.index, columns=_KWS_ROW_COLUMNS)
-            out = pd.concat([out, per], axis=1)
             meta["n_empty_reference"][model] = 0
             meta.setdefault("n_non_answers", {})[model] = int(out["non_answer"].sum())
         out = _add_delta(out, family_spec(fam)["measure"], DEGRADATION_COLUMN[fam],
