@@ -15,7 +15,7 @@ import pytest
 from notebook_run import run_notebook
 
 from aiplib.analysis import conditions as cond
-from aiplib.analysis import comparison, criteria, paper, provenance, report, report_tables, stats
+from aiplib.analysis import comparison, criteria, provenance, report, report_tables, stats
 from aiplib.io import formats
 from aiplib.core.errors import AiplibError, ValidationError
 from aiplib.core.hashing import file_sha256
