@@ -94,13 +94,9 @@ def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
         raise ValueError(f"unknown normalizer {normalizer!r}; choose from {list(_NORMALIZERS)}")
     norm = _NORMALIZERS[normalizer]
     r_n, h_n = [norm(r) for r in refs], [norm(h) for h in hyps]
-    per = []
-    s = d = ins = h = 0
-    for rn, hn in zip(r_n, h_n):
-        so, do, io, ho = tn.align(rn, hn)
-        s, d, ins, h = s + so, d + do, ins + io, h + ho
-        n = ho + so + do
-        per.append((so + do + io) / n if n else float("nan"))
+    counts = [tn.align(rn, hn) for rn, hn in zip(r_n, h_n)]  # (S, D, I, H) per utterance
+    per = [(so + do + io) / (ho + so + do) if ho + so + do else float("nan") for so, do, io, ho in counts]
+    s, d, ins, h = (sum(c) for c in zip(*counts))
     n_ref = h + s + d
     with_ref = [(r, hh) for r, hh in zip(r_n, h_n) if r]
     defined = [v for v in per if not math.isnan(v)]
