@@ -502,7 +502,7 @@ def partial_note(partial: dict, method: str = "snr_balanced") -> str:
     return f"pooled only over backgrounds every model covers; {len(partial)} partial left out: {names}"
 
 
-def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFrame, *, descriptors=None,
+def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFrame, *,
                             n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Spearman ρ of each descriptor against degradation across backgrounds, with CIs and BH.
 
@@ -513,9 +513,7 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
         :func:`degradation_by_background`).
     descriptors_df : pandas.DataFrame [shape=(n_backgrounds, ...)]
         ``descriptors/acoustic_descriptors.csv``: a ``bg_id`` column (or index) and the
-        descriptor columns.
-    descriptors : sequence of str, optional
-        Columns to use; default those of :data:`DESCRIPTORS` present (else every numeric column).
+        descriptor columns: those of :data:`DESCRIPTORS` present are used (else every numeric column).
     n_resamples, seed, level
         Bootstrap over backgrounds; each (model, descriptor) cell starts ``default_rng(seed)`` afresh.
 
@@ -529,19 +527,15 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
     Raises
     ------
     AiplibParameterError
-        If ``descriptors_df`` has no ``bg_id`` or a requested descriptor is missing.
+        If ``descriptors_df`` has no ``bg_id``.
     """
     d = descriptors_df.copy()
     if "bg_id" in d.columns:
         d = d.set_index("bg_id")
     elif d.index.name != "bg_id":
         raise AiplibParameterError("descriptors_df needs a bg_id column or index")
-    if descriptors is None:
-        descriptors = [c for c in DESCRIPTORS if c in d.columns] or \
-            [c for c in d.columns if pd.api.types.is_numeric_dtype(d[c])]
-    missing = [c for c in descriptors if c not in d.columns]
-    if missing:
-        raise AiplibParameterError(f"descriptors_df lacks {missing}; has {list(d.columns)}")
+    descriptors = [c for c in DESCRIPTORS if c in d.columns] or \
+        [c for c in d.columns if pd.api.types.is_numeric_dtype(d[c])]
     pnote = partial_note(degradation.attrs.get("partial") or {}, degradation.attrs.get("method", "snr_balanced"))
     deg = degradation.set_axis(degradation.index.astype(str))
     d.index = d.index.astype(str)
