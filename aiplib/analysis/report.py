@@ -110,12 +110,6 @@ def _nowrap_numbers(body: str) -> str:
                   r'<div class="aip-scroll">\1</div>', body, flags=re.S)
 
 
-def _result_files(results: Path) -> list[str]:
-    """Every CSV and PDF under ``results`` (relative POSIX paths, sorted)."""
-    return sorted(p.relative_to(results).as_posix() for p in results.rglob("*")
-                  if p.is_file() and p.suffix in (".csv", ".pdf"))
-
-
 def _output_markdown(o, results: Path, stem: str) -> str:
     kind = o.get("output_type")
     if kind == "stream":
@@ -173,7 +167,8 @@ def render_report(executed_nb, results_dir) -> dict:
         raise AiplibError(f"{executed_nb} has no outputs: render the executed copy of notebook 09")
     nb.cells = _report_cells(nb, results.parent.parent)
     results.mkdir(parents=True, exist_ok=True)
-    files = _result_files(results)
+    files = sorted(p.relative_to(results).as_posix() for p in results.rglob("*")  # every CSV and PDF
+                   if p.is_file() and p.suffix in (".csv", ".pdf"))
     title = next((m.group(1).strip() for c in nb.cells if c.cell_type == "markdown"
                   for m in [re.search(r"^# (.+)$", c.source, re.M)] if m), "AIP-Speech report")
     nb.cells.append(nbformat.v4.new_markdown_cell(
