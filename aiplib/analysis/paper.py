@@ -112,8 +112,7 @@ def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
     frames = []
     for fam, task in BASE_TASKS.items():
         full = stats.degradation_by_background(scores[task], fam)
-        deg = full[["pooled"] + [c for c in full.columns if c != "pooled"]]
-        deg.attrs = dict(full.attrs)
+        deg = full[["pooled"] + [c for c in full.columns if c != "pooled"]]  # attrs (partial, method) kept
         t = stats.descriptor_correlations(deg, rounded.reset_index(), n_resamples=n_resamples, seed=seed)
         t["r_s_unrounded"] = [_spearmanr(deg[m], descriptors[d])[0] for m, d in zip(t["model"], t["descriptor"])]
         t["p_t_approx"] = [_spearmanr(deg[m], rounded[d])[1] for m, d in zip(t["model"], t["descriptor"])]
