@@ -249,10 +249,8 @@ def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
         notes.append(f"constant column ({', '.join(const)}): rank correlation undefined")
         return SpearmanResult(math.nan, math.nan, n, "; ".join(notes))
     res = spearmanr(x, y)
-    if n <= SPEARMAN_PERMUTATION_MAX_N:
-        p, method, n_perm = spearman_permutation_p(x, y, seed=seed)
-    else:
-        p, method, n_perm = float(res.pvalue), "t_approx", 0
+    p, method, n_perm = (spearman_permutation_p(x, y, seed=seed) if n <= SPEARMAN_PERMUTATION_MAX_N
+                         else (float(res.pvalue), "t_approx", 0))
     return SpearmanResult(float(res.statistic), p, n, "; ".join(notes), method, n_perm)
 
 
@@ -427,10 +425,8 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     per_bg = per_bg.set_axis([str(c) for c in per_bg.columns], axis=1).sort_index()
     models = list(per_bg.columns)
     complete = per_bg[models].notna().all(axis=1)
-    if method == "flat":
-        per_bg["pooled"] = df.groupby("bg_id")[col].mean().reindex(per_bg.index)
-    else:
-        per_bg["pooled"] = per_bg[models].mean(axis=1).where(complete)
+    per_bg["pooled"] = (df.groupby("bg_id")[col].mean().reindex(per_bg.index) if method == "flat"
+                        else per_bg[models].mean(axis=1).where(complete))
     per_bg.attrs["partial"] = {str(bg): [m for m in models if pd.isna(per_bg.at[bg, m])]
                                for bg in per_bg.index[~complete]}
     per_bg.attrs["method"] = method
