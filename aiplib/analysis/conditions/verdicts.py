@@ -175,8 +175,7 @@ def char_counts(ref_norm, hyp_norm) -> tuple[np.ndarray, np.ndarray]:
         o = jiwer.process_characters(r, h)
         return o.substitutions + o.deletions + o.insertions, o.hits + o.substitutions + o.deletions
 
-    e, c = np.array([count(r, h) for r, h in zip(ref_norm, hyp_norm)], dtype=np.int64).reshape(-1, 2).T
-    return e, c
+    return tuple(np.array([count(r, h) for r, h in zip(ref_norm, hyp_norm)], dtype=np.int64).reshape(-1, 2).T)
 
 
 def condition_label(bg_id, snr_db) -> str:
