@@ -150,10 +150,8 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
                                    f"{n} observation(s) < {int(min_n)}: no interval (a percentile bootstrap of so "
                                    "few values only spans their range)")
         idx = np.random.default_rng(seed).integers(0, n, size=(int(n_resamples), n))
-        if vectorized:
-            boot = np.asarray(stat(*(a[idx] for a in arrays), axis=-1), dtype=float)
-        else:
-            boot = np.array([stat(*(a[i] for a in arrays)) for i in idx], dtype=float)
+        boot = (np.asarray(stat(*(a[idx] for a in arrays), axis=-1), dtype=float) if vectorized
+                else np.array([stat(*(a[i] for a in arrays)) for i in idx], dtype=float))
     lo, hi, n_valid, note = _percentile_interval(boot, level, min_usable)
     return BootstrapResult(estimate, lo, hi, float(level), int(n_resamples), n_valid, int(seed), int(n), note)
 
