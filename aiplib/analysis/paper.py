@@ -469,11 +469,10 @@ def findings(tables: dict, ranking: pd.DataFrame, *, table2=None, table4=None, t
     ranked = ranking[np.isfinite(ranking["mean_degradation_pp"].to_numpy(float))]
     for finding, bg in (("most_harmful", ranked.index[:1]), ("least_harmful", ranked.index[-1:])):
         for fam, task in (BASE_TASKS.items() if len(bg) else ()):
-            col = f"{fam}_delta_wer_pp" if fam == "asr" else f"{fam}_delta_acc_pp"
             r = ranking.loc[bg[0]]
-            rows.append({"finding": finding, "task": task, "model": "pooled", "subject": bg[0], "value": r[col],
-                         "ci_low": r[f"{fam}_ci_low_pp"], "ci_high": r[f"{fam}_ci_high_pp"],
-                         "source": "figure4_background_ranking"})
+            rows.append({"finding": finding, "task": task, "model": "pooled", "subject": bg[0],
+                         "value": r[f"{fam}_{DEGRADATION_COLUMN[fam]}_pp"], "ci_low": r[f"{fam}_ci_low_pp"],
+                         "ci_high": r[f"{fam}_ci_high_pp"], "source": "figure4_background_ranking"})
     if table2 is not None:
         pooled = table2[(table2["model"] == "pooled") & np.isfinite(table2["r_s"].to_numpy(float))]
         for task, g in pooled.groupby("task", sort=False):
