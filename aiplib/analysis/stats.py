@@ -109,8 +109,7 @@ def _as_1d(x, name: str) -> np.ndarray:
 
 
 def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
-                 level: float = 0.95, vectorized: bool = False, min_n: int = MIN_N_FOR_INTERVAL,
-                 min_usable: float = MIN_USABLE_SHARE) -> BootstrapResult:
+                 level: float = 0.95, vectorized: bool = False, min_n: int = MIN_N_FOR_INTERVAL) -> BootstrapResult:
     """Percentile bootstrap interval [2]_, resampling observations (items) with replacement.
 
     Parameters
@@ -121,8 +120,9 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
         ``stat(*arrays) -> float``; with ``vectorized=True`` called once as
         ``stat(*arrays_2d, axis=-1)`` on shape (n_resamples, n), returning shape (n_resamples,).
     n_resamples, seed, level : int > 0, int (of ``numpy.random.default_rng``), float in (0, 1)
-    min_n, min_usable : int, float in [0, 1]
-        Fewer observations, or a smaller share of finite resampled statistics: no interval (NaN).
+    min_n : int
+        Fewer observations, or a share of finite resampled statistics below :data:`MIN_USABLE_SHARE`: no
+        interval (NaN).
 
     Returns a :class:`BootstrapResult`: ``estimate = stat(data)``; the interval is the (1−level)/2 and
     (1+level)/2 percentiles of the finite resampled statistics; ``n_valid`` counts them.
@@ -152,19 +152,19 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
         idx = np.random.default_rng(seed).integers(0, n, size=(int(n_resamples), n))
         boot = (np.asarray(stat(*(a[idx] for a in arrays), axis=-1), dtype=float) if vectorized
                 else np.array([stat(*(a[i] for a in arrays)) for i in idx], dtype=float))
-    lo, hi, n_valid, note = _percentile_interval(boot, level, min_usable)
+    lo, hi, n_valid, note = _percentile_interval(boot, level)
     return BootstrapResult(estimate, lo, hi, float(level), int(n_resamples), n_valid, int(seed), int(n), note)
 
 
-def _percentile_interval(boot: np.ndarray, level: float, min_usable: float):
+def _percentile_interval(boot: np.ndarray, level: float):
     """(lo, hi, n_usable, note) of resampled statistics; NaN when too few are finite."""
     finite = boot[np.isfinite(boot)]
     n_valid = int(finite.size)
     if n_valid == 0:
         return math.nan, math.nan, 0, "no resample gave a finite statistic"
-    if n_valid < min_usable * boot.size:
+    if n_valid < MIN_USABLE_SHARE * boot.size:
         return (math.nan, math.nan, n_valid,
-                f"only {n_valid} of {boot.size} resamples usable (< {100 * min_usable:g} %): no interval")
+                f"only {n_valid} of {boot.size} resamples usable (< {100 * MIN_USABLE_SHARE:g} %): no interval")
     a = (1 - level) / 2
     lo, hi = (float(v) for v in np.quantile(finite, [a, 1 - a]))
     note = "" if n_valid == boot.size else f"{boot.size - n_valid} of {boot.size} resamples unusable and ignored"
@@ -182,15 +182,14 @@ def _all_permutations(n: int) -> np.ndarray:
     return np.array(list(permutations(range(n))), dtype=np.int8)
 
 
-def spearman_permutation_p(x, y, *, seed: int = 0,
-                           n_permutations: int = SPEARMAN_N_PERMUTATIONS) -> tuple[float, str, int]:
+def spearman_permutation_p(x, y, *, seed: int = 0) -> tuple[float, str, int]:
     """Two-sided permutation p-value of Spearman's ρ (the null of exchangeable pairings).
 
     The same test as ``scipy.stats.permutation_test((y,), ρ, permutation_type="pairings")``,
     vectorised on ranks: ``p = #{|ρ_π| >= |ρ_obs|} / #π`` over all ``n!`` permutations ``π``
     of ``y`` when ``n <=`` :data:`SPEARMAN_EXACT_MAX_N` (exact), else
-    ``(1 + #{|ρ_π| >= |ρ_obs|}) / (1 + n_permutations)`` over seeded random permutations
-    (Phipson & Smyth 2010, never 0).
+    ``(1 + #{|ρ_π| >= |ρ_obs|}) / (1 + n_permutations)`` over :data:`SPEARMAN_N_PERMUTATIONS` seeded
+    random permutations (Phipson & Smyth 2010, never 0).
 
     ``x, y``: shape (n,), finite, non-constant, ``n >= 3``. Returns ``(p, method, n_permutations)``,
     ``method`` ``"exact"`` or ``"permutation"``.
@@ -209,9 +208,9 @@ def spearman_permutation_p(x, y, *, seed: int = 0,
         perm = np.abs(ry[_all_permutations(n)] @ rx) / den
         return float((perm >= obs - tol).sum() / perm.size), "exact", int(perm.size)
     rng = np.random.default_rng(seed)
-    shuffled = rng.permuted(np.broadcast_to(ry, (int(n_permutations), n)), axis=1)
+    shuffled = rng.permuted(np.broadcast_to(ry, (SPEARMAN_N_PERMUTATIONS, n)), axis=1)
     perm = np.abs(shuffled @ rx) / den
-    return (float((1 + (perm >= obs - tol).sum()) / (1 + perm.size)), "permutation", int(n_permutations))
+    return (float((1 + (perm >= obs - tol).sum()) / (1 + perm.size)), "permutation", SPEARMAN_N_PERMUTATIONS)
 
 
 def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
