@@ -190,8 +190,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         "normalizer": normalizer, "models": _models(ws, scored_models), "tasks": tasks, "prompt_ids_scored": prompt_ids,
         "prompt_set": ps_rec, "manifests": manifests,
         "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level}}
-    if extra:
-        rec.update(extra)
+    rec.update(extra or {})
     return shareable(rec, Path(ws.root).parent if getattr(ws, "root", None) else None)
 
 
@@ -228,11 +227,8 @@ def annotate_results(ws, *, seed=None, n_resamples=None, level=None, extra=None,
     """Write ``results/provenance.json`` (:func:`collect_provenance` of the settings) and a sidecar for
     every results file not named in ``exclude``; return the run record's path, then every sidecar's."""
     results = Path(ws.results)
-    results.mkdir(parents=True, exist_ok=True)
     rec = collect_provenance(ws, seed=seed, n_resamples=n_resamples, level=level, extra=extra)
-    run = results / PROVENANCE_FILE
-    write_json_atomic(rec, run)
-    written, done = [run], set()
+    written, done = [write_json_atomic(rec, results / PROVENANCE_FILE)], set()  # results/ created if absent
     for p in sorted(results.rglob("*")):
         if p.is_file() and p.suffix not in (".json", ".part") and p.name not in exclude and not p.name.startswith(".") \
                 and (p.parent, p.stem) not in done:
