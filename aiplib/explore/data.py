@@ -17,7 +17,6 @@ from pathlib import Path
 import jiwer
 import numpy as np
 import pandas as pd
-import soundfile as sf
 from scipy.io import wavfile
 
 from aiplib.analysis.conditions import condition_label
@@ -433,12 +432,6 @@ def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:
     buf = io.BytesIO()
     wavfile.write(buf, sr, data)
     return buf.getvalue()
-
-
-def decode_wav(data: bytes):
-    """WAV bytes read back with soundfile: ``(y, sr)``, y float32 [shape=(n,)] (PCM_16 ÷ 32768), sr in Hz."""
-    y, sr = sf.read(io.BytesIO(bytes(data)), dtype="float32", always_2d=False)
-    return y, int(sr)
 
 
 def under_papermill() -> bool:

@@ -88,14 +88,6 @@ TABLE = dict(name="competing_speech", scope="condition", key=["model", "conditio
 its :func:`aiplib.analysis.conditions.condition_table` scope and key, the order of the settings."""
 
 
-def condition_id(languages, *, setting: str | None = None) -> str:
-    """The ``background_id``-like name of a distractor condition: ``talker_fr``,
-    ``cocktail_fr_it_ru`` (SNR apart, as :func:`aiplib.stimuli.manifests.stimulus_id` appends it)."""
-    langs = [languages] if isinstance(languages, str) else list(languages)
-    setting = setting or ("single" if len(langs) == 1 else "cocktail")
-    return ("talker_" if setting == "single" else "cocktail_") + "_".join(langs)
-
-
 def condition_grid(languages, *, snrs_db=SNRS_DB, cocktail=None) -> list[dict]:
     """The competing-speech conditions: every single language, then the cocktail (default the first
     :data:`COCKTAIL_SIZE` languages; ``()`` for none), × every SNR in ``snrs_db`` (dB).
@@ -103,12 +95,14 @@ def condition_grid(languages, *, snrs_db=SNRS_DB, cocktail=None) -> list[dict]:
     Returns
     -------
     list of dict
-        ``condition_id``, ``setting``, ``languages`` (tuple), ``snr_db``.
+        ``condition_id`` (the ``background_id``-like name: ``talker_fr``, ``cocktail_fr_it_ru``; SNR apart,
+        as :func:`aiplib.stimuli.manifests.stimulus_id` appends it), ``setting``, ``languages`` (tuple), ``snr_db``.
     """
     langs = list(languages)
     mix_langs = tuple(langs[:COCKTAIL_SIZE] if cocktail is None else cocktail)
     groups = [("single", (lang,)) for lang in langs] + ([("cocktail", mix_langs)] if mix_langs else [])
-    return [dict(condition_id=condition_id(g, setting=s), setting=s, languages=g, snr_db=int(snr))
+    return [dict(condition_id=("talker_" if s == "single" else "cocktail_") + "_".join(g), setting=s, languages=g,
+                 snr_db=int(snr))
             for s, g in groups for snr in snrs_db]
 
 
@@ -335,15 +329,6 @@ def _decoded(ws, table):
 
 
 # ------------------------------------------------------------------------- stage 5: manifest rows
-def _distractor_table(ws):
-    if not ws.distractors_csv.is_file():
-        raise AiplibParameterError(
-            f"the suite asks for competing_speech but {ws.rel(ws.distractors_csv)} does not exist: run stage "
-            "01_download_data (demo: Debian asterisk-core-sounds-fr/it/ru/es/en; paper/custom: set the parameters "
-            "distractors_dir and distractor_texts)")
-    return al.read_distractor_table(ws.distractors_csv, root=ws.root)
-
-
 def _languages(table, languages) -> list[str]:
     have = list(dict.fromkeys(table["language"]))
     if languages:
@@ -380,7 +365,12 @@ def manifest_plan(ws, task, *, languages=None, snrs=None, **_) -> ManifestPlan:
     AiplibParameterError
         No distractor table (one line naming the parameters), or a language not in it.
     """
-    table = _distractor_table(ws)
+    if not ws.distractors_csv.is_file():
+        raise AiplibParameterError(
+            f"the suite asks for competing_speech but {ws.rel(ws.distractors_csv)} does not exist: run stage "
+            "01_download_data (demo: Debian asterisk-core-sounds-fr/it/ru/es/en; paper/custom: set the parameters "
+            "distractors_dir and distractor_texts)")
+    table = al.read_distractor_table(ws.distractors_csv, root=ws.root)
     langs = _languages(table, languages)
     snr_list = [_snr_int(x) for x in (SNRS_DB if snrs is None else snrs)]
     grid = condition_grid(langs, snrs_db=snr_list, cocktail=langs[:COCKTAIL_SIZE] if len(langs) > 1 else ())
