@@ -39,12 +39,8 @@ def load_vad_model():
 def _import_silero():
     """Import ``silero_vad``, restoring the torch thread count its import sets to 1 (silero-vad 6.2.3)."""
     try:
-        import torch
-        old = torch.get_num_threads()
-        try:
+        with _torch_threads(None):
             import silero_vad
-        finally:
-            torch.set_num_threads(old)
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise MissingPackageError("the VAD speech fraction needs silero-vad and torch; install them with "
                                   "`pip install silero-vad torch==2.13.0`") from exc
