@@ -155,15 +155,13 @@ def compute_descriptors(y, *, sr: int = SR, vad_threshold: float = 0.5, vad_mode
 # --------------------------------------------------------------------------------------------- the battery table
 def _read_previous(csv_path: Path, json_path: Path, settings: dict):
     """Rows of an earlier table whose settings match, with the file hashes they were computed from."""
-    if not (csv_path.is_file() and json_path.is_file()):
-        return None, {}
     try:
-        side = json.loads(json_path.read_text(encoding="utf-8"))
-        old = read_descriptor_table(csv_path)
+        side = json.loads(json_path.read_text(encoding="utf-8"))  # OSError when it is missing
+        old = read_descriptor_table(csv_path)  # None when it is missing
     except (OSError, ValueError):
         return None, {}
     # JSON round trip so tuples/ints compare like for like
-    if side.get("settings") != json.loads(json.dumps(settings)) or list(old.columns) != TABLE_COLUMNS:
+    if old is None or side.get("settings") != json.loads(json.dumps(settings)) or list(old.columns) != TABLE_COLUMNS:
         return None, {}
     return old.set_index("bg_id"), side.get("files", {})
 

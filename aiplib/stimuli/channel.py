@@ -97,9 +97,8 @@ def telephone(y: np.ndarray, sr: int, *, low_hz: float = 300.0, high_hz: float =
 
     h = telephone_filter(low_hz, high_hz, rate_hz)
     nb = signal.fftconvolve(resample(y, sr, rate_hz).astype(np.float64), h, mode="same")
-    back = resample(nb.astype(np.float32), rate_hz, sr)
-    out = np.zeros(y.size, dtype=np.float32)
-    out[:min(y.size, back.size)] = back[:y.size]
+    back = resample(nb.astype(np.float32), rate_hz, sr)[:y.size]
+    out = np.pad(back, (0, y.size - back.size))  # cut, then zero-padded to len(y)
     return out, {"filter": "Kaiser-window linear-phase FIR", "taps": int(h.size), "stopband_db": TEL_STOPBAND_DB,
                  "transition_hz": TEL_TRANSITION_HZ, "resampler": "soxr_hq"}
 

@@ -106,14 +106,6 @@ def condition_grid(languages, *, snrs_db=SNRS_DB, cocktail=None) -> list[dict]:
             for s, g in groups for snr in snrs_db]
 
 
-def _pool(table: pd.DataFrame, language: str, exclude_ids) -> pd.DataFrame:
-    pool = table[(table["language"] == language) & ~table["distractor_id"].isin(list(exclude_ids))]
-    if pool.empty:
-        raise AiplibParameterError(f"no distractor utterance of language {language!r} "
-                                   f"(languages in the table: {sorted(set(table['language']))})")
-    return pool.sort_values("distractor_id", kind="stable").reset_index(drop=True)
-
-
 def distractor_stream(table: pd.DataFrame, language: str, n: int, rng, *, gap_s: float = GAP_S,
                       exclude_ids=()) -> tuple[np.ndarray, dict]:
     """One language's utterances end to end, covering ``n`` samples (module notes).
@@ -146,7 +138,11 @@ def distractor_stream(table: pd.DataFrame, language: str, n: int, rng, *, gap_s:
     n = int(n)
     if n < 1:
         raise AiplibParameterError(f"the target must hold samples, got n={n}")
-    pool = _pool(table, language, exclude_ids)
+    pool = table[(table["language"] == language) & ~table["distractor_id"].isin(list(exclude_ids))]
+    if pool.empty:
+        raise AiplibParameterError(f"no distractor utterance of language {language!r} "
+                                   f"(languages in the table: {sorted(set(table['language']))})")
+    pool = pool.sort_values("distractor_id", kind="stable").reset_index(drop=True)
     order = rng.permutation(len(pool))
     gap = int(round(gap_s * SR))
     out = np.zeros(n, dtype=np.float32)
@@ -448,10 +444,13 @@ def row_components(row, ws) -> dict:
 
 
 # ------------------------------------------------------------------------------------ leakage
+def _joined(text):
+    """A text, or a sequence of texts joined by spaces."""
+    return " ".join(str(t) for t in text) if isinstance(text, (list, tuple)) else text
+
+
 def _words(text) -> list[str]:
-    if isinstance(text, (list, tuple)):
-        text = " ".join(str(t) for t in text)
-    return normalize_text(text).split()
+    return normalize_text(_joined(text)).split()
 
 
 def leakage_asr(hypothesis, target_text, distractor_text) -> dict:
@@ -497,11 +496,9 @@ def leakage_kws(response, distractor_text, *, label) -> dict:
         ``label``; an empty answer never leaks.
     """
     first = kws_first_word(response)
-    if isinstance(distractor_text, (list, tuple)):
-        distractor_text = " ".join(str(t) for t in distractor_text)
     # the distractor's words read as the answer is (kws_first_word: lower case, ASCII punctuation
     # stripped at the ends, apostrophes kept), not with the ASR normalisation (which splits "l'appel")
-    vocab = {kws_first_word(t) for t in str(distractor_text or "").split()} - {normalize_kws_label(label), ""}
+    vocab = {kws_first_word(t) for t in str(_joined(distractor_text) or "").split()} - {normalize_kws_label(label), ""}
     answered = not (response is None or (isinstance(response, float) and math.isnan(response))
                     or not str(response).strip())  # an empty answer reads "silence": no leak
     return dict(first_word=first, kws_leak=bool(answered and first and first in vocab))
@@ -584,14 +581,12 @@ def _mismatched_texts(out: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
 
 
 def _asr_leak_row(resp, ref, dtext, fresp, otext) -> dict:
-    a = leakage_asr(resp, ref, dtext)
-    r = {k: a[k] for k in LEAK_ASR_COLUMNS[:5]}
     nan = dict.fromkeys(("n_hyp_words", "n_leak_words", "leak_share"), math.nan)
+    a = leakage_asr(resp, ref, dtext)
     f = leakage_asr(fresp, ref, dtext) if isinstance(fresp, str) else nan
-    r.update(floor_n_hyp_words=f["n_hyp_words"], floor_n_leak_words=f["n_leak_words"], floor_leak_share=f["leak_share"])
     m = leakage_asr(resp, ref, otext) if isinstance(otext, str) else nan
-    r.update(mismatch_n_leak_words=m["n_leak_words"], mismatch_leak_share=m["leak_share"])
-    return r
+    return ({k: a[k] for k in LEAK_ASR_COLUMNS[:5]} | {f"floor_{k}": f[k] for k in nan}
+            | {f"mismatch_{k}": m[k] for k in ("n_leak_words", "leak_share")})
 
 
 def _kws_leak_row(resp, label, dtext, fresp, otext) -> list:
