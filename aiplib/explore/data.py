@@ -161,8 +161,7 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
                response=None, error=None, clean_response=None, **_UNKNOWN[fam])
     delta, noisy = DEGRADATION_COLUMN[fam], bg_id != "clean"
 
-    sc = _scores(ws, task)
-    if sc is not None and model:
+    if (sc := _scores(ws, task)) is not None and model:
         sub = sc[(sc["model"].astype(str) == model) & sc["stimulus_id"].isin([stimulus_id, clean_id])]
         sub = sub.drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id")
         r, c = (sub.loc[i] if i in sub.index else None for i in (stimulus_id, clean_id))
@@ -272,8 +271,7 @@ def background_table(ws) -> pd.DataFrame:
     ``rank`` (1 = most harmful), ``mean_degradation_pp`` (ASR and KWS scored), ``<task>_delta_wer_pp`` /
     ``<task>_delta_acc_pp`` of every scored task (pooled over models, pp).
     """
-    bat = formats.read_battery_csv(ws.battery_csv, index=True)
-    if bat is None:  # no battery table: the manifests' backgrounds
+    if (bat := formats.read_battery_csv(ws.battery_csv, index=True)) is None:  # no battery: the manifests' backgrounds
         mans = [m for fam in FAMILIES if (m := manifest(ws, fam)) is not None]
         ids = set().union(*(m.loc[m["bg_id"] != "clean", "bg_id"] for m in mans))
         bat = pd.DataFrame(index=pd.Index(sorted(ids), name="bg_id"))

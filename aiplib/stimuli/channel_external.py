@@ -186,7 +186,6 @@ def codec(y: np.ndarray, sr: int, *, codec: str, bitrate_kbps: float | None = No
                  "-application", "voip", "-frame_duration", "20"]
     else:
         bitrate_kbps = spec["bitrates_kbps"][0]
-    version, _ = ffmpeg_encoders()
     x = resample(y, sr, rate)
     saturated = int(np.count_nonzero(np.abs(x) > 1.0))
     pcm = np.clip(np.round(x.astype(np.float64) * 32768.0), -32768, 32767).astype("<i2").tobytes()
@@ -199,7 +198,7 @@ def codec(y: np.ndarray, sr: int, *, codec: str, bitrate_kbps: float | None = No
     out, lag = align_to(d, y, int(round(max_lag_ms * sr / 1000.0)))
     return out, {"codec": codec, "encoder": spec["encoder"], "codec_rate_hz": rate,
                  "bitrate_kbps": float(bitrate_kbps), "bytes": len(bits), "delay_samples": lag,
-                 "saturated_samples": saturated, "ffmpeg": version.split(" Copyright")[0]}
+                 "saturated_samples": saturated, "ffmpeg": ffmpeg_encoders()[0].split(" Copyright")[0]}
 
 
 # ---- rooms ------------------------------------------------------------------------------------

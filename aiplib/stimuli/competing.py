@@ -283,8 +283,7 @@ def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str 
         table = _decoded(ws, al.asterisk_distractors(tuple(languages or al.DEMO_LANGUAGES)))
     else:
         return None
-    ws.distractors_csv.parent.mkdir(parents=True, exist_ok=True)
-    write_csv_atomic(table, ws.distractors_csv)
+    write_csv_atomic(table, ws.distractors_csv)  # creates the folder
     return table
 
 
@@ -319,8 +318,7 @@ def _decoded(ws, table):
                 write_json_atomic(index, index_path)
         paths.append(rel)
     if n_decoded or not index_path.is_file():
-        out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(index, index_path)
+        write_json_atomic(index, index_path)  # creates the folder
     return table.assign(source_path=table["path"], path=paths)
 
 

@@ -165,8 +165,7 @@ class _Mixed:
 
     def info(self, s, snr_db, lufs, speech_peak) -> MixInfo:
         active, p_b = segment_active(self.b)
-        achieved = achieved_snr_db(np.asarray(s, dtype=np.float64), np.asarray(self.bs, dtype=np.float64))
-        return MixInfo(achieved_snr_db=achieved, target_snr_db=float(snr_db), speech_lufs=lufs,
+        return MixInfo(achieved_snr_db=achieved_snr_db(s, self.bs), target_snr_db=float(snr_db), speech_lufs=lufs,
                        bg_gain_db=float(20 * np.log10(self.gain)) if self.gain > 0 else float("-inf"),
                        peak=float(min(self.peak, 1.0)), clip_scale=float(self.scale),
                        bg_offset=int(self.offset), bg_power=p_b, bg_active=active, speech_peak=speech_peak)
@@ -296,8 +295,7 @@ def mix_row(row: Mapping, ws) -> dict:
     bg_path = str(_row_value(row, "bg_path") or "")
     if not bg_path or bg_path == "nan":
         raise AiplibParameterError(f"row {row.get('id')!r}: noisy row without bg_path")
-    bg = load_audio_cached(ws.path(bg_path))
-    m = _mix_normalized(s, bg, snr, seed)
+    m = _mix_normalized(s, load_audio_cached(ws.path(bg_path)), snr, seed)
     sp = (s / m.peak if m.peak > 1.0 else s).astype(np.float32)
     bp = (m.bs / m.peak if m.peak > 1.0 else m.bs).astype(np.float32)
     return dict(mixture=m.y, speech=sp, background=bp, info=m.info(s, snr, lufs, speech_peak))
