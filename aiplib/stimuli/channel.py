@@ -241,11 +241,6 @@ def skip_reason(name: str, **params) -> str | None:
     return codec_skip_reason(p["codec"]) if p["transform"] == "codec" else None
 
 
-def available_conditions() -> list[str]:
-    """Names in :data:`CHANNEL_CONDITIONS` that can run here (grid order); see :func:`skip_reason`."""
-    return [n for n in CHANNEL_CONDITIONS if skip_reason(n) is None]
-
-
 def apply(name: str, y, sr: int = SR, *, seed: int, **params) -> tuple[np.ndarray, dict]:
     """Apply channel condition ``name`` to a mono waveform.
 

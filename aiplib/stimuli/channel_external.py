@@ -213,12 +213,6 @@ RT60_TOLERANCE = 0.05
 """Calibration stops when the measured RT60 is within this relative error of the target."""
 
 
-def _t30(h: np.ndarray, sr: int) -> float:
-    from pyroomacoustics.experimental import measure_rt60
-
-    return float(measure_rt60(h, fs=sr, decay_db=30))
-
-
 @functools.lru_cache(maxsize=32)
 def room(rt60_s: float, index: int = 0, sr: int = 16000) -> tuple[np.ndarray, dict]:
     """The room impulse response of synthetic room ``index`` (int >= 0) of the ``rt60_s`` (s > 0) bin at
@@ -249,6 +243,7 @@ def room(rt60_s: float, index: int = 0, sr: int = 16000) -> tuple[np.ndarray, di
         import pyroomacoustics as pra
     except ImportError:
         raise MissingPackageError("reverberation needs pyroomacoustics: `pip install pyroomacoustics`") from None
+    from pyroomacoustics.experimental import measure_rt60
     rng = np.random.default_rng([int(round(rt60_s * 1000)), int(index), 14])
     dims = np.array([rng.uniform(lo, hi) for lo, hi in ROOM_DIMS_M])
     while True:
@@ -259,19 +254,19 @@ def room(rt60_s: float, index: int = 0, sr: int = 16000) -> tuple[np.ndarray, di
     absorption, max_order = pra.inverse_sabine(rt60_s, dims)
 
     def rir(a):
+        """The RIR with wall absorption ``a`` and its measured RT60 (T30, s)."""
         shoebox = pra.ShoeBox(dims, fs=sr, materials=pra.Material(float(a)), max_order=int(max_order),
                               air_absorption=False)
         shoebox.add_source(src)
         shoebox.add_microphone(mic)
         shoebox.compute_rir()
-        return np.asarray(shoebox.rir[0][0], dtype=np.float32)
+        h = np.asarray(shoebox.rir[0][0], dtype=np.float32)
+        return h, float(measure_rt60(h, fs=sr, decay_db=30))
 
-    steps, h = 0, rir(absorption)
-    measured = _t30(h, sr)
+    steps, (h, measured) = 0, rir(absorption)
     while abs(measured / rt60_s - 1.0) > RT60_TOLERANCE and steps < 6:
         absorption = float(min(0.99, absorption * measured / rt60_s))
-        h, steps = rir(absorption), steps + 1
-        measured = _t30(h, sr)
+        (h, measured), steps = rir(absorption), steps + 1
     params = {"rt60_target_s": float(rt60_s), "index": int(index), "sr": int(sr),
               "dims_m": [round(float(v), 4) for v in dims], "source_m": [round(float(v), 4) for v in src],
               "mic_m": [round(float(v), 4) for v in mic], "distance_m": round(dist, 4),
