@@ -122,9 +122,7 @@ def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
         start = meta_seed[fam] = read_manifest_meta(ws, fam).get("seed_start", SEED_START[fam])
         result["seeds_match"] &= man["seed"].tolist() == list(range(start, start + len(man)))
         for r in man.sample(n=min(n_rows, len(man)), random_state=seed).to_dict("records"):
-            a, _ = materialize_named(r, ws)
-            b, _ = materialize_named(r, ws)
-            h1, h2 = hashlib.sha256(a.tobytes()).hexdigest(), hashlib.sha256(b.tobytes()).hexdigest()
+            h1, h2 = (hashlib.sha256(materialize_named(r, ws)[0].tobytes()).hexdigest() for _ in range(2))
             result["identical_bytes"] &= h1 == h2
             result["stimuli"][f"{fam}/{r['id']}"] = h1
             if r["condition"] != "clean" and "bg_offset" in r:
