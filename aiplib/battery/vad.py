@@ -31,9 +31,8 @@ VAD_SETTINGS = {"model": "silero_vad.jit (TorchScript, shipped in the silero-vad
 def load_vad_model():
     """Load (once, offline) the Silero VAD TorchScript model of the ``silero-vad`` wheel (stateful: one per
     thread); MissingPackageError if ``silero-vad`` or torch is not installed."""
-    silero_vad = _import_silero()
     with _torch_threads(None):  # restores the thread count whatever loading does
-        return silero_vad.load_silero_vad(onnx=False)
+        return _import_silero().load_silero_vad(onnx=False)
 
 
 def _import_silero():
