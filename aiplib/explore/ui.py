@@ -323,9 +323,8 @@ class Explorer:
             w.observe(lambda ch: self._busy or self._render_bg_table(), names="value")
         with self._quiet():
             self.controls["family"].options = [(f.replace("_", " "), f) for f in self.families]
-            self.controls["family"].value = cf
             self.controls["family"].disabled = len(self.families) < 2
-        self._set_family(cf)
+        self._set_family(cf)  # selects cf in the family control
         self._render_bg_table()
 
     # -------------------------------------------------------------------------------- control logic
