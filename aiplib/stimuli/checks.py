@@ -150,9 +150,8 @@ def inactive_backgrounds(ws) -> pd.DataFrame:
         if "bg_active" not in noisy.columns:
             continue
         inactive = ~noisy["bg_active"].fillna(True).astype(bool)
-        g = pd.DataFrame({"bg_id": noisy["background_id"], "inactive": inactive}).groupby("bg_id", sort=False)
-        frames.append(pd.DataFrame({"family": fam, "n_rows": g.size(), "n_inactive": g["inactive"].sum()})
-                      .reset_index())
+        g = inactive.groupby(noisy["background_id"].rename("bg_id"), sort=False)
+        frames.append(g.agg(n_rows="size", n_inactive="sum").reset_index().assign(family=fam))
     cols = ["family", "bg_id", "n_rows", "n_inactive", "inactive_share"]
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols[:-1])
     out["inactive_share"] = (out["n_inactive"] / out["n_rows"]).astype(float) if len(out) else []
