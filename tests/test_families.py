@@ -14,7 +14,7 @@ import aiplib.inference.models
 from aiplib.core import stamps
 from aiplib.inference import keys
 from aiplib.io.audio import SR, write_wav
-from aiplib.stimuli.channel import available_conditions, CHANNEL_CONDITIONS
+from aiplib.stimuli.channel import CHANNEL_CONDITIONS, describe
 from aiplib.sources.corpora import asterisk_langs as al
 from aiplib.core.errors import AiplibParameterError
 from aiplib.stimuli.families import FAMILY_COLUMNS
@@ -196,7 +196,7 @@ def test_changed_distractor_table_is_refused_naming_the_row(fam_ws):
 # ------------------------------------------------------------------------------ channel
 def test_channel_manifest_rows_and_skipped_conditions(fam_ws):
     df = build_family_manifest(fam_ws, "channel", "kws")
-    avail = available_conditions()
+    avail = list(describe().query("available")["condition"])
     assert list(df.columns) == family_manifest_columns("channel", "kws")
     assert len(df) == 2 * (1 + len(avail)) and df["seed"].iloc[0] == 50000
     rows = df[df["speech_id"] == "k00"]
@@ -230,7 +230,7 @@ def test_condition_family_manifests_leave_the_kws_probes_out_without_a_seed(tmp_
     df, meta = family_rows(tmp_path / "flagged", "flagged")
     alone, _ = family_rows(tmp_path / "absent", "absent")
     kept, _ = family_rows(tmp_path / "kept", "none")
-    n_cond = 1 + len(available_conditions())
+    n_cond = 1 + int(describe()["available"].sum())
     assert set(df["speech_id"]) == {"k00", "k02"} and len(df) == 2 * n_cond
     assert (meta["n_probes_skipped"], meta["n_items"]) == (1, 2)
     # the seeds as if the probe were not in the bank; with it scored, k02's seeds would move

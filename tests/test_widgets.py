@@ -171,11 +171,21 @@ def test_stimulus_audio_unknown_stimulus_lists_valid_values(ws0):
         xd.stimulus_audio(ws0, "asr", "a00", "bg00", 7)
 
 
+def decode_wav(data: bytes):
+    """WAV bytes read back with soundfile: ``(y, sr)``, y float32 [shape=(n,)] (PCM_16 ÷ 32768), sr in Hz."""
+    import io
+
+    import soundfile as sf
+
+    y, sr = sf.read(io.BytesIO(bytes(data)), dtype="float32", always_2d=False)
+    return y, int(sr)
+
+
 def test_wav_bytes_float32_roundtrip_is_exact_and_pcm16_quantises(ws0):
     y = xd.stimulus_audio(ws0, "asr", "a00", "bg02", 0)["mixture"]
     data = xd.wav_bytes(y)
     assert data[:4] == b"RIFF" and data[8:12] == b"WAVE"
-    back, sr = xd.decode_wav(data)
+    back, sr = decode_wav(data)
     assert sr == 16000 and back.dtype == np.float32
     assert np.array_equal(back, y)
     assert len(data) == 58 + 4 * y.shape[0]
@@ -184,17 +194,28 @@ def test_wav_bytes_float32_roundtrip_is_exact_and_pcm16_quantises(ws0):
     # — the loss a float WAV avoids
     d16 = xd.wav_bytes(y, subtype="PCM_16")
     assert len(d16) == 44 + 2 * y.shape[0]
-    back16, _ = xd.decode_wav(d16)
+    back16, _ = decode_wav(d16)
     assert not np.array_equal(back16, y)
     assert np.max(np.abs(back16 - y)) <= 1 / 32768
     with pytest.raises(AiplibParameterError):
         xd.wav_bytes(np.array([0.0, np.nan], dtype=np.float32))
 
 
+def log_mel(y, *, sr: int = 16000) -> np.ndarray:
+    """Log-mel power spectrogram of ``y`` with the figure's :data:`aiplib.explore.ui.MEL_SETTINGS`, dB
+    re its loudest bin, floored ``top_db`` below it (what the explorer's spectrograms draw)."""
+    import librosa
+
+    s = xu.MEL_SETTINGS
+    mel = librosa.feature.melspectrogram(y=y, sr=sr, n_fft=s["n_fft"], hop_length=s["hop_length"], n_mels=s["n_mels"],
+                                         fmin=s["fmin"], fmax=min(s["fmax"], sr / 2), power=2.0)
+    return librosa.power_to_db(mel, ref=np.max, top_db=s["top_db"]).astype(np.float32)
+
+
 def test_log_mel_shape_and_range():
     t = np.arange(16000) / 16000
     y = (0.5 * np.sin(2 * np.pi * 1000 * t)).astype(np.float32)
-    S = xu.log_mel(y)
+    S = log_mel(y)
     assert S.shape == (64, 1 + 16000 // 160)
     assert S.max() == pytest.approx(0.0) and S.min() >= -80.0 - 1e-3
     # the 1 kHz tone's energy sits in the band around 1 kHz
@@ -423,7 +444,7 @@ def test_explorer_before_inference_plays_mixtures_and_says_so(ws0):
     ex.select(item_id="a01", bg_id="bg07", snr_db=0)
     y, _ = materialize(row_of(ws0, "asr", "a01", "bg07", 0), ws0)
     assert ex.players["mixture"].value == xd.wav_bytes(y)
-    assert np.array_equal(xd.decode_wav(ex.players["mixture"].value)[0], y)
+    assert np.array_equal(decode_wav(ex.players["mixture"].value)[0], y)
     assert "aip-no-response" in ex.response.value
     assert ex.plot.value[:4] == b"\x89PNG"
     # a static representation that does not spell out the audio bytes
@@ -448,7 +469,7 @@ def test_explorer_changes_follow_the_controls(ws1):
     assert ex.state["stimulus_id"] == sid
     y, _ = materialize(row_of(ws1, "asr", "a00", "bg03", 0), ws1)
     assert ex.players["mixture"].value == xd.wav_bytes(y) != before
-    assert np.array_equal(xd.decode_wav(ex.players["clean"].value)[0],
+    assert np.array_equal(decode_wav(ex.players["clean"].value)[0],
                           materialize(row_of(ws1, "asr", "a00", "clean"), ws1)[0])
     # the response marked against the reference "word 0": one substitution, four insertions
     assert text_of(ex.response.value, "aip-response-text") == "bird 0 at 0 with delta"
@@ -644,7 +665,7 @@ def test_family_stimulus_audio_is_materialize_with_labels(fws):
     row = fam_row(fws, "competing_speech", "asr", "a01_cocktail_fr_it_ru_snr-5")
     y = materialize(row, fws)[0]
     assert a["stimulus_id"] == row["id"] and a["condition_family"] == "competing_speech"
-    assert np.array_equal(xd.decode_wav(xd.wav_bytes(a["mixture"]))[0], y)       # what the model heard
+    assert np.array_equal(decode_wav(xd.wav_bytes(a["mixture"]))[0], y)       # what the model heard
     assert np.array_equal(a["clean"], materialize(fam_row(fws, "competing_speech", "asr", "a01_clean"), fws)[0])
     parts = mix_components(row, fws)
     assert np.array_equal(a["background"], parts["background"])                           # the scaled distractor
@@ -663,7 +684,7 @@ def test_family_stimulus_audio_is_materialize_with_labels(fws):
     t = xd.stimulus_audio(ch, "kws", "k00", "telephone")
     row = fam_row(fws, "channel", "kws", "k00_ch_telephone")
     assert t["stimulus_id"] == "k00_ch_telephone"
-    assert xd.decode_wav(xd.wav_bytes(t["mixture"]))[0].tobytes() == materialize(row, fws)[0].tobytes()
+    assert decode_wav(xd.wav_bytes(t["mixture"]))[0].tobytes() == materialize(row, fws)[0].tobytes()
     np.testing.assert_array_equal(t["background"], (t["mixture"].astype(np.float64) - t["clean"]).astype(np.float32))
     assert t["labels"]["mixture"] == "Transformed speech: telephone (what the model heard)"
     assert t["labels"]["background"] == "The transform's change (transformed − clean)"
@@ -708,7 +729,7 @@ def test_explorer_condition_family_selector(fws):
     ex.select(item_id="a01", bg_id="talker_ru", snr_db=-5)
     row = fam_row(fws, "competing_speech", "asr", "a01_talker_ru_snr-5")
     assert ex.state["stimulus_id"] == row["id"]
-    assert xd.decode_wav(ex.players["mixture"].value)[0].tobytes() == materialize(row, fws)[0].tobytes()
+    assert decode_wav(ex.players["mixture"].value)[0].tobytes() == materialize(row, fws)[0].tobytes()
     assert ex.player_titles["background"].value == "<b>Distractor: ru (single), as mixed</b>"
     assert html_escape(row["distractor_text"]) in ex.family_info.value
     heard = row["distractor_text"].split()[0]                    # the made-up model repeats the distractor's first word

@@ -172,8 +172,7 @@ def _real_background(spec, n: int, target_lufs: float, sr: int, record: dict):
         paths = _flatten([src])
         y = _subaudible_step(_stream(paths, sr, start_s if i == 0 else 0.0), spec, sr, record, n)
         durations.append(y.size / sr)
-        y = loop_or_cut(y, n)
-        streams.append(normalize_loudness(y, target_lufs, sr=sr, name=_name(paths))[0])
+        streams.append(normalize_loudness(loop_or_cut(y, n), target_lufs, sr=sr, name=_name(paths))[0])
     return np.sum(streams, axis=0, dtype=np.float64), min(durations), min(durations) * sr < n
 
 

@@ -147,29 +147,21 @@ def compute_descriptors(y, *, sr: int = SR, vad_threshold: float = 0.5, vad_mode
     AiplibParameterError
         As :func:`spectral_descriptors`, or if ``vad_threshold`` is outside (0, 1).
     """
-    y = _check_input(y, sr, name=name)
-    out = spectral_descriptors(y, sr, name=name)
+    out = spectral_descriptors(y, sr, name=name)  # checks y (the VAD checks it too)
     out["vad_speech_fraction"] = vad_speech_fraction(y, sr=sr, threshold=vad_threshold, model=vad_model, name=name)
     return {k: out[k] for k in DESCRIPTORS}
 
 
 # --------------------------------------------------------------------------------------------- the battery table
-def _settings(vad_threshold: float) -> dict:
-    return {"definition_version": _DESCRIPTOR_DEFINITION_VERSION, "frame": FRAME,
-            "silent_frames_in_means": True, "vad_threshold": float(vad_threshold), "vad": VAD_SETTINGS}
-
-
 def _read_previous(csv_path: Path, json_path: Path, settings: dict):
     """Rows of an earlier table whose settings match, with the file hashes they were computed from."""
-    if not (csv_path.is_file() and json_path.is_file()):
-        return None, {}
     try:
-        side = json.loads(json_path.read_text(encoding="utf-8"))
-        old = read_descriptor_table(csv_path)
+        side = json.loads(json_path.read_text(encoding="utf-8"))  # OSError when it is missing
+        old = read_descriptor_table(csv_path)  # None when it is missing
     except (OSError, ValueError):
         return None, {}
     # JSON round trip so tuples/ints compare like for like
-    if side.get("settings") != json.loads(json.dumps(settings)) or list(old.columns) != TABLE_COLUMNS:
+    if old is None or side.get("settings") != json.loads(json.dumps(settings)) or list(old.columns) != TABLE_COLUMNS:
         return None, {}
     return old.set_index("bg_id"), side.get("files", {})
 
@@ -193,10 +185,9 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
         If a background WAV is missing or unreadable (the message names the file).
     """
     battery_path = Path(ws.descriptors) / "battery.csv"
-    if not battery_path.is_file():
+    if (battery := read_battery_csv(battery_path)) is None:
         raise FileNotFoundError(f"{battery_path}: battery list not found; curate the backgrounds first "
                                 "(aiplib.battery.backgrounds.curate_battery, notebook stage 3)")
-    battery = read_battery_csv(battery_path)
     if missing_cols := [c for c in ("bg_id", "path") if c not in battery.columns]:
         raise AiplibParameterError(f"{battery_path}: missing column(s) {', '.join(missing_cols)}")
     if dup := battery["bg_id"][battery["bg_id"].duplicated()].tolist():
@@ -206,7 +197,8 @@ def descriptor_table(ws, *, vad_threshold: float = 0.5, overwrite: bool = False,
 
     csv_path = Path(ws.descriptors) / "acoustic_descriptors.csv"
     json_path = csv_path.with_suffix(".json")
-    settings = _settings(vad_threshold)
+    settings = {"definition_version": _DESCRIPTOR_DEFINITION_VERSION, "frame": FRAME,
+                "silent_frames_in_means": True, "vad_threshold": float(vad_threshold), "vad": VAD_SETTINGS}
     old, old_files = (None, {}) if overwrite else _read_previous(csv_path, json_path, settings)
 
     files, rows, todo = {}, {}, []

@@ -31,20 +31,15 @@ VAD_SETTINGS = {"model": "silero_vad.jit (TorchScript, shipped in the silero-vad
 def load_vad_model():
     """Load (once, offline) the Silero VAD TorchScript model of the ``silero-vad`` wheel (stateful: one per
     thread); MissingPackageError if ``silero-vad`` or torch is not installed."""
-    silero_vad = _import_silero()
     with _torch_threads(None):  # restores the thread count whatever loading does
-        return silero_vad.load_silero_vad(onnx=False)
+        return _import_silero().load_silero_vad(onnx=False)
 
 
 def _import_silero():
     """Import ``silero_vad``, restoring the torch thread count its import sets to 1 (silero-vad 6.2.3)."""
     try:
-        import torch
-        old = torch.get_num_threads()
-        try:
+        with _torch_threads(None):
             import silero_vad
-        finally:
-            torch.set_num_threads(old)
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise MissingPackageError("the VAD speech fraction needs silero-vad and torch; install them with "
                                   "`pip install silero-vad torch==2.13.0`") from exc

@@ -17,7 +17,6 @@ from pathlib import Path
 import jiwer
 import numpy as np
 import pandas as pd
-import soundfile as sf
 from scipy.io import wavfile
 
 from aiplib.analysis.conditions import condition_label
@@ -162,8 +161,7 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
                response=None, error=None, clean_response=None, **_UNKNOWN[fam])
     delta, noisy = DEGRADATION_COLUMN[fam], bg_id != "clean"
 
-    sc = _scores(ws, task)
-    if sc is not None and model:
+    if (sc := _scores(ws, task)) is not None and model:
         sub = sc[(sc["model"].astype(str) == model) & sc["stimulus_id"].isin([stimulus_id, clean_id])]
         sub = sub.drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id")
         r, c = (sub.loc[i] if i in sub.index else None for i in (stimulus_id, clean_id))
@@ -273,8 +271,7 @@ def background_table(ws) -> pd.DataFrame:
     ``rank`` (1 = most harmful), ``mean_degradation_pp`` (ASR and KWS scored), ``<task>_delta_wer_pp`` /
     ``<task>_delta_acc_pp`` of every scored task (pooled over models, pp).
     """
-    bat = formats.read_battery_csv(ws.battery_csv, index=True)
-    if bat is None:  # no battery table: the manifests' backgrounds
+    if (bat := formats.read_battery_csv(ws.battery_csv, index=True)) is None:  # no battery: the manifests' backgrounds
         mans = [m for fam in FAMILIES if (m := manifest(ws, fam)) is not None]
         ids = set().union(*(m.loc[m["bg_id"] != "clean", "bg_id"] for m in mans))
         bat = pd.DataFrame(index=pd.Index(sorted(ids), name="bg_id"))
@@ -433,12 +430,6 @@ def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:
     buf = io.BytesIO()
     wavfile.write(buf, sr, data)
     return buf.getvalue()
-
-
-def decode_wav(data: bytes):
-    """WAV bytes read back with soundfile: ``(y, sr)``, y float32 [shape=(n,)] (PCM_16 ÷ 32768), sr in Hz."""
-    y, sr = sf.read(io.BytesIO(bytes(data)), dtype="float32", always_2d=False)
-    return y, int(sr)
 
 
 def under_papermill() -> bool:

@@ -78,11 +78,6 @@ def diff_html(tokens, cap: int = CAP_WORDS, cls: str = "aip-response-text") -> s
     return out
 
 
-def plain_html(text, cap: int = CAP_WORDS, cls: str = "aip-response-text") -> str:
-    """``text`` unmarked (KWS responses), cut after ``cap`` words as :func:`diff_html`."""
-    return diff_html([("equal", "", w) for w in str(text or "").split()], cap, cls)
-
-
 def response_html(fam: str, row, result, msg: str) -> str:
     """Reference, clean response and response of a manifest ``row`` as an HTML table; ``result`` is
     :func:`aiplib.explore.data.lookup_response` (or None), ``msg`` shown when there is no response."""
@@ -91,8 +86,9 @@ def response_html(fam: str, row, result, msg: str) -> str:
         ref += " (target)" if bool(row.get("is_target", True)) else " (non-target)"
     rows = [("Reference" if fam == "asr" else "Keyword (label)", ref)]
 
-    def marked(text, cls):
-        return diff_html(data.word_diff(row["reference"], text), cls=cls) if fam == "asr" else plain_html(text, cls=cls)
+    def marked(text, cls):  # KWS responses unmarked, cut as ASR ones
+        tokens = data.word_diff(row["reference"], text) if fam == "asr" else [("equal", "", w) for w in text.split()]
+        return diff_html(tokens, cls=cls)
 
     found = result is not None and result["found"]
     if found and result["bg_id"] != "clean":
@@ -182,26 +178,6 @@ def bg_table_html(table, cols, deg, selected=None) -> str:
 
 
 # ---------------------------------------------------------------------------------- spectrograms
-def _mel_power(y, sr: int) -> np.ndarray:
-    kw = {k: MEL_SETTINGS[k] for k in ("n_fft", "hop_length", "n_mels", "fmin")}
-    return librosa.feature.melspectrogram(y=y, sr=sr, **kw, fmax=min(MEL_SETTINGS["fmax"], sr / 2), power=2.0)
-
-
-def log_mel(y, *, sr: int = SR, ref_power: float | None = None) -> np.ndarray:
-    """Log-mel power spectrogram of ``y`` [shape=(n,)] at ``sr`` Hz with :data:`MEL_SETTINGS`:
-    float32 [shape=(n_mels, 1 + n // hop_length)], dB relative to ``ref_power`` (default: the loudest
-    bin), floored ``top_db`` below the loudest bin.
-
-    Raises
-    ------
-    AiplibParameterError
-        If ``y`` fails :func:`aiplib.io.audio.valid_audio`.
-    """
-    mel = _mel_power(valid_audio(np.asarray(y), name="log_mel input"), sr)
-    ref = np.max if ref_power is None else float(ref_power)
-    return librosa.power_to_db(mel, ref=ref, top_db=MEL_SETTINGS["top_db"]).astype(np.float32)
-
-
 def signals_figure_png(signals: dict, *, sr: int = SR, title: str = "", dpi: int = 90) -> bytes:
     """Waveforms (top row) and log-mel spectrograms (bottom row) of signals side by side, as PNG bytes.
 
@@ -219,9 +195,11 @@ def signals_figure_png(signals: dict, *, sr: int = SR, title: str = "", dpi: int
     if not signals:
         raise AiplibParameterError("signals_figure_png: no signals given")
     ys = {k: valid_audio(np.asarray(v), name=f"signals_figure_png input {k!r}") for k, v in signals.items()}
-    mels = {k: _mel_power(y, sr) for k, y in ys.items()}
-    ref = max(float(m.max()) for m in mels.values()) or 1.0
     s, fmax = MEL_SETTINGS, min(MEL_SETTINGS["fmax"], sr / 2)
+    mels = {k: librosa.feature.melspectrogram(y=y, sr=sr, n_fft=s["n_fft"], hop_length=s["hop_length"],
+                                              n_mels=s["n_mels"], fmin=s["fmin"], fmax=fmax, power=2.0)
+            for k, y in ys.items()}
+    ref = max(float(m.max()) for m in mels.values()) or 1.0
     fig = Figure(figsize=(4.6 * len(ys), 3.6), dpi=dpi, layout="constrained")
     axes = fig.subplots(2, len(ys), sharex="col", height_ratios=[1, 1.7], squeeze=False)
     for j, (name, y) in enumerate(ys.items()):
@@ -345,9 +323,8 @@ class Explorer:
             w.observe(lambda ch: self._busy or self._render_bg_table(), names="value")
         with self._quiet():
             self.controls["family"].options = [(f.replace("_", " "), f) for f in self.families]
-            self.controls["family"].value = cf
             self.controls["family"].disabled = len(self.families) < 2
-        self._set_family(cf)
+        self._set_family(cf)  # selects cf in the family control
         self._render_bg_table()
 
     # -------------------------------------------------------------------------------- control logic

@@ -97,9 +97,8 @@ def telephone(y: np.ndarray, sr: int, *, low_hz: float = 300.0, high_hz: float =
 
     h = telephone_filter(low_hz, high_hz, rate_hz)
     nb = signal.fftconvolve(resample(y, sr, rate_hz).astype(np.float64), h, mode="same")
-    back = resample(nb.astype(np.float32), rate_hz, sr)
-    out = np.zeros(y.size, dtype=np.float32)
-    out[:min(y.size, back.size)] = back[:y.size]
+    back = resample(nb.astype(np.float32), rate_hz, sr)[:y.size]
+    out = np.pad(back, (0, y.size - back.size))  # cut, then zero-padded to len(y)
     return out, {"filter": "Kaiser-window linear-phase FIR", "taps": int(h.size), "stopband_db": TEL_STOPBAND_DB,
                  "transition_hz": TEL_TRANSITION_HZ, "resampler": "soxr_hq"}
 
@@ -240,11 +239,6 @@ def skip_reason(name: str, **params) -> str | None:
     """Why condition ``name`` cannot run here (a codec the local ffmpeg cannot encode), or None."""
     p = _resolve(name, params)
     return codec_skip_reason(p["codec"]) if p["transform"] == "codec" else None
-
-
-def available_conditions() -> list[str]:
-    """Names in :data:`CHANNEL_CONDITIONS` that can run here (grid order); see :func:`skip_reason`."""
-    return [n for n in CHANNEL_CONDITIONS if skip_reason(n) is None]
 
 
 def apply(name: str, y, sr: int = SR, *, seed: int, **params) -> tuple[np.ndarray, dict]:

@@ -186,7 +186,6 @@ def codec(y: np.ndarray, sr: int, *, codec: str, bitrate_kbps: float | None = No
                  "-application", "voip", "-frame_duration", "20"]
     else:
         bitrate_kbps = spec["bitrates_kbps"][0]
-    version, _ = ffmpeg_encoders()
     x = resample(y, sr, rate)
     saturated = int(np.count_nonzero(np.abs(x) > 1.0))
     pcm = np.clip(np.round(x.astype(np.float64) * 32768.0), -32768, 32767).astype("<i2").tobytes()
@@ -199,7 +198,7 @@ def codec(y: np.ndarray, sr: int, *, codec: str, bitrate_kbps: float | None = No
     out, lag = align_to(d, y, int(round(max_lag_ms * sr / 1000.0)))
     return out, {"codec": codec, "encoder": spec["encoder"], "codec_rate_hz": rate,
                  "bitrate_kbps": float(bitrate_kbps), "bytes": len(bits), "delay_samples": lag,
-                 "saturated_samples": saturated, "ffmpeg": version.split(" Copyright")[0]}
+                 "saturated_samples": saturated, "ffmpeg": ffmpeg_encoders()[0].split(" Copyright")[0]}
 
 
 # ---- rooms ------------------------------------------------------------------------------------
@@ -212,12 +211,6 @@ SRC_MIC_M = (1.0, 3.0)
 """Range (m) of the source–microphone distance."""
 RT60_TOLERANCE = 0.05
 """Calibration stops when the measured RT60 is within this relative error of the target."""
-
-
-def _t30(h: np.ndarray, sr: int) -> float:
-    from pyroomacoustics.experimental import measure_rt60
-
-    return float(measure_rt60(h, fs=sr, decay_db=30))
 
 
 @functools.lru_cache(maxsize=32)
@@ -250,6 +243,7 @@ def room(rt60_s: float, index: int = 0, sr: int = 16000) -> tuple[np.ndarray, di
         import pyroomacoustics as pra
     except ImportError:
         raise MissingPackageError("reverberation needs pyroomacoustics: `pip install pyroomacoustics`") from None
+    from pyroomacoustics.experimental import measure_rt60
     rng = np.random.default_rng([int(round(rt60_s * 1000)), int(index), 14])
     dims = np.array([rng.uniform(lo, hi) for lo, hi in ROOM_DIMS_M])
     while True:
@@ -260,19 +254,19 @@ def room(rt60_s: float, index: int = 0, sr: int = 16000) -> tuple[np.ndarray, di
     absorption, max_order = pra.inverse_sabine(rt60_s, dims)
 
     def rir(a):
+        """The RIR with wall absorption ``a`` and its measured RT60 (T30, s)."""
         shoebox = pra.ShoeBox(dims, fs=sr, materials=pra.Material(float(a)), max_order=int(max_order),
                               air_absorption=False)
         shoebox.add_source(src)
         shoebox.add_microphone(mic)
         shoebox.compute_rir()
-        return np.asarray(shoebox.rir[0][0], dtype=np.float32)
+        h = np.asarray(shoebox.rir[0][0], dtype=np.float32)
+        return h, float(measure_rt60(h, fs=sr, decay_db=30))
 
-    steps, h = 0, rir(absorption)
-    measured = _t30(h, sr)
+    steps, (h, measured) = 0, rir(absorption)
     while abs(measured / rt60_s - 1.0) > RT60_TOLERANCE and steps < 6:
         absorption = float(min(0.99, absorption * measured / rt60_s))
-        h, steps = rir(absorption), steps + 1
-        measured = _t30(h, sr)
+        (h, measured), steps = rir(absorption), steps + 1
     params = {"rt60_target_s": float(rt60_s), "index": int(index), "sr": int(sr),
               "dims_m": [round(float(v), 4) for v in dims], "source_m": [round(float(v), 4) for v in src],
               "mic_m": [round(float(v), 4) for v in mic], "distance_m": round(dist, 4),

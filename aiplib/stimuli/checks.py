@@ -17,7 +17,7 @@ from aiplib.io.formats import parse_bool, read_battery_csv, read_manifest, read_
 from aiplib.io.subaudible import subaudible_power
 from aiplib.stimuli.families import materialize
 from aiplib.stimuli.manifests import SEED_START
-from aiplib.stimuli.mixing import BG_SILENCE_POWER, bg_offset
+from aiplib.stimuli.mixing import BG_SILENCE_POWER, achieved_snr_db, bg_offset
 
 
 def active_fraction(y, *, frame: int = 512, floor_db: float = -30.0) -> float:
@@ -86,11 +86,9 @@ def background_presence(ws, *, max_items: int = 3) -> pd.DataFrame:
             y, info = materialize_named(r, ws)
             speech = clean[r["speech_id"]].astype(np.float64) * info.clip_scale
             resid = y.astype(np.float64) - speech
-            p_s, p_b = float(np.dot(speech, speech)), float(np.dot(resid, resid))
-            measured = 10 * np.log10(p_s / p_b) if p_b > 0 else float("inf")
             rows.append(dict(family=fam, bg_id=r["background_id"], snr_db=r["snr_db"], stimulus_id=r["id"],
-                             measured_snr_db=measured, bg_active_fraction=active_fraction(resid),
-                             clipped=info.clip_scale < 1.0, bg_energy=p_b))
+                             measured_snr_db=achieved_snr_db(speech, resid), bg_active_fraction=active_fraction(resid),
+                             clipped=info.clip_scale < 1.0, bg_energy=float(np.dot(resid, resid))))
     df = pd.DataFrame(rows)
     if df.empty:
         return df
@@ -121,13 +119,10 @@ def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
     meta_seed = {}
     result = dict(n_rows=0, identical_bytes=True, seeds_match=True, offsets_match=True, stimuli={})
     for fam, man in _manifests(ws).items():
-        start = read_manifest_meta(ws, fam).get("seed_start", SEED_START[fam])
-        meta_seed[fam] = start
+        start = meta_seed[fam] = read_manifest_meta(ws, fam).get("seed_start", SEED_START[fam])
         result["seeds_match"] &= man["seed"].tolist() == list(range(start, start + len(man)))
         for r in man.sample(n=min(n_rows, len(man)), random_state=seed).to_dict("records"):
-            a, _ = materialize_named(r, ws)
-            b, _ = materialize_named(r, ws)
-            h1, h2 = hashlib.sha256(a.tobytes()).hexdigest(), hashlib.sha256(b.tobytes()).hexdigest()
+            h1, h2 = (hashlib.sha256(materialize_named(r, ws)[0].tobytes()).hexdigest() for _ in range(2))
             result["identical_bytes"] &= h1 == h2
             result["stimuli"][f"{fam}/{r['id']}"] = h1
             if r["condition"] != "clean" and "bg_offset" in r:
@@ -155,9 +150,8 @@ def inactive_backgrounds(ws) -> pd.DataFrame:
         if "bg_active" not in noisy.columns:
             continue
         inactive = ~noisy["bg_active"].fillna(True).astype(bool)
-        g = pd.DataFrame({"bg_id": noisy["background_id"], "inactive": inactive}).groupby("bg_id", sort=False)
-        frames.append(pd.DataFrame({"family": fam, "n_rows": g.size(), "n_inactive": g["inactive"].sum()})
-                      .reset_index())
+        g = inactive.groupby(noisy["background_id"].rename("bg_id"), sort=False)
+        frames.append(g.agg(n_rows="size", n_inactive="sum").reset_index().assign(family=fam))
     cols = ["family", "bg_id", "n_rows", "n_inactive", "inactive_share"]
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols[:-1])
     out["inactive_share"] = (out["n_inactive"] / out["n_rows"]).astype(float) if len(out) else []
@@ -211,8 +205,7 @@ def subaudible_backgrounds(ws) -> pd.DataFrame:
     AudioFileError
         If ``battery.csv`` is missing.
     """
-    battery = read_battery_csv(ws.battery_csv)
-    if battery is None:
+    if (battery := read_battery_csv(ws.battery_csv)) is None:
         raise AudioFileError(f"{ws.battery_csv} is missing: run stage 3 first")
     rows = []
     for r in battery.to_dict("records"):

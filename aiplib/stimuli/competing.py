@@ -88,14 +88,6 @@ TABLE = dict(name="competing_speech", scope="condition", key=["model", "conditio
 its :func:`aiplib.analysis.conditions.condition_table` scope and key, the order of the settings."""
 
 
-def condition_id(languages, *, setting: str | None = None) -> str:
-    """The ``background_id``-like name of a distractor condition: ``talker_fr``,
-    ``cocktail_fr_it_ru`` (SNR apart, as :func:`aiplib.stimuli.manifests.stimulus_id` appends it)."""
-    langs = [languages] if isinstance(languages, str) else list(languages)
-    setting = setting or ("single" if len(langs) == 1 else "cocktail")
-    return ("talker_" if setting == "single" else "cocktail_") + "_".join(langs)
-
-
 def condition_grid(languages, *, snrs_db=SNRS_DB, cocktail=None) -> list[dict]:
     """The competing-speech conditions: every single language, then the cocktail (default the first
     :data:`COCKTAIL_SIZE` languages; ``()`` for none), × every SNR in ``snrs_db`` (dB).
@@ -103,21 +95,15 @@ def condition_grid(languages, *, snrs_db=SNRS_DB, cocktail=None) -> list[dict]:
     Returns
     -------
     list of dict
-        ``condition_id``, ``setting``, ``languages`` (tuple), ``snr_db``.
+        ``condition_id`` (the ``background_id``-like name: ``talker_fr``, ``cocktail_fr_it_ru``; SNR apart,
+        as :func:`aiplib.stimuli.manifests.stimulus_id` appends it), ``setting``, ``languages`` (tuple), ``snr_db``.
     """
     langs = list(languages)
     mix_langs = tuple(langs[:COCKTAIL_SIZE] if cocktail is None else cocktail)
     groups = [("single", (lang,)) for lang in langs] + ([("cocktail", mix_langs)] if mix_langs else [])
-    return [dict(condition_id=condition_id(g, setting=s), setting=s, languages=g, snr_db=int(snr))
+    return [dict(condition_id=("talker_" if s == "single" else "cocktail_") + "_".join(g), setting=s, languages=g,
+                 snr_db=int(snr))
             for s, g in groups for snr in snrs_db]
-
-
-def _pool(table: pd.DataFrame, language: str, exclude_ids) -> pd.DataFrame:
-    pool = table[(table["language"] == language) & ~table["distractor_id"].isin(list(exclude_ids))]
-    if pool.empty:
-        raise AiplibParameterError(f"no distractor utterance of language {language!r} "
-                                   f"(languages in the table: {sorted(set(table['language']))})")
-    return pool.sort_values("distractor_id", kind="stable").reset_index(drop=True)
 
 
 def distractor_stream(table: pd.DataFrame, language: str, n: int, rng, *, gap_s: float = GAP_S,
@@ -152,7 +138,11 @@ def distractor_stream(table: pd.DataFrame, language: str, n: int, rng, *, gap_s:
     n = int(n)
     if n < 1:
         raise AiplibParameterError(f"the target must hold samples, got n={n}")
-    pool = _pool(table, language, exclude_ids)
+    pool = table[(table["language"] == language) & ~table["distractor_id"].isin(list(exclude_ids))]
+    if pool.empty:
+        raise AiplibParameterError(f"no distractor utterance of language {language!r} "
+                                   f"(languages in the table: {sorted(set(table['language']))})")
+    pool = pool.sort_values("distractor_id", kind="stable").reset_index(drop=True)
     order = rng.permutation(len(pool))
     gap = int(round(gap_s * SR))
     out = np.zeros(n, dtype=np.float32)
@@ -293,8 +283,7 @@ def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str 
         table = _decoded(ws, al.asterisk_distractors(tuple(languages or al.DEMO_LANGUAGES)))
     else:
         return None
-    ws.distractors_csv.parent.mkdir(parents=True, exist_ok=True)
-    write_csv_atomic(table, ws.distractors_csv)
+    write_csv_atomic(table, ws.distractors_csv)  # creates the folder
     return table
 
 
@@ -329,21 +318,11 @@ def _decoded(ws, table):
                 write_json_atomic(index, index_path)
         paths.append(rel)
     if n_decoded or not index_path.is_file():
-        out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(index, index_path)
+        write_json_atomic(index, index_path)  # creates the folder
     return table.assign(source_path=table["path"], path=paths)
 
 
 # ------------------------------------------------------------------------- stage 5: manifest rows
-def _distractor_table(ws):
-    if not ws.distractors_csv.is_file():
-        raise AiplibParameterError(
-            f"the suite asks for competing_speech but {ws.rel(ws.distractors_csv)} does not exist: run stage "
-            "01_download_data (demo: Debian asterisk-core-sounds-fr/it/ru/es/en; paper/custom: set the parameters "
-            "distractors_dir and distractor_texts)")
-    return al.read_distractor_table(ws.distractors_csv, root=ws.root)
-
-
 def _languages(table, languages) -> list[str]:
     have = list(dict.fromkeys(table["language"]))
     if languages:
@@ -380,7 +359,12 @@ def manifest_plan(ws, task, *, languages=None, snrs=None, **_) -> ManifestPlan:
     AiplibParameterError
         No distractor table (one line naming the parameters), or a language not in it.
     """
-    table = _distractor_table(ws)
+    if not ws.distractors_csv.is_file():
+        raise AiplibParameterError(
+            f"the suite asks for competing_speech but {ws.rel(ws.distractors_csv)} does not exist: run stage "
+            "01_download_data (demo: Debian asterisk-core-sounds-fr/it/ru/es/en; paper/custom: set the parameters "
+            "distractors_dir and distractor_texts)")
+    table = al.read_distractor_table(ws.distractors_csv, root=ws.root)
     langs = _languages(table, languages)
     snr_list = [_snr_int(x) for x in (SNRS_DB if snrs is None else snrs)]
     grid = condition_grid(langs, snrs_db=snr_list, cocktail=langs[:COCKTAIL_SIZE] if len(langs) > 1 else ())
@@ -458,10 +442,13 @@ def row_components(row, ws) -> dict:
 
 
 # ------------------------------------------------------------------------------------ leakage
+def _joined(text):
+    """A text, or a sequence of texts joined by spaces."""
+    return " ".join(str(t) for t in text) if isinstance(text, (list, tuple)) else text
+
+
 def _words(text) -> list[str]:
-    if isinstance(text, (list, tuple)):
-        text = " ".join(str(t) for t in text)
-    return normalize_text(text).split()
+    return normalize_text(_joined(text)).split()
 
 
 def leakage_asr(hypothesis, target_text, distractor_text) -> dict:
@@ -507,11 +494,9 @@ def leakage_kws(response, distractor_text, *, label) -> dict:
         ``label``; an empty answer never leaks.
     """
     first = kws_first_word(response)
-    if isinstance(distractor_text, (list, tuple)):
-        distractor_text = " ".join(str(t) for t in distractor_text)
     # the distractor's words read as the answer is (kws_first_word: lower case, ASCII punctuation
     # stripped at the ends, apostrophes kept), not with the ASR normalisation (which splits "l'appel")
-    vocab = {kws_first_word(t) for t in str(distractor_text or "").split()} - {normalize_kws_label(label), ""}
+    vocab = {kws_first_word(t) for t in str(_joined(distractor_text) or "").split()} - {normalize_kws_label(label), ""}
     answered = not (response is None or (isinstance(response, float) and math.isnan(response))
                     or not str(response).strip())  # an empty answer reads "silence": no leak
     return dict(first_word=first, kws_leak=bool(answered and first and first in vocab))
@@ -594,14 +579,12 @@ def _mismatched_texts(out: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
 
 
 def _asr_leak_row(resp, ref, dtext, fresp, otext) -> dict:
-    a = leakage_asr(resp, ref, dtext)
-    r = {k: a[k] for k in LEAK_ASR_COLUMNS[:5]}
     nan = dict.fromkeys(("n_hyp_words", "n_leak_words", "leak_share"), math.nan)
+    a = leakage_asr(resp, ref, dtext)
     f = leakage_asr(fresp, ref, dtext) if isinstance(fresp, str) else nan
-    r.update(floor_n_hyp_words=f["n_hyp_words"], floor_n_leak_words=f["n_leak_words"], floor_leak_share=f["leak_share"])
     m = leakage_asr(resp, ref, otext) if isinstance(otext, str) else nan
-    r.update(mismatch_n_leak_words=m["n_leak_words"], mismatch_leak_share=m["leak_share"])
-    return r
+    return ({k: a[k] for k in LEAK_ASR_COLUMNS[:5]} | {f"floor_{k}": f[k] for k in nan}
+            | {f"mismatch_{k}": m[k] for k in ("n_leak_words", "leak_share")})
 
 
 def _kws_leak_row(resp, label, dtext, fresp, otext) -> list:

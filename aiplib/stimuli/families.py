@@ -44,17 +44,6 @@ SCORE_COLUMNS = ["condition_family", *(c for c in dict.fromkeys(c for m in FAMIL
 """Manifest columns copied into a family's score rows (those present)."""
 
 
-def family(name):
-    """The module of condition family ``name`` (:data:`FAMILIES`).
-
-    Raises
-    ------
-    AiplibParameterError
-        Naming the unknown family and the valid ones.
-    """
-    return FAMILIES[check_family(name)]
-
-
 def row_family(row) -> str:
     """The condition family of a manifest row: its ``condition_family``; ``background`` when the
     column is absent or empty (the authors' rows)."""
@@ -78,7 +67,7 @@ def mix_components(row: Mapping, ws) -> dict:
     AiplibParameterError
         An incomplete row, or an unknown ``condition_family``.
     """
-    return mix_row(row, ws) if is_clean_row(row) else family(row_family(row)).row_components(row, ws)
+    return mix_row(row, ws) if is_clean_row(row) else FAMILIES[check_family(row_family(row))].row_components(row, ws)
 
 
 def materialize(row: Mapping, ws, *, write=None):

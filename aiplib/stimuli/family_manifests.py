@@ -85,9 +85,8 @@ def build_family_manifest(ws, condition_family: str, family: str, *, seed_start:
     for it in kept.to_dict("records"):
         n = _n_samples(ws, it["path"])
         spec, extra = _item_spec(it, family, n, cf)
-        rows.append(_row(it, spec, extra, seed))
         new, n_seeds = plan.item_rows(it, spec, extra, n, seed + 1)
-        rows += new
+        rows += [_row(it, spec, extra, seed), *new]
         seed += 1 + n_seeds
     df = _write_rows(rows, columns, out)
     meta = dict(condition_family=cf, family=family, seed_start=seed0, n_items=len(kept), n_probes_skipped=n_probes,

@@ -125,13 +125,6 @@ def foreground_items(items: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return items[~probe].reset_index(drop=True), int(probe.sum())
 
 
-def _battery(ws) -> pd.DataFrame:
-    battery = read_battery_csv(ws.battery_csv)
-    if battery is None:
-        raise FileNotFoundError(f"{ws.battery_csv}: background battery not found; run stage 03_curate_backgrounds first")
-    return battery
-
-
 def _text(v) -> str:
     return "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
 
@@ -215,7 +208,9 @@ def build_manifest(ws, family: str, *, snrs=SNRS_DB, seed_start: int | None = No
     snrs = [_snr_int(s) for s in snrs]
     seed0 = SEED_START[family] if seed_start is None else int(seed_start)
     kept, n_probes = foreground_items(read_item_bank(ws, family))
-    battery = _battery(ws)
+    if (battery := read_battery_csv(ws.battery_csv)) is None:
+        raise FileNotFoundError(f"{ws.battery_csv}: background battery not found; "
+                                "run stage 03_curate_backgrounds first")
     bgs = [(str(b.bg_id), str(b.path), load_audio_cached(ws.path(b.path))) for b in battery.itertuples()]
     rows, seed = [], seed0
     for it in kept.to_dict("records"):

@@ -26,7 +26,7 @@ from typing import Mapping
 import numpy as np
 
 from aiplib.core.errors import AiplibParameterError, AudioFileError
-from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio_cached, loudness_meter
+from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio_cached, loudness_meter, peak_abs
 
 SPEECH_LUFS = -23.0
 """Loudness of the foreground speech in every stimulus, LUFS (the authors' ``SPEECH_LUFS``)."""
@@ -165,8 +165,7 @@ class _Mixed:
 
     def info(self, s, snr_db, lufs, speech_peak) -> MixInfo:
         active, p_b = segment_active(self.b)
-        achieved = achieved_snr_db(np.asarray(s, dtype=np.float64), np.asarray(self.bs, dtype=np.float64))
-        return MixInfo(achieved_snr_db=achieved, target_snr_db=float(snr_db), speech_lufs=lufs,
+        return MixInfo(achieved_snr_db=achieved_snr_db(s, self.bs), target_snr_db=float(snr_db), speech_lufs=lufs,
                        bg_gain_db=float(20 * np.log10(self.gain)) if self.gain > 0 else float("-inf"),
                        peak=float(min(self.peak, 1.0)), clip_scale=float(self.scale),
                        bg_offset=int(self.offset), bg_power=p_b, bg_active=active, speech_peak=speech_peak)
@@ -178,7 +177,7 @@ def _mix_normalized(s, bg, snr_db: float, seed: int) -> _Mixed:
     ps, pb = float(np.mean(s ** 2)) + POWER_FLOOR, float(np.mean(b ** 2)) + POWER_FLOOR
     gain = np.sqrt(ps / (pb * (10 ** (float(snr_db) / 10))))
     y = s + (bs := b * gain)
-    peak = float(np.max(np.abs(y))) if n else 0.0
+    peak = peak_abs(y)
     scale = 1.0 / peak if peak > 1.0 else 1.0
     return _Mixed((y / peak if peak > 1.0 else y).astype(np.float32), bs, b, off, float(gain), peak, scale)
 
@@ -202,15 +201,11 @@ def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUF
     info : MixInfo
     """
     s, measured = loudness_normalize(np.asarray(speech, dtype=np.float32), speech_lufs)
-    lufs, speech_peak = float(speech_lufs) if np.isfinite(measured) else measured, _peak(s)
+    lufs, speech_peak = float(speech_lufs) if np.isfinite(measured) else measured, peak_abs(s)
     if bg is None:
         return s, _clean_info(lufs, speech_peak)
     m = _mix_normalized(s, np.asarray(bg, dtype=np.float32), snr_db, seed)
     return m.y, m.info(s, snr_db, lufs, speech_peak)
-
-
-def _peak(s) -> float:
-    return float(np.max(np.abs(s))) if s.size else 0.0
 
 
 def _clean_info(lufs, speech_peak) -> MixInfo:
@@ -287,7 +282,7 @@ def mix_row(row: Mapping, ws) -> dict:
         An incomplete row.
     """
     s, measured = normalized_speech(ws.path(str(_row_value(row, "speech_path"))))
-    lufs, speech_peak = SPEECH_LUFS if np.isfinite(measured) else measured, _peak(s)
+    lufs, speech_peak = SPEECH_LUFS if np.isfinite(measured) else measured, peak_abs(s)
     if is_clean_row(row):
         return dict(mixture=s.copy(), speech=s.copy(), background=np.zeros_like(s), info=_clean_info(lufs, speech_peak))
     snr, seed = _row_value(row, "snr_db"), _row_value(row, "seed")
@@ -300,8 +295,7 @@ def mix_row(row: Mapping, ws) -> dict:
     bg_path = str(_row_value(row, "bg_path") or "")
     if not bg_path or bg_path == "nan":
         raise AiplibParameterError(f"row {row.get('id')!r}: noisy row without bg_path")
-    bg = load_audio_cached(ws.path(bg_path))
-    m = _mix_normalized(s, bg, snr, seed)
+    m = _mix_normalized(s, load_audio_cached(ws.path(bg_path)), snr, seed)
     sp = (s / m.peak if m.peak > 1.0 else s).astype(np.float32)
     bp = (m.bs / m.peak if m.peak > 1.0 else m.bs).astype(np.float32)
     return dict(mixture=m.y, speech=sp, background=bp, info=m.info(s, snr, lufs, speech_peak))
