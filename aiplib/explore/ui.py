@@ -14,7 +14,6 @@ import io
 import math
 
 import ipywidgets as W
-import librosa
 import numpy as np
 
 from aiplib.analysis.report_tables import cap_words, fmt
