@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aiplib.core.errors import AiplibParameterError, ModelUnavailableError
+from aiplib.core.errors import ModelUnavailableError
 from aiplib.inference.models.transformers_backend import DTYPES, HubRecogniser, folder_fingerprint, hub_errors
 from aiplib.io.audio import SR
 
@@ -145,10 +145,8 @@ class HFASRRecogniser(HubRecogniser):
 
     def generate(self, audios, prompts):
         """Transcribe a batch greedily (:meth:`Recogniser.generate`); a non-empty prompt is ignored and counted."""
-        if self.model is None:
-            raise AiplibParameterError(f"{self.name} was closed")
-        self._stats["n_prompts_ignored"] += sum(1 for p in prompts if isinstance(p, str) and p.strip())
         clips, prompts = self.checked(audios, prompts)
+        self._stats["n_prompts_ignored"] += sum(p is not None for p in prompts)
         return self._decode(clips, prompts, [None if self.masked or self.fixed_window else len(c) for c in clips])
 
     def _batch(self, clips: list[np.ndarray], prompts=None) -> list[str]:

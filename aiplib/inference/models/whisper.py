@@ -147,8 +147,6 @@ class WhisperRecogniser(Recogniser):
 
     def generate(self, audios, prompts):
         """Transcribe a batch (:meth:`Recogniser.generate`; ``""`` for a window Whisper judges silent)."""
-        if self.model is None:
-            raise AiplibParameterError(f"{self.name} was closed")
         clips, prompts = self.checked(audios, prompts)
         if self.path == "standard":
             return [self._standard(a, p) for a, p in zip(clips, prompts)]
