@@ -258,20 +258,15 @@ def merge_shards(result_file, shards=None) -> dict:
             "rows_refreshed": len(refresh)}
 
 
-def merge_run_logs(model_dir) -> int:
-    """Append one model's ``run_log.shard-*`` files to its ``run_log.jsonl`` (moved to ``merged-shards/``);
-    returns the records appended."""
+def merge_run_logs(model_dir) -> None:
+    """Append one model's ``run_log.shard-*`` files to its ``run_log.jsonl`` (moved to ``merged-shards/``)."""
     model_dir = Path(model_dir)
-    files = shard_files(model_dir, run_logs=True).get("run_log", [])
-    n = 0
-    for s in files:
+    for s in shard_files(model_dir, run_logs=True).get("run_log", []):
         repair_jsonl(s)
         lines = [x for x in s.read_text(encoding="utf-8").splitlines(keepends=True) if x.strip()]
         repair_jsonl(model_dir / "run_log.jsonl")
         append_jsonl_lines(model_dir / "run_log.jsonl", lines)
-        n += len(lines)
         _set_merged([s], model_dir)
-    return n
 
 
 def merge_diagnostics(checks_dir) -> int:

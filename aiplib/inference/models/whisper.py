@@ -182,10 +182,7 @@ class WhisperRecogniser(Recogniser):
         computes them (the pad frame dropped, at most 3,000 frames), zero-padded to ``w`` mel frames.
         """
         feats = [self.model.feature_extractor(c)[:, :-1][:, :FULL_WINDOW_FRAMES] for c in clips]  # pad frame dropped
-        batch = np.zeros((len(clips), feats[0].shape[0], w), dtype=np.float32)
-        for j, f in enumerate(feats):
-            batch[j, :, : f.shape[1]] = f
-        return batch
+        return np.stack([np.pad(f, ((0, 0), (0, w - f.shape[1]))) for f in feats]).astype(np.float32)
 
     def decode_options(self, prompt: str | None) -> tuple[list[int], dict]:
         """(prompt tokens, keyword arguments of CTranslate2 ``Whisper.generate``) of the fast path.
