@@ -41,13 +41,6 @@ from aiplib.inference.models.whisper_window import (
 log = logging.getLogger(__name__)
 
 
-def _n_threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 @dataclass(frozen=True)
 class WhisperOptions:
     """How a :class:`WhisperRecogniser` decodes (each field overrides the registry entry's value).
@@ -100,7 +93,7 @@ class WhisperRecogniser(Recogniser):
         self.no_speech_threshold, self.log_prob_threshold = o.no_speech_threshold, o.log_prob_threshold
         self.device = registry.resolve_device(o.device or entry.device)
         self.compute_type = o.compute_type or entry.precision
-        cores = _n_threads()
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         self.workers = int(o.workers or (cores if (self.path == "fast" and self.device == "cpu") else 1))
         self.cpu_threads = int(o.cpu_threads or max(1, cores // self.workers))
         self.weights_path, self.weights_sha256 = resolve_weights(entry)
