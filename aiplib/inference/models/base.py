@@ -72,13 +72,6 @@ class Recogniser(abc.ABC):
     def close(self) -> None:
         """Free the model's memory (idempotent). The default does nothing."""
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
     def __repr__(self):
         return f"<{type(self).__name__} {getattr(self, 'name', '?')}>"
 

@@ -109,7 +109,10 @@ class HFASRRecogniser(HubRecogniser):
         self.fixed_window = pad is not None and pad.default == "max_length"
         self.revision = self._loaded_revision(config, hub_kw)
         self.weights_sha256 = folder_fingerprint(folder) if self.local else None
-        self.generate_kwargs = self._generate_kwargs()
+        kw = {"do_sample": False, "num_beams": 1, "max_new_tokens": int(entry.max_new_tokens)}
+        if self.kind == "seq2seq" and getattr(getattr(self.model, "generation_config", None), "is_multilingual", False):
+            kw.update(language="en", task="transcribe")  # a multilingual Whisper decodes English
+        self.generate_kwargs = {**kw, **(entry.extra.get("generate_kwargs") or {})}
         self._stats["n_prompts_ignored"] = 0
 
     def _loaded_revision(self, config, hub_kw: dict) -> str:
@@ -125,12 +128,6 @@ class HFASRRecogniser(HubRecogniser):
             except Exception:  # noqa: BLE001 - provenance only; the model has loaded
                 pass
         return rev or ("local" if self.local else (self.entry.revision or "unknown"))
-
-    def _generate_kwargs(self) -> dict:
-        kw = {"do_sample": False, "num_beams": 1, "max_new_tokens": int(self.entry.max_new_tokens)}
-        if self.kind == "seq2seq" and getattr(getattr(self.model, "generation_config", None), "is_multilingual", False):
-            kw.update(language="en", task="transcribe")
-        return {**kw, **(self.entry.extra.get("generate_kwargs") or {})}
 
     def _info(self) -> dict:
         decoding = {"greedy": True, "max_audio_s": self.entry.max_audio_s}
