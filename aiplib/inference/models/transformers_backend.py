@@ -30,22 +30,16 @@ DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}  #
 _HASH_LIMIT = 4 << 30
 
 
-def _chain(exc: BaseException):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
-
-
 def hub_error_message(entry, exc: BaseException) -> str | None:
     """One actionable line for a hub refusal in ``exc``'s chain (a gated, missing or private repository,
     weights absent from the local cache while offline), or None if it is not one."""
     licence = entry.licence_url or f"https://huggingface.co/{entry.weights}"
-    for e in _chain(exc):
-        name = type(e).__name__
-        text = str(e)
-        status = getattr(getattr(e, "response", None), "status_code", None)
+    seen = set()
+    while exc is not None and id(exc) not in seen:  # exc, its cause or context, theirs …
+        seen.add(id(exc))
+        name = type(exc).__name__
+        text = str(exc)
+        status = getattr(getattr(exc, "response", None), "status_code", None)
         if name == "GatedRepoError" or "gated repo" in text.lower() or status in (401, 403) \
                 or (entry.gated and name in ("RepositoryNotFoundError", "HfHubHTTPError")):
             return (f"{entry.id}: {entry.weights} is gated — accept its licence at {licence} with your Hugging Face "
@@ -57,6 +51,7 @@ def hub_error_message(entry, exc: BaseException) -> str | None:
             return (f"{entry.id}: {entry.weights} is not in the local Hugging Face cache and the hub "
                     f"cannot be reached (offline); download it once on a connected machine "
                     f"(`hf download {entry.weights}`) or point `weights:` at a local folder")
+        exc = exc.__cause__ or exc.__context__
     return None
 
 
