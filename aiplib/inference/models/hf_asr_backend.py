@@ -130,11 +130,9 @@ class HFASRRecogniser(HubRecogniser):
         return rev or ("local" if self.local else (self.entry.revision or "unknown"))
 
     def _info(self) -> dict:
-        decoding = {"greedy": True, "max_audio_s": self.entry.max_audio_s}
-        if self.kind == "ctc":
-            decoding["rule"] = "arg-max per frame, repeats merged, blank removed (tokenizer.batch_decode)"
-        else:
-            decoding.update(self.generate_kwargs)
+        ctc = {"rule": "arg-max per frame, repeats merged, blank removed (tokenizer.batch_decode)"}
+        decoding = {"greedy": True, "max_audio_s": self.entry.max_audio_s,
+                    **(ctc if self.kind == "ctc" else self.generate_kwargs)}
         return {"kind": self.kind, "dtype": str(self.model.dtype), "attention_mask": self.masked,
                 "batching": ("fixed window" if self.fixed_window else "padded with attention mask" if self.masked
                              else "equal-length clips only"),
