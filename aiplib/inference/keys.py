@@ -35,10 +35,8 @@ def entry_sha256(entry) -> str:
 
 
 def _val(v):
-    if v is None:
-        return None
     try:
-        if pd.isna(v):
+        if pd.isna(v):  # None, NaN, NaT, pd.NA
             return None
     except (TypeError, ValueError):
         pass

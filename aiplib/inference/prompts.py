@@ -108,9 +108,8 @@ def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
                               f"({getattr(exc, 'msg', exc)})") from None
     assigns, mutations = [], []
     for node in _scope_nodes(tree.body):
-        if isinstance(node, ast.Assign) and any(variable in _names(t) for t in node.targets):
-            assigns.append(node)
-        elif isinstance(node, ast.AnnAssign) and _is_var(node.target, variable) and node.value is not None:
+        if (isinstance(node, ast.Assign) and any(variable in _names(t) for t in node.targets)
+                or isinstance(node, ast.AnnAssign) and _is_var(node.target, variable) and node.value is not None):
             assigns.append(node)
         elif (why := _mutation(node, variable)) is not None:
             mutations.append((node.lineno, why))

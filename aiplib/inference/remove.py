@@ -24,12 +24,9 @@ def remove_model(ws, model: str) -> list[Path]:
     """
     if not model or Path(model).name != model or model in (".", "..") or model in CONDITION_FAMILIES:
         raise AiplibParameterError(f"remove-model: {model!r} is not a model id")
-    gone = []
-    for cf in CONDITION_FAMILIES:
-        d = ws.with_family(cf).inference / model
-        if d.is_dir():
-            shutil.rmtree(d)
-            gone.append(d)
+    gone = [d for d in (ws.with_family(cf).inference / model for cf in CONDITION_FAMILIES) if d.is_dir()]
+    for d in gone:
+        shutil.rmtree(d)
     return gone
 
 

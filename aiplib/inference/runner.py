@@ -124,9 +124,10 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
     # the batch size asked of the backend (None: its own); the resume key and run log see the one used
     batch_size = eff if config.batch_size is not None or eff != entry.batch_size else None
     entry = dataclasses.replace(entry, batch_size=eff) if eff != entry.batch_size else entry
-    if plan.shard is None:  # an unsharded run owns <task>.jsonl: shard files waiting there are merged first
-        if merged := merge_model(model_dir):  # (refused while a shard still runs: it reads that file)
-            log.warning("%s", summary_line(merged, model_dir))
+    # an unsharded run owns <task>.jsonl: shard files waiting there are merged first (refused while a shard
+    # still runs: it reads that file)
+    if plan.shard is None and (merged := merge_model(model_dir)):
+        log.warning("%s", summary_line(merged, model_dir))
     started, t_model = now_iso(), time.perf_counter()
 
     def record(event, **fields):

@@ -258,22 +258,6 @@ def merge_shards(result_file, shards=None) -> dict:
             "rows_refreshed": len(refresh)}
 
 
-def merge_run_logs(model_dir) -> int:
-    """Append one model's ``run_log.shard-*`` files to its ``run_log.jsonl`` (moved to ``merged-shards/``);
-    returns the records appended."""
-    model_dir = Path(model_dir)
-    files = shard_files(model_dir, run_logs=True).get("run_log", [])
-    n = 0
-    for s in files:
-        repair_jsonl(s)
-        lines = [x for x in s.read_text(encoding="utf-8").splitlines(keepends=True) if x.strip()]
-        repair_jsonl(model_dir / "run_log.jsonl")
-        append_jsonl_lines(model_dir / "run_log.jsonl", lines)
-        n += len(lines)
-        _set_merged([s], model_dir)
-    return n
-
-
 def merge_diagnostics(checks_dir) -> int:
     """Append the ``mix_diagnostics.shard-*`` rows of ``checks_dir`` to ``mix_diagnostics.csv`` (one per
     ``stimulus_id``; the files moved to ``merged-shards/``); returns the rows added."""
@@ -308,8 +292,9 @@ def _set_merged(files, folder: Path) -> None:
 
 
 def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
-    """Merge one model's shard files (rows per task, then run logs), removing its released locks; one
-    :func:`merge_shards` result per task. Raises :class:`ShardBusyError` (``check_busy``) while a shard runs."""
+    """Merge one model's shard files (rows per task, then the ``run_log.shard-*`` files appended to its
+    ``run_log.jsonl``; each moved to ``merged-shards/``), removing its released locks; one :func:`merge_shards`
+    result per task. Raises :class:`ShardBusyError` (``check_busy``) while a shard runs."""
     model_dir = Path(model_dir)
     tasks = shard_files(model_dir)
     if not tasks and not shard_files(model_dir, run_logs=True):
@@ -317,7 +302,12 @@ def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
     if check_busy:
         _refuse_busy([model_dir])
     out = [merge_shards(model_dir / f"{task}.jsonl", files) for task, files in tasks.items()]
-    merge_run_logs(model_dir)
+    for s in shard_files(model_dir, run_logs=True).get("run_log", []):  # appended to run_log.jsonl
+        repair_jsonl(s)
+        lines = [x for x in s.read_text(encoding="utf-8").splitlines(keepends=True) if x.strip()]
+        repair_jsonl(model_dir / "run_log.jsonl")
+        append_jsonl_lines(model_dir / "run_log.jsonl", lines)
+        _set_merged([s], model_dir)
     for lock in model_dir.glob(".shard-*-of-*.lock"):  # none is held (checked): tidy up
         lock.unlink(missing_ok=True)
     return out

@@ -58,8 +58,11 @@ class Recogniser(abc.ABC):
         Raises
         ------
         AiplibParameterError
-            If the lists differ in length or a waveform is invalid (:func:`aiplib.io.audio.valid_audio`).
+            If the recogniser was closed (its ``model`` is None), the lists differ in length or a waveform
+            is invalid (:func:`aiplib.io.audio.valid_audio`).
         """
+        if getattr(self, "model", "") is None:
+            raise AiplibParameterError(f"{self.name} was closed")
         if len(audios) != len(prompts):
             raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
         clips = [np.ascontiguousarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples])
@@ -68,13 +71,6 @@ class Recogniser(abc.ABC):
 
     def close(self) -> None:
         """Free the model's memory (idempotent). The default does nothing."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def __repr__(self):
         return f"<{type(self).__name__} {getattr(self, 'name', '?')}>"

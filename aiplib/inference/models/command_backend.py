@@ -87,12 +87,6 @@ class CommandRecogniser(Recogniser):
         s["rtfx"] = round(s["audio_s"] / s["seconds"], 3) if s["seconds"] > 0 else None
         return s
 
-    def _argv(self, wav: str, prompt: str | None) -> list[str]:
-        argv = [os.path.expandvars(a).replace("{file}", wav).replace("{prompt}", prompt or "")
-                for a in self.argv_template]
-        argv[0] = self.program
-        return argv
-
     def _call(self, audio: np.ndarray, prompt: str | None) -> str:
         fd, wav = tempfile.mkstemp(suffix=".wav", dir=self._tmp)
         os.close(fd)
@@ -101,8 +95,11 @@ class CommandRecogniser(Recogniser):
             import soundfile as sf  # noqa: PLC0415
 
             sf.write(wav, audio, SR, subtype="PCM_16", format="WAV")
+            argv = [os.path.expandvars(a).replace("{file}", wav).replace("{prompt}", prompt or "")
+                    for a in self.argv_template]
+            argv[0] = self.program  # the program found on PATH at load
             try:
-                proc = subprocess.Popen(self._argv(wav, prompt), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, start_new_session=True)
             except OSError:
                 raise CommandError("cannot start") from None

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aiplib.core.errors import AiplibParameterError, ModelUnavailableError
+from aiplib.core.errors import ModelUnavailableError
 from aiplib.inference.models.transformers_backend import DTYPES, HubRecogniser, folder_fingerprint, hub_errors
 from aiplib.io.audio import SR
 
@@ -109,7 +109,10 @@ class HFASRRecogniser(HubRecogniser):
         self.fixed_window = pad is not None and pad.default == "max_length"
         self.revision = self._loaded_revision(config, hub_kw)
         self.weights_sha256 = folder_fingerprint(folder) if self.local else None
-        self.generate_kwargs = self._generate_kwargs()
+        kw = {"do_sample": False, "num_beams": 1, "max_new_tokens": int(entry.max_new_tokens)}
+        if self.kind == "seq2seq" and getattr(getattr(self.model, "generation_config", None), "is_multilingual", False):
+            kw.update(language="en", task="transcribe")  # a multilingual Whisper decodes English
+        self.generate_kwargs = {**kw, **(entry.extra.get("generate_kwargs") or {})}
         self._stats["n_prompts_ignored"] = 0
 
     def _loaded_revision(self, config, hub_kw: dict) -> str:
@@ -126,18 +129,10 @@ class HFASRRecogniser(HubRecogniser):
                 pass
         return rev or ("local" if self.local else (self.entry.revision or "unknown"))
 
-    def _generate_kwargs(self) -> dict:
-        kw = {"do_sample": False, "num_beams": 1, "max_new_tokens": int(self.entry.max_new_tokens)}
-        if self.kind == "seq2seq" and getattr(getattr(self.model, "generation_config", None), "is_multilingual", False):
-            kw.update(language="en", task="transcribe")
-        return {**kw, **(self.entry.extra.get("generate_kwargs") or {})}
-
     def _info(self) -> dict:
-        decoding = {"greedy": True, "max_audio_s": self.entry.max_audio_s}
-        if self.kind == "ctc":
-            decoding["rule"] = "arg-max per frame, repeats merged, blank removed (tokenizer.batch_decode)"
-        else:
-            decoding.update(self.generate_kwargs)
+        ctc = {"rule": "arg-max per frame, repeats merged, blank removed (tokenizer.batch_decode)"}
+        decoding = {"greedy": True, "max_audio_s": self.entry.max_audio_s,
+                    **(ctc if self.kind == "ctc" else self.generate_kwargs)}
         return {"kind": self.kind, "dtype": str(self.model.dtype), "attention_mask": self.masked,
                 "batching": ("fixed window" if self.fixed_window else "padded with attention mask" if self.masked
                              else "equal-length clips only"),
@@ -145,10 +140,8 @@ class HFASRRecogniser(HubRecogniser):
 
     def generate(self, audios, prompts):
         """Transcribe a batch greedily (:meth:`Recogniser.generate`); a non-empty prompt is ignored and counted."""
-        if self.model is None:
-            raise AiplibParameterError(f"{self.name} was closed")
-        self._stats["n_prompts_ignored"] += sum(1 for p in prompts if isinstance(p, str) and p.strip())
         clips, prompts = self.checked(audios, prompts)
+        self._stats["n_prompts_ignored"] += sum(p is not None for p in prompts)
         return self._decode(clips, prompts, [None if self.masked or self.fixed_window else len(c) for c in clips])
 
     def _batch(self, clips: list[np.ndarray], prompts=None) -> list[str]:

@@ -24,6 +24,7 @@ server serves ``model`` (``engine_args: {probe: false}`` skips it).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import os
@@ -259,11 +260,8 @@ class OpenAIRecogniser(Recogniser):
                 last = f"HTTP {status}" + (f": {self._scrub(detail)}" if detail else "")
                 if status not in RETRY_STATUS:
                     raise OpenAIBackendError(last) from None
-                ra = exc.headers.get("Retry-After") if exc.headers else None
-                try:
-                    retry_after = float(ra) if ra is not None else None
-                except ValueError:
-                    retry_after = None
+                with contextlib.suppress(AttributeError, TypeError, ValueError):  # none, or not a number
+                    retry_after = float(exc.headers.get("Retry-After"))
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 reason = getattr(exc, "reason", exc)
                 last = f"connection failed ({type(reason).__name__})"

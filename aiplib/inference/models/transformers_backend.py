@@ -30,22 +30,16 @@ DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}  #
 _HASH_LIMIT = 4 << 30
 
 
-def _chain(exc: BaseException):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
-
-
 def hub_error_message(entry, exc: BaseException) -> str | None:
     """One actionable line for a hub refusal in ``exc``'s chain (a gated, missing or private repository,
     weights absent from the local cache while offline), or None if it is not one."""
     licence = entry.licence_url or f"https://huggingface.co/{entry.weights}"
-    for e in _chain(exc):
-        name = type(e).__name__
-        text = str(e)
-        status = getattr(getattr(e, "response", None), "status_code", None)
+    seen = set()
+    while exc is not None and id(exc) not in seen:  # exc, its cause or context, theirs …
+        seen.add(id(exc))
+        name = type(exc).__name__
+        text = str(exc)
+        status = getattr(getattr(exc, "response", None), "status_code", None)
         if name == "GatedRepoError" or "gated repo" in text.lower() or status in (401, 403) \
                 or (entry.gated and name in ("RepositoryNotFoundError", "HfHubHTTPError")):
             return (f"{entry.id}: {entry.weights} is gated — accept its licence at {licence} with your Hugging Face "
@@ -57,6 +51,7 @@ def hub_error_message(entry, exc: BaseException) -> str | None:
             return (f"{entry.id}: {entry.weights} is not in the local Hugging Face cache and the hub "
                     f"cannot be reached (offline); download it once on a connected machine "
                     f"(`hf download {entry.weights}`) or point `weights:` at a local folder")
+        exc = exc.__cause__ or exc.__context__
     return None
 
 
@@ -77,19 +72,6 @@ def hub_errors(entry, *, packages: bool = False):
         if msg is not None:
             raise ModelUnavailableError(msg) from exc
         raise
-
-
-def hub_source(entry, local_files_only: bool | None = None) -> tuple[Path, bool, str, dict]:
-    """``(folder, local, source, hub_kw)`` of an entry's ``weights`` (a local folder or a hub id) and the
-    ``from_pretrained`` keywords (``local_files_only``: default True for a folder or under ``HF_HUB_OFFLINE``)."""
-    folder = Path(str(entry.weights)).expanduser()
-    local = folder.is_dir()
-    if local_files_only is None:
-        local_files_only = local or os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
-    hub_kw = {"local_files_only": bool(local_files_only)}
-    if entry.revision and not local:
-        hub_kw["revision"] = entry.revision
-    return folder, local, str(folder) if local else str(entry.weights), hub_kw
 
 
 def folder_fingerprint(folder: Path) -> str | None:
@@ -115,7 +97,10 @@ class HubRecogniser(Recogniser):
     precisions: tuple[str, ...] = tuple(DTYPES)
 
     def _setup(self, entry, batch_size, device, precision, local_files_only):
-        """Check the options (the errors the subclasses list); returns ``(transformers, torch, folder, hub_kw)``."""
+        """Check the options (the errors the subclasses list); returns ``(transformers, torch, folder, hub_kw)``:
+        the entry's ``weights`` as a folder (``self.local`` when it is one, ``self.source`` the folder or hub id)
+        and the ``from_pretrained`` keywords (``local_files_only``: default True for a folder or under
+        ``HF_HUB_OFFLINE``; the pinned ``revision`` of a hub id)."""
         try:
             import transformers  # noqa: PLC0415
         except ModuleNotFoundError:
@@ -135,8 +120,15 @@ class HubRecogniser(Recogniser):
         if self.device == "cuda" and not torch.cuda.is_available():
             raise ModelUnavailableError(f"{entry.id} is set to run on CUDA but torch sees no GPU "
                                         f"(torch {torch.__version__}); set device: cpu or run on a GPU machine")
-        folder, self.local, self.source, hub_kw = hub_source(entry, local_files_only)
-        self.local_files_only = hub_kw["local_files_only"]
+        folder = Path(str(entry.weights)).expanduser()
+        self.local = folder.is_dir()
+        self.source = str(folder) if self.local else str(entry.weights)
+        if local_files_only is None:
+            local_files_only = self.local or os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+        self.local_files_only = bool(local_files_only)
+        hub_kw = {"local_files_only": self.local_files_only}
+        if entry.revision and not self.local:
+            hub_kw["revision"] = entry.revision
         self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0}
         return transformers, torch, folder, hub_kw
 
@@ -185,7 +177,12 @@ class HubRecogniser(Recogniser):
         if getattr(self, "model", None) is None:
             return
         self.model = self.processor = self.adapter = self.feature_extractor = None
-        free_memory()
+        gc.collect()  # then PyTorch's cached CUDA memory goes back to the device (best effort)
+        with contextlib.suppress(Exception):
+            import torch  # noqa: PLC0415
+
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
 
 
 class TransformersRecogniser(HubRecogniser):
@@ -266,10 +263,8 @@ class TransformersRecogniser(HubRecogniser):
         aiplib.inference.models.adapters.AudioInputError
             The processor output lacks the audio features or placeholders.
         """
-        if self.adapter is None:
-            raise AiplibParameterError(f"{self.name} was closed")
         clips, prompts = self.checked(audios, prompts)
-        self.last = {"prompts": [], "n_new_tokens": [], "batch_sizes": []}
+        self.last = {"prompts": [], "batch_sizes": []}  # this call's rendered prompts and batches
         return self._decode(clips, prompts, [len(c) if self.adapter.same_length_batches else None for c in clips])
 
     def _batch(self, clips, prompts) -> list[str]:
@@ -283,19 +278,8 @@ class TransformersRecogniser(HubRecogniser):
         n_new = a.n_new_tokens(new)
         self._stats["max_new_tokens_seen"] = max([self._stats["max_new_tokens_seen"], *n_new])
         self.last["prompts"].extend(texts)
-        self.last["n_new_tokens"].extend(n_new)
         self.last["batch_sizes"].append(len(clips))
         return texts_out
-
-
-def free_memory() -> None:
-    """Collect garbage and return PyTorch's cached CUDA memory to the device (best effort)."""
-    gc.collect()
-    with contextlib.suppress(Exception):  # best effort
-        import torch  # noqa: PLC0415
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
 
 
 load = TransformersRecogniser  # the backend's entry point, load(entry, **opts) (aiplib.inference.models.load_model)

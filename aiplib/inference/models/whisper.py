@@ -41,13 +41,6 @@ from aiplib.inference.models.whisper_window import (
 log = logging.getLogger(__name__)
 
 
-def _n_threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 @dataclass(frozen=True)
 class WhisperOptions:
     """How a :class:`WhisperRecogniser` decodes (each field overrides the registry entry's value).
@@ -100,7 +93,7 @@ class WhisperRecogniser(Recogniser):
         self.no_speech_threshold, self.log_prob_threshold = o.no_speech_threshold, o.log_prob_threshold
         self.device = registry.resolve_device(o.device or entry.device)
         self.compute_type = o.compute_type or entry.precision
-        cores = _n_threads()
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         self.workers = int(o.workers or (cores if (self.path == "fast" and self.device == "cpu") else 1))
         self.cpu_threads = int(o.cpu_threads or max(1, cores // self.workers))
         self.weights_path, self.weights_sha256 = resolve_weights(entry)
@@ -147,8 +140,6 @@ class WhisperRecogniser(Recogniser):
 
     def generate(self, audios, prompts):
         """Transcribe a batch (:meth:`Recogniser.generate`; ``""`` for a window Whisper judges silent)."""
-        if self.model is None:
-            raise AiplibParameterError(f"{self.name} was closed")
         clips, prompts = self.checked(audios, prompts)
         if self.path == "standard":
             return [self._standard(a, p) for a, p in zip(clips, prompts)]
@@ -184,10 +175,7 @@ class WhisperRecogniser(Recogniser):
         computes them (the pad frame dropped, at most 3,000 frames), zero-padded to ``w`` mel frames.
         """
         feats = [self.model.feature_extractor(c)[:, :-1][:, :FULL_WINDOW_FRAMES] for c in clips]  # pad frame dropped
-        batch = np.zeros((len(clips), feats[0].shape[0], w), dtype=np.float32)
-        for j, f in enumerate(feats):
-            batch[j, :, : f.shape[1]] = f
-        return batch
+        return np.stack([np.pad(f, ((0, 0), (0, w - f.shape[1]))) for f in feats]).astype(np.float32)
 
     def decode_options(self, prompt: str | None) -> tuple[list[int], dict]:
         """(prompt tokens, keyword arguments of CTranslate2 ``Whisper.generate``) of the fast path.

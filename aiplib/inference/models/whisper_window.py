@@ -46,10 +46,7 @@ def window_frames(n_frames: int, *, windows_s=WINDOWS_S, min_pad_s: float = MIN_
     if min_pad_s < 0:
         raise AiplibParameterError(f"min_pad_s must be >= 0 seconds, got {min_pad_s!r}")
     need = int(n_frames) + int(math.ceil(float(min_pad_s) * FRAMES_PER_S))
-    for w in _check_windows(windows_s):
-        if w * FRAMES_PER_S >= need:
-            return int(w * FRAMES_PER_S)
-    return FULL_WINDOW_FRAMES
+    return next((w * FRAMES_PER_S for w in _check_windows(windows_s) if w * FRAMES_PER_S >= need), FULL_WINDOW_FRAMES)
 
 
 def window_s(n_samples: int, *, windows_s=WINDOWS_S, min_pad_s: float = MIN_PAD_S) -> int:

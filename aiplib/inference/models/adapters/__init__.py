@@ -226,14 +226,12 @@ def _importable(name: str) -> bool:
         return False
 
 
-_STATE: dict[str, bool] = {}  # the patches made
-
-
 def torchvision_ok() -> bool:
     """True when torchvision imports (cached)."""
     return _importable("torchvision")
 
 
+@functools.cache  # each patch is made once
 def no_torchvision_patch(*, image: bool = False) -> bool:
     """Let processors with video / image sub-processors load without torchvision.
 
@@ -245,9 +243,6 @@ def no_torchvision_patch(*, image: bool = False) -> bool:
     """
     if torchvision_ok():
         return False
-    key = "image_patch" if image else "video_patch"
-    if _STATE.get(key):
-        return True
     from transformers.processing_utils import ProcessorMixin  # noqa: PLC0415
 
     if not image:
@@ -282,7 +277,6 @@ def no_torchvision_patch(*, image: bool = False) -> bool:
                     return stub_processor("image")
 
         ipa.AutoImageProcessor = _AutoImageProcessor
-    _STATE[key] = True
     return True
 
 
@@ -314,6 +308,7 @@ def stub_processor(kind: str):
     return _stub_classes()[kind]()
 
 
+@functools.cache  # the patch is made once
 def no_timm_vision_patch() -> bool:
     """Build Gemma 3n's vision tower as a parameter-free stub when timm is unusable.
 
@@ -323,8 +318,6 @@ def no_timm_vision_patch() -> bool:
     """
     if torchvision_ok() and _importable("timm"):
         return False
-    if _STATE.get("timm_patch"):
-        return True
     import transformers.models.gemma3n.modeling_gemma3n as g3n  # noqa: PLC0415
     from torch import nn  # noqa: PLC0415
 
@@ -346,5 +339,4 @@ def no_timm_vision_patch() -> bool:
             return orig.from_config(config, *a, **k)
 
     g3n.AutoModel = _AutoModel
-    _STATE["timm_patch"] = True
     return True

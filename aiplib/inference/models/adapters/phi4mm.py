@@ -29,8 +29,7 @@ class Phi4MultimodalAdapter(Adapter):
     @classmethod
     def load_model(cls, source, **kw):
         model = super().load_model(source, **kw)
-        local = Path(source).is_dir()
-        if local and not (Path(source) / SPEECH_LORA).is_dir():
+        if Path(source).is_dir() and not (Path(source) / SPEECH_LORA).is_dir():
             log.info("%s has no %s/ folder: running without the speech LoRA", source, SPEECH_LORA)
             model._aip_speech_lora = False
             return model

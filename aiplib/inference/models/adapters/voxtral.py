@@ -13,12 +13,7 @@ AUDIO_TOKEN_ID = 24  # id of [AUDIO] (hard-coded in VoxtralProcessor)
 
 class VoxtralAdapter(Adapter):
     model_type = "voxtral"
-    model_class = "VoxtralForConditionalGeneration"
-    feature_keys = ("input_features",)
-
-    @property
-    def placeholder(self) -> str:
-        return self.processor.audio_token
+    model_class = "VoxtralForConditionalGeneration"  # the default feature_keys and placeholder (processor.audio_token)
 
     @property
     def placeholder_id(self) -> int:
