@@ -63,11 +63,10 @@ ITEM_BANK_FIELDS = {"asr": ("item_id", "path", "duration_s", "text"),  # require
                     "kws": ("item_id", "path", "duration_s", "label", "is_target")}
 
 
-def write_item_bank(ws, family: str, rows, *, keywords=None, extra: dict | None = None) -> Path:
+def write_item_bank(ws, family: str, rows, *, keywords=None) -> Path:
     """Write ``itembanks/<family>.jsonl`` (one JSON object per item with at least the family's
-    :data:`ITEM_BANK_FIELDS`, atomically) and its sidecar ``<family>.json`` (``{"family", "n_items",
-    **extra}``, plus for KWS the closed ``keywords``, default :data:`aiplib.core.tasks.KEYWORDS`);
-    returns the JSONL path.
+    :data:`ITEM_BANK_FIELDS`, atomically) and its sidecar ``<family>.json`` (``{"family", "n_items"}``,
+    plus for KWS the closed ``keywords``, default :data:`aiplib.core.tasks.KEYWORDS`); returns the JSONL path.
 
     Raises
     ------
@@ -81,7 +80,7 @@ def write_item_bank(ws, family: str, rows, *, keywords=None, extra: dict | None 
         if missing := [k for k in ITEM_BANK_FIELDS[family] if k not in r]:
             raise AiplibParameterError(f"item bank {family}: row {i} ({r.get('item_id')!r}) lacks {missing}")
     path = _write_text_atomic("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), ws.item_bank(family))
-    side = {"family": family, "n_items": len(rows), **(extra or {})}
+    side = {"family": family, "n_items": len(rows)}
     if family == "kws":
         side["keywords"] = list(normalize_keywords(keywords))
     write_json_atomic(side, ws.item_bank_sidecar(family))
