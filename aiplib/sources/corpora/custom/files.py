@@ -120,11 +120,9 @@ def _unique_ids(paths: list[Path], base: Path, reserved=()) -> list[str]:
 
 
 def _read_table(path: Path, required: tuple, probs: _Collector, what: str, aliases=None):
-    """Read a CSV/TSV table with string cells; returns a DataFrame or None (problem recorded)."""
+    """Read the CSV/TSV table ``path`` (a file checked by the caller) with string cells; returns a DataFrame or
+    None (problem recorded)."""
     aliases = aliases or {}
-    if _not_a(path, "file"):
-        probs.add("fatal", "table", path, f"{what} table not found")
-        return None
     try:
         raw = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:

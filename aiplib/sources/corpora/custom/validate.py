@@ -122,8 +122,9 @@ _KWS = ("kws_dir", "kws_labels", "label", {"word": "label"}, "missing_label", "m
 
 
 def _listed_files(dir_value, table_value, probs, scans, spec: tuple):
-    """The folder, its table and their pairing: ``(folder, files, pairs, ids)`` (``pairs`` the ``(path, row)``
-    of rows with a ``value_col``, ``ids`` their item ids), or None when either is unusable (problem recorded)."""
+    """The folder, its table and their pairing: ``(folder, pairs, ids)`` (``pairs`` the ``(path, row)`` of rows
+    with a ``value_col``, ``ids`` their item ids), or None when either is unusable (problem recorded); a fatal
+    ``no_items`` when neither the folder nor the table names an audio file."""
     dir_name, table_name, value_col, aliases, missing_kind, missing_text = spec
     folder, table = _param_path(dir_value, dir_name, probs, kind="dir"), _param_path(table_value, table_name, probs)
     if folder is None or table is None:
@@ -135,7 +136,9 @@ def _listed_files(dir_value, table_value, probs, scans, spec: tuple):
         return None
     pairs = _match_table(df, folder, files, probs, what=f"{table_name} ({table.name})", value_col=value_col,
                          missing_kind=missing_kind, missing_text=missing_text)
-    return folder, files, pairs, _unique_ids([p for p, _ in pairs], folder)
+    if not files and not pairs:
+        probs.add("fatal", "no_items", folder, "no audio file found in the folder")
+    return folder, pairs, _unique_ids([p for p, _ in pairs], folder)
 
 
 def _item_row(p, row, package, item_id, info, used: bool = True, **fields) -> dict:
@@ -161,7 +164,7 @@ def _validate_speech(speech_dir, texts, probs, scans):
     found = _listed_files(speech_dir, texts, probs, scans, _SPEECH)
     if found is None:
         return []
-    folder, files, pairs, ids = found
+    _, pairs, ids = found
     rows = []
     for (p, row), item_id in zip(pairs, ids):
         if reference_is_empty(row["text"]):
@@ -174,8 +177,6 @@ def _validate_speech(speech_dir, texts, probs, scans):
         if info is not None:
             _check_words_per_second(p, row["text"], info["duration_s"], probs)
             rows.append(_item_row(p, row, "custom/speech", item_id, info, text=" ".join(row["text"].split())))
-    if not files and not pairs:
-        probs.add("fatal", "no_items", folder, "no audio file found in the folder")
     return rows
 
 
@@ -183,7 +184,7 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
     found = _listed_files(kws_dir, kws_labels, probs, scans, _KWS)
     if found is None:
         return []
-    folder, files, pairs, ids = found
+    folder, pairs, ids = found
     rows, kw = [], set(keywords)
     for (p, row), item_id in zip(pairs, ids):
         raw = row["label"].strip()
@@ -212,8 +213,6 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
     used = [r for r in rows if r["used"]]
     if rows and not used:
         probs.add("fatal", "no_items", folder, "no usable keyword clip (every label holds several words)")
-    elif not files and not pairs:
-        probs.add("fatal", "no_items", folder, "no audio file found in the folder")
     if used and not any(r["is_target"] for r in used):
         probs.add("warning", "no_targets", folder, f"no clip is labelled with one of the keywords {', '.join(keywords)}")
     return rows
