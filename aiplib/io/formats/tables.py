@@ -203,13 +203,11 @@ def read_manifest_csv(path) -> pd.DataFrame:
         df[c] = pd.to_numeric(df[c]).astype("int64") if len(df) else df[c].astype("int64")
     if "is_target" in df.columns:
         df["is_target"] = df["is_target"].map(lambda v: bool(parse_bool(v) is True))
-    for c in ("bg_offset", "n_samples"):
+    for c, dtype in (("bg_offset", "Int64"), ("n_samples", "Int64"), ("duration_s", float)):
         if c in df.columns:
-            df[c] = pd.to_numeric(df[c].replace("", None)).astype("Int64")
+            df[c] = pd.to_numeric(df[c].replace("", None)).astype(dtype)
     if "bg_active" in df.columns:
         df["bg_active"] = df["bg_active"].map(parse_bool).astype("boolean")
-    if "duration_s" in df.columns:
-        df["duration_s"] = pd.to_numeric(df["duration_s"].replace("", None)).astype(float)
     return df
 
 
