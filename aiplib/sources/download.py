@@ -235,11 +235,11 @@ class ResumingDownloader:
                 if self.total is not None:
                     check_disk_space(self.d.dest, max(self.total - have, 0) + self.d.extract_factor * self.total,
                                      what=self.d.dest.name)
-                bar = tqdm(total=self.total, initial=have, unit="B", unit_scale=True, unit_divisor=1024,
-                           desc=self.d.dest.name, leave=False,
-                           disable=None if self.progress is None else not self.progress)
                 try:
-                    with open(self.part, mode) as fh:
+                    with (tqdm(total=self.total, initial=have, unit="B", unit_scale=True, unit_divisor=1024,
+                               desc=self.d.dest.name, leave=False,
+                               disable=None if self.progress is None else not self.progress) as bar,
+                          open(self.part, mode) as fh):
                         for block in resp.iter_content(chunk_size=_CHUNK):
                             fh.write(block)
                             bar.update(len(block))
@@ -247,8 +247,6 @@ class ResumingDownloader:
                     pass  # judged by the size below
                 except OSError as exc:  # the local disk, not the network
                     raise DownloadError(f"cannot write {self.part}: {exc} (partial data is kept)") from None
-                finally:
-                    bar.close()
             got = self.part.stat().st_size
             if self.total is None or got >= self.total:
                 return

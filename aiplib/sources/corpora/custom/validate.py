@@ -89,9 +89,7 @@ def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_
     y = np.asarray(y, dtype=np.float32)
     frame = max(1, sr // 100)
     k = -(-y.size // frame)
-    padded = np.zeros(k * frame, dtype=np.float32)
-    padded[: y.size] = np.abs(y)
-    silent = padded.reshape(k, frame).max(axis=1) < 10.0 ** (floor_dbfs / 20.0)
+    silent = np.pad(np.abs(y), (0, k * frame - y.size)).reshape(k, frame).max(axis=1) < 10.0 ** (floor_dbfs / 20.0)
     gap = int(round(max_gap_s * 100))
     half = gap // 2
     keep = np.ones(k, dtype=bool)
