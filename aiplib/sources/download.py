@@ -109,13 +109,10 @@ def resolve_base_url(c: Corpus, base_urls=None) -> str:
     root string used as ``$AIP_MIRROR``) > ``$AIP_MIRROR_<NAME>`` > ``$AIP_MIRROR/<name>`` > default."""
     if isinstance(base_urls, str):
         return base_urls.rstrip("/") + "/" + c.name
-    if base_urls and base_urls.get(c.name):
-        return base_urls[c.name].rstrip("/")
-    if os.environ.get(c.env_var):
-        return os.environ[c.env_var].rstrip("/")
-    if os.environ.get("AIP_MIRROR"):
-        return os.environ["AIP_MIRROR"].rstrip("/") + "/" + c.name
-    return c.base_url.rstrip("/")
+    if own := (base_urls or {}).get(c.name) or os.environ.get(c.env_var):  # this corpus's own mirror
+        return own.rstrip("/")
+    root = os.environ.get("AIP_MIRROR")
+    return root.rstrip("/") + "/" + c.name if root else c.base_url.rstrip("/")
 
 
 # ------------------------------------------------------------------------------- disk space, progress file
