@@ -149,14 +149,18 @@ BATTERY_TEXT_COLUMNS = ("bg_id", "category", "description", "source_package", "s
                         "attribution", "path")
 
 
+def _read_bg_table(path, index: bool, **read_csv_args) -> pd.DataFrame | None:
+    """A per-background table (None when ``path`` does not exist), indexed by ``bg_id`` if ``index``."""
+    if not Path(path).is_file():
+        return None
+    df = pd.read_csv(path, keep_default_na=False, **read_csv_args)
+    return df.set_index("bg_id") if index else df
+
+
 def read_battery_csv(path, *, index: bool = False) -> pd.DataFrame | None:
     """Read ``descriptors/battery.csv`` (None when it does not exist), indexed by ``bg_id`` if ``index``;
     text columns stay strings as written (``"NA"`` is not NaN, an empty cell ``""``)."""
-    path = Path(path)
-    if not path.is_file():
-        return None
-    df = pd.read_csv(path, keep_default_na=False, dtype={c: str for c in BATTERY_TEXT_COLUMNS})
-    return df.set_index("bg_id") if index else df
+    return _read_bg_table(path, index, dtype={c: str for c in BATTERY_TEXT_COLUMNS})
 
 
 # the nine descriptors in column order (definitions: aiplib.battery.descriptors.DESCRIPTOR_INFO); the table
@@ -169,12 +173,8 @@ DESCRIPTOR_TABLE_COLUMNS = ["bg_id", *DESCRIPTORS, "silent_frame_share"]
 def read_descriptor_table(path, *, index: bool = False) -> pd.DataFrame | None:
     """Read ``descriptors/acoustic_descriptors.csv`` (None when it does not exist), indexed by ``bg_id`` if
     ``index``: ``bg_id`` as written (str), every other column float (an empty cell NaN)."""
-    path = Path(path)
-    if not path.is_file():
-        return None
-    df = pd.read_csv(path, dtype={"bg_id": str}, keep_default_na=False,
-                     na_values={c: ["", "nan", "NaN"] for c in DESCRIPTOR_TABLE_COLUMNS[1:]})
-    return df.set_index("bg_id") if index else df
+    return _read_bg_table(path, index, dtype={"bg_id": str},
+                          na_values={c: ["", "nan", "NaN"] for c in DESCRIPTOR_TABLE_COLUMNS[1:]})
 
 
 # ============================================================================== manifests

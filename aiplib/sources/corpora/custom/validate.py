@@ -303,14 +303,13 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
         probs.add("warning", "few_backgrounds", folder,
                   f"only {len(rows)} backgrounds accepted (fewer than {MIN_BACKGROUNDS}): the descriptor–degradation "
                   "Spearman correlations will be weak and their intervals wide")
-    if longest_s:
-        for r in rows:
-            dur = r["prepared_duration_s"] or r["duration_s"]
-            if dur < longest_s:
-                trimmed = " (after shortening its digital silence)" if r["prepared_duration_s"] else ""
-                probs.add("warning", "bg_looped", r["file"],
-                          f"background of {dur:.1f} s{trimmed} is shorter than the longest utterance ({longest_s:.1f} "
-                          f"s): it is looped end to end to {MAX_UTTERANCE_S:g} s, so longer utterances hear it repeat")
+    for r in rows:  # with no utterance, longest_s is 0
+        dur = r["prepared_duration_s"] or r["duration_s"]
+        if dur < longest_s:
+            trimmed = " (after shortening its digital silence)" if r["prepared_duration_s"] else ""
+            probs.add("warning", "bg_looped", r["file"],
+                      f"background of {dur:.1f} s{trimmed} is shorter than the longest utterance ({longest_s:.1f} "
+                      f"s): it is looped end to end to {MAX_UTTERANCE_S:g} s, so longer utterances hear it repeat")
     return rows
 
 
