@@ -244,10 +244,7 @@ def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
         return series.map(lambda v: "" if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
                           else str(v))
 
-    sid = text(col("id"))
-    cond = text(col("condition"))
-    bg = text(col("background_id"))
-    item = text(col("speech_id"))
+    sid, cond, bg, item, accent = (text(col(c)) for c in ("id", "condition", "background_id", "speech_id", "accent"))
     clean = (cond == "clean") | (bg == "clean")
     item = item.where(item != "", sid.where(~sid.str.endswith("_clean"), sid.str[:-6]).where(clean, ""))
     from_id = [s_[len(i_) + 1: s_.rfind("_snr")] if i_ and s_.startswith(i_ + "_") and "_snr" in s_ else ""
@@ -255,10 +252,10 @@ def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
     bg = bg.where((bg != "") | clean, pd.Series(from_id, index=bg.index))
     snr = pd.to_numeric(col("snr_db", np.nan), errors="coerce").astype(float).where(~clean)
     acc = text(col("accent_group"))
-    acc = acc.where(acc != "", text(col("accent")))
+    acc = acc.where(acc != "", accent)
     view = pd.DataFrame({"stimulus_id": sid, "item_id": item, "bg_id": bg.where(~clean, "clean"), "snr_db": snr,
         "reference": text(col(family_spec(family)["reference"])), "accent_group": acc,
-        "accent": text(col("accent")).where(text(col("accent")) != "", acc), "is_target": text(col("is_target")),
+        "accent": accent.where(accent != "", acc), "is_target": text(col("is_target")),
         "condition": np.where(clean, "clean", "noisy"),
         "bg_active": col("bg_active", pd.NA).map(parse_bool).astype("boolean")})
     view.loc[clean.to_numpy(), "bg_active"] = pd.NA
