@@ -140,8 +140,7 @@ def _engine_credit(voice: str) -> str:
 def _item(ws, family, item_id, y, credit: dict, **extra) -> dict:
     """An item-bank record; ``credit`` holds ``source_file, source, licence, attribution, speaker,
     accent_group, synthetic``, ``extra`` the task fields (``text``, or ``label`` and ``is_target``)."""
-    path = ws.itembanks / "audio" / family / f"{item_id}.wav"
-    write_wav(path, y)
+    path = write_wav(ws.itembanks / "audio" / family / f"{item_id}.wav", y)
     c = credit
     return dict(item_id=item_id, path=ws.rel(path), source_file=c["source_file"], source=c["source"],
                 licence=c["licence"], attribution=c["attribution"], duration_s=float(y.size / SR),
