@@ -54,8 +54,9 @@ def _opt(row: dict, key: str):
     return (row.get(key) or "").strip() or None
 
 
-def _licence_of(row: dict) -> tuple[str, str]:
-    return _opt(row, "licence") or UNKNOWN_LICENCE, _opt(row, "attribution") or UNKNOWN_LICENCE
+def _licence_of(row: dict) -> dict:
+    """``licence`` and ``attribution`` of a table row, :data:`UNKNOWN_LICENCE` where not given."""
+    return {k: _opt(row, k) or UNKNOWN_LICENCE for k in ("licence", "attribution")}
 
 
 def _peak_to_median_db(y: np.ndarray, sr: int = SR) -> float:
@@ -141,8 +142,7 @@ def _listed_files(dir_value, table_value, probs, scans, spec: tuple):
 
 def _item_row(p, row, package, item_id, info, used: bool = True, **fields) -> dict:
     """One inventory row of an utterance or keyword clip (fields of :data:`INVENTORY_COLUMNS`)."""
-    lic, att = _licence_of(row)
-    return dict(file=str(p), package=package, licence=lic, attribution=att, used=used, item_id=item_id,
+    return dict(file=str(p), package=package, **_licence_of(row), used=used, item_id=item_id,
                 accent_group=_opt(row, "accent_group"), speaker=_opt(row, "speaker") or "unknown", **fields, **info)
 
 
@@ -293,8 +293,7 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
             pm = _peak_to_median_db(y)
             cat = "transient" if pm >= TRANSIENT_PEAK_DB else "stationary"
             source, desc = f"inferred (peak-to-median level {pm:.1f} dB)", desc + f" (category inferred: {cat})"
-        lic, att = _licence_of(row)
-        rows.append(dict(file=str(p), package="custom/backgrounds", licence=lic, attribution=att, used=True,
+        rows.append(dict(file=str(p), package="custom/backgrounds", **_licence_of(row), used=True,
                          bg_id=bg_id, category=cat, category_source=source, description=desc, note=note,
                          prepared_duration_s=prepared_s, **info))
     if not files:
