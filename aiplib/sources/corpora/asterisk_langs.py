@@ -191,10 +191,8 @@ def asterisk_distractors(languages=LANGUAGES, *, roots=None, formats=FORMATS, mi
         for key, text in sorted(read_transcripts(root / _transcript_rel(lang)).items()):
             path = folder / f"{key}.{fmt}"
             norm = normalize_text(speech_text(text))
-            if is_damaged(text) or len(norm.split()) < min_words or not path.is_file():
-                continue
-            dur = _duration_s(path, fmt)
-            if dur < min_duration_s:
+            if (is_damaged(text) or len(norm.split()) < min_words or not path.is_file()
+                    or (dur := _duration_s(path, fmt)) < min_duration_s):
                 continue
             rows.append(dict(distractor_id=f"{lang}-{key.replace('/', '-')}", language=lang, voice=v["voice"],
                              sex=v["sex"], same_voice_as_target=v["same_voice_as_target"], key=key, path=str(path),
