@@ -192,14 +192,12 @@ def read_scores(path) -> pd.DataFrame:
         If ``path`` does not exist.
     """
     df = _read_text_csv(path)
-    for c in SCORE_NUMERIC_COLUMNS:
-        if c in df.columns:
-            df[c] = pd.to_numeric(df[c], errors="coerce")
+    for c in df.columns.intersection(SCORE_NUMERIC_COLUMNS):
+        df[c] = pd.to_numeric(df[c], errors="coerce")
     if "is_target" in df.columns:
         df["is_target"] = df["is_target"].map(lambda v: parse_bool(v) is True)
-    for c in ("accent_group", "accent"):
-        if c in df.columns:
-            df[c] = df[c].replace("", np.nan)
+    for c in df.columns.intersection(["accent_group", "accent"]):
+        df[c] = df[c].replace("", np.nan)
     return df
 
 
