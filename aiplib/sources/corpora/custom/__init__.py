@@ -71,9 +71,7 @@ def _inventory_frame(report: ValidationReport):
                  bytes=Path(p).stat().st_size) for p, note in tables if p and Path(p).is_file()]
     rows += report.speech + report.kws + report.backgrounds
     df = pd.DataFrame(rows)
-    for c in INVENTORY_COLUMNS:
-        if c not in df.columns:
-            df[c] = None
+    df = df.assign(**{c: None for c in INVENTORY_COLUMNS if c not in df.columns})  # the columns no row has
     df["sha256"] = [file_sha256(f) for f in df["file"]]
     return df[INVENTORY_COLUMNS]
 
