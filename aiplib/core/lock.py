@@ -137,13 +137,12 @@ def acquire(root, *, mode: str = "exclusive", command: str = "", wait_s: float =
                started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), token=uuid.uuid4().hex)
     # we hold the flock, so whoever wrote the exclusive record no longer holds it: stale
     taken_over = _read_record(path) or None
-    if mode == "exclusive":
+    if mode == "exclusive" or taken_over:  # the exclusive record is ours now, or stale: cleared
         os.ftruncate(fd, 0)
+    if mode == "exclusive":
         os.pwrite(fd, json.dumps(rec).encode(), 0)
         rec_path = path
     else:
-        if taken_over:
-            os.ftruncate(fd, 0)
         d = root / f"{LOCK_NAME}.d"
         d.mkdir(exist_ok=True)
         holders(root)  # removes the records of dead shards on this host

@@ -48,9 +48,7 @@ def filter_papermill_args(args: Sequence[str], declared: Iterable[str],
         An option lacks its value(s), or ``-y`` is not a YAML mapping.
     """
     declared, known = set(declared), set(known)
-    kept: list[str] = []
-    dropped: list[str] = []
-    unknown: list[str] = []
+    kept, dropped, unknown = [], [], []
 
     def drop(name: str) -> None:
         bucket = dropped if name in known else unknown

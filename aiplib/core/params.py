@@ -186,7 +186,4 @@ def check_parameters(namespace: MutableMapping[str, Any], annotations: Mapping[s
     for name, annotation in declared.items():
         if name not in namespace:
             raise ParameterTypeError(f"parameter {name!r} is declared {_type_name(annotation)} but has no value")
-        value = namespace[name]
-        converted = coerce_parameter(name, value, annotation)
-        if converted is not value:
-            namespace[name] = converted
+        namespace[name] = coerce_parameter(name, namespace[name], annotation)  # the value itself when it fits

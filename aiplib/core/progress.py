@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import time
-from typing import Iterable, Iterator, TypeVar
+from typing import Iterator, Sequence, TypeVar
 
 from tqdm.auto import tqdm as auto_tqdm
 from tqdm.std import tqdm as std_tqdm
@@ -113,15 +113,12 @@ class Progress:
         self.close()
 
 
-def track(items: Iterable[T], label: str, *, total: int | None = None, unit: str = "it",
-          enabled: bool = True, **kw) -> Iterator[T]:
-    """Iterate over ``items`` showing a :class:`Progress` of one unit per item.
+def track(items: Sequence[T], label: str, *, unit: str = "it", enabled: bool = True, **kw) -> Iterator[T]:
+    """Iterate over ``items`` (of ``len(items)`` units) showing a :class:`Progress` of one unit per item.
 
-    ``total`` defaults to ``len(items)``; ``label``, ``unit``, ``enabled`` and ``**kw`` are those of
-    :class:`Progress`.
+    ``label``, ``unit``, ``enabled`` and ``**kw`` are those of :class:`Progress`.
     """
-    n = len(items) if total is None else total  # type: ignore[arg-type]
-    with Progress(n, label, unit=unit, enabled=enabled, **kw) as p:
+    with Progress(len(items), label, unit=unit, enabled=enabled, **kw) as p:
         for x in items:
             yield x
             p.update(1)

@@ -142,12 +142,12 @@ def value_differences(name: str, old, new) -> list[str]:
     return [f"{name}: {_pair(old, new)}"]
 
 
-def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None) -> list[str]:
+def differences(old: dict | None, new: dict, *, ws=None) -> list[str]:
     """What changed between a recorded stamp and the current one, one line per change: inputs, then
     parameters, then outputs edited since.
 
-    ``old``: the recorded stamp (None: there is none); ``new``: the current one (:func:`make_stamp`);
-    ``outputs_ok``: also check that every output of ``old`` (resolved in ``ws``) still has its SHA-256.
+    ``old``: the recorded stamp (None: there is none); ``new``: the current one (:func:`make_stamp`); every
+    output of ``old`` (resolved in ``ws``) is checked to still have its SHA-256.
     Empty when up to date, e.g. ``["input changed: bg/bg03.wav (3fa2c1d09e7b… → 9c1b…)", "parameter snrs_db:
     [10,5,0] → [10,5]"]``.
     """
@@ -169,11 +169,10 @@ def differences(old: dict | None, new: dict, *, outputs_ok: bool = True, ws=None
     op, np_ = old.get("params", {}), new.get("params", {})
     for k in sorted(set(op) | set(np_)):
         out += [f"parameter {d}" for d in value_differences(k, op.get(k), np_.get(k))]
-    if outputs_ok:
-        for k, sha in old.get("outputs", {}).items():
-            p = ws.path(k) if ws is not None else Path(k)
-            if not p.is_file():
-                out.append(f"output missing: {k}")
-            elif file_sha256(p) != sha:
-                out.append(f"output changed since it was written: {k}")
+    for k, sha in old.get("outputs", {}).items():
+        p = ws.path(k) if ws is not None else Path(k)
+        if not p.is_file():
+            out.append(f"output missing: {k}")
+        elif file_sha256(p) != sha:
+            out.append(f"output changed since it was written: {k}")
     return out

@@ -118,19 +118,10 @@ def normalize_keywords(keywords) -> tuple[str, ...]:
     return words
 
 
-def keyword_set(name: str | None = None) -> tuple[str, ...]:
-    """A keyword set of the task file (default: the KWS family's, the paper's ten words).
-
-    Raises
-    ------
-    AiplibParameterError
-        If ``name`` is no keyword set of the task file.
-    """
-    sets = task_file()["keyword_sets"]
-    name = name or family_spec("kws")["keyword_set"]
-    if name not in sets:
-        raise AiplibParameterError(f"unknown keyword set {name!r}; valid: {', '.join(sets)}")
-    return tuple(str(w).strip().lower() for w in sets[name])
+def keyword_set() -> tuple[str, ...]:
+    """The KWS family's keyword set of the task file (the paper's ten words; :func:`task_file` has checked
+    that ``keyword_sets`` holds it)."""
+    return tuple(str(w).strip().lower() for w in task_file()["keyword_sets"][family_spec("kws")["keyword_set"]])
 
 
 FAMILIES: tuple[str, ...] = tuple(task_file()["families"])  # ("asr", "kws")

@@ -50,9 +50,7 @@ class _ReWithFix:
 
     @staticmethod
     def sub(pattern, repl, string, *args, **kwargs):
-        if pattern == _RELEASE_ONE:
-            pattern = _FIXED_ONE
-        return re.sub(pattern, repl, string, *args, **kwargs)
+        return re.sub(_FIXED_ONE if pattern == _RELEASE_ONE else pattern, repl, string, *args, **kwargs)
 
 
 @functools.lru_cache(maxsize=1)

@@ -109,13 +109,10 @@ def resolve_base_url(c: Corpus, base_urls=None) -> str:
     root string used as ``$AIP_MIRROR``) > ``$AIP_MIRROR_<NAME>`` > ``$AIP_MIRROR/<name>`` > default."""
     if isinstance(base_urls, str):
         return base_urls.rstrip("/") + "/" + c.name
-    if base_urls and base_urls.get(c.name):
-        return base_urls[c.name].rstrip("/")
-    if os.environ.get(c.env_var):
-        return os.environ[c.env_var].rstrip("/")
-    if os.environ.get("AIP_MIRROR"):
-        return os.environ["AIP_MIRROR"].rstrip("/") + "/" + c.name
-    return c.base_url.rstrip("/")
+    if own := (base_urls or {}).get(c.name) or os.environ.get(c.env_var):  # this corpus's own mirror
+        return own.rstrip("/")
+    root = os.environ.get("AIP_MIRROR")
+    return root.rstrip("/") + "/" + c.name if root else c.base_url.rstrip("/")
 
 
 # ------------------------------------------------------------------------------- disk space, progress file
@@ -235,11 +232,11 @@ class ResumingDownloader:
                 if self.total is not None:
                     check_disk_space(self.d.dest, max(self.total - have, 0) + self.d.extract_factor * self.total,
                                      what=self.d.dest.name)
-                bar = tqdm(total=self.total, initial=have, unit="B", unit_scale=True, unit_divisor=1024,
-                           desc=self.d.dest.name, leave=False,
-                           disable=None if self.progress is None else not self.progress)
                 try:
-                    with open(self.part, mode) as fh:
+                    with (tqdm(total=self.total, initial=have, unit="B", unit_scale=True, unit_divisor=1024,
+                               desc=self.d.dest.name, leave=False,
+                               disable=None if self.progress is None else not self.progress) as bar,
+                          open(self.part, mode) as fh):
                         for block in resp.iter_content(chunk_size=_CHUNK):
                             fh.write(block)
                             bar.update(len(block))
@@ -247,8 +244,6 @@ class ResumingDownloader:
                     pass  # judged by the size below
                 except OSError as exc:  # the local disk, not the network
                     raise DownloadError(f"cannot write {self.part}: {exc} (partial data is kept)") from None
-                finally:
-                    bar.close()
             got = self.part.stat().st_size
             if self.total is None or got >= self.total:
                 return

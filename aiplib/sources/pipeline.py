@@ -167,9 +167,7 @@ def stale_stamps(ws) -> list[dict]:
                 r["follows"].append(f"if {stage} writes another {k}")
         if r["changes"] or r["follows"]:
             rewritten.update({k: (r["stage"], direct) for k in r["stamp"].get("outputs", {})})
-    for r in recs:
-        r.pop("stamp")
-    return recs
+    return [{k: v for k, v in r.items() if k != "stamp"} for r in recs]
 
 
 # ------------------------------------------------------------------------------- command line

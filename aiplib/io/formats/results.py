@@ -51,20 +51,14 @@ def repair_jsonl(path) -> int:
     return removed
 
 
-def _line_list(numbers: list[int], at_most: int = 5) -> str:
-    shown = ", ".join(str(n) for n in numbers[:at_most])
-    return shown + (f" … ({len(numbers) - at_most} more)" if len(numbers) > at_most else "")
-
-
-def read_inference_jsonl(path, *, require_id: bool = True, bad_lines: list | None = None) -> tuple[list[dict], int]:
+def read_inference_jsonl(path, *, require_id: bool = True) -> tuple[list[dict], int]:
     """Read an inference JSONL file (ours or the authors'): the one reader of stages 7, 8 and the explorer.
 
     A line that is not UTF-8, not JSON, or not an object with an ``id`` is skipped and counted (one
     warning per file); ``NaN`` tokens are read as float NaN; ``id`` is a str.
 
-    ``require_id=False`` reads any JSON object (the ``run_log.jsonl`` records); ``bad_lines`` receives
-    ``(line_number, raw_bytes)`` of every skipped line (1-based). Returns ``(rows, n_skipped)``: the rows
-    in file order and the lines skipped (a half-written last line included).
+    ``require_id=False`` reads any JSON object (the ``run_log.jsonl`` records). Returns ``(rows, n_skipped)``:
+    the rows in file order and the lines skipped (a half-written last line included).
 
     Raises
     ------
@@ -80,7 +74,7 @@ def read_inference_jsonl(path, *, require_id: bool = True, bad_lines: list | Non
             try:
                 obj = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, ValueError):
-                bad.append((number, raw))
+                bad.append(number)
                 continue
             if isinstance(obj, dict) and not require_id and "id" not in obj:
                 rows.append(obj)
@@ -88,12 +82,11 @@ def read_inference_jsonl(path, *, require_id: bool = True, bad_lines: list | Non
                 obj["id"] = str(obj["id"])
                 rows.append(obj)
             else:
-                bad.append((number, raw))
+                bad.append(number)
     if bad:
-        log.warning("%s: skipped %d unreadable line(s) (not UTF-8, not JSON or without an id): line %s",
-                    path, len(bad), _line_list([n for n, _ in bad]))
-    if bad_lines is not None:
-        bad_lines.extend(bad)
+        more = f" … ({len(bad) - 5} more)" if len(bad) > 5 else ""
+        log.warning("%s: skipped %d unreadable line(s) (not UTF-8, not JSON or without an id): line %s%s",
+                    path, len(bad), ", ".join(str(n) for n in bad[:5]), more)
     return rows, len(bad)
 
 
@@ -104,7 +97,7 @@ def quarantine_path(path) -> Path:
 
 
 def quarantine_lines(path, bad: list) -> Path:
-    """Append the unreadable lines ``bad`` (``(line, bytes)`` of :func:`read_inference_jsonl`) of the
+    """Append the unreadable lines ``bad`` (``(line number, bytes)`` pairs, 1-based) of the
     inference file ``path`` to its quarantine file (then fsync) and return that file. Each record:
     ``file``, ``line`` (1-based), ``text`` (UTF-8, U+FFFD for what is not), ``bytes_hex``, ``set_aside`` (UTC).
     """
@@ -199,14 +192,12 @@ def read_scores(path) -> pd.DataFrame:
         If ``path`` does not exist.
     """
     df = _read_text_csv(path)
-    for c in SCORE_NUMERIC_COLUMNS:
-        if c in df.columns:
-            df[c] = pd.to_numeric(df[c], errors="coerce")
+    for c in df.columns.intersection(SCORE_NUMERIC_COLUMNS):
+        df[c] = pd.to_numeric(df[c], errors="coerce")
     if "is_target" in df.columns:
         df["is_target"] = df["is_target"].map(lambda v: parse_bool(v) is True)
-    for c in ("accent_group", "accent"):
-        if c in df.columns:
-            df[c] = df[c].replace("", np.nan)
+    for c in df.columns.intersection(["accent_group", "accent"]):
+        df[c] = df[c].replace("", np.nan)
     return df
 
 

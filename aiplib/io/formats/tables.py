@@ -63,11 +63,10 @@ ITEM_BANK_FIELDS = {"asr": ("item_id", "path", "duration_s", "text"),  # require
                     "kws": ("item_id", "path", "duration_s", "label", "is_target")}
 
 
-def write_item_bank(ws, family: str, rows, *, keywords=None, extra: dict | None = None) -> Path:
+def write_item_bank(ws, family: str, rows, *, keywords=None) -> Path:
     """Write ``itembanks/<family>.jsonl`` (one JSON object per item with at least the family's
-    :data:`ITEM_BANK_FIELDS`, atomically) and its sidecar ``<family>.json`` (``{"family", "n_items",
-    **extra}``, plus for KWS the closed ``keywords``, default :data:`aiplib.core.tasks.KEYWORDS`);
-    returns the JSONL path.
+    :data:`ITEM_BANK_FIELDS`, atomically) and its sidecar ``<family>.json`` (``{"family", "n_items"}``,
+    plus for KWS the closed ``keywords``, default :data:`aiplib.core.tasks.KEYWORDS`); returns the JSONL path.
 
     Raises
     ------
@@ -81,7 +80,7 @@ def write_item_bank(ws, family: str, rows, *, keywords=None, extra: dict | None 
         if missing := [k for k in ITEM_BANK_FIELDS[family] if k not in r]:
             raise AiplibParameterError(f"item bank {family}: row {i} ({r.get('item_id')!r}) lacks {missing}")
     path = _write_text_atomic("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), ws.item_bank(family))
-    side = {"family": family, "n_items": len(rows), **(extra or {})}
+    side = {"family": family, "n_items": len(rows)}
     if family == "kws":
         side["keywords"] = list(normalize_keywords(keywords))
     write_json_atomic(side, ws.item_bank_sidecar(family))
@@ -150,14 +149,18 @@ BATTERY_TEXT_COLUMNS = ("bg_id", "category", "description", "source_package", "s
                         "attribution", "path")
 
 
+def _read_bg_table(path, index: bool, **read_csv_args) -> pd.DataFrame | None:
+    """A per-background table (None when ``path`` does not exist), indexed by ``bg_id`` if ``index``."""
+    if not Path(path).is_file():
+        return None
+    df = pd.read_csv(path, keep_default_na=False, **read_csv_args)
+    return df.set_index("bg_id") if index else df
+
+
 def read_battery_csv(path, *, index: bool = False) -> pd.DataFrame | None:
     """Read ``descriptors/battery.csv`` (None when it does not exist), indexed by ``bg_id`` if ``index``;
     text columns stay strings as written (``"NA"`` is not NaN, an empty cell ``""``)."""
-    path = Path(path)
-    if not path.is_file():
-        return None
-    df = pd.read_csv(path, keep_default_na=False, dtype={c: str for c in BATTERY_TEXT_COLUMNS})
-    return df.set_index("bg_id") if index else df
+    return _read_bg_table(path, index, dtype={c: str for c in BATTERY_TEXT_COLUMNS})
 
 
 # the nine descriptors in column order (definitions: aiplib.battery.descriptors.DESCRIPTOR_INFO); the table
@@ -170,12 +173,8 @@ DESCRIPTOR_TABLE_COLUMNS = ["bg_id", *DESCRIPTORS, "silent_frame_share"]
 def read_descriptor_table(path, *, index: bool = False) -> pd.DataFrame | None:
     """Read ``descriptors/acoustic_descriptors.csv`` (None when it does not exist), indexed by ``bg_id`` if
     ``index``: ``bg_id`` as written (str), every other column float (an empty cell NaN)."""
-    path = Path(path)
-    if not path.is_file():
-        return None
-    df = pd.read_csv(path, dtype={"bg_id": str}, keep_default_na=False,
-                     na_values={c: ["", "nan", "NaN"] for c in DESCRIPTOR_TABLE_COLUMNS[1:]})
-    return df.set_index("bg_id") if index else df
+    return _read_bg_table(path, index, dtype={"bg_id": str},
+                          na_values={c: ["", "nan", "NaN"] for c in DESCRIPTOR_TABLE_COLUMNS[1:]})
 
 
 # ============================================================================== manifests
@@ -204,13 +203,11 @@ def read_manifest_csv(path) -> pd.DataFrame:
         df[c] = pd.to_numeric(df[c]).astype("int64") if len(df) else df[c].astype("int64")
     if "is_target" in df.columns:
         df["is_target"] = df["is_target"].map(lambda v: bool(parse_bool(v) is True))
-    for c in ("bg_offset", "n_samples"):
+    for c, dtype in (("bg_offset", "Int64"), ("n_samples", "Int64"), ("duration_s", float)):
         if c in df.columns:
-            df[c] = pd.to_numeric(df[c].replace("", None)).astype("Int64")
+            df[c] = pd.to_numeric(df[c].replace("", None)).astype(dtype)
     if "bg_active" in df.columns:
         df["bg_active"] = df["bg_active"].map(parse_bool).astype("boolean")
-    if "duration_s" in df.columns:
-        df["duration_s"] = pd.to_numeric(df["duration_s"].replace("", None)).astype(float)
     return df
 
 
@@ -247,10 +244,7 @@ def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
         return series.map(lambda v: "" if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
                           else str(v))
 
-    sid = text(col("id"))
-    cond = text(col("condition"))
-    bg = text(col("background_id"))
-    item = text(col("speech_id"))
+    sid, cond, bg, item, accent = (text(col(c)) for c in ("id", "condition", "background_id", "speech_id", "accent"))
     clean = (cond == "clean") | (bg == "clean")
     item = item.where(item != "", sid.where(~sid.str.endswith("_clean"), sid.str[:-6]).where(clean, ""))
     from_id = [s_[len(i_) + 1: s_.rfind("_snr")] if i_ and s_.startswith(i_ + "_") and "_snr" in s_ else ""
@@ -258,10 +252,10 @@ def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
     bg = bg.where((bg != "") | clean, pd.Series(from_id, index=bg.index))
     snr = pd.to_numeric(col("snr_db", np.nan), errors="coerce").astype(float).where(~clean)
     acc = text(col("accent_group"))
-    acc = acc.where(acc != "", text(col("accent")))
+    acc = acc.where(acc != "", accent)
     view = pd.DataFrame({"stimulus_id": sid, "item_id": item, "bg_id": bg.where(~clean, "clean"), "snr_db": snr,
         "reference": text(col(family_spec(family)["reference"])), "accent_group": acc,
-        "accent": text(col("accent")).where(text(col("accent")) != "", acc), "is_target": text(col("is_target")),
+        "accent": accent.where(accent != "", acc), "is_target": text(col("is_target")),
         "condition": np.where(clean, "clean", "noisy"),
         "bg_active": col("bg_active", pd.NA).map(parse_bool).astype("boolean")})
     view.loc[clean.to_numpy(), "bg_active"] = pd.NA

@@ -33,6 +33,7 @@ from aiplib.core.errors import AiplibParameterError, MissingPackageError, Valida
 from aiplib.core.textnorm import normalize_text
 from aiplib.io.formats import parse_bool
 from aiplib.sources.corpora import debian
+from aiplib.sources.corpora.custom import files as custom_files
 from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
 from aiplib.sources.corpora.custom.validate import _validate_speech
 
@@ -68,7 +69,7 @@ ROOT_ENV = "AIP_ASTERISK_ROOT"
 DISTRACTOR_COLUMNS = ["distractor_id", "language", "voice", "sex", "same_voice_as_target", "key", "path",
                       "text", "text_norm", "n_words", "duration_s", "source", "licence", "attribution"]
 
-_G722_BYTES_PER_S = 8000  # G.722 at 64 kbit/s
+G722_BYTES_PER_S = 8000  # Bytes per second of G.722 audio (64 kbit/s).
 _STAGE = re.compile(r"\[[^\]]*\]|\([^)]*\)")
 _DAMAGED = re.compile(r"[^\W\d_]\?\s*([^\W\d_])")
 
@@ -163,7 +164,7 @@ def download_and_extract(dest, languages=LANGUAGES, *, fmt: str = "g722") -> Pat
 
 
 def _duration_s(path: Path, fmt: str) -> float:
-    return path.stat().st_size / _G722_BYTES_PER_S if fmt == "g722" else float(sf.info(str(path)).duration)
+    return path.stat().st_size / G722_BYTES_PER_S if fmt == "g722" else float(sf.info(str(path)).duration)
 
 
 def asterisk_distractors(languages=LANGUAGES, *, roots=None, formats=FORMATS, min_words: int = MIN_WORDS,
@@ -190,10 +191,8 @@ def asterisk_distractors(languages=LANGUAGES, *, roots=None, formats=FORMATS, mi
         for key, text in sorted(read_transcripts(root / _transcript_rel(lang)).items()):
             path = folder / f"{key}.{fmt}"
             norm = normalize_text(speech_text(text))
-            if is_damaged(text) or len(norm.split()) < min_words or not path.is_file():
-                continue
-            dur = _duration_s(path, fmt)
-            if dur < min_duration_s:
+            if (is_damaged(text) or len(norm.split()) < min_words or not path.is_file()
+                    or (dur := _duration_s(path, fmt)) < min_duration_s):
                 continue
             rows.append(dict(distractor_id=f"{lang}-{key.replace('/', '-')}", language=lang, voice=v["voice"],
                              sex=v["sex"], same_voice_as_target=v["same_voice_as_target"], key=key, path=str(path),
@@ -219,13 +218,12 @@ def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.
     probs, scans = _Collector(), []
     rows = _validate_speech(speech_dir, texts, probs, scans)
     ValidationReport(problems=probs.sorted(), speech=rows, scans=scans).raise_if_fatal()
-    table = pd.read_csv(texts, sep=None, engine="python", dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    table.columns = [str(c).strip().lower() for c in table.columns]
-    folder = Path(os.path.abspath(os.path.expanduser(str(speech_dir))))
-    extra = {os.path.normpath(str(folder / f)): r for f, r in zip(table["file"].str.strip(), table.to_dict("records"))}
+    folder, path = custom_files.absolute_path(speech_dir), custom_files.absolute_path(texts)
+    table = custom_files._read_table(path, ("file",), probs, "texts", aliases={"path": "file"})  # as validated
+    extra = {custom_files.absolute_path(folder / r["file"]): r for r in table.to_dict("records")}
     out = []
     for r in rows:
-        e = extra.get(os.path.normpath(r["file"]), {})
+        e = extra.get(Path(r["file"]), {})
         if not (lang := language or str(e.get("language", "")).strip()):
             raise ValidationError([f"{r['file']}: no language (give a 'language' column or language=)"])
         norm = normalize_text(r["text"])

@@ -80,6 +80,5 @@ def ensure_packages(pkgs, *, install: bool = True) -> list[str]:
         proc = _apt_install(prefix, missing)
     if still := missing_packages(missing):
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
-        err = _missing_error(still)
-        raise MissingPackageError(f"{err}\napt-get said: {' | '.join(tail)}")
+        raise MissingPackageError(f"{_missing_error(still)}\napt-get said: {' | '.join(tail)}")
     return missing

@@ -25,7 +25,7 @@ from aiplib.core.tasks import FAMILIES, KEYWORDS
 from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.io.formats import read_item_bank, write_item_bank
 from aiplib.sources.corpora import debian
-from aiplib.sources.corpora.asterisk_langs import read_transcripts  # the one Asterisk transcript parser
+from aiplib.sources.corpora.asterisk_langs import G722_BYTES_PER_S, read_transcripts  # the one transcript parser
 from aiplib.sources.corpora.demo_sources import BATTERY, BG_SOURCES, NOTICES, Src
 from aiplib.sources.corpora.tts import pad_to, synthesize, trim_silence
 
@@ -55,7 +55,6 @@ _TRANSCRIPT = "doc/asterisk-core-sounds-en/core-sounds-en.txt.gz"
 _AST_PKG, _TXT_PKG = "asterisk-core-sounds-en-g722", "asterisk-core-sounds-en"
 _AST_LICENCE = "CC BY-SA 3.0"
 _AST_ATTR = "Asterisk core sounds (English), recorded by Allison Smith (theivrvoice.com), Digium, Inc."
-_G722_BYTES_PER_S = 8000  # G.722 at 64 kbit/s
 _TEXT_OK = re.compile(r"^[A-Za-z0-9 ,.'?!;:\-]+$")
 _N_BABBLE, _N_HUBBUB, _STREAM_S = 6, 2, 31.0
 
@@ -126,7 +125,7 @@ def asterisk_prompts(ws):
         p = ws.raw / _AST_PKG / _PROMPTS / f"{key}.g722"
         if p.is_file():
             rows.append(dict(key=key, path=str(p), text=text, n_words=len(text.split()),
-                             duration_s=p.stat().st_size / _G722_BYTES_PER_S, clean_text=bool(_TEXT_OK.match(text))))
+                             duration_s=p.stat().st_size / G722_BYTES_PER_S, clean_text=bool(_TEXT_OK.match(text))))
     return pd.DataFrame(rows)
 
 
@@ -141,8 +140,7 @@ def _engine_credit(voice: str) -> str:
 def _item(ws, family, item_id, y, credit: dict, **extra) -> dict:
     """An item-bank record; ``credit`` holds ``source_file, source, licence, attribution, speaker,
     accent_group, synthetic``, ``extra`` the task fields (``text``, or ``label`` and ``is_target``)."""
-    path = ws.itembanks / "audio" / family / f"{item_id}.wav"
-    write_wav(path, y)
+    path = write_wav(ws.itembanks / "audio" / family / f"{item_id}.wav", y)
     c = credit
     return dict(item_id=item_id, path=ws.rel(path), source_file=c["source_file"], source=c["source"],
                 licence=c["licence"], attribution=c["attribution"], duration_s=float(y.size / SR),

@@ -151,8 +151,7 @@ def _kws_candidates(sc_root: Path, n: int, rng) -> list:
     per_kw, per_nt = n // len(KEYWORDS) + 2, n // 4
 
     def wavs(folder, shuffle=False):
-        d = sc_root / folder
-        files = sorted(d.glob("*.wav")) if d.is_dir() else []
+        files = sorted((sc_root / folder).glob("*.wav"))  # none when the folder is missing
         if shuffle:
             rng.shuffle(files)
         return files

@@ -71,9 +71,7 @@ def _inventory_frame(report: ValidationReport):
                  bytes=Path(p).stat().st_size) for p, note in tables if p and Path(p).is_file()]
     rows += report.speech + report.kws + report.backgrounds
     df = pd.DataFrame(rows)
-    for c in INVENTORY_COLUMNS:
-        if c not in df.columns:
-            df[c] = None
+    df = df.assign(**{c: None for c in INVENTORY_COLUMNS if c not in df.columns})  # the columns no row has
     df["sha256"] = [file_sha256(f) for f in df["file"]]
     return df[INVENTORY_COLUMNS]
 
@@ -164,10 +162,6 @@ def _stage1_keywords(ws) -> list[str]:
     return _keyword_list(json.loads(p.read_text(encoding="utf-8")).get("keywords") if p.is_file() else None)
 
 
-def _none(v):
-    return None if v in ("", None) or (isinstance(v, float) and np.isnan(v)) else v
-
-
 def build_item_banks(ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, max_items: int | None = None):
     """Stage 2 of ``custom``: decode the validated files into the item banks (read back when both exist,
     unless ``overwrite``).
@@ -202,8 +196,8 @@ def build_item_banks(ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, m
             out = write_wav(ws.itembanks / "audio" / fam / f"{r['item_id']}.wav", y)
             rows.append(dict(item_id=r["item_id"], path=ws.rel(out), source_file=r["file"], source=SOURCE,
                              licence=r["licence"], attribution=r["attribution"], duration_s=float(y.size / SR),
-                             speaker=r["speaker"] or "unknown", accent_group=_none(r["accent_group"]), synthetic=False,
-                             **(dict(text=r["text"]) if fam == "asr" else
+                             speaker=r["speaker"] or "unknown", accent_group=r["accent_group"] or None,
+                             synthetic=False, **(dict(text=r["text"]) if fam == "asr" else
                                 dict(label=r["label"], is_target=r["is_target"].lower() == "true"))))
         # the keyword set validated in stage 1 travels with the KWS item bank (prompts and scoring read it)
         write_item_bank(ws, fam, rows, keywords=_stage1_keywords(ws) if fam == "kws" else None)

@@ -120,24 +120,18 @@ def _unique_ids(paths: list[Path], base: Path, reserved=()) -> list[str]:
 
 
 def _read_table(path: Path, required: tuple, probs: _Collector, what: str, aliases=None):
-    """Read a CSV/TSV table with string cells; returns a DataFrame or None (problem recorded)."""
+    """Read the CSV/TSV table ``path`` (a file checked by the caller) with string cells; returns a DataFrame or
+    None (problem recorded)."""
     aliases = aliases or {}
-    if _not_a(path, "file"):
-        probs.add("fatal", "table", path, f"{what} table not found")
-        return None
     try:
         raw = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         probs.add("fatal", "table", path, f"{what} table cannot be read as UTF-8 text ({exc})")
         return None
-    if path.suffix.lower() in (".tsv", ".tab"):
-        sep = "\t"
-    else:
-        first = raw.splitlines()[0] if raw.strip() else ""
-        try:
-            sep = csv.Sniffer().sniff(first, delimiters=",\t;").delimiter
-        except csv.Error:
-            sep = ","
+    sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
+    if sep == "," and raw.strip():  # not a .tsv: the separator of the first line (comma, tab or semicolon)
+        with contextlib.suppress(csv.Error):
+            sep = csv.Sniffer().sniff(raw.splitlines()[0], delimiters=",\t;").delimiter
     try:
         df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, encoding="utf-8-sig", skipinitialspace=True)
     except Exception as exc:  # noqa: BLE001 - any parser error is a table problem

@@ -76,9 +76,8 @@ class ValidationReport:
             skip = f" ({skipped} skipped)" if role == "kws_dir" else ""
             found = f" of {scans[role]['n_files']} found" if role in scans else ""
             parts.append(f"{used} {noun} accepted{skip}{found}")
-        head = (f"custom inputs: {', '.join(parts)} — {len(self.fatal)} fatal problem(s), "
-                f"{len(self.warnings)} warning(s)")
-        lines = [head]
+        lines = [f"custom inputs: {', '.join(parts)} — {len(self.fatal)} fatal problem(s), "
+                 f"{len(self.warnings)} warning(s)"]
         for sc in self.scans:
             bad = f", {len(sc['errors'])} could not be scanned" if sc["errors"] else ""
             counts = ""

@@ -54,8 +54,9 @@ def _opt(row: dict, key: str):
     return (row.get(key) or "").strip() or None
 
 
-def _licence_of(row: dict) -> tuple[str, str]:
-    return _opt(row, "licence") or UNKNOWN_LICENCE, _opt(row, "attribution") or UNKNOWN_LICENCE
+def _licence_of(row: dict) -> dict:
+    """``licence`` and ``attribution`` of a table row, :data:`UNKNOWN_LICENCE` where not given."""
+    return {k: _opt(row, k) or UNKNOWN_LICENCE for k in ("licence", "attribution")}
 
 
 def _peak_to_median_db(y: np.ndarray, sr: int = SR) -> float:
@@ -89,9 +90,7 @@ def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_
     y = np.asarray(y, dtype=np.float32)
     frame = max(1, sr // 100)
     k = -(-y.size // frame)
-    padded = np.zeros(k * frame, dtype=np.float32)
-    padded[: y.size] = np.abs(y)
-    silent = padded.reshape(k, frame).max(axis=1) < 10.0 ** (floor_dbfs / 20.0)
+    silent = np.pad(np.abs(y), (0, k * frame - y.size)).reshape(k, frame).max(axis=1) < 10.0 ** (floor_dbfs / 20.0)
     gap = int(round(max_gap_s * 100))
     half = gap // 2
     keep = np.ones(k, dtype=bool)
@@ -122,8 +121,9 @@ _KWS = ("kws_dir", "kws_labels", "label", {"word": "label"}, "missing_label", "m
 
 
 def _listed_files(dir_value, table_value, probs, scans, spec: tuple):
-    """The folder, its table and their pairing: ``(folder, files, pairs, ids)`` (``pairs`` the ``(path, row)``
-    of rows with a ``value_col``, ``ids`` their item ids), or None when either is unusable (problem recorded)."""
+    """The folder, its table and their pairing: ``(folder, pairs, ids)`` (``pairs`` the ``(path, row)`` of rows
+    with a ``value_col``, ``ids`` their item ids), or None when either is unusable (problem recorded); a fatal
+    ``no_items`` when neither the folder nor the table names an audio file."""
     dir_name, table_name, value_col, aliases, missing_kind, missing_text = spec
     folder, table = _param_path(dir_value, dir_name, probs, kind="dir"), _param_path(table_value, table_name, probs)
     if folder is None or table is None:
@@ -135,13 +135,14 @@ def _listed_files(dir_value, table_value, probs, scans, spec: tuple):
         return None
     pairs = _match_table(df, folder, files, probs, what=f"{table_name} ({table.name})", value_col=value_col,
                          missing_kind=missing_kind, missing_text=missing_text)
-    return folder, files, pairs, _unique_ids([p for p, _ in pairs], folder)
+    if not files and not pairs:
+        probs.add("fatal", "no_items", folder, "no audio file found in the folder")
+    return folder, pairs, _unique_ids([p for p, _ in pairs], folder)
 
 
 def _item_row(p, row, package, item_id, info, used: bool = True, **fields) -> dict:
     """One inventory row of an utterance or keyword clip (fields of :data:`INVENTORY_COLUMNS`)."""
-    lic, att = _licence_of(row)
-    return dict(file=str(p), package=package, licence=lic, attribution=att, used=used, item_id=item_id,
+    return dict(file=str(p), package=package, **_licence_of(row), used=used, item_id=item_id,
                 accent_group=_opt(row, "accent_group"), speaker=_opt(row, "speaker") or "unknown", **fields, **info)
 
 
@@ -161,7 +162,7 @@ def _validate_speech(speech_dir, texts, probs, scans):
     found = _listed_files(speech_dir, texts, probs, scans, _SPEECH)
     if found is None:
         return []
-    folder, files, pairs, ids = found
+    _, pairs, ids = found
     rows = []
     for (p, row), item_id in zip(pairs, ids):
         if reference_is_empty(row["text"]):
@@ -174,8 +175,6 @@ def _validate_speech(speech_dir, texts, probs, scans):
         if info is not None:
             _check_words_per_second(p, row["text"], info["duration_s"], probs)
             rows.append(_item_row(p, row, "custom/speech", item_id, info, text=" ".join(row["text"].split())))
-    if not files and not pairs:
-        probs.add("fatal", "no_items", folder, "no audio file found in the folder")
     return rows
 
 
@@ -183,7 +182,7 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
     found = _listed_files(kws_dir, kws_labels, probs, scans, _KWS)
     if found is None:
         return []
-    folder, files, pairs, ids = found
+    folder, pairs, ids = found
     rows, kw = [], set(keywords)
     for (p, row), item_id in zip(pairs, ids):
         raw = row["label"].strip()
@@ -212,8 +211,6 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
     used = [r for r in rows if r["used"]]
     if rows and not used:
         probs.add("fatal", "no_items", folder, "no usable keyword clip (every label holds several words)")
-    elif not files and not pairs:
-        probs.add("fatal", "no_items", folder, "no audio file found in the folder")
     if used and not any(r["is_target"] for r in used):
         probs.add("warning", "no_targets", folder, f"no clip is labelled with one of the keywords {', '.join(keywords)}")
     return rows
@@ -296,8 +293,7 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
             pm = _peak_to_median_db(y)
             cat = "transient" if pm >= TRANSIENT_PEAK_DB else "stationary"
             source, desc = f"inferred (peak-to-median level {pm:.1f} dB)", desc + f" (category inferred: {cat})"
-        lic, att = _licence_of(row)
-        rows.append(dict(file=str(p), package="custom/backgrounds", licence=lic, attribution=att, used=True,
+        rows.append(dict(file=str(p), package="custom/backgrounds", **_licence_of(row), used=True,
                          bg_id=bg_id, category=cat, category_source=source, description=desc, note=note,
                          prepared_duration_s=prepared_s, **info))
     if not files:
@@ -306,14 +302,13 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
         probs.add("warning", "few_backgrounds", folder,
                   f"only {len(rows)} backgrounds accepted (fewer than {MIN_BACKGROUNDS}): the descriptor–degradation "
                   "Spearman correlations will be weak and their intervals wide")
-    if longest_s:
-        for r in rows:
-            dur = r["prepared_duration_s"] or r["duration_s"]
-            if dur < longest_s:
-                trimmed = " (after shortening its digital silence)" if r["prepared_duration_s"] else ""
-                probs.add("warning", "bg_looped", r["file"],
-                          f"background of {dur:.1f} s{trimmed} is shorter than the longest utterance ({longest_s:.1f} "
-                          f"s): it is looped end to end to {MAX_UTTERANCE_S:g} s, so longer utterances hear it repeat")
+    for r in rows:  # with no utterance, longest_s is 0
+        dur = r["prepared_duration_s"] or r["duration_s"]
+        if dur < longest_s:
+            trimmed = " (after shortening its digital silence)" if r["prepared_duration_s"] else ""
+            probs.add("warning", "bg_looped", r["file"],
+                      f"background of {dur:.1f} s{trimmed} is shorter than the longest utterance ({longest_s:.1f} "
+                      f"s): it is looped end to end to {MAX_UTTERANCE_S:g} s, so longer utterances hear it repeat")
     return rows
 
 
