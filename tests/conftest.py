@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib.io.audio import write_wav
 from aiplib.core.workspace import workspace
+from aiplib.io.audio import write_wav
 
 FIELDKIT = Path(__file__).resolve().parents[1].parent / "shared" / "fieldkit"
 

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from aiplib.io.audio import (ClippingWarning, load_audio, loudness_lufs, normalize_loudness, peak_abs,
-                          write_wav)
+from aiplib.io.audio import ClippingWarning, load_audio, loudness_lufs, normalize_loudness, peak_abs, write_wav
 
 SR = 16000
 

@@ -7,12 +7,11 @@ import pyloudnorm
 import pytest
 import soundfile as sf
 
-from aiplib.io.audio import ClippingWarning
-from aiplib.io.formats import BATTERY_COLUMNS
-from aiplib.battery.backgrounds import (TARGET_LUFS, colored_noise, curate_background,
-                                curate_battery, silent_shares)
+from aiplib.battery.backgrounds import TARGET_LUFS, colored_noise, curate_background, curate_battery, silent_shares
 from aiplib.core.errors import AiplibParameterError, AudioFileError
 from aiplib.core.workspace import workspace
+from aiplib.io.audio import ClippingWarning
+from aiplib.io.formats import BATTERY_COLUMNS
 
 SR = 16000
 N30 = 30 * SR

@@ -39,12 +39,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from test_widgets import CHANNEL, make_explorer_workspace, write_family_inference
 
+from aiplib.core.textnorm import normalize_text
 from aiplib.explore import data as xd
 from aiplib.explore.ui import CAP_WORDS
 from aiplib.scoring.score import score_inference
-from aiplib.core.textnorm import normalize_text
-from test_widgets import CHANNEL, make_explorer_workspace, write_family_inference
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -381,9 +381,9 @@ def test_report_at_1280_px_findings_numbers_tables_and_figure5(tmp_path):
     import nbformat
     import pandas as pd
     from playwright.sync_api import sync_playwright
+    from test_report import _execute_09, make_run
 
     from aiplib.analysis import paper, report, stats
-    from test_report import _execute_09, make_run
 
     ws = make_run(tmp_path / "data", n_asr=28, n_kws=4, n_bg=3, snrs=(10, 0), models=("m_a",))
     score_inference(ws)
@@ -450,9 +450,9 @@ def test_report_copy_in_another_folder_in_headless_chromium(tmp_path):
     decoded (``naturalWidth > 0``), the page requests nothing but itself and ``data:`` URIs, and
     each table-of-contents link brings its section's heading into view."""
     from playwright.sync_api import sync_playwright
+    from test_report import _execute_09, make_run
 
     from aiplib.analysis import report
-    from test_report import _execute_09, make_run
 
     t0 = time.monotonic()
     ws = make_run(tmp_path / "data", n_asr=4, n_kws=4, n_bg=3, snrs=(10, 0), models=("m_a",))
@@ -514,9 +514,9 @@ def test_report_opens_with_findings_in_headless_chromium(tmp_path):
     view; Figure 5's groups of 10 items have intervals (the notebook's checks count one error bar each)."""
     import pandas as pd
     from playwright.sync_api import sync_playwright
+    from test_report import _execute_09, make_run
 
     from aiplib.analysis import report
-    from test_report import _execute_09, make_run
 
     ws = make_run(tmp_path / "data", n_asr=30, n_kws=4, n_bg=3, snrs=(10, 0), models=("m_a",))
     score_inference(ws)

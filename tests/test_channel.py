@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy import signal
 
+from aiplib.core.errors import AiplibParameterError
 from aiplib.stimuli import channel, channel_external
 from aiplib.stimuli.channel import CHANNEL_CONDITIONS, ChannelUnavailableError, apply, rms_dbfs
-from aiplib.core.errors import AiplibParameterError
 
 SR = 16000
 needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed")

@@ -12,18 +12,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 import soundfile as sf
-
 import tiny_models as tm
-from aiplib.scoring import wer_check
+from conftest import make_tiny_workspace
+
 from aiplib.core.errors import ModelUnavailableError
-from aiplib.inference.runner import run_inference
-from aiplib.io.formats import read_manifest, read_results
-from aiplib.stimuli.manifests import build_manifests
-from aiplib.stimuli.families import materialize
 from aiplib.inference.models import get_entry, load_model, load_registry
 from aiplib.inference.models.command_backend import CommandError
 from aiplib.inference.prompts import prompt_for
-from conftest import make_tiny_workspace
+from aiplib.inference.runner import run_inference
+from aiplib.io.formats import read_manifest, read_results
+from aiplib.scoring import wer_check
+from aiplib.stimuli.families import materialize
+from aiplib.stimuli.manifests import build_manifests
 
 KEY = "sk-test-DO-NOT-LEAK-7f3a9c"
 CMD_SECRET = "cmd-secret-Q4Z9"
@@ -410,9 +410,9 @@ def test_one_request_in_n_refused_during_stages_6_to_8(tmp_path, monkeypatch):
     """Stage 6's WER-constancy check, stage 7 and stage 8 against an endpoint failing one request in
     four (HTTP 400): no stage raises; the failures are counted and named; the report's table gives
     the failed count per model × task and failed_stimuli.csv lists them; the next run retries them."""
-    from aiplib.stimuli import checks
     from aiplib.scoring.failures import failure_markdown, write_failure_tables
     from aiplib.scoring.score import score_inference
+    from aiplib.stimuli import checks
 
     ws = make_tiny_workspace(tmp_path / "data", n_asr=3, n_kws=2, n_bg=2)
     build_manifests(ws)

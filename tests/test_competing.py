@@ -1,19 +1,19 @@
 """Competing speech (issue 14): the distractor corpus, the mixer and the leakage measures."""
 from __future__ import annotations
 
-import json
 import gzip
+import json
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib.stimuli import competing as comp
 from aiplib.analysis import family_results
+from aiplib.core.errors import AiplibParameterError, MissingPackageError, ValidationError
 from aiplib.io.audio import SR, write_wav
 from aiplib.sources.corpora import asterisk_langs as al
-from aiplib.core.errors import AiplibParameterError, MissingPackageError, ValidationError
+from aiplib.stimuli import competing as comp
 from aiplib.stimuli.mixing import mix
 
 SNRS = (-10, -5, 0, 5, 10)

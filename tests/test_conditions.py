@@ -7,14 +7,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from authors_schema import inference_line, write_jsonl, write_manifest
 
 from aiplib.analysis import conditions as cond
 from aiplib.analysis import stats
 from aiplib.core.errors import AiplibParameterError
+from aiplib.core.workspace import workspace
 from aiplib.io.formats import load_scores
 from aiplib.scoring.score import score_inference, wer_details
-from aiplib.core.workspace import workspace
-from authors_schema import inference_line, write_jsonl, write_manifest
 
 
 def _sid(fam, item, bg, snr):

@@ -9,11 +9,11 @@ import pyloudnorm
 import pytest
 import soundfile as sf
 
+from aiplib.core.errors import MissingPackageError
+from aiplib.core.tasks import KEYWORDS
+from aiplib.core.workspace import workspace
 from aiplib.sources.corpora import debian, demo
 from aiplib.sources.corpora.asterisk_langs import read_transcripts
-from aiplib.core.tasks import KEYWORDS
-from aiplib.core.errors import MissingPackageError
-from aiplib.core.workspace import workspace
 
 ASR_FIELDS = {"item_id", "path", "source_file", "source", "licence", "attribution", "duration_s",
               "speaker", "accent_group", "synthetic", "text"}

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 import soundfile as sf
 
-from aiplib.sources import pipeline
-from aiplib.io.audio import SR
-from aiplib.sources.corpora import custom
 from aiplib.core.errors import AiplibError, ValidationError
 from aiplib.core.workspace import workspace
+from aiplib.io.audio import SR
+from aiplib.sources import pipeline
+from aiplib.sources.corpora import custom
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import soundfile as sf
+from test_custom import make_inputs, noise, voice_like, write
 
-from aiplib.scoring import wer_check
 from aiplib.io.audio import MIN_LOUDNESS_S, SR, loudness_meter
+from aiplib.scoring import wer_check
 from aiplib.sources.corpora import custom
 from aiplib.sources.corpora.custom.validate import MIN_S_PER_WORD
-from test_custom import make_inputs, noise, voice_like, write
 
 
 def _add_speech(params: dict, name: str, y, text: str, sr: int = SR) -> Path:
@@ -146,9 +146,9 @@ def test_summary_counts_found_and_accepted_the_same_way(tmp_path):
 
 def test_stage6_loudness_error_names_the_speech_file(tiny_ws, monkeypatch):
     """A speech file shorter than the block reaching the mixer: the error names it and its length."""
-    from aiplib.stimuli import checks
-    from aiplib.io.audio import write_wav
     from aiplib.core.errors import AudioFileError
+    from aiplib.io.audio import write_wav
+    from aiplib.stimuli import checks
     from aiplib.stimuli.manifests import build_manifests
 
     build_manifests(tiny_ws)

@@ -10,9 +10,9 @@ import pytest
 
 from aiplib.battery import descriptors as D
 from aiplib.battery import vad
-from aiplib.io.audio import load_audio, write_wav
 from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.core.workspace import workspace
+from aiplib.io.audio import load_audio, write_wav
 
 SR = 16000
 SPEECH = Path(__file__).resolve().parents[2] / "shared" / "fieldkit" / "speech_asr" / "ls_test-clean_1995-1837-0001.wav"  # read-only

@@ -13,11 +13,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from fake_corpora import FakeServer, closed_port_url
 
-from aiplib.sources import download as dl
 from aiplib.core import errors
 from aiplib.core.errors import AiplibError
-from fake_corpora import FakeServer, closed_port_url
+from aiplib.sources import download as dl
 
 PAYLOAD = bytes(range(256)) * 4096  # 1 MiB
 

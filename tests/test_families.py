@@ -9,29 +9,28 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import make_tiny_workspace
 
 import aiplib.inference.models
 from aiplib.core import stamps
-from aiplib.inference import keys
-from aiplib.io.audio import SR, write_wav
-from aiplib.stimuli.channel import CHANNEL_CONDITIONS, describe
-from aiplib.sources.corpora import asterisk_langs as al
 from aiplib.core.errors import AiplibParameterError
-from aiplib.stimuli.families import FAMILY_COLUMNS
-from aiplib.stimuli.competing import prepare_distractors
-from aiplib.inference.runner import run_suite
 from aiplib.core.tasks import CONDITION_FAMILIES, parse_suite
-from aiplib.io.formats import read_inference_jsonl, read_manifest
-from aiplib.inference.runner import run_inference
-from aiplib.stimuli.manifests import build_manifests, manifest_columns
-from aiplib.stimuli.family_manifests import (
-    build_family_manifest, skipped_csv, family_manifest_columns,
-)
-from aiplib.stimuli.families import materialize, mix_components
-from aiplib.inference.models import Recogniser, get_entry
 from aiplib.core.workspace import workspace
-
-from conftest import make_tiny_workspace
+from aiplib.inference import keys
+from aiplib.inference.models import Recogniser, get_entry
+from aiplib.inference.runner import run_inference, run_suite
+from aiplib.io.audio import SR, write_wav
+from aiplib.io.formats import read_inference_jsonl, read_manifest
+from aiplib.sources.corpora import asterisk_langs as al
+from aiplib.stimuli.channel import CHANNEL_CONDITIONS, describe
+from aiplib.stimuli.competing import prepare_distractors
+from aiplib.stimuli.families import FAMILY_COLUMNS, materialize, mix_components
+from aiplib.stimuli.family_manifests import (
+    build_family_manifest,
+    family_manifest_columns,
+    skipped_csv,
+)
+from aiplib.stimuli.manifests import build_manifests, manifest_columns
 
 CHEAP_CHANNEL = ["telephone", "packet_loss_10pct", "clip_+20db", "cut_tail_300ms"]
 """Channel conditions of the stage-7 smoke (no room: pyroomacoustics costs ~30 s the first time)."""
@@ -337,9 +336,9 @@ def test_stage7_runs_each_family_in_its_own_folder_and_leaves_background_alone(f
 
 def test_channel_row_errors_name_the_row_and_file(fam_ws):
     """A transform that cannot apply (here: a cut longer than the utterance) names the row and its file."""
-    from aiplib.stimuli.channel import row_components
-
     import json
+
+    from aiplib.stimuli.channel import row_components
 
     build_family_manifest(fam_ws, "channel", "asr", conditions=CHEAP_CHANNEL)
     m = read_manifest(fam_ws.with_family("channel"), "asr")

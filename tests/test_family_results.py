@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from aiplib.analysis import family_results as fr
+from aiplib.core.workspace import workspace
 from aiplib.scoring import families as fs
 from aiplib.scoring import family_columns
 from aiplib.scoring.score import score_inference
-from aiplib.core.workspace import workspace
 
 REF = "please enter your password"
 SNRS = (-10, -5, 0, 5, 10)
@@ -430,8 +430,8 @@ def test_stale_family_scores_are_named_not_shown(tmp_path):
     them (stale_reasons) instead of showing them beside the new background results."""
     import os
 
-    from aiplib.scoring.families import stale_reasons
     from aiplib.core.hashing import file_sha256
+    from aiplib.scoring.families import stale_reasons
 
     ws = workspace("demo", data_root=tmp_path)
     bank = ws.item_bank("asr")

@@ -20,13 +20,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from notebook_run import run_notebook
 import soundfile as sf
+from notebook_run import run_notebook
 
 from aiplib.core import DEFAULT_SEED
+from aiplib.core.workspace import workspace
 from aiplib.sources import pipeline
 from aiplib.sources.corpora import custom
-from aiplib.core.workspace import workspace
 
 MODEL = "whisper_tiny_en"
 SEED = DEFAULT_SEED  # the notebooks' default
@@ -119,14 +119,14 @@ def _run_notebook_09(ws, tmp_path) -> dict:
 
 @pytest.mark.slow
 def test_fieldkit_pipeline_end_to_end(fieldkit, tmp_path):
+    from aiplib.analysis.paper import FIGURE_NAMES, TABLE_NAMES
     from aiplib.battery.backgrounds import curate_battery
+    from aiplib.battery.descriptors import descriptor_table
+    from aiplib.inference.runner import run_inference
+    from aiplib.scoring.score import score_inference
     from aiplib.scoring.wer_check import wer_constancy
     from aiplib.stimuli.checks import background_presence, determinism, write_inspection_clips
-    from aiplib.battery.descriptors import descriptor_table
-    from aiplib.analysis.paper import FIGURE_NAMES, TABLE_NAMES
-    from aiplib.inference.runner import run_inference
     from aiplib.stimuli.manifests import build_manifests
-    from aiplib.scoring.score import score_inference
 
     t0 = time.perf_counter()
     timings = {}

@@ -7,15 +7,15 @@ import logging
 import numpy as np
 import pandas as pd
 import pytest
-
-from aiplib.analysis import paper, stats
-from aiplib.io import formats
-from aiplib.core.errors import AiplibError
-from aiplib.scoring.score import score_inference
-from aiplib.core.tasks import KEYWORDS
-from aiplib.core.workspace import workspace
 from authors_schema import inference_line, write_manifest
 from paper_tables import write_tables
+
+from aiplib.analysis import paper, stats
+from aiplib.core.errors import AiplibError
+from aiplib.core.tasks import KEYWORDS
+from aiplib.core.workspace import workspace
+from aiplib.io import formats
+from aiplib.scoring.score import score_inference
 
 N_BG = 20
 MODELS = ("tiny_en", "qwen2-audio-7b")

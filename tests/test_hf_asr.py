@@ -12,17 +12,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 import tiny_models as tm  # noqa: I001 - sets HF_HUB_OFFLINE before transformers loads
-from aiplib.io.formats import read_manifest, read_results
-from aiplib.inference.runner import not_applicable, raise_if_not_run, run_inference
-from aiplib.stimuli.manifests import build_manifests
-from aiplib.stimuli.families import materialize
+from conftest import make_tiny_workspace
+
+from aiplib.core.textnorm import kws_first_word
+from aiplib.inference.keys import entry_sha256
 from aiplib.inference.models import load_model, load_registry
 from aiplib.inference.models.transformers_backend import check_batch_invariance
-from aiplib.inference.keys import entry_sha256
-from aiplib.core.textnorm import kws_first_word
-from conftest import make_tiny_workspace
+from aiplib.inference.runner import not_applicable, raise_if_not_run, run_inference
+from aiplib.io.formats import read_manifest, read_results
+from aiplib.stimuli.families import materialize
+from aiplib.stimuli.manifests import build_manifests
 
 pytest.importorskip("transformers")
 REPO = Path(__file__).resolve().parents[1]

@@ -7,14 +7,14 @@ import pandas as pd
 import pytest
 
 import aiplib.inference.models
-from aiplib.io.audio import SR, write_wav
 from aiplib.core.errors import ModelUnavailableError
-from aiplib.io.formats import ERROR_RESPONSE, EXTRA_FIELDS, read_inference_jsonl, read_results, repair_jsonl
-from aiplib.inference.runner import run_inference
-from aiplib.inference.run_records import MIX_DIAG_FIELDS
-from aiplib.stimuli.manifests import manifest_columns, stimulus_id
-from aiplib.inference.models import Recogniser, get_entry
 from aiplib.core.workspace import Workspace
+from aiplib.inference.models import Recogniser, get_entry
+from aiplib.inference.run_records import MIX_DIAG_FIELDS
+from aiplib.inference.runner import run_inference
+from aiplib.io.audio import SR, write_wav
+from aiplib.io.formats import ERROR_RESPONSE, EXTRA_FIELDS, read_inference_jsonl, read_results, repair_jsonl
+from aiplib.stimuli.manifests import manifest_columns, stimulus_id
 
 
 class Killed(BaseException):
@@ -426,8 +426,8 @@ def test_shard_runs_its_part_and_an_unsharded_run_merges_it_first(ws, monkeypatc
 
 
 def test_paper_speech_llms_decode_one_at_a_time_and_rows_record_it(ws, monkeypatch):
-    from aiplib.inference.plan import PAPER_BATCH_SIZE, effective_batch_size
     from aiplib.inference.keys import entry_sha256
+    from aiplib.inference.plan import PAPER_BATCH_SIZE, effective_batch_size
 
     qwen, whisper = get_entry("qwen25_omni_3b"), get_entry("whisper_tiny_en")
     assert qwen.batch_size == 4 and PAPER_BATCH_SIZE == 1

@@ -12,15 +12,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from aiplib.io import formats
-from aiplib.core import tasks
-from aiplib.sources.corpora import custom
-from aiplib.inference.prompts import get_prompt_set
-from aiplib.inference.prompts import PROMPTS
-from aiplib.scoring.score import score_inference
-from aiplib.core.workspace import workspace
 from test_custom import make_inputs
+
+from aiplib.core import tasks
+from aiplib.core.workspace import workspace
+from aiplib.inference.prompts import PROMPTS, get_prompt_set
+from aiplib.io import formats
+from aiplib.scoring.score import score_inference
+from aiplib.sources.corpora import custom
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,16 +15,17 @@ import pytest
 pytest.importorskip("transformers", minversion="5.0")
 
 import tiny_models as tm  # noqa: E402
+from conftest import make_tiny_workspace  # noqa: E402
+
 from aiplib.core.errors import ModelUnavailableError  # noqa: E402
-from aiplib.inference.runner import run_inference  # noqa: E402
-from aiplib.io.formats import read_manifest, read_results  # noqa: E402
-from aiplib.stimuli.manifests import build_manifests  # noqa: E402
-from aiplib.stimuli.families import materialize  # noqa: E402
 from aiplib.inference.models import get_entry, load_model, load_registry  # noqa: E402
 from aiplib.inference.models.adapters import AudioInputError, get_adapter  # noqa: E402
 from aiplib.inference.models.transformers_backend import check_batch_invariance  # noqa: E402
 from aiplib.inference.prompts import prompt_for  # noqa: E402
-from conftest import make_tiny_workspace  # noqa: E402
+from aiplib.inference.runner import run_inference  # noqa: E402
+from aiplib.io.formats import read_manifest, read_results  # noqa: E402
+from aiplib.stimuli.families import materialize  # noqa: E402
+from aiplib.stimuli.manifests import build_manifests  # noqa: E402
 
 LIMIT = 5          # entry.max_new_tokens of the test entries
 THINKER_LIMIT = 9  # Qwen2.5-Omni: the thinker's own limit applies instead

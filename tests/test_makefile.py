@@ -16,7 +16,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from test_custom import make_inputs
 
 REPO = Path(__file__).resolve().parents[1]

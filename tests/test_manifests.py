@@ -4,11 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib.io.audio import write_wav
 from aiplib.core.errors import AiplibParameterError
-from aiplib.stimuli.manifests import AUTHOR_COLUMNS, build_manifests, manifest_columns, stimulus_id
+from aiplib.io.audio import write_wav
 from aiplib.io.formats import read_manifest
 from aiplib.stimuli.families import materialize
+from aiplib.stimuli.manifests import AUTHOR_COLUMNS, build_manifests, manifest_columns, stimulus_id
 
 
 def test_authors_schema_ids_seeds_and_order(tiny_ws):

@@ -6,10 +6,10 @@ import pytest
 import soundfile as sf
 
 from aiplib.io.audio import loudness_lufs, normalize_loudness, write_wav
-from aiplib.stimuli.manifests import build_manifests
 from aiplib.io.formats import read_manifest
-from aiplib.stimuli.mixing import BG_SILENCE_POWER, achieved_snr_db, background_segment, bg_offset, mix
 from aiplib.stimuli.families import materialize, mix_components
+from aiplib.stimuli.manifests import build_manifests
+from aiplib.stimuli.mixing import BG_SILENCE_POWER, achieved_snr_db, background_segment, bg_offset, mix
 
 
 def _reference_mix(speech_file, bg_file, snr_db, seed, clean):

@@ -55,7 +55,8 @@ def test_edit_in_py_reaches_ipynb_and_back(tmp_path):
     # edit the notebook; sync carries it to the script
     nb.cells.append(nbformat.v4.new_markdown_cell("Edited in **JupyterLab**."))
     nbformat.write(nb, ipynb)
-    import os, time
+    import os
+    import time
     later = time.time() + 5
     os.utime(ipynb, (later, later))
     _sync(ipynb)

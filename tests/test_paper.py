@@ -13,15 +13,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from fake_corpora import (
+    ESC_TARGETS,
+    LS_SPEAKERS,
+    build_archives,
+    closed_port_url,
+    fake_cv_records,
+    fake_registry,
+    serve_corpora,
+)
 
-from aiplib.core import DEFAULT_SEED
+from aiplib.core import DEFAULT_SEED, errors
+from aiplib.core.workspace import workspace
 from aiplib.sources import download as dl
-from aiplib.core import errors
 from aiplib.sources.corpora import common_voice, paper, speech_commands
 from aiplib.sources.download import CorpusError, RemoteFile
-from aiplib.core.workspace import workspace
-from fake_corpora import (ESC_TARGETS, LS_SPEAKERS, build_archives, closed_port_url, fake_cv_records, fake_registry,
-                          serve_corpora)
 
 ARCH_FIELDS = {"item_id", "path", "source_file", "source", "licence", "attribution", "duration_s", "speaker",
                "accent_group", "synthetic"}
@@ -451,9 +457,9 @@ def test_paper_profile_dry_run_stages_1_to_5(tmp_path, server, registry, monkeyp
     """``make 01 02 03 04 05 PROFILE=paper MIRROR=<loopback>`` as function calls: the same
     ``aiplib.sources.pipeline`` / stage functions notebooks 01–05 call, with their parameters (smoke sizes:
     the authors' 5 items per bank), on fake corpora with the real file names."""
-    from aiplib.sources import pipeline
     from aiplib.battery.backgrounds import curate_battery
     from aiplib.battery.descriptors import descriptor_table
+    from aiplib.sources import pipeline
     from aiplib.stimuli.manifests import build_manifests
 
     monkeypatch.setenv("AIP_MIRROR", server.url)          # what `make … MIRROR=` exports

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
+from aiplib.core.errors import AiplibParameterError
 from aiplib.sources import pipeline
 from aiplib.sources.corpora import PROFILES, Profile, get_profile
-from aiplib.core.errors import AiplibParameterError
 
 
 @pytest.mark.parametrize("name", ["demo", "paper", "custom"])

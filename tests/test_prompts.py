@@ -12,16 +12,24 @@ import json
 import os
 import re
 import sys
-import threading
 import textwrap
+import threading
 
 import pytest
 
-from aiplib.sources import download as dl
-from aiplib.inference import prompts as psets
 from aiplib.core.errors import AiplibParameterError
-from aiplib.inference.prompts import get_prompt_set, prompt_set_record
-from aiplib.inference.prompts import DEFAULT_PROMPT_SET, PROMPTS, TASKS, PromptFileError, parse_prompts_file, prompt_for
+from aiplib.inference import prompts as psets
+from aiplib.inference.prompts import (
+    DEFAULT_PROMPT_SET,
+    PROMPTS,
+    TASKS,
+    PromptFileError,
+    get_prompt_set,
+    parse_prompts_file,
+    prompt_for,
+    prompt_set_record,
+)
+from aiplib.sources import download as dl
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_custom import make_inputs
 
-from aiplib.sources import pipeline
 from aiplib.core import stamps
 from aiplib.core.workspace import workspace
-from test_custom import make_inputs
+from aiplib.sources import pipeline
 
 KEYWORDS = "yes,no,up,down,left,right,on,off,stop,go"
 

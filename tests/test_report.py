@@ -12,19 +12,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from authors_schema import inference_line, write_manifest
 from notebook_run import run_notebook
+from paper_tables import write_tables
 
-from aiplib.analysis import conditions as cond
 from aiplib.analysis import comparison, criteria, provenance, report, report_tables, stats
-from aiplib.io import formats
+from aiplib.analysis import conditions as cond
 from aiplib.core.errors import AiplibError, ValidationError
 from aiplib.core.hashing import file_sha256
-from aiplib.scoring.score import score_inference
 from aiplib.core.tasks import KEYWORDS
 from aiplib.core.textnorm import NORMALIZER_NAME, NORMALIZER_VERSION
 from aiplib.core.workspace import workspace
-from authors_schema import inference_line, write_manifest
-from paper_tables import write_tables
+from aiplib.io import formats
+from aiplib.scoring.score import score_inference
 
 WORDS = ("the quick brown fox jumps over lazy dog please call stella ask her bring these things "
          "from store six spoons fresh snow peas five thick slabs blue cheese maybe snack").split()
@@ -152,6 +152,7 @@ def _fake_executed(results, fig_names):
     import base64
 
     import nbformat
+
     from aiplib.analysis.report_tables import Table
 
     v4 = nbformat.v4
@@ -399,8 +400,8 @@ def test_condition_table_file_has_intervals(run_a):
 
 def test_provenance_and_sidecars(run_a):
     ws, out = run_a
-    from aiplib.stimuli.manifests import manifest_hash
     from aiplib.inference.prompts import PROMPTS, TASKS
+    from aiplib.stimuli.manifests import manifest_hash
 
     rec = json.loads((ws.results / "provenance.json").read_text())
     assert rec["normalizer"]["name"] == NORMALIZER_NAME

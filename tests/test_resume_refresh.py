@@ -11,19 +11,18 @@ import os
 
 import numpy as np
 import pytest
+from conftest import make_tiny_workspace
+from test_stamps import HashRecogniser
 
 import aiplib.inference.models
 import aiplib.inference.resume
 import aiplib.inference.shards
-from aiplib.io.formats import RUN_FIELDS, read_inference_jsonl, read_manifest
-from aiplib.inference.runner import run_inference
-from aiplib.stimuli.manifests import build_manifests
-from aiplib.inference.models import get_entry
-from aiplib.scoring.score import score_inference
 from aiplib.core.workspace import workspace
-
-from conftest import make_tiny_workspace
-from test_stamps import HashRecogniser
+from aiplib.inference.models import get_entry
+from aiplib.inference.runner import run_inference
+from aiplib.io.formats import RUN_FIELDS, read_inference_jsonl, read_manifest
+from aiplib.scoring.score import score_inference
+from aiplib.stimuli.manifests import build_manifests
 
 ANSWER = "word 0"
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from test_families import add_distractors, fam_ws  # noqa: F401  (fixture)
 
 from aiplib.inference import keys
 from aiplib.io.audio import load_audio, write_wav
-from aiplib.stimuli.family_manifests import build_family_manifest, build_family_manifests
 from aiplib.stimuli.families import materialize
-
-from test_families import add_distractors, fam_ws  # noqa: F401  (fixture)
+from aiplib.stimuli.family_manifests import build_family_manifest, build_family_manifests
 
 
 def test_changed_distractor_audio_changes_the_resume_key(fam_ws):  # noqa: F811
@@ -53,11 +52,13 @@ def test_same_voice_control_flag_does_not_depend_on_row_order():
     """competing_table's ``same_voice_control`` came from the first noisy row of each condition;
     rows of one condition differ (demo: the es distractor is the voice of the 12 Allison items,
     not of the 16 synthetic ones), so the same scores in another row order gave another flag."""
-    import test_family_results as tfr
-    from aiplib.analysis import family_results as fr
-    from aiplib.scoring.score import score_inference
-    from aiplib.core.workspace import workspace
     import tempfile
+
+    import test_family_results as tfr
+
+    from aiplib.analysis import family_results as fr
+    from aiplib.core.workspace import workspace
+    from aiplib.scoring.score import score_inference
 
     with tempfile.TemporaryDirectory() as d:
         wf = tfr.WithFamily(workspace("demo", data_root=d))

@@ -9,10 +9,10 @@ import math
 
 import pandas as pd
 import pytest
-
-from aiplib.scoring.score import main as score_main
-from aiplib.core.workspace import workspace
 from paper_tables import write_tables
+
+from aiplib.core.workspace import workspace
+from aiplib.scoring.score import main as score_main
 
 BGS = ["esc_rain", "snsd_cafeteria", "noisex_babble", "NA"]  # "NA" must stay a string
 ASR = {"1089-134686-0000": ("the cat sat on the mat", "us"), "cv_ab12cd34_0": ("hello world", "indian")}
@@ -214,8 +214,8 @@ def test_flat_mean_per_background_feeds_figure4_tables_2_and_3(tmp_path):
 
 
 def test_provenance_of_the_authors_files_names_the_paper_prompt_set(tmp_path):
-    from aiplib.inference.prompts import PROMPTS
     from aiplib.analysis.provenance import collect_provenance
+    from aiplib.inference.prompts import PROMPTS
 
     man_dir, inf_dir = _write_flat_fixture(tmp_path / "theirs")
     assert score_main(["--profile", "paper", "--data-root", str(tmp_path / "data"),

@@ -7,12 +7,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib.scoring import score as scoring
 from aiplib.core import textnorm
-from aiplib.scoring.score import score_inference, wer, wer_details
-from aiplib.core.textnorm import (kws_correct, kws_first_word, kws_non_answer, normalize_kws_label, normalize_text,
-                             normalize_whisper, reference_is_empty, score_asr_row, score_kws_row)
+from aiplib.core.textnorm import (
+    kws_correct,
+    kws_first_word,
+    kws_non_answer,
+    normalize_kws_label,
+    normalize_text,
+    normalize_whisper,
+    reference_is_empty,
+    score_asr_row,
+    score_kws_row,
+)
 from aiplib.core.workspace import workspace
+from aiplib.scoring import score as scoring
+from aiplib.scoring.score import score_inference, wer, wer_details
 
 
 # ------------------------------------------------------------------------------ normalisation

@@ -181,9 +181,10 @@ def _rows(inference_dir):
 
 
 def test_two_shard_processes_merged_equal_an_unsharded_run_and_a_killed_shard_resumes(tmp_path):
+    from conftest import make_tiny_workspace
+
     from aiplib.io.formats import read_inference_jsonl
     from aiplib.stimuli.manifests import build_manifests
-    from conftest import make_tiny_workspace
 
     ws = make_tiny_workspace(tmp_path / "data", n_asr=2, n_kws=2, n_bg=2)  # 14 stimuli per family
     build_manifests(ws)

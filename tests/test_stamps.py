@@ -13,22 +13,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-import aiplib.inference.models
-from aiplib.sources import pipeline
-from aiplib.core import stamps
-from aiplib.inference import keys
-from aiplib.battery.backgrounds import curate_battery
-from aiplib.inference.runner import run_inference
-from aiplib.io.formats import read_inference_jsonl, read_manifest, read_results
-from aiplib.stimuli.manifests import build_manifests
-from aiplib.stimuli.families import materialize
-from aiplib.inference.models import Recogniser, get_entry
-from aiplib.scoring.score import score_inference
-from aiplib.core.workspace import workspace
-
 from conftest import make_tiny_workspace
 from test_custom import make_inputs, noise, voice_like, write
+
+import aiplib.inference.models
+from aiplib.battery.backgrounds import curate_battery
+from aiplib.core import stamps
+from aiplib.core.workspace import workspace
+from aiplib.inference import keys
+from aiplib.inference.models import Recogniser, get_entry
+from aiplib.inference.runner import run_inference
+from aiplib.io.formats import read_inference_jsonl, read_manifest, read_results
+from aiplib.scoring.score import score_inference
+from aiplib.sources import pipeline
+from aiplib.stimuli.families import materialize
+from aiplib.stimuli.manifests import build_manifests
 
 
 def answer(audio: np.ndarray) -> str:

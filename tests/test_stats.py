@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiplib.io import formats
 from aiplib.analysis import stats
 from aiplib.core.errors import AiplibParameterError
+from aiplib.io import formats
 
 
 # ----------------------------------------------------------------------------- Spearman

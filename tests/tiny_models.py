@@ -60,8 +60,12 @@ def _save(folder, model, proc, *, eos, pad):
 # ------------------------------------------------------------------------------------ Qwen2-Audio
 def build_qwen2_audio(folder):
     import torch
-    from transformers import (Qwen2AudioConfig, Qwen2AudioForConditionalGeneration, Qwen2AudioProcessor,
-                              WhisperFeatureExtractor)
+    from transformers import (
+        Qwen2AudioConfig,
+        Qwen2AudioForConditionalGeneration,
+        Qwen2AudioProcessor,
+        WhisperFeatureExtractor,
+    )
 
     torch.manual_seed(0)
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>"]
@@ -114,8 +118,12 @@ OMNI_TEMPLATE = (
 def build_qwen25_omni(folder):
     """The thinker only (what the adapter loads), with the full Omni processor."""
     import torch
-    from transformers import (Qwen2_5OmniConfig, Qwen2_5OmniProcessor, Qwen2_5OmniThinkerForConditionalGeneration,
-                              WhisperFeatureExtractor)
+    from transformers import (
+        Qwen2_5OmniConfig,
+        Qwen2_5OmniProcessor,
+        Qwen2_5OmniThinkerForConditionalGeneration,
+        WhisperFeatureExtractor,
+    )
 
     from aiplib.inference.models.adapters import no_torchvision_patch, stub_processor, torchvision_ok
 
@@ -187,8 +195,13 @@ GEMMA_TEMPLATE = (
 
 def build_gemma3n(folder):
     import torch
-    from transformers import (Gemma3nAudioFeatureExtractor, Gemma3nConfig, Gemma3nForConditionalGeneration,
-                              Gemma3nProcessor, SiglipImageProcessorPil)
+    from transformers import (
+        Gemma3nAudioFeatureExtractor,
+        Gemma3nConfig,
+        Gemma3nForConditionalGeneration,
+        Gemma3nProcessor,
+        SiglipImageProcessorPil,
+    )
 
     from aiplib.inference.models.adapters import no_timm_vision_patch
 
@@ -245,8 +258,12 @@ PHI4_TEMPLATE = (
 
 def build_phi4mm(folder):
     import torch
-    from transformers import (Phi4MultimodalConfig, Phi4MultimodalFeatureExtractor, Phi4MultimodalForCausalLM,
-                              Phi4MultimodalProcessor)
+    from transformers import (
+        Phi4MultimodalConfig,
+        Phi4MultimodalFeatureExtractor,
+        Phi4MultimodalForCausalLM,
+        Phi4MultimodalProcessor,
+    )
 
     from aiplib.inference.models.adapters import no_torchvision_patch, stub_processor, torchvision_ok
 
@@ -307,8 +324,13 @@ def _write_tekken(folder: Path) -> None:
 
 def build_voxtral(folder):
     import torch
-    from transformers import (MistralCommonBackend, VoxtralConfig, VoxtralForConditionalGeneration,
-                              VoxtralProcessor, WhisperFeatureExtractor)
+    from transformers import (
+        MistralCommonBackend,
+        VoxtralConfig,
+        VoxtralForConditionalGeneration,
+        VoxtralProcessor,
+        WhisperFeatureExtractor,
+    )
 
     torch.manual_seed(0)
     folder = Path(folder)
@@ -378,8 +400,13 @@ def build_wav2vec2_ctc(folder, *, attention_mask: bool = True):
     feature extractor. ``attention_mask=False`` builds the wav2vec2-base layout (group norm, no
     attention mask: zero padding changes the output, so clips batch only with equal lengths)."""
     import torch
-    from transformers import (Wav2Vec2Config, Wav2Vec2CTCTokenizer, Wav2Vec2FeatureExtractor, Wav2Vec2ForCTC,
-                              Wav2Vec2Processor)
+    from transformers import (
+        Wav2Vec2Config,
+        Wav2Vec2CTCTokenizer,
+        Wav2Vec2FeatureExtractor,
+        Wav2Vec2ForCTC,
+        Wav2Vec2Processor,
+    )
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -410,8 +437,13 @@ def build_whisper_asr(folder):
     256 byte symbols, an empty ``merges.txt``) plus Whisper's special tokens."""
     import torch
     from tokenizers import pre_tokenizers
-    from transformers import (WhisperConfig, WhisperFeatureExtractor, WhisperForConditionalGeneration,
-                              WhisperProcessor, WhisperTokenizer)
+    from transformers import (
+        WhisperConfig,
+        WhisperFeatureExtractor,
+        WhisperForConditionalGeneration,
+        WhisperProcessor,
+        WhisperTokenizer,
+    )
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
