@@ -158,6 +158,8 @@ def test_prompt_set_from_file_records_sha256_texts_and_ids(tmp_path):
     assert ps.other_keys == ("asr_steer", "kws_steer_p1")
     assert ps.sha256 == hashlib.sha256(SCRIPT.encode()).hexdigest()
     assert ps.prompt("kws") == (f"paper_kws_{hashlib.sha256(KWS.encode()).hexdigest()[:10]}", KWS)
+    with pytest.raises(KeyError, match=r"unknown task 'asr_steer'; valid tasks: asr, kws, asr_steer_p5, kws_steer_p5"):
+        ps.prompt("asr_steer")
     assert prompt_for("asr_steer_p5", ps) == (ps.prompt_ids["asr_steer_p5"], ASR_P5)
     rec = prompt_set_record(ps)
     assert json.loads(json.dumps(rec)) == rec

@@ -271,8 +271,9 @@ class PromptSet:
         return self.texts[task]
 
     def prompt(self, task: str) -> tuple[str, str]:
-        """``(prompt_id, text)`` of ``task``."""
-        return self.prompt_ids[task], self.text(task)
+        """``(prompt_id, text)`` of ``task``; ``KeyError`` (listing the tasks) if unknown."""
+        text = self.text(task)
+        return self.prompt_ids[task], text
 
     @property
     def texts_sha256(self) -> str:
