@@ -376,6 +376,7 @@ def test_score_inference_asr(tiny_ws):
     assert side["n_errors"] == {"m1": 1}
     assert side["n_malformed_lines"] == {"m1": 1}
     assert side["n_rows"] == 5
+    assert side["inference_dir"] == "inference"   # relative to the profile's data folder: shareable
     assert side["normalizer"]["version"] == textnorm.NORMALIZER_VERSION
     assert side["normalizer_whisper"]["version"] == textnorm.WHISPER_NORMALIZER_VERSION
     assert side["jiwer_version"] == textnorm.JIWER_VERSION
