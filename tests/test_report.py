@@ -246,6 +246,10 @@ def test_render_keeps_printed_notes_wraps_no_number_and_names_paths_shareably(tm
         v4.new_code_cell("print(fr.NOT_RUN)", outputs=[
             v4.new_output("stream", name="stdout", text=f"not run: make all SUITE=all ({results}/tables)\n"),
             v4.new_output("stream", name="stderr", text="UserWarning: noisy log\n")]),
+        v4.new_code_cell("print(fr.NOT_RUN)", outputs=[   # one print the kernel sent in three pieces
+            v4.new_output("stream", name="stdout", text=f"figure skipped ({str(results)[:9]}"),
+            v4.new_output("stream", name="stdout", text=f"{str(results)[9:]}/figures)"),
+            v4.new_output("stream", name="stdout", text="\n")]),
         v4.new_code_cell("t", outputs=[v4.new_output("execute_result", execution_count=1, data={
             "text/html": t._repr_html_(), "text/markdown": t._repr_markdown_(), "text/plain": repr(t)})])])
     path = tmp_path / "09.ipynb"
@@ -256,6 +260,8 @@ def test_render_keeps_printed_notes_wraps_no_number_and_names_paths_shareably(tm
         assert "not run: make all SUITE=all (&lt;data root&gt;/demo/results/tables)" in text or \
             "not run: make all SUITE=all (<data root>/demo/results/tables)" in text
         assert "noisy log" not in text and "/secret/path" not in text and str(tmp_path) not in text
+    assert "```\nfigure skipped (<data root>/demo/results/figures)\n```" in md
+    assert all(block.strip() for block in md.split("```")[1::2])   # no empty block from a print's last piece
     assert '<td class="num">bg01 @ 0 dB</td>' in page and '<td class="num">+222.2 [180.1, 260.4]</td>' in page
     assert '<td class="worse">worse</td>' in page and "<td>a long note without numbers that may wrap</td>" in page
     assert re.search(r'<div class="aip-scroll"><table[^>]*class="dataframe tbl"', page)

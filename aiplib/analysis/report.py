@@ -70,7 +70,8 @@ _ABS_PATH = re.compile(r"(?<![\w.~/-])/[^\s'\"`<>]+")
 
 def _report_cells(nb, data_root: Path) -> list:
     """The cells that go into the report: no parameter or hidden cells, no code cell left without
-    output. Printed text (stdout) is kept from the first ``## `` section on, its local paths as
+    output. Printed text (stdout) is kept from the first ``## `` section on, one block per cell run of
+    it (the pieces a kernel sends of one print are joined; blank text is dropped), its local paths as
     :func:`aiplib.analysis.provenance.shareable` writes them; stderr and the set-up cells' printed
     text are the log."""
     cells, body = [], False
@@ -85,10 +86,16 @@ def _report_cells(nb, data_root: Path) -> list:
                 if o.get("output_type") == "stream":
                     if not body or o.get("name") != "stdout":
                         continue
-                    o["text"] = _ABS_PATH.sub(lambda m: shareable(m.group(0), data_root), "".join(o["text"]))
+                    if outs and outs[-1].get("output_type") == "stream":  # one print may arrive in pieces
+                        outs[-1]["text"] += "".join(o["text"])
+                        continue
+                    o["text"] = "".join(o["text"])
                 outs.append(o)
-            c.outputs = outs
-            if not outs:
+            for o in outs:
+                if o.get("output_type") == "stream":
+                    o["text"] = _ABS_PATH.sub(lambda m: shareable(m.group(0), data_root), o["text"])
+            c.outputs = [o for o in outs if o.get("output_type") != "stream" or o["text"].strip()]
+            if not c.outputs:
                 continue
         cells.append(c)
     return cells
