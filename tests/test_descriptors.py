@@ -305,3 +305,24 @@ def test_descriptor_table_reports_silent_share_and_keeps_na_id(tmp_path):
     assert "included" in meta["settings"]["frame"]["silent_frames"]
     t2 = D.descriptor_table(ws, progress=False)                       # read back: "NA" not NaN
     pd.testing.assert_frame_equal(t, t2)
+
+
+def test_load_vad_model_without_torch_raises_the_install_line(monkeypatch):
+    """No torch (nor silero-vad): MissingPackageError naming the install command, not a bare import error."""
+    import builtins
+
+    from aiplib.core.errors import MissingPackageError
+
+    real_import = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name.split(".")[0] in ("torch", "silero_vad"):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    vad.load_vad_model.cache_clear()
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    with pytest.raises(MissingPackageError, match=r"pip install silero-vad torch==2\.13\.0"):
+        vad.load_vad_model()
+    monkeypatch.undo()
+    vad.load_vad_model.cache_clear()

@@ -31,8 +31,9 @@ VAD_SETTINGS = {"model": "silero_vad.jit (TorchScript, shipped in the silero-vad
 def load_vad_model():
     """Load (once, offline) the Silero VAD TorchScript model of the ``silero-vad`` wheel (stateful: one per
     thread); MissingPackageError if ``silero-vad`` or torch is not installed."""
+    silero_vad = _import_silero()  # first: a missing torch is a MissingPackageError, not a bare import error
     with _torch_threads(None):  # restores the thread count whatever loading does
-        return _import_silero().load_silero_vad(onnx=False)
+        return silero_vad.load_silero_vad(onnx=False)
 
 
 def _import_silero():
