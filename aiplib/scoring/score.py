@@ -243,13 +243,6 @@ def _add_delta(df: pd.DataFrame, col: str, out_col: str, *, noisy_minus_clean: b
     return df
 
 
-def _under_root(ws, path: Path) -> str:
-    """``path`` relative to the profile's data folder (``inference``), so a sidecar reads the same on
-    every machine; a folder outside it stays absolute."""
-    path = Path(path)
-    return str(path.relative_to(ws.root)) if path.is_relative_to(ws.root) else str(path)
-
-
 def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
                     manifests_dir=None, keywords=None) -> dict[str, pd.DataFrame]:
     """Score every inference file and write ``results/scores/<task>.csv`` + ``.json``.
@@ -321,7 +314,7 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
                 log.info("no %s manifest: the inference rows supply the manifest columns", fam)
         df, meta = _score_task(ws, task, models, manifests[fam], inference_dir=inf, keywords=kw)
         side = {"task": task, "family": fam, **normalizer_provenance(), "n_rows": int(len(df)),
-            "inference_dir": _under_root(ws, inf), **meta}
+            "inference_dir": ws.rel(inf), **meta}
         if fam == "kws":
             side.update(kws_rule=tn.KWS_RULE, keywords=list(kw))
         if "condition_family" in df.columns:
