@@ -65,8 +65,11 @@ def _read_json(p: Path) -> dict | None:
     return obj if isinstance(obj, dict) else None
 
 
-def _models(ws, scored_models) -> dict:
-    """Model id → what its last successful run logged (revision, weights, hash, path)."""
+def model_records(ws, scored_models=()) -> dict:
+    """Model id → what its ``inference/<model>/run_log.jsonl`` says, for every model with a run log and every
+    id in ``scored_models``: the last run's revision, weights, weights SHA-256, decoding path, window and
+    versions (the registry's revision and weights when no run is logged), and ``not_applicable`` (task →
+    reason) when its steering tasks were not run because it takes no task prompt."""
     out, inf = {}, Path(ws.inference)
     names = set(scored_models) | ({p.name for p in inf.iterdir() if (p / "run_log.jsonl").is_file()}
                                   if inf.is_dir() else set())
@@ -187,8 +190,8 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
             tasks[t]["prompt_set"] = ps_rec.get("prompt_set")
     rec = {"profile": getattr(ws, "profile", None), "aiplib_version": __version__, "versions": {"aiplib": __version__,
         "python": platform.python_version(), **package_versions(_PACKAGES)},
-        "normalizer": normalizer, "models": _models(ws, scored_models), "tasks": tasks, "prompt_ids_scored": prompt_ids,
-        "prompt_set": ps_rec, "manifests": manifests,
+        "normalizer": normalizer, "models": model_records(ws, scored_models), "tasks": tasks,
+        "prompt_ids_scored": prompt_ids, "prompt_set": ps_rec, "manifests": manifests,
         "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level}}
     rec.update(extra or {})
     return shareable(rec, Path(ws.root).parent if getattr(ws, "root", None) else None)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from aiplib.analysis.conditions import condition_label
-from aiplib.analysis.provenance import _models
+from aiplib.analysis.provenance import model_records
 from aiplib.analysis.stats import worst_stimuli
 
 # Responses longer than this many words are cut in the worst-stimuli table (``… +N words``).
@@ -278,9 +278,8 @@ def comparison_display(c: pd.DataFrame) -> Table:
 def not_applicable_note(ws) -> str | None:
     """One Markdown line naming the models whose steering tasks are not applicable (they take no
     task prompt, :func:`aiplib.inference.runner.not_applicable`; read from ``inference/<model>/run_log.jsonl`` as
-    the run record's ``models`` are, :func:`aiplib.analysis.provenance.collect_provenance`), or None when there are
-    none."""
-    found = {m: sorted(r["not_applicable"]) for m, r in _models(ws, ()).items() if "not_applicable" in r}
+    :func:`aiplib.analysis.provenance.model_records`), or None when there are none."""
+    found = {m: sorted(r["not_applicable"]) for m, r in model_records(ws).items() if "not_applicable" in r}
     return ("_Not applicable (the model takes no task prompt, so a steering prompt would repeat its baseline decode): "
             + "; ".join(f"{m} — {', '.join(t)}" for m, t in found.items()) + "._") if found else None
 
