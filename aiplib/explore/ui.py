@@ -86,8 +86,9 @@ def response_html(fam: str, row, result, msg: str) -> str:
     rows = [("Reference" if fam == "asr" else "Keyword (label)", ref)]
 
     def marked(text, cls):  # KWS responses unmarked, cut as ASR ones
-        tokens = data.word_diff(row["reference"], text) if fam == "asr" else [("equal", "", w) for w in text.split()]
-        return diff_html(tokens, cls=cls)
+        if fam == "asr":
+            return diff_html(data.word_diff(row["reference"], text), cls=cls)
+        return diff_html([("equal", "", w) for w in str(text).split()], cls=cls)
 
     found = result is not None and result["found"]
     if found and result["bg_id"] != "clean":
