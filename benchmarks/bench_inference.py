@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from aiplib.io.audio import load_audio  # noqa: E402
 from aiplib.inference.plan import DEFAULT_DECODING  # noqa: E402
 from aiplib.inference.models import load_model  # noqa: E402
+from aiplib.inference.models.ct2_numerics import import_ctranslate2  # noqa: E402
 from aiplib.inference.prompts import prompt_for  # noqa: E402
 
 FIELDKIT = Path(__file__).resolve().parents[2] / "shared" / "fieldkit"
@@ -93,9 +94,9 @@ def measure_floor(rec, stims, prompts: dict) -> dict:
     Work is cut into sub-batches of ``ceil(batch_size / workers)`` clips (the fast path's split)
     and handed to ``workers`` threads without any barrier, so both CTranslate2 workers stay busy.
     """
-    import ctranslate2  # noqa: PLC0415
     from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
+    ctranslate2 = import_ctranslate2()
     sub = max(1, -(-rec.batch_size // rec.workers))
     chunks = []  # (family, features)
     wins = [(f, rec.window_s(len(y)) * 100) for f, y in stims]  # each clip on the window stage 7 gives it

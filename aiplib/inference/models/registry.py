@@ -18,6 +18,7 @@ import yaml
 
 from aiplib.core.errors import MissingPackageError, ModelUnavailableError
 from aiplib.core.workspace import repo_root
+from aiplib.inference.models.ct2_numerics import import_ctranslate2
 
 REGISTRY_PATH = Path(__file__).with_name("registry.yaml")
 MODELS_ENV = "AIP_MODELS"
@@ -275,8 +276,7 @@ def cuda_available() -> bool:
     except Exception:  # noqa: BLE001 - no torch or a broken CUDA install both mean "no GPU"
         pass
     try:
-        import ctranslate2  # noqa: PLC0415
-
+        ctranslate2 = import_ctranslate2()
         return ctranslate2.get_cuda_device_count() > 0
     except Exception:  # noqa: BLE001
         return False

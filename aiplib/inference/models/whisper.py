@@ -28,6 +28,7 @@ import numpy as np
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
 from aiplib.inference.models import registry
 from aiplib.inference.models.base import Recogniser
+from aiplib.inference.models.ct2_numerics import import_ctranslate2, numerics_record, pin_ctranslate2
 from aiplib.inference.models.whisper_weights import resolve_weights
 from aiplib.inference.models.whisper_window import (
     FULL_WINDOW_FRAMES,
@@ -80,6 +81,7 @@ class WhisperRecogniser(Recogniser):
     def __init__(self, entry, options: WhisperOptions | None = None):
         o = options or WhisperOptions()
         self.decoding = decoding_config(o.path, windows_s=o.windows_s, min_pad_s=o.min_pad_s)
+        pin_ctranslate2()  # before faster_whisper imports ctranslate2: one numeric path on every CPU
         try:
             from faster_whisper import WhisperModel  # noqa: PLC0415
             from faster_whisper.tokenizer import Tokenizer  # noqa: PLC0415
@@ -115,8 +117,9 @@ class WhisperRecogniser(Recogniser):
 
     def info(self) -> dict:
         """Weights, checksum, decoding path and options (JSON-serialisable)."""
-        import ctranslate2  # noqa: PLC0415
         import faster_whisper  # noqa: PLC0415
+
+        ctranslate2 = import_ctranslate2()
 
         return {"model": self.name, "backend": "faster_whisper", "weights": self.entry.weights,
                 "weights_path": self.weights_path, "weights_sha256": self.weights_sha256,
@@ -131,6 +134,7 @@ class WhisperRecogniser(Recogniser):
                              "no_speech_threshold": self.no_speech_threshold,
                              "log_prob_threshold": self.log_prob_threshold, "max_audio_s": self.entry.max_audio_s},
                 "faster_whisper": faster_whisper.__version__, "ctranslate2": ctranslate2.__version__,
+                "numerics": numerics_record(self.weights_path, self.compute_type),
                 "load_s": round(self.load_s, 3)}
 
     def window_s(self, n_samples: int) -> int:
@@ -200,8 +204,7 @@ class WhisperRecogniser(Recogniser):
 
         Thread-safe: the cache is only touched under ``self._lock``; encoding runs outside it.
         """
-        import ctranslate2  # noqa: PLC0415
-
+        ctranslate2 = import_ctranslate2()
         use_cache = self.encoder_cache_size > 0 and self.device == "cpu"
         with self._lock:
             missing = ([i for i, k in enumerate(keys) if (k, w) not in self._enc_cache] if use_cache
