@@ -55,10 +55,10 @@ def test_validity_table_and_verdict():
     assert (d["estimate"], d["lo"], d["hi"], d["n_items"], d["n_resamples"]) == (0.0, 0.0, 0.0, 12, 500)
     # backgrounds a..d delete 0..3 of 4 words: ΔWER 0 / 25 / 50 / 75 pp, same ranking for both windows
     assert res["delta_by_background"]["window"] == {"a": 0.0, "b": 25.0, "c": 50.0, "d": 75.0}
-    assert res["rank_agreement"]["rho"] == 1.0 and res["verdict"]["switch_default"]
+    assert res["rank_agreement"]["rho"] == 1.0 and res["verdict"]["window_passes"]
     # a window that loses a word on every clean item: the interval excludes 0, the default stays
     asr["window"] = bw.asr_scores(asr_rows, _responses(asr_rows, bad, clean_hyp="one two three"))
     res = bw.compare(asr, kws, n_resamples=500, seed=0)
     assert res["clean_delta"]["capped_wer_pp"]["estimate"] == 25.0
-    assert not res["verdict"]["switch_default"] and "excludes 0" in res["verdict"]["why_not"][0]
+    assert not res["verdict"]["window_passes"] and "excludes 0" in res["verdict"]["why_not"][0]
     assert np.isclose(res["wer"]["window"]["clean"], 25.0)

@@ -262,9 +262,9 @@ def test_real_whisper_run(tmp_path):
     assert clean["raw"].lower().strip(".") == "he could wait no longer"
     assert 2.0 < clean["audio_s"] < 2.2 and clean["decode_s"] > 0
     log = json.loads(_lines(w.inference / "whisper_tiny_en" / "run_log.jsonl")[-1])
-    # stage 7's default decoding: a 15 s encoder window for this 2.1 s utterance
-    assert log["decoding"] == "window" and log["window"]["windows_s"] == [15, 20, 30]
-    assert clean["window_s"] == 15 and log["decoding_key"] == {"windows_s": [15, 20, 30], "min_pad_s": 5.0}
+    # stage 7's default decoding: Whisper's 30 s window, also for this 2.1 s utterance
+    assert log["decoding"] == "fast" and log["window"]["windows_s"] == [30]
+    assert clean["window_s"] == 30 and log["decoding_key"] is None
     assert len(log["weights_sha256"]) == 64 and log["versions"]["faster_whisper"]
     diag = pd.read_csv(w.checks / "mix_diagnostics.csv")
     assert len(diag) == 2 and abs(diag.loc[diag["background_id"] == "tap", "achieved_snr_db"].iloc[0]) < 0.01

@@ -8,8 +8,9 @@ average log-probability < −1 gives ``""``). The task prompt is Whisper's initi
 Decoding paths: ``standard`` is ``WhisperModel.transcribe``, one clip at a time, on the 30 s window;
 ``fast`` the same computation on the CTranslate2 model directly (batched ``encode``, encoder outputs
 cached so a family's second prompt skips the encoder; the same transcripts, ``benchmarks/bench_inference.py``);
-``window`` (stage 7's default) the fast path on the shortest of 15, 20, 30 s leaving at least 5 s of
-padding (``benchmarks/bench_window.py``); its policy enters the resume key.
+``window`` (opt-in) the fast path on the shortest of 15, 20, 30 s leaving at least 5 s of padding; it
+changes the measured noise effect on recordings it was not tuned on (``benchmarks/bench_window.py``,
+docs/BENCHMARKS.md), so stage 7's default is ``fast``; its policy enters the resume key.
 """
 from __future__ import annotations
 

@@ -60,7 +60,7 @@ def window_s(n_samples: int, *, windows_s=WINDOWS_S, min_pad_s: float = MIN_PAD_
     return window_frames(n_frames, windows_s=windows_s, min_pad_s=min_pad_s) // FRAMES_PER_S
 
 
-def decoding_config(decoding: str = "window", *, windows_s=None, min_pad_s: float = MIN_PAD_S) -> dict:
+def decoding_config(decoding: str = "fast", *, windows_s=None, min_pad_s: float = MIN_PAD_S) -> dict:
     """``{"path": "fast" | "standard", "decoding", "windows_s", "min_pad_s"}`` (seconds) of ``decoding``.
 
     ``windows_s`` defaults to :data:`WINDOWS_S` for ``window`` and ``(30,)`` for ``fast``; ``standard`` is always
@@ -79,7 +79,7 @@ def decoding_config(decoding: str = "window", *, windows_s=None, min_pad_s: floa
             "windows_s": list(windows), "min_pad_s": float(min_pad_s) if windows != FULL_WINDOW_S else 0.0}
 
 
-def decoding_key(decoding: str = "window", *, windows_s=None, min_pad_s: float = MIN_PAD_S) -> dict | None:
+def decoding_key(decoding: str = "fast", *, windows_s=None, min_pad_s: float = MIN_PAD_S) -> dict | None:
     """The part of the decoding configuration that enters stage 7's resume key: None for Whisper's 30 s window
     (``fast`` and ``standard``), else ``{"windows_s": [...], "min_pad_s": s}``, so rows of another window
     policy are re-run, never mixed."""
