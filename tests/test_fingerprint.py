@@ -169,6 +169,20 @@ def test_an_altered_background_names_the_file_and_its_package(finished, capsys):
     assert lines[1].startswith("fingerprint: 1 difference(s): inputs 1, decoding 0, scoring 0")
 
 
+def test_an_input_difference_names_both_package_versions_when_they_differ(finished):
+    ws, path = finished
+    expected = json.loads(path.read_text(encoding="utf-8"))
+    actual = json.loads(json.dumps(expected))
+    actual["inputs"]["bg/bg00.wav"] = "0" * 64
+    expected["package_versions"]["minetest-data"] = "5.6.1+dfsg-1"
+    actual["package_versions"]["minetest-data"] = "5.6.1+dfsg-2"
+    (first,) = fp.compare(expected, actual)
+    assert first.describe() == ("inputs differ first at bg/bg00.wav (from Debian package "
+                                "minetest-data 5.6.1+dfsg-2, 5.6.1+dfsg-1 in the fingerprint): "
+                                f"sha256 000000000000… expected sha256 "
+                                f"{expected['inputs']['bg/bg00.wav'][:12]}…")
+
+
 def test_an_altered_transcript_names_its_row_and_task(finished, capsys):
     ws, path = finished
     saved = json.loads(path.read_text(encoding="utf-8"))

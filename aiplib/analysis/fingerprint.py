@@ -123,7 +123,9 @@ class Divergence:
     def describe(self) -> str:
         """One line: ``"<kind> differ(s) first at <where> (from Debian package …): <actual>
         expected <expected>"`` (checksums shortened to 12 hex digits)."""
-        verb = "differ" if self.kind == "inputs" else "differs"
+        verb = "differs"
+        if self.kind == "inputs":
+            verb = "differ"
         origin = ""
         if self.package:
             origin = f" (from Debian package {self.package})"
