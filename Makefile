@@ -84,7 +84,7 @@ export AIP_MODELS := $(call from_here,$(MODELS))
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: output-filter stamps sync-notebooks lock lock-paper all setup validate run-stage report merge criteria test unit nbval lab clean bench help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: output-filter stamps sync-notebooks lock lock-paper all setup validate run-stage report merge criteria test unit nbval lab clean bench verify fingerprint help $(STAGES) $(addprefix stage-,$(STAGES))
 
 # One writer per data folder (aiplib/core/lock.py): `make all`, each stage and `make merge` hold the lock of
 # $(DATA_ROOT)/$(PROFILE); a second run stops with one line naming the holder, or waits LOCK_WAIT=<s>
@@ -106,6 +106,8 @@ all: setup validate
 #> merge           fold stage 7's shard files (SHARD=i/n runs) into one file per model and task
 #> criteria        check the last run against CRITERIA=criteria.json (and PREVIOUS=… results)
 #> stamps          list the stamps the next `make all` would rebuild, and why (runs nothing)
+#> verify          compare the finished demo run with benchmarks/demo_fingerprint.json; name the first difference
+#> fingerprint     write benchmarks/demo_fingerprint.json from the finished demo run (then commit it)
 #> lab             JupyterLab at the project root (notebooks, executed records, the report)
 #> test            the unit tests, then every notebook under nbval at smoke size (scratch data root)
 #> unit            the unit tests without the slow and browser ones
@@ -235,6 +237,27 @@ lock-paper: setup
 	  --generate-hashes --strip-extras --unsafe-package aiplib --unsafe-package pip --no-emit-index-url \
 	  --no-emit-find-links $(LOCK_ARGS) --output-file requirements-paper.lock pyproject.toml
 	sed -e '/^ *--hash=/d' -e 's/ \\$$//' requirements-paper.lock > constraints-paper.txt
+
+# The demo fingerprint (aiplib/analysis/fingerprint.py, docs/BENCHMARKS.md): `make verify` compares the
+# finished demo run in $(DATA_ROOT)/demo with $(FINGERPRINT) and names the first difference and its kind
+# (inputs, decoding, scoring); exit 1 when they differ, 2 when the run is not finished. `make fingerprint`
+# writes $(FINGERPRINT) from the run (after a full `make all`; commit the file). Demo profile only.
+FINGERPRINT ?= benchmarks/demo_fingerprint.json
+FINGERPRINT_CMD = $(PY) -m aiplib.analysis.fingerprint --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" \
+  --fingerprint "$(call from_here,$(FINGERPRINT))"
+verify: setup
+ifeq ($(PROFILE),demo)
+	@$(FINGERPRINT_CMD) verify
+else
+	@echo "make verify: the fingerprint is the demo profile's; PROFILE=$(PROFILE) has none to compare with"
+endif
+
+fingerprint: setup
+ifeq ($(PROFILE),demo)
+	@$(FINGERPRINT_CMD) write
+else
+	@echo "make fingerprint: only the demo profile has a committed fingerprint; PROFILE=$(PROFILE) gets none"
+endif
 
 # `make all` runs every stage: stages 1-2 (downloads, streamed corpora) and the family manifests keep a
 # stamp (aiplib/core/stamps.py: parameters + SHA-256 of what they read), stage 4 and stage 7 keep their work

@@ -26,6 +26,20 @@ def installed(pkg: str) -> bool:
     return proc.returncode == 0 and proc.stdout.strip().endswith("install ok installed")
 
 
+def installed_version(pkg: str) -> str | None:
+    """The version of the installed Debian package ``pkg`` (``dpkg-query``'s ``${Version}``, e.g.
+    ``5.6.1+dfsg-2``); None when it is not installed or ``dpkg-query`` is not available."""
+    if not installed(pkg):
+        return None
+    exe = shutil.which("dpkg-query")
+    proc = subprocess.run([exe, "-W", "-f=${Version}", pkg], capture_output=True, text=True,
+                          check=False)
+    version = proc.stdout.strip()
+    if proc.returncode != 0 or not version:
+        return None
+    return version
+
+
 def missing_packages(pkgs) -> list[str]:
     """The packages of ``pkgs`` that are not installed, in the given order (duplicates dropped)."""
     return [p for p in dict.fromkeys(pkgs) if not installed(p)]
