@@ -118,7 +118,7 @@ def _first(ws, path) -> fp.Divergence:
 def test_fingerprint_holds_inputs_slice_and_headline(finished):
     ws, path = finished
     text = path.read_text(encoding="utf-8")
-    assert text.endswith("}\n") and text.startswith('{\n "format": 1,')
+    assert text.endswith("}\n") and text.startswith('{\n  "format": 1,')
     saved = json.loads(text)
     assert list(saved) == sorted(saved)
     inputs = saved["inputs"]

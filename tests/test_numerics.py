@@ -131,6 +131,6 @@ def test_slice_decodes_to_the_fingerprint(demo_inputs, fingerprint, tmp_path, mk
     got = pd.read_csv(out, dtype=str, keep_default_na=False)
     got = got[["id", "task", "response"]].sort_values(["task", "id"]).reset_index(drop=True)
     expected = _expected_rows(fingerprint)
-    assert len(got) == len(expected) == 2 * fingerprint["slice"]["n_stimuli"]
+    assert len(got) == len(expected) == 2 * fingerprint["slice"]["rule"]["n_stimuli"]
     differing = got.compare(expected, result_names=("here", "fingerprint"))
     assert differing.empty, f"{len(differing)} of {len(got)} transcripts differ:\n{differing.head(10)}"

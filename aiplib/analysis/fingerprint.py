@@ -20,11 +20,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import platform
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +36,7 @@ from aiplib.core.workspace import PROFILES, repo_root, workspace
 from aiplib.inference.fingerprint_slice import SLICE_SEED, SLICE_SIZE, select_slice
 from aiplib.inference.models.ct2_numerics import numerics_record
 from aiplib.inference.models.registry import DEFAULT_MODEL
+from aiplib.io.formats import write_json_atomic
 from aiplib.inference.prompts import TASKS
 from aiplib.io.formats import read_inference_jsonl, read_item_bank, read_manifest
 from aiplib.io.formats.tables import read_battery_csv
@@ -389,6 +388,26 @@ def made_on(ws, model: str) -> dict:
             "run_numerics": record.get("numerics"), "run_versions": record.get("versions")}
 
 
+def input_record(ws) -> dict:
+    """The input part of a fingerprint of workspace ``ws`` (stages 2-5 done, nothing later needed):
+    ``{"inputs": {path: sha256}, "input_packages": {path: [package]}, "package_versions":
+    {package: version}}``.
+
+    Raises
+    ------
+    MissingRunPart
+        An input file of stages 2-5 is missing.
+    """
+    files = input_files(ws)
+    packages = input_packages(ws, files)
+    every_package = [p for names in packages.values() for p in names]
+    return {
+        "inputs": {f: file_sha256(ws.path(f)) for f in files},
+        "input_packages": packages,
+        "package_versions": package_versions(ws, every_package),
+    }
+
+
 def compute_fingerprint(ws, model: str = DEFAULT_MODEL) -> dict:
     """The fingerprint of a finished run in workspace ``ws`` (layout: module docstring and
     ``docs/FILE_FORMATS.md``), JSON-serialisable.
@@ -399,16 +418,14 @@ def compute_fingerprint(ws, model: str = DEFAULT_MODEL) -> dict:
         An input file of stages 2-5, stage 7's transcripts of the slice, or the result tables of
         stages 8-9 are missing (the message names what and the stage to run).
     """
-    files = input_files(ws)
-    packages = input_packages(ws, files)
-    every_package = [p for names in packages.values() for p in names]
+    inputs = input_record(ws)
     rule, rows = slice_transcripts(ws, model)
     fingerprint = {
         "format": FORMAT_VERSION,
         "profile": ws.profile,
-        "inputs": {f: file_sha256(ws.path(f)) for f in files},
-        "input_packages": packages,
-        "package_versions": package_versions(ws, every_package),
+        "inputs": inputs["inputs"],
+        "input_packages": inputs["input_packages"],
+        "package_versions": inputs["package_versions"],
         "slice": {"rule": rule, "rows": rows},
         "headline": headline(ws),
         "made_on": made_on(ws, model),
@@ -424,16 +441,10 @@ def counts(fingerprint: dict) -> tuple[int, int, int]:
 
 
 def write_fingerprint(fingerprint: dict, path) -> Path:
-    """Write ``fingerprint`` to ``path`` as JSON (sorted keys, indent 1, trailing newline),
-    atomically; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(fingerprint, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
-    with os.fdopen(handle, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-    return path
+    """Write ``fingerprint`` to ``path`` as JSON with sorted keys (so a regenerated file diffs
+    line by line), atomically (:func:`aiplib.io.formats.write_json_atomic`); returns the path."""
+    ordered = json.loads(json.dumps(fingerprint, sort_keys=True))
+    return write_json_atomic(ordered, path)
 
 
 # ----------------------------------------------------------------------------------- compare
@@ -472,6 +483,12 @@ def _compare_inputs(expected: dict, actual: dict) -> list[Divergence]:
         package = _package_note(path, expected, actual)
         out.append(Divergence("inputs", path, wanted.get(path), found.get(path), package))
     return out
+
+
+def compare_inputs(expected: dict, ws) -> list[Divergence]:
+    """The input differences between fingerprint ``expected`` and workspace ``ws`` through stage 5
+    (:func:`input_record`), in :data:`INPUT_FOLDERS` order; [] when every checksum agrees."""
+    return _compare_inputs(expected, input_record(ws))
 
 
 def _compare_slice(expected: dict, actual: dict) -> list[Divergence]:
