@@ -52,7 +52,8 @@ class WhisperOptions:
     usable cores); ``batch_size``: clips per encoder/decoder call of the fast path; ``windows_s``,
     ``min_pad_s``: the ``window`` path's encoder windows and least padding, seconds; ``no_speech_threshold``,
     ``log_prob_threshold``: Whisper's silence rule (None disables it); ``encoder_cache``: encoder outputs
-    kept (LRU, default ``2 * batch_size``).
+    kept (LRU, default ``2 * batch_size``); ``encode_per_clip``: one clip per encoder call (the decoder
+    still takes the whole sub-batch), the same transcripts (``tests/test_numerics.py``).
     """
 
     path: str = "fast"
@@ -66,6 +67,7 @@ class WhisperOptions:
     log_prob_threshold: float | None = -1.0
     encoder_cache: int | None = None
     workers: int | None = None
+    encode_per_clip: bool = False
 
 
 class WhisperRecogniser(Recogniser):
@@ -113,6 +115,7 @@ class WhisperRecogniser(Recogniser):
         self.suppress_tokens = list(get_suppressed_tokens(self.tokenizer, [-1]))
         self.max_initial_timestamp_index = int(round(1.0 / self.model.time_precision))
         self.encoder_cache_size = int(o.encoder_cache if o.encoder_cache is not None else 2 * self.batch_size)
+        self.encode_per_clip = bool(o.encode_per_clip)
         self._prompt_cache, self._enc_cache, self._lock = {}, OrderedDict(), threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
@@ -211,7 +214,15 @@ class WhisperRecogniser(Recogniser):
             missing = ([i for i, k in enumerate(keys) if (k, w) not in self._enc_cache] if use_cache
                        else list(range(len(keys))))
         fresh = {}
-        if missing:
+        if missing and self.encode_per_clip:
+            for i in missing:
+                one = self.features([clips[i]], w)
+                encoded = self.model.model.encode(ctranslate2.StorageView.from_array(one), to_cpu=True)
+                fresh[keys[i]] = np.array(encoded)[0]
+            if not use_cache:
+                rows = [fresh[k] for k in keys]
+                return ctranslate2.StorageView.from_array(np.ascontiguousarray(np.stack(rows)))
+        elif missing:
             batch = self.features([clips[i] for i in missing], w)
             enc = self.model.model.encode(ctranslate2.StorageView.from_array(batch), to_cpu=False)
             if not use_cache:
