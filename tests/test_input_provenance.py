@@ -6,7 +6,6 @@ import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -128,7 +127,8 @@ def test_cpu_record_and_torch_numerics():
     rec = torch_numerics(torch, "cpu")
     assert rec["cpu_model"] == cpu["cpu_model"]
     assert rec["torch"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
-    assert rec["torch"]["num_threads"] == torch.get_num_threads() and rec["torch"]["device"] == "cpu"
+    assert rec["torch"]["num_threads"] == torch.get_num_threads()
+    assert rec["torch"]["device"] == "cpu"
     json.dumps(rec)
 
 
@@ -153,7 +153,8 @@ def test_numeric_paths_count_distinct_paths_of_runs_with_rows():
     b = {"cpu_model": "B", "ctranslate2": {"isa": "AVX512"}}
     paths = provenance.numeric_paths([_run(5, a), _run(0, b), _run(3, a), _run(2, b), _run(1)])
     assert [p["cpu_model"] for p in paths[:2]] == ["A", "B"]
-    assert (paths[0]["runs"], paths[0]["rows"]) == (2, 8) and (paths[1]["runs"], paths[1]["rows"]) == (1, 2)
+    assert [p["runs"] for p in paths] == [2, 1, 1]
+    assert [p["rows"] for p in paths] == [8, 2, 1]
     assert "not_recorded" in paths[2] and paths[2]["rows"] == 1
 
 
@@ -166,8 +167,9 @@ def test_provenance_json_and_report_hold_cpu_isa_backend_and_packages(tmp_path):
     (ws.inference / "m").mkdir(parents=True)
     (ws.inference / "m" / "run_log.jsonl").write_text(json.dumps(_run(4, numerics)) + "\n")
     rows = [{"package": "espeak-ng", "role": "engine", "status": "installed",
-             "version": "1.51+dfsg-10+deb12u2", "architecture": "amd64", "source_package": "espeak-ng",
-             "deb_sha256": "a1" * 32, "sha256_source": "apt-cache show"}]
+             "version": "1.51+dfsg-10+deb12u2", "architecture": "amd64",
+             "source_package": "espeak-ng", "deb_sha256": "a1" * 32,
+             "sha256_source": "apt-cache show"}]
     pd.DataFrame(rows, columns=debian.PACKAGE_COLUMNS).to_csv(ws.debian_packages_csv, index=False)
     rec = provenance.collect_provenance(ws)
     path = rec["models"]["m"]["numerics"][0]
@@ -175,10 +177,12 @@ def test_provenance_json_and_report_hold_cpu_isa_backend_and_packages(tmp_path):
     assert path["rows"] == 4
     assert rec["debian_packages"]["packages"][0]["version"] == "1.51+dfsg-10+deb12u2"
     text = "\n".join(provenance_lines(rec))
-    assert "m numeric path: CPU AMD EPYC (AuthenticAMD); CTranslate2 ISA AVX2, int8 GEMM DNNL" in text
+    assert "m numeric path: CPU AMD EPYC (AuthenticAMD); CTranslate2 ISA AVX2, int8 GEMM DNNL" \
+        in text
     assert "pinned (CT2_USE_MKL=0); 1 run(s), 4 rows" in text
     assert "espeak-ng 1.51+dfsg-10+deb12u2 (.deb sha256 a1a1a1a1a1a1…)" in text
-    bare = provenance.collect_provenance(Workspace(profile="paper", root=tmp_path / "paper").ensure())
+    paper = Workspace(profile="paper", root=tmp_path / "paper").ensure()
+    bare = provenance.collect_provenance(paper)
     assert bare["debian_packages"]["packages"] == []
     assert "Debian packages of the inputs: not recorded" in "\n".join(provenance_lines(bare))
 
@@ -192,12 +196,15 @@ def test_real_whisper_run_log_records_its_numeric_path(tmp_path):
 
     ws = Workspace(profile="demo", root=tmp_path / "demo").ensure()
     t = np.arange(SR) / SR
-    write_wav(ws.root / "itembanks/audio/asr/it0.wav", (0.2 * np.sin(2 * np.pi * 220 * t)).astype(np.float32))
+    tone = (0.2 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+    write_wav(ws.root / "itembanks/audio/asr/it0.wav", tone)
     row = {"id": stimulus_id("it0", "clean", None), "speech_id": "it0", "background_id": "clean",
-           "snr_db": 99, "condition": "clean", "seed": 0, "speech_path": "itembanks/audio/asr/it0.wav",
-           "bg_path": "", "accent": "", "gender": "", "transcript": "tone", "family": "asr",
-           "accent_group": "", "bg_offset": None, "bg_active": None, "duration_s": 1.0, "n_samples": SR}
-    pd.DataFrame([row], columns=manifest_columns("asr")).to_csv(ws.manifests / "asr.csv", index=False)
+           "snr_db": 99, "condition": "clean", "seed": 0,
+           "speech_path": "itembanks/audio/asr/it0.wav", "bg_path": "", "accent": "", "gender": "",
+           "transcript": "tone", "family": "asr", "accent_group": "", "bg_offset": None,
+           "bg_active": None, "duration_s": 1.0, "n_samples": SR}
+    manifest = pd.DataFrame([row], columns=manifest_columns("asr"))
+    manifest.to_csv(ws.manifests / "asr.csv", index=False)
     summary = run_inference(ws, tasks="asr", progress=False)
     assert list(summary["status"]) == ["done"]
     lines = (ws.inference / "whisper_tiny_en" / "run_log.jsonl").read_text().splitlines()
