@@ -12,9 +12,11 @@
 # attribution.
 #
 # **Reads** the profile's sources. **Writes** `data/<profile>/raw/` and `raw/inventory.csv`
-# (file, package, licence, attribution), and the distractor table of the competing-speech family,
-# `raw/distractors/distractors.csv` (demo: the Debian Asterisk prompts in French, Italian, Russian and
-# Spanish; paper/custom: `distractors_dir` with `distractor_texts`, validated like the custom speech).
+# (file, package, licence, attribution), `raw/debian_packages.csv` (demo: version and `.deb`
+# SHA-256 of each Debian package the inputs come from), and the distractor table of the
+# competing-speech family, `raw/distractors/distractors.csv` (demo: the Debian Asterisk prompts in
+# French, Italian, Russian and Spanish; paper/custom: `distractors_dir` with `distractor_texts`,
+# validated like the custom speech).
 
 # %% tags=["parameters"]
 import os
@@ -65,6 +67,8 @@ inventory.head(10)
 # voice (`es_MX_f_Allison`) is the voice of the English demo items: a same-voice control.
 
 # %%
+import pandas as pd
+
 from aiplib.core.errors import AiplibParameterError
 from aiplib.stimuli.competing import prepare_distractors
 from aiplib.core.tasks import parse_suite
@@ -83,13 +87,24 @@ else:
         utterances=("distractor_id", "size"), minutes=("duration_s", lambda d: round(d.sum() / 60, 1))))
 
 # %% [markdown]
+# What the demo's inputs depend on: the version and the `.deb` SHA-256 of every Debian package they
+# come from (the packages above, the espeak-ng and flite voices, ffmpeg's G.722 decoder, the
+# distractors' language packs and the libraries built with them), as installed now:
+# `raw/debian_packages.csv`, read into `results/provenance.json` and the report by stage 9.
+
+# %%
+if ws.debian_packages_csv.is_file():
+    display(pd.read_csv(ws.debian_packages_csv, dtype=str, keep_default_na=False)[
+        ["package", "version", "deb_sha256", "sha256_source", "role"]])
+else:
+    print("no raw/debian_packages.csv: this profile's inputs do not come from Debian packages")
+
+# %% [markdown]
 # ## Checks
 # Every file of the inventory is there with its size in bytes, and (demo, paper: packages we fetch)
 # names a licence and an attribution; a custom folder's licences are optional and only counted.
 
 # %%
-import pandas as pd
-
 listed = pd.read_csv(ws.raw / "inventory.csv", dtype=str, keep_default_na=False) if (ws.raw / "inventory.csv").is_file() else None
 if listed is None:
     print("no raw/inventory.csv written by this profile: nothing to check")

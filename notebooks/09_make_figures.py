@@ -977,8 +977,11 @@ Markdown(failure_markdown(pd.read_csv(left_out)) if left_out.is_file() else
 # ## Provenance
 #
 # The run record (`results/provenance.json`): versions, the normaliser, the bootstrap settings,
-# the SHA-256 of each manifest, each model's revision and weights, and the prompt of each task.
-# Every results file gets a JSON sidecar (same name, `.json`) with its SHA-256 and this record.
+# the SHA-256 of each manifest, each model's revision and weights, the numeric path its rows were
+# decoded on (CPU, instruction set, GEMM backend, CTranslate2's pin: more than one line for a model
+# means its rows come from different paths), the prompt of each task, and the version and `.deb`
+# SHA-256 of every Debian package the inputs come from (as stage 1 found them). Every results file
+# gets a JSON sidecar (same name, `.json`) with its SHA-256 and this record.
 
 # %%
 from aiplib.analysis.provenance import annotate_results

@@ -258,6 +258,7 @@ def test_openai_gives_up_after_retries(tmp_path, monkeypatch):
             rec.generate([np.zeros(1600, np.float32)], ["x"])
         assert len(calls) == 4
         assert KEY not in json.dumps(rec.info())
+        assert "server" in rec.info()["numerics"]["computed_by"]
     finally:
         srv.shutdown()
         srv.server_close()

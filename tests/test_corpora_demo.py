@@ -65,6 +65,30 @@ def built(tmp_path_factory):
     return ws, inv, banks
 
 
+def test_stage_1_records_the_debian_packages_of_the_inputs(built):
+    """raw/debian_packages.csv: every inventory package, the engines and their same-source
+    libraries, each with dpkg-query's version and the archive's .deb SHA-256 (apt-cache show)."""
+    import re
+    import subprocess
+
+    ws, inv, _ = built
+    table = pd.read_csv(ws.debian_packages_csv, dtype=str, keep_default_na=False)
+    assert list(table.columns) == debian.PACKAGE_COLUMNS and table["package"].is_unique
+    assert set(inv.package) | set(demo.DEBIAN_PACKAGES) <= set(table["package"])
+    assert {"espeak-ng-data", "libespeak-ng1", "libflite1"} <= set(table["package"])
+    assert any(p.startswith("libavcodec") for p in table["package"])
+    espeak = table.set_index("package").loc["espeak-ng"]
+    dpkg = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "espeak-ng"], capture_output=True,
+                          text=True, timeout=60, check=True).stdout
+    assert espeak["version"] == dpkg and espeak["status"] == "installed"
+    assert re.fullmatch(r"[0-9a-f]{64}", espeak["deb_sha256"])
+    shown = subprocess.run(["apt-cache", "show", f"espeak-ng={dpkg}"], capture_output=True,
+                           text=True, timeout=60, check=False).stdout
+    if "SHA256: " in shown:
+        assert espeak["sha256_source"] == "apt-cache show"
+        assert f"SHA256: {espeak['deb_sha256']}" in shown
+
+
 def test_inventory(built):
     ws, inv, _ = built
     assert list(inv.columns) == ["file", "package", "licence", "attribution", "bytes"]

@@ -112,6 +112,7 @@ def test_batch_4_gives_batch_1s_transcripts(name, kind, batching, reg):
         info = rec.info()
         assert (info["kind"], info["batching"], info["revision"], info["backend"]) == (kind, batching, "local", "hf_asr")
         assert len(info["weights_sha256"]) == 64 and info["prompt"].startswith("none")
+        assert info["numerics"]["torch"]["cpu_capability"] and info["numerics"]["cpu_model"]
         clips = _clips()
         res = check_batch_invariance(rec, clips, [None] * len(clips), batch_size=4)
         assert res["equal"], res["differences"]

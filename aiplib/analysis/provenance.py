@@ -14,6 +14,8 @@ import platform
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 from aiplib.core import __version__
 from aiplib.core.errors import AiplibError
 from aiplib.core.hashing import file_sha256
@@ -65,17 +67,59 @@ def _read_json(p: Path) -> dict | None:
     return obj if isinstance(obj, dict) else None
 
 
+def numeric_paths(runs: list[dict]) -> list[dict]:
+    """The distinct numeric paths (``info.numerics`` of :meth:`Recogniser.info`: CPU model and
+    vendor, ISA, GEMM backend, threads …) of the ``run`` records of one model's run log that decoded
+    rows (``n_done`` > 0), in the order first seen, each with ``runs`` (how many) and ``rows`` (rows
+    they decoded). A run logged without a numeric path (an older aiplib) counts as
+    ``{"not_recorded": …}``. Several entries mean the rows were decoded on different paths.
+    """
+    paths, keys = [], []
+    for run in runs:
+        n_done = run.get("n_done") or 0
+        if n_done <= 0:
+            continue
+        numerics = (run.get("info") or {}).get("numerics")
+        if not isinstance(numerics, dict):
+            numerics = {"not_recorded": "the run log has no numeric path (an older aiplib)"}
+        key = json.dumps(numerics, sort_keys=True)
+        if key not in keys:
+            keys.append(key)
+            paths.append({**numerics, "runs": 0, "rows": 0})
+        entry = paths[keys.index(key)]
+        entry["runs"] += 1
+        entry["rows"] += int(n_done)
+    return paths
+
+
+def debian_packages(ws) -> dict:
+    """The Debian packages the workspace's inputs come from, as stage 1 recorded them
+    (``raw/debian_packages.csv``, :func:`aiplib.sources.corpora.demo.record_debian_packages`).
+
+    Returns ``{"source": str, "packages": [{package, role, status, version, architecture,
+    source_package, deb_sha256, sha256_source}]}``; ``packages`` is empty, and ``source`` says why,
+    when the file does not exist (a profile not built from Debian packages, or an older stage 1).
+    """
+    path = ws.debian_packages_csv
+    if not path.is_file():
+        return {"source": "not recorded: no raw/debian_packages.csv (not the demo profile, or "
+                          "stage 1 of an older aiplib)", "packages": []}
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    return {"source": "raw/debian_packages.csv (stage 1)", "packages": table.to_dict("records")}
+
+
 def model_records(ws, scored_models=()) -> dict:
     """Model id → what its ``inference/<model>/run_log.jsonl`` says, for every model with a run log and every
     id in ``scored_models``: the last run's revision, weights, weights SHA-256, decoding path, window and
-    versions (the registry's revision and weights when no run is logged), and ``not_applicable`` (task →
+    versions (the registry's revision and weights when no run is logged), ``numerics`` (the numeric
+    paths of the runs that decoded rows, :func:`numeric_paths`), and ``not_applicable`` (task →
     reason) when its steering tasks were not run because it takes no task prompt."""
     out, inf = {}, Path(ws.inference)
     names = set(scored_models) | ({p.name for p in inf.iterdir() if (p / "run_log.jsonl").is_file()}
                                   if inf.is_dir() else set())
     for m in sorted(names):
         rec = {"id": m, **dict.fromkeys(("revision", "weights", "weights_sha256", "decoding_path", "window",
-                                         "versions"))}
+                                         "versions")), "numerics": []}
         log_p = inf / m / "run_log.jsonl"
         if log_p.is_file():
             rows, _ = read_inference_jsonl(log_p, require_id=False)
@@ -83,6 +127,7 @@ def model_records(ws, scored_models=()) -> dict:
             if na:  # a model that takes no task prompt: its steering tasks were not run
                 rec["not_applicable"] = dict(na[-1].get("tasks") or {})
             runs = [r for r in rows if r.get("event", "run") == "run"]
+            rec["numerics"] = numeric_paths(runs)
             if runs:
                 last = runs[-1]
                 rec.update({k: last.get(k) for k in ("revision", "weights", "weights_sha256", "window", "versions")},
@@ -149,9 +194,10 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
     dict
         Keys ``profile, aiplib_version, versions, normalizer {name, version, source},
         models {id: {revision, weights, weights_sha256, decoding_path, window, versions,
-        revision_source}}, tasks {task: {family, variant, prompt_id, text}}, prompt_ids_scored
-        {task: {model: {prompt_id: n}}}, manifests {family: {sha256, seed_start, n_rows}},
-        analysis {seed, n_resamples, level}`` plus ``extra``; local paths as :func:`shareable` writes them.
+        numerics, revision_source}}, tasks {task: {family, variant, prompt_id, text}},
+        prompt_ids_scored {task: {model: {prompt_id: n}}}, manifests {family: {sha256, seed_start,
+        n_rows}}, debian_packages {source, packages} (:func:`debian_packages`), analysis {seed,
+        n_resamples, level}`` plus ``extra``; local paths as :func:`shareable` writes them.
     """
     scores_dir = Path(ws.results) / "scores"
     norms, prompt_ids, scored_models = {}, {}, set()
@@ -192,6 +238,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         "python": platform.python_version(), **package_versions(_PACKAGES)},
         "normalizer": normalizer, "models": model_records(ws, scored_models), "tasks": tasks,
         "prompt_ids_scored": prompt_ids, "prompt_set": ps_rec, "manifests": manifests,
+        "debian_packages": debian_packages(ws),
         "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level}}
     rec.update(extra or {})
     return shareable(rec, Path(ws.root).parent if getattr(ws, "root", None) else None)

@@ -284,6 +284,53 @@ def not_applicable_note(ws) -> str | None:
             + "; ".join(f"{m} — {', '.join(t)}" for m, t in found.items()) + "._") if found else None
 
 
+def numeric_path_text(path: dict) -> str:
+    """One numeric path of :func:`aiplib.analysis.provenance.numeric_paths` in words: CPU, then what
+    the backend recorded (CTranslate2's ISA and GEMM backends and its pin, torch's CPU kernels and
+    threads, or who computed), then how many runs and rows took it."""
+    if "not_recorded" in path:
+        return f"not recorded ({path.get('rows', 0)} rows: {path['not_recorded']})"
+    cpu = path.get("cpu_model") or "unknown"
+    vendor = path.get("cpu_vendor") or "vendor unknown"
+    parts = [f"CPU {cpu} ({vendor})"]
+    ct2 = path.get("ctranslate2")
+    if isinstance(ct2, dict) and "error" in ct2:
+        parts.append(f"CTranslate2 backend not read ({ct2['error']})")
+    elif isinstance(ct2, dict):
+        parts.append(f"CTranslate2 ISA {ct2.get('isa', '?')}, "
+                     f"int8 GEMM {ct2.get('gemm_s8_backend', '?')}, "
+                     f"float GEMM {ct2.get('sgemm_backend', '?')}, MKL {ct2.get('use_mkl', '?')}")
+    if "reason" in path:
+        pairs = sorted((path.get("variables") or {}).items())
+        variables = ", ".join(f"{name}={value}" for name, value in pairs)
+        parts.append(f"{path['reason']} ({variables or 'no variables set'})")
+    torch = path.get("torch")
+    if isinstance(torch, dict):
+        parts.append(f"torch CPU kernels {torch.get('cpu_capability', '?')}, "
+                     f"{torch.get('num_threads', '?')} threads, device {torch.get('device', '?')}")
+    if "computed_by" in path:
+        parts.append(f"computed by {path['computed_by']}")
+    parts.append(f"{path.get('runs', 0)} run(s), {path.get('rows', 0)} rows")
+    return "; ".join(parts)
+
+
+def debian_packages_line(record: dict) -> str:
+    """The Debian packages of :func:`aiplib.analysis.provenance.debian_packages` on one line:
+    ``espeak-ng 1.51+dfsg-10+deb12u2 (.deb sha256 a11396a690f8…)``, … and where they were read."""
+    packages = record.get("packages") or []
+    if not packages:
+        return f"Debian packages of the inputs: {record.get('source', 'not recorded')}"
+    words = []
+    for p in packages:
+        version = p.get("version") or p.get("status")
+        digest = p.get("deb_sha256") or ""
+        where = f".deb sha256 {digest[:12]}…"
+        if not digest:
+            where = p.get("sha256_source")
+        words.append(f"{p['package']} {version} ({where})")
+    return f"Debian packages of the inputs, from {record.get('source')}: " + ", ".join(words)
+
+
 def provenance_lines(rec: dict) -> list[str]:
     """Readable lines of a run record (:func:`aiplib.analysis.provenance.collect_provenance`); absent
     values are said in words ("revision: not pinned")."""
@@ -300,6 +347,10 @@ def provenance_lines(rec: dict) -> list[str]:
            for f, m in (rec.get("manifests") or {}).items()]
     n = rec.get("normalizer") or {}
     a = rec.get("analysis") or {}
+    paths = []
+    for m, v in (rec.get("models") or {}).items():
+        for path in v.get("numerics") or []:
+            paths.append(f"{m} numeric path: {numeric_path_text(path)}")
     prompts = [f"prompt of {t}: [{p.get('prompt_id')}] {p.get('text')}" if p.get("text") is not None
                else f"prompt of {t}: {p.get('prompt_set')} set, text in its source file (not fetched here)"
                for t, p in (rec.get("tasks") or {}).items()]
@@ -307,4 +358,5 @@ def provenance_lines(rec: dict) -> list[str]:
         f"{k} {say(v, 'not installed')}" for k, v in (rec.get("versions") or {}).items() if k != "aiplib"),
         f"normaliser {say(n.get('name'))} {say(n.get('version'), '')}".rstrip(),
         f"bootstrap seed {say(a.get('seed'))}, {say(a.get('n_resamples'), 'unrecorded')} resamples, level "
-        f"{say(a.get('level'))}", *man, *models, *prompts]
+        f"{say(a.get('level'))}", *man, *models, *paths, *prompts,
+        debian_packages_line(rec.get("debian_packages") or {})]

@@ -91,6 +91,12 @@ class Workspace:
         """``raw/distractors/distractors.csv``: the competing-speech distractor table (stage 1)."""
         return self.root / "raw" / "distractors" / "distractors.csv"
 
+    @property
+    def debian_packages_csv(self) -> Path:
+        """``raw/debian_packages.csv``: version and ``.deb`` SHA-256 of the Debian packages the
+        demo's inputs come from (stage 1)."""
+        return self.root / "raw" / "debian_packages.csv"
+
     def manifest_csv(self, family: str) -> Path:
         """``manifests/<family>.csv`` (stage 5; ``manifests/<cf>/<family>.csv`` in a family view)."""
         return self.manifests / f"{family}.csv"

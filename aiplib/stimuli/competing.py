@@ -32,6 +32,7 @@ from aiplib.core.textnorm import kws_first_word, normalize_kws_label, normalize_
 from aiplib.io.audio import SR, load_audio, load_audio_cached
 from aiplib.io.formats import parse_bool, write_csv_atomic, write_json_atomic
 from aiplib.sources.corpora import asterisk_langs as al
+from aiplib.sources.corpora import demo
 from aiplib.stimuli.manifests import ManifestPlan, _row, _snr_int, _text, compact_json, stimulus_id
 from aiplib.stimuli.mixing import (
     BG_SILENCE_POWER,
@@ -258,7 +259,9 @@ def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str 
     ``demo``: the installed Debian Asterisk prompts of ``languages`` (default
     :data:`aiplib.sources.corpora.asterisk_langs.DEMO_LANGUAGES`), decoded once to FLAC under
     ``raw/distractors/audio/``; otherwise the folder ``distractors_dir`` with its texts table
-    ``distractor_texts`` (validated as custom speech), or nothing when neither is given.
+    ``distractor_texts`` (validated as custom speech), or nothing when neither is given. The demo
+    then rewrites ``raw/debian_packages.csv`` with the language packs
+    (:func:`aiplib.sources.corpora.demo.record_debian_packages`).
 
     Returns
     -------
@@ -284,6 +287,8 @@ def prepare_distractors(ws, *, distractors_dir: str = "", distractor_texts: str 
     else:
         return None
     write_csv_atomic(table, ws.distractors_csv)  # creates the folder
+    if ws.profile == "demo":  # the language packs join the record of the demo's Debian inputs
+        demo.record_debian_packages(ws)
     return table
 
 

@@ -28,9 +28,20 @@ import numpy as np
 
 from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailableError
 from aiplib.inference.models.base import Recogniser, answer_each
+from aiplib.inference.models.ct2_numerics import cpu_record
 from aiplib.io.audio import SR
 
 DEFAULT_TIMEOUT_S = 120.0
+
+
+def command_numerics() -> dict:
+    """The ``numerics`` record of a ``command`` run: this machine's CPU (:func:`cpu_record` of
+    :mod:`~aiplib.inference.models.ct2_numerics`) and ``"computed_by"``, a note that the program's
+    own numeric path (backend, ISA, threads) is not seen by aiplib."""
+    record = cpu_record()
+    record["computed_by"] = ("the external program, on this machine; "
+                             "its numeric path is not seen by aiplib")
+    return record
 
 
 class CommandError(AiplibError, RuntimeError):
@@ -79,7 +90,8 @@ class CommandRecogniser(Recogniser):
         """Program name, timeout and counts (never the command line)."""
         return {"model": self.name, "backend": "command", "program": Path(self.program).name,
                 "timeout_s": self.timeout_s, "batch_size": self.batch_size, "path": "command",
-                "window": None, "weights_path": None, "stats": self.stats()}
+                "window": None, "weights_path": None, "numerics": command_numerics(),
+                "stats": self.stats()}
 
     def stats(self) -> dict:
         s = dict(self._stats)

@@ -88,6 +88,16 @@ def cpu_vendor() -> str:
     return ""
 
 
+def cpu_record() -> dict:
+    """The CPU this process runs on, the part of every backend's ``numerics`` record that all share.
+
+    ``{"cpu_model": str, "cpu_vendor": str, "cpu_avx512": bool}`` (from ``/proc/cpuinfo``; model
+    from :func:`platform.processor` and vendor ``""`` where that file does not exist). Never raises.
+    """
+    has_avx512 = "avx512f" in cpu_flags()
+    return {"cpu_model": cpu_model(), "cpu_vendor": cpu_vendor(), "cpu_avx512": has_avx512}
+
+
 def _is_x86() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64")
 
@@ -185,14 +195,10 @@ def numerics_record(weights_path: str | None = None, compute_type: str = "int8")
     "ctranslate2": backend_report(...)}``; the CTranslate2 part only when ``weights_path`` is given.
     """
     state = pin_ctranslate2()
-    record = {
-        "cpu_model": cpu_model(),
-        "cpu_vendor": cpu_vendor(),
-        "cpu_avx512": "avx512f" in cpu_flags(),
-        "pinned": state["pinned"],
-        "reason": state["reason"],
-        "variables": state["variables"],
-    }
+    record = cpu_record()
+    record["pinned"] = state["pinned"]
+    record["reason"] = state["reason"]
+    record["variables"] = state["variables"]
     if weights_path is not None:
         record["ctranslate2"] = backend_report(str(weights_path), compute_type)
     return json.loads(json.dumps(record))

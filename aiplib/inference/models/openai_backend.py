@@ -41,6 +41,7 @@ from urllib3 import encode_multipart_formdata
 from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailableError
 from aiplib.inference.models.adapters import wav_bytes  # 16-bit PCM WAV in memory
 from aiplib.inference.models.base import Recogniser, answer_each
+from aiplib.inference.models.ct2_numerics import cpu_record
 from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,16 @@ log = logging.getLogger(__name__)
 RETRY_STATUS = frozenset({429, *range(500, 600)})  # HTTP statuses that are retried
 _DEFAULTS = {"max_retries": 5, "backoff_s": 1.0, "max_backoff_s": 30.0, "probe": True}
 _PROBE_TIMEOUT_S = 5.0
+
+
+def server_numerics() -> dict:
+    """The ``numerics`` record of an ``openai`` run: the client machine's CPU (:func:`cpu_record` of
+    :mod:`~aiplib.inference.models.ct2_numerics`) and ``"computed_by"``, a note that the server
+    decodes on hardware aiplib does not see."""
+    record = cpu_record()
+    record["computed_by"] = ("the server at base_url; "
+                             "its hardware and numeric path are not seen by aiplib")
+    return record
 
 
 class OpenAIBackendError(AiplibError, RuntimeError):
@@ -133,7 +144,8 @@ class OpenAIRecogniser(Recogniser):
                 "max_retries": self.max_retries, "backoff_s": self.backoff_s, "timeout_s": self.timeout_s,
                 "concurrency": self.concurrency, "max_tokens": self.max_tokens if self.mode == "chat" else None,
                 "batch_size": self.batch_size, "path": self.mode, "window": None, "weights_path": None,
-                "revision": self.entry.revision, "stats": self.stats()}
+                "revision": self.entry.revision, "numerics": server_numerics(),
+                "stats": self.stats()}
 
     def stats(self) -> dict:
         """Requests, retries, errors, seconds inside ``generate``, stimuli/s, RTFx, most requests in flight at once."""

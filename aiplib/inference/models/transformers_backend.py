@@ -21,6 +21,7 @@ from pathlib import Path
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
 from aiplib.inference.models.adapters import get_adapter
 from aiplib.inference.models.base import Recogniser, batches_by_key, generate_throughput
+from aiplib.inference.models.ct2_numerics import cpu_record
 from aiplib.inference.models.registry import resolve_device
 from aiplib.io.audio import SR
 
@@ -89,6 +90,30 @@ def folder_fingerprint(folder: Path) -> str | None:
     return h.hexdigest()
 
 
+def torch_numerics(torch, device: str) -> dict:
+    """The numeric path of a torch model in this process, for the run log's ``numerics`` key.
+
+    :func:`~aiplib.inference.models.ct2_numerics.cpu_record` plus ``"torch"``: ``cpu_capability``
+    (``torch.backends.cpu.get_cpu_capability()``: the ISA of torch's CPU kernels, e.g. ``"AVX2"``),
+    ``num_threads`` and ``num_interop_threads``, whether MKL and oneDNN (``mkldnn``) are built in,
+    ``device`` and, on CUDA, ``cuda_device`` (the GPU's name). JSON-serialisable; never raises.
+    """
+    info = {"device": str(device)}
+    try:
+        info["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+        info["num_threads"] = torch.get_num_threads()
+        info["num_interop_threads"] = torch.get_num_interop_threads()
+        info["mkl"] = bool(torch.backends.mkl.is_available())
+        info["mkldnn"] = bool(torch.backends.mkldnn.is_available())
+        if str(device).startswith("cuda"):
+            info["cuda_device"] = torch.cuda.get_device_name(torch.device(device))
+    except Exception as exc:  # noqa: BLE001 - provenance only: an old torch lacks some of these
+        info["error"] = f"{type(exc).__name__}: {exc}"
+    record = cpu_record()
+    record["torch"] = info
+    return record
+
+
 class HubRecogniser(Recogniser):
     """What the ``transformers`` and ``hf_asr`` backends share: the option checks, the weights' source and
     provenance, the batch loop, the counts and ``close``."""
@@ -151,6 +176,7 @@ class HubRecogniser(Recogniser):
                 "model_class": type(self.model).__name__, "processor_class": type(self.processor).__name__,
                 "precision": self.precision, "device": self.device, "batch_size": self.batch_size,
                 **self._info(), "transformers": transformers.__version__, "torch": torch.__version__,
+                "numerics": torch_numerics(torch, self.device),
                 "load_s": round(self.load_s, 3), "stats": self.stats()}
 
     def stats(self) -> dict:

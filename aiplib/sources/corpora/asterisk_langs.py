@@ -117,6 +117,20 @@ def _transcript_rel(lang: str) -> str:
     return f"usr/share/doc/asterisk-core-sounds-{lang}/core-sounds-{lang}.txt.gz"
 
 
+def table_packages(table) -> list[str]:
+    """The Debian packages the rows of a distractor table come from (:func:`debian_packages` of
+    each language whose ``source`` is one of its Asterisk audio packages), in the table's order;
+    rows of a folder (``custom/distractors``) add none."""
+    pkgs = []
+    pairs = dict.fromkeys(zip(table["language"], table["source"]))
+    for lang, source in pairs:
+        for fmt in FORMATS:
+            candidates = debian_packages([lang], fmt)
+            if source in candidates:
+                pkgs += [p for p in candidates if p not in pkgs]
+    return pkgs
+
+
 def find_root(lang: str, *, roots=None, formats=FORMATS) -> tuple[Path, str]:
     """``(root, fmt)``: the first root holding the transcript and audio folder of ``lang`` (``roots``
     first, then ``/`` and the ``os.pathsep``-separated ``$AIP_ASTERISK_ROOT``), with the audio extension found.

@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 from aiplib.core.errors import MissingPackageError
+from aiplib.core.hashing import file_sha256
 
 _APT_FLAGS = ["install", "-y", "--no-install-recommends"]
 
@@ -96,3 +98,201 @@ def ensure_packages(pkgs, *, install: bool = True) -> list[str]:
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
         raise MissingPackageError(f"{_missing_error(still)}\napt-get said: {' | '.join(tail)}")
     return missing
+
+
+# ----------------------------------------------------------------------------- what was installed
+#: Columns of ``raw/debian_packages.csv`` (:func:`package_records`).
+PACKAGE_COLUMNS = ["package", "role", "status", "version", "architecture", "source_package",
+                   "deb_sha256", "sha256_source"]
+
+#: Seconds a ``dpkg-query`` or ``apt-cache`` call may take.
+QUERY_TIMEOUT_S = 60
+
+#: Where apt keeps the ``.deb`` files it downloaded.
+APT_ARCHIVES = Path("/var/cache/apt/archives")
+
+NO_DPKG = "unknown (no dpkg)"
+_QUERY_FIELDS = ("Package", "Version", "Architecture", "source:Package", "Status", "Depends")
+_QUERY_FORMAT = "\t".join("${" + field + "}" for field in _QUERY_FIELDS) + "\n"
+
+
+def _run_tool(argv: list[str]) -> tuple[str, str]:
+    """``(stdout, problem)`` of a query command; ``problem`` is ``""`` or why it gave nothing."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        return "", f"{Path(argv[0]).name} took longer than {QUERY_TIMEOUT_S} s"
+    except OSError as exc:
+        return "", f"{Path(argv[0]).name} failed: {exc}"
+    return done.stdout, ""
+
+
+def _depends_names(field: str) -> list[str]:
+    """Package names of a ``Depends`` field (every alternative; versions and ``:any`` dropped)."""
+    names = []
+    for clause in field.replace("|", ",").split(","):
+        words = clause.split()
+        if words:
+            names.append(words[0].split(":")[0])
+    return names
+
+
+def query_installed(pkgs) -> dict:
+    """What ``dpkg-query`` says of the installed packages ``pkgs``, by name.
+
+    Returns
+    -------
+    dict
+        ``{package: {"version", "architecture", "source_package", "depends": [names]}}`` for the
+        packages installed here (one architecture: the first ``dpkg-query`` lists); absent packages
+        are missing from the dict. ``{}`` without ``dpkg-query`` (see :func:`dpkg_available`).
+    """
+    exe = shutil.which("dpkg-query")
+    names = list(dict.fromkeys(pkgs))
+    if exe is None or not names:
+        return {}
+    out, _ = _run_tool([exe, "-W", f"-f={_QUERY_FORMAT}", *names])
+    found = {}
+    for line in out.splitlines():
+        fields = line.split("\t")
+        if len(fields) != len(_QUERY_FIELDS) or fields[0] in found:
+            continue
+        name, version, arch, source, status, depends = fields
+        if not status.endswith("install ok installed"):
+            continue
+        found[name] = {"version": version, "architecture": arch,
+                       "source_package": source or name, "depends": _depends_names(depends)}
+    return found
+
+
+def dpkg_available() -> bool:
+    """Whether this machine has ``dpkg-query`` (a Debian or Ubuntu system)."""
+    return shutil.which("dpkg-query") is not None
+
+
+def same_source_closure(pkgs) -> dict:
+    """``pkgs`` and, recursively, the installed packages they depend on that are built from the same
+    Debian source package (``espeak-ng`` → ``espeak-ng-data``, ``libespeak-ng1``; ``ffmpeg`` →
+    ``libavcodec59`` …): the libraries and data that do the work of a program.
+
+    Returns ``{package: the package of pkgs it was reached from}`` (a package of ``pkgs`` maps to
+    itself), in the order found; ``{}`` without ``dpkg-query``.
+    """
+    if not dpkg_available():
+        return {}
+    reached = {p: p for p in dict.fromkeys(pkgs)}
+    todo = list(reached)
+    while todo:
+        known = query_installed(todo)
+        deps = {}
+        for name in todo:
+            rec = known.get(name)
+            if rec is None:
+                continue
+            candidates = [d for d in rec["depends"] if d not in reached and d not in deps]
+            for dep in candidates:
+                deps[dep] = (reached[name], rec["source_package"])
+        dep_known = query_installed(deps)
+        todo = []
+        for dep, (root, source) in deps.items():
+            if dep in dep_known and dep_known[dep]["source_package"] == source:
+                reached[dep] = root
+                todo.append(dep)
+    return reached
+
+
+def deb_file_name(pkg: str, version: str, arch: str) -> str:
+    """The name apt gives the downloaded ``.deb`` of ``pkg`` ``version`` (``:`` of an epoch as
+    ``%3a``): ``ffmpeg_7%3a5.1.6-0+deb12u1_amd64.deb``."""
+    return f"{pkg}_{version.replace(':', '%3a')}_{arch}.deb"
+
+
+def _apt_records(text: str) -> list[dict]:
+    """The records (field → value; continuation lines dropped) of ``apt-cache show``'s output."""
+    records = []
+    for block in text.split("\n\n"):
+        fields = {}
+        for line in block.splitlines():
+            if ": " in line and not line.startswith(" "):
+                key, value = line.split(": ", 1)
+                fields[key] = value.strip()
+        if fields:
+            records.append(fields)
+    return records
+
+
+def apt_cache_sha256(installed: dict) -> tuple[dict, str]:
+    """The archive's SHA-256 of each installed ``.deb``, from one ``apt-cache show pkg=version …``.
+
+    ``installed``: ``{package: {"version", "architecture", …}}`` (:func:`query_installed`).
+    Returns ``({package: sha256}, problem)``: packages whose version the apt lists no longer hold
+    are absent; ``problem`` is ``""`` or why nothing could be asked (no ``apt-cache``, a time-out).
+    """
+    exe = shutil.which("apt-cache")
+    if exe is None:
+        return {}, "no apt-cache"
+    if not installed:
+        return {}, ""
+    wanted = [f"{pkg}={rec['version']}" for pkg, rec in installed.items()]
+    out, problem = _run_tool([exe, "show", *wanted])
+    found = {}
+    for fields in _apt_records(out):
+        pkg = fields.get("Package", "")
+        rec = installed.get(pkg)
+        if rec is None or pkg in found or not fields.get("SHA256"):
+            continue
+        same_version = fields.get("Version") == rec["version"]
+        same_arch = fields.get("Architecture") == rec["architecture"]
+        if same_version and same_arch:
+            found[pkg] = fields["SHA256"]
+    return found, problem
+
+
+def deb_sha256(pkg: str, version: str, arch: str, *, listed: str = "",
+               problem: str = "not in the apt lists") -> tuple[str, str]:
+    """SHA-256 of the ``.deb`` of ``pkg`` ``version`` (``arch``) and where it was read.
+
+    ``listed``: the ``SHA256:`` field of ``apt-cache show pkg=version`` (the archive's own checksum,
+    :func:`apt_cache_sha256`; source ``"apt-cache show"``) when known; else the hash of the file in
+    :data:`APT_ARCHIVES` (source ``"/var/cache/apt/archives/<file>"``); else
+    ``("", "unknown (<problem>; no <file> in /var/cache/apt/archives)")``. Never raises.
+    """
+    if listed:
+        return listed, "apt-cache show"
+    cached = APT_ARCHIVES / deb_file_name(pkg, version, arch)
+    if cached.is_file():
+        return file_sha256(cached), str(cached)
+    return "", f"unknown ({problem}; no {cached.name} in {APT_ARCHIVES})"
+
+
+def package_records(roles: dict) -> list[dict]:
+    """One record per Debian package of ``roles`` (``{package: role}``, in order), columns
+    :data:`PACKAGE_COLUMNS`: ``status`` ``installed`` / ``not installed`` / ``unknown (no dpkg)``,
+    ``version`` (``dpkg-query``'s ``${Version}``), ``architecture``, ``source_package``,
+    ``deb_sha256`` (64 hex characters, or ``""``) and ``sha256_source`` (:func:`deb_sha256`).
+
+    Without ``dpkg-query`` every field says :data:`NO_DPKG`; never raises.
+    """
+    if not dpkg_available():
+        return [{"package": p, "role": role, "status": NO_DPKG, "version": NO_DPKG,
+                 "architecture": "", "source_package": "", "deb_sha256": "",
+                 "sha256_source": NO_DPKG} for p, role in roles.items()]
+    known = query_installed(roles)
+    listed, problem = apt_cache_sha256(known)
+    if not problem:
+        problem = "not in the apt lists"
+    rows = []
+    for pkg, role in roles.items():
+        rec = known.get(pkg)
+        if rec is None:
+            rows.append({"package": pkg, "role": role, "status": "not installed", "version": "",
+                         "architecture": "", "source_package": "", "deb_sha256": "",
+                         "sha256_source": "not installed"})
+            continue
+        digest, where = deb_sha256(pkg, rec["version"], rec["architecture"],
+                                   listed=listed.get(pkg, ""), problem=problem)
+        rows.append({"package": pkg, "role": role, "status": "installed", "version": rec["version"],
+                     "architecture": rec["architecture"], "source_package": rec["source_package"],
+                     "deb_sha256": digest, "sha256_source": where})
+    return rows

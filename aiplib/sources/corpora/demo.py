@@ -23,9 +23,14 @@ from aiplib.core import DEFAULT_SEED
 from aiplib.core.errors import AiplibError, AiplibParameterError, AudioFileError, MissingPackageError
 from aiplib.core.tasks import FAMILIES, KEYWORDS
 from aiplib.io.audio import SR, load_audio, write_wav
-from aiplib.io.formats import read_item_bank, write_item_bank
+from aiplib.io.formats import read_item_bank, write_csv_atomic, write_item_bank
 from aiplib.sources.corpora import debian
-from aiplib.sources.corpora.asterisk_langs import G722_BYTES_PER_S, read_transcripts  # the one transcript parser
+from aiplib.sources.corpora.asterisk_langs import (  # the one transcript parser
+    G722_BYTES_PER_S,
+    read_distractor_table,
+    read_transcripts,
+    table_packages,
+)
 from aiplib.sources.corpora.demo_sources import BATTERY, BG_SOURCES, NOTICES, Src
 from aiplib.sources.corpora.tts import pad_to, synthesize, trim_silence
 
@@ -83,7 +88,8 @@ def _source_files() -> list[Src]:
 def gather_raw(ws, *, install: bool = True):
     """Stage 1: copy the demo's source files into ``raw/<package>/`` (files of the same size skipped) and
     return ``raw/inventory.csv`` (``file``, ``package``, ``licence``, ``attribution``, ``bytes``); ``install``
-    lets :func:`aiplib.sources.corpora.debian.ensure_packages` install missing packages.
+    lets :func:`aiplib.sources.corpora.debian.ensure_packages` install missing packages. Also writes
+    ``raw/debian_packages.csv`` (:func:`record_debian_packages`).
 
     Raises
     ------
@@ -103,7 +109,48 @@ def gather_raw(ws, *, install: bool = True):
                          attribution=s.attribution, bytes=dst.stat().st_size))
     df = pd.DataFrame(rows, columns=["file", "package", "licence", "attribution", "bytes"])
     df.to_csv(ws.raw / "inventory.csv", index=False)
+    record_debian_packages(ws)
     return df
+
+
+def input_packages(ws) -> dict:
+    """Every Debian package the demo's inputs come from, with its role: the packages of
+    ``raw/inventory.csv`` (files copied), the rest of :data:`DEBIAN_PACKAGES` (the synthesis engines
+    and decoders: espeak-ng, flite, ffmpeg …), the Asterisk language packs of
+    ``raw/distractors/distractors.csv`` when the competing-speech family was prepared, and the
+    libraries and data these depend on that are built from the same source package
+    (:func:`aiplib.sources.corpora.debian.same_source_closure`: ``espeak-ng-data``, ``libflite1``,
+    ``libavcodec59`` …).
+
+    Returns ``{package: role}`` in that order (without dpkg: the listed packages only).
+    """
+    roles = {}
+    inventory = ws.raw / "inventory.csv"
+    if inventory.is_file():
+        listed = pd.read_csv(inventory, dtype=str, keep_default_na=False, usecols=["package"])
+        for pkg in listed["package"]:
+            roles.setdefault(pkg, "files copied to raw/ (raw/inventory.csv)")
+    for pkg in DEBIAN_PACKAGES:
+        roles.setdefault(pkg, "program the demo runs or reads (demo.DEBIAN_PACKAGES)")
+    if ws.distractors_csv.is_file():
+        table = read_distractor_table(ws.distractors_csv)
+        for pkg in table_packages(table):
+            roles.setdefault(pkg, "competing-speech distractors (raw/distractors/distractors.csv)")
+    for pkg, root in debian.same_source_closure(roles).items():
+        roles.setdefault(pkg, f"library or data of {root} (same source package)")
+    return roles
+
+
+def record_debian_packages(ws) -> pd.DataFrame:
+    """Write ``raw/debian_packages.csv``: version and ``.deb`` SHA-256 of every package of
+    :func:`input_packages`, as installed when stage 1 ran (columns
+    :data:`aiplib.sources.corpora.debian.PACKAGE_COLUMNS`; without dpkg each says
+    ``unknown (no dpkg)``). Returns the table. Never raises for a missing tool.
+    """
+    rows = debian.package_records(input_packages(ws))
+    table = pd.DataFrame(rows, columns=debian.PACKAGE_COLUMNS)
+    write_csv_atomic(table, ws.debian_packages_csv)
+    return table
 
 
 # ----------------------------------------------------------------------------- stage 2
