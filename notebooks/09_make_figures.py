@@ -47,6 +47,7 @@ from aiplib.analysis import conditions as cond
 from aiplib.analysis import paper
 from aiplib.analysis import report_tables as rt
 from aiplib.analysis import stats
+from aiplib.analysis.provenance import model_records
 from aiplib.core.tasks import BASE_TASKS
 from aiplib.io.formats import load_scores
 
@@ -311,6 +312,7 @@ coarse.append(f"a partial run: {'; '.join(part)}" if part else "every model × t
 if not several:
     coarse.append("one model")
 lines.append(f"**What is coarse.** {'; '.join(coarse)}.")
+lines.extend(rt.window_warnings(model_records(ws)))  # a run on the opt-in 15/20/30 s window says so
 display(Markdown("\n".join(f"- {line}" for line in lines)))
 
 # %% [markdown]

@@ -638,3 +638,15 @@ def test_demo_sized_condition_tables_under_60_s(tmp_path):
     t0 = time.perf_counter()
     cond.write_condition_tables(ws)                       # default 2000 resamples
     assert time.perf_counter() - t0 < 60
+
+
+def test_window_warning_names_each_model_decoded_on_the_window():
+    """A run on the opt-in 15/20/30 s window gets one warning line; 30 s runs get none."""
+    from aiplib.analysis.report_tables import window_warnings
+
+    models = {"whisper_tiny_en": {"decoding_path": "window"}, "mine": {"decoding_path": "fast"},
+              "api": {"decoding_path": None}}
+    lines = window_warnings(models)
+    assert len(lines) == 1
+    assert lines[0].startswith("**Decoding.** `whisper_tiny_en` was decoded on the 15/20/30 s")
+    assert window_warnings({"whisper_tiny_en": {"decoding_path": "fast"}}) == []

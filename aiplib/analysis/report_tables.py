@@ -360,3 +360,23 @@ def provenance_lines(rec: dict) -> list[str]:
         f"bootstrap seed {say(a.get('seed'))}, {say(a.get('n_resamples'), 'unrecorded')} resamples, level "
         f"{say(a.get('level'))}", *man, *models, *paths, *prompts,
         debian_packages_line(rec.get("debian_packages") or {})]
+
+
+def window_warnings(models: dict) -> list[str]:
+    """One warning line per model whose last stage-7 run decoded on the embedded Whisper's opt-in
+    15/20/30 s encoder window (``decoding_path == "window"`` in
+    :func:`aiplib.analysis.provenance.model_records`); [] when every model used Whisper's 30 s window.
+
+    The window changes the measured noise effect on recordings it was not tuned on
+    (docs/BENCHMARKS.md, "The embedded Whisper's encoder window"), so a report made from its rows
+    says so under its Findings.
+    """
+    lines = []
+    for model_id, record in models.items():
+        if record.get("decoding_path") != "window":
+            continue
+        lines.append(f"**Decoding.** `{model_id}` was decoded on the 15/20/30 s encoder window "
+                     "(`decoding window`), not Whisper's 30 s window: it changes the measured noise "
+                     "effect on recordings it was not tuned on (docs/BENCHMARKS.md, \"The embedded "
+                     "Whisper's encoder window\"); compare it with 30 s runs only with care.")
+    return lines
