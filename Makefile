@@ -309,9 +309,11 @@ remove-model: setup
 
 # `make score INFERENCE_DIR=path/to/inference [MANIFESTS_DIR=path/to/manifests] [PROFILE=paper]`:
 # score a folder of <model>/<task>.jsonl written elsewhere (e.g. the authors' published files), no
-# GPU: stages 08 and 09 only, results under $(DATA_ROOT)/$(PROFILE)/results.
+# GPU: stages 08 and 09 only, results under $(DATA_ROOT)/$(PROFILE)/results. MANIFESTS_DIR reaches
+# both stages; without it the inference rows' own manifest columns are used.
+SCORE_MANIFESTS = $(if $(MANIFESTS_DIR),-r manifests_dir "$(call from_here,$(MANIFESTS_DIR))")
 score: setup
 	@test -n "$(INFERENCE_DIR)" || { echo "make score: set INFERENCE_DIR=<folder of <model>/<task>.jsonl>" >&2; exit 1; }
 	@$(MAKE) --no-print-directory run-stage STAGE=08_score_outputs \
-	  PARAMS='$(PARAMS) -r inference_dir "$(call from_here,$(INFERENCE_DIR))" $(if $(MANIFESTS_DIR),-r manifests_dir "$(call from_here,$(MANIFESTS_DIR))")'
-	@$(MAKE) --no-print-directory run-stage STAGE=09_make_figures
+	  PARAMS='$(PARAMS) -r inference_dir "$(call from_here,$(INFERENCE_DIR))" $(SCORE_MANIFESTS)'
+	@$(MAKE) --no-print-directory run-stage STAGE=09_make_figures PARAMS='$(PARAMS) $(SCORE_MANIFESTS)'

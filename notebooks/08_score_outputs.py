@@ -36,6 +36,8 @@ smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests a
 inference_dir: str = ""  # empty: this workspace's inference/
 manifests_dir: str = ""  # empty: this workspace's manifests/
 suite: str = "background"  # condition families: background | competing_speech | channel | comma list | all
+response_cleanup: str = "none"  # none (answers as generated) | authors_stage6 (their _clean_hyp)
+null_answer: str = ""  # a JSON null answer: failed | text_none; empty: by profile (paper text_none)
 
 # %%
 aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/core/params.py)
@@ -57,16 +59,24 @@ if not inference_dir:  # a folder written elsewhere is only read, never changed
 from aiplib.scoring.families import score_families, suite_families
 from aiplib.scoring.score import score_inference
 
+from aiplib.scoring.score import answer_rules, scoring_rules
+
+rules = scoring_rules(profile, response_cleanup=response_cleanup, null_answer=null_answer)
+for name, rule in answer_rules(rules).items():
+    print(f"{name}: {rule['name']} ({rule['rule']})")
 families = suite_families(suite)
-scores = (score_inference(ws, inference_dir=inference_dir or None, manifests_dir=manifests_dir or None)
-          if "background" in families or inference_dir else {})
+scores = {}
+if "background" in families or inference_dir:
+    scores = score_inference(ws, inference_dir=inference_dir or None, manifests_dir=manifests_dir or None,
+                             **rules)
 {task: len(df) for task, df in scores.items()}
 
 # %%
 from aiplib.scoring.failures import failure_sentence, write_failure_tables
 
 # stimuli left out (recogniser failures, no answer): per model × task, and each one, in results/tables/
-left_out, _ = write_failure_tables(ws, inference_dir=inference_dir or None, manifests_dir=manifests_dir or None)
+left_out, _ = write_failure_tables(ws, inference_dir=inference_dir or None, manifests_dir=manifests_dir or None,
+                                   null_answer=rules["null_answer"])
 print(failure_sentence(left_out))
 left_out
 
@@ -190,11 +200,12 @@ if "kws" not in scores or scores["kws"].empty:
 else:
     keywords = set(read_item_bank_keywords(ws))
     for r in scores["kws"].head(200).itertuples():
-        text = "" if not isinstance(r.response, str) else r.response.lower().strip()
+        answer = getattr(r, "response_scored", r.response)  # the answer after the clean-up rule, if any
+        text = "" if not isinstance(answer, str) else answer.lower().strip()
         first = (text.split()[0] if text else "silence").strip(string.punctuation)
         correct = first == str(r.label).lower().strip().strip(string.punctuation) if r.is_target else first not in keywords
-        assert int(correct) == r.correct, (f"{r.model}/{r.stimulus_id}: answer {r.response!r} → first word {first!r}, "
+        assert int(correct) == r.correct, (f"{r.model}/{r.stimulus_id}: answer {answer!r} → first word {first!r}, "
                                            f"{'target' if r.is_target else 'non-target'} {r.label!r}: the rule gives "
                                            f"{int(correct)}, the scores {r.correct}")
     print(f"KWS: the first-word rule gives the scored `correct` on the first {min(200, len(scores['kws']))} rows "
-          f"(e.g. {r.stimulus_id}: {r.response!r} → {first!r}, correct {r.correct})")
+          f"(e.g. {r.stimulus_id}: {answer!r} → {first!r}, correct {r.correct})")

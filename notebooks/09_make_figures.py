@@ -20,6 +20,8 @@ seed: int = 0  # bootstrap seed (recorded in every table and sidecar)
 min_diff_pp: float = 2.0  # smallest change (percentage points) called worse / better
 criteria: str = ""  # optional criteria JSON (format: aiplib/analysis/criteria.py); empty for none
 previous: str = ""  # optional previous run (workspace root or results folder) to compare with
+manifests_dir: str = ""  # folder of asr.csv, kws.csv (make score MANIFESTS_DIR); empty: manifests/ here
+partial_models: str = ""  # keep | leave_out a partial model in Figures 2-7, Tables 2-5; empty: by profile
 
 # %%
 aiplib.check_parameters(globals())  # each parameter has its declared type (aiplib/core/params.py)
@@ -65,20 +67,45 @@ print(f"{len(cond_paths)} condition tables written under {ws.results}")
 import sys
 
 from aiplib.core.tasks import task_family
-from aiplib.io.formats import read_manifest
-from aiplib.scoring.coverage import COLUMNS as COVERAGE_COLUMNS, partial_lines
+from aiplib.io.formats import find_manifest
+from aiplib.scoring.coverage import COLUMNS as COVERAGE_COLUMNS, manifest_from_scores, partial_lines
 
 cov = pd.read_csv(tabs / "coverage.csv") if (tabs / "coverage.csv").is_file() else pd.DataFrame(columns=COVERAGE_COLUMNS)
 for line in partial_lines(cov):  # on stderr, which `make` shows as the stage runs
     print(line, file=sys.stderr)
 cov_bg = cov[cov["family"] == "background"].astype({"complete": bool})
 partial = cov_bg[~cov_bg["complete"]]
-# a model partial on a task that another model covers whole leaves the paper's views (every task of it)
-dropped = sorted({r.model for r in partial.itertuples() if cov_bg[cov_bg["task"] == r.task]["complete"].any()})
+
+# %% [markdown]
+# **Partial models in the paper's views.** A model that lacks stimuli of a task another model covers
+# whole is kept with every scored row in the `paper` profile (the authors' rule: their tables
+# average the rows there are); the `demo` and `custom` profiles leave it out of Figures 2–7 and Tables
+# 2–5 (ours: a view pooled over unequal coverage would rest on the part the models share). The
+# `partial_models` parameter (`keep`, `leave_out`) overrides the profile's rule.
+
+# %%
+partial_rule = partial_models or paper.PARTIAL_MODEL_RULES.get(profile, "leave_out")
+dropped = paper.partial_models_left_out(cov_bg, partial_rule)
 all_scores = {t: df[~df["model"].isin(dropped)] for t, df in all_scores.items()}
+if partial.empty:
+    partial_text = f"rule for partial models: {partial_rule}; no model × task is partial"
+elif dropped:
+    partial_text = (f"rule for partial models: {partial_rule}; left out of Figures 2–7 and Tables 2–5: "
+                    f"{', '.join(dropped)} (partial on a task another model covers whole)")
+else:
+    partial_text = (f"rule for partial models: {partial_rule}; every scored row of "
+                    f"{', '.join(sorted(set(partial['model'])))} is kept in Figures 2–7 and Tables 2–5")
+Markdown(partial_text)
+
+# %% tags=["report-hide"]
+manifests = {}  # task family → its manifest; the rows the models scored together when there is none
+for fam in ("asr", "kws"):
+    manifests[fam] = find_manifest(ws, fam, manifests_dir)
+    if manifests[fam] is None:
+        manifests[fam] = manifest_from_scores(all_scores[BASE_TASKS[fam]])
 gaps = {}  # (model, task) of a partial run kept in the views → the backgrounds and items it lacks
 for r in partial[~partial["model"].isin(dropped)].itertuples():
-    man, got = read_manifest(ws, task_family(r.task)), all_scores.get(r.task, pd.DataFrame(columns=["model"]))
+    man, got = manifests[task_family(r.task)], all_scores.get(r.task, pd.DataFrame(columns=["model"]))
     got = got[got["model"] == r.model]
     gaps[(r.model, r.task)] = {"backgrounds": sorted(set(man.loc[man["condition"] == "noisy", "background_id"])
                                                      - set(got.get("bg_id", []))),
@@ -262,7 +289,7 @@ if len(ends) == 2:
     lines.append(f"**Backgrounds.** Of the {ranked} backgrounds ranked by the mean of ASR ΔWER and KWS ΔAcc "
                  f"(pooled over models), {ends['most_harmful']} hurt most and {ends['least_harmful']} least. "
                  "([Figure 4](#figure-4), [Table 3](#table-3))")
-desc = [f"{FAMILY[r.task]} `{r.subject}`, r_s = {val(r, 2, '')} ({items(r.n, 'background')}{no_ci([r])}, "
+desc = [f"{FAMILY[r.task]} `{r.subject}`, r_s = {val(r, 3, '')} ({items(r.n, 'background')}{no_ci([r])}, "
         f"p_BH = {pv(r.p)})"
         for r in rows("descriptor")]
 if desc:
@@ -430,7 +457,7 @@ coverage_mark("backgrounds")
 ranking  # Figure 4's table, made above for the Findings
 
 # %%
-lacking = sorted(set(read_manifest(ws, "asr").query("condition == 'noisy'")["background_id"]) - set(ranking.index)) \
+lacking = sorted(set(manifests["asr"].query("condition == 'noisy'")["background_id"]) - set(ranking.index)) \
     if gaps else []  # a partial run: its missing backgrounds are listed in the figure, not left out silently
 bgs = list(ranking.index) + lacking
 cats = paper.categories(bgs, battery_info)
@@ -455,8 +482,10 @@ publish(fig, "figure4_background_ranking")
 coverage_mark("backgrounds")
 
 # %% [markdown]
-# <a id="table-3"></a>**Table 3 · The acoustic descriptors of each background, in the order of Figure 4**, beside its
-# ASR ΔWER and KWS ΔAcc (pp). `tables/table3_descriptor_values.csv`
+# <a id="table-3"></a>**Table 3 · The acoustic descriptors of each background**, beside its ASR ΔWER, KWS ΔAcc
+# and their mean (pp), in the authors' order: least harmful first, by the mean over the tasks the
+# background has (`rank` is Figure 4's). Descriptors to the decimals the authors keep (RMS variance
+# to 6). `tables/table3_descriptor_values.csv`
 
 # %%
 display(rt.table3_display(write_table(paper.table3_descriptor_values(ranking, descriptors, battery=battery_info),
@@ -469,9 +498,11 @@ coverage_mark("backgrounds")
 #
 # <a id="table-2"></a>**Table 2 · Spearman r_s across backgrounds between each descriptor and the mean degradation**
 # (the plain mean over a background's noisy rows; `pooled` = over every model's rows together), on
-# the descriptors rounded as the authors (ZCR, flux, flatness, contrast to 4 decimals; centroid,
-# rolloff, bandwidth to 2; RMS variance to 6); r_s of the unrounded descriptors beside. p is exact up
-# to 9 backgrounds, a seeded permutation test (9999 permutations) up to 20, asymptotic above;
+# the descriptors rounded as the authors (ZCR, flux, flatness, contrast and the VAD speech fraction
+# to 4 decimals; centroid, rolloff, bandwidth to 2; RMS variance to 6); r_s (3 decimals, as the
+# paper) and the unrounded descriptors' r_s beside. p is the authors' (scipy's t-approximation);
+# ours, `p_permutation`, is exact up to 9 backgrounds, a seeded permutation test (9999 permutations)
+# up to 20, asymptotic above;
 # the 95 % interval is a percentile bootstrap over backgrounds (resamples with a constant column are
 # unusable; no interval with more than 5 % of them, nor below 10 backgrounds); p_BH =
 # Benjamini–Hochberg over the descriptors within each task and model. A constant column gives NaN
@@ -566,27 +597,28 @@ else:
 # %% [markdown]
 # ## Accent groups (Table 4, Figure 5)
 #
-# <a id="table-4"></a>**Table 4 · Mean ΔWER per model and accent group**, 95 % bootstrap interval over the group's items
-# (none below 10 items); each item's ΔWER is first averaged over backgrounds and SNRs. Rows pooled
-# over models and items without an accent group are in `tables/table4_accent_dwer_pooled_unspecified.csv`.
-# In `demo` the groups are synthetic voices. `tables/table4_accent_dwer.csv`
+# <a id="table-4"></a>**Table 4 · Mean ΔWER per model and accent label** (the authors'): the raw accent strings
+# mapped through the authors' label table (`aiplib/analysis/authors_accent_labels.csv`; LibriSpeech's
+# `american_english` → "US English (anon)"; strings not in it kept as they are), plain mean over
+# the noisy rows, no interval. `tables/table4_accent_dwer.csv`
+
+# %%
+rt.table4_authors_display(write_table(t4a, "table4_accent_dwer")) if has_accents \
+    else Markdown("_No accents: Table 4 not made._")
+
+# %% [markdown]
+# **Table 4, ours beside · Mean of the items' ΔWER per model and accent group**, 95 % bootstrap
+# interval over the group's items (none below 10 items); each item's ΔWER is first averaged over
+# backgrounds and SNRs, so every item weighs the same. Rows pooled over models and items without an
+# accent group are in `tables/table4_accent_dwer_item_means_pooled_unspecified.csv`. In `demo` the
+# groups are synthetic voices. `tables/table4_accent_dwer_item_means.csv`
 
 # %%
 if has_accents:
-    write_table(t4_rest, "table4_accent_dwer_pooled_unspecified")
-display(rt.table4_display(write_table(t4, "table4_accent_dwer")) if has_accents
-        else Markdown("_No accent groups: Table 4 not made._"))
+    write_table(t4_rest, "table4_accent_dwer_item_means_pooled_unspecified")
+display(rt.table4_display(write_table(t4, "table4_accent_dwer_item_means")) if has_accents
+        else Markdown("_No accent groups: Table 4 (ours) not made._"))
 coverage_mark("items", ("asr",))
-
-# %% [markdown]
-# **Table 4, the authors' view · Mean ΔWER per model and accent label**: the raw accent strings
-# mapped through the authors' label table (`aiplib/analysis/authors_accent_labels.csv`; LibriSpeech's
-# `american_english` → "US English (anon)"; strings not in it kept as they are), plain mean over
-# the noisy rows, no interval. `tables/table4_accent_dwer_authors.csv`
-
-# %%
-rt.table4_authors_display(write_table(t4a, "table4_accent_dwer_authors")) if has_accents \
-    else Markdown("_No accents: not made._")
 
 # %% [markdown]
 # <a id="figure-5"></a>**Figure 5 · ΔWER by accent**: grouped bars per model, (a) the authors' labels (mean over noisy
@@ -1004,7 +1036,7 @@ Markdown("\n".join(f"- {line}" for line in rt.provenance_lines(rec)))
 # the Findings is the one in the file it cites.
 
 # %%
-from aiplib.io.formats import read_battery_csv, read_manifest
+from aiplib.io.formats import read_battery_csv
 
 left = pd.read_csv(tabs / "failures_by_model_task.csv") if (tabs / "failures_by_model_task.csv").is_file() else None
 if left is not None:
@@ -1026,7 +1058,7 @@ for task, t in tables.items():
         if (model, task) not in covered:
             not_covered.append(f"{model}/{task}")
             continue
-        man = read_manifest(ws, g["family"].iloc[0])
+        man = manifests[g["family"].iloc[0]]
         noisy = man[man["condition"] == "noisy"]
         expect = man["speech_id"].nunique() * noisy["background_id"].nunique() * noisy["snr_db"].nunique()
         assert overall == expect, (f"conditions_{task}.csv {model}: {overall} pairs, but the run covered the manifest: "
@@ -1051,7 +1083,8 @@ if has_accents and not t4.empty:
     assert drawn == int(with_ci.sum()), f"Figure 5 draws {drawn} error bars for {int(with_ci.sum())} intervals"
 # every number of the Findings is the one in the file it cites
 CITED = {"table2_descriptor_correlations": ({"task": "task", "model": "model", "descriptor": "subject"}, "r_s"),
-         "table4_accent_dwer": ({"model": "model", "accent_group": "subject"}, "mean_delta_wer_pp"),
+         "table4_accent_dwer_item_means": ({"model": "model", "accent_group": "subject"},
+                                           "item_mean_delta_wer_pp"),
          "table5_prompt_steering_rer": ({"steer_task": "task", "model": "model"}, "rer"),
          "conditions_asr": ({"scope": "finding", "model": "model"}, "delta_pp"),
          "conditions_kws": ({"scope": "finding", "model": "model"}, "delta_pp")}

@@ -37,8 +37,8 @@ def write_tables(ws, *, n_resamples: int = 2000, seed: int = 0) -> dict[str, Pat
         log.warning("no accent_group in the ASR item bank: Table 4 and Figure 5 skipped")
     else:
         t4, t4s = paper.table4_accent_dwer(scores, **kw)
-        tables.update(table4_accent_dwer=t4, table4_accent_dwer_pooled_unspecified=t4s,
-                      table4_accent_dwer_authors=paper.table4_accent_dwer_authors(scores))
+        tables.update(table4_accent_dwer=paper.table4_accent_dwer_authors(scores),
+                      table4_accent_dwer_item_means=t4, table4_accent_dwer_item_means_pooled_unspecified=t4s)
     t5 = paper.table5_prompt_steering_rer(scores, **kw)
     if t5.empty:
         log.warning("no steering scores: Figure 6 and Table 5 skipped")

@@ -393,8 +393,8 @@ def test_report_at_1280_px_findings_numbers_tables_and_figure5(tmp_path):
                 if o.get("output_type") == "error"]      # the checks of Figure 5's error bars included
     out = report.render_report(executed, ws.results)
     tabs = ws.results / "tables"
-    bars = paper.accent_bars(pd.read_csv(tabs / "table4_accent_dwer.csv"),
-                             pd.read_csv(tabs / "table4_accent_dwer_authors.csv"))
+    bars = paper.accent_bars(pd.read_csv(tabs / "table4_accent_dwer_item_means.csv"),
+                             pd.read_csv(tabs / "table4_accent_dwer.csv"))
     ours = bars[bars["panel"] == "ours"].set_index("group")
     assert ours["n_items"].to_dict() == {"g0": 10, "g1": 9, "g2": 9}
     has_ci = bars["ci_low_pp"].notna() & bars["ci_high_pp"].notna()
@@ -521,7 +521,7 @@ def test_report_opens_with_findings_in_headless_chromium(tmp_path):
     ws = make_run(tmp_path / "data", n_asr=30, n_kws=4, n_bg=3, snrs=(10, 0), models=("m_a",))
     score_inference(ws)
     out = report.render_report(_execute_09(ws, tmp_path, n_resamples=50, seed=1), ws.results)
-    t4 = pd.read_csv(ws.results / "tables" / "table4_accent_dwer.csv")
+    t4 = pd.read_csv(ws.results / "tables" / "table4_accent_dwer_item_means.csv")
     assert (t4["n_items"] == 10).all() and t4["ci_low_pp"].notna().all()
     SHOTS.mkdir(parents=True, exist_ok=True)
     shot = SHOTS / "report_findings.png"

@@ -218,5 +218,5 @@ def test_fieldkit_pipeline_end_to_end(fieldkit, tmp_path):
     for name in TABLE_NAMES:
         f = tab_dir / f"{name}.csv"
         assert f.is_file() and len(pd.read_csv(f)) > 0, f
-    t4 = pd.read_csv(tab_dir / "table4_accent_dwer.csv")
+    t4 = pd.read_csv(tab_dir / "table4_accent_dwer_item_means.csv")
     assert {"LibriSpeech", "LJSpeech", "JFK 1961"} <= set(t4["accent_group"])

@@ -366,7 +366,8 @@ def test_notebook_09_is_the_report(run_a, run_worse, tmp_path):
         i, j = md.index(cap), md.index(f"](figures/{name}.png)")
         assert i < j < md.index("\n## ", i)
     for caption in ("Table R1 · Each task and model", "Table 2 · Spearman r_s",
-                    "Table 4 · Mean ΔWER per model and accent group",
+                    "Table 4 · Mean ΔWER per model and accent label** (the authors')",
+                    "Table 4, ours beside · Mean of the items' ΔWER per model and accent group",
                     "RER = Δ(steering) / (Δ(baseline) +", "Table R5 · The ASR stimuli that got worst",
                     "Table R13 · Change from the previous run"):
         assert caption in md
@@ -591,16 +592,16 @@ def test_table2_constant_descriptor_and_bh(tmp_path):
     write_tables(ws, n_resamples=100)
     t2 = pd.read_csv(ws.results / "tables" / "table2_descriptor_correlations.csv")
     rv = t2[t2.descriptor == "rms_variance"]
-    assert len(rv) == 2 * 2 and rv[["r_s", "p", "ci_low", "p_bh"]].isna().all().all()
+    assert len(rv) == 2 * 2 and rv[["r_s", "p", "p_permutation", "ci_low", "p_bh"]].isna().all().all()
     assert rv["note"].str.contains("constant").all()
     z = t2[(t2.descriptor == "zcr") & (t2.task == "asr") & (t2.model == "pooled")].iloc[0]
     # 8 backgrounds: exact p (2 of 8! permutations reach |r_s| = 1), no bootstrap interval
     assert z.r_s == pytest.approx(1.0) and z.p_method == "exact" and z.n_permutations == 40320
-    assert z.p == pytest.approx(2 / 40320)
+    assert z.p_permutation == pytest.approx(2 / 40320)
     assert np.isnan(z.ci_low) and z.ci_usable == 0 and "< 10: no interval" in z.note
     # BH by hand: sort the m finite p-values, q_(j) = min_{k >= j} m p_(k) / k
     for (_, _), g in t2.groupby(["task", "model"]):
-        p = g["p"].to_numpy(float)
+        p = g["p_permutation"].to_numpy(float)
         fin = np.isfinite(p)
         m = fin.sum()
         order = np.argsort(p[fin])

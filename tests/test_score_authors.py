@@ -197,7 +197,9 @@ def test_flat_mean_per_background_feeds_figure4_tables_2_and_3(tmp_path):
     written = write_tables(ws, n_resamples=20, seed=0)
     assert "table3_descriptor_values.csv" in written                            # Figure 4's order
     t3 = pd.read_csv(written["table3_descriptor_values.csv"])
-    assert list(t3["bg_id"]) == ["esc_dog", "esc_rain", "esc_wind"]            # Table 3's order
+    # Table 3 ascending (the authors' order) by the mean of ASR (14.00, 15.00, 0) and KWS (0 each)
+    assert list(t3["bg_id"]) == ["esc_wind", "esc_rain", "esc_dog"]
+    assert list(t3["mean_degradation_pp"].round(2)) == [0.0, 7.0, 7.5]
     got = t3.set_index("bg_id")["asr_delta_wer_pp"]
     assert round(got["esc_rain"], 2) == 14.00 and round(got["esc_dog"], 2) == 15.00
     assert got["esc_wind"] == 0
@@ -225,3 +227,99 @@ def test_provenance_of_the_authors_files_names_the_paper_prompt_set(tmp_path):
     assert rec["prompt_set"]["source"]["path"] == "scripts/05_inference.py"
     demo_texts = {v["text"] for v in PROMPTS.values()}
     assert all(t["prompt_set"] == "paper" and t["text"] not in demo_texts for t in rec["tasks"].values())
+
+
+# ------------------------------------------------------------------------------------------------
+# `make score PROFILE=paper` on a folder holding only the authors' inference files, through notebook 09
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def authors_make_score(tmp_path_factory):
+    """``make score PROFILE=paper INFERENCE_DIR=<theirs> DATA_ROOT=<root>`` (no MANIFESTS_DIR: their rows
+    carry the manifest columns) on :mod:`authors_paper_run`'s files, with stage 4's descriptor table in
+    the data folder. Returns ``(completed process, workspace)``."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    import authors_paper_run as run
+
+    root = tmp_path_factory.mktemp("authors_make_score")
+    inference_dir, _ = run.write_authors_run(root / "theirs")
+    ws = workspace("paper", data_root=root / "data")
+    run.write_descriptors(ws)
+    env = {**os.environ, "AIP_SMOKE": "1"}
+    env.pop("MAKEFLAGS", None)
+    repo = Path(__file__).resolve().parents[1]
+    done = subprocess.run(["make", "--no-print-directory", "score", "PROFILE=paper",
+                           f"INFERENCE_DIR={inference_dir}", f"DATA_ROOT={root / 'data'}"],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    return done, ws
+
+
+def test_make_score_on_the_authors_files_runs_notebook_09_to_the_end(authors_make_score):
+    done, ws = authors_make_score
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    tables = {p.stem for p in ws.tables_dir.glob("*.csv")}
+    figures = {p.stem for p in ws.figures_dir.glob("*.png")}
+    from aiplib.analysis.paper import FIGURE_NAMES, TABLE_NAMES
+
+    assert set(TABLE_NAMES) <= tables and set(FIGURE_NAMES) <= figures
+    report = (ws.results / "report.md").read_text()
+    # the partial model is kept, visibly, and the answer rules are shown
+    assert "rule for partial models: keep; every scored row of qwen25_omni_3b is kept" in report
+    assert 'answers of asr: clean-up none (0 changed); null answer text_none (1 read as "None")' in report
+
+
+def test_make_score_keeps_every_scored_row_of_the_partial_model(authors_make_score):
+    """qwen25_omni_3b has one unretried __ERROR__ row (babble, 0 dB): every paper table keeps its other
+    rows. Pooled babble ASR ΔWER = the flat mean over every model's scored noisy babble rows."""
+    import authors_paper_run as run
+
+    _, ws = authors_make_score
+    asr = pd.read_csv(ws.scores_csv("asr"), keep_default_na=False, na_values={"delta_wer": [""]})
+    babble = asr[asr["bg_id"] == "noisex_babble"]
+    assert len(babble) == 2 * 4 * 3 - 1  # two models × 4 items × 3 SNRs, one failure left out
+    assert run.FAILED[2] not in set(babble.loc[babble["model"] == "qwen25_omni_3b", "stimulus_id"])
+    # the retried stimulus has its answer; the null answer is scored as the text "None"
+    a = asr.set_index(["model", "stimulus_id"])
+    assert a.loc[("qwen2_audio_7b", run.RETRIED[2]), "response"] != "__ERROR__"
+    assert a.loc[("qwen2_audio_7b", run.NULL_ANSWER[2]), "response"] == "None"
+    assert a.loc[("qwen2_audio_7b", run.NULL_ANSWER[2]), "wer"] == 1.0
+    flat = 100 * babble["delta_wer"].mean()
+    only_complete = 100 * babble.loc[babble["model"] == "qwen2_audio_7b", "delta_wer"].mean()
+    t3 = pd.read_csv(ws.tables_dir / "table3_descriptor_values.csv").set_index("bg_id")
+    assert t3.loc["noisex_babble", "asr_delta_wer_pp"] == pytest.approx(flat)
+    assert flat != pytest.approx(only_complete)  # what leaving the model out would give
+    # by hand from the fixture: k of an item's n words replaced (k + 1 for the second model) gives
+    # ΔWER k / n; the first model's preamble item is left out here (its preamble shifts the alignment)
+    words = [len(t.split()) for t, _ in run.ASR_ITEMS.values()]
+    by_hand = [(k + m) / n for m in (0, 1) for i, n in enumerate(words) for k in run.ERRORS["noisex_babble"]
+               if not (m == 0 and i == 3)]
+    by_hand.remove(5 / words[0])  # the failed stimulus: item 0 at 0 dB (k = 4 + 1), second model
+    plain = babble[~((babble["model"] == run.MODELS[0]) & (babble["item_id"] == run.PREAMBLE_ITEM))]
+    assert 100 * plain["delta_wer"].mean() == pytest.approx(100 * sum(by_hand) / len(by_hand))
+    t2 = pd.read_csv(ws.tables_dir / "table2_descriptor_correlations.csv")
+    assert set(t2["model"]) == {"pooled", "qwen2_audio_7b", "qwen25_omni_3b"}
+    t5 = pd.read_csv(ws.tables_dir / "table5_prompt_steering_rer.csv")
+    assert set(t5["model"]) == {"qwen2_audio_7b", "qwen25_omni_3b"}
+    t4 = pd.read_csv(ws.tables_dir / "table4_accent_dwer.csv")
+    assert set(t4["model"]) == {"qwen2_audio_7b", "qwen25_omni_3b"}
+
+
+def test_make_score_writes_table3_ascending_and_the_authors_table4(authors_make_score):
+    import authors_paper_run as run
+
+    _, ws = authors_make_score
+    t3 = pd.read_csv(ws.tables_dir / "table3_descriptor_values.csv")
+    assert t3["mean_degradation_pp"].is_monotonic_increasing
+    assert list(t3["bg_id"]) == ["esc_wind", "esc_dog", "musan_hubbub", "noisex_babble"]
+    # README-named Table 4: the authors' flat mean over noisy rows per accent label
+    asr = pd.read_csv(ws.scores_csv("asr"), keep_default_na=False, na_values={"delta_wer": [""]})
+    noisy = asr[(asr["bg_id"] != "clean") & (asr["model"] == "qwen2_audio_7b")]
+    us = noisy[noisy["accent"] == "american_english"]
+    t4 = pd.read_csv(ws.tables_dir / "table4_accent_dwer.csv").set_index(["model", "accent_label"])
+    assert t4.loc[("qwen2_audio_7b", "US English (anon)"), "mean_delta_wer_pp"] == pytest.approx(
+        100 * us["delta_wer"].mean())
+    ours = pd.read_csv(ws.tables_dir / "table4_accent_dwer_item_means.csv")
+    assert "item_mean_delta_wer_pp" in ours.columns and "mean_delta_wer_pp" not in ours.columns
+    assert len(run.ASR_ITEMS) == 4

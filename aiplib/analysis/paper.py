@@ -19,7 +19,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from aiplib.analysis import stats
-from aiplib.core.errors import AiplibError
+from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.core.tasks import BASE_TASKS, DEGRADATION_COLUMN, task_file
 from aiplib.io.formats import DESCRIPTORS, load_scores, read_battery_csv, read_descriptor_table
 
@@ -33,10 +33,20 @@ FIG7_KWS_EXCLUDE = ("qwen2_audio_7b",)
 FIGURE_NAMES = ("figure2_descriptor_regressions", "figure3_descriptor_correlations", "figure4_background_ranking",
                 "figure5_accent_degradation", "figure6_prompt_steering_rer", "figure7_snr_performance")
 
-# ``results/tables/<name>.csv``: Table 4 holds our accent groups per model; the ``pooled`` and ``unspecified`` rows are
-# in ``table4_accent_dwer_pooled_unspecified``, the authors' view in ``table4_accent_dwer_authors``.
+# ``results/tables/<name>.csv``. The names of the authors' README hold their arithmetic: ``table4_accent_dwer``
+# is their flat mean per accent label (:func:`table4_accent_dwer_authors`); ours, the mean of item means per
+# accent group with intervals (:func:`table4_accent_dwer`), is ``table4_accent_dwer_item_means`` (its ``pooled``
+# and ``unspecified`` rows in ``table4_accent_dwer_item_means_pooled_unspecified``).
 TABLE_NAMES = ("table2_descriptor_correlations", "table3_descriptor_values", "table4_accent_dwer",
-               "table4_accent_dwer_pooled_unspecified", "table4_accent_dwer_authors", "table5_prompt_steering_rer")
+               "table4_accent_dwer_item_means", "table4_accent_dwer_item_means_pooled_unspecified",
+               "table5_prompt_steering_rer")
+
+# Columns of :func:`table2_descriptor_correlations`, in order: ``p`` is the authors' (scipy's
+# t-approximation), ``p_permutation`` ours (exact, permutation or asymptotic: ``p_method``), ``p_bh`` its
+# Benjamini–Hochberg adjustment.
+TABLE2_COLUMNS = ["task", "family", "model", "descriptor", "n", "r_s", "p", "p_permutation", "p_method",
+                  "n_permutations", "ci_low", "ci_high", "ci_usable", "p_bh", "level", "n_resamples", "seed",
+                  "note", "r_s_unrounded"]
 
 # Columns of :func:`table5_prompt_steering_rer`, in order.
 TABLE5_COLUMNS = ["model", "family", "base_task", "steer_task", "n_items", "n_base_rows", "n_steer_rows",
@@ -47,6 +57,36 @@ TABLE5_COLUMNS = ["model", "family", "base_task", "steer_task", "n_items", "n_ba
 # Columns ``accent`` (a raw accent of the ASR manifest) and ``label`` (the name on the authors' accent figure: their
 # ``accent_clean_map``).
 AUTHORS_ACCENT_LABELS_FILE = Path(__file__).resolve().parent / "authors_accent_labels.csv"
+
+
+# What Figures 2–7 and Tables 2–5 do with a *partial model* (one that lacks stimuli of a task another
+# model covers whole), per profile: ``keep`` every scored row of it (the authors' rule: their tables
+# average whatever rows exist), or ``leave_out`` the model (ours: a view pooled over unequal coverage
+# would rest on the part the models share). Notebook 09's ``partial_models`` parameter overrides it.
+PARTIAL_MODEL_RULES = {"paper": "keep", "demo": "leave_out", "custom": "leave_out"}
+
+
+def partial_models_left_out(coverage: pd.DataFrame, rule: str) -> list[str]:
+    """The models the paper's views leave out under ``rule`` (:data:`PARTIAL_MODEL_RULES`).
+
+    ``coverage`` holds the background rows of ``results/tables/coverage.csv`` (stage 8: ``model,
+    task, complete``). Under ``leave_out`` a model is left out (every task of it) when it is
+    incomplete on a task that another model covers whole; under ``keep`` none is. Sorted names.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``rule`` is neither ``keep`` nor ``leave_out``.
+    """
+    if rule not in ("keep", "leave_out"):
+        raise AiplibParameterError(f"partial_models must be 'keep' or 'leave_out', got {rule!r}")
+    if rule == "keep" or coverage.empty:
+        return []
+    complete = coverage["complete"].astype(bool)
+    tasks_covered_whole = set(coverage.loc[complete, "task"])
+    partial = coverage[~complete]
+    left_out = partial.loc[partial["task"].isin(tasks_covered_whole), "model"]
+    return sorted(set(left_out))
 
 
 def load_inputs(ws) -> tuple[dict, pd.DataFrame | None, pd.DataFrame | None]:
@@ -95,8 +135,9 @@ def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
 
     The degradation is the authors' flat mean over a background's noisy rows
     (:func:`aiplib.analysis.stats.degradation_by_background`) and the descriptors are rounded as
-    theirs first (:func:`aiplib.analysis.stats.round_descriptors`). ``p`` is ours (exact or
-    permutation up to 20 backgrounds); ``p_t_approx`` is theirs (``scipy.stats.spearmanr``).
+    theirs first (:func:`aiplib.analysis.stats.round_descriptors`). ``p`` is theirs
+    (``scipy.stats.spearmanr``'s t-approximation); ``p_permutation`` is ours (exact or permutation up
+    to 20 backgrounds, ``p_method``) and ``p_bh`` its Benjamini–Hochberg adjustment.
 
     ``scores`` needs ``"asr"`` and ``"kws"``; ``descriptors`` is indexed by ``bg_id``, unrounded;
     ``n_resamples, seed`` are those of the bootstrap over backgrounds.
@@ -104,9 +145,9 @@ def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
     Returns
     -------
     pandas.DataFrame [shape=(2 · (n_models + 1) · n_descriptors, 19)]
-        ``task, family``, then :func:`aiplib.analysis.stats.descriptor_correlations`'s columns on
-        the rounded descriptors (``model``: ``pooled`` first; ``p_bh`` across the descriptors of
-        a task and model), then ``r_s_unrounded, p_t_approx``.
+        :data:`TABLE2_COLUMNS`: :func:`aiplib.analysis.stats.descriptor_correlations`'s columns on
+        the rounded descriptors (``model``: ``pooled`` first; its ``p`` renamed ``p_permutation``,
+        ``p_bh`` across the descriptors of a task and model), the authors' ``p`` and ``r_s_unrounded``.
     """
     rounded = stats.round_descriptors(descriptors)
     frames = []
@@ -114,11 +155,12 @@ def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
         full = stats.degradation_by_background(scores[task], fam)
         deg = full[["pooled"] + [c for c in full.columns if c != "pooled"]]  # attrs (partial, method) kept
         t = stats.descriptor_correlations(deg, rounded.reset_index(), n_resamples=n_resamples, seed=seed)
+        t = t.rename(columns={"p": "p_permutation"})
         t["r_s_unrounded"] = [_spearmanr(deg[m], descriptors[d])[0] for m, d in zip(t["model"], t["descriptor"])]
-        t["p_t_approx"] = [_spearmanr(deg[m], rounded[d])[1] for m, d in zip(t["model"], t["descriptor"])]
-        t.insert(0, "family", fam)
-        t.insert(0, "task", task)
-        frames.append(t)
+        t["p"] = [_spearmanr(deg[m], rounded[d])[1] for m, d in zip(t["model"], t["descriptor"])]
+        t["family"] = fam
+        t["task"] = task
+        frames.append(t[TABLE2_COLUMNS])
     return pd.concat(frames, ignore_index=True)
 
 
@@ -158,16 +200,30 @@ def descriptor_points(scores: dict, descriptors: pd.DataFrame, table2: pd.DataFr
 
 
 def table3_descriptor_values(ranking: pd.DataFrame, descriptors: pd.DataFrame, *, battery=None) -> pd.DataFrame:
-    """Table 3: each background's descriptors (as stored, unrounded) in Figure 4 order, shape
-    (n_backgrounds, 7 + n_descriptors): ``rank, bg_id, category, asr_delta_wer_pp, kws_delta_acc_pp``
-    (the authors' flat mean), ``asr_/kws_…_snr_balanced_pp`` (ours, when the ranking has them), the descriptors."""
+    """Table 3: each background's descriptors (as stored, unrounded) beside its degradation, in the
+    authors' order: ascending by ``mean_degradation_pp``, the mean of ASR ΔWER and KWS ΔAcc over the
+    tasks the background has (their rule: a background missing one task takes the other's value),
+    ties in Figure 4's order.
+
+    ``ranking`` is :func:`background_ranking`'s table (index ``bg_id``); ``descriptors`` indexed by
+    ``bg_id``.
+
+    Returns
+    -------
+    pandas.DataFrame [shape=(n_backgrounds, 8 + n_descriptors)]
+        ``rank`` (Figure 4's), ``bg_id, category, mean_degradation_pp`` (over the tasks present),
+        ``asr_delta_wer_pp, kws_delta_acc_pp`` (the authors' flat mean), ``asr_/kws_…_snr_balanced_pp``
+        (ours, when the ranking has them), the descriptors.
+    """
     descs = [c for c in DESCRIPTORS if c in descriptors.columns] or list(descriptors.columns)
     deg = ["asr_delta_wer_pp", "kws_delta_acc_pp"]
     deg += [c for c in ("asr_delta_wer_snr_balanced_pp", "kws_delta_acc_snr_balanced_pp") if c in ranking.columns]
     t = ranking[["rank", *deg]].copy()
+    t.insert(1, "mean_degradation_pp", ranking[["asr_delta_wer_pp", "kws_delta_acc_pp"]].mean(axis=1, skipna=True))
     t.insert(1, "category", categories(list(t.index), battery))
     t = t.join(descriptors[descs], how="left")
-    return t.reset_index()[["rank", "bg_id", "category", *deg, *descs]]
+    t = t.sort_values("mean_degradation_pp", ascending=True, kind="stable", na_position="last")
+    return t.reset_index()[["rank", "bg_id", "category", "mean_degradation_pp", *deg, *descs]]
 
 
 # --------------------------------------------------------------------------------- Figure 4
@@ -243,8 +299,9 @@ def authors_accent_label(accent) -> str | None:
 
 
 def table4_accent_dwer_authors(scores: dict) -> pd.DataFrame:
-    """Table 4 the authors' way (their ``generate_accent_degradation_plot``): mean ΔWER over the
-    noisy rows per model and accent label (:func:`authors_accent_label`), no interval.
+    """Table 4 the authors' way (their ``generate_accent_degradation_plot``; ``table4_accent_dwer.csv``,
+    the name of their README): mean ΔWER over the noisy rows per model and accent label
+    (:func:`authors_accent_label`), no interval.
 
     ``scores["asr"]`` needs ``accent`` (or ``accent_group``) and ``delta_wer``. Columns ``model,
     accent_label, accent`` (the raw strings, ``;``-joined), ``n_items, n_rows, mean_delta_wer_pp``, sorted
@@ -268,10 +325,12 @@ def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
     """Table 4, ours: mean ΔWER per model and accent group (each item averaged over backgrounds and
     SNRs first) with a bootstrap CI over items.
 
-    Returns ``(table4, supplement)``: accent groups of single models; ``pooled`` (items every model ran,
+    Returns ``(table4, supplement)`` (``table4_accent_dwer_item_means.csv`` and its
+    ``_pooled_unspecified``): accent groups of single models; ``pooled`` (items every model ran,
     averaged over models) per group and ``unspecified`` (no accent group) per model. Columns ``model,
-    accent_group, n_items, clean_wer_pp`` (corpus WER of the clean rows), ``mean_delta_wer_pp, ci_low_pp,
-    ci_high_pp, ci_usable, level, n_resamples, seed, note``.
+    accent_group, n_items, clean_wer_pp`` (corpus WER of the clean rows), ``item_mean_delta_wer_pp``
+    (the mean of the items' means, pp), ``ci_low_pp, ci_high_pp, ci_usable, level, n_resamples, seed,
+    note``.
     """
     df = scores["asr"].copy()
     df["accent_group"] = df["accent_group"].fillna("unspecified")
@@ -295,7 +354,7 @@ def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
         if model == "pooled" and dropped.get(group):
             notes.append(f"{dropped[group]} item(s) not run by every model left out")
         rows.append({"model": model, "accent_group": group, "n_items": len(g), "clean_wer_pp": cw,
-                     "mean_delta_wer_pp": b.estimate, "ci_low_pp": b.ci_low, "ci_high_pp": b.ci_high,
+                     "item_mean_delta_wer_pp": b.estimate, "ci_low_pp": b.ci_low, "ci_high_pp": b.ci_high,
                      "ci_usable": b.n_valid, "level": b.level, "n_resamples": b.n_resamples, "seed": b.seed,
                      "note": "; ".join(notes)})
     t = pd.DataFrame(rows)
@@ -318,7 +377,7 @@ def accent_bars(table4: pd.DataFrame, authors: pd.DataFrame | None = None) -> pd
                                     "ci_low_pp": np.nan, "ci_high_pp": np.nan}))
     few = table4["n_items"] < stats.MIN_N_FOR_INTERVAL
     frames.append(pd.DataFrame({"panel": "ours", "model": table4["model"], "group": table4["accent_group"],
-                                "n_items": table4["n_items"], "value_pp": table4["mean_delta_wer_pp"],
+                                "n_items": table4["n_items"], "value_pp": table4["item_mean_delta_wer_pp"],
                                 "ci_low_pp": table4["ci_low_pp"].mask(few),
                                 "ci_high_pp": table4["ci_high_pp"].mask(few)}))
     return pd.concat(frames, ignore_index=True)
@@ -480,13 +539,13 @@ def findings(tables: dict, ranking: pd.DataFrame, *, table2=None, table4=None, t
             rows.append({"finding": "descriptor", "task": task, "model": "pooled", "subject": r["descriptor"],
                          "value": r["r_s"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n": r["n"],
                          "p": r["p_bh"], "source": "table2_descriptor_correlations"})
-    for model, g in ([] if table4 is None else table4.dropna(subset=["mean_delta_wer_pp"]).groupby("model")):
-        v = g["mean_delta_wer_pp"]
+    for model, g in ([] if table4 is None else table4.dropna(subset=["item_mean_delta_wer_pp"]).groupby("model")):
+        v = g["item_mean_delta_wer_pp"]
         for finding, i in (("accent_high", v.idxmax()), ("accent_low", v.idxmin())):
             r = g.loc[i]
             rows.append({"finding": finding, "task": "asr", "model": model, "subject": r["accent_group"],
-                         "value": r["mean_delta_wer_pp"], "ci_low": r["ci_low_pp"], "ci_high": r["ci_high_pp"],
-                         "n": r["n_items"], "source": "table4_accent_dwer"})
+                         "value": r["item_mean_delta_wer_pp"], "ci_low": r["ci_low_pp"], "ci_high": r["ci_high_pp"],
+                         "n": r["n_items"], "source": "table4_accent_dwer_item_means"})
     for r in ([] if table5 is None else table5.itertuples()):
         rows.append({"finding": "steering", "task": r.steer_task, "model": r.model, "subject": r.family, "value": r.rer,
                      "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_items, "verdict": r.base_flag,

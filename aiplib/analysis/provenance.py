@@ -192,7 +192,8 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
     Returns
     -------
     dict
-        Keys ``profile, aiplib_version, versions, normalizer {name, version, source},
+        Keys ``profile, aiplib_version, versions, normalizer {name, version, source}, answer_rules
+        {task: {response_cleanup {name, rule}, null_answer {name, rule}, n_cleaned, n_null_as_text}},
         models {id: {revision, weights, weights_sha256, decoding_path, window, versions,
         numerics, revision_source}}, tasks {task: {family, variant, prompt_id, text}},
         prompt_ids_scored {task: {model: {prompt_id: n}}}, manifests {family: {sha256, seed_start,
@@ -201,8 +202,12 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
     """
     scores_dir = Path(ws.results) / "scores"
     norms, prompt_ids, scored_models = {}, {}, set()
+    answer_rules = {}  # task → the answer rules stage 8 scored it with
     for side in sorted(scores_dir.glob("*.json")) if scores_dir.is_dir() else []:
         meta = _read_json(side) or {}
+        if isinstance(meta.get("answer_rules"), dict):
+            answer_rules[side.stem] = {**meta["answer_rules"], "n_cleaned": meta.get("n_cleaned"),
+                                       "n_null_as_text": meta.get("n_null_as_text")}
         if isinstance(n := meta.get("normalizer"), dict):
             norms[(n.get("name"), n.get("version"))] = side.stem
         if "prompt_ids" in meta:
@@ -236,7 +241,8 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
             tasks[t]["prompt_set"] = ps_rec.get("prompt_set")
     rec = {"profile": getattr(ws, "profile", None), "aiplib_version": __version__, "versions": {"aiplib": __version__,
         "python": platform.python_version(), **package_versions(_PACKAGES)},
-        "normalizer": normalizer, "models": model_records(ws, scored_models), "tasks": tasks,
+        "normalizer": normalizer, "answer_rules": answer_rules, "models": model_records(ws, scored_models),
+        "tasks": tasks,
         "prompt_ids_scored": prompt_ids, "prompt_set": ps_rec, "manifests": manifests,
         "debian_packages": debian_packages(ws),
         "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level}}

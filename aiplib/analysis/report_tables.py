@@ -16,7 +16,7 @@ import pandas as pd
 
 from aiplib.analysis.conditions import condition_label
 from aiplib.analysis.provenance import model_records
-from aiplib.analysis.stats import worst_stimuli
+from aiplib.analysis.stats import AUTHORS_DESCRIPTOR_DECIMALS, worst_stimuli
 
 # Responses longer than this many words are cut in the worst-stimuli table (``… +N words``).
 MAX_WORDS = 30
@@ -218,38 +218,45 @@ def summary_table(tables: dict) -> Table:
 
 # ----------------------------------------------------------------------------- Tables 2–5
 def table2_display(t2: pd.DataFrame) -> Table:
-    """Table 2 (``table2_descriptor_correlations.csv``): r_s with its interval, p and p_BH
-    (descriptors rounded as the authors), the authors' t-approximation p and r_s of the
-    unrounded descriptors beside."""
+    """Table 2 (``table2_descriptor_correlations.csv``): r_s to 3 decimals as the paper prints it,
+    with its interval; the authors' p (scipy's t-approximation), ours (exact or permutation) and
+    its p_BH (descriptors rounded as the authors); r_s of the unrounded descriptors beside."""
     return Table(pd.DataFrame({"task": t2["task"], "model": t2["model"], "descriptor": t2["descriptor"], "n": t2["n"],
-        "r_s [95% CI]": _cis(t2, "r_s", "ci_low", "ci_high", 2),
-        "p": [_p(v) for v in t2["p"]], "p_BH": [_p(v) for v in t2["p_bh"]],
-        "p (t approx., as the authors)": [_p(v) for v in t2["p_t_approx"]] if "p_t_approx" in t2 else "–",
-        "r_s unrounded descriptors": [fmt(v, '.2f') for v in t2["r_s_unrounded"]] if "r_s_unrounded" in t2 else "–",
+        "r_s [95% CI]": _cis(t2, "r_s", "ci_low", "ci_high", 3),
+        "p (t approx., as the authors)": [_p(v) for v in t2["p"]],
+        "p (exact / permutation)": [_p(v) for v in t2["p_permutation"]],
+        "p_BH": [_p(v) for v in t2["p_bh"]],
+        "r_s unrounded descriptors": [fmt(v, '.3f') for v in t2["r_s_unrounded"]],
         "note": _text(t2["note"])}))
 
 
 def table3_display(t3: pd.DataFrame) -> Table:
-    """Table 3 (``table3_descriptor_values.csv``): numbers to three decimals."""
+    """Table 3 (``table3_descriptor_values.csv``): each descriptor to the decimals the authors keep
+    (:data:`aiplib.analysis.stats.AUTHORS_DESCRIPTOR_DECIMALS`: RMS variance to 6), the
+    degradations (pp) and any other number to 2."""
     d = t3.copy()
     for c in d.columns:
-        if pd.api.types.is_float_dtype(d[c]):
-            d[c] = [fmt(v, '.3f') for v in d[c]]
+        if not pd.api.types.is_float_dtype(d[c]):
+            continue
+        decimals = AUTHORS_DESCRIPTOR_DECIMALS.get(c, 2)
+        d[c] = [fmt(v, f".{decimals}f") for v in d[c]]
     return Table(d)
 
 
 def table4_display(t4: pd.DataFrame) -> Table:
-    """Table 4 (``table4_accent_dwer.csv``): mean ΔWER per model and accent group."""
+    """Table 4, ours (``table4_accent_dwer_item_means.csv``): the mean of the items' mean ΔWER per
+    model and accent group, with its interval."""
     return Table(pd.DataFrame({
         "model": t4["model"], "accent group": t4["accent_group"], "items": t4["n_items"],
         "clean WER %": [fmt(v) for v in t4["clean_wer_pp"]],
-        "mean ΔWER pp [95% CI]": _cis(t4, "mean_delta_wer_pp", "ci_low_pp", "ci_high_pp")}))
+        "mean of item ΔWER pp [95% CI]": _cis(t4, "item_mean_delta_wer_pp", "ci_low_pp", "ci_high_pp")}))
 
 
 def table4_authors_display(t4a: pd.DataFrame) -> Table:
-    """Table 4, the authors' view (``table4_accent_dwer_authors.csv``): their accent labels."""
+    """Table 4, the authors' (``table4_accent_dwer.csv``): their accent labels, the flat mean ΔWER
+    over the noisy rows."""
     return Table(pd.DataFrame({"model": t4a["model"], "accent label": t4a["accent_label"], "items": t4a["n_items"],
-        "noisy rows": t4a["n_rows"], "mean ΔWER pp": [fmt(v) for v in t4a["mean_delta_wer_pp"]]}))
+        "noisy rows": t4a["n_rows"], "mean ΔWER pp": [fmt(v, ".2f") for v in t4a["mean_delta_wer_pp"]]}))
 
 
 def table5_display(t5: pd.DataFrame) -> Table:
@@ -354,9 +361,17 @@ def provenance_lines(rec: dict) -> list[str]:
     prompts = [f"prompt of {t}: [{p.get('prompt_id')}] {p.get('text')}" if p.get("text") is not None
                else f"prompt of {t}: {p.get('prompt_set')} set, text in its source file (not fetched here)"
                for t, p in (rec.get("tasks") or {}).items()]
+    rules = []
+    for task, r in (rec.get("answer_rules") or {}).items():
+        cleanup = r.get("response_cleanup") or {}
+        null_rule = r.get("null_answer") or {}
+        n_cleaned = sum((r.get("n_cleaned") or {}).values())
+        n_null = sum((r.get("n_null_as_text") or {}).values())
+        rules.append(f"answers of {task}: clean-up {say(cleanup.get('name'))} ({n_cleaned} changed); "
+                     f"null answer {say(null_rule.get('name'))} ({n_null} read as \"None\")")
     return [f"aiplib {say(rec.get('aiplib_version'))}; " + ", ".join(
         f"{k} {say(v, 'not installed')}" for k, v in (rec.get("versions") or {}).items() if k != "aiplib"),
-        f"normaliser {say(n.get('name'))} {say(n.get('version'), '')}".rstrip(),
+        f"normaliser {say(n.get('name'))} {say(n.get('version'), '')}".rstrip(), *rules,
         f"bootstrap seed {say(a.get('seed'))}, {say(a.get('n_resamples'), 'unrecorded')} resamples, level "
         f"{say(a.get('level'))}", *man, *models, *paths, *prompts,
         debian_packages_line(rec.get("debian_packages") or {})]

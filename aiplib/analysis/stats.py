@@ -561,10 +561,12 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
     return pd.DataFrame(rows, columns=cols)
 
 
-# Decimals the authors keep of each descriptor before the correlations (Python ``round``). ``vad_speech_fraction`` (read
-# from their VAD table) and any other column are not rounded.
+# Decimals the authors keep of each descriptor before the correlations (Python ``round``): their descriptor
+# script's ``round(zcr, 4)`` …, and ``round(sf, 4)`` of the speech fraction in their VAD labelling script. Any
+# other column is not rounded.
 AUTHORS_DESCRIPTOR_DECIMALS = {"zcr": 4, "spectral_centroid": 2, "spectral_rolloff": 2, "spectral_bandwidth": 2,
-    "spectral_flux": 4, "spectral_flatness": 4, "spectral_contrast": 4, "rms_variance": 6}
+    "spectral_flux": 4, "spectral_flatness": 4, "spectral_contrast": 4, "rms_variance": 6,
+    "vad_speech_fraction": 4}
 
 # The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals (``numpy.round``,
 # :func:`rank_by_mean_abs_rs`).

@@ -16,6 +16,7 @@ import string
 
 import jiwer
 
+from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import KEYWORDS
 from aiplib.core.textnorm_whisper import (
     WHISPER_NORMALIZER_NAME,  # noqa: F401 - re-exported with the headline names
@@ -230,3 +231,58 @@ def score_kws_row(response, label, is_target, keywords=KEYWORDS) -> dict:
     non, kind = kws_non_answer(response)
     return dict(first_word=kws_first_word(response), correct=int(ok), non_answer=non, non_answer_kind=kind,
                 correct_strict=int(ok and not non))
+
+
+# ------------------------------------------------------------------ answer clean-up before scoring
+# The preambles the authors' stage 6 strips from an answer (``_clean_hyp`` of their
+# ``scripts/06_score_metrics.py``, IvLabs/AIP-Speech): one of these phrases at the start, any text up
+# to the first colon, the colon, white space and one opening quote; matched ignoring case.
+AUTHORS_STAGE6_PREAMBLES = ("The transcription of the speech is", "The speech transcribed from the audio is",
+                            "The keyword is", "The word is")
+_AUTHORS_STAGE6_PREAMBLE = re.compile(
+    "^(" + "|".join(re.escape(p) for p in AUTHORS_STAGE6_PREAMBLES) + ")[^:]*:\\s*['\"]?", flags=re.IGNORECASE)
+
+# Clean-up rules of an answer before it is scored (stage 8's ``response_cleanup``; the stored inference
+# rows are never changed): ``none`` scores the answer as generated (the authors' README; their RER
+# code), ``authors_stage6`` as their stage-6 tables did.
+RESPONSE_CLEANUPS = {
+    "none": "the answer as generated",
+    "authors_stage6": ("the authors' stage 6 (_clean_hyp of scripts/06_score_metrics.py): stripped; a leading "
+                       "preamble (" + "; ".join(AUTHORS_STAGE6_PREAMBLES) + ") up to its colon and one "
+                       "opening quote removed, ignoring case; one closing quote removed; stripped again"),
+}
+
+
+def clean_response(response, rule: str = "none") -> str:
+    """An answer as it is scored under the clean-up ``rule`` (:data:`RESPONSE_CLEANUPS`).
+
+    ``none`` returns ``str(response)`` unchanged. ``authors_stage6`` is the authors' ``_clean_hyp``
+    (``scripts/06_score_metrics.py``, IvLabs/AIP-Speech): the text stripped of white space; a leading
+    preamble of :data:`AUTHORS_STAGE6_PREAMBLES` with the text up to its colon, the colon, white space
+    and one opening quote removed (ignoring case); then one closing ``'`` or ``"`` removed (whether
+    or not a preamble was) and the text stripped again. ``__ERROR__`` is left as it is.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``rule`` is not a key of :data:`RESPONSE_CLEANUPS`.
+
+    Examples
+    --------
+    >>> clean_response("The transcription of the speech is: 'Hello world.'", "authors_stage6")
+    'Hello world.'
+    >>> clean_response("The keyword is 'yes'", "authors_stage6")
+    "The keyword is 'yes"
+    """
+    if rule not in RESPONSE_CLEANUPS:
+        raise AiplibParameterError(f"response_cleanup must be one of {list(RESPONSE_CLEANUPS)}, got {rule!r}")
+    text = str(response)
+    if rule == "none":
+        return text
+    text = text.strip()
+    if text == "__ERROR__":
+        return text
+    text = _AUTHORS_STAGE6_PREAMBLE.sub("", text)
+    if text.endswith("'") or text.endswith('"'):
+        text = text[:-1]
+    return text.strip()

@@ -99,3 +99,12 @@ def effective_batch_size(entry, batch_size: int | None, profile: str | None) -> 
     if batch_size is not None:
         return int(batch_size)
     return PAPER_BATCH_SIZE if profile == "paper" and entry.backend == "transformers" else int(entry.batch_size or 1)
+
+
+def effective_attn_implementation(entry, profile: str | None) -> str | None:
+    """The ``attn_implementation`` stage 7 loads ``entry`` with: in the ``paper`` profile the entry's
+    ``paper_attn_implementation`` (registry data: the authors' kernel, ``sdpa`` or ``eager``), else
+    None (the library's default)."""
+    if profile != "paper":
+        return None
+    return entry.extra.get("paper_attn_implementation")

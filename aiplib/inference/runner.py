@@ -22,7 +22,13 @@ from aiplib.core.progress import Progress, note
 from aiplib.core.tasks import parse_suite
 from aiplib.inference import models
 from aiplib.inference.batch_decode import generate_into, mix_batch, output_row
-from aiplib.inference.plan import DecodingConfig, RunPlan, configure, effective_batch_size
+from aiplib.inference.plan import (
+    DecodingConfig,
+    RunPlan,
+    configure,
+    effective_attn_implementation,
+    effective_batch_size,
+)
 from aiplib.inference.prompts import not_applicable, prompt_set_record
 from aiplib.inference.resume import plan_family
 from aiplib.inference.run_records import MixDiagnostics, Throughput, log_run, now_iso, short_error, versions
@@ -147,8 +153,14 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
         stats = {t: st for pl in plans.values() for t, st in pl["result"].items()}
         record("up_to_date", tasks=stats)
         return summary + [{"model": entry.id, "task": task, **stats[task]} for task in tasks]
-    try:  # "path": the Whisper backend's decoding path
-        rec = models.load_model(entry, path=config.path, **({} if batch_size is None else {"batch_size": batch_size}))
+    load_options = {"path": config.path}  # "path": the Whisper backend's decoding path
+    if batch_size is not None:
+        load_options["batch_size"] = batch_size
+    attn_implementation = effective_attn_implementation(entry, getattr(ws, "profile", None))
+    if attn_implementation is not None:  # the authors' attention kernel (PROFILE=paper)
+        load_options["attn_implementation"] = attn_implementation
+    try:
+        rec = models.load_model(entry, **load_options)
     except Exception as exc:  # noqa: BLE001 - any load failure is logged, the stage goes on
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         log.warning("%s: not run (%s)", entry.id, reason)
@@ -180,7 +192,7 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
         record("run", decoding=info.get("path", config.path), window=info.get("window"), decoding_key=dkey,
                revision=info.get("revision", entry.revision), revision_requested=entry.revision, stats=end_stats,
                weights=info.get("weights_path", entry.weights), weights_sha256=info.get("weights_sha256"),
-               batch_size=batch_size, limit=config.limit,
+               batch_size=batch_size, attn_implementation=attn_implementation, limit=config.limit,
                n_done=sum(s.get("n_run", 0) for s in task_stats.values()) - n_errors, n_errors=n_errors,
                tasks=task_stats, throughput=run.meter.record(), info=info, versions=versions())
     return summary

@@ -30,8 +30,9 @@ def coverage_table(ws, scores_by_family: dict, *, manifests_dir=None) -> pd.Data
     ``scores_by_family`` is ``{family: {task: scores}}`` (the frames of stage 8, with ``model`` and
     ``stimulus_id``); every model scored in a family gets a row for each task of it, a task it has
     no rows of included (0 scored) unless the task does not apply to it (a prompt variant of a model
-    without prompts). ``manifests_dir`` replaces the background family's manifests; a family × task
-    without a manifest is left out.
+    without prompts). ``manifests_dir`` replaces the background family's manifests; a background
+    task without any manifest is counted against the stimuli the models scored together
+    (:func:`manifest_from_scores`), another family × task without a manifest is left out.
     """
     rows = []
     for cf, by_task in scores_by_family.items():
@@ -42,7 +43,9 @@ def coverage_table(ws, scores_by_family: dict, *, manifests_dir=None) -> pd.Data
             try:
                 man = read_manifest_csv(m_csv) if m_csv else read_manifest(ws.with_family(cf), fam)
             except FileNotFoundError:
-                continue
+                if cf != "background":
+                    continue
+                man = manifest_from_scores(df)
             noisy = man[man["condition"] == "noisy"]
             for model in models:
                 got = man[man["id"].isin(df.loc[df["model"] == model, "stimulus_id"])]
@@ -56,6 +59,17 @@ def coverage_table(ws, scores_by_family: dict, *, manifests_dir=None) -> pd.Data
                                  n_snrs_covered=g_noisy["snr_db"].nunique(), n_snrs=noisy["snr_db"].nunique(),
                                  complete=len(got) == len(man)))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def manifest_from_scores(scores: pd.DataFrame) -> pd.DataFrame:
+    """The stand-in manifest of files scored without one (``make score`` on the authors' files,
+    whose rows carry the manifest columns): one row per stimulus any model scored, with the manifest
+    columns ``id, speech_id, background_id, snr_db, condition`` that :func:`coverage_table` counts.
+    A stimulus that failed for every model is not in it."""
+    rows = scores.drop_duplicates("stimulus_id")
+    return pd.DataFrame({"id": rows["stimulus_id"].to_numpy(), "speech_id": rows["item_id"].to_numpy(),
+                         "background_id": rows["bg_id"].to_numpy(), "snr_db": rows["snr_db"].to_numpy(),
+                         "condition": rows["condition"].to_numpy()})
 
 
 def write_coverage(ws, scores_by_family: dict, *, manifests_dir=None) -> pd.DataFrame:

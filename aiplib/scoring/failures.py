@@ -19,11 +19,13 @@ SUMMARY_COLUMNS = ["model", "task", "n_stimuli", "n_scored", "n_failed", "n_miss
 # Columns of ``results/tables/failed_stimuli.csv`` (``status`` ``failed`` or ``missing``).
 FAILED_COLUMNS = ["model", "task", "stimulus_id", "status", "error"]
 
-def failure_tables(inference_dir, manifests_dir=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def failure_tables(inference_dir, manifests_dir=None, *,
+                   null_answer: str = "failed") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per model × task counts of left-out stimuli, and the list of them.
 
     Reads ``<inference_dir>/<model>/<task>.jsonl`` (not shard or run-log files) and ``<manifests_dir>/<family>.csv``
-    (without it only the inference rows count and ``n_missing`` is 0). Returns ``(summary, failed)`` with the
+    (without it only the inference rows count and ``n_missing`` is 0); ``null_answer`` as stage 8's
+    (:func:`aiplib.io.formats.read_results`: ``text_none`` counts a JSON null answer as scored). Returns ``(summary, failed)`` with the
     columns :data:`SUMMARY_COLUMNS` and :data:`FAILED_COLUMNS`, sorted by model and task.
     """
     ids: dict[str, set] = {}
@@ -39,7 +41,7 @@ def failure_tables(inference_dir, manifests_dir=None) -> tuple[pd.DataFrame, pd.
         if fam not in ids:
             m = Path(manifests_dir) / f"{fam}.csv" if manifests_dir is not None else None
             ids[fam] = set(read_manifest_csv(m)["id"]) if m is not None and m.is_file() else set()
-        df = read_results(path, keep_errors=True)
+        df = read_results(path, keep_errors=True, null_answer=null_answer)
         ok_mask = df["raw"].notna() & (df["raw"] != "__ERROR__") & df["error"].isna()
         ok, err, manifest = set(df.loc[ok_mask, "id"]), df[~ok_mask], ids[fam]
         missing = sorted(manifest - ok - set(err["id"])) if manifest else []
@@ -57,10 +59,12 @@ def failure_tables(inference_dir, manifests_dir=None) -> tuple[pd.DataFrame, pd.
     return pd.DataFrame(summary, columns=SUMMARY_COLUMNS), failed
 
 
-def write_failure_tables(ws, *, inference_dir=None, manifests_dir=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def write_failure_tables(ws, *, inference_dir=None, manifests_dir=None,
+                         null_answer: str = "failed") -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`failure_tables` of a workspace, written to ``results/tables/failures_by_model_task.csv``
     and ``results/tables/failed_stimuli.csv`` (atomically); returns both."""
-    summary, failed = failure_tables(inference_dir or ws.inference, manifests_dir or ws.manifests)
+    summary, failed = failure_tables(inference_dir or ws.inference, manifests_dir or ws.manifests,
+                                     null_answer=null_answer)
     write_csv_atomic(summary, ws.tables_dir / "failures_by_model_task.csv")
     write_csv_atomic(failed, ws.tables_dir / "failed_stimuli.csv")
     return summary, failed

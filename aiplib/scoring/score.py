@@ -34,15 +34,58 @@ from aiplib.core.tasks import (
 )
 from aiplib.core.workspace import workspace
 from aiplib.inference.shards import is_shard_file
-from aiplib.io.formats import manifest_view, read_item_bank_keywords, read_manifest_csv, read_results, write_scores
+from aiplib.io.formats import (
+    NULL_ANSWER_RULES,
+    manifest_view,
+    read_item_bank_keywords,
+    read_manifest_csv,
+    read_results,
+    write_scores,
+)
 from aiplib.scoring.family_columns import FAMILY_SCORE_COLUMNS, add_family_scores, family_sidecar
 
 log = logging.getLogger(__name__)
 
 _FAMILY_FOLDERS = ("background", "competing_speech", "channel")  # inference/<family>/: not model folders
 
+# The null-answer rule of each profile (:data:`aiplib.io.formats.NULL_ANSWER_RULES`): the paper profile
+# scores a JSON null answer as the text "None", as the authors' stage 6 did; a profile not listed
+# counts it as failed.
+PROFILE_NULL_ANSWER = {"paper": "text_none", "demo": "failed", "custom": "failed"}
+
+
+def scoring_rules(profile: str, *, response_cleanup: str = "", null_answer: str = "") -> dict:
+    """The answer rules of stage 8: ``{"response_cleanup", "null_answer"}``, each the value given or,
+    when empty, the default (``none``; :data:`PROFILE_NULL_ANSWER` of ``profile``).
+
+    Raises
+    ------
+    AiplibParameterError
+        If a value is not one of :data:`aiplib.core.textnorm.RESPONSE_CLEANUPS` /
+        :data:`aiplib.io.formats.NULL_ANSWER_RULES`.
+    """
+    cleanup = response_cleanup or "none"
+    null_rule = null_answer or PROFILE_NULL_ANSWER.get(profile, "failed")
+    if cleanup not in tn.RESPONSE_CLEANUPS:
+        raise AiplibParameterError(f"response_cleanup must be one of {list(tn.RESPONSE_CLEANUPS)}, got {cleanup!r}")
+    if null_rule not in NULL_ANSWER_RULES:
+        raise AiplibParameterError(f"null_answer must be one of {list(NULL_ANSWER_RULES)}, got {null_rule!r}")
+    return {"response_cleanup": cleanup, "null_answer": null_rule}
+
+
 _NORMALIZERS = {"paper": tn.normalize_text, "whisper": tn.normalize_whisper,
                 "none": lambda s: " ".join(str(s or "").split())}
+
+
+def answer_rules(rules: dict) -> dict:
+    """The answer rules of :func:`scoring_rules` with what each means, for sidecars and provenance:
+    ``{"response_cleanup": {"name", "rule"}, "null_answer": {"name", "rule"}}``."""
+    null_text = {"failed": "a JSON null answer counts as a failed generation (left out)",
+                 "text_none": "a JSON null answer is scored as the text \"None\" (the authors' str(raw))"}
+    cleanup = rules["response_cleanup"]
+    null_rule = rules["null_answer"]
+    return {"response_cleanup": {"name": cleanup, "rule": tn.RESPONSE_CLEANUPS[cleanup]},
+            "null_answer": {"name": null_rule, "rule": null_text[null_rule]}}
 
 
 def normalizer_provenance() -> dict:
@@ -149,21 +192,24 @@ _KWS_ROW_COLUMNS = list(tn.score_kws_row("yes", "yes", True))
 
 
 def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
-                inference_dir=None, keywords=KEYWORDS) -> tuple[pd.DataFrame, dict]:
+                inference_dir=None, keywords=KEYWORDS, rules=None) -> tuple[pd.DataFrame, dict]:
     fam = task_family(task)
     frames = []
     meta = {"n_errors": {}, "n_rows_per_model": {}, "n_malformed_lines": {}, "n_duplicates": {},
             "n_not_in_manifest": {}, "n_empty_reference": {}, "prompt_ids": {}, "sources": [],
-            "manifest_source": "manifests" if manifest is not None else "inference rows"}
+            "manifest_source": "manifests" if manifest is not None else "inference rows",
+            "n_null_as_text": {}, "n_cleaned": {}}
+    rules = rules or {"response_cleanup": "none", "null_answer": "failed"}
     inf = Path(inference_dir if inference_dir is not None else ws.inference)
     for model in models:
         path = inf / model / f"{task}.jsonl" if inference_dir is not None else ws.inference_jsonl(model, task)
         if not path.exists():
             continue
-        ok = read_results(path, keep_errors=False)  # per id the last successful row
+        ok = read_results(path, keep_errors=False, null_answer=rules["null_answer"])  # per id the last answer
         meta["sources"].append(ws.rel(path) if hasattr(ws, "rel") else str(path))
         meta["n_malformed_lines"][model] = ok.attrs["n_skipped"]
         meta["n_errors"][model] = ok.attrs["n_failed"]
+        meta["n_null_as_text"][model] = ok.attrs["n_null_as_text"]
         meta["n_duplicates"][model] = ok.attrs["n_rows"] - len(ok) - ok.attrs["n_failed"]
         ok["stimulus_id"] = ok["id"]
         ok["response"] = ok["raw"]  # the authors' row format: id, raw (the response), error on failures
@@ -194,7 +240,12 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
             "accent": man["accent"].replace("", np.nan).to_numpy(), "prompt_id": ok["prompt_id"].to_numpy(),
             "prompt_set": ok["prompt_set"].to_numpy(), "condition": man["condition"].to_numpy(),
             "bg_active": man["bg_active"].to_numpy()})
-        resp = ok["response"].astype(str).to_numpy()
+        generated = ok["response"].astype(str)
+        # the answer as scored: cleaned under the rule here only (the inference rows stay as written)
+        cleaned = pd.Series([tn.clean_response(text, rules["response_cleanup"]) for text in generated],
+                            index=generated.index)
+        meta["n_cleaned"][model] = int((cleaned != generated).sum())
+        resp = cleaned.to_numpy()
         if fam == "asr":
             out["reference"] = man["reference"].to_numpy()
             per, cols = [tn.score_asr_row(r, h) for r, h in zip(out["reference"], resp)], _ASR_ROW_COLUMNS
@@ -203,7 +254,9 @@ def _score_task(ws, task: str, models, manifest: pd.DataFrame | None, *,
             out["is_target"] = [_as_bool(t, lab, keywords) for t, lab in zip(man["is_target"], man["reference"])]
             per = [tn.score_kws_row(r, lab, t, keywords) for r, lab, t in zip(resp, out["label"], out["is_target"])]
             cols = _KWS_ROW_COLUMNS
-        out["response"] = resp
+        out["response"] = generated.to_numpy()
+        if rules["response_cleanup"] != "none":
+            out["response_scored"] = resp
         out = pd.concat([out, pd.DataFrame(per, index=out.index, columns=cols)], axis=1)
         if fam == "asr":
             empty = out["ref_empty"].astype(bool)
@@ -243,8 +296,8 @@ def _add_delta(df: pd.DataFrame, col: str, out_col: str, *, noisy_minus_clean: b
     return df
 
 
-def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
-                    manifests_dir=None, keywords=None) -> dict[str, pd.DataFrame]:
+def score_inference(ws, *, models=None, tasks=None, inference_dir=None, manifests_dir=None,
+                    keywords=None, response_cleanup: str = "", null_answer: str = "") -> dict[str, pd.DataFrame]:
     """Score every inference file and write ``results/scores/<task>.csv`` + ``.json``.
 
     Parameters
@@ -258,13 +311,18 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
         no manifest at all the inference rows supply the columns.
     keywords : str or sequence of str, optional
         Closed keyword set of the KWS rule; default the one stored with the KWS item bank.
+    response_cleanup, null_answer : str, optional
+        The answer rules (:func:`scoring_rules`; empty: ``none`` and the profile's null-answer rule):
+        an answer is cleaned (:func:`aiplib.core.textnorm.clean_response`) before it is scored, the
+        inference rows and the ``response`` column keep it as generated (``response_scored`` beside
+        it when a clean-up is applied); a JSON null answer is failed or the text "None".
 
     Returns
     -------
     dict of str -> pandas.DataFrame
         Per task, one row per (model, stimulus): ``model, task, stimulus_id, item_id, bg_id, snr_db
         (dB; NaN for clean), accent_group, accent, prompt_id, prompt_set ("unrecorded" when a row
-        names none), response``; ASR adds ``reference``, :func:`aiplib.core.textnorm.score_asr_row`'s
+        names none), response`` (as generated; ``response_scored`` after a clean-up); ASR adds ``reference``, :func:`aiplib.core.textnorm.score_asr_row`'s
         columns and ``delta_wer = WER(noisy) − WER(clean)``; KWS adds ``label, is_target``,
         :func:`aiplib.core.textnorm.score_kws_row`'s columns and ``delta_acc = correct(clean) −
         correct(noisy)`` (NaN on clean rows or without the clean row); last ``condition, bg_active``.
@@ -272,7 +330,8 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
 
     The sidecar counts ``__ERROR__`` rows (dropped, ``n_errors``), repeated rows (the last successful one
     kept, ``n_duplicates``), unreadable lines (``n_malformed_lines``), empty references, loops and KWS
-    non-answers, and records the normalisers, jiwer, the KWS rule and keywords and the prompt ids per model.
+    non-answers, and records the normalisers, jiwer, the KWS rule and keywords, the prompt ids per model
+    and the answer rules (``answer_rules``; ``n_cleaned``, ``n_null_as_text`` per model).
 
     Raises
     ------
@@ -281,6 +340,7 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
     """
 
     kw = normalize_keywords(keywords) if keywords is not None else read_item_bank_keywords(ws)
+    rules = scoring_rules(getattr(ws, "profile", ""), response_cleanup=response_cleanup, null_answer=null_answer)
     # the workspace's own inference folder, ``inference/`` or a family view's ``inference/<family>/``
     inf = Path(inference_dir) if inference_dir is not None else Path(ws.inference_jsonl("m", "t")).parents[1]
     if inference_dir is not None and not inf.is_dir():
@@ -312,8 +372,9 @@ def score_inference(ws, *, models=None, tasks=None, inference_dir=None,
             manifests[fam] = _read_manifest(ws, fam, manifests_dir)
             if manifests[fam] is None:
                 log.info("no %s manifest: the inference rows supply the manifest columns", fam)
-        df, meta = _score_task(ws, task, models, manifests[fam], inference_dir=inf, keywords=kw)
-        side = {"task": task, "family": fam, **normalizer_provenance(), "n_rows": int(len(df)),
+        df, meta = _score_task(ws, task, models, manifests[fam], inference_dir=inf, keywords=kw, rules=rules)
+        side = {"task": task, "family": fam, **normalizer_provenance(), "answer_rules": answer_rules(rules),
+            "n_rows": int(len(df)),
             "inference_dir": ws.rel(inf), **meta}
         if fam == "kws":
             side.update(kws_rule=tn.KWS_RULE, keywords=list(kw))
@@ -338,6 +399,10 @@ def main(argv=None) -> int:
                                                           "without manifests the rows' own columns are used)")
     ap.add_argument("--models", default=None, help="comma-separated model folders (default: all)")
     ap.add_argument("--tasks", default=None, help="comma-separated tasks (default: all found)")
+    ap.add_argument("--response-cleanup", default="", choices=["", *tn.RESPONSE_CLEANUPS],
+                    help="clean-up of an answer before scoring (default none)")
+    ap.add_argument("--null-answer", default="", choices=["", *NULL_ANSWER_RULES],
+                    help="a JSON null answer: failed or text_none (default: the profile's rule)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     ws = workspace(a.profile, data_root=a.data_root)
@@ -345,7 +410,8 @@ def main(argv=None) -> int:
     try:
         out = score_inference(ws, models=a.models.split(",") if a.models else None,
                               tasks=a.tasks.split(",") if a.tasks else None,
-                              inference_dir=a.inference_dir, manifests_dir=a.manifests_dir)
+                              inference_dir=a.inference_dir, manifests_dir=a.manifests_dir,
+                              response_cleanup=a.response_cleanup, null_answer=a.null_answer)
     except AiplibError as exc:
         print(f"scoring: {exc}", file=__import__("sys").stderr)
         return 1

@@ -40,7 +40,7 @@ BACKENDS = tuple(BACKEND_MODULES)
 _PRECISION_WORDS = {"int8_bnb": "8-bit bitsandbytes"}
 # backend-specific fields kept in ModelEntry.extra (anything else unknown is a typo → error)
 _EXTRA_FIELDS = {"command", "timeout_s", "base_url", "base_url_env", "model", "api_key_env", "engine_args",
-                 "generate_kwargs", "concurrency", "wheels"}
+                 "generate_kwargs", "concurrency", "wheels", "paper_attn_implementation"}
 _REQUIRED_EXTRA = {"command": ("command",), "openai": ("base_url", "model")}
 _NULLABLE = {"thinker_max_new_tokens", "weights", "revision", "disabled_reason", "licence_url"}
 

@@ -215,7 +215,9 @@ class TransformersRecogniser(HubRecogniser):
     """A Speech LLM loaded with ``transformers`` behind the Recogniser interface.
 
     ``batch_size``, ``device``, ``precision`` override the entry's; ``local_files_only`` defaults to True
-    for a local folder or under ``HF_HUB_OFFLINE``.
+    for a local folder or under ``HF_HUB_OFFLINE``; ``attn_implementation`` (``sdpa``, ``eager``, …)
+    reaches ``from_pretrained`` when given (stage 7 gives the entry's ``paper_attn_implementation`` in
+    the paper profile), else the library chooses; ``info()`` records it.
 
     Raises
     ------
@@ -231,10 +233,14 @@ class TransformersRecogniser(HubRecogniser):
     precisions = (*DTYPES, "int8_bnb")
 
     def __init__(self, entry, *, batch_size: int | None = None, device: str | None = None,
-                 precision: str | None = None, local_files_only: bool | None = None, path: str | None = None):
+                 precision: str | None = None, local_files_only: bool | None = None, path: str | None = None,
+                 attn_implementation: str | None = None):
         transformers, torch, folder, hub_kw = self._setup(entry, batch_size, device, precision, local_files_only)
         self.adapter_cls = get_adapter(entry.model_type)
         model_kw = dict(hub_kw, device_map={"": "cuda:0" if self.device == "cuda" else self.device})
+        self.attn_implementation = attn_implementation
+        if attn_implementation is not None:
+            model_kw["attn_implementation"] = attn_implementation
         if self.precision == "int8_bnb":
             try:
                 import bitsandbytes  # noqa: F401, PLC0415
@@ -264,6 +270,7 @@ class TransformersRecogniser(HubRecogniser):
     def _info(self) -> dict:
         a, e = self.adapter, self.entry
         return {"generator_class": type(a.generator).__name__, "dtype": str(getattr(a.generator, "dtype", "")),
+                "attn_implementation": self.attn_implementation or "library default",
                 "padding_side": "left", "audio_placeholder": a.placeholder,
                 "speech_lora": getattr(self.model, "_aip_speech_lora", None),
                 "decoding": {"do_sample": False, "num_beams": 1, "max_new_tokens": a.token_limit(),

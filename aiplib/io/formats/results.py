@@ -12,9 +12,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from aiplib.core.errors import AiplibParameterError
 from aiplib.io.formats.tables import _read_text_csv, parse_bool, write_csv_atomic, write_json_atomic
 
-__all__ = ["CORE_FIELDS", "EXTRA_FIELDS", "RUN_FIELDS", "ERROR_RESPONSE", "is_error_row", "repair_jsonl",
+__all__ = ["CORE_FIELDS", "EXTRA_FIELDS", "RUN_FIELDS", "ERROR_RESPONSE", "NULL_ANSWER_RULES", "is_error_row",
+           "repair_jsonl",
            "read_inference_jsonl", "quarantine_path", "quarantine_lines", "read_results", "json_values",
            "inference_row_json", "append_jsonl_lines", "SCORE_NUMERIC_COLUMNS", "read_scores", "load_scores",
            "write_scores"]
@@ -119,10 +121,26 @@ def is_error_row(row: dict) -> bool:
     return raw is None or raw == ERROR_RESPONSE or err is not None
 
 
-def read_results(path, *, keep_errors: bool = True) -> pd.DataFrame:
+# What a JSON ``null`` answer (``"raw": null`` with no ``error``) counts as: ``failed`` (ours: no answer,
+# left out like an ``__ERROR__`` row) or ``text_none`` (the authors' stage 6 scores ``str(raw)``, the
+# text "None").
+NULL_ANSWER_RULES = ("failed", "text_none")
+
+
+def _null_answer_as_text(row: dict) -> dict:
+    """``row`` with a JSON ``null`` answer and no error read as the text "None" (the authors' ``str(raw)``)."""
+    if "raw" in row and row["raw"] is None and row.get("error") is None:
+        return {**row, "raw": "None"}
+    return row
+
+
+def read_results(path, *, keep_errors: bool = True, null_answer: str = "failed") -> pd.DataFrame:
     """Read an inference JSONL file, one row per stimulus.
 
     ``keep_errors`` keeps stimuli whose every attempt failed (their last ``__ERROR__`` row).
+    ``null_answer`` (:data:`NULL_ANSWER_RULES`): ``failed`` treats a JSON ``null`` answer as a failed
+    generation; ``text_none`` reads it as the text "None" (the authors' rule), counted in
+    ``attrs["n_null_as_text"]``.
 
     Returns
     -------
@@ -130,10 +148,22 @@ def read_results(path, *, keep_errors: bool = True) -> pd.DataFrame:
         Every field found (at least :data:`CORE_FIELDS`, ``error`` and :data:`EXTRA_FIELDS`); per ``id`` the
         last successful row, else the last error row, in the order written; empty if the file is missing.
         ``df.attrs``: ``n_skipped`` (unreadable lines), ``n_rows`` (rows read), ``n_failed`` (stimuli with
-        no successful row).
+        no successful row), ``n_null_as_text``.
+
+    Raises
+    ------
+    AiplibParameterError
+        If ``null_answer`` is not one of :data:`NULL_ANSWER_RULES`.
     """
+    if null_answer not in NULL_ANSWER_RULES:
+        raise AiplibParameterError(f"null_answer must be one of {list(NULL_ANSWER_RULES)}, got {null_answer!r}")
     path = Path(path)
     rows, bad = read_inference_jsonl(path) if path.is_file() else ([], 0)
+    n_null = 0
+    if null_answer == "text_none":
+        read_as_text = [_null_answer_as_text(r) for r in rows]
+        n_null = sum(1 for a, b in zip(rows, read_as_text) if a is not b)
+        rows = read_as_text
     df = pd.DataFrame(rows)
     for col in CORE_FIELDS + ["error"] + EXTRA_FIELDS:
         if col not in df.columns:
@@ -142,7 +172,7 @@ def read_results(path, *, keep_errors: bool = True) -> pd.DataFrame:
     ok = df[~is_err].drop_duplicates("id", keep="last")
     failed = df[is_err & ~df["id"].isin(ok["id"])].drop_duplicates("id", keep="last")
     out = pd.concat([ok, failed] if keep_errors else [ok]).sort_index().reset_index(drop=True)
-    out.attrs.update(n_skipped=bad, n_rows=len(rows), n_failed=len(failed))
+    out.attrs.update(n_skipped=bad, n_rows=len(rows), n_failed=len(failed), n_null_as_text=n_null)
     return out
 
 

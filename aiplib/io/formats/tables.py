@@ -14,7 +14,8 @@ from aiplib.core.tasks import KEYWORDS, family_spec, normalize_keywords
 __all__ = ["ITEM_BANK_FIELDS", "write_item_bank", "read_item_bank", "read_item_bank_keywords", "CATEGORIES",
            "BATTERY_COLUMNS", "BATTERY_TEXT_COLUMNS", "read_battery_csv", "write_battery_csv", "DESCRIPTORS",
            "DESCRIPTOR_TABLE_COLUMNS", "read_descriptor_table", "write_descriptor_table", "MANIFEST_REQUIRED",
-           "read_manifest_csv", "read_manifest", "read_manifest_meta", "write_manifest_csv", "manifest_view",
+           "read_manifest_csv", "read_manifest", "find_manifest", "read_manifest_meta", "write_manifest_csv",
+           "manifest_view",
            "write_csv_atomic", "write_json_atomic", "parse_bool"]
 
 
@@ -214,6 +215,19 @@ def read_manifest_csv(path) -> pd.DataFrame:
 def read_manifest(ws, family: str) -> pd.DataFrame:
     """:func:`read_manifest_csv` of ``manifests/<family>.csv`` (FileNotFoundError before stage 5)."""
     return read_manifest_csv(ws.manifest_csv(family))
+
+
+def find_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
+    """:func:`read_manifest_csv` of ``<manifests_dir>/<family>.csv`` when ``manifests_dir`` is given,
+    else of the workspace's ``manifests/<family>.csv``; None when that file does not exist (files
+    re-scored from elsewhere, whose inference rows carry the manifest columns: ``make score``)."""
+    if manifests_dir:
+        path = Path(manifests_dir) / f"{family}.csv"
+    else:
+        path = ws.manifest_csv(family)
+    if not path.is_file():
+        return None
+    return read_manifest_csv(path)
 
 
 def read_manifest_meta(ws, family: str) -> dict:
