@@ -92,11 +92,14 @@ CONDITION_SCOPES = ("scope", ("clean", "overall", "snr"))
 #: The other tables the Findings cite (Figure 4's ranking through Table 3, which lists it).
 FINDINGS_TABLES = (
     HeadlineTable("table2_descriptor_correlations", ("task", "descriptor"),
-                  ("n", "r_s", "ci_low", "ci_high", "p_bh"), (("model", ("pooled",)),)),
+                  ("n", "r_s", "ci_low", "ci_high", "p", "p_permutation", "p_bh"),
+                  (("model", ("pooled",)),)),
     HeadlineTable("table3_descriptor_values", ("bg_id",),
-                  ("rank", "asr_delta_wer_pp", "kws_delta_acc_pp")),
+                  ("rank", "mean_degradation_pp", "asr_delta_wer_pp", "kws_delta_acc_pp")),
     HeadlineTable("table4_accent_dwer", ("model", "accent_group"),
-                  ("n_items", "mean_delta_wer_pp", "ci_low_pp", "ci_high_pp")),
+                  ("n_items", "mean_delta_wer_pp")),
+    HeadlineTable("table4_accent_dwer_item_means", ("model", "accent_group"),
+                  ("n_items", "item_mean_delta_wer_pp", "ci_low_pp", "ci_high_pp")),
     HeadlineTable("table5_prompt_steering_rer", ("model", "steer_task"),
                   ("n_items", "rer", "ci_low", "ci_high", "base_flag")),
 )
