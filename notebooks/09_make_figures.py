@@ -303,7 +303,8 @@ for hi, lo in zip(rows("accent_high"), rows("accent_low")):
                f"{items(hi.n)}{no_ci([hi])}) over {k} groups{who(hi)}" if k > 1 else
                f"{val(hi)} in its one group `{hi.subject}` ({items(hi.n)}{no_ci([hi])}){who(hi)}")
 if acc:
-    lines.append(f"**Accents.** Mean ΔWER per accent group: {'; '.join(acc)}. ([Table 4](#table-4), [Figure 5](#figure-5))")
+    lines.append(f"**Accents.** Mean of the items' ΔWER per accent group: {'; '.join(acc)}. "
+                 "([Table 4, ours](#table-4-ours), [Figure 5](#figure-5))")
 steer = []
 for r in rows("steering"):
     flag = r.verdict if isinstance(r.verdict, str) else ""
@@ -607,7 +608,7 @@ rt.table4_authors_display(write_table(t4a, "table4_accent_dwer")) if has_accents
     else Markdown("_No accents: Table 4 not made._")
 
 # %% [markdown]
-# **Table 4, ours beside · Mean of the items' ΔWER per model and accent group**, 95 % bootstrap
+# <a id="table-4-ours"></a>**Table 4, ours beside · Mean of the items' ΔWER per model and accent group**, 95 % bootstrap
 # interval over the group's items (none below 10 items); each item's ΔWER is first averaged over
 # backgrounds and SNRs, so every item weighs the same. Rows pooled over models and items without an
 # accent group are in `tables/table4_accent_dwer_item_means_pooled_unspecified.csv`. In `demo` the

@@ -222,7 +222,10 @@ def test_an_altered_headline_number_names_table_and_column(finished, capsys):
 
 def test_inputs_come_first_then_decoding_then_scoring(finished):
     ws, path = finished
-    ws.descriptor_csv.write_text(ws.descriptor_csv.read_text() + "\n", encoding="utf-8")
+    descriptors = pd.read_csv(ws.descriptor_csv)
+    number_column = descriptors.select_dtypes("number").columns[0]
+    descriptors.loc[0, number_column] = descriptors.loc[0, number_column] + 1.0
+    descriptors.to_csv(ws.descriptor_csv, index=False)
     jsonl = ws.inference_jsonl(MODEL, "asr")
     jsonl.write_text(jsonl.read_text(encoding="utf-8").replace("answer 0 ", "answer zero "),
                      encoding="utf-8")
@@ -244,12 +247,18 @@ def test_command_line_exit_statuses(finished):
     """1 on a divergence, 2 when stage 7's files are missing (a subprocess, as make runs it)."""
     ws, path = finished
     common = ["--profile", "demo", "--data-root", str(ws.root.parent), "--fingerprint", str(path)]
+    original = (ws.bg / "bg01.wav").read_bytes()
     (ws.bg / "bg01.wav").write_bytes(b"not the same")
     done = _cli("verify", *common)
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("fingerprint: inputs differ first at bg/bg01.wav: sha256 ")
     for jsonl in (ws.inference / MODEL).glob("*.jsonl"):
         jsonl.unlink()
+    # inputs are compared first: a run through stage 5 with a changed input is still named
+    done = _cli("verify", *common)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.startswith("fingerprint: inputs differ first at bg/bg01.wav: sha256 ")
+    (ws.bg / "bg01.wav").write_bytes(original)
     done = _cli("verify", *common)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stdout.startswith("fingerprint: cannot verify the run: ")
@@ -275,3 +284,23 @@ def test_write_regenerates_the_file_but_the_date(finished, capsys):
     first.pop("made_on")
     second.pop("made_on")
     assert first == second
+
+
+def test_authors_table4_keeps_a_row_per_accent_label_and_refuses_twins(tmp_path):
+    """Table 4 (the authors' flat mean) is named by model and accent label: every label is kept;
+    two rows with one name, or a missing key column, are errors rather than one row hiding another."""
+    spec = next(t for t in fp.FINDINGS_TABLES if t.name == "table4_accent_dwer")
+    path = tmp_path / "table4_accent_dwer.csv"
+    pd.DataFrame({"model": [MODEL, MODEL, MODEL, "other"], "accent_label": ["en-us", "en-gb", "flite", "en-us"],
+                  "n_items": [10, 10, 10, 4], "mean_delta_wer_pp": [12.5, 20.25, 3.0, 1.0]}).to_csv(path, index=False)
+    cells = fp.headline_cells(path, spec, MODEL)
+    assert cells == {f"model={MODEL}, accent_label=en-us": {"n_items": 10, "mean_delta_wer_pp": 12.5},
+                     f"model={MODEL}, accent_label=en-gb": {"n_items": 10, "mean_delta_wer_pp": 20.25},
+                     f"model={MODEL}, accent_label=flite": {"n_items": 10, "mean_delta_wer_pp": 3.0}}
+    pd.DataFrame({"model": [MODEL, MODEL], "accent_label": ["en-us", "en-us"], "n_items": [1, 2],
+                  "mean_delta_wer_pp": [1.0, 2.0]}).to_csv(path, index=False)
+    with pytest.raises(fp.AiplibError, match="two rows are named"):
+        fp.headline_cells(path, spec, MODEL)
+    pd.DataFrame({"model": [MODEL], "accent_group": ["en-us"]}).to_csv(path, index=False)
+    with pytest.raises(fp.AiplibError, match="no column accent_label"):
+        fp.headline_cells(path, spec, MODEL)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import platform
 import re
@@ -42,6 +43,9 @@ from aiplib.io.formats import read_inference_jsonl, read_item_bank, read_manifes
 from aiplib.io.formats.tables import read_battery_csv
 from aiplib.sources.corpora.debian import installed_version
 from aiplib.sources.corpora.demo import DEBIAN_PACKAGES
+
+#: Significant digits of the descriptor table's numbers in its checksum (:func:`rounded_table_sha256`).
+DESCRIPTOR_SIGNIFICANT_DIGITS = 9
 
 #: Version of the fingerprint's layout (``format``); compared, as a different layout cannot match.
 FORMAT_VERSION = 1
@@ -96,7 +100,7 @@ FINDINGS_TABLES = (
                   (("model", ("pooled",)),)),
     HeadlineTable("table3_descriptor_values", ("bg_id",),
                   ("rank", "mean_degradation_pp", "asr_delta_wer_pp", "kws_delta_acc_pp")),
-    HeadlineTable("table4_accent_dwer", ("model", "accent_group"),
+    HeadlineTable("table4_accent_dwer", ("model", "accent_label"),
                   ("n_items", "mean_delta_wer_pp")),
     HeadlineTable("table4_accent_dwer_item_means", ("model", "accent_group"),
                   ("n_items", "item_mean_delta_wer_pp", "ci_low_pp", "ci_high_pp")),
@@ -232,14 +236,15 @@ def input_packages(ws, files: list[str]) -> dict[str, list[str]]:
 
 
 def package_versions(ws, packages) -> dict[str, str | None]:
-    """{package: version}: ``raw/inventory.csv``'s ``version`` column where it has one, else the
-    version installed on this machine (None when not installed)."""
+    """{package: version}: the version stage 1 recorded in ``raw/debian_packages.csv`` where it
+    has one, else the version installed on this machine now (None when not installed)."""
     recorded = {}
-    path = ws.raw / "inventory.csv"
+    path = ws.debian_packages_csv
     if path.is_file():
-        inventory = pd.read_csv(path, dtype=str, keep_default_na=False)
-        if "version" in inventory.columns:
-            recorded = dict(zip(inventory["package"], inventory["version"]))
+        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+        for package, version in zip(table["package"], table["version"]):
+            if version and not version.startswith("unknown"):
+                recorded[package] = version
     versions = {}
     for package in sorted(set(packages)):
         version = recorded.get(package) or installed_version(package)
@@ -332,19 +337,34 @@ def _row_key(row: dict, keys) -> str:
     return ", ".join(parts)
 
 
-def headline_cells(path, spec: HeadlineTable) -> dict[str, dict]:
+def headline_cells(path, spec: HeadlineTable, model: str | None = None) -> dict[str, dict]:
     """The kept cells of one result CSV: {row key (``"model=…, scope=overall"``): {column: value}}.
 
     Values are the CSV's text read as a number where it is one (so a number compares exactly as
-    the CSV prints it), None where empty.
+    the CSV prints it), None where empty. With ``model``, a table keyed by model keeps that
+    model's rows only (another model audited beside it does not count as a difference).
+
+    Raises
+    ------
+    AiplibError
+        A key column of ``spec`` is missing, or two rows have the same key.
     """
     table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing_keys = [k for k in spec.keys if k not in table.columns]
+    if missing_keys:
+        raise AiplibError(f"{path}: no column {', '.join(missing_keys)} to name its rows by "
+                          "(the fingerprint's table layout is out of date)")
     for column, allowed in spec.where:
         table = table[table[column].isin(allowed)]
+    if model is not None and "model" in spec.keys:
+        table = table[table["model"] == model]
     columns = [c for c in spec.columns if c in table.columns]
     cells = {}
     for row in table.to_dict("records"):
-        cells[_row_key(row, spec.keys)] = {c: _cell(row[c]) for c in columns}
+        key = _row_key(row, spec.keys)
+        if key in cells:
+            raise AiplibError(f"{path}: two rows are named {key!r} by {', '.join(spec.keys)}")
+        cells[key] = {c: _cell(row[c]) for c in columns}
     return cells
 
 
@@ -368,12 +388,22 @@ def headline_specs(tables_dir) -> list[HeadlineTable]:
     return specs + present
 
 
-def headline(ws) -> dict[str, dict]:
-    """Table R1 and the Findings' numbers of a run: {table name: :func:`headline_cells`}."""
+def headline(ws, model: str = DEFAULT_MODEL) -> dict[str, dict]:
+    """Table R1 and the Findings' numbers of a run: {table name: :func:`headline_cells`}, the
+    tables keyed by model restricted to ``model``."""
     tables = {}
     for spec in headline_specs(ws.tables_dir):
-        tables[spec.name] = headline_cells(ws.tables_dir / f"{spec.name}.csv", spec)
+        tables[spec.name] = headline_cells(ws.tables_dir / f"{spec.name}.csv", spec, model)
     return tables
+
+
+def run_models(ws) -> list[str]:
+    """The models that have scored rows in a run (``results/tables/coverage.csv``; [] without)."""
+    path = ws.tables_dir / "coverage.csv"
+    if not path.is_file():
+        return []
+    coverage = pd.read_csv(path, dtype=str, keep_default_na=False)
+    return sorted(set(coverage["model"]))
 
 
 # ------------------------------------------------------------------------------- fingerprint
@@ -388,7 +418,8 @@ def made_on(ws, model: str) -> dict:
     return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "aiplib": __version__, "python": platform.python_version(),
             "platform": platform.platform(), "numerics": numerics,
-            "run_numerics": record.get("numerics"), "run_versions": record.get("versions")}
+            "run_numerics": (record.get("info") or {}).get("numerics"),
+            "run_versions": record.get("versions")}
 
 
 def input_record(ws) -> dict:
@@ -404,8 +435,14 @@ def input_record(ws) -> dict:
     files = input_files(ws)
     packages = input_packages(ws, files)
     every_package = [p for names in packages.values() for p in names]
+    digests = {}
+    for f in files:
+        if f == ws.rel(ws.descriptor_csv):
+            digests[f] = rounded_table_sha256(ws.path(f))
+        else:
+            digests[f] = file_sha256(ws.path(f))
     return {
-        "inputs": {f: file_sha256(ws.path(f)) for f in files},
+        "inputs": digests,
         "input_packages": packages,
         "package_versions": package_versions(ws, every_package),
     }
@@ -430,7 +467,7 @@ def compute_fingerprint(ws, model: str = DEFAULT_MODEL) -> dict:
         "input_packages": inputs["input_packages"],
         "package_versions": inputs["package_versions"],
         "slice": {"rule": rule, "rows": rows},
-        "headline": headline(ws),
+        "headline": headline(ws, model),
         "made_on": made_on(ws, model),
     }
     return json.loads(json.dumps(fingerprint))
@@ -486,6 +523,27 @@ def _compare_inputs(expected: dict, actual: dict) -> list[Divergence]:
         package = _package_note(path, expected, actual)
         out.append(Divergence("inputs", path, wanted.get(path), found.get(path), package))
     return out
+
+
+def rounded_table_sha256(path, significant: int = DESCRIPTOR_SIGNIFICANT_DIGITS) -> str:
+    """SHA-256 of a CSV table with every number rounded to ``significant`` significant digits.
+
+    The descriptor table holds full-precision floats from librosa, whose FFT and matrix products
+    may differ in the last bits between CPUs (BLAS kernels are chosen per CPU); rounded, the table
+    is the same wherever the descriptors are. Text cells are kept as written.
+    """
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    lines = [",".join(table.columns)]
+    for row in table.itertuples(index=False):
+        cells = []
+        for text in row:
+            value = _cell(text)
+            if isinstance(value, float):
+                cells.append(f"{value:.{significant}g}")
+            else:
+                cells.append(str(text))
+        lines.append(",".join(cells))
+    return hashlib.sha256(("\n".join(lines) + "\n").encode("utf-8")).hexdigest()
 
 
 def compare_inputs(expected: dict, ws) -> list[Divergence]:
@@ -580,10 +638,35 @@ def summary_line(divergences: list[Divergence]) -> str:
     return f"{len(divergences)} difference(s): {', '.join(per_kind)}"
 
 
+def _report(divergences: list[Divergence], shown: str, show_all: bool) -> None:
+    print(f"fingerprint: {divergences[0].describe()}")
+    if show_all:
+        for divergence in divergences[1:]:
+            print(f"  {divergence.describe().replace(' first at ', ' at ', 1)}")
+    print(f"fingerprint: {summary_line(divergences)} against {shown}")
+
+
+def _notes(ws, expected: dict, divergences: list[Divergence]) -> list[str]:
+    """Lines that explain a difference before it is read: other models in the run (pooled tables
+    mix them), a machine off the pinned numeric path."""
+    notes = []
+    model = expected["slice"]["rule"]["model"]
+    others = [m for m in run_models(ws) if m != model]
+    if others:
+        notes.append(f"the run also scored {', '.join(others)}: their rows are left out, but the "
+                     "pooled Table 2 and Table 3 mix every model, so they may differ")
+    decoding_differs = any(d.kind == "decoding" for d in divergences)
+    if decoding_differs:
+        state = numerics_record()
+        if not state["pinned"]:
+            notes.append(f"this machine is not on the pinned numeric path ({state['reason']})")
+    return notes
+
+
 def verify(args) -> int:
-    """``verify``: compare the run with the fingerprint; prints one line (and the count per kind
-    when they differ) and returns :data:`EXIT_MATCH`, :data:`EXIT_DIVERGES` or
-    :data:`EXIT_MISSING`."""
+    """``verify``: compare the run with the fingerprint, inputs first (a run through stage 5 can
+    be checked); prints one line (and the count per kind when they differ) and returns
+    :data:`EXIT_MATCH`, :data:`EXIT_DIVERGES` or :data:`EXIT_MISSING`."""
     path = _fingerprint_path(args.fingerprint)
     shown = _shown_path(path)
     if not path.is_file():
@@ -592,21 +675,25 @@ def verify(args) -> int:
         return EXIT_MISSING
     expected = json.loads(path.read_text(encoding="utf-8"))
     try:
-        actual = compute_fingerprint(_workspace(args), expected["slice"]["rule"]["model"])
-    except MissingRunPart as exc:
+        ws = _workspace(args)
+        input_divergences = compare_inputs(expected, ws)
+        if input_divergences:
+            _report(input_divergences, shown, args.all)
+            return EXIT_DIVERGES
+        actual = compute_fingerprint(ws, expected["slice"]["rule"]["model"])
+        divergences = compare(expected, actual)
+        notes = _notes(ws, expected, divergences)
+    except AiplibError as exc:
         print(f"fingerprint: cannot verify the run: {exc}")
         return EXIT_MISSING
-    divergences = compare(expected, actual)
+    for note in notes:
+        print(f"fingerprint: note: {note}")
     if not divergences:
         n_inputs, n_rows, n_numbers = counts(expected)
         print(f"fingerprint: the run matches {shown} ({n_inputs} inputs, {n_rows} transcripts, "
               f"{n_numbers} headline numbers)")
         return EXIT_MATCH
-    print(f"fingerprint: {divergences[0].describe()}")
-    if args.all:
-        for divergence in divergences[1:]:
-            print(f"  {divergence.describe().replace(' first at ', ' at ', 1)}")
-    print(f"fingerprint: {summary_line(divergences)} against {shown}")
+    _report(divergences, shown, args.all)
     return EXIT_DIVERGES
 
 
@@ -615,7 +702,7 @@ def write(args) -> int:
     path = _fingerprint_path(args.fingerprint)
     try:
         fingerprint = compute_fingerprint(_workspace(args), args.model)
-    except MissingRunPart as exc:
+    except AiplibError as exc:
         print(f"fingerprint: cannot fingerprint the run: {exc}")
         return EXIT_MISSING
     write_fingerprint(fingerprint, path)

@@ -20,12 +20,12 @@ _APT_FLAGS = ["install", "-y", "--no-install-recommends"]
 
 def installed(pkg: str) -> bool:
     """Whether the Debian package ``pkg`` is installed (``dpkg-query`` status ``install ok installed``);
-    False when ``dpkg-query`` is not available."""
+    False when ``dpkg-query`` is not available or does not answer within :data:`QUERY_TIMEOUT_S`."""
     exe = shutil.which("dpkg-query")
     if exe is None:
         return False
-    proc = subprocess.run([exe, "-W", "-f=${Status}", pkg], capture_output=True, text=True, check=False)
-    return proc.returncode == 0 and proc.stdout.strip().endswith("install ok installed")
+    status, _problem = _run_tool([exe, "-W", "-f=${Status}", pkg])
+    return status.strip().endswith("install ok installed")
 
 
 def installed_version(pkg: str) -> str | None:
@@ -34,10 +34,9 @@ def installed_version(pkg: str) -> str | None:
     if not installed(pkg):
         return None
     exe = shutil.which("dpkg-query")
-    proc = subprocess.run([exe, "-W", "-f=${Version}", pkg], capture_output=True, text=True,
-                          check=False)
-    version = proc.stdout.strip()
-    if proc.returncode != 0 or not version:
+    version, _problem = _run_tool([exe, "-W", "-f=${Version}", pkg])
+    version = version.strip()
+    if not version:
         return None
     return version
 
