@@ -123,7 +123,8 @@ def test_cpu_record_and_torch_numerics():
     from aiplib.inference.models.transformers_backend import torch_numerics
 
     cpu = ct2_numerics.cpu_record()
-    assert set(cpu) == {"cpu_model", "cpu_vendor", "cpu_avx512"} and cpu["cpu_model"]
+    assert set(cpu) == {"cpu_model", "cpu_vendor", "cpu_avx512", "environment"} and cpu["cpu_model"]
+    assert set(cpu["environment"]) <= set(ct2_numerics.NUMERIC_VARIABLES)
     rec = torch_numerics(torch, "cpu")
     assert rec["cpu_model"] == cpu["cpu_model"]
     assert rec["torch"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()

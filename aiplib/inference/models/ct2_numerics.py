@@ -36,6 +36,10 @@ PINNED_ENVIRONMENT = {
 #: Set to 1 to keep CTranslate2's own backend and ISA (the record then says "native").
 OPT_OUT_VARIABLE = "AIP_CT2_NATIVE"
 
+#: Variables that can change a numeric path of this process (recorded where set).
+NUMERIC_VARIABLES = (*PINNED_ENVIRONMENT, OPT_OUT_VARIABLE, "OPENBLAS_CORETYPE", "OMP_NUM_THREADS",
+                     "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "DNNL_MAX_CPU_ISA")
+
 #: What CTranslate2's verbose start-up log calls each field of :func:`backend_report`.
 _VERBOSE_FIELDS = {
     "Selected ISA": "isa",
@@ -91,11 +95,16 @@ def cpu_vendor() -> str:
 def cpu_record() -> dict:
     """The CPU this process runs on, the part of every backend's ``numerics`` record that all share.
 
-    ``{"cpu_model": str, "cpu_vendor": str, "cpu_avx512": bool}`` (from ``/proc/cpuinfo``; model
-    from :func:`platform.processor` and vendor ``""`` where that file does not exist). Never raises.
+    ``{"cpu_model": str, "cpu_vendor": str, "cpu_avx512": bool, "environment": {name: value}}``
+    (from ``/proc/cpuinfo``; model from :func:`platform.processor` and vendor ``""`` where that file
+    does not exist; ``environment``: the :data:`NUMERIC_VARIABLES` set in this process, e.g. the
+    pin's oneDNN cap, which also reaches a torch model loaded after the embedded Whisper). Never
+    raises.
     """
     has_avx512 = "avx512f" in cpu_flags()
-    return {"cpu_model": cpu_model(), "cpu_vendor": cpu_vendor(), "cpu_avx512": has_avx512}
+    environment = {name: os.environ[name] for name in NUMERIC_VARIABLES if name in os.environ}
+    return {"cpu_model": cpu_model(), "cpu_vendor": cpu_vendor(), "cpu_avx512": has_avx512,
+            "environment": environment}
 
 
 def _is_x86() -> bool:
@@ -188,17 +197,22 @@ def backend_report(weights_path: str, compute_type: str) -> dict:
     return report
 
 
-def numerics_record(weights_path: str | None = None, compute_type: str = "int8") -> dict:
+def numerics_record(weights_path: str | None = None, compute_type: str = "int8",
+                    device: str = "cpu") -> dict:
     """The numeric path of this process, for the run log and provenance (JSON-serialisable).
 
-    ``{"cpu_model", "cpu_vendor", "cpu_avx512": bool, "pinned", "reason", "variables",
-    "ctranslate2": backend_report(...)}``; the CTranslate2 part only when ``weights_path`` is given.
+    ``{"cpu_model", "cpu_vendor", "cpu_avx512": bool, "environment", "pinned", "reason",
+    "variables", "ctranslate2": backend_report(...)}``; the CTranslate2 part only when
+    ``weights_path`` is given, and on a GPU (``device`` not ``cpu``) only the device: the CPU pin
+    does not apply to CUDA kernels.
     """
     state = pin_ctranslate2()
     record = cpu_record()
     record["pinned"] = state["pinned"]
     record["reason"] = state["reason"]
     record["variables"] = state["variables"]
-    if weights_path is not None:
+    if weights_path is not None and device == "cpu":
         record["ctranslate2"] = backend_report(str(weights_path), compute_type)
+    elif weights_path is not None:
+        record["ctranslate2"] = {"device": device, "note": "CUDA kernels: the CPU pin does not apply"}
     return json.loads(json.dumps(record))

@@ -138,7 +138,7 @@ class WhisperRecogniser(Recogniser):
                              "no_speech_threshold": self.no_speech_threshold,
                              "log_prob_threshold": self.log_prob_threshold, "max_audio_s": self.entry.max_audio_s},
                 "faster_whisper": faster_whisper.__version__, "ctranslate2": ctranslate2.__version__,
-                "numerics": numerics_record(self.weights_path, self.compute_type),
+                "numerics": numerics_record(self.weights_path, self.compute_type, self.device),
                 "load_s": round(self.load_s, 3)}
 
     def window_s(self, n_samples: int) -> int:
