@@ -173,3 +173,19 @@ def test_transformers_backend_passes_and_records_the_attention_kernel(tmp_path, 
     rec = tb.TransformersRecogniser(local)
     assert "attn_implementation" not in seen and rec.info()["attn_implementation"] == "library default"
     assert np.isfinite(rec.load_s)
+
+
+def test_the_attention_kernel_enters_the_resume_key_only_where_set():
+    """Rows decoded with another attention kernel are re-run, never mixed; entries without a
+    kernel keep the key they had."""
+    import dataclasses
+
+    from aiplib.inference.keys import ATTENTION_FIELD, entry_sha256
+    from aiplib.inference.models import get_entry
+
+    entry = get_entry("qwen2_audio_7b")
+    sdpa = dataclasses.replace(entry, extra={**entry.extra, ATTENTION_FIELD: "sdpa"})
+    eager = dataclasses.replace(entry, extra={**entry.extra, ATTENTION_FIELD: "eager"})
+    assert len({entry_sha256(entry), entry_sha256(sdpa), entry_sha256(eager)}) == 3
+    whisper = get_entry("whisper_tiny_en")
+    assert entry_sha256(whisper) == entry_sha256(dataclasses.replace(whisper))

@@ -33,6 +33,16 @@ from aiplib.stimuli.families import materialize, mix_components, row_family
 from aiplib.stimuli.mixing import is_clean_row
 
 
+
+def _scored_text(score_row) -> str:
+    """The answer a score row was scored on: ``response_scored`` (stage 8's ``response_cleanup``
+    applied) where the scores have it, else ``response`` as generated."""
+    scored = score_row.get("response_scored")
+    if scored is not None and not (isinstance(scored, float) and math.isnan(scored)):
+        return str(scored)
+    return str(score_row.get("response", ""))
+
+
 @functools.lru_cache(maxsize=64)
 def _read(path: str, kind: str, stamp: tuple) -> pd.DataFrame:
     """A score file, an inference file or the manifest of family ``kind``, cached per (mtime, size) ``stamp``."""
@@ -166,8 +176,11 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
         sub = sub.drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id")
         r, c = (sub.loc[i] if i in sub.index else None for i in (stimulus_id, clean_id))
         if r is not None:
-            out.update(found=True, source="scores", response=str(r.get("response", "")),
-                       clean_response=None if c is None else str(c.get("response", "")))
+            # the text that was scored (after stage 8's response_cleanup, when one was applied)
+            clean_text = None
+            if c is not None:
+                clean_text = _scored_text(c)
+            out.update(found=True, source="scores", response=_scored_text(r), clean_response=clean_text)
             _fill(out, fam, r, c)
             out[delta] = _nan(r.get(delta)) if noisy else math.nan
             return out

@@ -20,6 +20,12 @@ ENTRY_KEY_FIELDS = ("backend", "weights", "revision", "precision", "max_new_toke
 :data:`BATCH_VARIANT_BACKENDS` only)."""
 
 
+ATTENTION_FIELD = "attn_implementation"
+"""Entry field (in ``extra``) holding the attention kernel stage 7 loads a model with, where it sets
+one (the paper profile: the authors' ``sdpa`` or ``eager``); it can change generated text, so it
+enters the key when set (keys of entries without it are unchanged)."""
+
+
 BATCH_VARIANT_BACKENDS = ("transformers", "hf_asr")
 """Backends whose output can depend on the batch size (padded batched decoding can move an arg-max), so
 ``batch_size`` enters their key; the others decode each stimulus alike in any batch."""
@@ -27,10 +33,12 @@ BATCH_VARIANT_BACKENDS = ("transformers", "hf_asr")
 
 def entry_sha256(entry) -> str:
     """Hex SHA-256 of the output-deciding fields (:data:`ENTRY_KEY_FIELDS`, plus ``batch_size``
-    for :data:`BATCH_VARIANT_BACKENDS`) of a registry entry (an :class:`aiplib.inference.models.ModelEntry`
+    for :data:`BATCH_VARIANT_BACKENDS` and :data:`ATTENTION_FIELD` where set) of a registry entry (an :class:`aiplib.inference.models.ModelEntry`
     or its ``to_dict()``; stage 7 passes the entry with the batch size it decodes with)."""
     d = entry.to_dict() if hasattr(entry, "to_dict") else dict(entry)
     fields = ENTRY_KEY_FIELDS + (("batch_size",) if d.get("backend") in BATCH_VARIANT_BACKENDS else ())
+    if d.get(ATTENTION_FIELD) is not None:
+        fields = fields + (ATTENTION_FIELD,)
     return json_sha256({k: jsonable(d.get(k)) for k in fields})
 
 

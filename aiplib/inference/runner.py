@@ -22,6 +22,7 @@ from aiplib.core.progress import Progress, note
 from aiplib.core.tasks import parse_suite
 from aiplib.inference import models
 from aiplib.inference.batch_decode import generate_into, mix_batch, output_row
+from aiplib.inference.keys import ATTENTION_FIELD
 from aiplib.inference.plan import (
     DecodingConfig,
     RunPlan,
@@ -130,6 +131,10 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
     # the batch size asked of the backend (None: its own); the resume key and run log see the one used
     batch_size = eff if config.batch_size is not None or eff != entry.batch_size else None
     entry = dataclasses.replace(entry, batch_size=eff) if eff != entry.batch_size else entry
+    attn_implementation = effective_attn_implementation(entry, getattr(ws, "profile", None))
+    if attn_implementation is not None:  # the authors' kernel (PROFILE=paper) enters the resume key
+        extra = {**entry.extra, ATTENTION_FIELD: attn_implementation}
+        entry = dataclasses.replace(entry, extra=extra)
     # an unsharded run owns <task>.jsonl: shard files waiting there are merged first (refused while a shard
     # still runs: it reads that file)
     if plan.shard is None and (merged := merge_model(model_dir)):
@@ -156,7 +161,6 @@ def _run_model(ws, entry, plan: RunPlan, config: DecodingConfig, diag: MixDiagno
     load_options = {"path": config.path}  # "path": the Whisper backend's decoding path
     if batch_size is not None:
         load_options["batch_size"] = batch_size
-    attn_implementation = effective_attn_implementation(entry, getattr(ws, "profile", None))
     if attn_implementation is not None:  # the authors' attention kernel (PROFILE=paper)
         load_options["attn_implementation"] = attn_implementation
     try:
