@@ -56,40 +56,38 @@ def opted_out() -> bool:
     return value in ("1", "true", "yes")
 
 
-def cpu_flags() -> set[str]:
-    """The CPU's feature flags from ``/proc/cpuinfo`` (empty where the file does not exist)."""
+def cpuinfo_field(name: str) -> str | None:
+    """The value of the first ``name`` line of ``/proc/cpuinfo`` (``"model name"``, ``"flags"`` …),
+    None where the file or the field does not exist."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+                if line.startswith(name):
+                    return line.split(":", 1)[1].strip()
     except OSError:
-        pass
-    return set()
+        return None
+    return None
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags from ``/proc/cpuinfo`` (empty where the file does not exist)."""
+    flags = cpuinfo_field("flags")
+    if flags is None:
+        return set()
+    return set(flags.split())
 
 
 def cpu_model() -> str:
     """The CPU's model name (``/proc/cpuinfo``'s ``model name``, else :func:`platform.processor`)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    model = cpuinfo_field("model name")
+    if model:
+        return model
     return platform.processor() or platform.machine()
 
 
 def cpu_vendor() -> str:
     """The CPU vendor id (``GenuineIntel``, ``AuthenticAMD`` …; empty where unknown)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("vendor_id"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
+    return cpuinfo_field("vendor_id") or ""
 
 
 def cpu_record() -> dict:
