@@ -355,7 +355,7 @@ def test_notebook_09_is_the_report(run_a, run_worse, tmp_path):
     # the Findings open the report, each sentence linking the table or figure it comes from; every link resolves
     found = md[md.index("## Findings"):md.index("\n## ", md.index("## Findings"))]
     links = re.findall(r"\]\(#([^)]+)\)", found)
-    assert {"table-r1", "table-r2", "figure-7", "figure-4", "table-2", "table-4", "figure-5", "table-5"} <= set(links)
+    assert {"table-r1", "table-r2", "figure-7", "figure-4", "table-2", "table-4-ours", "figure-5", "table-5"} <= set(links)
     assert all(f'id="{a}"' in page for a in links) and page.count('href="#table-r1"') == 1
     assert "200 resamples" in found and "`m_a`" in found and "**What is coarse.**" in found
     assert "significant" not in found and "One model" not in found          # two models here
