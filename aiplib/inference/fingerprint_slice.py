@@ -11,11 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from aiplib.core.errors import AiplibError
+from aiplib.inference.batch_decode import mix_batch
 from aiplib.inference.models import load_model
 from aiplib.inference.models.registry import DEFAULT_MODEL
+from aiplib.inference.plan import DEFAULT_DECODING
 from aiplib.inference.prompts import TASKS, get_prompt_set, task_names
 from aiplib.io.audio import SR
-from aiplib.stimuli.families import materialize
 
 #: Stimuli in the slice (split evenly over the task families present), each decoded with every
 #: task of its family: 200 transcripts on the demo.
@@ -74,7 +76,7 @@ def select_slice(manifests: dict[str, pd.DataFrame], n_stimuli: int = SLICE_SIZE
 
 
 def decode_slice(ws, rows: pd.DataFrame, *, model: str = DEFAULT_MODEL, tasks="all",
-                 decoding: str = "fast", batch_size: int | None = None,
+                 decoding: str = DEFAULT_DECODING, batch_size: int | None = None,
                  cpu_threads: int | None = None, workers: int | None = None) -> pd.DataFrame:
     """Materialise ``rows`` (:func:`select_slice`) in workspace ``ws`` and decode each with every
     task of its family, as stage 7 does (``load_model(model, path=decoding)``, the workspace's
@@ -107,9 +109,10 @@ def _decode(ws, rows: pd.DataFrame, recogniser, tasks) -> pd.DataFrame:
     for family, family_rows in rows.groupby("task_family", sort=True):
         records = family_rows.to_dict("records")
         audios = []
-        for record in records:
-            audio, _info = materialize(record, ws)
-            audios.append(np.asarray(audio, dtype=np.float32)[:max_samples])
+        for record, audio, _info, error in mix_batch(records, ws, max_samples):
+            if error is not None:
+                raise AiplibError(f"fingerprint slice stimulus {record['id']}: {error}")
+            audios.append(audio)
         for task in wanted:
             if TASKS[task][0] != family:
                 continue
