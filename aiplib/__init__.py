@@ -5,6 +5,7 @@ stage group, imports flowing one way (``docs/ARCHITECTURE.md``): core → io →
 stimuli → inference → scoring → analysis → explore. Heavy dependencies (torch, faster-whisper,
 transformers) are imported by the functions that need them, so ``import aiplib`` is cheap.
 """
+
 from aiplib.core import DEFAULT_SEED, __version__  # noqa: F401
 from aiplib.core.errors import (  # noqa: F401
     AiplibError,

@@ -193,9 +193,9 @@ def stage_vs_floor(ws, limit: int, repeat: int = 2, model: str = "whisper_tiny_e
 def _manifests(ws):
     """(task family, manifest) of each family whose ``manifests/<family>.csv`` exists."""
     from aiplib.io.formats import read_manifest  # noqa: PLC0415
-    from aiplib.core.tasks import FAMILIES  # noqa: PLC0415
+    from aiplib.core.tasks import TASK_FAMILIES  # noqa: PLC0415
 
-    for fam in FAMILIES:
+    for fam in TASK_FAMILIES:
         try:
             yield fam, read_manifest(ws, fam)
         except FileNotFoundError:

@@ -864,7 +864,7 @@ from aiplib.analysis import family_results as fr
 from aiplib.scoring.families import stale_reasons
 
 family_scores = {}
-for cf in fr.FAMILIES:  # a family left behind by a later run on changed inputs is named, not shown
+for cf in fr.TABLE_FAMILIES:  # a family left behind by a later run on changed inputs is named, not shown
     stale = stale_reasons(ws, cf)
     for line in stale:
         print("stale, not shown:", line)

@@ -95,7 +95,7 @@ def parts_snr_db(c) -> float:
 def test_parse_suite_names_order_and_errors():
     assert parse_suite("background") == ("background",)
     assert parse_suite(" channel, background ") == ("background", "channel")
-    assert parse_suite("all") == CONDITION_FAMILIES == ("background", "competing_speech", "channel")
+    assert parse_suite("all") == tuple(CONDITION_FAMILIES) == ("background", "competing_speech", "channel")
     assert parse_suite("") == parse_suite(None) == ("background",)
     with pytest.raises(AiplibParameterError, match="unknown condition family 'chanel'.*background, competing_speech, channel"):
         parse_suite("background,chanel")

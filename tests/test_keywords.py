@@ -90,13 +90,17 @@ def test_item_bank_without_sidecar_uses_the_task_file_set(tmp_path):
 
 def test_keyword_set_and_task_facts_have_one_home():
     assert tasks.KEYWORDS == ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
-    assert tasks.DEGRADATION_COLUMN == {"asr": "delta_wer", "kws": "delta_acc"}
-    assert tasks.DEGRADATION_SIGN == {"asr": "noisy_minus_clean", "kws": "clean_minus_noisy"}
+    families = tasks.TASK_FAMILIES
+    assert {f: spec.degradation_column for f, spec in families.items()} == {"asr": "delta_wer", "kws": "delta_acc"}
+    assert {f: spec.degradation_sign for f, spec in families.items()} == {
+        "asr": "noisy_minus_clean", "kws": "clean_minus_noisy"}
+    assert families["asr"].degradation(0.2, 0.5) == pytest.approx(0.3)
+    assert families["kws"].degradation(0.9, 0.6) == pytest.approx(0.3)
     assert [tasks.task_family(t) for t in ("asr", "kws_steer_p5", "asr_steer_p3")] == ["asr", "kws", "asr"]
     out = subprocess.run(["grep", "-rn", '"yes", "no"', "aiplib"], cwd=REPO, capture_output=True, text=True)
     hits = [ln for ln in out.stdout.splitlines() if "__pycache__" not in ln]
     assert len(hits) == 1 and hits[0].startswith("aiplib/core/tasks.yaml"), hits
-    out = subprocess.run(["grep", "-rn", "^def task_family\\|^DESCRIPTORS = \\|^DEGRADATION_COLUMN", "aiplib",
+    out = subprocess.run(["grep", "-rn", "^def task_family(\\|^DESCRIPTORS = \\|^TASK_FAMILIES", "aiplib",
                           "--include=*.py"], cwd=REPO, capture_output=True, text=True)
     homes = sorted(ln.split(":")[0] for ln in out.stdout.splitlines())
     assert homes.count("aiplib/core/tasks.py") == 2 and homes.count("aiplib/io/formats/tables.py") == 1, homes

@@ -67,7 +67,7 @@ def demo_ws(tmp_path_factory):
     return ws
 
 
-@pytest.mark.parametrize("family", tm.FAMILIES)
+@pytest.mark.parametrize("family", tm.MODEL_FAMILIES)
 def test_stage7_on_tiny_fixture(family, fixtures, reg_path, demo_ws, monkeypatch):
     tm.use_registry(monkeypatch, reg_path)
     import aiplib.inference.models
@@ -283,7 +283,7 @@ def test_registry_batch_sizes_are_the_tested_ones():
     assert {e.model_type for e in _PACKAGED_REGISTRY.values() if e.backend == "transformers"} == set(PACKAGED)
 
 
-@pytest.mark.parametrize("family", tm.FAMILIES)
+@pytest.mark.parametrize("family", tm.MODEL_FAMILIES)
 def test_left_padding_and_attention_mask(family, fixtures, reg_path):
     """A batch mixing a prompt-less and a long prompt (and clips of two lengths where the family
     pads audio to a fixed window) is left-padded: the shorter row's mask is 0 on its first

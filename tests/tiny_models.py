@@ -24,7 +24,7 @@ import yaml
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-__all__ = ["BUILDERS", "FAMILIES", "build", "build_all", "registry_entry", "registry_yaml", "HF_ASR_BUILDERS",
+__all__ = ["BUILDERS", "MODEL_FAMILIES", "build", "build_all", "registry_entry", "registry_yaml", "HF_ASR_BUILDERS",
            "build_wav2vec2_ctc", "build_whisper_asr", "hf_asr_entry",
            "byte_level_tokenizer", "use_registry", "scan_for"]
 
@@ -359,7 +359,7 @@ BUILDERS = {
     "voxtral": build_voxtral,
 }
 """registry family → fixture builder."""
-FAMILIES = tuple(BUILDERS)
+MODEL_FAMILIES = tuple(BUILDERS)
 
 
 def build(family: str, folder) -> Path:
@@ -370,7 +370,7 @@ def build(family: str, folder) -> Path:
     return Path(BUILDERS[family](folder))
 
 
-def build_all(root, families=FAMILIES) -> dict[str, Path]:
+def build_all(root, families=MODEL_FAMILIES) -> dict[str, Path]:
     """Build fixtures under ``root/<family>``; returns family → folder."""
     return {f: build(f, Path(root) / f) for f in families}
 

@@ -3,6 +3,7 @@
 Runs whose manifests or text normalisers differ are refused: their numbers would not be about the
 same stimuli or the same scoring.
 """
+
 from __future__ import annotations
 
 import logging
@@ -37,13 +38,16 @@ def _results_of(run) -> tuple[Path, object | None]:
         return ws.results, ws
     if (p / "scores").is_dir():
         return p, None
-    raise AiplibError(f"{p}: neither a workspace (with results/ and manifests/) nor a results folder (with scores/)")
+    raise AiplibError(
+        f"{p}: neither a workspace (with results/ and manifests/) nor a results folder (with scores/)"
+    )
 
 
 def run_identity(run) -> dict:
-    """Manifest hashes and normaliser of a run (what must agree for a comparison): ``{"results": Path,
-    "manifests": {family: sha256}, "normalizer": {"name", "version"}}``. ``run`` is a Workspace
-    (inspected live) or the path of a workspace root or of a ``results`` folder (with ``provenance.json``).
+    """Manifest hashes and normaliser of a run (what must agree for a comparison): ``{"results":
+    Path, "manifests": {family: sha256}, "normalizer": {"name", "version"}}``. ``run`` is a
+    Workspace (inspected live) or the path of a workspace root or of a ``results`` folder (with
+    ``provenance.json``).
 
     Raises
     ------
@@ -54,8 +58,11 @@ def run_identity(run) -> dict:
     rec = collect_provenance(ws) if ws is not None else read_provenance(results)
     man = {fam: (m or {}).get("sha256") for fam, m in (rec.get("manifests") or {}).items()}
     norm = rec.get("normalizer") or {}
-    return {"results": results, "manifests": man,
-            "normalizer": {"name": norm.get("name"), "version": norm.get("version")}}
+    return {
+        "results": results,
+        "manifests": man,
+        "normalizer": {"name": norm.get("name"), "version": norm.get("version")},
+    }
 
 
 def _check_same_run_inputs(ia: dict, ib: dict, families) -> None:
@@ -63,24 +70,44 @@ def _check_same_run_inputs(ia: dict, ib: dict, families) -> None:
     for fam in sorted(families):
         ha, hb = ia["manifests"].get(fam), ib["manifests"].get(fam)
         if not ha or not hb:
-            problems.append(f"manifest hash of {fam!r} unknown for run "
-                            f"{'A' if not ha else 'B'} ({(ia if not ha else ib)['results']})")
+            problems.append(
+                f"manifest hash of {fam!r} unknown for run "
+                f"{'A' if not ha else 'B'} ({(ia if not ha else ib)['results']})"
+            )
         elif ha != hb:
             problems.append(f"manifests/{fam}.csv differ: A {ha[:12]}… vs B {hb[:12]}…")
     na, nb = ia["normalizer"], ib["normalizer"]
     if (na.get("name"), na.get("version")) != (nb.get("name"), nb.get("version")):
-        problems.append(f"text normalisers differ: A {na.get('name')} {na.get('version')} vs "
-                        f"B {nb.get('name')} {nb.get('version')}")
+        problems.append(
+            f"text normalisers differ: A {na.get('name')} {na.get('version')} vs "
+            f"B {nb.get('name')} {nb.get('version')}"
+        )
     if problems:
-        raise RunMismatchError("refusing to compare runs A = " + str(ia["results"]) + " and B = "
-                               + str(ib["results"]) + ": " + "; ".join(problems))
+        raise RunMismatchError(
+            "refusing to compare runs A = "
+            + str(ia["results"])
+            + " and B = "
+            + str(ib["results"])
+            + ": "
+            + "; ".join(problems)
+        )
 
 
 # --------------------------------------------------------------------------------- comparison
-def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int = 0, level: float = 0.95,
-                 min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP, scopes=tuple(cond.SCOPES)) -> pd.DataFrame:
-    """Paired change from run A to run B per condition (pairs: ``(model, stimulus_id)`` in both runs), with
-    interval, exact test and verdict as :func:`aiplib.analysis.conditions.paired_change`.
+def compare_runs(
+    run_a,
+    run_b,
+    *,
+    tasks=None,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+    min_diff_pp: float = cond.DEFAULT_MIN_DIFF_PP,
+    scopes=tuple(cond.SCOPES),
+) -> pd.DataFrame:
+    """Paired change from run A to run B per condition (pairs: ``(model, stimulus_id)`` in both
+    runs), with interval, exact test and verdict as
+    :func:`aiplib.analysis.conditions.paired_change`.
 
     Parameters
     ----------
@@ -89,14 +116,15 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
     tasks : sequence of str, optional
         Default: every task scored in both runs.
     n_resamples, seed, level, min_diff_pp, scopes
-        As :func:`aiplib.analysis.conditions.condition_table` (``clean`` is compared like any condition).
+        As :func:`aiplib.analysis.conditions.condition_table` (``clean`` is compared like any
+          condition).
 
-    Returns one row per (task, model, scope, bg_id, snr_db): ``scope, model, task, family, bg_id, snr_db,
-    condition, n_items, n_pairs, measure`` (``wer`` or ``acc``), ``a_pp, b_pp`` (mean per-utterance WER or
-    accuracy on the paired stimuli), ASR also ``a_corpus_pp, b_corpus_pp``; ``change_pp`` (positive = B
-    worse: WER_B − WER_A, acc_A − acc_B), ``ci_low_pp, ci_high_pp, test, p_value, n_worse, n_better, n_ties,
-    verdict, min_diff_pp, level, n_resamples, seed, note``; ``attrs["unpaired"]`` counts, per task and
-    model, the stimuli present in only one run.
+    Returns one row per (task, model, scope, bg_id, snr_db): ``scope, model, task, family, bg_id,
+    snr_db, condition, n_items, n_pairs, measure`` (``wer`` or ``acc``), ``a_pp, b_pp`` (mean
+    per-utterance WER or accuracy on the paired stimuli), ASR also ``a_corpus_pp, b_corpus_pp``;
+    ``change_pp`` (positive = B worse: WER_B − WER_A, acc_A − acc_B), ``ci_low_pp, ci_high_pp, test,
+    p_value, n_worse, n_better, n_ties, verdict, min_diff_pp, level, n_resamples, seed, note``;
+    ``attrs["unpaired"]`` counts, per task and model, the stimuli present in only one run.
 
     Raises
     ------
@@ -122,13 +150,29 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
         val = "wer" if fam == "asr" else "correct"
         cols = ["model", "stimulus_id", val] + (["errors", "ref_words"] if fam == "asr" else [])
         m = sa[task][["task", "item_id", "bg_id", "snr_db"] + cols].merge(
-            sb[task][cols], on=["model", "stimulus_id"], suffixes=("_a", "_b"), how="inner")
-        n = pd.concat({k: d["model"].value_counts() for k, d in (("a", sa[task]), ("b", sb[task]), ("p", m))}, axis=1)
+            sb[task][cols], on=["model", "stimulus_id"], suffixes=("_a", "_b"), how="inner"
+        )
+        n = pd.concat(
+            {k: d["model"].value_counts() for k, d in (("a", sa[task]), ("b", sb[task]), ("p", m))},
+            axis=1,
+        )
         for model, r in n.fillna(0).astype(int).sort_index().iterrows():
             if r["a"] != r["p"] or r["b"] != r["p"]:
-                unpaired[f"{task}/{model}"] = {"only_a": int(r["a"] - r["p"]), "only_b": int(r["b"] - r["p"])}
-        frames.append(_compare_task(m, fam, n_resamples=n_resamples, seed=seed, level=level,
-                                    min_diff_pp=min_diff_pp, scopes=scopes))
+                unpaired[f"{task}/{model}"] = {
+                    "only_a": int(r["a"] - r["p"]),
+                    "only_b": int(r["b"] - r["p"]),
+                }
+        frames.append(
+            _compare_task(
+                m,
+                fam,
+                n_resamples=n_resamples,
+                seed=seed,
+                level=level,
+                min_diff_pp=min_diff_pp,
+                scopes=scopes,
+            )
+        )
     if unpaired:
         log.warning("stimuli present in only one run (left out): %s", unpaired)
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -139,29 +183,92 @@ def compare_runs(run_a, run_b, *, tasks=None, n_resamples: int = 2000, seed: int
 
 def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_diff_pp, scopes):
     val = "wer" if fam == "asr" else "correct"
-    rows = m.assign(n=1.0, a=m[f"{val}_a"].astype(float), b=m[f"{val}_b"].astype(float),
-                    item_id=m["item_id"].astype(str), bg_id=m["bg_id"].astype(str))
+    rows = m.assign(
+        n=1.0,
+        a=m[f"{val}_a"].astype(float),
+        b=m[f"{val}_b"].astype(float),
+        item_id=m["item_id"].astype(str),
+        bg_id=m["bg_id"].astype(str),
+    )
     rows["d"] = rows["b"] - rows["a"] if fam == "asr" else rows["a"] - rows["b"]
     sums = ["n", "a", "b", "d", *(["errors_a", "errors_b", "ref_words_a"] if fam == "asr" else [])]
     out = []
     for scope, k, g in _iter_scopes(rows, sums, scopes):
         tot = {c: float(g[c].sum()) for c in sums}
         n = tot["n"]
-        mc = (g["a"].astype(bool), g["b"].astype(bool)) if fam == "kws" and bool(np.all(g["n"] == 1)) else None
-        pc = cond.paired_change(100 * g["d"], g["n"], n_resamples=n_resamples, seed=seed,
-                                level=level, min_diff=min_diff_pp, mcnemar=mc)
-        rec = {"scope": scope, "model": k["model"], "task": k["task"], "family": fam,
-               "bg_id": k["bg_id"], "snr_db": k["snr_db"], "condition": cond.condition_label(k["bg_id"], k["snr_db"]),
-               "n_items": len(g["n"]), "n_pairs": int(n), "measure": "wer" if fam == "asr" else "acc",
-               "a_pp": 100 * tot["a"] / n, "b_pp": 100 * tot["b"] / n}
+        mc = (
+            (g["a"].astype(bool), g["b"].astype(bool))
+            if fam == "kws" and bool(np.all(g["n"] == 1))
+            else None
+        )
+        pc = cond.paired_change(
+            100 * g["d"],
+            g["n"],
+            n_resamples=n_resamples,
+            seed=seed,
+            level=level,
+            min_diff=min_diff_pp,
+            mcnemar=mc,
+        )
+        rec = {
+            "scope": scope,
+            "model": k["model"],
+            "task": k["task"],
+            "family": fam,
+            "bg_id": k["bg_id"],
+            "snr_db": k["snr_db"],
+            "condition": cond.condition_label(k["bg_id"], k["snr_db"]),
+            "n_items": len(g["n"]),
+            "n_pairs": int(n),
+            "measure": "wer" if fam == "asr" else "acc",
+            "a_pp": 100 * tot["a"] / n,
+            "b_pp": 100 * tot["b"] / n,
+        }
         if fam == "asr":
-            rec.update(a_corpus_pp=_pct(tot["errors_a"], tot["ref_words_a"]),
-                       b_corpus_pp=_pct(tot["errors_b"], tot["ref_words_a"]))
-        rec.update(change_pp=pc["estimate"], ci_low_pp=pc["ci_low"], ci_high_pp=pc["ci_high"], note=pc["note"],
-                   **{c: pc[c] for c in ("test", "p_value", "n_worse", "n_better", "n_ties", "verdict")},
-                   min_diff_pp=float(min_diff_pp), level=float(level), n_resamples=int(n_resamples), seed=int(seed))
+            rec.update(
+                a_corpus_pp=_pct(tot["errors_a"], tot["ref_words_a"]),
+                b_corpus_pp=_pct(tot["errors_b"], tot["ref_words_a"]),
+            )
+        rec.update(
+            change_pp=pc["estimate"],
+            ci_low_pp=pc["ci_low"],
+            ci_high_pp=pc["ci_high"],
+            note=pc["note"],
+            **{c: pc[c] for c in ("test", "p_value", "n_worse", "n_better", "n_ties", "verdict")},
+            min_diff_pp=float(min_diff_pp),
+            level=float(level),
+            n_resamples=int(n_resamples),
+            seed=int(seed),
+        )
         out.append(rec)
-    cols = ["scope", "model", "task", "family", "bg_id", "snr_db", "condition", "n_items", "n_pairs", "measure", "a_pp",
-            "b_pp", "a_corpus_pp", "b_corpus_pp", "change_pp", "ci_low_pp", "ci_high_pp", "test", "p_value", "n_worse",
-            "n_better", "n_ties", "verdict", "min_diff_pp", "level", "n_resamples", "seed", "note"]
+    cols = [
+        "scope",
+        "model",
+        "task",
+        "family",
+        "bg_id",
+        "snr_db",
+        "condition",
+        "n_items",
+        "n_pairs",
+        "measure",
+        "a_pp",
+        "b_pp",
+        "a_corpus_pp",
+        "b_corpus_pp",
+        "change_pp",
+        "ci_low_pp",
+        "ci_high_pp",
+        "test",
+        "p_value",
+        "n_worse",
+        "n_better",
+        "n_ties",
+        "verdict",
+        "min_diff_pp",
+        "level",
+        "n_resamples",
+        "seed",
+        "note",
+    ]
     return pd.DataFrame(out).reindex(columns=cols)

@@ -23,8 +23,10 @@ Each criterion selects rows of the ``conditions_<task>.csv`` tables and bounds o
 ``previous`` or the ``previous`` key, a path relative to the criteria file): every condition in
 ``regression_scopes`` (default all) whose verdict in :func:`aiplib.analysis.comparison.compare_runs`
 (previous → this run) is ``worse`` fails. ``min_diff_pp`` sets the minimum change of that verdict
-(default 2). ``python -m aiplib.analysis.report --criteria criteria.json`` checks a run from the shell.
+(default 2). ``python -m aiplib.analysis.report --criteria criteria.json`` checks a run from the
+shell.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,9 +45,19 @@ from aiplib.io.formats import load_scores
 log = logging.getLogger(__name__)
 
 # Criteria measures given as fractions → the percent column they are read from (÷ 100).
-MEASURE_ALIASES = {"wer": "wer_pp", "mean_wer": "mean_wer_pp", "cer": "cer_pp", "substitutions": "sub_pp",
-                   "deletions": "del_pp", "insertions": "ins_pp", "acc": "acc_pp", "delta_wer": "delta_pp",
-                   "delta_acc": "delta_pp", "clean_wer": "clean_wer_pp", "clean_acc": "clean_acc_pp"}
+MEASURE_ALIASES = {
+    "wer": "wer_pp",
+    "mean_wer": "mean_wer_pp",
+    "cer": "cer_pp",
+    "substitutions": "sub_pp",
+    "deletions": "del_pp",
+    "insertions": "ins_pp",
+    "acc": "acc_pp",
+    "delta_wer": "delta_pp",
+    "delta_acc": "delta_pp",
+    "clean_wer": "clean_wer_pp",
+    "clean_acc": "clean_acc_pp",
+}
 
 # An example criteria object (what a criteria.json holds, as a Python dict).
 EXAMPLE_CRITERIA = {
@@ -53,26 +65,47 @@ EXAMPLE_CRITERIA = {
         {"task": "asr", "model": "*", "bg_id": "all", "snr_db": 0, "measure": "wer_pp", "max": 60},
         {"task": "kws", "scope": "condition", "measure": "acc_pp", "min": 40},
         {"task": "asr", "scope": "overall", "measure": "delta_wer", "max": 0.30},
-        {"task": "asr", "bg_id": "clean", "measure": "wer", "max": 0.25}], "no_worse_than_previous": True,
-    "min_diff_pp": 2.0}
+        {"task": "asr", "bg_id": "clean", "measure": "wer", "max": 0.25},
+    ],
+    "no_worse_than_previous": True,
+    "min_diff_pp": 2.0,
+}
 
 _NUM = {"type": "number"}
 _SCOPE_LIST = list(cond.SCOPES)
 # JSON Schema of a criteria object (after a bare list is wrapped as ``{"criteria": [...]}``).
 SCHEMA = {
-    "type": "object", "additionalProperties": False,
+    "type": "object",
+    "additionalProperties": False,
     "properties": {
-        "criteria": {"type": "array", "items": {
-            "type": "object", "additionalProperties": False, "required": ["measure"],
-            "if": {"not": {"required": ["min"]}}, "then": {"required": ["max"]}, # min and/or max
-            "properties": {"task": {}, "model": {}, "bg_id": {}, "note": {}, "min": _NUM, "max": _NUM,
-                           "measure": {"type": "string", "minLength": 1}, "scope": {"enum": ["*", *_SCOPE_LIST]},
-                           "snr_db": {"anyOf": [_NUM, {"enum": ["*", "all"]}]}}}},
+        "criteria": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["measure"],
+                "if": {"not": {"required": ["min"]}},
+                "then": {"required": ["max"]},  # min and/or max
+                "properties": {
+                    "task": {},
+                    "model": {},
+                    "bg_id": {},
+                    "note": {},
+                    "min": _NUM,
+                    "max": _NUM,
+                    "measure": {"type": "string", "minLength": 1},
+                    "scope": {"enum": ["*", *_SCOPE_LIST]},
+                    "snr_db": {"anyOf": [_NUM, {"enum": ["*", "all"]}]},
+                },
+            },
+        },
         "no_worse_than_previous": {"type": ["boolean", "null"]},
         "previous": {"type": ["string", "null"]},
         "min_diff_pp": {"type": "number", "minimum": 0},
         "regression_scopes": {"type": "array", "items": {"enum": _SCOPE_LIST}},
-        "note": {}}}
+        "note": {},
+    },
+}
 
 
 # ----------------------------------------------------------------------------------- criteria
@@ -109,21 +142,32 @@ def load_criteria(criteria) -> dict:
             raise AiplibError(f"criteria file {source} is not valid JSON: {exc}") from exc
     if isinstance(criteria, list):
         criteria = {"criteria": criteria}
-    problems = [f"{e.json_path}: " + ("give 'min' and/or 'max'" if "then" in e.schema_path else e.message)
-                for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(criteria)]
+    problems = [
+        f"{e.json_path}: " + ("give 'min' and/or 'max'" if "then" in e.schema_path else e.message)
+        for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(criteria)
+    ]
     if not problems:
-        problems = [f"$.criteria[{i}]: min {c['min']} > max {c['max']}"
-                    for i, c in enumerate(criteria.get("criteria", [])) if "min" in c and "max" in c and c["min"] > c["max"]]
+        problems = [
+            f"$.criteria[{i}]: min {c['min']} > max {c['max']}"
+            for i, c in enumerate(criteria.get("criteria", []))
+            if "min" in c and "max" in c and c["min"] > c["max"]
+        ]
     if problems:
         raise ValidationError([f"{source or 'criteria'}: {p}" for p in problems])
     prev = None if criteria.get("previous") is None else Path(criteria["previous"])
     if prev is not None and not prev.is_absolute() and source is not None:
         prev = (source.parent / prev).resolve()
-    return {"criteria": [{"task": "*", "model": "*", "bg_id": "*", "scope": "*", "snr_db": "*", **c}
-                         for c in criteria.get("criteria", [])],
-            "no_worse_than_previous": criteria.get("no_worse_than_previous"), "previous": prev,
-            "min_diff_pp": float(criteria.get("min_diff_pp", cond.DEFAULT_MIN_DIFF_PP)),
-            "regression_scopes": criteria.get("regression_scopes", _SCOPE_LIST), "source": source}
+    return {
+        "criteria": [
+            {"task": "*", "model": "*", "bg_id": "*", "scope": "*", "snr_db": "*", **c}
+            for c in criteria.get("criteria", [])
+        ],
+        "no_worse_than_previous": criteria.get("no_worse_than_previous"),
+        "previous": prev,
+        "min_diff_pp": float(criteria.get("min_diff_pp", cond.DEFAULT_MIN_DIFF_PP)),
+        "regression_scopes": criteria.get("regression_scopes", _SCOPE_LIST),
+        "source": source,
+    }
 
 
 def _select(t: pd.DataFrame, c: dict) -> pd.DataFrame:
@@ -140,34 +184,53 @@ def _select(t: pd.DataFrame, c: dict) -> pd.DataFrame:
 
 
 def _measure(t: pd.DataFrame, measure: str) -> pd.Series | None:
-    """The values of ``measure`` (an alias: its percent column ÷ 100), or None if unknown for this table."""
+    """The values of ``measure`` (an alias: its percent column ÷ 100), or None if unknown for this
+    table."""
     if measure in t.columns and pd.api.types.is_numeric_dtype(t[measure]):
         return t[measure].astype(float)
-    col, fam = MEASURE_ALIASES.get(measure), set(t["family"].astype(str)) if "family" in t.columns else set()
-    if col not in t.columns or measure == "delta_wer" and fam - {"asr"} or measure == "delta_acc" and fam - {"kws"}:
+    col, fam = (
+        MEASURE_ALIASES.get(measure),
+        set(t["family"].astype(str)) if "family" in t.columns else set(),
+    )
+    if (
+        col not in t.columns
+        or measure == "delta_wer"
+        and fam - {"asr"}
+        or measure == "delta_acc"
+        and fam - {"kws"}
+    ):
         return None
     return t[col].astype(float) / 100.0
 
 
-def check_criteria(ws, criteria=None, previous=None, *, tables=None, n_resamples: int = 2000,
-                   seed: int = 0, level: float = 0.95) -> list[dict]:
+def check_criteria(
+    ws,
+    criteria=None,
+    previous=None,
+    *,
+    tables=None,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> list[dict]:
     """Test a run against criteria and, optionally, against a previous run.
 
     Parameters
     ----------
     ws : aiplib.core.workspace.Workspace
-        The run under test: its ``results/tables/conditions_<task>.csv`` (computed when absent), or ``tables``.
+        The run under test: its ``results/tables/conditions_<task>.csv`` (computed when absent), or
+        ``tables``.
     criteria : str, Path, dict or list, optional
         A criteria file or object (:func:`load_criteria`). None: only the regression check.
     previous : Workspace or path, optional
-        Overrides the file's ``previous``. Unless ``no_worse_than_previous`` is false, every condition whose
-        verdict in :func:`compare_runs` (previous → ``ws``) is ``worse`` fails.
+        Overrides the file's ``previous``. Unless ``no_worse_than_previous`` is false, every
+        condition whose verdict in :func:`compare_runs` (previous → ``ws``) is ``worse`` fails.
     n_resamples, seed, level
         Bootstrap settings of the regression comparison (and of the tables, if computed).
 
-    Returns one dict per failure (empty: pass): ``kind`` (``threshold``, ``no_match``, ``unknown_measure``
-    or ``regression``), ``criterion`` (index or None), ``task, model, condition, measure, value, min, max``
-    where they apply, and a readable ``message``.
+    Returns one dict per failure (empty: pass): ``kind`` (``threshold``, ``no_match``,
+    ``unknown_measure`` or ``regression``), ``criterion`` (index or None), ``task, model, condition,
+    measure, value, min, max`` where they apply, and a readable ``message``.
 
     Raises
     ------
@@ -179,27 +242,57 @@ def check_criteria(ws, criteria=None, previous=None, *, tables=None, n_resamples
     spec = load_criteria({} if criteria is None else criteria)
     if spec["criteria"] and tables is None:
         tables = cond.read_condition_tables(ws.results) or cond.condition_tables(
-            load_scores(ws), n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=spec["min_diff_pp"])
+            load_scores(ws),
+            n_resamples=n_resamples,
+            seed=seed,
+            level=level,
+            min_diff_pp=spec["min_diff_pp"],
+        )
     failures = [f for i, c in enumerate(spec["criteria"]) for f in _check_one(tables, i, c)]
     prev = previous if previous is not None else spec["previous"]
     if prev is not None and spec["no_worse_than_previous"] is not False:
-        cmp_ = compare_runs(prev, ws, n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=spec["min_diff_pp"],
-                            scopes=spec["regression_scopes"])
+        cmp_ = compare_runs(
+            prev,
+            ws,
+            n_resamples=n_resamples,
+            seed=seed,
+            level=level,
+            min_diff_pp=spec["min_diff_pp"],
+            scopes=spec["regression_scopes"],
+        )
         for r in cmp_[cmp_["verdict"] == "worse"].itertuples(index=False):
-            failures.append({
-                "kind": "regression", "criterion": None, "task": r.task, "model": r.model, "condition": r.condition,
-                "measure": r.measure, "value": r.change_pp, "min": None, "max": None,
-                "message": f"{r.task}/{r.model} {r.condition}: worse than the previous run — {r.measure} {r.a_pp:.1f} "
-                           f"→ {r.b_pp:.1f} %, change {r.change_pp:+.1f} pp [{r.ci_low_pp:.1f}, {r.ci_high_pp:.1f}], "
-                           f"p = {r.p_value:.3g}"})
+            failures.append(
+                {
+                    "kind": "regression",
+                    "criterion": None,
+                    "task": r.task,
+                    "model": r.model,
+                    "condition": r.condition,
+                    "measure": r.measure,
+                    "value": r.change_pp,
+                    "min": None,
+                    "max": None,
+                    "message": f"{r.task}/{r.model} {r.condition}: worse than the previous run — {r.measure} {r.a_pp:.1f} "
+                    f"→ {r.b_pp:.1f} %, change {r.change_pp:+.1f} pp [{r.ci_low_pp:.1f}, {r.ci_high_pp:.1f}], "
+                    f"p = {r.p_value:.3g}",
+                }
+            )
     elif spec["no_worse_than_previous"]:
-        log.warning("no_worse_than_previous is set but no previous run was given: regression check skipped")
+        log.warning(
+            "no_worse_than_previous is set but no previous run was given: regression check skipped"
+        )
     return failures
 
 
 def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
-    base = {"criterion": i, "task": c["task"], "model": c["model"], "measure": c["measure"],
-            "min": c.get("min"), "max": c.get("max")}
+    base = {
+        "criterion": i,
+        "task": c["task"],
+        "model": c["model"],
+        "measure": c["measure"],
+        "min": c.get("min"),
+        "max": c.get("max"),
+    }
     out, any_value, any_row = [], False, False
     bound = " and ".join(f"{op} {c[b]:g}" for b, op in (("min", ">="), ("max", "<=")) if b in c)
     for task, t in sorted(tables.items()):
@@ -209,8 +302,16 @@ def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
         any_row = True
         got = _measure(part, c["measure"])
         if got is None:
-            out.append({**base, "kind": "unknown_measure", "task": task, "condition": None, "value": None,
-                        "message": f"criterion {i}: measure {c['measure']!r} does not exist in conditions_{task}.csv"})
+            out.append(
+                {
+                    **base,
+                    "kind": "unknown_measure",
+                    "task": task,
+                    "condition": None,
+                    "value": None,
+                    "message": f"criterion {i}: measure {c['measure']!r} does not exist in conditions_{task}.csv",
+                }
+            )
             continue
         vals = got.to_numpy(float)
         ok = np.isfinite(vals)
@@ -218,17 +319,35 @@ def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
         lo, hi = c.get("min", -np.inf), c.get("max", np.inf)
         bad = ok & ((vals < lo) | (vals > hi))
         for (_, r), v in zip(part[bad].iterrows(), vals[bad]):
-            out.append({**base, "kind": "threshold", "task": r["task"], "model": r["model"],
-                        "condition": r["condition"], "value": float(v),
-                        "message": f"{r['task']}/{r['model']} {r['condition']}: {c['measure']} = {v:.4g}, "
-                                   f"required {bound} (criterion {i})"})
+            out.append(
+                {
+                    **base,
+                    "kind": "threshold",
+                    "task": r["task"],
+                    "model": r["model"],
+                    "condition": r["condition"],
+                    "value": float(v),
+                    "message": f"{r['task']}/{r['model']} {r['condition']}: {c['measure']} = {v:.4g}, "
+                    f"required {bound} (criterion {i})",
+                }
+            )
     if not any_row or not any_value and not any(f["kind"] == "unknown_measure" for f in out):
         what = f" with a value of {c['measure']!r}" if any_row else ""
-        out.append({**base, "kind": "no_match", "condition": None, "value": None,
-                    "message": f"criterion {i} ({_describe(c)}) selects no condition{what}"})
+        out.append(
+            {
+                **base,
+                "kind": "no_match",
+                "condition": None,
+                "value": None,
+                "message": f"criterion {i} ({_describe(c)}) selects no condition{what}",
+            }
+        )
     return out
 
 
 def _describe(c: dict) -> str:
-    return ", ".join(f"{k}={c[k]}" for k in ("task", "model", "scope", "bg_id", "snr_db", "measure")
-                     if c.get(k, "*") != "*")
+    return ", ".join(
+        f"{k}={c[k]}"
+        for k in ("task", "model", "scope", "bg_id", "snr_db", "measure")
+        if c.get(k, "*") != "*"
+    )

@@ -15,6 +15,7 @@ A fingerprint (``benchmarks/demo_fingerprint.json``, layout in ``docs/FILE_FORMA
 (``python -m aiplib.analysis.fingerprint verify|write``) is what ``make verify`` and
 ``make fingerprint`` call.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,7 @@ import pandas as pd
 from aiplib.core import __version__
 from aiplib.core.errors import AiplibError
 from aiplib.core.hashing import file_sha256
-from aiplib.core.tasks import FAMILIES
+from aiplib.core.tasks import TASK_FAMILIES
 from aiplib.core.workspace import PROFILES, repo_root, workspace
 from aiplib.inference.fingerprint_slice import SLICE_SEED, SLICE_SIZE, select_slice
 from aiplib.inference.models.ct2_numerics import numerics_record
@@ -44,7 +45,8 @@ from aiplib.io.formats.tables import read_battery_csv
 from aiplib.sources.corpora.debian import installed_version
 from aiplib.sources.corpora.demo import DEBIAN_PACKAGES
 
-#: Significant digits of the descriptor table's numbers in its checksum (:func:`rounded_table_sha256`).
+#: Significant digits of the descriptor table's numbers in its checksum
+#: (:func:`rounded_table_sha256`).
 DESCRIPTOR_SIGNIFICANT_DIGITS = 9
 
 #: Version of the fingerprint's layout (``format``); compared, as a different layout cannot match.
@@ -89,23 +91,44 @@ class HeadlineTable:
 #: The condition tables give Table R1 (clean and overall rows) and the Findings' overall and SNR
 #: rows.
 CONDITION_KEYS = ("model", "scope", "snr_db")
-CONDITION_COLUMNS = ("wer_pp", "acc_pp", "delta_pp", "ci_low_pp", "ci_high_pp", "n_items",
-                     "p_value", "verdict")
+CONDITION_COLUMNS = (
+    "wer_pp",
+    "acc_pp",
+    "delta_pp",
+    "ci_low_pp",
+    "ci_high_pp",
+    "n_items",
+    "p_value",
+    "verdict",
+)
 CONDITION_SCOPES = ("scope", ("clean", "overall", "snr"))
 
 #: The other tables the Findings cite (Figure 4's ranking through Table 3, which lists it).
 FINDINGS_TABLES = (
-    HeadlineTable("table2_descriptor_correlations", ("task", "descriptor"),
-                  ("n", "r_s", "ci_low", "ci_high", "p", "p_permutation", "p_bh"),
-                  (("model", ("pooled",)),)),
-    HeadlineTable("table3_descriptor_values", ("bg_id",),
-                  ("rank", "mean_degradation_pp", "asr_delta_wer_pp", "kws_delta_acc_pp")),
-    HeadlineTable("table4_accent_dwer", ("model", "accent_label"),
-                  ("n_items", "mean_delta_wer_pp")),
-    HeadlineTable("table4_accent_dwer_item_means", ("model", "accent_group"),
-                  ("n_items", "item_mean_delta_wer_pp", "ci_low_pp", "ci_high_pp")),
-    HeadlineTable("table5_prompt_steering_rer", ("model", "steer_task"),
-                  ("n_items", "rer", "ci_low", "ci_high", "base_flag")),
+    HeadlineTable(
+        "table2_descriptor_correlations",
+        ("task", "descriptor"),
+        ("n", "r_s", "ci_low", "ci_high", "p", "p_permutation", "p_bh"),
+        (("model", ("pooled",)),),
+    ),
+    HeadlineTable(
+        "table3_descriptor_values",
+        ("bg_id",),
+        ("rank", "mean_degradation_pp", "asr_delta_wer_pp", "kws_delta_acc_pp"),
+    ),
+    HeadlineTable(
+        "table4_accent_dwer", ("model", "accent_label"), ("n_items", "mean_delta_wer_pp")
+    ),
+    HeadlineTable(
+        "table4_accent_dwer_item_means",
+        ("model", "accent_group"),
+        ("n_items", "item_mean_delta_wer_pp", "ci_low_pp", "ci_high_pp"),
+    ),
+    HeadlineTable(
+        "table5_prompt_steering_rer",
+        ("model", "steer_task"),
+        ("n_items", "rer", "ci_low", "ci_high", "base_flag"),
+    ),
 )
 
 
@@ -135,8 +158,10 @@ class Divergence:
         origin = ""
         if self.package:
             origin = f" (from Debian package {self.package})"
-        return (f"{self.kind} {verb} first at {self.where}{origin}: "
-                f"{self._shown(self.actual)} expected {self._shown(self.expected)}")
+        return (
+            f"{self.kind} {verb} first at {self.where}{origin}: "
+            f"{self._shown(self.actual)} expected {self._shown(self.expected)}"
+        )
 
     def _shown(self, value) -> str:
         if value is None:
@@ -158,7 +183,7 @@ def input_files(ws) -> list[str]:
         A file of stages 2-5 is missing (the message names it and the stage to run).
     """
     files = []
-    for family in FAMILIES:
+    for family in TASK_FAMILIES:
         files.append(ws.rel(ws.item_bank(family)))
         bank = _item_bank(ws, family)
         files.extend(sorted(str(p) for p in bank["path"]))
@@ -167,11 +192,13 @@ def input_files(ws) -> list[str]:
         raise MissingRunPart(f"{ws.bg}: no background WAVs (run stage 03)")
     files.extend(backgrounds)
     files.append(ws.rel(ws.descriptor_csv))
-    files.extend(ws.rel(ws.manifest_csv(family)) for family in FAMILIES)
+    files.extend(ws.rel(ws.manifest_csv(family)) for family in TASK_FAMILIES)
     missing = [f for f in files if not ws.path(f).is_file()]
     if missing:
-        raise MissingRunPart(f"{ws.path(missing[0])} is missing ({len(missing)} input file(s) "
-                             "missing; run stages 02-05)")
+        raise MissingRunPart(
+            f"{ws.path(missing[0])} is missing ({len(missing)} input file(s) "
+            "missing; run stages 02-05)"
+        )
     return files
 
 
@@ -218,19 +245,21 @@ def input_packages(ws, files: list[str]) -> dict[str, list[str]]:
     inventory = inventory_packages(ws)
     known = set(inventory.values()) | set(DEBIAN_PACKAGES)
     found = {}
-    for family in FAMILIES:
+    for family in TASK_FAMILIES:
         bank = _item_bank(ws, family)
         union = set()
         for row in bank.to_dict("records"):
-            packages = _packages_of(row.get("source_file", ""), row.get("source", ""),
-                                    inventory, known)
+            packages = _packages_of(
+                row.get("source_file", ""), row.get("source", ""), inventory, known
+            )
             found[str(row["path"])] = packages
             union.update(packages)
         found[ws.rel(ws.item_bank(family))] = sorted(union)
     battery = read_battery_csv(ws.battery_csv)
-    for row in ([] if battery is None else battery.to_dict("records")):
-        packages = _packages_of(row.get("source_file", ""), row.get("source_package", ""),
-                                inventory, known)
+    for row in [] if battery is None else battery.to_dict("records"):
+        packages = _packages_of(
+            row.get("source_file", ""), row.get("source_package", ""), inventory, known
+        )
         found[str(row["path"])] = packages
     return {f: found[f] for f in files if found.get(f)}
 
@@ -268,8 +297,9 @@ def run_record(ws, model: str) -> dict:
 def _transcripts(ws, model: str, task: str) -> dict[str, str]:
     path = ws.inference_jsonl(model, task)
     if not path.is_file():
-        raise MissingRunPart(f"{path} is missing: stage 7 has not run {model} on task {task} "
-                             "(run make 07)")
+        raise MissingRunPart(
+            f"{path} is missing: stage 7 has not run {model} on task {task} (run make 07)"
+        )
     rows, _skipped = read_inference_jsonl(path)
     return {row["id"]: str(row.get("raw")) for row in rows}
 
@@ -288,7 +318,7 @@ def slice_transcripts(ws, model: str = DEFAULT_MODEL) -> tuple[dict, list[dict]]
         A manifest, a task's inference file, or the transcript of a slice stimulus is missing.
     """
     manifests = {}
-    for family in FAMILIES:
+    for family in TASK_FAMILIES:
         try:
             manifests[family] = read_manifest(ws, family)
         except FileNotFoundError as exc:
@@ -305,13 +335,21 @@ def slice_transcripts(ws, model: str = DEFAULT_MODEL) -> tuple[dict, list[dict]]
                 continue
             rows.append({"id": stimulus, "task": task, "response": responses[stimulus]})
     if missing:
-        raise MissingRunPart(f"stage 7 has no transcript of {len(missing)} slice stimulus/task "
-                             f"pair(s) of {model} (first: {missing[0]}); "
-                             "run make 07 without a limit")
+        raise MissingRunPart(
+            f"stage 7 has no transcript of {len(missing)} slice stimulus/task "
+            f"pair(s) of {model} (first: {missing[0]}); "
+            "run make 07 without a limit"
+        )
     rows.sort(key=_row_order)
     record = run_record(ws, model)
-    rule = {"size": SLICE_SIZE, "seed": SLICE_SEED, "model": model, "n_stimuli": len(chosen),
-            "decoding": record.get("decoding"), "decoding_key": record.get("decoding_key")}
+    rule = {
+        "size": SLICE_SIZE,
+        "seed": SLICE_SEED,
+        "model": model,
+        "n_stimuli": len(chosen),
+        "decoding": record.get("decoding"),
+        "decoding_key": record.get("decoding_key"),
+    }
     return rule, rows
 
 
@@ -352,8 +390,10 @@ def headline_cells(path, spec: HeadlineTable, model: str | None = None) -> dict[
     table = pd.read_csv(path, dtype=str, keep_default_na=False)
     missing_keys = [k for k in spec.keys if k not in table.columns]
     if missing_keys:
-        raise AiplibError(f"{path}: no column {', '.join(missing_keys)} to name its rows by "
-                          "(the fingerprint's table layout is out of date)")
+        raise AiplibError(
+            f"{path}: no column {', '.join(missing_keys)} to name its rows by "
+            "(the fingerprint's table layout is out of date)"
+        )
     for column, allowed in spec.where:
         table = table[table[column].isin(allowed)]
     if model is not None and "model" in spec.keys:
@@ -380,8 +420,11 @@ def headline_specs(tables_dir) -> list[HeadlineTable]:
     specs = []
     for task in TASKS:
         if (Path(tables_dir) / f"conditions_{task}.csv").is_file():
-            specs.append(HeadlineTable(f"conditions_{task}", CONDITION_KEYS, CONDITION_COLUMNS,
-                                       (CONDITION_SCOPES,)))
+            specs.append(
+                HeadlineTable(
+                    f"conditions_{task}", CONDITION_KEYS, CONDITION_COLUMNS, (CONDITION_SCOPES,)
+                )
+            )
     if not specs:
         raise MissingRunPart(f"{tables_dir}: no conditions_<task>.csv (run make 08 09)")
     present = [s for s in FINDINGS_TABLES if (Path(tables_dir) / f"{s.name}.csv").is_file()]
@@ -415,11 +458,15 @@ def made_on(ws, model: str) -> dict:
     except AiplibError as exc:
         numerics = {"error": str(exc)}
     record = run_record(ws, model)
-    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "aiplib": __version__, "python": platform.python_version(),
-            "platform": platform.platform(), "numerics": numerics,
-            "run_numerics": (record.get("info") or {}).get("numerics"),
-            "run_versions": record.get("versions")}
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "aiplib": __version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "numerics": numerics,
+        "run_numerics": (record.get("info") or {}).get("numerics"),
+        "run_versions": record.get("versions"),
+    }
 
 
 def input_record(ws) -> dict:
@@ -475,8 +522,13 @@ def compute_fingerprint(ws, model: str = DEFAULT_MODEL) -> dict:
 
 def counts(fingerprint: dict) -> tuple[int, int, int]:
     """``(inputs, transcripts, headline numbers)`` of a fingerprint (numbers: cells not None)."""
-    cells = [v for table in fingerprint["headline"].values() for row in table.values()
-             for v in row.values() if v is not None]
+    cells = [
+        v
+        for table in fingerprint["headline"].values()
+        for row in table.values()
+        for v in row.values()
+        if v is not None
+    ]
     return len(fingerprint["inputs"]), len(fingerprint["slice"]["rows"]), len(cells)
 
 
@@ -558,8 +610,9 @@ def _compare_slice(expected: dict, actual: dict) -> list[Divergence]:
     out = []
     for field in sorted(set(rule) | set(rule_here)):
         if rule.get(field) != rule_here.get(field):
-            out.append(Divergence("decoding", f"slice rule {field}", rule.get(field),
-                                  rule_here.get(field)))
+            out.append(
+                Divergence("decoding", f"slice rule {field}", rule.get(field), rule_here.get(field))
+            )
     wanted = {(r["task"], r["id"]): r["response"] for r in expected["slice"]["rows"]}
     found = {(r["task"], r["id"]): r["response"] for r in actual["slice"]["rows"]}
     for task, stimulus in sorted(set(wanted) | set(found)):
@@ -603,8 +656,10 @@ def compare(expected: dict, actual: dict) -> list[Divergence]:
         The two fingerprints have different ``format`` versions.
     """
     if expected.get("format") != actual.get("format"):
-        raise AiplibError(f"fingerprint format {expected.get('format')} cannot be compared with "
-                          f"format {actual.get('format')}; regenerate it (make fingerprint)")
+        raise AiplibError(
+            f"fingerprint format {expected.get('format')} cannot be compared with "
+            f"format {actual.get('format')}; regenerate it (make fingerprint)"
+        )
     out = _compare_inputs(expected, actual)
     out += _compare_slice(expected, actual)
     out += _compare_headline(expected, actual)
@@ -653,8 +708,10 @@ def _notes(ws, expected: dict, divergences: list[Divergence]) -> list[str]:
     model = expected["slice"]["rule"]["model"]
     others = [m for m in run_models(ws) if m != model]
     if others:
-        notes.append(f"the run also scored {', '.join(others)}: their rows are left out, but the "
-                     "pooled Table 2 and Table 3 mix every model, so they may differ")
+        notes.append(
+            f"the run also scored {', '.join(others)}: their rows are left out, but the "
+            "pooled Table 2 and Table 3 mix every model, so they may differ"
+        )
     decoding_differs = any(d.kind == "decoding" for d in divergences)
     if decoding_differs:
         state = numerics_record()
@@ -670,8 +727,9 @@ def verify(args) -> int:
     path = _fingerprint_path(args.fingerprint)
     shown = _shown_path(path)
     if not path.is_file():
-        print(f"fingerprint: {shown} does not exist "
-              "(make fingerprint writes it from a full demo run)")
+        print(
+            f"fingerprint: {shown} does not exist (make fingerprint writes it from a full demo run)"
+        )
         return EXIT_MISSING
     expected = json.loads(path.read_text(encoding="utf-8"))
     try:
@@ -690,8 +748,10 @@ def verify(args) -> int:
         print(f"fingerprint: note: {note}")
     if not divergences:
         n_inputs, n_rows, n_numbers = counts(expected)
-        print(f"fingerprint: the run matches {shown} ({n_inputs} inputs, {n_rows} transcripts, "
-              f"{n_numbers} headline numbers)")
+        print(
+            f"fingerprint: the run matches {shown} ({n_inputs} inputs, {n_rows} transcripts, "
+            f"{n_numbers} headline numbers)"
+        )
         return EXIT_MATCH
     _report(divergences, shown, args.all)
     return EXIT_DIVERGES
@@ -707,25 +767,35 @@ def write(args) -> int:
         return EXIT_MISSING
     write_fingerprint(fingerprint, path)
     n_inputs, n_rows, n_numbers = counts(fingerprint)
-    print(f"fingerprint: wrote {_shown_path(path)} ({n_inputs} inputs, {n_rows} transcripts, "
-          f"{n_numbers} headline numbers); commit it")
+    print(
+        f"fingerprint: wrote {_shown_path(path)} ({n_inputs} inputs, {n_rows} transcripts, "
+        f"{n_numbers} headline numbers); commit it"
+    )
     return EXIT_MATCH
 
 
 def main(argv=None) -> int:
     """``python -m aiplib.analysis.fingerprint verify|write --profile demo --data-root DIR
     [--fingerprint FILE] [--model ID] [--all]``; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m aiplib.analysis.fingerprint",
-                                     description="the demo fingerprint: verify a run, or write it")
+    parser = argparse.ArgumentParser(
+        prog="python -m aiplib.analysis.fingerprint",
+        description="the demo fingerprint: verify a run, or write it",
+    )
     parser.add_argument("command", choices=("verify", "write"))
     parser.add_argument("--profile", default="demo", choices=PROFILES)
-    parser.add_argument("--data-root", default=None,
-                        help="the parent of the profile folders (default $AIP_DATA_ROOT or data/)")
-    parser.add_argument("--fingerprint", default=None,
-                        help=f"the fingerprint file (default {DEFAULT_FINGERPRINT})")
-    parser.add_argument("--model", default=DEFAULT_MODEL,
-                        help="write: the model whose transcripts are kept "
-                             "(verify: the fingerprint's)")
+    parser.add_argument(
+        "--data-root",
+        default=None,
+        help="the parent of the profile folders (default $AIP_DATA_ROOT or data/)",
+    )
+    parser.add_argument(
+        "--fingerprint", default=None, help=f"the fingerprint file (default {DEFAULT_FINGERPRINT})"
+    )
+    parser.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help="write: the model whose transcripts are kept (verify: the fingerprint's)",
+    )
     parser.add_argument("--all", action="store_true", help="verify: list every difference")
     args = parser.parse_args(argv)
     if args.command == "verify":

@@ -1,4 +1,5 @@
-"""Stage 9: the tidy tables behind Figures 2–7, Tables 2–5 and the Findings (notebook 09 draws and writes them).
+"""Stage 9: the tidy tables behind Figures 2–7, Tables 2–5 and the Findings (notebook 09 draws and
+writes them).
 
 Inputs are ``results/scores/<task>.csv`` (stage 8), ``descriptors/acoustic_descriptors.csv`` and
 ``descriptors/battery.csv`` (:func:`load_inputs`). Definitions follow the authors'
@@ -7,6 +8,7 @@ hurts (ΔWER = WER(noisy) − WER(clean), ΔAcc = acc(clean) − acc(noisy)), in
 columns ending ``_pp``. Every interval is a 95 % percentile bootstrap over items (backgrounds for
 correlations), its ``seed`` and ``n_resamples`` written into the table. No matplotlib here.
 """
+
 from __future__ import annotations
 
 import csv
@@ -20,49 +22,107 @@ from scipy.stats import spearmanr
 
 from aiplib.analysis import stats
 from aiplib.core.errors import AiplibError, AiplibParameterError
-from aiplib.core.tasks import BASE_TASKS, DEGRADATION_COLUMN, task_file
+from aiplib.core.tasks import BASE_TASKS, TASK_FAMILIES, task_file
 from aiplib.io.formats import DESCRIPTORS, load_scores, read_battery_csv, read_descriptor_table
 
-# Steering-prompt task of each family (the authors' prompt 5): ``{"asr": "asr_steer_p5", "kws": "kws_steer_p5"}``.
-STEER_TASKS = {t["family"]: name for name, t in task_file()["tasks"].items() if t["variant"] == "p5"}
+# Steering-prompt task of each family (the authors' prompt 5): ``{"asr": "asr_steer_p5", "kws":
+# "kws_steer_p5"}``.
+STEER_TASKS = {
+    t["family"]: name for name, t in task_file()["tasks"].items() if t["variant"] == "p5"
+}
 
 # Models left out of Figure 7b, as in the paper (matched lower-cased, ``-`` / ``.`` read as ``_``).
 FIG7_KWS_EXCLUDE = ("qwen2_audio_7b",)
 
 # ``results/figures/<name>.png`` / ``.pdf``, as the paper's README names them.
-FIGURE_NAMES = ("figure2_descriptor_regressions", "figure3_descriptor_correlations", "figure4_background_ranking",
-                "figure5_accent_degradation", "figure6_prompt_steering_rer", "figure7_snr_performance")
+FIGURE_NAMES = (
+    "figure2_descriptor_regressions",
+    "figure3_descriptor_correlations",
+    "figure4_background_ranking",
+    "figure5_accent_degradation",
+    "figure6_prompt_steering_rer",
+    "figure7_snr_performance",
+)
 
-# ``results/tables/<name>.csv``. The names of the authors' README hold their arithmetic: ``table4_accent_dwer``
-# is their flat mean per accent label (:func:`table4_accent_dwer_authors`); ours, the mean of item means per
-# accent group with intervals (:func:`table4_accent_dwer`), is ``table4_accent_dwer_item_means`` (its ``pooled``
-# and ``unspecified`` rows in ``table4_accent_dwer_item_means_pooled_unspecified``).
-TABLE_NAMES = ("table2_descriptor_correlations", "table3_descriptor_values", "table4_accent_dwer",
-               "table4_accent_dwer_item_means", "table4_accent_dwer_item_means_pooled_unspecified",
-               "table5_prompt_steering_rer")
+# ``results/tables/<name>.csv``. The names of the authors' README hold their arithmetic:
+# ``table4_accent_dwer`` is their flat mean per accent label (:func:`table4_accent_dwer_authors`);
+# ours, the mean of item means per accent group with intervals (:func:`table4_accent_dwer`), is
+# ``table4_accent_dwer_item_means`` (its ``pooled`` and ``unspecified`` rows in
+# ``table4_accent_dwer_item_means_pooled_unspecified``).
+TABLE_NAMES = (
+    "table2_descriptor_correlations",
+    "table3_descriptor_values",
+    "table4_accent_dwer",
+    "table4_accent_dwer_item_means",
+    "table4_accent_dwer_item_means_pooled_unspecified",
+    "table5_prompt_steering_rer",
+)
 
 # Columns of :func:`table2_descriptor_correlations`, in order: ``p`` is the authors' (scipy's
-# t-approximation), ``p_permutation`` ours (exact, permutation or asymptotic: ``p_method``), ``p_bh`` its
-# Benjamini–Hochberg adjustment.
-TABLE2_COLUMNS = ["task", "family", "model", "descriptor", "n", "r_s", "p", "p_permutation", "p_method",
-                  "n_permutations", "ci_low", "ci_high", "ci_usable", "p_bh", "level", "n_resamples", "seed",
-                  "note", "r_s_unrounded"]
+# t-approximation), ``p_permutation`` ours (exact, permutation or asymptotic: ``p_method``),
+# ``p_bh`` its Benjamini–Hochberg adjustment.
+TABLE2_COLUMNS = [
+    "task",
+    "family",
+    "model",
+    "descriptor",
+    "n",
+    "r_s",
+    "p",
+    "p_permutation",
+    "p_method",
+    "n_permutations",
+    "ci_low",
+    "ci_high",
+    "ci_usable",
+    "p_bh",
+    "level",
+    "n_resamples",
+    "seed",
+    "note",
+    "r_s_unrounded",
+]
 
 # Columns of :func:`table5_prompt_steering_rer`, in order.
-TABLE5_COLUMNS = ["model", "family", "base_task", "steer_task", "n_items", "n_base_rows", "n_steer_rows",
-                  "delta_base_pp", "delta_steer_pp", "rer", "base_flag", "ci_low", "ci_high", "ci_usable", "rule",
-                  "n_pairs", "delta_base_paired_pp", "delta_steer_paired_pp", "rer_paired", "rer_paired_ci_low",
-                  "rer_paired_ci_high", "rer_paired_ci_usable", "level", "n_resamples", "seed", "note"]
+TABLE5_COLUMNS = [
+    "model",
+    "family",
+    "base_task",
+    "steer_task",
+    "n_items",
+    "n_base_rows",
+    "n_steer_rows",
+    "delta_base_pp",
+    "delta_steer_pp",
+    "rer",
+    "base_flag",
+    "ci_low",
+    "ci_high",
+    "ci_usable",
+    "rule",
+    "n_pairs",
+    "delta_base_paired_pp",
+    "delta_steer_paired_pp",
+    "rer_paired",
+    "rer_paired_ci_low",
+    "rer_paired_ci_high",
+    "rer_paired_ci_usable",
+    "level",
+    "n_resamples",
+    "seed",
+    "note",
+]
 
-# Columns ``accent`` (a raw accent of the ASR manifest) and ``label`` (the name on the authors' accent figure: their
-# ``accent_clean_map``).
+# Columns ``accent`` (a raw accent of the ASR manifest) and ``label`` (the name on the authors'
+# accent figure: their ``accent_clean_map``).
 AUTHORS_ACCENT_LABELS_FILE = Path(__file__).resolve().parent / "authors_accent_labels.csv"
 
 
-# What Figures 2–7 and Tables 2–5 do with a *partial model* (one that lacks stimuli of a task another
-# model covers whole), per profile: ``keep`` every scored row of it (the authors' rule: their tables
-# average whatever rows exist), or ``leave_out`` the model (ours: a view pooled over unequal coverage
-# would rest on the part the models share). Notebook 09's ``partial_models`` parameter overrides it.
+# What Figures 2–7 and Tables 2–5 do with a *partial model* (one that lacks stimuli of a task
+# another model covers whole), per profile: ``keep`` every scored row of it (the authors' rule:
+# their tables average whatever rows exist), or ``leave_out`` the model (ours: a view pooled over
+# unequal coverage would rest on the part the models share). Notebook 09's ``partial_models``
+# parameter overrides it.
 PARTIAL_MODEL_RULES = {"paper": "keep", "demo": "leave_out", "custom": "leave_out"}
 
 
@@ -90,8 +150,8 @@ def partial_models_left_out(coverage: pd.DataFrame, rule: str) -> list[str]:
 
 
 def load_inputs(ws) -> tuple[dict, pd.DataFrame | None, pd.DataFrame | None]:
-    """``(scores, descriptors, battery)`` of a workspace; descriptors and battery indexed by ``bg_id``
-    (None when missing).
+    """``(scores, descriptors, battery)`` of a workspace; descriptors and battery indexed by
+    ``bg_id`` (None when missing).
 
     Raises
     ------
@@ -101,9 +161,15 @@ def load_inputs(ws) -> tuple[dict, pd.DataFrame | None, pd.DataFrame | None]:
     scores = load_scores(ws)
     missing = [t for t in BASE_TASKS.values() if t not in scores]
     if missing:
-        raise AiplibError(f"stage 9 needs results/scores/{{{','.join(missing)}}}.csv under "
-                          f"{ws.results}; run stage 8 (scoring) first")
-    return (scores, read_descriptor_table(ws.descriptor_csv, index=True), read_battery_csv(ws.battery_csv, index=True))
+        raise AiplibError(
+            f"stage 9 needs results/scores/{{{','.join(missing)}}}.csv under "
+            f"{ws.results}; run stage 8 (scoring) first"
+        )
+    return (
+        scores,
+        read_descriptor_table(ws.descriptor_csv, index=True),
+        read_battery_csv(ws.battery_csv, index=True),
+    )
 
 
 def categories(bg_ids, battery) -> list[str]:
@@ -121,7 +187,9 @@ def _norm_id(s) -> str:
 def _spearmanr(y: pd.Series, x: pd.Series) -> tuple[float, float]:
     """scipy's Spearman ρ and t-approximation p on the common finite backgrounds; NaN with fewer
     than 3 or a constant column."""
-    both = pd.concat([s.set_axis(s.index.astype(str)).astype(float) for s in (x, y)], axis=1, join="inner")
+    both = pd.concat(
+        [s.set_axis(s.index.astype(str)).astype(float) for s in (x, y)], axis=1, join="inner"
+    )
     both = both[np.isfinite(both).all(axis=1)]
     if len(both) < 3 or both.nunique().min() < 2:
         return float("nan"), float("nan")
@@ -129,15 +197,16 @@ def _spearmanr(y: pd.Series, x: pd.Series) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
-def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
-                                   n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+def table2_descriptor_correlations(
+    scores: dict, descriptors: pd.DataFrame, *, n_resamples: int = 2000, seed: int = 0
+) -> pd.DataFrame:
     """Table 2: Spearman ρ of each descriptor vs the mean degradation per background.
 
     The degradation is the authors' flat mean over a background's noisy rows
     (:func:`aiplib.analysis.stats.degradation_by_background`) and the descriptors are rounded as
     theirs first (:func:`aiplib.analysis.stats.round_descriptors`). ``p`` is theirs
-    (``scipy.stats.spearmanr``'s t-approximation); ``p_permutation`` is ours (exact or permutation up
-    to 20 backgrounds, ``p_method``) and ``p_bh`` its Benjamini–Hochberg adjustment.
+    (``scipy.stats.spearmanr``'s t-approximation); ``p_permutation`` is ours (exact or permutation
+    up to 20 backgrounds, ``p_method``) and ``p_bh`` its Benjamini–Hochberg adjustment.
 
     ``scores`` needs ``"asr"`` and ``"kws"``; ``descriptors`` is indexed by ``bg_id``, unrounded;
     ``n_resamples, seed`` are those of the bootstrap over backgrounds.
@@ -147,16 +216,23 @@ def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
     pandas.DataFrame [shape=(2 · (n_models + 1) · n_descriptors, 19)]
         :data:`TABLE2_COLUMNS`: :func:`aiplib.analysis.stats.descriptor_correlations`'s columns on
         the rounded descriptors (``model``: ``pooled`` first; its ``p`` renamed ``p_permutation``,
-        ``p_bh`` across the descriptors of a task and model), the authors' ``p`` and ``r_s_unrounded``.
+        ``p_bh`` across the descriptors of a task and model), the authors' ``p`` and
+        ``r_s_unrounded``.
     """
     rounded = stats.round_descriptors(descriptors)
     frames = []
     for fam, task in BASE_TASKS.items():
         full = stats.degradation_by_background(scores[task], fam)
-        deg = full[["pooled"] + [c for c in full.columns if c != "pooled"]]  # attrs (partial, method) kept
-        t = stats.descriptor_correlations(deg, rounded.reset_index(), n_resamples=n_resamples, seed=seed)
+        deg = full[
+            ["pooled"] + [c for c in full.columns if c != "pooled"]
+        ]  # attrs (partial, method) kept
+        t = stats.descriptor_correlations(
+            deg, rounded.reset_index(), n_resamples=n_resamples, seed=seed
+        )
         t = t.rename(columns={"p": "p_permutation"})
-        t["r_s_unrounded"] = [_spearmanr(deg[m], descriptors[d])[0] for m, d in zip(t["model"], t["descriptor"])]
+        t["r_s_unrounded"] = [
+            _spearmanr(deg[m], descriptors[d])[0] for m, d in zip(t["model"], t["descriptor"])
+        ]
         t["p"] = [_spearmanr(deg[m], rounded[d])[1] for m, d in zip(t["model"], t["descriptor"])]
         t["family"] = fam
         t["task"] = task
@@ -166,8 +242,8 @@ def table2_descriptor_correlations(scores: dict, descriptors: pd.DataFrame, *,
 
 def top_descriptors(table2: pd.DataFrame, k: int = 3) -> list[str]:
     """Figure 2's ``k`` descriptors: largest mean of |r_s(ASR)| and |r_s(KWS)| (pooled), rounded to
-    3 decimals as the authors (:func:`aiplib.analysis.stats.rank_by_mean_abs_rs`); NaN in either task
-    is never picked."""
+    3 decimals as the authors (:func:`aiplib.analysis.stats.rank_by_mean_abs_rs`); NaN in either
+    task is never picked."""
     pooled = table2[table2["model"] == "pooled"]
     descs = list(dict.fromkeys(pooled["descriptor"]))
     tasks = list(dict.fromkeys(pooled["task"]))
@@ -177,11 +253,12 @@ def top_descriptors(table2: pd.DataFrame, k: int = 3) -> list[str]:
     return list(stats.rank_by_mean_abs_rs(r[tasks[0]], r[tasks[1]]).index[:k])
 
 
-def descriptor_points(scores: dict, descriptors: pd.DataFrame, table2: pd.DataFrame, *,
-                      battery=None, k: int = 3) -> pd.DataFrame:
-    """Figure 2's points, one row per (family, top descriptor, background): ``family, task, descriptor,
-    bg_id, category, x`` (the descriptor, rounded as the authors), ``y_pp`` (pooled flat mean degradation)
-    and the descriptor's pooled Table 2 ``r_s, ci_low, ci_high, p_bh``."""
+def descriptor_points(
+    scores: dict, descriptors: pd.DataFrame, table2: pd.DataFrame, *, battery=None, k: int = 3
+) -> pd.DataFrame:
+    """Figure 2's points, one row per (family, top descriptor, background): ``family, task,
+    descriptor, bg_id, category, x`` (the descriptor, rounded as the authors), ``y_pp`` (pooled flat
+    mean degradation) and the descriptor's pooled Table 2 ``r_s, ci_low, ci_high, p_bh``."""
     top = top_descriptors(table2, k)
     rounded = stats.round_descriptors(descriptors)
     pooled = table2[table2["model"] == "pooled"].set_index(["task", "descriptor"])
@@ -191,15 +268,42 @@ def descriptor_points(scores: dict, descriptors: pd.DataFrame, table2: pd.DataFr
         common = deg.index.intersection(rounded.index)
         for desc in top:
             r = pooled.loc[(task, desc)]
-            rows.append(pd.DataFrame({"family": fam, "task": task, "descriptor": desc, "bg_id": list(common),
-                "category": categories(list(common), battery), "x": rounded.loc[common, desc].to_numpy(float),
-                "y_pp": deg.loc[common].to_numpy(float), "r_s": r["r_s"], "ci_low": r["ci_low"],
-                "ci_high": r["ci_high"], "p_bh": r["p_bh"]}))
-    cols = ["family", "task", "descriptor", "bg_id", "category", "x", "y_pp", "r_s", "ci_low", "ci_high", "p_bh"]
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "family": fam,
+                        "task": task,
+                        "descriptor": desc,
+                        "bg_id": list(common),
+                        "category": categories(list(common), battery),
+                        "x": rounded.loc[common, desc].to_numpy(float),
+                        "y_pp": deg.loc[common].to_numpy(float),
+                        "r_s": r["r_s"],
+                        "ci_low": r["ci_low"],
+                        "ci_high": r["ci_high"],
+                        "p_bh": r["p_bh"],
+                    }
+                )
+            )
+    cols = [
+        "family",
+        "task",
+        "descriptor",
+        "bg_id",
+        "category",
+        "x",
+        "y_pp",
+        "r_s",
+        "ci_low",
+        "ci_high",
+        "p_bh",
+    ]
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
 
 
-def table3_descriptor_values(ranking: pd.DataFrame, descriptors: pd.DataFrame, *, battery=None) -> pd.DataFrame:
+def table3_descriptor_values(
+    ranking: pd.DataFrame, descriptors: pd.DataFrame, *, battery=None
+) -> pd.DataFrame:
     """Table 3: each background's descriptors (as stored, unrounded) beside its degradation, in the
     authors' order: ascending by ``mean_degradation_pp``, the mean of ASR ΔWER and KWS ΔAcc over the
     tasks the background has (their rule: a background missing one task takes the other's value),
@@ -212,14 +316,22 @@ def table3_descriptor_values(ranking: pd.DataFrame, descriptors: pd.DataFrame, *
     -------
     pandas.DataFrame [shape=(n_backgrounds, 8 + n_descriptors)]
         ``rank`` (Figure 4's), ``bg_id, category, mean_degradation_pp`` (over the tasks present),
-        ``asr_delta_wer_pp, kws_delta_acc_pp`` (the authors' flat mean), ``asr_/kws_…_snr_balanced_pp``
-        (ours, when the ranking has them), the descriptors.
+        ``asr_delta_wer_pp, kws_delta_acc_pp`` (the authors' flat mean),
+        ``asr_/kws_…_snr_balanced_pp`` (ours, when the ranking has them), the descriptors.
     """
     descs = [c for c in DESCRIPTORS if c in descriptors.columns] or list(descriptors.columns)
     deg = ["asr_delta_wer_pp", "kws_delta_acc_pp"]
-    deg += [c for c in ("asr_delta_wer_snr_balanced_pp", "kws_delta_acc_snr_balanced_pp") if c in ranking.columns]
+    deg += [
+        c
+        for c in ("asr_delta_wer_snr_balanced_pp", "kws_delta_acc_snr_balanced_pp")
+        if c in ranking.columns
+    ]
     t = ranking[["rank", *deg]].copy()
-    t.insert(1, "mean_degradation_pp", ranking[["asr_delta_wer_pp", "kws_delta_acc_pp"]].mean(axis=1, skipna=True))
+    t.insert(
+        1,
+        "mean_degradation_pp",
+        ranking[["asr_delta_wer_pp", "kws_delta_acc_pp"]].mean(axis=1, skipna=True),
+    )
     t.insert(1, "category", categories(list(t.index), battery))
     t = t.join(descriptors[descs], how="left")
     t = t.sort_values("mean_degradation_pp", ascending=True, kind="stable", na_position="last")
@@ -236,7 +348,8 @@ def _item_bg_means(df: pd.DataFrame, col: str) -> pd.DataFrame:
 
 
 def background_ranking(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Figure 4: degradation per background for ASR and KWS, pooled over models, in the paper's order.
+    """Figure 4: degradation per background for ASR and KWS, pooled over models, in the paper's
+    order.
 
     Backgrounds are sorted by the mean of ASR ΔWER and KWS ΔAcc (pp), largest first, those
     without both last (the authors' ranking). The point values are the authors' flat mean over
@@ -245,38 +358,51 @@ def background_ranking(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
     ``note``). Intervals bootstrap the items (each item's mean over models and SNRs, items every
     model has), NaN below :data:`aiplib.analysis.stats.MIN_N_FOR_INTERVAL` items.
 
-    Shape (n_backgrounds, 15), index ``bg_id``: ``rank`` (1 = most harmful), ``mean_degradation_pp``, then
-    per family ``asr_delta_wer_pp, asr_ci_low_pp, asr_ci_high_pp, asr_ci_usable, asr_delta_wer_snr_balanced_pp``
-    (KWS: ``kws_delta_acc_…``), ``n_resamples, seed, note``.
+    Shape (n_backgrounds, 15), index ``bg_id``: ``rank`` (1 = most harmful),
+    ``mean_degradation_pp``, then per family ``asr_delta_wer_pp, asr_ci_low_pp, asr_ci_high_pp,
+    asr_ci_usable, asr_delta_wer_snr_balanced_pp`` (KWS: ``kws_delta_acc_…``), ``n_resamples, seed,
+    note``.
     """
     out, notes = {}, {}
     for fam, task in BASE_TASKS.items():
-        col = DEGRADATION_COLUMN[fam]
+        col = TASK_FAMILIES[fam].degradation_column
         deg = stats.degradation_by_background(scores[task], fam)
         balanced = stats.degradation_by_background(scores[task], fam, method="snr_balanced")
         for bg, missing in deg.attrs.get("partial", {}).items():
             notes.setdefault(bg, []).append(
                 f"{fam.upper()}: no rows of models {', '.join(missing)} (flat mean over the "
-                "others; SNR-balanced value not pooled)")
+                "others; SNR-balanced value not pooled)"
+            )
         point = deg["pooled"] * 100
         lo, hi, use = {}, {}, {}
         for bg, g in _item_bg_means(scores[task], col).groupby("bg_id"):
             if not np.isfinite(point.get(bg, np.nan)):
                 continue
-            b = stats.bootstrap_ci(g[col].to_numpy(float) * 100, np.mean,
-                                   n_resamples=n_resamples, seed=seed, vectorized=True)
+            b = stats.bootstrap_ci(
+                g[col].to_numpy(float) * 100,
+                np.mean,
+                n_resamples=n_resamples,
+                seed=seed,
+                vectorized=True,
+            )
             lo[bg], hi[bg], use[bg] = b.ci_low, b.ci_high, b.n_valid
             if b.note:
                 notes.setdefault(bg, []).append(f"{fam.upper()}: {b.note}")
         out[f"{fam}_{col}_pp"] = point
-        out.update({f"{fam}_{k}": pd.Series(v, dtype=float) for k, v in
-                    (("ci_low_pp", lo), ("ci_high_pp", hi), ("ci_usable", use))})
+        out.update(
+            {
+                f"{fam}_{k}": pd.Series(v, dtype=float)
+                for k, v in (("ci_low_pp", lo), ("ci_high_pp", hi), ("ci_usable", use))
+            }
+        )
         out[f"{fam}_{col}_snr_balanced_pp"] = balanced["pooled"] * 100
     t = pd.DataFrame(out).rename_axis("bg_id")
     t.insert(0, "mean_degradation_pp", (t["asr_delta_wer_pp"] + t["kws_delta_acc_pp"]) / 2)
     t = t.sort_values("mean_degradation_pp", ascending=False, kind="stable", na_position="last")
     t.insert(0, "rank", np.arange(1, len(t) + 1))
-    t[["asr_ci_usable", "kws_ci_usable"]] = t[["asr_ci_usable", "kws_ci_usable"]].fillna(0).astype(int)
+    t[["asr_ci_usable", "kws_ci_usable"]] = (
+        t[["asr_ci_usable", "kws_ci_usable"]].fillna(0).astype(int)
+    )
     t["n_resamples"], t["seed"] = int(n_resamples), int(seed)
     t["note"] = ["; ".join(notes.get(bg, [])) for bg in t.index]
     return t
@@ -299,13 +425,13 @@ def authors_accent_label(accent) -> str | None:
 
 
 def table4_accent_dwer_authors(scores: dict) -> pd.DataFrame:
-    """Table 4 the authors' way (their ``generate_accent_degradation_plot``; ``table4_accent_dwer.csv``,
-    the name of their README): mean ΔWER over the noisy rows per model and accent label
-    (:func:`authors_accent_label`), no interval.
+    """Table 4 the authors' way (their ``generate_accent_degradation_plot``;
+    ``table4_accent_dwer.csv``, the name of their README): mean ΔWER over the noisy rows per model
+    and accent label (:func:`authors_accent_label`), no interval.
 
     ``scores["asr"]`` needs ``accent`` (or ``accent_group``) and ``delta_wer``. Columns ``model,
-    accent_label, accent`` (the raw strings, ``;``-joined), ``n_items, n_rows, mean_delta_wer_pp``, sorted
-    by model and label.
+    accent_label, accent`` (the raw strings, ``;``-joined), ``n_items, n_rows, mean_delta_wer_pp``,
+    sorted by model and label.
     """
     df = scores["asr"]
     raw = df["accent"] if "accent" in df.columns else df["accent_group"]
@@ -316,36 +442,53 @@ def table4_accent_dwer_authors(scores: dict) -> pd.DataFrame:
     if noisy.empty:
         return pd.DataFrame(columns=cols)
     g = noisy.groupby(["model", "accent_label"])
-    t = pd.DataFrame({"accent": g["_accent"].agg(lambda a: ";".join(sorted(set(a)))), "n_items": g["item_id"].nunique(),
-        "n_rows": g.size(), "mean_delta_wer_pp": 100 * g["delta_wer"].mean()}).reset_index()
+    t = pd.DataFrame(
+        {
+            "accent": g["_accent"].agg(lambda a: ";".join(sorted(set(a)))),
+            "n_items": g["item_id"].nunique(),
+            "n_rows": g.size(),
+            "mean_delta_wer_pp": 100 * g["delta_wer"].mean(),
+        }
+    ).reset_index()
     return t[cols].sort_values(["model", "accent_label"], kind="stable").reset_index(drop=True)
 
 
-def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def table4_accent_dwer(
+    scores: dict, *, n_resamples: int = 2000, seed: int = 0
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 4, ours: mean ΔWER per model and accent group (each item averaged over backgrounds and
     SNRs first) with a bootstrap CI over items.
 
     Returns ``(table4, supplement)`` (``table4_accent_dwer_item_means.csv`` and its
     ``_pooled_unspecified``): accent groups of single models; ``pooled`` (items every model ran,
-    averaged over models) per group and ``unspecified`` (no accent group) per model. Columns ``model,
-    accent_group, n_items, clean_wer_pp`` (corpus WER of the clean rows), ``item_mean_delta_wer_pp``
-    (the mean of the items' means, pp), ``ci_low_pp, ci_high_pp, ci_usable, level, n_resamples, seed,
-    note``.
+    averaged over models) per group and ``unspecified`` (no accent group) per model. Columns
+    ``model, accent_group, n_items, clean_wer_pp`` (corpus WER of the clean rows),
+    ``item_mean_delta_wer_pp`` (the mean of the items' means, pp), ``ci_low_pp, ci_high_pp,
+    ci_usable, level, n_resamples, seed, note``.
     """
     df = scores["asr"].copy()
     df["accent_group"] = df["accent_group"].fillna("unspecified")
     noisy = df[(df["bg_id"] != "clean") & df["delta_wer"].notna()]
     clean = df[df["bg_id"] == "clean"]
     per_item = noisy.groupby(["model", "accent_group", "item_id"])["delta_wer"].mean().reset_index()
-    wide = per_item.pivot_table(index=["accent_group", "item_id"], columns="model", values="delta_wer")
+    wide = per_item.pivot_table(
+        index=["accent_group", "item_id"], columns="model", values="delta_wer"
+    )
     complete = wide.notna().all(axis=1)
     pooled = wide[complete].mean(axis=1).rename("delta_wer").reset_index()
     pooled.insert(0, "model", "pooled")
     dropped = wide[~complete].groupby(level="accent_group").size().to_dict()
     rows = []
-    for (model, group), g in pd.concat([pooled, per_item]).groupby(["model", "accent_group"], sort=False):
-        b = stats.bootstrap_ci(g["delta_wer"].to_numpy(float) * 100, np.mean,
-                               n_resamples=n_resamples, seed=seed, vectorized=True)
+    for (model, group), g in pd.concat([pooled, per_item]).groupby(
+        ["model", "accent_group"], sort=False
+    ):
+        b = stats.bootstrap_ci(
+            g["delta_wer"].to_numpy(float) * 100,
+            np.mean,
+            n_resamples=n_resamples,
+            seed=seed,
+            vectorized=True,
+        )
         c = clean[clean["accent_group"] == group]
         if model != "pooled":
             c = c[c["model"] == model]
@@ -353,34 +496,70 @@ def table4_accent_dwer(scores: dict, *, n_resamples: int = 2000, seed: int = 0) 
         notes = [b.note] if b.note else []
         if model == "pooled" and dropped.get(group):
             notes.append(f"{dropped[group]} item(s) not run by every model left out")
-        rows.append({"model": model, "accent_group": group, "n_items": len(g), "clean_wer_pp": cw,
-                     "item_mean_delta_wer_pp": b.estimate, "ci_low_pp": b.ci_low, "ci_high_pp": b.ci_high,
-                     "ci_usable": b.n_valid, "level": b.level, "n_resamples": b.n_resamples, "seed": b.seed,
-                     "note": "; ".join(notes)})
+        rows.append(
+            {
+                "model": model,
+                "accent_group": group,
+                "n_items": len(g),
+                "clean_wer_pp": cw,
+                "item_mean_delta_wer_pp": b.estimate,
+                "ci_low_pp": b.ci_low,
+                "ci_high_pp": b.ci_high,
+                "ci_usable": b.n_valid,
+                "level": b.level,
+                "n_resamples": b.n_resamples,
+                "seed": b.seed,
+                "note": "; ".join(notes),
+            }
+        )
     t = pd.DataFrame(rows)
-    t = (t.assign(_o=t["model"] != "pooled").sort_values(["_o", "model", "accent_group"], kind="stable")
-         .drop(columns="_o"))
+    t = (
+        t.assign(_o=t["model"] != "pooled")
+        .sort_values(["_o", "model", "accent_group"], kind="stable")
+        .drop(columns="_o")
+    )
     main = (t["model"] != "pooled") & (t["accent_group"] != "unspecified")
     return t[main].reset_index(drop=True), t[~main].reset_index(drop=True)
 
 
-
 def accent_bars(table4: pd.DataFrame, authors: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Figure 5's bars: ``panel`` (``authors``: :func:`table4_accent_dwer_authors`, no interval; ``ours``:
-    :func:`table4_accent_dwer`), ``model, group, n_items, value_pp, ci_low_pp, ci_high_pp``; the interval is
-    NaN where the group has fewer than :data:`aiplib.analysis.stats.MIN_N_FOR_INTERVAL` items or none was
-    given."""
+    """Figure 5's bars: ``panel`` (``authors``: :func:`table4_accent_dwer_authors`, no interval;
+    ``ours``:
+    :func:`table4_accent_dwer`), ``model, group, n_items, value_pp, ci_low_pp, ci_high_pp``; the
+      interval is
+    NaN where the group has fewer than :data:`aiplib.analysis.stats.MIN_N_FOR_INTERVAL` items or
+    none was given."""
     frames = []
     if authors is not None and len(authors):
-        frames.append(pd.DataFrame({"panel": "authors", "model": authors["model"], "group": authors["accent_label"],
-                                    "n_items": authors["n_items"], "value_pp": authors["mean_delta_wer_pp"],
-                                    "ci_low_pp": np.nan, "ci_high_pp": np.nan}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "panel": "authors",
+                    "model": authors["model"],
+                    "group": authors["accent_label"],
+                    "n_items": authors["n_items"],
+                    "value_pp": authors["mean_delta_wer_pp"],
+                    "ci_low_pp": np.nan,
+                    "ci_high_pp": np.nan,
+                }
+            )
+        )
     few = table4["n_items"] < stats.MIN_N_FOR_INTERVAL
-    frames.append(pd.DataFrame({"panel": "ours", "model": table4["model"], "group": table4["accent_group"],
-                                "n_items": table4["n_items"], "value_pp": table4["item_mean_delta_wer_pp"],
-                                "ci_low_pp": table4["ci_low_pp"].mask(few),
-                                "ci_high_pp": table4["ci_high_pp"].mask(few)}))
+    frames.append(
+        pd.DataFrame(
+            {
+                "panel": "ours",
+                "model": table4["model"],
+                "group": table4["accent_group"],
+                "n_items": table4["n_items"],
+                "value_pp": table4["item_mean_delta_wer_pp"],
+                "ci_low_pp": table4["ci_low_pp"].mask(few),
+                "ci_high_pp": table4["ci_high_pp"].mask(few),
+            }
+        )
+    )
     return pd.concat(frames, ignore_index=True)
+
 
 # ------------------------------------------------------------------------ Table 5, Figure 6
 def _authors_rer(fam: str, b: pd.DataFrame, s: pd.DataFrame, *, n_resamples: int, seed: int):
@@ -391,7 +570,11 @@ def _authors_rer(fam: str, b: pd.DataFrame, s: pd.DataFrame, *, n_resamples: int
     sb, ss = stats.unpaired_item_sums(b, fam), stats.unpaired_item_sums(s, fam)
     items = sb.index.union(ss.index)
     sb, ss = sb.reindex(items, fill_value=0.0), ss.reindex(items, fill_value=0.0)
-    arrays = tuple(t[c].to_numpy(float) for t in (sb, ss) for c in ("clean_sum", "clean_n", "noisy_sum", "noisy_n"))
+    arrays = tuple(
+        t[c].to_numpy(float)
+        for t in (sb, ss)
+        for c in ("clean_sum", "clean_n", "noisy_sum", "noisy_n")
+    )
 
     def stat(*a, axis=-1, _fam=fam):
         d_base = stats.delta_from_sums(*a[:4], family=_fam, axis=axis)
@@ -404,21 +587,45 @@ def _authors_rer(fam: str, b: pd.DataFrame, s: pd.DataFrame, *, n_resamples: int
 
 def _paired_rer(fam: str, g: pd.DataFrame, col: str, *, n_resamples: int, seed: int):
     """Our paired RER of one model's (baseline, steering) row pairs and its item bootstrap."""
-    it = g.groupby("item_id").agg(sb=(f"{col}_base", "sum"), ss=(f"{col}_steer", "sum"), n=(f"{col}_base", "size"))
+    it = g.groupby("item_id").agg(
+        sb=(f"{col}_base", "sum"), ss=(f"{col}_steer", "sum"), n=(f"{col}_base", "size")
+    )
 
     def stat(sb, ss, n, axis=-1, _fam=fam):
-        return stats.rer(ss.sum(axis) / n.sum(axis), sb.sum(axis) / n.sum(axis), task_family=_fam, usable_only=True)
+        return stats.rer(
+            ss.sum(axis) / n.sum(axis),
+            sb.sum(axis) / n.sum(axis),
+            task_family=_fam,
+            usable_only=True,
+        )
 
-    pres = stats.bootstrap_ci((it["sb"].to_numpy(float), it["ss"].to_numpy(float), it["n"].to_numpy(float)),
-                              stat, n_resamples=n_resamples, seed=seed, vectorized=True) if len(it) else None
+    pres = (
+        stats.bootstrap_ci(
+            (it["sb"].to_numpy(float), it["ss"].to_numpy(float), it["n"].to_numpy(float)),
+            stat,
+            n_resamples=n_resamples,
+            seed=seed,
+            vectorized=True,
+        )
+        if len(it)
+        else None
+    )
     pdb, pds = g[f"{col}_base"].mean(), g[f"{col}_steer"].mean()  # NaN without pairs
     lo, hi, usable = (pres.ci_low, pres.ci_high, pres.n_valid) if pres else (np.nan, np.nan, 0)
-    return {"n_pairs": len(g), "delta_base_paired_pp": 100 * pdb, "delta_steer_paired_pp": 100 * pds,
-            "rer_paired": stats.rer(pds, pdb, task_family=fam), "rer_paired_ci_low": lo, "rer_paired_ci_high": hi,
-            "rer_paired_ci_usable": usable}, pres
+    return {
+        "n_pairs": len(g),
+        "delta_base_paired_pp": 100 * pdb,
+        "delta_steer_paired_pp": 100 * pds,
+        "rer_paired": stats.rer(pds, pdb, task_family=fam),
+        "rer_paired_ci_low": lo,
+        "rer_paired_ci_high": hi,
+        "rer_paired_ci_usable": usable,
+    }, pres
 
 
-def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+def table5_prompt_steering_rer(
+    scores: dict, *, n_resamples: int = 2000, seed: int = 0
+) -> pd.DataFrame:
     """Table 5: Residual Effect Ratio of the steering prompt per model, ASR and KWS.
 
     ``rer`` is the authors' (``generate_prompt_rer_plot``): each task's Δ on its own rows, unpaired
@@ -436,26 +643,60 @@ def table5_prompt_steering_rer(scores: dict, *, n_resamples: int = 2000, seed: i
         base_task = BASE_TASKS[fam]
         if steer_task not in scores or base_task not in scores:
             continue
-        col = DEGRADATION_COLUMN[fam]
+        col = TASK_FAMILIES[fam].degradation_column
         keys = ["model", "stimulus_id"]
         base_all, steer_all = scores[base_task], scores[steer_task]
-        b = base_all.loc[lambda d: (d["bg_id"] != "clean") & d[col].notna(), keys + ["item_id", col]]
+        b = base_all.loc[
+            lambda d: (d["bg_id"] != "clean") & d[col].notna(), keys + ["item_id", col]
+        ]
         s = steer_all.loc[lambda d: (d["bg_id"] != "clean") & d[col].notna(), keys + [col]]
         pairs = b.merge(s, on=keys, suffixes=("_base", "_steer"))
-        for model in sorted(set(base_all["model"].astype(str)) & set(steer_all["model"].astype(str))):
-            db, ds, nb, ns, n_items, res = _authors_rer(fam, base_all[base_all["model"].astype(str) == model],
-                steer_all[steer_all["model"].astype(str) == model], n_resamples=n_resamples, seed=seed)
+        for model in sorted(
+            set(base_all["model"].astype(str)) & set(steer_all["model"].astype(str))
+        ):
+            db, ds, nb, ns, n_items, res = _authors_rer(
+                fam,
+                base_all[base_all["model"].astype(str) == model],
+                steer_all[steer_all["model"].astype(str) == model],
+                n_resamples=n_resamples,
+                seed=seed,
+            )
             small = fam == "kws" and abs(ds) < stats.RER_KWS_SMALL and abs(db) < stats.RER_KWS_SMALL
             rule = "kws_both_below_1pp" if small else "ratio"
-            paired, pres = _paired_rer(fam, pairs[pairs["model"].astype(str) == model], col,
-                                       n_resamples=n_resamples, seed=seed)
-            notes = [n for n in (res.note, f"paired: {pres.note}" if pres and pres.note else "") if n]
-            rows.append({"model": model, "family": fam, "base_task": base_task, "steer_task": steer_task,
-                         "n_items": n_items, "n_base_rows": nb, "n_steer_rows": ns, "delta_base_pp": 100 * db,
-                         "delta_steer_pp": 100 * ds, "rer": stats.rer(ds, db, task_family=fam),
-                         "base_flag": "" if rule != "ratio" else stats.rer_flag(db), "ci_low": res.ci_low,
-                         "ci_high": res.ci_high, "ci_usable": res.n_valid, "rule": rule, **paired, "level": res.level,
-                         "n_resamples": res.n_resamples, "seed": res.seed, "note": "; ".join(notes)})
+            paired, pres = _paired_rer(
+                fam,
+                pairs[pairs["model"].astype(str) == model],
+                col,
+                n_resamples=n_resamples,
+                seed=seed,
+            )
+            notes = [
+                n for n in (res.note, f"paired: {pres.note}" if pres and pres.note else "") if n
+            ]
+            rows.append(
+                {
+                    "model": model,
+                    "family": fam,
+                    "base_task": base_task,
+                    "steer_task": steer_task,
+                    "n_items": n_items,
+                    "n_base_rows": nb,
+                    "n_steer_rows": ns,
+                    "delta_base_pp": 100 * db,
+                    "delta_steer_pp": 100 * ds,
+                    "rer": stats.rer(ds, db, task_family=fam),
+                    "base_flag": "" if rule != "ratio" else stats.rer_flag(db),
+                    "ci_low": res.ci_low,
+                    "ci_high": res.ci_high,
+                    "ci_usable": res.n_valid,
+                    "rule": rule,
+                    **paired,
+                    "level": res.level,
+                    "n_resamples": res.n_resamples,
+                    "seed": res.seed,
+                    "note": "; ".join(notes),
+                }
+            )
     return pd.DataFrame(rows, columns=TABLE5_COLUMNS)
 
 
@@ -464,9 +705,10 @@ def snr_curves(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.Da
     """Figure 7: mean per-utterance WER and KWS accuracy per model and condition (clean, then SNRs
     high → low), the mean over every stimulus of the condition, as the authors; corpus WER beside.
 
-    Columns ``family, model, condition`` (``clean`` or e.g. ``10 dB``), ``snr_db`` (NaN for clean), ``value_pp``
-    (%), ``ci_low_pp, ci_high_pp, ci_usable`` (bootstrap over items), ``corpus_wer_pp`` (ASR: Σ errors / Σ
-    reference words; NaN for KWS), ``n_items``, ``in_figure`` (False for the KWS rows of :data:`FIG7_KWS_EXCLUDE`).
+    Columns ``family, model, condition`` (``clean`` or e.g. ``10 dB``), ``snr_db`` (NaN for clean),
+    ``value_pp`` (%), ``ci_low_pp, ci_high_pp, ci_usable`` (bootstrap over items), ``corpus_wer_pp``
+    (ASR: Σ errors / Σ reference words; NaN for KWS), ``n_items``, ``in_figure`` (False for the KWS
+    rows of :data:`FIG7_KWS_EXCLUDE`).
     """
     rows = []
     excl = {_norm_id(m) for m in FIG7_KWS_EXCLUDE}
@@ -482,75 +724,162 @@ def snr_curves(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.Da
                 if sel.empty:
                     continue
                 it = sel.groupby("item_id").agg(a=(value, "sum"), n=(value, "size"))
-                res = stats.bootstrap_ci((it["a"].to_numpy(float), it["n"].to_numpy(float)),
-                                         lambda a, n, axis=-1: 100 * a.sum(axis) / n.sum(axis),
-                                         n_resamples=n_resamples, seed=seed, vectorized=True)
-                corpus = (100 * sel["errors"].sum() / sel["ref_words"].sum()
-                          if fam == "asr" and sel["ref_words"].sum() else np.nan)
-                rows.append({"family": fam, "model": model, "condition": cond, "snr_db": snr, "value_pp": res.estimate,
-                             "ci_low_pp": res.ci_low, "ci_high_pp": res.ci_high, "ci_usable": res.n_valid,
-                             "corpus_wer_pp": corpus, "n_items": len(it),
-                             "in_figure": not (fam == "kws" and _norm_id(model) in excl)})
+                res = stats.bootstrap_ci(
+                    (it["a"].to_numpy(float), it["n"].to_numpy(float)),
+                    lambda a, n, axis=-1: 100 * a.sum(axis) / n.sum(axis),
+                    n_resamples=n_resamples,
+                    seed=seed,
+                    vectorized=True,
+                )
+                corpus = (
+                    100 * sel["errors"].sum() / sel["ref_words"].sum()
+                    if fam == "asr" and sel["ref_words"].sum()
+                    else np.nan
+                )
+                rows.append(
+                    {
+                        "family": fam,
+                        "model": model,
+                        "condition": cond,
+                        "snr_db": snr,
+                        "value_pp": res.estimate,
+                        "ci_low_pp": res.ci_low,
+                        "ci_high_pp": res.ci_high,
+                        "ci_usable": res.n_valid,
+                        "corpus_wer_pp": corpus,
+                        "n_items": len(it),
+                        "in_figure": not (fam == "kws" and _norm_id(model) in excl),
+                    }
+                )
     return pd.DataFrame(rows)
-
 
 
 # ------------------------------------------------------------------------------- Findings
 # Columns of :func:`findings`, in order.
-FINDINGS_COLUMNS = ["finding", "task", "model", "subject", "value", "ci_low", "ci_high", "n", "p", "verdict",
-                    "source"]
+FINDINGS_COLUMNS = [
+    "finding",
+    "task",
+    "model",
+    "subject",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n",
+    "p",
+    "verdict",
+    "source",
+]
 
 
-def findings(tables: dict, ranking: pd.DataFrame, *, table2=None, table4=None, table5=None) -> pd.DataFrame:
+def findings(
+    tables: dict, ranking: pd.DataFrame, *, table2=None, table4=None, table5=None
+) -> pd.DataFrame:
     """The numbers the report's Findings cite, each copied from the table it names in ``source``.
 
-    ``finding``: ``overall`` and ``snr`` (the ``overall`` / ``snr`` rows of the base tasks' condition
-    tables, ``tables`` as :func:`aiplib.analysis.conditions.read_condition_tables` returns them);
-    ``most_harmful`` / ``least_harmful`` (the first and last background of Figure 4's ranking with a value,
-    one row per family); ``descriptor`` (per task, the pooled Table 2 row of largest |r_s|); ``accent_high``
-    / ``accent_low`` (per model, the Table 4 groups of largest and smallest mean ΔWER); ``steering`` (Table 5).
+    ``finding``: ``overall`` and ``snr`` (the ``overall`` / ``snr`` rows of the base tasks'
+    condition tables, ``tables`` as :func:`aiplib.analysis.conditions.read_condition_tables` returns
+    them); ``most_harmful`` / ``least_harmful`` (the first and last background of Figure 4's ranking
+    with a value, one row per family); ``descriptor`` (per task, the pooled Table 2 row of largest
+    |r_s|); ``accent_high`` / ``accent_low`` (per model, the Table 4 groups of largest and smallest
+    mean ΔWER); ``steering`` (Table 5).
 
     Returns
     -------
     pandas.DataFrame [shape=(n_findings, 11)]
-        Columns :data:`FINDINGS_COLUMNS`: ``subject`` (SNR in dB, background, descriptor or accent group),
-        ``value, ci_low, ci_high`` (pp; r_s and RER without unit), ``n`` (items; backgrounds for r_s),
-        ``p`` (the exact test; p_BH for r_s), ``verdict`` (Table 5: its ``base_flag``).
+        Columns :data:`FINDINGS_COLUMNS`: ``subject`` (SNR in dB, background, descriptor or accent
+          group),
+        ``value, ci_low, ci_high`` (pp; r_s and RER without unit), ``n`` (items; backgrounds for
+        r_s), ``p`` (the exact test; p_BH for r_s), ``verdict`` (Table 5: its ``base_flag``).
     """
     rows = []
     for task in BASE_TASKS.values():
         t = tables.get(task)
-        for r in ([] if t is None else t[t["scope"].isin(["overall", "snr"])].itertuples()):
-            rows.append({"finding": r.scope, "task": task, "model": r.model,
-                         "subject": r.snr_db if r.scope == "snr" else "all", "value": r.delta_pp,
-                         "ci_low": r.ci_low_pp, "ci_high": r.ci_high_pp, "n": r.n_items, "p": r.p_value,
-                         "verdict": r.verdict, "source": f"conditions_{task}"})
+        for r in [] if t is None else t[t["scope"].isin(["overall", "snr"])].itertuples():
+            rows.append(
+                {
+                    "finding": r.scope,
+                    "task": task,
+                    "model": r.model,
+                    "subject": r.snr_db if r.scope == "snr" else "all",
+                    "value": r.delta_pp,
+                    "ci_low": r.ci_low_pp,
+                    "ci_high": r.ci_high_pp,
+                    "n": r.n_items,
+                    "p": r.p_value,
+                    "verdict": r.verdict,
+                    "source": f"conditions_{task}",
+                }
+            )
     ranked = ranking[np.isfinite(ranking["mean_degradation_pp"].to_numpy(float))]
     for finding, bg in (("most_harmful", ranked.index[:1]), ("least_harmful", ranked.index[-1:])):
-        for fam, task in (BASE_TASKS.items() if len(bg) else ()):
+        for fam, task in BASE_TASKS.items() if len(bg) else ():
             r = ranking.loc[bg[0]]
-            rows.append({"finding": finding, "task": task, "model": "pooled", "subject": bg[0],
-                         "value": r[f"{fam}_{DEGRADATION_COLUMN[fam]}_pp"], "ci_low": r[f"{fam}_ci_low_pp"],
-                         "ci_high": r[f"{fam}_ci_high_pp"], "source": "figure4_background_ranking"})
+            rows.append(
+                {
+                    "finding": finding,
+                    "task": task,
+                    "model": "pooled",
+                    "subject": bg[0],
+                    "value": r[f"{fam}_{TASK_FAMILIES[fam].degradation_column}_pp"],
+                    "ci_low": r[f"{fam}_ci_low_pp"],
+                    "ci_high": r[f"{fam}_ci_high_pp"],
+                    "source": "figure4_background_ranking",
+                }
+            )
     if table2 is not None:
         pooled = table2[(table2["model"] == "pooled") & np.isfinite(table2["r_s"].to_numpy(float))]
         for task, g in pooled.groupby("task", sort=False):
             r = g.loc[g["r_s"].abs().idxmax()]
-            rows.append({"finding": "descriptor", "task": task, "model": "pooled", "subject": r["descriptor"],
-                         "value": r["r_s"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n": r["n"],
-                         "p": r["p_bh"], "source": "table2_descriptor_correlations"})
-    for model, g in ([] if table4 is None else table4.dropna(subset=["item_mean_delta_wer_pp"]).groupby("model")):
+            rows.append(
+                {
+                    "finding": "descriptor",
+                    "task": task,
+                    "model": "pooled",
+                    "subject": r["descriptor"],
+                    "value": r["r_s"],
+                    "ci_low": r["ci_low"],
+                    "ci_high": r["ci_high"],
+                    "n": r["n"],
+                    "p": r["p_bh"],
+                    "source": "table2_descriptor_correlations",
+                }
+            )
+    for model, g in (
+        [] if table4 is None else table4.dropna(subset=["item_mean_delta_wer_pp"]).groupby("model")
+    ):
         v = g["item_mean_delta_wer_pp"]
         for finding, i in (("accent_high", v.idxmax()), ("accent_low", v.idxmin())):
             r = g.loc[i]
-            rows.append({"finding": finding, "task": "asr", "model": model, "subject": r["accent_group"],
-                         "value": r["item_mean_delta_wer_pp"], "ci_low": r["ci_low_pp"], "ci_high": r["ci_high_pp"],
-                         "n": r["n_items"], "source": "table4_accent_dwer_item_means"})
-    for r in ([] if table5 is None else table5.itertuples()):
-        rows.append({"finding": "steering", "task": r.steer_task, "model": r.model, "subject": r.family, "value": r.rer,
-                     "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_items, "verdict": r.base_flag,
-                     "source": "table5_prompt_steering_rer"})
+            rows.append(
+                {
+                    "finding": finding,
+                    "task": "asr",
+                    "model": model,
+                    "subject": r["accent_group"],
+                    "value": r["item_mean_delta_wer_pp"],
+                    "ci_low": r["ci_low_pp"],
+                    "ci_high": r["ci_high_pp"],
+                    "n": r["n_items"],
+                    "source": "table4_accent_dwer_item_means",
+                }
+            )
+    for r in [] if table5 is None else table5.itertuples():
+        rows.append(
+            {
+                "finding": "steering",
+                "task": r.steer_task,
+                "model": r.model,
+                "subject": r.family,
+                "value": r.rer,
+                "ci_low": r.ci_low,
+                "ci_high": r.ci_high,
+                "n": r.n_items,
+                "verdict": r.base_flag,
+                "source": "table5_prompt_steering_rer",
+            }
+        )
     return pd.DataFrame(rows, columns=FINDINGS_COLUMNS)
+
 
 # ------------------------------------------------------------------------------ file output
 def save_figure(fig, out_dir, name: str, *, formats=("png", "pdf"), dpi: int = 200) -> list[Path]:
@@ -559,6 +888,10 @@ def save_figure(fig, out_dir, name: str, *, formats=("png", "pdf"), dpi: int = 2
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
-        fig.savefig(out_dir / f"{name}.{fmt}", format=fmt, dpi=dpi,
-                    metadata={"CreationDate": None} if fmt == "pdf" else {})
+        fig.savefig(
+            out_dir / f"{name}.{fmt}",
+            format=fmt,
+            dpi=dpi,
+            metadata={"CreationDate": None} if fmt == "pdf" else {},
+        )
     return [out_dir / f"{name}.{fmt}" for fmt in formats]

@@ -2,10 +2,12 @@
 
 ``results/<dir>/<name>.<ext>`` gets ``results/<dir>/<name>.json`` under the key ``"provenance"``
 (other keys, e.g. the scoring metadata of ``results/scores/<task>.json``, are kept); files sharing a
-stem (a figure's PNG and PDF, ``report.md`` / ``.html``) share one sidecar. ``results/provenance.json``
-is the run-level record (:func:`collect_provenance`), read by
-:func:`aiplib.analysis.comparison.compare_runs`. No time stamps: the same inputs give the same bytes.
+stem (a figure's PNG and PDF, ``report.md`` / ``.html``) share one sidecar.
+``results/provenance.json`` is the run-level record (:func:`collect_provenance`), read by
+:func:`aiplib.analysis.comparison.compare_runs`. No time stamps: the same inputs give the same
+  bytes.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,7 +21,7 @@ import pandas as pd
 from aiplib.core import __version__
 from aiplib.core.errors import AiplibError
 from aiplib.core.hashing import file_sha256
-from aiplib.core.tasks import FAMILIES, task_file
+from aiplib.core.tasks import TASK_FAMILIES, task_file
 from aiplib.core.textnorm import NORMALIZER_NAME, NORMALIZER_VERSION
 from aiplib.core.versions import package_versions
 from aiplib.core.workspace import repo_root
@@ -36,26 +38,31 @@ PROVENANCE_FILE = "provenance.json"
 # Key under which a sidecar holds the provenance (other keys of an existing sidecar are kept).
 SIDECAR_KEY = "provenance"
 
-# Distributions whose versions every provenance record holds (``openai-whisper`` supplies the Whisper-style normaliser,
+# Distributions whose versions every provenance record holds (``openai-whisper`` supplies the
+# Whisper-style normaliser,
 # :mod:`aiplib.core.textnorm_whisper`).
 _PACKAGES = ("numpy", "scipy", "pandas", "jiwer", "openai-whisper", "matplotlib")
 
 
 def shareable(value, data_root=None):
     """``value`` (a record: dicts, lists, strings) with every absolute path under the data root, the
-    project, the Python environment or the home folder written as ``<data root>/…``, ``<project>/…``,
-    ``<python env>/…`` or ``~/…``; other values unchanged."""
+    project, the Python environment or the home folder written as ``<data root>/…``,
+    ``<project>/…``, ``<python env>/…`` or ``~/…``; other values unchanged."""
     if isinstance(value, dict):
         return {k: shareable(v, data_root) for k, v in value.items()}
     if isinstance(value, list):
         return [shareable(v, data_root) for v in value]
     if not isinstance(value, str) or not value.startswith("/"):
         return value
-    for root, label in [(data_root, "<data root>"), (repo_root(), "<project>"), (sys.prefix, "<python env>"),
-                        (Path.home(), "~")]:
+    for root, label in [
+        (data_root, "<data root>"),
+        (repo_root(), "<project>"),
+        (sys.prefix, "<python env>"),
+        (Path.home(), "~"),
+    ]:
         for r in {str(root).rstrip("/"), str(Path(root).resolve()).rstrip("/")} if root else ():
             if r and (value == r or value.startswith(r + "/")):
-                return label + value[len(r):]
+                return label + value[len(r) :]
     return value
 
 
@@ -102,24 +109,36 @@ def debian_packages(ws) -> dict:
     """
     path = ws.debian_packages_csv
     if not path.is_file():
-        return {"source": "not recorded: no raw/debian_packages.csv (not the demo profile, or "
-                          "stage 1 of an older aiplib)", "packages": []}
+        return {
+            "source": "not recorded: no raw/debian_packages.csv (not the demo profile, or "
+            "stage 1 of an older aiplib)",
+            "packages": [],
+        }
     table = pd.read_csv(path, dtype=str, keep_default_na=False)
     return {"source": "raw/debian_packages.csv (stage 1)", "packages": table.to_dict("records")}
 
 
 def model_records(ws, scored_models=()) -> dict:
-    """Model id → what its ``inference/<model>/run_log.jsonl`` says, for every model with a run log and every
-    id in ``scored_models``: the last run's revision, weights, weights SHA-256, decoding path, window and
-    versions (the registry's revision and weights when no run is logged), ``numerics`` (the numeric
-    paths of the runs that decoded rows, :func:`numeric_paths`), and ``not_applicable`` (task →
-    reason) when its steering tasks were not run because it takes no task prompt."""
+    """Model id → what its ``inference/<model>/run_log.jsonl`` says, for every model with a run log
+    and every id in ``scored_models``: the last run's revision, weights, weights SHA-256, decoding
+    path, window and versions (the registry's revision and weights when no run is logged),
+    ``numerics`` (the numeric paths of the runs that decoded rows, :func:`numeric_paths`), and
+    ``not_applicable`` (task → reason) when its steering tasks were not run because it takes no task
+    prompt."""
     out, inf = {}, Path(ws.inference)
-    names = set(scored_models) | ({p.name for p in inf.iterdir() if (p / "run_log.jsonl").is_file()}
-                                  if inf.is_dir() else set())
+    names = set(scored_models) | (
+        {p.name for p in inf.iterdir() if (p / "run_log.jsonl").is_file()}
+        if inf.is_dir()
+        else set()
+    )
     for m in sorted(names):
-        rec = {"id": m, **dict.fromkeys(("revision", "weights", "weights_sha256", "decoding_path", "window",
-                                         "versions")), "numerics": []}
+        rec = {
+            "id": m,
+            **dict.fromkeys(
+                ("revision", "weights", "weights_sha256", "decoding_path", "window", "versions")
+            ),
+            "numerics": [],
+        }
         log_p = inf / m / "run_log.jsonl"
         if log_p.is_file():
             rows, _ = read_inference_jsonl(log_p, require_id=False)
@@ -130,12 +149,20 @@ def model_records(ws, scored_models=()) -> dict:
             rec["numerics"] = numeric_paths(runs)
             if runs:
                 last = runs[-1]
-                rec.update({k: last.get(k) for k in ("revision", "weights", "weights_sha256", "window", "versions")},
-                           decoding_path=last.get("decoding", last.get("path")))
+                rec.update(
+                    {
+                        k: last.get(k)
+                        for k in ("revision", "weights", "weights_sha256", "window", "versions")
+                    },
+                    decoding_path=last.get("decoding", last.get("path")),
+                )
         if rec["revision"] is None:
             try:
                 e = get_entry(m)
-                rec.update(revision=getattr(e, "revision", None), weights=rec["weights"] or getattr(e, "weights", None))
+                rec.update(
+                    revision=getattr(e, "revision", None),
+                    weights=rec["weights"] or getattr(e, "weights", None),
+                )
                 rec["revision_source"] = "registry (no run_log.jsonl entry)"
             except Exception:  # noqa: BLE001 - an unknown id is recorded as such
                 rec["revision_source"] = "unknown (no run log, not in the registry)"
@@ -157,12 +184,24 @@ def _paper_set_offline(ws) -> dict:
             return prompt_set_record(get_prompt_set("paper", ws=ws))
         except Exception as exc:  # noqa: BLE001 - a bad cached copy: recorded, not fatal here
             log.warning("paper prompt set not read from %s: %s", cached, exc)
-    return {"prompt_set": "paper", "kws_answer": spec["kws_answer"],
-            "source": {"kind": "url", "repo": src.get("repo"), "base_url": src["base_url"],
-                       "commit": src["commit"], "path": src["path"], "fetched": False},
-            "sha256": None, "variable": src.get("variable", "PROMPTS"), "texts_sha256": None,
-            "tasks": {}, "other_keys": [],
-            "note": "the texts are those of the authors' file at this commit; not fetched when scoring"}
+    return {
+        "prompt_set": "paper",
+        "kws_answer": spec["kws_answer"],
+        "source": {
+            "kind": "url",
+            "repo": src.get("repo"),
+            "base_url": src["base_url"],
+            "commit": src["commit"],
+            "path": src["path"],
+            "fetched": False,
+        },
+        "sha256": None,
+        "variable": src.get("variable", "PROMPTS"),
+        "texts_sha256": None,
+        "tasks": {},
+        "other_keys": [],
+        "note": "the texts are those of the authors' file at this commit; not fetched when scoring",
+    }
 
 
 def _prompt_set_used(ws) -> dict | None:
@@ -173,7 +212,9 @@ def _prompt_set_used(ws) -> dict | None:
     for log_p in sorted(inf.glob("*/run_log.jsonl")) if inf.is_dir() else []:
         rows, _ = read_inference_jsonl(log_p, require_id=False)
         for r in rows:
-            if isinstance(r.get("prompt_set"), dict) and (best is None or str(r.get("end", "")) >= best[0]):
+            if isinstance(r.get("prompt_set"), dict) and (
+                best is None or str(r.get("end", "")) >= best[0]
+            ):
                 best = (str(r.get("end", "")), r["prompt_set"])
     if best:
         return best[1]
@@ -186,16 +227,16 @@ def _prompt_set_used(ws) -> dict | None:
 
 
 def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=None) -> dict:
-    """The run-level provenance record of a workspace, with the analysis settings ``seed, n_resamples,
-    level`` (bootstrap) and ``extra`` merged in last (e.g. ``{"min_diff_pp": 2.0}``).
+    """The run-level provenance record of a workspace, with the analysis settings ``seed,
+    n_resamples, level`` (bootstrap) and ``extra`` merged in last (e.g. ``{"min_diff_pp": 2.0}``).
 
     Returns
     -------
     dict
         Keys ``profile, aiplib_version, versions, normalizer {name, version, source}, answer_rules
-        {task: {response_cleanup {name, rule}, null_answer {name, rule}, n_cleaned, n_null_as_text}},
-        models {id: {revision, weights, weights_sha256, decoding_path, window, versions,
-        numerics, revision_source}}, tasks {task: {family, variant, prompt_id, text}},
+        {task: {response_cleanup {name, rule}, null_answer {name, rule}, n_cleaned,
+        n_null_as_text}}, models {id: {revision, weights, weights_sha256, decoding_path, window,
+        versions, numerics, revision_source}}, tasks {task: {family, variant, prompt_id, text}},
         prompt_ids_scored {task: {model: {prompt_id: n}}}, manifests {family: {sha256, seed_start,
         n_rows}}, debian_packages {source, packages} (:func:`debian_packages`), analysis {seed,
         n_resamples, level}`` plus ``extra``; local paths as :func:`shareable` writes them.
@@ -206,8 +247,11 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
     for side in sorted(scores_dir.glob("*.json")) if scores_dir.is_dir() else []:
         meta = _read_json(side) or {}
         if isinstance(meta.get("answer_rules"), dict):
-            answer_rules[side.stem] = {**meta["answer_rules"], "n_cleaned": meta.get("n_cleaned"),
-                                       "n_null_as_text": meta.get("n_null_as_text")}
+            answer_rules[side.stem] = {
+                **meta["answer_rules"],
+                "n_cleaned": meta.get("n_cleaned"),
+                "n_null_as_text": meta.get("n_null_as_text"),
+            }
         if isinstance(n := meta.get("normalizer"), dict):
             norms[(n.get("name"), n.get("version"))] = side.stem
         if "prompt_ids" in meta:
@@ -220,17 +264,26 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
             log.warning("score files were made with different normalisers: %s", sorted(norms))
             normalizer["conflict"] = [list(k) for k in sorted(norms, key=str)]
     else:
-        normalizer = {"name": NORMALIZER_NAME, "version": NORMALIZER_VERSION,
-                      "source": "installed (no score sidecar found)"}
+        normalizer = {
+            "name": NORMALIZER_NAME,
+            "version": NORMALIZER_VERSION,
+            "source": "installed (no score sidecar found)",
+        }
     manifests = {}
-    for fam in FAMILIES:
+    for fam in TASK_FAMILIES:
         if not ws.manifest_csv(fam).is_file():
             continue
         meta = read_manifest_meta(ws, fam)
-        manifests[fam] = {"sha256": manifest_hash(ws, fam), "seed_start": meta.get("seed_start"),
-                          "n_rows": meta.get("n_rows"), "file": f"manifests/{fam}.csv"}
+        manifests[fam] = {
+            "sha256": manifest_hash(ws, fam),
+            "seed_start": meta.get("seed_start"),
+            "n_rows": meta.get("n_rows"),
+            "file": f"manifests/{fam}.csv",
+        }
     ps_rec = _prompt_set_used(ws)
-    tasks = {t: {"family": fam, "variant": var, **PROMPTS[(fam, var)]} for t, (fam, var) in TASKS.items()}
+    tasks = {
+        t: {"family": fam, "variant": var, **PROMPTS[(fam, var)]} for t, (fam, var) in TASKS.items()
+    }
     if ps_rec:
         known = ps_rec.get("tasks") or {}
         for t in tasks:
@@ -239,19 +292,31 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
             elif not known:  # a set whose texts were not fetched: never the built-in texts
                 tasks[t].update(prompt_id=None, text=None)
             tasks[t]["prompt_set"] = ps_rec.get("prompt_set")
-    rec = {"profile": getattr(ws, "profile", None), "aiplib_version": __version__, "versions": {"aiplib": __version__,
-        "python": platform.python_version(), **package_versions(_PACKAGES)},
-        "normalizer": normalizer, "answer_rules": answer_rules, "models": model_records(ws, scored_models),
+    rec = {
+        "profile": getattr(ws, "profile", None),
+        "aiplib_version": __version__,
+        "versions": {
+            "aiplib": __version__,
+            "python": platform.python_version(),
+            **package_versions(_PACKAGES),
+        },
+        "normalizer": normalizer,
+        "answer_rules": answer_rules,
+        "models": model_records(ws, scored_models),
         "tasks": tasks,
-        "prompt_ids_scored": prompt_ids, "prompt_set": ps_rec, "manifests": manifests,
+        "prompt_ids_scored": prompt_ids,
+        "prompt_set": ps_rec,
+        "manifests": manifests,
         "debian_packages": debian_packages(ws),
-        "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level}}
+        "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level},
+    }
     rec.update(extra or {})
     return shareable(rec, Path(ws.root).parent if getattr(ws, "root", None) else None)
 
 
 def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
-    """Write (or update) ``<dir>/<stem>.json``, the sidecar of the results file ``path``; return its path.
+    """Write (or update) ``<dir>/<stem>.json``, the sidecar of the results file ``path``; return its
+    path.
 
     Under ``"provenance"`` (replaced; other keys kept): ``files``, every file sharing the stem (a
     figure's PNG and PDF) with its size and SHA-256 and its path relative to ``root`` (default: the
@@ -271,23 +336,45 @@ def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
     side = p.with_suffix(".json")
     base = (Path(root) if root is not None else p.parent).resolve()
     obj = _read_json(side) or {}
-    siblings = sorted(q for q in p.parent.glob(f"{p.stem}.*")
-                      if q.is_file() and q.suffix not in (".json", ".part") and q.stem == p.stem)
-    files = [{"file": q.resolve().relative_to(base).as_posix() if q.resolve().is_relative_to(base) else str(q),
-              "bytes": q.stat().st_size, "sha256": file_sha256(q)} for q in siblings]
+    siblings = sorted(
+        q
+        for q in p.parent.glob(f"{p.stem}.*")
+        if q.is_file() and q.suffix not in (".json", ".part") and q.stem == p.stem
+    )
+    files = [
+        {
+            "file": q.resolve().relative_to(base).as_posix()
+            if q.resolve().is_relative_to(base)
+            else str(q),
+            "bytes": q.stat().st_size,
+            "sha256": file_sha256(q),
+        }
+        for q in siblings
+    ]
     obj[SIDECAR_KEY] = {"files": files, **(provenance or {}), **info}
     return write_json_atomic(obj, side)
 
 
-def annotate_results(ws, *, seed=None, n_resamples=None, level=None, extra=None, exclude=()) -> list[Path]:
-    """Write ``results/provenance.json`` (:func:`collect_provenance` of the settings) and a sidecar for
-    every results file not named in ``exclude``; return the run record's path, then every sidecar's."""
+def annotate_results(
+    ws, *, seed=None, n_resamples=None, level=None, extra=None, exclude=()
+) -> list[Path]:
+    """Write ``results/provenance.json`` (:func:`collect_provenance` of the settings) and a sidecar
+    for every results file not named in ``exclude``; return the run record's path, then every
+    sidecar's."""
     results = Path(ws.results)
     rec = collect_provenance(ws, seed=seed, n_resamples=n_resamples, level=level, extra=extra)
-    written, done = [write_json_atomic(rec, results / PROVENANCE_FILE)], set()  # results/ created if absent
+    written, done = (
+        [write_json_atomic(rec, results / PROVENANCE_FILE)],
+        set(),
+    )  # results/ created if absent
     for p in sorted(results.rglob("*")):
-        if p.is_file() and p.suffix not in (".json", ".part") and p.name not in exclude and not p.name.startswith(".") \
-                and (p.parent, p.stem) not in done:
+        if (
+            p.is_file()
+            and p.suffix not in (".json", ".part")
+            and p.name not in exclude
+            and not p.name.startswith(".")
+            and (p.parent, p.stem) not in done
+        ):
             done.add((p.parent, p.stem))
             written.append(write_sidecar(p, root=results, provenance=rec))
     return written
@@ -304,6 +391,8 @@ def read_provenance(results_dir) -> dict:
     p = Path(results_dir) / PROVENANCE_FILE
     obj = _read_json(p)
     if obj is None:
-        raise AiplibError(f"{p} is missing or unreadable: the run's manifests and normaliser "
-                          "cannot be verified (run stage 9, notebook 09, first)")
+        raise AiplibError(
+            f"{p} is missing or unreadable: the run's manifests and normaliser "
+            "cannot be verified (run stage 9, notebook 09, first)"
+        )
     return obj

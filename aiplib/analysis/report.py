@@ -2,13 +2,15 @@
 
 The report is notebook 09 (``notebooks/09_make_figures.py``), every table and figure in its own cell
 under its caption. :func:`render_report` turns the *executed* notebook into ``results/report.html``
-(one self-contained page) and ``results/report.md``; ``make`` calls it after stage 9 and ``make report``
-from the newer of the executed record and a JupyterLab-run ``notebooks/09_make_figures.ipynb``
-(``python -m aiplib.analysis.report --render <executed 09> <notebooks/09>``). ``--criteria criteria.json
-[--previous PATH]`` checks a run (:func:`aiplib.analysis.criteria.check_criteria`, against a previous
-run with :func:`aiplib.analysis.comparison.compare_runs`) and exits with :data:`EXIT_CRITERIA_FAILED`
-(3) when anything fails.
+(one self-contained page) and ``results/report.md``; ``make`` calls it after stage 9 and ``make
+report`` from the newer of the executed record and a JupyterLab-run
+``notebooks/09_make_figures.ipynb`` (``python -m aiplib.analysis.report --render <executed 09>
+<notebooks/09>``). ``--criteria criteria.json [--previous PATH]`` checks a run
+(:func:`aiplib.analysis.criteria.check_criteria`, against a previous run with
+:func:`aiplib.analysis.comparison.compare_runs`) and exits with :data:`EXIT_CRITERIA_FAILED` (3)
+when anything fails.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +29,8 @@ from aiplib.core.workspace import PROFILES, workspace
 
 log = logging.getLogger(__name__)
 
-# Exit status of ``python -m aiplib.analysis.report`` when a criterion fails or a condition got worse than in the
-# previous run.
+# Exit status of ``python -m aiplib.analysis.report`` when a criterion fails or a condition got
+# worse than in the previous run.
 EXIT_CRITERIA_FAILED = 3
 
 # ------------------------------------------------------------------------------------ render
@@ -51,7 +53,8 @@ td.better{color:#1b7d2c;font-weight:600} td.same{color:#666}
 main{max-width:1250px;margin:auto}
 </style>"""
 
-# A table wider than its box says so above it (the box scrolls sideways; some browsers hide the bar).
+# A table wider than its box says so above it (the box scrolls sideways; some browsers hide the
+# bar).
 _WIDE_JS = """<script>
 addEventListener("load", () => document.querySelectorAll("div.aip-scroll").forEach(d => {
   const th = d.querySelectorAll("thead th"), box = d.getBoundingClientRect();
@@ -70,8 +73,9 @@ _ABS_PATH = re.compile(r"(?<![\w.~/-])/[^\s'\"`<>]+")
 
 def _report_cells(nb, data_root: Path) -> list:
     """The cells that go into the report: no parameter or hidden cells, no code cell left without
-    output. Printed text (stdout) is kept from the first ``## `` section on, one block per cell run of
-    it (the pieces a kernel sends of one print are joined; blank text is dropped), its local paths as
+    output. Printed text (stdout) is kept from the first ``## `` section on, one block per cell run
+    of it (the pieces a kernel sends of one print are joined; blank text is dropped), its local
+    paths as
     :func:`aiplib.analysis.provenance.shareable` writes them; stderr and the set-up cells' printed
     text are the log."""
     cells, body = [], False
@@ -86,7 +90,9 @@ def _report_cells(nb, data_root: Path) -> list:
                 if o.get("output_type") == "stream":
                     if not body or o.get("name") != "stdout":
                         continue
-                    if outs and outs[-1].get("output_type") == "stream":  # one print may arrive in pieces
+                    if (
+                        outs and outs[-1].get("output_type") == "stream"
+                    ):  # one print may arrive in pieces
                         outs[-1]["text"] += "".join(o["text"])
                         continue
                     o["text"] = "".join(o["text"])
@@ -104,17 +110,26 @@ def _report_cells(nb, data_root: Path) -> list:
 def _nowrap_numbers(body: str) -> str:
     """Mark the cells of the report's tables that hold a number (a digit, at most 40 characters)
     with the class ``num`` and put every table in a box that scrolls sideways."""
+
     def cell(m):
         attrs, inner = m.group(1) or "", m.group(2)
         text = html.unescape(re.sub(r"<[^>]+>", "", inner)).strip()
         if not re.search(r"\d", text) or len(text) > 40:
             return m.group(0)
-        attrs = attrs.replace('class="', 'class="num ', 1) if 'class="' in attrs else attrs + ' class="num"'
+        attrs = (
+            attrs.replace('class="', 'class="num ', 1)
+            if 'class="' in attrs
+            else attrs + ' class="num"'
+        )
         return f"<td{attrs}>{inner}</td>"
 
     body = re.sub(r"<td(\s[^>]*)?>(.*?)</td>", cell, body, flags=re.S)
-    return re.sub(r'(<table[^>]*class="[^"]*\btbl\b[^"]*"[^>]*>.*?</table>)',
-                  r'<div class="aip-scroll">\1</div>', body, flags=re.S)
+    return re.sub(
+        r'(<table[^>]*class="[^"]*\btbl\b[^"]*"[^>]*>.*?</table>)',
+        r'<div class="aip-scroll">\1</div>',
+        body,
+        flags=re.S,
+    )
 
 
 def _output_markdown(o, results: Path, stem: str) -> str:
@@ -128,7 +143,7 @@ def _output_markdown(o, results: Path, stem: str) -> str:
         return "".join(data["text/markdown"]).strip()
     if "image/png" in data:
         rel = meta.get("aip_file")
-        if not rel:                                   # an image without a file: write one
+        if not rel:  # an image without a file: write one
             rel = f"report_files/{stem}.png"
             (results / "report_files").mkdir(exist_ok=True)
             (results / rel).write_bytes(base64.b64decode("".join(data["image/png"])))
@@ -145,12 +160,13 @@ def _slug(text: str) -> str:
 
 
 def render_report(executed_nb, results_dir) -> dict:
-    """Render ``report.html`` and ``report.md`` into ``results_dir`` (linking its files relatively) from
-    ``executed_nb``, notebook 09 executed by papermill (``data/<profile>/executed/09_make_figures.ipynb``).
+    """Render ``report.html`` and ``report.md`` into ``results_dir`` (linking its files relatively)
+    from ``executed_nb``, notebook 09 executed by papermill
+    (``data/<profile>/executed/09_make_figures.ipynb``).
 
-    Returns ``report_html, report_md`` (paths), ``toc`` (``(level, anchor, title)`` of the h2/h3 headings,
-    in order), ``figures`` (images embedded), ``files`` (the CSV/PDF paths linked), ``sidecar``
-    (``report.json``, or None without ``provenance.json``).
+    Returns ``report_html, report_md`` (paths), ``toc`` (``(level, anchor, title)`` of the h2/h3
+    headings, in order), ``figures`` (images embedded), ``files`` (the CSV/PDF paths linked),
+    ``sidecar`` (``report.json``, or None without ``provenance.json``).
 
     Raises
     ------
@@ -159,9 +175,11 @@ def render_report(executed_nb, results_dir) -> dict:
 
     HTML: nbconvert's ``HTMLExporter`` (lab template, code hidden), every ``image/png`` a ``data:``
     URI, the template's remote scripts removed; a table of contents after the first cell and a last
-    section linking every CSV/PDF; printed notes as :func:`_report_cells` keeps them; table cells that
-    hold a number do not wrap and every table scrolls sideways in its own box. Markdown: markdown cells as written, outputs as ``text/markdown``
-    (:class:`aiplib.analysis.report_tables.Table`), figures linked by their output metadata ``aip_file``.
+    section linking every CSV/PDF; printed notes as :func:`_report_cells` keeps them; table cells
+    that hold a number do not wrap and every table scrolls sideways in its own box. Markdown:
+    markdown cells as written, outputs as ``text/markdown``
+    (:class:`aiplib.analysis.report_tables.Table`), figures linked by their output metadata
+    ``aip_file``.
     """
     import nbformat
     from nbconvert import HTMLExporter
@@ -174,30 +192,66 @@ def render_report(executed_nb, results_dir) -> dict:
         raise AiplibError(f"{executed_nb} has no outputs: render the executed copy of notebook 09")
     nb.cells = _report_cells(nb, results.parent.parent)
     results.mkdir(parents=True, exist_ok=True)
-    files = sorted(p.relative_to(results).as_posix() for p in results.rglob("*")  # every CSV and PDF
-                   if p.is_file() and p.suffix in (".csv", ".pdf"))
-    title = next((m.group(1).strip() for c in nb.cells if c.cell_type == "markdown"
-                  for m in [re.search(r"^# (.+)$", c.source, re.M)] if m), "AIP-Speech report")
-    nb.cells.append(nbformat.v4.new_markdown_cell(
-        "## Files\n\nEvery table (CSV) and figure (PDF) of this run, relative to `results/` "
-        "(each has a JSON provenance sidecar of the same name):\n\n"
-        + ("\n".join(f"- [{f}]({f})" for f in files) or "_(none)_")))
+    files = sorted(
+        p.relative_to(results).as_posix()
+        for p in results.rglob("*")  # every CSV and PDF
+        if p.is_file() and p.suffix in (".csv", ".pdf")
+    )
+    title = next(
+        (
+            m.group(1).strip()
+            for c in nb.cells
+            if c.cell_type == "markdown"
+            for m in [re.search(r"^# (.+)$", c.source, re.M)]
+            if m
+        ),
+        "AIP-Speech report",
+    )
+    nb.cells.append(
+        nbformat.v4.new_markdown_cell(
+            "## Files\n\nEvery table (CSV) and figure (PDF) of this run, relative to `results/` "
+            "(each has a JSON provenance sidecar of the same name):\n\n"
+            + ("\n".join(f"- [{f}]({f})" for f in files) or "_(none)_")
+        )
+    )
     nb.metadata["title"] = title
 
-    quiet = logging.getLogger("aiplib.analysis.report.nbconvert")   # alt texts are set below
+    quiet = logging.getLogger("aiplib.analysis.report.nbconvert")  # alt texts are set below
     quiet.setLevel(logging.ERROR)
-    exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
-                            exclude_output_prompt=True, log=quiet)
+    exporter = HTMLExporter(
+        template_name="lab",
+        exclude_input=True,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+        log=quiet,
+    )
     body, _ = exporter.from_notebook_node(nb)
     body = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", body)
-    alts = iter([o.get("metadata", {}).get("aip_file", "figure") for c in nb.cells
-                 if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})])
-    body = re.sub(r'alt="No description has been provided for this image"',
-                  lambda m: f'alt="{html.escape(Path(next(alts, "figure")).stem)}"', body)
-    toc = [(int(lvl), anchor, re.sub(r"<[^>]+>", "", text).strip()) for lvl, anchor, text in re.findall(
-               r'<h([23]) id="([^"]+)">(.*?)<a class="anchor-link"', body, flags=re.S)]
-    nav = ('<nav class="aip-toc"><strong>Contents</strong><ul>' + "".join(
-        f'<li class="h{lvl}"><a href="#{a}">{t}</a></li>' for lvl, a, t in toc) + "</ul></nav>")
+    alts = iter(
+        [
+            o.get("metadata", {}).get("aip_file", "figure")
+            for c in nb.cells
+            if c.cell_type == "code"
+            for o in c.outputs
+            if "image/png" in o.get("data", {})
+        ]
+    )
+    body = re.sub(
+        r'alt="No description has been provided for this image"',
+        lambda m: f'alt="{html.escape(Path(next(alts, "figure")).stem)}"',
+        body,
+    )
+    toc = [
+        (int(lvl), anchor, re.sub(r"<[^>]+>", "", text).strip())
+        for lvl, anchor, text in re.findall(
+            r'<h([23]) id="([^"]+)">(.*?)<a class="anchor-link"', body, flags=re.S
+        )
+    ]
+    nav = (
+        '<nav class="aip-toc"><strong>Contents</strong><ul>'
+        + "".join(f'<li class="h{lvl}"><a href="#{a}">{t}</a></li>' for lvl, a, t in toc)
+        + "</ul></nav>"
+    )
     cells_at = [m.start() for m in re.finditer(r'<div class="jp-Cell ', body)]
     at = cells_at[1] if len(cells_at) > 1 else body.find("</main>")
     body = body[:at] + nav + "\n" + body[at:]
@@ -210,17 +264,33 @@ def render_report(executed_nb, results_dir) -> dict:
         if c.cell_type == "markdown":
             parts.append(c.source.strip())
             if i == 0 and toc:
-                parts.append("\n".join(("  " if lvl == 3 else "") + f"- [{t}](#{_slug(t)})" for lvl, _, t in toc))
+                parts.append(
+                    "\n".join(
+                        ("  " if lvl == 3 else "") + f"- [{t}](#{_slug(t)})" for lvl, _, t in toc
+                    )
+                )
         elif c.cell_type == "code":
-            parts += [s for k, o in enumerate(c.outputs) if (s := _output_markdown(o, results, f"cell{i}_{k}"))]
+            parts += [
+                s
+                for k, o in enumerate(c.outputs)
+                if (s := _output_markdown(o, results, f"cell{i}_{k}"))
+            ]
     md_path = results / "report.md"
     md_path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
 
-    sidecar = (write_sidecar(md_path, root=results, provenance=read_provenance(results))
-               if (results / "provenance.json").is_file() else None)
-    return {"report_html": html_path, "report_md": md_path, "toc": toc,
-            "figures": len(re.findall(r'<img[^>]*\ssrc="data:image/png;base64,', body)), "files": files,
-            "sidecar": sidecar}
+    sidecar = (
+        write_sidecar(md_path, root=results, provenance=read_provenance(results))
+        if (results / "provenance.json").is_file()
+        else None
+    )
+    return {
+        "report_html": html_path,
+        "report_md": md_path,
+        "toc": toc,
+        "figures": len(re.findall(r'<img[^>]*\ssrc="data:image/png;base64,', body)),
+        "files": files,
+        "sidecar": sidecar,
+    }
 
 
 def newest_executed(paths) -> Path:
@@ -234,10 +304,18 @@ def newest_executed(paths) -> Path:
     """
     import nbformat
 
-    found = [p for p in map(Path, paths) if p.is_file()
-             and any(c.get("outputs") for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code")]
+    found = [
+        p
+        for p in map(Path, paths)
+        if p.is_file()
+        and any(
+            c.get("outputs") for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code"
+        )
+    ]
     if not found:
-        raise AiplibError(f"none of {', '.join(map(str, paths))} holds executed output: run stage 9 first (make 09)")
+        raise AiplibError(
+            f"none of {', '.join(map(str, paths))} holds executed output: run stage 9 first (make 09)"
+        )
     return max(found, key=lambda p: p.stat().st_mtime_ns)
 
 
@@ -246,33 +324,54 @@ def main(argv=None) -> int:
     """``python -m aiplib.analysis.report``: render the report, or check criteria / regressions.
 
     ``--render NOTEBOOK [NOTEBOOK ...]`` writes ``results/report.html`` and ``.md`` from the newest
-    of these that holds outputs (:func:`newest_executed`, :func:`render_report`). Otherwise the condition tables are recomputed and written (unless
-    ``--check-only``) and the criteria checked.
+    of these that holds outputs (:func:`newest_executed`, :func:`render_report`). Otherwise the
+    condition tables are recomputed and written (unless ``--check-only``) and the criteria checked.
 
     Exit status: 0 pass; :data:`EXIT_CRITERIA_FAILED` (3) when a criterion fails or a condition
     got worse than the previous run; 1 on an aiplib error (missing scores or notebook, invalid
     criteria file, runs that cannot be compared); 2 on bad arguments.
     """
-    ap = argparse.ArgumentParser(prog="python -m aiplib.analysis.report", description="Render results/report.html and "
-                                 ".md from the executed notebook 09 (--render), or check criteria (exit status 3 on "
-                                 "failure).")
+    ap = argparse.ArgumentParser(
+        prog="python -m aiplib.analysis.report",
+        description="Render results/report.html and "
+        ".md from the executed notebook 09 (--render), or check criteria (exit status 3 on "
+        "failure).",
+    )
     ap.add_argument("--profile", default="demo", choices=PROFILES)
-    ap.add_argument("--data-root", default=None, help="parent of the profile folders "
-                    "(default $AIP_DATA_ROOT, else <repo>/data)")
-    ap.add_argument("--render", default=None, metavar="NOTEBOOK", nargs="+",
-                    help="executed notebook 09 to render into the profile's results/ (of several, the "
-                         "newest that holds outputs)")
+    ap.add_argument(
+        "--data-root",
+        default=None,
+        help="parent of the profile folders (default $AIP_DATA_ROOT, else <repo>/data)",
+    )
+    ap.add_argument(
+        "--render",
+        default=None,
+        metavar="NOTEBOOK",
+        nargs="+",
+        help="executed notebook 09 to render into the profile's results/ (of several, the "
+        "newest that holds outputs)",
+    )
     ap.add_argument("--criteria", default=None, help="criteria JSON file")
-    ap.add_argument("--previous", default=None,
-                    help="previous run: workspace root or results folder with provenance.json")
+    ap.add_argument(
+        "--previous",
+        default=None,
+        help="previous run: workspace root or results folder with provenance.json",
+    )
     ap.add_argument("--n-resamples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--level", type=float, default=0.95)
-    ap.add_argument("--min-diff", type=float, default=None,
-                    help="minimum change in pp for a worse/better verdict (default: the "
-                         "criteria file's min_diff_pp, else 2)")
-    ap.add_argument("--check-only", action="store_true",
-                    help="do not recompute the condition tables; check the existing ones")
+    ap.add_argument(
+        "--min-diff",
+        type=float,
+        default=None,
+        help="minimum change in pp for a worse/better verdict (default: the "
+        "criteria file's min_diff_pp, else 2)",
+    )
+    ap.add_argument(
+        "--check-only",
+        action="store_true",
+        help="do not recompute the condition tables; check the existing ones",
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -280,15 +379,23 @@ def main(argv=None) -> int:
         if args.render:
             nb = newest_executed(args.render)
             out = render_report(nb, ws.results)
-            print(f"report: {out['report_html']} ({out['figures']} figures embedded, "
-                  f"{len(out['toc'])} sections) and {out['report_md']}, from {nb}")
+            print(
+                f"report: {out['report_html']} ({out['figures']} figures embedded, "
+                f"{len(out['toc'])} sections) and {out['report_md']}, from {nb}"
+            )
             return 0
         spec = load_criteria(args.criteria) if args.criteria else None
-        min_diff = args.min_diff if args.min_diff is not None else (
-            spec["min_diff_pp"] if spec else cond.DEFAULT_MIN_DIFF_PP)
+        min_diff = (
+            args.min_diff
+            if args.min_diff is not None
+            else (spec["min_diff_pp"] if spec else cond.DEFAULT_MIN_DIFF_PP)
+        )
         if spec is not None:
-            spec = {**{k: v for k, v in spec.items() if k not in ("source",)},
-                    "previous": str(spec["previous"]) if spec["previous"] else None, "min_diff_pp": min_diff}
+            spec = {
+                **{k: v for k, v in spec.items() if k not in ("source",)},
+                "previous": str(spec["previous"]) if spec["previous"] else None,
+                "min_diff_pp": min_diff,
+            }
         elif args.previous:
             spec = {"criteria": [], "min_diff_pp": min_diff}
         kw = dict(n_resamples=args.n_resamples, seed=args.seed, level=args.level)

@@ -5,6 +5,7 @@ A missing or non-finite number is ``–``; percentages and percentage points (``
 p-values to three decimals (two significant digits below 0.001); long responses cut to
 :data:`MAX_WORDS` words with ``… +N words`` (:func:`cap_words`).
 """
+
 from __future__ import annotations
 
 import html
@@ -29,7 +30,8 @@ def _text(col: pd.Series) -> pd.Series:
 
 
 def fmt(v, spec: str = ".1f", none: str = "–") -> str:
-    """A number formatted with ``spec``; ``none`` for None / NaN / inf; a non-number as ``str(v)``."""
+    """A number formatted with ``spec``; ``none`` for None / NaN / inf; a non-number as
+    ``str(v)``."""
     try:
         x = float(v)
     except (TypeError, ValueError):
@@ -49,10 +51,16 @@ def _ci(est, lo, hi, nd=1, signed=True) -> str:
     if not np.isfinite(float(est)):
         return "–"
     e = f"{float(est):+.{nd}f}" if signed else f"{float(est):.{nd}f}"
-    return f"{e} [{float(lo):.{nd}f}, {float(hi):.{nd}f}]" if np.isfinite(float(lo)) and np.isfinite(float(hi)) else e
+    return (
+        f"{e} [{float(lo):.{nd}f}, {float(hi):.{nd}f}]"
+        if np.isfinite(float(lo)) and np.isfinite(float(hi))
+        else e
+    )
 
 
-def _cis(t: pd.DataFrame, est: str, lo: str, hi: str, nd: int = 1, signed: bool = True) -> list[str]:
+def _cis(
+    t: pd.DataFrame, est: str, lo: str, hi: str, nd: int = 1, signed: bool = True
+) -> list[str]:
     """``estimate [low, high]`` cells (:func:`_ci`) of the columns ``est, lo, hi`` of ``t``."""
     return [_ci(e, a, b, nd, signed) for e, a, b in zip(t[est], t[lo], t[hi])]
 
@@ -63,7 +71,11 @@ def cap_words(text, max_words: int = MAX_WORDS) -> str:
     if text is None or (isinstance(text, float) and math.isnan(text)):
         return ""
     words, rest = str(text).split(), len(str(text).split()) - max_words
-    return str(text) if rest <= 0 else " ".join(words[:max_words]) + f" … +{rest} word{'s' if rest != 1 else ''}"
+    return (
+        str(text)
+        if rest <= 0
+        else " ".join(words[:max_words]) + f" … +{rest} word{'s' if rest != 1 else ''}"
+    )
 
 
 def _md_cell(v) -> str:
@@ -102,9 +114,13 @@ class Table:
     def _repr_markdown_(self) -> str:
         if self.df.empty:
             return "_(no rows)_"
-        lines = ["| " + " | ".join(_md_cell(v) for v in row) + " |"
-                 for row in [self.df.columns, *self.df.itertuples(index=False)]]
-        return "\n".join([lines[0], "|" + "|".join("---" for _ in self.df.columns) + "|", *lines[1:]])
+        lines = [
+            "| " + " | ".join(_md_cell(v) for v in row) + " |"
+            for row in [self.df.columns, *self.df.itertuples(index=False)]
+        ]
+        return "\n".join(
+            [lines[0], "|" + "|".join("---" for _ in self.df.columns) + "|", *lines[1:]]
+        )
 
     def __repr__(self) -> str:
         return self.df.to_string(index=False)
@@ -123,9 +139,12 @@ def show_figure(results, name: str, *, width: int = 860):
 
 
 # ---------------------------------------------------------------------------- worst stimuli
-def worst_display(scores: pd.DataFrame, family: str, n: int = 10, max_words: int = MAX_WORDS) -> Table:
+def worst_display(
+    scores: pd.DataFrame, family: str, n: int = 10, max_words: int = MAX_WORDS
+) -> Table:
     """The ``n`` stimuli that got worst against their clean version, one per item, in the ranking
-    of :func:`aiplib.analysis.stats.worst_stimuli` (the explorer's too): background @ SNR in one column
+    of :func:`aiplib.analysis.stats.worst_stimuli` (the explorer's too): background @ SNR in one
+      column
     (:func:`aiplib.analysis.conditions.condition_label`), WER in %, ΔWER in pp, texts capped
     (:func:`cap_words`), model only when several models were scored."""
     w = worst_stimuli(scores, family, n)
@@ -138,7 +157,9 @@ def worst_display(scores: pd.DataFrame, family: str, n: int = 10, max_words: int
     d["item"] = w["item_id"]
     if family == "asr":
         d["ΔWER pp"] = [fmt(100 * v) for v in w["delta"]]
-        d["WER % clean → noisy"] = [f"{fmt(100 * a)} → {fmt(100 * b)}" for a, b in zip(w["clean_score"], w["score"])]
+        d["WER % clean → noisy"] = [
+            f"{fmt(100 * a)} → {fmt(100 * b)}" for a, b in zip(w["clean_score"], w["score"])
+        ]
         d["reference"] = [cap_words(t, max_words) for t in w["reference"]]
     else:
         d["label"] = w["reference"]
@@ -150,9 +171,9 @@ def worst_display(scores: pd.DataFrame, family: str, n: int = 10, max_words: int
 
 # ---------------------------------------------------------------------------- condition tables
 def condition_display(t: pd.DataFrame, scope, *, collapsed: str | None = None) -> Table:
-    """The rows of ``scope`` (a name or list of :data:`aiplib.analysis.conditions.SCOPES`, e.g. ``["clean",
-    "overall", "snr"]``) of one task's condition table ``t`` (``conditions_<task>.csv``); ``collapsed``: the
-    summary line of a collapsed HTML table."""
+    """The rows of ``scope`` (a name or list of :data:`aiplib.analysis.conditions.SCOPES`, e.g.
+    ``["clean", "overall", "snr"]``) of one task's condition table ``t``
+    (``conditions_<task>.csv``); ``collapsed``: the summary line of a collapsed HTML table."""
     scopes = [scope] if isinstance(scope, str) else list(scope)
     t = t[t["scope"].isin(scopes)]
     family = str(t["family"].iloc[0]) if len(t) else "asr"
@@ -164,17 +185,23 @@ def condition_display(t: pd.DataFrame, scope, *, collapsed: str | None = None) -
     if family == "asr":
         for name, c in (("WER %", "wer_pp"), ("mean WER %", "mean_wer_pp"), ("CER %", "cer_pp")):
             d[name] = [fmt(v) for v in t[c]]
-        d["S / D / I %"] = [f"{fmt(s)} / {fmt(dl)} / {fmt(i)}"
-                            for s, dl, i in zip(t["sub_pp"], t["del_pp"], t["ins_pp"])]
+        d["S / D / I %"] = [
+            f"{fmt(s)} / {fmt(dl)} / {fmt(i)}"
+            for s, dl, i in zip(t["sub_pp"], t["del_pp"], t["ins_pp"])
+        ]
         d["clean WER %"] = [fmt(v) for v in t["clean_wer_pp"]]
         d["ΔWER pp [95% CI]"] = _cis(t, "delta_pp", "ci_low_pp", "ci_high_pp")
-        d["corpus ΔWER pp [95% CI]"] = _cis(t, "delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp")
+        d["corpus ΔWER pp [95% CI]"] = _cis(
+            t, "delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp"
+        )
     else:
         d["acc %"] = [fmt(v) for v in t["acc_pp"]]
         d["clean acc %"] = [fmt(v) for v in t["clean_acc_pp"]]
         d["ΔAcc pp [95% CI]"] = _cis(t, "delta_pp", "ci_low_pp", "ci_high_pp")
-    d["worse / better / tie"] = ["–" if pd.isna(w) else f"{int(w)} / {int(b)} / {int(ti)}"
-                                 for w, b, ti in zip(t["n_worse"], t["n_better"], t["n_ties"])]
+    d["worse / better / tie"] = [
+        "–" if pd.isna(w) else f"{int(w)} / {int(b)} / {int(ti)}"
+        for w, b, ti in zip(t["n_worse"], t["n_better"], t["n_ties"])
+    ]
     d["test"] = _text(t["test"]).to_numpy()
     d["p"] = [_p(v) for v in t["p_value"]]
     if "p_bh" in t:
@@ -193,26 +220,54 @@ def summary_table(tables: dict) -> Table:
         for model, g in t.groupby("model", sort=True):
             cl, ov, cs = (g[g["scope"] == s] for s in ("clean", "overall", "condition"))
             o = ov.iloc[0] if len(ov) else pd.Series(dtype=object)
-            x = {c: o.get(c, math.nan) for c in (val, "delta_pp", "ci_low_pp", "ci_high_pp", "delta_corpus_pp",
-                                                 "corpus_ci_low_pp", "corpus_ci_high_pp", "p_value", "n_loops")}
+            x = {
+                c: o.get(c, math.nan)
+                for c in (
+                    val,
+                    "delta_pp",
+                    "ci_low_pp",
+                    "ci_high_pp",
+                    "delta_corpus_pp",
+                    "corpus_ci_low_pp",
+                    "corpus_ci_high_pp",
+                    "p_value",
+                    "n_loops",
+                )
+            }
             if o.empty:
                 robust = "–"
             elif fam == "asr":
-                robust = (f"{fmt(o.get('mean_wer_capped_pp', math.nan))} / {fmt(o.get('median_wer_pp', math.nan))}; "
-                          "loops " + ("–" if pd.isna(x["n_loops"]) else str(int(x["n_loops"]))))
+                robust = (
+                    f"{fmt(o.get('mean_wer_capped_pp', math.nan))} / {fmt(o.get('median_wer_pp', math.nan))}; "
+                    "loops " + ("–" if pd.isna(x["n_loops"]) else str(int(x["n_loops"])))
+                )
             else:
                 robust = f"{fmt(o.get('strict_acc_pp', math.nan))} / {fmt(o.get('non_answer_pp', math.nan))}"
             counts = cs["verdict"].value_counts()
-            rows.append({
-                "task": task, "model": model, "measure": "WER" if fam == "asr" else "accuracy",
-                "clean %": fmt(cl[val].iloc[0]) if len(cl) else "–", "noisy (all) %": fmt(x[val]),
-                "mean per-item Δ pp [95% CI] (+ = worse)": _ci(x["delta_pp"], x["ci_low_pp"], x["ci_high_pp"]),
-                "corpus Δ pp [95% CI]": _ci(x["delta_corpus_pp"], x["corpus_ci_low_pp"], x["corpus_ci_high_pp"]),
-                "p": _p(x["p_value"]), "verdict": o.get("verdict", ""),
-                "conditions worse / same / better / n/a": " / ".join(
-                    str(int(counts.get(v, 0))) for v in ("worse", "same", "better", "n/a")),
-                "coarse conditions": str(int((cs.get("coarse", pd.Series(dtype=object)).astype(str) == "True").sum())),
-                "robust (noisy): ASR capped mean / median WER %, loops; KWS strict acc / non-answers %": robust})
+            rows.append(
+                {
+                    "task": task,
+                    "model": model,
+                    "measure": "WER" if fam == "asr" else "accuracy",
+                    "clean %": fmt(cl[val].iloc[0]) if len(cl) else "–",
+                    "noisy (all) %": fmt(x[val]),
+                    "mean per-item Δ pp [95% CI] (+ = worse)": _ci(
+                        x["delta_pp"], x["ci_low_pp"], x["ci_high_pp"]
+                    ),
+                    "corpus Δ pp [95% CI]": _ci(
+                        x["delta_corpus_pp"], x["corpus_ci_low_pp"], x["corpus_ci_high_pp"]
+                    ),
+                    "p": _p(x["p_value"]),
+                    "verdict": o.get("verdict", ""),
+                    "conditions worse / same / better / n/a": " / ".join(
+                        str(int(counts.get(v, 0))) for v in ("worse", "same", "better", "n/a")
+                    ),
+                    "coarse conditions": str(
+                        int((cs.get("coarse", pd.Series(dtype=object)).astype(str) == "True").sum())
+                    ),
+                    "robust (noisy): ASR capped mean / median WER %, loops; KWS strict acc / non-answers %": robust,
+                }
+            )
     return Table(pd.DataFrame(rows).fillna("–"))
 
 
@@ -221,13 +276,22 @@ def table2_display(t2: pd.DataFrame) -> Table:
     """Table 2 (``table2_descriptor_correlations.csv``): r_s to 3 decimals as the paper prints it,
     with its interval; the authors' p (scipy's t-approximation), ours (exact or permutation) and
     its p_BH (descriptors rounded as the authors); r_s of the unrounded descriptors beside."""
-    return Table(pd.DataFrame({"task": t2["task"], "model": t2["model"], "descriptor": t2["descriptor"], "n": t2["n"],
-        "r_s [95% CI]": _cis(t2, "r_s", "ci_low", "ci_high", 3),
-        "p (t approx., as the authors)": [_p(v) for v in t2["p"]],
-        "p (exact / permutation)": [_p(v) for v in t2["p_permutation"]],
-        "p_BH": [_p(v) for v in t2["p_bh"]],
-        "r_s unrounded descriptors": [fmt(v, '.3f') for v in t2["r_s_unrounded"]],
-        "note": _text(t2["note"])}))
+    return Table(
+        pd.DataFrame(
+            {
+                "task": t2["task"],
+                "model": t2["model"],
+                "descriptor": t2["descriptor"],
+                "n": t2["n"],
+                "r_s [95% CI]": _cis(t2, "r_s", "ci_low", "ci_high", 3),
+                "p (t approx., as the authors)": [_p(v) for v in t2["p"]],
+                "p (exact / permutation)": [_p(v) for v in t2["p_permutation"]],
+                "p_BH": [_p(v) for v in t2["p_bh"]],
+                "r_s unrounded descriptors": [fmt(v, ".3f") for v in t2["r_s_unrounded"]],
+                "note": _text(t2["note"]),
+            }
+        )
+    )
 
 
 def table3_display(t3: pd.DataFrame) -> Table:
@@ -246,49 +310,104 @@ def table3_display(t3: pd.DataFrame) -> Table:
 def table4_display(t4: pd.DataFrame) -> Table:
     """Table 4, ours (``table4_accent_dwer_item_means.csv``): the mean of the items' mean ΔWER per
     model and accent group, with its interval."""
-    return Table(pd.DataFrame({
-        "model": t4["model"], "accent group": t4["accent_group"], "items": t4["n_items"],
-        "clean WER %": [fmt(v) for v in t4["clean_wer_pp"]],
-        "mean of item ΔWER pp [95% CI]": _cis(t4, "item_mean_delta_wer_pp", "ci_low_pp", "ci_high_pp")}))
+    return Table(
+        pd.DataFrame(
+            {
+                "model": t4["model"],
+                "accent group": t4["accent_group"],
+                "items": t4["n_items"],
+                "clean WER %": [fmt(v) for v in t4["clean_wer_pp"]],
+                "mean of item ΔWER pp [95% CI]": _cis(
+                    t4, "item_mean_delta_wer_pp", "ci_low_pp", "ci_high_pp"
+                ),
+            }
+        )
+    )
 
 
 def table4_authors_display(t4a: pd.DataFrame) -> Table:
     """Table 4, the authors' (``table4_accent_dwer.csv``): their accent labels, the flat mean ΔWER
     over the noisy rows."""
-    return Table(pd.DataFrame({"model": t4a["model"], "accent label": t4a["accent_label"], "items": t4a["n_items"],
-        "noisy rows": t4a["n_rows"], "mean ΔWER pp": [fmt(v, ".2f") for v in t4a["mean_delta_wer_pp"]]}))
+    return Table(
+        pd.DataFrame(
+            {
+                "model": t4a["model"],
+                "accent label": t4a["accent_label"],
+                "items": t4a["n_items"],
+                "noisy rows": t4a["n_rows"],
+                "mean ΔWER pp": [fmt(v, ".2f") for v in t4a["mean_delta_wer_pp"]],
+            }
+        )
+    )
 
 
 def table5_display(t5: pd.DataFrame) -> Table:
     """Table 5 (``table5_prompt_steering_rer.csv``): Δ baseline, Δ steering and the authors'
     unpaired RER, our paired RER beside."""
-    return Table(pd.DataFrame({
-        "model": t5["model"], "family": t5["family"], "items": t5["n_items"],
-        "Δ baseline pp": [fmt(v) for v in t5["delta_base_pp"]], "Δ steering pp": [fmt(v) for v in t5["delta_steer_pp"]],
-        "RER [95% CI]": _cis(t5, "rer", "ci_low", "ci_high", 2, signed=False),
-        "flag": _text(t5["base_flag"]) if "base_flag" in t5 else "", "rule": _text(t5["rule"]),
-        "paired RER (ours) [95% CI]": _cis(t5, "rer_paired", "rer_paired_ci_low", "rer_paired_ci_high", 2, signed=False)
-        if "rer_paired" in t5 else "–", "pairs": t5["n_pairs"] if "n_pairs" in t5 else "–", "note": _text(t5["note"])}))
+    return Table(
+        pd.DataFrame(
+            {
+                "model": t5["model"],
+                "family": t5["family"],
+                "items": t5["n_items"],
+                "Δ baseline pp": [fmt(v) for v in t5["delta_base_pp"]],
+                "Δ steering pp": [fmt(v) for v in t5["delta_steer_pp"]],
+                "RER [95% CI]": _cis(t5, "rer", "ci_low", "ci_high", 2, signed=False),
+                "flag": _text(t5["base_flag"]) if "base_flag" in t5 else "",
+                "rule": _text(t5["rule"]),
+                "paired RER (ours) [95% CI]": _cis(
+                    t5, "rer_paired", "rer_paired_ci_low", "rer_paired_ci_high", 2, signed=False
+                )
+                if "rer_paired" in t5
+                else "–",
+                "pairs": t5["n_pairs"] if "n_pairs" in t5 else "–",
+                "note": _text(t5["note"]),
+            }
+        )
+    )
 
 
 def comparison_display(c: pd.DataFrame) -> Table:
-    """:func:`aiplib.analysis.comparison.compare_runs` rows of the clean, overall and per-SNR scopes."""
+    """:func:`aiplib.analysis.comparison.compare_runs` rows of the clean, overall and per-SNR
+    scopes."""
     top = c[c["scope"].isin(["clean", "overall", "snr"])]
-    return Table(pd.DataFrame({
-        "task": top["task"], "model": top["model"], "condition": top["condition"],
-        "pairs": top["n_pairs"], "previous %": [fmt(v) for v in top["a_pp"]],
-        "this run %": [fmt(v) for v in top["b_pp"]],
-        "change pp [95% CI] (+ = worse)": _cis(top, "change_pp", "ci_low_pp", "ci_high_pp"),
-        "test": top["test"], "p": [_p(v) for v in top["p_value"]], "verdict": top["verdict"]}))
+    return Table(
+        pd.DataFrame(
+            {
+                "task": top["task"],
+                "model": top["model"],
+                "condition": top["condition"],
+                "pairs": top["n_pairs"],
+                "previous %": [fmt(v) for v in top["a_pp"]],
+                "this run %": [fmt(v) for v in top["b_pp"]],
+                "change pp [95% CI] (+ = worse)": _cis(top, "change_pp", "ci_low_pp", "ci_high_pp"),
+                "test": top["test"],
+                "p": [_p(v) for v in top["p_value"]],
+                "verdict": top["verdict"],
+            }
+        )
+    )
 
 
 def not_applicable_note(ws) -> str | None:
     """One Markdown line naming the models whose steering tasks are not applicable (they take no
-    task prompt, :func:`aiplib.inference.runner.not_applicable`; read from ``inference/<model>/run_log.jsonl`` as
+    task prompt, :func:`aiplib.inference.runner.not_applicable`; read from
+    ``inference/<model>/run_log.jsonl`` as
     :func:`aiplib.analysis.provenance.model_records`), or None when there are none."""
-    found = {m: sorted(r["not_applicable"]) for m, r in model_records(ws).items() if "not_applicable" in r}
-    return ("_Not applicable (the model takes no task prompt, so a steering prompt would repeat its baseline decode): "
-            + "; ".join(f"{m} — {', '.join(t)}" for m, t in found.items()) + "._") if found else None
+    found = {
+        m: sorted(r["not_applicable"])
+        for m, r in model_records(ws).items()
+        if "not_applicable" in r
+    }
+    return (
+        (
+            "_Not applicable (the model takes no task prompt, so a steering prompt would repeat its baseline decode): "
+            + "; ".join(f"{m} — {', '.join(t)}" for m, t in found.items())
+            + "._"
+        )
+        if found
+        else None
+    )
 
 
 def numeric_path_text(path: dict) -> str:
@@ -304,17 +423,21 @@ def numeric_path_text(path: dict) -> str:
     if isinstance(ct2, dict) and "error" in ct2:
         parts.append(f"CTranslate2 backend not read ({ct2['error']})")
     elif isinstance(ct2, dict):
-        parts.append(f"CTranslate2 ISA {ct2.get('isa', '?')}, "
-                     f"int8 GEMM {ct2.get('gemm_s8_backend', '?')}, "
-                     f"float GEMM {ct2.get('sgemm_backend', '?')}, MKL {ct2.get('use_mkl', '?')}")
+        parts.append(
+            f"CTranslate2 ISA {ct2.get('isa', '?')}, "
+            f"int8 GEMM {ct2.get('gemm_s8_backend', '?')}, "
+            f"float GEMM {ct2.get('sgemm_backend', '?')}, MKL {ct2.get('use_mkl', '?')}"
+        )
     if "reason" in path:
         pairs = sorted((path.get("variables") or {}).items())
         variables = ", ".join(f"{name}={value}" for name, value in pairs)
         parts.append(f"{path['reason']} ({variables or 'no variables set'})")
     torch = path.get("torch")
     if isinstance(torch, dict):
-        parts.append(f"torch CPU kernels {torch.get('cpu_capability', '?')}, "
-                     f"{torch.get('num_threads', '?')} threads, device {torch.get('device', '?')}")
+        parts.append(
+            f"torch CPU kernels {torch.get('cpu_capability', '?')}, "
+            f"{torch.get('num_threads', '?')} threads, device {torch.get('device', '?')}"
+        )
     if "computed_by" in path:
         parts.append(f"computed by {path['computed_by']}")
     parts.append(f"{path.get('runs', 0)} run(s), {path.get('rows', 0)} rows")
@@ -339,48 +462,74 @@ def debian_packages_line(record: dict) -> str:
 
 
 def provenance_lines(rec: dict) -> list[str]:
-    """Readable lines of a run record (:func:`aiplib.analysis.provenance.collect_provenance`); absent
-    values are said in words ("revision: not pinned")."""
+    """Readable lines of a run record (:func:`aiplib.analysis.provenance.collect_provenance`);
+    absent values are said in words ("revision: not pinned")."""
+
     def say(v, absent="not recorded"):
         return absent if v is None or v == "" else v
 
-    models = [f"{m}: revision {say(v.get('revision'), 'not pinned')}, weights {say(v.get('weights'))}"
-              + (f" (sha256 {str(v.get('weights_sha256'))[:12]}…)" if v.get("weights_sha256") else "")
-              + (f"; takes no task prompt (not applicable: {', '.join(v['not_applicable'])})"
-                 if v.get("not_applicable") else "") for m, v in (rec.get("models") or {}).items()]
-    man = [f"manifests/{f}.csv sha256 {say(m.get('sha256'))} ("
-           + ("seeds not recorded" if m.get("seed_start") is None else f"seeds from {m['seed_start']}")
-           + (", rows not counted)" if m.get("n_rows") is None else f", {m['n_rows']} rows)")
-           for f, m in (rec.get("manifests") or {}).items()]
+    models = [
+        f"{m}: revision {say(v.get('revision'), 'not pinned')}, weights {say(v.get('weights'))}"
+        + (f" (sha256 {str(v.get('weights_sha256'))[:12]}…)" if v.get("weights_sha256") else "")
+        + (
+            f"; takes no task prompt (not applicable: {', '.join(v['not_applicable'])})"
+            if v.get("not_applicable")
+            else ""
+        )
+        for m, v in (rec.get("models") or {}).items()
+    ]
+    man = [
+        f"manifests/{f}.csv sha256 {say(m.get('sha256'))} ("
+        + ("seeds not recorded" if m.get("seed_start") is None else f"seeds from {m['seed_start']}")
+        + (", rows not counted)" if m.get("n_rows") is None else f", {m['n_rows']} rows)")
+        for f, m in (rec.get("manifests") or {}).items()
+    ]
     n = rec.get("normalizer") or {}
     a = rec.get("analysis") or {}
     paths = []
     for m, v in (rec.get("models") or {}).items():
         for path in v.get("numerics") or []:
             paths.append(f"{m} numeric path: {numeric_path_text(path)}")
-    prompts = [f"prompt of {t}: [{p.get('prompt_id')}] {p.get('text')}" if p.get("text") is not None
-               else f"prompt of {t}: {p.get('prompt_set')} set, text in its source file (not fetched here)"
-               for t, p in (rec.get("tasks") or {}).items()]
+    prompts = [
+        f"prompt of {t}: [{p.get('prompt_id')}] {p.get('text')}"
+        if p.get("text") is not None
+        else f"prompt of {t}: {p.get('prompt_set')} set, text in its source file (not fetched here)"
+        for t, p in (rec.get("tasks") or {}).items()
+    ]
     rules = []
     for task, r in (rec.get("answer_rules") or {}).items():
         cleanup = r.get("response_cleanup") or {}
         null_rule = r.get("null_answer") or {}
         n_cleaned = sum((r.get("n_cleaned") or {}).values())
         n_null = sum((r.get("n_null_as_text") or {}).values())
-        rules.append(f"answers of {task}: clean-up {say(cleanup.get('name'))} ({n_cleaned} changed); "
-                     f"null answer {say(null_rule.get('name'))} ({n_null} read as \"None\")")
-    return [f"aiplib {say(rec.get('aiplib_version'))}; " + ", ".join(
-        f"{k} {say(v, 'not installed')}" for k, v in (rec.get("versions") or {}).items() if k != "aiplib"),
-        f"normaliser {say(n.get('name'))} {say(n.get('version'), '')}".rstrip(), *rules,
+        rules.append(
+            f"answers of {task}: clean-up {say(cleanup.get('name'))} ({n_cleaned} changed); "
+            f'null answer {say(null_rule.get("name"))} ({n_null} read as "None")'
+        )
+    return [
+        f"aiplib {say(rec.get('aiplib_version'))}; "
+        + ", ".join(
+            f"{k} {say(v, 'not installed')}"
+            for k, v in (rec.get("versions") or {}).items()
+            if k != "aiplib"
+        ),
+        f"normaliser {say(n.get('name'))} {say(n.get('version'), '')}".rstrip(),
+        *rules,
         f"bootstrap seed {say(a.get('seed'))}, {say(a.get('n_resamples'), 'unrecorded')} resamples, level "
-        f"{say(a.get('level'))}", *man, *models, *paths, *prompts,
-        debian_packages_line(rec.get("debian_packages") or {})]
+        f"{say(a.get('level'))}",
+        *man,
+        *models,
+        *paths,
+        *prompts,
+        debian_packages_line(rec.get("debian_packages") or {}),
+    ]
 
 
 def window_warnings(models: dict) -> list[str]:
     """One warning line per model whose last stage-7 run decoded on the embedded Whisper's opt-in
     15/20/30 s encoder window (``decoding_path == "window"`` in
-    :func:`aiplib.analysis.provenance.model_records`); [] when every model used Whisper's 30 s window.
+    :func:`aiplib.analysis.provenance.model_records`); [] when every model used Whisper's 30 s
+      window.
 
     The window changes the measured noise effect on recordings it was not tuned on
     (docs/BENCHMARKS.md, "The embedded Whisper's encoder window"), so a report made from its rows
@@ -390,8 +539,10 @@ def window_warnings(models: dict) -> list[str]:
     for model_id, record in models.items():
         if record.get("decoding_path") != "window":
             continue
-        lines.append(f"**Decoding.** `{model_id}` was decoded on the 15/20/30 s encoder window "
-                     "(`decoding window`), not Whisper's 30 s window: it changes the measured noise "
-                     "effect on recordings it was not tuned on (docs/BENCHMARKS.md, \"The embedded "
-                     "Whisper's encoder window\"); compare it with 30 s runs only with care.")
+        lines.append(
+            f"**Decoding.** `{model_id}` was decoded on the 15/20/30 s encoder window "
+            "(`decoding window`), not Whisper's 30 s window: it changes the measured noise "
+            'effect on recordings it was not tuned on (docs/BENCHMARKS.md, "The embedded '
+            "Whisper's encoder window\"); compare it with 30 s runs only with care."
+        )
     return lines

@@ -3,7 +3,8 @@
 Pure functions (no file I/O): Spearman rank correlation [1]_, percentile bootstrap intervals [2]_,
 the exact sign test, McNemar's exact test [3]_, Benjamini–Hochberg adjustment [4]_, the Residual
 Effect Ratio of the steering prompt, the per-background degradation and descriptor correlation
-tables, and the authors' arithmetic where it differs from ours (their ``scripts/generate_results_new_2.py``).
+tables, and the authors' arithmetic where it differs from ours (their
+``scripts/generate_results_new_2.py``).
 
 Degradation is positive when noise hurts: ``delta_wer = WER(noisy) − WER(clean)``,
 ``delta_acc = acc(clean) − acc(noisy)`` (fractions). Randomness comes only from
@@ -20,6 +21,7 @@ References
 .. [4] Y. Benjamini, Y. Hochberg, "Controlling the false discovery rate: a practical and
        powerful approach to multiple testing", JRSS B 57(1), 289–300, 1995.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,28 +37,38 @@ from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import family_spec
 from aiplib.io.formats import DESCRIPTORS
 
-# Fewest resampled units (items, or backgrounds) for a bootstrap interval (at n = 5 a nominal 95 % percentile interval
-# covers about 80 %); below it NaN with a note.
+# Fewest resampled units (items, or backgrounds) for a bootstrap interval (at n = 5 a nominal 95 %
+# percentile interval covers about 80 %); below it NaN with a note.
 MIN_N_FOR_INTERVAL = 10
 
 # Least share of resamples with a finite statistic for an interval; below it NaN with a note.
 MIN_USABLE_SHARE = 0.95
 
-SPEARMAN_EXACT_MAX_N = 9  # up to this many pairs the Spearman p-value is exact (all n! permutations)
-SPEARMAN_PERMUTATION_MAX_N = 20  # up to here a seeded permutation test; above, scipy's t-approximation
+SPEARMAN_EXACT_MAX_N = (
+    9  # up to this many pairs the Spearman p-value is exact (all n! permutations)
+)
+SPEARMAN_PERMUTATION_MAX_N = (
+    20  # up to here a seeded permutation test; above, scipy's t-approximation
+)
 SPEARMAN_N_PERMUTATIONS = 9999  # Monte-Carlo permutations (resolution 1 / 10 000)
-RER_DENOMINATOR_EPS = 1e-9  # RER = Δ_steer / (Δ_base + 1e-9), as the authors' generate_results_new_2.py
-RER_KWS_SMALL = 0.01  # KWS: RER is 1.0 when both |Δ_base| and |Δ_steer| are below this (1 pp), as the authors
-RER_FLAG_BELOW = 0.01  # a baseline change below 1 pp (or <= 0) is flagged and unusable in the RER interval
+RER_DENOMINATOR_EPS = (
+    1e-9  # RER = Δ_steer / (Δ_base + 1e-9), as the authors' generate_results_new_2.py
+)
+RER_KWS_SMALL = (
+    0.01  # KWS: RER is 1.0 when both |Δ_base| and |Δ_steer| are below this (1 pp), as the authors
+)
+RER_FLAG_BELOW = (
+    0.01  # a baseline change below 1 pp (or <= 0) is flagged and unusable in the RER interval
+)
 
 
 @dataclass(frozen=True)
 class SpearmanResult:
     """Spearman's ρ in [-1, 1] with its two-sided p-value; unpacks as ``rho, p = spearman(x, y)``.
 
-    ``n``: pairs used (NaN pairs dropped); ``note``: why ``rho`` is NaN / what was dropped; ``method``:
-    ``exact``, ``permutation`` (seeded Monte Carlo), ``t_approx`` (scipy) or ``""``; ``n_permutations``
-    behind ``p`` (``n!`` when exact, 0 for ``t_approx``).
+    ``n``: pairs used (NaN pairs dropped); ``note``: why ``rho`` is NaN / what was dropped;
+    ``method``: ``exact``, ``permutation`` (seeded Monte Carlo), ``t_approx`` (scipy) or ``""``;
+    ``n_permutations`` behind ``p`` (``n!`` when exact, 0 for ``t_approx``).
     """
 
     rho: float
@@ -72,9 +84,9 @@ class SpearmanResult:
 
 @dataclass(frozen=True)
 class BootstrapResult:
-    """A statistic (``estimate``) with its percentile bootstrap interval ``ci_low, ci_high`` (NaN when
-    no resample is finite) at coverage ``level``; ``n_valid`` of ``n_resamples`` resamples had a finite
-    statistic (0 when fewer than ``min_n`` of the ``n`` observations: no resampling)."""
+    """A statistic (``estimate``) with its percentile bootstrap interval ``ci_low, ci_high`` (NaN
+    when no resample is finite) at coverage ``level``; ``n_valid`` of ``n_resamples`` resamples had
+    a finite statistic (0 when fewer than ``min_n`` of the ``n`` observations: no resampling)."""
 
     estimate: float
     ci_low: float
@@ -90,8 +102,9 @@ class BootstrapResult:
 @dataclass(frozen=True)
 class BinomTestResult:
     """An exact binomial test (sign test or McNemar): two-sided ``p`` (NaN with a note when nothing
-    is tested); ``n_pos, n_neg``: positive / negative deltas, or McNemar's ``b`` (clean correct, noisy
-    wrong) / ``c``; ``n_ties``: zero deltas or concordant pairs dropped; ``n = n_pos + n_neg``."""
+    is tested); ``n_pos, n_neg``: positive / negative deltas, or McNemar's ``b`` (clean correct,
+    noisy wrong) / ``c``; ``n_ties``: zero deltas or concordant pairs dropped; ``n = n_pos +
+    n_neg``."""
 
     p: float
     n_pos: int
@@ -104,12 +117,22 @@ class BinomTestResult:
 def _as_1d(x, name: str) -> np.ndarray:
     a = np.asarray(x, dtype=float)
     if a.ndim != 1:
-        raise AiplibParameterError(f"{name}: expected a 1-D array of shape (n,), got shape {a.shape}")
+        raise AiplibParameterError(
+            f"{name}: expected a 1-D array of shape (n,), got shape {a.shape}"
+        )
     return a
 
 
-def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
-                 level: float = 0.95, vectorized: bool = False, min_n: int = MIN_N_FOR_INTERVAL) -> BootstrapResult:
+def bootstrap_ci(
+    data,
+    stat=np.mean,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+    vectorized: bool = False,
+    min_n: int = MIN_N_FOR_INTERVAL,
+) -> BootstrapResult:
     """Percentile bootstrap interval [2]_, resampling observations (items) with replacement.
 
     Parameters
@@ -121,11 +144,11 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
         ``stat(*arrays_2d, axis=-1)`` on shape (n_resamples, n), returning shape (n_resamples,).
     n_resamples, seed, level : int > 0, int (of ``numpy.random.default_rng``), float in (0, 1)
     min_n : int
-        Fewer observations, or a share of finite resampled statistics below :data:`MIN_USABLE_SHARE`: no
-        interval (NaN).
+        Fewer observations, or a share of finite resampled statistics below
+        :data:`MIN_USABLE_SHARE`: no interval (NaN).
 
-    Returns a :class:`BootstrapResult`: ``estimate = stat(data)``; the interval is the (1−level)/2 and
-    (1+level)/2 percentiles of the finite resampled statistics; ``n_valid`` counts them.
+    Returns a :class:`BootstrapResult`: ``estimate = stat(data)``; the interval is the (1−level)/2
+    and (1+level)/2 percentiles of the finite resampled statistics; ``n_valid`` counts them.
 
     Raises
     ------
@@ -146,14 +169,28 @@ def bootstrap_ci(data, stat=np.mean, *, n_resamples: int = 2000, seed: int = 0,
     with np.errstate(invalid="ignore", divide="ignore"):
         estimate = float(stat(*arrays, axis=-1) if vectorized else stat(*arrays))
         if n < int(min_n):
-            return BootstrapResult(estimate, math.nan, math.nan, float(level), int(n_resamples), 0, int(seed), int(n),
-                                   f"{n} observation(s) < {int(min_n)}: no interval (a percentile bootstrap of so "
-                                   "few values only spans their range)")
+            return BootstrapResult(
+                estimate,
+                math.nan,
+                math.nan,
+                float(level),
+                int(n_resamples),
+                0,
+                int(seed),
+                int(n),
+                f"{n} observation(s) < {int(min_n)}: no interval (a percentile bootstrap of so "
+                "few values only spans their range)",
+            )
         idx = np.random.default_rng(seed).integers(0, n, size=(int(n_resamples), n))
-        boot = (np.asarray(stat(*(a[idx] for a in arrays), axis=-1), dtype=float) if vectorized
-                else np.array([stat(*(a[i] for a in arrays)) for i in idx], dtype=float))
+        boot = (
+            np.asarray(stat(*(a[idx] for a in arrays), axis=-1), dtype=float)
+            if vectorized
+            else np.array([stat(*(a[i] for a in arrays)) for i in idx], dtype=float)
+        )
     lo, hi, n_valid, note = _percentile_interval(boot, level)
-    return BootstrapResult(estimate, lo, hi, float(level), int(n_resamples), n_valid, int(seed), int(n), note)
+    return BootstrapResult(
+        estimate, lo, hi, float(level), int(n_resamples), n_valid, int(seed), int(n), note
+    )
 
 
 def _percentile_interval(boot: np.ndarray, level: float):
@@ -163,11 +200,19 @@ def _percentile_interval(boot: np.ndarray, level: float):
     if n_valid == 0:
         return math.nan, math.nan, 0, "no resample gave a finite statistic"
     if n_valid < MIN_USABLE_SHARE * boot.size:
-        return (math.nan, math.nan, n_valid,
-                f"only {n_valid} of {boot.size} resamples usable (< {100 * MIN_USABLE_SHARE:g} %): no interval")
+        return (
+            math.nan,
+            math.nan,
+            n_valid,
+            f"only {n_valid} of {boot.size} resamples usable (< {100 * MIN_USABLE_SHARE:g} %): no interval",
+        )
     a = (1 - level) / 2
     lo, hi = (float(v) for v in np.quantile(finite, [a, 1 - a]))
-    note = "" if n_valid == boot.size else f"{boot.size - n_valid} of {boot.size} resamples unusable and ignored"
+    note = (
+        ""
+        if n_valid == boot.size
+        else f"{boot.size - n_valid} of {boot.size} resamples unusable and ignored"
+    )
     return lo, hi, n_valid, note
 
 
@@ -210,16 +255,21 @@ def spearman_permutation_p(x, y, *, seed: int = 0) -> tuple[float, str, int]:
     rng = np.random.default_rng(seed)
     shuffled = rng.permuted(np.broadcast_to(ry, (SPEARMAN_N_PERMUTATIONS, n)), axis=1)
     perm = np.abs(shuffled @ rx) / den
-    return (float((1 + (perm >= obs - tol).sum()) / (1 + perm.size)), "permutation", SPEARMAN_N_PERMUTATIONS)
+    return (
+        float((1 + (perm >= obs - tol).sum()) / (1 + perm.size)),
+        "permutation",
+        SPEARMAN_N_PERMUTATIONS,
+    )
 
 
 def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
     """Spearman's rank correlation of one pair of columns [1]_ (``scipy.stats.spearmanr``).
 
-    ``x, y``: paired observations of shape (n,) (pairs with a NaN dropped); ``seed``: of the permutation
-    p-value (``10 <= n <= 20``). The two-sided ``p`` is exact up to :data:`SPEARMAN_EXACT_MAX_N` pairs, a
-    permutation test up to :data:`SPEARMAN_PERMUTATION_MAX_N`, else scipy's t-approximation (``method``);
-    ``rho`` and ``p`` are NaN with a ``note`` below 3 pairs or for a constant column.
+    ``x, y``: paired observations of shape (n,) (pairs with a NaN dropped); ``seed``: of the
+    permutation p-value (``10 <= n <= 20``). The two-sided ``p`` is exact up to
+    :data:`SPEARMAN_EXACT_MAX_N` pairs, a permutation test up to :data:`SPEARMAN_PERMUTATION_MAX_N`,
+    else scipy's t-approximation (``method``); ``rho`` and ``p`` are NaN with a ``note`` below 3
+    pairs or for a constant column.
 
     Raises
     ------
@@ -246,8 +296,11 @@ def spearman(x, y, *, seed: int = 0) -> SpearmanResult:
         notes.append(f"constant column ({', '.join(const)}): rank correlation undefined")
         return SpearmanResult(math.nan, math.nan, n, "; ".join(notes))
     res = spearmanr(x, y)
-    p, method, n_perm = (spearman_permutation_p(x, y, seed=seed) if n <= SPEARMAN_PERMUTATION_MAX_N
-                         else (float(res.pvalue), "t_approx", 0))
+    p, method, n_perm = (
+        spearman_permutation_p(x, y, seed=seed)
+        if n <= SPEARMAN_PERMUTATION_MAX_N
+        else (float(res.pvalue), "t_approx", 0)
+    )
     return SpearmanResult(float(res.statistic), p, n, "; ".join(notes), method, n_perm)
 
 
@@ -263,8 +316,9 @@ def _spearman_rows(xs: np.ndarray, ys: np.ndarray, axis: int = -1) -> np.ndarray
 def sign_test(deltas) -> BinomTestResult:
     """Exact two-sided sign test of the median delta against 0 (``scipy.stats.binomtest``).
 
-    ``deltas``: paired differences of shape (n,) (e.g. ΔWER per item); zeros (ties) and NaNs dropped.
-    ``p = binomtest(n_pos, n_pos + n_neg, 0.5).pvalue``; NaN with a note when every delta is a tie.
+    ``deltas``: paired differences of shape (n,) (e.g. ΔWER per item); zeros (ties) and NaNs
+    dropped. ``p = binomtest(n_pos, n_pos + n_neg, 0.5).pvalue``; NaN with a note when every delta
+    is a tie.
 
     Examples
     --------
@@ -284,15 +338,18 @@ def mcnemar_exact(clean_correct, noisy_correct) -> BinomTestResult:
     """McNemar's test [3]_ in its exact form: a binomial test on the discordant pairs.
 
     ``clean_correct, noisy_correct``: bool or 0/1 of shape (n,), each paired item correct or not.
-    ``n_pos = b`` (clean correct, noisy wrong), ``n_neg = c``, ``p = binomtest(b, b + c, 0.5).pvalue``
-    (two-sided); NaN with a note when ``b + c == 0``.
+    ``n_pos = b`` (clean correct, noisy wrong), ``n_neg = c``, ``p = binomtest(b, b + c,
+    0.5).pvalue`` (two-sided); NaN with a note when ``b + c == 0``.
 
     Raises
     ------
     AiplibParameterError
         If the arrays differ in length.
     """
-    a, z = _as_1d(clean_correct, "clean_correct").astype(bool), _as_1d(noisy_correct, "noisy_correct").astype(bool)
+    a, z = (
+        _as_1d(clean_correct, "clean_correct").astype(bool),
+        _as_1d(noisy_correct, "noisy_correct").astype(bool),
+    )
     if a.size != z.size:
         raise AiplibParameterError(f"clean and noisy arrays differ in length: {a.size} vs {z.size}")
     b, c = int((a & ~z).sum()), int((~a & z).sum())
@@ -331,9 +388,9 @@ def rer(delta_steer, delta_base, *, task_family: str, usable_only: bool = False)
     steering and the baseline prompt; KWS 1.0 when both |Δ| < :data:`RER_KWS_SMALL`. RER < 1
     means "the prompt helped" only when Δ_base is clearly positive (:func:`rer_flag`).
 
-    ``delta_steer, delta_base``: mean degradations, fractions (0.05 = 5 pp), broadcastable; NaN in either
-    gives NaN. ``usable_only``: NaN wherever :func:`rer_flag` would flag the baseline, except the KWS
-    both-small rule (for bootstrap resamples). Returns a float, or an array for array input.
+    ``delta_steer, delta_base``: mean degradations, fractions (0.05 = 5 pp), broadcastable; NaN in
+    either gives NaN. ``usable_only``: NaN wherever :func:`rer_flag` would flag the baseline, except
+    the KWS both-small rule (for bootstrap resamples). Returns a float, or an array for array input.
 
     Raises
     ------
@@ -361,19 +418,28 @@ def rer_flag(delta_base) -> str:
     """Why an RER cannot be read as "< 1: the prompt helped" ("" when it can).
 
     ``delta_base``: mean baseline degradation (fraction). ``"baseline <= 0"`` (the ratio's sign is
-    inverted), ``"baseline < 1 pp"`` (unstable ratio of small numbers), ``"baseline NaN"`` or ``""``.
+    inverted), ``"baseline < 1 pp"`` (unstable ratio of small numbers), ``"baseline NaN"`` or
+    ``""``.
     """
     b = float(delta_base)
-    return ("baseline NaN" if math.isnan(b) else "baseline <= 0" if b <= 0
-            else "baseline < 1 pp" if b < RER_FLAG_BELOW else "")
+    return (
+        "baseline NaN"
+        if math.isnan(b)
+        else "baseline <= 0"
+        if b <= 0
+        else "baseline < 1 pp"
+        if b < RER_FLAG_BELOW
+        else ""
+    )
 
 
 # Ways :func:`degradation_by_background` averages: ``flat`` (the authors'), ``snr_balanced``.
 DEGRADATION_METHODS = ("flat", "snr_balanced")
 
 
-def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str | None = None,
-                              method: str = "flat") -> pd.DataFrame:
+def degradation_by_background(
+    scores_df: pd.DataFrame, family: str, *, task: str | None = None, method: str = "flat"
+) -> pd.DataFrame:
     """Mean degradation per background, the authors' way (``flat``) or SNR-balanced.
 
     ``flat`` (the authors' ``load_task_degradations``): ``noisy.groupby("bg_id")[col].mean()``
@@ -388,8 +454,8 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
         ``delta_wer`` or ``delta_acc``). Clean rows and NaN deltas (failed or missing
         generations) are ignored.
     family, task, method
-        ``"asr"``/``"kws"`` (picks the column); only this task (needed if ``scores_df`` holds several);
-        ``"flat"`` or ``"snr_balanced"``.
+        ``"asr"``/``"kws"`` (picks the column); only this task (needed if ``scores_df`` holds
+        several); ``"flat"`` or ``"snr_balanced"``.
 
     Returns
     -------
@@ -410,7 +476,9 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     if task is not None and "task" in df.columns:
         df = df[df["task"] == task]
     if "task" in df.columns and df["task"].nunique() > 1:
-        raise AiplibParameterError(f"scores hold several tasks {sorted(df['task'].unique())}; pass task=")
+        raise AiplibParameterError(
+            f"scores hold several tasks {sorted(df['task'].unique())}; pass task="
+        )
     if col not in df.columns:
         raise AiplibParameterError(f"scores lack the column {col!r} of family {family!r}")
     df = df[(df["bg_id"] != "clean") & df[col].notna()]
@@ -422,30 +490,53 @@ def degradation_by_background(scores_df: pd.DataFrame, family: str, *, task: str
     per_bg = per_bg.set_axis([str(c) for c in per_bg.columns], axis=1).sort_index()
     models = list(per_bg.columns)
     complete = per_bg[models].notna().all(axis=1)
-    per_bg["pooled"] = (df.groupby("bg_id")[col].mean().reindex(per_bg.index) if method == "flat"
-                        else per_bg[models].mean(axis=1).where(complete))
-    per_bg.attrs["partial"] = {str(bg): [m for m in models if pd.isna(per_bg.at[bg, m])]
-                               for bg in per_bg.index[~complete]}
+    per_bg["pooled"] = (
+        df.groupby("bg_id")[col].mean().reindex(per_bg.index)
+        if method == "flat"
+        else per_bg[models].mean(axis=1).where(complete)
+    )
+    per_bg.attrs["partial"] = {
+        str(bg): [m for m in models if pd.isna(per_bg.at[bg, m])] for bg in per_bg.index[~complete]
+    }
     per_bg.attrs["method"] = method
     per_bg.attrs["n_rows"] = {str(k): int(v) for k, v in df.groupby("bg_id").size().items()}
     return per_bg
 
 
 # Columns of :func:`worst_stimuli`, in order.
-WORST_STIMULI_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "reference",
-                         "clean_response", "response", "clean_score", "score", "delta"]
+WORST_STIMULI_COLUMNS = [
+    "model",
+    "task",
+    "stimulus_id",
+    "item_id",
+    "bg_id",
+    "snr_db",
+    "reference",
+    "clean_response",
+    "response",
+    "clean_score",
+    "score",
+    "delta",
+]
 
 
-def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: str | None = None,
-                  one_per_item: bool = True) -> pd.DataFrame:
+def worst_stimuli(
+    scores_df: pd.DataFrame,
+    family: str,
+    n: int = 10,
+    *,
+    model: str | None = None,
+    one_per_item: bool = True,
+) -> pd.DataFrame:
     """The stimuli that hurt most (the report's and the explorer's ranking): degradation against the
     clean version of the item > 0 (KWS: a flip), largest first, ties to the higher SNR, then model
     and stimulus id.
 
-    ``scores_df``: one task's ``results/scores/<task>.csv``; ``family`` picks the degradation column;
-    at most ``n`` (>= 1) rows, of ``model`` only if given, only each item's worst stimulus with
-    ``one_per_item``. Shape (<= n, 12): :data:`WORST_STIMULI_COLUMNS`; ``snr_db`` in dB, ``clean_score`` /
-    ``score`` WER (fraction) or KWS correct (0/1), ``delta`` ΔWER or Δacc = 1. Empty when nothing got worse.
+    ``scores_df``: one task's ``results/scores/<task>.csv``; ``family`` picks the degradation
+    column; at most ``n`` (>= 1) rows, of ``model`` only if given, only each item's worst stimulus
+    with ``one_per_item``. Shape (<= n, 12): :data:`WORST_STIMULI_COLUMNS`; ``snr_db`` in dB,
+    ``clean_score`` / ``score`` WER (fraction) or KWS correct (0/1), ``delta`` ΔWER or Δacc = 1.
+    Empty when nothing got worse.
 
     Raises
     ------
@@ -459,24 +550,38 @@ def worst_stimuli(scores_df: pd.DataFrame, family: str, n: int = 10, *, model: s
         return pd.DataFrame(columns=WORST_STIMULI_COLUMNS)
     df = scores_df if model is None else scores_df[scores_df["model"].astype(str) == model]
     df = df[(df["bg_id"] != "clean") & (df[col] > 0)]
-    df = df.sort_values([col, "snr_db", "model", "stimulus_id"], ascending=[False, False, True, True], kind="stable")
+    df = df.sort_values(
+        [col, "snr_db", "model", "stimulus_id"], ascending=[False, False, True, True], kind="stable"
+    )
     if one_per_item:
         df = df.drop_duplicates("item_id", keep="first")
     df = df.head(int(n))
     key = ["model", "task", "item_id"]
-    clean = scores_df[scores_df["bg_id"] == "clean"].drop_duplicates(key, keep="last").set_index(key)
+    clean = (
+        scores_df[scores_df["bg_id"] == "clean"].drop_duplicates(key, keep="last").set_index(key)
+    )
     at = pd.MultiIndex.from_frame(df[key])
     score_col, ref_col = ("wer", "reference") if family == "asr" else ("correct", "label")
 
     def column(frame, name, default):
         return frame[name].to_numpy() if name in frame.columns else default
 
-    out = pd.DataFrame({"model": df["model"].astype(str).to_numpy(), "task": df["task"].to_numpy(),
-        "stimulus_id": df["stimulus_id"].to_numpy(), "item_id": df["item_id"].astype(str).to_numpy(),
-        "bg_id": df["bg_id"].astype(str).to_numpy(), "snr_db": df["snr_db"].to_numpy(),
-        "reference": column(df, ref_col, ""), "clean_response": column(clean.reindex(at), "response", ""),
-        "response": column(df, "response", ""), "clean_score": column(clean.reindex(at), score_col, math.nan),
-        "score": df[score_col].to_numpy(), "delta": df[col].to_numpy()})
+    out = pd.DataFrame(
+        {
+            "model": df["model"].astype(str).to_numpy(),
+            "task": df["task"].to_numpy(),
+            "stimulus_id": df["stimulus_id"].to_numpy(),
+            "item_id": df["item_id"].astype(str).to_numpy(),
+            "bg_id": df["bg_id"].astype(str).to_numpy(),
+            "snr_db": df["snr_db"].to_numpy(),
+            "reference": column(df, ref_col, ""),
+            "clean_response": column(clean.reindex(at), "response", ""),
+            "response": column(df, "response", ""),
+            "clean_score": column(clean.reindex(at), score_col, math.nan),
+            "score": df[score_col].to_numpy(),
+            "delta": df[col].to_numpy(),
+        }
+    )
     out["clean_response"] = out["clean_response"].where(out["clean_response"].notna(), "")
     return out[WORST_STIMULI_COLUMNS]
 
@@ -492,11 +597,19 @@ def partial_note(partial: dict, method: str = "snr_balanced") -> str:
     names = ", ".join(f"{bg} (missing {', '.join(ms)})" for bg, ms in sorted(partial.items()))
     if method == "flat":
         return f"{len(partial)} backgrounds pooled over the models that have rows: {names}"
-    return f"pooled only over backgrounds every model covers; {len(partial)} partial left out: {names}"
+    return (
+        f"pooled only over backgrounds every model covers; {len(partial)} partial left out: {names}"
+    )
 
 
-def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFrame, *,
-                            n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+def descriptor_correlations(
+    degradation: pd.DataFrame,
+    descriptors_df: pd.DataFrame,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> pd.DataFrame:
     """Spearman ρ of each descriptor against degradation across backgrounds, with CIs and BH.
 
     Parameters
@@ -506,9 +619,11 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
         :func:`degradation_by_background`).
     descriptors_df : pandas.DataFrame [shape=(n_backgrounds, ...)]
         ``descriptors/acoustic_descriptors.csv``: a ``bg_id`` column (or index) and the
-        descriptor columns: those of :data:`DESCRIPTORS` present are used (else every numeric column).
+        descriptor columns: those of :data:`DESCRIPTORS` present are used (else every numeric
+        column).
     n_resamples, seed, level
-        Bootstrap over backgrounds; each (model, descriptor) cell starts ``default_rng(seed)`` afresh.
+        Bootstrap over backgrounds; each (model, descriptor) cell starts ``default_rng(seed)``
+        afresh.
 
     Returns
     -------
@@ -527,9 +642,12 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
         d = d.set_index("bg_id")
     elif d.index.name != "bg_id":
         raise AiplibParameterError("descriptors_df needs a bg_id column or index")
-    descriptors = [c for c in DESCRIPTORS if c in d.columns] or \
-        [c for c in d.columns if pd.api.types.is_numeric_dtype(d[c])]
-    pnote = partial_note(degradation.attrs.get("partial") or {}, degradation.attrs.get("method", "snr_balanced"))
+    descriptors = [c for c in DESCRIPTORS if c in d.columns] or [
+        c for c in d.columns if pd.api.types.is_numeric_dtype(d[c])
+    ]
+    pnote = partial_note(
+        degradation.attrs.get("partial") or {}, degradation.attrs.get("method", "snr_balanced")
+    )
     deg = degradation.set_axis(degradation.index.astype(str))
     d.index = d.index.astype(str)
     common = deg.index.intersection(d.index)
@@ -546,37 +664,85 @@ def descriptor_correlations(degradation: pd.DataFrame, descriptors_df: pd.DataFr
             lo, hi, usable = math.nan, math.nan, 0
             notes = [n for n in (base_note, pnote if model == "pooled" else "", res.note) if n]
             if np.isfinite(res.rho):
-                b = bootstrap_ci((x_all[ok], y_all[ok]), _spearman_rows, n_resamples=n_resamples, seed=seed,
-                                 level=level, vectorized=True)
+                b = bootstrap_ci(
+                    (x_all[ok], y_all[ok]),
+                    _spearman_rows,
+                    n_resamples=n_resamples,
+                    seed=seed,
+                    level=level,
+                    vectorized=True,
+                )
                 lo, hi, usable = b.ci_low, b.ci_high, b.n_valid
                 if b.note:
                     notes.append(b.note.replace("unusable", "with a constant column"))
-            cell_rows.append({"model": model, "descriptor": desc, "n": res.n, "r_s": res.rho, "p": res.p,
-                              "p_method": res.method, "n_permutations": res.n_permutations, "ci_low": lo, "ci_high": hi,
-                              "ci_usable": int(usable), "level": level, "n_resamples": int(n_resamples),
-                              "seed": int(seed), "note": "; ".join(notes)})
-        rows += [{**r, "p_bh": float(q)} for r, q in zip(cell_rows, bh_adjust([r["p"] for r in cell_rows]))]
-    cols = ["model", "descriptor", "n", "r_s", "p", "p_method", "n_permutations", "ci_low",
-            "ci_high", "ci_usable", "p_bh", "level", "n_resamples", "seed", "note"]
+            cell_rows.append(
+                {
+                    "model": model,
+                    "descriptor": desc,
+                    "n": res.n,
+                    "r_s": res.rho,
+                    "p": res.p,
+                    "p_method": res.method,
+                    "n_permutations": res.n_permutations,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "ci_usable": int(usable),
+                    "level": level,
+                    "n_resamples": int(n_resamples),
+                    "seed": int(seed),
+                    "note": "; ".join(notes),
+                }
+            )
+        rows += [
+            {**r, "p_bh": float(q)}
+            for r, q in zip(cell_rows, bh_adjust([r["p"] for r in cell_rows]))
+        ]
+    cols = [
+        "model",
+        "descriptor",
+        "n",
+        "r_s",
+        "p",
+        "p_method",
+        "n_permutations",
+        "ci_low",
+        "ci_high",
+        "ci_usable",
+        "p_bh",
+        "level",
+        "n_resamples",
+        "seed",
+        "note",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
-# Decimals the authors keep of each descriptor before the correlations (Python ``round``): their descriptor
-# script's ``round(zcr, 4)`` …, and ``round(sf, 4)`` of the speech fraction in their VAD labelling script. Any
-# other column is not rounded.
-AUTHORS_DESCRIPTOR_DECIMALS = {"zcr": 4, "spectral_centroid": 2, "spectral_rolloff": 2, "spectral_bandwidth": 2,
-    "spectral_flux": 4, "spectral_flatness": 4, "spectral_contrast": 4, "rms_variance": 6,
-    "vad_speech_fraction": 4}
+# Decimals the authors keep of each descriptor before the correlations (Python ``round``): their
+# descriptor script's ``round(zcr, 4)`` …, and ``round(sf, 4)`` of the speech fraction in their VAD
+# labelling script. Any other column is not rounded.
+AUTHORS_DESCRIPTOR_DECIMALS = {
+    "zcr": 4,
+    "spectral_centroid": 2,
+    "spectral_rolloff": 2,
+    "spectral_bandwidth": 2,
+    "spectral_flux": 4,
+    "spectral_flatness": 4,
+    "spectral_contrast": 4,
+    "rms_variance": 6,
+    "vad_speech_fraction": 4,
+}
 
-# The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals (``numpy.round``,
+# The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals
+# (``numpy.round``,
 # :func:`rank_by_mean_abs_rs`).
 TOP_RANK_DECIMALS = 3
 
 
 def round_descriptors(descriptors: pd.DataFrame, decimals: dict | None = None) -> pd.DataFrame:
-    """A copy of ``descriptors/acoustic_descriptors.csv`` (units as stored: Hz, dB) with each column of
-    ``decimals`` (default :data:`AUTHORS_DESCRIPTOR_DECIMALS`) rounded with Python's ``round``, as their
-    ``round(zcr, 4)`` (``numpy.round`` can differ at ties); NaN and inf kept, same shape."""
+    """A copy of ``descriptors/acoustic_descriptors.csv`` (units as stored: Hz, dB) with each column
+    of ``decimals`` (default :data:`AUTHORS_DESCRIPTOR_DECIMALS`) rounded with Python's ``round``,
+    as their ``round(zcr, 4)`` (``numpy.round`` can differ at ties); NaN and inf kept, same
+    shape."""
     out = descriptors.copy()
     for col, nd in (AUTHORS_DESCRIPTOR_DECIMALS if decimals is None else decimals).items():
         if col in out.columns:
@@ -584,12 +750,14 @@ def round_descriptors(descriptors: pd.DataFrame, decimals: dict | None = None) -
     return out
 
 
-def rank_by_mean_abs_rs(r_asr: pd.Series, r_kws: pd.Series, *, decimals: int = TOP_RANK_DECIMALS) -> pd.Series:
+def rank_by_mean_abs_rs(
+    r_asr: pd.Series, r_kws: pd.Series, *, decimals: int = TOP_RANK_DECIMALS
+) -> pd.Series:
     """Descriptors sorted as Figure 2 picks them: mean of |r_s(ASR)| and |r_s(KWS)|, rounded.
 
     ``r_asr, r_kws``: r_s per descriptor (index in table order). The mean is rounded to ``decimals``
-    (``numpy.round``, as their ``round`` of a ``numpy.float64``: 0.3015 → 0.302) before a stable sort, so
-    ties keep the table order; a descriptor NaN in either task is left out.
+    (``numpy.round``, as their ``round`` of a ``numpy.float64``: 0.3015 → 0.302) before a stable
+    sort, so ties keep the table order; a descriptor NaN in either task is left out.
     """
     m = pd.concat([r_asr.abs(), r_kws.abs()], axis=1).mean(axis=1, skipna=False).dropna()
     m = pd.Series(np.round(m.to_numpy(dtype=float), int(decimals)), index=m.index)
@@ -602,8 +770,9 @@ def unpaired_delta(df: pd.DataFrame, family: str) -> tuple[float, int]:
     ASR: the mean of the task's per-row ``delta_wer`` over its noisy rows. KWS: accuracy over all
     its clean rows minus accuracy over all its noisy rows (``correct``).
 
-    ``df``: one model's rows of one task's scores (``bg_id``, ``delta_wer`` or ``correct``; NaN rows left
-    out). Returns Δ as a fraction (NaN when a needed set of rows is empty) and the number of rows used.
+    ``df``: one model's rows of one task's scores (``bg_id``, ``delta_wer`` or ``correct``; NaN rows
+    left out). Returns Δ as a fraction (NaN when a needed set of rows is empty) and the number of
+    rows used.
 
     Raises
     ------
@@ -619,18 +788,31 @@ def unpaired_delta(df: pd.DataFrame, family: str) -> tuple[float, int]:
     if family == "asr":
         return (float(noisy.mean()) if len(noisy) else math.nan), int(len(noisy))
     clean = ok[ok["bg_id"] == "clean"][col].astype(float)
-    return (float(clean.mean() - noisy.mean()) if len(clean) and len(noisy) else math.nan), int(len(clean) + len(noisy))
+    return (float(clean.mean() - noisy.mean()) if len(clean) and len(noisy) else math.nan), int(
+        len(clean) + len(noisy)
+    )
 
 
 def unpaired_item_sums(df: pd.DataFrame, family: str) -> pd.DataFrame:
     """Per item (index ``item_id``), the sums and counts :func:`unpaired_delta` is made of:
-    ``clean_sum, clean_n, noisy_sum, noisy_n`` (ASR: clean 0, noisy of ``delta_wer``; KWS: of ``correct``)."""
+    ``clean_sum, clean_n, noisy_sum, noisy_n`` (ASR: clean 0, noisy of ``delta_wer``; KWS: of
+    ``correct``)."""
     col = "delta_wer" if family == "asr" else "correct"
-    ok = df[df[col].notna()].assign(_v=lambda d: d[col].astype(float), _clean=lambda d: d["bg_id"] == "clean")
+    ok = df[df[col].notna()].assign(
+        _v=lambda d: d[col].astype(float), _clean=lambda d: d["bg_id"] == "clean"
+    )
     g = ok.groupby(["item_id", "_clean"])["_v"].agg(["sum", "size"]).unstack("_clean", fill_value=0)
-    g = g.reindex(columns=pd.MultiIndex.from_product([["sum", "size"], [True, False]]), fill_value=0).astype(float)
-    out = pd.DataFrame({"clean_sum": g[("sum", True)], "clean_n": g[("size", True)],
-                        "noisy_sum": g[("sum", False)], "noisy_n": g[("size", False)]})
+    g = g.reindex(
+        columns=pd.MultiIndex.from_product([["sum", "size"], [True, False]]), fill_value=0
+    ).astype(float)
+    out = pd.DataFrame(
+        {
+            "clean_sum": g[("sum", True)],
+            "clean_n": g[("size", True)],
+            "noisy_sum": g[("sum", False)],
+            "noisy_n": g[("size", False)],
+        }
+    )
     if family == "asr":
         out["clean_sum"], out["clean_n"] = 0.0, 0.0
     return out

@@ -8,6 +8,7 @@ peak after normalisation and the share of digital silence (:func:`silent_shares`
 are shaped in the frequency domain (power ∝ 1/f pink, 1/f² brown, nothing below 20 Hz; Kasdin
 1995, *Proc. IEEE* 83(5), "Discrete simulation of colored noise").
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,22 +22,46 @@ import pandas as pd
 from aiplib.core import DEFAULT_SEED
 from aiplib.core.errors import AiplibParameterError, AudioFileError
 from aiplib.core.progress import track
-from aiplib.io.audio import SR, load_audio, loop_or_cut, loudness_lufs, normalize_loudness, write_wav
+from aiplib.io.audio import (
+    SR,
+    load_audio,
+    loop_or_cut,
+    loudness_lufs,
+    normalize_loudness,
+    write_wav,
+)
 from aiplib.io.formats import BATTERY_COLUMNS, CATEGORIES, write_battery_csv
-from aiplib.io.subaudible import SUBAUDIBLE_LIMIT_DB, effective_bandwidth_hz, remove_subaudible, subaudible_power
+from aiplib.io.subaudible import (
+    SUBAUDIBLE_LIMIT_DB,
+    effective_bandwidth_hz,
+    remove_subaudible,
+    subaudible_power,
+)
 
 log = logging.getLogger(__name__)
 
-TARGET_LUFS = -23.0  # Loudness of every curated background in LUFS (the authors' ``BG_LUFS``, scripts/utils.py).
+TARGET_LUFS = (
+    -23.0
+)  # Loudness of every curated background in LUFS (the authors' ``BG_LUFS``, scripts/utils.py).
 
-SILENT_RUN_S = 0.010  # Shortest run of exact-zero samples (s) that counts as digital silence in ``silent_share``.
+# Shortest run of exact-zero samples (s) that counts as digital silence in ``silent_share``.
+SILENT_RUN_S = 0.010
 
 
 #: Allowed values of a spec's ``combine``.
 COMBINES = ("concat", "sum", "synthetic:white", "synthetic:pink", "synthetic:brown")
 
-REQUIRED_SPEC_KEYS = ("bg_id", "category", "description", "sources", "combine", "source_package",
-                      "licence", "attribution", "synthetic")
+REQUIRED_SPEC_KEYS = (
+    "bg_id",
+    "category",
+    "description",
+    "sources",
+    "combine",
+    "source_package",
+    "licence",
+    "attribution",
+    "synthetic",
+)
 
 _BG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _NOISE_EXPONENT = {"white": 0.0, "pink": 1.0, "brown": 2.0}
@@ -44,41 +69,63 @@ _NOISE_EXPONENT = {"white": 0.0, "pink": 1.0, "brown": 2.0}
 
 def _check_spec(spec) -> None:
     if missing := [k for k in REQUIRED_SPEC_KEYS if k not in spec]:
-        raise AiplibParameterError(f"background spec {spec.get('bg_id', '?')!r} lacks {', '.join(missing)}")
+        raise AiplibParameterError(
+            f"background spec {spec.get('bg_id', '?')!r} lacks {', '.join(missing)}"
+        )
     bg_id = spec["bg_id"]
     if not isinstance(bg_id, str) or not _BG_ID.match(bg_id):
-        raise AiplibParameterError(f"bg_id {bg_id!r} must be a non-empty name of letters, digits, '_', '-', '.'")
+        raise AiplibParameterError(
+            f"bg_id {bg_id!r} must be a non-empty name of letters, digits, '_', '-', '.'"
+        )
     if spec["category"] not in CATEGORIES:
-        raise AiplibParameterError(f"{bg_id}: category {spec['category']!r} is not one of {', '.join(CATEGORIES)}")
+        raise AiplibParameterError(
+            f"{bg_id}: category {spec['category']!r} is not one of {', '.join(CATEGORIES)}"
+        )
     if spec["combine"] not in COMBINES:
-        raise AiplibParameterError(f"{bg_id}: combine {spec['combine']!r} is not one of {', '.join(COMBINES)}")
+        raise AiplibParameterError(
+            f"{bg_id}: combine {spec['combine']!r} is not one of {', '.join(COMBINES)}"
+        )
     if not spec["combine"].startswith("synthetic:") and not spec["sources"]:
-        raise AiplibParameterError(f"{bg_id}: combine={spec['combine']!r} needs at least one source file")
+        raise AiplibParameterError(
+            f"{bg_id}: combine={spec['combine']!r} needs at least one source file"
+        )
     if spec.get("subaudible", "keep") not in ("keep", "remove"):
-        raise AiplibParameterError(f"{bg_id}: subaudible {spec['subaudible']!r} is not 'keep' or 'remove'")
+        raise AiplibParameterError(
+            f"{bg_id}: subaudible {spec['subaudible']!r} is not 'keep' or 'remove'"
+        )
 
 
 def _subaudible_step(y, spec, sr: int, record: dict, n: int) -> np.ndarray:
-    """Measure the DC + sub-20 Hz power share (dB) of the ``n`` samples of a source stream the background
-    uses and high-pass the stream when the spec says ``subaudible: "remove"`` and the share is at least
-    :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`; ``record`` keeps the largest share and whether removed."""
+    """Measure the DC + sub-20 Hz power share (dB) of the ``n`` samples of a source stream the
+    background uses and high-pass the stream when the spec says ``subaudible: "remove"`` and the
+    share is at least
+    :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`; ``record`` keeps the largest share and whether
+      removed."""
     share = subaudible_power(loop_or_cut(y, n), sr=sr)["subaudible_db"]
     record["subaudible_db"] = max(record.get("subaudible_db", -np.inf), share)
     if spec.get("subaudible", "keep") == "remove" and share >= SUBAUDIBLE_LIMIT_DB:
         record["subaudible_removed"] = True
-        log.info("%s: removed DC and rumble below 20 Hz (%.1f dB of its power)", spec["bg_id"], share)
+        log.info(
+            "%s: removed DC and rumble below 20 Hz (%.1f dB of its power)", spec["bg_id"], share
+        )
         return remove_subaudible(y, sr=sr)
     if share >= SUBAUDIBLE_LIMIT_DB:  # kept (the paper profile: the authors' files as they are)
-        log.warning("%s: %.1f dB of its power is DC or below 20 Hz (kept: the profile uses its files as they are); "
-                    "the audible SNR of its stimuli is %.2f dB above the nominal one (stage 6, checks/subaudible.csv)",
-                    spec["bg_id"], share, -10 * np.log10(max(1 - 10 ** (share / 10), 1e-15)))
+        log.warning(
+            "%s: %.1f dB of its power is DC or below 20 Hz (kept: the profile uses its files as they are); "
+            "the audible SNR of its stimuli is %.2f dB above the nominal one (stage 6, checks/subaudible.csv)",
+            spec["bg_id"],
+            share,
+            -10 * np.log10(max(1 - 10 ** (share / 10), 1e-15)),
+        )
     return y
 
 
-def colored_noise(kind: str, n: int, *, seed: int = 0, sr: int = SR, f_min_hz: float = 20.0) -> np.ndarray:
-    """Gaussian white, pink (1/f) or brown (1/f²) noise [shape=(n,)], float32, zero-mean, peak-scaled to 0.5,
-    seeded (``numpy.random.default_rng(seed)``) at ``sr`` Hz; components below ``f_min_hz`` (Hz) are removed
-    (else brown noise's peaks are huge for its loudness).
+def colored_noise(
+    kind: str, n: int, *, seed: int = 0, sr: int = SR, f_min_hz: float = 20.0
+) -> np.ndarray:
+    """Gaussian white, pink (1/f) or brown (1/f²) noise [shape=(n,)], float32, zero-mean,
+    peak-scaled to 0.5, seeded (``numpy.random.default_rng(seed)``) at ``sr`` Hz; components below
+    ``f_min_hz`` (Hz) are removed (else brown noise's peaks are huge for its loudness).
 
     Raises
     ------
@@ -136,7 +183,9 @@ def spec_seed(seed: int, bg_id: str) -> int:
 
 
 def _flatten(sources) -> list[Path]:
-    return [p for s in sources for p in (_flatten(s) if isinstance(s, (list, tuple)) else [Path(s)])]
+    return [
+        p for s in sources for p in (_flatten(s) if isinstance(s, (list, tuple)) else [Path(s)])
+    ]
 
 
 def _load_checked(path: Path, sr: int) -> np.ndarray:
@@ -151,7 +200,9 @@ def _stream(paths, sr: int, start_s: float = 0.0) -> np.ndarray:
     parts = [_load_checked(p, sr) for p in paths]
     if skip := int(round(start_s * sr)):
         if skip >= parts[0].size:
-            raise AiplibParameterError(f"{paths[0]}: start_s={start_s} s is past its end ({parts[0].size / sr:.2f} s)")
+            raise AiplibParameterError(
+                f"{paths[0]}: start_s={start_s} s is past its end ({parts[0].size / sr:.2f} s)"
+            )
         parts[0] = parts[0][skip:]
     return np.concatenate(parts)
 
@@ -161,22 +212,29 @@ def _name(paths) -> str:
 
 
 def _real_background(spec, n: int, target_lufs: float, sr: int, record: dict):
-    """Build the un-normalised 30 s signal of a concat/sum spec; returns (y, source_duration_s, looped)."""
+    """Build the un-normalised 30 s signal of a concat/sum spec; returns (y, source_duration_s,
+    looped)."""
     start_s = float(spec.get("start_s", 0.0) or 0.0)
     if spec["combine"] == "concat":
         paths = _flatten(spec["sources"])
         y = _subaudible_step(_stream(paths, sr, start_s), spec, sr, record, n)
         return loop_or_cut(y, n), y.size / sr, y.size < n
     streams, durations = [], []
-    for i, src in enumerate(spec["sources"]):  # "sum": each source (or list = one talker) normalised
+    for i, src in enumerate(
+        spec["sources"]
+    ):  # "sum": each source (or list = one talker) normalised
         paths = _flatten([src])
         y = _subaudible_step(_stream(paths, sr, start_s if i == 0 else 0.0), spec, sr, record, n)
         durations.append(y.size / sr)
-        streams.append(normalize_loudness(loop_or_cut(y, n), target_lufs, sr=sr, name=_name(paths))[0])
+        streams.append(
+            normalize_loudness(loop_or_cut(y, n), target_lufs, sr=sr, name=_name(paths))[0]
+        )
     return np.sum(streams, axis=0, dtype=np.float64), min(durations), min(durations) * sr < n
 
 
-def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS, seed: int = 0, sr: int = SR):
+def curate_background(
+    spec, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS, seed: int = 0, sr: int = SR
+):
     """Make one background: combine its sources, loop or cut to ``duration_s`` (s), normalise to
     ``target_lufs`` (LUFS, ITU-R BS.1770-4 via pyloudnorm).
 
@@ -197,7 +255,8 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
         ``source_duration_s`` (s, before looping; shortest talker for ``sum``), ``looped``,
         ``gain_db`` (dB), ``lufs_before``, ``lufs_after`` (LUFS), ``peak_after`` (max |y|; above 1
         a :class:`aiplib.io.audio.ClippingWarning`), :func:`silent_shares`, ``subaudible_db`` (dB re
-        total power, before removal), ``subaudible_removed``, ``bandwidth_hz`` (Hz) and the spec's fields.
+        total power, before removal), ``subaudible_removed``, ``bandwidth_hz`` (Hz) and the spec's
+        fields.
 
     Raises
     ------
@@ -218,14 +277,26 @@ def curate_background(spec, *, duration_s: float = 30.0, target_lufs: float = TA
     else:
         y, src_dur, looped = _real_background(spec, n, target_lufs, sr, record)
         name = _name(_flatten(spec["sources"]))
-    y, gain_db, before, peak = normalize_loudness(np.asarray(y, dtype=np.float32), target_lufs, sr=sr,
-                                                 name=f"{spec['bg_id']} ({name})", return_peak=True)
+    y, gain_db, before, peak = normalize_loudness(
+        np.asarray(y, dtype=np.float32),
+        target_lufs,
+        sr=sr,
+        name=f"{spec['bg_id']} ({name})",
+        return_peak=True,
+    )
     info = {k: spec[k] for k in REQUIRED_SPEC_KEYS if k not in ("sources", "combine")}
-    info.update(source_duration_s=float(src_dur), looped=bool(looped), gain_db=gain_db,
-                lufs_before=before, lufs_after=loudness_lufs(y, sr=sr, name=name), peak_after=peak,
-                **silent_shares(y, sr=sr), subaudible_db=round(float(record["subaudible_db"]), 2),
-                subaudible_removed=bool(record["subaudible_removed"]),
-                bandwidth_hz=round(effective_bandwidth_hz(y, sr=sr), 1))
+    info.update(
+        source_duration_s=float(src_dur),
+        looped=bool(looped),
+        gain_db=gain_db,
+        lufs_before=before,
+        lufs_after=loudness_lufs(y, sr=sr, name=name),
+        peak_after=peak,
+        **silent_shares(y, sr=sr),
+        subaudible_db=round(float(record["subaudible_db"]), 2),
+        subaudible_removed=bool(record["subaudible_removed"]),
+        bandwidth_hz=round(effective_bandwidth_hz(y, sr=sr), 1),
+    )
     return y, info
 
 
@@ -233,14 +304,18 @@ BG_SUBTYPE = "PCM_16"  # soundfile subtype of ``bg/<bg_id>.wav``: 16-bit PCM (th
 
 
 def _as_stored(out: Path, y: np.ndarray, info: dict, sr: int) -> dict:
-    """``info`` with the silence columns of the file as written and ``clipped_samples`` (|y| > 1, clipped
-    in the file, which is then quieter than ``lufs_after``)."""
+    """``info`` with the silence columns of the file as written and ``clipped_samples`` (|y| > 1,
+    clipped in the file, which is then quieter than ``lufs_after``)."""
     stored = load_audio(out, sr=sr)
     if n_clip := int(np.count_nonzero(np.abs(y) > 1.0)):
-        log.warning("%s: %d samples above full scale after loudness normalisation are clipped in the "
-                    "16-bit file (peak %.3f; the file measures %.2f LUFS), as in the authors' battery",
-                    out.name, n_clip, float(np.max(np.abs(y))),
-                    loudness_lufs(stored, sr=sr, name=str(out)))
+        log.warning(
+            "%s: %d samples above full scale after loudness normalisation are clipped in the "
+            "16-bit file (peak %.3f; the file measures %.2f LUFS), as in the authors' battery",
+            out.name,
+            n_clip,
+            float(np.max(np.abs(y))),
+            loudness_lufs(stored, sr=sr, name=str(out)),
+        )
     return dict(info, clipped_samples=n_clip, **silent_shares(stored, sr=sr))
 
 
@@ -250,13 +325,18 @@ def _resolve(ws, sources):
 
 def _row(ws, spec, info, out: Path) -> dict:
     files = _flatten(spec["sources"]) if not spec["combine"].startswith("synthetic:") else []
-    row = dict(info, bg_id=spec["bg_id"], path=ws.rel(out),
-               source_file=";".join(ws.rel(p) for p in files) or spec["combine"])
+    row = dict(
+        info,
+        bg_id=spec["bg_id"],
+        path=ws.rel(out),
+        source_file=";".join(ws.rel(p) for p in files) or spec["combine"],
+    )
     return {c: row[c] for c in BATTERY_COLUMNS}
 
 
 def _write_if_changed(out: Path, y: np.ndarray) -> None:
-    """Write ``out`` as :data:`BG_SUBTYPE`, leaving an existing file with the same bytes untouched."""
+    """Write ``out`` as :data:`BG_SUBTYPE`, leaving an existing file with the same bytes
+    untouched."""
     tmp = out.with_name(out.name + ".tmp.wav")
     write_wav(tmp, y, subtype=BG_SUBTYPE)
     if out.is_file() and out.read_bytes() == tmp.read_bytes():
@@ -265,10 +345,19 @@ def _write_if_changed(out: Path, y: np.ndarray) -> None:
         tmp.replace(out)
 
 
-def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = TARGET_LUFS, seed: int = DEFAULT_SEED):
+def curate_battery(
+    ws,
+    specs,
+    *,
+    duration_s: float = 30.0,
+    target_lufs: float = TARGET_LUFS,
+    seed: int = DEFAULT_SEED,
+):
     """Curate every spec (:func:`curate_background`; relative sources read from ``ws.root``; seed
-    :func:`spec_seed` ``(seed, bg_id)``) into ``bg/<bg_id>.wav`` (16-bit PCM, not rewritten when its bytes do
-    not change) and write and return ``descriptors/battery.csv`` (:data:`aiplib.io.formats.BATTERY_COLUMNS`).
+    :func:`spec_seed` ``(seed, bg_id)``) into ``bg/<bg_id>.wav`` (16-bit PCM, not rewritten when its
+      bytes do
+    not change) and write and return ``descriptors/battery.csv``
+    (:data:`aiplib.io.formats.BATTERY_COLUMNS`).
 
     Raises
     ------
@@ -279,17 +368,27 @@ def curate_battery(ws, specs, *, duration_s: float = 30.0, target_lufs: float = 
     """
     ids = [s.get("bg_id") for s in specs]
     if dups := [b for i, b in enumerate(ids) if b in ids[:i]]:
-        raise AiplibParameterError(f"duplicate bg_id in the background specs: {', '.join(map(str, dups))}")
+        raise AiplibParameterError(
+            f"duplicate bg_id in the background specs: {', '.join(map(str, dups))}"
+        )
     for s in specs:
         _check_spec(s)
     ws.ensure()
-    (ws.descriptors / "battery.stamp.json").unlink(missing_ok=True)  # of an older version: no stamp now
+    (ws.descriptors / "battery.stamp.json").unlink(
+        missing_ok=True
+    )  # of an older version: no stamp now
     rows = []
-    for spec in track(specs, "curating backgrounds", unit="bg"):  # tqdm bar, or [progress] lines under make
+    for spec in track(
+        specs, "curating backgrounds", unit="bg"
+    ):  # tqdm bar, or [progress] lines under make
         out = ws.bg / f"{spec['bg_id']}.wav"
         spec = dict(spec, sources=_resolve(ws, spec["sources"]))
-        y, info = curate_background(spec, duration_s=duration_s, target_lufs=target_lufs,
-                                    seed=spec_seed(seed, spec["bg_id"]))
+        y, info = curate_background(
+            spec,
+            duration_s=duration_s,
+            target_lufs=target_lufs,
+            seed=spec_seed(seed, spec["bg_id"]),
+        )
         _write_if_changed(out, y)
         rows.append(_row(ws, spec, _as_stored(out, y, info, SR), out))
     write_battery_csv(df := pd.DataFrame(rows, columns=BATTERY_COLUMNS), ws.battery_csv)

@@ -1,4 +1,5 @@
 """Exceptions raised by aiplib: one root, :class:`AiplibError` (as librosa's ``ParameterError``)."""
+
 from __future__ import annotations
 
 
@@ -11,15 +12,18 @@ class AiplibParameterError(AiplibError, ValueError):
 
 
 class AudioFileError(AiplibError, OSError):
-    """An audio file is missing, unreadable, corrupt, silent or otherwise unusable (the message names it)."""
+    """An audio file is missing, unreadable, corrupt, silent or otherwise unusable (the message
+    names it)."""
 
 
 class MissingPackageError(AiplibError, RuntimeError):
-    """A Debian or Python package a stage needs is not installed (the message says how to install it)."""
+    """A Debian or Python package a stage needs is not installed (the message says how to install
+    it)."""
 
 
 class ValidationError(AiplibError):
-    """User input (a custom profile's folders, a criteria file …) failed; ``problems`` lists every problem."""
+    """User input (a custom profile's folders, a criteria file …) failed; ``problems`` lists every
+    problem."""
 
     def __init__(self, problems):
         self.problems = list(problems)
@@ -31,8 +35,8 @@ class ModelUnavailableError(AiplibError, RuntimeError):
 
 
 class DownloadError(AiplibError, OSError):
-    """A file could not be downloaded, verified or extracted (the message names it and what to do next);
-    network failures carry ``url`` and ``reason`` (else ``None``)."""
+    """A file could not be downloaded, verified or extracted (the message names it and what to do
+    next); network failures carry ``url`` and ``reason`` (else ``None``)."""
 
     def __init__(self, message: str = "", *, url: str | None = None, reason: str | None = None):
         super().__init__(message)

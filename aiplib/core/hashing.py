@@ -1,4 +1,5 @@
 """The one file hasher: SHA-256 of a file's bytes, cached in this process."""
+
 from __future__ import annotations
 
 import hashlib
@@ -6,7 +7,9 @@ import time
 from pathlib import Path
 
 _CACHE: dict[tuple, str] = {}
-_RACY_NS = 2_000_000_000  # a file changed less than 2 s ago is not cached (its mtime may not change again)
+_RACY_NS = (
+    2_000_000_000  # a file changed less than 2 s ago is not cached (its mtime may not change again)
+)
 
 
 def file_sha256(path) -> str:

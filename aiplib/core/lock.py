@@ -1,19 +1,23 @@
-"""One writer per data folder: the ``flock`` every stage and ``make all`` take on ``data/<profile>/.aip-lock``.
+"""One writer per data folder: the ``flock`` every stage and ``make all`` take on
+``data/<profile>/.aip-lock``.
 
-``python -m aiplib.core.lock run ROOT [--mode exclusive|shard] [--wait S] [--command TEXT] -- CMD ...``
-runs ``CMD`` holding the lock and exits with its status (:data:`BUSY_STATUS` with one line naming the
-holder when the folder is in use; ``--wait S`` or ``$AIP_LOCK_WAIT`` waits up to S seconds).
+``python -m aiplib.core.lock run ROOT [--mode exclusive|shard] [--wait S] [--command TEXT] -- CMD
+...`` runs ``CMD`` holding the lock and exits with its status (:data:`BUSY_STATUS` with one line
+naming the holder when the folder is in use; ``--wait S`` or ``$AIP_LOCK_WAIT`` waits up to S
+seconds).
 
-- ``exclusive`` (every stage, ``make all``, ``make merge``): no other holder of either mode; the holder
+- ``exclusive`` (every stage, ``make all``, ``make merge``): no other holder of either mode; the
+  holder
   record ``{"pid", "host", "command", "mode", "started", "token"}`` is written into ``.aip-lock``.
 - ``shard`` (stage 7 with ``SHARD=i/n``): a shared ``flock``, so shards run together but no stage
   rewrites the manifests under them; records in ``.aip-lock.d/<host>-<pid>-<token>.json``.
 
-The command inherits the locked descriptor, so the kernel keeps the lock until it ends. A record whose
-writer no longer holds the ``flock`` is stale and taken over (the next run says whose it was). A run
-inside a holder of the same ROOT (``AIP_LOCK_HELD``/``AIP_LOCK_TOKEN``: ``make all`` → each stage)
-runs at once.
+The command inherits the locked descriptor, so the kernel keeps the lock until it ends. A record
+whose writer no longer holds the ``flock`` is stale and taken over (the next run says whose it was).
+A run inside a holder of the same ROOT (``AIP_LOCK_HELD``/``AIP_LOCK_TOKEN``: ``make all`` → each
+stage) runs at once.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +67,10 @@ def _read_record(path: Path) -> dict | None:
 def _describe(rec: dict | None) -> str:
     if not rec:
         return "another process (no holder record)"
-    return (f"pid {rec.get('pid')} on host {rec.get('host')} ({rec.get('mode', 'exclusive')}: "
-            f"{rec.get('command') or '?'}, since {rec.get('started', '?')})")
+    return (
+        f"pid {rec.get('pid')} on host {rec.get('host')} ({rec.get('mode', 'exclusive')}: "
+        f"{rec.get('command') or '?'}, since {rec.get('started', '?')})"
+    )
 
 
 def holders(root) -> list[dict]:
@@ -90,17 +96,21 @@ def _busy_line(root: Path, mode: str) -> str:
         live = [r for r in live if r.get("mode", "exclusive") == "exclusive"] or live
     who = "; ".join(_describe(r) for r in live[:3]) or _describe(None)
     more = f" and {len(live) - 3} more" if len(live) > 3 else ""
-    return (f"data folder {root} is in use by {who}{more}: one run writes a data folder at a time; "
-            "wait for it to end, or set LOCK_WAIT=<seconds> to wait")
+    return (
+        f"data folder {root} is in use by {who}{more}: one run writes a data folder at a time; "
+        "wait for it to end, or set LOCK_WAIT=<seconds> to wait"
+    )
 
 
-def acquire(root, *, mode: str = "exclusive", command: str = "", wait_s: float = 0.0, poll_s: float = 0.5):
+def acquire(
+    root, *, mode: str = "exclusive", command: str = "", wait_s: float = 0.0, poll_s: float = 0.5
+):
     """Take the lock of the workspace ``root``.
 
-    ``root`` is the workspace root (created if missing); ``command`` what runs (shown to another run);
-    ``wait_s`` how long to wait for the holder (0: stop at once), trying every ``poll_s`` s. Returns
-    ``(fd, record, record_path, taken_over)``: the locked descriptor (keep it open), the holder record
-    written, where, and the stale record taken over (or None).
+    ``root`` is the workspace root (created if missing); ``command`` what runs (shown to another
+    run); ``wait_s`` how long to wait for the holder (0: stop at once), trying every ``poll_s`` s.
+    Returns ``(fd, record, record_path, taken_over)``: the locked descriptor (keep it open), the
+    holder record written, where, and the stale record taken over (or None).
 
     Raises
     ------
@@ -130,11 +140,21 @@ def acquire(root, *, mode: str = "exclusive", command: str = "", wait_s: float =
                 os.close(fd)
                 raise FolderBusyError(line) from None
             if not said:
-                print(f"waiting up to {wait_s:g} s: {line.split(': one run')[0]}", file=sys.stderr, flush=True)
+                print(
+                    f"waiting up to {wait_s:g} s: {line.split(': one run')[0]}",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 said = True
             time.sleep(poll_s)
-    rec = dict(pid=os.getpid(), host=socket.gethostname(), command=command, mode=mode,
-               started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), token=uuid.uuid4().hex)
+    rec = dict(
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        command=command,
+        mode=mode,
+        started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        token=uuid.uuid4().hex,
+    )
     # we hold the flock, so whoever wrote the exclusive record no longer holds it: stale
     taken_over = _read_record(path) or None
     if mode == "exclusive" or taken_over:  # the exclusive record is ours now, or stale: cleared
@@ -172,7 +192,9 @@ def _held_by_ancestor(root: Path) -> bool:
     return same and any(r.get("token") == token for r in holders(root))
 
 
-def run(root, cmd: list[str], *, mode: str = "exclusive", command: str = "", wait_s: float = 0.0) -> int:
+def run(
+    root, cmd: list[str], *, mode: str = "exclusive", command: str = "", wait_s: float = 0.0
+) -> int:
     """Run ``cmd`` holding the lock of ``root``; returns its exit status.
 
     Raises
@@ -185,19 +207,32 @@ def run(root, cmd: list[str], *, mode: str = "exclusive", command: str = "", wai
         raise ValueError("no command to run")
     if _held_by_ancestor(root):
         return subprocess.call(cmd)
-    fd, rec, rec_path, old = acquire(root, mode=mode, command=command or " ".join(cmd), wait_s=wait_s)
+    fd, rec, rec_path, old = acquire(
+        root, mode=mode, command=command or " ".join(cmd), wait_s=wait_s
+    )
     if old:
-        state = "ended" if old.get("host") == rec["host"] and not _pid_alive(old.get("pid")) else "no longer holds it"
-        print(f"note: took over the stale lock of {root} left by {_describe(old)}, which {state}",
-              file=sys.stderr, flush=True)
+        state = (
+            "ended"
+            if old.get("host") == rec["host"] and not _pid_alive(old.get("pid"))
+            else "no longer holds it"
+        )
+        print(
+            f"note: took over the stale lock of {root} left by {_describe(old)}, which {state}",
+            file=sys.stderr,
+            flush=True,
+        )
     env = dict(os.environ, AIP_LOCK_HELD=str(root), AIP_LOCK_TOKEN=rec["token"])
     try:
-        proc = subprocess.Popen(cmd, env=env, pass_fds=(fd,))  # the command keeps the lock if we die
+        proc = subprocess.Popen(
+            cmd, env=env, pass_fds=(fd,)
+        )  # the command keeps the lock if we die
     except BaseException:
         _release(fd, rec_path, mode)
         raise
-    old_handlers = {s: signal.signal(s, lambda signum, _frame: proc.send_signal(signum))
-                    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    old_handlers = {
+        s: signal.signal(s, lambda signum, _frame: proc.send_signal(signum))
+        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    }
     try:
         return proc.wait()
     finally:
@@ -207,20 +242,24 @@ def run(root, cmd: list[str], *, mode: str = "exclusive", command: str = "", wai
 
 
 def main(argv=None) -> int:
-    """Command line: ``run ROOT [--mode M] [--wait S] [--command T] -- CMD ...`` (the module text) and
-    ``show ROOT`` (prints the holder records)."""
+    """Command line: ``run ROOT [--mode M] [--wait S] [--command T] -- CMD ...`` (the module text)
+    and ``show ROOT`` (prints the holder records)."""
     ap = argparse.ArgumentParser(prog="python -m aiplib.core.lock")
     sub = ap.add_subparsers(dest="action", required=True)
     r = sub.add_parser("run", help="run a command holding the data folder's lock")
     r.add_argument("root")
     r.add_argument("--mode", choices=MODES, default="exclusive")
-    r.add_argument("--wait", type=float, default=None,
-                   help="seconds to wait for the holder (default $AIP_LOCK_WAIT, else 0: stop at once)")
+    r.add_argument(
+        "--wait",
+        type=float,
+        default=None,
+        help="seconds to wait for the holder (default $AIP_LOCK_WAIT, else 0: stop at once)",
+    )
     r.add_argument("--command", default="")
     sub.add_parser("show", help="print who holds the lock").add_argument("root")
     argv = list(sys.argv[1:] if argv is None else argv)
     cut = argv.index("--") if "--" in argv else len(argv)
-    a, cmd = ap.parse_args(argv[:cut]), argv[cut + 1:]
+    a, cmd = ap.parse_args(argv[:cut]), argv[cut + 1 :]
     if a.action == "show":
         for rec in holders(a.root):
             print(_describe(rec))

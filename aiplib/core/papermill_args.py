@@ -5,6 +5,7 @@
 papermill's own ``inspect_notebook``. ``scripts/run_stage.sh`` runs
 ``python -m aiplib.core.papermill_args filter-args NOTEBOOK.ipynb [papermill args ...]``.
 """
+
 from __future__ import annotations
 
 import sys
@@ -33,14 +34,15 @@ def notebook_parameters(notebook: str | Path) -> list[str]:
     return list(inspect_notebook(str(notebook)))
 
 
-def filter_papermill_args(args: Sequence[str], declared: Iterable[str],
-                          known: Iterable[str] = ()) -> tuple[list[str], list[str], list[str]]:
+def filter_papermill_args(
+    args: Sequence[str], declared: Iterable[str], known: Iterable[str] = ()
+) -> tuple[list[str], list[str], list[str]]:
     """Keep only the papermill parameters a notebook declares.
 
-    ``args`` holds ``-p NAME VALUE``, ``-r NAME VALUE``, ``-y YAML`` (a mapping: its undeclared keys are
-    removed) and other options (kept). Returns ``(kept, dropped, unknown)``: ``args`` without the
-    parameters not in ``declared`` (order kept); the names removed that ``known`` (every notebook's
-    parameters) holds; the names removed that no notebook declares (a typo).
+    ``args`` holds ``-p NAME VALUE``, ``-r NAME VALUE``, ``-y YAML`` (a mapping: its undeclared keys
+    are removed) and other options (kept). Returns ``(kept, dropped, unknown)``: ``args`` without
+    the parameters not in ``declared`` (order kept); the names removed that ``known`` (every
+    notebook's parameters) holds; the names removed that no notebook declares (a typo).
 
     Raises
     ------
@@ -60,9 +62,11 @@ def filter_papermill_args(args: Sequence[str], declared: Iterable[str],
         option = args[i]
         if option in _PAIR_OPTIONS:
             if i + 2 >= len(args):
-                raise AiplibParameterError(f"papermill option {option} needs NAME VALUE: {list(args[i:])}")
+                raise AiplibParameterError(
+                    f"papermill option {option} needs NAME VALUE: {list(args[i:])}"
+                )
             if args[i + 1] in declared:
-                kept += args[i:i + 3]
+                kept += args[i : i + 3]
             else:
                 drop(args[i + 1])
             i += 3
@@ -70,9 +74,13 @@ def filter_papermill_args(args: Sequence[str], declared: Iterable[str],
             if i + 1 >= len(args):
                 raise AiplibParameterError(f"papermill option {option} needs a YAML mapping")
             text = args[i + 1]
-            mapping = yaml.load(text, Loader=NoDatesSafeLoader) or {}  # papermill's loader: dates stay strings
+            mapping = (
+                yaml.load(text, Loader=NoDatesSafeLoader) or {}
+            )  # papermill's loader: dates stay strings
             if not isinstance(mapping, dict):
-                raise AiplibParameterError(f"papermill option {option} needs a YAML mapping, got {text!r}")
+                raise AiplibParameterError(
+                    f"papermill option {option} needs a YAML mapping, got {text!r}"
+                )
             keep = {k: v for k, v in mapping.items() if k in declared}
             for k in mapping:
                 if k not in declared:
@@ -89,12 +97,14 @@ def filter_papermill_args(args: Sequence[str], declared: Iterable[str],
 
 
 def main(argv: Sequence[str]) -> int:
-    """``filter-args NOTEBOOK.ipynb [papermill args ...]``: the kept arguments NUL-separated on stdout
-    (values with spaces survive), one note on stderr for a name no notebook of NOTEBOOK's folder
-    declares. Exit 2 on usage errors, 1 when a notebook cannot be read."""
+    """``filter-args NOTEBOOK.ipynb [papermill args ...]``: the kept arguments NUL-separated on
+    stdout (values with spaces survive), one note on stderr for a name no notebook of NOTEBOOK's
+    folder declares. Exit 2 on usage errors, 1 when a notebook cannot be read."""
     if len(argv) < 2 or argv[0] != "filter-args":
-        print("usage: python -m aiplib.core.papermill_args filter-args NOTEBOOK.ipynb [papermill args ...]",
-              file=sys.stderr)
+        print(
+            "usage: python -m aiplib.core.papermill_args filter-args NOTEBOOK.ipynb [papermill args ...]",
+            file=sys.stderr,
+        )
         return 2
     notebook = Path(argv[1])
     try:
@@ -107,8 +117,11 @@ def main(argv: Sequence[str]) -> int:
         print(f"cannot read the parameters of {notebook}: {err}", file=sys.stderr)
         return 1
     if unknown:
-        print(f"note: not passed to {notebook.stem}: {', '.join(unknown)} — no notebook in "
-              f"{notebook.parent} declares {'it' if len(unknown) == 1 else 'them'} (a typo?)", file=sys.stderr)
+        print(
+            f"note: not passed to {notebook.stem}: {', '.join(unknown)} — no notebook in "
+            f"{notebook.parent} declares {'it' if len(unknown) == 1 else 'them'} (a typo?)",
+            file=sys.stderr,
+        )
     sys.stdout.write("".join(a + "\0" for a in kept))
     return 0
 

@@ -25,6 +25,7 @@ declared                  also accepted
 ``Optional[int] = None`` and computed in the cell after the parameters cell, so an injected value
 reaches them.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -61,10 +62,11 @@ def _fail(name: str, annotation: Any, value: Any, hint: str = "") -> ParameterTy
 def coerce_parameter(name: str, value: Any, annotation: Any) -> Any:
     """Check one parameter value against its declared type; convert it where unambiguous.
 
-    ``name`` is used in the message (``snrs``, or ``snrs[1]`` for a list element); ``value`` is the value
-    after papermill's injected cell; ``annotation`` one of ``bool``, ``int``, ``float``, ``str``, ``list[T]``,
-    ``dict[K, V]``, ``Optional[T]``, ``Literal[...]`` (another class is checked with ``isinstance``, anything
-    else accepted). Returns ``value`` itself when it has the type, else its conversion (the module's table).
+    ``name`` is used in the message (``snrs``, or ``snrs[1]`` for a list element); ``value`` is the
+    value after papermill's injected cell; ``annotation`` one of ``bool``, ``int``, ``float``,
+    ``str``, ``list[T]``, ``dict[K, V]``, ``Optional[T]``, ``Literal[...]`` (another class is
+    checked with ``isinstance``, anything else accepted). Returns ``value`` itself when it has the
+    type, else its conversion (the module's table).
 
     Raises
     ------
@@ -75,8 +77,10 @@ def coerce_parameter(name: str, value: Any, annotation: Any) -> Any:
 
     if origin is typing.Union or origin is types.UnionType:
         members = [a for a in args if a is not type(None)]
-        if len(members) < len(args) and (value is None or (isinstance(value, str) and value.strip().lower() == "none"
-                                                           and str not in members)):
+        if len(members) < len(args) and (
+            value is None
+            or (isinstance(value, str) and value.strip().lower() == "none" and str not in members)
+        ):
             return None
         for member in members:
             with contextlib.suppress(ParameterTypeError):
@@ -91,7 +95,9 @@ def coerce_parameter(name: str, value: Any, annotation: Any) -> Any:
         raise _fail(name, annotation, value, "choose one of " + ", ".join(map(repr, args)))
 
     if annotation is bool:
-        text = str(value).strip().lower() if isinstance(value, (int, str)) else ""  # a bool is an int
+        text = (
+            str(value).strip().lower() if isinstance(value, (int, str)) else ""
+        )  # a bool is an int
         if text in _TRUE | _FALSE:
             return text in _TRUE
         raise _fail(name, annotation, value, "use true/false (e.g. -p NAME false)")
@@ -119,8 +125,13 @@ def coerce_parameter(name: str, value: Any, annotation: Any) -> Any:
     if annotation is str:
         if isinstance(value, str):
             return value
-        raise _fail(name, annotation, value, "papermill's -p reads numbers, True/False/None as Python values; "
-                    "pass text with -r NAME VALUE")
+        raise _fail(
+            name,
+            annotation,
+            value,
+            "papermill's -p reads numbers, True/False/None as Python values; "
+            "pass text with -r NAME VALUE",
+        )
 
     if annotation is list or origin is list:
         element = args[0] if args else None
@@ -142,7 +153,9 @@ def coerce_parameter(name: str, value: Any, annotation: Any) -> Any:
         try:
             return [coerce_parameter(f"{name}[{i}]", item, element) for i, item in enumerate(items)]
         except ParameterTypeError as err:
-            raise _fail(name, annotation, value, f"{err}; pass a list with -y 'NAME: [a, b]'") from None
+            raise _fail(
+                name, annotation, value, f"{err}; pass a list with -y 'NAME: [a, b]'"
+            ) from None
 
     if annotation is dict or origin is dict:
         if not isinstance(value, Mapping):
@@ -150,8 +163,12 @@ def coerce_parameter(name: str, value: Any, annotation: Any) -> Any:
         if not args:
             return dict(value)
         key_type, value_type = args
-        return {coerce_parameter(f"{name} key", k, key_type): coerce_parameter(f"{name}[{k!r}]", v, value_type)
-                for k, v in value.items()}
+        return {
+            coerce_parameter(f"{name} key", k, key_type): coerce_parameter(
+                f"{name}[{k!r}]", v, value_type
+            )
+            for k, v in value.items()
+        }
 
     if isinstance(annotation, type) and origin is None:
         if isinstance(value, annotation):
@@ -169,9 +186,12 @@ def _annotations(namespace: Mapping[str, Any]) -> dict:
     return dict(annotate(1)) if callable(annotate) else {}
 
 
-def check_parameters(namespace: MutableMapping[str, Any], annotations: Mapping[str, Any] | None = None) -> None:
-    """Check every declared notebook parameter of ``namespace`` (the notebook's globals) and write the
-    unambiguous conversions back; ``annotations`` (name → declared type) default to the namespace's own.
+def check_parameters(
+    namespace: MutableMapping[str, Any], annotations: Mapping[str, Any] | None = None
+) -> None:
+    """Check every declared notebook parameter of ``namespace`` (the notebook's globals) and write
+    the unambiguous conversions back; ``annotations`` (name → declared type) default to the
+    namespace's own.
 
     Raises
     ------
@@ -181,9 +201,15 @@ def check_parameters(namespace: MutableMapping[str, Any], annotations: Mapping[s
         No annotations found (the parameters cell was not run).
     """
     if not (declared := dict(annotations) if annotations is not None else _annotations(namespace)):
-        raise AiplibParameterError("check_parameters: no annotated parameters in this namespace; "
-                                   "run the cell tagged 'parameters' first")
+        raise AiplibParameterError(
+            "check_parameters: no annotated parameters in this namespace; "
+            "run the cell tagged 'parameters' first"
+        )
     for name, annotation in declared.items():
         if name not in namespace:
-            raise ParameterTypeError(f"parameter {name!r} is declared {_type_name(annotation)} but has no value")
-        namespace[name] = coerce_parameter(name, namespace[name], annotation)  # the value itself when it fits
+            raise ParameterTypeError(
+                f"parameter {name!r} is declared {_type_name(annotation)} but has no value"
+            )
+        namespace[name] = coerce_parameter(
+            name, namespace[name], annotation
+        )  # the value itself when it fits

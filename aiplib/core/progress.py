@@ -1,15 +1,18 @@
-"""Progress of long loops: a ``tqdm.auto`` bar in JupyterLab, tqdm's text meter as plain lines under ``make``.
+"""Progress of long loops: a ``tqdm.auto`` bar in JupyterLab, tqdm's text meter as plain lines under
+``make``.
 
 With ``AIP_PLAIN_PROGRESS=1`` (exported by ``scripts/run_stage.sh``) each redraw of the meter is one
 line on stderr starting with :data:`MARKER`, so ``grep -c '\\[progress\\]'`` counts them::
 
-    [progress] whisper_tiny_en · asr+asr_steer_p5:  35%|###5      | 1234/3538 [07:13<13:28,  2.85stim/s]
+    [progress] whisper_tiny_en · asr+asr_steer_p5:  35%|###5      | 1234/3538 [07:13<13:28,
+    2.85stim/s]
 
 tqdm takes its defaults from ``TQDM_*`` environment variables read when it is imported
 (``scripts/run_stage.sh`` sets ``TQDM_MININTERVAL=10``: at most one line per 10 s). While a loop
 runs, a line is also written when ``maxinterval`` s (``TQDM_MAXINTERVAL``, default 10) pass without
 one, so a slow batch still shows the elapsed time moving.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,7 +46,9 @@ class _Lines:
     def write(self, s: str) -> None:
         if s := s.replace("\r", "").rstrip():
             self.lines.append(s)
-            out = self.stream if self.stream is not None else sys.stderr  # the kernel's stream, looked up now
+            out = (
+                self.stream if self.stream is not None else sys.stderr
+            )  # the kernel's stream, looked up now
             out.write(s + "\n")
             out.flush()
 
@@ -63,23 +68,39 @@ def note(text: str, *, plain: bool | None = None, stream=None) -> str:
 class Progress:
     """Progress of one loop of ``total`` units (a context manager; leaving it closes the bar).
 
-    ``total`` units (int >= 0) of ``label`` (``"whisper_tiny_en · asr+asr_steer_p5"``) counted in ``unit``;
-    ``enabled=False`` shows nothing; ``plain`` plain lines or a ``tqdm.auto`` bar (default
-    :func:`plain_mode`); ``interval`` seconds between lines (tqdm's ``mininterval`` and ``maxinterval``;
-    default tqdm's); ``stream`` where plain lines go (default ``sys.stderr``). ``done`` counts the units
-    done, ``lines`` holds every plain line written.
+    ``total`` units (int >= 0) of ``label`` (``"whisper_tiny_en · asr+asr_steer_p5"``) counted in
+    ``unit``; ``enabled=False`` shows nothing; ``plain`` plain lines or a ``tqdm.auto`` bar (default
+    :func:`plain_mode`); ``interval`` seconds between lines (tqdm's ``mininterval`` and
+      ``maxinterval``;
+    default tqdm's); ``stream`` where plain lines go (default ``sys.stderr``). ``done`` counts the
+    units done, ``lines`` holds every plain line written.
     """
 
-    def __init__(self, total: int, label: str, *, unit: str = "it", enabled: bool = True,
-                 plain: bool | None = None, interval: float | None = None, stream=None):
+    def __init__(
+        self,
+        total: int,
+        label: str,
+        *,
+        unit: str = "it",
+        enabled: bool = True,
+        plain: bool | None = None,
+        interval: float | None = None,
+        stream=None,
+    ):
         self.done, self.lines = 0, []
         self.plain = plain_mode() if plain is None else bool(plain)
         kw = dict(total=int(total), unit=unit, disable=not enabled)
         if interval is not None:
             kw.update(mininterval=interval, maxinterval=interval)
         if self.plain:
-            self.bar = std_tqdm(desc=f"{MARKER} {label}", file=_Lines(self.lines, stream), miniters=1, ascii=True,
-                                position=0, **kw)  # position 0: lines, never cursor moves between bars
+            self.bar = std_tqdm(
+                desc=f"{MARKER} {label}",
+                file=_Lines(self.lines, stream),
+                miniters=1,
+                ascii=True,
+                position=0,
+                **kw,
+            )  # position 0: lines, never cursor moves between bars
         else:
             self.bar = auto_tqdm(desc=label, dynamic_ncols=True, **kw)
         self._stop = threading.Event()
@@ -113,8 +134,11 @@ class Progress:
         self.close()
 
 
-def track(items: Sequence[T], label: str, *, unit: str = "it", enabled: bool = True, **kw) -> Iterator[T]:
-    """Iterate over ``items`` (of ``len(items)`` units) showing a :class:`Progress` of one unit per item.
+def track(
+    items: Sequence[T], label: str, *, unit: str = "it", enabled: bool = True, **kw
+) -> Iterator[T]:
+    """Iterate over ``items`` (of ``len(items)`` units) showing a :class:`Progress` of one unit per
+    item.
 
     ``label``, ``unit``, ``enabled`` and ``**kw`` are those of :class:`Progress`.
     """

@@ -1,16 +1,19 @@
 """Stamps: what a stage read and with which parameters, so a re-run notices stale outputs.
 
-A stamp is a JSON file beside a stage's outputs (paths relative to the workspace root when inside it)::
+A stamp is a JSON file beside a stage's outputs (paths relative to the workspace root when inside
+it)::
 
     {"stamp_version": 1, "stage": "05_build_manifests:asr", "params": {"snrs_db": [10, 5, 0], ...},
-     "inputs": {"itembanks/asr.jsonl": "<sha256>", ...}, "outputs": {"manifests/asr.csv": "<sha256>"},
-     "code": {"aiplib": "0.1.0", "module": "aiplib.stimuli.manifests", "module_sha256": "<sha256>"},
-     "written": "<UTC time>"}
+     "inputs": {"itembanks/asr.jsonl": "<sha256>", ...}, "outputs": {"manifests/asr.csv":
+     "<sha256>"}, "code": {"aiplib": "0.1.0", "module": "aiplib.stimuli.manifests", "module_sha256":
+     "<sha256>"}, "written": "<UTC time>"}
 
-A stage is up to date when its ``params`` equal the current ones and every input and output still has
-its recorded SHA-256 (:func:`differences`); ``code`` is recorded, not compared. Which stages write one:
-``docs/ARCHITECTURE.md``; ``make stamps`` lists the stale ones (:func:`aiplib.sources.pipeline.stale_stamps`).
+A stage is up to date when its ``params`` equal the current ones and every input and output still
+has its recorded SHA-256 (:func:`differences`); ``code`` is recorded, not compared. Which stages
+write one: ``docs/ARCHITECTURE.md``; ``make stamps`` lists the stale ones
+(:func:`aiplib.sources.pipeline.stale_stamps`).
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -62,7 +65,9 @@ def _hashes(paths, ws) -> dict:
     out = {}
     for p in paths:
         p = ws.path(p) if ws is not None else Path(p)
-        out[ws.rel(p) if ws is not None else str(p.resolve())] = file_sha256(p) if p.is_file() else "missing"
+        out[ws.rel(p) if ws is not None else str(p.resolve())] = (
+            file_sha256(p) if p.is_file() else "missing"
+        )
     return dict(sorted(out.items()))
 
 
@@ -72,15 +77,21 @@ def stamp_path(folder, name: str) -> Path:
 
 
 def make_stamp(stage: str, *, params: dict, inputs=(), ws=None, module: str | None = None) -> dict:
-    """The stamp (without ``outputs``, :func:`write_stamp`) of a stage run such as ``"05_build_manifests:asr"``:
-    its JSON-able ``params``, the SHA-256 of every file of ``inputs`` (``"missing"`` when absent; paths inside
-    ``ws.root`` relative to it) and, under ``code``, the SHA-256 of ``module``'s source."""
+    """The stamp (without ``outputs``, :func:`write_stamp`) of a stage run such as
+    ``"05_build_manifests:asr"``: its JSON-able ``params``, the SHA-256 of every file of ``inputs``
+    (``"missing"`` when absent; paths inside ``ws.root`` relative to it) and, under ``code``, the
+    SHA-256 of ``module``'s source."""
     code = {"aiplib": __version__}
     if module:
         src = getattr(sys.modules.get(module), "__file__", None)
         code.update(module=module, module_sha256=file_sha256(src) if src else None)
-    return {"stamp_version": STAMP_VERSION, "stage": stage, "params": jsonable(dict(params)),
-            "inputs": _hashes(inputs, ws), "code": code}
+    return {
+        "stamp_version": STAMP_VERSION,
+        "stage": stage,
+        "params": jsonable(dict(params)),
+        "inputs": _hashes(inputs, ws),
+        "code": code,
+    }
 
 
 def read_stamp(path) -> dict | None:
@@ -93,13 +104,16 @@ def read_stamp(path) -> dict | None:
 
 
 def write_stamp(path, stamp: dict, *, outputs=(), ws=None) -> Path:
-    """Write ``stamp`` plus the SHA-256 of ``outputs`` atomically (``.part`` file, then rename); returns ``path``."""
+    """Write ``stamp`` plus the SHA-256 of ``outputs`` atomically (``.part`` file, then rename);
+    returns ``path``."""
     path = Path(path)
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     rec = dict(stamp, outputs=_hashes(outputs, ws), written=now)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
-    tmp.write_text(json.dumps(rec, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    tmp.write_text(
+        json.dumps(rec, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+    )
     os.replace(tmp, path)
     return path
 
@@ -124,8 +138,8 @@ def _pair(a, b, n: int = 60) -> str:
 
 def value_differences(name: str, old, new) -> list[str]:
     """Where two JSON values differ: one ``"<name>.<key>: <old> → <new>"`` per differing leaf (dicts
-    compared key by key; ``added <new>`` / ``removed (was <old>)`` for a key on one side; SHA-256 values
-    by their first 12 hex digits, long texts from where they differ); empty when equal."""
+    compared key by key; ``added <new>`` / ``removed (was <old>)`` for a key on one side; SHA-256
+    values by their first 12 hex digits, long texts from where they differ); empty when equal."""
     if _canon(old) == _canon(new):
         return []
     if isinstance(old, dict) and isinstance(new, dict):
@@ -146,10 +160,10 @@ def differences(old: dict | None, new: dict, *, ws=None) -> list[str]:
     """What changed between a recorded stamp and the current one, one line per change: inputs, then
     parameters, then outputs edited since.
 
-    ``old``: the recorded stamp (None: there is none); ``new``: the current one (:func:`make_stamp`); every
-    output of ``old`` (resolved in ``ws``) is checked to still have its SHA-256.
-    Empty when up to date, e.g. ``["input changed: bg/bg03.wav (3fa2c1d09e7b… → 9c1b…)", "parameter snrs_db:
-    [10,5,0] → [10,5]"]``.
+    ``old``: the recorded stamp (None: there is none); ``new``: the current one
+    (:func:`make_stamp`); every output of ``old`` (resolved in ``ws``) is checked to still have its
+    SHA-256. Empty when up to date, e.g. ``["input changed: bg/bg03.wav (3fa2c1d09e7b… → 9c1b…)",
+    "parameter snrs_db: [10,5,0] → [10,5]"]``.
     """
     if old is None:
         return ["no stamp (outputs written by an older version, or not yet built)"]

@@ -1,14 +1,20 @@
-"""The task file ``aiplib/core/tasks.yaml`` (tasks, task families, keyword sets) and the condition families.
+"""The task file ``aiplib/core/tasks.yaml`` (tasks, task families, keyword sets) and the condition
+families.
 
-A *task* (``asr``, ``kws``, ``asr_steer_p5``, ``kws_steer_p5``) is a (family, prompt variant) pair. A
-*family* (``asr``, ``kws``) fixes the item bank, the manifest's reference column, the scoring rule and
-the degradation column with its sign. A *keyword set* is the closed list of the KWS family (default the
-paper's ten Speech Commands words); the set a run used is stored with its KWS item bank.
+A *task* (``asr``, ``kws``, ``asr_steer_p5``, ``kws_steer_p5``) is a (family, prompt variant) pair.
+A *family* (``asr``, ``kws``) fixes the item bank, the manifest's reference column, the scoring rule
+and the degradation column with its sign. A *keyword set* is the closed list of the KWS family
+(default the paper's ten Speech Commands words); the set a run used is stored with its KWS item
+bank.
 """
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 import jsonschema
 import yaml
@@ -16,12 +22,13 @@ import yaml
 from aiplib.core.errors import AiplibParameterError
 
 TASK_FILE = Path(__file__).with_name("tasks.yaml")  # families, keyword sets, tasks, prompt sets
-# kws_answer of a prompt set: its KWS prompt names the keywords (closed list), or asks for the spoken
-# word or SILENCE (open answer, the authors')
+# kws_answer of a prompt set: its KWS prompt names the keywords (closed list), or asks for the
+# spoken word or SILENCE (open answer, the authors')
 KWS_CLOSED_LIST = "closed-list"
 KWS_OPEN_ANSWER = "open-answer"
 
-#: JSON Schema of ``tasks.yaml`` (``tasks.schema.yaml``); :func:`_read_task_file` adds the cross-references.
+#: JSON Schema of ``tasks.yaml`` (``tasks.schema.yaml``); :func:`_read_task_file` adds the
+#: cross-references.
 with open(Path(__file__).with_name("tasks.schema.yaml"), encoding="utf-8") as _fh:
     _SCHEMA = yaml.safe_load(_fh)
 
@@ -30,27 +37,42 @@ with open(Path(__file__).with_name("tasks.schema.yaml"), encoding="utf-8") as _f
 def _read_task_file(path: str) -> dict:
     with open(path, encoding="utf-8") as fh:
         data = yaml.safe_load(fh)
-    problems = [f"{e.json_path}: {e.message}" for e in jsonschema.Draft202012Validator(_SCHEMA).iter_errors(data)]
+    problems = [
+        f"{e.json_path}: {e.message}"
+        for e in jsonschema.Draft202012Validator(_SCHEMA).iter_errors(data)
+    ]
     if not problems:
         fams, sets = data["families"], data["prompt_sets"]
-        problems += [f"family {f!r}: keyword set {d['keyword_set']!r} is not in 'keyword_sets'"
-                     for f, d in fams.items() if "keyword_set" in d and d["keyword_set"] not in data["keyword_sets"]]
-        problems += [f"task {t!r}: family {d['family']!r} is not in 'families'"
-                     for t, d in data["tasks"].items() if d["family"] not in fams]
+        problems += [
+            f"family {f!r}: keyword set {d['keyword_set']!r} is not in 'keyword_sets'"
+            for f, d in fams.items()
+            if "keyword_set" in d and d["keyword_set"] not in data["keyword_sets"]
+        ]
+        problems += [
+            f"task {t!r}: family {d['family']!r} is not in 'families'"
+            for t, d in data["tasks"].items()
+            if d["family"] not in fams
+        ]
         names = [a for name, d in sets.items() for a in [name, *(d.get("aliases") or [])]]
-        problems += [f"prompt set name {a!r} is used twice" for a in dict.fromkeys(names) if names.count(a) > 1]
+        problems += [
+            f"prompt set name {a!r} is used twice"
+            for a in dict.fromkeys(names)
+            if names.count(a) > 1
+        ]
         if data["default_prompt_set"] not in sets:
-            problems.append(f"default_prompt_set {data['default_prompt_set']!r} is not a prompt set")
+            problems.append(
+                f"default_prompt_set {data['default_prompt_set']!r} is not a prompt set"
+            )
     if problems:
         raise AiplibParameterError(f"{path}: " + "; ".join(problems))
     return data
 
 
 def task_file() -> dict:
-    """The parsed task file (validated, read once; do not modify it): ``{"families": {family: {"reference",
-    "scoring", "measure", "degradation": {"column", "sign"}, ["keyword_set"]}}, "keyword_sets": {name: [word,
-    ...]}, "tasks": {task: {"family", "variant"}}, "default_prompt_set": str, "prompt_sets": {name: {"aliases",
-    "kws_answer", "source"}}}``.
+    """The parsed task file (validated, read once; do not modify it): ``{"families": {family:
+    {"reference", "scoring", "measure", "degradation": {"column", "sign"}, ["keyword_set"]}},
+    "keyword_sets": {name: [word, ...]}, "tasks": {task: {"family", "variant"}},
+    "default_prompt_set": str, "prompt_sets": {name: {"aliases", "kws_answer", "source"}}}``.
 
     Raises
     ------
@@ -61,8 +83,8 @@ def task_file() -> dict:
 
 
 def required_tasks() -> tuple[str, ...]:
-    """The task names every prompt set must define, in task-file order (``("asr", "kws", "asr_steer_p5",
-    "kws_steer_p5")``)."""
+    """The task names every prompt set must define, in task-file order (``("asr", "kws",
+    "asr_steer_p5", "kws_steer_p5")``)."""
     return tuple(task_file()["tasks"])
 
 
@@ -76,13 +98,15 @@ def family_spec(family: str) -> dict:
     """
     fams = task_file()["families"]
     if family not in fams:
-        raise AiplibParameterError(f"unknown task family {family!r}; choose one of {', '.join(fams)}")
+        raise AiplibParameterError(
+            f"unknown task family {family!r}; choose one of {', '.join(fams)}"
+        )
     return fams[family]
 
 
 def task_family(task: str) -> str:
-    """``"asr"`` or ``"kws"`` for a task name: its ``family`` in the task file, else the family it starts
-    with (the authors' further steering variants, ``kws_steer_p3`` …).
+    """``"asr"`` or ``"kws"`` for a task name: its ``family`` in the task file, else the family it
+    starts with (the authors' further steering variants, ``kws_steer_p3`` …).
 
     Raises
     ------
@@ -92,26 +116,32 @@ def task_family(task: str) -> str:
     tasks = task_file()["tasks"]
     if task in tasks:
         return tasks[task]["family"]
-    for fam in FAMILIES:
+    families = task_file()["families"]
+    for fam in families:
         if task == fam or str(task).startswith(fam + "_"):
             return fam
-    raise AiplibParameterError(f"task {task!r} belongs to neither the {' nor the '.join(FAMILIES)} family")
+    raise AiplibParameterError(
+        f"task {task!r} belongs to neither the {' nor the '.join(families)} family"
+    )
 
 
 def normalize_keywords(keywords) -> tuple[str, ...]:
-    """A keyword set (comma-separated string, sequence of words, or None: :data:`KEYWORDS`) as a tuple of
-    lower-case words, in order, without repeats.
+    """A keyword set (comma-separated string, sequence of words, or None: :data:`KEYWORDS`) as a
+    tuple of lower-case words, in order, without repeats.
 
     Raises
     ------
     AiplibParameterError
-        If the set is empty or a keyword has a space in it (the first-word rule could never match it).
+        If the set is empty or a keyword has a space in it (the first-word rule could never match
+        it).
     """
     if keywords is None:
         return KEYWORDS
     if isinstance(keywords, str):
         keywords = keywords.split(",")
-    if not (words := tuple(dict.fromkeys(str(k).strip().lower() for k in keywords if str(k).strip()))):
+    if not (
+        words := tuple(dict.fromkeys(str(k).strip().lower() for k in keywords if str(k).strip()))
+    ):
         raise AiplibParameterError("the keyword set is empty")
     if bad := [w for w in words if len(w.split()) != 1]:
         raise AiplibParameterError(f"keywords must be single words, got {bad}")
@@ -119,23 +149,187 @@ def normalize_keywords(keywords) -> tuple[str, ...]:
 
 
 def keyword_set() -> tuple[str, ...]:
-    """The KWS family's keyword set of the task file (the paper's ten words; :func:`task_file` has checked
-    that ``keyword_sets`` holds it)."""
-    return tuple(str(w).strip().lower() for w in task_file()["keyword_sets"][family_spec("kws")["keyword_set"]])
+    """The KWS family's keyword set of the task file (the paper's ten words; :func:`task_file` has
+    checked that ``keyword_sets`` holds it)."""
+    return tuple(
+        str(w).strip().lower()
+        for w in task_file()["keyword_sets"][family_spec("kws")["keyword_set"]]
+    )
 
 
-FAMILIES: tuple[str, ...] = tuple(task_file()["families"])  # ("asr", "kws")
-# the baseline task (prompt variant "baseline") of each family: {"asr": "asr", "kws": "kws"}
-BASE_TASKS: dict[str, str] = {t["family"]: name for name, t in task_file()["tasks"].items()
-                              if t["variant"] == "baseline"}
-KEYWORDS: tuple[str, ...] = keyword_set()  # the paper's ten Speech Commands words (a custom item bank may differ)
-# score-file column of each family's per-pair degradation ({"asr": "delta_wer", "kws": "delta_acc"}) and how
-# it is formed from the measure (noisy_minus_clean for WER, clean_minus_noisy for accuracy): positive = worse
-DEGRADATION_COLUMN: dict[str, str] = {f: d["degradation"]["column"] for f, d in task_file()["families"].items()}
-DEGRADATION_SIGN: dict[str, str] = {f: d["degradation"]["sign"] for f, d in task_file()["families"].items()}
+@dataclass(frozen=True)
+class TaskFamily:
+    """One task family of the task file: how its rows are referenced, scored and compared.
 
-CONDITION_FAMILIES = ("background", "competing_speech", "channel")  # in report order
-DEFAULT_SUITE = ("background",)  # the suite of ``make all`` without SUITE=
+    Read from ``families:`` in ``tasks.yaml``; code asks these fields instead of comparing a task
+    name with ``"asr"`` or ``"kws"``.
+
+    Attributes
+    ----------
+    name : str
+        ``"asr"`` or ``"kws"``.
+    reference : str
+        Manifest column holding the reference (``transcript``, ``keyword``).
+    reference_label : str
+        What the explorer calls the reference (``Reference``, ``Keyword (label)``).
+    scoring : str
+        Name of the scorer (:mod:`aiplib.scoring.score` registers one per name).
+    measure : str
+        Per-row measure column of ``results/scores/<task>.csv`` (``wer``, ``correct``).
+    measure_kind : str
+        ``error_rate`` (lower is better, pooled as ``sum(errors) / sum(ref_words)``) or ``binary``
+        (1 correct / 0 wrong per row, higher is better; paired rows allow McNemar's exact test).
+    measure_label : str
+        The measure in prose and figure axes (``WER``, ``accuracy``).
+    summary : str
+        Short name in table columns (``wer`` → ``wer_pp``, ``asr_wer_clean``; ``acc``).
+    pooled : tuple of str
+        Per-row count columns summed to pool the measure over rows (``errors``, ``ref_words``; empty
+        when the pooled measure is the plain mean).
+    degradation_column : str
+        Score-file column of the per-pair degradation (``delta_wer``, ``delta_acc``).
+    degradation_sign : str
+        ``noisy_minus_clean`` (WER) or ``clean_minus_noisy`` (accuracy): positive means worse.
+    degradation_label : str
+        The degradation in prose (``ΔWER``, ``ΔAcc``).
+    keyword_set : str or None
+        Name of the default keyword set (KWS), or None.
+    """
+
+    name: str
+    reference: str
+    reference_label: str
+    scoring: str
+    measure: str
+    measure_kind: str
+    measure_label: str
+    summary: str
+    pooled: tuple[str, ...]
+    degradation_column: str
+    degradation_sign: str
+    degradation_label: str
+    keyword_set: str | None = None
+
+    @property
+    def is_binary(self) -> bool:
+        """True when each row's measure is 1 (correct) or 0 (wrong)."""
+        return self.measure_kind == "binary"
+
+    @property
+    def higher_is_worse(self) -> bool:
+        """True for an error rate (WER), False for accuracy."""
+        return self.degradation_sign == "noisy_minus_clean"
+
+    def degradation(self, clean, noisy):
+        """The degradation from the clean and the noisy measure (scalars or arrays of one shape):
+        ``noisy - clean`` for an error rate, ``clean - noisy`` for accuracy; positive = worse.
+
+        >>> TASK_FAMILIES["asr"].degradation(0.25, 0.5), TASK_FAMILIES["kws"].degradation(1.0, 0.75)
+        (0.25, 0.25)
+        """
+        if self.higher_is_worse:
+            return noisy - clean
+        return clean - noisy
+
+
+@dataclass(frozen=True)
+class ConditionFamily:
+    """One condition family of the task file: what a noisy row adds to the clean speech.
+
+    Read from ``condition_families:`` in ``tasks.yaml``. The stage packages register their part of a
+    family under :attr:`name` (mixing in :mod:`aiplib.stimuli`, leakage scoring in
+    :mod:`aiplib.scoring`, tables in :mod:`aiplib.analysis`).
+
+    Attributes
+    ----------
+    name : str
+        The ``condition_family`` value of its manifest rows.
+    label : str
+        The condition chooser's title in the explorer and the report (``Background``).
+    columns : tuple of str
+        Manifest columns after :data:`aiplib.stimuli.manifests.EXTRA_COLUMNS`, in order.
+    seed_start : dict
+        Task family → first seed of its manifest row counter.
+    has_snr : bool
+        Whether its noisy rows carry a nominal SNR in dB (a channel transform does not).
+    table : str or None
+        Name of the family's own table in notebook 09 (None: the paper's tables).
+    """
+
+    name: str
+    label: str
+    columns: tuple[str, ...]
+    seed_start: dict
+    has_snr: bool
+    table: str | None
+
+
+def _task_family_spec(name: str, entry: dict) -> TaskFamily:
+    degradation = entry["degradation"]
+    return TaskFamily(
+        name=name,
+        reference=entry["reference"],
+        reference_label=entry["reference_label"],
+        scoring=entry["scoring"],
+        measure=entry["measure"],
+        measure_kind=entry["measure_kind"],
+        measure_label=entry["measure_label"],
+        summary=entry["summary"],
+        pooled=tuple(entry["pooled"]),
+        degradation_column=degradation["column"],
+        degradation_sign=degradation["sign"],
+        degradation_label=degradation["label"],
+        keyword_set=entry.get("keyword_set"),
+    )
+
+
+def _condition_family_spec(name: str, entry: dict) -> ConditionFamily:
+    return ConditionFamily(
+        name=name,
+        label=entry["label"],
+        columns=tuple(entry["columns"]),
+        seed_start=dict(entry["seed_start"]),
+        has_snr=bool(entry["has_snr"]),
+        table=entry["table"],
+    )
+
+
+#: Task family name → :class:`TaskFamily`, in task-file order (``asr``, ``kws``).
+TASK_FAMILIES: Mapping[str, TaskFamily] = MappingProxyType(
+    {name: _task_family_spec(name, entry) for name, entry in task_file()["families"].items()}
+)
+
+#: Condition family name → :class:`ConditionFamily`, in report order (``background``,
+#: ``competing_speech``, ``channel``).
+CONDITION_FAMILIES: Mapping[str, ConditionFamily] = MappingProxyType(
+    {
+        name: _condition_family_spec(name, entry)
+        for name, entry in task_file()["condition_families"].items()
+    }
+)
+
+#: The baseline task (prompt variant ``baseline``) of each task family: ``{"asr": "asr", "kws":
+#: "kws"}``.
+BASE_TASKS: dict[str, str] = {
+    t["family"]: name for name, t in task_file()["tasks"].items() if t["variant"] == "baseline"
+}
+
+#: The paper's ten Speech Commands words (a custom item bank may carry its own set).
+KEYWORDS: tuple[str, ...] = keyword_set()
+
+#: The suite of ``make all`` without ``SUITE=``.
+DEFAULT_SUITE = ("background",)
+
+
+def task_family_spec(task: str) -> TaskFamily:
+    """The :class:`TaskFamily` of a task name (``asr_steer_p5`` → the ``asr`` family).
+
+    Raises
+    ------
+    AiplibParameterError
+        If the name is in no family.
+    """
+    return TASK_FAMILIES[task_family(task)]
 
 
 def check_family(name) -> str:
@@ -148,7 +342,9 @@ def check_family(name) -> str:
     """
     name = str(name).strip()
     if name not in CONDITION_FAMILIES:
-        raise AiplibParameterError(f"unknown condition family {name!r}; choose among {', '.join(CONDITION_FAMILIES)}")
+        raise AiplibParameterError(
+            f"unknown condition family {name!r}; choose among {', '.join(CONDITION_FAMILIES)}"
+        )
     return name
 
 
@@ -168,8 +364,14 @@ def parse_suite(value) -> tuple:
     """
     if value is None:
         return DEFAULT_SUITE
-    parts = [p.strip() for p in value.split(",")] if isinstance(value, str) else [str(p).strip() for p in value]
+    parts = (
+        [p.strip() for p in value.split(",")]
+        if isinstance(value, str)
+        else [str(p).strip() for p in value]
+    )
     if not (parts := [p for p in parts if p]):
         return DEFAULT_SUITE
     chosen = {check_family(p) for p in parts if p != "all"}  # every name is checked, with "all" too
-    return CONDITION_FAMILIES if "all" in parts else tuple(f for f in CONDITION_FAMILIES if f in chosen)
+    if "all" in parts:
+        return tuple(CONDITION_FAMILIES)
+    return tuple(f for f in CONDITION_FAMILIES if f in chosen)

@@ -1,12 +1,16 @@
 """Text rules of stage 8: normalisation, per-utterance WER, loops and the keyword-spotting rule.
 
 * Headline (the paper's): :func:`normalize_text`, as ``_normalize_asr_text`` of the authors'
-  ``scripts/06_score_metrics.py`` (IvLabs/AIP-Speech); per-utterance WER is jiwer's ``process_words``.
-* Whisper-style: :func:`normalize_whisper`, openai-whisper's ``EnglishTextNormalizer`` (Radford et al.,
+  ``scripts/06_score_metrics.py`` (IvLabs/AIP-Speech); per-utterance WER is jiwer's
+  ``process_words``.
+* Whisper-style: :func:`normalize_whisper`, openai-whisper's ``EnglishTextNormalizer`` (Radford et
+  al.,
   arXiv:2212.04356) with openai/whisper PR #2836 (:mod:`aiplib.core.textnorm_whisper`).
 * KWS: the authors' rule (``_score_kws_row`` of ``06_score_metrics.py``, ``is_correct`` of
-  ``generate_results_new_2.py``), :data:`KWS_RULE`; :func:`kws_non_answer` marks non-answers beside it.
+  ``generate_results_new_2.py``), :data:`KWS_RULE`; :func:`kws_non_answer` marks non-answers beside
+  it.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -30,11 +34,15 @@ NORMALIZER_RULE = "lower-case; each ASCII punctuation character (string.punctuat
 JIWER_VERSION = importlib.metadata.version("jiwer")
 LOOP_LENGTH_RATIO = 3  # a hypothesis with at least this many times the reference's words is a loop
 LOOP_MAX_N = 4  # longest n-gram (words) searched for back-to-back repeats
-LOOP_MIN_REPEATS = 4  # an n-gram repeated this many times in a row (more than in the reference) is a loop
+LOOP_MIN_REPEATS = (
+    4  # an n-gram repeated this many times in a row (more than in the reference) is a loop
+)
 KWS_EMPTY_WORD = "silence"  # what an empty KWS response reads as (the authors' rule)
-KWS_RULE = ("first white-space token of the lower-cased, stripped response, stripped of ASCII "
-            "punctuation at both ends ('silence' for an empty response); target clip: equals "
-            "the label (normalised the same way); non-target clip: is none of the keywords")
+KWS_RULE = (
+    "first white-space token of the lower-cased, stripped response, stripped of ASCII "
+    "punctuation at both ends ('silence' for an empty response); target clip: equals "
+    "the label (normalised the same way); non-target clip: is none of the keywords"
+)
 
 _PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation})
 
@@ -44,8 +52,9 @@ def _is_missing(s) -> bool:
 
 
 def normalize_text(s) -> str:
-    """The paper's normalisation (headline WER): lower-case, each ASCII punctuation character a space,
-    white space collapsed; ``None``/NaN give ``""``. Typographic quotes, fillers and numbers stay.
+    """The paper's normalisation (headline WER): lower-case, each ASCII punctuation character a
+    space, white space collapsed; ``None``/NaN give ``""``. Typographic quotes, fillers and numbers
+    stay.
 
     Examples
     --------
@@ -58,8 +67,9 @@ def normalize_text(s) -> str:
 
 
 def normalize_whisper(s) -> str:
-    """OpenAI's ``EnglishTextNormalizer`` (Whisper-style WER) with PR #2836: fillers and bracketed text
-    removed, numbers and currencies standardised (``one dollar`` → ``$1``), British → American spelling.
+    """OpenAI's ``EnglishTextNormalizer`` (Whisper-style WER) with PR #2836: fillers and bracketed
+    text removed, numbers and currencies standardised (``one dollar`` → ``$1``), British → American
+    spelling.
 
     Raises
     ------
@@ -88,7 +98,8 @@ def reference_is_empty(text) -> bool:
 
 
 def align(ref_norm: str, hyp_norm: str) -> tuple[int, int, int, int]:
-    """``(S, D, I, H)`` of two normalised strings (jiwer); an empty reference gives ``(0, 0, n_hyp, 0)``."""
+    """``(S, D, I, H)`` of two normalised strings (jiwer); an empty reference gives ``(0, 0, n_hyp,
+    0)``."""
     r, h = ref_norm.split(), hyp_norm.split()
     if not r:
         return 0, 0, len(h), 0
@@ -111,10 +122,10 @@ def max_ngram_repeats(words, max_n: int = LOOP_MAX_N) -> tuple[int, int]:
         return 0, 0
     best, best_n = 1, 1
     for n in range(1, max_n + 1):
-        for start in range(n):           # each phase of the n-gram grid
+        for start in range(n):  # each phase of the n-gram grid
             run, i = 1, start
             while i + 2 * n <= len(w):
-                if w[i + n:i + 2 * n] == w[i:i + n]:
+                if w[i + n : i + 2 * n] == w[i : i + n]:
                     run += 1
                     if run > best:
                         best, best_n = run, n
@@ -125,8 +136,9 @@ def max_ngram_repeats(words, max_n: int = LOOP_MAX_N) -> tuple[int, int]:
 
 
 def loop_kind(ref_norm: str, hyp_norm: str) -> str:
-    """``"length"`` when the hypothesis has ≥ 3× the reference's words; else ``"ngram"`` when an n-gram
-    (n ≤ 4) repeats ≥ 4 times back to back, more than anywhere in the reference; else ``""``."""
+    """``"length"`` when the hypothesis has ≥ 3× the reference's words; else ``"ngram"`` when an
+    n-gram (n ≤ 4) repeats ≥ 4 times back to back, more than anywhere in the reference; else
+    ``""``."""
     r, h = ref_norm.split(), hyp_norm.split()
     if r and len(h) >= LOOP_LENGTH_RATIO * len(r):
         return "length"
@@ -135,14 +147,15 @@ def loop_kind(ref_norm: str, hyp_norm: str) -> str:
 
 
 def score_asr_row(reference, response) -> dict:
-    """Every per-row ASR score of ``results/scores/<asr task>.csv`` (raw texts; ``None`` counts as empty).
+    """Every per-row ASR score of ``results/scores/<asr task>.csv`` (raw texts; ``None`` counts as
+    empty).
 
-    Headline: ``ref_norm, hyp_norm, substitutions, deletions, insertions, hits``, ``errors`` = S + D + I,
-    ``ref_words`` = H + S + D, ``wer``, ``ref_empty``, ``score_failed``; Whisper-style: ``ref_whisper,
-    hyp_whisper, errors_whisper, ref_words_whisper, wer_whisper``; ``hyp_words``, ``is_loop``, ``loop_kind``.
-    An empty normalised reference has ``ref_words`` = 0 and ``wer`` NaN (its insertions still count in the
-    corpus WER). An alignment failure counts WER 1.0, every reference word deleted (the authors'
-    ``generate_results_new_2.py``).
+    Headline: ``ref_norm, hyp_norm, substitutions, deletions, insertions, hits``, ``errors`` = S + D
+    + I, ``ref_words`` = H + S + D, ``wer``, ``ref_empty``, ``score_failed``; Whisper-style:
+    ``ref_whisper, hyp_whisper, errors_whisper, ref_words_whisper, wer_whisper``; ``hyp_words``,
+    ``is_loop``, ``loop_kind``. An empty normalised reference has ``ref_words`` = 0 and ``wer`` NaN
+    (its insertions still count in the corpus WER). An alignment failure counts WER 1.0, every
+    reference word deleted (the authors' ``generate_results_new_2.py``).
     """
     ref_n, hyp_n = normalize_text(reference), normalize_text(response)
     n_ref = len(ref_n.split())
@@ -155,12 +168,27 @@ def score_asr_row(reference, response) -> dict:
     ref_w, hyp_w = normalize_whisper(reference), normalize_whisper(response)
     sw, dw, iw, hw = align(ref_w, hyp_w)
     kind = loop_kind(ref_n, hyp_n)
-    return dict(ref_norm=ref_n, hyp_norm=hyp_n, substitutions=s, deletions=d, insertions=i, hits=h,
-                errors=errors, ref_words=ref_words, wer=errors / ref_words if ref_words else float("nan"),
-                ref_empty=n_ref == 0, score_failed=failed, ref_whisper=ref_w, hyp_whisper=hyp_w,
-                errors_whisper=sw + dw + iw, ref_words_whisper=hw + sw + dw,
-                wer_whisper=(sw + dw + iw) / (hw + sw + dw) if hw + sw + dw else float("nan"),
-                hyp_words=len(hyp_n.split()), is_loop=bool(kind), loop_kind=kind)
+    return dict(
+        ref_norm=ref_n,
+        hyp_norm=hyp_n,
+        substitutions=s,
+        deletions=d,
+        insertions=i,
+        hits=h,
+        errors=errors,
+        ref_words=ref_words,
+        wer=errors / ref_words if ref_words else float("nan"),
+        ref_empty=n_ref == 0,
+        score_failed=failed,
+        ref_whisper=ref_w,
+        hyp_whisper=hyp_w,
+        errors_whisper=sw + dw + iw,
+        ref_words_whisper=hw + sw + dw,
+        wer_whisper=(sw + dw + iw) / (hw + sw + dw) if hw + sw + dw else float("nan"),
+        hyp_words=len(hyp_n.split()),
+        is_loop=bool(kind),
+        loop_kind=kind,
+    )
 
 
 def kws_first_word(response) -> str:
@@ -185,7 +213,11 @@ def normalize_kws_label(text) -> str:
     >>> normalize_kws_label(" Yes! "), normalize_kws_label("'Left'"), normalize_kws_label("GO")
     ('yes', 'left', 'go')
     """
-    return "" if _is_missing(text) else " ".join(str(text).lower().split()).strip(string.punctuation).strip()
+    return (
+        ""
+        if _is_missing(text)
+        else " ".join(str(text).lower().split()).strip(string.punctuation).strip()
+    )
 
 
 def kws_correct(response, label, is_target, *, keywords=KEYWORDS) -> bool:
@@ -193,23 +225,29 @@ def kws_correct(response, label, is_target, *, keywords=KEYWORDS) -> bool:
     normalised ``label``; a non-target clip when the first word is none of ``keywords`` (so an empty
     answer, read as ``"silence"``, is a correct rejection)."""
     first = kws_first_word(response)
-    return first == normalize_kws_label(label) if is_target else first not in {normalize_kws_label(k) for k in keywords}
+    return (
+        first == normalize_kws_label(label)
+        if is_target
+        else first not in {normalize_kws_label(k) for k in keywords}
+    )
 
 
 _REFUSAL = re.compile(
-    r"\bsorry\b" r"|\bi\s*(?:'m|am)\s+(?:not\s+able|unable)\b"
+    r"\bsorry\b"
+    r"|\bi\s*(?:'m|am)\s+(?:not\s+able|unable)\b"
     r"|\b(?:can\s*not|can't|couldn't|could\s+not|unable\s+to)\s+(?:hear|determine|identify|"
     r"understand|tell|make\s+out|detect|recogni[sz]e|transcribe|help|assist|provide|answer)\b"
     r"|\bi\s+(?:don't|do\s+not)\s+know\b"
     r"|\b(?:no|not\s+any)\s+(?:clear\s+|audible\s+|discernible\s+|intelligible\s+|"
     r"recogni[sz]able\s+)?(?:speech|spoken\s+words?|audio|voice)\b"
-    r"|\b(?:inaudible|unintelligible|not\s+clear|unclear)\b")
+    r"|\b(?:inaudible|unintelligible|not\s+clear|unclear)\b"
+)
 
 
 def kws_non_answer(response) -> tuple[bool, str]:
     """``(non_answer, kind)``: ``"empty"`` (only white space and punctuation), ``"refusal"`` (an
-    apology or refusal phrase), ``"multi_word"`` (more than one word), first match wins; a single word
-    is an answer (``(False, "")``).
+    apology or refusal phrase), ``"multi_word"`` (more than one word), first match wins; a single
+    word is an answer (``(False, "")``).
 
     Examples
     --------
@@ -225,31 +263,45 @@ def kws_non_answer(response) -> tuple[bool, str]:
 
 
 def score_kws_row(response, label, is_target, keywords=KEYWORDS) -> dict:
-    """Every per-row KWS score (arguments of :func:`kws_correct`): ``first_word``, ``correct`` (0/1),
-    ``non_answer``, ``non_answer_kind`` and ``correct_strict`` (0/1: correct and not a non-answer)."""
+    """Every per-row KWS score (arguments of :func:`kws_correct`): ``first_word``, ``correct``
+    (0/1), ``non_answer``, ``non_answer_kind`` and ``correct_strict`` (0/1: correct and not a
+    non-answer)."""
     ok = kws_correct(response, label, is_target, keywords=keywords)
     non, kind = kws_non_answer(response)
-    return dict(first_word=kws_first_word(response), correct=int(ok), non_answer=non, non_answer_kind=kind,
-                correct_strict=int(ok and not non))
+    return dict(
+        first_word=kws_first_word(response),
+        correct=int(ok),
+        non_answer=non,
+        non_answer_kind=kind,
+        correct_strict=int(ok and not non),
+    )
 
 
 # ------------------------------------------------------------------ answer clean-up before scoring
 # The preambles the authors' stage 6 strips from an answer (``_clean_hyp`` of their
-# ``scripts/06_score_metrics.py``, IvLabs/AIP-Speech): one of these phrases at the start, any text up
-# to the first colon, the colon, white space and one opening quote; matched ignoring case.
-AUTHORS_STAGE6_PREAMBLES = ("The transcription of the speech is", "The speech transcribed from the audio is",
-                            "The keyword is", "The word is")
+# ``scripts/06_score_metrics.py``, IvLabs/AIP-Speech): one of these phrases at the start, any text
+# up to the first colon, the colon, white space and one opening quote; matched ignoring case.
+AUTHORS_STAGE6_PREAMBLES = (
+    "The transcription of the speech is",
+    "The speech transcribed from the audio is",
+    "The keyword is",
+    "The word is",
+)
 _AUTHORS_STAGE6_PREAMBLE = re.compile(
-    "^(" + "|".join(re.escape(p) for p in AUTHORS_STAGE6_PREAMBLES) + ")[^:]*:\\s*['\"]?", flags=re.IGNORECASE)
+    "^(" + "|".join(re.escape(p) for p in AUTHORS_STAGE6_PREAMBLES) + ")[^:]*:\\s*['\"]?",
+    flags=re.IGNORECASE,
+)
 
-# Clean-up rules of an answer before it is scored (stage 8's ``response_cleanup``; the stored inference
-# rows are never changed): ``none`` scores the answer as generated (the authors' README; their RER
-# code), ``authors_stage6`` as their stage-6 tables did.
+# Clean-up rules of an answer before it is scored (stage 8's ``response_cleanup``; the stored
+# inference rows are never changed): ``none`` scores the answer as generated (the authors' README;
+# their RER code), ``authors_stage6`` as their stage-6 tables did.
 RESPONSE_CLEANUPS = {
     "none": "the answer as generated",
-    "authors_stage6": ("the authors' stage 6 (_clean_hyp of scripts/06_score_metrics.py): stripped; a leading "
-                       "preamble (" + "; ".join(AUTHORS_STAGE6_PREAMBLES) + ") up to its colon and one "
-                       "opening quote removed, ignoring case; one closing quote removed; stripped again"),
+    "authors_stage6": (
+        "the authors' stage 6 (_clean_hyp of scripts/06_score_metrics.py): stripped; a leading "
+        "preamble (" + "; ".join(AUTHORS_STAGE6_PREAMBLES) + ") up to its colon and one "
+        "opening quote removed, ignoring case; one closing quote removed; stripped again"
+    ),
 }
 
 
@@ -257,10 +309,11 @@ def clean_response(response, rule: str = "none") -> str:
     """An answer as it is scored under the clean-up ``rule`` (:data:`RESPONSE_CLEANUPS`).
 
     ``none`` returns ``str(response)`` unchanged. ``authors_stage6`` is the authors' ``_clean_hyp``
-    (``scripts/06_score_metrics.py``, IvLabs/AIP-Speech): the text stripped of white space; a leading
-    preamble of :data:`AUTHORS_STAGE6_PREAMBLES` with the text up to its colon, the colon, white space
-    and one opening quote removed (ignoring case); then one closing ``'`` or ``"`` removed (whether
-    or not a preamble was) and the text stripped again. ``__ERROR__`` is left as it is.
+    (``scripts/06_score_metrics.py``, IvLabs/AIP-Speech): the text stripped of white space; a
+    leading preamble of :data:`AUTHORS_STAGE6_PREAMBLES` with the text up to its colon, the colon,
+    white space and one opening quote removed (ignoring case); then one closing ``'`` or ``"``
+    removed (whether or not a preamble was) and the text stripped again. ``__ERROR__`` is left as it
+    is.
 
     Raises
     ------
@@ -275,7 +328,9 @@ def clean_response(response, rule: str = "none") -> str:
     "The keyword is 'yes"
     """
     if rule not in RESPONSE_CLEANUPS:
-        raise AiplibParameterError(f"response_cleanup must be one of {list(RESPONSE_CLEANUPS)}, got {rule!r}")
+        raise AiplibParameterError(
+            f"response_cleanup must be one of {list(RESPONSE_CLEANUPS)}, got {rule!r}"
+        )
     text = str(response)
     if rule == "none":
         return text

@@ -1,11 +1,13 @@
 """Installed versions of the distributions a result depends on."""
+
 from __future__ import annotations
 
 import importlib.metadata
 
 
 def package_versions(packages) -> dict:
-    """``{distribution: installed version}`` of each name in ``packages`` (None when not installed)."""
+    """``{distribution: installed version}`` of each name in ``packages`` (None when not
+    installed)."""
     out = {}
     for pkg in packages:
         try:

@@ -3,6 +3,7 @@
 A *profile* changes the inputs of the pipeline, never its stages: ``demo`` (embedded default,
 offline, CPU), ``paper`` (the paper's corpora and models) and ``custom`` (the user's folders).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,8 +15,19 @@ from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import check_family
 
 PROFILES = ("demo", "paper", "custom")
-STAGE_DIRS = ("raw", "itembanks", "bg", "descriptors", "manifests", "checks", "inference", "results", "executed")
-# stage folders with one sub-folder per condition family other than background (Workspace.with_family)
+STAGE_DIRS = (
+    "raw",
+    "itembanks",
+    "bg",
+    "descriptors",
+    "manifests",
+    "checks",
+    "inference",
+    "results",
+    "executed",
+)
+# stage folders with one sub-folder per condition family other than background
+# (Workspace.with_family)
 FAMILY_STAGE_DIRS = ("manifests", "inference", "checks")
 
 
@@ -25,7 +37,8 @@ def repo_root() -> Path:
 
 
 def smoke() -> bool:
-    """True when ``$AIP_SMOKE`` is ``1``/``true``: notebooks then default to tiny sizes (tests, CI)."""
+    """True when ``$AIP_SMOKE`` is ``1``/``true``: notebooks then default to tiny sizes (tests,
+    CI)."""
     return os.environ.get("AIP_SMOKE", "0").strip().lower() in ("1", "true", "yes")
 
 
@@ -98,7 +111,8 @@ class Workspace:
         return self.root / "raw" / "debian_packages.csv"
 
     def manifest_csv(self, family: str) -> Path:
-        """``manifests/<family>.csv`` (stage 5; ``manifests/<cf>/<family>.csv`` in a family view)."""
+        """``manifests/<family>.csv`` (stage 5; ``manifests/<cf>/<family>.csv`` in a family
+        view)."""
         return self.manifests / f"{family}.csv"
 
     @property
@@ -107,11 +121,13 @@ class Workspace:
         return self.checks / "mix_diagnostics.csv"
 
     def inference_jsonl(self, model: str, task: str) -> Path:
-        """``inference/<model>/<task>.jsonl`` (stage 7; ``inference/<cf>/<model>/…`` in a family view)."""
+        """``inference/<model>/<task>.jsonl`` (stage 7; ``inference/<cf>/<model>/…`` in a family
+        view)."""
         return self.inference / model / f"{task}.jsonl"
 
     def run_log(self, model: str) -> Path:
-        """``inference/<model>/run_log.jsonl`` (stage 7; under ``inference/<cf>/`` in a family view)."""
+        """``inference/<model>/run_log.jsonl`` (stage 7; under ``inference/<cf>/`` in a family
+        view)."""
         return self.inference / model / "run_log.jsonl"
 
     @property
@@ -155,8 +171,8 @@ class Workspace:
 def workspace(profile: str = "demo", *, data_root=None, create: bool = True) -> Workspace:
     """Return the :class:`Workspace` of ``profile``.
 
-    ``data_root`` is the parent of the profile folders (default ``$AIP_DATA_ROOT``, else ``<repo>/data``);
-    ``create`` creates the stage folders.
+    ``data_root`` is the parent of the profile folders (default ``$AIP_DATA_ROOT``, else
+    ``<repo>/data``); ``create`` creates the stage folders.
 
     Raises
     ------
@@ -164,7 +180,9 @@ def workspace(profile: str = "demo", *, data_root=None, create: bool = True) -> 
         If ``profile`` is unknown.
     """
     if profile not in PROFILES:
-        raise AiplibParameterError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+        raise AiplibParameterError(
+            f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}"
+        )
     root = Path(data_root or os.environ.get("AIP_DATA_ROOT") or repo_root() / "data")
     ws = Workspace(profile=profile, root=(root / profile).resolve())
     return ws.ensure() if create else ws

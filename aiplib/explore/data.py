@@ -1,9 +1,11 @@
-"""Notebook 10, data side: what the explorer shows (tables, lookups, a stimulus's signals, WAV bytes).
+"""Notebook 10, data side: what the explorer shows (tables, lookups, a stimulus's signals, WAV
+bytes).
 
-Reads the workspace, writes nothing, no widget or plotting code. The numbers come from the stages' own
-functions: stage 8's row scorers, the report's ``worst_stimuli``, Figure 4's ``background_ranking`` and
-``mix_components``, which rebuilds each stimulus from its manifest row.
+Reads the workspace, writes nothing, no widget or plotting code. The numbers come from the stages'
+own functions: stage 8's row scorers, the report's ``worst_stimuli``, Figure 4's
+``background_ranking`` and ``mix_components``, which rebuilds each stimulus from its manifest row.
 """
+
 from __future__ import annotations
 
 import functools
@@ -24,14 +26,19 @@ from aiplib.analysis.paper import background_ranking
 from aiplib.analysis.stats import degradation_by_background, worst_stimuli
 from aiplib.battery.descriptors import DESCRIPTOR_INFO
 from aiplib.core.errors import AiplibParameterError
-from aiplib.core.tasks import BASE_TASKS, CONDITION_FAMILIES, DEGRADATION_COLUMN, FAMILIES, check_family, task_family
+from aiplib.core.tasks import (
+    BASE_TASKS,
+    CONDITION_FAMILIES,
+    TASK_FAMILIES,
+    check_family,
+    task_family,
+)
 from aiplib.core.textnorm import normalize_text, score_asr_row, score_kws_row
 from aiplib.inference.shards import is_shard_file
 from aiplib.io import formats
 from aiplib.io.audio import SR, valid_audio
 from aiplib.stimuli.families import materialize, mix_components, row_family
 from aiplib.stimuli.mixing import is_clean_row
-
 
 
 def _scored_text(score_row) -> str:
@@ -45,12 +52,17 @@ def _scored_text(score_row) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _read(path: str, kind: str, stamp: tuple) -> pd.DataFrame:
-    """A score file, an inference file or the manifest of family ``kind``, cached per (mtime, size) ``stamp``."""
+    """A score file, an inference file or the manifest of family ``kind``, cached per (mtime, size)
+    ``stamp``."""
     if kind == "scores":
         return formats.read_scores(path)
     if kind == "results":
         return formats.read_results(path).set_index("id", drop=False)
-    raw = formats.read_manifest_csv(path).drop_duplicates("id", keep="last").set_index("id", drop=False)
+    raw = (
+        formats.read_manifest_csv(path)
+        .drop_duplicates("id", keep="last")
+        .set_index("id", drop=False)
+    )
     view = formats.manifest_view(raw, kind)
     for c in ("stimulus_id", "item_id", "bg_id", "snr_db", "reference"):
         raw[c] = view[c].reindex(raw.index)
@@ -66,9 +78,9 @@ def _cached(path: Path, kind: str) -> pd.DataFrame | None:
 
 
 def manifest(ws, family: str) -> pd.DataFrame | None:
-    """The manifest of ``family`` in ``ws``'s condition family (None if missing), indexed by stimulus
-    id, with scoring's names added: ``stimulus_id, item_id, bg_id`` ("clean" on clean rows),
-    ``snr_db`` (dB, NaN on clean rows), ``reference`` (transcript or keyword)."""
+    """The manifest of ``family`` in ``ws``'s condition family (None if missing), indexed by
+    stimulus id, with scoring's names added: ``stimulus_id, item_id, bg_id`` ("clean" on clean
+    rows), ``snr_db`` (dB, NaN on clean rows), ``reference`` (transcript or keyword)."""
     return _cached(ws.manifest_csv(family), family)
 
 
@@ -79,21 +91,31 @@ def _scores(ws, task: str) -> pd.DataFrame | None:
 
 def _need_manifest(ws, family: str) -> pd.DataFrame:
     if (m := manifest(ws, family)) is None:
-        raise FileNotFoundError(f"{ws.manifest_csv(family)}: manifest not found; run stage 05_build_manifests first")
+        raise FileNotFoundError(
+            f"{ws.manifest_csv(family)}: manifest not found; run stage 05_build_manifests first"
+        )
     return m
 
 
 # ------------------------------------------------------------------------------------ what exists
 def available_families(ws) -> list[str]:
     """Condition families with a manifest, in :data:`aiplib.core.tasks.CONDITION_FAMILIES` order."""
-    return [cf for cf in CONDITION_FAMILIES if any(ws.with_family(cf).manifest_csv(f).is_file() for f in FAMILIES)]
+    return [
+        cf
+        for cf in CONDITION_FAMILIES
+        if any(ws.with_family(cf).manifest_csv(f).is_file() for f in TASK_FAMILIES)
+    ]
 
 
 def available_tasks(ws) -> list[str]:
     """``asr`` / ``kws`` when their manifest exists, then (sorted) the other tasks of those families
     in ``inference/*/<task>.jsonl`` or ``results/scores/<task>.csv``."""
-    fams = [f for f in FAMILIES if ws.manifest_csv(f).is_file()]
-    found = {p.stem for p in Path(ws.inference).glob("*/*.jsonl") if p.stem != "run_log" and not is_shard_file(p)}
+    fams = [f for f in TASK_FAMILIES if ws.manifest_csv(f).is_file()]
+    found = {
+        p.stem
+        for p in Path(ws.inference).glob("*/*.jsonl")
+        if p.stem != "run_log" and not is_shard_file(p)
+    }
     found |= {p.stem for p in ws.scores_dir.glob("*.csv")}
     return fams + [t for t in sorted(found - set(BASE_TASKS.values())) if _family(t) in fams]
 
@@ -123,17 +145,24 @@ def _nan(v) -> float:
 
 
 _ASR_KEYS = ("wer", "substitutions", "deletions", "insertions", "ref_words")
-_UNKNOWN = {"asr": dict(dict.fromkeys(("wer", "clean_wer", "delta_wer", *_ASR_KEYS[1:]), math.nan), is_loop=None),
-            "kws": dict(first_word=None, correct=None, clean_correct=None, delta_acc=math.nan)}
+_UNKNOWN = {
+    "asr": dict(
+        dict.fromkeys(("wer", "clean_wer", "delta_wer", *_ASR_KEYS[1:]), math.nan), is_loop=None
+    ),
+    "kws": dict(first_word=None, correct=None, clean_correct=None, delta_acc=math.nan),
+}
 
 
 def _fill(out: dict, fam: str, r, c) -> None:
-    """Copy a score row ``r`` and its clean row ``c`` (None when missing) into :func:`lookup_response`'s ``out``."""
+    """Copy a score row ``r`` and its clean row ``c`` (None when missing) into
+    :func:`lookup_response`'s ``out``."""
     if r is not None and fam == "asr":
         loop = formats.parse_bool(r.get("is_loop"))
         out.update({k: _nan(r.get(k)) for k in _ASR_KEYS}, is_loop=None if loop is pd.NA else loop)
     elif r is not None:
-        out.update(first_word=str(r.get("first_word", "")), correct=bool(_nan(r.get("correct")) == 1))
+        out.update(
+            first_word=str(r.get("first_word", "")), correct=bool(_nan(r.get("correct")) == 1)
+        )
     if c is not None and fam == "asr":
         out["clean_wer"] = _nan(c.get("wer"))
     elif c is not None:
@@ -141,15 +170,16 @@ def _fill(out: dict, fam: str, r, c) -> None:
 
 
 def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
-    """What ``model`` (an ``inference/`` folder) answered for one stimulus of ``task``, with its score
-    and the clean comparison: from ``results/scores/<task>.csv`` when it holds the stimulus, else
-    from ``inference/<model>/<task>.jsonl`` scored here with stage 8's row functions.
+    """What ``model`` (an ``inference/`` folder) answered for one stimulus of ``task``, with its
+    score and the clean comparison: from ``results/scores/<task>.csv`` when it holds the stimulus,
+    else from ``inference/<model>/<task>.jsonl`` scored here with stage 8's row functions.
 
-    Returns ``found``, ``source`` (``"scores"``, ``"inference"`` or None), ``model, task, family, stimulus_id,
-    item_id, bg_id``, ``snr_db`` (dB, NaN for clean), ``reference``, ``response`` (``"__ERROR__"`` for a failed
-    generation), ``error``, ``clean_response`` (None when missing); ASR ``wer, clean_wer, delta_wer,
-    substitutions, deletions, insertions, ref_words`` (NaN when unknown), ``is_loop``; KWS ``first_word,
-    correct, clean_correct`` (bool or None), ``delta_acc`` = correct(clean) − correct(noisy).
+    Returns ``found``, ``source`` (``"scores"``, ``"inference"`` or None), ``model, task, family,
+    stimulus_id, item_id, bg_id``, ``snr_db`` (dB, NaN for clean), ``reference``, ``response``
+    (``"__ERROR__"`` for a failed generation), ``error``, ``clean_response`` (None when missing);
+    ASR ``wer, clean_wer, delta_wer, substitutions, deletions, insertions, ref_words`` (NaN when
+    unknown), ``is_loop``; KWS ``first_word, correct, clean_correct`` (bool or None), ``delta_acc``
+    = correct(clean) − correct(noisy).
 
     Raises
     ------
@@ -166,13 +196,28 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
     item_id, bg_id = str(mrow["item_id"]), str(mrow["bg_id"])
     is_clean = (man["item_id"] == item_id) & (man["bg_id"] == "clean")
     clean_id = str(man.index[is_clean][0]) if is_clean.any() else f"{item_id}_clean"
-    out = dict(found=False, source=None, model=model, task=task, family=fam, stimulus_id=stimulus_id,
-               item_id=item_id, bg_id=bg_id, snr_db=_nan(mrow["snr_db"]), reference=str(mrow["reference"]),
-               response=None, error=None, clean_response=None, **_UNKNOWN[fam])
-    delta, noisy = DEGRADATION_COLUMN[fam], bg_id != "clean"
+    out = dict(
+        found=False,
+        source=None,
+        model=model,
+        task=task,
+        family=fam,
+        stimulus_id=stimulus_id,
+        item_id=item_id,
+        bg_id=bg_id,
+        snr_db=_nan(mrow["snr_db"]),
+        reference=str(mrow["reference"]),
+        response=None,
+        error=None,
+        clean_response=None,
+        **_UNKNOWN[fam],
+    )
+    delta, noisy = TASK_FAMILIES[fam].degradation_column, bg_id != "clean"
 
     if (sc := _scores(ws, task)) is not None and model:
-        sub = sc[(sc["model"].astype(str) == model) & sc["stimulus_id"].isin([stimulus_id, clean_id])]
+        sub = sc[
+            (sc["model"].astype(str) == model) & sc["stimulus_id"].isin([stimulus_id, clean_id])
+        ]
         sub = sub.drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id")
         r, c = (sub.loc[i] if i in sub.index else None for i in (stimulus_id, clean_id))
         if r is not None:
@@ -180,7 +225,9 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
             clean_text = None
             if c is not None:
                 clean_text = _scored_text(c)
-            out.update(found=True, source="scores", response=_scored_text(r), clean_response=clean_text)
+            out.update(
+                found=True, source="scores", response=_scored_text(r), clean_response=clean_text
+            )
             _fill(out, fam, r, c)
             out[delta] = _nan(r.get(delta)) if noisy else math.nan
             return out
@@ -190,12 +237,23 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
         return out
     r, c = res.loc[stimulus_id], res.loc[clean_id] if clean_id in res.index else None
     c_ok = c is not None and not formats.is_error_row(c)
-    out.update(found=True, source="inference", response=str(r["raw"]), clean_response=str(c["raw"]) if c_ok else None,
-               error=None if pd.isna(r["error"]) or r["error"] == "" else str(r["error"]))
+    out.update(
+        found=True,
+        source="inference",
+        response=str(r["raw"]),
+        clean_response=str(c["raw"]) if c_ok else None,
+        error=None if pd.isna(r["error"]) or r["error"] == "" else str(r["error"]),
+    )
     ref, is_target = out["reference"], bool(mrow.get("is_target", True))
-    score = lambda text: score_asr_row(ref, text) if fam == "asr" else score_kws_row(text, ref, is_target)  # noqa: E731
-    _fill(out, fam, None if formats.is_error_row(r) else score(out["response"]),
-          score(out["clean_response"]) if c_ok else None)
+    score = lambda text: (
+        score_asr_row(ref, text) if fam == "asr" else score_kws_row(text, ref, is_target)
+    )  # noqa: E731
+    _fill(
+        out,
+        fam,
+        None if formats.is_error_row(r) else score(out["response"]),
+        score(out["clean_response"]) if c_ok else None,
+    )
     if noisy and fam == "asr":
         out["delta_wer"] = out["wer"] - out["clean_wer"]
     elif noisy and out["correct"] is not None and out["clean_correct"] is not None:
@@ -204,38 +262,62 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
 
 
 def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
-    """Word-level alignment of a response against its reference, as WER counts it: both raw texts (``None``
-    is empty) normalised by :func:`aiplib.core.textnorm.normalize_text`, aligned by ``jiwer.process_words``:
-    ``(op, ref_word, hyp_word)`` tuples, ``op`` one of ``"equal"``, ``"substitute"``, ``"delete"``
-    (``hyp_word`` "") or ``"insert"`` (``ref_word`` ""), counted as the row's hits, S, D and I."""
+    """Word-level alignment of a response against its reference, as WER counts it: both raw texts
+    (``None`` is empty) normalised by :func:`aiplib.core.textnorm.normalize_text`, aligned by
+    ``jiwer.process_words``: ``(op, ref_word, hyp_word)`` tuples, ``op`` one of ``"equal"``,
+    ``"substitute"``, ``"delete"`` (``hyp_word`` "") or ``"insert"`` (``ref_word`` ""), counted as
+    the row's hits, S, D and I."""
     r, h = normalize_text(reference).split(), normalize_text(response).split()
     if not r or not h:
         return [("delete", w, "") for w in r] + [("insert", "", w) for w in h]
-    return [(ch.type, a, b) for ch in jiwer.process_words(" ".join(r), " ".join(h)).alignments[0]
-            for a, b in zip_longest(r[ch.ref_start_idx:ch.ref_end_idx], h[ch.hyp_start_idx:ch.hyp_end_idx],
-                                    fillvalue="")]
+    return [
+        (ch.type, a, b)
+        for ch in jiwer.process_words(" ".join(r), " ".join(h)).alignments[0]
+        for a, b in zip_longest(
+            r[ch.ref_start_idx : ch.ref_end_idx], h[ch.hyp_start_idx : ch.hyp_end_idx], fillvalue=""
+        )
+    ]
 
 
-WORST_COLUMNS = ["model", "task", "stimulus_id", "item_id", "bg_id", "snr_db", "condition", "reference",
-                 "response", "score", "delta"]
+WORST_COLUMNS = [
+    "model",
+    "task",
+    "stimulus_id",
+    "item_id",
+    "bg_id",
+    "snr_db",
+    "condition",
+    "reference",
+    "response",
+    "score",
+    "delta",
+]
 
 
-def worst_cases(ws, task: str, n: int = 10, *, model: str | None = None, one_per_item: bool = True) -> pd.DataFrame:
+def worst_cases(
+    ws, task: str, n: int = 10, *, model: str | None = None, one_per_item: bool = True
+) -> pd.DataFrame:
     """The stimuli that hurt most in ``ws``'s ``results/scores/<task>.csv``: the report's ranking
-    (:func:`aiplib.analysis.stats.worst_stimuli`, same ``n``, ``model``, ``one_per_item``), shape (<= n, 11):
-    :data:`WORST_COLUMNS`; ``condition`` is ``"bg03 @ 0 dB"`` (the channel family: the condition's name
-    alone, its manifest SNR 99 is a marker), ``score`` the WER or correct (0/1), ``delta`` the ΔWER or
-    Δacc = 1 (a flip). Empty before scores exist.
+    (:func:`aiplib.analysis.stats.worst_stimuli`, same ``n``, ``model``, ``one_per_item``), shape
+    (<= n, 11):
+    :data:`WORST_COLUMNS`; ``condition`` is ``"bg03 @ 0 dB"`` (the channel family: the condition's
+      name
+    alone, its manifest SNR 99 is a marker), ``score`` the WER or correct (0/1), ``delta`` the ΔWER
+    or Δacc = 1 (a flip). Empty before scores exist.
 
     Raises
     ------
     AiplibParameterError
         If ``n < 1`` or the task name is unknown.
     """
-    w = worst_stimuli(_scores(ws, task), task_family(task), n, model=model, one_per_item=one_per_item)
+    w = worst_stimuli(
+        _scores(ws, task), task_family(task), n, model=model, one_per_item=one_per_item
+    )
     w["task"] = task
     channel = getattr(ws, "condition_family", "background") == "channel"
-    w["condition"] = [str(b) if channel else condition_label(b, s) for b, s in zip(w["bg_id"], w["snr_db"])]
+    w["condition"] = [
+        str(b) if channel else condition_label(b, s) for b, s in zip(w["bg_id"], w["snr_db"])
+    ]
     return w[WORST_COLUMNS]
 
 
@@ -245,47 +327,59 @@ def descriptor_label(name: str) -> tuple[str, str]:
     :data:`aiplib.battery.descriptors.DESCRIPTOR_INFO` without the unit's parenthesised remark."""
     unit = DESCRIPTOR_INFO.get(name, ("",))[0].split(" (")[0]
     label = {"zcr": "zero-crossing rate", "vad_speech_fraction": "speech (VAD)"}.get(
-        name, name.replace("spectral_", "").replace("_", " "))
+        name, name.replace("spectral_", "").replace("_", " ")
+    )
     return label, unit
 
 
 def summarise_sources(source_file) -> str:
-    """``"57 files: bg/src/a.wav, …"`` for a battery's ``;``-joined ``source_file`` (one: the path)."""
+    """``"57 files: bg/src/a.wav, …"`` for a battery's ``;``-joined ``source_file`` (one: the
+    path)."""
     files = [f for f in str(source_file or "").split(";") if f]
     return f"{len(files)} files: {files[0]}, …" if len(files) > 1 else "".join(files)
 
 
 def _pooled_pp(sc: pd.DataFrame, task: str, *, only_task: bool = False) -> pd.Series:
-    """Degradation per background pooled over models, pp, named as Figure 4's columns (``asr_delta_wer_pp``)."""
+    """Degradation per background pooled over models, pp, named as Figure 4's columns
+    (``asr_delta_wer_pp``)."""
     fam = task_family(task)
     deg = degradation_by_background(sc, fam, task=task if only_task else None)
-    return (deg["pooled"] * 100).rename(f"{task}_{DEGRADATION_COLUMN[fam]}_pp")
+    return (deg["pooled"] * 100).rename(f"{task}_{TASK_FAMILIES[fam].degradation_column}_pp")
 
 
 def _ranking(ws) -> pd.DataFrame:
     """Figure 4's ranking when ASR and KWS are scored; else the one family's pooled degradation."""
     scores = {t: s for t in BASE_TASKS.values() if (s := _scores(ws, t)) is not None}
     if len(scores) == 2:
-        return background_ranking(scores)[["rank", "mean_degradation_pp", "asr_delta_wer_pp", "kws_delta_acc_pp"]]
+        return background_ranking(scores)[
+            ["rank", "mean_degradation_pp", "asr_delta_wer_pp", "kws_delta_acc_pp"]
+        ]
     if not scores:
         return pd.DataFrame(columns=["rank"])
-    (task, sc), = scores.items()
-    t = _pooled_pp(sc, task).sort_values(ascending=False, kind="stable", na_position="last").to_frame()
+    ((task, sc),) = scores.items()
+    t = (
+        _pooled_pp(sc, task)
+        .sort_values(ascending=False, kind="stable", na_position="last")
+        .to_frame()
+    )
     t.insert(0, "rank", np.arange(1, len(t) + 1))
     return t
 
 
 def background_table(ws) -> pd.DataFrame:
     """All backgrounds with licence, source, descriptors and degradation, in Figure 4 order, from
-    ``ws``'s battery, descriptor table and score files (each when it exists); unranked backgrounds last.
+    ``ws``'s battery, descriptor table and score files (each when it exists); unranked backgrounds
+    last.
 
-    Index ``bg_id``; columns ``category, description, licence, source_package, source_file, attribution``
-    ("" when missing), ``sources`` (:func:`summarise_sources`), the descriptors (NaN before stage 4),
-    ``rank`` (1 = most harmful), ``mean_degradation_pp`` (ASR and KWS scored), ``<task>_delta_wer_pp`` /
-    ``<task>_delta_acc_pp`` of every scored task (pooled over models, pp).
+    Index ``bg_id``; columns ``category, description, licence, source_package, source_file,
+    attribution`` ("" when missing), ``sources`` (:func:`summarise_sources`), the descriptors (NaN
+    before stage 4), ``rank`` (1 = most harmful), ``mean_degradation_pp`` (ASR and KWS scored),
+    ``<task>_delta_wer_pp`` / ``<task>_delta_acc_pp`` of every scored task (pooled over models, pp).
     """
-    if (bat := formats.read_battery_csv(ws.battery_csv, index=True)) is None:  # no battery: the manifests' backgrounds
-        mans = [m for fam in FAMILIES if (m := manifest(ws, fam)) is not None]
+    if (
+        bat := formats.read_battery_csv(ws.battery_csv, index=True)
+    ) is None:  # no battery: the manifests' backgrounds
+        mans = [m for fam in TASK_FAMILIES if (m := manifest(ws, fam)) is not None]
         ids = set().union(*(m.loc[m["bg_id"] != "clean", "bg_id"] for m in mans))
         bat = pd.DataFrame(index=pd.Index(sorted(ids), name="bg_id"))
     table = pd.DataFrame(index=pd.Index(bat.index.astype(str), name="bg_id"))
@@ -294,26 +388,45 @@ def background_table(ws) -> pd.DataFrame:
     table["sources"] = table["source_file"].map(summarise_sources)
     desc = formats.read_descriptor_table(ws.descriptor_csv, index=True)
     for c in formats.DESCRIPTORS:
-        table[c] = desc[c].reindex(table.index).astype(float) if desc is not None and c in desc else np.nan
+        table[c] = (
+            desc[c].reindex(table.index).astype(float) if desc is not None and c in desc else np.nan
+        )
     rank = _ranking(ws)
     table = table.join(rank)
     for task in available_tasks(ws):
         if task not in BASE_TASKS.values() and (sc := _scores(ws, task)) is not None:
             deg = _pooled_pp(sc, task, only_task=True)
             table[deg.name] = deg.reindex(table.index)
-    order = list(rank.index.intersection(table.index)) + [b for b in table.index if b not in rank.index]
+    order = list(rank.index.intersection(table.index)) + [
+        b for b in table.index if b not in rank.index
+    ]
     return table.loc[order]
 
 
 # ------------------------------------------------------------------------------------------- audio
-AUDIO_SUBTYPE = "FLOAT"  # the players' WAV: 32-bit IEEE float, the float32 samples the model was given
+AUDIO_SUBTYPE = (
+    "FLOAT"  # the players' WAV: 32-bit IEEE float, the float32 samples the model was given
+)
 
-# Titles of the three players (clean, middle, mixture) per condition family; stimulus_labels adds details.
+# Titles of the three players (clean, middle, mixture) per condition family; stimulus_labels adds
+# details.
 PLAYER_LABELS = {
-    "background": ("Clean utterance", "Background segment (as mixed)", "Mixture (what the model heard)"),
-    "competing_speech": ("Clean target", "Distractor (as mixed)", "Mixture: target + distractor (what the model heard)"),
-    "channel": ("Clean utterance", "The transform's change (transformed − clean)",
-                "Transformed speech (what the model heard)")}
+    "background": (
+        "Clean utterance",
+        "Background segment (as mixed)",
+        "Mixture (what the model heard)",
+    ),
+    "competing_speech": (
+        "Clean target",
+        "Distractor (as mixed)",
+        "Mixture: target + distractor (what the model heard)",
+    ),
+    "channel": (
+        "Clean utterance",
+        "The transform's change (transformed − clean)",
+        "Transformed speech (what the model heard)",
+    ),
+}
 
 
 def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
@@ -334,16 +447,20 @@ def manifest_row(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict
     sel = m[(m["item_id"] == str(item_id)) & (m["bg_id"] == str(bg_id))]
     if sel.empty:
         items, bgs = sorted(m["item_id"].unique()), sorted(m["bg_id"].unique())
-        raise AiplibParameterError(f"no {family} stimulus for item {item_id!r}, background {bg_id!r}; "
-                                   f"items: {', '.join(items[:10])}{' …' if len(items) > 10 else ''}; "
-                                   f"backgrounds: {', '.join(bgs)}")
+        raise AiplibParameterError(
+            f"no {family} stimulus for item {item_id!r}, background {bg_id!r}; "
+            f"items: {', '.join(items[:10])}{' …' if len(items) > 10 else ''}; "
+            f"backgrounds: {', '.join(bgs)}"
+        )
     if bg_id != "clean" and not (snr_db is None and len(sel) == 1):
         if snr_db is None:
             raise AiplibParameterError(f"snr_db is required for background {bg_id!r}")
         hit = sel[np.isclose(sel["snr_db"].astype(float), float(snr_db))]
         if hit.empty:
-            raise AiplibParameterError(f"no {family} stimulus for item {item_id!r}, background {bg_id!r} "
-                                       f"at {snr_db} dB; SNRs: {sorted(sel['snr_db'].astype(float).unique())}")
+            raise AiplibParameterError(
+                f"no {family} stimulus for item {item_id!r}, background {bg_id!r} "
+                f"at {snr_db} dB; SNRs: {sorted(sel['snr_db'].astype(float).unique())}"
+            )
         sel = hit
     return sel.iloc[0].to_dict()
 
@@ -364,20 +481,32 @@ def stimulus_labels(row, *, middle: bool = True) -> dict:
         An unknown ``condition_family``.
     """
     cf = check_family(row_family(row))
-    out = dict(condition_family=cf, **dict(zip(("clean", "background", "mixture"), PLAYER_LABELS[cf])), notes=[])
+    out = dict(
+        condition_family=cf,
+        **dict(zip(("clean", "background", "mixture"), PLAYER_LABELS[cf])),
+        notes=[],
+    )
     if is_clean_row(row) or cf == "background":
         return out
     name = _text(row.get("background_id"))
     if cf == "competing_speech":
         langs, setting = _text(row.get("distractor_languages")), _text(row.get("setting"))
         same = formats.parse_bool(row.get("same_voice_as_target")) is True
-        out["background"] = (f"Distractor: {langs or name} ({setting or 'distractor'}"
-                             f"{'; same voice as the target' if same else ''}), as mixed")
-        out["notes"] = [("setting", setting), ("languages", langs),
-                        ("same voice as the target", "yes: a same-voice, other-language control" if same else "no"),
-                        ("distractor transcript", _text(row.get("distractor_text"))),
-                        ("distractor utterances", _text(row.get("distractor_ids")).replace("|", ", ")),
-                        ("looped", _text(row.get("looped")))]
+        out["background"] = (
+            f"Distractor: {langs or name} ({setting or 'distractor'}"
+            f"{'; same voice as the target' if same else ''}), as mixed"
+        )
+        out["notes"] = [
+            ("setting", setting),
+            ("languages", langs),
+            (
+                "same voice as the target",
+                "yes: a same-voice, other-language control" if same else "no",
+            ),
+            ("distractor transcript", _text(row.get("distractor_text"))),
+            ("distractor utterances", _text(row.get("distractor_ids")).replace("|", ", ")),
+            ("looped", _text(row.get("looped"))),
+        ]
     else:
         raw = _text(row.get("condition_params"))
         try:
@@ -387,20 +516,26 @@ def stimulus_labels(row, *, middle: bool = True) -> dict:
         name = _text(row.get("channel_condition")) or name
         out["mixture"] = f"Transformed speech: {name} (what the model heard)"
         if not middle:
-            out["background"] = f"No difference signal: {name} changes the length (parameters below)"
-        out["notes"] = [("condition", name), ("applied to", _text(row.get("applied_to")) or "speech"),
-                        ("parameters", ", ".join(f"{k} = {v}" for k, v in sorted(params.items())) or "none")]
+            out["background"] = (
+                f"No difference signal: {name} changes the length (parameters below)"
+            )
+        out["notes"] = [
+            ("condition", name),
+            ("applied to", _text(row.get("applied_to")) or "speech"),
+            ("parameters", ", ".join(f"{k} = {v}" for k, v in sorted(params.items())) or "none"),
+        ]
     return out
 
 
 def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
     """The three signals of one stimulus (arguments as :func:`manifest_row`), mixed on the fly.
 
-    Returns ``row``, ``stimulus_id``, ``sr`` (16000 Hz), ``condition_family``, ``mixture`` (float32, shape
-    (n,), exactly ``materialize(row, ws)[0]``), ``clean`` (float32, shape (m,); ``m = n`` except after a
-    channel cut), ``background`` (float32, shape (n,), the middle signal as mixed: background segment,
-    scaled distractor or ``mixture − speech`` of a channel transform; None for clean and when the length
-    changed), ``info`` (:class:`~aiplib.stimuli.mixing.MixInfo`), ``detail``, ``labels`` (:func:`stimulus_labels`).
+    Returns ``row``, ``stimulus_id``, ``sr`` (16000 Hz), ``condition_family``, ``mixture`` (float32,
+    shape (n,), exactly ``materialize(row, ws)[0]``), ``clean`` (float32, shape (m,); ``m = n``
+    except after a channel cut), ``background`` (float32, shape (n,), the middle signal as mixed:
+    background segment, scaled distractor or ``mixture − speech`` of a channel transform; None for
+    clean and when the length changed), ``info`` (:class:`~aiplib.stimuli.mixing.MixInfo`),
+    ``detail``, ``labels`` (:func:`stimulus_labels`).
 
     Raises
     ------
@@ -411,17 +546,29 @@ def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> di
     """
     row = manifest_row(ws, family, item_id, bg_id, snr_db)
     parts = mix_components(row, ws)
-    clean = parts["mixture"] if bg_id == "clean" else materialize(manifest_row(ws, family, item_id, "clean"), ws)[0]
+    clean = (
+        parts["mixture"]
+        if bg_id == "clean"
+        else materialize(manifest_row(ws, family, item_id, "clean"), ws)[0]
+    )
     middle = bg_id != "clean" and parts["background"].shape == parts["mixture"].shape == clean.shape
-    return dict(row=row, stimulus_id=str(row["stimulus_id"]), sr=SR, condition_family=ws.condition_family,
-                mixture=parts["mixture"], clean=clean, background=parts["background"] if middle else None,
-                info=parts["info"], detail=parts.get("detail"),
-                labels=stimulus_labels(row, middle=middle or bg_id == "clean"))
+    return dict(
+        row=row,
+        stimulus_id=str(row["stimulus_id"]),
+        sr=SR,
+        condition_family=ws.condition_family,
+        mixture=parts["mixture"],
+        clean=clean,
+        background=parts["background"] if middle else None,
+        info=parts["info"],
+        detail=parts.get("detail"),
+        labels=stimulus_labels(row, middle=middle or bg_id == "clean"),
+    )
 
 
 def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:
-    """Mono WAV bytes of ``y`` [shape=(n,)] at ``sr`` Hz (``scipy.io.wavfile.write``: no time stamp, so
-    the same samples give the same bytes).
+    """Mono WAV bytes of ``y`` [shape=(n,)] at ``sr`` Hz (``scipy.io.wavfile.write``: no time stamp,
+    so the same samples give the same bytes).
 
     ``subtype`` ``"FLOAT"``: 32-bit IEEE float, the float32 samples exactly, ``58 + 4·n`` bytes;
     ``"PCM_16"``: ``clip(round(y × 32767), −32768, 32767)``, ``44 + 2·n`` bytes.
@@ -429,7 +576,8 @@ def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:
     Raises
     ------
     AiplibParameterError
-        If ``y`` fails :func:`aiplib.io.audio.valid_audio`, ``sr`` is not positive, or ``subtype`` is unknown.
+        If ``y`` fails :func:`aiplib.io.audio.valid_audio`, ``sr`` is not positive, or ``subtype``
+        is unknown.
     """
     y = valid_audio(np.asarray(y), name="wav_bytes input")
     if (sr := int(sr)) <= 0:
@@ -446,9 +594,13 @@ def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:
 
 
 def under_papermill() -> bool:
-    """True when this kernel was started by papermill: ``JPY_PARENT_PID`` (set by jupyter_client) names a
-    process whose command line holds ``papermill`` (notebook 10 then prints static tables, not the widget)."""
+    """True when this kernel was started by papermill: ``JPY_PARENT_PID`` (set by jupyter_client)
+    names a process whose command line holds ``papermill`` (notebook 10 then prints static tables,
+    not the widget)."""
     try:
-        return b"papermill" in Path(f"/proc/{int(os.environ.get('JPY_PARENT_PID', ''))}/cmdline").read_bytes()
+        return (
+            b"papermill"
+            in Path(f"/proc/{int(os.environ.get('JPY_PARENT_PID', ''))}/cmdline").read_bytes()
+        )
     except (ValueError, OSError):
         return False

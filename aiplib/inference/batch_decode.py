@@ -3,6 +3,7 @@
 A stimulus that cannot be materialised, and a generation that raises, become error rows
 (``raw = "__ERROR__"`` with the reason); a failing batch is retried item by item.
 """
+
 from __future__ import annotations
 
 import time
@@ -32,9 +33,21 @@ def output_row(work: dict) -> dict:
     failure: id, raw="__ERROR__", error, model, task, then ours."""
     extras = {k: work[k] for k in EXTRA_FIELDS}
     if work["error"] is not None:
-        return {"id": work["manifest"]["id"], "raw": ERROR_RESPONSE, "error": work["error"],
-                "model": work["model"], "task": work["task"], **extras}
-    return {**work["manifest"], "raw": work["raw"], "model": work["model"], "task": work["task"], **extras}
+        return {
+            "id": work["manifest"]["id"],
+            "raw": ERROR_RESPONSE,
+            "error": work["error"],
+            "model": work["model"],
+            "task": work["task"],
+            **extras,
+        }
+    return {
+        **work["manifest"],
+        "raw": work["raw"],
+        "model": work["model"],
+        "task": work["task"],
+        **extras,
+    }
 
 
 def generate_into(rec, rows: list[dict], audios: list[np.ndarray], prompt: str) -> None:
@@ -51,8 +64,12 @@ def generate_into(rec, rows: list[dict], audios: list[np.ndarray], prompt: str) 
         return
     except Exception as exc:  # noqa: BLE001
         if len(audios) == 1:
-            rows[0].update(raw=ERROR_RESPONSE, error="generate: " + _short(exc), batch_size=1,
-                           decode_s=round(time.perf_counter() - t, 4))
+            rows[0].update(
+                raw=ERROR_RESPONSE,
+                error="generate: " + _short(exc),
+                batch_size=1,
+                decode_s=round(time.perf_counter() - t, 4),
+            )
             return
     for r, y in zip(rows, audios):
         generate_into(rec, [r], [y], prompt)

@@ -6,6 +6,7 @@ each with every prompt of its task family, as stage 7 does. The demo fingerprint
 (``benchmarks/demo_fingerprint.json``) holds the transcripts of the demo's slice, and a test decodes
 the slice again on whatever machine runs it (``tests/test_numerics.py``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,8 +31,9 @@ SLICE_SEED = 33
 SLICE_COLUMNS = ["id", "task", "speech_id", "background_id", "snr_db", "response"]
 
 
-def select_slice(manifests: dict[str, pd.DataFrame], n_stimuli: int = SLICE_SIZE,
-                 seed: int = SLICE_SEED) -> pd.DataFrame:
+def select_slice(
+    manifests: dict[str, pd.DataFrame], n_stimuli: int = SLICE_SIZE, seed: int = SLICE_SEED
+) -> pd.DataFrame:
     """About ``n_stimuli`` manifest rows spread over backgrounds, SNRs and items.
 
     Rule, per task family (``n_stimuli // families`` rows each): shuffle the rows with
@@ -75,9 +77,17 @@ def select_slice(manifests: dict[str, pd.DataFrame], n_stimuli: int = SLICE_SIZE
     return table.sort_values(["task_family", "id"], kind="stable").reset_index(drop=True)
 
 
-def decode_slice(ws, rows: pd.DataFrame, *, model: str = DEFAULT_MODEL, tasks="all",
-                 decoding: str = DEFAULT_DECODING, batch_size: int | None = None,
-                 cpu_threads: int | None = None, workers: int | None = None) -> pd.DataFrame:
+def decode_slice(
+    ws,
+    rows: pd.DataFrame,
+    *,
+    model: str = DEFAULT_MODEL,
+    tasks="all",
+    decoding: str = DEFAULT_DECODING,
+    batch_size: int | None = None,
+    cpu_threads: int | None = None,
+    workers: int | None = None,
+) -> pd.DataFrame:
     """Materialise ``rows`` (:func:`select_slice`) in workspace ``ws`` and decode each with every
     task of its family, as stage 7 does (``load_model(model, path=decoding)``, the workspace's
     prompt set, audio cut to the model's ``max_audio_s``).
@@ -118,11 +128,18 @@ def _decode(ws, rows: pd.DataFrame, recogniser, tasks) -> pd.DataFrame:
                 continue
             prompt = prompt_set.prompt(task)[1]
             for start in range(0, len(records), batch_size):
-                batch = audios[start:start + batch_size]
+                batch = audios[start : start + batch_size]
                 texts = recogniser.generate(batch, [prompt] * len(batch))
-                for record, text in zip(records[start:start + batch_size], texts):
-                    out.append({"id": record["id"], "task": task, "speech_id": record["speech_id"],
-                                "background_id": record["background_id"],
-                                "snr_db": record["snr_db"], "response": str(text)})
+                for record, text in zip(records[start : start + batch_size], texts):
+                    out.append(
+                        {
+                            "id": record["id"],
+                            "task": task,
+                            "speech_id": record["speech_id"],
+                            "background_id": record["background_id"],
+                            "snr_db": record["snr_db"],
+                            "response": str(text),
+                        }
+                    )
     table = pd.DataFrame(out, columns=SLICE_COLUMNS)
     return table.sort_values(["task", "id"], kind="stable").reset_index(drop=True)

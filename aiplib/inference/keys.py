@@ -1,20 +1,42 @@
 """Stage 7's resume keys: a hash of what the model heard (the manifest row and its audio files),
 of the prompt, and of the registry entry's output-deciding fields."""
+
 from __future__ import annotations
 
 import pandas as pd
 
 from aiplib.core.hashing import file_sha256
 from aiplib.core.stamps import json_sha256, jsonable, text_sha256
-from aiplib.stimuli.families import FAMILIES, row_family
+from aiplib.stimuli.families import FAMILY_MODULES, row_family
 from aiplib.stimuli.mixing import is_clean_row
 
 STIM_KEY_FIELD = "stim_key"
 """Field of an inference row holding its resume key (:func:`stimulus_key`)."""
-STIM_KEY_FIELDS = ("id", "seed", "bg_offset", "snr_db", "background_id", "condition", "speech_path", "bg_path")
+STIM_KEY_FIELDS = (
+    "id",
+    "seed",
+    "bg_offset",
+    "snr_db",
+    "background_id",
+    "condition",
+    "speech_path",
+    "bg_path",
+)
 """Manifest columns that enter the resume key (with the SHA-256 of the two audio files)."""
-ENTRY_KEY_FIELDS = ("backend", "weights", "revision", "precision", "max_new_tokens", "thinker_max_new_tokens",
-                    "max_audio_s", "prompt_style", "command", "model", "engine_args", "generate_kwargs")
+ENTRY_KEY_FIELDS = (
+    "backend",
+    "weights",
+    "revision",
+    "precision",
+    "max_new_tokens",
+    "thinker_max_new_tokens",
+    "max_audio_s",
+    "prompt_style",
+    "command",
+    "model",
+    "engine_args",
+    "generate_kwargs",
+)
 """Registry-entry fields that decide a model's output; their hash enters the resume key
 (descriptive fields — ``notes``, ``device``, ``concurrency`` … — do not; ``batch_size`` does for
 :data:`BATCH_VARIANT_BACKENDS` only)."""
@@ -27,16 +49,19 @@ enters the key when set (keys of entries without it are unchanged)."""
 
 
 BATCH_VARIANT_BACKENDS = ("transformers", "hf_asr")
-"""Backends whose output can depend on the batch size (padded batched decoding can move an arg-max), so
-``batch_size`` enters their key; the others decode each stimulus alike in any batch."""
+"""Backends whose output can depend on the batch size (padded batched decoding can move an arg-max),
+so ``batch_size`` enters their key; the others decode each stimulus alike in any batch."""
 
 
 def entry_sha256(entry) -> str:
     """Hex SHA-256 of the output-deciding fields (:data:`ENTRY_KEY_FIELDS`, plus ``batch_size``
-    for :data:`BATCH_VARIANT_BACKENDS` and :data:`ATTENTION_FIELD` where set) of a registry entry (an :class:`aiplib.inference.models.ModelEntry`
+    for :data:`BATCH_VARIANT_BACKENDS` and :data:`ATTENTION_FIELD` where set) of a registry entry
+      (an :class:`aiplib.inference.models.ModelEntry`
     or its ``to_dict()``; stage 7 passes the entry with the batch size it decodes with)."""
     d = entry.to_dict() if hasattr(entry, "to_dict") else dict(entry)
-    fields = ENTRY_KEY_FIELDS + (("batch_size",) if d.get("backend") in BATCH_VARIANT_BACKENDS else ())
+    fields = ENTRY_KEY_FIELDS + (
+        ("batch_size",) if d.get("backend") in BATCH_VARIANT_BACKENDS else ()
+    )
     if d.get(ATTENTION_FIELD) is not None:
         fields = fields + (ATTENTION_FIELD,)
     return json_sha256({k: jsonable(d.get(k)) for k in fields})
@@ -69,14 +94,14 @@ def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
     ``hashes`` (path → SHA-256), when given, is used and filled as a cache for one run.
 
     A noisy row of a family whose ``key_fields`` hook gives fields (:data:`aiplib.stimuli.families.
-    FAMILIES`; not ``background``) keeps ``seed`` and adds ``condition_family``, the family's
+    FAMILY_MODULES`; not ``background``) keeps ``seed`` and adds ``condition_family``, the family's
     manifest ``COLUMNS`` as text and the hook's fields (competing speech: the distractor table's
     and recordings' SHA-256; channel: the external tool's version). Background rows and every
     clean row keep the key above.
     """
     rec = {k: _val(row.get(k)) for k in STIM_KEY_FIELDS}
     cf = row_family(row)
-    fam = FAMILIES.get(cf)  # an unknown family fails at materialisation
+    fam = FAMILY_MODULES.get(cf)  # an unknown family fails at materialisation
     own = {"condition_family": cf, **{c: _text(row.get(c)) for c in (fam.COLUMNS if fam else ())}}
     extra = None if is_clean_row(row) else fam.key_fields(row, rec | own, ws, hashes) if fam else {}
     if extra is not None:
@@ -93,7 +118,9 @@ def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
     return json_sha256(rec)
 
 
-def stimulus_key(base: str, *, prompt_sha256: str, entry_sha256: str, decoding_sha256: str | None = None) -> str:
+def stimulus_key(
+    base: str, *, prompt_sha256: str, entry_sha256: str, decoding_sha256: str | None = None
+) -> str:
     """Resume key of one (stimulus, prompt, model, decoding): the first 16 hex digits of
     SHA-256(``base`` : ``prompt_sha256`` : ``entry_sha256``), with ``: decoding_sha256``
     appended when given (64 bits).

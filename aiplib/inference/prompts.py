@@ -1,10 +1,11 @@
 """Tasks, their prompts and the prompt sets they come from (``aiplib/core/tasks.yaml``).
 
 A task is a (family, prompt variant) pair. A prompt set gives every task one text: ``aip-closed-v1``
-(aliases ``demo``, ``custom``; the default) the built-in closed-list texts of :data:`PROMPTS`; ``paper``
-(alias ``authors-05``) the ``PROMPTS`` dict of the authors' ``scripts/05_inference.py``
+(aliases ``demo``, ``custom``; the default) the built-in closed-list texts of :data:`PROMPTS`;
+``paper`` (alias ``authors-05``) the ``PROMPTS`` dict of the authors' ``scripts/05_inference.py``
 (github.com/IvLabs/AIP-Speech), downloaded once and read with :mod:`ast`, never executed.
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,7 +21,14 @@ from typing import Mapping
 from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.core.hashing import file_sha256
 from aiplib.core.stamps import text_sha256
-from aiplib.core.tasks import KEYWORDS, KWS_CLOSED_LIST, KWS_OPEN_ANSWER, normalize_keywords, required_tasks, task_file
+from aiplib.core.tasks import (
+    KEYWORDS,
+    KWS_CLOSED_LIST,
+    KWS_OPEN_ANSWER,
+    normalize_keywords,
+    required_tasks,
+    task_file,
+)
 from aiplib.core.workspace import workspace
 from aiplib.io.formats import read_item_bank_keywords
 from aiplib.sources.download import download_file
@@ -31,7 +39,8 @@ class PromptFileError(AiplibError, ValueError):
 
 
 def _scope_nodes(body):
-    """Statements that run at import time (module body and its if/try/with/for blocks, not def/class bodies)."""
+    """Statements that run at import time (module body and its if/try/with/for blocks, not def/class
+    bodies)."""
     for node in body:
         yield node
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -54,8 +63,13 @@ def _is_var(node, variable) -> bool:
 
 def _mutation(node, variable) -> str | None:
     """Why ``node`` (a module-level statement) changes the dict after its literal, or None."""
-    targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
-               else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+    targets = (
+        node.targets
+        if isinstance(node, (ast.Assign, ast.Delete))
+        else [node.target]
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+        else []
+    )
     for t in targets:
         if isinstance(t, (ast.Subscript, ast.Attribute)) and _is_var(t.value, variable):
             return f"`{ast.unparse(t)}` is assigned or deleted"
@@ -76,24 +90,28 @@ def _describe(node) -> str:
 
 
 def _string(node, where: str) -> str:
-    """The value of a string literal, adjacent literals or ``+`` between such; anything else raises."""
+    """The value of a string literal, adjacent literals or ``+`` between such; anything else
+    raises."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return _string(node.left, where) + _string(node.right, where)
-    raise PromptFileError(f"{where}:{node.lineno}: {_describe(node)} is not a string literal; only string literals "
-                          "(adjacent, parenthesised or joined with +) are read — the file is never executed")
+    raise PromptFileError(
+        f"{where}:{node.lineno}: {_describe(node)} is not a string literal; only string literals "
+        "(adjacent, parenthesised or joined with +) are read — the file is never executed"
+    )
 
 
 def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
-    """Read the literal dict ``variable = {...}`` of a Python file without executing it; every key, in file order.
+    """Read the literal dict ``variable = {...}`` of a Python file without executing it; every key,
+    in file order.
 
     Raises
     ------
     PromptFileError
-        The file cannot be read or parsed; ``variable`` is assigned never or more than once at module level,
-        or not to a dict display of string-literal keys and values; a key repeats; or the dict is changed
-        at module level after its literal.
+        The file cannot be read or parsed; ``variable`` is assigned never or more than once at
+        module level, or not to a dict display of string-literal keys and values; a key repeats; or
+        the dict is changed at module level after its literal.
     """
     p = Path(path)
     try:
@@ -104,42 +122,64 @@ def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
         tree = ast.parse(source, filename=str(p))
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
-        raise PromptFileError(f"{p}{f':{line}' if line else ''}: not a Python file that can be parsed "
-                              f"({getattr(exc, 'msg', exc)})") from None
+        raise PromptFileError(
+            f"{p}{f':{line}' if line else ''}: not a Python file that can be parsed "
+            f"({getattr(exc, 'msg', exc)})"
+        ) from None
     assigns, mutations = [], []
     for node in _scope_nodes(tree.body):
-        if (isinstance(node, ast.Assign) and any(variable in _names(t) for t in node.targets)
-                or isinstance(node, ast.AnnAssign) and _is_var(node.target, variable) and node.value is not None):
+        if (
+            isinstance(node, ast.Assign)
+            and any(variable in _names(t) for t in node.targets)
+            or isinstance(node, ast.AnnAssign)
+            and _is_var(node.target, variable)
+            and node.value is not None
+        ):
             assigns.append(node)
         elif (why := _mutation(node, variable)) is not None:
             mutations.append((node.lineno, why))
     if not assigns:
-        raise PromptFileError(f"{p}: no module-level assignment `{variable} = {{...}}` found "
-                              f"(is this the authors' inference script?)")
+        raise PromptFileError(
+            f"{p}: no module-level assignment `{variable} = {{...}}` found "
+            f"(is this the authors' inference script?)"
+        )
     if len(assigns) > 1:
         lines = ", ".join(str(a.lineno) for a in assigns)
-        raise PromptFileError(f"{p}:{assigns[1].lineno}: `{variable}` is assigned {len(assigns)} times at "
-                              f"module level (lines {lines}); cannot tell which dict the script used")
+        raise PromptFileError(
+            f"{p}:{assigns[1].lineno}: `{variable}` is assigned {len(assigns)} times at "
+            f"module level (lines {lines}); cannot tell which dict the script used"
+        )
     node = assigns[0]
-    if isinstance(node, ast.Assign) and not all(_is_var(t, variable) or variable not in _names(t)
-                                                 for t in node.targets):
-        raise PromptFileError(f"{p}:{node.lineno}: `{variable}` is unpacked from a tuple; expected "
-                              f"`{variable} = {{...}}`")
+    if isinstance(node, ast.Assign) and not all(
+        _is_var(t, variable) or variable not in _names(t) for t in node.targets
+    ):
+        raise PromptFileError(
+            f"{p}:{node.lineno}: `{variable}` is unpacked from a tuple; expected "
+            f"`{variable} = {{...}}`"
+        )
     if mutations:
         line, why = mutations[0]
-        raise PromptFileError(f"{p}:{line}: {why} at module level, so the dict the script used differs "
-                              f"from its literal; not read")
+        raise PromptFileError(
+            f"{p}:{line}: {why} at module level, so the dict the script used differs "
+            f"from its literal; not read"
+        )
     value = node.value
     if not isinstance(value, ast.Dict):
-        raise PromptFileError(f"{p}:{value.lineno}: `{variable}` is {_describe(value)}, not a literal "
-                              f"dict `{{'task': 'text', ...}}`")
+        raise PromptFileError(
+            f"{p}:{value.lineno}: `{variable}` is {_describe(value)}, not a literal "
+            f"dict `{{'task': 'text', ...}}`"
+        )
     out: dict[str, str] = {}
     for k, v in zip(value.keys, value.values):
         if k is None:
-            raise PromptFileError(f"{p}:{v.lineno}: `**{_describe(v).strip('`')}` unpacking in "
-                                  f"`{variable}` is not read; only literal keys")
+            raise PromptFileError(
+                f"{p}:{v.lineno}: `**{_describe(v).strip('`')}` unpacking in "
+                f"`{variable}` is not read; only literal keys"
+            )
         if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
-            raise PromptFileError(f"{p}:{k.lineno}: key {_describe(k)} of `{variable}` is not a string literal")
+            raise PromptFileError(
+                f"{p}:{k.lineno}: key {_describe(k)} of `{variable}` is not a string literal"
+            )
         if k.value in out:
             raise PromptFileError(f"{p}:{k.lineno}: key {k.value!r} appears twice in `{variable}`")
         out[k.value] = _string(v, str(p))
@@ -149,14 +189,17 @@ def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
 _STEER = "Listen only to the main foreground speaker and ignore all background sounds, noise, music and other voices."
 
 # task name (the <task> of the result files) → (family, prompt variant), from tasks.yaml
-TASKS: dict[str, tuple[str, str]] = {t: (d["family"], d["variant"]) for t, d in task_file()["tasks"].items()}
+TASKS: dict[str, tuple[str, str]] = {
+    t: (d["family"], d["variant"]) for t, d in task_file()["tasks"].items()
+}
 
 
 def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
-    """(family, variant) → ``{"prompt_id", "text"}`` of ``aip-closed-v1`` for a keyword set (None: the default).
+    """(family, variant) → ``{"prompt_id", "text"}`` of ``aip-closed-v1`` for a keyword set (None:
+    the default).
 
-    With other keywords than the default the KWS prompt ids end in ``_kw<first 8 hex of the SHA-256 of
-    "w1,w2,...">``, so results never mix two keyword sets.
+    With other keywords than the default the KWS prompt ids end in ``_kw<first 8 hex of the SHA-256
+    of "w1,w2,...">``, so results never mix two keyword sets.
 
     Raises
     ------
@@ -165,15 +208,29 @@ def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
     """
     kw = normalize_keywords(keywords)
     choice = f"It is one of: {', '.join(kw)}, or another word. Answer with the single word only."
-    suffix = "" if kw == KEYWORDS else "_kw" + hashlib.sha256(",".join(kw).encode("utf-8")).hexdigest()[:8]
+    suffix = (
+        ""
+        if kw == KEYWORDS
+        else "_kw" + hashlib.sha256(",".join(kw).encode("utf-8")).hexdigest()[:8]
+    )
     p = lambda pid, text: {"prompt_id": pid, "text": text}  # noqa: E731
-    return {("asr", "baseline"): p("asr_baseline_v1", "Transcribe the speech in this audio exactly."),
-            ("asr", "p5"): p("asr_p5_v1", f"{_STEER} Transcribe the speech of the main speaker in this audio exactly."),
-            ("kws", "baseline"): p("kws_baseline_v1" + suffix, f"Which word is spoken in this audio? {choice}"),
-            ("kws", "p5"): p("kws_p5_v1" + suffix, f"{_STEER} Which word does the main speaker say? {choice}")}
+    return {
+        ("asr", "baseline"): p("asr_baseline_v1", "Transcribe the speech in this audio exactly."),
+        ("asr", "p5"): p(
+            "asr_p5_v1",
+            f"{_STEER} Transcribe the speech of the main speaker in this audio exactly.",
+        ),
+        ("kws", "baseline"): p(
+            "kws_baseline_v1" + suffix, f"Which word is spoken in this audio? {choice}"
+        ),
+        ("kws", "p5"): p(
+            "kws_p5_v1" + suffix, f"{_STEER} Which word does the main speaker say? {choice}"
+        ),
+    }
 
 
-# aip-closed-v1 with the default keywords (change prompt_id whenever text changes: results are keyed by it)
+# aip-closed-v1 with the default keywords (change prompt_id whenever text changes: results are keyed
+# by it)
 PROMPTS: dict[tuple[str, str], dict[str, str]] = builtin_prompts()
 
 
@@ -185,48 +242,77 @@ def task_names(tasks="all") -> list[str]:
     KeyError
         If a name is not in :data:`TASKS`; the message lists the valid names.
     """
-    names = (list(tasks) if not isinstance(tasks, str) else list(TASKS) if tasks.strip() == "all"
-             else [t.strip() for t in tasks.split(",") if t.strip()])
+    names = (
+        list(tasks)
+        if not isinstance(tasks, str)
+        else list(TASKS)
+        if tasks.strip() == "all"
+        else [t.strip() for t in tasks.split(",") if t.strip()]
+    )
     if bad := [t for t in names if t not in TASKS]:
-        raise KeyError(f"unknown task(s) {', '.join(map(repr, bad))}; valid tasks: {', '.join(TASKS)}")
+        raise KeyError(
+            f"unknown task(s) {', '.join(map(repr, bad))}; valid tasks: {', '.join(TASKS)}"
+        )
     return names
 
 
 def prompt_for(task: str, prompt_set=None, **load) -> tuple[str, str]:
-    """``(prompt_id, text)`` of a task in a prompt set (name, :class:`PromptSet` or None: the default).
+    """``(prompt_id, text)`` of a task in a prompt set (name, :class:`PromptSet` or None: the
+    default).
 
-    ``load`` goes to :func:`get_prompt_set`, which gives the errors besides ``KeyError`` (unknown task).
+    ``load`` goes to :func:`get_prompt_set`, which gives the errors besides ``KeyError`` (unknown
+    task).
     """
     if task not in TASKS:
         raise KeyError(f"unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
     return get_prompt_set(prompt_set, **load).prompt(task)
 
 
-NO_PROMPT_ID = "none"  # prompt_id of the rows of a model that takes no task prompt (prompt_style: none)
+NO_PROMPT_ID = (
+    "none"  # prompt_id of the rows of a model that takes no task prompt (prompt_style: none)
+)
 
 
 def not_applicable(entry, tasks) -> dict[str, str]:
-    """``{task: reason}`` of the prompt variants a model that takes no task prompt (``prompt_style: none``)
-    would only repeat its family's baseline on; stage 7 skips them. Empty for a model that takes prompts."""
+    """``{task: reason}`` of the prompt variants a model that takes no task prompt (``prompt_style:
+    none``) would only repeat its family's baseline on; stage 7 skips them. Empty for a model that
+    takes prompts."""
     if getattr(entry, "takes_prompt", True):
         return {}
-    return {t: (f"{entry.id} takes no task prompt (prompt_style none): the {variant} prompt would repeat "
-                f"the {family} baseline's decode")
-            for t in tasks for family, variant in [TASKS[t]] if variant != "baseline"}
+    return {
+        t: (
+            f"{entry.id} takes no task prompt (prompt_style none): the {variant} prompt would repeat "
+            f"the {family} baseline's decode"
+        )
+        for t in tasks
+        for family, variant in [TASKS[t]]
+        if variant != "baseline"
+    }
 
 
-PROMPT_SET_FIELD = "prompt_set"  # field of inference rows, score rows and sidecars holding PromptSet.name
+PROMPT_SET_FIELD = (
+    "prompt_set"  # field of inference rows, score rows and sidecars holding PromptSet.name
+)
 # source field of get_prompt_set → the environment variable that supplies it when not given
-ENV_VARS = {"prompts_file": "PROMPTS_FILE", "commit": "PROMPTS_COMMIT", "base_url": "PROMPTS_BASE_URL",
-            "path": "PROMPTS_PATH", "sha256": "PROMPTS_SHA256"}
+ENV_VARS = {
+    "prompts_file": "PROMPTS_FILE",
+    "commit": "PROMPTS_COMMIT",
+    "base_url": "PROMPTS_BASE_URL",
+    "path": "PROMPTS_PATH",
+    "sha256": "PROMPTS_SHA256",
+}
 
 _COMMIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
 def prompt_set_names(*, aliases: bool = False) -> list[str]:
-    """Names of the prompt sets of the task file (``aliases``: with ``demo``, ``custom``, ``authors-05``)."""
-    return [n for name, d in task_file()["prompt_sets"].items()
-            for n in [name, *((d.get("aliases") or []) if aliases else [])]]
+    """Names of the prompt sets of the task file (``aliases``: with ``demo``, ``custom``,
+    ``authors-05``)."""
+    return [
+        n
+        for name, d in task_file()["prompt_sets"].items()
+        for n in [name, *((d.get("aliases") or []) if aliases else [])]
+    ]
 
 
 def canonical_prompt_set_name(name: str | None) -> str:
@@ -242,17 +328,20 @@ def canonical_prompt_set_name(name: str | None) -> str:
     for canon, d in task_file()["prompt_sets"].items():
         if name == canon or name in (d.get("aliases") or []):
             return canon
-    raise AiplibParameterError(f"unknown prompt set {name!r}; valid: {', '.join(prompt_set_names(aliases=True))}")
+    raise AiplibParameterError(
+        f"unknown prompt set {name!r}; valid: {', '.join(prompt_set_names(aliases=True))}"
+    )
 
 
 @dataclass(frozen=True, eq=False)
 class PromptSet:
     """One named prompt set.
 
-    ``texts`` / ``prompt_ids``: task → prompt text / id (a file's ids are ``<name>_<task>_<first 10 hex of
-    the text's SHA-256>``; stage 7 resumes on them); ``kws_answer``: ``closed-list`` or ``open-answer``;
-    ``source``: ``{"kind": "builtin" | "url" | "file", …}``; ``sha256``, ``variable``: the prompts file's
-    SHA-256 and dict name (None for a built-in set); ``other_keys``: keys of that dict no task uses.
+    ``texts`` / ``prompt_ids``: task → prompt text / id (a file's ids are ``<name>_<task>_<first 10
+    hex of the text's SHA-256>``; stage 7 resumes on them); ``kws_answer``: ``closed-list`` or
+    ``open-answer``; ``source``: ``{"kind": "builtin" | "url" | "file", …}``; ``sha256``,
+    ``variable``: the prompts file's SHA-256 and dict name (None for a built-in set);
+    ``other_keys``: keys of that dict no task uses.
     """
 
     name: str
@@ -282,33 +371,66 @@ class PromptSet:
         return hashlib.sha256(blob).hexdigest()
 
     def __repr__(self) -> str:
-        return (f"PromptSet(name={self.name!r}, kws_answer={self.kws_answer!r}, "
-                f"source={dict(self.source)!r}, sha256={self.sha256!r})")
+        return (
+            f"PromptSet(name={self.name!r}, kws_answer={self.kws_answer!r}, "
+            f"source={dict(self.source)!r}, sha256={self.sha256!r})"
+        )
 
 
 def _builtin_set(name: str, spec: dict, keywords=None) -> PromptSet:
     kw = normalize_keywords(keywords)
     prompts = {t: builtin_prompts(kw)[TASKS[t]] for t in required_tasks()}
     texts, ids = ({t: p[k] for t, p in prompts.items()} for k in ("text", "prompt_id"))
-    return PromptSet(name=name, texts=MappingProxyType(texts), prompt_ids=MappingProxyType(ids),
-                     kws_answer=spec["kws_answer"],
-                     source=MappingProxyType({"kind": "builtin", "module": "aiplib.inference.prompts",
-                                              **({} if kw == KEYWORDS else {"keywords": list(kw)})}))
+    return PromptSet(
+        name=name,
+        texts=MappingProxyType(texts),
+        prompt_ids=MappingProxyType(ids),
+        kws_answer=spec["kws_answer"],
+        source=MappingProxyType(
+            {
+                "kind": "builtin",
+                "module": "aiplib.inference.prompts",
+                **({} if kw == KEYWORDS else {"keywords": list(kw)}),
+            }
+        ),
+    )
 
 
 def prompt_set_record(ps: PromptSet) -> dict:
     """The provenance record of a prompt set (JSON-serialisable; for sidecars and run logs)."""
-    return {PROMPT_SET_FIELD: ps.name, "kws_answer": ps.kws_answer, "source": dict(ps.source), "sha256": ps.sha256,
-            "variable": ps.variable, "texts_sha256": ps.texts_sha256,
-            "tasks": {t: {"prompt_id": ps.prompt_ids[t], "text": ps.texts[t], "text_sha256": text_sha256(ps.texts[t])}
-                      for t in ps.texts}, "other_keys": list(ps.other_keys)}
+    return {
+        PROMPT_SET_FIELD: ps.name,
+        "kws_answer": ps.kws_answer,
+        "source": dict(ps.source),
+        "sha256": ps.sha256,
+        "variable": ps.variable,
+        "texts_sha256": ps.texts_sha256,
+        "tasks": {
+            t: {
+                "prompt_id": ps.prompt_ids[t],
+                "text": ps.texts[t],
+                "text_sha256": text_sha256(ps.texts[t]),
+            }
+            for t in ps.texts
+        },
+        "other_keys": list(ps.other_keys),
+    }
 
 
-def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPEN_ANSWER, variable: str = "PROMPTS",
-                         source: Mapping | None = None, sha256: str | None = None) -> PromptSet:
-    """A prompt set from the literal dict ``variable`` of a Python file (:func:`parse_prompts_file`).
+def prompt_set_from_file(
+    path,
+    *,
+    name: str = "paper",
+    kws_answer: str = KWS_OPEN_ANSWER,
+    variable: str = "PROMPTS",
+    source: Mapping | None = None,
+    sha256: str | None = None,
+) -> PromptSet:
+    """A prompt set from the literal dict ``variable`` of a Python file
+    (:func:`parse_prompts_file`).
 
-    ``source`` defaults to ``{"kind": "file", "path": <absolute path>}``; ``sha256`` is the expected SHA-256.
+    ``source`` defaults to ``{"kind": "file", "path": <absolute path>}``; ``sha256`` is the expected
+    SHA-256.
 
     Raises
     ------
@@ -316,25 +438,40 @@ def prompt_set_from_file(path, *, name: str = "paper", kws_answer: str = KWS_OPE
         As :func:`parse_prompts_file`; also for a missing or empty task text or another SHA-256.
     """
     if kws_answer not in (KWS_CLOSED_LIST, KWS_OPEN_ANSWER):
-        raise AiplibParameterError(f"kws_answer must be {KWS_CLOSED_LIST!r} or {KWS_OPEN_ANSWER!r}, got {kws_answer!r}")
+        raise AiplibParameterError(
+            f"kws_answer must be {KWS_CLOSED_LIST!r} or {KWS_OPEN_ANSWER!r}, got {kws_answer!r}"
+        )
     p = Path(path)
     found = parse_prompts_file(p, variable=variable)
     digest = file_sha256(p)
     if sha256 and digest != sha256.lower():
-        raise PromptFileError(f"{p}: SHA-256 {digest} differs from the expected {sha256.lower()}; the prompts file "
-                              "changed (delete the cached copy to fetch it again, or update the pin)")
+        raise PromptFileError(
+            f"{p}: SHA-256 {digest} differs from the expected {sha256.lower()}; the prompts file "
+            "changed (delete the cached copy to fetch it again, or update the pin)"
+        )
     need = required_tasks()
     if missing := [t for t in need if t not in found]:
-        raise PromptFileError(f"{p}: the `{variable}` dict has no key {', '.join(map(repr, missing))} (prompt set "
-                              f"{name!r} needs {', '.join(need)}); keys found: {', '.join(found) or 'none'}")
+        raise PromptFileError(
+            f"{p}: the `{variable}` dict has no key {', '.join(map(repr, missing))} (prompt set "
+            f"{name!r} needs {', '.join(need)}); keys found: {', '.join(found) or 'none'}"
+        )
     texts = {t: found[t] for t in need}
     if empty := [t for t, s in texts.items() if not s.strip()]:
-        raise PromptFileError(f"{p}: `{variable}` has an empty text for {', '.join(map(repr, empty))}")
+        raise PromptFileError(
+            f"{p}: `{variable}` has an empty text for {', '.join(map(repr, empty))}"
+        )
     ids = {t: f"{name}_{t}_{text_sha256(s)[:10]}" for t, s in texts.items()}
     src = dict(source) if source is not None else {"kind": "file", "path": str(p.resolve())}
-    return PromptSet(name=name, texts=MappingProxyType(texts), prompt_ids=MappingProxyType(ids),
-                     kws_answer=kws_answer, source=MappingProxyType(src), sha256=digest,
-                     variable=variable, other_keys=tuple(k for k in found if k not in texts))
+    return PromptSet(
+        name=name,
+        texts=MappingProxyType(texts),
+        prompt_ids=MappingProxyType(ids),
+        kws_answer=kws_answer,
+        source=MappingProxyType(src),
+        sha256=digest,
+        variable=variable,
+        other_keys=tuple(k for k in found if k not in texts),
+    )
 
 
 def prompts_url(base_url: str, commit: str, path: str) -> str:
@@ -343,47 +480,79 @@ def prompts_url(base_url: str, commit: str, path: str) -> str:
     Raises
     ------
     AiplibParameterError
-        If ``commit`` is not a plain name (letters, digits, ``._-``) or ``path`` is absolute or has ``..``.
+        If ``commit`` is not a plain name (letters, digits, ``._-``) or ``path`` is absolute or has
+        ``..``.
     """
     if not isinstance(commit, str) or not _COMMIT_RE.match(commit):
-        raise AiplibParameterError(f"prompts commit must be a commit hash or plain ref name, got {commit!r}")
+        raise AiplibParameterError(
+            f"prompts commit must be a commit hash or plain ref name, got {commit!r}"
+        )
     pp = PurePosixPath(path)
     if pp.is_absolute() or ".." in pp.parts or not pp.name:
-        raise AiplibParameterError(f"prompts path must be a relative path inside the repository, got {path!r}")
+        raise AiplibParameterError(
+            f"prompts path must be a relative path inside the repository, got {path!r}"
+        )
     return f"{base_url.rstrip('/')}/{commit}/{pp.as_posix()}"
 
 
-def fetch_prompts_file(*, base_url: str, commit: str, path: str, cache_dir, sha256: str | None = None,
-                       progress: bool = False) -> tuple[Path, dict]:
+def fetch_prompts_file(
+    *,
+    base_url: str,
+    commit: str,
+    path: str,
+    cache_dir,
+    sha256: str | None = None,
+    progress: bool = False,
+) -> tuple[Path, dict]:
     """Download a prompts file once into ``<cache_dir>/<commit>/<file name>`` (reused offline).
 
-    Returns ``(path, source)``; raises :class:`aiplib.core.errors.DownloadError` (no answer or an error
-    status; the message says to use ``PROMPTS_FILE`` offline) or ``ChecksumError`` (not ``sha256``).
+    Returns ``(path, source)``; raises :class:`aiplib.core.errors.DownloadError` (no answer or an
+    error status; the message says to use ``PROMPTS_FILE`` offline) or ``ChecksumError`` (not
+    ``sha256``).
     """
     url = prompts_url(base_url, commit, path)
     dest = Path(cache_dir) / commit / PurePosixPath(path).name
     if downloaded := not dest.is_file():
-        download_file(url, dest, sha256=sha256, progress=progress, retries=1,
-                      hint=(f"The paper prompt set needs network access once (the file is then cached "
-                            f"as {dest}). Offline, download {PurePosixPath(path).name} elsewhere and set "
-                            f"PROMPTS_FILE=<that file>, or set PROMPTS_BASE_URL to a mirror."))
-    return dest, {"kind": "url", "url": url, "base_url": base_url, "commit": commit, "path": path,
-                  "cached_file": str(dest), "downloaded": downloaded}
+        download_file(
+            url,
+            dest,
+            sha256=sha256,
+            progress=progress,
+            retries=1,
+            hint=(
+                f"The paper prompt set needs network access once (the file is then cached "
+                f"as {dest}). Offline, download {PurePosixPath(path).name} elsewhere and set "
+                f"PROMPTS_FILE=<that file>, or set PROMPTS_BASE_URL to a mirror."
+            ),
+        )
+    return dest, {
+        "kind": "url",
+        "url": url,
+        "base_url": base_url,
+        "commit": commit,
+        "path": path,
+        "cached_file": str(dest),
+        "downloaded": downloaded,
+    }
 
 
-def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = False, **source) -> PromptSet:
+def get_prompt_set(
+    prompt_set=None, *, ws=None, keywords=None, progress: bool = False, **source
+) -> PromptSet:
     """A prompt set by name, its file fetched and parsed when it has one.
 
     Parameters
     ----------
     prompt_set : str, PromptSet or None
-        A name or alias of ``tasks.yaml``, a :class:`PromptSet` (returned as is) or None (the default).
+        A name or alias of ``tasks.yaml``, a :class:`PromptSet` (returned as is) or None (the
+        default).
     ws : aiplib.core.workspace.Workspace, optional
-        Its ``raw/prompts/`` caches downloads (default the ``paper`` workspace); its KWS item bank gives
-        the built-in sets' keywords (else ``keywords``, else the default).
+        Its ``raw/prompts/`` caches downloads (default the ``paper`` workspace); its KWS item bank
+        gives the built-in sets' keywords (else ``keywords``, else the default).
     **source
-        ``prompts_file`` (a local copy), ``commit``, ``base_url``, ``path``, ``sha256``: each, when None,
-        from its :data:`ENV_VARS` variable, then the task file; ``cache_dir`` overrides ``<ws>/raw/prompts``.
+        ``prompts_file`` (a local copy), ``commit``, ``base_url``, ``path``, ``sha256``: each, when
+        None, from its :data:`ENV_VARS` variable, then the task file; ``cache_dir`` overrides
+        ``<ws>/raw/prompts``.
 
     Raises
     ------
@@ -397,7 +566,9 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
     if bad := sorted(set(source) - {*ENV_VARS, "cache_dir"}):
         raise TypeError(f"unknown prompt source field(s) {', '.join(bad)}")
 
-    def setting(key, spec_value=None):  # the argument, else its environment variable, else spec_value
+    def setting(
+        key, spec_value=None
+    ):  # the argument, else its environment variable, else spec_value
         arg = source.get(key)
         return arg if arg is not None else os.environ.get(ENV_VARS[key], "").strip() or spec_value
 
@@ -415,20 +586,38 @@ def get_prompt_set(prompt_set=None, *, ws=None, keywords=None, progress: bool = 
     if local:
         p = Path(local).expanduser()
         if not p.is_file():
-            raise PromptFileError(f"PROMPTS_FILE {p} does not exist (a local copy of the prompts file "
-                                  f"{src['path']} of {src.get('repo', src['base_url'])} is expected)")
-        return prompt_set_from_file(p, name=name, kws_answer=spec["kws_answer"], variable=variable, sha256=pin,
-                                    source={"kind": "file", "path": str(p.resolve()), "stands_for": src["path"]})
+            raise PromptFileError(
+                f"PROMPTS_FILE {p} does not exist (a local copy of the prompts file "
+                f"{src['path']} of {src.get('repo', src['base_url'])} is expected)"
+            )
+        return prompt_set_from_file(
+            p,
+            name=name,
+            kws_answer=spec["kws_answer"],
+            variable=variable,
+            sha256=pin,
+            source={"kind": "file", "path": str(p.resolve()), "stands_for": src["path"]},
+        )
     commit_, base_, path_ = (setting(k, src[k]) for k in ("commit", "base_url", "path"))
     if pin is None and (commit_, base_, path_) == (src["commit"], src["base_url"], src["path"]):
         pin = src.get("sha256")
-    cache_dir = source.get("cache_dir") or Path((ws if ws is not None else workspace("paper")).raw) / "prompts"
-    file, source = fetch_prompts_file(base_url=base_, commit=commit_, path=path_, cache_dir=cache_dir,
-                                      sha256=pin, progress=progress)
+    cache_dir = (
+        source.get("cache_dir")
+        or Path((ws if ws is not None else workspace("paper")).raw) / "prompts"
+    )
+    file, source = fetch_prompts_file(
+        base_url=base_,
+        commit=commit_,
+        path=path_,
+        cache_dir=cache_dir,
+        sha256=pin,
+        progress=progress,
+    )
     if src.get("repo") and base_ == src["base_url"]:
         source = {**source, "repo": src["repo"]}
-    return prompt_set_from_file(file, name=name, kws_answer=spec["kws_answer"], variable=variable,
-                                sha256=pin, source=source)
+    return prompt_set_from_file(
+        file, name=name, kws_answer=spec["kws_answer"], variable=variable, sha256=pin, source=source
+    )
 
 
 DEFAULT_PROMPT_SET: str = task_file()["default_prompt_set"]  # "aip-closed-v1": the texts of PROMPTS

@@ -2,6 +2,7 @@
 (task files, shard files, run log, set-aside rows). ``make remove-model MODEL=<id>`` runs
 ``python -m aiplib.inference.remove`` and then stages 8–9, so the report no longer shows the model.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,17 +15,24 @@ from aiplib.core.workspace import workspace
 
 
 def remove_model(ws, model: str) -> list[Path]:
-    """Delete ``inference/<model>/`` of every condition family of ``ws``; returns the folders deleted
-    (empty when the model has none).
+    """Delete ``inference/<model>/`` of every condition family of ``ws``; returns the folders
+    deleted (empty when the model has none).
 
     Raises
     ------
     AiplibParameterError
         ``model`` is not a plain folder name, or it is the name of a condition family's folder.
     """
-    if not model or Path(model).name != model or model in (".", "..") or model in CONDITION_FAMILIES:
+    if (
+        not model
+        or Path(model).name != model
+        or model in (".", "..")
+        or model in CONDITION_FAMILIES
+    ):
         raise AiplibParameterError(f"remove-model: {model!r} is not a model id")
-    gone = [d for d in (ws.with_family(cf).inference / model for cf in CONDITION_FAMILIES) if d.is_dir()]
+    gone = [
+        d for d in (ws.with_family(cf).inference / model for cf in CONDITION_FAMILIES) if d.is_dir()
+    ]
     for d in gone:
         shutil.rmtree(d)
     return gone
@@ -32,12 +40,19 @@ def remove_model(ws, model: str) -> list[Path]:
 
 def models_with_rows(ws) -> list[str]:
     """The models that have a task file in ``inference/`` of any condition family."""
-    return sorted({p.parent.name for cf in CONDITION_FAMILIES
-                   for p in ws.with_family(cf).inference.glob("*/*.jsonl")} - set(CONDITION_FAMILIES))
+    return sorted(
+        {
+            p.parent.name
+            for cf in CONDITION_FAMILIES
+            for p in ws.with_family(cf).inference.glob("*/*.jsonl")
+        }
+        - set(CONDITION_FAMILIES)
+    )
 
 
 def main(argv=None) -> int:
-    """``python -m aiplib.inference.remove --model ID``: exit 1 when the model has no inference folder."""
+    """``python -m aiplib.inference.remove --model ID``: exit 1 when the model has no inference
+    folder."""
     ap = argparse.ArgumentParser(prog="python -m aiplib.inference.remove", description=main.__doc__)
     ap.add_argument("--profile", default="demo")
     ap.add_argument("--data-root", default=None)
@@ -50,13 +65,19 @@ def main(argv=None) -> int:
         print(exc)
         return 1
     if not gone:
-        print(f"remove-model: no inference of {a.model!r} under {ws.inference}; models with rows: "
-              f"{', '.join(models_with_rows(ws)) or 'none'}")
+        print(
+            f"remove-model: no inference of {a.model!r} under {ws.inference}; models with rows: "
+            f"{', '.join(models_with_rows(ws)) or 'none'}"
+        )
         return 1
     print(f"removed the stage-7 results of {a.model}: {', '.join(ws.rel(d) for d in gone)}")
-    if not models_with_rows(ws) and ws.results.is_dir():  # nothing left to score: no report of a removed model
+    if (
+        not models_with_rows(ws) and ws.results.is_dir()
+    ):  # nothing left to score: no report of a removed model
         shutil.rmtree(ws.results)
-        print(f"no model has stage-7 results left: {ws.rel(ws.results)}/ removed, stages 8-9 not re-run")
+        print(
+            f"no model has stage-7 results left: {ws.rel(ws.results)}/ removed, stages 8-9 not re-run"
+        )
     return 0
 
 

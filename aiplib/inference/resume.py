@@ -1,10 +1,11 @@
 """Stage 7's resume rule: which manifest rows still need an answer, keyed on what the model heard.
 
 Before a model loads, rows whose ``stim_key`` (:func:`stimulus_keys`) no longer matches move to
-``<model>/superseded/<task>.jsonl`` and the kept rows' copies of their manifest row are brought up to
-date (:func:`resume_file`); :func:`pending_stimuli` lists what is left. Rows without a key (the authors'
-files) follow :data:`UNKEYED_CHECK_FIELDS`.
+``<model>/superseded/<task>.jsonl`` and the kept rows' copies of their manifest row are brought up
+to date (:func:`resume_file`); :func:`pending_stimuli` lists what is left. Rows without a key (the
+authors' files) follow :data:`UNKEYED_CHECK_FIELDS`.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,10 @@ from aiplib.stimuli.manifests import manifest_hash, read_manifest
 log = logging.getLogger(__name__)
 
 
-UNKEYED_CHECK_FIELDS = ("seed", "snr_db")  # manifest columns compared for a row without a resume key
+UNKEYED_CHECK_FIELDS = (
+    "seed",
+    "snr_db",
+)  # manifest columns compared for a row without a resume key
 
 
 def _same_value(a, b) -> bool:
@@ -44,7 +48,8 @@ def _same_value(a, b) -> bool:
 
 
 def _rows(path) -> list[dict]:
-    """The rows of an inference JSONL file (:func:`aiplib.io.formats.read_inference_jsonl`); none if it is absent."""
+    """The rows of an inference JSONL file (:func:`aiplib.io.formats.read_inference_jsonl`); none if
+    it is absent."""
     return read_inference_jsonl(path)[0] if Path(path).is_file() else []
 
 
@@ -58,30 +63,49 @@ def _check_fields(manifest: pd.DataFrame) -> dict:
 def _unkeyed_matches(row: dict, mrow: dict | None, prompt_id: str | None) -> bool:
     """A row without ``stim_key`` answers the current stimulus: same (or no) ``prompt_id`` and the
     same :data:`UNKEYED_CHECK_FIELDS` where the row has them."""
-    return row.get("prompt_id") in (None, prompt_id) and (mrow is None or all(
-        _same_value(row[f], mrow.get(f)) for f in UNKEYED_CHECK_FIELDS if row.get(f) is not None and f in mrow))
+    return row.get("prompt_id") in (None, prompt_id) and (
+        mrow is None
+        or all(
+            _same_value(row[f], mrow.get(f))
+            for f in UNKEYED_CHECK_FIELDS
+            if row.get(f) is not None and f in mrow
+        )
+    )
 
 
-def pending_stimuli(manifest: pd.DataFrame, path, prompt_id: str, keys: dict, rerun_unkeyed: bool) -> pd.DataFrame:
-    """Rows of ``manifest`` still to decode into ``path`` (``inference/<model>/<task>.jsonl``), in manifest order.
+def pending_stimuli(
+    manifest: pd.DataFrame, path, prompt_id: str, keys: dict, rerun_unkeyed: bool
+) -> pd.DataFrame:
+    """Rows of ``manifest`` still to decode into ``path`` (``inference/<model>/<task>.jsonl``), in
+    manifest order.
 
     A keyed row is done when its key equals ``keys[id]``; a row without ``stim_key`` when it passes
     :func:`_unkeyed_matches`, unless ``rerun_unkeyed``.
     """
     mrows = _check_fields(manifest)
-    done = {r["id"] for r in _rows(path) if not is_error_row(r) and (
-        keys.get(r["id"]) == r[STIM_KEY_FIELD] if r.get(STIM_KEY_FIELD) is not None
-        else not rerun_unkeyed and _unkeyed_matches(r, mrows.get(r["id"]), prompt_id))}
+    done = {
+        r["id"]
+        for r in _rows(path)
+        if not is_error_row(r)
+        and (
+            keys.get(r["id"]) == r[STIM_KEY_FIELD]
+            if r.get(STIM_KEY_FIELD) is not None
+            else not rerun_unkeyed and _unkeyed_matches(r, mrows.get(r["id"]), prompt_id)
+        )
+    }
     return manifest[~manifest["id"].isin(done)]
 
 
 def stimulus_keys(bases: dict, *, prompt_text: str, entry, decoding: dict | None) -> dict:
-    """``{stimulus id: resume key}`` for one prompt and one model (:func:`aiplib.inference.keys.stimulus_key` of
-    each stimulus's base in ``bases``, the prompt text, the entry and ``decoding``)."""
+    """``{stimulus id: resume key}`` for one prompt and one model
+    (:func:`aiplib.inference.keys.stimulus_key` of each stimulus's base in ``bases``, the prompt
+    text, the entry and ``decoding``)."""
     p_sha, e_sha = stamps.text_sha256(prompt_text), keys.entry_sha256(entry)
     d_sha = stamps.json_sha256(decoding) if decoding else None
-    return {i: keys.stimulus_key(b, prompt_sha256=p_sha, entry_sha256=e_sha, decoding_sha256=d_sha)
-            for i, b in bases.items()}
+    return {
+        i: keys.stimulus_key(b, prompt_sha256=p_sha, entry_sha256=e_sha, decoding_sha256=d_sha)
+        for i, b in bases.items()
+    }
 
 
 def _differs(a, b) -> bool:
@@ -90,22 +114,26 @@ def _differs(a, b) -> bool:
 
 
 def refreshed_row(row: dict, mrow: dict) -> dict | None:
-    """``row`` as a run would write it now for the same answer, or None when it already is: every column of
-    ``mrow`` (the current manifest row, :func:`aiplib.io.formats.json_values`) in manifest order, then the
-    row's other fields (``raw``, ``stim_key`` …; an old manifest column is kept)."""
+    """``row`` as a run would write it now for the same answer, or None when it already is: every
+    column of ``mrow`` (the current manifest row, :func:`aiplib.io.formats.json_values`) in manifest
+    order, then the row's other fields (``raw``, ``stim_key`` …; an old manifest column is kept)."""
     if all(k in row and not _differs(row[k], v) for k, v in mrow.items()):
         return None
     return {**mrow, **{k: v for k, v in row.items() if k not in mrow}}
 
 
-def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, rerun_unkeyed: bool, records: list) -> dict:
-    """Set aside the rows of ``path`` that no longer answer the current manifest; refresh the kept ones.
+def resume_file(
+    path, manifest: pd.DataFrame, keys: dict, prompt_id: str, rerun_unkeyed: bool, records: list
+) -> dict:
+    """Set aside the rows of ``path`` that no longer answer the current manifest; refresh the kept
+    ones.
 
-    A row moves to ``superseded/<task>.jsonl`` when its ``id`` left the manifest, its ``stim_key`` differs
-    from ``keys[id]``, or (a successful row without a key) it fails :func:`pending_stimuli`'s rule. Kept keyed
-    rows get the current manifest fields of ``records`` (:func:`refreshed_row`). Unreadable lines
-    move to ``quarantine/<task>.jsonl``. The file is rewritten atomically, only when something changes.
-    Returns the ``{"moved", "refreshed", "quarantined"}`` row counts.
+    A row moves to ``superseded/<task>.jsonl`` when its ``id`` left the manifest, its ``stim_key``
+    differs from ``keys[id]``, or (a successful row without a key) it fails
+    :func:`pending_stimuli`'s rule. Kept keyed rows get the current manifest fields of ``records``
+    (:func:`refreshed_row`). Unreadable lines move to ``quarantine/<task>.jsonl``. The file is
+    rewritten atomically, only when something changes. Returns the ``{"moved", "refreshed",
+    "quarantined"}`` row counts.
     """
     path = Path(path)
     if not path.is_file():
@@ -122,12 +150,22 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, rerun_
             else:
                 out.append(raw)
             continue
-        key = r.get(STIM_KEY_FIELD)  # stale: left the manifest, another key, or an unkeyed answer failing the rule
-        if rid not in mrows or (key != keys.get(rid) if key is not None else not is_error_row(r) and (
-                rerun_unkeyed or not _unkeyed_matches(r, mrows[rid], prompt_id))):
+        key = r.get(
+            STIM_KEY_FIELD
+        )  # stale: left the manifest, another key, or an unkeyed answer failing the rule
+        if rid not in mrows or (
+            key != keys.get(rid)
+            if key is not None
+            else not is_error_row(r)
+            and (rerun_unkeyed or not _unkeyed_matches(r, mrows[rid], prompt_id))
+        ):
             move.append(raw)
             continue
-        if key is not None and not is_error_row(r) and (new := refreshed_row(r, json_values(full[rid]))) is not None:
+        if (
+            key is not None
+            and not is_error_row(r)
+            and (new := refreshed_row(r, json_values(full[rid]))) is not None
+        ):
             raw, n_new = inference_row_json(new).encode("utf-8"), n_new + 1
         out.append(raw)
     if not move and not n_new and not bad:
@@ -136,27 +174,43 @@ def resume_file(path, manifest: pd.DataFrame, keys: dict, prompt_id: str, rerun_
         side_q = quarantine_lines(path, bad)
     side = rewrite_jsonl(path, b"".join(out), move)
     if move:
-        log.warning("%s: %d row(s) answer stimuli, prompts or a model that changed (or left the manifest); "
-                    "moved to %s and re-run", path, len(move), side)
+        log.warning(
+            "%s: %d row(s) answer stimuli, prompts or a model that changed (or left the manifest); "
+            "moved to %s and re-run",
+            path,
+            len(move),
+            side,
+        )
     if n_new:
-        log.warning("%s: %d kept row(s) brought up to date with the manifest (reference text, label, seed …; "
-                    "answers unchanged)", path, n_new)
+        log.warning(
+            "%s: %d kept row(s) brought up to date with the manifest (reference text, label, seed …; "
+            "answers unchanged)",
+            path,
+            n_new,
+        )
     if bad:
-        log.warning("%s: %d unreadable line(s) (not UTF-8, not JSON or without an id; line %s) moved to %s; "
-                    "their stimuli have no answer now and are decoded again", path, len(bad),
-                    ", ".join(str(n) for n, _ in bad[:5]) + (" …" if len(bad) > 5 else ""), side_q)
+        log.warning(
+            "%s: %d unreadable line(s) (not UTF-8, not JSON or without an id; line %s) moved to %s; "
+            "their stimuli have no answer now and are decoded again",
+            path,
+            len(bad),
+            ", ".join(str(n) for n, _ in bad[:5]) + (" …" if len(bad) > 5 else ""),
+            side_q,
+        )
     return {"moved": len(move), "refreshed": n_new, "quarantined": len(bad)}
 
 
 def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> list[dict]:
-    """For a shard, which never rewrites ``<task>.jsonl``: the :func:`refreshed_row` of each current keyed row of
-    ``main_path`` for a stimulus in ``ids`` not yet in ``own_path`` (:func:`aiplib.inference.shards.merge_shards`
-    puts them in place)."""
+    """For a shard, which never rewrites ``<task>.jsonl``: the :func:`refreshed_row` of each current
+    keyed row of ``main_path`` for a stimulus in ``ids`` not yet in ``own_path``
+    (:func:`aiplib.inference.shards.merge_shards` puts them in place)."""
     ids = set(ids)
     full = {r["id"]: r for r in records if r["id"] in ids}
     have = {json.dumps(r, sort_keys=True) for r in _rows(own_path) if not is_error_row(r)}
     out = []
-    for r in _rows(main_path):  # keys holds every manifest id: a row of another key (or none) is not current
+    for r in _rows(
+        main_path
+    ):  # keys holds every manifest id: a row of another key (or none) is not current
         if r["id"] in full and r.get(STIM_KEY_FIELD) == keys[r["id"]] and not is_error_row(r):
             new = refreshed_row(r, json_values(full[r["id"]]))
             if new is not None and (line := json.dumps(new, sort_keys=True)) not in have:
@@ -166,48 +220,86 @@ def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> lis
 
 
 def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
-    """Before a model loads: one task family's resume keys, stale rows set aside, and what is left to decode.
+    """Before a model loads: one task family's resume keys, stale rows set aside, and what is left
+    to decode.
 
-    Returns ``n_work`` (0: nothing to decode), ``result`` (per-task summary rows), and when the manifest
-    exists ``manifest, m_sha, prompts, keys, todo, paths, refreshed``. A shard ``(i, n)`` keeps the stimuli
-    whose id hashes to ``i``, less those with a current row in ``<task>.jsonl`` (read, never written) or
-    in its own files (``paths``).
+    Returns ``n_work`` (0: nothing to decode), ``result`` (per-task summary rows), and when the
+    manifest exists ``manifest, m_sha, prompts, keys, todo, paths, refreshed``. A shard ``(i, n)``
+    keeps the stimuli whose id hashes to ``i``, less those with a current row in ``<task>.jsonl``
+    (read, never written) or in its own files (``paths``).
     """
-    shard, rerun_unkeyed, decoding = plan.shard, config.rerun_unkeyed, decoding_key(entry, config.path)
+    shard, rerun_unkeyed, decoding = (
+        plan.shard,
+        config.rerun_unkeyed,
+        decoding_key(entry, config.path),
+    )
     main_paths = {t: ws.inference_jsonl(entry.id, t) for t in tasks}
     paths = {t: shard_path(main_paths[t], shard) for t in tasks}
     try:
         manifest = read_manifest(ws, family)
     except FileNotFoundError as exc:
         log.warning("%s/%s: %s", entry.id, family, exc)
-        return {"n_work": 0, "result": {t: {"status": "no_manifest", "error": str(exc), "file": str(paths[t])}
-                                        for t in tasks}}
+        return {
+            "n_work": 0,
+            "result": {
+                t: {"status": "no_manifest", "error": str(exc), "file": str(paths[t])}
+                for t in tasks
+            },
+        }
     m_sha, records, hashes = manifest_hash(ws, family), manifest.to_dict("records"), {}
     bases = {r["id"]: stimulus_base(r, ws, hashes) for r in records}
     # a model that takes no prompt is sent none: its rows say prompt_id "none", and its resume key
     # does not change with a prompt text it never hears
-    prompts = {t: plan.prompt_set.prompt(t) if getattr(entry, "takes_prompt", True) else (NO_PROMPT_ID, "")
-               for t in tasks}
+    prompts = {
+        t: plan.prompt_set.prompt(t) if getattr(entry, "takes_prompt", True) else (NO_PROMPT_ID, "")
+        for t in tasks
+    }
     keys, todo, refreshed = {}, {}, {}
-    head = select_shard(manifest.head(int(config.limit)) if config.limit is not None else manifest, shard)
+    head = select_shard(
+        manifest.head(int(config.limit)) if config.limit is not None else manifest, shard
+    )
     for t in tasks:
         keys[t] = stimulus_keys(bases, prompt_text=prompts[t][1], entry=entry, decoding=decoding)
         paths[t].parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(paths[t])  # the file this process appends to (a shard's own file when sharded)
-        # stale rows are set aside in the file this process owns: a shard never rewrites <task>.jsonl,
-        # which the other shards read at the same time (the merge supersedes its stale rows)
-        # (kept rows get the manifest's current reference text, label, seed …: refreshed)
-        refreshed[t] = resume_file(paths[t], manifest, keys[t], prompts[t][0], rerun_unkeyed, records)["refreshed"]
+        # stale rows are set aside in the file this process owns: a shard never rewrites
+        # <task>.jsonl, which the other shards read at the same time (the merge supersedes its stale
+        # rows) (kept rows get the manifest's current reference text, label, seed …: refreshed)
+        refreshed[t] = resume_file(
+            paths[t], manifest, keys[t], prompts[t][0], rerun_unkeyed, records
+        )["refreshed"]
         pend = pending_stimuli(head, paths[t], prompts[t][0], keys[t], rerun_unkeyed)
         if shard is not None:
             pend = pending_stimuli(pend, main_paths[t], prompts[t][0], keys[t], rerun_unkeyed)
-            # rows of <task>.jsonl it may not rewrite: refreshed copies go to its own file (the merge swaps them in)
+            # rows of <task>.jsonl it may not rewrite: refreshed copies go to its own file (the
+            # merge swaps them in)
             copies = refreshed_copies(main_paths[t], paths[t], head["id"], keys[t], records)
             append_jsonl_lines(paths[t], [inference_row_json(r) for r in copies])
             refreshed[t] += len(copies)
         todo[t] = set(pend["id"])
-    result = {t: {"status": "done", "n_stimuli": len(head), "n_done_before": len(head), "n_run": 0, "n_errors": 0,
-                  "seconds": 0.0, "stimuli_per_s": None, "manifest_sha256": m_sha, "error": None,
-                  "file": str(paths[t])} for t in tasks}
-    return {"n_work": sum(len(v) for v in todo.values()), "result": result, "manifest": head, "refreshed": refreshed,
-            "m_sha": m_sha, "prompts": prompts, "keys": keys, "todo": todo, "paths": paths}
+    result = {
+        t: {
+            "status": "done",
+            "n_stimuli": len(head),
+            "n_done_before": len(head),
+            "n_run": 0,
+            "n_errors": 0,
+            "seconds": 0.0,
+            "stimuli_per_s": None,
+            "manifest_sha256": m_sha,
+            "error": None,
+            "file": str(paths[t]),
+        }
+        for t in tasks
+    }
+    return {
+        "n_work": sum(len(v) for v in todo.values()),
+        "result": result,
+        "manifest": head,
+        "refreshed": refreshed,
+        "m_sha": m_sha,
+        "prompts": prompts,
+        "keys": keys,
+        "todo": todo,
+        "paths": paths,
+    }

@@ -1,11 +1,14 @@
 """Stage 7 over many GPUs or nodes: stable shards of the stimuli, and their merge.
 
-A shard ``(i, n)`` decodes the stimuli whose id hashes to ``i`` (:func:`shard_of`) and writes only files
-of its own (``<task>.shard-<i>-of-<n>.jsonl``, ``run_log.shard-…``, ``checks/mix_diagnostics.shard-….csv``,
-a ``flock``'ed ``.shard-<i>-of-<n>.lock``); it reads ``<task>.jsonl`` but never rewrites it.
-:func:`merge_all` (``make merge``, stage 8) appends the shards' rows to ``<task>.jsonl``, sets aside the
+A shard ``(i, n)`` decodes the stimuli whose id hashes to ``i`` (:func:`shard_of`) and writes only
+files of its own (``<task>.shard-<i>-of-<n>.jsonl``, ``run_log.shard-…``,
+``checks/mix_diagnostics.shard-….csv``, a ``flock``'ed ``.shard-<i>-of-<n>.lock``); it reads
+``<task>.jsonl`` but never rewrites it.
+:func:`merge_all` (``make merge``, stage 8) appends the shards' rows to ``<task>.jsonl``, sets aside
+  the
 main rows they supersede and moves the shard files to ``merged-shards/``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +28,13 @@ import pandas as pd
 
 from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.inference.run_records import MIX_DIAG_FIELDS
-from aiplib.io.formats import append_jsonl_lines, inference_row_json, is_error_row, read_inference_jsonl, repair_jsonl
+from aiplib.io.formats import (
+    append_jsonl_lines,
+    inference_row_json,
+    is_error_row,
+    read_inference_jsonl,
+    repair_jsonl,
+)
 
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 _FILE_RE = re.compile(r"^(?P<task>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")
@@ -42,8 +51,9 @@ class ShardBusyError(AiplibError):
 def parse_shard(spec: str | None = None, env=None) -> tuple[int, int] | None:
     """The shard this process runs, ``(i, n)`` with ``0 <= i < n``, or None.
 
-    ``spec`` is ``"i/n"`` (0-based); empty or None: Slurm's ``SLURM_ARRAY_TASK_ID`` − ``SLURM_ARRAY_TASK_MIN``
-    of ``SLURM_ARRAY_TASK_COUNT`` in ``env`` (default ``os.environ``) when set. Raises
+    ``spec`` is ``"i/n"`` (0-based); empty or None: Slurm's ``SLURM_ARRAY_TASK_ID`` −
+    ``SLURM_ARRAY_TASK_MIN`` of ``SLURM_ARRAY_TASK_COUNT`` in ``env`` (default ``os.environ``) when
+    set. Raises
     :class:`AiplibParameterError` unless the spec is ``i/n`` with ``0 <= i < n``.
     """
     env = os.environ if env is None else env
@@ -63,8 +73,8 @@ def parse_shard(spec: str | None = None, env=None) -> tuple[int, int] | None:
 
 
 def coerce_shard(shard=None, env=None) -> tuple[int, int] | None:
-    """A stage-7 ``shard`` option as ``(i, n)`` or None: None or ``""`` → :func:`parse_shard` (Slurm),
-    False → None, ``"i/n"`` or ``(i, n)``; :class:`AiplibParameterError` otherwise."""
+    """A stage-7 ``shard`` option as ``(i, n)`` or None: None or ``""`` → :func:`parse_shard`
+    (Slurm), False → None, ``"i/n"`` or ``(i, n)``; :class:`AiplibParameterError` otherwise."""
     if shard is False:
         return None
     if shard is None or isinstance(shard, str):
@@ -89,7 +99,11 @@ def shard_of(stimulus_id: str, n: int) -> int:
 
 def select_shard(manifest, shard: tuple[int, int] | None):
     """Rows of ``manifest`` (DataFrame with an ``id`` column) in shard ``(i, n)``; all if None."""
-    return manifest if shard is None else manifest[[shard_of(s, shard[1]) == shard[0] for s in manifest["id"]]]
+    return (
+        manifest
+        if shard is None
+        else manifest[[shard_of(s, shard[1]) == shard[0] for s in manifest["id"]]]
+    )
 
 
 def shard_path(result_file, shard: tuple[int, int] | None) -> Path:
@@ -99,7 +113,8 @@ def shard_path(result_file, shard: tuple[int, int] | None) -> Path:
 
 
 def shard_files(model_dir, *, run_logs: bool = False) -> dict[str, list[Path]]:
-    """Shard files of one model's folder per task, sorted by shard (``run_logs=True``: the run logs only)."""
+    """Shard files of one model's folder per task, sorted by shard (``run_logs=True``: the run logs
+    only)."""
     out: dict[str, list] = {}
     for p in sorted(Path(model_dir).glob("*.shard-*-of-*.jsonl")):
         m = _FILE_RE.match(p.name)
@@ -110,8 +125,9 @@ def shard_files(model_dir, *, run_logs: bool = False) -> dict[str, list[Path]]:
 
 @contextlib.contextmanager
 def shard_lock(model_dir, shard: tuple[int, int] | None):
-    """Hold ``<model_dir>/.shard-<i>-of-<n>.lock`` (exclusive ``flock``, dropped by the kernel when the
-    process ends) while a shard runs; no-op when ``shard`` is None or without ``fcntl`` (Windows).
+    """Hold ``<model_dir>/.shard-<i>-of-<n>.lock`` (exclusive ``flock``, dropped by the kernel when
+    the process ends) while a shard runs; no-op when ``shard`` is None or without ``fcntl``
+    (Windows).
     Raises :class:`ShardBusyError` if another process holds it (the same shard started twice).
     """
     if shard is None or fcntl is None:
@@ -122,17 +138,22 @@ def shard_lock(model_dir, shard: tuple[int, int] | None):
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         if not _flock(fd):
-            raise ShardBusyError(f"shard {shard_label(shard)} of {Path(model_dir).name} is already running "
-                                 f"(another process holds {path})")
+            raise ShardBusyError(
+                f"shard {shard_label(shard)} of {Path(model_dir).name} is already running "
+                f"(another process holds {path})"
+            )
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {os.uname().nodename if hasattr(os, 'uname') else ''}\n".encode())
+        os.write(
+            fd, f"{os.getpid()} {os.uname().nodename if hasattr(os, 'uname') else ''}\n".encode()
+        )
         yield path
     finally:
         os.close(fd)  # releases the lock
 
 
 def _flock(fd) -> bool:
-    """Take an exclusive ``flock`` on ``fd`` without waiting; False when another process holds it."""
+    """Take an exclusive ``flock`` on ``fd`` without waiting; False when another process holds
+    it."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return True
@@ -175,7 +196,8 @@ def rewrite_jsonl(path: Path, content: bytes, moved: list[bytes]) -> Path:
 
 
 def parse_line(raw: bytes) -> tuple:
-    """``(row, id)`` of one JSONL line; ``id`` None when it is not UTF-8 JSON of an object with an ``id``."""
+    """``(row, id)`` of one JSONL line; ``id`` None when it is not UTF-8 JSON of an object with an
+    ``id``."""
     try:
         r = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
@@ -190,19 +212,25 @@ def _key(row: dict) -> tuple:
 def merge_shards(result_file, shards=None) -> dict:
     """Append the rows of a task's shard files (default: every one beside it) to its result file.
 
-    Identical duplicates are written once; error rows never conflict. A main row whose stimulus a shard
-    answered under another ``stim_key`` moves to ``superseded/``; a shard row with a main row's key and
-    answer but other fields (:func:`aiplib.inference.resume.refreshed_copies`) replaces it. Returns the
-    counts (``rows_added``, ``duplicates_identical``, ``lines_skipped``, ``rows_superseded`` …).
+    Identical duplicates are written once; error rows never conflict. A main row whose stimulus a
+    shard answered under another ``stim_key`` moves to ``superseded/``; a shard row with a main
+    row's key and answer but other fields (:func:`aiplib.inference.resume.refreshed_copies`)
+    replaces it. Returns the counts (``rows_added``, ``duplicates_identical``, ``lines_skipped``,
+    ``rows_superseded`` …).
 
     Raises
     ------
     ShardConflictError
-        If two successful rows with the same ``(id, prompt_id, stim_key)`` differ in ``raw``. Nothing is written.
+        If two successful rows with the same ``(id, prompt_id, stim_key)`` differ in ``raw``.
+        Nothing is written.
     """
     result_file = Path(result_file)
-    shards = [Path(s) for s in (shard_files(result_file.parent).get(result_file.stem, []) if shards is None
-                                else shards)]
+    shards = [
+        Path(s)
+        for s in (
+            shard_files(result_file.parent).get(result_file.stem, []) if shards is None else shards
+        )
+    ]
     seen: dict[tuple, tuple[str, Path]] = {}  # key → (raw, file) of its first successful row
     main_rows: dict[tuple, dict] = {}
     rows, skipped = [], 0
@@ -213,7 +241,11 @@ def merge_shards(result_file, shards=None) -> dict:
         if not is_error_row(r):
             seen.setdefault(_key(r), (r.get("raw"), result_file))
             main_rows[_key(r)] = r
-    new_rows, identical, refresh = [], 0, {}  # refresh: key → a shard's refreshed copy of a result-file row
+    new_rows, identical, refresh = (
+        [],
+        0,
+        {},
+    )  # refresh: key → a shard's refreshed copy of a result-file row
     for s in shards:
         repair_jsonl(s)
         rows, n_bad = read_inference_jsonl(s)
@@ -228,21 +260,30 @@ def merge_shards(result_file, shards=None) -> dict:
                 if raw != r.get("raw"):
                     raise ShardConflictError(
                         f"stimulus {k[0]!r} (prompt {k[1]}) has two different answers: {raw!r} in "
-                        f"{where} and {r.get('raw')!r} in {s}; remove the wrong shard file and re-run it")
+                        f"{where} and {r.get('raw')!r} in {s}; remove the wrong shard file and re-run it"
+                    )
                 identical += 1
                 if where == result_file and r != main_rows[k] and k[2] is not None:
-                    refresh[k] = r  # same answer, current manifest fields (aiplib.inference.resume.refreshed_copies)
+                    refresh[k] = (
+                        # same answer, current manifest fields
+                        # (aiplib.inference.resume.refreshed_copies)
+                        r
+                    )
                 continue
             seen[k] = (r.get("raw"), s)
             new_rows.append(r)
     # the current key of each stimulus a shard answered: other-keyed main rows are stale
-    current = {str(r["id"]): r["stim_key"] for r in new_rows if not is_error_row(r) and r.get("stim_key") is not None}
+    current = {
+        str(r["id"]): r["stim_key"]
+        for r in new_rows
+        if not is_error_row(r) and r.get("stim_key") is not None
+    }
     keep, move = [], []
     if (current or refresh) and result_file.is_file():
         with open(result_file, "rb") as f:
             for line in f:
                 r, rid = parse_line(line)
-                stale = (rid in current and not is_error_row(r) and r.get("stim_key") != current[rid])
+                stale = rid in current and not is_error_row(r) and r.get("stim_key") != current[rid]
                 if not stale and rid is not None and not is_error_row(r) and _key(r) in refresh:
                     line = inference_row_json(refresh[_key(r)]).encode("utf-8")
                 (move if stale else keep).append(line)
@@ -253,16 +294,24 @@ def merge_shards(result_file, shards=None) -> dict:
     else:
         append_jsonl_lines(result_file, new_lines)
     _set_merged(shards, result_file.parent)
-    return {"file": str(result_file), "shards": [str(s) for s in shards], "rows_added": len(new_rows),
-            "duplicates_identical": identical, "lines_skipped": skipped, "rows_superseded": len(move),
-            "rows_refreshed": len(refresh)}
+    return {
+        "file": str(result_file),
+        "shards": [str(s) for s in shards],
+        "rows_added": len(new_rows),
+        "duplicates_identical": identical,
+        "lines_skipped": skipped,
+        "rows_superseded": len(move),
+        "rows_refreshed": len(refresh),
+    }
 
 
 def merge_diagnostics(checks_dir) -> int:
-    """Append the ``mix_diagnostics.shard-*`` rows of ``checks_dir`` to ``mix_diagnostics.csv`` (one per
-    ``stimulus_id``; the files moved to ``merged-shards/``); returns the rows added."""
+    """Append the ``mix_diagnostics.shard-*`` rows of ``checks_dir`` to ``mix_diagnostics.csv`` (one
+    per ``stimulus_id``; the files moved to ``merged-shards/``); returns the rows added."""
     checks_dir = Path(checks_dir)
-    files = sorted(checks_dir.glob("mix_diagnostics.shard-*-of-*.csv")) if checks_dir.is_dir() else []
+    files = (
+        sorted(checks_dir.glob("mix_diagnostics.shard-*-of-*.csv")) if checks_dir.is_dir() else []
+    )
     if not files:
         return 0
     main = checks_dir / "mix_diagnostics.csv"
@@ -276,10 +325,16 @@ def merge_diagnostics(checks_dir) -> int:
 
     have = set(read(main)["stimulus_id"]) if main.is_file() else set()
     new = pd.concat([read(p) for p in files], ignore_index=True)
-    new = new[~new["stimulus_id"].isin(have)].drop_duplicates("stimulus_id").reindex(columns=MIX_DIAG_FIELDS)
+    new = (
+        new[~new["stimulus_id"].isin(have)]
+        .drop_duplicates("stimulus_id")
+        .reindex(columns=MIX_DIAG_FIELDS)
+    )
     if len(new):
         header = not main.is_file() or main.stat().st_size == 0
-        _write_synced(main, "ab", new.to_csv(header=header, index=False, lineterminator="\n").encode("utf-8"))
+        _write_synced(
+            main, "ab", new.to_csv(header=header, index=False, lineterminator="\n").encode("utf-8")
+        )
     _set_merged(files, checks_dir)
     return len(new)
 
@@ -292,9 +347,10 @@ def _set_merged(files, folder: Path) -> None:
 
 
 def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
-    """Merge one model's shard files (rows per task, then the ``run_log.shard-*`` files appended to its
-    ``run_log.jsonl``; each moved to ``merged-shards/``), removing its released locks; one :func:`merge_shards`
-    result per task. Raises :class:`ShardBusyError` (``check_busy``) while a shard runs."""
+    """Merge one model's shard files (rows per task, then the ``run_log.shard-*`` files appended to
+    its ``run_log.jsonl``; each moved to ``merged-shards/``), removing its released locks; one
+    :func:`merge_shards` result per task. Raises :class:`ShardBusyError` (``check_busy``) while a
+    shard runs."""
     model_dir = Path(model_dir)
     tasks = shard_files(model_dir)
     if not tasks and not shard_files(model_dir, run_logs=True):
@@ -315,7 +371,9 @@ def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
 
 def _refuse_busy(model_dirs) -> None:
     if busy := [f"{d.name} {b}" for d in model_dirs for b in busy_shards(d)]:
-        raise ShardBusyError(f"shard(s) still running: {', '.join(busy)}; merge when every array task has finished")
+        raise ShardBusyError(
+            f"shard(s) still running: {', '.join(busy)}; merge when every array task has finished"
+        )
 
 
 def is_shard_file(path) -> bool:
@@ -327,19 +385,25 @@ def merge_all(inference_dir, checks_dir=None) -> list[dict]:
     """Merge every model's shard files under ``inference_dir``, then the shards' mix diagnostics
     (``checks_dir``: default ``checks/`` or ``checks/<family>/`` beside ``inference/[<family>/]``).
 
-    Returns one :func:`merge_shards` result per (model, task). Raises :class:`ShardBusyError` if any shard
-    still runs (checked before anything moves), :class:`ShardConflictError` as :func:`merge_shards`.
+    Returns one :func:`merge_shards` result per (model, task). Raises :class:`ShardBusyError` if any
+    shard still runs (checked before anything moves), :class:`ShardConflictError` as
+    :func:`merge_shards`.
     """
     inference_dir = Path(inference_dir)
     if not inference_dir.is_dir():
         return []
-    todo = [d for d in sorted(p for p in inference_dir.iterdir() if p.is_dir())
-            if shard_files(d) or shard_files(d, run_logs=True)]
+    todo = [
+        d
+        for d in sorted(p for p in inference_dir.iterdir() if p.is_dir())
+        if shard_files(d) or shard_files(d, run_logs=True)
+    ]
     _refuse_busy(todo)  # for every model before anything moves
     out = [r for model_dir in todo for r in merge_model(model_dir, check_busy=False)]
     if checks_dir is None and inference_dir.name == "inference":
         checks_dir = inference_dir.parent / "checks"
-    elif checks_dir is None and inference_dir.parent.name == "inference":  # inference/<family>/: checks/<family>/
+    elif (
+        checks_dir is None and inference_dir.parent.name == "inference"
+    ):  # inference/<family>/: checks/<family>/
         checks_dir = inference_dir.parent.parent / "checks" / inference_dir.name
     if checks_dir is not None:
         merge_diagnostics(checks_dir)
@@ -347,7 +411,8 @@ def merge_all(inference_dir, checks_dir=None) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    """``python -m aiplib.inference.shards INFERENCE_DIR``: merge every shard file below it; exit 1 on a conflict."""
+    """``python -m aiplib.inference.shards INFERENCE_DIR``: merge every shard file below it; exit 1
+    on a conflict."""
 
     ap = argparse.ArgumentParser(prog="python -m aiplib.inference.shards", description=main.__doc__)
     ap.add_argument("inference_dir")
@@ -368,7 +433,9 @@ def summary_line(res: list[dict], where) -> str:
     return "\n".join(
         f"merged {len(r['shards'])} shard(s) into {r['file']}: {r['rows_added']} rows added, "
         f"{r['duplicates_identical']} identical duplicates, {r.get('rows_superseded', 0)} stale rows set aside, "
-        f"{r['lines_skipped']} unreadable lines skipped" for r in res)
+        f"{r['lines_skipped']} unreadable lines skipped"
+        for r in res
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,6 +6,7 @@ BS.1770-4 integrated loudness (K-weighted, gated, LUFS). Samples are never clipp
 authors' ``load_audio``): a float or resampled file, or a loudness-normalised signal, can exceed ±1;
 the mixer limits the mixture's peak, 16-bit writers saturate, :func:`normalize_loudness` warns.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,8 +23,8 @@ import soundfile as sf
 from aiplib.core.errors import AiplibParameterError, AudioFileError, MissingPackageError
 
 SR = 16000  # the pipeline's sample rate, Hz
-# BS.1770 gating block, s (the pyloudnorm meter's block_size): pyloudnorm refuses shorter signals, so
-# loudness_lufs loops them first and custom-profile validation refuses shorter inputs
+# BS.1770 gating block, s (the pyloudnorm meter's block_size): pyloudnorm refuses shorter signals,
+# so loudness_lufs loops them first and custom-profile validation refuses shorter inputs
 MIN_LOUDNESS_S = 0.4
 
 _FFMPEG_FORMATS = {".g722": ["-f", "g722"]}
@@ -34,8 +35,8 @@ class ClippingWarning(UserWarning):
 
 
 def valid_audio(y, *, name: str = "audio") -> np.ndarray:
-    """Check a mono waveform ``y`` (np.ndarray [shape=(n,)], any float dtype) and return it as float32;
-    ``name`` names it in the message.
+    """Check a mono waveform ``y`` (np.ndarray [shape=(n,)], any float dtype) and return it as
+    float32; ``name`` names it in the message.
 
     Raises
     ------
@@ -45,7 +46,9 @@ def valid_audio(y, *, name: str = "audio") -> np.ndarray:
     if not isinstance(y, np.ndarray):
         raise AiplibParameterError(f"{name}: expected a numpy array, got {type(y).__name__}")
     if y.ndim != 1:
-        raise AiplibParameterError(f"{name}: expected a mono waveform of shape (n,), got shape {y.shape}")
+        raise AiplibParameterError(
+            f"{name}: expected a mono waveform of shape (n,), got shape {y.shape}"
+        )
     if not np.issubdtype(y.dtype, np.floating):
         raise AiplibParameterError(f"{name}: expected floating-point samples, got dtype {y.dtype}")
     if y.size == 0:
@@ -58,9 +61,24 @@ def valid_audio(y, *, name: str = "audio") -> np.ndarray:
 def _read_ffmpeg(path: Path, sr: int) -> np.ndarray:
     if (exe := shutil.which("ffmpeg")) is None:
         raise MissingPackageError(
-            f"{path}: reading this format needs ffmpeg; install it with `sudo apt-get install ffmpeg`")
-    cmd = [exe, "-v", "error", "-nostdin", *_FFMPEG_FORMATS.get(path.suffix.lower(), []), "-i", str(path),
-           "-ac", "1", "-ar", str(sr), "-f", "f32le", "-"]
+            f"{path}: reading this format needs ffmpeg; install it with `sudo apt-get install ffmpeg`"
+        )
+    cmd = [
+        exe,
+        "-v",
+        "error",
+        "-nostdin",
+        *_FFMPEG_FORMATS.get(path.suffix.lower(), []),
+        "-i",
+        str(path),
+        "-ac",
+        "1",
+        "-ar",
+        str(sr),
+        "-f",
+        "f32le",
+        "-",
+    ]
     proc = subprocess.run(cmd, capture_output=True, check=False)
     if proc.returncode != 0 or not proc.stdout:
         msg = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no audio decoded"]
@@ -69,9 +87,9 @@ def _read_ffmpeg(path: Path, sr: int) -> np.ndarray:
 
 
 def load_audio(path, *, sr: int = SR) -> np.ndarray:
-    """Read an audio file (any format soundfile or ffmpeg reads; ``.g722`` as raw G.722 at 16 kHz) as mono
-    float32 [shape=(n,)] at ``sr`` Hz, not clipped (a full-scale 44.1 kHz 1 kHz square wave peaks at 1.196
-    at 16 kHz).
+    """Read an audio file (any format soundfile or ffmpeg reads; ``.g722`` as raw G.722 at 16 kHz)
+    as mono float32 [shape=(n,)] at ``sr`` Hz, not clipped (a full-scale 44.1 kHz 1 kHz square wave
+    peaks at 1.196 at 16 kHz).
 
     Raises
     ------
@@ -109,7 +127,8 @@ def _cached(path: str, sr: int, mtime: float) -> np.ndarray:
 
 
 def load_audio_cached(path, *, sr: int = SR) -> np.ndarray:
-    """:func:`load_audio` with an in-memory LRU cache (512 files) keyed on path and mtime; read-only array."""
+    """:func:`load_audio` with an in-memory LRU cache (512 files) keyed on path and mtime; read-only
+    array."""
     p = Path(path)
     try:
         mtime = p.stat().st_mtime
@@ -119,8 +138,9 @@ def load_audio_cached(path, *, sr: int = SR) -> np.ndarray:
 
 
 def write_wav(path, y, *, sr: int = SR, subtype: str = "FLOAT") -> Path:
-    """Write ``y`` (np.ndarray [shape=(n,)], float, at ``sr`` Hz) to a mono WAV file atomically, creating the
-    folder; ``subtype`` ``FLOAT`` keeps samples bit-exact, ``PCM_16`` is for listening copies.
+    """Write ``y`` (np.ndarray [shape=(n,)], float, at ``sr`` Hz) to a mono WAV file atomically,
+    creating the folder; ``subtype`` ``FLOAT`` keeps samples bit-exact, ``PCM_16`` is for listening
+    copies.
 
     Raises
     ------
@@ -159,8 +179,9 @@ def loudness_meter(sr: int = SR):
 
 
 def loudness_lufs(y, *, sr: int = SR, name: str = "audio") -> float:
-    """Integrated loudness of ``y`` (np.ndarray [shape=(n,)], float, at ``sr`` Hz) in LUFS (ITU-R BS.1770-4,
-    pyloudnorm); ``-inf`` for digital silence. A signal shorter than 0.4 s is looped to 0.4 s first.
+    """Integrated loudness of ``y`` (np.ndarray [shape=(n,)], float, at ``sr`` Hz) in LUFS (ITU-R
+    BS.1770-4, pyloudnorm); ``-inf`` for digital silence. A signal shorter than 0.4 s is looped to
+    0.4 s first.
 
     Raises
     ------
@@ -180,13 +201,15 @@ def peak_abs(y) -> float:
     return float(np.max(np.abs(y))) if y.size else 0.0
 
 
-def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audio", return_peak: bool = False):
+def normalize_loudness(
+    y, target_lufs: float, *, sr: int = SR, name: str = "audio", return_peak: bool = False
+):
     """Scale ``y`` so that its integrated loudness is ``target_lufs``, and check its peak.
 
-    ``y``: float, shape (n,), at ``sr`` Hz; ``target_lufs`` in LUFS; ``name`` names it in messages. Returns
-    ``(y_out, gain_db, lufs_before)``: ``y_out = y * 10 ** (gain_db / 20)`` (float32, shape (n,), not clipped,
-    as ``pyloudnorm.normalize.loudness``), the gain in dB and the loudness before in LUFS; with
-    ``return_peak`` also ``peak_after = max |y_out|`` (full scale = 1).
+    ``y``: float, shape (n,), at ``sr`` Hz; ``target_lufs`` in LUFS; ``name`` names it in messages.
+    Returns ``(y_out, gain_db, lufs_before)``: ``y_out = y * 10 ** (gain_db / 20)`` (float32, shape
+    (n,), not clipped, as ``pyloudnorm.normalize.loudness``), the gain in dB and the loudness before
+    in LUFS; with ``return_peak`` also ``peak_after = max |y_out|`` (full scale = 1).
 
     Warns
     -----
@@ -202,12 +225,22 @@ def normalize_loudness(y, target_lufs: float, *, sr: int = SR, name: str = "audi
     """
     before = loudness_lufs(y, sr=sr, name=name)
     if not np.isfinite(before):
-        raise AudioFileError(f"{name}: the audio is silent (loudness -inf LUFS) and cannot be normalised")
+        raise AudioFileError(
+            f"{name}: the audio is silent (loudness -inf LUFS) and cannot be normalised"
+        )
     gain_db = target_lufs - before
     out = (np.asarray(y, dtype=np.float64) * 10.0 ** (gain_db / 20.0)).astype(np.float32)
     peak = peak_abs(out)
     if peak > 1.0:
-        warnings.warn(f"{name}: normalised to {target_lufs:g} LUFS (gain {gain_db:+.2f} dB) it peaks at "
-                      f"{peak:.4f} ({20 * np.log10(peak):+.2f} dBFS) > full scale; a 16-bit copy would "
-                      "clip", ClippingWarning, stacklevel=2)
-    return (out, float(gain_db), float(before), peak) if return_peak else (out, float(gain_db), float(before))
+        warnings.warn(
+            f"{name}: normalised to {target_lufs:g} LUFS (gain {gain_db:+.2f} dB) it peaks at "
+            f"{peak:.4f} ({20 * np.log10(peak):+.2f} dBFS) > full scale; a 16-bit copy would "
+            "clip",
+            ClippingWarning,
+            stacklevel=2,
+        )
+    return (
+        (out, float(gain_db), float(before), peak)
+        if return_peak
+        else (out, float(gain_db), float(before))
+    )

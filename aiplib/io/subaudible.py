@@ -1,10 +1,13 @@
 """Power a listener cannot hear (a DC offset, rumble below 20 Hz) and the band a recording fills.
 
-A background with most of its power in an offset (``0.2·x + 0.3``) makes loudness normalisation and the
-mixer's power-based SNR describe the offset, not the sound: :func:`subaudible_power` measures that share,
-:func:`remove_subaudible` takes it out (custom and demo curation), :func:`effective_bandwidth_hz` finds
+A background with most of its power in an offset (``0.2·x + 0.3``) makes loudness normalisation and
+the mixer's power-based SNR describe the offset, not the sound: :func:`subaudible_power` measures
+that share,
+:func:`remove_subaudible` takes it out (custom and demo curation), :func:`effective_bandwidth_hz`
+  finds
 where a band-limited source's spectrum ends.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,11 +16,16 @@ from scipy.signal import butter, sosfiltfilt, welch
 from aiplib.core.errors import AiplibParameterError
 
 SUBAUDIBLE_HZ = 20.0  # lower limit of hearing, Hz
-# DC + sub-20 Hz share of the power (dB, 1 %) from which a background is warned about / high-passed; below
-# it nominal and audible SNR differ by < 0.044 dB (white noise has -26 dB below 20 Hz at 16 kHz)
+# DC + sub-20 Hz share of the power (dB, 1 %) from which a background is warned about / high-passed;
+# below it nominal and audible SNR differ by < 0.044 dB (white noise has -26 dB below 20 Hz at 16
+# kHz)
 SUBAUDIBLE_LIMIT_DB = -20.0
-BANDWIDTH_FLOOR_DB = 60.0  # the effective bandwidth ends where the spectrum falls this many dB below its maximum
-BAND_LIMITED_SHARE = 0.875  # below this fraction of Nyquist (7 kHz at 16 kHz) a source is band-limited
+BANDWIDTH_FLOOR_DB = (
+    60.0  # the effective bandwidth ends where the spectrum falls this many dB below its maximum
+)
+BAND_LIMITED_SHARE = (
+    0.875  # below this fraction of Nyquist (7 kHz at 16 kHz) a source is band-limited
+)
 
 _FLOOR_DB = -150.0
 
@@ -27,13 +35,13 @@ def _db(share: float) -> float:
 
 
 def subaudible_power(y, *, sr: int, cutoff_hz: float = SUBAUDIBLE_HZ) -> dict[str, float]:
-    """Share of the power of ``y`` [shape=(n,)] at ``sr`` Hz that is DC or below ``cutoff_hz`` (Hz), in dB re
-    its total power.
+    """Share of the power of ``y`` [shape=(n,)] at ``sr`` Hz that is DC or below ``cutoff_hz`` (Hz),
+    in dB re its total power.
 
-    Returns ``dc_db``: 10·log10(mean(y)² / mean(y²)); ``subaudible_db``: 10·log10 of the power in the DFT bins
-    below ``cutoff_hz`` (DC included) over the total (Parseval); ``audible_share``: 1 − that share (linear).
-    Shares of 0 are reported as −150 dB. For ``0.2·x + 0.3`` with unit-power ``x``: ``dc_db`` =
-    10·log10(0.09 / 0.13) = −1.6 dB.
+    Returns ``dc_db``: 10·log10(mean(y)² / mean(y²)); ``subaudible_db``: 10·log10 of the power in
+    the DFT bins below ``cutoff_hz`` (DC included) over the total (Parseval); ``audible_share``: 1 −
+    that share (linear). Shares of 0 are reported as −150 dB. For ``0.2·x + 0.3`` with unit-power
+    ``x``: ``dc_db`` = 10·log10(0.09 / 0.13) = −1.6 dB.
 
     Raises
     ------
@@ -43,7 +51,7 @@ def subaudible_power(y, *, sr: int, cutoff_hz: float = SUBAUDIBLE_HZ) -> dict[st
     y = np.asarray(y, dtype=np.float64).ravel()
     if sr <= 0 or cutoff_hz <= 0:
         raise AiplibParameterError(f"sr ({sr} Hz) and cutoff_hz ({cutoff_hz} Hz) must be > 0")
-    total = float(np.mean(y ** 2)) if y.size else 0.0
+    total = float(np.mean(y**2)) if y.size else 0.0
     if total == 0.0:
         raise AiplibParameterError("subaudible_power: the signal is empty or all zeros")
     dc = float(np.mean(y)) ** 2
@@ -56,11 +64,13 @@ def subaudible_power(y, *, sr: int, cutoff_hz: float = SUBAUDIBLE_HZ) -> dict[st
     return {"dc_db": _db(dc / total), "subaudible_db": _db(share), "audible_share": 1.0 - share}
 
 
-def remove_subaudible(y, *, sr: int, cutoff_hz: float = SUBAUDIBLE_HZ, order: int = 4) -> np.ndarray:
+def remove_subaudible(
+    y, *, sr: int, cutoff_hz: float = SUBAUDIBLE_HZ, order: int = 4
+) -> np.ndarray:
     """Remove the DC offset and rumble below ``cutoff_hz``: mean subtraction, then a Butterworth
-    high-pass run forwards and backwards (``scipy.signal.sosfiltfilt``: zero phase, −6 dB at ``cutoff_hz``,
-    within 0.01 dB of unity above 2 × ``cutoff_hz`` for ``order=4``). ``y`` [shape=(n,)] at ``sr`` Hz,
-    ``0 < cutoff_hz < sr / 2`` (Hz); returns float32 [shape=(n,)].
+    high-pass run forwards and backwards (``scipy.signal.sosfiltfilt``: zero phase, −6 dB at
+    ``cutoff_hz``, within 0.01 dB of unity above 2 × ``cutoff_hz`` for ``order=4``). ``y``
+    [shape=(n,)] at ``sr`` Hz, ``0 < cutoff_hz < sr / 2`` (Hz); returns float32 [shape=(n,)].
 
     Raises
     ------
@@ -73,14 +83,16 @@ def remove_subaudible(y, *, sr: int, cutoff_hz: float = SUBAUDIBLE_HZ, order: in
     sos = butter(int(order), float(cutoff_hz), btype="highpass", fs=sr, output="sos")
     pad = 3 * (2 * len(sos) + 1)
     if y.size <= pad:
-        raise AiplibParameterError(f"remove_subaudible: {y.size} samples is too short (> {pad} needed)")
+        raise AiplibParameterError(
+            f"remove_subaudible: {y.size} samples is too short (> {pad} needed)"
+        )
     return sosfiltfilt(sos, y - y.mean()).astype(np.float32)
 
 
 def effective_bandwidth_hz(y, *, sr: int, floor_db: float = BANDWIDTH_FLOOR_DB) -> float:
-    """Highest frequency (Hz) whose Welch power spectrum (2048-sample Hann windows) is within ``floor_db``
-    of its maximum above 20 Hz (about 4000 Hz for a recording resampled up from 8 kHz); ``y`` [shape=(n,)] at
-    ``sr`` Hz; 0.0 for an all-zero signal."""
+    """Highest frequency (Hz) whose Welch power spectrum (2048-sample Hann windows) is within
+    ``floor_db`` of its maximum above 20 Hz (about 4000 Hz for a recording resampled up from 8 kHz);
+    ``y`` [shape=(n,)] at ``sr`` Hz; 0.0 for an all-zero signal."""
     y = np.asarray(y, dtype=np.float64).ravel()
     f, p = welch(y, fs=sr, nperseg=min(2048, y.size))
     audible = f >= SUBAUDIBLE_HZ

@@ -1,6 +1,8 @@
 """Stage 8's coverage: how much of its manifest each condition family × model × task scored (a
-``limit``, a stopped run or unmerged shards cover part of it), written to ``results/tables/coverage.csv``.
+``limit``, a stopped run or unmerged shards cover part of it), written to
+``results/tables/coverage.csv``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +14,20 @@ from aiplib.inference.models import get_entry
 from aiplib.inference.prompts import not_applicable
 from aiplib.io.formats import read_manifest, read_manifest_csv, write_csv_atomic
 
-COLUMNS = ["family", "model", "task", "n_stimuli", "n_scored", "n_items_covered", "n_items",
-           "n_backgrounds_covered", "n_backgrounds", "n_snrs_covered", "n_snrs", "complete"]
+COLUMNS = [
+    "family",
+    "model",
+    "task",
+    "n_stimuli",
+    "n_scored",
+    "n_items_covered",
+    "n_items",
+    "n_backgrounds_covered",
+    "n_backgrounds",
+    "n_snrs_covered",
+    "n_snrs",
+    "complete",
+]
 """Columns of ``results/tables/coverage.csv`` (backgrounds and SNRs counted on the noisy rows)."""
 
 
@@ -39,7 +53,9 @@ def coverage_table(ws, scores_by_family: dict, *, manifests_dir=None) -> pd.Data
         models = sorted({m for df in by_task.values() for m in df["model"].unique()})
         for task, df in by_task.items():
             fam = task_family(task)
-            m_csv = Path(manifests_dir) / f"{fam}.csv" if manifests_dir and cf == "background" else None
+            m_csv = (
+                Path(manifests_dir) / f"{fam}.csv" if manifests_dir and cf == "background" else None
+            )
             try:
                 man = read_manifest_csv(m_csv) if m_csv else read_manifest(ws.with_family(cf), fam)
             except FileNotFoundError:
@@ -52,12 +68,22 @@ def coverage_table(ws, scores_by_family: dict, *, manifests_dir=None) -> pd.Data
                 if got.empty and not _applies(model, task):
                     continue
                 g_noisy = got[got["condition"] == "noisy"]
-                rows.append(dict(family=cf, model=model, task=task, n_stimuli=len(man), n_scored=len(got),
-                                 n_items_covered=got["speech_id"].nunique(), n_items=man["speech_id"].nunique(),
-                                 n_backgrounds_covered=g_noisy["background_id"].nunique(),
-                                 n_backgrounds=noisy["background_id"].nunique(),
-                                 n_snrs_covered=g_noisy["snr_db"].nunique(), n_snrs=noisy["snr_db"].nunique(),
-                                 complete=len(got) == len(man)))
+                rows.append(
+                    dict(
+                        family=cf,
+                        model=model,
+                        task=task,
+                        n_stimuli=len(man),
+                        n_scored=len(got),
+                        n_items_covered=got["speech_id"].nunique(),
+                        n_items=man["speech_id"].nunique(),
+                        n_backgrounds_covered=g_noisy["background_id"].nunique(),
+                        n_backgrounds=noisy["background_id"].nunique(),
+                        n_snrs_covered=g_noisy["snr_db"].nunique(),
+                        n_snrs=noisy["snr_db"].nunique(),
+                        complete=len(got) == len(man),
+                    )
+                )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -67,13 +93,20 @@ def manifest_from_scores(scores: pd.DataFrame) -> pd.DataFrame:
     columns ``id, speech_id, background_id, snr_db, condition`` that :func:`coverage_table` counts.
     A stimulus that failed for every model is not in it."""
     rows = scores.drop_duplicates("stimulus_id")
-    return pd.DataFrame({"id": rows["stimulus_id"].to_numpy(), "speech_id": rows["item_id"].to_numpy(),
-                         "background_id": rows["bg_id"].to_numpy(), "snr_db": rows["snr_db"].to_numpy(),
-                         "condition": rows["condition"].to_numpy()})
+    return pd.DataFrame(
+        {
+            "id": rows["stimulus_id"].to_numpy(),
+            "speech_id": rows["item_id"].to_numpy(),
+            "background_id": rows["bg_id"].to_numpy(),
+            "snr_db": rows["snr_db"].to_numpy(),
+            "condition": rows["condition"].to_numpy(),
+        }
+    )
 
 
 def write_coverage(ws, scores_by_family: dict, *, manifests_dir=None) -> pd.DataFrame:
-    """:func:`coverage_table`, written to ``results/tables/coverage.csv`` (atomically); returns it."""
+    """:func:`coverage_table`, written to ``results/tables/coverage.csv`` (atomically); returns
+    it."""
     cov = coverage_table(ws, scores_by_family, manifests_dir=manifests_dir)
     write_csv_atomic(cov, ws.tables_dir / "coverage.csv")
     return cov
@@ -83,8 +116,12 @@ def partial_lines(cov: pd.DataFrame) -> list[str]:
     """One line per incomplete row of a coverage table (stages 8 and 9 print them)."""
     lines = []
     for r in cov[~cov["complete"].astype(bool)].itertuples():
-        where, what = ("", "backgrounds") if r.family == "background" else (f" ({r.family})", "conditions")
-        lines.append(f"partial run: {r.model} × {r.task}{where} covers {r.n_scored} of {r.n_stimuli} stimuli "
-                     f"({r.n_items_covered} of {r.n_items} items, {r.n_backgrounds_covered} of {r.n_backgrounds} "
-                     f"{what}) — figures and tables of stage 9 mark it")
+        where, what = (
+            ("", "backgrounds") if r.family == "background" else (f" ({r.family})", "conditions")
+        )
+        lines.append(
+            f"partial run: {r.model} × {r.task}{where} covers {r.n_scored} of {r.n_stimuli} stimuli "
+            f"({r.n_items_covered} of {r.n_items} items, {r.n_backgrounds_covered} of {r.n_backgrounds} "
+            f"{what}) — figures and tables of stage 9 mark it"
+        )
     return lines

@@ -1,5 +1,7 @@
 """Stage 8 of the condition families other than ``background``: scored as the battery is
-(:func:`aiplib.scoring.score.score_inference` on ``ws.with_family(cf)``), and where their files are."""
+(:func:`aiplib.scoring.score.score_inference` on ``ws.with_family(cf)``), and where their files
+are."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,7 +14,7 @@ from aiplib.core.tasks import parse_suite, task_family
 from aiplib.inference.shards import merge_all
 from aiplib.io.formats import read_scores
 from aiplib.scoring.score import score_inference
-from aiplib.stimuli.families import FAMILIES
+from aiplib.stimuli.families import FAMILY_MODULES
 
 
 def suite_families(suite) -> tuple:
@@ -23,7 +25,8 @@ def suite_families(suite) -> tuple:
 
 def score_families(ws, suite) -> dict:
     """Stage 8 for the families of ``suite`` with a table of their own (not ``background``) whose
-    manifests and inference files exist: shards merged (:func:`aiplib.inference.shards.merge_all`), then
+    manifests and inference files exist: shards merged (:func:`aiplib.inference.shards.merge_all`),
+    then
     :func:`aiplib.scoring.score.score_inference` on ``ws.with_family(cf)``.
 
     Returns
@@ -32,7 +35,9 @@ def score_families(ws, suite) -> dict:
         ``{family: {task: scores}}``; a family left out is named with the reason (printed).
     """
     out = {}
-    for cf in [f for f in suite_families(suite) if FAMILIES[f].TABLE is not None]:  # background: stage 8 itself
+    for cf in [
+        f for f in suite_families(suite) if FAMILY_MODULES[f].TABLE is not None
+    ]:  # background: stage 8 itself
         view = ws.with_family(cf)
         if not any(Path(view.manifest_csv(t)).is_file() for t in ("asr", "kws")):
             print(f"{cf}: no manifests under {ws.rel(view.manifest_csv('asr').parent)}; not scored")
@@ -42,8 +47,11 @@ def score_families(ws, suite) -> dict:
             continue
         merge_all(view.inference, getattr(view, "checks", None))
         out[cf] = score_inference(view)
-        print(f"{cf}: " + ", ".join(f"{t} {len(d)} rows" for t, d in out[cf].items())
-              + f" -> {ws.rel(view.scores_dir)}")
+        print(
+            f"{cf}: "
+            + ", ".join(f"{t} {len(d)} rows" for t, d in out[cf].items())
+            + f" -> {ws.rel(view.scores_dir)}"
+        )
     return out
 
 
@@ -52,7 +60,9 @@ def family_path(ws, family: str, kind: str, name: str) -> Path:
     """Path of a family file: ``kind`` ``scores`` → ``results/scores/<family>/<name>.csv``,
     ``manifests`` → ``manifests/<family>/<name>``."""
     view = ws.with_family(family)
-    return view.scores_csv(name) if kind == "scores" else Path(view.manifest_csv("asr")).parent / name
+    return (
+        view.scores_csv(name) if kind == "scores" else Path(view.manifest_csv("asr")).parent / name
+    )
 
 
 def read_family_scores(ws, family: str, tasks=("asr", "kws")) -> dict[str, pd.DataFrame]:
@@ -63,10 +73,17 @@ def read_family_scores(ws, family: str, tasks=("asr", "kws")) -> dict[str, pd.Da
         p = family_path(ws, family, "scores", task)
         if Path(p).is_file():
             df = read_scores(p)
-            for c, kind in FAMILIES[family].SCORE_TYPES.items():
+            for c, kind in FAMILY_MODULES[family].SCORE_TYPES.items():
                 if c in df.columns:
-                    df[c] = (pd.to_numeric(df[c], errors="coerce") if kind == "float" else
-                             df[c].astype(str).str.lower().map({"true": True, "false": False}).astype("boolean"))
+                    df[c] = (
+                        pd.to_numeric(df[c], errors="coerce")
+                        if kind == "float"
+                        else df[c]
+                        .astype(str)
+                        .str.lower()
+                        .map({"true": True, "false": False})
+                        .astype("boolean")
+                    )
             out[task] = df
     return out
 
@@ -76,7 +93,8 @@ def stale_reasons(ws, family: str, tasks=("asr", "kws")) -> list[str]:
 
     Stale when, for a task with a score file, the family manifest is gone, its stamp records another
     SHA-256 of the item bank than ``itembanks/<task family>.jsonl`` has now, or the score file is
-    older than the manifest (a family runs only with ``SUITE=``, so a later default run can leave it behind).
+    older than the manifest (a family runs only with ``SUITE=``, so a later default run can leave it
+    behind).
 
     Returns
     -------

@@ -1,19 +1,20 @@
 """Stage 8's columns of the condition families: the manifest columns copied, then each family's own
-(its ``score_columns`` hook, :data:`aiplib.stimuli.families.FAMILIES`; competing speech: leakage).
+(its ``score_columns`` hook, :data:`aiplib.stimuli.families.FAMILY_MODULES`; competing speech: leakage).
 
 A family's score rows pair each noisy row with the item's clean row of the same family (a row is
 clean by ``condition == "clean"`` or ``background_id == "clean"``, never by its SNR: a channel row
 carries the marker ``snr_db = 99``).
 """
+
 from __future__ import annotations
 
 import pandas as pd
 
 from aiplib.core.tasks import CONDITION_FAMILIES
-from aiplib.stimuli.families import FAMILIES as _REGISTRY
+from aiplib.stimuli.families import FAMILY_MODULES as _REGISTRY
 from aiplib.stimuli.families import SCORE_COLUMNS
 
-FAMILIES = tuple(f for f in CONDITION_FAMILIES if _REGISTRY[f].TABLE is not None)
+TABLE_FAMILIES = tuple(f for f in CONDITION_FAMILIES if _REGISTRY[f].TABLE is not None)
 """The condition families with a table of their own (all but ``background``), in report order."""
 
 FAMILY_SCORE_COLUMNS = SCORE_COLUMNS
@@ -39,8 +40,8 @@ def add_family_scores(out: pd.DataFrame, man: pd.DataFrame, task_family: str) ->
     Returns
     -------
     pandas.DataFrame
-        ``out`` with the family columns present in ``man``, then the ``score_columns`` hook's columns
-        of every family present.
+        ``out`` with the family columns present in ``man``, then the ``score_columns`` hook's
+        columns of every family present.
     """
     out = out.copy()
     for c in [c for c in FAMILY_SCORE_COLUMNS if c in man.columns]:

@@ -1,5 +1,6 @@
 """Stage 6's check that needs a recogniser: its WER on clean speech at several speech levels. If it
 does not move, the SNR (not the absolute level) is what the noisy conditions change."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,21 +16,29 @@ from aiplib.stimuli.checks import materialize_named
 from aiplib.stimuli.mixing import SPEECH_LUFS
 
 
-def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed: int = 0,
-                  levels_lufs=(-33.0, -23.0, -13.0), decoding: str = DEFAULT_DECODING) -> pd.DataFrame:
-    """WER of the recogniser on clean items at several speech levels (written to ``checks/wer_constancy.csv``).
+def wer_constancy(
+    ws,
+    *,
+    model: str = "whisper_tiny_en",
+    n_items: int = 8,
+    seed: int = 0,
+    levels_lufs=(-33.0, -23.0, -13.0),
+    decoding: str = DEFAULT_DECODING,
+) -> pd.DataFrame:
+    """WER of the recogniser on clean items at several speech levels (written to
+    ``checks/wer_constancy.csv``).
 
     ``model``: registry id of the recogniser (loaded once); ``n_items``: clean ASR items chosen with
-    ``seed``; ``levels_lufs``: speech levels in LUFS (the pipeline's own is ``SPEECH_LUFS``, −23 LUFS);
-    ``decoding``: stage 7's by default (:data:`aiplib.inference.plan.DEFAULT_DECODING`).
+    ``seed``; ``levels_lufs``: speech levels in LUFS (the pipeline's own is ``SPEECH_LUFS``, −23
+    LUFS); ``decoding``: stage 7's by default (:data:`aiplib.inference.plan.DEFAULT_DECODING`).
 
     Returns
     -------
     DataFrame
-        ``item_id, level_lufs, reference, response, wer, error``; the spread of WER across levels per
-        item should be ~0. A level whose decode fails (after a retry one by one) has ``response``
-        None, ``wer`` NaN and ``error`` ``"<Type>: <message>"``; ``df.attrs["n_failed"]`` counts and
-        ``df.attrs["failed"]`` names them (``item_id@level``).
+        ``item_id, level_lufs, reference, response, wer, error``; the spread of WER across levels
+        per item should be ~0. A level whose decode fails (after a retry one by one) has
+        ``response`` None, ``wer`` NaN and ``error`` ``"<Type>: <message>"``;
+        ``df.attrs["n_failed"]`` counts and ``df.attrs["failed"]`` names them (``item_id@level``).
     """
 
     man = read_manifest(ws, "asr")
@@ -41,17 +50,32 @@ def wer_constancy(ws, *, model: str = "whisper_tiny_en", n_items: int = 8, seed:
     try:
         for r in track(picked.to_dict("records"), f"WER constancy · {model}", unit="item"):
             y, _ = materialize_named(r, ws)
-            audios = [np.clip(y * np.float32(10 ** ((lv - SPEECH_LUFS) / 20)), -1, 1).astype(np.float32)
-                      for lv in levels_lufs]
+            audios = [
+                np.clip(y * np.float32(10 ** ((lv - SPEECH_LUFS) / 20)), -1, 1).astype(np.float32)
+                for lv in levels_lufs
+            ]
             for lv, (out, err) in zip(levels_lufs, _generate_each(rec, audios, prompt)):
-                rows.append(dict(item_id=r["speech_id"], level_lufs=lv, reference=r["transcript"], response=out,
-                                 wer=wer(r["transcript"], out) if err is None else np.nan, error=err))
+                rows.append(
+                    dict(
+                        item_id=r["speech_id"],
+                        level_lufs=lv,
+                        reference=r["transcript"],
+                        response=out,
+                        wer=wer(r["transcript"], out) if err is None else np.nan,
+                        error=err,
+                    )
+                )
     finally:
         rec.close()
-    df = pd.DataFrame(rows, columns=["item_id", "level_lufs", "reference", "response", "wer", "error"])
+    df = pd.DataFrame(
+        rows, columns=["item_id", "level_lufs", "reference", "response", "wer", "error"]
+    )
     df.to_csv(ws.checks / "wer_constancy.csv", index=False)
     bad = df[df["error"].notna()]
-    df.attrs.update(n_failed=len(bad), failed=[f"{i}@{lv:g} LUFS" for i, lv in zip(bad["item_id"], bad["level_lufs"])])
+    df.attrs.update(
+        n_failed=len(bad),
+        failed=[f"{i}@{lv:g} LUFS" for i, lv in zip(bad["item_id"], bad["level_lufs"])],
+    )
     return df
 
 
@@ -68,6 +92,7 @@ def _generate_each(rec, audios, prompt) -> list[tuple]:
     for a in audios:
         try:
             res.append((str(rec.generate([a], [prompt])[0]), None))
-        except Exception as exc:  # noqa: BLE001 - a recogniser failure is a result, counted and named
+        # a recogniser failure is a result, counted and named
+        except Exception as exc:  # noqa: BLE001
             res.append((None, f"{type(exc).__name__}: {str(exc)[:300]}"))
     return res

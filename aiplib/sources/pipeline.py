@@ -1,5 +1,6 @@
 """Stages 1–3 entry points dispatching on the profile (``demo``, ``paper``, ``custom``), and
 ``make stamps`` (:func:`main`)."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,7 +14,7 @@ import pandas as pd
 
 from aiplib.core import stamps
 from aiplib.core.errors import AiplibParameterError
-from aiplib.core.tasks import FAMILIES
+from aiplib.core.tasks import TASK_FAMILIES
 from aiplib.core.workspace import workspace
 from aiplib.sources.corpora import get_profile
 from aiplib.sources.corpora.custom.files import absolute_path, licence_table, scan_audio_files
@@ -25,7 +26,9 @@ SIZES = {
     "demo": dict(n_asr_real=12, n_asr_synth=16, n_kws_target=20, n_kws_nontarget=10),
     "demo_smoke": dict(n_asr_real=2, n_asr_synth=2, n_kws_target=2, n_kws_nontarget=1),
     "paper": dict(),
-    "paper_smoke": dict(n_librispeech=5, n_common_voice=5, n_kws=5),  # the authors' --smoke-test: 5 per bank
+    "paper_smoke": dict(
+        n_librispeech=5, n_common_voice=5, n_kws=5
+    ),  # the authors' --smoke-test: 5 per bank
     "custom": dict(),
     "custom_smoke": dict(max_items=3),
 }
@@ -64,21 +67,32 @@ def raw_input_files(ws, params: dict) -> list[Path]:
 
 
 def raw_stamp(ws, params: dict) -> dict:
-    """Stage 1's stamp: ``params`` (``profile`` included) and the SHA-256 of :func:`raw_input_files`."""
-    return stamps.make_stamp("01_download_data", params=params, ws=ws, inputs=raw_input_files(ws, params),
-                             module=get_profile(ws.profile).__name__)
+    """Stage 1's stamp: ``params`` (``profile`` included) and the SHA-256 of
+    :func:`raw_input_files`."""
+    return stamps.make_stamp(
+        "01_download_data",
+        params=params,
+        ws=ws,
+        inputs=raw_input_files(ws, params),
+        module=get_profile(ws.profile).__name__,
+    )
 
 
 def gather_raw(ws, **params):
-    """Stage 1: get the raw inputs of ``ws.profile`` into ``ws.raw`` (install, download or validate).
+    """Stage 1: get the raw inputs of ``ws.profile`` into ``ws.raw`` (install, download or
+    validate).
 
     Always runs (so a file added to a custom folder is seen), then writes ``raw/raw.stamp.json``
     (:func:`raw_stamp`, with ``raw/inventory.csv`` as output) for ``make stamps``.
     """
     out = get_profile(ws.profile).gather_raw(ws, **params)
     inv = ws.raw / "inventory.csv"
-    stamps.write_stamp(stamps.stamp_path(ws.raw, "raw"), raw_stamp(ws, dict(profile=ws.profile, **params)),
-                       outputs=[inv] if inv.is_file() else [], ws=ws)
+    stamps.write_stamp(
+        stamps.stamp_path(ws.raw, "raw"),
+        raw_stamp(ws, dict(profile=ws.profile, **params)),
+        outputs=[inv] if inv.is_file() else [],
+        ws=ws,
+    )
     return out
 
 
@@ -92,7 +106,9 @@ def raw_changes(ws, recorded: dict) -> list[str]:
     if not recorded.get("inputs") and now["inputs"] and inv.is_file():
         df = pd.read_csv(inv, dtype=str, keep_default_na=False)
         if {"file", "sha256"} <= set(df.columns):
-            old = dict(recorded, inputs={ws.rel(f): sha for f, sha in zip(df["file"], df["sha256"]) if f})
+            old = dict(
+                recorded, inputs={ws.rel(f): sha for f, sha in zip(df["file"], df["sha256"]) if f}
+            )
     return stamps.differences(old, now, ws=ws)
 
 
@@ -100,15 +116,21 @@ def build_item_banks(ws, *, overwrite: bool = False, **params):
     """Stage 2: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl`` for ``ws.profile``.
 
     Stamped (``itembanks/itembanks.stamp.json``: parameters and ``raw/inventory.csv``), as ``paper``
-    streams Common Voice: the banks are read back unless the stamp differs or ``overwrite``; a warning
-    names what changed. ``**params`` are the profile's (``seed``, sizes). Returns ``{"asr": …, "kws": …}``.
+    streams Common Voice: the banks are read back unless the stamp differs or ``overwrite``; a
+    warning names what changed. ``**params`` are the profile's (``seed``, sizes). Returns ``{"asr":
+    …, "kws": …}``.
     """
     mod = get_profile(ws.profile)
     inv = ws.raw / "inventory.csv"
-    stamp = stamps.make_stamp("02_build_item_banks", params=dict(profile=ws.profile, **params), ws=ws,
-                              inputs=[inv] if inv.is_file() else [], module=mod.__name__)
+    stamp = stamps.make_stamp(
+        "02_build_item_banks",
+        params=dict(profile=ws.profile, **params),
+        ws=ws,
+        inputs=[inv] if inv.is_file() else [],
+        module=mod.__name__,
+    )
     stamp_file = stamps.stamp_path(ws.itembanks, "itembanks")
-    banks = [ws.item_bank(f) for f in FAMILIES]
+    banks = [ws.item_bank(f) for f in TASK_FAMILIES]
     if not overwrite and any(p.is_file() for p in banks):
         if changed := stamps.differences(stamps.read_stamp(stamp_file), stamp, ws=ws):
             log.warning("item banks are rebuilt: %s", "; ".join(changed[:5]))
@@ -119,22 +141,31 @@ def build_item_banks(ws, *, overwrite: bool = False, **params):
 
 
 def battery_specs(ws, **params):
-    """Stage 3 input: the background specs of ``ws.profile`` (see ``aiplib.battery.backgrounds``)."""
+    """Stage 3 input: the background specs of ``ws.profile`` (see
+    ``aiplib.battery.backgrounds``)."""
     return get_profile(ws.profile).battery_specs(ws, **params)
 
 
 # ------------------------------------------------------------------------------- make stamps
 #: What ``make stamps`` says of the stages without a stamp.
-REBUILT = ("03 curation and 05 background manifests are rebuilt on every run; 04 recomputes only "
-           "backgrounds whose WAV changed; 07 decodes only stimuli whose content key changed")
+REBUILT = (
+    "03 curation and 05 background manifests are rebuilt on every run; 04 recomputes only "
+    "backgrounds whose WAV changed; 07 decodes only stimuli whose content key changed"
+)
 
 
 def _now_differences(ws, old: dict) -> list[str]:
-    """Changes of one recorded stamp: stage 1's against the files it would read now, others' inputs re-hashed."""
+    """Changes of one recorded stamp: stage 1's against the files it would read now, others' inputs
+    re-hashed."""
     if old.get("stage") == "01_download_data":
         return raw_changes(ws, old)
-    now = dict(old, inputs={k: (stamps.file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
-                            for k in old.get("inputs", {})})
+    now = dict(
+        old,
+        inputs={
+            k: (stamps.file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
+            for k in old.get("inputs", {})
+        },
+    )
     return stamps.differences(old, now, ws=ws)
 
 
@@ -146,15 +177,27 @@ def stale_stamps(ws) -> list[dict]:
     an input that is an output of a stamp stale only through its upstream is listed under
     ``follows`` (rebuilt if that file changes).
 
-    Returns a list of dict in pipeline order: ``path`` (relative), ``stage``, ``written``, ``changes``
-    (list of str, empty when up to date; None for an unreadable stamp), ``follows`` (list of str).
+    Returns a list of dict in pipeline order: ``path`` (relative), ``stage``, ``written``,
+    ``changes`` (list of str, empty when up to date; None for an unreadable stamp), ``follows``
+    (list of str).
     """
     found = sorted(ws.root.rglob(f"*{stamps.STAMP_SUFFIX}")) if ws.root.is_dir() else []
-    recs = [{"path": ws.rel(p), "stage": (old or {}).get("stage", ""), "written": (old or {}).get("written"),
-             "stamp": old, "changes": None if old is None else _now_differences(ws, old), "follows": []}
-            for p in found for old in [stamps.read_stamp(p)]]
+    recs = [
+        {
+            "path": ws.rel(p),
+            "stage": (old or {}).get("stage", ""),
+            "written": (old or {}).get("written"),
+            "stamp": old,
+            "changes": None if old is None else _now_differences(ws, old),
+            "follows": [],
+        }
+        for p in found
+        for old in [stamps.read_stamp(p)]
+    ]
     recs.sort(key=lambda r: (r["stage"], r["path"]))
-    rewritten: dict[str, tuple[str, bool]] = {}  # output → (stage rebuilding it, its own inputs changed)
+    rewritten: dict[
+        str, tuple[str, bool]
+    ] = {}  # output → (stage rebuilding it, its own inputs changed)
     for r in recs:
         if r["stamp"] is None:
             continue
@@ -172,9 +215,9 @@ def stale_stamps(ws) -> list[dict]:
 
 # ------------------------------------------------------------------------------- command line
 def main(argv=None) -> int:
-    """``python -m aiplib.sources.pipeline --profile P [--data-root D]`` (``make stamps``): say for every
-    stamp whether the next ``make all`` would rebuild it, and why (:func:`stale_stamps`), and what the
-    stages without one redo. Exit status 0 (all up to date) or 1."""
+    """``python -m aiplib.sources.pipeline --profile P [--data-root D]`` (``make stamps``): say for
+    every stamp whether the next ``make all`` would rebuild it, and why (:func:`stale_stamps`), and
+    what the stages without one redo. Exit status 0 (all up to date) or 1."""
     ap = argparse.ArgumentParser(prog="python -m aiplib.sources.pipeline", description=main.__doc__)
     ap.add_argument("--profile", default=os.environ.get("AIP_PROFILE", "demo"))
     ap.add_argument("--data-root", default=None)
@@ -193,11 +236,21 @@ def main(argv=None) -> int:
             continue
         stale += bool(diff)
         maybe += bool(r["follows"]) and not diff
-        state = ("STALE — " + "; ".join(diff[:5]) + (f" (+{len(diff) - 5} more)" if len(diff) > 5 else "")
-                 if diff else "may be rebuilt — " + "; ".join(r["follows"]) if r["follows"] else "up to date")
+        state = (
+            "STALE — "
+            + "; ".join(diff[:5])
+            + (f" (+{len(diff) - 5} more)" if len(diff) > 5 else "")
+            if diff
+            else "may be rebuilt — " + "; ".join(r["follows"])
+            if r["follows"]
+            else "up to date"
+        )
         print(f"{r['path']} ({r['stage']}, {r['written']}): {state}")
-    print(f"{stale} of {len(recs)} stamp(s) stale" + (f", {maybe} more may follow" if maybe else "")
-          + f" ({time.perf_counter() - t0:.2f} s); stages {REBUILT}")
+    print(
+        f"{stale} of {len(recs)} stamp(s) stale"
+        + (f", {maybe} more may follow" if maybe else "")
+        + f" ({time.perf_counter() - t0:.2f} s); stages {REBUILT}"
+    )
     return 1 if stale else 0
 
 

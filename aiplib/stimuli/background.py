@@ -1,10 +1,11 @@
 """The ``background`` condition family: the paper's battery, a recording added at an SNR.
 
-Its hooks (the interface of :data:`aiplib.stimuli.families.FAMILIES`) are the authors' own: the
+Its hooks (the interface of :data:`aiplib.stimuli.families.FAMILY_MODULES`) are the authors' own: the
 manifest of :func:`aiplib.stimuli.manifests.build_manifest`, the mixer of
 :func:`aiplib.stimuli.mixing.mix_row`, the resume key of the background rows, no score columns of
 its own and the condition tables of :mod:`aiplib.analysis.conditions`.
 """
+
 from __future__ import annotations
 
 from aiplib.stimuli.manifests import SEED_START  # noqa: F401 - the family hook
@@ -21,12 +22,14 @@ row_components = mix_row
 
 
 def manifest_plan(ws, task, **options):
-    """None: the background manifest is the authors' (:func:`aiplib.stimuli.manifests.build_manifest`)."""
+    """None: the background manifest is the authors'
+    (:func:`aiplib.stimuli.manifests.build_manifest`)."""
     return None
 
 
 def key_fields(row, rec, ws, hashes) -> None:
-    """None: a background row keeps the authors' resume key (:func:`aiplib.inference.keys.stimulus_base`)."""
+    """None: a background row keeps the authors' resume key
+    (:func:`aiplib.inference.keys.stimulus_base`)."""
     return None
 
 

@@ -10,6 +10,7 @@ microphone: band, codec, network, level, echo, cut).
 Levels in dBFS are RMS levels re full scale, ``10·log10(mean(y²))`` over the whole signal (the
 mixer's mean-power definition; not the ITU-T P.56 active speech level).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -22,7 +23,8 @@ import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
 from aiplib.io.audio import SR, valid_audio
-from aiplib.stimuli.background import score_columns, sidecar  # noqa: F401 - the family hooks: no columns of its own
+
+from aiplib.stimuli.background import score_columns, sidecar  # noqa: F401 - family hooks
 from aiplib.stimuli.channel_external import (
     CODECS,
     ChannelUnavailableError,
@@ -39,7 +41,8 @@ NAME = "channel"
 """Value of ``condition_family`` for these rows."""
 
 COLUMNS = ["channel_condition", "applied_to", "condition_params"]
-"""Manifest columns after :data:`aiplib.stimuli.manifests.EXTRA_COLUMNS` (meanings: :func:`manifest_plan`)."""
+"""Manifest columns after :data:`aiplib.stimuli.manifests.EXTRA_COLUMNS` (meanings:
+:func:`manifest_plan`)."""
 
 SEED_START = {"asr": 40000, "kws": 50000}
 """First seed of each task's manifest row counter."""
@@ -50,7 +53,8 @@ TABLE = dict(name="channel_conditions", scope="background", key=["model", "condi
 """What notebook 09 shows (:func:`aiplib.analysis.family_results.family_table`)."""
 
 SEED_STREAM = 14
-"""Seeded draws use ``default_rng([seed, SEED_STREAM])``, independent of the mixer's ``default_rng(seed)``."""
+"""Seeded draws use ``default_rng([seed, SEED_STREAM])``, independent of the mixer's
+``default_rng(seed)``."""
 
 
 def rms_dbfs(y) -> float:
@@ -66,7 +70,9 @@ TEL_TRANSITION_HZ = 50.0
 TEL_STOPBAND_DB = 60.0
 
 
-def telephone_filter(low_hz: float = 300.0, high_hz: float = 3400.0, rate_hz: int = TEL_RATE_HZ) -> np.ndarray:
+def telephone_filter(
+    low_hz: float = 300.0, high_hz: float = 3400.0, rate_hz: int = TEL_RATE_HZ
+) -> np.ndarray:
     """FIR taps of the telephone band-pass at ``rate_hz``.
 
     Linear-phase Kaiser-window FIR (``scipy.signal.kaiserord`` / ``firwin``), ≥ 60 dB stopband
@@ -81,32 +87,50 @@ def telephone_filter(low_hz: float = 300.0, high_hz: float = 3400.0, rate_hz: in
     from scipy import signal
 
     if not 0 < low_hz + TEL_TRANSITION_HZ < high_hz - TEL_TRANSITION_HZ < rate_hz / 2:
-        raise AiplibParameterError(f"telephone band {low_hz}–{high_hz} Hz does not fit {rate_hz} Hz")
+        raise AiplibParameterError(
+            f"telephone band {low_hz}–{high_hz} Hz does not fit {rate_hz} Hz"
+        )
     taps, beta = signal.kaiserord(TEL_STOPBAND_DB, TEL_TRANSITION_HZ / (rate_hz / 2))
     taps += 1 - taps % 2
     half = TEL_TRANSITION_HZ / 2
-    return signal.firwin(taps, [low_hz + half, high_hz - half], pass_zero=False, window=("kaiser", beta), fs=rate_hz)
+    return signal.firwin(
+        taps, [low_hz + half, high_hz - half], pass_zero=False, window=("kaiser", beta), fs=rate_hz
+    )
 
 
-def telephone(y: np.ndarray, sr: int, *, low_hz: float = 300.0, high_hz: float = 3400.0,
-              rate_hz: int = TEL_RATE_HZ) -> tuple[np.ndarray, dict]:
+def telephone(
+    y: np.ndarray,
+    sr: int,
+    *,
+    low_hz: float = 300.0,
+    high_hz: float = 3400.0,
+    rate_hz: int = TEL_RATE_HZ,
+) -> tuple[np.ndarray, dict]:
     """Narrowband telephone channel: resample to 8 kHz (soxr "HQ"), band-pass 300–3400 Hz
-    (:func:`telephone_filter`, ``fftconvolve(mode="same")``), resample back; cut / zero-padded to ``len(y)``.
+    (:func:`telephone_filter`, ``fftconvolve(mode="same")``), resample back; cut / zero-padded to
+    ``len(y)``.
     """
     from scipy import signal
 
     h = telephone_filter(low_hz, high_hz, rate_hz)
     nb = signal.fftconvolve(resample(y, sr, rate_hz).astype(np.float64), h, mode="same")
-    back = resample(nb.astype(np.float32), rate_hz, sr)[:y.size]
+    back = resample(nb.astype(np.float32), rate_hz, sr)[: y.size]
     out = np.pad(back, (0, y.size - back.size))  # cut, then zero-padded to len(y)
-    return out, {"filter": "Kaiser-window linear-phase FIR", "taps": int(h.size), "stopband_db": TEL_STOPBAND_DB,
-                 "transition_hz": TEL_TRANSITION_HZ, "resampler": "soxr_hq"}
+    return out, {
+        "filter": "Kaiser-window linear-phase FIR",
+        "taps": int(h.size),
+        "stopband_db": TEL_STOPBAND_DB,
+        "transition_hz": TEL_TRANSITION_HZ,
+        "resampler": "soxr_hq",
+    }
 
 
 # ---- network, level, echo, cut ----------------------------------------------------------------
 
-def packet_loss(y: np.ndarray, sr: int, *, seed: int, loss_rate: float = 0.10,
-                frame_ms: float = 20.0) -> tuple[np.ndarray, dict]:
+
+def packet_loss(
+    y: np.ndarray, sr: int, *, seed: int, loss_rate: float = 0.10, frame_ms: float = 20.0
+) -> tuple[np.ndarray, dict]:
     """Zero ``round(loss_rate · n_frames)`` frames of ``frame_ms`` ms, chosen at random (seeded).
 
     Frames are consecutive blocks of ``round(frame_ms · sr / 1000)`` samples; the lost ones are
@@ -119,7 +143,9 @@ def packet_loss(y: np.ndarray, sr: int, *, seed: int, loss_rate: float = 0.10,
         ``info``: ``lost_frames``, ``frame_samples``, ``n_frames``.
     """
     if not 0.0 <= loss_rate <= 1.0 or frame_ms <= 0:
-        raise AiplibParameterError(f"packet_loss needs 0 <= loss_rate <= 1 and frame_ms > 0, got {loss_rate}, {frame_ms}")
+        raise AiplibParameterError(
+            f"packet_loss needs 0 <= loss_rate <= 1 and frame_ms > 0, got {loss_rate}, {frame_ms}"
+        )
     flen = max(1, int(round(frame_ms * sr / 1000.0)))
     n_frames = -(-y.size // flen)
     k = int(round(loss_rate * n_frames))
@@ -127,13 +153,17 @@ def packet_loss(y: np.ndarray, sr: int, *, seed: int, loss_rate: float = 0.10,
     lost = np.sort(rng.choice(n_frames, size=k, replace=False)) if k else np.zeros(0, dtype=int)
     out = y.copy()
     for f in lost:
-        out[f * flen:(f + 1) * flen] = 0.0
-    return out, {"lost_frames": [int(f) for f in lost], "frame_samples": flen, "n_frames": int(n_frames)}
+        out[f * flen : (f + 1) * flen] = 0.0
+    return out, {
+        "lost_frames": [int(f) for f in lost],
+        "frame_samples": flen,
+        "n_frames": int(n_frames),
+    }
 
 
 def clip(y: np.ndarray, sr: int, *, gain_db: float) -> tuple[np.ndarray, dict]:
-    """Overdrive: multiply by ``10^(gain_db/20)`` then hard-clip to [−1, 1]; ``info["clipped_share"]``
-    is the share of samples now at ±1.
+    """Overdrive: multiply by ``10^(gain_db/20)`` then hard-clip to [−1, 1];
+    ``info["clipped_share"]`` is the share of samples now at ±1.
     """
     g = 10.0 ** (gain_db / 20.0)
     z = y.astype(np.float64) * g
@@ -163,7 +193,9 @@ def echo(y: np.ndarray, sr: int, *, delay_ms: float, gain_db: float) -> tuple[np
     """
     d = int(round(delay_ms * sr / 1000.0))
     if d <= 0 or gain_db > 0:
-        raise AiplibParameterError(f"echo needs delay_ms > 0 and gain_db <= 0, got {delay_ms}, {gain_db}")
+        raise AiplibParameterError(
+            f"echo needs delay_ms > 0 and gain_db <= 0, got {delay_ms}, {gain_db}"
+        )
     g = 10.0 ** (gain_db / 20.0)
     out = y.astype(np.float64)
     if d < y.size:
@@ -181,26 +213,54 @@ def cut(y: np.ndarray, sr: int, *, where: str, ms: float) -> tuple[np.ndarray, d
     """
     n = int(round(ms * sr / 1000.0))
     if where not in ("head", "tail") or n < 0:
-        raise AiplibParameterError(f"cut needs where in (head, tail) and ms >= 0, got {where!r}, {ms}")
+        raise AiplibParameterError(
+            f"cut needs where in (head, tail) and ms >= 0, got {where!r}, {ms}"
+        )
     if n >= y.size:
-        raise AiplibParameterError(f"cut {where} {ms} ms ({n} samples) leaves nothing of {y.size} samples")
-    return (y[n:] if where == "head" else y[:y.size - n]).copy(), {"removed_samples": n}
+        raise AiplibParameterError(
+            f"cut {where} {ms} ms ({n} samples) leaves nothing of {y.size} samples"
+        )
+    return (y[n:] if where == "head" else y[: y.size - n]).copy(), {"removed_samples": n}
 
 
 TRANSFORMS = {
-    "telephone": (telephone, "mixture", "narrowband telephone channel: 8 kHz sampling and the 300–3400 Hz voice band",
-                  "ITU-T G.712 / G.120 (300–3400 Hz channel)"),
+    "telephone": (
+        telephone,
+        "mixture",
+        "narrowband telephone channel: 8 kHz sampling and the 300–3400 Hz voice band",
+        "ITU-T G.712 / G.120 (300–3400 Hz channel)",
+    ),
     "codec": (codec, "mixture", "a speech codec's encode/decode round trip (ffmpeg)", None),
-    "packet_loss": (packet_loss, "mixture", "lost VoIP packets, zero-filled (no concealment)",
-                    "20 ms RTP/VoIP frames; independent losses"),
-    "clip": (clip, "mixture", "a front end overdriven past full scale, hard clipping",
-             "hard clip at ±1 (full scale) after the gain"),
-    "level": (level, "mixture", "a very quiet input (distant talker, low gain)",
-              "RMS dBFS, the mixer's mean-power definition"),
-    "reverb": (reverb, "speech", "a reverberant room (image-source shoebox)",
-               "pyroomacoustics ISM (Scheibler et al. 2018; Allen & Berkley 1979); T30 calibrated"),
-    "echo": (echo, "mixture", "one echo path: a delayed, attenuated copy",
-             "ITU-T G.131 / G.168 (talker and line echo)"),
+    "packet_loss": (
+        packet_loss,
+        "mixture",
+        "lost VoIP packets, zero-filled (no concealment)",
+        "20 ms RTP/VoIP frames; independent losses",
+    ),
+    "clip": (
+        clip,
+        "mixture",
+        "a front end overdriven past full scale, hard clipping",
+        "hard clip at ±1 (full scale) after the gain",
+    ),
+    "level": (
+        level,
+        "mixture",
+        "a very quiet input (distant talker, low gain)",
+        "RMS dBFS, the mixer's mean-power definition",
+    ),
+    "reverb": (
+        reverb,
+        "speech",
+        "a reverberant room (image-source shoebox)",
+        "pyroomacoustics ISM (Scheibler et al. 2018; Allen & Berkley 1979); T30 calibrated",
+    ),
+    "echo": (
+        echo,
+        "mixture",
+        "one echo path: a delayed, attenuated copy",
+        "ITU-T G.131 / G.168 (talker and line echo)",
+    ),
     "cut": (cut, "mixture", "speech cut off at the start or end (late VAD / push-to-talk)", "—"),
 }
 """Transform name → (function(y, sr, [*, seed], **params), applies_to, what it models, source); the
@@ -215,9 +275,13 @@ CHANNEL_CONDITIONS: dict[str, dict] = {
     "packet_loss_10pct": {"transform": "packet_loss", "loss_rate": 0.10, "frame_ms": 20.0},
     **{f"clip_+{db}db": {"transform": "clip", "gain_db": float(db)} for db in (12, 20, 30)},
     **{f"level_{db}dbfs": {"transform": "level", "dbfs": float(db)} for db in (-40, -50, -60)},
-    **{f"reverb_rt60_{rt:.1f}s": {"transform": "reverb", "rt60_s": rt, "n_rooms": 1} for rt in (0.3, 0.6, 0.9, 1.2)},
+    **{
+        f"reverb_rt60_{rt:.1f}s": {"transform": "reverb", "rt60_s": rt, "n_rooms": 1}
+        for rt in (0.3, 0.6, 0.9, 1.2)
+    },
     "echo_100ms_-6db": {"transform": "echo", "delay_ms": 100.0, "gain_db": -6.0},
-    **{f"cut_{w}_300ms": {"transform": "cut", "where": w, "ms": 300.0} for w in ("head", "tail")}}
+    **{f"cut_{w}_300ms": {"transform": "cut", "where": w, "ms": 300.0} for w in ("head", "tail")},
+}
 """The default grid: condition name → parameters (``transform`` + its keyword arguments; units in
 the key names: Hz, ms, s, dB, dBFS, kbit/s). Treat as read-only; :func:`apply` copies."""
 
@@ -228,8 +292,10 @@ def _resolve(name: str, params: dict) -> dict:
     elif name in TRANSFORMS:
         resolved = {"transform": name, **params}
     else:
-        raise AiplibParameterError(f"unknown channel condition {name!r}; known conditions: "
-                                   f"{', '.join(CHANNEL_CONDITIONS)}; transforms: {', '.join(TRANSFORMS)}")
+        raise AiplibParameterError(
+            f"unknown channel condition {name!r}; known conditions: "
+            f"{', '.join(CHANNEL_CONDITIONS)}; transforms: {', '.join(TRANSFORMS)}"
+        )
     if resolved["transform"] not in TRANSFORMS:
         raise AiplibParameterError(f"{name}: unknown transform {resolved['transform']!r}")
     return resolved
@@ -247,7 +313,8 @@ def apply(name: str, y, sr: int = SR, *, seed: int, **params) -> tuple[np.ndarra
     Parameters
     ----------
     name : str
-        A key of :data:`CHANNEL_CONDITIONS` (its parameters are the defaults) or of :data:`TRANSFORMS`.
+        A key of :data:`CHANNEL_CONDITIONS` (its parameters are the defaults) or of
+        :data:`TRANSFORMS`.
     y : np.ndarray [shape=(n,)], float
         Mono, full scale ±1 (:func:`aiplib.io.audio.valid_audio`).
     sr : int, Hz
@@ -281,8 +348,17 @@ def apply(name: str, y, sr: int = SR, *, seed: int, **params) -> tuple[np.ndarra
     except TypeError as exc:
         raise AiplibParameterError(f"channel {name}: bad parameters {p}: {exc}") from None
     out, extra = fn(y, int(sr), **kw)
-    info = {"condition": name, "transform": transform, "params": p, "seed": int(seed),
-            "applies_to": applies_to, "sr": int(sr), "n_in": int(y.size), "n_out": int(out.size), **extra}
+    info = {
+        "condition": name,
+        "transform": transform,
+        "params": p,
+        "seed": int(seed),
+        "applies_to": applies_to,
+        "sr": int(sr),
+        "n_in": int(y.size),
+        "n_out": int(out.size),
+        **extra,
+    }
     return out, info
 
 
@@ -294,20 +370,32 @@ def describe():
     for name, p in CHANNEL_CONDITIONS.items():
         _, applies_to, models, source = TRANSFORMS[p["transform"]]
         if p["transform"] == "codec":
-            models, source = f"{p['codec']} encode/decode round trip through ffmpeg", CODECS[p["codec"]]["source"]
+            models, source = (
+                f"{p['codec']} encode/decode round trip through ffmpeg",
+                CODECS[p["codec"]]["source"],
+            )
         reason = skip_reason(name)
-        rows.append({"condition": name, "transform": p["transform"],
-                     "parameters": ", ".join(f"{k}={v}" for k, v in p.items() if k != "transform"),
-                     "applies_to": applies_to, "models": models, "source": source, "available": reason is None,
-                     "skip_reason": reason or ""})
+        rows.append(
+            {
+                "condition": name,
+                "transform": p["transform"],
+                "parameters": ", ".join(f"{k}={v}" for k, v in p.items() if k != "transform"),
+                "applies_to": applies_to,
+                "models": models,
+                "source": source,
+                "available": reason is None,
+                "skip_reason": reason or "",
+            }
+        )
     return pd.DataFrame(rows)
 
 
-# ---- the family's hooks (:data:`aiplib.stimuli.families.FAMILIES`) ---------------------------
+# ---- the family's hooks (:data:`aiplib.stimuli.families.FAMILY_MODULES`) ---------------------------
+
 
 def manifest_plan(ws, task, *, conditions=None, **_) -> ManifestPlan:
-    """Stage 5's channel rows: every condition of ``conditions`` (default :data:`CHANNEL_CONDITIONS`)
-    the local tools can run, applied to the clean speech.
+    """Stage 5's channel rows: every condition of ``conditions`` (default
+    :data:`CHANNEL_CONDITIONS`) the local tools can run, applied to the clean speech.
 
     A row: id ``<item>_ch_<name>``, ``background_id = <name>``, ``snr_db = 99`` (no added noise),
     ``condition = channel_<name>``; ``channel_condition``, ``applied_to`` (``speech``) and
@@ -318,16 +406,33 @@ def manifest_plan(ws, task, *, conditions=None, **_) -> ManifestPlan:
     names = list(CHANNEL_CONDITIONS) if conditions is None else list(conditions)
     reasons = {c: skip_reason(c) for c in names}
     runnable = [c for c in names if reasons[c] is None]
-    skipped = pd.DataFrame([(c, r) for c, r in reasons.items() if r], columns=["condition", "reason"])
+    skipped = pd.DataFrame(
+        [(c, r) for c, r in reasons.items() if r], columns=["condition", "reason"]
+    )
 
     def item_rows(item, spec, extra, n, seed):  # snr_db: the clean rows' 99
-        return [_row(item, spec, extra, seed + k, id=f"{item['item_id']}_ch_{name}", background_id=name,
-                     condition=f"channel_{name}", channel_condition=name, applied_to="speech",
-                     condition_params=compact_json(_resolve(name, {})))
-                for k, name in enumerate(names) if reasons[name] is None], len(names)
+        return [
+            _row(
+                item,
+                spec,
+                extra,
+                seed + k,
+                id=f"{item['item_id']}_ch_{name}",
+                background_id=name,
+                condition=f"channel_{name}",
+                channel_condition=name,
+                applied_to="speech",
+                condition_params=compact_json(_resolve(name, {})),
+            )
+            for k, name in enumerate(names)
+            if reasons[name] is None
+        ], len(names)
 
-    params = dict(conditions={c: _resolve(c, {}) for c in runnable}, skipped=skipped.values.tolist(),
-                  seeds="one per condition, skipped ones too")
+    params = dict(
+        conditions={c: _resolve(c, {}) for c in runnable},
+        skipped=skipped.values.tolist(),
+        seeds="one per condition, skipped ones too",
+    )
     return ManifestPlan(params=params, inputs=[], item_rows=item_rows, skipped=skipped)
 
 
@@ -348,11 +453,25 @@ def conditions(rows: pd.DataFrame | None = None, *, distractors=None) -> list[di
     run = {}
     if rows is not None and len(rows):
         ch = rows.rename(columns={"background_id": "bg_id"})
-        run = ch[ch["bg_id"] != "clean"].drop_duplicates("bg_id").set_index("bg_id")["applied_to"].to_dict()
-    return [dict(family=NAME, condition=r.condition, parameters=r.parameters,
-                 applied_to=run.get(r.condition, r.applies_to), source=r.source or "",
-                 status=("run" if r.condition in run else "available") if r.available else f"skipped: {r.skip_reason}")
-            for r in describe().itertuples(index=False)]
+        run = (
+            ch[ch["bg_id"] != "clean"]
+            .drop_duplicates("bg_id")
+            .set_index("bg_id")["applied_to"]
+            .to_dict()
+        )
+    return [
+        dict(
+            family=NAME,
+            condition=r.condition,
+            parameters=r.parameters,
+            applied_to=run.get(r.condition, r.applies_to),
+            source=r.source or "",
+            status=("run" if r.condition in run else "available")
+            if r.available
+            else f"skipped: {r.skip_reason}",
+        )
+        for r in describe().itertuples(index=False)
+    ]
 
 
 def tool_versions(name: str, **params) -> dict:
@@ -374,16 +493,16 @@ def tool_versions(name: str, **params) -> dict:
 
 
 def row_components(row, ws) -> dict:
-    """Materialise a channel manifest row (the family's ``row_components`` hook): the speech at −23 LUFS
-    as by the mixer, then :func:`apply` ``(channel_condition, s, 16000, seed=row seed,
+    """Materialise a channel manifest row (the family's ``row_components`` hook): the speech at −23
+    LUFS as by the mixer, then :func:`apply` ``(channel_condition, s, 16000, seed=row seed,
     **condition_params)``; not peak-scaled.
 
     Returns
     -------
     dict
         ``mixture`` (float32 (m,), ``m = n`` except for the cuts), ``speech``, ``background``
-        (``mixture − speech``; zeros for a cut), ``info`` (:class:`aiplib.stimuli.mixing.MixInfo`, SNR
-        ``inf``), ``detail`` (:func:`apply`'s info).
+        (``mixture − speech``; zeros for a cut), ``info`` (:class:`aiplib.stimuli.mixing.MixInfo`,
+        SNR ``inf``), ``detail`` (:func:`apply`'s info).
 
     Raises
     ------
@@ -397,15 +516,27 @@ def row_components(row, ws) -> dict:
         params = json.loads(str(raw)) if raw not in (None, "") and raw == raw else {}
         seed, speech_rel = int(row["seed"]), str(row["speech_path"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise AiplibParameterError(f"channel row {rid!r}: bad condition_params/seed/speech_path ({exc})") from None
+        raise AiplibParameterError(
+            f"channel row {rid!r}: bad condition_params/seed/speech_path ({exc})"
+        ) from None
     s, measured = normalized_speech(ws.path(speech_rel))
     try:
         y, info = apply(name, s, SR, seed=seed, **params)
     except AiplibParameterError as exc:
         raise AiplibParameterError(f"channel row {rid!r} ({speech_rel}): {exc}") from None
-    speech, bg = ((s.copy(), (y.astype(np.float64) - s).astype(np.float32)) if y.size == s.size
-                  else (y.copy(), np.zeros_like(y)))
+    speech, bg = (
+        (s.copy(), (y.astype(np.float64) - s).astype(np.float32))
+        if y.size == s.size
+        else (y.copy(), np.zeros_like(y))
+    )
     lufs = SPEECH_LUFS if np.isfinite(measured) else measured
-    mi = MixInfo(math.inf, math.inf, lufs, -math.inf, float(np.max(np.abs(y))), 1.0,
-                 speech_peak=float(np.max(np.abs(s))))
+    mi = MixInfo(
+        math.inf,
+        math.inf,
+        lufs,
+        -math.inf,
+        float(np.max(np.abs(y))),
+        1.0,
+        speech_peak=float(np.max(np.abs(s))),
+    )
     return dict(mixture=y, speech=speech, background=bg, info=mi, detail=info)

@@ -2,6 +2,7 @@
 background presence, determinism of seeds, offsets and bytes, digitally silent and subaudible
 backgrounds, and a seeded set of inspection clips.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -11,9 +12,15 @@ import pandas as pd
 
 from aiplib.core.errors import AudioFileError
 from aiplib.core.progress import track
-from aiplib.core.tasks import FAMILIES
+from aiplib.core.tasks import TASK_FAMILIES
 from aiplib.io.audio import load_audio, write_wav
-from aiplib.io.formats import parse_bool, read_battery_csv, read_manifest, read_manifest_meta, write_json_atomic
+from aiplib.io.formats import (
+    parse_bool,
+    read_battery_csv,
+    read_manifest,
+    read_manifest_meta,
+    write_json_atomic,
+)
 from aiplib.io.subaudible import subaudible_power
 from aiplib.stimuli.families import materialize
 from aiplib.stimuli.manifests import SEED_START
@@ -60,7 +67,7 @@ def materialize_named(row, ws):
         raise AudioFileError(f"stimulus {row.get('id')!r} ({files}): {msg}") from None
 
 
-def _manifests(ws, families=FAMILIES):
+def _manifests(ws, families=tuple(TASK_FAMILIES)):
     return {f: read_manifest(ws, f) for f in families if ws.manifest_csv(f).is_file()}
 
 
@@ -80,26 +87,46 @@ def background_presence(ws, *, max_items: int = 3) -> pd.DataFrame:
     for fam, man in _manifests(ws).items():
         items = man["speech_id"].drop_duplicates().head(max_items)
         sub = man[man["speech_id"].isin(items)]
-        clean = {r["speech_id"]: materialize_named(r, ws)[0] for r in sub[sub["condition"] == "clean"].to_dict("records")}
+        clean = {
+            r["speech_id"]: materialize_named(r, ws)[0]
+            for r in sub[sub["condition"] == "clean"].to_dict("records")
+        }
         noisy = sub[sub["condition"] != "clean"].to_dict("records")
         for r in track(noisy, f"background presence · {fam}", unit="stim"):
             y, info = materialize_named(r, ws)
             speech = clean[r["speech_id"]].astype(np.float64) * info.clip_scale
             resid = y.astype(np.float64) - speech
-            rows.append(dict(family=fam, bg_id=r["background_id"], snr_db=r["snr_db"], stimulus_id=r["id"],
-                             measured_snr_db=achieved_snr_db(speech, resid), bg_active_fraction=active_fraction(resid),
-                             clipped=info.clip_scale < 1.0, bg_energy=float(np.dot(resid, resid))))
+            rows.append(
+                dict(
+                    family=fam,
+                    bg_id=r["background_id"],
+                    snr_db=r["snr_db"],
+                    stimulus_id=r["id"],
+                    measured_snr_db=achieved_snr_db(speech, resid),
+                    bg_active_fraction=active_fraction(resid),
+                    clipped=info.clip_scale < 1.0,
+                    bg_energy=float(np.dot(resid, resid)),
+                )
+            )
     df = pd.DataFrame(rows)
     if df.empty:
         return df
-    # a digitally silent segment (bg_active False) has no finite SNR: left out of the means and errors
+    # a digitally silent segment (bg_active False) has no finite SNR: left out of the means and
+    # errors
     df["measured_snr_db"] = df["measured_snr_db"].where(np.isfinite(df["measured_snr_db"]))
     df["err"] = (df["measured_snr_db"] - df["snr_db"]).abs()
-    out = (df.groupby(["family", "bg_id", "snr_db"])
-             .agg(n=("stimulus_id", "size"), achieved_snr_db=("measured_snr_db", "mean"),
-                  bg_active_fraction=("bg_active_fraction", "mean"), clipped_share=("clipped", "mean"),
-                  present=("bg_energy", lambda e: bool((e > 0).all())), max_abs_error_db=("err", "max"))
-             .reset_index())
+    out = (
+        df.groupby(["family", "bg_id", "snr_db"])
+        .agg(
+            n=("stimulus_id", "size"),
+            achieved_snr_db=("measured_snr_db", "mean"),
+            bg_active_fraction=("bg_active_fraction", "mean"),
+            clipped_share=("clipped", "mean"),
+            present=("bg_energy", lambda e: bool((e > 0).all())),
+            max_abs_error_db=("err", "max"),
+        )
+        .reset_index()
+    )
     out.insert(3, "target_snr_db", out["snr_db"])
     out.to_csv(ws.checks / "bg_presence.csv", index=False)
     return out
@@ -122,12 +149,16 @@ def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
         start = meta_seed[fam] = read_manifest_meta(ws, fam).get("seed_start", SEED_START[fam])
         result["seeds_match"] &= man["seed"].tolist() == list(range(start, start + len(man)))
         for r in man.sample(n=min(n_rows, len(man)), random_state=seed).to_dict("records"):
-            h1, h2 = (hashlib.sha256(materialize_named(r, ws)[0].tobytes()).hexdigest() for _ in range(2))
+            h1, h2 = (
+                hashlib.sha256(materialize_named(r, ws)[0].tobytes()).hexdigest() for _ in range(2)
+            )
             result["identical_bytes"] &= h1 == h2
             result["stimuli"][f"{fam}/{r['id']}"] = h1
             if r["condition"] != "clean" and "bg_offset" in r:
                 n_bg = sf.info(str(ws.path(r["bg_path"]))).frames
-                result["offsets_match"] &= bg_offset(int(r["seed"]), n_bg, int(r["n_samples"])) == int(r["bg_offset"])
+                result["offsets_match"] &= bg_offset(
+                    int(r["seed"]), n_bg, int(r["n_samples"])
+                ) == int(r["bg_offset"])
             result["n_rows"] += 1
     result["seed_starts"] = meta_seed
     write_json_atomic(result, ws.checks / "determinism.json")
@@ -136,8 +167,8 @@ def determinism(ws, *, n_rows: int = 20, seed: int = 0) -> dict:
 
 def inactive_backgrounds(ws) -> pd.DataFrame:
     """Share of noisy stimuli per background whose segment is digital silence (``bg_active`` False,
-    measured at stage 5: mean power below :data:`aiplib.stimuli.mixing.BG_SILENCE_POWER`). Such stimuli
-    are kept, as the authors' mixer makes them; the report offers the analysis without them.
+    measured at stage 5: mean power below :data:`aiplib.stimuli.mixing.BG_SILENCE_POWER`). Such
+    stimuli are kept, as the authors' mixer makes them; the report offers the analysis without them.
 
     Returns
     -------
@@ -163,7 +194,8 @@ def inactive_backgrounds(ws) -> pd.DataFrame:
 
 def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
     """Write ``n`` seeded stimuli (every background and SNR when ``n`` allows) as 16-bit WAVs under
-    ``checks/inspection/`` with an ``index.csv``; clips of an earlier run not picked now are removed.
+    ``checks/inspection/`` with an ``index.csv``; clips of an earlier run not picked now are
+    removed.
 
     Returns
     -------
@@ -174,18 +206,28 @@ def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
     frames = []
     for fam, man in _manifests(ws).items():
         noisy = man[man["condition"] != "clean"]
-        frames.append(noisy.groupby(["background_id", "snr_db"]).sample(n=1, random_state=seed).assign(family=fam))
+        frames.append(
+            noisy.groupby(["background_id", "snr_db"])
+            .sample(n=1, random_state=seed)
+            .assign(family=fam)
+        )
         frames.append(man[man["condition"] == "clean"].head(2).assign(family=fam))
     pool = pd.concat(frames, ignore_index=True)
     pick = pool.sample(n=min(n, len(pool)), random_state=seed).sort_values(["family", "id"])
     pick["reference"] = pick["transcript"] if "transcript" in pick else ""
     if "keyword" in pick:
         pick["reference"] = pick["reference"].where(pick["family"] == "asr", pick["keyword"])
-    written = [write_wav(out / f"{r['family']}_{r['id']}.wav", materialize_named(r, ws)[0], subtype="PCM_16")
-               for r in pick.to_dict("records")]
+    written = [
+        write_wav(
+            out / f"{r['family']}_{r['id']}.wav", materialize_named(r, ws)[0], subtype="PCM_16"
+        )
+        for r in pick.to_dict("records")
+    ]
     for old in set(out.glob("*.wav")) - set(written):
         old.unlink()
-    pick[["family", "id", "speech_id", "background_id", "snr_db", "reference"]].to_csv(out / "index.csv", index=False)
+    pick[["family", "id", "speech_id", "background_id", "snr_db", "reference"]].to_csv(
+        out / "index.csv", index=False
+    )
     return written
 
 
@@ -197,8 +239,9 @@ def subaudible_backgrounds(ws) -> pd.DataFrame:
 
     Returns
     -------
-    DataFrame with ``bg_id, dc_db, subaudible_db`` (dB re the background's power), ``audible_share``,
-    ``audible_snr_excess_db`` (dB), ``removed_at_curation`` (bool); written to ``checks/subaudible.csv``.
+    DataFrame with ``bg_id, dc_db, subaudible_db`` (dB re the background's power),
+    ``audible_share``, ``audible_snr_excess_db`` (dB), ``removed_at_curation`` (bool); written to
+    ``checks/subaudible.csv``.
 
     Raises
     ------
@@ -212,9 +255,16 @@ def subaudible_backgrounds(ws) -> pd.DataFrame:
         y = load_audio(ws.path(r["path"]))
         p = subaudible_power(y, sr=16000)
         a = max(p["audible_share"], 1e-15)
-        rows.append(dict(bg_id=r["bg_id"], dc_db=round(p["dc_db"], 2), subaudible_db=round(p["subaudible_db"], 2),
-                         audible_share=round(a, 6), audible_snr_excess_db=round(-10 * np.log10(a), 3),
-                         removed_at_curation=parse_bool(r.get("subaudible_removed")) is True))
+        rows.append(
+            dict(
+                bg_id=r["bg_id"],
+                dc_db=round(p["dc_db"], 2),
+                subaudible_db=round(p["subaudible_db"], 2),
+                audible_share=round(a, 6),
+                audible_snr_excess_db=round(-10 * np.log10(a), 3),
+                removed_at_curation=parse_bool(r.get("subaudible_removed")) is True,
+            )
+        )
     df = pd.DataFrame(rows)
     df.to_csv(ws.checks / "subaudible.csv", index=False)
     return df

@@ -6,7 +6,7 @@ speech through a phone / codec / room transform (:mod:`aiplib.stimuli.channel`).
 families one run covers (``make all SUITE=background,channel``; default ``background``).
 
 The mixer, manifests, resume keys, scoring and tables look up each family's hooks in
-:data:`FAMILIES`:
+:data:`FAMILY_MODULES`:
 
 ``NAME``, ``COLUMNS``, ``SEED_START``
     The ``condition_family`` value, the manifest columns after
@@ -23,6 +23,7 @@ The mixer, manifests, resume keys, scoring and tables look up each family's hook
     Notebook 09: what :func:`aiplib.analysis.family_results.family_table` reads (None: no family
     table, scored by stage 8 itself) and the family's entries in the list of conditions.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -32,22 +33,33 @@ from aiplib.io.audio import SR, write_wav
 from aiplib.stimuli import background, channel, competing
 from aiplib.stimuli.mixing import is_clean_row, mix_row
 
-FAMILIES = {m.NAME: m for m in (background, competing, channel)}
-"""Condition family name → its module (the hooks above), in :data:`aiplib.core.tasks.CONDITION_FAMILIES` order."""
-assert tuple(FAMILIES) == CONDITION_FAMILIES
+FAMILY_MODULES = {m.NAME: m for m in (background, competing, channel)}
+"""Condition family name → its module (the hooks above), in
+:data:`aiplib.core.tasks.CONDITION_FAMILIES` order."""
+assert tuple(FAMILY_MODULES) == tuple(CONDITION_FAMILIES)
 
-FAMILY_COLUMNS = {name: m.COLUMNS for name, m in FAMILIES.items()}
-"""Columns a family's manifest has after :data:`aiplib.stimuli.manifests.EXTRA_COLUMNS`, in order."""
+FAMILY_COLUMNS = {name: m.COLUMNS for name, m in FAMILY_MODULES.items()}
+"""Columns a family's manifest has after :data:`aiplib.stimuli.manifests.EXTRA_COLUMNS`, in
+order."""
 
-SCORE_COLUMNS = ["condition_family", *(c for c in dict.fromkeys(c for m in FAMILIES.values() for c in m.COLUMNS)
-                                       if c != "condition_params"), "condition_params"]
+SCORE_COLUMNS = [
+    "condition_family",
+    *(
+        c
+        for c in dict.fromkeys(c for m in FAMILY_MODULES.values() for c in m.COLUMNS)
+        if c != "condition_params"
+    ),
+    "condition_params",
+]
 """Manifest columns copied into a family's score rows (those present)."""
 
 
 def row_family(row) -> str:
     """The condition family of a manifest row: its ``condition_family``; ``background`` when the
     column is absent or empty (the authors' rows)."""
-    v = str(row.get("condition_family") if hasattr(row, "get") else "").strip()  # None, NaN, <NA> read as empty
+    v = str(
+        row.get("condition_family") if hasattr(row, "get") else ""
+    ).strip()  # None, NaN, <NA> read as empty
     return v if v and v.lower() not in ("nan", "<na>", "none") else "background"
 
 
@@ -60,19 +72,24 @@ def mix_components(row: Mapping, ws) -> dict:
     dict
         ``mixture`` (float32 (n,), as :func:`materialize`), ``speech`` (float32 (n,), the normalised
         speech as in the mixture), ``background`` (float32 (n,), what was added; zeros for clean),
-        ``info`` (:class:`aiplib.stimuli.mixing.MixInfo`); family rows add ``detail`` (the family's info).
+        ``info`` (:class:`aiplib.stimuli.mixing.MixInfo`); family rows add ``detail`` (the family's
+        info).
 
     Raises
     ------
     AiplibParameterError
         An incomplete row, or an unknown ``condition_family``.
     """
-    return mix_row(row, ws) if is_clean_row(row) else FAMILIES[check_family(row_family(row))].row_components(row, ws)
+    return (
+        mix_row(row, ws)
+        if is_clean_row(row)
+        else FAMILY_MODULES[check_family(row_family(row))].row_components(row, ws)
+    )
 
 
 def materialize(row: Mapping, ws, *, write=None):
-    """The exact samples of one manifest row (a stimulus), mixed on the fly, bit for bit the same every
-    time (a row of the authors' schema works: the background offset follows from ``seed``).
+    """The exact samples of one manifest row (a stimulus), mixed on the fly, bit for bit the same
+    every time (a row of the authors' schema works: the background offset follows from ``seed``).
 
     Parameters
     ----------

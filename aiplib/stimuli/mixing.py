@@ -5,7 +5,8 @@
 
 1. the speech (16 kHz, float32) → :data:`SPEECH_LUFS` = −23 LUFS with pyloudnorm (unchanged when its
    loudness is ±inf), float32;
-2. the background (float32) tiled ``ceil(n / len(bg))`` times if shorter than the ``n`` speech samples;
+2. the background (float32) tiled ``ceil(n / len(bg))`` times if shorter than the ``n`` speech
+  samples;
 3. the segment starts at ``off = numpy.random.default_rng(seed).integers(0, max(1, len(bg) − n))``;
 4. it is multiplied by ``sqrt(ps / (pb · 10^(snr_db / 10)))`` with ``ps = mean(s²) + 1e-9``,
    ``pb = mean(b²) + 1e-9`` (float64);
@@ -14,6 +15,7 @@
 A clean row is the normalised speech alone; a digitally silent segment gives an effectively clean
 stimulus (``bg_active`` False).
 """
+
 from __future__ import annotations
 
 import functools
@@ -105,8 +107,10 @@ def loudness_normalize(x, target_lufs: float = SPEECH_LUFS, *, name: str = "audi
         measured = loudness_meter(SR).integrated_loudness(x)
     except ValueError as exc:
         n = len(x)
-        raise AudioFileError(f"{name}: loudness cannot be measured ({n} samples = {n / SR:.3f} s at {SR} Hz, "
-                             f"shorter than the {MIN_LOUDNESS_S:g} s BS.1770 block): {exc}") from None
+        raise AudioFileError(
+            f"{name}: loudness cannot be measured ({n} samples = {n / SR:.3f} s at {SR} Hz, "
+            f"shorter than the {MIN_LOUDNESS_S:g} s BS.1770 block): {exc}"
+        ) from None
     if np.isinf(measured):
         return x, float(measured)
     with warnings.catch_warnings():  # "Possible clipped samples": the peak is recorded instead
@@ -139,7 +143,9 @@ def background_segment(bg, seed: int, n: int) -> tuple[np.ndarray, int]:
     """
     bg = np.asarray(bg)
     off = bg_offset(seed, bg.shape[0], n)  # raises on an empty background
-    return (np.tile(bg, int(np.ceil(n / bg.shape[0]))) if bg.shape[0] < n else bg)[off: off + n], off
+    return (np.tile(bg, int(np.ceil(n / bg.shape[0]))) if bg.shape[0] < n else bg)[
+        off : off + n
+    ], off
 
 
 def segment_active(segment) -> tuple[bool, float]:
@@ -165,21 +171,31 @@ class _Mixed:
 
     def info(self, s, snr_db, lufs, speech_peak) -> MixInfo:
         active, p_b = segment_active(self.b)
-        return MixInfo(achieved_snr_db=achieved_snr_db(s, self.bs), target_snr_db=float(snr_db), speech_lufs=lufs,
-                       bg_gain_db=float(20 * np.log10(self.gain)) if self.gain > 0 else float("-inf"),
-                       peak=float(min(self.peak, 1.0)), clip_scale=float(self.scale),
-                       bg_offset=int(self.offset), bg_power=p_b, bg_active=active, speech_peak=speech_peak)
+        return MixInfo(
+            achieved_snr_db=achieved_snr_db(s, self.bs),
+            target_snr_db=float(snr_db),
+            speech_lufs=lufs,
+            bg_gain_db=float(20 * np.log10(self.gain)) if self.gain > 0 else float("-inf"),
+            peak=float(min(self.peak, 1.0)),
+            clip_scale=float(self.scale),
+            bg_offset=int(self.offset),
+            bg_power=p_b,
+            bg_active=active,
+            speech_peak=speech_peak,
+        )
 
 
 def _mix_normalized(s, bg, snr_db: float, seed: int) -> _Mixed:
     n = s.shape[0]
     b, off = background_segment(bg, seed, n)
-    ps, pb = float(np.mean(s ** 2)) + POWER_FLOOR, float(np.mean(b ** 2)) + POWER_FLOOR
+    ps, pb = float(np.mean(s**2)) + POWER_FLOOR, float(np.mean(b**2)) + POWER_FLOOR
     gain = np.sqrt(ps / (pb * (10 ** (float(snr_db) / 10))))
     y = s + (bs := b * gain)
     peak = peak_abs(y)
     scale = 1.0 / peak if peak > 1.0 else 1.0
-    return _Mixed((y / peak if peak > 1.0 else y).astype(np.float32), bs, b, off, float(gain), peak, scale)
+    return _Mixed(
+        (y / peak if peak > 1.0 else y).astype(np.float32), bs, b, off, float(gain), peak, scale
+    )
 
 
 def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUFS):
@@ -209,7 +225,9 @@ def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUF
 
 
 def _clean_info(lufs, speech_peak) -> MixInfo:
-    return MixInfo(float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0, speech_peak=speech_peak)
+    return MixInfo(
+        float("inf"), float("inf"), lufs, float("-inf"), speech_peak, 1.0, speech_peak=speech_peak
+    )
 
 
 def achieved_snr_db(speech, noise) -> float:
@@ -272,9 +290,9 @@ def mix_row(row: Mapping, ws) -> dict:
     Returns
     -------
     dict
-        ``mixture``, ``speech`` (the normalised speech as in the mixture: divided by the peak when the
-        sum was) and ``background`` (the scaled segment as in the mixture; zeros for clean), float32
-        (n,); ``info`` (:class:`MixInfo`).
+        ``mixture``, ``speech`` (the normalised speech as in the mixture: divided by the peak when
+        the sum was) and ``background`` (the scaled segment as in the mixture; zeros for clean),
+        float32 (n,); ``info`` (:class:`MixInfo`).
 
     Raises
     ------
@@ -284,12 +302,19 @@ def mix_row(row: Mapping, ws) -> dict:
     s, measured = normalized_speech(ws.path(str(_row_value(row, "speech_path"))))
     lufs, speech_peak = SPEECH_LUFS if np.isfinite(measured) else measured, peak_abs(s)
     if is_clean_row(row):
-        return dict(mixture=s.copy(), speech=s.copy(), background=np.zeros_like(s), info=_clean_info(lufs, speech_peak))
+        return dict(
+            mixture=s.copy(),
+            speech=s.copy(),
+            background=np.zeros_like(s),
+            info=_clean_info(lufs, speech_peak),
+        )
     snr, seed = _row_value(row, "snr_db"), _row_value(row, "seed")
     try:
         snr, seed = float(snr), int(seed)
     except (TypeError, ValueError):
-        raise AiplibParameterError(f"row {row.get('id')!r}: snr_db {snr!r} / seed {seed!r} are not numbers") from None
+        raise AiplibParameterError(
+            f"row {row.get('id')!r}: snr_db {snr!r} / seed {seed!r} are not numbers"
+        ) from None
     if not math.isfinite(snr):
         raise AiplibParameterError(f"row {row.get('id')!r}: snr_db is {snr} on a noisy row")
     bg_path = str(_row_value(row, "bg_path") or "")

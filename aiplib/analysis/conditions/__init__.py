@@ -22,6 +22,7 @@ References
        §13.3 and §8.5 / Davison & Hinkley 1997 §3.8 (resampling clusters).
 .. [3] Q. McNemar, Psychometrika 12(2), 153–157, 1947.
 """
+
 from aiplib.analysis.conditions.files import (
     inactive_background_rows,
     read_condition_tables,
@@ -50,7 +51,26 @@ from aiplib.analysis.conditions.verdicts import (
     verdict,
 )
 
-__all__ = ["SCOPES", "VERDICTS", "DEFAULT_MIN_DIFF_PP", "ALPHA", "MIN_ITEMS_FOR_VERDICT", "COARSE_BELOW_ITEMS", "ALL",
-           "ASR_ROBUST_COLUMNS", "KWS_ROBUST_COLUMNS", "verdict", "paired_change", "char_counts", "condition_label",
-           "condition_table", "condition_tables", "asr_robust", "kws_robust", "write_condition_tables",
-           "read_condition_tables", "inactive_background_rows", "write_active_only_tables"]
+__all__ = [
+    "SCOPES",
+    "VERDICTS",
+    "DEFAULT_MIN_DIFF_PP",
+    "ALPHA",
+    "MIN_ITEMS_FOR_VERDICT",
+    "COARSE_BELOW_ITEMS",
+    "ALL",
+    "ASR_ROBUST_COLUMNS",
+    "KWS_ROBUST_COLUMNS",
+    "verdict",
+    "paired_change",
+    "char_counts",
+    "condition_label",
+    "condition_table",
+    "condition_tables",
+    "asr_robust",
+    "kws_robust",
+    "write_condition_tables",
+    "read_condition_tables",
+    "inactive_background_rows",
+    "write_active_only_tables",
+]

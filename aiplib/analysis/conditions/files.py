@@ -1,4 +1,5 @@
 """Condition tables on disk, and the analysis without silent background segments."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,8 +14,9 @@ from aiplib.io.formats import load_scores, parse_bool, write_csv_atomic
 
 
 def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
-    """Write ``results/tables/conditions_<task>.csv`` for every scored task: :func:`condition_table` of
-    ``scores`` (default :func:`aiplib.io.formats.load_scores` of ``ws``) with ``kwargs``; returns task → file.
+    """Write ``results/tables/conditions_<task>.csv`` for every scored task: :func:`condition_table`
+    of ``scores`` (default :func:`aiplib.io.formats.load_scores` of ``ws``) with ``kwargs``; returns
+    task → file.
 
     Raises
     ------
@@ -23,27 +25,51 @@ def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
     """
     scores = load_scores(ws) if scores is None else scores
     if not scores:
-        raise AiplibError(f"no results/scores/<task>.csv under {ws.results}; run stage 8 (scoring) first")
+        raise AiplibError(
+            f"no results/scores/<task>.csv under {ws.results}; run stage 8 (scoring) first"
+        )
     ws.tables_dir.mkdir(parents=True, exist_ok=True)
-    return {task: write_csv_atomic(t, ws.tables_dir / f"conditions_{task}.csv")
-            for task, t in condition_tables(scores, **kwargs).items()}
+    return {
+        task: write_csv_atomic(t, ws.tables_dir / f"conditions_{task}.csv")
+        for task, t in condition_tables(scores, **kwargs).items()
+    }
 
 
-_TEXT_COLUMNS = {"bg_id", "model", "task", "condition", "scope", "test", "verdict", "note",
-                 "measure", "family", "coarse"}
+_TEXT_COLUMNS = {
+    "bg_id",
+    "model",
+    "task",
+    "condition",
+    "scope",
+    "test",
+    "verdict",
+    "note",
+    "measure",
+    "family",
+    "coarse",
+}
 
 
 def read_condition_tables(results_dir) -> dict[str, pd.DataFrame]:
     """Read every ``tables/conditions_<task>.csv`` under a results folder (task → table)."""
     out = {}
     for p in sorted((Path(results_dir) / "tables").glob("conditions_*.csv")):
-        t = pd.read_csv(p, dtype={c: str for c in _TEXT_COLUMNS}, keep_default_na=False, na_values={"snr_db": [""]})
+        t = pd.read_csv(
+            p,
+            dtype={c: str for c in _TEXT_COLUMNS},
+            keep_default_na=False,
+            na_values={"snr_db": [""]},
+        )
         for c in t.columns:
             if c == "coarse":
-                t[c] = t[c].map(parse_bool).map(lambda v: np.nan if v is pd.NA else v).astype(object)
-            elif (t[c].dtype == object or pd.api.types.is_string_dtype(t[c])) and c not in _TEXT_COLUMNS:
+                t[c] = (
+                    t[c].map(parse_bool).map(lambda v: np.nan if v is pd.NA else v).astype(object)
+                )
+            elif (
+                t[c].dtype == object or pd.api.types.is_string_dtype(t[c])
+            ) and c not in _TEXT_COLUMNS:
                 t[c] = pd.to_numeric(t[c].replace("", np.nan), errors="coerce")
-        out[p.stem[len("conditions_"):]] = t
+        out[p.stem[len("conditions_") :]] = t
     return out
 
 
@@ -57,8 +83,8 @@ def inactive_background_rows(scores: dict) -> pd.DataFrame:
     (``bg_active`` False, measured at stage 5; e.g. an ESC-50 clip zero-padded to 5 s; kept in every
     headline number, as the authors' mixer made them).
 
-    ``scores``: task → ``results/scores/<task>.csv`` table. Returns ``task, bg_id, n_noisy, n_inactive,
-    inactive_share`` (only backgrounds with inactive rows).
+    ``scores``: task → ``results/scores/<task>.csv`` table. Returns ``task, bg_id, n_noisy,
+    n_inactive, inactive_share`` (only backgrounds with inactive rows).
     """
     rows = []
     for task, s in scores.items():
@@ -66,8 +92,16 @@ def inactive_background_rows(scores: dict) -> pd.DataFrame:
             continue
         noisy = s[s["bg_id"].astype(str) != "clean"]
         counts = _inactive(noisy).groupby(noisy["bg_id"]).agg(["size", "sum"])
-        rows += [{"task": task, "bg_id": bg, "n_noisy": int(n), "n_inactive": int(k), "inactive_share": k / n}
-                 for bg, n, k in counts[counts["sum"] > 0].itertuples()]
+        rows += [
+            {
+                "task": task,
+                "bg_id": bg,
+                "n_noisy": int(n),
+                "n_inactive": int(k),
+                "inactive_share": k / n,
+            }
+            for bg, n, k in counts[counts["sum"] > 0].itertuples()
+        ]
     return pd.DataFrame(rows, columns=["task", "bg_id", "n_noisy", "n_inactive", "inactive_share"])
 
 

@@ -1,4 +1,6 @@
-"""Scopes, the paired change against clean and its verdict (part of :mod:`aiplib.analysis.conditions`)."""
+"""Scopes, the paired change against clean and its verdict (part of
+:mod:`aiplib.analysis.conditions`)."""
+
 from __future__ import annotations
 
 import functools
@@ -9,10 +11,16 @@ import numpy as np
 from aiplib.analysis import stats
 from aiplib.core.errors import AiplibParameterError
 
-SCOPES = {"clean": None, "overall": (), "snr": ("snr_db",), "background": ("bg_id",), "condition": ("bg_id", "snr_db")}
-"""Aggregation scope → the keys grouped on besides (model, task): ``clean`` the clean stimuli (absolute
-values only), ``overall`` every noisy one, ``snr`` per SNR (``bg_id == "all"``), ``background`` per
-background (``snr_db`` NaN), ``condition`` one background at one SNR."""
+SCOPES = {
+    "clean": None,
+    "overall": (),
+    "snr": ("snr_db",),
+    "background": ("bg_id",),
+    "condition": ("bg_id", "snr_db"),
+}
+"""Aggregation scope → the keys grouped on besides (model, task): ``clean`` the clean stimuli
+(absolute values only), ``overall`` every noisy one, ``snr`` per SNR (``bg_id == "all"``),
+``background`` per background (``snr_db`` NaN), ``condition`` one background at one SNR."""
 
 VERDICTS = ("worse", "better", "same", "n/a")
 """Possible verdicts (:func:`verdict`)."""
@@ -35,14 +43,22 @@ ALL = "all"
 _SCOPE_ORDER = {s: i for i, s in enumerate(SCOPES)}
 
 
-def verdict(estimate: float, ci_low: float, ci_high: float, min_diff: float, p_value: float,
-            *, alpha: float = ALPHA) -> str:
+def verdict(
+    estimate: float,
+    ci_low: float,
+    ci_high: float,
+    min_diff: float,
+    p_value: float,
+    *,
+    alpha: float = ALPHA,
+) -> str:
     """Classify a paired change as ``worse``, ``better``, ``same`` or ``n/a``.
 
     Parameters
     ----------
     estimate, ci_low, ci_high : float
-        The change (positive = worse: ΔWER, ΔAcc = acc before − acc after) and its interval (NaN: none).
+        The change (positive = worse: ΔWER, ΔAcc = acc before − acc after) and its interval (NaN:
+        none).
     min_diff : float >= 0
         Smallest change that counts, in the units of ``estimate``.
     p_value, alpha : float
@@ -83,8 +99,17 @@ def _ratio(s, n, axis=-1):
     return s.sum(axis) / n.sum(axis)
 
 
-def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0, level: float = 0.95,
-                  min_diff: float = DEFAULT_MIN_DIFF_PP, mcnemar=None, min_items: int = MIN_ITEMS_FOR_VERDICT) -> dict:
+def paired_change(
+    item_sum,
+    item_n,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+    min_diff: float = DEFAULT_MIN_DIFF_PP,
+    mcnemar=None,
+    min_items: int = MIN_ITEMS_FOR_VERDICT,
+) -> dict:
     """Mean paired change with a cluster-bootstrap interval, an exact test and a verdict.
 
     Parameters
@@ -123,25 +148,65 @@ def paired_change(item_sum, item_n, *, n_resamples: int = 2000, seed: int = 0, l
     """
     s, n = np.asarray(item_sum, dtype=float), np.asarray(item_n, dtype=float)
     if s.shape != n.shape or s.ndim != 1:
-        raise AiplibParameterError(f"item_sum and item_n must be 1-D of one length, got {s.shape} and {n.shape}")
-    out = {"estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_usable": 0, "test": "",
-           "p_value": math.nan, "n_worse": 0, "n_better": 0, "n_ties": 0, "verdict": "n/a", "n_items": 0,
-           "coarse": True, "level": float(level), "n_resamples": int(n_resamples), "seed": int(seed), "note": ""}
+        raise AiplibParameterError(
+            f"item_sum and item_n must be 1-D of one length, got {s.shape} and {n.shape}"
+        )
+    out = {
+        "estimate": math.nan,
+        "ci_low": math.nan,
+        "ci_high": math.nan,
+        "ci_usable": 0,
+        "test": "",
+        "p_value": math.nan,
+        "n_worse": 0,
+        "n_better": 0,
+        "n_ties": 0,
+        "verdict": "n/a",
+        "n_items": 0,
+        "coarse": True,
+        "level": float(level),
+        "n_resamples": int(n_resamples),
+        "seed": int(seed),
+        "note": "",
+    }
     keep = (n > 0) & np.isfinite(s)
     s, n = s[keep], n[keep]
     if s.size == 0:
         out["note"] = "no paired items"
         return out
-    b = stats.bootstrap_ci((s, n), _ratio, n_resamples=n_resamples, seed=seed, level=level,
-                           vectorized=True, min_n=min_items)
+    b = stats.bootstrap_ci(
+        (s, n),
+        _ratio,
+        n_resamples=n_resamples,
+        seed=seed,
+        level=level,
+        vectorized=True,
+        min_n=min_items,
+    )
     one_pair = bool(np.all(n == 1))
-    test = "mcnemar_exact" if mcnemar is not None and one_pair else "sign" if one_pair else "sign_item_means"
+    test = (
+        "mcnemar_exact"
+        if mcnemar is not None and one_pair
+        else "sign"
+        if one_pair
+        else "sign_item_means"
+    )
     t = stats.mcnemar_exact(*mcnemar) if test == "mcnemar_exact" else stats.sign_test(s / n)
     notes = [x for x in (b.note, t.note) if x]
-    out.update(estimate=b.estimate, ci_low=b.ci_low, ci_high=b.ci_high, ci_usable=b.n_valid,
-               test=test, p_value=t.p, n_worse=t.n_pos, n_better=t.n_neg, n_ties=t.n_ties,
-               verdict=verdict(b.estimate, b.ci_low, b.ci_high, min_diff, t.p),
-               n_items=int(s.size), coarse=bool(s.size < COARSE_BELOW_ITEMS))
+    out.update(
+        estimate=b.estimate,
+        ci_low=b.ci_low,
+        ci_high=b.ci_high,
+        ci_usable=b.n_valid,
+        test=test,
+        p_value=t.p,
+        n_worse=t.n_pos,
+        n_better=t.n_neg,
+        n_ties=t.n_ties,
+        verdict=verdict(b.estimate, b.ci_low, b.ci_high, min_diff, t.p),
+        n_items=int(s.size),
+        coarse=bool(s.size < COARSE_BELOW_ITEMS),
+    )
     if s.size < min_items:
         out["verdict"] = "n/a"
         notes.append(f"no verdict below {min_items} items")
@@ -175,7 +240,9 @@ def char_counts(ref_norm, hyp_norm) -> tuple[np.ndarray, np.ndarray]:
         o = jiwer.process_characters(r, h)
         return o.substitutions + o.deletions + o.insertions, o.hits + o.substitutions + o.deletions
 
-    return tuple(np.array([count(r, h) for r, h in zip(ref_norm, hyp_norm)], dtype=np.int64).reshape(-1, 2).T)
+    return tuple(
+        np.array([count(r, h) for r, h in zip(ref_norm, hyp_norm)], dtype=np.int64).reshape(-1, 2).T
+    )
 
 
 def condition_label(bg_id, snr_db) -> str:
@@ -183,6 +250,9 @@ def condition_label(bg_id, snr_db) -> str:
     ``"all @ all SNRs"`` or ``"clean"``."""
     if bg_id == "clean":
         return "clean"
-    snr = "all SNRs" if snr_db is None or (isinstance(snr_db, float) and math.isnan(snr_db)) \
+    snr = (
+        "all SNRs"
+        if snr_db is None or (isinstance(snr_db, float) and math.isnan(snr_db))
         else f"{float(snr_db):g} dB"
+    )
     return f"{bg_id} @ {snr}"

@@ -2,6 +2,7 @@
 
 Importing this package is cheap: backends (faster-whisper, transformers …) load on first use.
 """
+
 from aiplib.inference.models.base import Recogniser  # noqa: F401
 from aiplib.inference.models.registry import (  # noqa: F401
     ModelEntry,

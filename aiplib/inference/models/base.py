@@ -1,9 +1,11 @@
 """The interface every recogniser backend implements.
 
-A backend module (``aiplib/inference/models/<module>.py``) exposes ``load(entry, **opts) -> Recogniser``;
+A backend module (``aiplib/inference/models/<module>.py``) exposes ``load(entry, **opts) ->
+Recogniser``;
 :func:`aiplib.inference.models.registry.load_model` imports it only when an entry of that backend is
 chosen, so one model's heavy dependencies never break another's.
 """
+
 from __future__ import annotations
 
 import abc
@@ -27,7 +29,8 @@ class Recogniser(abc.ABC):
 
     @abc.abstractmethod
     def info(self) -> dict:
-        """What was actually run: weights, revision / checksum, decoding path … (JSON, for ``run_log.jsonl``)."""
+        """What was actually run: weights, revision / checksum, decoding path … (JSON, for
+        ``run_log.jsonl``)."""
 
     @abc.abstractmethod
     def generate(self, audios: list[np.ndarray], prompts: list[str | None]) -> list[str]:
@@ -52,21 +55,23 @@ class Recogniser(abc.ABC):
         return int(round(float(self.entry.max_audio_s) * SR))
 
     def checked(self, audios, prompts) -> tuple[list[np.ndarray], list[str | None]]:
-        """``(clips, prompts)`` of a :meth:`generate` call: each waveform checked (float32, C-contiguous)
-        and cut to :attr:`max_samples`; a blank prompt becomes None.
+        """``(clips, prompts)`` of a :meth:`generate` call: each waveform checked (float32,
+        C-contiguous) and cut to :attr:`max_samples`; a blank prompt becomes None.
 
         Raises
         ------
         AiplibParameterError
-            If the recogniser was closed (its ``model`` is None), the lists differ in length or a waveform
-            is invalid (:func:`aiplib.io.audio.valid_audio`).
+            If the recogniser was closed (its ``model`` is None), the lists differ in length or a
+            waveform is invalid (:func:`aiplib.io.audio.valid_audio`).
         """
         if getattr(self, "model", "") is None:
             raise AiplibParameterError(f"{self.name} was closed")
         if len(audios) != len(prompts):
             raise AiplibParameterError(f"got {len(audios)} waveforms but {len(prompts)} prompts")
-        clips = [np.ascontiguousarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples])
-                 for i, a in enumerate(audios)]
+        clips = [
+            np.ascontiguousarray(valid_audio(np.asarray(a), name=f"audio[{i}]")[: self.max_samples])
+            for i, a in enumerate(audios)
+        ]
         return clips, [p.strip() if isinstance(p, str) and p.strip() else None for p in prompts]
 
     def close(self) -> None:
@@ -77,8 +82,8 @@ class Recogniser(abc.ABC):
 
 
 def retry_key(audio: np.ndarray, prompt) -> str:
-    """Key of one (audio, prompt) in a backend's retry cache: hex SHA-1 of the float32 samples (after
-    the cut to ``max_audio_s``) followed by ``repr(prompt)``."""
+    """Key of one (audio, prompt) in a backend's retry cache: hex SHA-1 of the float32 samples
+    (after the cut to ``max_audio_s``) followed by ``repr(prompt)``."""
     h = hashlib.sha1(np.ascontiguousarray(audio, dtype=np.float32).tobytes())
     h.update(repr(prompt).encode())
     return h.hexdigest()
@@ -87,9 +92,9 @@ def retry_key(audio: np.ndarray, prompt) -> str:
 def answer_each(cache: dict, clips, prompts, run, error) -> list[str]:
     """The answers of a batch decoded stimulus by stimulus (``command``, ``openai``).
 
-    ``run(indices)`` gives ``(ok, text or error message)`` per index not answered in ``cache``. A failed
-    batch keeps its answers in ``cache`` (:func:`retry_key`), so the runner's per-item retry sends nothing
-    twice, and raises ``error`` with the first failure's message.
+    ``run(indices)`` gives ``(ok, text or error message)`` per index not answered in ``cache``. A
+    failed batch keeps its answers in ``cache`` (:func:`retry_key`), so the runner's per-item retry
+    sends nothing twice, and raises ``error`` with the first failure's message.
     """
     keys = [retry_key(y, p) for y, p in zip(clips, prompts)]
     results = {i: cache.pop(k) for i, k in enumerate(keys) if k in cache}
@@ -105,17 +110,20 @@ def answer_each(cache: dict, clips, prompts, run, error) -> list[str]:
 
 
 def batches_by_key(keys: list, batch_size: int) -> list[list[int]]:
-    """Indices of ``keys`` in chunks of at most ``batch_size`` that share one key (groups in order of
-    first appearance, indices in input order)."""
+    """Indices of ``keys`` in chunks of at most ``batch_size`` that share one key (groups in order
+    of first appearance, indices in input order)."""
     groups: dict = {}
     for i, k in enumerate(keys):
         groups.setdefault(k, []).append(i)
-    return [idx[s: s + batch_size] for idx in groups.values() for s in range(0, len(idx), batch_size)]
+    return [
+        idx[s : s + batch_size] for idx in groups.values() for s in range(0, len(idx), batch_size)
+    ]
 
 
 def generate_throughput(raw: dict) -> dict:
-    """A copy of a backend's running counts (``audio_s``, ``generate_s`` in seconds, …) rounded (0.1 ms, 1 ms),
-    with ``stimuli_per_s`` and ``rtfx`` (audio s / generate s) added; both None before any generate time."""
+    """A copy of a backend's running counts (``audio_s``, ``generate_s`` in seconds, …) rounded (0.1
+    ms, 1 ms), with ``stimuli_per_s`` and ``rtfx`` (audio s / generate s) added; both None before
+    any generate time."""
     s = dict(raw)
     g = s["generate_s"]
     s["generate_s"], s["audio_s"] = round(g, 4), round(s["audio_s"], 3)

@@ -9,10 +9,11 @@ Registry entry (extra fields)::
       timeout_s: 120
 
 The command is split with ``shlex`` and run without a shell; in every argument ``{file}`` (required)
-becomes a temporary 16 kHz mono 16-bit WAV of the stimulus (in a private 0700 folder), ``{prompt}`` the
-task text, ``$VAR`` / ``${VAR}`` an environment variable. Standard output, stripped, is the response;
-standard error is discarded. A failure raises :class:`CommandError`.
+becomes a temporary 16 kHz mono 16-bit WAV of the stimulus (in a private 0700 folder), ``{prompt}``
+the task text, ``$VAR`` / ``${VAR}`` an environment variable. Standard output, stripped, is the
+response; standard error is discarded. A failure raises :class:`CommandError`.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,20 +40,22 @@ def command_numerics() -> dict:
     :mod:`~aiplib.inference.models.ct2_numerics`) and ``"computed_by"``, a note that the program's
     own numeric path (backend, ISA, threads) is not seen by aiplib."""
     record = cpu_record()
-    record["computed_by"] = ("the external program, on this machine; "
-                             "its numeric path is not seen by aiplib")
+    record["computed_by"] = (
+        "the external program, on this machine; its numeric path is not seen by aiplib"
+    )
     return record
 
 
 class CommandError(AiplibError, RuntimeError):
-    """A command-backend call failed; the message is only ``exit status N``, ``timeout`` (the process group
-    is killed) or ``cannot start``, never the command line or its output."""
+    """A command-backend call failed; the message is only ``exit status N``, ``timeout`` (the
+    process group is killed) or ``cannot start``, never the command line or its output."""
 
 
 class CommandRecogniser(Recogniser):
     """An external program behind the Recogniser interface.
 
-    ``timeout_s`` (seconds per call) defaults to ``entry.extra["timeout_s"]`` or 120, ``batch_size`` to 1.
+    ``timeout_s`` (seconds per call) defaults to ``entry.extra["timeout_s"]`` or 120, ``batch_size``
+    to 1.
 
     Raises
     ------
@@ -62,25 +65,35 @@ class CommandRecogniser(Recogniser):
         The program is not found (only the program is named).
     """
 
-    def __init__(self, entry, *, timeout_s: float | None = None, batch_size: int | None = None, path=None):
+    def __init__(
+        self, entry, *, timeout_s: float | None = None, batch_size: int | None = None, path=None
+    ):
         self.name, self.entry = entry.id, entry
         template = str(entry.extra.get("command") or "")
         try:
             self.argv_template = shlex.split(template)
         except ValueError:
-            raise AiplibParameterError(f"{entry.id}: the command cannot be parsed (unbalanced quotes)") from None
+            raise AiplibParameterError(
+                f"{entry.id}: the command cannot be parsed (unbalanced quotes)"
+            ) from None
         if not any("{file}" in a for a in self.argv_template):
-            raise AiplibParameterError(f"{entry.id}: the command must contain {{file}} (the WAV to transcribe)")
+            raise AiplibParameterError(
+                f"{entry.id}: the command must contain {{file}} (the WAV to transcribe)"
+            )
         t = timeout_s if timeout_s is not None else entry.extra.get("timeout_s", DEFAULT_TIMEOUT_S)
         if t is None or isinstance(t, bool) or float(t) <= 0:
-            raise AiplibParameterError(f"{entry.id}: timeout_s must be a positive number of seconds, got {t!r}")
+            raise AiplibParameterError(
+                f"{entry.id}: timeout_s must be a positive number of seconds, got {t!r}"
+            )
         self.timeout_s = float(t)
         self.batch_size = int(batch_size or 1)
         program = os.path.expandvars(self.argv_template[0])
         self.program = shutil.which(program)
         if self.program is None:
-            raise ModelUnavailableError(f"{entry.id}: program {Path(program).name!r} not found "
-                                        "(not on PATH or not executable)")
+            raise ModelUnavailableError(
+                f"{entry.id}: program {Path(program).name!r} not found "
+                "(not on PATH or not executable)"
+            )
         self._tmp = tempfile.mkdtemp(prefix="aip_cmd_")
         os.chmod(self._tmp, 0o700)
         self._cache: dict[str, tuple[bool, str]] = {}
@@ -88,10 +101,18 @@ class CommandRecogniser(Recogniser):
 
     def info(self) -> dict:
         """Program name, timeout and counts (never the command line)."""
-        return {"model": self.name, "backend": "command", "program": Path(self.program).name,
-                "timeout_s": self.timeout_s, "batch_size": self.batch_size, "path": "command",
-                "window": None, "weights_path": None, "numerics": command_numerics(),
-                "stats": self.stats()}
+        return {
+            "model": self.name,
+            "backend": "command",
+            "program": Path(self.program).name,
+            "timeout_s": self.timeout_s,
+            "batch_size": self.batch_size,
+            "path": "command",
+            "window": None,
+            "weights_path": None,
+            "numerics": command_numerics(),
+            "stats": self.stats(),
+        }
 
     def stats(self) -> dict:
         s = dict(self._stats)
@@ -107,12 +128,19 @@ class CommandRecogniser(Recogniser):
             import soundfile as sf  # noqa: PLC0415
 
             sf.write(wav, audio, SR, subtype="PCM_16", format="WAV")
-            argv = [os.path.expandvars(a).replace("{file}", wav).replace("{prompt}", prompt or "")
-                    for a in self.argv_template]
+            argv = [
+                os.path.expandvars(a).replace("{file}", wav).replace("{prompt}", prompt or "")
+                for a in self.argv_template
+            ]
             argv[0] = self.program  # the program found on PATH at load
             try:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, start_new_session=True)
+                proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
             except OSError:
                 raise CommandError("cannot start") from None
             try:
@@ -134,7 +162,8 @@ class CommandRecogniser(Recogniser):
             self._stats["audio_s"] += len(audio) / SR
 
     def generate(self, audios, prompts):
-        """Run the program once per stimulus (:meth:`Recogniser.generate`); :class:`CommandError` if any call failed."""
+        """Run the program once per stimulus (:meth:`Recogniser.generate`); :class:`CommandError` if
+        any call failed."""
         clips, texts = self.checked(audios, prompts)
 
         def run(todo):
@@ -155,4 +184,5 @@ class CommandRecogniser(Recogniser):
         self._cache = {}
 
 
-load = CommandRecogniser  # the backend's entry point, load(entry, **opts) (aiplib.inference.models.load_model)
+# the backend's entry point, load(entry, **opts) (aiplib.inference.models.load_model)
+load = CommandRecogniser

@@ -11,10 +11,11 @@ what the environment says, so every x86-64 machine with AVX2 takes oneDNN's AVX2
 CTranslate2's AVX2 code. Setting :data:`OPT_OUT_VARIABLE` (``AIP_CT2_NATIVE=1``) keeps
 CTranslate2's own choice; the choice is recorded in every model run (:func:`numerics_record`).
 
-Sources: CTranslate2's environment variables (``CT2_USE_MKL``, ``CT2_FORCE_CPU_ISA``, ``CT2_VERBOSE``:
-its documentation, "Environment variables"; read once, when the library initialises) and oneDNN's
-``ONEDNN_MAX_CPU_ISA`` (oneDNN documentation, "CPU dispatcher control").
+Sources: CTranslate2's environment variables (``CT2_USE_MKL``, ``CT2_FORCE_CPU_ISA``,
+``CT2_VERBOSE``: its documentation, "Environment variables"; read once, when the library
+initialises) and oneDNN's ``ONEDNN_MAX_CPU_ISA`` (oneDNN documentation, "CPU dispatcher control").
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,8 +38,15 @@ PINNED_ENVIRONMENT = {
 OPT_OUT_VARIABLE = "AIP_CT2_NATIVE"
 
 #: Variables that can change a numeric path of this process (recorded where set).
-NUMERIC_VARIABLES = (*PINNED_ENVIRONMENT, OPT_OUT_VARIABLE, "OPENBLAS_CORETYPE", "OMP_NUM_THREADS",
-                     "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "DNNL_MAX_CPU_ISA")
+NUMERIC_VARIABLES = (
+    *PINNED_ENVIRONMENT,
+    OPT_OUT_VARIABLE,
+    "OPENBLAS_CORETYPE",
+    "OMP_NUM_THREADS",
+    "MKL_CBWR",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "DNNL_MAX_CPU_ISA",
+)
 
 #: What CTranslate2's verbose start-up log calls each field of :func:`backend_report`.
 _VERBOSE_FIELDS = {
@@ -78,7 +86,8 @@ def cpu_flags() -> set[str]:
 
 
 def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``'s ``model name``, else :func:`platform.processor`)."""
+    """The CPU's model name (``/proc/cpuinfo``'s ``model name``, else
+    :func:`platform.processor`)."""
     model = cpuinfo_field("model name")
     if model:
         return model
@@ -101,8 +110,12 @@ def cpu_record() -> dict:
     """
     has_avx512 = "avx512f" in cpu_flags()
     environment = {name: os.environ[name] for name in NUMERIC_VARIABLES if name in os.environ}
-    return {"cpu_model": cpu_model(), "cpu_vendor": cpu_vendor(), "cpu_avx512": has_avx512,
-            "environment": environment}
+    return {
+        "cpu_model": cpu_model(),
+        "cpu_vendor": cpu_vendor(),
+        "cpu_avx512": has_avx512,
+        "environment": environment,
+    }
 
 
 def _is_x86() -> bool:
@@ -136,14 +149,18 @@ def pin_ctranslate2() -> dict:
         raise AiplibError(
             "this CPU has no AVX2, so the embedded Whisper cannot run on the pinned numeric path "
             f"(oneDNN + AVX2); set {OPT_OUT_VARIABLE}=1 to use CTranslate2's own path "
-            "(its transcripts may differ from the published demo's)")
+            "(its transcripts may differ from the published demo's)"
+        )
     already = sys.modules.get("ctranslate2") is not None
-    differing = [name for name, value in PINNED_ENVIRONMENT.items() if os.environ.get(name) != value]
+    differing = [
+        name for name, value in PINNED_ENVIRONMENT.items() if os.environ.get(name) != value
+    ]
     if already and differing:
         raise AiplibError(
             "ctranslate2 was imported before aiplib could pin its numeric path "
             f"({', '.join(differing)} differ); import aiplib's Whisper backend first, or set "
-            f"{OPT_OUT_VARIABLE}=1")
+            f"{OPT_OUT_VARIABLE}=1"
+        )
     os.environ.update(PINNED_ENVIRONMENT)
     return _state("pinned")
 
@@ -180,8 +197,14 @@ def backend_report(weights_path: str, compute_type: str) -> dict:
     """
     env = dict(os.environ, CT2_VERBOSE="1")
     try:
-        done = subprocess.run([sys.executable, "-c", _PROBE, weights_path, compute_type],
-                              env=env, capture_output=True, text=True, timeout=120, check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", _PROBE, weights_path, compute_type],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     report = {}
@@ -195,8 +218,9 @@ def backend_report(weights_path: str, compute_type: str) -> dict:
     return report
 
 
-def numerics_record(weights_path: str | None = None, compute_type: str = "int8",
-                    device: str = "cpu") -> dict:
+def numerics_record(
+    weights_path: str | None = None, compute_type: str = "int8", device: str = "cpu"
+) -> dict:
     """The numeric path of this process, for the run log and provenance (JSON-serialisable).
 
     ``{"cpu_model", "cpu_vendor", "cpu_avx512": bool, "environment", "pinned", "reason",
@@ -212,5 +236,8 @@ def numerics_record(weights_path: str | None = None, compute_type: str = "int8",
     if weights_path is not None and device == "cpu":
         record["ctranslate2"] = backend_report(str(weights_path), compute_type)
     elif weights_path is not None:
-        record["ctranslate2"] = {"device": device, "note": "CUDA kernels: the CPU pin does not apply"}
+        record["ctranslate2"] = {
+            "device": device,
+            "note": "CUDA kernels: the CPU pin does not apply",
+        }
     return json.loads(json.dumps(record))

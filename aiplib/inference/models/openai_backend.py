@@ -1,4 +1,5 @@
-"""``openai`` backend: an OpenAI-compatible HTTP endpoint (OpenAI, vLLM ``serve``, …; ``docs/SERVING.md``).
+"""``openai`` backend: an OpenAI-compatible HTTP endpoint (OpenAI, vLLM ``serve``, …;
+``docs/SERVING.md``).
 
 Registry entry (extra fields)::
 
@@ -14,13 +15,15 @@ Registry entry (extra fields)::
       batch_size: 16                     # rows per generate() call (≥ concurrency)
 
 ``initial_prompt`` posts the stimulus (16 kHz mono 16-bit WAV) to ``/audio/transcriptions`` with the
-task text as ``prompt``; ``chat`` posts one user turn to ``/chat/completions`` (:func:`chat_payload`).
-Both use ``temperature=0``; ``generate_kwargs`` are merged in. The key is read from ``api_key_env`` at
-each request and sent only as ``Authorization: Bearer …``. HTTP 429 / 5xx and connection failures
-are retried (``engine_args``: ``max_retries`` 5, ``backoff_s`` · 2^attempt up to ``max_backoff_s``,
-a numeric ``Retry-After`` honoured within that cap). On load, ``GET /models`` (5 s) checks that a
-server serves ``model`` (``engine_args: {probe: false}`` skips it).
+task text as ``prompt``; ``chat`` posts one user turn to ``/chat/completions``
+(:func:`chat_payload`). Both use ``temperature=0``; ``generate_kwargs`` are merged in. The key is
+read from ``api_key_env`` at each request and sent only as ``Authorization: Bearer …``. HTTP 429 /
+5xx and connection failures are retried (``engine_args``: ``max_retries`` 5, ``backoff_s`` ·
+2^attempt up to ``max_backoff_s``, a numeric ``Retry-After`` honoured within that cap). On load,
+``GET /models`` (5 s) checks that a server serves ``model`` (``engine_args: {probe: false}`` skips
+it).
 """
+
 from __future__ import annotations
 
 import base64
@@ -56,8 +59,9 @@ def server_numerics() -> dict:
     :mod:`~aiplib.inference.models.ct2_numerics`) and ``"computed_by"``, a note that the server
     decodes on hardware aiplib does not see."""
     record = cpu_record()
-    record["computed_by"] = ("the server at base_url; "
-                             "its hardware and numeric path are not seen by aiplib")
+    record["computed_by"] = (
+        "the server at base_url; its hardware and numeric path are not seen by aiplib"
+    )
     return record
 
 
@@ -65,21 +69,33 @@ class OpenAIBackendError(AiplibError, RuntimeError):
     """An endpoint call failed for good (message: status and a short, key-free reason)."""
 
 
-def chat_payload(model: str, wav: bytes, prompt: str | None, *, max_tokens: int, extra: dict | None = None) -> dict:
+def chat_payload(
+    model: str, wav: bytes, prompt: str | None, *, max_tokens: int, extra: dict | None = None
+) -> dict:
     """The chat-completions request body for one stimulus: ``{"model", "messages", "temperature": 0,
-    "max_tokens", **extra}``, one user turn of the audio as an ``input_audio`` part (base64 16 kHz mono
-    16-bit WAV) then the task text (if any), the OpenAI schema vLLM accepts for its audio models."""
-    audio = {"type": "input_audio", "input_audio": {"data": base64.b64encode(wav).decode("ascii"), "format": "wav"}}
+    "max_tokens", **extra}``, one user turn of the audio as an ``input_audio`` part (base64 16 kHz
+    mono 16-bit WAV) then the task text (if any), the OpenAI schema vLLM accepts for its audio
+    models."""
+    audio = {
+        "type": "input_audio",
+        "input_audio": {"data": base64.b64encode(wav).decode("ascii"), "format": "wav"},
+    }
     content = [audio, *([{"type": "text", "text": prompt}] if prompt else [])]
-    return {"model": model, "messages": [{"role": "user", "content": content}],
-            "temperature": 0, "max_tokens": int(max_tokens), **dict(extra or {})}
+    return {
+        "model": model,
+        "messages": [{"role": "user", "content": content}],
+        "temperature": 0,
+        "max_tokens": int(max_tokens),
+        **dict(extra or {}),
+    }
 
 
 @dataclass(frozen=True)
 class OpenAIOptions:
-    """Overrides of an ``openai`` entry's settings (None: the entry's value): ``timeout_s`` (seconds per request,
-    default the entry's or 120), ``max_retries``, ``backoff_s``, ``max_backoff_s``, ``probe`` (``engine_args``),
-    ``batch_size``, ``concurrency`` (requests in flight, default 1); ``path`` is ignored."""
+    """Overrides of an ``openai`` entry's settings (None: the entry's value): ``timeout_s`` (seconds
+    per request, default the entry's or 120), ``max_retries``, ``backoff_s``, ``max_backoff_s``,
+    ``probe`` (``engine_args``), ``batch_size``, ``concurrency`` (requests in flight, default 1);
+    ``path`` is ignored."""
 
     timeout_s: float | None = None
     max_retries: int | None = None
@@ -92,13 +108,14 @@ class OpenAIOptions:
 
 
 class OpenAIRecogniser(Recogniser):
-    """An OpenAI-compatible endpoint behind the Recogniser interface (``options``: :class:`OpenAIOptions`).
+    """An OpenAI-compatible endpoint behind the Recogniser interface (``options``:
+    :class:`OpenAIOptions`).
 
     Raises
     ------
     ModelUnavailableError
-        ``api_key_env`` names a variable that is not set; no server answers at ``base_url``; the server
-        does not serve ``model``.
+        ``api_key_env`` names a variable that is not set; no server answers at ``base_url``; the
+        server does not serve ``model``.
     AiplibParameterError
         ``concurrency`` or ``batch_size`` is not a positive integer.
     """
@@ -112,8 +129,10 @@ class OpenAIRecogniser(Recogniser):
         self.model = str(entry.extra["model"])
         self.key_env = entry.extra.get("api_key_env") or None
         if self.key_env and not os.environ.get(self.key_env):
-            raise ModelUnavailableError(f"{entry.id}: set the environment variable {self.key_env} to the "
-                                        "endpoint's API key (it is read from there only)")
+            raise ModelUnavailableError(
+                f"{entry.id}: set the environment variable {self.key_env} to the "
+                "endpoint's API key (it is read from there only)"
+            )
         ea = {**_DEFAULTS, **dict(entry.extra.get("engine_args") or {})}
         for k, cast in (("max_retries", int), ("backoff_s", float), ("max_backoff_s", float)):
             setattr(self, k, cast(ea[k] if getattr(o, k) is None else getattr(o, k)))
@@ -123,32 +142,61 @@ class OpenAIRecogniser(Recogniser):
         self.concurrency = int(o.concurrency or entry.extra.get("concurrency") or 1)
         for name, v in (("batch_size", self.batch_size), ("concurrency", self.concurrency)):
             if v <= 0:
-                raise AiplibParameterError(f"{entry.id}: {name} must be a positive integer, got {v!r}")
+                raise AiplibParameterError(
+                    f"{entry.id}: {name} must be a positive integer, got {v!r}"
+                )
         if self.batch_size < self.concurrency:
-            log.warning("%s: batch_size %d < concurrency %d: at most %d requests will be in flight",
-                        entry.id, self.batch_size, self.concurrency, self.batch_size)
+            log.warning(
+                "%s: batch_size %d < concurrency %d: at most %d requests will be in flight",
+                entry.id,
+                self.batch_size,
+                self.concurrency,
+                self.batch_size,
+            )
         # Qwen2.5-Omni: the thinker's limit (1024, as in the paper) replaces max_new_tokens
         self.max_tokens = int(entry.thinker_max_new_tokens or entry.max_new_tokens)
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[bool, str]] = {}
         self._in_flight = 0
-        self._stats = {"n_requests": 0, "n_retries": 0, "seconds": 0.0, "audio_s": 0.0, "n_stimuli": 0,
-                       "n_errors": 0, "max_in_flight": 0}
+        self._stats = {
+            "n_requests": 0,
+            "n_retries": 0,
+            "seconds": 0.0,
+            "audio_s": 0.0,
+            "n_stimuli": 0,
+            "n_errors": 0,
+            "max_in_flight": 0,
+        }
         if o.probe if o.probe is not None else bool(ea["probe"]):
             self._probe()
 
     def info(self) -> dict:
         """Endpoint, model, mode, concurrency, retry policy (never the key)."""
-        return {"model": self.name, "backend": "openai", "base_url": self.base_url, "base_url_env": self.base_url_env,
-                "server_model": self.model, "mode": self.mode, "api_key_env": self.key_env,
-                "max_retries": self.max_retries, "backoff_s": self.backoff_s, "timeout_s": self.timeout_s,
-                "concurrency": self.concurrency, "max_tokens": self.max_tokens if self.mode == "chat" else None,
-                "batch_size": self.batch_size, "path": self.mode, "window": None, "weights_path": None,
-                "revision": self.entry.revision, "numerics": server_numerics(),
-                "stats": self.stats()}
+        return {
+            "model": self.name,
+            "backend": "openai",
+            "base_url": self.base_url,
+            "base_url_env": self.base_url_env,
+            "server_model": self.model,
+            "mode": self.mode,
+            "api_key_env": self.key_env,
+            "max_retries": self.max_retries,
+            "backoff_s": self.backoff_s,
+            "timeout_s": self.timeout_s,
+            "concurrency": self.concurrency,
+            "max_tokens": self.max_tokens if self.mode == "chat" else None,
+            "batch_size": self.batch_size,
+            "path": self.mode,
+            "window": None,
+            "weights_path": None,
+            "revision": self.entry.revision,
+            "numerics": server_numerics(),
+            "stats": self.stats(),
+        }
 
     def stats(self) -> dict:
-        """Requests, retries, errors, seconds inside ``generate``, stimuli/s, RTFx, most requests in flight at once."""
+        """Requests, retries, errors, seconds inside ``generate``, stimuli/s, RTFx, most requests in
+        flight at once."""
         with self._lock:
             s = dict(self._stats)
         s["seconds"] = round(s["seconds"], 3)
@@ -157,7 +205,8 @@ class OpenAIRecogniser(Recogniser):
         return s
 
     def generate(self, audios, prompts):
-        """One request per stimulus, up to ``concurrency`` at once (:meth:`Recogniser.generate`); a failure
+        """One request per stimulus, up to ``concurrency`` at once (:meth:`Recogniser.generate`); a
+        failure
         raises :class:`OpenAIBackendError` once every request of the batch has finished.
         """
         clips, texts = self.checked(audios, prompts)
@@ -167,7 +216,9 @@ class OpenAIRecogniser(Recogniser):
             if workers == 1:
                 out = [self._attempt(clips[i], texts[i]) for i in todo]
             else:
-                with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"aip-{self.name}") as pool:
+                with ThreadPoolExecutor(
+                    max_workers=workers, thread_name_prefix=f"aip-{self.name}"
+                ) as pool:
                     out = list(pool.map(lambda i: self._attempt(clips[i], texts[i]), todo))
             with self._lock:
                 self._stats["seconds"] += time.perf_counter() - t0
@@ -199,9 +250,17 @@ class OpenAIRecogniser(Recogniser):
         wav = wav_bytes(y)
         extra = dict(self.entry.extra.get("generate_kwargs") or {})
         if self.mode == "transcriptions":
-            fields = {"model": self.model, "temperature": "0", "response_format": "json", "language": "en",
-                      **({"prompt": prompt} if prompt else {}), **{k: str(v) for k, v in extra.items()}}
-            body, ctype = encode_multipart_formdata({**fields, "file": ("audio.wav", wav, "audio/wav")})
+            fields = {
+                "model": self.model,
+                "temperature": "0",
+                "response_format": "json",
+                "language": "en",
+                **({"prompt": prompt} if prompt else {}),
+                **{k: str(v) for k, v in extra.items()},
+            }
+            body, ctype = encode_multipart_formdata(
+                {**fields, "file": ("audio.wav", wav, "audio/wav")}
+            )
             data = self._post("/audio/transcriptions", body, ctype)
             text = data.get("text") if isinstance(data, dict) else None
         else:
@@ -216,11 +275,20 @@ class OpenAIRecogniser(Recogniser):
         return text
 
     def _headers(self, ctype: str | None = None) -> dict:
-        return {"Accept": "application/json", **({"Content-Type": ctype} if ctype else {}),
-                **({"Authorization": "Bearer " + os.environ.get(self.key_env, "")} if self.key_env else {})}
+        return {
+            "Accept": "application/json",
+            **({"Content-Type": ctype} if ctype else {}),
+            **(
+                {"Authorization": "Bearer " + os.environ.get(self.key_env, "")}
+                if self.key_env
+                else {}
+            ),
+        }
 
     def _probe(self) -> None:
-        req = urllib.request.Request(self.base_url + "/models", headers=self._headers(), method="GET")
+        req = urllib.request.Request(
+            self.base_url + "/models", headers=self._headers(), method="GET"
+        )
         try:
             with urllib.request.urlopen(req, timeout=min(self.timeout_s, _PROBE_TIMEOUT_S)) as resp:  # noqa: S310
                 raw = resp.read()
@@ -231,7 +299,8 @@ class OpenAIRecogniser(Recogniser):
             raise ModelUnavailableError(
                 f"{self.name}: no server answers at {self.base_url} ({type(reason).__name__}); start it "
                 f"first (vLLM: `vllm serve {self.model} …`, see docs/SERVING.md)"
-                + (f" or set {self.base_url_env} to its URL" if self.base_url_env else "")) from None
+                + (f" or set {self.base_url_env} to its URL" if self.base_url_env else "")
+            ) from None
         try:
             served = [m.get("id") for m in json.loads(raw.decode("utf-8")).get("data", [])]
         except (ValueError, AttributeError, TypeError):
@@ -239,7 +308,8 @@ class OpenAIRecogniser(Recogniser):
         if served and self.model not in served:
             raise ModelUnavailableError(
                 f"{self.name}: the server at {self.base_url} serves {', '.join(map(str, served[:5]))}, "
-                f"not {self.model}; start `vllm serve {self.model}` there (see docs/SERVING.md)")
+                f"not {self.model}; start `vllm serve {self.model}` there (see docs/SERVING.md)"
+            )
 
     def _scrub(self, text: str) -> str:
         key = os.environ.get(self.key_env, "") if self.key_env else ""
@@ -253,10 +323,12 @@ class OpenAIRecogniser(Recogniser):
             with self._lock:
                 self._stats["n_requests"] += 1
                 self._stats["n_retries"] += bool(attempt)
-            req = urllib.request.Request(self.base_url + route, data=body, headers=headers, method="POST")
+            req = urllib.request.Request(
+                self.base_url + route, data=body, headers=headers, method="POST"
+            )
             retry_after = None
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - URL from the registry
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310
                     raw = resp.read()
                 try:
                     return json.loads(raw.decode("utf-8"))
@@ -272,16 +344,23 @@ class OpenAIRecogniser(Recogniser):
                 last = f"HTTP {status}" + (f": {self._scrub(detail)}" if detail else "")
                 if status not in RETRY_STATUS:
                     raise OpenAIBackendError(last) from None
-                with contextlib.suppress(AttributeError, TypeError, ValueError):  # none, or not a number
+                with contextlib.suppress(
+                    AttributeError, TypeError, ValueError
+                ):  # none, or not a number
                     retry_after = float(exc.headers.get("Retry-After"))
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 reason = getattr(exc, "reason", exc)
                 last = f"connection failed ({type(reason).__name__})"
-            if attempt < self.max_retries:  # a Retry-After longer than the backoff is honoured (within the cap)
-                time.sleep(min(self.max_backoff_s, max(self.backoff_s * (2 ** attempt), retry_after or 0.0)))
+            if (
+                attempt < self.max_retries
+            ):  # a Retry-After longer than the backoff is honoured (within the cap)
+                time.sleep(
+                    min(self.max_backoff_s, max(self.backoff_s * (2**attempt), retry_after or 0.0))
+                )
         raise OpenAIBackendError(f"{last} after {self.max_retries + 1} attempts")
 
 
 def load(entry, **opts) -> OpenAIRecogniser:
-    """The backend's entry point (:func:`aiplib.inference.models.load_model`): ``opts`` are :class:`OpenAIOptions`."""
+    """The backend's entry point (:func:`aiplib.inference.models.load_model`): ``opts`` are
+    :class:`OpenAIOptions`."""
     return OpenAIRecogniser(entry, OpenAIOptions(**opts))

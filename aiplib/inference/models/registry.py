@@ -1,8 +1,9 @@
 """The model registry: ``registry.yaml`` (data, keyed by the id users pass as ``--model``; its
-comments describe every field), with the user's models file merged over it (:func:`user_models_path`)
-→ :class:`ModelEntry` → a loaded Recogniser. :data:`BACKEND_MODULES` maps a ``backend`` to its
-module, imported only when an entry using it loads.
+comments describe every field), with the user's models file merged over it
+(:func:`user_models_path`) → :class:`ModelEntry` → a loaded Recogniser. :data:`BACKEND_MODULES` maps
+a ``backend`` to its module, imported only when an entry using it loads.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,19 @@ BACKENDS = tuple(BACKEND_MODULES)
 
 _PRECISION_WORDS = {"int8_bnb": "8-bit bitsandbytes"}
 # backend-specific fields kept in ModelEntry.extra (anything else unknown is a typo → error)
-_EXTRA_FIELDS = {"command", "timeout_s", "base_url", "base_url_env", "model", "api_key_env", "engine_args",
-                 "generate_kwargs", "concurrency", "wheels", "paper_attn_implementation"}
+_EXTRA_FIELDS = {
+    "command",
+    "timeout_s",
+    "base_url",
+    "base_url_env",
+    "model",
+    "api_key_env",
+    "engine_args",
+    "generate_kwargs",
+    "concurrency",
+    "wheels",
+    "paper_attn_implementation",
+}
 _REQUIRED_EXTRA = {"command": ("command",), "openai": ("base_url", "model")}
 _NULLABLE = {"thinker_max_new_tokens", "weights", "revision", "disabled_reason", "licence_url"}
 
@@ -83,7 +95,8 @@ class ModelEntry:
 
     @property
     def takes_prompt(self) -> bool:
-        """False for ``prompt_style: none`` (stage 7 sends no prompt, steering tasks not applicable)."""
+        """False for ``prompt_style: none`` (stage 7 sends no prompt, steering tasks not
+        applicable)."""
         return self.prompt_style != "none"
 
     def to_dict(self) -> dict:
@@ -102,16 +115,21 @@ def _construct_mapping(loader, node, deep=False):
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
-            raise ValueError(f"duplicate key {key!r} in model registry "
-                             f"(line {key_node.start_mark.line + 1}); each model id must appear once")
+            raise ValueError(
+                f"duplicate key {key!r} in model registry "
+                f"(line {key_node.start_mark.line + 1}); each model id must appear once"
+            )
         seen.add(key)
     return loader.construct_mapping(node, deep=deep)
 
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
-_CHOICES = {"requires": ("cpu", "cuda"), "device": ("cpu", "cuda", "auto"),
-            "prompt_style": ("initial_prompt", "chat", "none")}
+_CHOICES = {
+    "requires": ("cpu", "cuda"),
+    "device": ("cpu", "cuda", "auto"),
+    "prompt_style": ("initial_prompt", "chat", "none"),
+}
 HF_ASR_KINDS = ("auto", "ctc", "seq2seq")
 """``model_type`` values of an ``hf_asr`` entry (:mod:`aiplib.inference.models.hf_asr_backend`)."""
 
@@ -121,18 +139,25 @@ RENAMED_FIELDS = {"family": "model_type"}
 
 
 def _renamed_fields(model_id: str, raw):
-    """``raw`` with deprecated field names replaced (:data:`RENAMED_FIELDS`), warning once per field."""
+    """``raw`` with deprecated field names replaced (:data:`RENAMED_FIELDS`), warning once per
+    field."""
     raw = dict(raw)
     for old, new in RENAMED_FIELDS.items():
         if old not in raw:
             continue
         value = raw.pop(old)
         if new in raw and raw[new] != value:
-            raise ValueError(f"registry entry {model_id!r}: both {old!r} ({value!r}) and {new!r} "
-                             f"({raw[new]!r}) are given; {old!r} is the old name of {new!r}, keep only {new!r}")
+            raise ValueError(
+                f"registry entry {model_id!r}: both {old!r} ({value!r}) and {new!r} "
+                f"({raw[new]!r}) are given; {old!r} is the old name of {new!r}, keep only {new!r}"
+            )
         raw.setdefault(new, value)
-        warnings.warn(f"registry entry {model_id!r}: the field {old!r} is deprecated and will be removed; "
-                      f"rename it to {new!r} ({old}: {value} -> {new}: {value})", FutureWarning, stacklevel=4)
+        warnings.warn(
+            f"registry entry {model_id!r}: the field {old!r} is deprecated and will be removed; "
+            f"rename it to {new!r} ({old}: {value} -> {new}: {value})",
+            FutureWarning,
+            stacklevel=4,
+        )
     return raw
 
 
@@ -151,14 +176,20 @@ def _entry(model_id: str, raw) -> ModelEntry:
             raise bad(f"field {req!r} is required")
     backend = raw["backend"]
     if backend not in BACKENDS:
-        raise bad(f"field 'backend': unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}")
+        raise bad(
+            f"field 'backend': unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}"
+        )
     if backend == "hf_asr":
         raw = {"prompt_style": "none", **raw}
         if raw["prompt_style"] != "none":
-            raise bad(f"backend 'hf_asr' sends no task prompt; prompt_style must be none, got {raw['prompt_style']!r}")
+            raise bad(
+                f"backend 'hf_asr' sends no task prompt; prompt_style must be none, got {raw['prompt_style']!r}"
+            )
         if raw["model_type"] not in HF_ASR_KINDS:
-            raise bad(f"model_type of backend 'hf_asr' must be one of {', '.join(HF_ASR_KINDS)}, "
-                      f"got {raw['model_type']!r}")
+            raise bad(
+                f"model_type of backend 'hf_asr' must be one of {', '.join(HF_ASR_KINDS)}, "
+                f"got {raw['model_type']!r}"
+            )
     for key, choices in _CHOICES.items():
         if key in raw and raw[key] not in choices:
             raise bad(f"{key} must be one of {', '.join(choices)}, got {raw[key]!r}")
@@ -173,8 +204,10 @@ def _entry(model_id: str, raw) -> ModelEntry:
         if isinstance(conc, bool) or not isinstance(conc, int) or conc <= 0:
             raise bad(f"concurrency must be a positive integer, got {conc!r}")
         if (raw.get("batch_size") or 1) < conc:  # stage 7 sends batch_size rows per generate() call
-            raise bad(f"batch_size ({raw.get('batch_size') or 1}) must be at least concurrency ({conc}); "
-                      "stage 7 sends batch_size rows per call")
+            raise bad(
+                f"batch_size ({raw.get('batch_size') or 1}) must be at least concurrency ({conc}); "
+                "stage 7 sends batch_size rows per call"
+            )
     for key in _REQUIRED_EXTRA.get(backend, ()):
         if not raw.get(key):
             raise bad(f"backend {backend!r} needs field {key!r}")
@@ -184,7 +217,9 @@ def _entry(model_id: str, raw) -> ModelEntry:
     if "max_audio_s" in kwargs:
         kwargs["max_audio_s"] = float(kwargs["max_audio_s"])
     kwargs["notes"] = str(raw.get("notes") or "").strip()
-    return ModelEntry(id=model_id, extra={k: v for k, v in raw.items() if k in _EXTRA_FIELDS}, **kwargs)
+    return ModelEntry(
+        id=model_id, extra={k: v for k, v in raw.items() if k in _EXTRA_FIELDS}, **kwargs
+    )
 
 
 def user_models_path() -> Path | None:
@@ -236,13 +271,17 @@ def _parse(path: Path, *, user: bool = False) -> dict[str, ModelEntry]:
             raise ValueError("the file must be a mapping of model id → fields")
         for k in raw:
             if user and not _USER_ID.fullmatch(str(k)):
-                raise ValueError(f"registry entry {str(k)!r}: the id names the folder inference/<id>/; "
-                                 "use letters, digits, '_', '-' and '.'")
+                raise ValueError(
+                    f"registry entry {str(k)!r}: the id names the folder inference/<id>/; "
+                    "use letters, digits, '_', '-' and '.'"
+                )
         return {str(k): _entry(str(k), v) for k, v in raw.items()}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ValueError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+        raise ValueError(
+            f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}"
+        ) from None
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
 
@@ -289,29 +328,37 @@ def resolve_device(device: str) -> str:
 
 
 def check_runnable(entry: ModelEntry) -> None:
-    """Raise :class:`ModelUnavailableError` (one actionable line) if ``entry`` is disabled or needs a
-    CUDA GPU this machine lacks; nothing touches the network.
+    """Raise :class:`ModelUnavailableError` (one actionable line) if ``entry`` is disabled or needs
+    a CUDA GPU this machine lacks; nothing touches the network.
     """
     if entry.disabled_reason:
         raise ModelUnavailableError(f"{entry.id} is disabled: {entry.disabled_reason}")
     if entry.requires == "cuda" and not cuda_available():
         what = _PRECISION_WORDS.get(entry.precision, entry.precision)
-        raise ModelUnavailableError(f"{entry.id} needs a CUDA GPU ({what}); none found. "
-                                    f"Run on a GPU machine or choose {DEFAULT_MODEL}")
+        raise ModelUnavailableError(
+            f"{entry.id} needs a CUDA GPU ({what}); none found. "
+            f"Run on a GPU machine or choose {DEFAULT_MODEL}"
+        )
 
 
 def resolve(model_spec, *, path=None) -> list[ModelEntry]:
     """Registry entries of a ``--model`` value.
 
     ``"all"`` is every entry that can run here (no disabled ones, the CPU ones without CUDA, never
-    ``openai`` entries, which need a server); one id, a comma list or a list of ids are returned even
-    if they cannot run here (the runner logs why). ``KeyError`` (valid ids listed) for an unknown id.
+    ``openai`` entries, which need a server); one id, a comma list or a list of ids are returned
+    even if they cannot run here (the runner logs why). ``KeyError`` (valid ids listed) for an
+    unknown id.
     """
     reg = load_registry(path)
     if isinstance(model_spec, str):
         if model_spec.strip() == "all":
-            return [e for e in reg.values() if e.backend != "openai" and not e.disabled_reason
-                    and (e.requires != "cuda" or cuda_available())]
+            return [
+                e
+                for e in reg.values()
+                if e.backend != "openai"
+                and not e.disabled_reason
+                and (e.requires != "cuda" or cuda_available())
+            ]
         ids = [m.strip() for m in model_spec.split(",") if m.strip()]
     else:
         ids = list(model_spec)
@@ -319,7 +366,8 @@ def resolve(model_spec, *, path=None) -> list[ModelEntry]:
 
 
 def load_model(entry_or_id, **opts):
-    """Load a recogniser through its backend module's ``load(entry, **opts)`` (e.g. ``path="fast"``).
+    """Load a recogniser through its backend module's ``load(entry, **opts)`` (e.g.
+    ``path="fast"``).
 
     Raises
     ------
@@ -338,10 +386,12 @@ def load_model(entry_or_id, **opts):
     except ModuleNotFoundError as exc:
         if exc.name == module_path or (exc.name and module_path.startswith(exc.name + ".")):
             raise ModelUnavailableError(
-                f"backend {entry.backend!r} is not implemented yet (needed by {entry.id})") from None
+                f"backend {entry.backend!r} is not implemented yet (needed by {entry.id})"
+            ) from None
         raise MissingPackageError(
             f"{entry.id} (backend {entry.backend!r}) needs the Python package {exc.name!r}; "
-            f"install it with `pip install {exc.name}`") from exc
+            f"install it with `pip install {exc.name}`"
+        ) from exc
     return module.load(entry, **opts)
 
 
@@ -352,7 +402,9 @@ def decoding_key(entry: ModelEntry, decoding: str) -> dict | None:
     """
     try:
         module = importlib.import_module(BACKEND_MODULES[entry.backend])
-    except ModuleNotFoundError:  # a backend that cannot load ignores decoding (its load fails later)
+    except (
+        ModuleNotFoundError
+    ):  # a backend that cannot load ignores decoding (its load fails later)
         return None
     fn = getattr(module, "decoding_key", None)
     return fn(decoding) if fn is not None else None

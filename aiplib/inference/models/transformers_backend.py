@@ -8,6 +8,7 @@ greedy, at most ``entry.max_new_tokens`` new tokens (Qwen2.5-Omni: ``thinker_max
 as in the paper), audio cut to ``entry.max_audio_s`` (30 s). Batches are left-padded;
 :func:`check_batch_invariance` compares batch 1 with batch N.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,13 +28,17 @@ from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
 
-DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}  # precision → torch dtype
+DTYPES = {
+    "float32": "float32",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+}  # precision → torch dtype
 _HASH_LIMIT = 4 << 30
 
 
 def hub_error_message(entry, exc: BaseException) -> str | None:
-    """One actionable line for a hub refusal in ``exc``'s chain (a gated, missing or private repository,
-    weights absent from the local cache while offline), or None if it is not one."""
+    """One actionable line for a hub refusal in ``exc``'s chain (a gated, missing or private
+    repository, weights absent from the local cache while offline), or None if it is not one."""
     licence = entry.licence_url or f"https://huggingface.co/{entry.weights}"
     seen = set()
     while exc is not None and id(exc) not in seen:  # exc, its cause or context, theirs …
@@ -41,25 +46,36 @@ def hub_error_message(entry, exc: BaseException) -> str | None:
         name = type(exc).__name__
         text = str(exc)
         status = getattr(getattr(exc, "response", None), "status_code", None)
-        if name == "GatedRepoError" or "gated repo" in text.lower() or status in (401, 403) \
-                or (entry.gated and name in ("RepositoryNotFoundError", "HfHubHTTPError")):
-            return (f"{entry.id}: {entry.weights} is gated — accept its licence at {licence} with your Hugging Face "
-                    "account, then run `hf auth login` (or set HF_TOKEN) on this machine and load again")
+        if (
+            name == "GatedRepoError"
+            or "gated repo" in text.lower()
+            or status in (401, 403)
+            or (entry.gated and name in ("RepositoryNotFoundError", "HfHubHTTPError"))
+        ):
+            return (
+                f"{entry.id}: {entry.weights} is gated — accept its licence at {licence} with your Hugging Face "
+                "account, then run `hf auth login` (or set HF_TOKEN) on this machine and load again"
+            )
         if name == "RepositoryNotFoundError":
             return f"{entry.id}: the hub has no repository {entry.weights!r} (or it is private)"
-        if name in ("LocalEntryNotFoundError", "OfflineModeIsEnabled") or "local_files_only" in text \
-                or "offline mode" in text.lower():
-            return (f"{entry.id}: {entry.weights} is not in the local Hugging Face cache and the hub "
-                    f"cannot be reached (offline); download it once on a connected machine "
-                    f"(`hf download {entry.weights}`) or point `weights:` at a local folder")
+        if (
+            name in ("LocalEntryNotFoundError", "OfflineModeIsEnabled")
+            or "local_files_only" in text
+            or "offline mode" in text.lower()
+        ):
+            return (
+                f"{entry.id}: {entry.weights} is not in the local Hugging Face cache and the hub "
+                f"cannot be reached (offline); download it once on a connected machine "
+                f"(`hf download {entry.weights}`) or point `weights:` at a local folder"
+            )
         exc = exc.__cause__ or exc.__context__
     return None
 
 
 @contextlib.contextmanager
 def hub_errors(entry, *, packages: bool = False):
-    """Re-raise a hub refusal as one :class:`ModelUnavailableError` line (:func:`hub_error_message`) and,
-    with ``packages``, a missing module as :class:`MissingPackageError`."""
+    """Re-raise a hub refusal as one :class:`ModelUnavailableError` line (:func:`hub_error_message`)
+    and, with ``packages``, a missing module as :class:`MissingPackageError`."""
     try:
         yield
     except (MissingPackageError, ModelUnavailableError):
@@ -67,8 +83,9 @@ def hub_errors(entry, *, packages: bool = False):
     except Exception as exc:  # noqa: BLE001 - hub / transformers raise many types
         if packages and isinstance(exc, ModuleNotFoundError):
             pkg = {"mistral_common": "mistral-common"}.get(exc.name, exc.name)
-            raise MissingPackageError(f"{entry.id} needs the Python package {pkg!r}; install it with "
-                                      f"`pip install {pkg}`") from exc
+            raise MissingPackageError(
+                f"{entry.id} needs the Python package {pkg!r}; install it with `pip install {pkg}`"
+            ) from exc
         msg = hub_error_message(entry, exc)
         if msg is not None:
             raise ModelUnavailableError(msg) from exc
@@ -76,9 +93,11 @@ def hub_errors(entry, *, packages: bool = False):
 
 
 def folder_fingerprint(folder: Path) -> str | None:
-    """SHA-256 (hex) over the names and bytes of a checkpoint folder's ``*.safetensors`` / ``*.bin`` files in
-    name order; None when there are none or they exceed ``_HASH_LIMIT`` bytes."""
-    files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
+    """SHA-256 (hex) over the names and bytes of a checkpoint folder's ``*.safetensors`` / ``*.bin``
+    files in name order; None when there are none or they exceed ``_HASH_LIMIT`` bytes."""
+    files = sorted(
+        p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file()
+    )
     if not files or sum(p.stat().st_size for p in files) > _HASH_LIMIT:
         return None
     h = hashlib.sha256()
@@ -115,22 +134,25 @@ def torch_numerics(torch, device: str) -> dict:
 
 
 class HubRecogniser(Recogniser):
-    """What the ``transformers`` and ``hf_asr`` backends share: the option checks, the weights' source and
-    provenance, the batch loop, the counts and ``close``."""
+    """What the ``transformers`` and ``hf_asr`` backends share: the option checks, the weights'
+    source and provenance, the batch loop, the counts and ``close``."""
 
     backend = ""
     precisions: tuple[str, ...] = tuple(DTYPES)
 
     def _setup(self, entry, batch_size, device, precision, local_files_only):
-        """Check the options (the errors the subclasses list); returns ``(transformers, torch, folder, hub_kw)``:
-        the entry's ``weights`` as a folder (``self.local`` when it is one, ``self.source`` the folder or hub id)
-        and the ``from_pretrained`` keywords (``local_files_only``: default True for a folder or under
-        ``HF_HUB_OFFLINE``; the pinned ``revision`` of a hub id)."""
+        """Check the options (the errors the subclasses list); returns ``(transformers, torch,
+        folder, hub_kw)``: the entry's ``weights`` as a folder (``self.local`` when it is one,
+        ``self.source`` the folder or hub id) and the ``from_pretrained`` keywords
+        (``local_files_only``: default True for a folder or under ``HF_HUB_OFFLINE``; the pinned
+        ``revision`` of a hub id)."""
         try:
             import transformers  # noqa: PLC0415
         except ModuleNotFoundError:
-            raise MissingPackageError(f"the {self.backend} backend needs transformers 5; install it with "
-                                      "`pip install 'transformers>=5'` (or the project's [llm] extra)") from None
+            raise MissingPackageError(
+                f"the {self.backend} backend needs transformers 5; install it with "
+                "`pip install 'transformers>=5'` (or the project's [llm] extra)"
+            ) from None
         import torch  # noqa: PLC0415
 
         self.name, self.entry = entry.id, entry
@@ -140,11 +162,15 @@ class HubRecogniser(Recogniser):
         self.device = resolve_device(device or entry.device)
         self.precision = precision or entry.precision
         if self.precision not in self.precisions:
-            raise AiplibParameterError(f"{entry.id}: precision {self.precision!r} is not supported by the "
-                                       f"{self.backend} backend (use {', '.join(self.precisions)})")
+            raise AiplibParameterError(
+                f"{entry.id}: precision {self.precision!r} is not supported by the "
+                f"{self.backend} backend (use {', '.join(self.precisions)})"
+            )
         if self.device == "cuda" and not torch.cuda.is_available():
-            raise ModelUnavailableError(f"{entry.id} is set to run on CUDA but torch sees no GPU "
-                                        f"(torch {torch.__version__}); set device: cpu or run on a GPU machine")
+            raise ModelUnavailableError(
+                f"{entry.id} is set to run on CUDA but torch sees no GPU "
+                f"(torch {torch.__version__}); set device: cpu or run on a GPU machine"
+            )
         folder = Path(str(entry.weights)).expanduser()
         self.local = folder.is_dir()
         self.source = str(folder) if self.local else str(entry.weights)
@@ -158,36 +184,56 @@ class HubRecogniser(Recogniser):
         return transformers, torch, folder, hub_kw
 
     def _snapshot_revision(self, *configs) -> str | None:
-        """The commit a config was loaded from, else the folder name of a hub-cache snapshot, else None."""
+        """The commit a config was loaded from, else the folder name of a hub-cache snapshot, else
+        None."""
         if h := next((c._commit_hash for c in configs if getattr(c, "_commit_hash", None)), None):
             return str(h)
         p = Path(self.source)
         return p.name if self.local and p.parent.name == "snapshots" else None
 
     def info(self) -> dict:
-        """Weights, revision loaded, classes, dtype, device, decoding, versions (JSON-serialisable)."""
+        """Weights, revision loaded, classes, dtype, device, decoding, versions
+        (JSON-serialisable)."""
         import torch  # noqa: PLC0415
         import transformers  # noqa: PLC0415
 
-        return {"model": self.name, "backend": self.backend, "model_type": self.entry.model_type,
-                "weights": self.entry.weights, "weights_path": self.source, "weights_sha256": self.weights_sha256,
-                "revision": self.revision, "revision_requested": self.entry.revision,
-                "local_files_only": self.local_files_only, "path": self.backend, "window": None,
-                "model_class": type(self.model).__name__, "processor_class": type(self.processor).__name__,
-                "precision": self.precision, "device": self.device, "batch_size": self.batch_size,
-                **self._info(), "transformers": transformers.__version__, "torch": torch.__version__,
-                "numerics": torch_numerics(torch, self.device),
-                "load_s": round(self.load_s, 3), "stats": self.stats()}
+        return {
+            "model": self.name,
+            "backend": self.backend,
+            "model_type": self.entry.model_type,
+            "weights": self.entry.weights,
+            "weights_path": self.source,
+            "weights_sha256": self.weights_sha256,
+            "revision": self.revision,
+            "revision_requested": self.entry.revision,
+            "local_files_only": self.local_files_only,
+            "path": self.backend,
+            "window": None,
+            "model_class": type(self.model).__name__,
+            "processor_class": type(self.processor).__name__,
+            "precision": self.precision,
+            "device": self.device,
+            "batch_size": self.batch_size,
+            **self._info(),
+            "transformers": transformers.__version__,
+            "torch": torch.__version__,
+            "numerics": torch_numerics(torch, self.device),
+            "load_s": round(self.load_s, 3),
+            "stats": self.stats(),
+        }
 
     def stats(self) -> dict:
         """Throughput so far (:func:`aiplib.inference.models.base.generate_throughput`)."""
         return generate_throughput(self._stats)
 
     def _decode(self, clips, prompts, keys) -> list[str]:
-        """Responses of :meth:`_batch` over batches of clips sharing a key (:func:`batches_by_key`)."""
+        """Responses of :meth:`_batch` over batches of clips sharing a key
+        (:func:`batches_by_key`)."""
         out: list = [None] * len(clips)
         for chunk in batches_by_key(keys, self.batch_size):
-            for i, text in zip(chunk, self._batch([clips[i] for i in chunk], [prompts[i] for i in chunk])):
+            for i, text in zip(
+                chunk, self._batch([clips[i] for i in chunk], [prompts[i] for i in chunk])
+            ):
                 out[i] = text
         return out
 
@@ -214,10 +260,11 @@ class HubRecogniser(Recogniser):
 class TransformersRecogniser(HubRecogniser):
     """A Speech LLM loaded with ``transformers`` behind the Recogniser interface.
 
-    ``batch_size``, ``device``, ``precision`` override the entry's; ``local_files_only`` defaults to True
-    for a local folder or under ``HF_HUB_OFFLINE``; ``attn_implementation`` (``sdpa``, ``eager``, …)
-    reaches ``from_pretrained`` when given (stage 7 gives the entry's ``paper_attn_implementation`` in
-    the paper profile), else the library chooses; ``info()`` records it.
+    ``batch_size``, ``device``, ``precision`` override the entry's; ``local_files_only`` defaults to
+    True for a local folder or under ``HF_HUB_OFFLINE``; ``attn_implementation`` (``sdpa``,
+    ``eager``, …) reaches ``from_pretrained`` when given (stage 7 gives the entry's
+    ``paper_attn_implementation`` in the paper profile), else the library chooses; ``info()``
+    records it.
 
     Raises
     ------
@@ -232,10 +279,20 @@ class TransformersRecogniser(HubRecogniser):
     backend = "transformers"
     precisions = (*DTYPES, "int8_bnb")
 
-    def __init__(self, entry, *, batch_size: int | None = None, device: str | None = None,
-                 precision: str | None = None, local_files_only: bool | None = None, path: str | None = None,
-                 attn_implementation: str | None = None):
-        transformers, torch, folder, hub_kw = self._setup(entry, batch_size, device, precision, local_files_only)
+    def __init__(
+        self,
+        entry,
+        *,
+        batch_size: int | None = None,
+        device: str | None = None,
+        precision: str | None = None,
+        local_files_only: bool | None = None,
+        path: str | None = None,
+        attn_implementation: str | None = None,
+    ):
+        transformers, torch, folder, hub_kw = self._setup(
+            entry, batch_size, device, precision, local_files_only
+        )
         self.adapter_cls = get_adapter(entry.model_type)
         model_kw = dict(hub_kw, device_map={"": "cuda:0" if self.device == "cuda" else self.device})
         self.attn_implementation = attn_implementation
@@ -245,9 +302,14 @@ class TransformersRecogniser(HubRecogniser):
             try:
                 import bitsandbytes  # noqa: F401, PLC0415
             except ModuleNotFoundError:
-                raise MissingPackageError(f"{entry.id} is loaded in 8 bits and needs bitsandbytes; install "
-                                          "it with `pip install bitsandbytes`") from None
-            model_kw.update(quantization_config=transformers.BitsAndBytesConfig(load_in_8bit=True), dtype=torch.float16)
+                raise MissingPackageError(
+                    f"{entry.id} is loaded in 8 bits and needs bitsandbytes; install "
+                    "it with `pip install bitsandbytes`"
+                ) from None
+            model_kw.update(
+                quantization_config=transformers.BitsAndBytesConfig(load_in_8bit=True),
+                dtype=torch.float16,
+            )
         else:
             model_kw["dtype"] = getattr(torch, DTYPES[self.precision])
         if self.device == "cuda":
@@ -269,17 +331,27 @@ class TransformersRecogniser(HubRecogniser):
 
     def _info(self) -> dict:
         a, e = self.adapter, self.entry
-        return {"generator_class": type(a.generator).__name__, "dtype": str(getattr(a.generator, "dtype", "")),
-                "attn_implementation": self.attn_implementation or "library default",
-                "padding_side": "left", "audio_placeholder": a.placeholder,
-                "speech_lora": getattr(self.model, "_aip_speech_lora", None),
-                "decoding": {"do_sample": False, "num_beams": 1, "max_new_tokens": a.token_limit(),
-                             "entry_max_new_tokens": e.max_new_tokens,
-                             "thinker_max_new_tokens": e.thinker_max_new_tokens, "max_audio_s": e.max_audio_s,
-                             "generate_kwargs": dict(e.extra.get("generate_kwargs") or {})}}
+        return {
+            "generator_class": type(a.generator).__name__,
+            "dtype": str(getattr(a.generator, "dtype", "")),
+            "attn_implementation": self.attn_implementation or "library default",
+            "padding_side": "left",
+            "audio_placeholder": a.placeholder,
+            "speech_lora": getattr(self.model, "_aip_speech_lora", None),
+            "decoding": {
+                "do_sample": False,
+                "num_beams": 1,
+                "max_new_tokens": a.token_limit(),
+                "entry_max_new_tokens": e.max_new_tokens,
+                "thinker_max_new_tokens": e.thinker_max_new_tokens,
+                "max_audio_s": e.max_audio_s,
+                "generate_kwargs": dict(e.extra.get("generate_kwargs") or {}),
+            },
+        }
 
     def stats(self) -> dict:
-        """Throughput so far: stimuli, audio s, generate s, stimuli/s, RTFx, peak GPU memory (MB)."""
+        """Throughput so far: stimuli, audio s, generate s, stimuli/s, RTFx, peak GPU memory
+        (MB)."""
         s = generate_throughput(self._stats)
         s["peak_gpu_mem_mb"] = None
         if self.device == "cuda":
@@ -298,7 +370,9 @@ class TransformersRecogniser(HubRecogniser):
         """
         clips, prompts = self.checked(audios, prompts)
         self.last = {"prompts": [], "batch_sizes": []}  # this call's rendered prompts and batches
-        return self._decode(clips, prompts, [len(c) if self.adapter.same_length_batches else None for c in clips])
+        return self._decode(
+            clips, prompts, [len(c) if self.adapter.same_length_batches else None for c in clips]
+        )
 
     def _batch(self, clips, prompts) -> list[str]:
         a = self.adapter
@@ -315,17 +389,20 @@ class TransformersRecogniser(HubRecogniser):
         return texts_out
 
 
-load = TransformersRecogniser  # the backend's entry point, load(entry, **opts) (aiplib.inference.models.load_model)
+# the backend's entry point, load(entry, **opts) (aiplib.inference.models.load_model)
+load = TransformersRecogniser
 
 
 def check_batch_invariance(rec, audios, prompts, *, batch_size: int | None = None) -> dict:
-    """Decode the same stimuli one at a time and in batches of N (default ``rec.batch_size``, 2 … ``len(audios)``).
+    """Decode the same stimuli one at a time and in batches of N (default ``rec.batch_size``, 2 …
+    ``len(audios)``).
 
     Returns ``{"equal", "n", "batch_size", "n_diff", "differences": [{"index", "batch1", "batchN"}],
     "seconds_batch1", "seconds_batchN", "speedup"}``.
     """
     old = rec.batch_size
     n = min(len(audios), max(2, int(batch_size or old or 2)))
+
     def timed(size):  # (responses, seconds) at batch size ``size``
         rec.batch_size, t = size, time.perf_counter()
         return rec.generate(list(audios), list(prompts)), time.perf_counter() - t
@@ -334,10 +411,24 @@ def check_batch_invariance(rec, audios, prompts, *, batch_size: int | None = Non
         (one, s1), (many, sn) = timed(1), timed(n)
     finally:
         rec.batch_size = old
-    diffs = [{"index": i, "batch1": x, "batchN": y} for i, (x, y) in enumerate(zip(one, many)) if x != y]
+    diffs = [
+        {"index": i, "batch1": x, "batchN": y} for i, (x, y) in enumerate(zip(one, many)) if x != y
+    ]
     if diffs:
-        log.warning("%s: %d of %d responses differ between batch 1 and batch %d",
-                    getattr(rec, "name", "?"), len(diffs), len(one), n)
-    return {"equal": not diffs, "n": len(one), "batch_size": n, "n_diff": len(diffs), "differences": diffs,
-            "seconds_batch1": round(s1, 4), "seconds_batchN": round(sn, 4),
-            "speedup": round(s1 / sn, 3) if sn > 0 else None}
+        log.warning(
+            "%s: %d of %d responses differ between batch 1 and batch %d",
+            getattr(rec, "name", "?"),
+            len(diffs),
+            len(one),
+            n,
+        )
+    return {
+        "equal": not diffs,
+        "n": len(one),
+        "batch_size": n,
+        "n_diff": len(diffs),
+        "differences": diffs,
+        "seconds_batch1": round(s1, 4),
+        "seconds_batchN": round(sn, 4),
+        "speedup": round(s1 / sn, 3) if sn > 0 else None,
+    }

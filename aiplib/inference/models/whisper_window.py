@@ -1,6 +1,8 @@
-"""The embedded Whisper's decoding paths and encoder-window policy (no model needed: stage 7's resume
-key is computed before any model loads; the paths are described in :mod:`aiplib.inference.models.whisper`).
+"""The embedded Whisper's decoding paths and encoder-window policy (no model needed: stage 7's
+resume key is computed before any model loads; the paths are described in
+:mod:`aiplib.inference.models.whisper`).
 """
+
 from __future__ import annotations
 
 import math
@@ -22,15 +24,20 @@ def _check_windows(windows_s) -> tuple[int, ...]:
         vals = [float(w) for w in windows_s]
     except (TypeError, ValueError):
         vals = []
-    if not vals or any(not v.is_integer() or not 1 <= v <= FULL_WINDOW_FRAMES / FRAMES_PER_S for v in vals):
-        raise AiplibParameterError(f"windows_s must be whole seconds between 1 and 30, got {windows_s!r}")
+    if not vals or any(
+        not v.is_integer() or not 1 <= v <= FULL_WINDOW_FRAMES / FRAMES_PER_S for v in vals
+    ):
+        raise AiplibParameterError(
+            f"windows_s must be whole seconds between 1 and 30, got {windows_s!r}"
+        )
     return tuple(sorted({int(v) for v in vals}))
 
 
 def window_frames(n_frames: int, *, windows_s=WINDOWS_S, min_pad_s: float = MIN_PAD_S) -> int:
     """Encoder window, in mel frames, for a clip of ``n_frames`` mel frames (100 per second).
 
-    The shortest ``w`` of ``windows_s`` (whole seconds in 1 … 30) with ``w * 100 >= n_frames + min_pad_s
+    The shortest ``w`` of ``windows_s`` (whole seconds in 1 … 30) with ``w * 100 >= n_frames +
+    min_pad_s
     * 100``; 3,000 frames (30 s) when none is long enough.
 
     Raises
@@ -46,7 +53,10 @@ def window_frames(n_frames: int, *, windows_s=WINDOWS_S, min_pad_s: float = MIN_
     if min_pad_s < 0:
         raise AiplibParameterError(f"min_pad_s must be >= 0 seconds, got {min_pad_s!r}")
     need = int(n_frames) + int(math.ceil(float(min_pad_s) * FRAMES_PER_S))
-    return next((w * FRAMES_PER_S for w in _check_windows(windows_s) if w * FRAMES_PER_S >= need), FULL_WINDOW_FRAMES)
+    return next(
+        (w * FRAMES_PER_S for w in _check_windows(windows_s) if w * FRAMES_PER_S >= need),
+        FULL_WINDOW_FRAMES,
+    )
 
 
 def window_s(n_samples: int, *, windows_s=WINDOWS_S, min_pad_s: float = MIN_PAD_S) -> int:
@@ -60,11 +70,15 @@ def window_s(n_samples: int, *, windows_s=WINDOWS_S, min_pad_s: float = MIN_PAD_
     return window_frames(n_frames, windows_s=windows_s, min_pad_s=min_pad_s) // FRAMES_PER_S
 
 
-def decoding_config(decoding: str = "fast", *, windows_s=None, min_pad_s: float = MIN_PAD_S) -> dict:
-    """``{"path": "fast" | "standard", "decoding", "windows_s", "min_pad_s"}`` (seconds) of ``decoding``.
+def decoding_config(
+    decoding: str = "fast", *, windows_s=None, min_pad_s: float = MIN_PAD_S
+) -> dict:
+    """``{"path": "fast" | "standard", "decoding", "windows_s", "min_pad_s"}`` (seconds) of
+    ``decoding``.
 
-    ``windows_s`` defaults to :data:`WINDOWS_S` for ``window`` and ``(30,)`` for ``fast``; ``standard`` is always
-    30 s. Raises :class:`AiplibParameterError` for an unknown ``decoding`` or a bad window set.
+    ``windows_s`` defaults to :data:`WINDOWS_S` for ``window`` and ``(30,)`` for ``fast``;
+    ``standard`` is always 30 s. Raises :class:`AiplibParameterError` for an unknown ``decoding`` or
+    a bad window set.
     """
     if decoding not in PATHS:
         raise AiplibParameterError(f"path must be one of {', '.join(PATHS)}, got {decoding!r}")
@@ -73,15 +87,28 @@ def decoding_config(decoding: str = "fast", *, windows_s=None, min_pad_s: float 
             raise AiplibParameterError("the standard path always uses Whisper's 30 s window")
         windows = FULL_WINDOW_S
     else:
-        windows = _check_windows(windows_s if windows_s is not None
-                                 else (WINDOWS_S if decoding == "window" else FULL_WINDOW_S))
-    return {"path": "standard" if decoding == "standard" else "fast", "decoding": decoding,
-            "windows_s": list(windows), "min_pad_s": float(min_pad_s) if windows != FULL_WINDOW_S else 0.0}
+        windows = _check_windows(
+            windows_s
+            if windows_s is not None
+            else (WINDOWS_S if decoding == "window" else FULL_WINDOW_S)
+        )
+    return {
+        "path": "standard" if decoding == "standard" else "fast",
+        "decoding": decoding,
+        "windows_s": list(windows),
+        "min_pad_s": float(min_pad_s) if windows != FULL_WINDOW_S else 0.0,
+    }
 
 
-def decoding_key(decoding: str = "fast", *, windows_s=None, min_pad_s: float = MIN_PAD_S) -> dict | None:
-    """The part of the decoding configuration that enters stage 7's resume key: None for Whisper's 30 s window
-    (``fast`` and ``standard``), else ``{"windows_s": [...], "min_pad_s": s}``, so rows of another window
-    policy are re-run, never mixed."""
+def decoding_key(
+    decoding: str = "fast", *, windows_s=None, min_pad_s: float = MIN_PAD_S
+) -> dict | None:
+    """The part of the decoding configuration that enters stage 7's resume key: None for Whisper's
+    30 s window (``fast`` and ``standard``), else ``{"windows_s": [...], "min_pad_s": s}``, so rows
+    of another window policy are re-run, never mixed."""
     cfg = decoding_config(decoding, windows_s=windows_s, min_pad_s=min_pad_s)
-    return None if cfg["windows_s"] == list(FULL_WINDOW_S) else {k: cfg[k] for k in ("windows_s", "min_pad_s")}
+    return (
+        None
+        if cfg["windows_s"] == list(FULL_WINDOW_S)
+        else {k: cfg[k] for k in ("windows_s", "min_pad_s")}
+    )

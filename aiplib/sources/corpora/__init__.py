@@ -5,6 +5,7 @@ layout: a ``CORPUS`` record from ``corpora.yaml`` and a ``prepare_<corpus>`` rea
 :mod:`aiplib.sources.download`): ``esc50``, ``ms_snsd``, ``noisex92``, ``musan``, ``librispeech``,
 ``speech_commands``, ``common_voice``. Submodules are imported on demand.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -17,18 +18,20 @@ from aiplib.core.errors import AiplibParameterError
 class Profile(Protocol):
     """What a profile provides: the inputs of stages 1–3 (everything later is profile-independent).
 
-    Each profile is a module of ``aiplib.sources.corpora`` defining these three functions; ``**params``
-    are the stage notebook's parameters for that profile.
+    Each profile is a module of ``aiplib.sources.corpora`` defining these three functions;
+    ``**params`` are the stage notebook's parameters for that profile.
     """
 
     def gather_raw(self, ws, **params):
         """Stage 1: get the raw inputs into the workspace (install, download or validate)."""
 
     def build_item_banks(self, ws, **params) -> dict:
-        """Stage 2: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl``; ``{"asr": df, "kws": df}``."""
+        """Stage 2: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl``; ``{"asr": df, "kws":
+        df}``."""
 
     def battery_specs(self, ws, **params) -> list:
-        """Stage 3 input: the background specs for :func:`aiplib.battery.backgrounds.curate_battery`."""
+        """Stage 3 input: the background specs for
+        :func:`aiplib.battery.backgrounds.curate_battery`."""
 
 
 #: Profile name → the module implementing :class:`Profile`.
@@ -36,7 +39,8 @@ PROFILES = {p: f"aiplib.sources.corpora.{p}" for p in ("demo", "paper", "custom"
 
 
 def get_profile(name: str) -> Profile:
-    """The module ``aiplib.sources.corpora.<name>`` implementing profile ``name`` (imported on first use).
+    """The module ``aiplib.sources.corpora.<name>`` implementing profile ``name`` (imported on first
+    use).
 
     Raises
     ------

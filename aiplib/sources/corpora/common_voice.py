@@ -8,6 +8,7 @@ authors' rule), mapping each raw ``accent`` string to one of 11 accent groups
 .. [7] R. Ardila et al., "Common Voice: A Massively-Multilingual Speech Corpus", LREC 2020.
    Common Voice 17.0 via the Hugging Face mirror ``fsicoli/common_voice_17_0``. CC0 1.0.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,20 +25,23 @@ from aiplib.core.errors import AiplibError, MissingPackageError
 from aiplib.io.audio import SR, load_audio
 from aiplib.sources.download import CorpusError, set_cache_env
 
-#: Hugging Face id of the Common Voice 17.0 mirror streamed in stage 2 (config ``en``): a loading-script
-#: data set, so ``datasets<4`` (the authors used 3.5.1, pinned by the ``paper`` extra).
+#: Hugging Face id of the Common Voice 17.0 mirror streamed in stage 2 (config ``en``): a
+#: loading-script data set, so ``datasets<4`` (the authors used 3.5.1, pinned by the ``paper``
+#: extra).
 CV_DATASET = "fsicoli/common_voice_17_0"
 CV_SPLIT = "validation"  # The split the authors stream (their ``scripts/02_build_banks.py``).
 
-#: ``cv_accent`` (a Common Voice 17 ``accent`` string, exactly) → ``accent_group``: the 11 groups of the
-#: authors' README, labelled as ``accent_clean_map`` of their ``scripts/generate_results_new_2.py``.
+#: ``cv_accent`` (a Common Voice 17 ``accent`` string, exactly) → ``accent_group``: the 11 groups of
+#: the authors' README, labelled as ``accent_clean_map`` of their
+#: ``scripts/generate_results_new_2.py``.
 ACCENT_GROUPS_FILE = Path(__file__).with_name("cv_accent_groups.csv")
 N_COMMON_VOICE = 80  # Accent-labelled Common Voice 17 clips in the ASR bank (authors' ``CV_N``).
 
 
 def read_accent_groups(path=None) -> dict:
-    """Common Voice accent string → group label, in file order, from a CSV ``cv_accent,accent_group``
-    (default :data:`ACCENT_GROUPS_FILE`); CorpusError if a column is missing or an accent appears twice."""
+    """Common Voice accent string → group label, in file order, from a CSV
+    ``cv_accent,accent_group`` (default :data:`ACCENT_GROUPS_FILE`); CorpusError if a column is
+    missing or an accent appears twice."""
     with open(path or ACCENT_GROUPS_FILE, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     if not rows or not {"cv_accent", "accent_group"} <= set(rows[0]):
@@ -56,15 +60,16 @@ CV_ACCENT_GROUPS = read_accent_groups()
 
 
 def accent_group(value, groups=None) -> str | None:
-    """The accent group (``groups``, default :data:`CV_ACCENT_GROUPS`) of a Common Voice ``accent`` value
-    (exact match after stripping spaces), ``None`` for an empty, unlisted or multi-accent value."""
+    """The accent group (``groups``, default :data:`CV_ACCENT_GROUPS`) of a Common Voice ``accent``
+    value (exact match after stripping spaces), ``None`` for an empty, unlisted or multi-accent
+    value."""
     groups = CV_ACCENT_GROUPS if groups is None else groups
     return groups.get(value.strip()) if value and isinstance(value, str) else None
 
 
 def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, config: str = "en"):
-    """Stream Common Voice 17 (English) from the Hugging Face hub [7]_, unshuffled, audio undecoded, as the
-    authors did; returns a ``datasets.IterableDataset``.
+    """Stream Common Voice 17 (English) from the Hugging Face hub [7]_, unshuffled, audio undecoded,
+    as the authors did; returns a ``datasets.IterableDataset``.
 
     Raises
     ------
@@ -74,24 +79,35 @@ def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, co
         The hub cannot be reached or refuses the data set (accept its terms, ``hf auth login``).
     """
     set_cache_env()
-    fix = "pip install 'datasets>=3.5,<4'` (or `pip install -e \".[paper]\"`; the authors used 3.5.1)"
+    fix = (
+        "pip install 'datasets>=3.5,<4'` (or `pip install -e \".[paper]\"`; the authors used 3.5.1)"
+    )
     try:
         import datasets
     except ImportError:
-        raise MissingPackageError(f"stage 2 of the paper profile streams Common Voice with Hugging Face "
-                                  f"`datasets`; install it with `{fix}") from None
+        raise MissingPackageError(
+            f"stage 2 of the paper profile streams Common Voice with Hugging Face "
+            f"`datasets`; install it with `{fix}"
+        ) from None
     version = getattr(datasets, "__version__", "0")
     if int(re.match(r"\d*", str(version)).group() or 0) >= 4:
         raise MissingPackageError(
             f"{dataset_id} is a loading-script data set and datasets {version} no longer runs loading "
-            f"scripts (removed in datasets 4.0); install a 3.x release with `{fix}")
+            f"scripts (removed in datasets 4.0); install a 3.x release with `{fix}"
+        )
     try:
-        ds = datasets.load_dataset(dataset_id, config, split=split, streaming=True, trust_remote_code=True)
+        ds = datasets.load_dataset(
+            dataset_id, config, split=split, streaming=True, trust_remote_code=True
+        )
     except Exception as exc:  # network, gating: all end here
-        raise AiplibError(f"cannot stream {dataset_id} ({config}, {split}) from the Hugging Face hub: {exc}. "
-                          f"Check the network or HF_ENDPOINT, accept the data set's terms on its hub page "
-                          f"and log in with `hf auth login`.") from None
-    with contextlib.suppress(Exception):  # a stream without that column / an old datasets: decode as given
+        raise AiplibError(
+            f"cannot stream {dataset_id} ({config}, {split}) from the Hugging Face hub: {exc}. "
+            f"Check the network or HF_ENDPOINT, accept the data set's terms on its hub page "
+            f"and log in with `hf auth login`."
+        ) from None
+    with contextlib.suppress(
+        Exception
+    ):  # a stream without that column / an old datasets: decode as given
         ds = ds.cast_column("audio", datasets.Audio(decode=False))
     return ds
 
@@ -105,8 +121,13 @@ def _cv_native(record):
             arr = arr.mean(axis=-1) if arr.shape[-1] <= 8 else arr.mean(axis=0)
         return arr, int(a["sampling_rate"])
     name = Path(str((a or {}).get("path") or record.get("path") or "clip.mp3")).name
-    raw = (a["bytes"] if isinstance(a, dict) and a.get("bytes") else Path(a["path"]).read_bytes()
-           if isinstance(a, dict) and a.get("path") and Path(a["path"]).is_file() else None)
+    raw = (
+        a["bytes"]
+        if isinstance(a, dict) and a.get("bytes")
+        else Path(a["path"]).read_bytes()
+        if isinstance(a, dict) and a.get("path") and Path(a["path"]).is_file()
+        else None
+    )
     if raw is None:
         raise CorpusError(f"Common Voice record {record.get('path')!r} carries no audio")
     try:
@@ -124,17 +145,18 @@ def _labelled(value) -> bool:
 
 
 def select_common_voice(dataset, out_dir, *, n: int = N_COMMON_VOICE, groups=None) -> list:
-    """The authors' Common Voice rule (``scripts/02_build_banks.py``): the first ``n`` clips of ``dataset``
-    whose ``accent`` (or ``accents``) and ``gender`` are both given and not ``unknown``.
+    """The authors' Common Voice rule (``scripts/02_build_banks.py``): the first ``n`` clips of
+    ``dataset`` whose ``accent`` (or ``accents``) and ``gender`` are both given and not ``unknown``.
 
-    The k-th kept clip is ``cv_<client_id[:8]>_<k>``, saved as ``<out_dir>/<id>.wav`` at its native rate
-    (16-bit PCM, as their ``soundfile.write``).
+    The k-th kept clip is ``cv_<client_id[:8]>_<k>``, saved as ``<out_dir>/<id>.wav`` at its native
+    rate (16-bit PCM, as their ``soundfile.write``).
 
     Returns
     -------
     list of dict
         In stream order: ``item_id, y`` (np.ndarray [shape=(samples,)], float32, 16 kHz, read back
-        from the file), ``text, speaker, gender, age, accent``, ``accent_group`` (``groups``, default
+        from the file), ``text, speaker, gender, age, accent``, ``accent_group`` (``groups``,
+        default
         :data:`CV_ACCENT_GROUPS`; or None), ``source_file``.
 
     Raises
@@ -151,18 +173,36 @@ def select_common_voice(dataset, out_dir, *, n: int = N_COMMON_VOICE, groups=Non
         if not (_labelled(accent) and _labelled(gender)):
             continue
         arr, sr = _cv_native(rec)
-        picked.append({"item_id": f"cv_{str(rec.get('client_id') or '')[:8]}_{len(picked)}", "arr": arr, "sr": sr,
-                       "text": rec.get("sentence", "") or "", "speaker": str(rec.get("client_id") or ""),
-                       "gender": gender, "age": rec.get("age") or "unknown", "accent": accent})
+        picked.append(
+            {
+                "item_id": f"cv_{str(rec.get('client_id') or '')[:8]}_{len(picked)}",
+                "arr": arr,
+                "sr": sr,
+                "text": rec.get("sentence", "") or "",
+                "speaker": str(rec.get("client_id") or ""),
+                "gender": gender,
+                "age": rec.get("age") or "unknown",
+                "accent": accent,
+            }
+        )
     if len(picked) < n:
-        raise CorpusError(f"the Common Voice stream ended after {len(picked)} clip(s) with accent and gender "
-                          f"labels, {n} needed")
+        raise CorpusError(
+            f"the Common Voice stream ended after {len(picked)} clip(s) with accent and gender "
+            f"labels, {n} needed"
+        )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     kept = []
     for c in picked:
         src = out_dir / f"{c.pop('item_id')}.wav"
         sf.write(str(src), c.pop("arr"), c.pop("sr"), subtype="PCM_16")
-        kept.append({"item_id": src.stem, "y": load_audio(src), **c, "accent_group": accent_group(c["accent"], groups),
-                     "source_file": src})
+        kept.append(
+            {
+                "item_id": src.stem,
+                "y": load_audio(src),
+                **c,
+                "accent_group": accent_group(c["accent"], groups),
+                "source_file": src,
+            }
+        )
     return kept

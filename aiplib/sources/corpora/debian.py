@@ -5,6 +5,7 @@ and music-software sound effects). :func:`ensure_packages` installs a missing on
 (running as root, or password-less ``sudo``), and otherwise refuses to go on, saying exactly how to
 install it.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,9 @@ _APT_FLAGS = ["install", "-y", "--no-install-recommends"]
 
 
 def installed(pkg: str) -> bool:
-    """Whether the Debian package ``pkg`` is installed (``dpkg-query`` status ``install ok installed``);
-    False when ``dpkg-query`` is not available or does not answer within :data:`QUERY_TIMEOUT_S`."""
+    """Whether the Debian package ``pkg`` is installed (``dpkg-query`` status ``install ok
+    installed``); False when ``dpkg-query`` is not available or does not answer within
+    :data:`QUERY_TIMEOUT_S`."""
     exe = shutil.which("dpkg-query")
     if exe is None:
         return False
@@ -47,13 +49,15 @@ def missing_packages(pkgs) -> list[str]:
 
 
 def install_command(pkgs) -> str:
-    """The shell command that installs ``pkgs``: ``sudo apt-get install -y --no-install-recommends …``."""
+    """The shell command that installs ``pkgs``: ``sudo apt-get install -y --no-install-recommends
+    …``."""
     return "sudo apt-get " + " ".join(_APT_FLAGS + list(pkgs))
 
 
 def _missing_error(missing) -> MissingPackageError:
     return MissingPackageError(
-        f"missing Debian package(s): {', '.join(missing)}. Install them with:\n    {install_command(missing)}")
+        f"missing Debian package(s): {', '.join(missing)}. Install them with:\n    {install_command(missing)}"
+    )
 
 
 def _apt_prefix() -> list[str] | None:
@@ -63,26 +67,35 @@ def _apt_prefix() -> list[str] | None:
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         return []
     sudo = shutil.which("sudo")
-    if sudo and subprocess.run([sudo, "-n", "true"], capture_output=True, check=False).returncode == 0:
+    if (
+        sudo
+        and subprocess.run([sudo, "-n", "true"], capture_output=True, check=False).returncode == 0
+    ):
         return [sudo, "-n"]
     return None
 
 
 def _apt_install(prefix: list[str], pkgs: list[str]) -> subprocess.CompletedProcess:
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    return subprocess.run([*prefix, "apt-get", *_APT_FLAGS, *pkgs], capture_output=True, text=True,
-                          env=env, check=False)
+    return subprocess.run(
+        [*prefix, "apt-get", *_APT_FLAGS, *pkgs],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
 
 
 def ensure_packages(pkgs, *, install: bool = True) -> list[str]:
-    """Make sure the Debian packages ``pkgs`` are installed; with ``install``, missing ones are installed
-    with ``apt-get install -y --no-install-recommends`` (as root or through ``sudo -n``; after one
-    ``apt-get update`` if the lists are stale). Returns the packages this call installed.
+    """Make sure the Debian packages ``pkgs`` are installed; with ``install``, missing ones are
+    installed with ``apt-get install -y --no-install-recommends`` (as root or through ``sudo -n``;
+    after one ``apt-get update`` if the lists are stale). Returns the packages this call installed.
 
     Raises
     ------
     MissingPackageError
-        If packages are missing and cannot be installed here; the message names them and the command.
+        If packages are missing and cannot be installed here; the message names them and the
+        command.
     """
     if not (missing := missing_packages(pkgs)):
         return []
@@ -101,8 +114,16 @@ def ensure_packages(pkgs, *, install: bool = True) -> list[str]:
 
 # ----------------------------------------------------------------------------- what was installed
 #: Columns of ``raw/debian_packages.csv`` (:func:`package_records`).
-PACKAGE_COLUMNS = ["package", "role", "status", "version", "architecture", "source_package",
-                   "deb_sha256", "sha256_source"]
+PACKAGE_COLUMNS = [
+    "package",
+    "role",
+    "status",
+    "version",
+    "architecture",
+    "source_package",
+    "deb_sha256",
+    "sha256_source",
+]
 
 #: Seconds a ``dpkg-query`` or ``apt-cache`` call may take.
 QUERY_TIMEOUT_S = 60
@@ -118,8 +139,9 @@ _QUERY_FORMAT = "\t".join("${" + field + "}" for field in _QUERY_FIELDS) + "\n"
 def _run_tool(argv: list[str]) -> tuple[str, str]:
     """``(stdout, problem)`` of a query command; ``problem`` is ``""`` or why it gave nothing."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S,
-                              check=False)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, check=False
+        )
     except subprocess.TimeoutExpired:
         return "", f"{Path(argv[0]).name} took longer than {QUERY_TIMEOUT_S} s"
     except OSError as exc:
@@ -160,8 +182,12 @@ def query_installed(pkgs) -> dict:
         name, version, arch, source, status, depends = fields
         if not status.endswith("install ok installed"):
             continue
-        found[name] = {"version": version, "architecture": arch,
-                       "source_package": source or name, "depends": _depends_names(depends)}
+        found[name] = {
+            "version": version,
+            "architecture": arch,
+            "source_package": source or name,
+            "depends": _depends_names(depends),
+        }
     return found
 
 
@@ -248,8 +274,9 @@ def apt_cache_sha256(installed: dict) -> tuple[dict, str]:
     return found, problem
 
 
-def deb_sha256(pkg: str, version: str, arch: str, *, listed: str = "",
-               problem: str = "not in the apt lists") -> tuple[str, str]:
+def deb_sha256(
+    pkg: str, version: str, arch: str, *, listed: str = "", problem: str = "not in the apt lists"
+) -> tuple[str, str]:
     """SHA-256 of the ``.deb`` of ``pkg`` ``version`` (``arch``) and where it was read.
 
     ``listed``: the ``SHA256:`` field of ``apt-cache show pkg=version`` (the archive's own checksum,
@@ -274,9 +301,19 @@ def package_records(roles: dict) -> list[dict]:
     Without ``dpkg-query`` every field says :data:`NO_DPKG`; never raises.
     """
     if not dpkg_available():
-        return [{"package": p, "role": role, "status": NO_DPKG, "version": NO_DPKG,
-                 "architecture": "", "source_package": "", "deb_sha256": "",
-                 "sha256_source": NO_DPKG} for p, role in roles.items()]
+        return [
+            {
+                "package": p,
+                "role": role,
+                "status": NO_DPKG,
+                "version": NO_DPKG,
+                "architecture": "",
+                "source_package": "",
+                "deb_sha256": "",
+                "sha256_source": NO_DPKG,
+            }
+            for p, role in roles.items()
+        ]
     known = query_installed(roles)
     listed, problem = apt_cache_sha256(known)
     if not problem:
@@ -285,13 +322,32 @@ def package_records(roles: dict) -> list[dict]:
     for pkg, role in roles.items():
         rec = known.get(pkg)
         if rec is None:
-            rows.append({"package": pkg, "role": role, "status": "not installed", "version": "",
-                         "architecture": "", "source_package": "", "deb_sha256": "",
-                         "sha256_source": "not installed"})
+            rows.append(
+                {
+                    "package": pkg,
+                    "role": role,
+                    "status": "not installed",
+                    "version": "",
+                    "architecture": "",
+                    "source_package": "",
+                    "deb_sha256": "",
+                    "sha256_source": "not installed",
+                }
+            )
             continue
-        digest, where = deb_sha256(pkg, rec["version"], rec["architecture"],
-                                   listed=listed.get(pkg, ""), problem=problem)
-        rows.append({"package": pkg, "role": role, "status": "installed", "version": rec["version"],
-                     "architecture": rec["architecture"], "source_package": rec["source_package"],
-                     "deb_sha256": digest, "sha256_source": where})
+        digest, where = deb_sha256(
+            pkg, rec["version"], rec["architecture"], listed=listed.get(pkg, ""), problem=problem
+        )
+        rows.append(
+            {
+                "package": pkg,
+                "role": role,
+                "status": "installed",
+                "version": rec["version"],
+                "architecture": rec["architecture"],
+                "source_package": rec["source_package"],
+                "deb_sha256": digest,
+                "sha256_source": where,
+            }
+        )
     return rows

@@ -1,14 +1,17 @@
-"""Stages 1–3 inputs of the embedded default profile ``demo``: everything comes from Debian packages.
+"""Stages 1–3 inputs of the embedded default profile ``demo``: everything comes from Debian
+packages.
 
 * Real speech: the Asterisk English prompts (``asterisk-core-sounds-en-g722``, Allison Smith,
   CC BY-SA 3.0) with the transcripts of ``asterisk-core-sounds-en``.
 * Synthetic speech (``synthetic: true``): Harvard sentences (IEEE 1969, *Recommended Practice for
   Speech Quality Measurements*, public domain) and command words read by espeak-ng and flite
   voices (:mod:`aiplib.sources.corpora.tts`).
-* Backgrounds: recordings from ``minetest-data``, ``sonic-pi-samples``, ``asterisk-moh-opsound-g722``
+* Backgrounds: recordings from ``minetest-data``, ``sonic-pi-samples``,
+  ``asterisk-moh-opsound-g722``
   and ``extremetuxracer-data`` (credits per file in :mod:`aiplib.sources.corpora.demo_sources`),
   babble and hubbub of Asterisk prompts not in the item bank, three synthetic noises.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,8 +23,13 @@ import numpy as np
 import pandas as pd
 
 from aiplib.core import DEFAULT_SEED
-from aiplib.core.errors import AiplibError, AiplibParameterError, AudioFileError, MissingPackageError
-from aiplib.core.tasks import FAMILIES, KEYWORDS
+from aiplib.core.errors import (
+    AiplibError,
+    AiplibParameterError,
+    AudioFileError,
+    MissingPackageError,
+)
+from aiplib.core.tasks import TASK_FAMILIES, KEYWORDS
 from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.io.formats import read_item_bank, write_csv_atomic, write_item_bank
 from aiplib.sources.corpora import debian
@@ -35,31 +43,80 @@ from aiplib.sources.corpora.demo_sources import BATTERY, BG_SOURCES, NOTICES, Sr
 from aiplib.sources.corpora.tts import pad_to, synthesize, trim_silence
 
 #: Debian packages the demo profile needs (``asterisk-core-sounds-en`` brings the transcripts).
-DEBIAN_PACKAGES = ["ffmpeg", "espeak-ng", "flite", "sox", "asterisk-core-sounds-en", "asterisk-core-sounds-en-g722",
-                   "asterisk-moh-opsound-g722", "minetest-data", "sonic-pi-samples", "extremetuxracer-data"]
+DEBIAN_PACKAGES = [
+    "ffmpeg",
+    "espeak-ng",
+    "flite",
+    "sox",
+    "asterisk-core-sounds-en",
+    "asterisk-core-sounds-en-g722",
+    "asterisk-moh-opsound-g722",
+    "minetest-data",
+    "sonic-pi-samples",
+    "extremetuxracer-data",
+]
 
 #: Non-target words (Speech Commands' auxiliary words).
-NON_TARGET_WORDS = ("bed", "cat", "happy", "house", "marvin", "sheila", "tree", "wow", "bird", "dog")
+NON_TARGET_WORDS = (
+    "bed",
+    "cat",
+    "happy",
+    "house",
+    "marvin",
+    "sheila",
+    "tree",
+    "wow",
+    "bird",
+    "dog",
+)
 
 #: Lists 1–3 of the Harvard sentences (IEEE 1969, public domain), from ``harvard_sentences.csv``.
-HARVARD_SENTENCES = tuple(pd.read_csv(Path(__file__).with_name("harvard_sentences.csv"))["sentence"])
+HARVARD_SENTENCES = tuple(
+    pd.read_csv(Path(__file__).with_name("harvard_sentences.csv"))["sentence"]
+)
 
 #: Synthetic ASR voices (``engine:voice``); ``kal16`` is flite's 16 kHz build of ``kal``.
-ASR_VOICES = ("espeak:en-us", "espeak:en-gb", "espeak:en-gb-scotland", "espeak:en-gb-x-rp",
-              "espeak:en-029", "espeak:en-us-nyc", "espeak:en-gb-x-gbclan", "espeak:en-gb-x-gbcwmd",
-              "flite:kal16", "flite:slt", "flite:rms", "flite:awb")
+ASR_VOICES = (
+    "espeak:en-us",
+    "espeak:en-gb",
+    "espeak:en-gb-scotland",
+    "espeak:en-gb-x-rp",
+    "espeak:en-029",
+    "espeak:en-us-nyc",
+    "espeak:en-gb-x-gbclan",
+    "espeak:en-gb-x-gbcwmd",
+    "flite:kal16",
+    "flite:slt",
+    "flite:rms",
+    "flite:awb",
+)
 
 #: Fourteen synthetic KWS voices (espeak-ng accent + voice variant, flite voices).
-KWS_VOICES = ("espeak:en-us+f3", "espeak:en-gb+m2", "flite:slt", "espeak:en-gb-scotland+f2", "flite:kal16",
-              "espeak:en-029+m4", "espeak:en-us-nyc+f4", "flite:awb", "espeak:en-gb-x-rp+m3",
-              "espeak:en-gb-x-gbclan+f5", "flite:rms", "espeak:en-gb-x-gbcwmd+m7", "espeak:en-us+m1", "espeak:en-gb+f1")
+KWS_VOICES = (
+    "espeak:en-us+f3",
+    "espeak:en-gb+m2",
+    "flite:slt",
+    "espeak:en-gb-scotland+f2",
+    "flite:kal16",
+    "espeak:en-029+m4",
+    "espeak:en-us-nyc+f4",
+    "flite:awb",
+    "espeak:en-gb-x-rp+m3",
+    "espeak:en-gb-x-gbclan+f5",
+    "flite:rms",
+    "espeak:en-gb-x-gbcwmd+m7",
+    "espeak:en-us+m1",
+    "espeak:en-gb+f1",
+)
 
 _SHARE = Path("/usr/share")
 _PROMPTS = "asterisk/sounds/en_US_f_Allison"
 _TRANSCRIPT = "doc/asterisk-core-sounds-en/core-sounds-en.txt.gz"
 _AST_PKG, _TXT_PKG = "asterisk-core-sounds-en-g722", "asterisk-core-sounds-en"
 _AST_LICENCE = "CC BY-SA 3.0"
-_AST_ATTR = "Asterisk core sounds (English), recorded by Allison Smith (theivrvoice.com), Digium, Inc."
+_AST_ATTR = (
+    "Asterisk core sounds (English), recorded by Allison Smith (theivrvoice.com), Digium, Inc."
+)
 _TEXT_OK = re.compile(r"^[A-Za-z0-9 ,.'?!;:\-]+$")
 _N_BABBLE, _N_HUBBUB, _STREAM_S = 6, 2, 31.0
 
@@ -78,16 +135,26 @@ def _source_files() -> list[Src]:
     """Every file stage 1 copies: prompts, transcript, background sources, licence notices."""
     texts = read_transcripts(_SHARE / _TRANSCRIPT)
     files = [Src(_TXT_PKG, _TRANSCRIPT, _AST_LICENCE, _AST_ATTR + " (transcripts)")]
-    files += [Src(_AST_PKG, f"{_PROMPTS}/{k}.g722", _AST_LICENCE, _AST_ATTR) for k in sorted(texts)
-              if (_SHARE / _PROMPTS / f"{k}.g722").is_file()]
+    files += [
+        Src(_AST_PKG, f"{_PROMPTS}/{k}.g722", _AST_LICENCE, _AST_ATTR)
+        for k in sorted(texts)
+        if (_SHARE / _PROMPTS / f"{k}.g722").is_file()
+    ]
     files += [s for group in BG_SOURCES.values() for s in group]
-    return files + [Src(p, f"doc/{p}/copyright", "licence notice", "Debian copyright file")
-                    for p in sorted({s.package for s in files})] + NOTICES
+    return (
+        files
+        + [
+            Src(p, f"doc/{p}/copyright", "licence notice", "Debian copyright file")
+            for p in sorted({s.package for s in files})
+        ]
+        + NOTICES
+    )
 
 
 def gather_raw(ws, *, install: bool = True):
-    """Stage 1: copy the demo's source files into ``raw/<package>/`` (files of the same size skipped) and
-    return ``raw/inventory.csv`` (``file``, ``package``, ``licence``, ``attribution``, ``bytes``); ``install``
+    """Stage 1: copy the demo's source files into ``raw/<package>/`` (files of the same size
+    skipped) and return ``raw/inventory.csv`` (``file``, ``package``, ``licence``, ``attribution``,
+    ``bytes``); ``install``
     lets :func:`aiplib.sources.corpora.debian.ensure_packages` install missing packages. Also writes
     ``raw/debian_packages.csv`` (:func:`record_debian_packages`).
 
@@ -102,11 +169,20 @@ def gather_raw(ws, *, install: bool = True):
     for s in _source_files():
         src, dst = _SHARE / s.rel, ws.raw / s.package / s.rel
         if not src.is_file():
-            raise MissingPackageError(f"{src}: expected in Debian package {s.package}; reinstall it with\n"
-                                      f"    {debian.install_command([s.package])}")
+            raise MissingPackageError(
+                f"{src}: expected in Debian package {s.package}; reinstall it with\n"
+                f"    {debian.install_command([s.package])}"
+            )
         _copy(src, dst)
-        rows.append(dict(file=ws.rel(dst), package=s.package, licence=s.licence,
-                         attribution=s.attribution, bytes=dst.stat().st_size))
+        rows.append(
+            dict(
+                file=ws.rel(dst),
+                package=s.package,
+                licence=s.licence,
+                attribution=s.attribution,
+                bytes=dst.stat().st_size,
+            )
+        )
     df = pd.DataFrame(rows, columns=["file", "package", "licence", "attribution", "bytes"])
     df.to_csv(ws.raw / "inventory.csv", index=False)
     record_debian_packages(ws)
@@ -157,7 +233,8 @@ def record_debian_packages(ws) -> pd.DataFrame:
 def asterisk_prompts(ws):
     """The Asterisk English prompts copied by :func:`gather_raw`, sorted by ``key``: ``key``
     (``agent-pass``, ``digits/7``), ``path`` (absolute ``.g722``), ``text``, ``n_words``,
-    ``duration_s`` (s, from the size at 64 kbit/s), ``clean_text`` (no ``[tone]``, plain punctuation).
+    ``duration_s`` (s, from the size at 64 kbit/s), ``clean_text`` (no ``[tone]``, plain
+    punctuation).
 
     Raises
     ------
@@ -166,13 +243,23 @@ def asterisk_prompts(ws):
     """
     tpath = ws.raw / _TXT_PKG / _TRANSCRIPT
     if not tpath.is_file():
-        raise AiplibError(f"{tpath} is missing: run aiplib.sources.corpora.demo.gather_raw(ws) first (stage 1)")
+        raise AiplibError(
+            f"{tpath} is missing: run aiplib.sources.corpora.demo.gather_raw(ws) first (stage 1)"
+        )
     rows = []
     for key, text in sorted(read_transcripts(tpath).items()):
         p = ws.raw / _AST_PKG / _PROMPTS / f"{key}.g722"
         if p.is_file():
-            rows.append(dict(key=key, path=str(p), text=text, n_words=len(text.split()),
-                             duration_s=p.stat().st_size / G722_BYTES_PER_S, clean_text=bool(_TEXT_OK.match(text))))
+            rows.append(
+                dict(
+                    key=key,
+                    path=str(p),
+                    text=text,
+                    n_words=len(text.split()),
+                    duration_s=p.stat().st_size / G722_BYTES_PER_S,
+                    clean_text=bool(_TEXT_OK.match(text)),
+                )
+            )
     return pd.DataFrame(rows)
 
 
@@ -186,12 +273,23 @@ def _engine_credit(voice: str) -> str:
 
 def _item(ws, family, item_id, y, credit: dict, **extra) -> dict:
     """An item-bank record; ``credit`` holds ``source_file, source, licence, attribution, speaker,
-    accent_group, synthetic``, ``extra`` the task fields (``text``, or ``label`` and ``is_target``)."""
+    accent_group, synthetic``, ``extra`` the task fields (``text``, or ``label`` and
+    ``is_target``)."""
     path = write_wav(ws.itembanks / "audio" / family / f"{item_id}.wav", y)
     c = credit
-    return dict(item_id=item_id, path=ws.rel(path), source_file=c["source_file"], source=c["source"],
-                licence=c["licence"], attribution=c["attribution"], duration_s=float(y.size / SR),
-                speaker=c["speaker"], accent_group=c["accent_group"], synthetic=c["synthetic"], **extra)
+    return dict(
+        item_id=item_id,
+        path=ws.rel(path),
+        source_file=c["source_file"],
+        source=c["source"],
+        licence=c["licence"],
+        attribution=c["attribution"],
+        duration_s=float(y.size / SR),
+        speaker=c["speaker"],
+        accent_group=c["accent_group"],
+        synthetic=c["synthetic"],
+        **extra,
+    )
 
 
 def _asr_real(ws, n: int, rng) -> list[dict]:
@@ -199,11 +297,25 @@ def _asr_real(ws, n: int, rng) -> list[dict]:
     cand = p[(p.duration_s >= 2.0) & (p.duration_s <= 10.0) & (p.n_words >= 5) & p.clean_text]
     if n > len(cand):
         raise AiplibParameterError(f"n_asr_real={n} but only {len(cand)} Asterisk prompts qualify")
-    credit = dict(source=_AST_PKG, licence=_AST_LICENCE, attribution=_AST_ATTR, speaker="asterisk_allison",
-                  accent_group="en-US (Asterisk, real)", synthetic=False)
-    return [_item(ws, "asr", "ast-" + r.key.replace("/", "-"), load_audio(r.path),
-                  dict(credit, source_file=ws.rel(r.path)), text=r.text)
-            for r in cand.iloc[np.sort(rng.choice(len(cand), size=n, replace=False))].itertuples()]
+    credit = dict(
+        source=_AST_PKG,
+        licence=_AST_LICENCE,
+        attribution=_AST_ATTR,
+        speaker="asterisk_allison",
+        accent_group="en-US (Asterisk, real)",
+        synthetic=False,
+    )
+    return [
+        _item(
+            ws,
+            "asr",
+            "ast-" + r.key.replace("/", "-"),
+            load_audio(r.path),
+            dict(credit, source_file=ws.rel(r.path)),
+            text=r.text,
+        )
+        for r in cand.iloc[np.sort(rng.choice(len(cand), size=n, replace=False))].itertuples()
+    ]
 
 
 def _asr_synth(ws, n: int, rng) -> list[dict]:
@@ -213,12 +325,25 @@ def _asr_synth(ws, n: int, rng) -> list[dict]:
         k = int(order[i % len(order)])
         voice, text = ASR_VOICES[i % len(ASR_VOICES)], HARVARD_SENTENCES[k]
         y = trim_silence(synthesize(text, voice))
-        rows.append(_item(ws, "asr", f"syn-{i:02d}-{_slug(voice)}", y, dict(
-            source_file=f"harvard:list{k // 10 + 1}/{k % 10 + 1}", source=f"{_engine_credit(voice)} (synthetic voice)",
-            licence=f"public domain text; synthetic audio generated locally with {_engine_credit(voice)}",
-            attribution=f"Harvard sentence list {k // 10 + 1} no. {k % 10 + 1} (IEEE 1969) "
-                        f"read by the synthetic voice {voice}",
-            speaker=voice, accent_group=voice, synthetic=True), text=text))
+        rows.append(
+            _item(
+                ws,
+                "asr",
+                f"syn-{i:02d}-{_slug(voice)}",
+                y,
+                dict(
+                    source_file=f"harvard:list{k // 10 + 1}/{k % 10 + 1}",
+                    source=f"{_engine_credit(voice)} (synthetic voice)",
+                    licence=f"public domain text; synthetic audio generated locally with {_engine_credit(voice)}",
+                    attribution=f"Harvard sentence list {k // 10 + 1} no. {k % 10 + 1} (IEEE 1969) "
+                    f"read by the synthetic voice {voice}",
+                    speaker=voice,
+                    accent_group=voice,
+                    synthetic=True,
+                ),
+                text=text,
+            )
+        )
     return rows
 
 
@@ -230,23 +355,46 @@ def _kws(ws, n_target: int, n_nontarget: int, rng) -> list[dict]:
     for i, (word, is_target) in enumerate(plan):
         voice = voices[i % len(voices)]
         y = pad_to(trim_silence(synthesize(word, voice)), SR)  # ≥ 1 s, like Speech Commands clips
-        rows.append(_item(ws, "kws", f"kws-{i:02d}-{word}-{_slug(voice)}", y, dict(
-            source_file=f"word:{word}", source=f"{_engine_credit(voice)} (synthetic voice)",
-            licence=f"public domain word; synthetic audio generated locally with {_engine_credit(voice)}",
-            attribution=f"the word '{word}' read by the synthetic voice {voice}",
-            speaker=voice, accent_group=voice.split("+")[0], synthetic=True), label=word, is_target=is_target))
+        rows.append(
+            _item(
+                ws,
+                "kws",
+                f"kws-{i:02d}-{word}-{_slug(voice)}",
+                y,
+                dict(
+                    source_file=f"word:{word}",
+                    source=f"{_engine_credit(voice)} (synthetic voice)",
+                    licence=f"public domain word; synthetic audio generated locally with {_engine_credit(voice)}",
+                    attribution=f"the word '{word}' read by the synthetic voice {voice}",
+                    speaker=voice,
+                    accent_group=voice.split("+")[0],
+                    synthetic=True,
+                ),
+                label=word,
+                is_target=is_target,
+            )
+        )
     return rows
 
 
-def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_target: int = 20,
-                     n_kws_nontarget: int = 10, seed: int = DEFAULT_SEED, overwrite: bool = False):
-    """Stage 2: write ``itembanks/asr.jsonl``, ``itembanks/kws.jsonl`` and their 16 kHz WAVs (read back when
-    both exist, unless ``overwrite``); the same ``seed`` gives the same items and bytes.
+def build_item_banks(
+    ws,
+    *,
+    n_asr_real: int = 12,
+    n_asr_synth: int = 16,
+    n_kws_target: int = 20,
+    n_kws_nontarget: int = 10,
+    seed: int = DEFAULT_SEED,
+    overwrite: bool = False,
+):
+    """Stage 2: write ``itembanks/asr.jsonl``, ``itembanks/kws.jsonl`` and their 16 kHz WAVs (read
+    back when both exist, unless ``overwrite``); the same ``seed`` gives the same items and bytes.
 
     ``n_asr_real``: a seeded choice among the Asterisk prompts of 2–10 s with ≥ 5 words and a plain
-    transcript, untrimmed; ``n_asr_synth``: Harvard sentences read by :data:`ASR_VOICES` in turn, trimmed
-    to 0.1 s margins; ``n_kws_target`` / ``n_kws_nontarget``: words of :data:`KEYWORDS` /
-    :data:`NON_TARGET_WORDS`, voices round-robin over a seeded order of :data:`KWS_VOICES`, centred in ≥ 1 s.
+    transcript, untrimmed; ``n_asr_synth``: Harvard sentences read by :data:`ASR_VOICES` in turn,
+    trimmed to 0.1 s margins; ``n_kws_target`` / ``n_kws_nontarget``: words of :data:`KEYWORDS` /
+    :data:`NON_TARGET_WORDS`, voices round-robin over a seeded order of :data:`KWS_VOICES`, centred
+      in ≥ 1 s.
 
     Raises
     ------
@@ -255,21 +403,34 @@ def build_item_banks(ws, *, n_asr_real: int = 12, n_asr_synth: int = 16, n_kws_t
     AiplibParameterError
         If a count is negative or more real items are asked for than qualify.
     """
-    counts = dict(n_asr_real=n_asr_real, n_asr_synth=n_asr_synth, n_kws_target=n_kws_target,
-                  n_kws_nontarget=n_kws_nontarget)
+    counts = dict(
+        n_asr_real=n_asr_real,
+        n_asr_synth=n_asr_synth,
+        n_kws_target=n_kws_target,
+        n_kws_nontarget=n_kws_nontarget,
+    )
     if bad := {k: v for k, v in counts.items() if int(v) != v or v < 0}:
         raise AiplibParameterError(f"item counts must be integers ≥ 0, got {bad}")
-    if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
-        banks = {f: read_item_bank(ws, f) for f in FAMILIES}
-        if len(banks["asr"]) != n_asr_real + n_asr_synth or len(banks["kws"]) != n_kws_target + n_kws_nontarget:
-            warnings.warn("existing item banks have other sizes than asked; pass overwrite=True to rebuild",
-                          stacklevel=2)
+    if not overwrite and all(ws.item_bank(f).is_file() for f in TASK_FAMILIES):
+        banks = {f: read_item_bank(ws, f) for f in TASK_FAMILIES}
+        if (
+            len(banks["asr"]) != n_asr_real + n_asr_synth
+            or len(banks["kws"]) != n_kws_target + n_kws_nontarget
+        ):
+            warnings.warn(
+                "existing item banks have other sizes than asked; pass overwrite=True to rebuild",
+                stacklevel=2,
+            )
         return banks
     ws.ensure()
-    rng_real, rng_synth, rng_kws = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
-    write_item_bank(ws, "asr", _asr_real(ws, n_asr_real, rng_real) + _asr_synth(ws, n_asr_synth, rng_synth))
+    rng_real, rng_synth, rng_kws = (
+        np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3)
+    )
+    write_item_bank(
+        ws, "asr", _asr_real(ws, n_asr_real, rng_real) + _asr_synth(ws, n_asr_synth, rng_synth)
+    )
     write_item_bank(ws, "kws", _kws(ws, n_kws_target, n_kws_nontarget, rng_kws), keywords=KEYWORDS)
-    return {f: read_item_bank(ws, f) for f in FAMILIES}
+    return {f: read_item_bank(ws, f) for f in TASK_FAMILIES}
 
 
 # ----------------------------------------------------------------------------- battery
@@ -277,28 +438,47 @@ def _group_spec(ws, bg_id, category, group, description, start_s) -> dict:
     srcs = BG_SOURCES[group]
     paths = [ws.raw / s.package / s.rel for s in srcs]
     if missing := [str(p) for p in paths if not p.is_file()]:
-        raise AudioFileError(f"{missing[0]}: background source missing; run "
-                             f"aiplib.sources.corpora.demo.gather_raw(ws) first (stage 1)")
-    spec = dict(bg_id=bg_id, category=category, description=description, sources=[str(p) for p in paths],
-                combine="concat", source_package=srcs[0].package,
-                licence="; ".join(dict.fromkeys(s.licence for s in srcs)),
-                attribution="; ".join(dict.fromkeys(s.attribution for s in srcs)), synthetic=False)
+        raise AudioFileError(
+            f"{missing[0]}: background source missing; run "
+            f"aiplib.sources.corpora.demo.gather_raw(ws) first (stage 1)"
+        )
+    spec = dict(
+        bg_id=bg_id,
+        category=category,
+        description=description,
+        sources=[str(p) for p in paths],
+        combine="concat",
+        source_package=srcs[0].package,
+        licence="; ".join(dict.fromkeys(s.licence for s in srcs)),
+        attribution="; ".join(dict.fromkeys(s.attribution for s in srcs)),
+        synthetic=False,
+    )
     if start_s:
         spec["start_s"] = float(start_s)
     return spec
 
 
 def _noise_spec(bg_id, kind, description) -> dict:
-    return dict(bg_id=bg_id, category="stationary", description=description, sources=[],
-                combine=f"synthetic:{kind}", source_package="synthetic", licence="CC0 1.0 (generated)",
-                attribution=f"seeded {kind} noise generated by aiplib.battery.backgrounds", synthetic=True)
+    return dict(
+        bg_id=bg_id,
+        category="stationary",
+        description=description,
+        sources=[],
+        combine=f"synthetic:{kind}",
+        source_package="synthetic",
+        licence="CC0 1.0 (generated)",
+        attribution=f"seeded {kind} noise generated by aiplib.battery.backgrounds",
+        synthetic=True,
+    )
 
 
 def _talker_streams(ws, n_streams: int, seed: int) -> list[list[str]]:
     """Disjoint sequences of ≥ 31 s of Asterisk prompts that are not in ``itembanks/asr.jsonl``."""
     if not ws.item_bank("asr").is_file():
-        raise AiplibError(f"{ws.item_bank('asr')} is missing: run build_item_banks(ws) first, so that the babble "
-                          "avoids the prompts of the item bank")
+        raise AiplibError(
+            f"{ws.item_bank('asr')} is missing: run build_item_banks(ws) first, so that the babble "
+            "avoids the prompts of the item bank"
+        )
     used = {str(ws.path(f)) for f in read_item_bank(ws, "asr").get("source_file", [])}
     p = asterisk_prompts(ws)
     cand = p[(p.n_words >= 3) & (p.duration_s >= 1.5) & p.clean_text & ~p.path.isin(used)]
@@ -312,20 +492,36 @@ def _talker_streams(ws, n_streams: int, seed: int) -> list[list[str]]:
             cur, total = [], 0.0
             if len(streams) == n_streams:
                 return streams
-    raise AiplibError(f"not enough Asterisk prompts outside the item bank for {n_streams} talker streams")
+    raise AiplibError(
+        f"not enough Asterisk prompts outside the item bank for {n_streams} talker streams"
+    )
 
 
 def _speech_specs(ws, seed: int) -> list[dict]:
     streams = _talker_streams(ws, _N_BABBLE + _N_HUBBUB, seed)
-    common = dict(category="speech-like", combine="sum", source_package=_AST_PKG, licence=_AST_LICENCE,
-                  attribution=_AST_ATTR, synthetic=False)
+    common = dict(
+        category="speech-like",
+        combine="sum",
+        source_package=_AST_PKG,
+        licence=_AST_LICENCE,
+        attribution=_AST_ATTR,
+        synthetic=False,
+    )
     return [
-        dict(common, bg_id="babble_6talker", sources=streams[:_N_BABBLE],
-             description=f"{_N_BABBLE}-talker babble: {_N_BABBLE} different sequences of Asterisk prompts "
-                         "(all by one female speaker) summed; none is in the item bank"),
-        dict(common, bg_id="hubbub_2talker", sources=streams[_N_BABBLE:],
-             description="two-talker hubbub: two different sequences of Asterisk prompts (same female "
-                         "speaker) summed; none is in the item bank or the babble"),
+        dict(
+            common,
+            bg_id="babble_6talker",
+            sources=streams[:_N_BABBLE],
+            description=f"{_N_BABBLE}-talker babble: {_N_BABBLE} different sequences of Asterisk prompts "
+            "(all by one female speaker) summed; none is in the item bank",
+        ),
+        dict(
+            common,
+            bg_id="hubbub_2talker",
+            sources=streams[_N_BABBLE:],
+            description="two-talker hubbub: two different sequences of Asterisk prompts (same female "
+            "speaker) summed; none is in the item bank or the babble",
+        ),
     ]
 
 
@@ -333,7 +529,8 @@ def battery_specs(ws, *, seed: int = DEFAULT_SEED) -> list[dict]:
     """The 20 background specs of the demo battery, sources as absolute paths under ``raw/``: 15
     recordings (stationary, transient, music), a 6-talker babble and a two-talker hubbub
     (``combine="sum"``, each talker a list of prompts avoiding the ASR bank's, chosen and ordered
-    with ``seed``) and 3 synthetic noises; each ``subaudible="remove"``. Stages 1 and 2 must have run.
+    with ``seed``) and 3 synthetic noises; each ``subaudible="remove"``. Stages 1 and 2 must have
+    run.
 
     Raises
     ------
@@ -342,8 +539,11 @@ def battery_specs(ws, *, seed: int = DEFAULT_SEED) -> list[dict]:
     AiplibError
         If the item bank does not exist yet.
     """
-    specs = [_noise_spec(bg_id, group, description) if group in ("white", "pink", "brown")
-             else _group_spec(ws, bg_id, category, group, description, start_s)
-             for bg_id, category, group, description, start_s in BATTERY]
+    specs = [
+        _noise_spec(bg_id, group, description)
+        if group in ("white", "pink", "brown")
+        else _group_spec(ws, bg_id, category, group, description, start_s)
+        for bg_id, category, group, description, start_s in BATTERY
+    ]
     # DC and rumble below 20 Hz are taken out before normalisation (aiplib.io.subaudible)
     return [dict(s, subaudible="remove") for s in specs + _speech_specs(ws, seed)]

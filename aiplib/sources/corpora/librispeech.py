@@ -3,6 +3,7 @@
 .. [5] V. Panayotov, G. Chen, D. Povey and S. Khudanpur, "Librispeech: an ASR corpus based on
    public domain audio books", ICASSP 2015. openslr.org/12. CC BY 4.0.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,10 +17,12 @@ from aiplib.sources.download import corpus_record, need_dir
 CORPUS = corpus_record("librispeech")  # two archives, extracted into ``LibriSpeech/``
 
 
-def prepare_librispeech(corpus_dir, parts=("test-clean", "test-other"), *, with_duration: bool = True) -> pd.DataFrame:
+def prepare_librispeech(
+    corpus_dir, parts=("test-clean", "test-other"), *, with_duration: bool = True
+) -> pd.DataFrame:
     """LibriSpeech utterances [5]_ of ``parts`` under ``corpus_dir/LibriSpeech/``: ``utt_id, part,
-    speaker, chapter, text, path, duration_s`` (s, from each header when ``with_duration``), sorted by
-    part and id.
+    speaker, chapter, text, path, duration_s`` (s, from each header when ``with_duration``), sorted
+    by part and id.
 
     Raises
     ------
@@ -38,14 +41,27 @@ def prepare_librispeech(corpus_dir, parts=("test-clean", "test-other"), *, with_
                 if not audio.is_file():
                     continue
                 spk, chap, _ = utt.split("-")
-                rows.append({"utt_id": utt, "part": part, "speaker": spk, "chapter": chap, "text": text,
-                             "path": str(audio),
-                             "duration_s": float(sf.info(str(audio)).duration) if with_duration else np.nan})
-    return pd.DataFrame(rows, columns=["utt_id", "part", "speaker", "chapter", "text", "path", "duration_s"])
+                rows.append(
+                    {
+                        "utt_id": utt,
+                        "part": part,
+                        "speaker": spk,
+                        "chapter": chap,
+                        "text": text,
+                        "path": str(audio),
+                        "duration_s": float(sf.info(str(audio)).duration)
+                        if with_duration
+                        else np.nan,
+                    }
+                )
+    return pd.DataFrame(
+        rows, columns=["utt_id", "part", "speaker", "chapter", "text", "path", "duration_s"]
+    )
 
 
 def read_librispeech_speakers(corpus_dir) -> dict:
-    """Speaker → ``female``/``male``/``unknown`` from ``LibriSpeech/SPEAKERS.TXT`` (as the authors read it).
+    """Speaker → ``female``/``male``/``unknown`` from ``LibriSpeech/SPEAKERS.TXT`` (as the authors
+    read it).
 
     Returns
     -------

@@ -1,9 +1,11 @@
-"""MS-SNSD [2]_: the noise clips of Microsoft's Scalable Noisy Speech Dataset (5 of the 20 backgrounds).
+"""MS-SNSD [2]_: the noise clips of Microsoft's Scalable Noisy Speech Dataset (5 of the 20
+backgrounds).
 
 .. [2] C. K. A. Reddy et al., "A scalable noisy speech dataset and online subjective test
    framework", Interspeech 2019. github.com/microsoft/MS-SNSD. Code MIT; noise clips from
    Freesound (CC0 1.0) and DEMAND (CC BY-SA 3.0).
 """
+
 from __future__ import annotations
 
 import re
@@ -19,10 +21,19 @@ ROOT = "MS-SNSD-master"  # Top folder of the extracted archive, inside the corpu
 
 
 def prepare_ms_snsd(corpus_dir) -> pd.DataFrame:
-    """MS-SNSD's noise files [2]_, sorted: ``split`` (``noise_train``/``noise_test``), ``noise_type``
-    (``AirConditioner`` …), ``index`` (int), ``path``; CorpusError if the corpus folder is missing."""
+    """MS-SNSD's noise files [2]_, sorted: ``split`` (``noise_train``/``noise_test``),
+    ``noise_type`` (``AirConditioner`` …), ``index`` (int), ``path``; CorpusError if the corpus
+    folder is missing."""
     root = need_dir(Path(corpus_dir) / ROOT, "MS-SNSD")
-    rows = [{"split": split, "noise_type": m.group(1) if m else p.stem, "index": int(m.group(2)) if m else 0,
-             "path": str(p)} for split in ("noise_train", "noise_test") for p in sorted((root / split).glob("*.wav"))
-            for m in [re.match(r"(.+?)_(\d+)$", p.stem)]]
+    rows = [
+        {
+            "split": split,
+            "noise_type": m.group(1) if m else p.stem,
+            "index": int(m.group(2)) if m else 0,
+            "path": str(p),
+        }
+        for split in ("noise_train", "noise_test")
+        for p in sorted((root / split).glob("*.wav"))
+        for m in [re.match(r"(.+?)_(\d+)$", p.stem)]
+    ]
     return pd.DataFrame(rows, columns=["split", "noise_type", "index", "path"])

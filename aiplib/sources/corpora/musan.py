@@ -3,6 +3,7 @@
 .. [4] D. Snyder, G. Chen and D. Povey, "MUSAN: A Music, Speech, and Noise Corpus",
    arXiv:1510.08484, 2015. openslr.org/17. CC BY 4.0 (per-file terms in each folder's LICENSE).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,9 +18,11 @@ ROOT = "musan"  # Top folder of the extracted archive, inside the corpus folder.
 
 
 def prepare_musan(corpus_dir) -> pd.DataFrame:
-    """MUSAN's recordings [4]_: ``subset`` (music/speech/noise), ``source`` (fma, librivox …), ``rec_id``,
-    ``path``; CorpusError if the corpus folder is missing."""
+    """MUSAN's recordings [4]_: ``subset`` (music/speech/noise), ``source`` (fma, librivox …),
+    ``rec_id``, ``path``; CorpusError if the corpus folder is missing."""
     root = need_dir(Path(corpus_dir) / ROOT, "MUSAN")
-    rows = [{"subset": p.parent.parent.name, "source": p.parent.name, "rec_id": p.stem, "path": str(p)}
-            for p in sorted(root.glob("*/*/*.wav"))]
+    rows = [
+        {"subset": p.parent.parent.name, "source": p.parent.name, "rec_id": p.stem, "path": str(p)}
+        for p in sorted(root.glob("*/*/*.wav"))
+    ]
     return pd.DataFrame(rows, columns=["subset", "source", "rec_id", "path"])

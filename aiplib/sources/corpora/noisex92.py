@@ -6,6 +6,7 @@ The file is used as downloaded (``babble.wav``, no archive), so there is no read
    NOISEX-92", Speech Communication 12(3), 1993. No explicit licence; the original Rice SPIB page is
    gone, so the default is a public GitHub mirror (github.com/speechdnn/Noises, ``NoiseX-92/``).
 """
+
 from __future__ import annotations
 
 from aiplib.sources.download import corpus_record

@@ -6,7 +6,8 @@ authors' selection rules to LibriSpeech, Common Voice (streamed) and Speech Comm
 :func:`battery_specs` gives the 20 backgrounds of Table 1. Corpus modules (source and licence
 each): :mod:`~aiplib.sources.corpora.esc50` [1]_, :mod:`~aiplib.sources.corpora.ms_snsd` [2]_,
 :mod:`~aiplib.sources.corpora.noisex92` [3]_, :mod:`~aiplib.sources.corpora.musan` [4]_,
-:mod:`~aiplib.sources.corpora.librispeech` [5]_, :mod:`~aiplib.sources.corpora.speech_commands` [6]_,
+:mod:`~aiplib.sources.corpora.librispeech` [5]_, :mod:`~aiplib.sources.corpora.speech_commands`
+  [6]_,
 :mod:`~aiplib.sources.corpora.common_voice` [7]_.
 
 Layout under ``data/paper/`` (archives kept next to their extracted data)::
@@ -30,6 +31,7 @@ References
 .. [6] P. Warden, Speech Commands, arXiv:1804.03209, 2018.
 .. [7] R. Ardila et al., Common Voice, LREC 2020.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,24 +42,60 @@ from pathlib import Path
 import pandas as pd
 
 from aiplib.core.errors import DownloadError
-from aiplib.core.tasks import FAMILIES
+from aiplib.core.tasks import TASK_FAMILIES
 from aiplib.core.workspace import workspace
 from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.io.formats import read_item_bank, write_item_bank
 from aiplib.sources.corpora import esc50, librispeech, ms_snsd, musan, noisex92, speech_commands
-from aiplib.sources.corpora.common_voice import CV_DATASET, N_COMMON_VOICE, load_common_voice, select_common_voice
+from aiplib.sources.corpora.common_voice import (
+    CV_DATASET,
+    N_COMMON_VOICE,
+    load_common_voice,
+    select_common_voice,
+)
 from aiplib.sources.corpora.librispeech import prepare_librispeech, read_librispeech_speakers
 from aiplib.sources.corpora.speech_commands import KEYWORDS
-from aiplib.sources.download import Corpus, CorpusError, download_corpus, need_dir, resolve_base_url, set_cache_env
+from aiplib.sources.download import (
+    Corpus,
+    CorpusError,
+    download_corpus,
+    need_dir,
+    resolve_base_url,
+    set_cache_env,
+)
 
-__all__ = ["CORPORA", "corpus_dir", "base_url_for", "download_all", "gather_raw", "build_item_banks", "battery_specs",
-           "BATTERY", "AUTHORS_CATEGORY", "SELECTION_RULES", "AUTHORS_SEED", "N_LIBRISPEECH", "N_KWS"]
+__all__ = [
+    "CORPORA",
+    "corpus_dir",
+    "base_url_for",
+    "download_all",
+    "gather_raw",
+    "build_item_banks",
+    "battery_specs",
+    "BATTERY",
+    "AUTHORS_CATEGORY",
+    "SELECTION_RULES",
+    "AUTHORS_SEED",
+    "N_LIBRISPEECH",
+    "N_KWS",
+]
 
 #: The corpora of stage 1, keyed by name (the folder name and mirror-variable suffix).
-CORPORA: dict[str, Corpus] = {c.name: c for c in (esc50.CORPUS, ms_snsd.CORPUS, noisex92.CORPUS, musan.CORPUS,
-                                                  librispeech.CORPUS, speech_commands.CORPUS)}
+CORPORA: dict[str, Corpus] = {
+    c.name: c
+    for c in (
+        esc50.CORPUS,
+        ms_snsd.CORPUS,
+        noisex92.CORPUS,
+        musan.CORPUS,
+        librispeech.CORPUS,
+        speech_commands.CORPUS,
+    )
+}
 
-AUTHORS_SEED = 42  # ``RANDOM_SEED`` of the authors' ``scripts/02_build_banks.py`` (``random.Random(42)``).
+AUTHORS_SEED = (
+    42  # ``RANDOM_SEED`` of the authors' ``scripts/02_build_banks.py`` (``random.Random(42)``).
+)
 N_LIBRISPEECH = 100  # LibriSpeech utterances in the ASR bank (authors' ``ASR_N``).
 N_KWS = 120  # Speech Commands items in the KWS bank (authors' ``KWS_N``).
 #: Folders the authors draw non-target KWS items from (``silence`` does not exist in v0.02).
@@ -68,12 +106,12 @@ N_PROBE_KEYWORDS, N_PROBES_PER_KEYWORD = 4, 3
 #: Text of the ``selection_rule`` field of each item bank record.
 SELECTION_RULES = {
     "librispeech": "authors' scripts/02_build_banks.py: every utterance of test-clean then test-other "
-                   "(sorted *.trans.txt, file order), random.Random(42).shuffle, first {n}",
+    "(sorted *.trans.txt, file order), random.Random(42).shuffle, first {n}",
     "common_voice": "authors' scripts/02_build_banks.py: fsicoli/common_voice_17_0 en validation stream "
-                    "(unshuffled), first {n} clips whose accent and gender are both given and not 'unknown'",
+    "(unshuffled), first {n} clips whose accent and gender are both given and not 'unknown'",
     "kws": "authors' scripts/02_build_banks.py: random.Random(42); per keyword (yes..go) sorted clips "
-           "shuffled, first {per_kw}; _background_noise_/silence clips shuffled, first {per_nt}; probes = last "
-           "3 sorted clips of yes/no/up/down; all shuffled, first {n}",
+    "shuffled, first {per_kw}; _background_noise_/silence clips shuffled, first {per_nt}; probes = last "
+    "3 sorted clips of yes/no/up/down; all shuffled, first {n}",
 }
 
 
@@ -85,21 +123,26 @@ def _get(name: str, registry=None) -> Corpus:
 
 
 def corpus_dir(ws, name: str, *, registry=None) -> Path:
-    """Folder of corpus ``name``: ``<ws.root>/<kind>/<name>``; KeyError (listing the names) if unknown."""
+    """Folder of corpus ``name``: ``<ws.root>/<kind>/<name>``; KeyError (listing the names) if
+    unknown."""
     return Path(ws.root) / (c := _get(name, registry)).kind / c.name
 
 
 def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
-    """Base URL of corpus ``name`` (:func:`aiplib.sources.download.resolve_base_url`); KeyError if unknown."""
+    """Base URL of corpus ``name`` (:func:`aiplib.sources.download.resolve_base_url`); KeyError if
+    unknown."""
     return resolve_base_url(_get(name, registry), base_urls)
 
 
 # ----------------------------------------------------------------------------- stage 1: downloads
-def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = False, registry=None, **kwargs) -> dict:
+def download_all(
+    ws, corpora=None, base_urls=None, *, force_download: bool = False, registry=None, **kwargs
+) -> dict:
     """Stage 1 of ``paper``: download every corpus of :data:`CORPORA` (or those named) into ``ws``.
 
-    Each corpus is tried even when an earlier one failed. ``base_urls``: ``{name: url}`` or one mirror
-    root; ``registry`` replaces :data:`CORPORA`; ``**kwargs`` go to :func:`aiplib.sources.download.fetch`.
+    Each corpus is tried even when an earlier one failed. ``base_urls``: ``{name: url}`` or one
+    mirror root; ``registry`` replaces :data:`CORPORA`; ``**kwargs`` go to
+    :func:`aiplib.sources.download.fetch`.
 
     Returns
     -------
@@ -122,30 +165,47 @@ def download_all(ws, corpora=None, base_urls=None, *, force_download: bool = Fal
     out, errors = {}, []
     for n in names:
         try:
-            out[n] = download_corpus(reg[n], corpus_dir(ws, n, registry=reg),
-                                     base_url=base_url_for(n, base_urls, registry=reg),
-                                     force_download=force_download, progress_file=progress_file, **kwargs)
+            out[n] = download_corpus(
+                reg[n],
+                corpus_dir(ws, n, registry=reg),
+                base_url=base_url_for(n, base_urls, registry=reg),
+                force_download=force_download,
+                progress_file=progress_file,
+                **kwargs,
+            )
         except DownloadError as exc:
             errors.append((n, exc))
     if len(errors) == 1:
         raise errors[0][1]
     if errors:
-        lines = "\n".join(f"- {n}: {e.url}: {e.reason}" if e.url else f"- {n}: {e}" for n, e in errors)
+        lines = "\n".join(
+            f"- {n}: {e.url}: {e.reason}" if e.url else f"- {n}: {e}" for n, e in errors
+        )
         net = [n for n, e in errors if e.url]
-        hint = (f"\nFiles already downloaded are kept and partial files are resumed on the next run. To use a mirror, "
+        hint = (
+            (
+                f"\nFiles already downloaded are kept and partial files are resumed on the next run. To use a mirror, "
                 f"set AIP_MIRROR_<CORPUS>=<base URL> (here {', '.join(_get(n, reg).env_var for n in net)}), or "
                 f"AIP_MIRROR=<root URL with one folder per corpus>, or pass base_urls / --base-url, e.g. `make 01 "
-                f"PROFILE=paper MIRROR=https://my.mirror/aip-corpora`.") if net else ""
-        raise DownloadError(f"{len(errors)} of {len(names)} corpora could not be downloaded:\n{lines}{hint}")
+                f"PROFILE=paper MIRROR=https://my.mirror/aip-corpora`."
+            )
+            if net
+            else ""
+        )
+        raise DownloadError(
+            f"{len(errors)} of {len(names)} corpora could not be downloaded:\n{lines}{hint}"
+        )
     return out
 
 
 def gather_raw(ws, **params) -> dict:
-    """Stage 1 of the profile interface (:class:`aiplib.sources.corpora.Profile`): :func:`download_all`."""
+    """Stage 1 of the profile interface (:class:`aiplib.sources.corpora.Profile`):
+    :func:`download_all`."""
     return download_all(ws, **params)
 
 
-# ----------------------------------------------------------------------------- stage 2: item banks (the authors' rules)
+# ----------------------------------------------------------------------------- stage 2: item banks
+# (the authors' rules)
 def _kws_candidates(sc_root: Path, n: int, rng) -> list:
     """The authors' KWS candidate list before the final shuffle (dicts, in their order)."""
     per_kw, per_nt = n // len(KEYWORDS) + 2, n // 4
@@ -156,27 +216,63 @@ def _kws_candidates(sc_root: Path, n: int, rng) -> list:
             rng.shuffle(files)
         return files
 
-    items = [{"item_id": f"kws_{kw}_{w.stem}", "file": w, "label": kw, "is_target": True, "probe_id": None}
-             for kw in KEYWORDS for w in wavs(kw, True)[:per_kw]]
-    items += [{"item_id": f"kws_nt_{f}_{w.stem}", "file": w, "label": f, "is_target": False, "probe_id": None}
-              for f in KWS_NONTARGET_FOLDERS for w in wavs(f, True)[:per_nt]]
-    return items + [{"item_id": f"probe_{kw}_{w.stem}", "file": w, "label": kw, "is_target": False,
-                     "probe_id": f"probe_{kw}_{w.stem}"} for kw in KEYWORDS[:N_PROBE_KEYWORDS]
-                    for w in wavs(kw)[-N_PROBES_PER_KEYWORD:]]
+    items = [
+        {
+            "item_id": f"kws_{kw}_{w.stem}",
+            "file": w,
+            "label": kw,
+            "is_target": True,
+            "probe_id": None,
+        }
+        for kw in KEYWORDS
+        for w in wavs(kw, True)[:per_kw]
+    ]
+    items += [
+        {
+            "item_id": f"kws_nt_{f}_{w.stem}",
+            "file": w,
+            "label": f,
+            "is_target": False,
+            "probe_id": None,
+        }
+        for f in KWS_NONTARGET_FOLDERS
+        for w in wavs(f, True)[:per_nt]
+    ]
+    return items + [
+        {
+            "item_id": f"probe_{kw}_{w.stem}",
+            "file": w,
+            "label": kw,
+            "is_target": False,
+            "probe_id": f"probe_{kw}_{w.stem}",
+        }
+        for kw in KEYWORDS[:N_PROBE_KEYWORDS]
+        for w in wavs(kw)[-N_PROBES_PER_KEYWORD:]
+    ]
 
 
-def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispeech: int = N_LIBRISPEECH,
-                     n_common_voice: int = N_COMMON_VOICE, n_kws: int = N_KWS, overwrite: bool = False,
-                     registry=None) -> dict:
+def build_item_banks(
+    ws,
+    *,
+    seed: int | None = None,
+    cv_dataset=None,
+    n_librispeech: int = N_LIBRISPEECH,
+    n_common_voice: int = N_COMMON_VOICE,
+    n_kws: int = N_KWS,
+    overwrite: bool = False,
+    registry=None,
+) -> dict:
     """Stage 2 of ``paper``: the authors' item banks (``scripts/02_build_banks.py``, rules in
-    :data:`SELECTION_RULES`, copied into each record's ``selection_rule``); ``{"asr": df, "kws": df}``.
+    :data:`SELECTION_RULES`, copied into each record's ``selection_rule``); ``{"asr": df, "kws":
+      df}``.
 
     ASR: ``n_librispeech`` LibriSpeech [5]_ and ``n_common_voice`` Common Voice 17 [7]_ items
-    (``cv_dataset``, default :func:`load_common_voice`); KWS: ``n_kws`` Speech Commands v0.02 [6]_ items
-    with injection probes (``probe_id``); the authors' sizes are 100, 80, 120 (5 each in their smoke test).
-    ``seed`` is ignored (the rules use ``random.Random(42)``); ``registry`` replaces :data:`CORPORA`. Item
-    audio: 16 kHz mono float32 WAV at ``itembanks/audio/<family>/<item_id>.wav``; read back when both banks
-    exist and ``overwrite`` is false.
+    (``cv_dataset``, default :func:`load_common_voice`); KWS: ``n_kws`` Speech Commands v0.02 [6]_
+    items with injection probes (``probe_id``); the authors' sizes are 100, 80, 120 (5 each in their
+    smoke test). ``seed`` is ignored (the rules use ``random.Random(42)``); ``registry`` replaces
+    :data:`CORPORA`. Item audio: 16 kHz mono float32 WAV at
+    ``itembanks/audio/<family>/<item_id>.wav``; read back when both banks exist and ``overwrite`` is
+    false.
 
     Raises
     ------
@@ -186,8 +282,8 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
         ``cv_dataset`` not given and ``datasets`` missing or ≥ 4.
     """
     del seed
-    if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
-        return {f: read_item_bank(ws, f) for f in FAMILIES}
+    if not overwrite and all(ws.item_bank(f).is_file() for f in TASK_FAMILIES):
+        return {f: read_item_bank(ws, f) for f in TASK_FAMILIES}
     audio_dir = ws.itembanks / "audio"
 
     # ---- select (metadata only: nothing is written before every count is met) ----------------
@@ -195,53 +291,112 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     ls_items = prepare_librispeech(ls_dir, with_duration=False).to_dict("records")
     random.Random(AUTHORS_SEED).shuffle(ls_items)
     ls_items = ls_items[:n_librispeech]
-    sc_root = need_dir(corpus_dir(ws, "speech_commands", registry=registry) / speech_commands.ROOT,
-                        "Speech Commands v0.02")
+    sc_root = need_dir(
+        corpus_dir(ws, "speech_commands", registry=registry) / speech_commands.ROOT,
+        "Speech Commands v0.02",
+    )
     rng = random.Random(AUTHORS_SEED)
     kws_items = _kws_candidates(sc_root, n_kws, rng)
     rng.shuffle(kws_items)
     kws_items = kws_items[:n_kws]
     short = []
     if len(ls_items) < n_librispeech:
-        short.append(f"LibriSpeech test-clean+test-other: {len(ls_items)} utterances, {n_librispeech} needed")
+        short.append(
+            f"LibriSpeech test-clean+test-other: {len(ls_items)} utterances, {n_librispeech} needed"
+        )
     if len(kws_items) < n_kws:
         short.append(f"Speech Commands: {len(kws_items)} candidate clips, {n_kws} needed")
     if short:
-        raise CorpusError("the corpora are too small for the paper's item banks — " + "; ".join(short))
+        raise CorpusError(
+            "the corpora are too small for the paper's item banks — " + "; ".join(short)
+        )
     cv_dir = Path(ws.root) / "speech_asr" / "common_voice"
-    cv_kept = select_common_voice(load_common_voice() if cv_dataset is None else cv_dataset, cv_dir, n=n_common_voice)
+    cv_kept = select_common_voice(
+        load_common_voice() if cv_dataset is None else cv_dataset, cv_dir, n=n_common_voice
+    )
 
     # ---- write item audio and rows ------------------------------------------------------------
     def item(family, item_id, y, **fields):
         out = write_wav(audio_dir / family / f"{item_id}.wav", y)
-        return {"item_id": item_id, "path": ws.rel(out), **fields, "duration_s": round(y.size / SR, 4)}
+        return {
+            "item_id": item_id,
+            "path": ws.rel(out),
+            **fields,
+            "duration_s": round(y.size / SR, 4),
+        }
 
     ls_c, sc_c = librispeech.CORPUS, speech_commands.CORPUS
     genders = read_librispeech_speakers(ls_dir)
     rule_ls = SELECTION_RULES["librispeech"].format(n=n_librispeech)
     rule_cv = SELECTION_RULES["common_voice"].format(n=n_common_voice)
-    rule_kws = SELECTION_RULES["kws"].format(n=n_kws, per_kw=n_kws // len(KEYWORDS) + 2, per_nt=n_kws // 4)
-    asr_rows = [item("asr", r["utt_id"], load_audio(r["path"]), source_file=ws.rel(r["path"]),
-                     source=f"LibriSpeech {r['part']}", licence=ls_c.licence,
-                     attribution=f"{ls_c.attribution}; LibriVox reader {r['speaker']}", speaker=f"ls_{r['speaker']}",
-                     accent_group=None, synthetic=False, text=r["text"], gender=genders.get(r["speaker"], "unknown"),
-                     accent="american_english", selection_rule=rule_ls) for r in ls_items]
-    asr_rows += [item("asr", c["item_id"], c["y"], source_file=ws.rel(c["source_file"]),
-                      source="Common Voice 17.0 (en, validation)", licence="CC0 1.0",
-                      attribution=f"Mozilla Common Voice 17.0 via {CV_DATASET} (Ardila et al., LREC 2020)",
-                      speaker=f"cv_{c['speaker'][:16]}", accent_group=c["accent_group"], synthetic=False,
-                      text=c["text"], gender=c["gender"], accent=c["accent"], selection_rule=rule_cv) for c in cv_kept]
-    kws_rows = [item("kws", r["item_id"], load_audio(r["file"]), source_file=ws.rel(r["file"]),
-                     source="Speech Commands v0.02", licence=sc_c.licence, attribution=sc_c.attribution,
-                     speaker=f"sc2_{r['file'].stem.split('_nohash_')[0]}", accent_group=None, synthetic=False,
-                     label=r["label"], is_target=r["is_target"], probe_id=r["probe_id"], selection_rule=rule_kws)
-                for r in kws_items]
+    rule_kws = SELECTION_RULES["kws"].format(
+        n=n_kws, per_kw=n_kws // len(KEYWORDS) + 2, per_nt=n_kws // 4
+    )
+    asr_rows = [
+        item(
+            "asr",
+            r["utt_id"],
+            load_audio(r["path"]),
+            source_file=ws.rel(r["path"]),
+            source=f"LibriSpeech {r['part']}",
+            licence=ls_c.licence,
+            attribution=f"{ls_c.attribution}; LibriVox reader {r['speaker']}",
+            speaker=f"ls_{r['speaker']}",
+            accent_group=None,
+            synthetic=False,
+            text=r["text"],
+            gender=genders.get(r["speaker"], "unknown"),
+            accent="american_english",
+            selection_rule=rule_ls,
+        )
+        for r in ls_items
+    ]
+    asr_rows += [
+        item(
+            "asr",
+            c["item_id"],
+            c["y"],
+            source_file=ws.rel(c["source_file"]),
+            source="Common Voice 17.0 (en, validation)",
+            licence="CC0 1.0",
+            attribution=f"Mozilla Common Voice 17.0 via {CV_DATASET} (Ardila et al., LREC 2020)",
+            speaker=f"cv_{c['speaker'][:16]}",
+            accent_group=c["accent_group"],
+            synthetic=False,
+            text=c["text"],
+            gender=c["gender"],
+            accent=c["accent"],
+            selection_rule=rule_cv,
+        )
+        for c in cv_kept
+    ]
+    kws_rows = [
+        item(
+            "kws",
+            r["item_id"],
+            load_audio(r["file"]),
+            source_file=ws.rel(r["file"]),
+            source="Speech Commands v0.02",
+            licence=sc_c.licence,
+            attribution=sc_c.attribution,
+            speaker=f"sc2_{r['file'].stem.split('_nohash_')[0]}",
+            accent_group=None,
+            synthetic=False,
+            label=r["label"],
+            is_target=r["is_target"],
+            probe_id=r["probe_id"],
+            selection_rule=rule_kws,
+        )
+        for r in kws_items
+    ]
 
     # ---- assert the counts, drop files of an earlier selection, write the banks ----------------
     n_asr = n_librispeech + n_common_voice
     if len(asr_rows) != n_asr or len({r["item_id"] for r in asr_rows}) != n_asr:
-        raise CorpusError(f"ASR item bank has {len(asr_rows)} items "
-                          f"({len({r['item_id'] for r in asr_rows})} unique), {n_asr} expected")
+        raise CorpusError(
+            f"ASR item bank has {len(asr_rows)} items "
+            f"({len({r['item_id'] for r in asr_rows})} unique), {n_asr} expected"
+        )
     if len(kws_rows) != n_kws or len({r["item_id"] for r in kws_rows}) != n_kws:
         raise CorpusError(f"KWS item bank has {len(kws_rows)} items, {n_kws} expected")
     for family, rows in (("asr", asr_rows), ("kws", kws_rows)):
@@ -258,17 +413,22 @@ def build_item_banks(ws, *, seed: int | None = None, cv_dataset=None, n_librispe
     return {"asr": pd.DataFrame(asr_rows), "kws": pd.DataFrame(kws_rows)}
 
 
-# ----------------------------------------------------------------------------- stage 3: the battery of Table 1
+# ----------------------------------------------------------------------------- stage 3: the battery
+# of Table 1
 #: Table 1 as the authors' ``BATTERY_SPEC`` (``scripts/03_curate_battery.py``), their order and
 #: ``bg_id``s: ``(bg_id, corpus, selector, category, description)``. A selector is an ESC-50 class
-#: number (the first ``audio/1-*-A-<class>.wav``: fold 1, take A) or a glob inside the corpus folder;
-#: the authors' categories are in :data:`AUTHORS_CATEGORY`. Read from ``paper_battery.csv``.
+#: number (the first ``audio/1-*-A-<class>.wav``: fold 1, take A) or a glob inside the corpus
+#: folder; the authors' categories are in :data:`AUTHORS_CATEGORY`. Read from ``paper_battery.csv``.
 _TABLE1 = pd.read_csv(Path(__file__).with_name("paper_battery.csv"), dtype=str)
 BATTERY = tuple(_TABLE1.itertuples(index=False, name=None))
 
 #: ``bg_id`` → the authors' category (their spec labels ``musan_music`` ``speech_like`` too).
-AUTHORS_CATEGORY = {b[0]: ("speech_like" if b[1] in ("noisex92", "musan") or b[3] == "speech-like"
-                           else "non_speech") for b in BATTERY}
+AUTHORS_CATEGORY = {
+    b[0]: (
+        "speech_like" if b[1] in ("noisex92", "musan") or b[3] == "speech-like" else "non_speech"
+    )
+    for b in BATTERY
+}
 
 
 def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
@@ -289,9 +449,15 @@ def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
         cdir = corpus_dir(ws, corpus, registry=reg)
         attribution, licence = c.attribution, c.licence
         if corpus == "esc50":
-            if not (found := sorted((need_dir(cdir / esc50.ROOT, "ESC-50") / "audio").glob(f"1-*-A-{sel}.wav"))):
-                raise CorpusError(f"{bg_id}: ESC-50 has no fold-1 take-A clip of class {sel} "
-                                  f"(audio/1-*-A-{sel}.wav); run stage 1 (download) again")
+            if not (
+                found := sorted(
+                    (need_dir(cdir / esc50.ROOT, "ESC-50") / "audio").glob(f"1-*-A-{sel}.wav")
+                )
+            ):
+                raise CorpusError(
+                    f"{bg_id}: ESC-50 has no fold-1 take-A clip of class {sel} "
+                    f"(audio/1-*-A-{sel}.wav); run stage 1 (download) again"
+                )
             src = found[0]
             attribution = f"{c.attribution}; freesound.org clip {src.stem.split('-')[1]}"
         else:
@@ -301,27 +467,48 @@ def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
             if "librivox" in sel:
                 licence = "public domain (LibriVox) in MUSAN, CC BY 4.0"
         if not src.is_file():
-            raise CorpusError(f"{bg_id}: source file {src} is missing; run stage 1 (download) again")
-        specs.append({"bg_id": bg_id, "category": category, "description": desc, "sources": [str(src)],
-                      "combine": "concat", "source_package": c.title, "licence": licence, "attribution": attribution,
-                      "synthetic": False, "authors_category": AUTHORS_CATEGORY[bg_id]})
+            raise CorpusError(
+                f"{bg_id}: source file {src} is missing; run stage 1 (download) again"
+            )
+        specs.append(
+            {
+                "bg_id": bg_id,
+                "category": category,
+                "description": desc,
+                "sources": [str(src)],
+                "combine": "concat",
+                "source_package": c.title,
+                "licence": licence,
+                "attribution": attribution,
+                "synthetic": False,
+                "authors_category": AUTHORS_CATEGORY[bg_id],
+            }
+        )
     return specs
 
 
 def main(argv=None) -> int:
-    """``python -m aiplib.sources.corpora.paper download [--corpus NAME ...] [--base-url URL]``: stage 1;
-    returns the exit status (1, the error on stderr, when a download failed)."""
+    """``python -m aiplib.sources.corpora.paper download [--corpus NAME ...] [--base-url URL]``:
+    stage 1; returns the exit status (1, the error on stderr, when a download failed)."""
     ap = argparse.ArgumentParser(prog="python -m aiplib.sources.corpora.paper")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("download", help="download the paper's corpora (stage 1)")
-    d.add_argument("--corpus", action="append", choices=sorted(CORPORA), help="repeatable; default all")
-    d.add_argument("--base-url", help="mirror root holding one folder per corpus (like $AIP_MIRROR)")
-    d.add_argument("--data-root", help="parent of the profile folders (default $AIP_DATA_ROOT or data/)")
+    d.add_argument(
+        "--corpus", action="append", choices=sorted(CORPORA), help="repeatable; default all"
+    )
+    d.add_argument(
+        "--base-url", help="mirror root holding one folder per corpus (like $AIP_MIRROR)"
+    )
+    d.add_argument(
+        "--data-root", help="parent of the profile folders (default $AIP_DATA_ROOT or data/)"
+    )
     d.add_argument("--force", action="store_true")
     args = ap.parse_args(argv)
     ws = workspace("paper", data_root=args.data_root)
     try:
-        done = download_all(ws, corpora=args.corpus, base_urls=args.base_url, force_download=args.force)
+        done = download_all(
+            ws, corpora=args.corpus, base_urls=args.base_url, force_download=args.force
+        )
     except DownloadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,4 +1,5 @@
-"""Adapters of the ``transformers`` backend: one module per Speech LLM ``model_type``, imported on demand.
+"""Adapters of the ``transformers`` backend: one module per Speech LLM ``model_type``, imported on
+demand.
 
 An adapter builds the chat with the model's audio placeholder, calls the processor with ``audio=``,
 checks that the inputs hold the audio features and placeholder tokens (:meth:`Adapter.check_inputs`:
@@ -7,6 +8,7 @@ greedily and decodes the new tokens. Where torchvision / timm cannot be imported
 :func:`no_torchvision_patch` and :func:`no_timm_vision_patch` replace the image / video
 sub-processors and Gemma 3n's vision tower, which audio never uses, by inert stubs.
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,8 +23,13 @@ from aiplib.io.audio import SR
 log = logging.getLogger(__name__)
 
 # registry model_type → adapter module of this package (each defines ADAPTER, an Adapter subclass)
-ADAPTER_MODULES = {"qwen2_audio": "qwen2_audio", "qwen25_omni": "qwen25_omni", "gemma3n": "gemma3n",
-                   "phi4_multimodal": "phi4mm", "voxtral": "voxtral"}
+ADAPTER_MODULES = {
+    "qwen2_audio": "qwen2_audio",
+    "qwen25_omni": "qwen25_omni",
+    "gemma3n": "gemma3n",
+    "phi4_multimodal": "phi4mm",
+    "voxtral": "voxtral",
+}
 
 
 class AudioInputError(RuntimeError):
@@ -38,8 +45,10 @@ def get_adapter(model_type: str):
         If the model type has no adapter; the message lists the known model types.
     """
     if model_type not in ADAPTER_MODULES:
-        raise KeyError(f"no transformers adapter for model_type {model_type!r}; "
-                       f"known model types: {', '.join(ADAPTER_MODULES)}")
+        raise KeyError(
+            f"no transformers adapter for model_type {model_type!r}; "
+            f"known model types: {', '.join(ADAPTER_MODULES)}"
+        )
     return importlib.import_module(f"{__name__}.{ADAPTER_MODULES[model_type]}").ADAPTER
 
 
@@ -55,9 +64,10 @@ def wav_bytes(y: np.ndarray, *, sr: int = SR) -> bytes:
 class Adapter:
     """Input builder + generate/decode for one model type (subclass per model type).
 
-    Class attributes: ``model_type`` (registry), ``model_class`` (the ``transformers`` class loaded),
-    ``feature_keys`` (what the processor output must hold when audio was given), ``needs_image_stub`` /
-    ``needs_video_stub`` (:func:`no_torchvision_patch`), ``same_length_batches``.
+    Class attributes: ``model_type`` (registry), ``model_class`` (the ``transformers`` class
+    loaded), ``feature_keys`` (what the processor output must hold when audio was given),
+    ``needs_image_stub`` / ``needs_video_stub`` (:func:`no_torchvision_patch`),
+    ``same_length_batches``.
     """
 
     model_type = ""
@@ -65,7 +75,9 @@ class Adapter:
     feature_keys: tuple[str, ...] = ("input_features",)
     needs_image_stub = False
     needs_video_stub = False
-    same_length_batches = False  # True when the audio encoder sees the padding: a batch joins clips of equal length
+    same_length_batches = (
+        False  # True when the audio encoder sees the padding: a batch joins clips of equal length
+    )
 
     def __init__(self, entry, processor, model):
         self.entry, self.processor, self.model = entry, processor, model
@@ -88,7 +100,10 @@ class Adapter:
         from transformers import AutoProcessor  # noqa: PLC0415
 
         proc = AutoProcessor.from_pretrained(source, **hub_kw)
-        if getattr(proc, "chat_template", None) is None and cls.fallback_chat_template(proc) is not None:
+        if (
+            getattr(proc, "chat_template", None) is None
+            and cls.fallback_chat_template(proc) is not None
+        ):
             proc.chat_template = cls.fallback_chat_template(proc)
         return proc
 
@@ -123,7 +138,9 @@ class Adapter:
     @property
     def placeholder(self) -> str:
         """The audio placeholder token as it appears in the rendered prompt."""
-        return getattr(self.processor, "audio_token", None) or getattr(self.tokenizer, "audio_token")
+        return getattr(self.processor, "audio_token", None) or getattr(
+            self.tokenizer, "audio_token"
+        )
 
     @property
     def placeholder_id(self) -> int:
@@ -140,12 +157,16 @@ class Adapter:
 
     def render(self, prompt: str | None) -> str:
         """The chat prompt as text (audio placeholder not yet expanded)."""
-        return self.processor.apply_chat_template(self.conversation(prompt), add_generation_prompt=True, tokenize=False)
+        return self.processor.apply_chat_template(
+            self.conversation(prompt), add_generation_prompt=True, tokenize=False
+        )
 
     def encode(self, audios: list[np.ndarray], prompts: list[str | None]):
         """Processor output (``BatchFeature``, left-padded) and the rendered prompts."""
         texts = [self.render(p) for p in prompts]
-        inputs = self.processor(text=texts, audio=list(audios), sampling_rate=SR, return_tensors="pt", padding=True)
+        inputs = self.processor(
+            text=texts, audio=list(audios), sampling_rate=SR, return_tensors="pt", padding=True
+        )
         return inputs, texts
 
     def check_inputs(self, inputs, n: int) -> None:
@@ -155,21 +176,29 @@ class Adapter:
         non-empty) and at least one audio placeholder token per row of ``input_ids``.
         """
         if missing := [k for k in self.feature_keys if k not in inputs or inputs[k] is None]:
-            raise AudioInputError(f"{self.model_type}: the processor output has no {', '.join(missing)} (keys: "
-                                  f"{', '.join(inputs.keys())}); the audio was dropped")
+            raise AudioInputError(
+                f"{self.model_type}: the processor output has no {', '.join(missing)} (keys: "
+                f"{', '.join(inputs.keys())}); the audio was dropped"
+            )
         ids = inputs["input_ids"]
         per_row = (ids == self.placeholder_id).sum(dim=1)
         if ids.shape[0] != n or bool((per_row == 0).any()):
-            raise AudioInputError(f"{self.model_type}: {int((per_row == 0).sum())} of {n} prompts have no audio "
-                                  f"placeholder {self.placeholder!r}")
+            raise AudioInputError(
+                f"{self.model_type}: {int((per_row == 0).sum())} of {n} prompts have no audio "
+                f"placeholder {self.placeholder!r}"
+            )
 
     def token_limit(self) -> int:
         """New-token limit of one response (``entry.max_new_tokens``)."""
         return int(self.entry.max_new_tokens)
 
     def generate_kwargs(self) -> dict:
-        return {"do_sample": False, "num_beams": 1, "max_new_tokens": self.token_limit(),
-                **(self.entry.extra.get("generate_kwargs") or {})}
+        return {
+            "do_sample": False,
+            "num_beams": 1,
+            "max_new_tokens": self.token_limit(),
+            **(self.entry.extra.get("generate_kwargs") or {}),
+        }
 
     def generate(self, inputs):
         """New token ids, shape (batch, n_new) (the prompt part cut off)."""
@@ -183,10 +212,13 @@ class Adapter:
         with torch.inference_mode():
             out = self.generator.generate(**inputs, **self.generate_kwargs())
         seq = out.sequences if hasattr(out, "sequences") else out
-        return seq[:, inputs["input_ids"].shape[1]:]
+        return seq[:, inputs["input_ids"].shape[1] :]
 
     def decode(self, new_tokens) -> list[str]:
-        return [t.strip() for t in self.tokenizer.batch_decode(new_tokens.tolist(), skip_special_tokens=True)]
+        return [
+            t.strip()
+            for t in self.tokenizer.batch_decode(new_tokens.tolist(), skip_special_tokens=True)
+        ]
 
     def n_new_tokens(self, new_tokens) -> list[int]:
         """Generated tokens per row, not counting padding after an early end-of-sequence."""
@@ -304,7 +336,8 @@ def _stub_classes() -> dict:
 
 
 def stub_processor(kind: str):
-    """An inert ``"video"`` or ``"image"`` processor instance (for building processors without torchvision)."""
+    """An inert ``"video"`` or ``"image"`` processor instance (for building processors without
+    torchvision)."""
     return _stub_classes()[kind]()
 
 
@@ -327,7 +360,9 @@ def no_timm_vision_patch() -> bool:
             self.config = config
 
         def forward(self, *a, **k):
-            raise RuntimeError("the Gemma 3n vision tower is stubbed out (timm unusable here); audio and text only")
+            raise RuntimeError(
+                "the Gemma 3n vision tower is stubbed out (timm unusable here); audio and text only"
+            )
 
     orig = g3n.AutoModel
 

@@ -1,8 +1,10 @@
-"""Phi-4-multimodal-instruct with its speech LoRA (``Phi4MultimodalForCausalLM``; the ``speech-lora``
-subfolder loaded with ``load_adapter``, needs ``peft``; a folder without it, the tiny fixtures, is used
-as it is). Prompt ``<|user|><|audio|>{task}<|end|><|assistant|>``, about 12.5 audio tokens per second.
-The conformer sees a shorter clip's padded frames, so batches join only clips of equal length.
+"""Phi-4-multimodal-instruct with its speech LoRA (``Phi4MultimodalForCausalLM``; the
+``speech-lora`` subfolder loaded with ``load_adapter``, needs ``peft``; a folder without it, the
+tiny fixtures, is used as it is). Prompt ``<|user|><|audio|>{task}<|end|><|assistant|>``, about 12.5
+audio tokens per second. The conformer sees a shorter clip's padded frames, so batches join only
+clips of equal length.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,7 +26,9 @@ class Phi4MultimodalAdapter(Adapter):
 
     @staticmethod
     def fallback_chat_template(processor):
-        return getattr(processor.tokenizer, "chat_template", None)  # the processor loses its own on reload
+        return getattr(
+            processor.tokenizer, "chat_template", None
+        )  # the processor loses its own on reload
 
     @classmethod
     def load_model(cls, source, **kw):
@@ -36,11 +40,17 @@ class Phi4MultimodalAdapter(Adapter):
         try:
             import peft  # noqa: F401, PLC0415
         except ModuleNotFoundError:
-            raise MissingPackageError("Phi-4-multimodal's speech adapter needs the Python package "
-                                      "'peft'; install it with `pip install peft`") from None
+            raise MissingPackageError(
+                "Phi-4-multimodal's speech adapter needs the Python package "
+                "'peft'; install it with `pip install peft`"
+            ) from None
         hub = {k: v for k, v in kw.items() if k in ("revision", "local_files_only", "token")}
-        model.load_adapter(source, adapter_name="speech", adapter_kwargs={"subfolder": SPEECH_LORA, **hub},
-                           device_map=kw.get("device_map"))
+        model.load_adapter(
+            source,
+            adapter_name="speech",
+            adapter_kwargs={"subfolder": SPEECH_LORA, **hub},
+            device_map=kw.get("device_map"),
+        )
         model.set_adapter("speech")
         model._aip_speech_lora = True
         return model.eval()

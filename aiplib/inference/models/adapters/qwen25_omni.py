@@ -1,11 +1,13 @@
-"""Qwen2.5-Omni-3B / -7B, text output only: the thinker (``Qwen2_5OmniThinkerForConditionalGeneration``).
+"""Qwen2.5-Omni-3B / -7B, text output only: the thinker
+(``Qwen2_5OmniThinkerForConditionalGeneration``).
 
 The paper called the full model's ``generate(..., max_new_tokens=64)``, which passes only
 ``thinker_``-prefixed options on, so the thinker's default 1024 applied: the thinker is called with
-``entry.thinker_max_new_tokens`` (1024), else ``entry.max_new_tokens``. The processor pads features to
-300 s; the thinker reads only the valid frames, so the adapter pads to ``entry.max_audio_s`` (30 s):
-identical outputs, ~14× faster. 25 audio tokens per second.
+``entry.thinker_max_new_tokens`` (1024), else ``entry.max_new_tokens``. The processor pads features
+to 300 s; the thinker reads only the valid frames, so the adapter pads to ``entry.max_audio_s`` (30
+s): identical outputs, ~14× faster. 25 audio tokens per second.
 """
+
 from __future__ import annotations
 
 import math

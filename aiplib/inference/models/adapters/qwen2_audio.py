@@ -1,7 +1,8 @@
-"""Qwen2-Audio-7B-Instruct (``Qwen2AudioForConditionalGeneration``): the processor's chat template with
-``Audio 1: <|audio_bos|><|AUDIO|><|audio_eos|>`` before the task text, 25 audio tokens per second;
-128-bin log-mel features always padded to 30 s.
+"""Qwen2-Audio-7B-Instruct (``Qwen2AudioForConditionalGeneration``): the processor's chat template
+with ``Audio 1: <|audio_bos|><|AUDIO|><|audio_eos|>`` before the task text, 25 audio tokens per
+second; 128-bin log-mel features always padded to 30 s.
 """
+
 from __future__ import annotations
 
 from aiplib.inference.models.adapters import Adapter

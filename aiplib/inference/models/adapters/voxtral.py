@@ -2,6 +2,7 @@
 base64 16-bit WAV through the chat template (mistral-common, which pads the audio to a multiple of
 30 s: ``[BEGIN_AUDIO]`` + 375 ``[AUDIO]`` tokens per 30 s). Needs ``mistral-common``.
 """
+
 from __future__ import annotations
 
 import base64
@@ -13,7 +14,8 @@ AUDIO_TOKEN_ID = 24  # id of [AUDIO] (hard-coded in VoxtralProcessor)
 
 class VoxtralAdapter(Adapter):
     model_type = "voxtral"
-    model_class = "VoxtralForConditionalGeneration"  # the default feature_keys and placeholder (processor.audio_token)
+    # the default feature_keys and placeholder (processor.audio_token)
+    model_class = "VoxtralForConditionalGeneration"
 
     @property
     def placeholder_id(self) -> int:
@@ -24,8 +26,13 @@ class VoxtralAdapter(Adapter):
 
     def encode(self, audios, prompts):
         convs = [self.conversation(p, a) for a, p in zip(audios, prompts)]
-        inputs = self.processor.apply_chat_template(convs, tokenize=True, return_dict=True, return_tensors="pt")
-        texts = [self.tokenizer.decode(row, skip_special_tokens=False) for row in inputs["input_ids"].tolist()]
+        inputs = self.processor.apply_chat_template(
+            convs, tokenize=True, return_dict=True, return_tensors="pt"
+        )
+        texts = [
+            self.tokenizer.decode(row, skip_special_tokens=False)
+            for row in inputs["input_ids"].tolist()
+        ]
         return inputs, texts
 
 

@@ -23,6 +23,7 @@ A background without ``category`` is inferred ``transient`` or ``stationary``
 (:data:`~aiplib.sources.corpora.custom.validate.TRANSIENT_PEAK_DB`); runs of digital silence are
 shortened (:func:`strip_digital_silence`) into ``raw/backgrounds/<bg_id>.wav``.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -36,9 +37,15 @@ import pandas as pd
 from aiplib.core import DEFAULT_SEED
 from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.core.hashing import file_sha256
-from aiplib.core.tasks import FAMILIES, KEYWORDS
+from aiplib.core.tasks import TASK_FAMILIES, KEYWORDS
 from aiplib.io.audio import SR, load_audio, write_wav
-from aiplib.io.formats import parse_bool, read_item_bank, write_csv_atomic, write_item_bank, write_json_atomic
+from aiplib.io.formats import (
+    parse_bool,
+    read_item_bank,
+    write_csv_atomic,
+    write_item_bank,
+    write_json_atomic,
+)
 from aiplib.sources.corpora.custom.files import licence_table
 from aiplib.sources.corpora.custom.report import ValidationReport
 from aiplib.sources.corpora.custom.validate import (
@@ -50,34 +57,80 @@ from aiplib.sources.corpora.custom.validate import (
     validate_inputs,
 )
 
-__all__ = ["CATEGORIES", "UNKNOWN_LICENCE", "INVENTORY_COLUMNS", "strip_digital_silence", "validate_inputs",
-           "gather_raw", "build_item_banks", "battery_specs"]
+__all__ = [
+    "CATEGORIES",
+    "UNKNOWN_LICENCE",
+    "INVENTORY_COLUMNS",
+    "strip_digital_silence",
+    "validate_inputs",
+    "gather_raw",
+    "build_item_banks",
+    "battery_specs",
+]
 
-SOURCE = "custom (user-supplied)"  # Value of the item banks' ``source`` and the battery's ``source_package``.
+# Value of the item banks' ``source`` and the battery's ``source_package``.
+SOURCE = "custom (user-supplied)"
 
-#: Columns of ``raw/inventory.csv``: ``package`` is ``custom/speech``, ``custom/kws``, ``custom/backgrounds``
-#: or ``custom/metadata`` (the tables); ``file`` the user's file (absolute), ``prepared`` stage 1's trimmed
-#: background copy (relative to the workspace; empty when the file is used as it is).
-INVENTORY_COLUMNS = ["file", "package", "licence", "attribution", "bytes", "sha256", "used", "item_id", "bg_id", "text",
-                     "label", "is_target", "accent_group", "speaker", "category", "category_source", "description",
-                     "duration_s", "sample_rate", "channels", "prepared", "prepared_duration_s", "note"]
+#: Columns of ``raw/inventory.csv``: ``package`` is ``custom/speech``, ``custom/kws``,
+#: ``custom/backgrounds`` or ``custom/metadata`` (the tables); ``file`` the user's file (absolute),
+#: ``prepared`` stage 1's trimmed background copy (relative to the workspace; empty when the file is
+#: used as it is).
+INVENTORY_COLUMNS = [
+    "file",
+    "package",
+    "licence",
+    "attribution",
+    "bytes",
+    "sha256",
+    "used",
+    "item_id",
+    "bg_id",
+    "text",
+    "label",
+    "is_target",
+    "accent_group",
+    "speaker",
+    "category",
+    "category_source",
+    "description",
+    "duration_s",
+    "sample_rate",
+    "channels",
+    "prepared",
+    "prepared_duration_s",
+    "note",
+]
 
 
 # ----------------------------------------------------------------------------- stage 1
 def _inventory_frame(report: ValidationReport):
     tables = [(report.params.get(n), f"the {n} table") for n in ("texts", "kws_labels")]
     tables.append((licence_table(report.params["backgrounds_dir"]), "background licences"))
-    rows = [dict(file=str(p), package="custom/metadata", licence="", attribution="", used=True, note=note,
-                 bytes=Path(p).stat().st_size) for p, note in tables if p and Path(p).is_file()]
+    rows = [
+        dict(
+            file=str(p),
+            package="custom/metadata",
+            licence="",
+            attribution="",
+            used=True,
+            note=note,
+            bytes=Path(p).stat().st_size,
+        )
+        for p, note in tables
+        if p and Path(p).is_file()
+    ]
     rows += report.speech + report.kws + report.backgrounds
     df = pd.DataFrame(rows)
-    df = df.assign(**{c: None for c in INVENTORY_COLUMNS if c not in df.columns})  # the columns no row has
+    df = df.assign(
+        **{c: None for c in INVENTORY_COLUMNS if c not in df.columns}
+    )  # the columns no row has
     df["sha256"] = [file_sha256(f) for f in df["file"]]
     return df[INVENTORY_COLUMNS]
 
 
 def gather_raw(ws, *, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords=KEYWORDS):
-    """Stage 1 of ``custom``: validate the user's folders, then record them in ``raw/inventory.csv``.
+    """Stage 1 of ``custom``: validate the user's folders, then record them in
+    ``raw/inventory.csv``.
 
     Nothing is written unless no problem is fatal; also written: ``raw/custom_inputs.json`` (the
     resolved parameters) and ``raw/validation.csv`` (every problem). Warnings are issued as one
@@ -86,32 +139,50 @@ def gather_raw(ws, *, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, k
     Returns
     -------
     pandas.DataFrame
-        ``raw/inventory.csv`` (:data:`INVENTORY_COLUMNS`): one row per audio file and table, with its
-        size and SHA-256.
+        ``raw/inventory.csv`` (:data:`INVENTORY_COLUMNS`): one row per audio file and table, with
+        its size and SHA-256.
 
     Raises
     ------
     ValidationError
         If any problem is fatal; ``exc.problems`` lists every problem, one line each in the message.
     """
-    report = validate_inputs(speech_dir=speech_dir, texts=texts, kws_dir=kws_dir, kws_labels=kws_labels,
-                             backgrounds_dir=backgrounds_dir, keywords=keywords)
+    report = validate_inputs(
+        speech_dir=speech_dir,
+        texts=texts,
+        kws_dir=kws_dir,
+        kws_labels=kws_labels,
+        backgrounds_dir=backgrounds_dir,
+        keywords=keywords,
+    )
     report.raise_if_fatal()
     inv = _inventory_frame(report)  # reads the user's files only: still nothing written
     ws.ensure()
     for i in np.flatnonzero(inv["prepared_duration_s"].notna().to_numpy()):
         y, _ = strip_digital_silence(load_audio(inv.at[i, "file"], sr=SR))
-        inv.at[i, "prepared"] = ws.rel(write_wav(ws.raw / "backgrounds" / f"{inv.at[i, 'bg_id']}.wav", y))
+        inv.at[i, "prepared"] = ws.rel(
+            write_wav(ws.raw / "backgrounds" / f"{inv.at[i, 'bg_id']}.wav", y)
+        )
     write_csv_atomic(inv, ws.raw / "inventory.csv")
     report.to_frame().to_csv(ws.raw / "validation.csv", index=False)
-    meta = dict(report.params, max_utterance_s=MAX_UTTERANCE_S, sample_rate_hz=SR,
-                validated_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                n_speech=len(report.speech), n_kws=sum(r["used"] for r in report.kws),
-                n_kws_skipped=sum(not r["used"] for r in report.kws), n_backgrounds=len(report.backgrounds),
-                n_warnings=len(report.warnings))
+    meta = dict(
+        report.params,
+        max_utterance_s=MAX_UTTERANCE_S,
+        sample_rate_hz=SR,
+        validated_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        n_speech=len(report.speech),
+        n_kws=sum(r["used"] for r in report.kws),
+        n_kws_skipped=sum(not r["used"] for r in report.kws),
+        n_backgrounds=len(report.backgrounds),
+        n_warnings=len(report.warnings),
+    )
     write_json_atomic(meta, ws.raw / "custom_inputs.json")
     if report.warnings:
-        warnings.warn("custom inputs: " + "; ".join(str(p) for p in report.warnings), UserWarning, stacklevel=2)
+        warnings.warn(
+            "custom inputs: " + "; ".join(str(p) for p in report.warnings),
+            UserWarning,
+            stacklevel=2,
+        )
     return inv
 
 
@@ -119,12 +190,16 @@ def gather_raw(ws, *, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, k
 def _read_inventory(ws):
     path = ws.raw / "inventory.csv"
     if not path.is_file():
-        raise AiplibError(f"{path} is missing: run stage 1 (aiplib.sources.corpora.custom.gather_raw) first")
+        raise AiplibError(
+            f"{path} is missing: run stage 1 (aiplib.sources.corpora.custom.gather_raw) first"
+        )
     inv = pd.read_csv(path, dtype=str, keep_default_na=False)
     missing = [c for c in INVENTORY_COLUMNS if c not in inv.columns]
     if missing or not (inv["package"].str.startswith("custom/")).any():
-        raise AiplibError(f"{path} is not a custom-profile inventory (lacks {missing or 'custom rows'}); "
-                          "re-run stage 1 with PROFILE=custom")
+        raise AiplibError(
+            f"{path} is not a custom-profile inventory (lacks {missing or 'custom rows'}); "
+            "re-run stage 1 with PROFILE=custom"
+        )
     return inv
 
 
@@ -137,8 +212,10 @@ def _check_unchanged(inv) -> None:
         elif str(p.stat().st_size) != str(r.bytes) or file_sha256(p) != r.sha256:
             changed.append(f"{p} (changed)")
     if changed:
-        raise AiplibError("these input files changed since stage 1; re-run stage 1 to validate them again:\n  "
-                          + "\n  ".join(changed))
+        raise AiplibError(
+            "these input files changed since stage 1; re-run stage 1 to validate them again:\n  "
+            + "\n  ".join(changed)
+        )
 
 
 def _select(idx: np.ndarray, n: int | None, rng, strata=None) -> np.ndarray:
@@ -153,22 +230,32 @@ def _select(idx: np.ndarray, n: int | None, rng, strata=None) -> np.ndarray:
     a, b = idx[strata], idx[~strata]
     na = min(int(np.clip(round(n * a.size / idx.size), 1, n - 1)), a.size)
     nb = min(n - na, b.size)
-    return np.sort(np.concatenate([rng.choice(a, size=na, replace=False), rng.choice(b, size=nb, replace=False)]))
+    return np.sort(
+        np.concatenate(
+            [rng.choice(a, size=na, replace=False), rng.choice(b, size=nb, replace=False)]
+        )
+    )
 
 
 def _stage1_keywords(ws) -> list[str]:
-    """The keyword set stage 1 validated (``keywords`` of ``raw/custom_inputs.json``; default set if absent)."""
+    """The keyword set stage 1 validated (``keywords`` of ``raw/custom_inputs.json``; default set if
+    absent)."""
     p = ws.raw / "custom_inputs.json"
-    return _keyword_list(json.loads(p.read_text(encoding="utf-8")).get("keywords") if p.is_file() else None)
+    return _keyword_list(
+        json.loads(p.read_text(encoding="utf-8")).get("keywords") if p.is_file() else None
+    )
 
 
-def build_item_banks(ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, max_items: int | None = None):
-    """Stage 2 of ``custom``: decode the validated files into the item banks (read back when both exist,
-    unless ``overwrite``).
+def build_item_banks(
+    ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, max_items: int | None = None
+):
+    """Stage 2 of ``custom``: decode the validated files into the item banks (read back when both
+    exist, unless ``overwrite``).
 
-    ``max_items``: at most this many items per family, a choice seeded by ``seed`` (KWS keeps a target and
-    a non-target clip when both exist and ``max_items`` ≥ 2); None = every usable item. Returns
-    ``{"asr": …, "kws": …}``; audio at ``itembanks/audio/<family>/<item_id>.wav`` (16 kHz mono float32).
+    ``max_items``: at most this many items per family, a choice seeded by ``seed`` (KWS keeps a
+    target and a non-target clip when both exist and ``max_items`` ≥ 2); None = every usable item.
+    Returns ``{"asr": …, "kws": …}``; audio at ``itembanks/audio/<family>/<item_id>.wav`` (16 kHz
+    mono float32).
 
     Raises
     ------
@@ -177,31 +264,56 @@ def build_item_banks(ws, *, seed: int = DEFAULT_SEED, overwrite: bool = False, m
     AiplibParameterError
         If ``max_items`` is not a positive integer.
     """
-    if max_items is not None and (isinstance(max_items, bool) or int(max_items) != max_items or max_items < 1):
-        raise AiplibParameterError(f"max_items must be a positive integer or None, got {max_items!r}")
+    if max_items is not None and (
+        isinstance(max_items, bool) or int(max_items) != max_items or max_items < 1
+    ):
+        raise AiplibParameterError(
+            f"max_items must be a positive integer or None, got {max_items!r}"
+        )
     inv = _read_inventory(ws)
-    if not overwrite and all(ws.item_bank(f).is_file() for f in FAMILIES):
-        return {f: read_item_bank(ws, f) for f in FAMILIES}
-    used = inv[(inv["package"].isin(["custom/speech", "custom/kws"])) & (inv["used"].str.lower() == "true")]
+    if not overwrite and all(ws.item_bank(f).is_file() for f in TASK_FAMILIES):
+        return {f: read_item_bank(ws, f) for f in TASK_FAMILIES}
+    used = inv[
+        (inv["package"].isin(["custom/speech", "custom/kws"])) & (inv["used"].str.lower() == "true")
+    ]
     _check_unchanged(used)
     ws.ensure()
     rng_asr, rng_kws = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     for fam, pkg, rng in (("asr", "custom/speech", rng_asr), ("kws", "custom/kws", rng_kws)):
         sub = used[used["package"] == pkg].reset_index(drop=True)
-        strata = sub["is_target"].map(lambda v: parse_bool(v) is True).to_numpy(bool) if fam == "kws" else None
+        strata = (
+            sub["is_target"].map(lambda v: parse_bool(v) is True).to_numpy(bool)
+            if fam == "kws"
+            else None
+        )
         keep = _select(np.arange(len(sub)), max_items, rng, strata)
         rows = []
         for r in sub.iloc[keep].to_dict("records"):
             y = load_audio(r["file"], sr=SR)
             out = write_wav(ws.itembanks / "audio" / fam / f"{r['item_id']}.wav", y)
-            rows.append(dict(item_id=r["item_id"], path=ws.rel(out), source_file=r["file"], source=SOURCE,
-                             licence=r["licence"], attribution=r["attribution"], duration_s=float(y.size / SR),
-                             speaker=r["speaker"] or "unknown", accent_group=r["accent_group"] or None,
-                             synthetic=False, **(dict(text=r["text"]) if fam == "asr" else
-                                dict(label=r["label"], is_target=r["is_target"].lower() == "true"))))
-        # the keyword set validated in stage 1 travels with the KWS item bank (prompts and scoring read it)
+            rows.append(
+                dict(
+                    item_id=r["item_id"],
+                    path=ws.rel(out),
+                    source_file=r["file"],
+                    source=SOURCE,
+                    licence=r["licence"],
+                    attribution=r["attribution"],
+                    duration_s=float(y.size / SR),
+                    speaker=r["speaker"] or "unknown",
+                    accent_group=r["accent_group"] or None,
+                    synthetic=False,
+                    **(
+                        dict(text=r["text"])
+                        if fam == "asr"
+                        else dict(label=r["label"], is_target=r["is_target"].lower() == "true")
+                    ),
+                )
+            )
+        # the keyword set validated in stage 1 travels with the KWS item bank (prompts and scoring
+        # read it)
         write_item_bank(ws, fam, rows, keywords=_stage1_keywords(ws) if fam == "kws" else None)
-    return {f: read_item_bank(ws, f) for f in FAMILIES}
+    return {f: read_item_bank(ws, f) for f in TASK_FAMILIES}
 
 
 # ----------------------------------------------------------------------------- stage 3 input
@@ -212,9 +324,9 @@ def battery_specs(ws, *, seed: int | None = None) -> list[dict]:
     Returns
     -------
     list of dict
-        ``bg_id``, ``category`` (``licences.csv``, else inferred), ``description``, ``sources = [absolute
-        path]`` (the user's file or stage 1's trimmed copy), ``combine = "concat"``, ``licence``,
-        ``attribution``, ``synthetic = False``, ``subaudible = "remove"``.
+        ``bg_id``, ``category`` (``licences.csv``, else inferred), ``description``, ``sources =
+        [absolute path]`` (the user's file or stage 1's trimmed copy), ``combine = "concat"``,
+        ``licence``, ``attribution``, ``synthetic = False``, ``subaudible = "remove"``.
 
     Raises
     ------
@@ -227,7 +339,18 @@ def battery_specs(ws, *, seed: int | None = None) -> list[dict]:
     for r in bgs.to_dict("records"):
         if r["prepared"] and not ws.path(r["prepared"]).is_file():
             raise AiplibError(f"{ws.path(r['prepared'])} is missing: re-run stage 1")
-    return [dict(bg_id=r["bg_id"], category=r["category"], description=r["description"],
-                 sources=[str(ws.path(r["prepared"])) if r["prepared"] else r["file"]],
-                 combine="concat", source_package=SOURCE, licence=r["licence"], attribution=r["attribution"],
-                 synthetic=False, subaudible="remove") for r in bgs.to_dict("records")]
+    return [
+        dict(
+            bg_id=r["bg_id"],
+            category=r["category"],
+            description=r["description"],
+            sources=[str(ws.path(r["prepared"])) if r["prepared"] else r["file"]],
+            combine="concat",
+            source_package=SOURCE,
+            licence=r["licence"],
+            attribution=r["attribution"],
+            synthetic=False,
+            subaudible="remove",
+        )
+        for r in bgs.to_dict("records")
+    ]

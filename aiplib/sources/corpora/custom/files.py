@@ -1,5 +1,6 @@
 """Folder scan, CSV/TSV tables, item ids and the one decode of each file for
 :mod:`aiplib.sources.corpora.custom.validate`; each problem recorded, never raised."""
+
 from __future__ import annotations
 
 import contextlib
@@ -18,9 +19,37 @@ from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio, loudness_lufs
 from aiplib.sources.corpora.custom.report import _Collector
 
 #: File name extensions treated as audio when the folders are scanned (case-insensitive).
-AUDIO_EXTENSIONS = frozenset({".wav", ".wave", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".mp4", ".aac", ".wma",
-                              ".aif", ".aiff", ".aifc", ".au", ".snd", ".caf", ".w64", ".rf64", ".sph", ".nist",
-                              ".webm", ".mka", ".amr", ".ac3", ".g722", ".spx"})
+AUDIO_EXTENSIONS = frozenset(
+    {
+        ".wav",
+        ".wave",
+        ".flac",
+        ".ogg",
+        ".oga",
+        ".opus",
+        ".mp3",
+        ".m4a",
+        ".mp4",
+        ".aac",
+        ".wma",
+        ".aif",
+        ".aiff",
+        ".aifc",
+        ".au",
+        ".snd",
+        ".caf",
+        ".w64",
+        ".rf64",
+        ".sph",
+        ".nist",
+        ".webm",
+        ".mka",
+        ".amr",
+        ".ac3",
+        ".g722",
+        ".spx",
+    }
+)
 
 _ID_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -31,14 +60,15 @@ def absolute_path(p) -> Path:
 
 
 def scan_audio_files(folder) -> list[Path]:
-    """The audio files stage 1 finds under ``folder`` (:func:`_scan`), sorted absolute paths; walk problems
-    are left to :func:`aiplib.sources.corpora.custom.validate_inputs`."""
+    """The audio files stage 1 finds under ``folder`` (:func:`_scan`), sorted absolute paths; walk
+    problems are left to :func:`aiplib.sources.corpora.custom.validate_inputs`."""
     return _scan(absolute_path(folder), _Collector())[0]
 
 
 def _scan(folder: Path, probs: _Collector, *, role: str = "") -> tuple[list[Path], dict]:
-    """Audio files under ``folder`` (recursive, sorted, hidden entries skipped), recording every walk
-    error: an unlistable folder is a fatal ``unreadable_folder``, a link loop a ``symlink_loop`` warning.
+    """Audio files under ``folder`` (recursive, sorted, hidden entries skipped), recording every
+    walk error: an unlistable folder is a fatal ``unreadable_folder``, a link loop a
+    ``symlink_loop`` warning.
 
     Returns
     -------
@@ -53,9 +83,13 @@ def _scan(folder: Path, probs: _Collector, *, role: str = "") -> tuple[list[Path
     def onerror(exc: OSError) -> None:
         where = exc.filename or str(folder)
         errors.append(str(where))
-        probs.add("fatal", "unreadable_folder", where,
-                  f"{role}: this folder cannot be scanned ({exc.strerror or exc}), so its files would be "
-                  "skipped; make it readable (and listable) by this user, or move it out of the folder")
+        probs.add(
+            "fatal",
+            "unreadable_folder",
+            where,
+            f"{role}: this folder cannot be scanned ({exc.strerror or exc}), so its files would be "
+            "skipped; make it readable (and listable) by this user, or move it out of the folder",
+        )
 
     for root, dirs, files in os.walk(folder, onerror=onerror, followlinks=True):
         try:
@@ -66,27 +100,50 @@ def _scan(folder: Path, probs: _Collector, *, role: str = "") -> tuple[list[Path
             continue
         if (st.st_dev, st.st_ino) in seen:
             dirs[:] = []
-            probs.add("warning", "symlink_loop", root, f"{role}: a symbolic link leads back to a folder "
-                                                       "already scanned; not scanned twice")
+            probs.add(
+                "warning",
+                "symlink_loop",
+                root,
+                f"{role}: a symbolic link leads back to a folder "
+                "already scanned; not scanned twice",
+            )
             continue
         seen.add((st.st_dev, st.st_ino))
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found = [absolute_path(Path(root) / n) for n in sorted(files)
-                 if not n.startswith(".") and Path(n).suffix.lower() in AUDIO_EXTENSIONS]
+        found = [
+            absolute_path(Path(root) / n)
+            for n in sorted(files)
+            if not n.startswith(".") and Path(n).suffix.lower() in AUDIO_EXTENSIONS
+        ]
         per_folder[Path(os.path.relpath(root, folder)).as_posix()] = len(found)
         out += found
-    scan = dict(role=role, folder=str(folder), n_files=len(out), n_folders=len(per_folder),
-                per_folder=per_folder, errors=errors)
+    scan = dict(
+        role=role,
+        folder=str(folder),
+        n_files=len(out),
+        n_folders=len(per_folder),
+        per_folder=per_folder,
+        errors=errors,
+    )
     return sorted(out), scan
 
 
 def licence_table(folder) -> Path | None:
-    """The licence table of a backgrounds folder: ``licences.csv``, else ``licenses.csv``; None without either."""
-    return next((Path(folder) / n for n in ("licences.csv", "licenses.csv") if (Path(folder) / n).is_file()), None)
+    """The licence table of a backgrounds folder: ``licences.csv``, else ``licenses.csv``; None
+    without either."""
+    return next(
+        (
+            Path(folder) / n
+            for n in ("licences.csv", "licenses.csv")
+            if (Path(folder) / n).is_file()
+        ),
+        None,
+    )
 
 
 def _not_a(p: Path, kind: str) -> str:
-    """Why ``p`` is not an existing file (``kind="file"``) or folder (``"dir"``), "" when it is; never raises."""
+    """Why ``p`` is not an existing file (``kind="file"``) or folder (``"dir"``), "" when it is;
+    never raises."""
     try:
         st = os.stat(p)
     except FileNotFoundError:
@@ -104,7 +161,8 @@ def _safe_id(text: str) -> str:
 
 
 def _unique_ids(paths: list[Path], base: Path, reserved=()) -> list[str]:
-    """Ids from the path relative to ``base`` without extension; clashes get the extension, then a number."""
+    """Ids from the path relative to ``base`` without extension; clashes get the extension, then a
+    number."""
     ids, seen = [], set(reserved)
     for p in paths:
         rel = p.relative_to(base) if p.is_relative_to(base) else Path(p.name)
@@ -120,8 +178,8 @@ def _unique_ids(paths: list[Path], base: Path, reserved=()) -> list[str]:
 
 
 def _read_table(path: Path, required: tuple, probs: _Collector, what: str, aliases=None):
-    """Read the CSV/TSV table ``path`` (a file checked by the caller) with string cells; returns a DataFrame or
-    None (problem recorded)."""
+    """Read the CSV/TSV table ``path`` (a file checked by the caller) with string cells; returns a
+    DataFrame or None (problem recorded)."""
     aliases = aliases or {}
     try:
         raw = path.read_text(encoding="utf-8-sig")
@@ -129,19 +187,35 @@ def _read_table(path: Path, required: tuple, probs: _Collector, what: str, alias
         probs.add("fatal", "table", path, f"{what} table cannot be read as UTF-8 text ({exc})")
         return None
     sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
-    if sep == "," and raw.strip():  # not a .tsv: the separator of the first line (comma, tab or semicolon)
+    if (
+        sep == "," and raw.strip()
+    ):  # not a .tsv: the separator of the first line (comma, tab or semicolon)
         with contextlib.suppress(csv.Error):
             sep = csv.Sniffer().sniff(raw.splitlines()[0], delimiters=",\t;").delimiter
     try:
-        df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, encoding="utf-8-sig", skipinitialspace=True)
+        df = pd.read_csv(
+            path,
+            sep=sep,
+            dtype=str,
+            keep_default_na=False,
+            encoding="utf-8-sig",
+            skipinitialspace=True,
+        )
     except Exception as exc:  # noqa: BLE001 - any parser error is a table problem
         probs.add("fatal", "table", path, f"{what} table cannot be parsed ({exc})")
         return None
     df.columns = [str(c).strip().lower() for c in df.columns]
-    df = df.rename(columns={a: c for a, c in aliases.items() if a in df.columns and c not in df.columns})
+    df = df.rename(
+        columns={a: c for a, c in aliases.items() if a in df.columns and c not in df.columns}
+    )
     if missing := [c for c in required if c not in df.columns]:
-        probs.add("fatal", "table", path, f"{what} table lacks the column(s) {', '.join(missing)} "
-                                          f"(it has {', '.join(df.columns) or 'none'}; separator {sep!r})")
+        probs.add(
+            "fatal",
+            "table",
+            path,
+            f"{what} table lacks the column(s) {', '.join(missing)} "
+            f"(it has {', '.join(df.columns) or 'none'}; separator {sep!r})",
+        )
         return None
     for c in df.columns:
         df[c] = df[c].astype(str).str.strip()
@@ -149,18 +223,21 @@ def _read_table(path: Path, required: tuple, probs: _Collector, what: str, alias
 
 
 def _cancelling_channels(path: Path, channels) -> str:
-    """``"channel 1 -20.3 dBFS RMS, channel 2 …"`` when some channel of a multichannel file is not silent, else ``""``."""
+    """``"channel 1 -20.3 dBFS RMS, channel 2 …"`` when some channel of a multichannel file is not
+    silent, else ``""``."""
     if not channels or channels < 2:
         return ""
     try:
         data, _ = sf.read(str(path), dtype="float64", always_2d=True)
     except Exception:  # noqa: BLE001 - not readable by soundfile: no per-channel levels
         return ""
-    rms = np.sqrt(np.mean(data ** 2, axis=0))
+    rms = np.sqrt(np.mean(data**2, axis=0))
     if not np.any(rms > 10 ** (-70 / 20)):
         return ""
-    return ", ".join(f"channel {i + 1} {20 * np.log10(r):.1f} dBFS RMS" if r > 0 else f"channel {i + 1} silent"
-                     for i, r in enumerate(rms))
+    return ", ".join(
+        f"channel {i + 1} {20 * np.log10(r):.1f} dBFS RMS" if r > 0 else f"channel {i + 1} silent"
+        for i, r in enumerate(rms)
+    )
 
 
 def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
@@ -201,41 +278,69 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
         elif "no audio samples" in msg:
             probs.add("fatal", "empty", path, f"{role}: the file holds no audio samples")
         else:
-            probs.add("fatal", "unreadable", path,
-                      f"{role}: unreadable or corrupt audio file (neither soundfile nor ffmpeg decodes it)")
+            probs.add(
+                "fatal",
+                "unreadable",
+                path,
+                f"{role}: unreadable or corrupt audio file (neither soundfile nor ffmpeg decodes it)",
+            )
         return None, None
     info["duration_s"] = round(float(y.size / SR), 4)
     n_problems = len(probs)  # each problem below is fatal
     if y.size < MIN_LOUDNESS_S * SR:  # pyloudnorm's own test (util.valid_audio)
-        what = (f"looped to fill a stimulus it would repeat every {y.size / SR:.3f} s, a buzz rather than a "
-                "background" if role == "background" else
-                "it cannot be loudness-normalised: the mixer would fail on it at stage 6 or 7")
-        probs.add("fatal", "too_short", path,
-                  f"{role}: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) is shorter than the {MIN_LOUDNESS_S:g} s "
-                  f"ITU-R BS.1770 gating block, so its loudness cannot be measured ({what}); is the file truncated? "
-                  f"Give a recording of at least {MIN_LOUDNESS_S:g} s or remove it")
+        what = (
+            f"looped to fill a stimulus it would repeat every {y.size / SR:.3f} s, a buzz rather than a "
+            "background"
+            if role == "background"
+            else "it cannot be loudness-normalised: the mixer would fail on it at stage 6 or 7"
+        )
+        probs.add(
+            "fatal",
+            "too_short",
+            path,
+            f"{role}: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) is shorter than the {MIN_LOUDNESS_S:g} s "
+            f"ITU-R BS.1770 gating block, so its loudness cannot be measured ({what}); is the file truncated? "
+            f"Give a recording of at least {MIN_LOUDNESS_S:g} s or remove it",
+        )
     if not np.isfinite(loudness_lufs(y, sr=SR, name=str(path))):
         if cancel := _cancelling_channels(path, info["channels"]):
-            probs.add("fatal", "channels_cancel", path,
-                      f"{role}: the channels cancel when averaged to mono ({cancel}; their mean is silent, -inf "
-                      "LUFS): one channel is polarity-inverted (anti-phase); give one channel, or the channels "
-                      "with the same polarity")
+            probs.add(
+                "fatal",
+                "channels_cancel",
+                path,
+                f"{role}: the channels cancel when averaged to mono ({cancel}; their mean is silent, -inf "
+                "LUFS): one channel is polarity-inverted (anti-phase); give one channel, or the channels "
+                "with the same polarity",
+            )
         else:
-            probs.add("fatal", "silent", path,
-                      f"{role}: the audio is silent (integrated loudness -inf LUFS: no 400 ms block above "
-                      "the BS.1770 gate of -70 LUFS), so it cannot be loudness-normalised")
+            probs.add(
+                "fatal",
+                "silent",
+                path,
+                f"{role}: the audio is silent (integrated loudness -inf LUFS: no 400 ms block above "
+                "the BS.1770 gate of -70 LUFS), so it cannot be loudness-normalised",
+            )
     if cap_s is not None and y.size / SR > cap_s:
-        probs.add("fatal", "too_long", path,
-                  f"{role}: {y.size / SR:.1f} s is longer than the {cap_s:g} s cap (every background is "
-                  f"{cap_s:g} s); cut it into shorter utterances")
+        probs.add(
+            "fatal",
+            "too_long",
+            path,
+            f"{role}: {y.size / SR:.1f} s is longer than the {cap_s:g} s cap (every background is "
+            f"{cap_s:g} s); cut it into shorter utterances",
+        )
     return (None if len(probs) > n_problems else info), y
 
 
 def _param_path(value, name: str, probs: _Collector, *, kind: str = "file"):
-    """Check the path parameter ``name`` (flag ``--name`` / ``NAME``); returns the absolute Path or None
-    (problem recorded)."""
+    """Check the path parameter ``name`` (flag ``--name`` / ``NAME``); returns the absolute Path or
+    None (problem recorded)."""
     if value is None or str(value).strip() == "":
-        probs.add("fatal", "parameter", "", f"{name} is not set (pass --{name.replace('_', '-')} / {name.upper()})")
+        probs.add(
+            "fatal",
+            "parameter",
+            "",
+            f"{name} is not set (pass --{name.replace('_', '-')} / {name.upper()})",
+        )
         return None
     p = absolute_path(value)
     if why := _not_a(p, kind):
@@ -245,8 +350,17 @@ def _param_path(value, name: str, probs: _Collector, *, kind: str = "file"):
     return p
 
 
-def _match_table(df, folder: Path, files: list[Path], probs: _Collector, *, what: str, value_col: str,
-                 missing_kind: str, missing_text: str):
+def _match_table(
+    df,
+    folder: Path,
+    files: list[Path],
+    probs: _Collector,
+    *,
+    what: str,
+    value_col: str,
+    missing_kind: str,
+    missing_text: str,
+):
     """Pair table rows with audio files. Returns list of (path, row dict) for rows with a value."""
     pairs, seen = [], {}
     for i, row in enumerate(df.to_dict("records"), start=2):  # line 1 is the header
@@ -267,5 +381,10 @@ def _match_table(df, folder: Path, files: list[Path], probs: _Collector, *, what
         pairs.append((p, row))
     for p in files:
         if p not in seen:
-            probs.add("fatal", missing_kind, p, f"{missing_text}: the file is in the folder but not in the {what} table")
+            probs.add(
+                "fatal",
+                missing_kind,
+                p,
+                f"{missing_text}: the file is in the folder but not in the {what} table",
+            )
     return pairs

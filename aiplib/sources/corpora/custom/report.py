@@ -1,4 +1,5 @@
 """What validation of the custom inputs reports: :class:`Problem` and :class:`ValidationReport`."""
+
 from __future__ import annotations
 
 import os
@@ -9,14 +10,18 @@ import pandas as pd
 from aiplib.core.errors import ValidationError
 
 _SEVERITIES = ("fatal", "warning")
-_ROLES = {"speech_dir": ("utterances", "speech"), "kws_dir": ("keyword clips", "kws"),
-          "backgrounds_dir": ("backgrounds", "backgrounds")}
+_ROLES = {
+    "speech_dir": ("utterances", "speech"),
+    "kws_dir": ("keyword clips", "kws"),
+    "backgrounds_dir": ("backgrounds", "backgrounds"),
+}
 
 
 @dataclass(frozen=True)
 class Problem:
-    """One validation finding: ``severity`` (``fatal`` or ``warning``), ``kind`` (a short code: ``table``,
-    ``silent`` …), ``file`` (file, folder or table concerned; may be empty) and ``message``."""
+    """One validation finding: ``severity`` (``fatal`` or ``warning``), ``kind`` (a short code:
+    ``table``, ``silent`` …), ``file`` (file, folder or table concerned; may be empty) and
+    ``message``."""
 
     severity: str
     kind: str
@@ -30,9 +35,9 @@ class Problem:
 
 @dataclass
 class ValidationReport:
-    """What :func:`~aiplib.sources.corpora.custom.validate.validate_inputs` found: ``problems`` (fatal first),
-    ``speech``, ``kws`` (skipped clips ``used = False``), ``backgrounds`` (inventory rows), ``params``
-    (the resolved inputs) and ``scans`` (one per folder)."""
+    """What :func:`~aiplib.sources.corpora.custom.validate.validate_inputs` found: ``problems``
+    (fatal first), ``speech``, ``kws`` (skipped clips ``used = False``), ``backgrounds`` (inventory
+    rows), ``params`` (the resolved inputs) and ``scans`` (one per folder)."""
 
     problems: list = field(default_factory=list)
     speech: list = field(default_factory=list)
@@ -57,7 +62,8 @@ class ValidationReport:
         return not self.fatal
 
     def _accepted(self, role: str, folder: str | None = None) -> tuple[int, int]:
-        """Files of ``role`` accepted and skipped (multi-word KWS labels), only those under ``folder`` if given."""
+        """Files of ``role`` accepted and skipped (multi-word KWS labels), only those under
+        ``folder`` if given."""
         rows = getattr(self, _ROLES[role][1])
         if folder is not None:
             top = os.path.join(folder, "")
@@ -66,9 +72,9 @@ class ValidationReport:
         return used, len(rows) - used
 
     def summary(self, max_folders: int = 20) -> str:
-        """A printable report: audio files found, accepted, skipped (multi-word KWS labels) and rejected
-        (named by a fatal problem) per input and folder, then every problem; subfolders are listed one
-        by one when there are at most ``max_folders``."""
+        """A printable report: audio files found, accepted, skipped (multi-word KWS labels) and
+        rejected (named by a fatal problem) per input and folder, then every problem; subfolders are
+        listed one by one when there are at most ``max_folders``."""
         scans = {sc["role"]: sc for sc in self.scans}
         parts = []
         for role, (noun, _) in _ROLES.items():
@@ -76,8 +82,10 @@ class ValidationReport:
             skip = f" ({skipped} skipped)" if role == "kws_dir" else ""
             found = f" of {scans[role]['n_files']} found" if role in scans else ""
             parts.append(f"{used} {noun} accepted{skip}{found}")
-        lines = [f"custom inputs: {', '.join(parts)} — {len(self.fatal)} fatal problem(s), "
-                 f"{len(self.warnings)} warning(s)"]
+        lines = [
+            f"custom inputs: {', '.join(parts)} — {len(self.fatal)} fatal problem(s), "
+            f"{len(self.warnings)} warning(s)"
+        ]
         for sc in self.scans:
             bad = f", {len(sc['errors'])} could not be scanned" if sc["errors"] else ""
             counts = ""
@@ -87,8 +95,10 @@ class ValidationReport:
                 counts = f"; {used} accepted"
                 counts += f", {skipped} skipped" if sc["role"] == "kws_dir" else ""
                 counts += f", {rejected} rejected" + (" (FATAL below)" if rejected else "")
-            lines.append(f"  {sc['role']} {sc['folder']}: {sc['n_files']} audio file(s) found in "
-                         f"{sc['n_folders']} folder(s){bad}{counts}")
+            lines.append(
+                f"  {sc['role']} {sc['folder']}: {sc['n_files']} audio file(s) found in "
+                f"{sc['n_folders']} folder(s){bad}{counts}"
+            )
             if 1 < sc["n_folders"] <= max_folders:
                 lines += [f"    {rel}/: {n}" for rel, n in sc["per_folder"].items()]
             lines += [f"    {e}: not scanned" for e in sc["errors"]]
@@ -96,7 +106,9 @@ class ValidationReport:
 
     def to_frame(self):
         """The problems as a pandas DataFrame (columns ``severity, kind, file, message``)."""
-        return pd.DataFrame([asdict(p) for p in self.problems], columns=["severity", "kind", "file", "message"])
+        return pd.DataFrame(
+            [asdict(p) for p in self.problems], columns=["severity", "kind", "file", "message"]
+        )
 
     def raise_if_fatal(self) -> None:
         """Raise :class:`aiplib.core.errors.ValidationError` with every problem if any is fatal."""
@@ -110,5 +122,6 @@ class _Collector(list):
         self.append(Problem(severity, kind, str(file) if file else "", message))
 
     def sorted(self) -> list[Problem]:
-        return sorted(self, key=lambda p: p.severity != "fatal")  # stable: fatal first, each in order found
-
+        return sorted(
+            self, key=lambda p: p.severity != "fatal"
+        )  # stable: fatal first, each in order found

@@ -1,4 +1,6 @@
-"""Validation of the custom profile's inputs (:mod:`aiplib.sources.corpora.custom`): every problem found at once."""
+"""Validation of the custom profile's inputs (:mod:`aiplib.sources.corpora.custom`): every problem
+found at once."""
+
 from __future__ import annotations
 
 import re
@@ -9,7 +11,12 @@ from aiplib.core.tasks import KEYWORDS
 from aiplib.core.textnorm import normalize_kws_label, normalize_text, reference_is_empty
 from aiplib.io.audio import MIN_LOUDNESS_S, SR
 from aiplib.io.formats import CATEGORIES
-from aiplib.io.subaudible import BAND_LIMITED_SHARE, SUBAUDIBLE_LIMIT_DB, effective_bandwidth_hz, subaudible_power
+from aiplib.io.subaudible import (
+    BAND_LIMITED_SHARE,
+    SUBAUDIBLE_LIMIT_DB,
+    effective_bandwidth_hz,
+    subaudible_power,
+)
 from aiplib.sources.corpora.custom.files import (
     _match_table,
     _param_path,
@@ -22,21 +29,32 @@ from aiplib.sources.corpora.custom.files import (
 )
 from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
 
-MAX_UTTERANCE_S = 30.0  # Longest utterance or keyword clip accepted, in s (the length of every curated background).
+# Longest utterance or keyword clip accepted, in s (the length of every curated background).
+MAX_UTTERANCE_S = 30.0
 
 #: Seconds per word of the normalised transcript below which an utterance gets a
-#: ``short_for_text`` warning (10 words/s, twice the fastest read speech: truncated, or the wrong text).
+#: ``short_for_text`` warning (10 words/s, twice the fastest read speech: truncated, or the wrong
+#: text).
 MIN_S_PER_WORD = 0.1
 
-MIN_BACKGROUNDS = 8  # Fewer backgrounds than this give a warning: Spearman correlations over so few are weak.
+MIN_BACKGROUNDS = (
+    8  # Fewer backgrounds than this give a warning: Spearman correlations over so few are weak.
+)
 
-UNKNOWN_LICENCE = "unknown — supplied by the user"  # Licence and attribution recorded when the user gives none.
+UNKNOWN_LICENCE = (
+    "unknown — supplied by the user"  # Licence and attribution recorded when the user gives none.
+)
 
-TRANSIENT_PEAK_DB = 10.0  # Peak-to-median 100 ms frame level (dB) from which a background is inferred ``transient``.
+# Peak-to-median 100 ms frame level (dB) from which a background is inferred ``transient``.
+TRANSIENT_PEAK_DB = 10.0
 
-DIGITAL_SILENCE_DBFS = -80.0  # A 10 ms frame whose peak is below this level (dBFS) counts as digital silence.
+DIGITAL_SILENCE_DBFS = (
+    -80.0
+)  # A 10 ms frame whose peak is below this level (dBFS) counts as digital silence.
 
-MAX_SILENT_GAP_S = 0.25  # Longest run of digital silence kept inside a background (half of it at each end), s.
+MAX_SILENT_GAP_S = (
+    0.25  # Longest run of digital silence kept inside a background (half of it at each end), s.
+)
 
 _MULTI = re.compile(r"[|,;+/\s]")
 _LEVEL_FRAME_S = 0.1
@@ -75,10 +93,15 @@ def _peak_to_median_db(y: np.ndarray, sr: int = SR) -> float:
     return float(db.max() - np.median(db))
 
 
-def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_S,
-                          floor_dbfs: float = DIGITAL_SILENCE_DBFS):
-    """Shorten runs of digital silence (10 ms frames peaking below ``floor_dbfs`` dBFS) in ``y`` [shape=(n,)]:
-    inside, a run keeps its first ``max_gap_s`` (s); at the ends, ``max_gap_s / 2``.
+def strip_digital_silence(
+    y,
+    *,
+    sr: int = SR,
+    max_gap_s: float = MAX_SILENT_GAP_S,
+    floor_dbfs: float = DIGITAL_SILENCE_DBFS,
+):
+    """Shorten runs of digital silence (10 ms frames peaking below ``floor_dbfs`` dBFS) in ``y``
+    [shape=(n,)]: inside, a run keeps its first ``max_gap_s`` (s); at the ends, ``max_gap_s / 2``.
 
     Returns
     -------
@@ -90,7 +113,9 @@ def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_
     y = np.asarray(y, dtype=np.float32)
     frame = max(1, sr // 100)
     k = -(-y.size // frame)
-    silent = np.pad(np.abs(y), (0, k * frame - y.size)).reshape(k, frame).max(axis=1) < 10.0 ** (floor_dbfs / 20.0)
+    silent = np.pad(np.abs(y), (0, k * frame - y.size)).reshape(k, frame).max(axis=1) < 10.0 ** (
+        floor_dbfs / 20.0
+    )
     gap = int(round(max_gap_s * 100))
     half = gap // 2
     keep = np.ones(k, dtype=bool)
@@ -103,10 +128,10 @@ def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_
             keep[: b - half] = False
             removed["start_s"] += (b - half) * frame / sr
         elif b == k:
-            keep[a + half:] = False
+            keep[a + half :] = False
             removed["end_s"] += (y.size - (a + half) * frame) / sr
         else:
-            keep[a + gap:b] = False
+            keep[a + gap : b] = False
             removed["inside_s"] += (b - a - gap) * frame / sr
     if keep.all() or not keep.any():
         return y, dict(start_s=0.0, end_s=0.0, inside_s=0.0)
@@ -114,27 +139,55 @@ def strip_digital_silence(y, *, sr: int = SR, max_gap_s: float = MAX_SILENT_GAP_
     return np.ascontiguousarray(y[mask]), {k2: round(v, 3) for k2, v in removed.items()}
 
 
-# A folder of clips and its table: folder and table parameter, the table's value column, other names accepted for
-# it, and the kind and text of the problem recorded for a clip the table does not name.
-_SPEECH = ("speech_dir", "texts", "text", {"transcript": "text"}, "missing_transcript", "missing transcript")
-_KWS = ("kws_dir", "kws_labels", "label", {"word": "label"}, "missing_label", "missing keyword label")
+# A folder of clips and its table: folder and table parameter, the table's value column, other names
+# accepted for it, and the kind and text of the problem recorded for a clip the table does not name.
+_SPEECH = (
+    "speech_dir",
+    "texts",
+    "text",
+    {"transcript": "text"},
+    "missing_transcript",
+    "missing transcript",
+)
+_KWS = (
+    "kws_dir",
+    "kws_labels",
+    "label",
+    {"word": "label"},
+    "missing_label",
+    "missing keyword label",
+)
 
 
 def _listed_files(dir_value, table_value, probs, scans, spec: tuple):
-    """The folder, its table and their pairing: ``(folder, pairs, ids)`` (``pairs`` the ``(path, row)`` of rows
-    with a ``value_col``, ``ids`` their item ids), or None when either is unusable (problem recorded); a fatal
-    ``no_items`` when neither the folder nor the table names an audio file."""
+    """The folder, its table and their pairing: ``(folder, pairs, ids)`` (``pairs`` the ``(path,
+    row)`` of rows with a ``value_col``, ``ids`` their item ids), or None when either is unusable
+    (problem recorded); a fatal ``no_items`` when neither the folder nor the table names an audio
+    file."""
     dir_name, table_name, value_col, aliases, missing_kind, missing_text = spec
-    folder, table = _param_path(dir_value, dir_name, probs, kind="dir"), _param_path(table_value, table_name, probs)
+    folder, table = (
+        _param_path(dir_value, dir_name, probs, kind="dir"),
+        _param_path(table_value, table_name, probs),
+    )
     if folder is None or table is None:
         return None
     files, scan = _scan(folder, probs, role=dir_name)
     scans.append(scan)
-    df = _read_table(table, ("file", value_col), probs, table_name, aliases=dict(aliases, path="file"))
+    df = _read_table(
+        table, ("file", value_col), probs, table_name, aliases=dict(aliases, path="file")
+    )
     if df is None:
         return None
-    pairs = _match_table(df, folder, files, probs, what=f"{table_name} ({table.name})", value_col=value_col,
-                         missing_kind=missing_kind, missing_text=missing_text)
+    pairs = _match_table(
+        df,
+        folder,
+        files,
+        probs,
+        what=f"{table_name} ({table.name})",
+        value_col=value_col,
+        missing_kind=missing_kind,
+        missing_text=missing_text,
+    )
     if not files and not pairs:
         probs.add("fatal", "no_items", folder, "no audio file found in the folder")
     return folder, pairs, _unique_ids([p for p, _ in pairs], folder)
@@ -142,20 +195,35 @@ def _listed_files(dir_value, table_value, probs, scans, spec: tuple):
 
 def _item_row(p, row, package, item_id, info, used: bool = True, **fields) -> dict:
     """One inventory row of an utterance or keyword clip (fields of :data:`INVENTORY_COLUMNS`)."""
-    return dict(file=str(p), package=package, **_licence_of(row), used=used, item_id=item_id,
-                accent_group=_opt(row, "accent_group"), speaker=_opt(row, "speaker") or "unknown", **fields, **info)
+    return dict(
+        file=str(p),
+        package=package,
+        **_licence_of(row),
+        used=used,
+        item_id=item_id,
+        accent_group=_opt(row, "accent_group"),
+        speaker=_opt(row, "speaker") or "unknown",
+        **fields,
+        **info,
+    )
 
 
 def _check_words_per_second(path, text: str, duration_s: float, probs) -> None:
-    """Warn (``short_for_text``) when ``duration_s`` < :data:`MIN_S_PER_WORD` × the words of ``text`` after
-    :func:`aiplib.core.textnorm.normalize_text` (0.45 s for the 9 words of "the quick brown fox jumps over
+    """Warn (``short_for_text``) when ``duration_s`` < :data:`MIN_S_PER_WORD` × the words of
+    ``text`` after
+    :func:`aiplib.core.textnorm.normalize_text` (0.45 s for the 9 words of "the quick brown fox
+      jumps over
     the lazy dog" is warned about)."""
     n = len(normalize_text(text).split())
     if n and duration_s < MIN_S_PER_WORD * n:
-        probs.add("warning", "short_for_text", path,
-                  f"utterance: {duration_s:.2f} s for {n} words of transcript ({duration_s / n:.3f} s per word, "
-                  f"under {MIN_S_PER_WORD:g} s per word, twice as fast as the fastest read speech): a truncated "
-                  "recording or the wrong transcript? The missing words would count as deletions in its WER")
+        probs.add(
+            "warning",
+            "short_for_text",
+            path,
+            f"utterance: {duration_s:.2f} s for {n} words of transcript ({duration_s / n:.3f} s per word, "
+            f"under {MIN_S_PER_WORD:g} s per word, twice as fast as the fastest read speech): a truncated "
+            "recording or the wrong transcript? The missing words would count as deletions in its WER",
+        )
 
 
 def _validate_speech(speech_dir, texts, probs, scans):
@@ -166,15 +234,23 @@ def _validate_speech(speech_dir, texts, probs, scans):
     rows = []
     for (p, row), item_id in zip(pairs, ids):
         if reference_is_empty(row["text"]):
-            probs.add("fatal", "empty_reference", p,
-                      f"the transcript {row['text']!r} holds no word after normalisation (tags such as [music], "
-                      f"fillers such as 'uh' and punctuation are removed before scoring): its WER is undefined and the "
-                      f"words a model outputs for it would go uncounted; give the words spoken or remove the file")
+            probs.add(
+                "fatal",
+                "empty_reference",
+                p,
+                f"the transcript {row['text']!r} holds no word after normalisation (tags such as [music], "
+                f"fillers such as 'uh' and punctuation are removed before scoring): its WER is undefined and the "
+                f"words a model outputs for it would go uncounted; give the words spoken or remove the file",
+            )
             continue
         info, _ = _probe(p, probs, cap_s=MAX_UTTERANCE_S, role="utterance")
         if info is not None:
             _check_words_per_second(p, row["text"], info["duration_s"], probs)
-            rows.append(_item_row(p, row, "custom/speech", item_id, info, text=" ".join(row["text"].split())))
+            rows.append(
+                _item_row(
+                    p, row, "custom/speech", item_id, info, text=" ".join(row["text"].split())
+                )
+            )
     return rows
 
 
@@ -187,8 +263,13 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
     for (p, row), item_id in zip(pairs, ids):
         raw = row["label"].strip()
         if not (words := [w for w in (normalize_kws_label(x) for x in _MULTI.split(raw)) if w]):
-            probs.add("fatal", "missing_label", p, f"the label {raw!r} holds no word after normalisation "
-                                                   "(punctuation is stripped as in KWS answers)")
+            probs.add(
+                "fatal",
+                "missing_label",
+                p,
+                f"the label {raw!r} holds no word after normalisation "
+                "(punctuation is stripped as in KWS answers)",
+            )
             continue
         multi = len(words) > 1
         label = raw.lower() if multi else words[0]
@@ -199,41 +280,81 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
         if not multi and label != raw.lower():
             role = "one of the keywords" if label in kw else "not a keyword"
             note = f"label {raw!r} normalised to {label!r}"
-            probs.add("warning", "label_normalised", p,
-                      f"label {raw!r} is read as {label!r} ({role}): labels are normalised as KWS answers are "
-                      "(lower-case, first word, punctuation stripped at its ends)")
+            probs.add(
+                "warning",
+                "label_normalised",
+                p,
+                f"label {raw!r} is read as {label!r} ({role}): labels are normalised as KWS answers are "
+                "(lower-case, first word, punctuation stripped at its ends)",
+            )
         if multi:
             note = "skipped: the label holds several words; the first-word KWS rule scores one word per clip"
-            probs.add("warning", "multi_keyword", p, f"label {row['label']!r} holds several words: clip skipped "
-                                                     "(the closed-set first-word rule scores one word per clip)")
-        rows.append(_item_row(p, row, "custom/kws", item_id, info, used=not multi, label=label, note=note,
-                              is_target=(label in kw) if not multi else None))
+            probs.add(
+                "warning",
+                "multi_keyword",
+                p,
+                f"label {row['label']!r} holds several words: clip skipped "
+                "(the closed-set first-word rule scores one word per clip)",
+            )
+        rows.append(
+            _item_row(
+                p,
+                row,
+                "custom/kws",
+                item_id,
+                info,
+                used=not multi,
+                label=label,
+                note=note,
+                is_target=(label in kw) if not multi else None,
+            )
+        )
     used = [r for r in rows if r["used"]]
     if rows and not used:
-        probs.add("fatal", "no_items", folder, "no usable keyword clip (every label holds several words)")
+        probs.add(
+            "fatal", "no_items", folder, "no usable keyword clip (every label holds several words)"
+        )
     if used and not any(r["is_target"] for r in used):
-        probs.add("warning", "no_targets", folder, f"no clip is labelled with one of the keywords {', '.join(keywords)}")
+        probs.add(
+            "warning",
+            "no_targets",
+            folder,
+            f"no clip is labelled with one of the keywords {', '.join(keywords)}",
+        )
     return rows
 
 
 def _check_audible(path, y, probs) -> str:
-    """Warn about a DC offset / sub-20 Hz rumble and a band-limited source; returns the inventory note."""
+    """Warn about a DC offset / sub-20 Hz rumble and a band-limited source; returns the inventory
+    note."""
     notes = []
     sub = subaudible_power(y, sr=SR)
     if sub["subaudible_db"] >= SUBAUDIBLE_LIMIT_DB:
-        notes.append(f"DC offset {sub['dc_db']:.1f} dB and energy below 20 Hz {sub['subaudible_db']:.1f} dB re the "
-                     "file's power")
-        probs.add("warning", "subaudible", path,
-                  f"background: {notes[-1]} (inaudible, yet counted by the power-based SNR and the loudness gain): "
-                  "stage 3 removes them (zero-phase 20 Hz high-pass) before loudness normalisation, so the "
-                  "nominal SNR is the audible one")
+        notes.append(
+            f"DC offset {sub['dc_db']:.1f} dB and energy below 20 Hz {sub['subaudible_db']:.1f} dB re the "
+            "file's power"
+        )
+        probs.add(
+            "warning",
+            "subaudible",
+            path,
+            f"background: {notes[-1]} (inaudible, yet counted by the power-based SNR and the loudness gain): "
+            "stage 3 removes them (zero-phase 20 Hz high-pass) before loudness normalisation, so the "
+            "nominal SNR is the audible one",
+        )
     bw = effective_bandwidth_hz(y, sr=SR)
     if bw < BAND_LIMITED_SHARE * SR / 2:
-        notes.append(f"band-limited: effective bandwidth {bw:.0f} Hz of the {SR // 2} Hz a {SR // 1000} kHz file holds")
-        probs.add("warning", "band_limited", path,
-                  f"background: {notes[-1]} (spectrum within 60 dB of its maximum; e.g. a recording resampled "
-                  "up from a lower rate): above it the background masks nothing, which its descriptors show "
-                  "only indirectly (rolloff, centroid)")
+        notes.append(
+            f"band-limited: effective bandwidth {bw:.0f} Hz of the {SR // 2} Hz a {SR // 1000} kHz file holds"
+        )
+        probs.add(
+            "warning",
+            "band_limited",
+            path,
+            f"background: {notes[-1]} (spectrum within 60 dB of its maximum; e.g. a recording resampled "
+            "up from a lower rate): above it the background masks nothing, which its descriptors show "
+            "only indirectly (rolloff, centroid)",
+        )
     return "; ".join(notes)
 
 
@@ -246,73 +367,135 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
     scans.append(scan)
     lic_path, meta = licence_table(folder), {}
     if lic_path is not None:
-        df = _read_table(lic_path, ("file",), probs, "licences", aliases={"license": "licence", "path": "file"})
+        df = _read_table(
+            lic_path, ("file",), probs, "licences", aliases={"license": "licence", "path": "file"}
+        )
         if df is not None:
-            meta = {absolute_path(folder / row["file"]): row for row in df.to_dict("records")}  # absolute wins
+            meta = {
+                absolute_path(folder / row["file"]): row for row in df.to_dict("records")
+            }  # absolute wins
             for p in meta:
                 if p not in files:
-                    probs.add("warning", "licence_row", p,
-                              f"listed in {lic_path.name} but not an audio file of the folder")
+                    probs.add(
+                        "warning",
+                        "licence_row",
+                        p,
+                        f"listed in {lic_path.name} but not an audio file of the folder",
+                    )
     elif files:
-        probs.add("warning", "no_licence", folder,
-                  f"no licences.csv: every background's licence is recorded as '{UNKNOWN_LICENCE}'")
+        probs.add(
+            "warning",
+            "no_licence",
+            folder,
+            f"no licences.csv: every background's licence is recorded as '{UNKNOWN_LICENCE}'",
+        )
     ids = _unique_ids(files, folder, reserved=("clean",))
     for p, bg_id in zip(files, ids):
         row = meta.get(p, {})
         if meta and p not in meta:
-            probs.add("warning", "no_licence", p, f"not in {lic_path.name}: licence recorded as '{UNKNOWN_LICENCE}'")
+            probs.add(
+                "warning",
+                "no_licence",
+                p,
+                f"not in {lic_path.name}: licence recorded as '{UNKNOWN_LICENCE}'",
+            )
         cat = (row.get("category") or "").strip().lower()
         if cat and cat not in CATEGORIES:
-            probs.add("fatal", "category", p, f"category {row.get('category')!r} in {lic_path.name} is not one of "
-                                              f"{', '.join(CATEGORIES)}")
+            probs.add(
+                "fatal",
+                "category",
+                p,
+                f"category {row.get('category')!r} in {lic_path.name} is not one of "
+                f"{', '.join(CATEGORIES)}",
+            )
             continue
         info, y = _probe(p, probs, cap_s=None, role="background")
         if info is None:
             continue
         y, removed = strip_digital_silence(y)
-        if y.size < MIN_LOUDNESS_S * SR:  # the copy stage 3 loops: the raw file's too_short rule applies to it
-            probs.add("fatal", "too_short", p,
-                      f"background: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) after shortening its digital "
-                      f"silence ({info['duration_s']:.3f} s as recorded) is shorter than the {MIN_LOUDNESS_S:g} s "
-                      f"ITU-R BS.1770 gating block (looped to fill a stimulus it would repeat every "
-                      f"{y.size / SR:.3f} s, a buzz rather than a background); give a recording with at least "
-                      f"{MIN_LOUDNESS_S:g} s of sound or remove it")
+        if (
+            y.size < MIN_LOUDNESS_S * SR
+        ):  # the copy stage 3 loops: the raw file's too_short rule applies to it
+            probs.add(
+                "fatal",
+                "too_short",
+                p,
+                f"background: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) after shortening its digital "
+                f"silence ({info['duration_s']:.3f} s as recorded) is shorter than the {MIN_LOUDNESS_S:g} s "
+                f"ITU-R BS.1770 gating block (looped to fill a stimulus it would repeat every "
+                f"{y.size / SR:.3f} s, a buzz rather than a background); give a recording with at least "
+                f"{MIN_LOUDNESS_S:g} s of sound or remove it",
+            )
             continue
         note, prepared_s = "", None
         if any(removed.values()):
             prepared_s = round(y.size / SR, 4)
-            note = (f"digital silence shortened: {removed['start_s']:.2f} s removed at the start, {removed['end_s']:.2f} s "
-                    f"at the end, {removed['inside_s']:.2f} s inside (runs longer than {MAX_SILENT_GAP_S:g} s); "
-                    f"{prepared_s:.2f} s remain")
-            probs.add("warning", "digital_silence", p,
-                      note + ": a stimulus on such a stretch would hear no background, so stage 1 writes "
-                             f"this trimmed copy to raw/backgrounds/{bg_id}.wav and stage 3 uses it")
+            note = (
+                f"digital silence shortened: {removed['start_s']:.2f} s removed at the start, {removed['end_s']:.2f} s "
+                f"at the end, {removed['inside_s']:.2f} s inside (runs longer than {MAX_SILENT_GAP_S:g} s); "
+                f"{prepared_s:.2f} s remain"
+            )
+            probs.add(
+                "warning",
+                "digital_silence",
+                p,
+                note + ": a stimulus on such a stretch would hear no background, so stage 1 writes "
+                f"this trimmed copy to raw/backgrounds/{bg_id}.wav and stage 3 uses it",
+            )
         note = "; ".join(x for x in (note, _check_audible(p, y, probs)) if x)
-        source, desc = "licences.csv", (row.get("description") or "").strip() or f"user background {p.name}"
+        source, desc = (
+            "licences.csv",
+            (row.get("description") or "").strip() or f"user background {p.name}",
+        )
         if not cat:
             pm = _peak_to_median_db(y)
             cat = "transient" if pm >= TRANSIENT_PEAK_DB else "stationary"
-            source, desc = f"inferred (peak-to-median level {pm:.1f} dB)", desc + f" (category inferred: {cat})"
-        rows.append(dict(file=str(p), package="custom/backgrounds", **_licence_of(row), used=True,
-                         bg_id=bg_id, category=cat, category_source=source, description=desc, note=note,
-                         prepared_duration_s=prepared_s, **info))
+            source, desc = (
+                f"inferred (peak-to-median level {pm:.1f} dB)",
+                desc + f" (category inferred: {cat})",
+            )
+        rows.append(
+            dict(
+                file=str(p),
+                package="custom/backgrounds",
+                **_licence_of(row),
+                used=True,
+                bg_id=bg_id,
+                category=cat,
+                category_source=source,
+                description=desc,
+                note=note,
+                prepared_duration_s=prepared_s,
+                **info,
+            )
+        )
     if not files:
         probs.add("fatal", "no_items", folder, "no background recording found")
     elif 0 < len(rows) < MIN_BACKGROUNDS:
-        probs.add("warning", "few_backgrounds", folder,
-                  f"only {len(rows)} backgrounds accepted (fewer than {MIN_BACKGROUNDS}): the descriptor–degradation "
-                  "Spearman correlations will be weak and their intervals wide")
+        probs.add(
+            "warning",
+            "few_backgrounds",
+            folder,
+            f"only {len(rows)} backgrounds accepted (fewer than {MIN_BACKGROUNDS}): the descriptor–degradation "
+            "Spearman correlations will be weak and their intervals wide",
+        )
     for r in rows:  # with no utterance, longest_s is 0
         dur = r["prepared_duration_s"] or r["duration_s"]
         if dur < longest_s:
             trimmed = " (after shortening its digital silence)" if r["prepared_duration_s"] else ""
-            probs.add("warning", "bg_looped", r["file"],
-                      f"background of {dur:.1f} s{trimmed} is shorter than the longest utterance ({longest_s:.1f} "
-                      f"s): it is looped end to end to {MAX_UTTERANCE_S:g} s, so longer utterances hear it repeat")
+            probs.add(
+                "warning",
+                "bg_looped",
+                r["file"],
+                f"background of {dur:.1f} s{trimmed} is shorter than the longest utterance ({longest_s:.1f} "
+                f"s): it is looped end to end to {MAX_UTTERANCE_S:g} s, so longer utterances hear it repeat",
+            )
     return rows
 
 
-def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords=KEYWORDS) -> ValidationReport:
+def validate_inputs(
+    *, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, keywords=KEYWORDS
+) -> ValidationReport:
     """Check the custom profile's folders and tables; find every problem, write nothing.
 
     Every audio file is decoded once as the pipeline will (:func:`aiplib.io.audio.load_audio`).
@@ -334,10 +517,11 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
 
     Notes
     -----
-    Fatal: a parameter not set or not found, an unscannable folder, a table without its columns, a file
-    without transcript (label) or one empty after normalisation, a listed file missing, a duplicate row,
-    an unreadable, empty or non-finite file, audio shorter than the 0.4 s BS.1770 block, silence, a clip
-    longer than :data:`MAX_UTTERANCE_S`, an unknown category, no usable items. Warnings: under
+    Fatal: a parameter not set or not found, an unscannable folder, a table without its columns, a
+    file without transcript (label) or one empty after normalisation, a listed file missing, a
+    duplicate row, an unreadable, empty or non-finite file, audio shorter than the 0.4 s BS.1770
+    block, silence, a clip longer than :data:`MAX_UTTERANCE_S`, an unknown category, no usable
+    items. Warnings: under
     :data:`MIN_S_PER_WORD` s per word, backgrounds shorter than the longest utterance, long digital
     silence, fewer than :data:`MIN_BACKGROUNDS` backgrounds, DC / sub-20 Hz power, a band-limited
     background, multi-word or normalised labels, missing licences, a non-default keyword list, no
@@ -349,19 +533,30 @@ def validate_inputs(*, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, 
     elif any(_MULTI.search(k) for k in kw):
         probs.add("fatal", "keywords", "", f"keywords must be single words, got {kw}")
     elif tuple(kw) != KEYWORDS:
-        probs.add("warning", "keywords", "",
-                  "the keyword list differs from the paper's ten: it sets is_target, travels with the KWS item "
-                  "bank (itembanks/kws.json) and is named by the KWS prompt and used by the scoring, so the "
-                  "KWS results are not comparable with the paper's")
+        probs.add(
+            "warning",
+            "keywords",
+            "",
+            "the keyword list differs from the paper's ten: it sets is_target, travels with the KWS item "
+            "bank (itembanks/kws.json) and is named by the KWS prompt and used by the scoring, so the "
+            "KWS results are not comparable with the paper's",
+        )
     scans: list[dict] = []
     speech = _validate_speech(speech_dir, texts, probs, scans)
     kws = _validate_kws(kws_dir, kws_labels, kw, probs, scans)
-    longest = max([r["duration_s"] for r in speech] + [r["duration_s"] for r in kws if r["used"]], default=0.0)
+    longest = max(
+        [r["duration_s"] for r in speech] + [r["duration_s"] for r in kws if r["used"]], default=0.0
+    )
     bgs = _validate_backgrounds(backgrounds_dir, longest, probs, scans)
-    params = dict(speech_dir=speech_dir, texts=texts, kws_dir=kws_dir, kws_labels=kws_labels,
-                  backgrounds_dir=backgrounds_dir)
+    params = dict(
+        speech_dir=speech_dir,
+        texts=texts,
+        kws_dir=kws_dir,
+        kws_labels=kws_labels,
+        backgrounds_dir=backgrounds_dir,
+    )
     params = {k: (str(absolute_path(v)) if v not in (None, "") else "") for k, v in params.items()}
     params["keywords"] = kw
-    return ValidationReport(problems=probs.sorted(), speech=speech, kws=kws, backgrounds=bgs, params=params,
-                            scans=scans)
-
+    return ValidationReport(
+        problems=probs.sorted(), speech=speech, kws=kws, backgrounds=bgs, params=params, scans=scans
+    )
