@@ -27,10 +27,10 @@ BUILD = ["01_download_data", "02_build_item_banks", "03_curate_backgrounds", "04
 
 GAIN_PLUS_1DB = """
 import aiplib.stimuli.mixing as _m
-_mix = _m._mix_normalized
+_mix = _m.mix_normalized
 def _louder(s, bg, snr_db, seed):  # background 1 dB louder than the rule
     return _mix(s, bg, float(snr_db) - 1.0, seed)
-_m._mix_normalized = _louder
+_m.mix_normalized = _louder
 """
 
 DROP_ONE_ROW = """

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from aiplib.analysis import conditions as cond
-from aiplib.analysis.conditions.table import _iter_scopes, _pct
+from aiplib.analysis.conditions.table import iter_scopes, percent
 from aiplib.analysis.provenance import collect_provenance, read_provenance
 from aiplib.core.errors import AiplibError
 from aiplib.core.tasks import task_family
@@ -193,7 +193,7 @@ def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_di
     rows["d"] = rows["b"] - rows["a"] if fam == "asr" else rows["a"] - rows["b"]
     sums = ["n", "a", "b", "d", *(["errors_a", "errors_b", "ref_words_a"] if fam == "asr" else [])]
     out = []
-    for scope, k, g in _iter_scopes(rows, sums, scopes):
+    for scope, k, g in iter_scopes(rows, sums, scopes):
         tot = {c: float(g[c].sum()) for c in sums}
         n = tot["n"]
         mc = (
@@ -226,8 +226,8 @@ def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_di
         }
         if fam == "asr":
             rec.update(
-                a_corpus_pp=_pct(tot["errors_a"], tot["ref_words_a"]),
-                b_corpus_pp=_pct(tot["errors_b"], tot["ref_words_a"]),
+                a_corpus_pp=percent(tot["errors_a"], tot["ref_words_a"]),
+                b_corpus_pp=percent(tot["errors_b"], tot["ref_words_a"]),
             )
         rec.update(
             change_pp=pc["estimate"],

@@ -16,8 +16,8 @@ import pandas as pd
 
 from aiplib.analysis import conditions as cond
 from aiplib.analysis.conditions import KWS_ROBUST_COLUMNS, asr_robust, kws_robust
-from aiplib.analysis.conditions.verdicts import _ratio
-from aiplib.analysis.report_tables import Table, _ci, _cis, _p, fmt
+from aiplib.analysis.conditions.verdicts import pooled_ratio
+from aiplib.analysis.report_tables import Table, format_ci, format_cis, format_p, fmt
 from aiplib.analysis.stats import bootstrap_ci
 from aiplib.core.errors import AiplibParameterError
 from aiplib.io.formats import parse_bool
@@ -77,7 +77,7 @@ def leakage_summary(
             leak, words = g["n_leak_words"].to_numpy(float), g["n_hyp_words"].to_numpy(float)
             row["n_hyp_words"] = int(words.sum())
             r = (
-                bootstrap_ci((leak, words), _ratio, vectorized=True, **kw)
+                bootstrap_ci((leak, words), pooled_ratio, vectorized=True, **kw)
                 if words.sum() > 0
                 else None
             )
@@ -287,7 +287,7 @@ def competing_table(
                 .groupby(key)["f"]
                 .mean()
                 .mul(100)
-                .rename(f"{c}_pct")
+                .rename(f"{c}percent")
                 for c in ("kws_leak_floor", "kws_leak_mismatch")
             ],
             axis=1,
@@ -527,7 +527,7 @@ def _robust_cells(t: pd.DataFrame, task: str = "asr") -> dict:
     def col(c, f):
         return t[c].map(f) if c in t else "–"
 
-    signed, count = (lambda v: _ci(v, math.nan, math.nan)), (lambda v: fmt(v, ".0f"))
+    signed, count = (lambda v: format_ci(v, math.nan, math.nan)), (lambda v: fmt(v, ".0f"))
     if task == "asr":
         return {
             "capped ΔWER pp": col("delta_wer_capped_pp", signed),
@@ -551,20 +551,20 @@ def competing_display(t: pd.DataFrame):
                 "SNR (dB)": t["snr_db"].map(lambda v: f"{v:g}"),
                 "control": np.where(t["same_voice_control"], "same voice", ""),
                 "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
-                "ΔWER pp [95% CI]": _cis(
+                "ΔWER pp [95% CI]": format_cis(
                     t, "delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp"
                 ),
                 **_robust_cells(t),
                 "ASR verdict": t["asr_verdict"],
-                "leak % [95% CI]": _cis(
+                "leak % [95% CI]": format_cis(
                     t, "leak_pct", "leak_ci_low_pct", "leak_ci_high_pct", signed=False
                 ),
                 "floor %": t["leak_floor_pct"].map(fmt),
                 "mismatch %": t["leak_mismatch_pct"].map(fmt),
-                "ΔAcc pp [95% CI]": _cis(
+                "ΔAcc pp [95% CI]": format_cis(
                     t, "delta_acc_pp", "delta_acc_ci_low_pp", "delta_acc_ci_high_pp"
                 ),
-                "KWS leak % [95% CI]": _cis(
+                "KWS leak % [95% CI]": format_cis(
                     t, "kws_leak_pct", "kws_leak_ci_low_pct", "kws_leak_ci_high_pct", signed=False
                 ),
                 "KWS floor %": t["kws_leak_floor_pct"].map(fmt),
@@ -585,13 +585,13 @@ def channel_display(t: pd.DataFrame):
                 "applied to": t["applied_to"],
                 "n": t["n_items"].map(lambda v: fmt(v, ".0f")),
                 "WER %": t["wer_pp"].map(fmt) if "wer_pp" in t else "",
-                "ΔWER pp [95% CI]": _cis(
+                "ΔWER pp [95% CI]": format_cis(
                     t, "delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp"
                 ),
                 **_robust_cells(t),
-                "p (BH)": t["asr_p_bh"].map(_p),
+                "p (BH)": t["asr_p_bh"].map(format_p),
                 "ASR verdict": t["asr_verdict"].fillna(t["status"]),
-                "ΔAcc pp [95% CI]": _cis(
+                "ΔAcc pp [95% CI]": format_cis(
                     t, "delta_acc_pp", "delta_acc_ci_low_pp", "delta_acc_ci_high_pp"
                 )
                 if "delta_acc_pp" in t

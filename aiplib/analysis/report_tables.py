@@ -39,7 +39,7 @@ def fmt(v, spec: str = ".1f", none: str = "–") -> str:
     return none if not math.isfinite(x) else format(x, spec)
 
 
-def _p(v) -> str:
+def format_p(v) -> str:
     try:
         x = float(v)
     except (TypeError, ValueError):
@@ -47,7 +47,7 @@ def _p(v) -> str:
     return "–" if not math.isfinite(x) else (f"{x:.2g}" if x < 0.001 else f"{x:.3f}")
 
 
-def _ci(est, lo, hi, nd=1, signed=True) -> str:
+def format_ci(est, lo, hi, nd=1, signed=True) -> str:
     if not np.isfinite(float(est)):
         return "–"
     e = f"{float(est):+.{nd}f}" if signed else f"{float(est):.{nd}f}"
@@ -58,11 +58,11 @@ def _ci(est, lo, hi, nd=1, signed=True) -> str:
     )
 
 
-def _cis(
+def format_cis(
     t: pd.DataFrame, est: str, lo: str, hi: str, nd: int = 1, signed: bool = True
 ) -> list[str]:
-    """``estimate [low, high]`` cells (:func:`_ci`) of the columns ``est, lo, hi`` of ``t``."""
-    return [_ci(e, a, b, nd, signed) for e, a, b in zip(t[est], t[lo], t[hi])]
+    """``estimate [low, high]`` cells (:func:`format_ci`) of the columns ``est, lo, hi`` of ``t``."""
+    return [format_ci(e, a, b, nd, signed) for e, a, b in zip(t[est], t[lo], t[hi])]
 
 
 def cap_words(text, max_words: int = MAX_WORDS) -> str:
@@ -190,22 +190,22 @@ def condition_display(t: pd.DataFrame, scope, *, collapsed: str | None = None) -
             for s, dl, i in zip(t["sub_pp"], t["del_pp"], t["ins_pp"])
         ]
         d["clean WER %"] = [fmt(v) for v in t["clean_wer_pp"]]
-        d["ΔWER pp [95% CI]"] = _cis(t, "delta_pp", "ci_low_pp", "ci_high_pp")
-        d["corpus ΔWER pp [95% CI]"] = _cis(
+        d["ΔWER pp [95% CI]"] = format_cis(t, "delta_pp", "ci_low_pp", "ci_high_pp")
+        d["corpus ΔWER pp [95% CI]"] = format_cis(
             t, "delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp"
         )
     else:
         d["acc %"] = [fmt(v) for v in t["acc_pp"]]
         d["clean acc %"] = [fmt(v) for v in t["clean_acc_pp"]]
-        d["ΔAcc pp [95% CI]"] = _cis(t, "delta_pp", "ci_low_pp", "ci_high_pp")
+        d["ΔAcc pp [95% CI]"] = format_cis(t, "delta_pp", "ci_low_pp", "ci_high_pp")
     d["worse / better / tie"] = [
         "–" if pd.isna(w) else f"{int(w)} / {int(b)} / {int(ti)}"
         for w, b, ti in zip(t["n_worse"], t["n_better"], t["n_ties"])
     ]
     d["test"] = _text(t["test"]).to_numpy()
-    d["p"] = [_p(v) for v in t["p_value"]]
+    d["p"] = [format_p(v) for v in t["p_value"]]
     if "p_bh" in t:
-        d["p (BH)"] = [_p(v) for v in t["p_bh"]]
+        d["p (BH)"] = [format_p(v) for v in t["p_bh"]]
     d["verdict"] = _text(t["verdict"]).to_numpy()
     return Table(d, collapsed=collapsed)
 
@@ -251,13 +251,13 @@ def summary_table(tables: dict) -> Table:
                     "measure": "WER" if fam == "asr" else "accuracy",
                     "clean %": fmt(cl[val].iloc[0]) if len(cl) else "–",
                     "noisy (all) %": fmt(x[val]),
-                    "mean per-item Δ pp [95% CI] (+ = worse)": _ci(
+                    "mean per-item Δ pp [95% CI] (+ = worse)": format_ci(
                         x["delta_pp"], x["ci_low_pp"], x["ci_high_pp"]
                     ),
-                    "corpus Δ pp [95% CI]": _ci(
+                    "corpus Δ pp [95% CI]": format_ci(
                         x["delta_corpus_pp"], x["corpus_ci_low_pp"], x["corpus_ci_high_pp"]
                     ),
-                    "p": _p(x["p_value"]),
+                    "p": format_p(x["p_value"]),
                     "verdict": o.get("verdict", ""),
                     "conditions worse / same / better / n/a": " / ".join(
                         str(int(counts.get(v, 0))) for v in ("worse", "same", "better", "n/a")
@@ -283,10 +283,10 @@ def table2_display(t2: pd.DataFrame) -> Table:
                 "model": t2["model"],
                 "descriptor": t2["descriptor"],
                 "n": t2["n"],
-                "r_s [95% CI]": _cis(t2, "r_s", "ci_low", "ci_high", 3),
-                "p (t approx., as the authors)": [_p(v) for v in t2["p"]],
-                "p (exact / permutation)": [_p(v) for v in t2["p_permutation"]],
-                "p_BH": [_p(v) for v in t2["p_bh"]],
+                "r_s [95% CI]": format_cis(t2, "r_s", "ci_low", "ci_high", 3),
+                "p (t approx., as the authors)": [format_p(v) for v in t2["p"]],
+                "p (exact / permutation)": [format_p(v) for v in t2["p_permutation"]],
+                "p_BH": [format_p(v) for v in t2["p_bh"]],
                 "r_s unrounded descriptors": [fmt(v, ".3f") for v in t2["r_s_unrounded"]],
                 "note": _text(t2["note"]),
             }
@@ -317,7 +317,7 @@ def table4_display(t4: pd.DataFrame) -> Table:
                 "accent group": t4["accent_group"],
                 "items": t4["n_items"],
                 "clean WER %": [fmt(v) for v in t4["clean_wer_pp"]],
-                "mean of item ΔWER pp [95% CI]": _cis(
+                "mean of item ΔWER pp [95% CI]": format_cis(
                     t4, "item_mean_delta_wer_pp", "ci_low_pp", "ci_high_pp"
                 ),
             }
@@ -352,10 +352,10 @@ def table5_display(t5: pd.DataFrame) -> Table:
                 "items": t5["n_items"],
                 "Δ baseline pp": [fmt(v) for v in t5["delta_base_pp"]],
                 "Δ steering pp": [fmt(v) for v in t5["delta_steer_pp"]],
-                "RER [95% CI]": _cis(t5, "rer", "ci_low", "ci_high", 2, signed=False),
+                "RER [95% CI]": format_cis(t5, "rer", "ci_low", "ci_high", 2, signed=False),
                 "flag": _text(t5["base_flag"]) if "base_flag" in t5 else "",
                 "rule": _text(t5["rule"]),
-                "paired RER (ours) [95% CI]": _cis(
+                "paired RER (ours) [95% CI]": format_cis(
                     t5, "rer_paired", "rer_paired_ci_low", "rer_paired_ci_high", 2, signed=False
                 )
                 if "rer_paired" in t5
@@ -380,9 +380,9 @@ def comparison_display(c: pd.DataFrame) -> Table:
                 "pairs": top["n_pairs"],
                 "previous %": [fmt(v) for v in top["a_pp"]],
                 "this run %": [fmt(v) for v in top["b_pp"]],
-                "change pp [95% CI] (+ = worse)": _cis(top, "change_pp", "ci_low_pp", "ci_high_pp"),
+                "change pp [95% CI] (+ = worse)": format_cis(top, "change_pp", "ci_low_pp", "ci_high_pp"),
                 "test": top["test"],
-                "p": [_p(v) for v in top["p_value"]],
+                "p": [format_p(v) for v in top["p_value"]],
                 "verdict": top["verdict"],
             }
         )

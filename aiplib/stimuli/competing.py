@@ -39,7 +39,7 @@ from aiplib.stimuli.mixing import (
     BG_SILENCE_POWER,
     SPEECH_LUFS,
     MixInfo,
-    _mix_normalized,
+    mix_normalized,
     achieved_snr_db,
     loudness_normalize,
     normalized_speech,
@@ -306,7 +306,7 @@ def competing_components(
         table, s.size, languages=languages, seed=seed, gap_s=gap_s, exclude_ids=exclude_ids
     )
     sn, measured = loudness_normalize(s, speech_lufs)
-    m = _mix_normalized(sn, d, float(snr_db), int(seed))  # the mixer itself (d is n long: offset 0)
+    m = mix_normalized(sn, d, float(snr_db), int(seed))  # the mixer itself (d is n long: offset 0)
     y, gain, scale = m.y, m.gain, m.scale
     sp, dp = sn.astype(np.float64) * scale, d.astype(np.float64) * gain * scale
     stream_parts = [x * gain * scale for x in streams]

@@ -185,7 +185,7 @@ class _Mixed:
         )
 
 
-def _mix_normalized(s, bg, snr_db: float, seed: int) -> _Mixed:
+def mix_normalized(s, bg, snr_db: float, seed: int) -> _Mixed:
     n = s.shape[0]
     b, off = background_segment(bg, seed, n)
     ps, pb = float(np.mean(s**2)) + POWER_FLOOR, float(np.mean(b**2)) + POWER_FLOOR
@@ -220,7 +220,7 @@ def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUF
     lufs, speech_peak = float(speech_lufs) if np.isfinite(measured) else measured, peak_abs(s)
     if bg is None:
         return s, _clean_info(lufs, speech_peak)
-    m = _mix_normalized(s, np.asarray(bg, dtype=np.float32), snr_db, seed)
+    m = mix_normalized(s, np.asarray(bg, dtype=np.float32), snr_db, seed)
     return m.y, m.info(s, snr_db, lufs, speech_peak)
 
 
@@ -320,7 +320,7 @@ def mix_row(row: Mapping, ws) -> dict:
     bg_path = str(_row_value(row, "bg_path") or "")
     if not bg_path or bg_path == "nan":
         raise AiplibParameterError(f"row {row.get('id')!r}: noisy row without bg_path")
-    m = _mix_normalized(s, load_audio_cached(ws.path(bg_path)), snr, seed)
+    m = mix_normalized(s, load_audio_cached(ws.path(bg_path)), snr, seed)
     sp = (s / m.peak if m.peak > 1.0 else s).astype(np.float32)
     bp = (m.bs / m.peak if m.peak > 1.0 else m.bs).astype(np.float32)
     return dict(mixture=m.y, speech=sp, background=bp, info=m.info(s, snr, lufs, speech_peak))

@@ -10,11 +10,11 @@ import pandas as pd
 
 from aiplib.analysis import stats
 from aiplib.analysis.conditions.verdicts import (
-    _SCOPE_ORDER,
+    SCOPE_ORDER,
     ALL,
     DEFAULT_MIN_DIFF_PP,
     SCOPES,
-    _ratio,
+    pooled_ratio,
     char_counts,
     condition_label,
     paired_change,
@@ -174,11 +174,11 @@ def _row_medians(rows: pd.DataFrame, col: str, scopes) -> dict:
     }
 
 
-def _pct(a, b) -> float:
+def percent(a, b) -> float:
     return 100.0 * a / b if b else math.nan
 
 
-def _iter_scopes(rows: pd.DataFrame, sum_cols, scopes):
+def iter_scopes(rows: pd.DataFrame, sum_cols, scopes):
     """Yield (scope, {model, task, bg_id, snr_db}, {column: per-item sums [shape=(n_items,)]})."""
     for scope, by, src in _scope_sources(rows, scopes):
         items = src.groupby(by + ["item_id"], sort=True)[sum_cols].sum()
@@ -244,7 +244,7 @@ def condition_table(
     sum_cols = _ASR_SUMS if family == "asr" else _KWS_SUMS
     medians = _row_medians(rows, "wer", scopes) if family == "asr" else {}
     out = []
-    for scope, k, g in _iter_scopes(rows, sum_cols, scopes):
+    for scope, k, g in iter_scopes(rows, sum_cols, scopes):
         tot = {c: float(g[c].sum()) for c in sum_cols}
         rec = dict(
             scope=scope,
@@ -266,32 +266,32 @@ def condition_table(
                 medians.get((scope, *(k[c] for c in _by(scope))), math.nan),
             )
             rec.update(
-                wer_pp=_pct(tot["errors"], words),
-                mean_wer_pp=_pct(tot["wer"], tot["n"]),
-                cer_pp=_pct(tot["char_errors"], tot["ref_chars"]),
-                sub_pp=_pct(tot["substitutions"], words),
-                del_pp=_pct(tot["deletions"], words),
-                ins_pp=_pct(tot["insertions"], words),
-                mean_wer_capped_pp=_pct(tot["wer_capped"], tot["n"]),
+                wer_pp=percent(tot["errors"], words),
+                mean_wer_pp=percent(tot["wer"], tot["n"]),
+                cer_pp=percent(tot["char_errors"], tot["ref_chars"]),
+                sub_pp=percent(tot["substitutions"], words),
+                del_pp=percent(tot["deletions"], words),
+                ins_pp=percent(tot["insertions"], words),
+                mean_wer_capped_pp=percent(tot["wer_capped"], tot["n"]),
                 median_wer_pp=100 * median,
                 n_loops=tot["loop"] if tot["loop_n"] else math.nan,
             )
         else:
             rec.update(
-                acc_pp=_pct(tot["correct"], tot["n"]),
-                strict_acc_pp=_pct(tot["strict"], tot["strict_n"]),
-                non_answer_pp=_pct(tot["non_answer"], tot["non_answer_n"]),
+                acc_pp=percent(tot["correct"], tot["n"]),
+                strict_acc_pp=percent(tot["strict"], tot["strict_n"]),
+                non_answer_pp=percent(tot["non_answer"], tot["non_answer_n"]),
             )
         notes = []
         if scope != "clean":
             pg, mc = {c: a[g["paired"] > 0] for c, a in g.items()}, None
             if family == "asr":
                 rec.update(
-                    clean_wer_pp=_pct(tot["p_clean_errors"], tot["p_ref_words"]),
-                    clean_mean_wer_pp=_pct(tot["p_clean_wer"], tot["paired"]),
+                    clean_wer_pp=percent(tot["p_clean_errors"], tot["p_ref_words"]),
+                    clean_mean_wer_pp=percent(tot["p_clean_wer"], tot["paired"]),
                 )
             else:
-                rec["clean_acc_pp"] = _pct(tot["p_clean_correct"], tot["paired"])
+                rec["clean_acc_pp"] = percent(tot["p_clean_correct"], tot["paired"])
                 if len(pg["n"]) and bool((pg["paired"] == 1).all()):
                     mc = (pg["p_clean_correct"].astype(bool), pg["p_correct"].astype(bool))
             pc = paired_change(
@@ -325,7 +325,7 @@ def condition_table(
             if family == "asr" and len(pg["n"]):
                 b = stats.bootstrap_ci(
                     (100 * (pg["p_errors"] - pg["p_clean_errors"]), pg["p_ref_words"]),
-                    _ratio,
+                    pooled_ratio,
                     n_resamples=n_resamples,
                     seed=seed,
                     level=level,
@@ -336,7 +336,7 @@ def condition_table(
                     corpus_ci_low_pp=b.ci_low,
                     corpus_ci_high_pp=b.ci_high,
                     corpus_ci_usable=b.n_valid,
-                    delta_capped_pp=_pct(tot["p_d_capped"], tot["paired"]),
+                    delta_capped_pp=percent(tot["p_d_capped"], tot["paired"]),
                 )
             if unpaired := rec["n_stimuli"] - rec["n_pairs"]:
                 notes.append(
@@ -346,7 +346,7 @@ def condition_table(
         out.append(rec)
     t = pd.DataFrame(out).reindex(columns=_columns(family))
     t = (
-        t.assign(_s=t["scope"].map(_SCOPE_ORDER), _snr=-t["snr_db"].fillna(np.inf))
+        t.assign(_s=t["scope"].map(SCOPE_ORDER), _snr=-t["snr_db"].fillna(np.inf))
         .sort_values(["task", "model", "_s", "_snr", "bg_id"], kind="stable")
         .drop(columns=["_s", "_snr"])
         .reset_index(drop=True)

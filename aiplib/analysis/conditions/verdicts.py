@@ -40,7 +40,7 @@ COARSE_BELOW_ITEMS = 48
 ALL = "all"
 """``bg_id`` of rows aggregated over backgrounds."""
 
-_SCOPE_ORDER = {s: i for i, s in enumerate(SCOPES)}
+SCOPE_ORDER = {s: i for i, s in enumerate(SCOPES)}
 
 
 def verdict(
@@ -95,7 +95,7 @@ def verdict(
     return "same"
 
 
-def _ratio(s, n, axis=-1):
+def pooled_ratio(s, n, axis=-1):
     return s.sum(axis) / n.sum(axis)
 
 
@@ -176,7 +176,7 @@ def paired_change(
         return out
     b = stats.bootstrap_ci(
         (s, n),
-        _ratio,
+        pooled_ratio,
         n_resamples=n_resamples,
         seed=seed,
         level=level,

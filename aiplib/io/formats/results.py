@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
-from aiplib.io.formats.tables import _read_text_csv, parse_bool, write_csv_atomic, write_json_atomic
+from aiplib.io.formats.tables import read_text_csv, parse_bool, write_csv_atomic, write_json_atomic
 
 __all__ = [
     "CORE_FIELDS",
@@ -284,7 +284,7 @@ def read_scores(path) -> pd.DataFrame:
     FileNotFoundError
         If ``path`` does not exist.
     """
-    df = _read_text_csv(path)
+    df = read_text_csv(path)
     for c in df.columns.intersection(SCORE_NUMERIC_COLUMNS):
         df[c] = pd.to_numeric(df[c], errors="coerce")
     if "is_target" in df.columns:

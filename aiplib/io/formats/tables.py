@@ -68,7 +68,7 @@ def write_json_atomic(obj, path) -> Path:
     )
 
 
-def _read_text_csv(path) -> pd.DataFrame:
+def read_text_csv(path) -> pd.DataFrame:
     """Every cell as the string written (no NA parsing)."""
     return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
 
@@ -289,7 +289,7 @@ def read_manifest_csv(path) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: manifest not found; run stage 05_build_manifests first")
-    df = _read_text_csv(path)
+    df = read_text_csv(path)
     if missing := [c for c in MANIFEST_REQUIRED if c not in df.columns]:
         raise AiplibParameterError(f"{path}: missing columns {missing}")
     for c in ("snr_db", "seed"):

@@ -36,8 +36,8 @@ from aiplib.core.textnorm import normalize_text
 from aiplib.io.formats import parse_bool
 from aiplib.sources.corpora import debian
 from aiplib.sources.corpora.custom import files as custom_files
-from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
-from aiplib.sources.corpora.custom.validate import _validate_speech
+from aiplib.sources.corpora.custom.report import ValidationReport, Collector
+from aiplib.sources.corpora.custom.validate import validate_speech
 
 #: The Asterisk distractor voices (from each package's ``copyright`` file); ``en`` is the target's
 #: own package.
@@ -302,11 +302,11 @@ def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.
     ValidationError
         If the validation finds a fatal problem (with the full list), or a row has no language.
     """
-    probs, scans = _Collector(), []
-    rows = _validate_speech(speech_dir, texts, probs, scans)
+    probs, scans = Collector(), []
+    rows = validate_speech(speech_dir, texts, probs, scans)
     ValidationReport(problems=probs.sorted(), speech=rows, scans=scans).raise_if_fatal()
     folder, path = custom_files.absolute_path(speech_dir), custom_files.absolute_path(texts)
-    table = custom_files._read_table(
+    table = custom_files.read_table(
         path, ("file",), probs, "texts", aliases={"path": "file"}
     )  # as validated
     extra = {custom_files.absolute_path(folder / r["file"]): r for r in table.to_dict("records")}

@@ -52,7 +52,7 @@ from aiplib.sources.corpora.custom.validate import (
     CATEGORIES,
     MAX_UTTERANCE_S,
     UNKNOWN_LICENCE,
-    _keyword_list,
+    keyword_list,
     strip_digital_silence,
     validate_inputs,
 )
@@ -241,7 +241,7 @@ def _stage1_keywords(ws) -> list[str]:
     """The keyword set stage 1 validated (``keywords`` of ``raw/custom_inputs.json``; default set if
     absent)."""
     p = ws.raw / "custom_inputs.json"
-    return _keyword_list(
+    return keyword_list(
         json.loads(p.read_text(encoding="utf-8")).get("keywords") if p.is_file() else None
     )
 

@@ -16,7 +16,7 @@ import soundfile as sf
 
 from aiplib.core.errors import AudioFileError, MissingPackageError
 from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio, loudness_lufs
-from aiplib.sources.corpora.custom.report import _Collector
+from aiplib.sources.corpora.custom.report import Collector
 
 #: File name extensions treated as audio when the folders are scanned (case-insensitive).
 AUDIO_EXTENSIONS = frozenset(
@@ -60,12 +60,12 @@ def absolute_path(p) -> Path:
 
 
 def scan_audio_files(folder) -> list[Path]:
-    """The audio files stage 1 finds under ``folder`` (:func:`_scan`), sorted absolute paths; walk
+    """The audio files stage 1 finds under ``folder`` (:func:`scan`), sorted absolute paths; walk
     problems are left to :func:`aiplib.sources.corpora.custom.validate_inputs`."""
-    return _scan(absolute_path(folder), _Collector())[0]
+    return scan(absolute_path(folder), Collector())[0]
 
 
-def _scan(folder: Path, probs: _Collector, *, role: str = "") -> tuple[list[Path], dict]:
+def scan(folder: Path, probs: Collector, *, role: str = "") -> tuple[list[Path], dict]:
     """Audio files under ``folder`` (recursive, sorted, hidden entries skipped), recording every
     walk error: an unlistable folder is a fatal ``unreadable_folder``, a link loop a
     ``symlink_loop`` warning.
@@ -160,7 +160,7 @@ def _safe_id(text: str) -> str:
     return s or "item"
 
 
-def _unique_ids(paths: list[Path], base: Path, reserved=()) -> list[str]:
+def unique_ids(paths: list[Path], base: Path, reserved=()) -> list[str]:
     """Ids from the path relative to ``base`` without extension; clashes get the extension, then a
     number."""
     ids, seen = [], set(reserved)
@@ -177,7 +177,7 @@ def _unique_ids(paths: list[Path], base: Path, reserved=()) -> list[str]:
     return ids
 
 
-def _read_table(path: Path, required: tuple, probs: _Collector, what: str, aliases=None):
+def read_table(path: Path, required: tuple, probs: Collector, what: str, aliases=None):
     """Read the CSV/TSV table ``path`` (a file checked by the caller) with string cells; returns a
     DataFrame or None (problem recorded)."""
     aliases = aliases or {}
@@ -240,7 +240,7 @@ def _cancelling_channels(path: Path, channels) -> str:
     )
 
 
-def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
+def probe(path: Path, probs: Collector, *, cap_s: float | None, role: str):
     """Read one file as the pipeline will (16 kHz mono float32); record its problems.
 
     Fatal problems recorded: ``missing_file``, ``empty`` (0 bytes, or no samples), ``unreadable``,
@@ -331,7 +331,7 @@ def _probe(path: Path, probs: _Collector, *, cap_s: float | None, role: str):
     return (None if len(probs) > n_problems else info), y
 
 
-def _param_path(value, name: str, probs: _Collector, *, kind: str = "file"):
+def param_path(value, name: str, probs: Collector, *, kind: str = "file"):
     """Check the path parameter ``name`` (flag ``--name`` / ``NAME``); returns the absolute Path or
     None (problem recorded)."""
     if value is None or str(value).strip() == "":
@@ -350,11 +350,11 @@ def _param_path(value, name: str, probs: _Collector, *, kind: str = "file"):
     return p
 
 
-def _match_table(
+def match_table(
     df,
     folder: Path,
     files: list[Path],
-    probs: _Collector,
+    probs: Collector,
     *,
     what: str,
     value_col: str,

@@ -116,7 +116,7 @@ class ValidationReport:
             raise ValidationError(self.problems)
 
 
-class _Collector(list):
+class Collector(list):
     def add(self, severity: str, kind: str, file, message: str) -> None:
         assert severity in _SEVERITIES
         self.append(Problem(severity, kind, str(file) if file else "", message))

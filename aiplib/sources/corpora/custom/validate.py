@@ -18,16 +18,16 @@ from aiplib.io.subaudible import (
     subaudible_power,
 )
 from aiplib.sources.corpora.custom.files import (
-    _match_table,
-    _param_path,
-    _probe,
-    _read_table,
-    _scan,
-    _unique_ids,
+    match_table,
+    param_path,
+    probe,
+    read_table,
+    scan,
+    unique_ids,
     absolute_path,
     licence_table,
 )
-from aiplib.sources.corpora.custom.report import ValidationReport, _Collector
+from aiplib.sources.corpora.custom.report import ValidationReport, Collector
 
 # Longest utterance or keyword clip accepted, in s (the length of every curated background).
 MAX_UTTERANCE_S = 30.0
@@ -60,7 +60,7 @@ _MULTI = re.compile(r"[|,;+/\s]")
 _LEVEL_FRAME_S = 0.1
 
 
-def _keyword_list(keywords) -> list[str]:
+def keyword_list(keywords) -> list[str]:
     if keywords is None:
         return list(KEYWORDS)
     if isinstance(keywords, str):
@@ -166,19 +166,19 @@ def _listed_files(dir_value, table_value, probs, scans, spec: tuple):
     file."""
     dir_name, table_name, value_col, aliases, missing_kind, missing_text = spec
     folder, table = (
-        _param_path(dir_value, dir_name, probs, kind="dir"),
-        _param_path(table_value, table_name, probs),
+        param_path(dir_value, dir_name, probs, kind="dir"),
+        param_path(table_value, table_name, probs),
     )
     if folder is None or table is None:
         return None
-    files, scan = _scan(folder, probs, role=dir_name)
-    scans.append(scan)
-    df = _read_table(
+    files, folder_scan = scan(folder, probs, role=dir_name)
+    scans.append(folder_scan)
+    df = read_table(
         table, ("file", value_col), probs, table_name, aliases=dict(aliases, path="file")
     )
     if df is None:
         return None
-    pairs = _match_table(
+    pairs = match_table(
         df,
         folder,
         files,
@@ -190,7 +190,7 @@ def _listed_files(dir_value, table_value, probs, scans, spec: tuple):
     )
     if not files and not pairs:
         probs.add("fatal", "no_items", folder, "no audio file found in the folder")
-    return folder, pairs, _unique_ids([p for p, _ in pairs], folder)
+    return folder, pairs, unique_ids([p for p, _ in pairs], folder)
 
 
 def _item_row(p, row, package, item_id, info, used: bool = True, **fields) -> dict:
@@ -226,7 +226,7 @@ def _check_words_per_second(path, text: str, duration_s: float, probs) -> None:
         )
 
 
-def _validate_speech(speech_dir, texts, probs, scans):
+def validate_speech(speech_dir, texts, probs, scans):
     found = _listed_files(speech_dir, texts, probs, scans, _SPEECH)
     if found is None:
         return []
@@ -243,7 +243,7 @@ def _validate_speech(speech_dir, texts, probs, scans):
                 f"words a model outputs for it would go uncounted; give the words spoken or remove the file",
             )
             continue
-        info, _ = _probe(p, probs, cap_s=MAX_UTTERANCE_S, role="utterance")
+        info, _ = probe(p, probs, cap_s=MAX_UTTERANCE_S, role="utterance")
         if info is not None:
             _check_words_per_second(p, row["text"], info["duration_s"], probs)
             rows.append(
@@ -273,7 +273,7 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
             continue
         multi = len(words) > 1
         label = raw.lower() if multi else words[0]
-        info, _ = _probe(p, probs, cap_s=MAX_UTTERANCE_S, role="keyword clip")
+        info, _ = probe(p, probs, cap_s=MAX_UTTERANCE_S, role="keyword clip")
         if info is None:
             continue
         note = ""
@@ -360,14 +360,14 @@ def _check_audible(path, y, probs) -> str:
 
 def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
     rows = []
-    folder = _param_path(backgrounds_dir, "backgrounds_dir", probs, kind="dir")
+    folder = param_path(backgrounds_dir, "backgrounds_dir", probs, kind="dir")
     if folder is None:
         return rows
-    files, scan = _scan(folder, probs, role="backgrounds_dir")
-    scans.append(scan)
+    files, folder_scan = scan(folder, probs, role="backgrounds_dir")
+    scans.append(folder_scan)
     lic_path, meta = licence_table(folder), {}
     if lic_path is not None:
-        df = _read_table(
+        df = read_table(
             lic_path, ("file",), probs, "licences", aliases={"license": "licence", "path": "file"}
         )
         if df is not None:
@@ -389,7 +389,7 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
             folder,
             f"no licences.csv: every background's licence is recorded as '{UNKNOWN_LICENCE}'",
         )
-    ids = _unique_ids(files, folder, reserved=("clean",))
+    ids = unique_ids(files, folder, reserved=("clean",))
     for p, bg_id in zip(files, ids):
         row = meta.get(p, {})
         if meta and p not in meta:
@@ -409,7 +409,7 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
                 f"{', '.join(CATEGORIES)}",
             )
             continue
-        info, y = _probe(p, probs, cap_s=None, role="background")
+        info, y = probe(p, probs, cap_s=None, role="background")
         if info is None:
             continue
         y, removed = strip_digital_silence(y)
@@ -527,8 +527,8 @@ def validate_inputs(
     background, multi-word or normalised labels, missing licences, a non-default keyword list, no
     target clip, a symbolic-link loop.
     """
-    probs = _Collector()
-    if not (kw := _keyword_list(keywords)):
+    probs = Collector()
+    if not (kw := keyword_list(keywords)):
         probs.add("fatal", "keywords", "", "the keyword list is empty")
     elif any(_MULTI.search(k) for k in kw):
         probs.add("fatal", "keywords", "", f"keywords must be single words, got {kw}")
@@ -542,7 +542,7 @@ def validate_inputs(
             "KWS results are not comparable with the paper's",
         )
     scans: list[dict] = []
-    speech = _validate_speech(speech_dir, texts, probs, scans)
+    speech = validate_speech(speech_dir, texts, probs, scans)
     kws = _validate_kws(kws_dir, kws_labels, kw, probs, scans)
     longest = max(
         [r["duration_s"] for r in speech] + [r["duration_s"] for r in kws if r["used"]], default=0.0
