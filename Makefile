@@ -84,7 +84,7 @@ export AIP_MODELS := $(call from_here,$(MODELS))
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: output-filter stamps sync-notebooks lock lock-paper all setup validate run-stage report merge criteria test unit nbval lab clean bench verify fingerprint help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: output-filter stamps sync-notebooks lock lock-paper all setup validate run-stage report merge criteria test unit lint nbval lab clean bench verify fingerprint help $(STAGES) $(addprefix stage-,$(STAGES))
 
 # One writer per data folder (aiplib/core/lock.py): `make all`, each stage and `make merge` hold the lock of
 # $(DATA_ROOT)/$(PROFILE); a second run stops with one line naming the holder, or waits LOCK_WAIT=<s>
@@ -111,6 +111,7 @@ all: setup validate
 #> lab             JupyterLab at the project root (notebooks, executed records, the report)
 #> test            the unit tests, then every notebook under nbval at smoke size (scratch data root)
 #> unit            the unit tests without the slow and browser ones
+#> lint            ruff and the plain-code checks (tests/test_code_style.py)
 #> bench           the benchmarks (mixing, inference, batching, the last `make all`'s stage times)
 #> setup           .venv with the pinned packages (constraints.txt) and the Debian packages
 #> output-filter   configure git to strip notebook outputs (nbstripout; setup runs it)
@@ -200,9 +201,15 @@ merge: setup
 TEST_DATA := $(CURDIR)/build/test-data
 test: setup
 	rm -rf "$(TEST_DATA)"
-	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" $(VENV)/bin/pytest -q -rs -p no:cacheprovider tests
+	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" $(VENV)/bin/pytest -q -rs -p no:cacheprovider --durations=15 tests
 	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" AIP_PROFILE=demo $(VENV)/bin/pytest -q -rs -p no:cacheprovider \
 	  --nbval-lax --nbval-current-env notebooks/
+
+# `make lint`: ruff (pyproject.toml: line length 100, McCabe complexity 12) and the plain-code checks
+# of tests/test_code_style.py (radon complexity <= 15, task families asked through their spec, ...).
+lint: setup
+	$(VENV)/bin/ruff check aiplib
+	$(VENV)/bin/pytest -q -p no:cacheprovider tests/test_code_style.py tests/test_architecture.py
 
 unit: setup
 	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" $(VENV)/bin/pytest -q -p no:cacheprovider -rs -m "not slow and not browser" tests
