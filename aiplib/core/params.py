@@ -47,8 +47,7 @@ _INT_RE = re.compile(r"[+-]?\d+")
 _LIST_HINT = "pass a list with -y 'NAME: [a, b]'"
 #: The hint of a refused ``str`` value.
 _STR_HINT = (
-    "papermill's -p reads numbers, True/False/None as Python values; "
-    "pass text with -r NAME VALUE"
+    "papermill's -p reads numbers, True/False/None as Python values; pass text with -r NAME VALUE"
 )
 
 
