@@ -6,10 +6,12 @@ import hashlib
 import time
 from pathlib import Path
 
+#: Digest of each file read: (absolute path, inode, size, mtime ns, ctime ns) → hex SHA-256.
 _CACHE: dict[tuple, str] = {}
-_RACY_NS = (
-    2_000_000_000  # a file changed less than 2 s ago is not cached (its mtime may not change again)
-)
+#: A file changed less than this many ns (2 s) ago is not cached (its mtime may not change again).
+_RACY_NS = 2_000_000_000
+#: Bytes read at a time (4 MiB).
+_BLOCK = 1 << 22
 
 
 def file_sha256(path) -> str:
@@ -27,8 +29,10 @@ def file_sha256(path) -> str:
         return _CACHE[key]
     h = hashlib.sha256()
     with open(p, "rb") as f:
-        while block := f.read(1 << 22):
+        block = f.read(_BLOCK)
+        while block:
             h.update(block)
+            block = f.read(_BLOCK)
     if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
         _CACHE[key] = h.hexdigest()
     return h.hexdigest()

@@ -9,6 +9,7 @@ papermill's own ``inspect_notebook``. ``scripts/run_stage.sh`` runs
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -18,8 +19,34 @@ from papermill.iorw import NoDatesSafeLoader
 
 from aiplib.core.errors import AiplibParameterError
 
+#: Options followed by ``NAME VALUE`` (papermill's ``-p`` and ``-r``).
 _PAIR_OPTIONS = {"-p", "--parameters", "-r", "--parameters_raw"}
+#: Options followed by one YAML mapping (papermill's ``-y``).
 _YAML_OPTIONS = {"-y", "--parameters_yaml"}
+#: The command line :func:`main` expects.
+_USAGE = (
+    "usage: python -m aiplib.core.papermill_args filter-args NOTEBOOK.ipynb [papermill args ...]"
+)
+
+
+@dataclass
+class _Filtered:
+    """What :func:`filter_papermill_args` returns, filled while the arguments are read."""
+
+    declared: set[str]
+    known: set[str]
+    kept: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+    def drop(self, name: str) -> None:
+        """Note a removed name once: in ``dropped`` if some notebook knows it, else ``unknown``."""
+        if name in self.known:
+            bucket = self.dropped
+        else:
+            bucket = self.unknown
+        if name not in bucket:
+            bucket.append(name)
 
 
 def notebook_parameters(notebook: str | Path) -> list[str]:
@@ -49,51 +76,62 @@ def filter_papermill_args(
     AiplibParameterError
         An option lacks its value(s), or ``-y`` is not a YAML mapping.
     """
-    declared, known = set(declared), set(known)
-    kept, dropped, unknown = [], [], []
-
-    def drop(name: str) -> None:
-        bucket = dropped if name in known else unknown
-        if name not in bucket:
-            bucket.append(name)
-
+    result = _Filtered(declared=set(declared), known=set(known))
     i = 0
     while i < len(args):
         option = args[i]
         if option in _PAIR_OPTIONS:
-            if i + 2 >= len(args):
-                raise AiplibParameterError(
-                    f"papermill option {option} needs NAME VALUE: {list(args[i:])}"
-                )
-            if args[i + 1] in declared:
-                kept += args[i : i + 3]
-            else:
-                drop(args[i + 1])
-            i += 3
+            i = _take_pair(args, i, result)
         elif option in _YAML_OPTIONS:
-            if i + 1 >= len(args):
-                raise AiplibParameterError(f"papermill option {option} needs a YAML mapping")
-            text = args[i + 1]
-            mapping = (
-                yaml.load(text, Loader=NoDatesSafeLoader) or {}
-            )  # papermill's loader: dates stay strings
-            if not isinstance(mapping, dict):
-                raise AiplibParameterError(
-                    f"papermill option {option} needs a YAML mapping, got {text!r}"
-                )
-            keep = {k: v for k, v in mapping.items() if k in declared}
-            for k in mapping:
-                if k not in declared:
-                    drop(str(k))
-            if len(keep) == len(mapping):
-                kept += [option, text]
-            elif keep:
-                kept += [option, yaml.safe_dump(keep, default_flow_style=True, width=10**9).strip()]
-            i += 2
+            i = _take_yaml(args, i, result)
         else:
-            kept.append(option)
+            result.kept.append(option)
             i += 1
-    return kept, dropped, unknown
+    return result.kept, result.dropped, result.unknown
+
+
+def _take_pair(args: Sequence[str], i: int, result: _Filtered) -> int:
+    """``-p``/``-r NAME VALUE`` at ``args[i]``: kept if NAME is declared; returns the next index."""
+    option = args[i]
+    if i + 2 >= len(args):
+        raise AiplibParameterError(f"papermill option {option} needs NAME VALUE: {list(args[i:])}")
+    name = args[i + 1]
+    if name in result.declared:
+        result.kept += args[i : i + 3]
+    else:
+        result.drop(name)
+    return i + 3
+
+
+def _yaml_mapping(option: str, text: str) -> dict:
+    """The mapping ``-y`` carries, read with papermill's loader (dates stay strings)."""
+    mapping = yaml.load(text, Loader=NoDatesSafeLoader)
+    if not mapping:
+        mapping = {}
+    if not isinstance(mapping, dict):
+        raise AiplibParameterError(f"papermill option {option} needs a YAML mapping, got {text!r}")
+    return mapping
+
+
+def _take_yaml(args: Sequence[str], i: int, result: _Filtered) -> int:
+    """``-y YAML`` at ``args[i]``: kept as is if every key is declared, rewritten without the
+    undeclared keys, or left out when none is declared; returns the next index."""
+    option = args[i]
+    if i + 1 >= len(args):
+        raise AiplibParameterError(f"papermill option {option} needs a YAML mapping")
+    text = args[i + 1]
+    mapping = _yaml_mapping(option, text)
+    keep = {}
+    for key, value in mapping.items():
+        if key in result.declared:
+            keep[key] = value
+        else:
+            result.drop(str(key))
+    if len(keep) == len(mapping):
+        result.kept += [option, text]
+    elif keep:
+        result.kept += [option, yaml.safe_dump(keep, default_flow_style=True, width=10**9).strip()]
+    return i + 2
 
 
 def main(argv: Sequence[str]) -> int:
@@ -101,10 +139,7 @@ def main(argv: Sequence[str]) -> int:
     stdout (values with spaces survive), one note on stderr for a name no notebook of NOTEBOOK's
     folder declares. Exit 2 on usage errors, 1 when a notebook cannot be read."""
     if len(argv) < 2 or argv[0] != "filter-args":
-        print(
-            "usage: python -m aiplib.core.papermill_args filter-args NOTEBOOK.ipynb [papermill args ...]",
-            file=sys.stderr,
-        )
+        print(_USAGE, file=sys.stderr)
         return 2
     notebook = Path(argv[1])
     try:
@@ -117,9 +152,12 @@ def main(argv: Sequence[str]) -> int:
         print(f"cannot read the parameters of {notebook}: {err}", file=sys.stderr)
         return 1
     if unknown:
+        pronoun = "them"
+        if len(unknown) == 1:
+            pronoun = "it"
         print(
             f"note: not passed to {notebook.stem}: {', '.join(unknown)} — no notebook in "
-            f"{notebook.parent} declares {'it' if len(unknown) == 1 else 'them'} (a typo?)",
+            f"{notebook.parent} declares {pronoun} (a typo?)",
             file=sys.stderr,
         )
     sys.stdout.write("".join(a + "\0" for a in kept))

@@ -24,11 +24,12 @@ from typing import Iterator, Sequence, TypeVar
 from tqdm.auto import tqdm as auto_tqdm
 from tqdm.std import tqdm as std_tqdm
 
-# First token of every plain progress line.
+#: First token of every plain progress line.
 MARKER = "[progress]"
-# Environment variable: ``1`` (or true/yes/on) selects plain lines instead of a tqdm bar.
+#: Environment variable: ``1`` (or true/yes/on) selects plain lines instead of a tqdm bar.
 ENV_PLAIN = "AIP_PLAIN_PROGRESS"
 
+#: The item type of :func:`track`.
 T = TypeVar("T")
 
 
@@ -41,25 +42,34 @@ class _Lines:
     """A file for tqdm that writes each redraw (``\\r`` + meter) as one line to ``stream``."""
 
     def __init__(self, lines: list, stream=None):
-        self.lines, self.stream = lines, stream
+        self.lines = lines
+        self.stream = stream
 
     def write(self, s: str) -> None:
-        if s := s.replace("\r", "").rstrip():
-            self.lines.append(s)
-            out = (
-                self.stream if self.stream is not None else sys.stderr
-            )  # the kernel's stream, looked up now
-            out.write(s + "\n")
-            out.flush()
+        """Append the redraw ``s`` (without ``\\r`` and trailing space) to ``lines`` and write it
+        as one line; an empty redraw is skipped."""
+        line = s.replace("\r", "").rstrip()
+        if not line:
+            return
+        self.lines.append(line)
+        out = self.stream
+        if out is None:
+            out = sys.stderr  # the kernel's stream, looked up now
+        out.write(line + "\n")
+        out.flush()
 
     def flush(self) -> None:
-        pass
+        """Nothing to do: :meth:`write` flushes each line."""
 
 
 def note(text: str, *, plain: bool | None = None, stream=None) -> str:
     """Print ``[progress] text`` on stderr in plain mode, else on stdout; return the line."""
     line = f"{MARKER} {text}"
-    out = stream or (sys.stderr if (plain_mode() if plain is None else plain) else sys.stdout)
+    if plain is None:
+        plain = plain_mode()
+    out = stream
+    if not out:
+        out = sys.stderr if plain else sys.stdout
     out.write(line + "\n")
     out.flush()
     return line
@@ -71,9 +81,8 @@ class Progress:
     ``total`` units (int >= 0) of ``label`` (``"whisper_tiny_en · asr+asr_steer_p5"``) counted in
     ``unit``; ``enabled=False`` shows nothing; ``plain`` plain lines or a ``tqdm.auto`` bar (default
     :func:`plain_mode`); ``interval`` seconds between lines (tqdm's ``mininterval`` and
-      ``maxinterval``;
-    default tqdm's); ``stream`` where plain lines go (default ``sys.stderr``). ``done`` counts the
-    units done, ``lines`` holds every plain line written.
+    ``maxinterval``; default tqdm's); ``stream`` where plain lines go (default ``sys.stderr``).
+    ``done`` counts the units done, ``lines`` holds every plain line written.
     """
 
     def __init__(
@@ -87,28 +96,33 @@ class Progress:
         interval: float | None = None,
         stream=None,
     ):
-        self.done, self.lines = 0, []
-        self.plain = plain_mode() if plain is None else bool(plain)
-        kw = dict(total=int(total), unit=unit, disable=not enabled)
+        self.done = 0
+        self.lines = []
+        if plain is None:
+            plain = plain_mode()
+        self.plain = bool(plain)
+        options = dict(total=int(total), unit=unit, disable=not enabled)
         if interval is not None:
-            kw.update(mininterval=interval, maxinterval=interval)
+            options.update(mininterval=interval, maxinterval=interval)
         if self.plain:
+            # position 0: lines, never cursor moves between bars
             self.bar = std_tqdm(
                 desc=f"{MARKER} {label}",
                 file=_Lines(self.lines, stream),
                 miniters=1,
                 ascii=True,
                 position=0,
-                **kw,
-            )  # position 0: lines, never cursor moves between bars
+                **options,
+            )
         else:
-            self.bar = auto_tqdm(desc=label, dynamic_ncols=True, **kw)
+            self.bar = auto_tqdm(desc=label, dynamic_ncols=True, **options)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="aiplib-progress", daemon=True)
         if self.plain and enabled:
             self._thread.start()
 
     def _beat(self) -> None:
+        """Redraw the bar when ``maxinterval`` s passed without a line (the heartbeat thread)."""
         bar = self.bar
         while not self._stop.wait(min(1.0, bar.maxinterval)):
             if time.time() - bar.last_print_t >= bar.maxinterval:
@@ -135,14 +149,25 @@ class Progress:
 
 
 def track(
-    items: Sequence[T], label: str, *, unit: str = "it", enabled: bool = True, **kw
+    items: Sequence[T],
+    label: str,
+    *,
+    unit: str = "it",
+    enabled: bool = True,
+    plain: bool | None = None,
+    interval: float | None = None,
+    stream=None,
 ) -> Iterator[T]:
     """Iterate over ``items`` (of ``len(items)`` units) showing a :class:`Progress` of one unit per
     item.
 
-    ``label``, ``unit``, ``enabled`` and ``**kw`` are those of :class:`Progress`.
+    ``label``, ``unit``, ``enabled``, ``plain``, ``interval`` (s) and ``stream`` are those of
+    :class:`Progress`.
     """
-    with Progress(len(items), label, unit=unit, enabled=enabled, **kw) as p:
+    progress = Progress(
+        len(items), label, unit=unit, enabled=enabled, plain=plain, interval=interval, stream=stream
+    )
+    with progress as p:
         for x in items:
             yield x
             p.update(1)

@@ -28,8 +28,12 @@ import numpy as np
 from aiplib.core import __version__
 from aiplib.core.hashing import file_sha256
 
-STAMP_VERSION = 1  # of the stamp format
+#: Version of the stamp format (``stamp_version``); a stamp of another version is stale.
+STAMP_VERSION = 1
+#: File name ending of a stamp (:func:`stamp_path`).
 STAMP_SUFFIX = ".stamp.json"
+#: What :func:`_hashes` records for a file that does not exist.
+_MISSING = "missing"
 
 
 def text_sha256(text: str) -> str:
@@ -38,6 +42,7 @@ def text_sha256(text: str) -> str:
 
 
 def _canon(obj) -> str:
+    """``obj`` as canonical JSON: sorted keys, no spaces, non-JSON values as their text."""
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
@@ -52,7 +57,6 @@ def jsonable(v):
         return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [jsonable(x) for x in v]
-
     if isinstance(v, np.generic):
         return v.item()
     if isinstance(v, (str, int, float, bool)) or v is None:
@@ -63,11 +67,17 @@ def jsonable(v):
 def _hashes(paths, ws) -> dict:
     """``{path (relative to ws.root when inside it): sha256 or "missing"}``, sorted."""
     out = {}
-    for p in paths:
-        p = ws.path(p) if ws is not None else Path(p)
-        out[ws.rel(p) if ws is not None else str(p.resolve())] = (
-            file_sha256(p) if p.is_file() else "missing"
-        )
+    for given in paths:
+        if ws is not None:
+            path = ws.path(given)
+            key = ws.rel(path)
+        else:
+            path = Path(given)
+            key = str(path.resolve())
+        if path.is_file():
+            out[key] = file_sha256(path)
+        else:
+            out[key] = _MISSING
     return dict(sorted(out.items()))
 
 
@@ -84,7 +94,10 @@ def make_stamp(stage: str, *, params: dict, inputs=(), ws=None, module: str | No
     code = {"aiplib": __version__}
     if module:
         src = getattr(sys.modules.get(module), "__file__", None)
-        code.update(module=module, module_sha256=file_sha256(src) if src else None)
+        module_sha256 = None
+        if src:
+            module_sha256 = file_sha256(src)
+        code.update(module=module, module_sha256=module_sha256)
     return {
         "stamp_version": STAMP_VERSION,
         "stage": stage,
@@ -111,29 +124,49 @@ def write_stamp(path, stamp: dict, *, outputs=(), ws=None) -> Path:
     rec = dict(stamp, outputs=_hashes(outputs, ws), written=now)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
-    tmp.write_text(
-        json.dumps(rec, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
-    )
+    text = json.dumps(rec, indent=1, ensure_ascii=False, default=str) + "\n"
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     return path
 
 
+def _fit(text: str, n: int) -> str:
+    """``text`` cut to at most ``n`` characters, the last one an ellipsis when cut."""
+    if len(text) <= n:
+        return text
+    return text[: n - 1] + "…"
+
+
+def _is_sha256_like(v) -> bool:
+    """A text of at least 32 lower-case hex digits (a SHA-256)."""
+    return isinstance(v, str) and len(v) >= 32 and all(c in "0123456789abcdef" for c in v)
+
+
 def _short(v, n: int = 60) -> str:
-    if isinstance(v, str) and len(v) >= 32 and all(c in "0123456789abcdef" for c in v):
-        return v[:12] + "…"  # a SHA-256: its first 12 hex digits tell two apart
-    s = _canon(v)
-    return s if len(s) <= n else s[: n - 1] + "…"
+    """``v`` for a message: a SHA-256 by its first 12 hex digits (they tell two apart), anything
+    else as canonical JSON cut to ``n`` characters."""
+    if _is_sha256_like(v):
+        return v[:12] + "…"
+    return _fit(_canon(v), n)
+
+
+def _from(text: str, cut: int, n: int) -> str:
+    """``text`` from index ``cut`` (an ellipsis in front when ``cut`` > 0), cut to ``n``."""
+    if cut:
+        text = "…" + text[cut:]
+    return _fit(text, n)
 
 
 def _pair(a, b, n: int = 60) -> str:
     """``a → b``, each cut to ``n`` characters from where they start to differ (two long texts
     with a common beginning are never shown as identical prefixes)."""
-    sa, sb = _short(a, 10**9), _short(b, 10**9)
-    if len(sa) > n or len(sb) > n:
-        cut = max(0, len(os.path.commonprefix([sa, sb])) - 10)
-        sa, sb = (("…" if cut else "") + x[cut:] for x in (sa, sb))
-        sa, sb = (x if len(x) <= n else x[: n - 1] + "…" for x in (sa, sb))
-    return f"{sa} → {sb}"
+    old = _short(a, 10**9)
+    new = _short(b, 10**9)
+    if len(old) > n or len(new) > n:
+        cut = max(0, len(os.path.commonprefix([old, new])) - 10)
+        old = _from(old, cut, n)
+        new = _from(new, cut, n)
+    return f"{old} → {new}"
 
 
 def value_differences(name: str, old, new) -> list[str]:
@@ -170,23 +203,46 @@ def differences(old: dict | None, new: dict, *, ws=None) -> list[str]:
     out = []
     if old.get("stamp_version") != new.get("stamp_version"):
         out.append(f"stamp version {old.get('stamp_version')} → {new.get('stamp_version')}")
-    oi, ni = old.get("inputs", {}), new.get("inputs", {})
-    for k in sorted(set(oi) | set(ni)):
-        if k not in oi:
-            out.append(f"input added: {k}")
-        elif k not in ni:
-            out.append(f"input removed: {k}")
-        elif oi[k] != ni[k] and ni[k] == "missing":
-            out.append(f"input missing: {k}")
-        elif oi[k] != ni[k]:
-            out.append(f"input changed: {k} ({_pair(oi[k], ni[k])})")
-    op, np_ = old.get("params", {}), new.get("params", {})
-    for k in sorted(set(op) | set(np_)):
-        out += [f"parameter {d}" for d in value_differences(k, op.get(k), np_.get(k))]
-    for k, sha in old.get("outputs", {}).items():
-        p = ws.path(k) if ws is not None else Path(k)
-        if not p.is_file():
-            out.append(f"output missing: {k}")
-        elif file_sha256(p) != sha:
-            out.append(f"output changed since it was written: {k}")
+    out += _input_differences(old.get("inputs", {}), new.get("inputs", {}))
+    out += _parameter_differences(old.get("params", {}), new.get("params", {}))
+    out += _output_differences(old.get("outputs", {}), ws)
+    return out
+
+
+def _input_differences(old: dict, new: dict) -> list[str]:
+    """One line per input added, removed, missing or changed (``{path: sha256}`` each), by path."""
+    out = []
+    for key in sorted(set(old) | set(new)):
+        if key not in old:
+            out.append(f"input added: {key}")
+        elif key not in new:
+            out.append(f"input removed: {key}")
+        elif old[key] != new[key] and new[key] == _MISSING:
+            out.append(f"input missing: {key}")
+        elif old[key] != new[key]:
+            out.append(f"input changed: {key} ({_pair(old[key], new[key])})")
+    return out
+
+
+def _parameter_differences(old: dict, new: dict) -> list[str]:
+    """One ``parameter ...`` line per differing leaf (:func:`value_differences`), by name."""
+    out = []
+    for key in sorted(set(old) | set(new)):
+        for difference in value_differences(key, old.get(key), new.get(key)):
+            out.append(f"parameter {difference}")
+    return out
+
+
+def _output_differences(recorded: dict, ws) -> list[str]:
+    """One line per recorded output (``{path: sha256}``, in ``ws``) now missing or edited."""
+    out = []
+    for key, sha in recorded.items():
+        if ws is not None:
+            path = ws.path(key)
+        else:
+            path = Path(key)
+        if not path.is_file():
+            out.append(f"output missing: {key}")
+        elif file_sha256(path) != sha:
+            out.append(f"output changed since it was written: {key}")
     return out

@@ -21,51 +21,91 @@ import yaml
 
 from aiplib.core.errors import AiplibParameterError
 
-TASK_FILE = Path(__file__).with_name("tasks.yaml")  # families, keyword sets, tasks, prompt sets
-# kws_answer of a prompt set: its KWS prompt names the keywords (closed list), or asks for the
-# spoken word or SILENCE (open answer, the authors')
+#: The task file: task families, condition families, keyword sets, tasks, prompt sets.
+TASK_FILE = Path(__file__).with_name("tasks.yaml")
+#: ``kws_answer`` of a prompt set whose KWS prompt names the keywords (closed list).
 KWS_CLOSED_LIST = "closed-list"
+#: ``kws_answer`` of a prompt set whose KWS prompt asks for the spoken word or SILENCE (the
+#: authors' open answer).
 KWS_OPEN_ANSWER = "open-answer"
+
+
+def _read_yaml(path: str | Path):
+    """The parsed YAML file at ``path``."""
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
 
 #: JSON Schema of ``tasks.yaml`` (``tasks.schema.yaml``); :func:`_read_task_file` adds the
 #: cross-references.
-with open(Path(__file__).with_name("tasks.schema.yaml"), encoding="utf-8") as _fh:
-    _SCHEMA = yaml.safe_load(_fh)
+_SCHEMA = _read_yaml(Path(__file__).with_name("tasks.schema.yaml"))
 
 
 @functools.lru_cache(maxsize=4)
 def _read_task_file(path: str) -> dict:
-    with open(path, encoding="utf-8") as fh:
-        data = yaml.safe_load(fh)
-    problems = [
-        f"{e.json_path}: {e.message}"
-        for e in jsonschema.Draft202012Validator(_SCHEMA).iter_errors(data)
-    ]
+    """The task file at ``path``, checked against :data:`_SCHEMA`, then its cross-references.
+
+    Raises
+    ------
+    AiplibParameterError
+        Listing every problem found.
+    """
+    data = _read_yaml(path)
+    problems = []
+    for error in jsonschema.Draft202012Validator(_SCHEMA).iter_errors(data):
+        problems.append(f"{error.json_path}: {error.message}")
     if not problems:
-        fams, sets = data["families"], data["prompt_sets"]
-        problems += [
-            f"family {f!r}: keyword set {d['keyword_set']!r} is not in 'keyword_sets'"
-            for f, d in fams.items()
-            if "keyword_set" in d and d["keyword_set"] not in data["keyword_sets"]
-        ]
-        problems += [
-            f"task {t!r}: family {d['family']!r} is not in 'families'"
-            for t, d in data["tasks"].items()
-            if d["family"] not in fams
-        ]
-        names = [a for name, d in sets.items() for a in [name, *(d.get("aliases") or [])]]
-        problems += [
-            f"prompt set name {a!r} is used twice"
-            for a in dict.fromkeys(names)
-            if names.count(a) > 1
-        ]
-        if data["default_prompt_set"] not in sets:
-            problems.append(
-                f"default_prompt_set {data['default_prompt_set']!r} is not a prompt set"
-            )
+        problems += _keyword_set_problems(data)
+        problems += _task_problems(data)
+        problems += _prompt_set_problems(data)
     if problems:
         raise AiplibParameterError(f"{path}: " + "; ".join(problems))
     return data
+
+
+def _keyword_set_problems(data: dict) -> list[str]:
+    """A task family naming a keyword set that ``keyword_sets`` does not hold."""
+    problems = []
+    for name, entry in data["families"].items():
+        if "keyword_set" in entry and entry["keyword_set"] not in data["keyword_sets"]:
+            problems.append(
+                f"family {name!r}: keyword set {entry['keyword_set']!r} is not in 'keyword_sets'"
+            )
+    return problems
+
+
+def _task_problems(data: dict) -> list[str]:
+    """A task whose family is not in ``families``."""
+    problems = []
+    for name, entry in data["tasks"].items():
+        if entry["family"] not in data["families"]:
+            problems.append(f"task {name!r}: family {entry['family']!r} is not in 'families'")
+    return problems
+
+
+def _prompt_set_problems(data: dict) -> list[str]:
+    """A prompt set name or alias used twice; a default prompt set that is not a prompt set."""
+    sets = data["prompt_sets"]
+    names = []
+    for name, entry in sets.items():
+        names.append(name)
+        names.extend(entry.get("aliases") or [])
+    problems = []
+    for name in _distinct(names):
+        if names.count(name) > 1:
+            problems.append(f"prompt set name {name!r} is used twice")
+    if data["default_prompt_set"] not in sets:
+        problems.append(f"default_prompt_set {data['default_prompt_set']!r} is not a prompt set")
+    return problems
+
+
+def _distinct(items) -> list:
+    """``items`` without repeats, in first-seen order."""
+    seen = []
+    for item in items:
+        if item not in seen:
+            seen.append(item)
+    return seen
 
 
 def task_file() -> dict:
@@ -139,11 +179,15 @@ def normalize_keywords(keywords) -> tuple[str, ...]:
         return KEYWORDS
     if isinstance(keywords, str):
         keywords = keywords.split(",")
-    if not (
-        words := tuple(dict.fromkeys(str(k).strip().lower() for k in keywords if str(k).strip()))
-    ):
+    cleaned = []
+    for keyword in keywords:
+        if str(keyword).strip():
+            cleaned.append(str(keyword).strip().lower())
+    words = tuple(_distinct(cleaned))
+    if not words:
         raise AiplibParameterError("the keyword set is empty")
-    if bad := [w for w in words if len(w.split()) != 1]:
+    bad = [word for word in words if len(word.split()) != 1]
+    if bad:
         raise AiplibParameterError(f"keywords must be single words, got {bad}")
     return words
 
@@ -254,6 +298,10 @@ class ConditionFamily:
         Whether its noisy rows carry a nominal SNR in dB (a channel transform does not).
     table : str or None
         Name of the family's own table in notebook 09 (None: the paper's tables).
+    own_folders : bool
+        Whether its manifests, inference rows, checks and scores live in a sub-folder named after
+        it (``manifests/<name>/`` …, :class:`aiplib.core.workspace.Workspace`); False: the shared
+        folders (``background``, the paper's layout).
     """
 
     name: str
@@ -262,9 +310,11 @@ class ConditionFamily:
     seed_start: dict
     has_snr: bool
     table: str | None
+    own_folders: bool
 
 
 def _task_family_spec(name: str, entry: dict) -> TaskFamily:
+    """The :class:`TaskFamily` of one ``families:`` entry of the task file."""
     degradation = entry["degradation"]
     return TaskFamily(
         name=name,
@@ -284,6 +334,7 @@ def _task_family_spec(name: str, entry: dict) -> TaskFamily:
 
 
 def _condition_family_spec(name: str, entry: dict) -> ConditionFamily:
+    """The :class:`ConditionFamily` of one ``condition_families:`` entry of the task file."""
     return ConditionFamily(
         name=name,
         label=entry["label"],
@@ -291,6 +342,7 @@ def _condition_family_spec(name: str, entry: dict) -> ConditionFamily:
         seed_start=dict(entry["seed_start"]),
         has_snr=bool(entry["has_snr"]),
         table=entry["table"],
+        own_folders=bool(entry["own_folders"]),
     )
 
 
@@ -364,14 +416,24 @@ def parse_suite(value) -> tuple:
     """
     if value is None:
         return DEFAULT_SUITE
-    parts = (
-        [p.strip() for p in value.split(",")]
-        if isinstance(value, str)
-        else [str(p).strip() for p in value]
-    )
-    if not (parts := [p for p in parts if p]):
+    parts = _suite_parts(value)
+    if not parts:
         return DEFAULT_SUITE
     chosen = {check_family(p) for p in parts if p != "all"}  # every name is checked, with "all" too
     if "all" in parts:
         return tuple(CONDITION_FAMILIES)
     return tuple(f for f in CONDITION_FAMILIES if f in chosen)
+
+
+def _suite_parts(value) -> list[str]:
+    """The non-empty, stripped names of a suite parameter (a comma list or a sequence)."""
+    if isinstance(value, str):
+        items = value.split(",")
+    else:
+        items = value
+    parts = []
+    for item in items:
+        part = str(item).strip()
+        if part:
+            parts.append(part)
+    return parts

@@ -28,26 +28,38 @@ from aiplib.core.textnorm_whisper import (
     english_normalizer,
 )
 
-NORMALIZER_NAME = "aip-speech-paper"  # the headline normalisation (normalize_text)
-NORMALIZER_VERSION = "1"  # bumped if the headline rule ever changes
-NORMALIZER_RULE = "lower-case; each ASCII punctuation character (string.punctuation) -> space; white space collapsed"
-JIWER_VERSION = importlib.metadata.version("jiwer")
-LOOP_LENGTH_RATIO = 3  # a hypothesis with at least this many times the reference's words is a loop
-LOOP_MAX_N = 4  # longest n-gram (words) searched for back-to-back repeats
-LOOP_MIN_REPEATS = (
-    4  # an n-gram repeated this many times in a row (more than in the reference) is a loop
+#: Name of the headline normalisation (:func:`normalize_text`).
+NORMALIZER_NAME = "aip-speech-paper"
+#: Version of the headline normalisation; bumped if the rule ever changes.
+NORMALIZER_VERSION = "1"
+#: The headline normalisation in words (written into the provenance).
+NORMALIZER_RULE = (
+    "lower-case; each ASCII punctuation character (string.punctuation) -> space; "
+    "white space collapsed"
 )
-KWS_EMPTY_WORD = "silence"  # what an empty KWS response reads as (the authors' rule)
+#: The installed jiwer's version (word alignment).
+JIWER_VERSION = importlib.metadata.version("jiwer")
+#: A hypothesis with at least this many times the reference's words is a loop.
+LOOP_LENGTH_RATIO = 3
+#: Longest n-gram (words) searched for back-to-back repeats.
+LOOP_MAX_N = 4
+#: An n-gram repeated this many times in a row (more than in the reference) is a loop.
+LOOP_MIN_REPEATS = 4
+#: What an empty KWS response reads as (the authors' rule).
+KWS_EMPTY_WORD = "silence"
+#: The KWS rule in words (:func:`kws_correct`).
 KWS_RULE = (
     "first white-space token of the lower-cased, stripped response, stripped of ASCII "
     "punctuation at both ends ('silence' for an empty response); target clip: equals "
     "the label (normalised the same way); non-target clip: is none of the keywords"
 )
 
+#: Translation table: each ASCII punctuation character to a space.
 _PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation})
 
 
 def _is_missing(s) -> bool:
+    """``None`` or a float NaN (an empty cell of a table)."""
     return s is None or (isinstance(s, float) and math.isnan(s))
 
 
@@ -63,7 +75,9 @@ def normalize_text(s) -> str:
     >>> normalize_text("don\u2019t")
     'don\u2019t'
     """
-    return "" if _is_missing(s) else " ".join(str(s).lower().translate(_PUNCT_TO_SPACE).split())
+    if _is_missing(s):
+        return ""
+    return " ".join(str(s).lower().translate(_PUNCT_TO_SPACE).split())
 
 
 def normalize_whisper(s) -> str:
@@ -83,7 +97,9 @@ def normalize_whisper(s) -> str:
     >>> normalize_whisper("the cause of it")
     'the cause of it'
     """
-    return "" if _is_missing(s) else english_normalizer()(str(s)).strip()
+    if _is_missing(s):
+        return ""
+    return english_normalizer()(str(s)).strip()
 
 
 def reference_is_empty(text) -> bool:
@@ -100,13 +116,14 @@ def reference_is_empty(text) -> bool:
 def align(ref_norm: str, hyp_norm: str) -> tuple[int, int, int, int]:
     """``(S, D, I, H)`` of two normalised strings (jiwer); an empty reference gives ``(0, 0, n_hyp,
     0)``."""
-    r, h = ref_norm.split(), hyp_norm.split()
-    if not r:
-        return 0, 0, len(h), 0
-    if not h:
-        return 0, len(r), 0, 0
-    o = jiwer.process_words(" ".join(r), " ".join(h))
-    return int(o.substitutions), int(o.deletions), int(o.insertions), int(o.hits)
+    ref_words = ref_norm.split()
+    hyp_words = hyp_norm.split()
+    if not ref_words:
+        return 0, 0, len(hyp_words), 0
+    if not hyp_words:
+        return 0, len(ref_words), 0, 0
+    out = jiwer.process_words(" ".join(ref_words), " ".join(hyp_words))
+    return int(out.substitutions), int(out.deletions), int(out.insertions), int(out.hits)
 
 
 def max_ngram_repeats(words, max_n: int = LOOP_MAX_N) -> tuple[int, int]:
@@ -118,32 +135,61 @@ def max_ngram_repeats(words, max_n: int = LOOP_MAX_N) -> tuple[int, int]:
     >>> max_ngram_repeats("left and left and left and left and".split())
     (4, 2)
     """
-    if not (w := list(words)):
+    words = list(words)
+    if not words:
         return 0, 0
-    best, best_n = 1, 1
+    best = 1
+    best_n = 1
     for n in range(1, max_n + 1):
         for start in range(n):  # each phase of the n-gram grid
-            run, i = 1, start
-            while i + 2 * n <= len(w):
-                if w[i + n : i + 2 * n] == w[i : i + n]:
-                    run += 1
-                    if run > best:
-                        best, best_n = run, n
-                else:
-                    run = 1
-                i += n
+            run = _longest_run(words, n, start)
+            if run > best:
+                best = run
+                best_n = n
     return best, best_n
+
+
+def _longest_run(words: list, n: int, start: int) -> int:
+    """Most back-to-back copies of one n-gram on the grid ``start, start + n, ...`` (1 without)."""
+    longest = 1
+    run = 1
+    i = start
+    while i + 2 * n <= len(words):
+        if words[i + n : i + 2 * n] == words[i : i + n]:
+            run += 1
+            longest = max(longest, run)
+        else:
+            run = 1
+        i += n
+    return longest
 
 
 def loop_kind(ref_norm: str, hyp_norm: str) -> str:
     """``"length"`` when the hypothesis has ≥ 3× the reference's words; else ``"ngram"`` when an
     n-gram (n ≤ 4) repeats ≥ 4 times back to back, more than anywhere in the reference; else
     ``""``."""
-    r, h = ref_norm.split(), hyp_norm.split()
-    if r and len(h) >= LOOP_LENGTH_RATIO * len(r):
+    ref_words = ref_norm.split()
+    hyp_words = hyp_norm.split()
+    if ref_words and len(hyp_words) >= LOOP_LENGTH_RATIO * len(ref_words):
         return "length"
-    rep_h, _ = max_ngram_repeats(h)
-    return "ngram" if rep_h >= LOOP_MIN_REPEATS and rep_h > max_ngram_repeats(r)[0] else ""
+    hyp_repeats = max_ngram_repeats(hyp_words)[0]
+    if hyp_repeats < LOOP_MIN_REPEATS:
+        return ""
+    if hyp_repeats > max_ngram_repeats(ref_words)[0]:
+        return "ngram"
+    return ""
+
+
+def _failed_alignment(n_ref: int) -> tuple[int, int, int, int]:
+    """``(S, D, I, H)`` counted for an alignment that failed: every reference word deleted."""
+    return 0, n_ref, 0, 0
+
+
+def _rate(errors: int, ref_words: int) -> float:
+    """``errors / ref_words``; NaN when the reference has no word."""
+    if not ref_words:
+        return float("nan")
+    return errors / ref_words
 
 
 def score_asr_row(reference, response) -> dict:
@@ -157,15 +203,19 @@ def score_asr_row(reference, response) -> dict:
     (its insertions still count in the corpus WER). An alignment failure counts WER 1.0, every
     reference word deleted (the authors' ``generate_results_new_2.py``).
     """
-    ref_n, hyp_n = normalize_text(reference), normalize_text(response)
+    ref_n = normalize_text(reference)
+    hyp_n = normalize_text(response)
     n_ref = len(ref_n.split())
     failed = False
     try:
         s, d, i, h = align(ref_n, hyp_n)
     except Exception:  # the paper's rule: a scoring failure counts 1.0
-        s, d, i, h, failed = 0, n_ref, 0, 0, True
-    errors, ref_words = s + d + i, h + s + d
-    ref_w, hyp_w = normalize_whisper(reference), normalize_whisper(response)
+        s, d, i, h = _failed_alignment(n_ref)
+        failed = True
+    errors = s + d + i
+    ref_words = h + s + d
+    ref_w = normalize_whisper(reference)
+    hyp_w = normalize_whisper(response)
     sw, dw, iw, hw = align(ref_w, hyp_w)
     kind = loop_kind(ref_n, hyp_n)
     return dict(
@@ -177,14 +227,14 @@ def score_asr_row(reference, response) -> dict:
         hits=h,
         errors=errors,
         ref_words=ref_words,
-        wer=errors / ref_words if ref_words else float("nan"),
+        wer=_rate(errors, ref_words),
         ref_empty=n_ref == 0,
         score_failed=failed,
         ref_whisper=ref_w,
         hyp_whisper=hyp_w,
         errors_whisper=sw + dw + iw,
         ref_words_whisper=hw + sw + dw,
-        wer_whisper=(sw + dw + iw) / (hw + sw + dw) if hw + sw + dw else float("nan"),
+        wer_whisper=_rate(sw + dw + iw, hw + sw + dw),
         hyp_words=len(hyp_n.split()),
         is_loop=bool(kind),
         loop_kind=kind,
@@ -197,11 +247,22 @@ def kws_first_word(response) -> str:
 
     Examples
     --------
-    >>> [kws_first_word(r) for r in ["Yes.", "**yes**", "Yes, it is.", "", "- go", "\u201cno\u201d"]]
-    ['yes', 'yes', 'yes', 'silence', '', '\u201cno\u201d']
+    >>> [kws_first_word(r) for r in ["Yes.", "**yes**", "Yes, it is.", "", "- go"]]
+    ['yes', 'yes', 'yes', 'silence', '']
+    >>> kws_first_word("\u201cno\u201d")
+    '\u201cno\u201d'
     """
-    text = "" if _is_missing(response) else str(response).lower().strip()
-    return (text.split()[0] if text else KWS_EMPTY_WORD).strip(string.punctuation)
+    text = _lower_stripped(response)
+    if not text:
+        return KWS_EMPTY_WORD.strip(string.punctuation)
+    return text.split()[0].strip(string.punctuation)
+
+
+def _lower_stripped(response) -> str:
+    """The response lower-cased and stripped of white space; ``""`` when missing."""
+    if _is_missing(response):
+        return ""
+    return str(response).lower().strip()
 
 
 def normalize_kws_label(text) -> str:
@@ -213,11 +274,9 @@ def normalize_kws_label(text) -> str:
     >>> normalize_kws_label(" Yes! "), normalize_kws_label("'Left'"), normalize_kws_label("GO")
     ('yes', 'left', 'go')
     """
-    return (
-        ""
-        if _is_missing(text)
-        else " ".join(str(text).lower().split()).strip(string.punctuation).strip()
-    )
+    if _is_missing(text):
+        return ""
+    return " ".join(str(text).lower().split()).strip(string.punctuation).strip()
 
 
 def kws_correct(response, label, is_target, *, keywords=KEYWORDS) -> bool:
@@ -225,13 +284,12 @@ def kws_correct(response, label, is_target, *, keywords=KEYWORDS) -> bool:
     normalised ``label``; a non-target clip when the first word is none of ``keywords`` (so an empty
     answer, read as ``"silence"``, is a correct rejection)."""
     first = kws_first_word(response)
-    return (
-        first == normalize_kws_label(label)
-        if is_target
-        else first not in {normalize_kws_label(k) for k in keywords}
-    )
+    if is_target:
+        return first == normalize_kws_label(label)
+    return first not in {normalize_kws_label(k) for k in keywords}
 
 
+#: An apology or refusal phrase in a lower-cased answer (:func:`kws_non_answer`).
 _REFUSAL = re.compile(
     r"\bsorry\b"
     r"|\bi\s*(?:'m|am)\s+(?:not\s+able|unable)\b"
@@ -254,12 +312,19 @@ def kws_non_answer(response) -> tuple[bool, str]:
     >>> [kws_non_answer(r)[1] for r in ["", "Sorry, I can't tell.", "The word is yes.", "yes"]]
     ['empty', 'refusal', 'multi_word', '']
     """
-    text = "" if _is_missing(response) else str(response).lower().strip()
-    if not (words := [t for t in (w.strip(string.punctuation) for w in text.split()) if t]):
+    text = _lower_stripped(response)
+    words = []
+    for token in text.split():
+        word = token.strip(string.punctuation)
+        if word:
+            words.append(word)
+    if not words:
         return True, "empty"
     if _REFUSAL.search(text.replace("\u2019", "'")):
         return True, "refusal"
-    return (True, "multi_word") if len(words) > 1 else (False, "")
+    if len(words) > 1:
+        return True, "multi_word"
+    return False, ""
 
 
 def score_kws_row(response, label, is_target, keywords=KEYWORDS) -> dict:
@@ -278,23 +343,25 @@ def score_kws_row(response, label, is_target, keywords=KEYWORDS) -> dict:
 
 
 # ------------------------------------------------------------------ answer clean-up before scoring
-# The preambles the authors' stage 6 strips from an answer (``_clean_hyp`` of their
-# ``scripts/06_score_metrics.py``, IvLabs/AIP-Speech): one of these phrases at the start, any text
-# up to the first colon, the colon, white space and one opening quote; matched ignoring case.
+
+#: The preambles the authors' stage 6 strips from an answer (``_clean_hyp`` of their
+#: ``scripts/06_score_metrics.py``, IvLabs/AIP-Speech): one of these phrases at the start, any text
+#: up to the first colon, the colon, white space and one opening quote; matched ignoring case.
 AUTHORS_STAGE6_PREAMBLES = (
     "The transcription of the speech is",
     "The speech transcribed from the audio is",
     "The keyword is",
     "The word is",
 )
+#: One preamble of :data:`AUTHORS_STAGE6_PREAMBLES` up to its colon and one opening quote.
 _AUTHORS_STAGE6_PREAMBLE = re.compile(
     "^(" + "|".join(re.escape(p) for p in AUTHORS_STAGE6_PREAMBLES) + ")[^:]*:\\s*['\"]?",
     flags=re.IGNORECASE,
 )
 
-# Clean-up rules of an answer before it is scored (stage 8's ``response_cleanup``; the stored
-# inference rows are never changed): ``none`` scores the answer as generated (the authors' README;
-# their RER code), ``authors_stage6`` as their stage-6 tables did.
+#: Clean-up rules of an answer before it is scored (stage 8's ``response_cleanup``; the stored
+#: inference rows are never changed): ``none`` scores the answer as generated (the authors' README;
+#: their RER code), ``authors_stage6`` as their stage-6 tables did.
 RESPONSE_CLEANUPS = {
     "none": "the answer as generated",
     "authors_stage6": (

@@ -16,42 +16,58 @@ import importlib.util
 import re
 import sys
 
+#: The distribution the normaliser comes from.
 _WHISPER_DIST = "openai-whisper"
+#: Name of the Whisper-style normalisation (written into the provenance).
 WHISPER_NORMALIZER_NAME = (
     f"{_WHISPER_DIST} whisper.normalizers.EnglishTextNormalizer"
     " + openai/whisper#2836 (standalone-1 rule)"
 )
-WHISPER_NORMALIZER_VERSION = (
-    f"{importlib.metadata.version(_WHISPER_DIST)}+pr2836"  # installed release + the fix
-)
+#: Version of the Whisper-style normalisation: the installed release + the fix.
+WHISPER_NORMALIZER_VERSION = f"{importlib.metadata.version(_WHISPER_DIST)}+pr2836"
+#: The bare package our private copies of ``whisper/normalizers/*.py`` are loaded under.
+_PRIVATE_PACKAGE = "_aiplib_openai_whisper_normalizers"
 
 
 def _load_whisper_module(name: str):
     """``whisper/normalizers/<name>.py`` of openai-whisper as a private module
     (``whisper/__init__.py`` not run)."""
-    pkg = "_aiplib_openai_whisper_normalizers"
-    full = f"{pkg}.{name}"
-    if full not in sys.modules:
-        spec = importlib.util.find_spec("whisper")
-        if spec is None or not spec.submodule_search_locations:
-            raise ImportError(
-                f"the {_WHISPER_DIST} package is not installed (pip install {_WHISPER_DIST})"
-            )
-        base = f"{spec.submodule_search_locations[0]}/normalizers"
-        if pkg not in sys.modules:  # a bare package: its __init__ is not executed
-            sys.modules[pkg] = importlib.util.module_from_spec(
-                importlib.util.spec_from_file_location(
-                    pkg, f"{base}/__init__.py", submodule_search_locations=[base]
-                )
-            )
-        mspec = importlib.util.spec_from_file_location(full, f"{base}/{name}.py")
-        sys.modules[full] = mod = importlib.util.module_from_spec(mspec)
-        mspec.loader.exec_module(mod)
+    full = f"{_PRIVATE_PACKAGE}.{name}"
+    if full in sys.modules:
+        return sys.modules[full]
+    base = _normalizers_folder()
+    if _PRIVATE_PACKAGE not in sys.modules:  # a bare package: its __init__ is not executed
+        package_spec = importlib.util.spec_from_file_location(
+            _PRIVATE_PACKAGE, f"{base}/__init__.py", submodule_search_locations=[base]
+        )
+        sys.modules[_PRIVATE_PACKAGE] = importlib.util.module_from_spec(package_spec)
+    module_spec = importlib.util.spec_from_file_location(full, f"{base}/{name}.py")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[full] = module
+    module_spec.loader.exec_module(module)
     return sys.modules[full]
 
 
+def _normalizers_folder() -> str:
+    """The installed ``whisper/normalizers`` folder (the package is not imported).
+
+    Raises
+    ------
+    ImportError
+        If ``openai-whisper`` is not installed.
+    """
+    spec = importlib.util.find_spec("whisper")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(
+            f"the {_WHISPER_DIST} package is not installed (pip install {_WHISPER_DIST})"
+        )
+    return f"{spec.submodule_search_locations[0]}/normalizers"
+
+
+#: The release's rule for a ``1`` read as ``one``.
 _RELEASE_ONE = r"\b1(s?)\b"
-_FIXED_ONE = r"(?<!\S)1(s?)(?!\S)"  # openai/whisper#2836: only a 1 standing alone
+#: openai/whisper#2836's: only a ``1`` standing alone.
+_FIXED_ONE = r"(?<!\S)1(s?)(?!\S)"
 
 
 class _ReWithFix:
@@ -59,13 +75,15 @@ class _ReWithFix:
     openai/whisper#2836's."""
 
     def __getattr__(self, name):
+        """Every other name of :mod:`re`, unchanged."""
         return getattr(re, name)
 
     @staticmethod
-    def sub(pattern, repl, string, *args, **kwargs):
-        return re.sub(
-            _FIXED_ONE if pattern == _RELEASE_ONE else pattern, repl, string, *args, **kwargs
-        )
+    def sub(pattern, repl, string, count: int = 0, flags: int = 0):
+        """:func:`re.sub`, with the release's standalone-1 pattern replaced by the fixed one."""
+        if pattern == _RELEASE_ONE:
+            pattern = _FIXED_ONE
+        return re.sub(pattern, repl, string, count=count, flags=flags)
 
 
 @functools.lru_cache(maxsize=1)

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiplib.core.errors import AiplibParameterError
-from aiplib.core.tasks import check_family
+from aiplib.core.tasks import CONDITION_FAMILIES, check_family
 
+#: The profiles: ``demo`` (embedded default), ``paper`` (the paper's inputs), ``custom`` (yours).
 PROFILES = ("demo", "paper", "custom")
+#: The stage folders under a profile's root, each an attribute of :class:`Workspace`.
 STAGE_DIRS = (
     "raw",
     "itembanks",
@@ -26,8 +28,8 @@ STAGE_DIRS = (
     "results",
     "executed",
 )
-# stage folders with one sub-folder per condition family other than background
-# (Workspace.with_family)
+#: Stage folders with one sub-folder per condition family that has its own folders
+#: (:attr:`aiplib.core.tasks.ConditionFamily.own_folders`; :meth:`Workspace.with_family`).
 FAMILY_STAGE_DIRS = ("manifests", "inference", "checks")
 
 
@@ -46,7 +48,8 @@ def smoke() -> bool:
 class Workspace:
     """The stage folders of one profile: ``root`` (``<data_root>/<profile>``) and its sub-folders
     :data:`STAGE_DIRS` as attributes. ``condition_family`` is the family this view reads and writes
-    (default ``background``); for another family ``cf``, :data:`FAMILY_STAGE_DIRS` resolve to
+    (default ``background``); for a family ``cf`` with its own folders
+    (:attr:`aiplib.core.tasks.ConditionFamily.own_folders`), :data:`FAMILY_STAGE_DIRS` resolve to
     ``<root>/<stage>/<cf>`` and :attr:`scores_dir` to ``results/scores/<cf>``; the rest is shared.
     """
 
@@ -55,11 +58,24 @@ class Workspace:
     condition_family: str = "background"
 
     def __getattr__(self, name):
-        if name in STAGE_DIRS:
-            if name in FAMILY_STAGE_DIRS and self.condition_family != "background":
-                return self.root / name / self.condition_family
-            return self.root / name
-        raise AttributeError(name)
+        """A folder of :data:`STAGE_DIRS` (this family's own for :data:`FAMILY_STAGE_DIRS`)."""
+        if name not in STAGE_DIRS:
+            raise AttributeError(name)
+        if name in FAMILY_STAGE_DIRS and self.has_own_folders:
+            return self.root / name / self.condition_family
+        return self.root / name
+
+    @property
+    def has_own_folders(self) -> bool:
+        """Whether this view's condition family keeps its files in sub-folders named after it
+        (:attr:`aiplib.core.tasks.ConditionFamily.own_folders`).
+
+        Raises
+        ------
+        KeyError
+            If :attr:`condition_family` is not one of :data:`aiplib.core.tasks.CONDITION_FAMILIES`.
+        """
+        return CONDITION_FAMILIES[self.condition_family].own_folders
 
     def with_family(self, condition_family: str) -> "Workspace":
         """The view of this workspace for one condition family (see :attr:`condition_family`).
@@ -134,7 +150,9 @@ class Workspace:
     def scores_dir(self) -> Path:
         """``results/scores`` (stage 8; ``results/scores/<cf>`` in a family view)."""
         scores = self.root / "results" / "scores"
-        return scores / self.condition_family if self.condition_family != "background" else scores
+        if self.has_own_folders:
+            return scores / self.condition_family
+        return scores
 
     def scores_csv(self, task: str) -> Path:
         """``results/scores/<task>.csv`` (stage 8)."""
@@ -157,7 +175,9 @@ class Workspace:
     def path(self, rel) -> Path:
         """Resolve a path stored in a data file (relative to :attr:`root`, or absolute)."""
         p = Path(rel)
-        return p if p.is_absolute() else self.root / p
+        if p.is_absolute():
+            return p
+        return self.root / p
 
     def rel(self, p) -> str:
         """Express ``p`` relative to :attr:`root` when it lies inside it (else absolute, as str)."""
@@ -185,4 +205,6 @@ def workspace(profile: str = "demo", *, data_root=None, create: bool = True) -> 
         )
     root = Path(data_root or os.environ.get("AIP_DATA_ROOT") or repo_root() / "data")
     ws = Workspace(profile=profile, root=(root / profile).resolve())
-    return ws.ensure() if create else ws
+    if create:
+        ws.ensure()
+    return ws
