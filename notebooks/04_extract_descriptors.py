@@ -41,6 +41,48 @@ import pandas as pd
 pd.DataFrame(DESCRIPTOR_INFO, index=["unit", "meaning", "source"]).T
 
 # %% [markdown]
+# ## The rule on one background
+# The spectral centroid of the first background, step by step: its WAV read at 16 kHz
+# (`aiplib.io.audio.load_audio`, as the stage reads it) in float64; the magnitude STFT with the
+# stage's frames (`FRAME`: 2048-sample Hann window, hop 512, centred with zero padding); in each
+# frame the magnitude-weighted mean frequency Σ f·|X(f)| / Σ |X(f)| in Hz (a digitally silent
+# frame gives 0 Hz); then the mean over all frames. The value in `acoustic_descriptors.csv` must be
+# the same number (the CSV holds full precision; asserted to 1e-9 relative).
+
+# %%
+from pathlib import Path
+
+import librosa
+import numpy as np
+from aiplib.battery.descriptors import FRAME
+from aiplib.io.audio import load_audio
+from aiplib.io.formats import read_battery_csv, read_descriptor_table
+
+written = read_descriptor_table(Path(ws.descriptors) / "acoustic_descriptors.csv", index=True)
+bg_row = read_battery_csv(ws.battery_csv).iloc[0]
+y = load_audio(ws.path(bg_row["path"]), sr=FRAME["sr"]).astype(np.float64)
+spec = np.abs(librosa.stft(y, n_fft=FRAME["n_fft"], hop_length=FRAME["hop_length"],
+                           win_length=FRAME["win_length"], window=FRAME["window"],
+                           center=FRAME["center"], pad_mode="constant"))  # |X(f, frame)|
+freqs = librosa.fft_frequencies(sr=FRAME["sr"], n_fft=FRAME["n_fft"])  # Hz, one per STFT bin
+weight = spec.sum(axis=0)  # Σ |X(f)| per frame
+weight[weight < np.finfo(spec.dtype).tiny] = 1.0  # silent frame: Σ f·0 / 1 = 0 Hz
+per_frame = np.sum(freqs[:, None] * (spec / weight), axis=0)  # centroid of each frame, Hz
+centroid = float(np.mean(per_frame))
+in_table = float(written.loc[bg_row["bg_id"], "spectral_centroid"])
+display(pd.Series({"background": bg_row["bg_id"], "samples at 16 kHz": y.size,
+                   "frames (1 + samples // hop)": per_frame.size,
+                   "STFT bins (n_fft / 2 + 1)": freqs.size,
+                   "first frame centroid (Hz)": round(float(per_frame[0]), 3),
+                   "mean over frames, computed here (Hz)": repr(centroid),
+                   "acoustic_descriptors.csv (Hz)": repr(in_table)}).to_frame("value"))
+assert np.isclose(centroid, in_table, rtol=1e-9, atol=0), (
+    f"acoustic_descriptors.csv {bg_row['bg_id']}: spectral_centroid {in_table} Hz, "
+    f"computed here {centroid} Hz")
+print(f"{bg_row['bg_id']}: spectral centroid {centroid:.6f} Hz here = {in_table:.6f} Hz in the "
+      f"table (relative difference {abs(centroid - in_table) / in_table:.1e})")
+
+# %% [markdown]
 # ## Checks
 # One row per curated background, each with the nine descriptors and every value finite.
 

@@ -99,6 +99,122 @@ pd.DataFrame([_written(cf, p) for cf in parse_suite(suite) for p in sorted(ws.wi
               if not p.name.startswith("run_log")])
 
 # %% [markdown]
+# ## The method on one stimulus
+# One stimulus followed from its manifest row to the row written: the first noisy row of the first
+# file this run wrote (an active background segment, a response rather than an error), mixed on the
+# fly as stage 7 mixes it (`aiplib.stimuli.families.mix_components`, cut to the model's
+# `max_audio_s`); its SNR measured here on the two parts in the mixture,
+# 10 · log10(mean(s²) / mean(b²)) in dB, against the row's label (to 0.01 dB); the prompt the model
+# gets (the task's text of the prompt set, none for a model that takes no prompt); the decoder's
+# answer, decoded again here from that audio and prompt with the model loaded as stage 7 loads it;
+# and the row in the inference file, whose answer (`raw`) must be the one shown. The `paper` profile
+# does not load its model a second time for one stimulus (a Speech LLM on a GPU), and a model that
+# does not load here (no GPU, package missing) cannot decode: then the row is shown without a
+# decode, and the cell says why.
+
+# %%
+from pathlib import Path
+
+import numpy as np
+from aiplib.core.errors import MissingPackageError, ModelUnavailableError
+from aiplib.core.tasks import CONDITION_FAMILIES, task_family
+from aiplib.inference import models
+from aiplib.io.audio import SR
+from aiplib.io.formats import ERROR_RESPONSE, read_manifest
+from aiplib.stimuli.families import mix_components
+
+
+def _shown_row(rows: list[dict]) -> dict | None:
+    """Of each stimulus' last row (the one scored), the first noisy one with an active background
+    and a response; else the first response."""
+    last = {}
+    for r in rows:
+        last[r["id"]] = r
+    answered = [r for r in last.values() if r.get("raw") != ERROR_RESPONSE]
+    noisy = [r for r in answered
+             if r.get("condition") == "noisy" and r.get("bg_active") is not False]
+    return (noisy or answered or [None])[0]
+
+
+def _decode_one(model_id: str, y: np.ndarray, prompt: str | None) -> tuple[str | None, str]:
+    """(the decoder's answer or None, why there is none) for one stimulus, the model loaded as
+    stage 7 loads it."""
+    if profile == "paper":
+        return None, "paper: the model is not loaded again for one stimulus; the row is stage 7's"
+    try:
+        rec = models.load_model(model_id, path=decoding)
+    except (ModelUnavailableError, MissingPackageError) as exc:  # stage 7 may have read rows back
+        return None, f"{model_id} does not load here: {exc}"
+    try:
+        return str(rec.generate([y], [prompt])[0]), ""
+    finally:
+        rec.close()
+
+
+done_files = summary[(summary["status"] == "done") & summary["file"].notna()]
+if done_files.empty:
+    print("no stimulus to show: no model × task file was written by this run "
+          f"({', '.join(sorted(set(summary['status'].astype(str))))})")
+else:
+    first = done_files.iloc[0]
+    wsf = ws.with_family(first["condition_family"])
+    written_row = _shown_row(read_inference_jsonl(first["file"])[0])
+    assert written_row is not None, f"{first['file']}: no row with a response"
+    man = read_manifest(wsf, task_family(first["task"]))
+    man_row = man[man["id"] == written_row["id"]].iloc[0].to_dict()
+    display(pd.Series(man_row).to_frame(f"manifests/{task_family(first['task'])}.csv"))
+
+    entry = models.resolve(first["model"])[0]
+    parts = mix_components(man_row, wsf)
+    n_max = int(round(float(entry.max_audio_s) * SR))
+    y = np.asarray(parts["mixture"], dtype=np.float32)[:n_max]
+    s = parts["speech"].astype(np.float64)
+    b = parts["background"].astype(np.float64)
+    measured_snr = None
+    has_snr = CONDITION_FAMILIES[first["condition_family"]].has_snr
+    if has_snr and man_row["condition"] == "noisy" and np.any(b):
+        measured_snr = float(10 * np.log10(np.mean(s ** 2) / np.mean(b ** 2)))
+        assert abs(measured_snr - float(man_row["snr_db"])) <= 0.01, (
+            f"{man_row['id']}: SNR {measured_snr:.3f} dB measured, the label is "
+            f"{man_row['snr_db']} dB")
+    prompt_id, prompt_text = ps.prompt(first["task"])
+    prompt = prompt_text if entry.takes_prompt else None
+    assert written_row["prompt_id"] == prompt_id, (
+        f"{first['file']} {written_row['id']}: prompt_id {written_row['prompt_id']}, "
+        f"the set gives {prompt_id}")
+    answer, no_decode = _decode_one(first["model"], y, prompt)
+    shown_answer = answer
+    if answer is None:
+        shown_answer = f"(no decode: {no_decode})"
+    stimulus_steps = pd.Series({
+        "stimulus": man_row["id"],
+        "audio (s), samples at 16 kHz": f"{y.size / SR:.4f}, {y.size}",
+        "SNR label (dB)": man_row.get("snr_db"),
+        "SNR measured here (dB)": None if measured_snr is None else round(measured_snr, 6),
+        "model · task": f"{first['model']} · {first['task']}",
+        "prompt": f"{prompt_id}: {prompt!r}",
+        "decoder's answer, decoded here": shown_answer,
+        "raw in the inference file": written_row["raw"],
+    }).to_frame("value")
+    shown_fields = ["id", "raw", "model", "task", "prompt_set", "prompt_id", "stim_key", "audio_s",
+                    "batch_size", "decode_s"]
+    file_row = pd.Series({k: written_row.get(k) for k in shown_fields})
+    file_row = file_row.to_frame(Path(first["file"]).name)
+    with pd.option_context("display.max_colwidth", None):  # the whole prompt and answer
+        display(stimulus_steps)
+        display(file_row)
+    assert written_row["audio_s"] == round(y.size / SR, 4), (
+        f"{written_row['id']}: audio_s {written_row['audio_s']} in the file, the mixture has "
+        f"{y.size / SR:.4f} s")
+    assert answer is None or answer == written_row["raw"], (
+        f"{first['file']} {written_row['id']}: the file holds {written_row['raw']!r}, "
+        f"the decoder gives {answer!r}")
+    if answer is None:
+        print(f"{written_row['id']}: {no_decode}")
+    else:
+        print(f"{written_row['id']}: the decoder's answer {answer!r} is the file's")
+
+# %% [markdown]
 # ## Checks
 # Every stimulus of the manifest has a row in each task file this run wrote: a response, or an
 # `__ERROR__` row that the next run retries. A `limit` or a shard covers part of the manifest on
