@@ -377,7 +377,17 @@ class WhisperRecogniser(Recogniser):
         return self.tokenizer.decode(toks).strip()
 
 
-def load(entry, **opts) -> WhisperRecogniser:
-    """The backend's entry point (:func:`aiplib.inference.models.load_model`): ``opts`` are
-    :class:`WhisperOptions`."""
-    return WhisperRecogniser(entry, WhisperOptions(**opts))
+def load(
+    entry,
+    *,
+    path: str = "fast",
+    cpu_threads: int | None = None,
+    batch_size: int | None = None,
+    workers: int | None = None,
+) -> WhisperRecogniser:
+    """The backend's entry point (:func:`aiplib.inference.models.load_model`): the
+    :class:`WhisperOptions` it passes."""
+    options = WhisperOptions(
+        path=path, cpu_threads=cpu_threads, batch_size=batch_size, workers=workers
+    )
+    return WhisperRecogniser(entry, options)
