@@ -71,12 +71,12 @@ def main(argv=None) -> int:
         )
         return 1
     print(f"removed the stage-7 results of {a.model}: {', '.join(ws.rel(d) for d in gone)}")
-    if (
-        not models_with_rows(ws) and ws.results.is_dir()
-    ):  # nothing left to score: no report of a removed model
+    # nothing left to score: no report of a removed model
+    if not models_with_rows(ws) and ws.results.is_dir():
         shutil.rmtree(ws.results)
         print(
-            f"no model has stage-7 results left: {ws.rel(ws.results)}/ removed, stages 8-9 not re-run"
+            f"no model has stage-7 results left: {ws.rel(ws.results)}/ removed, "
+            "stages 8-9 not re-run"
         )
     return 0
 
