@@ -10,8 +10,9 @@ from aiplib.core.stamps import json_sha256, jsonable, text_sha256
 from aiplib.stimuli.families import FAMILY_MODULES, row_family
 from aiplib.stimuli.mixing import is_clean_row
 
+#: Field of an inference row holding its resume key (:func:`stimulus_key`).
 STIM_KEY_FIELD = "stim_key"
-"""Field of an inference row holding its resume key (:func:`stimulus_key`)."""
+#: Manifest columns that enter the resume key (with the SHA-256 of the two audio files).
 STIM_KEY_FIELDS = (
     "id",
     "seed",
@@ -22,7 +23,9 @@ STIM_KEY_FIELDS = (
     "speech_path",
     "bg_path",
 )
-"""Manifest columns that enter the resume key (with the SHA-256 of the two audio files)."""
+#: Registry-entry fields that decide a model's output; their hash enters the resume key (descriptive
+#: fields — ``notes``, ``device``, ``concurrency`` … — do not; ``batch_size`` does for
+#: :data:`BATCH_VARIANT_BACKENDS` only).
 ENTRY_KEY_FIELDS = (
     "backend",
     "weights",
@@ -37,20 +40,17 @@ ENTRY_KEY_FIELDS = (
     "engine_args",
     "generate_kwargs",
 )
-"""Registry-entry fields that decide a model's output; their hash enters the resume key
-(descriptive fields — ``notes``, ``device``, ``concurrency`` … — do not; ``batch_size`` does for
-:data:`BATCH_VARIANT_BACKENDS` only)."""
 
 
+#: Entry field (in ``extra``) holding the attention kernel stage 7 loads a model with, where it sets
+#: one (the paper profile: the authors' ``sdpa`` or ``eager``); it can change generated text, so it
+#: enters the key when set (keys of entries without it are unchanged).
 ATTENTION_FIELD = "attn_implementation"
-"""Entry field (in ``extra``) holding the attention kernel stage 7 loads a model with, where it sets
-one (the paper profile: the authors' ``sdpa`` or ``eager``); it can change generated text, so it
-enters the key when set (keys of entries without it are unchanged)."""
 
 
+#: Backends whose output can depend on the batch size (padded batched decoding can move an arg-max),
+#: so ``batch_size`` enters their key; the others decode each stimulus alike in any batch.
 BATCH_VARIANT_BACKENDS = ("transformers", "hf_asr")
-"""Backends whose output can depend on the batch size (padded batched decoding can move an arg-max),
-so ``batch_size`` enters their key; the others decode each stimulus alike in any batch."""
 
 
 def entry_sha256(entry) -> str:

@@ -32,6 +32,7 @@ from aiplib.inference.models.base import Recogniser, answer_each
 from aiplib.inference.models.ct2_numerics import cpu_record
 from aiplib.io.audio import SR
 
+#: Seconds a command may run per call unless its entry sets ``timeout_s``.
 DEFAULT_TIMEOUT_S = 120.0
 
 
@@ -184,5 +185,5 @@ class CommandRecogniser(Recogniser):
         self._cache = {}
 
 
-# the backend's entry point, load(entry, **opts) (aiplib.inference.models.load_model)
+#: The backend's entry point, ``load(entry, **options)`` (aiplib.inference.models.load_model).
 load = CommandRecogniser

@@ -28,11 +28,13 @@ from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
 
+#: precision → torch dtype
 DTYPES = {
     "float32": "float32",
     "float16": "float16",
     "bfloat16": "bfloat16",
-}  # precision → torch dtype
+}
+#: Largest weights (bytes, 4 GiB) hashed for provenance.
 _HASH_LIMIT = 4 << 30
 
 
@@ -415,7 +417,7 @@ class TransformersRecogniser(HubRecogniser):
         return texts_out
 
 
-# the backend's entry point, load(entry, **opts) (aiplib.inference.models.load_model)
+#: The backend's entry point, ``load(entry, **options)`` (aiplib.inference.models.load_model).
 load = TransformersRecogniser
 
 

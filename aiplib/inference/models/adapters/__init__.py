@@ -22,7 +22,7 @@ from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
 
-# registry model_type → adapter module of this package (each defines ADAPTER, an Adapter subclass)
+#: registry model_type → adapter module of this package (each defines ADAPTER, an Adapter subclass)
 ADAPTER_MODULES = {
     "qwen2_audio": "qwen2_audio",
     "qwen25_omni": "qwen25_omni",

@@ -14,6 +14,7 @@ from aiplib.core.errors import MissingPackageError
 from aiplib.inference.models.adapters import Adapter
 
 log = logging.getLogger(__name__)
+#: The speech LoRA adapter of the Phi-4 multimodal checkpoint.
 SPEECH_LORA = "speech-lora"
 
 
@@ -56,4 +57,5 @@ class Phi4MultimodalAdapter(Adapter):
         return model.eval()
 
 
+#: The adapter this module registers (:data:`aiplib.inference.models.adapters.ADAPTER_MODULES`).
 ADAPTER = Phi4MultimodalAdapter
