@@ -103,19 +103,30 @@ def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
     cf = row_family(row)
     fam = FAMILY_MODULES.get(cf)  # an unknown family fails at materialisation
     own = {"condition_family": cf, **{c: _text(row.get(c)) for c in (fam.COLUMNS if fam else ())}}
-    extra = None if is_clean_row(row) else fam.key_fields(row, rec | own, ws, hashes) if fam else {}
+    if is_clean_row(row):
+        extra = None
+    elif fam:
+        extra = fam.key_fields(row, rec | own, ws, hashes)
+    else:
+        extra = {}
     if extra is not None:
         rec.update(own, **extra)
     elif not rec.get("bg_path"):  # a clean row's audio does not depend on its seed
-        rec["seed"] = rec["bg_offset"] = None
-    cache = {} if hashes is None else hashes
+        rec["seed"] = None
+        rec["bg_offset"] = None
+    _add_audio_hashes(rec, ws, {} if hashes is None else hashes)
+    return json_sha256(rec)
+
+
+def _add_audio_hashes(rec: dict, ws, cache: dict) -> None:
+    """Set ``speech_sha256`` and ``bg_sha256`` of ``rec``: the SHA-256 of the file its path points
+    to (``""`` for none, ``"missing"`` for a file not found), through ``cache`` (path → SHA-256)."""
     for k, col in (("speech_sha256", "speech_path"), ("bg_sha256", "bg_path")):
         rel = rec.get(col)
         if rel and rel not in cache:
             p = ws.path(rel)
             cache[rel] = file_sha256(p) if p.is_file() else "missing"
         rec[k] = cache[rel] if rel else ""
-    return json_sha256(rec)
 
 
 def stimulus_key(

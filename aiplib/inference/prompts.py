@@ -54,7 +54,10 @@ def _names(target) -> list[str]:
     if isinstance(target, ast.Name):
         return [target.id]
     if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for e in target.elts for n in _names(e)]
+        names = []
+        for e in target.elts:
+            names.extend(_names(e))
+        return names
     return []
 
 

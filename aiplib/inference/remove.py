@@ -40,14 +40,11 @@ def remove_model(ws, model: str) -> list[Path]:
 
 def models_with_rows(ws) -> list[str]:
     """The models that have a task file in ``inference/`` of any condition family."""
-    return sorted(
-        {
-            p.parent.name
-            for cf in CONDITION_FAMILIES
-            for p in ws.with_family(cf).inference.glob("*/*.jsonl")
-        }
-        - set(CONDITION_FAMILIES)
-    )
+    names = set()
+    for cf in CONDITION_FAMILIES:
+        for p in ws.with_family(cf).inference.glob("*/*.jsonl"):
+            names.add(p.parent.name)
+    return sorted(names - set(CONDITION_FAMILIES))
 
 
 def main(argv=None) -> int:

@@ -121,8 +121,10 @@ def folder_fingerprint(folder: Path) -> str | None:
     for p in files:
         h.update(p.name.encode())
         with open(p, "rb") as f:
-            while block := f.read(1 << 22):
+            block = f.read(1 << 22)
+            while block:
                 h.update(block)
+                block = f.read(1 << 22)
     return h.hexdigest()
 
 
@@ -351,14 +353,16 @@ class TransformersRecogniser(HubRecogniser):
         self.adapter = self.adapter_cls(entry, processor, model)
         self.placeholder = self.adapter.placeholder
         self.token_limit = self.adapter.token_limit()
-        self.model, self.processor = model, processor
+        self.model = model
+        self.processor = processor
         self.revision = self._snapshot_revision(getattr(model, "config", None))
         self.weights_sha256 = folder_fingerprint(folder) if self.local else None
         self._stats["max_new_tokens_seen"] = 0
         self.last: dict = {}
 
     def _info(self) -> dict:
-        a, e = self.adapter, self.entry
+        a = self.adapter
+        e = self.entry
         return {
             "generator_class": type(a.generator).__name__,
             "dtype": str(getattr(a.generator, "dtype", "")),
@@ -431,12 +435,15 @@ def check_batch_invariance(rec, audios, prompts, *, batch_size: int | None = Non
     old = rec.batch_size
     n = min(len(audios), max(2, int(batch_size or old or 2)))
 
-    def timed(size):  # (responses, seconds) at batch size ``size``
-        rec.batch_size, t = size, time.perf_counter()
+    def timed(size):
+        """(responses, seconds) at batch size ``size``."""
+        rec.batch_size = size
+        t = time.perf_counter()
         return rec.generate(list(audios), list(prompts)), time.perf_counter() - t
 
     try:
-        (one, s1), (many, sn) = timed(1), timed(n)
+        one, s1 = timed(1)
+        many, sn = timed(n)
     finally:
         rec.batch_size = old
     diffs = [

@@ -86,7 +86,9 @@ class Adapter:
     )
 
     def __init__(self, entry, processor, model):
-        self.entry, self.processor, self.model = entry, processor, model
+        self.entry = entry
+        self.processor = processor
+        self.model = model
         if hasattr(self.tokenizer, "padding_side"):
             self.tokenizer.padding_side = "left"
         self.fix_generation_config()
@@ -205,7 +207,8 @@ class Adapter:
         Checks the feature tensors named in :attr:`feature_keys` (present, batch of audio
         non-empty) and at least one audio placeholder token per row of ``input_ids``.
         """
-        if missing := [k for k in self.feature_keys if k not in inputs or inputs[k] is None]:
+        missing = [k for k in self.feature_keys if k not in inputs or inputs[k] is None]
+        if missing:
             raise AudioInputError(
                 f"{self.model_type}: the processor output has no {', '.join(missing)} (keys: "
                 f"{', '.join(inputs.keys())}); the audio was dropped"
@@ -235,7 +238,8 @@ class Adapter:
         import torch  # noqa: PLC0415
 
         inputs = inputs.to(self.device)
-        if (dtype := self.dtype) is not None:
+        dtype = self.dtype
+        if dtype is not None:
             for k, v in list(inputs.items()):
                 if torch.is_tensor(v) and v.is_floating_point():
                     inputs[k] = v.to(dtype)
@@ -253,7 +257,8 @@ class Adapter:
     def n_new_tokens(self, new_tokens) -> list[int]:
         """Generated tokens per row, not counting padding after an early end-of-sequence."""
         gc = self.generator.generation_config
-        pad, eos = gc.pad_token_id, set(_eos_ids(gc))
+        pad = gc.pad_token_id
+        eos = set(_eos_ids(gc))
         counts = []
         for row in new_tokens.tolist():
             n = next((k + 1 for k, t in enumerate(row) if t in eos), None)
