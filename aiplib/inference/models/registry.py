@@ -437,11 +437,16 @@ def load_model(
     attn_implementation: str | None = None,
     cpu_threads: int | None = None,
     workers: int | None = None,
+    local_files_only: bool | None = None,
+    device: str | None = None,
+    precision: str | None = None,
 ):
     """Load a recogniser through its backend module's ``load(entry, **options)``, passed the
     options given (not None): ``path`` (the Whisper decoding path, e.g. ``"fast"``; other backends
     ignore it), ``batch_size`` (stimuli per ``generate`` call), ``attn_implementation`` (a
-    ``transformers`` attention kernel), ``cpu_threads`` and ``workers`` (the embedded Whisper's).
+    ``transformers`` attention kernel), ``cpu_threads`` and ``workers`` (the embedded Whisper's),
+    ``local_files_only`` (the Hugging Face backends': never ask the hub), ``device`` and
+    ``precision`` (overriding the entry's).
 
     Raises
     ------
@@ -460,6 +465,9 @@ def load_model(
         "attn_implementation": attn_implementation,
         "cpu_threads": cpu_threads,
         "workers": workers,
+        "local_files_only": local_files_only,
+        "device": device,
+        "precision": precision,
     }
     options = {name: value for name, value in given.items() if value is not None}
     module = _backend_module(entry)

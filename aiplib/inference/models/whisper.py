@@ -417,10 +417,17 @@ def load(
     cpu_threads: int | None = None,
     batch_size: int | None = None,
     workers: int | None = None,
+    device: str | None = None,
+    precision: str | None = None,
 ) -> WhisperRecogniser:
     """The backend's entry point (:func:`aiplib.inference.models.load_model`): the
-    :class:`WhisperOptions` it passes."""
+    :class:`WhisperOptions` it passes (``precision``: the CTranslate2 ``compute_type``)."""
     options = WhisperOptions(
-        path=path, cpu_threads=cpu_threads, batch_size=batch_size, workers=workers
+        path=path,
+        cpu_threads=cpu_threads,
+        batch_size=batch_size,
+        workers=workers,
+        device=device,
+        compute_type=precision,
     )
     return WhisperRecogniser(entry, options)
