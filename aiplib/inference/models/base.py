@@ -1,9 +1,8 @@
 """The interface every recogniser backend implements.
 
-A backend module (``aiplib/inference/models/<module>.py``) exposes ``load(entry, **opts) ->
-Recogniser``;
-:func:`aiplib.inference.models.registry.load_model` imports it only when an entry of that backend is
-chosen, so one model's heavy dependencies never break another's.
+A backend module (``aiplib/inference/models/<module>.py``) exposes ``load(entry, *, <its keyword
+options>) -> Recogniser``; :func:`aiplib.inference.models.registry.load_model` imports it only when
+an entry of that backend is chosen, so one model's heavy dependencies never break another's.
 """
 
 from __future__ import annotations
