@@ -10,8 +10,9 @@ from aiplib.core.stamps import json_sha256, jsonable, text_sha256
 from aiplib.stimuli.families import FAMILY_MODULES, row_family
 from aiplib.stimuli.mixing import is_clean_row
 
+#: Field of an inference row holding its resume key (:func:`stimulus_key`).
 STIM_KEY_FIELD = "stim_key"
-"""Field of an inference row holding its resume key (:func:`stimulus_key`)."""
+#: Manifest columns that enter the resume key (with the SHA-256 of the two audio files).
 STIM_KEY_FIELDS = (
     "id",
     "seed",
@@ -22,7 +23,9 @@ STIM_KEY_FIELDS = (
     "speech_path",
     "bg_path",
 )
-"""Manifest columns that enter the resume key (with the SHA-256 of the two audio files)."""
+#: Registry-entry fields that decide a model's output; their hash enters the resume key (descriptive
+#: fields — ``notes``, ``device``, ``concurrency`` … — do not; ``batch_size`` does for
+#: :data:`BATCH_VARIANT_BACKENDS` only).
 ENTRY_KEY_FIELDS = (
     "backend",
     "weights",
@@ -37,20 +40,17 @@ ENTRY_KEY_FIELDS = (
     "engine_args",
     "generate_kwargs",
 )
-"""Registry-entry fields that decide a model's output; their hash enters the resume key
-(descriptive fields — ``notes``, ``device``, ``concurrency`` … — do not; ``batch_size`` does for
-:data:`BATCH_VARIANT_BACKENDS` only)."""
 
 
+#: Entry field (in ``extra``) holding the attention kernel stage 7 loads a model with, where it sets
+#: one (the paper profile: the authors' ``sdpa`` or ``eager``); it can change generated text, so it
+#: enters the key when set (keys of entries without it are unchanged).
 ATTENTION_FIELD = "attn_implementation"
-"""Entry field (in ``extra``) holding the attention kernel stage 7 loads a model with, where it sets
-one (the paper profile: the authors' ``sdpa`` or ``eager``); it can change generated text, so it
-enters the key when set (keys of entries without it are unchanged)."""
 
 
+#: Backends whose output can depend on the batch size (padded batched decoding can move an arg-max),
+#: so ``batch_size`` enters their key; the others decode each stimulus alike in any batch.
 BATCH_VARIANT_BACKENDS = ("transformers", "hf_asr")
-"""Backends whose output can depend on the batch size (padded batched decoding can move an arg-max),
-so ``batch_size`` enters their key; the others decode each stimulus alike in any batch."""
 
 
 def entry_sha256(entry) -> str:
@@ -103,19 +103,30 @@ def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
     cf = row_family(row)
     fam = FAMILY_MODULES.get(cf)  # an unknown family fails at materialisation
     own = {"condition_family": cf, **{c: _text(row.get(c)) for c in (fam.COLUMNS if fam else ())}}
-    extra = None if is_clean_row(row) else fam.key_fields(row, rec | own, ws, hashes) if fam else {}
+    if is_clean_row(row):
+        extra = None
+    elif fam:
+        extra = fam.key_fields(row, rec | own, ws, hashes)
+    else:
+        extra = {}
     if extra is not None:
         rec.update(own, **extra)
     elif not rec.get("bg_path"):  # a clean row's audio does not depend on its seed
-        rec["seed"] = rec["bg_offset"] = None
-    cache = {} if hashes is None else hashes
+        rec["seed"] = None
+        rec["bg_offset"] = None
+    _add_audio_hashes(rec, ws, {} if hashes is None else hashes)
+    return json_sha256(rec)
+
+
+def _add_audio_hashes(rec: dict, ws, cache: dict) -> None:
+    """Set ``speech_sha256`` and ``bg_sha256`` of ``rec``: the SHA-256 of the file its path points
+    to (``""`` for none, ``"missing"`` for a file not found), through ``cache`` (path → SHA-256)."""
     for k, col in (("speech_sha256", "speech_path"), ("bg_sha256", "bg_path")):
         rel = rec.get(col)
         if rel and rel not in cache:
             p = ws.path(rel)
             cache[rel] = file_sha256(p) if p.is_file() else "missing"
         rec[k] = cache[rel] if rel else ""
-    return json_sha256(rec)
 
 
 def stimulus_key(

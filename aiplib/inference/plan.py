@@ -3,22 +3,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from aiplib.core.errors import AiplibParameterError
 from aiplib.inference.models import resolve
+from aiplib.inference.models.registry import DEFAULT_MODEL
 from aiplib.inference.prompts import TASKS, PromptSet, get_prompt_set, task_names
 from aiplib.inference.shards import coerce_shard
 
-# The embedded Whisper's decoding path (aiplib.inference.models.whisper): Whisper's 30 s window,
-# what the model was trained on and what the paper's 30 s cap means. The 15/20/30 s `window` path
-# changes the noise effect on recordings it was not tuned on (docs/BENCHMARKS.md), so it is opt-in.
+#: The embedded Whisper's decoding path (aiplib.inference.models.whisper): Whisper's 30 s window,
+#: what the model was trained on and what the paper's 30 s cap means. The 15/20/30 s `window` path
+#: changes the noise effect on recordings it was not tuned on (docs/BENCHMARKS.md), so it is opt-in.
 DEFAULT_DECODING = "fast"
-# stimuli per generate call of the transformers Speech LLMs in the paper profile: the authors'
-# scripts/05_inference.py decoded one at a time (padded batches, 8-bit kernels above all, can change
-# a generation)
+#: The tasks stage 7 decodes unless told (:func:`aiplib.inference.prompts.task_names`): all of them.
+DEFAULT_TASKS = "all"
+#: Stimuli per generate call of the transformers Speech LLMs in the paper profile: the authors'
+#: scripts/05_inference.py decoded one at a time (padded batches, 8-bit kernels above all, can
+#: change a generation).
 PAPER_BATCH_SIZE = 1
 
 
@@ -68,37 +72,54 @@ class RunPlan:
         return out
 
 
-def configure(ws, options: dict) -> tuple[RunPlan, DecodingConfig]:
-    """The :class:`RunPlan` and :class:`DecodingConfig` of stage 7's keyword ``options``.
+@dataclass(frozen=True)
+class RunOptions:
+    """What a caller asks of stage 7, before it is resolved (:func:`configure`).
 
-    ``models`` (ids, a comma list or ``"all"``; default ``whisper_tiny_en``), ``tasks`` (default
-    ``"all"``), ``prompt_set`` (default the profile's), ``shard`` (``"i/n"``, ``(i, n)``, None:
-    Slurm's array variables, False: none), ``decoding`` (the config's ``path``) and the other fields
-    of :class:`DecodingConfig`.
+    ``models``: registry ids (one, a comma list, a list, or ``"all"``;
+    :func:`aiplib.inference.models.resolve`); ``tasks``: task names (a comma list or ``"all"``);
+    ``prompt_set``: a prompt-set name or file (None: the profile's); ``shard``: ``"i/n"``,
+    ``(i, n)``, None (Slurm's array variables) or False (none); ``decoding``: the
+    :class:`DecodingConfig` ``path``; the other fields are :class:`DecodingConfig`'s.
+    """
+
+    models: str | Sequence[str] = DEFAULT_MODEL
+    tasks: str | Sequence[str] = DEFAULT_TASKS
+    prompt_set: str | PromptSet | None = None
+    shard: str | tuple | bool | None = None
+    decoding: str = DEFAULT_DECODING
+    batch_size: int | None = None
+    limit: int | None = None
+    progress: bool = True
+    rerun_unkeyed: bool = False
+
+
+def configure(ws, options: RunOptions) -> tuple[RunPlan, DecodingConfig]:
+    """The :class:`RunPlan` and :class:`DecodingConfig` of stage 7's :class:`RunOptions`.
 
     Raises
     ------
-    TypeError
-        An unknown option.
     KeyError
         Unknown model id or task name (the valid ones listed).
     AiplibParameterError
         Bad ``limit``, ``batch_size`` or ``shard``.
     """
-    o, decoding = dict(options), [f.name for f in fields(DecodingConfig) if f.name != "path"]
-    if unknown := set(o) - {"models", "tasks", "prompt_set", "shard", "decoding", *decoding}:
-        raise TypeError(f"unknown stage-7 option(s) {', '.join(sorted(unknown))}")
-    shard = coerce_shard(o.get("shard"))
+    shard = coerce_shard(options.shard)
     config = DecodingConfig(
-        path=o.get("decoding", DEFAULT_DECODING), **{k: o[k] for k in decoding if k in o}
+        path=options.decoding,
+        batch_size=options.batch_size,
+        limit=options.limit,
+        progress=options.progress,
+        rerun_unkeyed=options.rerun_unkeyed,
     )
     # resolved before any model loads: a paper run without its prompts file fails at once
-    ps = o.get("prompt_set")
-    ps = get_prompt_set(ps if ps is not None else getattr(ws, "profile", None), ws=ws)
+    ps = options.prompt_set
+    if ps is None:
+        ps = getattr(ws, "profile", None)
     plan = RunPlan(
-        entries=tuple(resolve(o.get("models", "whisper_tiny_en"))),
-        tasks=tuple(task_names(o.get("tasks", "all"))),
-        prompt_set=ps,
+        entries=tuple(resolve(options.models)),
+        tasks=tuple(task_names(options.tasks)),
+        prompt_set=get_prompt_set(ps, ws=ws),
         shard=shard,
     )
     return plan, config

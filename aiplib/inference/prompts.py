@@ -50,27 +50,34 @@ def _scope_nodes(body):
 
 
 def _names(target) -> list[str]:
+    """The variable names an assignment target binds."""
     if isinstance(target, ast.Name):
         return [target.id]
     if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for e in target.elts for n in _names(e)]
+        names = []
+        for e in target.elts:
+            names.extend(_names(e))
+        return names
     return []
 
 
 def _is_var(node, variable) -> bool:
+    """``node`` is the bare name ``variable``."""
     return isinstance(node, ast.Name) and node.id == variable
+
+
+def _targets(node) -> list:
+    """The targets a statement assigns, updates or deletes (none for other statements)."""
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        return node.targets
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        return [node.target]
+    return []
 
 
 def _mutation(node, variable) -> str | None:
     """Why ``node`` (a module-level statement) changes the dict after its literal, or None."""
-    targets = (
-        node.targets
-        if isinstance(node, (ast.Assign, ast.Delete))
-        else [node.target]
-        if isinstance(node, (ast.AugAssign, ast.AnnAssign))
-        else []
-    )
-    for t in targets:
+    for t in _targets(node):
         if isinstance(t, (ast.Subscript, ast.Attribute)) and _is_var(t.value, variable):
             return f"`{ast.unparse(t)}` is assigned or deleted"
         if isinstance(node, ast.AugAssign) and _is_var(t, variable):
@@ -83,6 +90,7 @@ def _mutation(node, variable) -> str | None:
 
 
 def _describe(node) -> str:
+    """A short quote of a node for an error message."""
     if isinstance(node, ast.JoinedStr):
         return "an f-string"
     text = ast.unparse(node)  # a node of ast.parse always unparses
@@ -114,30 +122,56 @@ def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
         the dict is changed at module level after its literal.
     """
     p = Path(path)
+    tree = _parse_python(p)
+    assigns = []
+    mutations = []
+    for node in _scope_nodes(tree.body):
+        if _assigns_variable(node, variable):
+            assigns.append(node)
+            continue
+        why = _mutation(node, variable)
+        if why is not None:
+            mutations.append((node.lineno, why))
+    node = _single_assignment(p, variable, assigns)
+    if mutations:
+        line, why = mutations[0]
+        raise PromptFileError(
+            f"{p}:{line}: {why} at module level, so the dict the script used differs "
+            f"from its literal; not read"
+        )
+    return _literal_dict(p, variable, node.value)
+
+
+def _parse_python(p: Path) -> ast.Module:
+    """The syntax tree of a Python file (never executed); :class:`PromptFileError` when it cannot be
+    read or parsed."""
     try:
         source = p.read_bytes()
     except OSError as exc:
         raise PromptFileError(f"cannot read the prompts file {p}: {exc.strerror or exc}") from None
     try:
-        tree = ast.parse(source, filename=str(p))
+        return ast.parse(source, filename=str(p))
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
+        where = f":{line}" if line else ""
         raise PromptFileError(
-            f"{p}{f':{line}' if line else ''}: not a Python file that can be parsed "
-            f"({getattr(exc, 'msg', exc)})"
+            f"{p}{where}: not a Python file that can be parsed ({getattr(exc, 'msg', exc)})"
         ) from None
-    assigns, mutations = [], []
-    for node in _scope_nodes(tree.body):
-        if (
-            isinstance(node, ast.Assign)
-            and any(variable in _names(t) for t in node.targets)
-            or isinstance(node, ast.AnnAssign)
-            and _is_var(node.target, variable)
-            and node.value is not None
-        ):
-            assigns.append(node)
-        elif (why := _mutation(node, variable)) is not None:
-            mutations.append((node.lineno, why))
+
+
+def _assigns_variable(node, variable: str) -> bool:
+    """``node`` binds ``variable`` (``=``, also in a tuple, or an annotated assignment with a
+    value)."""
+    if isinstance(node, ast.Assign):
+        return any(variable in _names(t) for t in node.targets)
+    if isinstance(node, ast.AnnAssign):
+        return _is_var(node.target, variable) and node.value is not None
+    return False
+
+
+def _single_assignment(p: Path, variable: str, assigns: list):
+    """The one module-level ``variable = …``; :class:`PromptFileError` for none, several, or a
+    tuple unpacking."""
     if not assigns:
         raise PromptFileError(
             f"{p}: no module-level assignment `{variable} = {{...}}` found "
@@ -157,13 +191,12 @@ def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
             f"{p}:{node.lineno}: `{variable}` is unpacked from a tuple; expected "
             f"`{variable} = {{...}}`"
         )
-    if mutations:
-        line, why = mutations[0]
-        raise PromptFileError(
-            f"{p}:{line}: {why} at module level, so the dict the script used differs "
-            f"from its literal; not read"
-        )
-    value = node.value
+    return node
+
+
+def _literal_dict(p: Path, variable: str, value) -> dict[str, str]:
+    """The keys and string values of a dict display, in order; :class:`PromptFileError` for
+    anything else, a ``**`` unpacking, a key that is not a string literal or repeats."""
     if not isinstance(value, ast.Dict):
         raise PromptFileError(
             f"{p}:{value.lineno}: `{variable}` is {_describe(value)}, not a literal "
@@ -186,12 +219,21 @@ def parse_prompts_file(path, *, variable: str = "PROMPTS") -> dict[str, str]:
     return out
 
 
-_STEER = "Listen only to the main foreground speaker and ignore all background sounds, noise, music and other voices."
+#: The steering sentence the p5 prompts of ``aip-closed-v1`` open with.
+_STEER = (
+    "Listen only to the main foreground speaker and ignore all background sounds, noise, music "
+    "and other voices."
+)
 
-# task name (the <task> of the result files) → (family, prompt variant), from tasks.yaml
+#: task name (the <task> of the result files) → (family, prompt variant), from tasks.yaml.
 TASKS: dict[str, tuple[str, str]] = {
     t: (d["family"], d["variant"]) for t, d in task_file()["tasks"].items()
 }
+
+
+def _prompt(prompt_id: str, text: str) -> dict[str, str]:
+    """One prompt: ``{"prompt_id", "text"}``."""
+    return {"prompt_id": prompt_id, "text": text}
 
 
 def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
@@ -208,12 +250,10 @@ def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
     """
     kw = normalize_keywords(keywords)
     choice = f"It is one of: {', '.join(kw)}, or another word. Answer with the single word only."
-    suffix = (
-        ""
-        if kw == KEYWORDS
-        else "_kw" + hashlib.sha256(",".join(kw).encode("utf-8")).hexdigest()[:8]
-    )
-    p = lambda pid, text: {"prompt_id": pid, "text": text}  # noqa: E731
+    suffix = ""
+    if kw != KEYWORDS:
+        suffix = "_kw" + hashlib.sha256(",".join(kw).encode("utf-8")).hexdigest()[:8]
+    p = _prompt
     return {
         ("asr", "baseline"): p("asr_baseline_v1", "Transcribe the speech in this audio exactly."),
         ("asr", "p5"): p(
@@ -229,8 +269,8 @@ def builtin_prompts(keywords=None) -> dict[tuple[str, str], dict[str, str]]:
     }
 
 
-# aip-closed-v1 with the default keywords (change prompt_id whenever text changes: results are keyed
-# by it)
+#: aip-closed-v1 with the default keywords (change prompt_id whenever text changes: results are
+#: keyed by it).
 PROMPTS: dict[tuple[str, str], dict[str, str]] = builtin_prompts()
 
 
@@ -242,35 +282,36 @@ def task_names(tasks="all") -> list[str]:
     KeyError
         If a name is not in :data:`TASKS`; the message lists the valid names.
     """
-    names = (
-        list(tasks)
-        if not isinstance(tasks, str)
-        else list(TASKS)
-        if tasks.strip() == "all"
-        else [t.strip() for t in tasks.split(",") if t.strip()]
-    )
-    if bad := [t for t in names if t not in TASKS]:
+    if not isinstance(tasks, str):
+        names = list(tasks)
+    elif tasks.strip() == "all":
+        names = list(TASKS)
+    else:
+        names = [t.strip() for t in tasks.split(",") if t.strip()]
+    bad = [t for t in names if t not in TASKS]
+    if bad:
         raise KeyError(
             f"unknown task(s) {', '.join(map(repr, bad))}; valid tasks: {', '.join(TASKS)}"
         )
     return names
 
 
-def prompt_for(task: str, prompt_set=None, **load) -> tuple[str, str]:
+def prompt_for(
+    task: str, prompt_set=None, *, ws=None, prompts_file: str | Path | None = None
+) -> tuple[str, str]:
     """``(prompt_id, text)`` of a task in a prompt set (name, :class:`PromptSet` or None: the
     default).
 
-    ``load`` goes to :func:`get_prompt_set`, which gives the errors besides ``KeyError`` (unknown
-    task).
+    ``ws`` and ``prompts_file`` go to :func:`get_prompt_set`, which gives the errors besides
+    ``KeyError`` (unknown task).
     """
     if task not in TASKS:
         raise KeyError(f"unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
-    return get_prompt_set(prompt_set, **load).prompt(task)
+    return get_prompt_set(prompt_set, ws=ws, prompts_file=prompts_file).prompt(task)
 
 
-NO_PROMPT_ID = (
-    "none"  # prompt_id of the rows of a model that takes no task prompt (prompt_style: none)
-)
+#: prompt_id of the rows of a model that takes no task prompt (prompt_style: none).
+NO_PROMPT_ID = "none"
 
 
 def not_applicable(entry, tasks) -> dict[str, str]:
@@ -279,21 +320,20 @@ def not_applicable(entry, tasks) -> dict[str, str]:
     takes prompts."""
     if getattr(entry, "takes_prompt", True):
         return {}
-    return {
-        t: (
-            f"{entry.id} takes no task prompt (prompt_style none): the {variant} prompt would repeat "
-            f"the {family} baseline's decode"
-        )
-        for t in tasks
-        for family, variant in [TASKS[t]]
-        if variant != "baseline"
-    }
+    reasons = {}
+    for t in tasks:
+        family, variant = TASKS[t]
+        if variant != "baseline":
+            reasons[t] = (
+                f"{entry.id} takes no task prompt (prompt_style none): the {variant} prompt would "
+                f"repeat the {family} baseline's decode"
+            )
+    return reasons
 
 
-PROMPT_SET_FIELD = (
-    "prompt_set"  # field of inference rows, score rows and sidecars holding PromptSet.name
-)
-# source field of get_prompt_set → the environment variable that supplies it when not given
+#: Field of inference rows, score rows and sidecars holding PromptSet.name.
+PROMPT_SET_FIELD = "prompt_set"
+#: Source field of get_prompt_set → the environment variable that supplies it when not given.
 ENV_VARS = {
     "prompts_file": "PROMPTS_FILE",
     "commit": "PROMPTS_COMMIT",
@@ -302,17 +342,19 @@ ENV_VARS = {
     "sha256": "PROMPTS_SHA256",
 }
 
+#: A commit hash or plain ref name.
 _COMMIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
 def prompt_set_names(*, aliases: bool = False) -> list[str]:
     """Names of the prompt sets of the task file (``aliases``: with ``demo``, ``custom``,
     ``authors-05``)."""
-    return [
-        n
-        for name, d in task_file()["prompt_sets"].items()
-        for n in [name, *((d.get("aliases") or []) if aliases else [])]
-    ]
+    names = []
+    for name, d in task_file()["prompt_sets"].items():
+        names.append(name)
+        if aliases:
+            names.extend(d.get("aliases") or [])
+    return names
 
 
 def canonical_prompt_set_name(name: str | None) -> str:
@@ -378,9 +420,12 @@ class PromptSet:
 
 
 def _builtin_set(name: str, spec: dict, keywords=None) -> PromptSet:
+    """The built-in prompt set ``name`` (``aip-closed-v1``) for a keyword set (None: the
+    default)."""
     kw = normalize_keywords(keywords)
     prompts = {t: builtin_prompts(kw)[TASKS[t]] for t in required_tasks()}
-    texts, ids = ({t: p[k] for t, p in prompts.items()} for k in ("text", "prompt_id"))
+    texts = {t: p["text"] for t, p in prompts.items()}
+    ids = {t: p["prompt_id"] for t, p in prompts.items()}
     return PromptSet(
         name=name,
         texts=MappingProxyType(texts),
@@ -449,17 +494,7 @@ def prompt_set_from_file(
             f"{p}: SHA-256 {digest} differs from the expected {sha256.lower()}; the prompts file "
             "changed (delete the cached copy to fetch it again, or update the pin)"
         )
-    need = required_tasks()
-    if missing := [t for t in need if t not in found]:
-        raise PromptFileError(
-            f"{p}: the `{variable}` dict has no key {', '.join(map(repr, missing))} (prompt set "
-            f"{name!r} needs {', '.join(need)}); keys found: {', '.join(found) or 'none'}"
-        )
-    texts = {t: found[t] for t in need}
-    if empty := [t for t, s in texts.items() if not s.strip()]:
-        raise PromptFileError(
-            f"{p}: `{variable}` has an empty text for {', '.join(map(repr, empty))}"
-        )
+    texts = _task_texts(p, found, name=name, variable=variable)
     ids = {t: f"{name}_{t}_{text_sha256(s)[:10]}" for t, s in texts.items()}
     src = dict(source) if source is not None else {"kind": "file", "path": str(p.resolve())}
     return PromptSet(
@@ -472,6 +507,25 @@ def prompt_set_from_file(
         variable=variable,
         other_keys=tuple(k for k in found if k not in texts),
     )
+
+
+def _task_texts(p: Path, found: dict[str, str], *, name: str, variable: str) -> dict[str, str]:
+    """The text of every task a prompt set needs, from a file's ``variable`` dict ``found``;
+    :class:`PromptFileError` for a missing or empty one."""
+    need = required_tasks()
+    missing = [t for t in need if t not in found]
+    if missing:
+        raise PromptFileError(
+            f"{p}: the `{variable}` dict has no key {', '.join(map(repr, missing))} (prompt set "
+            f"{name!r} needs {', '.join(need)}); keys found: {', '.join(found) or 'none'}"
+        )
+    texts = {t: found[t] for t in need}
+    empty = [t for t, s in texts.items() if not s.strip()]
+    if empty:
+        raise PromptFileError(
+            f"{p}: `{variable}` has an empty text for {', '.join(map(repr, empty))}"
+        )
+    return texts
 
 
 def prompts_url(base_url: str, commit: str, path: str) -> str:
@@ -512,7 +566,8 @@ def fetch_prompts_file(
     """
     url = prompts_url(base_url, commit, path)
     dest = Path(cache_dir) / commit / PurePosixPath(path).name
-    if downloaded := not dest.is_file():
+    downloaded = not dest.is_file()
+    if downloaded:
         download_file(
             url,
             dest,
@@ -537,7 +592,17 @@ def fetch_prompts_file(
 
 
 def get_prompt_set(
-    prompt_set=None, *, ws=None, keywords=None, progress: bool = False, **source
+    prompt_set=None,
+    *,
+    ws=None,
+    keywords=None,
+    progress: bool = False,
+    prompts_file: str | Path | None = None,
+    commit: str | None = None,
+    base_url: str | None = None,
+    path: str | None = None,
+    sha256: str | None = None,
+    cache_dir: str | Path | None = None,
 ) -> PromptSet:
     """A prompt set by name, its file fetched and parsed when it has one.
 
@@ -549,10 +614,12 @@ def get_prompt_set(
     ws : aiplib.core.workspace.Workspace, optional
         Its ``raw/prompts/`` caches downloads (default the ``paper`` workspace); its KWS item bank
         gives the built-in sets' keywords (else ``keywords``, else the default).
-    **source
-        ``prompts_file`` (a local copy), ``commit``, ``base_url``, ``path``, ``sha256``: each, when
-        None, from its :data:`ENV_VARS` variable, then the task file; ``cache_dir`` overrides
-        ``<ws>/raw/prompts``.
+    prompts_file, commit, base_url, path, sha256 : str, optional
+        Where the set's file comes from (a local copy; else the commit, server and path it is
+        downloaded from) and its pinned SHA-256: each, when None, from its :data:`ENV_VARS`
+        variable, then the task file.
+    cache_dir : str or Path, optional
+        Overrides ``<ws>/raw/prompts``.
 
     Raises
     ------
@@ -563,61 +630,94 @@ def get_prompt_set(
     aiplib.core.errors.DownloadError
         The file has to be fetched and cannot be (offline: use ``PROMPTS_FILE``).
     """
-    if bad := sorted(set(source) - {*ENV_VARS, "cache_dir"}):
-        raise TypeError(f"unknown prompt source field(s) {', '.join(bad)}")
-
-    def setting(
-        key, spec_value=None
-    ):  # the argument, else its environment variable, else spec_value
-        arg = source.get(key)
-        return arg if arg is not None else os.environ.get(ENV_VARS[key], "").strip() or spec_value
-
     if isinstance(prompt_set, PromptSet):
         return prompt_set
     name = canonical_prompt_set_name(prompt_set)
     spec = task_file()["prompt_sets"][name]
-    src = spec["source"]
-    if src == "builtin":
+    if spec["source"] == "builtin":
         if keywords is None and ws is not None:
             keywords = read_item_bank_keywords(ws)
         return _builtin_set(name, spec, keywords)
-    variable = src.get("variable", "PROMPTS")
-    local, pin = setting("prompts_file"), setting("sha256")
+    local = _setting(prompts_file, "prompts_file")
+    pin = _setting(sha256, "sha256")
     if local:
-        p = Path(local).expanduser()
-        if not p.is_file():
-            raise PromptFileError(
-                f"PROMPTS_FILE {p} does not exist (a local copy of the prompts file "
-                f"{src['path']} of {src.get('repo', src['base_url'])} is expected)"
-            )
-        return prompt_set_from_file(
-            p,
-            name=name,
-            kws_answer=spec["kws_answer"],
-            variable=variable,
-            sha256=pin,
-            source={"kind": "file", "path": str(p.resolve()), "stands_for": src["path"]},
-        )
-    commit_, base_, path_ = (setting(k, src[k]) for k in ("commit", "base_url", "path"))
-    if pin is None and (commit_, base_, path_) == (src["commit"], src["base_url"], src["path"]):
-        pin = src.get("sha256")
-    cache_dir = (
-        source.get("cache_dir")
-        or Path((ws if ws is not None else workspace("paper")).raw) / "prompts"
+        return _local_prompt_set(Path(local).expanduser(), name, spec, pin)
+    where = _PromptLocation(
+        commit=_setting(commit, "commit", spec["source"]["commit"]),
+        base_url=_setting(base_url, "base_url", spec["source"]["base_url"]),
+        path=_setting(path, "path", spec["source"]["path"]),
     )
+    if cache_dir is None:
+        cache_dir = Path((ws if ws is not None else workspace("paper")).raw) / "prompts"
+    return _fetched_prompt_set(name, spec, where, pin, cache_dir, progress)
+
+
+def _setting(given, key: str, spec_value=None):
+    """A prompt source field: the argument ``given``, else its :data:`ENV_VARS` variable, else
+    ``spec_value``."""
+    if given is not None:
+        return given
+    return os.environ.get(ENV_VARS[key], "").strip() or spec_value
+
+
+@dataclass(frozen=True)
+class _PromptLocation:
+    """Where a prompts file is downloaded from: ``<base_url>/<commit>/<path>``."""
+
+    commit: str
+    base_url: str
+    path: str
+
+
+def _local_prompt_set(p: Path, name: str, spec: dict, pin: str | None) -> PromptSet:
+    """The prompt set ``name`` from a local copy of its file (``PROMPTS_FILE``)."""
+    src = spec["source"]
+    if not p.is_file():
+        raise PromptFileError(
+            f"PROMPTS_FILE {p} does not exist (a local copy of the prompts file "
+            f"{src['path']} of {src.get('repo', src['base_url'])} is expected)"
+        )
+    return prompt_set_from_file(
+        p,
+        name=name,
+        kws_answer=spec["kws_answer"],
+        variable=src.get("variable", "PROMPTS"),
+        sha256=pin,
+        source={"kind": "file", "path": str(p.resolve()), "stands_for": src["path"]},
+    )
+
+
+def _fetched_prompt_set(
+    name: str, spec: dict, where: _PromptLocation, pin: str | None, cache_dir, progress: bool
+) -> PromptSet:
+    """The prompt set ``name`` from its file downloaded once into ``cache_dir``; the task file's
+    pin applies when the file is the task file's own."""
+    src = spec["source"]
+    if pin is None and (where.commit, where.base_url, where.path) == (
+        src["commit"],
+        src["base_url"],
+        src["path"],
+    ):
+        pin = src.get("sha256")
     file, source = fetch_prompts_file(
-        base_url=base_,
-        commit=commit_,
-        path=path_,
+        base_url=where.base_url,
+        commit=where.commit,
+        path=where.path,
         cache_dir=cache_dir,
         sha256=pin,
         progress=progress,
     )
-    if src.get("repo") and base_ == src["base_url"]:
+    if src.get("repo") and where.base_url == src["base_url"]:
         source = {**source, "repo": src["repo"]}
     return prompt_set_from_file(
-        file, name=name, kws_answer=spec["kws_answer"], variable=variable, sha256=pin, source=source
+        file,
+        name=name,
+        kws_answer=spec["kws_answer"],
+        variable=src.get("variable", "PROMPTS"),
+        sha256=pin,
+        source=source,
     )
 
 
-DEFAULT_PROMPT_SET: str = task_file()["default_prompt_set"]  # "aip-closed-v1": the texts of PROMPTS
+#: "aip-closed-v1": the texts of PROMPTS.
+DEFAULT_PROMPT_SET: str = task_file()["default_prompt_set"]

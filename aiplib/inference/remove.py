@@ -40,14 +40,11 @@ def remove_model(ws, model: str) -> list[Path]:
 
 def models_with_rows(ws) -> list[str]:
     """The models that have a task file in ``inference/`` of any condition family."""
-    return sorted(
-        {
-            p.parent.name
-            for cf in CONDITION_FAMILIES
-            for p in ws.with_family(cf).inference.glob("*/*.jsonl")
-        }
-        - set(CONDITION_FAMILIES)
-    )
+    names = set()
+    for cf in CONDITION_FAMILIES:
+        for p in ws.with_family(cf).inference.glob("*/*.jsonl"):
+            names.add(p.parent.name)
+    return sorted(names - set(CONDITION_FAMILIES))
 
 
 def main(argv=None) -> int:
@@ -71,12 +68,12 @@ def main(argv=None) -> int:
         )
         return 1
     print(f"removed the stage-7 results of {a.model}: {', '.join(ws.rel(d) for d in gone)}")
-    if (
-        not models_with_rows(ws) and ws.results.is_dir()
-    ):  # nothing left to score: no report of a removed model
+    # nothing left to score: no report of a removed model
+    if not models_with_rows(ws) and ws.results.is_dir():
         shutil.rmtree(ws.results)
         print(
-            f"no model has stage-7 results left: {ws.rel(ws.results)}/ removed, stages 8-9 not re-run"
+            f"no model has stage-7 results left: {ws.rel(ws.results)}/ removed, "
+            "stages 8-9 not re-run"
         )
     return 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -34,13 +35,14 @@ from aiplib.stimuli.manifests import manifest_hash, read_manifest
 log = logging.getLogger(__name__)
 
 
-UNKEYED_CHECK_FIELDS = (
-    "seed",
-    "snr_db",
-)  # manifest columns compared for a row without a resume key
+#: Manifest columns compared for a row without a resume key.
+UNKEYED_CHECK_FIELDS = ("seed", "snr_db")
+#: The counts of :func:`resume_file` when nothing changes.
+_NOTHING_CHANGED = {"moved": 0, "refreshed": 0, "quarantined": 0}
 
 
 def _same_value(a, b) -> bool:
+    """Two manifest values are equal, as numbers when both are numbers, else as text."""
     try:
         return float(a) == float(b)
     except (TypeError, ValueError):
@@ -83,16 +85,16 @@ def pending_stimuli(
     :func:`_unkeyed_matches`, unless ``rerun_unkeyed``.
     """
     mrows = _check_fields(manifest)
-    done = {
-        r["id"]
-        for r in _rows(path)
-        if not is_error_row(r)
-        and (
-            keys.get(r["id"]) == r[STIM_KEY_FIELD]
-            if r.get(STIM_KEY_FIELD) is not None
-            else not rerun_unkeyed and _unkeyed_matches(r, mrows.get(r["id"]), prompt_id)
-        )
-    }
+    done = set()
+    for r in _rows(path):
+        if is_error_row(r):
+            continue
+        if r.get(STIM_KEY_FIELD) is not None:
+            current = keys.get(r["id"]) == r[STIM_KEY_FIELD]
+        else:
+            current = not rerun_unkeyed and _unkeyed_matches(r, mrows.get(r["id"]), prompt_id)
+        if current:
+            done.add(r["id"])
     return manifest[~manifest["id"].isin(done)]
 
 
@@ -100,7 +102,8 @@ def stimulus_keys(bases: dict, *, prompt_text: str, entry, decoding: dict | None
     """``{stimulus id: resume key}`` for one prompt and one model
     (:func:`aiplib.inference.keys.stimulus_key` of each stimulus's base in ``bases``, the prompt
     text, the entry and ``decoding``)."""
-    p_sha, e_sha = stamps.text_sha256(prompt_text), keys.entry_sha256(entry)
+    p_sha = stamps.text_sha256(prompt_text)
+    e_sha = keys.entry_sha256(entry)
     d_sha = stamps.json_sha256(decoding) if decoding else None
     return {
         i: keys.stimulus_key(b, prompt_sha256=p_sha, entry_sha256=e_sha, decoding_sha256=d_sha)
@@ -137,9 +140,13 @@ def resume_file(
     """
     path = Path(path)
     if not path.is_file():
-        return {"moved": 0, "refreshed": 0, "quarantined": 0}
-    mrows, full = _check_fields(manifest), {r["id"]: r for r in records}
-    out, move, bad, n_new = [], [], [], 0
+        return dict(_NOTHING_CHANGED)
+    rule = _KeepRule(_check_fields(manifest), keys, prompt_id, rerun_unkeyed)
+    full = {r["id"]: r for r in records}
+    out = []
+    move = []
+    bad = []
+    n_new = 0
     with open(path, "rb") as f:
         lines = f.readlines()
     for number, raw in enumerate(lines, start=1):
@@ -150,29 +157,61 @@ def resume_file(
             else:
                 out.append(raw)
             continue
-        key = r.get(
-            STIM_KEY_FIELD
-        )  # stale: left the manifest, another key, or an unkeyed answer failing the rule
-        if rid not in mrows or (
-            key != keys.get(rid)
-            if key is not None
-            else not is_error_row(r)
-            and (rerun_unkeyed or not _unkeyed_matches(r, mrows[rid], prompt_id))
-        ):
+        if rule.is_stale(r, rid):
             move.append(raw)
             continue
-        if (
-            key is not None
-            and not is_error_row(r)
-            and (new := refreshed_row(r, json_values(full[rid]))) is not None
-        ):
-            raw, n_new = inference_row_json(new).encode("utf-8"), n_new + 1
+        new = _refreshed_line(r, rid, full)
+        if new is not None:
+            raw = new
+            n_new += 1
         out.append(raw)
     if not move and not n_new and not bad:
-        return {"moved": 0, "refreshed": 0, "quarantined": 0}
+        return dict(_NOTHING_CHANGED)
+    side_q = None
     if bad:  # kept aside (fsync'ed) before the file is rewritten without them
         side_q = quarantine_lines(path, bad)
     side = rewrite_jsonl(path, b"".join(out), move)
+    _log_resumed(path, move, n_new, side)
+    if bad:
+        _log_quarantined(path, bad, side_q)
+    return {"moved": len(move), "refreshed": n_new, "quarantined": len(bad)}
+
+
+@dataclass(frozen=True)
+class _KeepRule:
+    """Which rows of an inference file still answer the current manifest (:func:`resume_file`)."""
+
+    mrows: dict
+    keys: dict
+    prompt_id: str
+    rerun_unkeyed: bool
+
+    def is_stale(self, r: dict, rid: str) -> bool:
+        """The row left the manifest, has another key, or is an unkeyed answer failing the
+        rule."""
+        if rid not in self.mrows:
+            return True
+        key = r.get(STIM_KEY_FIELD)
+        if key is not None:
+            return key != self.keys.get(rid)
+        if is_error_row(r):
+            return False
+        return self.rerun_unkeyed or not _unkeyed_matches(r, self.mrows[rid], self.prompt_id)
+
+
+def _refreshed_line(r: dict, rid: str, full: dict) -> bytes | None:
+    """A kept keyed answer's line with the current manifest fields, or None when it is up to
+    date."""
+    if r.get(STIM_KEY_FIELD) is None or is_error_row(r):
+        return None
+    new = refreshed_row(r, json_values(full[rid]))
+    if new is None:
+        return None
+    return inference_row_json(new).encode("utf-8")
+
+
+def _log_resumed(path: Path, move: list, n_new: int, side) -> None:
+    """Warn about the rows set aside and the rows refreshed."""
     if move:
         log.warning(
             "%s: %d row(s) answer stimuli, prompts or a model that changed (or left the manifest); "
@@ -183,21 +222,26 @@ def resume_file(
         )
     if n_new:
         log.warning(
-            "%s: %d kept row(s) brought up to date with the manifest (reference text, label, seed …; "
-            "answers unchanged)",
+            "%s: %d kept row(s) brought up to date with the manifest (reference text, label, "
+            "seed …; answers unchanged)",
             path,
             n_new,
         )
-    if bad:
-        log.warning(
-            "%s: %d unreadable line(s) (not UTF-8, not JSON or without an id; line %s) moved to %s; "
-            "their stimuli have no answer now and are decoded again",
-            path,
-            len(bad),
-            ", ".join(str(n) for n, _ in bad[:5]) + (" …" if len(bad) > 5 else ""),
-            side_q,
-        )
-    return {"moved": len(move), "refreshed": n_new, "quarantined": len(bad)}
+
+
+def _log_quarantined(path: Path, bad: list, side_q) -> None:
+    """Warn about the unreadable lines moved to ``quarantine/``."""
+    first = ", ".join(str(n) for n, _ in bad[:5])
+    if len(bad) > 5:
+        first += " …"
+    log.warning(
+        "%s: %d unreadable line(s) (not UTF-8, not JSON or without an id; line %s) moved to %s; "
+        "their stimuli have no answer now and are decoded again",
+        path,
+        len(bad),
+        first,
+        side_q,
+    )
 
 
 def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> list[dict]:
@@ -208,14 +252,17 @@ def refreshed_copies(main_path, own_path, ids, keys: dict, records: list) -> lis
     full = {r["id"]: r for r in records if r["id"] in ids}
     have = {json.dumps(r, sort_keys=True) for r in _rows(own_path) if not is_error_row(r)}
     out = []
-    for r in _rows(
-        main_path
-    ):  # keys holds every manifest id: a row of another key (or none) is not current
-        if r["id"] in full and r.get(STIM_KEY_FIELD) == keys[r["id"]] and not is_error_row(r):
-            new = refreshed_row(r, json_values(full[r["id"]]))
-            if new is not None and (line := json.dumps(new, sort_keys=True)) not in have:
-                have.add(line)
-                out.append(new)
+    # keys holds every manifest id: a row of another key (or none) is not current
+    for r in _rows(main_path):
+        if r["id"] not in full or r.get(STIM_KEY_FIELD) != keys[r["id"]] or is_error_row(r):
+            continue
+        new = refreshed_row(r, json_values(full[r["id"]]))
+        if new is None:
+            continue
+        line = json.dumps(new, sort_keys=True)
+        if line not in have:
+            have.add(line)
+            out.append(new)
     return out
 
 
@@ -228,70 +275,38 @@ def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
     keeps the stimuli whose id hashes to ``i``, less those with a current row in ``<task>.jsonl``
     (read, never written) or in its own files (``paths``).
     """
-    shard, rerun_unkeyed, decoding = (
-        plan.shard,
-        config.rerun_unkeyed,
-        decoding_key(entry, config.path),
-    )
+    shard = plan.shard
     main_paths = {t: ws.inference_jsonl(entry.id, t) for t in tasks}
     paths = {t: shard_path(main_paths[t], shard) for t in tasks}
     try:
         manifest = read_manifest(ws, family)
     except FileNotFoundError as exc:
         log.warning("%s/%s: %s", entry.id, family, exc)
-        return {
-            "n_work": 0,
-            "result": {
-                t: {"status": "no_manifest", "error": str(exc), "file": str(paths[t])}
-                for t in tasks
-            },
-        }
-    m_sha, records, hashes = manifest_hash(ws, family), manifest.to_dict("records"), {}
+        return {"n_work": 0, "result": _no_manifest_result(tasks, paths, exc)}
+    m_sha = manifest_hash(ws, family)
+    records = manifest.to_dict("records")
+    hashes: dict = {}
     bases = {r["id"]: stimulus_base(r, ws, hashes) for r in records}
-    # a model that takes no prompt is sent none: its rows say prompt_id "none", and its resume key
-    # does not change with a prompt text it never hears
-    prompts = {
-        t: plan.prompt_set.prompt(t) if getattr(entry, "takes_prompt", True) else (NO_PROMPT_ID, "")
-        for t in tasks
-    }
-    keys, todo, refreshed = {}, {}, {}
-    head = select_shard(
-        manifest.head(int(config.limit)) if config.limit is not None else manifest, shard
+    prompts = {t: _task_prompt(plan, entry, t) for t in tasks}
+    if config.limit is not None:
+        head = select_shard(manifest.head(int(config.limit)), shard)
+    else:
+        head = select_shard(manifest, shard)
+    task_work = _TaskWork(
+        manifest=manifest,
+        head=head,
+        records=records,
+        shard=shard,
+        rerun_unkeyed=config.rerun_unkeyed,
     )
+    decoding = decoding_key(entry, config.path)
+    keys = {}
+    todo = {}
+    refreshed = {}
     for t in tasks:
         keys[t] = stimulus_keys(bases, prompt_text=prompts[t][1], entry=entry, decoding=decoding)
-        paths[t].parent.mkdir(parents=True, exist_ok=True)
-        repair_jsonl(paths[t])  # the file this process appends to (a shard's own file when sharded)
-        # stale rows are set aside in the file this process owns: a shard never rewrites
-        # <task>.jsonl, which the other shards read at the same time (the merge supersedes its stale
-        # rows) (kept rows get the manifest's current reference text, label, seed …: refreshed)
-        refreshed[t] = resume_file(
-            paths[t], manifest, keys[t], prompts[t][0], rerun_unkeyed, records
-        )["refreshed"]
-        pend = pending_stimuli(head, paths[t], prompts[t][0], keys[t], rerun_unkeyed)
-        if shard is not None:
-            pend = pending_stimuli(pend, main_paths[t], prompts[t][0], keys[t], rerun_unkeyed)
-            # rows of <task>.jsonl it may not rewrite: refreshed copies go to its own file (the
-            # merge swaps them in)
-            copies = refreshed_copies(main_paths[t], paths[t], head["id"], keys[t], records)
-            append_jsonl_lines(paths[t], [inference_row_json(r) for r in copies])
-            refreshed[t] += len(copies)
-        todo[t] = set(pend["id"])
-    result = {
-        t: {
-            "status": "done",
-            "n_stimuli": len(head),
-            "n_done_before": len(head),
-            "n_run": 0,
-            "n_errors": 0,
-            "seconds": 0.0,
-            "stimuli_per_s": None,
-            "manifest_sha256": m_sha,
-            "error": None,
-            "file": str(paths[t]),
-        }
-        for t in tasks
-    }
+        todo[t], refreshed[t] = task_work.pending(main_paths[t], paths[t], prompts[t][0], keys[t])
+    result = {t: _up_to_date_result(len(head), m_sha, paths[t]) for t in tasks}
     return {
         "n_work": sum(len(v) for v in todo.values()),
         "result": result,
@@ -303,3 +318,64 @@ def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
         "todo": todo,
         "paths": paths,
     }
+
+
+def _no_manifest_result(tasks: list[str], paths: dict, exc: Exception) -> dict:
+    """The summary rows of a family whose manifest is missing."""
+    return {t: {"status": "no_manifest", "error": str(exc), "file": str(paths[t])} for t in tasks}
+
+
+def _task_prompt(plan, entry, task: str) -> tuple[str, str]:
+    """``(prompt_id, text)`` sent for ``task``: a model that takes no prompt is sent none (its rows
+    say prompt_id "none", and its resume key does not change with a prompt text it never hears)."""
+    if getattr(entry, "takes_prompt", True):
+        return plan.prompt_set.prompt(task)
+    return (NO_PROMPT_ID, "")
+
+
+def _up_to_date_result(n_stimuli: int, m_sha: str, path) -> dict:
+    """A task's summary row before anything is decoded (all of it up to date)."""
+    return {
+        "status": "done",
+        "n_stimuli": n_stimuli,
+        "n_done_before": n_stimuli,
+        "n_run": 0,
+        "n_errors": 0,
+        "seconds": 0.0,
+        "stimuli_per_s": None,
+        "manifest_sha256": m_sha,
+        "error": None,
+        "file": str(path),
+    }
+
+
+@dataclass(frozen=True)
+class _TaskWork:
+    """One family's manifest (``head``: the rows this run covers) and how stale rows are judged."""
+
+    manifest: pd.DataFrame
+    head: pd.DataFrame
+    records: list
+    shard: tuple | None
+    rerun_unkeyed: bool
+
+    def pending(self, main_path, path, prompt_id: str, keys: dict) -> tuple[set, int]:
+        """Set stale rows aside and refresh kept ones in the file this process owns (``path``);
+        the ids still to decode and the rows refreshed."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        repair_jsonl(path)  # the file this process appends to (a shard's own file when sharded)
+        # stale rows are set aside in the file this process owns: a shard never rewrites
+        # <task>.jsonl, which the other shards read at the same time (the merge supersedes its stale
+        # rows) (kept rows get the manifest's current reference text, label, seed …: refreshed)
+        refreshed = resume_file(
+            path, self.manifest, keys, prompt_id, self.rerun_unkeyed, self.records
+        )["refreshed"]
+        pend = pending_stimuli(self.head, path, prompt_id, keys, self.rerun_unkeyed)
+        if self.shard is not None:
+            pend = pending_stimuli(pend, main_path, prompt_id, keys, self.rerun_unkeyed)
+            # rows of <task>.jsonl it may not rewrite: refreshed copies go to its own file (the
+            # merge swaps them in)
+            copies = refreshed_copies(main_path, path, self.head["id"], keys, self.records)
+            append_jsonl_lines(path, [inference_row_json(r) for r in copies])
+            refreshed += len(copies)
+        return set(pend["id"]), refreshed

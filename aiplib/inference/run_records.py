@@ -21,7 +21,8 @@ from aiplib.io.formats import append_jsonl_lines, repair_jsonl
 
 log = logging.getLogger(__name__)
 
-ERROR_MAX_CHARS = 300  # longest error message kept in a row or run-log record
+#: longest error message kept in a row or run-log record
+ERROR_MAX_CHARS = 300
 
 
 def versions() -> dict:
@@ -61,6 +62,7 @@ def log_run(path: Path, record: dict) -> None:
     append_jsonl_lines(path, [json.dumps(record, default=str, allow_nan=False) + "\n"])
 
 
+#: columns of checks/mix_diagnostics.csv
 MIX_DIAG_FIELDS = [
     "stimulus_id",
     "family",
@@ -77,7 +79,7 @@ MIX_DIAG_FIELDS = [
     "clip_scale",
     "bg_offset",
     "bg_active",
-]  # columns of checks/mix_diagnostics.csv
+]
 
 
 def _stimulus_ids(path: Path) -> set[str] | None:

@@ -1,9 +1,8 @@
 """The interface every recogniser backend implements.
 
-A backend module (``aiplib/inference/models/<module>.py``) exposes ``load(entry, **opts) ->
-Recogniser``;
-:func:`aiplib.inference.models.registry.load_model` imports it only when an entry of that backend is
-chosen, so one model's heavy dependencies never break another's.
+A backend module (``aiplib/inference/models/<module>.py``) exposes ``load(entry, *, <its keyword
+options>) -> Recogniser``; :func:`aiplib.inference.models.registry.load_model` imports it only when
+an entry of that backend is chosen, so one model's heavy dependencies never break another's.
 """
 
 from __future__ import annotations
@@ -98,9 +97,11 @@ def answer_each(cache: dict, clips, prompts, run, error) -> list[str]:
     """
     keys = [retry_key(y, p) for y, p in zip(clips, prompts)]
     results = {i: cache.pop(k) for i, k in enumerate(keys) if k in cache}
-    if todo := [i for i in range(len(keys)) if i not in results]:
+    todo = [i for i in range(len(keys)) if i not in results]
+    if todo:
         results.update(zip(todo, run(todo)))
-    if bad := [results[i][1] for i in range(len(keys)) if not results[i][0]]:
+    bad = [results[i][1] for i in range(len(keys)) if not results[i][0]]
+    if bad:
         if len(keys) > 1:
             cache.update({keys[i]: results[i] for i in todo})
         raise error(bad[0])
@@ -115,9 +116,11 @@ def batches_by_key(keys: list, batch_size: int) -> list[list[int]]:
     groups: dict = {}
     for i, k in enumerate(keys):
         groups.setdefault(k, []).append(i)
-    return [
-        idx[s : s + batch_size] for idx in groups.values() for s in range(0, len(idx), batch_size)
-    ]
+    chunks = []
+    for idx in groups.values():
+        for s in range(0, len(idx), batch_size):
+            chunks.append(idx[s : s + batch_size])
+    return chunks
 
 
 def generate_throughput(raw: dict) -> dict:
@@ -126,7 +129,8 @@ def generate_throughput(raw: dict) -> dict:
     any generate time."""
     s = dict(raw)
     g = s["generate_s"]
-    s["generate_s"], s["audio_s"] = round(g, 4), round(s["audio_s"], 3)
+    s["generate_s"] = round(g, 4)
+    s["audio_s"] = round(s["audio_s"], 3)
     s["stimuli_per_s"] = round(s["n_stimuli"] / g, 4) if g > 0 else None
     s["rtfx"] = round(raw["audio_s"] / g, 3) if g > 0 else None
     return s

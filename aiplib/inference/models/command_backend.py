@@ -32,6 +32,7 @@ from aiplib.inference.models.base import Recogniser, answer_each
 from aiplib.inference.models.ct2_numerics import cpu_record
 from aiplib.io.audio import SR
 
+#: Seconds a command may run per call unless its entry sets ``timeout_s``.
 DEFAULT_TIMEOUT_S = 120.0
 
 
@@ -51,6 +52,33 @@ class CommandError(AiplibError, RuntimeError):
     process group is killed) or ``cannot start``, never the command line or its output."""
 
 
+def _argv_template(entry) -> list[str]:
+    """The entry's ``command`` split like a shell would; it must name ``{file}``."""
+    template = str(entry.extra.get("command") or "")
+    try:
+        argv = shlex.split(template)
+    except ValueError:
+        raise AiplibParameterError(
+            f"{entry.id}: the command cannot be parsed (unbalanced quotes)"
+        ) from None
+    if not any("{file}" in a for a in argv):
+        raise AiplibParameterError(
+            f"{entry.id}: the command must contain {{file}} (the WAV to transcribe)"
+        )
+    return argv
+
+
+def _timeout_s(entry, timeout_s: float | None) -> float:
+    """Seconds per call: ``timeout_s``, else the entry's, else :data:`DEFAULT_TIMEOUT_S`; a
+    positive number."""
+    t = timeout_s if timeout_s is not None else entry.extra.get("timeout_s", DEFAULT_TIMEOUT_S)
+    if t is None or isinstance(t, bool) or float(t) <= 0:
+        raise AiplibParameterError(
+            f"{entry.id}: timeout_s must be a positive number of seconds, got {t!r}"
+        )
+    return float(t)
+
+
 class CommandRecogniser(Recogniser):
     """An external program behind the Recogniser interface.
 
@@ -68,24 +96,10 @@ class CommandRecogniser(Recogniser):
     def __init__(
         self, entry, *, timeout_s: float | None = None, batch_size: int | None = None, path=None
     ):
-        self.name, self.entry = entry.id, entry
-        template = str(entry.extra.get("command") or "")
-        try:
-            self.argv_template = shlex.split(template)
-        except ValueError:
-            raise AiplibParameterError(
-                f"{entry.id}: the command cannot be parsed (unbalanced quotes)"
-            ) from None
-        if not any("{file}" in a for a in self.argv_template):
-            raise AiplibParameterError(
-                f"{entry.id}: the command must contain {{file}} (the WAV to transcribe)"
-            )
-        t = timeout_s if timeout_s is not None else entry.extra.get("timeout_s", DEFAULT_TIMEOUT_S)
-        if t is None or isinstance(t, bool) or float(t) <= 0:
-            raise AiplibParameterError(
-                f"{entry.id}: timeout_s must be a positive number of seconds, got {t!r}"
-            )
-        self.timeout_s = float(t)
+        self.name = entry.id
+        self.entry = entry
+        self.argv_template = _argv_template(entry)
+        self.timeout_s = _timeout_s(entry, timeout_s)
         self.batch_size = int(batch_size or 1)
         program = os.path.expandvars(self.argv_template[0])
         self.program = shutil.which(program)
@@ -184,5 +198,5 @@ class CommandRecogniser(Recogniser):
         self._cache = {}
 
 
-# the backend's entry point, load(entry, **opts) (aiplib.inference.models.load_model)
+#: The backend's entry point, ``load(entry, **options)`` (aiplib.inference.models.load_model).
 load = CommandRecogniser

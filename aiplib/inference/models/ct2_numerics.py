@@ -179,6 +179,8 @@ def import_ctranslate2():
     return ctranslate2
 
 
+#: The script :func:`backend_report` runs in a child process: it opens the model once, so that
+#: CTranslate2 logs the backends it selected.
 _PROBE = """
 import sys
 import ctranslate2

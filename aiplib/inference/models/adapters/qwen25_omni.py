@@ -35,4 +35,5 @@ class Qwen25OmniAdapter(Adapter):
         return int(t if t is not None else self.entry.max_new_tokens)
 
 
+#: The adapter this module registers (:data:`aiplib.inference.models.adapters.ADAPTER_MODULES`).
 ADAPTER = Qwen25OmniAdapter

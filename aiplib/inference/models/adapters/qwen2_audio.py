@@ -21,4 +21,5 @@ class Qwen2AudioAdapter(Adapter):
         return {"type": "audio", "audio_url": "stimulus.wav"}
 
 
+#: The adapter this module registers (:data:`aiplib.inference.models.adapters.ADAPTER_MODULES`).
 ADAPTER = Qwen2AudioAdapter

@@ -9,7 +9,8 @@ import base64
 
 from aiplib.inference.models.adapters import Adapter, wav_bytes
 
-AUDIO_TOKEN_ID = 24  # id of [AUDIO] (hard-coded in VoxtralProcessor)
+#: id of [AUDIO] (hard-coded in VoxtralProcessor)
+AUDIO_TOKEN_ID = 24
 
 
 class VoxtralAdapter(Adapter):
@@ -36,4 +37,5 @@ class VoxtralAdapter(Adapter):
         return inputs, texts
 
 
+#: The adapter this module registers (:data:`aiplib.inference.models.adapters.ADAPTER_MODULES`).
 ADAPTER = VoxtralAdapter
