@@ -108,8 +108,8 @@ def failure_sentence(summary: pd.DataFrame) -> str:
     bad = summary[(summary["n_left_out"] > 0) | (summary["n_unreadable_lines"] > 0)]
     if bad.empty:
         return (
-            f"Every stimulus was scored: no recogniser failure, no missing answer, no unreadable line "
-            f"({len(summary)} model × task files)."
+            "Every stimulus was scored: no recogniser failure, no missing answer, no unreadable "
+            f"line ({len(summary)} model × task files)."
         )
     parts = [
         f"{r.model} × {r.task}: {r.n_left_out} of {r.n_stimuli} left out ({r.n_failed} failed, "

@@ -10,19 +10,19 @@ import pandas as pd
 
 from aiplib.analysis import stats
 from aiplib.analysis.conditions.verdicts import (
-    SCOPE_ORDER,
     ALL,
     DEFAULT_MIN_DIFF_PP,
+    SCOPE_ORDER,
     SCOPES,
-    pooled_ratio,
-    char_counts,
     condition_label,
     paired_change,
+    pooled_ratio,
     verdict,
 )
 from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import TASK_FAMILIES, family_spec, task_family
 from aiplib.io.formats import parse_bool
+from aiplib.scoring.error_rates import char_counts
 
 
 def _prepare_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:

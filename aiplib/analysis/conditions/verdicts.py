@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -214,35 +213,6 @@ def paired_change(
         notes.append(f"coarse: {s.size} items < {COARSE_BELOW_ITEMS}")
     out["note"] = "; ".join(notes)
     return out
-
-
-def char_counts(ref_norm, hyp_norm) -> tuple[np.ndarray, np.ndarray]:
-    """Per-utterance character errors and reference characters (jiwer [1]_).
-
-    Parameters
-    ----------
-    ref_norm, hyp_norm : sequence of str [shape=(n,)]
-        Normalised references (non-empty) and hypotheses.
-
-    Returns
-    -------
-    errors, n_chars : np.ndarray of int [shape=(n,)]
-        ``S + D + I`` and ``H + S + D`` of ``jiwer.process_characters`` (spaces count as
-        characters, as in ``jiwer.cer``), so ``errors.sum() / n_chars.sum()`` is the corpus CER
-        that :func:`aiplib.scoring.score.wer_details` reports.
-    """
-    import jiwer
-
-    @functools.cache
-    def count(r, h):
-        if not r:
-            return len(h), 0
-        o = jiwer.process_characters(r, h)
-        return o.substitutions + o.deletions + o.insertions, o.hits + o.substitutions + o.deletions
-
-    return tuple(
-        np.array([count(r, h) for r, h in zip(ref_norm, hyp_norm)], dtype=np.int64).reshape(-1, 2).T
-    )
 
 
 def condition_label(bg_id, snr_db) -> str:
