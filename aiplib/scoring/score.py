@@ -320,18 +320,29 @@ class Scorer:
         ``(scored rows, meta, model, where) -> None``: adds the family's counts to the sidecar.
     sidecar : callable
         ``(keywords) -> dict``: the family's rule fields of the sidecar.
+    reference_column : str
+        The score-file column holding each row's reference (``reference``, ``label``).
     """
 
     rows: Callable
     counts: Callable
     sidecar: Callable
+    reference_column: str
 
 
 #: Scoring rule name (``TaskFamily.scoring`` in ``tasks.yaml``) → :class:`Scorer`.
 SCORERS: dict[str, Scorer] = {
-    "wer": Scorer(rows=score_asr_rows, counts=_count_asr_rows, sidecar=_no_rule_fields),
+    "wer": Scorer(
+        rows=score_asr_rows,
+        counts=_count_asr_rows,
+        sidecar=_no_rule_fields,
+        reference_column="reference",
+    ),
     "kws_first_word": Scorer(
-        rows=score_kws_rows, counts=_count_kws_rows, sidecar=_kws_rule_fields
+        rows=score_kws_rows,
+        counts=_count_kws_rows,
+        sidecar=_kws_rule_fields,
+        reference_column="label",
     ),
 }
 
