@@ -38,9 +38,8 @@ from aiplib.core.workspace import PROFILES, repo_root, workspace
 from aiplib.inference.fingerprint_slice import SLICE_SEED, SLICE_SIZE, select_slice
 from aiplib.inference.models.ct2_numerics import numerics_record
 from aiplib.inference.models.registry import DEFAULT_MODEL
-from aiplib.io.formats import write_json_atomic
 from aiplib.inference.prompts import TASKS
-from aiplib.io.formats import read_inference_jsonl, read_item_bank, read_manifest
+from aiplib.io.formats import read_inference_jsonl, read_item_bank, read_manifest, write_json_atomic
 from aiplib.io.formats.tables import read_battery_csv
 from aiplib.sources.corpora.debian import installed_version
 from aiplib.sources.corpora.demo import DEBIAN_PACKAGES
