@@ -88,8 +88,12 @@ EXAMPLE_CRITERIA = {
     "min_diff_pp": 2.0,
 }
 
+#: JSON Schema of a number.
 _NUM = {"type": "number"}
+
+#: The scopes of :data:`aiplib.analysis.conditions.SCOPES`, in order.
 _SCOPE_LIST = list(cond.SCOPES)
+
 #: JSON Schema of a criteria object (after a bare list is wrapped as ``{"criteria": [...]}``).
 SCHEMA = {
     "type": "object",

@@ -46,7 +46,7 @@ def _error_rate_family():
 #: The WER task family (:func:`table4_accent_dwer`, :func:`table4_accent_dwer_authors`).
 _WER_FAMILY = _error_rate_family()
 
-# ``results/figures/<name>.png`` / ``.pdf``, as the paper's README names them.
+#: ``results/figures/<name>.png`` / ``.pdf``, as the paper's README names them.
 FIGURE_NAMES = (
     "figure2_descriptor_regressions",
     "figure3_descriptor_correlations",
@@ -56,11 +56,11 @@ FIGURE_NAMES = (
     "figure7_snr_performance",
 )
 
-# ``results/tables/<name>.csv``. The names of the authors' README hold their arithmetic:
-# ``table4_accent_dwer`` is their flat mean per accent label (:func:`table4_accent_dwer_authors`);
-# ours, the mean of item means per accent group with intervals (:func:`table4_accent_dwer`), is
-# ``table4_accent_dwer_item_means`` (its ``pooled`` and ``unspecified`` rows in
-# ``table4_accent_dwer_item_means_pooled_unspecified``).
+#: ``results/tables/<name>.csv``. The names of the authors' README hold their arithmetic:
+#: ``table4_accent_dwer`` is their flat mean per accent label (:func:`table4_accent_dwer_authors`);
+#: ours, the mean of item means per accent group with intervals (:func:`table4_accent_dwer`), is
+#: ``table4_accent_dwer_item_means`` (its ``pooled`` and ``unspecified`` rows in
+#: ``table4_accent_dwer_item_means_pooled_unspecified``).
 TABLE_NAMES = (
     "table2_descriptor_correlations",
     "table3_descriptor_values",
@@ -70,9 +70,9 @@ TABLE_NAMES = (
     "table5_prompt_steering_rer",
 )
 
-# Columns of :func:`table2_descriptor_correlations`, in order: ``p`` is the authors' (scipy's
-# t-approximation), ``p_permutation`` ours (exact, permutation or asymptotic: ``p_method``),
-# ``p_bh`` its Benjamini–Hochberg adjustment.
+#: Columns of :func:`table2_descriptor_correlations`, in order: ``p`` is the authors' (scipy's
+#: t-approximation), ``p_permutation`` ours (exact, permutation or asymptotic: ``p_method``),
+#: ``p_bh`` its Benjamini–Hochberg adjustment.
 TABLE2_COLUMNS = [
     "task",
     "family",
@@ -95,7 +95,7 @@ TABLE2_COLUMNS = [
     "r_s_unrounded",
 ]
 
-# Columns of :func:`table5_prompt_steering_rer`, in order.
+#: Columns of :func:`table5_prompt_steering_rer`, in order.
 TABLE5_COLUMNS = [
     "model",
     "family",
@@ -125,16 +125,16 @@ TABLE5_COLUMNS = [
     "note",
 ]
 
-# Columns ``accent`` (a raw accent of the ASR manifest) and ``label`` (the name on the authors'
-# accent figure: their ``accent_clean_map``).
+#: Columns ``accent`` (a raw accent of the ASR manifest) and ``label`` (the name on the authors'
+#: accent figure: their ``accent_clean_map``).
 AUTHORS_ACCENT_LABELS_FILE = Path(__file__).resolve().parent / "authors_accent_labels.csv"
 
 
-# What Figures 2–7 and Tables 2–5 do with a *partial model* (one that lacks stimuli of a task
-# another model covers whole), per profile: ``keep`` every scored row of it (the authors' rule:
-# their tables average whatever rows exist), or ``leave_out`` the model (ours: a view pooled over
-# unequal coverage would rest on the part the models share). Notebook 09's ``partial_models``
-# parameter overrides it.
+#: What Figures 2–7 and Tables 2–5 do with a *partial model* (one that lacks stimuli of a task
+#: another model covers whole), per profile: ``keep`` every scored row of it (the authors' rule:
+#: their tables average whatever rows exist), or ``leave_out`` the model (ours: a view pooled over
+#: unequal coverage would rest on the part the models share). Notebook 09's ``partial_models``
+#: parameter overrides it.
 PARTIAL_MODEL_RULES = {"paper": "keep", "demo": "leave_out", "custom": "leave_out"}
 
 

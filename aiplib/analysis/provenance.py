@@ -32,15 +32,15 @@ from aiplib.stimuli.manifests import manifest_hash
 
 log = logging.getLogger(__name__)
 
-# Run-level record, directly under ``results/``.
+#: Run-level record, directly under ``results/``.
 PROVENANCE_FILE = "provenance.json"
 
-# Key under which a sidecar holds the provenance (other keys of an existing sidecar are kept).
+#: Key under which a sidecar holds the provenance (other keys of an existing sidecar are kept).
 SIDECAR_KEY = "provenance"
 
-# Distributions whose versions every provenance record holds (``openai-whisper`` supplies the
-# Whisper-style normaliser,
-# :mod:`aiplib.core.textnorm_whisper`).
+#: Distributions whose versions every provenance record holds (``openai-whisper`` supplies the
+#: Whisper-style normaliser,
+#: :mod:`aiplib.core.textnorm_whisper`).
 _PACKAGES = ("numpy", "scipy", "pandas", "jiwer", "openai-whisper", "matplotlib")
 
 

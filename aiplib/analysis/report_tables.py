@@ -20,7 +20,7 @@ from aiplib.analysis.provenance import model_records
 from aiplib.analysis.stats import AUTHORS_DESCRIPTOR_DECIMALS, worst_stimuli
 from aiplib.core.tasks import TASK_FAMILIES
 
-# Responses longer than this many words are cut in the worst-stimuli table (``… +N words``).
+#: Responses longer than this many words are cut in the worst-stimuli table (``… +N words``).
 MAX_WORDS = 30
 
 

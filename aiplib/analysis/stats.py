@@ -38,29 +38,31 @@ from aiplib.core.tasks import TASK_FAMILIES, TaskFamily, family_spec
 from aiplib.io.formats import DESCRIPTORS
 from aiplib.scoring.score import SCORERS
 
-# Fewest resampled units (items, or backgrounds) for a bootstrap interval (at n = 5 a nominal 95 %
-# percentile interval covers about 80 %); below it NaN with a note.
+#: Fewest resampled units (items, or backgrounds) for a bootstrap interval (at n = 5 a nominal 95 %
+#: percentile interval covers about 80 %); below it NaN with a note.
 MIN_N_FOR_INTERVAL = 10
 
-# Least share of resamples with a finite statistic for an interval; below it NaN with a note.
+#: Least share of resamples with a finite statistic for an interval; below it NaN with a note.
 MIN_USABLE_SHARE = 0.95
 
-SPEARMAN_EXACT_MAX_N = (
-    9  # up to this many pairs the Spearman p-value is exact (all n! permutations)
-)
-SPEARMAN_PERMUTATION_MAX_N = (
-    20  # up to here a seeded permutation test; above, scipy's t-approximation
-)
-SPEARMAN_N_PERMUTATIONS = 9999  # Monte-Carlo permutations (resolution 1 / 10 000)
-RER_DENOMINATOR_EPS = (
-    1e-9  # RER = Δ_steer / (Δ_base + 1e-9), as the authors' generate_results_new_2.py
-)
-RER_KWS_SMALL = (
-    0.01  # KWS: RER is 1.0 when both |Δ_base| and |Δ_steer| are below this (1 pp), as the authors
-)
-RER_FLAG_BELOW = (
-    0.01  # a baseline change below 1 pp (or <= 0) is flagged and unusable in the RER interval
-)
+#: Up to this many pairs the Spearman p-value is exact (all n! permutations).
+SPEARMAN_EXACT_MAX_N = 9
+
+#: Up to this many pairs a seeded permutation test; above, scipy's t-approximation.
+SPEARMAN_PERMUTATION_MAX_N = 20
+
+#: Monte-Carlo permutations (resolution 1 / 10 000).
+SPEARMAN_N_PERMUTATIONS = 9999
+
+#: RER = Δ_steer / (Δ_base + 1e-9), as the authors' generate_results_new_2.py.
+RER_DENOMINATOR_EPS = 1e-9
+
+#: Accuracy (KWS): RER is 1.0 when both |Δ_base| and |Δ_steer| are below this (1 pp), as the
+#: authors.
+RER_KWS_SMALL = 0.01
+
+#: A baseline change below 1 pp (or <= 0) is flagged and unusable in the RER interval.
+RER_FLAG_BELOW = 0.01
 
 
 @dataclass(frozen=True)
@@ -462,7 +464,7 @@ def rer_flag(delta_base) -> str:
     )
 
 
-# Ways :func:`degradation_by_background` averages: ``flat`` (the authors'), ``snr_balanced``.
+#: Ways :func:`degradation_by_background` averages: ``flat`` (the authors'), ``snr_balanced``.
 DEGRADATION_METHODS = ("flat", "snr_balanced")
 
 
@@ -533,7 +535,7 @@ def degradation_by_background(
     return per_bg
 
 
-# Columns of :func:`worst_stimuli`, in order.
+#: Columns of :func:`worst_stimuli`, in order.
 WORST_STIMULI_COLUMNS = [
     "model",
     "task",
@@ -783,9 +785,9 @@ def _correlation_row(x_all, y_all, model_notes: list[str], settings: dict) -> di
     }
 
 
-# Decimals the authors keep of each descriptor before the correlations (Python ``round``): their
-# descriptor script's ``round(zcr, 4)`` …, and ``round(sf, 4)`` of the speech fraction in their VAD
-# labelling script. Any other column is not rounded.
+#: Decimals the authors keep of each descriptor before the correlations (Python ``round``): their
+#: descriptor script's ``round(zcr, 4)`` …, and ``round(sf, 4)`` of the speech fraction in their VAD
+#: labelling script. Any other column is not rounded.
 AUTHORS_DESCRIPTOR_DECIMALS = {
     "zcr": 4,
     "spectral_centroid": 2,
@@ -798,9 +800,9 @@ AUTHORS_DESCRIPTOR_DECIMALS = {
     "vad_speech_fraction": 4,
 }
 
-# The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals
-# (``numpy.round``,
-# :func:`rank_by_mean_abs_rs`).
+#: The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals
+#: (``numpy.round``,
+#: :func:`rank_by_mean_abs_rs`).
 TOP_RANK_DECIMALS = 3
 
 

@@ -14,6 +14,7 @@ from aiplib.inference.models import get_entry
 from aiplib.inference.prompts import not_applicable
 from aiplib.io.formats import read_manifest, read_manifest_csv, write_csv_atomic
 
+#: Columns of ``results/tables/coverage.csv`` (backgrounds and SNRs counted on the noisy rows).
 COLUMNS = [
     "family",
     "model",
@@ -28,7 +29,6 @@ COLUMNS = [
     "n_snrs",
     "complete",
 ]
-"""Columns of ``results/tables/coverage.csv`` (backgrounds and SNRs counted on the noisy rows)."""
 
 
 def _applies(model: str, task: str) -> bool:

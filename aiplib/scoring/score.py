@@ -245,8 +245,10 @@ def _as_bool(v, label, keywords=KEYWORDS) -> bool:
     return tn.normalize_kws_label(label) in keywords
 
 
-#: The columns each scorer adds to a score row, in order.
+#: The columns the ``wer`` scorer adds to a score row, in order.
 _ASR_ROW_COLUMNS = list(tn.score_asr_row("a", "a"))
+
+#: The columns the ``kws_first_word`` scorer adds to a score row, in order.
 _KWS_ROW_COLUMNS = list(tn.score_kws_row("yes", "yes", True))
 
 

@@ -618,13 +618,37 @@ def _columns(family: str) -> list[str]:
     ]
 
 
-def condition_tables(scores: dict, **kwargs) -> dict[str, pd.DataFrame]:
-    """:func:`condition_table` for every task of ``scores`` (task → table; ``kwargs`` passed on)."""
-    return {
-        task: condition_table(df, task_family(task), **kwargs)
-        for task, df in scores.items()
-        if not df.empty
-    }
+def condition_tables(
+    scores: dict,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+    min_diff_pp: float = DEFAULT_MIN_DIFF_PP,
+    scopes=tuple(SCOPES),
+) -> dict[str, pd.DataFrame]:
+    """:func:`condition_table` for every task of ``scores`` (task → score rows; an empty frame is
+    skipped): task → table, with the settings of :func:`condition_table`.
+
+    Raises
+    ------
+    AiplibParameterError
+        As :func:`condition_table`.
+    """
+    tables = {}
+    for task, df in scores.items():
+        if df.empty:
+            continue
+        tables[task] = condition_table(
+            df,
+            task_family(task),
+            n_resamples=n_resamples,
+            seed=seed,
+            level=level,
+            min_diff_pp=min_diff_pp,
+            scopes=scopes,
+        )
+    return tables
 
 
 # ------------------------------------------------------------------ the robust view of paired

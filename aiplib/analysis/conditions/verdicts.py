@@ -10,6 +10,9 @@ import numpy as np
 from aiplib.analysis import stats
 from aiplib.core.errors import AiplibParameterError
 
+#: Aggregation scope → the keys grouped on besides (model, task): ``clean`` the clean stimuli
+#: (absolute values only), ``overall`` every noisy one, ``snr`` per SNR (``bg_id == "all"``),
+#: ``background`` per background (``snr_db`` NaN), ``condition`` one background at one SNR.
 SCOPES = {
     "clean": None,
     "overall": (),
@@ -17,28 +20,26 @@ SCOPES = {
     "background": ("bg_id",),
     "condition": ("bg_id", "snr_db"),
 }
-"""Aggregation scope → the keys grouped on besides (model, task): ``clean`` the clean stimuli
-(absolute values only), ``overall`` every noisy one, ``snr`` per SNR (``bg_id == "all"``),
-``background`` per background (``snr_db`` NaN), ``condition`` one background at one SNR."""
 
+#: Possible verdicts (:func:`verdict`).
 VERDICTS = ("worse", "better", "same", "n/a")
-"""Possible verdicts (:func:`verdict`)."""
 
+#: Default minimum change (percentage points) for a ``worse`` / ``better`` verdict.
 DEFAULT_MIN_DIFF_PP = 2.0
-"""Default minimum change (percentage points) for a ``worse`` / ``better`` verdict."""
 
+#: A ``worse``/``better`` verdict needs its (Benjamini–Hochberg adjusted) p-value below this.
 ALPHA = 0.05
-"""A ``worse``/``better`` verdict needs its (Benjamini–Hochberg adjusted) p-value below this."""
 
+#: Fewest paired items for a verdict (else ``n/a``): the minimum for an interval (10).
 MIN_ITEMS_FOR_VERDICT = stats.MIN_N_FOR_INTERVAL
-"""Fewest paired items for a verdict (else ``n/a``): the minimum for an interval (10)."""
 
+#: Rows with fewer paired items are marked ``coarse`` (as the audiolab stresstest does).
 COARSE_BELOW_ITEMS = 48
-"""Rows with fewer paired items are marked ``coarse`` (as the audiolab stresstest does)."""
 
+#: ``bg_id`` of rows aggregated over backgrounds.
 ALL = "all"
-"""``bg_id`` of rows aggregated over backgrounds."""
 
+#: Scope → its rank in :data:`SCOPES` (the row order of a condition table).
 SCOPE_ORDER = {s: i for i, s in enumerate(SCOPES)}
 
 
