@@ -123,14 +123,33 @@ def inactive_background_rows(scores: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["task", "bg_id", "n_noisy", "n_inactive", "inactive_share"])
 
 
-def write_active_only_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
+def write_active_only_tables(
+    ws,
+    *,
+    scores=None,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+    min_diff_pp: float = DEFAULT_MIN_DIFF_PP,
+    scopes=tuple(SCOPES),
+) -> dict[str, Path]:
     """The per-condition tables again without the noisy rows whose background segment was silent,
-    written to ``results/tables/conditions_<task>_bg_active.csv`` for each task that has such rows;
-    returns task → file (empty when no row was inactive)."""
+    written to ``results/tables/conditions_<task>_bg_active.csv`` for each task that has such rows
+    (settings as :func:`condition_table`); returns task → file (empty when no row was
+    inactive)."""
     scores = load_scores(ws) if scores is None else scores
     written = {}
     for task in sorted(set(inactive_background_rows(scores)["task"])):
         s = scores[task]
-        t = condition_table(s[~_inactive(s)].reset_index(drop=True), task_family(task), **kwargs)
+        active = s[~_inactive(s)].reset_index(drop=True)
+        t = condition_table(
+            active,
+            task_family(task),
+            n_resamples=n_resamples,
+            seed=seed,
+            level=level,
+            min_diff_pp=min_diff_pp,
+            scopes=scopes,
+        )
         written[task] = write_csv_atomic(t, ws.tables_dir / f"conditions_{task}_bg_active.csv")
     return written
