@@ -7,6 +7,7 @@ same stimuli or the same scoring.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from aiplib.analysis import conditions as cond
 from aiplib.analysis.conditions.table import iter_scopes, percent
 from aiplib.analysis.provenance import collect_provenance, read_provenance
 from aiplib.core.errors import AiplibError
-from aiplib.core.tasks import task_family
+from aiplib.core.tasks import TaskFamily, task_family, task_family_spec
 from aiplib.core.workspace import Workspace
 from aiplib.io.formats import load_scores
 
@@ -39,7 +40,8 @@ def _results_of(run) -> tuple[Path, object | None]:
     if (p / "scores").is_dir():
         return p, None
     raise AiplibError(
-        f"{p}: neither a workspace (with results/ and manifests/) nor a results folder (with scores/)"
+        f"{p}: neither a workspace (with results/ and manifests/) nor a results folder "
+        "(with scores/)"
     )
 
 
@@ -134,113 +136,100 @@ def compare_runs(
     AiplibError
         If a run has no scores or the runs share no task.
     """
-    ia, ib = run_identity(run_a), run_identity(run_b)
-    sa, sb = load_scores(ia["results"]), load_scores(ib["results"])
-    if not sa or not sb:
-        raise AiplibError(f"run {'A' if not sa else 'B'} has no results/scores/<task>.csv")
-    common = sorted(set(sa) & set(sb)) if tasks is None else list(tasks)
-    if missing := [t for t in common if t not in sa or t not in sb]:
-        raise AiplibError(f"tasks {missing} are not scored in both runs")
-    if not common:
-        raise AiplibError(f"the runs share no scored task (A: {sorted(sa)}, B: {sorted(sb)})")
+    ia = run_identity(run_a)
+    ib = run_identity(run_b)
+    sa = load_scores(ia["results"])
+    sb = load_scores(ib["results"])
+    common = _compared_tasks(sa, sb, tasks)
     _check_same_run_inputs(ia, ib, {task_family(t) for t in common})
-    frames, unpaired = [], {}
+    settings = _CompareSettings(
+        n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=min_diff_pp, scopes=scopes
+    )
+    frames = []
+    unpaired = {}
     for task in common:
-        fam = task_family(task)
-        val = "wer" if fam == "asr" else "correct"
-        cols = ["model", "stimulus_id", val] + (["errors", "ref_words"] if fam == "asr" else [])
+        spec = task_family_spec(task)
+        cols = ["model", "stimulus_id", spec.measure, *spec.pooled]
         m = sa[task][["task", "item_id", "bg_id", "snr_db"] + cols].merge(
             sb[task][cols], on=["model", "stimulus_id"], suffixes=("_a", "_b"), how="inner"
         )
-        n = pd.concat(
-            {k: d["model"].value_counts() for k, d in (("a", sa[task]), ("b", sb[task]), ("p", m))},
-            axis=1,
-        )
-        for model, r in n.fillna(0).astype(int).sort_index().iterrows():
-            if r["a"] != r["p"] or r["b"] != r["p"]:
-                unpaired[f"{task}/{model}"] = {
-                    "only_a": int(r["a"] - r["p"]),
-                    "only_b": int(r["b"] - r["p"]),
-                }
-        frames.append(
-            _compare_task(
-                m,
-                fam,
-                n_resamples=n_resamples,
-                seed=seed,
-                level=level,
-                min_diff_pp=min_diff_pp,
-                scopes=scopes,
-            )
-        )
+        unpaired.update(_unpaired_counts(task, sa[task], sb[task], m))
+        frames.append(_compare_task(m, spec, settings))
     if unpaired:
         log.warning("stimuli present in only one run (left out): %s", unpaired)
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     out.attrs["unpaired"] = unpaired
-    out.attrs["run_a"], out.attrs["run_b"] = str(ia["results"]), str(ib["results"])
+    out.attrs["run_a"] = str(ia["results"])
+    out.attrs["run_b"] = str(ib["results"])
     return out
 
 
-def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_diff_pp, scopes):
-    val = "wer" if fam == "asr" else "correct"
+def _compared_tasks(sa: dict, sb: dict, tasks) -> list[str]:
+    """The tasks to compare: ``tasks``, or every task scored in both runs (sorted).
+
+    Raises
+    ------
+    AiplibError
+        If a run has no scores, a named task is not scored in both, or none is shared.
+    """
+    if not sa or not sb:
+        raise AiplibError(f"run {'A' if not sa else 'B'} has no results/scores/<task>.csv")
+    common = sorted(set(sa) & set(sb)) if tasks is None else list(tasks)
+    missing = [t for t in common if t not in sa or t not in sb]
+    if missing:
+        raise AiplibError(f"tasks {missing} are not scored in both runs")
+    if not common:
+        raise AiplibError(f"the runs share no scored task (A: {sorted(sa)}, B: {sorted(sb)})")
+    return common
+
+
+def _unpaired_counts(task: str, rows_a, rows_b, paired) -> dict:
+    """``{"<task>/<model>": {"only_a", "only_b"}}`` for the models with stimuli in one run only."""
+    counts = pd.concat(
+        {
+            "a": rows_a["model"].value_counts(),
+            "b": rows_b["model"].value_counts(),
+            "p": paired["model"].value_counts(),
+        },
+        axis=1,
+    )
+    unpaired = {}
+    for model, r in counts.fillna(0).astype(int).sort_index().iterrows():
+        if r["a"] != r["p"] or r["b"] != r["p"]:
+            unpaired[f"{task}/{model}"] = {
+                "only_a": int(r["a"] - r["p"]),
+                "only_b": int(r["b"] - r["p"]),
+            }
+    return unpaired
+
+
+@dataclass(frozen=True)
+class _CompareSettings:
+    """Bootstrap settings, minimum change (pp) and scopes of one comparison."""
+
+    n_resamples: int
+    seed: int
+    level: float
+    min_diff_pp: float
+    scopes: tuple
+
+
+def _compare_task(m: pd.DataFrame, spec: TaskFamily, settings: _CompareSettings) -> pd.DataFrame:
+    """The comparison rows of one task from its paired rows ``m`` (columns ``<measure>_a``,
+    ``<measure>_b`` and, for a pooled error rate, the count columns of both runs)."""
     rows = m.assign(
         n=1.0,
-        a=m[f"{val}_a"].astype(float),
-        b=m[f"{val}_b"].astype(float),
+        a=m[f"{spec.measure}_a"].astype(float),
+        b=m[f"{spec.measure}_b"].astype(float),
         item_id=m["item_id"].astype(str),
         bg_id=m["bg_id"].astype(str),
     )
-    rows["d"] = rows["b"] - rows["a"] if fam == "asr" else rows["a"] - rows["b"]
-    sums = ["n", "a", "b", "d", *(["errors_a", "errors_b", "ref_words_a"] if fam == "asr" else [])]
+    rows["d"] = spec.degradation(rows["a"], rows["b"])  # + = B worse
+    sums = ["n", "a", "b", "d", *_pooled_sums(spec)]
     out = []
-    for scope, k, g in iter_scopes(rows, sums, scopes):
-        tot = {c: float(g[c].sum()) for c in sums}
-        n = tot["n"]
-        mc = (
-            (g["a"].astype(bool), g["b"].astype(bool))
-            if fam == "kws" and bool(np.all(g["n"] == 1))
-            else None
-        )
-        pc = cond.paired_change(
-            100 * g["d"],
-            g["n"],
-            n_resamples=n_resamples,
-            seed=seed,
-            level=level,
-            min_diff=min_diff_pp,
-            mcnemar=mc,
-        )
-        rec = {
-            "scope": scope,
-            "model": k["model"],
-            "task": k["task"],
-            "family": fam,
-            "bg_id": k["bg_id"],
-            "snr_db": k["snr_db"],
-            "condition": cond.condition_label(k["bg_id"], k["snr_db"]),
-            "n_items": len(g["n"]),
-            "n_pairs": int(n),
-            "measure": "wer" if fam == "asr" else "acc",
-            "a_pp": 100 * tot["a"] / n,
-            "b_pp": 100 * tot["b"] / n,
-        }
-        if fam == "asr":
-            rec.update(
-                a_corpus_pp=percent(tot["errors_a"], tot["ref_words_a"]),
-                b_corpus_pp=percent(tot["errors_b"], tot["ref_words_a"]),
-            )
-        rec.update(
-            change_pp=pc["estimate"],
-            ci_low_pp=pc["ci_low"],
-            ci_high_pp=pc["ci_high"],
-            note=pc["note"],
-            **{c: pc[c] for c in ("test", "p_value", "n_worse", "n_better", "n_ties", "verdict")},
-            min_diff_pp=float(min_diff_pp),
-            level=float(level),
-            n_resamples=int(n_resamples),
-            seed=int(seed),
-        )
-        out.append(rec)
+    for scope, key, per_item_sums in iter_scopes(rows, sums, settings.scopes):
+        totals = {c: float(per_item_sums[c].sum()) for c in sums}
+        out.append(_comparison_record(scope, key, per_item_sums, totals, spec, settings))
     cols = [
         "scope",
         "model",
@@ -272,3 +261,62 @@ def _compare_task(m: pd.DataFrame, fam: str, *, n_resamples, seed, level, min_di
         "note",
     ]
     return pd.DataFrame(out).reindex(columns=cols)
+
+
+def _pooled_sums(spec: TaskFamily) -> list[str]:
+    """The count columns summed for the corpus measure of both runs (``errors_a, errors_b,
+    ref_words_a``; none without pooled counts)."""
+    if not spec.pooled:
+        return []
+    errors, ref_words = spec.pooled
+    return [f"{errors}_a", f"{errors}_b", f"{ref_words}_a"]
+
+
+def _comparison_record(
+    scope, key: dict, per_item_sums: dict, totals: dict, spec: TaskFamily, settings
+) -> dict:
+    """One comparison row: the paired measures of both runs, the change and its verdict."""
+    n = totals["n"]
+    mcnemar = None
+    if spec.is_binary and bool(np.all(per_item_sums["n"] == 1)):
+        mcnemar = (per_item_sums["a"].astype(bool), per_item_sums["b"].astype(bool))
+    change = cond.paired_change(
+        100 * per_item_sums["d"],
+        per_item_sums["n"],
+        n_resamples=settings.n_resamples,
+        seed=settings.seed,
+        level=settings.level,
+        min_diff=settings.min_diff_pp,
+        mcnemar=mcnemar,
+    )
+    record = {
+        "scope": scope,
+        "model": key["model"],
+        "task": key["task"],
+        "family": spec.name,
+        "bg_id": key["bg_id"],
+        "snr_db": key["snr_db"],
+        "condition": cond.condition_label(key["bg_id"], key["snr_db"]),
+        "n_items": len(per_item_sums["n"]),
+        "n_pairs": int(n),
+        "measure": spec.summary,
+        "a_pp": 100 * totals["a"] / n,
+        "b_pp": 100 * totals["b"] / n,
+    }
+    if spec.pooled:
+        errors, ref_words = spec.pooled
+        record["a_corpus_pp"] = percent(totals[f"{errors}_a"], totals[f"{ref_words}_a"])
+        record["b_corpus_pp"] = percent(totals[f"{errors}_b"], totals[f"{ref_words}_a"])
+    record.update(
+        change_pp=change["estimate"],
+        ci_low_pp=change["ci_low"],
+        ci_high_pp=change["ci_high"],
+        note=change["note"],
+        min_diff_pp=float(settings.min_diff_pp),
+        level=float(settings.level),
+        n_resamples=int(settings.n_resamples),
+        seed=int(settings.seed),
+    )
+    for column in ("test", "p_value", "n_worse", "n_better", "n_ties", "verdict"):
+        record[column] = change[column]
+    return record

@@ -40,40 +40,61 @@ import pandas as pd
 from aiplib.analysis import conditions as cond
 from aiplib.analysis.comparison import compare_runs
 from aiplib.core.errors import AiplibError, ValidationError
+from aiplib.core.tasks import TASK_FAMILIES
 from aiplib.io.formats import load_scores
 
 log = logging.getLogger(__name__)
 
-# Criteria measures given as fractions → the percent column they are read from (÷ 100).
-MEASURE_ALIASES = {
-    "wer": "wer_pp",
-    "mean_wer": "mean_wer_pp",
-    "cer": "cer_pp",
-    "substitutions": "sub_pp",
-    "deletions": "del_pp",
-    "insertions": "ins_pp",
-    "acc": "acc_pp",
-    "delta_wer": "delta_pp",
-    "delta_acc": "delta_pp",
-    "clean_wer": "clean_wer_pp",
-    "clean_acc": "clean_acc_pp",
-}
 
-# An example criteria object (what a criteria.json holds, as a Python dict).
+def _measure_aliases() -> dict[str, str]:
+    """Criteria measures given as fractions → their percent column; each task family's
+    degradation column (``TaskFamily.degradation_column``) reads ``delta_pp``."""
+    aliases = {
+        "wer": "wer_pp",
+        "mean_wer": "mean_wer_pp",
+        "cer": "cer_pp",
+        "substitutions": "sub_pp",
+        "deletions": "del_pp",
+        "insertions": "ins_pp",
+        "acc": "acc_pp",
+    }
+    for spec in TASK_FAMILIES.values():
+        aliases[spec.degradation_column] = "delta_pp"
+    aliases["clean_wer"] = "clean_wer_pp"
+    aliases["clean_acc"] = "clean_acc_pp"
+    return aliases
+
+
+#: Criteria measures given as fractions → the percent column they are read from (÷ 100).
+MEASURE_ALIASES = _measure_aliases()
+
+#: A degradation measure → the task family whose tables hold it (``delta_wer`` → ``asr``).
+_DEGRADATION_FAMILY = {spec.degradation_column: name for name, spec in TASK_FAMILIES.items()}
+
+#: An example criteria object (what a criteria.json holds, as a Python dict).
 EXAMPLE_CRITERIA = {
     "criteria": [
         {"task": "asr", "model": "*", "bg_id": "all", "snr_db": 0, "measure": "wer_pp", "max": 60},
         {"task": "kws", "scope": "condition", "measure": "acc_pp", "min": 40},
-        {"task": "asr", "scope": "overall", "measure": "delta_wer", "max": 0.30},
+        {
+            "task": "asr",
+            "scope": "overall",
+            "measure": TASK_FAMILIES["asr"].degradation_column,
+            "max": 0.30,
+        },
         {"task": "asr", "bg_id": "clean", "measure": "wer", "max": 0.25},
     ],
     "no_worse_than_previous": True,
     "min_diff_pp": 2.0,
 }
 
+#: JSON Schema of a number.
 _NUM = {"type": "number"}
+
+#: The scopes of :data:`aiplib.analysis.conditions.SCOPES`, in order.
 _SCOPE_LIST = list(cond.SCOPES)
-# JSON Schema of a criteria object (after a bare list is wrapped as ``{"criteria": [...]}``).
+
+#: JSON Schema of a criteria object (after a bare list is wrapped as ``{"criteria": [...]}``).
 SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -134,47 +155,77 @@ def load_criteria(criteria) -> dict:
     source = None
     if isinstance(criteria, (str, Path)):
         source = Path(criteria)
-        if not source.is_file():
-            raise AiplibError(f"criteria file {source} does not exist")
-        try:
-            criteria = json.loads(source.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise AiplibError(f"criteria file {source} is not valid JSON: {exc}") from exc
+        criteria = _read_criteria_file(source)
     if isinstance(criteria, list):
         criteria = {"criteria": criteria}
-    problems = [
-        f"{e.json_path}: " + ("give 'min' and/or 'max'" if "then" in e.schema_path else e.message)
-        for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(criteria)
-    ]
-    if not problems:
-        problems = [
-            f"$.criteria[{i}]: min {c['min']} > max {c['max']}"
-            for i, c in enumerate(criteria.get("criteria", []))
-            if "min" in c and "max" in c and c["min"] > c["max"]
-        ]
+    problems = _criteria_problems(criteria)
     if problems:
         raise ValidationError([f"{source or 'criteria'}: {p}" for p in problems])
-    prev = None if criteria.get("previous") is None else Path(criteria["previous"])
-    if prev is not None and not prev.is_absolute() and source is not None:
-        prev = (source.parent / prev).resolve()
     return {
         "criteria": [
             {"task": "*", "model": "*", "bg_id": "*", "scope": "*", "snr_db": "*", **c}
             for c in criteria.get("criteria", [])
         ],
         "no_worse_than_previous": criteria.get("no_worse_than_previous"),
-        "previous": prev,
+        "previous": _previous_path(criteria.get("previous"), source),
         "min_diff_pp": float(criteria.get("min_diff_pp", cond.DEFAULT_MIN_DIFF_PP)),
         "regression_scopes": criteria.get("regression_scopes", _SCOPE_LIST),
         "source": source,
     }
 
 
+def _read_criteria_file(source: Path):
+    """The parsed JSON of a criteria file.
+
+    Raises
+    ------
+    AiplibError
+        If the file does not exist or is not JSON.
+    """
+    if not source.is_file():
+        raise AiplibError(f"criteria file {source} does not exist")
+    try:
+        return json.loads(source.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise AiplibError(f"criteria file {source} is not valid JSON: {exc}") from exc
+
+
+def _schema_problem(error) -> str:
+    """One schema error in words (a missing bound is named as such)."""
+    if "then" in error.schema_path:
+        return f"{error.json_path}: give 'min' and/or 'max'"
+    return f"{error.json_path}: {error.message}"
+
+
+def _criteria_problems(criteria) -> list[str]:
+    """Every schema problem of a criteria object; without one, every criterion whose min exceeds
+    its max."""
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    problems = [_schema_problem(e) for e in validator.iter_errors(criteria)]
+    if problems:
+        return problems
+    for i, c in enumerate(criteria.get("criteria", [])):
+        if "min" in c and "max" in c and c["min"] > c["max"]:
+            problems.append(f"$.criteria[{i}]: min {c['min']} > max {c['max']}")
+    return problems
+
+
+def _previous_path(previous, source: Path | None) -> Path | None:
+    """The previous run's path: a relative one is read from the criteria file's folder."""
+    if previous is None:
+        return None
+    prev = Path(previous)
+    if not prev.is_absolute() and source is not None:
+        prev = (source.parent / prev).resolve()
+    return prev
+
+
 def _select(t: pd.DataFrame, c: dict) -> pd.DataFrame:
     sel = pd.Series(True, index=t.index)
     for key in ("task", "model", "bg_id", "scope"):
-        if (v := c.get(key, "*")) != "*":
-            sel &= t[key].astype(str) == str(v)
+        value = c.get(key, "*")
+        if value != "*":
+            sel &= t[key].astype(str) == str(value)
     snr = c.get("snr_db", "*")
     if snr == "all":
         sel &= t["snr_db"].isna() & (t["bg_id"].astype(str) != "clean")
@@ -188,17 +239,12 @@ def _measure(t: pd.DataFrame, measure: str) -> pd.Series | None:
     table."""
     if measure in t.columns and pd.api.types.is_numeric_dtype(t[measure]):
         return t[measure].astype(float)
-    col, fam = (
-        MEASURE_ALIASES.get(measure),
-        set(t["family"].astype(str)) if "family" in t.columns else set(),
-    )
-    if (
-        col not in t.columns
-        or measure == "delta_wer"
-        and fam - {"asr"}
-        or measure == "delta_acc"
-        and fam - {"kws"}
-    ):
+    col = MEASURE_ALIASES.get(measure)
+    if col not in t.columns:
+        return None
+    families = set(t["family"].astype(str)) if "family" in t.columns else set()
+    owner = _DEGRADATION_FAMILY.get(measure)
+    if owner is not None and families - {owner}:  # a degradation read in another family's table
         return None
     return t[col].astype(float) / 100.0
 
@@ -272,9 +318,9 @@ def check_criteria(
                     "value": r.change_pp,
                     "min": None,
                     "max": None,
-                    "message": f"{r.task}/{r.model} {r.condition}: worse than the previous run — {r.measure} {r.a_pp:.1f} "
-                    f"→ {r.b_pp:.1f} %, change {r.change_pp:+.1f} pp [{r.ci_low_pp:.1f}, {r.ci_high_pp:.1f}], "
-                    f"p = {r.p_value:.3g}",
+                    "message": f"{r.task}/{r.model} {r.condition}: worse than the previous run "
+                    f"— {r.measure} {r.a_pp:.1f} → {r.b_pp:.1f} %, change {r.change_pp:+.1f} pp "
+                    f"[{r.ci_low_pp:.1f}, {r.ci_high_pp:.1f}], p = {r.p_value:.3g}",
                 }
             )
     elif spec["no_worse_than_previous"]:
@@ -309,7 +355,8 @@ def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
                     "task": task,
                     "condition": None,
                     "value": None,
-                    "message": f"criterion {i}: measure {c['measure']!r} does not exist in conditions_{task}.csv",
+                    "message": f"criterion {i}: measure {c['measure']!r} does not exist in "
+                    f"conditions_{task}.csv",
                 }
             )
             continue
@@ -327,8 +374,8 @@ def _check_one(tables: dict, i: int, c: dict) -> list[dict]:
                     "model": r["model"],
                     "condition": r["condition"],
                     "value": float(v),
-                    "message": f"{r['task']}/{r['model']} {r['condition']}: {c['measure']} = {v:.4g}, "
-                    f"required {bound} (criterion {i})",
+                    "message": f"{r['task']}/{r['model']} {r['condition']}: {c['measure']} = "
+                    f"{v:.4g}, required {bound} (criterion {i})",
                 }
             )
     if not any_row or not any_value and not any(f["kind"] == "unknown_measure" for f in out):

@@ -38,9 +38,8 @@ from aiplib.core.workspace import PROFILES, repo_root, workspace
 from aiplib.inference.fingerprint_slice import SLICE_SEED, SLICE_SIZE, select_slice
 from aiplib.inference.models.ct2_numerics import numerics_record
 from aiplib.inference.models.registry import DEFAULT_MODEL
-from aiplib.io.formats import write_json_atomic
 from aiplib.inference.prompts import TASKS
-from aiplib.io.formats import read_inference_jsonl, read_item_bank, read_manifest
+from aiplib.io.formats import read_inference_jsonl, read_item_bank, read_manifest, write_json_atomic
 from aiplib.io.formats.tables import read_battery_csv
 from aiplib.sources.corpora.debian import installed_version
 from aiplib.sources.corpora.demo import DEBIAN_PACKAGES
@@ -61,11 +60,16 @@ KINDS = ("inputs", "decoding", "scoring")
 #: The stage folder of each input, in pipeline order (the order inputs are compared in).
 INPUT_FOLDERS = ("itembanks", "bg", "descriptors", "manifests")
 
-#: Exit statuses of the command line.
+#: Exit status of the command line: the run matches the fingerprint.
 EXIT_MATCH = 0
+
+#: Exit status of the command line: a number differs from the fingerprint.
 EXIT_DIVERGES = 1
+
+#: Exit status of the command line: a part of the run is missing.
 EXIT_MISSING = 2
 
+#: A CSV cell that is an integer.
 _INTEGER = re.compile(r"-?[0-9]+")
 
 
@@ -89,8 +93,10 @@ class HeadlineTable:
 
 
 #: The condition tables give Table R1 (clean and overall rows) and the Findings' overall and SNR
-#: rows.
+#: rows: the columns naming a row,
 CONDITION_KEYS = ("model", "scope", "snr_db")
+
+#: the columns kept,
 CONDITION_COLUMNS = (
     "wer_pp",
     "acc_pp",
@@ -101,6 +107,7 @@ CONDITION_COLUMNS = (
     "p_value",
     "verdict",
 )
+#: and the scopes kept.
 CONDITION_SCOPES = ("scope", ("clean", "overall", "snr"))
 
 #: The other tables the Findings cite (Figure 4's ranking through Table 3, which lists it).

@@ -25,16 +25,28 @@ from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.core.tasks import BASE_TASKS, TASK_FAMILIES, task_file
 from aiplib.io.formats import DESCRIPTORS, load_scores, read_battery_csv, read_descriptor_table
 
-# Steering-prompt task of each family (the authors' prompt 5): ``{"asr": "asr_steer_p5", "kws":
-# "kws_steer_p5"}``.
+#: Steering-prompt task of each family (the authors' prompt 5): ``{"asr": "asr_steer_p5", "kws":
+#: "kws_steer_p5"}``.
 STEER_TASKS = {
     t["family"]: name for name, t in task_file()["tasks"].items() if t["variant"] == "p5"
 }
 
-# Models left out of Figure 7b, as in the paper (matched lower-cased, ``-`` / ``.`` read as ``_``).
+#: Models left out of Figure 7b, as in the paper (matched lower-cased, ``-`` / ``.`` read as ``_``).
 FIG7_KWS_EXCLUDE = ("qwen2_audio_7b",)
 
-# ``results/figures/<name>.png`` / ``.pdf``, as the paper's README names them.
+
+def _error_rate_family():
+    """The task family measured by an error rate (WER): Table 4 and Figure 5 are about it."""
+    for spec in TASK_FAMILIES.values():
+        if spec.measure_kind == "error_rate":
+            return spec
+    raise AiplibError("tasks.yaml has no task family measured by an error rate")
+
+
+#: The WER task family (:func:`table4_accent_dwer`, :func:`table4_accent_dwer_authors`).
+_WER_FAMILY = _error_rate_family()
+
+#: ``results/figures/<name>.png`` / ``.pdf``, as the paper's README names them.
 FIGURE_NAMES = (
     "figure2_descriptor_regressions",
     "figure3_descriptor_correlations",
@@ -44,11 +56,11 @@ FIGURE_NAMES = (
     "figure7_snr_performance",
 )
 
-# ``results/tables/<name>.csv``. The names of the authors' README hold their arithmetic:
-# ``table4_accent_dwer`` is their flat mean per accent label (:func:`table4_accent_dwer_authors`);
-# ours, the mean of item means per accent group with intervals (:func:`table4_accent_dwer`), is
-# ``table4_accent_dwer_item_means`` (its ``pooled`` and ``unspecified`` rows in
-# ``table4_accent_dwer_item_means_pooled_unspecified``).
+#: ``results/tables/<name>.csv``. The names of the authors' README hold their arithmetic:
+#: ``table4_accent_dwer`` is their flat mean per accent label (:func:`table4_accent_dwer_authors`);
+#: ours, the mean of item means per accent group with intervals (:func:`table4_accent_dwer`), is
+#: ``table4_accent_dwer_item_means`` (its ``pooled`` and ``unspecified`` rows in
+#: ``table4_accent_dwer_item_means_pooled_unspecified``).
 TABLE_NAMES = (
     "table2_descriptor_correlations",
     "table3_descriptor_values",
@@ -58,9 +70,9 @@ TABLE_NAMES = (
     "table5_prompt_steering_rer",
 )
 
-# Columns of :func:`table2_descriptor_correlations`, in order: ``p`` is the authors' (scipy's
-# t-approximation), ``p_permutation`` ours (exact, permutation or asymptotic: ``p_method``),
-# ``p_bh`` its Benjamini–Hochberg adjustment.
+#: Columns of :func:`table2_descriptor_correlations`, in order: ``p`` is the authors' (scipy's
+#: t-approximation), ``p_permutation`` ours (exact, permutation or asymptotic: ``p_method``),
+#: ``p_bh`` its Benjamini–Hochberg adjustment.
 TABLE2_COLUMNS = [
     "task",
     "family",
@@ -83,7 +95,7 @@ TABLE2_COLUMNS = [
     "r_s_unrounded",
 ]
 
-# Columns of :func:`table5_prompt_steering_rer`, in order.
+#: Columns of :func:`table5_prompt_steering_rer`, in order.
 TABLE5_COLUMNS = [
     "model",
     "family",
@@ -113,16 +125,16 @@ TABLE5_COLUMNS = [
     "note",
 ]
 
-# Columns ``accent`` (a raw accent of the ASR manifest) and ``label`` (the name on the authors'
-# accent figure: their ``accent_clean_map``).
+#: Columns ``accent`` (a raw accent of the ASR manifest) and ``label`` (the name on the authors'
+#: accent figure: their ``accent_clean_map``).
 AUTHORS_ACCENT_LABELS_FILE = Path(__file__).resolve().parent / "authors_accent_labels.csv"
 
 
-# What Figures 2–7 and Tables 2–5 do with a *partial model* (one that lacks stimuli of a task
-# another model covers whole), per profile: ``keep`` every scored row of it (the authors' rule:
-# their tables average whatever rows exist), or ``leave_out`` the model (ours: a view pooled over
-# unequal coverage would rest on the part the models share). Notebook 09's ``partial_models``
-# parameter overrides it.
+#: What Figures 2–7 and Tables 2–5 do with a *partial model* (one that lacks stimuli of a task
+#: another model covers whole), per profile: ``keep`` every scored row of it (the authors' rule:
+#: their tables average whatever rows exist), or ``leave_out`` the model (ours: a view pooled over
+#: unequal coverage would rest on the part the models share). Notebook 09's ``partial_models``
+#: parameter overrides it.
 PARTIAL_MODEL_RULES = {"paper": "keep", "demo": "leave_out", "custom": "leave_out"}
 
 
@@ -433,11 +445,12 @@ def table4_accent_dwer_authors(scores: dict) -> pd.DataFrame:
     accent_label, accent`` (the raw strings, ``;``-joined), ``n_items, n_rows, mean_delta_wer_pp``,
     sorted by model and label.
     """
-    df = scores["asr"]
+    delta = _WER_FAMILY.degradation_column
+    df = scores[BASE_TASKS[_WER_FAMILY.name]]
     raw = df["accent"] if "accent" in df.columns else df["accent_group"]
     df = df.assign(_accent=raw.map(lambda v: None if authors_accent_label(v) is None else str(v)))
     df["accent_label"] = df["_accent"].map(authors_accent_label)
-    noisy = df[(df["bg_id"] != "clean") & df["delta_wer"].notna() & df["accent_label"].notna()]
+    noisy = df[(df["bg_id"] != "clean") & df[delta].notna() & df["accent_label"].notna()]
     cols = ["model", "accent_label", "accent", "n_items", "n_rows", "mean_delta_wer_pp"]
     if noisy.empty:
         return pd.DataFrame(columns=cols)
@@ -447,7 +460,7 @@ def table4_accent_dwer_authors(scores: dict) -> pd.DataFrame:
             "accent": g["_accent"].agg(lambda a: ";".join(sorted(set(a)))),
             "n_items": g["item_id"].nunique(),
             "n_rows": g.size(),
-            "mean_delta_wer_pp": 100 * g["delta_wer"].mean(),
+            "mean_delta_wer_pp": 100 * g[delta].mean(),
         }
     ).reset_index()
     return t[cols].sort_values(["model", "accent_label"], kind="stable").reset_index(drop=True)
@@ -466,16 +479,15 @@ def table4_accent_dwer(
     ``item_mean_delta_wer_pp`` (the mean of the items' means, pp), ``ci_low_pp, ci_high_pp,
     ci_usable, level, n_resamples, seed, note``.
     """
-    df = scores["asr"].copy()
+    delta = _WER_FAMILY.degradation_column
+    df = scores[BASE_TASKS[_WER_FAMILY.name]].copy()
     df["accent_group"] = df["accent_group"].fillna("unspecified")
-    noisy = df[(df["bg_id"] != "clean") & df["delta_wer"].notna()]
+    noisy = df[(df["bg_id"] != "clean") & df[delta].notna()]
     clean = df[df["bg_id"] == "clean"]
-    per_item = noisy.groupby(["model", "accent_group", "item_id"])["delta_wer"].mean().reset_index()
-    wide = per_item.pivot_table(
-        index=["accent_group", "item_id"], columns="model", values="delta_wer"
-    )
+    per_item = noisy.groupby(["model", "accent_group", "item_id"])[delta].mean().reset_index()
+    wide = per_item.pivot_table(index=["accent_group", "item_id"], columns="model", values=delta)
     complete = wide.notna().all(axis=1)
-    pooled = wide[complete].mean(axis=1).rename("delta_wer").reset_index()
+    pooled = wide[complete].mean(axis=1).rename(delta).reset_index()
     pooled.insert(0, "model", "pooled")
     dropped = wide[~complete].groupby(level="accent_group").size().to_dict()
     rows = []
@@ -483,7 +495,7 @@ def table4_accent_dwer(
         ["model", "accent_group"], sort=False
     ):
         b = stats.bootstrap_ci(
-            g["delta_wer"].to_numpy(float) * 100,
+            g[delta].to_numpy(float) * 100,
             np.mean,
             n_resamples=n_resamples,
             seed=seed,
@@ -643,61 +655,83 @@ def table5_prompt_steering_rer(
         base_task = BASE_TASKS[fam]
         if steer_task not in scores or base_task not in scores:
             continue
-        col = TASK_FAMILIES[fam].degradation_column
-        keys = ["model", "stimulus_id"]
-        base_all, steer_all = scores[base_task], scores[steer_task]
-        b = base_all.loc[
-            lambda d: (d["bg_id"] != "clean") & d[col].notna(), keys + ["item_id", col]
-        ]
-        s = steer_all.loc[lambda d: (d["bg_id"] != "clean") & d[col].notna(), keys + [col]]
-        pairs = b.merge(s, on=keys, suffixes=("_base", "_steer"))
-        for model in sorted(
-            set(base_all["model"].astype(str)) & set(steer_all["model"].astype(str))
-        ):
-            db, ds, nb, ns, n_items, res = _authors_rer(
-                fam,
-                base_all[base_all["model"].astype(str) == model],
-                steer_all[steer_all["model"].astype(str) == model],
-                n_resamples=n_resamples,
-                seed=seed,
-            )
-            small = fam == "kws" and abs(ds) < stats.RER_KWS_SMALL and abs(db) < stats.RER_KWS_SMALL
-            rule = "kws_both_below_1pp" if small else "ratio"
-            paired, pres = _paired_rer(
-                fam,
-                pairs[pairs["model"].astype(str) == model],
-                col,
-                n_resamples=n_resamples,
-                seed=seed,
-            )
-            notes = [
-                n for n in (res.note, f"paired: {pres.note}" if pres and pres.note else "") if n
-            ]
-            rows.append(
-                {
-                    "model": model,
-                    "family": fam,
-                    "base_task": base_task,
-                    "steer_task": steer_task,
-                    "n_items": n_items,
-                    "n_base_rows": nb,
-                    "n_steer_rows": ns,
-                    "delta_base_pp": 100 * db,
-                    "delta_steer_pp": 100 * ds,
-                    "rer": stats.rer(ds, db, task_family=fam),
-                    "base_flag": "" if rule != "ratio" else stats.rer_flag(db),
-                    "ci_low": res.ci_low,
-                    "ci_high": res.ci_high,
-                    "ci_usable": res.n_valid,
-                    "rule": rule,
-                    **paired,
-                    "level": res.level,
-                    "n_resamples": res.n_resamples,
-                    "seed": res.seed,
-                    "note": "; ".join(notes),
-                }
-            )
+        rows += _table5_family_rows(fam, scores, n_resamples=n_resamples, seed=seed)
     return pd.DataFrame(rows, columns=TABLE5_COLUMNS)
+
+
+def _noisy_deltas(df: pd.DataFrame, col: str, columns: list[str]) -> pd.DataFrame:
+    """``columns`` of the noisy rows of ``df`` with a degradation ``col``."""
+    keep = (df["bg_id"] != "clean") & df[col].notna()
+    return df.loc[keep, columns]
+
+
+def _table5_family_rows(fam: str, scores: dict, *, n_resamples: int, seed: int) -> list[dict]:
+    """The Table 5 rows of one task family: one per model scored on both its tasks."""
+    base_task = BASE_TASKS[fam]
+    steer_task = STEER_TASKS[fam]
+    col = TASK_FAMILIES[fam].degradation_column
+    keys = ["model", "stimulus_id"]
+    base_all = scores[base_task]
+    steer_all = scores[steer_task]
+    b = _noisy_deltas(base_all, col, keys + ["item_id", col])
+    s = _noisy_deltas(steer_all, col, keys + [col])
+    pairs = b.merge(s, on=keys, suffixes=("_base", "_steer"))
+    rows = []
+    for model in sorted(set(base_all["model"].astype(str)) & set(steer_all["model"].astype(str))):
+        authors = _authors_rer(
+            fam,
+            base_all[base_all["model"].astype(str) == model],
+            steer_all[steer_all["model"].astype(str) == model],
+            n_resamples=n_resamples,
+            seed=seed,
+        )
+        paired = _paired_rer(
+            fam,
+            pairs[pairs["model"].astype(str) == model],
+            col,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
+        rows.append(_table5_row(fam, model, authors, paired))
+    return rows
+
+
+def _table5_row(fam: str, model: str, authors: tuple, paired: tuple) -> dict:
+    """One Table 5 row from :func:`_authors_rer` and :func:`_paired_rer` of one model."""
+    db, ds, nb, ns, n_items, res = authors
+    paired_columns, pres = paired
+    # accuracy: both changes below 1 pp read as no effect (RER 1.0)
+    small = (
+        TASK_FAMILIES[fam].is_binary
+        and abs(ds) < stats.RER_KWS_SMALL
+        and abs(db) < stats.RER_KWS_SMALL
+    )
+    rule = "kws_both_below_1pp" if small else "ratio"
+    notes = [res.note]
+    if pres and pres.note:
+        notes.append(f"paired: {pres.note}")
+    return {
+        "model": model,
+        "family": fam,
+        "base_task": BASE_TASKS[fam],
+        "steer_task": STEER_TASKS[fam],
+        "n_items": n_items,
+        "n_base_rows": nb,
+        "n_steer_rows": ns,
+        "delta_base_pp": 100 * db,
+        "delta_steer_pp": 100 * ds,
+        "rer": stats.rer(ds, db, task_family=fam),
+        "base_flag": "" if rule != "ratio" else stats.rer_flag(db),
+        "ci_low": res.ci_low,
+        "ci_high": res.ci_high,
+        "ci_usable": res.n_valid,
+        "rule": rule,
+        **paired_columns,
+        "level": res.level,
+        "n_resamples": res.n_resamples,
+        "seed": res.seed,
+        "note": "; ".join(n for n in notes if n),
+    }
 
 
 # --------------------------------------------------------------------------------- Figure 7
@@ -716,7 +750,8 @@ def snr_curves(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.Da
         df = scores[task]
         snrs = sorted(df["snr_db"].dropna().unique(), reverse=True)
         conds = [("clean", np.nan)] + [(f"{s:g} dB", s) for s in snrs]
-        value = "wer" if fam == "asr" else "correct"
+        spec = TASK_FAMILIES[fam]
+        value = spec.measure
         for model, g in df.groupby("model"):
             for cond, snr in conds:
                 sel = g[g["bg_id"] == "clean"] if cond == "clean" else g[g["snr_db"] == snr]
@@ -731,11 +766,7 @@ def snr_curves(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.Da
                     seed=seed,
                     vectorized=True,
                 )
-                corpus = (
-                    100 * sel["errors"].sum() / sel["ref_words"].sum()
-                    if fam == "asr" and sel["ref_words"].sum()
-                    else np.nan
-                )
+                corpus = _corpus_wer_pp(sel, spec)
                 rows.append(
                     {
                         "family": fam,
@@ -748,10 +779,20 @@ def snr_curves(scores: dict, *, n_resamples: int = 2000, seed: int = 0) -> pd.Da
                         "ci_usable": res.n_valid,
                         "corpus_wer_pp": corpus,
                         "n_items": len(it),
-                        "in_figure": not (fam == "kws" and _norm_id(model) in excl),
+                        "in_figure": not (spec.is_binary and _norm_id(model) in excl),
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def _corpus_wer_pp(rows: pd.DataFrame, spec) -> float:
+    """Σ errors / Σ reference words of ``rows`` in % (NaN without pooled counts or words)."""
+    if not spec.pooled:
+        return np.nan
+    errors, ref_words = spec.pooled
+    if not rows[ref_words].sum():
+        return np.nan
+    return 100 * rows[errors].sum() / rows[ref_words].sum()
 
 
 # ------------------------------------------------------------------------------- Findings

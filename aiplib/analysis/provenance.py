@@ -32,15 +32,15 @@ from aiplib.stimuli.manifests import manifest_hash
 
 log = logging.getLogger(__name__)
 
-# Run-level record, directly under ``results/``.
+#: Run-level record, directly under ``results/``.
 PROVENANCE_FILE = "provenance.json"
 
-# Key under which a sidecar holds the provenance (other keys of an existing sidecar are kept).
+#: Key under which a sidecar holds the provenance (other keys of an existing sidecar are kept).
 SIDECAR_KEY = "provenance"
 
-# Distributions whose versions every provenance record holds (``openai-whisper`` supplies the
-# Whisper-style normaliser,
-# :mod:`aiplib.core.textnorm_whisper`).
+#: Distributions whose versions every provenance record holds (``openai-whisper`` supplies the
+#: Whisper-style normaliser,
+#: :mod:`aiplib.core.textnorm_whisper`).
 _PACKAGES = ("numpy", "scipy", "pandas", "jiwer", "openai-whisper", "matplotlib")
 
 
@@ -125,51 +125,63 @@ def model_records(ws, scored_models=()) -> dict:
     ``numerics`` (the numeric paths of the runs that decoded rows, :func:`numeric_paths`), and
     ``not_applicable`` (task → reason) when its steering tasks were not run because it takes no task
     prompt."""
-    out, inf = {}, Path(ws.inference)
-    names = set(scored_models) | (
-        {p.name for p in inf.iterdir() if (p / "run_log.jsonl").is_file()}
-        if inf.is_dir()
-        else set()
-    )
+    inf = Path(ws.inference)
+    names = set(scored_models)
+    if inf.is_dir():
+        names |= {p.name for p in inf.iterdir() if (p / "run_log.jsonl").is_file()}
+    out = {}
     for m in sorted(names):
         rec = {
             "id": m,
-            **dict.fromkeys(
-                ("revision", "weights", "weights_sha256", "decoding_path", "window", "versions")
-            ),
+            "revision": None,
+            "weights": None,
+            "weights_sha256": None,
+            "decoding_path": None,
+            "window": None,
+            "versions": None,
             "numerics": [],
         }
         log_p = inf / m / "run_log.jsonl"
         if log_p.is_file():
-            rows, _ = read_inference_jsonl(log_p, require_id=False)
-            na = [r for r in rows if r.get("event") == "not_applicable"]
-            if na:  # a model that takes no task prompt: its steering tasks were not run
-                rec["not_applicable"] = dict(na[-1].get("tasks") or {})
-            runs = [r for r in rows if r.get("event", "run") == "run"]
-            rec["numerics"] = numeric_paths(runs)
-            if runs:
-                last = runs[-1]
-                rec.update(
-                    {
-                        k: last.get(k)
-                        for k in ("revision", "weights", "weights_sha256", "window", "versions")
-                    },
-                    decoding_path=last.get("decoding", last.get("path")),
-                )
+            _add_run_log(rec, log_p)
         if rec["revision"] is None:
-            try:
-                e = get_entry(m)
-                rec.update(
-                    revision=getattr(e, "revision", None),
-                    weights=rec["weights"] or getattr(e, "weights", None),
-                )
-                rec["revision_source"] = "registry (no run_log.jsonl entry)"
-            except Exception:  # noqa: BLE001 - an unknown id is recorded as such
-                rec["revision_source"] = "unknown (no run log, not in the registry)"
+            _add_registry_revision(rec, m)
         else:
             rec["revision_source"] = "inference/<model>/run_log.jsonl"
         out[m] = rec
     return out
+
+
+#: What a model record copies from its last logged run.
+_RUN_KEYS = ("revision", "weights", "weights_sha256", "window", "versions")
+
+
+def _add_run_log(rec: dict, log_p: Path) -> None:
+    """Add what ``run_log.jsonl`` says to a model record: inapplicable tasks, numeric paths and the
+    last run's revision, weights, decoding path, window and versions."""
+    rows, _ = read_inference_jsonl(log_p, require_id=False)
+    na = [r for r in rows if r.get("event") == "not_applicable"]
+    if na:  # a model that takes no task prompt: its steering tasks were not run
+        rec["not_applicable"] = dict(na[-1].get("tasks") or {})
+    runs = [r for r in rows if r.get("event", "run") == "run"]
+    rec["numerics"] = numeric_paths(runs)
+    if runs:
+        last = runs[-1]
+        for key in _RUN_KEYS:
+            rec[key] = last.get(key)
+        rec["decoding_path"] = last.get("decoding", last.get("path"))
+
+
+def _add_registry_revision(rec: dict, model: str) -> None:
+    """The registry's revision and weights of a model without a logged run (its source said)."""
+    try:
+        entry = get_entry(model)
+    except Exception:  # noqa: BLE001 - an unknown id is recorded as such
+        rec["revision_source"] = "unknown (no run log, not in the registry)"
+        return
+    rec["revision"] = getattr(entry, "revision", None)
+    rec["weights"] = rec["weights"] or getattr(entry, "weights", None)
+    rec["revision_source"] = "registry (no run_log.jsonl entry)"
 
 
 def _paper_set_offline(ws) -> dict:
@@ -241,34 +253,85 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         n_rows}}, debian_packages {source, packages} (:func:`debian_packages`), analysis {seed,
         n_resamples, level}`` plus ``extra``; local paths as :func:`shareable` writes them.
     """
-    scores_dir = Path(ws.results) / "scores"
-    norms, prompt_ids, scored_models = {}, {}, set()
-    answer_rules = {}  # task → the answer rules stage 8 scored it with
-    for side in sorted(scores_dir.glob("*.json")) if scores_dir.is_dir() else []:
-        meta = _read_json(side) or {}
+    sidecars = _score_sidecars(Path(ws.results) / "scores")
+    prompt_ids = {}
+    scored_models = set()
+    for task, meta in sidecars.items():
+        if "prompt_ids" in meta:
+            prompt_ids[task] = meta["prompt_ids"]
+            scored_models |= set(meta["prompt_ids"])
+    ps_rec = _prompt_set_used(ws)
+    rec = {
+        "profile": getattr(ws, "profile", None),
+        "aiplib_version": __version__,
+        "versions": {
+            "aiplib": __version__,
+            "python": platform.python_version(),
+            **package_versions(_PACKAGES),
+        },
+        "normalizer": _normalizer_record(sidecars),
+        "answer_rules": _answer_rules(sidecars),
+        "models": model_records(ws, scored_models),
+        "tasks": _task_records(ps_rec),
+        "prompt_ids_scored": prompt_ids,
+        "prompt_set": ps_rec,
+        "manifests": _manifest_records(ws),
+        "debian_packages": debian_packages(ws),
+        "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level},
+    }
+    rec.update(extra or {})
+    return shareable(rec, Path(ws.root).parent if getattr(ws, "root", None) else None)
+
+
+def _score_sidecars(scores_dir: Path) -> dict[str, dict]:
+    """Task → its ``results/scores/<task>.json`` sidecar (``{}`` when unreadable), in name order."""
+    if not scores_dir.is_dir():
+        return {}
+    return {side.stem: _read_json(side) or {} for side in sorted(scores_dir.glob("*.json"))}
+
+
+def _answer_rules(sidecars: dict) -> dict:
+    """Task → the answer rules stage 8 scored it with, and how many answers they changed."""
+    rules = {}
+    for task, meta in sidecars.items():
         if isinstance(meta.get("answer_rules"), dict):
-            answer_rules[side.stem] = {
+            rules[task] = {
                 **meta["answer_rules"],
                 "n_cleaned": meta.get("n_cleaned"),
                 "n_null_as_text": meta.get("n_null_as_text"),
             }
-        if isinstance(n := meta.get("normalizer"), dict):
-            norms[(n.get("name"), n.get("version"))] = side.stem
-        if "prompt_ids" in meta:
-            prompt_ids[side.stem] = meta["prompt_ids"]
-            scored_models |= set(meta["prompt_ids"])
-    if norms:
-        (name, version), _ = sorted(norms.items(), key=lambda kv: str(kv[0]))[0]
-        normalizer = {"name": name, "version": version, "source": "results/scores/*.json"}
-        if len(norms) > 1:
-            log.warning("score files were made with different normalisers: %s", sorted(norms))
-            normalizer["conflict"] = [list(k) for k in sorted(norms, key=str)]
-    else:
-        normalizer = {
+    return rules
+
+
+def _normalizer_key(item) -> str:
+    """Sort key of a ``((name, version), task)`` item."""
+    return str(item[0])
+
+
+def _normalizer_record(sidecars: dict) -> dict:
+    """The text normaliser the score files were made with (the installed one without a sidecar;
+    ``conflict`` lists them when they differ)."""
+    norms = {}
+    for task, meta in sidecars.items():
+        normalizer = meta.get("normalizer")
+        if isinstance(normalizer, dict):
+            norms[(normalizer.get("name"), normalizer.get("version"))] = task
+    if not norms:
+        return {
             "name": NORMALIZER_NAME,
             "version": NORMALIZER_VERSION,
             "source": "installed (no score sidecar found)",
         }
+    (name, version), _ = sorted(norms.items(), key=_normalizer_key)[0]
+    record = {"name": name, "version": version, "source": "results/scores/*.json"}
+    if len(norms) > 1:
+        log.warning("score files were made with different normalisers: %s", sorted(norms))
+        record["conflict"] = [list(k) for k in sorted(norms, key=str)]
+    return record
+
+
+def _manifest_records(ws) -> dict:
+    """Task family → digest, first seed, row count and file of its manifest (present ones)."""
     manifests = {}
     for fam in TASK_FAMILIES:
         if not ws.manifest_csv(fam).is_file():
@@ -280,38 +343,25 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
             "n_rows": meta.get("n_rows"),
             "file": f"manifests/{fam}.csv",
         }
-    ps_rec = _prompt_set_used(ws)
+    return manifests
+
+
+def _task_records(ps_rec: dict | None) -> dict:
+    """Task → family, variant and prompt; the prompt set used (``ps_rec``) replaces the built-in
+    texts (with None when its texts were not fetched)."""
     tasks = {
         t: {"family": fam, "variant": var, **PROMPTS[(fam, var)]} for t, (fam, var) in TASKS.items()
     }
-    if ps_rec:
-        known = ps_rec.get("tasks") or {}
-        for t in tasks:
-            if t in known:
-                tasks[t].update(prompt_id=known[t].get("prompt_id"), text=known[t].get("text"))
-            elif not known:  # a set whose texts were not fetched: never the built-in texts
-                tasks[t].update(prompt_id=None, text=None)
-            tasks[t]["prompt_set"] = ps_rec.get("prompt_set")
-    rec = {
-        "profile": getattr(ws, "profile", None),
-        "aiplib_version": __version__,
-        "versions": {
-            "aiplib": __version__,
-            "python": platform.python_version(),
-            **package_versions(_PACKAGES),
-        },
-        "normalizer": normalizer,
-        "answer_rules": answer_rules,
-        "models": model_records(ws, scored_models),
-        "tasks": tasks,
-        "prompt_ids_scored": prompt_ids,
-        "prompt_set": ps_rec,
-        "manifests": manifests,
-        "debian_packages": debian_packages(ws),
-        "analysis": {"seed": seed, "n_resamples": n_resamples, "level": level},
-    }
-    rec.update(extra or {})
-    return shareable(rec, Path(ws.root).parent if getattr(ws, "root", None) else None)
+    if not ps_rec:
+        return tasks
+    known = ps_rec.get("tasks") or {}
+    for t in tasks:
+        if t in known:
+            tasks[t].update(prompt_id=known[t].get("prompt_id"), text=known[t].get("text"))
+        elif not known:  # a set whose texts were not fetched: never the built-in texts
+            tasks[t].update(prompt_id=None, text=None)
+        tasks[t]["prompt_set"] = ps_rec.get("prompt_set")
+    return tasks
 
 
 def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:

@@ -18,8 +18,9 @@ import pandas as pd
 from aiplib.analysis.conditions import condition_label
 from aiplib.analysis.provenance import model_records
 from aiplib.analysis.stats import AUTHORS_DESCRIPTOR_DECIMALS, worst_stimuli
+from aiplib.core.tasks import TASK_FAMILIES
 
-# Responses longer than this many words are cut in the worst-stimuli table (``… +N words``).
+#: Responses longer than this many words are cut in the worst-stimuli table (``… +N words``).
 MAX_WORDS = 30
 
 
@@ -61,7 +62,8 @@ def format_ci(est, lo, hi, nd=1, signed=True) -> str:
 def format_cis(
     t: pd.DataFrame, est: str, lo: str, hi: str, nd: int = 1, signed: bool = True
 ) -> list[str]:
-    """``estimate [low, high]`` cells (:func:`format_ci`) of the columns ``est, lo, hi`` of ``t``."""
+    """``estimate [low, high]`` cells (:func:`format_ci`) of the columns ``est, lo, hi`` of
+    ``t``."""
     return [format_ci(e, a, b, nd, signed) for e, a, b in zip(t[est], t[lo], t[hi])]
 
 
@@ -155,53 +157,92 @@ def worst_display(
         d["model"] = w["model"]
     d["background @ SNR"] = [condition_label(b, s) for b, s in zip(w["bg_id"], w["snr_db"])]
     d["item"] = w["item_id"]
-    if family == "asr":
-        d["ΔWER pp"] = [fmt(100 * v) for v in w["delta"]]
-        d["WER % clean → noisy"] = [
-            f"{fmt(100 * a)} → {fmt(100 * b)}" for a, b in zip(w["clean_score"], w["score"])
-        ]
-        d["reference"] = [cap_words(t, max_words) for t in w["reference"]]
-    else:
-        d["label"] = w["reference"]
+    _WORST_COLUMNS[TASK_FAMILIES[family].measure_kind](d, w, max_words)
     d["clean response"] = [cap_words(t, max_words) for t in w["clean_response"]]
     d["noisy response"] = [cap_words(t, max_words) for t in w["response"]]
     d["stimulus"] = w["stimulus_id"]
     return Table(d)
 
 
+def _worst_error_rate_columns(d: pd.DataFrame, w: pd.DataFrame, max_words: int) -> None:
+    """Add ΔWER (pp), the clean → noisy WER (%) and the capped reference to ``d``."""
+    d["ΔWER pp"] = [fmt(100 * v) for v in w["delta"]]
+    d["WER % clean → noisy"] = [
+        f"{fmt(100 * a)} → {fmt(100 * b)}" for a, b in zip(w["clean_score"], w["score"])
+    ]
+    d["reference"] = [cap_words(t, max_words) for t in w["reference"]]
+
+
+def _worst_binary_columns(d: pd.DataFrame, w: pd.DataFrame, max_words: int) -> None:
+    """Add the keyword label to ``d``."""
+    d["label"] = w["reference"]
+
+
+#: ``TaskFamily.measure_kind`` → the family's columns of :func:`worst_display`.
+_WORST_COLUMNS = {
+    "error_rate": _worst_error_rate_columns,
+    "binary": _worst_binary_columns,
+}
+
+
 # ---------------------------------------------------------------------------- condition tables
+def _error_rate_condition_columns(d: pd.DataFrame, t: pd.DataFrame) -> None:
+    """Add the WER, CER, S / D / I, clean WER and the two ΔWER columns to ``d``."""
+    for name, c in (("WER %", "wer_pp"), ("mean WER %", "mean_wer_pp"), ("CER %", "cer_pp")):
+        d[name] = [fmt(v) for v in t[c]]
+    d["S / D / I %"] = [
+        f"{fmt(s)} / {fmt(dl)} / {fmt(i)}"
+        for s, dl, i in zip(t["sub_pp"], t["del_pp"], t["ins_pp"])
+    ]
+    d["clean WER %"] = [fmt(v) for v in t["clean_wer_pp"]]
+    d["ΔWER pp [95% CI]"] = format_cis(t, "delta_pp", "ci_low_pp", "ci_high_pp")
+    d["corpus ΔWER pp [95% CI]"] = format_cis(
+        t, "delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp"
+    )
+
+
+def _binary_condition_columns(d: pd.DataFrame, t: pd.DataFrame) -> None:
+    """Add the accuracy, clean accuracy and ΔAcc columns to ``d``."""
+    d["acc %"] = [fmt(v) for v in t["acc_pp"]]
+    d["clean acc %"] = [fmt(v) for v in t["clean_acc_pp"]]
+    d["ΔAcc pp [95% CI]"] = format_cis(t, "delta_pp", "ci_low_pp", "ci_high_pp")
+
+
+#: ``TaskFamily.measure_kind`` → the family's measure columns of :func:`condition_display`.
+_CONDITION_COLUMNS = {
+    "error_rate": _error_rate_condition_columns,
+    "binary": _binary_condition_columns,
+}
+
+
+def _verdict_counts(t: pd.DataFrame) -> list[str]:
+    """``worse / better / tie`` per row ("–" without a test)."""
+    counts = []
+    for w, b, ti in zip(t["n_worse"], t["n_better"], t["n_ties"]):
+        if pd.isna(w):
+            counts.append("–")
+        else:
+            counts.append(f"{int(w)} / {int(b)} / {int(ti)}")
+    return counts
+
+
 def condition_display(t: pd.DataFrame, scope, *, collapsed: str | None = None) -> Table:
     """The rows of ``scope`` (a name or list of :data:`aiplib.analysis.conditions.SCOPES`, e.g.
     ``["clean", "overall", "snr"]``) of one task's condition table ``t``
     (``conditions_<task>.csv``); ``collapsed``: the summary line of a collapsed HTML table."""
     scopes = [scope] if isinstance(scope, str) else list(scope)
     t = t[t["scope"].isin(scopes)]
-    family = str(t["family"].iloc[0]) if len(t) else "asr"
+    if len(t):
+        family = str(t["family"].iloc[0])
+    else:
+        family = next(iter(TASK_FAMILIES))
     d = pd.DataFrame()
     if t["model"].nunique() > 1:
         d["model"] = t["model"].to_numpy()
     for name, c in (("condition", "condition"), ("items", "n_items"), ("stimuli", "n_stimuli")):
         d[name] = t[c].to_numpy()
-    if family == "asr":
-        for name, c in (("WER %", "wer_pp"), ("mean WER %", "mean_wer_pp"), ("CER %", "cer_pp")):
-            d[name] = [fmt(v) for v in t[c]]
-        d["S / D / I %"] = [
-            f"{fmt(s)} / {fmt(dl)} / {fmt(i)}"
-            for s, dl, i in zip(t["sub_pp"], t["del_pp"], t["ins_pp"])
-        ]
-        d["clean WER %"] = [fmt(v) for v in t["clean_wer_pp"]]
-        d["ΔWER pp [95% CI]"] = format_cis(t, "delta_pp", "ci_low_pp", "ci_high_pp")
-        d["corpus ΔWER pp [95% CI]"] = format_cis(
-            t, "delta_corpus_pp", "corpus_ci_low_pp", "corpus_ci_high_pp"
-        )
-    else:
-        d["acc %"] = [fmt(v) for v in t["acc_pp"]]
-        d["clean acc %"] = [fmt(v) for v in t["clean_acc_pp"]]
-        d["ΔAcc pp [95% CI]"] = format_cis(t, "delta_pp", "ci_low_pp", "ci_high_pp")
-    d["worse / better / tie"] = [
-        "–" if pd.isna(w) else f"{int(w)} / {int(b)} / {int(ti)}"
-        for w, b, ti in zip(t["n_worse"], t["n_better"], t["n_ties"])
-    ]
+    _CONDITION_COLUMNS[TASK_FAMILIES[family].measure_kind](d, t)
+    d["worse / better / tie"] = _verdict_counts(t)
     d["test"] = _text(t["test"]).to_numpy()
     d["p"] = [format_p(v) for v in t["p_value"]]
     if "p_bh" in t:
@@ -210,64 +251,85 @@ def condition_display(t: pd.DataFrame, scope, *, collapsed: str | None = None) -
     return Table(d, collapsed=collapsed)
 
 
+#: Column of :func:`summary_table` holding the robust view.
+_ROBUST_COLUMN = (
+    "robust (noisy): ASR capped mean / median WER %, loops; KWS strict acc / non-answers %"
+)
+
+#: Overall-row values :func:`summary_table` reads (beside the family's measure).
+_SUMMARY_VALUES = (
+    "delta_pp",
+    "ci_low_pp",
+    "ci_high_pp",
+    "delta_corpus_pp",
+    "corpus_ci_low_pp",
+    "corpus_ci_high_pp",
+    "p_value",
+    "n_loops",
+)
+
+
+def _error_rate_robust(overall: pd.Series) -> str:
+    """Capped mean / median WER (%) and the loop count of the overall row."""
+    capped = fmt(overall.get("mean_wer_capped_pp", math.nan))
+    median = fmt(overall.get("median_wer_pp", math.nan))
+    n_loops = overall.get("n_loops", math.nan)
+    loops = "–" if pd.isna(n_loops) else str(int(n_loops))
+    return f"{capped} / {median}; " + "loops " + loops
+
+
+def _binary_robust(overall: pd.Series) -> str:
+    """Strict accuracy / non-answers (%) of the overall row."""
+    strict = fmt(overall.get("strict_acc_pp", math.nan))
+    non_answers = fmt(overall.get("non_answer_pp", math.nan))
+    return f"{strict} / {non_answers}"
+
+
+#: ``TaskFamily.measure_kind`` → the robust view of :func:`summary_table`.
+_ROBUST_TEXT = {"error_rate": _error_rate_robust, "binary": _binary_robust}
+
+
+def _summary_row(task: str, model, g: pd.DataFrame, spec) -> dict:
+    """The summary line of one task and model from its condition-table rows ``g``."""
+    val = f"{spec.summary}_pp"
+    cl = g[g["scope"] == "clean"]
+    ov = g[g["scope"] == "overall"]
+    cs = g[g["scope"] == "condition"]
+    o = ov.iloc[0] if len(ov) else pd.Series(dtype=object)
+    x = {c: o.get(c, math.nan) for c in (val, *_SUMMARY_VALUES)}
+    robust = "–" if o.empty else _ROBUST_TEXT[spec.measure_kind](o)
+    counts = cs["verdict"].value_counts()
+    n_coarse = int((cs.get("coarse", pd.Series(dtype=object)).astype(str) == "True").sum())
+    return {
+        "task": task,
+        "model": model,
+        "measure": spec.measure_label,
+        "clean %": fmt(cl[val].iloc[0]) if len(cl) else "–",
+        "noisy (all) %": fmt(x[val]),
+        "mean per-item Δ pp [95% CI] (+ = worse)": format_ci(
+            x["delta_pp"], x["ci_low_pp"], x["ci_high_pp"]
+        ),
+        "corpus Δ pp [95% CI]": format_ci(
+            x["delta_corpus_pp"], x["corpus_ci_low_pp"], x["corpus_ci_high_pp"]
+        ),
+        "p": format_p(x["p_value"]),
+        "verdict": o.get("verdict", ""),
+        "conditions worse / same / better / n/a": " / ".join(
+            str(int(counts.get(v, 0))) for v in ("worse", "same", "better", "n/a")
+        ),
+        "coarse conditions": str(n_coarse),
+        _ROBUST_COLUMN: robust,
+    }
+
+
 def summary_table(tables: dict) -> Table:
     """One row per task and model: clean and noisy level, the overall change with its interval,
     verdict counts over the background × SNR conditions and the robust view."""
     rows = []
     for task, t in tables.items():
-        fam = t["family"].iloc[0]
-        val = "wer_pp" if fam == "asr" else "acc_pp"
+        spec = TASK_FAMILIES[t["family"].iloc[0]]
         for model, g in t.groupby("model", sort=True):
-            cl, ov, cs = (g[g["scope"] == s] for s in ("clean", "overall", "condition"))
-            o = ov.iloc[0] if len(ov) else pd.Series(dtype=object)
-            x = {
-                c: o.get(c, math.nan)
-                for c in (
-                    val,
-                    "delta_pp",
-                    "ci_low_pp",
-                    "ci_high_pp",
-                    "delta_corpus_pp",
-                    "corpus_ci_low_pp",
-                    "corpus_ci_high_pp",
-                    "p_value",
-                    "n_loops",
-                )
-            }
-            if o.empty:
-                robust = "–"
-            elif fam == "asr":
-                robust = (
-                    f"{fmt(o.get('mean_wer_capped_pp', math.nan))} / {fmt(o.get('median_wer_pp', math.nan))}; "
-                    "loops " + ("–" if pd.isna(x["n_loops"]) else str(int(x["n_loops"])))
-                )
-            else:
-                robust = f"{fmt(o.get('strict_acc_pp', math.nan))} / {fmt(o.get('non_answer_pp', math.nan))}"
-            counts = cs["verdict"].value_counts()
-            rows.append(
-                {
-                    "task": task,
-                    "model": model,
-                    "measure": "WER" if fam == "asr" else "accuracy",
-                    "clean %": fmt(cl[val].iloc[0]) if len(cl) else "–",
-                    "noisy (all) %": fmt(x[val]),
-                    "mean per-item Δ pp [95% CI] (+ = worse)": format_ci(
-                        x["delta_pp"], x["ci_low_pp"], x["ci_high_pp"]
-                    ),
-                    "corpus Δ pp [95% CI]": format_ci(
-                        x["delta_corpus_pp"], x["corpus_ci_low_pp"], x["corpus_ci_high_pp"]
-                    ),
-                    "p": format_p(x["p_value"]),
-                    "verdict": o.get("verdict", ""),
-                    "conditions worse / same / better / n/a": " / ".join(
-                        str(int(counts.get(v, 0))) for v in ("worse", "same", "better", "n/a")
-                    ),
-                    "coarse conditions": str(
-                        int((cs.get("coarse", pd.Series(dtype=object)).astype(str) == "True").sum())
-                    ),
-                    "robust (noisy): ASR capped mean / median WER %, loops; KWS strict acc / non-answers %": robust,
-                }
-            )
+            rows.append(_summary_row(task, model, g, spec))
     return Table(pd.DataFrame(rows).fillna("–"))
 
 
@@ -380,7 +442,9 @@ def comparison_display(c: pd.DataFrame) -> Table:
                 "pairs": top["n_pairs"],
                 "previous %": [fmt(v) for v in top["a_pp"]],
                 "this run %": [fmt(v) for v in top["b_pp"]],
-                "change pp [95% CI] (+ = worse)": format_cis(top, "change_pp", "ci_low_pp", "ci_high_pp"),
+                "change pp [95% CI] (+ = worse)": format_cis(
+                    top, "change_pp", "ci_low_pp", "ci_high_pp"
+                ),
                 "test": top["test"],
                 "p": [format_p(v) for v in top["p_value"]],
                 "verdict": top["verdict"],
@@ -401,7 +465,8 @@ def not_applicable_note(ws) -> str | None:
     }
     return (
         (
-            "_Not applicable (the model takes no task prompt, so a steering prompt would repeat its baseline decode): "
+            "_Not applicable (the model takes no task prompt, so a steering prompt would repeat "
+            "its baseline decode): "
             + "; ".join(f"{m} — {', '.join(t)}" for m, t in found.items())
             + "._"
         )
@@ -461,62 +526,98 @@ def debian_packages_line(record: dict) -> str:
     return f"Debian packages of the inputs, from {record.get('source')}: " + ", ".join(words)
 
 
+def _say(value, absent: str = "not recorded"):
+    """``value``, or ``absent`` when it is None or empty."""
+    if value is None or value == "":
+        return absent
+    return value
+
+
+def _model_line(model: str, record: dict) -> str:
+    """One model of the run record: revision, weights (with their digest) and inapplicable tasks."""
+    line = (
+        f"{model}: revision {_say(record.get('revision'), 'not pinned')}, "
+        f"weights {_say(record.get('weights'))}"
+    )
+    if record.get("weights_sha256"):
+        line += f" (sha256 {str(record.get('weights_sha256'))[:12]}…)"
+    if record.get("not_applicable"):
+        tasks = ", ".join(record["not_applicable"])
+        line += f"; takes no task prompt (not applicable: {tasks})"
+    return line
+
+
+def _manifest_line(family: str, record: dict) -> str:
+    """One manifest of the run record: digest, first seed and row count."""
+    if record.get("seed_start") is None:
+        seeds = "seeds not recorded"
+    else:
+        seeds = f"seeds from {record['seed_start']}"
+    if record.get("n_rows") is None:
+        rows = ", rows not counted)"
+    else:
+        rows = f", {record['n_rows']} rows)"
+    return f"manifests/{family}.csv sha256 {_say(record.get('sha256'))} (" + seeds + rows
+
+
+def _prompt_line(task: str, prompt: dict) -> str:
+    """The prompt of one task: its id and text, or the set whose file holds the text."""
+    if prompt.get("text") is not None:
+        return f"prompt of {task}: [{prompt.get('prompt_id')}] {prompt.get('text')}"
+    return (
+        f"prompt of {task}: {prompt.get('prompt_set')} set, text in its source file "
+        "(not fetched here)"
+    )
+
+
+def _answer_rule_line(task: str, rules: dict) -> str:
+    """The answer rules of one task and how many answers they changed."""
+    cleanup = rules.get("response_cleanup") or {}
+    null_rule = rules.get("null_answer") or {}
+    n_cleaned = sum((rules.get("n_cleaned") or {}).values())
+    n_null = sum((rules.get("n_null_as_text") or {}).values())
+    return (
+        f"answers of {task}: clean-up {_say(cleanup.get('name'))} ({n_cleaned} changed); "
+        f'null answer {_say(null_rule.get("name"))} ({n_null} read as "None")'
+    )
+
+
+def _versions_line(rec: dict) -> str:
+    """aiplib's version and the versions of the other packages."""
+    others = []
+    for name, version in (rec.get("versions") or {}).items():
+        if name != "aiplib":
+            others.append(f"{name} {_say(version, 'not installed')}")
+    return f"aiplib {_say(rec.get('aiplib_version'))}; " + ", ".join(others)
+
+
+def _bootstrap_line(analysis: dict) -> str:
+    """The bootstrap settings of the analysis."""
+    return (
+        f"bootstrap seed {_say(analysis.get('seed'))}, "
+        f"{_say(analysis.get('n_resamples'), 'unrecorded')} resamples, level "
+        f"{_say(analysis.get('level'))}"
+    )
+
+
 def provenance_lines(rec: dict) -> list[str]:
     """Readable lines of a run record (:func:`aiplib.analysis.provenance.collect_provenance`);
     absent values are said in words ("revision: not pinned")."""
-
-    def say(v, absent="not recorded"):
-        return absent if v is None or v == "" else v
-
-    models = [
-        f"{m}: revision {say(v.get('revision'), 'not pinned')}, weights {say(v.get('weights'))}"
-        + (f" (sha256 {str(v.get('weights_sha256'))[:12]}…)" if v.get("weights_sha256") else "")
-        + (
-            f"; takes no task prompt (not applicable: {', '.join(v['not_applicable'])})"
-            if v.get("not_applicable")
-            else ""
-        )
-        for m, v in (rec.get("models") or {}).items()
-    ]
-    man = [
-        f"manifests/{f}.csv sha256 {say(m.get('sha256'))} ("
-        + ("seeds not recorded" if m.get("seed_start") is None else f"seeds from {m['seed_start']}")
-        + (", rows not counted)" if m.get("n_rows") is None else f", {m['n_rows']} rows)")
-        for f, m in (rec.get("manifests") or {}).items()
-    ]
+    model_records = rec.get("models") or {}
+    models = [_model_line(m, v) for m, v in model_records.items()]
+    man = [_manifest_line(f, m) for f, m in (rec.get("manifests") or {}).items()]
     n = rec.get("normalizer") or {}
-    a = rec.get("analysis") or {}
     paths = []
-    for m, v in (rec.get("models") or {}).items():
+    for m, v in model_records.items():
         for path in v.get("numerics") or []:
             paths.append(f"{m} numeric path: {numeric_path_text(path)}")
-    prompts = [
-        f"prompt of {t}: [{p.get('prompt_id')}] {p.get('text')}"
-        if p.get("text") is not None
-        else f"prompt of {t}: {p.get('prompt_set')} set, text in its source file (not fetched here)"
-        for t, p in (rec.get("tasks") or {}).items()
-    ]
-    rules = []
-    for task, r in (rec.get("answer_rules") or {}).items():
-        cleanup = r.get("response_cleanup") or {}
-        null_rule = r.get("null_answer") or {}
-        n_cleaned = sum((r.get("n_cleaned") or {}).values())
-        n_null = sum((r.get("n_null_as_text") or {}).values())
-        rules.append(
-            f"answers of {task}: clean-up {say(cleanup.get('name'))} ({n_cleaned} changed); "
-            f'null answer {say(null_rule.get("name"))} ({n_null} read as "None")'
-        )
+    prompts = [_prompt_line(t, p) for t, p in (rec.get("tasks") or {}).items()]
+    rules = [_answer_rule_line(t, r) for t, r in (rec.get("answer_rules") or {}).items()]
     return [
-        f"aiplib {say(rec.get('aiplib_version'))}; "
-        + ", ".join(
-            f"{k} {say(v, 'not installed')}"
-            for k, v in (rec.get("versions") or {}).items()
-            if k != "aiplib"
-        ),
-        f"normaliser {say(n.get('name'))} {say(n.get('version'), '')}".rstrip(),
+        _versions_line(rec),
+        f"normaliser {_say(n.get('name'))} {_say(n.get('version'), '')}".rstrip(),
         *rules,
-        f"bootstrap seed {say(a.get('seed'))}, {say(a.get('n_resamples'), 'unrecorded')} resamples, level "
-        f"{say(a.get('level'))}",
+        _bootstrap_line(rec.get("analysis") or {}),
         *man,
         *models,
         *paths,

@@ -34,32 +34,35 @@ import pandas as pd
 from scipy.stats import binomtest, false_discovery_control, rankdata, spearmanr
 
 from aiplib.core.errors import AiplibParameterError
-from aiplib.core.tasks import family_spec
+from aiplib.core.tasks import TASK_FAMILIES, TaskFamily, family_spec
 from aiplib.io.formats import DESCRIPTORS
+from aiplib.scoring.score import SCORERS
 
-# Fewest resampled units (items, or backgrounds) for a bootstrap interval (at n = 5 a nominal 95 %
-# percentile interval covers about 80 %); below it NaN with a note.
+#: Fewest resampled units (items, or backgrounds) for a bootstrap interval (at n = 5 a nominal 95 %
+#: percentile interval covers about 80 %); below it NaN with a note.
 MIN_N_FOR_INTERVAL = 10
 
-# Least share of resamples with a finite statistic for an interval; below it NaN with a note.
+#: Least share of resamples with a finite statistic for an interval; below it NaN with a note.
 MIN_USABLE_SHARE = 0.95
 
-SPEARMAN_EXACT_MAX_N = (
-    9  # up to this many pairs the Spearman p-value is exact (all n! permutations)
-)
-SPEARMAN_PERMUTATION_MAX_N = (
-    20  # up to here a seeded permutation test; above, scipy's t-approximation
-)
-SPEARMAN_N_PERMUTATIONS = 9999  # Monte-Carlo permutations (resolution 1 / 10 000)
-RER_DENOMINATOR_EPS = (
-    1e-9  # RER = Δ_steer / (Δ_base + 1e-9), as the authors' generate_results_new_2.py
-)
-RER_KWS_SMALL = (
-    0.01  # KWS: RER is 1.0 when both |Δ_base| and |Δ_steer| are below this (1 pp), as the authors
-)
-RER_FLAG_BELOW = (
-    0.01  # a baseline change below 1 pp (or <= 0) is flagged and unusable in the RER interval
-)
+#: Up to this many pairs the Spearman p-value is exact (all n! permutations).
+SPEARMAN_EXACT_MAX_N = 9
+
+#: Up to this many pairs a seeded permutation test; above, scipy's t-approximation.
+SPEARMAN_PERMUTATION_MAX_N = 20
+
+#: Monte-Carlo permutations (resolution 1 / 10 000).
+SPEARMAN_N_PERMUTATIONS = 9999
+
+#: RER = Δ_steer / (Δ_base + 1e-9), as the authors' generate_results_new_2.py.
+RER_DENOMINATOR_EPS = 1e-9
+
+#: Accuracy (KWS): RER is 1.0 when both |Δ_base| and |Δ_steer| are below this (1 pp), as the
+#: authors.
+RER_KWS_SMALL = 0.01
+
+#: A baseline change below 1 pp (or <= 0) is flagged and unusable in the RER interval.
+RER_FLAG_BELOW = 0.01
 
 
 @dataclass(frozen=True)
@@ -156,18 +159,14 @@ def bootstrap_ci(
         If the paired samples differ in length, are empty or not 1-D, or ``n_resamples`` /
         ``level`` are out of range.
     """
-    arrays = tuple(_as_1d(a, "data") for a in (data if isinstance(data, tuple) else (data,)))
+    arrays = _paired_samples(data)
     n = arrays[0].size
-    if any(a.size != n for a in arrays):
-        raise AiplibParameterError(f"paired samples differ in length: {[a.size for a in arrays]}")
-    if n == 0:
-        raise AiplibParameterError("bootstrap_ci: no observations")
-    if int(n_resamples) < 1:
-        raise AiplibParameterError(f"n_resamples must be > 0, got {n_resamples}")
-    if not 0 < level < 1:
-        raise AiplibParameterError(f"level must lie in (0, 1), got {level}")
+    _check_bootstrap_settings(n_resamples, level)
     with np.errstate(invalid="ignore", divide="ignore"):
-        estimate = float(stat(*arrays, axis=-1) if vectorized else stat(*arrays))
+        if vectorized:
+            estimate = float(stat(*arrays, axis=-1))
+        else:
+            estimate = float(stat(*arrays))
         if n < int(min_n):
             return BootstrapResult(
                 estimate,
@@ -182,15 +181,46 @@ def bootstrap_ci(
                 "few values only spans their range)",
             )
         idx = np.random.default_rng(seed).integers(0, n, size=(int(n_resamples), n))
-        boot = (
-            np.asarray(stat(*(a[idx] for a in arrays), axis=-1), dtype=float)
-            if vectorized
-            else np.array([stat(*(a[i] for a in arrays)) for i in idx], dtype=float)
-        )
+        boot = _resampled_statistics(arrays, stat, idx, vectorized)
     lo, hi, n_valid, note = _percentile_interval(boot, level)
     return BootstrapResult(
         estimate, lo, hi, float(level), int(n_resamples), n_valid, int(seed), int(n), note
     )
+
+
+def _paired_samples(data) -> tuple[np.ndarray, ...]:
+    """``data`` (one sample or a tuple of paired samples) as 1-D float arrays of one length.
+
+    Raises
+    ------
+    AiplibParameterError
+        If a sample is not 1-D, the lengths differ or the samples are empty.
+    """
+    if not isinstance(data, tuple):
+        data = (data,)
+    arrays = tuple(_as_1d(a, "data") for a in data)
+    n = arrays[0].size
+    if any(a.size != n for a in arrays):
+        raise AiplibParameterError(f"paired samples differ in length: {[a.size for a in arrays]}")
+    if n == 0:
+        raise AiplibParameterError("bootstrap_ci: no observations")
+    return arrays
+
+
+def _check_bootstrap_settings(n_resamples: int, level: float) -> None:
+    """Raise :class:`AiplibParameterError` unless ``n_resamples >= 1`` and ``0 < level < 1``."""
+    if int(n_resamples) < 1:
+        raise AiplibParameterError(f"n_resamples must be > 0, got {n_resamples}")
+    if not 0 < level < 1:
+        raise AiplibParameterError(f"level must lie in (0, 1), got {level}")
+
+
+def _resampled_statistics(arrays, stat, idx: np.ndarray, vectorized: bool) -> np.ndarray:
+    """``stat`` of every resample (rows of ``idx``, shape (n_resamples, n)): shape
+    (n_resamples,)."""
+    if vectorized:
+        return np.asarray(stat(*(a[idx] for a in arrays), axis=-1), dtype=float)
+    return np.array([stat(*(a[i] for a in arrays)) for i in idx], dtype=float)
 
 
 def _percentile_interval(boot: np.ndarray, level: float):
@@ -204,7 +234,8 @@ def _percentile_interval(boot: np.ndarray, level: float):
             math.nan,
             math.nan,
             n_valid,
-            f"only {n_valid} of {boot.size} resamples usable (< {100 * MIN_USABLE_SHARE:g} %): no interval",
+            f"only {n_valid} of {boot.size} resamples usable "
+            f"(< {100 * MIN_USABLE_SHARE:g} %): no interval",
         )
     a = (1 - level) / 2
     lo, hi = (float(v) for v in np.quantile(finite, [a, 1 - a]))
@@ -346,13 +377,12 @@ def mcnemar_exact(clean_correct, noisy_correct) -> BinomTestResult:
     AiplibParameterError
         If the arrays differ in length.
     """
-    a, z = (
-        _as_1d(clean_correct, "clean_correct").astype(bool),
-        _as_1d(noisy_correct, "noisy_correct").astype(bool),
-    )
+    a = _as_1d(clean_correct, "clean_correct").astype(bool)
+    z = _as_1d(noisy_correct, "noisy_correct").astype(bool)
     if a.size != z.size:
         raise AiplibParameterError(f"clean and noisy arrays differ in length: {a.size} vs {z.size}")
-    b, c = int((a & ~z).sum()), int((~a & z).sum())
+    b = int((a & ~z).sum())
+    c = int((~a & z).sum())
     if b + c == 0:
         return BinomTestResult(math.nan, b, c, int(a.size), 0, "no discordant pairs")
     return BinomTestResult(float(binomtest(b, b + c, 0.5).pvalue), b, c, int(a.size - b - c), b + c)
@@ -403,12 +433,13 @@ def rer(delta_steer, delta_base, *, task_family: str, usable_only: bool = False)
     (0.5, 1.0)
     """
     family_spec(task_family)  # an unknown family raises
-    s, b = np.asarray(delta_steer, dtype=float), np.asarray(delta_base, dtype=float)
+    s = np.asarray(delta_steer, dtype=float)
+    b = np.asarray(delta_base, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         r = s / (b + RER_DENOMINATOR_EPS)
     if usable_only:
         r = np.where(b < RER_FLAG_BELOW, np.nan, r)
-    if task_family == "kws":
+    if TASK_FAMILIES[task_family].is_binary:  # accuracy: both changes tiny reads as no effect
         r = np.where((np.abs(s) < RER_KWS_SMALL) & (np.abs(b) < RER_KWS_SMALL), 1.0, r)
     r = np.where(np.isnan(s) | np.isnan(b), np.nan, r)
     return float(r) if r.ndim == 0 else r
@@ -433,7 +464,7 @@ def rer_flag(delta_base) -> str:
     )
 
 
-# Ways :func:`degradation_by_background` averages: ``flat`` (the authors'), ``snr_balanced``.
+#: Ways :func:`degradation_by_background` averages: ``flat`` (the authors'), ``snr_balanced``.
 DEGRADATION_METHODS = ("flat", "snr_balanced")
 
 
@@ -469,7 +500,8 @@ def degradation_by_background(
     AiplibParameterError
         If ``family`` or ``method`` is unknown, the column is missing or several tasks remain.
     """
-    col = family_spec(family)["degradation"]["column"]
+    family_spec(family)  # an unknown family raises
+    col = TASK_FAMILIES[family].degradation_column
     if method not in DEGRADATION_METHODS:
         raise AiplibParameterError(f"method must be one of {DEGRADATION_METHODS}, got {method!r}")
     df = scores_df
@@ -503,7 +535,7 @@ def degradation_by_background(
     return per_bg
 
 
-# Columns of :func:`worst_stimuli`, in order.
+#: Columns of :func:`worst_stimuli`, in order.
 WORST_STIMULI_COLUMNS = [
     "model",
     "task",
@@ -543,7 +575,8 @@ def worst_stimuli(
     AiplibParameterError
         If ``family`` is unknown or ``n < 1``.
     """
-    col = family_spec(family)["degradation"]["column"]
+    family_spec(family)  # an unknown family raises
+    col = TASK_FAMILIES[family].degradation_column
     if int(n) < 1:
         raise AiplibParameterError(f"n must be at least 1, got {n}")
     if scores_df is None or scores_df.empty or col not in scores_df.columns:
@@ -561,7 +594,9 @@ def worst_stimuli(
         scores_df[scores_df["bg_id"] == "clean"].drop_duplicates(key, keep="last").set_index(key)
     )
     at = pd.MultiIndex.from_frame(df[key])
-    score_col, ref_col = ("wer", "reference") if family == "asr" else ("correct", "label")
+    spec = TASK_FAMILIES[family]
+    score_col = spec.measure
+    ref_col = SCORERS[spec.scoring].reference_column
 
     def column(frame, name, default):
         return frame[name].to_numpy() if name in frame.columns else default
@@ -637,89 +672,122 @@ def descriptor_correlations(
     AiplibParameterError
         If ``descriptors_df`` has no ``bg_id``.
     """
-    d = descriptors_df.copy()
-    if "bg_id" in d.columns:
-        d = d.set_index("bg_id")
-    elif d.index.name != "bg_id":
-        raise AiplibParameterError("descriptors_df needs a bg_id column or index")
-    descriptors = [c for c in DESCRIPTORS if c in d.columns] or [
-        c for c in d.columns if pd.api.types.is_numeric_dtype(d[c])
-    ]
+    table = _descriptor_table(descriptors_df)
+    descriptors = _descriptor_columns(table)
     pnote = partial_note(
         degradation.attrs.get("partial") or {}, degradation.attrs.get("method", "snr_balanced")
     )
     deg = degradation.set_axis(degradation.index.astype(str))
-    d.index = d.index.astype(str)
-    common = deg.index.intersection(d.index)
-    only = sorted(set(deg.index) ^ set(d.index))
+    table.index = table.index.astype(str)
+    common = deg.index.intersection(table.index)
+    only = sorted(set(deg.index) ^ set(table.index))
     base_note = f"{len(only)} backgrounds without both values ignored" if only else ""
+    settings = {"n_resamples": n_resamples, "seed": seed, "level": level}
     rows = []
     for model in deg.columns:
         y_all = deg.loc[common, model].to_numpy(dtype=float)
+        model_notes = [base_note]
+        if model == "pooled":
+            model_notes.append(pnote)
         cell_rows = []
         for desc in descriptors:
-            x_all = d.loc[common, desc].to_numpy(dtype=float)
-            res = spearman(x_all, y_all, seed=seed)
-            ok = np.isfinite(x_all) & np.isfinite(y_all)
-            lo, hi, usable = math.nan, math.nan, 0
-            notes = [n for n in (base_note, pnote if model == "pooled" else "", res.note) if n]
-            if np.isfinite(res.rho):
-                b = bootstrap_ci(
-                    (x_all[ok], y_all[ok]),
-                    _spearman_rows,
-                    n_resamples=n_resamples,
-                    seed=seed,
-                    level=level,
-                    vectorized=True,
-                )
-                lo, hi, usable = b.ci_low, b.ci_high, b.n_valid
-                if b.note:
-                    notes.append(b.note.replace("unusable", "with a constant column"))
-            cell_rows.append(
-                {
-                    "model": model,
-                    "descriptor": desc,
-                    "n": res.n,
-                    "r_s": res.rho,
-                    "p": res.p,
-                    "p_method": res.method,
-                    "n_permutations": res.n_permutations,
-                    "ci_low": lo,
-                    "ci_high": hi,
-                    "ci_usable": int(usable),
-                    "level": level,
-                    "n_resamples": int(n_resamples),
-                    "seed": int(seed),
-                    "note": "; ".join(notes),
-                }
-            )
-        rows += [
-            {**r, "p_bh": float(q)}
-            for r, q in zip(cell_rows, bh_adjust([r["p"] for r in cell_rows]))
-        ]
-    cols = [
-        "model",
-        "descriptor",
-        "n",
-        "r_s",
-        "p",
-        "p_method",
-        "n_permutations",
-        "ci_low",
-        "ci_high",
-        "ci_usable",
-        "p_bh",
-        "level",
-        "n_resamples",
-        "seed",
-        "note",
-    ]
-    return pd.DataFrame(rows, columns=cols)
+            x_all = table.loc[common, desc].to_numpy(dtype=float)
+            row = _correlation_row(x_all, y_all, model_notes, settings)
+            cell_rows.append({"model": model, "descriptor": desc, **row})
+        for row, q in zip(cell_rows, bh_adjust([r["p"] for r in cell_rows])):
+            rows.append({**row, "p_bh": float(q)})
+    return pd.DataFrame(rows, columns=_CORRELATION_COLUMNS)
 
 
-# Decimals the authors keep of each descriptor before the correlations (Python ``round``): their
-# descriptor script's ``round(zcr, 4)`` …, and ``round(sf, 4)`` of the speech fraction in their VAD
-# labelling script. Any other column is not rounded.
+#: Columns of :func:`descriptor_correlations`, in order.
+_CORRELATION_COLUMNS = [
+    "model",
+    "descriptor",
+    "n",
+    "r_s",
+    "p",
+    "p_method",
+    "n_permutations",
+    "ci_low",
+    "ci_high",
+    "ci_usable",
+    "p_bh",
+    "level",
+    "n_resamples",
+    "seed",
+    "note",
+]
+
+
+def _descriptor_table(descriptors_df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of the descriptor table indexed by ``bg_id``.
+
+    Raises
+    ------
+    AiplibParameterError
+        If it has no ``bg_id`` column or index.
+    """
+    table = descriptors_df.copy()
+    if "bg_id" in table.columns:
+        return table.set_index("bg_id")
+    if table.index.name != "bg_id":
+        raise AiplibParameterError("descriptors_df needs a bg_id column or index")
+    return table
+
+
+def _descriptor_columns(table: pd.DataFrame) -> list[str]:
+    """The columns of :data:`DESCRIPTORS` in ``table``, else every numeric column."""
+    known = [c for c in DESCRIPTORS if c in table.columns]
+    if known:
+        return known
+    return [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])]
+
+
+def _correlation_row(x_all, y_all, model_notes: list[str], settings: dict) -> dict:
+    """Spearman ρ of one (model, descriptor) cell with its bootstrap interval and notes
+    (``settings``: ``n_resamples, seed, level``)."""
+    seed = settings["seed"]
+    level = settings["level"]
+    n_resamples = settings["n_resamples"]
+    res = spearman(x_all, y_all, seed=seed)
+    ok = np.isfinite(x_all) & np.isfinite(y_all)
+    lo = math.nan
+    hi = math.nan
+    usable = 0
+    notes = [n for n in (*model_notes, res.note) if n]
+    if np.isfinite(res.rho):
+        b = bootstrap_ci(
+            (x_all[ok], y_all[ok]),
+            _spearman_rows,
+            n_resamples=n_resamples,
+            seed=seed,
+            level=level,
+            vectorized=True,
+        )
+        lo = b.ci_low
+        hi = b.ci_high
+        usable = b.n_valid
+        if b.note:
+            notes.append(b.note.replace("unusable", "with a constant column"))
+    return {
+        "n": res.n,
+        "r_s": res.rho,
+        "p": res.p,
+        "p_method": res.method,
+        "n_permutations": res.n_permutations,
+        "ci_low": lo,
+        "ci_high": hi,
+        "ci_usable": int(usable),
+        "level": level,
+        "n_resamples": int(n_resamples),
+        "seed": int(seed),
+        "note": "; ".join(notes),
+    }
+
+
+#: Decimals the authors keep of each descriptor before the correlations (Python ``round``): their
+#: descriptor script's ``round(zcr, 4)`` …, and ``round(sf, 4)`` of the speech fraction in their VAD
+#: labelling script. Any other column is not rounded.
 AUTHORS_DESCRIPTOR_DECIMALS = {
     "zcr": 4,
     "spectral_centroid": 2,
@@ -732,9 +800,9 @@ AUTHORS_DESCRIPTOR_DECIMALS = {
     "vad_speech_fraction": 4,
 }
 
-# The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals
-# (``numpy.round``,
-# :func:`rank_by_mean_abs_rs`).
+#: The authors rank Figure 2's descriptors by mean |r_s| rounded to this many decimals
+#: (``numpy.round``,
+#: :func:`rank_by_mean_abs_rs`).
 TOP_RANK_DECIMALS = 3
 
 
@@ -764,6 +832,14 @@ def rank_by_mean_abs_rs(
     return m.sort_values(ascending=False, kind="stable")
 
 
+def _unpaired_column(spec: TaskFamily) -> str:
+    """The score column :func:`unpaired_delta` averages: the per-pair degradation of an error
+    rate, the 0/1 measure itself for accuracy (clean and noisy rows averaged apart)."""
+    if spec.is_binary:
+        return spec.measure
+    return spec.degradation_column
+
+
 def unpaired_delta(df: pd.DataFrame, family: str) -> tuple[float, int]:
     """One task's mean degradation the authors' way, without pairing to another task.
 
@@ -780,27 +856,31 @@ def unpaired_delta(df: pd.DataFrame, family: str) -> tuple[float, int]:
         If ``family`` is unknown or the column is missing.
     """
     family_spec(family)
-    col = "delta_wer" if family == "asr" else "correct"
+    spec = TASK_FAMILIES[family]
+    col = _unpaired_column(spec)
     if col not in df.columns:
         raise AiplibParameterError(f"scores lack the column {col!r} of family {family!r}")
     ok = df[df[col].notna()]
     noisy = ok[ok["bg_id"] != "clean"][col].astype(float)
-    if family == "asr":
-        return (float(noisy.mean()) if len(noisy) else math.nan), int(len(noisy))
+    if not spec.is_binary:
+        mean_change = float(noisy.mean()) if len(noisy) else math.nan
+        return mean_change, int(len(noisy))
     clean = ok[ok["bg_id"] == "clean"][col].astype(float)
-    return (float(clean.mean() - noisy.mean()) if len(clean) and len(noisy) else math.nan), int(
-        len(clean) + len(noisy)
-    )
+    if len(clean) and len(noisy):
+        change = float(clean.mean() - noisy.mean())
+    else:
+        change = math.nan
+    return change, int(len(clean) + len(noisy))
 
 
 def unpaired_item_sums(df: pd.DataFrame, family: str) -> pd.DataFrame:
     """Per item (index ``item_id``), the sums and counts :func:`unpaired_delta` is made of:
     ``clean_sum, clean_n, noisy_sum, noisy_n`` (ASR: clean 0, noisy of ``delta_wer``; KWS: of
     ``correct``)."""
-    col = "delta_wer" if family == "asr" else "correct"
-    ok = df[df[col].notna()].assign(
-        _v=lambda d: d[col].astype(float), _clean=lambda d: d["bg_id"] == "clean"
-    )
+    spec = TASK_FAMILIES[family]
+    col = _unpaired_column(spec)
+    ok = df[df[col].notna()]
+    ok = ok.assign(_v=ok[col].astype(float), _clean=ok["bg_id"] == "clean")
     g = ok.groupby(["item_id", "_clean"])["_v"].agg(["sum", "size"]).unstack("_clean", fill_value=0)
     g = g.reindex(
         columns=pd.MultiIndex.from_product([["sum", "size"], [True, False]]), fill_value=0
@@ -813,8 +893,9 @@ def unpaired_item_sums(df: pd.DataFrame, family: str) -> pd.DataFrame:
             "noisy_n": g[("size", False)],
         }
     )
-    if family == "asr":
-        out["clean_sum"], out["clean_n"] = 0.0, 0.0
+    if not spec.is_binary:  # an error rate: the per-pair changes of the noisy rows only
+        out["clean_sum"] = 0.0
+        out["clean_n"] = 0.0
     return out
 
 
@@ -822,4 +903,6 @@ def delta_from_sums(clean_sum, clean_n, noisy_sum, noisy_n, *, family: str, axis
     """Δ of :func:`unpaired_delta` from per-item sums (arrays; sums over ``axis``)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         noisy = np.sum(noisy_sum, axis) / np.sum(noisy_n, axis)
-        return noisy if family == "asr" else np.sum(clean_sum, axis) / np.sum(clean_n, axis) - noisy
+        if not TASK_FAMILIES[family].is_binary:
+            return noisy
+        return np.sum(clean_sum, axis) / np.sum(clean_n, axis) - noisy

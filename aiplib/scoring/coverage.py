@@ -14,6 +14,7 @@ from aiplib.inference.models import get_entry
 from aiplib.inference.prompts import not_applicable
 from aiplib.io.formats import read_manifest, read_manifest_csv, write_csv_atomic
 
+#: Columns of ``results/tables/coverage.csv`` (backgrounds and SNRs counted on the noisy rows).
 COLUMNS = [
     "family",
     "model",
@@ -28,7 +29,6 @@ COLUMNS = [
     "n_snrs",
     "complete",
 ]
-"""Columns of ``results/tables/coverage.csv`` (backgrounds and SNRs counted on the noisy rows)."""
 
 
 def _applies(model: str, task: str) -> bool:
@@ -120,8 +120,8 @@ def partial_lines(cov: pd.DataFrame) -> list[str]:
             ("", "backgrounds") if r.family == "background" else (f" ({r.family})", "conditions")
         )
         lines.append(
-            f"partial run: {r.model} × {r.task}{where} covers {r.n_scored} of {r.n_stimuli} stimuli "
-            f"({r.n_items_covered} of {r.n_items} items, {r.n_backgrounds_covered} of {r.n_backgrounds} "
-            f"{what}) — figures and tables of stage 9 mark it"
+            f"partial run: {r.model} × {r.task}{where} covers {r.n_scored} of {r.n_stimuli} "
+            f"stimuli ({r.n_items_covered} of {r.n_items} items, {r.n_backgrounds_covered} of "
+            f"{r.n_backgrounds} {what}) — figures and tables of stage 9 mark it"
         )
     return lines

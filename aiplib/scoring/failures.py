@@ -13,7 +13,7 @@ from aiplib.core.tasks import task_family
 from aiplib.inference.shards import is_shard_file
 from aiplib.io.formats import read_manifest_csv, read_results, write_csv_atomic
 
-# Columns of ``results/tables/failures_by_model_task.csv`` (left out = failed + missing).
+#: Columns of ``results/tables/failures_by_model_task.csv`` (left out = failed + missing).
 SUMMARY_COLUMNS = [
     "model",
     "task",
@@ -25,7 +25,7 @@ SUMMARY_COLUMNS = [
     "n_unreadable_lines",
 ]
 
-# Columns of ``results/tables/failed_stimuli.csv`` (``status`` ``failed`` or ``missing``).
+#: Columns of ``results/tables/failed_stimuli.csv`` (``status`` ``failed`` or ``missing``).
 FAILED_COLUMNS = ["model", "task", "stimulus_id", "status", "error"]
 
 
@@ -108,8 +108,8 @@ def failure_sentence(summary: pd.DataFrame) -> str:
     bad = summary[(summary["n_left_out"] > 0) | (summary["n_unreadable_lines"] > 0)]
     if bad.empty:
         return (
-            f"Every stimulus was scored: no recogniser failure, no missing answer, no unreadable line "
-            f"({len(summary)} model × task files)."
+            "Every stimulus was scored: no recogniser failure, no missing answer, no unreadable "
+            f"line ({len(summary)} model × task files)."
         )
     parts = [
         f"{r.model} × {r.task}: {r.n_left_out} of {r.n_stimuli} left out ({r.n_failed} failed, "

@@ -16,7 +16,10 @@ import argparse
 import json
 import logging
 import math
+import sys
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +31,6 @@ from aiplib.core.progress import track
 from aiplib.core.tasks import (
     KEYWORDS,
     TASK_FAMILIES,
-    family_spec,
     normalize_keywords,
     task_family,
 )
@@ -42,19 +44,21 @@ from aiplib.io.formats import (
     read_results,
     write_scores,
 )
+from aiplib.scoring import error_rates
 from aiplib.scoring.family_columns import FAMILY_SCORE_COLUMNS, add_family_scores, family_sidecar
 
 log = logging.getLogger(__name__)
 
+#: Condition-family folders of ``inference/<family>/``: not model folders.
 _FAMILY_FOLDERS = (
     "background",
     "competing_speech",
     "channel",
-)  # inference/<family>/: not model folders
+)
 
-# The null-answer rule of each profile (:data:`aiplib.io.formats.NULL_ANSWER_RULES`): the paper
-# profile scores a JSON null answer as the text "None", as the authors' stage 6 did; a profile not
-# listed counts it as failed.
+#: The null-answer rule of each profile (:data:`aiplib.io.formats.NULL_ANSWER_RULES`): the paper
+#: profile scores a JSON null answer as the text "None", as the authors' stage 6 did; a profile not
+#: listed counts it as failed.
 PROFILE_NULL_ANSWER = {"paper": "text_none", "demo": "failed", "custom": "failed"}
 
 
@@ -81,10 +85,16 @@ def scoring_rules(profile: str, *, response_cleanup: str = "", null_answer: str 
     return {"response_cleanup": cleanup, "null_answer": null_rule}
 
 
+def _white_space_only(text) -> str:
+    """The text with runs of white space made one space (the ``none`` normaliser)."""
+    return " ".join(str(text or "").split())
+
+
+#: Normaliser name of :func:`wer` → function of one raw text.
 _NORMALIZERS = {
     "paper": tn.normalize_text,
     "whisper": tn.normalize_whisper,
-    "none": lambda s: " ".join(str(s or "").split()),
+    "none": _white_space_only,
 }
 
 
@@ -152,9 +162,8 @@ def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
     ValueError
         If the sequences differ in length (both quoted), are empty, or ``normalizer`` is unknown.
     """
-    import jiwer
-
-    refs, hyps = list(refs), list(hyps)
+    refs = list(refs)
+    hyps = list(hyps)
     if len(refs) != len(hyps):
         raise ValueError(f"got {len(refs)} references but {len(hyps)} hypotheses")
     if not refs:
@@ -162,18 +171,15 @@ def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
     if normalizer not in _NORMALIZERS:
         raise ValueError(f"unknown normalizer {normalizer!r}; choose from {list(_NORMALIZERS)}")
     norm = _NORMALIZERS[normalizer]
-    r_n, h_n = [norm(r) for r in refs], [norm(h) for h in hyps]
-    counts = [tn.align(rn, hn) for rn, hn in zip(r_n, h_n)]  # (S, D, I, H) per utterance
-    per = [
-        (so + do + io) / (ho + so + do) if ho + so + do else float("nan")
-        for so, do, io, ho in counts
-    ]
+    ref_norm = [norm(r) for r in refs]
+    hyp_norm = [norm(h) for h in hyps]
+    counts = [tn.align(rn, hn) for rn, hn in zip(ref_norm, hyp_norm)]  # (S, D, I, H) per utterance
+    per = [_utterance_wer(*c) for c in counts]
     s, d, ins, h = (sum(c) for c in zip(*counts))
     n_ref = h + s + d
-    with_ref = [(r, hh) for r, hh in zip(r_n, h_n) if r]
     defined = [v for v in per if not math.isnan(v)]
     return {
-        "wer": (s + d + ins) / n_ref if n_ref else float("nan"),
+        "wer": error_rates.pooled_wer(s + d + ins, n_ref),
         "mean_wer": float(np.mean(defined)) if defined else float("nan"),
         "substitutions": int(s),
         "deletions": int(d),
@@ -181,15 +187,19 @@ def wer_details(refs, hyps, *, normalizer: str = "paper") -> dict:
         "hits": int(h),
         "errors": int(s + d + ins),
         "ref_words": int(n_ref),
-        "cer": (
-            float(jiwer.cer([r for r, _ in with_ref], [hh for _, hh in with_ref]))
-            if with_ref
-            else float("nan")
-        ),
+        "cer": error_rates.corpus_cer(ref_norm, hyp_norm),
         "per_utterance": per,
         "n_utterances": len(refs),
-        "n_ref_empty": sum(1 for r in r_n if not r),
+        "n_ref_empty": sum(1 for r in ref_norm if not r),
     }
+
+
+def _utterance_wer(subs: int, dels: int, ins: int, hits: int) -> float:
+    """``(S + D + I) / (H + S + D)`` of one utterance (NaN for an empty reference)."""
+    n_ref = hits + subs + dels
+    if not n_ref:
+        return float("nan")
+    return (subs + dels + ins) / n_ref
 
 
 def _read_manifest(ws, family: str, manifests_dir=None) -> pd.DataFrame | None:
@@ -235,23 +245,113 @@ def _as_bool(v, label, keywords=KEYWORDS) -> bool:
     return tn.normalize_kws_label(label) in keywords
 
 
-_ASR_ROW_COLUMNS = list(tn.score_asr_row("a", "a"))  # the columns each scorer adds, in order
+#: The columns the ``wer`` scorer adds to a score row, in order.
+_ASR_ROW_COLUMNS = list(tn.score_asr_row("a", "a"))
+
+#: The columns the ``kws_first_word`` scorer adds to a score row, in order.
 _KWS_ROW_COLUMNS = list(tn.score_kws_row("yes", "yes", True))
 
 
-def _score_task(
-    ws,
-    task: str,
-    models,
-    manifest: pd.DataFrame | None,
-    *,
-    inference_dir=None,
-    keywords=KEYWORDS,
-    rules=None,
-) -> tuple[pd.DataFrame, dict]:
-    fam = task_family(task)
-    frames = []
-    meta = {
+def score_asr_rows(man: pd.DataFrame, responses, keywords) -> tuple[dict, pd.DataFrame]:
+    """The ``wer`` scorer: the reference column and the per-row WER columns
+    (:func:`aiplib.core.textnorm.score_asr_row`) of ``responses`` (shape (n_rows,), the answers as
+    scored) against ``man["reference"]``; ``keywords`` is not used."""
+    references = man["reference"].to_numpy()
+    per_row = [tn.score_asr_row(ref, hyp) for ref, hyp in zip(references, responses)]
+    return {"reference": references}, pd.DataFrame(per_row, columns=_ASR_ROW_COLUMNS)
+
+
+def score_kws_rows(man: pd.DataFrame, responses, keywords) -> tuple[dict, pd.DataFrame]:
+    """The ``kws_first_word`` scorer: the ``label, is_target`` columns and the per-row KWS columns
+    (:func:`aiplib.core.textnorm.score_kws_row`) of ``responses`` (shape (n_rows,)) under the
+    closed keyword set ``keywords``."""
+    labels = man["reference"].to_numpy()
+    is_target = [
+        _as_bool(target, label, keywords)
+        for target, label in zip(man["is_target"], man["reference"])
+    ]
+    per_row = [
+        tn.score_kws_row(response, label, target, keywords)
+        for response, label, target in zip(responses, labels, is_target)
+    ]
+    references = {"label": labels, "is_target": is_target}
+    return references, pd.DataFrame(per_row, columns=_KWS_ROW_COLUMNS)
+
+
+def _count_asr_rows(out: pd.DataFrame, meta: dict, model: str, where: str) -> None:
+    """Record empty references and loops of one model's ASR rows in ``meta`` (warns on empty
+    references)."""
+    empty = out["ref_empty"].astype(bool)
+    meta["n_empty_reference"][model] = int(empty.sum())
+    meta.setdefault("n_loops", {})[model] = int(out["is_loop"].sum())
+    if empty.any():
+        warnings.warn(
+            f"{where}: {int(empty.sum())} references are empty after "
+            "normalisation; their per-utterance WER is NaN (ref_empty) and "
+            "their insertions count in corpus WER",
+            stacklevel=5,
+        )
+
+
+def _count_kws_rows(out: pd.DataFrame, meta: dict, model: str, where: str) -> None:
+    """Record the non-answers of one model's KWS rows in ``meta``."""
+    meta["n_empty_reference"][model] = 0
+    meta.setdefault("n_non_answers", {})[model] = int(out["non_answer"].sum())
+
+
+def _no_rule_fields(keywords) -> dict:
+    """No sidecar fields beyond the normalisers (WER)."""
+    return {}
+
+
+def _kws_rule_fields(keywords) -> dict:
+    """The KWS rule and its keyword set, for the sidecar."""
+    return {"kws_rule": tn.KWS_RULE, "keywords": list(keywords)}
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """How one task family's rows are scored (registered in :data:`SCORERS` under the family's
+    ``scoring`` name).
+
+    Attributes
+    ----------
+    rows : callable
+        ``(manifest view, responses, keywords) -> (reference columns, per-row score frame)``.
+    counts : callable
+        ``(scored rows, meta, model, where) -> None``: adds the family's counts to the sidecar.
+    sidecar : callable
+        ``(keywords) -> dict``: the family's rule fields of the sidecar.
+    reference_column : str
+        The score-file column holding each row's reference (``reference``, ``label``).
+    """
+
+    rows: Callable
+    counts: Callable
+    sidecar: Callable
+    reference_column: str
+
+
+#: Scoring rule name (``TaskFamily.scoring`` in ``tasks.yaml``) → :class:`Scorer`.
+SCORERS: dict[str, Scorer] = {
+    "wer": Scorer(
+        rows=score_asr_rows,
+        counts=_count_asr_rows,
+        sidecar=_no_rule_fields,
+        reference_column="reference",
+    ),
+    "kws_first_word": Scorer(
+        rows=score_kws_rows,
+        counts=_count_kws_rows,
+        sidecar=_kws_rule_fields,
+        reference_column="label",
+    ),
+}
+
+
+def _new_meta(manifest: pd.DataFrame | None) -> dict:
+    """The empty sidecar counts of one task, in sidecar order."""
+    return {
         "n_errors": {},
         "n_rows_per_model": {},
         "n_malformed_lines": {},
@@ -264,146 +364,181 @@ def _score_task(
         "n_null_as_text": {},
         "n_cleaned": {},
     }
-    rules = rules or {"response_cleanup": "none", "null_answer": "failed"}
-    inf = Path(inference_dir if inference_dir is not None else ws.inference)
-    for model in models:
-        path = (
-            inf / model / f"{task}.jsonl"
-            if inference_dir is not None
-            else ws.inference_jsonl(model, task)
+
+
+def _read_model_rows(ws, path: Path, rules: dict, meta: dict, model: str) -> pd.DataFrame:
+    """One model's inference rows (per id the last answer), counted in ``meta``."""
+    ok = read_results(path, keep_errors=False, null_answer=rules["null_answer"])
+    meta["sources"].append(ws.rel(path) if hasattr(ws, "rel") else str(path))
+    meta["n_malformed_lines"][model] = ok.attrs["n_skipped"]
+    meta["n_errors"][model] = ok.attrs["n_failed"]
+    meta["n_null_as_text"][model] = ok.attrs["n_null_as_text"]
+    meta["n_duplicates"][model] = ok.attrs["n_rows"] - len(ok) - ok.attrs["n_failed"]
+    ok["stimulus_id"] = ok["id"]
+    # the authors' row format: id, raw (the response), error on failures
+    ok["response"] = ok["raw"]
+    return ok
+
+
+def _unknown_rows(ok: pd.DataFrame, manifest: pd.DataFrame | None) -> pd.Series:
+    """True for rows whose stimulus is not in the manifest (without a manifest: rows that carry no
+    manifest columns)."""
+    if manifest is not None:
+        return ~ok["stimulus_id"].isin(manifest.index)
+    if "speech_id" in ok.columns:
+        return ok["speech_id"].isna()
+    return pd.Series(True, index=ok.index)
+
+
+def _drop_unknown(ok, manifest, meta: dict, model: str, path: Path, fam: str) -> pd.DataFrame:
+    """The rows whose stimulus the manifest knows (the others counted and warned about)."""
+    unknown = _unknown_rows(ok, manifest)
+    meta["n_not_in_manifest"][model] = int(unknown.sum())
+    if unknown.any():
+        warnings.warn(
+            f"{path}: {int(unknown.sum())} stimulus ids are not in "
+            f"manifests/{fam}.csv (or carry no manifest columns); dropped",
+            stacklevel=5,
         )
-        if not path.exists():
-            continue
-        ok = read_results(
-            path, keep_errors=False, null_answer=rules["null_answer"]
-        )  # per id the last answer
-        meta["sources"].append(ws.rel(path) if hasattr(ws, "rel") else str(path))
-        meta["n_malformed_lines"][model] = ok.attrs["n_skipped"]
-        meta["n_errors"][model] = ok.attrs["n_failed"]
-        meta["n_null_as_text"][model] = ok.attrs["n_null_as_text"]
-        meta["n_duplicates"][model] = ok.attrs["n_rows"] - len(ok) - ok.attrs["n_failed"]
-        ok["stimulus_id"] = ok["id"]
-        ok["response"] = ok[
-            "raw"
-        ]  # the authors' row format: id, raw (the response), error on failures
-        unknown = (
-            ~ok["stimulus_id"].isin(manifest.index)
-            if manifest is not None
-            else ok["speech_id"].isna()
-            if "speech_id" in ok.columns
-            else pd.Series(True, index=ok.index)
+    return ok[~unknown]
+
+
+def _prompt_text(value) -> str:
+    """A row's ``prompt_id`` as text ("" when missing)."""
+    if value is None or value != value:
+        return ""
+    return str(value)
+
+
+def _prompt_set_name(value) -> str:
+    """A row's ``prompt_set`` ("unrecorded" when the row names none, e.g. the authors' rows)."""
+    if value is None or value != value or value == "":
+        return "unrecorded"
+    return str(value)
+
+
+def _count_prompts(ok: pd.DataFrame, meta: dict, model: str, path: Path) -> None:
+    """Normalise ``prompt_id`` / ``prompt_set`` of ``ok`` in place and count them in ``meta`` (warns
+    when the rows mix prompts)."""
+    ok["prompt_id"] = ok["prompt_id"].map(_prompt_text)
+    pids = ok["prompt_id"].value_counts().sort_index()
+    meta["prompt_ids"][model] = {k: int(v) for k, v in pids.items()}
+    ok["prompt_set"] = ok["prompt_set"].map(_prompt_set_name)
+    meta.setdefault("prompt_sets", {})[model] = {
+        k: int(v) for k, v in ok["prompt_set"].value_counts().sort_index().items()
+    }
+    if len(pids) > 1:
+        warnings.warn(
+            f"{path}: rows come from {len(pids)} prompts {list(pids.index)}; the scores mix them",
+            stacklevel=5,
         )
-        meta["n_not_in_manifest"][model] = int(unknown.sum())
-        if unknown.any():
-            warnings.warn(
-                f"{path}: {int(unknown.sum())} stimulus ids are not in "
-                f"manifests/{fam}.csv (or carry no manifest columns); dropped",
-                stacklevel=3,
-            )
-        ok = ok[~unknown]
-        # no manifests folder: the rows carry the manifest columns
-        man_src = (
-            manifest
-            if manifest is not None
-            else _with_family_columns(manifest_view(ok.drop(columns=["stimulus_id"]), fam), ok)
-        )
-        ok["prompt_id"] = ok["prompt_id"].map(lambda v: "" if v is None or v != v else str(v))
-        pids = ok["prompt_id"].value_counts().sort_index()
-        meta["prompt_ids"][model] = {k: int(v) for k, v in pids.items()}
-        # the prompt set named by each row (rows written elsewhere, e.g. the authors', name none)
-        ok["prompt_set"] = ok["prompt_set"].map(
-            lambda v: "unrecorded" if v is None or v != v or v == "" else str(v)
-        )
-        meta.setdefault("prompt_sets", {})[model] = {
-            k: int(v) for k, v in ok["prompt_set"].value_counts().sort_index().items()
+
+
+def _row_frame(model: str, task: str, ok: pd.DataFrame, man: pd.DataFrame) -> pd.DataFrame:
+    """The leading columns of one model's score rows (ids, condition, accent, prompt)."""
+    return pd.DataFrame(
+        {
+            "model": model,
+            "task": task,
+            "stimulus_id": ok["stimulus_id"].to_numpy(),
+            "item_id": man["item_id"].to_numpy(),
+            "bg_id": man["bg_id"].to_numpy(),
+            "snr_db": man["snr_db"].to_numpy(),
+            "accent_group": man["accent_group"].replace("", np.nan).to_numpy(),
+            "accent": man["accent"].replace("", np.nan).to_numpy(),
+            "prompt_id": ok["prompt_id"].to_numpy(),
+            "prompt_set": ok["prompt_set"].to_numpy(),
+            "condition": man["condition"].to_numpy(),
+            "bg_active": man["bg_active"].to_numpy(),
         }
-        if len(pids) > 1:
-            warnings.warn(
-                f"{path}: rows come from {len(pids)} prompts {list(pids.index)}; "
-                "the scores mix them",
-                stacklevel=3,
-            )
-        man = man_src.loc[ok["stimulus_id"]]
-        out = pd.DataFrame(
-            {
-                "model": model,
-                "task": task,
-                "stimulus_id": ok["stimulus_id"].to_numpy(),
-                "item_id": man["item_id"].to_numpy(),
-                "bg_id": man["bg_id"].to_numpy(),
-                "snr_db": man["snr_db"].to_numpy(),
-                "accent_group": man["accent_group"].replace("", np.nan).to_numpy(),
-                "accent": man["accent"].replace("", np.nan).to_numpy(),
-                "prompt_id": ok["prompt_id"].to_numpy(),
-                "prompt_set": ok["prompt_set"].to_numpy(),
-                "condition": man["condition"].to_numpy(),
-                "bg_active": man["bg_active"].to_numpy(),
-            }
-        )
-        generated = ok["response"].astype(str)
-        # the answer as scored: cleaned under the rule here only (the inference rows stay as
-        # written)
-        cleaned = pd.Series(
-            [tn.clean_response(text, rules["response_cleanup"]) for text in generated],
-            index=generated.index,
-        )
-        meta["n_cleaned"][model] = int((cleaned != generated).sum())
-        resp = cleaned.to_numpy()
-        if fam == "asr":
-            out["reference"] = man["reference"].to_numpy()
-            per, cols = (
-                [tn.score_asr_row(r, h) for r, h in zip(out["reference"], resp)],
-                _ASR_ROW_COLUMNS,
-            )
+    )
+
+
+def _cleaned_responses(generated: pd.Series, rules: dict, meta: dict, model: str) -> np.ndarray:
+    """The answers as scored: cleaned under the rule here only (the inference rows stay as
+    written); the number changed is counted in ``meta``."""
+    cleaned = pd.Series(
+        [tn.clean_response(text, rules["response_cleanup"]) for text in generated],
+        index=generated.index,
+    )
+    meta["n_cleaned"][model] = int((cleaned != generated).sum())
+    return cleaned.to_numpy()
+
+
+def _manifest_source(ok: pd.DataFrame, manifest, fam: str) -> pd.DataFrame:
+    """The manifest, or without a manifests folder the rows' own manifest columns."""
+    if manifest is not None:
+        return manifest
+    view = manifest_view(ok.drop(columns=["stimulus_id"]), fam)
+    return _with_family_columns(view, ok)
+
+
+def _score_model(ws, task: str, model: str, path: Path, manifest, context: dict) -> pd.DataFrame:
+    """The score rows of one model's inference file of ``task``."""
+    fam = task_family(task)
+    spec = TASK_FAMILIES[fam]
+    scorer = SCORERS[spec.scoring]
+    meta = context["meta"]
+    rules = context["rules"]
+    ok = _read_model_rows(ws, path, rules, meta, model)
+    ok = _drop_unknown(ok, manifest, meta, model, path, fam)
+    man_src = _manifest_source(ok, manifest, fam)
+    _count_prompts(ok, meta, model, path)
+    man = man_src.loc[ok["stimulus_id"]]
+    out = _row_frame(model, task, ok, man)
+    generated = ok["response"].astype(str)
+    resp = _cleaned_responses(generated, rules, meta, model)
+    references, per_row = scorer.rows(man, resp, context["keywords"])
+    for name, values in references.items():
+        out[name] = values
+    out["response"] = generated.to_numpy()
+    if rules["response_cleanup"] != "none":
+        out["response_scored"] = resp
+    per_row.index = out.index
+    out = pd.concat([out, per_row], axis=1)
+    scorer.counts(out, meta, model, f"{task}/{model}")
+    out = _add_delta(
+        out, spec.measure, spec.degradation_column, noisy_minus_clean=spec.higher_is_worse
+    )
+    meta["n_rows_per_model"][model] = int(len(out))
+    tail = ["condition", "bg_active"]
+    out = out[[c for c in out.columns if c not in tail] + tail]
+    if "condition_family" in man.columns:  # a condition family other than the background battery
+        out = add_family_scores(out, man, fam)
+    return out
+
+
+def _score_task(
+    ws,
+    task: str,
+    models,
+    manifest: pd.DataFrame | None,
+    *,
+    inference_dir=None,
+    keywords=KEYWORDS,
+    rules=None,
+) -> tuple[pd.DataFrame, dict]:
+    """The score rows of ``task`` over ``models`` and the sidecar counts (``(empty frame, meta)``
+    when no model has an inference file)."""
+    spec = TASK_FAMILIES[task_family(task)]
+    meta = _new_meta(manifest)
+    rules = rules or {"response_cleanup": "none", "null_answer": "failed"}
+    context = {"meta": meta, "rules": rules, "keywords": keywords}
+    inf = Path(inference_dir if inference_dir is not None else ws.inference)
+    frames = []
+    for model in models:
+        if inference_dir is not None:
+            path = inf / model / f"{task}.jsonl"
         else:
-            out["label"] = man["reference"].to_numpy()
-            out["is_target"] = [
-                _as_bool(t, lab, keywords) for t, lab in zip(man["is_target"], man["reference"])
-            ]
-            per = [
-                tn.score_kws_row(r, lab, t, keywords)
-                for r, lab, t in zip(resp, out["label"], out["is_target"])
-            ]
-            cols = _KWS_ROW_COLUMNS
-        out["response"] = generated.to_numpy()
-        if rules["response_cleanup"] != "none":
-            out["response_scored"] = resp
-        out = pd.concat([out, pd.DataFrame(per, index=out.index, columns=cols)], axis=1)
-        if fam == "asr":
-            empty = out["ref_empty"].astype(bool)
-            meta["n_empty_reference"][model] = int(empty.sum())
-            meta.setdefault("n_loops", {})[model] = int(out["is_loop"].sum())
-            if empty.any():
-                warnings.warn(
-                    f"{task}/{model}: {int(empty.sum())} references are empty after "
-                    "normalisation; their per-utterance WER is NaN (ref_empty) and "
-                    "their insertions count in corpus WER",
-                    stacklevel=3,
-                )
-        else:
-            meta["n_empty_reference"][model] = 0
-            meta.setdefault("n_non_answers", {})[model] = int(out["non_answer"].sum())
-        out = _add_delta(
-            out,
-            family_spec(fam)["measure"],
-            TASK_FAMILIES[fam].degradation_column,
-            noisy_minus_clean=TASK_FAMILIES[fam].higher_is_worse,
-        )
-        meta["n_rows_per_model"][model] = int(len(out))
-        tail = ["condition", "bg_active"]
-        out = out[[c for c in out.columns if c not in tail] + tail]
-        if (
-            "condition_family" in man.columns
-        ):  # a condition family other than the background battery
-            out = add_family_scores(out, man, fam)
-        frames.append(out)
+            path = ws.inference_jsonl(model, task)
+        if path.exists():
+            frames.append(_score_model(ws, task, model, path, manifest, context))
     if not frames:
         return pd.DataFrame(), meta
     res = pd.concat(frames, ignore_index=True)
-    meta["n_unpaired"] = int(
-        (res["bg_id"] != "clean").sum()
-        - res.loc[res["bg_id"] != "clean", TASK_FAMILIES[fam].degradation_column].notna().sum()
-    )
+    noisy = res["bg_id"] != "clean"
+    n_paired = res.loc[noisy, spec.degradation_column].notna().sum()
+    meta["n_unpaired"] = int(noisy.sum() - n_paired)
     return res, meta
 
 
@@ -487,44 +622,17 @@ def score_inference(
     rules = scoring_rules(
         getattr(ws, "profile", ""), response_cleanup=response_cleanup, null_answer=null_answer
     )
-    # the workspace's own inference folder, ``inference/`` or a family view's
-    # ``inference/<family>/``
-    inf = (
-        Path(inference_dir)
-        if inference_dir is not None
-        else Path(ws.inference_jsonl("m", "t")).parents[1]
-    )
-    if inference_dir is not None and not inf.is_dir():
-        raise AiplibError(f"{inf}: inference folder not found")
-    if models is None:  # model folders; a condition family's folder (inference/<family>/) is none
-        models = (
-            sorted(p.name for p in inf.iterdir() if p.is_dir() and p.name not in _FAMILY_FOLDERS)
-            if inf.exists()
-            else []
-        )
+    inf = _inference_folder(ws, inference_dir)
+    if models is None:
+        models = _model_folders(inf)
     if tasks is None:
-        found = sorted(
-            {
-                p.stem
-                for m in models
-                for p in (inf / m).glob("*.jsonl")
-                if p.stem != "run_log" and not is_shard_file(p)
-            }
-        )
-        tasks = []
-        for t in found:
-            try:
-                task_family(t)
-                tasks.append(t)
-            except AiplibParameterError:
-                warnings.warn(f"{inf}: task {t!r} is neither ASR nor KWS; not scored", stacklevel=2)
+        tasks = _found_tasks(inf, models)
     if not models or not tasks:
         raise AiplibError(f"no inference files under {inf}; run stage 7 (inference) first")
-    manifests, result = {}, {}
-
-    for task in track(
-        list(tasks), "scoring", unit="task"
-    ):  # tqdm bar, or [progress] lines under make
+    manifests = {}
+    result = {}
+    # tqdm bar, or [progress] lines under make
+    for task in track(list(tasks), "scoring", unit="task"):
         fam = task_family(task)
         if not any((inf / m / f"{task}.jsonl").exists() for m in models):
             warnings.warn(
@@ -540,20 +648,7 @@ def score_inference(
         df, meta = _score_task(
             ws, task, models, manifests[fam], inference_dir=inf, keywords=kw, rules=rules
         )
-        side = {
-            "task": task,
-            "family": fam,
-            **normalizer_provenance(),
-            "answer_rules": answer_rules(rules),
-            "n_rows": int(len(df)),
-            "inference_dir": ws.rel(inf),
-            **meta,
-        }
-        if fam == "kws":
-            side.update(kws_rule=tn.KWS_RULE, keywords=list(kw))
-        if "condition_family" in df.columns:
-            side.update(family_sidecar(df, fam))
-        write_scores(ws, task, df, side)
+        write_scores(ws, task, df, _sidecar(ws, task, df, meta, _SidecarContext(inf, rules, kw)))
         log.info(
             "scored %s: %d rows, %d __ERROR__ rows dropped",
             task,
@@ -562,6 +657,77 @@ def score_inference(
         )
         result[task] = df
     return result
+
+
+def _inference_folder(ws, inference_dir) -> Path:
+    """The folder of ``<model>/<task>.jsonl``: ``inference_dir``, else the workspace's own
+    (``inference/`` or a family view's ``inference/<family>/``).
+
+    Raises
+    ------
+    AiplibError
+        If ``inference_dir`` is given and is not a folder.
+    """
+    if inference_dir is None:
+        return Path(ws.inference_jsonl("m", "t")).parents[1]
+    inf = Path(inference_dir)
+    if not inf.is_dir():
+        raise AiplibError(f"{inf}: inference folder not found")
+    return inf
+
+
+def _model_folders(inf: Path) -> list[str]:
+    """The model folders under ``inf``, sorted (a condition family's folder is none)."""
+    if not inf.exists():
+        return []
+    return sorted(p.name for p in inf.iterdir() if p.is_dir() and p.name not in _FAMILY_FOLDERS)
+
+
+def _found_tasks(inf: Path, models) -> list[str]:
+    """The task names of the ``<task>.jsonl`` files of ``models`` (sorted; a name in no task
+    family is warned about and left out)."""
+    found = set()
+    for model in models:
+        for path in (inf / model).glob("*.jsonl"):
+            if path.stem != "run_log" and not is_shard_file(path):
+                found.add(path.stem)
+    tasks = []
+    for task in sorted(found):
+        try:
+            task_family(task)
+        except AiplibParameterError:
+            warnings.warn(f"{inf}: task {task!r} is neither ASR nor KWS; not scored", stacklevel=3)
+            continue
+        tasks.append(task)
+    return tasks
+
+
+@dataclass(frozen=True)
+class _SidecarContext:
+    """What every task's sidecar of one scoring run shares: the inference folder, the answer rules
+    and the keyword set."""
+
+    inference_dir: Path
+    rules: dict
+    keywords: tuple
+
+
+def _sidecar(ws, task: str, df: pd.DataFrame, meta: dict, context: _SidecarContext) -> dict:
+    """The ``results/scores/<task>.json`` sidecar of one task's score rows."""
+    fam = task_family(task)
+    side = {
+        "task": task,
+        "family": fam,
+        **normalizer_provenance(),
+        "answer_rules": answer_rules(context.rules),
+        "n_rows": int(len(df)),
+        "inference_dir": ws.rel(context.inference_dir),
+        **meta,
+    }
+    side.update(SCORERS[TASK_FAMILIES[fam].scoring].sidecar(context.keywords))
+    if "condition_family" in df.columns:
+        side.update(family_sidecar(df, fam))
+    return side
 
 
 def main(argv=None) -> int:
@@ -619,13 +785,15 @@ def main(argv=None) -> int:
             null_answer=a.null_answer,
         )
     except AiplibError as exc:
-        print(f"scoring: {exc}", file=__import__("sys").stderr)
+        print(f"scoring: {exc}", file=sys.stderr)
         return 1
     for task, df in out.items():
         side = json.loads(ws.scores_sidecar(task).read_text())
+        n_dropped = sum(side["n_errors"].values())
+        n_unreadable = sum(side["n_malformed_lines"].values())
         print(
-            f"{task}: {len(df)} rows scored, {sum(side['n_errors'].values())} __ERROR__ stimuli dropped, "
-            f"{sum(side['n_malformed_lines'].values())} unreadable lines -> {ws.scores_csv(task)}"
+            f"{task}: {len(df)} rows scored, {n_dropped} __ERROR__ stimuli dropped, "
+            f"{n_unreadable} unreadable lines -> {ws.scores_csv(task)}"
         )
     return 0
 

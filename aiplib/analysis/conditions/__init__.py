@@ -45,11 +45,11 @@ from aiplib.analysis.conditions.verdicts import (
     MIN_ITEMS_FOR_VERDICT,
     SCOPES,
     VERDICTS,
-    char_counts,
     condition_label,
     paired_change,
     verdict,
 )
+from aiplib.scoring.error_rates import char_counts
 
 __all__ = [
     "SCOPES",

@@ -8,15 +8,25 @@ import numpy as np
 import pandas as pd
 
 from aiplib.analysis.conditions.table import condition_table, condition_tables
+from aiplib.analysis.conditions.verdicts import DEFAULT_MIN_DIFF_PP, SCOPES
 from aiplib.core.errors import AiplibError
 from aiplib.core.tasks import task_family
 from aiplib.io.formats import load_scores, parse_bool, write_csv_atomic
 
 
-def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
+def write_condition_tables(
+    ws,
+    *,
+    scores=None,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+    min_diff_pp: float = DEFAULT_MIN_DIFF_PP,
+    scopes=tuple(SCOPES),
+) -> dict[str, Path]:
     """Write ``results/tables/conditions_<task>.csv`` for every scored task: :func:`condition_table`
-    of ``scores`` (default :func:`aiplib.io.formats.load_scores` of ``ws``) with ``kwargs``; returns
-    task → file.
+    of ``scores`` (default :func:`aiplib.io.formats.load_scores` of ``ws``) with the bootstrap
+    settings, minimum change (pp) and scopes given; returns task → file.
 
     Raises
     ------
@@ -29,9 +39,17 @@ def write_condition_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
             f"no results/scores/<task>.csv under {ws.results}; run stage 8 (scoring) first"
         )
     ws.tables_dir.mkdir(parents=True, exist_ok=True)
+    tables = condition_tables(
+        scores,
+        n_resamples=n_resamples,
+        seed=seed,
+        level=level,
+        min_diff_pp=min_diff_pp,
+        scopes=scopes,
+    )
     return {
         task: write_csv_atomic(t, ws.tables_dir / f"conditions_{task}.csv")
-        for task, t in condition_tables(scores, **kwargs).items()
+        for task, t in tables.items()
     }
 
 
@@ -105,14 +123,33 @@ def inactive_background_rows(scores: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["task", "bg_id", "n_noisy", "n_inactive", "inactive_share"])
 
 
-def write_active_only_tables(ws, *, scores=None, **kwargs) -> dict[str, Path]:
+def write_active_only_tables(
+    ws,
+    *,
+    scores=None,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+    min_diff_pp: float = DEFAULT_MIN_DIFF_PP,
+    scopes=tuple(SCOPES),
+) -> dict[str, Path]:
     """The per-condition tables again without the noisy rows whose background segment was silent,
-    written to ``results/tables/conditions_<task>_bg_active.csv`` for each task that has such rows;
-    returns task → file (empty when no row was inactive)."""
+    written to ``results/tables/conditions_<task>_bg_active.csv`` for each task that has such rows
+    (settings as :func:`condition_table`); returns task → file (empty when no row was
+    inactive)."""
     scores = load_scores(ws) if scores is None else scores
     written = {}
     for task in sorted(set(inactive_background_rows(scores)["task"])):
         s = scores[task]
-        t = condition_table(s[~_inactive(s)].reset_index(drop=True), task_family(task), **kwargs)
+        active = s[~_inactive(s)].reset_index(drop=True)
+        t = condition_table(
+            active,
+            task_family(task),
+            n_resamples=n_resamples,
+            seed=seed,
+            level=level,
+            min_diff_pp=min_diff_pp,
+            scopes=scopes,
+        )
         written[task] = write_csv_atomic(t, ws.tables_dir / f"conditions_{task}_bg_active.csv")
     return written

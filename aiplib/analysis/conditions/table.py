@@ -4,141 +4,358 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from aiplib.analysis import stats
 from aiplib.analysis.conditions.verdicts import (
-    SCOPE_ORDER,
     ALL,
     DEFAULT_MIN_DIFF_PP,
+    SCOPE_ORDER,
     SCOPES,
-    pooled_ratio,
-    char_counts,
     condition_label,
     paired_change,
+    pooled_ratio,
     verdict,
 )
 from aiplib.core.errors import AiplibParameterError
-from aiplib.core.tasks import TASK_FAMILIES, family_spec, task_family
+from aiplib.core.tasks import TASK_FAMILIES, TaskFamily, family_spec, task_family
 from aiplib.io.formats import parse_bool
+from aiplib.scoring.error_rates import char_counts
+
+
+def _check_columns(df: pd.DataFrame, needed: set) -> None:
+    """Raise :class:`AiplibParameterError` naming the score columns ``df`` lacks."""
+    missing = needed - set(df.columns)
+    if missing:
+        raise AiplibParameterError(f"scores lack columns {sorted(missing)}")
+
+
+def _join_clean(rows: pd.DataFrame, values: list[str]) -> np.ndarray:
+    """Add ``clean_<value>`` (the item's clean row's value) for each of ``values`` to ``rows``;
+    return the paired mask (a noisy row whose clean partner has a finite first value)."""
+    key = ["model", "task", "item_id"]
+    is_clean = rows["bg_id"] == "clean"
+    clean_rows = rows[is_clean].drop_duplicates(key, keep="last").set_index(key)[values]
+    clean_partner = clean_rows.reindex(pd.MultiIndex.from_frame(rows[key]))
+    for column in values:
+        rows[f"clean_{column}"] = clean_partner[column].to_numpy(dtype=float)
+    has_partner = np.isfinite(rows[f"clean_{values[0]}"].to_numpy(dtype=float))
+    return (~is_clean).to_numpy() & has_partner
+
+
+def _on_pairs(rows: pd.DataFrame, paired: np.ndarray, column: str, fill: bool = False):
+    """``column`` on paired rows (a missing clean value as 0 when ``fill``), else 0."""
+    values = rows[column]
+    if fill:
+        values = values.fillna(0)
+    return np.where(paired, values.to_numpy(float), 0.0)
+
+
+def _error_rate_needs(spec: TaskFamily) -> set:
+    """The score columns an error-rate (WER) table needs."""
+    return {
+        "errors",
+        "ref_words",
+        "substitutions",
+        "deletions",
+        "insertions",
+        "wer",
+        "ref_norm",
+        "hyp_norm",
+    }
+
+
+def _error_rate_values(rows: pd.DataFrame, spec: TaskFamily) -> list[str]:
+    """Add the character counts to WER rows; return the columns paired with the clean row."""
+    ref_norm = rows["ref_norm"].fillna("").astype(str).tolist()
+    hyp_norm = rows["hyp_norm"].fillna("").astype(str).tolist()
+    char_errors, ref_chars = char_counts(ref_norm, hyp_norm)
+    rows["char_errors"] = char_errors
+    rows["ref_chars"] = ref_chars
+    return ["errors", "wer"]
+
+
+def _error_rate_pairs(rows: pd.DataFrame, paired: np.ndarray, spec: TaskFamily) -> None:
+    """Add the paired WER columns (capped WER, loops, paired counts, per-row change ``d``)."""
+    rows["wer_capped"] = np.minimum(rows["wer"].to_numpy(float), 1.0)
+    clean_capped = np.minimum(rows["clean_wer"].fillna(0).to_numpy(float), 1.0)
+    rows["p_d_capped"] = np.where(paired, rows["wer_capped"].to_numpy(float) - clean_capped, 0.0)
+    loop, loop_known = _flag_sums(rows, "is_loop")
+    rows["loop"] = loop
+    rows["loop_n"] = loop_known
+    rows["p_ref_words"] = _on_pairs(rows, paired, "ref_words")
+    rows["p_errors"] = _on_pairs(rows, paired, "errors")
+    rows["p_wer"] = _on_pairs(rows, paired, "wer")
+    rows["p_clean_errors"] = _on_pairs(rows, paired, "clean_errors", True)
+    rows["p_clean_wer"] = _on_pairs(rows, paired, "clean_wer", True)
+    rows["d"] = rows["p_wer"] - rows["p_clean_wer"]
+
+
+def _binary_needs(spec: TaskFamily) -> set:
+    """The score columns an accuracy table needs (the 0/1 measure)."""
+    return {spec.measure}
+
+
+def _binary_values(rows: pd.DataFrame, spec: TaskFamily) -> list[str]:
+    """The 0/1 measure as floats; return it as the column paired with the clean row."""
+    rows[spec.measure] = pd.to_numeric(rows[spec.measure], errors="coerce").astype(float)
+    return [spec.measure]
+
+
+def _binary_pairs(rows: pd.DataFrame, paired: np.ndarray, spec: TaskFamily) -> None:
+    """Add the paired accuracy columns (strict, non-answers, paired values, per-row change
+    ``d``)."""
+    strict, strict_known = _flag_sums(rows, "correct_strict")
+    rows["strict"] = strict
+    rows["strict_n"] = strict_known
+    non_answer, non_answer_known = _flag_sums(rows, "non_answer")
+    rows["non_answer"] = non_answer
+    rows["non_answer_n"] = non_answer_known
+    rows[f"p_{spec.measure}"] = _on_pairs(rows, paired, spec.measure)
+    rows[f"p_clean_{spec.measure}"] = _on_pairs(rows, paired, f"clean_{spec.measure}", True)
+    rows["d"] = rows[f"p_clean_{spec.measure}"] - rows[f"p_{spec.measure}"]
+
+
+def _error_rate_sums(spec: TaskFamily) -> list[str]:
+    """The per-row columns summed per item for a WER table."""
+    return [
+        "n",
+        "errors",
+        "ref_words",
+        "substitutions",
+        "deletions",
+        "insertions",
+        "wer",
+        "char_errors",
+        "ref_chars",
+        "paired",
+        "p_ref_words",
+        "p_errors",
+        "p_clean_errors",
+        "p_wer",
+        "p_clean_wer",
+        "d",
+        "wer_capped",
+        "p_d_capped",
+        "loop",
+        "loop_n",
+    ]
+
+
+def _binary_sums(spec: TaskFamily) -> list[str]:
+    """The per-row columns summed per item for an accuracy table."""
+    return [
+        "n",
+        spec.measure,
+        "paired",
+        f"p_{spec.measure}",
+        f"p_clean_{spec.measure}",
+        "d",
+        "strict",
+        "strict_n",
+        "non_answer",
+        "non_answer_n",
+    ]
+
+
+def _error_rate_absolute(totals: dict, median: float, spec: TaskFamily) -> dict:
+    """The absolute WER columns of one condition from its summed counts (pp)."""
+    words = totals["ref_words"]
+    return dict(
+        wer_pp=percent(totals["errors"], words),
+        mean_wer_pp=percent(totals["wer"], totals["n"]),
+        cer_pp=percent(totals["char_errors"], totals["ref_chars"]),
+        sub_pp=percent(totals["substitutions"], words),
+        del_pp=percent(totals["deletions"], words),
+        ins_pp=percent(totals["insertions"], words),
+        mean_wer_capped_pp=percent(totals["wer_capped"], totals["n"]),
+        median_wer_pp=100 * median,
+        n_loops=totals["loop"] if totals["loop_n"] else math.nan,
+    )
+
+
+def _binary_absolute(totals: dict, median: float, spec: TaskFamily) -> dict:
+    """The absolute accuracy columns of one condition (pp)."""
+    return dict(
+        acc_pp=percent(totals[spec.measure], totals["n"]),
+        strict_acc_pp=percent(totals["strict"], totals["strict_n"]),
+        non_answer_pp=percent(totals["non_answer"], totals["non_answer_n"]),
+    )
+
+
+def _error_rate_clean(totals: dict, pairs: dict, spec: TaskFamily) -> tuple[dict, None]:
+    """The clean WER of the paired items (pp); no McNemar pairs."""
+    clean = dict(
+        clean_wer_pp=percent(totals["p_clean_errors"], totals["p_ref_words"]),
+        clean_mean_wer_pp=percent(totals["p_clean_wer"], totals["paired"]),
+    )
+    return clean, None
+
+
+def _binary_clean(totals: dict, pairs: dict, spec: TaskFamily) -> tuple[dict, tuple | None]:
+    """The clean accuracy of the paired items (pp) and, with one pair per item, the paired
+    outcomes for McNemar's test."""
+    clean = {"clean_acc_pp": percent(totals[f"p_clean_{spec.measure}"], totals["paired"])}
+    mcnemar = None
+    if len(pairs["n"]) and bool((pairs["paired"] == 1).all()):
+        clean_correct = pairs[f"p_clean_{spec.measure}"].astype(bool)
+        noisy_correct = pairs[f"p_{spec.measure}"].astype(bool)
+        mcnemar = (clean_correct, noisy_correct)
+    return clean, mcnemar
+
+
+def _error_rate_corpus(totals: dict, pairs: dict, settings: _Settings) -> dict:
+    """The corpus ΔWER (pooled over the paired items) with its bootstrap interval, and the capped
+    change (pp); empty without pairs."""
+    if not len(pairs["n"]):
+        return {}
+    boot = stats.bootstrap_ci(
+        (100 * (pairs["p_errors"] - pairs["p_clean_errors"]), pairs["p_ref_words"]),
+        pooled_ratio,
+        n_resamples=settings.n_resamples,
+        seed=settings.seed,
+        level=settings.level,
+        vectorized=True,
+    )
+    return dict(
+        delta_corpus_pp=boot.estimate,
+        corpus_ci_low_pp=boot.ci_low,
+        corpus_ci_high_pp=boot.ci_high,
+        corpus_ci_usable=boot.n_valid,
+        delta_capped_pp=percent(totals["p_d_capped"], totals["paired"]),
+    )
+
+
+def _no_corpus(totals: dict, pairs: dict, settings: _Settings) -> dict:
+    """No corpus change for a binary measure."""
+    return {}
+
+
+def _error_rate_medians(rows: pd.DataFrame, scopes, spec: TaskFamily) -> dict:
+    """The median per-utterance WER of every scope group."""
+    return _row_medians(rows, spec.measure, scopes)
+
+
+def _no_medians(rows: pd.DataFrame, scopes, spec: TaskFamily) -> dict:
+    """No medians for a binary measure."""
+    return {}
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """Bootstrap settings and the minimum change (pp) of one condition table."""
+
+    n_resamples: int
+    seed: int
+    level: float
+    min_diff_pp: float
+
+
+@dataclass(frozen=True)
+class _Pooling:
+    """How a measure kind (``TaskFamily.measure_kind``) is pooled into a condition table: each
+    field is a step of :func:`condition_table` (see the functions registered in
+    :data:`_POOLINGS`)."""
+
+    needs: Callable
+    row_values: Callable
+    pair_values: Callable
+    sums: Callable
+    medians: Callable
+    absolute: Callable
+    clean: Callable
+    corpus: Callable
+    value_columns: tuple[str, ...]
+    corpus_columns: tuple[str, ...]
+
+
+#: ``TaskFamily.measure_kind`` → how its condition table is pooled.
+_POOLINGS = {
+    "error_rate": _Pooling(
+        needs=_error_rate_needs,
+        row_values=_error_rate_values,
+        pair_values=_error_rate_pairs,
+        sums=_error_rate_sums,
+        medians=_error_rate_medians,
+        absolute=_error_rate_absolute,
+        clean=_error_rate_clean,
+        corpus=_error_rate_corpus,
+        value_columns=(
+            "wer_pp",
+            "mean_wer_pp",
+            "cer_pp",
+            "sub_pp",
+            "del_pp",
+            "ins_pp",
+            "clean_wer_pp",
+            "clean_mean_wer_pp",
+            "mean_wer_capped_pp",
+            "median_wer_pp",
+            "n_loops",
+        ),
+        corpus_columns=(
+            "delta_corpus_pp",
+            "corpus_ci_low_pp",
+            "corpus_ci_high_pp",
+            "corpus_ci_usable",
+            "delta_capped_pp",
+        ),
+    ),
+    "binary": _Pooling(
+        needs=_binary_needs,
+        row_values=_binary_values,
+        pair_values=_binary_pairs,
+        sums=_binary_sums,
+        medians=_no_medians,
+        absolute=_binary_absolute,
+        clean=_binary_clean,
+        corpus=_no_corpus,
+        value_columns=("acc_pp", "clean_acc_pp", "strict_acc_pp", "non_answer_pp"),
+        corpus_columns=(),
+    ),
+}
 
 
 def _prepare_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
     """Per-row numeric columns for the sums, with each noisy row's clean partner joined."""
-    asr = family == "asr"
-    need = {"model", "task", "item_id", "bg_id", "snr_db"} | (
-        {
-            "errors",
-            "ref_words",
-            "substitutions",
-            "deletions",
-            "insertions",
-            "wer",
-            "ref_norm",
-            "hyp_norm",
-        }
-        if asr
-        else {"correct"}
-    )
-    if missing := need - set(df.columns):
-        raise AiplibParameterError(f"scores lack columns {sorted(missing)}")
-    r = df.assign(
+    spec = TASK_FAMILIES[family]
+    pooling = _POOLINGS[spec.measure_kind]
+    _check_columns(df, {"model", "task", "item_id", "bg_id", "snr_db"} | pooling.needs(spec))
+    rows = df.assign(
         item_id=df["item_id"].astype(str),
         bg_id=df["bg_id"].astype(str),
         snr_db=pd.to_numeric(df["snr_db"], errors="coerce"),
     )
-    if asr:
-        r["char_errors"], r["ref_chars"] = char_counts(
-            *(r[c].fillna("").astype(str).tolist() for c in ("ref_norm", "hyp_norm"))
-        )
-        values = ["errors", "wer"]
-    else:
-        r["correct"] = pd.to_numeric(r["correct"], errors="coerce").astype(float)
-        values = ["correct"]
-    key = ["model", "task", "item_id"]
-    clean = r[r["bg_id"] == "clean"].drop_duplicates(key, keep="last").set_index(key)[values]
-    cl = clean.reindex(pd.MultiIndex.from_frame(r[key]))
-    for c in values:
-        r[f"clean_{c}"] = cl[c].to_numpy(dtype=float)
-    paired = (r["bg_id"] != "clean").to_numpy() & np.isfinite(
-        r[f"clean_{values[0]}"].to_numpy(dtype=float)
-    )
-    r["paired"], r["n"] = paired.astype(float), 1.0
-
-    def p(
-        col, fill=False
-    ):  # the column on paired rows (a missing clean value as 0 when ``fill``), else 0
-        return np.where(paired, (r[col].fillna(0) if fill else r[col]).to_numpy(float), 0.0)
-
-    if asr:
-        r["wer_capped"] = np.minimum(r["wer"].to_numpy(float), 1.0)
-        r["p_d_capped"] = np.where(
-            paired,
-            r["wer_capped"].to_numpy(float)
-            - np.minimum(r["clean_wer"].fillna(0).to_numpy(float), 1.0),
-            0.0,
-        )
-        r["loop"], r["loop_n"] = _flag_sums(r, "is_loop")
-        r["p_ref_words"], r["p_errors"], r["p_wer"] = p("ref_words"), p("errors"), p("wer")
-        r["p_clean_errors"], r["p_clean_wer"] = p("clean_errors", True), p("clean_wer", True)
-        r["d"] = r["p_wer"] - r["p_clean_wer"]
-    else:
-        r["strict"], r["strict_n"] = _flag_sums(r, "correct_strict")
-        r["non_answer"], r["non_answer_n"] = _flag_sums(r, "non_answer")
-        r["p_correct"], r["p_clean_correct"] = p("correct"), p("clean_correct", True)
-        r["d"] = r["p_clean_correct"] - r["p_correct"]
-    return r
-
-
-_ASR_SUMS = [
-    "n",
-    "errors",
-    "ref_words",
-    "substitutions",
-    "deletions",
-    "insertions",
-    "wer",
-    "char_errors",
-    "ref_chars",
-    "paired",
-    "p_ref_words",
-    "p_errors",
-    "p_clean_errors",
-    "p_wer",
-    "p_clean_wer",
-    "d",
-    "wer_capped",
-    "p_d_capped",
-    "loop",
-    "loop_n",
-]
-_KWS_SUMS = [
-    "n",
-    "correct",
-    "paired",
-    "p_correct",
-    "p_clean_correct",
-    "d",
-    "strict",
-    "strict_n",
-    "non_answer",
-    "non_answer_n",
-]
+    values = pooling.row_values(rows, spec)
+    paired = _join_clean(rows, values)
+    rows["paired"] = paired.astype(float)
+    rows["n"] = 1.0
+    pooling.pair_values(rows, paired, spec)
+    return rows
 
 
 def _as_flag(col: pd.Series) -> np.ndarray:
     """A boolean score column (bool, 0/1 or "True"/"False" text) as floats, NaN if unknown
     (:func:`aiplib.io.formats.parse_bool`)."""
-    return np.array([np.nan if (f := parse_bool(v)) is pd.NA else float(f) for v in col])
+    flags = []
+    for value in col:
+        flag = parse_bool(value)
+        flags.append(np.nan if flag is pd.NA else float(flag))
+    return np.array(flags)
 
 
 def _flag_sums(r: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
     """(flag as 0/1 with unknown → 0, 1 where known) of column ``name``; zeros if absent."""
-    f = _as_flag(r[name]) if name in r.columns else np.full(len(r), np.nan)
-    known = np.isfinite(f)
-    return np.where(known, f, 0.0), known.astype(float)
+    if name in r.columns:
+        flags = _as_flag(r[name])
+    else:
+        flags = np.full(len(r), np.nan)
+    known = np.isfinite(flags)
+    return np.where(known, flags, 0.0), known.astype(float)
 
 
 def _by(scope) -> list[str]:
@@ -203,7 +420,8 @@ def condition_table(
     ----------
     scores : pandas.DataFrame
         A ``results/scores/<task>.csv`` table (several models and tasks: each summarised apart).
-    family : {"asr", "kws"}
+    family : str
+        A task family of :data:`aiplib.core.tasks.TASK_FAMILIES`.
     n_resamples, seed, level, min_diff_pp, scopes
         Bootstrap settings (recorded in every row), the minimum change (pp) for a
         ``worse``/``better`` verdict and the scopes (a subset of :data:`SCOPES`).
@@ -236,164 +454,136 @@ def condition_table(
     Noisy rows without a clean partner count in the absolute values only (``note``).
     """
     family_spec(family)  # an unknown family raises
-    if bad := [s for s in scopes if s not in SCOPES]:
+    bad = [s for s in scopes if s not in SCOPES]
+    if bad:
         raise AiplibParameterError(f"unknown scopes {bad}; choose from {list(SCOPES)}")
     if scores.empty:
         return pd.DataFrame(columns=_columns(family))
+    spec = TASK_FAMILIES[family]
+    pooling = _POOLINGS[spec.measure_kind]
+    settings = _Settings(
+        n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=min_diff_pp
+    )
     rows = _prepare_rows(scores, family)
-    sum_cols = _ASR_SUMS if family == "asr" else _KWS_SUMS
-    medians = _row_medians(rows, "wer", scopes) if family == "asr" else {}
-    out = []
-    for scope, k, g in iter_scopes(rows, sum_cols, scopes):
-        tot = {c: float(g[c].sum()) for c in sum_cols}
-        rec = dict(
-            scope=scope,
-            **k,
-            family=family,
-            condition=condition_label(k["bg_id"], k["snr_db"]),
-            n_items=len(g["n"]),
-            n_stimuli=int(tot["n"]),
-            n_pairs=int(tot["paired"]),
-            measure=TASK_FAMILIES[family].degradation_column,
-            min_diff_pp=float(min_diff_pp),
-            level=float(level),
-            n_resamples=int(n_resamples),
-            seed=int(seed),
-        )
-        if family == "asr":
-            words, median = (
-                tot["ref_words"],
-                medians.get((scope, *(k[c] for c in _by(scope))), math.nan),
-            )
-            rec.update(
-                wer_pp=percent(tot["errors"], words),
-                mean_wer_pp=percent(tot["wer"], tot["n"]),
-                cer_pp=percent(tot["char_errors"], tot["ref_chars"]),
-                sub_pp=percent(tot["substitutions"], words),
-                del_pp=percent(tot["deletions"], words),
-                ins_pp=percent(tot["insertions"], words),
-                mean_wer_capped_pp=percent(tot["wer_capped"], tot["n"]),
-                median_wer_pp=100 * median,
-                n_loops=tot["loop"] if tot["loop_n"] else math.nan,
-            )
-        else:
-            rec.update(
-                acc_pp=percent(tot["correct"], tot["n"]),
-                strict_acc_pp=percent(tot["strict"], tot["strict_n"]),
-                non_answer_pp=percent(tot["non_answer"], tot["non_answer_n"]),
-            )
+    sum_cols = pooling.sums(spec)
+    medians = pooling.medians(rows, scopes, spec)
+    records = []
+    for scope, key, per_item_sums in iter_scopes(rows, sum_cols, scopes):
+        totals = {c: float(per_item_sums[c].sum()) for c in sum_cols}
+        median = medians.get((scope, *(key[c] for c in _by(scope))), math.nan)
+        record = _base_record(scope, key, per_item_sums, totals, spec, settings)
+        record.update(pooling.absolute(totals, median, spec))
         notes = []
         if scope != "clean":
-            pg, mc = {c: a[g["paired"] > 0] for c, a in g.items()}, None
-            if family == "asr":
-                rec.update(
-                    clean_wer_pp=percent(tot["p_clean_errors"], tot["p_ref_words"]),
-                    clean_mean_wer_pp=percent(tot["p_clean_wer"], tot["paired"]),
-                )
-            else:
-                rec["clean_acc_pp"] = percent(tot["p_clean_correct"], tot["paired"])
-                if len(pg["n"]) and bool((pg["paired"] == 1).all()):
-                    mc = (pg["p_clean_correct"].astype(bool), pg["p_correct"].astype(bool))
-            pc = paired_change(
-                100 * pg["d"],
-                pg["paired"],
-                n_resamples=n_resamples,
-                seed=seed,
-                level=level,
-                min_diff=min_diff_pp,
-                mcnemar=mc,
-            )
-            rec.update(
-                delta_pp=pc["estimate"],
-                ci_low_pp=pc["ci_low"],
-                ci_high_pp=pc["ci_high"],
-                **{
-                    c: pc[c]
-                    for c in (
-                        "ci_usable",
-                        "test",
-                        "p_value",
-                        "n_worse",
-                        "n_better",
-                        "n_ties",
-                        "verdict",
-                        "coarse",
-                    )
-                },
-            )
-            notes.append(pc["note"])
-            if family == "asr" and len(pg["n"]):
-                b = stats.bootstrap_ci(
-                    (100 * (pg["p_errors"] - pg["p_clean_errors"]), pg["p_ref_words"]),
-                    pooled_ratio,
-                    n_resamples=n_resamples,
-                    seed=seed,
-                    level=level,
-                    vectorized=True,
-                )
-                rec.update(
-                    delta_corpus_pp=b.estimate,
-                    corpus_ci_low_pp=b.ci_low,
-                    corpus_ci_high_pp=b.ci_high,
-                    corpus_ci_usable=b.n_valid,
-                    delta_capped_pp=percent(tot["p_d_capped"], tot["paired"]),
-                )
-            if unpaired := rec["n_stimuli"] - rec["n_pairs"]:
-                notes.append(
-                    f"{unpaired} noisy stimuli without a clean partner: in the absolute values only"
-                )
-        rec["note"] = "; ".join(n for n in notes if n)
-        out.append(rec)
-    t = pd.DataFrame(out).reindex(columns=_columns(family))
-    t = (
-        t.assign(_s=t["scope"].map(SCOPE_ORDER), _snr=-t["snr_db"].fillna(np.inf))
+            notes = _add_paired_change(record, per_item_sums, totals, spec, settings)
+        record["note"] = "; ".join(n for n in notes if n)
+        records.append(record)
+    table = _sorted_table(pd.DataFrame(records).reindex(columns=_columns(family)))
+    return _with_verdicts(table, min_diff_pp)
+
+
+def _base_record(scope, key: dict, per_item_sums: dict, totals: dict, spec, settings) -> dict:
+    """The identity, counts and settings of one condition row."""
+    return dict(
+        scope=scope,
+        **key,
+        family=spec.name,
+        condition=condition_label(key["bg_id"], key["snr_db"]),
+        n_items=len(per_item_sums["n"]),
+        n_stimuli=int(totals["n"]),
+        n_pairs=int(totals["paired"]),
+        measure=spec.degradation_column,
+        min_diff_pp=float(settings.min_diff_pp),
+        level=float(settings.level),
+        n_resamples=int(settings.n_resamples),
+        seed=int(settings.seed),
+    )
+
+
+#: Columns of :func:`aiplib.analysis.conditions.verdicts.paired_change` copied as they are.
+_CHANGE_COLUMNS = (
+    "ci_usable",
+    "test",
+    "p_value",
+    "n_worse",
+    "n_better",
+    "n_ties",
+    "verdict",
+    "coarse",
+)
+
+
+def _add_paired_change(
+    record: dict, per_item_sums: dict, totals: dict, spec: TaskFamily, settings: _Settings
+) -> list[str]:
+    """Add the clean values of the paired items, the mean paired change with its interval, test
+    and verdict, and (WER) the corpus change to ``record``; return its notes."""
+    pooling = _POOLINGS[spec.measure_kind]
+    is_pair = per_item_sums["paired"] > 0
+    pairs = {c: a[is_pair] for c, a in per_item_sums.items()}
+    clean, mcnemar = pooling.clean(totals, pairs, spec)
+    record.update(clean)
+    change = paired_change(
+        100 * pairs["d"],
+        pairs["paired"],
+        n_resamples=settings.n_resamples,
+        seed=settings.seed,
+        level=settings.level,
+        min_diff=settings.min_diff_pp,
+        mcnemar=mcnemar,
+    )
+    record["delta_pp"] = change["estimate"]
+    record["ci_low_pp"] = change["ci_low"]
+    record["ci_high_pp"] = change["ci_high"]
+    for column in _CHANGE_COLUMNS:
+        record[column] = change[column]
+    notes = [change["note"]]
+    record.update(pooling.corpus(totals, pairs, settings))
+    unpaired = record["n_stimuli"] - record["n_pairs"]
+    if unpaired:
+        notes.append(
+            f"{unpaired} noisy stimuli without a clean partner: in the absolute values only"
+        )
+    return notes
+
+
+def _sorted_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows by task, model, scope (:data:`SCOPE_ORDER`), SNR (high first) and background; the
+    test counts as nullable integers."""
+    counts = {"n_worse": "Int64", "n_better": "Int64", "n_ties": "Int64"}
+    return (
+        table.assign(_s=table["scope"].map(SCOPE_ORDER), _snr=-table["snr_db"].fillna(np.inf))
         .sort_values(["task", "model", "_s", "_snr", "bg_id"], kind="stable")
         .drop(columns=["_s", "_snr"])
         .reset_index(drop=True)
-        .astype(dict.fromkeys(["n_worse", "n_better", "n_ties"], "Int64"))
+        .astype(counts)
     )
+
+
+def _bh_adjusted(p_values: pd.Series) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values of one group."""
+    return stats.bh_adjust(p_values.to_numpy(float))
+
+
+def _with_verdicts(table: pd.DataFrame, min_diff_pp: float) -> pd.DataFrame:
+    """Add ``p_bh`` and the final verdicts to a sorted condition table."""
     # Benjamini–Hochberg across the conditions of one (task, model, scope): many conditions are
     # tested at once, so the adjusted p-value is the one to read against a 5 % false discovery rate.
-    t["p_bh"] = t.groupby(["task", "model", "scope"], sort=False)["p_value"].transform(
-        lambda p: stats.bh_adjust(p.to_numpy(float))
-    )
+    groups = table.groupby(["task", "model", "scope"], sort=False)["p_value"]
+    table["p_bh"] = groups.transform(_bh_adjusted)
     # the verdict needs the adjusted p: interval, minimum change and p_BH < ALPHA together
-    tested = (t["scope"] != "clean") & (t["verdict"] != "n/a")
-    t.loc[tested, "verdict"] = [
-        verdict(e, lo, hi, min_diff_pp, q)
-        for e, lo, hi, q in t.loc[
-            tested, ["delta_pp", "ci_low_pp", "ci_high_pp", "p_bh"]
-        ].itertuples(index=False)
+    tested = (table["scope"] != "clean") & (table["verdict"] != "n/a")
+    tested_values = table.loc[tested, ["delta_pp", "ci_low_pp", "ci_high_pp", "p_bh"]]
+    table.loc[tested, "verdict"] = [
+        verdict(estimate, low, high, min_diff_pp, p_bh)
+        for estimate, low, high, p_bh in tested_values.itertuples(index=False)
     ]
-    return t
+    return table
 
 
 def _columns(family: str) -> list[str]:
-    asr = family == "asr"
-    values = (
-        [
-            "wer_pp",
-            "mean_wer_pp",
-            "cer_pp",
-            "sub_pp",
-            "del_pp",
-            "ins_pp",
-            "clean_wer_pp",
-            "clean_mean_wer_pp",
-            "mean_wer_capped_pp",
-            "median_wer_pp",
-            "n_loops",
-        ]
-        if asr
-        else ["acc_pp", "clean_acc_pp", "strict_acc_pp", "non_answer_pp"]
-    )
-    corpus = [
-        "delta_corpus_pp",
-        "corpus_ci_low_pp",
-        "corpus_ci_high_pp",
-        "corpus_ci_usable",
-        "delta_capped_pp",
-    ]
+    """The columns of a condition table of ``family``, in order."""
+    pooling = _POOLINGS[TASK_FAMILIES[family].measure_kind]
     return [
         "scope",
         "model",
@@ -405,13 +595,13 @@ def _columns(family: str) -> list[str]:
         "n_items",
         "n_stimuli",
         "n_pairs",
-        *values,
+        *pooling.value_columns,
         "measure",
         "delta_pp",
         "ci_low_pp",
         "ci_high_pp",
         "ci_usable",
-        *(corpus if asr else []),
+        *pooling.corpus_columns,
         "test",
         "p_value",
         "p_bh",
@@ -428,33 +618,69 @@ def _columns(family: str) -> list[str]:
     ]
 
 
-def condition_tables(scores: dict, **kwargs) -> dict[str, pd.DataFrame]:
-    """:func:`condition_table` for every task of ``scores`` (task → table; ``kwargs`` passed on)."""
-    return {
-        task: condition_table(df, task_family(task), **kwargs)
-        for task, df in scores.items()
-        if not df.empty
-    }
+def condition_tables(
+    scores: dict,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+    min_diff_pp: float = DEFAULT_MIN_DIFF_PP,
+    scopes=tuple(SCOPES),
+) -> dict[str, pd.DataFrame]:
+    """:func:`condition_table` for every task of ``scores`` (task → score rows; an empty frame is
+    skipped): task → table, with the settings of :func:`condition_table`.
+
+    Raises
+    ------
+    AiplibParameterError
+        As :func:`condition_table`.
+    """
+    tables = {}
+    for task, df in scores.items():
+        if df.empty:
+            continue
+        tables[task] = condition_table(
+            df,
+            task_family(task),
+            n_resamples=n_resamples,
+            seed=seed,
+            level=level,
+            min_diff_pp=min_diff_pp,
+            scopes=scopes,
+        )
+    return tables
 
 
 # ------------------------------------------------------------------ the robust view of paired
 # changes
+#: ASR robust columns of the family tables (pp, pp, count).
 ASR_ROBUST_COLUMNS = ["delta_wer_capped_pp", "median_delta_wer_pp", "n_loops"]
-"""ASR robust columns of the family tables (pp, pp, count)."""
 
+#: KWS robust columns of the family tables (pp ×3, count).
 KWS_ROBUST_COLUMNS = [
     "delta_strict_acc_pp",
     "delta_strict_acc_ci_low_pp",
     "delta_strict_acc_ci_high_pp",
     "n_non_answers",
 ]
-"""KWS robust columns of the family tables (pp ×3, count)."""
+
+
+def _family_of_kind(measure_kind: str) -> TaskFamily:
+    """The task family whose measure is of ``measure_kind`` (``error_rate`` or ``binary``)."""
+    for spec in TASK_FAMILIES.values():
+        if spec.measure_kind == measure_kind:
+            return spec
+    raise AiplibParameterError(f"no task family measures {measure_kind!r}")
 
 
 def _noisy_groups(scores: pd.DataFrame, by: list[str]):
-    n = scores[scores["bg_id"].astype(str) != "clean"]
-    n = n.assign(bg_id=n["bg_id"].astype(str), snr_db=pd.to_numeric(n["snr_db"], errors="coerce"))
-    return n, [n[c] for c in by]
+    """The noisy rows of ``scores`` (``bg_id`` as text, ``snr_db`` numeric) and their group-by
+    columns ``by``."""
+    noisy = scores[scores["bg_id"].astype(str) != "clean"]
+    noisy = noisy.assign(
+        bg_id=noisy["bg_id"].astype(str), snr_db=pd.to_numeric(noisy["snr_db"], errors="coerce")
+    )
+    return noisy, [noisy[c] for c in by]
 
 
 def _aligned(values: pd.Series | None, paired: pd.DataFrame, by: list[str]) -> np.ndarray:
@@ -488,12 +714,12 @@ def asr_robust(paired: pd.DataFrame, scores: pd.DataFrame, scope: str) -> pd.Dat
         the noisy stimuli, pp) and ``n_loops``.
     """
     by = ["model", *SCOPES[scope]]
-    n, keys = _noisy_groups(scores, by)
-    med = (
-        100 * pd.to_numeric(n["delta_wer"], errors="coerce").groupby(keys).median()
-        if "delta_wer" in n
-        else None
-    )
+    noisy, keys = _noisy_groups(scores, by)
+    degradation = _family_of_kind("error_rate").degradation_column
+    med = None
+    if degradation in noisy:
+        changes = pd.to_numeric(noisy[degradation], errors="coerce")
+        med = 100 * changes.groupby(keys).median()
     return pd.DataFrame(
         {
             "delta_wer_capped_pp": paired["delta_capped_pp"].to_numpy(dtype=float),
@@ -520,13 +746,16 @@ def kws_robust(
     """
     by = ["model", *SCOPES[scope]]
     key = [c if c != "bg_id" else "condition_id" for c in by]
-    n, keys = _noisy_groups(scores, by)
-    out = n[by].drop_duplicates().rename(columns={"bg_id": "condition_id"}).reset_index(drop=True)
+    noisy, keys = _noisy_groups(scores, by)
+    out = noisy[by].drop_duplicates().rename(columns={"bg_id": "condition_id"})
+    out = out.reset_index(drop=True)
     if "correct_strict" in scores.columns:
-        f = _as_flag(scores["correct_strict"])
-        known = scores[np.isfinite(f)].assign(correct=f[np.isfinite(f)])
+        spec = _family_of_kind("binary")
+        strict = _as_flag(scores["correct_strict"])
+        is_known = np.isfinite(strict)
+        known = scores[is_known].assign(**{spec.measure: strict[is_known]})
         s = condition_table(
-            known, "kws", scopes=(scope,), n_resamples=n_resamples, seed=seed, level=level
+            known, spec.name, scopes=(scope,), n_resamples=n_resamples, seed=seed, level=level
         )
         s = s.rename(
             columns={
@@ -538,11 +767,11 @@ def kws_robust(
         )
         out = out.merge(s[key + KWS_ROBUST_COLUMNS[:3]], on=key, how="left")
     else:
-        out = out.assign(**dict.fromkeys(KWS_ROBUST_COLUMNS[:3], math.nan))
-    cnt = (
-        pd.Series(_as_flag(n["non_answer"]), index=n.index).groupby(keys).sum(min_count=1)
-        if "non_answer" in n.columns
-        else None
-    )
+        for column in KWS_ROBUST_COLUMNS[:3]:
+            out[column] = math.nan
+    cnt = None
+    if "non_answer" in noisy.columns:
+        non_answers = pd.Series(_as_flag(noisy["non_answer"]), index=noisy.index)
+        cnt = non_answers.groupby(keys).sum(min_count=1)
     out["n_non_answers"] = _aligned(cnt, out, by)
     return out[key + KWS_ROBUST_COLUMNS]

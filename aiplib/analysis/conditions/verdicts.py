@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -11,6 +10,9 @@ import numpy as np
 from aiplib.analysis import stats
 from aiplib.core.errors import AiplibParameterError
 
+#: Aggregation scope → the keys grouped on besides (model, task): ``clean`` the clean stimuli
+#: (absolute values only), ``overall`` every noisy one, ``snr`` per SNR (``bg_id == "all"``),
+#: ``background`` per background (``snr_db`` NaN), ``condition`` one background at one SNR.
 SCOPES = {
     "clean": None,
     "overall": (),
@@ -18,28 +20,26 @@ SCOPES = {
     "background": ("bg_id",),
     "condition": ("bg_id", "snr_db"),
 }
-"""Aggregation scope → the keys grouped on besides (model, task): ``clean`` the clean stimuli
-(absolute values only), ``overall`` every noisy one, ``snr`` per SNR (``bg_id == "all"``),
-``background`` per background (``snr_db`` NaN), ``condition`` one background at one SNR."""
 
+#: Possible verdicts (:func:`verdict`).
 VERDICTS = ("worse", "better", "same", "n/a")
-"""Possible verdicts (:func:`verdict`)."""
 
+#: Default minimum change (percentage points) for a ``worse`` / ``better`` verdict.
 DEFAULT_MIN_DIFF_PP = 2.0
-"""Default minimum change (percentage points) for a ``worse`` / ``better`` verdict."""
 
+#: A ``worse``/``better`` verdict needs its (Benjamini–Hochberg adjusted) p-value below this.
 ALPHA = 0.05
-"""A ``worse``/``better`` verdict needs its (Benjamini–Hochberg adjusted) p-value below this."""
 
+#: Fewest paired items for a verdict (else ``n/a``): the minimum for an interval (10).
 MIN_ITEMS_FOR_VERDICT = stats.MIN_N_FOR_INTERVAL
-"""Fewest paired items for a verdict (else ``n/a``): the minimum for an interval (10)."""
 
+#: Rows with fewer paired items are marked ``coarse`` (as the audiolab stresstest does).
 COARSE_BELOW_ITEMS = 48
-"""Rows with fewer paired items are marked ``coarse`` (as the audiolab stresstest does)."""
 
+#: ``bg_id`` of rows aggregated over backgrounds.
 ALL = "all"
-"""``bg_id`` of rows aggregated over backgrounds."""
 
+#: Scope → its rank in :data:`SCOPES` (the row order of a condition table).
 SCOPE_ORDER = {s: i for i, s in enumerate(SCOPES)}
 
 
@@ -214,35 +214,6 @@ def paired_change(
         notes.append(f"coarse: {s.size} items < {COARSE_BELOW_ITEMS}")
     out["note"] = "; ".join(notes)
     return out
-
-
-def char_counts(ref_norm, hyp_norm) -> tuple[np.ndarray, np.ndarray]:
-    """Per-utterance character errors and reference characters (jiwer [1]_).
-
-    Parameters
-    ----------
-    ref_norm, hyp_norm : sequence of str [shape=(n,)]
-        Normalised references (non-empty) and hypotheses.
-
-    Returns
-    -------
-    errors, n_chars : np.ndarray of int [shape=(n,)]
-        ``S + D + I`` and ``H + S + D`` of ``jiwer.process_characters`` (spaces count as
-        characters, as in ``jiwer.cer``), so ``errors.sum() / n_chars.sum()`` is the corpus CER
-        that :func:`aiplib.scoring.score.wer_details` reports.
-    """
-    import jiwer
-
-    @functools.cache
-    def count(r, h):
-        if not r:
-            return len(h), 0
-        o = jiwer.process_characters(r, h)
-        return o.substitutions + o.deletions + o.insertions, o.hits + o.substitutions + o.deletions
-
-    return tuple(
-        np.array([count(r, h) for r, h in zip(ref_norm, hyp_norm)], dtype=np.int64).reshape(-1, 2).T
-    )
 
 
 def condition_label(bg_id, snr_db) -> str:
