@@ -228,6 +228,39 @@ def bg_table_html(table, cols, deg, selected=None) -> str:
 
 
 # ---------------------------------------------------------------------------------- spectrograms
+def log_mel_spectrograms(signals: dict, *, sr: int = SR) -> dict:
+    """Log-mel power spectrograms of signals on one dB scale, as the explorer's figures draw them.
+
+    ``signals`` maps a name to samples [shape=(n,)] at ``sr`` Hz. Each spectrogram has the
+    :data:`MEL_SETTINGS` (mel bands up to ``min(fmax, sr / 2)`` Hz, hop in samples) and is in dB
+    re the loudest mel bin of any of the signals (0 dB), floored ``top_db`` dB below it.
+
+    Returns ``{name: array [shape=(n_mels, 1 + n // hop_length)], float}``.
+    """
+    import librosa
+
+    s = MEL_SETTINGS
+    fmax = min(s["fmax"], sr / 2)
+    mels = {}
+    for name, y in signals.items():
+        mels[name] = librosa.feature.melspectrogram(
+            y=y,
+            sr=sr,
+            n_fft=s["n_fft"],
+            hop_length=s["hop_length"],
+            n_mels=s["n_mels"],
+            fmin=s["fmin"],
+            fmax=fmax,
+            power=2.0,
+        )
+    ref = max(float(m.max()) for m in mels.values()) or 1.0
+    spectrograms = {}
+    for name, mel in mels.items():
+        db = librosa.power_to_db(mel, ref=ref, top_db=None)
+        spectrograms[name] = np.maximum(db, -s["top_db"])
+    return spectrograms
+
+
 def signals_figure_png(signals: dict, *, sr: int = SR, title: str = "", dpi: int = 90) -> bytes:
     """Waveforms (top row) and log-mel spectrograms (bottom row) of signals side by side, as PNG
     bytes.
@@ -250,21 +283,9 @@ def signals_figure_png(signals: dict, *, sr: int = SR, title: str = "", dpi: int
         k: valid_audio(np.asarray(v), name=f"signals_figure_png input {k!r}")
         for k, v in signals.items()
     }
-    s, fmax = MEL_SETTINGS, min(MEL_SETTINGS["fmax"], sr / 2)
-    mels = {
-        k: librosa.feature.melspectrogram(
-            y=y,
-            sr=sr,
-            n_fft=s["n_fft"],
-            hop_length=s["hop_length"],
-            n_mels=s["n_mels"],
-            fmin=s["fmin"],
-            fmax=fmax,
-            power=2.0,
-        )
-        for k, y in ys.items()
-    }
-    ref = max(float(m.max()) for m in mels.values()) or 1.0
+    s = MEL_SETTINGS
+    fmax = min(MEL_SETTINGS["fmax"], sr / 2)
+    spectrograms = log_mel_spectrograms(ys, sr=sr)
     fig = Figure(figsize=(4.6 * len(ys), 3.6), dpi=dpi, layout="constrained")
     axes = fig.subplots(2, len(ys), sharex="col", height_ratios=[1, 1.7], squeeze=False)
     for j, (name, y) in enumerate(ys.items()):
@@ -272,9 +293,8 @@ def signals_figure_png(signals: dict, *, sr: int = SR, title: str = "", dpi: int
         ax1.plot(np.arange(y.shape[0]) / sr, y, lw=0.5, color="#1f4e79")
         ax1.set(ylim=(-1.0, 1.0), xlim=(0, y.shape[0] / sr))
         ax1.set_title(name, fontsize=9)
-        S = np.maximum(librosa.power_to_db(mels[name], ref=ref, top_db=None), -s["top_db"])
         img = librosa.display.specshow(
-            S,
+            spectrograms[name],
             sr=sr,
             hop_length=s["hop_length"],
             x_axis="time",
