@@ -74,36 +74,46 @@ addEventListener("load", () => document.querySelectorAll("div.aip-scroll").forEa
 _ABS_PATH = re.compile(r"(?<![\w.~/-])/[^\s'\"`<>]+")
 
 
+def _kept_outputs(outputs, *, body: bool, data_root: Path) -> list:
+    """A code cell's outputs as the report keeps them: stdout only from the body on, the pieces of
+    one print joined, local paths made shareable, blank text dropped."""
+    outs = []
+    for o in outputs:
+        if o.get("output_type") != "stream":
+            outs.append(o)
+            continue
+        if not body or o.get("name") != "stdout":
+            continue
+        if outs and outs[-1].get("output_type") == "stream":  # one print may arrive in pieces
+            outs[-1]["text"] += "".join(o["text"])
+            continue
+        o["text"] = "".join(o["text"])
+        outs.append(o)
+    kept = []
+    for o in outs:
+        if o.get("output_type") == "stream":
+            o["text"] = _ABS_PATH.sub(lambda m: shareable(m.group(0), data_root), o["text"])
+            if not o["text"].strip():
+                continue
+        kept.append(o)
+    return kept
+
+
 def _report_cells(nb, data_root: Path) -> list:
     """The cells that go into the report: no parameter or hidden cells, no code cell left without
     output. Printed text (stdout) is kept from the first ``## `` section on, one block per cell run
     of it (the pieces a kernel sends of one print are joined; blank text is dropped), its local
-    paths as
-    :func:`aiplib.analysis.provenance.shareable` writes them; stderr and the set-up cells' printed
-    text are the log."""
-    cells, body = [], False
+    paths as :func:`aiplib.analysis.provenance.shareable` writes them; stderr and the set-up cells'
+    printed text are the log."""
+    cells = []
+    body = False
     for c in nb.cells:
         if _SKIP_TAGS & set(c.get("metadata", {}).get("tags", [])):
             continue
         if c.cell_type == "markdown" and re.search(r"^## ", c.source, re.M):
             body = True
         if c.cell_type == "code":
-            outs = []
-            for o in c.get("outputs", []):
-                if o.get("output_type") == "stream":
-                    if not body or o.get("name") != "stdout":
-                        continue
-                    if (
-                        outs and outs[-1].get("output_type") == "stream"
-                    ):  # one print may arrive in pieces
-                        outs[-1]["text"] += "".join(o["text"])
-                        continue
-                    o["text"] = "".join(o["text"])
-                outs.append(o)
-            for o in outs:
-                if o.get("output_type") == "stream":
-                    o["text"] = _ABS_PATH.sub(lambda m: shareable(m.group(0), data_root), o["text"])
-            c.outputs = [o for o in outs if o.get("output_type") != "stream" or o["text"].strip()]
+            c.outputs = _kept_outputs(c.get("outputs", []), body=body, data_root=data_root)
             if not c.outputs:
                 continue
         cells.append(c)
