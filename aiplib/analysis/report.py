@@ -381,17 +381,8 @@ def newest_executed(paths) -> Path:
 
 
 # ------------------------------------------------------------------------------------------ CLI
-def main(argv=None) -> int:
-    """``python -m aiplib.analysis.report``: render the report, or check criteria / regressions.
-
-    ``--render NOTEBOOK [NOTEBOOK ...]`` writes ``results/report.html`` and ``.md`` from the newest
-    of these that holds outputs (:func:`newest_executed`, :func:`render_report`). Otherwise the
-    condition tables are recomputed and written (unless ``--check-only``) and the criteria checked.
-
-    Exit status: 0 pass; :data:`EXIT_CRITERIA_FAILED` (3) when a criterion fails or a condition
-    got worse than the previous run; 1 on an aiplib error (missing scores or notebook, invalid
-    criteria file, runs that cannot be compared); 2 on bad arguments.
-    """
+def _parser() -> argparse.ArgumentParser:
+    """The command line of :func:`main`."""
     ap = argparse.ArgumentParser(
         prog="python -m aiplib.analysis.report",
         description="Render results/report.html and "
@@ -433,46 +424,89 @@ def main(argv=None) -> int:
         action="store_true",
         help="do not recompute the condition tables; check the existing ones",
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _criteria_spec(args) -> tuple[dict | None, float]:
+    """The criteria to check (None: none given) and the minimum change in pp (the command line's,
+    else the criteria file's, else the default)."""
+    spec = None
+    if args.criteria:
+        spec = load_criteria(args.criteria)
+    if args.min_diff is not None:
+        min_diff = args.min_diff
+    elif spec:
+        min_diff = spec["min_diff_pp"]
+    else:
+        min_diff = cond.DEFAULT_MIN_DIFF_PP
+    if spec is not None:
+        previous = None
+        if spec["previous"]:
+            previous = str(spec["previous"])
+        spec = {
+            **{k: v for k, v in spec.items() if k not in ("source",)},
+            "previous": previous,
+            "min_diff_pp": min_diff,
+        }
+    elif args.previous:
+        spec = {"criteria": [], "min_diff_pp": min_diff}
+    return spec, min_diff
+
+
+def _render(args, ws) -> int:
+    """``--render``: write the report from the newest executed notebook given."""
+    nb = newest_executed(args.render)
+    out = render_report(nb, ws.results)
+    print(
+        f"report: {out['report_html']} ({out['figures']} figures embedded, "
+        f"{len(out['toc'])} sections) and {out['report_md']}, from {nb}"
+    )
+    return 0
+
+
+def _check(args, ws) -> list:
+    """Recompute the condition tables (unless ``--check-only``) and check the criteria; the
+    failures."""
+    spec, min_diff = _criteria_spec(args)
+    kw = dict(n_resamples=args.n_resamples, seed=args.seed, level=args.level)
+    if not args.check_only:
+        written = cond.write_condition_tables(ws, min_diff_pp=min_diff, **kw)
+        print("condition tables: " + ", ".join(str(p) for p in written.values()))
+    return check_criteria(ws, spec, args.previous, **kw)
+
+
+def _print_failures(failures) -> None:
+    """The first 50 failures on stderr."""
+    print(f"criteria FAILED ({len(failures)}):", file=sys.stderr)
+    for f in failures[:50]:
+        print(f"  - {f['message']}", file=sys.stderr)
+    if len(failures) > 50:
+        print(f"  … and {len(failures) - 50} more", file=sys.stderr)
+
+
+def main(argv=None) -> int:
+    """``python -m aiplib.analysis.report``: render the report, or check criteria / regressions.
+
+    ``--render NOTEBOOK [NOTEBOOK ...]`` writes ``results/report.html`` and ``.md`` from the newest
+    of these that holds outputs (:func:`newest_executed`, :func:`render_report`). Otherwise the
+    condition tables are recomputed and written (unless ``--check-only``) and the criteria checked.
+
+    Exit status: 0 pass; :data:`EXIT_CRITERIA_FAILED` (3) when a criterion fails or a condition
+    got worse than the previous run; 1 on an aiplib error (missing scores or notebook, invalid
+    criteria file, runs that cannot be compared); 2 on bad arguments.
+    """
+    args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         ws = workspace(args.profile, data_root=args.data_root)
         if args.render:
-            nb = newest_executed(args.render)
-            out = render_report(nb, ws.results)
-            print(
-                f"report: {out['report_html']} ({out['figures']} figures embedded, "
-                f"{len(out['toc'])} sections) and {out['report_md']}, from {nb}"
-            )
-            return 0
-        spec = load_criteria(args.criteria) if args.criteria else None
-        min_diff = (
-            args.min_diff
-            if args.min_diff is not None
-            else (spec["min_diff_pp"] if spec else cond.DEFAULT_MIN_DIFF_PP)
-        )
-        if spec is not None:
-            spec = {
-                **{k: v for k, v in spec.items() if k not in ("source",)},
-                "previous": str(spec["previous"]) if spec["previous"] else None,
-                "min_diff_pp": min_diff,
-            }
-        elif args.previous:
-            spec = {"criteria": [], "min_diff_pp": min_diff}
-        kw = dict(n_resamples=args.n_resamples, seed=args.seed, level=args.level)
-        if not args.check_only:
-            written = cond.write_condition_tables(ws, min_diff_pp=min_diff, **kw)
-            print("condition tables: " + ", ".join(str(p) for p in written.values()))
-        failures = check_criteria(ws, spec, args.previous, **kw)
+            return _render(args, ws)
+        failures = _check(args, ws)
     except AiplibError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if failures:
-        print(f"criteria FAILED ({len(failures)}):", file=sys.stderr)
-        for f in failures[:50]:
-            print(f"  - {f['message']}", file=sys.stderr)
-        if len(failures) > 50:
-            print(f"  … and {len(failures) - 50} more", file=sys.stderr)
+        _print_failures(failures)
         return EXIT_CRITERIA_FAILED
     if args.criteria or args.previous:
         print("criteria passed")
