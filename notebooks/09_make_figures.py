@@ -73,10 +73,11 @@ read_tables = cond.read_condition_tables(ws.results)
 tables = {t: v for t, v in read_tables.items() if t in cond_paths}
 stale_tables = sorted(set(read_tables) - set(tables))
 if stale_tables:
-    print("not read (written by an earlier run, this run did not score the task):",
-          ", ".join(f"conditions_{t}.csv" for t in stale_tables))
+    tables_text = ("Not read (written by an earlier run; this run did not score the task): "
+                   + ", ".join(f"`conditions_{t}.csv`" for t in stale_tables) + ".")
 else:
-    print(f"condition tables read: {', '.join(tables)}")
+    tables_text = f"Condition tables read: {', '.join(f'`conditions_{t}.csv`' for t in tables)}."
+Markdown(tables_text)
 
 # %% tags=["report-hide"]
 import sys
