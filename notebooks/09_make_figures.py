@@ -49,6 +49,7 @@ from aiplib.analysis import conditions as cond
 from aiplib.analysis import paper
 from aiplib.analysis import report_tables as rt
 from aiplib.analysis import stats
+from aiplib.analysis.findings import findings, findings_lines
 from aiplib.analysis.provenance import model_records
 from aiplib.core.tasks import BASE_TASKS
 from aiplib.io.formats import load_scores
@@ -57,11 +58,26 @@ boot = dict(n_resamples=n_resamples, seed=seed)
 all_scores, descriptors, battery_info = paper.load_inputs(ws)  # every task's scores; descriptors, battery by bg_id
 kw = dict(boot, min_diff_pp=min_diff_pp)
 cond_paths = cond.write_condition_tables(ws, **kw)
-tables = {t: v for t, v in cond.read_condition_tables(ws.results).items() if t in cond_paths}
 scores = load_scores(ws, tasks=list(cond_paths))
 tabs = ws.tables_dir
 tabs.mkdir(parents=True, exist_ok=True)
 print(f"{len(cond_paths)} condition tables written under {ws.results}")
+
+# %% [markdown]
+# **Condition tables of this run only.** A `conditions_<task>.csv` that an earlier run left under
+# `results/tables/` for a task this run did not score is not read: its rows would belong to other
+# scores.
+
+# %%
+read_tables = cond.read_condition_tables(ws.results)
+tables = {t: v for t, v in read_tables.items() if t in cond_paths}
+stale_tables = sorted(set(read_tables) - set(tables))
+if stale_tables:
+    tables_text = ("Not read (written by an earlier run; this run did not score the task): "
+                   + ", ".join(f"`conditions_{t}.csv`" for t in stale_tables) + ".")
+else:
+    tables_text = f"Condition tables read: {', '.join(f'`conditions_{t}.csv`' for t in tables)}."
+Markdown(tables_text)
 
 # %% tags=["report-hide"]
 import sys
@@ -210,138 +226,19 @@ has_accents = not all_scores["asr"]["accent_group"].isna().all()
 t4, t4_rest = paper.table4_accent_dwer(all_scores, **boot) if has_accents else (None, None)  # Table 4, Figure 5
 t4a = paper.table4_accent_dwer_authors(all_scores) if has_accents else None
 t5 = paper.table5_prompt_steering_rer(all_scores, **boot)  # Table 5, Figure 6
-found = paper.findings(tables, ranking, table2=t2, table4=t4, table5=t5)
+found = findings(tables, ranking, table2=t2, table4=t4, table5=t5)
 found
 
 # %% [markdown]
 # ## Findings
 
 # %%
-NAME = {"asr": "ASR ΔWER", "kws": "KWS ΔAcc"}
-run_models = sorted({m for t in tables.values() for m in t["model"].unique()})
-several = len(run_models) > 1
-
-
-def has_ci(r):
-    return np.isfinite(r.ci_low) and np.isfinite(r.ci_high)
-
-
-def val(r, nd=1, unit=" pp"):
-    """The value (signed) with its interval when it has one."""
-    v = "–" if not np.isfinite(r.value) else f"{r.value:+.{nd}f}{unit}"
-    return v + (f" [{r.ci_low:+.{nd}f}, {r.ci_high:+.{nd}f}]" if has_ci(r) else "")
-
-
-def no_ci(rs):
-    """", no interval" when none of the rows has one (", no interval for some" when only some)."""
-    k = sum(not has_ci(r) for r in rs)
-    return "" if k == 0 else ", no interval" if k == len(rs) else ", no interval for some"
-
-
-def items(n, what="item"):
-    return f"{int(n)} {what}{'' if int(n) == 1 else 's'}"
-
-
-def pv(p):
-    return "–" if not np.isfinite(p) else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
-
-
-def who(r):
-    return f" for `{r.model}`" if several else ""
-
-
-def rows(finding, task=None):
-    f = found[found["finding"] == finding]
-    return list((f if task is None else f[f["task"] == task]).itertuples())
-
-
-lines = []
-over = [f"{NAME[t]} {val(r)}{who(r)} ({items(r.n)}{no_ci([r])}, p = {pv(r.p)}, *{r.verdict}*)"
-        for t in BASE_TASKS.values() for r in rows("overall", t)]
-if over:
-    lines.append(f"**Overall.** Over every background and SNR, the mean per-item change is {'; '.join(over)} "
-                 f"(+ = worse; 95 % bootstrap intervals over items, {n_resamples} resamples; p of the exact test). "
-                 + ("" if several else f"One model was scored (`{run_models[0]}`), so nothing here compares models. ")
-                 + "([Table R1](#table-r1))")
-trend = []
-for t in BASE_TASKS.values():
-    for model, g in found[(found["finding"] == "snr") & (found["task"] == t)].groupby("model"):
-        rs = list(g.sort_values("subject", ascending=False).itertuples())  # highest SNR first
-        if len(rs) < 2:
-            continue
-        d = np.diff([r.value for r in rs])
-        hi, lo = rs[0], rs[-1]
-        overlap = has_ci(hi) and has_ci(lo) and hi.ci_low <= lo.ci_high and lo.ci_low <= hi.ci_high
-        if (d == 0).all():
-            how = f"is {val(hi)} at every SNR"
-        elif (d >= 0).all() or (d <= 0).all():
-            how = (f"{'grows' if (d >= 0).all() else 'shrinks'} as the SNR falls, from {val(hi)} at {hi.subject:g} dB "
-                   f"to {val(lo)} at {lo.subject:g} dB" + (" (the two intervals overlap)" if overlap else ""))
-        else:
-            how = "does not change steadily with the SNR: " + ", ".join(f"{val(r)} at {r.subject:g} dB" for r in rs)
-        trend.append(f"{NAME[t]}{who(hi)} {how}{no_ci(rs)}")
-if trend:
-    lines.append(f"**SNR.** {'; '.join(trend)}. ([Tables R2](#table-r2), [R6](#table-r6), [Figure 7](#figure-7))")
-ranked = int(np.isfinite(ranking["mean_degradation_pp"].to_numpy(float)).sum())
-ends = {f: f"`{rs[0].subject}` (" + ", ".join(f"{NAME[r.task]} {val(r)}" for r in rs) + f"{no_ci(rs)})"
-        for f in ("most_harmful", "least_harmful") if (rs := rows(f))}
-if len(ends) == 2:
-    lines.append(f"**Backgrounds.** Of the {ranked} backgrounds ranked by the mean of ASR ΔWER and KWS ΔAcc "
-                 f"(pooled over models), {ends['most_harmful']} hurt most and {ends['least_harmful']} least. "
-                 "([Figure 4](#figure-4), [Table 3](#table-3))")
-desc = [f"{FAMILY[r.task]} `{r.subject}`, r_s = {val(r, 3, '')} ({items(r.n, 'background')}{no_ci([r])}, "
-        f"p_BH = {pv(r.p)})"
-        for r in rows("descriptor")]
-if desc:
-    lines.append("**Descriptors.** The descriptor with the strongest rank correlation with the mean degradation "
-                 f"(Spearman, across backgrounds, pooled over models): {'; '.join(desc)}. "
-                 "([Table 2](#table-2), [Figure 3](#figure-3))")
-acc = []
-for hi, lo in zip(rows("accent_high"), rows("accent_low")):
-    k = int((t4["model"] == hi.model).sum())
-    acc.append(f"{val(lo)} (`{lo.subject}`, {items(lo.n)}{no_ci([lo])}) to {val(hi)} (`{hi.subject}`, "
-               f"{items(hi.n)}{no_ci([hi])}) over {k} groups{who(hi)}" if k > 1 else
-               f"{val(hi)} in its one group `{hi.subject}` ({items(hi.n)}{no_ci([hi])}){who(hi)}")
-if acc:
-    lines.append(f"**Accents.** Mean of the items' ΔWER per accent group: {'; '.join(acc)}. "
-                 "([Table 4, ours](#table-4-ours), [Figure 5](#figure-5))")
-steer = []
-for r in rows("steering"):
-    flag = r.verdict if isinstance(r.verdict, str) else ""
-    if flag or not np.isfinite(r.value):
-        steer.append(f"{FAMILY[r.subject]} RER{who(r)} is flagged ({flag or 'not computable'}): "
-                     "the ratio does not measure a reduction")
-        continue
-    ci = f" [{r.ci_low:.2f}, {r.ci_high:.2f}]" if has_ci(r) else ""
-    side = (", its interval excludes 1" if has_ci(r) and (r.ci_high < 1 or r.ci_low > 1)
-            else ", its interval includes 1" if has_ci(r) else ", no interval")
-    below = "below" if r.value < 1 else "at or above"
-    steer.append(f"{FAMILY[r.subject]} RER{who(r)} {r.value:.2f}{ci} ({below} 1{side})")
-if steer:
-    lines.append("**Steering prompt.** The Residual Effect Ratio Δ(steering) / Δ(baseline) (below 1: less of the "
-                 f"noise effect is left with the prompt): {'; '.join(steer)}. "
-                 "([Table 5](#table-5), [Figure 6](#figure-6))")
-coarse = [", ".join(f"{items(max(r.n for r in rows('overall', t)), FAMILY[t] + ' item')}" for t in BASE_TASKS.values()
-                    if rows("overall", t)) + f", {items(len(ranking), 'background')}"]
-cnd = pd.concat([t[t["scope"] == "condition"] for t in tables.values()])
-n_coarse = int((cnd["coarse"].astype(str) == "True").sum()) if "coarse" in cnd else 0
-coarse.append(f"{n_coarse} of {len(cnd)} background × SNR conditions have fewer than {cond.COARSE_BELOW_ITEMS} "
-              f"items (*coarse*), {int((cnd['verdict'] == 'n/a').sum())} too few for a verdict")
-if t4 is not None and len(t4):
-    coarse.append(f"{int(t4['ci_low_pp'].isna().sum())} of {len(t4)} accent groups have no interval "
-                  f"(fewer than {stats.MIN_N_FOR_INTERVAL} items)")
-if t2 is not None and t2["ci_low"].isna().all():
-    coarse.append("no correlation has an interval (too few backgrounds)")
-left_csv = tabs / "failures_by_model_task.csv"
-left_out = pd.read_csv(left_csv) if left_csv.is_file() else None
-part = [] if left_out is None else [f"`{r.model}` × {r.task} left out {r.n_left_out} of {r.n_stimuli} stimuli"
-                                    for r in left_out.itertuples() if r.n_left_out > 0]
-coarse.append(f"a partial run: {'; '.join(part)}" if part else "every model × task covers its manifest")
-if not several:
-    coarse.append("one model")
-lines.append(f"**What is coarse.** {'; '.join(coarse)}.")
-lines.extend(rt.window_warnings(model_records(ws)))  # a run on the opt-in 15/20/30 s window says so
-display(Markdown("\n".join(f"- {line}" for line in lines)))
+left_out_csv = tabs / "failures_by_model_task.csv"
+left_out_table = pd.read_csv(left_out_csv) if left_out_csv.is_file() else None
+finding_lines = findings_lines(found, tables=tables, ranking=ranking, n_resamples=n_resamples, table2=t2,
+                               table4=t4, failures=left_out_table)
+finding_lines += rt.window_warnings(model_records(ws))  # a run on the opt-in 15/20/30 s window says so
+display(Markdown("\n".join(f"- {line}" for line in finding_lines)))
 
 # %% [markdown]
 # ## Coverage
@@ -564,13 +461,13 @@ points
 if points is None:
     display(Markdown("_No descriptors: Figure 2 not made._"))
 else:
-    top = list(dict.fromkeys(points["descriptor"]))
-    fig = Figure(figsize=(3.2 * max(len(top), 1), 5.8), layout="constrained")
-    axes = fig.subplots(2, max(len(top), 1), squeeze=False)
+    top_descriptors = list(dict.fromkeys(points["descriptor"]))
+    fig = Figure(figsize=(3.2 * max(len(top_descriptors), 1), 5.8), layout="constrained")
+    axes = fig.subplots(2, max(len(top_descriptors), 1), squeeze=False)
     for i, fam in enumerate(("asr", "kws")):
-        if not top:  # no descriptor has a correlation (too few backgrounds covered)
+        if not top_descriptors:  # no descriptor has a correlation (too few backgrounds covered)
             no_data(axes[i, 0], fam)
-        for j, desc in enumerate(top):
+        for j, desc in enumerate(top_descriptors):
             ax, p = axes[i, j], points[(points["family"] == fam) & (points["descriptor"] == desc)]
             x, y = p["x"].to_numpy(float), p["y_pp"].to_numpy(float)
             if not (np.isfinite(x) & np.isfinite(y)).any():
@@ -590,7 +487,7 @@ else:
             if j == 0:
                 ax.set_ylabel(DEG[fam])
             ax.grid(alpha=0.3)
-        if top:
+        if top_descriptors:
             category_legend(axes[i, -1], p["category"])
     publish(fig, "figure2_descriptor_regressions")
     coverage_mark("backgrounds")
@@ -714,8 +611,8 @@ else:
                 ax.text(xi, 0.02, "flagged" if fl else "n/a", ha="center", va="bottom", rotation=90)
     ax.axhline(1.0, color="k", lw=0.8, ls="--")
     ok = t5["base_flag"].fillna("").astype(str).eq("").to_numpy()
-    top = np.nanmax(np.r_[t5["ci_high"].to_numpy(float)[ok], t5["rer"].to_numpy(float)[ok], 1.0])
-    ax.set_ylim(min(0.0, np.nanmin(np.r_[t5["ci_low"].to_numpy(float)[ok], 0.0])), top * 1.25)
+    rer_top = np.nanmax(np.r_[t5["ci_high"].to_numpy(float)[ok], t5["rer"].to_numpy(float)[ok], 1.0])
+    ax.set_ylim(min(0.0, np.nanmin(np.r_[t5["ci_low"].to_numpy(float)[ok], 0.0])), rer_top * 1.25)
     ax.set_xticks(x, models, rotation=20, ha="right")
     ax.set_ylabel("RER = Δ(steering) / Δ(baseline)")
     ax.legend(frameon=False, ncol=2, loc="upper right")
@@ -858,7 +755,12 @@ rt.Table(inactive.assign(inactive_share=inactive["inactive_share"].round(3)))
 # one echo, a cut head or tail. A condition the local tools cannot run is listed with its reason,
 # never replaced.
 
-# %% tags=["report-hide"]
+# %% [markdown]
+# **Stale families are not shown.** A condition family whose scores a later run on changed inputs
+# left behind (its manifest or stimuli changed since it was scored) is named with its reason and
+# left out of Tables F1–F4 and Figure F1: its rows would describe other stimuli.
+
+# %%
 from aiplib.analysis import family_results as fr
 
 from aiplib.scoring.families import stale_reasons
@@ -927,10 +829,10 @@ if "asr" in family_scores["competing_speech"]:
 
     from aiplib.analysis.paper import save_figure
 
-    lines = fr.competing_figure_data(competing)
+    competing_lines = fr.competing_figure_data(competing)
     fig = Figure(figsize=(8.6, 3.4), layout="constrained")
     axes = fig.subplots(1, 2, sharex=True)
-    for i, g in lines.groupby("line"):
+    for i, g in competing_lines.groupby("line"):
         color, ls = colormaps["tab10"](i % 10), "--" if g["same_voice_control"].iloc[0] else "-"
         for ax, y, lo, hi in ((axes[0], "delta_wer_pp", "delta_wer_ci_low_pp", "delta_wer_ci_high_pp"),
                               (axes[1], "leak_pct", "leak_ci_low_pct", "leak_ci_high_pct")):
@@ -938,11 +840,11 @@ if "asr" in family_scores["competing_speech"]:
             ax.fill_between(g["snr_db"], g[lo], g[hi], color=color, alpha=0.12)  # the 95 % bootstrap band
         axes[1].plot(g["snr_db"], g["leak_floor_pct"], ":", lw=0.8, color=color)  # the leakage floor
     for ax, tag, ylab in zip(axes, "ab", ("ASR ΔWER (pp)", "leak words (% of hypothesis words)")):
-        ax.set_xticks(sorted(lines["snr_db"].unique()))
+        ax.set_xticks(sorted(competing_lines["snr_db"].unique()))
         ax.set_xlabel("SNR, target over distractor (dB)")
         ax.set_ylabel(ylab)
         ax.axhline(0, color="#999999", lw=0.6)
-        ax.set_title(f"({tag}) {lines['model'].iloc[0]}", loc="left")
+        ax.set_title(f"({tag}) {competing_lines['model'].iloc[0]}", loc="left")
     axes[1].legend(frameon=False, loc="best")
     save_figure(fig, ws.figures_dir, "figure_competing_speech")
     rt.show_figure(ws.results, "figure_competing_speech")
@@ -989,9 +891,9 @@ else:
 if previous:
     comparison = compare_runs(previous, ws, **kw)
     comparison.to_csv(tabs / "comparison.csv", index=False)
-    n = comparison[comparison["scope"] == "condition"]["verdict"].value_counts()
+    verdict_counts = comparison[comparison["scope"] == "condition"]["verdict"].value_counts()
     display(Markdown(f"Previous run: `{comparison.attrs.get('run_a')}`. Per background × SNR: "
-                     + ", ".join(f"{int(n.get(v, 0))} {v}" for v in cond.VERDICTS) + "."))
+                     + ", ".join(f"{int(verdict_counts.get(v, 0))} {v}" for v in cond.VERDICTS) + "."))
     display(rt.comparison_display(comparison))
 
 # %% [markdown]
@@ -1004,8 +906,7 @@ if previous:
 # %%
 from aiplib.scoring.failures import failure_markdown
 
-left_out = tabs / "failures_by_model_task.csv"
-Markdown(failure_markdown(pd.read_csv(left_out)) if left_out.is_file() else
+Markdown(failure_markdown(pd.read_csv(left_out_csv)) if left_out_csv.is_file() else
          "Stage 8 wrote no table of left-out stimuli (results/tables/failures_by_model_task.csv): re-run stage 8.")
 
 # %% [markdown]
@@ -1067,12 +968,12 @@ for task, t in tables.items():
                                    f"{noisy['snr_db'].nunique()} SNRs = {expect}")
 battery = read_battery_csv(ws.battery_csv)
 if (tabs / "table2_descriptor_correlations.csv").is_file() and battery is not None:
-    t2 = pd.read_csv(tabs / "table2_descriptor_correlations.csv")
+    t2_csv = pd.read_csv(tabs / "table2_descriptor_correlations.csv")
     n_bg = len(battery)
-    assert (t2["n"] <= n_bg).all(), f"table2: n up to {t2['n'].max()}, more than the {n_bg} backgrounds"
+    assert (t2_csv["n"] <= n_bg).all(), f"table2: n up to {t2_csv['n'].max()}, more than the {n_bg} backgrounds"
     covered_t2 = [all((m, task) in covered for m in (scores[task]["model"].unique() if model == "pooled" else [model]))
-                  if task in scores else False for model, task in zip(t2["model"], t2["task"])]
-    full = t2[covered_t2]
+                  if task in scores else False for model, task in zip(t2_csv["model"], t2_csv["task"])]
+    full = t2_csv[covered_t2]
     wrong = full[full["n"] != n_bg]
     first = wrong.iloc[0] if len(wrong) else None
     assert wrong.empty, f"table2 {first['task']}/{first['model']}/{first['descriptor']}: n {first['n']}, not the {n_bg} backgrounds"

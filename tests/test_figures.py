@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import logging
 
 import numpy as np
 import pandas as pd
@@ -11,6 +10,7 @@ from authors_schema import inference_line, write_manifest
 from paper_tables import write_tables
 
 from aiplib.analysis import paper, stats
+from aiplib.analysis.findings import FINDINGS_COLUMNS, findings, findings_lines
 from aiplib.core.errors import AiplibError
 from aiplib.core.tasks import KEYWORDS
 from aiplib.core.workspace import workspace
@@ -170,15 +170,43 @@ def test_figure7_leaves_out_qwen_in_panel_b(fake_ws):
     assert set(drawn.loc[drawn.family == "kws", "model"]) == {"tiny_en"}
 
 
-def test_steering_missing_is_skipped(tmp_path, caplog):
-    ws = make_fake_workspace(tmp_path, tasks=("asr", "kws"))
+def _notebook_09_text(nb_path) -> str:
+    """Every Markdown and stream output of an executed notebook, joined."""
+    import nbformat
+
+    nb = nbformat.read(nb_path, as_version=4)
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            parts.append(out.get("text", ""))
+            parts.append(out.get("data", {}).get("text/markdown", ""))
+    return "\n".join(parts)
+
+
+def test_notebook_09_skips_steering_and_accent_views_with_a_note(tmp_path):
+    """Notebook 09 on a run without steering tasks and without accent groups: Table 5, Figure 6,
+    Table 4 and Figure 5 are not made, and the notebook says so where they would be."""
+    from notebook_run import run_notebook
+
+    ws = make_fake_workspace(tmp_path / "data", tasks=("asr", "kws"))
+    man = pd.read_csv(ws.manifests / "asr.csv")
+    man["accent_group"] = ""
+    man["accent"] = ""
+    man.to_csv(ws.manifests / "asr.csv", index=False)
     score_inference(ws)
-    with caplog.at_level(logging.WARNING, logger="paper_tables"):
-        written = write_tables(ws, n_resamples=50)
-    assert "figure6_prompt_steering_rer.png" not in written
-    assert "table5_prompt_steering_rer.csv" not in written
-    assert len(written) == 5
-    assert "Figure 6 and Table 5 skipped" in caplog.text
+    out = run_notebook("09_make_figures", tmp_path / "09_make_figures.ipynb",
+                       parameters={"profile": ws.profile, "n_resamples": 20, "seed": 0},
+                       env={"AIP_DATA_ROOT": str(ws.root.parent), "AIP_PROFILE": ws.profile})
+    text = _notebook_09_text(out)
+    for note in ("_No steering scores: Table 5 not made._", "_No steering scores: Figure 6 not made._",
+                 "_No accents: Table 4 not made._", "_No ASR item has an accent group: Figure 5 not made._"):
+        assert note in text
+    made = {p.name for p in ws.tables_dir.iterdir()} | {p.name for p in ws.figures_dir.iterdir()}
+    for name in ("table5_prompt_steering_rer.csv", "figure6_prompt_steering_rer.png",
+                 "table4_accent_dwer.csv", "table4_accent_dwer_item_means.csv",
+                 "figure5_accent_degradation.png"):
+        assert name not in made
+    assert {"table3_descriptor_values.csv", "figure4_background_ranking.png"} <= made  # the rest is made
 
 
 def test_needs_asr_and_kws(tmp_path):
@@ -186,21 +214,6 @@ def test_needs_asr_and_kws(tmp_path):
     score_inference(ws)
     with pytest.raises(AiplibError, match="kws"):
         write_tables(ws)
-
-
-def test_no_accent_groups_skips_table4_with_a_note(tmp_path, caplog):
-    ws = make_fake_workspace(tmp_path, tasks=("asr", "kws"))
-    man = pd.read_csv(ws.manifests / "asr.csv")
-    man["accent_group"] = ""
-    man["accent"] = ""
-    man.to_csv(ws.manifests / "asr.csv", index=False)
-    score_inference(ws)
-    with caplog.at_level(logging.WARNING, logger="paper_tables"):
-        written = write_tables(ws, n_resamples=50)
-    assert "table4_accent_dwer.csv" not in written
-    assert "figure5_accent_degradation.png" not in written
-    assert "table3_descriptor_values.csv" in written               # Figure 4's order, made
-    assert "Table 4 and Figure 5 skipped" in caplog.text
 
 
 # ------------------------------------------------------------------ the authors' definitions
@@ -429,8 +442,8 @@ def test_findings_numbers_equal_the_tables_they_cite(fake_ws):
     t2 = paper.table2_descriptor_correlations(scores, desc, n_resamples=50)
     t4, _ = paper.table4_accent_dwer(scores, n_resamples=50)
     t5 = paper.table5_prompt_steering_rer(scores, n_resamples=50)
-    f = paper.findings(tables, ranking, table2=t2, table4=t4, table5=t5)
-    assert list(f.columns) == paper.FINDINGS_COLUMNS
+    f = findings(tables, ranking, table2=t2, table4=t4, table5=t5)
+    assert list(f.columns) == FINDINGS_COLUMNS
     assert set(f["finding"]) == {"overall", "snr", "most_harmful", "least_harmful", "descriptor", "accent_high",
                                  "accent_low", "steering"}
     for r in f.itertuples():
@@ -464,3 +477,102 @@ def test_findings_numbers_equal_the_tables_they_cite(fake_ws):
     least = f[f["finding"] == "least_harmful"]["subject"].unique()
     assert list(most) == [ranking.index[0]] and list(least) == [ranking.index[-1]]
     assert (f.loc[f["finding"] == "overall", "value"] > 0).all()                # noise hurts in the fake run
+
+
+def _sentence(lines, head):
+    """The one Findings line that starts with ``**<head>.**``."""
+    found = [line for line in lines if line.startswith(f"**{head}.**")]
+    assert len(found) == 1, (head, lines)
+    return found[0]
+
+
+def _pp(v, lo, hi, nd=1, unit=" pp"):
+    """A value with its interval as the Findings write it (no interval when a bound is missing)."""
+    text = f"{v:+.{nd}f}{unit}"
+    if np.isfinite(lo) and np.isfinite(hi):
+        text += f" [{lo:+.{nd}f}, {hi:+.{nd}f}]"
+    return text
+
+
+def test_findings_sentences_cite_the_numbers_of_the_csv_they_name(fake_ws):
+    """Each Findings sentence, built by aiplib from the tables, holds the numbers of the CSV its
+    link names, read back here from results/tables/ (not from the findings table)."""
+    from aiplib.analysis import conditions as cond
+
+    scores, desc, _ = paper.load_inputs(fake_ws)
+    cond.write_condition_tables(fake_ws, n_resamples=50, seed=0)
+    tabs = fake_ws.tables_dir
+    ranking = paper.background_ranking(scores, n_resamples=50)
+    made = {"table2_descriptor_correlations": paper.table2_descriptor_correlations(scores, desc, n_resamples=50),
+            "table4_accent_dwer_item_means": paper.table4_accent_dwer(scores, n_resamples=50)[0],
+            "table5_prompt_steering_rer": paper.table5_prompt_steering_rer(scores, n_resamples=50)}
+    for name, t in made.items():
+        t.to_csv(tabs / f"{name}.csv", index=False)
+    tables = cond.read_condition_tables(fake_ws.results)
+    failures = pd.DataFrame([{"model": MODELS[0], "task": "asr", "n_left_out": 3, "n_stimuli": 366}])
+    found = findings(tables, ranking, **{k: made[n] for k, n in (
+        ("table2", "table2_descriptor_correlations"), ("table4", "table4_accent_dwer_item_means"),
+        ("table5", "table5_prompt_steering_rer"))})
+    lines = findings_lines(found, tables=tables, ranking=ranking, n_resamples=50,
+                           table2=made["table2_descriptor_correlations"],
+                           table4=made["table4_accent_dwer_item_means"], failures=failures)
+    csv = {name: pd.read_csv(tabs / f"{name}.csv") for name in made}
+    names = {"asr": "ASR ΔWER", "kws": "KWS ΔAcc"}
+    # Overall and SNR: conditions_<task>.csv
+    overall = _sentence(lines, "Overall")
+    snr = _sentence(lines, "SNR")
+    assert "50 resamples" in overall and "(#table-r1)" in overall
+    for task in ("asr", "kws"):
+        c = pd.read_csv(tabs / f"conditions_{task}.csv")
+        for model in MODELS:
+            o = c[(c["scope"] == "overall") & (c["model"] == model)].iloc[0]
+            assert (f"{names[task]} {_pp(o.delta_pp, o.ci_low_pp, o.ci_high_pp)} for `{model}` "
+                    f"({int(o.n_items)} items") in overall
+            by_snr = c[(c["scope"] == "snr") & (c["model"] == model)].sort_values("snr_db")
+            lo = by_snr.iloc[0]
+            hi = by_snr.iloc[-1]
+            assert f"{_pp(hi.delta_pp, hi.ci_low_pp, hi.ci_high_pp)} at {hi.snr_db:g} dB" in snr
+            assert f"{_pp(lo.delta_pp, lo.ci_low_pp, lo.ci_high_pp)} at {lo.snr_db:g} dB" in snr
+    # Backgrounds: Figure 4's ranking, most harmful first
+    bgs = _sentence(lines, "Backgrounds")
+    first = ranking.iloc[0]
+    last = ranking.iloc[-1]
+    assert f"Of the {N_BG} backgrounds" in bgs
+    assert (f"`{ranking.index[0]}` (ASR ΔWER "
+            f"{_pp(first.asr_delta_wer_pp, first.asr_ci_low_pp, first.asr_ci_high_pp)}") in bgs
+    assert bgs.index(f"`{ranking.index[0]}`") < bgs.index("hurt most") < bgs.index(f"`{ranking.index[-1]}`")
+    assert f"KWS ΔAcc {_pp(last.kws_delta_acc_pp, last.kws_ci_low_pp, last.kws_ci_high_pp)}" in bgs
+    # Descriptors: table2_descriptor_correlations.csv, the pooled row of the largest |r_s|
+    dsc = _sentence(lines, "Descriptors")
+    t2 = csv["table2_descriptor_correlations"]
+    for task in ("asr", "kws"):
+        pooled = t2[(t2["task"] == task) & (t2["model"] == "pooled")]
+        r = pooled.loc[pooled["r_s"].abs().idxmax()]
+        assert (f"{task.upper()} `{r.descriptor}`, r_s = {_pp(r.r_s, r.ci_low, r.ci_high, 3, '')} "
+                f"({int(r.n)} backgrounds") in dsc
+    assert "(#table-2)" in dsc
+    # Accents: table4_accent_dwer_item_means.csv, per model the smallest to the largest group
+    acc = _sentence(lines, "Accents")
+    t4 = csv["table4_accent_dwer_item_means"]
+    for model in MODELS:
+        g = t4[t4["model"] == model]
+        lo = g.loc[g["item_mean_delta_wer_pp"].idxmin()]
+        hi = g.loc[g["item_mean_delta_wer_pp"].idxmax()]
+        assert (f"{lo.item_mean_delta_wer_pp:+.1f} pp (`{lo.accent_group}`, {int(lo.n_items)} items, no interval) "
+                f"to {hi.item_mean_delta_wer_pp:+.1f} pp (`{hi.accent_group}`, {int(hi.n_items)} items, "
+                f"no interval) over {len(g)} groups for `{model}`") in acc
+    # Steering: table5_prompt_steering_rer.csv
+    steer = _sentence(lines, "Steering prompt")
+    for r in csv["table5_prompt_steering_rer"].itertuples():
+        ci = f" [{r.ci_low:.2f}, {r.ci_high:.2f}]" if np.isfinite(r.ci_low) else ""
+        below = "below" if r.rer < 1 else "at or above"
+        assert f"{r.family.upper()} RER for `{r.model}` {r.rer:.2f}{ci} ({below} 1" in steer
+    # What is coarse: the condition rows of every table, the accent groups, the left-out stimuli
+    coarse = _sentence(lines, "What is coarse")
+    cnd = pd.concat([pd.read_csv(tabs / f"conditions_{t}.csv") for t in tables])
+    cnd = cnd[cnd["scope"] == "condition"]
+    assert f"{int(cnd['coarse'].sum())} of {len(cnd)} background × SNR conditions" in coarse
+    assert f"{int(t4['ci_low_pp'].isna().sum())} of {len(t4)} accent groups have no interval" in coarse
+    assert f"`{MODELS[0]}` × asr left out 3 of 366 stimuli" in coarse
+    assert f"{len(SENTENCES)} ASR items, {len(KWS_ITEMS)} KWS items, {N_BG} backgrounds" in coarse
+    assert "one model" not in coarse

@@ -31,21 +31,25 @@ def test_changed_distractor_audio_changes_the_resume_key(fam_ws):  # noqa: F811
     assert keys.stimulus_base(row, fam_ws, {}) != before
 
 
-def test_notebook05_cells_survive_a_suite_without_background(fam_ws):  # noqa: F811
+def test_notebook05_cells_survive_a_suite_without_background(fam_ws, capsys):  # noqa: F811
     """notebooks/05_build_manifests.py with suite=channel: ``manifests`` (background only) is
-    empty, and the excerpt cell ``manifests["asr"].head(6)`` raised KeyError."""
-    import ast
+    empty, and the excerpt cell ``manifests["asr"].head(6)`` raised KeyError. The notebook's own
+    code cells run here (after its parameters and workspace cells), on the test's workspace."""
     from pathlib import Path
 
-    by_family = build_family_manifests(fam_ws, "channel")
-    src = (Path(__file__).resolve().parents[1] / "notebooks" / "05_build_manifests.py").read_text()
-    cells = [c for c in src.split("# %%") if "manifests" in c and "build_family_manifests(" not in c
-             and "[markdown]" not in c and "tags=" not in c]
-    ns = dict(by_family=by_family, ws=fam_ws, display=lambda *a, **k: None, snrs=[10, 5, 0], seed_offset=0,
-              manifests={f: d for (cf, f), d in by_family.items() if cf == "background"})  # + the parameters' defaults
-    for cell in cells:
-        code = compile(ast.parse(cell), "<05 cell>", "exec")
-        exec(code, ns)  # noqa: S102
+    import jupytext
+
+    nb = jupytext.read(Path(__file__).resolve().parents[1] / "notebooks" / "05_build_manifests.py")
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    first = next(i for i, src in enumerate(code) if "build_family_manifests(" in src)
+    ns = {"display": lambda *a, **k: None}
+    exec(compile(code[0], "<05 parameters>", "exec"), ns)  # noqa: S102  (the defaults)
+    ns.update(suite="channel", ws=fam_ws, snrs=[10, 0])
+    for i, src in enumerate(code[first:], start=first):
+        exec(compile(src, f"<05 cell {i}>", "exec"), ns)  # noqa: S102
+    assert ns["manifests"] == {}                               # no background in this suite
+    assert ns["by_family"] and {cf for cf, _ in ns["by_family"]} == {"channel"}
+    assert "no background ASR manifest" in capsys.readouterr().out
 
 
 def test_same_voice_control_flag_does_not_depend_on_row_order():

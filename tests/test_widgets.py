@@ -201,23 +201,17 @@ def test_wav_bytes_float32_roundtrip_is_exact_and_pcm16_quantises(ws0):
         xd.wav_bytes(np.array([0.0, np.nan], dtype=np.float32))
 
 
-def log_mel(y, *, sr: int = 16000) -> np.ndarray:
-    """Log-mel power spectrogram of ``y`` with the figure's :data:`aiplib.explore.ui.MEL_SETTINGS`, dB
-    re its loudest bin, floored ``top_db`` below it (what the explorer's spectrograms draw)."""
-    import librosa
-
-    s = xu.MEL_SETTINGS
-    mel = librosa.feature.melspectrogram(y=y, sr=sr, n_fft=s["n_fft"], hop_length=s["hop_length"], n_mels=s["n_mels"],
-                                         fmin=s["fmin"], fmax=min(s["fmax"], sr / 2), power=2.0)
-    return librosa.power_to_db(mel, ref=np.max, top_db=s["top_db"]).astype(np.float32)
-
-
 def test_log_mel_shape_and_range():
+    """aiplib's own log-mel (the spectrograms the explorer draws): shape, dB scale shared by the
+    signals, floor, and a 1 kHz tone in the band around 1 kHz."""
     t = np.arange(16000) / 16000
     y = (0.5 * np.sin(2 * np.pi * 1000 * t)).astype(np.float32)
-    S = log_mel(y)
+    spectrograms = xu.log_mel_spectrograms({"tone": y, "quieter": 0.1 * y})
+    S = spectrograms["tone"]
     assert S.shape == (64, 1 + 16000 // 160)
-    assert S.max() == pytest.approx(0.0) and S.min() >= -80.0 - 1e-3
+    assert S.max() == pytest.approx(0.0, abs=1e-4) and S.min() >= -80.0 - 1e-3
+    # one scale: the quieter copy sits 20 dB (×0.1 in amplitude) below the tone
+    assert spectrograms["quieter"].max() == pytest.approx(-20.0, abs=0.01)
     # the 1 kHz tone's energy sits in the band around 1 kHz
     import librosa
 

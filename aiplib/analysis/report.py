@@ -41,15 +41,17 @@ _SKIP_TAGS = {"parameters", "injected-parameters", REPORT_HIDE_TAG}
 
 _CSS = """<style>
 body,nav.aip-toc,.jp-RenderedText pre{font-family:var(--jp-content-font-family)}
-nav.aip-toc{border:1px solid #ddd;background:#fafafa;padding:.4em 1.2em;margin:1em 0;font-size:14px}
+nav.aip-toc{border:1px solid #ddd;background:#fafafa;padding:.4em 1.2em;margin:1em 0;
+font-size:14px}
 nav.aip-toc ul{margin:.2em 0;padding-left:1.2em} nav.aip-toc li.h3{margin-left:1.2em;font-size:13px}
 .jp-RenderedText pre{font-size:14px;white-space:pre-wrap}
-div.aip-scroll{overflow-x:auto;max-width:100%} div.aip-scroll::-webkit-scrollbar{height:10px;background:#eee}
+div.aip-scroll{overflow-x:auto;max-width:100%}
+div.aip-scroll::-webkit-scrollbar{height:10px;background:#eee}
 div.aip-scroll::-webkit-scrollbar-thumb{background:#999;border-radius:5px}
 p.aip-wide{font-size:12px;color:#555;margin:.2em 0}
 table.tbl{border-collapse:collapse;font-size:12px} table.tbl td,table.tbl th{text-align:left;
-vertical-align:top;padding:3px 7px} td.num{white-space:nowrap} td.worse{color:#b00020;font-weight:600}
-td.better{color:#1b7d2c;font-weight:600} td.same{color:#666}
+vertical-align:top;padding:3px 7px} td.num{white-space:nowrap}
+td.worse{color:#b00020;font-weight:600} td.better{color:#1b7d2c;font-weight:600} td.same{color:#666}
 main{max-width:1250px;margin:auto}
 </style>"""
 
@@ -62,7 +64,8 @@ addEventListener("load", () => document.querySelectorAll("div.aip-scroll").forEa
   if (d.scrollWidth <= d.clientWidth + 1 || !hidden) return;
   const p = document.createElement("p");
   p.className = "aip-wide";
-  p.textContent = `\u2194 ${hidden} of ${th.length} columns are to the right: scroll the table sideways`;
+  p.textContent = `\u2194 ${hidden} of ${th.length} columns are to the right: ` +
+    "scroll the table sideways";
   d.before(p);
 }));
 </script>"""
@@ -71,36 +74,46 @@ addEventListener("load", () => document.querySelectorAll("div.aip-scroll").forEa
 _ABS_PATH = re.compile(r"(?<![\w.~/-])/[^\s'\"`<>]+")
 
 
+def _kept_outputs(outputs, *, body: bool, data_root: Path) -> list:
+    """A code cell's outputs as the report keeps them: stdout only from the body on, the pieces of
+    one print joined, local paths made shareable, blank text dropped."""
+    outs = []
+    for o in outputs:
+        if o.get("output_type") != "stream":
+            outs.append(o)
+            continue
+        if not body or o.get("name") != "stdout":
+            continue
+        if outs and outs[-1].get("output_type") == "stream":  # one print may arrive in pieces
+            outs[-1]["text"] += "".join(o["text"])
+            continue
+        o["text"] = "".join(o["text"])
+        outs.append(o)
+    kept = []
+    for o in outs:
+        if o.get("output_type") == "stream":
+            o["text"] = _ABS_PATH.sub(lambda m: shareable(m.group(0), data_root), o["text"])
+            if not o["text"].strip():
+                continue
+        kept.append(o)
+    return kept
+
+
 def _report_cells(nb, data_root: Path) -> list:
     """The cells that go into the report: no parameter or hidden cells, no code cell left without
     output. Printed text (stdout) is kept from the first ``## `` section on, one block per cell run
     of it (the pieces a kernel sends of one print are joined; blank text is dropped), its local
-    paths as
-    :func:`aiplib.analysis.provenance.shareable` writes them; stderr and the set-up cells' printed
-    text are the log."""
-    cells, body = [], False
+    paths as :func:`aiplib.analysis.provenance.shareable` writes them; stderr and the set-up cells'
+    printed text are the log."""
+    cells = []
+    body = False
     for c in nb.cells:
         if _SKIP_TAGS & set(c.get("metadata", {}).get("tags", [])):
             continue
         if c.cell_type == "markdown" and re.search(r"^## ", c.source, re.M):
             body = True
         if c.cell_type == "code":
-            outs = []
-            for o in c.get("outputs", []):
-                if o.get("output_type") == "stream":
-                    if not body or o.get("name") != "stdout":
-                        continue
-                    if (
-                        outs and outs[-1].get("output_type") == "stream"
-                    ):  # one print may arrive in pieces
-                        outs[-1]["text"] += "".join(o["text"])
-                        continue
-                    o["text"] = "".join(o["text"])
-                outs.append(o)
-            for o in outs:
-                if o.get("output_type") == "stream":
-                    o["text"] = _ABS_PATH.sub(lambda m: shareable(m.group(0), data_root), o["text"])
-            c.outputs = [o for o in outs if o.get("output_type") != "stream" or o["text"].strip()]
+            c.outputs = _kept_outputs(c.get("outputs", []), body=body, data_root=data_root)
             if not c.outputs:
                 continue
         cells.append(c)
@@ -159,6 +172,137 @@ def _slug(text: str) -> str:
     return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
 
 
+#: The nbconvert template of ``report.html`` (a folder shipped with the package: lab's template
+#: without remote scripts, with the report's head, table of contents, figure alt texts and tables).
+REPORT_TEMPLATE = Path(__file__).with_name("report_template")
+
+
+def _title(cells) -> str:
+    """The first ``# `` heading of the markdown cells (``AIP-Speech report`` when none)."""
+    for c in cells:
+        if c.cell_type != "markdown":
+            continue
+        m = re.search(r"^# (.+)$", c.source, re.M)
+        if m:
+            return m.group(1).strip()
+    return "AIP-Speech report"
+
+
+def _files_cell(results: Path):
+    """The last section: every CSV and PDF of ``results`` (relative paths), and the list."""
+    import nbformat
+
+    files = sorted(
+        p.relative_to(results).as_posix()
+        for p in results.rglob("*")
+        if p.is_file() and p.suffix in (".csv", ".pdf")
+    )
+    listing = "\n".join(f"- [{f}]({f})" for f in files) or "_(none)_"
+    cell = nbformat.v4.new_markdown_cell(
+        "## Files\n\nEvery table (CSV) and figure (PDF) of this run, relative to `results/` "
+        "(each has a JSON provenance sidecar of the same name):\n\n" + listing
+    )
+    return cell, files
+
+
+def _headings(cells) -> list[tuple[int, str, str]]:
+    """``(level, anchor, title)`` of the h2/h3 headings of the markdown cells, in order, with the
+    anchors nbconvert gives them (its ``markdown2html`` filter)."""
+    from xml.etree import ElementTree
+
+    from nbconvert.filters import markdown2html
+
+    toc = []
+    for c in cells:
+        if c.cell_type != "markdown":
+            continue
+        for line in c.source.splitlines():
+            m = re.match(r"(#{2,3}) (.+)$", line)
+            if not m:
+                continue
+            h = ElementTree.fromstring(markdown2html(line))
+            title = "".join(h.itertext()).removesuffix("¶").strip()
+            toc.append((len(m.group(1)), h.get("id"), html.escape(title, quote=False)))
+    return toc
+
+
+def _toc_html(toc) -> str:
+    """The table of contents as a ``nav`` (HTML)."""
+    items = "".join(f'<li class="h{lvl}"><a href="#{a}">{t}</a></li>' for lvl, a, t in toc)
+    return f'<nav class="aip-toc"><strong>Contents</strong><ul>{items}</ul></nav>'
+
+
+def _figure_stem(path) -> str:
+    """A figure's alt text: the stem of its file name."""
+    return Path(path).stem
+
+
+def _export_html(nb, toc) -> str:
+    """``report.html``'s text: the notebook through :data:`REPORT_TEMPLATE`, code hidden."""
+    from nbconvert import HTMLExporter
+
+    quiet = logging.getLogger("aiplib.analysis.report.nbconvert")
+    quiet.setLevel(logging.ERROR)
+    exporter = HTMLExporter(
+        template_name=REPORT_TEMPLATE.name,
+        extra_template_basedirs=[str(REPORT_TEMPLATE.parent)],
+        exclude_input=True,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+        log=quiet,
+    )
+    exporter.register_filter("aip_tables", _nowrap_numbers)
+    exporter.register_filter("aip_stem", _figure_stem)
+    resources = {"aip_head": _CSS + _WIDE_JS, "aip_toc": _toc_html(toc)}
+    body, _ = exporter.from_notebook_node(nb, resources=resources)
+    return body
+
+
+def _markdown(nb, toc, results: Path) -> str:
+    """``report.md``'s text: markdown cells as written (the contents after the first), outputs as
+    :func:`_output_markdown` writes them."""
+    parts = []
+    for i, c in enumerate(nb.cells):
+        if c.cell_type == "markdown":
+            parts.append(c.source.strip())
+            if i == 0 and toc:
+                lines = []
+                for lvl, _anchor, t in toc:
+                    indent = "  " if lvl == 3 else ""
+                    lines.append(f"{indent}- [{t}](#{_slug(t)})")
+                parts.append("\n".join(lines))
+        elif c.cell_type == "code":
+            for k, o in enumerate(c.outputs):
+                text = _output_markdown(o, results, f"cell{i}_{k}")
+                if text:
+                    parts.append(text)
+    return "\n\n".join(parts) + "\n"
+
+
+def _n_figures(nb) -> int:
+    """How many ``image/png`` outputs the notebook holds (each embedded in the page)."""
+    n = 0
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        for o in c.outputs:
+            if "image/png" in o.get("data", {}):
+                n += 1
+    return n
+
+
+def _read_executed(executed_nb: Path):
+    """The executed notebook; raises :class:`AiplibError` if missing or without outputs."""
+    import nbformat
+
+    if not executed_nb.is_file():
+        raise AiplibError(f"{executed_nb} does not exist: run stage 9 first (make 09)")
+    nb = nbformat.read(executed_nb, as_version=4)
+    if not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
+        raise AiplibError(f"{executed_nb} has no outputs: render the executed copy of notebook 09")
+    return nb
+
+
 def render_report(executed_nb, results_dir) -> dict:
     """Render ``report.html`` and ``report.md`` into ``results_dir`` (linking its files relatively)
     from ``executed_nb``, notebook 09 executed by papermill
@@ -173,121 +317,37 @@ def render_report(executed_nb, results_dir) -> dict:
     AiplibError
         If the notebook does not exist or holds no executed output (run stage 9 first).
 
-    HTML: nbconvert's ``HTMLExporter`` (lab template, code hidden), every ``image/png`` a ``data:``
-    URI, the template's remote scripts removed; a table of contents after the first cell and a last
-    section linking every CSV/PDF; printed notes as :func:`_report_cells` keeps them; table cells
-    that hold a number do not wrap and every table scrolls sideways in its own box. Markdown:
-    markdown cells as written, outputs as ``text/markdown``
-    (:class:`aiplib.analysis.report_tables.Table`), figures linked by their output metadata
-    ``aip_file``.
+    HTML: nbconvert's ``HTMLExporter`` with the template :data:`REPORT_TEMPLATE` (lab's, code
+    hidden, no remote scripts), every ``image/png`` a ``data:`` URI with its file name as alt text;
+    a table of contents after the first cell and a last section linking every CSV/PDF; printed
+    notes as :func:`_report_cells` keeps them; table cells that hold a number do not wrap and every
+    table scrolls sideways in its own box. Markdown: markdown cells as written, outputs as
+    ``text/markdown`` (:class:`aiplib.analysis.report_tables.Table`), figures linked by their
+    output metadata ``aip_file``.
     """
-    import nbformat
-    from nbconvert import HTMLExporter
-
-    executed_nb, results = Path(executed_nb), Path(results_dir)
-    if not executed_nb.is_file():
-        raise AiplibError(f"{executed_nb} does not exist: run stage 9 first (make 09)")
-    nb = nbformat.read(executed_nb, as_version=4)
-    if not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
-        raise AiplibError(f"{executed_nb} has no outputs: render the executed copy of notebook 09")
+    executed_nb = Path(executed_nb)
+    results = Path(results_dir)
+    nb = _read_executed(executed_nb)
     nb.cells = _report_cells(nb, results.parent.parent)
     results.mkdir(parents=True, exist_ok=True)
-    files = sorted(
-        p.relative_to(results).as_posix()
-        for p in results.rglob("*")  # every CSV and PDF
-        if p.is_file() and p.suffix in (".csv", ".pdf")
-    )
-    title = next(
-        (
-            m.group(1).strip()
-            for c in nb.cells
-            if c.cell_type == "markdown"
-            for m in [re.search(r"^# (.+)$", c.source, re.M)]
-            if m
-        ),
-        "AIP-Speech report",
-    )
-    nb.cells.append(
-        nbformat.v4.new_markdown_cell(
-            "## Files\n\nEvery table (CSV) and figure (PDF) of this run, relative to `results/` "
-            "(each has a JSON provenance sidecar of the same name):\n\n"
-            + ("\n".join(f"- [{f}]({f})" for f in files) or "_(none)_")
-        )
-    )
-    nb.metadata["title"] = title
-
-    quiet = logging.getLogger("aiplib.analysis.report.nbconvert")  # alt texts are set below
-    quiet.setLevel(logging.ERROR)
-    exporter = HTMLExporter(
-        template_name="lab",
-        exclude_input=True,
-        exclude_input_prompt=True,
-        exclude_output_prompt=True,
-        log=quiet,
-    )
-    body, _ = exporter.from_notebook_node(nb)
-    body = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", body)
-    alts = iter(
-        [
-            o.get("metadata", {}).get("aip_file", "figure")
-            for c in nb.cells
-            if c.cell_type == "code"
-            for o in c.outputs
-            if "image/png" in o.get("data", {})
-        ]
-    )
-    body = re.sub(
-        r'alt="No description has been provided for this image"',
-        lambda m: f'alt="{html.escape(Path(next(alts, "figure")).stem)}"',
-        body,
-    )
-    toc = [
-        (int(lvl), anchor, re.sub(r"<[^>]+>", "", text).strip())
-        for lvl, anchor, text in re.findall(
-            r'<h([23]) id="([^"]+)">(.*?)<a class="anchor-link"', body, flags=re.S
-        )
-    ]
-    nav = (
-        '<nav class="aip-toc"><strong>Contents</strong><ul>'
-        + "".join(f'<li class="h{lvl}"><a href="#{a}">{t}</a></li>' for lvl, a, t in toc)
-        + "</ul></nav>"
-    )
-    cells_at = [m.start() for m in re.finditer(r'<div class="jp-Cell ', body)]
-    at = cells_at[1] if len(cells_at) > 1 else body.find("</main>")
-    body = body[:at] + nav + "\n" + body[at:]
-    body = _nowrap_numbers(body).replace("</head>", _CSS + _WIDE_JS + "\n</head>", 1)
+    files_cell, files = _files_cell(results)
+    nb.cells.append(files_cell)
+    nb.metadata["title"] = _title(nb.cells)
+    toc = _headings(nb.cells)
+    if nb.cells:
+        nb.cells[0].metadata["aip_toc_after"] = True
     html_path = results / "report.html"
-    html_path.write_text(body, encoding="utf-8")
-
-    parts = []
-    for i, c in enumerate(nb.cells):
-        if c.cell_type == "markdown":
-            parts.append(c.source.strip())
-            if i == 0 and toc:
-                parts.append(
-                    "\n".join(
-                        ("  " if lvl == 3 else "") + f"- [{t}](#{_slug(t)})" for lvl, _, t in toc
-                    )
-                )
-        elif c.cell_type == "code":
-            parts += [
-                s
-                for k, o in enumerate(c.outputs)
-                if (s := _output_markdown(o, results, f"cell{i}_{k}"))
-            ]
+    html_path.write_text(_export_html(nb, toc), encoding="utf-8")
     md_path = results / "report.md"
-    md_path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
-
-    sidecar = (
-        write_sidecar(md_path, root=results, provenance=read_provenance(results))
-        if (results / "provenance.json").is_file()
-        else None
-    )
+    md_path.write_text(_markdown(nb, toc, results), encoding="utf-8")
+    sidecar = None
+    if (results / "provenance.json").is_file():
+        sidecar = write_sidecar(md_path, root=results, provenance=read_provenance(results))
     return {
         "report_html": html_path,
         "report_md": md_path,
         "toc": toc,
-        "figures": len(re.findall(r'<img[^>]*\ssrc="data:image/png;base64,', body)),
+        "figures": _n_figures(nb),
         "files": files,
         "sidecar": sidecar,
     }
@@ -314,23 +374,15 @@ def newest_executed(paths) -> Path:
     ]
     if not found:
         raise AiplibError(
-            f"none of {', '.join(map(str, paths))} holds executed output: run stage 9 first (make 09)"
+            f"none of {', '.join(map(str, paths))} holds executed output: "
+            "run stage 9 first (make 09)"
         )
     return max(found, key=lambda p: p.stat().st_mtime_ns)
 
 
 # ------------------------------------------------------------------------------------------ CLI
-def main(argv=None) -> int:
-    """``python -m aiplib.analysis.report``: render the report, or check criteria / regressions.
-
-    ``--render NOTEBOOK [NOTEBOOK ...]`` writes ``results/report.html`` and ``.md`` from the newest
-    of these that holds outputs (:func:`newest_executed`, :func:`render_report`). Otherwise the
-    condition tables are recomputed and written (unless ``--check-only``) and the criteria checked.
-
-    Exit status: 0 pass; :data:`EXIT_CRITERIA_FAILED` (3) when a criterion fails or a condition
-    got worse than the previous run; 1 on an aiplib error (missing scores or notebook, invalid
-    criteria file, runs that cannot be compared); 2 on bad arguments.
-    """
+def _parser() -> argparse.ArgumentParser:
+    """The command line of :func:`main`."""
     ap = argparse.ArgumentParser(
         prog="python -m aiplib.analysis.report",
         description="Render results/report.html and "
@@ -372,46 +424,89 @@ def main(argv=None) -> int:
         action="store_true",
         help="do not recompute the condition tables; check the existing ones",
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _criteria_spec(args) -> tuple[dict | None, float]:
+    """The criteria to check (None: none given) and the minimum change in pp (the command line's,
+    else the criteria file's, else the default)."""
+    spec = None
+    if args.criteria:
+        spec = load_criteria(args.criteria)
+    if args.min_diff is not None:
+        min_diff = args.min_diff
+    elif spec:
+        min_diff = spec["min_diff_pp"]
+    else:
+        min_diff = cond.DEFAULT_MIN_DIFF_PP
+    if spec is not None:
+        previous = None
+        if spec["previous"]:
+            previous = str(spec["previous"])
+        spec = {
+            **{k: v for k, v in spec.items() if k not in ("source",)},
+            "previous": previous,
+            "min_diff_pp": min_diff,
+        }
+    elif args.previous:
+        spec = {"criteria": [], "min_diff_pp": min_diff}
+    return spec, min_diff
+
+
+def _render(args, ws) -> int:
+    """``--render``: write the report from the newest executed notebook given."""
+    nb = newest_executed(args.render)
+    out = render_report(nb, ws.results)
+    print(
+        f"report: {out['report_html']} ({out['figures']} figures embedded, "
+        f"{len(out['toc'])} sections) and {out['report_md']}, from {nb}"
+    )
+    return 0
+
+
+def _check(args, ws) -> list:
+    """Recompute the condition tables (unless ``--check-only``) and check the criteria; the
+    failures."""
+    spec, min_diff = _criteria_spec(args)
+    kw = dict(n_resamples=args.n_resamples, seed=args.seed, level=args.level)
+    if not args.check_only:
+        written = cond.write_condition_tables(ws, min_diff_pp=min_diff, **kw)
+        print("condition tables: " + ", ".join(str(p) for p in written.values()))
+    return check_criteria(ws, spec, args.previous, **kw)
+
+
+def _print_failures(failures) -> None:
+    """The first 50 failures on stderr."""
+    print(f"criteria FAILED ({len(failures)}):", file=sys.stderr)
+    for f in failures[:50]:
+        print(f"  - {f['message']}", file=sys.stderr)
+    if len(failures) > 50:
+        print(f"  … and {len(failures) - 50} more", file=sys.stderr)
+
+
+def main(argv=None) -> int:
+    """``python -m aiplib.analysis.report``: render the report, or check criteria / regressions.
+
+    ``--render NOTEBOOK [NOTEBOOK ...]`` writes ``results/report.html`` and ``.md`` from the newest
+    of these that holds outputs (:func:`newest_executed`, :func:`render_report`). Otherwise the
+    condition tables are recomputed and written (unless ``--check-only``) and the criteria checked.
+
+    Exit status: 0 pass; :data:`EXIT_CRITERIA_FAILED` (3) when a criterion fails or a condition
+    got worse than the previous run; 1 on an aiplib error (missing scores or notebook, invalid
+    criteria file, runs that cannot be compared); 2 on bad arguments.
+    """
+    args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         ws = workspace(args.profile, data_root=args.data_root)
         if args.render:
-            nb = newest_executed(args.render)
-            out = render_report(nb, ws.results)
-            print(
-                f"report: {out['report_html']} ({out['figures']} figures embedded, "
-                f"{len(out['toc'])} sections) and {out['report_md']}, from {nb}"
-            )
-            return 0
-        spec = load_criteria(args.criteria) if args.criteria else None
-        min_diff = (
-            args.min_diff
-            if args.min_diff is not None
-            else (spec["min_diff_pp"] if spec else cond.DEFAULT_MIN_DIFF_PP)
-        )
-        if spec is not None:
-            spec = {
-                **{k: v for k, v in spec.items() if k not in ("source",)},
-                "previous": str(spec["previous"]) if spec["previous"] else None,
-                "min_diff_pp": min_diff,
-            }
-        elif args.previous:
-            spec = {"criteria": [], "min_diff_pp": min_diff}
-        kw = dict(n_resamples=args.n_resamples, seed=args.seed, level=args.level)
-        if not args.check_only:
-            written = cond.write_condition_tables(ws, min_diff_pp=min_diff, **kw)
-            print("condition tables: " + ", ".join(str(p) for p in written.values()))
-        failures = check_criteria(ws, spec, args.previous, **kw)
+            return _render(args, ws)
+        failures = _check(args, ws)
     except AiplibError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if failures:
-        print(f"criteria FAILED ({len(failures)}):", file=sys.stderr)
-        for f in failures[:50]:
-            print(f"  - {f['message']}", file=sys.stderr)
-        if len(failures) > 50:
-            print(f"  … and {len(failures) - 50} more", file=sys.stderr)
+        _print_failures(failures)
         return EXIT_CRITERIA_FAILED
     if args.criteria or args.previous:
         print("criteria passed")

@@ -29,7 +29,9 @@ from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import (
     BASE_TASKS,
     CONDITION_FAMILIES,
+    DEFAULT_SUITE,
     TASK_FAMILIES,
+    TaskFamily,
     check_family,
     task_family,
 )
@@ -71,7 +73,8 @@ def _read(path: str, kind: str, stamp: tuple) -> pd.DataFrame:
 
 
 def _cached(path: Path, kind: str) -> pd.DataFrame | None:
-    if not (p := Path(path)).is_file():
+    p = Path(path)
+    if not p.is_file():
         return None
     st = p.stat()
     return _read(str(path), kind, (st.st_mtime_ns, st.st_size))
@@ -90,7 +93,8 @@ def _scores(ws, task: str) -> pd.DataFrame | None:
 
 
 def _need_manifest(ws, family: str) -> pd.DataFrame:
-    if (m := manifest(ws, family)) is None:
+    m = manifest(ws, family)
+    if m is None:
         raise FileNotFoundError(
             f"{ws.manifest_csv(family)}: manifest not found; run stage 05_build_manifests first"
         )
@@ -131,7 +135,8 @@ def available_models(ws, task: str) -> list[str]:
     """Models with results for ``task`` (``inference/<model>/<task>.jsonl`` or named in the score
     file), sorted; empty before inference."""
     models = {p.parent.name for p in Path(ws.inference).glob(f"*/{task}.jsonl")}
-    if (sc := _scores(ws, task)) is not None and "model" in sc.columns:
+    sc = _scores(ws, task)
+    if sc is not None and "model" in sc.columns:
         models |= set(sc["model"].astype(str))
     return sorted(models)
 
@@ -144,29 +149,87 @@ def _nan(v) -> float:
         return float("nan")
 
 
-_ASR_KEYS = ("wer", "substitutions", "deletions", "insertions", "ref_words")
-_UNKNOWN = {
-    "asr": dict(
-        dict.fromkeys(("wer", "clean_wer", "delta_wer", *_ASR_KEYS[1:]), math.nan), is_loop=None
-    ),
-    "kws": dict(first_word=None, correct=None, clean_correct=None, delta_acc=math.nan),
+#: Per-row counts an error-rate score row carries beside its measure (S, D, I and the reference
+#: words the rate is over).
+_ERROR_COUNTS = ("substitutions", "deletions", "insertions", "ref_words")
+
+
+def _unknown_error_rate(spec: TaskFamily) -> dict:
+    """The error-rate fields of :func:`lookup_response` before a score is found."""
+    out = {spec.measure: math.nan, f"clean_{spec.measure}": math.nan}
+    out[spec.degradation_column] = math.nan
+    for k in _ERROR_COUNTS:
+        out[k] = math.nan
+    out["is_loop"] = None
+    return out
+
+
+def _unknown_binary(spec: TaskFamily) -> dict:
+    """The binary (keyword) fields of :func:`lookup_response` before a score is found."""
+    out = {"first_word": None, spec.measure: None, f"clean_{spec.measure}": None}
+    out[spec.degradation_column] = math.nan
+    return out
+
+
+def _fill_error_rate(out: dict, spec: TaskFamily, r, c) -> None:
+    """Copy an error-rate score row ``r`` and its clean row ``c`` (None when missing)."""
+    if r is not None:
+        for k in (spec.measure, *_ERROR_COUNTS):
+            out[k] = _nan(r.get(k))
+        loop = formats.parse_bool(r.get("is_loop"))
+        if loop is pd.NA:
+            out["is_loop"] = None
+        else:
+            out["is_loop"] = loop
+    if c is not None:
+        out[f"clean_{spec.measure}"] = _nan(c.get(spec.measure))
+
+
+def _fill_binary(out: dict, spec: TaskFamily, r, c) -> None:
+    """Copy a binary (keyword) score row ``r`` and its clean row ``c`` (None when missing)."""
+    if r is not None:
+        out["first_word"] = str(r.get("first_word", ""))
+        out[spec.measure] = bool(_nan(r.get(spec.measure)) == 1)
+    if c is not None:
+        out[f"clean_{spec.measure}"] = bool(_nan(c.get(spec.measure)) == 1)
+
+
+def _score_wer(reference: str, text: str, is_target: bool) -> dict:
+    """Stage 8's ASR row score of one response."""
+    return score_asr_row(reference, text)
+
+
+def _score_first_word(reference: str, text: str, is_target: bool) -> dict:
+    """Stage 8's keyword row score of one response (its first word against the label)."""
+    return score_kws_row(text, reference, is_target)
+
+
+#: What :func:`lookup_response` fills per ``TaskFamily.measure_kind``: the fields before a score is
+#: found, and how a score row and its clean row are copied in.
+_BY_KIND = {
+    "error_rate": (_unknown_error_rate, _fill_error_rate),
+    "binary": (_unknown_binary, _fill_binary),
 }
 
+#: Stage 8's row scorer per ``TaskFamily.scoring`` name (reference, response, is_target → dict).
+_ROW_SCORERS = {"wer": _score_wer, "kws_first_word": _score_first_word}
 
-def _fill(out: dict, fam: str, r, c) -> None:
+
+def _fill(out: dict, spec: TaskFamily, r, c) -> None:
     """Copy a score row ``r`` and its clean row ``c`` (None when missing) into
     :func:`lookup_response`'s ``out``."""
-    if r is not None and fam == "asr":
-        loop = formats.parse_bool(r.get("is_loop"))
-        out.update({k: _nan(r.get(k)) for k in _ASR_KEYS}, is_loop=None if loop is pd.NA else loop)
-    elif r is not None:
-        out.update(
-            first_word=str(r.get("first_word", "")), correct=bool(_nan(r.get("correct")) == 1)
-        )
-    if c is not None and fam == "asr":
-        out["clean_wer"] = _nan(c.get("wer"))
-    elif c is not None:
-        out["clean_correct"] = bool(_nan(c.get("correct")) == 1)
+    fill = _BY_KIND[spec.measure_kind][1]
+    fill(out, spec, r, c)
+
+
+def _degradation(out: dict, spec: TaskFamily) -> float:
+    """The pair's degradation from the filled clean and noisy measures (NaN when one is
+    missing)."""
+    clean = out[f"clean_{spec.measure}"]
+    noisy = out[spec.measure]
+    if clean is None or noisy is None:
+        return math.nan
+    return float(spec.degradation(clean, noisy))
 
 
 def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
@@ -189,76 +252,114 @@ def lookup_response(ws, model: str, task: str, stimulus_id: str) -> dict:
         If ``stimulus_id`` is not in the manifest or the task name is unknown.
     """
     fam = task_family(task)
+    spec = TASK_FAMILIES[fam]
     man = _need_manifest(ws, fam)
     if stimulus_id not in man.index:
         raise AiplibParameterError(f"stimulus {stimulus_id!r} is not in manifests/{fam}.csv")
     mrow = man.loc[stimulus_id]
-    item_id, bg_id = str(mrow["item_id"]), str(mrow["bg_id"])
+    out = _blank_result(man, mrow, spec, model=model, task=task, stimulus_id=stimulus_id)
+    clean_id = _clean_id(man, out["item_id"])
+    if model and _fill_from_scores(out, ws, spec, clean_id):
+        return out
+    if model:
+        _fill_from_inference(out, ws, spec, clean_id, is_target=bool(mrow.get("is_target", True)))
+    return out
+
+
+def _clean_id(man: pd.DataFrame, item_id: str) -> str:
+    """The stimulus id of the item's clean row (``<item>_clean`` when the manifest has none)."""
     is_clean = (man["item_id"] == item_id) & (man["bg_id"] == "clean")
-    clean_id = str(man.index[is_clean][0]) if is_clean.any() else f"{item_id}_clean"
+    if is_clean.any():
+        return str(man.index[is_clean][0])
+    return f"{item_id}_clean"
+
+
+def _blank_result(man, mrow, spec: TaskFamily, *, model, task, stimulus_id) -> dict:
+    """:func:`lookup_response`'s result before a response is found."""
     out = dict(
         found=False,
         source=None,
         model=model,
         task=task,
-        family=fam,
+        family=spec.name,
         stimulus_id=stimulus_id,
-        item_id=item_id,
-        bg_id=bg_id,
+        item_id=str(mrow["item_id"]),
+        bg_id=str(mrow["bg_id"]),
         snr_db=_nan(mrow["snr_db"]),
         reference=str(mrow["reference"]),
         response=None,
         error=None,
         clean_response=None,
-        **_UNKNOWN[fam],
     )
-    delta, noisy = TASK_FAMILIES[fam].degradation_column, bg_id != "clean"
+    unknown = _BY_KIND[spec.measure_kind][0]
+    out.update(unknown(spec))
+    return out
 
-    if (sc := _scores(ws, task)) is not None and model:
-        sub = sc[
-            (sc["model"].astype(str) == model) & sc["stimulus_id"].isin([stimulus_id, clean_id])
-        ]
-        sub = sub.drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id")
-        r, c = (sub.loc[i] if i in sub.index else None for i in (stimulus_id, clean_id))
-        if r is not None:
-            # the text that was scored (after stage 8's response_cleanup, when one was applied)
-            clean_text = None
-            if c is not None:
-                clean_text = _scored_text(c)
-            out.update(
-                found=True, source="scores", response=_scored_text(r), clean_response=clean_text
-            )
-            _fill(out, fam, r, c)
-            out[delta] = _nan(r.get(delta)) if noisy else math.nan
-            return out
 
-    res = _cached(ws.inference_jsonl(model, task), "results") if model else None
+def _fill_from_scores(out: dict, ws, spec: TaskFamily, clean_id: str) -> bool:
+    """Fill ``out`` from ``results/scores/<task>.csv``; False when it lacks the stimulus."""
+    sc = _scores(ws, out["task"])
+    if sc is None:
+        return False
+    stimulus_id = out["stimulus_id"]
+    picked = (sc["model"].astype(str) == out["model"]) & sc["stimulus_id"].isin(
+        [stimulus_id, clean_id]
+    )
+    sub = sc[picked].drop_duplicates("stimulus_id", keep="last").set_index("stimulus_id")
+    if stimulus_id not in sub.index:
+        return False
+    r = sub.loc[stimulus_id]
+    c = None
+    clean_text = None
+    if clean_id in sub.index:
+        c = sub.loc[clean_id]
+        # the text that was scored (after stage 8's response_cleanup, when one was applied)
+        clean_text = _scored_text(c)
+    out.update(found=True, source="scores", response=_scored_text(r), clean_response=clean_text)
+    _fill(out, spec, r, c)
+    delta = spec.degradation_column
+    if out["bg_id"] != "clean":
+        out[delta] = _nan(r.get(delta))
+    else:
+        out[delta] = math.nan
+    return True
+
+
+def _fill_from_inference(out: dict, ws, spec: TaskFamily, clean_id: str, *, is_target: bool):
+    """Fill ``out`` from ``inference/<model>/<task>.jsonl``, scored here with stage 8's row
+    functions; unchanged when the file lacks the stimulus."""
+    res = _cached(ws.inference_jsonl(out["model"], out["task"]), "results")
+    stimulus_id = out["stimulus_id"]
     if res is None or stimulus_id not in res.index:
-        return out
-    r, c = res.loc[stimulus_id], res.loc[clean_id] if clean_id in res.index else None
+        return
+    r = res.loc[stimulus_id]
+    c = None
+    if clean_id in res.index:
+        c = res.loc[clean_id]
     c_ok = c is not None and not formats.is_error_row(c)
+    error = None
+    if not (pd.isna(r["error"]) or r["error"] == ""):
+        error = str(r["error"])
+    clean_response = None
+    if c_ok:
+        clean_response = str(c["raw"])
     out.update(
         found=True,
         source="inference",
         response=str(r["raw"]),
-        clean_response=str(c["raw"]) if c_ok else None,
-        error=None if pd.isna(r["error"]) or r["error"] == "" else str(r["error"]),
+        clean_response=clean_response,
+        error=error,
     )
-    ref, is_target = out["reference"], bool(mrow.get("is_target", True))
-    score = lambda text: (
-        score_asr_row(ref, text) if fam == "asr" else score_kws_row(text, ref, is_target)
-    )  # noqa: E731
-    _fill(
-        out,
-        fam,
-        None if formats.is_error_row(r) else score(out["response"]),
-        score(out["clean_response"]) if c_ok else None,
-    )
-    if noisy and fam == "asr":
-        out["delta_wer"] = out["wer"] - out["clean_wer"]
-    elif noisy and out["correct"] is not None and out["clean_correct"] is not None:
-        out["delta_acc"] = float(int(out["clean_correct"]) - int(out["correct"]))
-    return out
+    score = _ROW_SCORERS[spec.scoring]
+    scored = None
+    if not formats.is_error_row(r):
+        scored = score(out["reference"], out["response"], is_target)
+    clean_scored = None
+    if c_ok:
+        clean_scored = score(out["reference"], out["clean_response"], is_target)
+    _fill(out, spec, scored, clean_scored)
+    if out["bg_id"] != "clean":
+        out[spec.degradation_column] = _degradation(out, spec)
 
 
 def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
@@ -314,11 +415,18 @@ def worst_cases(
         _scores(ws, task), task_family(task), n, model=model, one_per_item=one_per_item
     )
     w["task"] = task
-    channel = getattr(ws, "condition_family", "background") == "channel"
-    w["condition"] = [
-        str(b) if channel else condition_label(b, s) for b, s in zip(w["bg_id"], w["snr_db"])
-    ]
+    cf = getattr(ws, "condition_family", DEFAULT_SUITE[0])
+    w["condition"] = condition_names(cf, w["bg_id"], w["snr_db"])
     return w[WORST_COLUMNS]
+
+
+def condition_names(cf: str, bg_ids, snrs) -> list[str]:
+    """``"bg03 @ 0 dB"`` per row (:func:`aiplib.analysis.conditions.condition_label`); the
+    condition's name alone in a family without an SNR (``CONDITION_FAMILIES[cf].has_snr``: its
+    manifest SNR is a marker)."""
+    if not CONDITION_FAMILIES[cf].has_snr:
+        return [str(b) for b in bg_ids]
+    return [condition_label(b, s) for b, s in zip(bg_ids, snrs)]
 
 
 # ------------------------------------------------------------------------------------- backgrounds
@@ -349,11 +457,16 @@ def _pooled_pp(sc: pd.DataFrame, task: str, *, only_task: bool = False) -> pd.Se
 
 def _ranking(ws) -> pd.DataFrame:
     """Figure 4's ranking when ASR and KWS are scored; else the one family's pooled degradation."""
-    scores = {t: s for t in BASE_TASKS.values() if (s := _scores(ws, t)) is not None}
-    if len(scores) == 2:
-        return background_ranking(scores)[
-            ["rank", "mean_degradation_pp", "asr_delta_wer_pp", "kws_delta_acc_pp"]
+    scores = {}
+    for t in BASE_TASKS.values():
+        sc = _scores(ws, t)
+        if sc is not None:
+            scores[t] = sc
+    if len(scores) == len(BASE_TASKS):
+        degradations = [
+            f"{fam}_{spec.degradation_column}_pp" for fam, spec in TASK_FAMILIES.items()
         ]
+        return background_ranking(scores)[["rank", "mean_degradation_pp", *degradations]]
     if not scores:
         return pd.DataFrame(columns=["rank"])
     ((task, sc),) = scores.items()
@@ -366,6 +479,17 @@ def _ranking(ws) -> pd.DataFrame:
     return t
 
 
+def _manifest_backgrounds(ws) -> pd.DataFrame:
+    """No battery table: the backgrounds the manifests name, as an empty frame indexed by
+    ``bg_id``."""
+    ids = set()
+    for fam in TASK_FAMILIES:
+        m = manifest(ws, fam)
+        if m is not None:
+            ids |= set(m.loc[m["bg_id"] != "clean", "bg_id"])
+    return pd.DataFrame(index=pd.Index(sorted(ids), name="bg_id"))
+
+
 def background_table(ws) -> pd.DataFrame:
     """All backgrounds with licence, source, descriptors and degradation, in Figure 4 order, from
     ``ws``'s battery, descriptor table and score files (each when it exists); unranked backgrounds
@@ -376,12 +500,9 @@ def background_table(ws) -> pd.DataFrame:
     before stage 4), ``rank`` (1 = most harmful), ``mean_degradation_pp`` (ASR and KWS scored),
     ``<task>_delta_wer_pp`` / ``<task>_delta_acc_pp`` of every scored task (pooled over models, pp).
     """
-    if (
-        bat := formats.read_battery_csv(ws.battery_csv, index=True)
-    ) is None:  # no battery: the manifests' backgrounds
-        mans = [m for fam in TASK_FAMILIES if (m := manifest(ws, fam)) is not None]
-        ids = set().union(*(m.loc[m["bg_id"] != "clean", "bg_id"] for m in mans))
-        bat = pd.DataFrame(index=pd.Index(sorted(ids), name="bg_id"))
+    bat = formats.read_battery_csv(ws.battery_csv, index=True)
+    if bat is None:
+        bat = _manifest_backgrounds(ws)
     table = pd.DataFrame(index=pd.Index(bat.index.astype(str), name="bg_id"))
     for c in ("category", "description", "licence", "source_package", "source_file", "attribution"):
         table[c] = bat[c] if c in bat.columns else ""
@@ -394,7 +515,10 @@ def background_table(ws) -> pd.DataFrame:
     rank = _ranking(ws)
     table = table.join(rank)
     for task in available_tasks(ws):
-        if task not in BASE_TASKS.values() and (sc := _scores(ws, task)) is not None:
+        if task in BASE_TASKS.values():
+            continue
+        sc = _scores(ws, task)
+        if sc is not None:
             deg = _pooled_pp(sc, task, only_task=True)
             table[deg.name] = deg.reindex(table.index)
     order = list(rank.index.intersection(table.index)) + [
@@ -408,8 +532,8 @@ AUDIO_SUBTYPE = (
     "FLOAT"  # the players' WAV: 32-bit IEEE float, the float32 samples the model was given
 )
 
-# Titles of the three players (clean, middle, mixture) per condition family; stimulus_labels adds
-# details.
+#: Titles of the three players (clean, middle, mixture) per condition family; stimulus_labels
+#: adds details.
 PLAYER_LABELS = {
     "background": (
         "Clean utterance",
@@ -486,45 +610,64 @@ def stimulus_labels(row, *, middle: bool = True) -> dict:
         **dict(zip(("clean", "background", "mixture"), PLAYER_LABELS[cf])),
         notes=[],
     )
-    if is_clean_row(row) or cf == "background":
+    details = _DETAIL_LABELS[cf]
+    if is_clean_row(row) or details is None:
         return out
-    name = _text(row.get("background_id"))
-    if cf == "competing_speech":
-        langs, setting = _text(row.get("distractor_languages")), _text(row.get("setting"))
-        same = formats.parse_bool(row.get("same_voice_as_target")) is True
-        out["background"] = (
-            f"Distractor: {langs or name} ({setting or 'distractor'}"
-            f"{'; same voice as the target' if same else ''}), as mixed"
-        )
-        out["notes"] = [
-            ("setting", setting),
-            ("languages", langs),
-            (
-                "same voice as the target",
-                "yes: a same-voice, other-language control" if same else "no",
-            ),
-            ("distractor transcript", _text(row.get("distractor_text"))),
-            ("distractor utterances", _text(row.get("distractor_ids")).replace("|", ", ")),
-            ("looped", _text(row.get("looped"))),
-        ]
-    else:
-        raw = _text(row.get("condition_params"))
-        try:
-            params = json.loads(raw) if raw else {}
-        except ValueError:
-            params = {"condition_params": raw}
-        name = _text(row.get("channel_condition")) or name
-        out["mixture"] = f"Transformed speech: {name} (what the model heard)"
-        if not middle:
-            out["background"] = (
-                f"No difference signal: {name} changes the length (parameters below)"
-            )
-        out["notes"] = [
-            ("condition", name),
-            ("applied to", _text(row.get("applied_to")) or "speech"),
-            ("parameters", ", ".join(f"{k} = {v}" for k, v in sorted(params.items())) or "none"),
-        ]
+    details(out, row, middle=middle)
     return out
+
+
+def _competing_labels(out: dict, row, *, middle: bool) -> None:
+    """The distractor's title and notes of a competing-speech row."""
+    name = _text(row.get("background_id"))
+    langs = _text(row.get("distractor_languages"))
+    setting = _text(row.get("setting"))
+    same = formats.parse_bool(row.get("same_voice_as_target")) is True
+    if same:
+        same_voice = "; same voice as the target"
+        same_note = "yes: a same-voice, other-language control"
+    else:
+        same_voice = ""
+        same_note = "no"
+    out["background"] = (
+        f"Distractor: {langs or name} ({setting or 'distractor'}{same_voice}), as mixed"
+    )
+    out["notes"] = [
+        ("setting", setting),
+        ("languages", langs),
+        ("same voice as the target", same_note),
+        ("distractor transcript", _text(row.get("distractor_text"))),
+        ("distractor utterances", _text(row.get("distractor_ids")).replace("|", ", ")),
+        ("looped", _text(row.get("looped"))),
+    ]
+
+
+def _channel_labels(out: dict, row, *, middle: bool) -> None:
+    """The transform's titles and notes of a channel row (no middle signal when the length
+    changed)."""
+    raw = _text(row.get("condition_params"))
+    try:
+        params = json.loads(raw) if raw else {}
+    except ValueError:
+        params = {"condition_params": raw}
+    name = _text(row.get("channel_condition")) or _text(row.get("background_id"))
+    out["mixture"] = f"Transformed speech: {name} (what the model heard)"
+    if not middle:
+        out["background"] = f"No difference signal: {name} changes the length (parameters below)"
+    out["notes"] = [
+        ("condition", name),
+        ("applied to", _text(row.get("applied_to")) or "speech"),
+        ("parameters", ", ".join(f"{k} = {v}" for k, v in sorted(params.items())) or "none"),
+    ]
+
+
+#: The titles and notes :func:`stimulus_labels` adds to a noisy row, per condition family (None:
+#: the player titles alone).
+_DETAIL_LABELS = {
+    "background": None,
+    "competing_speech": _competing_labels,
+    "channel": _channel_labels,
+}
 
 
 def stimulus_audio(ws, family: str, item_id: str, bg_id: str, snr_db=None) -> dict:
@@ -580,7 +723,8 @@ def wav_bytes(y, *, sr: int = SR, subtype: str = AUDIO_SUBTYPE) -> bytes:
         is unknown.
     """
     y = valid_audio(np.asarray(y), name="wav_bytes input")
-    if (sr := int(sr)) <= 0:
+    sr = int(sr)
+    if sr <= 0:
         raise AiplibParameterError(f"sample rate must be positive, got {sr}")
     if subtype == "FLOAT":
         data = y.astype("<f4", copy=False)
