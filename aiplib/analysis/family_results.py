@@ -33,13 +33,15 @@ from aiplib.scoring.leakage import LEAK_ASR_COLUMNS, LEAK_KWS_COLUMNS
 from aiplib.stimuli.channel import CHANNEL_CONDITIONS
 from aiplib.stimuli.competing import SETTINGS
 
-#: The competing-speech table: per (model, condition, SNR) of the condition tables' scope
-#: ``condition``.
+#: The competing-speech table pairs rows in the condition tables' scope ``condition``
+#: (:func:`aiplib.analysis.conditions.condition_table`) ...
 COMPETING_SCOPE = "condition"
+#: ... and has one row per (model, condition, SNR).
 COMPETING_KEY = ["model", "condition_id", "snr_db"]
 
-#: The channel table: per (model, condition) of the condition tables' scope ``background``.
+#: The channel table pairs rows in the condition tables' scope ``background`` ...
 CHANNEL_SCOPE = "background"
+#: ... and has one row per (model, condition).
 CHANNEL_KEY = ["model", "condition_id"]
 
 
@@ -129,11 +131,12 @@ def _kws_leak_cells(g: pd.DataFrame, kw: dict) -> dict:
     )
 
 
-#: Scorer name → the score columns :func:`leakage_summary` needs and its cells per condition.
+#: Scorer name → the score columns :func:`leakage_summary` needs.
 _LEAK_NEEDS = {
     "wer": ["n_hyp_words", "n_leak_words", "n_leak_insertions"],
     "kws_first_word": ["kws_leak"],
 }
+#: Scorer name → the leakage cells of one condition.
 _LEAK_CELLS = {"wer": _asr_leak_cells, "kws_first_word": _kws_leak_cells}
 
 
@@ -257,6 +260,7 @@ def _any_true(values) -> bool:
     return any(parse_bool(x) is True for x in values)
 
 
+#: The KWS columns of the competing table, NaN when there are no KWS scores.
 _KWS_COMPETING = [
     "n_items_kws",
     "delta_acc_pp",

@@ -36,6 +36,8 @@ class ChannelUnavailableError(MissingPackageError):
         super().__init__(reason)
 
 
+#: Codec name → ffmpeg encoder, container, sample rate (Hz), allowed bitrates (kbit/s; None: any
+#: 6–510) and the standard it implements.
 CODECS = {
     "g711_alaw": {
         "encoder": "pcm_alaw",
@@ -73,12 +75,12 @@ CODECS = {
         "source": "IETF RFC 6716 Opus (libopus), VoIP mode, constant bitrate",
     },
 }
-"""Codec name → ffmpeg encoder, container, sample rate (Hz), allowed bitrates (kbit/s; None:
-any 6–510) and the standard it implements."""
 
 
 def _ffmpeg() -> str:
-    if (exe := shutil.which("ffmpeg")) is None:
+    """The path of the ffmpeg executable; ChannelUnavailableError when it is not installed."""
+    exe = shutil.which("ffmpeg")
+    if exe is None:
         raise ChannelUnavailableError("ffmpeg is not installed (`sudo apt-get install ffmpeg`)")
     return exe
 
@@ -210,7 +212,8 @@ def codec(
     RuntimeError
         If ffmpeg fails.
     """
-    if reason := codec_skip_reason(codec):
+    reason = codec_skip_reason(codec)
+    if reason:
         raise ChannelUnavailableError(reason)
     spec = CODECS[codec]
     rate = spec["rate_hz"]
@@ -297,14 +300,14 @@ def codec(
 
 # ---- rooms ------------------------------------------------------------------------------------
 
+#: Ranges (m) of length, width and height the shoebox rooms are drawn from.
 ROOM_DIMS_M = ((5.0, 8.0), (4.0, 6.0), (2.7, 3.5))
-"""Ranges (m) of length, width and height the shoebox rooms are drawn from."""
+#: Least distance (m) of source and microphone from every wall.
 WALL_MARGIN_M = 0.5
-"""Least distance (m) of source and microphone from every wall."""
+#: Range (m) of the source–microphone distance.
 SRC_MIC_M = (1.0, 3.0)
-"""Range (m) of the source–microphone distance."""
+#: Calibration stops when the measured RT60 is within this relative error of the target.
 RT60_TOLERANCE = 0.05
-"""Calibration stops when the measured RT60 is within this relative error of the target."""
 
 
 @functools.lru_cache(maxsize=32)

@@ -248,7 +248,8 @@ def subaudible_backgrounds(ws) -> pd.DataFrame:
     AudioFileError
         If ``battery.csv`` is missing.
     """
-    if (battery := read_battery_csv(ws.battery_csv)) is None:
+    battery = read_battery_csv(ws.battery_csv)
+    if battery is None:
         raise AudioFileError(f"{ws.battery_csv} is missing: run stage 3 first")
     rows = []
     for r in battery.to_dict("records"):

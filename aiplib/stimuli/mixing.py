@@ -30,16 +30,15 @@ import numpy as np
 from aiplib.core.errors import AiplibParameterError, AudioFileError
 from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio_cached, loudness_meter, peak_abs
 
+#: Loudness of the foreground speech in every stimulus, LUFS (the authors' ``SPEECH_LUFS``).
 SPEECH_LUFS = -23.0
-"""Loudness of the foreground speech in every stimulus, LUFS (the authors' ``SPEECH_LUFS``)."""
 
+#: Added to each mean power before the SNR gain is computed (the authors' mixer).
 POWER_FLOOR = 1e-9
-"""Added to each mean power before the SNR gain is computed (the authors' mixer)."""
 
+#: A segment whose mean power ``mean(b²)`` (float64, before scaling) is below this (−100 dB re full
+#: scale) is *digital silence*: ``bg_active`` False.
 BG_SILENCE_POWER = 1e-10
-"""A segment whose mean power ``mean(b²)`` (float64, before scaling) is below this (−100 dB
-re full scale) is *digital silence*: ``bg_active`` False.
-"""
 
 
 @dataclass(frozen=True)
@@ -188,9 +187,11 @@ class _Mixed:
 def mix_normalized(s, bg, snr_db: float, seed: int) -> _Mixed:
     n = s.shape[0]
     b, off = background_segment(bg, seed, n)
-    ps, pb = float(np.mean(s**2)) + POWER_FLOOR, float(np.mean(b**2)) + POWER_FLOOR
+    ps = float(np.mean(s**2)) + POWER_FLOOR
+    pb = float(np.mean(b**2)) + POWER_FLOOR
     gain = np.sqrt(ps / (pb * (10 ** (float(snr_db) / 10))))
-    y = s + (bs := b * gain)
+    bs = b * gain
+    y = s + bs
     peak = peak_abs(y)
     scale = 1.0 / peak if peak > 1.0 else 1.0
     return _Mixed(
