@@ -161,14 +161,17 @@ def align_to(d: np.ndarray, x: np.ndarray, max_lag: int) -> tuple[np.ndarray, in
     """
     from scipy import signal
 
-    d, x, lag = np.asarray(d, dtype=np.float64), np.asarray(x, dtype=np.float64), 0
+    d = np.asarray(d, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    lag = 0
     if np.any(d) and np.any(x):
         c = signal.correlate(d, x, mode="full", method="fft")
         lags = signal.correlation_lags(d.size, x.size, mode="full")
         keep = np.abs(lags) <= max_lag
         lag = int(lags[keep][np.argmax(c[keep])])
     out = np.zeros(x.size, dtype=np.float32)
-    lo, hi = max(0, -lag), min(x.size, d.size - lag)
+    lo = max(0, -lag)
+    hi = min(x.size, d.size - lag)
     if hi > lo:
         out[lo:hi] = d[lo + lag : hi + lag]
     return out, lag
@@ -368,10 +371,12 @@ def room(rt60_s: float, index: int = 0, sr: int = 16000) -> tuple[np.ndarray, di
         h = np.asarray(shoebox.rir[0][0], dtype=np.float32)
         return h, float(measure_rt60(h, fs=sr, decay_db=30))
 
-    steps, (h, measured) = 0, rir(absorption)
+    h, measured = rir(absorption)
+    steps = 0
     while abs(measured / rt60_s - 1.0) > RT60_TOLERANCE and steps < 6:
         absorption = float(min(0.99, absorption * measured / rt60_s))
-        (h, measured), steps = rir(absorption), steps + 1
+        h, measured = rir(absorption)
+        steps += 1
     params = {
         "rt60_target_s": float(rt60_s),
         "index": int(index),
@@ -414,7 +419,8 @@ def reverb(
     wet = signal.fftconvolve(np.asarray(y, dtype=np.float64), h.astype(np.float64))[
         d0 : d0 + y.size
     ]
-    rms_in, rms_out = np.sqrt(np.mean(np.square(y, dtype=np.float64))), np.sqrt(np.mean(wet**2))
+    rms_in = np.sqrt(np.mean(np.square(y, dtype=np.float64)))
+    rms_out = np.sqrt(np.mean(wet**2))
     gain = rms_in / rms_out if rms_out > 0 else 1.0
     return (wet * gain).astype(np.float32), {
         "room": dict(params),

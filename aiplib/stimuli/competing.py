@@ -337,13 +337,29 @@ def _excluded(ws, table, item) -> list[str]:
     return sorted(same)
 
 
+def _joined_ids(parts: list[dict]) -> str:
+    """The distractor utterance ids of the streams, ``|``-joined in the order heard."""
+    ids = []
+    for part in parts:
+        ids += part["ids"]
+    return "|".join(ids)
+
+
+def _joined_texts(parts: list[dict]) -> str:
+    """The distractor transcripts of the streams, space-joined in the order heard."""
+    texts = []
+    for part in parts:
+        texts += part["texts"]
+    return " ".join(texts)
+
+
 def _distractor_columns(parts: list[dict], voice_known: bool) -> dict:
     """The family's own columns of one row from the distractor streams drawn (``parts`` of
     :func:`build_distractor`): ``same_voice_as_target, distractor_ids, distractor_text, looped``."""
     return dict(
         same_voice_as_target=voice_known and any(p["same_voice_as_target"] for p in parts),
-        distractor_ids="|".join(i for p in parts for i in p["ids"]),
-        distractor_text=" ".join(t for p in parts for t in p["texts"]),
+        distractor_ids=_joined_ids(parts),
+        distractor_text=_joined_texts(parts),
         looped=any(p["looped"] for p in parts),
     )
 
@@ -467,7 +483,7 @@ def row_components(row, ws) -> dict:
         gap_s=float(params.get("gap_s", GAP_S)),
         exclude_ids=params.get("exclude_ids", ()),
     )
-    ids = "|".join(i for p in c["info"]["streams"] for i in p["ids"])
+    ids = _joined_ids(c["info"]["streams"])
     if "distractor_ids" in row and ids != str(row["distractor_ids"]):
         raise AiplibParameterError(
             f"competing-speech row {rid!r}: the distractor utterances drawn now ({ids[:80]}) "

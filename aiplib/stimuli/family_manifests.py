@@ -62,7 +62,6 @@ def build_family_manifest(
     seed_start: int | None = None,
     battery_snrs=SNRS_DB,
     overwrite: bool = False,
-    languages=None,
     snrs=None,
     conditions=None,
 ) -> pd.DataFrame:
@@ -71,8 +70,8 @@ def build_family_manifest(
     Rows per item, in item-bank order: the clean row (the background manifest's but for ``seed``
     and ``condition_family``, so ΔWER pairs inside the family), then the rows of the family's
     ``manifest_plan`` (:data:`aiplib.stimuli.families.MIXERS`), given the options (competing
-    speech: ``languages``, ``snrs`` in dB; channel: ``conditions``; None: the family's default,
-    :class:`aiplib.stimuli.manifests.FamilyOptions`). ``seed`` counts the rows from ``seed_start``
+    speech: ``snrs`` in dB, its languages those of the distractor table; channel: ``conditions``;
+    None: the family's default, :class:`aiplib.stimuli.manifests.FamilyOptions`). ``seed`` counts the rows from ``seed_start``
     (default the family's ``seed_start``). ``background`` is :func:`build_manifest` at
     ``battery_snrs`` (dB). Conditions that cannot run here go to :func:`skipped_csv`. Kept while
     the stamp ``manifests/<cf>/<task>.stamp.json`` matches (parameters, item bank, speech WAVs, the
@@ -87,7 +86,7 @@ def build_family_manifest(
     cf = check_family(condition_family)
     ws = ws.with_family("background")
     columns = family_manifest_columns(cf, family)  # checks the task
-    options = FamilyOptions(languages=languages, snrs=snrs, conditions=conditions)
+    options = FamilyOptions(snrs=snrs, conditions=conditions)
     plan = MIXERS[cf].manifest_plan(ws, family, options)
     if plan is None:
         return build_manifest(
