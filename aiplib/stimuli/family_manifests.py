@@ -71,8 +71,8 @@ def build_family_manifest(
     and ``condition_family``, so ΔWER pairs inside the family), then the rows of the family's
     ``manifest_plan`` (:data:`aiplib.stimuli.families.MIXERS`), given the options (competing
     speech: ``snrs`` in dB, its languages those of the distractor table; channel: ``conditions``;
-    None: the family's default, :class:`aiplib.stimuli.manifests.FamilyOptions`). ``seed`` counts the rows from ``seed_start``
-    (default the family's ``seed_start``). ``background`` is :func:`build_manifest` at
+    None: the family's default, :class:`aiplib.stimuli.manifests.FamilyOptions`). ``seed`` counts
+    the rows from ``seed_start`` (default the family's ``seed_start``). ``background`` is :func:`build_manifest` at
     ``battery_snrs`` (dB). Conditions that cannot run here go to :func:`skipped_csv`. Kept while
     the stamp ``manifests/<cf>/<task>.stamp.json`` matches (parameters, item bank, speech WAVs, the
     family's inputs), else rebuilt.
