@@ -72,10 +72,10 @@ def build_family_manifest(
     ``manifest_plan`` (:data:`aiplib.stimuli.families.MIXERS`), given the options (competing
     speech: ``snrs`` in dB, its languages those of the distractor table; channel: ``conditions``;
     None: the family's default, :class:`aiplib.stimuli.manifests.FamilyOptions`). ``seed`` counts
-    the rows from ``seed_start`` (default the family's ``seed_start``). ``background`` is :func:`build_manifest` at
-    ``battery_snrs`` (dB). Conditions that cannot run here go to :func:`skipped_csv`. Kept while
-    the stamp ``manifests/<cf>/<task>.stamp.json`` matches (parameters, item bank, speech WAVs, the
-    family's inputs), else rebuilt.
+    the rows from ``seed_start`` (default the family's ``seed_start``). ``background`` is
+    :func:`build_manifest` at ``battery_snrs`` (dB). Conditions that cannot run here go to
+    :func:`skipped_csv`. Kept while the stamp ``manifests/<cf>/<task>.stamp.json`` matches
+    (parameters, item bank, speech WAVs, the family's inputs), else rebuilt.
 
     Raises
     ------
