@@ -440,9 +440,10 @@ def manifest_plan(ws, task, options: FamilyOptions) -> ManifestPlan:
 
 
 def row_components(row, ws) -> dict:
-    """Materialise a competing-speech manifest row (the family's ``row_components`` hook):
-    :func:`competing_components` of ``speech_path`` with the distractor of ``condition_params``
-    drawn with the row's ``seed`` from ``raw/distractors/distractors.csv``, at ``snr_db``.
+    """Materialise a competing-speech manifest row (its ``row_components``,
+    :data:`aiplib.stimuli.families.MIXERS`): :func:`competing_components` of ``speech_path`` with
+    the distractor of ``condition_params`` drawn with the row's ``seed`` from
+    ``raw/distractors/distractors.csv``, at ``snr_db``.
 
     Returns
     -------
