@@ -20,11 +20,11 @@ def test_top_level_holds_only_the_stage_packages():
     assert all((PKG / s / "__init__.py").is_file() for s in STAGES)
 
 
-def test_layers_contract_is_kept():
+def test_import_contracts_are_kept():
     out = subprocess.run([str(Path(sys.executable).with_name("lint-imports"))], cwd=ROOT, capture_output=True,
                          text=True)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
-    assert "1 kept, 0 broken" in out.stdout
+    assert "2 kept, 0 broken" in out.stdout  # layers; stimuli does not score (forbidden)
 
 
 def _sccs(graph: dict) -> list:
@@ -135,3 +135,60 @@ def test_architecture_map_names_every_module():
         if f" {name} " not in tree:
             missing.append(str(rel))
     assert missing == []
+
+
+# ------------------------------------------------------------------------------ registries
+#: Registries by name that are not written as a mapping literal (always counted).
+KNOWN_REGISTRIES = {"TASK_FAMILIES", "CONDITION_FAMILIES", "MIXERS", "FAMILY_SCORERS", "FAMILY_TABLES",
+                    "CONDITION_LISTINGS", "LEAK_RULES", "SCORERS", "FAMILY_MODULES", "TABLE_FAMILIES"}
+MAPPING_CALLS = {"MappingProxyType", "dict", "OrderedDict", "defaultdict"}
+
+
+def _is_mapping(value: ast.AST) -> bool:
+    if isinstance(value, (ast.Dict, ast.DictComp)):
+        return True
+    if isinstance(value, ast.Call):
+        func = value.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        return name in MAPPING_CALLS
+    return False
+
+
+def _registry_names(tree: ast.Module) -> set:
+    """Public upper-case names a module binds at its top level to a mapping (or a known registry)."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            targets = [node.target.id]
+        else:
+            continue
+        for name in targets:
+            if name.startswith("_") or not name.isupper():
+                continue
+            if name in KNOWN_REGISTRIES or _is_mapping(node.value):
+                names.add(name)
+    return names
+
+
+def _defined_twice(sources: dict) -> dict:
+    """Registry name → the modules that define it, for the names defined in more than one."""
+    where = {}
+    for module, text in sources.items():
+        for name in _registry_names(ast.parse(text)):
+            where.setdefault(name, []).append(module)
+    return {name: mods for name, mods in where.items() if len(mods) > 1}
+
+
+def test_no_registry_name_is_defined_in_two_modules():
+    sources = {str(f.relative_to(ROOT)): f.read_text() for f in sorted(PKG.rglob("*.py"))}
+    assert _defined_twice(sources) == {}
+
+
+def test_a_registry_defined_twice_would_be_found():
+    one = "from types import MappingProxyType\nMIXERS = MappingProxyType({'a': 1})\n_PRIVATE = {}\n"
+    two = "MIXERS = {'b': 2}\nLIMIT = 3\n"
+    three = "FAMILY_TABLES = make()\n"
+    assert _defined_twice({"a.py": one, "b.py": two, "c.py": three, "d.py": three}) == {
+        "MIXERS": ["a.py", "b.py"], "FAMILY_TABLES": ["c.py", "d.py"]}

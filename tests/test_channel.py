@@ -236,12 +236,12 @@ def test_registry_describe_and_parameter_errors():
     assert set(table["applies_to"]) == {"speech", "mixture"}
     assert table.set_index("condition").loc["clip_+20db", "parameters"] == "gain_db=20.0"
     assert sum(p["transform"] == "reverb" for p in CHANNEL_CONDITIONS.values()) == 4
-    y, info = apply("clip", noise(100), seed=0, gain_db=6.0)  # a transform name with parameters
+    y, info = apply("clip", noise(100), seed=0, params={"gain_db": 6.0})  # a transform name with parameters
     assert info["params"] == {"gain_db": 6.0} and info["transform"] == "clip"
     with pytest.raises(AiplibParameterError, match="unknown channel condition"):
         apply("telephon", noise(100), seed=0)
     with pytest.raises(AiplibParameterError, match="bad parameters"):
-        apply("clip", noise(100), seed=0, gain=6.0)
+        apply("clip", noise(100), seed=0, params={"gain": 6.0})
     with pytest.raises(AiplibParameterError, match="seed"):
         apply("clip_+12db", noise(100), seed=1.5)
     assert math.isinf(rms_dbfs(np.zeros(4)))

@@ -12,6 +12,7 @@ import pytest
 from aiplib.analysis import family_results
 from aiplib.core.errors import AiplibParameterError, MissingPackageError, ValidationError
 from aiplib.io.audio import SR, write_wav
+from aiplib.scoring import leakage
 from aiplib.sources.corpora import asterisk_langs as al
 from aiplib.stimuli import competing as comp
 from aiplib.stimuli.mixing import mix
@@ -138,7 +139,7 @@ def test_condition_grid():
 
 # ------------------------------------------------------------------------------ leakage
 def test_asr_leakage_of_a_hand_made_hypothesis():
-    r = comp.leakage_asr("Please enter SU password, favor now.", "Please enter your password.",
+    r = leakage.leakage_asr("Please enter SU password, favor now.", "Please enter your password.",
                          ["Por favor ingrese su contrasena", "Gracias"])
     # hyp words: please enter su password favor now (6); leak vocabulary: por favor ingrese su
     # contrasena gracias; leak words: su, favor → 2/6. Alignment: your→su substitution,
@@ -146,14 +147,14 @@ def test_asr_leakage_of_a_hand_made_hypothesis():
     assert r == dict(n_hyp_words=6, n_leak_words=2, leak_share=2 / 6, n_insertions=2, n_leak_insertions=1,
                      leak_words="su favor")
     # a distractor word that the target also says is not a leak
-    assert comp.leakage_asr("the agent", "the agent", "agent de la")["n_leak_words"] == 0
-    assert math.isnan(comp.leakage_asr("", "a b", "c")["leak_share"])
+    assert leakage.leakage_asr("the agent", "the agent", "agent de la")["n_leak_words"] == 0
+    assert math.isnan(leakage.leakage_asr("", "a b", "c")["leak_share"])
 
 
 def test_kws_leakage():
-    assert comp.leakage_kws("Favor.", "por favor", label="yes") == dict(first_word="favor", kws_leak=True)
-    assert comp.leakage_kws("yes", "yes por favor", label="yes")["kws_leak"] is False
-    assert comp.leakage_kws("", "por favor", label="no")["kws_leak"] is False   # read as "silence"
+    assert leakage.leakage_kws("Favor.", "por favor", label="yes") == dict(first_word="favor", kws_leak=True)
+    assert leakage.leakage_kws("yes", "yes por favor", label="yes")["kws_leak"] is False
+    assert leakage.leakage_kws("", "por favor", label="no")["kws_leak"] is False   # read as "silence"
 
 
 def test_leakage_summary_pools_items_and_reports_the_bootstrap():

@@ -22,9 +22,9 @@ from aiplib.inference.runner import run_inference, run_suite
 from aiplib.io.audio import SR, write_wav
 from aiplib.io.formats import read_inference_jsonl, read_manifest
 from aiplib.sources.corpora import asterisk_langs as al
+from aiplib.sources.distractors import prepare_distractors
 from aiplib.stimuli.channel import CHANNEL_CONDITIONS, describe
-from aiplib.stimuli.competing import prepare_distractors
-from aiplib.stimuli.families import FAMILY_COLUMNS, materialize, mix_components
+from aiplib.stimuli.families import materialize, mix_components
 from aiplib.stimuli.family_manifests import (
     build_family_manifest,
     family_manifest_columns,
@@ -138,7 +138,7 @@ def test_competing_manifest_rows_ids_seeds_columns_and_clean_rows(fam_ws):
     df = build_family_manifest(fam_ws, "competing_speech", "asr")
     bg = read_manifest(fam_ws, "asr")
     assert list(df.columns) == family_manifest_columns("competing_speech", "asr") == (
-        manifest_columns("asr") + FAMILY_COLUMNS["competing_speech"])
+        manifest_columns("asr") + list(CONDITION_FAMILIES["competing_speech"].columns))
     assert manifest_columns("asr")[-1] == "condition_family" and set(bg["condition_family"]) == {"background"}
     assert len(df) == 2 * (1 + 5 * 5) == 52                      # 4 single + 1 cocktail, 5 SNRs
     assert df["seed"].tolist() == list(range(20000, 20052))
@@ -355,7 +355,7 @@ def test_demo_prompts_decoded_once_to_flac_hold_the_same_samples(tmp_path):
     """Stage 1 (demo) stores the Asterisk G.722 prompts as 16-bit FLAC: the samples load_audio gives
     for the G.722 file, bit for bit, and a table whose paths are relative to the workspace root."""
     from aiplib.io.audio import load_audio
-    from aiplib.stimuli.competing import _decoded
+    from aiplib.sources.distractors import _decoded
 
     try:
         table = al.asterisk_distractors(("fr",)).head(3)
@@ -377,7 +377,7 @@ def test_a_changed_prompt_file_is_decoded_again(tmp_path):
     import shutil
 
     from aiplib.io.audio import load_audio
-    from aiplib.stimuli.competing import _decoded
+    from aiplib.sources.distractors import _decoded
 
     try:
         table = al.asterisk_distractors(("fr",)).head(3).reset_index(drop=True)

@@ -126,7 +126,7 @@ def test_kws_leak_reads_the_distractor_words_as_it_reads_the_answer():
     ``l appel``) but read the answer with the KWS first-word rule (``l'appel``): a French word with
     an apostrophe never leaked, a bare ``S.`` leaked through ``s'il``, and an empty answer (read as
     ``silence``) leaked whenever the distractor said "silence"."""
-    from aiplib.stimuli.competing import leakage_kws
+    from aiplib.scoring.leakage import leakage_kws
 
     assert leakage_kws("L'appel.", "L'appel est terminé.", label="yes")["kws_leak"] is True
     assert leakage_kws("S.", "S'il vous plaît.", label="yes")["kws_leak"] is False

@@ -1,6 +1,6 @@
 """The ``channel`` condition family: the phone / codec / room chain as named, seeded transforms.
 
-Every condition is ``apply(name, y, sr, *, seed, **params) -> (y_out, info)`` on a mono float32
+Every condition is ``apply(name, y, sr, *, seed, params) -> (y_out, info)`` on a mono float32
 waveform; the output is float32 and, except for the cuts, as long as the input. The same
 ``(y, sr, name, seed, params)`` gives bit-identical output (codecs: with the same ffmpeg build;
 rooms: with the same pyroomacoustics). :data:`CHANNEL_CONDITIONS` is the default grid;
@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+from collections.abc import Mapping
 from importlib import metadata
 
 import numpy as np
@@ -23,8 +24,6 @@ import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
 from aiplib.io.audio import SR, valid_audio
-
-from aiplib.stimuli.background import score_columns, sidecar  # noqa: F401 - family hooks
 from aiplib.stimuli.channel_external import (
     CODECS,
     ChannelUnavailableError,
@@ -34,27 +33,12 @@ from aiplib.stimuli.channel_external import (
     resample,
     reverb,
 )
-from aiplib.stimuli.manifests import ManifestPlan, _row, compact_json
+from aiplib.stimuli.manifests import FamilyOptions, ManifestPlan, compact_json, item_row
 from aiplib.stimuli.mixing import SPEECH_LUFS, MixInfo, normalized_speech
 
-NAME = "channel"
-"""Value of ``condition_family`` for these rows."""
-
-COLUMNS = ["channel_condition", "applied_to", "condition_params"]
-"""Manifest columns after :data:`aiplib.stimuli.manifests.EXTRA_COLUMNS` (meanings:
-:func:`manifest_plan`)."""
-
-SEED_START = {"asr": 40000, "kws": 50000}
-"""First seed of each task's manifest row counter."""
-
-SCORE_TYPES: dict = {}
-
-TABLE = dict(name="channel_conditions", scope="background", key=["model", "condition_id"])
-"""What notebook 09 shows (:func:`aiplib.analysis.family_results.family_table`)."""
-
+#: Seeded draws use ``default_rng([seed, SEED_STREAM])``, independent of the mixer's
+#: ``default_rng(seed)``.
 SEED_STREAM = 14
-"""Seeded draws use ``default_rng([seed, SEED_STREAM])``, independent of the mixer's
-``default_rng(seed)``."""
 
 
 def rms_dbfs(y) -> float:
@@ -65,8 +49,11 @@ def rms_dbfs(y) -> float:
 
 # ---- telephone band ---------------------------------------------------------------------------
 
+#: Sampling rate of the telephone channel, Hz.
 TEL_RATE_HZ = 8000
+#: Width of the band-pass's transition bands, Hz.
 TEL_TRANSITION_HZ = 50.0
+#: Stopband attenuation of the band-pass, dB.
 TEL_STOPBAND_DB = 60.0
 
 
@@ -223,6 +210,8 @@ def cut(y: np.ndarray, sr: int, *, where: str, ms: float) -> tuple[np.ndarray, d
     return (y[n:] if where == "head" else y[: y.size - n]).copy(), {"removed_samples": n}
 
 
+#: Transform name → (function(y, sr, [*, seed], **params), applies_to, what it models, source);
+#: the functions with a ``seed`` parameter (``packet_loss``, ``reverb``) are given the row's seed.
 TRANSFORMS = {
     "telephone": (
         telephone,
@@ -263,10 +252,9 @@ TRANSFORMS = {
     ),
     "cut": (cut, "mixture", "speech cut off at the start or end (late VAD / push-to-talk)", "—"),
 }
-"""Transform name → (function(y, sr, [*, seed], **params), applies_to, what it models, source); the
-functions with a ``seed`` parameter (``packet_loss``, ``reverb``) are given the row's seed."""
 
-
+#: The default grid: condition name → parameters (``transform`` + its keyword arguments; units in
+#: the key names: Hz, ms, s, dB, dBFS, kbit/s). Treat as read-only; :func:`apply` copies.
 CHANNEL_CONDITIONS: dict[str, dict] = {
     "telephone": {"transform": "telephone", "low_hz": 300.0, "high_hz": 3400.0},
     **{c: {"transform": "codec", "codec": c} for c in ("g711_alaw", "g711_mulaw", "gsm_fr")},
@@ -282,11 +270,11 @@ CHANNEL_CONDITIONS: dict[str, dict] = {
     "echo_100ms_-6db": {"transform": "echo", "delay_ms": 100.0, "gain_db": -6.0},
     **{f"cut_{w}_300ms": {"transform": "cut", "where": w, "ms": 300.0} for w in ("head", "tail")},
 }
-"""The default grid: condition name → parameters (``transform`` + its keyword arguments; units in
-the key names: Hz, ms, s, dB, dBFS, kbit/s). Treat as read-only; :func:`apply` copies."""
 
 
-def _resolve(name: str, params: dict) -> dict:
+def _resolve(name: str, params: Mapping | None) -> dict:
+    """The parameters of condition (or transform) ``name``: the grid's, overridden by ``params``."""
+    params = dict(params or {})
     if name in CHANNEL_CONDITIONS:
         resolved = {**CHANNEL_CONDITIONS[name], **params}
     elif name in TRANSFORMS:
@@ -301,13 +289,18 @@ def _resolve(name: str, params: dict) -> dict:
     return resolved
 
 
-def skip_reason(name: str, **params) -> str | None:
-    """Why condition ``name`` cannot run here (a codec the local ffmpeg cannot encode), or None."""
+def skip_reason(name: str, params: Mapping | None = None) -> str | None:
+    """Why condition ``name`` (with ``params`` over the grid's) cannot run here (a codec the local
+    ffmpeg cannot encode), or None."""
     p = _resolve(name, params)
-    return codec_skip_reason(p["codec"]) if p["transform"] == "codec" else None
+    if p["transform"] == "codec":
+        return codec_skip_reason(p["codec"])
+    return None
 
 
-def apply(name: str, y, sr: int = SR, *, seed: int, **params) -> tuple[np.ndarray, dict]:
+def apply(
+    name: str, y, sr: int = SR, *, seed: int, params: Mapping | None = None
+) -> tuple[np.ndarray, dict]:
     """Apply channel condition ``name`` to a mono waveform.
 
     Parameters
@@ -320,7 +313,7 @@ def apply(name: str, y, sr: int = SR, *, seed: int, **params) -> tuple[np.ndarra
     sr : int, Hz
     seed : int
         Used by ``packet_loss`` and ``reverb``; recorded by all.
-    **params
+    params : Mapping, optional
         Override the grid's parameters (units in the key names).
 
     Returns
@@ -342,7 +335,9 @@ def apply(name: str, y, sr: int = SR, *, seed: int, **params) -> tuple[np.ndarra
         raise AiplibParameterError(f"channel {name}: seed must be an int, got {seed!r}")
     transform = p.pop("transform")
     fn, applies_to = TRANSFORMS[transform][:2]
-    kw = {**p, "seed": int(seed)} if "seed" in inspect.signature(fn).parameters else p
+    kw = dict(p)
+    if "seed" in inspect.signature(fn).parameters:
+        kw["seed"] = int(seed)
     try:
         inspect.signature(fn).bind(y, int(sr), **kw)
     except TypeError as exc:
@@ -370,10 +365,8 @@ def describe():
     for name, p in CHANNEL_CONDITIONS.items():
         _, applies_to, models, source = TRANSFORMS[p["transform"]]
         if p["transform"] == "codec":
-            models, source = (
-                f"{p['codec']} encode/decode round trip through ffmpeg",
-                CODECS[p["codec"]]["source"],
-            )
+            models = f"{p['codec']} encode/decode round trip through ffmpeg"
+            source = CODECS[p["codec"]]["source"]
         reason = skip_reason(name)
         rows.append(
             {
@@ -390,11 +383,34 @@ def describe():
     return pd.DataFrame(rows)
 
 
-# ---- the family's hooks (:data:`aiplib.stimuli.families.FAMILY_MODULES`) ---------------------------
+# ---- the family's stages 5 and 7 (:data:`aiplib.stimuli.families.MIXERS`) -------------------
 
 
-def manifest_plan(ws, task, *, conditions=None, **_) -> ManifestPlan:
-    """Stage 5's channel rows: every condition of ``conditions`` (default
+def _channel_rows(names: list, reasons: dict):
+    """The ``item_rows`` of :class:`aiplib.stimuli.manifests.ManifestPlan`: one item's row per
+    runnable condition of ``names``; every condition, skipped ones too, takes a seed."""
+
+    def item_rows(item, spec, extra, n, seed):  # snr_db: the clean rows' 99
+        rows = []
+        for k, name in enumerate(names):
+            if reasons[name] is not None:
+                continue
+            condition = dict(
+                id=f"{item['item_id']}_ch_{name}",
+                background_id=name,
+                condition=f"channel_{name}",
+                channel_condition=name,
+                applied_to="speech",
+                condition_params=compact_json(_resolve(name, {})),
+            )
+            rows.append(item_row(item, spec, extra, seed + k, condition))
+        return rows, len(names)
+
+    return item_rows
+
+
+def manifest_plan(ws, task, options: FamilyOptions) -> ManifestPlan:
+    """Stage 5's channel rows: every condition of ``options.conditions`` (default
     :data:`CHANNEL_CONDITIONS`) the local tools can run, applied to the clean speech.
 
     A row: id ``<item>_ch_<name>``, ``background_id = <name>``, ``snr_db = 99`` (no added noise),
@@ -403,37 +419,23 @@ def manifest_plan(ws, task, *, conditions=None, **_) -> ManifestPlan:
     (a codec the local ffmpeg cannot encode) is no row but is listed in ``skipped`` with the reason;
     it keeps its seed, so the other rows' seeds do not depend on the local ffmpeg.
     """
-    names = list(CHANNEL_CONDITIONS) if conditions is None else list(conditions)
+    if options.conditions is None:
+        names = list(CHANNEL_CONDITIONS)
+    else:
+        names = list(options.conditions)
     reasons = {c: skip_reason(c) for c in names}
     runnable = [c for c in names if reasons[c] is None]
     skipped = pd.DataFrame(
         [(c, r) for c, r in reasons.items() if r], columns=["condition", "reason"]
     )
-
-    def item_rows(item, spec, extra, n, seed):  # snr_db: the clean rows' 99
-        return [
-            _row(
-                item,
-                spec,
-                extra,
-                seed + k,
-                id=f"{item['item_id']}_ch_{name}",
-                background_id=name,
-                condition=f"channel_{name}",
-                channel_condition=name,
-                applied_to="speech",
-                condition_params=compact_json(_resolve(name, {})),
-            )
-            for k, name in enumerate(names)
-            if reasons[name] is None
-        ], len(names)
-
     params = dict(
         conditions={c: _resolve(c, {}) for c in runnable},
         skipped=skipped.values.tolist(),
         seeds="one per condition, skipped ones too",
     )
-    return ManifestPlan(params=params, inputs=[], item_rows=item_rows, skipped=skipped)
+    return ManifestPlan(
+        params=params, inputs=[], item_rows=_channel_rows(names, reasons), skipped=skipped
+    )
 
 
 def key_fields(row, rec, ws, hashes) -> dict:
@@ -446,35 +448,7 @@ def key_fields(row, rec, ws, hashes) -> dict:
         return {"tools": f"unknown: {type(exc).__name__}"}
 
 
-def conditions(rows: pd.DataFrame | None = None, *, distractors=None) -> list[dict]:
-    """The family's conditions for the report's list (``family, condition, parameters, applied_to,
-    source, status``): every grid condition, ``run`` when in ``rows`` (score or manifest rows, whose
-    ``applied_to`` is shown), ``available`` or ``skipped: <reason>``."""
-    run = {}
-    if rows is not None and len(rows):
-        ch = rows.rename(columns={"background_id": "bg_id"})
-        run = (
-            ch[ch["bg_id"] != "clean"]
-            .drop_duplicates("bg_id")
-            .set_index("bg_id")["applied_to"]
-            .to_dict()
-        )
-    return [
-        dict(
-            family=NAME,
-            condition=r.condition,
-            parameters=r.parameters,
-            applied_to=run.get(r.condition, r.applies_to),
-            source=r.source or "",
-            status=("run" if r.condition in run else "available")
-            if r.available
-            else f"skipped: {r.skip_reason}",
-        )
-        for r in describe().itertuples(index=False)
-    ]
-
-
-def tool_versions(name: str, **params) -> dict:
+def tool_versions(name: str, params: Mapping | None = None) -> dict:
     """The external tool whose build decides condition ``name``'s output: ``{"ffmpeg": version}``
     for codecs, ``{"pyroomacoustics": version}`` for rooms, ``{}`` otherwise.
     """
@@ -492,10 +466,18 @@ def tool_versions(name: str, **params) -> dict:
     return {}
 
 
+def _row_params(row) -> dict:
+    """A channel row's ``condition_params`` (JSON; ``{}`` when empty or NaN)."""
+    raw = row.get("condition_params")
+    if raw in (None, "") or raw != raw:
+        return {}
+    return json.loads(str(raw))
+
+
 def row_components(row, ws) -> dict:
-    """Materialise a channel manifest row (the family's ``row_components`` hook): the speech at −23
+    """Materialise a channel manifest row (the family's ``row_components``): the speech at −23
     LUFS as by the mixer, then :func:`apply` ``(channel_condition, s, 16000, seed=row seed,
-    **condition_params)``; not peak-scaled.
+    params=condition_params)``; not peak-scaled.
 
     Returns
     -------
@@ -512,23 +494,24 @@ def row_components(row, ws) -> dict:
     rid = row.get("id")
     name = str(row.get("channel_condition") or row.get("background_id"))
     try:
-        raw = row.get("condition_params")
-        params = json.loads(str(raw)) if raw not in (None, "") and raw == raw else {}
-        seed, speech_rel = int(row["seed"]), str(row["speech_path"])
+        params = _row_params(row)
+        seed = int(row["seed"])
+        speech_rel = str(row["speech_path"])
     except (KeyError, TypeError, ValueError) as exc:
         raise AiplibParameterError(
             f"channel row {rid!r}: bad condition_params/seed/speech_path ({exc})"
         ) from None
     s, measured = normalized_speech(ws.path(speech_rel))
     try:
-        y, info = apply(name, s, SR, seed=seed, **params)
+        y, info = apply(name, s, SR, seed=seed, params=params)
     except AiplibParameterError as exc:
         raise AiplibParameterError(f"channel row {rid!r} ({speech_rel}): {exc}") from None
-    speech, bg = (
-        (s.copy(), (y.astype(np.float64) - s).astype(np.float32))
-        if y.size == s.size
-        else (y.copy(), np.zeros_like(y))
-    )
+    if y.size == s.size:
+        speech = s.copy()
+        bg = (y.astype(np.float64) - s).astype(np.float32)
+    else:  # a cut: the output is the speech that is left
+        speech = y.copy()
+        bg = np.zeros_like(y)
     lufs = SPEECH_LUFS if np.isfinite(measured) else measured
     mi = MixInfo(
         math.inf,

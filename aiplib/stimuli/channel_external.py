@@ -36,6 +36,8 @@ class ChannelUnavailableError(MissingPackageError):
         super().__init__(reason)
 
 
+#: Codec name → ffmpeg encoder, container, sample rate (Hz), allowed bitrates (kbit/s; None: any
+#: 6–510) and the standard it implements.
 CODECS = {
     "g711_alaw": {
         "encoder": "pcm_alaw",
@@ -73,12 +75,12 @@ CODECS = {
         "source": "IETF RFC 6716 Opus (libopus), VoIP mode, constant bitrate",
     },
 }
-"""Codec name → ffmpeg encoder, container, sample rate (Hz), allowed bitrates (kbit/s; None:
-any 6–510) and the standard it implements."""
 
 
 def _ffmpeg() -> str:
-    if (exe := shutil.which("ffmpeg")) is None:
+    """The path of the ffmpeg executable; ChannelUnavailableError when it is not installed."""
+    exe = shutil.which("ffmpeg")
+    if exe is None:
         raise ChannelUnavailableError("ffmpeg is not installed (`sudo apt-get install ffmpeg`)")
     return exe
 
@@ -159,14 +161,17 @@ def align_to(d: np.ndarray, x: np.ndarray, max_lag: int) -> tuple[np.ndarray, in
     """
     from scipy import signal
 
-    d, x, lag = np.asarray(d, dtype=np.float64), np.asarray(x, dtype=np.float64), 0
+    d = np.asarray(d, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    lag = 0
     if np.any(d) and np.any(x):
         c = signal.correlate(d, x, mode="full", method="fft")
         lags = signal.correlation_lags(d.size, x.size, mode="full")
         keep = np.abs(lags) <= max_lag
         lag = int(lags[keep][np.argmax(c[keep])])
     out = np.zeros(x.size, dtype=np.float32)
-    lo, hi = max(0, -lag), min(x.size, d.size - lag)
+    lo = max(0, -lag)
+    hi = min(x.size, d.size - lag)
     if hi > lo:
         out[lo:hi] = d[lo + lag : hi + lag]
     return out, lag
@@ -210,7 +215,8 @@ def codec(
     RuntimeError
         If ffmpeg fails.
     """
-    if reason := codec_skip_reason(codec):
+    reason = codec_skip_reason(codec)
+    if reason:
         raise ChannelUnavailableError(reason)
     spec = CODECS[codec]
     rate = spec["rate_hz"]
@@ -297,14 +303,14 @@ def codec(
 
 # ---- rooms ------------------------------------------------------------------------------------
 
+#: Ranges (m) of length, width and height the shoebox rooms are drawn from.
 ROOM_DIMS_M = ((5.0, 8.0), (4.0, 6.0), (2.7, 3.5))
-"""Ranges (m) of length, width and height the shoebox rooms are drawn from."""
+#: Least distance (m) of source and microphone from every wall.
 WALL_MARGIN_M = 0.5
-"""Least distance (m) of source and microphone from every wall."""
+#: Range (m) of the source–microphone distance.
 SRC_MIC_M = (1.0, 3.0)
-"""Range (m) of the source–microphone distance."""
+#: Calibration stops when the measured RT60 is within this relative error of the target.
 RT60_TOLERANCE = 0.05
-"""Calibration stops when the measured RT60 is within this relative error of the target."""
 
 
 @functools.lru_cache(maxsize=32)
@@ -365,10 +371,12 @@ def room(rt60_s: float, index: int = 0, sr: int = 16000) -> tuple[np.ndarray, di
         h = np.asarray(shoebox.rir[0][0], dtype=np.float32)
         return h, float(measure_rt60(h, fs=sr, decay_db=30))
 
-    steps, (h, measured) = 0, rir(absorption)
+    h, measured = rir(absorption)
+    steps = 0
     while abs(measured / rt60_s - 1.0) > RT60_TOLERANCE and steps < 6:
         absorption = float(min(0.99, absorption * measured / rt60_s))
-        (h, measured), steps = rir(absorption), steps + 1
+        h, measured = rir(absorption)
+        steps += 1
     params = {
         "rt60_target_s": float(rt60_s),
         "index": int(index),
@@ -411,7 +419,8 @@ def reverb(
     wet = signal.fftconvolve(np.asarray(y, dtype=np.float64), h.astype(np.float64))[
         d0 : d0 + y.size
     ]
-    rms_in, rms_out = np.sqrt(np.mean(np.square(y, dtype=np.float64))), np.sqrt(np.mean(wet**2))
+    rms_in = np.sqrt(np.mean(np.square(y, dtype=np.float64)))
+    rms_out = np.sqrt(np.mean(wet**2))
     gain = rms_in / rms_out if rms_out > 0 else 1.0
     return (wet * gain).astype(np.float32), {
         "room": dict(params),

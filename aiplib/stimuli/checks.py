@@ -214,9 +214,7 @@ def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
         frames.append(man[man["condition"] == "clean"].head(2).assign(family=fam))
     pool = pd.concat(frames, ignore_index=True)
     pick = pool.sample(n=min(n, len(pool)), random_state=seed).sort_values(["family", "id"])
-    pick["reference"] = pick["transcript"] if "transcript" in pick else ""
-    if "keyword" in pick:
-        pick["reference"] = pick["reference"].where(pick["family"] == "asr", pick["keyword"])
+    pick["reference"] = [_reference(r) for r in pick.to_dict("records")]
     written = [
         write_wav(
             out / f"{r['family']}_{r['id']}.wav", materialize_named(r, ws)[0], subtype="PCM_16"
@@ -229,6 +227,12 @@ def write_inspection_clips(ws, *, n: int = 60, seed: int = 0) -> list:
         out / "index.csv", index=False
     )
     return written
+
+
+def _reference(row: dict):
+    """A manifest row's reference: its task family's reference column
+    (:attr:`aiplib.core.tasks.TaskFamily.reference`), ``""`` when the column is absent."""
+    return row.get(TASK_FAMILIES[row["family"]].reference, "")
 
 
 def subaudible_backgrounds(ws) -> pd.DataFrame:
@@ -248,7 +252,8 @@ def subaudible_backgrounds(ws) -> pd.DataFrame:
     AudioFileError
         If ``battery.csv`` is missing.
     """
-    if (battery := read_battery_csv(ws.battery_csv)) is None:
+    battery = read_battery_csv(ws.battery_csv)
+    if battery is None:
         raise AudioFileError(f"{ws.battery_csv} is missing: run stage 3 first")
     rows = []
     for r in battery.to_dict("records"):

@@ -1,71 +1,103 @@
-"""The condition families and their one interface.
+"""The stimuli of every condition family: stage 5's manifest rows and the mixer, through
+:data:`MIXERS`.
 
 ``background`` is the paper's battery (:mod:`aiplib.stimuli.background`), ``competing_speech``
 mixes the target with other talkers (:mod:`aiplib.stimuli.competing`), ``channel`` passes the clean
 speech through a phone / codec / room transform (:mod:`aiplib.stimuli.channel`). A *suite* is the
-families one run covers (``make all SUITE=background,channel``; default ``background``).
-
-The mixer, manifests, resume keys, scoring and tables look up each family's hooks in
-:data:`FAMILY_MODULES`:
-
-``NAME``, ``COLUMNS``, ``SEED_START``
-    The ``condition_family`` value, the manifest columns after
-    :data:`aiplib.stimuli.manifests.EXTRA_COLUMNS`, the first seed per task.
-``manifest_plan(ws, task, **options)``
-    Stage 5: a :class:`aiplib.stimuli.manifests.ManifestPlan` (None: the authors' manifest).
-``row_components(row, ws)``
-    Materialise a noisy row (:func:`mix_components`).
-``key_fields(row, rec, ws, hashes)``
-    Stage 7: the fields the resume key adds for a noisy row (None: the authors' key).
-``score_columns(out, task_family)``, ``sidecar(df, task_family)``, ``SCORE_TYPES``
-    Stage 8: the family's own score columns, sidecar fields and their types when read back.
-``TABLE``, ``conditions(rows, *, distractors)``
-    Notebook 09: what :func:`aiplib.analysis.family_results.family_table` reads (None: no family
-    table, scored by stage 8 itself) and the family's entries in the list of conditions.
+families one run covers (``make all SUITE=background,channel``; default ``background``). A
+family's facts (name, label, manifest columns, first seeds, SNR or not, table) are its
+:data:`aiplib.core.tasks.CONDITION_FAMILIES` spec; each stage package registers its own part under
+the same names (stage 1: :mod:`aiplib.sources.distractors`; stage 8:
+:data:`aiplib.scoring.family_columns.FAMILY_SCORERS`; notebook 09:
+:data:`aiplib.analysis.family_results.FAMILY_TABLES`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType, SimpleNamespace
 
 from aiplib.core.tasks import CONDITION_FAMILIES, check_family
 from aiplib.io.audio import SR, write_wav
 from aiplib.stimuli import background, channel, competing
 from aiplib.stimuli.mixing import is_clean_row, mix_row
 
-FAMILY_MODULES = {m.NAME: m for m in (background, competing, channel)}
-"""Condition family name → its module (the hooks above), in
-:data:`aiplib.core.tasks.CONDITION_FAMILIES` order."""
-assert tuple(FAMILY_MODULES) == tuple(CONDITION_FAMILIES)
 
-FAMILY_COLUMNS = {name: m.COLUMNS for name, m in FAMILY_MODULES.items()}
-"""Columns a family's manifest has after :data:`aiplib.stimuli.manifests.EXTRA_COLUMNS`, in
-order."""
+@dataclass(frozen=True)
+class FamilyMixer:
+    """What stages 5 and 7 do with one condition family's stimuli.
 
-SCORE_COLUMNS = [
-    "condition_family",
-    *(
-        c
-        for c in dict.fromkeys(c for m in FAMILY_MODULES.values() for c in m.COLUMNS)
-        if c != "condition_params"
-    ),
-    "condition_params",
-]
-"""Manifest columns copied into a family's score rows (those present)."""
+    Attributes
+    ----------
+    manifest_plan : callable
+        ``manifest_plan(ws, task, options) -> ManifestPlan | None``: stage 5's rows after each
+        item's clean row (:class:`aiplib.stimuli.manifests.ManifestPlan`; ``options`` a
+        :class:`aiplib.stimuli.manifests.FamilyOptions`); None: the authors' manifest.
+    row_components : callable
+        ``row_components(row, ws) -> dict``: materialise a noisy row (:func:`mix_components`).
+    key_fields : callable
+        ``key_fields(row, rec, ws, hashes) -> dict | None``: stage 7's resume-key fields of a noisy
+        row (the files and tools its samples depend on); None: the authors' key.
+    """
+
+    manifest_plan: Callable
+    row_components: Callable
+    key_fields: Callable
+
+
+#: Condition family name → its :class:`FamilyMixer`, in
+#: :data:`aiplib.core.tasks.CONDITION_FAMILIES` order.
+MIXERS: Mapping[str, FamilyMixer] = MappingProxyType(
+    {
+        "background": FamilyMixer(
+            manifest_plan=background.manifest_plan,
+            row_components=mix_row,
+            key_fields=background.key_fields,
+        ),
+        "competing_speech": FamilyMixer(
+            manifest_plan=competing.manifest_plan,
+            row_components=competing.row_components,
+            key_fields=competing.key_fields,
+        ),
+        "channel": FamilyMixer(
+            manifest_plan=channel.manifest_plan,
+            row_components=channel.row_components,
+            key_fields=channel.key_fields,
+        ),
+    }
+)
+assert tuple(MIXERS) == tuple(CONDITION_FAMILIES)
+
+#: Deprecated view of :data:`MIXERS` for :mod:`aiplib.inference.keys` (it reads ``.COLUMNS`` and
+#: ``.key_fields`` of a family): ``COLUMNS`` is the spec's
+#: :attr:`aiplib.core.tasks.ConditionFamily.columns`. Remove once keys.py reads :data:`MIXERS`.
+FAMILY_MODULES = MappingProxyType(
+    {
+        name: SimpleNamespace(COLUMNS=CONDITION_FAMILIES[name].columns, key_fields=m.key_fields)
+        for name, m in MIXERS.items()
+    }
+)
+
+#: What a ``condition_family`` cell holds when it is empty (read from a CSV).
+_EMPTY = ("nan", "<na>", "none")
 
 
 def row_family(row) -> str:
     """The condition family of a manifest row: its ``condition_family``; ``background`` when the
-    column is absent or empty (the authors' rows)."""
-    v = str(
-        row.get("condition_family") if hasattr(row, "get") else ""
-    ).strip()  # None, NaN, <NA> read as empty
-    return v if v and v.lower() not in ("nan", "<na>", "none") else "background"
+    column is absent or empty (the authors' rows; None, NaN, <NA> read as empty)."""
+    value = ""
+    if hasattr(row, "get"):
+        value = str(row.get("condition_family")).strip()
+    if value and value.lower() not in _EMPTY:
+        return value
+    return "background"
 
 
 def mix_components(row: Mapping, ws) -> dict:
     """Materialise a manifest row and return its parts as mixed: a clean row of any family with
-    :func:`aiplib.stimuli.mixing.mix_row`, a noisy row with its family's ``row_components`` hook.
+    :func:`aiplib.stimuli.mixing.mix_row`, a noisy row with its family's ``row_components``
+    (:data:`MIXERS`).
 
     Returns
     -------
@@ -80,11 +112,10 @@ def mix_components(row: Mapping, ws) -> dict:
     AiplibParameterError
         An incomplete row, or an unknown ``condition_family``.
     """
-    return (
-        mix_row(row, ws)
-        if is_clean_row(row)
-        else FAMILY_MODULES[check_family(row_family(row))].row_components(row, ws)
-    )
+    if is_clean_row(row):
+        return mix_row(row, ws)
+    family = check_family(row_family(row))
+    return MIXERS[family].row_components(row, ws)
 
 
 def materialize(row: Mapping, ws, *, write=None):

@@ -1,9 +1,10 @@
 """Stage 5 for every condition family: ``manifests/<cf>/<task>.csv`` from the family's
-``manifest_plan`` hook (:data:`aiplib.stimuli.families.FAMILY_MODULES`).
+``manifest_plan`` (:data:`aiplib.stimuli.families.MIXERS`).
 
-A family's rows follow the background manifest's schema (:mod:`aiplib.stimuli.manifests`) with the
-family's own columns after them. Every item keeps its clean row; seeds count the rows from the
-family's ``SEED_START``.
+A family's rows follow the background manifest's schema (:mod:`aiplib.stimuli.manifests`, built
+with its row builder :func:`~aiplib.stimuli.manifests.item_row`) with the family's own columns
+after them (:attr:`aiplib.core.tasks.ConditionFamily.columns`). Every item keeps its clean row;
+seeds count the rows from the family's ``seed_start``.
 """
 
 from __future__ import annotations
@@ -15,29 +16,36 @@ from pathlib import Path
 import pandas as pd
 
 from aiplib.core.stamps import make_stamp, stamp_path, write_stamp
-from aiplib.core.tasks import TASK_FAMILIES
-from aiplib.core.tasks import check_family, parse_suite
+from aiplib.core.tasks import CONDITION_FAMILIES, TASK_FAMILIES, check_family, parse_suite
 from aiplib.io.formats import read_item_bank, read_manifest, write_manifest_csv
-from aiplib.stimuli.families import FAMILY_MODULES
+from aiplib.stimuli.families import MIXERS
 from aiplib.stimuli.manifests import (
     MANIFEST_DEFINITION_VERSION,
     SNRS_DB,
-    _item_spec,
-    _n_samples,
-    _row,
-    _up_to_date,
-    _write_rows,
+    FamilyOptions,
     build_manifest,
     foreground_items,
+    item_row,
+    item_spec,
     manifest_columns,
     manifest_hash,
+    speech_n_samples,
+    stamp_up_to_date,
+    write_manifest_rows,
 )
 
 
 def family_manifest_columns(condition_family: str, task: str) -> list[str]:
     """All columns of ``manifests/<cf>/<task>.csv``: :func:`manifest_columns` then the family's
-    ``COLUMNS``."""
-    return manifest_columns(task) + FAMILY_MODULES[check_family(condition_family)].COLUMNS
+    :attr:`aiplib.core.tasks.ConditionFamily.columns`.
+
+    Raises
+    ------
+    AiplibParameterError
+        An unknown condition family or task family.
+    """
+    spec = CONDITION_FAMILIES[check_family(condition_family)]
+    return manifest_columns(task) + list(spec.columns)
 
 
 def skipped_csv(ws, condition_family: str) -> Path:
@@ -54,36 +62,42 @@ def build_family_manifest(
     seed_start: int | None = None,
     battery_snrs=SNRS_DB,
     overwrite: bool = False,
-    **options,
+    snrs=None,
+    conditions=None,
 ) -> pd.DataFrame:
     """Build (or read back) ``manifests/<cf>/<task>.csv`` of a condition family (stage 5).
 
     Rows per item, in item-bank order: the clean row (the background manifest's but for ``seed``
     and ``condition_family``, so ΔWER pairs inside the family), then the rows of the family's
-    ``manifest_plan`` hook, given ``options`` (competing speech: ``languages``, ``snrs``; channel:
-    ``conditions``). ``seed`` counts the rows from ``seed_start`` (default the family's
-    ``SEED_START``). ``background`` is :func:`build_manifest` at ``battery_snrs`` (dB). Conditions
-    that cannot run here go to :func:`skipped_csv`. Kept while the stamp
-    ``manifests/<cf>/<task>.stamp.json`` matches (parameters, item bank, speech WAVs, the family's
-    inputs), else rebuilt.
+    ``manifest_plan`` (:data:`aiplib.stimuli.families.MIXERS`), given the options (competing
+    speech: ``snrs`` in dB, its languages those of the distractor table; channel: ``conditions``;
+    None: the family's default, :class:`aiplib.stimuli.manifests.FamilyOptions`). ``seed`` counts
+    the rows from ``seed_start`` (default the family's ``seed_start``). ``background`` is
+    :func:`build_manifest` at ``battery_snrs`` (dB). Conditions that cannot run here go to
+    :func:`skipped_csv`. Kept while the stamp ``manifests/<cf>/<task>.stamp.json`` matches
+    (parameters, item bank, speech WAVs, the family's inputs), else rebuilt.
 
     Raises
     ------
     AiplibParameterError
-        Unknown family, a family hook's refusal (e.g. competing speech without a distractor
-        table), repeated ids.
+        Unknown family, a family's refusal (e.g. competing speech without a distractor table),
+        repeated ids.
     """
     cf = check_family(condition_family)
     ws = ws.with_family("background")
     columns = family_manifest_columns(cf, family)  # checks the task
-    plan = FAMILY_MODULES[cf].manifest_plan(ws, family, **options)
+    options = FamilyOptions(snrs=snrs, conditions=conditions)
+    plan = MIXERS[cf].manifest_plan(ws, family, options)
     if plan is None:
         return build_manifest(
             ws, family, snrs=battery_snrs, seed_start=seed_start, overwrite=overwrite
         )
     fws = ws.with_family(cf)
     out = fws.manifest_csv(family)
-    seed0 = FAMILY_MODULES[cf].SEED_START[family] if seed_start is None else int(seed_start)
+    if seed_start is None:
+        seed0 = CONDITION_FAMILIES[cf].seed_start[family]
+    else:
+        seed0 = int(seed_start)
     items = read_item_bank(ws, family)
     inputs = [ws.item_bank(family)] + [ws.path(p) for p in items["path"]] + plan.inputs
     params = (
@@ -104,18 +118,19 @@ def build_family_manifest(
     if (
         out.is_file()
         and not overwrite
-        and _up_to_date(stamp_file, stamp, ws, f"manifests/{cf}/{family}.csv")
+        and stamp_up_to_date(stamp_file, stamp, ws, f"manifests/{cf}/{family}.csv")
     ):
         return read_manifest(fws, family)
-    rows, seed = [], seed0
     kept, n_probes = foreground_items(items)
-    for it in kept.to_dict("records"):
-        n = _n_samples(ws, it["path"])
-        spec, extra = _item_spec(it, family, n, cf)
-        new, n_seeds = plan.item_rows(it, spec, extra, n, seed + 1)
-        rows += [_row(it, spec, extra, seed), *new]
+    rows = []
+    seed = seed0
+    for item in kept.to_dict("records"):
+        n = speech_n_samples(ws, item["path"])
+        spec, extra = item_spec(item, family, n, cf)
+        new, n_seeds = plan.item_rows(item, spec, extra, n, seed + 1)
+        rows += [item_row(item, spec, extra, seed), *new]
         seed += 1 + n_seeds
-    df = _write_rows(rows, columns, out)
+    df = write_manifest_rows(rows, columns, out)
     meta = dict(
         condition_family=cf,
         family=family,
@@ -143,7 +158,8 @@ def build_family_manifests(
     dict
         ``{(condition_family, task): DataFrame}``.
     """
-    ws, out = ws.with_family("background"), {}
+    ws = ws.with_family("background")
+    out = {}
     for cf in parse_suite(suite):
         for task in TASK_FAMILIES:
             if not ws.item_bank(task).is_file():
@@ -153,7 +169,7 @@ def build_family_manifests(
                 ws,
                 cf,
                 task,
-                seed_start=FAMILY_MODULES[cf].SEED_START[task] + seed_offset,
+                seed_start=CONDITION_FAMILIES[cf].seed_start[task] + seed_offset,
                 battery_snrs=snrs,
                 overwrite=overwrite,
             )
@@ -166,8 +182,6 @@ def family_manifest_summary(ws, manifests: dict) -> pd.DataFrame:
     that cannot run here, with the reason)."""
     rows = []
     for (cf, task), df in manifests.items():
-        p = skipped_csv(ws, cf)
-        sk = pd.read_csv(p, dtype=str, keep_default_na=False) if p.is_file() else None
         rows.append(
             dict(
                 condition_family=cf,
@@ -175,9 +189,15 @@ def family_manifest_summary(ws, manifests: dict) -> pd.DataFrame:
                 rows=len(df),
                 items=df["speech_id"].nunique(),
                 conditions=df.loc[df["condition"] != "clean", "background_id"].nunique(),
-                skipped=""
-                if sk is None
-                else "; ".join(f"{c}: {r}" for c, r in zip(sk["condition"], sk["reason"])),
+                skipped=_skipped_text(skipped_csv(ws, cf)),
             )
         )
     return pd.DataFrame(rows)
+
+
+def _skipped_text(path: Path) -> str:
+    """``condition: reason; …`` of a ``skipped.csv`` (``""`` when there is none)."""
+    if not path.is_file():
+        return ""
+    sk = pd.read_csv(path, dtype=str, keep_default_na=False)
+    return "; ".join(f"{c}: {r}" for c, r in zip(sk["condition"], sk["reason"]))

@@ -30,16 +30,15 @@ import numpy as np
 from aiplib.core.errors import AiplibParameterError, AudioFileError
 from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio_cached, loudness_meter, peak_abs
 
+#: Loudness of the foreground speech in every stimulus, LUFS (the authors' ``SPEECH_LUFS``).
 SPEECH_LUFS = -23.0
-"""Loudness of the foreground speech in every stimulus, LUFS (the authors' ``SPEECH_LUFS``)."""
 
+#: Added to each mean power before the SNR gain is computed (the authors' mixer).
 POWER_FLOOR = 1e-9
-"""Added to each mean power before the SNR gain is computed (the authors' mixer)."""
 
+#: A segment whose mean power ``mean(b²)`` (float64, before scaling) is below this (−100 dB re full
+#: scale) is *digital silence*: ``bg_active`` False.
 BG_SILENCE_POWER = 1e-10
-"""A segment whose mean power ``mean(b²)`` (float64, before scaling) is below this (−100 dB
-re full scale) is *digital silence*: ``bg_active`` False.
-"""
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,8 @@ def bg_offset(seed: int, n_bg: int, n_speech: int) -> int:
     AudioFileError
         If the background holds no samples.
     """
-    n_bg, n_speech = int(n_bg), int(n_speech)
+    n_bg = int(n_bg)
+    n_speech = int(n_speech)
     if n_bg <= 0:
         raise AudioFileError("the background holds no samples")
     if n_bg < n_speech:
@@ -188,9 +188,11 @@ class _Mixed:
 def mix_normalized(s, bg, snr_db: float, seed: int) -> _Mixed:
     n = s.shape[0]
     b, off = background_segment(bg, seed, n)
-    ps, pb = float(np.mean(s**2)) + POWER_FLOOR, float(np.mean(b**2)) + POWER_FLOOR
+    ps = float(np.mean(s**2)) + POWER_FLOOR
+    pb = float(np.mean(b**2)) + POWER_FLOOR
     gain = np.sqrt(ps / (pb * (10 ** (float(snr_db) / 10))))
-    y = s + (bs := b * gain)
+    bs = b * gain
+    y = s + bs
     peak = peak_abs(y)
     scale = 1.0 / peak if peak > 1.0 else 1.0
     return _Mixed(
@@ -217,7 +219,8 @@ def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUF
     info : MixInfo
     """
     s, measured = loudness_normalize(np.asarray(speech, dtype=np.float32), speech_lufs)
-    lufs, speech_peak = float(speech_lufs) if np.isfinite(measured) else measured, peak_abs(s)
+    lufs = float(speech_lufs) if np.isfinite(measured) else measured
+    speech_peak = peak_abs(s)
     if bg is None:
         return s, _clean_info(lufs, speech_peak)
     m = mix_normalized(s, np.asarray(bg, dtype=np.float32), snr_db, seed)
@@ -234,7 +237,8 @@ def achieved_snr_db(speech, noise) -> float:
     """``10·log10(Σ speech² / Σ noise²)`` in dB of two parts [shape=(n,)] of a mixture (``inf`` if
     ``noise`` is all zeros).
     """
-    s, b = np.asarray(speech, dtype=np.float64), np.asarray(noise, dtype=np.float64)
+    s = np.asarray(speech, dtype=np.float64)
+    b = np.asarray(noise, dtype=np.float64)
     pb = float(np.dot(b, b))
     if pb == 0.0:
         return float("inf")
@@ -300,7 +304,8 @@ def mix_row(row: Mapping, ws) -> dict:
         An incomplete row.
     """
     s, measured = normalized_speech(ws.path(str(_row_value(row, "speech_path"))))
-    lufs, speech_peak = SPEECH_LUFS if np.isfinite(measured) else measured, peak_abs(s)
+    lufs = SPEECH_LUFS if np.isfinite(measured) else measured
+    speech_peak = peak_abs(s)
     if is_clean_row(row):
         return dict(
             mixture=s.copy(),
@@ -308,12 +313,14 @@ def mix_row(row: Mapping, ws) -> dict:
             background=np.zeros_like(s),
             info=_clean_info(lufs, speech_peak),
         )
-    snr, seed = _row_value(row, "snr_db"), _row_value(row, "seed")
+    snr_cell = _row_value(row, "snr_db")
+    seed_cell = _row_value(row, "seed")
     try:
-        snr, seed = float(snr), int(seed)
+        snr = float(snr_cell)
+        seed = int(seed_cell)
     except (TypeError, ValueError):
         raise AiplibParameterError(
-            f"row {row.get('id')!r}: snr_db {snr!r} / seed {seed!r} are not numbers"
+            f"row {row.get('id')!r}: snr_db {snr_cell!r} / seed {seed_cell!r} are not numbers"
         ) from None
     if not math.isfinite(snr):
         raise AiplibParameterError(f"row {row.get('id')!r}: snr_db is {snr} on a noisy row")
