@@ -140,7 +140,7 @@ def test_architecture_map_names_every_module():
 # ------------------------------------------------------------------------------ registries
 #: Registries by name that are not written as a mapping literal (always counted).
 KNOWN_REGISTRIES = {"TASK_FAMILIES", "CONDITION_FAMILIES", "MIXERS", "FAMILY_SCORERS", "FAMILY_TABLES",
-                    "CONDITION_LISTINGS", "LEAK_RULES", "SCORERS", "FAMILY_MODULES", "TABLE_FAMILIES"}
+                    "CONDITION_LISTINGS", "LEAK_RULES", "SCORERS", "TABLE_FAMILIES"}
 MAPPING_CALLS = {"MappingProxyType", "dict", "OrderedDict", "defaultdict"}
 
 

@@ -7,7 +7,8 @@ import pandas as pd
 
 from aiplib.core.hashing import file_sha256
 from aiplib.core.stamps import json_sha256, jsonable, text_sha256
-from aiplib.stimuli.families import FAMILY_MODULES, row_family
+from aiplib.core.tasks import CONDITION_FAMILIES
+from aiplib.stimuli.families import MIXERS, row_family
 from aiplib.stimuli.mixing import is_clean_row
 
 #: Field of an inference row holding its resume key (:func:`stimulus_key`).
@@ -93,20 +94,25 @@ def stimulus_base(row: dict, ws, hashes: dict | None = None) -> str:
     background (clean) has ``seed`` and ``bg_offset`` left out: its audio does not depend on them.
     ``hashes`` (path → SHA-256), when given, is used and filled as a cache for one run.
 
-    A noisy row of a family whose ``key_fields`` hook gives fields (:data:`aiplib.stimuli.families.
-    FAMILY_MODULES`; not ``background``) keeps ``seed`` and adds ``condition_family``, the family's
-    manifest ``COLUMNS`` as text and the hook's fields (competing speech: the distractor table's
-    and recordings' SHA-256; channel: the external tool's version). Background rows and every
-    clean row keep the key above.
+    A noisy row of a family whose ``key_fields`` hook gives fields
+    (:data:`aiplib.stimuli.families.MIXERS`; not ``background``) keeps ``seed`` and adds
+    ``condition_family``, the family's manifest columns
+    (:attr:`aiplib.core.tasks.ConditionFamily.columns`) as text and the hook's fields (competing
+    speech: the distractor table's and recordings' SHA-256; channel: the external tool's version).
+    Background rows and every clean row keep the key above.
     """
     rec = {k: _val(row.get(k)) for k in STIM_KEY_FIELDS}
     cf = row_family(row)
-    fam = FAMILY_MODULES.get(cf)  # an unknown family fails at materialisation
-    own = {"condition_family": cf, **{c: _text(row.get(c)) for c in (fam.COLUMNS if fam else ())}}
+    # an unknown family has no mixer and fails at materialisation
+    mixer = MIXERS.get(cf)
+    own = {"condition_family": cf}
+    if mixer is not None:
+        for column in CONDITION_FAMILIES[cf].columns:
+            own[column] = _text(row.get(column))
     if is_clean_row(row):
         extra = None
-    elif fam:
-        extra = fam.key_fields(row, rec | own, ws, hashes)
+    elif mixer is not None:
+        extra = mixer.key_fields(row, rec | own, ws, hashes)
     else:
         extra = {}
     if extra is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType, SimpleNamespace
+from types import MappingProxyType
 
 from aiplib.core.tasks import CONDITION_FAMILIES, check_family
 from aiplib.io.audio import SR, write_wav
@@ -68,16 +68,6 @@ MIXERS: Mapping[str, FamilyMixer] = MappingProxyType(
     }
 )
 assert tuple(MIXERS) == tuple(CONDITION_FAMILIES)
-
-#: Deprecated view of :data:`MIXERS` for :mod:`aiplib.inference.keys` (it reads ``.COLUMNS`` and
-#: ``.key_fields`` of a family): ``COLUMNS`` is the spec's
-#: :attr:`aiplib.core.tasks.ConditionFamily.columns`. Remove once keys.py reads :data:`MIXERS`.
-FAMILY_MODULES = MappingProxyType(
-    {
-        name: SimpleNamespace(COLUMNS=CONDITION_FAMILIES[name].columns, key_fields=m.key_fields)
-        for name, m in MIXERS.items()
-    }
-)
 
 #: What a ``condition_family`` cell holds when it is empty (read from a CSV).
 _EMPTY = ("nan", "<na>", "none")
