@@ -144,8 +144,9 @@ def strip_digital_silence(
     return np.ascontiguousarray(y[mask]), {k2: round(v, 3) for k2, v in removed.items()}
 
 
-#: A folder of clips and its table: folder and table parameter, the table's value column, other names
-#: accepted for it, and the kind and text of the problem recorded for a clip the table does not name.
+#: A folder of clips and its table: folder and table parameter, the table's value column, other
+#: names accepted for it, and the kind and text of the problem recorded for a clip the table does
+#: not name.
 _SPEECH = (
     "speech_dir",
     "texts",
