@@ -36,7 +36,7 @@ from aiplib.core.textnorm import normalize_text
 from aiplib.io.formats import parse_bool
 from aiplib.sources.corpora import debian
 from aiplib.sources.corpora.custom import files as custom_files
-from aiplib.sources.corpora.custom.report import ValidationReport, Collector
+from aiplib.sources.corpora.custom.report import Collector, ValidationReport
 from aiplib.sources.corpora.custom.validate import validate_speech
 
 #: The Asterisk distractor voices (from each package's ``copyright`` file); ``en`` is the target's
@@ -62,16 +62,14 @@ LANGUAGES = ("fr", "it", "ru", "es")
 #: The demo's distractor languages: :data:`LANGUAGES` and ``en``, the same-language distractor.
 DEMO_LANGUAGES = LANGUAGES + ("en",)
 
-FORMATS = (
-    "g722",
-    "wav",
-)  # Audio formats searched, in order (G.722 first: the target items' codec, see above).
+#: Audio formats searched, in order (G.722 first: the target items' codec, see above).
+FORMATS = ("g722", "wav")
 
-MIN_WORDS = (
-    3  # Least number of words (paper normalisation, stage directions removed) of a kept prompt.
-)
+#: Least number of words (paper normalisation, stage directions removed) of a kept prompt.
+MIN_WORDS = 3
 
-MIN_DURATION_S = 1.5  # Least duration of a kept prompt, s.
+#: Least duration of a kept prompt, s.
+MIN_DURATION_S = 1.5
 
 #: Environment variable: further roots (``os.pathsep``-separated) holding extracted packages.
 ROOT_ENV = "AIP_ASTERISK_ROOT"
@@ -94,8 +92,13 @@ DISTRACTOR_COLUMNS = [
     "attribution",
 ]
 
-G722_BYTES_PER_S = 8000  # Bytes per second of G.722 audio (64 kbit/s).
+#: Bytes per second of G.722 audio (64 kbit/s).
+G722_BYTES_PER_S = 8000
+
+#: A stage direction of a transcript: ``[...]`` or ``(...)``.
 _STAGE = re.compile(r"\[[^\]]*\]|\([^)]*\)")
+
+#: A damaged transcript: a ``?`` between a letter and a word (an accented vowel lost).
 _DAMAGED = re.compile(r"[^\W\d_]\?\s*([^\W\d_])")
 
 
@@ -191,9 +194,9 @@ def find_root(lang: str, *, roots=None, formats=FORMATS) -> tuple[Path, str]:
                 return root, fmt
     pkgs = debian_packages([lang], formats[0])
     raise MissingPackageError(
-        f"the {lang} Asterisk prompts are not installed (packages {', '.join(pkgs)}). Install them with\n"
-        f"    {debian.install_command(pkgs)}\nor, without root, run aiplib.sources.corpora.asterisk_langs."
-        f"download_and_extract(DIR) and set {ROOT_ENV}=DIR"
+        f"the {lang} Asterisk prompts are not installed (packages {', '.join(pkgs)}). "
+        f"Install them with\n    {debian.install_command(pkgs)}\nor, without root, run "
+        f"aiplib.sources.corpora.asterisk_langs.download_and_extract(DIR) and set {ROOT_ENV}=DIR"
     )
 
 
@@ -259,12 +262,10 @@ def asterisk_distractors(
         for key, text in sorted(read_transcripts(root / _transcript_rel(lang)).items()):
             path = folder / f"{key}.{fmt}"
             norm = normalize_text(speech_text(text))
-            if (
-                is_damaged(text)
-                or len(norm.split()) < min_words
-                or not path.is_file()
-                or (dur := _duration_s(path, fmt)) < min_duration_s
-            ):
+            if is_damaged(text) or len(norm.split()) < min_words or not path.is_file():
+                continue
+            dur = _duration_s(path, fmt)
+            if dur < min_duration_s:
                 continue
             rows.append(
                 dict(
@@ -302,18 +303,20 @@ def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.
     ValidationError
         If the validation finds a fatal problem (with the full list), or a row has no language.
     """
-    probs, scans = Collector(), []
+    probs = Collector()
+    scans = []
     rows = validate_speech(speech_dir, texts, probs, scans)
     ValidationReport(problems=probs.sorted(), speech=rows, scans=scans).raise_if_fatal()
-    folder, path = custom_files.absolute_path(speech_dir), custom_files.absolute_path(texts)
-    table = custom_files.read_table(
-        path, ("file",), probs, "texts", aliases={"path": "file"}
-    )  # as validated
+    folder = custom_files.absolute_path(speech_dir)
+    path = custom_files.absolute_path(texts)
+    # as validated
+    table = custom_files.read_table(path, ("file",), probs, "texts", aliases={"path": "file"})
     extra = {custom_files.absolute_path(folder / r["file"]): r for r in table.to_dict("records")}
     out = []
     for r in rows:
         e = extra.get(Path(r["file"]), {})
-        if not (lang := language or str(e.get("language", "")).strip()):
+        lang = language or str(e.get("language", "")).strip()
+        if not lang:
             raise ValidationError(
                 [f"{r['file']}: no language (give a 'language' column or language=)"]
             )
@@ -341,15 +344,29 @@ def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.
 
 @functools.lru_cache(maxsize=4)
 def _read_table(path: str, mtime_ns: int, size: int, root: str | None) -> pd.DataFrame:
+    """The distractor table at ``path`` typed (``mtime_ns`` and ``size`` only key the cache)."""
     df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
     if root is not None and "path" in df.columns:
-        df["path"] = [p if os.path.isabs(p) else os.path.join(root, p) for p in df["path"]]
-    if missing := [c for c in DISTRACTOR_COLUMNS if c not in df.columns]:
+        df["path"] = [_under(root, p) for p in df["path"]]
+    missing = [c for c in DISTRACTOR_COLUMNS if c not in df.columns]
+    if missing:
         raise ValidationError([f"{path}: distractor table lacks columns {missing}"])
     df["n_words"] = pd.to_numeric(df["n_words"], errors="coerce").astype("Int64")
     df["duration_s"] = pd.to_numeric(df["duration_s"], errors="coerce")
-    df["same_voice_as_target"] = df["same_voice_as_target"].map(lambda v: parse_bool(v) is True)
+    df["same_voice_as_target"] = df["same_voice_as_target"].map(_is_true)
     return df
+
+
+def _under(root: str, path: str) -> str:
+    """``path`` itself when absolute, else joined to ``root``."""
+    if os.path.isabs(path):
+        return path
+    return os.path.join(root, path)
+
+
+def _is_true(value) -> bool:
+    """A table cell read as a bool (only a true value counts)."""
+    return parse_bool(value) is True
 
 
 def read_distractor_table(path, *, root=None) -> pd.DataFrame:
@@ -359,6 +376,6 @@ def read_distractor_table(path, *, root=None) -> pd.DataFrame:
     :data:`DISTRACTOR_COLUMNS` is missing."""
     p = Path(path).resolve()
     st = p.stat()
-    return _read_table(
-        str(p), st.st_mtime_ns, st.st_size, None if root is None else str(Path(root).resolve())
-    )
+    if root is not None:
+        root = str(Path(root).resolve())
+    return _read_table(str(p), st.st_mtime_ns, st.st_size, root)

@@ -15,9 +15,11 @@ import pandas as pd
 
 from aiplib.sources.download import corpus_record, need_dir
 
-CORPUS = corpus_record("ms_snsd")  # download record of MS-SNSD
+#: Download record of MS-SNSD.
+CORPUS = corpus_record("ms_snsd")
 
-ROOT = "MS-SNSD-master"  # Top folder of the extracted archive, inside the corpus folder.
+#: Top folder of the extracted archive, inside the corpus folder.
+ROOT = "MS-SNSD-master"
 
 
 def prepare_ms_snsd(corpus_dir) -> pd.DataFrame:

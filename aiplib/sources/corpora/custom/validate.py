@@ -155,6 +155,7 @@ _SPEECH = (
     "missing_transcript",
     "missing transcript",
 )
+#: The keyword-clip folder and its label table (fields as :data:`_SPEECH`).
 _KWS = (
     "kws_dir",
     "kws_labels",
