@@ -26,9 +26,8 @@ SIZES = {
     "demo": dict(n_asr_real=12, n_asr_synth=16, n_kws_target=20, n_kws_nontarget=10),
     "demo_smoke": dict(n_asr_real=2, n_asr_synth=2, n_kws_target=2, n_kws_nontarget=1),
     "paper": dict(),
-    "paper_smoke": dict(
-        n_librispeech=5, n_common_voice=5, n_kws=5
-    ),  # the authors' --smoke-test: 5 per bank
+    # the authors' --smoke-test: 5 per bank
+    "paper_smoke": dict(n_librispeech=5, n_common_voice=5, n_kws=5),
     "custom": dict(),
     "custom_smoke": dict(max_items=3),
 }
@@ -59,11 +58,21 @@ def raw_input_files(ws, params: dict) -> list[Path]:
         found.update(scan_audio_files(folder))
         if name == "backgrounds_dir" and licence_table(folder):
             found.add(absolute_path(licence_table(folder)))
-    inv = ws.raw / "inventory.csv"
-    if inv.is_file():
-        files = pd.read_csv(inv, dtype=str, keep_default_na=False, usecols=lambda c: c == "file")
-        found.update(absolute_path(f) for f in files.get("file", []) if f)
+    found.update(_inventory_files(ws.raw / "inventory.csv"))
     return sorted(found)
+
+
+def _is_file_column(name: str) -> bool:
+    """True for the ``file`` column (the only one read of ``raw/inventory.csv``)."""
+    return name == "file"
+
+
+def _inventory_files(inv: Path) -> list[Path]:
+    """Absolute paths of the files ``raw/inventory.csv`` lists (none when it is missing)."""
+    if not inv.is_file():
+        return []
+    files = pd.read_csv(inv, dtype=str, keep_default_na=False, usecols=_is_file_column)
+    return [absolute_path(f) for f in files.get("file", []) if f]
 
 
 def raw_stamp(ws, params: dict) -> dict:
@@ -132,7 +141,8 @@ def build_item_banks(ws, *, overwrite: bool = False, **params):
     stamp_file = stamps.stamp_path(ws.itembanks, "itembanks")
     banks = [ws.item_bank(f) for f in TASK_FAMILIES]
     if not overwrite and any(p.is_file() for p in banks):
-        if changed := stamps.differences(stamps.read_stamp(stamp_file), stamp, ws=ws):
+        changed = stamps.differences(stamps.read_stamp(stamp_file), stamp, ws=ws)
+        if changed:
             log.warning("item banks are rebuilt: %s", "; ".join(changed[:5]))
             overwrite = True
     out = mod.build_item_banks(ws, overwrite=overwrite, **params)
@@ -159,13 +169,13 @@ def _now_differences(ws, old: dict) -> list[str]:
     re-hashed."""
     if old.get("stage") == "01_download_data":
         return raw_changes(ws, old)
-    now = dict(
-        old,
-        inputs={
-            k: (stamps.file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
-            for k in old.get("inputs", {})
-        },
-    )
+    inputs = {}
+    for k in old.get("inputs", {}):
+        if ws.path(k).is_file():
+            inputs[k] = stamps.file_sha256(ws.path(k))
+        else:
+            inputs[k] = "missing"
+    now = dict(old, inputs=inputs)
     return stamps.differences(old, now, ws=ws)
 
 
@@ -181,23 +191,42 @@ def stale_stamps(ws) -> list[dict]:
     ``changes`` (list of str, empty when up to date; None for an unreadable stamp), ``follows``
     (list of str).
     """
-    found = sorted(ws.root.rglob(f"*{stamps.STAMP_SUFFIX}")) if ws.root.is_dir() else []
-    recs = [
-        {
-            "path": ws.rel(p),
-            "stage": (old or {}).get("stage", ""),
-            "written": (old or {}).get("written"),
-            "stamp": old,
-            "changes": None if old is None else _now_differences(ws, old),
-            "follows": [],
-        }
-        for p in found
-        for old in [stamps.read_stamp(p)]
-    ]
-    recs.sort(key=lambda r: (r["stage"], r["path"]))
-    rewritten: dict[
-        str, tuple[str, bool]
-    ] = {}  # output → (stage rebuilding it, its own inputs changed)
+    found = []
+    if ws.root.is_dir():
+        found = sorted(ws.root.rglob(f"*{stamps.STAMP_SUFFIX}"))
+    recs = [_stamp_record(ws, p) for p in found]
+    recs.sort(key=_pipeline_order)
+    _propagate_upstream(recs)
+    return [{k: v for k, v in r.items() if k != "stamp"} for r in recs]
+
+
+def _stamp_record(ws, path: Path) -> dict:
+    """One stamp file read and compared with the workspace now (``changes`` None when
+    unreadable)."""
+    old = stamps.read_stamp(path)
+    changes = None
+    if old is not None:
+        changes = _now_differences(ws, old)
+    return {
+        "path": ws.rel(path),
+        "stage": (old or {}).get("stage", ""),
+        "written": (old or {}).get("written"),
+        "stamp": old,
+        "changes": changes,
+        "follows": [],
+    }
+
+
+def _pipeline_order(rec: dict) -> tuple:
+    """Sort key of a stamp record: stage, then path."""
+    return (rec["stage"], rec["path"])
+
+
+def _propagate_upstream(recs: list[dict]) -> None:
+    """Mark, in pipeline order, each stamp whose input an earlier stale stamp rewrites: under
+    ``changes`` when that stamp's own inputs changed, else under ``follows``."""
+    # output → (stage rebuilding it, whether its own inputs changed)
+    rewritten: dict[str, tuple[str, bool]] = {}
     for r in recs:
         if r["stamp"] is None:
             continue
@@ -209,11 +238,24 @@ def stale_stamps(ws) -> list[dict]:
             else:
                 r["follows"].append(f"if {stage} writes another {k}")
         if r["changes"] or r["follows"]:
-            rewritten.update({k: (r["stage"], direct) for k in r["stamp"].get("outputs", {})})
-    return [{k: v for k, v in r.items() if k != "stamp"} for r in recs]
+            for k in r["stamp"].get("outputs", {}):
+                rewritten[k] = (r["stage"], direct)
 
 
 # ------------------------------------------------------------------------------- command line
+def _state(diff: list[str], follows: list[str]) -> str:
+    """What ``make stamps`` says of one readable stamp: stale (the first 5 changes), may be
+    rebuilt, or up to date."""
+    if diff:
+        state = "STALE — " + "; ".join(diff[:5])
+        if len(diff) > 5:
+            state += f" (+{len(diff) - 5} more)"
+        return state
+    if follows:
+        return "may be rebuilt — " + "; ".join(follows)
+    return "up to date"
+
+
 def main(argv=None) -> int:
     """``python -m aiplib.sources.pipeline --profile P [--data-root D]`` (``make stamps``): say for
     every stamp whether the next ``make all`` would rebuild it, and why (:func:`stale_stamps`), and
@@ -224,10 +266,12 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     ws = workspace(a.profile, data_root=a.data_root, create=False)
-    if not (recs := stale_stamps(ws)):
+    recs = stale_stamps(ws)
+    if not recs:
         print(f"{ws.root}: no stamps (nothing built yet)")
         return 0
-    stale = maybe = 0
+    stale = 0
+    maybe = 0
     for r in recs:
         diff = r["changes"]
         if diff is None:
@@ -236,20 +280,13 @@ def main(argv=None) -> int:
             continue
         stale += bool(diff)
         maybe += bool(r["follows"]) and not diff
-        state = (
-            "STALE — "
-            + "; ".join(diff[:5])
-            + (f" (+{len(diff) - 5} more)" if len(diff) > 5 else "")
-            if diff
-            else "may be rebuilt — " + "; ".join(r["follows"])
-            if r["follows"]
-            else "up to date"
-        )
-        print(f"{r['path']} ({r['stage']}, {r['written']}): {state}")
+        print(f"{r['path']} ({r['stage']}, {r['written']}): {_state(diff, r['follows'])}")
+    more = ""
+    if maybe:
+        more = f", {maybe} more may follow"
     print(
-        f"{stale} of {len(recs)} stamp(s) stale"
-        + (f", {maybe} more may follow" if maybe else "")
-        + f" ({time.perf_counter() - t0:.2f} s); stages {REBUILT}"
+        f"{stale} of {len(recs)} stamp(s) stale{more} "
+        f"({time.perf_counter() - t0:.2f} s); stages {REBUILT}"
     )
     return 1 if stale else 0
 
