@@ -33,6 +33,16 @@ SIZES = {
 }
 
 
+#: Default of every profile parameter of the dispatchers below: "not given", so the profile's own
+#: default applies and the stamps record only what the caller passed.
+NOT_GIVEN = object()
+
+
+def _given(params: dict) -> dict:
+    """The entries of ``params`` the caller gave (not :data:`NOT_GIVEN`), in order."""
+    return {k: v for k, v in params.items() if v is not NOT_GIVEN}
+
+
 def stage_sizes(profile: str, smoke: bool = False) -> dict:
     """Item-bank size parameters of ``profile`` (small ones when ``smoke``)."""
     key = f"{profile}_smoke" if smoke else profile
@@ -87,13 +97,54 @@ def raw_stamp(ws, params: dict) -> dict:
     )
 
 
-def gather_raw(ws, **params):
+def gather_raw(
+    ws,
+    *,
+    install=NOT_GIVEN,
+    corpora=NOT_GIVEN,
+    base_urls=NOT_GIVEN,
+    force_download=NOT_GIVEN,
+    registry=NOT_GIVEN,
+    retries=NOT_GIVEN,
+    progress=NOT_GIVEN,
+    speech_dir=NOT_GIVEN,
+    texts=NOT_GIVEN,
+    kws_dir=NOT_GIVEN,
+    kws_labels=NOT_GIVEN,
+    backgrounds_dir=NOT_GIVEN,
+    keywords=NOT_GIVEN,
+):
     """Stage 1: get the raw inputs of ``ws.profile`` into ``ws.raw`` (install, download or
     validate).
+
+    Only the parameters given are passed on, each to the profile that takes it: ``demo``
+    (``install``, :func:`aiplib.sources.corpora.demo.gather_raw`), ``paper`` (``corpora``,
+    ``base_urls``, ``force_download``, ``registry``, ``retries``, ``progress``,
+    :func:`aiplib.sources.corpora.paper.gather_raw`), ``custom`` (``speech_dir``, ``texts``,
+    ``kws_dir``, ``kws_labels``, ``backgrounds_dir``, ``keywords``,
+    :func:`aiplib.sources.corpora.custom.gather_raw`); a parameter the profile does not take
+    raises TypeError.
 
     Always runs (so a file added to a custom folder is seen), then writes ``raw/raw.stamp.json``
     (:func:`raw_stamp`, with ``raw/inventory.csv`` as output) for ``make stamps``.
     """
+    params = _given(
+        dict(
+            install=install,
+            corpora=corpora,
+            base_urls=base_urls,
+            force_download=force_download,
+            registry=registry,
+            retries=retries,
+            progress=progress,
+            speech_dir=speech_dir,
+            texts=texts,
+            kws_dir=kws_dir,
+            kws_labels=kws_labels,
+            backgrounds_dir=backgrounds_dir,
+            keywords=keywords,
+        )
+    )
     out = get_profile(ws.profile).gather_raw(ws, **params)
     inv = ws.raw / "inventory.csv"
     stamps.write_stamp(
@@ -121,14 +172,47 @@ def raw_changes(ws, recorded: dict) -> list[str]:
     return stamps.differences(old, now, ws=ws)
 
 
-def build_item_banks(ws, *, overwrite: bool = False, **params):
+def build_item_banks(
+    ws,
+    *,
+    overwrite: bool = False,
+    seed=NOT_GIVEN,
+    n_asr_real=NOT_GIVEN,
+    n_asr_synth=NOT_GIVEN,
+    n_kws_target=NOT_GIVEN,
+    n_kws_nontarget=NOT_GIVEN,
+    n_librispeech=NOT_GIVEN,
+    n_common_voice=NOT_GIVEN,
+    n_kws=NOT_GIVEN,
+    cv_dataset=NOT_GIVEN,
+    registry=NOT_GIVEN,
+    max_items=NOT_GIVEN,
+):
     """Stage 2: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl`` for ``ws.profile``.
 
     Stamped (``itembanks/itembanks.stamp.json``: parameters and ``raw/inventory.csv``), as ``paper``
     streams Common Voice: the banks are read back unless the stamp differs or ``overwrite``; a
-    warning names what changed. ``**params`` are the profile's (``seed``, sizes). Returns ``{"asr":
-    …, "kws": …}``.
+    warning names what changed. The other parameters are the profile's, passed on only when given:
+    ``seed``; ``demo``: ``n_asr_real``, ``n_asr_synth``, ``n_kws_target``, ``n_kws_nontarget``;
+    ``paper``: ``n_librispeech``, ``n_common_voice``, ``n_kws``, ``cv_dataset``, ``registry``;
+    ``custom``: ``max_items`` (see each profile's ``build_item_banks``; one it does not take raises
+    TypeError). Returns ``{"asr": …, "kws": …}``.
     """
+    params = _given(
+        dict(
+            seed=seed,
+            n_asr_real=n_asr_real,
+            n_asr_synth=n_asr_synth,
+            n_kws_target=n_kws_target,
+            n_kws_nontarget=n_kws_nontarget,
+            n_librispeech=n_librispeech,
+            n_common_voice=n_common_voice,
+            n_kws=n_kws,
+            cv_dataset=cv_dataset,
+            registry=registry,
+            max_items=max_items,
+        )
+    )
     mod = get_profile(ws.profile)
     inv = ws.raw / "inventory.csv"
     stamp = stamps.make_stamp(
@@ -150,9 +234,11 @@ def build_item_banks(ws, *, overwrite: bool = False, **params):
     return out
 
 
-def battery_specs(ws, **params):
-    """Stage 3 input: the background specs of ``ws.profile`` (see
-    ``aiplib.battery.backgrounds``)."""
+def battery_specs(ws, *, seed=NOT_GIVEN, registry=NOT_GIVEN):
+    """Stage 3 input: the background specs of ``ws.profile`` (list of dict, see
+    :func:`aiplib.battery.backgrounds.curate_battery`); ``seed`` and ``registry`` (``paper``) are
+    passed on only when given."""
+    params = _given(dict(seed=seed, registry=registry))
     return get_profile(ws.profile).battery_specs(ws, **params)
 
 

@@ -146,13 +146,20 @@ def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
 
 # ----------------------------------------------------------------------------- stage 1: downloads
 def download_all(
-    ws, corpora=None, base_urls=None, *, force_download: bool = False, registry=None, **kwargs
+    ws,
+    corpora=None,
+    base_urls=None,
+    *,
+    force_download: bool = False,
+    registry=None,
+    retries: int = 2,
+    progress: bool | None = True,
 ) -> dict:
     """Stage 1 of ``paper``: download every corpus of :data:`CORPORA` (or those named) into ``ws``.
 
     Each corpus is tried even when an earlier one failed. ``base_urls``: ``{name: url}`` or one
-    mirror root; ``registry`` replaces :data:`CORPORA`; ``**kwargs`` go to
-    :func:`aiplib.sources.download.fetch`.
+    mirror root; ``registry`` replaces :data:`CORPORA`; ``retries`` (retries per file) and
+    ``progress`` (progress bars) go to :func:`aiplib.sources.download.fetch`.
 
     Returns
     -------
@@ -182,7 +189,8 @@ def download_all(
                 base_url=base_url_for(n, base_urls, registry=reg),
                 force_download=force_download,
                 progress_file=progress_file,
-                **kwargs,
+                retries=retries,
+                progress=progress,
             )
         except DownloadError as exc:
             errors.append((n, exc))
@@ -218,10 +226,35 @@ def _download_errors(errors: list, n_corpora: int, reg) -> DownloadError:
     )
 
 
-def gather_raw(ws, **params) -> dict:
+def gather_raw(
+    ws,
+    *,
+    corpora=None,
+    base_urls=None,
+    force_download: bool = False,
+    registry=None,
+    retries: int = 2,
+    progress: bool | None = True,
+) -> dict:
     """Stage 1 of the profile interface (:class:`aiplib.sources.corpora.Profile`):
-    :func:`download_all`."""
-    return download_all(ws, **params)
+    :func:`download_all` with the same parameters; returns ``{name: Path of the corpus folder}``.
+
+    Raises
+    ------
+    KeyError
+        Unknown corpus name.
+    DownloadError
+        After trying all corpora, listing every failure.
+    """
+    return download_all(
+        ws,
+        corpora=corpora,
+        base_urls=base_urls,
+        force_download=force_download,
+        registry=registry,
+        retries=retries,
+        progress=progress,
+    )
 
 
 # ----------------------------------------------------------------------------- stage 2: item banks
