@@ -105,11 +105,11 @@ _DAMAGED = re.compile(r"[^\W\d_]\?\s*([^\W\d_])")
 def debian_packages(languages=LANGUAGES, fmt: str = "g722") -> list[str]:
     """Debian packages holding the transcripts and the ``fmt`` audio of ``languages``
     (``["asterisk-core-sounds-fr", "asterisk-core-sounds-fr-g722", …]``)."""
-    return [
-        p
-        for lang in languages
-        for p in (f"asterisk-core-sounds-{lang}", f"asterisk-core-sounds-{lang}-{fmt}")
-    ]
+    pkgs = []
+    for lang in languages:
+        pkgs.append(f"asterisk-core-sounds-{lang}")
+        pkgs.append(f"asterisk-core-sounds-{lang}-{fmt}")
+    return pkgs
 
 
 def read_transcripts(path) -> dict[str, str]:
@@ -159,7 +159,10 @@ def table_packages(table) -> list[str]:
     each language whose ``source`` is one of its Asterisk audio packages), in the table's order;
     rows of a folder (``custom/distractors``) add none."""
     pkgs = []
-    pairs = dict.fromkeys(zip(table["language"], table["source"]))
+    pairs = []  # distinct (language, source), in table order
+    for pair in zip(table["language"], table["source"]):
+        if pair not in pairs:
+            pairs.append(pair)
     for lang, source in pairs:
         for fmt in FORMATS:
             candidates = debian_packages([lang], fmt)

@@ -44,9 +44,18 @@ def installed_version(pkg: str) -> str | None:
     return version
 
 
+def _distinct(pkgs) -> list[str]:
+    """``pkgs`` without repeats, in the given order."""
+    names = []
+    for p in pkgs:
+        if p not in names:
+            names.append(p)
+    return names
+
+
 def missing_packages(pkgs) -> list[str]:
     """The packages of ``pkgs`` that are not installed, in the given order (duplicates dropped)."""
-    return [p for p in dict.fromkeys(pkgs) if not installed(p)]
+    return [p for p in _distinct(pkgs) if not installed(p)]
 
 
 def install_command(pkgs) -> str:
@@ -180,7 +189,7 @@ def query_installed(pkgs) -> dict:
         are missing from the dict. ``{}`` without ``dpkg-query`` (see :func:`dpkg_available`).
     """
     exe = shutil.which("dpkg-query")
-    names = list(dict.fromkeys(pkgs))
+    names = _distinct(pkgs)
     if exe is None or not names:
         return {}
     out, _ = _run_tool([exe, "-W", f"-f={_QUERY_FORMAT}", *names])

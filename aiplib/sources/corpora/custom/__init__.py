@@ -232,7 +232,8 @@ def _select(idx: np.ndarray, n: int | None, rng, strata=None) -> np.ndarray:
         return idx
     if strata is None or n < 2 or strata.all() or not strata.any():
         return np.sort(rng.choice(idx, size=n, replace=False))
-    a, b = idx[strata], idx[~strata]
+    a = idx[strata]
+    b = idx[~strata]
     na = min(int(np.clip(round(n * a.size / idx.size), 1, n - 1)), a.size)
     nb = min(n - na, b.size)
     return np.sort(
