@@ -143,14 +143,18 @@ def is_damaged(text: str) -> bool:
 
 
 def _roots(extra=None) -> list[Path]:
-    return [
-        *map(Path, extra or []),
-        Path("/"),
-        *(Path(r) for r in os.environ.get(ROOT_ENV, "").split(os.pathsep) if r),
-    ]
+    """Where extracted packages are searched, in order: ``extra``, ``/``, then the roots of
+    ``$AIP_ASTERISK_ROOT`` (:data:`ROOT_ENV`)."""
+    roots = [Path(r) for r in extra or []]
+    roots.append(Path("/"))
+    for r in os.environ.get(ROOT_ENV, "").split(os.pathsep):
+        if r:
+            roots.append(Path(r))
+    return roots
 
 
 def _transcript_rel(lang: str) -> str:
+    """The transcript file of language ``lang``, relative to a package root."""
     return f"usr/share/doc/asterisk-core-sounds-{lang}/core-sounds-{lang}.txt.gz"
 
 
@@ -227,11 +231,10 @@ def download_and_extract(dest, languages=LANGUAGES, *, fmt: str = "g722") -> Pat
 
 
 def _duration_s(path: Path, fmt: str) -> float:
-    return (
-        path.stat().st_size / G722_BYTES_PER_S
-        if fmt == "g722"
-        else float(sf.info(str(path)).duration)
-    )
+    """Duration of a prompt, s: from the size for G.722 (64 kbit/s), else from the file header."""
+    if fmt == "g722":
+        return path.stat().st_size / G722_BYTES_PER_S
+    return float(sf.info(str(path)).duration)
 
 
 def asterisk_distractors(

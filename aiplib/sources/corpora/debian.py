@@ -88,6 +88,7 @@ def _apt_prefix() -> list[str] | None:
 
 
 def _apt_install(prefix: list[str], pkgs: list[str]) -> subprocess.CompletedProcess:
+    """Run ``apt-get install`` of ``pkgs`` (non-interactive) behind ``prefix`` (sudo or none)."""
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     return subprocess.run(
         [*prefix, "apt-get", *_APT_FLAGS, *pkgs],

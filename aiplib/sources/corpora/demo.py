@@ -147,6 +147,7 @@ _STREAM_S = 31.0
 
 # ----------------------------------------------------------------------------- stage 1
 def _copy(src: Path, dst: Path) -> None:
+    """Copy ``src`` to ``dst`` through a ``.part`` file; a ``dst`` of the same size is kept."""
     if dst.is_file() and dst.stat().st_size == src.stat().st_size:
         return
     dst.parent.mkdir(parents=True, exist_ok=True)

@@ -265,6 +265,7 @@ def _kws_candidates(sc_root: Path, n: int, rng) -> list:
     per_nt = n // 4
 
     def wavs(folder, shuffle=False):
+        """The sorted WAVs of a folder of the corpus, shuffled by ``rng`` when ``shuffle``."""
         files = sorted((sc_root / folder).glob("*.wav"))  # none when the folder is missing
         if shuffle:
             rng.shuffle(files)

@@ -85,6 +85,7 @@ def scan(folder: Path, probs: Collector, *, role: str = "") -> tuple[list[Path],
     seen = set()
 
     def onerror(exc: OSError) -> None:
+        """Record a folder that cannot be listed as a fatal ``unreadable_folder``."""
         where = exc.filename or str(folder)
         errors.append(str(where))
         probs.add(
