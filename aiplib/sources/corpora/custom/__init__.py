@@ -278,7 +278,9 @@ def build_item_banks(
     used = inv[(inv["package"].isin(list(_BANK_PACKAGES.values()))) & is_used]
     _check_unchanged(used)
     ws.ensure()
-    rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2)]
+    # one generator per family, in the order of TASK_FAMILIES (asr, then kws)
+    seeds = np.random.SeedSequence(seed).spawn(len(TASK_FAMILIES))
+    rngs = [np.random.default_rng(s) for s in seeds]
     for fam, rng in zip(TASK_FAMILIES, rngs):
         _write_bank(ws, fam, used, max_items, rng)
     return {f: read_item_bank(ws, f) for f in TASK_FAMILIES}
