@@ -40,17 +40,17 @@ from aiplib.io.subaudible import (
 
 log = logging.getLogger(__name__)
 
-TARGET_LUFS = (
-    -23.0
-)  # Loudness of every curated background in LUFS (the authors' ``BG_LUFS``, scripts/utils.py).
+#: Loudness of every curated background in LUFS (the authors' ``BG_LUFS``, scripts/utils.py).
+TARGET_LUFS = -23.0
 
-# Shortest run of exact-zero samples (s) that counts as digital silence in ``silent_share``.
+#: Shortest run of exact-zero samples (s) that counts as digital silence in ``silent_share``.
 SILENT_RUN_S = 0.010
 
 
 #: Allowed values of a spec's ``combine``.
 COMBINES = ("concat", "sum", "synthetic:white", "synthetic:pink", "synthetic:brown")
 
+#: Keys every background spec must have.
 REQUIRED_SPEC_KEYS = (
     "bg_id",
     "category",
@@ -63,12 +63,17 @@ REQUIRED_SPEC_KEYS = (
     "synthetic",
 )
 
+#: A valid ``bg_id``: letters, digits, ``_``, ``-``, ``.``, not starting with a punctuation mark.
 _BG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+#: Noise kind → exponent β of its power spectrum ∝ 1/f^β.
 _NOISE_EXPONENT = {"white": 0.0, "pink": 1.0, "brown": 2.0}
 
 
 def _check_spec(spec) -> None:
-    if missing := [k for k in REQUIRED_SPEC_KEYS if k not in spec]:
+    """Raise AiplibParameterError naming the first malformed field of a background spec."""
+    missing = [k for k in REQUIRED_SPEC_KEYS if k not in spec]
+    if missing:
         raise AiplibParameterError(
             f"background spec {spec.get('bg_id', '?')!r} lacks {', '.join(missing)}"
         )
@@ -98,9 +103,8 @@ def _check_spec(spec) -> None:
 def _subaudible_step(y, spec, sr: int, record: dict, n: int) -> np.ndarray:
     """Measure the DC + sub-20 Hz power share (dB) of the ``n`` samples of a source stream the
     background uses and high-pass the stream when the spec says ``subaudible: "remove"`` and the
-    share is at least
-    :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`; ``record`` keeps the largest share and whether
-      removed."""
+    share is at least :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`; ``record`` keeps the
+    largest share and whether removed."""
     share = subaudible_power(loop_or_cut(y, n), sr=sr)["subaudible_db"]
     record["subaudible_db"] = max(record.get("subaudible_db", -np.inf), share)
     if spec.get("subaudible", "keep") == "remove" and share >= SUBAUDIBLE_LIMIT_DB:
@@ -111,8 +115,9 @@ def _subaudible_step(y, spec, sr: int, record: dict, n: int) -> np.ndarray:
         return remove_subaudible(y, sr=sr)
     if share >= SUBAUDIBLE_LIMIT_DB:  # kept (the paper profile: the authors' files as they are)
         log.warning(
-            "%s: %.1f dB of its power is DC or below 20 Hz (kept: the profile uses its files as they are); "
-            "the audible SNR of its stimuli is %.2f dB above the nominal one (stage 6, checks/subaudible.csv)",
+            "%s: %.1f dB of its power is DC or below 20 Hz (kept: the profile uses its files as "
+            "they are); the audible SNR of its stimuli is %.2f dB above the nominal one (stage 6, "
+            "checks/subaudible.csv)",
             spec["bg_id"],
             share,
             -10 * np.log10(max(1 - 10 ** (share / 10), 1e-15)),
@@ -168,7 +173,8 @@ def silent_shares(y, *, sr: int = SR, min_run_s: float = SILENT_RUN_S) -> dict[s
     if n == 0:
         raise AiplibParameterError("silent_shares: empty waveform")
     edges = np.diff(np.r_[0, z.astype(np.int8), 0])
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    starts = np.flatnonzero(edges == 1)
+    ends = np.flatnonzero(edges == -1)
     runs = ends - starts
     share = float(runs[runs >= max(1, int(round(min_run_s * sr)))].sum() / n)
     w = min(int(sr), n)
@@ -183,12 +189,18 @@ def spec_seed(seed: int, bg_id: str) -> int:
 
 
 def _flatten(sources) -> list[Path]:
-    return [
-        p for s in sources for p in (_flatten(s) if isinstance(s, (list, tuple)) else [Path(s)])
-    ]
+    """The files of ``sources`` (paths, or nested lists of paths: one per talker), in order."""
+    paths = []
+    for s in sources:
+        if isinstance(s, (list, tuple)):
+            paths.extend(_flatten(s))
+        else:
+            paths.append(Path(s))
+    return paths
 
 
 def _load_checked(path: Path, sr: int) -> np.ndarray:
+    """A source file at ``sr`` Hz; AudioFileError when it is silent."""
     y = load_audio(path, sr=sr)
     if not np.any(y):
         raise AudioFileError(f"{path}: the background source is silent (all samples are zero)")
@@ -198,7 +210,8 @@ def _load_checked(path: Path, sr: int) -> np.ndarray:
 def _stream(paths, sr: int, start_s: float = 0.0) -> np.ndarray:
     """Concatenate ``paths`` end to end, skipping ``start_s`` seconds of the first one."""
     parts = [_load_checked(p, sr) for p in paths]
-    if skip := int(round(start_s * sr)):
+    skip = int(round(start_s * sr))
+    if skip:
         if skip >= parts[0].size:
             raise AiplibParameterError(
                 f"{paths[0]}: start_s={start_s} s is past its end ({parts[0].size / sr:.2f} s)"
@@ -208,6 +221,7 @@ def _stream(paths, sr: int, start_s: float = 0.0) -> np.ndarray:
 
 
 def _name(paths) -> str:
+    """The paths as one comma-separated string, for messages."""
     return ", ".join(str(p) for p in paths)
 
 
@@ -219,12 +233,15 @@ def _real_background(spec, n: int, target_lufs: float, sr: int, record: dict):
         paths = _flatten(spec["sources"])
         y = _subaudible_step(_stream(paths, sr, start_s), spec, sr, record, n)
         return loop_or_cut(y, n), y.size / sr, y.size < n
-    streams, durations = [], []
-    for i, src in enumerate(
-        spec["sources"]
-    ):  # "sum": each source (or list = one talker) normalised
+    streams = []
+    durations = []
+    # "sum": each source (or list = one talker) normalised
+    for i, src in enumerate(spec["sources"]):
         paths = _flatten([src])
-        y = _subaudible_step(_stream(paths, sr, start_s if i == 0 else 0.0), spec, sr, record, n)
+        skip_s = 0.0
+        if i == 0:
+            skip_s = start_s
+        y = _subaudible_step(_stream(paths, sr, skip_s), spec, sr, record, n)
         durations.append(y.size / sr)
         streams.append(
             normalize_loudness(loop_or_cut(y, n), target_lufs, sr=sr, name=_name(paths))[0]
@@ -273,7 +290,9 @@ def curate_background(
     if spec["combine"].startswith("synthetic:"):
         y = colored_noise(spec["combine"].split(":", 1)[1], n, seed=seed, sr=sr)
         record["subaudible_db"] = subaudible_power(y, sr=sr)["subaudible_db"]
-        src_dur, looped, name = duration_s, False, f"{spec['bg_id']} ({spec['combine']})"
+        src_dur = duration_s
+        looped = False
+        name = f"{spec['bg_id']} ({spec['combine']})"
     else:
         y, src_dur, looped = _real_background(spec, n, target_lufs, sr, record)
         name = _name(_flatten(spec["sources"]))
@@ -300,14 +319,16 @@ def curate_background(
     return y, info
 
 
-BG_SUBTYPE = "PCM_16"  # soundfile subtype of ``bg/<bg_id>.wav``: 16-bit PCM (the authors' files).
+#: soundfile subtype of ``bg/<bg_id>.wav``: 16-bit PCM (the authors' files).
+BG_SUBTYPE = "PCM_16"
 
 
 def _as_stored(out: Path, y: np.ndarray, info: dict, sr: int) -> dict:
     """``info`` with the silence columns of the file as written and ``clipped_samples`` (|y| > 1,
     clipped in the file, which is then quieter than ``lufs_after``)."""
     stored = load_audio(out, sr=sr)
-    if n_clip := int(np.count_nonzero(np.abs(y) > 1.0)):
+    n_clip = int(np.count_nonzero(np.abs(y) > 1.0))
+    if n_clip:
         log.warning(
             "%s: %d samples above full scale after loudness normalisation are clipped in the "
             "16-bit file (peak %.3f; the file measures %.2f LUFS), as in the authors' battery",
@@ -320,11 +341,21 @@ def _as_stored(out: Path, y: np.ndarray, info: dict, sr: int) -> dict:
 
 
 def _resolve(ws, sources):
-    return [_resolve(ws, s) if isinstance(s, (list, tuple)) else str(ws.path(s)) for s in sources]
+    """``sources`` (nested lists kept) as absolute paths, relative ones read from ``ws.root``."""
+    resolved = []
+    for s in sources:
+        if isinstance(s, (list, tuple)):
+            resolved.append(_resolve(ws, s))
+        else:
+            resolved.append(str(ws.path(s)))
+    return resolved
 
 
 def _row(ws, spec, info, out: Path) -> dict:
-    files = _flatten(spec["sources"]) if not spec["combine"].startswith("synthetic:") else []
+    """The ``battery.csv`` row of one curated background (:data:`BATTERY_COLUMNS`)."""
+    files = []
+    if not spec["combine"].startswith("synthetic:"):
+        files = _flatten(spec["sources"])
     row = dict(
         info,
         bg_id=spec["bg_id"],
@@ -354,9 +385,8 @@ def curate_battery(
     seed: int = DEFAULT_SEED,
 ):
     """Curate every spec (:func:`curate_background`; relative sources read from ``ws.root``; seed
-    :func:`spec_seed` ``(seed, bg_id)``) into ``bg/<bg_id>.wav`` (16-bit PCM, not rewritten when its
-      bytes do
-    not change) and write and return ``descriptors/battery.csv``
+    :func:`spec_seed` ``(seed, bg_id)``) into ``bg/<bg_id>.wav`` (16-bit PCM, not rewritten when
+    its bytes do not change) and write and return ``descriptors/battery.csv``
     (:data:`aiplib.io.formats.BATTERY_COLUMNS`).
 
     Raises
@@ -367,20 +397,19 @@ def curate_battery(
         If a source is missing, unreadable or silent.
     """
     ids = [s.get("bg_id") for s in specs]
-    if dups := [b for i, b in enumerate(ids) if b in ids[:i]]:
+    dups = [b for i, b in enumerate(ids) if b in ids[:i]]
+    if dups:
         raise AiplibParameterError(
             f"duplicate bg_id in the background specs: {', '.join(map(str, dups))}"
         )
     for s in specs:
         _check_spec(s)
     ws.ensure()
-    (ws.descriptors / "battery.stamp.json").unlink(
-        missing_ok=True
-    )  # of an older version: no stamp now
+    # of an older version: no stamp now
+    (ws.descriptors / "battery.stamp.json").unlink(missing_ok=True)
     rows = []
-    for spec in track(
-        specs, "curating backgrounds", unit="bg"
-    ):  # tqdm bar, or [progress] lines under make
+    # tqdm bar, or [progress] lines under make
+    for spec in track(specs, "curating backgrounds", unit="bg"):
         out = ws.bg / f"{spec['bg_id']}.wav"
         spec = dict(spec, sources=_resolve(ws, spec["sources"]))
         y, info = curate_background(
@@ -391,5 +420,6 @@ def curate_battery(
         )
         _write_if_changed(out, y)
         rows.append(_row(ws, spec, _as_stored(out, y, info, SR), out))
-    write_battery_csv(df := pd.DataFrame(rows, columns=BATTERY_COLUMNS), ws.battery_csv)
+    df = pd.DataFrame(rows, columns=BATTERY_COLUMNS)
+    write_battery_csv(df, ws.battery_csv)
     return df

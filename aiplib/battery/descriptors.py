@@ -61,11 +61,13 @@ FRAME = {
     "hop_length": 512,
     "window": "hann",
     "center": True,
-    "pad_mode": "constant (zeros) for STFT, RMS and onset strength; edge for ZCR (librosa defaults)",
+    "pad_mode": "constant (zeros) for STFT, RMS and onset strength; "
+    "edge for ZCR (librosa defaults)",
     "summary": "mean over all frames (rms_variance: population variance over frames; "
     "spectral_contrast: mean over bands and frames)",
-    "silent_frames": "included in every frame mean and in the RMS variance (as the authors' code); a digitally silent "
-    "frame gives centroid/rolloff/bandwidth 0 Hz, contrast 0 dB, flatness 1, ZCR 0, RMS 0",
+    "silent_frames": "included in every frame mean and in the RMS variance (as the authors' code); "
+    "a digitally silent frame gives centroid/rolloff/bandwidth 0 Hz, contrast 0 dB, flatness 1, "
+    "ZCR 0, RMS 0",
     "rolloff_percent": 0.85,
     "contrast_n_bands": 6,
     "contrast_fmin_hz": 200.0,
@@ -83,15 +85,21 @@ with open(Path(__file__).with_name("descriptor_info.csv"), newline="", encoding=
         r["descriptor"]: (r["unit"], r["meaning"], r["source"]) for r in csv.DictReader(_f)
     }
 
-_DESCRIPTOR_DEFINITION_VERSION = 2  # bump when a definition changes: cached tables are recomputed
-# 1: n_fft 512 / hop 256 uncentred, silent frames dropped, L2-normalised flux (aiplib's own)
-# 2: librosa defaults (2048 / 512, centred), all frames, onset-strength flux (the authors')
+#: Version of the descriptor definitions; bump when a definition changes: cached tables are
+#: recomputed. 1: n_fft 512 / hop 256 uncentred, silent frames dropped, L2-normalised flux
+#: (aiplib's own); 2: librosa defaults (2048 / 512, centred), all frames, onset-strength flux (the
+#: authors').
+_DESCRIPTOR_DEFINITION_VERSION = 2
 
 
 # ---------------------------------------------------------------------------------------------
 # spectral descriptors
 def _check_input(y, sr, *, name="audio"):
-    y = valid_audio(np.asarray(y) if not isinstance(y, np.ndarray) else y, name=name)
+    """``y`` checked as a descriptor input (:func:`valid_audio`, 16 kHz, ≥ 2048 samples, not
+    digital silence); AiplibParameterError otherwise."""
+    if not isinstance(y, np.ndarray):
+        y = np.asarray(y)
+    y = valid_audio(y, name=name)
     if sr != SR:
         raise AiplibParameterError(
             f"{name}: descriptors are defined at {SR} Hz only (got sr={sr}); resample "
@@ -146,7 +154,8 @@ def spectral_descriptors(y, sr: int = SR, *, name: str = "audio") -> dict[str, f
     --------
     >>> t = np.arange(16000) / 16000
     >>> d = spectral_descriptors(np.sin(2 * np.pi * 1000 * t + 0.1).astype(np.float32))
-    >>> round(d["zcr"], 3), round(d["spectral_centroid"]), d["spectral_flatness"] < 1e-3  # 1 s: edge frames weigh
+    >>> # 1 s: edge frames weigh
+    >>> round(d["zcr"], 3), round(d["spectral_centroid"]), d["spectral_flatness"] < 1e-3
     (0.119, 1010, True)
     """
     import librosa
@@ -228,73 +237,122 @@ def descriptor_table(
     AudioFileError
         If a background WAV is missing or unreadable (the message names the file).
     """
-    battery_path = Path(ws.descriptors) / "battery.csv"
-    if (battery := read_battery_csv(battery_path)) is None:
-        raise FileNotFoundError(
-            f"{battery_path}: battery list not found; curate the backgrounds first "
-            "(aiplib.battery.backgrounds.curate_battery, notebook stage 3)"
-        )
-    if missing_cols := [c for c in ("bg_id", "path") if c not in battery.columns]:
-        raise AiplibParameterError(f"{battery_path}: missing column(s) {', '.join(missing_cols)}")
-    if dup := battery["bg_id"][battery["bg_id"].duplicated()].tolist():
-        raise AiplibParameterError(f"{battery_path}: duplicate bg_id {', '.join(map(str, dup))}")
+    battery = _read_battery(Path(ws.descriptors) / "battery.csv")
     if not (0.0 < float(vad_threshold) < 1.0):
         raise AiplibParameterError(f"VAD threshold must lie in (0, 1), got {vad_threshold}")
 
     csv_path = Path(ws.descriptors) / "acoustic_descriptors.csv"
     json_path = csv_path.with_suffix(".json")
-    settings = {
+    settings = _descriptor_settings(vad_threshold)
+    if overwrite:
+        old = None
+        old_files = {}
+    else:
+        old, old_files = _read_previous(csv_path, json_path, settings)
+
+    files, rows, todo = _reuse_rows(ws, battery, old, old_files)
+    up_to_date = not todo and old is not None and list(old.index) == list(battery["bg_id"])
+    if todo:
+        _compute_rows(todo, rows, vad_threshold, progress)
+    for bg_id in files:
+        files[bg_id]["silent_frame_share"] = rows[bg_id]["silent_frame_share"]
+
+    table_rows = [{"bg_id": b, **rows[b]} for b in battery["bg_id"]]
+    table = pd.DataFrame(table_rows, columns=TABLE_COLUMNS)
+    if not up_to_date:
+        _write_table(table, files, settings, csv_path, json_path)
+    return table
+
+
+def _read_battery(battery_path: Path) -> pd.DataFrame:
+    """``battery.csv``, checked: FileNotFoundError when missing, AiplibParameterError when it lacks
+    ``bg_id`` or ``path`` or repeats a ``bg_id``."""
+    battery = read_battery_csv(battery_path)
+    if battery is None:
+        raise FileNotFoundError(
+            f"{battery_path}: battery list not found; curate the backgrounds first "
+            "(aiplib.battery.backgrounds.curate_battery, notebook stage 3)"
+        )
+    missing_cols = [c for c in ("bg_id", "path") if c not in battery.columns]
+    if missing_cols:
+        raise AiplibParameterError(f"{battery_path}: missing column(s) {', '.join(missing_cols)}")
+    dup = battery["bg_id"][battery["bg_id"].duplicated()].tolist()
+    if dup:
+        raise AiplibParameterError(f"{battery_path}: duplicate bg_id {', '.join(map(str, dup))}")
+    return battery
+
+
+def _descriptor_settings(vad_threshold: float) -> dict:
+    """The settings recorded in the sidecar; a cached row is reused only when they are equal."""
+    return {
         "definition_version": _DESCRIPTOR_DEFINITION_VERSION,
         "frame": FRAME,
         "silent_frames_in_means": True,
         "vad_threshold": float(vad_threshold),
         "vad": VAD_SETTINGS,
     }
-    old, old_files = (None, {}) if overwrite else _read_previous(csv_path, json_path, settings)
 
-    files, rows, todo = {}, {}, []
+
+def _cached_row(old, old_files: dict, bg_id: str, digest: str):
+    """The earlier row of ``bg_id`` (dict of floats) when it was computed from a WAV with SHA-256
+    ``digest`` and has every value, else None."""
+    if old is None or bg_id not in old.index:
+        return None
+    if old_files.get(bg_id, {}).get("sha256") != digest:
+        return None
+    if not old.loc[bg_id, TABLE_COLUMNS[1:]].notna().all():
+        return None
+    return {k: float(old.loc[bg_id, k]) for k in TABLE_COLUMNS[1:]}
+
+
+def _reuse_rows(ws, battery: pd.DataFrame, old, old_files: dict):
+    """Hash every background WAV and reuse the earlier rows that still hold.
+
+    Returns ``(files, rows, todo)``: ``{bg_id: {path, sha256}}``, ``{bg_id: row}`` of the reused
+    rows, and the ``(bg_id, wav)`` still to compute. AudioFileError when a WAV is missing.
+    """
+    files = {}
+    rows = {}
+    todo = []
     for bg_id, rel in zip(battery["bg_id"], battery["path"]):
         wav = ws.path(rel)
         if not wav.is_file():
             raise AudioFileError(f"{wav}: background audio file not found (bg_id {bg_id})")
         digest = file_sha256(wav)
         files[bg_id] = {"path": str(rel), "sha256": digest}
-        if (
-            old is not None
-            and bg_id in old.index
-            and old_files.get(bg_id, {}).get("sha256") == digest
-            and old.loc[bg_id, TABLE_COLUMNS[1:]].notna().all()
-        ):
-            rows[bg_id] = {k: float(old.loc[bg_id, k]) for k in TABLE_COLUMNS[1:]}
+        cached = _cached_row(old, old_files, bg_id, digest)
+        if cached is not None:
+            rows[bg_id] = cached
         else:
             todo.append((bg_id, wav))
+    return files, rows, todo
 
-    up_to_date = not todo and old is not None and list(old.index) == list(battery["bg_id"])
-    if todo:
-        model = load_vad_model()
-        for bg_id, wav in track(todo, "descriptors", unit="bg", enabled=progress):
-            y = load_audio(wav, sr=SR)
-            rows[bg_id] = compute_descriptors(
-                y,
-                sr=SR,
-                vad_threshold=vad_threshold,
-                vad_model=model,
-                name=f"{wav} (bg_id {bg_id})",
-            )
-            rows[bg_id]["silent_frame_share"] = silent_frame_share(y)
-    for bg_id in files:
-        files[bg_id]["silent_frame_share"] = rows[bg_id]["silent_frame_share"]
 
-    table = pd.DataFrame([{"bg_id": b, **rows[b]} for b in battery["bg_id"]], columns=TABLE_COLUMNS)
-    if not up_to_date:
-        write_descriptor_table(table, csv_path)
-        versions = package_versions(("librosa", "silero-vad", "torch", "numpy", "aiplib"))
-        sidecar = {
-            "settings": settings,
-            "versions": versions,
-            "n_backgrounds": len(table),
-            "files": files,
-            "descriptor_info": {k: list(v) for k, v in DESCRIPTOR_INFO.items()},
-        }
-        write_json_atomic(sidecar, json_path)
-    return table
+def _compute_rows(todo: list, rows: dict, vad_threshold: float, progress: bool) -> None:
+    """Compute the descriptors and silent-frame share of each ``(bg_id, wav)`` of ``todo`` into
+    ``rows``."""
+    model = load_vad_model()
+    for bg_id, wav in track(todo, "descriptors", unit="bg", enabled=progress):
+        y = load_audio(wav, sr=SR)
+        rows[bg_id] = compute_descriptors(
+            y,
+            sr=SR,
+            vad_threshold=vad_threshold,
+            vad_model=model,
+            name=f"{wav} (bg_id {bg_id})",
+        )
+        rows[bg_id]["silent_frame_share"] = silent_frame_share(y)
+
+
+def _write_table(table, files: dict, settings: dict, csv_path: Path, json_path: Path) -> None:
+    """Write the descriptor table and its JSON sidecar (settings, versions, files, info)."""
+    write_descriptor_table(table, csv_path)
+    versions = package_versions(("librosa", "silero-vad", "torch", "numpy", "aiplib"))
+    sidecar = {
+        "settings": settings,
+        "versions": versions,
+        "n_backgrounds": len(table),
+        "files": files,
+        "descriptor_info": {k: list(v) for k, v in DESCRIPTOR_INFO.items()},
+    }
+    write_json_atomic(sidecar, json_path)

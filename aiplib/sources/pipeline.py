@@ -26,12 +26,21 @@ SIZES = {
     "demo": dict(n_asr_real=12, n_asr_synth=16, n_kws_target=20, n_kws_nontarget=10),
     "demo_smoke": dict(n_asr_real=2, n_asr_synth=2, n_kws_target=2, n_kws_nontarget=1),
     "paper": dict(),
-    "paper_smoke": dict(
-        n_librispeech=5, n_common_voice=5, n_kws=5
-    ),  # the authors' --smoke-test: 5 per bank
+    # the authors' --smoke-test: 5 per bank
+    "paper_smoke": dict(n_librispeech=5, n_common_voice=5, n_kws=5),
     "custom": dict(),
     "custom_smoke": dict(max_items=3),
 }
+
+
+#: Default of every profile parameter of the dispatchers below: "not given", so the profile's own
+#: default applies and the stamps record only what the caller passed.
+NOT_GIVEN = object()
+
+
+def _given(params: dict) -> dict:
+    """The entries of ``params`` the caller gave (not :data:`NOT_GIVEN`), in order."""
+    return {k: v for k, v in params.items() if v is not NOT_GIVEN}
 
 
 def stage_sizes(profile: str, smoke: bool = False) -> dict:
@@ -59,11 +68,21 @@ def raw_input_files(ws, params: dict) -> list[Path]:
         found.update(scan_audio_files(folder))
         if name == "backgrounds_dir" and licence_table(folder):
             found.add(absolute_path(licence_table(folder)))
-    inv = ws.raw / "inventory.csv"
-    if inv.is_file():
-        files = pd.read_csv(inv, dtype=str, keep_default_na=False, usecols=lambda c: c == "file")
-        found.update(absolute_path(f) for f in files.get("file", []) if f)
+    found.update(_inventory_files(ws.raw / "inventory.csv"))
     return sorted(found)
+
+
+def _is_file_column(name: str) -> bool:
+    """True for the ``file`` column (the only one read of ``raw/inventory.csv``)."""
+    return name == "file"
+
+
+def _inventory_files(inv: Path) -> list[Path]:
+    """Absolute paths of the files ``raw/inventory.csv`` lists (none when it is missing)."""
+    if not inv.is_file():
+        return []
+    files = pd.read_csv(inv, dtype=str, keep_default_na=False, usecols=_is_file_column)
+    return [absolute_path(f) for f in files.get("file", []) if f]
 
 
 def raw_stamp(ws, params: dict) -> dict:
@@ -78,13 +97,54 @@ def raw_stamp(ws, params: dict) -> dict:
     )
 
 
-def gather_raw(ws, **params):
+def gather_raw(
+    ws,
+    *,
+    install=NOT_GIVEN,
+    corpora=NOT_GIVEN,
+    base_urls=NOT_GIVEN,
+    force_download=NOT_GIVEN,
+    registry=NOT_GIVEN,
+    retries=NOT_GIVEN,
+    progress=NOT_GIVEN,
+    speech_dir=NOT_GIVEN,
+    texts=NOT_GIVEN,
+    kws_dir=NOT_GIVEN,
+    kws_labels=NOT_GIVEN,
+    backgrounds_dir=NOT_GIVEN,
+    keywords=NOT_GIVEN,
+):
     """Stage 1: get the raw inputs of ``ws.profile`` into ``ws.raw`` (install, download or
     validate).
+
+    Only the parameters given are passed on, each to the profile that takes it: ``demo``
+    (``install``, :func:`aiplib.sources.corpora.demo.gather_raw`), ``paper`` (``corpora``,
+    ``base_urls``, ``force_download``, ``registry``, ``retries``, ``progress``,
+    :func:`aiplib.sources.corpora.paper.gather_raw`), ``custom`` (``speech_dir``, ``texts``,
+    ``kws_dir``, ``kws_labels``, ``backgrounds_dir``, ``keywords``,
+    :func:`aiplib.sources.corpora.custom.gather_raw`); a parameter the profile does not take
+    raises TypeError.
 
     Always runs (so a file added to a custom folder is seen), then writes ``raw/raw.stamp.json``
     (:func:`raw_stamp`, with ``raw/inventory.csv`` as output) for ``make stamps``.
     """
+    params = _given(
+        dict(
+            install=install,
+            corpora=corpora,
+            base_urls=base_urls,
+            force_download=force_download,
+            registry=registry,
+            retries=retries,
+            progress=progress,
+            speech_dir=speech_dir,
+            texts=texts,
+            kws_dir=kws_dir,
+            kws_labels=kws_labels,
+            backgrounds_dir=backgrounds_dir,
+            keywords=keywords,
+        )
+    )
     out = get_profile(ws.profile).gather_raw(ws, **params)
     inv = ws.raw / "inventory.csv"
     stamps.write_stamp(
@@ -112,14 +172,47 @@ def raw_changes(ws, recorded: dict) -> list[str]:
     return stamps.differences(old, now, ws=ws)
 
 
-def build_item_banks(ws, *, overwrite: bool = False, **params):
+def build_item_banks(
+    ws,
+    *,
+    overwrite: bool = False,
+    seed=NOT_GIVEN,
+    n_asr_real=NOT_GIVEN,
+    n_asr_synth=NOT_GIVEN,
+    n_kws_target=NOT_GIVEN,
+    n_kws_nontarget=NOT_GIVEN,
+    n_librispeech=NOT_GIVEN,
+    n_common_voice=NOT_GIVEN,
+    n_kws=NOT_GIVEN,
+    cv_dataset=NOT_GIVEN,
+    registry=NOT_GIVEN,
+    max_items=NOT_GIVEN,
+):
     """Stage 2: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl`` for ``ws.profile``.
 
     Stamped (``itembanks/itembanks.stamp.json``: parameters and ``raw/inventory.csv``), as ``paper``
     streams Common Voice: the banks are read back unless the stamp differs or ``overwrite``; a
-    warning names what changed. ``**params`` are the profile's (``seed``, sizes). Returns ``{"asr":
-    …, "kws": …}``.
+    warning names what changed. The other parameters are the profile's, passed on only when given:
+    ``seed``; ``demo``: ``n_asr_real``, ``n_asr_synth``, ``n_kws_target``, ``n_kws_nontarget``;
+    ``paper``: ``n_librispeech``, ``n_common_voice``, ``n_kws``, ``cv_dataset``, ``registry``;
+    ``custom``: ``max_items`` (see each profile's ``build_item_banks``; one it does not take raises
+    TypeError). Returns ``{"asr": …, "kws": …}``.
     """
+    params = _given(
+        dict(
+            seed=seed,
+            n_asr_real=n_asr_real,
+            n_asr_synth=n_asr_synth,
+            n_kws_target=n_kws_target,
+            n_kws_nontarget=n_kws_nontarget,
+            n_librispeech=n_librispeech,
+            n_common_voice=n_common_voice,
+            n_kws=n_kws,
+            cv_dataset=cv_dataset,
+            registry=registry,
+            max_items=max_items,
+        )
+    )
     mod = get_profile(ws.profile)
     inv = ws.raw / "inventory.csv"
     stamp = stamps.make_stamp(
@@ -132,7 +225,8 @@ def build_item_banks(ws, *, overwrite: bool = False, **params):
     stamp_file = stamps.stamp_path(ws.itembanks, "itembanks")
     banks = [ws.item_bank(f) for f in TASK_FAMILIES]
     if not overwrite and any(p.is_file() for p in banks):
-        if changed := stamps.differences(stamps.read_stamp(stamp_file), stamp, ws=ws):
+        changed = stamps.differences(stamps.read_stamp(stamp_file), stamp, ws=ws)
+        if changed:
             log.warning("item banks are rebuilt: %s", "; ".join(changed[:5]))
             overwrite = True
     out = mod.build_item_banks(ws, overwrite=overwrite, **params)
@@ -140,9 +234,11 @@ def build_item_banks(ws, *, overwrite: bool = False, **params):
     return out
 
 
-def battery_specs(ws, **params):
-    """Stage 3 input: the background specs of ``ws.profile`` (see
-    ``aiplib.battery.backgrounds``)."""
+def battery_specs(ws, *, seed=NOT_GIVEN, registry=NOT_GIVEN):
+    """Stage 3 input: the background specs of ``ws.profile`` (list of dict, see
+    :func:`aiplib.battery.backgrounds.curate_battery`); ``seed`` and ``registry`` (``paper``) are
+    passed on only when given."""
+    params = _given(dict(seed=seed, registry=registry))
     return get_profile(ws.profile).battery_specs(ws, **params)
 
 
@@ -159,13 +255,13 @@ def _now_differences(ws, old: dict) -> list[str]:
     re-hashed."""
     if old.get("stage") == "01_download_data":
         return raw_changes(ws, old)
-    now = dict(
-        old,
-        inputs={
-            k: (stamps.file_sha256(ws.path(k)) if ws.path(k).is_file() else "missing")
-            for k in old.get("inputs", {})
-        },
-    )
+    inputs = {}
+    for k in old.get("inputs", {}):
+        if ws.path(k).is_file():
+            inputs[k] = stamps.file_sha256(ws.path(k))
+        else:
+            inputs[k] = "missing"
+    now = dict(old, inputs=inputs)
     return stamps.differences(old, now, ws=ws)
 
 
@@ -181,23 +277,42 @@ def stale_stamps(ws) -> list[dict]:
     ``changes`` (list of str, empty when up to date; None for an unreadable stamp), ``follows``
     (list of str).
     """
-    found = sorted(ws.root.rglob(f"*{stamps.STAMP_SUFFIX}")) if ws.root.is_dir() else []
-    recs = [
-        {
-            "path": ws.rel(p),
-            "stage": (old or {}).get("stage", ""),
-            "written": (old or {}).get("written"),
-            "stamp": old,
-            "changes": None if old is None else _now_differences(ws, old),
-            "follows": [],
-        }
-        for p in found
-        for old in [stamps.read_stamp(p)]
-    ]
-    recs.sort(key=lambda r: (r["stage"], r["path"]))
-    rewritten: dict[
-        str, tuple[str, bool]
-    ] = {}  # output → (stage rebuilding it, its own inputs changed)
+    found = []
+    if ws.root.is_dir():
+        found = sorted(ws.root.rglob(f"*{stamps.STAMP_SUFFIX}"))
+    recs = [_stamp_record(ws, p) for p in found]
+    recs.sort(key=_pipeline_order)
+    _propagate_upstream(recs)
+    return [{k: v for k, v in r.items() if k != "stamp"} for r in recs]
+
+
+def _stamp_record(ws, path: Path) -> dict:
+    """One stamp file read and compared with the workspace now (``changes`` None when
+    unreadable)."""
+    old = stamps.read_stamp(path)
+    changes = None
+    if old is not None:
+        changes = _now_differences(ws, old)
+    return {
+        "path": ws.rel(path),
+        "stage": (old or {}).get("stage", ""),
+        "written": (old or {}).get("written"),
+        "stamp": old,
+        "changes": changes,
+        "follows": [],
+    }
+
+
+def _pipeline_order(rec: dict) -> tuple:
+    """Sort key of a stamp record: stage, then path."""
+    return (rec["stage"], rec["path"])
+
+
+def _propagate_upstream(recs: list[dict]) -> None:
+    """Mark, in pipeline order, each stamp whose input an earlier stale stamp rewrites: under
+    ``changes`` when that stamp's own inputs changed, else under ``follows``."""
+    # output → (stage rebuilding it, whether its own inputs changed)
+    rewritten: dict[str, tuple[str, bool]] = {}
     for r in recs:
         if r["stamp"] is None:
             continue
@@ -209,11 +324,24 @@ def stale_stamps(ws) -> list[dict]:
             else:
                 r["follows"].append(f"if {stage} writes another {k}")
         if r["changes"] or r["follows"]:
-            rewritten.update({k: (r["stage"], direct) for k in r["stamp"].get("outputs", {})})
-    return [{k: v for k, v in r.items() if k != "stamp"} for r in recs]
+            for k in r["stamp"].get("outputs", {}):
+                rewritten[k] = (r["stage"], direct)
 
 
 # ------------------------------------------------------------------------------- command line
+def _state(diff: list[str], follows: list[str]) -> str:
+    """What ``make stamps`` says of one readable stamp: stale (the first 5 changes), may be
+    rebuilt, or up to date."""
+    if diff:
+        state = "STALE — " + "; ".join(diff[:5])
+        if len(diff) > 5:
+            state += f" (+{len(diff) - 5} more)"
+        return state
+    if follows:
+        return "may be rebuilt — " + "; ".join(follows)
+    return "up to date"
+
+
 def main(argv=None) -> int:
     """``python -m aiplib.sources.pipeline --profile P [--data-root D]`` (``make stamps``): say for
     every stamp whether the next ``make all`` would rebuild it, and why (:func:`stale_stamps`), and
@@ -224,10 +352,12 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     ws = workspace(a.profile, data_root=a.data_root, create=False)
-    if not (recs := stale_stamps(ws)):
+    recs = stale_stamps(ws)
+    if not recs:
         print(f"{ws.root}: no stamps (nothing built yet)")
         return 0
-    stale = maybe = 0
+    stale = 0
+    maybe = 0
     for r in recs:
         diff = r["changes"]
         if diff is None:
@@ -236,20 +366,13 @@ def main(argv=None) -> int:
             continue
         stale += bool(diff)
         maybe += bool(r["follows"]) and not diff
-        state = (
-            "STALE — "
-            + "; ".join(diff[:5])
-            + (f" (+{len(diff) - 5} more)" if len(diff) > 5 else "")
-            if diff
-            else "may be rebuilt — " + "; ".join(r["follows"])
-            if r["follows"]
-            else "up to date"
-        )
-        print(f"{r['path']} ({r['stage']}, {r['written']}): {state}")
+        print(f"{r['path']} ({r['stage']}, {r['written']}): {_state(diff, r['follows'])}")
+    more = ""
+    if maybe:
+        more = f", {maybe} more may follow"
     print(
-        f"{stale} of {len(recs)} stamp(s) stale"
-        + (f", {maybe} more may follow" if maybe else "")
-        + f" ({time.perf_counter() - t0:.2f} s); stages {REBUILT}"
+        f"{stale} of {len(recs)} stamp(s) stale{more} "
+        f"({time.perf_counter() - t0:.2f} s); stages {REBUILT}"
     )
     return 1 if stale else 0
 

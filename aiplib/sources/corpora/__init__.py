@@ -9,7 +9,7 @@ layout: a ``CORPUS`` record from ``corpora.yaml`` and a ``prepare_<corpus>`` rea
 from __future__ import annotations
 
 import importlib
-from typing import Protocol, runtime_checkable
+from typing import Callable, Protocol, runtime_checkable
 
 from aiplib.core.errors import AiplibParameterError
 
@@ -18,20 +18,22 @@ from aiplib.core.errors import AiplibParameterError
 class Profile(Protocol):
     """What a profile provides: the inputs of stages 1–3 (everything later is profile-independent).
 
-    Each profile is a module of ``aiplib.sources.corpora`` defining these three functions;
-    ``**params`` are the stage notebook's parameters for that profile.
+    Each profile is a module of ``aiplib.sources.corpora`` defining these three functions, each
+    taking the workspace and the profile's own keyword-only parameters (the stage notebook's):
+
+    ``gather_raw(ws, *, ...)``
+        Stage 1: get the raw inputs into the workspace (install, download or validate).
+    ``build_item_banks(ws, *, seed, overwrite, ...) -> dict``
+        Stage 2: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl``; ``{"asr": df, "kws":
+        df}``.
+    ``battery_specs(ws, *, seed, ...) -> list``
+        Stage 3 input: the background specs for
+        :func:`aiplib.battery.backgrounds.curate_battery`.
     """
 
-    def gather_raw(self, ws, **params):
-        """Stage 1: get the raw inputs into the workspace (install, download or validate)."""
-
-    def build_item_banks(self, ws, **params) -> dict:
-        """Stage 2: write ``itembanks/asr.jsonl`` and ``itembanks/kws.jsonl``; ``{"asr": df, "kws":
-        df}``."""
-
-    def battery_specs(self, ws, **params) -> list:
-        """Stage 3 input: the background specs for
-        :func:`aiplib.battery.backgrounds.curate_battery`."""
+    gather_raw: Callable[..., object]
+    build_item_banks: Callable[..., dict]
+    battery_specs: Callable[..., list]
 
 
 #: Profile name → the module implementing :class:`Profile`.

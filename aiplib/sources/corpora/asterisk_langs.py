@@ -36,7 +36,7 @@ from aiplib.core.textnorm import normalize_text
 from aiplib.io.formats import parse_bool
 from aiplib.sources.corpora import debian
 from aiplib.sources.corpora.custom import files as custom_files
-from aiplib.sources.corpora.custom.report import ValidationReport, Collector
+from aiplib.sources.corpora.custom.report import Collector, ValidationReport
 from aiplib.sources.corpora.custom.validate import validate_speech
 
 #: The Asterisk distractor voices (from each package's ``copyright`` file); ``en`` is the target's
@@ -62,16 +62,14 @@ LANGUAGES = ("fr", "it", "ru", "es")
 #: The demo's distractor languages: :data:`LANGUAGES` and ``en``, the same-language distractor.
 DEMO_LANGUAGES = LANGUAGES + ("en",)
 
-FORMATS = (
-    "g722",
-    "wav",
-)  # Audio formats searched, in order (G.722 first: the target items' codec, see above).
+#: Audio formats searched, in order (G.722 first: the target items' codec, see above).
+FORMATS = ("g722", "wav")
 
-MIN_WORDS = (
-    3  # Least number of words (paper normalisation, stage directions removed) of a kept prompt.
-)
+#: Least number of words (paper normalisation, stage directions removed) of a kept prompt.
+MIN_WORDS = 3
 
-MIN_DURATION_S = 1.5  # Least duration of a kept prompt, s.
+#: Least duration of a kept prompt, s.
+MIN_DURATION_S = 1.5
 
 #: Environment variable: further roots (``os.pathsep``-separated) holding extracted packages.
 ROOT_ENV = "AIP_ASTERISK_ROOT"
@@ -94,19 +92,24 @@ DISTRACTOR_COLUMNS = [
     "attribution",
 ]
 
-G722_BYTES_PER_S = 8000  # Bytes per second of G.722 audio (64 kbit/s).
+#: Bytes per second of G.722 audio (64 kbit/s).
+G722_BYTES_PER_S = 8000
+
+#: A stage direction of a transcript: ``[...]`` or ``(...)``.
 _STAGE = re.compile(r"\[[^\]]*\]|\([^)]*\)")
+
+#: A damaged transcript: a ``?`` between a letter and a word (an accented vowel lost).
 _DAMAGED = re.compile(r"[^\W\d_]\?\s*([^\W\d_])")
 
 
 def debian_packages(languages=LANGUAGES, fmt: str = "g722") -> list[str]:
     """Debian packages holding the transcripts and the ``fmt`` audio of ``languages``
     (``["asterisk-core-sounds-fr", "asterisk-core-sounds-fr-g722", …]``)."""
-    return [
-        p
-        for lang in languages
-        for p in (f"asterisk-core-sounds-{lang}", f"asterisk-core-sounds-{lang}-{fmt}")
-    ]
+    pkgs = []
+    for lang in languages:
+        pkgs.append(f"asterisk-core-sounds-{lang}")
+        pkgs.append(f"asterisk-core-sounds-{lang}-{fmt}")
+    return pkgs
 
 
 def read_transcripts(path) -> dict[str, str]:
@@ -140,14 +143,18 @@ def is_damaged(text: str) -> bool:
 
 
 def _roots(extra=None) -> list[Path]:
-    return [
-        *map(Path, extra or []),
-        Path("/"),
-        *(Path(r) for r in os.environ.get(ROOT_ENV, "").split(os.pathsep) if r),
-    ]
+    """Where extracted packages are searched, in order: ``extra``, ``/``, then the roots of
+    ``$AIP_ASTERISK_ROOT`` (:data:`ROOT_ENV`)."""
+    roots = [Path(r) for r in extra or []]
+    roots.append(Path("/"))
+    for r in os.environ.get(ROOT_ENV, "").split(os.pathsep):
+        if r:
+            roots.append(Path(r))
+    return roots
 
 
 def _transcript_rel(lang: str) -> str:
+    """The transcript file of language ``lang``, relative to a package root."""
     return f"usr/share/doc/asterisk-core-sounds-{lang}/core-sounds-{lang}.txt.gz"
 
 
@@ -156,7 +163,10 @@ def table_packages(table) -> list[str]:
     each language whose ``source`` is one of its Asterisk audio packages), in the table's order;
     rows of a folder (``custom/distractors``) add none."""
     pkgs = []
-    pairs = dict.fromkeys(zip(table["language"], table["source"]))
+    pairs = []  # distinct (language, source), in table order
+    for pair in zip(table["language"], table["source"]):
+        if pair not in pairs:
+            pairs.append(pair)
     for lang, source in pairs:
         for fmt in FORMATS:
             candidates = debian_packages([lang], fmt)
@@ -191,9 +201,9 @@ def find_root(lang: str, *, roots=None, formats=FORMATS) -> tuple[Path, str]:
                 return root, fmt
     pkgs = debian_packages([lang], formats[0])
     raise MissingPackageError(
-        f"the {lang} Asterisk prompts are not installed (packages {', '.join(pkgs)}). Install them with\n"
-        f"    {debian.install_command(pkgs)}\nor, without root, run aiplib.sources.corpora.asterisk_langs."
-        f"download_and_extract(DIR) and set {ROOT_ENV}=DIR"
+        f"the {lang} Asterisk prompts are not installed (packages {', '.join(pkgs)}). "
+        f"Install them with\n    {debian.install_command(pkgs)}\nor, without root, run "
+        f"aiplib.sources.corpora.asterisk_langs.download_and_extract(DIR) and set {ROOT_ENV}=DIR"
     )
 
 
@@ -221,11 +231,10 @@ def download_and_extract(dest, languages=LANGUAGES, *, fmt: str = "g722") -> Pat
 
 
 def _duration_s(path: Path, fmt: str) -> float:
-    return (
-        path.stat().st_size / G722_BYTES_PER_S
-        if fmt == "g722"
-        else float(sf.info(str(path)).duration)
-    )
+    """Duration of a prompt, s: from the size for G.722 (64 kbit/s), else from the file header."""
+    if fmt == "g722":
+        return path.stat().st_size / G722_BYTES_PER_S
+    return float(sf.info(str(path)).duration)
 
 
 def asterisk_distractors(
@@ -259,12 +268,10 @@ def asterisk_distractors(
         for key, text in sorted(read_transcripts(root / _transcript_rel(lang)).items()):
             path = folder / f"{key}.{fmt}"
             norm = normalize_text(speech_text(text))
-            if (
-                is_damaged(text)
-                or len(norm.split()) < min_words
-                or not path.is_file()
-                or (dur := _duration_s(path, fmt)) < min_duration_s
-            ):
+            if is_damaged(text) or len(norm.split()) < min_words or not path.is_file():
+                continue
+            dur = _duration_s(path, fmt)
+            if dur < min_duration_s:
                 continue
             rows.append(
                 dict(
@@ -302,18 +309,20 @@ def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.
     ValidationError
         If the validation finds a fatal problem (with the full list), or a row has no language.
     """
-    probs, scans = Collector(), []
+    probs = Collector()
+    scans = []
     rows = validate_speech(speech_dir, texts, probs, scans)
     ValidationReport(problems=probs.sorted(), speech=rows, scans=scans).raise_if_fatal()
-    folder, path = custom_files.absolute_path(speech_dir), custom_files.absolute_path(texts)
-    table = custom_files.read_table(
-        path, ("file",), probs, "texts", aliases={"path": "file"}
-    )  # as validated
+    folder = custom_files.absolute_path(speech_dir)
+    path = custom_files.absolute_path(texts)
+    # as validated
+    table = custom_files.read_table(path, ("file",), probs, "texts", aliases={"path": "file"})
     extra = {custom_files.absolute_path(folder / r["file"]): r for r in table.to_dict("records")}
     out = []
     for r in rows:
         e = extra.get(Path(r["file"]), {})
-        if not (lang := language or str(e.get("language", "")).strip()):
+        lang = language or str(e.get("language", "")).strip()
+        if not lang:
             raise ValidationError(
                 [f"{r['file']}: no language (give a 'language' column or language=)"]
             )
@@ -341,15 +350,29 @@ def folder_distractors(speech_dir, texts, *, language: str | None = None) -> pd.
 
 @functools.lru_cache(maxsize=4)
 def _read_table(path: str, mtime_ns: int, size: int, root: str | None) -> pd.DataFrame:
+    """The distractor table at ``path`` typed (``mtime_ns`` and ``size`` only key the cache)."""
     df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
     if root is not None and "path" in df.columns:
-        df["path"] = [p if os.path.isabs(p) else os.path.join(root, p) for p in df["path"]]
-    if missing := [c for c in DISTRACTOR_COLUMNS if c not in df.columns]:
+        df["path"] = [_under(root, p) for p in df["path"]]
+    missing = [c for c in DISTRACTOR_COLUMNS if c not in df.columns]
+    if missing:
         raise ValidationError([f"{path}: distractor table lacks columns {missing}"])
     df["n_words"] = pd.to_numeric(df["n_words"], errors="coerce").astype("Int64")
     df["duration_s"] = pd.to_numeric(df["duration_s"], errors="coerce")
-    df["same_voice_as_target"] = df["same_voice_as_target"].map(lambda v: parse_bool(v) is True)
+    df["same_voice_as_target"] = df["same_voice_as_target"].map(_is_true)
     return df
+
+
+def _under(root: str, path: str) -> str:
+    """``path`` itself when absolute, else joined to ``root``."""
+    if os.path.isabs(path):
+        return path
+    return os.path.join(root, path)
+
+
+def _is_true(value) -> bool:
+    """A table cell read as a bool (only a true value counts)."""
+    return parse_bool(value) is True
 
 
 def read_distractor_table(path, *, root=None) -> pd.DataFrame:
@@ -359,6 +382,6 @@ def read_distractor_table(path, *, root=None) -> pd.DataFrame:
     :data:`DISTRACTOR_COLUMNS` is missing."""
     p = Path(path).resolve()
     st = p.stat()
-    return _read_table(
-        str(p), st.st_mtime_ns, st.st_size, None if root is None else str(Path(root).resolve())
-    )
+    if root is not None:
+        root = str(Path(root).resolve())
+    return _read_table(str(p), st.st_mtime_ns, st.st_size, root)

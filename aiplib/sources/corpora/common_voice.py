@@ -29,13 +29,17 @@ from aiplib.sources.download import CorpusError, set_cache_env
 #: loading-script data set, so ``datasets<4`` (the authors used 3.5.1, pinned by the ``paper``
 #: extra).
 CV_DATASET = "fsicoli/common_voice_17_0"
-CV_SPLIT = "validation"  # The split the authors stream (their ``scripts/02_build_banks.py``).
+
+#: The split the authors stream (their ``scripts/02_build_banks.py``).
+CV_SPLIT = "validation"
 
 #: ``cv_accent`` (a Common Voice 17 ``accent`` string, exactly) → ``accent_group``: the 11 groups of
 #: the authors' README, labelled as ``accent_clean_map`` of their
 #: ``scripts/generate_results_new_2.py``.
 ACCENT_GROUPS_FILE = Path(__file__).with_name("cv_accent_groups.csv")
-N_COMMON_VOICE = 80  # Accent-labelled Common Voice 17 clips in the ASR bank (authors' ``CV_N``).
+
+#: Accent-labelled Common Voice 17 clips in the ASR bank (authors' ``CV_N``).
+N_COMMON_VOICE = 80
 
 
 def read_accent_groups(path=None) -> dict:
@@ -63,8 +67,11 @@ def accent_group(value, groups=None) -> str | None:
     """The accent group (``groups``, default :data:`CV_ACCENT_GROUPS`) of a Common Voice ``accent``
     value (exact match after stripping spaces), ``None`` for an empty, unlisted or multi-accent
     value."""
-    groups = CV_ACCENT_GROUPS if groups is None else groups
-    return groups.get(value.strip()) if value and isinstance(value, str) else None
+    if groups is None:
+        groups = CV_ACCENT_GROUPS
+    if not value or not isinstance(value, str):
+        return None
+    return groups.get(value.strip())
 
 
 def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, config: str = "en"):
@@ -92,8 +99,8 @@ def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, co
     version = getattr(datasets, "__version__", "0")
     if int(re.match(r"\d*", str(version)).group() or 0) >= 4:
         raise MissingPackageError(
-            f"{dataset_id} is a loading-script data set and datasets {version} no longer runs loading "
-            f"scripts (removed in datasets 4.0); install a 3.x release with `{fix}"
+            f"{dataset_id} is a loading-script data set and datasets {version} no longer runs "
+            f"loading scripts (removed in datasets 4.0); install a 3.x release with `{fix}"
         )
     try:
         ds = datasets.load_dataset(
@@ -105,31 +112,38 @@ def load_common_voice(*, split: str = CV_SPLIT, dataset_id: str = CV_DATASET, co
             f"Check the network or HF_ENDPOINT, accept the data set's terms on its hub page "
             f"and log in with `hf auth login`."
         ) from None
-    with contextlib.suppress(
-        Exception
-    ):  # a stream without that column / an old datasets: decode as given
+    # a stream without that column / an old datasets: decode as given
+    with contextlib.suppress(Exception):
         ds = ds.cast_column("audio", datasets.Audio(decode=False))
     return ds
 
 
-def _cv_native(record):
-    """→ (samples at the native rate, float32 mono, native rate in Hz) of a Common Voice record."""
+def _mono(arr: np.ndarray) -> np.ndarray:
+    """Mono mix of decoded samples: ``(n, channels)`` when the last axis has at most 8 entries,
+    else ``(channels, n)``."""
+    if arr.ndim <= 1:
+        return arr
+    if arr.shape[-1] <= 8:
+        return arr.mean(axis=-1)
+    return arr.mean(axis=0)
+
+
+def _encoded_audio(record) -> bytes | None:
+    """The encoded audio of a Common Voice record: its ``audio.bytes``, else the file at
+    ``audio.path``; None when it carries neither."""
     a = record.get("audio")
-    if isinstance(a, dict) and a.get("array") is not None:
-        arr = np.asarray(a["array"], dtype=np.float32)
-        if arr.ndim > 1:  # (n, channels) or (channels, n) → mono
-            arr = arr.mean(axis=-1) if arr.shape[-1] <= 8 else arr.mean(axis=0)
-        return arr, int(a["sampling_rate"])
-    name = Path(str((a or {}).get("path") or record.get("path") or "clip.mp3")).name
-    raw = (
-        a["bytes"]
-        if isinstance(a, dict) and a.get("bytes")
-        else Path(a["path"]).read_bytes()
-        if isinstance(a, dict) and a.get("path") and Path(a["path"]).is_file()
-        else None
-    )
-    if raw is None:
-        raise CorpusError(f"Common Voice record {record.get('path')!r} carries no audio")
+    if not isinstance(a, dict):
+        return None
+    if a.get("bytes"):
+        return a["bytes"]
+    if a.get("path") and Path(a["path"]).is_file():
+        return Path(a["path"]).read_bytes()
+    return None
+
+
+def _decode(raw: bytes, name: str):
+    """``(samples, rate in Hz)`` of encoded audio: libsndfile at the native rate, else (an MP3 it
+    cannot read) ffmpeg through :func:`aiplib.io.audio.load_audio` at 16 kHz."""
     try:
         arr, sr = sf.read(io.BytesIO(raw), dtype="float32", always_2d=True)
         return arr.mean(axis=1), int(sr)
@@ -140,8 +154,41 @@ def _cv_native(record):
             return load_audio(p), SR
 
 
+def _cv_native(record):
+    """→ (samples at the native rate, float32 mono, native rate in Hz) of a Common Voice record.
+
+    Raises :class:`CorpusError` when the record carries no audio.
+    """
+    a = record.get("audio")
+    if isinstance(a, dict) and a.get("array") is not None:
+        arr = _mono(np.asarray(a["array"], dtype=np.float32))
+        return arr, int(a["sampling_rate"])
+    path = (a or {}).get("path") or record.get("path") or "clip.mp3"
+    name = Path(str(path)).name
+    raw = _encoded_audio(record)
+    if raw is None:
+        raise CorpusError(f"Common Voice record {record.get('path')!r} carries no audio")
+    return _decode(raw, name)
+
+
 def _labelled(value) -> bool:
+    """True for a given label: a non-empty string other than ``unknown``."""
     return bool(value) and isinstance(value, str) and value.strip().lower() != "unknown"
+
+
+def _picked_clip(rec, k: int, accent: str, gender: str) -> dict:
+    """The ``k``-th kept clip of the stream: its id, native samples and rate, and labels."""
+    arr, sr = _cv_native(rec)
+    return {
+        "item_id": f"cv_{str(rec.get('client_id') or '')[:8]}_{k}",
+        "arr": arr,
+        "sr": sr,
+        "text": rec.get("sentence", "") or "",
+        "speaker": str(rec.get("client_id") or ""),
+        "gender": gender,
+        "age": rec.get("age") or "unknown",
+        "accent": accent,
+    }
 
 
 def select_common_voice(dataset, out_dir, *, n: int = N_COMMON_VOICE, groups=None) -> list:
@@ -170,21 +217,8 @@ def select_common_voice(dataset, out_dir, *, n: int = N_COMMON_VOICE, groups=Non
             break
         accent = rec.get("accent") or rec.get("accents") or ""
         gender = rec.get("gender") or ""
-        if not (_labelled(accent) and _labelled(gender)):
-            continue
-        arr, sr = _cv_native(rec)
-        picked.append(
-            {
-                "item_id": f"cv_{str(rec.get('client_id') or '')[:8]}_{len(picked)}",
-                "arr": arr,
-                "sr": sr,
-                "text": rec.get("sentence", "") or "",
-                "speaker": str(rec.get("client_id") or ""),
-                "gender": gender,
-                "age": rec.get("age") or "unknown",
-                "accent": accent,
-            }
-        )
+        if _labelled(accent) and _labelled(gender):
+            picked.append(_picked_clip(rec, len(picked), accent, gender))
     if len(picked) < n:
         raise CorpusError(
             f"the Common Voice stream ended after {len(picked)} clip(s) with accent and gender "

@@ -16,6 +16,7 @@ from pathlib import Path
 from aiplib.core.errors import MissingPackageError
 from aiplib.core.hashing import file_sha256
 
+#: ``apt-get`` arguments of an install.
 _APT_FLAGS = ["install", "-y", "--no-install-recommends"]
 
 
@@ -43,9 +44,18 @@ def installed_version(pkg: str) -> str | None:
     return version
 
 
+def _distinct(pkgs) -> list[str]:
+    """``pkgs`` without repeats, in the given order."""
+    names = []
+    for p in pkgs:
+        if p not in names:
+            names.append(p)
+    return names
+
+
 def missing_packages(pkgs) -> list[str]:
     """The packages of ``pkgs`` that are not installed, in the given order (duplicates dropped)."""
-    return [p for p in dict.fromkeys(pkgs) if not installed(p)]
+    return [p for p in _distinct(pkgs) if not installed(p)]
 
 
 def install_command(pkgs) -> str:
@@ -55,8 +65,10 @@ def install_command(pkgs) -> str:
 
 
 def _missing_error(missing) -> MissingPackageError:
+    """The error naming the ``missing`` packages and the command that installs them."""
     return MissingPackageError(
-        f"missing Debian package(s): {', '.join(missing)}. Install them with:\n    {install_command(missing)}"
+        f"missing Debian package(s): {', '.join(missing)}. "
+        f"Install them with:\n    {install_command(missing)}"
     )
 
 
@@ -76,6 +88,7 @@ def _apt_prefix() -> list[str] | None:
 
 
 def _apt_install(prefix: list[str], pkgs: list[str]) -> subprocess.CompletedProcess:
+    """Run ``apt-get install`` of ``pkgs`` (non-interactive) behind ``prefix`` (sudo or none)."""
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     return subprocess.run(
         [*prefix, "apt-get", *_APT_FLAGS, *pkgs],
@@ -97,7 +110,8 @@ def ensure_packages(pkgs, *, install: bool = True) -> list[str]:
         If packages are missing and cannot be installed here; the message names them and the
         command.
     """
-    if not (missing := missing_packages(pkgs)):
+    missing = missing_packages(pkgs)
+    if not missing:
         return []
     prefix = _apt_prefix() if install else None
     if prefix is None:
@@ -106,7 +120,8 @@ def ensure_packages(pkgs, *, install: bool = True) -> list[str]:
     if proc.returncode != 0:
         subprocess.run([*prefix, "apt-get", "update"], capture_output=True, check=False)
         proc = _apt_install(prefix, missing)
-    if still := missing_packages(missing):
+    still = missing_packages(missing)
+    if still:
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
         raise MissingPackageError(f"{_missing_error(still)}\napt-get said: {' | '.join(tail)}")
     return missing
@@ -131,8 +146,13 @@ QUERY_TIMEOUT_S = 60
 #: Where apt keeps the ``.deb`` files it downloaded.
 APT_ARCHIVES = Path("/var/cache/apt/archives")
 
+#: Version recorded when there is no ``dpkg`` to ask.
 NO_DPKG = "unknown (no dpkg)"
+
+#: ``dpkg-query`` fields read for each package.
 _QUERY_FIELDS = ("Package", "Version", "Architecture", "source:Package", "Status", "Depends")
+
+#: ``dpkg-query --showformat`` of :data:`_QUERY_FIELDS`: tab-separated, one line per package.
 _QUERY_FORMAT = "\t".join("${" + field + "}" for field in _QUERY_FIELDS) + "\n"
 
 
@@ -170,7 +190,7 @@ def query_installed(pkgs) -> dict:
         are missing from the dict. ``{}`` without ``dpkg-query`` (see :func:`dpkg_available`).
     """
     exe = shutil.which("dpkg-query")
-    names = list(dict.fromkeys(pkgs))
+    names = _distinct(pkgs)
     if exe is None or not names:
         return {}
     out, _ = _run_tool([exe, "-W", f"-f={_QUERY_FORMAT}", *names])
@@ -196,6 +216,21 @@ def dpkg_available() -> bool:
     return shutil.which("dpkg-query") is not None
 
 
+def _new_dependencies(todo: list, reached: dict) -> dict:
+    """The installed dependencies of the packages ``todo`` not yet ``reached``: ``{dependency:
+    (the package of pkgs it is reached from, the source package it must share)}``."""
+    known = query_installed(todo)
+    deps = {}
+    for name in todo:
+        rec = known.get(name)
+        if rec is None:
+            continue
+        for dep in rec["depends"]:
+            if dep not in reached and dep not in deps:
+                deps[dep] = (reached[name], rec["source_package"])
+    return deps
+
+
 def same_source_closure(pkgs) -> dict:
     """``pkgs`` and, recursively, the installed packages they depend on that are built from the same
     Debian source package (``espeak-ng`` → ``espeak-ng-data``, ``libespeak-ng1``; ``ffmpeg`` →
@@ -206,18 +241,12 @@ def same_source_closure(pkgs) -> dict:
     """
     if not dpkg_available():
         return {}
-    reached = {p: p for p in dict.fromkeys(pkgs)}
+    reached = {}
+    for p in pkgs:
+        reached[p] = p
     todo = list(reached)
     while todo:
-        known = query_installed(todo)
-        deps = {}
-        for name in todo:
-            rec = known.get(name)
-            if rec is None:
-                continue
-            candidates = [d for d in rec["depends"] if d not in reached and d not in deps]
-            for dep in candidates:
-                deps[dep] = (reached[name], rec["source_package"])
+        deps = _new_dependencies(todo, reached)
         dep_known = query_installed(deps)
         todo = []
         for dep, (root, source) in deps.items():

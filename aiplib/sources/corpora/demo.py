@@ -29,7 +29,7 @@ from aiplib.core.errors import (
     AudioFileError,
     MissingPackageError,
 )
-from aiplib.core.tasks import TASK_FAMILIES, KEYWORDS
+from aiplib.core.tasks import KEYWORDS, TASK_FAMILIES
 from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.io.formats import read_item_bank, write_csv_atomic, write_item_bank
 from aiplib.sources.corpora import debian
@@ -109,20 +109,45 @@ KWS_VOICES = (
     "espeak:en-gb+f1",
 )
 
+#: Where Debian installs shared data.
 _SHARE = Path("/usr/share")
+
+#: Folder of the Asterisk English prompts under :data:`_SHARE`.
 _PROMPTS = "asterisk/sounds/en_US_f_Allison"
+
+#: The prompts' transcript file under :data:`_SHARE`.
 _TRANSCRIPT = "doc/asterisk-core-sounds-en/core-sounds-en.txt.gz"
-_AST_PKG, _TXT_PKG = "asterisk-core-sounds-en-g722", "asterisk-core-sounds-en"
+
+#: Debian package of the Asterisk English prompts (G.722).
+_AST_PKG = "asterisk-core-sounds-en-g722"
+
+#: Debian package of their transcripts.
+_TXT_PKG = "asterisk-core-sounds-en"
+
+#: Licence of the Asterisk prompts.
 _AST_LICENCE = "CC BY-SA 3.0"
+
+#: Attribution of the Asterisk prompts.
 _AST_ATTR = (
     "Asterisk core sounds (English), recorded by Allison Smith (theivrvoice.com), Digium, Inc."
 )
+
+#: A plain transcript (letters, digits, spaces and simple punctuation only).
 _TEXT_OK = re.compile(r"^[A-Za-z0-9 ,.'?!;:\-]+$")
-_N_BABBLE, _N_HUBBUB, _STREAM_S = 6, 2, 31.0
+
+#: Talkers of the babble background.
+_N_BABBLE = 6
+
+#: Talkers of the hubbub background.
+_N_HUBBUB = 2
+
+#: Least duration of one talker stream of the babble and hubbub, s.
+_STREAM_S = 31.0
 
 
 # ----------------------------------------------------------------------------- stage 1
 def _copy(src: Path, dst: Path) -> None:
+    """Copy ``src`` to ``dst`` through a ``.part`` file; a ``dst`` of the same size is kept."""
     if dst.is_file() and dst.stat().st_size == src.stat().st_size:
         return
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -140,23 +165,20 @@ def _source_files() -> list[Src]:
         for k in sorted(texts)
         if (_SHARE / _PROMPTS / f"{k}.g722").is_file()
     ]
-    files += [s for group in BG_SOURCES.values() for s in group]
-    return (
-        files
-        + [
-            Src(p, f"doc/{p}/copyright", "licence notice", "Debian copyright file")
-            for p in sorted({s.package for s in files})
-        ]
-        + NOTICES
-    )
+    for group in BG_SOURCES.values():
+        files += group
+    copyrights = [
+        Src(p, f"doc/{p}/copyright", "licence notice", "Debian copyright file")
+        for p in sorted({s.package for s in files})
+    ]
+    return files + copyrights + NOTICES
 
 
 def gather_raw(ws, *, install: bool = True):
     """Stage 1: copy the demo's source files into ``raw/<package>/`` (files of the same size
     skipped) and return ``raw/inventory.csv`` (``file``, ``package``, ``licence``, ``attribution``,
-    ``bytes``); ``install``
-    lets :func:`aiplib.sources.corpora.debian.ensure_packages` install missing packages. Also writes
-    ``raw/debian_packages.csv`` (:func:`record_debian_packages`).
+    ``bytes``); ``install`` lets :func:`aiplib.sources.corpora.debian.ensure_packages` install
+    missing packages. Also writes ``raw/debian_packages.csv`` (:func:`record_debian_packages`).
 
     Raises
     ------
@@ -167,7 +189,8 @@ def gather_raw(ws, *, install: bool = True):
     ws.ensure()
     rows = []
     for s in _source_files():
-        src, dst = _SHARE / s.rel, ws.raw / s.package / s.rel
+        src = _SHARE / s.rel
+        dst = ws.raw / s.package / s.rel
         if not src.is_file():
             raise MissingPackageError(
                 f"{src}: expected in Debian package {s.package}; reinstall it with\n"
@@ -264,11 +287,15 @@ def asterisk_prompts(ws):
 
 
 def _slug(voice: str) -> str:
+    """A voice name (``espeak:en-us+m1``) as part of an item id (``espeak-en-us-m1``)."""
     return voice.replace(":", "-").replace("+", "-")
 
 
 def _engine_credit(voice: str) -> str:
-    return "espeak-ng" if voice.startswith("espeak:") else "flite"
+    """The synthesis engine of a voice: ``espeak-ng`` or ``flite``."""
+    if voice.startswith("espeak:"):
+        return "espeak-ng"
+    return "flite"
 
 
 def _item(ws, family, item_id, y, credit: dict, **extra) -> dict:
@@ -293,6 +320,7 @@ def _item(ws, family, item_id, y, credit: dict, **extra) -> dict:
 
 
 def _asr_real(ws, n: int, rng) -> list[dict]:
+    """``n`` Asterisk prompts of 2–10 s with ≥ 5 words and a plain transcript, a seeded choice."""
     p = asterisk_prompts(ws)
     cand = p[(p.duration_s >= 2.0) & (p.duration_s <= 10.0) & (p.n_words >= 5) & p.clean_text]
     if n > len(cand):
@@ -319,11 +347,13 @@ def _asr_real(ws, n: int, rng) -> list[dict]:
 
 
 def _asr_synth(ws, n: int, rng) -> list[dict]:
+    """``n`` Harvard sentences (a seeded order) read by :data:`ASR_VOICES` in turn, trimmed."""
     order = rng.permutation(len(HARVARD_SENTENCES))
     rows = []
     for i in range(n):
         k = int(order[i % len(order)])
-        voice, text = ASR_VOICES[i % len(ASR_VOICES)], HARVARD_SENTENCES[k]
+        voice = ASR_VOICES[i % len(ASR_VOICES)]
+        text = HARVARD_SENTENCES[k]
         y = trim_silence(synthesize(text, voice))
         rows.append(
             _item(
@@ -334,7 +364,8 @@ def _asr_synth(ws, n: int, rng) -> list[dict]:
                 dict(
                     source_file=f"harvard:list{k // 10 + 1}/{k % 10 + 1}",
                     source=f"{_engine_credit(voice)} (synthetic voice)",
-                    licence=f"public domain text; synthetic audio generated locally with {_engine_credit(voice)}",
+                    licence="public domain text; synthetic audio generated locally with "
+                    f"{_engine_credit(voice)}",
                     attribution=f"Harvard sentence list {k // 10 + 1} no. {k % 10 + 1} (IEEE 1969) "
                     f"read by the synthetic voice {voice}",
                     speaker=voice,
@@ -348,6 +379,8 @@ def _asr_synth(ws, n: int, rng) -> list[dict]:
 
 
 def _kws(ws, n_target: int, n_nontarget: int, rng) -> list[dict]:
+    """``n_target`` keywords and ``n_nontarget`` non-target words read by a seeded order of
+    :data:`KWS_VOICES`, each centred in ≥ 1 s."""
     voices = [KWS_VOICES[j] for j in rng.permutation(len(KWS_VOICES))]
     plan = [(KEYWORDS[i % len(KEYWORDS)], True) for i in range(n_target)]
     plan += [(NON_TARGET_WORDS[i % len(NON_TARGET_WORDS)], False) for i in range(n_nontarget)]
@@ -364,7 +397,8 @@ def _kws(ws, n_target: int, n_nontarget: int, rng) -> list[dict]:
                 dict(
                     source_file=f"word:{word}",
                     source=f"{_engine_credit(voice)} (synthetic voice)",
-                    licence=f"public domain word; synthetic audio generated locally with {_engine_credit(voice)}",
+                    licence="public domain word; synthetic audio generated locally with "
+                    f"{_engine_credit(voice)}",
                     attribution=f"the word '{word}' read by the synthetic voice {voice}",
                     speaker=voice,
                     accent_group=voice.split("+")[0],
@@ -394,7 +428,7 @@ def build_item_banks(
     transcript, untrimmed; ``n_asr_synth``: Harvard sentences read by :data:`ASR_VOICES` in turn,
     trimmed to 0.1 s margins; ``n_kws_target`` / ``n_kws_nontarget``: words of :data:`KEYWORDS` /
     :data:`NON_TARGET_WORDS`, voices round-robin over a seeded order of :data:`KWS_VOICES`, centred
-      in ≥ 1 s.
+    in ≥ 1 s.
 
     Raises
     ------
@@ -409,7 +443,8 @@ def build_item_banks(
         n_kws_target=n_kws_target,
         n_kws_nontarget=n_kws_nontarget,
     )
-    if bad := {k: v for k, v in counts.items() if int(v) != v or v < 0}:
+    bad = {k: v for k, v in counts.items() if int(v) != v or v < 0}
+    if bad:
         raise AiplibParameterError(f"item counts must be integers ≥ 0, got {bad}")
     if not overwrite and all(ws.item_bank(f).is_file() for f in TASK_FAMILIES):
         banks = {f: read_item_bank(ws, f) for f in TASK_FAMILIES}
@@ -434,10 +469,21 @@ def build_item_banks(
 
 
 # ----------------------------------------------------------------------------- battery
+def _unique_join(values) -> str:
+    """The distinct ``values`` joined with ``"; "``, in first-seen order."""
+    distinct = []
+    for v in values:
+        if v not in distinct:
+            distinct.append(v)
+    return "; ".join(distinct)
+
+
 def _group_spec(ws, bg_id, category, group, description, start_s) -> dict:
+    """The spec of a recorded background: the files of source group ``group``, concatenated."""
     srcs = BG_SOURCES[group]
     paths = [ws.raw / s.package / s.rel for s in srcs]
-    if missing := [str(p) for p in paths if not p.is_file()]:
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
         raise AudioFileError(
             f"{missing[0]}: background source missing; run "
             f"aiplib.sources.corpora.demo.gather_raw(ws) first (stage 1)"
@@ -449,8 +495,8 @@ def _group_spec(ws, bg_id, category, group, description, start_s) -> dict:
         sources=[str(p) for p in paths],
         combine="concat",
         source_package=srcs[0].package,
-        licence="; ".join(dict.fromkeys(s.licence for s in srcs)),
-        attribution="; ".join(dict.fromkeys(s.attribution for s in srcs)),
+        licence=_unique_join(s.licence for s in srcs),
+        attribution=_unique_join(s.attribution for s in srcs),
         synthetic=False,
     )
     if start_s:
@@ -459,6 +505,7 @@ def _group_spec(ws, bg_id, category, group, description, start_s) -> dict:
 
 
 def _noise_spec(bg_id, kind, description) -> dict:
+    """The spec of a seeded synthetic noise of ``kind`` (white, pink, brown)."""
     return dict(
         bg_id=bg_id,
         category="stationary",
@@ -483,13 +530,16 @@ def _talker_streams(ws, n_streams: int, seed: int) -> list[list[str]]:
     p = asterisk_prompts(ws)
     cand = p[(p.n_words >= 3) & (p.duration_s >= 1.5) & p.clean_text & ~p.path.isin(used)]
     order = cand.iloc[np.random.default_rng(seed).permutation(len(cand))]
-    streams, cur, total = [], [], 0.0
+    streams = []
+    cur = []
+    total = 0.0
     for r in order.itertuples():
         cur.append(r.path)
         total += r.duration_s
         if total >= _STREAM_S:
             streams.append(cur)
-            cur, total = [], 0.0
+            cur = []
+            total = 0.0
             if len(streams) == n_streams:
                 return streams
     raise AiplibError(
@@ -498,6 +548,7 @@ def _talker_streams(ws, n_streams: int, seed: int) -> list[list[str]]:
 
 
 def _speech_specs(ws, seed: int) -> list[dict]:
+    """The babble and hubbub specs: talker streams summed (``combine="sum"``)."""
     streams = _talker_streams(ws, _N_BABBLE + _N_HUBBUB, seed)
     common = dict(
         category="speech-like",
@@ -512,15 +563,15 @@ def _speech_specs(ws, seed: int) -> list[dict]:
             common,
             bg_id="babble_6talker",
             sources=streams[:_N_BABBLE],
-            description=f"{_N_BABBLE}-talker babble: {_N_BABBLE} different sequences of Asterisk prompts "
-            "(all by one female speaker) summed; none is in the item bank",
+            description=f"{_N_BABBLE}-talker babble: {_N_BABBLE} different sequences of Asterisk "
+            "prompts (all by one female speaker) summed; none is in the item bank",
         ),
         dict(
             common,
             bg_id="hubbub_2talker",
             sources=streams[_N_BABBLE:],
-            description="two-talker hubbub: two different sequences of Asterisk prompts (same female "
-            "speaker) summed; none is in the item bank or the babble",
+            description="two-talker hubbub: two different sequences of Asterisk prompts "
+            "(same female speaker) summed; none is in the item bank or the babble",
         ),
     ]
 
@@ -539,11 +590,11 @@ def battery_specs(ws, *, seed: int = DEFAULT_SEED) -> list[dict]:
     AiplibError
         If the item bank does not exist yet.
     """
-    specs = [
-        _noise_spec(bg_id, group, description)
-        if group in ("white", "pink", "brown")
-        else _group_spec(ws, bg_id, category, group, description, start_s)
-        for bg_id, category, group, description, start_s in BATTERY
-    ]
+    specs = []
+    for bg_id, category, group, description, start_s in BATTERY:
+        if group in ("white", "pink", "brown"):
+            specs.append(_noise_spec(bg_id, group, description))
+        else:
+            specs.append(_group_spec(ws, bg_id, category, group, description, start_s))
     # DC and rumble below 20 Hz are taken out before normalisation (aiplib.io.subaudible)
     return [dict(s, subaudible="remove") for s in specs + _speech_specs(ws, seed)]

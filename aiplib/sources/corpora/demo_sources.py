@@ -20,10 +20,12 @@ Src = namedtuple("Src", "package rel licence attribution")
 
 
 def _rows(name: str) -> list[dict]:
+    """The rows of the CSV file ``name`` next to this module, as dicts."""
     with open(Path(__file__).with_name(name), newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f))
 
 
+#: ``(group, Src)`` of every row of ``demo_sources.csv``.
 _SOURCES = [(r.pop("group"), Src(**r)) for r in _rows("demo_sources.csv")]
 #: Background source group → its files.
 BG_SOURCES = {g: [s for g2, s in _SOURCES if g2 == g] for g, _ in _SOURCES if g != "notice"}

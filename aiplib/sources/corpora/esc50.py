@@ -15,9 +15,11 @@ import pandas as pd
 
 from aiplib.sources.download import CorpusError, corpus_record, need_dir
 
-CORPUS = corpus_record("esc50")  # download record of ESC-50
+#: Download record of ESC-50.
+CORPUS = corpus_record("esc50")
 
-ROOT = "ESC-50-master"  # Top folder of the extracted archive, inside the corpus folder.
+#: Top folder of the extracted archive, inside the corpus folder.
+ROOT = "ESC-50-master"
 
 
 def prepare_esc50(corpus_dir) -> pd.DataFrame:

@@ -14,7 +14,8 @@ import soundfile as sf
 
 from aiplib.sources.download import corpus_record, need_dir
 
-CORPUS = corpus_record("librispeech")  # two archives, extracted into ``LibriSpeech/``
+#: Download record of LibriSpeech (two archives, extracted into ``LibriSpeech/``).
+CORPUS = corpus_record("librispeech")
 
 
 def prepare_librispeech(

@@ -15,9 +15,20 @@ import pandas as pd
 
 from aiplib.sources.download import corpus_record, need_dir
 
-CORPUS = corpus_record("ms_snsd")  # download record of MS-SNSD
+#: Download record of MS-SNSD.
+CORPUS = corpus_record("ms_snsd")
 
-ROOT = "MS-SNSD-master"  # Top folder of the extracted archive, inside the corpus folder.
+#: Top folder of the extracted archive, inside the corpus folder.
+ROOT = "MS-SNSD-master"
+
+
+def _noise_row(split: str, p: Path) -> dict:
+    """One noise file's row: ``<type>_<index>.wav`` split into its type and index (the stem and 0
+    when the name has no index)."""
+    m = re.match(r"(.+?)_(\d+)$", p.stem)
+    if m:
+        return {"split": split, "noise_type": m.group(1), "index": int(m.group(2)), "path": str(p)}
+    return {"split": split, "noise_type": p.stem, "index": 0, "path": str(p)}
 
 
 def prepare_ms_snsd(corpus_dir) -> pd.DataFrame:
@@ -25,15 +36,8 @@ def prepare_ms_snsd(corpus_dir) -> pd.DataFrame:
     ``noise_type`` (``AirConditioner`` …), ``index`` (int), ``path``; CorpusError if the corpus
     folder is missing."""
     root = need_dir(Path(corpus_dir) / ROOT, "MS-SNSD")
-    rows = [
-        {
-            "split": split,
-            "noise_type": m.group(1) if m else p.stem,
-            "index": int(m.group(2)) if m else 0,
-            "path": str(p),
-        }
-        for split in ("noise_train", "noise_test")
-        for p in sorted((root / split).glob("*.wav"))
-        for m in [re.match(r"(.+?)_(\d+)$", p.stem)]
-    ]
+    rows = []
+    for split in ("noise_train", "noise_test"):
+        for p in sorted((root / split).glob("*.wav")):
+            rows.append(_noise_row(split, p))
     return pd.DataFrame(rows, columns=["split", "noise_type", "index", "path"])

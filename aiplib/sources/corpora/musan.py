@@ -12,9 +12,11 @@ import pandas as pd
 
 from aiplib.sources.download import corpus_record, need_dir
 
-CORPUS = corpus_record("musan")  # download record of MUSAN
+#: Download record of MUSAN.
+CORPUS = corpus_record("musan")
 
-ROOT = "musan"  # Top folder of the extracted archive, inside the corpus folder.
+#: Top folder of the extracted archive, inside the corpus folder.
+ROOT = "musan"
 
 
 def prepare_musan(corpus_dir) -> pd.DataFrame:

@@ -11,4 +11,5 @@ from __future__ import annotations
 
 from aiplib.sources.download import corpus_record
 
-CORPUS = corpus_record("noisex92")  # download record of the NOISEX-92 babble file
+#: Download record of the NOISEX-92 babble file.
+CORPUS = corpus_record("noisex92")

@@ -93,29 +93,38 @@ CORPORA: dict[str, Corpus] = {
     )
 }
 
-AUTHORS_SEED = (
-    42  # ``RANDOM_SEED`` of the authors' ``scripts/02_build_banks.py`` (``random.Random(42)``).
-)
-N_LIBRISPEECH = 100  # LibriSpeech utterances in the ASR bank (authors' ``ASR_N``).
-N_KWS = 120  # Speech Commands items in the KWS bank (authors' ``KWS_N``).
+#: ``RANDOM_SEED`` of the authors' ``scripts/02_build_banks.py`` (``random.Random(42)``).
+AUTHORS_SEED = 42
+
+#: LibriSpeech utterances in the ASR bank (authors' ``ASR_N``).
+N_LIBRISPEECH = 100
+
+#: Speech Commands items in the KWS bank (authors' ``KWS_N``).
+N_KWS = 120
+
+
 #: Folders the authors draw non-target KWS items from (``silence`` does not exist in v0.02).
 KWS_NONTARGET_FOLDERS = ("_background_noise_", "silence")
 #: Injection probes: the last 3 clips (name order) of each of the first 4 keywords.
-N_PROBE_KEYWORDS, N_PROBES_PER_KEYWORD = 4, 3
+N_PROBE_KEYWORDS = 4
+#: Injection probes per probe keyword (the last clips in name order).
+N_PROBES_PER_KEYWORD = 3
 
 #: Text of the ``selection_rule`` field of each item bank record.
 SELECTION_RULES = {
-    "librispeech": "authors' scripts/02_build_banks.py: every utterance of test-clean then test-other "
-    "(sorted *.trans.txt, file order), random.Random(42).shuffle, first {n}",
-    "common_voice": "authors' scripts/02_build_banks.py: fsicoli/common_voice_17_0 en validation stream "
-    "(unshuffled), first {n} clips whose accent and gender are both given and not 'unknown'",
-    "kws": "authors' scripts/02_build_banks.py: random.Random(42); per keyword (yes..go) sorted clips "
-    "shuffled, first {per_kw}; _background_noise_/silence clips shuffled, first {per_nt}; probes = last "
-    "3 sorted clips of yes/no/up/down; all shuffled, first {n}",
+    "librispeech": "authors' scripts/02_build_banks.py: every utterance of test-clean then "
+    "test-other (sorted *.trans.txt, file order), random.Random(42).shuffle, first {n}",
+    "common_voice": "authors' scripts/02_build_banks.py: fsicoli/common_voice_17_0 en validation "
+    "stream (unshuffled), first {n} clips whose accent and gender are both given and not "
+    "'unknown'",
+    "kws": "authors' scripts/02_build_banks.py: random.Random(42); per keyword (yes..go) sorted "
+    "clips shuffled, first {per_kw}; _background_noise_/silence clips shuffled, first {per_nt}; "
+    "probes = last 3 sorted clips of yes/no/up/down; all shuffled, first {n}",
 }
 
 
 def _get(name: str, registry=None) -> Corpus:
+    """Corpus ``name`` of ``registry`` (default :data:`CORPORA`); KeyError listing the names."""
     reg = CORPORA if registry is None else registry
     if name not in reg:
         raise KeyError(f"unknown corpus {name!r}; valid names: {', '.join(sorted(reg))}")
@@ -125,7 +134,8 @@ def _get(name: str, registry=None) -> Corpus:
 def corpus_dir(ws, name: str, *, registry=None) -> Path:
     """Folder of corpus ``name``: ``<ws.root>/<kind>/<name>``; KeyError (listing the names) if
     unknown."""
-    return Path(ws.root) / (c := _get(name, registry)).kind / c.name
+    corpus = _get(name, registry)
+    return Path(ws.root) / corpus.kind / corpus.name
 
 
 def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
@@ -136,13 +146,20 @@ def base_url_for(name: str, base_urls=None, *, registry=None) -> str:
 
 # ----------------------------------------------------------------------------- stage 1: downloads
 def download_all(
-    ws, corpora=None, base_urls=None, *, force_download: bool = False, registry=None, **kwargs
+    ws,
+    corpora=None,
+    base_urls=None,
+    *,
+    force_download: bool = False,
+    registry=None,
+    retries: int = 2,
+    progress: bool | None = True,
 ) -> dict:
     """Stage 1 of ``paper``: download every corpus of :data:`CORPORA` (or those named) into ``ws``.
 
     Each corpus is tried even when an earlier one failed. ``base_urls``: ``{name: url}`` or one
-    mirror root; ``registry`` replaces :data:`CORPORA`; ``**kwargs`` go to
-    :func:`aiplib.sources.download.fetch`.
+    mirror root; ``registry`` replaces :data:`CORPORA`; ``retries`` (retries per file) and
+    ``progress`` (progress bars) go to :func:`aiplib.sources.download.fetch`.
 
     Returns
     -------
@@ -162,7 +179,8 @@ def download_all(
     for n in names:
         _get(n, reg)
     progress_file = Path(ws.root) / "checks" / "download_progress.json"
-    out, errors = {}, []
+    out = {}
+    errors = []
     for n in names:
         try:
             out[n] = download_corpus(
@@ -171,84 +189,258 @@ def download_all(
                 base_url=base_url_for(n, base_urls, registry=reg),
                 force_download=force_download,
                 progress_file=progress_file,
-                **kwargs,
+                retries=retries,
+                progress=progress,
             )
         except DownloadError as exc:
             errors.append((n, exc))
     if len(errors) == 1:
         raise errors[0][1]
     if errors:
-        lines = "\n".join(
-            f"- {n}: {e.url}: {e.reason}" if e.url else f"- {n}: {e}" for n, e in errors
-        )
-        net = [n for n, e in errors if e.url]
-        hint = (
-            (
-                f"\nFiles already downloaded are kept and partial files are resumed on the next run. To use a mirror, "
-                f"set AIP_MIRROR_<CORPUS>=<base URL> (here {', '.join(_get(n, reg).env_var for n in net)}), or "
-                f"AIP_MIRROR=<root URL with one folder per corpus>, or pass base_urls / --base-url, e.g. `make 01 "
-                f"PROFILE=paper MIRROR=https://my.mirror/aip-corpora`."
-            )
-            if net
-            else ""
-        )
-        raise DownloadError(
-            f"{len(errors)} of {len(names)} corpora could not be downloaded:\n{lines}{hint}"
-        )
+        raise _download_errors(errors, len(names), reg)
     return out
 
 
-def gather_raw(ws, **params) -> dict:
+def _download_errors(errors: list, n_corpora: int, reg) -> DownloadError:
+    """One :class:`DownloadError` listing every ``(name, error)`` of ``errors``, with how to use a
+    mirror when a network download failed."""
+    lines = []
+    for n, e in errors:
+        if e.url:
+            lines.append(f"- {n}: {e.url}: {e.reason}")
+        else:
+            lines.append(f"- {n}: {e}")
+    net = [n for n, e in errors if e.url]
+    hint = ""
+    if net:
+        env_vars = ", ".join(_get(n, reg).env_var for n in net)
+        hint = (
+            "\nFiles already downloaded are kept and partial files are resumed on the next run. "
+            f"To use a mirror, set AIP_MIRROR_<CORPUS>=<base URL> (here {env_vars}), or "
+            "AIP_MIRROR=<root URL with one folder per corpus>, or pass base_urls / --base-url, "
+            "e.g. `make 01 PROFILE=paper MIRROR=https://my.mirror/aip-corpora`."
+        )
+    listing = "\n".join(lines)
+    return DownloadError(
+        f"{len(errors)} of {n_corpora} corpora could not be downloaded:\n{listing}{hint}"
+    )
+
+
+def gather_raw(
+    ws,
+    *,
+    corpora=None,
+    base_urls=None,
+    force_download: bool = False,
+    registry=None,
+    retries: int = 2,
+    progress: bool | None = True,
+) -> dict:
     """Stage 1 of the profile interface (:class:`aiplib.sources.corpora.Profile`):
-    :func:`download_all`."""
-    return download_all(ws, **params)
+    :func:`download_all` with the same parameters; returns ``{name: Path of the corpus folder}``.
+
+    Raises
+    ------
+    KeyError
+        Unknown corpus name.
+    DownloadError
+        After trying all corpora, listing every failure.
+    """
+    return download_all(
+        ws,
+        corpora=corpora,
+        base_urls=base_urls,
+        force_download=force_download,
+        registry=registry,
+        retries=retries,
+        progress=progress,
+    )
 
 
 # ----------------------------------------------------------------------------- stage 2: item banks
 # (the authors' rules)
 def _kws_candidates(sc_root: Path, n: int, rng) -> list:
     """The authors' KWS candidate list before the final shuffle (dicts, in their order)."""
-    per_kw, per_nt = n // len(KEYWORDS) + 2, n // 4
+    per_kw = n // len(KEYWORDS) + 2
+    per_nt = n // 4
 
     def wavs(folder, shuffle=False):
+        """The sorted WAVs of a folder of the corpus, shuffled by ``rng`` when ``shuffle``."""
         files = sorted((sc_root / folder).glob("*.wav"))  # none when the folder is missing
         if shuffle:
             rng.shuffle(files)
         return files
 
-    items = [
-        {
-            "item_id": f"kws_{kw}_{w.stem}",
-            "file": w,
-            "label": kw,
-            "is_target": True,
-            "probe_id": None,
-        }
-        for kw in KEYWORDS
-        for w in wavs(kw, True)[:per_kw]
-    ]
-    items += [
-        {
-            "item_id": f"kws_nt_{f}_{w.stem}",
-            "file": w,
-            "label": f,
-            "is_target": False,
-            "probe_id": None,
-        }
-        for f in KWS_NONTARGET_FOLDERS
-        for w in wavs(f, True)[:per_nt]
-    ]
-    return items + [
-        {
-            "item_id": f"probe_{kw}_{w.stem}",
-            "file": w,
-            "label": kw,
-            "is_target": False,
-            "probe_id": f"probe_{kw}_{w.stem}",
-        }
-        for kw in KEYWORDS[:N_PROBE_KEYWORDS]
-        for w in wavs(kw)[-N_PROBES_PER_KEYWORD:]
-    ]
+    items = []
+    for kw in KEYWORDS:
+        for w in wavs(kw, True)[:per_kw]:
+            items.append(
+                {
+                    "item_id": f"kws_{kw}_{w.stem}",
+                    "file": w,
+                    "label": kw,
+                    "is_target": True,
+                    "probe_id": None,
+                }
+            )
+    for f in KWS_NONTARGET_FOLDERS:
+        for w in wavs(f, True)[:per_nt]:
+            items.append(
+                {
+                    "item_id": f"kws_nt_{f}_{w.stem}",
+                    "file": w,
+                    "label": f,
+                    "is_target": False,
+                    "probe_id": None,
+                }
+            )
+    for kw in KEYWORDS[:N_PROBE_KEYWORDS]:
+        for w in wavs(kw)[-N_PROBES_PER_KEYWORD:]:
+            items.append(
+                {
+                    "item_id": f"probe_{kw}_{w.stem}",
+                    "file": w,
+                    "label": kw,
+                    "is_target": False,
+                    "probe_id": f"probe_{kw}_{w.stem}",
+                }
+            )
+    return items
+
+
+def _select_librispeech(ls_dir: Path, n: int) -> list[dict]:
+    """The authors' LibriSpeech choice: every utterance shuffled by ``Random(42)``, the first
+    ``n`` (metadata only)."""
+    items = prepare_librispeech(ls_dir, with_duration=False).to_dict("records")
+    random.Random(AUTHORS_SEED).shuffle(items)
+    return items[:n]
+
+
+def _select_kws(sc_root: Path, n: int) -> list[dict]:
+    """The authors' KWS choice: the candidates of :func:`_kws_candidates` shuffled by the same
+    ``Random(42)``, the first ``n`` (metadata only)."""
+    rng = random.Random(AUTHORS_SEED)
+    items = _kws_candidates(sc_root, n, rng)
+    rng.shuffle(items)
+    return items[:n]
+
+
+def _check_corpus_sizes(ls_items: list, kws_items: list, n_librispeech: int, n_kws: int) -> None:
+    """Raise :class:`CorpusError` naming each corpus with fewer candidates than asked for."""
+    short = []
+    if len(ls_items) < n_librispeech:
+        short.append(
+            f"LibriSpeech test-clean+test-other: {len(ls_items)} utterances, {n_librispeech} needed"
+        )
+    if len(kws_items) < n_kws:
+        short.append(f"Speech Commands: {len(kws_items)} candidate clips, {n_kws} needed")
+    if short:
+        raise CorpusError(
+            "the corpora are too small for the paper's item banks — " + "; ".join(short)
+        )
+
+
+def _write_item(ws, family: str, item_id: str, y, fields: dict) -> dict:
+    """Write ``y`` to ``itembanks/audio/<family>/<item_id>.wav``; returns its item-bank row
+    (``item_id``, ``path``, ``fields``, ``duration_s``)."""
+    out = write_wav(ws.itembanks / "audio" / family / f"{item_id}.wav", y)
+    return {
+        "item_id": item_id,
+        "path": ws.rel(out),
+        **fields,
+        "duration_s": round(y.size / SR, 4),
+    }
+
+
+def _librispeech_rows(ws, ls_items: list, genders: dict, rule: str) -> list[dict]:
+    """Item-bank rows (audio written) of the chosen LibriSpeech utterances."""
+    corpus = librispeech.CORPUS
+    rows = []
+    for r in ls_items:
+        fields = dict(
+            source_file=ws.rel(r["path"]),
+            source=f"LibriSpeech {r['part']}",
+            licence=corpus.licence,
+            attribution=f"{corpus.attribution}; LibriVox reader {r['speaker']}",
+            speaker=f"ls_{r['speaker']}",
+            accent_group=None,
+            synthetic=False,
+            text=r["text"],
+            gender=genders.get(r["speaker"], "unknown"),
+            accent="american_english",
+            selection_rule=rule,
+        )
+        rows.append(_write_item(ws, "asr", r["utt_id"], load_audio(r["path"]), fields))
+    return rows
+
+
+def _common_voice_rows(ws, cv_kept: list, rule: str) -> list[dict]:
+    """Item-bank rows (audio written) of the kept Common Voice clips."""
+    rows = []
+    for c in cv_kept:
+        fields = dict(
+            source_file=ws.rel(c["source_file"]),
+            source="Common Voice 17.0 (en, validation)",
+            licence="CC0 1.0",
+            attribution=f"Mozilla Common Voice 17.0 via {CV_DATASET} (Ardila et al., LREC 2020)",
+            speaker=f"cv_{c['speaker'][:16]}",
+            accent_group=c["accent_group"],
+            synthetic=False,
+            text=c["text"],
+            gender=c["gender"],
+            accent=c["accent"],
+            selection_rule=rule,
+        )
+        rows.append(_write_item(ws, "asr", c["item_id"], c["y"], fields))
+    return rows
+
+
+def _kws_rows(ws, kws_items: list, rule: str) -> list[dict]:
+    """Item-bank rows (audio written) of the chosen Speech Commands clips."""
+    corpus = speech_commands.CORPUS
+    rows = []
+    for r in kws_items:
+        fields = dict(
+            source_file=ws.rel(r["file"]),
+            source="Speech Commands v0.02",
+            licence=corpus.licence,
+            attribution=corpus.attribution,
+            speaker=f"sc2_{r['file'].stem.split('_nohash_')[0]}",
+            accent_group=None,
+            synthetic=False,
+            label=r["label"],
+            is_target=r["is_target"],
+            probe_id=r["probe_id"],
+            selection_rule=rule,
+        )
+        rows.append(_write_item(ws, "kws", r["item_id"], load_audio(r["file"]), fields))
+    return rows
+
+
+def _check_bank_counts(asr_rows: list, kws_rows: list, n_asr: int, n_kws: int) -> None:
+    """Raise :class:`CorpusError` unless each bank has exactly its count of unique items."""
+    n_unique_asr = len({r["item_id"] for r in asr_rows})
+    if len(asr_rows) != n_asr or n_unique_asr != n_asr:
+        raise CorpusError(
+            f"ASR item bank has {len(asr_rows)} items ({n_unique_asr} unique), {n_asr} expected"
+        )
+    if len(kws_rows) != n_kws or len({r["item_id"] for r in kws_rows}) != n_kws:
+        raise CorpusError(f"KWS item bank has {len(kws_rows)} items, {n_kws} expected")
+
+
+def _remove_stale_files(ws, bank_rows: dict, cv_dir: Path, cv_kept: list) -> None:
+    """Delete the item WAVs and Common Voice clips of an earlier selection (those no row
+    names)."""
+    audio_dir = ws.itembanks / "audio"
+    for family, rows in bank_rows.items():
+        keep = {ws.path(r["path"]).name for r in rows}
+        for f in (audio_dir / family).glob("*.wav"):
+            if f.name not in keep:
+                f.unlink()
+    keep = {Path(c["source_file"]).name for c in cv_kept}
+    for f in cv_dir.iterdir():
+        if f.is_file() and f.name not in keep:
+            f.unlink()
 
 
 def build_item_banks(
@@ -284,130 +476,35 @@ def build_item_banks(
     del seed
     if not overwrite and all(ws.item_bank(f).is_file() for f in TASK_FAMILIES):
         return {f: read_item_bank(ws, f) for f in TASK_FAMILIES}
-    audio_dir = ws.itembanks / "audio"
 
-    # ---- select (metadata only: nothing is written before every count is met) ----------------
+    # select (metadata only: nothing is written before every count is met)
     ls_dir = corpus_dir(ws, "librispeech", registry=registry)
-    ls_items = prepare_librispeech(ls_dir, with_duration=False).to_dict("records")
-    random.Random(AUTHORS_SEED).shuffle(ls_items)
-    ls_items = ls_items[:n_librispeech]
+    ls_items = _select_librispeech(ls_dir, n_librispeech)
     sc_root = need_dir(
         corpus_dir(ws, "speech_commands", registry=registry) / speech_commands.ROOT,
         "Speech Commands v0.02",
     )
-    rng = random.Random(AUTHORS_SEED)
-    kws_items = _kws_candidates(sc_root, n_kws, rng)
-    rng.shuffle(kws_items)
-    kws_items = kws_items[:n_kws]
-    short = []
-    if len(ls_items) < n_librispeech:
-        short.append(
-            f"LibriSpeech test-clean+test-other: {len(ls_items)} utterances, {n_librispeech} needed"
-        )
-    if len(kws_items) < n_kws:
-        short.append(f"Speech Commands: {len(kws_items)} candidate clips, {n_kws} needed")
-    if short:
-        raise CorpusError(
-            "the corpora are too small for the paper's item banks — " + "; ".join(short)
-        )
+    kws_items = _select_kws(sc_root, n_kws)
+    _check_corpus_sizes(ls_items, kws_items, n_librispeech, n_kws)
     cv_dir = Path(ws.root) / "speech_asr" / "common_voice"
-    cv_kept = select_common_voice(
-        load_common_voice() if cv_dataset is None else cv_dataset, cv_dir, n=n_common_voice
-    )
+    if cv_dataset is None:
+        cv_dataset = load_common_voice()
+    cv_kept = select_common_voice(cv_dataset, cv_dir, n=n_common_voice)
 
-    # ---- write item audio and rows ------------------------------------------------------------
-    def item(family, item_id, y, **fields):
-        out = write_wav(audio_dir / family / f"{item_id}.wav", y)
-        return {
-            "item_id": item_id,
-            "path": ws.rel(out),
-            **fields,
-            "duration_s": round(y.size / SR, 4),
-        }
-
-    ls_c, sc_c = librispeech.CORPUS, speech_commands.CORPUS
+    # write item audio and rows
     genders = read_librispeech_speakers(ls_dir)
     rule_ls = SELECTION_RULES["librispeech"].format(n=n_librispeech)
     rule_cv = SELECTION_RULES["common_voice"].format(n=n_common_voice)
     rule_kws = SELECTION_RULES["kws"].format(
         n=n_kws, per_kw=n_kws // len(KEYWORDS) + 2, per_nt=n_kws // 4
     )
-    asr_rows = [
-        item(
-            "asr",
-            r["utt_id"],
-            load_audio(r["path"]),
-            source_file=ws.rel(r["path"]),
-            source=f"LibriSpeech {r['part']}",
-            licence=ls_c.licence,
-            attribution=f"{ls_c.attribution}; LibriVox reader {r['speaker']}",
-            speaker=f"ls_{r['speaker']}",
-            accent_group=None,
-            synthetic=False,
-            text=r["text"],
-            gender=genders.get(r["speaker"], "unknown"),
-            accent="american_english",
-            selection_rule=rule_ls,
-        )
-        for r in ls_items
-    ]
-    asr_rows += [
-        item(
-            "asr",
-            c["item_id"],
-            c["y"],
-            source_file=ws.rel(c["source_file"]),
-            source="Common Voice 17.0 (en, validation)",
-            licence="CC0 1.0",
-            attribution=f"Mozilla Common Voice 17.0 via {CV_DATASET} (Ardila et al., LREC 2020)",
-            speaker=f"cv_{c['speaker'][:16]}",
-            accent_group=c["accent_group"],
-            synthetic=False,
-            text=c["text"],
-            gender=c["gender"],
-            accent=c["accent"],
-            selection_rule=rule_cv,
-        )
-        for c in cv_kept
-    ]
-    kws_rows = [
-        item(
-            "kws",
-            r["item_id"],
-            load_audio(r["file"]),
-            source_file=ws.rel(r["file"]),
-            source="Speech Commands v0.02",
-            licence=sc_c.licence,
-            attribution=sc_c.attribution,
-            speaker=f"sc2_{r['file'].stem.split('_nohash_')[0]}",
-            accent_group=None,
-            synthetic=False,
-            label=r["label"],
-            is_target=r["is_target"],
-            probe_id=r["probe_id"],
-            selection_rule=rule_kws,
-        )
-        for r in kws_items
-    ]
+    asr_rows = _librispeech_rows(ws, ls_items, genders, rule_ls)
+    asr_rows += _common_voice_rows(ws, cv_kept, rule_cv)
+    kws_rows = _kws_rows(ws, kws_items, rule_kws)
 
-    # ---- assert the counts, drop files of an earlier selection, write the banks ----------------
-    n_asr = n_librispeech + n_common_voice
-    if len(asr_rows) != n_asr or len({r["item_id"] for r in asr_rows}) != n_asr:
-        raise CorpusError(
-            f"ASR item bank has {len(asr_rows)} items "
-            f"({len({r['item_id'] for r in asr_rows})} unique), {n_asr} expected"
-        )
-    if len(kws_rows) != n_kws or len({r["item_id"] for r in kws_rows}) != n_kws:
-        raise CorpusError(f"KWS item bank has {len(kws_rows)} items, {n_kws} expected")
-    for family, rows in (("asr", asr_rows), ("kws", kws_rows)):
-        keep = {ws.path(r["path"]).name for r in rows}
-        for f in (audio_dir / family).glob("*.wav"):
-            if f.name not in keep:
-                f.unlink()
-    keep = {Path(c["source_file"]).name for c in cv_kept}
-    for f in cv_dir.iterdir():
-        if f.is_file() and f.name not in keep:
-            f.unlink()
+    # assert the counts, drop files of an earlier selection, write the banks
+    _check_bank_counts(asr_rows, kws_rows, n_librispeech + n_common_voice, n_kws)
+    _remove_stale_files(ws, {"asr": asr_rows, "kws": kws_rows}, cv_dir, cv_kept)
     write_item_bank(ws, "asr", asr_rows)
     write_item_bank(ws, "kws", kws_rows, keywords=KEYWORDS)
     return {"asr": pd.DataFrame(asr_rows), "kws": pd.DataFrame(kws_rows)}
@@ -422,13 +519,30 @@ def build_item_banks(
 _TABLE1 = pd.read_csv(Path(__file__).with_name("paper_battery.csv"), dtype=str)
 BATTERY = tuple(_TABLE1.itertuples(index=False, name=None))
 
+
+def _authors_category(corpus: str, category: str) -> str:
+    """The authors' category of a Table 1 background: NOISEX-92 babble, MUSAN and speech-like
+    recordings are ``speech_like``, the rest ``non_speech``."""
+    if corpus in ("noisex92", "musan") or category == "speech-like":
+        return "speech_like"
+    return "non_speech"
+
+
 #: ``bg_id`` → the authors' category (their spec labels ``musan_music`` ``speech_like`` too).
-AUTHORS_CATEGORY = {
-    b[0]: (
-        "speech_like" if b[1] in ("noisex92", "musan") or b[3] == "speech-like" else "non_speech"
-    )
-    for b in BATTERY
-}
+AUTHORS_CATEGORY = {b[0]: _authors_category(b[1], b[3]) for b in BATTERY}
+
+
+def _esc50_clip(cdir: Path, bg_id: str, esc_class: str) -> Path:
+    """The first fold-1 take-A clip of ESC-50 class ``esc_class`` (``audio/1-*-A-<class>.wav``);
+    :class:`CorpusError` when there is none."""
+    audio = need_dir(cdir / esc50.ROOT, "ESC-50") / "audio"
+    found = sorted(audio.glob(f"1-*-A-{esc_class}.wav"))
+    if not found:
+        raise CorpusError(
+            f"{bg_id}: ESC-50 has no fold-1 take-A clip of class {esc_class} "
+            f"(audio/1-*-A-{esc_class}.wav); run stage 1 (download) again"
+        )
+    return found[0]
 
 
 def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
@@ -447,23 +561,18 @@ def battery_specs(ws, *, seed: int | None = None, registry=None) -> list:
     for bg_id, corpus, sel, category, desc in BATTERY:
         c = reg[corpus]
         cdir = corpus_dir(ws, corpus, registry=reg)
-        attribution, licence = c.attribution, c.licence
+        attribution = c.attribution
+        licence = c.licence
         if corpus == "esc50":
-            if not (
-                found := sorted(
-                    (need_dir(cdir / esc50.ROOT, "ESC-50") / "audio").glob(f"1-*-A-{sel}.wav")
-                )
-            ):
-                raise CorpusError(
-                    f"{bg_id}: ESC-50 has no fold-1 take-A clip of class {sel} "
-                    f"(audio/1-*-A-{sel}.wav); run stage 1 (download) again"
-                )
-            src = found[0]
+            src = _esc50_clip(cdir, bg_id, sel)
             attribution = f"{c.attribution}; freesound.org clip {src.stem.split('-')[1]}"
         else:
             base = {"ms_snsd": cdir / ms_snsd.ROOT, "musan": cdir / musan.ROOT}.get(corpus, cdir)
             found = sorted(need_dir(base, c.title).glob(sel))
-            src = found[0] if found else base / sel
+            if found:
+                src = found[0]
+            else:
+                src = base / sel
             if "librivox" in sel:
                 licence = "public domain (LibriVox) in MUSAN, CC BY 4.0"
         if not src.is_file():

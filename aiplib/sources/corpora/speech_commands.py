@@ -14,10 +14,37 @@ from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import KEYWORDS  # the ten Speech Commands keywords (targets)
 from aiplib.sources.download import CorpusError, corpus_record, need_dir
 
-CORPUS = corpus_record("speech_commands")  # download record of Speech Commands v0.02
+#: Download record of Speech Commands v0.02.
+CORPUS = corpus_record("speech_commands")
 
-# Folder (inside the corpus folder) the archive is extracted into: ``<word>/*.wav``.
+#: Folder (inside the corpus folder) the archive is extracted into: ``<word>/*.wav``.
 ROOT = "speech_commands_v0.02"
+
+
+#: Split name → the list file of the corpus naming its clips (``train`` is every other clip).
+SPLIT_LISTS = {"test": "testing_list.txt", "validation": "validation_list.txt"}
+
+
+def _listed(root: Path, list_name: str) -> set[str]:
+    """The clip paths (``<word>/<file>.wav``) named by the list file ``root/list_name``."""
+    return set((root / list_name).read_text(encoding="utf-8").split())
+
+
+def _split_rels(root: Path, rels: list[str], split: str) -> list[str]:
+    """The clips of ``rels`` in ``split`` (``test``, ``validation`` or ``train``), in order."""
+    if split in SPLIT_LISTS:
+        lf = root / SPLIT_LISTS[split]
+        if not lf.is_file():
+            raise CorpusError(f"Speech Commands list {lf} is missing; run stage 1 again")
+        keep = _listed(root, SPLIT_LISTS[split])
+        return [r for r in rels if r in keep]
+    if split == "train":
+        held = set()
+        for name in SPLIT_LISTS.values():
+            if (root / name).is_file():
+                held |= _listed(root, name)
+        return [r for r in rels if r not in held]
+    raise AiplibParameterError(f"split must be test, validation, train or None, got {split!r}")
 
 
 def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pd.DataFrame:
@@ -30,6 +57,8 @@ def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pd.Dat
     ------
     CorpusError
         If the folder or the list file needed for ``split`` is missing.
+    AiplibParameterError
+        If ``split`` is not one of the four.
     """
     root = need_dir(Path(corpus_dir) / ROOT, "Speech Commands v0.02")
     rels = sorted(
@@ -38,25 +67,7 @@ def prepare_speech_commands(corpus_dir, *, split: str | None = "test") -> pd.Dat
         if p.parent.name != "_background_noise_"
     )
     if split is not None:
-        lists = {"test": "testing_list.txt", "validation": "validation_list.txt"}
-        if split in lists:
-            lf = root / lists[split]
-            if not lf.is_file():
-                raise CorpusError(f"Speech Commands list {lf} is missing; run stage 1 again")
-            keep = set(lf.read_text(encoding="utf-8").split())
-            rels = [r for r in rels if r in keep]
-        elif split == "train":
-            held = {
-                r
-                for name in lists.values()
-                if (root / name).is_file()
-                for r in (root / name).read_text(encoding="utf-8").split()
-            }
-            rels = [r for r in rels if r not in held]
-        else:
-            raise AiplibParameterError(
-                f"split must be test, validation, train or None, got {split!r}"
-            )
+        rels = _split_rels(root, rels, split)
     rows = [
         {
             "label": r.split("/")[0],

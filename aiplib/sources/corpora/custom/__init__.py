@@ -37,7 +37,7 @@ import pandas as pd
 from aiplib.core import DEFAULT_SEED
 from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.core.hashing import file_sha256
-from aiplib.core.tasks import TASK_FAMILIES, KEYWORDS
+from aiplib.core.tasks import KEYWORDS, TASK_FAMILIES
 from aiplib.io.audio import SR, load_audio, write_wav
 from aiplib.io.formats import (
     parse_bool,
@@ -68,7 +68,7 @@ __all__ = [
     "battery_specs",
 ]
 
-# Value of the item banks' ``source`` and the battery's ``source_package``.
+#: Value of the item banks' ``source`` and the battery's ``source_package``.
 SOURCE = "custom (user-supplied)"
 
 #: Columns of ``raw/inventory.csv``: ``package`` is ``custom/speech``, ``custom/kws``,
@@ -104,6 +104,8 @@ INVENTORY_COLUMNS = [
 
 # ----------------------------------------------------------------------------- stage 1
 def _inventory_frame(report: ValidationReport):
+    """``raw/inventory.csv`` of a validated report: the tables, then the speech, keyword and
+    background rows, with the size and SHA-256 of each file (:data:`INVENTORY_COLUMNS`)."""
     tables = [(report.params.get(n), f"the {n} table") for n in ("texts", "kws_labels")]
     tables.append((licence_table(report.params["backgrounds_dir"]), "background licences"))
     rows = [
@@ -121,9 +123,9 @@ def _inventory_frame(report: ValidationReport):
     ]
     rows += report.speech + report.kws + report.backgrounds
     df = pd.DataFrame(rows)
-    df = df.assign(
-        **{c: None for c in INVENTORY_COLUMNS if c not in df.columns}
-    )  # the columns no row has
+    for column in INVENTORY_COLUMNS:
+        if column not in df.columns:  # a column no row has
+            df[column] = None
     df["sha256"] = [file_sha256(f) for f in df["file"]]
     return df[INVENTORY_COLUMNS]
 
@@ -188,6 +190,8 @@ def gather_raw(ws, *, speech_dir, texts, kws_dir, kws_labels, backgrounds_dir, k
 
 # ----------------------------------------------------------------------------- stage 2
 def _read_inventory(ws):
+    """``raw/inventory.csv`` as strings; raises :class:`AiplibError` when missing or not a custom
+    inventory."""
     path = ws.raw / "inventory.csv"
     if not path.is_file():
         raise AiplibError(
@@ -204,6 +208,7 @@ def _read_inventory(ws):
 
 
 def _check_unchanged(inv) -> None:
+    """Raise :class:`AiplibError` naming every file of ``inv`` gone or changed since stage 1."""
     changed = []
     for r in inv.itertuples():
         p = Path(r.file)
@@ -227,7 +232,8 @@ def _select(idx: np.ndarray, n: int | None, rng, strata=None) -> np.ndarray:
         return idx
     if strata is None or n < 2 or strata.all() or not strata.any():
         return np.sort(rng.choice(idx, size=n, replace=False))
-    a, b = idx[strata], idx[~strata]
+    a = idx[strata]
+    b = idx[~strata]
     na = min(int(np.clip(round(n * a.size / idx.size), 1, n - 1)), a.size)
     nb = min(n - na, b.size)
     return np.sort(
@@ -264,56 +270,94 @@ def build_item_banks(
     AiplibParameterError
         If ``max_items`` is not a positive integer.
     """
-    if max_items is not None and (
-        isinstance(max_items, bool) or int(max_items) != max_items or max_items < 1
-    ):
-        raise AiplibParameterError(
-            f"max_items must be a positive integer or None, got {max_items!r}"
-        )
+    _check_max_items(max_items)
     inv = _read_inventory(ws)
     if not overwrite and all(ws.item_bank(f).is_file() for f in TASK_FAMILIES):
         return {f: read_item_bank(ws, f) for f in TASK_FAMILIES}
-    used = inv[
-        (inv["package"].isin(["custom/speech", "custom/kws"])) & (inv["used"].str.lower() == "true")
-    ]
+    is_used = inv["used"].str.lower() == "true"
+    used = inv[(inv["package"].isin(list(_BANK_PACKAGES.values()))) & is_used]
     _check_unchanged(used)
     ws.ensure()
-    rng_asr, rng_kws = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
-    for fam, pkg, rng in (("asr", "custom/speech", rng_asr), ("kws", "custom/kws", rng_kws)):
-        sub = used[used["package"] == pkg].reset_index(drop=True)
-        strata = (
-            sub["is_target"].map(lambda v: parse_bool(v) is True).to_numpy(bool)
-            if fam == "kws"
-            else None
-        )
-        keep = _select(np.arange(len(sub)), max_items, rng, strata)
-        rows = []
-        for r in sub.iloc[keep].to_dict("records"):
-            y = load_audio(r["file"], sr=SR)
-            out = write_wav(ws.itembanks / "audio" / fam / f"{r['item_id']}.wav", y)
-            rows.append(
-                dict(
-                    item_id=r["item_id"],
-                    path=ws.rel(out),
-                    source_file=r["file"],
-                    source=SOURCE,
-                    licence=r["licence"],
-                    attribution=r["attribution"],
-                    duration_s=float(y.size / SR),
-                    speaker=r["speaker"] or "unknown",
-                    accent_group=r["accent_group"] or None,
-                    synthetic=False,
-                    **(
-                        dict(text=r["text"])
-                        if fam == "asr"
-                        else dict(label=r["label"], is_target=r["is_target"].lower() == "true")
-                    ),
-                )
-            )
-        # the keyword set validated in stage 1 travels with the KWS item bank (prompts and scoring
-        # read it)
-        write_item_bank(ws, fam, rows, keywords=_stage1_keywords(ws) if fam == "kws" else None)
+    # one generator per family, in the order of TASK_FAMILIES (asr, then kws)
+    seeds = np.random.SeedSequence(seed).spawn(len(TASK_FAMILIES))
+    rngs = [np.random.default_rng(s) for s in seeds]
+    for fam, rng in zip(TASK_FAMILIES, rngs):
+        _write_bank(ws, fam, used, max_items, rng)
     return {f: read_item_bank(ws, f) for f in TASK_FAMILIES}
+
+
+def _check_max_items(max_items) -> None:
+    """Raise :class:`AiplibParameterError` unless ``max_items`` is None or a positive integer."""
+    if max_items is None:
+        return
+    if isinstance(max_items, bool) or int(max_items) != max_items or max_items < 1:
+        raise AiplibParameterError(
+            f"max_items must be a positive integer or None, got {max_items!r}"
+        )
+
+
+def _is_target(value) -> bool:
+    """An inventory ``is_target`` cell read as a bool (only a true value counts)."""
+    return parse_bool(value) is True
+
+
+def _speech_fields(r: dict) -> dict:
+    """The item-bank fields of an utterance beyond the common ones: its transcript."""
+    return dict(text=r["text"])
+
+
+def _keyword_fields(r: dict) -> dict:
+    """The item-bank fields of a keyword clip beyond the common ones: its label and whether it is
+    a target."""
+    return dict(label=r["label"], is_target=r["is_target"].lower() == "true")
+
+
+#: Inventory ``package`` of each task family's items.
+_BANK_PACKAGES = {"asr": "custom/speech", "kws": "custom/kws"}
+
+#: Item-bank fields proper to each task family's items (:func:`_speech_fields`,
+#: :func:`_keyword_fields`).
+_BANK_FIELDS = {"asr": _speech_fields, "kws": _keyword_fields}
+
+
+def _bank_row(ws, fam: str, r: dict) -> dict:
+    """Decode one inventory row to ``itembanks/audio/<fam>/<item_id>.wav``; returns its item-bank
+    row."""
+    y = load_audio(r["file"], sr=SR)
+    out = write_wav(ws.itembanks / "audio" / fam / f"{r['item_id']}.wav", y)
+    return dict(
+        item_id=r["item_id"],
+        path=ws.rel(out),
+        source_file=r["file"],
+        source=SOURCE,
+        licence=r["licence"],
+        attribution=r["attribution"],
+        duration_s=float(y.size / SR),
+        speaker=r["speaker"] or "unknown",
+        accent_group=r["accent_group"] or None,
+        synthetic=False,
+        **_BANK_FIELDS[fam](r),
+    )
+
+
+def _write_bank(ws, fam: str, used, max_items, rng) -> None:
+    """Choose (seeded by ``rng``) and write the item bank of task family ``fam``.
+
+    A family with a keyword set keeps a target and a non-target clip in its choice, and the keyword
+    set validated in stage 1 travels with its item bank (prompts and scoring read it).
+    """
+    spec = TASK_FAMILIES[fam]
+    has_keywords = spec.keyword_set is not None
+    sub = used[used["package"] == _BANK_PACKAGES[fam]].reset_index(drop=True)
+    strata = None
+    if has_keywords:
+        strata = sub["is_target"].map(_is_target).to_numpy(bool)
+    keep = _select(np.arange(len(sub)), max_items, rng, strata)
+    rows = [_bank_row(ws, fam, r) for r in sub.iloc[keep].to_dict("records")]
+    keywords = None
+    if has_keywords:
+        keywords = _stage1_keywords(ws)
+    write_item_bank(ws, fam, rows, keywords=keywords)
 
 
 # ----------------------------------------------------------------------------- stage 3 input

@@ -51,6 +51,7 @@ AUDIO_EXTENSIONS = frozenset(
     }
 )
 
+#: Characters not allowed in an item id (each run becomes ``_``).
 _ID_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -78,9 +79,13 @@ def scan(folder: Path, probs: Collector, *, role: str = "") -> tuple[list[Path],
         ``role``, ``folder``, ``n_files``, ``n_folders``, ``per_folder`` (relative folder → audio
         files directly in it, ``"."`` for ``folder``), ``errors``.
     """
-    out, errors, per_folder, seen = [], [], {}, set()
+    out = []
+    errors = []
+    per_folder = {}
+    seen = set()
 
     def onerror(exc: OSError) -> None:
+        """Record a folder that cannot be listed as a fatal ``unreadable_folder``."""
         where = exc.filename or str(folder)
         errors.append(str(where))
         probs.add(
@@ -131,14 +136,11 @@ def scan(folder: Path, probs: Collector, *, role: str = "") -> tuple[list[Path],
 def licence_table(folder) -> Path | None:
     """The licence table of a backgrounds folder: ``licences.csv``, else ``licenses.csv``; None
     without either."""
-    return next(
-        (
-            Path(folder) / n
-            for n in ("licences.csv", "licenses.csv")
-            if (Path(folder) / n).is_file()
-        ),
-        None,
-    )
+    for name in ("licences.csv", "licenses.csv"):
+        path = Path(folder) / name
+        if path.is_file():
+            return path
+    return None
 
 
 def _not_a(p: Path, kind: str) -> str:
@@ -150,11 +152,17 @@ def _not_a(p: Path, kind: str) -> str:
         return "not found"
     except OSError as exc:
         return f"cannot be reached ({exc.strerror or exc})"
-    ok = stat.S_ISDIR(st.st_mode) if kind == "dir" else stat.S_ISREG(st.st_mode)
-    return "" if ok else ("not a folder" if kind == "dir" else "not a regular file")
+    if kind == "dir":
+        if stat.S_ISDIR(st.st_mode):
+            return ""
+        return "not a folder"
+    if stat.S_ISREG(st.st_mode):
+        return ""
+    return "not a regular file"
 
 
 def _safe_id(text: str) -> str:
+    """``text`` as an item id: runs of characters other than ``A-Za-z0-9._-`` become one ``_``."""
     s = _ID_BAD.sub("_", text).strip("._-")
     s = re.sub(r"_+", "_", s)  # "__" separates the parts of a stimulus id
     return s or "item"
@@ -163,7 +171,8 @@ def _safe_id(text: str) -> str:
 def unique_ids(paths: list[Path], base: Path, reserved=()) -> list[str]:
     """Ids from the path relative to ``base`` without extension; clashes get the extension, then a
     number."""
-    ids, seen = [], set(reserved)
+    ids = []
+    seen = set(reserved)
     for p in paths:
         rel = p.relative_to(base) if p.is_relative_to(base) else Path(p.name)
         stem = _safe_id(rel.with_suffix("").as_posix().replace("/", "-"))
@@ -177,21 +186,37 @@ def unique_ids(paths: list[Path], base: Path, reserved=()) -> list[str]:
     return ids
 
 
+def _separator(path: Path, raw: str) -> str:
+    """The column separator of a table: tab for ``.tsv``/``.tab``, else the one of its first line
+    (comma, tab or semicolon; comma when it cannot be told)."""
+    if path.suffix.lower() in (".tsv", ".tab"):
+        return "\t"
+    sep = ","
+    if raw.strip():
+        with contextlib.suppress(csv.Error):
+            sep = csv.Sniffer().sniff(raw.splitlines()[0], delimiters=",\t;").delimiter
+    return sep
+
+
 def read_table(path: Path, required: tuple, probs: Collector, what: str, aliases=None):
-    """Read the CSV/TSV table ``path`` (a file checked by the caller) with string cells; returns a
-    DataFrame or None (problem recorded)."""
+    """Read the CSV/TSV table ``path`` (a file checked by the caller) with string cells.
+
+    Column names are stripped and lower-cased; ``aliases`` (dict other name → column) renames a
+    column the table lacks; every cell is stripped. A fatal ``table`` problem is recorded in
+    ``probs`` when the file is not UTF-8 text, cannot be parsed or lacks a ``required`` column.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        The table (str cells), None when a problem was recorded; nothing is raised.
+    """
     aliases = aliases or {}
     try:
         raw = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         probs.add("fatal", "table", path, f"{what} table cannot be read as UTF-8 text ({exc})")
         return None
-    sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
-    if (
-        sep == "," and raw.strip()
-    ):  # not a .tsv: the separator of the first line (comma, tab or semicolon)
-        with contextlib.suppress(csv.Error):
-            sep = csv.Sniffer().sniff(raw.splitlines()[0], delimiters=",\t;").delimiter
+    sep = _separator(path, raw)
     try:
         df = pd.read_csv(
             path,
@@ -208,7 +233,8 @@ def read_table(path: Path, required: tuple, probs: Collector, what: str, aliases
     df = df.rename(
         columns={a: c for a, c in aliases.items() if a in df.columns and c not in df.columns}
     )
-    if missing := [c for c in required if c not in df.columns]:
+    missing = [c for c in required if c not in df.columns]
+    if missing:
         probs.add(
             "fatal",
             "table",
@@ -265,7 +291,8 @@ def probe(path: Path, probs: Collector, *, cap_s: float | None, role: str):
         return None, None
     with contextlib.suppress(Exception):  # not a libsndfile format: ffmpeg decides below
         si = sf.info(str(path))
-        info["sample_rate"], info["channels"] = int(si.samplerate), int(si.channels)
+        info["sample_rate"] = int(si.samplerate)
+        info["channels"] = int(si.channels)
     try:
         y = load_audio(path, sr=SR)
     except MissingPackageError as exc:
@@ -282,43 +309,47 @@ def probe(path: Path, probs: Collector, *, cap_s: float | None, role: str):
                 "fatal",
                 "unreadable",
                 path,
-                f"{role}: unreadable or corrupt audio file (neither soundfile nor ffmpeg decodes it)",
+                f"{role}: unreadable or corrupt audio file "
+                "(neither soundfile nor ffmpeg decodes it)",
             )
         return None, None
     info["duration_s"] = round(float(y.size / SR), 4)
     n_problems = len(probs)  # each problem below is fatal
     if y.size < MIN_LOUDNESS_S * SR:  # pyloudnorm's own test (util.valid_audio)
-        what = (
-            f"looped to fill a stimulus it would repeat every {y.size / SR:.3f} s, a buzz rather than a "
-            "background"
-            if role == "background"
-            else "it cannot be loudness-normalised: the mixer would fail on it at stage 6 or 7"
-        )
+        if role == "background":
+            what = (
+                f"looped to fill a stimulus it would repeat every {y.size / SR:.3f} s, "
+                "a buzz rather than a background"
+            )
+        else:
+            what = "it cannot be loudness-normalised: the mixer would fail on it at stage 6 or 7"
         probs.add(
             "fatal",
             "too_short",
             path,
-            f"{role}: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) is shorter than the {MIN_LOUDNESS_S:g} s "
-            f"ITU-R BS.1770 gating block, so its loudness cannot be measured ({what}); is the file truncated? "
+            f"{role}: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) is shorter than the "
+            f"{MIN_LOUDNESS_S:g} s ITU-R BS.1770 gating block, so its loudness cannot be measured "
+            f"({what}); is the file truncated? "
             f"Give a recording of at least {MIN_LOUDNESS_S:g} s or remove it",
         )
     if not np.isfinite(loudness_lufs(y, sr=SR, name=str(path))):
-        if cancel := _cancelling_channels(path, info["channels"]):
+        cancel = _cancelling_channels(path, info["channels"])
+        if cancel:
             probs.add(
                 "fatal",
                 "channels_cancel",
                 path,
-                f"{role}: the channels cancel when averaged to mono ({cancel}; their mean is silent, -inf "
-                "LUFS): one channel is polarity-inverted (anti-phase); give one channel, or the channels "
-                "with the same polarity",
+                f"{role}: the channels cancel when averaged to mono ({cancel}; their mean is "
+                "silent, -inf LUFS): one channel is polarity-inverted (anti-phase); give one "
+                "channel, or the channels with the same polarity",
             )
         else:
             probs.add(
                 "fatal",
                 "silent",
                 path,
-                f"{role}: the audio is silent (integrated loudness -inf LUFS: no 400 ms block above "
-                "the BS.1770 gate of -70 LUFS), so it cannot be loudness-normalised",
+                f"{role}: the audio is silent (integrated loudness -inf LUFS: no 400 ms block "
+                "above the BS.1770 gate of -70 LUFS), so it cannot be loudness-normalised",
             )
     if cap_s is not None and y.size / SR > cap_s:
         probs.add(
@@ -332,8 +363,15 @@ def probe(path: Path, probs: Collector, *, cap_s: float | None, role: str):
 
 
 def param_path(value, name: str, probs: Collector, *, kind: str = "file"):
-    """Check the path parameter ``name`` (flag ``--name`` / ``NAME``); returns the absolute Path or
-    None (problem recorded)."""
+    """Check the path parameter ``name`` (flag ``--name`` / ``NAME``): set, and an existing file
+    (``kind="file"``) or folder (``kind="dir"``).
+
+    Returns
+    -------
+    Path or None
+        The absolute path; None when it is not set or not usable (a fatal ``parameter`` problem
+        recorded in ``probs``, nothing raised).
+    """
     if value is None or str(value).strip() == "":
         probs.add(
             "fatal",
@@ -343,7 +381,8 @@ def param_path(value, name: str, probs: Collector, *, kind: str = "file"):
         )
         return None
     p = absolute_path(value)
-    if why := _not_a(p, kind):
+    why = _not_a(p, kind)
+    if why:
         what = "folder" if kind == "dir" else "file"
         probs.add("fatal", "parameter", p, f"{name}: {what} {why}")
         return None
@@ -361,10 +400,23 @@ def match_table(
     missing_kind: str,
     missing_text: str,
 ):
-    """Pair table rows with audio files. Returns list of (path, row dict) for rows with a value."""
-    pairs, seen = [], {}
+    """Pair the rows of table ``df`` (a ``file`` column, relative to ``folder`` or absolute) with
+    the audio ``files`` of the folder.
+
+    Fatal problems recorded in ``probs``: an empty ``file`` cell, a file listed twice, a listed file
+    not found, a row without ``value_col`` and a file of the folder the table does not list
+    (``missing_kind`` / ``missing_text``); ``what`` names the table in messages.
+
+    Returns
+    -------
+    list of (Path, dict)
+        The absolute path and row of each usable row, in table order.
+    """
+    pairs = []
+    seen = {}
     for i, row in enumerate(df.to_dict("records"), start=2):  # line 1 is the header
-        if not (name := row.get("file", "")):
+        name = row.get("file", "")
+        if not name:
             probs.add("fatal", "table", "", f"{what}, line {i}: empty 'file' cell")
             continue
         p = absolute_path(folder / name)  # an absolute name replaces folder
@@ -372,7 +424,8 @@ def match_table(
             probs.add("fatal", "duplicate", p, f"{what}: listed twice (lines {seen[p]} and {i})")
             continue
         seen[p] = i
-        if why := _not_a(p, "file"):
+        why = _not_a(p, "file")
+        if why:
             probs.add("fatal", "missing_file", p, f"{what}, line {i}: listed file {why}")
             continue
         if not row.get(value_col, ""):

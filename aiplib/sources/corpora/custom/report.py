@@ -9,7 +9,10 @@ import pandas as pd
 
 from aiplib.core.errors import ValidationError
 
+#: Severities of a problem: a fatal one stops stage 1, a warning is reported.
 _SEVERITIES = ("fatal", "warning")
+
+#: Folder parameter → (what its files are called in the summary, report attribute of its rows).
 _ROLES = {
     "speech_dir": ("utterances", "speech"),
     "kws_dir": ("keyword clips", "kws"),
@@ -116,12 +119,23 @@ class ValidationReport:
             raise ValidationError(self.problems)
 
 
+def _not_fatal(problem: Problem) -> bool:
+    """Sort key putting fatal problems first."""
+    return problem.severity != "fatal"
+
+
 class Collector(list):
+    """The problems found by a validation, in the order found (a list of :class:`Problem`)."""
+
     def add(self, severity: str, kind: str, file, message: str) -> None:
+        """Record one problem; ``severity`` is one of ``_SEVERITIES``, ``file`` a path or ``""``."""
         assert severity in _SEVERITIES
-        self.append(Problem(severity, kind, str(file) if file else "", message))
+        if file:
+            file = str(file)
+        else:
+            file = ""
+        self.append(Problem(severity, kind, file, message))
 
     def sorted(self) -> list[Problem]:
-        return sorted(
-            self, key=lambda p: p.severity != "fatal"
-        )  # stable: fatal first, each in order found
+        """The problems, fatal first, each group in the order found (a stable sort)."""
+        return sorted(self, key=_not_fatal)

@@ -18,18 +18,18 @@ from aiplib.io.subaudible import (
     subaudible_power,
 )
 from aiplib.sources.corpora.custom.files import (
+    absolute_path,
+    licence_table,
     match_table,
     param_path,
     probe,
     read_table,
     scan,
     unique_ids,
-    absolute_path,
-    licence_table,
 )
-from aiplib.sources.corpora.custom.report import ValidationReport, Collector
+from aiplib.sources.corpora.custom.report import Collector, ValidationReport
 
-# Longest utterance or keyword clip accepted, in s (the length of every curated background).
+#: Longest utterance or keyword clip accepted, in s (the length of every curated background).
 MAX_UTTERANCE_S = 30.0
 
 #: Seconds per word of the normalised transcript below which an utterance gets a
@@ -37,30 +37,34 @@ MAX_UTTERANCE_S = 30.0
 #: text).
 MIN_S_PER_WORD = 0.1
 
-MIN_BACKGROUNDS = (
-    8  # Fewer backgrounds than this give a warning: Spearman correlations over so few are weak.
-)
+#: Fewer backgrounds than this give a warning: Spearman correlations over so few are weak.
+MIN_BACKGROUNDS = 8
 
-UNKNOWN_LICENCE = (
-    "unknown — supplied by the user"  # Licence and attribution recorded when the user gives none.
-)
+#: Licence and attribution recorded when the user gives none.
+UNKNOWN_LICENCE = "unknown — supplied by the user"
 
-# Peak-to-median 100 ms frame level (dB) from which a background is inferred ``transient``.
+#: Peak-to-median 100 ms frame level (dB) from which a background is inferred ``transient``.
 TRANSIENT_PEAK_DB = 10.0
 
-DIGITAL_SILENCE_DBFS = (
-    -80.0
-)  # A 10 ms frame whose peak is below this level (dBFS) counts as digital silence.
+#: A 10 ms frame whose peak is below this level (dBFS) counts as digital silence.
+DIGITAL_SILENCE_DBFS = -80.0
 
-MAX_SILENT_GAP_S = (
-    0.25  # Longest run of digital silence kept inside a background (half of it at each end), s.
-)
+#: Longest run of digital silence kept inside a background (half of it at each end), s.
+MAX_SILENT_GAP_S = 0.25
 
+#: Separators that make a KWS label or a keyword several words.
 _MULTI = re.compile(r"[|,;+/\s]")
+
+#: Frame length of :func:`_peak_to_median_db`, s.
 _LEVEL_FRAME_S = 0.1
 
 
 def keyword_list(keywords) -> list[str]:
+    """The closed keyword set as a list of lower-case words.
+
+    ``keywords`` is None (the paper's :data:`KEYWORDS`), a comma-separated string or a sequence;
+    blank entries are dropped, so the list may be empty (the caller reports it).
+    """
     if keywords is None:
         return list(KEYWORDS)
     if isinstance(keywords, str):
@@ -69,6 +73,7 @@ def keyword_list(keywords) -> list[str]:
 
 
 def _opt(row: dict, key: str):
+    """The stripped cell ``key`` of a table row, None when absent or blank."""
     return (row.get(key) or "").strip() or None
 
 
@@ -139,8 +144,9 @@ def strip_digital_silence(
     return np.ascontiguousarray(y[mask]), {k2: round(v, 3) for k2, v in removed.items()}
 
 
-# A folder of clips and its table: folder and table parameter, the table's value column, other names
-# accepted for it, and the kind and text of the problem recorded for a clip the table does not name.
+#: A folder of clips and its table: folder and table parameter, the table's value column, other
+#: names accepted for it, and the kind and text of the problem recorded for a clip the table does
+#: not name.
 _SPEECH = (
     "speech_dir",
     "texts",
@@ -149,6 +155,7 @@ _SPEECH = (
     "missing_transcript",
     "missing transcript",
 )
+#: The keyword-clip folder and its label table (fields as :data:`_SPEECH`).
 _KWS = (
     "kws_dir",
     "kws_labels",
@@ -165,10 +172,8 @@ def _listed_files(dir_value, table_value, probs, scans, spec: tuple):
     (problem recorded); a fatal ``no_items`` when neither the folder nor the table names an audio
     file."""
     dir_name, table_name, value_col, aliases, missing_kind, missing_text = spec
-    folder, table = (
-        param_path(dir_value, dir_name, probs, kind="dir"),
-        param_path(table_value, table_name, probs),
-    )
+    folder = param_path(dir_value, dir_name, probs, kind="dir")
+    table = param_path(table_value, table_name, probs)
     if folder is None or table is None:
         return None
     files, folder_scan = scan(folder, probs, role=dir_name)
@@ -210,23 +215,28 @@ def _item_row(p, row, package, item_id, info, used: bool = True, **fields) -> di
 
 def _check_words_per_second(path, text: str, duration_s: float, probs) -> None:
     """Warn (``short_for_text``) when ``duration_s`` < :data:`MIN_S_PER_WORD` × the words of
-    ``text`` after
-    :func:`aiplib.core.textnorm.normalize_text` (0.45 s for the 9 words of "the quick brown fox
-      jumps over
-    the lazy dog" is warned about)."""
+    ``text`` after :func:`aiplib.core.textnorm.normalize_text` (0.45 s for the 9 words of "the
+    quick brown fox jumps over the lazy dog" is warned about)."""
     n = len(normalize_text(text).split())
     if n and duration_s < MIN_S_PER_WORD * n:
         probs.add(
             "warning",
             "short_for_text",
             path,
-            f"utterance: {duration_s:.2f} s for {n} words of transcript ({duration_s / n:.3f} s per word, "
-            f"under {MIN_S_PER_WORD:g} s per word, twice as fast as the fastest read speech): a truncated "
-            "recording or the wrong transcript? The missing words would count as deletions in its WER",
+            f"utterance: {duration_s:.2f} s for {n} words of transcript "
+            f"({duration_s / n:.3f} s per word, under {MIN_S_PER_WORD:g} s per word, "
+            "twice as fast as the fastest read speech): a truncated recording or the wrong "
+            "transcript? The missing words would count as deletions in its WER",
         )
 
 
-def validate_speech(speech_dir, texts, probs, scans):
+def validate_speech(speech_dir, texts, probs, scans) -> list[dict]:
+    """Check the utterance folder ``speech_dir`` against its transcript table ``texts``.
+
+    Problems go to ``probs`` (a :class:`Collector`), the folder's scan summary to ``scans``.
+    Returns one inventory row (dict) per accepted utterance; an empty list when the folder or the
+    table is unusable. Raises nothing for bad inputs.
+    """
     found = _listed_files(speech_dir, texts, probs, scans, _SPEECH)
     if found is None:
         return []
@@ -238,77 +248,101 @@ def validate_speech(speech_dir, texts, probs, scans):
                 "fatal",
                 "empty_reference",
                 p,
-                f"the transcript {row['text']!r} holds no word after normalisation (tags such as [music], "
-                f"fillers such as 'uh' and punctuation are removed before scoring): its WER is undefined and the "
-                f"words a model outputs for it would go uncounted; give the words spoken or remove the file",
+                f"the transcript {row['text']!r} holds no word after normalisation "
+                "(tags such as [music], fillers such as 'uh' and punctuation are removed before "
+                "scoring): its WER is undefined and the words a model outputs for it would go "
+                "uncounted; give the words spoken or remove the file",
             )
             continue
         info, _ = probe(p, probs, cap_s=MAX_UTTERANCE_S, role="utterance")
         if info is not None:
             _check_words_per_second(p, row["text"], info["duration_s"], probs)
-            rows.append(
-                _item_row(
-                    p, row, "custom/speech", item_id, info, text=" ".join(row["text"].split())
-                )
-            )
+            text = " ".join(row["text"].split())
+            rows.append(_item_row(p, row, "custom/speech", item_id, info, text=text))
     return rows
 
 
-def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
-    found = _listed_files(kws_dir, kws_labels, probs, scans, _KWS)
-    if found is None:
-        return []
-    folder, pairs, ids = found
-    rows, kw = [], set(keywords)
-    for (p, row), item_id in zip(pairs, ids):
-        raw = row["label"].strip()
-        if not (words := [w for w in (normalize_kws_label(x) for x in _MULTI.split(raw)) if w]):
-            probs.add(
-                "fatal",
-                "missing_label",
-                p,
-                f"the label {raw!r} holds no word after normalisation "
-                "(punctuation is stripped as in KWS answers)",
-            )
-            continue
-        multi = len(words) > 1
-        label = raw.lower() if multi else words[0]
-        info, _ = probe(p, probs, cap_s=MAX_UTTERANCE_S, role="keyword clip")
-        if info is None:
-            continue
-        note = ""
-        if not multi and label != raw.lower():
-            role = "one of the keywords" if label in kw else "not a keyword"
-            note = f"label {raw!r} normalised to {label!r}"
-            probs.add(
-                "warning",
-                "label_normalised",
-                p,
-                f"label {raw!r} is read as {label!r} ({role}): labels are normalised as KWS answers are "
-                "(lower-case, first word, punctuation stripped at its ends)",
-            )
-        if multi:
-            note = "skipped: the label holds several words; the first-word KWS rule scores one word per clip"
-            probs.add(
-                "warning",
-                "multi_keyword",
-                p,
-                f"label {row['label']!r} holds several words: clip skipped "
-                "(the closed-set first-word rule scores one word per clip)",
-            )
-        rows.append(
-            _item_row(
-                p,
-                row,
-                "custom/kws",
-                item_id,
-                info,
-                used=not multi,
-                label=label,
-                note=note,
-                is_target=(label in kw) if not multi else None,
-            )
+def _label_words(raw: str) -> list[str]:
+    """The words of a KWS label, each normalised as a KWS answer (empty ones dropped)."""
+    words = []
+    for part in _MULTI.split(raw):
+        word = normalize_kws_label(part)
+        if word:
+            words.append(word)
+    return words
+
+
+def _warn_normalised_label(path, raw: str, label: str, keywords: set, probs) -> str:
+    """Warn that the one-word label ``raw`` is read as ``label``; returns the inventory note."""
+    role = "one of the keywords" if label in keywords else "not a keyword"
+    probs.add(
+        "warning",
+        "label_normalised",
+        path,
+        f"label {raw!r} is read as {label!r} ({role}): labels are normalised as KWS answers are "
+        "(lower-case, first word, punctuation stripped at its ends)",
+    )
+    return f"label {raw!r} normalised to {label!r}"
+
+
+def _warn_multi_word_label(path, label: str, probs) -> str:
+    """Warn that a label of several words makes its clip skipped; returns the inventory note."""
+    probs.add(
+        "warning",
+        "multi_keyword",
+        path,
+        f"label {label!r} holds several words: clip skipped "
+        "(the closed-set first-word rule scores one word per clip)",
+    )
+    return (
+        "skipped: the label holds several words; the first-word KWS rule scores one word per clip"
+    )
+
+
+def _kws_row(p, row, item_id, keywords: set, probs):
+    """The inventory row of one keyword clip, or None when it is refused (problem recorded)."""
+    raw = row["label"].strip()
+    words = _label_words(raw)
+    if not words:
+        probs.add(
+            "fatal",
+            "missing_label",
+            p,
+            f"the label {raw!r} holds no word after normalisation "
+            "(punctuation is stripped as in KWS answers)",
         )
+        return None
+    multi = len(words) > 1
+    if multi:
+        label = raw.lower()
+    else:
+        label = words[0]
+    info, _ = probe(p, probs, cap_s=MAX_UTTERANCE_S, role="keyword clip")
+    if info is None:
+        return None
+    note = ""
+    is_target = None
+    if multi:
+        note = _warn_multi_word_label(p, row["label"], probs)
+    else:
+        is_target = label in keywords
+        if label != raw.lower():
+            note = _warn_normalised_label(p, raw, label, keywords, probs)
+    return _item_row(
+        p,
+        row,
+        "custom/kws",
+        item_id,
+        info,
+        used=not multi,
+        label=label,
+        note=note,
+        is_target=is_target,
+    )
+
+
+def _check_kws_rows(rows: list[dict], folder, keywords, probs) -> None:
+    """Fatal when no clip is usable, a warning when no usable clip is a target."""
     used = [r for r in rows if r["used"]]
     if rows and not used:
         probs.add(
@@ -321,6 +355,26 @@ def _validate_kws(kws_dir, kws_labels, keywords, probs, scans):
             folder,
             f"no clip is labelled with one of the keywords {', '.join(keywords)}",
         )
+
+
+def validate_kws(kws_dir, kws_labels, keywords, probs, scans) -> list[dict]:
+    """Check the keyword-clip folder ``kws_dir`` against its label table ``kws_labels``.
+
+    ``keywords`` is the closed set (list of str) that sets ``is_target``. Problems go to ``probs``,
+    the folder's scan summary to ``scans``. Returns one inventory row (dict) per readable clip; a
+    clip whose label holds several words has ``used = False``.
+    """
+    found = _listed_files(kws_dir, kws_labels, probs, scans, _KWS)
+    if found is None:
+        return []
+    folder, pairs, ids = found
+    keyword_set = set(keywords)
+    rows = []
+    for (p, row), item_id in zip(pairs, ids):
+        kws_row = _kws_row(p, row, item_id, keyword_set, probs)
+        if kws_row is not None:
+            rows.append(kws_row)
+    _check_kws_rows(rows, folder, keywords, probs)
     return rows
 
 
@@ -331,49 +385,50 @@ def _check_audible(path, y, probs) -> str:
     sub = subaudible_power(y, sr=SR)
     if sub["subaudible_db"] >= SUBAUDIBLE_LIMIT_DB:
         notes.append(
-            f"DC offset {sub['dc_db']:.1f} dB and energy below 20 Hz {sub['subaudible_db']:.1f} dB re the "
-            "file's power"
+            f"DC offset {sub['dc_db']:.1f} dB and energy below 20 Hz "
+            f"{sub['subaudible_db']:.1f} dB re the file's power"
         )
         probs.add(
             "warning",
             "subaudible",
             path,
-            f"background: {notes[-1]} (inaudible, yet counted by the power-based SNR and the loudness gain): "
-            "stage 3 removes them (zero-phase 20 Hz high-pass) before loudness normalisation, so the "
-            "nominal SNR is the audible one",
+            f"background: {notes[-1]} (inaudible, yet counted by the power-based SNR and the "
+            "loudness gain): stage 3 removes them (zero-phase 20 Hz high-pass) before loudness "
+            "normalisation, so the nominal SNR is the audible one",
         )
     bw = effective_bandwidth_hz(y, sr=SR)
     if bw < BAND_LIMITED_SHARE * SR / 2:
         notes.append(
-            f"band-limited: effective bandwidth {bw:.0f} Hz of the {SR // 2} Hz a {SR // 1000} kHz file holds"
+            f"band-limited: effective bandwidth {bw:.0f} Hz of the {SR // 2} Hz "
+            f"a {SR // 1000} kHz file holds"
         )
         probs.add(
             "warning",
             "band_limited",
             path,
-            f"background: {notes[-1]} (spectrum within 60 dB of its maximum; e.g. a recording resampled "
-            "up from a lower rate): above it the background masks nothing, which its descriptors show "
-            "only indirectly (rolloff, centroid)",
+            f"background: {notes[-1]} (spectrum within 60 dB of its maximum; e.g. a recording "
+            "resampled up from a lower rate): above it the background masks nothing, which its "
+            "descriptors show only indirectly (rolloff, centroid)",
         )
     return "; ".join(notes)
 
 
-def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
-    rows = []
-    folder = param_path(backgrounds_dir, "backgrounds_dir", probs, kind="dir")
-    if folder is None:
-        return rows
-    files, folder_scan = scan(folder, probs, role="backgrounds_dir")
-    scans.append(folder_scan)
-    lic_path, meta = licence_table(folder), {}
+def _licence_rows(folder, files: list, probs):
+    """The backgrounds' licence table: ``(its path or None, {absolute file: row})``.
+
+    Warns about a row naming no audio file of the folder, and about a folder with audio but no
+    table.
+    """
+    lic_path = licence_table(folder)
+    meta = {}
     if lic_path is not None:
         df = read_table(
             lic_path, ("file",), probs, "licences", aliases={"license": "licence", "path": "file"}
         )
         if df is not None:
-            meta = {
-                absolute_path(folder / row["file"]): row for row in df.to_dict("records")
-            }  # absolute wins
+            # an absolute file name wins over the folder
+            for row in df.to_dict("records"):
+                meta[absolute_path(folder / row["file"])] = row
             for p in meta:
                 if p not in files:
                     probs.add(
@@ -389,86 +444,110 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
             folder,
             f"no licences.csv: every background's licence is recorded as '{UNKNOWN_LICENCE}'",
         )
-    ids = unique_ids(files, folder, reserved=("clean",))
-    for p, bg_id in zip(files, ids):
-        row = meta.get(p, {})
-        if meta and p not in meta:
-            probs.add(
-                "warning",
-                "no_licence",
-                p,
-                f"not in {lic_path.name}: licence recorded as '{UNKNOWN_LICENCE}'",
-            )
-        cat = (row.get("category") or "").strip().lower()
-        if cat and cat not in CATEGORIES:
-            probs.add(
-                "fatal",
-                "category",
-                p,
-                f"category {row.get('category')!r} in {lic_path.name} is not one of "
-                f"{', '.join(CATEGORIES)}",
-            )
-            continue
-        info, y = probe(p, probs, cap_s=None, role="background")
-        if info is None:
-            continue
-        y, removed = strip_digital_silence(y)
-        if (
-            y.size < MIN_LOUDNESS_S * SR
-        ):  # the copy stage 3 loops: the raw file's too_short rule applies to it
-            probs.add(
-                "fatal",
-                "too_short",
-                p,
-                f"background: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) after shortening its digital "
-                f"silence ({info['duration_s']:.3f} s as recorded) is shorter than the {MIN_LOUDNESS_S:g} s "
-                f"ITU-R BS.1770 gating block (looped to fill a stimulus it would repeat every "
-                f"{y.size / SR:.3f} s, a buzz rather than a background); give a recording with at least "
-                f"{MIN_LOUDNESS_S:g} s of sound or remove it",
-            )
-            continue
-        note, prepared_s = "", None
-        if any(removed.values()):
-            prepared_s = round(y.size / SR, 4)
-            note = (
-                f"digital silence shortened: {removed['start_s']:.2f} s removed at the start, {removed['end_s']:.2f} s "
-                f"at the end, {removed['inside_s']:.2f} s inside (runs longer than {MAX_SILENT_GAP_S:g} s); "
-                f"{prepared_s:.2f} s remain"
-            )
-            probs.add(
-                "warning",
-                "digital_silence",
-                p,
-                note + ": a stimulus on such a stretch would hear no background, so stage 1 writes "
-                f"this trimmed copy to raw/backgrounds/{bg_id}.wav and stage 3 uses it",
-            )
-        note = "; ".join(x for x in (note, _check_audible(p, y, probs)) if x)
-        source, desc = (
-            "licences.csv",
-            (row.get("description") or "").strip() or f"user background {p.name}",
+    return lic_path, meta
+
+
+def _declared_category(p, row: dict, table_name: str, probs):
+    """The ``category`` cell of a background's licence row (lower-case, ``""`` when not given), or
+    None when it is not one of :data:`CATEGORIES` (fatal problem recorded)."""
+    cat = (row.get("category") or "").strip().lower()
+    if cat and cat not in CATEGORIES:
+        probs.add(
+            "fatal",
+            "category",
+            p,
+            f"category {row.get('category')!r} in {table_name} is not one of "
+            f"{', '.join(CATEGORIES)}",
         )
-        if not cat:
-            pm = _peak_to_median_db(y)
-            cat = "transient" if pm >= TRANSIENT_PEAK_DB else "stationary"
-            source, desc = (
-                f"inferred (peak-to-median level {pm:.1f} dB)",
-                desc + f" (category inferred: {cat})",
-            )
-        rows.append(
-            dict(
-                file=str(p),
-                package="custom/backgrounds",
-                **_licence_of(row),
-                used=True,
-                bg_id=bg_id,
-                category=cat,
-                category_source=source,
-                description=desc,
-                note=note,
-                prepared_duration_s=prepared_s,
-                **info,
-            )
-        )
+        return None
+    return cat
+
+
+def _too_short_after_trim(p, y, info: dict, probs) -> bool:
+    """True (fatal problem recorded) when the trimmed background ``y`` is shorter than the
+    BS.1770 gating block: the copy stage 3 loops, so the raw file's ``too_short`` rule applies."""
+    if y.size >= MIN_LOUDNESS_S * SR:
+        return False
+    probs.add(
+        "fatal",
+        "too_short",
+        p,
+        f"background: {y.size / SR:.3f} s ({y.size} samples at {SR} Hz) after shortening its "
+        f"digital silence ({info['duration_s']:.3f} s as recorded) is shorter than the "
+        f"{MIN_LOUDNESS_S:g} s ITU-R BS.1770 gating block (looped to fill a stimulus it would "
+        f"repeat every {y.size / SR:.3f} s, a buzz rather than a background); give a recording "
+        f"with at least {MIN_LOUDNESS_S:g} s of sound or remove it",
+    )
+    return True
+
+
+def _trim_note(p, y, removed: dict, bg_id: str, probs):
+    """Warn about shortened digital silence; returns ``(note, prepared_duration_s)``, ``("",
+    None)`` when nothing was removed."""
+    if not any(removed.values()):
+        return "", None
+    prepared_s = round(y.size / SR, 4)
+    note = (
+        f"digital silence shortened: {removed['start_s']:.2f} s removed at the start, "
+        f"{removed['end_s']:.2f} s at the end, {removed['inside_s']:.2f} s inside "
+        f"(runs longer than {MAX_SILENT_GAP_S:g} s); {prepared_s:.2f} s remain"
+    )
+    probs.add(
+        "warning",
+        "digital_silence",
+        p,
+        note + ": a stimulus on such a stretch would hear no background, so stage 1 writes "
+        f"this trimmed copy to raw/backgrounds/{bg_id}.wav and stage 3 uses it",
+    )
+    return note, prepared_s
+
+
+def _category_fields(p, y, row: dict, cat: str) -> dict:
+    """``category``, ``category_source`` and ``description`` of a background; a category not
+    declared is inferred from the peak-to-median level (:data:`TRANSIENT_PEAK_DB`)."""
+    source = "licences.csv"
+    desc = (row.get("description") or "").strip() or f"user background {p.name}"
+    if not cat:
+        pm = _peak_to_median_db(y)
+        if pm >= TRANSIENT_PEAK_DB:
+            cat = "transient"
+        else:
+            cat = "stationary"
+        source = f"inferred (peak-to-median level {pm:.1f} dB)"
+        desc = desc + f" (category inferred: {cat})"
+    return dict(category=cat, category_source=source, description=desc)
+
+
+def _background_row(p, bg_id: str, row: dict, table_name, probs):
+    """The inventory row of one background recording, or None when it is refused (problem
+    recorded)."""
+    cat = _declared_category(p, row, table_name, probs)
+    if cat is None:
+        return None
+    info, y = probe(p, probs, cap_s=None, role="background")
+    if info is None:
+        return None
+    y, removed = strip_digital_silence(y)
+    if _too_short_after_trim(p, y, info, probs):
+        return None
+    trim_note, prepared_s = _trim_note(p, y, removed, bg_id, probs)
+    notes = [x for x in (trim_note, _check_audible(p, y, probs)) if x]
+    return dict(
+        file=str(p),
+        package="custom/backgrounds",
+        **_licence_of(row),
+        used=True,
+        bg_id=bg_id,
+        **_category_fields(p, y, row, cat),
+        note="; ".join(notes),
+        prepared_duration_s=prepared_s,
+        **info,
+    )
+
+
+def _check_background_count(files: list, rows: list[dict], folder, probs) -> None:
+    """Fatal when the folder holds no recording, a warning when fewer than
+    :data:`MIN_BACKGROUNDS` were accepted."""
     if not files:
         probs.add("fatal", "no_items", folder, "no background recording found")
     elif 0 < len(rows) < MIN_BACKGROUNDS:
@@ -476,10 +555,15 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
             "warning",
             "few_backgrounds",
             folder,
-            f"only {len(rows)} backgrounds accepted (fewer than {MIN_BACKGROUNDS}): the descriptor–degradation "
-            "Spearman correlations will be weak and their intervals wide",
+            f"only {len(rows)} backgrounds accepted (fewer than {MIN_BACKGROUNDS}): the "
+            "descriptor–degradation Spearman correlations will be weak and their intervals wide",
         )
-    for r in rows:  # with no utterance, longest_s is 0
+
+
+def _check_looped(rows: list[dict], longest_s: float, probs) -> None:
+    """Warn (``bg_looped``) about each background shorter than the longest utterance ``longest_s``
+    (s; 0 when there is no utterance)."""
+    for r in rows:
         dur = r["prepared_duration_s"] or r["duration_s"]
         if dur < longest_s:
             trimmed = " (after shortening its digital silence)" if r["prepared_duration_s"] else ""
@@ -487,10 +571,67 @@ def _validate_backgrounds(backgrounds_dir, longest_s, probs, scans):
                 "warning",
                 "bg_looped",
                 r["file"],
-                f"background of {dur:.1f} s{trimmed} is shorter than the longest utterance ({longest_s:.1f} "
-                f"s): it is looped end to end to {MAX_UTTERANCE_S:g} s, so longer utterances hear it repeat",
+                f"background of {dur:.1f} s{trimmed} is shorter than the longest utterance "
+                f"({longest_s:.1f} s): it is looped end to end to {MAX_UTTERANCE_S:g} s, "
+                "so longer utterances hear it repeat",
             )
+
+
+def validate_backgrounds(backgrounds_dir, longest_s: float, probs, scans) -> list[dict]:
+    """Check the background folder ``backgrounds_dir`` and its optional ``licences.csv``.
+
+    ``longest_s`` is the longest accepted utterance or keyword clip (s): shorter backgrounds get a
+    ``bg_looped`` warning. Problems go to ``probs``, the folder's scan summary to ``scans``.
+    Returns one inventory row (dict) per accepted background.
+    """
+    rows = []
+    folder = param_path(backgrounds_dir, "backgrounds_dir", probs, kind="dir")
+    if folder is None:
+        return rows
+    files, folder_scan = scan(folder, probs, role="backgrounds_dir")
+    scans.append(folder_scan)
+    lic_path, meta = _licence_rows(folder, files, probs)
+    ids = unique_ids(files, folder, reserved=("clean",))
+    for p, bg_id in zip(files, ids):
+        if meta and p not in meta:
+            probs.add(
+                "warning",
+                "no_licence",
+                p,
+                f"not in {lic_path.name}: licence recorded as '{UNKNOWN_LICENCE}'",
+            )
+        table_name = lic_path.name if lic_path is not None else None
+        bg_row = _background_row(p, bg_id, meta.get(p, {}), table_name, probs)
+        if bg_row is not None:
+            rows.append(bg_row)
+    _check_background_count(files, rows, folder, probs)
+    _check_looped(rows, longest_s, probs)
     return rows
+
+
+def _check_keywords(kw: list[str], probs) -> None:
+    """Fatal for an empty keyword list or one holding several words in an entry; a warning for a
+    list other than the paper's."""
+    if not kw:
+        probs.add("fatal", "keywords", "", "the keyword list is empty")
+    elif any(_MULTI.search(k) for k in kw):
+        probs.add("fatal", "keywords", "", f"keywords must be single words, got {kw}")
+    elif tuple(kw) != KEYWORDS:
+        probs.add(
+            "warning",
+            "keywords",
+            "",
+            "the keyword list differs from the paper's ten: it sets is_target, travels with the "
+            "KWS item bank (itembanks/kws.json) and is named by the KWS prompt and used by the "
+            "scoring, so the KWS results are not comparable with the paper's",
+        )
+
+
+def _longest_item_s(speech: list[dict], kws: list[dict]) -> float:
+    """Longest accepted utterance or used keyword clip, s (0 when there is none)."""
+    durations = [r["duration_s"] for r in speech]
+    durations += [r["duration_s"] for r in kws if r["used"]]
+    return max(durations, default=0.0)
 
 
 def validate_inputs(
@@ -528,26 +669,13 @@ def validate_inputs(
     target clip, a symbolic-link loop.
     """
     probs = Collector()
-    if not (kw := keyword_list(keywords)):
-        probs.add("fatal", "keywords", "", "the keyword list is empty")
-    elif any(_MULTI.search(k) for k in kw):
-        probs.add("fatal", "keywords", "", f"keywords must be single words, got {kw}")
-    elif tuple(kw) != KEYWORDS:
-        probs.add(
-            "warning",
-            "keywords",
-            "",
-            "the keyword list differs from the paper's ten: it sets is_target, travels with the KWS item "
-            "bank (itembanks/kws.json) and is named by the KWS prompt and used by the scoring, so the "
-            "KWS results are not comparable with the paper's",
-        )
+    kw = keyword_list(keywords)
+    _check_keywords(kw, probs)
     scans: list[dict] = []
     speech = validate_speech(speech_dir, texts, probs, scans)
-    kws = _validate_kws(kws_dir, kws_labels, kw, probs, scans)
-    longest = max(
-        [r["duration_s"] for r in speech] + [r["duration_s"] for r in kws if r["used"]], default=0.0
-    )
-    bgs = _validate_backgrounds(backgrounds_dir, longest, probs, scans)
+    kws = validate_kws(kws_dir, kws_labels, kw, probs, scans)
+    longest = _longest_item_s(speech, kws)
+    bgs = validate_backgrounds(backgrounds_dir, longest, probs, scans)
     params = dict(
         speech_dir=speech_dir,
         texts=texts,
@@ -555,7 +683,11 @@ def validate_inputs(
         kws_labels=kws_labels,
         backgrounds_dir=backgrounds_dir,
     )
-    params = {k: (str(absolute_path(v)) if v not in (None, "") else "") for k, v in params.items()}
+    for name, value in params.items():
+        if value in (None, ""):
+            params[name] = ""
+        else:
+            params[name] = str(absolute_path(value))
     params["keywords"] = kw
     return ValidationReport(
         problems=probs.sorted(), speech=speech, kws=kws, backgrounds=bgs, params=params, scans=scans
