@@ -441,7 +441,7 @@ def test_write_sidecar_merges_and_rejects(tmp_path):
     p = tmp_path / "x.csv"
     p.write_text("a\n1\n")
     (tmp_path / "x.json").write_text(json.dumps({"keep": 1}))
-    side = provenance.write_sidecar(p, seed=7, model="m")
+    side = provenance.write_sidecar(p, extra={"seed": 7, "model": "m"})
     obj = json.loads(side.read_text())
     assert obj["keep"] == 1 and obj["provenance"]["seed"] == 7
     assert obj["provenance"]["files"][0]["sha256"] == file_sha256(p)

@@ -364,14 +364,14 @@ def _task_records(ps_rec: dict | None) -> dict:
     return tasks
 
 
-def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
+def write_sidecar(path, *, root=None, provenance=None, extra: dict | None = None) -> Path:
     """Write (or update) ``<dir>/<stem>.json``, the sidecar of the results file ``path``; return its
     path.
 
     Under ``"provenance"`` (replaced; other keys kept): ``files``, every file sharing the stem (a
     figure's PNG and PDF) with its size and SHA-256 and its path relative to ``root`` (default: the
-    file's folder), then the run record ``provenance`` (:func:`collect_provenance`) and ``**info``
-    (e.g. ``seed=0``).
+    file's folder), then the run record ``provenance`` (:func:`collect_provenance`) and the fields of
+    ``extra`` (e.g. ``{"seed": 0}``).
 
     Raises
     ------
@@ -401,7 +401,7 @@ def write_sidecar(path, *, root=None, provenance=None, **info) -> Path:
         }
         for q in siblings
     ]
-    obj[SIDECAR_KEY] = {"files": files, **(provenance or {}), **info}
+    obj[SIDECAR_KEY] = {"files": files, **(provenance or {}), **(extra or {})}
     return write_json_atomic(obj, side)
 
 
@@ -413,10 +413,9 @@ def annotate_results(
     sidecar's."""
     results = Path(ws.results)
     rec = collect_provenance(ws, seed=seed, n_resamples=n_resamples, level=level, extra=extra)
-    written, done = (
-        [write_json_atomic(rec, results / PROVENANCE_FILE)],
-        set(),
-    )  # results/ created if absent
+    # results/ is created if absent
+    written = [write_json_atomic(rec, results / PROVENANCE_FILE)]
+    done = set()
     for p in sorted(results.rglob("*")):
         if (
             p.is_file()
