@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
-from aiplib.io.formats.tables import read_text_csv, parse_bool, write_csv_atomic, write_json_atomic
+from aiplib.io.formats.tables import parse_bool, read_text_csv, write_csv_atomic, write_json_atomic
 
 __all__ = [
     "CORE_FIELDS",

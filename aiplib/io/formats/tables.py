@@ -12,6 +12,7 @@ import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import KEYWORDS, family_spec, normalize_keywords
+from aiplib.io.atomic import write_text_atomic
 
 __all__ = [
     "ITEM_BANK_FIELDS",
@@ -40,19 +41,10 @@ __all__ = [
 ]
 
 
-def _write_text_atomic(text: str, path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
-
-
 def write_csv_atomic(df: pd.DataFrame, path) -> Path:
-    """Write ``df`` (no index) to ``path`` (folder created) atomically: ``<path>.part``, then a
-    rename."""
-    return _write_text_atomic(df.to_csv(index=False), path)
+    """Write ``df`` (no index) to ``path`` (folder created) atomically: ``<path>.part``, fsync, then
+    a rename (:func:`aiplib.io.atomic.write_text_atomic`)."""
+    return write_text_atomic(path, df.to_csv(index=False))
 
 
 # descriptors/battery.csv, descriptors/acoustic_descriptors.csv and manifests are written the same
@@ -63,9 +55,8 @@ write_battery_csv = write_descriptor_table = write_manifest_csv = write_csv_atom
 def write_json_atomic(obj, path) -> Path:
     """Write ``obj`` as indented UTF-8 JSON to ``path`` atomically, like :func:`write_csv_atomic`
     (paths, NumPy integers and other non-JSON values as their ``str``)."""
-    return _write_text_atomic(
-        json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n", path
-    )
+    text = json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
+    return write_text_atomic(path, text)
 
 
 def read_text_csv(path) -> pd.DataFrame:
@@ -113,9 +104,8 @@ def write_item_bank(ws, family: str, rows, *, keywords=None) -> Path:
             raise AiplibParameterError(
                 f"item bank {family}: row {i} ({r.get('item_id')!r}) lacks {missing}"
             )
-    path = _write_text_atomic(
-        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), ws.item_bank(family)
-    )
+    lines = [json.dumps(r, ensure_ascii=False) + "\n" for r in rows]
+    path = write_text_atomic(ws.item_bank(family), "".join(lines))
     side = {"family": family, "n_items": len(rows)}
     if family == "kws":
         side["keywords"] = list(normalize_keywords(keywords))
