@@ -35,8 +35,11 @@ from aiplib.io.formats import (
     repair_jsonl,
 )
 
+#: A shard spec ``i/n``.
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+#: A shard's result file ``<task>.shard-<i>-of-<n>.jsonl``.
 _FILE_RE = re.compile(r"^(?P<task>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")
+#: A shard's lock file ``.shard-<i>-of-<n>.lock``.
 _LOCK_RE = re.compile(r"^\.shard-(\d+)-of-(\d+)\.lock$")
 
 

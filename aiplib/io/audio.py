@@ -23,11 +23,13 @@ import soundfile as sf
 from aiplib.core.errors import AiplibParameterError, AudioFileError, MissingPackageError
 from aiplib.io.atomic import atomic_path
 
-SR = 16000  # the pipeline's sample rate, Hz
-# BS.1770 gating block, s (the pyloudnorm meter's block_size): pyloudnorm refuses shorter signals,
-# so loudness_lufs loops them first and custom-profile validation refuses shorter inputs
+#: The pipeline's sample rate, Hz.
+SR = 16000
+#: BS.1770 gating block, s (the pyloudnorm meter's block_size): pyloudnorm refuses shorter signals,
+#: so loudness_lufs loops them first and custom-profile validation refuses shorter inputs.
 MIN_LOUDNESS_S = 0.4
 
+#: ffmpeg input options of the file suffixes soundfile cannot read.
 _FFMPEG_FORMATS = {".g722": ["-f", "g722"]}
 
 

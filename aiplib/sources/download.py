@@ -45,7 +45,9 @@ MAX_RETRY_WAIT_S = 60.0
 #: ``(connect, read)`` timeouts of one request, seconds.
 TIMEOUT_S = (15.0, 60.0)
 
+#: Bytes in a GB (decimal, as disk sizes are given).
 _GB = 1e9
+#: Bytes read from the network per write.
 _CHUNK = 1 << 16
 #: ``Content-Range`` of a 206 answer: first byte, total size (or ``*``).
 _RANGE_RE = re.compile(r"bytes\s+(\d+)-\d+/(\d+|\*)")
@@ -197,10 +199,12 @@ def _unreachable(url: str, reason, hint: str) -> DownloadError:
     )
 
 
-#: What one GET of :class:`ResumingDownloader` ended with.
+#: One GET of :class:`ResumingDownloader` ended with the file complete.
 _DONE = "done"
-_RESTART = "restart"  # the partial file was dropped: ask again from byte 0
-_BROKEN = "broken"  # the transfer broke off: resume from the partial file's end
+#: The partial file was dropped: ask again from byte 0.
+_RESTART = "restart"
+#: The transfer broke off: resume from the partial file's end.
+_BROKEN = "broken"
 
 
 class ResumingDownloader:
