@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
+from aiplib.core.tasks import TASK_FAMILIES
 from aiplib.io.formats.tables import parse_bool, read_text_csv, write_csv_atomic, write_json_atomic
 
 __all__ = [
@@ -262,20 +263,28 @@ def append_jsonl_lines(path, lines: list[str]) -> None:
         os.fsync(f.fileno())
 
 
+def _score_numeric_columns() -> tuple[str, ...]:
+    """The counts of a score file, then each task family's measure and degradation column (from
+    :data:`aiplib.core.tasks.TASK_FAMILIES`)."""
+    columns = [
+        "snr_db",
+        "wer",
+        "errors",
+        "ref_words",
+        "substitutions",
+        "deletions",
+        "insertions",
+        "hits",
+    ]
+    for spec in TASK_FAMILIES.values():
+        for column in (spec.measure, spec.degradation_column):
+            if column not in columns:
+                columns.append(column)
+    return tuple(columns)
+
+
 #: Score columns read as numbers (errors coerced to NaN); every other column is read as text.
-SCORE_NUMERIC_COLUMNS = (
-    "snr_db",
-    "wer",
-    "errors",
-    "ref_words",
-    "substitutions",
-    "deletions",
-    "insertions",
-    "hits",
-    "delta_wer",
-    "correct",
-    "delta_acc",
-)
+SCORE_NUMERIC_COLUMNS = _score_numeric_columns()
 
 
 def read_scores(path) -> pd.DataFrame:

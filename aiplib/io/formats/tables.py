@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
-from aiplib.core.tasks import KEYWORDS, family_spec, normalize_keywords
+from aiplib.core.tasks import KEYWORDS, TASK_FAMILIES, family_spec, normalize_keywords
 from aiplib.io.atomic import write_text_atomic
 
 __all__ = [
@@ -109,7 +109,7 @@ def write_item_bank(ws, family: str, rows, *, keywords=None) -> Path:
     lines = [json.dumps(r, ensure_ascii=False) + "\n" for r in rows]
     path = write_text_atomic(ws.item_bank(family), "".join(lines))
     side = {"family": family, "n_items": len(rows)}
-    if family == "kws":
+    if TASK_FAMILIES[family].keyword_set is not None:
         side["keywords"] = list(normalize_keywords(keywords))
     write_json_atomic(side, ws.item_bank_sidecar(family))
     return path
