@@ -37,13 +37,53 @@ try:
 except ImportError:  # pragma: no cover - Windows: no locking
     fcntl = None
 
-BUSY_STATUS = 75  # a run that found the folder in use (EX_TEMPFAIL of sysexits.h)
-LOCK_NAME = ".aip-lock"  # inside the workspace root; shard records in .aip-lock.d/
+#: Exit status of a run that found the folder in use (``EX_TEMPFAIL`` of sysexits.h).
+BUSY_STATUS = 75
+#: The lock file inside the workspace root; shard records go to ``.aip-lock.d/``.
+LOCK_NAME = ".aip-lock"
+#: Lock modes: ``exclusive`` (no other holder) and ``shard`` (shared among stage-7 shards).
 MODES = ("exclusive", "shard")
+#: True where :func:`fcntl.flock` exists (POSIX); elsewhere :func:`try_flock` always succeeds.
+LOCKING_SUPPORTED = fcntl is not None
+#: ``errno`` values of a ``flock`` refused because another process holds a conflicting lock.
+_BUSY_ERRNOS = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
 
 
 class FolderBusyError(RuntimeError):
     """The data folder is held by another run; ``str(exc)`` is the one line shown to the user."""
+
+
+def open_lock_file(path) -> int:
+    """Open (create, mode 0644) the lock file ``path`` for reading and writing; returns the
+    descriptor to pass to :func:`try_flock` (closing it releases the lock).
+
+    Raises :class:`OSError` if the file cannot be opened or created.
+    """
+    return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+
+def try_flock(fd: int, *, shared: bool = False) -> bool:
+    """Take a ``flock`` on ``fd`` without waiting: exclusive, or shared with ``shared=True``.
+
+    Returns False when another open file holds a conflicting lock (also in this process), True when
+    the lock is taken (always True without ``fcntl``, see :data:`LOCKING_SUPPORTED`). The kernel
+    drops the lock when every descriptor of the open file is closed, or the process ends.
+
+    Raises
+    ------
+    OSError
+        A failure other than a conflicting holder (a bad descriptor, no locks on this file system).
+    """
+    if fcntl is None:
+        return True
+    flag = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+    try:
+        fcntl.flock(fd, flag | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in _BUSY_ERRNOS:
+            return False
+        raise
+    return True
 
 
 def _pid_alive(pid) -> bool:
@@ -124,37 +164,13 @@ def acquire(
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     path = root / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    flag = fcntl.LOCK_EX if mode == "exclusive" else fcntl.LOCK_SH
-    deadline, said = time.monotonic() + max(0.0, float(wait_s)), False
-    while True:
-        try:
-            fcntl.flock(fd, flag | fcntl.LOCK_NB)
-            break
-        except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                os.close(fd)
-                raise
-            line = _busy_line(root, mode)
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                raise FolderBusyError(line) from None
-            if not said:
-                print(
-                    f"waiting up to {wait_s:g} s: {line.split(': one run')[0]}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                said = True
-            time.sleep(poll_s)
-    rec = dict(
-        pid=os.getpid(),
-        host=socket.gethostname(),
-        command=command,
-        mode=mode,
-        started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        token=uuid.uuid4().hex,
-    )
+    fd = open_lock_file(path)
+    try:
+        _wait_for_flock(fd, root, mode=mode, wait_s=wait_s, poll_s=poll_s)
+    except BaseException:
+        os.close(fd)
+        raise
+    rec = _new_record(command, mode)
     # we hold the flock, so whoever wrote the exclusive record no longer holds it: stale
     taken_over = _read_record(path) or None
     if mode == "exclusive" or taken_over:  # the exclusive record is ours now, or stale: cleared
@@ -163,12 +179,46 @@ def acquire(
         os.pwrite(fd, json.dumps(rec).encode(), 0)
         rec_path = path
     else:
-        d = root / f"{LOCK_NAME}.d"
-        d.mkdir(exist_ok=True)
-        holders(root)  # removes the records of dead shards on this host
-        rec_path = d / f"{rec['host']}-{rec['pid']}-{rec['token'][:8]}.json"
-        rec_path.write_text(json.dumps(rec), encoding="utf-8")
+        rec_path = _write_shard_record(root, rec)
     return fd, rec, rec_path, taken_over
+
+
+def _wait_for_flock(fd: int, root: Path, *, mode: str, wait_s: float, poll_s: float) -> None:
+    """Take the ``flock`` of ``mode``, trying every ``poll_s`` s for up to ``wait_s`` s (one line
+    on stderr says it waits); :class:`FolderBusyError` when the time is up."""
+    deadline = time.monotonic() + max(0.0, float(wait_s))
+    said = False
+    while not try_flock(fd, shared=mode != "exclusive"):
+        line = _busy_line(root, mode)
+        if time.monotonic() >= deadline:
+            raise FolderBusyError(line) from None
+        if not said:
+            holder = line.split(": one run")[0]
+            print(f"waiting up to {wait_s:g} s: {holder}", file=sys.stderr, flush=True)
+            said = True
+        time.sleep(poll_s)
+
+
+def _new_record(command: str, mode: str) -> dict:
+    """The holder record of this process: pid, host, command, mode, start time (UTC), token."""
+    return dict(
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        command=command,
+        mode=mode,
+        started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        token=uuid.uuid4().hex,
+    )
+
+
+def _write_shard_record(root: Path, rec: dict) -> Path:
+    """Write a shard holder's record into ``.aip-lock.d/`` (after removing dead shards' records)."""
+    d = root / f"{LOCK_NAME}.d"
+    d.mkdir(exist_ok=True)
+    holders(root)  # removes the records of dead shards on this host
+    rec_path = d / f"{rec['host']}-{rec['pid']}-{rec['token'][:8]}.json"
+    rec_path.write_text(json.dumps(rec), encoding="utf-8")
+    return rec_path
 
 
 def _release(fd: int, rec_path: Path, mode: str) -> None:
@@ -182,7 +232,8 @@ def _release(fd: int, rec_path: Path, mode: str) -> None:
 
 
 def _held_by_ancestor(root: Path) -> bool:
-    held, token = os.environ.get("AIP_LOCK_HELD"), os.environ.get("AIP_LOCK_TOKEN")
+    held = os.environ.get("AIP_LOCK_HELD")
+    token = os.environ.get("AIP_LOCK_TOKEN")
     if not held or not token:
         return False
     try:
@@ -223,16 +274,18 @@ def run(
         )
     env = dict(os.environ, AIP_LOCK_HELD=str(root), AIP_LOCK_TOKEN=rec["token"])
     try:
-        proc = subprocess.Popen(
-            cmd, env=env, pass_fds=(fd,)
-        )  # the command keeps the lock if we die
+        # the command inherits the locked descriptor: it keeps the lock if we die
+        proc = subprocess.Popen(cmd, env=env, pass_fds=(fd,))
     except BaseException:
         _release(fd, rec_path, mode)
         raise
-    old_handlers = {
-        s: signal.signal(s, lambda signum, _frame: proc.send_signal(signum))
-        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-    }
+
+    def forward(signum, _frame):
+        proc.send_signal(signum)
+
+    old_handlers = {}
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        old_handlers[s] = signal.signal(s, forward)
     try:
         return proc.wait()
     finally:
@@ -259,7 +312,8 @@ def main(argv=None) -> int:
     sub.add_parser("show", help="print who holds the lock").add_argument("root")
     argv = list(sys.argv[1:] if argv is None else argv)
     cut = argv.index("--") if "--" in argv else len(argv)
-    a, cmd = ap.parse_args(argv[:cut]), argv[cut + 1 :]
+    a = ap.parse_args(argv[:cut])
+    cmd = argv[cut + 1 :]
     if a.action == "show":
         for rec in holders(a.root):
             print(_describe(rec))

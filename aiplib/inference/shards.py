@@ -5,8 +5,8 @@ files of its own (``<task>.shard-<i>-of-<n>.jsonl``, ``run_log.shard-…``,
 ``checks/mix_diagnostics.shard-….csv``, a ``flock``'ed ``.shard-<i>-of-<n>.lock``); it reads
 ``<task>.jsonl`` but never rewrites it.
 :func:`merge_all` (``make merge``, stage 8) appends the shards' rows to ``<task>.jsonl``, sets aside
-  the
-main rows they supersede and moves the shard files to ``merged-shards/``.
+the main rows they supersede and moves the shard files to ``merged-shards/``. The shard lock is the
+``flock`` of :mod:`aiplib.core.lock`.
 """
 
 from __future__ import annotations
@@ -17,17 +17,16 @@ import hashlib
 import json
 import os
 import re
+import socket
+from dataclasses import dataclass, field
 from pathlib import Path
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: shard locks are no-ops
-    fcntl = None
 
 import pandas as pd
 
 from aiplib.core.errors import AiplibError, AiplibParameterError
+from aiplib.core.lock import LOCKING_SUPPORTED, open_lock_file, try_flock
 from aiplib.inference.run_records import MIX_DIAG_FIELDS
+from aiplib.io.atomic import write_bytes_atomic
 from aiplib.io.formats import (
     append_jsonl_lines,
     inference_row_json,
@@ -36,8 +35,12 @@ from aiplib.io.formats import (
     repair_jsonl,
 )
 
+#: A shard spec ``i/n``.
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+#: A shard's result file ``<task>.shard-<i>-of-<n>.jsonl``.
 _FILE_RE = re.compile(r"^(?P<task>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")
+#: A shard's lock file ``.shard-<i>-of-<n>.lock``.
+_LOCK_RE = re.compile(r"^\.shard-(\d+)-of-(\d+)\.lock$")
 
 
 class ShardConflictError(AiplibError):
@@ -53,8 +56,7 @@ def parse_shard(spec: str | None = None, env=None) -> tuple[int, int] | None:
 
     ``spec`` is ``"i/n"`` (0-based); empty or None: Slurm's ``SLURM_ARRAY_TASK_ID`` −
     ``SLURM_ARRAY_TASK_MIN`` of ``SLURM_ARRAY_TASK_COUNT`` in ``env`` (default ``os.environ``) when
-    set. Raises
-    :class:`AiplibParameterError` unless the spec is ``i/n`` with ``0 <= i < n``.
+    set. Raises :class:`AiplibParameterError` unless the spec is ``i/n`` with ``0 <= i < n``.
     """
     env = os.environ if env is None else env
     if spec is not None and str(spec).strip():
@@ -126,56 +128,51 @@ def shard_files(model_dir, *, run_logs: bool = False) -> dict[str, list[Path]]:
 @contextlib.contextmanager
 def shard_lock(model_dir, shard: tuple[int, int] | None):
     """Hold ``<model_dir>/.shard-<i>-of-<n>.lock`` (exclusive ``flock``, dropped by the kernel when
-    the process ends) while a shard runs; no-op when ``shard`` is None or without ``fcntl``
-    (Windows).
+    the process ends; :func:`aiplib.core.lock.try_flock`) while a shard runs; no-op when ``shard``
+    is None or without ``fcntl`` (Windows).
+
     Raises :class:`ShardBusyError` if another process holds it (the same shard started twice).
     """
-    if shard is None or fcntl is None:
+    if shard is None or not LOCKING_SUPPORTED:
         yield None
         return
     path = Path(model_dir) / f".shard-{shard[0]}-of-{shard[1]}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_lock_file(path)
     try:
-        if not _flock(fd):
+        if not try_flock(fd):
             raise ShardBusyError(
                 f"shard {shard_label(shard)} of {Path(model_dir).name} is already running "
                 f"(another process holds {path})"
             )
         os.ftruncate(fd, 0)
-        os.write(
-            fd, f"{os.getpid()} {os.uname().nodename if hasattr(os, 'uname') else ''}\n".encode()
-        )
+        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
         yield path
     finally:
         os.close(fd)  # releases the lock
 
 
-def _flock(fd) -> bool:
-    """Take an exclusive ``flock`` on ``fd`` without waiting; False when another process holds
-    it."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except OSError:
-        return False
-
-
 def busy_shards(model_dir) -> list[str]:
     """Shards (``"i/n"``) of one model whose lock another process holds right now."""
     busy = []
+    if not LOCKING_SUPPORTED:
+        return busy
     for p in sorted(Path(model_dir).glob(".shard-*-of-*.lock")):
-        m = re.match(r"^\.shard-(\d+)-of-(\d+)\.lock$", p.name)
-        if m and fcntl is not None:
-            fd = os.open(p, os.O_RDWR)
-            if not _flock(fd):
+        m = _LOCK_RE.match(p.name)
+        if m is None:
+            continue
+        fd = os.open(p, os.O_RDWR)
+        try:
+            if not try_flock(fd):
                 busy.append(f"{m.group(1)}/{m.group(2)}")
+        finally:
             os.close(fd)
     return busy
 
 
-def _write_synced(path: Path, mode: str, data: bytes) -> None:
-    with open(path, mode) as f:
+def _append_synced(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path``, then flush and fsync."""
+    with open(path, "ab") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
@@ -188,10 +185,8 @@ def rewrite_jsonl(path: Path, content: bytes, moved: list[bytes]) -> Path:
     if moved:
         side.parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(side)
-        _write_synced(side, "ab", b"".join(x if x.endswith(b"\n") else x + b"\n" for x in moved))
-    tmp = path.with_name(path.name + ".part")
-    _write_synced(tmp, "wb", content)
-    os.replace(tmp, path)
+        _append_synced(side, b"".join(x if x.endswith(b"\n") else x + b"\n" for x in moved))
+    write_bytes_atomic(path, content)
     return side
 
 
@@ -225,71 +220,16 @@ def merge_shards(result_file, shards=None) -> dict:
         Nothing is written.
     """
     result_file = Path(result_file)
-    shards = [
-        Path(s)
-        for s in (
-            shard_files(result_file.parent).get(result_file.stem, []) if shards is None else shards
-        )
-    ]
-    seen: dict[tuple, tuple[str, Path]] = {}  # key → (raw, file) of its first successful row
-    main_rows: dict[tuple, dict] = {}
-    rows, skipped = [], 0
-    if result_file.is_file():
-        repair_jsonl(result_file)
-        rows, skipped = read_inference_jsonl(result_file)
-    for r in rows:
-        if not is_error_row(r):
-            seen.setdefault(_key(r), (r.get("raw"), result_file))
-            main_rows[_key(r)] = r
-    new_rows, identical, refresh = (
-        [],
-        0,
-        {},
-    )  # refresh: key → a shard's refreshed copy of a result-file row
+    if shards is None:
+        shards = shard_files(result_file.parent).get(result_file.stem, [])
+    shards = [Path(s) for s in shards]
+    merge = _read_main_rows(result_file)
     for s in shards:
-        repair_jsonl(s)
-        rows, n_bad = read_inference_jsonl(s)
-        skipped += n_bad
-        for r in rows:
-            if is_error_row(r):
-                new_rows.append(r)
-                continue
-            k = _key(r)
-            if k in seen:
-                raw, where = seen[k]
-                if raw != r.get("raw"):
-                    raise ShardConflictError(
-                        f"stimulus {k[0]!r} (prompt {k[1]}) has two different answers: {raw!r} in "
-                        f"{where} and {r.get('raw')!r} in {s}; remove the wrong shard file and re-run it"
-                    )
-                identical += 1
-                if where == result_file and r != main_rows[k] and k[2] is not None:
-                    refresh[k] = (
-                        # same answer, current manifest fields
-                        # (aiplib.inference.resume.refreshed_copies)
-                        r
-                    )
-                continue
-            seen[k] = (r.get("raw"), s)
-            new_rows.append(r)
-    # the current key of each stimulus a shard answered: other-keyed main rows are stale
-    current = {
-        str(r["id"]): r["stim_key"]
-        for r in new_rows
-        if not is_error_row(r) and r.get("stim_key") is not None
-    }
-    keep, move = [], []
-    if (current or refresh) and result_file.is_file():
-        with open(result_file, "rb") as f:
-            for line in f:
-                r, rid = parse_line(line)
-                stale = rid in current and not is_error_row(r) and r.get("stim_key") != current[rid]
-                if not stale and rid is not None and not is_error_row(r) and _key(r) in refresh:
-                    line = inference_row_json(refresh[_key(r)]).encode("utf-8")
-                (move if stale else keep).append(line)
+        _take_shard_file(merge, s)
+    keep, move = _split_main_lines(result_file, _current_keys(merge.new_rows), merge.refresh)
     result_file.parent.mkdir(parents=True, exist_ok=True)
-    new_lines = [inference_row_json(r) for r in new_rows]
-    if move or refresh:
+    new_lines = [inference_row_json(r) for r in merge.new_rows]
+    if move or merge.refresh:
         rewrite_jsonl(result_file, b"".join(keep) + "".join(new_lines).encode("utf-8"), move)
     else:
         append_jsonl_lines(result_file, new_lines)
@@ -297,12 +237,112 @@ def merge_shards(result_file, shards=None) -> dict:
     return {
         "file": str(result_file),
         "shards": [str(s) for s in shards],
-        "rows_added": len(new_rows),
-        "duplicates_identical": identical,
-        "lines_skipped": skipped,
+        "rows_added": len(merge.new_rows),
+        "duplicates_identical": merge.identical,
+        "lines_skipped": merge.skipped,
         "rows_superseded": len(move),
-        "rows_refreshed": len(refresh),
+        "rows_refreshed": len(merge.refresh),
     }
+
+
+@dataclass
+class _Merge:
+    """What :func:`merge_shards` has gathered so far for one result file."""
+
+    result_file: Path
+    #: key → (raw, file) of its first successful row
+    seen: dict = field(default_factory=dict)
+    #: key → the result file's successful row
+    main_rows: dict = field(default_factory=dict)
+    #: shard rows to append, in shard order
+    new_rows: list = field(default_factory=list)
+    #: shard rows equal in key and answer to a row already seen
+    identical: int = 0
+    #: key → a shard's refreshed copy of a result-file row
+    refresh: dict = field(default_factory=dict)
+    #: unreadable lines skipped in every file read
+    skipped: int = 0
+
+
+def _read_main_rows(result_file: Path) -> _Merge:
+    """Start a merge from the result file's successful rows (repaired first when it exists)."""
+    merge = _Merge(result_file)
+    if not result_file.is_file():
+        return merge
+    repair_jsonl(result_file)
+    rows, merge.skipped = read_inference_jsonl(result_file)
+    for r in rows:
+        if not is_error_row(r):
+            merge.seen.setdefault(_key(r), (r.get("raw"), result_file))
+            merge.main_rows[_key(r)] = r
+    return merge
+
+
+def _take_shard_file(merge: _Merge, shard: Path) -> None:
+    """Add the rows of one shard file (repaired first) to ``merge``."""
+    repair_jsonl(shard)
+    rows, n_bad = read_inference_jsonl(shard)
+    merge.skipped += n_bad
+    for r in rows:
+        _take_shard_row(merge, r, shard)
+
+
+def _take_shard_row(merge: _Merge, r: dict, shard: Path) -> None:
+    """A new row is appended; a duplicate is counted (and kept as a refresh when its fields differ
+    from the result file's row); a different answer raises :class:`ShardConflictError`."""
+    if is_error_row(r):
+        merge.new_rows.append(r)
+        return
+    k = _key(r)
+    if k not in merge.seen:
+        merge.seen[k] = (r.get("raw"), shard)
+        merge.new_rows.append(r)
+        return
+    raw, where = merge.seen[k]
+    if raw != r.get("raw"):
+        raise ShardConflictError(
+            f"stimulus {k[0]!r} (prompt {k[1]}) has two different answers: {raw!r} in "
+            f"{where} and {r.get('raw')!r} in {shard}; remove the wrong shard file and re-run it"
+        )
+    merge.identical += 1
+    if where == merge.result_file and r != merge.main_rows[k] and k[2] is not None:
+        # same answer, current manifest fields (aiplib.inference.resume.refreshed_copies)
+        merge.refresh[k] = r
+
+
+def _current_keys(new_rows: list) -> dict:
+    """``{stimulus id: stim_key}`` of each stimulus a shard answered: other-keyed main rows are
+    stale."""
+    current = {}
+    for r in new_rows:
+        if not is_error_row(r) and r.get("stim_key") is not None:
+            current[str(r["id"])] = r["stim_key"]
+    return current
+
+
+def _is_stale(row, rid, current: dict) -> bool:
+    """True for a successful result-file row whose stimulus a shard answered under another key."""
+    if rid not in current or is_error_row(row):
+        return False
+    return row.get("stim_key") != current[rid]
+
+
+def _split_main_lines(result_file: Path, current: dict, refresh: dict) -> tuple[list, list]:
+    """The result file's lines as ``(keep, move)``: stale rows move to ``superseded/``, refreshed
+    rows are kept as their shard copy; both empty when nothing is stale or refreshed."""
+    keep, move = [], []
+    if not (current or refresh) or not result_file.is_file():
+        return keep, move
+    with open(result_file, "rb") as f:
+        for line in f:
+            r, rid = parse_line(line)
+            if _is_stale(r, rid, current):
+                move.append(line)
+                continue
+            if rid is not None and not is_error_row(r) and _key(r) in refresh:
+                line = inference_row_json(refresh[_key(r)]).encode("utf-8")
+            keep.append(line)
+    return keep, move
 
 
 def merge_diagnostics(checks_dir) -> int:
@@ -332,8 +372,8 @@ def merge_diagnostics(checks_dir) -> int:
     )
     if len(new):
         header = not main.is_file() or main.stat().st_size == 0
-        _write_synced(
-            main, "ab", new.to_csv(header=header, index=False, lineterminator="\n").encode("utf-8")
+        _append_synced(
+            main, new.to_csv(header=header, index=False, lineterminator="\n").encode("utf-8")
         )
     _set_merged(files, checks_dir)
     return len(new)
@@ -370,7 +410,11 @@ def merge_model(model_dir, *, check_busy: bool = True) -> list[dict]:
 
 
 def _refuse_busy(model_dirs) -> None:
-    if busy := [f"{d.name} {b}" for d in model_dirs for b in busy_shards(d)]:
+    """Raise :class:`ShardBusyError` naming every shard of ``model_dirs`` that still runs."""
+    busy = []
+    for d in model_dirs:
+        busy.extend(f"{d.name} {b}" for b in busy_shards(d))
+    if busy:
         raise ShardBusyError(
             f"shard(s) still running: {', '.join(busy)}; merge when every array task has finished"
         )
@@ -398,16 +442,24 @@ def merge_all(inference_dir, checks_dir=None) -> list[dict]:
         if shard_files(d) or shard_files(d, run_logs=True)
     ]
     _refuse_busy(todo)  # for every model before anything moves
-    out = [r for model_dir in todo for r in merge_model(model_dir, check_busy=False)]
-    if checks_dir is None and inference_dir.name == "inference":
-        checks_dir = inference_dir.parent / "checks"
-    elif (
-        checks_dir is None and inference_dir.parent.name == "inference"
-    ):  # inference/<family>/: checks/<family>/
-        checks_dir = inference_dir.parent.parent / "checks" / inference_dir.name
+    out = []
+    for model_dir in todo:
+        out.extend(merge_model(model_dir, check_busy=False))
+    if checks_dir is None:
+        checks_dir = _default_checks_dir(inference_dir)
     if checks_dir is not None:
         merge_diagnostics(checks_dir)
     return out
+
+
+def _default_checks_dir(inference_dir: Path) -> Path | None:
+    """``checks/`` beside ``inference/``, ``checks/<family>/`` for ``inference/<family>/``, else
+    None."""
+    if inference_dir.name == "inference":
+        return inference_dir.parent / "checks"
+    if inference_dir.parent.name == "inference":
+        return inference_dir.parent.parent / "checks" / inference_dir.name
+    return None
 
 
 def main(argv=None) -> int:
@@ -430,12 +482,15 @@ def summary_line(res: list[dict], where) -> str:
     """What :func:`merge_all` did, as lines for a log or a notebook (one per task merged)."""
     if not res:
         return f"no shard files to merge under {where}"
-    return "\n".join(
-        f"merged {len(r['shards'])} shard(s) into {r['file']}: {r['rows_added']} rows added, "
-        f"{r['duplicates_identical']} identical duplicates, {r.get('rows_superseded', 0)} stale rows set aside, "
-        f"{r['lines_skipped']} unreadable lines skipped"
-        for r in res
-    )
+    lines = []
+    for r in res:
+        lines.append(
+            f"merged {len(r['shards'])} shard(s) into {r['file']}: {r['rows_added']} rows added, "
+            f"{r['duplicates_identical']} identical duplicates, "
+            f"{r.get('rows_superseded', 0)} stale rows set aside, "
+            f"{r['lines_skipped']} unreadable lines skipped"
+        )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":  # pragma: no cover

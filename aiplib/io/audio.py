@@ -21,12 +21,15 @@ import pyloudnorm
 import soundfile as sf
 
 from aiplib.core.errors import AiplibParameterError, AudioFileError, MissingPackageError
+from aiplib.io.atomic import atomic_path
 
-SR = 16000  # the pipeline's sample rate, Hz
-# BS.1770 gating block, s (the pyloudnorm meter's block_size): pyloudnorm refuses shorter signals,
-# so loudness_lufs loops them first and custom-profile validation refuses shorter inputs
+#: The pipeline's sample rate, Hz.
+SR = 16000
+#: BS.1770 gating block, s (the pyloudnorm meter's block_size): pyloudnorm refuses shorter signals,
+#: so loudness_lufs loops them first and custom-profile validation refuses shorter inputs.
 MIN_LOUDNESS_S = 0.4
 
+#: ffmpeg input options of the file suffixes soundfile cannot read.
 _FFMPEG_FORMATS = {".g722": ["-f", "g722"]}
 
 
@@ -59,9 +62,11 @@ def valid_audio(y, *, name: str = "audio") -> np.ndarray:
 
 
 def _read_ffmpeg(path: Path, sr: int) -> np.ndarray:
-    if (exe := shutil.which("ffmpeg")) is None:
+    exe = shutil.which("ffmpeg")
+    if exe is None:
         raise MissingPackageError(
-            f"{path}: reading this format needs ffmpeg; install it with `sudo apt-get install ffmpeg`"
+            f"{path}: reading this format needs ffmpeg; "
+            "install it with `sudo apt-get install ffmpeg`"
         )
     cmd = [
         exe,
@@ -149,17 +154,20 @@ def write_wav(path, y, *, sr: int = SR, subtype: str = "FLOAT") -> Path:
     """
     y = valid_audio(np.asarray(y), name=str(path))
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    sf.write(str(tmp), y, sr, subtype=subtype, format="WAV")
-    # libsndfile's PEAK chunk (float WAVs) stores the time of writing: zero it, so the same samples
-    # always give the same bytes.
-    with open(tmp, "r+b") as fh:
-        if (i := fh.read(512).find(b"PEAK")) >= 0:
+    with atomic_path(path) as tmp:
+        sf.write(str(tmp), y, sr, subtype=subtype, format="WAV")
+        _zero_peak_time(tmp)
+    return path
+
+
+def _zero_peak_time(path: Path) -> None:
+    """Zero the time stamp of libsndfile's PEAK chunk (float WAVs store the time of writing), so the
+    same samples always give the same bytes."""
+    with open(path, "r+b") as fh:
+        i = fh.read(512).find(b"PEAK")
+        if i >= 0:
             fh.seek(i + 12)
             fh.write(b"\0\0\0\0")
-    tmp.replace(path)
-    return path
 
 
 def loop_or_cut(y, n: int) -> np.ndarray:

@@ -15,18 +15,18 @@ from scipy.signal import butter, sosfiltfilt, welch
 
 from aiplib.core.errors import AiplibParameterError
 
-SUBAUDIBLE_HZ = 20.0  # lower limit of hearing, Hz
-# DC + sub-20 Hz share of the power (dB, 1 %) from which a background is warned about / high-passed;
-# below it nominal and audible SNR differ by < 0.044 dB (white noise has -26 dB below 20 Hz at 16
-# kHz)
+#: Lower limit of hearing, Hz.
+SUBAUDIBLE_HZ = 20.0
+#: DC + sub-20 Hz share of the power (dB, 1 %) from which a background is warned about /
+#: high-passed; below it nominal and audible SNR differ by < 0.044 dB (white noise has -26 dB below
+#: 20 Hz at 16 kHz).
 SUBAUDIBLE_LIMIT_DB = -20.0
-BANDWIDTH_FLOOR_DB = (
-    60.0  # the effective bandwidth ends where the spectrum falls this many dB below its maximum
-)
-BAND_LIMITED_SHARE = (
-    0.875  # below this fraction of Nyquist (7 kHz at 16 kHz) a source is band-limited
-)
+#: The effective bandwidth ends where the spectrum falls this many dB below its maximum.
+BANDWIDTH_FLOOR_DB = 60.0
+#: Below this fraction of Nyquist (7 kHz at 16 kHz) a source is band-limited.
+BAND_LIMITED_SHARE = 0.875
 
+#: dB reported for a zero power share (keeps the logarithm finite).
 _FLOOR_DB = -150.0
 
 

@@ -1,9 +1,8 @@
 """Verified, resumable downloads and safe extraction on pooch (stage 1 of the ``paper`` profile).
 
 :func:`fetch` = :func:`pooch.retrieve` + :class:`ResumingDownloader` (HTTP ``Range`` from
-  ``<file>.part``) +
-:class:`SafeUntar` / :class:`SafeUnzip`, recorded in ``checks/download_progress.json``. Failures
-  raise
+``<file>.part``, requests through :func:`aiplib.io.http.http_session`) + :class:`SafeUntar` /
+:class:`SafeUnzip`, recorded in ``checks/download_progress.json``. Failures raise
 :class:`~aiplib.core.errors.DownloadError` or a subclass, naming the URL or file.
 """
 
@@ -11,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import json
 import os
 import re
@@ -21,6 +21,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 import pooch
+import requests
 import yaml
 
 from aiplib.core.errors import (
@@ -32,15 +33,26 @@ from aiplib.core.errors import (
 )
 from aiplib.core.workspace import repo_root
 from aiplib.io.formats import write_json_atomic
+from aiplib.io.http import RetryPolicy, http_session, is_name_resolution_failure
 
 pooch.get_logger().setLevel("WARNING")  # its "use this hash" advice is not for our users
 
-RETRY_WAIT_S = (
-    2.0  # Seconds before the first retry of a failed request (doubled for each further retry).
-)
+#: Seconds before the first retry of a failed request or resume of a broken transfer (doubled for
+#: each further one).
+RETRY_WAIT_S = 2.0
+#: Longest wait before one retry, seconds (also the cap of a server's ``Retry-After``).
+MAX_RETRY_WAIT_S = 60.0
+#: ``(connect, read)`` timeouts of one request, seconds.
+TIMEOUT_S = (15.0, 60.0)
 
+#: Bytes in a GB (decimal, as disk sizes are given).
 _GB = 1e9
+#: Bytes read from the network per write.
 _CHUNK = 1 << 16
+#: ``Content-Range`` of a 206 answer: first byte, total size (or ``*``).
+_RANGE_RE = re.compile(r"bytes\s+(\d+)-\d+/(\d+|\*)")
+#: ``Content-Range`` of a 416 answer: the remote file's size.
+_SIZE_RE = re.compile(r"bytes\s+\*/(\d+)")
 
 
 class CorpusError(AiplibError):
@@ -125,9 +137,8 @@ def resolve_base_url(c: Corpus, base_urls=None) -> str:
     default."""
     if isinstance(base_urls, str):
         return base_urls.rstrip("/") + "/" + c.name
-    if own := (base_urls or {}).get(c.name) or os.environ.get(
-        c.env_var
-    ):  # this corpus's own mirror
+    own = (base_urls or {}).get(c.name) or os.environ.get(c.env_var)  # this corpus's own mirror
+    if own:
         return own.rstrip("/")
     root = os.environ.get("AIP_MIRROR")
     return root.rstrip("/") + "/" + c.name if root else c.base_url.rstrip("/")
@@ -146,10 +157,12 @@ def check_disk_space(path, needed_bytes: float, *, what: str = "the download") -
     ``path`` has less than ``needed_bytes`` free."""
     free = _free_bytes(Path(path))
     if needed_bytes > free:
+        where = Path(path).parent if Path(path).suffix else path
         raise InsufficientDiskSpaceError(
-            f"not enough disk space for {what} in {Path(path).parent if Path(path).suffix else path}: "
-            f"needs {needed_bytes / _GB:.2f} GB, only {free / _GB:.2f} GB free. Free some space, or "
-            f"set AIP_DATA_ROOT to a larger disk, and run again (partial files are kept and resumed)."
+            f"not enough disk space for {what} in {where}: "
+            f"needs {needed_bytes / _GB:.2f} GB, only {free / _GB:.2f} GB free. "
+            f"Free some space, or set AIP_DATA_ROOT to a larger disk, and run again "
+            f"(partial files are kept and resumed)."
         )
 
 
@@ -169,7 +182,10 @@ def read_progress(progress_file) -> dict:
 def update_progress(progress_file, key: str, entry: dict | None) -> None:
     """Set (or, with ``entry=None``, remove) one entry of the progress file, atomically."""
     files = read_progress(progress_file)
-    files.pop(key, None) if entry is None else files.__setitem__(key, entry)
+    if entry is None:
+        files.pop(key, None)
+    else:
+        files[key] = entry
     write_json_atomic({"files": dict(sorted(files.items()))}, progress_file)
 
 
@@ -183,21 +199,22 @@ def _unreachable(url: str, reason, hint: str) -> DownloadError:
     )
 
 
-_DNS_FAILURES = (
-    "NameResolutionError",
-    "Name or service not known",
-    "nodename nor servname",
-    "Temporary failure in name resolution",
-    "getaddrinfo failed",
-)
+#: One GET of :class:`ResumingDownloader` ended with the file complete.
+_DONE = "done"
+#: The partial file was dropped: ask again from byte 0.
+_RESTART = "restart"
+#: The transfer broke off: resume from the partial file's end.
+_BROKEN = "broken"
 
 
 class ResumingDownloader:
     """A pooch downloader continuing ``<dest>.part`` with an HTTP ``Range`` request (``206``
-    appended, ``200`` restarted, ``416`` with the part's size: complete), retried ``retries`` times
-    (waiting
-    :data:`RETRY_WAIT_S`, doubled each time); the finished part is hard-linked to pooch's temporary
-      file.
+    appended, ``200`` restarted, ``416`` with the part's size: complete); the finished part is
+    hard-linked to pooch's temporary file.
+
+    Requests go through :func:`aiplib.io.http.http_session`, which retries a connection failure or
+    HTTP 429/5xx ``retries`` times (waiting :data:`RETRY_WAIT_S`, doubled each time); a transfer
+    that breaks off is resumed up to ``retries`` times with the same waits.
 
     Raises
     ------
@@ -208,7 +225,9 @@ class ResumingDownloader:
     """
 
     def __init__(self, d: Download, *, retries: int = 2, progress: bool | None = True):
-        self.d, self.retries, self.progress = d, retries, progress
+        self.d = d
+        self.retries = retries
+        self.progress = progress
         self.part = d.dest.with_name(d.dest.name + ".part")
         self.total = None
 
@@ -221,128 +240,176 @@ class ResumingDownloader:
             shutil.copyfile(self.part, output_file)
 
     def _download(self, url):
-        import requests
+        """GET ``url`` into the partial file until it is complete, resuming a broken transfer."""
+        policy = RetryPolicy(
+            retries=self.retries,
+            backoff_s=RETRY_WAIT_S,
+            max_backoff_s=MAX_RETRY_WAIT_S,
+            pool_size=1,
+        )
+        resumes = 0
+        with http_session(policy) as session:
+            while True:
+                outcome = self._transfer(session, url)
+                if outcome == _DONE:
+                    return
+                if outcome == _BROKEN:
+                    self._before_resume(url, resumes)
+                    resumes += 1
+
+    def _before_resume(self, url: str, resumes: int) -> None:
+        """Wait before resuming a broken transfer; :class:`DownloadError` when ``retries`` resumes
+        were made already."""
+        got = self._part_size()
+        if resumes >= self.retries:
+            raise _unreachable(
+                url, f"the transfer broke off after {got} of {self.total} bytes", self.d.hint
+            )
+        time.sleep(RETRY_WAIT_S * 2**resumes)
+
+    def _part_size(self) -> int:
+        """Bytes in the partial file (0 when there is none)."""
+        if self.part.exists():
+            return self.part.stat().st_size
+        return 0
+
+    def _transfer(self, session, url: str) -> str:
+        """One GET from the partial file's end: ``_DONE``, ``_RESTART`` (the part was dropped) or
+        ``_BROKEN`` (fewer bytes than announced)."""
+        have = self._part_size()
+        resp = self._request(session, url, have)
+        with resp:
+            if resp.status_code == 416 and have:
+                return self._judge_complete(resp, have)
+            if resp.status_code == 206 and have:
+                if not self._accept_range(resp, have):
+                    self.part.unlink()
+                    return _RESTART
+                mode = "ab"
+            elif resp.status_code == 200:
+                self.total = _content_length(resp)
+                have = 0
+                mode = "wb"
+            else:
+                raise _unreachable(url, f"HTTP {resp.status_code} {resp.reason}", self.d.hint)
+            self._check_space(have)
+            self._write_body(resp, have, mode)
+        if self.total is None or self._part_size() >= self.total:
+            return _DONE
+        return _BROKEN
+
+    def _request(self, session, url: str, have: int):
+        """GET ``url`` from byte ``have`` (streamed); :class:`DownloadError` naming why it
+        failed."""
+        headers = {"Accept-Encoding": "identity"}
+        if have:
+            headers["Range"] = f"bytes={have}-"
+        hint = self.d.hint
+        try:
+            return session.get(
+                url, headers=headers, stream=True, timeout=TIMEOUT_S, allow_redirects=True
+            )
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            if is_name_resolution_failure(exc):  # no network or a wrong host name: not retried
+                why = "the host name cannot be resolved (no network, or a wrong URL)"
+                raise _unreachable(url, why, hint) from None
+            why = f"the server cannot be reached ({type(exc).__name__})"
+            raise _unreachable(url, why, hint) from None
+        except requests.RequestException as exc:
+            raise _unreachable(url, f"request failed ({exc})", hint) from None
+
+    def _judge_complete(self, resp, have: int) -> str:
+        """A 416 answer: the partial file is complete when the server's size equals it, else it is
+        longer than the remote file and dropped."""
+        m = _SIZE_RE.match(resp.headers.get("Content-Range", ""))
+        if m and int(m.group(1)) == have:
+            self.total = have
+            return _DONE
+        self.part.unlink()
+        return _RESTART
+
+    def _accept_range(self, resp, have: int) -> bool:
+        """A 206 answer continues the partial file when its range starts at ``have`` (the total size
+        is then taken from it)."""
+        m = _RANGE_RE.match(resp.headers.get("Content-Range", ""))
+        if not m or int(m.group(1)) != have:
+            return False
+        self.total = None if m.group(2) == "*" else int(m.group(2))
+        return True
+
+    def _check_space(self, have: int) -> None:
+        """:func:`check_disk_space` for the rest of the file plus its extraction (size known)."""
+        if self.total is None:
+            return
+        needed = max(self.total - have, 0) + self.d.extract_factor * self.total
+        check_disk_space(self.d.dest, needed, what=self.d.dest.name)
+
+    def _write_body(self, resp, have: int, mode: str) -> None:
+        """Write the answer's body into the partial file (``mode`` ``"ab"`` or ``"wb"``) with a
+        progress bar; a broken transfer stops quietly (judged by the size), a disk error raises
+        :class:`DownloadError`."""
         from tqdm.auto import tqdm
 
-        sess, attempt, hint = requests.Session(), 0, self.d.hint
-        while True:
-            have = self.part.stat().st_size if self.part.exists() else 0
-            headers = {
-                "Accept-Encoding": "identity",
-                **({"Range": f"bytes={have}-"} if have else {}),
-            }
-            try:
-                resp = sess.get(
-                    url, headers=headers, stream=True, timeout=(15.0, 60.0), allow_redirects=True
-                )
-            except (requests.ConnectionError, requests.Timeout) as exc:
-                if any(
-                    k in repr(exc) for k in _DNS_FAILURES
-                ):  # no network or a wrong host name: no retry
-                    raise _unreachable(
-                        url, "the host name cannot be resolved (no network, or a wrong URL)", hint
-                    ) from None
-                if attempt < self.retries:
-                    time.sleep(RETRY_WAIT_S * 2**attempt)
-                    attempt += 1
-                    continue
-                raise _unreachable(
-                    url, f"the server cannot be reached ({type(exc).__name__})", hint
-                ) from None
-            except requests.RequestException as exc:
-                raise _unreachable(url, f"request failed ({exc})", hint) from None
-            with resp:
-                if resp.status_code == 416 and have:
-                    m = re.match(r"bytes\s+\*/(\d+)", resp.headers.get("Content-Range", ""))
-                    if m and int(m.group(1)) == have:
-                        self.total = have
-                        return  # the partial file is already complete
-                    self.part.unlink()  # longer than the remote file: start over
-                    continue
-                if resp.status_code == 206 and have:
-                    m = re.match(
-                        r"bytes\s+(\d+)-\d+/(\d+|\*)", resp.headers.get("Content-Range", "")
-                    )
-                    if not m or int(m.group(1)) != have:
-                        self.part.unlink()
-                        continue
-                    self.total, mode = (None if m.group(2) == "*" else int(m.group(2))), "ab"
-                elif resp.status_code == 200:
-                    clen = resp.headers.get("Content-Length")
-                    self.total, have, mode = (
-                        (int(clen) if clen and clen.isdigit() else None),
-                        0,
-                        "wb",
-                    )
-                else:
-                    raise _unreachable(url, f"HTTP {resp.status_code} {resp.reason}", hint)
-                if self.total is not None:
-                    check_disk_space(
-                        self.d.dest,
-                        max(self.total - have, 0) + self.d.extract_factor * self.total,
-                        what=self.d.dest.name,
-                    )
-                try:
-                    with (
-                        tqdm(
-                            total=self.total,
-                            initial=have,
-                            unit="B",
-                            unit_scale=True,
-                            unit_divisor=1024,
-                            desc=self.d.dest.name,
-                            leave=False,
-                            disable=None if self.progress is None else not self.progress,
-                        ) as bar,
-                        open(self.part, mode) as fh,
-                    ):
-                        for block in resp.iter_content(chunk_size=_CHUNK):
-                            fh.write(block)
-                            bar.update(len(block))
-                except requests.RequestException:
-                    pass  # judged by the size below
-                except OSError as exc:  # the local disk, not the network
-                    raise DownloadError(
-                        f"cannot write {self.part}: {exc} (partial data is kept)"
-                    ) from None
-            got = self.part.stat().st_size
-            if self.total is None or got >= self.total:
-                return
-            if attempt >= self.retries:
-                raise _unreachable(
-                    url, f"the transfer broke off after {got} of {self.total} bytes", hint
-                )
-            time.sleep(RETRY_WAIT_S * 2**attempt)
-            attempt += 1
+        bar = tqdm(
+            total=self.total,
+            initial=have,
+            unit="B",
+            unit_scale=True,
+            unit_divisor=1024,
+            desc=self.d.dest.name,
+            leave=False,
+            disable=None if self.progress is None else not self.progress,
+        )
+        try:
+            with bar, open(self.part, mode) as fh:
+                for block in resp.iter_content(chunk_size=_CHUNK):
+                    fh.write(block)
+                    bar.update(len(block))
+        except requests.RequestException:
+            pass  # judged by the size
+        except OSError as exc:  # the local disk, not the network
+            raise DownloadError(f"cannot write {self.part}: {exc} (partial data is kept)") from None
+
+
+def _content_length(resp) -> int | None:
+    """The announced ``Content-Length`` in bytes, or None."""
+    clen = resp.headers.get("Content-Length")
+    if clen and clen.isdigit():
+        return int(clen)
+    return None
 
 
 # ------------------------------------------------------------------------------- pooch extractors
 def _unsafe_name(name: str, root: Path) -> str | None:
     """Why an archive member name is unsafe, or None."""
-    if not (norm := name.replace("\\", "/")):
+    norm = name.replace("\\", "/")
+    if not norm:
         return "empty name"
     if norm.startswith("/") or re.match(r"^[A-Za-z]:", norm):
         return "absolute path"
     if ".." in PurePosixPath(norm).parts:
         return "'..' component"
     target = (root / norm).resolve()
-    return (
-        None if target == root or root in target.parents else "resolves outside the target folder"
-    )
+    if target == root or root in target.parents:
+        return None
+    return "resolves outside the target folder"
 
 
 def _refuse_unsafe(archive, root, members) -> None:
     """Raise :class:`UnsafeArchiveError` for the first unsafe ``(name, why-or-None)`` member."""
     root = Path(root).resolve()
     for name, kind in members:
-        if why := _unsafe_name(name, root) or kind:
+        why = _unsafe_name(name, root) or kind
+        if why:
             raise UnsafeArchiveError(
-                f"{Path(archive).name}: refusing to extract member {name!r} ({why}); nothing was extracted "
-                f"to {root}. The archive is not the expected one — delete it and check the source or mirror."
+                f"{Path(archive).name}: refusing to extract member {name!r} ({why}); "
+                f"nothing was extracted to {root}. The archive is not the expected one — "
+                f"delete it and check the source or mirror."
             )
 
 
 def _tar_kind(m: tarfile.TarInfo) -> str | None:
+    """Why a TAR member is refused for its type (a link or a special file), or None."""
     if m.issym():
         return f"symbolic link to {m.linkname!r}"
     if m.islnk():
@@ -353,8 +420,7 @@ def _tar_kind(m: tarfile.TarInfo) -> str | None:
 class SafeUntar(pooch.Untar):
     """:class:`pooch.Untar` refusing an absolute path, ``..``, a link, a device or a path outside
     the target (:class:`UnsafeArchiveError`, nothing written), then extracting with tarfile's
-    ``filter="data"``;
-    :class:`DownloadError` if the file is not a readable TAR archive."""
+    ``filter="data"``; :class:`DownloadError` if the file is not a readable TAR archive."""
 
     @staticmethod
     def _open(fname):
@@ -382,24 +448,21 @@ class SafeUnzip(pooch.Unzip):
 
     def _extract_file(self, fname, extract_dir):
         with zipfile.ZipFile(fname) as zf:
-            _refuse_unsafe(
-                fname,
-                extract_dir,
-                [
-                    (
-                        i.filename,
-                        "symbolic link" if (i.external_attr >> 16) & 0o170000 == 0o120000 else None,
-                    )
-                    for i in zf.infolist()
-                ],
-            )
+            members = [(i.filename, _zip_kind(i)) for i in zf.infolist()]
+            _refuse_unsafe(fname, extract_dir, members)
             zf.extractall(extract_dir)
+
+
+def _zip_kind(info: zipfile.ZipInfo) -> str | None:
+    """"symbolic link" for a ZIP member whose Unix mode is a link, else None."""
+    if (info.external_attr >> 16) & 0o170000 == 0o120000:
+        return "symbolic link"
+    return None
 
 
 def safe_extract(archive, target_dir) -> list[str]:
     """Extract a ZIP or TAR archive into ``target_dir`` (created) after checking every member
-    (raises as
-    :class:`SafeUntar`); returns the full paths of the files under ``target_dir``.
+    (raises as :class:`SafeUntar`); returns the full paths of the files under ``target_dir``.
 
     Raises
     ------
@@ -408,11 +471,8 @@ def safe_extract(archive, target_dir) -> list[str]:
     """
     archive, target_dir = Path(archive), Path(target_dir)
     target_dir.mkdir(parents=True, exist_ok=True)
-    cls = (
-        SafeUnzip
-        if archive.suffix == ".zip" or (archive.is_file() and zipfile.is_zipfile(archive))
-        else SafeUntar
-    )
+    is_zip = archive.suffix == ".zip" or (archive.is_file() and zipfile.is_zipfile(archive))
+    cls = SafeUnzip if is_zip else SafeUntar
     try:
         return cls(extract_dir=str(target_dir.resolve()))(str(archive), "download", None)
     except (zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
@@ -455,65 +515,17 @@ def fetch(
         See :class:`ResumingDownloader` and :class:`SafeUntar`.
     """
     dest = Path(d.dest)
-    marker = Path(d.extract_to) / f".{dest.name}.completed" if d.extract_to is not None else None
+    marker = _marker(d)
     entry = read_progress(progress_file).get(d.key)
-    if (
-        not force
-        and entry
-        and entry.get("status") == "complete"
-        and dest.is_file()
-        and dest.stat().st_size == entry.get("size")
-        and (marker is None or marker.is_file())
-    ):
+    if not force and _is_complete(entry, dest, marker):
         return {**entry, "skipped": True}
     dest.parent.mkdir(parents=True, exist_ok=True)
-    old = dest.with_name(dest.name + ".old")
-    if force and dest.is_file():
-        dest.replace(old)  # kept until the new file is verified
-    extracted = marker is not None and marker.is_file() and not force
-
-    def extract(fname, action, _):
-        if d.extract_to is not None and (action != "fetch" or not extracted):
-            marker.unlink(missing_ok=True)
-            safe_extract(fname, d.extract_to)
-
+    already_extracted = marker is not None and marker.is_file() and not force
     downloader = ResumingDownloader(d, retries=retries, progress=progress)
-    try:
-        pooch.retrieve(
-            d.url,
-            known_hash=f"md5:{d.md5}" if d.md5 else d.sha256,
-            fname=dest.name,
-            path=dest.parent,
-            downloader=downloader,
-            processor=extract,
-        )
-    except ValueError:  # pooch: the hash differs
-        alg, want = ("MD5", d.md5) if d.md5 else ("SHA-256", d.sha256)
-        bad = dest.with_name(dest.name + ".corrupt")
-        downloader.part.replace(bad)
-        got = pooch.file_hash(str(bad), alg="md5" if d.md5 else "sha256")
-        raise ChecksumError(
-            f"{dest.name} (from {d.url}) failed verification: {alg} {got} != expected {want.lower()}. The file was "
-            f"moved to {bad}; run again to download it afresh, or check the mirror serves the original file."
-        ) from None
-    finally:
-        if old.is_file():
-            old.unlink() if dest.is_file() else old.replace(dest)
+    _retrieve(d, downloader, force=force, already_extracted=already_extracted)
     downloader.part.unlink(missing_ok=True)
-    info = {
-        "size": dest.stat().st_size,
-        "md5": pooch.file_hash(str(dest), alg="md5"),
-        "sha256": pooch.file_hash(str(dest)),
-    }
-    if (
-        not (d.md5 or d.sha256)
-        and downloader.total is not None
-        and info["size"] != downloader.total
-    ):
-        raise ChecksumError(
-            f"{dest.name} (from {d.url}) failed verification: size {info['size']} bytes != "
-            f"announced {downloader.total}"
-        )
+    info = _file_digests(dest)
+    _check_announced_size(d, info["size"], downloader.total)
     if marker is not None:
         marker.write_text(_now() + "\n", encoding="utf-8")
     entry = {
@@ -521,13 +533,121 @@ def fetch(
         "url": d.url,
         "path": str(dest),
         **info,
-        "verified_by": "md5" if d.md5 else ("sha256" if d.sha256 else "size"),
+        "verified_by": _verified_by(d),
         "extracted_to": str(d.extract_to) if d.extract_to is not None else None,
         "completed_at": _now(),
     }
     if progress_file is not None:
         update_progress(progress_file, d.key, entry)
     return {**entry, "skipped": False}
+
+
+def _marker(d: Download) -> Path | None:
+    """``<extract_to>/.<name>.completed``, written once an archive is extracted (None: not an
+    archive)."""
+    if d.extract_to is None:
+        return None
+    return Path(d.extract_to) / f".{Path(d.dest).name}.completed"
+
+
+def _is_complete(entry: dict | None, dest: Path, marker: Path | None) -> bool:
+    """True when the progress entry says complete, the file has its size, and the archive's marker
+    exists."""
+    if not entry or entry.get("status") != "complete":
+        return False
+    if not dest.is_file() or dest.stat().st_size != entry.get("size"):
+        return False
+    return marker is None or marker.is_file()
+
+
+def _extract(d: Download, already_extracted: bool, fname, action, _pooch) -> None:
+    """pooch processor: extract ``fname`` into ``d.extract_to`` unless pooch only found the file
+    and it was extracted before."""
+    if d.extract_to is None or (action == "fetch" and already_extracted):
+        return
+    _marker(d).unlink(missing_ok=True)
+    safe_extract(fname, d.extract_to)
+
+
+def _retrieve(d: Download, downloader, *, force: bool, already_extracted: bool) -> None:
+    """:func:`pooch.retrieve` with ``downloader``; with ``force`` the old file is kept as
+    ``<dest>.old`` until the new one is verified. :class:`ChecksumError` on a digest mismatch (the
+    file moved to ``<dest>.corrupt``)."""
+    dest = Path(d.dest)
+    old = dest.with_name(dest.name + ".old")
+    if force and dest.is_file():
+        dest.replace(old)  # kept until the new file is verified
+    try:
+        pooch.retrieve(
+            d.url,
+            known_hash=f"md5:{d.md5}" if d.md5 else d.sha256,
+            fname=dest.name,
+            path=dest.parent,
+            downloader=downloader,
+            processor=functools.partial(_extract, d, already_extracted),
+        )
+    except ValueError:  # pooch: the hash differs
+        raise _checksum_error(d, downloader.part) from None
+    finally:
+        _restore_old(old, dest)
+
+
+def _restore_old(old: Path, dest: Path) -> None:
+    """Drop the kept ``<dest>.old`` when a new file arrived, else put it back."""
+    if not old.is_file():
+        return
+    if dest.is_file():
+        old.unlink()
+    else:
+        old.replace(dest)
+
+
+def _checksum_error(d: Download, part: Path) -> ChecksumError:
+    """Move the downloaded ``part`` to ``<dest>.corrupt`` and say which digest differs."""
+    dest = Path(d.dest)
+    if d.md5:
+        alg = "MD5"
+        want = d.md5
+    else:
+        alg = "SHA-256"
+        want = d.sha256
+    bad = dest.with_name(dest.name + ".corrupt")
+    part.replace(bad)
+    got = pooch.file_hash(str(bad), alg="md5" if d.md5 else "sha256")
+    return ChecksumError(
+        f"{dest.name} (from {d.url}) failed verification: {alg} {got} != expected "
+        f"{want.lower()}. The file was moved to {bad}; run again to download it afresh, "
+        f"or check the mirror serves the original file."
+    )
+
+
+def _file_digests(dest: Path) -> dict:
+    """``size`` (bytes), ``md5`` and ``sha256`` of a downloaded file."""
+    return {
+        "size": dest.stat().st_size,
+        "md5": pooch.file_hash(str(dest), alg="md5"),
+        "sha256": pooch.file_hash(str(dest)),
+    }
+
+
+def _check_announced_size(d: Download, size: int, announced: int | None) -> None:
+    """Without a digest, :class:`ChecksumError` when the file's size differs from the announced
+    one."""
+    if d.md5 or d.sha256 or announced is None or size == announced:
+        return
+    raise ChecksumError(
+        f"{Path(d.dest).name} (from {d.url}) failed verification: size {size} bytes != "
+        f"announced {announced}"
+    )
+
+
+def _verified_by(d: Download) -> str:
+    """How the file was checked: ``md5``, ``sha256`` or ``size``."""
+    if d.md5:
+        return "md5"
+    if d.sha256:
+        return "sha256"
+    return "size"
 
 
 def download_file(
@@ -564,10 +684,12 @@ def download_corpus(
     base_url: str | None = None,
     force_download: bool = False,
     progress_file=None,
-    **kwargs,
+    retries: int = 2,
+    progress: bool | None = True,
 ) -> Path:
     """:func:`fetch` every file of corpus ``c`` into ``target_dir`` from ``base_url`` (default
-    :func:`resolve_base_url`); returns ``target_dir``. A network error names how to use a mirror."""
+    :func:`resolve_base_url`); ``retries`` and ``progress`` as :func:`fetch`. Returns
+    ``target_dir``; raises as :func:`fetch`, a network error naming how to use a mirror."""
     target_dir = Path(target_dir)
     base = base_url.rstrip("/") if base_url else resolve_base_url(c)
     for f in c.files:
@@ -584,7 +706,8 @@ def download_corpus(
             ),
             progress_file=progress_file,
             force=force_download,
-            **kwargs,
+            retries=retries,
+            progress=progress,
         )
     return target_dir
 

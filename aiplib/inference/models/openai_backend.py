@@ -17,28 +17,26 @@ Registry entry (extra fields)::
 ``initial_prompt`` posts the stimulus (16 kHz mono 16-bit WAV) to ``/audio/transcriptions`` with the
 task text as ``prompt``; ``chat`` posts one user turn to ``/chat/completions``
 (:func:`chat_payload`). Both use ``temperature=0``; ``generate_kwargs`` are merged in. The key is
-read from ``api_key_env`` at each request and sent only as ``Authorization: Bearer …``. HTTP 429 /
-5xx and connection failures are retried (``engine_args``: ``max_retries`` 5, ``backoff_s`` ·
-2^attempt up to ``max_backoff_s``, a numeric ``Retry-After`` honoured within that cap). On load,
-``GET /models`` (5 s) checks that a server serves ``model`` (``engine_args: {probe: false}`` skips
-it).
+read from ``api_key_env`` at each request and sent only as ``Authorization: Bearer …``. Requests go
+through :func:`aiplib.io.http.http_session`: HTTP 429, 500, 502, 503, 504 and connection failures
+are retried (``engine_args``: ``max_retries`` 5, ``backoff_s`` · 2^(retry−1) up to
+``max_backoff_s``, a ``Retry-After`` honoured within that cap). On load, ``GET /models`` (5 s, not
+retried) checks that a server serves ``model`` (``engine_args: {probe: false}`` skips it).
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import logging
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+import requests
 from urllib3 import encode_multipart_formdata
 
 from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailableError
@@ -46,12 +44,23 @@ from aiplib.inference.models.adapters import wav_bytes  # 16-bit PCM WAV in memo
 from aiplib.inference.models.base import Recogniser, answer_each
 from aiplib.inference.models.ct2_numerics import cpu_record
 from aiplib.io.audio import SR
+from aiplib.io.http import (
+    RETRY_STATUSES,
+    RetryPolicy,
+    attempts_made,
+    failure_reason,
+    http_session,
+    is_name_resolution_failure,
+)
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUS = frozenset({429, *range(500, 600)})  # HTTP statuses that are retried
+#: ``engine_args`` of an entry that sets none: retries, first backoff (s), longest wait (s), probe.
 _DEFAULTS = {"max_retries": 5, "backoff_s": 1.0, "max_backoff_s": 30.0, "probe": True}
+#: Seconds the load-time ``GET /models`` waits for the server (at most ``timeout_s``).
 _PROBE_TIMEOUT_S = 5.0
+#: Seconds one request may take when neither the options nor the entry set ``timeout_s``.
+_DEFAULT_TIMEOUT_S = 120.0
 
 
 def server_numerics() -> dict:
@@ -122,52 +131,36 @@ class OpenAIRecogniser(Recogniser):
 
     def __init__(self, entry, options: OpenAIOptions | None = None):
         o = options or OpenAIOptions()
-        self.name, self.entry = entry.id, entry
+        self.name = entry.id
+        self.entry = entry
         self.base_url_env = entry.extra.get("base_url_env") or None
-        url = os.environ.get(self.base_url_env, "").strip() if self.base_url_env else ""
-        self.base_url = (url or str(entry.extra["base_url"])).rstrip("/")
+        self.base_url = _base_url(entry, self.base_url_env)
         self.model = str(entry.extra["model"])
         self.key_env = entry.extra.get("api_key_env") or None
-        if self.key_env and not os.environ.get(self.key_env):
-            raise ModelUnavailableError(
-                f"{entry.id}: set the environment variable {self.key_env} to the "
-                "endpoint's API key (it is read from there only)"
-            )
-        ea = {**_DEFAULTS, **dict(entry.extra.get("engine_args") or {})}
-        for k, cast in (("max_retries", int), ("backoff_s", float), ("max_backoff_s", float)):
-            setattr(self, k, cast(ea[k] if getattr(o, k) is None else getattr(o, k)))
-        self.timeout_s = float(o.timeout_s or entry.extra.get("timeout_s") or 120.0)
+        _require_key(entry.id, self.key_env)
+        engine_args = {**_DEFAULTS, **dict(entry.extra.get("engine_args") or {})}
+        self.max_retries = int(_given_or(o.max_retries, engine_args["max_retries"]))
+        self.backoff_s = float(_given_or(o.backoff_s, engine_args["backoff_s"]))
+        self.max_backoff_s = float(_given_or(o.max_backoff_s, engine_args["max_backoff_s"]))
+        self.timeout_s = float(o.timeout_s or entry.extra.get("timeout_s") or _DEFAULT_TIMEOUT_S)
         self.mode = "transcriptions" if entry.prompt_style == "initial_prompt" else "chat"
         self.batch_size = int(o.batch_size or entry.batch_size or 1)
         self.concurrency = int(o.concurrency or entry.extra.get("concurrency") or 1)
-        for name, v in (("batch_size", self.batch_size), ("concurrency", self.concurrency)):
-            if v <= 0:
-                raise AiplibParameterError(
-                    f"{entry.id}: {name} must be a positive integer, got {v!r}"
-                )
-        if self.batch_size < self.concurrency:
-            log.warning(
-                "%s: batch_size %d < concurrency %d: at most %d requests will be in flight",
-                entry.id,
-                self.batch_size,
-                self.concurrency,
-                self.batch_size,
-            )
+        _check_parallelism(entry.id, self.batch_size, self.concurrency)
         # Qwen2.5-Omni: the thinker's limit (1024, as in the paper) replaces max_new_tokens
         self.max_tokens = int(entry.thinker_max_new_tokens or entry.max_new_tokens)
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[bool, str]] = {}
         self._in_flight = 0
-        self._stats = {
-            "n_requests": 0,
-            "n_retries": 0,
-            "seconds": 0.0,
-            "audio_s": 0.0,
-            "n_stimuli": 0,
-            "n_errors": 0,
-            "max_in_flight": 0,
-        }
-        if o.probe if o.probe is not None else bool(ea["probe"]):
+        self._stats = _new_stats()
+        policy = RetryPolicy(
+            retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            max_backoff_s=self.max_backoff_s,
+            pool_size=self.concurrency,
+        )
+        self._session = http_session(policy)
+        if _given_or(o.probe, bool(engine_args["probe"])):
             self._probe()
 
     def info(self) -> dict:
@@ -212,7 +205,8 @@ class OpenAIRecogniser(Recogniser):
         clips, texts = self.checked(audios, prompts)
 
         def run(todo):
-            t0, workers = time.perf_counter(), min(self.concurrency, len(todo))
+            t0 = time.perf_counter()
+            workers = min(self.concurrency, len(todo))
             if workers == 1:
                 out = [self._attempt(clips[i], texts[i]) for i in todo]
             else:
@@ -229,8 +223,10 @@ class OpenAIRecogniser(Recogniser):
         return answer_each(self._cache, clips, texts, run, OpenAIBackendError)
 
     def close(self) -> None:
-        """Forget cached answers (idempotent; there is no connection to close)."""
+        """Forget cached answers and close the session's connections (idempotent; a later request
+        opens new ones)."""
         self._cache = {}
+        self._session.close()
 
     def _attempt(self, y: np.ndarray, prompt: str | None) -> tuple[bool, str]:
         with self._lock:
@@ -275,41 +271,45 @@ class OpenAIRecogniser(Recogniser):
         return text
 
     def _headers(self, ctype: str | None = None) -> dict:
-        return {
-            "Accept": "application/json",
-            **({"Content-Type": ctype} if ctype else {}),
-            **(
-                {"Authorization": "Bearer " + os.environ.get(self.key_env, "")}
-                if self.key_env
-                else {}
-            ),
-        }
+        """Request headers: JSON accepted, ``ctype`` as Content-Type, the key read now."""
+        headers = {"Accept": "application/json"}
+        if ctype:
+            headers["Content-Type"] = ctype
+        if self.key_env:
+            headers["Authorization"] = "Bearer " + os.environ.get(self.key_env, "")
+        return headers
 
     def _probe(self) -> None:
-        req = urllib.request.Request(
-            self.base_url + "/models", headers=self._headers(), method="GET"
-        )
+        """``GET /models`` once (no retry): :class:`ModelUnavailableError` when no server answers or
+        it serves other models; any HTTP error status passes (the requests will tell more)."""
+        timeout = min(self.timeout_s, _PROBE_TIMEOUT_S)
         try:
-            with urllib.request.urlopen(req, timeout=min(self.timeout_s, _PROBE_TIMEOUT_S)) as resp:  # noqa: S310
-                raw = resp.read()
-        except urllib.error.HTTPError:
-            return  # something answers (401, 404, 405 …): the requests will tell more
-        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise ModelUnavailableError(
-                f"{self.name}: no server answers at {self.base_url} ({type(reason).__name__}); start it "
-                f"first (vLLM: `vllm serve {self.model} …`, see docs/SERVING.md)"
-                + (f" or set {self.base_url_env} to its URL" if self.base_url_env else "")
-            ) from None
-        try:
-            served = [m.get("id") for m in json.loads(raw.decode("utf-8")).get("data", [])]
-        except (ValueError, AttributeError, TypeError):
-            return
+            with http_session(RetryPolicy(retries=0)) as session:
+                resp = session.get(
+                    self.base_url + "/models", headers=self._headers(), timeout=timeout
+                )
+        except requests.RequestException as exc:
+            raise ModelUnavailableError(self._no_server(exc)) from None
+        if not _is_success(resp.status_code):
+            return  # something answers (401, 404, 405 …)
+        served = _served_models(resp.content)
         if served and self.model not in served:
             raise ModelUnavailableError(
-                f"{self.name}: the server at {self.base_url} serves {', '.join(map(str, served[:5]))}, "
-                f"not {self.model}; start `vllm serve {self.model}` there (see docs/SERVING.md)"
+                f"{self.name}: the server at {self.base_url} serves "
+                f"{', '.join(map(str, served[:5]))}, not {self.model}; "
+                f"start `vllm serve {self.model}` there (see docs/SERVING.md)"
             )
+
+    def _no_server(self, exc: requests.RequestException) -> str:
+        """The message of a probe that reached no server."""
+        message = (
+            f"{self.name}: no server answers at {self.base_url} "
+            f"({type(failure_reason(exc)).__name__}); start it first "
+            f"(vLLM: `vllm serve {self.model} …`, see docs/SERVING.md)"
+        )
+        if self.base_url_env:
+            message += f" or set {self.base_url_env} to its URL"
+        return message
 
     def _scrub(self, text: str) -> str:
         key = os.environ.get(self.key_env, "") if self.key_env else ""
@@ -317,47 +317,135 @@ class OpenAIRecogniser(Recogniser):
         return text.replace("\n", " ")[:200]
 
     def _post(self, route: str, body: bytes, ctype: str) -> dict:
-        headers = self._headers(ctype)
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            with self._lock:
-                self._stats["n_requests"] += 1
-                self._stats["n_retries"] += bool(attempt)
-            req = urllib.request.Request(
-                self.base_url + route, data=body, headers=headers, method="POST"
+        """POST ``body`` to ``route`` (retried by the session) and return the JSON answer.
+
+        Raises :class:`OpenAIBackendError`: ``connection failed (<error>) after N attempts``,
+        ``HTTP <status>: <server's message>`` (``after N attempts`` for a retried status), or a
+        malformed (not JSON) answer.
+        """
+        try:
+            resp = self._session.post(
+                self.base_url + route,
+                data=body,
+                headers=self._headers(ctype),
+                timeout=self.timeout_s,
             )
-            retry_after = None
+        except requests.RequestException as exc:
+            n = self._attempts_after_failure(exc)
+            self._count_requests(n)
+            reason = type(failure_reason(exc)).__name__
+            raise OpenAIBackendError(f"connection failed ({reason}) after {n} attempts") from None
+        with resp:
+            n = attempts_made(resp)
+            self._count_requests(n)
+            if not _is_success(resp.status_code):
+                raise OpenAIBackendError(self._http_failure(resp, n))
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310
-                    raw = resp.read()
-                try:
-                    return json.loads(raw.decode("utf-8"))
-                except ValueError:
-                    raise OpenAIBackendError("malformed response (not JSON)") from None
-            except urllib.error.HTTPError as exc:
-                status = exc.code
-                try:
-                    detail = json.loads(exc.read().decode("utf-8", "replace")).get("error", {})
-                    detail = detail.get("message", "") if isinstance(detail, dict) else str(detail)
-                except Exception:  # noqa: BLE001
-                    detail = ""
-                last = f"HTTP {status}" + (f": {self._scrub(detail)}" if detail else "")
-                if status not in RETRY_STATUS:
-                    raise OpenAIBackendError(last) from None
-                with contextlib.suppress(
-                    AttributeError, TypeError, ValueError
-                ):  # none, or not a number
-                    retry_after = float(exc.headers.get("Retry-After"))
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                reason = getattr(exc, "reason", exc)
-                last = f"connection failed ({type(reason).__name__})"
-            if (
-                attempt < self.max_retries
-            ):  # a Retry-After longer than the backoff is honoured (within the cap)
-                time.sleep(
-                    min(self.max_backoff_s, max(self.backoff_s * (2**attempt), retry_after or 0.0))
-                )
-        raise OpenAIBackendError(f"{last} after {self.max_retries + 1} attempts")
+                return json.loads(resp.content.decode("utf-8"))
+            except ValueError:
+                raise OpenAIBackendError("malformed response (not JSON)") from None
+
+    def _attempts_after_failure(self, exc: requests.RequestException) -> int:
+        """Requests sent before ``exc``: every retry for a connection failure or timeout, one when
+        the host name does not resolve (not retried) or the error is not a network one."""
+        if is_name_resolution_failure(exc):
+            return 1
+        if isinstance(exc, (requests.ConnectionError, requests.Timeout)):
+            return self.max_retries + 1
+        return 1
+
+    def _count_requests(self, n: int) -> None:
+        """Add ``n`` requests (``n − 1`` of them retries) to the statistics."""
+        with self._lock:
+            self._stats["n_requests"] += n
+            self._stats["n_retries"] += n - 1
+
+    def _http_failure(self, resp: requests.Response, n: int) -> str:
+        """``HTTP <status>[: <server's message, key scrubbed>]``, plus ``after N attempts`` when the
+        status is one that is retried."""
+        detail = _error_detail(resp.content)
+        message = f"HTTP {resp.status_code}"
+        if detail:
+            message += f": {self._scrub(detail)}"
+        if resp.status_code in RETRY_STATUSES:
+            message += f" after {n} attempts"
+        return message
+
+
+def _given_or(value, default):
+    """``value`` unless it is None, else ``default``."""
+    if value is None:
+        return default
+    return value
+
+
+def _base_url(entry, base_url_env: str | None) -> str:
+    """The endpoint: ``$<base_url_env>`` when set and not empty, else the entry's ``base_url``;
+    without a trailing slash."""
+    url = os.environ.get(base_url_env, "").strip() if base_url_env else ""
+    return (url or str(entry.extra["base_url"])).rstrip("/")
+
+
+def _require_key(entry_id: str, key_env: str | None) -> None:
+    """:class:`ModelUnavailableError` when the entry names a key variable that is not set."""
+    if key_env and not os.environ.get(key_env):
+        raise ModelUnavailableError(
+            f"{entry_id}: set the environment variable {key_env} to the "
+            "endpoint's API key (it is read from there only)"
+        )
+
+
+def _check_parallelism(entry_id: str, batch_size: int, concurrency: int) -> None:
+    """:class:`AiplibParameterError` unless both are positive; a warning when ``batch_size`` caps
+    the requests in flight."""
+    for name, v in (("batch_size", batch_size), ("concurrency", concurrency)):
+        if v <= 0:
+            raise AiplibParameterError(f"{entry_id}: {name} must be a positive integer, got {v!r}")
+    if batch_size < concurrency:
+        log.warning(
+            "%s: batch_size %d < concurrency %d: at most %d requests will be in flight",
+            entry_id,
+            batch_size,
+            concurrency,
+            batch_size,
+        )
+
+
+def _new_stats() -> dict:
+    """The counters of :meth:`OpenAIRecogniser.stats`, all zero."""
+    return {
+        "n_requests": 0,
+        "n_retries": 0,
+        "seconds": 0.0,
+        "audio_s": 0.0,
+        "n_stimuli": 0,
+        "n_errors": 0,
+        "max_in_flight": 0,
+    }
+
+
+def _is_success(status: int) -> bool:
+    """True for a 2xx status (urllib's rule: anything else is an HTTP error)."""
+    return 200 <= status < 300
+
+
+def _error_detail(content: bytes) -> str:
+    """The ``error.message`` (or ``error``) of an error answer's JSON body; "" when it has none."""
+    try:
+        detail = json.loads(content.decode("utf-8", "replace")).get("error", {})
+    except (ValueError, AttributeError):
+        return ""
+    if isinstance(detail, dict):
+        return str(detail.get("message") or "")
+    return str(detail or "")
+
+
+def _served_models(content: bytes) -> list:
+    """Model ids of a ``GET /models`` answer (``data[].id``); empty when it is not that JSON."""
+    try:
+        return [m.get("id") for m in json.loads(content.decode("utf-8")).get("data", [])]
+    except (ValueError, AttributeError, TypeError):
+        return []
 
 
 def load(entry, **opts) -> OpenAIRecogniser:

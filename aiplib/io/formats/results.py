@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
-from aiplib.io.formats.tables import read_text_csv, parse_bool, write_csv_atomic, write_json_atomic
+from aiplib.core.tasks import TASK_FAMILIES
+from aiplib.io.formats.tables import parse_bool, read_text_csv, write_csv_atomic, write_json_atomic
 
 __all__ = [
     "CORE_FIELDS",
@@ -40,11 +41,12 @@ __all__ = [
 log = logging.getLogger("aiplib.io.formats")
 
 
-# Fields of every inference row (the authors'; a successful row has the manifest columns before raw,
-# a failed one error after it), then ours: decode_s and audio_s in s, stim_key (the resume key),
-# batch_size (stimuli of the generate call; empty on mixing failures), window_s (the encoder window
-# in s, for backends choosing one).
+#: Fields of every inference row (the authors'; a successful row has the manifest columns before
+#: raw, a failed one error after it).
 CORE_FIELDS = ["id", "raw", "model", "task"]
+#: Our fields of an inference row: decode_s and audio_s in s, stim_key (the resume key), batch_size
+#: (stimuli of the generate call; empty on mixing failures), window_s (the encoder window in s, for
+#: backends choosing one).
 EXTRA_FIELDS = [
     "prompt_set",
     "prompt_id",
@@ -54,9 +56,10 @@ EXTRA_FIELDS = [
     "batch_size",
     "window_s",
 ]
-# what stage 7 writes itself; every other field of a successful row is a copy of its manifest row
+#: What stage 7 writes itself; every other field of a successful row is a copy of its manifest row.
 RUN_FIELDS = ("raw", "model", "task", "error", *EXTRA_FIELDS)
-ERROR_RESPONSE = "__ERROR__"  # raw of a failed generation (the authors' marker)
+#: ``raw`` of a failed generation (the authors' marker).
+ERROR_RESPONSE = "__ERROR__"
 
 
 def repair_jsonl(path) -> int:
@@ -64,7 +67,10 @@ def repair_jsonl(path) -> int:
     line, in place (a process killed while appending leaves a fragment); returns the bytes removed
     (0 if intact or absent)."""
     path = Path(path)
-    if not path.is_file() or (size := path.stat().st_size) == 0:
+    if not path.is_file():
+        return 0
+    size = path.stat().st_size
+    if size == 0:
         return 0
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
         keep = m.rfind(b"\n") + 1  # searched from the end
@@ -169,9 +175,9 @@ def is_error_row(row: dict) -> bool:
     return raw is None or raw == ERROR_RESPONSE or err is not None
 
 
-# What a JSON ``null`` answer (``"raw": null`` with no ``error``) counts as: ``failed`` (ours: no
-# answer, left out like an ``__ERROR__`` row) or ``text_none`` (the authors' stage 6 scores
-# ``str(raw)``, the text "None").
+#: What a JSON ``null`` answer (``"raw": null`` with no ``error``) counts as: ``failed`` (ours: no
+#: answer, left out like an ``__ERROR__`` row) or ``text_none`` (the authors' stage 6 scores
+#: ``str(raw)``, the text "None")
 NULL_ANSWER_RULES = ("failed", "text_none")
 
 
@@ -257,20 +263,28 @@ def append_jsonl_lines(path, lines: list[str]) -> None:
         os.fsync(f.fileno())
 
 
-# score columns read as numbers (errors coerced to NaN); every other column is read as text
-SCORE_NUMERIC_COLUMNS = (
-    "snr_db",
-    "wer",
-    "errors",
-    "ref_words",
-    "substitutions",
-    "deletions",
-    "insertions",
-    "hits",
-    "delta_wer",
-    "correct",
-    "delta_acc",
-)
+def _score_numeric_columns() -> tuple[str, ...]:
+    """The counts of a score file, then each task family's measure and degradation column (from
+    :data:`aiplib.core.tasks.TASK_FAMILIES`)."""
+    columns = [
+        "snr_db",
+        "wer",
+        "errors",
+        "ref_words",
+        "substitutions",
+        "deletions",
+        "insertions",
+        "hits",
+    ]
+    for spec in TASK_FAMILIES.values():
+        for column in (spec.measure, spec.degradation_column):
+            if column not in columns:
+                columns.append(column)
+    return tuple(columns)
+
+
+#: Score columns read as numbers (errors coerced to NaN); every other column is read as text.
+SCORE_NUMERIC_COLUMNS = _score_numeric_columns()
 
 
 def read_scores(path) -> pd.DataFrame:

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
-from aiplib.core.tasks import KEYWORDS, family_spec, normalize_keywords
+from aiplib.core.tasks import KEYWORDS, TASK_FAMILIES, family_spec, normalize_keywords
+from aiplib.io.atomic import write_text_atomic
 
 __all__ = [
     "ITEM_BANK_FIELDS",
@@ -40,32 +41,22 @@ __all__ = [
 ]
 
 
-def _write_text_atomic(text: str, path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
-
-
 def write_csv_atomic(df: pd.DataFrame, path) -> Path:
-    """Write ``df`` (no index) to ``path`` (folder created) atomically: ``<path>.part``, then a
-    rename."""
-    return _write_text_atomic(df.to_csv(index=False), path)
+    """Write ``df`` (no index) to ``path`` (folder created) atomically: ``<path>.part``, fsync, then
+    a rename (:func:`aiplib.io.atomic.write_text_atomic`)."""
+    return write_text_atomic(path, df.to_csv(index=False))
 
 
-# descriptors/battery.csv, descriptors/acoustic_descriptors.csv and manifests are written the same
-# way
+#: descriptors/battery.csv, descriptors/acoustic_descriptors.csv and manifests are written the
+#: same way.
 write_battery_csv = write_descriptor_table = write_manifest_csv = write_csv_atomic
 
 
 def write_json_atomic(obj, path) -> Path:
     """Write ``obj`` as indented UTF-8 JSON to ``path`` atomically, like :func:`write_csv_atomic`
     (paths, NumPy integers and other non-JSON values as their ``str``)."""
-    return _write_text_atomic(
-        json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n", path
-    )
+    text = json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
+    return write_text_atomic(path, text)
 
 
 def read_text_csv(path) -> pd.DataFrame:
@@ -85,8 +76,9 @@ def parse_bool(v):
 
 
 # ============================================================================== item banks
+#: Fields an item bank row must have, per family (other fields are kept).
 ITEM_BANK_FIELDS = {
-    "asr": ("item_id", "path", "duration_s", "text"),  # required per family; others kept
+    "asr": ("item_id", "path", "duration_s", "text"),
     "kws": ("item_id", "path", "duration_s", "label", "is_target"),
 }
 
@@ -109,15 +101,15 @@ def write_item_bank(ws, family: str, rows, *, keywords=None) -> Path:
         )
     rows = list(rows)
     for i, r in enumerate(rows):
-        if missing := [k for k in ITEM_BANK_FIELDS[family] if k not in r]:
+        missing = [k for k in ITEM_BANK_FIELDS[family] if k not in r]
+        if missing:
             raise AiplibParameterError(
                 f"item bank {family}: row {i} ({r.get('item_id')!r}) lacks {missing}"
             )
-    path = _write_text_atomic(
-        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), ws.item_bank(family)
-    )
+    lines = [json.dumps(r, ensure_ascii=False) + "\n" for r in rows]
+    path = write_text_atomic(ws.item_bank(family), "".join(lines))
     side = {"family": family, "n_items": len(rows)}
-    if family == "kws":
+    if TASK_FAMILIES[family].keyword_set is not None:
         side["keywords"] = list(normalize_keywords(keywords))
     write_json_atomic(side, ws.item_bank_sidecar(family))
     return path
@@ -146,12 +138,13 @@ def read_item_bank(ws, family: str) -> pd.DataFrame:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{i}: not valid JSON ({exc.msg})") from None
     df = pd.DataFrame(rows)
-    if missing := set(ITEM_BANK_FIELDS.get(family, ("item_id", "path", "duration_s"))) - set(
-        df.columns
-    ):
+    required = ITEM_BANK_FIELDS.get(family, ("item_id", "path", "duration_s"))
+    missing = set(required) - set(df.columns)
+    if missing:
         raise AiplibParameterError(f"{path}: missing fields {sorted(missing)}")
     df["item_id"] = df["item_id"].map(str)
-    if dup := df["item_id"][df["item_id"].duplicated()].tolist():
+    dup = df["item_id"][df["item_id"].duplicated()].tolist()
+    if dup:
         raise AiplibParameterError(f"{path}: repeated item ids {dup[:5]}")
     return df
 
@@ -177,11 +170,10 @@ def read_item_bank_keywords(ws) -> tuple[str, ...]:
     return KEYWORDS if kw is None else normalize_keywords(kw)
 
 
-# ============================================================================== battery,
-# descriptors
-CATEGORIES = ("stationary", "transient", "music", "speech-like")  # of a background's category
-# columns of descriptors/battery.csv in order (aiplib.battery.backgrounds.curate_battery), and those
-# read as text
+# ======================================================================= battery, descriptors
+#: The categories a background belongs to.
+CATEGORIES = ("stationary", "transient", "music", "speech-like")
+#: Columns of descriptors/battery.csv in order (aiplib.battery.backgrounds.curate_battery).
 BATTERY_COLUMNS = [
     "bg_id",
     "category",
@@ -205,6 +197,7 @@ BATTERY_COLUMNS = [
     "bandwidth_hz",
     "path",
 ]
+#: Columns of descriptors/battery.csv read as text.
 BATTERY_TEXT_COLUMNS = (
     "bg_id",
     "category",
@@ -232,8 +225,7 @@ def read_battery_csv(path, *, index: bool = False) -> pd.DataFrame | None:
     return _read_bg_table(path, index, dtype={c: str for c in BATTERY_TEXT_COLUMNS})
 
 
-# the nine descriptors in column order (definitions: aiplib.battery.descriptors.DESCRIPTOR_INFO);
-# the table adds the share of descriptor frames that are digital silence
+#: The nine descriptors in column order (definitions: aiplib.battery.descriptors.DESCRIPTOR_INFO).
 DESCRIPTORS = [
     "zcr",
     "spectral_centroid",
@@ -245,6 +237,8 @@ DESCRIPTORS = [
     "rms_variance",
     "vad_speech_fraction",
 ]
+#: Columns of the descriptor table: the descriptors plus the share of descriptor frames that are
+#: digital silence.
 DESCRIPTOR_TABLE_COLUMNS = ["bg_id", *DESCRIPTORS, "silent_frame_share"]
 
 
@@ -261,7 +255,7 @@ def read_descriptor_table(path, *, index: bool = False) -> pd.DataFrame | None:
 
 
 # ============================================================================== manifests
-# the authors' first manifest columns: every manifest has them
+#: The authors' first manifest columns: every manifest has them.
 MANIFEST_REQUIRED = [
     "id",
     "speech_id",
@@ -290,7 +284,8 @@ def read_manifest_csv(path) -> pd.DataFrame:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: manifest not found; run stage 05_build_manifests first")
     df = read_text_csv(path)
-    if missing := [c for c in MANIFEST_REQUIRED if c not in df.columns]:
+    missing = [c for c in MANIFEST_REQUIRED if c not in df.columns]
+    if missing:
         raise AiplibParameterError(f"{path}: missing columns {missing}")
     for c in ("snr_db", "seed"):
         df[c] = pd.to_numeric(df[c]).astype("int64") if len(df) else df[c].astype("int64")
