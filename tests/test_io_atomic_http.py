@@ -1,4 +1,4 @@
-"""aiplib.io.atomic (one atomic writer) and aiplib.io.http (one retrying HTTP session)."""
+"""aiplib.core.atomic (one atomic writer) and aiplib.io.http (one retrying HTTP session)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from urllib3.util.retry import RequestHistory
 
-from aiplib.io.atomic import atomic_path, part_path, write_bytes_atomic, write_text_atomic
+from aiplib.core.atomic import atomic_path, part_path, write_bytes_atomic, write_text_atomic
 from aiplib.io.http import BackoffRetry, RetryPolicy, attempts_made, http_session
 
 

@@ -370,8 +370,8 @@ def write_sidecar(path, *, root=None, provenance=None, extra: dict | None = None
 
     Under ``"provenance"`` (replaced; other keys kept): ``files``, every file sharing the stem (a
     figure's PNG and PDF) with its size and SHA-256 and its path relative to ``root`` (default: the
-    file's folder), then the run record ``provenance`` (:func:`collect_provenance`) and the fields of
-    ``extra`` (e.g. ``{"seed": 0}``).
+    file's folder), then the run record ``provenance`` (:func:`collect_provenance`) and the fields
+    of ``extra`` (e.g. ``{"seed": 0}``).
 
     Raises
     ------

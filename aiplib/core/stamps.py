@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from aiplib.core import __version__
+from aiplib.core.atomic import write_text_atomic
 from aiplib.core.hashing import file_sha256
 
 #: Version of the stamp format (``stamp_version``); a stamp of another version is stale.
@@ -122,11 +123,8 @@ def write_stamp(path, stamp: dict, *, outputs=(), ws=None) -> Path:
     path = Path(path)
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     rec = dict(stamp, outputs=_hashes(outputs, ws), written=now)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
     text = json.dumps(rec, indent=1, ensure_ascii=False, default=str) + "\n"
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, text)
     return path
 
 

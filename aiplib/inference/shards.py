@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from aiplib.core.atomic import write_bytes_atomic
 from aiplib.core.errors import AiplibError, AiplibParameterError
 from aiplib.core.lock import LOCKING_SUPPORTED, open_lock_file, try_flock
 from aiplib.inference.run_records import MIX_DIAG_FIELDS
-from aiplib.io.atomic import write_bytes_atomic
 from aiplib.io.formats import (
     append_jsonl_lines,
     inference_row_json,

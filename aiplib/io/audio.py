@@ -20,8 +20,8 @@ import numpy as np
 import pyloudnorm
 import soundfile as sf
 
+from aiplib.core.atomic import atomic_path
 from aiplib.core.errors import AiplibParameterError, AudioFileError, MissingPackageError
-from aiplib.io.atomic import atomic_path
 
 #: The pipeline's sample rate, Hz.
 SR = 16000

@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from aiplib.core.atomic import atomic_path
 from aiplib.core.errors import AiplibParameterError
 from aiplib.core.hashing import file_sha256
 from aiplib.io.audio import SR, load_audio
@@ -74,13 +75,11 @@ def _is_16_bit(y: np.ndarray) -> bool:
 
 
 def _write_flac(y: np.ndarray, dest) -> None:
-    """Write ``y`` (16 kHz) to ``dest`` as 16-bit FLAC, through a ``.part`` file."""
+    """Write ``y`` (16 kHz) to ``dest`` as 16-bit FLAC, atomically (:func:`atomic_path`)."""
     import soundfile as sf
 
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".part")
-    sf.write(str(tmp), y, SR, subtype="PCM_16", format="FLAC")
-    tmp.replace(dest)
+    with atomic_path(dest) as tmp:
+        sf.write(str(tmp), y, SR, subtype="PCM_16", format="FLAC")
 
 
 def _decoded(ws, table: pd.DataFrame) -> pd.DataFrame:

