@@ -55,8 +55,9 @@ class BackoffRetry(Retry):
             return 0.0
         return float(min(self.backoff_max, self.backoff_factor * 2 ** (len(errors) - 1)))
 
-    def increment(self, method=None, url=None, response=None, error=None, _pool=None,
-                  _stacktrace=None):
+    def increment(
+        self, method=None, url=None, response=None, error=None, _pool=None, _stacktrace=None
+    ):
         """As :meth:`urllib3.util.Retry.increment`, but a name-resolution failure raises
         :class:`urllib3.exceptions.MaxRetryError` at once."""
         if isinstance(error, NameResolutionError):

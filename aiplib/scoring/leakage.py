@@ -236,10 +236,12 @@ class LeakRule:
 
 #: Scorer name (:attr:`aiplib.core.tasks.TaskFamily.scoring`) → its :class:`LeakRule`.
 LEAK_RULES = {
-    "wer": LeakRule("reference", LEAK_ASR_COLUMNS, _asr_leak_row, _asr_blank, None,
-                    "floor_leak_share"),
-    "kws_first_word": LeakRule("label", LEAK_KWS_COLUMNS, _kws_leak_row, _kws_blank, "boolean",
-                               "kws_leak_floor"),
+    "wer": LeakRule(
+        "reference", LEAK_ASR_COLUMNS, _asr_leak_row, _asr_blank, None, "floor_leak_share"
+    ),
+    "kws_first_word": LeakRule(
+        "label", LEAK_KWS_COLUMNS, _kws_leak_row, _kws_blank, "boolean", "kws_leak_floor"
+    ),
 }
 
 

@@ -454,7 +454,7 @@ class SafeUnzip(pooch.Unzip):
 
 
 def _zip_kind(info: zipfile.ZipInfo) -> str | None:
-    """"symbolic link" for a ZIP member whose Unix mode is a link, else None."""
+    """ "symbolic link" for a ZIP member whose Unix mode is a link, else None."""
     if (info.external_attr >> 16) & 0o170000 == 0o120000:
         return "symbolic link"
     return None

@@ -479,9 +479,7 @@ def build_manifests(
         if not ws.item_bank(fam).is_file():
             warnings.warn(f"no item bank for {fam!r}; its manifest is skipped")
             continue
-        out[fam] = build_manifest(
-            ws, fam, snrs=snrs, seed_start=seed_start, overwrite=overwrite
-        )
+        out[fam] = build_manifest(ws, fam, snrs=snrs, seed_start=seed_start, overwrite=overwrite)
     return out
 
 

@@ -461,9 +461,7 @@ def condition_table(
         return pd.DataFrame(columns=_columns(family))
     spec = TASK_FAMILIES[family]
     pooling = _POOLINGS[spec.measure_kind]
-    settings = _Settings(
-        n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=min_diff_pp
-    )
+    settings = _Settings(n_resamples=n_resamples, seed=seed, level=level, min_diff_pp=min_diff_pp)
     rows = _prepare_rows(scores, family)
     sum_cols = pooling.sums(spec)
     medians = pooling.medians(rows, scopes, spec)
