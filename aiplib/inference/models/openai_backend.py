@@ -448,7 +448,28 @@ def _served_models(content: bytes) -> list:
         return []
 
 
-def load(entry, **opts) -> OpenAIRecogniser:
-    """The backend's entry point (:func:`aiplib.inference.models.load_model`): ``opts`` are
-    :class:`OpenAIOptions`."""
-    return OpenAIRecogniser(entry, OpenAIOptions(**opts))
+def load(
+    entry,
+    *,
+    path: str | None = None,
+    batch_size: int | None = None,
+    timeout_s: float | None = None,
+    max_retries: int | None = None,
+    backoff_s: float | None = None,
+    max_backoff_s: float | None = None,
+    concurrency: int | None = None,
+    probe: bool | None = None,
+) -> OpenAIRecogniser:
+    """The backend's entry point (:func:`aiplib.inference.models.load_model`): the fields of
+    :class:`OpenAIOptions` (None: the entry's value)."""
+    options = OpenAIOptions(
+        timeout_s=timeout_s,
+        max_retries=max_retries,
+        backoff_s=backoff_s,
+        max_backoff_s=max_backoff_s,
+        batch_size=batch_size,
+        concurrency=concurrency,
+        probe=probe,
+        path=path,
+    )
+    return OpenAIRecogniser(entry, options)
