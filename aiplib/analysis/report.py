@@ -29,16 +29,18 @@ from aiplib.core.workspace import PROFILES, workspace
 
 log = logging.getLogger(__name__)
 
-# Exit status of ``python -m aiplib.analysis.report`` when a criterion fails or a condition got
-# worse than in the previous run.
+#: Exit status of ``python -m aiplib.analysis.report`` when a criterion fails or a condition got
+#: worse than in the previous run.
 EXIT_CRITERIA_FAILED = 3
 
 # ------------------------------------------------------------------------------------ render
-# Cells of notebook 09 with this tag are left out of the report (with the parameter cells).
+#: Cells of notebook 09 with this tag are left out of the report (with the parameter cells).
 REPORT_HIDE_TAG = "report-hide"
 
+#: Cell tags whose cells the report leaves out.
 _SKIP_TAGS = {"parameters", "injected-parameters", REPORT_HIDE_TAG}
 
+#: The report's own style: contents box, text outputs, scrolling tables, coloured verdicts.
 _CSS = """<style>
 body,nav.aip-toc,.jp-RenderedText pre{font-family:var(--jp-content-font-family)}
 nav.aip-toc{border:1px solid #ddd;background:#fafafa;padding:.4em 1.2em;margin:1em 0;
@@ -55,8 +57,8 @@ td.worse{color:#b00020;font-weight:600} td.better{color:#1b7d2c;font-weight:600}
 main{max-width:1250px;margin:auto}
 </style>"""
 
-# A table wider than its box says so above it (the box scrolls sideways; some browsers hide the
-# bar).
+#: A table wider than its box says so above it (the box scrolls sideways; some browsers hide the
+#: bar).
 _WIDE_JS = """<script>
 addEventListener("load", () => document.querySelectorAll("div.aip-scroll").forEach(d => {
   const th = d.querySelectorAll("thead th"), box = d.getBoundingClientRect();
@@ -70,7 +72,7 @@ addEventListener("load", () => document.querySelectorAll("div.aip-scroll").forEa
 }));
 </script>"""
 
-# An absolute path in printed text (made shareable in the report).
+#: An absolute path in printed text (made shareable in the report).
 _ABS_PATH = re.compile(r"(?<![\w.~/-])/[^\s'\"`<>]+")
 
 

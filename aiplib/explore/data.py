@@ -380,6 +380,7 @@ def word_diff(reference: str, response: str) -> list[tuple[str, str, str]]:
     ]
 
 
+#: Columns of the worst-stimuli table, in order.
 WORST_COLUMNS = [
     "model",
     "task",
@@ -528,9 +529,8 @@ def background_table(ws) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------- audio
-AUDIO_SUBTYPE = (
-    "FLOAT"  # the players' WAV: 32-bit IEEE float, the float32 samples the model was given
-)
+#: The players' WAV: 32-bit IEEE float, the float32 samples the model was given.
+AUDIO_SUBTYPE = "FLOAT"
 
 #: Titles of the three players (clean, middle, mixture) per condition family; stimulus_labels
 #: adds details.

@@ -24,8 +24,10 @@ from aiplib.explore import data
 from aiplib.io.audio import SR, valid_audio
 from aiplib.io.formats import DESCRIPTORS
 
-CAP_WORDS = 40  # words of a response shown before the "… +N words" toggle
+#: Words of a response shown before the "… +N words" toggle.
+CAP_WORDS = 40
 
+#: The explorer's style (responses, alignment marks, tables).
 CSS = """<style>
 .aip-explorer .aip-sub{background:#ffe0b2;border-bottom:2px solid #e65100}
 .aip-explorer .aip-ins{background:#c8e6c9;border-bottom:2px solid #2e7d32}
@@ -64,6 +66,7 @@ def col_header(c: str) -> str:
     return html.escape(c.replace("_", " "))
 
 
+#: HTML of each alignment operation of a hypothesis word.
 _MARK = {
     "equal": "{h}",
     "substitute": "<span class='aip-sub' title='reference: {r}'>{h}</span>",
@@ -375,7 +378,9 @@ def signals_figure_png(signals: dict, *, sr: int = SR, title: str = "", dpi: int
 
 
 # ---------------------------------------------------------------------------------------- widget
+#: The model chooser's value for "no model chosen".
 _NO_MODEL = ""
+#: The worst-stimuli chooser's value that keeps the ranking's order.
 _AS_RANKED = "(as ranked)"
 #: Per condition family: the condition chooser's clean option, the worst-case column, the plot's
 #: title (the chooser's title is the family's ``label``).
@@ -399,7 +404,9 @@ def _family_words(cf: str) -> str:
     return f" in the {cf} family"
 
 
+#: The three audio players, in order.
 _PLAYERS = ("clean", "background", "mixture")
+#: The choosers: (name, title, width).
 _CONTROLS = (
     ("family", "Condition family", "270px"),
     ("task", "Task", "150px"),

@@ -53,6 +53,7 @@ def write_condition_tables(
     }
 
 
+#: Columns of a condition table read back as text, not numbers.
 _TEXT_COLUMNS = {
     "bg_id",
     "model",

@@ -517,6 +517,7 @@ def build_item_banks(
 #: number (the first ``audio/1-*-A-<class>.wav``: fold 1, take A) or a glob inside the corpus
 #: folder; the authors' categories are in :data:`AUTHORS_CATEGORY`. Read from ``paper_battery.csv``.
 _TABLE1 = pd.read_csv(Path(__file__).with_name("paper_battery.csv"), dtype=str)
+#: The paper's battery as tuples, in ``paper_battery.csv`` order (see above).
 BATTERY = tuple(_TABLE1.itertuples(index=False, name=None))
 
 
