@@ -107,7 +107,9 @@ pd.DataFrame([_written(cf, p) for cf in parse_suite(suite) for p in sorted(ws.wi
 # 10 · log10(mean(s²) / mean(b²)) in dB, against the row's label (to 0.01 dB); the prompt the model
 # gets (the task's text of the prompt set, none for a model that takes no prompt); the decoder's
 # answer, decoded again here from that audio and prompt with the model loaded as stage 7 loads it;
-# and the row in the inference file, whose answer (`raw`) must be the one shown. The `paper` profile
+# and the row in the inference file, whose answer (`raw`) must be the one shown (for the embedded
+# Whisper, whose numeric path is pinned; another model's differing answer is reported as
+# non-deterministic decoding). The `paper` profile
 # does not load its model a second time for one stimulus (a Speech LLM on a GPU), and a model that
 # does not load here (no GPU, package missing) cannot decode: then the row is shown without a
 # decode, and the cell says why.
@@ -119,6 +121,7 @@ import numpy as np
 from aiplib.core.errors import MissingPackageError, ModelUnavailableError
 from aiplib.core.tasks import CONDITION_FAMILIES, task_family
 from aiplib.inference import models
+from aiplib.inference.prompts import NO_PROMPT_ID
 from aiplib.io.audio import SR
 from aiplib.io.formats import ERROR_RESPONSE, read_manifest
 from aiplib.stimuli.families import mix_components
@@ -177,8 +180,11 @@ else:
         assert abs(measured_snr - float(man_row["snr_db"])) <= 0.01, (
             f"{man_row['id']}: SNR {measured_snr:.3f} dB measured, the label is "
             f"{man_row['snr_db']} dB")
-    prompt_id, prompt_text = ps.prompt(first["task"])
-    prompt = prompt_text if entry.takes_prompt else None
+    # a model that takes no prompt is sent none: its rows say prompt_id "none"
+    prompt_id = NO_PROMPT_ID
+    prompt = None
+    if entry.takes_prompt:
+        prompt_id, prompt = ps.prompt(first["task"])
     assert written_row["prompt_id"] == prompt_id, (
         f"{first['file']} {written_row['id']}: prompt_id {written_row['prompt_id']}, "
         f"the set gives {prompt_id}")
@@ -206,13 +212,19 @@ else:
     assert written_row["audio_s"] == round(y.size / SR, 4), (
         f"{written_row['id']}: audio_s {written_row['audio_s']} in the file, the mixture has "
         f"{y.size / SR:.4f} s")
-    assert answer is None or answer == written_row["raw"], (
-        f"{first['file']} {written_row['id']}: the file holds {written_row['raw']!r}, "
-        f"the decoder gives {answer!r}")
+    # The embedded Whisper decodes on a pinned numeric path: the same audio gives the same answer.
+    # Another model (a program, an endpoint) may not: a different answer is said, not a failure.
+    pinned = entry.backend == "whisper"
     if answer is None:
         print(f"{written_row['id']}: {no_decode}")
-    else:
+    elif answer == written_row["raw"]:
         print(f"{written_row['id']}: the decoder's answer {answer!r} is the file's")
+    else:
+        assert not pinned, (
+            f"{first['file']} {written_row['id']}: the file holds {written_row['raw']!r}, "
+            f"the decoder gives {answer!r}")
+        print(f"{written_row['id']}: {first['model']} answered {answer!r} now and "
+              f"{written_row['raw']!r} in stage 7: its decoding is not deterministic")
 
 # %% [markdown]
 # ## Checks
