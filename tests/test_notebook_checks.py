@@ -35,10 +35,10 @@ _m.mix_normalized = _louder
 
 DROP_ONE_ROW = """
 import aiplib.stimuli.manifests as _mf
-_write = _mf._write_rows
+_write = _mf.write_manifest_rows
 def _drop(rows, columns, out):  # the sixth row (a mixture of the first item) is lost
     return _write(rows[:5] + rows[6:], columns, out)
-_mf._write_rows = _drop
+_mf.write_manifest_rows = _drop
 """
 
 
