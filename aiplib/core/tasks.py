@@ -128,20 +128,20 @@ def required_tasks() -> tuple[str, ...]:
     return tuple(task_file()["tasks"])
 
 
-def family_spec(family: str) -> dict:
-    """The task file's entry of a family (``reference``, ``scoring``, ``measure``, ``degradation``).
+def family_spec(family: str) -> TaskFamily:
+    """The :class:`TaskFamily` of a task family name (``asr``, ``kws``): :data:`TASK_FAMILIES`, with
+    a clear error for an unknown name.
 
     Raises
     ------
     AiplibParameterError
         If ``family`` is not in the task file.
     """
-    fams = task_file()["families"]
-    if family not in fams:
+    if family not in TASK_FAMILIES:
         raise AiplibParameterError(
-            f"unknown task family {family!r}; choose one of {', '.join(fams)}"
+            f"unknown task family {family!r}; choose one of {', '.join(TASK_FAMILIES)}"
         )
-    return fams[family]
+    return TASK_FAMILIES[family]
 
 
 def task_family(task: str) -> str:
@@ -196,8 +196,7 @@ def keyword_set() -> tuple[str, ...]:
     """The KWS family's keyword set of the task file (the paper's ten words; :func:`task_file` has
     checked that ``keyword_sets`` holds it)."""
     return tuple(
-        str(w).strip().lower()
-        for w in task_file()["keyword_sets"][family_spec("kws")["keyword_set"]]
+        str(w).strip().lower() for w in task_file()["keyword_sets"][family_spec("kws").keyword_set]
     )
 
 

@@ -380,7 +380,7 @@ def manifest_view(m: pd.DataFrame, family: str) -> pd.DataFrame:
             "item_id": item,
             "bg_id": bg.where(~clean, "clean"),
             "snr_db": snr,
-            "reference": text(col(family_spec(family)["reference"])),
+            "reference": text(col(family_spec(family).reference)),
             "accent_group": acc,
             "accent": accent.where(accent != "", acc),
             "is_target": text(col("is_target")),
