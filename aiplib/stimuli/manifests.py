@@ -33,6 +33,7 @@ from aiplib.io.audio import load_audio_cached
 # read_manifest and TASK_FAMILIES are also imported from here by aiplib/inference/runner.py and
 # aiplib/stimuli/checks.py
 from aiplib.io.formats import read_battery_csv, read_item_bank, read_manifest, write_manifest_csv
+from aiplib.io.formats.tables import MANIFEST_REQUIRED
 from aiplib.stimuli.mixing import BG_SILENCE_POWER, background_segment, segment_active
 
 log = logging.getLogger(__name__)
@@ -47,33 +48,11 @@ CLEAN_SNR_DB = 99
 #: ``seed_start`` in ``tasks.yaml``).
 SEED_START = CONDITION_FAMILIES["background"].seed_start
 
-#: The authors' manifest columns, in their order.
+#: The authors' manifest columns, in their order: the columns every manifest has
+#: (:data:`aiplib.io.formats.tables.MANIFEST_REQUIRED`), then the family's own.
 AUTHOR_COLUMNS = {
-    "asr": [
-        "id",
-        "speech_id",
-        "background_id",
-        "snr_db",
-        "condition",
-        "seed",
-        "speech_path",
-        "bg_path",
-        "accent",
-        "gender",
-        "transcript",
-    ],
-    "kws": [
-        "id",
-        "speech_id",
-        "background_id",
-        "snr_db",
-        "condition",
-        "seed",
-        "speech_path",
-        "bg_path",
-        "keyword",
-        "is_target",
-    ],
+    "asr": [*MANIFEST_REQUIRED, "accent", "gender", "transcript"],
+    "kws": [*MANIFEST_REQUIRED, "keyword", "is_target"],
 }
 
 #: Our columns after the authors': ``family`` (asr or kws), ``accent_group``, ``bg_offset`` (start
