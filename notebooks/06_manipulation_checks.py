@@ -48,9 +48,12 @@ presence.groupby("snr_db")[["target_snr_db", "achieved_snr_db", "bg_active_fract
 
 # %%
 constancy = wer_check.wer_constancy(ws, model=wer_check_model, n_items=n_wer_items, seed=seed)
-if constancy.attrs["n_failed"]:  # recogniser failures are results: counted, named, retried by the next run
-    print(f"{constancy.attrs['n_failed']} of {len(constancy)} decodes failed and are left out of the spread: "
-          + ", ".join(constancy.attrs["failed"][:10]) + f"; first error: {constancy['error'].dropna().iloc[0]}")
+paired = wer_check.paired_spread(constancy)  # items decoded at every level only
+if paired["n_failed"]:  # recogniser failures are results: counted, named, retried by the next run
+    print(f"{paired['n_failed']} of {len(constancy)} decodes failed: " + ", ".join(paired["failed"][:10])
+          + f"; first error: {constancy['error'].dropna().iloc[0]}; the WER spread compares the "
+          f"{paired['n_paired']} of {paired['n_items']} items decoded at every level (left out: "
+          + ", ".join(paired["left_out"][:10]) + ")")
 table = constancy.pivot_table(index="item_id", columns="level_lufs", values="wer")
 table["spread"] = table.max(axis=1) - table.min(axis=1)
 print(f"items whose WER changes with speech level: {(table['spread'] > 0).sum()} of {len(table)}; "
@@ -127,8 +130,10 @@ else:
 # SNR within `snr_tolerance_db` (a silent background segment has no SNR and is counted above, not
 # here); the same rows give the same bytes, the stored seeds and offsets are the manifest's rules;
 # and the recogniser's mean WER over the checked items moves by at most `max_wer_spread` across
-# the speech levels. Decodes that failed are results (counted above), not a failed check; when
-# every decode failed, WER constancy is not judged and one line says so.
+# the speech levels, over the items decoded at every level (an item with a failed decode is left
+# out at every level, so each level averages the same items). Decodes that failed are results
+# (counted and named above), not a failed check; when no item was decoded at every level, WER
+# constancy is not judged and one line says so.
 
 # %%
 if presence.empty:
@@ -139,15 +144,17 @@ assert bad.empty, (f"achieved SNR off by more than {snr_tolerance_db} dB in {len
                    f"{bad.iloc[0]['achieved_snr_db']:.3f} dB (max error {bad.iloc[0]['max_abs_error_db']:.3f} dB)")
 for rule in ("identical_bytes", "seeds_match", "offsets_match"):
     assert determinism[rule], f"determinism: {rule} is false over {determinism['n_rows']} rows (checks/determinism.json)"
-decoded = constancy.dropna(subset=["wer"])
-if decoded.empty:
-    print(f"WER constancy not judged: all {len(constancy)} decodes failed")
+if not paired["n_paired"]:
+    print(f"WER constancy not judged: no item was decoded at every level ({paired['n_failed']} of "
+          f"{len(constancy)} decodes failed)")
 else:
-    by_level = decoded.groupby("level_lufs")["wer"].mean()
-    spread = float(by_level.max() - by_level.min())
-    assert spread <= max_wer_spread, (f"WER constancy: the mean WER moves by {spread:.3f} across speech levels "
-                                      f"({', '.join(f'{lv:g} LUFS: {w:.3f}' for lv, w in by_level.items())}), "
+    spread = paired["spread"]
+    assert spread <= max_wer_spread, (f"WER constancy: the mean WER of the {paired['n_paired']} items decoded at every "
+                                      f"level moves by {spread:.3f} across speech levels ("
+                                      f"{', '.join(f'{lv:g} LUFS: {w:.3f}' for lv, w in paired['by_level'].items())}), "
                                       f"more than {max_wer_spread}")
 print(f"achieved SNR within {snr_tolerance_db} dB in all {len(presence)} cells (largest error "
       f"{presence['max_abs_error_db'].max() if len(presence) else 0:.2g} dB); {determinism['n_rows']} rows deterministic; mean WER spread "
-      + (f"{spread:.3f} ≤ {max_wer_spread}" if not decoded.empty else "not judged"))
+      + (f"{paired['spread']:.3f} ≤ {max_wer_spread} over {paired['n_paired']} paired items"
+         if paired["n_paired"] else "not judged")
+      + (f"; {paired['n_failed']} failed decodes left out with their items" if paired["n_failed"] else ""))

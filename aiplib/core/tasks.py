@@ -11,6 +11,8 @@ bank.
 from __future__ import annotations
 
 import functools
+import string
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,31 +167,56 @@ def task_family(task: str) -> str:
     )
 
 
+def normalize_keyword(text) -> str:
+    """One keyword, KWS label or first answer word read the way KWS answers are: Unicode NFC,
+    lower-case, white space collapsed, ASCII punctuation stripped at both ends; ``""`` when nothing
+    is left (``"up!"`` → ``"up"``, ``" Yes "`` → ``"yes"``, ``"?"`` → ``""``)."""
+    text = unicodedata.normalize("NFC", str(text))
+    return " ".join(text.lower().split()).strip(string.punctuation).strip()
+
+
 def normalize_keywords(keywords) -> tuple[str, ...]:
     """A keyword set (comma-separated string, sequence of words, or None: :data:`KEYWORDS`) as a
-    tuple of lower-case words, in order, without repeats.
+    tuple of keywords normalised as answers are (:func:`normalize_keyword`), in order, without
+    repeats.
 
     Raises
     ------
     AiplibParameterError
-        If the set is empty or a keyword has a space in it (the first-word rule could never match
-        it).
+        If the set is empty, an entry is empty (``"yes,,no"``: named by its position) or a keyword
+        has a space in it (the first-word rule could never match it).
     """
     if keywords is None:
         return KEYWORDS
     if isinstance(keywords, str):
         keywords = keywords.split(",")
-    cleaned = []
-    for keyword in keywords:
-        if str(keyword).strip():
-            cleaned.append(str(keyword).strip().lower())
-    words = tuple(_distinct(cleaned))
-    if not words:
+    keywords = [str(k) for k in keywords]
+    if not any(k.strip() for k in keywords):
         raise AiplibParameterError("the keyword set is empty")
+    empty = empty_keyword_entries(keywords)
+    if empty:
+        raise AiplibParameterError(
+            f"the keyword set {','.join(keywords)!r} has {_entry_names(empty, len(keywords))} "
+            "(nothing left after normalisation); remove the extra comma or the entry"
+        )
+    words = tuple(_distinct(normalize_keyword(k) for k in keywords))
     bad = [word for word in words if len(word.split()) != 1]
     if bad:
         raise AiplibParameterError(f"keywords must be single words, got {bad}")
     return words
+
+
+def empty_keyword_entries(keywords) -> list[int]:
+    """1-based positions of the entries of ``keywords`` (a sequence of str) that
+    :func:`normalize_keyword` leaves empty (``["yes", "", "?"]`` → ``[2, 3]``)."""
+    return [i for i, k in enumerate(keywords, start=1) if not normalize_keyword(k)]
+
+
+def _entry_names(positions: list[int], n: int) -> str:
+    """``"an empty entry (4 of 5)"`` or ``"empty entries (2, 4 of 5)"``."""
+    if len(positions) == 1:
+        return f"an empty entry ({positions[0]} of {n})"
+    return f"empty entries ({', '.join(str(i) for i in positions)} of {n})"
 
 
 def keyword_set() -> tuple[str, ...]:

@@ -17,11 +17,12 @@ import importlib.metadata
 import math
 import re
 import string
+import unicodedata
 
 import jiwer
 
 from aiplib.core.errors import AiplibParameterError
-from aiplib.core.tasks import KEYWORDS
+from aiplib.core.tasks import KEYWORDS, normalize_keyword
 from aiplib.core.textnorm_whisper import (
     WHISPER_NORMALIZER_NAME,  # noqa: F401 - re-exported with the headline names
     WHISPER_NORMALIZER_VERSION,  # noqa: F401
@@ -30,13 +31,22 @@ from aiplib.core.textnorm_whisper import (
 
 #: Name of the headline normalisation (:func:`normalize_text`).
 NORMALIZER_NAME = "aip-speech-paper"
-#: Version of the headline normalisation; bumped if the rule ever changes.
-NORMALIZER_VERSION = "1"
+#: Version of the headline normalisation; bumped if the rule ever changes. Version 2 adds Unicode
+#: NFC and full-width / CJK punctuation to version 1 (the authors' rule): the same output for text
+#: in NFC without those characters (every English reference and answer of the demo and the paper).
+NORMALIZER_VERSION = "2"
 #: The headline normalisation in words (written into the provenance).
 NORMALIZER_RULE = (
-    "lower-case; each ASCII punctuation character (string.punctuation) -> space; "
+    "Unicode NFC; lower-case; each ASCII punctuation character (string.punctuation) and each "
+    "full-width or CJK punctuation mark (U+3000-U+303F, U+FF00-U+FF65) -> space; "
     "white space collapsed"
 )
+#: The Unicode normal form applied first to every reference and answer: NFC (canonical
+#: composition) makes ``e`` + U+0301 and ``é`` one character, so a reference in NFD and an answer
+#: in NFC align; NFKC is not used because it also folds compatibility characters (``²`` → ``2``,
+#: ``ﬁ`` → ``fi``, ``…`` → ``...``, full-width letters), which would change what the authors'
+#: rule scores on English text.
+UNICODE_FORM = "NFC"
 #: The installed jiwer's version (word alignment).
 JIWER_VERSION = importlib.metadata.version("jiwer")
 #: A hypothesis with at least this many times the reference's words is a loop.
@@ -54,8 +64,18 @@ KWS_RULE = (
     "the label (normalised the same way); non-target clip: is none of the keywords"
 )
 
-#: Translation table: each ASCII punctuation character to a space.
-_PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation})
+#: Blocks of full-width and CJK punctuation: CJK Symbols and Punctuation, Halfwidth and Fullwidth
+#: Forms (up to the half-width katakana).
+_WIDE_PUNCT_BLOCKS = ((0x3000, 0x303F), (0xFF00, 0xFF65))
+#: Full-width and CJK punctuation marks and symbols (Unicode category P* or S*) of those blocks.
+_WIDE_PUNCT = "".join(
+    chr(c)
+    for lo, hi in _WIDE_PUNCT_BLOCKS
+    for c in range(lo, hi + 1)
+    if unicodedata.category(chr(c))[0] in "PS"
+)
+#: Translation table: each ASCII, full-width or CJK punctuation character to a space.
+_PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation + _WIDE_PUNCT})
 
 
 def _is_missing(s) -> bool:
@@ -64,9 +84,9 @@ def _is_missing(s) -> bool:
 
 
 def normalize_text(s) -> str:
-    """The paper's normalisation (headline WER): lower-case, each ASCII punctuation character a
-    space, white space collapsed; ``None``/NaN give ``""``. Typographic quotes, fillers and numbers
-    stay.
+    """The paper's normalisation (headline WER) after Unicode NFC (:data:`UNICODE_FORM`):
+    lower-case, each ASCII, full-width or CJK punctuation character a space, white space collapsed;
+    ``None``/NaN give ``""``. Typographic quotes, fillers and numbers stay.
 
     Examples
     --------
@@ -74,10 +94,15 @@ def normalize_text(s) -> str:
     'mr smith s 2 cats'
     >>> normalize_text("don\u2019t")
     'don\u2019t'
+    >>> normalize_text("cafe\u0301") == normalize_text("caf\u00e9")
+    True
+    >>> normalize_text("\u6211\u559c\u6b22\u732b\u3002")
+    '\u6211\u559c\u6b22\u732b'
     """
     if _is_missing(s):
         return ""
-    return " ".join(str(s).lower().translate(_PUNCT_TO_SPACE).split())
+    text = unicodedata.normalize(UNICODE_FORM, str(s))
+    return " ".join(text.lower().translate(_PUNCT_TO_SPACE).split())
 
 
 def normalize_whisper(s) -> str:
@@ -99,7 +124,7 @@ def normalize_whisper(s) -> str:
     """
     if _is_missing(s):
         return ""
-    return english_normalizer()(str(s)).strip()
+    return english_normalizer()(unicodedata.normalize(UNICODE_FORM, str(s))).strip()
 
 
 def reference_is_empty(text) -> bool:
@@ -111,6 +136,59 @@ def reference_is_empty(text) -> bool:
     [True, True, True, True, False]
     """
     return not normalize_text(text) or not normalize_whisper(text)
+
+
+#: Unicode blocks of scripts written without spaces between words: Thai, Lao, Myanmar, Khmer,
+#: Hiragana, Katakana, CJK Unified Ideographs Extension A, CJK Unified Ideographs, CJK Compatibility
+#: Ideographs, half-width Katakana (Hangul is not among them: Korean puts spaces between words).
+_SPACELESS_BLOCKS = (
+    (0x0E00, 0x0EFF),
+    (0x1000, 0x109F),
+    (0x1780, 0x17FF),
+    (0x3040, 0x30FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xF900, 0xFAFF),
+    (0xFF66, 0xFF9F),
+)
+#: Share of the references' letters in a script without word spaces from which CER, not WER, is
+#: the headline measure (a sentence of such text is one "word" for WER).
+SPACELESS_SHARE = 0.5
+
+
+def _in_spaceless_script(ch: str) -> bool:
+    """True for a character of :data:`_SPACELESS_BLOCKS`."""
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in _SPACELESS_BLOCKS)
+
+
+def spaceless_share(texts) -> float:
+    """Share (0–1) of the letters and marks (Unicode categories L*, M*) of ``texts`` (a sequence of
+    str; None/NaN skipped) that belong to a script written without word spaces (Thai, Lao, Myanmar,
+    Khmer, kana, CJK ideographs); 0.0 without letters.
+
+    Examples
+    --------
+    >>> spaceless_share(["the cat"]), spaceless_share(["\u6211\u559c\u6b22\u732b\u3002"])
+    (0.0, 1.0)
+    """
+    n_letters = 0
+    n_spaceless = 0
+    for text in texts:
+        if _is_missing(text):
+            continue
+        for ch in unicodedata.normalize(UNICODE_FORM, str(text)):
+            if unicodedata.category(ch)[0] in "LM":
+                n_letters += 1
+                n_spaceless += _in_spaceless_script(ch)
+    return n_spaceless / n_letters if n_letters else 0.0
+
+
+def headline_measure(references) -> str:
+    """``"cer"`` when at least :data:`SPACELESS_SHARE` of the letters of ``references`` (sequence of
+    str) are in a script without word spaces (:func:`spaceless_share`), else ``"wer"``: the error
+    rate that stage 8 and validation call the headline."""
+    return "cer" if spaceless_share(references) >= SPACELESS_SHARE else "wer"
 
 
 def align(ref_norm: str, hyp_norm: str) -> tuple[int, int, int, int]:
@@ -262,7 +340,7 @@ def _lower_stripped(response) -> str:
     """The response lower-cased and stripped of white space; ``""`` when missing."""
     if _is_missing(response):
         return ""
-    return str(response).lower().strip()
+    return unicodedata.normalize(UNICODE_FORM, str(response)).lower().strip()
 
 
 def normalize_kws_label(text) -> str:
@@ -276,7 +354,7 @@ def normalize_kws_label(text) -> str:
     """
     if _is_missing(text):
         return ""
-    return " ".join(str(text).lower().split()).strip(string.punctuation).strip()
+    return normalize_keyword(text)
 
 
 def kws_correct(response, label, is_target, *, keywords=KEYWORDS) -> bool:

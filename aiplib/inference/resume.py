@@ -20,7 +20,13 @@ from aiplib.inference import keys
 from aiplib.inference.keys import STIM_KEY_FIELD, stimulus_base
 from aiplib.inference.models import decoding_key
 from aiplib.inference.prompts import NO_PROMPT_ID
-from aiplib.inference.shards import parse_line, rewrite_jsonl, select_shard, shard_path
+from aiplib.inference.shards import (
+    one_answer_per_stimulus,
+    parse_line,
+    rewrite_jsonl,
+    select_shard,
+    shard_path,
+)
 from aiplib.io.formats import (
     append_jsonl_lines,
     inference_row_json,
@@ -370,8 +376,11 @@ class _TaskWork:
         refreshed = resume_file(
             path, self.manifest, keys, prompt_id, self.rerun_unkeyed, self.records
         )["refreshed"]
+        # the rows kept must give one answer per stimulus (else: refused, file and lines named)
+        one_answer_per_stimulus(path)
         pend = pending_stimuli(self.head, path, prompt_id, keys, self.rerun_unkeyed)
         if self.shard is not None:
+            one_answer_per_stimulus(main_path)
             pend = pending_stimuli(pend, main_path, prompt_id, keys, self.rerun_unkeyed)
             # rows of <task>.jsonl it may not rewrite: refreshed copies go to its own file (the
             # merge swaps them in)

@@ -47,6 +47,10 @@ class ShardConflictError(AiplibError):
     """Two files hold different answers for the same stimulus, prompt and stimulus key."""
 
 
+class WrongModelRowError(AiplibError):
+    """A row of ``inference/<model>/<task>.jsonl`` names another model than its folder."""
+
+
 class ShardBusyError(AiplibError):
     """A shard is still running (it holds its lock), or the same shard was started twice."""
 
@@ -301,13 +305,83 @@ def _take_shard_row(merge: _Merge, r: dict, shard: Path) -> None:
     raw, where = merge.seen[k]
     if raw != r.get("raw"):
         raise ShardConflictError(
-            f"stimulus {k[0]!r} (prompt {k[1]}) has two different answers: {raw!r} in "
-            f"{where} and {r.get('raw')!r} in {shard}; remove the wrong shard file and re-run it"
+            two_answers_message(k, (raw, where), (r.get("raw"), shard))
+            + "; remove the wrong shard file and re-run it"
         )
     merge.identical += 1
     if where == merge.result_file and r != merge.main_rows[k] and k[2] is not None:
         # same answer, current manifest fields (aiplib.inference.resume.refreshed_copies)
         merge.refresh[k] = r
+
+
+def two_answers_message(key: tuple, first: tuple, second: tuple) -> str:
+    """``stimulus 'x' (prompt p) has two different answers: 'a' in A and 'b' in B``: ``key`` is
+    ``(id, prompt_id, stim_key)``, ``first`` and ``second`` are ``(answer, where)``."""
+    return (
+        f"stimulus {key[0]!r} (prompt {key[1]}) has two different answers: {first[0]!r} in "
+        f"{first[1]} and {second[0]!r} in {second[1]}"
+    )
+
+
+def one_answer_per_stimulus(path, model: str | None = None) -> int:
+    """Check that the inference file ``path`` holds one answer per stimulus and only ``model``'s
+    rows (stage 7 before it appends, stage 8 before it scores); returns how many successful rows
+    repeat another one's key and answer (identical duplicates, read once).
+
+    Two successful rows conflict when they share ``(id, prompt_id, stim_key)`` (the key
+    :func:`merge_shards` uses) and differ in ``raw``; error rows never conflict. ``model``: the
+    folder's model id; a row whose ``model`` field names another one (e.g. ``<task>.jsonl``, a
+    symbolic link to another model's file) is refused. Unreadable lines are skipped (counted by the
+    readers).
+
+    Raises
+    ------
+    ShardConflictError
+        On the first conflict, naming the file and both lines, with :func:`merge_shards`'s
+        resolution (keep one answer and re-run stage 7).
+    WrongModelRowError
+        On the first row of another model, naming the file, the line and both models.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    seen: dict = {}
+    identical = 0
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            r, rid = parse_line(raw)
+            if rid is None:
+                continue
+            _refuse_other_model(path, number, r, model)
+            if is_error_row(r):
+                continue
+            k = _key(r)
+            if k not in seen:
+                seen[k] = (r.get("raw"), f"{path} line {number}")
+            elif seen[k][0] != r.get("raw"):
+                raise ShardConflictError(
+                    two_answers_message(k, seen[k], (r.get("raw"), f"line {number}"))
+                    + "; delete the wrong line (or move the file aside) and re-run stage 7, "
+                    "which decodes the stimulus again"
+                )
+            else:
+                identical += 1
+    return identical
+
+
+def _refuse_other_model(path: Path, number: int, row: dict, model: str | None) -> None:
+    """Raise :class:`WrongModelRowError` when ``row`` (line ``number`` of ``path``) names a model
+    other than ``model`` (no check when either is missing)."""
+    named = row.get("model")
+    if model is None or named in (None, "") or str(named) == model:
+        return
+    real = path.resolve()
+    link = f" (a link to {real})" if real != path.absolute() else ""
+    raise WrongModelRowError(
+        f"{path}{link} line {number}: the row is an answer of model {named!r}, not of "
+        f"{model!r} whose folder holds it; put each model's rows in its own folder "
+        f"(inference/{named}/) and re-run stage 7 for {model!r}"
+    )
 
 
 def _current_keys(new_rows: list) -> dict:

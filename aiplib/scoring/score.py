@@ -35,7 +35,7 @@ from aiplib.core.tasks import (
     task_family,
 )
 from aiplib.core.workspace import workspace
-from aiplib.inference.shards import is_shard_file
+from aiplib.inference.shards import is_shard_file, one_answer_per_stimulus
 from aiplib.io.formats import (
     NULL_ANSWER_RULES,
     manifest_view,
@@ -258,7 +258,25 @@ def score_asr_rows(man: pd.DataFrame, responses, keywords) -> tuple[dict, pd.Dat
     scored) against ``man["reference"]``; ``keywords`` is not used."""
     references = man["reference"].to_numpy()
     per_row = [tn.score_asr_row(ref, hyp) for ref, hyp in zip(references, responses)]
-    return {"reference": references}, pd.DataFrame(per_row, columns=_ASR_ROW_COLUMNS)
+    frame = pd.DataFrame(per_row, columns=_ASR_ROW_COLUMNS)
+    if tn.headline_measure(references) == "cer":
+        frame = _with_cer(frame)
+    return {"reference": references}, frame
+
+
+def _with_cer(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (per-row ASR scores) with ``char_errors``, ``ref_chars`` (jiwer characters of the
+    normalised texts, spaces counted) and ``cer`` (NaN for an empty reference) after ``wer``: the
+    headline of references written without word spaces (:func:`aiplib.core.textnorm.
+    headline_measure`)."""
+    errors, n_chars = error_rates.char_counts(frame["ref_norm"], frame["hyp_norm"])
+    cer = np.full(len(frame), np.nan)
+    np.divide(errors, n_chars, out=cer, where=n_chars > 0)
+    at = frame.columns.get_loc("wer") + 1
+    frame.insert(at, "cer", cer)
+    frame.insert(at, "ref_chars", n_chars)
+    frame.insert(at, "char_errors", errors)
+    return frame
 
 
 def score_kws_rows(man: pd.DataFrame, responses, keywords) -> tuple[dict, pd.DataFrame]:
@@ -284,6 +302,15 @@ def _count_asr_rows(out: pd.DataFrame, meta: dict, model: str, where: str) -> No
     empty = out["ref_empty"].astype(bool)
     meta["n_empty_reference"][model] = int(empty.sum())
     meta.setdefault("n_loops", {})[model] = int(out["is_loop"].sum())
+    if "cer" in out.columns and "headline_measure" not in meta:
+        meta["headline_measure"] = "cer"
+        warnings.warn(
+            f"{where}: the references are written without spaces between words "
+            f"({tn.spaceless_share(out['reference']):.0%} of their letters are CJK, Thai or a "
+            "script like them): WER counts a sentence as one word, so CER is the headline "
+            "(columns cer, delta_cer; the condition tables' cer_pp)",
+            stacklevel=5,
+        )
     if empty.any():
         warnings.warn(
             f"{where}: {int(empty.sum())} references are empty after "
@@ -367,7 +394,17 @@ def _new_meta(manifest: pd.DataFrame | None) -> dict:
 
 
 def _read_model_rows(ws, path: Path, rules: dict, meta: dict, model: str) -> pd.DataFrame:
-    """One model's inference rows (per id the last answer), counted in ``meta``."""
+    """One model's inference rows (one answer per stimulus; identical repeats read once, with a
+    note), counted in ``meta``; :func:`aiplib.inference.shards.one_answer_per_stimulus` refuses two
+    different answers for one stimulus and another model's rows."""
+    n_identical = one_answer_per_stimulus(path, model)
+    if n_identical:
+        log.warning(
+            "%s: %d row(s) repeat another row's stimulus, prompt, key and answer; "
+            "each is read once",
+            path,
+            n_identical,
+        )
     ok = read_results(path, keep_errors=False, null_answer=rules["null_answer"])
     meta["sources"].append(ws.rel(path) if hasattr(ws, "rel") else str(path))
     meta["n_malformed_lines"][model] = ok.attrs["n_skipped"]
@@ -500,6 +537,8 @@ def _score_model(ws, task: str, model: str, path: Path, manifest, context: dict)
     out = _add_delta(
         out, spec.measure, spec.degradation_column, noisy_minus_clean=spec.higher_is_worse
     )
+    if "cer" in out.columns:  # references without word spaces: CER is the headline
+        out = _add_delta(out, "cer", "delta_cer", noisy_minus_clean=True)
     meta["n_rows_per_model"][model] = int(len(out))
     tail = ["condition", "bg_active"]
     out = out[[c for c in out.columns if c not in tail] + tail]

@@ -96,3 +96,38 @@ def _generate_each(rec, audios, prompt) -> list[tuple]:
         except Exception as exc:  # noqa: BLE001
             res.append((None, f"{type(exc).__name__}: {str(exc)[:300]}"))
     return res
+
+
+def paired_spread(df: pd.DataFrame) -> dict:
+    """Stage 6's WER-constancy measure on paired items only.
+
+    ``df``: :func:`wer_constancy`'s table. An item enters the comparison only when it was decoded
+    at every speech level (a failed decode removes the item from every level, so each level
+    averages over the same items).
+
+    Returns
+    -------
+    dict
+        ``by_level``: mean WER (0–1) per level (LUFS) over the paired items (a Series, empty when
+        none); ``spread``: its max − min (NaN without a paired item); ``n_items``: items checked;
+        ``n_paired``: items decoded at every level; ``left_out``: item ids left out (a failed
+        decode at some level); ``n_failed``: failed decodes; ``failed``: them as ``item@level
+        LUFS``.
+    """
+    levels = df["level_lufs"].unique()
+    decoded = df[df["wer"].notna()]
+    n_levels = decoded.groupby("item_id")["level_lufs"].nunique()
+    paired = sorted(n_levels.index[n_levels == len(levels)])
+    items = list(dict.fromkeys(df["item_id"]))
+    by_level = decoded[decoded["item_id"].isin(paired)].groupby("level_lufs")["wer"].mean()
+    spread = float(by_level.max() - by_level.min()) if len(by_level) else float("nan")
+    bad = df[df["error"].notna()]
+    return {
+        "by_level": by_level,
+        "spread": spread,
+        "n_items": len(items),
+        "n_paired": len(paired),
+        "left_out": [i for i in items if i not in paired],
+        "n_failed": len(bad),
+        "failed": [f"{i}@{lv:g} LUFS" for i, lv in zip(bad["item_id"], bad["level_lufs"])],
+    }

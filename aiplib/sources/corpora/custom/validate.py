@@ -7,8 +7,14 @@ import re
 
 import numpy as np
 
-from aiplib.core.tasks import KEYWORDS
-from aiplib.core.textnorm import normalize_kws_label, normalize_text, reference_is_empty
+from aiplib.core.tasks import KEYWORDS, empty_keyword_entries, normalize_keyword
+from aiplib.core.textnorm import (
+    headline_measure,
+    normalize_kws_label,
+    normalize_text,
+    reference_is_empty,
+    spaceless_share,
+)
 from aiplib.io.audio import MIN_LOUDNESS_S, SR
 from aiplib.io.formats import CATEGORIES
 from aiplib.io.subaudible import (
@@ -60,16 +66,60 @@ _LEVEL_FRAME_S = 0.1
 
 
 def keyword_list(keywords) -> list[str]:
-    """The closed keyword set as a list of lower-case words.
+    """The closed keyword set as a list of keywords normalised as KWS answers are
+    (:func:`aiplib.core.tasks.normalize_keyword`: ``"Yes"`` → ``"yes"``, ``"up!"`` → ``"up"``), in
+    order, without repeats.
 
     ``keywords`` is None (the paper's :data:`KEYWORDS`), a comma-separated string or a sequence;
-    blank entries are dropped, so the list may be empty (the caller reports it).
+    entries empty after normalisation are dropped, so the list may be empty (the caller reports
+    them: :func:`keyword_entry_problems`).
     """
     if keywords is None:
         return list(KEYWORDS)
+    words = []
+    for entry in _keyword_entries(keywords):
+        word = normalize_keyword(entry)
+        if word and word not in words:
+            words.append(word)
+    return words
+
+
+def _keyword_entries(keywords) -> list[str]:
+    """The entries of a comma-separated string or a sequence, as str."""
     if isinstance(keywords, str):
-        keywords = keywords.split(",")
-    return [str(k).strip().lower() for k in keywords if str(k).strip()]
+        return keywords.split(",")
+    return [str(k) for k in keywords]
+
+
+def keyword_entry_problems(keywords) -> list[tuple[str, str]]:
+    """``(severity, message)`` per problem of the entries of ``keywords`` (as :func:`keyword_list`
+    reads them): fatal for an entry empty after normalisation (named by its position), a warning
+    for an entry read otherwise than written (``'up!' is read as 'up'``)."""
+    if keywords is None:
+        return []
+    entries = _keyword_entries(keywords)
+    if not any(e.strip() for e in entries):
+        return []  # the empty list is reported by _check_keywords
+    out = []
+    for i in empty_keyword_entries(entries):
+        out.append(
+            (
+                "fatal",
+                f"keyword entry {i} of {len(entries)} in {','.join(entries)!r} is empty after "
+                "normalisation; remove the extra comma or the entry",
+            )
+        )
+    for entry in entries:
+        word = normalize_keyword(entry)
+        if word and word != entry.strip().lower():
+            out.append(
+                (
+                    "warning",
+                    f"keyword {entry.strip()!r} is read as {word!r} (keywords are normalised "
+                    "as KWS answers are: lower-case, punctuation stripped at both ends)",
+                )
+            )
+    return out
 
 
 def _opt(row: dict, key: str):
@@ -627,6 +677,23 @@ def _check_keywords(kw: list[str], probs) -> None:
         )
 
 
+def _note_spaceless_transcripts(speech: list[dict], texts, probs) -> None:
+    """A warning (``no_word_spaces``) when the accepted transcripts are written without spaces
+    between words (:func:`aiplib.core.textnorm.headline_measure`): CER is then the headline."""
+    transcripts = [r["text"] for r in speech]
+    if not transcripts or headline_measure(transcripts) != "cer":
+        return
+    probs.add(
+        "warning",
+        "no_word_spaces",
+        texts,
+        f"the transcripts are written without spaces between words "
+        f"({spaceless_share(transcripts):.0%} of their letters are CJK, Thai or a script like "
+        "them): WER would count each sentence as one word, so stage 8 makes CER the headline "
+        "(score columns cer, delta_cer; the condition tables' cer_pp)",
+    )
+
+
 def _longest_item_s(speech: list[dict], kws: list[dict]) -> float:
     """Longest accepted utterance or used keyword clip, s (0 when there is none)."""
     durations = [r["duration_s"] for r in speech]
@@ -670,9 +737,12 @@ def validate_inputs(
     """
     probs = Collector()
     kw = keyword_list(keywords)
+    for severity, message in keyword_entry_problems(keywords):
+        probs.add(severity, "keywords", "", message)
     _check_keywords(kw, probs)
     scans: list[dict] = []
     speech = validate_speech(speech_dir, texts, probs, scans)
+    _note_spaceless_transcripts(speech, texts, probs)
     kws = validate_kws(kws_dir, kws_labels, kw, probs, scans)
     longest = _longest_item_s(speech, kws)
     bgs = validate_backgrounds(backgrounds_dir, longest, probs, scans)
