@@ -100,3 +100,47 @@ def test_inspection_clips_are_the_current_stimuli(tiny_ws):
     y, _ = materialize(row, tiny_ws)
     clip, _ = sf.read(str(first[0]), dtype="float32")
     assert clip.shape == y.shape and np.max(np.abs(clip - y)) <= 1 / 32768 + 1e-7
+
+
+def test_wer_constancy_compares_paired_items_when_an_endpoint_fails_some_requests(tmp_path, monkeypatch):
+    """Issue 37: an OpenAI-compatible endpoint (a real HTTP server) refuses every 4th request. Each
+    item's WER is the same at the three levels ("word 1" against "word 0"/"word 1"/"word 2": 0.5,
+    0, 0.5), so the spread over the items decoded at every level is 0; the failed decodes are
+    counted and named, and their items left out at every level."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    import tiny_models as tm
+    from conftest import make_tiny_workspace
+    from test_command_openai import KEY, _api_entry, _FlakyFake
+
+    ws = make_tiny_workspace(tmp_path / "data", n_asr=3, n_kws=1, n_bg=1)
+    build_manifests(ws)
+    _FlakyFake.count = [0]
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _FlakyFake)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    monkeypatch.setenv("AIP_TEST_API_KEY", KEY)
+    entry = _api_entry(f"http://127.0.0.1:{srv.server_address[1]}/v1", "initial_prompt",
+                       engine_args={"backoff_s": 0.01, "max_retries": 0})
+    tm.use_registry(monkeypatch, tm.registry_yaml(tmp_path / "r.yaml", {"api_asr": entry}))
+    try:
+        df = wer_check.wer_constancy(ws, model="api_asr", n_items=3, seed=0)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    item_wer = {"a00": 0.5, "a01": 0.0, "a02": 0.5}
+    ok = df[df["error"].isna()]
+    assert len(df) == 9 and 1 <= len(ok) < 9
+    assert (ok["wer"] == ok["item_id"].map(item_wer)).all()  # the same WER at every level
+    res = wer_check.paired_spread(df)
+    failed = df[df["error"].notna()]
+    assert res["n_failed"] == len(failed) and res["failed"] == [
+        f"{i}@{lv:g} LUFS" for i, lv in zip(failed["item_id"], failed["level_lufs"])]
+    assert res["left_out"] == sorted(set(failed["item_id"])) and res["n_items"] == 3
+    assert res["n_paired"] == 3 - len(res["left_out"])
+    if res["n_paired"]:
+        paired_mean = np.mean([item_wer[i] for i in item_wer if i not in res["left_out"]])
+        assert res["spread"] == 0.0 and np.allclose(res["by_level"].to_numpy(), paired_mean)
+        assert list(res["by_level"].index) == [-33.0, -23.0, -13.0]
+    else:
+        assert np.isnan(res["spread"]) and res["by_level"].empty

@@ -124,3 +124,40 @@ def test_ids_named_na_stay_strings(tmp_path):
     t = pd.DataFrame({"bg_id": ["NA"], **{d: [0.5] for d in formats.DESCRIPTORS}, "silent_frame_share": [0.0]})
     formats.write_descriptor_table(t, ws.descriptor_csv)
     assert formats.read_descriptor_table(ws.descriptor_csv, index=True).index.tolist() == ["NA"]
+
+
+# ------------------------------------------------ keyword labels normalised as answers (issue 37)
+def _labelled_up(tmp_path) -> dict:
+    """make_inputs whose second clip is labelled ``up``."""
+    params = make_inputs(tmp_path / "in")
+    pd.DataFrame({"file": ["yes.wav", "go.wav", "cat.wav", "happy.wav", "seq.wav"],
+                  "label": ["Yes", "up", "cat", "happy", "yes|no|go"]}).to_csv(params["kws_labels"], sep="\t",
+                                                                               index=False)
+    return params
+
+
+def test_keywords_are_normalised_like_answers_and_an_empty_entry_is_named(tmp_path):
+    from test_custom import cli_args
+
+    from aiplib.sources.corpora.custom.validate import validate_inputs
+
+    params = _labelled_up(tmp_path)
+    # "up!" is read as "up", so the "up" clip is a target; "NO" is "no"
+    rep = validate_inputs(**params, keywords="Yes,NO,marvin,up!")
+    assert rep.ok and rep.params["keywords"] == ["yes", "no", "marvin", "up"]
+    assert {r["label"]: r["is_target"] for r in rep.kws if r["used"]} == {
+        "yes": True, "up": True, "cat": False, "happy": False}
+    notes = [p.message for p in rep.problems if p.kind == "keywords"]
+    assert notes[0] == ("keyword 'up!' is read as 'up' (keywords are normalised as KWS answers are: "
+                        "lower-case, punctuation stripped at both ends)")
+    # the empty entry: stage 1 (a real process, as make runs it) stops with one line naming it
+    env = {"PYTHONPATH": str(REPO), "AIP_DATA_ROOT": str(tmp_path / "data"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(cli_args(params) + ["--keywords", "Yes,NO,marvin,,up!"], capture_output=True,
+                         text=True, cwd=REPO, env=env, check=False)
+    assert out.returncode == 1
+    assert ("  FATAL [keywords] keyword entry 4 of 5 in 'Yes,NO,marvin,,up!' is empty after normalisation; "
+            "remove the extra comma or the entry") in out.stdout.splitlines()
+    # the set's one parser (prompts, scoring) reads it the same way
+    assert tasks.normalize_keywords("Yes,NO,marvin,up!") == ("yes", "no", "marvin", "up")
+    with pytest.raises(tasks.AiplibParameterError, match=r"'Yes,NO,marvin,,up!' has an empty entry \(4 of 5\)"):
+        tasks.normalize_keywords("Yes,NO,marvin,,up!")

@@ -26,7 +26,7 @@ from aiplib.scoring.score import score_inference, wer, wer_details
 
 # ------------------------------------------------------------------------------ normalisation
 def test_normalisers_recorded():
-    assert textnorm.NORMALIZER_NAME == "aip-speech-paper" and textnorm.NORMALIZER_VERSION == "1"
+    assert textnorm.NORMALIZER_NAME == "aip-speech-paper" and textnorm.NORMALIZER_VERSION == "2"
     assert textnorm.WHISPER_NORMALIZER_NAME.startswith(
         "openai-whisper whisper.normalizers.EnglishTextNormalizer")
     assert textnorm.WHISPER_NORMALIZER_VERSION == "20250625+pr2836"
@@ -424,6 +424,9 @@ def test_score_inference_empty_reference_and_non_answers(tiny_ws):
 def test_score_inference_keeps_last_success_on_rerun(tiny_ws):
     p = tiny_ws.inference / "m1" / "kws.jsonl"
     sid = _sid("kws", "k1", "babble", 0)
+    rows = [json.loads(x) for x in p.read_text().splitlines()]
+    rows[1] = _row(sid, "k1", "babble", 0, "kws", "m1", "__ERROR__")  # the first run failed on it
+    _write_jsonl(p, rows)
     with p.open("a", encoding="utf-8") as f:   # a resumed run retried the stimulus
         f.write(json.dumps(_row(sid, "k1", "babble", 0, "kws", "m1", "__ERROR__")) + "\n")
         f.write(json.dumps(_row(sid, "k1", "babble", 0, "kws", "m1", "yes")) + "\n")
@@ -438,3 +441,62 @@ def test_score_inference_no_files(tmp_path):
 
     with pytest.raises(AiplibError, match="no inference files"):
         score_inference(workspace("demo", data_root=tmp_path))
+
+
+# ------------------------------------------------- Unicode forms and languages without word spaces
+def _asr_case(ws, refs: dict, answers: dict) -> None:
+    """Rewrite the tiny workspace's ASR manifest with ``refs`` ({item: reference}) and its inference
+    file with ``answers`` ({(item, bg, snr): answer}; clean: snr None), as real files."""
+    man = pd.read_csv(ws.manifests / "asr.csv", dtype=str, keep_default_na=False)
+    man["transcript"] = man["speech_id"].map(refs)
+    man.to_csv(ws.manifests / "asr.csv", index=False)
+    rows = [_row(_sid("asr", item, bg, snr), item, bg, snr, "asr", "m1", text)
+            for (item, bg, snr), text in answers.items()]
+    _write_jsonl(ws.inference / "m1" / "asr.jsonl", rows)
+
+
+def test_reference_in_nfd_and_answer_in_nfc_score_wer_0(tiny_ws):
+    import unicodedata
+
+    sentence = "Le café est prêt"
+    nfd, nfc = unicodedata.normalize("NFD", sentence), unicodedata.normalize("NFC", sentence)
+    assert nfd != nfc and len(nfd) == len(nfc) + 2
+    assert wer(nfd, nfc) == 0.0 and wer(nfc, nfd, normalizer="whisper") == 0.0
+    assert normalize_text(nfd) == normalize_text(nfc) == "le caf\u00e9 est pr\u00eat"
+    _asr_case(tiny_ws, {"0001": nfd, "0002": "the cat sat"},
+              {("0001", "clean", None): nfc, ("0001", "babble", 10): "Le cafe est pr\u00eat",
+               ("0002", "clean", None): "the cat sat"})
+    asr = score_inference(tiny_ws, tasks=["asr"])["asr"].set_index("stimulus_id")
+    assert asr.loc["0001_clean", "wer"] == 0.0            # was 0.5: café and prêt differed
+    assert asr.loc["0001_babble_snr10", "wer"] == 0.25    # "cafe" without its accent: one word in 4
+    assert "cer" not in asr.columns                      # a language with spaces: WER is the headline
+    side = json.loads((tiny_ws.results / "scores" / "asr.json").read_text())
+    assert side["normalizer"]["version"] == "2" and "NFC" in side["normalizer"]["rule"]
+    assert "headline_measure" not in side
+
+
+def test_cjk_references_strip_full_width_punctuation_and_make_cer_the_headline(tiny_ws):
+    ref = "\u6211\u559c\u6b22\u732b\u3002"        # 我喜欢猫。 (full-width full stop)
+    ref2 = "\u4eca\u5929\u5f88\u597d\uff01"      # 今天很好！
+    assert wer(ref, "\u6211\u559c\u6b22\u732b") == 0.0  # was 1.0: "。" kept, one "word" against another
+    _asr_case(tiny_ws, {"0001": ref, "0002": ref2},
+              {("0001", "clean", None): "\u6211\u559c\u6b22\u732b",        # perfect, no punctuation
+               ("0001", "babble", 10): "\u6211\u559c\u6b22\u72d7\u3002",  # 猫 → 狗: 1 of 4 characters
+               ("0002", "clean", None): "\u4eca\u5929\u5f88\u597d\u3002"})
+    with pytest.warns(UserWarning, match=r"asr/m1: the references are written without spaces between "
+                                         r"words \(100% of their letters .*CER is the headline"):
+        asr = score_inference(tiny_ws, tasks=["asr"])["asr"].set_index("stimulus_id")
+    clean, noisy = asr.loc["0001_clean"], asr.loc["0001_babble_snr10"]
+    assert clean["ref_norm"] == "\u6211\u559c\u6b22\u732b" and clean["wer"] == 0.0  # was 1.0
+    assert asr.loc["0002_clean", "wer"] == 0.0 and asr.loc["0002_clean", "cer"] == 0.0
+    assert noisy["wer"] == 1.0                           # the sentence is one "word"
+    assert (noisy["char_errors"], noisy["ref_chars"], noisy["cer"]) == (1, 4, 0.25)
+    assert noisy["delta_cer"] == 0.25 and noisy["delta_wer"] == 1.0
+    cols = list(asr.columns)
+    assert cols[cols.index("wer") + 1: cols.index("wer") + 4] == ["char_errors", "ref_chars", "cer"]
+    side = json.loads((tiny_ws.results / "scores" / "asr.json").read_text())
+    assert side["headline_measure"] == "cer"
+    back = pd.read_csv(tiny_ws.results / "scores" / "asr.csv")
+    assert back["cer"].tolist() == [0.0, 0.25, 0.0]
+    assert textnorm.spaceless_share([ref, ref2]) == 1.0 and textnorm.headline_measure([ref]) == "cer"
+    assert textnorm.headline_measure(["the cat sat", ref]) == "wer"  # 4 of 13 letters are CJK
