@@ -17,8 +17,8 @@ import pytest
 from conftest import make_tiny_workspace
 from test_resume_refresh import ANSWER, loads  # noqa: F401 - the fixture
 
-from aiplib.inference.runner import run_inference
 from aiplib.core.errors import AiplibError
+from aiplib.inference.runner import run_inference
 from aiplib.scoring.score import score_inference
 from aiplib.stimuli.manifests import build_manifests
 
