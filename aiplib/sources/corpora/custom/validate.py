@@ -259,8 +259,8 @@ def _check_subaudible(path, y, probs, role: str, stage: str) -> str:
             path,
             f"{role}: {note}; {rec['residual_db']:.1f} dB is still there after a zero-phase 20 Hz "
             f"high-pass of order {rec['order']}, so the audible SNR of its stimuli would be "
-            f"{audible_excess_db(rec['residual_db']):.2f} dB above the nominal one; take the rumble "
-            "(just below 20 Hz) out of the recording or remove the file",
+            f"{audible_excess_db(rec['residual_db']):.2f} dB above the nominal one; take the "
+            "rumble (just below 20 Hz) out of the recording or remove the file",
         )
         return None
     probs.add(
