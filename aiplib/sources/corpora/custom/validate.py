@@ -759,13 +759,17 @@ def validate_inputs(
     -----
     Fatal: a parameter not set or not found, an unscannable folder, a table without its columns, a
     file without transcript (label) or one empty after normalisation, a listed file missing, a
-    duplicate row, an unreadable, empty or non-finite file, audio shorter than the 0.4 s BS.1770
-    block, silence, a clip longer than :data:`MAX_UTTERANCE_S`, an unknown category, no usable
-    items. Warnings: under
-    :data:`MIN_S_PER_WORD` s per word, backgrounds shorter than the longest utterance, long digital
-    silence, fewer than :data:`MIN_BACKGROUNDS` backgrounds, DC / sub-20 Hz power, a band-limited
-    background, multi-word or normalised labels, missing licences, a non-default keyword list, no
-    target clip, a symbolic-link loop.
+    duplicate row, an unreadable, empty, truncated (WAV data chunk shorter than its header says) or
+    non-finite file, audio shorter than the 0.4 s BS.1770 block, silence, a clip longer than
+    :data:`MAX_UTTERANCE_S`, sub-20 Hz power no high-pass takes out
+    (:data:`aiplib.io.subaudible.SUBAUDIBLE_REFUSE_DB`), an unknown category, no usable items.
+    Warnings: under :data:`MIN_S_PER_WORD` s per word, backgrounds shorter than the longest
+    utterance, long digital silence, fewer than :data:`MIN_BACKGROUNDS` backgrounds, DC / sub-20 Hz
+    power (removed at stage 2 or 3), a clipped utterance or clip (:data:`CLIPPED_SHARE`), an
+    utterance or clip whose SNR is set over its active part (more than
+    :data:`aiplib.io.audio.ACTIVE_PART_MIN_SILENCE_S` of silence), a band-limited background,
+    multi-word or normalised labels, missing licences, a non-default keyword list, no target clip,
+    a symbolic-link loop.
     """
     probs = Collector()
     kw = keyword_list(keywords)
