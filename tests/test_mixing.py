@@ -157,3 +157,35 @@ def test_a_speech_file_shorter_than_the_loudness_block_is_named(tmp_path):
         normalized_speech(short)
     assert str(exc.value).startswith(f"{short}: loudness cannot be measured (978 samples = 0.061 s at 16000 Hz, "
                                      "shorter than the 0.4 s BS.1770 block)")
+
+
+def test_active_part_snr_only_past_one_second_of_silence_and_never_in_paper(tiny_ws):
+    """A 1 s clip keeps the authors' whole-clip SNR bit for bit even with 0.7 s of silence (the
+    demo's keyword clips have at most 0.71 s); a 3 s clip with 2 s of silence before its word gets
+    the label's SNR over the word; the paper profile keeps the whole-clip SNR for both."""
+    import shutil
+
+    from aiplib.core.workspace import workspace
+    from aiplib.stimuli.mixing import mix_row
+
+    rng = np.random.default_rng(7)
+    word = (0.1 * rng.standard_normal(16000) * np.hanning(16000)).astype(np.float32)
+    quiet = (1e-4 * rng.standard_normal(2 * 16000)).astype(np.float32)
+    write_wav(tiny_ws.itembanks / "audio" / "kws" / "k00.wav", np.r_[quiet[:11200], word[::2][:4800]])  # 1 s
+    write_wav(tiny_ws.itembanks / "audio" / "kws" / "k01.wav", np.r_[quiet, word])  # 3 s
+    build_manifests(tiny_ws)
+    man = read_manifest(tiny_ws, "kws")
+    paper = workspace("paper", data_root=tiny_ws.root.parent / "paper_root", create=False)
+    shutil.copytree(tiny_ws.root, paper.root)
+    for r in man[man["condition"] == "noisy"].groupby("speech_id").head(6).to_dict("records"):
+        ref = _reference_mix(tiny_ws.path(r["speech_path"]), tiny_ws.path(r["bg_path"]), r["snr_db"], r["seed"], False)
+        parts = mix_row(r, tiny_ws)
+        assert mix_row(r, paper)["mixture"].tobytes() == ref.tobytes(), r["id"]  # paper: the authors' mixer
+        if r["speech_id"] == "k00":
+            assert parts["mixture"].tobytes() == ref.tobytes(), r["id"]
+            continue
+        s, b = parts["speech"].astype(np.float64), parts["background"].astype(np.float64)
+        word_snr = 10 * np.log10(np.sum(s[32000:] ** 2) / np.sum(b[32000:] ** 2))
+        whole_snr = 10 * np.log10(np.sum(s ** 2) / np.sum(b ** 2))
+        assert word_snr == pytest.approx(r["snr_db"], abs=0.5) and whole_snr == pytest.approx(r["snr_db"] - 4.8, abs=0.5)
+        assert parts["info"].achieved_snr_db == pytest.approx(r["snr_db"], abs=1e-3)

@@ -163,7 +163,9 @@ def partial_models_left_out(coverage: pd.DataFrame, rule: str) -> list[str]:
 
 def load_inputs(ws) -> tuple[dict, pd.DataFrame | None, pd.DataFrame | None]:
     """``(scores, descriptors, battery)`` of a workspace; descriptors and battery indexed by
-    ``bg_id`` (None when missing).
+    ``bg_id`` (None when missing). The battery gains stage 6's ``audible_snr_excess_db`` (dB,
+    ``checks/subaudible.csv``, :func:`aiplib.stimuli.checks.subaudible_backgrounds`) when stage 6
+    wrote it.
 
     Raises
     ------
@@ -180,8 +182,26 @@ def load_inputs(ws) -> tuple[dict, pd.DataFrame | None, pd.DataFrame | None]:
     return (
         scores,
         read_descriptor_table(ws.descriptor_csv, index=True),
-        read_battery_csv(ws.battery_csv, index=True),
+        _with_audible_excess(ws, read_battery_csv(ws.battery_csv, index=True)),
     )
+
+
+#: Column of Table 3 and of the battery (from stage 6's ``checks/subaudible.csv``): how many dB the
+#: audible SNR of a background's stimuli lies above the nominal one (its DC / sub-20 Hz share).
+AUDIBLE_EXCESS_COLUMN = "audible_snr_excess_db"
+
+
+def _with_audible_excess(ws, battery):
+    """``battery`` (indexed by ``bg_id``) with :data:`AUDIBLE_EXCESS_COLUMN` joined from
+    ``checks/subaudible.csv`` when both exist."""
+    path = ws.checks / "subaudible.csv"
+    if battery is None or not path.is_file():
+        return battery
+    sub = pd.read_csv(path, dtype={"bg_id": str})
+    if AUDIBLE_EXCESS_COLUMN not in sub.columns:
+        return battery
+    excess = sub.set_index("bg_id")[AUDIBLE_EXCESS_COLUMN].astype(float)
+    return battery.assign(**{AUDIBLE_EXCESS_COLUMN: excess.reindex(battery.index)})
 
 
 def categories(bg_ids, battery) -> list[str]:
@@ -329,7 +349,9 @@ def table3_descriptor_values(
     pandas.DataFrame [shape=(n_backgrounds, 8 + n_descriptors)]
         ``rank`` (Figure 4's), ``bg_id, category, mean_degradation_pp`` (over the tasks present),
         ``asr_delta_wer_pp, kws_delta_acc_pp`` (the authors' flat mean),
-        ``asr_/kws_…_snr_balanced_pp`` (ours, when the ranking has them), the descriptors.
+        ``asr_/kws_…_snr_balanced_pp`` (ours, when the ranking has them),
+        ``audible_snr_excess_db`` (dB the audible SNR lies above the nominal one, stage 6's
+        ``checks/subaudible.csv``; when ``battery`` has it), the descriptors.
     """
     descs = [c for c in DESCRIPTORS if c in descriptors.columns] or list(descriptors.columns)
     deg = ["asr_delta_wer_pp", "kws_delta_acc_pp"]
@@ -345,6 +367,9 @@ def table3_descriptor_values(
         ranking[["asr_delta_wer_pp", "kws_delta_acc_pp"]].mean(axis=1, skipna=True),
     )
     t.insert(1, "category", categories(list(t.index), battery))
+    if battery is not None and AUDIBLE_EXCESS_COLUMN in battery.columns:
+        t[AUDIBLE_EXCESS_COLUMN] = battery[AUDIBLE_EXCESS_COLUMN].reindex(t.index).to_numpy(float)
+        deg.append(AUDIBLE_EXCESS_COLUMN)
     t = t.join(descriptors[descs], how="left")
     t = t.sort_values("mean_degradation_pp", ascending=True, kind="stable", na_position="last")
     return t.reset_index()[["rank", "bg_id", "category", "mean_degradation_pp", *deg, *descs]]

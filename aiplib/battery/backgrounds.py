@@ -33,8 +33,10 @@ from aiplib.io.audio import (
 from aiplib.io.formats import BATTERY_COLUMNS, CATEGORIES, write_battery_csv
 from aiplib.io.subaudible import (
     SUBAUDIBLE_LIMIT_DB,
+    SUBAUDIBLE_REFUSE_DB,
+    audible_excess_db,
     effective_bandwidth_hz,
-    remove_subaudible,
+    remove_subaudible_steep,
     subaudible_power,
 )
 
@@ -103,16 +105,40 @@ def _check_spec(spec) -> None:
 def _subaudible_step(y, spec, sr: int, record: dict, n: int) -> np.ndarray:
     """Measure the DC + sub-20 Hz power share (dB) of the ``n`` samples of a source stream the
     background uses and high-pass the stream when the spec says ``subaudible: "remove"`` and the
-    share is at least :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`; ``record`` keeps the
-    largest share and whether removed."""
+    share is at least :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB`
+    (:func:`aiplib.io.subaudible.remove_subaudible_steep`: order 4, or order 16 when order 4 leaves
+    1 % or more); ``record`` keeps the largest share and whether removed.
+
+    Raises
+    ------
+    AudioFileError
+        When even the order-16 high-pass leaves 10 % or more of the power below 20 Hz
+        (:data:`aiplib.io.subaudible.SUBAUDIBLE_REFUSE_DB`), naming the
+        background and the shares measured before and after (the audible SNR would exceed the
+        nominal one by the excess given).
+    """
     share = subaudible_power(loop_or_cut(y, n), sr=sr)["subaudible_db"]
     record["subaudible_db"] = max(record.get("subaudible_db", -np.inf), share)
     if spec.get("subaudible", "keep") == "remove" and share >= SUBAUDIBLE_LIMIT_DB:
+        out, rec = remove_subaudible_steep(y, sr=sr, n=n)
+        if rec["residual_db"] >= SUBAUDIBLE_REFUSE_DB:
+            raise AudioFileError(
+                f"{spec['bg_id']}: {share:.1f} dB of its power is DC or below 20 Hz and "
+                f"{rec['residual_db']:.1f} dB is still there after a zero-phase 20 Hz high-pass of "
+                f"order {rec['order']}, so its stimuli's audible SNR would be "
+                f"{audible_excess_db(rec['residual_db']):.2f} dB above the nominal one; take the "
+                "rumble out of the recording (it lies just below 20 Hz) or remove the file"
+            )
         record["subaudible_removed"] = True
         log.info(
-            "%s: removed DC and rumble below 20 Hz (%.1f dB of its power)", spec["bg_id"], share
+            "%s: removed DC and rumble below 20 Hz (%.1f dB of its power; %.1f dB left after the "
+            "order-%d high-pass)",
+            spec["bg_id"],
+            share,
+            rec["residual_db"],
+            rec["order"],
         )
-        return remove_subaudible(y, sr=sr)
+        return out
     if share >= SUBAUDIBLE_LIMIT_DB:  # kept (the paper profile: the authors' files as they are)
         log.warning(
             "%s: %.1f dB of its power is DC or below 20 Hz (kept: the profile uses its files as "
@@ -120,7 +146,7 @@ def _subaudible_step(y, spec, sr: int, record: dict, n: int) -> np.ndarray:
             "checks/subaudible.csv)",
             spec["bg_id"],
             share,
-            -10 * np.log10(max(1 - 10 ** (share / 10), 1e-15)),
+            audible_excess_db(share),
         )
     return y
 

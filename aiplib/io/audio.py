@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import shutil
+import struct
 import subprocess
 import warnings
 from pathlib import Path
@@ -28,6 +29,16 @@ SR = 16000
 #: BS.1770 gating block, s (the pyloudnorm meter's block_size): pyloudnorm refuses shorter signals,
 #: so loudness_lufs loops them first and custom-profile validation refuses shorter inputs.
 MIN_LOUDNESS_S = 0.4
+
+#: Leading + trailing silence (s) of a clip above which the mixer sets its SNR over the clip's
+#: active part (:func:`active_span`; not in the ``paper`` profile); at or below it the authors'
+#: whole-clip SNR. The demo's clips have at most 0.71 s (1 s keyword clips); a 1 s clip can never
+#: exceed it.
+ACTIVE_PART_MIN_SILENCE_S = 1.0
+
+#: Silence for :func:`active_span`: ``librosa.effects.trim`` frames (2048 samples, hop 512) more
+#: than this many dB below the loudest (as :func:`aiplib.sources.corpora.tts.trim_silence`).
+ACTIVE_PART_TOP_DB = 40.0
 
 #: ffmpeg input options of the file suffixes soundfile cannot read.
 _FFMPEG_FORMATS = {".g722": ["-f", "g722"]}
@@ -124,6 +135,71 @@ def load_audio(path, *, sr: int = SR) -> np.ndarray:
     return np.ascontiguousarray(y, dtype=np.float32)
 
 
+#: Data-chunk sizes a streaming writer leaves in a WAV header when it cannot seek back (no size
+#: known): such a header says nothing about truncation.
+_WAV_SIZE_UNKNOWN = (0, 0xFFFFFFFF)
+
+
+def wav_data_shortfall(path) -> dict | None:
+    """Compare the data chunk a RIFF/WAVE file's header declares with the bytes the file holds.
+
+    A copy or download cut short keeps its header: libsndfile then reads only the samples present,
+    without an error. Only the chunk headers are read (``struct``, RIFF layout of the Microsoft
+    WAVE format); the samples are not decoded.
+
+    Returns
+    -------
+    dict or None
+        ``declared_s``, ``present_s`` (s, at the file's own rate), ``declared_bytes``,
+        ``present_bytes`` when the data chunk holds fewer bytes than its header says; None when it
+        holds them all, the file is not RIFF/WAVE (RF64, W64, any other format), its ``fmt `` chunk
+        is unreadable or the declared size is a streaming placeholder (0 or 0xFFFFFFFF).
+
+    Raises
+    ------
+    AudioFileError
+        If the file cannot be opened.
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            return _riff_shortfall(fh, size)
+    except OSError as exc:
+        raise AudioFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _riff_shortfall(fh, size: int) -> dict | None:
+    """:func:`wav_data_shortfall` on an open binary file of ``size`` bytes."""
+    head = fh.read(12)
+    if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+        return None
+    rate = align = 0
+    while True:
+        chunk = fh.read(8)
+        if len(chunk) < 8:
+            return None
+        cid, csize = chunk[:4], struct.unpack("<I", chunk[4:])[0]
+        if cid == b"fmt ":
+            fmt = fh.read(csize + (csize & 1))
+            if len(fmt) < 14:
+                return None
+            rate = struct.unpack("<I", fmt[4:8])[0]
+            align = struct.unpack("<H", fmt[12:14])[0]
+        elif cid == b"data":
+            present = size - fh.tell()
+            if csize in _WAV_SIZE_UNKNOWN or present >= csize or not (rate and align):
+                return None
+            return dict(
+                declared_s=csize / align / rate,
+                present_s=max(present, 0) // align / rate,
+                declared_bytes=int(csize),
+                present_bytes=int(max(present, 0)),
+            )
+        else:
+            fh.seek(csize + (csize & 1), 1)
+
+
 @functools.lru_cache(maxsize=512)
 def _cached(path: str, sr: int, mtime: float) -> np.ndarray:
     y = load_audio(path, sr=sr)
@@ -168,6 +244,24 @@ def _zero_peak_time(path: Path) -> None:
         if i >= 0:
             fh.seek(i + 12)
             fh.write(b"\0\0\0\0")
+
+
+def active_span(s, *, min_silence_s: float | None = ACTIVE_PART_MIN_SILENCE_S, sr: int = SR):
+    """The active part of a clip ``s`` [shape=(n,)] at ``sr`` Hz when its leading plus trailing
+    silence exceeds ``min_silence_s`` (s): ``(a, b)`` samples from ``librosa.effects.trim`` with
+    :data:`ACTIVE_PART_TOP_DB`; None when the silence is shorter, ``min_silence_s`` is None or the
+    clip is silent (the whole clip counts). A 3 s clip holding a 0.8 s word after 2 s of silence
+    gives about ``(31744, 46000)``.
+    """
+    import librosa
+
+    s = np.asarray(s, dtype=np.float32)
+    if min_silence_s is None or s.size == 0 or not np.any(s):
+        return None
+    _, (a, b) = librosa.effects.trim(s, top_db=ACTIVE_PART_TOP_DB)
+    if b <= a or (s.size - (b - a)) / sr <= min_silence_s:
+        return None
+    return int(a), int(b)
 
 
 def loop_or_cut(y, n: int) -> np.ndarray:

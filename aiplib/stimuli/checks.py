@@ -6,6 +6,7 @@ backgrounds, and a seeded set of inspection clips.
 from __future__ import annotations
 
 import hashlib
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,11 @@ from aiplib.io.formats import (
 from aiplib.io.subaudible import subaudible_power
 from aiplib.stimuli.families import materialize
 from aiplib.stimuli.manifests import SEED_START
-from aiplib.stimuli.mixing import BG_SILENCE_POWER, achieved_snr_db, bg_offset
+from aiplib.stimuli.mixing import BG_SILENCE_POWER, achieved_snr_db, bg_offset, row_snr_span
+
+#: Audible-minus-nominal SNR (dB) from which stage 6 warns about a background (notebook 06's
+#: threshold; a DC + sub-20 Hz share of 2.3 % of the power).
+AUDIBLE_EXCESS_WARN_DB = 0.1
 
 
 def active_fraction(y, *, frame: int = 512, floor_db: float = -30.0) -> float:
@@ -75,7 +80,9 @@ def background_presence(ws, *, max_items: int = 3) -> pd.DataFrame:
     """Measure achieved SNR and background activity for every (background, SNR).
 
     Uses the first ``max_items`` items of each manifest. The background part of a stimulus is the
-    mixture minus the (clip-scaled) clean speech, so the check measures what the model hears.
+    mixture minus the (clip-scaled) clean speech, so the check measures what the model hears; the
+    SNR is measured over the samples the mixer set it over
+    (:func:`aiplib.stimuli.mixing.row_snr_span`: the whole clip, or its active part).
 
     Returns
     -------
@@ -96,13 +103,14 @@ def background_presence(ws, *, max_items: int = 3) -> pd.DataFrame:
             y, info = materialize_named(r, ws)
             speech = clean[r["speech_id"]].astype(np.float64) * info.clip_scale
             resid = y.astype(np.float64) - speech
+            a, b = row_snr_span(r, ws) or (0, len(speech))
             rows.append(
                 dict(
                     family=fam,
                     bg_id=r["background_id"],
                     snr_db=r["snr_db"],
                     stimulus_id=r["id"],
-                    measured_snr_db=achieved_snr_db(speech, resid),
+                    measured_snr_db=achieved_snr_db(speech[a:b], resid[a:b]),
                     bg_active_fraction=active_fraction(resid),
                     clipped=info.clip_scale < 1.0,
                     bg_energy=float(np.dot(resid, resid)),
@@ -245,7 +253,13 @@ def subaudible_backgrounds(ws) -> pd.DataFrame:
     -------
     DataFrame with ``bg_id, dc_db, subaudible_db`` (dB re the background's power),
     ``audible_share``, ``audible_snr_excess_db`` (dB), ``removed_at_curation`` (bool); written to
-    ``checks/subaudible.csv``.
+    ``checks/subaudible.csv`` (Table 3 of the report shows the excess beside each background).
+
+    Warns
+    -----
+    UserWarning
+        Naming each background whose excess is at least :data:`AUDIBLE_EXCESS_WARN_DB` (printed
+        under ``make``).
 
     Raises
     ------
@@ -272,4 +286,27 @@ def subaudible_backgrounds(ws) -> pd.DataFrame:
         )
     df = pd.DataFrame(rows)
     df.to_csv(ws.checks / "subaudible.csv", index=False)
+    _warn_audible_excess(df)
     return df
+
+
+def _warn_audible_excess(df: pd.DataFrame) -> None:
+    """One UserWarning naming each background of ``df`` (:func:`subaudible_backgrounds`) whose
+    audible SNR lies :data:`AUDIBLE_EXCESS_WARN_DB` dB or more above the nominal one."""
+    if df.empty:
+        return
+    off = df[df["audible_snr_excess_db"] >= AUDIBLE_EXCESS_WARN_DB]
+    if off.empty:
+        return
+    named = ", ".join(
+        f"{r.bg_id} +{r.audible_snr_excess_db:.2f} dB ({r.subaudible_db:.1f} dB of its power "
+        "below 20 Hz)"
+        for r in off.itertuples()
+    )
+    warnings.warn(
+        f"{len(off)} of {len(df)} backgrounds are heard at a higher SNR than their label, by the "
+        f"inaudible DC / sub-20 Hz share of their power: {named} (checks/subaudible.csv; the "
+        "audible_snr_excess_db column of Table 3)",
+        UserWarning,
+        stacklevel=2,
+    )

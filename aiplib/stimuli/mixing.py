@@ -14,6 +14,13 @@
 
 A clean row is the normalised speech alone; a digitally silent segment gives an effectively clean
 stimulus (``bg_active`` False).
+
+Ours, outside the ``paper`` profile (:data:`WHOLE_CLIP_PROFILES`): when a clip's leading plus
+trailing silence exceeds :data:`aiplib.io.audio.ACTIVE_PART_MIN_SILENCE_S` (1 s; a keyword clip of
+3 s with 2 s of silence before the word), ``ps`` and ``pb`` of step 4 are the mean powers over the
+clip's active part (:func:`aiplib.io.audio.active_span`), so the word itself hears the label's SNR;
+the clip is not trimmed. A 1 s clip (Speech Commands, the demo's) can never cross the threshold, so
+its mixture is the authors'.
 """
 
 from __future__ import annotations
@@ -28,13 +35,24 @@ from typing import Mapping
 import numpy as np
 
 from aiplib.core.errors import AiplibParameterError, AudioFileError
-from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio_cached, loudness_meter, peak_abs
+from aiplib.io.audio import (
+    ACTIVE_PART_MIN_SILENCE_S,
+    MIN_LOUDNESS_S,
+    SR,
+    active_span,
+    load_audio_cached,
+    loudness_meter,
+    peak_abs,
+)
 
 #: Loudness of the foreground speech in every stimulus, LUFS (the authors' ``SPEECH_LUFS``).
 SPEECH_LUFS = -23.0
 
 #: Added to each mean power before the SNR gain is computed (the authors' mixer).
 POWER_FLOOR = 1e-9
+
+#: Profiles whose mixer keeps the authors' whole-clip SNR for every clip (no active-part rule).
+WHOLE_CLIP_PROFILES = ("paper",)
 
 #: A segment whose mean power ``mean(b²)`` (float64, before scaling) is below this (−100 dB re full
 #: scale) is *digital silence*: ``bg_active`` False.
@@ -168,11 +186,13 @@ class _Mixed:
     gain: float
     peak: float  # max|s + bs| before the peak division
     scale: float  # clip scale
+    span: tuple | None = None  # samples [a, b) the SNR is set over; None: the whole clip
 
     def info(self, s, snr_db, lufs, speech_peak) -> MixInfo:
         active, p_b = segment_active(self.b)
+        a, b = self.span or (0, len(s))
         return MixInfo(
-            achieved_snr_db=achieved_snr_db(s, self.bs),
+            achieved_snr_db=achieved_snr_db(s[a:b], self.bs[a:b]),
             target_snr_db=float(snr_db),
             speech_lufs=lufs,
             bg_gain_db=float(20 * np.log10(self.gain)) if self.gain > 0 else float("-inf"),
@@ -185,19 +205,56 @@ class _Mixed:
         )
 
 
-def mix_normalized(s, bg, snr_db: float, seed: int) -> _Mixed:
+def mix_normalized(s, bg, snr_db: float, seed: int, *, span=None) -> _Mixed:
+    """The authors' mixing steps 2–5 on normalised speech ``s`` [shape=(n,)]; ``span`` (samples
+    ``(a, b)``, :func:`active_span`) sets the SNR over ``s[a:b]`` and the same background samples
+    instead of the whole clip (None: the authors' rule, bit for bit)."""
     n = s.shape[0]
     b, off = background_segment(bg, seed, n)
-    ps = float(np.mean(s**2)) + POWER_FLOOR
-    pb = float(np.mean(b**2)) + POWER_FLOOR
+    if span is None:
+        ps = float(np.mean(s**2)) + POWER_FLOOR
+        pb = float(np.mean(b**2)) + POWER_FLOOR
+    else:
+        ps = float(np.mean(s[span[0] : span[1]] ** 2)) + POWER_FLOOR
+        pb = float(np.mean(b[span[0] : span[1]] ** 2)) + POWER_FLOOR
     gain = np.sqrt(ps / (pb * (10 ** (float(snr_db) / 10))))
     bs = b * gain
     y = s + bs
     peak = peak_abs(y)
     scale = 1.0 / peak if peak > 1.0 else 1.0
     return _Mixed(
-        (y / peak if peak > 1.0 else y).astype(np.float32), bs, b, off, float(gain), peak, scale
+        (y / peak if peak > 1.0 else y).astype(np.float32),
+        bs,
+        b,
+        off,
+        float(gain),
+        peak,
+        scale,
+        span,
     )
+
+
+def snr_rule(ws) -> float | None:
+    """The leading + trailing silence (s) above which a profile's mixer sets the SNR over a clip's
+    active part: None (never: the authors' whole-clip SNR) for :data:`WHOLE_CLIP_PROFILES`, else
+    :data:`aiplib.io.audio.ACTIVE_PART_MIN_SILENCE_S`."""
+    if getattr(ws, "profile", None) in WHOLE_CLIP_PROFILES:
+        return None
+    return ACTIVE_PART_MIN_SILENCE_S
+
+
+@functools.lru_cache(maxsize=512)
+def _span(path: str, mtime: float, target: float, min_silence_s: float | None):
+    return active_span(_normalized(path, mtime, target)[0], min_silence_s=min_silence_s)
+
+
+def row_snr_span(row: Mapping, ws):
+    """The samples ``(a, b)`` of a manifest row's speech its SNR is set over (:func:`active_span`
+    under the workspace's :func:`snr_rule`), None for the whole clip."""
+    p = Path(ws.path(str(_row_value(row, "speech_path"))))
+    if not p.is_file():
+        raise AudioFileError(f"{p}: speech file not found")
+    return _span(str(p.resolve()), p.stat().st_mtime, SPEECH_LUFS, snr_rule(ws))
 
 
 def mix(speech, bg, snr_db: float, seed: int, *, speech_lufs: float = SPEECH_LUFS):
@@ -291,6 +348,9 @@ def _row_value(row: Mapping, key: str):
 def mix_row(row: Mapping, ws) -> dict:
     """Materialise a ``background`` row or any clean row with the authors' mixer.
 
+    The SNR is the authors' whole-clip one, or over the speech's active part when the clip's
+    silence exceeds the workspace's :func:`snr_rule` (:func:`row_snr_span`).
+
     Returns
     -------
     dict
@@ -327,7 +387,8 @@ def mix_row(row: Mapping, ws) -> dict:
     bg_path = str(_row_value(row, "bg_path") or "")
     if not bg_path or bg_path == "nan":
         raise AiplibParameterError(f"row {row.get('id')!r}: noisy row without bg_path")
-    m = mix_normalized(s, load_audio_cached(ws.path(bg_path)), snr, seed)
+    span = row_snr_span(row, ws)
+    m = mix_normalized(s, load_audio_cached(ws.path(bg_path)), snr, seed, span=span)
     sp = (s / m.peak if m.peak > 1.0 else s).astype(np.float32)
     bp = (m.bs / m.peak if m.peak > 1.0 else m.bs).astype(np.float32)
     return dict(mixture=m.y, speech=sp, background=bp, info=m.info(s, snr, lufs, speech_peak))

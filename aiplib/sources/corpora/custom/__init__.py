@@ -46,6 +46,7 @@ from aiplib.io.formats import (
     write_item_bank,
     write_json_atomic,
 )
+from aiplib.io.subaudible import SUBAUDIBLE_LIMIT_DB, remove_subaudible_steep, subaudible_power
 from aiplib.sources.corpora.custom.files import licence_table
 from aiplib.sources.corpora.custom.report import ValidationReport
 from aiplib.sources.corpora.custom.validate import (
@@ -320,10 +321,28 @@ _BANK_PACKAGES = {"asr": "custom/speech", "kws": "custom/kws"}
 _BANK_FIELDS = {"asr": _speech_fields, "kws": _keyword_fields}
 
 
+def item_audio(path):
+    """An utterance or keyword clip as stage 2 writes it: 16 kHz mono float32 [shape=(n,)], with its
+    DC offset and power below 20 Hz removed (:func:`aiplib.io.subaudible.remove_subaudible_steep`)
+    when they hold at least :data:`aiplib.io.subaudible.SUBAUDIBLE_LIMIT_DB` (1 %) of its power —
+    else the mixer's power-based SNR would count them and the item would be heard at a lower SNR
+    than labelled (0.5 peak + 0.1 offset: 5 dB lower). Stage 1 warns about such a file.
+
+    Raises
+    ------
+    AudioFileError
+        If the file is missing or unreadable.
+    """
+    y = load_audio(path, sr=SR)
+    if subaudible_power(y, sr=SR)["subaudible_db"] >= SUBAUDIBLE_LIMIT_DB:
+        y = remove_subaudible_steep(y, sr=SR)[0]
+    return y
+
+
 def _bank_row(ws, fam: str, r: dict) -> dict:
-    """Decode one inventory row to ``itembanks/audio/<fam>/<item_id>.wav``; returns its item-bank
-    row."""
-    y = load_audio(r["file"], sr=SR)
+    """Decode one inventory row to ``itembanks/audio/<fam>/<item_id>.wav`` (:func:`item_audio`);
+    returns its item-bank row."""
+    y = item_audio(r["file"])
     out = write_wav(ws.itembanks / "audio" / fam / f"{r['item_id']}.wav", y)
     return dict(
         item_id=r["item_id"],

@@ -15,7 +15,7 @@ import pandas as pd
 import soundfile as sf
 
 from aiplib.core.errors import AudioFileError, MissingPackageError
-from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio, loudness_lufs
+from aiplib.io.audio import MIN_LOUDNESS_S, SR, load_audio, loudness_lufs, wav_data_shortfall
 from aiplib.sources.corpora.custom.report import Collector
 
 #: File name extensions treated as audio when the folders are scanned (case-insensitive).
@@ -266,10 +266,34 @@ def _cancelling_channels(path: Path, channels) -> str:
     )
 
 
+def _check_truncated(path: Path, probs: Collector, role: str) -> None:
+    """Record a fatal ``truncated`` problem when ``path`` is a WAV file whose data chunk holds fewer
+    bytes than its header declares (:func:`aiplib.io.audio.wav_data_shortfall`)."""
+    try:
+        short = wav_data_shortfall(path)
+    except AudioFileError:  # unreadable: the decode reports it
+        return
+    if short is None:
+        return
+    lost = "the missing words would count as recogniser deletions"
+    if role == "background":
+        lost = "the background would be looped from what is left"
+    probs.add(
+        "fatal",
+        "truncated",
+        path,
+        f"{role}: the WAV header declares {short['declared_s']:.2f} s of audio but only "
+        f"{short['present_s']:.2f} s are in the file ({short['present_bytes']} of "
+        f"{short['declared_bytes']} bytes of its data chunk): the file was cut short (an "
+        f"interrupted copy or download?) and {lost}; give the complete file",
+    )
+
+
 def probe(path: Path, probs: Collector, *, cap_s: float | None, role: str):
     """Read one file as the pipeline will (16 kHz mono float32); record its problems.
 
     Fatal problems recorded: ``missing_file``, ``empty`` (0 bytes, or no samples), ``unreadable``,
+    ``truncated`` (a WAV data chunk shorter than its header says),
     ``nan``, ``too_short`` (shorter than the 0.4 s ITU-R BS.1770 gating block pyloudnorm needs,
     :data:`aiplib.io.audio.MIN_LOUDNESS_S`), ``silent`` (``channels_cancel`` for anti-phase channels
     whose mono mix is silent) and ``too_long`` (longer than ``cap_s``, s).
@@ -315,6 +339,7 @@ def probe(path: Path, probs: Collector, *, cap_s: float | None, role: str):
         return None, None
     info["duration_s"] = round(float(y.size / SR), 4)
     n_problems = len(probs)  # each problem below is fatal
+    _check_truncated(path, probs, role)
     if y.size < MIN_LOUDNESS_S * SR:  # pyloudnorm's own test (util.valid_audio)
         if role == "background":
             what = (

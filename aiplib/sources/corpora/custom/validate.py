@@ -15,12 +15,15 @@ from aiplib.core.textnorm import (
     reference_is_empty,
     spaceless_share,
 )
-from aiplib.io.audio import MIN_LOUDNESS_S, SR
+from aiplib.io.audio import ACTIVE_PART_MIN_SILENCE_S, MIN_LOUDNESS_S, SR, active_span
 from aiplib.io.formats import CATEGORIES
 from aiplib.io.subaudible import (
     BAND_LIMITED_SHARE,
     SUBAUDIBLE_LIMIT_DB,
+    SUBAUDIBLE_REFUSE_DB,
+    audible_excess_db,
     effective_bandwidth_hz,
+    remove_subaudible_steep,
     subaudible_power,
 )
 from aiplib.sources.corpora.custom.files import (
@@ -57,6 +60,14 @@ DIGITAL_SILENCE_DBFS = -80.0
 
 #: Longest run of digital silence kept inside a background (half of it at each end), s.
 MAX_SILENT_GAP_S = 0.25
+
+#: Share of an utterance's or keyword clip's samples in flat runs at its peak (within 0.1 %, at
+#: least :data:`CLIPPED_RUN` samples long) from which it gets a ``clipped`` warning (0.1 %; speech
+#: that was not clipped has a few samples near its peak, not runs).
+CLIPPED_SHARE = 0.001
+
+#: Shortest run of consecutive samples (at 16 kHz) at the peak level that counts as clipping.
+CLIPPED_RUN = 3
 
 #: Separators that make a KWS label or a keyword several words.
 _MULTI = re.compile(r"[|,;+/\s]")
@@ -263,6 +274,96 @@ def _item_row(p, row, package, item_id, info, used: bool = True, **fields) -> di
     )
 
 
+def clipped_share(y) -> float:
+    """Share of the samples of ``y`` [shape=(n,)] in runs of at least :data:`CLIPPED_RUN`
+    consecutive samples whose magnitude is within 0.1 % of the peak: flat tops left by clipping
+    (0.0 for an all-zero signal). A sine clipped at half its amplitude gives about 0.67."""
+    a = np.abs(np.asarray(y, dtype=np.float64))
+    peak = float(a.max()) if a.size else 0.0
+    if peak == 0.0:
+        return 0.0
+    at = np.r_[0, (a >= peak * (1 - 1e-3)).astype(np.int8), 0]
+    edges = np.diff(at)
+    runs = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
+    return float(runs[runs >= CLIPPED_RUN].sum() / a.size)
+
+
+def _check_subaudible(path, y, probs, role: str, stage: str) -> str:
+    """Warn (``subaudible``) about a DC offset / sub-20 Hz rumble that ``stage`` removes
+    (:func:`aiplib.io.subaudible.remove_subaudible_steep`); fatal when even the order-16 high-pass
+    leaves 10 % or more of the power below 20 Hz
+    (:data:`aiplib.io.subaudible.SUBAUDIBLE_REFUSE_DB`). Returns the inventory note (``""`` when
+    clean), None when the file is refused (the fatal problem recorded)."""
+    sub = subaudible_power(y, sr=SR)
+    if sub["subaudible_db"] < SUBAUDIBLE_LIMIT_DB:
+        return ""
+    note = (
+        f"DC offset {sub['dc_db']:.1f} dB and energy below 20 Hz "
+        f"{sub['subaudible_db']:.1f} dB re the file's power"
+    )
+    _, rec = remove_subaudible_steep(y, sr=SR)
+    if rec["residual_db"] >= SUBAUDIBLE_REFUSE_DB:
+        probs.add(
+            "fatal",
+            "subaudible",
+            path,
+            f"{role}: {note}; {rec['residual_db']:.1f} dB is still there after a zero-phase 20 Hz "
+            f"high-pass of order {rec['order']}, so the audible SNR of its stimuli would be "
+            f"{audible_excess_db(rec['residual_db']):.2f} dB above the nominal one; take the "
+            "rumble (just below 20 Hz) out of the recording or remove the file",
+        )
+        return None
+    probs.add(
+        "warning",
+        "subaudible",
+        path,
+        f"{role}: {note} (inaudible, yet counted by the power-based SNR and the loudness gain): "
+        f"{stage} removes them (zero-phase 20 Hz high-pass of order {rec['order']}, "
+        f"{rec['residual_db']:.1f} dB left) before the SNR is set, so the nominal SNR is the "
+        "audible one",
+    )
+    return note + f" (removed at {stage})"
+
+
+def _check_item_audio(path, y, probs, role: str) -> str:
+    """Notes on an utterance or keyword clip ``y`` (16 kHz): DC / sub-20 Hz power (stage 2 removes
+    it), clipping (:data:`CLIPPED_SHARE`) and silence around the sound longer than
+    :data:`aiplib.io.audio.ACTIVE_PART_MIN_SILENCE_S` (the SNR is set over the active part).
+    Returns the inventory note, None when the file is refused (fatal problem recorded)."""
+    notes = [_check_subaudible(path, y, probs, role, "stage 2")]
+    if notes[0] is None:
+        return None
+    share = clipped_share(y)
+    if share >= CLIPPED_SHARE:
+        notes.append(f"clipped: {100 * share:.1f} % of its samples in flat runs at its peak")
+        probs.add(
+            "warning",
+            "clipped",
+            path,
+            f"{role}: {notes[-1]} (clipped when recorded or converted): the distortion is in "
+            "every stimulus of this item, the clean one included, so a recogniser hears it on "
+            "top of each background; re-record it or remove the file",
+        )
+    span = active_span(y)
+    if span is not None:
+        silence = (y.size - (span[1] - span[0])) / SR
+        notes.append(
+            f"SNR over its active part {span[0] / SR:.2f}–{span[1] / SR:.2f} s "
+            f"({silence:.2f} s of silence around the sound)"
+        )
+        probs.add(
+            "warning",
+            "active_part",
+            path,
+            f"{role}: {silence:.2f} s of its {y.size / SR:.2f} s is silence before and after the "
+            f"sound (more than {ACTIVE_PART_MIN_SILENCE_S:g} s): the mixer sets its SNR over the "
+            f"active part {span[0] / SR:.2f}–{span[1] / SR:.2f} s, not the whole clip, so the "
+            "words hear the label's SNR (the clip is not trimmed: the background plays over the "
+            "silence too)",
+        )
+    return "; ".join(n for n in notes if n)
+
+
 def _check_words_per_second(path, text: str, duration_s: float, probs) -> None:
     """Warn (``short_for_text``) when ``duration_s`` < :data:`MIN_S_PER_WORD` × the words of
     ``text`` after :func:`aiplib.core.textnorm.normalize_text` (0.45 s for the 9 words of "the
@@ -304,11 +405,14 @@ def validate_speech(speech_dir, texts, probs, scans) -> list[dict]:
                 "uncounted; give the words spoken or remove the file",
             )
             continue
-        info, _ = probe(p, probs, cap_s=MAX_UTTERANCE_S, role="utterance")
+        info, y = probe(p, probs, cap_s=MAX_UTTERANCE_S, role="utterance")
         if info is not None:
             _check_words_per_second(p, row["text"], info["duration_s"], probs)
+            note = _check_item_audio(p, y, probs, "utterance")
+            if note is None:
+                continue
             text = " ".join(row["text"].split())
-            rows.append(_item_row(p, row, "custom/speech", item_id, info, text=text))
+            rows.append(_item_row(p, row, "custom/speech", item_id, info, text=text, note=note))
     return rows
 
 
@@ -367,8 +471,11 @@ def _kws_row(p, row, item_id, keywords: set, probs):
         label = raw.lower()
     else:
         label = words[0]
-    info, _ = probe(p, probs, cap_s=MAX_UTTERANCE_S, role="keyword clip")
+    info, y = probe(p, probs, cap_s=MAX_UTTERANCE_S, role="keyword clip")
     if info is None:
+        return None
+    audio_note = _check_item_audio(p, y, probs, "keyword clip")
+    if audio_note is None:
         return None
     note = ""
     is_target = None
@@ -386,7 +493,7 @@ def _kws_row(p, row, item_id, keywords: set, probs):
         info,
         used=not multi,
         label=label,
-        note=note,
+        note="; ".join(x for x in (note, audio_note) if x),
         is_target=is_target,
     )
 
@@ -428,24 +535,13 @@ def validate_kws(kws_dir, kws_labels, keywords, probs, scans) -> list[dict]:
     return rows
 
 
-def _check_audible(path, y, probs) -> str:
-    """Warn about a DC offset / sub-20 Hz rumble and a band-limited source; returns the inventory
-    note."""
-    notes = []
-    sub = subaudible_power(y, sr=SR)
-    if sub["subaudible_db"] >= SUBAUDIBLE_LIMIT_DB:
-        notes.append(
-            f"DC offset {sub['dc_db']:.1f} dB and energy below 20 Hz "
-            f"{sub['subaudible_db']:.1f} dB re the file's power"
-        )
-        probs.add(
-            "warning",
-            "subaudible",
-            path,
-            f"background: {notes[-1]} (inaudible, yet counted by the power-based SNR and the "
-            "loudness gain): stage 3 removes them (zero-phase 20 Hz high-pass) before loudness "
-            "normalisation, so the nominal SNR is the audible one",
-        )
+def _check_audible(path, y, probs):
+    """Warn about a DC offset / sub-20 Hz rumble (refused when no high-pass takes it out) and a
+    band-limited source; returns the inventory note, None when the file is refused."""
+    sub_note = _check_subaudible(path, y, probs, "background", "stage 3")
+    if sub_note is None:
+        return None
+    notes = [sub_note] if sub_note else []
     bw = effective_bandwidth_hz(y, sr=SR)
     if bw < BAND_LIMITED_SHARE * SR / 2:
         notes.append(
@@ -581,7 +677,10 @@ def _background_row(p, bg_id: str, row: dict, table_name, probs):
     if _too_short_after_trim(p, y, info, probs):
         return None
     trim_note, prepared_s = _trim_note(p, y, removed, bg_id, probs)
-    notes = [x for x in (trim_note, _check_audible(p, y, probs)) if x]
+    audible_note = _check_audible(p, y, probs)
+    if audible_note is None:
+        return None
+    notes = [x for x in (trim_note, audible_note) if x]
     return dict(
         file=str(p),
         package="custom/backgrounds",
@@ -727,13 +826,17 @@ def validate_inputs(
     -----
     Fatal: a parameter not set or not found, an unscannable folder, a table without its columns, a
     file without transcript (label) or one empty after normalisation, a listed file missing, a
-    duplicate row, an unreadable, empty or non-finite file, audio shorter than the 0.4 s BS.1770
-    block, silence, a clip longer than :data:`MAX_UTTERANCE_S`, an unknown category, no usable
-    items. Warnings: under
-    :data:`MIN_S_PER_WORD` s per word, backgrounds shorter than the longest utterance, long digital
-    silence, fewer than :data:`MIN_BACKGROUNDS` backgrounds, DC / sub-20 Hz power, a band-limited
-    background, multi-word or normalised labels, missing licences, a non-default keyword list, no
-    target clip, a symbolic-link loop.
+    duplicate row, an unreadable, empty, truncated (WAV data chunk shorter than its header says) or
+    non-finite file, audio shorter than the 0.4 s BS.1770 block, silence, a clip longer than
+    :data:`MAX_UTTERANCE_S`, sub-20 Hz power no high-pass takes out
+    (:data:`aiplib.io.subaudible.SUBAUDIBLE_REFUSE_DB`), an unknown category, no usable items.
+    Warnings: under :data:`MIN_S_PER_WORD` s per word, backgrounds shorter than the longest
+    utterance, long digital silence, fewer than :data:`MIN_BACKGROUNDS` backgrounds, DC / sub-20 Hz
+    power (removed at stage 2 or 3), a clipped utterance or clip (:data:`CLIPPED_SHARE`), an
+    utterance or clip whose SNR is set over its active part (more than
+    :data:`aiplib.io.audio.ACTIVE_PART_MIN_SILENCE_S` of silence), a band-limited background,
+    multi-word or normalised labels, missing licences, a non-default keyword list, no target clip,
+    a symbolic-link loop.
     """
     probs = Collector()
     kw = keyword_list(keywords)
