@@ -471,6 +471,7 @@ def load_model(
         "local_files_only": local_files_only,
         "device": device,
         "precision": precision,
+        "arrangement": arrangement,
     }
     options = {name: value for name, value in given.items() if value is not None}
     module = _backend_module(entry)
