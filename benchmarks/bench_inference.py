@@ -22,6 +22,15 @@ encodes ``S`` stimuli and makes ``D`` decodes is ``S * encode_s + D * decode_s``
 ``--floor --stage`` also runs the stage-7 loop on the same slice (into a scratch copy of the
 workspace's inference folder), alternating with the floor ``--repeat`` times, and prints the ratio
 of each pair: the machine may be shared, so only ratios measured back to back mean much.
+
+``--arrangements`` compares the embedded Whisper's CPU arrangements
+(:data:`aiplib.inference.models.whisper_window.ARRANGEMENTS`) in one process: stage 7's loop
+(``run_inference(arrangement=…)``) on the first ``--limit`` rows per family of the workspace's
+manifests whose background is one of ``--backgrounds`` (tune on one set, validate on others), into
+scratch copies, ``sub_batches`` (today's) and ``per_clip`` alternating ``--repeat`` times. Per pair
+it prints each loop's seconds, their ratio new/old, each loop over the floor
+``stimuli × best single-clip 30 s encode + decodes × best batched decode`` (:func:`part_times`),
+the count of identical transcripts (``raw``, byte for byte) and ``os.getloadavg()``.
 """
 from __future__ import annotations
 
@@ -190,6 +199,101 @@ def stage_vs_floor(ws, limit: int, repeat: int = 2, model: str = "whisper_tiny_e
     return out
 
 
+def part_times(ws, limit: int | None, model: str = "whisper_tiny_en", tries: int = 3) -> dict:
+    """The parts of stage 7's work on one clip, best of ``tries`` (s): ``features_s`` (log-mel of
+    one clip), ``encode_s`` (one clip's 30 s window through the encoder, features precomputed, the
+    ``per_clip`` recogniser: one worker, intra-op threads on every core) and ``decode_s`` (one
+    decode of a batch of ``batch_size`` encoder outputs, divided by the batch), on the first clips
+    of :func:`slice_stimuli`."""
+    ctranslate2 = import_ctranslate2()
+    rec = load_model(model, path=DEFAULT_DECODING, arrangement="per_clip")
+    try:
+        stims = [y for _, y in slice_stimuli(ws, limit)][: rec.batch_size]
+        prompt = next(iter(family_prompts(ws).values()))[0]
+        best = {"features_s": np.inf, "encode_s": np.inf, "decode_s": np.inf}
+        enc = []
+        for y in stims[:tries]:
+            t0 = time.perf_counter()
+            one = rec.features([y])
+            best["features_s"] = min(best["features_s"], time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            rec.model.model.encode(ctranslate2.StorageView.from_array(one), to_cpu=True)
+            best["encode_s"] = min(best["encode_s"], time.perf_counter() - t0)
+        for y in stims:
+            one = ctranslate2.StorageView.from_array(rec.features([y]))
+            enc.append(np.array(rec.model.model.encode(one, to_cpu=True))[0])
+        tokens, kw = rec.decode_options(prompt)
+        batch = ctranslate2.StorageView.from_array(np.ascontiguousarray(np.stack(enc)))
+        for _ in range(tries):
+            t0 = time.perf_counter()
+            rec.model.model.generate(batch, [tokens] * len(enc), **kw)
+            best["decode_s"] = min(best["decode_s"], (time.perf_counter() - t0) / len(enc))
+        return {**best, "cpu_threads": rec.cpu_threads}
+    finally:
+        rec.close()
+
+
+def _scratch_view(ws, tmp: Path, backgrounds, limit: int | None):
+    """A scratch workspace in ``tmp``: ``ws``'s inputs linked, its manifests cut to the rows whose
+    ``background_id`` is in ``backgrounds`` (all when None), the first ``limit`` per family."""
+    from aiplib.core.workspace import STAGE_DIRS, Workspace  # noqa: PLC0415
+
+    view = Workspace(profile=ws.profile, root=tmp / ws.profile)
+    view.root.mkdir(parents=True)
+    for d in STAGE_DIRS:
+        if d not in ("inference", "checks", "manifests") and (ws.root / d).exists():
+            (view.root / d).symlink_to((ws.root / d).resolve(), target_is_directory=True)
+    view.ensure()
+    for fam, m in _manifests(ws):
+        if backgrounds:
+            m = m[m["background_id"].isin(backgrounds)]
+        m.head(limit).to_csv(view.manifests / f"{fam}.csv", index=False)
+    return view
+
+
+def _stage_loop(ws, arrangement: str, backgrounds, limit, model: str) -> dict:
+    """Stage 7 (``run_inference``) with ``arrangement`` into a scratch view: the loop's seconds,
+    stimuli, decodes and ``{(task, id): raw}``."""
+    import json  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
+    from aiplib.inference.runner import run_inference  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="aip-bench-") as tmp:
+        view = _scratch_view(ws, Path(tmp), backgrounds, limit)
+        run_inference(view, models=model, arrangement=arrangement, progress=False)
+        log = [json.loads(x) for x in view.run_log(model).open()][-1]
+        raw = {}
+        for f in sorted((view.inference / model).glob("*.jsonl")):
+            if f.name != "run_log.jsonl":
+                rows = [json.loads(x) for x in f.read_text(encoding="utf-8").splitlines()]
+                raw.update({(r["task"], r["id"]): r["raw"] for r in rows})
+    tp = log["throughput"]
+    return {"seconds": tp["seconds"], "stimuli": tp["stimuli"], "decodes": tp["decodes"], "raw": raw}
+
+
+def arrangements_paired(ws, backgrounds=None, limit: int | None = 24, repeat: int = 3,
+                        model: str = "whisper_tiny_en") -> list[dict]:
+    """``sub_batches`` and ``per_clip`` stage-7 loops alternating ``repeat`` times on the same
+    stimuli (:func:`_scratch_view`), each pair preceded by :func:`part_times`; one dict per pair."""
+    import os  # noqa: PLC0415
+
+    out = []
+    for k in range(repeat):
+        parts = part_times(ws, limit, model)
+        order = ("sub_batches", "per_clip") if k % 2 == 0 else ("per_clip", "sub_batches")
+        runs = {a: _stage_loop(ws, a, backgrounds, limit, model) for a in order}
+        old, new = runs["sub_batches"], runs["per_clip"]
+        floor = old["stimuli"] * parts["encode_s"] + old["decodes"] * parts["decode_s"]
+        same = sum(new["raw"].get(key) == v for key, v in old["raw"].items())
+        out.append({"old_s": old["seconds"], "new_s": new["seconds"],
+                    "ratio": new["seconds"] / old["seconds"], "old_floor": old["seconds"] / floor,
+                    "new_floor": new["seconds"] / floor, "floor_s": floor, "identical": same,
+                    "rows": len(old["raw"]), "stimuli": old["stimuli"], "decodes": old["decodes"],
+                    "load": os.getloadavg(), **parts})
+    return out
+
+
 def _manifests(ws):
     """(task family, manifest) of each family whose ``manifests/<family>.csv`` exists."""
     from aiplib.io.formats import read_manifest  # noqa: PLC0415
@@ -272,7 +376,25 @@ def main(argv=None):
     ap.add_argument("--limit", type=int, default=100, help="--floor: manifest rows per family")
     ap.add_argument("--repeat", type=int, default=2, help="--floor --stage: stage/floor pairs")
     ap.add_argument("--profile", default="demo", help="--floor: workspace profile")
+    ap.add_argument("--arrangements", action="store_true",
+                    help="stage 7 with the per_clip vs the sub_batches arrangement (module notes)")
+    ap.add_argument("--backgrounds", default=None,
+                    help="--arrangements: background ids, comma-separated (default all)")
     a = ap.parse_args(argv)
+    if a.arrangements:
+        from aiplib.core.workspace import workspace  # noqa: PLC0415
+
+        ws = workspace(a.profile, create=False)
+        bgs = a.backgrounds.split(",") if a.backgrounds else None
+        for r in arrangements_paired(ws, bgs, a.limit, a.repeat, a.model):
+            print(f"stage-7 loop per_clip {r['new_s']:.1f} s / sub_batches {r['old_s']:.1f} s = "
+                  f"{r['ratio']:.3f}; over the floor {r['floor_s']:.1f} s: per_clip {r['new_floor']:.2f}, "
+                  f"sub_batches {r['old_floor']:.2f}; identical {r['identical']}/{r['rows']}; "
+                  f"{r['stimuli']} stimuli, {r['decodes']} decodes; best single clip: log-mel "
+                  f"{r['features_s'] * 1000:.0f} ms, 30 s encode {r['encode_s'] * 1000:.0f} ms "
+                  f"({r['cpu_threads']} threads), decode {r['decode_s'] * 1000:.0f} ms/decode "
+                  f"(batched); load {' '.join(f'{x:.2f}' for x in r['load'])}", flush=True)
+        return 0
     if a.floor:
         from aiplib.core.workspace import workspace  # noqa: PLC0415
 

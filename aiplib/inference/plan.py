@@ -11,6 +11,7 @@ import numpy as np
 from aiplib.core.errors import AiplibParameterError
 from aiplib.inference.models import resolve
 from aiplib.inference.models.registry import DEFAULT_MODEL
+from aiplib.inference.models.whisper_window import check_arrangement
 from aiplib.inference.prompts import TASKS, PromptSet, get_prompt_set, task_names
 from aiplib.inference.shards import coerce_shard
 
@@ -33,8 +34,11 @@ class DecodingConfig:
     ``path``: the faster-whisper decoding path (``window``, ``fast``, ``standard``; enters the
     resume key); ``batch_size``: stimuli per ``generate`` call (default
     :func:`effective_batch_size`); ``limit``: only the first ``limit`` manifest rows per task;
-    ``progress``: progress bars; ``rerun_unkeyed``: re-run rows without a resume key. Raises
-    :class:`AiplibParameterError` unless ``limit`` and ``batch_size`` are None or positive integers.
+    ``progress``: progress bars; ``rerun_unkeyed``: re-run rows without a resume key;
+    ``arrangement``: the embedded Whisper's CPU arrangement
+    (:data:`aiplib.inference.models.whisper_window.ARRANGEMENTS`; None: its default; the same
+    transcripts, so not in the resume key). Raises :class:`AiplibParameterError` unless ``limit``
+    and ``batch_size`` are None or positive integers and ``arrangement`` None or a known one.
     """
 
     path: str = DEFAULT_DECODING
@@ -42,6 +46,7 @@ class DecodingConfig:
     limit: int | None = None
     progress: bool = True
     rerun_unkeyed: bool = False
+    arrangement: str | None = None
 
     def __post_init__(self):
         for name in ("limit", "batch_size"):
@@ -50,6 +55,8 @@ class DecodingConfig:
                 isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0
             ):
                 raise AiplibParameterError(f"{name} must be a positive integer or None, got {v!r}")
+        if self.arrangement is not None:
+            check_arrangement(self.arrangement)
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,7 @@ class RunOptions:
     limit: int | None = None
     progress: bool = True
     rerun_unkeyed: bool = False
+    arrangement: str | None = None
 
 
 def configure(ws, options: RunOptions) -> tuple[RunPlan, DecodingConfig]:
@@ -111,6 +119,7 @@ def configure(ws, options: RunOptions) -> tuple[RunPlan, DecodingConfig]:
         limit=options.limit,
         progress=options.progress,
         rerun_unkeyed=options.rerun_unkeyed,
+        arrangement=options.arrangement,
     )
     # resolved before any model loads: a paper run without its prompts file fails at once
     ps = options.prompt_set

@@ -96,6 +96,7 @@ def run_suite(
     limit: int | None = None,
     progress: bool = True,
     rerun_unkeyed: bool = False,
+    arrangement: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Stage 7 over the condition families of ``suite`` (:func:`aiplib.core.tasks.parse_suite`):
     :func:`run_inference` on each family's view, the keywords as
@@ -116,6 +117,7 @@ def run_suite(
         limit=limit,
         progress=progress,
         rerun_unkeyed=rerun_unkeyed,
+        arrangement=arrangement,
     )
     plan, config = configure(ws, options)
     start = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -182,6 +184,7 @@ def run_inference(
     limit: int | None = None,
     progress: bool = True,
     rerun_unkeyed: bool = False,
+    arrangement: str | None = None,
 ) -> pd.DataFrame:
     """Decode every stimulus of one workspace view (``manifests/<family>.csv``) with every model and
     task, resuming.
@@ -205,6 +208,7 @@ def run_inference(
             limit=limit,
             progress=progress,
             rerun_unkeyed=rerun_unkeyed,
+            arrangement=arrangement,
         )
         made_plan, made_config = configure(ws, options)
         plan = plan or made_plan
@@ -394,13 +398,15 @@ def _up_to_date_rows(
 
 
 def _load(setup: _ModelSetup, config: DecodingConfig) -> Recogniser:
-    """Load the model: ``path`` is the Whisper backend's decoding path; the batch size and the
-    authors' attention kernel (PROFILE=paper) only when set."""
+    """Load the model: ``path`` is the Whisper backend's decoding path, ``arrangement`` its CPU
+    arrangement; the batch size and the authors' attention kernel (PROFILE=paper) only when
+    set."""
     return models.load_model(
         setup.entry,
         path=config.path,
         batch_size=setup.batch_size,
         attn_implementation=setup.attn_implementation,
+        arrangement=config.arrangement,
     )
 
 

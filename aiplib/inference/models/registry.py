@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import inspect
 import os
 import re
 import warnings
@@ -440,13 +441,15 @@ def load_model(
     local_files_only: bool | None = None,
     device: str | None = None,
     precision: str | None = None,
+    arrangement: str | None = None,
 ):
     """Load a recogniser through its backend module's ``load(entry, **options)``, passed the
     options given (not None): ``path`` (the Whisper decoding path, e.g. ``"fast"``; other backends
     ignore it), ``batch_size`` (stimuli per ``generate`` call), ``attn_implementation`` (a
     ``transformers`` attention kernel), ``cpu_threads`` and ``workers`` (the embedded Whisper's),
     ``local_files_only`` (the Hugging Face backends': never ask the hub), ``device`` and
-    ``precision`` (overriding the entry's).
+    ``precision`` (overriding the entry's), ``arrangement`` (the embedded Whisper's CPU
+    arrangement; not passed to a backend whose ``load`` does not take it).
 
     Raises
     ------
@@ -468,9 +471,12 @@ def load_model(
         "local_files_only": local_files_only,
         "device": device,
         "precision": precision,
+        "arrangement": arrangement,
     }
     options = {name: value for name, value in given.items() if value is not None}
     module = _backend_module(entry)
+    if "arrangement" not in inspect.signature(module.load).parameters:
+        options.pop("arrangement", None)
     return module.load(entry, **options)
 
 

@@ -38,8 +38,11 @@ from aiplib.inference.models.ct2_numerics import (
 )
 from aiplib.inference.models.whisper_weights import resolve_weights
 from aiplib.inference.models.whisper_window import (
+    ARRANGEMENTS,  # noqa: F401 - WhisperOptions.arrangement's values, read here
+    DEFAULT_ARRANGEMENT,  # noqa: F401 - read here
     FULL_WINDOW_FRAMES,
     MIN_PAD_S,
+    check_arrangement,
     decoding_config,
     decoding_key,  # noqa: F401 - registry.decoding_key reads it here
     window_frames,
@@ -58,9 +61,11 @@ class WhisperOptions:
     (default the usable cores); ``batch_size``: clips per encoder/decoder call of the fast path;
     ``windows_s``, ``min_pad_s``: the ``window`` path's encoder windows and least padding, seconds;
     ``no_speech_threshold``, ``log_prob_threshold``: Whisper's silence rule (None disables it);
-    ``encoder_cache``: encoder outputs kept (LRU, default ``2 * batch_size``); ``encode_per_clip``:
-    one clip per encoder call (the decoder still takes the whole sub-batch), the same transcripts
-    (``tests/test_numerics.py``).
+    ``encoder_cache``: encoder outputs kept (LRU, default ``2 * batch_size``); ``arrangement``:
+    how the fast path on CPU spreads a batch (:data:`ARRANGEMENTS`, default
+    :data:`DEFAULT_ARRANGEMENT`; it sets the defaults of ``workers``, ``cpu_threads`` and
+    ``encode_per_clip``); ``encode_per_clip``: one clip per encoder call (the decoder still takes
+    the whole sub-batch), the same transcripts (``tests/test_numerics.py``).
     """
 
     path: str = "fast"
@@ -74,7 +79,8 @@ class WhisperOptions:
     log_prob_threshold: float | None = -1.0
     encoder_cache: int | None = None
     workers: int | None = None
-    encode_per_clip: bool = False
+    encode_per_clip: bool | None = None
+    arrangement: str | None = None
 
 
 def _import_faster_whisper():
@@ -106,7 +112,7 @@ class WhisperRecogniser(Recogniser):
     Raises
     ------
     AiplibParameterError
-        Unknown ``path``.
+        Unknown ``path`` or ``arrangement``.
     ModelUnavailableError
         The weights cannot be opened offline.
     """
@@ -128,13 +134,8 @@ class WhisperRecogniser(Recogniser):
         self.log_prob_threshold = o.log_prob_threshold
         self.device = registry.resolve_device(o.device or entry.device)
         self.compute_type = o.compute_type or entry.precision
-        cores = _usable_cores()
-        if o.workers:
-            self.workers = int(o.workers)
-        else:
-            # the fast path on CPU decodes sub-batches concurrently, one per core
-            self.workers = int(cores if (self.path == "fast" and self.device == "cpu") else 1)
-        self.cpu_threads = int(o.cpu_threads or max(1, cores // self.workers))
+        self.arrangement = check_arrangement(o.arrangement)
+        self._set_parallelism(o)
         self.weights_path, self.weights_sha256 = resolve_weights(entry)
         t0 = time.perf_counter()
         self.model = self._open_model(whisper_model)
@@ -151,11 +152,29 @@ class WhisperRecogniser(Recogniser):
             self.encoder_cache_size = int(o.encoder_cache)
         else:
             self.encoder_cache_size = int(2 * self.batch_size)
-        self.encode_per_clip = bool(o.encode_per_clip)
         self._prompt_cache = {}
         self._enc_cache = OrderedDict()
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        self._feature_pool: ThreadPoolExecutor | None = None
+
+    def _set_parallelism(self, o: WhisperOptions) -> None:
+        """``workers``, ``cpu_threads`` and ``encode_per_clip`` from ``o``, the defaults those of
+        the arrangement on the fast path on CPU (:data:`ARRANGEMENTS`)."""
+        cores = _usable_cores()
+        fast_cpu = self.path == "fast" and self.device == "cpu"
+        per_clip = fast_cpu and self.arrangement == "per_clip"
+        if o.workers:
+            self.workers = int(o.workers)
+        elif fast_cpu and not per_clip:
+            self.workers = int(cores)  # sub-batches decoded concurrently, one per core
+        else:
+            self.workers = 1
+        self.cpu_threads = int(o.cpu_threads or max(1, cores // self.workers))
+        if o.encode_per_clip is None:
+            self.encode_per_clip = per_clip
+        else:
+            self.encode_per_clip = bool(o.encode_per_clip)
 
     def _open_model(self, whisper_model):
         """The faster-whisper model of the resolved weights, opened offline;
@@ -198,6 +217,8 @@ class WhisperRecogniser(Recogniser):
             "compute_type": self.compute_type,
             "cpu_threads": self.cpu_threads,
             "workers": self.workers,
+            "arrangement": self.arrangement if self.path == "fast" else None,
+            "encode_per_clip": self.encode_per_clip,
             "batch_size": self.batch_size if self.path == "fast" else 1,
             "decoding": {
                 "beam_size": 1,
@@ -237,9 +258,11 @@ class WhisperRecogniser(Recogniser):
                 self.model.model.unload_model()
         self.model = None
         getattr(self, "_enc_cache", {}).clear()
-        if getattr(self, "_pool", None) is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        for name in ("_pool", "_feature_pool"):
+            pool = getattr(self, name, None)
+            if pool is not None:
+                pool.shutdown(wait=True)
+            setattr(self, name, None)
 
     def _standard(self, audio: np.ndarray, prompt: str | None) -> str:
         segments, _ = self.model.transcribe(
@@ -341,10 +364,17 @@ class WhisperRecogniser(Recogniser):
             return [i for i, k in enumerate(keys) if (k, w) not in self._enc_cache]
 
     def _encode_each(self, ctranslate2, clips, keys, missing: list[int], w: int) -> dict:
-        """``{key: encoder output [shape=(w // 2, d_model)]}``, one encoder call per clip."""
+        """``{key: encoder output [shape=(w // 2, d_model)]}``, one encoder call per clip; with
+        one worker the features of the next clips are computed in a helper thread meanwhile."""
+        one_clip = [[clips[i]] for i in missing]
+        if self.workers == 1 and len(missing) > 1:
+            if self._feature_pool is None:
+                self._feature_pool = ThreadPoolExecutor(1, thread_name_prefix="aip-mel")
+            feats = self._feature_pool.map(self.features, one_clip, [w] * len(missing))
+        else:
+            feats = (self.features(c, w) for c in one_clip)
         fresh = {}
-        for i in missing:
-            one = self.features([clips[i]], w)
+        for i, one in zip(missing, feats):
             encoded = self.model.model.encode(ctranslate2.StorageView.from_array(one), to_cpu=True)
             fresh[keys[i]] = np.array(encoded)[0]
         return fresh
@@ -419,6 +449,7 @@ def load(
     workers: int | None = None,
     device: str | None = None,
     precision: str | None = None,
+    arrangement: str | None = None,
 ) -> WhisperRecogniser:
     """The backend's entry point (:func:`aiplib.inference.models.load_model`): the
     :class:`WhisperOptions` it passes (``precision``: the CTranslate2 ``compute_type``)."""
@@ -429,5 +460,6 @@ def load(
         workers=workers,
         device=device,
         compute_type=precision,
+        arrangement=arrangement,
     )
     return WhisperRecogniser(entry, options)

@@ -1,5 +1,5 @@
-"""The embedded Whisper's decoding paths and encoder-window policy (no model needed: stage 7's
-resume key is computed before any model loads; the paths are described in
+"""The embedded Whisper's decoding paths, encoder-window policy and CPU arrangements (no model
+needed: stage 7's resume key is computed before any model loads; the paths are described in
 :mod:`aiplib.inference.models.whisper`).
 """
 
@@ -22,6 +22,34 @@ WINDOWS_S = (15, 20, 30)
 MIN_PAD_S = 5.0
 #: The encoder windows of the ``fast`` and ``standard`` paths: Whisper's 30 s only.
 FULL_WINDOW_S = (30,)
+#: How the fast path spreads a batch over the CPU (``WhisperOptions.arrangement``): ``per_clip``,
+#: one CTranslate2 worker whose intra-op threads take every usable core, one clip per encoder call
+#: (the log-mel features of the next clips computed in a helper thread meanwhile) and the whole
+#: batch in one decoder call; ``sub_batches``, one worker per core with one thread each, the batch
+#: split into a sub-batch per worker, each encoded in one call then decoded. Both give the same
+#: transcripts (tests/test_whisper.py). ``per_clip`` is opt-in: measured on 2 shared, loaded
+#: cores its intra-op threads wait on each other and the loop ran slower than ``sub_batches``
+#: (``benchmarks/bench_inference.py --arrangements``, docs/BENCHMARKS.md).
+ARRANGEMENTS = ("per_clip", "sub_batches")
+#: The fast path's arrangement on CPU unless told (:data:`ARRANGEMENTS`).
+DEFAULT_ARRANGEMENT = "sub_batches"
+
+
+def check_arrangement(name: str | None) -> str:
+    """``name`` (None: :data:`DEFAULT_ARRANGEMENT`) checked against :data:`ARRANGEMENTS`.
+
+    Raises
+    ------
+    AiplibParameterError
+        ``name`` is not one of :data:`ARRANGEMENTS`.
+    """
+    if name is None:
+        return DEFAULT_ARRANGEMENT
+    if name not in ARRANGEMENTS:
+        raise AiplibParameterError(
+            f"arrangement must be one of {', '.join(ARRANGEMENTS)}, got {name!r}"
+        )
+    return name
 
 
 def _check_windows(windows_s) -> tuple[int, ...]:
