@@ -49,7 +49,7 @@ from aiplib.analysis import report_tables as rt
 from aiplib.analysis import stats
 from aiplib.analysis.findings import findings, findings_lines, findings_markdown
 from aiplib.analysis.provenance import model_records
-from aiplib.core.tasks import BASE_TASKS
+from aiplib.core.tasks import BASE_TASKS, TASK_FAMILIES
 from aiplib.io.formats import load_scores
 
 boot = dict(n_resamples=n_resamples, seed=seed)
@@ -941,8 +941,8 @@ Markdown("\n".join(f"- {line}" for line in rt.provenance_lines(rec)))
 # where the run covered the manifest (no stimulus left out), the overall pairs are items ×
 # backgrounds × SNRs of the manifest and Table 2's `n` is the number of backgrounds. The left-out
 # table holds: scored + failed + missing = the manifest's stimuli, and scored = the rows of the scores.
-# Figure 5 draws an error bar only where a group has an interval (from 10 items), and every number of
-# the Findings is the one in the file it cites.
+# Figure 5 draws an error bar only where a group has an interval (from 10 items), `summary.json` holds the
+# numbers of the condition tables, and every number of the Findings is the one in the file it cites.
 
 # %%
 from aiplib.io.formats import read_battery_csv
@@ -990,6 +990,13 @@ if has_accents and not t4.empty:
     assert (bars.loc[with_ci, "n_items"] >= stats.MIN_N_FOR_INTERVAL).all(), "Figure 5: an interval below the threshold"
     drawn = sum(len(c.get_segments()) for ax in fig5.axes for c in ax.collections if isinstance(c, LineCollection))
     assert drawn == int(with_ci.sum()), f"Figure 5 draws {drawn} error bars for {int(with_ci.sum())} intervals"
+# results/summary.json holds the clean, noisy and overall numbers of the condition tables (Table R1)
+for rec in json.loads((ws.results / "summary.json").read_text())["records"]:
+    g = tables[rec["task"]][tables[rec["task"]]["model"] == rec["model"]]
+    o = g[g["scope"] == "overall"].iloc[0]
+    assert np.allclose([rec["noisy_pp"], rec["delta_pp"], rec["n_items"]],
+                       [o[f"{TASK_FAMILIES[rec['task_family']].summary}_pp"], o["delta_pp"], o["n_items"]]), \
+        f"summary.json {rec['model']}/{rec['task']} differs from conditions_{rec['task']}.csv"
 # every number of the Findings is the one in the file it cites
 CITED = {"table2_descriptor_correlations": ({"task": "task", "model": "model", "descriptor": "subject"}, "r_s"),
          "table4_accent_dwer_item_means": ({"model": "model", "accent_group": "subject"},
