@@ -363,7 +363,7 @@ def test_notebook_09_is_the_report(run_a, run_worse, tmp_path):
     links = re.findall(r"\]\(#([^)]+)\)", found)
     assert {"table-r1", "table-r2", "figure-7", "figure-4", "table-2", "table-4-ours", "figure-5", "table-5"} <= set(links)
     assert all(f'id="{a}"' in page for a in links) and page.count('href="#table-r1"') == 1
-    assert "200 resamples" in found and "`m_a`" in found and "**What is coarse.**" in found
+    assert "200 resamples" in found and "`m_a`" in found and "**What is [coarse](#glossary-coarse).**" in found
     assert "significant" not in found and "One model" not in found          # two models here
     assert "where a group has ≥ 10 items" in md                              # Figure 5's caption
     # each figure sits in its own section, right under its caption
