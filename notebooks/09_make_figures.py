@@ -1,12 +1,10 @@
 # %% [markdown]
 # # 9 · Results
 #
-# The findings first, then how the numbers are made and each table and figure under its caption.
-# **Reads** `results/scores/`, `descriptors/`, `manifests/` and `inference/*/run_log.jsonl`. **Writes**
-# `results/figures/` (PNG + PDF), `results/tables/` (Tables 2–5, `conditions_<task>.csv`),
-# `results/provenance.json` and a JSON sidecar next to every results file.
-#
-# Run and saved in JupyterLab, this notebook is the report's source too: `make report` re-renders `results/report.html` from the newer of it and the executed record of `make 09`.
+# How the speech recognisers (ASR) and keyword spotters (KWS) of this run hold up when real-world
+# background sound is mixed into the speech: the findings first, then each table and figure under its
+# caption. The terms are explained in the [Glossary](#glossary); how the numbers were made and which
+# files this stage reads and writes, in [How this was run](#how-this-was-run).
 
 # %% tags=["parameters"]
 import os
@@ -49,9 +47,9 @@ from aiplib.analysis import conditions as cond
 from aiplib.analysis import paper
 from aiplib.analysis import report_tables as rt
 from aiplib.analysis import stats
-from aiplib.analysis.findings import findings, findings_lines
+from aiplib.analysis.findings import findings, findings_lines, findings_markdown
 from aiplib.analysis.provenance import model_records
-from aiplib.core.tasks import BASE_TASKS
+from aiplib.core.tasks import BASE_TASKS, TASK_FAMILIES
 from aiplib.io.formats import load_scores
 
 boot = dict(n_resamples=n_resamples, seed=seed)
@@ -63,12 +61,7 @@ tabs = ws.tables_dir
 tabs.mkdir(parents=True, exist_ok=True)
 print(f"{len(cond_paths)} condition tables written under {ws.results}")
 
-# %% [markdown]
-# **Condition tables of this run only.** A `conditions_<task>.csv` that an earlier run left under
-# `results/tables/` for a task this run did not score is not read: its rows would belong to other
-# scores.
-
-# %%
+# %% tags=["report-hide"]
 read_tables = cond.read_condition_tables(ws.results)
 tables = {t: v for t, v in read_tables.items() if t in cond_paths}
 stale_tables = sorted(set(read_tables) - set(tables))
@@ -77,7 +70,6 @@ if stale_tables:
                    + ", ".join(f"`conditions_{t}.csv`" for t in stale_tables) + ".")
 else:
     tables_text = f"Condition tables read: {', '.join(f'`conditions_{t}.csv`' for t in tables)}."
-Markdown(tables_text)
 
 # %% tags=["report-hide"]
 import sys
@@ -92,14 +84,7 @@ for line in partial_lines(cov):  # on stderr, which `make` shows as the stage ru
 cov_bg = cov[cov["family"] == "background"].astype({"complete": bool})
 partial = cov_bg[~cov_bg["complete"]]
 
-# %% [markdown]
-# **Partial models in the paper's views.** A model that lacks stimuli of a task another model covers
-# whole is kept with every scored row in the `paper` profile (the authors' rule: their tables
-# average the rows there are); the `demo` and `custom` profiles leave it out of Figures 2–7 and Tables
-# 2–5 (ours: a view pooled over unequal coverage would rest on the part the models share). The
-# `partial_models` parameter (`keep`, `leave_out`) overrides the profile's rule.
-
-# %%
+# %% tags=["report-hide"]
 partial_rule = partial_models or paper.PARTIAL_MODEL_RULES.get(profile, "leave_out")
 dropped = paper.partial_models_left_out(cov_bg, partial_rule)
 all_scores = {t: df[~df["model"].isin(dropped)] for t, df in all_scores.items()}
@@ -111,7 +96,6 @@ elif dropped:
 else:
     partial_text = (f"rule for partial models: {partial_rule}; every scored row of "
                     f"{', '.join(sorted(set(partial['model'])))} is kept in Figures 2–7 and Tables 2–5")
-Markdown(partial_text)
 
 # %% tags=["report-hide"]
 manifests = {}  # task family → its manifest; the rows the models scored together when there is none
@@ -148,7 +132,7 @@ def no_data(ax, task):
     why = [f"{m}: {len(g['backgrounds'])} of {g['n_backgrounds']}\nbackgrounds missing" for (m, t), g in gaps.items()
            if t == task]
     ax.text(0.5, 0.5, "no data\n" + "\n".join(why or ["not scored"]), ha="center", va="center",
-            transform=ax.transAxes, fontsize=8, color="#aa3333")
+            transform=ax.transAxes, fontsize=MIN_FONT_PT, color="#aa3333")
     ax.set_xticks([])
     ax.set_yticks([])
 
@@ -177,10 +161,15 @@ CATEGORY_COLOURS = {"stationary": "#4477AA", "transient": "#EE6677", "music": "#
 OTHER_COLOUR = "#BBBBBB"
 warnings.filterwarnings("ignore", message="Conversion of an array with ndim > 0", category=DeprecationWarning)
 # one font scale for every figure (in points); each figure is shown at its own size, 100 px per inch (the widest
-# ones scaled down to the page's 1200 px)
-mpl.rcParams.update({"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "xtick.labelsize": 7,
-                     "ytick.labelsize": 7, "legend.fontsize": 7, "figure.titlesize": 9})
+# ones scaled down to the page's 1200 px). Readable at 800 px: a figure w inches wide shown 800 px wide draws
+# f pt as f · 800 / (72 · w) px, so with 8 pt the smallest text no figure is wider than MAX_WIDTH_IN (9 px).
+MIN_FONT_PT, MIN_TEXT_PX, SHOWN_PX = 8, 9, 800
+MAX_WIDTH_IN = MIN_FONT_PT * SHOWN_PX / (72 * MIN_TEXT_PX)  # 9.88 in
+mpl.rcParams.update({"font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "xtick.labelsize": MIN_FONT_PT,
+                     "ytick.labelsize": MIN_FONT_PT, "legend.fontsize": MIN_FONT_PT, "figure.titlesize": 10,
+                     "legend.title_fontsize": MIN_FONT_PT})
 PX_PER_INCH, MAX_WIDTH_PX = 100, 1200
+DESCRIPTOR_LABELS = rt.descriptor_labels()  # the paper's descriptor names and units (aiplib/battery/descriptor_info.csv)
 
 
 def model_colours(models):
@@ -238,7 +227,7 @@ left_out_table = pd.read_csv(left_out_csv) if left_out_csv.is_file() else None
 finding_lines = findings_lines(found, tables=tables, ranking=ranking, n_resamples=n_resamples, table2=t2,
                                table4=t4, failures=left_out_table)
 finding_lines += rt.window_warnings(model_records(ws))  # a run on the opt-in 15/20/30 s window says so
-display(Markdown("\n".join(f"- {line}" for line in finding_lines)))
+display(Markdown(findings_markdown(finding_lines)))
 
 # %% [markdown]
 # ## Coverage
@@ -253,10 +242,6 @@ Markdown(coverage_text)
 
 # %% [markdown]
 # ## How the numbers are made
-#
-# This notebook is the Results section. Each table or figure sits in its own cell under its
-# caption; `make` renders the executed copy into `results/report.html` (one self-contained page,
-# code hidden) and `results/report.md` (`aiplib.analysis.report.render_report`).
 #
 # **What the authors did.** They scored every response (`scripts/06_score_metrics.py`,
 # `scoring/score_all.py` in IvLabs/AIP-Speech: WER on normalised text, KWS by the first word of
@@ -308,12 +293,21 @@ Markdown(
 rt.summary_table(tables)
 
 # %% [markdown]
+# The same headline numbers for a leaderboard or a script, one record per condition family × model × task
+# with the intervals, their resample count, the items and the coverage: `summary.json` and `summary.csv`
+# (format in `docs/FILE_FORMATS.md`).
+
+# %%
+from aiplib.analysis.summary import write_summary
+
+summary_files = write_summary(ws, tables)
+Markdown(f"{summary_files['records']} records written to `summary.json` and `summary.csv`.")
+
+# %% [markdown]
 # ## Performance against SNR (Figure 7)
-#
-# <a id="figure-7"></a>**Figure 7 · Mean per-utterance WER (ASR) and accuracy (KWS) per SNR**, one line per model, 95 %
-# bootstrap bands over items; the clean stimuli are the leftmost point. As the authors: the mean over
-# every stimulus of the condition (all backgrounds), panel (b) without Qwen2-Audio-7B.
-# `figures/figure7_snr_performance.pdf`
+
+# %%
+Markdown(rt.figure7_caption(curves))  # the caption names the models of this run
 
 # %% tags=["report-hide"]
 curves  # Figure 7's table, made above for the Findings
@@ -348,7 +342,7 @@ coverage_mark("backgrounds")
 # <a id="figure-4"></a>**Figure 4 · Backgrounds ranked by the mean of ASR ΔWER and KWS ΔAcc** (the authors' ranking):
 # per background the plain mean over all its noisy rows of every model (the authors' rule), with
 # 95 % intervals over items (none below 10 items); colours are the background categories. Our per-SNR-balanced mean is in
-# Table 3's `*_snr_balanced_pp` columns (the two differ only when rows are missing).
+# Table 3's SNR-balanced columns (`*_snr_balanced_pp` in the CSV) (the two differ only when rows are missing).
 # `figures/figure4_background_ranking.pdf`
 
 # %% tags=["report-hide"]
@@ -368,7 +362,7 @@ for ax, fam, col, tag in zip(axes, ("asr", "kws"), ("asr_delta_wer_pp", "kws_del
     ax.barh(y, v, color=[CATEGORY_COLOURS.get(c, OTHER_COLOUR) for c in cats])
     ci_bars(ax, y, v, r[f"{fam}_ci_low_pp"], r[f"{fam}_ci_high_pp"], horizontal=True)
     for yi in y[len(ranking):]:
-        ax.text(0, yi, " missing (partial run)", va="center", fontsize=7, color="#aa3333")
+        ax.text(0, yi, " missing (partial run)", va="center", fontsize=MIN_FONT_PT, color="#aa3333")
     ax.axvline(0, color="k", lw=0.6)
     ax.set_xlabel(DEG[fam] + ", mean over SNRs and models")
     ax.set_title(f"({tag}) {FAMILY[fam]}", loc="left")
@@ -382,8 +376,9 @@ coverage_mark("backgrounds")
 # %% [markdown]
 # <a id="table-3"></a>**Table 3 · The acoustic descriptors of each background**, beside its ASR ΔWER, KWS ΔAcc
 # and their mean (pp), in the authors' order: least harmful first, by the mean over the tasks the
-# background has (`rank` is Figure 4's). Descriptors to the decimals the authors keep (RMS variance
-# to 6). `tables/table3_descriptor_values.csv`
+# background has (`rank` is Figure 4's). The descriptors under the paper's names with their units, to the
+# decimals that tell the backgrounds apart (the CSV keeps the authors' rounding: RMS variance to 6
+# decimals). `tables/table3_descriptor_values.csv`
 
 # %%
 display(rt.table3_display(write_table(paper.table3_descriptor_values(ranking, descriptors, battery=battery_info),
@@ -430,7 +425,7 @@ else:
     descs, tasks = list(dict.fromkeys(pooled["descriptor"])), list(dict.fromkeys(pooled["task"]))
     mat = pooled.pivot(index="task", columns="descriptor", values="r_s").loc[tasks, descs]
     pbh = pooled.pivot(index="task", columns="descriptor", values="p_bh").loc[tasks, descs]
-    fig = Figure(figsize=(1.0 + 0.85 * len(descs), 1.2 + 0.6 * len(tasks)), layout="constrained")
+    fig = Figure(figsize=(min(MAX_WIDTH_IN, 1.0 + 0.85 * len(descs)), 1.6 + 0.6 * len(tasks)), layout="constrained")
     ax = fig.subplots()
     im = ax.imshow(mat.to_numpy(float), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
     for i in range(len(tasks)):
@@ -439,7 +434,8 @@ else:
             ax.text(j, i, "n/a" if not np.isfinite(v) else f"{v:.2f}" + ("*" if q < 0.05 else ""),
                     ha="center", va="center",
                     color="white" if np.isfinite(v) and abs(v) > 0.6 else "black")
-    ax.set_xticks(range(len(descs)), descs, rotation=40, ha="right")
+    ax.set_xticks(range(len(descs)), [DESCRIPTOR_LABELS["display_name"].get(d, d) for d in descs],
+                  rotation=40, ha="right")
     ax.set_yticks(range(len(tasks)), [t.upper() for t in tasks])
     fig.colorbar(im, ax=ax, label="Spearman $r_s$", shrink=0.9)
     ax.set_title("Descriptor vs mean degradation across backgrounds, pooled over models "
@@ -450,8 +446,8 @@ else:
 # %% [markdown]
 # **Figure 2 · The descriptors most correlated with degradation**: the three with the largest mean of
 # |r_s(ASR)| and |r_s(KWS)| (pooled, rounded to 3 decimals as the authors); one point per background
-# (descriptor rounded as the authors vs its mean degradation), with an ordinary least-squares line.
-# `figures/figure2_descriptor_regressions.pdf`
+# (descriptor rounded as the authors, in its unit, vs its mean degradation in pp over SNRs and models), with an
+# ordinary least-squares line. `figures/figure2_descriptor_regressions.pdf`
 
 # %% tags=["report-hide"]
 points = paper.descriptor_points(all_scores, descriptors, t2, battery=battery_info) if t2 is not None else None
@@ -462,7 +458,7 @@ if points is None:
     display(Markdown("_No descriptors: Figure 2 not made._"))
 else:
     top_descriptors = list(dict.fromkeys(points["descriptor"]))
-    fig = Figure(figsize=(3.2 * max(len(top_descriptors), 1), 5.8), layout="constrained")
+    fig = Figure(figsize=(min(MAX_WIDTH_IN, 3.2 * max(len(top_descriptors), 1)), 5.8), layout="constrained")
     axes = fig.subplots(2, max(len(top_descriptors), 1), squeeze=False)
     for i, fam in enumerate(("asr", "kws")):
         if not top_descriptors:  # no descriptor has a correlation (too few backgrounds covered)
@@ -481,11 +477,11 @@ else:
                 xs = np.linspace(x[ok].min(), x[ok].max(), 50)
                 ax.plot(xs, b0 + b1 * xs, color="k", lw=1)
             r = p.iloc[0]
-            ax.set_title(f"{FAMILY[fam]} · {desc}\n$r_s$ = {r.r_s:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}], "
-                         f"$p_{{BH}}$ = {r.p_bh:.3g}")
-            ax.set_xlabel(desc)
+            ax.set_title(f"{FAMILY[fam]} · {DESCRIPTOR_LABELS['display_name'].get(desc, desc)}\n"
+                         f"$r_s$ = {r.r_s:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}], $p_{{BH}}$ = {r.p_bh:.3g}")
+            ax.set_xlabel(DESCRIPTOR_LABELS["header"].get(desc, desc))  # the descriptor's unit
             if j == 0:
-                ax.set_ylabel(DEG[fam])
+                ax.set_ylabel(DEG[fam] + ", mean over SNRs")
             ax.grid(alpha=0.3)
         if top_descriptors:
             category_legend(axes[i, -1], p["category"])
@@ -521,7 +517,9 @@ coverage_mark("items", ("asr",))
 # %% [markdown]
 # <a id="figure-5"></a>**Figure 5 · ΔWER by accent**: grouped bars per model, (a) the authors' labels (mean over noisy
 # rows, no interval), (b) our groups (mean over items; 95 % bootstrap CI where a group has ≥ 10 items, with the
-# run's resamples; no error bar on a smaller group), the two tables above; n = the items behind each bar.
+# run's resamples; no error bar on a smaller group), the two tables above; n = the items behind each bar. When
+# the two panels would show the same groups with the same values (every item has all its noisy rows and the
+# labels are the groups, as in the demo), one panel is drawn and its title says so.
 # `figures/figure5_accent_degradation.pdf`
 
 # %%
@@ -533,11 +531,20 @@ else:
     titles = {"authors": "the authors' accent labels,\nmean over noisy rows (no interval)",
               "ours": f"accent groups (ours), mean over items;\n95 % bootstrap CI where a group has "
                       f"≥ {stats.MIN_N_FOR_INTERVAL} items ({n_resamples} resamples)"}
+    by_panel = {p: bars[bars["panel"] == p].set_index(["model", "group"])[["n_items", "value_pp"]].sort_index()
+                for p in panels}
+    same_panels = (len(panels) == 2 and by_panel["authors"].index.equals(by_panel["ours"].index)
+                   and np.allclose(by_panel["authors"].to_numpy(float), by_panel["ours"].to_numpy(float)))
+    if same_panels:  # the authors' labels and our groups give the same bars: one panel, said in its title
+        panels = ["ours"]
+        titles["ours"] = (f"accent groups = the authors' labels (same groups and means: one panel),\nmean over "
+                          f"items; 95 % bootstrap CI where a group has ≥ {stats.MIN_N_FOR_INTERVAL} items "
+                          f"({n_resamples} resamples)")
     models = list(dict.fromkeys(bars["model"]))
     colours = model_colours(models)
     n_groups = int(bars.groupby("panel")["group"].nunique().max())
-    fig = Figure(figsize=(max(4.5, 1.2 + 0.55 * n_groups * max(len(models), 1) ** 0.5), 3.4 * len(panels)),
-                 layout="constrained")
+    fig = Figure(figsize=(min(MAX_WIDTH_IN, max(4.5, 1.2 + 0.55 * n_groups * max(len(models), 1) ** 0.5)),
+                          1.0 + 3.4 * len(panels)), layout="constrained")
     axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
     for ax, panel, tag in zip(axes, panels, "ab"):
         b = bars[bars["panel"] == panel]
@@ -552,7 +559,7 @@ else:
             for xi, vi, yi, n in zip(xs, v, ends, t["n_items"]):
                 if np.isfinite(vi):  # n = items behind the bar
                     ax.annotate(f"n={int(n)}", (xi, yi), xytext=(0, 2 if vi >= 0 else -2), textcoords="offset points",
-                                ha="center", va="bottom" if vi >= 0 else "top", fontsize="x-small")
+                                ha="center", va="bottom" if vi >= 0 else "top", fontsize=MIN_FONT_PT)
         ax.set_xticks(x, groups, rotation=30, ha="right")
         ax.axhline(0, color="k", lw=0.6)
         ax.grid(axis="y", alpha=0.3)
@@ -596,7 +603,7 @@ if t5.empty:
 else:
     models = sorted(t5["model"].unique())
     fams = [f for f in ("asr", "kws") if f in set(t5["family"])]
-    fig = Figure(figsize=(max(4.0, 1.5 + 0.9 * len(models)), 3.2), layout="constrained")
+    fig = Figure(figsize=(min(MAX_WIDTH_IN, max(4.0, 1.5 + 0.9 * len(models))), 3.2), layout="constrained")
     ax = fig.subplots()
     w, x = 0.8 / max(len(fams), 1), np.arange(len(models))
     for k, fam in enumerate(fams):
@@ -934,8 +941,8 @@ Markdown("\n".join(f"- {line}" for line in rt.provenance_lines(rec)))
 # where the run covered the manifest (no stimulus left out), the overall pairs are items ×
 # backgrounds × SNRs of the manifest and Table 2's `n` is the number of backgrounds. The left-out
 # table holds: scored + failed + missing = the manifest's stimuli, and scored = the rows of the scores.
-# Figure 5 draws an error bar only where a group has an interval (from 10 items), and every number of
-# the Findings is the one in the file it cites.
+# Figure 5 draws an error bar only where a group has an interval (from 10 items), `summary.json` holds the
+# numbers of the condition tables, and every number of the Findings is the one in the file it cites.
 
 # %%
 from aiplib.io.formats import read_battery_csv
@@ -983,6 +990,13 @@ if has_accents and not t4.empty:
     assert (bars.loc[with_ci, "n_items"] >= stats.MIN_N_FOR_INTERVAL).all(), "Figure 5: an interval below the threshold"
     drawn = sum(len(c.get_segments()) for ax in fig5.axes for c in ax.collections if isinstance(c, LineCollection))
     assert drawn == int(with_ci.sum()), f"Figure 5 draws {drawn} error bars for {int(with_ci.sum())} intervals"
+# results/summary.json holds the clean, noisy and overall numbers of the condition tables (Table R1)
+for rec in json.loads((ws.results / "summary.json").read_text())["records"]:
+    g = tables[rec["task"]][tables[rec["task"]]["model"] == rec["model"]]
+    o = g[g["scope"] == "overall"].iloc[0]
+    assert np.allclose([rec["noisy_pp"], rec["delta_pp"], rec["n_items"]],
+                       [o[f"{TASK_FAMILIES[rec['task_family']].summary}_pp"], o["delta_pp"], o["n_items"]]), \
+        f"summary.json {rec['model']}/{rec['task']} differs from conditions_{rec['task']}.csv"
 # every number of the Findings is the one in the file it cites
 CITED = {"table2_descriptor_correlations": ({"task": "task", "model": "model", "descriptor": "subject"}, "r_s"),
          "table4_accent_dwer_item_means": ({"model": "model", "accent_group": "subject"},
@@ -1002,3 +1016,41 @@ for r in found.itertuples():
 print(f"counts add up in {len(tables)} condition tables"
       + (f"; items × backgrounds × SNRs not checked for {', '.join(not_covered)}: stimuli were left out (a `limit` or failed run)"
          if not_covered else "; every run covered its manifest"))
+
+# %% [markdown]
+# ## Glossary
+# <a id="glossary"></a>
+#
+# The terms of this report; the first use of each links here.
+
+# %%
+Markdown(rt.glossary_markdown())
+
+# %% [markdown]
+# ## How this was run
+# <a id="how-this-was-run"></a>
+#
+# This notebook is the Results section, each table or figure in its own cell under its caption; `make` renders
+# the executed copy into `results/report.html` (one self-contained page, code hidden) and `results/report.md`
+# (`aiplib.analysis.report.render_report`). Run and saved in JupyterLab, it is the report's source too: `make
+# report` re-renders `results/report.html` from the newer of it and the executed record of `make 09`.
+# **Reads** `results/scores/`, `descriptors/`, `manifests/` and `inference/*/run_log.jsonl`. **Writes**
+# `results/figures/` (PNG + PDF), `results/tables/` (Tables 2–5, `conditions_<task>.csv`),
+# `results/summary.json` and `.csv`, `results/provenance.json` and a JSON sidecar next to every results file.
+#
+# **Condition tables of this run only.** A `conditions_<task>.csv` that an earlier run left under
+# `results/tables/` for a task this run did not score is not read: its rows would belong to other
+# scores.
+
+# %%
+Markdown(tables_text)
+
+# %% [markdown]
+# **Partial models in the paper's views.** A model that lacks stimuli of a task another model covers
+# whole is kept with every scored row in the `paper` profile (the authors' rule: their tables
+# average the rows there are); the `demo` and `custom` profiles leave it out of Figures 2–7 and Tables
+# 2–5 (ours: a view pooled over unequal coverage would rest on the part the models share). The
+# `partial_models` parameter (`keep`, `leave_out`) overrides the profile's rule.
+
+# %%
+Markdown(partial_text)

@@ -549,3 +549,68 @@ def test_report_opens_with_findings_in_headless_chromium(tmp_path):
         finally:
             browser.close()
     assert shot.stat().st_size > 10_000
+
+
+REPORT_800 = {"width": 800, "height": 900}
+
+
+def test_report_at_800_px_names_the_run_gives_levels_units_and_readable_figures(tmp_path):
+    """The report of two models (notebook 09 through papermill) in an 800 px window: the first heading
+    and the browser tab name the profile, both models and the date; the Findings show the absolute
+    levels (clean and noisy %, the corpus WER of ``conditions_asr.csv``) beside the change; Table 3's
+    headers carry units (``Spectral centroid (Hz)`` …); every figure's smallest text, from its PNG's
+    recorded font size and dpi, is at least 9 px when the figure is 800 px wide; each fits the window.
+    Screenshot ``build/browser/report_800_findings.png``."""
+    import pandas as pd
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+    from test_report import _execute_09, make_run
+
+    from aiplib.analysis import report
+    from aiplib.analysis.paper import MIN_FONT_KEY
+
+    ws = make_run(tmp_path / "data", n_asr=12, n_kws=4, n_bg=3, snrs=(10, 0), models=("m_a", "m_b"))
+    score_inference(ws)
+    out = report.render_report(_execute_09(ws, tmp_path, n_resamples=50, seed=1), ws.results)
+    t = pd.read_csv(ws.results / "tables" / "conditions_asr.csv")
+    o = t[(t["scope"] == "overall") & (t["model"] == "m_b")].iloc[0]
+    c = t[(t["scope"] == "clean") & (t["model"] == "m_b")].iloc[0]
+    fonts = {}
+    for png in (ws.results / "figures").glob("*.png"):
+        with Image.open(png) as im:
+            fonts[png.stem] = (float(im.info[MIN_FONT_KEY]), im.info["dpi"][0], im.size[0])
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shot = SHOTS / "report_800_findings.png"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport=REPORT_800)
+            page.goto(out["report_html"].as_uri(), wait_until="load")
+            h1 = page.locator("h1").first.inner_text().replace("¶", "").strip()
+            assert re.fullmatch(r"Results · demo profile · m_a, m_b · \d{4}-\d{2}-\d{2}", h1), h1
+            assert page.title() == h1
+            findings = page.evaluate("""() => { const f = document.getElementById('Findings'); let t = '';
+                for (let e = f.closest('.jp-Cell') || f; e; e = e.nextElementSibling) {
+                    if (e !== (f.closest('.jp-Cell') || f) && e.querySelector && e.querySelector('h2')) break;
+                    t += e.innerText + '\\n'; }
+                return t; }""")
+            assert "clean %" in findings and "noisy %" in findings, findings[:500]
+            assert f"{c.wer_pp:.1f}" in findings and f"{o.wer_pp:.1f}" in findings and f"{o.delta_pp:+.1f}" in findings
+            heads = page.evaluate("""() => Array.from(document.querySelectorAll('th'), h => h.innerText.trim())""")
+            for h in ("Spectral centroid (Hz)", "Spectral rolloff (Hz)", "Spectral contrast (dB)",
+                      "Zero crossing rate (crossings/sample)", "ASR ΔWER (pp)"):
+                assert h in heads, h
+            assert "spectral_centroid" not in heads
+            page.evaluate("document.getElementById('Findings').scrollIntoView()")
+            page.screenshot(path=str(shot))
+            imgs = page.evaluate("""() => Array.from(document.images, i => ({alt: i.alt, w: i.naturalWidth,
+                                     shown: i.getBoundingClientRect().width}))""")
+        finally:
+            browser.close()
+    assert sorted(i["alt"] for i in imgs) == sorted(fonts) and len(imgs) == 6
+    for i in imgs:
+        pt, dpi, width = fonts[i["alt"]]
+        assert i["w"] == width
+        assert pt * dpi / 72 * 800 / width >= 9, (i["alt"], pt, dpi, width)        # at 800 px wide
+        assert 0 < i["shown"] <= 800, i                                              # fits the window
+    assert shot.stat().st_size > 10_000

@@ -10,7 +10,7 @@ from authors_schema import inference_line, write_manifest
 from paper_tables import write_tables
 
 from aiplib.analysis import paper, stats
-from aiplib.analysis.findings import FINDINGS_COLUMNS, findings, findings_lines
+from aiplib.analysis.findings import FINDINGS_COLUMNS, findings, findings_lines, findings_markdown
 from aiplib.core.errors import AiplibError
 from aiplib.core.tasks import KEYWORDS
 from aiplib.core.workspace import workspace
@@ -517,22 +517,42 @@ def test_findings_sentences_cite_the_numbers_of_the_csv_they_name(fake_ws):
                            table2=made["table2_descriptor_correlations"],
                            table4=made["table4_accent_dwer_item_means"], failures=failures)
     csv = {name: pd.read_csv(tabs / f"{name}.csv") for name in made}
-    names = {"asr": "ASR ΔWER", "kws": "KWS ΔAcc"}
-    # Overall and SNR: conditions_<task>.csv
+    levels = {"asr": ("ASR WER", "wer_pp"), "kws": ("KWS accuracy", "acc_pp")}
+    # Overall and SNR of several models: a sentence, then a compact table each (conditions_<task>.csv)
     overall = _sentence(lines, "Overall")
     snr = _sentence(lines, "SNR")
-    assert "50 resamples" in overall and "(#table-r1)" in overall
+    assert "50 resamples" in overall and "(#table-r1)" in overall and "the table below" in overall
+    over_table = lines[lines.index(overall) + 1]
+    snr_table = lines[lines.index(snr) + 1]
+    assert over_table.startswith("| model | measure | clean % | noisy % |") and snr_table.startswith("| model |")
+    assert len(over_table.splitlines()) == 2 + 2 * len(MODELS)          # header, rule, model × task
     for task in ("asr", "kws"):
         c = pd.read_csv(tabs / f"conditions_{task}.csv")
+        name, level = levels[task]
         for model in MODELS:
             o = c[(c["scope"] == "overall") & (c["model"] == model)].iloc[0]
-            assert (f"{names[task]} {_pp(o.delta_pp, o.ci_low_pp, o.ci_high_pp)} for `{model}` "
-                    f"({int(o.n_items)} items") in overall
-            by_snr = c[(c["scope"] == "snr") & (c["model"] == model)].sort_values("snr_db")
-            lo = by_snr.iloc[0]
-            hi = by_snr.iloc[-1]
-            assert f"{_pp(hi.delta_pp, hi.ci_low_pp, hi.ci_high_pp)} at {hi.snr_db:g} dB" in snr
-            assert f"{_pp(lo.delta_pp, lo.ci_low_pp, lo.ci_high_pp)} at {lo.snr_db:g} dB" in snr
+            cl = c[(c["scope"] == "clean") & (c["model"] == model)].iloc[0]
+            assert (f"| `{model}` | {name} | {cl[level]:.1f} | {o[level]:.1f} | "
+                    f"{_pp(o.delta_pp, o.ci_low_pp, o.ci_high_pp, unit='')} | {int(o.n_items)} |") in over_table
+            by_snr = c[(c["scope"] == "snr") & (c["model"] == model)].sort_values("snr_db", ascending=False)
+            cells = " | ".join(f"{r[level]:.1f} · {_pp(r.delta_pp, r.ci_low_pp, r.ci_high_pp, unit='')}"
+                               for _, r in by_snr.iterrows())
+            assert f"| `{model}` | {name} | {cl[level]:.1f} | {cells} |" in snr_table
+    md = findings_markdown(lines)
+    assert "\n\n| model | measure | clean % | noisy % |" in md and md.startswith("- **Overall.**")
+    # one model: the absolute levels stand beside the change in the sentences themselves
+    one = {t: v[v["model"] == MODELS[0]] for t, v in tables.items()}
+    one_lines = findings_lines(findings(one, ranking), tables=one, ranking=ranking, n_resamples=50)
+    assert not any(line.startswith("|") for line in one_lines)
+    c = pd.read_csv(tabs / "conditions_asr.csv")
+    c = c[c["model"] == MODELS[0]]
+    o = c[c["scope"] == "overall"].iloc[0]
+    cl = c[c["scope"] == "clean"].iloc[0]
+    assert (f"ASR: WER {cl.wer_pp:.1f} % clean, {o.wer_pp:.1f} % noisy, mean per-item ΔWER "
+            f"{_pp(o.delta_pp, o.ci_low_pp, o.ci_high_pp)} ({int(o.n_items)} items") in _sentence(one_lines, "Overall")
+    low = c[c["scope"] == "snr"].sort_values("snr_db").iloc[0]
+    assert (f"{_pp(low.delta_pp, low.ci_low_pp, low.ci_high_pp)} at {low.snr_db:g} dB (WER {low.wer_pp:.1f} %)"
+            in _sentence(one_lines, "SNR"))
     # Backgrounds: Figure 4's ranking, most harmful first
     bgs = _sentence(lines, "Backgrounds")
     first = ranking.iloc[0]

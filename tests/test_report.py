@@ -126,8 +126,11 @@ def _analyse(ws, tmp_path, *, n_resamples=200, seed=1):
 
 @pytest.fixture(scope="module")
 def run_a(tmp_path_factory):
+    """Two models (m_a, m_b), 12 items per task, 5 backgrounds, notebook 09 executed (its copy in
+    ``out["executed"]``)."""
     ws = _scored(tmp_path_factory.mktemp("run_a"), insert=0.3)
-    return ws, {"conditions": _analyse(ws, tmp_path_factory.mktemp("run_a_nb"))}
+    nb_dir = tmp_path_factory.mktemp("run_a_nb")
+    return ws, {"conditions": _analyse(ws, nb_dir), "executed": nb_dir / "09_make_figures.ipynb"}
 
 
 @pytest.fixture(scope="module")
@@ -286,7 +289,9 @@ def test_make_report_renders_the_newest_notebook_with_outputs(tmp_path):
         report.newest_executed([blank, tmp_path / "absent.ipynb"])
     root = tmp_path / "data"
     assert report.main(["--profile", "demo", "--data-root", str(root), "--render", str(executed), str(lab)]) == 0
-    assert "# make 09" in (root / "demo" / "results" / "report.md").read_text()
+    md = (root / "demo" / "results" / "report.md").read_text()
+    assert "\nmake 09\n" in md and "JupyterLab" not in md      # the newest notebook's output
+    assert md.startswith("# Results · demo profile · no model scored · 1970-01-01\n")  # its run title
 
 
 def test_provenance_says_absent_values_in_words_without_local_paths(tmp_path):
@@ -351,13 +356,14 @@ def test_notebook_09_is_the_report(run_a, run_worse, tmp_path):
     heads = [t for _, _, t in out["toc"]]
     assert heads[:5] == ["Findings", "Coverage", "How the numbers are made", "Summary",
                          "Performance against SNR (Figure 7)"]
-    assert heads[-2:] == ["Checks", "Files"] and len(heads) == 19 and "Stimuli left out" in heads
+    assert heads[-4:] == ["Checks", "Glossary", "How this was run", "Files"] and len(heads) == 21
+    assert "Stimuli left out" in heads
     # the Findings open the report, each sentence linking the table or figure it comes from; every link resolves
     found = md[md.index("## Findings"):md.index("\n## ", md.index("## Findings"))]
     links = re.findall(r"\]\(#([^)]+)\)", found)
     assert {"table-r1", "table-r2", "figure-7", "figure-4", "table-2", "table-4-ours", "figure-5", "table-5"} <= set(links)
     assert all(f'id="{a}"' in page for a in links) and page.count('href="#table-r1"') == 1
-    assert "200 resamples" in found and "`m_a`" in found and "**What is coarse.**" in found
+    assert "200 resamples" in found and "`m_a`" in found and "**What is [coarse](#glossary-coarse).**" in found
     assert "significant" not in found and "One model" not in found          # two models here
     assert "where a group has ≥ 10 items" in md                              # Figure 5's caption
     # each figure sits in its own section, right under its caption
@@ -651,3 +657,134 @@ def test_window_warning_names_each_model_decoded_on_the_window():
     assert len(lines) == 1
     assert lines[0].startswith("**Decoding.** `whisper_tiny_en` was decoded on the 15/20/30 s")
     assert window_warnings({"whisper_tiny_en": {"decoding_path": "fast"}}) == []
+
+
+# ------------------------------------------------------------- the report as a paper's Results
+def test_summary_json_and_csv_equal_table_r1_and_the_condition_tables(run_a):
+    """``results/summary.json`` and ``.csv`` (written by notebook 09): one record per model × task,
+    each number the one of its condition table's ``clean`` / ``overall`` rows and of stage 8's
+    coverage table, read back from the CSVs; the levels and the change as Table R1 prints them."""
+    from aiplib.analysis import report_tables as rt
+    from aiplib.analysis.summary import SUMMARY_COLUMNS, SUMMARY_SCHEMA, summary_records
+
+    ws, _ = run_a
+    doc = json.loads((ws.results / "summary.json").read_text())
+    csv = pd.read_csv(ws.results / "summary.csv")
+    assert doc["schema"] == SUMMARY_SCHEMA and doc["profile"] == "demo"
+    assert doc["columns"] == SUMMARY_COLUMNS == list(csv.columns)
+    recs = doc["records"]
+    tasks = sorted(p.stem.removeprefix("conditions_") for p in ws.tables_dir.glob("conditions_*.csv")
+                   if not p.stem.endswith("_bg_active"))
+    assert sorted((r["model"], r["task"]) for r in recs) == [(m, t) for m in ("m_a", "m_b") for t in tasks]
+    assert len(csv) == len(recs) == 8
+    assert not (ws.tables_dir / "coverage.csv").is_file()     # stage 8's notebook did not run here
+    tables = {t: pd.read_csv(ws.tables_dir / f"conditions_{t}.csv") for t in tasks}
+    r1 = rt.summary_table(tables).df.set_index(["task", "model"])
+    for rec, (_, row) in zip(recs, csv.iterrows()):
+        t = tables[rec["task"]]
+        g = t[t["model"] == rec["model"]]
+        o = g[g["scope"] == "overall"].iloc[0]
+        c = g[g["scope"] == "clean"].iloc[0]
+        level = "wer_pp" if rec["task"].startswith("asr") else "acc_pp"
+        assert rec["condition_family"] == "background" and rec["source"] == f"tables/conditions_{rec['task']}.csv"
+        assert rec["clean_pp"] == c[level] and rec["noisy_pp"] == o[level]
+        for col in ("delta_pp", "ci_low_pp", "ci_high_pp", "p_value", "level"):
+            assert rec[col] == o[col], col
+        assert rec["n_items"] == o["n_items"] == 12 and rec["n_pairs"] == o["n_pairs"] == 12 * 5 * 2
+        assert rec["n_resamples"] == o["n_resamples"] == 200 and rec["verdict"] == o["verdict"]
+        assert rec["n_stimuli"] is None and rec["coverage"] is None and rec["complete"] is None
+        # the CSV holds the same record; Table R1 prints the same numbers
+        for col in ("clean_pp", "noisy_pp", "delta_pp", "ci_low_pp", "ci_high_pp", "n_items"):
+            assert row[col] == pytest.approx(rec[col], rel=1e-12), col
+        shown = r1.loc[(rec["task"], rec["model"])]
+        assert shown["clean %"] == f"{rec['clean_pp']:.1f}" and shown["noisy (all) %"] == f"{rec['noisy_pp']:.1f}"
+        assert shown["mean per-item Δ pp [95% CI] (+ = worse)"] == (
+            f"{rec['delta_pp']:+.1f} [{rec['ci_low_pp']:.1f}, {rec['ci_high_pp']:.1f}]")
+    # with stage 8's coverage table: the stimuli scored of the manifest's (12 items × 11 stimuli)
+    cov = pd.DataFrame({"family": "background", "model": ["m_a", "m_b"], "task": "asr", "n_stimuli": 132,
+                        "n_scored": [132, 120], "complete": [True, False]})
+    got = {(r["model"], r["task"]): r for r in summary_records(tables, cov)}
+    assert got[("m_a", "asr")]["coverage"] == 1.0 and got[("m_a", "asr")]["complete"] is True
+    assert got[("m_b", "asr")]["coverage"] == pytest.approx(120 / 132) and got[("m_b", "asr")]["complete"] is False
+    assert got[("m_b", "asr")]["n_stimuli_scored"] == 120 and got[("m_a", "kws")]["n_stimuli"] is None
+
+
+def _min_text_px(png, shown_px=800):
+    """The smallest text of a rendered figure in px when the PNG is shown ``shown_px`` wide: its
+    smallest font (pt, the PNG's ``aip:min_font_pt``) × dpi / 72 × shown_px / width."""
+    from PIL import Image
+
+    from aiplib.analysis.paper import MIN_FONT_KEY
+
+    with Image.open(png) as im:
+        return float(im.info[MIN_FONT_KEY]) * im.info["dpi"][0] / 72 * shown_px / im.size[0]
+
+
+def test_figures_text_is_at_least_9_px_at_800_px(run_a):
+    """Every figure notebook 09 drew: its smallest text, from the PNG's dpi, width and recorded
+    font size, is at least 9 px when the figure is shown 800 px wide."""
+    ws, _ = run_a
+    pngs = sorted((ws.results / "figures").glob("*.png"))
+    assert len(pngs) == 6
+    sizes = {p.stem: _min_text_px(p) for p in pngs}
+    assert all(v >= 9 for v in sizes.values()), sizes
+
+
+def test_save_figure_records_the_smallest_font_of_the_figure(tmp_path):
+    """save_figure writes the smallest font size of the figure's visible text into the PNG: the
+    same as every matplotlib Text artist of the figure gives; 7 pt on a 10 in figure at 800 px is
+    7 · 800 / 720 = 7.8 px, too small; the same figure 6 in wide gives 13 px."""
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    from aiplib.analysis.paper import save_figure
+
+    for width, want_px in ((10.0, 7 * 800 / 720), (6.0, 7 * 800 / 432)):
+        fig = Figure(figsize=(width, 3))
+        ax = fig.subplots()
+        ax.plot([0, 1], [0, 1])
+        ax.set_xlabel("SNR (dB)", fontsize=12)
+        ax.text(0.5, 0.5, "n=1", fontsize=7)
+        ax.text(0.2, 0.2, "", fontsize=3)                 # empty: not drawn, not counted
+        ax.tick_params(labelsize=9)
+        shown = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+        assert min(shown) == 7
+        png = save_figure(fig, tmp_path / f"w{width:g}", "f", formats=("png",))[0]
+        assert _min_text_px(png) == pytest.approx(want_px, rel=1e-3)
+
+
+def test_report_title_findings_tables_glossary_and_table3_units(run_a, tmp_path):
+    """The rendered report of two models: its first heading and browser tab name the profile, both
+    models and the date; the Overall and SNR findings are compact tables with the absolute levels
+    (clean and noisy %) beside the change; the first use of each glossary term links to its entry;
+    Table 3's headers are the paper's descriptor names with units; Figure 7's caption names the
+    models of the run (no Qwen2-Audio); the plumbing comes after Findings."""
+    ws, out = run_a
+    results = tmp_path / "demo" / "results"
+    shutil.copytree(ws.results, results)
+    rendered = report.render_report(out["executed"], results)
+    md, page = rendered["report_md"].read_text(), rendered["report_html"].read_text()
+    first = md.splitlines()[0]
+    assert re.fullmatch(r"# Results · demo profile · m_a, m_b · \d{4}-\d{2}-\d{2}", first), first
+    assert f"<title>{first[2:]}</title>" in page
+    found = md[md.index("## Findings"):md.index("\n## ", md.index("## Findings"))]
+    assert "| model | measure | clean % | noisy % | mean per-item Δ " in found
+    t = pd.read_csv(ws.tables_dir / "conditions_asr.csv")
+    o = t[(t["scope"] == "overall") & (t["model"] == "m_b")].iloc[0]
+    c = t[(t["scope"] == "clean") & (t["model"] == "m_b")].iloc[0]
+    assert (f"| `m_b` | ASR WER | {c.wer_pp:.1f} | {o.wer_pp:.1f} | {o.delta_pp:+.1f} "
+            f"[{o.ci_low_pp:+.1f}, {o.ci_high_pp:+.1f}] | 12 |") in found
+    assert "10 dB: level % · Δ pp [95 % CI]" in found and "0 dB: level % · Δ pp [95 % CI]" in found
+    assert md.index("## Findings") < md.index("Condition tables of this run only") \
+        and md.index("## How this was run") < md.index("rule for partial models")
+    for anchor in ("glossary-snr", "glossary-delta-wer", "glossary-pp", "glossary-r-s", "glossary-p-bh",
+                   "glossary-rer", "glossary-coarse", "glossary-background-id"):
+        assert md.count(f"](#{anchor})") == 1, anchor          # linked once, from its first use
+        assert f'id="{anchor}"' in page and f'href="#{anchor}"' in page
+    assert md.index("](#glossary-snr)") < md.index("## Coverage")  # first used in Findings
+    heads = re.search(r"\| rank \| background id \|.*\|", md).group(0)
+    for h in ("Zero crossing rate (crossings/sample)", "Spectral centroid (Hz)", "Spectral contrast (dB)",
+              "RMS energy variance (FS²)", "ASR ΔWER (pp)"):
+        assert f"| {h} |" in heads
+    cap = md[md.index("**Figure 7 ·"):md.index("](figures/figure7_snr_performance.png)")]
+    assert "`m_a`, `m_b`" in cap and "Qwen" not in cap

@@ -28,6 +28,8 @@ FINDINGS_COLUMNS = [
     "p",
     "verdict",
     "source",
+    "clean_pp",
+    "noisy_pp",
 ]
 
 
@@ -39,6 +41,8 @@ def _condition_rows(tables: dict) -> list[dict]:
         t = tables.get(task)
         if t is None:
             continue
+        level = f"{TASK_FAMILIES[task_family(task)].summary}_pp"
+        clean = t[t["scope"] == "clean"].set_index("model")[level]
         for r in t[t["scope"].isin(["overall", "snr"])].itertuples():
             if r.scope == "snr":
                 subject = r.snr_db
@@ -57,6 +61,8 @@ def _condition_rows(tables: dict) -> list[dict]:
                     "p": r.p_value,
                     "verdict": r.verdict,
                     "source": f"conditions_{task}",
+                    "clean_pp": clean.get(r.model, np.nan),
+                    "noisy_pp": getattr(r, level),
                 }
             )
     return rows
@@ -182,7 +188,9 @@ def findings(
         Columns :data:`FINDINGS_COLUMNS`: ``subject`` (SNR in dB, background, descriptor or accent
         group), ``value, ci_low, ci_high`` (pp; r_s and RER without unit), ``n`` (items;
         backgrounds for r_s), ``p`` (the exact test; p_BH for r_s), ``verdict`` (Table 5: its
-        ``base_flag``).
+        ``base_flag``); for ``overall`` and ``snr`` the absolute levels beside the change,
+        ``clean_pp`` (the clean row's) and ``noisy_pp`` (the row's own), in % (corpus WER, or
+        accuracy), NaN elsewhere.
     """
     rows = _condition_rows(tables)
     rows += _ranking_rows(ranking)
@@ -268,31 +276,73 @@ class _Wording:
         return ""
 
 
-def _overall_sentence(w: _Wording, n_resamples: int) -> str | None:
-    """**Overall.** the mean per-item change of each task and model."""
-    over = []
-    for t in BASE_TASKS.values():
-        for r in w.rows("overall", t):
-            over.append(
-                f"{_measure_name(t)} {_val(r)}{w.who(r)} ({_items(r.n)}{_no_ci([r])}, "
-                f"p = {_pv(r.p)}, *{r.verdict}*)"
-            )
-    if not over:
-        return None
-    if w.several:
-        one_model = ""
-    else:
-        one_model = f"One model was scored (`{w.models[0]}`), so nothing here compares models. "
+def _level_name(task: str) -> str:
+    """``ASR WER`` / ``KWS accuracy``: the family and its measure, as the levels are named."""
+    fam = task_family(task)
+    return f"{fam.upper()} {TASK_FAMILIES[fam].measure_label}"
+
+
+def _pct(v) -> str:
+    """A level in % to 1 decimal (``–`` when absent)."""
+    if v is None or not np.isfinite(v):
+        return "–"
+    return f"{v:.1f} %"
+
+
+def _overall_clause(w: _Wording, r) -> str:
+    """One task and model over every background and SNR: the levels clean and noisy beside the
+    change."""
+    spec = TASK_FAMILIES[task_family(r.task)]
     return (
-        "**Overall.** Over every background and SNR, the mean per-item change is "
-        f"{'; '.join(over)} "
-        f"(+ = worse; 95 % bootstrap intervals over items, {n_resamples} resamples; p of the exact "
-        "test). " + one_model + "([Table R1](#table-r1))"
+        f"{_family_name(r.task)}: {spec.measure_label} {_pct(r.clean_pp)} clean, "
+        f"{_pct(r.noisy_pp)} noisy, mean per-item {spec.degradation_label} {_val(r)}{w.who(r)} "
+        f"({_items(r.n)}{_no_ci([r])}, p = {_pv(r.p)}, *{r.verdict}*)"
     )
 
 
-def _snr_trend(rs: list) -> str:
-    """How one model's change moves from the highest SNR (first row) to the lowest (last)."""
+def _overall_table(w: _Wording) -> str:
+    """The Overall finding of several models as one compact Markdown table."""
+    lines = [
+        "| model | measure | clean % | noisy % | mean per-item Δ pp [95 % CI] | items | p "
+        "| verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for t in BASE_TASKS.values():
+        for r in sorted(w.rows("overall", t), key=lambda x: x.model):
+            lines.append(
+                f"| `{r.model}` | {_level_name(t)} | {_pct(r.clean_pp)[:-2]} | "
+                f"{_pct(r.noisy_pp)[:-2]} | {_val(r, unit='')} | {int(r.n)} | {_pv(r.p)} | "
+                f"{r.verdict} |"
+            )
+    return "\n".join(lines)
+
+
+def _overall_sentence(w: _Wording, n_resamples: int) -> list[str]:
+    """**Overall.** the levels and the mean per-item change of each task and model (several models:
+    a sentence and a compact table)."""
+    rows = [r for t in BASE_TASKS.values() for r in w.rows("overall", t)]
+    if not rows:
+        return []
+    how = (
+        f"+ = worse; 95 % bootstrap intervals over items, {n_resamples} resamples; p of the exact "
+        "test; clean and noisy levels are corpus WER or accuracy"
+    )
+    if w.several:
+        return [
+            "**Overall.** Over every background and SNR, each model's level clean and noisy and "
+            f"its mean per-item change ({how}); the table below. ([Table R1](#table-r1))",
+            _overall_table(w),
+        ]
+    over = "; ".join(_overall_clause(w, r) for r in rows)
+    return [
+        f"**Overall.** Over every background and SNR, {over} ({how}). One model was scored "
+        f"(`{w.models[0]}`), so nothing here compares models. ([Table R1](#table-r1))"
+    ]
+
+
+def _snr_trend(rs: list, measure: str) -> str:
+    """How one model's change moves from the highest SNR (first row) to the lowest (last), each
+    value with its noisy level (``measure``: ``WER``, ``accuracy``)."""
     d = np.diff([r.value for r in rs])
     hi = rs[0]
     lo = rs[-1]
@@ -308,32 +358,70 @@ def _snr_trend(rs: list) -> str:
             way = "shrinks"
         text = (
             f"{way} as the SNR falls, from {_val(hi)} at {hi.subject:g} dB "
-            f"to {_val(lo)} at {lo.subject:g} dB"
+            f"({measure} {_pct(hi.noisy_pp)}) to {_val(lo)} at {lo.subject:g} dB "
+            f"({measure} {_pct(lo.noisy_pp)})"
         )
         if overlap:
             text += " (the two intervals overlap)"
         return text
-    steps = ", ".join(f"{_val(r)} at {r.subject:g} dB" for r in rs)
+    steps = ", ".join(f"{_val(r)} at {r.subject:g} dB ({measure} {_pct(r.noisy_pp)})" for r in rs)
     return "does not change steadily with the SNR: " + steps
 
 
-def _snr_sentence(w: _Wording) -> str | None:
-    """**SNR.** how each model's change moves with the SNR."""
-    trend = []
+def _snr_groups(w: _Wording) -> list:
+    """``(task, [rows of one model, highest SNR first])`` of every task and model with two SNRs or
+    more."""
+    groups = []
     found = w.found
     for t in BASE_TASKS.values():
         snr_rows = found[(found["finding"] == "snr") & (found["task"] == t)]
         for _model, g in snr_rows.groupby("model"):
             rs = list(g.sort_values("subject", ascending=False).itertuples())  # highest SNR first
-            if len(rs) < 2:
-                continue
-            trend.append(f"{_measure_name(t)}{w.who(rs[0])} {_snr_trend(rs)}{_no_ci(rs)}")
-    if not trend:
-        return None
-    return (
-        f"**SNR.** {'; '.join(trend)}. "
-        "([Tables R2](#table-r2), [R6](#table-r6), [Figure 7](#figure-7))"
-    )
+            if len(rs) >= 2:
+                groups.append((t, rs))
+    return groups
+
+
+def _snr_table(groups: list) -> str:
+    """The SNR finding of several models as one compact Markdown table: per model and measure the
+    clean level, then per SNR the noisy level and the change (pp) with its interval."""
+    snrs = sorted({r.subject for _t, rs in groups for r in rs}, reverse=True)
+    head = " | ".join(f"{s:g} dB: level % · Δ pp [95 % CI]" for s in snrs)
+    lines = [f"| model | measure | clean % | {head} |", "|---|---|---|" + "---|" * len(snrs)]
+    for t, rs in groups:  # task by task, models in order (as the Overall table)
+        by = {r.subject: r for r in rs}
+        cells = []
+        for s in snrs:
+            if s in by:
+                cells.append(f"{_pct(by[s].noisy_pp)[:-2]} · {_val(by[s], unit='')}")
+            else:
+                cells.append("–")
+        lines.append(
+            f"| `{rs[0].model}` | {_level_name(t)} | {_pct(rs[0].clean_pp)[:-2]} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def _snr_sentence(w: _Wording) -> list[str]:
+    """**SNR.** how each model's change moves with the SNR (several models: a compact table)."""
+    groups = _snr_groups(w)
+    if not groups:
+        return []
+    links = "([Tables R2](#table-r2), [R6](#table-r6), [Figure 7](#figure-7))"
+    if w.several:
+        return [
+            "**SNR.** Per SNR (pooled over backgrounds), each model's noisy level and its mean "
+            f"per-item change (+ = worse); the table below. {links}",
+            _snr_table(groups),
+        ]
+    trend = [
+        f"{_measure_name(t)}{w.who(rs[0])} "
+        f"{_snr_trend(rs, TASK_FAMILIES[task_family(t)].measure_label)}{_no_ci(rs)}"
+        for t, rs in groups
+    ]
+    return [f"**SNR.** {'; '.join(trend)}. {links}"]
 
 
 def _backgrounds_sentence(w: _Wording, ranking: pd.DataFrame) -> str | None:
@@ -350,7 +438,7 @@ def _backgrounds_sentence(w: _Wording, ranking: pd.DataFrame) -> str | None:
     return (
         f"**Backgrounds.** Of the {ranked} backgrounds ranked by the mean of ASR ΔWER and KWS ΔAcc "
         f"(pooled over models), {ends['most_harmful']} hurt most and {ends['least_harmful']} "
-        "least. ([Figure 4](#figure-4), [Table 3](#table-3))"
+        "least (background ids as in Table 3). ([Figure 4](#figure-4), [Table 3](#table-3))"
     )
 
 
@@ -520,18 +608,38 @@ def findings_lines(
     list of str
         Overall, SNR, Backgrounds, Descriptors, Accents, Steering prompt (each when it has rows)
         and What is coarse (always); every number comes from a row of ``found``, each value
-        to 1 decimal in pp (r_s to 3, RER to 2) with its 95 % interval in brackets.
+        to 1 decimal in pp (r_s to 3, RER to 2) with its 95 % interval in brackets, the Overall
+        and SNR changes beside their absolute levels (%). With several models the Overall and SNR
+        findings are each a sentence followed by a compact Markdown table (a line starting with
+        ``|``; :func:`findings_markdown` sets it apart).
     """
     models = sorted({m for t in tables.values() for m in t["model"].unique()})
     w = _Wording(found, models)
+    lines = _overall_sentence(w, n_resamples) + _snr_sentence(w)
     sentences = [
-        _overall_sentence(w, n_resamples),
-        _snr_sentence(w),
         _backgrounds_sentence(w, ranking),
         _descriptor_sentence(w),
         _accent_sentence(w, table4),
         _steering_sentence(w),
     ]
-    lines = [s for s in sentences if s is not None]
+    lines += [s for s in sentences if s is not None]
     lines.append(_coarse_sentence(w, ranking, tables, table2, table4, failures))
     return lines
+
+
+def findings_markdown(lines: list[str]) -> str:
+    """The Findings as Markdown: each line of :func:`findings_lines` a bullet, a compact table (a
+    line that starts with ``|``) set between the bullets as its own block."""
+    blocks = []
+    bullets = []
+    for line in lines:
+        if line.startswith("|"):
+            if bullets:
+                blocks.append("\n".join(bullets))
+                bullets = []
+            blocks.append(line)
+        else:
+            bullets.append(f"- {line}")
+    if bullets:
+        blocks.append("\n".join(bullets))
+    return "\n\n".join(blocks)

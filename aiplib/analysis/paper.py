@@ -821,16 +821,38 @@ def _corpus_wer_pp(rows: pd.DataFrame, spec) -> float:
 
 
 # ------------------------------------------------------------------------------ file output
+#: PNG text key holding the smallest font size (pt) of a figure's visible text
+#: (:func:`save_figure`; read back with PIL's ``Image.open(png).info``).
+MIN_FONT_KEY = "aip:min_font_pt"
+
+
+def figure_min_font_pt(fig) -> float:
+    """The smallest font size (pt) of the visible, non-empty text of a matplotlib figure (titles,
+    labels, tick labels, legend, annotations); NaN when it holds no text. Shown ``W`` px wide, a
+    figure ``w`` inches wide draws ``f`` pt as ``f · W / (72 · w)`` px, whatever its dpi."""
+    sizes = [
+        float(a.get_fontsize())
+        for a in fig.findobj(match=lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
+        if a.get_visible() and str(a.get_text()).strip()
+    ]
+    return min(sizes) if sizes else float("nan")
+
+
 def save_figure(fig, out_dir, name: str, *, formats=("png", "pdf"), dpi: int = 200) -> list[Path]:
     """Write a matplotlib figure as ``<out_dir>/<name>.<fmt>`` for each format; return the paths.
-    PDFs carry no creation date, so the same data gives the same bytes."""
+    PDFs carry no creation date, so the same data gives the same bytes; the PNG carries its dpi
+    and, under :data:`MIN_FONT_KEY`, the smallest font size of its text
+    (:func:`figure_min_font_pt`, pt), so its readability at a given display width can be checked
+    from the file."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    min_pt = figure_min_font_pt(fig)
     for fmt in formats:
-        fig.savefig(
-            out_dir / f"{name}.{fmt}",
-            format=fmt,
-            dpi=dpi,
-            metadata={"CreationDate": None} if fmt == "pdf" else {},
-        )
+        if fmt == "pdf":
+            meta = {"CreationDate": None}
+        elif fmt == "png":
+            meta = {MIN_FONT_KEY: f"{min_pt:g}"}
+        else:
+            meta = {}
+        fig.savefig(out_dir / f"{name}.{fmt}", format=fmt, dpi=dpi, metadata=meta)
     return [out_dir / f"{name}.{fmt}" for fmt in formats]

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import argparse
 import base64
+import datetime as dt
 import html
 import logging
 import re
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 from aiplib.analysis import conditions as cond
+from aiplib.analysis import report_tables as rt
 from aiplib.analysis.criteria import check_criteria, load_criteria
 from aiplib.analysis.provenance import read_provenance, shareable, write_sidecar
 from aiplib.core.errors import AiplibError
@@ -190,6 +194,72 @@ def _title(cells) -> str:
     return "AIP-Speech report"
 
 
+#: Models named in the report's title before the rest are counted (``… +N more``).
+TITLE_MAX_MODELS = 6
+
+
+def _run_models(results: Path) -> list[str]:
+    """The models that produced rows: ``tables/coverage.csv`` (stage 8), else the condition
+    tables; sorted."""
+    cov = results / "tables" / "coverage.csv"
+    if cov.is_file():
+        t = pd.read_csv(cov)
+        if "n_scored" in t:
+            t = t[t["n_scored"] > 0]
+        return sorted(set(t["model"].astype(str)))
+    models = set()
+    for p in sorted((results / "tables").glob("conditions_*.csv")):
+        models |= set(pd.read_csv(p, usecols=["model"])["model"].astype(str))
+    return sorted(models)
+
+
+def run_title(results, executed_nb) -> str:
+    """The report's title (its first heading and the browser tab): ``Results · <profile> profile ·
+    <models> · <date>``; the profile from ``provenance.json`` (else the workspace folder's name),
+    the models that produced rows (:func:`_run_models`, at most :data:`TITLE_MAX_MODELS` named),
+    the date (UTC) the notebook was executed (its modification time)."""
+    results = Path(results)
+    profile = results.parent.name
+    if (results / "provenance.json").is_file():
+        profile = read_provenance(results).get("profile") or profile
+    models = _run_models(results)
+    named = ", ".join(models[:TITLE_MAX_MODELS]) or "no model scored"
+    if len(models) > TITLE_MAX_MODELS:
+        named += f" +{len(models) - TITLE_MAX_MODELS} more"
+    stamp = dt.datetime.fromtimestamp(Path(executed_nb).stat().st_mtime, dt.timezone.utc)
+    return f"Results · {profile} profile · {named} · {stamp.date().isoformat()}"
+
+
+def _retitle(cells, title: str) -> None:
+    """Put ``title`` in place of the first ``# `` heading of the markdown cells (or above them)."""
+    for c in cells:
+        if c.cell_type == "markdown" and re.search(r"^# .+$", c.source, re.M):
+            c.source = re.sub(r"^# .+$", lambda _m: f"# {title}", c.source, count=1, flags=re.M)
+            return
+    import nbformat
+
+    cells.insert(0, nbformat.v4.new_markdown_cell(f"# {title}"))
+
+
+def _link_glossary(cells) -> None:
+    """Link the first use of every glossary term (:data:`aiplib.analysis.report_tables.GLOSSARY`)
+    in the markdown cells and Markdown-only outputs, in reading order, to its entry; the glossary
+    section's own text (the cell holding its anchors) is left alone."""
+    pending = rt.glossary_patterns()
+    for c in cells:
+        if c.cell_type == "markdown":
+            c.source = rt.link_first_uses(c.source, pending)
+            continue
+        for o in c.get("outputs", []):
+            data = o.get("data", {})
+            if "text/markdown" not in data or "text/html" in data:
+                continue
+            text = "".join(data["text/markdown"])
+            if 'id="glossary-' in text:
+                continue
+            data["text/markdown"] = rt.link_first_uses(text, pending)
+
+
 def _files_cell(results: Path):
     """The last section: every CSV and PDF of ``results`` (relative paths), and the list."""
     import nbformat
@@ -321,7 +391,9 @@ def render_report(executed_nb, results_dir) -> dict:
 
     HTML: nbconvert's ``HTMLExporter`` with the template :data:`REPORT_TEMPLATE` (lab's, code
     hidden, no remote scripts), every ``image/png`` a ``data:`` URI with its file name as alt text;
-    a table of contents after the first cell and a last section linking every CSV/PDF; printed
+    the first heading and the page's title :func:`run_title` (profile, models, date); the first use
+    of each glossary term linked to its entry (:func:`_link_glossary`); a table of contents after
+    the first cell and a last section linking every CSV/PDF; printed
     notes as :func:`_report_cells` keeps them; table cells that hold a number do not wrap and every
     table scrolls sideways in its own box. Markdown: markdown cells as written, outputs as
     ``text/markdown`` (:class:`aiplib.analysis.report_tables.Table`), figures linked by their
@@ -334,6 +406,8 @@ def render_report(executed_nb, results_dir) -> dict:
     results.mkdir(parents=True, exist_ok=True)
     files_cell, files = _files_cell(results)
     nb.cells.append(files_cell)
+    _retitle(nb.cells, run_title(results, executed_nb))
+    _link_glossary(nb.cells)
     nb.metadata["title"] = _title(nb.cells)
     toc = _headings(nb.cells)
     if nb.cells:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +18,24 @@ import pandas as pd
 
 from aiplib.analysis.conditions import condition_label
 from aiplib.analysis.provenance import model_records
-from aiplib.analysis.stats import AUTHORS_DESCRIPTOR_DECIMALS, worst_stimuli
+from aiplib.analysis.stats import worst_stimuli
 from aiplib.core.tasks import TASK_FAMILIES
+
+#: The descriptor definitions with their display names, units and formats (the columns
+#: ``display_name, display_unit, display_format``), beside ``aiplib/battery/descriptors.py``.
+DESCRIPTOR_INFO_CSV = Path(__file__).parents[1] / "battery" / "descriptor_info.csv"
+
+#: Table 3's columns other than the descriptors, as the report heads them.
+TABLE3_HEADERS = {
+    "rank": "rank",
+    "bg_id": "background id",
+    "category": "category",
+    "mean_degradation_pp": "mean of ASR ΔWER and KWS ΔAcc (pp)",
+    "asr_delta_wer_pp": "ASR ΔWER (pp)",
+    "kws_delta_acc_pp": "KWS ΔAcc (pp)",
+    "asr_delta_wer_snr_balanced_pp": "ASR ΔWER, SNR-balanced (pp)",
+    "kws_delta_acc_snr_balanced_pp": "KWS ΔAcc, SNR-balanced (pp)",
+}
 
 #: Responses longer than this many words are cut in the worst-stimuli table (``… +N words``).
 MAX_WORDS = 30
@@ -356,16 +373,44 @@ def table2_display(t2: pd.DataFrame) -> Table:
     )
 
 
+def descriptor_labels() -> pd.DataFrame:
+    """The display form of the nine descriptors, indexed by descriptor id: ``display_name`` (the
+    paper's name, e.g. ``Spectral centroid``), ``display_unit`` (``Hz``, ``dB``…),
+    ``display_format`` (a format spec, e.g. ``.0f``) and ``header`` (``Spectral centroid
+    (Hz)``), read from :data:`DESCRIPTOR_INFO_CSV` (the file that defines them)."""
+    info = pd.read_csv(DESCRIPTOR_INFO_CSV, dtype=str, keep_default_na=False)
+    info = info.set_index("descriptor")
+    info["header"] = info["display_name"] + " (" + info["display_unit"] + ")"
+    return info[["display_name", "display_unit", "display_format", "header"]]
+
+
+def descriptor_header(name: str) -> str:
+    """A descriptor's name and unit as a table header or axis label (``zcr`` → ``Zero crossing
+    rate (crossings/sample)``); an unknown name is returned as it is."""
+    info = descriptor_labels()
+    if name in info.index:
+        return str(info.at[name, "header"])
+    return name
+
+
 def table3_display(t3: pd.DataFrame) -> Table:
-    """Table 3 (``table3_descriptor_values.csv``): each descriptor to the decimals the authors keep
-    (:data:`aiplib.analysis.stats.AUTHORS_DESCRIPTOR_DECIMALS`: RMS variance to 6), the
-    degradations (pp) and any other number to 2."""
-    d = t3.copy()
-    for c in d.columns:
-        if not pd.api.types.is_float_dtype(d[c]):
-            continue
-        decimals = AUTHORS_DESCRIPTOR_DECIMALS.get(c, 2)
-        d[c] = [fmt(v, f".{decimals}f") for v in d[c]]
+    """Table 3 (``table3_descriptor_values.csv``) for a reader: the descriptors under the paper's
+    names with their units (:func:`descriptor_labels`: ``Spectral centroid (Hz)`` to 0 decimals,
+    RMS energy variance in powers of ten), the degradations in pp to 1 decimal under
+    :data:`TABLE3_HEADERS`; any other column (one added later) keeps its name, numbers to 2
+    decimals."""
+    info = descriptor_labels()
+    d = pd.DataFrame(index=t3.index)
+    for c in t3.columns:
+        v = t3[c]
+        if c in info.index:
+            d[info.at[c, "header"]] = [fmt(x, info.at[c, "display_format"]) for x in v]
+        elif c in TABLE3_HEADERS:
+            d[TABLE3_HEADERS[c]] = [fmt(x) for x in v] if pd.api.types.is_float_dtype(v) else v
+        elif pd.api.types.is_float_dtype(v):
+            d[c] = [fmt(x, ".2f") for x in v]
+        else:
+            d[c] = v
     return Table(d)
 
 
@@ -647,3 +692,110 @@ def window_warnings(models: dict) -> list[str]:
             "Whisper's encoder window\"); compare it with 30 s runs only with care."
         )
     return lines
+
+
+# ------------------------------------------------------------------------------- glossary
+#: The report's glossary: ``(anchor, term, pattern, definition)``; the first use of each term in
+#: the report links to its entry (:func:`link_first_uses`, the regular expression ``pattern``).
+GLOSSARY = (
+    ("glossary-snr", "SNR", r"\bSNRs?\b",
+     "signal-to-noise ratio in dB: the speech's power over the background's in the mixture "
+     "(10, 5, 0 dB: the lower, the louder the background). *Clean* stimuli have no background."),
+    ("glossary-wer", "WER", r"\bWER\b",
+     "word error rate: (substitutions + deletions + insertions) / reference words, in %. *Corpus "
+     "WER* pools the counts of all utterances; *mean WER* averages each utterance's WER."),
+    ("glossary-delta-wer", "ΔWER", r"ΔWER",
+     "WER(noisy) − WER(clean) of the same item, in percentage points; positive means the "
+     "background hurt. The *mean per-item* change averages each item's change first."),
+    ("glossary-delta-acc", "ΔAcc", r"ΔAcc",
+     "keyword-spotting accuracy clean − noisy of the same item, in percentage points; positive "
+     "means the background hurt."),
+    ("glossary-pp", "pp", r"\bpp\b",
+     "percentage points: the difference of two percentages (30 % → 45 % is +15 pp)."),
+    ("glossary-ci", "95 % interval", r"95 % (?:bootstrap )?intervals?",
+     "a percentile bootstrap interval: the items (or backgrounds) are resampled with replacement "
+     "and the middle 95 % of the recomputed values kept; none below 10 items."),
+    ("glossary-verdict", "verdict", r"\bverdicts?\b",
+     "*worse* / *better* when the interval excludes 0, the change reaches the minimum change and "
+     "the BH-adjusted exact p is below 0.05; *same* otherwise; *n/a* with too few items."),
+    ("glossary-coarse", "coarse", r"\bcoarse\b",
+     "a row resting on fewer than 48 items: its interval is wide and its verdict fragile."),
+    ("glossary-background-id", "background id", r"\bbackground ids?\b",
+     "the name of a background recording (Table 3 gives its category): in the demo `moh_…` is "
+     "music on hold, `*_noise` a synthetic noise control, `babble_…` / `hubbub_…` several "
+     "talkers; in the paper's battery, ESC-50, MS-SNSD, MUSAN and NOISEX-92 clip names."),
+    ("glossary-r-s", "r_s", r"\br_s\b",
+     "Spearman's rank correlation across backgrounds between a descriptor and the mean "
+     "degradation (−1 to +1; +1: the higher the descriptor, the more harm)."),
+    ("glossary-p-bh", "p_BH", r"\bp_BH\b|\bp \(BH\)",
+     "a p-value adjusted by Benjamini–Hochberg for the many tests of a table (the false "
+     "discovery rate); below 0.05 counts as significant."),
+    ("glossary-rer", "RER", r"\bRER\b",
+     "Residual Effect Ratio Δ(steering prompt) / Δ(baseline prompt): below 1, the steering "
+     "prompt left less of the noise effect; flagged when Δ(baseline) ≤ 0 or < 1 pp."),
+)
+
+#: Spans :func:`link_first_uses` never links inside: code, links, HTML tags, headings, math.
+_PROTECTED = re.compile(r"`[^`\n]*`|\[[^\]\n]*\]\([^)\n]*\)|<[^>\n]+>|^#+ .*$|\$[^$\n]*\$", re.M)
+
+
+def glossary_markdown() -> str:
+    """The glossary section's body: one Markdown bullet per :data:`GLOSSARY` entry, each with the
+    anchor its first use in the report links to."""
+    return "\n".join(
+        f'- <a id="{anchor}"></a>**{term}**: {text}' for anchor, term, _p, text in GLOSSARY
+    )
+
+
+def link_first_uses(text: str, pending: dict) -> str:
+    """``text`` (Markdown) with the first use of each term still in ``pending`` (anchor → compiled
+    pattern) linked to its glossary entry; linked terms are removed from ``pending``. Code spans,
+    links, HTML tags, headings and math are left alone."""
+    out = []
+    last = 0
+    for m in _PROTECTED.finditer(text):
+        out.append(_link_plain(text[last : m.start()], pending))
+        out.append(m.group(0))
+        last = m.end()
+    out.append(_link_plain(text[last:], pending))
+    return "".join(out)
+
+
+def _link_plain(text: str, pending: dict) -> str:
+    """One unprotected stretch of :func:`link_first_uses`: the earliest pending term first."""
+    first = None
+    for anchor, pat in pending.items():
+        m = pat.search(text)
+        if m is not None and (first is None or m.start() < first[1].start()):
+            first = (anchor, m)
+    if first is None:
+        return text
+    anchor, m = first
+    del pending[anchor]
+    link = f"[{m.group(0)}](#{anchor})"
+    return text[: m.start()] + link + _link_plain(text[m.end() :], pending)
+
+
+def glossary_patterns() -> dict:
+    """Anchor → compiled pattern of every :data:`GLOSSARY` term (what :func:`link_first_uses`
+    takes)."""
+    return {anchor: re.compile(p) for anchor, _t, p, _d in GLOSSARY}
+
+
+# ------------------------------------------------------------------------------ captions
+def figure7_caption(curves: pd.DataFrame) -> str:
+    """Figure 7's caption for the models of this run: the models drawn, and those left out of panel
+    (b) (``in_figure`` False, :data:`aiplib.analysis.paper.FIG7_KWS_EXCLUDE`) only when the run has
+    one."""
+    models = sorted(curves["model"].unique()) if len(curves) else []
+    out = sorted(set(curves.loc[~curves["in_figure"].astype(bool), "model"])) if len(curves) else []
+    drawn = ", ".join(f"`{m}`" for m in models) or "none"
+    text = (
+        '<a id="figure-7"></a>**Figure 7 · Mean per-utterance WER (ASR) and accuracy (KWS) per '
+        f"SNR**, one line per model ({drawn}), 95 % bootstrap bands over items; the clean stimuli "
+        "are the leftmost point. As the authors: the mean over every stimulus of the condition "
+        "(all backgrounds)"
+    )
+    if out:
+        text += f"; panel (b) leaves out {', '.join(f'`{m}`' for m in out)} (as the paper)"
+    return text + ". `figures/figure7_snr_performance.pdf`"
