@@ -35,6 +35,7 @@ TABLE3_HEADERS = {
     "kws_delta_acc_pp": "KWS ΔAcc (pp)",
     "asr_delta_wer_snr_balanced_pp": "ASR ΔWER, SNR-balanced (pp)",
     "kws_delta_acc_snr_balanced_pp": "KWS ΔAcc, SNR-balanced (pp)",
+    "audible_snr_excess_db": "audible SNR above nominal (dB)",
 }
 
 #: Responses longer than this many words are cut in the worst-stimuli table (``… +N words``).
