@@ -109,8 +109,9 @@ PATH_PARAMETERS = (
     "manifests_dir",
     "prompts_file",
 )
-#: Environment variables that never change a stage's result (locking, progress display, where
-#: the data folder is: records hold paths relative to it, so a copied folder stays up to date).
+#: Environment variables (names or name beginnings) that never change a stage's result (locking,
+#: progress display, caches, where the data folder is: records hold paths relative to it, so a
+#: copied folder stays up to date).
 IGNORED_ENVIRONMENT = (
     "AIP_DATA_ROOT",
     "AIP_PROFILE",
@@ -119,6 +120,8 @@ IGNORED_ENVIRONMENT = (
     "AIP_PLAIN_PROGRESS",
     "AIP_RUN_TAG",
     "AIP_FORCE",
+    "AIP_MODEL_CACHE",
+    "AIP_LOCK_",
 )
 #: Files never hashed: stamps and records (they hold their writing time), the lock, the rendered
 #: report (``make report``), partial files.
@@ -250,7 +253,7 @@ def environment(root: Path, cache: HashCache) -> dict:
     of the models file (``$AIP_MODELS``, else ``<data root>/models.yaml``)."""
     out = {}
     for name in sorted(os.environ):
-        if name.startswith("AIP_") and name not in IGNORED_ENVIRONMENT:
+        if name.startswith("AIP_") and not name.startswith(IGNORED_ENVIRONMENT):
             out[name] = hashlib.sha256(os.environ[name].encode("utf-8")).hexdigest()
     models = Path(os.environ.get("AIP_MODELS") or root.parent / "models.yaml").expanduser()
     if models.is_file():
