@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from aiplib.core import papermill_args
 from aiplib.core.atomic import write_text_atomic
 from aiplib.core.hashing import file_sha256
 
@@ -394,9 +395,6 @@ def differences(stage: str, notebook, out_dir, args, cache: HashCache) -> list[s
 
 def filtered_args(notebook: Path, args) -> list[str]:
     """The papermill arguments ``notebook`` receives (as ``scripts/run_stage.sh`` filters them)."""
-    # papermill takes seconds to import: only when a stage is checked
-    from aiplib.core import papermill_args  # noqa: PLC0415
-
     declared = papermill_args.notebook_parameters(notebook)
     known = set(declared)
     for other in sorted(Path(notebook).parent.glob("[0-9][0-9]_*.ipynb")):
