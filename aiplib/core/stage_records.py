@@ -403,18 +403,22 @@ def filtered_args(notebook: Path, args) -> list[str]:
     return kept
 
 
-def _stage_name(given: str) -> str:
-    """The :data:`STAGES` name of ``given`` (``"02"`` or ``"02_build_item_banks"``).
-
-    Raises
-    ------
-    SystemExit
-        For a name that is no stage.
-    """
+def _stage_name(given: str) -> str | None:
+    """The :data:`STAGES` name of ``given`` (``"02"`` or ``"02_build_item_banks"``); None for
+    another notebook (``make run-stage STAGE=…`` of a notebook folder of one's own: never
+    skipped, no record)."""
     for stage in STAGES:
         if given in (stage, stage[:2]):
             return stage
-    raise SystemExit(f"unknown stage {given!r}; stages: {', '.join(STAGES)}")
+    return None
+
+
+def _index(given, default: int) -> int:
+    """Index in :data:`STAGES` of ``given``; ``default`` when empty or not a stage."""
+    stage = _stage_name(given or "")
+    if stage is None:
+        return default
+    return STAGES.index(stage)
 
 
 def next_stage(a, args) -> str:
@@ -424,15 +428,15 @@ def next_stage(a, args) -> str:
     nbdir = Path(a.notebooks)
     out_dir = Path(a.out)
     cache = HashCache(out_dir / CACHE_NAME)
-    first = 0
-    if a.after:
-        first = STAGES.index(_stage_name(a.after)) + 1
+    if a.only and _stage_name(a.only) is None:
+        return a.only
+    first = _index(a.after, -1) + 1
     last = len(STAGES) - 1
     upstream_only = bool(a.before)
     if a.before:
-        last = STAGES.index(_stage_name(a.before)) - 1
+        last = _index(a.before, 0) - 1
     if a.only:
-        first = STAGES.index(_stage_name(a.only))
+        first = _index(a.only, 0)
         last = first
     try:
         for stage in STAGES[first : last + 1]:
@@ -513,7 +517,9 @@ def main(argv=None) -> int:
         return 0
     if a.command == "status":
         return status(a, args)
-    stage = _stage_name(a.stage)
+    stage = _stage_name(a.stage or "")
+    if stage is None:
+        return 0
     write_record(stage, Path(a.notebooks) / f"{stage}.ipynb", a.out, args, a.start_ns)
     return 0
 
