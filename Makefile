@@ -99,9 +99,10 @@ WITH_LOCK = $(PY) -m aiplib.core.lock run "$(DATA_ROOT)/$(PROFILE)" --command
 RECORDS = $(PY) -m aiplib.core.stage_records --notebooks "$(NOTEBOOKS)" --out "$(OUT)" $(if $(FORCE),--force)
 REPORT := $(DATA_ROOT)/$(PROFILE)/results/report.html
 all: setup preflight validate
-	@$(WITH_LOCK) "make all PROFILE=$(PROFILE)" -- bash -c 'after=; while :; do \
-	  s=$$($(RECORDS) next --after "$$after" -- $(PM_ARGS)) || exit 1; [ -n "$$s" ] || break; \
-	  $(MAKE) --no-print-directory run-stage STAGE=$$s CHECKED=1 || exit 1; after=$$s; done; \
+	@$(WITH_LOCK) "make all PROFILE=$(PROFILE)" -- bash -c 'for s in $(STAGES); do \
+	  if [ "$${next-__}" = __ ]; then next=$$($(RECORDS) next --after "$${after-}" -- $(PM_ARGS)) || exit 1; fi; \
+	  [ "$$s" = "$$next" ] || continue; \
+	  $(MAKE) --no-print-directory run-stage STAGE=$$s CHECKED=1 || exit 1; after=$$s; next=__; done; \
 	  if [ ! -f "$(REPORT)" ] || [ "$(OUT)/09_make_figures.ipynb" -nt "$(REPORT)" ]; then $(MAKE) --no-print-directory report; fi'
 	@echo "make all: done — report: $(REPORT)"
 
@@ -130,7 +131,8 @@ preflight: setup
 #> setup           .venv with the pinned packages (constraints.txt) and the Debian packages
 #> output-filter   configure git to strip notebook outputs (nbstripout; setup runs it)
 #> validate        check the custom profile's folders before any work (PROFILE=custom)
-#> run-stage       run STAGE=NN_name through papermill (what `make NN` calls)
+#> run-stage       run STAGE=NN_name through papermill unless up to date (FORCE=1: anyway)
+#> stage-checked   STAGE=NN_name after the earlier stages whose record is stale (what `make NN` calls)
 #> sync-notebooks  bring each notebook and its .py pair in step (jupytext)
 #> lock            re-resolve requirements.lock and constraints.txt after a dependency change
 #> lock-paper      the same for the paper extra (requirements-paper.lock, constraints-paper.txt)
@@ -188,7 +190,7 @@ endif
 SKIP_IF_UP_TO_DATE = $(if $(or $(CHECKED),$(FORCE),$(and $(SHARD),$(filter 07_%,$(STAGE)))),,\
   s=$$($(RECORDS) next --only "$(STAGE)" -- $(PM_ARGS)) || exit 1; [ -n "$$s" ] || exit 0;)
 run-stage:
-	@$(SKIP_IF_UP_TO_DATE) AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" $(if $(and $(SHARD),$(filter 07_%,$(STAGE))),AIP_RUN_TAG=".shard-$(subst /,-of-,$(SHARD))") PAPERMILL="$(VENV)/bin/papermill" FILTER_PYTHON="$(PY)" \
+	@$(SKIP_IF_UP_TO_DATE) AIP_STAGE_RECORD=1 AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" $(if $(and $(SHARD),$(filter 07_%,$(STAGE))),AIP_RUN_TAG=".shard-$(subst /,-of-,$(SHARD))") PAPERMILL="$(VENV)/bin/papermill" FILTER_PYTHON="$(PY)" \
 	  bash scripts/run_stage.sh "$(STAGE)" "$(NOTEBOOKS)" "$(OUT)" $(PM_ARGS)
 ifeq ($(STAGE),09_make_figures)
 	@if [ ! -f "$(REPORT)" ] || [ "$(OUT)/09_make_figures.ipynb" -nt "$(REPORT)" ] || [ -n "$(FORCE)" ]; then \

@@ -62,10 +62,11 @@ fi
 
 # After a success: the stage record (aiplib/core/stage_records.py: hashes of the notebook, aiplib,
 # these parameters, the environment, the files read and written since start_ns), which lets
-# `make all` and `make NN` skip the stage while nothing changes. Not for a stage-7 shard.
+# `make all` and `make NN` skip the stage while nothing changes. Only when make asks for it
+# (AIP_STAGE_RECORD=1, `make run-stage`), not for a stage-7 shard.
 start_ns=$(date +%s%N)
 record_stage() {
-  [ -z "$tag" ] || return 0
+  [ -z "$tag" ] && [ -n "${AIP_STAGE_RECORD:-}" ] || return 0
   PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$filter_python" -m aiplib.core.stage_records record "$stage" \
     --notebooks "$nbdir" --out "$out" --start-ns "$start_ns" -- ${pm_args[@]+"${pm_args[@]}"} ||
     echo "warning: no stage record written for $stage; the next \`make all\` runs it again" >&2
