@@ -84,7 +84,7 @@ export AIP_MODELS := $(call from_here,$(MODELS))
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: output-filter stamps sync-notebooks lock lock-paper all setup validate run-stage report merge criteria test unit lint nbval lab clean bench verify fingerprint help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: preflight stage-checked output-filter stamps sync-notebooks lock lock-paper all setup validate run-stage report merge criteria test unit lint nbval lab clean bench verify fingerprint help $(STAGES) $(addprefix stage-,$(STAGES))
 
 # One writer per data folder (aiplib/core/lock.py): `make all`, each stage and `make merge` hold the lock of
 # $(DATA_ROOT)/$(PROFILE); a second run stops with one line naming the holder, or waits LOCK_WAIT=<s>
@@ -93,19 +93,34 @@ ifdef LOCK_WAIT
 export AIP_LOCK_WAIT := $(LOCK_WAIT)
 endif
 WITH_LOCK = $(PY) -m aiplib.core.lock run "$(DATA_ROOT)/$(PROFILE)" --command
-all: setup validate
-	@$(WITH_LOCK) "make all PROFILE=$(PROFILE)" -- bash -c 'for s in $(STAGES); do $(MAKE) --no-print-directory run-stage STAGE=$$s || exit 1; done'
-	@echo "make all: done — report: $(DATA_ROOT)/$(PROFILE)/results/report.html"
+# A stage whose notebook, aiplib source, parameters, environment and files read and written are
+# unchanged since its last success (its record, $(OUT)/NN_*.stamp.json, aiplib/core/stage_records.py)
+# is skipped with one line; FORCE=1 runs every stage anyway. A first run without records runs all.
+RECORDS = $(PY) -m aiplib.core.stage_records --notebooks "$(NOTEBOOKS)" --out "$(OUT)" $(if $(FORCE),--force)
+REPORT := $(DATA_ROOT)/$(PROFILE)/results/report.html
+all: setup preflight validate
+	@$(WITH_LOCK) "make all PROFILE=$(PROFILE)" -- bash -c 'for s in $(STAGES); do \
+	  if [ "$${next-__}" = __ ]; then next=$$($(RECORDS) next --after "$${after-}" -- $(PM_ARGS)) || exit 1; fi; \
+	  [ "$$s" = "$$next" ] || continue; \
+	  $(MAKE) --no-print-directory run-stage STAGE=$$s CHECKED=1 || exit 1; after=$$s; next=__; done; \
+	  if [ ! -f "$(REPORT)" ] || [ "$(OUT)/09_make_figures.ipynb" -nt "$(REPORT)" ]; then $(MAKE) --no-print-directory report; fi'
+	@echo "make all: done — report: $(REPORT)"
+
+# Before stage 1 (seconds): MODEL, MODELS (the models file), TASK, SUITE and SHARD, with the
+# messages stage 7 would give after stages 1-6 (aiplib/inference/preflight.py).
+preflight: setup
+	@$(PY) -m aiplib.inference.preflight --model "$(MODEL)" --task "$(TASK)" --suite "$(SUITE)" --shard "$(SHARD)"
 
 # `make help`: the lines starting with "#>" (one per target), then the comment at the top (the variables).
-#> all             every stage 01-10 (what is up to date is kept, see `make stamps`), then the report
-#> 01 … 10         one stage (also stage-01 or stage-01_download_data); stage 09 renders the report too
+#> all             every stage 01-10 (a stage whose inputs, parameters and code are unchanged is skipped; FORCE=1 runs all), then the report
+#> 01 … 10         one stage, after the earlier stages whose record is stale (also stage-01 or stage-01_download_data); stage 09 renders the report too
+#> preflight       check MODEL, MODELS, TASK, SUITE and SHARD in seconds (`make all` does it before stage 1)
 #> report          results/report.html again, from the newer of the executed 09 and a JupyterLab-run notebooks/09
 #> score           stages 08-09 on a folder of inference files written elsewhere (INFERENCE_DIR=…)
 #> remove-model    delete MODEL=…'s inference results of every condition family, then re-run stages 08-09
 #> merge           fold stage 7's shard files (SHARD=i/n runs) into one file per model and task
 #> criteria        check the last run against CRITERIA=criteria.json (and PREVIOUS=… results)
-#> stamps          list the stamps the next `make all` would rebuild, and why (runs nothing)
+#> stamps          list the stages the next `make all` would run, and why (runs nothing)
 #> verify          compare the finished demo run with benchmarks/demo_fingerprint.json; name the first difference
 #> fingerprint     write benchmarks/demo_fingerprint.json from the finished demo run (then commit it)
 #> lab             JupyterLab at the project root (notebooks, executed records, the report)
@@ -116,7 +131,8 @@ all: setup validate
 #> setup           .venv with the pinned packages (constraints.txt) and the Debian packages
 #> output-filter   configure git to strip notebook outputs (nbstripout; setup runs it)
 #> validate        check the custom profile's folders before any work (PROFILE=custom)
-#> run-stage       run STAGE=NN_name through papermill (what `make NN` calls)
+#> run-stage       run STAGE=NN_name through papermill unless up to date (FORCE=1: anyway)
+#> stage-checked   STAGE=NN_name after the earlier stages whose record is stale (what `make NN` calls)
 #> sync-notebooks  bring each notebook and its .py pair in step (jupytext)
 #> lock            re-resolve requirements.lock and constraints.txt after a dependency change
 #> lock-paper      the same for the paper extra (requirements-paper.lock, constraints-paper.txt)
@@ -169,12 +185,25 @@ endif
 # previous one only when the stage succeeds; a failed run is kept beside it as NN_*.failed.ipynb, so a
 # failed or mistyped re-run never hides the last good record. A failure ends with its reason (the
 # cell and its error, or one line when the kernel died); tracebacks stay in $(OUT)/NN_*.log.
+# Unless CHECKED=1 (make all checked it), FORCE=1 or a stage-7 shard, a stage that is up to date is
+# skipped (one line).
+SKIP_IF_UP_TO_DATE = $(if $(or $(CHECKED),$(FORCE),$(and $(SHARD),$(filter 07_%,$(STAGE)))),,\
+  s=$$($(RECORDS) next --only "$(STAGE)" -- $(PM_ARGS)) || exit 1; [ -n "$$s" ] || exit 0;)
 run-stage:
-	@AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" $(if $(and $(SHARD),$(filter 07_%,$(STAGE))),AIP_RUN_TAG=".shard-$(subst /,-of-,$(SHARD))") PAPERMILL="$(VENV)/bin/papermill" FILTER_PYTHON="$(PY)" \
+	@$(SKIP_IF_UP_TO_DATE) AIP_STAGE_RECORD=1 AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" $(if $(and $(SHARD),$(filter 07_%,$(STAGE))),AIP_RUN_TAG=".shard-$(subst /,-of-,$(SHARD))") PAPERMILL="$(VENV)/bin/papermill" FILTER_PYTHON="$(PY)" \
 	  bash scripts/run_stage.sh "$(STAGE)" "$(NOTEBOOKS)" "$(OUT)" $(PM_ARGS)
 ifeq ($(STAGE),09_make_figures)
-	@$(MAKE) --no-print-directory report
+	@if [ ! -f "$(REPORT)" ] || [ "$(OUT)/09_make_figures.ipynb" -nt "$(REPORT)" ] || [ -n "$(FORCE)" ]; then \
+	  $(MAKE) --no-print-directory report; fi
 endif
+
+# `make NN`: first the earlier stages whose record is stale (an edited input recording re-runs stage
+# 1 before stage 2; a stage without a record is left as it is), then stage NN unless up to date.
+stage-checked:
+	@$(if $(and $(SHARD),$(filter 07_%,$(STAGE))),,after=; while :; do \
+	  s=$$($(RECORDS) next --before "$(STAGE)" --after "$$after" -- $(PM_ARGS)) || exit 1; [ -n "$$s" ] || break; \
+	  $(MAKE) --no-print-directory run-stage STAGE=$$s CHECKED=1 || exit 1; after=$$s; done)
+	@$(MAKE) --no-print-directory run-stage STAGE=$(STAGE)
 
 # results/report.html (one self-contained page) and report.md, rendered from the newer of the executed
 # notebook 09 and notebooks/09_make_figures.ipynb run and saved in JupyterLab (with its outputs).
@@ -183,9 +212,9 @@ report: setup
 	  --render "$(OUT)/09_make_figures.ipynb" "$(NOTEBOOKS)/09_make_figures.ipynb"
 
 # `make 03` or `make stage-03_curate_backgrounds` or `make stage-03` runs one stage.
-$(foreach s,$(STAGES),$(eval $(word 1,$(subst _, ,$(s))): setup $(if $(filter 01_%,$(s)),validate) ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
-$(foreach s,$(STAGES),$(eval stage-$(word 1,$(subst _, ,$(s))): setup ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
-$(foreach s,$(STAGES),$(eval stage-$(s): setup ; @$$(MAKE) --no-print-directory run-stage STAGE=$(s)))
+$(foreach s,$(STAGES),$(eval $(word 1,$(subst _, ,$(s))): setup $(if $(filter 01_%,$(s)),validate) ; @$$(MAKE) --no-print-directory stage-checked STAGE=$(s)))
+$(foreach s,$(STAGES),$(eval stage-$(word 1,$(subst _, ,$(s))): setup ; @$$(MAKE) --no-print-directory stage-checked STAGE=$(s)))
+$(foreach s,$(STAGES),$(eval stage-$(s): setup ; @$$(MAKE) --no-print-directory stage-checked STAGE=$(s)))
 
 # `make merge`: fold stage 7's shard files (SHARD=i/n, a Slurm job array: scripts/slurm/stage7.sbatch)
 # into inference/<model>/<task>.jsonl (and inference/<family>/<model>/… of the other condition
@@ -266,13 +295,14 @@ else
 	@echo "make fingerprint: only the demo profile has a committed fingerprint; PROFILE=$(PROFILE) gets none"
 endif
 
-# `make all` runs every stage: stages 1-2 (downloads, streamed corpora) and the family manifests keep a
-# stamp (aiplib/core/stamps.py: parameters + SHA-256 of what they read), stage 4 and stage 7 keep their work
-# by content (a WAV's, a stimulus's SHA-256), stages 3 and 5 are rebuilt (seconds). `make stamps` lists the
-# stamps the next `make all` of $(PROFILE) would rebuild and why, a file added to or edited in the custom
-# folders included (runs nothing).
+# `make all` skips a stage whose record ($(OUT)/NN_*.stamp.json, aiplib/core/stage_records.py) matches
+# the notebook, aiplib, the parameters (every variable `make all` passes), the environment and the
+# files it reads and wrote; inside a stage, stages 1-2 and the family manifests keep a stamp
+# (aiplib/core/stamps.py), stage 4 and stage 7 keep their work by content. `make stamps` lists the
+# stages the next `make all` of $(PROFILE) with the same variables would run and why, a file added to
+# or edited in the custom folders included (runs nothing).
 stamps: setup
-	@$(PY) -m aiplib.sources.pipeline --profile "$(PROFILE)" --data-root "$(DATA_ROOT)" || true
+	@$(RECORDS) status -- $(PM_ARGS) || true
 
 # Notebooks are paired with percent-format .py scripts (jupytext.toml): bring each pair in step.
 sync-notebooks: setup

@@ -60,6 +60,18 @@ else
   pm_args=("$@")  # papermill reports the missing notebook
 fi
 
+# After a success: the stage record (aiplib/core/stage_records.py: hashes of the notebook, aiplib,
+# these parameters, the environment, the files read and written since start_ns), which lets
+# `make all` and `make NN` skip the stage while nothing changes. Only when make asks for it
+# (AIP_STAGE_RECORD=1, `make run-stage`), not for a stage-7 shard.
+start_ns=$(date +%s%N)
+record_stage() {
+  [ -z "$tag" ] && [ -n "${AIP_STAGE_RECORD:-}" ] || return 0
+  PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$filter_python" -m aiplib.core.stage_records record "$stage" \
+    --notebooks "$nbdir" --out "$out" --start-ns "$start_ns" -- ${pm_args[@]+"${pm_args[@]}"} ||
+    echo "warning: no stage record written for $stage; the next \`make all\` runs it again" >&2
+}
+
 # Pass stderr through unchanged (progress bars included) until a traceback starts at the beginning of
 # a line; hide the rest (it is in the log). Two known-benign kernel lines are also left off the screen
 # (only: each is matched from the start of its line; both stay in the log):
@@ -138,7 +150,7 @@ if [ "${tee_status:-0}" -ne 0 ]; then
   echo "warning: the log $log could not be written in full (see tee's message above)" >&2
 fi
 if [ "${status:-1}" -eq 0 ]; then
-  mv -f -- "$running" "$out/$stage$tag.ipynb" && exit 0
+  mv -f -- "$running" "$out/$stage$tag.ipynb" && { record_stage; exit 0; }
   echo "make: stage $stage FAILED: the executed copy could not be moved to $out/$stage$tag.ipynb; finished work is kept" >&2
   exit 1
 fi

@@ -370,3 +370,65 @@ def test_make_stamps_command_line(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "raw/raw.stamp.json (01_download_data" in out and f"STALE — input changed: {params['texts']}" in out
     assert "itembanks/itembanks.stamp.json (02_build_item_banks" in out and "2 of 2 stamp(s) stale" in out
+
+
+# ------------------------------------------------------------------------------ stage records
+def _record_04(ws, start_ns=None):
+    """Record of stage 4 (as scripts/run_stage.sh writes it after a success) on ``ws``."""
+    import time
+
+    from aiplib.core import stage_records
+
+    if start_ns is None:
+        time.sleep(0.2)
+        start_ns = time.time_ns()
+    nb = Path(__file__).resolve().parents[1] / "notebooks" / "04_extract_descriptors.ipynb"
+    out = ws.root / "executed"
+    out.mkdir(exist_ok=True)
+    (out / "04_extract_descriptors.ipynb").write_text("{}")
+    (ws.descriptors / "acoustic_descriptors.csv").write_text("bg_id,x\nbg00,1\n")
+    stage_records.write_record("04_extract_descriptors", nb, out, ["-p", "profile", "demo"], start_ns)
+    cache = stage_records.HashCache(out / stage_records.CACHE_NAME)
+    return lambda args=("-p", "profile", "demo"): stage_records.differences(
+        "04_extract_descriptors", nb, out, list(args), cache)
+
+
+def test_stage_record_names_what_changed_and_ignores_a_touch(tmp_path):
+    """A stage record (executed/04_*.stamp.json): up to date after it is written and after a file is
+    rewritten with the same bytes; an edited background, another parameter, a deleted output or a
+    new AIP_ variable each make the stage run again, named in one line."""
+    ws = make_tiny_workspace(tmp_path, n_bg=2)
+    check = _record_04(ws)
+    rec = json.loads((ws.root / "executed" / "04_extract_descriptors.stamp.json").read_text())
+    assert set(rec["inputs"]) == {"bg/bg00.wav", "bg/bg01.wav", "descriptors/battery.csv"}
+    assert list(rec["outputs"]) == ["descriptors/acoustic_descriptors.csv"]
+    assert check() == []
+    bg = ws.bg / "bg00.wav"
+    data = bg.read_bytes()
+    bg.write_bytes(data)  # same content, new mtime: still up to date
+    assert check() == []
+    bg.write_bytes(data[:-2] + b"\x01\x02")
+    assert check() == ["input changed: bg/bg00.wav"]
+    bg.write_bytes(data)
+    assert check(["-p", "profile", "demo", "-p", "vad_threshold", "0.5"])[0].startswith("parameters changed")
+    (ws.descriptors / "acoustic_descriptors.csv").unlink()
+    assert check() == ["output missing: descriptors/acoustic_descriptors.csv"]
+
+
+def test_stage_record_outputs_are_the_files_written_during_the_run(tmp_path):
+    """Files changed since the run started are the stage's outputs (so a deleted one re-runs it),
+    and a file a later stage's record owns is not an input of an earlier stage."""
+    import time
+
+    from aiplib.core import stage_records
+
+    ws = make_tiny_workspace(tmp_path, n_bg=1)
+    time.sleep(0.2)
+    start = time.time_ns()
+    (ws.descriptors / "extra_written_by_4.csv").write_text("a\n1\n")
+    _record_04(ws, start_ns=start)
+    rec = json.loads((ws.root / "executed" / "04_extract_descriptors.stamp.json").read_text())
+    assert "descriptors/extra_written_by_4.csv" in rec["outputs"]
+    assert "bg/bg00.wav" in rec["inputs"] and "bg/bg00.wav" not in rec["outputs"]  # older than start
+    assert stage_records.external_files(["-r", "speech_dir", str(ws.bg), "-p", "seed", "1"]) == [
+        (ws.bg / "bg00.wav").resolve()]

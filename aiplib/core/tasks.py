@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import functools
 import string
+import sys
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-import jsonschema
 import yaml
 
 from aiplib.core.errors import AiplibParameterError
@@ -52,6 +52,12 @@ def _read_task_file(path: str) -> dict:
     AiplibParameterError
         Listing every problem found.
     """
+    # jsonschema imports rfc3987_syntax when installed, which builds a Lark grammar at import (~2 s
+    # of CPU in every process that imports aiplib: each stage's kernel, make's checks) for the "iri"
+    # format only; this file is validated without format checks, so it is left unimported.
+    sys.modules.setdefault("rfc3987_syntax", None)
+    import jsonschema  # noqa: PLC0415
+
     data = _read_yaml(path)
     problems = []
     for error in jsonschema.Draft202012Validator(_SCHEMA).iter_errors(data):

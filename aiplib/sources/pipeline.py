@@ -280,6 +280,8 @@ def stale_stamps(ws) -> list[dict]:
     found = []
     if ws.root.is_dir():
         found = sorted(ws.root.rglob(f"*{stamps.STAMP_SUFFIX}"))
+    # executed/NN_*.stamp.json are the stage records (aiplib.core.stage_records), not stamps
+    found = [p for p in found if p.parent != ws.root / "executed"]
     recs = [_stamp_record(ws, p) for p in found]
     recs.sort(key=_pipeline_order)
     _propagate_upstream(recs)
