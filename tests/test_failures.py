@@ -19,7 +19,6 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 import pytest
-
 from test_custom import make_inputs, voice_like, write
 
 from aiplib.core.errors import AiplibError, ModelUnavailableError
@@ -102,6 +101,7 @@ def test_changed_inputs_are_named_on_one_line(tmp_path, capsys):
     assert len(listed) == 6 and f"changed since stage 1: {kw / 'happy.wav'} (changed)" in listed
 
 
+@pytest.mark.slow
 @needs_venv
 def test_failed_line_carries_the_whole_multiline_message(tmp_path):
     nbdir, out = tmp_path / "nbs", tmp_path / "data" / "demo" / "executed"

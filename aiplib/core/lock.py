@@ -39,6 +39,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -353,7 +354,7 @@ def run(
     if old:
         _say_taken_over(root, rec, old)
     env = dict(os.environ, AIP_LOCK_HELD=str(root), AIP_LOCK_TOKEN=rec["token"])
-    stop = _StopForwarder(group=True)
+    stop = _StopForwarder(group=True, token=rec["token"], command=rec["command"])
     try:
         with stop.installed():
             # the command inherits the locked descriptor: it keeps the lock if we die
@@ -363,7 +364,7 @@ def run(
                 stop.send(stop.signum)
             status = proc.wait()
             if stop.signum is not None:
-                stop.wait_for_run(rec["token"], rec["command"])
+                stop.wait_for_run()
     finally:
         _release(fd, rec_path, mode)
     return _exit_status(status)
@@ -388,16 +389,29 @@ def _say_taken_over(root: Path, rec: dict, old: dict) -> None:
 class _StopForwarder:
     """Signal handlers of a holder: a stop signal (:data:`STOP_SIGNALS`) is noted in ``signum`` and
     sent on to the command ``pid`` (to its process group with ``group``, as are SIGTSTP, which
-    then stops the holder, and SIGCONT)."""
+    then stops the holder, and SIGCONT). With ``token``, what of the run is left ``grace_s``
+    seconds after the first stop signal is killed (:meth:`kill_rest`)."""
 
-    def __init__(self, *, group: bool):
+    def __init__(self, *, group: bool, token: str | None = None, command: str = ""):
         self.group = group
+        self.token = token
+        self.command = command
         self.pid: int | None = None
         self.signum: int | None = None
+        self.grace_s = float(os.environ.get("AIP_STOP_GRACE") or STOP_GRACE_S)
+        self.deadline: float | None = None
+        self.killed: list[int] | None = None
+        self.timer: threading.Timer | None = None
+        self.kill_lock = threading.Lock()
 
     def handle(self, signum, _frame) -> None:
         if signum in STOP_SIGNALS and self.signum is None:
             self.signum = signum
+            if self.token is not None:
+                self.deadline = time.monotonic() + self.grace_s
+                self.timer = threading.Timer(self.grace_s, self.kill_rest)
+                self.timer.daemon = True
+                self.timer.start()
         self.send(signum)
         if signum == signal.SIGTSTP:
             os.kill(os.getpid(), signal.SIGSTOP)
@@ -424,26 +438,34 @@ class _StopForwarder:
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
+            if self.timer is not None:
+                self.timer.cancel()
 
-    def wait_for_run(self, token: str, command: str) -> None:
-        """Wait until no process of the run is left (:func:`run_pids`); SIGKILL what is left
-        after ``$AIP_STOP_GRACE`` (default :data:`STOP_GRACE_S`) seconds, saying so."""
-        grace = float(os.environ.get("AIP_STOP_GRACE") or STOP_GRACE_S)
-        if _wait_until_gone(token, self.pid, time.monotonic() + grace):
-            return
-        left = run_pids(token, self.pid)
+    def kill_rest(self) -> None:
+        """SIGKILL every process of the run still there (once), saying so on stderr."""
+        with self.kill_lock:
+            left = run_pids(self.token, self.pid)
+            if self.killed is not None or not left:
+                return
+            self.killed = left
         for pid in left:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         self.send(signal.SIGKILL)
         name = signal.Signals(self.signum).name
         print(
-            f"make: {command} did not end within {grace:g} s of {name}; killed what was left "
-            f"(pid {', '.join(map(str, left))})",
+            f"make: {self.command} did not end within {self.grace_s:g} s of {name}; killed what "
+            f"was left (pid {', '.join(map(str, left))})",
             file=sys.stderr,
             flush=True,
         )
-        _wait_until_gone(token, self.pid, time.monotonic() + 5.0)
+
+    def wait_for_run(self) -> None:
+        """Wait until no process of the run is left (:func:`run_pids`): until the grace period
+        ends, then (after :meth:`kill_rest`) up to 5 s more."""
+        if not _wait_until_gone(self.token, self.pid, self.deadline):
+            self.kill_rest()
+            _wait_until_gone(self.token, self.pid, time.monotonic() + 5.0)
 
 
 def _wait_until_gone(token: str, pgid: int | None, deadline: float) -> bool:
