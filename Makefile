@@ -120,7 +120,7 @@ all: setup validate
 #> sync-notebooks  bring each notebook and its .py pair in step (jupytext)
 #> lock            re-resolve requirements.lock and constraints.txt after a dependency change
 #> lock-paper      the same for the paper extra (requirements-paper.lock, constraints-paper.txt)
-#> clean           delete the generated data of PROFILE (DATA_ROOT/PROFILE)
+#> clean           delete the generated data of PROFILE (DATA_ROOT/PROFILE), under the folder's lock
 #> help            this list
 help:
 	@echo "Targets (make TARGET [VARIABLE=value …]):"

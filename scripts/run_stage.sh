@@ -19,8 +19,9 @@
 # the holder (exit status 75); a stage-7 shard (AIP_RUN_TAG=.shard-*) takes the shared "shard" mode, so
 # shards run together; inside `make all` (which holds the lock) a stage runs at once.
 # A failure ends with one line giving the exception type and its whole message (continuation lines
-# joined; read from papermill's stream
-# as it passes, so it is known even when the log cannot be written, e.g. on a full disk).
+# joined, a long one cut after 6 lines naming the log; read from papermill's stream as it passes, so it
+# is known even when the log cannot be written, e.g. on a full disk). A stop signal ends with one line
+# saying the stage was stopped (see the papermill call below).
 # Parameters (-p/-r NAME VALUE, -y YAML) reach the notebook only if its parameters cell declares them
 # (aiplib.core.papermill_args, papermill's inspect_notebook): make passes one set to every stage; a name that no notebook
 # of NOTEBOOK_DIR declares (a typo) is dropped with one note.
@@ -145,9 +146,11 @@ os.write(1, b"reason " + whole_reason() + b"\n")
 # message, joined>", then the statuses.
 # A stop signal (SIGTERM, SIGINT, SIGHUP) reaches this script's whole process group (python -m
 # aiplib.core.lock runs it in a group of its own and passes the signal on; make sends SIGTERM to its
-# recipe, Ctrl-C reaches make): papermill shuts its kernel down and ends, while this script, its
-# subshell, tee and the filter stay to the end (tee and the filter ignore the signal, so the log and
-# the reason are complete), then the last line says the stage was stopped.
+# recipe, Ctrl-C reaches make): papermill ends (on SIGINT it shuts its kernel down; on SIGTERM it
+# dies and the kernel, whose parent is gone, ends within a second: ipykernel's parent poller; the
+# lock's holder waits for both), while this script, its subshell, tee and the filter stay to the end
+# (tee and the filter ignore the signal, so the log and the reason are complete); the last line
+# then says the stage was stopped.
 stopped=""
 trap 'stopped=TERM' TERM
 trap 'stopped=INT' INT

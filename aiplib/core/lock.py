@@ -6,7 +6,8 @@
 naming the holder when the folder is in use; ``--wait S`` or ``$AIP_LOCK_WAIT`` waits up to S
 seconds).
 
-- ``exclusive`` (every stage, ``make all``, ``make merge``): no other holder of either mode; the
+- ``exclusive`` (every stage, ``make all``, ``make merge``, ``make clean``): no other holder of
+  either mode; the
   holder
   record ``{"pid", "host", "command", "mode", "started", "token"}`` is written into ``.aip-lock``.
 - ``shard`` (stage 7 with ``SHARD=i/n``): a shared ``flock``, so shards run together but no stage
@@ -19,7 +20,7 @@ stage) runs at once.
 
 Stopping: the command runs in its own process group; SIGTERM, SIGINT or SIGHUP to the holder (make
 sends SIGTERM to its recipe, a terminal's Ctrl-C reaches make's group) goes to that whole group
-(papermill then shuts its kernel down), and the holder keeps the lock and its record until every
+(papermill ends, and its kernel with it), and the holder keeps the lock and its record until every
 process of the run has ended: the group and any process carrying the run's ``AIP_LOCK_TOKEN`` (the
 Jupyter kernel runs in a session of its own). What is still running :data:`STOP_GRACE_S` seconds
 after the signal gets SIGKILL. SIGTSTP and SIGCONT (Ctrl-Z, ``fg``) reach the group too. A lock file
