@@ -7,9 +7,8 @@ naming the holder when the folder is in use; ``--wait S`` or ``$AIP_LOCK_WAIT`` 
 seconds).
 
 - ``exclusive`` (every stage, ``make all``, ``make merge``, ``make clean``): no other holder of
-  either mode; the
-  holder
-  record ``{"pid", "host", "command", "mode", "started", "token"}`` is written into ``.aip-lock``.
+  either mode; the holder record ``{"pid", "host", "command", "mode", "started", "token"}`` is
+  written into ``.aip-lock``.
 - ``shard`` (stage 7 with ``SHARD=i/n``): a shared ``flock``, so shards run together but no stage
   rewrites the manifests under them; records in ``.aip-lock.d/<host>-<pid>-<token>.json``.
 
