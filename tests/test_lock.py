@@ -91,10 +91,14 @@ def test_nested_run_inside_the_holder_runs_at_once(tmp_path):
     assert run(tmp_path, [sys.executable, "-c", inner], command="make all") == 0
 
 
-def _sleeping_stage(nbdir: Path, stage: str, marker: Path, seconds: float) -> None:
+def _sleeping_stage(nbdir: Path, stage: str, marker: Path, hold: Path) -> None:
+    """A stage that writes ``marker``, then runs while ``hold`` exists (2 min at most): the test decides
+    when it ends, however long a loaded machine takes to start the next run."""
+    hold.write_text("")
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(f"import time, pathlib\npathlib.Path({str(marker)!r}).write_text('started')\n"
-                                          f"time.sleep({seconds})\nprint('finished')")]
+                                          f"t0 = time.monotonic()\nwhile pathlib.Path({str(hold)!r}).exists() and "
+                                          "time.monotonic() - t0 < 120:\n    time.sleep(0.1)\nprint('finished')")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbdir.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(nbdir / f"{stage}.ipynb"))
@@ -122,9 +126,11 @@ def _wait_for(path: Path, timeout: float = 120.0) -> None:
 def test_two_stage_runs_on_one_folder_second_stops_with_one_line(tmp_path):
     ws = tmp_path / "data" / "demo"
     out, nbdir, marker = ws / "executed", tmp_path / "nbs", tmp_path / "started"
-    _sleeping_stage(nbdir, "05_slow", marker, 6)
+    hold = tmp_path / "hold"
+    _sleeping_stage(nbdir, "05_slow", marker, hold)
     first = subprocess.Popen(_stage_cmd("05_slow", nbdir, out), env=_env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
+    waiting = None
     try:
         _wait_for(marker)
         second = subprocess.run(_stage_cmd("05_slow", nbdir, out), env=_env(), capture_output=True, text=True,
@@ -136,13 +142,18 @@ def test_two_stage_runs_on_one_folder_second_stops_with_one_line(tmp_path):
                                    f"{socket.gethostname()} (exclusive: stage 05_slow (profile demo), since ")
         assert "LOCK_WAIT=<seconds>" in lines[0]
         # waiting for it instead: runs once the first has finished
-        waited = subprocess.run(_stage_cmd("05_slow", nbdir, out), env=_env(AIP_LOCK_WAIT="120"),
-                                capture_output=True, text=True, timeout=240)
+        waiting = subprocess.Popen(_stage_cmd("05_slow", nbdir, out), env=_env(AIP_LOCK_WAIT="240"),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert waiting.stderr.readline().startswith("waiting up to 240 s: data folder")
+        hold.unlink()
         assert first.wait(timeout=120) == 0
-        assert waited.returncode == 0, waited.stderr
-        assert "waiting up to 120 s: data folder" in waited.stderr
+        _, err = waiting.communicate(timeout=240)
+        assert waiting.returncode == 0, err
     finally:
+        hold.unlink(missing_ok=True)
         first.kill()
+        if waiting is not None:
+            waiting.kill()
     assert (ws / LOCK_NAME).read_text() == ""  # released
     assert (out / "05_slow.ipynb").is_file() and not (out / "05_slow.running.ipynb").exists()
 
@@ -151,12 +162,16 @@ def test_two_stage_runs_on_one_folder_second_stops_with_one_line(tmp_path):
 def test_stage7_shards_run_at_once_under_the_folder_lock(tmp_path):
     ws = tmp_path / "data" / "demo"
     out, nbdir = ws / "executed", tmp_path / "nbs"
-    _sleeping_stage(nbdir, "07_shardy", tmp_path / "s0", 4)
+    hold = tmp_path / "hold"
+    _sleeping_stage(nbdir, "07_shardy", tmp_path / "s0", hold)
     procs = [subprocess.Popen(_stage_cmd("07_shardy", nbdir, out), env=_env(AIP_RUN_TAG=f".shard-{i}-of-2"),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
-    _wait_for(tmp_path / "s0")
-    blocked = subprocess.run(_stage_cmd("07_shardy", nbdir, out), env=_env(), capture_output=True, text=True,
-                             timeout=120)  # the whole stage 7 (or any stage) waits for the shards
+    try:
+        _wait_for(tmp_path / "s0")
+        blocked = subprocess.run(_stage_cmd("07_shardy", nbdir, out), env=_env(), capture_output=True, text=True,
+                                 timeout=120)  # the whole stage 7 (or any stage) waits for the shards
+    finally:
+        hold.unlink(missing_ok=True)
     results = [p.communicate(timeout=180) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], results
     assert blocked.returncode == BUSY_STATUS and "(shard: stage 07_shardy.shard-" in blocked.stderr
