@@ -136,7 +136,7 @@ preflight: setup
 #> sync-notebooks  bring each notebook and its .py pair in step (jupytext)
 #> lock            re-resolve requirements.lock and constraints.txt after a dependency change
 #> lock-paper      the same for the paper extra (requirements-paper.lock, constraints-paper.txt)
-#> clean           delete the generated data of PROFILE (DATA_ROOT/PROFILE)
+#> clean           delete the generated data of PROFILE (DATA_ROOT/PROFILE), under the folder's lock
 #> help            this list
 help:
 	@echo "Targets (make TARGET [VARIABLE=value …]):"
@@ -328,9 +328,11 @@ bench: setup
 	-$(PY) benchmarks/bench_window.py --profile "$(PROFILE)" --data-root "$(DATA_ROOT)"
 	$(PY) benchmarks/bench_make_all.py --profile "$(PROFILE)" --data-root "$(DATA_ROOT)"
 
+# `make clean` takes the data folder's lock (as `make all`): while a run writes the folder it stops with
+# the one line naming that run, instead of deleting the folder under it (without .venv: no lock).
 clean:
-	@echo "removing generated data of profile $(PROFILE): '$(DATA_ROOT)/$(PROFILE)'"
-	rm -rf -- "$(DATA_ROOT)/$(PROFILE)"
+	@$(if $(wildcard $(PY)),$(WITH_LOCK) "make clean PROFILE=$(PROFILE)" --) rm -rf -- "$(DATA_ROOT)/$(PROFILE)"
+	@echo "removed the generated data of profile $(PROFILE): '$(DATA_ROOT)/$(PROFILE)'"
 
 # `make remove-model MODEL=<id>`: delete that model's stage-7 results in every condition family
 # (inference/<id>/ with its shard files; aiplib/inference/remove.py), then re-run stages 8-9, so

@@ -18,8 +18,10 @@
 # data/<profile>, python -m aiplib.core.lock): a second run of the same folder stops with one line naming
 # the holder (exit status 75); a stage-7 shard (AIP_RUN_TAG=.shard-*) takes the shared "shard" mode, so
 # shards run together; inside `make all` (which holds the lock) a stage runs at once.
-# A failure ends with one line giving the exception type and message (read from papermill's stream
-# as it passes, so it is known even when the log cannot be written, e.g. on a full disk).
+# A failure ends with one line giving the exception type and its whole message (continuation lines
+# joined, a long one cut after 6 lines naming the log; read from papermill's stream as it passes, so it
+# is known even when the log cannot be written, e.g. on a full disk). A stop signal ends with one line
+# saying the stage was stopped (see the papermill call below).
 # Parameters (-p/-r NAME VALUE, -y YAML) reach the notebook only if its parameters cell declares them
 # (aiplib.core.papermill_args, papermill's inspect_notebook): make passes one set to every stage; a name that no notebook
 # of NOTEBOOK_DIR declares (a typo) is dropped with one note.
@@ -95,15 +97,29 @@ buf, hidden = b"", False
 import re
 exc_line = re.compile(rb"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt)(?::.*)?$")
 ansi = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
-reason, pending = b"", b""
-def note(data):  # the last line that names an exception (type: message), ANSI colours removed
-    global reason, pending
+reason, pending, more, joining = b"", b"", [], False
+stop_join = re.compile(rb"^(?:Traceback \(most recent call last\)|During handling|The above exception)")
+def note(data):  # the last line that names an exception (type: message), ANSI colours removed,
+    global reason, pending, joining  # and the continuation lines of the message (up to a blank line)
     pending += data
-    *lines, pending = re.split(rb"[\r\n]", pending)
+    *lines, pending = re.split(rb"\r\n|[\r\n]", pending)
     for ln in lines:
         ln = ansi.sub(b"", ln).strip()
         if exc_line.match(ln) and not ln.startswith(b"Exception encountered"):
-            reason = ln
+            reason, joining = ln, True
+            more.clear()
+        elif joining and ln and not stop_join.match(ln) and len(more) < 10000:
+            more.append(ln)
+        else:
+            joining = False
+def whole_reason(keep=6):  # one line: the message joined ("a:" + " b", else "a; b"), long ones cut
+    text = reason
+    for ln in more[:keep] if len(more) > keep + 1 else more:
+        text += (b" " if text.endswith(b":") else b"; ") + ln
+    if len(more) > keep + 1:
+        text += b" ... and %d more lines (the whole message is in %s)" % (len(more) - keep, log)
+    return text
+log = os.fsencode(sys.argv[1]) if len(sys.argv) > 1 else b"the log"
 while True:
     chunk = os.read(0, 65536)
     if not chunk:
@@ -131,23 +147,46 @@ while True:
 if not hidden and not buf.startswith((mark, *benign)):
     os.write(2, buf)
 note(b"\n")
-os.write(1, b"reason " + reason + b"\n")
+os.write(1, b"reason " + whole_reason() + b"\n")
 '
 
 # papermill's stdout goes to ours (fd 3); its stderr to the log and, filtered, to our stderr. The
 # kernel's stderr (the plain `[progress]` lines of aiplib.core.progress, selected by AIP_PLAIN_PROGRESS=1,
 # at most one per TQDM_MININTERVAL s, and warnings) is streamed there live (--stderr-file); papermill's
 # own per-cell bar is off.
-# The filter's stdout (captured here) is one line "reason <last exception line>", then the statuses.
+# The filter's stdout (captured here) is one line "reason <last exception line and the rest of its
+# message, joined>", then the statuses.
+# A stop signal (SIGTERM, SIGINT, SIGHUP) reaches this script's whole process group (python -m
+# aiplib.core.lock runs it in a group of its own and passes the signal on; make sends SIGTERM to its
+# recipe, Ctrl-C reaches make): papermill ends (on SIGINT it shuts its kernel down; on SIGTERM it
+# dies and the kernel, whose parent is gone, ends within a second: ipykernel's parent poller; the
+# lock's holder waits for both), while this script, its subshell, tee and the filter stay to the end
+# (tee and the filter ignore the signal, so the log and the reason are complete); the last line
+# then says the stage was stopped.
+stopped=""
+trap 'stopped=TERM' TERM
+trap 'stopped=INT' INT
+trap 'stopped=HUP' HUP
 exec 3>&1
-result=$( { AIP_PLAIN_PROGRESS=${AIP_PLAIN_PROGRESS:-1} TQDM_MININTERVAL=${TQDM_MININTERVAL:-10} "$papermill" --cwd "$nbdir" "$nbdir/$stage.ipynb" "$running" \
+result=$( { trap : TERM INT HUP
+    AIP_PLAIN_PROGRESS=${AIP_PLAIN_PROGRESS:-1} TQDM_MININTERVAL=${TQDM_MININTERVAL:-10} "$papermill" --cwd "$nbdir" "$nbdir/$stage.ipynb" "$running" \
     ${pm_args[@]+"${pm_args[@]}"} --log-level WARNING --no-progress-bar --stderr-file /dev/stderr 2>&1 1>&3 3>&- \
-    | tee "$log" 3>&- | "$filter_python" -c "$hide_traceback" 3>&-; echo "status ${PIPESTATUS[*]}"; } )
+    | { trap '' TERM INT HUP; exec tee "$log"; } 3>&- \
+    | { trap '' TERM INT HUP; exec "$filter_python" -c "$hide_traceback" "$log"; } 3>&-
+    echo "status ${PIPESTATUS[*]}"; } )
 exec 3>&-
 read -r _ status tee_status _ <<<"$(tail -n 1 <<<"$result")"
 reason=$(grep -m1 "^reason " <<<"$result" | cut -c8-)
 if [ "${tee_status:-0}" -ne 0 ]; then
   echo "warning: the log $log could not be written in full (see tee's message above)" >&2
+fi
+redo="re-running \`make ${stage%%_*}\` with the same variables resumes where it stopped"
+if [ -n "$stopped" ] && [ "${status:-1}" -ne 0 ]; then
+  mv -f -- "$running" "$out/$stage$tag.failed.ipynb" 2>/dev/null
+  echo "" >&2
+  echo "executed copy: $out/$stage$tag.failed.ipynb; full log: $log" >&2
+  echo "make: stage $stage STOPPED by SIG$stopped (papermill and its kernel have ended); finished work is kept, so $redo" >&2
+  exit $((128 + $(kill -l "$stopped")))
 fi
 if [ "${status:-1}" -eq 0 ]; then
   mv -f -- "$running" "$out/$stage$tag.ipynb" && { record_stage; exit 0; }
@@ -158,7 +197,6 @@ fi
 mv -f -- "$running" "$out/$stage$tag.failed.ipynb" 2>/dev/null
 echo "" >&2
 in_log() { [ -f "$log" ] && grep "$@" -- "$log" 2>/dev/null; }  # a regular file only (not a device)
-redo="re-running \`make ${stage%%_*}\` with the same variables resumes where it stopped"
 if in_log -qE "DeadKernelError|Kernel died" || [[ "$reason" == *DeadKernelError* ]]; then
   echo "executed copy: $out/$stage$tag.failed.ipynb; full log: $log" >&2
   echo "make: stage $stage FAILED: the kernel died (killed by the system, most often for lack of memory, or by kill -9); finished work is kept, so $redo" >&2

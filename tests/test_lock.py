@@ -1,9 +1,11 @@
-"""One writer per data folder (aiplib.core.lock): exclusive and shard modes, stale locks, and two real
-stage runs of one folder through scripts/run_stage.sh."""
+"""One writer per data folder (aiplib.core.lock): exclusive and shard modes, stale locks, two real
+stage runs of one folder through scripts/run_stage.sh, a stop signal that ends the whole run before the
+lock is released, and a lock file deleted (make clean) while a run waits for it."""
 from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -13,7 +15,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from aiplib.core.lock import BUSY_STATUS, LOCK_NAME, FolderBusyError, acquire, holders, run
+from aiplib.core.lock import (
+    BUSY_STATUS,
+    LOCK_NAME,
+    FolderBusyError,
+    acquire,
+    holders,
+    run,
+    run_pids,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 VENV = REPO / ".venv"
@@ -81,10 +91,14 @@ def test_nested_run_inside_the_holder_runs_at_once(tmp_path):
     assert run(tmp_path, [sys.executable, "-c", inner], command="make all") == 0
 
 
-def _sleeping_stage(nbdir: Path, stage: str, marker: Path, seconds: float) -> None:
+def _sleeping_stage(nbdir: Path, stage: str, marker: Path, hold: Path) -> None:
+    """A stage that writes ``marker``, then runs while ``hold`` exists (2 min at most): the test decides
+    when it ends, however long a loaded machine takes to start the next run."""
+    hold.write_text("")
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(f"import time, pathlib\npathlib.Path({str(marker)!r}).write_text('started')\n"
-                                          f"time.sleep({seconds})\nprint('finished')")]
+                                          f"t0 = time.monotonic()\nwhile pathlib.Path({str(hold)!r}).exists() and "
+                                          "time.monotonic() - t0 < 120:\n    time.sleep(0.1)\nprint('finished')")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbdir.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(nbdir / f"{stage}.ipynb"))
@@ -112,9 +126,11 @@ def _wait_for(path: Path, timeout: float = 120.0) -> None:
 def test_two_stage_runs_on_one_folder_second_stops_with_one_line(tmp_path):
     ws = tmp_path / "data" / "demo"
     out, nbdir, marker = ws / "executed", tmp_path / "nbs", tmp_path / "started"
-    _sleeping_stage(nbdir, "05_slow", marker, 6)
+    hold = tmp_path / "hold"
+    _sleeping_stage(nbdir, "05_slow", marker, hold)
     first = subprocess.Popen(_stage_cmd("05_slow", nbdir, out), env=_env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
+    waiting = None
     try:
         _wait_for(marker)
         second = subprocess.run(_stage_cmd("05_slow", nbdir, out), env=_env(), capture_output=True, text=True,
@@ -126,13 +142,18 @@ def test_two_stage_runs_on_one_folder_second_stops_with_one_line(tmp_path):
                                    f"{socket.gethostname()} (exclusive: stage 05_slow (profile demo), since ")
         assert "LOCK_WAIT=<seconds>" in lines[0]
         # waiting for it instead: runs once the first has finished
-        waited = subprocess.run(_stage_cmd("05_slow", nbdir, out), env=_env(AIP_LOCK_WAIT="120"),
-                                capture_output=True, text=True, timeout=240)
+        waiting = subprocess.Popen(_stage_cmd("05_slow", nbdir, out), env=_env(AIP_LOCK_WAIT="240"),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert waiting.stderr.readline().startswith("waiting up to 240 s: data folder")
+        hold.unlink()
         assert first.wait(timeout=120) == 0
-        assert waited.returncode == 0, waited.stderr
-        assert "waiting up to 120 s: data folder" in waited.stderr
+        _, err = waiting.communicate(timeout=240)
+        assert waiting.returncode == 0, err
     finally:
+        hold.unlink(missing_ok=True)
         first.kill()
+        if waiting is not None:
+            waiting.kill()
     assert (ws / LOCK_NAME).read_text() == ""  # released
     assert (out / "05_slow.ipynb").is_file() and not (out / "05_slow.running.ipynb").exists()
 
@@ -141,14 +162,127 @@ def test_two_stage_runs_on_one_folder_second_stops_with_one_line(tmp_path):
 def test_stage7_shards_run_at_once_under_the_folder_lock(tmp_path):
     ws = tmp_path / "data" / "demo"
     out, nbdir = ws / "executed", tmp_path / "nbs"
-    _sleeping_stage(nbdir, "07_shardy", tmp_path / "s0", 4)
+    hold = tmp_path / "hold"
+    _sleeping_stage(nbdir, "07_shardy", tmp_path / "s0", hold)
     procs = [subprocess.Popen(_stage_cmd("07_shardy", nbdir, out), env=_env(AIP_RUN_TAG=f".shard-{i}-of-2"),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
-    _wait_for(tmp_path / "s0")
-    blocked = subprocess.run(_stage_cmd("07_shardy", nbdir, out), env=_env(), capture_output=True, text=True,
-                             timeout=120)  # the whole stage 7 (or any stage) waits for the shards
+    try:
+        _wait_for(tmp_path / "s0")
+        blocked = subprocess.run(_stage_cmd("07_shardy", nbdir, out), env=_env(), capture_output=True, text=True,
+                                 timeout=120)  # the whole stage 7 (or any stage) waits for the shards
+    finally:
+        hold.unlink(missing_ok=True)
     results = [p.communicate(timeout=180) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], results
     assert blocked.returncode == BUSY_STATUS and "(shard: stage 07_shardy.shard-" in blocked.stderr
     assert sorted(p.name for p in out.glob("*.ipynb")) == ["07_shardy.shard-0-of-2.ipynb",
                                                            "07_shardy.shard-1-of-2.ipynb"]
+
+
+def _holder(root: Path, script: str, **env) -> subprocess.Popen:
+    """``python -m aiplib.core.lock run root -- bash -c script`` as its own session (a real holder)."""
+    return subprocess.Popen([sys.executable, "-m", "aiplib.core.lock", "run", str(root), "--command", "stage 07 test",
+                             "--", "bash", "-c", script], env=_env(**env), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _end(holder: subprocess.Popen, pids: Path) -> None:
+    """After a failed assertion: kill the holder's session and the pids written to ``pids``."""
+    if holder.poll() is None:
+        os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait()
+    for pid in pids.read_text().split() if pids.exists() else []:
+        if _alive(int(pid)):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    if stat.exists():
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the run's processes in /proc")
+def test_sigterm_stops_the_whole_run_and_keeps_the_record_until_its_last_process_ends(tmp_path):
+    """The holder sends the signal to the command's process group, and waits for every process carrying the
+    run's token, also one in a session of its own (as papermill's kernel) that outlives the signal."""
+    pids = tmp_path / "pids"
+    script = (f"sleep 60 & echo $! >> {pids}; "
+              f"setsid bash -c 'trap \"\" TERM; sleep 3; echo late > {tmp_path / 'late'}' & echo $! >> {pids}; "
+              f"echo $$ >> {pids}; wait")
+    holder = _holder(tmp_path, script)
+    try:
+        t0 = time.monotonic()
+        while not (pids.exists() and len(pids.read_text().split()) == 3):
+            assert time.monotonic() - t0 < 60
+            time.sleep(0.05)
+        in_group, other_session, shell = map(int, pids.read_text().split())
+        rec = json.loads((tmp_path / LOCK_NAME).read_text())
+        assert rec["pid"] == holder.pid
+        assert set(run_pids(rec["token"])) >= {in_group, other_session, shell}
+        holder.send_signal(signal.SIGTERM)
+        time.sleep(1.0)
+        assert not _alive(in_group) and not _alive(shell)  # the group got the signal
+        assert _alive(other_session) and holder.poll() is None  # the lock waits for the last one
+        assert json.loads((tmp_path / LOCK_NAME).read_text())["token"] == rec["token"]
+        out, err = holder.communicate(timeout=30)
+    finally:
+        _end(holder, pids)
+    assert holder.returncode == 128 + signal.SIGTERM, err
+    assert (tmp_path / "late").read_text() == "late\n" and not _alive(other_session)
+    assert (tmp_path / LOCK_NAME).read_text() == "" and run_pids(rec["token"]) == []
+    fd, *_ = acquire(tmp_path, command="next")
+    os.close(fd)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the run's processes in /proc")
+def test_what_ignores_the_stop_signal_is_killed_after_the_grace_period(tmp_path):
+    pids = tmp_path / "pids"
+    holder = _holder(tmp_path, f"trap '' TERM; sleep 60 & echo $! > {pids}; wait", AIP_STOP_GRACE="1")
+    try:
+        t0 = time.monotonic()
+        while not (pids.exists() and pids.read_text().strip()):
+            assert time.monotonic() - t0 < 60
+            time.sleep(0.05)
+        sleeper = int(pids.read_text())
+        holder.send_signal(signal.SIGTERM)
+        _, err = holder.communicate(timeout=30)
+    finally:
+        _end(holder, pids)
+    assert not _alive(sleeper)
+    assert "make: stage 07 test did not end within 1 s of SIGTERM; killed what was left (pid " in err
+    assert str(sleeper) in err.strip().splitlines()[-1]
+    assert (tmp_path / LOCK_NAME).read_text() == ""
+
+
+def test_a_run_waiting_for_a_folder_that_make_clean_deletes_locks_the_new_folder(tmp_path):
+    """`make clean` removes the folder (its .aip-lock too) under the lock; a run that was waiting for that lock
+    then takes the lock file at the path again, not the deleted one, so the next run sees it."""
+    ws, hold = tmp_path / "data" / "demo", tmp_path / "hold"
+    hold.write_text("")
+    clean = _holder(ws, f"while [ -e '{hold}' ]; do sleep 0.1; done; rm -rf -- '{ws}'")
+    t0 = time.monotonic()
+    while not (ws / LOCK_NAME).is_file() or not (ws / LOCK_NAME).read_text():
+        assert time.monotonic() - t0 < 60
+        time.sleep(0.05)
+    check = ("import os, json, pathlib, sys; rec = json.loads(pathlib.Path(sys.argv[1]).read_text()); "
+             "sys.exit(0 if rec['token'] == os.environ['AIP_LOCK_TOKEN'] else 3)")
+    waiter = subprocess.Popen([sys.executable, "-m", "aiplib.core.lock", "run", str(ws), "--wait", "120", "--command",
+                               "stage 05", "--", sys.executable, "-c", check, str(ws / LOCK_NAME)],
+                              env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert waiter.stderr.readline().startswith("waiting up to 120 s: data folder")  # on the old lock file
+        hold.unlink()
+        assert clean.wait(timeout=60) == 0
+        _, err = waiter.communicate(timeout=120)
+    finally:
+        hold.unlink(missing_ok=True)
+        waiter.kill()
+        _end(clean, tmp_path / "no pids")
+    assert waiter.returncode == 0, err  # its record is in the lock file that exists
+    assert (ws / LOCK_NAME).read_text() == ""  # and released

@@ -6,21 +6,32 @@
 naming the holder when the folder is in use; ``--wait S`` or ``$AIP_LOCK_WAIT`` waits up to S
 seconds).
 
-- ``exclusive`` (every stage, ``make all``, ``make merge``): no other holder of either mode; the
-  holder
-  record ``{"pid", "host", "command", "mode", "started", "token"}`` is written into ``.aip-lock``.
+- ``exclusive`` (every stage, ``make all``, ``make merge``, ``make clean``): no other holder of
+  either mode; the holder record ``{"pid", "host", "command", "mode", "started", "token"}`` is
+  written into ``.aip-lock``.
 - ``shard`` (stage 7 with ``SHARD=i/n``): a shared ``flock``, so shards run together but no stage
   rewrites the manifests under them; records in ``.aip-lock.d/<host>-<pid>-<token>.json``.
 
-The command inherits the locked descriptor, so the kernel keeps the lock until it ends. A record
+The command inherits the locked descriptor, so it keeps the lock until it ends. A record
 whose writer no longer holds the ``flock`` is stale and taken over (the next run says whose it was).
 A run inside a holder of the same ROOT (``AIP_LOCK_HELD``/``AIP_LOCK_TOKEN``: ``make all`` → each
 stage) runs at once.
+
+Stopping: the command runs in its own process group; SIGTERM, SIGINT or SIGHUP to the holder (make
+sends SIGTERM to its recipe, a terminal's Ctrl-C reaches make's group) goes to that whole group
+(papermill ends, and its kernel with it), and the holder keeps the lock and its record until every
+process of the run has ended: the group and any process carrying the run's ``AIP_LOCK_TOKEN`` (the
+Jupyter kernel runs in a session of its own). What is still running :data:`STOP_GRACE_S` seconds
+after the signal gets SIGKILL. SIGTSTP and SIGCONT (Ctrl-Z, ``fg``) reach the group too. A lock file
+that cannot be opened or written (read-only file or folder, full disk) stops with one line
+(:class:`LockFileError`, exit status :data:`LOCK_FILE_STATUS`). A lock file deleted while waited for
+(``make clean`` removes the folder under its lock) is opened again.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import os
@@ -28,6 +39,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -47,10 +59,40 @@ MODES = ("exclusive", "shard")
 LOCKING_SUPPORTED = fcntl is not None
 #: ``errno`` values of a ``flock`` refused because another process holds a conflicting lock.
 _BUSY_ERRNOS = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+#: Exit status when the lock file cannot be opened or written (``EX_CANTCREAT`` of sysexits.h).
+LOCK_FILE_STATUS = 73
+#: Signals that stop a run: forwarded to the command's process group, then the holder waits.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: Seconds the processes of a stopped run get to end (papermill's kernel shutdown takes up to ~5 s)
+#: before the rest are killed (SIGKILL); ``$AIP_STOP_GRACE`` overrides.
+STOP_GRACE_S = 20.0
+#: The environment variable holding the token of the run's holder record (``AIP_LOCK_TOKEN``).
+TOKEN_VARIABLE = "AIP_LOCK_TOKEN"
 
 
 class FolderBusyError(RuntimeError):
     """The data folder is held by another run; ``str(exc)`` is the one line shown to the user."""
+
+
+class LockFileError(OSError):
+    """The lock file (or the data folder) cannot be created, opened or written; ``str(exc)`` is the
+    one line shown to the user (the path, the system's reason, what to do)."""
+
+
+def _lock_file_line(root: Path, path: Path, exc: OSError) -> str:
+    """One line for an :class:`OSError` met on the lock file ``path`` of ``root``."""
+    reason = exc.strerror or str(exc)
+    where = exc.filename or path
+    if exc.errno == errno.ENOSPC:
+        todo = f"free space on the disk of {root}"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        todo = f"give yourself write permission to {root} and {path.name} in it (chmod u+w)"
+    else:
+        todo = f"check {root}"
+    return (
+        f"data folder {root}: cannot write its lock file {where} ({reason}); nothing was run: "
+        f"{todo}, then run the same command again"
+    )
 
 
 def open_lock_file(path) -> int:
@@ -156,31 +198,67 @@ def acquire(
     ------
     FolderBusyError
         If another run holds a conflicting lock after ``wait_s`` seconds.
+    LockFileError
+        If the folder or its lock file cannot be created, opened or written (one line).
     ValueError
         If ``mode`` is unknown.
     """
     if mode not in MODES:
         raise ValueError(f"lock mode {mode!r} is not one of {', '.join(MODES)}")
     root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
     path = root / LOCK_NAME
-    fd = open_lock_file(path)
+    fd = _open_current(root, path, mode=mode, wait_s=wait_s, poll_s=poll_s)
     try:
-        _wait_for_flock(fd, root, mode=mode, wait_s=wait_s, poll_s=poll_s)
+        rec = _new_record(command, mode)
+        # we hold the flock, so whoever wrote the exclusive record no longer holds it: stale
+        taken_over = _read_record(path) or None
+        if mode == "exclusive" or taken_over:  # the exclusive record is ours now, or stale: cleared
+            os.ftruncate(fd, 0)
+        if mode == "exclusive":
+            os.pwrite(fd, json.dumps(rec).encode(), 0)
+            rec_path = path
+        else:
+            rec_path = _write_shard_record(root, rec)
+    except OSError as exc:
+        os.close(fd)
+        raise LockFileError(_lock_file_line(root, path, exc)) from exc
     except BaseException:
         os.close(fd)
         raise
-    rec = _new_record(command, mode)
-    # we hold the flock, so whoever wrote the exclusive record no longer holds it: stale
-    taken_over = _read_record(path) or None
-    if mode == "exclusive" or taken_over:  # the exclusive record is ours now, or stale: cleared
-        os.ftruncate(fd, 0)
-    if mode == "exclusive":
-        os.pwrite(fd, json.dumps(rec).encode(), 0)
-        rec_path = path
-    else:
-        rec_path = _write_shard_record(root, rec)
     return fd, rec, rec_path, taken_over
+
+
+def _open_current(root: Path, path: Path, *, mode: str, wait_s: float, poll_s: float) -> int:
+    """Open ``path`` (creating ``root``) and take its ``flock`` (:func:`_wait_for_flock`); when the
+    file was deleted or replaced meanwhile (``make clean`` removes the folder under its lock), open
+    the new one and try again. Returns the locked descriptor.
+
+    Raises :class:`LockFileError` (one line) when the folder or file cannot be created or opened.
+    """
+    while True:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            fd = open_lock_file(path)
+        except OSError as exc:
+            raise LockFileError(_lock_file_line(root, path, exc)) from exc
+        try:
+            _wait_for_flock(fd, root, mode=mode, wait_s=wait_s, poll_s=poll_s)
+            if _is_current(fd, path):
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
+def _is_current(fd: int, path: Path) -> bool:
+    """True when ``path`` still names the open file ``fd`` (not deleted or replaced)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def _wait_for_flock(fd: int, root: Path, *, mode: str, wait_s: float, poll_s: float) -> None:
@@ -246,52 +324,196 @@ def _held_by_ancestor(root: Path) -> bool:
 def run(
     root, cmd: list[str], *, mode: str = "exclusive", command: str = "", wait_s: float = 0.0
 ) -> int:
-    """Run ``cmd`` holding the lock of ``root``; returns its exit status.
+    """Run ``cmd`` holding the lock of ``root``; returns its exit status (128 + N when signal N
+    ended it, as a shell reports it).
+
+    ``cmd`` runs in a process group of its own: a stop signal (:data:`STOP_SIGNALS`) reaches the
+    whole group, and the lock and its holder record are kept until every process of the run has
+    ended (:func:`run_pids`; SIGKILL after :data:`STOP_GRACE_S` s). Inside a holder of the same
+    ``root`` the command runs at once (signals passed on to it).
 
     Raises
     ------
-    FolderBusyError
+    FolderBusyError, LockFileError
         As :func:`acquire`.
+    ValueError
+        If ``cmd`` is empty.
     """
     root = Path(root)
     if not cmd:
         raise ValueError("no command to run")
     if _held_by_ancestor(root):
-        return subprocess.call(cmd)
+        nested = _StopForwarder(group=False)
+        with nested.installed():
+            proc = subprocess.Popen(cmd)
+            nested.pid = proc.pid
+            return _exit_status(proc.wait())
     fd, rec, rec_path, old = acquire(
         root, mode=mode, command=command or " ".join(cmd), wait_s=wait_s
     )
     if old:
-        state = (
-            "ended"
-            if old.get("host") == rec["host"] and not _pid_alive(old.get("pid"))
-            else "no longer holds it"
-        )
+        _say_taken_over(root, rec, old)
+    env = dict(os.environ, AIP_LOCK_HELD=str(root), AIP_LOCK_TOKEN=rec["token"])
+    stop = _StopForwarder(group=True, token=rec["token"], command=rec["command"])
+    try:
+        with stop.installed():
+            # the command inherits the locked descriptor: it keeps the lock if we die
+            proc = subprocess.Popen(cmd, env=env, pass_fds=(fd,), process_group=0)
+            stop.pid = proc.pid
+            if stop.signum is not None:  # arrived while the command was starting
+                stop.send(stop.signum)
+            status = proc.wait()
+            if stop.signum is not None:
+                stop.wait_for_run()
+    finally:
+        _release(fd, rec_path, mode)
+    return _exit_status(status)
+
+
+def _exit_status(status: int) -> int:
+    """A :class:`subprocess.Popen` return code as a shell's status (signal N: 128 + N)."""
+    return 128 - status if status < 0 else status
+
+
+def _say_taken_over(root: Path, rec: dict, old: dict) -> None:
+    """The note that ``rec`` took over the stale record ``old`` of ``root``."""
+    same_host = old.get("host") == rec["host"]
+    state = "ended" if same_host and not _pid_alive(old.get("pid")) else "no longer holds it"
+    print(
+        f"note: took over the stale lock of {root} left by {_describe(old)}, which {state}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+class _StopForwarder:
+    """Signal handlers of a holder: a stop signal (:data:`STOP_SIGNALS`) is noted in ``signum`` and
+    sent on to the command ``pid`` (to its process group with ``group``, as are SIGTSTP, which
+    then stops the holder, and SIGCONT). With ``token``, what of the run is left ``grace_s``
+    seconds after the first stop signal is killed (:meth:`kill_rest`)."""
+
+    def __init__(self, *, group: bool, token: str | None = None, command: str = ""):
+        self.group = group
+        self.token = token
+        self.command = command
+        self.pid: int | None = None
+        self.signum: int | None = None
+        self.grace_s = float(os.environ.get("AIP_STOP_GRACE") or STOP_GRACE_S)
+        self.deadline: float | None = None
+        self.killed: list[int] | None = None
+        self.timer: threading.Timer | None = None
+        self.kill_lock = threading.Lock()
+
+    def handle(self, signum, _frame) -> None:
+        if signum in STOP_SIGNALS and self.signum is None:
+            self.signum = signum
+            if self.token is not None:
+                self.deadline = time.monotonic() + self.grace_s
+                self.timer = threading.Timer(self.grace_s, self.kill_rest)
+                self.timer.daemon = True
+                self.timer.start()
+        self.send(signum)
+        if signum == signal.SIGTSTP:
+            os.kill(os.getpid(), signal.SIGSTOP)
+
+    def send(self, signum: int) -> None:
+        if self.pid is None:
+            return
+        try:
+            if self.group:
+                os.killpg(self.pid, signum)
+            else:
+                os.kill(self.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    @contextlib.contextmanager
+    def installed(self):
+        signums = list(STOP_SIGNALS)
+        if self.group:
+            signums += [signal.SIGTSTP, signal.SIGCONT]
+        old = {s: signal.signal(s, self.handle) for s in signums}
+        try:
+            yield self
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+            if self.timer is not None:
+                self.timer.cancel()
+
+    def kill_rest(self) -> None:
+        """SIGKILL every process of the run still there (once), saying so on stderr."""
+        with self.kill_lock:
+            left = run_pids(self.token, self.pid)
+            if self.killed is not None or not left:
+                return
+            self.killed = left
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        self.send(signal.SIGKILL)
+        name = signal.Signals(self.signum).name
         print(
-            f"note: took over the stale lock of {root} left by {_describe(old)}, which {state}",
+            f"make: {self.command} did not end within {self.grace_s:g} s of {name}; killed what "
+            f"was left (pid {', '.join(map(str, left))})",
             file=sys.stderr,
             flush=True,
         )
-    env = dict(os.environ, AIP_LOCK_HELD=str(root), AIP_LOCK_TOKEN=rec["token"])
-    try:
-        # the command inherits the locked descriptor: it keeps the lock if we die
-        proc = subprocess.Popen(cmd, env=env, pass_fds=(fd,))
-    except BaseException:
-        _release(fd, rec_path, mode)
-        raise
 
-    def forward(signum, _frame):
-        proc.send_signal(signum)
+    def wait_for_run(self) -> None:
+        """Wait until no process of the run is left (:func:`run_pids`): until the grace period
+        ends, then (after :meth:`kill_rest`) up to 5 s more."""
+        if not _wait_until_gone(self.token, self.pid, self.deadline):
+            self.kill_rest()
+            _wait_until_gone(self.token, self.pid, time.monotonic() + 5.0)
 
-    old_handlers = {}
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        old_handlers[s] = signal.signal(s, forward)
+
+def _wait_until_gone(token: str, pgid: int | None, deadline: float) -> bool:
+    """Poll :func:`run_pids` every 0.1 s until it is empty (True) or ``deadline`` passes."""
+    while run_pids(token, pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def run_pids(token: str, pgid: int | None = None) -> list[int]:
+    """Pids of the live processes of a run: those whose environment holds ``AIP_LOCK_TOKEN=token``
+    (what the holder started, its Jupyter kernel included, which runs in a session of its own) and
+    the members of process group ``pgid``; zombies and this process left out.
+
+    Read from ``/proc`` (Linux). Elsewhere only the group is probed (``killpg(pgid, 0)``) and
+    ``[pgid]`` is returned while it has a member.
+    """
+    proc = Path("/proc")
+    if not (proc / "self" / "environ").exists():
+        return [pgid] if pgid is not None and _group_alive(pgid) else []
+    needle = f"\0{TOKEN_VARIABLE}={token}\0".encode()
+    pids = []
+    for d in proc.iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            stat = (d / "stat").read_bytes()
+            fields = stat[stat.rindex(b")") + 2 :].split()
+            if fields[0] == b"Z":
+                continue
+            in_group = pgid is not None and int(fields[2]) == pgid
+            if in_group or needle in b"\0" + (d / "environ").read_bytes():
+                pids.append(int(d.name))
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile, or another user's process
+    return sorted(pids)
+
+
+def _group_alive(pgid: int) -> bool:
     try:
-        return proc.wait()
-    finally:
-        for s, h in old_handlers.items():
-            signal.signal(s, h)
-        _release(fd, rec_path, mode)
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def main(argv=None) -> int:
@@ -324,6 +546,9 @@ def main(argv=None) -> int:
     except FolderBusyError as exc:
         print(f"make: {exc}", file=sys.stderr)
         return BUSY_STATUS
+    except LockFileError as exc:
+        print(f"make: {exc}", file=sys.stderr)
+        return LOCK_FILE_STATUS
 
 
 if __name__ == "__main__":

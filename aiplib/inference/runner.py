@@ -687,9 +687,11 @@ def _task_result(fplan: dict, task: str, tally: _TaskTally) -> dict:
 
 
 def raise_if_not_run(summary: pd.DataFrame) -> None:
-    """Raise :class:`ModelUnavailableError`, one line per model, task and reason, when a row of
-    :func:`run_inference`'s ``summary`` is neither ``done`` nor ``not_applicable``."""
+    """Raise :class:`ModelUnavailableError` when a row of :func:`run_inference`'s ``summary`` is
+    neither ``done`` nor ``not_applicable``: one line (the last line of a failed stage shows it
+    whole), ``not run: <model> / <task>: <status> — <reason>; …`` for each model and task."""
     bad = summary[~summary["status"].isin(["done", "not_applicable"])]
     if len(bad):
-        lines = [f"{r.model} / {r.task}: {r.status} — {r.error}" for r in bad.itertuples()]
-        raise ModelUnavailableError("not run:\n" + "\n".join(_unique_in_order(lines)))
+        parts = [f"{r.model} / {r.task}: {r.status} — {r.error}" for r in bad.itertuples()]
+        one_line = [" ".join(str(p).split()) for p in _unique_in_order(parts)]
+        raise ModelUnavailableError("not run: " + "; ".join(one_line))

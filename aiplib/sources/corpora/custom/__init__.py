@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import sys
 import warnings
 from pathlib import Path
 
@@ -208,8 +209,14 @@ def _read_inventory(ws):
     return inv
 
 
+#: How many changed input files the one-line error of :func:`_check_unchanged` names.
+CHANGED_SHOWN = 5
+
+
 def _check_unchanged(inv) -> None:
-    """Raise :class:`AiplibError` naming every file of ``inv`` gone or changed since stage 1."""
+    """Raise :class:`AiplibError`, one line, naming the files of ``inv`` gone or changed since
+    stage 1: the first :data:`CHANGED_SHOWN`, then "and N more", each of which is then listed on
+    stderr (the stage's log) before the error."""
     changed = []
     for r in inv.itertuples():
         p = Path(r.file)
@@ -217,11 +224,17 @@ def _check_unchanged(inv) -> None:
             changed.append(f"{p} (gone)")
         elif str(p.stat().st_size) != str(r.bytes) or file_sha256(p) != r.sha256:
             changed.append(f"{p} (changed)")
-    if changed:
-        raise AiplibError(
-            "these input files changed since stage 1; re-run stage 1 to validate them again:\n  "
-            + "\n  ".join(changed)
-        )
+    if not changed:
+        return
+    shown = ", ".join(changed[:CHANGED_SHOWN])
+    if len(changed) > CHANGED_SHOWN:
+        for c in changed:
+            print(f"changed since stage 1: {c}", file=sys.stderr, flush=True)
+        shown += f" and {len(changed) - CHANGED_SHOWN} more (all {len(changed)} are listed "
+        shown += "above it on stderr, in the stage's log)"
+    raise AiplibError(
+        f"these input files changed since stage 1; re-run stage 1 to validate them again: {shown}"
+    )
 
 
 def _select(idx: np.ndarray, n: int | None, rng, strata=None) -> np.ndarray:
