@@ -6,12 +6,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 
 from aiplib.core.tasks import task_family
 from aiplib.inference.models import get_entry
-from aiplib.inference.prompts import not_applicable
+from aiplib.inference.prompts import NO_PROMPT_ID, not_applicable
+from aiplib.inference.remove import logged_not_applicable
 from aiplib.io.formats import read_manifest, read_manifest_csv, write_csv_atomic
 
 #: Columns of ``results/tables/coverage.csv`` (backgrounds and SNRs counted on the noisy rows).
@@ -31,7 +33,17 @@ COLUMNS = [
 ]
 
 
-def _applies(model: str, task: str) -> bool:
+def _applies(ws, model: str, task: str, model_rows: pd.DataFrame) -> bool:
+    """Whether ``task`` applies to ``model``, from what its inference says before the models file:
+    the ``not_applicable`` event of its run log, then its rows (every row sent no prompt: a model
+    that takes none), then its registry entry; a model known to none of them counts as applicable.
+    ``model_rows``: the model's score rows of this condition family, every task."""
+    logged = logged_not_applicable(Path(ws.inference) / model)
+    if logged:
+        return task not in logged
+    prompt_ids = set(model_rows.get("prompt_id", pd.Series(dtype=str)).astype(str))
+    if prompt_ids == {NO_PROMPT_ID}:
+        return not not_applicable(SimpleNamespace(id=model, takes_prompt=False), [task])
     try:
         return not not_applicable(get_entry(model), [task])
     except KeyError:  # a model scored from files written elsewhere: not in this registry
@@ -51,6 +63,10 @@ def coverage_table(ws, scores_by_family: dict, *, manifests_dir=None) -> pd.Data
     rows = []
     for cf, by_task in scores_by_family.items():
         models = sorted({m for df in by_task.values() for m in df["model"].unique()})
+        every = pd.concat(
+            [df[[c for c in ("model", "prompt_id") if c in df.columns]] for df in by_task.values()]
+        )
+        rows_of = {m: every[every["model"] == m] for m in models}
         for task, df in by_task.items():
             fam = task_family(task)
             m_csv = (
@@ -65,7 +81,7 @@ def coverage_table(ws, scores_by_family: dict, *, manifests_dir=None) -> pd.Data
             noisy = man[man["condition"] == "noisy"]
             for model in models:
                 got = man[man["id"].isin(df.loc[df["model"] == model, "stimulus_id"])]
-                if got.empty and not _applies(model, task):
+                if got.empty and not _applies(ws.with_family(cf), model, task, rows_of[model]):
                     continue
                 g_noisy = got[got["condition"] == "noisy"]
                 rows.append(
