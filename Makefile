@@ -108,6 +108,7 @@ all: setup validate
 #> stamps          list the stamps the next `make all` would rebuild, and why (runs nothing)
 #> verify          compare the finished demo run with benchmarks/demo_fingerprint.json; name the first difference
 #> fingerprint     write benchmarks/demo_fingerprint.json from the finished demo run (then commit it)
+#> models          every model (registry + MODELS=/DATA_ROOT/models.yaml): needs, ready here; tasks, suites, profiles
 #> lab             JupyterLab at the project root (notebooks, records, report); LAB_ARGS='--no-browser …' its flags
 #> test            the unit tests, then every notebook under nbval at smoke size (scratch data root)
 #> unit            the unit tests without the slow and browser ones
@@ -305,6 +306,13 @@ bench: setup
 clean:
 	@echo "removing generated data of profile $(PROFILE): '$(DATA_ROOT)/$(PROFILE)'"
 	rm -rf -- "$(DATA_ROOT)/$(PROFILE)"
+
+# `make models`: every model of the registry and of your models file (MODELS=, else
+# $(DATA_ROOT)/models.yaml) with its backend, what it needs (CUDA GPU, server, program, weights) and
+# whether it is ready here, then the tasks, suites and profiles (aiplib/inference/models/catalog.py).
+.PHONY: models
+models: setup
+	@AIP_DATA_ROOT="$(DATA_ROOT)" $(PY) -m aiplib.inference.models.catalog
 
 # `make remove-model MODEL=<id>`: delete that model's stage-7 results in every condition family
 # (inference/<id>/ with its shard files; aiplib/inference/remove.py), then re-run stages 8-9, so

@@ -62,6 +62,8 @@ def coverage_table(ws, scores_by_family: dict, *, manifests_dir=None) -> pd.Data
     """
     rows = []
     for cf, by_task in scores_by_family.items():
+        if not by_task:
+            continue
         models = sorted({m for df in by_task.values() for m in df["model"].unique()})
         every = pd.concat(
             [df[[c for c in ("model", "prompt_id") if c in df.columns]] for df in by_task.values()]
@@ -78,29 +80,32 @@ def coverage_table(ws, scores_by_family: dict, *, manifests_dir=None) -> pd.Data
                 if cf != "background":
                     continue
                 man = manifest_from_scores(df)
-            noisy = man[man["condition"] == "noisy"]
             for model in models:
                 got = man[man["id"].isin(df.loc[df["model"] == model, "stimulus_id"])]
                 if got.empty and not _applies(ws.with_family(cf), model, task, rows_of[model]):
                     continue
-                g_noisy = got[got["condition"] == "noisy"]
-                rows.append(
-                    dict(
-                        family=cf,
-                        model=model,
-                        task=task,
-                        n_stimuli=len(man),
-                        n_scored=len(got),
-                        n_items_covered=got["speech_id"].nunique(),
-                        n_items=man["speech_id"].nunique(),
-                        n_backgrounds_covered=g_noisy["background_id"].nunique(),
-                        n_backgrounds=noisy["background_id"].nunique(),
-                        n_snrs_covered=g_noisy["snr_db"].nunique(),
-                        n_snrs=noisy["snr_db"].nunique(),
-                        complete=len(got) == len(man),
-                    )
-                )
+                rows.append(_coverage_row(cf, model, task, man, got))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _coverage_row(cf: str, model: str, task: str, man: pd.DataFrame, got: pd.DataFrame) -> dict:
+    """One row of :data:`COLUMNS`: ``got``, the manifest rows ``model`` scored, against ``man``."""
+    noisy = man[man["condition"] == "noisy"]
+    g_noisy = got[got["condition"] == "noisy"]
+    return dict(
+        family=cf,
+        model=model,
+        task=task,
+        n_stimuli=len(man),
+        n_scored=len(got),
+        n_items_covered=got["speech_id"].nunique(),
+        n_items=man["speech_id"].nunique(),
+        n_backgrounds_covered=g_noisy["background_id"].nunique(),
+        n_backgrounds=noisy["background_id"].nunique(),
+        n_snrs_covered=g_noisy["snr_db"].nunique(),
+        n_snrs=noisy["snr_db"].nunique(),
+        complete=len(got) == len(man),
+    )
 
 
 def manifest_from_scores(scores: pd.DataFrame) -> pd.DataFrame:
