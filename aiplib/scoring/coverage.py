@@ -64,28 +64,39 @@ def coverage_table(ws, scores_by_family: dict, *, manifests_dir=None) -> pd.Data
     for cf, by_task in scores_by_family.items():
         if not by_task:
             continue
-        models = sorted({m for df in by_task.values() for m in df["model"].unique()})
-        every = pd.concat(
-            [df[[c for c in ("model", "prompt_id") if c in df.columns]] for df in by_task.values()]
-        )
-        rows_of = {m: every[every["model"] == m] for m in models}
+        rows_of = _rows_by_model(by_task)
         for task, df in by_task.items():
-            fam = task_family(task)
-            m_csv = (
-                Path(manifests_dir) / f"{fam}.csv" if manifests_dir and cf == "background" else None
-            )
-            try:
-                man = read_manifest_csv(m_csv) if m_csv else read_manifest(ws.with_family(cf), fam)
-            except FileNotFoundError:
-                if cf != "background":
-                    continue
-                man = manifest_from_scores(df)
-            for model in models:
+            man = _task_manifest(ws, cf, task, df, manifests_dir)
+            if man is None:
+                continue
+            for model, model_rows in rows_of.items():
                 got = man[man["id"].isin(df.loc[df["model"] == model, "stimulus_id"])]
-                if got.empty and not _applies(ws.with_family(cf), model, task, rows_of[model]):
+                if got.empty and not _applies(ws.with_family(cf), model, task, model_rows):
                     continue
                 rows.append(_coverage_row(cf, model, task, man, got))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _rows_by_model(by_task: dict) -> dict[str, pd.DataFrame]:
+    """Model → its ``model, prompt_id`` score rows over every task of a family, models sorted."""
+    every = pd.concat(
+        [df[[c for c in ("model", "prompt_id") if c in df.columns]] for df in by_task.values()]
+    )
+    return {m: every[every["model"] == m] for m in sorted(every["model"].unique())}
+
+
+def _task_manifest(ws, cf: str, task: str, df: pd.DataFrame, manifests_dir) -> pd.DataFrame | None:
+    """The manifest ``task`` of condition family ``cf`` is counted against (``manifests_dir``'s for
+    the background family; a background task without one: :func:`manifest_from_scores`); None for
+    another family without a manifest."""
+    fam = task_family(task)
+    m_csv = Path(manifests_dir) / f"{fam}.csv" if manifests_dir and cf == "background" else None
+    try:
+        return read_manifest_csv(m_csv) if m_csv else read_manifest(ws.with_family(cf), fam)
+    except FileNotFoundError:
+        if cf != "background":
+            return None
+        return manifest_from_scores(df)
 
 
 def _coverage_row(cf: str, model: str, task: str, man: pd.DataFrame, got: pd.DataFrame) -> dict:
