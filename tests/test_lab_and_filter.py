@@ -236,3 +236,28 @@ def test_make_lab_runs_as_root_headless_with_lab_args(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+# ---------------------------------------------------------------- make from a subfolder, git
+@needs_make
+@pytest.mark.parametrize("folder", ["notebooks", "docs", "tests"])
+def test_make_from_a_subfolder_says_make_dash_c_in_one_line(folder):
+    for goals, shown in (([], "make -C .. all"), (["07", "report"], "make -C .. 07 report")):
+        run = subprocess.run(["make", *goals], cwd=ROOT / folder, capture_output=True, text=True)
+        assert run.returncode == 2 and run.stdout == ""
+        assert run.stderr == (f"Makefile:2: *** run make from the project root: '{shown}'.  Stop.\n")
+
+
+@needs_make
+def test_a_relative_data_root_named_data_dash_is_ignored_by_git(tmp_path):
+    repo = tmp_path / "clone"
+    repo.mkdir()
+    shutil.copy(ROOT / ".gitignore", repo / ".gitignore")
+    for rel in ("data-mine/demo/results/report.html", "data_2/demo/x.csv", "data/demo/y.csv",
+                "notebooks/keep.py"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("x")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo,
+                         capture_output=True, text=True, check=True).stdout
+    assert sorted(out.splitlines()) == ["?? .gitignore", "?? notebooks/keep.py"]
