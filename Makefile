@@ -123,7 +123,8 @@ preflight: setup
 #> stamps          list the stages the next `make all` would run, and why (runs nothing)
 #> verify          compare the finished demo run with benchmarks/demo_fingerprint.json; name the first difference
 #> fingerprint     write benchmarks/demo_fingerprint.json from the finished demo run (then commit it)
-#> lab             JupyterLab at the project root (notebooks, executed records, the report)
+#> models          every model (registry + MODELS=/DATA_ROOT/models.yaml): needs, ready here; tasks, suites, profiles
+#> lab             JupyterLab at the project root (notebooks, records, report); LAB_ARGS='--no-browser …' its flags
 #> test            the unit tests, then every notebook under nbval at smoke size (scratch data root)
 #> unit            the unit tests without the slow and browser ones
 #> lint            ruff and the plain-code checks (tests/test_code_style.py)
@@ -312,11 +313,15 @@ sync-notebooks: setup
 # data/<profile>/executed/ and data/<profile>/results/report.html are all under it. Notebooks open
 # through jupytext's contents manager (the jupyterlab_jupytext server extension that jupytext
 # installs, reading jupytext.toml at the root), so a save updates the .ipynb and its .py together.
+# LAB_ARGS passes JupyterLab's own flags, e.g. LAB_ARGS='--no-browser --ip 127.0.0.1 --port 8899';
+# as root (a container, a cloud VM) --allow-root is added, which JupyterLab otherwise demands.
+LAB_ARGS ?=
+LAB_ROOT_FLAG = $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: setup
 	@echo "JupyterLab at $(CURDIR): $(NOTEBOOKS)/, executed records in $(OUT), report $(DATA_ROOT)/$(PROFILE)/results/report.html"
 	@case "$(DATA_ROOT)/" in "$(CURDIR)"/*|[!/]*) ;; *) echo "note: DATA_ROOT is outside the project folder, so JupyterLab's file browser cannot show it";; esac
 	AIP_PROFILE="$(PROFILE)" AIP_DATA_ROOT="$(DATA_ROOT)" $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
-	  --LabApp.default_url="/lab/tree/$(NOTEBOOKS)"
+	  --LabApp.default_url="/lab/tree/$(NOTEBOOKS)" $(LAB_ROOT_FLAG) $(LAB_ARGS)
 
 # bench_make_all.py reads the stage times of the last `make all` (add --run to time a fresh one);
 # bench_window.py needs the workspace's manifests (stages 1-5) and decodes ~300 stimuli twice per window.
@@ -333,6 +338,13 @@ bench: setup
 clean:
 	@$(if $(wildcard $(PY)),$(WITH_LOCK) "make clean PROFILE=$(PROFILE)" --) rm -rf -- "$(DATA_ROOT)/$(PROFILE)"
 	@echo "removed the generated data of profile $(PROFILE): '$(DATA_ROOT)/$(PROFILE)'"
+
+# `make models`: every model of the registry and of your models file (MODELS=, else
+# $(DATA_ROOT)/models.yaml) with its backend, what it needs (CUDA GPU, server, program, weights) and
+# whether it is ready here, then the tasks, suites and profiles (aiplib/inference/models/catalog.py).
+.PHONY: models
+models: setup
+	@AIP_DATA_ROOT="$(DATA_ROOT)" $(PY) -m aiplib.inference.models.catalog
 
 # `make remove-model MODEL=<id>`: delete that model's stage-7 results in every condition family
 # (inference/<id>/ with its shard files; aiplib/inference/remove.py), then re-run stages 8-9, so

@@ -187,3 +187,77 @@ def test_git_stores_no_outputs_once_make_setup_configured_the_filter(tmp_path):
     assert "print('edited')" in _git(repo, "show", f"HEAD:notebooks/{stem}.py").stdout.decode()
     assert json.loads(_git(repo, "show", f"HEAD:{rel}").stdout)["metadata"] == \
         json.loads((ROOT / rel).read_text())["metadata"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@needs_make
+def test_make_lab_runs_as_root_headless_with_lab_args(tmp_path):
+    """`make lab LAB_ARGS=…` as the user the suite runs as (root in a container: --allow-root is
+    added, without which JupyterLab refuses to start) serves the Lab page on 127.0.0.1."""
+    import os
+    import signal
+    import time
+    import urllib.request
+
+    dry = subprocess.run(["make", "-n", "--no-print-directory", "-o", ".venv/.installed", "lab",
+                          "LAB_ARGS=--no-browser"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    assert ("--allow-root" in dry) == (os.getuid() == 0)
+    assert dry.rstrip().endswith("--no-browser")
+    port = _free_port()
+    args = f"--no-browser --ip 127.0.0.1 --port {port} --IdentityProvider.token=aiptest"
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    proc = subprocess.Popen(["make", "--no-print-directory", "-o", ".venv/.installed", "-o", "setup",
+                             "lab", f"DATA_ROOT={tmp_path / 'data'}", f"LAB_ARGS={args}"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        page, deadline = None, time.monotonic() + 90
+        while page is None and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/lab?token=aiptest",
+                                            timeout=5) as r:
+                    page = (r.status, r.read().decode())
+            except OSError:
+                time.sleep(0.5)
+        assert page is not None, f"make lab did not serve (exit {proc.poll()})"
+        assert page[0] == 200 and "JupyterLab" in page[1]
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+# ---------------------------------------------------------------- make from a subfolder, git
+@needs_make
+@pytest.mark.parametrize("folder", ["notebooks", "docs", "tests"])
+def test_make_from_a_subfolder_says_make_dash_c_in_one_line(folder):
+    for goals, shown in (([], "make -C .. all"), (["07", "report"], "make -C .. 07 report")):
+        run = subprocess.run(["make", *goals], cwd=ROOT / folder, capture_output=True, text=True)
+        assert run.returncode == 2 and run.stdout == ""
+        assert run.stderr == (f"Makefile:2: *** run make from the project root: '{shown}'.  Stop.\n")
+
+
+@needs_make
+def test_a_relative_data_root_named_data_dash_is_ignored_by_git(tmp_path):
+    repo = tmp_path / "clone"
+    repo.mkdir()
+    shutil.copy(ROOT / ".gitignore", repo / ".gitignore")
+    for rel in ("data-mine/demo/results/report.html", "data_2/demo/x.csv", "data/demo/y.csv",
+                "notebooks/keep.py"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("x")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo,
+                         capture_output=True, text=True, check=True).stdout
+    assert sorted(out.splitlines()) == ["?? .gitignore", "?? notebooks/keep.py"]

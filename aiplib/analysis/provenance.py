@@ -118,19 +118,31 @@ def debian_packages(ws) -> dict:
     return {"source": "raw/debian_packages.csv (stage 1)", "packages": table.to_dict("records")}
 
 
-def model_records(ws, scored_models=()) -> dict:
-    """Model id → what its ``inference/<model>/run_log.jsonl`` says, for every model with a run log
-    and every id in ``scored_models``: the last run's revision, weights, weights SHA-256, decoding
-    path, window and versions (the registry's revision and weights when no run is logged),
-    ``numerics`` (the numeric paths of the runs that decoded rows, :func:`numeric_paths`), and
-    ``not_applicable`` (task → reason) when its steering tasks were not run because it takes no task
-    prompt."""
+def models_with_rows(ws) -> set[str]:
+    """The models with a non-empty task file (``inference/<model>/<task>.jsonl``, shard files
+    included; never ``run_log.jsonl``) in ``ws.inference``: the models that produced rows."""
     inf = Path(ws.inference)
-    names = set(scored_models)
-    if inf.is_dir():
-        names |= {p.name for p in inf.iterdir() if (p / "run_log.jsonl").is_file()}
+    if not inf.is_dir():
+        return set()
+    return {
+        p.parent.name
+        for p in inf.glob("*/*.jsonl")
+        if not p.name.startswith("run_log") and p.stat().st_size > 0
+    }
+
+
+def model_records(ws, scored_models=()) -> dict:
+    """Model id → what its ``inference/<model>/run_log.jsonl`` says, for every model that produced
+    rows (:func:`models_with_rows`) and every id in ``scored_models``: the last run's revision,
+    weights, weights SHA-256, decoding path, window and versions (the registry's revision and
+    weights when no run is logged), ``numerics`` (the numeric paths of the runs that decoded rows,
+    :func:`numeric_paths`), ``revision_source`` (where these come from), and ``not_applicable``
+    (task → reason) when its steering tasks were not run because it takes no task prompt. A model
+    whose run log holds no row-producing run (one that failed to load) is not here:
+    :func:`models_not_loaded`."""
+    inf = Path(ws.inference)
     out = {}
-    for m in sorted(names):
+    for m in sorted(set(scored_models) | models_with_rows(ws)):
         rec = {
             "id": m,
             "revision": None,
@@ -142,13 +154,34 @@ def model_records(ws, scored_models=()) -> dict:
             "numerics": [],
         }
         log_p = inf / m / "run_log.jsonl"
+        logged = False
         if log_p.is_file():
-            _add_run_log(rec, log_p)
-        if rec["revision"] is None:
-            _add_registry_revision(rec, m)
-        else:
+            logged = _add_run_log(rec, log_p)
+        if logged:
             rec["revision_source"] = "inference/<model>/run_log.jsonl"
+        else:
+            _add_registry_revision(rec, m)
         out[m] = rec
+    return out
+
+
+def models_not_loaded(ws) -> dict[str, str]:
+    """Model id → the one-line reason of its last failed load (``load_failed`` in
+    ``inference/<model>/run_log.jsonl``), for the models that have a run log but produced no rows
+    (e.g. a GPU entry of ``MODEL=all`` on a CPU machine); {} when there are none."""
+    inf = Path(ws.inference)
+    if not inf.is_dir():
+        return {}
+    have_rows = models_with_rows(ws)
+    out = {}
+    for log_p in sorted(inf.glob("*/run_log.jsonl")):
+        if log_p.parent.name in have_rows:
+            continue
+        rows, _ = read_inference_jsonl(log_p, require_id=False)
+        failed = [r for r in rows if r.get("event") == "load_failed"]
+        if failed:
+            reason = str(failed[-1].get("error") or failed[-1].get("error_type") or "unknown")
+            out[log_p.parent.name] = reason.splitlines()[0] if reason else "unknown"
     return out
 
 
@@ -156,9 +189,10 @@ def model_records(ws, scored_models=()) -> dict:
 _RUN_KEYS = ("revision", "weights", "weights_sha256", "window", "versions")
 
 
-def _add_run_log(rec: dict, log_p: Path) -> None:
+def _add_run_log(rec: dict, log_p: Path) -> bool:
     """Add what ``run_log.jsonl`` says to a model record: inapplicable tasks, numeric paths and the
-    last run's revision, weights, decoding path, window and versions."""
+    last run's revision, weights, decoding path, window and versions; True when a ``run`` is logged
+    (its revision may be null: a packaged model has none)."""
     rows, _ = read_inference_jsonl(log_p, require_id=False)
     na = [r for r in rows if r.get("event") == "not_applicable"]
     if na:  # a model that takes no task prompt: its steering tasks were not run
@@ -170,6 +204,7 @@ def _add_run_log(rec: dict, log_p: Path) -> None:
         for key in _RUN_KEYS:
             rec[key] = last.get(key)
         rec["decoding_path"] = last.get("decoding", last.get("path"))
+    return bool(runs)
 
 
 def _add_registry_revision(rec: dict, model: str) -> None:
@@ -248,7 +283,9 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         Keys ``profile, aiplib_version, versions, normalizer {name, version, source}, answer_rules
         {task: {response_cleanup {name, rule}, null_answer {name, rule}, n_cleaned,
         n_null_as_text}}, models {id: {revision, weights, weights_sha256, decoding_path, window,
-        versions, numerics, revision_source}}, tasks {task: {family, variant, prompt_id, text}},
+        versions, numerics, revision_source}} (the models that produced rows),
+        models_not_loaded {id: one-line reason} (:func:`models_not_loaded`), tasks {task: {family,
+        variant, prompt_id, text}},
         prompt_ids_scored {task: {model: {prompt_id: n}}}, manifests {family: {sha256, seed_start,
         n_rows}}, debian_packages {source, packages} (:func:`debian_packages`), analysis {seed,
         n_resamples, level}`` plus ``extra``; local paths as :func:`shareable` writes them.
@@ -272,6 +309,7 @@ def collect_provenance(ws, *, seed=None, n_resamples=None, level=None, extra=Non
         "normalizer": _normalizer_record(sidecars),
         "answer_rules": _answer_rules(sidecars),
         "models": model_records(ws, scored_models),
+        "models_not_loaded": models_not_loaded(ws),
         "tasks": _task_records(ps_rec),
         "prompt_ids_scored": prompt_ids,
         "prompt_set": ps_rec,

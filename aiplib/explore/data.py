@@ -141,6 +141,30 @@ def available_models(ws, task: str) -> list[str]:
     return sorted(models)
 
 
+def most_complete_model(ws, task: str, models: list[str] | None = None) -> str | None:
+    """The model the explorer opens on for ``task``: of ``models`` (default
+    :func:`available_models`), the one with the most rows scored for it (``results/scores``),
+    else with the most rows in ``inference/<model>/<task>.jsonl``; ties go to the first by name.
+    None when there is no model. A 5-row partial run never hides a complete one."""
+    models = available_models(ws, task) if models is None else list(models)
+    if not models:
+        return None
+    sc = _scores(ws, task)
+    counts = {m: 0 for m in models}
+    if sc is not None and "model" in sc.columns:
+        scored = sc["model"].astype(str).value_counts()
+        counts = {m: int(scored.get(m, 0)) for m in models}
+    for m in models:
+        p = Path(ws.inference) / m / f"{task}.jsonl"
+        if counts[m] == 0 and p.is_file():
+            counts[m] = p.read_bytes().count(b"\n")
+    best = sorted(models)[0]
+    for m in sorted(models):
+        if counts[m] > counts[best]:
+            best = m
+    return best
+
+
 # ----------------------------------------------------------------------------------------- results
 def _nan(v) -> float:
     try:

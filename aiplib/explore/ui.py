@@ -758,7 +758,7 @@ class Explorer:
         models = data.available_models(self.ws, task)
         if models:
             c.options = models
-            c.value = _pick(model, c.value, models, models[0])
+            c.value = _pick(model, c.value, models, data.most_complete_model(self.ws, task, models))
         else:
             c.options = [("(no results yet)", _NO_MODEL)]
             c.value = _NO_MODEL

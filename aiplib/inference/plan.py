@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from aiplib.core.errors import AiplibParameterError
 from aiplib.inference.models import resolve
@@ -25,6 +26,80 @@ DEFAULT_TASKS = "all"
 #: scripts/05_inference.py decoded one at a time (padded batches, 8-bit kernels above all, can
 #: change a generation).
 PAPER_BATCH_SIZE = 1
+
+
+#: Seed of the sample ``limit`` takes (:func:`stratified_sample`): fixed, so every run with the same
+#: ``limit`` decodes the same stimuli.
+LIMIT_SEED = 0
+#: Manifest columns a ``limit`` sample spreads over: the item, the background, the SNR (dB).
+LIMIT_STRATA = ("speech_id", "background_id", "snr_db")
+
+
+def stratified_sample(manifest: pd.DataFrame, limit: int | None, seed: int = LIMIT_SEED):
+    """The ``limit`` manifest rows a limited stage-7 run decodes, spread over items, backgrounds and
+    SNRs, in manifest order (all rows when ``limit`` is None or at least the manifest's length).
+
+    Noisy rows are taken one at a time: each time the one whose item, background and SNR have been
+    taken least often so far (the sum of the three counts), ties broken by a random order drawn with
+    ``seed`` (numpy's default generator), so the same manifest, ``limit`` and ``seed`` give the same
+    rows on every run. A noisy row brings its item's clean row (``condition == "clean"``) along,
+    both counted in ``limit``, so every sampled item has its clean–noisy pair. A manifest without
+    the :data:`LIMIT_STRATA` or ``condition`` columns is sampled over the columns it has.
+    """
+    n = len(manifest)
+    if limit is None or int(limit) >= n:
+        return manifest
+    limit = int(limit)
+    order = np.random.default_rng(seed).permutation(n)
+    clean = np.zeros(n, bool)
+    if "condition" in manifest.columns:
+        clean = (manifest["condition"].astype(str) == "clean").to_numpy()
+    codes = [_strata_codes(manifest, col) for col in LIMIT_STRATA]
+    clean_of = {codes[0][i]: i for i in order if clean[i]}
+    cand = order[~clean[order]]
+    if cand.size == 0:
+        return manifest.iloc[np.sort(order[:limit])]
+    picked = _greedy_pick(cand, codes, clean_of, n, limit)
+    return manifest.iloc[np.sort(np.array(picked, dtype=int))]
+
+
+def _greedy_pick(cand: np.ndarray, codes: list, clean_of: dict, n: int, limit: int) -> list[int]:
+    """Row positions of :func:`stratified_sample`: noisy candidates ``cand`` (in the seeded order)
+    taken least-covered first, each with its item's clean row (``clean_of``: item code → row)."""
+    item = codes[0]
+    counts = [np.zeros(c.max() + 1, int) for c in codes]
+    taken = np.zeros(n, bool)
+    picked: list[int] = []
+    while len(picked) < limit and not taken[cand].all():
+        score = sum(cnt[c[cand]] for cnt, c in zip(counts, codes)).astype(float)
+        score[taken[cand]] = np.inf
+        if limit - len(picked) == 1:  # room for one row: no new item without room for its clean row
+            score[[item[j] in clean_of and not taken[clean_of[item[j]]] for j in cand]] += n
+        j = int(cand[int(np.argmin(score))])
+        for r in (clean_of.get(item[j]), j):
+            if r is not None and not taken[r] and len(picked) < limit:
+                taken[r] = True
+                picked.append(r)
+        for cnt, c in zip(counts, codes):
+            cnt[c[j]] += 1
+    return picked
+
+
+def _strata_codes(manifest: pd.DataFrame, col: str) -> np.ndarray:
+    """Integer codes of ``col``'s values (all 0 when the manifest has no such column)."""
+    if col not in manifest.columns:
+        return np.zeros(len(manifest), int)
+    return pd.factorize(manifest[col].astype(str))[0]
+
+
+def limit_note(limit: int | None, seed: int = LIMIT_SEED) -> str:
+    """The sentence a limited run prints about its sample ("" without a limit)."""
+    if not limit:
+        return ""
+    return (
+        f"limit {limit}: a stratified sample of {limit} stimuli per task, spread over items, "
+        f"backgrounds and SNRs (seed {seed}, the same on every run; each item with its clean row)"
+    )
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 from pathlib import Path
 
@@ -45,6 +46,25 @@ def models_with_rows(ws) -> list[str]:
         for p in ws.with_family(cf).inference.glob("*/*.jsonl"):
             names.add(p.parent.name)
     return sorted(names - set(CONDITION_FAMILIES))
+
+
+def logged_not_applicable(model_dir) -> dict[str, str]:
+    """``{task: reason}`` of the last ``not_applicable`` event in ``<model_dir>/run_log.jsonl``
+    (stage 7 writes it for a model that takes no task prompt; its steering tasks were not run);
+    {} without a run log or such an event. What the inference folder says, whichever models file
+    is read now (a model run with ``MODELS=`` and scored without it keeps its verdict)."""
+    log_p = Path(model_dir) / "run_log.jsonl"
+    if not log_p.is_file():
+        return {}
+    found: dict[str, str] = {}
+    for line in log_p.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:  # a half-written last line of an interrupted run
+            continue
+        if isinstance(rec, dict) and rec.get("event") == "not_applicable":
+            found = {str(k): str(v) for k, v in (rec.get("tasks") or {}).items()}
+    return found
 
 
 def main(argv=None) -> int:

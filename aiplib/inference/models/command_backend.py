@@ -52,7 +52,7 @@ class CommandError(AiplibError, RuntimeError):
     process group is killed) or ``cannot start``, never the command line or its output."""
 
 
-def _argv_template(entry) -> list[str]:
+def argv_template(entry) -> list[str]:
     """The entry's ``command`` split like a shell would; it must name ``{file}``."""
     template = str(entry.extra.get("command") or "")
     try:
@@ -98,7 +98,7 @@ class CommandRecogniser(Recogniser):
     ):
         self.name = entry.id
         self.entry = entry
-        self.argv_template = _argv_template(entry)
+        self.argv_template = argv_template(entry)
         self.timeout_s = _timeout_s(entry, timeout_s)
         self.batch_size = int(batch_size or 1)
         program = os.path.expandvars(self.argv_template[0])

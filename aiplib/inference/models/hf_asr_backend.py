@@ -19,6 +19,7 @@ none``).
 from __future__ import annotations
 
 import inspect
+import os
 import time
 from pathlib import Path
 
@@ -74,15 +75,16 @@ def _check_folder(entry, folder: Path) -> None:
     """One line for ``weights:`` naming a local folder (absolute, or starting with ``.`` or ``~``)
     that is missing or holds no config; any other value is left to the hub."""
     w = str(entry.weights)
+    shown = Path(os.path.abspath(folder))  # errors name the absolute path tried
     if folder.is_dir():
         if not (folder / "config.json").is_file():
             raise ModelUnavailableError(
-                f"{entry.id}: weights folder {folder} has no config.json (save the "
+                f"{entry.id}: weights folder {shown} has no config.json (save the "
                 "checkpoint there with save_pretrained, model and processor)"
             )
     elif folder.is_absolute() or w.startswith((".", "~")):
         raise ModelUnavailableError(
-            f"{entry.id}: weights folder {folder} does not exist (a hub id is "
+            f"{entry.id}: weights folder {shown} does not exist (a hub id is "
             "'name' or 'namespace/name')"
         )
 

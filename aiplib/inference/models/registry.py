@@ -21,6 +21,7 @@ import yaml
 from aiplib.core.errors import MissingPackageError, ModelUnavailableError
 from aiplib.core.workspace import repo_root
 from aiplib.inference.models.ct2_numerics import import_ctranslate2
+from aiplib.inference.models.paths import resolve_entry_paths
 
 #: The packaged registry file.
 REGISTRY_PATH = Path(__file__).with_name("registry.yaml")
@@ -76,7 +77,9 @@ class ModelEntry:
     backend, model_type : str
         One of :data:`BACKENDS`; the architecture, which picks the adapter inside a backend.
     weights : str or None
-        Hub id, ``package:<module>`` or a path (None for ``command`` / ``openai``).
+        Hub id, ``package:<module>`` or a path (None for ``command`` / ``openai``); a models file's
+        local folder is absolute, resolved from the file's folder
+        (:mod:`aiplib.inference.models.paths`).
     max_audio_s : float > 0, seconds
     extra : dict
         Backend-specific fields (:data:`_EXTRA_FIELDS`).
@@ -288,7 +291,7 @@ def user_models_path() -> Path | None:
     """
     given = os.environ.get(MODELS_ENV)
     if given:
-        p = Path(given).expanduser()
+        p = Path(os.path.abspath(Path(given).expanduser()))
         if not p.is_file():
             raise FileNotFoundError(f"{p}: user models file not found (MODELS= / ${MODELS_ENV})")
         return p
@@ -329,7 +332,8 @@ def _parse(path: Path, *, user: bool = False) -> dict[str, ModelEntry]:
             raise ValueError("the file must be a mapping of model id → fields")
         if user:
             _check_user_ids(raw)
-        return {str(k): _entry(str(k), v) for k, v in raw.items()}
+        base = Path(os.path.abspath(path.parent))  # the file's relative paths start here
+        return {str(k): _entry(str(k), resolve_entry_paths(v, base)) for k, v in raw.items()}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""

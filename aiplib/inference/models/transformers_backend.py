@@ -23,6 +23,7 @@ from aiplib.core.errors import AiplibParameterError, MissingPackageError, ModelU
 from aiplib.inference.models.adapters import get_adapter
 from aiplib.inference.models.base import Recogniser, batches_by_key, generate_throughput
 from aiplib.inference.models.ct2_numerics import cpu_record
+from aiplib.inference.models.paths import missing_local_weights
 from aiplib.inference.models.registry import resolve_device
 from aiplib.io.audio import SR
 
@@ -165,6 +166,9 @@ class HubRecogniser(Recogniser):
         ``self.source`` the folder or hub id) and the ``from_pretrained`` keywords
         (``local_files_only``: default True for a folder or under ``HF_HUB_OFFLINE``; the pinned
         ``revision`` of a hub id)."""
+        missing = missing_local_weights(entry.weights)
+        if missing is not None:  # a local path, never taken for a hub id
+            raise ModelUnavailableError(f"{entry.id}: weights folder {missing} does not exist")
         transformers = self._import_transformers()
         import torch  # noqa: PLC0415
 

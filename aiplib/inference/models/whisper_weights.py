@@ -178,7 +178,7 @@ def resolve_weights(entry) -> tuple[str, str | None]:
             else Path(mod.__file__).parent
         )
         return str(folder), file_sha256(folder / "model.bin")
-    p = Path(w).expanduser()
+    p = Path(os.path.abspath(Path(w).expanduser()))
     if p.exists() or w.startswith((".", "/", "~")):
         if not (p / "model.bin").is_file():
             raise ModelUnavailableError(f"{entry.id}: {p} does not hold a CTranslate2 model.bin")
