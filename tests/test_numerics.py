@@ -128,39 +128,16 @@ def test_demo_inputs_match_the_fingerprint(fingerprint, demo_inputs):
     assert divergences == [], "\n".join(str(d) for d in divergences[:5])
 
 
-#: The two decodes of the slice: (CT2_USE_MKL, batch size, CTranslate2 threads) by test id.
-SLICE_DECODES = {"mkl1-batch8-2threads": ("1", 8, 2), "mkl0-batch1-1thread": ("0", 1, 1)}
-
-
-@pytest.fixture(scope="module")
-def slice_decodes(request, demo_inputs, tmp_path_factory) -> dict:
-    """The slice decoded in one child process per selected setting of :data:`SLICE_DECODES`, all
-    started at once (they overlap on the cores; each process is as alone with its settings as
-    before): ``{id: (process, csv path)}``. Processes still running at the end are stopped."""
-    wanted = [item.callspec.id for item in request.session.items
-              if item.originalname == "test_slice_decodes_to_the_fingerprint" and hasattr(item, "callspec")]
-    out_dir = tmp_path_factory.mktemp("slice")
-    started = {}
-    for key in [k for k in SLICE_DECODES if k in wanted]:
-        mkl, batch_size, threads = SLICE_DECODES[key]
-        out = out_dir / f"{key}.csv"
-        proc = subprocess.Popen([sys.executable, "-c", _DECODE, str(demo_inputs), str(out), str(batch_size),
-                                 str(threads)], env=_clean_env(CT2_USE_MKL=mkl))
-        started[key] = (proc, out)
-    yield started
-    for proc, _ in started.values():
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
 @pytest.mark.slow
 @pinned_path_only
-@pytest.mark.parametrize("decode", list(SLICE_DECODES), ids=list(SLICE_DECODES))
-def test_slice_decodes_to_the_fingerprint(fingerprint, slice_decodes, decode):
+@pytest.mark.parametrize("mkl, batch_size, threads", [("1", 8, 2), ("0", 1, 1)],
+                         ids=["mkl1-batch8-2threads", "mkl0-batch1-1thread"])
+def test_slice_decodes_to_the_fingerprint(fingerprint, demo_inputs, tmp_path, mkl, batch_size, threads):
     """The fingerprint's slice decodes to its transcripts, whatever CT2_USE_MKL, threads and batch."""
-    proc, out = slice_decodes[decode]
-    assert proc.wait(timeout=1800) == 0, f"the slice decode {decode} exited {proc.returncode}"
+    out = tmp_path / "slice.csv"
+    env = _clean_env(CT2_USE_MKL=mkl)
+    subprocess.run([sys.executable, "-c", _DECODE, str(demo_inputs), str(out), str(batch_size),
+                    str(threads)], env=env, check=True, timeout=1800)
     got = pd.read_csv(out, dtype=str, keep_default_na=False)
     got = got[["id", "task", "response"]].sort_values(["task", "id"]).reset_index(drop=True)
     expected = _expected_rows(fingerprint)
