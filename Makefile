@@ -111,7 +111,7 @@ all: setup validate
 #> lab             JupyterLab at the project root (notebooks, executed records, the report)
 #> test            the unit tests, then every notebook under nbval at smoke size (scratch data root)
 #> unit            the unit tests without the slow and browser ones
-#> test-quick      the unit tests for the edit loop (under 2 min), with the 5 slowest; CI runs `make test`
+#> test-quick      the unit tests for the edit loop, with the 5 slowest; CI runs `make test`
 #> lint            ruff and the plain-code checks (tests/test_code_style.py)
 #> bench           the benchmarks (mixing, inference, batching, the last `make all`'s stage times)
 #> setup           .venv with the pinned packages (constraints.txt) and the Debian packages
@@ -215,8 +215,8 @@ lint: setup
 unit: setup
 	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" $(VENV)/bin/pytest -q -p no:cacheprovider -rs -m "not slow and not browser" tests
 
-# `make test-quick`: the edit loop's run, the unit tests only (no slow, no browser test; under 2 min on
-# 2 idle cores), with the 5 slowest named. It is not what CI runs: `make test` is.
+# `make test-quick`: the edit loop's run, the unit tests only (no slow, no browser test), with the 5
+# slowest named. It is not what CI runs: `make test` is.
 test-quick: setup
 	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" $(VENV)/bin/pytest -q -p no:cacheprovider -rs --durations=5 \
 	  -m "not slow and not browser" tests
