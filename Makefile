@@ -84,7 +84,7 @@ export AIP_MODELS := $(call from_here,$(MODELS))
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: preflight stage-checked output-filter stamps sync-notebooks lock lock-paper all setup validate run-stage report merge criteria test unit lint nbval lab clean bench verify fingerprint help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: preflight stage-checked output-filter stamps sync-notebooks lock lock-paper all setup validate run-stage report merge criteria test test-quick unit lint nbval lab clean bench verify fingerprint models help $(STAGES) $(addprefix stage-,$(STAGES))
 
 # One writer per data folder (aiplib/core/lock.py): `make all`, each stage and `make merge` hold the lock of
 # $(DATA_ROOT)/$(PROFILE); a second run stops with one line naming the holder, or waits LOCK_WAIT=<s>
@@ -127,6 +127,7 @@ preflight: setup
 #> lab             JupyterLab at the project root (notebooks, records, report); LAB_ARGS='--no-browser …' its flags
 #> test            the unit tests, then every notebook under nbval at smoke size (scratch data root)
 #> unit            the unit tests without the slow and browser ones
+#> test-quick      the unit tests for the edit loop, with the 5 slowest; CI runs `make test`
 #> lint            ruff and the plain-code checks (tests/test_code_style.py)
 #> bench           the benchmarks (mixing, inference, batching, the last `make all`'s stage times)
 #> setup           .venv with the pinned packages (constraints.txt) and the Debian packages
@@ -243,6 +244,12 @@ lint: setup
 
 unit: setup
 	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" $(VENV)/bin/pytest -q -p no:cacheprovider -rs -m "not slow and not browser" tests
+
+# `make test-quick`: the edit loop's run, the unit tests only (no slow, no browser test), with the 5
+# slowest named. It is not what CI runs: `make test` is.
+test-quick: setup
+	AIP_SMOKE=1 AIP_DATA_ROOT="$(TEST_DATA)" $(VENV)/bin/pytest -q -p no:cacheprovider -rs --durations=5 \
+	  -m "not slow and not browser" tests
 
 # `make criteria CRITERIA=criteria.json [PREVIOUS=old/results]`: check the last run against thresholds
 # and the previous run. GNU make reports any failure as status 2; for the exact status 3 (criteria

@@ -3,6 +3,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -88,23 +93,96 @@ def tiny_ws(tmp_path):
     return make_tiny_workspace(tmp_path)
 
 
-@pytest.fixture(scope="session")
-def smoke_demo_root(tmp_path_factory) -> Path:
-    """A data root whose ``demo/`` holds stages 1–6 at smoke size (``make 01 … 06`` with
-    ``AIP_SMOKE=1``, about 2–3 min, once per session). Tests copy it, never write into it.
-    ``$AIP_TEST_SMOKE_ROOT`` names such a data root made before (then nothing is built)."""
-    import os
-    import subprocess
+# ----- one smoke-size `make all` per pytest run, shared by the docs blocks and the pipeline tests -----
 
+REPO = Path(__file__).resolve().parents[1]
+VENV = REPO / ".venv"
+#: The script of the README's first runnable block: the whole demo at smoke size, from an empty data root.
+SMOKE_ALL_SCRIPT = "make all\n"
+#: Seconds one shell block (or the shared `make all`) may take.
+BLOCK_TIMEOUT_S = 1800
+#: The fake recogniser of the README's "audit your own model": prints one word for every WAV.
+FAKE_ASR = '#!/bin/sh\ntest -f "$1" || { echo "my-asr: no file $1" >&2; exit 2; }\necho yes\n'
+
+
+@dataclass
+class BlockRun:
+    """One shell script run as a docs block runs: its data root, exit status, output and seconds."""
+    script: str
+    data_root: Path
+    returncode: int
+    output: str
+    seconds: float
+
+
+def block_env(tmp: Path, data_root: Path) -> dict:
+    """The environment the docs blocks run in: smoke size (``AIP_SMOKE=1``), ``DATA_ROOT=data_root``,
+    a fake ``my-asr`` and a ``make`` that does not redo `make setup` (``-o .venv/.installed``; `make test`
+    depends on it) first on ``PATH`` (written into ``tmp/bin``). Skips without GNU make or the .venv."""
+    real_make = shutil.which("make")
+    if real_make is None or not (VENV / "bin" / "papermill").exists():
+        pytest.skip("needs GNU make and the project's .venv (make setup)")
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "my-asr").write_text(FAKE_ASR)
+    # -o: a checkout newer than .venv/.installed must not make the blocks reinstall the environment.
+    (bin_dir / "make").write_text(f'#!/bin/sh\nexec "{real_make}" -o .venv/.installed "$@"\n')
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AIP_", "MAKE", "MFLAGS")) and k not in ("DATA_ROOT", "MODELS", "PROFILE")}
+    env.update(AIP_SMOKE="1", DATA_ROOT=str(data_root), AIP_DATA_ROOT=str(data_root), PYTHONPATH=str(REPO),
+               PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
+    return env
+
+
+@contextmanager
+def repo_root_kept():
+    """On exit, files that a block wrote at the project root (a models file, a criteria file) are
+    removed, and changed ones restored."""
+    before = {p.name: (p.read_bytes() if p.is_file() else None) for p in REPO.iterdir()}
+    try:
+        yield
+    finally:
+        for p in REPO.iterdir():
+            if p.name not in before:
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+            elif before[p.name] is not None and p.is_file() and p.read_bytes() != before[p.name]:
+                p.write_bytes(before[p.name])
+
+
+def run_block(script: str, env: dict) -> BlockRun:
+    """Run ``script`` with ``bash -euo pipefail`` at the project root in ``env`` (as a docs block)."""
+    t0 = time.perf_counter()
+    run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=BLOCK_TIMEOUT_S)
+    return BlockRun(script, Path(env["DATA_ROOT"]), run.returncode, run.stdout + run.stderr,
+                    round(time.perf_counter() - t0, 1))
+
+
+@pytest.fixture(scope="session")
+def smoke_make_all(tmp_path_factory) -> BlockRun:
+    """``make all`` (:data:`SMOKE_ALL_SCRIPT`, the README's first runnable block) at smoke size in an
+    empty data root, in the docs blocks' environment, once per pytest run (a few minutes on 2 cores).
+    The README's block is checked against this run; the docs blocks after it start from a copy of its
+    data root; :func:`smoke_demo_root` is its data root. Nobody writes into it: tests copy it."""
+    tmp = tmp_path_factory.mktemp("smoke-all")
+    env = block_env(tmp, tmp / "data")
+    with repo_root_kept():
+        done = run_block(SMOKE_ALL_SCRIPT, env)
+    print(f"\n[smoke make all] exit {done.returncode} in {done.seconds} s ({done.data_root})")
+    return done
+
+
+@pytest.fixture(scope="session")
+def smoke_demo_root(request) -> Path:
+    """A data root whose ``demo/`` holds a finished demo run at smoke size (``make all`` with
+    ``AIP_SMOKE=1``: stages 1–10, :func:`smoke_make_all`, once per session). Tests copy it (most leave
+    out ``inference`` and ``results`` to keep stages 1–6), never write into it.
+    ``$AIP_TEST_SMOKE_ROOT`` names such a data root made before (then nothing is built)."""
     given = os.environ.get("AIP_TEST_SMOKE_ROOT")
     if given:
         return Path(given)
-    root = tmp_path_factory.mktemp("smoke-demo")
-    env = {**os.environ, "AIP_SMOKE": "1"}
-    env.pop("MAKEFLAGS", None)
-    stages = ["01", "02", "03", "04", "05", "06"]
-    out = subprocess.run(["make", "--no-print-directory", *stages, f"DATA_ROOT={root}"],
-                         cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True, text=True,
-                         timeout=1800)
-    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
-    return root
+    shared = request.getfixturevalue("smoke_make_all")
+    assert shared.returncode == 0, f"make all (smoke) exited {shared.returncode}:\n{shared.output[-3000:]}"
+    return shared.data_root

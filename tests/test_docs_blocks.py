@@ -11,27 +11,21 @@ are output the run must contain.
 """
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from conftest import SMOKE_ALL_SCRIPT, block_env, repo_root_kept, run_block
 
 REPO = Path(__file__).resolve().parents[1]
-VENV = REPO / ".venv"
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SHELLS = {"bash", "sh", "shell", "console"}
 MARK = re.compile(r"^\s*<!--\s*(runnable|not-run)\b:?(.*?)-->\s*$")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+-]*)")
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 README_MAX_LINES = 150
-BLOCK_TIMEOUT_S = 1800
-
-# The fake recogniser of the README's "audit your own model": prints one word for every WAV.
-FAKE_ASR = '#!/bin/sh\ntest -f "$1" || { echo "my-asr: no file $1" >&2; exit 2; }\necho yes\n'
 
 
 @dataclass
@@ -159,42 +153,46 @@ def test_links_resolve():
 RUNNABLE = [b for b in shell_blocks() if b.mark == "runnable"]
 
 
+def _commands(script: str) -> list[str]:
+    """The command lines of a script: comments (`` # …``) and blank lines dropped, spaces trimmed."""
+    lines = (re.sub(r"(^|\s)#.*$", "", ln).strip() for ln in script.splitlines())
+    return [ln for ln in lines if ln]
+
+
+def runs_as_the_shared_make_all(block: Block) -> bool:
+    """Whether ``block`` is the first runnable block (an empty data root before it) and runs exactly
+    the commands of the session's smoke ``make all`` (conftest.SMOKE_ALL_SCRIPT): then it is checked
+    against that run instead of running the same pipeline a second time."""
+    return bool(RUNNABLE) and block is RUNNABLE[0] and block.lang != "console" and (
+        _commands(block.code) == _commands(SMOKE_ALL_SCRIPT))
+
+
 @pytest.fixture(scope="module")
-def docs_env(tmp_path_factory):
-    """The environment the blocks share: a smoke-size data root, the fake `my-asr`, and a `make`
-    that does not redo `make setup` (already done: `make test` depends on it). On exit the files
-    the blocks wrote at the project root (a models file, a criteria file) are removed or restored."""
-    real_make = shutil.which("make")
-    if real_make is None or not (VENV / "bin" / "papermill").exists():
-        pytest.skip("needs GNU make and the project's .venv (make setup)")
+def docs_env(request, tmp_path_factory):
+    """The environment the blocks share (conftest.block_env): a smoke-size data root, the fake
+    `my-asr`, and a `make` that does not redo `make setup`. When the first block is the shared smoke
+    ``make all``, the data root starts as a copy (``cp -a``) of that run's, as the block left it. On
+    exit the files the blocks wrote at the project root (a models file, a criteria file) are removed
+    or restored."""
     tmp = tmp_path_factory.mktemp("docs-blocks")
-    bin_dir, data_root = tmp / "bin", tmp / "data"
-    bin_dir.mkdir()
-    (bin_dir / "my-asr").write_text(FAKE_ASR)
-    # -o: a checkout newer than .venv/.installed must not make the blocks reinstall the environment.
-    (bin_dir / "make").write_text(f'#!/bin/sh\nexec "{real_make}" -o .venv/.installed "$@"\n')
-    for f in bin_dir.iterdir():
-        f.chmod(0o755)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AIP_", "MAKE", "MFLAGS")) and k not in ("DATA_ROOT", "MODELS", "PROFILE")}
-    env.update(AIP_SMOKE="1", DATA_ROOT=str(data_root), AIP_DATA_ROOT=str(data_root), PYTHONPATH=str(REPO),
-               PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
-    before = {p.name: (p.read_bytes() if p.is_file() else None) for p in REPO.iterdir()}
-    yield env
-    for p in REPO.iterdir():
-        if p.name not in before:
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
-        elif before[p.name] is not None and p.is_file() and p.read_bytes() != before[p.name]:
-            p.write_bytes(before[p.name])
+    env = block_env(tmp, tmp / "data")
+    if RUNNABLE and runs_as_the_shared_make_all(RUNNABLE[0]):
+        shared = request.getfixturevalue("smoke_make_all")
+        if shared.returncode == 0:
+            subprocess.run(["cp", "-a", str(shared.data_root), env["DATA_ROOT"]], check=True)
+    with repo_root_kept():
+        yield env
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("block", RUNNABLE, ids=[b.where for b in RUNNABLE])
-def test_runnable_block(block: Block, docs_env):
+def test_runnable_block(block: Block, docs_env, request):
     script, expected = commands_and_output(block)
-    run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=docs_env,
-                         capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
-    out = run.stdout + run.stderr
+    if runs_as_the_shared_make_all(block):
+        run = request.getfixturevalue("smoke_make_all")  # the same script, environment and empty data root
+    else:
+        run = run_block(script, docs_env)
+    out = run.output
     assert run.returncode == 0, f"{block.where} exited {run.returncode}:\n{script}\n--- last output ---\n{out[-3000:]}"
     missing = [e for e in expected if e not in out]
     assert not missing, f"{block.where}: output lacks {missing}\n--- last output ---\n{out[-3000:]}"

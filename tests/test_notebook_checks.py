@@ -1,8 +1,8 @@
 """A broken rule stops `make test` in the notebook that applies it, in that notebook's Checks cell.
 
-A smoke workspace is built by running notebooks 01–06 with papermill, as `make` does (each must
-pass its own checks). Then one rule is broken on purpose by a ``sitecustomize`` module that the
-test writes and puts on the kernel's ``PYTHONPATH`` (nothing in aiplib knows about it):
+A smoke workspace of notebooks 01–06, each past its own checks, is copied from the session's
+smoke `make all` (tests/conftest.py, ``smoke_demo_root``). Then one rule is broken on purpose by a
+``sitecustomize`` module that the test writes and puts on the kernel's ``PYTHONPATH`` (nothing in aiplib knows about it):
 
 * the mixer's background gain 1 dB too high (the target SNR handed to the mixing step lowered by
   1 dB) → notebook 06 stops on the achieved-SNR rule;
@@ -22,8 +22,6 @@ from notebook_run import run_notebook
 pytestmark = pytest.mark.slow
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-BUILD = ["01_download_data", "02_build_item_banks", "03_curate_backgrounds", "04_extract_descriptors",
-         "05_build_manifests", "06_manipulation_checks"]
 
 GAIN_PLUS_1DB = """
 import aiplib.stimuli.mixing as _m
@@ -55,12 +53,13 @@ def _run(stage, data_root, out_dir, *, shim=None, **params):
 
 
 @pytest.fixture(scope="module")
-def smoke_root(tmp_path_factory):
-    """A data root whose demo workspace has passed stages 01–06 and their checks at smoke size."""
+def smoke_root(smoke_demo_root, tmp_path_factory):
+    """A data root whose demo workspace has passed stages 01–06 and their checks at smoke size: a copy
+    of the session's smoke run (conftest.smoke_demo_root, which `make` ran with papermill and whose
+    every stage passed its checks) without what stages 07–10 wrote and without the executed records."""
     root = tmp_path_factory.mktemp("nbchecks") / "data"
-    out = root.parent / "executed"
-    for stage in BUILD:
-        _run(stage, root, out)
+    shutil.copytree(smoke_demo_root, root, symlinks=True,
+                    ignore=shutil.ignore_patterns("inference", "results", "executed"))
     return root
 
 
