@@ -425,6 +425,11 @@ def test_second_make_all_runs_no_notebook_and_an_edit_reruns_what_it_touches(smo
 
     root = tmp_path / "data"
     shutil.copytree(smoke_demo_root, root, symlinks=True)
+    # The shared smoke run holds every stage's record (paths relative to the data folder, so the
+    # copy is up to date); without the records of stages 7-10 exactly those run again.
+    for record in (root / "demo" / "executed").glob("*.stamp.json"):
+        if record.name[:2] in ("07", "08", "09", "10"):
+            record.unlink()
     env = {**_env(), "AIP_SMOKE": "1"}
     make = ["make", "--no-print-directory", "-o", ".venv/.installed", f"DATA_ROOT={root}"]
 
