@@ -298,7 +298,7 @@ rt.summary_table(tables)
 # (format in `docs/FILE_FORMATS.md`).
 
 # %%
-from aiplib.analysis.summary import write_summary
+from aiplib.analysis.summary import read_summary, write_summary
 
 summary_files = write_summary(ws, tables)
 Markdown(f"{summary_files['records']} records written to `summary.json` and `summary.csv`.")
@@ -991,7 +991,7 @@ if has_accents and not t4.empty:
     drawn = sum(len(c.get_segments()) for ax in fig5.axes for c in ax.collections if isinstance(c, LineCollection))
     assert drawn == int(with_ci.sum()), f"Figure 5 draws {drawn} error bars for {int(with_ci.sum())} intervals"
 # results/summary.json holds the clean, noisy and overall numbers of the condition tables (Table R1)
-for rec in json.loads((ws.results / "summary.json").read_text())["records"]:
+for rec in read_summary(ws):
     g = tables[rec["task"]][tables[rec["task"]]["model"] == rec["model"]]
     o = g[g["scope"] == "overall"].iloc[0]
     assert np.allclose([rec["noisy_pp"], rec["delta_pp"], rec["n_items"]],

@@ -167,6 +167,9 @@ def test_provenance_json_and_report_hold_cpu_isa_backend_and_packages(tmp_path):
                                 "gemm_s8_backend": "DNNL (packed: false, u8s8 preferred: true)"}}
     (ws.inference / "m").mkdir(parents=True)
     (ws.inference / "m" / "run_log.jsonl").write_text(json.dumps(_run(4, numerics)) + "\n")
+    # provenance lists the models that produced rows: m's task file holds its 4 rows
+    answers = [{"id": f"s{k}", "model": "m", "task": "asr", "raw": "yes"} for k in range(4)]
+    (ws.inference / "m" / "asr.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
     rows = [{"package": "espeak-ng", "role": "engine", "status": "installed",
              "version": "1.51+dfsg-10+deb12u2", "architecture": "amd64",
              "source_package": "espeak-ng", "deb_sha256": "a1" * 32,

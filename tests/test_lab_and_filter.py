@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -243,7 +244,10 @@ def test_make_lab_runs_as_root_headless_with_lab_args(tmp_path):
 @pytest.mark.parametrize("folder", ["notebooks", "docs", "tests"])
 def test_make_from_a_subfolder_says_make_dash_c_in_one_line(folder):
     for goals, shown in (([], "make -C .. all"), (["07", "report"], "make -C .. 07 report")):
-        run = subprocess.run(["make", *goals], cwd=ROOT / folder, capture_output=True, text=True)
+        # as a user types it: not inside `make test`'s own make (MAKELEVEL makes make print
+        # "Entering directory" lines)
+        env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+        run = subprocess.run(["make", *goals], cwd=ROOT / folder, capture_output=True, text=True, env=env)
         assert run.returncode == 2 and run.stdout == ""
         assert run.stderr == (f"Makefile:2: *** run make from the project root: '{shown}'.  Stop.\n")
 

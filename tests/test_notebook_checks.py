@@ -26,8 +26,8 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 GAIN_PLUS_1DB = """
 import aiplib.stimuli.mixing as _m
 _mix = _m.mix_normalized
-def _louder(s, bg, snr_db, seed):  # background 1 dB louder than the rule
-    return _mix(s, bg, float(snr_db) - 1.0, seed)
+def _louder(s, bg, snr_db, seed, *, span=None):  # background 1 dB louder than the rule
+    return _mix(s, bg, float(snr_db) - 1.0, seed, span=span)
 _m.mix_normalized = _louder
 """
 

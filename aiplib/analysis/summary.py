@@ -191,3 +191,16 @@ def write_summary(ws, tables: dict) -> dict:
     frame = pd.DataFrame(records, columns=SUMMARY_COLUMNS)
     write_text_atomic(csv_path, frame.to_csv(index=False))
     return {"json": json_path, "csv": csv_path, "records": len(records)}
+
+
+def read_summary(ws) -> list[dict]:
+    """The records of ``results/summary.json`` (:func:`write_summary`), one dict per condition
+    family x model x task, keys :data:`SUMMARY_COLUMNS`.
+
+    Raises
+    ------
+    FileNotFoundError
+        When stage 9 has not written the file yet.
+    """
+    path = Path(ws.results) / f"{SUMMARY_NAME}.json"
+    return json.loads(path.read_text(encoding="utf-8"))["records"]

@@ -422,10 +422,18 @@ def _index(given, default: int) -> int:
     return STAGES.index(stage)
 
 
+def _input_reasons(why: list[str]) -> list[str]:
+    """The reasons of :func:`differences` other than the stage's own outputs: an upstream stage
+    of ``make NN`` re-runs for a changed input, notebook, code, parameter or environment, not
+    because its outputs were written by someone else (stage 7 run in JupyterLab or by hand)."""
+    return [w for w in why if not w.startswith("output ")]
+
+
 def next_stage(a, args) -> str:
     """The first stage after ``a.after`` that must run, "" when none; one line on stderr for each
     stage skipped. ``a.only``: that stage alone; ``a.before`` (the stages upstream of ``make NN``):
-    a stage without a record is not run (as before records), only a stale one."""
+    a stage without a record is not run (as before records), only one whose inputs, notebook,
+    code, parameters or environment changed (:func:`_input_reasons`)."""
     nbdir = Path(a.notebooks)
     out_dir = Path(a.out)
     cache = HashCache(out_dir / CACHE_NAME)
@@ -450,6 +458,8 @@ def next_stage(a, args) -> str:
             if not target and read_record(record_path(out_dir, stage)) is None:
                 continue
             why = differences(stage, notebook, out_dir, filtered_args(notebook, args), cache)
+            if not target:
+                why = _input_reasons(why)
             if why:
                 more = f" (+{len(why) - 3} more)" * (len(why) > 3)
                 print(f"=== stage {stage}: runs — {'; '.join(why[:3])}{more}", file=sys.stderr)
