@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 from aiplib.analysis.conditions import condition_label
+from aiplib.analysis.conditions.verdicts import COARSE_BELOW_ITEMS
 from aiplib.analysis.provenance import model_records
-from aiplib.analysis.stats import worst_stimuli
+from aiplib.analysis.stats import MIN_N_FOR_INTERVAL, worst_stimuli
 from aiplib.core.tasks import TASK_FAMILIES
 
 #: The descriptor definitions with their display names, units and formats (the columns
@@ -715,12 +716,13 @@ GLOSSARY = (
      "percentage points: the difference of two percentages (30 % → 45 % is +15 pp)."),
     ("glossary-ci", "95 % interval", r"95 % (?:bootstrap )?intervals?",
      "a percentile bootstrap interval: the items (or backgrounds) are resampled with replacement "
-     "and the middle 95 % of the recomputed values kept; none below 10 items."),
+     f"and the middle 95 % of the recomputed values kept; none below {MIN_N_FOR_INTERVAL} items."),
     ("glossary-verdict", "verdict", r"\bverdicts?\b",
      "*worse* / *better* when the interval excludes 0, the change reaches the minimum change and "
      "the BH-adjusted exact p is below 0.05; *same* otherwise; *n/a* with too few items."),
     ("glossary-coarse", "coarse", r"\bcoarse\b",
-     "a row resting on fewer than 48 items: its interval is wide and its verdict fragile."),
+     f"a row resting on fewer than {COARSE_BELOW_ITEMS} items: its interval is wide and its "
+     "verdict fragile."),
     ("glossary-background-id", "background id", r"\bbackground ids?\b",
      "the name of a background recording (Table 3 gives its category): in the demo `moh_…` is "
      "music on hold, `*_noise` a synthetic noise control, `babble_…` / `hubbub_…` several "

@@ -58,23 +58,10 @@ SUMMARY_COLUMNS = [
     "source",
 ]
 
-#: Overall-row columns copied as they are (the rest are named in :func:`summary_records`).
-_COPIED = (
-    "delta_pp",
-    "ci_low_pp",
-    "ci_high_pp",
-    "ci_usable",
-    "delta_corpus_pp",
-    "corpus_ci_low_pp",
-    "corpus_ci_high_pp",
-    "level",
-    "n_resamples",
-    "seed",
-    "test",
-    "p_value",
-    "verdict",
-    "n_items",
-    "n_pairs",
+#: Overall-row columns copied as they are (the rest are named in :func:`summary_records`): the run
+#: of :data:`SUMMARY_COLUMNS` from ``delta_pp`` to ``n_pairs``.
+_COPIED = tuple(
+    SUMMARY_COLUMNS[SUMMARY_COLUMNS.index("delta_pp") : SUMMARY_COLUMNS.index("n_pairs") + 1]
 )
 
 
