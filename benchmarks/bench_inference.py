@@ -12,8 +12,8 @@ backgrounds at 0 dB. Prints s/clip of each path with one prompt and with
 two prompts per stimulus (baseline + p5, where the fast path reuses encoder outputs), the
 fast/standard throughput ratios and the share of identical transcripts on clean and 0 dB stimuli.
 
-``--floor`` instead measures stage 7's floor (issue 13) on the first ``--limit`` manifest rows per
-family of a workspace (default: the demo's), the stimuli ``run_inference(ws, limit=…)`` decodes:
+``--floor`` instead measures stage 7's floor (issue 13) on the ``--limit`` manifest rows per
+family of a workspace (default: the demo's) that ``run_inference(ws, limit=…)`` decodes:
 the encoder-only throughput (s per stimulus: features precomputed, every stimulus encoded once in
 sub-batches spread over the recogniser's workers, no barrier) and the decoder-only throughput (s
 per decode: encoder outputs precomputed, every prompt of the family). The floor of a run that
@@ -46,7 +46,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aiplib.io.audio import load_audio  # noqa: E402
-from aiplib.inference.plan import DEFAULT_DECODING  # noqa: E402
+from aiplib.inference.plan import DEFAULT_DECODING, stratified_sample  # noqa: E402
 from aiplib.inference.models import load_model  # noqa: E402
 from aiplib.inference.models.ct2_numerics import import_ctranslate2  # noqa: E402
 from aiplib.inference.prompts import prompt_for  # noqa: E402
@@ -62,7 +62,8 @@ def slice_stimuli(ws, limit: int | None):
     ws : aiplib.core.workspace.Workspace
         With ``manifests/<family>.csv`` (stage 5).
     limit : int or None
-        First rows per family manifest (None: every row).
+        Stimuli per family manifest, the stratified sample of
+        :func:`aiplib.inference.plan.stratified_sample` (None: every row).
 
     Returns
     -------
@@ -73,7 +74,7 @@ def slice_stimuli(ws, limit: int | None):
 
     out = []
     for fam, m in _manifests(ws):
-        m = m.head(limit) if limit else m
+        m = stratified_sample(m, limit or None)
         out += [(fam, np.asarray(materialize(r, ws)[0], dtype=np.float32)[: 30 * 16000])
                 for r in m.to_dict("records")]
     return out
@@ -155,7 +156,7 @@ def family_prompts(ws, tasks="all") -> dict:
 
 def floor_for_workspace(ws, limit: int | None = 100, model: str = "whisper_tiny_en",
                         decoding: str | None = None) -> dict:
-    """:func:`measure_floor` on the first ``limit`` rows per family of ``ws``, the model loaded
+    """:func:`measure_floor` on the ``limit`` rows per family of ``ws`` stage 7's ``limit`` decodes, the model loaded
     as stage 7 loads it (``load_model(model, path=decoding)``, default stage 7's decoding), each
     clip encoded on the window that decoding gives it."""
     decoding = decoding or DEFAULT_DECODING

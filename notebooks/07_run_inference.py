@@ -33,7 +33,7 @@ smoke: bool = aiplib.smoke()  # true when AIP_SMOKE is 1: tiny sizes for tests a
 model: str = "whisper_tiny_en"  # registry id, comma list, or "all"
 task: str = "all"  # asr | kws | asr_steer_p5 | kws_steer_p5 | comma list | all
 decoding: str = "fast"  # embedded Whisper: fast (30 s window) | standard (30 s, transcribe) | window (15/20/30 s, opt-in)
-limit: int = 0  # >0: only the first N stimuli per task (0 means all)
+limit: int = 0  # >0: a stratified, seeded sample of N stimuli per task (0 means all)
 batch_size: int = 0  # >0: stimuli per generate() call; 0: the registry's (paper: 1 for the Speech LLMs, as the authors)
 prompt_set: str = ""  # prompt set name, empty for the profile default (paper: the PROMPTS dict of the authors)
 prompts_file: str = ""  # paper: local copy of the inference script of the authors, empty to fetch it by commit
@@ -62,10 +62,13 @@ print("source:", ps_rec["source"])
 pd.DataFrame([{"task": t, "prompt_id": v["prompt_id"], "text": v["text"]} for t, v in ps_rec["tasks"].items()])
 
 # %%
+from aiplib.inference.plan import limit_note
 from aiplib.inference.runner import run_suite
 
 if smoke and not limit:
     limit = 40
+if limit:
+    print(limit_note(limit))
 summary, family_times = run_suite(ws, suite, models=model, tasks=task, decoding=decoding, limit=limit or None,
                                   batch_size=batch_size or None, prompt_set=ps, shard=shard or None)
 for r in family_times.itertuples():

@@ -18,6 +18,7 @@ from conftest import make_tiny_workspace
 from aiplib.core.errors import ModelUnavailableError
 from aiplib.inference.models import get_entry, load_model, load_registry
 from aiplib.inference.models.command_backend import CommandError
+from aiplib.inference.plan import stratified_sample
 from aiplib.inference.prompts import prompt_for
 from aiplib.inference.runner import run_inference
 from aiplib.io.formats import read_manifest, read_results
@@ -82,7 +83,7 @@ def test_command_backend_runs_the_embedded_whisper_model(ws, tmp_path, monkeypat
     assert df["error"].isna().all()
     # same transcripts as the model in-process on the same 16-bit WAVs
     rec = load_model(whisper)
-    rows = read_manifest(ws, "asr").head(3).to_dict("records")
+    rows = stratified_sample(read_manifest(ws, "asr"), 3).to_dict("records")  # what `limit` 3 decoded
     for r in rows:
         buf = io.BytesIO()
         sf.write(buf, materialize(r, ws)[0], 16000, subtype="PCM_16", format="WAV")

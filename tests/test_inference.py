@@ -10,6 +10,7 @@ import aiplib.inference.models
 from aiplib.core.errors import ModelUnavailableError
 from aiplib.core.workspace import Workspace
 from aiplib.inference.models import Recogniser, get_entry
+from aiplib.inference.plan import LIMIT_SEED, stratified_sample
 from aiplib.inference.run_records import MIX_DIAG_FIELDS
 from aiplib.inference.runner import run_inference
 from aiplib.io.audio import SR, write_wav
@@ -199,6 +200,14 @@ def test_mix_diagnostics_deduplicated_and_limit(ws, monkeypatch):
     s = run_inference(ws, tasks="asr,asr_steer_p5", limit=4, progress=False)
     assert list(s["n_stimuli"]) == [4, 4]
     assert len(made[0].seen) == 8
+    # limit 4 decodes the stratified sample: 2 items, each noisy row with its item's clean row
+    # (the first 4 manifest rows would be it0's 3 rows and it1's clean row)
+    sample = stratified_sample(pd.read_csv(ws.manifests / "asr.csv"), 4)
+    decoded = read_results(ws.inference / "whisper_tiny_en" / "asr.jsonl")
+    assert set(decoded["id"]) == set(sample["id"])
+    assert sample["speech_id"].nunique() == 2 and (sample["condition"] == "clean").sum() == 2
+    log = json.loads(ws.run_log("whisper_tiny_en").read_text().splitlines()[-1])
+    assert (log["limit"], log["limit_seed"]) == (4, LIMIT_SEED)
     diag = pd.read_csv(ws.checks / "mix_diagnostics.csv")
     assert list(diag.columns) == MIX_DIAG_FIELDS
     assert len(diag) == 4 and diag["stimulus_id"].is_unique

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from aiplib.analysis.provenance import collect_provenance, model_records, models_not_loaded
+from aiplib.analysis.report_tables import provenance_lines
 from aiplib.core.workspace import workspace
 
 DEMO = Path("/work/d3/demo")
@@ -48,6 +49,12 @@ def test_models_are_those_with_rows_and_failed_loads_are_apart(tmp_path):
     rec = collect_provenance(ws)
     assert list(rec["models"]) == ["whisper_tiny_en"]
     assert list(rec["models_not_loaded"]) == ["qwen2_audio_7b"]
+    # the report's provenance: the model with rows first, the one that failed to load apart, with its reason
+    lines = provenance_lines(rec)
+    loaded = next(k for k, line in enumerate(lines) if line.startswith("whisper_tiny_en: revision"))
+    assert lines[loaded + 1] == ("qwen2_audio_7b: not loaded, no rows (qwen2_audio_7b needs a CUDA GPU "
+                                 "(requires: cuda); none is visible)")
+    assert not any(line.startswith("qwen2_audio_7b: revision") for line in lines)
 
 
 def test_a_scored_model_without_a_run_log_is_labelled_from_the_registry(tmp_path):

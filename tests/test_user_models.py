@@ -4,6 +4,7 @@ import pytest
 
 from aiplib.inference.models import get_entry, load_registry, resolve
 from aiplib.inference.models.registry import user_models_path
+from aiplib.inference.plan import stratified_sample
 
 MINE = "mine:\n  backend: command\n  model_type: external\n  command: \"my-asr --lang en {file}\"\n"
 
@@ -159,7 +160,8 @@ def test_a_trial_of_my_own_recogniser_is_marked_partial(smoke_demo_root, tmp_pat
     lines = []
     for r in cov.itertuples():
         m = man[r.task.split("_")[0]]
-        first, noisy = m.head(5), m[m["condition"] == "noisy"]
+        first = stratified_sample(m, 5)  # the stimuli `limit` 5 decodes
+        noisy = m[m["condition"] == "noisy"]
         first_noisy = first[first["condition"] == "noisy"]
         assert (r.family, r.n_stimuli, r.n_scored, r.complete) == ("background", len(m), 5, False)
         assert (r.n_items_covered, r.n_items) == (first["speech_id"].nunique(), m["speech_id"].nunique())
@@ -179,7 +181,7 @@ def test_a_trial_of_my_own_recogniser_is_marked_partial(smoke_demo_root, tmp_pat
     assert "## Coverage" in md and all(f"- {line}" in md for line in lines)
     assert md.index("## Coverage") < md.index("## How the numbers are made") < md.index("**Figure 7 ·")
     lacking = sorted(set(man["asr"].loc[man["asr"]["condition"] == "noisy", "background_id"])
-                     - set(man["asr"].head(5)["background_id"]))  # the first 5 rows: what `limit` 5 ran
+                     - set(stratified_sample(man["asr"], 5)["background_id"]))  # what `limit` 5 ran
     n_bg = cov.loc[cov["task"] == "asr", "n_backgrounds"].iloc[0]
     mark = f"**Partial run:** mine × asr lacks {len(lacking)} of {n_bg} backgrounds ({lacking[0]}, "
     # every figure and table that needs every background (or item) says what it lacks under its caption

@@ -649,9 +649,12 @@ def _bootstrap_line(analysis: dict) -> str:
 
 def provenance_lines(rec: dict) -> list[str]:
     """Readable lines of a run record (:func:`aiplib.analysis.provenance.collect_provenance`);
-    absent values are said in words ("revision: not pinned")."""
+    absent values are said in words ("revision: not pinned"). The models that produced rows come
+    first, then apart those whose load failed, each with its one-line reason."""
     model_records = rec.get("models") or {}
     models = [_model_line(m, v) for m, v in model_records.items()]
+    failed_loads = rec.get("models_not_loaded") or {}
+    not_loaded = [f"{m}: not loaded, no rows ({reason})" for m, reason in failed_loads.items()]
     man = [_manifest_line(f, m) for f, m in (rec.get("manifests") or {}).items()]
     n = rec.get("normalizer") or {}
     paths = []
@@ -667,6 +670,7 @@ def provenance_lines(rec: dict) -> list[str]:
         _bootstrap_line(rec.get("analysis") or {}),
         *man,
         *models,
+        *not_loaded,
         *paths,
         *prompts,
         debian_packages_line(rec.get("debian_packages") or {}),

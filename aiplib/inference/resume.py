@@ -19,6 +19,7 @@ from aiplib.core import stamps
 from aiplib.inference import keys
 from aiplib.inference.keys import STIM_KEY_FIELD, stimulus_base
 from aiplib.inference.models import decoding_key
+from aiplib.inference.plan import stratified_sample
 from aiplib.inference.prompts import NO_PROMPT_ID
 from aiplib.inference.shards import (
     one_answer_per_stimulus,
@@ -294,10 +295,8 @@ def plan_family(ws, entry, family: str, tasks: list[str], plan, config) -> dict:
     hashes: dict = {}
     bases = {r["id"]: stimulus_base(r, ws, hashes) for r in records}
     prompts = {t: _task_prompt(plan, entry, t) for t in tasks}
-    if config.limit is not None:
-        head = select_shard(manifest.head(int(config.limit)), shard)
-    else:
-        head = select_shard(manifest, shard)
+    # a limit decodes a stratified, seeded sample (plan.stratified_sample), not the first rows
+    head = select_shard(stratified_sample(manifest, config.limit), shard)
     task_work = _TaskWork(
         manifest=manifest,
         head=head,

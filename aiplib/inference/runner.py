@@ -32,6 +32,7 @@ from aiplib.inference.models.registry import DEFAULT_MODEL, ModelEntry
 from aiplib.inference.plan import (
     DEFAULT_DECODING,
     DEFAULT_TASKS,
+    LIMIT_SEED,
     DecodingConfig,
     RunOptions,
     RunPlan,
@@ -516,6 +517,8 @@ def _run_fields(
         "batch_size": setup.batch_size,
         "attn_implementation": setup.attn_implementation,
         "limit": config.limit,
+        # the seed of the limit's stratified sample (None without a limit)
+        "limit_seed": LIMIT_SEED if config.limit else None,
         "n_done": sum(s.get("n_run", 0) for s in task_stats.values()) - n_errors,
         "n_errors": n_errors,
         "tasks": task_stats,
