@@ -27,9 +27,10 @@ FULL_WINDOW_S = (30,)
 #: (the log-mel features of the next clips computed in a helper thread meanwhile) and the whole
 #: batch in one decoder call; ``sub_batches``, one worker per core with one thread each, the batch
 #: split into a sub-batch per worker, each encoded in one call then decoded. Both give the same
-#: transcripts (tests/test_whisper.py). ``per_clip`` is opt-in: measured on 2 shared, loaded
-#: cores its intra-op threads wait on each other and the loop ran slower than ``sub_batches``
-#: (``benchmarks/bench_inference.py --arrangements``, docs/BENCHMARKS.md).
+#: transcripts (tests/test_whisper.py). ``per_clip`` is opt-in: on 2 idle cores its loop took
+#: 1.09-1.13x the time of ``sub_batches`` (192 identical transcripts per pair), and on loaded cores
+#: its intra-op threads wait on each other (``benchmarks/bench_inference.py --arrangements``,
+#: docs/BENCHMARKS.md).
 ARRANGEMENTS = ("per_clip", "sub_batches")
 #: The fast path's arrangement on CPU unless told (:data:`ARRANGEMENTS`).
 DEFAULT_ARRANGEMENT = "sub_batches"
