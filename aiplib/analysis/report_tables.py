@@ -650,17 +650,10 @@ def _bootstrap_line(analysis: dict) -> str:
 def provenance_lines(rec: dict) -> list[str]:
     """Readable lines of a run record (:func:`aiplib.analysis.provenance.collect_provenance`);
     absent values are said in words ("revision: not pinned"). The models that produced rows come
-    first, then apart those whose load failed, each with its one-line reason."""
-    model_records = rec.get("models") or {}
-    models = [_model_line(m, v) for m, v in model_records.items()]
-    failed_loads = rec.get("models_not_loaded") or {}
-    not_loaded = [f"{m}: not loaded, no rows ({reason})" for m, reason in failed_loads.items()]
+    first, then apart those whose load failed, each with its one-line reason
+    (:func:`_model_lines`)."""
     man = [_manifest_line(f, m) for f, m in (rec.get("manifests") or {}).items()]
     n = rec.get("normalizer") or {}
-    paths = []
-    for m, v in model_records.items():
-        for path in v.get("numerics") or []:
-            paths.append(f"{m} numeric path: {numeric_path_text(path)}")
     prompts = [_prompt_line(t, p) for t, p in (rec.get("tasks") or {}).items()]
     rules = [_answer_rule_line(t, r) for t, r in (rec.get("answer_rules") or {}).items()]
     return [
@@ -669,12 +662,24 @@ def provenance_lines(rec: dict) -> list[str]:
         *rules,
         _bootstrap_line(rec.get("analysis") or {}),
         *man,
-        *models,
-        *not_loaded,
-        *paths,
+        *_model_lines(rec),
         *prompts,
         debian_packages_line(rec.get("debian_packages") or {}),
     ]
+
+
+def _model_lines(rec: dict) -> list[str]:
+    """The run record's model lines: one per model that produced rows (:func:`_model_line`), one per
+    model whose load failed (``models_not_loaded``: "<id>: not loaded, no rows (<reason>)"), then
+    the numeric path of each run that decoded rows."""
+    model_records = rec.get("models") or {}
+    lines = [_model_line(m, v) for m, v in model_records.items()]
+    for model, reason in (rec.get("models_not_loaded") or {}).items():
+        lines.append(f"{model}: not loaded, no rows ({reason})")
+    for model, record in model_records.items():
+        for path in record.get("numerics") or []:
+            lines.append(f"{model} numeric path: {numeric_path_text(path)}")
+    return lines
 
 
 def window_warnings(models: dict) -> list[str]:
