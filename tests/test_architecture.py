@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import grimp
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "aiplib"
@@ -75,6 +76,7 @@ def test_a_cycle_would_be_found():
     assert _sccs({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+@pytest.mark.slow
 def test_no_aiplib_import_inside_a_function():
     found = []
     for f in sorted(PKG.rglob("*.py")):
@@ -111,6 +113,7 @@ def test_no_function_takes_more_than_eight_parameters():
     assert many == []
 
 
+@pytest.mark.slow
 def test_only_the_explorer_ui_imports_matplotlib():
     importers = set()
     for f in sorted(PKG.rglob("*.py")):

@@ -76,6 +76,7 @@ def _problems(report, name):
     return {p.kind: p for p in report.problems if p.file.rsplit("/", 1)[-1] == name}
 
 
+@pytest.mark.slow
 def test_15hz_rumble_background_is_high_passed_steeply_and_heard_at_its_label(tmp_path):
     params = make_inputs(tmp_path / "in")
     write(tmp_path / "in" / "bg" / "rumble.wav", _rumble(3.0, 15.0), subtype="FLOAT")
@@ -144,6 +145,7 @@ def test_a_clipped_utterance_gets_a_note(tmp_path):
     assert "clipped" in next(r["note"] for r in report.speech if r["file"].endswith("a.wav"))
 
 
+@pytest.mark.slow
 def test_keyword_clip_with_2_s_of_leading_silence_is_mixed_at_its_label_over_the_word(tmp_path):
     params = make_inputs(tmp_path / "in")
     word = voice_like(1.0, seed=4)

@@ -159,6 +159,7 @@ def test_start_s_skips_start_of_first_source(tmp_path):
     assert abs(_peak_hz(y) - 1200) < 1.0 and info["source_duration_s"] == pytest.approx(2.0)
 
 
+@pytest.mark.slow
 def test_curation_is_deterministic(tmp_path):
     src = tmp_path / "s.flac"
     sf.write(src, _tone(700, 2.5, 22050), 22050)
@@ -175,6 +176,7 @@ def test_curation_is_deterministic(tmp_path):
     assert (ws3.bg / "white.wav").read_bytes() != (ws1.bg / "white.wav").read_bytes()
 
 
+@pytest.mark.slow
 def test_existing_outputs_kept_missing_made(ws, tmp_path):
     src = tmp_path / "s.wav"
     sf.write(src, _tone(800, 2.0, SR), SR)

@@ -69,6 +69,7 @@ def test_mulaw_and_alaw_round_trip_snr_is_the_textbook_35_to_40_db():
         assert 35.0 <= snr_db(x, y) <= 40.0, (name, snr_db(x, y))  # measured 37.4 / 37.8 dB
 
 
+@pytest.mark.slow
 @needs_ffmpeg
 def test_every_available_codec_output_is_aligned_and_as_long_as_the_input():
     x = speech_like(SR * 2 + 123)
@@ -179,6 +180,7 @@ def schroeder_t20(h, sr):
     return -60.0 / slope
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rt60", [0.3, 0.6, 0.9, 1.2])
 def test_reverb_room_measured_rt60_is_within_20_percent_of_its_target(rt60):
     x = noise(SR, seed=1)
@@ -220,6 +222,7 @@ def test_cut_head_and_tail_remove_300_ms():
 
 # ---- registry, determinism --------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_every_condition_is_bit_identical_twice_and_its_info_is_json():
     x = speech_like(SR + 11)
     for name in channel.describe().query("available")["condition"]:

@@ -94,6 +94,7 @@ def test_command_backend_runs_the_embedded_whisper_model(ws, tmp_path, monkeypat
     rec.close()
 
 
+@pytest.mark.slow
 def test_command_errors_hold_only_status_or_timeout(ws, tmp_path, monkeypatch):
     fail = _script(tmp_path, "fail.py", FAIL_SCRIPT) + f" --api-key {CMD_SECRET} {{file}}"
     slow = _script(tmp_path, "slow.py", SLOW_SCRIPT) + " {file}"
@@ -278,6 +279,7 @@ def _bench():
     return mod
 
 
+@pytest.mark.slow
 def test_loopback_concurrency_benchmark_untimed_parts():
     """The loopback benchmark at a small size (16 rows, 50 ms): the server sees 8 requests in
     flight at concurrency 8 and 1 at concurrency 1; rows identical, in input order, and equal
@@ -411,6 +413,7 @@ class _FlakyFake(BaseHTTPRequestHandler):
         return _Fake._send(self, 200, {"choices": [{"message": {"role": "assistant", "content": "yes"}}]})
 
 
+@pytest.mark.slow
 def test_one_request_in_n_refused_during_stages_6_to_8(tmp_path, monkeypatch):
     """Stage 6's WER-constancy check, stage 7 and stage 8 against an endpoint failing one request in
     four (HTTP 400): no stage raises; the failures are counted and named; the report's table gives

@@ -65,6 +65,7 @@ def built(tmp_path_factory):
     return ws, inv, banks
 
 
+@pytest.mark.slow
 def test_stage_1_records_the_debian_packages_of_the_inputs(built):
     """raw/debian_packages.csv: every inventory package, the engines and their same-source
     libraries, each with dpkg-query's version and the archive's .deb SHA-256 (apt-cache show)."""
@@ -89,6 +90,7 @@ def test_stage_1_records_the_debian_packages_of_the_inputs(built):
         assert f"SHA256: {espeak['deb_sha256']}" in shown
 
 
+@pytest.mark.slow
 def test_inventory(built):
     ws, inv, _ = built
     assert list(inv.columns) == ["file", "package", "licence", "attribution", "bytes"]
@@ -152,6 +154,7 @@ def test_kws_items(built):
     assert (kws.duration_s >= 1.0).all()
 
 
+@pytest.mark.slow
 def test_same_seed_same_files_other_seed_differs(built, tmp_path):
     ws, _, _ = built
     ws2 = workspace("demo", data_root=tmp_path / "b")

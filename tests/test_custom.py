@@ -110,6 +110,7 @@ def test_all_four_problems_reported_in_one_run(tmp_path):
     assert sorted(r["item_id"] for r in report.speech) == ["a", "sub-b"]
 
 
+@pytest.mark.slow
 def test_cli_exits_1_lists_all_and_writes_nothing(tmp_path):
     params = broken_speech(tmp_path / "in")
     data_root = tmp_path / "data"
@@ -135,6 +136,7 @@ def test_gather_raw_raises_with_every_problem_before_creating_the_workspace(tmp_
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.slow
 def test_cli_exits_0_on_valid_inputs(tmp_path):
     proc = cli(make_inputs(tmp_path / "in"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -472,6 +474,7 @@ def _as_nobody() -> list[str] | None:
     return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
 
 
+@pytest.mark.slow
 def test_chmod_000_subfolder_fails_the_cli_for_a_normal_user(tmp_path):
     prefix = _as_nobody()
     if prefix is None:

@@ -169,11 +169,13 @@ def test_wrong_rate():
 # ------------------------------------------------------------------------------- VAD
 
 
+@pytest.mark.slow
 def test_vad_white_noise_and_sine():
     assert vad.vad_speech_fraction(_white(dur=5.0)) < 0.1
     assert vad.vad_speech_fraction(_sine(dur=5.0)) < 0.1
 
 
+@pytest.mark.slow
 def test_vad_threads_restored():
     """silero_vad sets torch's thread count to 1 on import; aiplib must put the user's back."""
     import subprocess

@@ -303,6 +303,7 @@ def test_unknown_condition_family_is_refused(fam_ws):
 
 
 # ------------------------------------------------------------------------------ stage 7 smoke
+@pytest.mark.slow
 def test_stage7_runs_each_family_in_its_own_folder_and_leaves_background_alone(fam_ws, fake_model):
     s = run_inference(fam_ws, tasks="asr,kws", progress=False)
     assert s["n_run"].tolist() == [2 * (1 + 2 * 2)] * 2

@@ -339,6 +339,7 @@ def _draw_figure_cell(ws, table):
     return ns["fig"]
 
 
+@pytest.mark.slow
 def test_competing_figure(comp_table, tmp_path):
     fig = _draw_figure_cell(workspace("demo", data_root=tmp_path), comp_table)
     axes = fig.get_axes()
@@ -396,6 +397,7 @@ def test_conditions_listing(fam_ws):
     assert "same voice" not in own.loc["talker_es", "parameters"] and "Asterisk" not in own.loc["talker_es", "source"]
 
 
+@pytest.mark.slow
 def test_notebook_09_writers(fam_ws):
     ws = fam_ws.ws
     comp = fr.read_family_scores(fam_ws, "competing_speech")

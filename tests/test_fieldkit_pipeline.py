@@ -94,6 +94,7 @@ def _tables(fieldkit: Path, out: Path, *, speech=None, kws=None, link: bool) -> 
                 kws_labels=str(out / "kws_labels.tsv"), backgrounds_dir=str(dirs["bg"]))
 
 
+@pytest.mark.slow
 def test_fieldkit_folders_validate(fieldkit, tmp_path):
     """All 13 utterances, 38 clips and 9 backgrounds of the field kit pass validation as they are."""
     params = _tables(fieldkit, tmp_path / "in", link=False)

@@ -103,6 +103,7 @@ def fake_ws(tmp_path_factory):
     return ws
 
 
+@pytest.mark.slow
 def test_write_tables_writes_every_table(fake_ws):
     written = write_tables(fake_ws, n_resamples=200, seed=0)
     expected = {f"{n}.csv" for n in paper.TABLE_NAMES}   # the figures are drawn in notebook 09
@@ -183,6 +184,7 @@ def _notebook_09_text(nb_path) -> str:
     return "\n".join(parts)
 
 
+@pytest.mark.slow
 def test_notebook_09_skips_steering_and_accent_views_with_a_note(tmp_path):
     """Notebook 09 on a run without steering tasks and without accent groups: Table 5, Figure 6,
     Table 4 and Figure 5 are not made, and the notebook says so where they would be."""
@@ -432,6 +434,7 @@ def test_figure5_bars_give_n_and_an_interval_only_from_the_threshold(fake_ws):
     assert (b["ci_low_pp"].notna() == b["ci_high_pp"].notna()).all()
 
 
+@pytest.mark.slow
 def test_findings_numbers_equal_the_tables_they_cite(fake_ws):
     from aiplib.analysis import conditions as cond
 
@@ -494,6 +497,7 @@ def _pp(v, lo, hi, nd=1, unit=" pp"):
     return text
 
 
+@pytest.mark.slow
 def test_findings_sentences_cite_the_numbers_of_the_csv_they_name(fake_ws):
     """Each Findings sentence, built by aiplib from the tables, holds the numbers of the CSV its
     link names, read back here from results/tables/ (not from the findings table)."""

@@ -243,6 +243,7 @@ def _cli(*args) -> subprocess.CompletedProcess:
                           env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
+@pytest.mark.slow
 def test_command_line_exit_statuses(finished):
     """1 on a divergence, 2 when stage 7's files are missing (a subprocess, as make runs it)."""
     ws, path = finished

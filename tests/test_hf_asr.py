@@ -62,6 +62,7 @@ def test_registry_hf_asr_entry_takes_no_prompt_and_refuses_a_prompt_style(tmp_pa
         load_registry(tm.registry_yaml(tmp_path / "r.yaml", {"m": tm.hf_asr_entry("org/m", model_type="whisper")}))
 
 
+@pytest.mark.slow
 def test_cuda_entry_without_a_gpu_is_one_line(ckpts, tmp_path):
     import torch
 
@@ -106,6 +107,7 @@ def test_wrong_checkpoints_are_one_line_naming_the_entry(ckpts, tmp_path):
 @pytest.mark.parametrize("name, kind, batching", [("ctc", "ctc", "padded with attention mask"),
                                                   ("ctc_nomask", "ctc", "equal-length clips only"),
                                                   ("whisper", "seq2seq", "fixed window")])
+@pytest.mark.slow
 def test_batch_4_gives_batch_1s_transcripts(name, kind, batching, reg):
     rec = load_model(load_registry(reg)[f"tiny_{name}"])
     try:
@@ -130,6 +132,7 @@ def test_batch_4_gives_batch_1s_transcripts(name, kind, batching, reg):
         rec.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ctc", "whisper"])
 def test_audio_is_cut_at_30_s_and_prompts_are_ignored(name, reg):
     rec = load_model(load_registry(reg)[f"tiny_{name}"])
@@ -168,6 +171,7 @@ def test_hub_checkpoint_records_the_commit_loaded(ckpts, tmp_path, monkeypatch):
         load_model(regs["absent"])
 
 
+@pytest.mark.slow
 def test_stage7_sends_no_prompt_and_marks_steering_not_applicable(reg, tmp_path, monkeypatch):
     tm.use_registry(monkeypatch, reg)
     ws = make_tiny_workspace(tmp_path / "data", n_asr=2, n_kws=2, n_bg=1)

@@ -39,6 +39,7 @@ def _apt_cache_sha256(pkg: str, version: str) -> str:
 
 
 # ------------------------------------------------------------------------- Debian packages
+@pytest.mark.slow
 @needs_dpkg
 def test_package_record_is_dpkg_version_and_apt_cache_sha256():
     if not _dpkg_version("espeak-ng"):

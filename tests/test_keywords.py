@@ -136,6 +136,7 @@ def _labelled_up(tmp_path) -> dict:
     return params
 
 
+@pytest.mark.slow
 def test_keywords_are_normalised_like_answers_and_an_empty_entry_is_named(tmp_path):
     from test_custom import cli_args
 

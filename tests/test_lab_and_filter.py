@@ -88,6 +88,7 @@ def test_jupytext_contents_manager_opens_and_saves_unchanged(tmp_path):
         assert (ipynb.read_bytes(), py.read_bytes()) == before, f"saving {nb.name} unchanged rewrote it"
 
 
+@pytest.mark.slow
 def test_jupytext_server_extension_is_enabled_in_the_environment():
     out = subprocess.run([sys.executable, "-m", "jupyter", "server", "extension", "list"],
                          capture_output=True, text=True, check=True, timeout=120)
@@ -106,6 +107,7 @@ def test_make_lab_serves_the_project_root_at_notebooks():
 
 
 # ---------------------------------------------------------------------------- output filter
+@pytest.mark.slow
 def test_committed_notebooks_are_fixed_points_of_the_filter():
     """Configuring the filter in a clone shows no notebook as modified."""
     for nb in NOTEBOOKS:
@@ -135,6 +137,7 @@ def _session_writes_outputs(root: Path, rel: str, edit: str | None = None) -> No
     cm.save({"type": "notebook", "format": "json", "content": nb}, rel)
 
 
+@pytest.mark.slow
 @needs_make
 def test_git_stores_no_outputs_once_make_setup_configured_the_filter(tmp_path):
     stem = "04_extract_descriptors"
@@ -198,6 +201,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 @needs_make
 def test_make_lab_runs_as_root_headless_with_lab_args(tmp_path):
     """`make lab LAB_ARGS=…` as the user the suite runs as (root in a container: --allow-root is

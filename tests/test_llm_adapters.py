@@ -67,6 +67,7 @@ def demo_ws(tmp_path_factory):
     return ws
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", tm.MODEL_FAMILIES)
 def test_stage7_on_tiny_fixture(family, fixtures, reg_path, demo_ws, monkeypatch):
     tm.use_registry(monkeypatch, reg_path)

@@ -122,6 +122,7 @@ def _wait_for(path: Path, timeout: float = 120.0) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 @needs_venv
 def test_two_stage_runs_on_one_folder_second_stops_with_one_line(tmp_path):
     ws = tmp_path / "data" / "demo"
@@ -158,6 +159,7 @@ def test_two_stage_runs_on_one_folder_second_stops_with_one_line(tmp_path):
     assert (out / "05_slow.ipynb").is_file() and not (out / "05_slow.running.ipynb").exists()
 
 
+@pytest.mark.slow
 @needs_venv
 def test_stage7_shards_run_at_once_under_the_folder_lock(tmp_path):
     ws = tmp_path / "data" / "demo"
@@ -207,6 +209,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the run's processes in /proc")
 def test_sigterm_stops_the_whole_run_and_keeps_the_record_until_its_last_process_ends(tmp_path):
     """The holder sends the signal to the command's process group, and waits for every process carrying the
@@ -240,6 +243,7 @@ def test_sigterm_stops_the_whole_run_and_keeps_the_record_until_its_last_process
     os.close(fd)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the run's processes in /proc")
 def test_what_ignores_the_stop_signal_is_killed_after_the_grace_period(tmp_path):
     pids = tmp_path / "pids"

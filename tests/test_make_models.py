@@ -8,6 +8,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from aiplib.core.tasks import CONDITION_FAMILIES
@@ -24,6 +25,7 @@ def _closed_port() -> int:
         return s.getsockname()[1]          # closed again: nothing answers there
 
 
+@pytest.mark.slow
 def test_make_models_lists_registry_and_models_file_with_readiness(tmp_path):
     audit = tmp_path / "audit"
     (audit / "ckpt").mkdir(parents=True)

@@ -50,6 +50,7 @@ def test_dry_run_quotes_every_path():
     assert f'rm -rf -- "{data_root}/demo"' in out
 
 
+@pytest.mark.slow
 def test_suite_reaches_the_notebooks_only_when_set():
     """SUITE=… becomes `-r suite "…"` (stages 05 and 07 declare it); without SUITE nothing is passed,
     so `make all` runs the background battery alone, as before the condition families."""
@@ -61,6 +62,7 @@ def test_suite_reaches_the_notebooks_only_when_set():
     assert "-r suite" not in out and '"/tmp/aip-suite/demo/executed" -p profile demo' in out
 
 
+@pytest.mark.slow
 @needs_make
 def test_stage_runs_with_spaces_in_data_root_and_inputs(tmp_path):
     base = tmp_path / "a b"
@@ -96,6 +98,7 @@ def _killing_notebook(path: Path) -> None:
     nbformat.write(nb, str(path))
 
 
+@pytest.mark.slow
 @needs_make
 def test_killed_kernel_ends_with_one_line_in_a_clone_with_a_space(tmp_path):
     clone = tmp_path / "my clone"
@@ -142,6 +145,7 @@ def _run_tiny_stage(tmp_path, stage: str, cells: list[str], nbdir: str = "nbs", 
                           cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
 
 
+@pytest.mark.slow
 @needs_make
 def test_cell_error_still_names_the_cell_and_its_message(tmp_path):
     proc = _run_tiny_stage(tmp_path, "98_raise", ["x = 1", "raise ValueError('bad input x')"],
@@ -159,6 +163,7 @@ def test_cell_error_still_names_the_cell_and_its_message(tmp_path):
         "fixed re-running `make 98` with the same variables resumes where it stopped")
 
 
+@pytest.mark.slow
 @needs_make
 def test_full_disk_ends_with_no_space_left_on_device(tmp_path):
     """A write that fails with ENOSPC inside a cell, with the stage's log on a full device too
@@ -179,6 +184,7 @@ def test_full_disk_ends_with_no_space_left_on_device(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 @needs_make
 def test_permission_denied_is_named_in_the_last_line(tmp_path):
     proc = _run_tiny_stage(tmp_path, "95_perm", [
@@ -250,6 +256,7 @@ def test_run_stage_keeps_two_benign_kernel_lines_in_the_log_only(tmp_path):
     assert log[0] == tcp and kbi in log and other in log
 
 
+@pytest.mark.slow
 @needs_make
 def test_real_stage_hides_the_tcp_warning_from_the_screen_only(tmp_path):
     """A real papermill run (ipykernel >= 7.3 logs the warning at kernel start): not on screen, in the log."""
@@ -290,6 +297,7 @@ def test_relative_paths_are_taken_from_where_make_runs():
     assert 'texts "/abs/texts.csv"' in out and 'kws_dir "~/kws"' in out
 
 
+@pytest.mark.slow
 def test_make_all_and_merge_hold_the_data_folder_lock():
     """`make all` runs its stages inside one exclusive lock of DATA_ROOT/PROFILE (each stage, run by
     scripts/run_stage.sh, takes it too, or runs at once inside make all); `make merge` as well."""
@@ -321,6 +329,7 @@ def test_make_test_prints_the_reason_of_every_skip():
     assert len(calls) == 2 and all(" -rs " in c for c in calls), calls
 
 
+@pytest.mark.slow
 def test_a_missing_fieldkit_fails_under_ci(tmp_path):
     """With CI set, a test that needs ../shared/fieldkit fails instead of skipping (the ``fieldkit``
     fixture and a ``skipif`` naming the field kit alike); without CI both skip, with their reason."""
@@ -377,6 +386,7 @@ def test_help_lists_every_target_one_line_each():
     assert any(ln.startswith("Variables: PROFILE=") for ln in lines)
 
 
+@pytest.mark.slow
 def test_all_ends_with_the_report_path_and_report_takes_the_newer_notebook():
     common = ["make", "-n", "--no-print-directory", "-o", ".venv/.installed", "DATA_ROOT=/tmp/aip end"]
     out = subprocess.run([*common, "all"], cwd=REPO, capture_output=True, text=True, env=_env(),
@@ -387,6 +397,7 @@ def test_all_ends_with_the_report_path_and_report_takes_the_newer_notebook():
             in out.replace("\\\n", "").replace("\t", "").replace("  ", " "))
 
 
+@pytest.mark.slow
 @needs_make
 def test_make_all_with_a_mistyped_model_fails_before_stage_1(tmp_path):
     """`make all MODEL=typo` stops in seconds, before stage 1, with stage 7's message naming the

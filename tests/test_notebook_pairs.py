@@ -41,6 +41,7 @@ def _sync(path: Path) -> None:
     subprocess.run([sys.executable, "-m", "jupytext", "--sync", "--quiet", str(path)], check=True)
 
 
+@pytest.mark.slow
 def test_edit_in_py_reaches_ipynb_and_back(tmp_path):
     shutil.copy(ROOT / "jupytext.toml", tmp_path)
     src = ROOT / "notebooks" / "04_extract_descriptors"

@@ -53,6 +53,7 @@ def _numerics_in_child(**env) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pinned_path_only
 def test_pin_overrides_ct2_use_mkl():
     """A process started with CT2_USE_MKL=1 still runs oneDNN with AVX2 once aiplib pins it."""
@@ -64,6 +65,7 @@ def test_pin_overrides_ct2_use_mkl():
     assert record["ctranslate2"]["gemm_s8_backend"].startswith("DNNL")
 
 
+@pytest.mark.slow
 @pinned_path_only
 def test_opt_out_keeps_ctranslate2s_choice():
     """AIP_CT2_NATIVE=1 keeps what the environment says (here MKL forced on) and records it."""

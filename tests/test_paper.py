@@ -299,6 +299,7 @@ def test_item_banks_follow_the_authors_rules(paper_ws, banks):
     assert {(sf.info(str(p)).samplerate, sf.info(str(p)).subtype) for p in saved} == {(48000, "PCM_16")}
 
 
+@pytest.mark.slow
 def test_item_banks_are_reused_and_reproducible(paper_ws, banks):
     again = paper.build_item_banks(paper_ws, cv_dataset=[])  # read back, not rebuilt
     assert list(again["asr"].item_id) == list(banks["asr"].item_id)
@@ -453,6 +454,7 @@ def test_battery_curation_with_the_demo_code(paper_ws):
 # ------------------------------------------------------------------------------------------------
 # dry run: stages 1–5 of PROFILE=paper on the loopback mirror (the notebooks' calls, in order)
 # ------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_paper_profile_dry_run_stages_1_to_5(tmp_path, server, registry, monkeypatch):
     """``make 01 02 03 04 05 PROFILE=paper MIRROR=<loopback>`` as function calls: the same
     ``aiplib.sources.pipeline`` / stage functions notebooks 01–05 call, with their parameters (smoke sizes:

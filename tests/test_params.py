@@ -143,6 +143,7 @@ def test_injected_smoke_reaches_the_derived_defaults_of_06(tmp_path, monkeypatch
     assert {k: ns[k] for k in expected} == expected
 
 
+@pytest.mark.slow
 def test_injected_smoke_reaches_the_bootstrap_size_of_09(tmp_path, monkeypatch):
     assert _run_first_cells(_prepared(tmp_path, "09_make_figures"), monkeypatch)["n_resamples"] == 2000
     assert _run_first_cells(_prepared(tmp_path, "09_make_figures", "-p", "smoke", "1"),

@@ -181,6 +181,7 @@ def _fake_executed(results, fig_names):
     return p
 
 
+@pytest.mark.slow
 def test_render_report_self_contained_with_toc_and_links(run_a, tmp_path):
     import base64
 
@@ -396,6 +397,7 @@ def test_notebook_09_is_the_report(run_a, run_worse, tmp_path):
 
 
 # ------------------------------------------------------------------------- condition tables
+@pytest.mark.slow
 def test_condition_table_file_has_intervals(run_a):
     ws, out = run_a
     t = pd.read_csv(out["conditions"]["asr"])
@@ -411,6 +413,7 @@ def test_condition_table_file_has_intervals(run_a):
     assert len(n_cond) == 5 * 2
 
 
+@pytest.mark.slow
 def test_provenance_and_sidecars(run_a):
     ws, out = run_a
     from aiplib.inference.prompts import PROMPTS, TASKS
@@ -458,6 +461,7 @@ def test_write_sidecar_merges_and_rejects(tmp_path):
 
 
 # -------------------------------------------------------------------------------- comparison
+@pytest.mark.slow
 def test_compare_same_run_is_all_same(run_a):
     ws, _ = run_a
     c = comparison.compare_runs(ws, ws, n_resamples=100)
@@ -467,6 +471,7 @@ def test_compare_same_run_is_all_same(run_a):
     assert set(c["task"]) == {"asr", "kws", "asr_steer_p5", "kws_steer_p5"}
 
 
+@pytest.mark.slow
 def test_compare_detects_worse_run_and_reads_results_copy(run_a, run_worse, tmp_path):
     ws, _ = run_a
     prev = tmp_path / "last-green"
@@ -483,6 +488,7 @@ def test_compare_detects_worse_run_and_reads_results_copy(run_a, run_worse, tmp_
     assert all(f["kind"] == "regression" for f in fails)
 
 
+@pytest.mark.slow
 def test_compare_refuses_different_manifest(run_a, tmp_path):
     ws, _ = run_a
     other = _scored(tmp_path, n_asr=5)                  # other items → other manifest hash
@@ -492,6 +498,7 @@ def test_compare_refuses_different_manifest(run_a, tmp_path):
         comparison.compare_runs(other, ws)
 
 
+@pytest.mark.slow
 def test_compare_refuses_different_normaliser(run_a, tmp_path):
     ws, _ = run_a
     prev = tmp_path / "results"
@@ -527,6 +534,7 @@ def test_criterion_without_a_bound_asks_for_min_or_max():
     assert criteria.load_criteria([{"measure": "wer", "min": 0}])["criteria"][0]["min"] == 0
 
 
+@pytest.mark.slow
 def test_check_criteria_thresholds(run_a):
     ws, _ = run_a
     ok = [{"task": "asr", "measure": "wer", "max": 5.0},
@@ -556,6 +564,7 @@ def _write(path, obj):
     return str(path)
 
 
+@pytest.mark.slow
 def test_cli_exit_codes(run_a, run_worse, tmp_path):
     ws, _ = run_a
     root = str(ws.root.parent)
@@ -579,6 +588,7 @@ def test_cli_exit_codes(run_a, run_worse, tmp_path):
     assert report.main(args + ["--criteria", nw]) == 0
 
 
+@pytest.mark.slow
 def test_module_entry_point_exits_3(run_a, tmp_path):
     ws, _ = run_a
     bad = _write(tmp_path / "criteria.json", [{"task": "kws", "measure": "acc_pp", "min": 101}])
@@ -590,6 +600,7 @@ def test_module_entry_point_exits_3(run_a, tmp_path):
 
 
 # --------------------------------------------------------------------------------- Table 2
+@pytest.mark.slow
 def test_table2_constant_descriptor_and_bh(tmp_path):
     ws = _scored(tmp_path, n_bg=8, models=("m_a",))
     d = pd.read_csv(ws.descriptors / "acoustic_descriptors.csv")
@@ -660,6 +671,7 @@ def test_window_warning_names_each_model_decoded_on_the_window():
 
 
 # ------------------------------------------------------------- the report as a paper's Results
+@pytest.mark.slow
 def test_summary_json_and_csv_equal_table_r1_and_the_condition_tables(run_a):
     """``results/summary.json`` and ``.csv`` (written by notebook 09): one record per model × task,
     each number the one of its condition table's ``clean`` / ``overall`` rows and of stage 8's
@@ -720,6 +732,7 @@ def _min_text_px(png, shown_px=800):
         return float(im.info[MIN_FONT_KEY]) * im.info["dpi"][0] / 72 * shown_px / im.size[0]
 
 
+@pytest.mark.slow
 def test_figures_text_is_at_least_9_px_at_800_px(run_a):
     """Every figure notebook 09 drew: its smallest text, from the PNG's dpi, width and recorded
     font size, is at least 9 px when the figure is shown 800 px wide."""
@@ -753,6 +766,7 @@ def test_save_figure_records_the_smallest_font_of_the_figure(tmp_path):
         assert _min_text_px(png) == pytest.approx(want_px, rel=1e-3)
 
 
+@pytest.mark.slow
 def test_report_title_findings_tables_glossary_and_table3_units(run_a, tmp_path):
     """The rendered report of two models: its first heading and browser tab name the profile, both
     models and the date; the Overall and SNR findings are compact tables with the absolute levels

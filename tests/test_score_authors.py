@@ -256,6 +256,7 @@ def authors_make_score(tmp_path_factory):
     return done, ws
 
 
+@pytest.mark.slow
 def test_make_score_on_the_authors_files_runs_notebook_09_to_the_end(authors_make_score):
     done, ws = authors_make_score
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
@@ -270,6 +271,7 @@ def test_make_score_on_the_authors_files_runs_notebook_09_to_the_end(authors_mak
     assert 'answers of asr: clean-up none (0 changed); null answer text_none (1 read as "None")' in report
 
 
+@pytest.mark.slow
 def test_make_score_keeps_every_scored_row_of_the_partial_model(authors_make_score):
     """qwen25_omni_3b has one unretried __ERROR__ row (babble, 0 dB): every paper table keeps its other
     rows. Pooled babble ASR ΔWER = the flat mean over every model's scored noisy babble rows."""
@@ -306,6 +308,7 @@ def test_make_score_keeps_every_scored_row_of_the_partial_model(authors_make_sco
     assert set(t4["model"]) == {"qwen2_audio_7b", "qwen25_omni_3b"}
 
 
+@pytest.mark.slow
 def test_make_score_writes_table3_ascending_and_the_authors_table4(authors_make_score):
     import authors_paper_run as run
 

@@ -180,6 +180,7 @@ def _rows(inference_dir):
     return out
 
 
+@pytest.mark.slow
 def test_two_shard_processes_merged_equal_an_unsharded_run_and_a_killed_shard_resumes(tmp_path):
     from conftest import make_tiny_workspace
 

@@ -240,6 +240,7 @@ def run_stages(ws, params, *, snrs=(10, 0)):
     return summary.set_index("task"), scores
 
 
+@pytest.mark.slow
 def test_custom_profile_rerun_after_adding_correcting_and_replacing(tmp_path, fake_model):
     params = make_inputs(tmp_path / "in")
     ws = workspace("custom", data_root=tmp_path / "data", create=False)

@@ -428,6 +428,7 @@ def test_descriptor_labels_and_sources():
 
 
 # ---------------------------------------------------------------------------------------- widget
+@pytest.mark.slow
 def test_explorer_before_inference_plays_mixtures_and_says_so(ws0):
     ui = xu.explorer(ws0)
     ex = ui.explorer
@@ -448,6 +449,7 @@ def test_explorer_before_inference_plays_mixtures_and_says_so(ws0):
     assert "a01_bg07_snr0" in repr(ui)
 
 
+@pytest.mark.slow
 def test_explorer_changes_follow_the_controls(ws1):
     ui = xu.explorer(ws1)
     ex = ui.explorer
@@ -489,6 +491,7 @@ def test_explorer_changes_follow_the_controls(ws1):
     assert "flip: correct → wrong" in ex.metrics.value
 
 
+@pytest.mark.slow
 def test_explorer_worst_case_button_loads_the_stimulus(ws1):
     from aiplib.scoring.score import score_inference
 
@@ -542,6 +545,7 @@ def test_explorer_without_manifests_says_what_to_run(tmp_path):
     assert ui.explorer.controls["task"].disabled
 
 
+@pytest.mark.slow
 def test_notebook10_executed_record_is_small_and_lists_the_worst_cases(tmp_path):
     """Run by papermill (as ``make``), notebook 10 stores no widget state (< 100 KB) and prints the
     worst cases as a static table, per condition family: the channel family's (scored here) too, and
@@ -707,6 +711,7 @@ def test_family_lookup_and_worst_cases_come_from_the_family_scores(fws):
     assert xd.worst_cases(ch, "asr", 10)["condition"].tolist() == ["packet_loss_10pct"] * 2
 
 
+@pytest.mark.slow
 def test_explorer_condition_family_selector(fws):
     ui = xu.explorer(fws)
     ex, c = ui.explorer, ui.explorer.controls
