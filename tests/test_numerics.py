@@ -4,7 +4,8 @@ again on this machine (``benchmarks/demo_fingerprint.json``).
 The slice is decoded in two processes that differ in everything a machine can differ in for the
 embedded Whisper: one started with ``CT2_USE_MKL=1`` (what CTranslate2 does on an Intel CPU), two
 CTranslate2 threads and stage 7's batches of 8; one with ``CT2_USE_MKL=0``, one thread and one
-stimulus per call. Both must give the fingerprint's transcripts, row for row.
+stimulus per call; the two are started together. Both must give the fingerprint's transcripts, row
+for row.
 """
 from __future__ import annotations
 
@@ -130,17 +131,34 @@ def test_demo_inputs_match_the_fingerprint(fingerprint, demo_inputs):
     assert divergences == [], "\n".join(str(d) for d in divergences[:5])
 
 
+#: The two processes the slice is decoded in: CT2_USE_MKL, stimuli per call, CTranslate2 threads.
+SLICE_RUNS = {"mkl1-batch8-2threads": ("1", 8, 2), "mkl0-batch1-1thread": ("0", 1, 1)}
+
+
+@pytest.fixture(scope="module")
+def slice_decodes(demo_inputs, tmp_path_factory) -> dict[str, Path]:
+    """The fingerprint's slice decoded by each of :data:`SLICE_RUNS`, the processes started together
+    (one takes two threads, the other one: together they fill the two cores); run id → its CSV."""
+    out_dir = tmp_path_factory.mktemp("slice")
+    outs = {}
+    procs = {}
+    for run_id, (mkl, batch_size, threads) in SLICE_RUNS.items():
+        outs[run_id] = out_dir / f"{run_id}.csv"
+        argv = [sys.executable, "-c", _DECODE, str(demo_inputs), str(outs[run_id]), str(batch_size),
+                str(threads)]
+        procs[run_id] = subprocess.Popen(argv, env=_clean_env(CT2_USE_MKL=mkl))
+    for run_id, proc in procs.items():
+        status = proc.wait(timeout=1800)
+        assert status == 0, f"the slice decode {run_id} failed (status {status})"
+    return outs
+
+
 @pytest.mark.slow
 @pinned_path_only
-@pytest.mark.parametrize("mkl, batch_size, threads", [("1", 8, 2), ("0", 1, 1)],
-                         ids=["mkl1-batch8-2threads", "mkl0-batch1-1thread"])
-def test_slice_decodes_to_the_fingerprint(fingerprint, demo_inputs, tmp_path, mkl, batch_size, threads):
+@pytest.mark.parametrize("run_id", list(SLICE_RUNS))
+def test_slice_decodes_to_the_fingerprint(fingerprint, slice_decodes, run_id):
     """The fingerprint's slice decodes to its transcripts, whatever CT2_USE_MKL, threads and batch."""
-    out = tmp_path / "slice.csv"
-    env = _clean_env(CT2_USE_MKL=mkl)
-    subprocess.run([sys.executable, "-c", _DECODE, str(demo_inputs), str(out), str(batch_size),
-                    str(threads)], env=env, check=True, timeout=1800)
-    got = pd.read_csv(out, dtype=str, keep_default_na=False)
+    got = pd.read_csv(slice_decodes[run_id], dtype=str, keep_default_na=False)
     got = got[["id", "task", "response"]].sort_values(["task", "id"]).reset_index(drop=True)
     expected = _expected_rows(fingerprint)
     assert len(got) == len(expected) == 2 * fingerprint["slice"]["rule"]["n_stimuli"]
