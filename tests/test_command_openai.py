@@ -50,6 +50,20 @@ if n == 2:
     sys.exit(5)
 print(f"call {n} " + str(pathlib.Path(sys.argv[2]).stat().st_size))
 """
+#: A program that counts the copies of itself running (files in a folder), sleeps, and prints the
+#: sample count of its WAV: the answer of its own stimulus.
+IN_FLIGHT_SCRIPT = """\
+import os, pathlib, sys, time
+import soundfile as sf
+folder, log = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+me = folder / str(os.getpid())
+me.touch()
+with open(log, "a") as f:
+    f.write(f"{len(list(folder.iterdir()))}\\n")
+time.sleep(0.3)
+me.unlink()
+print(f"samples {sf.info(sys.argv[3]).frames}")
+"""
 
 
 @pytest.fixture
@@ -95,6 +109,26 @@ def test_command_backend_runs_the_embedded_whisper_model(ws, tmp_path, monkeypat
 
 
 @pytest.mark.slow
+def test_command_concurrency_runs_copies_at_once_and_keeps_each_answer_with_its_stimulus(ws, tmp_path,
+                                                                                        monkeypatch):
+    """``concurrency: 2`` runs two copies of the program at once; the rows are those of one at a time."""
+    script = _script(tmp_path, "in_flight.py", IN_FLIGHT_SCRIPT)
+    rows = {}
+    for conc in (1, 2):
+        running, log = tmp_path / f"running{conc}", tmp_path / f"in_flight{conc}.log"
+        running.mkdir()
+        entry = _cmd_entry(f"{script} {running} {log} {{file}}", concurrency=conc, batch_size=4)
+        reg = tm.registry_yaml(tmp_path / f"r{conc}.yaml", {f"cmd_c{conc}": entry})
+        tm.use_registry(monkeypatch, reg)
+        s = run_inference(ws, models=f"cmd_c{conc}", tasks="asr", progress=False)
+        assert s.loc[0, "n_errors"] == 0 and s.loc[0, "n_run"] == len(read_manifest(ws, "asr"))
+        assert max(int(n) for n in log.read_text().split()) == conc   # copies running at once
+        rows[conc] = read_results(ws.inference / f"cmd_c{conc}" / "asr.jsonl").set_index("id")["raw"]
+    assert rows[2].to_dict() == rows[1].to_dict()
+    for r in read_manifest(ws, "asr").to_dict("records"):   # each answer is its own stimulus' length
+        assert rows[2][r["id"]] == f"samples {len(materialize(r, ws)[0])}"
+
+
 def test_command_errors_hold_only_status_or_timeout(ws, tmp_path, monkeypatch):
     fail = _script(tmp_path, "fail.py", FAIL_SCRIPT) + f" --api-key {CMD_SECRET} {{file}}"
     slow = _script(tmp_path, "slow.py", SLOW_SCRIPT) + " {file}"

@@ -189,7 +189,7 @@ def test_concurrency_is_validated(tmp_path):
         with pytest.raises(ValueError, match="concurrency must be a positive integer"):
             load_registry(p)
     p.write_text("m: {backend: faster_whisper, model_type: whisper, weights: x, concurrency: 2, batch_size: 2}\n")
-    with pytest.raises(ValueError, match="concurrency applies to backend 'openai' only"):
+    with pytest.raises(ValueError, match="concurrency applies to backends 'command' and 'openai' only"):
         load_registry(p)
     p.write_text(base + "concurrency: 8, batch_size: 8}\n")
     assert load_registry(p)["api"].extra["concurrency"] == 8

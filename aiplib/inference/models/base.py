@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from aiplib.core.errors import AiplibParameterError
 from aiplib.io.audio import SR, valid_audio
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pragma: no cover
     from aiplib.inference.models.registry import ModelEntry
@@ -108,6 +112,40 @@ def answer_each(cache: dict, clips, prompts, run, error) -> list[str]:
     if len(keys) > 1:
         cache.clear()
     return [results[i][1] for i in range(len(keys))]
+
+
+def check_parallelism(entry_id: str, batch_size: int, concurrency: int) -> None:
+    """Check the calls a ``command`` or ``openai`` recogniser runs at once.
+
+    Raises
+    ------
+    AiplibParameterError
+        ``batch_size`` or ``concurrency`` is not positive.
+
+    A warning is logged when ``batch_size`` (stimuli per generate call) caps the calls in flight
+    below ``concurrency``."""
+    for name, v in (("batch_size", batch_size), ("concurrency", concurrency)):
+        if v <= 0:
+            raise AiplibParameterError(f"{entry_id}: {name} must be a positive integer, got {v!r}")
+    if batch_size < concurrency:
+        log.warning(
+            "%s: batch_size %d < concurrency %d: at most %d calls will be in flight",
+            entry_id,
+            batch_size,
+            concurrency,
+            batch_size,
+        )
+
+
+def run_concurrently(call, todo: list, workers: int, thread_name: str) -> list:
+    """``[call(i) for i in todo]``, in the order of ``todo``, with up to ``workers`` calls at once
+    (threads named ``thread_name``; one call at a time when ``workers`` is 1 or ``todo`` holds one
+    item)."""
+    workers = min(workers, len(todo))
+    if workers <= 1:
+        return [call(i) for i in todo]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=thread_name) as pool:
+        return list(pool.map(call, todo))
 
 
 def batches_by_key(keys: list, batch_size: int) -> list[list[int]]:

@@ -7,11 +7,15 @@ Registry entry (extra fields)::
       model_type: external
       command: "my-asr --lang en {file}"
       timeout_s: 120
+      concurrency: 2      # programs running at once (default 1)
+      batch_size: 2       # stimuli per generate() call (>= concurrency)
 
 The command is split with ``shlex`` and run without a shell; in every argument ``{file}`` (required)
 becomes a temporary 16 kHz mono 16-bit WAV of the stimulus (in a private 0700 folder), ``{prompt}``
 the task text, ``$VAR`` / ``${VAR}`` an environment variable. Standard output, stripped, is the
-response; standard error is discarded. A failure raises :class:`CommandError`.
+response; standard error is discarded. A failure raises :class:`CommandError`. With
+``concurrency`` N, up to N copies of the program run at once, each on its own stimulus; every
+answer stays with its stimulus, so the rows are the same as one at a time.
 """
 
 from __future__ import annotations
@@ -22,13 +26,19 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
 from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailableError
-from aiplib.inference.models.base import Recogniser, answer_each
+from aiplib.inference.models.base import (
+    Recogniser,
+    answer_each,
+    check_parallelism,
+    run_concurrently,
+)
 from aiplib.inference.models.ct2_numerics import cpu_record
 from aiplib.io.audio import SR
 
@@ -83,12 +93,13 @@ class CommandRecogniser(Recogniser):
     """An external program behind the Recogniser interface.
 
     ``timeout_s`` (seconds per call) defaults to ``entry.extra["timeout_s"]`` or 120, ``batch_size``
-    to 1.
+    to the entry's (default 1); ``entry.extra["concurrency"]`` (default 1) calls run at once.
 
     Raises
     ------
     AiplibParameterError
-        The command has no ``{file}``, or ``timeout_s`` is not positive.
+        The command has no ``{file}``, ``timeout_s`` is not positive, or ``batch_size`` or
+        ``concurrency`` is not a positive integer.
     ModelUnavailableError
         The program is not found (only the program is named).
     """
@@ -100,7 +111,10 @@ class CommandRecogniser(Recogniser):
         self.entry = entry
         self.argv_template = argv_template(entry)
         self.timeout_s = _timeout_s(entry, timeout_s)
-        self.batch_size = int(batch_size or 1)
+        self.batch_size = int(batch_size or entry.batch_size or 1)
+        self.concurrency = int(entry.extra.get("concurrency") or 1)
+        check_parallelism(entry.id, self.batch_size, self.concurrency)
+        self._lock = threading.Lock()
         program = os.path.expandvars(self.argv_template[0])
         self.program = shutil.which(program)
         if self.program is None:
@@ -121,6 +135,7 @@ class CommandRecogniser(Recogniser):
             "program": Path(self.program).name,
             "timeout_s": self.timeout_s,
             "batch_size": self.batch_size,
+            "concurrency": self.concurrency,
             "path": "command",
             "window": None,
             "weights_path": None,
@@ -129,7 +144,8 @@ class CommandRecogniser(Recogniser):
         }
 
     def stats(self) -> dict:
-        s = dict(self._stats)
+        with self._lock:
+            s = dict(self._stats)
         s["seconds"] = round(s["seconds"], 3)
         s["rtfx"] = round(s["audio_s"] / s["seconds"], 3) if s["seconds"] > 0 else None
         return s
@@ -171,24 +187,27 @@ class CommandRecogniser(Recogniser):
             return out.decode("utf-8", errors="replace").strip()
         finally:
             Path(wav).unlink(missing_ok=True)
-            self._stats["n_calls"] += 1
-            self._stats["seconds"] += time.perf_counter() - t0
-            self._stats["audio_s"] += len(audio) / SR
+            with self._lock:
+                self._stats["n_calls"] += 1
+                self._stats["seconds"] += time.perf_counter() - t0
+                self._stats["audio_s"] += len(audio) / SR
 
     def generate(self, audios, prompts):
-        """Run the program once per stimulus (:meth:`Recogniser.generate`); :class:`CommandError` if
-        any call failed."""
+        """Run the program once per stimulus, up to ``concurrency`` at once
+        (:meth:`Recogniser.generate`); :class:`CommandError` once every call of the batch has
+        finished, if any failed."""
         clips, texts = self.checked(audios, prompts)
 
-        def run(todo):
-            out = []
-            for i in todo:
-                try:
-                    out.append((True, self._call(clips[i], texts[i])))
-                except CommandError as exc:
+        def attempt(i):
+            try:
+                return True, self._call(clips[i], texts[i])
+            except CommandError as exc:
+                with self._lock:
                     self._stats["n_errors"] += 1
-                    out.append((False, str(exc)))
-            return out
+                return False, str(exc)
+
+        def run(todo):
+            return run_concurrently(attempt, todo, self.concurrency, f"aip-{self.name}")
 
         return answer_each(self._cache, clips, texts, run, CommandError)
 

@@ -28,20 +28,23 @@ from __future__ import annotations
 
 import base64
 import json
-import logging
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import requests
 from urllib3 import encode_multipart_formdata
 
-from aiplib.core.errors import AiplibError, AiplibParameterError, ModelUnavailableError
+from aiplib.core.errors import AiplibError, ModelUnavailableError
 from aiplib.inference.models.adapters import wav_bytes  # 16-bit PCM WAV in memory
-from aiplib.inference.models.base import Recogniser, answer_each
+from aiplib.inference.models.base import (
+    Recogniser,
+    answer_each,
+    check_parallelism,
+    run_concurrently,
+)
 from aiplib.inference.models.ct2_numerics import cpu_record
 from aiplib.io.audio import SR
 from aiplib.io.http import (
@@ -52,8 +55,6 @@ from aiplib.io.http import (
     http_session,
     is_name_resolution_failure,
 )
-
-log = logging.getLogger(__name__)
 
 #: ``engine_args`` of an entry that sets none: retries, first backoff (s), longest wait (s), probe.
 _DEFAULTS = {"max_retries": 5, "backoff_s": 1.0, "max_backoff_s": 30.0, "probe": True}
@@ -146,7 +147,7 @@ class OpenAIRecogniser(Recogniser):
         self.mode = "transcriptions" if entry.prompt_style == "initial_prompt" else "chat"
         self.batch_size = int(o.batch_size or entry.batch_size or 1)
         self.concurrency = int(o.concurrency or entry.extra.get("concurrency") or 1)
-        _check_parallelism(entry.id, self.batch_size, self.concurrency)
+        check_parallelism(entry.id, self.batch_size, self.concurrency)
         # Qwen2.5-Omni: the thinker's limit (1024, as in the paper) replaces max_new_tokens
         self.max_tokens = int(entry.thinker_max_new_tokens or entry.max_new_tokens)
         self._lock = threading.Lock()
@@ -204,16 +205,12 @@ class OpenAIRecogniser(Recogniser):
         """
         clips, texts = self.checked(audios, prompts)
 
+        def attempt(i):
+            return self._attempt(clips[i], texts[i])
+
         def run(todo):
             t0 = time.perf_counter()
-            workers = min(self.concurrency, len(todo))
-            if workers == 1:
-                out = [self._attempt(clips[i], texts[i]) for i in todo]
-            else:
-                with ThreadPoolExecutor(
-                    max_workers=workers, thread_name_prefix=f"aip-{self.name}"
-                ) as pool:
-                    out = list(pool.map(lambda i: self._attempt(clips[i], texts[i]), todo))
+            out = run_concurrently(attempt, todo, self.concurrency, f"aip-{self.name}")
             with self._lock:
                 self._stats["seconds"] += time.perf_counter() - t0
                 self._stats["audio_s"] += sum(len(clips[i]) for i in todo) / SR
@@ -392,22 +389,6 @@ def _require_key(entry_id: str, key_env: str | None) -> None:
         raise ModelUnavailableError(
             f"{entry_id}: set the environment variable {key_env} to the "
             "endpoint's API key (it is read from there only)"
-        )
-
-
-def _check_parallelism(entry_id: str, batch_size: int, concurrency: int) -> None:
-    """:class:`AiplibParameterError` unless both are positive; a warning when ``batch_size`` caps
-    the requests in flight."""
-    for name, v in (("batch_size", batch_size), ("concurrency", concurrency)):
-        if v <= 0:
-            raise AiplibParameterError(f"{entry_id}: {name} must be a positive integer, got {v!r}")
-    if batch_size < concurrency:
-        log.warning(
-            "%s: batch_size %d < concurrency %d: at most %d requests will be in flight",
-            entry_id,
-            batch_size,
-            concurrency,
-            batch_size,
         )
 
 

@@ -60,6 +60,8 @@ _EXTRA_FIELDS = {
     "wheels",
     "paper_attn_implementation",
 }
+#: Backends whose entry may set ``concurrency`` (calls in flight at once: programs, HTTP requests).
+CONCURRENT_BACKENDS = ("command", "openai")
 #: backend → the extra fields it needs.
 _REQUIRED_EXTRA = {"command": ("command",), "openai": ("base_url", "model")}
 #: Fields whose explicit null is kept (not replaced by the default).
@@ -241,12 +243,14 @@ def _check_values(model_id: str, raw: dict) -> None:
 
 
 def _check_concurrency(model_id: str, raw: dict) -> None:
-    """``concurrency``: an ``openai`` entry's positive integer, at most its ``batch_size``."""
+    """``concurrency``: a positive integer of a :data:`CONCURRENT_BACKENDS` entry, at most its
+    ``batch_size``."""
     conc = raw.get("concurrency")
     if conc is None:
         return
-    if raw["backend"] != "openai":
-        raise _bad(model_id, "concurrency applies to backend 'openai' only")
+    if raw["backend"] not in CONCURRENT_BACKENDS:
+        names = " and ".join(repr(b) for b in CONCURRENT_BACKENDS)
+        raise _bad(model_id, f"concurrency applies to backends {names} only")
     if isinstance(conc, bool) or not isinstance(conc, int) or conc <= 0:
         raise _bad(model_id, f"concurrency must be a positive integer, got {conc!r}")
     batch_size = raw.get("batch_size") or 1
