@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -433,3 +434,55 @@ def test_stage_record_outputs_are_the_files_written_during_the_run(tmp_path):
     assert "bg/bg00.wav" in rec["inputs"] and "bg/bg00.wav" not in rec["outputs"]  # older than start
     assert stage_records.external_files(["-r", "speech_dir", str(ws.bg), "-p", "seed", "1"]) == [
         (ws.bg / "bg00.wav").resolve()]
+
+
+def test_a_models_file_reaches_the_records_of_stages_6_to_10_only(tmp_path, monkeypatch):
+    """Adding a models file (``MODELS=``, i.e. ``$AIP_MODELS``, or ``<data root>/models.yaml``) leaves
+    the record of stage 4 up to date and makes stage 6's stale, naming the file: a new model never
+    re-runs the download, the item banks, the backgrounds, the descriptors or the manifests."""
+    from aiplib.core import stage_records
+
+    monkeypatch.delenv(stage_records.MODELS_ENV, raising=False)
+    ws = make_tiny_workspace(tmp_path, n_bg=2)
+    check_04 = _record_04(ws)
+    nb_06 = Path(__file__).resolve().parents[1] / "notebooks" / "06_manipulation_checks.ipynb"
+    out = ws.root / "executed"
+    (out / "06_manipulation_checks.ipynb").write_text("{}")
+    started = time.time_ns()  # nothing written since: stage 6's record owns no file of stage 4
+    stage_records.write_record("06_manipulation_checks", nb_06, out, ["-p", "profile", "demo"], started)
+    cache = stage_records.HashCache(out / stage_records.CACHE_NAME)
+    assert stage_records.differences("06_manipulation_checks", nb_06, out, ["-p", "profile", "demo"], cache) == []
+
+    models = tmp_path / "my_models.yaml"
+    models.write_text("mine:\n  backend: command\n  command: ./asr {file}\n")
+    monkeypatch.setenv(stage_records.MODELS_ENV, str(models))
+    assert check_04() == []
+    assert stage_records.differences("06_manipulation_checks", nb_06, out, ["-p", "profile", "demo"], cache) == [
+        "environment added: AIP_MODELS", "environment added: models file"]
+
+    monkeypatch.delenv(stage_records.MODELS_ENV)
+    (tmp_path / "models.yaml").write_text(models.read_text())  # <data root>/models.yaml, read without MODELS=
+    assert check_04() == []
+    assert stage_records.differences("06_manipulation_checks", nb_06, out, ["-p", "profile", "demo"], cache) == [
+        "environment added: models file"]
+
+
+def test_stages_outside_the_models_list_import_no_layer_that_reads_the_models_file():
+    """The notebooks of the stages left out of ``STAGES_READING_MODELS`` import only the packages
+    before ``aiplib.inference`` (core, io, sources, battery, stimuli), and the models file's variable
+    is the registry's (the package's own top level, ``aiplib.workspace`` and the like, is core)."""
+    import re
+
+    from aiplib.core import stage_records
+    from aiplib.inference.models import registry
+
+    assert stage_records.MODELS_ENV == registry.MODELS_ENV
+    before_inference = {"core", "io", "sources", "battery", "stimuli"}
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    for stage in stage_records.STAGES:
+        if stage in stage_records.STAGES_READING_MODELS:
+            continue
+        source = (notebooks / f"{stage}.py").read_text(encoding="utf-8")
+        packages = set(re.findall(r"^\s*(?:from|import)\s+aiplib\.(\w+)", source, flags=re.M))
+        assert packages, f"{stage}: no aiplib import found"
+        assert packages <= before_inference, f"{stage} imports aiplib.{sorted(packages - before_inference)}"

@@ -3,8 +3,8 @@
 After a stage succeeds, ``scripts/run_stage.sh`` writes ``<workspace>/executed/<stage>.stamp.json``
 (:func:`write_record`): the SHA-256 of the notebook's source cells, of the ``aiplib`` package
 source, of the papermill parameters the notebook received (after filtering to its declared ones),
-of the relevant environment (``AIP_*`` variables, the content of the ``$AIP_MODELS`` file or of
-``<data root>/models.yaml``), and of every file the stage reads (:data:`STAGE_READS`, plus the files
+of the relevant environment (``AIP_*`` variables and, from stage 6 on, the content of the
+``$AIP_MODELS`` file or of ``<data root>/models.yaml``), and of every file the stage reads (:data:`STAGE_READS`, plus the files
 under a folder or file parameter such as ``speech_dir``) and wrote (:data:`STAGE_WRITES` and every
 file changed during the run). ``make all``, ``make NN`` and ``make stamps`` compare it with the
 workspace now (:func:`differences`): a stage is skipped when nothing differs. Because outputs are
@@ -125,6 +125,22 @@ IGNORED_ENVIRONMENT = (
     "AIP_MODEL_CACHE",
     "AIP_LOCK_",
 )
+#: The stages that read the models file (``$AIP_MODELS``, else ``<data root>/models.yaml``): those whose
+#: notebook imports ``aiplib.inference`` or a package after it (stage 6 decodes with the registry's
+#: recogniser). Stages 1-5 import only core, io, sources, battery and stimuli, which the import-linter
+#: contract keeps from importing ``aiplib.inference``, so neither the file nor ``$AIP_MODELS`` is in
+#: their records: adding a model re-runs stage 6 on, never the download or the mixing
+#: (tests/test_stamps.py checks the notebooks' imports against this list).
+STAGES_READING_MODELS = (
+    "06_manipulation_checks",
+    "07_run_inference",
+    "08_score_outputs",
+    "09_make_figures",
+    "10_listen_and_explore",
+)
+#: The environment variable naming the models file (aiplib.inference.models.registry.MODELS_ENV; the
+#: registry is a later layer, so the name is repeated here and a test keeps the two equal).
+MODELS_ENV = "AIP_MODELS"
 #: Files never hashed: stamps and records (they hold their writing time), the lock, the rendered
 #: report (``make report``), partial files.
 IGNORED_SUFFIXES = (".stamp.json", ".part", ".aip-lock", ".lock")
@@ -249,15 +265,22 @@ def package_sha256(cache: HashCache) -> str:
     return h.hexdigest()
 
 
-def environment(root: Path, cache: HashCache) -> dict:
-    """The environment that can change a stage's result: every ``AIP_*`` variable but
-    :data:`IGNORED_ENVIRONMENT` (as SHA-256 of its value, so no secret is written), and the content
-    of the models file (``$AIP_MODELS``, else ``<data root>/models.yaml``)."""
+def environment(root: Path, cache: HashCache, stage: str) -> dict:
+    """The environment that can change ``stage``'s result: every ``AIP_*`` variable but
+    :data:`IGNORED_ENVIRONMENT` (as SHA-256 of its value, so no secret is written) and, for the
+    stages of :data:`STAGES_READING_MODELS` only, ``$AIP_MODELS`` and the content of the models file
+    (``$AIP_MODELS``, else ``<data root>/models.yaml``)."""
+    reads_models = stage in STAGES_READING_MODELS
     out = {}
     for name in sorted(os.environ):
-        if name.startswith("AIP_") and not name.startswith(IGNORED_ENVIRONMENT):
-            out[name] = hashlib.sha256(os.environ[name].encode("utf-8")).hexdigest()
-    models = Path(os.environ.get("AIP_MODELS") or root.parent / "models.yaml").expanduser()
+        if not name.startswith("AIP_") or name.startswith(IGNORED_ENVIRONMENT):
+            continue
+        if name == MODELS_ENV and not reads_models:
+            continue
+        out[name] = hashlib.sha256(os.environ[name].encode("utf-8")).hexdigest()
+    if not reads_models:
+        return out
+    models = Path(os.environ.get(MODELS_ENV) or root.parent / "models.yaml").expanduser()
     if models.is_file():
         out["models file"] = cache.sha256(models.resolve())
     return out
@@ -315,7 +338,7 @@ def current_state(stage: str, notebook: Path, out_dir: Path, args, cache: HashCa
         "notebook": notebook_sha256(notebook),
         "aiplib": package_sha256(cache),
         "parameters": list(args),
-        "environment": environment(root, cache),
+        "environment": environment(root, cache, stage),
         "inputs": dict(sorted(inputs.items())),
     }
 
