@@ -4,11 +4,12 @@ After a stage succeeds, ``scripts/run_stage.sh`` writes ``<workspace>/executed/<
 (:func:`write_record`): the SHA-256 of the notebook's source cells, of the ``aiplib`` package
 source, of the papermill parameters the notebook received (after filtering to its declared ones),
 of the relevant environment (``AIP_*`` variables and, from stage 6 on, the content of the
-``$AIP_MODELS`` file or of ``<data root>/models.yaml``), and of every file the stage reads (:data:`STAGE_READS`, plus the files
-under a folder or file parameter such as ``speech_dir``) and wrote (:data:`STAGE_WRITES` and every
-file changed during the run). ``make all``, ``make NN`` and ``make stamps`` compare it with the
-workspace now (:func:`differences`): a stage is skipped when nothing differs. Because outputs are
-hashed, a stage that re-runs and writes identical files does not force the next ones.
+``$AIP_MODELS`` file or of ``<data root>/models.yaml``), and of every file the stage reads
+(:data:`STAGE_READS`, plus the files under a folder or file parameter such as ``speech_dir``) and
+wrote (:data:`STAGE_WRITES` and every file changed during the run). ``make all``, ``make NN`` and
+``make stamps`` compare it with the workspace now (:func:`differences`): a stage is skipped when
+nothing differs. Because outputs are hashed, a stage that re-runs and writes identical files does
+not force the next ones.
 
 File hashes are cached by (path, size, mtime in ns) in ``executed/.stage-hashes.json``, so a check
 with nothing changed reads no file again.
@@ -125,12 +126,12 @@ IGNORED_ENVIRONMENT = (
     "AIP_MODEL_CACHE",
     "AIP_LOCK_",
 )
-#: The stages that read the models file (``$AIP_MODELS``, else ``<data root>/models.yaml``): those whose
-#: notebook imports ``aiplib.inference`` or a package after it (stage 6 decodes with the registry's
-#: recogniser). Stages 1-5 import only core, io, sources, battery and stimuli, which the import-linter
-#: contract keeps from importing ``aiplib.inference``, so neither the file nor ``$AIP_MODELS`` is in
-#: their records: adding a model re-runs stage 6 on, never the download or the mixing
-#: (tests/test_stamps.py checks the notebooks' imports against this list).
+#: The stages that read the models file (``$AIP_MODELS``, else ``<data root>/models.yaml``): those
+#: whose notebook imports ``aiplib.inference`` or a package after it (stage 6 decodes with the
+#: registry's recogniser). Stages 1-5 import only core, io, sources, battery and stimuli, which the
+#: import-linter contract keeps from importing ``aiplib.inference``, so neither the file nor
+#: ``$AIP_MODELS`` is in their records: adding a model re-runs stage 6 on, never the download or
+#: the mixing (tests/test_stamps.py checks the notebooks' imports against this list).
 STAGES_READING_MODELS = (
     "06_manipulation_checks",
     "07_run_inference",
