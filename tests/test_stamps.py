@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from pathlib import Path
 
@@ -19,10 +20,10 @@ from test_custom import make_inputs, noise, voice_like, write
 
 import aiplib.inference.models
 from aiplib.battery.backgrounds import curate_battery
-from aiplib.core import stamps
-from aiplib.core.workspace import workspace
+from aiplib.core import stage_records, stamps
+from aiplib.core.workspace import MODELS_ENV, MODELS_FILE_NAME, workspace
 from aiplib.inference import keys
-from aiplib.inference.models import Recogniser, get_entry
+from aiplib.inference.models import Recogniser, get_entry, registry
 from aiplib.inference.runner import run_inference
 from aiplib.io.formats import read_inference_jsonl, read_manifest, read_results
 from aiplib.scoring.score import score_inference
@@ -377,10 +378,6 @@ def test_make_stamps_command_line(tmp_path, capsys):
 # ------------------------------------------------------------------------------ stage records
 def _record_04(ws, start_ns=None):
     """Record of stage 4 (as scripts/run_stage.sh writes it after a success) on ``ws``."""
-    import time
-
-    from aiplib.core import stage_records
-
     if start_ns is None:
         time.sleep(0.2)
         start_ns = time.time_ns()
@@ -420,10 +417,6 @@ def test_stage_record_names_what_changed_and_ignores_a_touch(tmp_path):
 def test_stage_record_outputs_are_the_files_written_during_the_run(tmp_path):
     """Files changed since the run started are the stage's outputs (so a deleted one re-runs it),
     and a file a later stage's record owns is not an input of an earlier stage."""
-    import time
-
-    from aiplib.core import stage_records
-
     ws = make_tiny_workspace(tmp_path, n_bg=1)
     time.sleep(0.2)
     start = time.time_ns()
@@ -440,43 +433,39 @@ def test_a_models_file_reaches_the_records_of_stages_6_to_10_only(tmp_path, monk
     """Adding a models file (``MODELS=``, i.e. ``$AIP_MODELS``, or ``<data root>/models.yaml``) leaves
     the record of stage 4 up to date and makes stage 6's stale, naming the file: a new model never
     re-runs the download, the item banks, the backgrounds, the descriptors or the manifests."""
-    from aiplib.core import stage_records
-
-    monkeypatch.delenv(stage_records.MODELS_ENV, raising=False)
+    monkeypatch.delenv(MODELS_ENV, raising=False)
     ws = make_tiny_workspace(tmp_path, n_bg=2)
     check_04 = _record_04(ws)
     nb_06 = Path(__file__).resolve().parents[1] / "notebooks" / "06_manipulation_checks.ipynb"
     out = ws.root / "executed"
+    args = ["-p", "profile", "demo"]
     (out / "06_manipulation_checks.ipynb").write_text("{}")
     started = time.time_ns()  # nothing written since: stage 6's record owns no file of stage 4
-    stage_records.write_record("06_manipulation_checks", nb_06, out, ["-p", "profile", "demo"], started)
+    stage_records.write_record("06_manipulation_checks", nb_06, out, args, started)
     cache = stage_records.HashCache(out / stage_records.CACHE_NAME)
-    assert stage_records.differences("06_manipulation_checks", nb_06, out, ["-p", "profile", "demo"], cache) == []
 
+    def check_06():
+        return stage_records.differences("06_manipulation_checks", nb_06, out, args, cache)
+
+    assert check_06() == []
     models = tmp_path / "my_models.yaml"
     models.write_text("mine:\n  backend: command\n  command: ./asr {file}\n")
-    monkeypatch.setenv(stage_records.MODELS_ENV, str(models))
+    monkeypatch.setenv(MODELS_ENV, str(models))
     assert check_04() == []
-    assert stage_records.differences("06_manipulation_checks", nb_06, out, ["-p", "profile", "demo"], cache) == [
-        "environment added: AIP_MODELS", "environment added: models file"]
+    assert check_06() == ["environment added: AIP_MODELS", "environment added: models file"]
 
-    monkeypatch.delenv(stage_records.MODELS_ENV)
-    (tmp_path / "models.yaml").write_text(models.read_text())  # <data root>/models.yaml, read without MODELS=
+    monkeypatch.delenv(MODELS_ENV)
+    (tmp_path / MODELS_FILE_NAME).write_text(models.read_text())  # read from the data root without MODELS=
     assert check_04() == []
-    assert stage_records.differences("06_manipulation_checks", nb_06, out, ["-p", "profile", "demo"], cache) == [
-        "environment added: models file"]
+    assert check_06() == ["environment added: models file"]
 
 
 def test_stages_outside_the_models_list_import_no_layer_that_reads_the_models_file():
     """The notebooks of the stages left out of ``STAGES_READING_MODELS`` import only the packages
-    before ``aiplib.inference`` (core, io, sources, battery, stimuli), and the models file's variable
-    is the registry's (the package's own top level, ``aiplib.workspace`` and the like, is core)."""
-    import re
-
-    from aiplib.core import stage_records
-    from aiplib.inference.models import registry
-
-    assert stage_records.MODELS_ENV == registry.MODELS_ENV
+    before ``aiplib.inference`` (core, io, sources, battery, stimuli), and the registry reads the
+    models file's variable from core (the package's own top level, ``aiplib.workspace`` and the
+    like, is core)."""
+    assert registry.MODELS_ENV is MODELS_ENV
     before_inference = {"core", "io", "sources", "battery", "stimuli"}
     notebooks = Path(__file__).resolve().parents[1] / "notebooks"
     for stage in stage_records.STAGES:

@@ -29,6 +29,7 @@ from pathlib import Path
 from aiplib.core import papermill_args
 from aiplib.core.atomic import write_text_atomic
 from aiplib.core.hashing import file_sha256
+from aiplib.core.workspace import MODELS_ENV, MODELS_FILE_NAME
 
 #: Version of the record format; a record of another version is stale.
 RECORD_VERSION = 1
@@ -139,9 +140,6 @@ STAGES_READING_MODELS = (
     "09_make_figures",
     "10_listen_and_explore",
 )
-#: The environment variable naming the models file (aiplib.inference.models.registry.MODELS_ENV; the
-#: registry is a later layer, so the name is repeated here and a test keeps the two equal).
-MODELS_ENV = "AIP_MODELS"
 #: Files never hashed: stamps and records (they hold their writing time), the lock, the rendered
 #: report (``make report``), partial files.
 IGNORED_SUFFIXES = (".stamp.json", ".part", ".aip-lock", ".lock")
@@ -281,7 +279,7 @@ def environment(root: Path, cache: HashCache, stage: str) -> dict:
         out[name] = hashlib.sha256(os.environ[name].encode("utf-8")).hexdigest()
     if not reads_models:
         return out
-    models = Path(os.environ.get(MODELS_ENV) or root.parent / "models.yaml").expanduser()
+    models = Path(os.environ.get(MODELS_ENV) or root.parent / MODELS_FILE_NAME).expanduser()
     if models.is_file():
         out["models file"] = cache.sha256(models.resolve())
     return out

@@ -28,6 +28,13 @@ STAGE_DIRS = (
     "results",
     "executed",
 )
+#: Environment variable naming the user models file (``make … MODELS=<file>`` sets it); read by
+#: the model registry (aiplib.inference.models.registry) and by the records of the stages that
+#: load it (aiplib.core.stage_records).
+MODELS_ENV = "AIP_MODELS"
+#: The user models file in the data root (``<data root>/models.yaml``), read when ``$AIP_MODELS``
+#: is unset.
+MODELS_FILE_NAME = "models.yaml"
 #: Stage folders with one sub-folder per condition family that has its own folders
 #: (:attr:`aiplib.core.tasks.ConditionFamily.own_folders`; :meth:`Workspace.with_family`).
 FAMILY_STAGE_DIRS = ("manifests", "inference", "checks")

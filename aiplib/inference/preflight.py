@@ -15,6 +15,7 @@ import sys
 
 from aiplib.core.errors import AiplibError
 from aiplib.core.tasks import parse_suite
+from aiplib.core.workspace import MODELS_ENV
 from aiplib.inference.models import resolve
 from aiplib.inference.models.registry import load_registry
 from aiplib.inference.prompts import task_names
@@ -29,7 +30,7 @@ def problems(*, model: str = "", task: str = "", suite: str = "", shard: str = "
     (:func:`aiplib.core.tasks.parse_suite`) and ``shard`` (``i/n``). Empty values are not
     checked (the notebooks' defaults apply)."""
     out = []
-    checks = [("MODELS", os.environ.get("AIP_MODELS", ""), load_registry, True)]
+    checks = [("MODELS", os.environ.get(MODELS_ENV, ""), load_registry, True)]
     checks += [
         ("MODEL", model, resolve, False),
         ("TASK", task, task_names, False),

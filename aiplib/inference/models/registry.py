@@ -19,14 +19,12 @@ from pathlib import Path
 import yaml
 
 from aiplib.core.errors import MissingPackageError, ModelUnavailableError
-from aiplib.core.workspace import repo_root
+from aiplib.core.workspace import MODELS_ENV, MODELS_FILE_NAME, repo_root
 from aiplib.inference.models.ct2_numerics import import_ctranslate2
 from aiplib.inference.models.paths import resolve_entry_paths
 
 #: The packaged registry file.
 REGISTRY_PATH = Path(__file__).with_name("registry.yaml")
-#: Environment variable naming the user models file (``make … MODELS=<file>`` sets it).
-MODELS_ENV = "AIP_MODELS"
 #: A user model id: a letter or digit, then letters, digits, ``_``, ``.`` or ``-``.
 _USER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 #: The embedded model every machine can run: stage 7's default ``models`` (suggested when another
@@ -299,7 +297,8 @@ def user_models_path() -> Path | None:
         if not p.is_file():
             raise FileNotFoundError(f"{p}: user models file not found (MODELS= / ${MODELS_ENV})")
         return p
-    p = Path(os.environ.get("AIP_DATA_ROOT") or repo_root() / "data").expanduser() / "models.yaml"
+    data_root = Path(os.environ.get("AIP_DATA_ROOT") or repo_root() / "data").expanduser()
+    p = data_root / MODELS_FILE_NAME
     return p if p.is_file() else None
 
 
