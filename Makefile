@@ -77,14 +77,14 @@ ifdef MIRROR
 export AIP_MIRROR := $(MIRROR)
 endif
 # MODELS=my_models.yaml: your own recognisers (registry.yaml's format, merged over it;
-# docs/AUDIT_YOUR_MODEL.md), read by every stage as $AIP_MODELS; without it
+# docs/AUDIT_YOUR_MODEL.md), read by stages 6-10 and preflight as $AIP_MODELS; without it
 # $(DATA_ROOT)/models.yaml is read when it exists.
 ifdef MODELS
 export AIP_MODELS := $(call from_here,$(MODELS))
 endif
 PM_ARGS += $(PARAMS)
 
-.PHONY: preflight stage-checked output-filter stamps sync-notebooks lock lock-paper all setup validate run-stage report merge criteria test test-quick unit lint nbval lab clean bench verify fingerprint models help $(STAGES) $(addprefix stage-,$(STAGES))
+.PHONY: preflight stage-checked output-filter stamps sync-notebooks lock lock-paper all setup validate run-stage report merge criteria test test-quick unit lint lab clean bench verify fingerprint models help $(STAGES) $(addprefix stage-,$(STAGES))
 
 # One writer per data folder (aiplib/core/lock.py): `make all`, each stage and `make merge` hold the lock of
 # $(DATA_ROOT)/$(PROFILE); a second run stops with one line naming the holder, or waits LOCK_WAIT=<s>
@@ -129,7 +129,7 @@ preflight: setup
 #> unit            the unit tests without the slow and browser ones
 #> test-quick      the unit tests for the edit loop, with the 5 slowest; CI runs `make test`
 #> lint            ruff and the plain-code checks (tests/test_code_style.py)
-#> bench           the benchmarks (mixing, inference, batching, the last `make all`'s stage times)
+#> bench           the benchmarks (mixing, inference, batching, OpenAI concurrency, encoder window, `make all`'s stage times)
 #> setup           .venv with the pinned packages (constraints.txt) and the Debian packages
 #> output-filter   configure git to strip notebook outputs (nbstripout; setup runs it)
 #> validate        check the custom profile's folders before any work (PROFILE=custom)

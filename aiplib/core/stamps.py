@@ -10,7 +10,7 @@ it)::
 
 A stage is up to date when its ``params`` equal the current ones and every input and output still
 has its recorded SHA-256 (:func:`differences`); ``code`` is recorded, not compared. Which stages
-write one: ``docs/ARCHITECTURE.md``; ``make stamps`` lists the stale ones
+write one: ``docs/ARCHITECTURE.md``; ``python -m aiplib.sources.pipeline`` lists the stale ones
 (:func:`aiplib.sources.pipeline.stale_stamps`).
 """
 

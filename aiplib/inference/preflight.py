@@ -3,7 +3,7 @@
 in seconds instead of after stages 1–6.
 
 ``python -m aiplib.inference.preflight [--model M] [--task T] [--suite S] [--shard i/n]`` (the
-Makefile's ``preflight`` step; ``$AIP_MODELS`` names the models file, as for every stage): exit 0
+Makefile's ``preflight`` step; ``$AIP_MODELS`` names the models file, as for stages 6–10): exit 0
 and nothing printed when every value is valid; else one line per problem on stderr, exit 1.
 """
 

@@ -1,5 +1,6 @@
-"""Stages 1–3 entry points dispatching on the profile (``demo``, ``paper``, ``custom``), and
-``make stamps`` (:func:`main`)."""
+"""Stages 1–3 entry points dispatching on the profile (``demo``, ``paper``, ``custom``), and the
+listing of the stamps inside stages 1, 2, 4 and 5 (:func:`main`; ``make stamps`` lists the stage
+records instead, :mod:`aiplib.core.stage_records`)."""
 
 from __future__ import annotations
 
@@ -242,8 +243,8 @@ def battery_specs(ws, *, seed=NOT_GIVEN, registry=NOT_GIVEN):
     return get_profile(ws.profile).battery_specs(ws, **params)
 
 
-# ------------------------------------------------------------------------------- make stamps
-#: What ``make stamps`` says of the stages without a stamp.
+# ------------------------------------------------------------------------------- inner stamps
+#: What :func:`main` says of the stages without a stamp.
 REBUILT = (
     "03 curation and 05 background manifests are rebuilt on every run; 04 recomputes only "
     "backgrounds whose WAV changed; 07 decodes only stimuli whose content key changed"
@@ -345,9 +346,11 @@ def _state(diff: list[str], follows: list[str]) -> str:
 
 
 def main(argv=None) -> int:
-    """``python -m aiplib.sources.pipeline --profile P [--data-root D]`` (``make stamps``): say for
-    every stamp whether the next ``make all`` would rebuild it, and why (:func:`stale_stamps`), and
-    what the stages without one redo. Exit status 0 (all up to date) or 1."""
+    """``python -m aiplib.sources.pipeline --profile P [--data-root D]``: say for every stamp
+    inside stages 1, 2, 4 and 5 whether the stage, when it next runs, would rebuild that output,
+    and why (:func:`stale_stamps`), and what the stages without one redo. Whether a stage runs at
+    all is its record's question (``make stamps``, :mod:`aiplib.core.stage_records`). Exit status
+    0 (all up to date) or 1."""
     ap = argparse.ArgumentParser(prog="python -m aiplib.sources.pipeline", description=main.__doc__)
     ap.add_argument("--profile", default=os.environ.get("AIP_PROFILE", "demo"))
     ap.add_argument("--data-root", default=None)
