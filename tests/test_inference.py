@@ -312,8 +312,41 @@ def test_rows_record_the_window_and_a_changed_window_reruns(ws, monkeypatch):
     assert len(_lines(path.parent / "superseded" / "asr.jsonl")) == 9
     log = json.loads(_lines(path.parent / "run_log.jsonl")[-1])
     assert log["decoding_key"] == {"windows_s": [15, 20, 30], "min_pad_s": 5.0}
-    # and back: the 30 s rows were superseded, so they are decoded again
+    # and back: the 30 s rows answer the 30 s keys again, so they come back from superseded/ and
+    # nothing is decoded; the window rows take their place there
+    s = run_inference(ws, tasks="asr", decoding="fast", progress=False)
+    assert s.loc[0, "n_run"] == 0 and s.loc[0, "n_done_before"] == 9 and len(made) == 2
+    rows = [json.loads(x) for x in _lines(path)]
+    assert {r["id"]: r["stim_key"] for r in rows} == keys_30 and [r["window_s"] for r in rows] == [15] * 9
+    side = [json.loads(x) for x in _lines(path.parent / "superseded" / "asr.jsonl")]
+    assert len(side) == 9 and all(r["stim_key"] != keys_30[r["id"]] for r in side)
+
+
+def test_rows_set_aside_by_a_run_whose_model_failed_to_load_come_back(ws, monkeypatch, caplog):
+    """A run with another decoding sets the rows aside, then its model fails to load; the next run
+    with the first decoding finds every row again in superseded/ and decodes nothing."""
+    made = _patch(monkeypatch)
+    path = ws.inference / "whisper_tiny_en" / "asr.jsonl"
     assert run_inference(ws, tasks="asr", decoding="fast", progress=False).loc[0, "n_run"] == 9
+    before = _lines(path)
+    fake = aiplib.inference.models.load_model
+
+    def load(entry, **opts):
+        if opts.get("path") == "window":
+            raise ModelUnavailableError("whisper_tiny_en: cannot open weights (test)")
+        return fake(entry, **opts)
+
+    monkeypatch.setattr(aiplib.inference.models, "load_model", load)
+    s = run_inference(ws, tasks="asr", decoding="window", progress=False)
+    assert s.loc[0, "status"] == "unavailable"
+    assert _lines(path) == [] and len(_lines(path.parent / "superseded" / "asr.jsonl")) == 9
+    with caplog.at_level("WARNING", logger="aiplib.inference.resume"):
+        s = run_inference(ws, tasks="asr", decoding="fast", progress=False)
+    # no model loaded after the first run's: nothing was decoded again
+    assert s.loc[0, "n_run"] == 0 and s.loc[0, "n_done_before"] == 9 and len(made) == 1
+    assert sorted(_lines(path)) == sorted(before)
+    assert _lines(path.parent / "superseded" / "asr.jsonl") == []
+    assert "9 row(s) set aside earlier answer the current stimuli" in caplog.text
 
 
 def test_raise_if_not_run_lists_every_model_that_did_not_run():

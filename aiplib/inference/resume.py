@@ -1,9 +1,10 @@
 """Stage 7's resume rule: which manifest rows still need an answer, keyed on what the model heard.
 
-Before a model loads, rows whose ``stim_key`` (:func:`stimulus_keys`) no longer matches move to
-``<model>/superseded/<task>.jsonl`` and the kept rows' copies of their manifest row are brought up
-to date (:func:`resume_file`); :func:`pending_stimuli` lists what is left. Rows without a key (the
-authors' files) follow :data:`UNKEYED_CHECK_FIELDS`.
+Before a model loads, rows set aside earlier whose ``stim_key`` matches again come back from
+``<model>/superseded/<task>.jsonl`` (:func:`restore_superseded`), rows whose ``stim_key``
+(:func:`stimulus_keys`) no longer matches move there, and the kept rows' copies of their manifest
+row are brought up to date (:func:`resume_file`); :func:`pending_stimuli` lists what is left. Rows
+without a key (the authors' files) follow :data:`UNKEYED_CHECK_FIELDS`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from aiplib.core import stamps
+from aiplib.core.atomic import write_bytes_atomic
 from aiplib.inference import keys
 from aiplib.inference.keys import STIM_KEY_FIELD, stimulus_base
 from aiplib.inference.models import decoding_key
@@ -27,6 +29,7 @@ from aiplib.inference.shards import (
     rewrite_jsonl,
     select_shard,
     shard_path,
+    superseded_path,
 )
 from aiplib.io.formats import (
     append_jsonl_lines,
@@ -182,6 +185,65 @@ def resume_file(
     if bad:
         _log_quarantined(path, bad, side_q)
     return {"moved": len(move), "refreshed": n_new, "quarantined": len(bad)}
+
+
+def _answered_keys(path: Path) -> set:
+    """``(id, stim_key)`` of the successful keyed rows of ``path``."""
+    answered = set()
+    for r in _rows(path):
+        if not is_error_row(r) and r.get(STIM_KEY_FIELD) is not None:
+            answered.add((r["id"], r[STIM_KEY_FIELD]))
+    return answered
+
+
+def restore_superseded(path, keys: dict) -> int:
+    """Bring back to ``path`` the rows set aside in ``superseded/<name>`` that answer the current
+    stimuli again; returns how many came back.
+
+    A row comes back when it is a successful keyed row whose ``stim_key`` equals ``keys[id]`` and
+    ``path`` holds no successful row with that id and key: the stimulus, prompt, model entry and
+    decoding are exactly those it answered (e.g. a models file that changed and changed back, or a
+    run that set rows aside, then stopped at loading the model). The last such line of each id is
+    appended to ``path`` (fsync'ed), then the side file is rewritten atomically without the lines
+    of every restored ``(id, stim_key)``. Call it after :func:`aiplib.io.formats.repair_jsonl` of
+    ``path`` and before :func:`resume_file`, which then brings the restored rows' manifest fields
+    up to date.
+    """
+    path = Path(path)
+    side = superseded_path(path)
+    if not side.is_file():
+        return 0
+    answered = _answered_keys(path)
+    with open(side, "rb") as f:
+        lines = f.readlines()
+    chosen = {}
+    for raw in lines:
+        r, rid = parse_line(raw)
+        if rid is None or is_error_row(r):
+            continue
+        key = r.get(STIM_KEY_FIELD)
+        if key is None or key != keys.get(rid) or (rid, key) in answered:
+            continue
+        chosen[rid] = raw if raw.endswith(b"\n") else raw + b"\n"
+    if not chosen:
+        return 0
+    restored = {(rid, keys[rid]) for rid in chosen}
+    left = []
+    for raw in lines:
+        r, rid = parse_line(raw)
+        if rid is not None and (rid, r.get(STIM_KEY_FIELD)) in restored:
+            continue
+        left.append(raw)
+    append_jsonl_lines(path, [raw.decode("utf-8") for raw in chosen.values()])
+    write_bytes_atomic(side, b"".join(left))
+    log.warning(
+        "%s: %d row(s) set aside earlier answer the current stimuli, prompt, model and decoding "
+        "again; brought back from %s, not decoded again",
+        path,
+        len(chosen),
+        side,
+    )
+    return len(chosen)
 
 
 @dataclass(frozen=True)
@@ -369,6 +431,9 @@ class _TaskWork:
         the ids still to decode and the rows refreshed."""
         path.parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(path)  # the file this process appends to (a shard's own file when sharded)
+        # rows set aside earlier that answer the current keys again come back first, so that
+        # resume_file refreshes their manifest fields with the kept ones
+        restore_superseded(path, keys)
         # stale rows are set aside in the file this process owns: a shard never rewrites
         # <task>.jsonl, which the other shards read at the same time (the merge supersedes its stale
         # rows) (kept rows get the manifest's current reference text, label, seed …: refreshed)

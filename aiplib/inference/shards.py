@@ -182,10 +182,16 @@ def _append_synced(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
+def superseded_path(path) -> Path:
+    """``superseded/<name>`` beside the inference file ``path``: where its stale rows are kept."""
+    path = Path(path)
+    return path.parent / "superseded" / path.name
+
+
 def rewrite_jsonl(path: Path, content: bytes, moved: list[bytes]) -> Path:
     """Append the ``moved`` lines to ``superseded/<name>`` beside ``path`` (fsync'ed first), then
     replace ``path`` by ``content`` atomically (``.part``, fsync, rename); returns the side file."""
-    side = path.parent / "superseded" / path.name
+    side = superseded_path(path)
     if moved:
         side.parent.mkdir(parents=True, exist_ok=True)
         repair_jsonl(side)
