@@ -63,7 +63,7 @@ def test_make_models_lists_registry_and_models_file_with_readiness(tmp_path):
     assert rows["mine"].startswith("  *mine ") and f"program {prog}" in rows["mine"]
     assert rows["mine"].endswith("→  ready")
     assert rows["gone_prog"].endswith(
-        "NOT READY: no-such-asr-program not found (not on PATH, or not executable)")
+        "NOT READY: program 'no-such-asr-program' not found on PATH (or not executable)")
     assert f"weights: folder {audit / 'ckpt'}" in rows["tiny_w2v"]
     assert rows["lost_w2v"].endswith(f"{audit / 'lost'} does not exist")
     assert rows["my_api"].endswith(f"NOT READY: no server answers at http://127.0.0.1:{port}/v1")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from aiplib.core.tasks import CONDITION_FAMILIES
 from aiplib.core.workspace import PROFILES
-from aiplib.inference.models.command_backend import argv_template
+from aiplib.inference.models.command_backend import argv_template, program_problem
 from aiplib.inference.models.paths import PACKAGE_PREFIX, looks_local
 from aiplib.inference.models.registry import (
     REGISTRY_PATH,
@@ -120,10 +120,7 @@ def _program(entry: ModelEntry) -> tuple[str, str]:
         prog = argv_template(entry)[0]
     except Exception as exc:  # noqa: BLE001 - a malformed command: its own one-line reason
         return "program ?", str(exc)
-    found = shutil.which(prog)
-    if found is None:
-        return f"program {prog}", f"{prog} not found (not on PATH, or not executable)"
-    return f"program {prog}", ""
+    return f"program {prog}", program_problem(entry) or ""
 
 
 def _server(entry: ModelEntry, probed: dict) -> tuple[str, str]:
@@ -136,9 +133,10 @@ def _server(entry: ModelEntry, probed: dict) -> tuple[str, str]:
     return words, ("" if probed[url] else f"no server answers at {url}")
 
 
-def readiness(entry: ModelEntry, *, gpu: bool, probed: dict) -> Readiness:
+def readiness(entry: ModelEntry, *, gpu: bool, probed: dict | None) -> Readiness:
     """What ``entry`` needs and whether this machine has it (``probed``: server URL → answered,
-    filled as servers are probed)."""
+    filled as servers are probed; None: servers are not probed, e.g. before stage 1, since a
+    server may come up before stage 7 asks it)."""
     needs, problems = [], []
     if entry.disabled_reason:
         problems.append(f"disabled: {entry.disabled_reason}")
@@ -151,7 +149,7 @@ def readiness(entry: ModelEntry, *, gpu: bool, probed: dict) -> Readiness:
     parts = []
     if entry.backend == "command":
         parts.append(_program(entry))
-    elif entry.backend == "openai":
+    elif entry.backend == "openai" and probed is not None:
         parts.append(_server(entry, probed))
     elif entry.weights:
         parts.append(_weights_state(entry))

@@ -89,6 +89,30 @@ def _timeout_s(entry, timeout_s: float | None) -> float:
     return float(t)
 
 
+def program_problem(entry) -> str | None:
+    """Why the program of a ``command`` entry cannot be started, or None when it can.
+
+    The program (the command's first word, ``$VAR`` expanded) is looked up as a shell would: a
+    path (one with a ``/``; a relative path in a models file was made absolute from the file's
+    folder when the file was read) must be an executable file, and the message names its absolute
+    path; a bare name is looked up on ``PATH``. Only the program is named, never the command line.
+
+    Raises
+    ------
+    AiplibParameterError
+        The command cannot be parsed or has no ``{file}`` (:func:`argv_template`).
+    """
+    program = os.path.expandvars(argv_template(entry)[0])
+    if shutil.which(program) is not None:
+        return None
+    if "/" in program:
+        return (
+            f"program {os.path.abspath(program)} not found or not executable (a relative path in a "
+            "models file is taken from the file's folder)"
+        )
+    return f"program {program!r} not found on PATH (or not executable)"
+
+
 class CommandRecogniser(Recogniser):
     """An external program behind the Recogniser interface.
 
@@ -101,7 +125,7 @@ class CommandRecogniser(Recogniser):
         The command has no ``{file}``, ``timeout_s`` is not positive, or ``batch_size`` or
         ``concurrency`` is not a positive integer.
     ModelUnavailableError
-        The program is not found (only the program is named).
+        The program is not found (:func:`program_problem`; only the program is named).
     """
 
     def __init__(
@@ -115,13 +139,10 @@ class CommandRecogniser(Recogniser):
         self.concurrency = int(entry.extra.get("concurrency") or 1)
         check_parallelism(entry.id, self.batch_size, self.concurrency)
         self._lock = threading.Lock()
-        program = os.path.expandvars(self.argv_template[0])
-        self.program = shutil.which(program)
-        if self.program is None:
-            raise ModelUnavailableError(
-                f"{entry.id}: program {Path(program).name!r} not found "
-                "(not on PATH or not executable)"
-            )
+        problem = program_problem(entry)
+        if problem is not None:
+            raise ModelUnavailableError(f"{entry.id}: {problem}")
+        self.program = shutil.which(os.path.expandvars(self.argv_template[0]))
         self._tmp = tempfile.mkdtemp(prefix="aip_cmd_")
         os.chmod(self._tmp, 0o700)
         self._cache: dict[str, tuple[bool, str]] = {}
