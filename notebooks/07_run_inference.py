@@ -121,7 +121,7 @@ pd.DataFrame([_written(cf, p) for cf in parse_suite(suite) for p in sorted(ws.wi
 from pathlib import Path
 
 import numpy as np
-from aiplib.core.errors import MissingPackageError, ModelUnavailableError
+from aiplib.core.errors import AiplibError, MissingPackageError, ModelUnavailableError
 from aiplib.core.tasks import CONDITION_FAMILIES, task_family
 from aiplib.inference import models
 from aiplib.inference.prompts import NO_PROMPT_ID
@@ -157,15 +157,39 @@ def _decode_one(model_id: str, y: np.ndarray, prompt: str | None) -> tuple[str |
         rec.close()
 
 
+def _no_response(path, rows: list[dict]) -> str:
+    """One line for a result file none of whose rows has a response: how many, the first error."""
+    errors = [r.get("error") for r in rows if r.get("raw") == ERROR_RESPONSE]
+    first_error = next((e for e in errors if e), "no error recorded")
+    return f"{path}: none of its {len(rows)} row(s) has a response; the first error: {first_error}"
+
+
+def _first_answered(files: pd.DataFrame) -> tuple:
+    """(the summary row of the first file with a response, its shown row) or (None, None), and
+    one line per file without any response."""
+    silent = []
+    for _, f in files.iterrows():
+        rows = read_inference_jsonl(f["file"])[0]
+        row = _shown_row(rows)
+        if row is not None:
+            return f, row, silent
+        silent.append(_no_response(f["file"], rows))
+    return None, None, silent
+
+
 done_files = summary[(summary["status"] == "done") & summary["file"].notna()]
+first, written_row, silent_files = _first_answered(done_files)
+for line in silent_files:
+    print("no response:", line)
 if done_files.empty:
     print("no stimulus to show: no model × task file was written by this run "
           f"({', '.join(sorted(set(summary['status'].astype(str))))})")
+elif first is None:
+    raise AiplibError(
+        f"{silent_files[0]} — the model answered no stimulus (error rows are tried again when "
+        "stage 7 runs again: check the model with `make models`, then re-run `make 07`)")
 else:
-    first = done_files.iloc[0]
     wsf = ws.with_family(first["condition_family"])
-    written_row = _shown_row(read_inference_jsonl(first["file"])[0])
-    assert written_row is not None, f"{first['file']}: no row with a response"
     man = read_manifest(wsf, task_family(first["task"]))
     man_row = man[man["id"] == written_row["id"]].iloc[0].to_dict()
     display(pd.Series(man_row).to_frame(f"manifests/{task_family(first['task'])}.csv"))
