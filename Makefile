@@ -113,7 +113,7 @@ preflight: setup
 
 # `make help`: the lines starting with "#>" (one per target), then the comment at the top (the variables).
 #> all             every stage 01-10 (a stage whose inputs, parameters and code are unchanged is skipped; FORCE=1 runs all), then the report
-#> 01 … 10         one stage, after the earlier stages whose record is stale (also stage-01 or stage-01_download_data); stage 09 renders the report too
+#> 01 … 10         one stage, after the earlier stages never run here or whose record is stale (also stage-01 or stage-01_download_data); stage 09 renders the report too
 #> preflight       check MODEL, MODELS, TASK, SUITE and SHARD in seconds (`make all` does it before stage 1)
 #> report          results/report.html again, from the newer of the executed 09 and a JupyterLab-run notebooks/09
 #> score           stages 08-09 on a folder of inference files written elsewhere (INFERENCE_DIR=…)
@@ -134,7 +134,7 @@ preflight: setup
 #> output-filter   configure git to strip notebook outputs (nbstripout; setup runs it)
 #> validate        check the custom profile's folders before any work (PROFILE=custom)
 #> run-stage       run STAGE=NN_name through papermill unless up to date (FORCE=1: anyway)
-#> stage-checked   STAGE=NN_name after the earlier stages whose record is stale (what `make NN` calls)
+#> stage-checked   STAGE=NN_name after the earlier stages never run here or whose record is stale (what `make NN` calls)
 #> sync-notebooks  bring each notebook and its .py pair in step (jupytext)
 #> lock            re-resolve requirements.lock and constraints.txt after a dependency change
 #> lock-paper      the same for the paper extra (requirements-paper.lock, constraints-paper.txt)
@@ -200,7 +200,8 @@ ifeq ($(STAGE),09_make_figures)
 endif
 
 # `make NN`: first the earlier stages whose record is stale (an edited input recording re-runs stage
-# 1 before stage 2; a stage without a record is left as it is), then stage NN unless up to date.
+# 1 before stage 2; a stage that never ran in this data folder runs; one without a record that left
+# files is left as it is), then stage NN unless up to date.
 stage-checked:
 	@$(if $(and $(SHARD),$(filter 07_%,$(STAGE))),,after=; while :; do \
 	  s=$$($(RECORDS) next --before "$(STAGE)" --after "$$after" -- $(PM_ARGS)) || exit 1; [ -n "$$s" ] || break; \

@@ -475,3 +475,27 @@ def test_stages_outside_the_models_list_import_no_layer_that_reads_the_models_fi
         packages = set(re.findall(r"^\s*(?:from|import)\s+aiplib\.(\w+)", source, flags=re.M))
         assert packages, f"{stage}: no aiplib import found"
         assert packages <= before_inference, f"{stage} imports aiplib.{sorted(packages - before_inference)}"
+
+
+def test_make_nn_on_a_fresh_data_folder_runs_the_stages_that_never_ran_here(tmp_path, capsys):
+    """``make 03`` upstream check (``next --before 03``): on an empty data folder stage 1 has never
+    run (no record, no executed copy, no raw/), so it runs first; once raw/ holds files without a
+    record (a run before records, or in JupyterLab) it is left alone and stage 2, never run, is
+    next."""
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    out = tmp_path / "demo" / "executed"
+
+    def upstream_of_03() -> tuple[str, str]:
+        stage_records.main(["next", "--notebooks", str(notebooks), "--out", str(out),
+                            "--before", "03_curate_backgrounds", "--"])
+        captured = capsys.readouterr()
+        return captured.out.strip(), captured.err.strip()
+
+    assert upstream_of_03() == ("01_download_data",
+                                "=== stage 01_download_data: runs — never run in this data folder")
+    assert stage_records.never_run("01_download_data", out)
+    (tmp_path / "demo" / "raw").mkdir(parents=True)
+    (tmp_path / "demo" / "raw" / "inventory.csv").write_text("file\n")
+    assert not stage_records.never_run("01_download_data", out)
+    assert upstream_of_03() == ("02_build_item_banks",
+                                "=== stage 02_build_item_banks: runs — never run in this data folder")

@@ -451,11 +451,24 @@ def _input_reasons(why: list[str]) -> list[str]:
     return [w for w in why if not w.startswith("output ")]
 
 
+def never_run(stage: str, out_dir) -> bool:
+    """``stage`` has never run in this data folder: no record, no executed copy and none of the
+    files it writes (:data:`STAGE_WRITES`). A stage run before records, or in JupyterLab, left
+    files and is not "never run"."""
+    out_dir = Path(out_dir).resolve()
+    if read_record(record_path(out_dir, stage)) is not None:
+        return False
+    if (out_dir / f"{stage}.ipynb").is_file():
+        return False
+    return not workspace_files(out_dir.parent, STAGE_WRITES[stage])
+
+
 def next_stage(a, args) -> str:
     """The first stage after ``a.after`` that must run, "" when none; one line on stderr for each
     stage skipped. ``a.only``: that stage alone; ``a.before`` (the stages upstream of ``make NN``):
-    a stage without a record is not run (as before records), only one whose inputs, notebook,
-    code, parameters or environment changed (:func:`_input_reasons`)."""
+    a stage that never ran here runs (:func:`never_run`); one without a record that left files is
+    not run (as before records); one with a record runs when its inputs, notebook, code,
+    parameters or environment changed (:func:`_input_reasons`)."""
     nbdir = Path(a.notebooks)
     out_dir = Path(a.out)
     cache = HashCache(out_dir / CACHE_NAME)
@@ -478,6 +491,10 @@ def next_stage(a, args) -> str:
             if not notebook.is_file():
                 return stage  # papermill reports the missing notebook
             if not target and read_record(record_path(out_dir, stage)) is None:
+                if never_run(stage, out_dir):
+                    line = f"=== stage {stage}: runs — never run in this data folder"
+                    print(line, file=sys.stderr)
+                    return stage
                 continue
             why = differences(stage, notebook, out_dir, filtered_args(notebook, args), cache)
             if not target:
