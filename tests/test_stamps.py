@@ -499,3 +499,15 @@ def test_make_nn_on_a_fresh_data_folder_runs_the_stages_that_never_ran_here(tmp_
     assert not stage_records.never_run("01_download_data", out)
     assert upstream_of_03() == ("02_build_item_banks",
                                 "=== stage 02_build_item_banks: runs — never run in this data folder")
+
+
+def test_a_record_written_with_aip_smoke_on_says_the_folder_is_smoke_size(tmp_path):
+    """``make verify`` notes a smoke-size folder: stage 2's record holds $AIP_SMOKE's SHA-256."""
+    out = tmp_path / "executed"
+    out.mkdir()
+    assert not stage_records.built_at_smoke_size(out)  # no record
+    for value, smoke_size in (("1", True), ("yes", True), ("0", False)):
+        digest = hashlib.sha256(value.encode()).hexdigest()
+        record = {"stage": "02_build_item_banks", "environment": {"AIP_SMOKE": digest}}
+        stage_records.record_path(out, "02_build_item_banks").write_text(json.dumps(record))
+        assert stage_records.built_at_smoke_size(out) is smoke_size, value

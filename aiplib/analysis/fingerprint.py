@@ -33,6 +33,7 @@ import pandas as pd
 from aiplib.core import __version__
 from aiplib.core.errors import AiplibError
 from aiplib.core.hashing import file_sha256
+from aiplib.core.stage_records import built_at_smoke_size
 from aiplib.core.tasks import TASK_FAMILIES
 from aiplib.core.workspace import PROFILES, repo_root, workspace
 from aiplib.inference.fingerprint_slice import SLICE_SEED, SLICE_SIZE, select_slice
@@ -743,6 +744,12 @@ def verify(args) -> int:
         ws = _workspace(args)
         input_divergences = compare_inputs(expected, ws)
         if input_divergences:
+            if built_at_smoke_size(ws.executed):
+                print(
+                    f"fingerprint: note: {ws.root} was built at smoke size ($AIP_SMOKE in its "
+                    "stage records); the fingerprint is of a full-size demo run (make all without "
+                    "AIP_SMOKE), so its inputs differ"
+                )
             _report(input_divergences, shown, args.all)
             return EXIT_DIVERGES
         actual = compute_fingerprint(ws, expected["slice"]["rule"]["model"])

@@ -29,7 +29,7 @@ from pathlib import Path
 from aiplib.core import papermill_args
 from aiplib.core.atomic import write_text_atomic
 from aiplib.core.hashing import file_sha256
-from aiplib.core.workspace import MODELS_ENV, MODELS_FILE_NAME
+from aiplib.core.workspace import MODELS_ENV, MODELS_FILE_NAME, SMOKE_ENV, SMOKE_VALUES
 
 #: Version of the record format; a record of another version is stale.
 RECORD_VERSION = 1
@@ -449,6 +449,16 @@ def _input_reasons(why: list[str]) -> list[str]:
     of ``make NN`` re-runs for a changed input, notebook, code, parameter or environment, not
     because its outputs were written by someone else (stage 7 run in JupyterLab or by hand)."""
     return [w for w in why if not w.startswith("output ")]
+
+
+def built_at_smoke_size(out_dir, stage: str = "02_build_item_banks") -> bool:
+    """``stage`` ran with ``$AIP_SMOKE`` on (its record holds the variable's SHA-256, written by
+    :func:`environment`, equal to that of one of :data:`aiplib.core.workspace.SMOKE_VALUES`), so
+    its outputs are smoke-size; False without a record."""
+    record = read_record(record_path(Path(out_dir), stage)) or {}
+    recorded = record.get("environment", {}).get(SMOKE_ENV)
+    smoke_hashes = {hashlib.sha256(v.encode("utf-8")).hexdigest() for v in SMOKE_VALUES}
+    return recorded in smoke_hashes
 
 
 def never_run(stage: str, out_dir) -> bool:

@@ -45,10 +45,15 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
+#: The variable that turns smoke size on, and the values that do (lower case, stripped).
+SMOKE_ENV = "AIP_SMOKE"
+SMOKE_VALUES = ("1", "true", "yes")
+
+
 def smoke() -> bool:
-    """True when ``$AIP_SMOKE`` is ``1``/``true``: notebooks then default to tiny sizes (tests,
-    CI)."""
-    return os.environ.get("AIP_SMOKE", "0").strip().lower() in ("1", "true", "yes")
+    """True when ``$AIP_SMOKE`` is ``1``/``true``/``yes``: notebooks then default to tiny sizes
+    (tests, CI)."""
+    return os.environ.get(SMOKE_ENV, "0").strip().lower() in SMOKE_VALUES
 
 
 @dataclass(frozen=True)
