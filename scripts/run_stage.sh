@@ -24,7 +24,7 @@
 # saying the stage was stopped (see the papermill call below).
 # Parameters (-p/-r NAME VALUE, -y YAML) reach the notebook only if its parameters cell declares them
 # (aiplib.core.papermill_args, papermill's inspect_notebook): make passes one set to every stage; a name that no notebook
-# of NOTEBOOK_DIR declares (a typo) is dropped with one note.
+# of NOTEBOOK_DIR declares (a typo) stops the stage before papermill starts, with one line naming the closest declared name.
 set -u -o pipefail
 if [ $# -lt 3 ]; then
   echo "usage: $0 STAGE NOTEBOOK_DIR OUT_DIR [papermill arguments ...]" >&2

@@ -205,19 +205,30 @@ def test_run_stage_passes_a_notebook_only_the_parameters_it_declares(tmp_path):
     record, out = tmp_path / "args.txt", tmp_path / "out dir"
     env = dict(_env(), PAPERMILL=str(fake), FILTER_PYTHON=sys.executable, RECORD=str(record))
     args = ["-p", "profile", "custom", "-p", "model", "whisper_tiny_en", "-r", "texts", "/my inputs/t.csv",
-            "-p", "snrs_db", "10", "-y", "snrs: [10, 5]", "-p", "overwrite", "false"]
-    proc = subprocess.run(["bash", str(REPO / "scripts" / "run_stage.sh"), "05_build_manifests",
-                           str(REPO / "notebooks"), str(out), *args],
-                          cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
+            "-y", "snrs: [10, 5]", "-p", "overwrite", "false"]
+
+    def run_stage(*more):
+        return subprocess.run(["bash", str(REPO / "scripts" / "run_stage.sh"), "05_build_manifests",
+                               str(REPO / "notebooks"), str(out), *args, *more],
+                              cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
+
+    # a name no notebook declares (a typo) stops the stage before papermill starts
+    proc = run_stage("-p", "snrs_db", "10")
+    assert proc.returncode == 1 and not record.exists()
+    assert proc.stderr.splitlines() == [
+        f"make: PARAMS: no notebook in {REPO / 'notebooks'} declares snrs_db (did you mean snrs?); the stage "
+        "05_build_manifests did not start (a parameter reaches only the notebooks whose parameters cell "
+        "declares it)",
+        "make: stage 05_build_manifests FAILED before papermill started"]
+    proc = run_stage()
     assert proc.returncode == 0, proc.stderr
     received = record.read_text().splitlines()
     assert received[:4] == ["--cwd", str(REPO / "notebooks"), str(REPO / "notebooks" / "05_build_manifests.ipynb"),
                             str(out / "05_build_manifests.running.ipynb")]
     assert received[4:] == ["-p", "profile", "custom", "-y", "snrs: [10, 5]", "-p", "overwrite", "false",
                             "--log-level", "WARNING", "--no-progress-bar", "--stderr-file", "/dev/stderr"]
-    # model (stage 06/07) and texts (stage 01) leave silently; the typo gets one note
-    assert proc.stderr.splitlines() == [
-        f"note: not passed to 05_build_manifests: snrs_db — no notebook in {REPO / 'notebooks'} declares it (a typo?)"]
+    # model (stage 06/07) and texts (stage 01) leave silently
+    assert proc.stderr == ""
     assert (out / "05_build_manifests.ipynb").is_file() and sorted(os.listdir(out)) == [
         "05_build_manifests.ipynb", "05_build_manifests.log"]
 

@@ -188,17 +188,24 @@ def test_filter_keeps_declared_parameters_and_sorts_the_dropped_ones():
     assert kept == []
 
 
-def test_filter_on_a_real_notebook_drops_the_undeclared_with_one_note(capsysbinary):
+def test_filter_on_a_real_notebook_drops_what_others_declare_and_stops_at_a_typo(capsysbinary):
     nb = NBDIR / "05_build_manifests.ipynb"
     assert notebook_parameters(nb) == ["profile", "smoke", "snrs", "overwrite", "seed_offset", "suite"]
-    status = main(["filter-args", str(nb), "-p", "profile", "demo", "-p", "model", "m1", "-p", "task", "asr",
-                   "-p", "snr", "10", "-y", "snrs: [10, 5]", "-r", "speech_dir", "/a b"])
+    args = ["-p", "profile", "demo", "-p", "model", "m1", "-p", "task", "asr", "-y", "snrs: [10, 5]",
+            "-r", "speech_dir", "/a b"]
+    status = main(["filter-args", str(nb), *args])
     out, err = capsysbinary.readouterr()
-    assert status == 0
+    assert status == 0 and err == b""
+    # model/task (stage 07 declares them) and speech_dir (stage 01) go silently
     assert out.split(b"\0")[:-1] == [b"-p", b"profile", b"demo", b"-y", b"snrs: [10, 5]"]
-    # model/task (stage 07 declares them) and speech_dir (stage 01) go silently; snr is declared nowhere
+    # snr and limt are declared nowhere: the stage does not start, the closest names are offered
+    status = main(["filter-args", str(nb), *args, "-p", "snr", "10", "-p", "limt", "5"])
+    out, err = capsysbinary.readouterr()
+    assert status == 2 and out == b""
     assert err.decode().splitlines() == [
-        f"note: not passed to 05_build_manifests: snr — no notebook in {NBDIR} declares it (a typo?)"]
+        f"make: PARAMS: no notebook in {NBDIR} declares snr (did you mean snrs?), limt (did you mean "
+        "limit?); the stage 05_build_manifests did not start (a parameter reaches only the notebooks "
+        "whose parameters cell declares it)"]
 
 
 def test_filter_refuses_an_option_without_its_values():

@@ -8,6 +8,7 @@ papermill's own ``inspect_notebook``. ``scripts/run_stage.sh`` runs
 
 from __future__ import annotations
 
+import difflib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,10 +135,29 @@ def _take_yaml(args: Sequence[str], i: int, result: _Filtered) -> int:
     return i + 2
 
 
+def unknown_names_line(notebook: Path, unknown: Sequence[str], known: Iterable[str]) -> str:
+    """One line refusing parameter names that no notebook of ``notebook``'s folder declares, each
+    with the closest declared name when one is close (``difflib.get_close_matches``)."""
+    known = sorted(set(known))
+    named = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        if close:
+            named.append(f"{name} (did you mean {close[0]}?)")
+        else:
+            named.append(name)
+    return (
+        f"make: PARAMS: no notebook in {notebook.parent} declares {', '.join(named)}; the stage "
+        f"{notebook.stem} did not start (a parameter reaches only the notebooks whose parameters "
+        "cell declares it)"
+    )
+
+
 def main(argv: Sequence[str]) -> int:
     """``filter-args NOTEBOOK.ipynb [papermill args ...]``: the kept arguments NUL-separated on
-    stdout (values with spaces survive), one note on stderr for a name no notebook of NOTEBOOK's
-    folder declares. Exit 2 on usage errors, 1 when a notebook cannot be read."""
+    stdout (values with spaces survive). A name no notebook of NOTEBOOK's folder declares (a typo)
+    stops it with one line (:func:`unknown_names_line`) and exit 2, as do usage errors; exit 1 when
+    a notebook cannot be read."""
     if len(argv) < 2 or argv[0] != "filter-args":
         print(_USAGE, file=sys.stderr)
         return 2
@@ -152,14 +172,8 @@ def main(argv: Sequence[str]) -> int:
         print(f"cannot read the parameters of {notebook}: {err}", file=sys.stderr)
         return 1
     if unknown:
-        pronoun = "them"
-        if len(unknown) == 1:
-            pronoun = "it"
-        print(
-            f"note: not passed to {notebook.stem}: {', '.join(unknown)} — no notebook in "
-            f"{notebook.parent} declares {pronoun} (a typo?)",
-            file=sys.stderr,
-        )
+        print(unknown_names_line(notebook, unknown, known), file=sys.stderr)
+        return 2
     sys.stdout.write("".join(a + "\0" for a in kept))
     return 0
 
