@@ -5,7 +5,8 @@
 #
 # Executes NOTEBOOK_DIR/STAGE.ipynb (working directory NOTEBOOK_DIR) into OUT_DIR/STAGE.running.ipynb,
 # keeps papermill's messages in OUT_DIR/STAGE.log and shows them live without Python traceback
-# frames (they stay in the log). On success the executed copy becomes OUT_DIR/STAGE.ipynb; on
+# frames (they stay in the log). On success the executed copy becomes OUT_DIR/STAGE.ipynb (and an
+# earlier STAGE.failed.ipynb is removed); on
 # failure it is kept as OUT_DIR/STAGE.failed.ipynb (the last good copy is never replaced) and the
 # script ends with the reason: the failing cell and its error, or one line when the kernel died
 # (killed by the system, most often out of memory, or by kill -9). Exit status 1 on failure.
@@ -189,7 +190,8 @@ if [ -n "$stopped" ] && [ "${status:-1}" -ne 0 ]; then
   exit $((128 + $(kill -l "$stopped")))
 fi
 if [ "${status:-1}" -eq 0 ]; then
-  mv -f -- "$running" "$out/$stage$tag.ipynb" && { record_stage; exit 0; }
+  # the copy of an earlier failed run no longer describes the stage: it goes with the success
+  mv -f -- "$running" "$out/$stage$tag.ipynb" && { rm -f -- "$out/$stage$tag.failed.ipynb"; record_stage; exit 0; }
   echo "make: stage $stage FAILED: the executed copy could not be moved to $out/$stage$tag.ipynb; finished work is kept" >&2
   exit 1
 fi

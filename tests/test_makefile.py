@@ -129,6 +129,7 @@ def test_killed_kernel_ends_with_one_line_in_a_clone_with_a_space(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     done = nbformat.read(str(executed / "99_kill_kernel.ipynb"), as_version=4)
     assert "finished" in done.cells[-1].outputs[0]["text"]
+    assert not (executed / "99_kill_kernel.failed.ipynb").exists()  # the failure's copy went with the success
     assert sorted(os.listdir(clone)) == [".venv", "Makefile", "data", "nbs", "scripts"]
 
 

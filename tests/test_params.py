@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 from typing import Literal, Optional
 
 import nbformat
 import pytest
 
-from aiplib.core.papermill_args import filter_papermill_args, main, notebook_parameters
+from aiplib.core.papermill_args import MAKE_PARAMETERS, filter_papermill_args, main, notebook_parameters
 from aiplib.core.params import ParameterTypeError, check_parameters, coerce_parameter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -223,3 +224,10 @@ def test_notebook_without_parameters_cell_declares_nothing(tmp_path):
     nbformat.write(nb, tmp_path / "00_none.ipynb")
     assert notebook_parameters(tmp_path / "00_none.ipynb") == []
     assert json.loads((tmp_path / "00_none.ipynb").read_text())["cells"]
+
+
+def test_the_parameters_make_passes_from_its_variables_are_never_refused_as_typos():
+    """MAKE_PARAMETERS holds exactly the names the Makefile's PM_ARGS lines pass."""
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    passed = re.findall(r"^PM_ARGS [+:]= -[pr] ([a-z_]+)", makefile, flags=re.MULTILINE)
+    assert passed == list(MAKE_PARAMETERS)

@@ -24,6 +24,25 @@ from aiplib.core.errors import AiplibParameterError
 _PAIR_OPTIONS = {"-p", "--parameters", "-r", "--parameters_raw"}
 #: Options followed by one YAML mapping (papermill's ``-y``).
 _YAML_OPTIONS = {"-y", "--parameters_yaml"}
+#: The parameters the Makefile passes from its own variables (``PROFILE``, ``MODEL``, ``TASK``,
+#: ``SEED``, ``SHARD``, ``SUITE`` and the custom folders and tables): a notebook folder of one's own
+#: (``NOTEBOOKS=``) may declare none of them, so they are dropped silently, never refused as typos.
+MAKE_PARAMETERS = (
+    "profile",
+    "model",
+    "task",
+    "seed",
+    "shard",
+    "suite",
+    "speech_dir",
+    "texts",
+    "kws_dir",
+    "kws_labels",
+    "backgrounds_dir",
+    "keywords",
+    "distractors_dir",
+    "distractor_texts",
+)
 #: The command line :func:`main` expects.
 _USAGE = (
     "usage: python -m aiplib.core.papermill_args filter-args NOTEBOOK.ipynb [papermill args ...]"
@@ -155,16 +174,17 @@ def unknown_names_line(notebook: Path, unknown: Sequence[str], known: Iterable[s
 
 def main(argv: Sequence[str]) -> int:
     """``filter-args NOTEBOOK.ipynb [papermill args ...]``: the kept arguments NUL-separated on
-    stdout (values with spaces survive). A name no notebook of NOTEBOOK's folder declares (a typo)
-    stops it with one line (:func:`unknown_names_line`) and exit 2, as do usage errors; exit 1 when
-    a notebook cannot be read."""
+    stdout (values with spaces survive). A name no notebook of NOTEBOOK's folder declares and that
+    is not one of :data:`MAKE_PARAMETERS` (a typo) stops it with one line
+    (:func:`unknown_names_line`) and exit 2, as do usage errors; exit 1 when a notebook cannot be
+    read."""
     if len(argv) < 2 or argv[0] != "filter-args":
         print(_USAGE, file=sys.stderr)
         return 2
     notebook = Path(argv[1])
     try:
         declared = notebook_parameters(notebook)
-        known = set(declared)
+        known = set(declared) | set(MAKE_PARAMETERS)
         for other in sorted(notebook.parent.glob("[0-9][0-9]_*.ipynb")):
             known.update(notebook_parameters(other))
         kept, _dropped, unknown = filter_papermill_args(argv[2:], declared, known)
