@@ -385,6 +385,11 @@ def _write_bank(ws, fam: str, used, max_items, rng) -> None:
     if has_keywords:
         strata = sub["is_target"].map(_is_target).to_numpy(bool)
     keep = _select(np.arange(len(sub)), max_items, rng, strata)
+    if len(keep) < len(sub):
+        print(
+            f"{fam}: {len(keep)} of {len(sub)} usable items kept in the item bank "
+            f"(max_items={max_items}, e.g. the smoke size of $AIP_SMOKE=1), chosen by the seed"
+        )
     rows = [_bank_row(ws, fam, r) for r in sub.iloc[keep].to_dict("records")]
     keywords = None
     if has_keywords:
