@@ -218,6 +218,10 @@ report: setup
 $(foreach s,$(STAGES),$(eval $(word 1,$(subst _, ,$(s))): setup $(if $(filter 01_%,$(s)),validate) ; @$$(MAKE) --no-print-directory stage-checked STAGE=$(s)))
 $(foreach s,$(STAGES),$(eval stage-$(word 1,$(subst _, ,$(s))): setup ; @$$(MAKE) --no-print-directory stage-checked STAGE=$(s)))
 $(foreach s,$(STAGES),$(eval stage-$(s): setup ; @$$(MAKE) --no-print-directory stage-checked STAGE=$(s)))
+# `make 7`: stages have two digits; one line saying so instead of make's "No rule to make target".
+ONE_DIGIT := 1 2 3 4 5 6 7 8 9
+.PHONY: $(ONE_DIGIT)
+$(foreach n,$(ONE_DIGIT),$(eval $(n): ; @echo "make: no stage '$(n)': stages have two digits, e.g. make 0$(n)" >&2; exit 2))
 
 # `make merge`: fold stage 7's shard files (SHARD=i/n, a Slurm job array: scripts/slurm/stage7.sbatch)
 # into inference/<model>/<task>.jsonl (and inference/<family>/<model>/… of the other condition
