@@ -31,6 +31,11 @@ scratch copies, ``sub_batches`` (today's) and ``per_clip`` alternating ``--repea
 it prints each loop's seconds, their ratio new/old, each loop over the floor
 ``stimuli × best single-clip 30 s encode + decodes × best batched decode`` (:func:`part_times`),
 the count of identical transcripts (``raw``, byte for byte) and ``os.getloadavg()``.
+
+``--encoder-sweep`` times the encoder alone (30 s windows, features precomputed) on the ``--limit``
+rows per family, for each (workers, threads, clips per encoder call) of :data:`SWEEP`, every
+arrangement ``--repeat`` times in alternation in one process; it prints ms per clip of each run and
+the best of each arrangement, and its ratio to today's (2 workers x 1 thread, 4 clips per call).
 """
 from __future__ import annotations
 
@@ -135,6 +140,54 @@ def measure_floor(rec, stims, prompts: dict) -> dict:
     return {"encode_s": t_enc / len(stims), "decode_s": t_dec / n_dec, "stimuli": len(stims),
             "decodes": n_dec, "encode_wall_s": round(t_enc, 3), "decode_wall_s": round(t_dec, 3),
             "workers": rec.workers, "cpu_threads": rec.cpu_threads, "sub_batch": sub}
+
+
+#: ``--encoder-sweep``'s arrangements: (CTranslate2 workers, threads per worker, clips per call).
+SWEEP = ((2, 1, 1), (2, 1, 4), (2, 1, 8), (2, 1, 16), (1, 2, 1), (1, 2, 8))
+#: Today's arrangement in :data:`SWEEP` (stage 7's ``sub_batches``: a batch of 8 over 2 workers).
+TODAY = (2, 1, 4)
+
+
+def encoder_ms_per_clip(clips: list, workers: int, threads: int, per_call: int,
+                        model: str = "whisper_tiny_en") -> float:
+    """Wall ms per clip of the encoder alone on 30 s windows: ``clips`` (16 kHz float32 arrays)
+    cut into calls of ``per_call`` clips, handed to ``workers`` CTranslate2 workers of ``threads``
+    threads each without a barrier (the first ``workers`` calls are a warm-up, not timed)."""
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    ctranslate2 = import_ctranslate2()
+    rec = load_model(model, path="fast", workers=workers, cpu_threads=threads)
+    try:
+        calls = [rec.features(clips[k: k + per_call], 3000) for k in range(0, len(clips), per_call)]
+
+        def encode(features):
+            return rec.model.model.encode(ctranslate2.StorageView.from_array(features), to_cpu=False)
+
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(encode, calls[:workers]))
+            t0 = time.perf_counter()
+            list(pool.map(encode, calls))
+            seconds = time.perf_counter() - t0
+    finally:
+        rec.close()
+    return 1000 * seconds / len(clips)
+
+
+def encoder_sweep(ws, limit: int, repeat: int, model: str = "whisper_tiny_en") -> dict:
+    """:func:`encoder_ms_per_clip` of every arrangement of :data:`SWEEP` on the stimuli of
+    :func:`slice_stimuli`, ``repeat`` rounds in alternation; ``{arrangement: [ms per round]}``."""
+    import os  # noqa: PLC0415
+
+    clips = [y for _, y in slice_stimuli(ws, limit)]
+    out = {arrangement: [] for arrangement in SWEEP}
+    for round_index in range(repeat):
+        for arrangement in SWEEP:
+            ms = encoder_ms_per_clip(clips, *arrangement, model=model)
+            out[arrangement].append(ms)
+            workers, threads, per_call = arrangement
+            print(f"round {round_index}: {workers} workers x {threads} threads, {per_call} clips per call: "
+                  f"{ms:.1f} ms/clip ({len(clips)} clips; load {os.getloadavg()[0]:.2f})", flush=True)
+    return out
 
 
 def floor_seconds(floor: dict, stimuli: int, decodes: int) -> float:
@@ -381,7 +434,18 @@ def main(argv=None):
                     help="stage 7 with the per_clip vs the sub_batches arrangement (module notes)")
     ap.add_argument("--backgrounds", default=None,
                     help="--arrangements: background ids, comma-separated (default all)")
+    ap.add_argument("--encoder-sweep", action="store_true",
+                    help="the encoder alone per workers x threads x clips per call (module notes)")
     a = ap.parse_args(argv)
+    if a.encoder_sweep:
+        from aiplib.core.workspace import workspace  # noqa: PLC0415
+
+        sweep = encoder_sweep(workspace(a.profile, create=False), a.limit, a.repeat, a.model)
+        today = min(sweep[TODAY])
+        for (workers, threads, per_call), runs in sweep.items():
+            print(f"best: {workers} workers x {threads} threads, {per_call} clips per call: "
+                  f"{min(runs):.1f} ms/clip, {min(runs) / today:.3f} of today's")
+        return 0
     if a.arrangements:
         from aiplib.core.workspace import workspace  # noqa: PLC0415
 
