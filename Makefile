@@ -109,7 +109,7 @@ all: setup preflight validate
 # Before stage 1 (seconds): MODEL, MODELS (the models file), TASK, SUITE and SHARD, with the
 # messages stage 7 would give after stages 1-6 (aiplib/inference/preflight.py).
 preflight: setup
-	@$(PY) -m aiplib.inference.preflight --model "$(MODEL)" --task "$(TASK)" --suite "$(SUITE)" --shard "$(SHARD)"
+	@AIP_DATA_ROOT="$(DATA_ROOT)" $(PY) -m aiplib.inference.preflight --model "$(MODEL)" --task "$(TASK)" --suite "$(SUITE)" --shard "$(SHARD)"
 
 # `make help`: the lines starting with "#>" (one per target), then the comment at the top (the variables).
 #> all             every stage 01-10 (a stage whose inputs, parameters and code are unchanged is skipped; FORCE=1 runs all), then the report

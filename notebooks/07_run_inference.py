@@ -166,10 +166,15 @@ def _no_response(path, rows: list[dict]) -> str:
 
 def _first_answered(files: pd.DataFrame) -> tuple:
     """(the summary row of the first file with a response, its shown row) or (None, None), and
-    one line per file without any response."""
+    one line per file whose rows all lack a response (a file not written, e.g. a shard with
+    nothing to decode, or without rows, is passed over)."""
     silent = []
     for _, f in files.iterrows():
+        if not Path(f["file"]).is_file():
+            continue
         rows = read_inference_jsonl(f["file"])[0]
+        if not rows:
+            continue
         row = _shown_row(rows)
         if row is not None:
             return f, row, silent
@@ -181,8 +186,8 @@ done_files = summary[(summary["status"] == "done") & summary["file"].notna()]
 first, written_row, silent_files = _first_answered(done_files)
 for line in silent_files:
     print("no response:", line)
-if done_files.empty:
-    print("no stimulus to show: no model × task file was written by this run "
+if first is None and not silent_files:
+    print("no stimulus to show: no model × task file with rows was written by this run "
           f"({', '.join(sorted(set(summary['status'].astype(str))))})")
 elif first is None:
     raise AiplibError(

@@ -549,3 +549,24 @@ def test_no_notebook_reads_a_results_file_by_hand():
             if re.search(r"\.read_text\(|\bopen\(|json\.loads?\(|\.read_bytes\(|readlines\(", code):
                 found.add((py.name, line.strip()))
     assert found == allowed
+
+
+def test_a_shard_restores_no_row_that_its_tasks_main_file_already_answers(tmp_path):
+    """restore_superseded in a shard's file: a set-aside row whose (id, key) <task>.jsonl already
+    answers stays aside (the merge would otherwise meet two answers); the other comes back, and
+    only its line leaves superseded/ (an older copy of the same key stays)."""
+    from aiplib.inference.resume import restore_superseded
+
+    def line(rid, raw):
+        return json.dumps({"id": rid, "raw": raw, "stim_key": "K", "prompt_id": "p"}) + "\n"
+
+    main = tmp_path / "asr.jsonl"
+    shard = tmp_path / "asr.shard-0-of-2.jsonl"
+    side = tmp_path / "superseded" / shard.name
+    side.parent.mkdir()
+    main.write_text(line("a", "answer a"))
+    shard.write_text("")
+    side.write_text(line("a", "old a") + line("b", "older b") + line("b", "old b"))
+    assert restore_superseded(shard, {"a": "K", "b": "K"}, main) == 1
+    assert shard.read_text() == line("b", "old b")
+    assert side.read_text() == line("a", "old a") + line("b", "older b")

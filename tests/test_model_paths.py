@@ -44,6 +44,8 @@ def _audit_folder(tmp_path, ckpt_builder):
         "gone": hf_asr_entry("./ckpts/missing"),
         "prog": {"backend": "command", "model_type": "external",
                  "command": "./bin/my asr --lang en {file}"},
+        "prog_no_dot": {"backend": "command", "model_type": "external", "command": "bin/my {file}"},
+        "prog_on_path": {"backend": "command", "model_type": "external", "command": "my-asr {file}"},
     })
     return audit, ckpt, p
 
@@ -64,6 +66,10 @@ def test_a_relative_weights_folder_is_taken_from_the_models_file_folder(tmp_path
     assert get_entry("forced_hub").weights == "facebook/w2v"
     assert shlex.split(get_entry("prog").extra["command"]) == [
         str(audit / "bin" / "my"), "asr", "--lang", "en", "{file}"]
+    # a relative path without ./ is a path too (a shell would take it from where it runs); a bare
+    # name is looked up on PATH
+    assert shlex.split(get_entry("prog_no_dot").extra["command"]) == [str(audit / "bin" / "my"), "{file}"]
+    assert get_entry("prog_on_path").extra["command"] == "my-asr {file}"
     assert get_entry("gone").weights == str(audit / "ckpts" / "missing")
     with pytest.raises(ModelUnavailableError) as err:
         load_model("gone")

@@ -50,3 +50,12 @@ def test_an_unreadable_models_file_is_said_once(tmp_path, monkeypatch):
     monkeypatch.setenv(MODELS_ENV, str(missing))
     found = problems(model="mine")
     assert len(found) == 1 and found[0].startswith(f"make: MODELS={missing}: FileNotFoundError: {missing}")
+
+
+def test_the_models_file_of_the_data_root_is_read_without_the_variable(tmp_path, monkeypatch):
+    """`make preflight` passes DATA_ROOT, so DATA_ROOT/models.yaml names models as for the stages."""
+    monkeypatch.delenv(MODELS_ENV, raising=False)
+    monkeypatch.setenv("AIP_DATA_ROOT", str(tmp_path))
+    _models_file(tmp_path, "/bin/cat {file}").rename(tmp_path / "models.yaml")
+    assert problems(model="mine") == []
+    assert problems(model="minex")[0].startswith("make: MODEL=minex: KeyError: unknown model 'minex'")

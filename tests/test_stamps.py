@@ -499,6 +499,12 @@ def test_make_nn_on_a_fresh_data_folder_runs_the_stages_that_never_ran_here(tmp_
     assert not stage_records.never_run("01_download_data", out)
     assert upstream_of_03() == ("02_build_item_banks",
                                 "=== stage 02_build_item_banks: runs — never run in this data folder")
+    # a folder scored by `make score` (stage 8's executed copy, no stage 1-7): nothing upstream runs
+    scored = tmp_path / "scored" / "demo" / "executed"
+    scored.mkdir(parents=True)
+    (scored / "08_score_outputs.ipynb").write_text("{}")
+    assert not any(stage_records.never_run(s, scored) for s in stage_records.STAGES[:8])
+    assert stage_records.never_run("09_make_figures", scored)
 
 
 def test_a_record_written_with_aip_smoke_on_says_the_folder_is_smoke_size(tmp_path):

@@ -461,14 +461,22 @@ def built_at_smoke_size(out_dir, stage: str = "02_build_item_banks") -> bool:
     return recorded in smoke_hashes
 
 
+def _ran_here(stage: str, out_dir: Path) -> bool:
+    """``stage`` has a record or an executed copy in ``out_dir``."""
+    return read_record(record_path(out_dir, stage)) is not None or (
+        out_dir / f"{stage}.ipynb"
+    ).is_file()
+
+
 def never_run(stage: str, out_dir) -> bool:
-    """``stage`` has never run in this data folder: no record, no executed copy and none of the
-    files it writes (:data:`STAGE_WRITES`). A stage run before records, or in JupyterLab, left
-    files and is not "never run"."""
+    """``stage`` has never run in this data folder and the pipeline has not gone past it: no
+    record, no executed copy and none of the files it writes (:data:`STAGE_WRITES`), and no later
+    stage has a record or an executed copy. A stage run before records or in JupyterLab left
+    files; a folder scored by ``make score`` (stages 8-9 on inference files from elsewhere) has
+    stage 8's record: neither is "never run"."""
     out_dir = Path(out_dir).resolve()
-    if read_record(record_path(out_dir, stage)) is not None:
-        return False
-    if (out_dir / f"{stage}.ipynb").is_file():
+    k = STAGES.index(stage)
+    if any(_ran_here(later, out_dir) for later in STAGES[k:]):
         return False
     return not workspace_files(out_dir.parent, STAGE_WRITES[stage])
 

@@ -196,45 +196,49 @@ def _answered_keys(path: Path) -> set:
     return answered
 
 
-def restore_superseded(path, keys: dict) -> int:
+def restore_superseded(path, keys: dict, answered_elsewhere=None) -> int:
     """Bring back to ``path`` the rows set aside in ``superseded/<name>`` that answer the current
     stimuli again; returns how many came back.
 
     A row comes back when it is a successful keyed row whose ``stim_key`` equals ``keys[id]`` and
-    ``path`` holds no successful row with that id and key: the stimulus, prompt, model entry and
-    decoding are exactly those it answered (e.g. a models file that changed and changed back, or a
-    run that set rows aside, then stopped at loading the model). The last such line of each id is
-    appended to ``path`` (fsync'ed), then the side file is rewritten atomically without the lines
-    of every restored ``(id, stim_key)``. Call it after :func:`aiplib.io.formats.repair_jsonl` of
-    ``path`` and before :func:`resume_file`, which then brings the restored rows' manifest fields
-    up to date.
+    neither ``path`` nor ``answered_elsewhere`` (a shard's ``<task>.jsonl``, which it reads but
+    never rewrites) holds a successful row with that id and key: the stimulus, prompt, model entry
+    and decoding are exactly those it answered (e.g. a models file that changed and changed back,
+    or a run that set rows aside, then stopped at loading the model). The last such line of each id
+    is appended to ``path`` (fsync'ed), then the side file is rewritten atomically without the
+    restored lines (other set-aside copies stay). Call it after
+    :func:`aiplib.io.formats.repair_jsonl` of ``path`` and before :func:`resume_file`, which then
+    brings the restored rows' manifest fields up to date.
     """
     path = Path(path)
     side = superseded_path(path)
     if not side.is_file():
         return 0
     answered = _answered_keys(path)
+    if answered_elsewhere is not None:
+        answered |= _answered_keys(Path(answered_elsewhere))
     with open(side, "rb") as f:
         lines = f.readlines()
-    chosen = {}
-    for raw in lines:
+    chosen = {}  # id -> index of its last matching line
+    for number, raw in enumerate(lines):
         r, rid = parse_line(raw)
         if rid is None or is_error_row(r):
             continue
         key = r.get(STIM_KEY_FIELD)
         if key is None or key != keys.get(rid) or (rid, key) in answered:
             continue
-        chosen[rid] = raw if raw.endswith(b"\n") else raw + b"\n"
+        chosen[rid] = number
     if not chosen:
         return 0
-    restored = {(rid, keys[rid]) for rid in chosen}
-    left = []
-    for raw in lines:
-        r, rid = parse_line(raw)
-        if rid is not None and (rid, r.get(STIM_KEY_FIELD)) in restored:
-            continue
-        left.append(raw)
-    append_jsonl_lines(path, [raw.decode("utf-8") for raw in chosen.values()])
+    restored_lines = set(chosen.values())
+    back = []
+    for number in sorted(restored_lines):
+        text = lines[number].decode("utf-8")
+        if not text.endswith("\n"):
+            text += "\n"
+        back.append(text)
+    left = [raw for number, raw in enumerate(lines) if number not in restored_lines]
+    append_jsonl_lines(path, back)
     write_bytes_atomic(side, b"".join(left))
     log.warning(
         "%s: %d row(s) set aside earlier answer the current stimuli, prompt, model and decoding "
@@ -433,7 +437,10 @@ class _TaskWork:
         repair_jsonl(path)  # the file this process appends to (a shard's own file when sharded)
         # rows set aside earlier that answer the current keys again come back first, so that
         # resume_file refreshes their manifest fields with the kept ones
-        restore_superseded(path, keys)
+        main_answers = None
+        if self.shard is not None:
+            main_answers = main_path
+        restore_superseded(path, keys, main_answers)
         # stale rows are set aside in the file this process owns: a shard never rewrites
         # <task>.jsonl, which the other shards read at the same time (the merge supersedes its stale
         # rows) (kept rows get the manifest's current reference text, label, seed …: refreshed)

@@ -107,10 +107,12 @@ def _installed(dist: str) -> bool:
 
 
 def _hub_cached(repo_id: str) -> bool:
-    """True when the Hugging Face cache holds a snapshot of ``repo_id``."""
-    cache = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface"), "hub"
-    )
+    """True when the Hugging Face cache holds a snapshot of ``repo_id``: ``$HF_HUB_CACHE``, else
+    ``$HF_HOME/hub``, else ``$XDG_CACHE_HOME/huggingface/hub``, else ``~/.cache/huggingface/hub``
+    (huggingface_hub's own order, its documentation "Environment variables")."""
+    xdg_cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    home = os.environ.get("HF_HOME") or os.path.join(xdg_cache, "huggingface")
+    cache = os.environ.get("HF_HUB_CACHE") or os.path.join(home, "hub")
     return (Path(cache) / ("models--" + repo_id.replace("/", "--")) / "snapshots").is_dir()
 
 

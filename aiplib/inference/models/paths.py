@@ -59,8 +59,10 @@ def resolve_weights_value(value, base: Path):
 
 def resolve_command_value(value, base: Path):
     """``command:`` of a models file in ``base`` with its program (the first word) made absolute
-    when it is written as a relative or ``~`` path (``./whisper-asr {file}``); otherwise unchanged.
-    A command that does not split (unbalanced quotes) is kept for the backend's own error."""
+    when it is written as a relative or ``~`` path (``./whisper-asr {file}``, ``bin/asr {file}``:
+    any path with a ``/`` that is neither absolute nor starts with ``$``); a bare name is left for
+    the ``PATH`` lookup. A command that does not split (unbalanced quotes) is kept for the
+    backend's own error."""
     if value is None:
         return None
     text = str(value)
@@ -68,7 +70,12 @@ def resolve_command_value(value, base: Path):
         argv = shlex.split(text)
     except ValueError:
         return text
-    if not argv or not argv[0].startswith(("./", "../", "~")):
+    if not argv:
+        return text
+    program = argv[0]
+    home_or_dot = program.startswith(("./", "../", "~"))
+    relative_path = "/" in program and not program.startswith(("/", "$"))
+    if not (home_or_dot or relative_path):
         return text
     argv[0] = os.path.abspath(Path(base) / Path(argv[0]).expanduser())
     return shlex.join(argv)
