@@ -217,9 +217,8 @@ def test_run_stage_passes_a_notebook_only_the_parameters_it_declares(tmp_path):
     proc = run_stage("-p", "snrs_db", "10")
     assert proc.returncode == 1 and not record.exists()
     assert proc.stderr.splitlines() == [
-        f"make: PARAMS: no notebook in {REPO / 'notebooks'} declares snrs_db (did you mean snrs?); the stage "
-        "05_build_manifests did not start (a parameter reaches only the notebooks whose parameters cell "
-        "declares it)",
+        f"make: PARAMS: no notebook in {REPO / 'notebooks'} declares snrs_db (did you mean snrs?) (a parameter "
+        "reaches only the notebooks whose parameters cell declares it)",
         "make: stage 05_build_manifests FAILED before papermill started"]
     proc = run_stage()
     assert proc.returncode == 0, proc.stderr

@@ -205,8 +205,7 @@ def test_filter_on_a_real_notebook_drops_what_others_declare_and_stops_at_a_typo
     assert status == 2 and out == b""
     assert err.decode().splitlines() == [
         f"make: PARAMS: no notebook in {NBDIR} declares snr (did you mean snrs?), limt (did you mean "
-        "limit?); the stage 05_build_manifests did not start (a parameter reaches only the notebooks "
-        "whose parameters cell declares it)"]
+        "limit?) (a parameter reaches only the notebooks whose parameters cell declares it)"]
 
 
 def test_filter_refuses_an_option_without_its_values():

@@ -517,3 +517,18 @@ def test_a_record_written_with_aip_smoke_on_says_the_folder_is_smoke_size(tmp_pa
         record = {"stage": "02_build_item_banks", "environment": {"AIP_SMOKE": digest}}
         stage_records.record_path(out, "02_build_item_banks").write_text(json.dumps(record))
         assert stage_records.built_at_smoke_size(out) is smoke_size, value
+
+
+def test_a_params_typo_is_refused_before_a_stage_is_chosen(tmp_path, capsys):
+    """`make NN` on an up-to-date stage, `make all` and `make stamps` ask `next`/`status` first: a
+    name no notebook declares stops them with the stage filter's line (exit 2), never a skip."""
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    out = tmp_path / "demo" / "executed"
+    for command in ("next", "status"):
+        status = stage_records.main([command, "--notebooks", str(notebooks), "--out", str(out), "--",
+                                     "-p", "profile", "demo", "-p", "n_resampls", "500"])
+        err = capsys.readouterr().err
+        assert status == 2
+        assert err.splitlines() == [
+            f"make: PARAMS: no notebook in {notebooks} declares n_resampls (did you mean n_resamples?) (a "
+            "parameter reaches only the notebooks whose parameters cell declares it)"]

@@ -154,9 +154,31 @@ def _take_yaml(args: Sequence[str], i: int, result: _Filtered) -> int:
     return i + 2
 
 
-def unknown_names_line(notebook: Path, unknown: Sequence[str], known: Iterable[str]) -> str:
-    """One line refusing parameter names that no notebook of ``notebook``'s folder declares, each
-    with the closest declared name when one is close (``difflib.get_close_matches``)."""
+def known_parameters(notebook_dir: Path) -> set[str]:
+    """Every parameter a notebook ``NN_*.ipynb`` of ``notebook_dir`` declares, and
+    :data:`MAKE_PARAMETERS`.
+
+    Raises
+    ------
+    OSError, ValueError
+        A notebook cannot be read.
+    """
+    known = set(MAKE_PARAMETERS)
+    for notebook in sorted(Path(notebook_dir).glob("[0-9][0-9]_*.ipynb")):
+        known.update(notebook_parameters(notebook))
+    return known
+
+
+def unknown_names(args: Sequence[str], known: Iterable[str]) -> list[str]:
+    """The parameter names of ``args`` (``-p``/``-r NAME VALUE``, ``-y`` mappings) not in
+    ``known``, in order, each once (:func:`filter_papermill_args`)."""
+    _kept, _dropped, unknown = filter_papermill_args(args, declared=(), known=known)
+    return unknown
+
+
+def unknown_names_line(notebook_dir: Path, unknown: Sequence[str], known: Iterable[str]) -> str:
+    """One line refusing parameter names that no notebook of ``notebook_dir`` declares, each with
+    the closest declared name when one is close (``difflib.get_close_matches``)."""
     known = sorted(set(known))
     named = []
     for name in unknown:
@@ -166,9 +188,8 @@ def unknown_names_line(notebook: Path, unknown: Sequence[str], known: Iterable[s
         else:
             named.append(name)
     return (
-        f"make: PARAMS: no notebook in {notebook.parent} declares {', '.join(named)}; the stage "
-        f"{notebook.stem} did not start (a parameter reaches only the notebooks whose parameters "
-        "cell declares it)"
+        f"make: PARAMS: no notebook in {notebook_dir} declares {', '.join(named)} (a parameter "
+        "reaches only the notebooks whose parameters cell declares it)"
     )
 
 
@@ -184,15 +205,13 @@ def main(argv: Sequence[str]) -> int:
     notebook = Path(argv[1])
     try:
         declared = notebook_parameters(notebook)
-        known = set(declared) | set(MAKE_PARAMETERS)
-        for other in sorted(notebook.parent.glob("[0-9][0-9]_*.ipynb")):
-            known.update(notebook_parameters(other))
+        known = set(declared) | known_parameters(notebook.parent)
         kept, _dropped, unknown = filter_papermill_args(argv[2:], declared, known)
     except (OSError, ValueError, SyntaxError) as err:
         print(f"cannot read the parameters of {notebook}: {err}", file=sys.stderr)
         return 1
     if unknown:
-        print(unknown_names_line(notebook, unknown, known), file=sys.stderr)
+        print(unknown_names_line(notebook.parent, unknown, known), file=sys.stderr)
         return 2
     sys.stdout.write("".join(a + "\0" for a in kept))
     return 0

@@ -580,6 +580,13 @@ def main(argv=None) -> int:
     ap.add_argument("--force", action="store_true")
     ap.add_argument("--start-ns", type=int, default=0)
     a = ap.parse_args(argv)
+    if a.command in ("next", "status"):
+        known = papermill_args.known_parameters(Path(a.notebooks))
+        unknown = papermill_args.unknown_names(args, known)
+        if unknown:  # a typo: refused before a stage is chosen, as the stage's filter refuses it
+            line = papermill_args.unknown_names_line(Path(a.notebooks), unknown, known)
+            print(line, file=sys.stderr)
+            return 2
     if a.command == "next":
         print(next_stage(a, args))
         return 0
