@@ -417,12 +417,10 @@ def differences(stage: str, notebook, out_dir, args, cache: HashCache) -> list[s
 
 
 def filtered_args(notebook: Path, args) -> list[str]:
-    """The papermill arguments ``notebook`` receives (as ``scripts/run_stage.sh`` filters them)."""
+    """The papermill arguments ``notebook`` receives (as ``scripts/run_stage.sh`` filters them;
+    which of the others are typos is :func:`main`'s question, asked once)."""
     declared = papermill_args.notebook_parameters(notebook)
-    known = set(declared)
-    for other in sorted(Path(notebook).parent.glob("[0-9][0-9]_*.ipynb")):
-        known.update(papermill_args.notebook_parameters(other))
-    kept, _dropped, _unknown = papermill_args.filter_papermill_args(list(args), declared, known)
+    kept, _dropped, _unknown = papermill_args.filter_papermill_args(list(args), declared)
     return kept
 
 

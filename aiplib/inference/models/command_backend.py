@@ -139,10 +139,9 @@ class CommandRecogniser(Recogniser):
         self.concurrency = int(entry.extra.get("concurrency") or 1)
         check_parallelism(entry.id, self.batch_size, self.concurrency)
         self._lock = threading.Lock()
-        problem = program_problem(entry)
-        if problem is not None:
-            raise ModelUnavailableError(f"{entry.id}: {problem}")
         self.program = shutil.which(os.path.expandvars(self.argv_template[0]))
+        if self.program is None:
+            raise ModelUnavailableError(f"{entry.id}: {program_problem(entry)}")
         self._tmp = tempfile.mkdtemp(prefix="aip_cmd_")
         os.chmod(self._tmp, 0o700)
         self._cache: dict[str, tuple[bool, str]] = {}
