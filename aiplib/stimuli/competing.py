@@ -31,7 +31,7 @@ from aiplib.core.tasks import CONDITION_FAMILIES
 from aiplib.io.audio import SR, load_audio_cached
 from aiplib.io.formats import parse_bool
 from aiplib.sources.corpora import asterisk_langs as al
-from aiplib.sources.distractors import prepare_distractors  # noqa: F401 - notebook 01 imports it here
+from aiplib.sources.distractors import prepare_distractors  # noqa: F401 - notebook 01 imports it
 from aiplib.stimuli.manifests import (
     FamilyOptions,
     ManifestPlan,
